@@ -1,0 +1,246 @@
+// Package client speaks the request protocol to a CLS. One Client is one
+// connection; calls may be made from many goroutines at once and are
+// pipelined on it.
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// Home returns the mq state directory: $MQ_HOME, else ~/.mq.
+func Home() (string, error) {
+	if h := os.Getenv("MQ_HOME"); h != "" {
+		return filepath.Abs(h)
+	}
+	u, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("cannot find the mq home: set MQ_HOME (%w)", err)
+	}
+	return filepath.Join(u, ".mq"), nil
+}
+
+// SocketPath is where a CLS with the given home listens.
+func SocketPath(home string) string { return filepath.Join(home, "cls.sock") }
+
+// ErrClosed is returned by calls on a closed or broken connection.
+var ErrClosed = errors.New("connection to the CLS closed")
+
+// Client is a connection to a CLS.
+type Client struct {
+	rwc  io.ReadWriteCloser
+	wmu  sync.Mutex
+	wbuf []byte
+
+	mu      sync.Mutex
+	nextID  uint64
+	pending map[uint64]*pending
+	err     error // set once the reader stops
+	done    chan struct{}
+
+	Role string // the role the server granted
+}
+
+type pending struct {
+	ch     chan *protocol.Response
+	stream bool
+}
+
+// Dial connects to the CLS whose home is home, as role ("" = the most the
+// socket allows).
+func Dial(ctx context.Context, home, role, clientName string) (*Client, error) {
+	path := SocketPath(home)
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach the CLS at %s (is `cls serve` running?): %w", path, unwrapOp(err))
+	}
+	cl, err := New(ctx, c, role, clientName)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return cl, nil
+}
+
+func unwrapOp(err error) error {
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Err != nil {
+		var se *os.SyscallError
+		if errors.As(oe.Err, &se) {
+			return se.Err
+		}
+		return oe.Err
+	}
+	return err
+}
+
+// New starts a client on an open connection and says hello.
+func New(ctx context.Context, rwc io.ReadWriteCloser, role, clientName string) (*Client, error) {
+	c := &Client{rwc: rwc, pending: map[uint64]*pending{}, done: make(chan struct{})}
+	go c.readLoop()
+	var hr protocol.HelloReply
+	if err := c.Call(ctx, protocol.OpHello, protocol.Hello{Proto: protocol.Version, Role: role, Client: clientName}, &hr); err != nil {
+		c.Close()
+		return nil, err
+	}
+	c.Role = hr.Role
+	return c, nil
+}
+
+// Close closes the connection; calls in flight return ErrClosed.
+func (c *Client) Close() error {
+	err := c.rwc.Close()
+	<-c.done
+	return err
+}
+
+// Done is closed when the connection is gone.
+func (c *Client) Done() <-chan struct{} { return c.done }
+
+func (c *Client) readLoop() {
+	r := protocol.NewReader(c.rwc)
+	var err error
+	for {
+		var resp *protocol.Response
+		resp, err = r.ReadResponse()
+		if err != nil {
+			break
+		}
+		c.mu.Lock()
+		p := c.pending[resp.ID]
+		if p != nil && (!p.stream || !resp.More) {
+			delete(c.pending, resp.ID)
+		}
+		c.mu.Unlock()
+		if p == nil {
+			if resp.ID == 0 && resp.Err != nil {
+				err = resp.Err // the server refused the stream itself
+				break
+			}
+			continue
+		}
+		p.ch <- resp
+	}
+	c.mu.Lock()
+	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+		err = ErrClosed
+	}
+	c.err = err
+	for id, p := range c.pending {
+		close(p.ch)
+		delete(c.pending, id)
+	}
+	c.mu.Unlock()
+	close(c.done)
+}
+
+func (c *Client) send(op string, body any, stream bool) (uint64, *pending, error) {
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return 0, nil, fmt.Errorf("encode %s request: %w", op, err)
+	}
+	p := &pending{ch: make(chan *protocol.Response, 16), stream: stream}
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		return 0, nil, err
+	}
+	c.nextID++
+	id := c.nextID
+	c.pending[id] = p
+	c.mu.Unlock()
+
+	c.wmu.Lock()
+	c.wbuf, err = protocol.AppendFrame(c.wbuf[:0], protocol.Request{ID: id, Op: op, Body: raw})
+	if err == nil {
+		_, err = c.rwc.Write(c.wbuf)
+	}
+	c.wmu.Unlock()
+	if err != nil {
+		c.forget(id)
+		return 0, nil, fmt.Errorf("send %s request: %w", op, err)
+	}
+	return id, p, nil
+}
+
+func (c *Client) forget(id uint64) {
+	c.mu.Lock()
+	delete(c.pending, id)
+	c.mu.Unlock()
+}
+
+func (c *Client) closedErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return c.err
+	}
+	return ErrClosed
+}
+
+// Call sends one request and decodes its reply into out (which may be nil).
+// A refusal by the server is returned as a *protocol.Error.
+func (c *Client) Call(ctx context.Context, op string, body, out any) error {
+	id, p, err := c.send(op, body, false)
+	if err != nil {
+		return err
+	}
+	select {
+	case resp, ok := <-p.ch:
+		if !ok {
+			return c.closedErr()
+		}
+		if resp.Err != nil {
+			return resp.Err
+		}
+		if out != nil && len(resp.Body) > 0 {
+			if err := json.Unmarshal(resp.Body, out); err != nil {
+				return fmt.Errorf("decode %s reply: %w", op, err)
+			}
+		}
+		return nil
+	case <-ctx.Done():
+		c.forget(id)
+		return ctx.Err()
+	}
+}
+
+// Stream sends one request whose reply comes in several frames and calls
+// each with every frame's body.
+func (c *Client) Stream(ctx context.Context, op string, body any, each func(json.RawMessage) error) error {
+	id, p, err := c.send(op, body, true)
+	if err != nil {
+		return err
+	}
+	defer c.forget(id)
+	for {
+		select {
+		case resp, ok := <-p.ch:
+			if !ok {
+				return c.closedErr()
+			}
+			if resp.Err != nil {
+				return resp.Err
+			}
+			if !resp.More {
+				return nil
+			}
+			if err := each(resp.Body); err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}

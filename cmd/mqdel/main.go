@@ -1,0 +1,13 @@
+// Command mqdel: see `mqdel --help` and the README.
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/mq-hpc/mq/internal/cli"
+)
+
+func main() {
+	os.Exit(cli.Main(context.Background(), cli.Mqdel(cli.OSEnv()), os.Args))
+}

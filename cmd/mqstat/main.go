@@ -1,0 +1,13 @@
+// Command mqstat: see `mqstat --help` and the README.
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/mq-hpc/mq/internal/cli"
+)
+
+func main() {
+	os.Exit(cli.Main(context.Background(), cli.Mqstat(cli.OSEnv()), os.Args))
+}

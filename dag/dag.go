@@ -1,0 +1,383 @@
+// Package dag decides when jobs may run: it keeps targets, the prerequisite
+// edges between them, and the derived state (Waiting, Queued, Blocked) of
+// every job that has not started. It is pure logic over data the metaqueue
+// hands it; it never touches the database.
+//
+// A target is complete when it has at least one job and all its jobs are
+// Done. It is bad while any of its jobs is Failed, Deleted or Blocked. A job
+// that has not started is Blocked if a prerequisite target is bad, else
+// Waiting if one is incomplete, else Queued.
+package dag
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/mq-hpc/mq/job"
+)
+
+// TargetID identifies a target; ids are dense from 1.
+type TargetID int32
+
+// Job is what the graph keeps of a live (not terminal) job. Queue and Est
+// are carried for the metaqueue, which has no other in-memory copy.
+type Job struct {
+	Target  TargetID
+	Queue   int32
+	Est     float32
+	State   job.State
+	Prereqs []TargetID
+}
+
+// Change is one job state change the graph made or accepted.
+type Change struct {
+	ID       int64
+	Queue    int32
+	Target   TargetID
+	Est      float32
+	From, To job.State // From is 0 for a new job
+}
+
+type target struct {
+	name            string
+	total, done     int32
+	bad             int32      // jobs Failed, Deleted or Blocked
+	deps            []int64    // pending jobs naming this target (lazily pruned)
+	prereqs         []TargetID // union of its jobs' prerequisites (for cycle checks)
+	complete, isBad bool       // last status seen by dependents
+}
+
+// Graph is the dependency state of a metaqueue. Not safe for concurrent
+// use: the metaqueue's single writer owns it.
+type Graph struct {
+	targets []target // index 0 unused
+	byName  map[string]TargetID
+	jobs    map[int64]Job
+
+	changes []Change
+	work    []TargetID
+}
+
+// New returns an empty graph.
+func New() *Graph {
+	return &Graph{targets: make([]target, 1), byName: map[string]TargetID{}, jobs: map[int64]Job{}}
+}
+
+// Lookup returns the id of a named target.
+func (g *Graph) Lookup(name string) (TargetID, bool) {
+	id, ok := g.byName[name]
+	return id, ok
+}
+
+// Name returns a target's name.
+func (g *Graph) Name(t TargetID) string { return g.targets[t].name }
+
+// NextTargetID is the id AddTarget will assign next.
+func (g *Graph) NextTargetID() TargetID { return TargetID(len(g.targets)) }
+
+// AddTarget creates a target with the next id. The caller has checked the
+// name is new.
+func (g *Graph) AddTarget(name string) TargetID {
+	id := TargetID(len(g.targets))
+	g.targets = append(g.targets, target{name: name})
+	g.byName[name] = id
+	return id
+}
+
+// LoadTarget creates a target with a given id while loading from storage.
+func (g *Graph) LoadTarget(id TargetID, name string) {
+	for TargetID(len(g.targets)) <= id {
+		g.targets = append(g.targets, target{})
+	}
+	g.targets[id].name = name
+	g.byName[name] = id
+}
+
+// AddEdges records that target t's jobs need prereqs. Edges are never
+// removed: a deleted job may be rerun, so cycle checks stay conservative.
+func (g *Graph) AddEdges(t TargetID, prereqs []TargetID) {
+	tg := &g.targets[t]
+outer:
+	for _, p := range prereqs {
+		for _, q := range tg.prereqs {
+			if q == p {
+				continue outer
+			}
+		}
+		tg.prereqs = append(tg.prereqs, p)
+	}
+}
+
+// FindCycle reports whether adding edges (target name -> prerequisite
+// names) to the graph would make a cycle, and returns one as a readable
+// path ("a -> b -> a"), or "" if none.
+func (g *Graph) FindCycle(edges map[string][]string) string {
+	const (
+		white = 0
+		grey  = 1
+		black = 2
+	)
+	color := make(map[string]uint8, len(edges))
+	var path []string
+	var visit func(n string) string
+	prereqsOf := func(n string, f func(string) string) string {
+		for _, p := range edges[n] {
+			if c := f(p); c != "" {
+				return c
+			}
+		}
+		if id, ok := g.byName[n]; ok {
+			for _, p := range g.targets[id].prereqs {
+				if c := f(g.targets[p].name); c != "" {
+					return c
+				}
+			}
+		}
+		return ""
+	}
+	visit = func(n string) string {
+		switch color[n] {
+		case grey:
+			i := len(path) - 1
+			for i > 0 && path[i] != n {
+				i--
+			}
+			return strings.Join(append(append([]string{}, path[i:]...), n), " -> ")
+		case black:
+			return ""
+		}
+		color[n] = grey
+		path = append(path, n)
+		if c := prereqsOf(n, visit); c != "" {
+			return c
+		}
+		path = path[:len(path)-1]
+		color[n] = black
+		return ""
+	}
+	for n := range edges {
+		if c := visit(n); c != "" {
+			return c
+		}
+	}
+	return ""
+}
+
+// Job returns a live job.
+func (g *Graph) Job(id int64) (Job, bool) {
+	j, ok := g.jobs[id]
+	return j, ok
+}
+
+// Live is the number of live jobs.
+func (g *Graph) Live() int { return len(g.jobs) }
+
+// Complete reports whether target t is complete.
+func (g *Graph) Complete(t TargetID) bool {
+	tg := &g.targets[t]
+	return tg.total > 0 && tg.done == tg.total
+}
+
+// Counts returns target t's job total, Done and bad counts.
+func (g *Graph) Counts(t TargetID) (total, done, bad int) {
+	tg := &g.targets[t]
+	return int(tg.total), int(tg.done), int(tg.bad)
+}
+
+// AddJob adds a new job (its State is ignored and derived) and returns every
+// state change that follows, the new job's own first (From 0).
+func (g *Graph) AddJob(id int64, j Job) []Change {
+	g.changes = g.changes[:0]
+	j.State = g.eval(j.Prereqs)
+	g.jobs[id] = j
+	g.listDeps(id, j.Prereqs)
+	tg := &g.targets[j.Target]
+	tg.total++
+	g.count(tg, 0, j.State)
+	g.changes = append(g.changes, Change{ID: id, Queue: j.Queue, Target: j.Target, Est: j.Est, To: j.State})
+	g.touch(j.Target)
+	g.settle()
+	return g.changes
+}
+
+// Set moves a live job to a new state: Executing (dispatched), or an end
+// state (Done, Failed, Deleted). Pending states are derived; use Requeue.
+// It returns the change and every change that follows.
+func (g *Graph) Set(id int64, to job.State) ([]Change, error) {
+	j, ok := g.jobs[id]
+	if !ok {
+		return nil, fmt.Errorf("job %d is not live", id)
+	}
+	if to.Pending() {
+		return nil, fmt.Errorf("job %d: state %s is derived, not set", id, to)
+	}
+	g.changes = g.changes[:0]
+	g.move(id, j, to)
+	g.settle()
+	return g.changes, nil
+}
+
+// Requeue returns an executing job to the pending states (its lease expired
+// or it will be retried); it becomes Queued unless a prerequisite changed
+// meanwhile.
+func (g *Graph) Requeue(id int64) ([]Change, error) {
+	j, ok := g.jobs[id]
+	if !ok || j.State != job.Executing {
+		return nil, fmt.Errorf("job %d is not executing", id)
+	}
+	g.changes = g.changes[:0]
+	g.listDeps(id, j.Prereqs)
+	g.move(id, j, g.eval(j.Prereqs))
+	g.settle()
+	return g.changes, nil
+}
+
+// Revive brings a terminal job (from = Done, Failed or Deleted) back as
+// pending, for a rerun. j carries its target, queue, estimate and prereqs.
+func (g *Graph) Revive(id int64, j Job, from job.State) ([]Change, error) {
+	if _, ok := g.jobs[id]; ok {
+		return nil, fmt.Errorf("job %d is live", id)
+	}
+	if !from.Terminal() {
+		return nil, fmt.Errorf("job %d: %s is not an end state", id, from.Name())
+	}
+	g.changes = g.changes[:0]
+	j.State = from
+	g.jobs[id] = j
+	g.listDeps(id, j.Prereqs)
+	g.move(id, j, g.eval(j.Prereqs))
+	g.settle()
+	return g.changes, nil
+}
+
+// LoadJob adds a job as stored, with its stored state and no cascade, while
+// loading. Terminal jobs only count toward their target.
+func (g *Graph) LoadJob(id int64, j Job) {
+	tg := &g.targets[j.Target]
+	tg.total++
+	g.count(tg, 0, j.State)
+	if j.State.Terminal() {
+		return
+	}
+	g.jobs[id] = j
+	if j.State.Pending() {
+		g.listDeps(id, j.Prereqs)
+	}
+}
+
+// LoadCounts adds n terminal jobs in state s to target t while loading, for
+// jobs not loaded one by one.
+func (g *Graph) LoadCounts(t TargetID, s job.State, n int) {
+	tg := &g.targets[t]
+	tg.total += int32(n)
+	if s == job.Done {
+		tg.done += int32(n)
+	}
+	if s.Bad() {
+		tg.bad += int32(n)
+	}
+}
+
+// Reconcile re-derives every pending job's state after loading and returns
+// the changes needed to make storage agree (none if it already did).
+func (g *Graph) Reconcile() []Change {
+	g.changes = g.changes[:0]
+	for t := 1; t < len(g.targets); t++ {
+		tg := &g.targets[t]
+		tg.complete, tg.isBad = tg.total > 0 && tg.done == tg.total, tg.bad > 0
+	}
+	for id, j := range g.jobs {
+		if j.State.Pending() {
+			if s := g.eval(j.Prereqs); s != j.State {
+				g.move(id, j, s)
+			}
+		}
+	}
+	g.settle()
+	return g.changes
+}
+
+func (g *Graph) eval(prereqs []TargetID) job.State {
+	s := job.Queued
+	for _, p := range prereqs {
+		tg := &g.targets[p]
+		if tg.bad > 0 {
+			return job.Blocked
+		}
+		if tg.total == 0 || tg.done != tg.total {
+			s = job.Waiting
+		}
+	}
+	return s
+}
+
+func (g *Graph) listDeps(id int64, prereqs []TargetID) {
+	for _, p := range prereqs {
+		g.targets[p].deps = append(g.targets[p].deps, id)
+	}
+}
+
+func (g *Graph) count(tg *target, from, to job.State) {
+	if from == job.Done {
+		tg.done--
+	}
+	if to == job.Done {
+		tg.done++
+	}
+	if from.Bad() {
+		tg.bad--
+	}
+	if to.Bad() {
+		tg.bad++
+	}
+}
+
+// move changes a live job's state, updates its target's counters and
+// schedules its dependents for re-evaluation if the target's status flips.
+func (g *Graph) move(id int64, j Job, to job.State) {
+	from := j.State
+	if from == to {
+		return
+	}
+	g.count(&g.targets[j.Target], from, to)
+	if to.Terminal() {
+		delete(g.jobs, id)
+	} else {
+		j.State = to
+		g.jobs[id] = j
+	}
+	g.changes = append(g.changes, Change{ID: id, Queue: j.Queue, Target: j.Target, Est: j.Est, From: from, To: to})
+	g.touch(j.Target)
+}
+
+func (g *Graph) touch(t TargetID) {
+	tg := &g.targets[t]
+	if complete, bad := tg.total > 0 && tg.done == tg.total, tg.bad > 0; complete != tg.complete || bad != tg.isBad {
+		tg.complete, tg.isBad = complete, bad
+		g.work = append(g.work, t)
+	}
+}
+
+// settle re-evaluates dependents of targets whose status flipped, until
+// nothing changes. It terminates because the target graph is acyclic.
+func (g *Graph) settle() {
+	for len(g.work) > 0 {
+		t := g.work[len(g.work)-1]
+		g.work = g.work[:len(g.work)-1]
+		deps := g.targets[t].deps
+		kept := deps[:0]
+		for _, id := range deps {
+			j, ok := g.jobs[id]
+			if !ok || !j.State.Pending() {
+				continue // started or ended: listed again if it ever returns
+			}
+			kept = append(kept, id)
+			if s := g.eval(j.Prereqs); s != j.State {
+				g.move(id, j, s)
+			}
+		}
+		// clear the tail so pruned ids do not pin memory
+		clear(deps[len(kept):])
+		g.targets[t].deps = kept
+	}
+}

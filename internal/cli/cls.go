@@ -1,0 +1,353 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/metaqueue"
+	"github.com/mq-hpc/mq/placeholder"
+	"github.com/mq-hpc/mq/protocol"
+	"github.com/mq-hpc/mq/server"
+)
+
+// Cls returns the cls command: the command-line server and its admin verbs.
+func Cls(env Env) *cli.App {
+	app := newApp("cls", "the mq command-line server (CLS) and its administration", env)
+	app.Commands = []*cli.Command{clsServe(), clsQueue(), clsAgent()}
+	app.Action = func(c *cli.Context) error {
+		if c.NArg() > 0 {
+			return usagef("unknown command %q", c.Args().First())
+		}
+		return usagef("missing command (serve, queue)")
+	}
+	return app
+}
+
+func clsServe() *cli.Command {
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "run the CLS in the foreground (stop with SIGINT or SIGTERM)",
+		Description: `Keeps the metaqueue in $MQ_HOME (default ~/.mq): mq.db (SQLite), cls.sock (the
+socket mqsub/mqstat/mqdel use), cls.log, and output/ (jobs' stdout and stderr
+from local placeholders).`,
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "local", Usage: "local placeholders to keep running (0 = none)", Value: runtime.NumCPU()},
+			&cli.IntFlag{Name: "slots", Usage: "jobs each local placeholder runs at once", Value: 1},
+			&cli.DurationFlag{Name: "lease", Usage: "requeue a job when its placeholder is silent this long", Value: 30 * time.Second},
+			&cli.StringFlag{Name: "sync", Usage: "commit durability: full (survives power loss) or normal (survives a crash of the CLS)", Value: string(metaqueue.SyncFull)},
+			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error", Value: "info"},
+		},
+		Action: serve,
+	}
+}
+
+func serve(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usagef("serve takes no arguments (got %q)", c.Args().First())
+	}
+	n := c.Int("local")
+	if n < 0 || n > 4096 {
+		return usagef("--local must be 0..4096, not %d", n)
+	}
+	slots := c.Int("slots")
+	if slots < 1 || slots > 4096 {
+		return usagef("--slots must be 1..4096, not %d", slots)
+	}
+	if c.Duration("lease") < time.Second {
+		return usagef("--lease must be at least 1s")
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
+		return usagef("--log-level: %v", err)
+	}
+	home, err := client.Home()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return fmt.Errorf("cannot create MQ_HOME: %w", err)
+	}
+	unlock, err := lockHome(home)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	logf, err := os.OpenFile(filepath.Join(home, "cls.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("cannot open the log: %w", err)
+	}
+	defer logf.Close()
+	log := slog.New(slog.NewTextHandler(logf, &slog.HandlerOptions{Level: level}))
+
+	ctx := c.Context
+	store, err := metaqueue.Open(ctx, metaqueue.Options{
+		Path: filepath.Join(home, "mq.db"), Sync: metaqueue.Sync(c.String("sync")),
+		Lease: c.Duration("lease"), Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	sock := client.SocketPath(home)
+	if len(sock) > 100 {
+		return fmt.Errorf("socket path %s is too long for a Unix socket; use a shorter MQ_HOME", sock)
+	}
+	os.Remove(sock) // the lock says no live CLS owns it
+	old := syscall.Umask(0o077)
+	ln, err := net.Listen("unix", sock)
+	syscall.Umask(old)
+	if err != nil {
+		return fmt.Errorf("cannot listen on %s: %w", sock, err)
+	}
+	defer os.Remove(sock)
+
+	// Local placeholders: children of this process. When one dies its jobs
+	// are requeued at once.
+	var pidMu sync.Mutex
+	pids := map[int]int64{}
+	srvCtx, stopSrv := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopSrv()
+	srv := &server.Server{Store: store, Log: log, Version: Version,
+		OnPlaceholder: func(id int64, reg protocol.Register, connected bool) {
+			if reg.Site != "local" {
+				return
+			}
+			pidMu.Lock()
+			if connected {
+				pids[reg.PID] = id
+			}
+			pidMu.Unlock()
+		}}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(srvCtx, ln, protocol.RoleUser) }()
+
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("cannot find the cls executable for local placeholders: %w", err)
+	}
+	host, _ := os.Hostname()
+	local := &placeholder.LocalSite{N: n, Log: log,
+		Command: func(i int) *exec.Cmd {
+			cmd := exec.Command(exe, "agent", "--site", "local", "--host", host, "--slots", strconv.Itoa(slots),
+				"--out", filepath.Join(home, "output"), "--orphan-exit")
+			cmd.Env = append(os.Environ(), "MQ_HOME="+home)
+			cmd.Dir = home
+			cmd.Stdout, cmd.Stderr = logf, logf
+			return cmd
+		},
+		Exited: func(pid int) {
+			pidMu.Lock()
+			id, ok := pids[pid]
+			delete(pids, pid)
+			pidMu.Unlock()
+			if ok {
+				store.PlaceholderGone(context.Background(), id)
+			}
+		},
+	}
+	local.Start()
+	log.Info("CLS started", "home", home, "local", n, "version", Version)
+	fmt.Fprintf(c.App.ErrWriter, "cls: serving MQ_HOME=%s with %d local placeholders (log: %s)\n", home, n, logf.Name())
+
+	select {
+	case <-ctx.Done():
+	case err = <-serveErr:
+	}
+	log.Info("CLS stopping")
+	stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	local.Stop(stopCtx) // they report their interrupted jobs first
+	cancel()
+	stopSrv()
+	ln.Close()
+	store.Close()
+	srv.Wait()
+	log.Info("CLS stopped")
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
+
+// lockHome makes sure one CLS owns a home at a time. The lock dies with the
+// process, so a killed CLS never leaves a stale lock.
+func lockHome(home string) (func(), error) {
+	f, err := os.OpenFile(filepath.Join(home, "cls.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("cannot lock MQ_HOME: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("another CLS is already serving %s", home)
+		}
+		return nil, fmt.Errorf("cannot lock MQ_HOME: %w", err)
+	}
+	f.Truncate(0)
+	fmt.Fprintf(f, "%d\n", os.Getpid())
+	return func() { f.Close() }, nil
+}
+
+func clsAgent() *cli.Command {
+	return &cli.Command{
+		Name:   "agent",
+		Usage:  "run a placeholder agent that pulls jobs from the CLS of $MQ_HOME",
+		Hidden: false,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "site", Value: "local", Usage: "site name reported to the CLS"},
+			&cli.StringFlag{Name: "host", Usage: "host name reported to the CLS (default: this host's)"},
+			&cli.IntFlag{Name: "slots", Value: 1, Usage: "jobs to run at once"},
+			&cli.StringFlag{Name: "out", Usage: "directory for jobs' stdout/stderr (default $MQ_HOME/output)"},
+			&cli.DurationFlag{Name: "walltime", Usage: "this placeholder's own time limit (0 = none)"},
+			&cli.DurationFlag{Name: "idle", Usage: "exit after this long without work (0 = never)"},
+			&cli.BoolFlag{Name: "orphan-exit", Usage: "exit when idle if the parent process dies"},
+		},
+		Action: func(c *cli.Context) error {
+			home, err := client.Home()
+			if err != nil {
+				return err
+			}
+			host := c.String("host")
+			if host == "" {
+				host, _ = os.Hostname()
+			}
+			out := c.String("out")
+			if out == "" {
+				out = filepath.Join(home, "output")
+			}
+			log := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: slog.LevelWarn})).With("pid", os.Getpid())
+			sock := client.SocketPath(home)
+			a := placeholder.New(placeholder.Config{
+				Dial: func(ctx context.Context) (io.ReadWriteCloser, error) {
+					var d net.Dialer
+					return d.DialContext(ctx, "unix", sock)
+				},
+				Site: c.String("site"), Host: host, Slots: c.Int("slots"), OutDir: out,
+				Walltime: c.Duration("walltime"), IdleTimeout: c.Duration("idle"),
+				ExitWhenOrphaned: c.Bool("orphan-exit"), Log: log,
+			})
+			err = a.Run(c.Context)
+			if errors.Is(err, context.Canceled) {
+				return nil
+			}
+			return err
+		},
+	}
+}
+
+func clsQueue() *cli.Command {
+	return &cli.Command{
+		Name:  "queue",
+		Usage: "show and set queue properties",
+		Subcommands: []*cli.Command{
+			{
+				Name:  "list",
+				Usage: "list queues and their properties",
+				Action: func(c *cli.Context) error {
+					cl, err := dial(c.Context, "cls")
+					if err != nil {
+						return err
+					}
+					defer cl.Close()
+					var ql protocol.QueueList
+					if err := cl.Call(c.Context, protocol.OpQueueList, struct{}{}, &ql); err != nil {
+						return err
+					}
+					printQueues(c.App.Writer, ql.Queues)
+					return nil
+				},
+			},
+			{
+				Name:      "set",
+				Usage:     "create a queue or change its properties",
+				ArgsUsage: "QUEUE",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "ceiling", Usage: "longest a job may run, e.g. 90, 90s, 2h (0 = no limit)"},
+					&cli.IntFlag{Name: "max-attempts", Usage: "times a job may be dispatched before it fails"},
+					&cli.BoolFlag{Name: "retry-failed", Usage: "retry jobs that exit non-zero (within max-attempts)"},
+					&cli.StringFlag{Name: "policy", Usage: "scheduling policy: fcfs or sjf"},
+				},
+				Action: func(c *cli.Context) error {
+					if c.NArg() != 1 {
+						return usagef("queue set takes exactly one QUEUE")
+					}
+					qs := protocol.QueueSet{Name: c.Args().First()}
+					if c.IsSet("ceiling") {
+						d, err := parseSeconds(c.String("ceiling"))
+						if err != nil {
+							return usagef("--ceiling: %v", err)
+						}
+						qs.Ceiling = &d
+					}
+					if c.IsSet("max-attempts") {
+						n := c.Int("max-attempts")
+						qs.MaxAttempts = &n
+					}
+					if c.IsSet("retry-failed") {
+						b := c.Bool("retry-failed")
+						qs.RetryFailed = &b
+					}
+					if c.IsSet("policy") {
+						p := c.String("policy")
+						qs.Policy = &p
+					}
+					cl, err := dial(c.Context, "cls")
+					if err != nil {
+						return err
+					}
+					defer cl.Close()
+					var qi protocol.QueueInfo
+					if err := cl.Call(c.Context, protocol.OpQueueSet, qs, &qi); err != nil {
+						return err
+					}
+					printQueues(c.App.Writer, []protocol.QueueInfo{qi})
+					return nil
+				},
+			},
+		},
+	}
+}
+
+// parseSeconds reads "90" (seconds) or a Go duration such as "1h30m".
+func parseSeconds(s string) (float64, error) {
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		if f < 0 {
+			return 0, fmt.Errorf("%q is negative", s)
+		}
+		return f, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%q is not a duration (e.g. 90, 90s, 2h)", s)
+	}
+	return d.Seconds(), nil
+}
+
+func printQueues(w io.Writer, qs []protocol.QueueInfo) {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "QUEUE\tCEILING\tMAX ATTEMPTS\tRETRY FAILED\tPOLICY")
+	for _, q := range qs {
+		ceiling := "none"
+		if q.Ceiling > 0 {
+			ceiling = (time.Duration(q.Ceiling * float64(time.Second))).String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%s\n", q.Name, ceiling, q.MaxAttempts, q.RetryFailed, q.Policy)
+	}
+	tw.Flush()
+}

@@ -1,0 +1,133 @@
+// Package cli implements the mq commands (cls, mqsub, mqstat, mqdel). Each
+// command is an urfave/cli App writing to injected writers, so tests run
+// them in-process; cmd/*/main.go only call Main.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// Version is the mq version, set at build time with -ldflags.
+var Version = "dev"
+
+// Exit codes shared by every command.
+const (
+	ExitOK      = 0
+	ExitFailed  = 1 // the request failed: the server said no, or could not be reached
+	ExitUsage   = 2 // the command line was wrong
+	exitUnknown = 1
+)
+
+// usageError is a mistake on the command line (exit 2).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// exitError carries a specific exit status (mqsub -b passes the job's).
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e exitError) Error() string { return e.msg }
+
+// Env is what a command sees of its process: arguments, streams.
+type Env struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	Getwd          func() (string, error)
+}
+
+// OSEnv is the real process environment.
+func OSEnv() Env {
+	return Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getwd: os.Getwd}
+}
+
+// Main runs app with args and returns the exit status, printing any error
+// as one line on stderr prefixed by the command name.
+func Main(ctx context.Context, app *cli.App, args []string) int {
+	app.HideHelpCommand = true
+	app.ExitErrHandler = func(*cli.Context, error) {} // we map errors ourselves
+	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
+		return usageError{strings.TrimPrefix(err.Error(), "flag provided but not defined: ")}
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := app.RunContext(ctx, args)
+	if err == nil {
+		return ExitOK
+	}
+	name := app.Name
+	var ue usageError
+	var ee exitError
+	switch {
+	case errors.As(err, &ee):
+		for _, line := range strings.Split(ee.msg, "\n") {
+			if line != "" {
+				fmt.Fprintf(app.ErrWriter, "%s: %s\n", name, line)
+			}
+		}
+		return ee.code
+	case errors.As(err, &ue):
+		fmt.Fprintf(app.ErrWriter, "%s: %s (see %s --help)\n", name, oneLine(ue.msg), name)
+		return ExitUsage
+	case isFlagError(err):
+		fmt.Fprintf(app.ErrWriter, "%s: %s (see %s --help)\n", name, oneLine(err.Error()), name)
+		return ExitUsage
+	}
+	fmt.Fprintf(app.ErrWriter, "%s: %s\n", name, oneLine(err.Error()))
+	return ExitFailed
+}
+
+// isFlagError recognises urfave/cli's own usage errors that bypass
+// OnUsageError (a flag given a bad value, a required flag missing).
+func isFlagError(err error) bool {
+	s := err.Error()
+	return strings.HasPrefix(s, "invalid value") || strings.HasPrefix(s, "Required flag") ||
+		strings.Contains(s, "flag needs an argument") || strings.HasPrefix(s, "flag provided but not defined")
+}
+
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+// newApp returns an App with the shared settings.
+func newApp(name, usage string, env Env) *cli.App {
+	return &cli.App{
+		Name:                   name,
+		Usage:                  usage,
+		Version:                Version,
+		Writer:                 env.Stdout,
+		ErrWriter:              env.Stderr,
+		Reader:                 env.Stdin,
+		UseShortOptionHandling: false,
+		HideHelpCommand:        true,
+	}
+}
+
+// dial connects to the CLS of $MQ_HOME as a user.
+func dial(ctx context.Context, name string) (*client.Client, error) {
+	home, err := client.Home()
+	if err != nil {
+		return nil, err
+	}
+	return client.Dial(ctx, home, protocol.RoleUser, name)
+}

@@ -1,0 +1,277 @@
+package cli
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// Mqstat returns the mqstat command.
+func Mqstat(env Env) *cli.App {
+	app := newApp("mqstat", "show jobs in the metaqueue", env)
+	app.UsageText = `mqstat [-q QUEUE] [-t TARGET] [-s STATES] [--json] [--limit N]
+   mqstat -j ID [--json]
+   mqstat --summary [--json]`
+	app.Description = `States: W waiting on prerequisites, Q queued (ready), E executing, D done,
+F failed, B blocked by a failed or deleted prerequisite, X deleted.
+Without -s every job but deleted ones is listed.`
+	app.Flags = []cli.Flag{
+		&cli.StringFlag{Name: "q", Aliases: []string{"queue"}, Usage: "only jobs of this queue"},
+		&cli.StringFlag{Name: "t", Aliases: []string{"target"}, Usage: "only jobs of this target"},
+		&cli.StringFlag{Name: "s", Aliases: []string{"states"}, Usage: "only jobs in these states, e.g. QE"},
+		&cli.Int64Flag{Name: "j", Aliases: []string{"job"}, Usage: "show one job in full"},
+		&cli.BoolFlag{Name: "json", Usage: "print JSON"},
+		&cli.BoolFlag{Name: "summary", Usage: "count jobs per queue and state"},
+		&cli.IntFlag{Name: "limit", Usage: "list at most N jobs"},
+		&cli.BoolFlag{Name: "w", Aliases: []string{"wide"}, Usage: "do not shorten commands"},
+	}
+	app.Action = func(c *cli.Context) error {
+		if c.NArg() > 0 {
+			return usagef("unexpected argument %q (job ids go after -j)", c.Args().First())
+		}
+		if c.IsSet("s") {
+			if _, err := job.ParseStates(strings.ToUpper(c.String("s"))); err != nil {
+				return usagef("-s: %v", err)
+			}
+		}
+		if c.IsSet("j") && c.Int64("j") <= 0 {
+			return usagef("-j needs a job id")
+		}
+		cl, err := dial(c.Context, "mqstat")
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		w := bufio.NewWriterSize(c.App.Writer, 64<<10)
+		defer w.Flush()
+		switch {
+		case c.Bool("summary"):
+			var r protocol.SummaryReply
+			if err := cl.Call(c.Context, protocol.OpSummary, struct{}{}, &r); err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return writeJSON(w, r.Queues)
+			}
+			printSummary(w, r.Queues)
+			return nil
+		case c.IsSet("j"):
+			var d protocol.JobDetail
+			if err := cl.Call(c.Context, protocol.OpJob, protocol.JobQuery{ID: c.Int64("j")}, &d); err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return writeJSON(w, d)
+			}
+			printJob(w, d)
+			return nil
+		}
+		st := protocol.Stat{Queue: c.String("q"), Target: c.String("t"), States: strings.ToUpper(c.String("s")), Limit: c.Int("limit")}
+		asJSON := c.Bool("json")
+		var tw *tabwriter.Writer
+		first := true
+		if asJSON {
+			w.WriteString("[")
+		} else {
+			tw = tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
+			fmt.Fprintln(tw, "ID\tQUEUE\tTARGET\tS\tATT\tHOST\tSUBMITTED\tSTARTED\tFINISHED\tEXIT\tCOMMAND")
+		}
+		now := time.Now()
+		err = cl.Stream(c.Context, protocol.OpStat, st, func(raw json.RawMessage) error {
+			var r protocol.StatReply
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return err
+			}
+			for _, j := range r.Jobs {
+				if asJSON {
+					if !first {
+						w.WriteString(",\n")
+					}
+					first = false
+					b, _ := json.Marshal(j)
+					w.Write(b)
+					continue
+				}
+				printRow(tw, j, now, c.Bool("w"))
+			}
+			if tw != nil {
+				return tw.Flush() // one tabwriter block per frame keeps memory bounded
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			w.WriteString("]\n")
+		}
+		return nil
+	}
+	return app
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func shortTime(s string, now time.Time) string {
+	if s == "" {
+		return "-"
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return s
+	}
+	t = t.Local()
+	if y, m, d := t.Date(); y == now.Year() && m == now.Month() && d == now.Day() {
+		return t.Format("15:04:05")
+	}
+	return t.Format("01-02 15:04")
+}
+
+func printRow(tw io.Writer, j protocol.JobInfo, now time.Time, wide bool) {
+	host := j.Host
+	if host == "" {
+		host = "-"
+	}
+	if (j.State == "W" || j.State == "B") && len(j.Prereqs) > 0 {
+		host = "<- " + strings.Join(j.Prereqs, ",")
+	}
+	exit := "-"
+	if j.Exit != nil {
+		exit = fmt.Sprint(*j.Exit)
+	}
+	cmd := strings.ReplaceAll(j.Command, "\n", " ")
+	if !wide && len(cmd) > 60 {
+		cmd = cmd[:57] + "..."
+	}
+	fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.Queue, j.Target, j.State, j.Attempts, host,
+		shortTime(j.Submitted, now), shortTime(j.Started, now), shortTime(j.Finished, now), exit, cmd)
+}
+
+func printSummary(w io.Writer, qs []protocol.QueueCounts) {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "QUEUE\t")
+	for _, s := range job.States {
+		fmt.Fprintf(tw, "%s\t", s)
+	}
+	fmt.Fprintln(tw, "TOTAL\t")
+	total := map[string]int{}
+	for _, q := range qs {
+		fmt.Fprintf(tw, "%s\t", q.Queue)
+		n := 0
+		for _, s := range job.States {
+			fmt.Fprintf(tw, "%d\t", q.Counts[s.String()])
+			n += q.Counts[s.String()]
+			total[s.String()] += q.Counts[s.String()]
+		}
+		fmt.Fprintf(tw, "%d\t\n", n)
+	}
+	if len(qs) > 1 {
+		fmt.Fprint(tw, "all\t")
+		n := 0
+		for _, s := range job.States {
+			fmt.Fprintf(tw, "%d\t", total[s.String()])
+			n += total[s.String()]
+		}
+		fmt.Fprintf(tw, "%d\t\n", n)
+	}
+	tw.Flush()
+}
+
+func stateName(letter string) string {
+	if len(letter) == 1 {
+		return letter + " (" + job.State(letter[0]).Name() + ")"
+	}
+	return letter
+}
+
+func printJob(w io.Writer, d protocol.JobDetail) {
+	tw := tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
+	p := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(tw, "%s:\t%s\n", k, v)
+		}
+	}
+	fmt.Fprintf(tw, "job:\t%d\n", d.ID)
+	p("queue", d.Queue)
+	p("target", d.Target)
+	p("state", stateName(d.State))
+	p("command", d.Command)
+	p("directory", d.Cwd)
+	if d.Est > 0 {
+		p("estimate", fmt.Sprintf("%gs", d.Est))
+	}
+	if len(d.Prereqs) > 0 {
+		p("prerequisites", strings.Join(d.Prereqs, ", "))
+	}
+	for _, ts := range d.WaitingOn {
+		p("  "+ts.Target, targetStatus(ts))
+	}
+	p("attempts", fmt.Sprint(d.Attempts))
+	if d.Site != "" {
+		p("placeholder", fmt.Sprintf("%d (site %s, host %s)", d.Placeholder, d.Site, d.Host))
+	}
+	p("submitted", d.Submitted)
+	p("started", d.Started)
+	p("finished", d.Finished)
+	if d.Exit != nil {
+		p("exit status", fmt.Sprint(*d.Exit))
+	}
+	p("reason", d.Reason)
+	if d.Stdout != "" {
+		where := ""
+		if d.Host != "" {
+			where = " (on " + d.Host + ")"
+		}
+		p("stdout", d.Stdout+where)
+		p("stderr", d.Stderr+where)
+	}
+	for _, a := range d.History {
+		exit := "-"
+		if a.Exit != nil {
+			exit = fmt.Sprint(*a.Exit)
+		}
+		p(fmt.Sprintf("attempt %d", a.Attempt), fmt.Sprintf("%s on %s, %s to %s, exit %s: %s", a.Site, a.Host, a.Started, a.Finished, exit, a.Reason))
+	}
+	tw.Flush()
+}
+
+func targetStatus(ts protocol.TargetStatus) string {
+	total := 0
+	var parts []string
+	keys := make([]string, 0, len(ts.Counts))
+	for k := range ts.Counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		total += ts.Counts[k]
+		if k != "D" {
+			parts = append(parts, fmt.Sprintf("%d %s", ts.Counts[k], job.State(k[0]).Name()))
+		}
+	}
+	switch {
+	case total == 0:
+		return "waiting: the target has no jobs yet"
+	case ts.Complete:
+		return fmt.Sprintf("complete (%d done)", total)
+	}
+	s := fmt.Sprintf("%d of %d done", ts.Counts["D"], total)
+	if len(parts) > 0 {
+		s += "; " + strings.Join(parts, ", ")
+	}
+	return s
+}

@@ -1,0 +1,269 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// bulkChunk is how many jobs of `mqsub -f` travel in one request.
+const bulkChunk = 2000
+
+// Mqsub returns the mqsub command.
+func Mqsub(env Env) *cli.App {
+	app := newApp("mqsub", "add a job to the metaqueue", env)
+	app.UsageText = `mqsub [-q QUEUE] [-p PREREQ_TARGET]... [-b] [-e EST_SECONDS] [-d DIR] TARGET COMMAND...
+   mqsub -f FILE          (one JSON job per line; - reads stdin)
+   mqsub --rerun ID...    (or --rerun -t TARGET)`
+	app.Description = `Adds a job to TARGET and prints its id. The job runs once every job of each
+prerequisite target is done. Several COMMAND words are joined with spaces; the
+command runs under /bin/sh -c in DIR (default: the current directory).`
+	app.Flags = []cli.Flag{
+		&cli.StringFlag{Name: "q", Aliases: []string{"queue"}, Usage: "queue (created on first use)", Value: protocol.DefaultQueue},
+		&cli.StringSliceFlag{Name: "p", Aliases: []string{"prereq"}, Usage: "prerequisite target (repeat, or a comma list)"},
+		&cli.BoolFlag{Name: "b", Aliases: []string{"block"}, Usage: "wait for the job to end and exit with its exit status"},
+		&cli.Float64Flag{Name: "e", Aliases: []string{"est"}, Usage: "expected runtime in seconds"},
+		&cli.StringFlag{Name: "d", Aliases: []string{"dir"}, Usage: "working directory of the job"},
+		&cli.StringFlag{Name: "f", Aliases: []string{"file"}, Usage: "add the jobs in `FILE` (JSON lines) in one transaction"},
+		&cli.BoolFlag{Name: "rerun", Usage: "run ended jobs (done, failed, deleted) again"},
+		&cli.StringFlag{Name: "t", Aliases: []string{"target"}, Usage: "with --rerun: every ended job of this target"},
+	}
+	app.Action = func(c *cli.Context) error {
+		switch {
+		case c.Bool("rerun"):
+			return mqsubRerun(c)
+		case c.IsSet("f"):
+			if c.NArg() > 0 {
+				return usagef("-f takes no TARGET or COMMAND (got %q)", c.Args().First())
+			}
+			return mqsubFile(c, env)
+		}
+		if c.IsSet("t") {
+			return usagef("-t is only for --rerun; the target is the first argument")
+		}
+		if c.NArg() < 1 {
+			return usagef("missing TARGET and COMMAND")
+		}
+		if c.NArg() < 2 {
+			return usagef("missing COMMAND after target %s", c.Args().First())
+		}
+		dir, err := jobDir(c, env)
+		if err != nil {
+			return err
+		}
+		js := protocol.JobSpec{
+			Queue:   c.String("q"),
+			Target:  c.Args().First(),
+			Prereqs: splitList(c.StringSlice("p")),
+			Command: strings.Join(c.Args().Tail(), " "),
+			Cwd:     dir,
+			Est:     c.Float64("e"),
+		}
+		if err := protocol.ValidateSpec(&js); err != nil {
+			return usagef("%v", err)
+		}
+		cl, err := dial(c.Context, "mqsub")
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		var reply protocol.SubmitReply
+		if err := cl.Call(c.Context, protocol.OpSubmit, protocol.Submit{Jobs: []protocol.JobSpec{js}}, &reply); err != nil {
+			return err
+		}
+		id := reply.IDs[0]
+		fmt.Fprintln(c.App.Writer, id)
+		if !c.Bool("b") {
+			return nil
+		}
+		var w protocol.WaitReply
+		if err := cl.Call(c.Context, protocol.OpWait, protocol.Wait{IDs: []int64{id}}, &w); err != nil {
+			return fmt.Errorf("waiting for job %d: %w", id, err)
+		}
+		return jobExit(w.Jobs[0])
+	}
+	return app
+}
+
+// jobExit turns how a job ended into mqsub -b's exit.
+func jobExit(e protocol.JobEnd) error {
+	switch e.State {
+	case "D":
+		return nil
+	case "F":
+		code := 1
+		if e.Exit != nil && *e.Exit != 0 {
+			code = *e.Exit
+		}
+		return exitError{code: code, msg: fmt.Sprintf("job %d failed: %s", e.ID, e.Reason)}
+	case "X":
+		return exitError{code: ExitFailed, msg: fmt.Sprintf("job %d was deleted", e.ID)}
+	case "B":
+		return exitError{code: ExitFailed, msg: fmt.Sprintf("job %d is blocked: a prerequisite target has a failed or deleted job (see mqstat -j %d)", e.ID, e.ID)}
+	}
+	return exitError{code: ExitFailed, msg: fmt.Sprintf("job %d ended in state %s", e.ID, e.State)}
+}
+
+func jobDir(c *cli.Context, env Env) (string, error) {
+	if d := c.String("d"); d != "" {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return "", usagef("working directory %q: %v", d, err)
+		}
+		return abs, nil
+	}
+	return env.Getwd()
+}
+
+// splitList flattens repeated and comma-separated values.
+func splitList(vs []string) []string {
+	var out []string
+	for _, v := range vs {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+func mqsubFile(c *cli.Context, env Env) error {
+	name := c.String("f")
+	var r io.Reader
+	if name == "-" {
+		r = env.Stdin
+	} else {
+		f, err := os.Open(name)
+		if err != nil {
+			return fmt.Errorf("cannot read %s: %w", name, errors.Unwrap(err))
+		}
+		defer f.Close()
+		r = f
+	}
+	cwd, err := env.Getwd()
+	if err != nil {
+		return err
+	}
+	cl, err := dial(c.Context, "mqsub")
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	var chunk []protocol.JobSpec
+	first := 0
+	send := func() error {
+		if len(chunk) == 0 {
+			return nil
+		}
+		err := cl.Call(c.Context, protocol.OpBulkAdd, protocol.BulkAdd{Line: first, Jobs: chunk}, nil)
+		chunk = chunk[:0]
+		return err
+	}
+	err = protocol.ReadJobFile(r, protocol.JobSpec{Queue: c.String("q"), Cwd: cwd}, func(line int, js protocol.JobSpec) error {
+		if len(chunk) == 0 {
+			first = line
+		}
+		chunk = append(chunk, js)
+		if len(chunk) == bulkChunk {
+			return send()
+		}
+		return nil
+	})
+	if err == nil {
+		err = send()
+	}
+	if err != nil {
+		cl.Call(context.WithoutCancel(c.Context), protocol.OpBulkAbort, struct{}{}, nil)
+		return fmt.Errorf("%s: %w; nothing was added", displayName(name), err)
+	}
+	var reply protocol.SubmitReply
+	if err := cl.Call(c.Context, protocol.OpBulkCommit, struct{}{}, &reply); err != nil {
+		return fmt.Errorf("%s: %w; nothing was added", displayName(name), err)
+	}
+	w := bufio.NewWriterSize(c.App.Writer, 64<<10)
+	var b []byte
+	for i := 0; i < reply.Count; i++ {
+		b = strconv.AppendInt(b[:0], reply.First+int64(i), 10)
+		b = append(b, '\n')
+		w.Write(b)
+	}
+	return w.Flush()
+}
+
+func displayName(name string) string {
+	if name == "-" {
+		return "stdin"
+	}
+	return name
+}
+
+func mqsubRerun(c *cli.Context) error {
+	sel := protocol.Select{Target: c.String("t")}
+	if c.IsSet("q") {
+		sel.Queue = c.String("q")
+	}
+	ids, err := parseIDs(c.Args().Slice())
+	if err != nil {
+		return err
+	}
+	sel.IDs = ids
+	if sel.Target == "" && len(ids) == 0 {
+		return usagef("--rerun needs job ids or -t TARGET")
+	}
+	if sel.Target != "" && len(ids) > 0 {
+		return usagef("give job ids or -t TARGET, not both")
+	}
+	cl, err := dial(c.Context, "mqsub")
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	var reply protocol.ActionReply
+	if err := cl.Call(c.Context, protocol.OpRerun, sel, &reply); err != nil {
+		return err
+	}
+	for _, id := range reply.IDs {
+		fmt.Fprintln(c.App.Writer, id)
+	}
+	return actionErrors(reply)
+}
+
+// actionErrors prints all but the last per-job error and returns the last,
+// so the command exits 1 with every problem on its own line.
+func actionErrors(reply protocol.ActionReply) error {
+	if len(reply.Errors) == 0 {
+		return nil
+	}
+	if len(reply.Errors) > 1 {
+		return exitError{code: ExitFailed, msg: strings.Join(reply.Errors, "\n")}
+	}
+	return errors.New(reply.Errors[0])
+}
+
+func parseIDs(args []string) ([]int64, error) {
+	var ids []int64
+	for _, a := range args {
+		for _, p := range strings.Split(a, ",") {
+			if p == "" {
+				continue
+			}
+			id, err := strconv.ParseInt(p, 10, 64)
+			if err != nil || id <= 0 {
+				return nil, usagef("%q is not a job id", p)
+			}
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}

@@ -1,0 +1,42 @@
+package job
+
+import (
+	"fmt"
+	"path/filepath"
+)
+
+// MaxCommandBytes is the longest command line accepted. Linux refuses a
+// single exec argument longer than this (MAX_ARG_STRLEN), and jobs run as
+// `/bin/sh -c COMMAND`, so a longer one could never start.
+const MaxCommandBytes = 128 << 10
+
+// MaxNameBytes bounds queue and target names.
+const MaxNameBytes = 256
+
+// OutputPaths names the files a placeholder writes a job attempt's stdout and
+// stderr to under its output directory. Both the placeholder and the CLS
+// derive them, so the metaqueue stores the directory once per placeholder,
+// not two paths per job. Jobs are sharded 1,000 to a directory.
+func OutputPaths(dir string, id int64, attempt int) (stdout, stderr string) {
+	d := filepath.Join(dir, fmt.Sprintf("%d", id/1000))
+	base := fmt.Sprintf("%d.%d", id, attempt)
+	return filepath.Join(d, base+".out"), filepath.Join(d, base+".err")
+}
+
+// ValidName checks a queue or target name: printable, no spaces or commas
+// (commas separate prerequisite lists), bounded.
+func ValidName(kind, s string) error {
+	if s == "" {
+		return fmt.Errorf("empty %s name", kind)
+	}
+	if len(s) > MaxNameBytes {
+		return fmt.Errorf("%s name is %d bytes; the limit is %d", kind, len(s), MaxNameBytes)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c == ',' || c == 0x7f {
+			return fmt.Errorf("%s name %q has a space, comma or control character", kind, s)
+		}
+	}
+	return nil
+}

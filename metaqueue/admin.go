@@ -1,0 +1,437 @@
+package metaqueue
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/mq-hpc/mq/dag"
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/policy"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// waitCall is a parked Wait: answered when all its jobs have ended (or are
+// Blocked), at its deadline, or when its caller goes away.
+type waitCall struct {
+	call     *call
+	reply    *protocol.WaitReply
+	pending  map[int64]bool
+	deadline time.Time
+	finished bool
+}
+
+func (w *waitCall) finish(err error) {
+	if w.finished {
+		return
+	}
+	w.finished = true
+	w.call.err = err
+	close(w.call.done)
+}
+
+func (w *waitCall) timeout() {
+	for id := range w.pending {
+		w.reply.Pending = append(w.reply.Pending, id)
+	}
+	w.finish(nil)
+}
+
+// Wait blocks until every job in ids has ended (Done, Failed, Deleted) or is
+// Blocked, or until timeout (0 = no limit), and reports how each ended.
+func (s *Store) Wait(ctx context.Context, ids []int64, timeout time.Duration) (protocol.WaitReply, error) {
+	var reply protocol.WaitReply
+	if len(ids) == 0 {
+		return reply, protocol.Errorf(protocol.CodeBadRequest, "no jobs to wait for")
+	}
+	c := &call{ctx: ctx, done: make(chan struct{})}
+	c.fn = func() error {
+		w := &waitCall{call: c, reply: &reply, pending: map[int64]bool{}}
+		if timeout > 0 {
+			w.deadline = s.now().Add(timeout)
+		}
+		for _, id := range ids {
+			if j, ok := s.g.Job(id); ok && j.State != job.Blocked {
+				w.pending[id] = true
+				continue
+			}
+			end, err := s.jobEnd(id)
+			if err != nil {
+				return err
+			}
+			reply.Jobs = append(reply.Jobs, end)
+		}
+		if len(w.pending) == 0 {
+			return nil
+		}
+		for id := range w.pending {
+			s.waiters[id] = append(s.waiters[id], w)
+		}
+		c.parked = true
+		return nil
+	}
+	select {
+	case s.calls <- c:
+	case <-s.stop:
+		return reply, ErrClosed
+	case <-ctx.Done():
+		return reply, ctx.Err()
+	}
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		// The core drops the waiter on its next tick.
+		return reply, ctx.Err()
+	case <-s.stopped:
+		select {
+		case <-c.done:
+		default:
+			return reply, ErrClosed
+		}
+	}
+	return reply, c.err
+}
+
+func (s *Store) jobEnd(id int64) (protocol.JobEnd, error) {
+	end := protocol.JobEnd{ID: id}
+	var st string
+	var exit sql.NullInt64
+	var reason sql.NullString
+	err := s.stmts.jobEnd.QueryRow(id).Scan(&st, &exit, &reason)
+	if errors.Is(err, sql.ErrNoRows) {
+		return end, protocol.Errorf(protocol.CodeNotFound, "job %d does not exist", id)
+	}
+	if err != nil {
+		return end, fatalError{err}
+	}
+	end.State, end.Reason = st, reason.String
+	if exit.Valid {
+		e := int(exit.Int64)
+		end.Exit = &e
+	}
+	return end, nil
+}
+
+// notifyWaiters answers waits whose jobs ended in the batch just committed.
+func (s *Store) notifyWaiters() {
+	for _, id := range s.ended {
+		ws := s.waiters[id]
+		if ws == nil {
+			continue
+		}
+		delete(s.waiters, id)
+		end, err := s.jobEnd(id)
+		for _, w := range ws {
+			if w.finished || !w.pending[id] {
+				continue
+			}
+			delete(w.pending, id)
+			if err != nil {
+				w.finish(err)
+				continue
+			}
+			w.reply.Jobs = append(w.reply.Jobs, end)
+			if len(w.pending) == 0 {
+				w.finish(nil)
+			}
+		}
+	}
+	// Drop waits whose callers left or timed out.
+	for id, ws := range s.waiters {
+		kept := ws[:0]
+		for _, w := range ws {
+			if !w.finished && w.call.ctx.Err() != nil {
+				w.finish(w.call.ctx.Err())
+			}
+			if !w.finished {
+				kept = append(kept, w)
+			}
+		}
+		if len(kept) == 0 {
+			delete(s.waiters, id)
+		} else {
+			s.waiters[id] = kept
+		}
+	}
+}
+
+// selectIDs resolves a selection to job ids: the given ids, or the jobs of
+// a target in the given states.
+func (s *Store) selectIDs(sel protocol.Select, states string) ([]int64, error) {
+	if sel.Target == "" {
+		if len(sel.IDs) == 0 {
+			return nil, protocol.Errorf(protocol.CodeBadRequest, "no jobs named: give job ids or a target")
+		}
+		return sel.IDs, nil
+	}
+	t, ok := s.g.Lookup(sel.Target)
+	if !ok {
+		return nil, protocol.Errorf(protocol.CodeNotFound, "target %s does not exist", sel.Target)
+	}
+	q := "SELECT id FROM jobs WHERE target_id = ? AND instr(?, state) > 0"
+	args := []any{int32(t), states}
+	if sel.Queue != "" {
+		qu := s.queues[sel.Queue]
+		if qu == nil {
+			return nil, protocol.Errorf(protocol.CodeNotFound, "queue %s does not exist", sel.Queue)
+		}
+		q += " AND queue_id = ?"
+		args = append(args, qu.id)
+	}
+	rows, err := s.w.QueryContext(context.Background(), q+" ORDER BY id", args...)
+	if err != nil {
+		return nil, fatalError{err}
+	}
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, fatalError{err}
+		}
+		ids = append(ids, id)
+	}
+	if err := closeRows(rows); err != nil {
+		return nil, fatalError{err}
+	}
+	return ids, nil
+}
+
+type storedJob struct {
+	state          job.State
+	queue, target  int32
+	est            float64
+	attempts, base int
+}
+
+func (s *Store) storedJob(id int64) (storedJob, error) {
+	var sj storedJob
+	var st string
+	var est sql.NullFloat64
+	err := s.stmts.jobRow.QueryRow(id).Scan(&st, &sj.queue, &sj.target, &est, &sj.attempts, &sj.base)
+	if errors.Is(err, sql.ErrNoRows) {
+		return sj, protocol.Errorf(protocol.CodeNotFound, "job %d does not exist", id)
+	}
+	if err != nil {
+		return sj, fatalError{err}
+	}
+	sj.state, sj.est = job.State(st[0]), est.Float64
+	return sj, nil
+}
+
+// Delete removes jobs from the metaqueue. An executing job is killed by its
+// placeholder at its next heartbeat. Jobs that wait on a deleted job's
+// target become Blocked.
+func (s *Store) Delete(ctx context.Context, sel protocol.Select) (protocol.ActionReply, error) {
+	var reply protocol.ActionReply
+	err := s.do(ctx, func() error {
+		ids, err := s.selectIDs(sel, "WQEB")
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			j, live := s.g.Job(id)
+			if !live {
+				sj, err := s.storedJob(id)
+				if err != nil {
+					if protocol.IsCode(err, protocol.CodeNotFound) {
+						reply.Errors = append(reply.Errors, err.Error())
+						continue
+					}
+					return err
+				}
+				reply.Errors = append(reply.Errors, fmt.Sprintf("job %d has already ended (%s)", id, sj.state.Name()))
+				continue
+			}
+			if sel.Queue != "" && s.queueIDs[j.Queue].Name != sel.Queue {
+				reply.Errors = append(reply.Errors, fmt.Sprintf("job %d is not in queue %s", id, sel.Queue))
+				continue
+			}
+			if err := s.begin(); err != nil {
+				return err
+			}
+			reason := "deleted by user"
+			if j.State == job.Executing {
+				reason = "deleted by user while executing"
+				delete(s.running, id)
+			}
+			if _, err := s.w.ExecContext(context.Background(), "UPDATE jobs SET state = 'X', finished = ?, reason = ? WHERE id = ?", micros(s.now()), reason, id); err != nil {
+				return fatalError{err}
+			}
+			ch, err := s.g.Set(id, job.Deleted)
+			if err != nil {
+				return err
+			}
+			if err := s.applyChanges(ch, id, nil); err != nil {
+				return err
+			}
+			reply.IDs = append(reply.IDs, id)
+		}
+		return nil
+	})
+	return reply, err
+}
+
+// Rerun brings ended jobs (Done, Failed, Deleted) back: they run again once
+// their prerequisites allow, with a fresh attempt budget. Jobs Blocked by
+// them follow by themselves.
+func (s *Store) Rerun(ctx context.Context, sel protocol.Select) (protocol.ActionReply, error) {
+	var reply protocol.ActionReply
+	err := s.do(ctx, func() error {
+		ids, err := s.selectIDs(sel, "DFX")
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if j, live := s.g.Job(id); live {
+				msg := fmt.Sprintf("job %d is %s; only ended jobs (done, failed, deleted) can be rerun", id, j.State.Name())
+				if j.State == job.Blocked {
+					msg = fmt.Sprintf("job %d is blocked by a failed or deleted prerequisite; rerun that job instead", id)
+				}
+				reply.Errors = append(reply.Errors, msg)
+				continue
+			}
+			sj, err := s.storedJob(id)
+			if err != nil {
+				if protocol.IsCode(err, protocol.CodeNotFound) {
+					reply.Errors = append(reply.Errors, err.Error())
+					continue
+				}
+				return err
+			}
+			if sel.Queue != "" && s.queueIDs[sj.queue].Name != sel.Queue {
+				reply.Errors = append(reply.Errors, fmt.Sprintf("job %d is not in queue %s", id, sel.Queue))
+				continue
+			}
+			var prereqs []dag.TargetID
+			rows, err := s.stmts.jobPrereqs.Query(id)
+			if err != nil {
+				return fatalError{err}
+			}
+			for rows.Next() {
+				var t int32
+				if err := rows.Scan(&t); err != nil {
+					rows.Close()
+					return fatalError{err}
+				}
+				prereqs = append(prereqs, dag.TargetID(t))
+			}
+			if err := closeRows(rows); err != nil {
+				return fatalError{err}
+			}
+			if err := s.begin(); err != nil {
+				return err
+			}
+			ch, err := s.g.Revive(id, dag.Job{Target: dag.TargetID(sj.target), Queue: sj.queue, Est: float32(sj.est), Prereqs: prereqs}, sj.state)
+			if err != nil {
+				return err
+			}
+			j, _ := s.g.Job(id)
+			if _, err := s.stmts.rerun.Exec(string(j.State), id); err != nil {
+				return fatalError{err}
+			}
+			if err := s.applyChanges(ch, id, nil); err != nil {
+				return err
+			}
+			reply.IDs = append(reply.IDs, id)
+		}
+		return nil
+	})
+	return reply, err
+}
+
+// Queues lists queues and their properties.
+func (s *Store) Queues(ctx context.Context) ([]protocol.QueueInfo, error) {
+	var out []protocol.QueueInfo
+	err := s.do(ctx, func() error {
+		for _, q := range s.qlist {
+			out = append(out, q.QueueInfo)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// SetQueue creates a queue or changes its properties.
+func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.QueueInfo, error) {
+	var info protocol.QueueInfo
+	if err := job.ValidName("queue", qs.Name); err != nil {
+		return info, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+	}
+	var order policy.Ordering
+	if qs.Policy != nil {
+		o, err := policy.Lookup(*qs.Policy)
+		if err != nil {
+			return info, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+		}
+		order = o
+	}
+	if qs.Ceiling != nil && (*qs.Ceiling < 0 || math.IsNaN(*qs.Ceiling) || math.IsInf(*qs.Ceiling, 0)) {
+		return info, protocol.Errorf(protocol.CodeBadRequest, "ceiling must be a number of seconds >= 0 (0 = none)")
+	}
+	if qs.MaxAttempts != nil && (*qs.MaxAttempts < 1 || *qs.MaxAttempts > 1000) {
+		return info, protocol.Errorf(protocol.CodeBadRequest, "max attempts must be 1..1000")
+	}
+	err := s.do(ctx, func() error {
+		q, err := s.queueFor(qs.Name)
+		if err != nil {
+			return err
+		}
+		next := q.QueueInfo
+		if qs.Ceiling != nil {
+			next.Ceiling = *qs.Ceiling
+		}
+		if qs.MaxAttempts != nil {
+			next.MaxAttempts = *qs.MaxAttempts
+		}
+		if qs.RetryFailed != nil {
+			next.RetryFailed = *qs.RetryFailed
+		}
+		if order != nil {
+			next.Policy = order.Name()
+		}
+		if err := s.begin(); err != nil {
+			return err
+		}
+		if _, err := s.w.ExecContext(context.Background(), "UPDATE queues SET ceiling_s = ?, max_attempts = ?, retry_failed = ?, policy = ? WHERE id = ?",
+			next.Ceiling, next.MaxAttempts, next.RetryFailed, next.Policy, q.id); err != nil {
+			return fatalError{err}
+		}
+		if order != nil && order.Name() != q.ready.Order().Name() {
+			h := policy.NewHeap(order)
+			for {
+				r, ok := q.ready.Pop()
+				if !ok {
+					break
+				}
+				h.Push(r)
+			}
+			q.ready = h
+		}
+		q.QueueInfo = next
+		info = next
+		return nil
+	})
+	return info, err
+}
+
+// Summary counts jobs per queue and state, from memory: it costs the same
+// with a million jobs as with ten.
+func (s *Store) Summary(ctx context.Context) ([]protocol.QueueCounts, error) {
+	var out []protocol.QueueCounts
+	err := s.do(ctx, func() error {
+		for _, q := range s.qlist {
+			qc := protocol.QueueCounts{Queue: q.Name, Counts: map[string]int{}}
+			c := s.countsFor(q.id)
+			for _, st := range job.States {
+				qc.Counts[st.String()] = c[st]
+			}
+			out = append(out, qc)
+		}
+		return nil
+	})
+	return out, err
+}

@@ -1,0 +1,168 @@
+package metaqueue
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// Bulk is a submission too large for one request (`mqsub -f`). Chunks are
+// validated and spooled to a file as they arrive, so the core is not held
+// while a client uploads; Commit then adds every job in one transaction.
+type Bulk struct {
+	s     *Store
+	f     *os.File
+	w     *bufio.Writer
+	n     int
+	edges edgeSet
+	buf   []byte
+}
+
+// NewBulk starts a bulk submission.
+func (s *Store) NewBulk() (*Bulk, error) {
+	dir := s.opt.SpoolDir
+	if dir == "" {
+		dir = filepath.Dir(s.opt.Path)
+	}
+	f, err := os.CreateTemp(dir, "bulk-*.spool")
+	if err != nil {
+		return nil, fmt.Errorf("bulk submit: %w", err)
+	}
+	os.Remove(f.Name()) // the open file is all we need; nothing to clean up after a crash
+	return &Bulk{s: s, f: f, w: bufio.NewWriterSize(f, 1<<20), edges: edgeSet{}}, nil
+}
+
+// Len is the number of jobs spooled so far.
+func (b *Bulk) Len() int { return b.n }
+
+// Add validates and spools jobs; line is the input line of specs[0].
+func (b *Bulk) Add(line int, specs []protocol.JobSpec) error {
+	for i := range specs {
+		js := &specs[i]
+		if err := ValidateSpec(js); err != nil {
+			return protocol.Errorf(protocol.CodeBadRequest, "line %d: %v", line+i, err)
+		}
+		b.edges.add(js)
+		b.buf = appendSpec(b.buf[:0], js)
+		if _, err := b.w.Write(b.buf); err != nil {
+			return fmt.Errorf("bulk submit: spool: %w", err)
+		}
+	}
+	b.n += len(specs)
+	return nil
+}
+
+// Abort discards the spooled jobs.
+func (b *Bulk) Abort() { b.f.Close() }
+
+// Commit adds every spooled job in one transaction and returns the first id;
+// ids are contiguous. The Bulk is finished either way.
+func (b *Bulk) Commit(ctx context.Context) (first int64, err error) {
+	defer b.f.Close()
+	if b.n == 0 {
+		return 0, protocol.Errorf(protocol.CodeBadRequest, "no jobs to submit")
+	}
+	if err := b.w.Flush(); err != nil {
+		return 0, fmt.Errorf("bulk submit: spool: %w", err)
+	}
+	s := b.s
+	err = s.do(ctx, func() error {
+		if _, err := b.f.Seek(0, io.SeekStart); err != nil {
+			return fmt.Errorf("bulk submit: spool: %w", err)
+		}
+		if c := s.g.FindCycle(b.edges); c != "" {
+			return protocol.Errorf(protocol.CodeBadRequest, "prerequisites would form a cycle: %s", c)
+		}
+		r := bufio.NewReaderSize(b.f, 1<<20)
+		first = s.nextID
+		ins := s.newInserter()
+		var js protocol.JobSpec
+		for i := 0; i < b.n; i++ {
+			if err := readSpec(r, &js); err != nil {
+				// The spool is ours; a short read means the disk failed us.
+				// Jobs may already be applied in memory: fail the batch.
+				return fatalError{fmt.Errorf("bulk spool: %w", err)}
+			}
+			if err := ins.add(&js); err != nil {
+				return err
+			}
+		}
+		return ins.flush()
+	})
+	return first, err
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendSpec(b []byte, js *protocol.JobSpec) []byte {
+	b = appendString(b, js.Queue)
+	b = appendString(b, js.Target)
+	b = appendString(b, js.Command)
+	b = appendString(b, js.Cwd)
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(js.Est))
+	b = binary.AppendUvarint(b, uint64(len(js.Prereqs)))
+	for _, p := range js.Prereqs {
+		b = appendString(b, p)
+	}
+	return b
+}
+
+func readString(r *bufio.Reader) (string, error) {
+	n, err := binary.ReadUvarint(r)
+	if err != nil {
+		return "", err
+	}
+	if n > protocol.MaxFrame {
+		return "", errors.New("corrupt spool")
+	}
+	buf := make([]byte, n)
+	_, err = io.ReadFull(r, buf)
+	return string(buf), err
+}
+
+func readSpec(r *bufio.Reader, js *protocol.JobSpec) (err error) {
+	*js = protocol.JobSpec{}
+	if js.Queue, err = readString(r); err != nil {
+		return err
+	}
+	if js.Target, err = readString(r); err != nil {
+		return err
+	}
+	if js.Command, err = readString(r); err != nil {
+		return err
+	}
+	if js.Cwd, err = readString(r); err != nil {
+		return err
+	}
+	var est [8]byte
+	if _, err = io.ReadFull(r, est[:]); err != nil {
+		return err
+	}
+	js.Est = math.Float64frombits(binary.LittleEndian.Uint64(est[:]))
+	n, err := binary.ReadUvarint(r)
+	if err != nil {
+		return err
+	}
+	if n > 10000 {
+		return errors.New("corrupt spool")
+	}
+	for ; n > 0; n-- {
+		p, err := readString(r)
+		if err != nil {
+			return err
+		}
+		js.Prereqs = append(js.Prereqs, p)
+	}
+	return nil
+}

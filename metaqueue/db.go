@@ -1,0 +1,118 @@
+package metaqueue
+
+import (
+	"context"
+	"database/sql"
+	_ "embed"
+	"fmt"
+	"net/url"
+	"strings"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go)
+)
+
+//go:embed schema.sql
+var schema string
+
+const schemaVersion = "1"
+
+// Sync is how hard a commit pushes data to disk.
+type Sync string
+
+const (
+	// SyncFull fsyncs the WAL at every commit: an acknowledged change
+	// survives power loss as well as a crash of the CLS.
+	SyncFull Sync = "full"
+	// SyncNormal leaves fsync to checkpoints: an acknowledged change
+	// survives a crash (kill -9) of the CLS but may be lost with the machine.
+	SyncNormal Sync = "normal"
+)
+
+func dsn(path string, sync Sync, readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(wal)")
+	q.Add("_pragma", "synchronous("+string(sync)+")")
+	q.Add("_pragma", "foreign_keys(off)")
+	q.Add("_pragma", "temp_store(memory)")
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+		q.Add("_pragma", "cache_size(-8000)")
+	} else {
+		q.Add("_pragma", "cache_size(-32000)")
+	}
+	return "file:" + path + "?" + q.Encode()
+}
+
+// openDB opens the writer connection and the reader pool, creating the
+// schema on first use and checking that WAL mode really took.
+func openDB(ctx context.Context, path string, sync Sync) (w *sql.Conn, wdb, rdb *sql.DB, err error) {
+	if sync != SyncFull && sync != SyncNormal {
+		return nil, nil, nil, fmt.Errorf("unknown sync mode %q (want full or normal)", sync)
+	}
+	wdb, err = sql.Open("sqlite", dsn(path, sync, false))
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	wdb.SetMaxOpenConns(1)
+	cleanup := func() {
+		if w != nil {
+			w.Close()
+		}
+		wdb.Close()
+		if rdb != nil {
+			rdb.Close()
+		}
+	}
+	w, err = wdb.Conn(ctx)
+	if err != nil {
+		cleanup()
+		return nil, nil, nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	var mode string
+	if err := w.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		cleanup()
+		return nil, nil, nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		cleanup()
+		return nil, nil, nil, fmt.Errorf("open %s: journal_mode is %q, not wal (is the file on a network file system?)", path, mode)
+	}
+	if err := migrate(ctx, w); err != nil {
+		cleanup()
+		return nil, nil, nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	rdb, err = sql.Open("sqlite", dsn(path, sync, true))
+	if err != nil {
+		cleanup()
+		return nil, nil, nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	rdb.SetMaxOpenConns(4)
+	return w, wdb, rdb, nil
+}
+
+func migrate(ctx context.Context, w *sql.Conn) error {
+	var v string
+	err := w.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = 'schema'").Scan(&v)
+	switch {
+	case err == nil && v == schemaVersion:
+		return nil
+	case err == nil:
+		return fmt.Errorf("metaqueue schema version %s is not %s: this build cannot use it", v, schemaVersion)
+	}
+	if _, err := w.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return fmt.Errorf("create schema: %w", err)
+	}
+	if _, err := w.ExecContext(ctx, schema); err != nil {
+		w.ExecContext(ctx, "ROLLBACK")
+		return fmt.Errorf("create schema: %w", err)
+	}
+	if _, err := w.ExecContext(ctx, "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema', ?)", schemaVersion); err != nil {
+		w.ExecContext(ctx, "ROLLBACK")
+		return fmt.Errorf("create schema: %w", err)
+	}
+	if _, err := w.ExecContext(ctx, "COMMIT"); err != nil {
+		return fmt.Errorf("create schema: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,441 @@
+package metaqueue
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mq-hpc/mq/dag"
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/policy"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// window is how many ready jobs of a queue one pick examines looking for
+// one that fits the placeholder's remaining walltime.
+const window = 128
+
+// Register records a placeholder (or renews one reconnecting with its id)
+// and returns its id.
+func (s *Store) Register(ctx context.Context, r protocol.Register) (protocol.RegisterReply, error) {
+	if r.Site == "" || r.Host == "" {
+		return protocol.RegisterReply{}, protocol.Errorf(protocol.CodeBadRequest, "register needs a site and a host")
+	}
+	if r.Slots < 1 || r.Slots > 4096 {
+		return protocol.RegisterReply{}, protocol.Errorf(protocol.CodeBadRequest, "slots must be 1..4096, not %d", r.Slots)
+	}
+	var id int64
+	err := s.do(ctx, func() error {
+		if err := s.begin(); err != nil {
+			return err
+		}
+		now := micros(s.now())
+		if r.ID > 0 {
+			res, err := s.stmts.touchPlaceholder.Exec(r.PID, r.Slots, now, r.ID, r.Site, r.Host)
+			if err != nil {
+				return fatalError{err}
+			}
+			if n, _ := res.RowsAffected(); n == 1 {
+				id = r.ID
+			}
+		}
+		if id == 0 {
+			if err := s.stmts.insPlaceholder.QueryRow(r.Site, r.Host, r.PID, r.OutDir, r.Slots, now, now).Scan(&id); err != nil {
+				return fatalError{err}
+			}
+		}
+		s.phs[id] = &placeholder{site: r.Site, host: r.Host, outDir: r.OutDir, connected: true}
+		return nil
+	})
+	return protocol.RegisterReply{ID: id, LeaseS: s.opt.Lease.Seconds(), HeartbeatS: s.opt.Heartbeat.Seconds()}, err
+}
+
+// Disconnected notes that a placeholder's connection closed. Its jobs keep
+// their leases: it may reconnect and report.
+func (s *Store) Disconnected(id int64) {
+	s.do(context.Background(), func() error {
+		if p := s.phs[id]; p != nil {
+			p.connected = false
+		}
+		return nil
+	})
+}
+
+type parkedNext struct {
+	call     *call
+	req      protocol.Next
+	reply    *protocol.NextReply
+	deadline time.Time
+}
+
+// Next applies a placeholder's reports and hands it up to req.Free jobs,
+// waiting up to req.WaitMS for work. Reports are committed even if no work
+// comes.
+func (s *Store) Next(ctx context.Context, req protocol.Next) (protocol.NextReply, error) {
+	var reply protocol.NextReply
+	if req.Free < 0 || req.Free > 4096 {
+		return reply, protocol.Errorf(protocol.CodeBadRequest, "free slots must be 0..4096, not %d", req.Free)
+	}
+	wait := time.Duration(max(req.WaitMS, 0)) * time.Millisecond
+	wait = min(wait, 5*time.Minute)
+	c := &call{ctx: ctx, done: make(chan struct{})}
+	c.fn = func() error {
+		if _, ok := s.phs[req.Placeholder]; !ok {
+			return protocol.Errorf(protocol.CodeNotFound, "unknown placeholder %d: register first", req.Placeholder)
+		}
+		if err := s.report(req.Placeholder, req.Reports); err != nil {
+			return err
+		}
+		if req.Free == 0 {
+			return nil
+		}
+		// Every asker queues behind those already waiting (FIFO fairness);
+		// matchParked serves them all at the end of the batch.
+		c.parked = true
+		s.parked = append(s.parked, &parkedNext{call: c, req: req, reply: &reply, deadline: s.now().Add(wait)})
+		return nil
+	}
+	select {
+	case s.calls <- c:
+	case <-s.stop:
+		return reply, ErrClosed
+	case <-ctx.Done():
+		return reply, ctx.Err()
+	}
+	select {
+	case <-c.done:
+	case <-s.stopped:
+		select {
+		case <-c.done:
+		default:
+			return reply, ErrClosed
+		}
+	}
+	return reply, c.err
+}
+
+// Report records finished job attempts without asking for work.
+func (s *Store) Report(ctx context.Context, placeholder int64, reports []protocol.Report) error {
+	return s.do(ctx, func() error { return s.report(placeholder, reports) })
+}
+
+func (s *Store) report(ph int64, reports []protocol.Report) error {
+	for _, r := range reports {
+		ru := s.running[r.ID]
+		if ru == nil || ru.attempt != r.Attempt {
+			continue // late or duplicate: changes nothing
+		}
+		j, ok := s.g.Job(r.ID)
+		if !ok || j.State != job.Executing {
+			continue
+		}
+		out := outcomeOf(r)
+		if err := s.endAttempt(r.ID, j, ru, out, r.Exit, r.Started, r.Finished, r.Reason); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// outcome classifies how an attempt ended.
+type outcome int
+
+const (
+	succeeded   outcome = iota
+	failed              // non-zero exit or could not start: the job's fault
+	overCeiling         // killed for running past its queue's ceiling: the job's fault
+	lost                // lease expired: the placeholder vanished, not the job's fault
+)
+
+func outcomeOf(r protocol.Report) outcome {
+	switch {
+	case r.Reason == protocol.ReasonCeiling:
+		return overCeiling
+	case r.Reason == protocol.ReasonInterrupted:
+		return lost
+	case r.Exit == 0 && r.Reason == "":
+		return succeeded
+	}
+	return failed
+}
+
+// nextState is the one place that decides what follows an attempt: Done,
+// Failed, or Queued again (requeue) while attempts remain.
+func nextState(q *queue, used int, out outcome) job.State {
+	switch out {
+	case succeeded:
+		return job.Done
+	case lost:
+		if used < q.MaxAttempts {
+			return job.Queued
+		}
+	case failed:
+		if q.RetryFailed && used < q.MaxAttempts {
+			return job.Queued
+		}
+	}
+	return job.Failed
+}
+
+// endAttempt moves an executing job on after an attempt.
+func (s *Store) endAttempt(id int64, j dag.Job, ru *run, out outcome, exit int, started, finished time.Time, reason string) error {
+	if err := s.begin(); err != nil {
+		return err
+	}
+	q := s.queueIDs[j.Queue]
+	used := ru.used
+	if started.IsZero() {
+		started = ru.started
+	}
+	if finished.IsZero() {
+		finished = s.now()
+	}
+	switch out {
+	case overCeiling:
+		reason = fmt.Sprintf("killed after running past the queue's ceiling of %gs", q.Ceiling)
+	case lost:
+		if reason == protocol.ReasonInterrupted {
+			reason = "interrupted: its placeholder was stopped"
+		}
+	}
+	var exitArg any = exit
+	if out == lost {
+		exitArg = nil
+	}
+	delete(s.running, id)
+	next := nextState(q, used, out)
+	if next == job.Queued {
+		// Keep this attempt's record, then let the graph re-derive the state.
+		if _, err := s.stmts.history.Exec(id, ru.attempt, ru.placeholder, micros(started), micros(finished), exitArg, reason); err != nil {
+			return fatalError{err}
+		}
+		ch, err := s.g.Requeue(id)
+		if err != nil {
+			return err
+		}
+		st := job.Queued
+		if j2, ok := s.g.Job(id); ok {
+			st = j2.State
+		}
+		if _, err := s.stmts.requeue.Exec(string(st), id); err != nil {
+			return fatalError{err}
+		}
+		return s.applyChanges(ch, id, nil)
+	}
+	if next == job.Failed && reason == "" {
+		reason = fmt.Sprintf("exit status %d", exit)
+		if used > 1 {
+			reason += fmt.Sprintf(" (after %d attempts)", used)
+		}
+	}
+	var reasonArg any
+	if reason != "" {
+		reasonArg = reason
+	}
+	if _, err := s.stmts.finish.Exec(string(next), exitArg, micros(started), micros(finished), reasonArg, id); err != nil {
+		return fatalError{err}
+	}
+	ch, err := s.g.Set(id, next)
+	if err != nil {
+		return err
+	}
+	return s.applyChanges(ch, id, nil)
+}
+
+// Heartbeat renews the leases of the attempts a placeholder runs and
+// returns those it must kill: any it runs that the metaqueue no longer has
+// Executing with it (deleted, or requeued after a lost lease).
+func (s *Store) Heartbeat(ctx context.Context, hb protocol.Heartbeat) (protocol.HeartbeatReply, error) {
+	var reply protocol.HeartbeatReply
+	err := s.do(ctx, func() error {
+		p := s.phs[hb.Placeholder]
+		if p == nil {
+			return protocol.Errorf(protocol.CodeNotFound, "unknown placeholder %d: register first", hb.Placeholder)
+		}
+		p.connected = true
+		lease := s.now().Add(s.opt.Lease)
+		for _, r := range hb.Running {
+			ru := s.running[r.ID]
+			if ru == nil || ru.attempt != r.Attempt {
+				reply.Kill = append(reply.Kill, r)
+				continue
+			}
+			ru.lease = lease
+			ru.placeholder = hb.Placeholder
+		}
+		return nil
+	})
+	return reply, err
+}
+
+// expire requeues (or fails) jobs whose lease ran out and answers parked
+// requests whose wait is over. It runs on the core's tick.
+func (s *Store) expire() error {
+	now := s.now()
+	for id, ru := range s.running {
+		if now.Before(ru.lease) {
+			continue
+		}
+		j, ok := s.g.Job(id)
+		if !ok {
+			delete(s.running, id)
+			continue
+		}
+		s.log.Warn("lease expired; requeueing", "job", id, "attempt", ru.attempt, "placeholder", ru.placeholder)
+		reason := fmt.Sprintf("lost: no heartbeat from placeholder %d for %s", ru.placeholder, s.opt.Lease)
+		if err := s.endAttempt(id, j, ru, lost, 0, time.Time{}, now, reason); err != nil {
+			return err
+		}
+	}
+	for _, ws := range s.waiters {
+		for _, w := range ws {
+			if !w.deadline.IsZero() && now.After(w.deadline) {
+				w.timeout()
+			}
+		}
+	}
+	return nil
+}
+
+// matchParked hands ready jobs to waiting placeholders in arrival order and
+// returns those answered (they are told after the commit).
+func (s *Store) matchParked() ([]*parkedNext, error) {
+	if len(s.parked) == 0 {
+		return nil, nil
+	}
+	now := s.now()
+	var filled []*parkedNext
+	kept := s.parked[:0]
+	for _, p := range s.parked {
+		if p.call.ctx.Err() != nil {
+			p.call.err = p.call.ctx.Err()
+			filled = append(filled, p)
+			continue
+		}
+		if err := s.dispatch(p); err != nil {
+			return nil, err
+		}
+		if len(p.reply.Jobs) > 0 || !now.Before(p.deadline) {
+			filled = append(filled, p)
+			continue
+		}
+		kept = append(kept, p)
+	}
+	clear(s.parked[len(kept):])
+	s.parked = kept
+	return filled, nil
+}
+
+// dispatch picks up to p.req.Free ready jobs for the placeholder, going
+// round the queues, and marks them Executing under a lease.
+func (s *Store) dispatch(p *parkedNext) error {
+	if len(s.queueIDs) == 0 {
+		return nil
+	}
+	walltime := p.req.WalltimeLeft
+	for len(p.reply.Jobs) < p.req.Free {
+		q, id := s.pick(walltime)
+		if q == nil {
+			return nil
+		}
+		if err := s.begin(); err != nil {
+			return err
+		}
+		now := s.now()
+		var a protocol.Assignment
+		var base int
+		if err := s.stmts.dispatch.QueryRow(p.req.Placeholder, micros(now), id).Scan(&a.Attempt, &base, &a.Command, &a.Cwd); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return fatalError{fmt.Errorf("ready job %d has no row", id)}
+			}
+			return fatalError{err}
+		}
+		ch, err := s.g.Set(id, job.Executing)
+		if err != nil {
+			return err
+		}
+		if err := s.applyChanges(ch, id, nil); err != nil {
+			return err
+		}
+		j, _ := s.g.Job(id)
+		a.ID, a.Target, a.Queue, a.Ceiling = id, s.g.Name(j.Target), q.Name, q.Ceiling
+		s.running[id] = &run{attempt: a.Attempt, used: a.Attempt - base, placeholder: p.req.Placeholder, lease: now.Add(s.opt.Lease), started: now}
+		p.reply.Jobs = append(p.reply.Jobs, a)
+	}
+	return nil
+}
+
+// pick removes the next job to run from the ready heaps: queues take turns;
+// within a queue its policy orders jobs, skipping any whose estimate (or the
+// queue's ceiling) exceeds the placeholder's remaining walltime.
+func (s *Store) pick(walltime float64) (*queue, int64) {
+	n := len(s.qlist)
+	for k := 0; k < n; k++ {
+		q := s.qlist[(s.rr+k)%n]
+		if id, ok := s.pickFrom(q, walltime); ok {
+			s.rr = (s.rr + k + 1) % n
+			return q, id
+		}
+	}
+	return nil, 0
+}
+
+func (s *Store) pickFrom(q *queue, walltime float64) (int64, bool) {
+	var aside []policy.Ready
+	defer func() {
+		for _, r := range aside {
+			q.ready.Push(r)
+		}
+	}()
+	for examined := 0; examined < window; {
+		r, ok := q.ready.Pop()
+		if !ok {
+			return 0, false
+		}
+		j, ok := s.g.Job(r.ID)
+		if !ok || j.State != job.Queued {
+			continue // stale entry
+		}
+		examined++
+		if walltime > 0 {
+			need := float64(j.Est)
+			if need == 0 {
+				need = q.Ceiling
+			}
+			if need > walltime {
+				aside = append(aside, r)
+				continue
+			}
+		}
+		return r.ID, true
+	}
+	return 0, false
+}
+
+// PlaceholderGone requeues (or fails) at once every job a placeholder was
+// running: its process is known to have ended, so waiting for the lease
+// would only waste time.
+func (s *Store) PlaceholderGone(ctx context.Context, id int64) error {
+	return s.do(ctx, func() error {
+		now := s.now()
+		for jid, ru := range s.running {
+			if ru.placeholder != id {
+				continue
+			}
+			j, ok := s.g.Job(jid)
+			if !ok {
+				delete(s.running, jid)
+				continue
+			}
+			s.log.Warn("placeholder ended while running a job; requeueing", "job", jid, "placeholder", id)
+			reason := fmt.Sprintf("lost: placeholder %d ended while running it", id)
+			if err := s.endAttempt(jid, j, ru, lost, 0, time.Time{}, now, reason); err != nil {
+				return err
+			}
+		}
+		delete(s.phs, id)
+		return nil
+	})
+}

@@ -1,0 +1,210 @@
+package metaqueue
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// TimeFormat is RFC 3339 with microseconds, the precision stored.
+const TimeFormat = "2006-01-02T15:04:05.000000Z07:00"
+
+func formatMicros(v sql.NullInt64) string {
+	if !v.Valid {
+		return ""
+	}
+	return time.UnixMicro(v.Int64).Format(TimeFormat)
+}
+
+const statSelect = `SELECT j.id, q.name, t.name, j.state, j.attempts, j.exit, coalesce(p.site, ''),
+	coalesce(p.host, ''), j.submitted, j.started, j.finished, j.command, j.cwd, j.est, coalesce(j.reason, ''),
+	coalesce((SELECT group_concat(t2.name, char(10)) FROM job_prereqs jp JOIN targets t2 ON t2.id = jp.target_id WHERE jp.job_id = j.id), ''),
+	coalesce(j.placeholder_id, 0), coalesce(p.out_dir, ''), j.attempts
+FROM jobs j JOIN queues q ON q.id = j.queue_id JOIN targets t ON t.id = j.target_id
+LEFT JOIN placeholders p ON p.id = j.placeholder_id`
+
+type statRow struct {
+	protocol.JobInfo
+	placeholder int64
+	outDir      string
+	attempt     int
+}
+
+func scanStat(rows *sql.Rows) (statRow, error) {
+	var r statRow
+	var exit, submitted, started, finished sql.NullInt64
+	var est sql.NullFloat64
+	var st, prereqs string
+	err := rows.Scan(&r.ID, &r.Queue, &r.Target, &st, &r.Attempts, &exit, &r.Site, &r.Host, &submitted, &started,
+		&finished, &r.Command, &r.Cwd, &est, &r.Reason, &prereqs, &r.placeholder, &r.outDir, &r.attempt)
+	if err != nil {
+		return r, err
+	}
+	r.State = st
+	if exit.Valid {
+		e := int(exit.Int64)
+		r.Exit = &e
+	}
+	r.Submitted, r.Started, r.Finished = formatMicros(submitted), formatMicros(started), formatMicros(finished)
+	r.Est = est.Float64
+	r.Prereqs = []string{}
+	if prereqs != "" {
+		r.Prereqs = strings.Split(prereqs, "\n")
+	}
+	return r, nil
+}
+
+// Stat lists jobs matching st in id order, calling emit with batches of up
+// to 1,000. It reads a consistent snapshot and never waits for the writer.
+func (s *Store) Stat(ctx context.Context, st protocol.Stat, emit func([]protocol.JobInfo) error) error {
+	var where []string
+	var args []any
+	if st.Queue != "" {
+		where = append(where, "q.name = ?")
+		args = append(args, st.Queue)
+	}
+	if st.Target != "" {
+		where = append(where, "t.name = ?")
+		args = append(args, st.Target)
+	}
+	states := st.States
+	if states == "" {
+		states = "WQEDFB"
+	}
+	parsed, err := job.ParseStates(states)
+	if err != nil {
+		return protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+	}
+	if len(parsed) < len(job.States) {
+		ph := strings.TrimSuffix(strings.Repeat("?,", len(parsed)), ",")
+		where = append(where, "j.state IN ("+ph+")")
+		for _, p := range parsed {
+			args = append(args, string(p))
+		}
+	}
+	if len(st.IDs) > 0 {
+		if len(st.IDs) > 10000 {
+			return protocol.Errorf(protocol.CodeBadRequest, "at most 10000 job ids per request")
+		}
+		ph := strings.TrimSuffix(strings.Repeat("?,", len(st.IDs)), ",")
+		where = append(where, "j.id IN ("+ph+")")
+		for _, id := range st.IDs {
+			args = append(args, id)
+		}
+	}
+	q := statSelect
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY j.id"
+	if st.Limit > 0 {
+		q += " LIMIT ?"
+		args = append(args, st.Limit)
+	}
+	rows, err := s.rdb.QueryContext(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	batch := make([]protocol.JobInfo, 0, 1000)
+	for rows.Next() {
+		r, err := scanStat(rows)
+		if err != nil {
+			return err
+		}
+		batch = append(batch, r.JobInfo)
+		if len(batch) == cap(batch) {
+			if err := emit(batch); err != nil {
+				return err
+			}
+			batch = batch[:0]
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return emit(batch)
+}
+
+// Job returns everything known about one job.
+func (s *Store) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
+	var d protocol.JobDetail
+	rows, err := s.rdb.QueryContext(ctx, statSelect+" WHERE j.id = ?", id)
+	if err != nil {
+		return d, err
+	}
+	if !rows.Next() {
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return d, err
+		}
+		return d, protocol.Errorf(protocol.CodeNotFound, "job %d does not exist", id)
+	}
+	r, err := scanStat(rows)
+	rows.Close()
+	if err != nil {
+		return d, err
+	}
+	d.JobInfo, d.Placeholder = r.JobInfo, r.placeholder
+	if r.outDir != "" && r.attempt > 0 {
+		d.Stdout, d.Stderr = job.OutputPaths(r.outDir, id, r.attempt)
+	}
+	for _, name := range r.Prereqs {
+		ts := protocol.TargetStatus{Target: name, Counts: map[string]int{}}
+		crow, err := s.rdb.QueryContext(ctx, "SELECT j.state, count(*) FROM jobs j JOIN targets t ON t.id = j.target_id WHERE t.name = ? GROUP BY j.state", name)
+		if err != nil {
+			return d, err
+		}
+		total, done := 0, 0
+		for crow.Next() {
+			var st string
+			var n int
+			if err := crow.Scan(&st, &n); err != nil {
+				crow.Close()
+				return d, err
+			}
+			ts.Counts[st] = n
+			total += n
+			if st == string(job.Done) {
+				done = n
+			}
+		}
+		if err := closeRows(crow); err != nil {
+			return d, err
+		}
+		ts.Complete = total > 0 && done == total
+		d.WaitingOn = append(d.WaitingOn, ts)
+	}
+	hrows, err := s.rdb.QueryContext(ctx, `SELECT a.attempt, coalesce(p.site, ''), coalesce(p.host, ''), a.started, a.finished, a.exit, a.reason, coalesce(p.out_dir, '')
+		FROM attempts a LEFT JOIN placeholders p ON p.id = a.placeholder_id WHERE a.job_id = ? ORDER BY a.attempt`, id)
+	if err != nil {
+		return d, err
+	}
+	defer hrows.Close()
+	for hrows.Next() {
+		var a protocol.AttemptInfo
+		var started, finished, exit sql.NullInt64
+		var outDir string
+		if err := hrows.Scan(&a.Attempt, &a.Site, &a.Host, &started, &finished, &exit, &a.Reason, &outDir); err != nil {
+			return d, err
+		}
+		a.Started, a.Finished = formatMicros(started), formatMicros(finished)
+		if exit.Valid {
+			e := int(exit.Int64)
+			a.Exit = &e
+		}
+		if outDir != "" {
+			a.Stdout, a.Stderr = job.OutputPaths(outDir, id, a.Attempt)
+		}
+		d.History = append(d.History, a)
+	}
+	if err := hrows.Err(); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return d, err
+	}
+	return d, nil
+}

@@ -1,0 +1,68 @@
+package metaqueue
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+)
+
+// bulkRows is how many jobs one multi-row INSERT carries.
+const bulkRows = 64
+
+const jobCols = "(id, queue_id, target_id, state, command, cwd, est, submitted)"
+
+// stmts are the writer's prepared statements.
+type stmts struct {
+	insJob, insJobs, insPrereq, insTarget, insQueue      *sql.Stmt
+	setState, dispatch, finish, history, requeue, rerun  *sql.Stmt
+	insPlaceholder, touchPlaceholder, jobRow, jobPrereqs *sql.Stmt
+	jobEnd                                               *sql.Stmt
+	all                                                  []*sql.Stmt
+}
+
+func (st *stmts) prepare(ctx context.Context, c *sql.Conn) error {
+	values := strings.TrimSuffix(strings.Repeat("(?,?,?,?,?,?,?,?),", bulkRows), ",")
+	for _, p := range []struct {
+		s   **sql.Stmt
+		sql string
+	}{
+		{&st.insJob, "INSERT INTO jobs " + jobCols + " VALUES (?,?,?,?,?,?,?,?)"},
+		{&st.insJobs, "INSERT INTO jobs " + jobCols + " VALUES " + values},
+		{&st.insPrereq, "INSERT OR IGNORE INTO job_prereqs (job_id, target_id) VALUES (?, ?)"},
+		{&st.insTarget, "INSERT INTO targets (id, name) VALUES (?, ?)"},
+		{&st.insQueue, "INSERT INTO queues (name, created) VALUES (?, ?) RETURNING id, ceiling_s, max_attempts, retry_failed, policy"},
+		{&st.setState, "UPDATE jobs SET state = ? WHERE id = ?"},
+		{&st.dispatch, `UPDATE jobs SET state = 'E', attempts = attempts + 1, placeholder_id = ?, started = ?,
+			finished = NULL, exit = NULL, reason = NULL WHERE id = ? RETURNING attempts, attempt_base, command, cwd`},
+		{&st.finish, "UPDATE jobs SET state = ?, exit = ?, started = ?, finished = ?, reason = ? WHERE id = ?"},
+		{&st.history, `INSERT OR REPLACE INTO attempts (job_id, attempt, placeholder_id, started, finished, exit, reason)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`},
+		{&st.requeue, `UPDATE jobs SET state = ?, placeholder_id = NULL, started = NULL, finished = NULL,
+			exit = NULL, reason = NULL WHERE id = ?`},
+		{&st.rerun, `UPDATE jobs SET state = ?, attempt_base = attempts, placeholder_id = NULL, started = NULL,
+			finished = NULL, exit = NULL, reason = NULL WHERE id = ?`},
+		{&st.insPlaceholder, `INSERT INTO placeholders (site, host, pid, out_dir, slots, started, last_seen)
+			VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`},
+		{&st.touchPlaceholder, "UPDATE placeholders SET pid = ?, slots = ?, last_seen = ? WHERE id = ? AND site = ? AND host = ?"},
+		{&st.jobRow, "SELECT state, queue_id, target_id, est, attempts, attempt_base FROM jobs WHERE id = ?"},
+		{&st.jobPrereqs, "SELECT target_id FROM job_prereqs WHERE job_id = ?"},
+		{&st.jobEnd, "SELECT state, exit, reason FROM jobs WHERE id = ?"},
+	} {
+		s, err := c.PrepareContext(ctx, p.sql)
+		if err != nil {
+			st.close()
+			return fmt.Errorf("prepare %q: %w", strings.Fields(p.sql)[0:3], err)
+		}
+		*p.s = s
+		st.all = append(st.all, s)
+	}
+	return nil
+}
+
+func (st *stmts) close() {
+	for _, s := range st.all {
+		s.Close()
+	}
+	st.all = nil
+}

@@ -1,0 +1,574 @@
+// Package metaqueue is the durable queue of jobs and the only code that
+// changes job state. One goroutine (the core) owns the SQLite writer and the
+// in-memory scheduling state (the dependency graph, ready heaps, leases);
+// every request becomes a call that the core runs inside a transaction,
+// grouping concurrent calls into one commit. A call is acknowledged only
+// after its transaction committed.
+//
+// Reads that need no scheduling state (job listings) go to a pool of
+// read-only connections and never wait for the core.
+package metaqueue
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/mq-hpc/mq/dag"
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/policy"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// ErrClosed is returned for calls made after Close.
+var ErrClosed = protocol.Errorf(protocol.CodeShutdown, "the CLS is shutting down")
+
+// Options configure a Store.
+type Options struct {
+	Path string // database file
+	Sync Sync   // default SyncFull
+	// Lease is how long a dispatched job stays with a placeholder without a
+	// heartbeat before it is requeued. Default 30 s.
+	Lease time.Duration
+	// Heartbeat is how often placeholders are told to renew. Default Lease/10,
+	// at most 1 s (it also bounds how fast mqdel kills a running job).
+	Heartbeat time.Duration
+	Now       func() time.Time // default time.Now
+	Logger    *slog.Logger
+	// SpoolDir holds bulk submissions while they upload. Default: beside Path.
+	SpoolDir string
+}
+
+// Store is an open metaqueue.
+type Store struct {
+	opt   Options
+	w     *sql.Conn // the writer; used only by the core goroutine
+	wdb   *sql.DB
+	rdb   *sql.DB
+	stmts stmts
+	log   *slog.Logger
+
+	calls   chan *call
+	stop    chan struct{}
+	stopped chan struct{}
+	closeMu sync.Once
+
+	// Owned by the core goroutine.
+	g        *dag.Graph
+	queues   map[string]*queue
+	queueIDs map[int32]*queue
+	qlist    []*queue // by id, for round-robin dispatch
+	rr       int      // round-robin position over queues for dispatch
+	running  map[int64]*run
+	phs      map[int64]*placeholder
+	parked   []*parkedNext
+	waiters  map[int64][]*waitCall
+	counts   map[int32]*[128]int // queue -> state letter -> jobs
+	nextID   int64
+	inTx     bool
+	ended    []int64 // jobs that ended or blocked in this batch (for waiters)
+}
+
+type queue struct {
+	protocol.QueueInfo
+	id    int32
+	ready *policy.Heap
+}
+
+type run struct {
+	attempt     int
+	used        int // attempts since the last rerun, this one included
+	placeholder int64
+	lease       time.Time
+	started     time.Time
+}
+
+type placeholder struct {
+	site, host, outDir string
+	connected          bool
+}
+
+// Open opens (creating if needed) the metaqueue at opt.Path, loads its
+// scheduling state and starts the core. Jobs left Executing by an earlier
+// run get a fresh lease: their placeholders may still report.
+func Open(ctx context.Context, opt Options) (*Store, error) {
+	if opt.Sync == "" {
+		opt.Sync = SyncFull
+	}
+	if opt.Lease <= 0 {
+		opt.Lease = 30 * time.Second
+	}
+	if opt.Heartbeat <= 0 {
+		opt.Heartbeat = min(opt.Lease/10, time.Second)
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	w, wdb, rdb, err := openDB(ctx, opt.Path, opt.Sync)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{
+		opt: opt, w: w, wdb: wdb, rdb: rdb, log: opt.Logger,
+		calls:   make(chan *call, 1024),
+		stop:    make(chan struct{}),
+		stopped: make(chan struct{}),
+		waiters: map[int64][]*waitCall{},
+	}
+	if err := s.stmts.prepare(ctx, w); err != nil {
+		s.closeDB()
+		return nil, err
+	}
+	if err := s.load(ctx); err != nil {
+		s.closeDB()
+		return nil, fmt.Errorf("load metaqueue: %w", err)
+	}
+	go s.loop()
+	return s, nil
+}
+
+// Close stops the core after the calls already queued and closes the
+// database. Parked requests are answered empty.
+func (s *Store) Close() error {
+	s.closeMu.Do(func() { close(s.stop) })
+	<-s.stopped
+	return s.closeDB()
+}
+
+func (s *Store) closeDB() error {
+	s.stmts.close()
+	err := errors.Join(s.w.Close(), s.wdb.Close(), s.rdb.Close())
+	return err
+}
+
+// LeaseDuration is the lease a dispatched job gets.
+func (s *Store) LeaseDuration() time.Duration { return s.opt.Lease }
+
+// HeartbeatInterval is how often placeholders should heartbeat.
+func (s *Store) HeartbeatInterval() time.Duration { return s.opt.Heartbeat }
+
+// call is one unit of work for the core. fn runs on the core goroutine
+// inside the batch's transaction; its results travel in the closure.
+type call struct {
+	ctx    context.Context
+	fn     func() error
+	err    error
+	done   chan struct{}
+	parked bool // answered later (a long poll), not at this batch's commit
+}
+
+// do runs fn on the core and waits until its transaction committed.
+func (s *Store) do(ctx context.Context, fn func() error) error {
+	c := &call{ctx: ctx, fn: fn, done: make(chan struct{})}
+	select {
+	case s.calls <- c:
+	case <-s.stop:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-c.done:
+		return c.err
+	case <-s.stopped:
+		// The core may have finished c just before stopping.
+		select {
+		case <-c.done:
+			return c.err
+		default:
+			return ErrClosed
+		}
+	}
+}
+
+const maxBatch = 512
+
+func (s *Store) loop() {
+	defer close(s.stopped)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	batch := make([]*call, 0, maxBatch)
+	for {
+		batch = batch[:0]
+		ticked := false
+		select {
+		case c := <-s.calls:
+			batch = append(batch, c)
+		drain:
+			for len(batch) < maxBatch {
+				select {
+				case c := <-s.calls:
+					batch = append(batch, c)
+				default:
+					break drain
+				}
+			}
+		case <-tick.C:
+			ticked = true
+		case <-s.stop:
+			// Answer what is queued, then stop.
+			for {
+				select {
+				case c := <-s.calls:
+					batch = append(batch, c)
+					continue
+				default:
+				}
+				break
+			}
+			s.runBatch(batch, false)
+			for _, p := range s.parked {
+				close(p.call.done)
+			}
+			s.parked = nil
+			for _, ws := range s.waiters {
+				for _, w := range ws {
+					w.finish(ErrClosed)
+				}
+			}
+			return
+		}
+		s.runBatch(batch, ticked)
+	}
+}
+
+// runBatch runs calls in one transaction (begun lazily, on the first write)
+// and answers them after it commits.
+func (s *Store) runBatch(batch []*call, ticked bool) {
+	var failed error
+	for _, c := range batch {
+		if failed != nil {
+			c.err = failed
+			continue
+		}
+		c.err = c.fn()
+		var fe fatalError
+		if errors.As(c.err, &fe) {
+			failed = fe.err
+		}
+	}
+	if failed == nil && ticked {
+		failed = s.expire()
+	}
+	var filled []*parkedNext
+	if failed == nil {
+		filled, failed = s.matchParked()
+	}
+	if failed == nil && s.inTx {
+		if _, err := s.w.ExecContext(context.Background(), "COMMIT"); err != nil {
+			failed = err
+		}
+		s.inTx = false
+	}
+	if failed != nil {
+		s.recover(failed, batch)
+		filled = nil
+	}
+	for _, c := range batch {
+		if !c.parked || c.err != nil {
+			close(c.done)
+		}
+	}
+	for _, p := range filled {
+		close(p.call.done)
+	}
+	if failed == nil {
+		s.notifyWaiters()
+	}
+	s.ended = s.ended[:0]
+}
+
+// fatalError marks a storage failure: the whole batch is rolled back.
+type fatalError struct{ err error }
+
+func (e fatalError) Error() string { return "metaqueue storage failure: " + e.err.Error() }
+func (e fatalError) Unwrap() error { return e.err }
+
+// recover rolls back a failed batch and reloads the in-memory state from
+// the database, so memory never disagrees with what was committed.
+func (s *Store) recover(cause error, batch []*call) {
+	s.log.Error("transaction failed; rolling back and reloading state", "err", cause)
+	if s.inTx {
+		s.w.ExecContext(context.Background(), "ROLLBACK")
+		s.inTx = false
+	}
+	perr := protocol.Errorf(protocol.CodeInternal, "metaqueue storage failure: %v", cause)
+	for _, c := range batch {
+		if c.err == nil || c.parked {
+			c.err = perr
+			c.parked = false
+		}
+	}
+	// Parked placeholders may have been handed jobs in the failed batch:
+	// answer them empty; they will ask again.
+	for _, p := range s.parked {
+		p.reply.Jobs = nil
+	}
+	if err := s.load(context.Background()); err != nil {
+		s.log.Error("reload after failure failed; stopping", "err", err)
+		s.closeMu.Do(func() { close(s.stop) })
+	}
+}
+
+// begin starts the batch's transaction if it has not started yet.
+func (s *Store) begin() error {
+	if s.inTx {
+		return nil
+	}
+	if _, err := s.w.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		return fatalError{err}
+	}
+	s.inTx = true
+	return nil
+}
+
+func (s *Store) now() time.Time { return s.opt.Now() }
+
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+// applyChanges makes storage, counters, ready heaps and waiters follow the
+// graph's changes. The row of self (the job the caller writes itself) is
+// not updated here, nor are rows still buffered in in (patched there).
+func (s *Store) applyChanges(ch []dag.Change, self int64, in *inserter) error {
+	for _, c := range ch {
+		cnt := s.countsFor(c.Queue)
+		if c.From != 0 {
+			cnt[c.From]--
+		}
+		cnt[c.To]++
+		if c.ID != self && !in.patch(c.ID, c.To) {
+			if _, err := s.stmts.setState.Exec(string(c.To), c.ID); err != nil {
+				return fatalError{err}
+			}
+		}
+		if c.To == job.Queued {
+			if q := s.queueIDs[c.Queue]; q != nil {
+				q.ready.Push(policy.Ready{ID: c.ID, Est: c.Est})
+			}
+		}
+		if c.To.Terminal() || c.To == job.Blocked {
+			s.ended = append(s.ended, c.ID)
+		}
+	}
+	return nil
+}
+
+func (s *Store) addQueue(q *queue) {
+	s.queues[q.Name], s.queueIDs[q.id] = q, q
+	s.qlist = append(s.qlist, q)
+	sort.Slice(s.qlist, func(i, j int) bool { return s.qlist[i].id < s.qlist[j].id })
+}
+
+func (s *Store) countsFor(q int32) *[128]int {
+	c := s.counts[q]
+	if c == nil {
+		c = new([128]int)
+		s.counts[q] = c
+	}
+	return c
+}
+
+// load (re)builds the in-memory state from the database.
+func (s *Store) load(ctx context.Context) error {
+	s.g = dag.New()
+	s.queues = map[string]*queue{}
+	s.queueIDs = map[int32]*queue{}
+	s.qlist = nil
+	s.running = map[int64]*run{}
+	s.phs = map[int64]*placeholder{}
+	s.counts = map[int32]*[128]int{}
+
+	rows, err := s.w.QueryContext(ctx, "SELECT id, name, ceiling_s, max_attempts, retry_failed, policy FROM queues")
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		q := &queue{}
+		if err := rows.Scan(&q.id, &q.Name, &q.Ceiling, &q.MaxAttempts, &q.RetryFailed, &q.Policy); err != nil {
+			rows.Close()
+			return err
+		}
+		o, err := policy.Lookup(q.Policy)
+		if err != nil {
+			o = policy.FCFS{}
+		}
+		q.ready = policy.NewHeap(o)
+		s.addQueue(q)
+	}
+	if err := closeRows(rows); err != nil {
+		return err
+	}
+
+	rows, err = s.w.QueryContext(ctx, "SELECT id, name FROM targets ORDER BY id")
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var id int32
+		var name string
+		if err := rows.Scan(&id, &name); err != nil {
+			rows.Close()
+			return err
+		}
+		s.g.LoadTarget(dag.TargetID(id), name)
+	}
+	if err := closeRows(rows); err != nil {
+		return err
+	}
+
+	rows, err = s.w.QueryContext(ctx, "SELECT DISTINCT j.target_id, p.target_id FROM job_prereqs p JOIN jobs j ON j.id = p.job_id")
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var t, p int32
+		if err := rows.Scan(&t, &p); err != nil {
+			rows.Close()
+			return err
+		}
+		s.g.AddEdges(dag.TargetID(t), []dag.TargetID{dag.TargetID(p)})
+	}
+	if err := closeRows(rows); err != nil {
+		return err
+	}
+
+	rows, err = s.w.QueryContext(ctx, `SELECT target_id, queue_id, state, count(*) FROM jobs
+		WHERE state IN ('D','F','X') GROUP BY target_id, queue_id, state`)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var t, q int32
+		var st string
+		var n int
+		if err := rows.Scan(&t, &q, &st, &n); err != nil {
+			rows.Close()
+			return err
+		}
+		s.g.LoadCounts(dag.TargetID(t), job.State(st[0]), n)
+		s.countsFor(q)[st[0]] += n
+	}
+	if err := closeRows(rows); err != nil {
+		return err
+	}
+
+	prereqs := map[int64][]dag.TargetID{}
+	rows, err = s.w.QueryContext(ctx, `SELECT p.job_id, p.target_id FROM job_prereqs p JOIN jobs j ON j.id = p.job_id
+		WHERE j.state IN ('W','Q','E','B')`)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var id int64
+		var t int32
+		if err := rows.Scan(&id, &t); err != nil {
+			rows.Close()
+			return err
+		}
+		prereqs[id] = append(prereqs[id], dag.TargetID(t))
+	}
+	if err := closeRows(rows); err != nil {
+		return err
+	}
+
+	now := s.now()
+	rows, err = s.w.QueryContext(ctx, `SELECT id, queue_id, target_id, state, est, attempts, attempt_base, placeholder_id, started
+		FROM jobs WHERE state IN ('W','Q','E','B')`)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var id int64
+		var q, t int32
+		var st string
+		var est sql.NullFloat64
+		var attempts, base int
+		var ph, started sql.NullInt64
+		if err := rows.Scan(&id, &q, &t, &st, &est, &attempts, &base, &ph, &started); err != nil {
+			rows.Close()
+			return err
+		}
+		state := job.State(st[0])
+		s.g.LoadJob(id, dag.Job{Target: dag.TargetID(t), Queue: q, Est: float32(est.Float64), State: state, Prereqs: prereqs[id]})
+		s.countsFor(q)[state]++
+		if state == job.Executing {
+			// A fresh lease: the placeholder may still be running it and will
+			// report or heartbeat once it reconnects.
+			s.running[id] = &run{attempt: attempts, used: attempts - base, placeholder: ph.Int64, lease: now.Add(s.opt.Lease), started: time.UnixMicro(started.Int64)}
+		}
+	}
+	if err := closeRows(rows); err != nil {
+		return err
+	}
+
+	rows, err = s.w.QueryContext(ctx, "SELECT id, site, host, out_dir FROM placeholders WHERE id IN (SELECT DISTINCT placeholder_id FROM jobs WHERE state = 'E')")
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		p := &placeholder{}
+		var id int64
+		if err := rows.Scan(&id, &p.site, &p.host, &p.outDir); err != nil {
+			rows.Close()
+			return err
+		}
+		s.phs[id] = p
+	}
+	if err := closeRows(rows); err != nil {
+		return err
+	}
+
+	if err := s.w.QueryRowContext(ctx, "SELECT coalesce(max(id), 0) + 1 FROM jobs").Scan(&s.nextID); err != nil {
+		return err
+	}
+
+	// Make stored pending states agree with the graph (they should already).
+	if ch := s.g.Reconcile(); len(ch) > 0 {
+		s.log.Warn("stored job states disagreed with prerequisites; fixing", "jobs", len(ch))
+		if err := s.begin(); err != nil {
+			return err
+		}
+		for _, c := range ch {
+			s.countsFor(c.Queue)[c.From]--
+			s.countsFor(c.Queue)[c.To]++
+			if _, err := s.stmts.setState.Exec(string(c.To), c.ID); err != nil {
+				return err
+			}
+		}
+		if _, err := s.w.ExecContext(ctx, "COMMIT"); err != nil {
+			return err
+		}
+		s.inTx = false
+	}
+	// Fill the ready heaps in id order (cheap pushes for FCFS).
+	rows, err = s.w.QueryContext(ctx, "SELECT id FROM jobs WHERE state = 'Q' ORDER BY id")
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return err
+		}
+		if j, ok := s.g.Job(id); ok && j.State == job.Queued {
+			if q := s.queueIDs[j.Queue]; q != nil {
+				q.ready.Push(policy.Ready{ID: id, Est: j.Est})
+			}
+		}
+	}
+	return closeRows(rows)
+}
+
+func closeRows(rows *sql.Rows) error {
+	err := rows.Err()
+	return errors.Join(err, rows.Close())
+}

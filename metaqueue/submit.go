@@ -1,0 +1,216 @@
+package metaqueue
+
+import (
+	"context"
+
+	"github.com/mq-hpc/mq/dag"
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/policy"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// DefaultQueue is the queue of jobs that name none.
+const DefaultQueue = protocol.DefaultQueue
+
+// ValidateSpec is protocol.ValidateSpec, the check both sides apply.
+var ValidateSpec = protocol.ValidateSpec
+
+// edgeSet collects target -> prerequisite edges of a submission, by name.
+type edgeSet map[string][]string
+
+func (e edgeSet) add(js *protocol.JobSpec) {
+	if len(js.Prereqs) == 0 {
+		return
+	}
+	have := e[js.Target]
+outer:
+	for _, p := range js.Prereqs {
+		for _, q := range have {
+			if p == q {
+				continue outer
+			}
+		}
+		have = append(have, p)
+	}
+	e[js.Target] = have
+}
+
+// Submit adds jobs in one transaction and returns their ids. Either all are
+// added or none.
+func (s *Store) Submit(ctx context.Context, specs []protocol.JobSpec) ([]int64, error) {
+	if len(specs) == 0 {
+		return nil, protocol.Errorf(protocol.CodeBadRequest, "no jobs to submit")
+	}
+	edges := edgeSet{}
+	for i := range specs {
+		if err := ValidateSpec(&specs[i]); err != nil {
+			if len(specs) == 1 {
+				return nil, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+			}
+			return nil, protocol.Errorf(protocol.CodeBadRequest, "job %d: %v", i+1, err)
+		}
+		edges.add(&specs[i])
+	}
+	var ids []int64
+	err := s.do(ctx, func() error {
+		if c := s.g.FindCycle(edges); c != "" {
+			return protocol.Errorf(protocol.CodeBadRequest, "prerequisites would form a cycle: %s", c)
+		}
+		ins := s.newInserter()
+		first := s.nextID
+		for i := range specs {
+			if err := ins.add(&specs[i]); err != nil {
+				return err
+			}
+		}
+		if err := ins.flush(); err != nil {
+			return err
+		}
+		ids = make([]int64, len(specs))
+		for i := range ids {
+			ids[i] = first + int64(i)
+		}
+		return nil
+	})
+	return ids, err
+}
+
+// inserter adds jobs on the core, buffering rows for multi-row INSERTs. A
+// state change to a job still in the buffer patches the buffer.
+type inserter struct {
+	s        *Store
+	bufStart int64
+	rows     []row
+	now      int64
+	args     []any
+}
+
+type row struct {
+	queue   int32
+	target  dag.TargetID
+	state   job.State
+	command string
+	cwd     string
+	est     float64
+}
+
+func (s *Store) newInserter() *inserter {
+	return &inserter{s: s, bufStart: s.nextID, now: micros(s.now()), args: make([]any, 0, 8*bulkRows)}
+}
+
+func (in *inserter) add(js *protocol.JobSpec) error {
+	s := in.s
+	if err := s.begin(); err != nil {
+		return err
+	}
+	q, err := s.queueFor(js.Queue)
+	if err != nil {
+		return err
+	}
+	t, err := s.targetFor(js.Target)
+	if err != nil {
+		return err
+	}
+	var prereqs []dag.TargetID
+	if len(js.Prereqs) > 0 {
+		prereqs = make([]dag.TargetID, 0, len(js.Prereqs))
+		for _, name := range js.Prereqs {
+			p, err := s.targetFor(name)
+			if err != nil {
+				return err
+			}
+			prereqs = append(prereqs, p)
+		}
+		s.g.AddEdges(t, prereqs)
+	}
+	id := s.nextID
+	s.nextID++
+	in.rows = append(in.rows, row{queue: q.id, target: t, command: js.Command, cwd: js.Cwd, est: js.Est})
+	for _, p := range prereqs {
+		if _, err := s.stmts.insPrereq.Exec(id, int32(p)); err != nil {
+			return fatalError{err}
+		}
+	}
+	ch := s.g.AddJob(id, dag.Job{Target: t, Queue: q.id, Est: float32(js.Est), Prereqs: prereqs})
+	if err := s.applyChanges(ch, -1, in); err != nil {
+		return err
+	}
+	if len(in.rows) == bulkRows {
+		return in.flush()
+	}
+	return nil
+}
+
+// has reports whether job id is still in the buffer, and patches its state.
+func (in *inserter) patch(id int64, st job.State) bool {
+	if in == nil || id < in.bufStart || id >= in.bufStart+int64(len(in.rows)) {
+		return false
+	}
+	in.rows[id-in.bufStart].state = st
+	return true
+}
+
+func (in *inserter) flush() error {
+	if len(in.rows) == 0 {
+		return nil
+	}
+	in.args = in.args[:0]
+	for i, r := range in.rows {
+		var est any
+		if r.est > 0 {
+			est = r.est
+		}
+		in.args = append(in.args, in.bufStart+int64(i), r.queue, int32(r.target), string(r.state), r.command, r.cwd, est, in.now)
+	}
+	var err error
+	if len(in.rows) == bulkRows {
+		_, err = in.s.stmts.insJobs.Exec(in.args...)
+	} else {
+		for i := 0; i < len(in.args) && err == nil; i += 8 {
+			_, err = in.s.stmts.insJob.Exec(in.args[i : i+8]...)
+		}
+	}
+	if err != nil {
+		return fatalError{err}
+	}
+	in.bufStart += int64(len(in.rows))
+	clear(in.rows)
+	in.rows = in.rows[:0]
+	return nil
+}
+
+// queueFor returns a queue, creating it on first use.
+func (s *Store) queueFor(name string) (*queue, error) {
+	if q := s.queues[name]; q != nil {
+		return q, nil
+	}
+	if err := s.begin(); err != nil {
+		return nil, err
+	}
+	q := &queue{}
+	q.Name = name
+	err := s.stmts.insQueue.QueryRow(name, micros(s.now())).Scan(&q.id, &q.Ceiling, &q.MaxAttempts, &q.RetryFailed, &q.Policy)
+	if err != nil {
+		return nil, fatalError{err}
+	}
+	o, err := policy.Lookup(q.Policy)
+	if err != nil {
+		o = policy.FCFS{}
+	}
+	q.ready = policy.NewHeap(o)
+	s.addQueue(q)
+	return q, nil
+}
+
+// targetFor returns a target's id, creating it on first use (a prerequisite
+// may name a target before any of its jobs arrive).
+func (s *Store) targetFor(name string) (dag.TargetID, error) {
+	if t, ok := s.g.Lookup(name); ok {
+		return t, nil
+	}
+	t := s.g.AddTarget(name)
+	if _, err := s.stmts.insTarget.Exec(int32(t), name); err != nil {
+		return 0, fatalError{err}
+	}
+	return t, nil
+}

@@ -1,0 +1,333 @@
+// Package placeholder is the agent that runs inside a placeholder (a batch
+// job, or a process the CLS forks for the local site): it pulls jobs from
+// the CLS, runs each with /bin/sh -c in its own process group, heartbeats
+// their leases, reports how they ended, and pulls again. Local and remote
+// placeholders run this same code; only the transport differs.
+package placeholder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// Config configures an Agent.
+type Config struct {
+	// Dial opens a transport to the CLS.
+	Dial func(ctx context.Context) (io.ReadWriteCloser, error)
+	Site string
+	Host string
+	// Slots is how many jobs run at once (default 1).
+	Slots int
+	// OutDir receives jobs' stdout and stderr files.
+	OutDir string
+	// Walltime is the placeholder's own time limit (0 = none): it never
+	// takes a job expected to outlast it.
+	Walltime time.Duration
+	// IdleTimeout ends the agent after this long without work (0 = never).
+	IdleTimeout time.Duration
+	// Reconnect is how long to keep trying to reach a lost CLS before giving
+	// up (default 10 min); running jobs go on meanwhile.
+	Reconnect time.Duration
+	// ExitWhenOrphaned ends the agent, once idle, if its parent process
+	// changes: a local placeholder whose CLS died must not outlive it forever.
+	ExitWhenOrphaned bool
+	Log              *slog.Logger
+}
+
+// Agent is one placeholder.
+type Agent struct {
+	cfg   Config
+	start time.Time
+	ppid  int
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	cl      *client.Client
+	id      int64
+	connErr error
+	hbEvery time.Duration
+
+	runMu   sync.Mutex
+	running map[int64]*proc
+
+	dirs sync.Map // output shard dirs already made
+}
+
+// New returns an agent; Run starts it.
+func New(cfg Config) *Agent {
+	if cfg.Slots < 1 {
+		cfg.Slots = 1
+	}
+	if cfg.Reconnect <= 0 {
+		cfg.Reconnect = 10 * time.Minute
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Agent{cfg: cfg, log: cfg.Log, running: map[int64]*proc{}, hbEvery: time.Second}
+}
+
+// ID is the placeholder id the CLS gave this agent (0 before it registered).
+func (a *Agent) ID() int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.id
+}
+
+// Run pulls and runs jobs until ctx ends, the CLS says exit, the idle
+// timeout passes, or the CLS stays unreachable. When ctx ends, running jobs
+// are killed and reported as interrupted.
+func (a *Agent) Run(ctx context.Context) error {
+	a.start = time.Now()
+	a.ppid = os.Getppid()
+	if err := os.MkdirAll(a.cfg.OutDir, 0o700); err != nil {
+		return fmt.Errorf("placeholder output directory: %w", err)
+	}
+	if _, err := a.session(ctx); err != nil {
+		return err
+	}
+	hbCtx, stopHB := context.WithCancel(context.WithoutCancel(ctx))
+	hbDone := make(chan struct{})
+	go func() {
+		defer close(hbDone)
+		a.heartbeats(hbCtx)
+	}()
+	var wg sync.WaitGroup
+	errs := make([]error, a.cfg.Slots)
+	for i := 0; i < a.cfg.Slots; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			errs[i] = a.slot(ctx)
+		}(i)
+	}
+	wg.Wait()
+	stopHB()
+	<-hbDone
+	a.mu.Lock()
+	if a.cl != nil {
+		a.cl.Close()
+	}
+	a.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// session returns the current connection, (re)connecting and registering
+// with backoff while the CLS is unreachable.
+func (a *Agent) session(ctx context.Context) (*client.Client, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cl != nil {
+		select {
+		case <-a.cl.Done():
+			a.cl = nil
+		default:
+			return a.cl, nil
+		}
+	}
+	deadline := time.Now().Add(a.cfg.Reconnect)
+	backoff := 50 * time.Millisecond
+	for {
+		cl, err := a.connect(ctx)
+		if err == nil {
+			a.cl = cl
+			return cl, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		var pe *protocol.Error
+		if errors.As(err, &pe) && (pe.Code == protocol.CodeBadRequest || pe.Code == protocol.CodeForbidden || pe.Code == protocol.CodeUnsupported) {
+			return nil, fmt.Errorf("the CLS refused this placeholder: %w", err)
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the CLS has been unreachable for %s: %w", a.cfg.Reconnect, err)
+		}
+		a.log.Warn("cannot reach the CLS; retrying", "err", err, "in", backoff)
+		// Unlocked while sleeping so ID() and friends do not block.
+		a.mu.Unlock()
+		select {
+		case <-time.After(backoff + time.Duration(rand.Int64N(int64(backoff/2)+1))):
+		case <-ctx.Done():
+		}
+		a.mu.Lock()
+		if a.cl != nil {
+			return a.cl, nil
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+func (a *Agent) connect(ctx context.Context) (*client.Client, error) {
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	rwc, err := a.cfg.Dial(dctx)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := client.New(dctx, rwc, protocol.RolePlaceholder, "mq-placeholder")
+	if err != nil {
+		rwc.Close()
+		return nil, err
+	}
+	var reg protocol.RegisterReply
+	err = cl.Call(dctx, protocol.OpRegister, protocol.Register{
+		ID: a.id, Site: a.cfg.Site, Host: a.cfg.Host, PID: os.Getpid(), Slots: a.cfg.Slots,
+		OutDir: a.cfg.OutDir, Walltime: a.cfg.Walltime.Seconds(),
+	}, &reg)
+	if err != nil {
+		cl.Close()
+		return nil, err
+	}
+	if a.id != 0 && reg.ID != a.id {
+		a.log.Warn("the CLS did not know this placeholder; registered anew", "old", a.id, "new", reg.ID)
+	}
+	a.id = reg.ID
+	if reg.HeartbeatS > 0 {
+		a.hbEvery = time.Duration(reg.HeartbeatS * float64(time.Second))
+	}
+	a.log.Info("connected to the CLS", "placeholder", a.id)
+	return cl, nil
+}
+
+// dropped marks a connection broken so the next session() reconnects.
+func (a *Agent) dropped(cl *client.Client) {
+	a.mu.Lock()
+	if a.cl == cl {
+		a.cl = nil
+	}
+	a.mu.Unlock()
+	cl.Close()
+}
+
+// call runs one request, reconnecting until it goes through. Requests are
+// idempotent on the CLS (reports carry attempt numbers), so resending one
+// whose reply was lost is harmless.
+func (a *Agent) call(ctx context.Context, op string, body func(id int64) any, out any) error {
+	for {
+		cl, err := a.session(ctx)
+		if err != nil {
+			return err
+		}
+		err = cl.Call(ctx, op, body(a.ID()), out)
+		if err == nil {
+			return nil
+		}
+		var pe *protocol.Error
+		if errors.As(err, &pe) {
+			if pe.Code == protocol.CodeNotFound {
+				// The CLS lost track of us (new database): register again.
+				a.dropped(cl)
+				continue
+			}
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		a.log.Warn("lost the CLS connection", "op", op, "err", err)
+		a.dropped(cl)
+	}
+}
+
+func (a *Agent) walltimeLeft() float64 {
+	if a.cfg.Walltime <= 0 {
+		return 0
+	}
+	left := a.cfg.Walltime - time.Since(a.start)
+	if left < time.Second {
+		return 1e-3 // nothing fits; 0 would mean unlimited
+	}
+	return left.Seconds()
+}
+
+// slot is one job at a time: report the last one and ask for the next in a
+// single round trip.
+func (a *Agent) slot(ctx context.Context) error {
+	var reports []protocol.Report
+	idleSince := time.Now()
+	for {
+		exiting := ctx.Err() != nil || (a.cfg.ExitWhenOrphaned && os.Getppid() != a.ppid)
+		free := 1
+		if exiting {
+			free = 0
+		}
+		if a.cfg.IdleTimeout > 0 && time.Since(idleSince) >= a.cfg.IdleTimeout {
+			free, exiting = 0, true
+		}
+		if free == 0 && len(reports) == 0 {
+			return nil
+		}
+		wait := 30 * time.Second
+		if a.cfg.IdleTimeout > 0 {
+			wait = min(wait, max(a.cfg.IdleTimeout-time.Since(idleSince), 10*time.Millisecond))
+		}
+		if a.cfg.ExitWhenOrphaned {
+			wait = min(wait, 5*time.Second)
+		}
+		var reply protocol.NextReply
+		rctx := ctx
+		if free == 0 {
+			// Final report: deliver it even though ctx has ended.
+			var cancel context.CancelFunc
+			rctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+		}
+		err := a.call(rctx, protocol.OpNext, func(id int64) any {
+			return protocol.Next{Placeholder: id, Reports: reports, Free: free, WalltimeLeft: a.walltimeLeft(), WaitMS: int(wait / time.Millisecond)}
+		}, &reply)
+		if err != nil {
+			if ctx.Err() != nil && free > 0 {
+				continue // loop once more to deliver reports with free = 0
+			}
+			return err
+		}
+		reports = reports[:0]
+		if exiting {
+			return nil
+		}
+		if reply.Exit {
+			return nil
+		}
+		for _, asg := range reply.Jobs {
+			reports = append(reports, a.run(ctx, asg))
+			idleSince = time.Now()
+		}
+	}
+}
+
+// heartbeats renews leases and kills jobs the CLS no longer wants.
+func (a *Agent) heartbeats(ctx context.Context) {
+	t := time.NewTimer(a.hbEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		refs := a.runningRefs()
+		if len(refs) > 0 {
+			var reply protocol.HeartbeatReply
+			err := a.call(ctx, protocol.OpHeartbeat, func(id int64) any {
+				return protocol.Heartbeat{Placeholder: id, Running: refs}
+			}, &reply)
+			if err == nil {
+				for _, k := range reply.Kill {
+					a.kill(k, protocol.ReasonKilled)
+				}
+			}
+		}
+		t.Reset(a.hbEvery)
+	}
+}

@@ -1,0 +1,159 @@
+package placeholder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// killGrace is how long a job's process group has between SIGTERM and
+// SIGKILL.
+const killGrace = time.Second
+
+type proc struct {
+	ref    protocol.JobRef
+	pgid   int
+	once   sync.Once
+	reason string
+}
+
+func (a *Agent) runningRefs() []protocol.JobRef {
+	a.runMu.Lock()
+	defer a.runMu.Unlock()
+	refs := make([]protocol.JobRef, 0, len(a.running))
+	for _, p := range a.running {
+		refs = append(refs, p.ref)
+	}
+	return refs
+}
+
+// kill ends a running job's whole process group: SIGTERM, then SIGKILL.
+func (a *Agent) kill(ref protocol.JobRef, reason string) {
+	a.runMu.Lock()
+	p := a.running[ref.ID]
+	a.runMu.Unlock()
+	if p == nil || p.ref.Attempt != ref.Attempt {
+		return
+	}
+	p.kill(reason)
+}
+
+func (p *proc) kill(reason string) {
+	p.once.Do(func() {
+		p.reason = reason
+		syscall.Kill(-p.pgid, syscall.SIGTERM)
+		time.AfterFunc(killGrace, func() { syscall.Kill(-p.pgid, syscall.SIGKILL) })
+	})
+}
+
+func (a *Agent) outputFiles(asg protocol.Assignment) (stdout, stderr *os.File, err error) {
+	outPath, errPath := job.OutputPaths(a.cfg.OutDir, asg.ID, asg.Attempt)
+	dir := filepath.Dir(outPath)
+	if _, ok := a.dirs.Load(dir); !ok {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, nil, err
+		}
+		a.dirs.Store(dir, true)
+	}
+	stdout, err = os.OpenFile(outPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, nil, err
+	}
+	stderr, err = os.OpenFile(errPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		stdout.Close()
+		return nil, nil, err
+	}
+	return stdout, stderr, nil
+}
+
+// run runs one job to its end and says how it ended. Exit status is the
+// shell's convention: 128+N for a job killed by signal N.
+func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Report {
+	rep := protocol.Report{ID: asg.ID, Attempt: asg.Attempt, Started: time.Now()}
+	fail := func(err error) protocol.Report {
+		rep.Exit, rep.Finished, rep.Reason = 127, time.Now(), "could not start: "+err.Error()
+		return rep
+	}
+	stdout, stderr, err := a.outputFiles(asg)
+	if err != nil {
+		return fail(err)
+	}
+	defer stdout.Close()
+	defer stderr.Close()
+	cmd := exec.Command("/bin/sh", "-c", asg.Command)
+	cmd.Dir = asg.Cwd
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.Env = append(os.Environ(),
+		"MQ_JOB_ID="+strconv.FormatInt(asg.ID, 10),
+		"MQ_ATTEMPT="+strconv.Itoa(asg.Attempt),
+		"MQ_TARGET="+asg.Target,
+		"MQ_QUEUE="+asg.Queue,
+	)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) && pe.Op == "chdir" {
+			return fail(fmt.Errorf("working directory %s: %w", asg.Cwd, pe.Err))
+		}
+		return fail(err)
+	}
+	rep.Started = time.Now()
+	p := &proc{ref: protocol.JobRef{ID: asg.ID, Attempt: asg.Attempt}, pgid: cmd.Process.Pid}
+	a.runMu.Lock()
+	a.running[asg.ID] = p
+	a.runMu.Unlock()
+	defer func() {
+		a.runMu.Lock()
+		delete(a.running, asg.ID)
+		a.runMu.Unlock()
+	}()
+
+	var ceiling <-chan time.Time
+	if asg.Ceiling > 0 {
+		t := time.NewTimer(time.Duration(asg.Ceiling * float64(time.Second)))
+		defer t.Stop()
+		ceiling = t.C
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	var werr error
+	select {
+	case werr = <-waited:
+	case <-ceiling:
+		p.kill(protocol.ReasonCeiling)
+		werr = <-waited
+	case <-ctx.Done():
+		p.kill(protocol.ReasonInterrupted)
+		werr = <-waited
+	}
+	rep.Finished = time.Now()
+	rep.Exit = exitStatus(cmd.ProcessState, werr)
+	rep.Reason = p.reason
+	// Leave no stragglers: the job's background children die with it.
+	syscall.Kill(-p.pgid, syscall.SIGKILL)
+	return rep
+}
+
+func exitStatus(ps *os.ProcessState, err error) int {
+	if ps == nil {
+		if err != nil {
+			return 127
+		}
+		return 0
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}

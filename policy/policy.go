@@ -1,0 +1,66 @@
+// Package policy decides which ready job a placeholder gets. A policy is a
+// pure function of what it is shown, so the live CLS and the simulator run
+// the same code.
+package policy
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Ready is a job that may run now, as a policy sees it.
+type Ready struct {
+	ID  int64   // submission order: lower is older
+	Est float32 // expected runtime in seconds; 0 = unknown
+}
+
+// Ordering is a policy that ranks ready jobs by a fixed order, so the
+// metaqueue can keep them in a heap and pick in O(log n).
+type Ordering interface {
+	Name() string
+	// Less reports whether a should run before b.
+	Less(a, b Ready) bool
+}
+
+// FCFS runs the oldest ready job first.
+type FCFS struct{}
+
+func (FCFS) Name() string         { return "fcfs" }
+func (FCFS) Less(a, b Ready) bool { return a.ID < b.ID }
+
+// SJF runs the shortest expected job first; jobs with no estimate go last,
+// oldest first among equals.
+type SJF struct{}
+
+func (SJF) Name() string { return "sjf" }
+func (SJF) Less(a, b Ready) bool {
+	switch {
+	case a.Est == b.Est:
+		return a.ID < b.ID
+	case a.Est == 0:
+		return false
+	case b.Est == 0:
+		return true
+	}
+	return a.Est < b.Est
+}
+
+var orderings = map[string]Ordering{"fcfs": FCFS{}, "sjf": SJF{}}
+
+// Lookup returns the named policy.
+func Lookup(name string) (Ordering, error) {
+	if o, ok := orderings[name]; ok {
+		return o, nil
+	}
+	return nil, fmt.Errorf("unknown policy %q (known: %s)", name, Names())
+}
+
+// Names lists the known policies.
+func Names() string {
+	var n []string
+	for k := range orderings {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return fmt.Sprint(n)
+}

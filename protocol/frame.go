@@ -1,0 +1,145 @@
+// Package protocol is the one request protocol of mq: every client (mqsub,
+// mqstat, mqdel, placeholders, the driver) speaks it to the CLS over a Unix
+// socket or an SSH channel. Frames are single-line JSON objects; requests
+// carry an id, so a client may pipeline many and read replies in any order.
+// docs/protocol.md describes it for people.
+package protocol
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Version is the protocol version spoken by this build. A hello naming
+// another version is refused.
+const Version = 1
+
+// MaxFrame is the largest frame either side accepts. A peer that sends a
+// longer line gets an error and is disconnected: the stream cannot be
+// resynchronised safely.
+const MaxFrame = 4 << 20
+
+// ErrFrameTooLarge is returned for a line longer than MaxFrame.
+var ErrFrameTooLarge = fmt.Errorf("frame exceeds %d bytes", MaxFrame)
+
+// Request is one frame from client to server.
+type Request struct {
+	ID   uint64          `json:"id"`
+	Op   string          `json:"op"`
+	Body json.RawMessage `json:"body,omitempty"`
+}
+
+// Response is one frame from server to client. A streamed reply sends
+// several frames with More set and then a final one without it.
+type Response struct {
+	ID   uint64          `json:"id"`
+	More bool            `json:"more,omitempty"`
+	Body json.RawMessage `json:"body,omitempty"`
+	Err  *Error          `json:"err,omitempty"`
+}
+
+// Reader reads frames, refusing lines over MaxFrame.
+type Reader struct {
+	r   *bufio.Reader
+	buf []byte
+}
+
+// NewReader returns a Reader on r.
+func NewReader(r io.Reader) *Reader {
+	return &Reader{r: bufio.NewReaderSize(r, 64<<10)}
+}
+
+// ReadLine returns the next frame's bytes (without the newline). The slice is
+// valid until the next call. Blank lines are skipped.
+func (fr *Reader) ReadLine() ([]byte, error) {
+	for {
+		fr.buf = fr.buf[:0]
+		for {
+			chunk, err := fr.r.ReadSlice('\n')
+			if len(fr.buf)+len(chunk) > MaxFrame+1 {
+				return nil, ErrFrameTooLarge
+			}
+			fr.buf = append(fr.buf, chunk...)
+			if err == nil {
+				break
+			}
+			if errors.Is(err, bufio.ErrBufferFull) {
+				continue
+			}
+			if err == io.EOF && len(fr.buf) > 0 {
+				return nil, io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		line := bytes.TrimRight(fr.buf, "\r\n")
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		return line, nil
+	}
+}
+
+// ReadRequest reads and decodes one request. A line that is not a valid
+// request yields a *Error with CodeBadRequest (the connection can go on);
+// I/O errors and oversized frames are returned as they are.
+func (fr *Reader) ReadRequest() (*Request, error) {
+	line, err := fr.ReadLine()
+	if err != nil {
+		return nil, err
+	}
+	return ParseRequest(line)
+}
+
+// ParseRequest decodes one request line.
+func ParseRequest(line []byte) (*Request, error) {
+	var req Request
+	if err := json.Unmarshal(line, &req); err != nil {
+		return nil, Errorf(CodeBadRequest, "malformed request: %v", trimJSONError(err))
+	}
+	if req.Op == "" {
+		return &req, Errorf(CodeBadRequest, "request %d has no op", req.ID)
+	}
+	return &req, nil
+}
+
+// ReadResponse reads and decodes one response.
+func (fr *Reader) ReadResponse() (*Response, error) {
+	line, err := fr.ReadLine()
+	if err != nil {
+		return nil, err
+	}
+	var resp Response
+	if err := json.Unmarshal(line, &resp); err != nil {
+		return nil, fmt.Errorf("malformed response from server: %w", err)
+	}
+	return &resp, nil
+}
+
+// AppendFrame appends v as one JSON line to dst.
+func AppendFrame(dst []byte, v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return dst, err
+	}
+	dst = append(dst, b...)
+	return append(dst, '\n'), nil
+}
+
+func trimJSONError(err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("invalid JSON at byte %d", se.Offset)
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		if te.Field != "" {
+			return fmt.Sprintf("field %q must be %s", te.Field, te.Type)
+		}
+		return fmt.Sprintf("expected %s", te.Type)
+	}
+	return err.Error()
+}

@@ -1,0 +1,127 @@
+package protocol
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/mq-hpc/mq/job"
+)
+
+// DefaultQueue is the queue of jobs that name none.
+const DefaultQueue = "default"
+
+// ValidateSpec checks one job spec and fills defaults (queue). It is what
+// both the server and `mqsub -f` use, so a bad line is caught before upload.
+func ValidateSpec(js *JobSpec) error {
+	if js.Queue == "" {
+		js.Queue = DefaultQueue
+	}
+	if err := job.ValidName("queue", js.Queue); err != nil {
+		return err
+	}
+	if err := job.ValidName("target", js.Target); err != nil {
+		return err
+	}
+	if js.Command == "" {
+		return fmt.Errorf("missing command")
+	}
+	if len(js.Command) > job.MaxCommandBytes {
+		return fmt.Errorf("command is %d bytes; the limit is %d", len(js.Command), job.MaxCommandBytes)
+	}
+	for i := 0; i < len(js.Command); i++ {
+		if js.Command[i] == 0 {
+			return fmt.Errorf("command contains a NUL byte")
+		}
+	}
+	if js.Cwd != "" && !filepath.IsAbs(js.Cwd) {
+		return fmt.Errorf("working directory %q is not absolute", js.Cwd)
+	}
+	if js.Est < 0 || js.Est != js.Est || js.Est > 1e9 {
+		return fmt.Errorf("estimate %v is not a number of seconds >= 0", js.Est)
+	}
+	if len(js.Prereqs) > 10000 {
+		return fmt.Errorf("%d prerequisites; the limit is 10000", len(js.Prereqs))
+	}
+	for _, p := range js.Prereqs {
+		if err := job.ValidName("prerequisite target", p); err != nil {
+			return err
+		}
+		if p == js.Target {
+			return fmt.Errorf("target %s cannot be its own prerequisite", p)
+		}
+	}
+	return nil
+}
+
+// ReadJobFile reads `mqsub -f` input: one JSON object per line (blank
+// lines and lines starting with # are skipped). Each valid spec is passed to
+// emit with its 1-based line number; the first bad line stops the read with
+// an error naming the line and the problem. Unknown keys are errors, so a
+// misspelt "prereqs" is not silently dropped. def supplies the queue and
+// working directory of lines that name none.
+func ReadJobFile(r io.Reader, def JobSpec, emit func(line int, js JobSpec) error) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var buf []byte
+	for n := 1; ; n++ {
+		buf = buf[:0]
+		var err error
+		for {
+			var chunk []byte
+			chunk, err = br.ReadSlice('\n')
+			if len(buf)+len(chunk) > MaxFrame {
+				return fmt.Errorf("line %d: longer than %d bytes", n, MaxFrame)
+			}
+			buf = append(buf, chunk...)
+			if errors.Is(err, bufio.ErrBufferFull) {
+				continue
+			}
+			break
+		}
+		if err != nil && err != io.EOF {
+			return fmt.Errorf("line %d: %w", n, err)
+		}
+		line := bytes.TrimSpace(buf)
+		if len(line) > 0 && line[0] != '#' {
+			js, perr := parseJobLine(line)
+			if perr == nil {
+				if js.Cwd == "" {
+					js.Cwd = def.Cwd
+				}
+				if js.Queue == "" {
+					js.Queue = def.Queue
+				}
+				perr = ValidateSpec(&js)
+			}
+			if perr != nil {
+				return fmt.Errorf("line %d: %v", n, perr)
+			}
+			if err := emit(n, js); err != nil {
+				return err
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+	}
+}
+
+func parseJobLine(line []byte) (JobSpec, error) {
+	var js JobSpec
+	if !bytes.HasPrefix(line, []byte("{")) {
+		return js, errors.New("not a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&js); err != nil {
+		return js, errors.New(trimJSONError(err))
+	}
+	if dec.More() {
+		return js, errors.New("more than one JSON value on the line")
+	}
+	return js, nil
+}

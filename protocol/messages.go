@@ -1,0 +1,322 @@
+package protocol
+
+import "time"
+
+// Ops. Each names a request body type and its reply body type.
+const (
+	OpHello = "hello" // Hello -> HelloReply; must be the first request
+
+	// User role.
+	OpSubmit     = "submit"      // Submit -> SubmitReply (one transaction)
+	OpBulkAdd    = "bulk.add"    // BulkAdd -> {} (spooled on the server)
+	OpBulkCommit = "bulk.commit" // {} -> SubmitReply (all spooled jobs, one transaction)
+	OpBulkAbort  = "bulk.abort"  // {} -> {}
+	OpStat       = "stat"        // Stat -> streamed StatReply
+	OpJob        = "job"         // JobQuery -> JobDetail
+	OpSummary    = "summary"     // {} -> SummaryReply
+	OpDelete     = "delete"      // Select -> ActionReply
+	OpRerun      = "rerun"       // Select -> ActionReply
+	OpWait       = "wait"        // Wait -> WaitReply (long poll)
+	OpQueueList  = "queue.list"  // {} -> QueueList
+	OpQueueSet   = "queue.set"   // QueueSet -> QueueInfo
+
+	// Placeholder role (also allowed to the user role).
+	OpRegister  = "register"  // Register -> RegisterReply
+	OpNext      = "next"      // Next -> NextReply (long poll)
+	OpReport    = "report"    // ReportBatch -> {}
+	OpHeartbeat = "heartbeat" // Heartbeat -> HeartbeatReply
+)
+
+// Roles a connection may hold. The transport decides the most a peer may
+// have (the Unix socket is the owner: user); a hello may only narrow it.
+const (
+	RoleUser        = "user"
+	RolePlaceholder = "placeholder"
+)
+
+// PlaceholderOps are the only ops a placeholder-role connection may send.
+var PlaceholderOps = map[string]bool{
+	OpHello: true, OpRegister: true, OpNext: true, OpReport: true, OpHeartbeat: true,
+}
+
+// Hello opens a session.
+type Hello struct {
+	Proto  int    `json:"proto"`
+	Role   string `json:"role,omitempty"`
+	Client string `json:"client,omitempty"`
+}
+
+// HelloReply answers Hello.
+type HelloReply struct {
+	Proto  int    `json:"proto"`
+	Server string `json:"server"`
+	Role   string `json:"role"`
+}
+
+// JobSpec describes one job to add. It is also the line format of
+// `mqsub -f`.
+type JobSpec struct {
+	Queue   string   `json:"queue,omitempty"`
+	Target  string   `json:"target"`
+	Prereqs []string `json:"prereqs,omitempty"`
+	Command string   `json:"command"`
+	Cwd     string   `json:"cwd,omitempty"`
+	Est     float64  `json:"est,omitempty"` // expected runtime, seconds; 0 = unknown
+}
+
+// Submit adds jobs in one transaction.
+type Submit struct {
+	Jobs []JobSpec `json:"jobs"`
+}
+
+// SubmitReply lists the new job ids in the order given.
+type SubmitReply struct {
+	IDs []int64 `json:"ids,omitempty"`
+	// For bulk commits, ids are contiguous: First..First+Count-1.
+	First int64 `json:"first,omitempty"`
+	Count int   `json:"count,omitempty"`
+}
+
+// BulkAdd spools one chunk of a bulk submission on the server. Line is the
+// 1-based input line of Jobs[0], used in error messages.
+type BulkAdd struct {
+	Line int       `json:"line"`
+	Jobs []JobSpec `json:"jobs"`
+}
+
+// Stat selects jobs to list.
+type Stat struct {
+	Queue  string  `json:"queue,omitempty"`
+	Target string  `json:"target,omitempty"`
+	States string  `json:"states,omitempty"` // letters; empty = all but X
+	IDs    []int64 `json:"ids,omitempty"`
+	Limit  int     `json:"limit,omitempty"`
+}
+
+// StatReply is one frame of a streamed job listing.
+type StatReply struct {
+	Jobs []JobInfo `json:"jobs"`
+}
+
+// JobInfo is one job as mqstat shows it. Times are RFC 3339 with
+// sub-second precision, empty when not yet.
+type JobInfo struct {
+	ID        int64    `json:"id"`
+	Queue     string   `json:"queue"`
+	Target    string   `json:"target"`
+	Prereqs   []string `json:"prereqs"`
+	State     string   `json:"state"`
+	Attempts  int      `json:"attempts"`
+	Exit      *int     `json:"exit"`
+	Site      string   `json:"site"`
+	Host      string   `json:"host"`
+	Submitted string   `json:"submitted"`
+	Started   string   `json:"started"`
+	Finished  string   `json:"finished"`
+	Command   string   `json:"command"`
+	Cwd       string   `json:"cwd,omitempty"`
+	Est       float64  `json:"est,omitempty"`
+	Reason    string   `json:"reason,omitempty"`
+}
+
+// JobQuery names one job.
+type JobQuery struct {
+	ID int64 `json:"id"`
+}
+
+// JobDetail is everything known about one job.
+type JobDetail struct {
+	JobInfo
+	Placeholder int64          `json:"placeholder,omitempty"`
+	Stdout      string         `json:"stdout,omitempty"`
+	Stderr      string         `json:"stderr,omitempty"`
+	WaitingOn   []TargetStatus `json:"waiting_on,omitempty"`
+	History     []AttemptInfo  `json:"history,omitempty"`
+}
+
+// TargetStatus describes a prerequisite target of a job.
+type TargetStatus struct {
+	Target   string         `json:"target"`
+	Complete bool           `json:"complete"`
+	Counts   map[string]int `json:"counts"` // state letter -> jobs
+}
+
+// AttemptInfo is an earlier attempt of a job that did not end it.
+type AttemptInfo struct {
+	Attempt  int    `json:"attempt"`
+	Site     string `json:"site"`
+	Host     string `json:"host"`
+	Started  string `json:"started"`
+	Finished string `json:"finished"`
+	Exit     *int   `json:"exit"`
+	Reason   string `json:"reason"`
+	Stdout   string `json:"stdout,omitempty"`
+	Stderr   string `json:"stderr,omitempty"`
+}
+
+// SummaryReply counts jobs per queue and state.
+type SummaryReply struct {
+	Queues []QueueCounts `json:"queues"`
+}
+
+// QueueCounts is one queue's row in a summary.
+type QueueCounts struct {
+	Queue  string         `json:"queue"`
+	Counts map[string]int `json:"counts"`
+}
+
+// Select names jobs for delete or rerun: by ids (optionally checked against
+// Queue) or by Target.
+type Select struct {
+	IDs    []int64 `json:"ids,omitempty"`
+	Queue  string  `json:"queue,omitempty"`
+	Target string  `json:"target,omitempty"`
+}
+
+// ActionReply lists what a delete or rerun did, and one error line per job
+// it could not act on.
+type ActionReply struct {
+	IDs    []int64  `json:"ids"`
+	Errors []string `json:"errors,omitempty"`
+}
+
+// Wait blocks until every listed job has ended (Done, Failed, Deleted) or is
+// Blocked, or until TimeoutMS passes.
+type Wait struct {
+	IDs       []int64 `json:"ids"`
+	TimeoutMS int     `json:"timeout_ms,omitempty"`
+}
+
+// WaitReply reports the listed jobs' states; Pending lists those still
+// unfinished when the wait timed out.
+type WaitReply struct {
+	Jobs    []JobEnd `json:"jobs"`
+	Pending []int64  `json:"pending,omitempty"`
+}
+
+// JobEnd is how a job ended.
+type JobEnd struct {
+	ID     int64  `json:"id"`
+	State  string `json:"state"`
+	Exit   *int   `json:"exit"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// QueueInfo is a queue's properties.
+type QueueInfo struct {
+	Name        string  `json:"name"`
+	Ceiling     float64 `json:"ceiling_s"` // longest job allowed, seconds; 0 = none
+	MaxAttempts int     `json:"max_attempts"`
+	RetryFailed bool    `json:"retry_failed"`
+	Policy      string  `json:"policy"`
+}
+
+// QueueList lists queues.
+type QueueList struct {
+	Queues []QueueInfo `json:"queues"`
+}
+
+// QueueSet creates a queue or changes its properties; nil fields stay.
+type QueueSet struct {
+	Name        string   `json:"name"`
+	Ceiling     *float64 `json:"ceiling_s,omitempty"`
+	MaxAttempts *int     `json:"max_attempts,omitempty"`
+	RetryFailed *bool    `json:"retry_failed,omitempty"`
+	Policy      *string  `json:"policy,omitempty"`
+}
+
+// Register introduces a placeholder. A placeholder reconnecting after a
+// dropped connection sends its earlier ID to keep its leases.
+type Register struct {
+	ID       int64   `json:"id,omitempty"`
+	Site     string  `json:"site"`
+	Host     string  `json:"host"`
+	PID      int     `json:"pid"`
+	Slots    int     `json:"slots"`
+	OutDir   string  `json:"out_dir"`
+	Walltime float64 `json:"walltime_s,omitempty"` // 0 = unlimited
+}
+
+// RegisterReply gives the placeholder its id and timing.
+type RegisterReply struct {
+	ID          int64   `json:"id"`
+	LeaseS      float64 `json:"lease_s"`
+	HeartbeatS  float64 `json:"heartbeat_s"`
+	IdleTimeout float64 `json:"idle_timeout_s,omitempty"` // 0 = never exit when idle
+}
+
+// Next reports finished jobs and asks for up to Free more, waiting up to
+// WaitMS for work.
+type Next struct {
+	Placeholder  int64    `json:"placeholder"`
+	Reports      []Report `json:"reports,omitempty"`
+	Free         int      `json:"free"`
+	WalltimeLeft float64  `json:"walltime_left_s,omitempty"` // 0 = unlimited
+	WaitMS       int      `json:"wait_ms,omitempty"`
+}
+
+// NextReply hands out jobs. Exit asks the placeholder to finish what it runs
+// and stop.
+type NextReply struct {
+	Jobs []Assignment `json:"jobs,omitempty"`
+	Exit bool         `json:"exit,omitempty"`
+}
+
+// Assignment is one job handed to a placeholder.
+type Assignment struct {
+	ID      int64   `json:"id"`
+	Attempt int     `json:"attempt"`
+	Command string  `json:"command"`
+	Cwd     string  `json:"cwd"`
+	Target  string  `json:"target"`
+	Queue   string  `json:"queue"`
+	Ceiling float64 `json:"ceiling_s,omitempty"` // kill after this many seconds; 0 = none
+}
+
+// Report says how one job attempt ended.
+type Report struct {
+	ID       int64     `json:"id"`
+	Attempt  int       `json:"attempt"`
+	Exit     int       `json:"exit"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	// Reason explains an abnormal end: "ceiling" (killed for running past
+	// the queue's ceiling), "killed" (by mqdel), or a start failure.
+	Reason string `json:"reason,omitempty"`
+}
+
+// ReportBatch reports without asking for work.
+type ReportBatch struct {
+	Placeholder int64    `json:"placeholder"`
+	Reports     []Report `json:"reports"`
+}
+
+// JobRef names one attempt of a job.
+type JobRef struct {
+	ID      int64 `json:"id"`
+	Attempt int   `json:"attempt"`
+}
+
+// Heartbeat renews the leases of the jobs a placeholder runs.
+type Heartbeat struct {
+	Placeholder int64    `json:"placeholder"`
+	Running     []JobRef `json:"running"`
+}
+
+// HeartbeatReply lists jobs the placeholder must kill (deleted by the user).
+type HeartbeatReply struct {
+	Kill []JobRef `json:"kill,omitempty"`
+	Exit bool     `json:"exit,omitempty"`
+}
+
+// Reasons a report or the CLS gives for an abnormal end.
+const (
+	ReasonCeiling = "ceiling"
+	ReasonKilled  = "killed"
+	ReasonLost    = "lost"
+)
+
+// ReasonInterrupted reports a job killed because its placeholder was told
+// to stop (batch-system preemption, CLS shutdown): like a lost lease, not
+// the job's fault, so it is requeued while attempts remain.
+const ReasonInterrupted = "interrupted"

@@ -1,0 +1,399 @@
+// Package server serves the request protocol: it reads frames from a
+// connection (Unix socket now, SSH channels later), checks each against the
+// connection's role, and routes it to the metaqueue. Requests on one
+// connection run concurrently, so clients may pipeline; replies carry the
+// request's id.
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/mq-hpc/mq/metaqueue"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// Server routes protocol requests to a Store.
+type Server struct {
+	Store   *metaqueue.Store
+	Log     *slog.Logger
+	Version string // reported in hello replies
+
+	// OnPlaceholder, if set, is told when a placeholder registers on a
+	// connection and when that connection closes.
+	OnPlaceholder func(id int64, reg protocol.Register, connected bool)
+
+	wg sync.WaitGroup
+}
+
+// Serve accepts connections until ctx ends or ln fails. Every peer gets
+// maxRole (the Unix socket is only reachable by its owner: RoleUser).
+func (s *Server) Serve(ctx context.Context, ln net.Listener, maxRole string) error {
+	go func() {
+		<-ctx.Done()
+		ln.Close()
+	}()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			return err
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.ServeConn(ctx, c, maxRole)
+		}()
+	}
+}
+
+// Wait waits for connections' handlers to return.
+func (s *Server) Wait() { s.wg.Wait() }
+
+type conn struct {
+	s       *Server
+	rwc     io.ReadWriteCloser
+	role    string
+	maxRole string
+	hello   bool
+	wmu     sync.Mutex
+	wbuf    []byte
+	bulk    *metaqueue.Bulk
+	phMu    sync.Mutex
+	phs     map[int64]protocol.Register
+	log     *slog.Logger
+}
+
+// ServeConn serves one connection until it closes or ctx ends.
+func (s *Server) ServeConn(ctx context.Context, rwc io.ReadWriteCloser, maxRole string) {
+	log := s.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	c := &conn{s: s, rwc: rwc, maxRole: maxRole, phs: map[int64]protocol.Register{}, log: log}
+	var reqs sync.WaitGroup
+	defer func() {
+		cancel()
+		rwc.Close()
+		reqs.Wait()
+		if c.bulk != nil {
+			c.bulk.Abort()
+		}
+		for id, reg := range c.phs {
+			s.Store.Disconnected(id)
+			if s.OnPlaceholder != nil {
+				s.OnPlaceholder(id, reg, false)
+			}
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		rwc.Close()
+	}()
+	r := protocol.NewReader(rwc)
+	for {
+		line, err := r.ReadLine()
+		if err != nil {
+			if errors.Is(err, protocol.ErrFrameTooLarge) {
+				c.reply(0, nil, protocol.Errorf(protocol.CodeBadRequest, "%v; closing the connection", err))
+			} else if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && ctx.Err() == nil {
+				log.Debug("connection read failed", "err", err)
+			}
+			return
+		}
+		req, err := protocol.ParseRequest(line)
+		if err != nil {
+			var id uint64
+			if req != nil {
+				id = req.ID
+			}
+			c.reply(id, nil, err)
+			continue
+		}
+		if !c.hello {
+			if req.Op != protocol.OpHello {
+				c.reply(req.ID, nil, protocol.Errorf(protocol.CodeBadRequest, "the first request must be hello, not %q", req.Op))
+				return
+			}
+			body, err := c.doHello(req.Body)
+			c.reply(req.ID, body, err)
+			if !c.hello {
+				return
+			}
+			continue
+		}
+		if c.role == protocol.RolePlaceholder && !protocol.PlaceholderOps[req.Op] {
+			log.Warn("refused request outside the placeholder role", "op", req.Op)
+			c.reply(req.ID, nil, protocol.Errorf(protocol.CodeForbidden, "a placeholder may not %s", req.Op))
+			continue
+		}
+		switch req.Op {
+		case protocol.OpBulkAdd, protocol.OpBulkCommit, protocol.OpBulkAbort:
+			// In order, on this goroutine: chunks must arrive in sequence.
+			// A commit waits for the core; nothing else on this connection
+			// needs to overtake it.
+			body, err := c.safe(req, func() (any, error) { return c.bulkOp(ctx, req) })
+			c.reply(req.ID, body, err)
+			continue
+		}
+		reqs.Add(1)
+		go func() {
+			defer reqs.Done()
+			body, err := c.safe(req, func() (any, error) { return c.handle(ctx, req) })
+			c.reply(req.ID, body, err)
+		}()
+	}
+}
+
+// safe runs one request, turning a panic into an error reply.
+func (c *conn) safe(req *protocol.Request, f func() (any, error)) (body any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.log.Error("request panicked", "op", req.Op, "panic", p, "stack", string(debug.Stack()))
+			body, err = nil, protocol.Errorf(protocol.CodeInternal, "internal error handling %s", req.Op)
+		}
+	}()
+	return f()
+}
+
+func (c *conn) doHello(raw json.RawMessage) (any, error) {
+	var h protocol.Hello
+	if err := decode(raw, &h); err != nil {
+		return nil, err
+	}
+	if h.Proto != protocol.Version {
+		return nil, protocol.Errorf(protocol.CodeUnsupported, "protocol version %d is not supported (this CLS speaks %d)", h.Proto, protocol.Version)
+	}
+	role := c.maxRole
+	switch h.Role {
+	case "", c.maxRole:
+	case protocol.RolePlaceholder:
+		role = protocol.RolePlaceholder // narrowing is always allowed
+	default:
+		return nil, protocol.Errorf(protocol.CodeForbidden, "role %q is not allowed on this connection", h.Role)
+	}
+	c.role, c.hello = role, true
+	return protocol.HelloReply{Proto: protocol.Version, Server: c.s.Version, Role: role}, nil
+}
+
+func decode(raw json.RawMessage, v any) error {
+	if len(raw) == 0 {
+		raw = []byte("{}")
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return protocol.Errorf(protocol.CodeBadRequest, "malformed request body: %v", err)
+	}
+	return nil
+}
+
+// reply writes one response frame.
+func (c *conn) reply(id uint64, body any, err error) {
+	resp := protocol.Response{ID: id}
+	if err != nil {
+		resp.Err = protocol.AsError(err)
+		if resp.Err.Code == protocol.CodeInternal {
+			c.log.Error("request failed", "id", id, "err", err)
+		}
+	} else if body != nil {
+		b, merr := json.Marshal(body)
+		if merr != nil {
+			resp.Err = protocol.Errorf(protocol.CodeInternal, "encode reply: %v", merr)
+		} else {
+			resp.Body = b
+		}
+	}
+	c.write(&resp)
+}
+
+func (c *conn) write(resp *protocol.Response) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	var err error
+	c.wbuf, err = protocol.AppendFrame(c.wbuf[:0], resp)
+	if err != nil {
+		return
+	}
+	c.rwc.Write(c.wbuf)
+	if cap(c.wbuf) > 1<<20 {
+		c.wbuf = nil
+	}
+}
+
+func (c *conn) bulkOp(ctx context.Context, req *protocol.Request) (any, error) {
+	switch req.Op {
+	case protocol.OpBulkAdd:
+		var b protocol.BulkAdd
+		if err := decode(req.Body, &b); err != nil {
+			return nil, err
+		}
+		if c.bulk == nil {
+			bulk, err := c.s.Store.NewBulk()
+			if err != nil {
+				return nil, err
+			}
+			c.bulk = bulk
+		}
+		if err := c.bulk.Add(b.Line, b.Jobs); err != nil {
+			c.bulk.Abort()
+			c.bulk = nil
+			return nil, err
+		}
+		return struct{}{}, nil
+	case protocol.OpBulkCommit:
+		if c.bulk == nil {
+			return nil, protocol.Errorf(protocol.CodeBadRequest, "no jobs to submit")
+		}
+		b := c.bulk
+		c.bulk = nil
+		n := b.Len()
+		first, err := b.Commit(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return protocol.SubmitReply{First: first, Count: n}, nil
+	default: // abort
+		if c.bulk != nil {
+			c.bulk.Abort()
+			c.bulk = nil
+		}
+		return struct{}{}, nil
+	}
+}
+
+func (c *conn) handle(ctx context.Context, req *protocol.Request) (any, error) {
+	st := c.s.Store
+	switch req.Op {
+	case protocol.OpHello:
+		return nil, protocol.Errorf(protocol.CodeBadRequest, "hello was already said")
+	case protocol.OpSubmit:
+		var b protocol.Submit
+		if err := decode(req.Body, &b); err != nil {
+			return nil, err
+		}
+		ids, err := st.Submit(ctx, b.Jobs)
+		if err != nil {
+			return nil, err
+		}
+		return protocol.SubmitReply{IDs: ids}, nil
+	case protocol.OpStat:
+		var b protocol.Stat
+		if err := decode(req.Body, &b); err != nil {
+			return nil, err
+		}
+		err := st.Stat(ctx, b, func(jobs []protocol.JobInfo) error {
+			raw, err := json.Marshal(protocol.StatReply{Jobs: jobs})
+			if err != nil {
+				return err
+			}
+			c.write(&protocol.Response{ID: req.ID, More: true, Body: raw})
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		return struct{}{}, nil
+	case protocol.OpJob:
+		var b protocol.JobQuery
+		if err := decode(req.Body, &b); err != nil {
+			return nil, err
+		}
+		return st.Job(ctx, b.ID)
+	case protocol.OpSummary:
+		qs, err := st.Summary(ctx)
+		return protocol.SummaryReply{Queues: qs}, err
+	case protocol.OpDelete, protocol.OpRerun:
+		var b protocol.Select
+		if err := decode(req.Body, &b); err != nil {
+			return nil, err
+		}
+		if req.Op == protocol.OpDelete {
+			return st.Delete(ctx, b)
+		}
+		return st.Rerun(ctx, b)
+	case protocol.OpWait:
+		var b protocol.Wait
+		if err := decode(req.Body, &b); err != nil {
+			return nil, err
+		}
+		return st.Wait(ctx, b.IDs, time.Duration(b.TimeoutMS)*time.Millisecond)
+	case protocol.OpQueueList:
+		qs, err := st.Queues(ctx)
+		return protocol.QueueList{Queues: qs}, err
+	case protocol.OpQueueSet:
+		var b protocol.QueueSet
+		if err := decode(req.Body, &b); err != nil {
+			return nil, err
+		}
+		return st.SetQueue(ctx, b)
+	case protocol.OpRegister:
+		var b protocol.Register
+		if err := decode(req.Body, &b); err != nil {
+			return nil, err
+		}
+		r, err := st.Register(ctx, b)
+		if err != nil {
+			return nil, err
+		}
+		c.phMu.Lock()
+		c.phs[r.ID] = b
+		c.phMu.Unlock()
+		if c.s.OnPlaceholder != nil {
+			c.s.OnPlaceholder(r.ID, b, true)
+		}
+		return r, nil
+	case protocol.OpNext:
+		var b protocol.Next
+		if err := decode(req.Body, &b); err != nil {
+			return nil, err
+		}
+		if err := c.owns(b.Placeholder); err != nil {
+			return nil, err
+		}
+		return st.Next(ctx, b)
+	case protocol.OpReport:
+		var b protocol.ReportBatch
+		if err := decode(req.Body, &b); err != nil {
+			return nil, err
+		}
+		if err := c.owns(b.Placeholder); err != nil {
+			return nil, err
+		}
+		return struct{}{}, st.Report(ctx, b.Placeholder, b.Reports)
+	case protocol.OpHeartbeat:
+		var b protocol.Heartbeat
+		if err := decode(req.Body, &b); err != nil {
+			return nil, err
+		}
+		if err := c.owns(b.Placeholder); err != nil {
+			return nil, err
+		}
+		return st.Heartbeat(ctx, b)
+	}
+	return nil, protocol.Errorf(protocol.CodeUnsupported, "unknown op %q", req.Op)
+}
+
+// owns checks that a placeholder speaks only for itself: it must have
+// registered on this connection.
+func (c *conn) owns(id int64) error {
+	c.phMu.Lock()
+	defer c.phMu.Unlock()
+	if _, ok := c.phs[id]; !ok {
+		return protocol.Errorf(protocol.CodeForbidden, "placeholder %d did not register on this connection", id)
+	}
+	return nil
+}

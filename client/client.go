@@ -192,28 +192,11 @@ func (c *Client) closedErr() error {
 // Call sends one request and decodes its reply into out (which may be nil).
 // A refusal by the server is returned as a *protocol.Error.
 func (c *Client) Call(ctx context.Context, op string, body, out any) error {
-	id, p, err := c.send(op, body, false)
+	k, err := c.Go(op, body)
 	if err != nil {
 		return err
 	}
-	select {
-	case resp, ok := <-p.ch:
-		if !ok {
-			return c.closedErr()
-		}
-		if resp.Err != nil {
-			return resp.Err
-		}
-		if out != nil && len(resp.Body) > 0 {
-			if err := json.Unmarshal(resp.Body, out); err != nil {
-				return fmt.Errorf("decode %s reply: %w", op, err)
-			}
-		}
-		return nil
-	case <-ctx.Done():
-		c.forget(id)
-		return ctx.Err()
-	}
+	return k.Wait(ctx, out)
 }
 
 // Stream sends one request whose reply comes in several frames and calls
@@ -242,5 +225,46 @@ func (c *Client) Stream(ctx context.Context, op string, body any, each func(json
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+}
+
+// Call is a request in flight, from Go.
+type Call struct {
+	c  *Client
+	op string
+	id uint64
+	p  *pending
+}
+
+// Go sends a request without waiting for its reply, so a caller can keep
+// several in flight on one connection; Wait collects the reply. Requests
+// leave in the order Go is called.
+func (c *Client) Go(op string, body any) (*Call, error) {
+	id, p, err := c.send(op, body, false)
+	if err != nil {
+		return nil, err
+	}
+	return &Call{c: c, op: op, id: id, p: p}, nil
+}
+
+// Wait waits for the reply and decodes it into out (which may be nil).
+func (k *Call) Wait(ctx context.Context, out any) error {
+	select {
+	case resp, ok := <-k.p.ch:
+		if !ok {
+			return k.c.closedErr()
+		}
+		if resp.Err != nil {
+			return resp.Err
+		}
+		if out != nil && len(resp.Body) > 0 {
+			if err := json.Unmarshal(resp.Body, out); err != nil {
+				return fmt.Errorf("decode %s reply: %w", k.op, err)
+			}
+		}
+		return nil
+	case <-ctx.Done():
+		k.c.forget(k.id)
+		return ctx.Err()
 	}
 }

@@ -37,9 +37,9 @@ func dsn(path string, sync Sync, readOnly bool) string {
 	q.Add("_pragma", "temp_store(memory)")
 	if readOnly {
 		q.Add("_pragma", "query_only(1)")
-		q.Add("_pragma", "cache_size(-8000)")
+		q.Add("_pragma", "cache_size(-65536)")
 	} else {
-		q.Add("_pragma", "cache_size(-32000)")
+		q.Add("_pragma", "cache_size(-8000)")
 	}
 	return "file:" + path + "?" + q.Encode()
 }

@@ -41,7 +41,10 @@ type Config struct {
 	// ExitWhenOrphaned ends the agent, once idle, if its parent process
 	// changes: a local placeholder whose CLS died must not outlive it forever.
 	ExitWhenOrphaned bool
-	Log              *slog.Logger
+	// NoOp reports every job as succeeded without running it: it measures
+	// the scheduling path alone (dispatch, report, commit).
+	NoOp bool
+	Log  *slog.Logger
 }
 
 // Agent is one placeholder.

@@ -81,6 +81,10 @@ func (a *Agent) outputFiles(asg protocol.Assignment) (stdout, stderr *os.File, e
 // shell's convention: 128+N for a job killed by signal N.
 func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Report {
 	rep := protocol.Report{ID: asg.ID, Attempt: asg.Attempt, Started: time.Now()}
+	if a.cfg.NoOp {
+		rep.Finished = rep.Started
+		return rep
+	}
 	fail := func(err error) protocol.Report {
 		rep.Exit, rep.Finished, rep.Reason = 127, time.Now(), "could not start: "+err.Error()
 		return rep

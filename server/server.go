@@ -73,6 +73,7 @@ type conn struct {
 	wmu     sync.Mutex
 	wbuf    []byte
 	bulk    *metaqueue.Bulk
+	bulkErr error // a failed chunk poisons the bulk until abort
 	phMu    sync.Mutex
 	phs     map[int64]protocol.Register
 	log     *slog.Logger
@@ -241,6 +242,9 @@ func (c *conn) bulkOp(ctx context.Context, req *protocol.Request) (any, error) {
 		if err := decode(req.Body, &b); err != nil {
 			return nil, err
 		}
+		if c.bulkErr != nil {
+			return nil, c.bulkErr
+		}
 		if c.bulk == nil {
 			bulk, err := c.s.Store.NewBulk()
 			if err != nil {
@@ -250,11 +254,15 @@ func (c *conn) bulkOp(ctx context.Context, req *protocol.Request) (any, error) {
 		}
 		if err := c.bulk.Add(b.Line, b.Jobs); err != nil {
 			c.bulk.Abort()
-			c.bulk = nil
+			c.bulk, c.bulkErr = nil, err
 			return nil, err
 		}
 		return struct{}{}, nil
 	case protocol.OpBulkCommit:
+		if err := c.bulkErr; err != nil {
+			c.bulkErr = nil
+			return nil, err
+		}
 		if c.bulk == nil {
 			return nil, protocol.Errorf(protocol.CodeBadRequest, "no jobs to submit")
 		}
@@ -267,6 +275,7 @@ func (c *conn) bulkOp(ctx context.Context, req *protocol.Request) (any, error) {
 		}
 		return protocol.SubmitReply{First: first, Count: n}, nil
 	default: // abort
+		c.bulkErr = nil
 		if c.bulk != nil {
 			c.bulk.Abort()
 			c.bulk = nil

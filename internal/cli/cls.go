@@ -52,6 +52,7 @@ from local placeholders).`,
 			&cli.DurationFlag{Name: "lease", Usage: "requeue a job when its placeholder is silent this long", Value: 30 * time.Second},
 			&cli.StringFlag{Name: "sync", Usage: "commit durability: full (survives power loss) or normal (survives a crash of the CLS)", Value: string(metaqueue.SyncFull)},
 			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error", Value: "info"},
+			&cli.BoolFlag{Name: "noop", Usage: "local placeholders report jobs done without running them (benchmarks the scheduling path)"},
 		},
 		Action: serve,
 	}
@@ -145,8 +146,12 @@ func serve(c *cli.Context) error {
 	host, _ := os.Hostname()
 	local := &placeholder.LocalSite{N: n, Log: log,
 		Command: func(i int) *exec.Cmd {
-			cmd := exec.Command(exe, "agent", "--site", "local", "--host", host, "--slots", strconv.Itoa(slots),
-				"--out", filepath.Join(home, "output"), "--orphan-exit")
+			args := []string{"agent", "--site", "local", "--host", host, "--slots", strconv.Itoa(slots),
+				"--out", filepath.Join(home, "output"), "--orphan-exit"}
+			if c.Bool("noop") {
+				args = append(args, "--noop")
+			}
+			cmd := exec.Command(exe, args...)
 			cmd.Env = append(os.Environ(), "MQ_HOME="+home)
 			cmd.Dir = home
 			cmd.Stdout, cmd.Stderr = logf, logf
@@ -217,6 +222,7 @@ func clsAgent() *cli.Command {
 			&cli.DurationFlag{Name: "walltime", Usage: "this placeholder's own time limit (0 = none)"},
 			&cli.DurationFlag{Name: "idle", Usage: "exit after this long without work (0 = never)"},
 			&cli.BoolFlag{Name: "orphan-exit", Usage: "exit when idle if the parent process dies"},
+			&cli.BoolFlag{Name: "noop", Usage: "report jobs done without running them (benchmarks only)"},
 		},
 		Action: func(c *cli.Context) error {
 			home, err := client.Home()
@@ -240,7 +246,7 @@ func clsAgent() *cli.Command {
 				},
 				Site: c.String("site"), Host: host, Slots: c.Int("slots"), OutDir: out,
 				Walltime: c.Duration("walltime"), IdleTimeout: c.Duration("idle"),
-				ExitWhenOrphaned: c.Bool("orphan-exit"), Log: log,
+				ExitWhenOrphaned: c.Bool("orphan-exit"), NoOp: c.Bool("noop"), Log: log,
 			})
 			err = a.Run(c.Context)
 			if errors.Is(err, context.Canceled) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/mq-hpc/mq/client"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -160,15 +161,36 @@ func mqsubFile(c *cli.Context, env Env) error {
 		return err
 	}
 	defer cl.Close()
+	// Chunks are pipelined, a few in flight, so parsing here overlaps
+	// spooling on the server; the server takes them in order.
 	var chunk []protocol.JobSpec
 	first := 0
+	var inflight []*client.Call
 	send := func() error {
-		if len(chunk) == 0 {
-			return nil
+		if len(chunk) > 0 {
+			k, err := cl.Go(protocol.OpBulkAdd, protocol.BulkAdd{Line: first, Jobs: chunk})
+			if err != nil {
+				return err
+			}
+			inflight = append(inflight, k)
+			chunk = make([]protocol.JobSpec, 0, bulkChunk)
 		}
-		err := cl.Call(c.Context, protocol.OpBulkAdd, protocol.BulkAdd{Line: first, Jobs: chunk}, nil)
-		chunk = chunk[:0]
-		return err
+		for len(inflight) > 4 {
+			if err := inflight[0].Wait(c.Context, nil); err != nil {
+				return err
+			}
+			inflight = inflight[1:]
+		}
+		return nil
+	}
+	drain := func() error {
+		for _, k := range inflight {
+			if err := k.Wait(c.Context, nil); err != nil {
+				return err
+			}
+		}
+		inflight = nil
+		return nil
 	}
 	err = protocol.ReadJobFile(r, protocol.JobSpec{Queue: c.String("q"), Cwd: cwd}, func(line int, js protocol.JobSpec) error {
 		if len(chunk) == 0 {
@@ -182,6 +204,9 @@ func mqsubFile(c *cli.Context, env Env) error {
 	})
 	if err == nil {
 		err = send()
+	}
+	if err == nil {
+		err = drain()
 	}
 	if err != nil {
 		cl.Call(context.WithoutCancel(c.Context), protocol.OpBulkAbort, struct{}{}, nil)

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The whole test suite: static checks, unit tests (go test ./...), the race
+# detector on the concurrent core, and the end-to-end suites that drive the
+# real binaries (and, where issues need them, real sshd/SGE/Slurm that
+# scripts/setup.sh installs).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+export PATH=/usr/local/go/bin:$PATH
+
+echo "== gofmt"
+bad=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$bad" ]; then echo "gofmt would change: $bad" >&2; exit 1; fi
+echo "== go vet"
+go vet ./...
+go vet -tags e2e ./...
+echo "== unit tests"
+go test -count=1 -timeout 10m ./...
+echo "== race detector (core packages)"
+if command -v gcc >/dev/null 2>&1; then
+	go test -count=1 -race -short -timeout 10m ./dag/... ./metaqueue/... ./server/... ./client/... ./placeholder/...
+else
+	echo "skipped: the race detector needs cgo (gcc)"
+fi
+echo "== end-to-end (real binaries)"
+go test -count=1 -tags e2e -timeout 20m ./test/...

@@ -59,6 +59,9 @@ func scanStat(rows *sql.Rows) (statRow, error) {
 	return r, nil
 }
 
+// maxBatchBytes bounds the encoded size of one streamed stat frame.
+const maxBatchBytes = 1 << 20
+
 // Stat lists jobs matching st in id order, calling emit with batches of up
 // to 1,000. It reads a consistent snapshot and never waits for the writer.
 func (s *Store) Stat(ctx context.Context, st protocol.Stat, emit func([]protocol.JobInfo) error) error {
@@ -111,18 +114,22 @@ func (s *Store) Stat(ctx context.Context, st protocol.Stat, emit func([]protocol
 		return err
 	}
 	defer rows.Close()
+	// Batches are bounded in bytes as well as jobs so a frame stays far
+	// below protocol.MaxFrame even with 128 KiB commands.
 	batch := make([]protocol.JobInfo, 0, 1000)
+	size := 0
 	for rows.Next() {
 		r, err := scanStat(rows)
 		if err != nil {
 			return err
 		}
 		batch = append(batch, r.JobInfo)
-		if len(batch) == cap(batch) {
+		size += 512 + 2*len(r.Command) + len(r.Cwd) + len(r.Reason)
+		if len(batch) == cap(batch) || size > maxBatchBytes {
 			if err := emit(batch); err != nil {
 				return err
 			}
-			batch = batch[:0]
+			batch, size = batch[:0], 0
 		}
 	}
 	if err := rows.Err(); err != nil {

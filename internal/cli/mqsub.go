@@ -17,8 +17,13 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
-// bulkChunk is how many jobs of `mqsub -f` travel in one request.
-const bulkChunk = 2000
+// bulkChunk is how many jobs of `mqsub -f` travel in one request, and
+// bulkChunkBytes about how many bytes (a frame must stay under
+// protocol.MaxFrame even with 128 KiB commands).
+const (
+	bulkChunk      = 2000
+	bulkChunkBytes = 1 << 20
+)
 
 // Mqsub returns the mqsub command.
 func Mqsub(env Env) *cli.App {
@@ -164,7 +169,7 @@ func mqsubFile(c *cli.Context, env Env) error {
 	// Chunks are pipelined, a few in flight, so parsing here overlaps
 	// spooling on the server; the server takes them in order.
 	var chunk []protocol.JobSpec
-	first := 0
+	first, chunkBytes := 0, 0
 	var inflight []*client.Call
 	send := func() error {
 		if len(chunk) > 0 {
@@ -173,7 +178,7 @@ func mqsubFile(c *cli.Context, env Env) error {
 				return err
 			}
 			inflight = append(inflight, k)
-			chunk = make([]protocol.JobSpec, 0, bulkChunk)
+			chunk, chunkBytes = make([]protocol.JobSpec, 0, bulkChunk), 0
 		}
 		for len(inflight) > 4 {
 			if err := inflight[0].Wait(c.Context, nil); err != nil {
@@ -197,7 +202,11 @@ func mqsubFile(c *cli.Context, env Env) error {
 			first = line
 		}
 		chunk = append(chunk, js)
-		if len(chunk) == bulkChunk {
+		chunkBytes += 128 + 2*len(js.Command) + len(js.Cwd) + len(js.Target) + len(js.Queue)
+		for _, p := range js.Prereqs {
+			chunkBytes += 8 + len(p)
+		}
+		if len(chunk) == bulkChunk || chunkBytes > bulkChunkBytes {
 			return send()
 		}
 		return nil

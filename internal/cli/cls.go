@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -279,53 +280,82 @@ func clsQueue() *cli.Command {
 					return nil
 				},
 			},
-			{
-				Name:      "set",
-				Usage:     "create a queue or change its properties",
-				ArgsUsage: "QUEUE",
-				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "ceiling", Usage: "longest a job may run, e.g. 90, 90s, 2h (0 = no limit)"},
-					&cli.IntFlag{Name: "max-attempts", Usage: "times a job may be dispatched before it fails"},
-					&cli.BoolFlag{Name: "retry-failed", Usage: "retry jobs that exit non-zero (within max-attempts)"},
-					&cli.StringFlag{Name: "policy", Usage: "scheduling policy: fcfs or sjf"},
-				},
-				Action: func(c *cli.Context) error {
-					if c.NArg() != 1 {
-						return usagef("queue set takes exactly one QUEUE")
+			queueSet(),
+		},
+	}
+}
+
+// queueSet parses its own flags so they may come before or after QUEUE
+// (`cls queue set q --ceiling 2h`), which urfave/cli's flag parsing does not
+// allow.
+func queueSet() *cli.Command {
+	return &cli.Command{
+		Name:            "set",
+		Usage:           "create a queue or change its properties",
+		ArgsUsage:       "QUEUE",
+		SkipFlagParsing: true,
+		Flags: []cli.Flag{ // for --help; parsed below
+			&cli.StringFlag{Name: "ceiling", Usage: "longest a job may run, e.g. 90, 90s, 2h (0 = no limit)"},
+			&cli.IntFlag{Name: "max-attempts", Usage: "times a job may be dispatched before it fails"},
+			&cli.BoolFlag{Name: "retry-failed", Usage: "retry jobs that exit non-zero (within max-attempts)"},
+			&cli.StringFlag{Name: "policy", Usage: "scheduling policy: fcfs or sjf"},
+		},
+		Action: func(c *cli.Context) error {
+			fs := flag.NewFlagSet("cls queue set", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			ceiling := fs.String("ceiling", "", "")
+			maxAttempts := fs.Int("max-attempts", 0, "")
+			retry := fs.Bool("retry-failed", false, "")
+			pol := fs.String("policy", "", "")
+			var names []string
+			for args := c.Args().Slice(); ; {
+				if err := fs.Parse(args); err != nil {
+					if errors.Is(err, flag.ErrHelp) {
+						return cli.ShowSubcommandHelp(c)
 					}
-					qs := protocol.QueueSet{Name: c.Args().First()}
-					if c.IsSet("ceiling") {
-						d, err := parseSeconds(c.String("ceiling"))
-						if err != nil {
-							return usagef("--ceiling: %v", err)
-						}
-						qs.Ceiling = &d
+					return usagef("%s", flagMessage(err))
+				}
+				if fs.NArg() == 0 {
+					break
+				}
+				names = append(names, fs.Arg(0))
+				args = fs.Args()[1:]
+			}
+			if len(names) != 1 {
+				return usagef("queue set takes exactly one QUEUE")
+			}
+			qs := protocol.QueueSet{Name: names[0]}
+			var err error
+			fs.Visit(func(f *flag.Flag) {
+				switch f.Name {
+				case "ceiling":
+					d, perr := parseSeconds(*ceiling)
+					if perr != nil {
+						err = usagef("--ceiling: %v", perr)
 					}
-					if c.IsSet("max-attempts") {
-						n := c.Int("max-attempts")
-						qs.MaxAttempts = &n
-					}
-					if c.IsSet("retry-failed") {
-						b := c.Bool("retry-failed")
-						qs.RetryFailed = &b
-					}
-					if c.IsSet("policy") {
-						p := c.String("policy")
-						qs.Policy = &p
-					}
-					cl, err := dial(c.Context, "cls")
-					if err != nil {
-						return err
-					}
-					defer cl.Close()
-					var qi protocol.QueueInfo
-					if err := cl.Call(c.Context, protocol.OpQueueSet, qs, &qi); err != nil {
-						return err
-					}
-					printQueues(c.App.Writer, []protocol.QueueInfo{qi})
-					return nil
-				},
-			},
+					qs.Ceiling = &d
+				case "max-attempts":
+					qs.MaxAttempts = maxAttempts
+				case "retry-failed":
+					qs.RetryFailed = retry
+				case "policy":
+					qs.Policy = pol
+				}
+			})
+			if err != nil {
+				return err
+			}
+			cl, err := dial(c.Context, "cls")
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			var qi protocol.QueueInfo
+			if err := cl.Call(c.Context, protocol.OpQueueSet, qs, &qi); err != nil {
+				return err
+			}
+			printQueues(c.App.Writer, []protocol.QueueInfo{qi})
+			return nil
 		},
 	}
 }

@@ -63,7 +63,7 @@ func Main(ctx context.Context, app *cli.App, args []string) int {
 	app.HideHelpCommand = true
 	app.ExitErrHandler = func(*cli.Context, error) {} // we map errors ourselves
 	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
-		return usageError{strings.TrimPrefix(err.Error(), "flag provided but not defined: ")}
+		return usageError{flagMessage(err)}
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -86,7 +86,7 @@ func Main(ctx context.Context, app *cli.App, args []string) int {
 		fmt.Fprintf(app.ErrWriter, "%s: %s (see %s --help)\n", name, oneLine(ue.msg), name)
 		return ExitUsage
 	case isFlagError(err):
-		fmt.Fprintf(app.ErrWriter, "%s: %s (see %s --help)\n", name, oneLine(err.Error()), name)
+		fmt.Fprintf(app.ErrWriter, "%s: %s (see %s --help)\n", name, oneLine(flagMessage(err)), name)
 		return ExitUsage
 	}
 	fmt.Fprintf(app.ErrWriter, "%s: %s\n", name, oneLine(err.Error()))
@@ -99,6 +99,15 @@ func isFlagError(err error) bool {
 	s := err.Error()
 	return strings.HasPrefix(s, "invalid value") || strings.HasPrefix(s, "Required flag") ||
 		strings.Contains(s, "flag needs an argument") || strings.HasPrefix(s, "flag provided but not defined")
+}
+
+// flagMessage rewords the flag package's errors.
+func flagMessage(err error) string {
+	s := err.Error()
+	if f, ok := strings.CutPrefix(s, "flag provided but not defined: "); ok {
+		return "unknown flag " + f
+	}
+	return s
 }
 
 func oneLine(s string) string {

@@ -1,0 +1,220 @@
+package metaqueue_test
+
+// Benchmarks of the Store alone (no socket, no processes). They are small so
+// that `go test -run '^$' -bench . -benchtime=1x ./metaqueue` takes seconds;
+// raise -benchtime for steadier numbers. scripts/bench.sh measures the
+// whole system (CLS, placeholders, mqsub); BENCHMARKS.md records both.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mq-hpc/mq/metaqueue"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+func benchStore(b *testing.B, mode metaqueue.Sync) *metaqueue.Store {
+	b.Helper()
+	s, err := metaqueue.Open(context.Background(), metaqueue.Options{
+		Path: filepath.Join(b.TempDir(), "mq.db"), Sync: mode, Lease: time.Minute,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
+// benchSpecs is the workload of scripts/bench.sh: targets*per jobs, per
+// jobs a target; with prereqs every odd target depends on the even one
+// before it, so half the jobs wait.
+func benchSpecs(prefix string, targets, per int, prereqs bool) []protocol.JobSpec {
+	specs := make([]protocol.JobSpec, 0, targets*per)
+	for t := 0; t < targets; t++ {
+		name := prefix + "t" + strconv.Itoa(t)
+		var pre []string
+		if prereqs && t%2 == 1 {
+			pre = []string{prefix + "t" + strconv.Itoa(t-1)}
+		}
+		for k := 0; k < per; k++ {
+			specs = append(specs, protocol.JobSpec{
+				Target: name, Prereqs: pre, Cwd: "/tmp",
+				Command: fmt.Sprintf("./simulate --case %d --rep %d > out/case%d.%d.txt", t, k, t, k),
+			})
+		}
+	}
+	return specs
+}
+
+// benchBulk submits specs the way the server does for `mqsub -f`: chunks of
+// 2,000 spooled with Add, then one Commit.
+func benchBulk(b *testing.B, s *metaqueue.Store, specs []protocol.JobSpec) {
+	b.Helper()
+	bulk, err := s.NewBulk()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < len(specs); i += 2000 {
+		if err := bulk.Add(i+1, specs[i:min(i+2000, len(specs))]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := bulk.Commit(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// bigBenchmarks says whether to add the slow variants (1,000,000 jobs):
+// MQ_BENCH_BIG=1 go test -run '^$' -bench . ./metaqueue
+func bigBenchmarks() bool { return os.Getenv("MQ_BENCH_BIG") == "1" }
+
+// BenchmarkSubmitBulk: one op is a bulk submission of N jobs (N/10 targets
+// x 10 jobs, every odd target's jobs with a prerequisite on the even target
+// before it) through NewBulk/Add/Commit into an empty Store.
+func BenchmarkSubmitBulk(b *testing.B) {
+	cases := []struct {
+		jobs int
+		mode metaqueue.Sync
+	}{
+		{10000, metaqueue.SyncFull},
+		{100000, metaqueue.SyncFull},
+		{100000, metaqueue.SyncNormal},
+	}
+	if bigBenchmarks() {
+		cases = append(cases, struct {
+			jobs int
+			mode metaqueue.Sync
+		}{1000000, metaqueue.SyncFull})
+	}
+	for _, c := range cases {
+		b.Run(fmt.Sprintf("jobs=%d/sync=%s", c.jobs, c.mode), func(b *testing.B) {
+			specs := benchSpecs("", c.jobs/10, 10, true)
+			jobs := 0
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				s := benchStore(b, c.mode)
+				b.StartTimer()
+				benchBulk(b, s, specs)
+				jobs += len(specs)
+			}
+			b.ReportMetric(float64(jobs)/b.Elapsed().Seconds(), "jobs/s")
+		})
+	}
+}
+
+// BenchmarkDispatchComplete: one op drains a batch of jobs through fake
+// placeholders calling Next in-process the way the agent does (report the
+// last job, ask for one more, per slot), with jobs "finishing" at once.
+// The clock stops when the Store counts every job Done.
+func BenchmarkDispatchComplete(b *testing.B) {
+	cases := []struct {
+		placeholders, slots int
+		sync                metaqueue.Sync
+		jobs, backlog       int // jobs drained per op; extra jobs queued behind them
+	}{
+		{2, 1, metaqueue.SyncFull, 2000, 0},
+		{8, 8, metaqueue.SyncFull, 10000, 0},
+		{8, 8, metaqueue.SyncNormal, 10000, 0},
+		{8, 8, metaqueue.SyncFull, 10000, 100000},
+	}
+	if bigBenchmarks() {
+		cases = append(cases, cases[len(cases)-1])
+		cases[len(cases)-1].backlog = 1000000
+	}
+	for _, c := range cases {
+		name := fmt.Sprintf("ph=%d/slots=%d/sync=%s/backlog=%d", c.placeholders, c.slots, c.sync, c.backlog)
+		b.Run(name, func(b *testing.B) {
+			benchDispatch(b, c.placeholders, c.slots, c.sync, c.jobs, c.backlog)
+		})
+	}
+}
+
+func benchDispatch(b *testing.B, placeholders, slots int, mode metaqueue.Sync, jobs, backlog int) {
+	s := benchStore(b, mode)
+	ctx := context.Background()
+	ids := make([]int64, placeholders)
+	for i := range ids {
+		r, err := s.Register(ctx, protocol.Register{Site: "bench", Host: "h" + strconv.Itoa(i), PID: 1, Slots: slots, OutDir: "/tmp"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids[i] = r.ID
+	}
+	// The backlog waits in the same queue behind nothing in particular: each
+	// op then starts with backlog+jobs pending and counts jobs completions,
+	// whichever jobs they are (FCFS drains the backlog first).
+	if backlog > 0 {
+		benchBulk(b, s, benchSpecs("backlog.", backlog/10, 10, true))
+	}
+	done := func() int {
+		qs, err := s.Summary(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for _, q := range qs {
+			n += q.Counts["D"]
+		}
+		return n
+	}
+	var ran int
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		specs := benchSpecs(fmt.Sprintf("d%d.", i), jobs/10, 10, true)
+		benchBulk(b, s, specs)
+		base := done()
+		var stop atomic.Bool
+		var wg sync.WaitGroup
+		b.StartTimer()
+		for _, id := range ids {
+			for k := 0; k < slots; k++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					benchSlot(s, id, &stop)
+				}()
+			}
+		}
+		for done()-base < len(specs) {
+			time.Sleep(200 * time.Microsecond)
+		}
+		b.StopTimer()
+		ran += len(specs)
+		stop.Store(true)
+		wg.Wait()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(ran)/b.Elapsed().Seconds(), "jobs/s")
+}
+
+// benchSlot is one placeholder slot: report the last job, ask for the next,
+// until stop. (It stops with a flag, not by cancelling the context of Next:
+// a Next whose context is already cancelled when the core serves it makes
+// runBatch close its done channel twice and panic; see BENCHMARKS.md.)
+func benchSlot(s *metaqueue.Store, ph int64, stop *atomic.Bool) {
+	ctx := context.Background()
+	var reports []protocol.Report
+	for !stop.Load() {
+		reply, err := s.Next(ctx, protocol.Next{Placeholder: ph, Reports: reports, Free: 1, WaitMS: 20})
+		if err != nil {
+			return
+		}
+		reports = reports[:0]
+		now := time.Now()
+		for _, a := range reply.Jobs {
+			reports = append(reports, protocol.Report{ID: a.ID, Attempt: a.Attempt, Started: now, Finished: now})
+		}
+	}
+	if len(reports) > 0 {
+		s.Report(ctx, ph, reports)
+	}
+}

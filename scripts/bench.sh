@@ -1,0 +1,272 @@
+#!/usr/bin/env bash
+# mq's system benchmarks (the numbers in BENCHMARKS.md). Builds the binaries
+# and scripts/bench/mqbench (the measuring helper), then runs:
+#
+#   1. bulk submit: BENCH_JOBS jobs through `mqsub -f` into a CLS with
+#      --local 0 (nothing drains); CLS VmRSS/VmHWM afterwards; `mqstat
+#      --summary` latency at that size (20 runs).
+#   2. scheduling path with the no-op executor (--noop, --sync full): Done
+#      rate with a small backlog (rounds of 1,000 jobs) and with the
+#      BENCH_JOBS backlog of test 1, for each "PLACEHOLDERSxSLOTS" config.
+#   3. real processes: BENCH_TRUE_JOBS `true` jobs on --local 2, submit to
+#      all Done, against `seq N | parallel -j2 true` in the same run.
+#   4. `mqsub -b t true` round trip against an idle CLS (--local 2).
+#
+# Usage: scripts/bench.sh                      (full: 1,000,000 jobs, ~10 min)
+#        BENCH_JOBS=100000 scripts/bench.sh    (quick)
+# Knobs: BENCH_JOBS (multiple of 10), BENCH_TRUE_JOBS (5000), BENCH_RTT_RUNS
+# (200), BENCH_SCHED ("2x1 2x8 8x8"), BENCH_WINDOW (seconds, 10),
+# BENCH_ONLY ("1 2 3 4"; 2 needs 1), BENCH_QUIET_WAIT (seconds to wait for
+# other work to stop before each step, 300), BENCH_DIR (work dir, default a new
+# /tmp/mqbench.*; removed afterwards unless BENCH_KEEP=1), BENCH_OUT (also
+# write the results table there). Not for CI: it wants a quiet machine.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+JOBS=${BENCH_JOBS:-1000000}
+TRUE_JOBS=${BENCH_TRUE_JOBS:-5000}
+RTT_RUNS=${BENCH_RTT_RUNS:-200}
+SCHED=${BENCH_SCHED:-"2x1 2x8 8x8"}
+WINDOW=${BENCH_WINDOW:-10}
+ONLY=${BENCH_ONLY:-"1 2 3 4"}
+QUIET_WAIT=${BENCH_QUIET_WAIT:-300}
+if ((JOBS < 1000 || JOBS % 10 != 0)); then
+	echo "bench: BENCH_JOBS must be a multiple of 10, at least 1000" >&2
+	exit 2
+fi
+case " $ONLY " in *" 2 "*) case " $ONLY " in *" 1 "*) ;; *) ONLY="1 $ONLY" ;; esac ;; esac
+
+if [ -n "${BENCH_DIR:-}" ]; then
+	WORK=$BENCH_DIR
+	mkdir -p "$WORK"
+else
+	WORK=$(mktemp -d /tmp/mqbench.XXXXXX) # short: MQ_HOME holds a Unix socket
+fi
+BIN=$WORK/bin
+
+# ---- processes: every CLS we start is recorded and stopped on exit ----
+PIDS=()
+stop_pid() {
+	local pid=$1 kids i
+	kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
+	kids=$(pgrep -P "$pid" 2>/dev/null || true) # its local placeholders
+	kill -TERM "$pid" 2>/dev/null || true
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	for k in $kids; do kill -KILL "$k" 2>/dev/null || true; done
+}
+cleanup() {
+	local rc=$?
+	for pid in "${PIDS[@]}"; do stop_pid "$pid"; done
+	PIDS=()
+	if [ "${BENCH_KEEP:-0}" = 1 ]; then
+		echo "bench: kept $WORK" >&2
+	else
+		rm -rf "$WORK"
+	fi
+	exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# start_cls HOME ARGS...: start `cls serve` on HOME, wait until it answers;
+# sets CLS_PID and READY_S (seconds from start to answering).
+start_cls() {
+	local home=$1
+	shift
+	mkdir -p "$home"
+	local t0=$EPOCHREALTIME
+	MQ_HOME=$home "$BIN/cls" serve "$@" 2>>"$home/serve.err" &
+	CLS_PID=$!
+	PIDS+=("$CLS_PID")
+	MQ_HOME=$home "$BIN/mqbench" ready -timeout 10m
+	READY_S=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')
+}
+stop_cls() {
+	stop_pid "$CLS_PID"
+	local keep=() p
+	for p in "${PIDS[@]}"; do [ "$p" = "$CLS_PID" ] || keep+=("$p"); done
+	PIDS=("${keep[@]+"${keep[@]}"}")
+}
+
+# kv LINE KEY: the value of KEY=... in a key=value line.
+kv() { tr ' ' '\n' <<<"$1" | sed -n "s/^$2=//p"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
+verdict() { if ge "$1" "$2"; then echo PASS; else echo FAIL; fi; } # value >= goal
+within() { awk -v r="$1" 'BEGIN { exit !(r >= 0.8 && r <= 1.25) }' && echo PASS || echo FAIL; }
+
+# busy: percent of CPU time the machine spent busy over the last second, so
+# a run disturbed by other work says so.
+busy() {
+	local a b
+	a=($(head -1 /proc/stat))
+	sleep 1
+	b=($(head -1 /proc/stat))
+	awk -v u1="${a[1]}" -v n1="${a[2]}" -v s1="${a[3]}" -v i1="${a[4]}" -v w1="${a[5]}" \
+		-v u2="${b[1]}" -v n2="${b[2]}" -v s2="${b[3]}" -v i2="${b[4]}" -v w2="${b[5]}" \
+		'BEGIN { t = (u2+n2+s2+i2+w2) - (u1+n1+s1+i1+w1); printf "%.0f", (t > 0 ? 100 * ((u2+n2+s2) - (u1+n1+s1)) / t : 0) }'
+}
+# note_busy SECTION: wait (up to BENCH_QUIET_WAIT seconds) for the machine
+# to be quiet, then say how busy it was; a disturbed section is flagged.
+note_busy() {
+	local b t0=$SECONDS
+	b=$(busy)
+	while ((b > 10 && SECONDS - t0 < QUIET_WAIT)); do
+		sleep 4
+		b=$(busy)
+	done
+	echo "   (machine busy before this step: ${b}% of CPU)"
+	if ((b > 10)); then
+		echo "   WARNING: other work is running; numbers below are disturbed" >&2
+		DISTURBED="$DISTURBED $1"
+	fi
+}
+DISTURBED=""
+
+ROWS=()
+row() { ROWS+=("| $1 | $2 | $3 | $4 |"); } # what, result, target, verdict
+
+# ---- build ----
+cd "$ROOT"
+echo "== build ($(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo ', work tree modified'))"
+go build -o "$BIN/" ./cmd/... ./scripts/bench/mqbench
+if ! command -v parallel >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+	echo "   installing GNU parallel (baseline of test 3)"
+	apt-get install -y -qq parallel >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq parallel >/dev/null 2>&1; } || true
+fi
+echo "   machine: $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), $(uname -sr)"
+echo "   work dir: $WORK"
+cd "$WORK"
+
+# ---- 1. bulk submit ----
+if [[ " $ONLY " == *" 1 "* ]]; then
+	echo "== 1. bulk submit: $JOBS jobs through mqsub -f (--local 0)"
+	gen=$("$BIN/mqbench" gen -targets $((JOBS / 10)) -per 10 -o "$WORK/jobs.jsonl")
+	echo "   workload: $gen"
+	echo "   (targets t0..t$((JOBS / 10 - 1)), 10 jobs each; every odd target's jobs have prereqs [the even target before it];"
+	echo "    command like: $(sed -n 11p "$WORK/jobs.jsonl"))"
+	H1=$WORK/h1
+	start_cls "$H1" --local 0
+	rss0=$(awk '/VmRSS/ { print $2 }' /proc/$CLS_PID/status)
+	note_busy 1
+	sub=$(MQ_HOME=$H1 "$BIN/mqbench" times -n 1 -warmup 0 -- "$BIN/mqsub" -f "$WORK/jobs.jsonl")
+	sub_ms=$(kv "$sub" median_ms)
+	sub_rate=$(awk -v n="$JOBS" -v ms="$sub_ms" 'BEGIN { printf "%.0f", n / (ms / 1000) }')
+	total=$(MQ_HOME=$H1 "$BIN/mqstat" --summary | awk '$1 == "default" { print $NF }')
+	[ "$total" = "$JOBS" ] || { echo "bench: expected $JOBS jobs, mqstat --summary says $total" >&2; exit 1; }
+	rss=$(awk '/VmRSS/ { printf "%.0f", $2 / 1024 }' /proc/$CLS_PID/status)
+	hwm=$(awk '/VmHWM/ { printf "%.0f", $2 / 1024 }' /proc/$CLS_PID/status)
+	MQ_HOME=$H1 "$BIN/mqstat" --summary | sed 's/^/   /'
+	sum=$(MQ_HOME=$H1 "$BIN/mqbench" times -n 20 -warmup 3 -- "$BIN/mqstat" --summary)
+	sum_med=$(kv "$sum" median_ms)
+	echo "   mqsub -f: ${sub_ms} ms = $sub_rate jobs/s"
+	echo "   CLS memory with $JOBS jobs: VmRSS $rss MB, VmHWM $hwm MB (VmRSS $((rss0 / 1024)) MB when empty)"
+	echo "   mqstat --summary x20: $sum"
+	db=$(du -sm "$H1" | cut -f1)
+	echo "   MQ_HOME on disk: $db MB"
+	stop_cls
+	row "1. mqsub -f, $JOBS jobs (wall)" "$sub_ms ms = **$sub_rate jobs/s**" ">= 100,000 jobs/s" "$(verdict "$sub_rate" 100000)"
+	row "1. CLS memory, $JOBS jobs queued" "VmRSS **$rss MB**, VmHWM $hwm MB" "<= 300 MB" "$(ge 300 "$rss" && echo PASS || echo FAIL) (HWM $(ge 300 "$hwm" && echo PASS || echo FAIL))"
+	row "1. mqstat --summary, $JOBS jobs" "median **$sum_med ms**, p90 $(kv "$sum" p90_ms) ms (20 runs)" "<= 100 ms" "$(ge 100 "$sum_med" && echo PASS || echo FAIL)"
+fi
+
+# ---- 2. scheduling path, no-op executor ----
+if [[ " $ONLY " == *" 2 "* ]]; then
+	echo "== 2. scheduling path: --noop, --sync full; ~1,000 pending vs $JOBS pending"
+	for cfg in $SCHED; do
+		P=${cfg%x*} S=${cfg#*x}
+		echo "-- --local $P --slots $S"
+		H=$WORK/s$cfg-small
+		note_busy 2
+		start_cls "$H" --local "$P" --slots "$S" --noop
+		small=$(MQ_HOME=$H "$BIN/mqbench" rate -cls "$CLS_PID" -feed 1000 -warmup 2s -window "${WINDOW}s")
+		echo "   ~1,000 queued (topped up with 1,000 new jobs whenever fewer than 500 are pending): $small"
+		burst=$(MQ_HOME=$H "$BIN/mqbench" rounds -cls "$CLS_PID" -rounds 20 -targets 100 -per 10)
+		echo "   bursts (20 rounds: submit 1,000 to an idle CLS, time to all Done; for reference): $burst"
+		stop_cls
+		rm -rf "$H"
+		H=$WORK/s$cfg-big
+		cp -a "$WORK/h1" "$H"
+		rm -f "$H/cls.sock" "$H/cls.lock"
+		note_busy 2 # before starting: the placeholders drain at once
+		start_cls "$H" --local "$P" --slots "$S" --noop
+		echo "   CLS ready with $JOBS jobs in ${READY_S}s"
+		big=$(MQ_HOME=$H "$BIN/mqbench" rate -cls "$CLS_PID" -warmup 2s -window "${WINDOW}s")
+		echo "   $JOBS queued: $big"
+		stop_cls
+		rm -rf "$H"
+		rs=$(kv "$small" jobs_per_s) rb=$(kv "$big" jobs_per_s)
+		r=$(ratio "$rb" "$rs")
+		echo "   big/small = $r"
+		row "2. noop --local $P --slots $S, 1,000 queued" "**$rs jobs/s**" ">= 10,000 jobs/s" "$(verdict "$rs" 10000)"
+		row "2. noop --local $P --slots $S, $JOBS queued" "**$rb jobs/s** ($r x the 1,000 case)" ">= 10,000 jobs/s; within 20% of 1,000 case" "$(verdict "$rb" 10000); $(within "$r")"
+	done
+fi
+
+# ---- 3. real processes vs GNU parallel ----
+if [[ " $ONLY " == *" 3 "* ]]; then
+	echo "== 3. real processes: $TRUE_JOBS x true, --local 2, vs GNU parallel -j2"
+	"$BIN/mqbench" gen -targets 1 -per "$TRUE_JOBS" -prereqs=false -cmd true -o "$WORK/true.jsonl" >/dev/null
+	for S in 1 2; do
+		H=$WORK/h3-$S
+		start_cls "$H" --local 2 --slots "$S"
+		note_busy 3
+		mq=$(MQ_HOME=$H "$BIN/mqbench" drain -cls "$CLS_PID" -n "$TRUE_JOBS" -- "$BIN/mqsub" -f "$WORK/true.jsonl")
+		echo "   mq --local 2 --slots $S: $mq"
+		stop_cls
+		rm -rf "$H"
+		eval "mq$S=\$mq"
+	done
+	if command -v parallel >/dev/null 2>&1; then
+		par=$("$BIN/mqbench" times -n 1 -warmup 1 -- sh -c "seq $TRUE_JOBS | parallel -j2 true")
+		par_s=$(awk -v ms="$(kv "$par" median_ms)" 'BEGIN { printf "%.3f", ms / 1000 }')
+		par_rate=$(awk -v n="$TRUE_JOBS" -v s="$par_s" 'BEGIN { printf "%.0f", n / s }')
+		echo "   seq $TRUE_JOBS | parallel -j2 true: ${par_s}s = $par_rate jobs/s ($(parallel --version | head -1))"
+	else
+		par_rate=0
+		echo "   GNU parallel is not installed: no baseline" >&2
+	fi
+	xa=$("$BIN/mqbench" times -n 1 -warmup 1 -- sh -c "seq $TRUE_JOBS | xargs -P2 -n1 true")
+	xa_rate=$(awk -v n="$TRUE_JOBS" -v ms="$(kv "$xa" median_ms)" 'BEGIN { printf "%.0f", n / (ms / 1000) }')
+	echo "   seq $TRUE_JOBS | xargs -P2 -n1 true (fork/exec floor, for reference): $xa_rate jobs/s"
+	r1=$(kv "$mq1" jobs_per_s) r2=$(kv "$mq2" jobs_per_s)
+	row "3. $TRUE_JOBS x true, --local 2 (slots 1), submit to all Done" "**$r1 jobs/s**; parallel -j2: $par_rate jobs/s; **$(ratio "$r1" "$par_rate") x parallel**" ">= 1,000 jobs/s and >= 3 x parallel" "$(verdict "$r1" 1000); $(verdict "$(ratio "$r1" "$par_rate")" 3)"
+	row "3. same, --local 2 --slots 2 (extra)" "$r2 jobs/s; $(ratio "$r2" "$par_rate") x parallel; xargs -P2: $xa_rate jobs/s" "(information)" "-"
+fi
+
+# ---- 4. mqsub -b round trip ----
+if [[ " $ONLY " == *" 4 "* ]]; then
+	echo "== 4. mqsub -b t true round trip, $RTT_RUNS runs, idle CLS with --local 2"
+	H=$WORK/h4
+	start_cls "$H" --local 2
+	sleep 1 # let the placeholders register and park
+	note_busy 4
+	rtt=$(MQ_HOME=$H "$BIN/mqbench" times -n "$RTT_RUNS" -warmup 5 -- "$BIN/mqsub" -b t true)
+	echo "   mqsub -b t true: $rtt"
+	sub1=$(MQ_HOME=$H "$BIN/mqbench" times -n 50 -warmup 3 -- "$BIN/mqsub" t true)
+	echo "   mqsub t true (no wait, for reference): $sub1"
+	tr=$("$BIN/mqbench" times -n 50 -warmup 3 -- /bin/true)
+	echo "   /bin/true (process start, for reference): $tr"
+	stop_cls
+	med=$(kv "$rtt" median_ms)
+	row "4. mqsub -b t true round trip" "median **$med ms**, p90 $(kv "$rtt" p90_ms) ms ($RTT_RUNS runs); mqsub without -b: median $(kv "$sub1" median_ms) ms" "median <= 20 ms" "$(ge 20 "$med" && echo PASS || echo FAIL)"
+fi
+
+# ---- results ----
+{
+	echo
+	echo "Results ($(date -u +%Y-%m-%dT%H:%MZ), $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'), BENCH_JOBS=$JOBS):"
+	echo
+	echo "| measurement | result | target | verdict |"
+	echo "| --- | --- | --- | --- |"
+	printf '%s\n' "${ROWS[@]}"
+	if [ -n "$DISTURBED" ]; then
+		echo
+		echo "WARNING: the machine was busy with other work before test(s)$DISTURBED; rerun those on a quiet machine."
+	fi
+} | tee ${BENCH_OUT:+"$BENCH_OUT"}

@@ -169,9 +169,23 @@ if [[ " $ONLY " == *" 1 "* ]]; then
 	echo "   mqstat --summary x20: $sum"
 	db=$(du -sm "$H1" | cut -f1)
 	echo "   MQ_HOME on disk: $db MB"
+	# Beyond the targets: memory after reading jobs back (a listing), and
+	# after a restart that loads the jobs from disk.
+	lst=$(MQ_HOME=$H1 "$BIN/mqbench" times -n 5 -warmup 0 -- "$BIN/mqstat" --json --limit 1000)
+	rss_l=$(awk '/VmRSS/ { printf "%.0f", $2 / 1024 }' /proc/$CLS_PID/status)
+	hwm_l=$(awk '/VmHWM/ { printf "%.0f", $2 / 1024 }' /proc/$CLS_PID/status)
+	echo "   mqstat --json --limit 1000 x5: $lst; CLS afterwards: VmRSS $rss_l MB, VmHWM $hwm_l MB"
+	stop_cls
+	start_cls "$H1" --local 0
+	sleep 1
+	rss_r=$(awk '/VmRSS/ { printf "%.0f", $2 / 1024 }' /proc/$CLS_PID/status)
+	hwm_r=$(awk '/VmHWM/ { printf "%.0f", $2 / 1024 }' /proc/$CLS_PID/status)
+	echo "   restart with $JOBS jobs: ready in ${READY_S}s; VmRSS $rss_r MB, VmHWM $hwm_r MB"
 	stop_cls
 	row "1. mqsub -f, $JOBS jobs (wall)" "$sub_ms ms = **$sub_rate jobs/s**" ">= 100,000 jobs/s" "$(verdict "$sub_rate" 100000)"
 	row "1. CLS memory, $JOBS jobs queued" "VmRSS **$rss MB**, VmHWM $hwm MB" "<= 300 MB" "$(ge 300 "$rss" && echo PASS || echo FAIL) (HWM $(ge 300 "$hwm" && echo PASS || echo FAIL))"
+	row "1. (extra) CLS memory after 5 x mqstat --json --limit 1000" "VmRSS $rss_l MB, VmHWM $hwm_l MB; listing median $(kv "$lst" median_ms) ms" "(<= 300 MB)" "$(ge 300 "$rss_l" && echo PASS || echo FAIL)"
+	row "1. (extra) CLS memory after a restart with $JOBS jobs" "VmRSS $rss_r MB, VmHWM $hwm_r MB; load ${READY_S}s" "(<= 300 MB)" "$(ge 300 "$rss_r" && echo PASS || echo FAIL)"
 	row "1. mqstat --summary, $JOBS jobs" "median **$sum_med ms**, p90 $(kv "$sum" p90_ms) ms (20 runs)" "<= 100 ms" "$(ge 100 "$sum_med" && echo PASS || echo FAIL)"
 fi
 

@@ -411,7 +411,7 @@ func rate(args []string) error {
 	}
 	tick := 100 * time.Millisecond
 	if *feed > 0 {
-		tick = 2 * time.Millisecond
+		tick = 5 * time.Millisecond
 	}
 	c, err := summary(ctx, cl)
 	if err != nil {

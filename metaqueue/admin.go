@@ -34,6 +34,11 @@ func (w *waitCall) finish(err error) {
 }
 
 func (w *waitCall) timeout() {
+	// A wait is listed under each of its pending jobs: answer it once, and
+	// never write to a reply already handed back.
+	if w.finished {
+		return
+	}
 	for id := range w.pending {
 		w.reply.Pending = append(w.reply.Pending, id)
 	}

@@ -52,7 +52,7 @@ type target struct {
 type Graph struct {
 	targets []target // index 0 unused
 	byName  map[string]TargetID
-	jobs    map[int64]Job
+	jobs    jobTable
 
 	changes []Change
 	work    []TargetID
@@ -60,7 +60,7 @@ type Graph struct {
 
 // New returns an empty graph.
 func New() *Graph {
-	return &Graph{targets: make([]target, 1), byName: map[string]TargetID{}, jobs: map[int64]Job{}}
+	return &Graph{targets: make([]target, 1), byName: map[string]TargetID{}}
 }
 
 // Lookup returns the id of a named target.
@@ -163,14 +163,25 @@ func (g *Graph) FindCycle(edges map[string][]string) string {
 	return ""
 }
 
-// Job returns a live job.
+// Job returns a live job. Its Prereqs are shared: do not modify them.
 func (g *Graph) Job(id int64) (Job, bool) {
-	j, ok := g.jobs[id]
-	return j, ok
+	n := g.jobs.get(id)
+	if n == nil {
+		return Job{}, false
+	}
+	return g.jobs.job(n), true
+}
+
+// State returns a live job's state, or 0 if it is not live.
+func (g *Graph) State(id int64) job.State {
+	if n := g.jobs.get(id); n != nil {
+		return n.state
+	}
+	return 0
 }
 
 // Live is the number of live jobs.
-func (g *Graph) Live() int { return len(g.jobs) }
+func (g *Graph) Live() int { return g.jobs.live }
 
 // Complete reports whether target t is complete.
 func (g *Graph) Complete(t TargetID) bool {
@@ -189,7 +200,7 @@ func (g *Graph) Counts(t TargetID) (total, done, bad int) {
 func (g *Graph) AddJob(id int64, j Job) []Change {
 	g.changes = g.changes[:0]
 	j.State = g.eval(j.Prereqs)
-	g.jobs[id] = j
+	g.jobs.put(id, j)
 	g.listDeps(id, j.Prereqs)
 	tg := &g.targets[j.Target]
 	tg.total++
@@ -204,7 +215,7 @@ func (g *Graph) AddJob(id int64, j Job) []Change {
 // state (Done, Failed, Deleted). Pending states are derived; use Requeue.
 // It returns the change and every change that follows.
 func (g *Graph) Set(id int64, to job.State) ([]Change, error) {
-	j, ok := g.jobs[id]
+	j, ok := g.Job(id)
 	if !ok {
 		return nil, fmt.Errorf("job %d is not live", id)
 	}
@@ -221,7 +232,7 @@ func (g *Graph) Set(id int64, to job.State) ([]Change, error) {
 // or it will be retried); it becomes Queued unless a prerequisite changed
 // meanwhile.
 func (g *Graph) Requeue(id int64) ([]Change, error) {
-	j, ok := g.jobs[id]
+	j, ok := g.Job(id)
 	if !ok || j.State != job.Executing {
 		return nil, fmt.Errorf("job %d is not executing", id)
 	}
@@ -235,7 +246,7 @@ func (g *Graph) Requeue(id int64) ([]Change, error) {
 // Revive brings a terminal job (from = Done, Failed or Deleted) back as
 // pending, for a rerun. j carries its target, queue, estimate and prereqs.
 func (g *Graph) Revive(id int64, j Job, from job.State) ([]Change, error) {
-	if _, ok := g.jobs[id]; ok {
+	if g.jobs.get(id) != nil {
 		return nil, fmt.Errorf("job %d is live", id)
 	}
 	if !from.Terminal() {
@@ -243,7 +254,8 @@ func (g *Graph) Revive(id int64, j Job, from job.State) ([]Change, error) {
 	}
 	g.changes = g.changes[:0]
 	j.State = from
-	g.jobs[id] = j
+	g.jobs.put(id, j)
+	j, _ = g.Job(id) // Prereqs now the interned copy
 	g.listDeps(id, j.Prereqs)
 	g.move(id, j, g.eval(j.Prereqs))
 	g.settle()
@@ -259,7 +271,7 @@ func (g *Graph) LoadJob(id int64, j Job) {
 	if j.State.Terminal() {
 		return
 	}
-	g.jobs[id] = j
+	g.jobs.put(id, j)
 	if j.State.Pending() {
 		g.listDeps(id, j.Prereqs)
 	}
@@ -286,8 +298,14 @@ func (g *Graph) Reconcile() []Change {
 		tg := &g.targets[t]
 		tg.complete, tg.isBad = tg.total > 0 && tg.done == tg.total, tg.bad > 0
 	}
-	for id, j := range g.jobs {
-		if j.State.Pending() {
+	var stale []int64
+	g.jobs.each(func(id int64, n *node) {
+		if n.state.Pending() && g.eval(g.jobs.prereqs(n)) != n.state {
+			stale = append(stale, id)
+		}
+	})
+	for _, id := range stale {
+		if j, ok := g.Job(id); ok && j.State.Pending() {
 			if s := g.eval(j.Prereqs); s != j.State {
 				g.move(id, j, s)
 			}
@@ -341,10 +359,9 @@ func (g *Graph) move(id int64, j Job, to job.State) {
 	}
 	g.count(&g.targets[j.Target], from, to)
 	if to.Terminal() {
-		delete(g.jobs, id)
+		g.jobs.remove(id)
 	} else {
-		j.State = to
-		g.jobs[id] = j
+		g.jobs.get(id).state = to
 	}
 	g.changes = append(g.changes, Change{ID: id, Queue: j.Queue, Target: j.Target, Est: j.Est, From: from, To: to})
 	g.touch(j.Target)
@@ -367,7 +384,7 @@ func (g *Graph) settle() {
 		deps := g.targets[t].deps
 		kept := deps[:0]
 		for _, id := range deps {
-			j, ok := g.jobs[id]
+			j, ok := g.Job(id)
 			if !ok || !j.State.Pending() {
 				continue // started or ended: listed again if it ever returns
 			}

@@ -6,9 +6,10 @@ import (
 )
 
 // MaxCommandBytes is the longest command line accepted. Linux refuses a
-// single exec argument longer than this (MAX_ARG_STRLEN), and jobs run as
-// `/bin/sh -c COMMAND`, so a longer one could never start.
-const MaxCommandBytes = 128 << 10
+// single exec argument of 128 KiB or more with its terminating NUL
+// (MAX_ARG_STRLEN), and jobs run as `/bin/sh -c COMMAND`, so a longer one
+// could never start.
+const MaxCommandBytes = 128<<10 - 1
 
 // MaxNameBytes bounds queue and target names.
 const MaxNameBytes = 256

@@ -30,7 +30,7 @@ func (w *waitCall) finish(err error) {
 	}
 	w.finished = true
 	w.call.err = err
-	close(w.call.done)
+	w.call.finish()
 }
 
 func (w *waitCall) timeout() {
@@ -329,6 +329,10 @@ func (s *Store) Rerun(ctx context.Context, sel protocol.Select) (protocol.Action
 			}
 			if err := s.begin(); err != nil {
 				return err
+			}
+			// The attempt being replaced goes to the history first.
+			if _, err := s.stmts.keepAttempt.Exec(id); err != nil {
+				return fatalError{err}
 			}
 			ch, err := s.g.Revive(id, dag.Job{Target: dag.TargetID(sj.target), Queue: sj.queue, Est: float32(sj.est), Prereqs: prereqs}, sj.state)
 			if err != nil {

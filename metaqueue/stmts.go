@@ -17,7 +17,7 @@ type stmts struct {
 	insJob, insJobs, insPrereq, insTarget, insQueue      *sql.Stmt
 	setState, dispatch, finish, history, requeue, rerun  *sql.Stmt
 	insPlaceholder, touchPlaceholder, jobRow, jobPrereqs *sql.Stmt
-	jobEnd                                               *sql.Stmt
+	jobEnd, keepAttempt                                  *sql.Stmt
 	all                                                  []*sql.Stmt
 }
 
@@ -48,6 +48,10 @@ func (st *stmts) prepare(ctx context.Context, c *sql.Conn) error {
 		{&st.jobRow, "SELECT state, queue_id, target_id, est, attempts, attempt_base FROM jobs WHERE id = ?"},
 		{&st.jobPrereqs, "SELECT target_id FROM job_prereqs WHERE job_id = ?"},
 		{&st.jobEnd, "SELECT state, exit, reason FROM jobs WHERE id = ?"},
+		{&st.keepAttempt, `INSERT OR REPLACE INTO attempts (job_id, attempt, placeholder_id, started, finished, exit, reason)
+			SELECT id, attempts, placeholder_id, started, finished, exit,
+				coalesce(reason, CASE state WHEN 'D' THEN 'done' WHEN 'X' THEN 'deleted by user' ELSE 'ended' END) || '; rerun by user'
+			FROM jobs WHERE id = ? AND attempts > 0`},
 	} {
 		s, err := c.PrepareContext(ctx, p.sql)
 		if err != nil {

@@ -163,6 +163,15 @@ type call struct {
 	err    error
 	done   chan struct{}
 	parked bool // answered later (a long poll), not at this batch's commit
+	closed bool // done has been closed; touched only by the core
+}
+
+// finish answers c once; later calls do nothing.
+func (c *call) finish() {
+	if !c.closed {
+		c.closed = true
+		close(c.done)
+	}
 }
 
 // do runs fn on the core and waits until its transaction committed.
@@ -226,7 +235,7 @@ func (s *Store) loop() {
 			}
 			s.runBatch(batch, false)
 			for _, p := range s.parked {
-				close(p.call.done)
+				p.call.finish()
 			}
 			s.parked = nil
 			for _, ws := range s.waiters {
@@ -273,12 +282,12 @@ func (s *Store) runBatch(batch []*call, ticked bool) {
 		filled = nil
 	}
 	for _, c := range batch {
-		if !c.parked || c.err != nil {
-			close(c.done)
+		if !c.parked {
+			c.finish()
 		}
 	}
 	for _, p := range filled {
-		close(p.call.done)
+		p.call.finish()
 	}
 	if failed == nil {
 		s.notifyWaiters()
@@ -301,16 +310,38 @@ func (s *Store) recover(cause error, batch []*call) {
 		s.inTx = false
 	}
 	perr := protocol.Errorf(protocol.CodeInternal, "metaqueue storage failure: %v", cause)
+	inBatch := map[*call]bool{}
 	for _, c := range batch {
+		inBatch[c] = true
 		if c.err == nil || c.parked {
 			c.err = perr
 			c.parked = false
 		}
 	}
-	// Parked placeholders may have been handed jobs in the failed batch:
-	// answer them empty; they will ask again.
+	// Calls of this batch are answered with the error; earlier parked
+	// placeholders may have been handed jobs in the failed batch: forget
+	// those jobs (rolled back) and let them wait on.
+	kept := s.parked[:0]
 	for _, p := range s.parked {
-		p.reply.Jobs = nil
+		if !inBatch[p.call] {
+			p.reply.Jobs = nil
+			kept = append(kept, p)
+		}
+	}
+	clear(s.parked[len(kept):])
+	s.parked = kept
+	for id, ws := range s.waiters {
+		k := ws[:0]
+		for _, w := range ws {
+			if !inBatch[w.call] {
+				k = append(k, w)
+			}
+		}
+		if len(k) == 0 {
+			delete(s.waiters, id)
+		} else {
+			s.waiters[id] = k
+		}
 	}
 	if err := s.load(context.Background()); err != nil {
 		s.log.Error("reload after failure failed; stopping", "err", err)

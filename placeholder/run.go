@@ -106,9 +106,14 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 	)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) && pe.Op == "chdir" {
-			return fail(fmt.Errorf("working directory %s: %w", asg.Cwd, pe.Err))
+		// A chdir failing in the child is reported as fork/exec of /bin/sh;
+		// name the directory instead when it is the culprit.
+		if asg.Cwd != "" {
+			if fi, serr := os.Stat(asg.Cwd); serr != nil {
+				return fail(fmt.Errorf("working directory %s: %w", asg.Cwd, errors.Unwrap(serr)))
+			} else if !fi.IsDir() {
+				return fail(fmt.Errorf("working directory %s is not a directory", asg.Cwd))
+			}
 		}
 		return fail(err)
 	}

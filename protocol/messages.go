@@ -141,7 +141,8 @@ type TargetStatus struct {
 	Counts   map[string]int `json:"counts"` // state letter -> jobs
 }
 
-// AttemptInfo is an earlier attempt of a job that did not end it.
+// AttemptInfo is an earlier attempt of a job: requeued (lost, interrupted,
+// retried) or replaced by a rerun.
 type AttemptInfo struct {
 	Attempt  int    `json:"attempt"`
 	Site     string `json:"site"`

@@ -166,10 +166,10 @@ func TestBadInput(t *testing.T) {
 		// Two words of 70,000 bytes: each is a legal exec argument, joined
 		// they are over the limit.
 		word := strings.Repeat("a", 70000)
-		wantErr(t, h.run("mqsub", "big", "echo", word, word), "mqsub", 2, "131072")
+		wantErr(t, h.run("mqsub", "big", "echo", word, word), "mqsub", 2, "131071")
 		line, _ := json.Marshal(map[string]string{"target": "big", "command": "echo " + word + word})
 		p := writeFile(t, "big.jsonl", string(line)+"\n")
-		wantErr(t, h.run("mqsub", "-f", p), "mqsub", 1, "line 1", "131072")
+		wantErr(t, h.run("mqsub", "-f", p), "mqsub", 1, "line 1", "131071")
 		stillServing(t, all...)
 	})
 
@@ -233,15 +233,21 @@ func TestBadInput(t *testing.T) {
 	})
 }
 
-// TestCommandAtLimit: a command of exactly the documented limit (128 KiB) is
-// either refused at submission or runs; it must not be accepted and then
-// fail at exec time.
+// TestCommandAtLimit: a command of exactly the limit (128 KiB less the
+// exec argument's NUL) runs; one byte more is refused at submission. A
+// command must never be accepted and then fail at exec time.
 func TestCommandAtLimit(t *testing.T) {
 	h := newHarness(t)
 	h.startCLS("--local", "1")
 	for _, n := range []int{128<<10 - 1, 128 << 10} {
 		line, _ := json.Marshal(map[string]string{"target": "limit", "command": ": " + strings.Repeat("a", n-2)})
 		r := h.runIn(h.dir, strings.NewReader(string(line)+"\n"), "mqsub", "-f", "-")
+		if n > 128<<10-1 {
+			if r.code != 1 || !strings.Contains(r.stderr, "the limit is 131071") {
+				t.Errorf("a command of %d bytes: got %s, want exit 1 naming the limit", n, r)
+			}
+			continue
+		}
 		if r.code != 0 {
 			t.Errorf("a command of %d bytes is refused: %s", n, r)
 			continue

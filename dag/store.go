@@ -1,0 +1,158 @@
+package dag
+
+import (
+	"encoding/binary"
+
+	"github.com/mq-hpc/mq/job"
+)
+
+// Live jobs are kept in pages indexed by id: the metaqueue hands out ids
+// densely, so a page of 4,096 compact nodes replaces a hash map entry per
+// job (20 bytes a job instead of ~130), and a page whose jobs have all
+// ended is freed. Prerequisite lists are interned and reference-counted:
+// the jobs of one target usually share one list.
+const pageBits = 12
+
+type node struct {
+	target TargetID
+	queue  int32
+	est    float32
+	list   int32 // interned prerequisite list; 0 = none
+	state  job.State
+}
+
+type page struct {
+	nodes [1 << pageBits]node
+	live  int32
+}
+
+type jobTable struct {
+	pages []*page
+	live  int
+
+	lists    [][]TargetID // index 0: the empty list
+	refs     []int32
+	byKey    map[string]int32
+	freeList []int32
+	scratch  []byte
+}
+
+func (t *jobTable) get(id int64) *node {
+	p := id >> pageBits
+	if id < 0 || p >= int64(len(t.pages)) || t.pages[p] == nil {
+		return nil
+	}
+	n := &t.pages[p].nodes[id&(1<<pageBits-1)]
+	if n.state == 0 {
+		return nil
+	}
+	return n
+}
+
+// put stores a live job, replacing any node with the same id.
+func (t *jobTable) put(id int64, j Job) {
+	p := id >> pageBits
+	for int64(len(t.pages)) <= p {
+		t.pages = append(t.pages, nil)
+	}
+	pg := t.pages[p]
+	if pg == nil {
+		pg = new(page)
+		t.pages[p] = pg
+	}
+	n := &pg.nodes[id&(1<<pageBits-1)]
+	if n.state == 0 {
+		pg.live++
+		t.live++
+	} else {
+		t.release(n.list)
+	}
+	*n = node{target: j.Target, queue: j.Queue, est: j.Est, list: t.intern(j.Prereqs), state: j.State}
+}
+
+func (t *jobTable) remove(id int64) {
+	n := t.get(id)
+	if n == nil {
+		return
+	}
+	t.release(n.list)
+	*n = node{}
+	p := id >> pageBits
+	t.live--
+	if t.pages[p].live--; t.pages[p].live == 0 {
+		t.pages[p] = nil
+	}
+}
+
+func (t *jobTable) job(n *node) Job {
+	return Job{Target: n.target, Queue: n.queue, Est: n.est, State: n.state, Prereqs: t.prereqs(n)}
+}
+
+func (t *jobTable) prereqs(n *node) []TargetID {
+	if n.list == 0 {
+		return nil
+	}
+	return t.lists[n.list]
+}
+
+// each calls f for every live job, in id order.
+func (t *jobTable) each(f func(id int64, n *node)) {
+	for p, pg := range t.pages {
+		if pg == nil {
+			continue
+		}
+		for i := range pg.nodes {
+			if n := &pg.nodes[i]; n.state != 0 {
+				f(int64(p)<<pageBits|int64(i), n)
+			}
+		}
+	}
+}
+
+func (t *jobTable) intern(prereqs []TargetID) int32 {
+	if len(prereqs) == 0 {
+		return 0
+	}
+	if t.byKey == nil {
+		t.byKey = map[string]int32{}
+		t.lists = [][]TargetID{nil}
+		t.refs = []int32{0}
+	}
+	t.scratch = appendKey(t.scratch[:0], prereqs)
+	if i, ok := t.byKey[string(t.scratch)]; ok { // no allocation for the lookup
+		t.refs[i]++
+		return i
+	}
+	own := append([]TargetID(nil), prereqs...)
+	var i int32
+	if n := len(t.freeList); n > 0 {
+		i = t.freeList[n-1]
+		t.freeList = t.freeList[:n-1]
+		t.lists[i], t.refs[i] = own, 1
+	} else {
+		i = int32(len(t.lists))
+		t.lists = append(t.lists, own)
+		t.refs = append(t.refs, 1)
+	}
+	t.byKey[string(t.scratch)] = i
+	return i
+}
+
+func (t *jobTable) release(i int32) {
+	if i == 0 {
+		return
+	}
+	if t.refs[i]--; t.refs[i] == 0 {
+		t.scratch = appendKey(t.scratch[:0], t.lists[i])
+		delete(t.byKey, string(t.scratch))
+		t.lists[i] = nil
+		t.freeList = append(t.freeList, i)
+	}
+}
+
+func appendKey(b []byte, l []TargetID) []byte {
+	for _, t := range l {
+		b = binary.LittleEndian.AppendUint32(b, uint32(t))
+	}
+	return b
+}

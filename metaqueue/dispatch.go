@@ -307,7 +307,9 @@ func (s *Store) matchParked() ([]*parkedNext, error) {
 	}
 	now := s.now()
 	var filled []*parkedNext
-	kept := s.parked[:0]
+	// A fresh slice, not s.parked[:0]: if dispatch fails midway the batch is
+	// rolled back and s.parked must still list every parked call.
+	kept := make([]*parkedNext, 0, len(s.parked))
 	for _, p := range s.parked {
 		if p.call.ctx.Err() != nil {
 			p.call.err = p.call.ctx.Err()
@@ -323,7 +325,6 @@ func (s *Store) matchParked() ([]*parkedNext, error) {
 		}
 		kept = append(kept, p)
 	}
-	clear(s.parked[len(kept):])
 	s.parked = kept
 	return filled, nil
 }

@@ -1562,3 +1562,151 @@ func TestOpenErrors(t *testing.T) {
 		t.Fatalf("other schema version: %v", err)
 	}
 }
+
+func TestStorageFailureRollsBackBatch(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	good := e.submit(protocol.JobSpec{Target: "t", Command: "good", Est: 100})[0]
+	bad := e.submit(protocol.JobSpec{Target: "t", Command: "bad", Est: 100})[0]
+	ph := e.register("s")
+	// A placeholder parked from an earlier batch: the jobs do not fit its
+	// walltime.
+	type res struct {
+		r   protocol.NextReply
+		err error
+	}
+	parked := make(chan res, 1)
+	go func() {
+		r, err := e.s.Next(ctx, protocol.Next{Placeholder: ph, Free: 1, WalltimeLeft: 10, WaitMS: 60000})
+		parked <- res{r, err}
+	}()
+	waited := make(chan protocol.WaitReply, 1)
+	go func() {
+		r, err := e.s.Wait(ctx, []int64{good}, 0)
+		if err != nil {
+			t.Error(err)
+		}
+		waited <- r
+	}()
+	time.Sleep(200 * time.Millisecond)
+	// Remove a ready job's row behind the store's back: dispatching it fails
+	// and the whole batch must roll back.
+	db := openRaw(t, e.opt.Path)
+	mustExec(t, db, "DELETE FROM jobs WHERE id = ?", bad)
+	db.Close()
+	_, err := e.s.Next(ctx, protocol.Next{Placeholder: ph, Free: 2})
+	errCode(t, err, protocol.CodeInternal)
+	// good was dispatched in the failed batch: it must be Queued again,
+	// in memory as in storage.
+	e.mustBe(good, job.Queued)
+	e.check()
+	// The earlier parked Next and Wait are still served.
+	select {
+	case r := <-parked:
+		t.Fatalf("parked Next answered by the failure: %+v, %v", r.r, r.err)
+	default:
+	}
+	short := e.submit(protocol.JobSpec{Target: "u", Command: "short", Est: 1})[0]
+	select {
+	case r := <-parked:
+		if r.err != nil || !slices.Equal(ids(r.r.Jobs), []int64{short}) {
+			t.Fatalf("parked Next after recovery = %+v, %v", r.r, r.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("parked Next lost by the recovery")
+	}
+	// The reload forgets placeholders with nothing running (Next says
+	// not_found); they register again with their id, as agents do.
+	if _, err := e.s.Next(ctx, protocol.Next{Placeholder: ph, Free: 0}); err != nil {
+		errCode(t, err, protocol.CodeNotFound)
+		r, err := e.s.Register(ctx, protocol.Register{ID: ph, Site: "s", Host: "h-s", Slots: 1})
+		if err != nil || r.ID != ph {
+			t.Fatalf("re-register = %+v, %v", r, err)
+		}
+	}
+	as := e.next(ph, 5)
+	if !slices.Equal(ids(as), []int64{good}) {
+		t.Fatalf("after recovery Next = %v", ids(as))
+	}
+	e.report(ph, ok(as[0]))
+	select {
+	case r := <-waited:
+		if len(r.Jobs) != 1 || r.Jobs[0].State != "D" {
+			t.Fatalf("Wait after recovery = %+v", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Wait lost by the recovery")
+	}
+	e.check()
+}
+
+func TestStorageFailureKeepsEarlierParkedCalls(t *testing.T) {
+	t.Parallel()
+	// Three placeholders parked from earlier batches; in the failing batch
+	// the first is handed a job, the second fits nothing and the third hits
+	// the failure. After the rollback every one of them must still be
+	// parked (and the first get its job again), none lost or doubled.
+	e := newEnv(t)
+	ctx := context.Background()
+	g := e.submit1("gate", "g")
+	p0 := e.register("p0")
+	if as := e.next(p0, 1); !slices.Equal(ids(as), []int64{g}) {
+		t.Fatalf("setup: %v", ids(as))
+	}
+	j1 := e.submit(protocol.JobSpec{Target: "t", Command: "j1", Est: 20, Prereqs: []string{"gate"}})[0]
+	j2 := e.submit(protocol.JobSpec{Target: "t", Command: "j2", Est: 100, Prereqs: []string{"gate"}})[0]
+	db := openRaw(t, e.opt.Path)
+	mustExec(t, db, "DELETE FROM jobs WHERE id = ?", j2)
+	db.Close()
+
+	type res struct {
+		r   protocol.NextReply
+		err error
+	}
+	park := func(ph int64, walltime float64) chan res {
+		ch := make(chan res, 1)
+		go func() {
+			r, err := e.s.Next(ctx, protocol.Next{Placeholder: ph, Free: 1, WalltimeLeft: walltime, WaitMS: 60000})
+			ch <- res{r, err}
+		}()
+		time.Sleep(150 * time.Millisecond) // park in this order
+		return ch
+	}
+	a := park(e.register("a"), 50)
+	b := park(e.register("b"), 5)
+	c := park(e.register("c"), 0)
+
+	// Finishing the gate makes j1 and j2 ready in one batch.
+	err := e.s.Report(ctx, p0, []protocol.Report{{ID: g, Attempt: 1}})
+	errCode(t, err, protocol.CodeInternal)
+	e.mustBe(g, job.Executing) // rolled back
+	e.mustBe(j1, job.Waiting)
+	e.check()
+	for name, ch := range map[string]chan res{"a": a, "b": b, "c": c} {
+		select {
+		case r := <-ch:
+			t.Fatalf("parked placeholder %s answered by the failure: %+v, %v", name, r.r, r.err)
+		default:
+		}
+	}
+	// The gate's report again: now only j1 becomes ready, and it goes to
+	// the first parked placeholder it fits.
+	e.report(p0, protocol.Report{ID: g, Attempt: 1})
+	select {
+	case r := <-a:
+		if r.err != nil || !slices.Equal(ids(r.r.Jobs), []int64{j1}) {
+			t.Fatalf("first parked placeholder got %+v, %v; want job %d", r.r, r.err, j1)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a placeholder parked before the failure was never answered")
+	}
+	for name, ch := range map[string]chan res{"b": b, "c": c} {
+		select {
+		case r := <-ch:
+			t.Fatalf("parked placeholder %s answered: %+v, %v", name, r.r, r.err)
+		default:
+		}
+	}
+	e.check()
+}

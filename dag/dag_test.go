@@ -1009,3 +1009,83 @@ func TestFindCycleDiamondLadderIsLinear(t *testing.T) {
 		t.Fatal("cycle through the ladder not found")
 	}
 }
+
+func TestIDsAcrossPages(t *testing.T) {
+	t.Parallel()
+	// Live jobs may be stored by id in pages: ids on page edges, far apart,
+	// and pages emptied and refilled must all behave the same.
+	f := newFx(t)
+	var ids []int64
+	for _, start := range []int64{1, 4094, 8191, 1 << 20, 3<<20 + 4095} {
+		f.next = start
+		ids = append(ids, f.add("A"), f.add("B", "A"), f.add("C", "B", "A"))
+	}
+	for _, id := range ids {
+		if f.state(id) == job.Queued {
+			f.run(id, job.Done)
+		}
+	}
+	for _, id := range ids {
+		if f.state(id) == job.Queued {
+			f.run(id, job.Done)
+		}
+	}
+	for _, id := range ids {
+		if f.state(id) == job.Queued {
+			f.run(id, job.Done)
+		}
+	}
+	for _, id := range ids {
+		f.mustBe(id, job.Done)
+	}
+	if f.g.Live() != 0 {
+		t.Fatalf("Live = %d after every job ended", f.g.Live())
+	}
+	// Refill emptied pages through Revive, then fail one to block the rest.
+	for _, id := range ids {
+		f.revive(id)
+	}
+	a := ids[len(ids)-3]
+	f.run(a, job.Failed)
+	for _, id := range ids {
+		if f.jobs[id].target != f.tid("A") {
+			f.mustBe(id, job.Blocked)
+		}
+	}
+	f.revive(a)
+	f.check()
+}
+
+func TestSharedPrereqListsStayIntact(t *testing.T) {
+	t.Parallel()
+	// Many jobs with the same prerequisite list, ending and returning in
+	// turn: each must keep seeing its own prerequisites.
+	f := newFx(t)
+	var same, other []int64
+	for i := 0; i < 20; i++ {
+		same = append(same, f.add("X", "P", "Q"))
+		other = append(other, f.add("Y", "Q", "P"))
+	}
+	for _, id := range same[:10] {
+		f.set(id, job.Deleted)
+	}
+	p := f.add("P")
+	q := f.add("Q")
+	f.run(p, job.Done)
+	f.run(q, job.Done)
+	for _, id := range same[10:] {
+		f.mustBe(id, job.Queued)
+	}
+	for _, id := range same[:10] {
+		f.revive(id)
+		f.mustBe(id, job.Queued)
+	}
+	f.revive(q)
+	for _, id := range append(append([]int64{}, same...), other...) {
+		f.mustBe(id, job.Waiting)
+		gj, _ := f.g.Job(id)
+		if len(gj.Prereqs) != 2 {
+			t.Fatalf("job %d prereqs %v", id, gj.Prereqs)
+		}
+	}
+}

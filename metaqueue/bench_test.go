@@ -201,9 +201,9 @@ func benchDispatch(b *testing.B, placeholders, slots int, mode metaqueue.Sync, j
 }
 
 // benchSlot is one placeholder slot: report the last job, ask for the next,
-// until stop. (It stops with a flag, not by cancelling the context of Next:
-// a Next whose context is already cancelled when the core serves it makes
-// runBatch close its done channel twice and panic; see BENCHMARKS.md.)
+// until stop. It stops on a flag rather than by cancelling Next's context so
+// that no cancelled call is left to the next op's clock. (Cancelling used to
+// panic the core with a double close, fixed in 7449024.)
 func benchSlot(s *metaqueue.Store, ph int64, stop *atomic.Bool) {
 	ctx := context.Background()
 	var reports []protocol.Report

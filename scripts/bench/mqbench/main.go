@@ -374,7 +374,8 @@ func drain(args []string) error {
 }
 
 // rate measures how fast Done grows on a CLS that is draining a backlog:
-// it waits for the first Done, lets warmup pass, then counts Done over the
+// it waits for the first Done, lets warmup pass (or a fifth of the backlog
+// drain, if sooner), then counts Done over the
 // window (ending early, and saying so, if the backlog runs low). With
 // -feed N it keeps the backlog itself: whenever fewer than N/2 jobs are
 // pending (W+Q+E) it submits N more (N/10 new targets x 10, half waiting on
@@ -411,13 +412,13 @@ func rate(args []string) error {
 	}
 	tick := 100 * time.Millisecond
 	if *feed > 0 {
-		tick = 5 * time.Millisecond
+		tick = 10 * time.Millisecond
 	}
 	c, err := summary(ctx, cl)
 	if err != nil {
 		return err
 	}
-	d0 := c.get("D")
+	d0, pendingFirst := c.get("D"), c.get("WQE")
 	for c.get("D") == d0 {
 		if err := top(c); err != nil {
 			return err
@@ -428,6 +429,9 @@ func rate(args []string) error {
 		}
 	}
 	for t := time.Now(); time.Since(t) < *warmup; {
+		if *feed == 0 && c.get("WQE") < pendingFirst*8/10 {
+			break // a small backlog: keep the rest for the window
+		}
 		if err := top(c); err != nil {
 			return err
 		}

@@ -526,6 +526,10 @@ func TestRerun(t *testing.T) {
 		}
 	}
 	e.mustBe(blocked, job.Waiting)
+	// The replaced attempt of the failed job is kept in its history.
+	if h := e.job(f).History; len(h) != 1 || h[0].Attempt != 1 || h[0].Exit == nil || *h[0].Exit != 1 || !strings.HasPrefix(h[0].Reason, "exit status 1") {
+		t.Fatalf("history after rerun %+v", h)
+	}
 	e.check()
 	// Attempts keep counting across reruns.
 	as := e.next(ph, 3)

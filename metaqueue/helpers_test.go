@@ -435,3 +435,33 @@ func mustExec(t *testing.T, db *sql.DB, q string, args ...any) {
 		t.Fatalf("%s: %v", q, err)
 	}
 }
+
+// parkedAtLeast waits until the core holds at least n parked Next calls
+// and w waits.
+func (e *env) parkedAtLeast(n, w int) {
+	e.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var np, nw int
+		if err := e.s.do(context.Background(), func() error {
+			np = len(e.s.parked)
+			seen := map[*waitCall]bool{}
+			for _, ws := range e.s.waiters {
+				for _, x := range ws {
+					seen[x] = true
+				}
+			}
+			nw = len(seen)
+			return nil
+		}); err != nil {
+			e.t.Fatal(err)
+		}
+		if np >= n && nw >= w {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("%d parked calls and %d waits, want %d and %d", np, nw, n, w)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

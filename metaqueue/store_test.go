@@ -627,6 +627,7 @@ func TestWaitTimeout(t *testing.T) {
 		}
 		done <- r
 	}()
+	e.parkedAtLeast(0, 1)
 	select {
 	case r := <-done:
 		t.Fatalf("returned before its timeout: %+v", r)
@@ -1344,7 +1345,7 @@ func TestNextLongPoll(t *testing.T) {
 		r, err := e.s.Next(ctx, protocol.Next{Placeholder: ph, Free: 1, WaitMS: 5000})
 		got <- res{r, err}
 	}()
-	time.Sleep(150 * time.Millisecond)
+	e.parkedAtLeast(1, 0)
 	e.clock.Advance(6 * time.Second)
 	select {
 	case r := <-got:
@@ -1593,7 +1594,7 @@ func TestStorageFailureRollsBackBatch(t *testing.T) {
 		}
 		waited <- r
 	}()
-	time.Sleep(200 * time.Millisecond)
+	e.parkedAtLeast(1, 1)
 	// Remove a ready job's row behind the store's back: dispatching it fails
 	// and the whole batch must roll back.
 	db := openRaw(t, e.opt.Path)
@@ -1668,13 +1669,15 @@ func TestStorageFailureKeepsEarlierParkedCalls(t *testing.T) {
 		r   protocol.NextReply
 		err error
 	}
+	nparked := 0
 	park := func(ph int64, walltime float64) chan res {
 		ch := make(chan res, 1)
 		go func() {
 			r, err := e.s.Next(ctx, protocol.Next{Placeholder: ph, Free: 1, WalltimeLeft: walltime, WaitMS: 60000})
 			ch <- res{r, err}
 		}()
-		time.Sleep(150 * time.Millisecond) // park in this order
+		nparked++
+		e.parkedAtLeast(nparked, 0) // park in this order
 		return ch
 	}
 	a := park(e.register("a"), 50)

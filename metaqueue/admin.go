@@ -88,8 +88,9 @@ func (s *Store) Wait(ctx context.Context, ids []int64, timeout time.Duration) (p
 	select {
 	case <-c.done:
 	case <-ctx.Done():
-		// The core drops the waiter on its next tick.
-		return reply, ctx.Err()
+		// The core drops the waiter on its next tick. Until then it may
+		// still write to reply: do not read it.
+		return protocol.WaitReply{}, ctx.Err()
 	case <-s.stopped:
 		select {
 		case <-c.done:

@@ -1717,3 +1717,37 @@ func TestStorageFailureKeepsEarlierParkedCalls(t *testing.T) {
 	}
 	e.check()
 }
+
+func TestWaitCanceledWhileJobEnds(t *testing.T) {
+	t.Parallel()
+	// A Wait whose caller gives up just as its job ends: the core may be
+	// filling the reply while Wait returns. Run with -race.
+	e := newEnv(t)
+	ph := e.register("s")
+	n := 100
+	if testing.Short() {
+		n = 20
+	}
+	for i := 0; i < n; i++ {
+		id := e.submit1("t", "x")
+		a := e.next(ph, 1)[0]
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() {
+			_, err := e.s.Wait(ctx, []int64{id}, 0)
+			errc <- err
+		}()
+		e.parkedAtLeast(0, 1)
+		go cancel()
+		e.report(ph, ok(a))
+		select {
+		case err := <-errc:
+			if err != nil && !errors.Is(err, context.Canceled) {
+				t.Fatalf("Wait: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("Wait did not return")
+		}
+	}
+	e.check()
+}

@@ -182,6 +182,9 @@ func (f *fx) check() {
 	live := 0
 	for id, j := range f.jobs {
 		gj, ok := f.g.Job(id)
+		if want := j.state; f.g.State(id) != want && !(want.Terminal() && f.g.State(id) == 0) {
+			f.t.Fatalf("State(%d) = %q, want %s", id, f.g.State(id), want)
+		}
 		if j.state.Terminal() {
 			if ok {
 				f.t.Fatalf("terminal job %d (%s) is still live in the graph as %s", id, j.state, gj.State)

@@ -1751,3 +1751,50 @@ func TestWaitCanceledWhileJobEnds(t *testing.T) {
 	}
 	e.check()
 }
+
+func TestRequeueAfterPrerequisiteChanged(t *testing.T) {
+	t.Parallel()
+	// A job whose prerequisite target re-opens (or fails) while it runs
+	// goes back to Waiting (or Blocked), not Queued, when its attempt is
+	// lost: in storage as in memory.
+	for _, how := range []string{"lease", "interrupted"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			e.submit1("a", "a")
+			b := e.submit1("b", "b", "a")
+			ph := e.register("s")
+			e.report(ph, ok(e.next(ph, 1)[0]))
+			ab := e.next(ph, 1)[0]
+			if ab.ID != b {
+				t.Fatalf("dispatched %d, want %d", ab.ID, b)
+			}
+			a2 := e.submit1("a", "a2") // re-opens a
+			lose := func(as protocol.Assignment) {
+				if how == "lease" {
+					e.expireLeases(as.ID)
+				} else {
+					e.report(ph, protocol.Report{ID: as.ID, Attempt: as.Attempt, Exit: -1, Reason: protocol.ReasonInterrupted})
+				}
+			}
+			lose(ab)
+			e.mustBe(b, job.Waiting)
+			e.check()
+			// Only a2 may run now.
+			as := e.next(ph, 5)
+			if !slices.Equal(ids(as), []int64{a2}) {
+				t.Fatalf("dispatched %v, want only %d", ids(as), a2)
+			}
+			e.report(ph, ok(as[0]))
+			e.mustBe(b, job.Queued)
+			// Now fail the prerequisite while b runs.
+			ab = e.next(ph, 1)[0]
+			a3 := e.submit1("a", "a3")
+			e.report(ph, exit(e.next(ph, 1)[0], 1))
+			e.mustBe(a3, job.Failed)
+			lose(ab)
+			e.mustBe(b, job.Blocked)
+			e.check()
+		})
+	}
+}

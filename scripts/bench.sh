@@ -16,7 +16,7 @@
 #        BENCH_JOBS=100000 scripts/bench.sh    (quick)
 # Knobs: BENCH_JOBS (multiple of 10), BENCH_TRUE_JOBS (5000), BENCH_RTT_RUNS
 # (200), BENCH_SCHED ("2x1 2x8 8x8"), BENCH_WINDOW (seconds, 10),
-# BENCH_REPEAT (test 2 runs per case, median reported; 1),
+# BENCH_REPEAT (runs of each case of tests 2 and 3, median reported; 1),
 # BENCH_ONLY ("1 2 3 4"; 2 needs 1), BENCH_QUIET_WAIT (seconds to wait for
 # other work to stop before each step, 300), BENCH_DIR (work dir, default a new
 # /tmp/mqbench.*; removed afterwards unless BENCH_KEEP=1), BENCH_OUT (also
@@ -157,7 +157,7 @@ if [[ " $ONLY " == *" 1 "* ]]; then
 	start_cls "$H1" --local 0
 	rss0=$(awk '/VmRSS/ { print $2 }' /proc/$CLS_PID/status)
 	note_busy 1
-	sub=$(MQ_HOME=$H1 "$BIN/mqbench" times -n 1 -warmup 0 -- "$BIN/mqsub" -f "$WORK/jobs.jsonl")
+	sub=$(MQ_HOME=$H1 "$BIN/mqbench" times -cls "$CLS_PID" -n 1 -warmup 0 -- "$BIN/mqsub" -f "$WORK/jobs.jsonl")
 	sub_ms=$(kv "$sub" median_ms)
 	sub_rate=$(awk -v n="$JOBS" -v ms="$sub_ms" 'BEGIN { printf "%.0f", n / (ms / 1000) }')
 	total=$(MQ_HOME=$H1 "$BIN/mqstat" --summary | awk '$1 == "default" { print $NF }')
@@ -165,9 +165,9 @@ if [[ " $ONLY " == *" 1 "* ]]; then
 	rss=$(awk '/VmRSS/ { printf "%.0f", $2 / 1024 }' /proc/$CLS_PID/status)
 	hwm=$(awk '/VmHWM/ { printf "%.0f", $2 / 1024 }' /proc/$CLS_PID/status)
 	MQ_HOME=$H1 "$BIN/mqstat" --summary | sed 's/^/   /'
-	sum=$(MQ_HOME=$H1 "$BIN/mqbench" times -n 20 -warmup 3 -- "$BIN/mqstat" --summary)
+	sum=$(MQ_HOME=$H1 "$BIN/mqbench" times -cls "$CLS_PID" -n 20 -warmup 3 -- "$BIN/mqstat" --summary)
 	sum_med=$(kv "$sum" median_ms)
-	echo "   mqsub -f: ${sub_ms} ms = $sub_rate jobs/s"
+	echo "   mqsub -f: ${sub_ms} ms = $sub_rate jobs/s ($sub)"
 	echo "   CLS memory with $JOBS jobs: VmRSS $rss MB, VmHWM $hwm MB (VmRSS $((rss0 / 1024)) MB when empty)"
 	echo "   mqstat --summary x20: $sum"
 	db=$(du -sm "$H1" | cut -f1)
@@ -239,32 +239,44 @@ fi
 if [[ " $ONLY " == *" 3 "* ]]; then
 	echo "== 3. real processes: $TRUE_JOBS x true, --local 2, vs GNU parallel -j2"
 	"$BIN/mqbench" gen -targets 1 -per "$TRUE_JOBS" -prereqs=false -cmd true -o "$WORK/true.jsonl" >/dev/null
-	for S in 1 2; do
-		H=$WORK/h3-$S
-		start_cls "$H" --local 2 --slots "$S"
-		note_busy 3
-		mq=$(MQ_HOME=$H "$BIN/mqbench" drain -cls "$CLS_PID" -n "$TRUE_JOBS" -- "$BIN/mqsub" -f "$WORK/true.jsonl")
-		echo "   mq --local 2 --slots $S: $mq"
-		stop_cls
-		# (kept until the end: deleting thousands of output files makes ext4 scan for
-		# recently deleted inodes on every file the next run creates)
-		eval "mq$S=\$mq"
-	done
-	if command -v parallel >/dev/null 2>&1; then
-		par=$("$BIN/mqbench" times -n 1 -warmup 1 -- sh -c "seq $TRUE_JOBS | parallel -j2 true")
-		par_s=$(awk -v ms="$(kv "$par" median_ms)" 'BEGIN { printf "%.3f", ms / 1000 }')
-		par_rate=$(awk -v n="$TRUE_JOBS" -v s="$par_s" 'BEGIN { printf "%.0f", n / s }')
-		echo "   seq $TRUE_JOBS | parallel -j2 true: ${par_s}s = $par_rate jobs/s ($(parallel --version | head -1))"
-	else
-		par_rate=0
+	have_par=1
+	if ! command -v parallel >/dev/null 2>&1; then
+		have_par=0
 		echo "   GNU parallel is not installed: no baseline" >&2
 	fi
-	xa=$("$BIN/mqbench" times -n 1 -warmup 1 -- sh -c "seq $TRUE_JOBS | xargs -P2 -n1 true")
-	xa_rate=$(awk -v n="$TRUE_JOBS" -v ms="$(kv "$xa" median_ms)" 'BEGIN { printf "%.0f", n / (ms / 1000) }')
-	echo "   seq $TRUE_JOBS | xargs -P2 -n1 true (fork/exec floor, for reference): $xa_rate jobs/s"
-	r1=$(kv "$mq1" jobs_per_s) r2=$(kv "$mq2" jobs_per_s)
-	row "3. $TRUE_JOBS x true, --local 2 (slots 1), submit to all Done" "**$r1 jobs/s**; parallel -j2: $par_rate jobs/s; **$(ratio "$r1" "$par_rate") x parallel**" ">= 1,000 jobs/s and >= 3 x parallel" "$(verdict "$r1" 1000); $(verdict "$(ratio "$r1" "$par_rate")" 3)"
-	row "3. same, --local 2 --slots 2 (extra)" "$r2 jobs/s; $(ratio "$r2" "$par_rate") x parallel; xargs -P2: $xa_rate jobs/s" "(information)" "-"
+	m1=() m2=() pars=() xas=()
+	for ((rep = 1; rep <= REPEAT; rep++)); do
+		note_busy 3
+		if ((have_par)); then
+			par=$("$BIN/mqbench" times -n 1 -warmup 0 -- sh -c "seq $TRUE_JOBS | parallel -j2 true")
+			pars+=("$(awk -v n="$TRUE_JOBS" -v ms="$(kv "$par" median_ms)" 'BEGIN { printf "%.0f", n / (ms / 1000) }')")
+			echo "   seq $TRUE_JOBS | parallel -j2 true: ${pars[-1]} jobs/s ($par)"
+		fi
+		xa=$("$BIN/mqbench" times -n 1 -warmup 0 -- sh -c "seq $TRUE_JOBS | xargs -P2 -n1 true")
+		xas+=("$(awk -v n="$TRUE_JOBS" -v ms="$(kv "$xa" median_ms)" 'BEGIN { printf "%.0f", n / (ms / 1000) }')")
+		echo "   seq $TRUE_JOBS | xargs -P2 -n1 true (fork/exec floor, for reference): ${xas[-1]} jobs/s ($xa)"
+		for S in 1 2; do
+			H=$WORK/h3-$S-$rep
+			start_cls "$H" --local 2 --slots "$S"
+			mq=$(MQ_HOME=$H "$BIN/mqbench" drain -cls "$CLS_PID" -n "$TRUE_JOBS" -- "$BIN/mqsub" -f "$WORK/true.jsonl")
+			echo "   mq --local 2 --slots $S: $mq"
+			stop_cls
+			# (kept until the end: deleting thousands of output files makes ext4
+			# scan for recently deleted inodes on every file created next)
+			v=$(kv "$mq" jobs_per_s)
+			if ((S == 1)); then m1+=("$v"); else m2+=("$v"); fi
+		done
+	done
+	r1=$(median "${m1[@]}") r2=$(median "${m2[@]}") xa_rate=$(median "${xas[@]}")
+	par_rate=0
+	((have_par)) && par_rate=$(median "${pars[@]}")
+	runs1="" runs2="" runsp=""
+	if ((REPEAT > 1)); then
+		runs1=" (median of $REPEAT: ${m1[*]})" runs2=" (median of $REPEAT: ${m2[*]})" runsp=" (median of $REPEAT: ${pars[*]-})"
+	fi
+	echo "   median: mq slots 1 $r1, mq slots 2 $r2, parallel $par_rate, xargs $xa_rate jobs/s"
+	row "3. $TRUE_JOBS x true, --local 2 (slots 1), submit to all Done" "**$r1 jobs/s**$runs1; parallel -j2: $par_rate jobs/s$runsp; **$(ratio "$r1" "$par_rate") x parallel**" ">= 1,000 jobs/s and >= 3 x parallel" "$(verdict "$r1" 1000); $(verdict "$(ratio "$r1" "$par_rate")" 3)"
+	row "3. same, --local 2 --slots 2 (extra)" "$r2 jobs/s$runs2; $(ratio "$r2" "$par_rate") x parallel; xargs -P2: $xa_rate jobs/s" "(information)" "-"
 fi
 
 # ---- 4. mqsub -b round trip ----
@@ -274,7 +286,7 @@ if [[ " $ONLY " == *" 4 "* ]]; then
 	start_cls "$H" --local 2
 	sleep 1 # let the placeholders register and park
 	note_busy 4
-	rtt=$(MQ_HOME=$H "$BIN/mqbench" times -n "$RTT_RUNS" -warmup 5 -- "$BIN/mqsub" -b t true)
+	rtt=$(MQ_HOME=$H "$BIN/mqbench" times -cls "$CLS_PID" -n "$RTT_RUNS" -warmup 5 -- "$BIN/mqsub" -b t true)
 	echo "   mqsub -b t true: $rtt"
 	sub1=$(MQ_HOME=$H "$BIN/mqbench" times -n 50 -warmup 3 -- "$BIN/mqsub" t true)
 	echo "   mqsub t true (no wait, for reference): $sub1"

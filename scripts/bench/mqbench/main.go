@@ -25,6 +25,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/mq-hpc/mq/client"
@@ -170,6 +171,7 @@ func times(args []string) error {
 	fs := flag.NewFlagSet("times", flag.ExitOnError)
 	n := fs.Int("n", 20, "runs")
 	warm := fs.Int("warmup", 3, "untimed runs first")
+	clsPID := fs.Int("cls", 0, "pid of a CLS the command talks to (its CPU is not counted as disturbance)")
 	fs.Parse(args)
 	argv := fs.Args()
 	if len(argv) == 0 {
@@ -181,6 +183,8 @@ func times(args []string) error {
 		}
 	}
 	ds := make([]time.Duration, 0, *n)
+	c0, ok0 := snapCPU(*clsPID)
+	dist := startDisturbance()
 	for i := 0; i < *n; i++ {
 		t0 := time.Now()
 		if err := runQuiet(argv); err != nil {
@@ -193,12 +197,77 @@ func times(args []string) error {
 	for _, d := range ds {
 		sum += d
 	}
-	fmt.Printf("runs=%d min_ms=%s median_ms=%s p90_ms=%s max_ms=%s mean_ms=%s\n", len(ds), ms(ds[0]),
-		ms(percentile(ds, 0.5)), ms(percentile(ds, 0.9)), ms(ds[len(ds)-1]), ms(sum/time.Duration(len(ds))))
+	clsTicks := int64(0)
+	if *clsPID > 0 {
+		c1, ok1 := snapCPU(*clsPID)
+		if ok0 && ok1 {
+			clsTicks = c1.sub(c0)
+		}
+	}
+	fmt.Printf("runs=%d min_ms=%s median_ms=%s p90_ms=%s max_ms=%s mean_ms=%s%s\n", len(ds), ms(ds[0]),
+		ms(percentile(ds, 0.5)), ms(percentile(ds, 0.9)), ms(ds[len(ds)-1]), ms(sum/time.Duration(len(ds))), dist.others(clsTicks))
 	return nil
 }
 
 // ---- CPU accounting ----
+
+// disturbance measures CPU that other work on the machine used during a
+// measurement: all busy time (/proc/stat) less this process, its reaped
+// children, and the CLS tree's own use (given by the caller). It is a
+// percentage of the machine's capacity; more than a few percent means the
+// number next to it was disturbed.
+type disturbance struct{ busy, total, own int64 }
+
+func machineTicks() (busy, total int64) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	for i := 1; i < len(f); i++ {
+		v, _ := strconv.ParseInt(f[i], 10, 64)
+		if i > 8 { // guest time is already in user
+			break
+		}
+		total += v
+		if i != 4 && i != 5 { // idle, iowait
+			busy += v
+		}
+	}
+	return busy, total
+}
+
+func ownTicks() int64 {
+	var t int64
+	for _, who := range []int{syscall.RUSAGE_SELF, syscall.RUSAGE_CHILDREN} {
+		var ru syscall.Rusage
+		if syscall.Getrusage(who, &ru) == nil {
+			t += (ru.Utime.Sec+ru.Stime.Sec)*clkTck + (int64(ru.Utime.Usec)+int64(ru.Stime.Usec))*clkTck/1e6
+		}
+	}
+	return t
+}
+
+func startDisturbance() disturbance {
+	b, t := machineTicks()
+	return disturbance{busy: b, total: t, own: ownTicks()}
+}
+
+// others formats the share of the machine that other work used since d,
+// given the ticks the measured system (not this process) used meanwhile.
+func (d disturbance) others(system int64) string {
+	b, t := machineTicks()
+	if t <= d.total {
+		return ""
+	}
+	o := (b - d.busy) - (ownTicks() - d.own) - system
+	return " others_cpu_pct=" + strconv.FormatFloat(max(0, float64(o))*100/float64(t-d.total), 'f', 0, 64)
+}
+
+func (c cpuSnap) sub(o cpuSnap) int64 {
+	return (c.cls - o.cls) + (c.agents - o.agents) + (c.jobs - o.jobs)
+}
 
 // cpuSnap is CPU time, in clock ticks, of a CLS process, of its live
 // children (the local placeholders), and of the placeholders' reaped
@@ -349,6 +418,7 @@ func drain(args []string) error {
 	}
 	base := c0.get("D")
 	cpu0, ok0 := snapCPU(*clsPID)
+	dist := startDisturbance()
 	t0 := time.Now()
 	if err := runQuiet(argv); err != nil {
 		return err
@@ -365,8 +435,8 @@ func drain(args []string) error {
 		if c.get("D")-base >= *n {
 			el := time.Since(t0)
 			cpu1, ok1 := snapCPU(*clsPID)
-			fmt.Printf("jobs=%d submit_s=%.3f total_s=%.3f jobs_per_s=%.0f%s\n", *n, submitted.Seconds(), el.Seconds(),
-				float64(*n)/el.Seconds(), cpuPerJob(cpu0, cpu1, ok0, ok1, *n))
+			fmt.Printf("jobs=%d submit_s=%.3f total_s=%.3f jobs_per_s=%.0f%s%s\n", *n, submitted.Seconds(), el.Seconds(),
+				float64(*n)/el.Seconds(), cpuPerJob(cpu0, cpu1, ok0, ok1, *n), dist.others(cpu1.sub(cpu0)))
 			return nil
 		}
 		time.Sleep(*poll)
@@ -447,6 +517,7 @@ func rate(args []string) error {
 	pending0 := start.get("WQE")
 	t0 := time.Now()
 	cpu0, ok0 := snapCPU(*clsPID)
+	dist := startDisturbance()
 	low := pending0 / 10
 	end := start
 	for time.Since(t0) < *window {
@@ -471,9 +542,9 @@ func rate(args []string) error {
 	el := time.Since(t0)
 	cpu1, ok1 := snapCPU(*clsPID)
 	done := end.get("D") - start.get("D")
-	fmt.Printf("window_s=%.2f done=%d jobs_per_s=%.0f pending_at_start=%d pending_at_end=%d pending_mean=%d pending_min=%d pending_max=%d failed=%d%s\n",
+	fmt.Printf("window_s=%.2f done=%d jobs_per_s=%.0f pending_at_start=%d pending_at_end=%d pending_mean=%d pending_min=%d pending_max=%d failed=%d%s%s\n",
 		el.Seconds(), done, float64(done)/el.Seconds(), start.get("WQE"), end.get("WQE"), pendSum/max(pendN, 1), pendMin, pendMax,
-		end.get("FB"), cpuPerJob(cpu0, cpu1, ok0, ok1, done))
+		end.get("FB"), cpuPerJob(cpu0, cpu1, ok0, ok1, done), dist.others(cpu1.sub(cpu0)))
 	if el < *window/2 {
 		fmt.Fprintf(os.Stderr, "mqbench rate: the backlog ran low after %.2fs; window shorter than asked\n", el.Seconds())
 	}

@@ -124,8 +124,8 @@ func (s *Store) Report(ctx context.Context, placeholder int64, reports []protoco
 func (s *Store) report(ph int64, reports []protocol.Report) error {
 	for _, r := range reports {
 		ru := s.running[r.ID]
-		if ru == nil || ru.attempt != r.Attempt {
-			continue // late or duplicate: changes nothing
+		if ru == nil || ru.attempt != r.Attempt || ru.placeholder != ph {
+			continue // late, duplicate, or not this placeholder's: changes nothing
 		}
 		j, ok := s.g.Job(r.ID)
 		if !ok || j.State != job.Executing {
@@ -245,8 +245,9 @@ func (s *Store) endAttempt(id int64, j dag.Job, ru *run, out outcome, exit int, 
 }
 
 // Heartbeat renews the leases of the attempts a placeholder runs and
-// returns those it must kill: any it runs that the metaqueue no longer has
-// Executing with it (deleted, or requeued after a lost lease).
+// returns those it must kill: any it runs that the metaqueue does not have
+// Executing with it (deleted, requeued after a lost lease, or another
+// placeholder's). A placeholder can only renew or report its own jobs.
 func (s *Store) Heartbeat(ctx context.Context, hb protocol.Heartbeat) (protocol.HeartbeatReply, error) {
 	var reply protocol.HeartbeatReply
 	err := s.do(ctx, func() error {
@@ -258,12 +259,12 @@ func (s *Store) Heartbeat(ctx context.Context, hb protocol.Heartbeat) (protocol.
 		lease := s.now().Add(s.opt.Lease)
 		for _, r := range hb.Running {
 			ru := s.running[r.ID]
-			if ru == nil || ru.attempt != r.Attempt {
+			if ru == nil || ru.attempt != r.Attempt || ru.placeholder != hb.Placeholder {
+				// Deleted, requeued, or never this placeholder's: stop it.
 				reply.Kill = append(reply.Kill, r)
 				continue
 			}
 			ru.lease = lease
-			ru.placeholder = hb.Placeholder
 		}
 		return nil
 	})

@@ -1798,3 +1798,30 @@ func TestRequeueAfterPrerequisiteChanged(t *testing.T) {
 		})
 	}
 }
+
+// TestPlaceholderOwnsItsJobs: a placeholder can neither report nor renew a
+// job another placeholder holds; its heartbeat is told to kill it instead.
+func TestPlaceholderOwnsItsJobs(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	id := e.submit1("t", "x")
+	holder, intruder := e.register("a"), e.register("b")
+	as := e.next(holder, 1)
+	if !slices.Equal(ids(as), []int64{id}) {
+		t.Fatalf("got %v", ids(as))
+	}
+	ctx := context.Background()
+	e.report(intruder, ok(as[0]))
+	e.mustBe(id, job.Executing)
+	hb, err := e.s.Heartbeat(ctx, protocol.Heartbeat{Placeholder: intruder, Running: []protocol.JobRef{{ID: id, Attempt: 1}}})
+	if err != nil || !slices.Equal(hb.Kill, []protocol.JobRef{{ID: id, Attempt: 1}}) {
+		t.Fatalf("intruder's heartbeat = %+v, %v; want it told to kill job %d", hb, err, id)
+	}
+	// The intruder's heartbeat did not renew the lease: it still expires.
+	e.expireLeases(id)
+	e.mustBe(id, job.Queued)
+	if d := e.job(id); len(d.History) != 1 || !strings.Contains(d.History[0].Reason, "lost") {
+		t.Fatalf("history %+v, want one lost attempt", d.History)
+	}
+	e.check()
+}

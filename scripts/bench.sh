@@ -101,7 +101,7 @@ median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print (NR % 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
 verdict() { if ge "$1" "$2"; then echo PASS; else echo FAIL; fi; } # value >= goal
-within() { awk -v r="$1" 'BEGIN { exit !(r >= 0.8 && r <= 1.25) }' && echo PASS || echo FAIL; }
+within() { awk -v r="$1" 'BEGIN { exit !(r >= 0.8 && r <= 1.2) }' && echo PASS || echo FAIL; } # |big - small| <= 20% of small
 
 # busy: percent of CPU time the machine spent busy over the last second, so
 # a run disturbed by other work says so.

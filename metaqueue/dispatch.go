@@ -2,8 +2,6 @@ package metaqueue
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -331,29 +329,23 @@ func (s *Store) matchParked() ([]*parkedNext, error) {
 }
 
 // dispatch picks up to p.req.Free ready jobs for the placeholder, going
-// round the queues, and marks them Executing under a lease.
+// round the queues, and marks them Executing under a lease with one UPDATE.
 func (s *Store) dispatch(p *parkedNext) error {
-	if len(s.queueIDs) == 0 {
+	if len(s.qlist) == 0 || p.req.Free <= len(p.reply.Jobs) {
 		return nil
 	}
-	walltime := p.req.WalltimeLeft
-	for len(p.reply.Jobs) < p.req.Free {
-		q, id := s.pick(walltime)
+	type picked struct {
+		id int64
+		q  *queue
+	}
+	var picks []picked
+	for len(p.reply.Jobs)+len(picks) < p.req.Free {
+		q, id := s.pick(p.req.WalltimeLeft)
 		if q == nil {
-			return nil
+			break
 		}
-		if err := s.begin(); err != nil {
-			return err
-		}
-		now := s.now()
-		var a protocol.Assignment
-		var base int
-		if err := s.stmts.dispatch.QueryRow(p.req.Placeholder, micros(now), id).Scan(&a.Attempt, &base, &a.Command, &a.Cwd); err != nil {
-			if errors.Is(err, sql.ErrNoRows) {
-				return fatalError{fmt.Errorf("ready job %d has no row", id)}
-			}
-			return fatalError{err}
-		}
+		// Executing in memory at once, so a duplicate heap entry of the same
+		// job cannot be picked again in this loop.
 		ch, err := s.g.Set(id, job.Executing)
 		if err != nil {
 			return err
@@ -361,10 +353,57 @@ func (s *Store) dispatch(p *parkedNext) error {
 		if err := s.applyChanges(ch, id, nil); err != nil {
 			return err
 		}
-		j, _ := s.g.Job(id)
-		a.ID, a.Target, a.Queue, a.Ceiling = id, s.g.Name(j.Target), q.Name, q.Ceiling
-		s.running[id] = &run{attempt: a.Attempt, used: a.Attempt - base, placeholder: p.req.Placeholder, lease: now.Add(s.opt.Lease), started: now}
-		p.reply.Jobs = append(p.reply.Jobs, a)
+		picks = append(picks, picked{id, q})
+	}
+	if len(picks) == 0 {
+		return nil
+	}
+	if err := s.begin(); err != nil {
+		return err
+	}
+	now := s.now()
+	stmt, err := s.stmts.dispatchN(context.Background(), s.w, len(picks))
+	if err != nil {
+		return fatalError{err}
+	}
+	args := make([]any, 0, 2+len(picks))
+	args = append(args, p.req.Placeholder, micros(now))
+	for _, pk := range picks {
+		args = append(args, pk.id)
+	}
+	rows, err := stmt.Query(args...)
+	if err != nil {
+		return fatalError{err}
+	}
+	type row struct {
+		attempt, base int
+		command, cwd  string
+	}
+	got := make(map[int64]row, len(picks))
+	for rows.Next() {
+		var id int64
+		var r row
+		if err := rows.Scan(&id, &r.attempt, &r.base, &r.command, &r.cwd); err != nil {
+			rows.Close()
+			return fatalError{err}
+		}
+		got[id] = r
+	}
+	if err := closeRows(rows); err != nil {
+		return fatalError{err}
+	}
+	lease := now.Add(s.opt.Lease)
+	for _, pk := range picks {
+		r, ok := got[pk.id]
+		if !ok {
+			return fatalError{fmt.Errorf("ready job %d has no row", pk.id)}
+		}
+		j, _ := s.g.Job(pk.id)
+		s.running[pk.id] = &run{attempt: r.attempt, used: r.attempt - r.base, placeholder: p.req.Placeholder, lease: lease, started: now}
+		p.reply.Jobs = append(p.reply.Jobs, protocol.Assignment{
+			ID: pk.id, Attempt: r.attempt, Command: r.command, Cwd: r.cwd,
+			Target: s.g.Name(j.Target), Queue: pk.q.Name, Ceiling: pk.q.Ceiling,
+		})
 	}
 	return nil
 }

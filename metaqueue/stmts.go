@@ -15,10 +15,31 @@ const jobCols = "(id, queue_id, target_id, state, command, cwd, est, submitted)"
 // stmts are the writer's prepared statements.
 type stmts struct {
 	insJob, insJobs, insPrereq, insTarget, insQueue      *sql.Stmt
-	setState, dispatch, finish, history, requeue, rerun  *sql.Stmt
+	setState, finish, history, requeue, rerun            *sql.Stmt
 	insPlaceholder, touchPlaceholder, jobRow, jobPrereqs *sql.Stmt
 	jobEnd, keepAttempt                                  *sql.Stmt
 	all                                                  []*sql.Stmt
+	dispatchBy                                           map[int]*sql.Stmt
+}
+
+// dispatchN returns the statement that marks n jobs Executing for one
+// placeholder (prepared on first use for each n).
+func (st *stmts) dispatchN(ctx context.Context, c *sql.Conn, n int) (*sql.Stmt, error) {
+	if s := st.dispatchBy[n]; s != nil {
+		return s, nil
+	}
+	s, err := c.PrepareContext(ctx, `UPDATE jobs SET state = 'E', attempts = attempts + 1, placeholder_id = ?1, started = ?2,
+		finished = NULL, exit = NULL, reason = NULL
+		WHERE id IN (`+strings.TrimSuffix(strings.Repeat("?,", n), ",")+`) RETURNING id, attempts, attempt_base, command, cwd`)
+	if err != nil {
+		return nil, err
+	}
+	if st.dispatchBy == nil {
+		st.dispatchBy = map[int]*sql.Stmt{}
+	}
+	st.dispatchBy[n] = s
+	st.all = append(st.all, s)
+	return s, nil
 }
 
 func (st *stmts) prepare(ctx context.Context, c *sql.Conn) error {
@@ -33,8 +54,6 @@ func (st *stmts) prepare(ctx context.Context, c *sql.Conn) error {
 		{&st.insTarget, "INSERT INTO targets (id, name) VALUES (?, ?)"},
 		{&st.insQueue, "INSERT INTO queues (name, created) VALUES (?, ?) RETURNING id, ceiling_s, max_attempts, retry_failed, policy"},
 		{&st.setState, "UPDATE jobs SET state = ? WHERE id = ?"},
-		{&st.dispatch, `UPDATE jobs SET state = 'E', attempts = attempts + 1, placeholder_id = ?, started = ?,
-			finished = NULL, exit = NULL, reason = NULL WHERE id = ? RETURNING attempts, attempt_base, command, cwd`},
 		{&st.finish, "UPDATE jobs SET state = ?, exit = ?, started = ?, finished = ?, reason = ? WHERE id = ?"},
 		{&st.history, `INSERT OR REPLACE INTO attempts (job_id, attempt, placeholder_id, started, finished, exit, reason)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`},
@@ -68,5 +87,5 @@ func (st *stmts) close() {
 	for _, s := range st.all {
 		s.Close()
 	}
-	st.all = nil
+	st.all, st.dispatchBy = nil, nil
 }

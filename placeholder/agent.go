@@ -105,16 +105,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		defer close(hbDone)
 		a.heartbeats(hbCtx)
 	}()
-	var wg sync.WaitGroup
-	errs := make([]error, a.cfg.Slots)
-	for i := 0; i < a.cfg.Slots; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			errs[i] = a.slot(ctx)
-		}(i)
-	}
-	wg.Wait()
+	err := a.work(ctx)
 	stopHB()
 	<-hbDone
 	a.mu.Lock()
@@ -122,7 +113,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.cl.Close()
 	}
 	a.mu.Unlock()
-	return errors.Join(errs...)
+	return err
 }
 
 // session returns the current connection, (re)connecting and registering
@@ -254,60 +245,131 @@ func (a *Agent) walltimeLeft() float64 {
 	return left.Seconds()
 }
 
-// slot is one job at a time: report the last one and ask for the next in a
-// single round trip.
-func (a *Agent) slot(ctx context.Context) error {
+// work runs the slots from one loop. Each request reports every job that
+// ended since the last one and asks for as many jobs as slots are free, so
+// under load one round trip serves several jobs. While a long poll is out,
+// a job that ends is reported at once with a separate request, so waiting
+// for work never delays a report.
+func (a *Agent) work(ctx context.Context) error {
+	type polled struct {
+		reply protocol.NextReply
+		err   error
+	}
+	ended := make(chan protocol.Report, a.cfg.Slots)
+	free, running := a.cfg.Slots, 0
 	var reports []protocol.Report
+	var poll chan polled // non-nil while a next request is out
+	var reporters sync.WaitGroup
+	defer reporters.Wait()
 	idleSince := time.Now()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	exiting := false
 	for {
-		exiting := ctx.Err() != nil || (a.cfg.ExitWhenOrphaned && os.Getppid() != a.ppid)
-		free := 1
-		if exiting {
-			free = 0
+		if !exiting && (ctx.Err() != nil || (a.cfg.ExitWhenOrphaned && os.Getppid() != a.ppid) ||
+			(a.cfg.IdleTimeout > 0 && running == 0 && time.Since(idleSince) >= a.cfg.IdleTimeout)) {
+			exiting = true
 		}
-		if a.cfg.IdleTimeout > 0 && time.Since(idleSince) >= a.cfg.IdleTimeout {
-			free, exiting = 0, true
-		}
-		if free == 0 && len(reports) == 0 {
-			return nil
-		}
-		wait := 30 * time.Second
-		if a.cfg.IdleTimeout > 0 {
-			wait = min(wait, max(a.cfg.IdleTimeout-time.Since(idleSince), 10*time.Millisecond))
-		}
-		if a.cfg.ExitWhenOrphaned {
-			wait = min(wait, 5*time.Second)
-		}
-		var reply protocol.NextReply
-		rctx := ctx
-		if free == 0 {
-			// Final report: deliver it even though ctx has ended.
-			var cancel context.CancelFunc
-			rctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			defer cancel()
-		}
-		err := a.call(rctx, protocol.OpNext, func(id int64) any {
-			return protocol.Next{Placeholder: id, Reports: reports, Free: free, WalltimeLeft: a.walltimeLeft(), WaitMS: int(wait / time.Millisecond)}
-		}, &reply)
-		if err != nil {
-			if ctx.Err() != nil && free > 0 {
-				continue // loop once more to deliver reports with free = 0
+		if exiting && running == 0 && poll == nil {
+			if len(reports) == 0 {
+				return nil
 			}
+			// Final report: deliver it even though ctx has ended.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			err := a.call(rctx, protocol.OpReport, func(id int64) any {
+				return protocol.ReportBatch{Placeholder: id, Reports: reports}
+			}, nil)
+			cancel()
 			return err
 		}
-		reports = reports[:0]
-		if exiting {
-			return nil
+		if poll == nil && !exiting && free > 0 {
+			wait := 30 * time.Second
+			if a.cfg.IdleTimeout > 0 {
+				wait = min(wait, max(a.cfg.IdleTimeout-time.Since(idleSince), 10*time.Millisecond))
+			}
+			if a.cfg.ExitWhenOrphaned {
+				wait = min(wait, 5*time.Second)
+			}
+			sent, n := reports, free
+			reports = nil
+			poll = make(chan polled, 1)
+			go func(ch chan polled) {
+				var p polled
+				p.err = a.call(ctx, protocol.OpNext, func(id int64) any {
+					return protocol.Next{Placeholder: id, Reports: sent, Free: n, WalltimeLeft: a.walltimeLeft(), WaitMS: int(wait / time.Millisecond)}
+				}, &p.reply)
+				if p.err != nil {
+					p.reply.Jobs = nil
+					// Keep the reports: they go out with the next request.
+					p.reply.Exit = false
+					p.err = errWithReports{p.err, sent}
+				}
+				ch <- p
+			}(poll)
 		}
-		if reply.Exit {
-			return nil
-		}
-		for _, asg := range reply.Jobs {
-			reports = append(reports, a.run(ctx, asg))
+		select {
+		case r := <-ended:
+			free++
+			running--
 			idleSince = time.Now()
+			if poll != nil {
+				// A long poll is out: report now rather than when it returns.
+				batch := append([]protocol.Report{r}, reports...)
+				reports = nil
+				reporters.Add(1)
+				go func() {
+					defer reporters.Done()
+					// Detached from ctx: a job killed at shutdown is still reported.
+					rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+					defer cancel()
+					if err := a.call(rctx, protocol.OpReport, func(id int64) any {
+						return protocol.ReportBatch{Placeholder: id, Reports: batch}
+					}, nil); err != nil {
+						a.log.Warn("could not report; the CLS will requeue after the lease", "err", err)
+					}
+				}()
+				continue
+			}
+			reports = append(reports, r)
+		case p := <-poll:
+			poll = nil
+			if p.err != nil {
+				var ewr errWithReports
+				if errors.As(p.err, &ewr) {
+					reports = append(ewr.reports, reports...)
+				}
+				if ctx.Err() != nil {
+					exiting = true
+					continue
+				}
+				// The CLS refused us or stayed unreachable: results could
+				// never be reported, so stop the jobs too.
+				a.killAll()
+				return p.err
+			}
+			if p.reply.Exit {
+				exiting = true
+			}
+			for _, asg := range p.reply.Jobs {
+				free--
+				running++
+				idleSince = time.Now()
+				go func(asg protocol.Assignment) { ended <- a.run(ctx, asg) }(asg)
+			}
+		case <-tick.C:
+		case <-ctx.Done():
+			exiting = true
 		}
 	}
 }
+
+type errWithReports struct {
+	err     error
+	reports []protocol.Report
+}
+
+func (e errWithReports) Error() string { return e.err.Error() }
+func (e errWithReports) Unwrap() error { return e.err }
 
 // heartbeats renews leases and kills jobs the CLS no longer wants.
 func (a *Agent) heartbeats(ctx context.Context) {

@@ -37,6 +37,15 @@ func (a *Agent) runningRefs() []protocol.JobRef {
 	return refs
 }
 
+// killAll stops every running job as interrupted.
+func (a *Agent) killAll() {
+	a.runMu.Lock()
+	defer a.runMu.Unlock()
+	for _, p := range a.running {
+		p.kill(protocol.ReasonInterrupted)
+	}
+}
+
 // kill ends a running job's whole process group: SIGTERM, then SIGKILL.
 func (a *Agent) kill(ref protocol.JobRef, reason string) {
 	a.runMu.Lock()

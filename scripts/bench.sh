@@ -82,7 +82,7 @@ start_cls() {
 	shift
 	mkdir -p "$home"
 	local t0=$EPOCHREALTIME
-	MQ_HOME=$home "$BIN/cls" serve "$@" 2>>"$home/serve.err" &
+	MQ_HOME=$home "$BIN/benchsrv" serve "$@" 2>>"$home/serve.err" &
 	CLS_PID=$!
 	PIDS+=("$CLS_PID")
 	MQ_HOME=$home "$BIN/mqbench" ready -timeout 10m
@@ -138,6 +138,9 @@ row() { ROWS+=("| $1 | $2 | $3 | $4 |"); } # what, result, target, verdict
 cd "$ROOT"
 echo "== build ($(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo ', work tree modified'))"
 go build -o "$BIN/" ./cmd/... ./scripts/bench/mqbench
+# The CLS under test runs as a copy named benchsrv: on a shared machine,
+# someone stopping their own `cls serve` by name must not stop ours.
+cp "$BIN/cls" "$BIN/benchsrv"
 if ! command -v parallel >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 	echo "   installing GNU parallel (baseline of test 3)"
 	apt-get install -y -qq parallel >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq parallel >/dev/null 2>&1; } || true

@@ -51,7 +51,9 @@ CREATE TABLE IF NOT EXISTS jobs (
 	reason         TEXT,
 	CHECK (state <> 'E' OR placeholder_id IS NOT NULL)
 );
-CREATE INDEX IF NOT EXISTS jobs_state ON jobs (state, queue_id);
+-- No index on state: bulk inserts would pay for it on every row, and
+-- listings filtered by state are better served by a scan in id order (the
+-- order they are shown in) than by an index that forces a sort.
 CREATE INDEX IF NOT EXISTS jobs_target ON jobs (target_id);
 
 CREATE TABLE IF NOT EXISTS job_prereqs (

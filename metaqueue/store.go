@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -416,6 +417,7 @@ func (s *Store) load(ctx context.Context) error {
 	s.running = map[int64]*run{}
 	s.phs = map[int64]*placeholder{}
 	s.counts = map[int32]*[128]int{}
+	s.nextID = 0
 
 	rows, err := s.w.QueryContext(ctx, "SELECT id, name, ceiling_s, max_attempts, retry_failed, policy FROM queues")
 	if err != nil {
@@ -471,26 +473,6 @@ func (s *Store) load(ctx context.Context) error {
 		return err
 	}
 
-	rows, err = s.w.QueryContext(ctx, `SELECT target_id, queue_id, state, count(*) FROM jobs
-		WHERE state IN ('D','F','X') GROUP BY target_id, queue_id, state`)
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		var t, q int32
-		var st string
-		var n int
-		if err := rows.Scan(&t, &q, &st, &n); err != nil {
-			rows.Close()
-			return err
-		}
-		s.g.LoadCounts(dag.TargetID(t), job.State(st[0]), n)
-		s.countsFor(q)[st[0]] += n
-	}
-	if err := closeRows(rows); err != nil {
-		return err
-	}
-
 	prereqs := map[int64][]dag.TargetID{}
 	rows, err = s.w.QueryContext(ctx, `SELECT p.job_id, p.target_id FROM job_prereqs p JOIN jobs j ON j.id = p.job_id
 		WHERE j.state IN ('W','Q','E','B')`)
@@ -510,9 +492,18 @@ func (s *Store) load(ctx context.Context) error {
 		return err
 	}
 
+	// One pass over every job: ended jobs only count toward their target and
+	// queue; live ones enter the graph.
+	type count struct {
+		t, q int32
+		st   job.State
+	}
+	ended := map[count]int{}
+	var queued []int64 // in id order
+	phIDs := map[int64]bool{}
 	now := s.now()
 	rows, err = s.w.QueryContext(ctx, `SELECT id, queue_id, target_id, state, est, attempts, attempt_base, placeholder_id, started
-		FROM jobs WHERE state IN ('W','Q','E','B')`)
+		FROM jobs ORDER BY id`)
 	if err != nil {
 		return err
 	}
@@ -528,19 +519,32 @@ func (s *Store) load(ctx context.Context) error {
 			return err
 		}
 		state := job.State(st[0])
+		s.nextID = id + 1
+		if state.Terminal() {
+			ended[count{t, q, state}]++
+			continue
+		}
 		s.g.LoadJob(id, dag.Job{Target: dag.TargetID(t), Queue: q, Est: float32(est.Float64), State: state, Prereqs: prereqs[id]})
 		s.countsFor(q)[state]++
-		if state == job.Executing {
+		switch state {
+		case job.Queued:
+			queued = append(queued, id)
+		case job.Executing:
 			// A fresh lease: the placeholder may still be running it and will
 			// report or heartbeat once it reconnects.
 			s.running[id] = &run{attempt: attempts, used: attempts - base, placeholder: ph.Int64, lease: now.Add(s.opt.Lease), started: time.UnixMicro(started.Int64)}
+			phIDs[ph.Int64] = true
 		}
 	}
 	if err := closeRows(rows); err != nil {
 		return err
 	}
+	for c, n := range ended {
+		s.g.LoadCounts(dag.TargetID(c.t), c.st, n)
+		s.countsFor(c.q)[c.st] += n
+	}
 
-	rows, err = s.w.QueryContext(ctx, "SELECT id, site, host, out_dir FROM placeholders WHERE id IN (SELECT DISTINCT placeholder_id FROM jobs WHERE state = 'E')")
+	rows, err = s.w.QueryContext(ctx, "SELECT id, site, host, out_dir FROM placeholders")
 	if err != nil {
 		return err
 	}
@@ -551,14 +555,16 @@ func (s *Store) load(ctx context.Context) error {
 			rows.Close()
 			return err
 		}
-		s.phs[id] = p
+		if phIDs[id] {
+			s.phs[id] = p
+		}
 	}
 	if err := closeRows(rows); err != nil {
 		return err
 	}
 
-	if err := s.w.QueryRowContext(ctx, "SELECT coalesce(max(id), 0) + 1 FROM jobs").Scan(&s.nextID); err != nil {
-		return err
+	if s.nextID == 0 {
+		s.nextID = 1
 	}
 
 	// Make stored pending states agree with the graph (they should already).
@@ -573,30 +579,25 @@ func (s *Store) load(ctx context.Context) error {
 			if _, err := s.stmts.setState.Exec(string(c.To), c.ID); err != nil {
 				return err
 			}
+			if c.To == job.Queued {
+				queued = append(queued, c.ID)
+			}
 		}
+		slices.Sort(queued)
 		if _, err := s.w.ExecContext(ctx, "COMMIT"); err != nil {
 			return err
 		}
 		s.inTx = false
 	}
 	// Fill the ready heaps in id order (cheap pushes for FCFS).
-	rows, err = s.w.QueryContext(ctx, "SELECT id FROM jobs WHERE state = 'Q' ORDER BY id")
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return err
-		}
+	for _, id := range queued {
 		if j, ok := s.g.Job(id); ok && j.State == job.Queued {
 			if q := s.queueIDs[j.Queue]; q != nil {
 				q.ready.Push(policy.Ready{ID: id, Est: j.Est})
 			}
 		}
 	}
-	return closeRows(rows)
+	return nil
 }
 
 func closeRows(rows *sql.Rows) error {

@@ -83,6 +83,7 @@ type inserter struct {
 	rows     []row
 	now      int64
 	args     []any
+	prereqs  []any // (job id, target id) pairs not yet inserted
 }
 
 type row struct {
@@ -127,8 +128,11 @@ func (in *inserter) add(js *protocol.JobSpec) error {
 	s.nextID++
 	in.rows = append(in.rows, row{queue: q.id, target: t, command: js.Command, cwd: js.Cwd, est: js.Est})
 	for _, p := range prereqs {
-		if _, err := s.stmts.insPrereq.Exec(id, int32(p)); err != nil {
-			return fatalError{err}
+		in.prereqs = append(in.prereqs, id, int32(p))
+		if len(in.prereqs) == 2*bulkRows {
+			if err := in.flushPrereqs(); err != nil {
+				return err
+			}
 		}
 	}
 	ch := s.g.AddJob(id, dag.Job{Target: t, Queue: q.id, Est: float32(js.Est), Prereqs: prereqs})
@@ -150,7 +154,27 @@ func (in *inserter) patch(id int64, st job.State) bool {
 	return true
 }
 
+// flushPrereqs inserts the buffered prerequisite pairs.
+func (in *inserter) flushPrereqs() error {
+	var err error
+	if len(in.prereqs) == 2*bulkRows {
+		_, err = in.s.stmts.insPrereqs.Exec(in.prereqs...)
+	} else {
+		for i := 0; i < len(in.prereqs) && err == nil; i += 2 {
+			_, err = in.s.stmts.insPrereq.Exec(in.prereqs[i : i+2]...)
+		}
+	}
+	in.prereqs = in.prereqs[:0]
+	if err != nil {
+		return fatalError{err}
+	}
+	return nil
+}
+
 func (in *inserter) flush() error {
+	if err := in.flushPrereqs(); err != nil {
+		return err
+	}
 	if len(in.rows) == 0 {
 		return nil
 	}

@@ -97,6 +97,13 @@ func (b *Bulk) Commit(ctx context.Context) (first int64, err error) {
 		}
 		return ins.flush()
 	})
+	if err == nil {
+		// A large transaction filled the page cache; give the memory back.
+		s.do(ctx, func() error {
+			_, err := s.w.ExecContext(ctx, "PRAGMA shrink_memory")
+			return err
+		})
+	}
 	return first, err
 }
 

@@ -65,16 +65,24 @@ func ValidateSpec(js *JobSpec) error {
 // misspelt "prereqs" is not silently dropped. def supplies the queue and
 // working directory of lines that name none.
 func ReadJobFile(r io.Reader, def JobSpec, emit func(line int, js JobSpec) error) error {
+	return ReadJobLines(r, 1, def, emit)
+}
+
+// MaxJobLine is the longest line of a job file.
+const MaxJobLine = 1 << 20
+
+// ReadJobLines is ReadJobFile for input whose first line is line first.
+func ReadJobLines(r io.Reader, first int, def JobSpec, emit func(line int, js JobSpec) error) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var buf []byte
-	for n := 1; ; n++ {
+	for n := first; ; n++ {
 		buf = buf[:0]
 		var err error
 		for {
 			var chunk []byte
 			chunk, err = br.ReadSlice('\n')
-			if len(buf)+len(chunk) > MaxFrame {
-				return fmt.Errorf("line %d: longer than %d bytes", n, MaxFrame)
+			if len(buf)+len(chunk) > MaxJobLine {
+				return fmt.Errorf("line %d: longer than %d bytes", n, MaxJobLine)
 			}
 			buf = append(buf, chunk...)
 			if errors.Is(err, bufio.ErrBufferFull) {
@@ -110,7 +118,14 @@ func ReadJobFile(r io.Reader, def JobSpec, emit func(line int, js JobSpec) error
 	}
 }
 
-func parseJobLine(line []byte) (JobSpec, error) {
+func parseJobLine(line []byte) (JobSpec, error) { return parseJobLineWith(line, true) }
+
+func parseJobLineWith(line []byte, fast bool) (JobSpec, error) {
+	if fast {
+		if js, ok := fastJobLine(line); ok {
+			return js, nil
+		}
+	}
 	var js JobSpec
 	if !bytes.HasPrefix(line, []byte("{")) {
 		return js, errors.New("not a JSON object")

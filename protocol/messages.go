@@ -77,11 +77,17 @@ type SubmitReply struct {
 	Count int   `json:"count,omitempty"`
 }
 
-// BulkAdd spools one chunk of a bulk submission on the server. Line is the
-// 1-based input line of Jobs[0], used in error messages.
+// BulkAdd spools one chunk of a bulk submission on the server: either Jobs,
+// or Data, raw job-file lines (see ReadJobFile) that the server parses, so
+// a large file is parsed once. Line is the 1-based input line of the
+// chunk's first job or line, used in error messages; Queue and Cwd fill
+// lines of Data that name none.
 type BulkAdd struct {
-	Line int       `json:"line"`
-	Jobs []JobSpec `json:"jobs"`
+	Line  int       `json:"line"`
+	Jobs  []JobSpec `json:"jobs,omitempty"`
+	Data  []byte    `json:"data,omitempty"`
+	Queue string    `json:"queue,omitempty"`
+	Cwd   string    `json:"cwd,omitempty"`
 }
 
 // Stat selects jobs to list.

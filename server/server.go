@@ -6,6 +6,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -106,6 +107,14 @@ func (s *Server) ServeConn(ctx context.Context, rwc io.ReadWriteCloser, maxRole 
 		<-ctx.Done()
 		rwc.Close()
 	}()
+	var bulkQ chan *bulkItem
+	var bulkDone chan struct{}
+	defer func() {
+		if bulkQ != nil {
+			close(bulkQ)
+			<-bulkDone
+		}
+	}()
 	r := protocol.NewReader(rwc)
 	for {
 		line, err := r.ReadLine()
@@ -145,11 +154,20 @@ func (s *Server) ServeConn(ctx context.Context, rwc io.ReadWriteCloser, maxRole 
 		}
 		switch req.Op {
 		case protocol.OpBulkAdd, protocol.OpBulkCommit, protocol.OpBulkAbort:
-			// In order, on this goroutine: chunks must arrive in sequence.
-			// A commit waits for the core; nothing else on this connection
-			// needs to overtake it.
-			body, err := c.safe(req, func() (any, error) { return c.bulkOp(ctx, req) })
-			c.reply(req.ID, body, err)
+			// Bulk steps run in order on one goroutine; the raw lines of
+			// each chunk are parsed concurrently before their turn.
+			if bulkQ == nil {
+				bulkQ = make(chan *bulkItem, 4)
+				bulkDone = make(chan struct{})
+				go func() {
+					defer close(bulkDone)
+					for it := range bulkQ {
+						body, err := c.safe(it.req, func() (any, error) { return c.bulkOp(ctx, it) })
+						c.reply(it.req.ID, body, err)
+					}
+				}()
+			}
+			bulkQ <- newBulkItem(req)
 			continue
 		}
 		reqs.Add(1)
@@ -235,15 +253,60 @@ func (c *conn) write(resp *protocol.Response) {
 	}
 }
 
-func (c *conn) bulkOp(ctx context.Context, req *protocol.Request) (any, error) {
-	switch req.Op {
-	case protocol.OpBulkAdd:
-		var b protocol.BulkAdd
-		if err := decode(req.Body, &b); err != nil {
-			return nil, err
+// bulkItem is one bulk step; an add's raw lines are parsed as soon as it is
+// read, while earlier steps are still being spooled.
+type bulkItem struct {
+	req    *protocol.Request
+	parsed chan struct{} // closed when add and err are set
+	add    protocol.BulkAdd
+	err    error
+}
+
+func newBulkItem(req *protocol.Request) *bulkItem {
+	it := &bulkItem{req: req, parsed: make(chan struct{})}
+	if req.Op != protocol.OpBulkAdd {
+		close(it.parsed)
+		return it
+	}
+	go func() {
+		defer close(it.parsed)
+		if it.err = decode(req.Body, &it.add); it.err != nil {
+			return
 		}
+		b := &it.add
+		if len(b.Data) == 0 {
+			return
+		}
+		if len(b.Jobs) > 0 {
+			it.err = protocol.Errorf(protocol.CodeBadRequest, "bulk.add takes jobs or data, not both")
+			return
+		}
+		def := protocol.JobSpec{Queue: b.Queue, Cwd: b.Cwd}
+		err := protocol.ReadJobLines(bytes.NewReader(b.Data), b.Line, def, func(_ int, js protocol.JobSpec) error {
+			b.Jobs = append(b.Jobs, js)
+			return nil
+		})
+		if err != nil {
+			it.err = protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+		}
+		b.Data = nil
+	}()
+	return it
+}
+
+func (c *conn) bulkOp(ctx context.Context, it *bulkItem) (any, error) {
+	<-it.parsed
+	switch it.req.Op {
+	case protocol.OpBulkAdd:
 		if c.bulkErr != nil {
 			return nil, c.bulkErr
+		}
+		if it.err != nil {
+			if c.bulk != nil {
+				c.bulk.Abort()
+			}
+			c.bulk, c.bulkErr = nil, it.err
+			return nil, it.err
 		}
 		if c.bulk == nil {
 			bulk, err := c.s.Store.NewBulk()
@@ -252,7 +315,7 @@ func (c *conn) bulkOp(ctx context.Context, req *protocol.Request) (any, error) {
 			}
 			c.bulk = bulk
 		}
-		if err := c.bulk.Add(b.Line, b.Jobs); err != nil {
+		if err := c.bulk.Add(it.add.Line, it.add.Jobs); err != nil {
 			c.bulk.Abort()
 			c.bulk, c.bulkErr = nil, err
 			return nil, err

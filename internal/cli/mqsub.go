@@ -17,13 +17,10 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
-// bulkChunk is how many jobs of `mqsub -f` travel in one request, and
-// bulkChunkBytes about how many bytes (a frame must stay under
-// protocol.MaxFrame even with 128 KiB commands).
-const (
-	bulkChunk      = 2000
-	bulkChunkBytes = 1 << 20
-)
+// bulkChunkBytes is about how many bytes of a job file travel in one
+// request (base64 in the frame: well under protocol.MaxFrame, even when the
+// last line of a chunk is a long one).
+const bulkChunkBytes = 1 << 20
 
 // Mqsub returns the mqsub command.
 func Mqsub(env Env) *cli.App {
@@ -166,21 +163,12 @@ func mqsubFile(c *cli.Context, env Env) error {
 		return err
 	}
 	defer cl.Close()
-	// Chunks are pipelined, a few in flight, so parsing here overlaps
-	// spooling on the server; the server takes them in order.
-	var chunk []protocol.JobSpec
-	first, chunkBytes := 0, 0
+	// The file goes up as raw lines in chunks of about 1 MiB, a few in
+	// flight, and the server parses and validates them (naming the line of
+	// any error): one parse instead of parse, encode and decode.
 	var inflight []*client.Call
-	send := func() error {
-		if len(chunk) > 0 {
-			k, err := cl.Go(protocol.OpBulkAdd, protocol.BulkAdd{Line: first, Jobs: chunk})
-			if err != nil {
-				return err
-			}
-			inflight = append(inflight, k)
-			chunk, chunkBytes = make([]protocol.JobSpec, 0, bulkChunk), 0
-		}
-		for len(inflight) > 4 {
+	wait := func(max int) error {
+		for len(inflight) > max {
 			if err := inflight[0].Wait(c.Context, nil); err != nil {
 				return err
 			}
@@ -188,34 +176,17 @@ func mqsubFile(c *cli.Context, env Env) error {
 		}
 		return nil
 	}
-	drain := func() error {
-		for _, k := range inflight {
-			if err := k.Wait(c.Context, nil); err != nil {
-				return err
-			}
+	send := func(first int, data []byte) error {
+		k, err := cl.Go(protocol.OpBulkAdd, protocol.BulkAdd{Line: first, Data: data, Queue: c.String("q"), Cwd: cwd})
+		if err != nil {
+			return err
 		}
-		inflight = nil
-		return nil
+		inflight = append(inflight, k)
+		return wait(4)
 	}
-	err = protocol.ReadJobFile(r, protocol.JobSpec{Queue: c.String("q"), Cwd: cwd}, func(line int, js protocol.JobSpec) error {
-		if len(chunk) == 0 {
-			first = line
-		}
-		chunk = append(chunk, js)
-		chunkBytes += 128 + 2*len(js.Command) + len(js.Cwd) + len(js.Target) + len(js.Queue)
-		for _, p := range js.Prereqs {
-			chunkBytes += 8 + len(p)
-		}
-		if len(chunk) == bulkChunk || chunkBytes > bulkChunkBytes {
-			return send()
-		}
-		return nil
-	})
+	err = splitLines(r, bulkChunkBytes, send)
 	if err == nil {
-		err = send()
-	}
-	if err == nil {
-		err = drain()
+		err = wait(0)
 	}
 	if err != nil {
 		cl.Call(context.WithoutCancel(c.Context), protocol.OpBulkAbort, struct{}{}, nil)
@@ -233,6 +204,43 @@ func mqsubFile(c *cli.Context, env Env) error {
 		w.Write(b)
 	}
 	return w.Flush()
+}
+
+// splitLines cuts r into chunks of whole lines of about size bytes and
+// calls send with each chunk and the number of its first line.
+func splitLines(r io.Reader, size int, send func(first int, data []byte) error) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	chunk := make([]byte, 0, size+64<<10)
+	first, line := 1, 1
+	lineStart := 0
+	for {
+		b, err := br.ReadSlice('\n')
+		chunk = append(chunk, b...)
+		if len(chunk)-lineStart > protocol.MaxJobLine {
+			return fmt.Errorf("line %d: longer than %d bytes", line, protocol.MaxJobLine)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil && err != io.EOF {
+			return fmt.Errorf("line %d: %w", line, err)
+		}
+		if len(b) > 0 && b[len(b)-1] == '\n' {
+			line++
+			lineStart = len(chunk)
+		}
+		if len(chunk) >= size || (err == io.EOF && len(chunk) > 0) {
+			// A cut always falls after a newline (or at the end).
+			if serr := send(first, chunk); serr != nil {
+				return serr
+			}
+			chunk = make([]byte, 0, size+64<<10)
+			first, lineStart = line, 0
+		}
+		if err == io.EOF {
+			return nil
+		}
+	}
 }
 
 func displayName(name string) string {

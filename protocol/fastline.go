@@ -1,0 +1,163 @@
+package protocol
+
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
+// fastJobLine parses the common shape of a job-file line, a flat object of
+// known keys whose strings need no unescaping, several times faster than
+// encoding/json. It reports ok=false for anything else (escapes, nulls,
+// unusual numbers, unknown keys, malformed input) and the caller falls back
+// to encoding/json, which then produces the result or the error message. So
+// for every line it accepts it must agree with encoding/json exactly
+// (FuzzFastJobLine checks this).
+func fastJobLine(b []byte) (js JobSpec, ok bool) {
+	if len(b) == 0 || b[0] != '{' { // callers trim; the slow path needs '{' first
+		return js, false
+	}
+	i := skipSpace(b, 1)
+	if i < len(b) && b[i] == '}' {
+		return js, skipSpace(b, i+1) == len(b)
+	}
+	for {
+		key, n, ok := fastString(b, i)
+		if !ok {
+			return js, false
+		}
+		i = skipSpace(b, n)
+		if i >= len(b) || b[i] != ':' {
+			return js, false
+		}
+		i = skipSpace(b, i+1)
+		switch key {
+		case "target", "command", "queue", "cwd":
+			v, n, ok := fastString(b, i)
+			if !ok {
+				return js, false
+			}
+			switch key {
+			case "target":
+				js.Target = v
+			case "command":
+				js.Command = v
+			case "queue":
+				js.Queue = v
+			default:
+				js.Cwd = v
+			}
+			i = n
+		case "est":
+			n := i
+			for n < len(b) && (b[n] >= '0' && b[n] <= '9' || b[n] == '.' || b[n] == '-') {
+				n++
+			}
+			if !simpleNumber(b[i:n]) {
+				return js, false
+			}
+			f, err := strconv.ParseFloat(string(b[i:n]), 64)
+			if err != nil {
+				return js, false
+			}
+			js.Est, i = f, n
+		case "prereqs":
+			if i >= len(b) || b[i] != '[' {
+				return js, false
+			}
+			i = skipSpace(b, i+1)
+			js.Prereqs = js.Prereqs[:0:0] // a repeated key replaces, as encoding/json does
+			if i < len(b) && b[i] == ']' {
+				i++
+				js.Prereqs = []string{}
+				break
+			}
+			for {
+				v, n, ok := fastString(b, i)
+				if !ok {
+					return js, false
+				}
+				js.Prereqs = append(js.Prereqs, v)
+				i = skipSpace(b, n)
+				if i < len(b) && b[i] == ',' {
+					i = skipSpace(b, i+1)
+					continue
+				}
+				if i < len(b) && b[i] == ']' {
+					i++
+					break
+				}
+				return js, false
+			}
+		default:
+			return js, false
+		}
+		i = skipSpace(b, i)
+		if i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+			continue
+		}
+		if i < len(b) && b[i] == '}' {
+			return js, skipSpace(b, i+1) == len(b)
+		}
+		return js, false
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// fastString reads a JSON string with no escapes, no control characters and
+// valid UTF-8, returning it and the index after its closing quote.
+func fastString(b []byte, i int) (string, int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return "", 0, false
+	}
+	start := i + 1
+	for j := start; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			s := b[start:j]
+			if !utf8.Valid(s) {
+				return "", 0, false
+			}
+			return string(s), j + 1, true
+		case c == '\\' || c < 0x20:
+			return "", 0, false
+		}
+	}
+	return "", 0, false
+}
+
+// simpleNumber accepts -?(0|[1-9][0-9]*)(\.[0-9]+)?, a subset of JSON
+// numbers that strconv.ParseFloat reads the same way.
+func simpleNumber(b []byte) bool {
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	if i >= len(b) || b[i] < '0' || b[i] > '9' {
+		return false
+	}
+	if b[i] == '0' {
+		i++
+	} else {
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		d := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return false
+		}
+	}
+	return i == len(b)
+}

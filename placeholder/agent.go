@@ -245,11 +245,15 @@ func (a *Agent) walltimeLeft() float64 {
 	return left.Seconds()
 }
 
+// reportHold is how long a report waits for the outstanding poll to carry
+// it before it is sent on its own.
+const reportHold = 20 * time.Millisecond
+
 // work runs the slots from one loop. Each request reports every job that
 // ended since the last one and asks for as many jobs as slots are free, so
 // under load one round trip serves several jobs. While a long poll is out,
-// a job that ends is reported at once with a separate request, so waiting
-// for work never delays a report.
+// a job that ends is reported with a separate request after reportHold, so
+// waiting for work never delays a report for long.
 func (a *Agent) work(ctx context.Context) error {
 	type polled struct {
 		reply protocol.NextReply
@@ -264,6 +268,9 @@ func (a *Agent) work(ctx context.Context) error {
 	idleSince := time.Now()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	hold := time.NewTimer(time.Hour)
+	hold.Stop()
+	holding := false
 	exiting := false
 	for {
 		if !exiting && (ctx.Err() != nil || (a.cfg.ExitWhenOrphaned && os.Getppid() != a.ppid) ||
@@ -311,10 +318,29 @@ func (a *Agent) work(ctx context.Context) error {
 		case r := <-ended:
 			free++
 			running--
+			reports = append(reports, r)
+		drain: // jobs often end together: one request for all of them
+			for {
+				select {
+				case r := <-ended:
+					free++
+					running--
+					reports = append(reports, r)
+				default:
+					break drain
+				}
+			}
 			idleSince = time.Now()
-			if poll != nil {
-				// A long poll is out: report now rather than when it returns.
-				batch := append([]protocol.Report{r}, reports...)
+			if poll != nil && !holding {
+				// A poll is out. Under load it returns at once and carries
+				// these reports; if it is a long poll, report separately soon.
+				holding = true
+				hold.Reset(reportHold)
+			}
+		case <-hold.C:
+			holding = false
+			if poll != nil && len(reports) > 0 {
+				batch := reports
 				reports = nil
 				reporters.Add(1)
 				go func() {
@@ -328,9 +354,7 @@ func (a *Agent) work(ctx context.Context) error {
 						a.log.Warn("could not report; the CLS will requeue after the lease", "err", err)
 					}
 				}()
-				continue
 			}
-			reports = append(reports, r)
 		case p := <-poll:
 			poll = nil
 			if p.err != nil {

@@ -21,10 +21,12 @@ import (
 const killGrace = time.Second
 
 type proc struct {
-	ref    protocol.JobRef
-	pgid   int
-	once   sync.Once
-	reason string
+	ref  protocol.JobRef
+	pgid int
+	once sync.Once
+
+	mu     sync.Mutex
+	reason string // why it was killed; set by whichever kill came first
 }
 
 func (a *Agent) runningRefs() []protocol.JobRef {
@@ -59,7 +61,9 @@ func (a *Agent) kill(ref protocol.JobRef, reason string) {
 
 func (p *proc) kill(reason string) {
 	p.once.Do(func() {
+		p.mu.Lock()
 		p.reason = reason
+		p.mu.Unlock()
 		syscall.Kill(-p.pgid, syscall.SIGTERM)
 		time.AfterFunc(killGrace, func() { syscall.Kill(-p.pgid, syscall.SIGKILL) })
 	})
@@ -157,7 +161,9 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 	}
 	rep.Finished = time.Now()
 	rep.Exit = exitStatus(cmd.ProcessState, werr)
+	p.mu.Lock()
 	rep.Reason = p.reason
+	p.mu.Unlock()
 	// Leave no stragglers: the job's background children die with it.
 	syscall.Kill(-p.pgid, syscall.SIGKILL)
 	return rep

@@ -1,0 +1,235 @@
+package placeholder
+
+import (
+	"context"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/metaqueue"
+	"github.com/mq-hpc/mq/protocol"
+	"github.com/mq-hpc/mq/server"
+)
+
+// cls is an in-process CLS: a Store and a Server that agents reach over
+// net.Pipe. cut closes every connection, as a network failure would.
+type cls struct {
+	t     *testing.T
+	store *metaqueue.Store
+	srv   *server.Server
+	ctx   context.Context
+
+	mu    sync.Mutex
+	conns []net.Conn
+	dials int
+}
+
+func newCLS(t *testing.T) *cls {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	st, err := metaqueue.Open(ctx, metaqueue.Options{Path: filepath.Join(t.TempDir(), "mq.db"), Sync: metaqueue.SyncNormal, Lease: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cls{t: t, store: st, srv: &server.Server{Store: st}, ctx: ctx}
+	t.Cleanup(func() {
+		cancel()
+		c.cut()
+		c.srv.Wait()
+		st.Close()
+	})
+	return c
+}
+
+func (c *cls) dial(ctx context.Context) (io.ReadWriteCloser, error) {
+	a, b := net.Pipe()
+	c.mu.Lock()
+	c.conns = append(c.conns, b)
+	c.dials++
+	c.mu.Unlock()
+	go c.srv.ServeConn(c.ctx, b, protocol.RoleUser)
+	return a, nil
+}
+
+func (c *cls) cut() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, conn := range c.conns {
+		conn.Close()
+	}
+	c.conns = nil
+}
+
+func (c *cls) submit(jobs ...protocol.JobSpec) []int64 {
+	c.t.Helper()
+	ids, err := c.store.Submit(context.Background(), jobs)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return ids
+}
+
+// wait waits for the jobs to end and returns how.
+func (c *cls) wait(ids ...int64) map[int64]protocol.JobEnd {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r, err := c.store.Wait(ctx, ids, 0)
+	if err != nil {
+		c.t.Fatalf("waiting for %v: %v", ids, err)
+	}
+	out := map[int64]protocol.JobEnd{}
+	for _, e := range r.Jobs {
+		out[e.ID] = e
+	}
+	return out
+}
+
+func startAgent(t *testing.T, c *cls, slots int) (*Agent, string) {
+	t.Helper()
+	out := t.TempDir()
+	a := New(Config{Dial: c.dial, Site: "test", Host: "h", Slots: slots, OutDir: out})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("agent: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("agent did not stop")
+		}
+	})
+	return a, out
+}
+
+func TestAgentRunsJobs(t *testing.T) {
+	t.Parallel()
+	c := newCLS(t)
+	dir := t.TempDir()
+	var specs []protocol.JobSpec
+	for i := 0; i < 40; i++ {
+		specs = append(specs, protocol.JobSpec{Target: "t", Command: `echo "$MQ_JOB_ID $MQ_ATTEMPT $MQ_TARGET"; echo err >&2; exit $((MQ_JOB_ID % 3 == 0 ? 3 : 0))`, Cwd: dir})
+	}
+	ids := c.submit(specs...)
+	_, out := startAgent(t, c, 4)
+	ends := c.wait(ids...)
+	for _, id := range ids {
+		e := ends[id]
+		want, wantExit := "D", 0
+		if id%3 == 0 {
+			want, wantExit = "F", 3
+		}
+		if e.State != want || e.Exit == nil || *e.Exit != wantExit {
+			t.Errorf("job %d ended %+v, want %s exit %d", id, e, want, wantExit)
+		}
+		stdout, _ := job.OutputPaths(out, id, 1)
+		b, err := os.ReadFile(stdout)
+		if err != nil || strings.TrimSpace(string(b)) != strconv.FormatInt(id, 10)+" 1 t" {
+			t.Errorf("job %d stdout %q, %v", id, b, err)
+		}
+	}
+}
+
+// TestAgentSurvivesCut: the connection drops while a job runs; the job
+// goes on, the agent reconnects and reports it once, and it ends Done on
+// its first attempt.
+func TestAgentSurvivesCut(t *testing.T) {
+	t.Parallel()
+	c := newCLS(t)
+	dir := t.TempDir()
+	ids := c.submit(protocol.JobSpec{Target: "t", Command: "sleep 1; echo ran >> ran.txt", Cwd: dir})
+	startAgent(t, c, 1)
+	deadline := time.Now().Add(10 * time.Second)
+	for stateOf(t, c, ids[0]) != "E" {
+		if time.Now().After(deadline) {
+			t.Fatal("job never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.cut()
+	e := c.wait(ids[0])[ids[0]]
+	if e.State != "D" {
+		t.Fatalf("job ended %+v", e)
+	}
+	d, err := c.store.Job(context.Background(), ids[0])
+	if err != nil || d.Attempts != 1 || len(d.History) != 0 {
+		t.Fatalf("job %+v, %v: want one attempt and no history", d, err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "ran.txt"))
+	if string(b) != "ran\n" {
+		t.Fatalf("ran.txt = %q: the job ran other than once", b)
+	}
+	c.mu.Lock()
+	dials := c.dials
+	c.mu.Unlock()
+	if dials < 2 {
+		t.Fatalf("agent dialled %d times; it should have reconnected", dials)
+	}
+}
+
+func stateOf(t *testing.T, c *cls, id int64) string {
+	d, err := c.store.Job(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.State
+}
+
+// TestAgentKills: a job past its queue's ceiling is killed and fails with
+// that reason; a deleted job's process group is killed at the next
+// heartbeat, background children included.
+func TestAgentKills(t *testing.T) {
+	t.Parallel()
+	c := newCLS(t)
+	ctx := context.Background()
+	ceiling := 0.5
+	if _, err := c.store.SetQueue(ctx, protocol.QueueSet{Name: "short", Ceiling: &ceiling}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	over := c.submit(protocol.JobSpec{Queue: "short", Target: "a", Command: "sleep 30", Cwd: dir})[0]
+	del := c.submit(protocol.JobSpec{Target: "b", Command: "sleep 300 & echo $! > child.pid; wait", Cwd: dir})[0]
+	startAgent(t, c, 2)
+	start := time.Now()
+	if e := c.wait(over)[over]; e.State != "F" || !strings.Contains(e.Reason, "ceiling") {
+		t.Fatalf("over-ceiling job ended %+v", e)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("ceiling kill took %v", d)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for stateOf(t, c, del) != "E" || !exists(filepath.Join(dir, "child.pid")) {
+		if time.Now().After(deadline) {
+			t.Fatal("job never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := c.store.Delete(ctx, protocol.Select{IDs: []int64{del}}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "child.pid"))
+	pid := strings.TrimSpace(string(b))
+	deadline = time.Now().Add(4 * time.Second)
+	for exists("/proc/" + pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the deleted job's child %s still runs", pid)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}

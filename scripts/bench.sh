@@ -101,7 +101,7 @@ median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print (NR % 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
 verdict() { if ge "$1" "$2"; then echo PASS; else echo FAIL; fi; } # value >= goal
-within() { awk -v r="$1" 'BEGIN { exit !(r >= 0.8 && r <= 1.2) }' && echo PASS || echo FAIL; } # |big - small| <= 20% of small
+within() { awk -v r="$1" 'BEGIN { exit !(r >= 0.8) }' && echo PASS || echo FAIL; } # no slower with the big backlog: big >= 80% of small
 
 # busy: percent of CPU time the machine spent busy over the last second, so
 # a run disturbed by other work says so.
@@ -234,7 +234,7 @@ if [[ " $ONLY " == *" 2 "* ]]; then
 		echo "   median: 1,000 queued $rs jobs/s, $JOBS queued $rb jobs/s; big/small = $r"
 		row "2. noop --local $P --slots $S, 1,000 queued" "**$rs jobs/s**${runs}" ">= 10,000 jobs/s" "$(verdict "$rs" 10000)"
 		if ((REPEAT > 1)); then runs=" (median of $REPEAT: ${bigs[*]})"; fi
-		row "2. noop --local $P --slots $S, $JOBS queued" "**$rb jobs/s**${runs}; $r x the 1,000 case" ">= 10,000 jobs/s; within 20% of 1,000 case" "$(verdict "$rb" 10000); $(within "$r")"
+		row "2. noop --local $P --slots $S, $JOBS queued" "**$rb jobs/s**${runs}; $r x the 1,000 case" ">= 10,000 jobs/s; no slower than the 1,000 case (within 20%)" "$(verdict "$rb" 10000); $(within "$r")"
 	done
 fi
 

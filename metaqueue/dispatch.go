@@ -145,6 +145,7 @@ const (
 	failed              // non-zero exit or could not start: the job's fault
 	overCeiling         // killed for running past its queue's ceiling: the job's fault
 	lost                // lease expired: the placeholder vanished, not the job's fault
+	returned            // handed back unstarted by a placeholder that fetched it ahead
 )
 
 func outcomeOf(r protocol.Report) outcome {
@@ -153,6 +154,8 @@ func outcomeOf(r protocol.Report) outcome {
 		return overCeiling
 	case r.Reason == protocol.ReasonInterrupted:
 		return lost
+	case r.Reason == protocol.ReasonReturned:
+		return returned
 	case r.Exit == 0 && r.Reason == "":
 		return succeeded
 	}
@@ -165,6 +168,8 @@ func nextState(q *queue, used int, out outcome) job.State {
 	switch out {
 	case succeeded:
 		return job.Done
+	case returned:
+		return job.Queued
 	case lost:
 		if used < q.MaxAttempts {
 			return job.Queued
@@ -205,8 +210,12 @@ func (s *Store) endAttempt(id int64, j dag.Job, ru *run, out outcome, exit int, 
 	delete(s.running, id)
 	next := nextState(q, used, out)
 	if next == job.Queued {
-		// Keep this attempt's record, then let the graph re-derive the state.
-		if _, err := s.stmts.history.Exec(id, ru.attempt, ru.placeholder, micros(started), micros(finished), exitArg, reason); err != nil {
+		// Keep this attempt's record (a job returned unstarted has none, and
+		// its attempt is not counted), then let the graph re-derive the state.
+		requeue := s.stmts.requeue
+		if out == returned {
+			requeue = s.stmts.unclaim
+		} else if _, err := s.stmts.history.Exec(id, ru.attempt, ru.placeholder, micros(started), micros(finished), exitArg, reason); err != nil {
 			return fatalError{err}
 		}
 		ch, err := s.g.Requeue(id)
@@ -217,7 +226,7 @@ func (s *Store) endAttempt(id int64, j dag.Job, ru *run, out outcome, exit int, 
 		if j2, ok := s.g.Job(id); ok {
 			st = j2.State
 		}
-		if _, err := s.stmts.requeue.Exec(string(st), id); err != nil {
+		if _, err := requeue.Exec(string(st), id); err != nil {
 			return fatalError{err}
 		}
 		return s.applyChanges(ch, id, nil)

@@ -15,7 +15,7 @@ const jobCols = "(id, queue_id, target_id, state, command, cwd, est, submitted)"
 // stmts are the writer's prepared statements.
 type stmts struct {
 	insJob, insJobs, insPrereq, insPrereqs, insTarget, insQueue *sql.Stmt
-	setState, finish, history, requeue, rerun                   *sql.Stmt
+	setState, finish, history, requeue, unclaim, rerun          *sql.Stmt
 	insPlaceholder, touchPlaceholder, jobRow, jobPrereqs        *sql.Stmt
 	jobEnd, keepAttempt                                         *sql.Stmt
 	all                                                         []*sql.Stmt
@@ -60,6 +60,8 @@ func (st *stmts) prepare(ctx context.Context, c *sql.Conn) error {
 			VALUES (?, ?, ?, ?, ?, ?, ?)`},
 		{&st.requeue, `UPDATE jobs SET state = ?, placeholder_id = NULL, started = NULL, finished = NULL,
 			exit = NULL, reason = NULL WHERE id = ?`},
+		{&st.unclaim, `UPDATE jobs SET state = ?, attempt_base = attempt_base + 1, placeholder_id = NULL, started = NULL,
+			finished = NULL, exit = NULL, reason = NULL WHERE id = ?`},
 		{&st.rerun, `UPDATE jobs SET state = ?, attempt_base = attempts, placeholder_id = NULL, started = NULL,
 			finished = NULL, exit = NULL, reason = NULL WHERE id = ?`},
 		{&st.insPlaceholder, `INSERT INTO placeholders (site, host, pid, out_dir, slots, started, last_seen)

@@ -62,6 +62,7 @@ type Agent struct {
 
 	runMu   sync.Mutex
 	running map[int64]*proc
+	held    map[int64]protocol.JobRef // fetched ahead, not started
 
 	dirs sync.Map // output shard dirs already made
 }
@@ -77,7 +78,7 @@ func New(cfg Config) *Agent {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Agent{cfg: cfg, log: cfg.Log, running: map[int64]*proc{}, hbEvery: time.Second}
+	return &Agent{cfg: cfg, log: cfg.Log, running: map[int64]*proc{}, held: map[int64]protocol.JobRef{}, hbEvery: time.Second}
 }
 
 // ID is the placeholder id the CLS gave this agent (0 before it registered).
@@ -245,6 +246,48 @@ func (a *Agent) walltimeLeft() float64 {
 	return left.Seconds()
 }
 
+// Prefetch settings: hold one job beyond the free slots while jobs average
+// under prefetchBelow; give a held job back after maxHold.
+const (
+	prefetchBelow = 500 * time.Millisecond
+	maxHold       = 2 * time.Second
+)
+
+type heldJob struct {
+	asg   protocol.Assignment
+	since time.Time
+}
+
+// hold records a job fetched ahead of a free slot, so heartbeats renew its
+// lease and the CLS can take it back.
+func (a *Agent) hold(asg protocol.Assignment) {
+	a.runMu.Lock()
+	a.held[asg.ID] = protocol.JobRef{ID: asg.ID, Attempt: asg.Attempt}
+	a.runMu.Unlock()
+}
+
+// unhold removes a held job before it starts; false if the CLS took it back.
+func (a *Agent) unhold(id int64) bool {
+	a.runMu.Lock()
+	defer a.runMu.Unlock()
+	_, ok := a.held[id]
+	delete(a.held, id)
+	return ok
+}
+
+// giveBack returns held jobs unstarted: the CLS requeues them without
+// counting an attempt.
+func (a *Agent) giveBack(hs []heldJob) []protocol.Report {
+	var out []protocol.Report
+	now := time.Now()
+	for _, h := range hs {
+		if a.unhold(h.asg.ID) {
+			out = append(out, protocol.Report{ID: h.asg.ID, Attempt: h.asg.Attempt, Started: now, Finished: now, Reason: protocol.ReasonReturned})
+		}
+	}
+	return out
+}
+
 // reportHold is how long a report waits for the outstanding poll to carry
 // it before it is sent on its own.
 const reportHold = 20 * time.Millisecond
@@ -261,6 +304,25 @@ func (a *Agent) work(ctx context.Context) error {
 	}
 	ended := make(chan protocol.Report, a.cfg.Slots)
 	free, running := a.cfg.Slots, 0
+	// Prefetch: while jobs are short, hold one more job than the free
+	// slots, so the round trip that reports a job and fetches the next
+	// overlaps the job still running.
+	var held []heldJob
+	var meanRun time.Duration // moving average of job run times; 0 = none yet
+	start := func(asg protocol.Assignment) {
+		free--
+		running++
+		go func() { ended <- a.run(ctx, asg) }()
+	}
+	startHeld := func() {
+		for free > 0 && len(held) > 0 {
+			h := held[0]
+			held = held[1:]
+			if a.unhold(h.asg.ID) { // false if the CLS took it back meanwhile
+				start(h.asg)
+			}
+		}
+	}
 	var reports []protocol.Report
 	var poll chan polled // non-nil while a next request is out
 	var reporters sync.WaitGroup
@@ -268,14 +330,38 @@ func (a *Agent) work(ctx context.Context) error {
 	idleSince := time.Now()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	// sendReports reports on its own, without asking for work.
+	sendReports := func() {
+		if len(reports) == 0 {
+			return
+		}
+		batch := reports
+		reports = nil
+		reporters.Add(1)
+		go func() {
+			defer reporters.Done()
+			// Detached from ctx: a job killed at shutdown is still reported.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			if err := a.call(rctx, protocol.OpReport, func(id int64) any {
+				return protocol.ReportBatch{Placeholder: id, Reports: batch}
+			}, nil); err != nil {
+				a.log.Warn("could not report; the CLS will requeue after the lease", "err", err)
+			}
+		}()
+	}
 	hold := time.NewTimer(time.Hour)
 	hold.Stop()
 	holding := false
 	exiting := false
 	for {
 		if !exiting && (ctx.Err() != nil || (a.cfg.ExitWhenOrphaned && os.Getppid() != a.ppid) ||
-			(a.cfg.IdleTimeout > 0 && running == 0 && time.Since(idleSince) >= a.cfg.IdleTimeout)) {
+			(a.cfg.IdleTimeout > 0 && running == 0 && len(held) == 0 && time.Since(idleSince) >= a.cfg.IdleTimeout)) {
 			exiting = true
+		}
+		if exiting && len(held) > 0 {
+			reports = append(reports, a.giveBack(held)...)
+			held = nil
 		}
 		if exiting && running == 0 && poll == nil {
 			if len(reports) == 0 {
@@ -289,7 +375,11 @@ func (a *Agent) work(ctx context.Context) error {
 			cancel()
 			return err
 		}
-		if poll == nil && !exiting && free > 0 {
+		want := free - len(held)
+		if meanRun > 0 && meanRun < prefetchBelow && a.longestRunning() < prefetchBelow {
+			want++
+		}
+		if poll == nil && !exiting && want > 0 {
 			wait := 30 * time.Second
 			if a.cfg.IdleTimeout > 0 {
 				wait = min(wait, max(a.cfg.IdleTimeout-time.Since(idleSince), 10*time.Millisecond))
@@ -297,7 +387,7 @@ func (a *Agent) work(ctx context.Context) error {
 			if a.cfg.ExitWhenOrphaned {
 				wait = min(wait, 5*time.Second)
 			}
-			sent, n := reports, free
+			sent, n := reports, want
 			reports = nil
 			poll = make(chan polled, 1)
 			go func(ch chan polled) {
@@ -319,6 +409,11 @@ func (a *Agent) work(ctx context.Context) error {
 			free++
 			running--
 			reports = append(reports, r)
+			if d := r.Finished.Sub(r.Started); meanRun == 0 {
+				meanRun = max(d, time.Microsecond)
+			} else {
+				meanRun = (4*meanRun + d) / 5
+			}
 		drain: // jobs often end together: one request for all of them
 			for {
 				select {
@@ -331,6 +426,7 @@ func (a *Agent) work(ctx context.Context) error {
 				}
 			}
 			idleSince = time.Now()
+			startHeld()
 			if poll != nil && !holding {
 				// A poll is out. Under load it returns at once and carries
 				// these reports; if it is a long poll, report separately soon.
@@ -339,21 +435,8 @@ func (a *Agent) work(ctx context.Context) error {
 			}
 		case <-hold.C:
 			holding = false
-			if poll != nil && len(reports) > 0 {
-				batch := reports
-				reports = nil
-				reporters.Add(1)
-				go func() {
-					defer reporters.Done()
-					// Detached from ctx: a job killed at shutdown is still reported.
-					rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-					defer cancel()
-					if err := a.call(rctx, protocol.OpReport, func(id int64) any {
-						return protocol.ReportBatch{Placeholder: id, Reports: batch}
-					}, nil); err != nil {
-						a.log.Warn("could not report; the CLS will requeue after the lease", "err", err)
-					}
-				}()
+			if poll != nil {
+				sendReports()
 			}
 		case p := <-poll:
 			poll = nil
@@ -375,12 +458,29 @@ func (a *Agent) work(ctx context.Context) error {
 				exiting = true
 			}
 			for _, asg := range p.reply.Jobs {
-				free--
-				running++
 				idleSince = time.Now()
-				go func(asg protocol.Assignment) { ended <- a.run(ctx, asg) }(asg)
+				if free > 0 {
+					start(asg)
+					continue
+				}
+				a.hold(asg)
+				held = append(held, heldJob{asg, time.Now()})
 			}
 		case <-tick.C:
+			// A held job waiting long means the running ones are not short
+			// after all: give it back so another placeholder can run it.
+			var keep []heldJob
+			for _, h := range held {
+				if time.Since(h.since) > maxHold {
+					reports = append(reports, a.giveBack([]heldJob{h})...)
+				} else {
+					keep = append(keep, h)
+				}
+			}
+			held = keep
+			if poll == nil {
+				sendReports() // a returned job must not wait for a slot to free
+			}
 		case <-ctx.Done():
 			exiting = true
 		}

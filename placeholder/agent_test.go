@@ -233,3 +233,39 @@ func exists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
 }
+
+// TestAgentGivesBackHeldJob: while jobs are short a placeholder fetches one
+// job ahead; when the job it runs turns out long, the held job is handed
+// back (not counted as an attempt) and another placeholder runs it.
+func TestAgentGivesBackHeldJob(t *testing.T) {
+	t.Parallel()
+	c := newCLS(t)
+	dir := t.TempDir()
+	var warm []protocol.JobSpec
+	for i := 0; i < 20; i++ {
+		warm = append(warm, protocol.JobSpec{Target: "warm", Command: "true", Cwd: dir})
+	}
+	ids := c.submit(warm...)
+	startAgent(t, c, 1)
+	c.wait(ids...)
+	time.Sleep(200 * time.Millisecond) // parked again, asking for a slot and one ahead
+	long := c.submit(protocol.JobSpec{Target: "long", Command: "sleep 6", Cwd: dir})[0]
+	short := c.submit(protocol.JobSpec{Target: "short", Command: "true", Cwd: dir})[0]
+	time.Sleep(500 * time.Millisecond) // the first placeholder holds the short job
+	startAgent(t, c, 1)
+	ends := c.wait(short)
+	if ends[short].State != "D" {
+		t.Fatalf("short job ended %+v", ends[short])
+	}
+	ls, _ := c.store.Job(context.Background(), long)
+	if ls.State == "D" {
+		t.Fatalf("the short job waited for the long one: a held job was not given back")
+	}
+	d, _ := c.store.Job(context.Background(), short)
+	if d.Attempts != 2 || len(d.History) != 0 {
+		t.Fatalf("short job: attempts %d, history %+v; want it handed back once (attempt 1) and run on attempt 2, with no history", d.Attempts, d.History)
+	}
+	if e := c.wait(long)[long]; e.State != "D" {
+		t.Fatalf("long job ended %+v", e)
+	}
+}

@@ -21,9 +21,10 @@ import (
 const killGrace = time.Second
 
 type proc struct {
-	ref  protocol.JobRef
-	pgid int
-	once sync.Once
+	ref     protocol.JobRef
+	pgid    int
+	started time.Time
+	once    sync.Once
 
 	mu     sync.Mutex
 	reason string // why it was killed; set by whichever kill came first
@@ -32,11 +33,25 @@ type proc struct {
 func (a *Agent) runningRefs() []protocol.JobRef {
 	a.runMu.Lock()
 	defer a.runMu.Unlock()
-	refs := make([]protocol.JobRef, 0, len(a.running))
+	refs := make([]protocol.JobRef, 0, len(a.running)+len(a.held))
 	for _, p := range a.running {
 		refs = append(refs, p.ref)
 	}
+	for _, r := range a.held {
+		refs = append(refs, r)
+	}
 	return refs
+}
+
+// longestRunning is how long the oldest running job has run.
+func (a *Agent) longestRunning() time.Duration {
+	a.runMu.Lock()
+	defer a.runMu.Unlock()
+	var d time.Duration
+	for _, p := range a.running {
+		d = max(d, time.Since(p.started))
+	}
+	return d
 }
 
 // killAll stops every running job as interrupted.
@@ -52,6 +67,9 @@ func (a *Agent) killAll() {
 func (a *Agent) kill(ref protocol.JobRef, reason string) {
 	a.runMu.Lock()
 	p := a.running[ref.ID]
+	if h, ok := a.held[ref.ID]; ok && h.Attempt == ref.Attempt {
+		delete(a.held, ref.ID) // never started: just forget it
+	}
 	a.runMu.Unlock()
 	if p == nil || p.ref.Attempt != ref.Attempt {
 		return
@@ -131,7 +149,7 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 		return fail(err)
 	}
 	rep.Started = time.Now()
-	p := &proc{ref: protocol.JobRef{ID: asg.ID, Attempt: asg.Attempt}, pgid: cmd.Process.Pid}
+	p := &proc{ref: protocol.JobRef{ID: asg.ID, Attempt: asg.Attempt}, pgid: cmd.Process.Pid, started: rep.Started}
 	a.runMu.Lock()
 	a.running[asg.ID] = p
 	a.runMu.Unlock()

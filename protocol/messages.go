@@ -323,6 +323,11 @@ const (
 	ReasonLost    = "lost"
 )
 
+// ReasonReturned reports a job handed back unstarted (a placeholder that
+// fetched it ahead of a free slot and then could not start it soon): it is
+// requeued and the attempt is not counted.
+const ReasonReturned = "returned"
+
 // ReasonInterrupted reports a job killed because its placeholder was told
 // to stop (batch-system preemption, CLS shutdown): like a lost lease, not
 // the job's fault, so it is requeued while attempts remain.

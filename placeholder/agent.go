@@ -290,7 +290,7 @@ func (a *Agent) giveBack(hs []heldJob) []protocol.Report {
 
 // reportHold is how long a report waits for the outstanding poll to carry
 // it before it is sent on its own.
-const reportHold = 20 * time.Millisecond
+const reportHold = 2 * time.Millisecond
 
 // work runs the slots from one loop. Each request reports every job that
 // ended since the last one and asks for as many jobs as slots are free, so
@@ -427,7 +427,11 @@ func (a *Agent) work(ctx context.Context) error {
 			}
 			idleSince = time.Now()
 			startHeld()
-			if poll != nil && !holding {
+			if poll != nil && running == 0 {
+				// Nothing else is running: no request is coming soon (the poll
+				// out is likely parked), so report now.
+				sendReports()
+			} else if poll != nil && !holding {
 				// A poll is out. Under load it returns at once and carries
 				// these reports; if it is a long poll, report separately soon.
 				holding = true

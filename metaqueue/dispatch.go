@@ -44,21 +44,10 @@ func (s *Store) Register(ctx context.Context, r protocol.Register) (protocol.Reg
 				return fatalError{err}
 			}
 		}
-		s.phs[id] = &placeholder{site: r.Site, host: r.Host, outDir: r.OutDir, connected: true}
+		s.phs[id] = true
 		return nil
 	})
 	return protocol.RegisterReply{ID: id, LeaseS: s.opt.Lease.Seconds(), HeartbeatS: s.opt.Heartbeat.Seconds()}, err
-}
-
-// Disconnected notes that a placeholder's connection closed. Its jobs keep
-// their leases: it may reconnect and report.
-func (s *Store) Disconnected(id int64) {
-	s.do(context.Background(), func() error {
-		if p := s.phs[id]; p != nil {
-			p.connected = false
-		}
-		return nil
-	})
 }
 
 type parkedNext struct {
@@ -258,11 +247,9 @@ func (s *Store) endAttempt(id int64, j dag.Job, ru *run, out outcome, exit int, 
 func (s *Store) Heartbeat(ctx context.Context, hb protocol.Heartbeat) (protocol.HeartbeatReply, error) {
 	var reply protocol.HeartbeatReply
 	err := s.do(ctx, func() error {
-		p := s.phs[hb.Placeholder]
-		if p == nil {
+		if !s.phs[hb.Placeholder] {
 			return protocol.Errorf(protocol.CodeNotFound, "unknown placeholder %d: register first", hb.Placeholder)
 		}
-		p.connected = true
 		lease := s.now().Add(s.opt.Lease)
 		for _, r := range hb.Running {
 			ru := s.running[r.ID]

@@ -66,7 +66,7 @@ type Store struct {
 	qlist    []*queue // by id, for round-robin dispatch
 	rr       int      // round-robin position over queues for dispatch
 	running  map[int64]*run
-	phs      map[int64]*placeholder
+	phs      map[int64]bool // placeholders known: registered, or holding jobs at load
 	parked   []*parkedNext
 	waiters  map[int64][]*waitCall
 	counts   map[int32]*[128]int // queue -> state letter -> jobs
@@ -87,11 +87,6 @@ type run struct {
 	placeholder int64
 	lease       time.Time
 	started     time.Time
-}
-
-type placeholder struct {
-	site, host, outDir string
-	connected          bool
 }
 
 // Open opens (creating if needed) the metaqueue at opt.Path, loads its
@@ -149,12 +144,6 @@ func (s *Store) closeDB() error {
 	err := errors.Join(s.w.Close(), s.wdb.Close(), s.rdb.Close())
 	return err
 }
-
-// LeaseDuration is the lease a dispatched job gets.
-func (s *Store) LeaseDuration() time.Duration { return s.opt.Lease }
-
-// HeartbeatInterval is how often placeholders should heartbeat.
-func (s *Store) HeartbeatInterval() time.Duration { return s.opt.Heartbeat }
 
 // call is one unit of work for the core. fn runs on the core goroutine
 // inside the batch's transaction; its results travel in the closure.
@@ -415,7 +404,7 @@ func (s *Store) load(ctx context.Context) error {
 	s.queueIDs = map[int32]*queue{}
 	s.qlist = nil
 	s.running = map[int64]*run{}
-	s.phs = map[int64]*placeholder{}
+	s.phs = map[int64]bool{}
 	s.counts = map[int32]*[128]int{}
 	s.nextID = 0
 
@@ -499,8 +488,8 @@ func (s *Store) load(ctx context.Context) error {
 		st   job.State
 	}
 	ended := map[count]int{}
-	var queued []int64 // in id order
 	phIDs := map[int64]bool{}
+	var queued []int64 // in id order
 	now := s.now()
 	rows, err = s.w.QueryContext(ctx, `SELECT id, queue_id, target_id, state, est, attempts, attempt_base, placeholder_id, started
 		FROM jobs ORDER BY id`)
@@ -544,25 +533,9 @@ func (s *Store) load(ctx context.Context) error {
 		s.countsFor(c.q)[c.st] += n
 	}
 
-	rows, err = s.w.QueryContext(ctx, "SELECT id, site, host, out_dir FROM placeholders")
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		p := &placeholder{}
-		var id int64
-		if err := rows.Scan(&id, &p.site, &p.host, &p.outDir); err != nil {
-			rows.Close()
-			return err
-		}
-		if phIDs[id] {
-			s.phs[id] = p
-		}
-	}
-	if err := closeRows(rows); err != nil {
-		return err
-	}
-
+	// Placeholders holding jobs are known at once, so they may heartbeat and
+	// report after a restart; others are known when they register again.
+	s.phs = phIDs
 	if s.nextID == 0 {
 		s.nextID = 1
 	}

@@ -1415,11 +1415,8 @@ func TestPlaceholderGone(t *testing.T) {
 	}
 	_, err := e.s.Next(ctx, protocol.Next{Placeholder: p1, Free: 1})
 	errCode(t, err, protocol.CodeNotFound)
-	e.Disconnected(p2)
 	e.check()
 }
-
-func (e *env) Disconnected(id int64) { e.s.Disconnected(id) }
 
 func TestConcurrentClients(t *testing.T) {
 	t.Parallel()

@@ -82,13 +82,6 @@ func (l *LocalSite) keep(i int) {
 	}
 }
 
-// Running is the number of placeholder processes alive now.
-func (l *LocalSite) Running() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.procs)
-}
-
 // Stop asks every placeholder to stop (SIGTERM: they kill and report their
 // jobs as interrupted) and waits for them, killing any still alive when ctx
 // ends.

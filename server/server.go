@@ -97,7 +97,6 @@ func (s *Server) ServeConn(ctx context.Context, rwc io.ReadWriteCloser, maxRole 
 			c.bulk.Abort()
 		}
 		for id, reg := range c.phs {
-			s.Store.Disconnected(id)
 			if s.OnPlaceholder != nil {
 				s.OnPlaceholder(id, reg, false)
 			}

@@ -263,9 +263,10 @@ func (s *Store) runBatch(batch []*call, ticked bool) {
 	}
 	if failed == nil && s.inTx {
 		if _, err := s.w.ExecContext(context.Background(), "COMMIT"); err != nil {
-			failed = err
+			failed = err // the transaction may still be open: recover rolls it back
+		} else {
+			s.inTx = false
 		}
-		s.inTx = false
 	}
 	if failed != nil {
 		s.recover(failed, batch)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -21,6 +22,7 @@ func Mqstat(env Env) *cli.App {
 	app := newApp("mqstat", "show jobs in the metaqueue", env)
 	app.UsageText = `mqstat [-q QUEUE] [-t TARGET] [-s STATES] [--json] [--limit N]
    mqstat -j ID [--json]
+   mqstat --output ID [--stderr]
    mqstat --summary [--json]`
 	app.Description = `States: W waiting on prerequisites, Q queued (ready), E executing, D done,
 F failed, B blocked by a failed or deleted prerequisite, X deleted.
@@ -34,6 +36,8 @@ Without -s every job but deleted ones is listed.`
 		&cli.BoolFlag{Name: "summary", Usage: "count jobs per queue and state"},
 		&cli.IntFlag{Name: "limit", Usage: "list at most N jobs"},
 		&cli.BoolFlag{Name: "w", Aliases: []string{"wide"}, Usage: "do not shorten commands"},
+		&cli.Int64Flag{Name: "output", Aliases: []string{"o"}, Usage: "print the stdout of job `ID` (its latest attempt)"},
+		&cli.BoolFlag{Name: "stderr", Usage: "with --output: print stderr instead"},
 	}
 	app.Action = func(c *cli.Context) error {
 		if c.NArg() > 0 {
@@ -47,6 +51,12 @@ Without -s every job but deleted ones is listed.`
 		if c.IsSet("j") && c.Int64("j") <= 0 {
 			return usagef("-j needs a job id")
 		}
+		if c.IsSet("output") && c.Int64("output") <= 0 {
+			return usagef("--output needs a job id")
+		}
+		if c.Bool("stderr") && !c.IsSet("output") {
+			return usagef("--stderr goes with --output ID")
+		}
 		cl, err := dial(c.Context, "mqstat")
 		if err != nil {
 			return err
@@ -55,6 +65,12 @@ Without -s every job but deleted ones is listed.`
 		w := bufio.NewWriterSize(c.App.Writer, 64<<10)
 		defer w.Flush()
 		switch {
+		case c.IsSet("output"):
+			var d protocol.JobDetail
+			if err := cl.Call(c.Context, protocol.OpJob, protocol.JobQuery{ID: c.Int64("output")}, &d); err != nil {
+				return err
+			}
+			return printOutput(w, d, c.Bool("stderr"))
 		case c.Bool("summary"):
 			var r protocol.SummaryReply
 			if err := cl.Call(c.Context, protocol.OpSummary, struct{}{}, &r); err != nil {
@@ -118,6 +134,29 @@ Without -s every job but deleted ones is listed.`
 		return nil
 	}
 	return app
+}
+
+// printOutput copies a job's stdout (or stderr) file. Output of the local
+// site is on this host; other sites' output is fetched by the SSH
+// placeholders of later work, so for now the command says where it is.
+func printOutput(w io.Writer, d protocol.JobDetail, stderr bool) error {
+	path := d.Stdout
+	if stderr {
+		path = d.Stderr
+	}
+	if path == "" {
+		return fmt.Errorf("job %d has no output yet (state %s)", d.ID, stateName(d.State))
+	}
+	if d.Site != "local" {
+		return fmt.Errorf("job %d's output is %s on host %s (site %s); fetching output from other sites is not built yet", d.ID, path, d.Host, d.Site)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("job %d's output: %w", d.ID, err)
+	}
+	defer f.Close()
+	_, err = io.Copy(w, f)
+	return err
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -99,16 +99,11 @@ func serve(c *cli.Context) error {
 	defer logf.Close()
 	log := slog.New(slog.NewTextHandler(logf, &slog.HandlerOptions{Level: level}))
 
-	if p := c.String("cpuprofile"); p != "" {
-		f, err := os.Create(p)
-		if err != nil {
-			return err
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	stopProfile, err := startProfile(c.String("cpuprofile"))
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	ctx := c.Context
 	store, err := metaqueue.Open(ctx, metaqueue.Options{
 		Path: filepath.Join(home, "mq.db"), Sync: metaqueue.Sync(c.String("sync")),
@@ -203,6 +198,22 @@ func serve(c *cli.Context) error {
 	return nil
 }
 
+// startProfile writes a CPU profile to path until stop is called ("" = none).
+func startProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
 // lockHome makes sure one CLS owns a home at a time. The lock dies with the
 // process, so a killed CLS never leaves a stale lock.
 func lockHome(home string) (func(), error) {
@@ -236,12 +247,18 @@ func clsAgent() *cli.Command {
 			&cli.DurationFlag{Name: "idle", Usage: "exit after this long without work (0 = never)"},
 			&cli.BoolFlag{Name: "orphan-exit", Usage: "exit when idle if the parent process dies"},
 			&cli.BoolFlag{Name: "noop", Usage: "report jobs done without running them (benchmarks only)"},
+			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile to `FILE` (performance work)", Hidden: true},
 		},
 		Action: func(c *cli.Context) error {
 			home, err := client.Home()
 			if err != nil {
 				return err
 			}
+			stop, err := startProfile(c.String("cpuprofile"))
+			if err != nil {
+				return err
+			}
+			defer stop()
 			host := c.String("host")
 			if host == "" {
 				host, _ = os.Hostname()

@@ -482,9 +482,7 @@ func (a *Agent) work(ctx context.Context) error {
 				}
 			}
 			held = keep
-			if poll == nil {
-				sendReports() // a returned job must not wait for a slot to free
-			}
+			sendReports() // a returned job must not wait for a slot or a long poll
 		case <-ctx.Done():
 			exiting = true
 		}

@@ -47,7 +47,7 @@ func (b *Bulk) Len() int { return b.n }
 func (b *Bulk) Add(line int, specs []protocol.JobSpec) error {
 	for i := range specs {
 		js := &specs[i]
-		if err := ValidateSpec(js); err != nil {
+		if err := protocol.ValidateSpec(js); err != nil {
 			return protocol.Errorf(protocol.CodeBadRequest, "line %d: %v", line+i, err)
 		}
 		b.edges.add(js)

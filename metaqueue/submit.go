@@ -12,9 +12,6 @@ import (
 // DefaultQueue is the queue of jobs that name none.
 const DefaultQueue = protocol.DefaultQueue
 
-// ValidateSpec is protocol.ValidateSpec, the check both sides apply.
-var ValidateSpec = protocol.ValidateSpec
-
 // edgeSet collects target -> prerequisite edges of a submission, by name.
 type edgeSet map[string][]string
 
@@ -43,7 +40,7 @@ func (s *Store) Submit(ctx context.Context, specs []protocol.JobSpec) ([]int64, 
 	}
 	edges := edgeSet{}
 	for i := range specs {
-		if err := ValidateSpec(&specs[i]); err != nil {
+		if err := protocol.ValidateSpec(&specs[i]); err != nil {
 			if len(specs) == 1 {
 				return nil, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
 			}

@@ -28,6 +28,8 @@ const (
 	SyncNormal Sync = "normal"
 )
 
+var uriPath = strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")
+
 func dsn(path string, sync Sync, readOnly bool) string {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
@@ -41,7 +43,9 @@ func dsn(path string, sync Sync, readOnly bool) string {
 	} else {
 		q.Add("_pragma", "cache_size(-8000)")
 	}
-	return "file:" + path + "?" + q.Encode()
+	// The path is part of a URI: '#' would start a fragment and '?' the
+	// query, silently opening another file.
+	return "file:" + uriPath.Replace(path) + "?" + q.Encode()
 }
 
 // openDB opens the writer connection and the reader pool, creating the

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -1821,4 +1823,24 @@ func TestPlaceholderOwnsItsJobs(t *testing.T) {
 		t.Fatalf("history %+v, want one lost attempt", d.History)
 	}
 	e.check()
+}
+
+// A path with URI metacharacters must open that very file (once, '#' cut
+// the path short and two tests shared one database).
+func TestOpenPathWithURICharacters(t *testing.T) {
+	for _, name := range []string{"a#b", "a?b", "a%23b", "a b"} {
+		dir := filepath.Join(t.TempDir(), name)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, "mq.db")
+		s, err := Open(context.Background(), Options{Path: path, Sync: SyncNormal})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		s.Close()
+		if _, err := os.Stat(path); err != nil {
+			t.Errorf("%s: the database is not where asked: %v", name, err)
+		}
+	}
 }

@@ -18,6 +18,14 @@ const window = 128
 // Register records a placeholder (or renews one reconnecting with its id)
 // and returns its id.
 func (s *Store) Register(ctx context.Context, r protocol.Register) (protocol.RegisterReply, error) {
+	return s.RegisterAs(ctx, r, "")
+}
+
+// RegisterAs is Register for a peer with an identity (the credential its
+// transport proved). A placeholder reclaims its id after a reconnect only
+// with the same site, host and identity, so one key cannot take over the
+// jobs of a placeholder that another key started.
+func (s *Store) RegisterAs(ctx context.Context, r protocol.Register, identity string) (protocol.RegisterReply, error) {
 	if r.Site == "" || r.Host == "" {
 		return protocol.RegisterReply{}, protocol.Errorf(protocol.CodeBadRequest, "register needs a site and a host")
 	}
@@ -31,7 +39,7 @@ func (s *Store) Register(ctx context.Context, r protocol.Register) (protocol.Reg
 		}
 		now := micros(s.now())
 		if r.ID > 0 {
-			res, err := s.stmts.touchPlaceholder.Exec(r.PID, r.Slots, now, r.ID, r.Site, r.Host)
+			res, err := s.stmts.touchPlaceholder.Exec(r.PID, r.Slots, now, r.ID, r.Site, r.Host, identity)
 			if err != nil {
 				return fatalError{err}
 			}
@@ -40,7 +48,7 @@ func (s *Store) Register(ctx context.Context, r protocol.Register) (protocol.Reg
 			}
 		}
 		if id == 0 {
-			if err := s.stmts.insPlaceholder.QueryRow(r.Site, r.Host, r.PID, r.OutDir, r.Slots, now, now).Scan(&id); err != nil {
+			if err := s.stmts.insPlaceholder.QueryRow(r.Site, r.Host, r.PID, r.OutDir, r.Slots, now, now, identity).Scan(&id); err != nil {
 				return fatalError{err}
 			}
 		}
@@ -263,6 +271,18 @@ func (s *Store) Heartbeat(ctx context.Context, hb protocol.Heartbeat) (protocol.
 		return nil
 	})
 	return reply, err
+}
+
+// Holds reports whether placeholder ph holds attempt of job id now: the
+// only time it may stage that attempt's output.
+func (s *Store) Holds(ctx context.Context, ph, id int64, attempt int) (bool, error) {
+	var ok bool
+	err := s.do(ctx, func() error {
+		ru := s.running[id]
+		ok = ru != nil && ru.placeholder == ph && ru.attempt == attempt
+		return nil
+	})
+	return ok, err
 }
 
 // expire requeues (or fails) jobs whose lease ran out and answers parked

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -138,6 +139,15 @@ func (s *Store) Stat(ctx context.Context, st protocol.Stat, emit func([]protocol
 	return emit(batch)
 }
 
+// copies names the CLS's copies of an attempt's output when the
+// placeholder wrote it elsewhere (a remote placeholder stages it here).
+func (s *Store) copies(outDir string, id int64, attempt int) (stdout, stderr string) {
+	if s.opt.OutputDir == "" || filepath.Clean(outDir) == filepath.Clean(s.opt.OutputDir) {
+		return "", ""
+	}
+	return job.OutputPaths(s.opt.OutputDir, id, attempt)
+}
+
 // Job returns everything known about one job.
 func (s *Store) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
 	var d protocol.JobDetail
@@ -160,6 +170,7 @@ func (s *Store) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
 	d.JobInfo, d.Placeholder = r.JobInfo, r.placeholder
 	if r.outDir != "" && r.attempt > 0 {
 		d.Stdout, d.Stderr = job.OutputPaths(r.outDir, id, r.attempt)
+		d.StdoutCopy, d.StderrCopy = s.copies(r.outDir, id, r.attempt)
 	}
 	for _, name := range r.Prereqs {
 		ts := protocol.TargetStatus{Target: name, Counts: map[string]int{}}
@@ -207,6 +218,7 @@ func (s *Store) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
 		}
 		if outDir != "" {
 			a.Stdout, a.Stderr = job.OutputPaths(outDir, id, a.Attempt)
+			a.StdoutCopy, a.StderrCopy = s.copies(outDir, id, a.Attempt)
 		}
 		d.History = append(d.History, a)
 	}

@@ -28,7 +28,8 @@ CREATE TABLE IF NOT EXISTS placeholders (
 	out_dir   TEXT NOT NULL,
 	slots     INTEGER NOT NULL,
 	started   INTEGER NOT NULL,
-	last_seen INTEGER NOT NULL
+	last_seen INTEGER NOT NULL,
+	identity  TEXT NOT NULL DEFAULT '' -- the credential that registered it: "socket", "ssh-key:SHA256:..."
 );
 
 -- One row per job. The current (or last) attempt lives in the row; earlier

@@ -64,9 +64,9 @@ func (st *stmts) prepare(ctx context.Context, c *sql.Conn) error {
 			finished = NULL, exit = NULL, reason = NULL WHERE id = ?`},
 		{&st.rerun, `UPDATE jobs SET state = ?, attempt_base = attempts, placeholder_id = NULL, started = NULL,
 			finished = NULL, exit = NULL, reason = NULL WHERE id = ?`},
-		{&st.insPlaceholder, `INSERT INTO placeholders (site, host, pid, out_dir, slots, started, last_seen)
-			VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`},
-		{&st.touchPlaceholder, "UPDATE placeholders SET pid = ?, slots = ?, last_seen = ? WHERE id = ? AND site = ? AND host = ?"},
+		{&st.insPlaceholder, `INSERT INTO placeholders (site, host, pid, out_dir, slots, started, last_seen, identity)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`},
+		{&st.touchPlaceholder, "UPDATE placeholders SET pid = ?, slots = ?, last_seen = ? WHERE id = ? AND site = ? AND host = ? AND identity = ?"},
 		{&st.jobRow, "SELECT state, queue_id, target_id, est, attempts, attempt_base FROM jobs WHERE id = ?"},
 		{&st.jobPrereqs, "SELECT target_id FROM job_prereqs WHERE job_id = ?"},
 		{&st.jobEnd, "SELECT state, exit, reason FROM jobs WHERE id = ?"},

@@ -43,6 +43,9 @@ type Options struct {
 	Logger    *slog.Logger
 	// SpoolDir holds bulk submissions while they upload. Default: beside Path.
 	SpoolDir string
+	// OutputDir is where remote placeholders' output is copied on this host
+	// (see server.Server.OutputDir); job details name the copies.
+	OutputDir string
 }
 
 // Store is an open metaqueue.

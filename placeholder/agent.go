@@ -44,7 +44,11 @@ type Config struct {
 	// NoOp reports every job as succeeded without running it: it measures
 	// the scheduling path alone (dispatch, report, commit).
 	NoOp bool
-	Log  *slog.Logger
+	// StageOutput copies each job's stdout and stderr to the CLS (op
+	// output) before reporting it, so users read them on the CLS host. Remote
+	// placeholders set it; local ones write where the CLS reads.
+	StageOutput bool
+	Log         *slog.Logger
 }
 
 // Agent is one placeholder.
@@ -144,6 +148,9 @@ func (a *Agent) session(ctx context.Context) (*client.Client, error) {
 		var pe *protocol.Error
 		if errors.As(err, &pe) && (pe.Code == protocol.CodeBadRequest || pe.Code == protocol.CodeForbidden || pe.Code == protocol.CodeUnsupported) {
 			return nil, fmt.Errorf("the CLS refused this placeholder: %w", err)
+		}
+		if client.Permanent(err) { // an impostor, or a key the CLS does not take
+			return nil, err
 		}
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("the CLS has been unreachable for %s: %w", a.cfg.Reconnect, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -184,7 +185,70 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 	p.mu.Unlock()
 	// Leave no stragglers: the job's background children die with it.
 	syscall.Kill(-p.pgid, syscall.SIGKILL)
+	if a.cfg.StageOutput {
+		// Still listed as running, so heartbeats keep the lease while the
+		// output travels.
+		a.stage(ctx, asg)
+	}
 	return rep
+}
+
+// stageChunk is the most output sent in one request (well under the 4 MiB
+// frame limit once base64 grows it by a third).
+const stageChunk = 1 << 20
+
+// stage copies the attempt's stdout and stderr to the CLS. A failure is
+// logged, not fatal: the files stay on this host, where mqstat -j says they
+// are.
+func (a *Agent) stage(ctx context.Context, asg protocol.Assignment) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+	defer cancel()
+	outPath, errPath := job.OutputPaths(a.cfg.OutDir, asg.ID, asg.Attempt)
+	for _, s := range []struct{ stream, path string }{{"stdout", outPath}, {"stderr", errPath}} {
+		if err := a.stageFile(ctx, asg, s.stream, s.path); err != nil {
+			a.log.Warn("could not copy output to the CLS; it stays on this host", "job", asg.ID, "file", s.path, "err", err)
+		}
+	}
+}
+
+func (a *Agent) stageFile(ctx context.Context, asg protocol.Assignment, stream, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || fi.Size() == 0 {
+		return err // nothing to copy: no file on the CLS means no output
+	}
+	buf := make([]byte, min(fi.Size(), stageChunk))
+	var off int64
+	send := func(data []byte) error {
+		err := a.call(ctx, protocol.OpOutput, func(id int64) any {
+			return protocol.OutputChunk{Placeholder: id, ID: asg.ID, Attempt: asg.Attempt, Stream: stream, Offset: off, Data: data}
+		}, nil)
+		off += int64(len(data))
+		return err
+	}
+	for off < protocol.MaxStaged {
+		n, err := io.ReadFull(f, buf[:min(int64(len(buf)), protocol.MaxStaged-off)])
+		if n > 0 {
+			if err := send(buf[:n]); err != nil {
+				return err
+			}
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if fi, err := f.Stat(); err == nil && fi.Size() > off {
+		note := fmt.Sprintf("\n[mq: output cut at %d bytes; the whole %d bytes are in %s on %s]\n", off, fi.Size(), path, a.cfg.Host)
+		return send([]byte(note))
+	}
+	return nil
 }
 
 func exitStatus(ps *os.ProcessState, err error) int {

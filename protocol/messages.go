@@ -25,6 +25,7 @@ const (
 	OpNext      = "next"      // Next -> NextReply (long poll)
 	OpReport    = "report"    // ReportBatch -> {}
 	OpHeartbeat = "heartbeat" // Heartbeat -> HeartbeatReply
+	OpOutput    = "output"    // OutputChunk -> {} (stage a job's output on the CLS)
 )
 
 // Roles a connection may hold. The transport decides the most a peer may
@@ -36,7 +37,7 @@ const (
 
 // PlaceholderOps are the only ops a placeholder-role connection may send.
 var PlaceholderOps = map[string]bool{
-	OpHello: true, OpRegister: true, OpNext: true, OpReport: true, OpHeartbeat: true,
+	OpHello: true, OpRegister: true, OpNext: true, OpReport: true, OpHeartbeat: true, OpOutput: true,
 }
 
 // Hello opens a session.
@@ -133,11 +134,15 @@ type JobQuery struct {
 // JobDetail is everything known about one job.
 type JobDetail struct {
 	JobInfo
-	Placeholder int64          `json:"placeholder,omitempty"`
-	Stdout      string         `json:"stdout,omitempty"`
-	Stderr      string         `json:"stderr,omitempty"`
-	WaitingOn   []TargetStatus `json:"waiting_on,omitempty"`
-	History     []AttemptInfo  `json:"history,omitempty"`
+	Placeholder int64  `json:"placeholder,omitempty"`
+	Stdout      string `json:"stdout,omitempty"` // on the placeholder's host
+	Stderr      string `json:"stderr,omitempty"`
+	// StdoutCopy and StderrCopy are the CLS's copies of output a remote
+	// placeholder staged (absent file: no output, or not staged yet).
+	StdoutCopy string         `json:"stdout_copy,omitempty"`
+	StderrCopy string         `json:"stderr_copy,omitempty"`
+	WaitingOn  []TargetStatus `json:"waiting_on,omitempty"`
+	History    []AttemptInfo  `json:"history,omitempty"`
 }
 
 // TargetStatus describes a prerequisite target of a job.
@@ -150,15 +155,17 @@ type TargetStatus struct {
 // AttemptInfo is an earlier attempt of a job: requeued (lost, interrupted,
 // retried) or replaced by a rerun.
 type AttemptInfo struct {
-	Attempt  int    `json:"attempt"`
-	Site     string `json:"site"`
-	Host     string `json:"host"`
-	Started  string `json:"started"`
-	Finished string `json:"finished"`
-	Exit     *int   `json:"exit"`
-	Reason   string `json:"reason"`
-	Stdout   string `json:"stdout,omitempty"`
-	Stderr   string `json:"stderr,omitempty"`
+	Attempt    int    `json:"attempt"`
+	Site       string `json:"site"`
+	Host       string `json:"host"`
+	Started    string `json:"started"`
+	Finished   string `json:"finished"`
+	Exit       *int   `json:"exit"`
+	Reason     string `json:"reason"`
+	Stdout     string `json:"stdout,omitempty"`
+	Stderr     string `json:"stderr,omitempty"`
+	StdoutCopy string `json:"stdout_copy,omitempty"`
+	StderrCopy string `json:"stderr_copy,omitempty"`
 }
 
 // SummaryReply counts jobs per queue and state.
@@ -291,6 +298,23 @@ type Report struct {
 	// the queue's ceiling), "killed" (by mqdel), or a start failure.
 	Reason string `json:"reason,omitempty"`
 }
+
+// OutputChunk copies part of a job's stdout or stderr from a remote
+// placeholder to the CLS, so users read it from the CLS host wherever the
+// job ran. Only the placeholder holding the attempt may stage it, before it
+// reports the job; a chunk at offset 0 starts the file anew.
+type OutputChunk struct {
+	Placeholder int64  `json:"placeholder"`
+	ID          int64  `json:"id"`
+	Attempt     int    `json:"attempt"`
+	Stream      string `json:"stream"` // "stdout" or "stderr"
+	Offset      int64  `json:"offset"`
+	Data        []byte `json:"data"` // base64 in JSON
+}
+
+// MaxStaged is how much of each stream a placeholder copies to the CLS;
+// past it the copy ends with a note saying where the whole file is.
+const MaxStaged = 64 << 20
 
 // ReportBatch reports without asking for work.
 type ReportBatch struct {

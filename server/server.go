@@ -10,13 +10,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"runtime/debug"
 	"sync"
 	"time"
 
+	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/metaqueue"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -26,6 +30,10 @@ type Server struct {
 	Store   *metaqueue.Store
 	Log     *slog.Logger
 	Version string // reported in hello replies
+
+	// OutputDir receives the output that remote placeholders stage
+	// (op output), at the same paths local placeholders write.
+	OutputDir string
 
 	// OnPlaceholder, if set, is told when a placeholder registers on a
 	// connection and when that connection closes.
@@ -65,11 +73,23 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, maxRole string) err
 // Wait waits for connections' handlers to return.
 func (s *Server) Wait() { s.wg.Wait() }
 
+// Peer is what the transport knows about the other end of a connection.
+type Peer struct {
+	// MaxRole is the most the peer may do (protocol.RoleUser or
+	// RolePlaceholder); its hello may only narrow it.
+	MaxRole string
+	// Identity names the credential the peer proved ("socket" for the
+	// Unix socket's owner, "ssh-key:SHA256:..." over SSH). A placeholder
+	// may reclaim its id after a reconnect only with the same identity.
+	Identity string
+}
+
 type conn struct {
-	s       *Server
-	rwc     io.ReadWriteCloser
-	role    string
-	maxRole string
+	s        *Server
+	rwc      io.ReadWriteCloser
+	role     string
+	maxRole  string
+	identity string
 	hello   bool
 	wmu     sync.Mutex
 	wbuf    []byte
@@ -80,14 +100,20 @@ type conn struct {
 	log     *slog.Logger
 }
 
-// ServeConn serves one connection until it closes or ctx ends.
+// ServeConn serves one connection from the Unix socket (or a test pipe)
+// until it closes or ctx ends.
 func (s *Server) ServeConn(ctx context.Context, rwc io.ReadWriteCloser, maxRole string) {
+	s.ServePeer(ctx, rwc, Peer{MaxRole: maxRole, Identity: "socket"})
+}
+
+// ServePeer serves one connection until it closes or ctx ends.
+func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) {
 	log := s.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	c := &conn{s: s, rwc: rwc, maxRole: maxRole, phs: map[int64]protocol.Register{}, log: log}
+	c := &conn{s: s, rwc: rwc, maxRole: p.MaxRole, identity: p.Identity, phs: map[int64]protocol.Register{}, log: log}
 	var reqs sync.WaitGroup
 	defer func() {
 		cancel()
@@ -416,7 +442,7 @@ func (c *conn) handle(ctx context.Context, req *protocol.Request) (any, error) {
 		if err := decode(req.Body, &b); err != nil {
 			return nil, err
 		}
-		r, err := st.Register(ctx, b)
+		r, err := st.RegisterAs(ctx, b, c.identity)
 		if err != nil {
 			return nil, err
 		}
@@ -454,8 +480,63 @@ func (c *conn) handle(ctx context.Context, req *protocol.Request) (any, error) {
 			return nil, err
 		}
 		return st.Heartbeat(ctx, b)
+	case protocol.OpOutput:
+		var b protocol.OutputChunk
+		if err := decode(req.Body, &b); err != nil {
+			return nil, err
+		}
+		if err := c.owns(b.Placeholder); err != nil {
+			return nil, err
+		}
+		return struct{}{}, c.stage(ctx, b)
 	}
 	return nil, protocol.Errorf(protocol.CodeUnsupported, "unknown op %q", req.Op)
+}
+
+// stage writes a chunk of a job's output. A placeholder may stage only
+// attempts it holds, and only within MaxStaged (plus room for the note).
+func (c *conn) stage(ctx context.Context, b protocol.OutputChunk) error {
+	if c.s.OutputDir == "" {
+		return protocol.Errorf(protocol.CodeUnsupported, "this CLS does not keep staged output")
+	}
+	if b.Stream != "stdout" && b.Stream != "stderr" {
+		return protocol.Errorf(protocol.CodeBadRequest, "stream must be stdout or stderr, not %q", b.Stream)
+	}
+	if b.Offset < 0 || b.Offset+int64(len(b.Data)) > protocol.MaxStaged+64<<10 {
+		return protocol.Errorf(protocol.CodeBadRequest, "output beyond %d bytes is not staged", protocol.MaxStaged)
+	}
+	ok, err := c.s.Store.Holds(ctx, b.Placeholder, b.ID, b.Attempt)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		c.log.Warn("refused output for an attempt the placeholder does not hold", "placeholder", b.Placeholder, "job", b.ID, "attempt", b.Attempt)
+		return protocol.Errorf(protocol.CodeForbidden, "placeholder %d does not hold job %d attempt %d", b.Placeholder, b.ID, b.Attempt)
+	}
+	out, errPath := job.OutputPaths(c.s.OutputDir, b.ID, b.Attempt)
+	path := out
+	if b.Stream == "stderr" {
+		path = errPath
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("staging output: %w", err)
+	}
+	flags := os.O_WRONLY | os.O_CREATE
+	if b.Offset == 0 {
+		flags |= os.O_TRUNC
+	}
+	f, err := os.OpenFile(path, flags, 0o600)
+	if err != nil {
+		return fmt.Errorf("staging output: %w", err)
+	}
+	_, err = f.WriteAt(b.Data, b.Offset)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("staging output: %w", err)
+	}
+	return nil
 }
 
 // owns checks that a placeholder speaks only for itself: it must have

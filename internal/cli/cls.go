@@ -20,23 +20,26 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/crypto/ssh"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/internal/sshkey"
 	"github.com/mq-hpc/mq/metaqueue"
 	"github.com/mq-hpc/mq/placeholder"
 	"github.com/mq-hpc/mq/protocol"
 	"github.com/mq-hpc/mq/server"
+	"github.com/mq-hpc/mq/sshserver"
 )
 
 // Cls returns the cls command: the command-line server and its admin verbs.
 func Cls(env Env) *cli.App {
 	app := newApp("cls", "the mq command-line server (CLS) and its administration", env)
-	app.Commands = []*cli.Command{clsServe(), clsQueue(), clsAgent()}
+	app.Commands = []*cli.Command{clsServe(), clsQueue(env), clsKey(env), clsAgent()}
 	app.Action = func(c *cli.Context) error {
 		if c.NArg() > 0 {
 			return usagef("unknown command %q", c.Args().First())
 		}
-		return usagef("missing command (serve, queue)")
+		return usagef("missing command (serve, queue, key, agent)")
 	}
 	return app
 }
@@ -55,6 +58,7 @@ from local placeholders).`,
 			&cli.StringFlag{Name: "sync", Usage: "commit durability: full (survives power loss) or normal (survives a crash of the CLS)", Value: string(metaqueue.SyncFull)},
 			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error", Value: "info"},
 			&cli.BoolFlag{Name: "noop", Usage: "local placeholders report jobs done without running them (benchmarks the scheduling path)"},
+			&cli.StringFlag{Name: "ssh", Usage: "also accept SSH connections on `ADDR` (host:port), authenticated by the keys of `cls key`"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the CLS to `FILE` (performance work)", Hidden: true},
 		},
 		Action: serve,
@@ -107,7 +111,7 @@ func serve(c *cli.Context) error {
 	ctx := c.Context
 	store, err := metaqueue.Open(ctx, metaqueue.Options{
 		Path: filepath.Join(home, "mq.db"), Sync: metaqueue.Sync(c.String("sync")),
-		Lease: c.Duration("lease"), Logger: log,
+		Lease: c.Duration("lease"), Logger: log, OutputDir: filepath.Join(home, "output"),
 	})
 	if err != nil {
 		return err
@@ -133,7 +137,7 @@ func serve(c *cli.Context) error {
 	pids := map[int]int64{}
 	srvCtx, stopSrv := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopSrv()
-	srv := &server.Server{Store: store, Log: log, Version: Version,
+	srv := &server.Server{Store: store, Log: log, Version: Version, OutputDir: filepath.Join(home, "output"),
 		OnPlaceholder: func(id int64, reg protocol.Register, connected bool) {
 			if reg.Site != "local" {
 				return
@@ -144,8 +148,33 @@ func serve(c *cli.Context) error {
 			}
 			pidMu.Unlock()
 		}}
-	serveErr := make(chan error, 1)
+	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(srvCtx, ln, protocol.RoleUser) }()
+
+	var sshSrv *sshserver.Server
+	if addr := c.String("ssh"); addr != "" {
+		hostKey, err := sshserver.LoadOrCreateHostKey(filepath.Join(home, sshserver.HostKeyFileName))
+		if err != nil {
+			return err
+		}
+		sln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("--ssh: %w", err)
+		}
+		defer sln.Close()
+		sshSrv = &sshserver.Server{HostKey: hostKey, Log: log, Proto: srv,
+			Keys: sshserver.NewKeyFile(filepath.Join(home, sshserver.KeyFileName)),
+			Exec: sshExec(func() io.ReadWriteCloser {
+				a, b := net.Pipe()
+				go srv.ServeConn(srvCtx, b, protocol.RoleUser)
+				return a
+			}),
+		}
+		go func() { serveErr <- sshSrv.Serve(srvCtx, sln) }()
+		fp := ssh.FingerprintSHA256(hostKey.PublicKey())
+		log.Info("SSH endpoint listening", "addr", sln.Addr().String(), "host_key", fp)
+		fmt.Fprintf(c.App.ErrWriter, "cls: SSH on %s, host key %s\n", sln.Addr(), fp)
+	}
 
 	exe, err := os.Executable()
 	if err != nil {
@@ -191,6 +220,9 @@ func serve(c *cli.Context) error {
 	ln.Close()
 	store.Close()
 	srv.Wait()
+	if sshSrv != nil {
+		sshSrv.Wait()
+	}
 	log.Info("CLS stopped")
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
@@ -235,59 +267,105 @@ func lockHome(home string) (func(), error) {
 
 func clsAgent() *cli.Command {
 	return &cli.Command{
-		Name:   "agent",
-		Usage:  "run a placeholder agent that pulls jobs from the CLS of $MQ_HOME",
-		Hidden: false,
+		Name:  "agent",
+		Usage: "run a placeholder agent: pull jobs from a CLS, run them, report",
+		Description: `Without --cls the agent reaches the CLS of $MQ_HOME over its Unix socket (what
+local placeholders do). With --cls HOST:PORT it keeps one SSH connection to
+that CLS, authenticating with a placeholder key (--key) and accepting only the
+CLS host key pinned with --host-key (the fingerprint or public key that
+` + "`cls key host`" + ` prints); jobs' stdout and stderr are kept in --out and
+copied to the CLS when each job ends.`,
 		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "cls", Usage: "reach the CLS over SSH at `HOST:PORT` (default: the Unix socket of $MQ_HOME)"},
+			&cli.StringFlag{Name: "host-key", Usage: "with --cls: the CLS host key to accept, as `SHA256:...` or a public key file"},
+			&cli.StringFlag{Name: "key", Usage: "with --cls: the placeholder's private key `FILE` (mode 0600)"},
+			&cli.StringFlag{Name: "user", Usage: "with --cls: SSH user name (any; the key is what counts)", Value: "mq"},
 			&cli.StringFlag{Name: "site", Value: "local", Usage: "site name reported to the CLS"},
 			&cli.StringFlag{Name: "host", Usage: "host name reported to the CLS (default: this host's)"},
 			&cli.IntFlag{Name: "slots", Value: 1, Usage: "jobs to run at once"},
 			&cli.StringFlag{Name: "out", Usage: "directory for jobs' stdout/stderr (default $MQ_HOME/output)"},
 			&cli.DurationFlag{Name: "walltime", Usage: "this placeholder's own time limit (0 = none)"},
 			&cli.DurationFlag{Name: "idle", Usage: "exit after this long without work (0 = never)"},
+			&cli.DurationFlag{Name: "reconnect", Usage: "give up after the CLS is unreachable this long", Value: 10 * time.Minute},
 			&cli.BoolFlag{Name: "orphan-exit", Usage: "exit when idle if the parent process dies"},
 			&cli.BoolFlag{Name: "noop", Usage: "report jobs done without running them (benchmarks only)"},
+			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error (to stderr)", Value: "warn"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile to `FILE` (performance work)", Hidden: true},
 		},
-		Action: func(c *cli.Context) error {
-			home, err := client.Home()
-			if err != nil {
-				return err
-			}
-			stop, err := startProfile(c.String("cpuprofile"))
-			if err != nil {
-				return err
-			}
-			defer stop()
-			host := c.String("host")
-			if host == "" {
-				host, _ = os.Hostname()
-			}
-			out := c.String("out")
-			if out == "" {
-				out = filepath.Join(home, "output")
-			}
-			log := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: slog.LevelWarn})).With("pid", os.Getpid())
-			sock := client.SocketPath(home)
-			a := placeholder.New(placeholder.Config{
-				Dial: func(ctx context.Context) (io.ReadWriteCloser, error) {
-					var d net.Dialer
-					return d.DialContext(ctx, "unix", sock)
-				},
-				Site: c.String("site"), Host: host, Slots: c.Int("slots"), OutDir: out,
-				Walltime: c.Duration("walltime"), IdleTimeout: c.Duration("idle"),
-				ExitWhenOrphaned: c.Bool("orphan-exit"), NoOp: c.Bool("noop"), Log: log,
-			})
-			err = a.Run(c.Context)
-			if errors.Is(err, context.Canceled) {
-				return nil
-			}
-			return err
-		},
+		Action: runAgent,
 	}
 }
 
-func clsQueue() *cli.Command {
+func runAgent(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usagef("agent takes no arguments (got %q)", c.Args().First())
+	}
+	if n := c.Int("slots"); n < 1 || n > 4096 {
+		return usagef("--slots must be 1..4096, not %d", n)
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
+		return usagef("--log-level: %v", err)
+	}
+	home, err := client.Home()
+	if err != nil {
+		return err
+	}
+	host := c.String("host")
+	if host == "" {
+		host, _ = os.Hostname()
+	}
+	out := c.String("out")
+	if out == "" {
+		out = filepath.Join(home, "output")
+	}
+	var dial func(ctx context.Context) (io.ReadWriteCloser, error)
+	remote := c.String("cls") != ""
+	if remote {
+		if c.String("key") == "" || c.String("host-key") == "" {
+			return usagef("--cls needs --key (a placeholder key) and --host-key (the CLS's, from `cls key host`)")
+		}
+		signer, err := sshkey.LoadSigner(c.String("key"))
+		if err != nil {
+			return err
+		}
+		pin, err := sshkey.Pin(c.String("host-key"))
+		if err != nil {
+			return err
+		}
+		cfg := client.SSH{Addr: c.String("cls"), User: c.String("user"), Signer: signer, HostKey: pin}
+		dial = func(ctx context.Context) (io.ReadWriteCloser, error) { return client.DialSSH(ctx, cfg) }
+	} else {
+		for _, f := range []string{"host-key", "key"} {
+			if c.IsSet(f) {
+				return usagef("--%s is only for --cls", f)
+			}
+		}
+		sock := client.SocketPath(home)
+		dial = func(ctx context.Context) (io.ReadWriteCloser, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		}
+	}
+	stop, err := startProfile(c.String("cpuprofile"))
+	if err != nil {
+		return err
+	}
+	defer stop()
+	log := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level})).With("pid", os.Getpid())
+	a := placeholder.New(placeholder.Config{
+		Dial: dial, Site: c.String("site"), Host: host, Slots: c.Int("slots"), OutDir: out,
+		Walltime: c.Duration("walltime"), IdleTimeout: c.Duration("idle"), Reconnect: c.Duration("reconnect"),
+		ExitWhenOrphaned: c.Bool("orphan-exit"), NoOp: c.Bool("noop"), StageOutput: remote, Log: log,
+	})
+	err = a.Run(c.Context)
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+func clsQueue(env Env) *cli.Command {
 	return &cli.Command{
 		Name:  "queue",
 		Usage: "show and set queue properties",
@@ -296,7 +374,7 @@ func clsQueue() *cli.Command {
 				Name:  "list",
 				Usage: "list queues and their properties",
 				Action: func(c *cli.Context) error {
-					cl, err := dial(c.Context, "cls")
+					cl, err := dial(c.Context, env, "cls")
 					if err != nil {
 						return err
 					}
@@ -309,7 +387,7 @@ func clsQueue() *cli.Command {
 					return nil
 				},
 			},
-			queueSet(),
+			queueSet(env),
 		},
 	}
 }
@@ -317,7 +395,7 @@ func clsQueue() *cli.Command {
 // queueSet parses its own flags so they may come before or after QUEUE
 // (`cls queue set q --ceiling 2h`), which urfave/cli's flag parsing does not
 // allow.
-func queueSet() *cli.Command {
+func queueSet(env Env) *cli.Command {
 	return &cli.Command{
 		Name:            "set",
 		Usage:           "create a queue or change its properties",
@@ -374,7 +452,7 @@ func queueSet() *cli.Command {
 			if err != nil {
 				return err
 			}
-			cl, err := dial(c.Context, "cls")
+			cl, err := dial(c.Context, env, "cls")
 			if err != nil {
 				return err
 			}

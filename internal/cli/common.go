@@ -50,6 +50,9 @@ type Env struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Getwd          func() (string, error)
+	// Dial, if set, opens the connection to the CLS (the SSH endpoint runs
+	// commands in-process over a pipe); else the Unix socket of $MQ_HOME.
+	Dial func(ctx context.Context) (io.ReadWriteCloser, error)
 }
 
 // OSEnv is the real process environment.
@@ -60,13 +63,19 @@ func OSEnv() Env {
 // Main runs app with args and returns the exit status, printing any error
 // as one line on stderr prefixed by the command name.
 func Main(ctx context.Context, app *cli.App, args []string) int {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Run(ctx, app, args)
+}
+
+// Run is Main without signal handling: the SSH endpoint runs commands with
+// it, cancelling ctx when the client goes away.
+func Run(ctx context.Context, app *cli.App, args []string) int {
 	app.HideHelpCommand = true
 	app.ExitErrHandler = func(*cli.Context, error) {} // we map errors ourselves
 	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
 		return usageError{flagMessage(err)}
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	err := app.RunContext(ctx, args)
 	if err == nil {
 		return ExitOK
@@ -132,8 +141,21 @@ func newApp(name, usage string, env Env) *cli.App {
 	}
 }
 
-// dial connects to the CLS of $MQ_HOME as a user.
-func dial(ctx context.Context, name string) (*client.Client, error) {
+// dial connects to the CLS as a user: through env.Dial if set, else the
+// Unix socket of $MQ_HOME.
+func dial(ctx context.Context, env Env, name string) (*client.Client, error) {
+	if env.Dial != nil {
+		rwc, err := env.Dial(ctx)
+		if err != nil {
+			return nil, err
+		}
+		cl, err := client.New(ctx, rwc, protocol.RoleUser, name)
+		if err != nil {
+			rwc.Close()
+			return nil, err
+		}
+		return cl, nil
+	}
 	home, err := client.Home()
 	if err != nil {
 		return nil, err

@@ -30,7 +30,7 @@ mqsub --rerun brings a deleted job back.`
 		if sel.Target != "" && len(ids) > 0 {
 			return usagef("give job ids or -t TARGET, not both")
 		}
-		cl, err := dial(c.Context, "mqdel")
+		cl, err := dial(c.Context, env, "mqdel")
 		if err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -57,7 +58,7 @@ Without -s every job but deleted ones is listed.`
 		if c.Bool("stderr") && !c.IsSet("output") {
 			return usagef("--stderr goes with --output ID")
 		}
-		cl, err := dial(c.Context, "mqstat")
+		cl, err := dial(c.Context, env, "mqstat")
 		if err != nil {
 			return err
 		}
@@ -136,19 +137,30 @@ Without -s every job but deleted ones is listed.`
 	return app
 }
 
-// printOutput copies a job's stdout (or stderr) file. Output of the local
-// site is on this host; other sites' output is fetched by the SSH
-// placeholders of later work, so for now the command says where it is.
+// printOutput copies a job's stdout (or stderr). Local placeholders write
+// where the CLS is; remote ones copy the output here when the job ends.
 func printOutput(w io.Writer, d protocol.JobDetail, stderr bool) error {
-	path := d.Stdout
+	path, cp := d.Stdout, d.StdoutCopy
 	if stderr {
-		path = d.Stderr
+		path, cp = d.Stderr, d.StderrCopy
 	}
 	if path == "" {
 		return fmt.Errorf("job %d has no output yet (state %s)", d.ID, stateName(d.State))
 	}
-	if d.Site != "local" {
-		return fmt.Errorf("job %d's output is %s on host %s (site %s); fetching output from other sites is not built yet", d.ID, path, d.Host, d.Site)
+	if cp != "" {
+		f, err := os.Open(cp)
+		if errors.Is(err, os.ErrNotExist) {
+			if d.State == string(job.Executing) {
+				return fmt.Errorf("job %d is running on host %s; its output is copied here when it ends (meanwhile: %s there)", d.ID, d.Host, path)
+			}
+			return nil // nothing was staged: the job wrote nothing
+		}
+		if err != nil {
+			return fmt.Errorf("job %d's output: %w", d.ID, err)
+		}
+		defer f.Close()
+		_, err = io.Copy(w, f)
+		return err
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -277,6 +289,9 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 		}
 		p("stdout", d.Stdout+where)
 		p("stderr", d.Stderr+where)
+		if d.StdoutCopy != "" {
+			p("copies here", d.StdoutCopy+", "+d.StderrCopy)
+		}
 	}
 	for _, a := range d.History {
 		exit := "-"

@@ -44,7 +44,7 @@ command runs under /bin/sh -c in DIR (default: the current directory).`
 	app.Action = func(c *cli.Context) error {
 		switch {
 		case c.Bool("rerun"):
-			return mqsubRerun(c)
+			return mqsubRerun(c, env)
 		case c.IsSet("f"):
 			if c.NArg() > 0 {
 				return usagef("-f takes no TARGET or COMMAND (got %q)", c.Args().First())
@@ -75,7 +75,7 @@ command runs under /bin/sh -c in DIR (default: the current directory).`
 		if err := protocol.ValidateSpec(&js); err != nil {
 			return usagef("%v", err)
 		}
-		cl, err := dial(c.Context, "mqsub")
+		cl, err := dial(c.Context, env, "mqsub")
 		if err != nil {
 			return err
 		}
@@ -158,7 +158,7 @@ func mqsubFile(c *cli.Context, env Env) error {
 	if err != nil {
 		return err
 	}
-	cl, err := dial(c.Context, "mqsub")
+	cl, err := dial(c.Context, env, "mqsub")
 	if err != nil {
 		return err
 	}
@@ -250,7 +250,7 @@ func displayName(name string) string {
 	return name
 }
 
-func mqsubRerun(c *cli.Context) error {
+func mqsubRerun(c *cli.Context, env Env) error {
 	sel := protocol.Select{Target: c.String("t")}
 	if c.IsSet("q") {
 		sel.Queue = c.String("q")
@@ -266,7 +266,7 @@ func mqsubRerun(c *cli.Context) error {
 	if sel.Target != "" && len(ids) > 0 {
 		return usagef("give job ids or -t TARGET, not both")
 	}
-	cl, err := dial(c.Context, "mqsub")
+	cl, err := dial(c.Context, env, "mqsub")
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,250 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+	"golang.org/x/crypto/ssh"
+
+	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/internal/sshkey"
+	"github.com/mq-hpc/mq/sshserver"
+)
+
+// clsKey manages the keys the SSH endpoint accepts. It edits
+// $MQ_HOME/authorized_keys directly, so it works whether or not the CLS
+// runs, and a running CLS sees changes at the next connection.
+func clsKey(env Env) *cli.Command {
+	roleFlag := &cli.StringFlag{Name: "role", Usage: "user (may run mqsub/mqstat/mqdel) or placeholder (may only pull and report work)", Required: true}
+	nameFlag := &cli.StringFlag{Name: "name", Usage: "a name for the key in `cls key list` (default: the key file's comment)"}
+	return &cli.Command{
+		Name:  "key",
+		Usage: "manage the SSH keys the CLS accepts, and show its host key",
+		Subcommands: []*cli.Command{
+			{
+				Name:      "add",
+				Usage:     "accept a public key with a role",
+				ArgsUsage: "PUBKEY_FILE (- = stdin)",
+				Flags:     []cli.Flag{roleFlag, nameFlag},
+				Action: func(c *cli.Context) error {
+					if c.NArg() != 1 {
+						return usagef("key add takes one PUBKEY_FILE")
+					}
+					role := c.String("role")
+					if !sshserver.ValidRole(role) {
+						return usagef("--role must be user or placeholder, not %q", role)
+					}
+					var data []byte
+					var err error
+					if c.Args().First() == "-" {
+						data, err = io.ReadAll(io.LimitReader(env.Stdin, 64*1024))
+					} else {
+						data, err = os.ReadFile(c.Args().First())
+					}
+					if err != nil {
+						return fmt.Errorf("public key: %w", err)
+					}
+					if strings.Contains(string(data), "PRIVATE KEY") {
+						return fmt.Errorf("%s is a private key; give the .pub file", c.Args().First())
+					}
+					pk, comment, err := sshserver.ParsePublicKey(data)
+					if err != nil {
+						return err
+					}
+					if c.IsSet("name") {
+						comment = c.String("name")
+					}
+					kf, err := keyFile()
+					if err != nil {
+						return err
+					}
+					k, err := kf.Add(role, pk, comment)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(c.App.Writer, "added %s key %s %s\n", k.Role, k.Fingerprint, k.Comment)
+					return nil
+				},
+			},
+			{
+				Name:      "new",
+				Usage:     "create a key pair (private key mode 0600) and accept it with a role",
+				ArgsUsage: "PRIVATE_KEY_FILE (the public key goes beside it with .pub)",
+				Flags:     []cli.Flag{roleFlag, nameFlag},
+				Action: func(c *cli.Context) error {
+					if c.NArg() != 1 {
+						return usagef("key new takes one PRIVATE_KEY_FILE")
+					}
+					role := c.String("role")
+					if !sshserver.ValidRole(role) {
+						return usagef("--role must be user or placeholder, not %q", role)
+					}
+					path := c.Args().First()
+					name := c.String("name")
+					if name == "" {
+						name = "mq-" + role + "-" + filepath.Base(path)
+					}
+					kf, err := keyFile()
+					if err != nil {
+						return err
+					}
+					pk, err := sshkey.NewKeyPair(path, name)
+					if err != nil {
+						return err
+					}
+					k, err := kf.Add(role, pk, name)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(c.App.Writer, "created %s and %s.pub; added %s key %s %s\n", path, path, k.Role, k.Fingerprint, k.Comment)
+					return nil
+				},
+			},
+			{
+				Name:  "list",
+				Usage: "list the accepted keys",
+				Action: func(c *cli.Context) error {
+					if c.NArg() > 0 {
+						return usagef("key list takes no arguments")
+					}
+					kf, err := keyFile()
+					if err != nil {
+						return err
+					}
+					keys, err := kf.List()
+					if err != nil {
+						return err
+					}
+					tw := tabwriter.NewWriter(c.App.Writer, 0, 8, 2, ' ', 0)
+					fmt.Fprintln(tw, "ROLE\tFINGERPRINT\tTYPE\tNAME")
+					for _, k := range keys {
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.Role, k.Fingerprint, k.Key.Type(), k.Comment)
+					}
+					return tw.Flush()
+				},
+			},
+			{
+				Name:      "remove",
+				Usage:     "stop accepting keys (new connections are refused; open ones keep running)",
+				ArgsUsage: "FINGERPRINT|NAME...",
+				Action: func(c *cli.Context) error {
+					if c.NArg() == 0 {
+						return usagef("key remove takes FINGERPRINT or NAME arguments")
+					}
+					kf, err := keyFile()
+					if err != nil {
+						return err
+					}
+					for _, sel := range c.Args().Slice() {
+						removed, err := kf.Remove(sel)
+						if err != nil {
+							return err
+						}
+						for _, k := range removed {
+							fmt.Fprintf(c.App.Writer, "removed %s key %s %s\n", k.Role, k.Fingerprint, k.Comment)
+						}
+					}
+					return nil
+				},
+			},
+			{
+				Name:  "host",
+				Usage: "print the CLS's SSH host key fingerprint and public key (created on first use), to pin in placeholders",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "known-hosts", Usage: "print a known_hosts line for `HOST:PORT` instead (for OpenSSH clients)"},
+				},
+				Action: func(c *cli.Context) error {
+					if c.NArg() > 0 {
+						return usagef("key host takes no arguments")
+					}
+					home, err := mqHome()
+					if err != nil {
+						return err
+					}
+					signer, err := sshserver.LoadOrCreateHostKey(filepath.Join(home, sshserver.HostKeyFileName))
+					if err != nil {
+						return err
+					}
+					pk := signer.PublicKey()
+					line := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(pk)))
+					if hp := c.String("known-hosts"); hp != "" {
+						fmt.Fprintf(c.App.Writer, "%s %s\n", knownHostsName(hp), line)
+						return nil
+					}
+					fmt.Fprintln(c.App.Writer, ssh.FingerprintSHA256(pk))
+					fmt.Fprintln(c.App.Writer, line)
+					return nil
+				},
+			},
+		},
+	}
+}
+
+// knownHostsName writes host:port the way known_hosts wants it.
+func knownHostsName(hostport string) string {
+	host, port, ok := strings.Cut(hostport, ":")
+	if !ok || port == "22" {
+		return host
+	}
+	return "[" + host + "]:" + port
+}
+
+// mqHome returns $MQ_HOME, creating it (mode 0700).
+func mqHome() (string, error) {
+	home, err := client.Home()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return "", fmt.Errorf("cannot create MQ_HOME: %w", err)
+	}
+	return home, nil
+}
+
+func keyFile() (*sshserver.KeyFile, error) {
+	home, err := mqHome()
+	if err != nil {
+		return nil, err
+	}
+	return sshserver.NewKeyFile(filepath.Join(home, sshserver.KeyFileName)), nil
+}
+
+// sshCommands are the commands a user key may run over SSH.
+var sshCommands = "mqsub, mqstat, mqdel, cls queue"
+
+// sshExec runs a user's command over SSH in-process, talking to the CLS
+// through a pipe into proto (not the socket: it works however the CLS was
+// started, and costs no process).
+func sshExec(dialCLS func() io.ReadWriteCloser) sshserver.ExecFunc {
+	return func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+		env := Env{Stdin: stdin, Stdout: stdout, Stderr: stderr,
+			Getwd: os.UserHomeDir, // like an ssh login: jobs run in the home directory unless -d says
+			Dial:  func(context.Context) (io.ReadWriteCloser, error) { return dialCLS(), nil },
+		}
+		var app *cli.App
+		switch filepath.Base(args[0]) {
+		case "mqsub":
+			app = Mqsub(env)
+		case "mqstat":
+			app = Mqstat(env)
+		case "mqdel":
+			app = Mqdel(env)
+		case "cls":
+			if len(args) < 2 || args[1] != "queue" {
+				fmt.Fprintf(stderr, "mq: only `cls queue` runs over SSH (one of: %s)\n", sshCommands)
+				return ExitUsage
+			}
+			app = Cls(env)
+		default:
+			fmt.Fprintf(stderr, "mq: unknown command %q (one of: %s)\n", args[0], sshCommands)
+			return 127
+		}
+		return Run(ctx, app, args)
+	}
+}

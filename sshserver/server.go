@@ -1,0 +1,256 @@
+// Package sshserver is the CLS's SSH endpoint. Peers authenticate with a
+// public key listed in $MQ_HOME/authorized_keys, which gives each key a
+// role: a user key may run mqsub, mqstat, mqdel and `cls queue` as
+// commands (`ssh -p 2222 cls-host mqstat`) and open the request protocol;
+// a placeholder key may only open the request protocol, where it can only
+// register, pull work, report, heartbeat and stage its own jobs' output.
+// Passwords and keyboard-interactive logins are not offered at all.
+package sshserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/mq-hpc/mq/protocol"
+	"github.com/mq-hpc/mq/server"
+)
+
+// Subsystem is the SSH subsystem that carries the request protocol
+// (`ssh -s cls-host mq`).
+const Subsystem = "mq"
+
+// handshakeTimeout bounds how long an unauthenticated peer may hold a
+// connection.
+const handshakeTimeout = 15 * time.Second
+
+// ExecFunc runs a user's command (already split into words) with the
+// channel's streams and returns its exit status.
+type ExecFunc func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int
+
+// Server accepts SSH connections for a CLS.
+type Server struct {
+	HostKey ssh.Signer
+	Keys    *KeyFile
+	// Proto serves the request protocol on "mq" subsystem channels.
+	Proto *server.Server
+	// Exec runs user-role commands; nil refuses them.
+	Exec ExecFunc
+	Log  *slog.Logger
+
+	wg sync.WaitGroup
+}
+
+// Permissions extensions set at authentication.
+const (
+	extRole    = "mq-role"
+	extKey     = "mq-key"
+	extComment = "mq-comment"
+)
+
+func (s *Server) log() *slog.Logger {
+	if s.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.Log
+}
+
+func (s *Server) config() *ssh.ServerConfig {
+	cfg := &ssh.ServerConfig{
+		ServerVersion: "SSH-2.0-mq-cls",
+		MaxAuthTries:  6,
+		// Only public keys: no PasswordCallback and no
+		// KeyboardInteractiveCallback, so those methods are never offered.
+		PublicKeyCallback: func(meta ssh.ConnMetadata, pk ssh.PublicKey) (*ssh.Permissions, error) {
+			k, ok, err := s.Keys.Lookup(pk)
+			if err != nil {
+				s.log().Error("cannot read the key file; refusing every key", "err", err)
+				return nil, errors.New("key file unreadable")
+			}
+			if !ok {
+				s.log().Warn("ssh: unknown key refused", "key", ssh.FingerprintSHA256(pk), "user", meta.User(), "addr", meta.RemoteAddr().String())
+				return nil, errors.New("unknown key")
+			}
+			return &ssh.Permissions{Extensions: map[string]string{
+				extRole: k.Role, extKey: k.Fingerprint, extComment: k.Comment,
+			}}, nil
+		},
+	}
+	cfg.AddHostKey(s.HostKey)
+	return cfg
+}
+
+// Serve accepts connections until ctx ends or ln fails.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	cfg := s.config()
+	go func() {
+		<-ctx.Done()
+		ln.Close()
+	}()
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			return err
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.serveConn(ctx, nc, cfg)
+		}()
+	}
+}
+
+// Wait waits for every connection's handler to return.
+func (s *Server) Wait() { s.wg.Wait() }
+
+func (s *Server) serveConn(ctx context.Context, nc net.Conn, cfg *ssh.ServerConfig) {
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(handshakeTimeout))
+	sc, chans, reqs, err := ssh.NewServerConn(nc, cfg)
+	if err != nil {
+		s.log().Debug("ssh handshake failed", "addr", nc.RemoteAddr().String(), "err", err)
+		return
+	}
+	nc.SetDeadline(time.Time{})
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		<-ctx.Done()
+		sc.Close()
+	}()
+	go ssh.DiscardRequests(reqs) // keepalives get their "no" reply
+	p := peer{
+		role: sc.Permissions.Extensions[extRole],
+		key:  sc.Permissions.Extensions[extKey],
+		log: s.log().With("key", sc.Permissions.Extensions[extKey], "name", sc.Permissions.Extensions[extComment],
+			"addr", sc.RemoteAddr().String()),
+	}
+	p.log.Debug("ssh connection", "role", p.role, "user", sc.User())
+	var chWG sync.WaitGroup
+	for nch := range chans {
+		if nch.ChannelType() != "session" {
+			nch.Reject(ssh.Prohibited, "only session channels are served")
+			continue
+		}
+		ch, creqs, err := nch.Accept()
+		if err != nil {
+			continue
+		}
+		chWG.Add(1)
+		go func() {
+			defer chWG.Done()
+			s.session(ctx, p, ch, creqs)
+		}()
+	}
+	cancel()
+	chWG.Wait()
+}
+
+type peer struct {
+	role string
+	key  string
+	log  *slog.Logger
+}
+
+// session serves one session channel: the first exec, subsystem or shell
+// request decides what it is.
+func (s *Server) session(ctx context.Context, p peer, ch ssh.Channel, reqs <-chan *ssh.Request) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer ch.Close()
+	for req := range reqs {
+		switch req.Type {
+		case "env":
+			req.Reply(true, nil) // accepted and ignored: the CLS's environment rules
+			continue
+		case "subsystem", "exec":
+		case "shell":
+			req.Reply(true, nil)
+			fmt.Fprintln(ch.Stderr(), "mq: no shell here; run mqsub, mqstat, mqdel or cls queue as the ssh command")
+			exit(ch, 2)
+			return
+		default: // pty-req, x11-req, agent forwarding...: not here
+			req.Reply(false, nil)
+			continue
+		}
+		var arg struct{ Value string }
+		if err := ssh.Unmarshal(req.Payload, &arg); err != nil {
+			req.Reply(false, nil)
+			return
+		}
+		// From here the channel is dedicated; later requests get "no", and
+		// the client closing it cancels what runs.
+		go func() {
+			for r := range reqs {
+				r.Reply(false, nil)
+			}
+			cancel()
+		}()
+		if req.Type == "subsystem" {
+			if arg.Value != Subsystem {
+				req.Reply(false, nil)
+				return
+			}
+			req.Reply(true, nil)
+			s.Proto.ServePeer(ctx, ch, server.Peer{MaxRole: p.role, Identity: "ssh-key:" + p.key})
+			exit(ch, 0)
+			return
+		}
+		req.Reply(true, nil)
+		exit(ch, s.exec(ctx, p, ch, arg.Value))
+		return
+	}
+}
+
+// exec runs a user's command line.
+func (s *Server) exec(ctx context.Context, p peer, ch ssh.Channel, line string) int {
+	stderr := ch.Stderr()
+	if p.role != protocol.RoleUser {
+		p.log.Warn("ssh: refused a command from a placeholder key", "command", truncate(line, 200))
+		fmt.Fprintln(stderr, "mq: placeholder keys may not run commands")
+		return 1
+	}
+	if s.Exec == nil {
+		fmt.Fprintln(stderr, "mq: this CLS runs no commands over SSH")
+		return 1
+	}
+	words, err := SplitWords(line)
+	if err != nil {
+		fmt.Fprintf(stderr, "mq: %v\n", err)
+		return 2
+	}
+	if len(words) == 0 {
+		fmt.Fprintln(stderr, "mq: empty command; run mqsub, mqstat, mqdel or cls queue")
+		return 2
+	}
+	p.log.Debug("ssh exec", "command", words[0])
+	return s.Exec(ctx, words, ch, ch, stderr)
+}
+
+// exit sends the exit status and closes the channel for writing.
+func exit(ch ssh.Channel, code int) {
+	ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{uint32(code)}))
+	ch.CloseWrite()
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

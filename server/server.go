@@ -90,14 +90,14 @@ type conn struct {
 	role     string
 	maxRole  string
 	identity string
-	hello   bool
-	wmu     sync.Mutex
-	wbuf    []byte
-	bulk    *metaqueue.Bulk
-	bulkErr error // a failed chunk poisons the bulk until abort
-	phMu    sync.Mutex
-	phs     map[int64]protocol.Register
-	log     *slog.Logger
+	hello    bool
+	wmu      sync.Mutex
+	wbuf     []byte
+	bulk     *metaqueue.Bulk
+	bulkErr  error // a failed chunk poisons the bulk until abort
+	phMu     sync.Mutex
+	phs      map[int64]protocol.Register
+	log      *slog.Logger
 }
 
 // ServeConn serves one connection from the Unix socket (or a test pipe)

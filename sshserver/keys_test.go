@@ -1,0 +1,130 @@
+package sshserver
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/crypto/ssh"
+)
+
+func newPub(t testing.TB) (ssh.PublicKey, ssh.Signer) {
+	t.Helper()
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk, err := ssh.NewPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pk, signer
+}
+
+func TestKeyFileAddLookupRemove(t *testing.T) {
+	kf := NewKeyFile(filepath.Join(t.TempDir(), KeyFileName))
+	u, _ := newPub(t)
+	p, _ := newPub(t)
+	stranger, _ := newPub(t)
+
+	if _, ok, err := kf.Lookup(u); ok || err != nil {
+		t.Fatalf("empty key file: lookup = %v, %v", ok, err)
+	}
+	if _, err := kf.Add("user", u, "alice laptop"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kf.Add("placeholder", p, "cluster-a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kf.Add("placeholder", u, "again"); err == nil || !strings.Contains(err.Error(), "already added") {
+		t.Errorf("adding a key twice: %v", err)
+	}
+	if _, err := kf.Add("admin", stranger, ""); err == nil {
+		t.Error("a role that does not exist was accepted")
+	}
+	for _, c := range []struct {
+		pk   ssh.PublicKey
+		ok   bool
+		role string
+	}{{u, true, "user"}, {p, true, "placeholder"}, {stranger, false, ""}} {
+		k, ok, err := kf.Lookup(c.pk)
+		if err != nil || ok != c.ok || k.Role != c.role {
+			t.Errorf("lookup %s = %+v %v %v, want ok=%v role=%q", ssh.FingerprintSHA256(c.pk), k.Role, ok, err, c.ok, c.role)
+		}
+	}
+	keys, err := kf.List()
+	if err != nil || len(keys) != 2 || keys[0].Comment != "alice_laptop" {
+		t.Fatalf("list = %+v, %v", keys, err)
+	}
+	if _, err := kf.Remove("cluster-a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := kf.Lookup(p); ok {
+		t.Error("a removed key is still accepted")
+	}
+	if _, err := kf.Remove(ssh.FingerprintSHA256(u)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kf.Remove("nobody"); err == nil {
+		t.Error("removing an unknown key succeeded")
+	}
+	if fi, err := os.Stat(kf.Path); err != nil || fi.Mode().Perm()&0o077 != 0 {
+		t.Errorf("key file mode: %v %v", fi.Mode(), err)
+	}
+}
+
+// Edits by hand (or by another process) are seen at the next lookup, and a
+// broken file refuses everyone with an error naming the line, rather than
+// silently accepting fewer keys.
+func TestKeyFileReloadsAndRejectsBadLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), KeyFileName)
+	kf := NewKeyFile(path)
+	u, _ := newPub(t)
+	line := `role="user" ` + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(u))) + " by-hand\n"
+	if err := os.WriteFile(path, []byte("# comment\n\n"+line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if k, ok, err := kf.Lookup(u); !ok || err != nil || k.Comment != "by-hand" {
+		t.Fatalf("hand-written key: %+v %v %v", k, ok, err)
+	}
+	for _, bad := range []string{
+		"ssh-ed25519 AAAA-not-base64",
+		strings.TrimSpace(string(ssh.MarshalAuthorizedKey(u))), // no role
+		`role="root" ` + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(u))),
+		`command="sh" ` + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(u))),
+	} {
+		if err := os.WriteFile(path, []byte(line+bad+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, ok, err := kf.Lookup(u)
+		if ok || err == nil || !strings.Contains(err.Error(), "line 2") {
+			t.Errorf("line %q: lookup = %v, %v; want an error naming line 2", bad, ok, err)
+		}
+	}
+}
+
+func TestParseKeyLineRoles(t *testing.T) {
+	u, _ := newPub(t)
+	body := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(u)))
+	for _, c := range []struct {
+		line, role string
+		ok         bool
+	}{
+		{`role="user" ` + body, "user", true},
+		{`role=placeholder ` + body + " x", "placeholder", true},
+		{`role="" ` + body, "", false},
+		{body, "", false},
+	} {
+		k, err := ParseKeyLine(c.line)
+		if (err == nil) != c.ok || (c.ok && k.Role != c.role) {
+			t.Errorf("ParseKeyLine(%q) = %+v, %v", c.line, k.Role, err)
+		}
+	}
+}

@@ -11,13 +11,17 @@
 #   3. real processes: BENCH_TRUE_JOBS `true` jobs on --local 2, submit to
 #      all Done, against `seq N | parallel -j2 true` in the same run.
 #   4. `mqsub -b t true` round trip against an idle CLS (--local 2).
+#   5. SSH placeholders: BENCH_TRUE_JOBS `true` jobs through 2 agents over
+#      SSH (cls agent --cls) against 2 local placeholders in the same run;
+#      then BENCH_AGENTS agents connected over SSH running `sleep 1` jobs:
+#      CLS RSS growth per agent and mqstat latency meanwhile.
 #
 # Usage: scripts/bench.sh                      (full: 1,000,000 jobs, ~10 min)
 #        BENCH_JOBS=100000 scripts/bench.sh    (quick)
 # Knobs: BENCH_JOBS (multiple of 10), BENCH_TRUE_JOBS (5000), BENCH_RTT_RUNS
 # (200), BENCH_SCHED ("2x1 2x8 8x8"), BENCH_WINDOW (seconds, 10),
 # BENCH_REPEAT (runs of each case of tests 2 and 3, median reported; 1),
-# BENCH_ONLY ("1 2 3 4"; 2 needs 1), BENCH_QUIET_WAIT (seconds to wait for
+# BENCH_AGENTS (64), BENCH_ONLY ("1 2 3 4 5"; 2 needs 1), BENCH_QUIET_WAIT (seconds to wait for
 # other work to stop before each step, 300), BENCH_DIR (work dir, default a new
 # /tmp/mqbench.*; removed afterwards unless BENCH_KEEP=1), BENCH_OUT (also
 # write the results table there). Not for CI: it wants a quiet machine.
@@ -29,7 +33,8 @@ TRUE_JOBS=${BENCH_TRUE_JOBS:-5000}
 RTT_RUNS=${BENCH_RTT_RUNS:-200}
 SCHED=${BENCH_SCHED:-"2x1 2x8 8x8"}
 WINDOW=${BENCH_WINDOW:-10}
-ONLY=${BENCH_ONLY:-"1 2 3 4"}
+ONLY=${BENCH_ONLY:-"1 2 3 4 5"}
+AGENTS=${BENCH_AGENTS:-64}
 QUIET_WAIT=${BENCH_QUIET_WAIT:-300}
 REPEAT=${BENCH_REPEAT:-1}
 if ((JOBS < 1000 || JOBS % 10 != 0)); then
@@ -298,6 +303,89 @@ if [[ " $ONLY " == *" 4 "* ]]; then
 	stop_cls
 	med=$(kv "$rtt" median_ms)
 	row "4. mqsub -b t true round trip" "median **$med ms**, p90 $(kv "$rtt" p90_ms) ms ($RTT_RUNS runs); mqsub without -b: median $(kv "$sub1" median_ms) ms" "median <= 20 ms" "$(ge 20 "$med" && echo PASS || echo FAIL)"
+fi
+
+# ---- 5. SSH placeholders ----
+# ssh_setup HOME: a placeholder key and the host key's fingerprint (FP).
+ssh_setup() {
+	MQ_HOME=$1 "$BIN/cls" key new --role placeholder "$1/ph" >/dev/null
+	FP=$(MQ_HOME=$1 "$BIN/cls" key host | head -1)
+}
+# ssh_addr HOME: the address `cls serve --ssh 127.0.0.1:0` chose.
+ssh_addr() { sed -n 's/^cls: SSH on \([^,]*\),.*/\1/p' "$1/serve.err" | tail -1; }
+# start_agents HOME N ARGS...: N agents over SSH, recorded for cleanup.
+start_agents() {
+	local home=$1 n=$2 i addr
+	shift 2
+	addr=$(ssh_addr "$home")
+	for ((i = 0; i < n; i++)); do
+		MQ_HOME=$home/agent "$BIN/cls" agent --cls "$addr" --host-key "$FP" --key "$home/ph" \
+			--site ssh --host "a$i" --out "$home/agent/out" "$@" 2>>"$home/agents.err" &
+		PIDS+=("$!")
+		AGENT_PIDS+=("$!")
+	done
+}
+stop_agents() {
+	local p keep=()
+	for p in "${AGENT_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+	for p in "${AGENT_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+	for p in "${PIDS[@]}"; do [[ " ${AGENT_PIDS[*]} " == *" $p "* ]] || keep+=("$p"); done
+	PIDS=("${keep[@]+"${keep[@]}"}")
+	AGENT_PIDS=()
+}
+AGENT_PIDS=()
+if [[ " $ONLY " == *" 5 "* ]]; then
+	echo "== 5. SSH placeholders: $TRUE_JOBS x true through 2 agents over SSH vs 2 local placeholders"
+	"$BIN/mqbench" gen -targets 1 -per "$TRUE_JOBS" -prereqs=false -cmd true -o "$WORK/true5.jsonl" >/dev/null
+	loc=() rem=()
+	for ((rep = 1; rep <= REPEAT; rep++)); do
+		note_busy 5
+		H=$WORK/h5-local-$rep
+		start_cls "$H" --local 2
+		mq=$(MQ_HOME=$H "$BIN/mqbench" drain -cls "$CLS_PID" -n "$TRUE_JOBS" -- "$BIN/mqsub" -f "$WORK/true5.jsonl")
+		echo "   local: --local 2: $mq"
+		loc+=("$(kv "$mq" jobs_per_s)")
+		stop_cls
+		H=$WORK/h5-ssh-$rep
+		mkdir -p "$H"
+		ssh_setup "$H"
+		start_cls "$H" --local 0 --ssh 127.0.0.1:0
+		start_agents "$H" 2
+		mq=$(MQ_HOME=$H "$BIN/mqbench" drain -cls "$CLS_PID" -n "$TRUE_JOBS" -- "$BIN/mqsub" -f "$WORK/true5.jsonl")
+		echo "   ssh: 2 agents over SSH: $mq"
+		rem+=("$(kv "$mq" jobs_per_s)")
+		stop_agents
+		stop_cls
+	done
+	rl=$(median "${loc[@]}") rr=$(median "${rem[@]}")
+	row "5. $TRUE_JOBS x true, 2 agents over SSH vs --local 2 (same run)" "SSH **$rr jobs/s**, local $rl jobs/s: **$(ratio "$rr" "$rl")** of local" ">= 0.8 of local" "$(verdict "$(ratio "$rr" "$rl")" 0.8)"
+
+	echo "== 5. $AGENTS agents connected over SSH"
+	H=$WORK/h5-many
+	mkdir -p "$H"
+	ssh_setup "$H"
+	start_cls "$H" --local 0 --ssh 127.0.0.1:0
+	sleep 1
+	rss0=$(awk '/VmRSS/ { print $2 }' /proc/$CLS_PID/status)
+	start_agents "$H" "$AGENTS"
+	sleep 2 # let them connect and register
+	"$BIN/mqbench" gen -targets 1 -per $((AGENTS * 20)) -prereqs=false -cmd "sleep 1" -o "$WORK/sleep5.jsonl" >/dev/null
+	MQ_HOME=$H "$BIN/mqsub" -f "$WORK/sleep5.jsonl" >/dev/null
+	sleep 3
+	note_busy 5
+	running=$(MQ_HOME=$H "$BIN/mqstat" --summary | awk '$1 == "default" { print $0 }')
+	sum=$(MQ_HOME=$H "$BIN/mqbench" times -n 20 -warmup 3 -- "$BIN/mqstat" --summary)
+	lst=$(MQ_HOME=$H "$BIN/mqbench" times -n 20 -warmup 3 -- "$BIN/mqstat" -s E)
+	rss1=$(awk '/VmRSS/ { print $2 }' /proc/$CLS_PID/status)
+	per=$(awk -v a="$rss0" -v b="$rss1" -v n="$AGENTS" 'BEGIN { printf "%.2f", (b - a) / 1024 / n }')
+	echo "   while running (summary row: $running)"
+	echo "   mqstat --summary x20: $sum"
+	echo "   mqstat -s E x20 (lists the ~$AGENTS running jobs): $lst"
+	echo "   CLS VmRSS: $((rss0 / 1024)) MB before the agents, $((rss1 / 1024)) MB with $AGENTS agents working: $per MB per agent"
+	stop_agents
+	stop_cls
+	row "5. $AGENTS agents over SSH running sleep 1 jobs: mqstat" "--summary median **$(kv "$sum" median_ms) ms**; -s E median **$(kv "$lst" median_ms) ms**, p90 $(kv "$lst" p90_ms) ms" "<= 100 ms" "$(ge 100 "$(kv "$lst" median_ms)" && echo PASS || echo FAIL)"
+	row "5. $AGENTS agents over SSH: CLS RSS growth" "**$per MB per agent** ($((rss0 / 1024)) -> $((rss1 / 1024)) MB)" "<= 1 MB per agent" "$(ge 1 "$per" && echo PASS || echo FAIL)"
 fi
 
 # ---- results ----

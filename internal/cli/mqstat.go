@@ -163,6 +163,9 @@ func printOutput(w io.Writer, d protocol.JobDetail, stderr bool) error {
 		return err
 	}
 	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // output files are made at the first byte: none means no output (yet)
+	}
 	if err != nil {
 		return fmt.Errorf("job %d's output: %w", d.ID, err)
 	}

@@ -233,7 +233,7 @@ func (s *Store) storedJob(id int64) (storedJob, error) {
 // target become Blocked.
 func (s *Store) Delete(ctx context.Context, sel protocol.Select) (protocol.ActionReply, error) {
 	var reply protocol.ActionReply
-	err := s.do(ctx, func() error {
+	err := s.doDurable(ctx, func() error {
 		ids, err := s.selectIDs(sel, "WQEB")
 		if err != nil {
 			return err
@@ -286,7 +286,7 @@ func (s *Store) Delete(ctx context.Context, sel protocol.Select) (protocol.Actio
 // them follow by themselves.
 func (s *Store) Rerun(ctx context.Context, sel protocol.Select) (protocol.ActionReply, error) {
 	var reply protocol.ActionReply
-	err := s.do(ctx, func() error {
+	err := s.doDurable(ctx, func() error {
 		ids, err := s.selectIDs(sel, "DFX")
 		if err != nil {
 			return err
@@ -385,7 +385,7 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 	if qs.MaxAttempts != nil && (*qs.MaxAttempts < 1 || *qs.MaxAttempts > 1000) {
 		return info, protocol.Errorf(protocol.CodeBadRequest, "max attempts must be 1..1000")
 	}
-	err := s.do(ctx, func() error {
+	err := s.doDurable(ctx, func() error {
 		q, err := s.queueFor(qs.Name)
 		if err != nil {
 			return err

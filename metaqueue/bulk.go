@@ -74,7 +74,7 @@ func (b *Bulk) Commit(ctx context.Context) (first int64, err error) {
 		return 0, fmt.Errorf("bulk submit: spool: %w", err)
 	}
 	s := b.s
-	err = s.do(ctx, func() error {
+	err = s.doDurable(ctx, func() error {
 		if _, err := b.f.Seek(0, io.SeekStart); err != nil {
 			return fmt.Errorf("bulk submit: spool: %w", err)
 		}

@@ -26,6 +26,12 @@ const (
 	// SyncNormal leaves fsync to checkpoints: an acknowledged change
 	// survives a crash (kill -9) of the CLS but may be lost with the machine.
 	SyncNormal Sync = "normal"
+	// SyncSubmit fsyncs the commits that accept or change users' work
+	// (submit, delete, rerun, queue settings) and not those of placeholder
+	// traffic (dispatch, reports, leases). After a power loss nothing
+	// submitted is lost; jobs that ended in the last moments may run again,
+	// which at-least-once dispatch allows anyway.
+	SyncSubmit Sync = "submit"
 )
 
 var uriPath = strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")
@@ -34,6 +40,9 @@ func dsn(path string, sync Sync, readOnly bool) string {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(wal)")
+	if sync == SyncSubmit {
+		sync = SyncFull // until the first batch says otherwise
+	}
 	q.Add("_pragma", "synchronous("+string(sync)+")")
 	q.Add("_pragma", "foreign_keys(off)")
 	q.Add("_pragma", "temp_store(memory)")
@@ -51,8 +60,8 @@ func dsn(path string, sync Sync, readOnly bool) string {
 // openDB opens the writer connection and the reader pool, creating the
 // schema on first use and checking that WAL mode really took.
 func openDB(ctx context.Context, path string, sync Sync) (w *sql.Conn, wdb, rdb *sql.DB, err error) {
-	if sync != SyncFull && sync != SyncNormal {
-		return nil, nil, nil, fmt.Errorf("unknown sync mode %q (want full or normal)", sync)
+	if sync != SyncFull && sync != SyncNormal && sync != SyncSubmit {
+		return nil, nil, nil, fmt.Errorf("unknown sync mode %q (want submit, full or normal)", sync)
 	}
 	wdb, err = sql.Open("sqlite", dsn(path, sync, false))
 	if err != nil {

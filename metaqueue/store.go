@@ -75,6 +75,7 @@ type Store struct {
 	counts   map[int32]*[128]int // queue -> state letter -> jobs
 	nextID   int64
 	inTx     bool
+	curSync  Sync    // the writer's synchronous setting now (SyncSubmit switches it)
 	ended    []int64 // jobs that ended or blocked in this batch (for waiters)
 }
 
@@ -121,6 +122,10 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		stop:    make(chan struct{}),
 		stopped: make(chan struct{}),
 		waiters: map[int64][]*waitCall{},
+		curSync: opt.Sync,
+	}
+	if opt.Sync == SyncSubmit {
+		s.curSync = SyncFull // as opened
 	}
 	if err := s.stmts.prepare(ctx, w); err != nil {
 		s.closeDB()
@@ -156,7 +161,10 @@ type call struct {
 	err    error
 	done   chan struct{}
 	parked bool // answered later (a long poll), not at this batch's commit
-	closed bool // done has been closed; touched only by the core
+	// durable marks a call that accepts or changes users' work: under
+	// SyncSubmit its batch's commit is fsync'd.
+	durable bool
+	closed  bool // done has been closed; touched only by the core
 }
 
 // finish answers c once; later calls do nothing.
@@ -169,7 +177,16 @@ func (c *call) finish() {
 
 // do runs fn on the core and waits until its transaction committed.
 func (s *Store) do(ctx context.Context, fn func() error) error {
-	c := &call{ctx: ctx, fn: fn, done: make(chan struct{})}
+	return s.doCall(ctx, &call{ctx: ctx, fn: fn, done: make(chan struct{})})
+}
+
+// doDurable is do for a change a user made (submit, delete, rerun, queue
+// settings): under SyncSubmit its commit is fsync'd before the answer.
+func (s *Store) doDurable(ctx context.Context, fn func() error) error {
+	return s.doCall(ctx, &call{ctx: ctx, fn: fn, done: make(chan struct{}), durable: true})
+}
+
+func (s *Store) doCall(ctx context.Context, c *call) error {
 	select {
 	case s.calls <- c:
 	case <-s.stop:
@@ -246,6 +263,9 @@ func (s *Store) loop() {
 // and answers them after it commits.
 func (s *Store) runBatch(batch []*call, ticked bool) {
 	var failed error
+	if s.opt.Sync == SyncSubmit {
+		failed = s.syncFor(batch)
+	}
 	for _, c := range batch {
 		if failed != nil {
 			c.err = failed
@@ -287,6 +307,29 @@ func (s *Store) runBatch(batch []*call, ticked bool) {
 		s.notifyWaiters()
 	}
 	s.ended = s.ended[:0]
+}
+
+// syncFor sets how hard this batch's commit goes to disk: fsync'd if a
+// call in it changes users' work, else not. SQLite takes the setting only
+// between transactions, and the batch has not begun one yet. The WAL is
+// recovered as a prefix of its commits, so an fsync'd commit also makes
+// every earlier one durable.
+func (s *Store) syncFor(batch []*call) error {
+	want := SyncNormal
+	for _, c := range batch {
+		if c.durable {
+			want = SyncFull
+			break
+		}
+	}
+	if want == s.curSync {
+		return nil
+	}
+	if _, err := s.w.ExecContext(context.Background(), "PRAGMA synchronous="+string(want)); err != nil {
+		return fatalError{err}
+	}
+	s.curSync = want
+	return nil
 }
 
 // fatalError marks a storage failure: the whole batch is rolled back.

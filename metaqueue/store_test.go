@@ -1844,3 +1844,51 @@ func TestOpenPathWithURICharacters(t *testing.T) {
 		}
 	}
 }
+
+// Under SyncSubmit a commit that accepts users' work is fsync'd
+// (synchronous=FULL) and one with only placeholder traffic is not.
+func TestSyncSubmitFsyncsUsersWorkOnly(t *testing.T) {
+	e := newEnvWith(t, func(o *Options) { o.Sync = SyncSubmit })
+	ctx := context.Background()
+	level := func() int {
+		t.Helper()
+		var n int
+		if err := e.s.do(ctx, func() error {
+			return e.s.w.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&n)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	const normal, full = 1, 2
+	reg, err := e.s.Register(ctx, protocol.Register{Site: "s", Host: "h", Slots: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := level(); got != normal {
+		t.Errorf("after placeholder traffic: synchronous=%d, want %d", got, normal)
+	}
+	var ids []int64
+	if err := e.s.doDurable(ctx, func() error {
+		var n int
+		if err := e.s.w.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&n); err != nil {
+			return err
+		}
+		if n != full {
+			t.Errorf("during a user's change: synchronous=%d, want %d", n, full)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ids, err = e.s.Submit(ctx, []protocol.JobSpec{{Target: "t", Command: "true", Cwd: "/"}})
+	if err != nil || len(ids) != 1 {
+		t.Fatal(ids, err)
+	}
+	if _, err := e.s.Next(ctx, protocol.Next{Placeholder: reg.ID, Free: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got := level(); got != normal {
+		t.Errorf("after a dispatch: synchronous=%d, want %d", got, normal)
+	}
+}

@@ -49,7 +49,7 @@ func (s *Store) Submit(ctx context.Context, specs []protocol.JobSpec) ([]int64, 
 		edges.add(&specs[i])
 	}
 	var ids []int64
-	err := s.do(ctx, func() error {
+	err := s.doDurable(ctx, func() error {
 		if c := s.g.FindCycle(edges); c != "" {
 			return protocol.Errorf(protocol.CodeBadRequest, "prerequisites would form a cycle: %s", c)
 		}

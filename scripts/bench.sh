@@ -210,7 +210,7 @@ if [[ " $ONLY " == *" 2 "* ]]; then
 		for ((rep = 1; rep <= REPEAT; rep++)); do
 			H=$WORK/s$cfg-small
 			note_busy 2
-			start_cls "$H" --local "$P" --slots "$S" --noop
+			start_cls "$H" --local "$P" --slots "$S" --noop --sync full
 			small=$(MQ_HOME=$H "$BIN/mqbench" rate -cls "$CLS_PID" -feed 1000 -warmup 2s -window "${WINDOW}s")
 			echo "   ~1,000 queued (topped up with 1,000 new jobs whenever fewer than 500 are pending): $small"
 			smalls+=("$(kv "$small" jobs_per_s)")
@@ -224,7 +224,7 @@ if [[ " $ONLY " == *" 2 "* ]]; then
 			cp -a "$WORK/h1" "$H"
 			rm -f "$H/cls.sock" "$H/cls.lock"
 			note_busy 2 # before starting: the placeholders drain at once
-			start_cls "$H" --local "$P" --slots "$S" --noop
+			start_cls "$H" --local "$P" --slots "$S" --noop --sync full
 			echo "   CLS ready with $JOBS jobs in ${READY_S}s"
 			big=$(MQ_HOME=$H "$BIN/mqbench" rate -cls "$CLS_PID" -warmup 2s -window "${WINDOW}s")
 			echo "   $JOBS queued: $big"

@@ -62,9 +62,14 @@ type Snapshot struct {
 // with arrival_time(cur) = 0. The highest priority wins; if every examined
 // job's priority is negative, the placeholder should wait for a better one.
 //
-// The thesis computes costs in Smurph time units of 10 ms while the queue
-// time term is a ratio of times, so the relative weight of the two terms
-// depends on the unit: CostUnit keeps the thesis's (0.01 s) by default.
+// The relative cost is a time and the queue-time term a ratio of times, so
+// their balance depends on the unit the cost is counted in. The thesis
+// counted in Smurph units of 10 ms ("both these quantities are expressed
+// in simulation time units"), and CostUnit keeps that by default: the cost
+// term weighs 100 times more than it would in seconds. That reproduces the
+// thesis's "maximum data affinity at every placeholder count" on a WAN; in
+// seconds DC gives up a little affinity on a WAN too (docs/simulation.md).
+//
 // Waiting cannot starve a job: its queue-time term grows by 1/latency per
 // second, so any job is dispatched after at most
 // -Data_Affinity_R_C/CostUnit * PlaceholderLatency seconds in the queue.

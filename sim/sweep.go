@@ -117,7 +117,8 @@ func (s Sweep) Run(ctx context.Context, workers int, emit func(Outcome) error) e
 			}
 		}
 	}()
-	defer wg.Wait()
+	// On an early return stop feeding runs, then let the running ones end.
+	defer func() { cancel(); wg.Wait() }()
 	for i := range n {
 		select {
 		case <-done[i]:

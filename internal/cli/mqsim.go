@@ -1,0 +1,265 @@
+package cli
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mq-hpc/mq/sim"
+)
+
+// Mqsim returns the mqsim command: the scheduling simulator.
+func Mqsim(env Env) *cli.App {
+	app := newApp("mqsim", "simulate placeholder scheduling policies before spending allocation", env)
+	app.UsageText = `mqsim [--policy fcfs,sjf,dc] [--placeholders 2,4,8,16,32] [--inflation 1,10,100]
+         [--network lan,wan] [--seeds 1-10] [--workload FILE] [--json] [--plot DIR]`
+	app.Description = `Runs the discrete-event simulation of thesis 004 chapter 6 for every
+combination of the lists (each flag takes one value or a comma list; seeds
+also take ranges like 1-10), in parallel, deterministically per seed.
+
+Networks: lan and wan are thesis table 6.2 as printed; lan-itu and wan-itu
+read its scp rates as bytes per 10 ms (what the thesis's results imply); or
+give a platform JSON file. Without --workload the thesis's synthetic PA
+workload is used (1,000 pipelines, batches of 16, generated per seed).
+File formats and the model: docs/simulation.md.
+
+Output: a table per network and file inflation (mean over seeds), or with
+--json one object per run. --plot DIR writes SVG charts and DIR/index.html.`
+	app.Flags = []cli.Flag{
+		&cli.StringFlag{Name: "policy", Value: "fcfs,sjf,dc", Usage: "policies: fcfs, sjf, dc"},
+		&cli.StringFlag{Name: "placeholders", Value: "2,4,8,16,32", Usage: "placeholder counts (one per host)"},
+		&cli.StringFlag{Name: "inflation", Value: "1,10,100", Usage: "factors on the size of files jobs write"},
+		&cli.StringFlag{Name: "network", Value: "lan,wan", Usage: "lan, wan, lan-itu, wan-itu or platform JSON files"},
+		&cli.StringFlag{Name: "seeds", Value: "1-10", Usage: "seeds, e.g. 1-10 or 1,3,5"},
+		&cli.StringFlag{Name: "workload", Usage: "workload JSON `FILE` instead of the thesis's PA workload"},
+		&cli.BoolFlag{Name: "json", Usage: "print one JSON object per run"},
+		&cli.StringFlag{Name: "plot", Usage: "write SVG plots and index.html into `DIR`"},
+	}
+	app.Action = func(c *cli.Context) error {
+		if c.NArg() > 0 {
+			return usagef("unexpected argument %q", c.Args().First())
+		}
+		s, err := sweepFlags(c)
+		if err != nil {
+			return err
+		}
+		out := bufio.NewWriter(c.App.Writer)
+		defer out.Flush()
+		var runs []sim.Outcome
+		emit := func(o sim.Outcome) error {
+			runs = append(runs, o)
+			if c.Bool("json") {
+				return writeRunJSON(out, o)
+			}
+			return nil
+		}
+		if err := s.Run(c.Context, 0, emit); err != nil {
+			return err
+		}
+		sums := sim.Summarize(runs)
+		if !c.Bool("json") {
+			writeTables(out, sums)
+		}
+		if dir := c.String("plot"); dir != "" {
+			files, err := sim.WritePlots(dir, sums)
+			if err != nil {
+				return fmt.Errorf("--plot: %w", err)
+			}
+			fmt.Fprintf(c.App.ErrWriter, "mqsim: wrote %d plots; open %s\n", len(files)-1, files[len(files)-1])
+		}
+		return out.Flush()
+	}
+	return app
+}
+
+// sweepFlags turns the flags into a sweep, or a usage error.
+func sweepFlags(c *cli.Context) (sim.Sweep, error) {
+	var s sim.Sweep
+	var err error
+	if s.Policies, err = parseList(c, "policy", func(v string) (string, error) {
+		if v != "fcfs" && v != "sjf" && v != "dc" {
+			return "", fmt.Errorf("unknown policy %q (known: fcfs, sjf, dc)", v)
+		}
+		return v, nil
+	}); err != nil {
+		return s, err
+	}
+	if s.Placeholders, err = parseList(c, "placeholders", func(v string) (int, error) {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100000 {
+			return 0, fmt.Errorf("%q is not a placeholder count (1-100000)", v)
+		}
+		return n, nil
+	}); err != nil {
+		return s, err
+	}
+	if s.Inflations, err = parseList(c, "inflation", func(v string) (float64, error) {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(f > 0) || math.IsInf(f, 0) {
+			return 0, fmt.Errorf("%q is not a positive factor", v)
+		}
+		return f, nil
+	}); err != nil {
+		return s, err
+	}
+	if s.Networks, err = parseList(c, "network", sim.LoadPlatform); err != nil {
+		return s, err
+	}
+	names := map[string]bool{}
+	for _, p := range s.Networks {
+		if names[p.Name] {
+			return s, usagef("--network: %q given twice", p.Name)
+		}
+		names[p.Name] = true
+	}
+	if s.Seeds, err = parseSeeds(c.String("seeds")); err != nil {
+		return s, usagef("--seeds: %v", err)
+	}
+	if path := c.String("workload"); path != "" {
+		w, err := sim.LoadWorkload(path)
+		if err != nil {
+			return s, usagef("--workload: %v", err)
+		}
+		s.Workload = func(uint64) (*sim.Workload, error) { return w, nil }
+	}
+	return s, nil
+}
+
+// parseList splits a comma list and converts each item, refusing empty
+// items and repeats.
+func parseList[T comparable](c *cli.Context, flag string, conv func(string) (T, error)) ([]T, error) {
+	var out []T
+	for _, item := range strings.Split(c.String(flag), ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			return nil, usagef("--%s: empty item in %q", flag, c.String(flag))
+		}
+		v, err := conv(item)
+		if err != nil {
+			return nil, usagef("--%s: %v", flag, err)
+		}
+		if slices.Contains(out, v) {
+			return nil, usagef("--%s: %q given twice", flag, item)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// parseSeeds reads "1-10", "3" or "1,4,7-9".
+func parseSeeds(s string) ([]uint64, error) {
+	var out []uint64
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		lo, hi, isRange := strings.Cut(item, "-")
+		a, err := strconv.ParseUint(lo, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a seed or a range like 1-10", item)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.ParseUint(hi, 10, 64); err != nil || b < a {
+				return nil, fmt.Errorf("%q is not a range like 1-10", item)
+			}
+		}
+		if b-a >= 100000 || len(out)+int(b-a) >= 100000 {
+			return nil, fmt.Errorf("more than 100000 seeds")
+		}
+		for v := a; ; v++ {
+			if slices.Contains(out, v) {
+				return nil, fmt.Errorf("seed %d given twice", v)
+			}
+			out = append(out, v)
+			if v == b {
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// runJSON is one line of --json output.
+type runJSON struct {
+	Policy       string  `json:"policy"`
+	Placeholders int     `json:"placeholders"`
+	Inflation    float64 `json:"inflation"`
+	Network      string  `json:"network"`
+	Seed         uint64  `json:"seed"`
+	Makespan     float64 `json:"makespan_s"`
+	DataAffinity float64 `json:"data_affinity"`
+	MeanResponse float64 `json:"mean_response_s"`
+	BytesMoved   int64   `json:"bytes_moved"`
+	Transfers    int     `json:"transfers"`
+	Requests     int     `json:"requests"`
+	Empty        int     `json:"empty_replies"`
+	Waits        int     `json:"dc_waits"`
+	Events       uint64  `json:"events"`
+}
+
+func writeRunJSON(w io.Writer, o sim.Outcome) error {
+	b, err := json.Marshal(runJSON{
+		Policy: o.Policy, Placeholders: o.Placeholders, Inflation: o.Inflation, Network: o.Network, Seed: o.Seed,
+		Makespan: round(o.Makespan, 3), DataAffinity: round(o.DataAffinity, 4), MeanResponse: round(o.MeanResponse, 3),
+		BytesMoved: o.BytesMoved, Transfers: o.Transfers, Requests: o.Requests, Empty: o.Empty, Waits: o.Waits, Events: o.Events,
+	})
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
+func round(v float64, digits int) float64 {
+	p := math.Pow(10, float64(digits))
+	return math.Round(v*p) / p
+}
+
+// writeTables prints one table per network and inflation.
+func writeTables(w io.Writer, sums []sim.Summary) {
+	type panel struct {
+		net string
+		inf float64
+	}
+	var panels []panel
+	for _, s := range sums {
+		if p := (panel{s.Network, s.Inflation}); !slices.Contains(panels, p) {
+			panels = append(panels, p)
+		}
+	}
+	for i, p := range panels {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		var rows []sim.Summary
+		fcfs := map[int]sim.Summary{}
+		for _, s := range sums {
+			if s.Network == p.net && s.Inflation == p.inf {
+				rows = append(rows, s)
+				if s.Policy == "fcfs" {
+					fcfs[s.Placeholders] = s
+				}
+			}
+		}
+		slices.SortStableFunc(rows, func(a, b sim.Summary) int { return a.Placeholders - b.Placeholders })
+		fmt.Fprintf(w, "network %s, files x%g, mean (sd) over %d seeds\n", p.net, p.inf, rows[0].Seeds)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprint(tw, "placeholders\tpolicy\tmakespan_s\t(sd)\tvs_fcfs\tdata_affinity\tmean_response_s\tMB_moved\t\n")
+		for _, s := range rows {
+			vs := "-"
+			if f, ok := fcfs[s.Placeholders]; ok && s.Policy != "fcfs" && f.Makespan.Mean > 0 {
+				vs = fmt.Sprintf("%+.1f%%", 100*(s.Makespan.Mean/f.Makespan.Mean-1))
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%.0f\t(%.0f)\t%s\t%.3f\t%.1f\t%.1f\t\n", s.Placeholders, s.Policy,
+				s.Makespan.Mean, s.Makespan.SD, vs, s.DataAffinity.Mean, s.MeanResponse.Mean, s.BytesMoved.Mean/1e6)
+		}
+		tw.Flush()
+	}
+}

@@ -1,0 +1,139 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runMqsim runs mqsim in-process and returns its exit status and output.
+// The tests are not parallel: urfave/cli's shared help and version flags
+// are written on every run (a data race between concurrent Apps).
+func runMqsim(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	env := Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Getwd: os.Getwd}
+	code := Main(context.Background(), Mqsim(env), append([]string{"mqsim"}, args...))
+	return code, out.String(), errOut.String()
+}
+
+func TestMqsimJSON(t *testing.T) {
+	code, out, errOut := runMqsim(t, "--policy", "fcfs,dc", "--placeholders", "4", "--inflation", "1,100",
+		"--network", "wan", "--seeds", "1-2", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 8 {
+		t.Fatalf("%d lines, want 2 policies x 2 inflations x 2 seeds:\n%s", len(lines), out)
+	}
+	for _, l := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("%q: %v", l, err)
+		}
+		for _, k := range []string{"policy", "placeholders", "inflation", "network", "seed", "makespan_s", "data_affinity", "mean_response_s", "bytes_moved"} {
+			if _, ok := m[k]; !ok {
+				t.Fatalf("%q lacks %s", l, k)
+			}
+		}
+		if m["policy"] == "dc" && m["data_affinity"].(float64) != 0.5 {
+			t.Fatalf("DC affinity in %s", l)
+		}
+	}
+	var first map[string]any
+	json.Unmarshal([]byte(lines[0]), &first)
+	if first["policy"] != "fcfs" || first["seed"].(float64) != 1 || first["network"] != "wan" || first["inflation"].(float64) != 1 {
+		t.Fatalf("first line %s", lines[0])
+	}
+	// Same command, same bytes: runs are deterministic whatever the scheduling of workers.
+	if _, again, _ := runMqsim(t, "--policy", "fcfs,dc", "--placeholders", "4", "--inflation", "1,100",
+		"--network", "wan", "--seeds", "1-2", "--json"); again != out {
+		t.Fatal("a second identical sweep printed different output")
+	}
+}
+
+func TestMqsimTablesAndPlots(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "plots")
+	code, out, errOut := runMqsim(t, "--placeholders", "2,8", "--inflation", "10", "--network", "lan-itu", "--seeds", "1,2", "--plot", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"network lan-itu, files x10, mean (sd) over 2 seeds", "placeholders", "vs_fcfs", "dc", "sjf"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if got := strings.Count(out, "\n"); got != 2+6 {
+		t.Fatalf("%d lines:\n%s", got, out)
+	}
+	if !strings.Contains(errOut, "index.html") {
+		t.Fatalf("stderr %q", errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "makespan-lan-itu-x10.svg")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMqsimFiles(t *testing.T) {
+	dir := t.TempDir()
+	wl := filepath.Join(dir, "w.json")
+	os.WriteFile(wl, []byte(`{"jobs":[{"name":"a","runtime_s":5,"out":[{"name":"f","bytes":100000}]},{"name":"b","phase":1,"runtime_s":1,"in":["f"]}]}`), 0o644)
+	pf := filepath.Join(dir, "slow.json")
+	os.WriteFile(pf, []byte(`{"name":"slow","scp_rate_Bps":1000}`), 0o644)
+	code, out, errOut := runMqsim(t, "--workload", wl, "--network", pf, "--placeholders", "1", "--inflation", "1", "--seeds", "1", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, `"network":"slow"`) || !strings.Contains(out, `"data_affinity":1`) {
+		t.Fatalf("output %s", out)
+	}
+}
+
+func TestMqsimBadFlags(t *testing.T) {
+	dir := t.TempDir()
+	badWL := filepath.Join(dir, "bad.json")
+	os.WriteFile(badWL, []byte(`{"jobs":[{"name":"a","in":["nope"]}]}`), 0o644)
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--policy", "lifo"}, "unknown policy"},
+		{[]string{"--policy", "dc,dc"}, "given twice"},
+		{[]string{"--placeholders", "0"}, "placeholder count"},
+		{[]string{"--placeholders", "two"}, "placeholder count"},
+		{[]string{"--inflation", "-1"}, "positive factor"},
+		{[]string{"--inflation", "NaN"}, "positive factor"},
+		{[]string{"--inflation", "1,,2"}, "empty item"},
+		{[]string{"--network", "moon"}, "unknown network"},
+		{[]string{"--network", "wan,wan"}, "given twice"},
+		{[]string{"--seeds", "5-1"}, "range"},
+		{[]string{"--seeds", "a"}, "seed"},
+		{[]string{"--seeds", "1-3,2"}, "given twice"},
+		{[]string{"--seeds", "1-1000000"}, "more than"},
+		{[]string{"--workload", badWL}, `unknown file "nope"`},
+		{[]string{"--workload", filepath.Join(dir, "missing.json")}, "no such file"},
+		{[]string{"--bogus"}, "unknown flag"},
+		{[]string{"stray"}, "unexpected argument"},
+	}
+	for _, tc := range tests {
+		code, out, errOut := runMqsim(t, tc.args...)
+		if code != ExitUsage || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and one line with %q", tc.args, code, out, errOut, tc.want)
+		}
+	}
+}
+
+func TestParseSeeds(t *testing.T) {
+	got, err := parseSeeds("1-3, 7,10-10")
+	if err != nil || len(got) != 5 || got[0] != 1 || got[2] != 3 || got[3] != 7 || got[4] != 10 {
+		t.Fatalf("%v %v", got, err)
+	}
+	if got, err := parseSeeds("18446744073709551615"); err != nil || got[0] != 1<<64-1 {
+		t.Fatalf("max seed: %v %v", got, err)
+	}
+}

@@ -1,0 +1,410 @@
+package sim
+
+import (
+	"fmt"
+	"iter"
+	"slices"
+
+	"github.com/mq-hpc/mq/policy"
+)
+
+// Config is one simulation run.
+type Config struct {
+	Policy       string  // fcfs, sjf or dc
+	Placeholders int     // one per host unless the platform says otherwise
+	Inflation    float64 // multiplies the size of every file a job writes (thesis: 1, 10, 100); 0 means 1
+	Seed         uint64  // staggers the hosts' batch queues at time 0
+	// DC overrides the data-conscious policy's parameters; the zero value
+	// means policy.DefaultDC with the platform's one-way latency.
+	DC policy.DC
+	// MaxTime stops a run that has not finished by then (virtual seconds);
+	// 0 means 10^9.
+	MaxTime float64
+}
+
+// Result is what one run measured.
+type Result struct {
+	Makespan     float64 // seconds from the first submission to the last completion recorded by the CLS
+	DataAffinity float64 // share of tasks whose job ran where all its inputs already were
+	MeanResponse float64 // mean over jobs of finish - submission, seconds
+	BytesMoved   int64   // bytes copied between sites (inputs from outside included)
+	Transfers    int     // files copied
+	Requests     int     // placeholder requests for work
+	Empty        int     // requests answered with no job
+	Waits        int     // of those, DC decided to wait although jobs were ready
+	Events       uint64  // events simulated
+}
+
+type phState struct {
+	host      int32
+	job       int32 // the job it holds, or -1
+	reporting bool  // its next request reports job instead of asking for one
+}
+
+type jobState struct {
+	sub            int64 // submission order, from 1; 0 = not submitted yet
+	submit, finish float64
+	pending        int // dependencies not finished
+	taken, done    bool
+	inputs         []policy.Input
+}
+
+type model struct {
+	w      *Workload
+	p      Platform
+	cfg    Config
+	oneWay float64
+	c      clock
+
+	hosts    [][]int32 // placeholders per host
+	nextPh   []int     // round robin position per host
+	phs      []phState
+	fileHost []policy.Site
+	fileSize []int64
+
+	jobs   []jobState
+	users  [][]int32 // jobs that depend on each job
+	phases [][]int32 // jobs per phase, in order
+	phase  int       // phases submitted so far
+	left   int       // jobs of submitted phases not done
+	done   int
+	subs   []int32 // job index by submission order - 1
+
+	// ready jobs: a heap for FCFS/SJF, a list in submission order for DC
+	heap   *policy.Heap
+	ready  []int64 // submission numbers, ascending; taken ones are skipped
+	nTaken int
+	dc     policy.DC
+	expect policy.Expect
+	arr    policy.Arrivals
+	future []policy.Arrival
+
+	clsBusy bool
+	clsQ    []int32 // requests waiting for the CLS, from clsHead on
+	clsHead int
+
+	res       Result
+	localTask int
+	allTasks  int
+	respSum   float64
+}
+
+// Run simulates workload w on platform p. It is deterministic: the same
+// inputs give the same Result.
+func Run(w *Workload, p Platform, cfg Config) (Result, error) {
+	if err := p.Validate(); err != nil {
+		return Result{}, err
+	}
+	if cfg.Placeholders < 1 {
+		return Result{}, fmt.Errorf("placeholders must be >= 1")
+	}
+	if cfg.Inflation == 0 {
+		cfg.Inflation = 1
+	}
+	if cfg.Inflation < 0 {
+		return Result{}, fmt.Errorf("inflation must be > 0")
+	}
+	if cfg.MaxTime == 0 {
+		cfg.MaxTime = 1e9
+	}
+	m := &model{w: w, p: p, cfg: cfg, oneWay: p.OneWay()}
+	switch cfg.Policy {
+	case "fcfs":
+		m.heap = policy.NewHeap(policy.FCFS{})
+	case "sjf":
+		m.heap = policy.NewHeap(policy.SJF{})
+	case "dc":
+		m.dc = cfg.DC
+		if m.dc == (policy.DC{}) {
+			m.dc = policy.DefaultDC(m.oneWay)
+		}
+	default:
+		return Result{}, fmt.Errorf("unknown policy %q (known: fcfs, sjf, dc)", cfg.Policy)
+	}
+	if err := m.setup(); err != nil {
+		return Result{}, err
+	}
+	m.submitPhase()
+	for m.done < len(w.Jobs) {
+		e, ok := m.c.next()
+		if !ok {
+			return Result{}, fmt.Errorf("simulation stalled with %d of %d jobs done", m.done, len(w.Jobs))
+		}
+		if m.c.now > cfg.MaxTime {
+			return Result{}, fmt.Errorf("simulation passed %g virtual seconds with %d of %d jobs done", cfg.MaxTime, m.done, len(w.Jobs))
+		}
+		m.handle(e)
+	}
+	m.res.Makespan = m.c.now
+	m.res.DataAffinity = float64(m.localTask) / float64(m.allTasks)
+	m.res.MeanResponse = m.respSum / float64(len(w.Jobs))
+	m.res.Events = m.c.fired
+	return m.res, nil
+}
+
+func (m *model) setup() error {
+	per := max(m.p.PerHost, 1)
+	nh := (m.cfg.Placeholders + per - 1) / per
+	m.hosts = make([][]int32, nh)
+	m.nextPh = make([]int, nh)
+	m.phs = make([]phState, m.cfg.Placeholders)
+	for i := range m.phs {
+		h := i / per
+		m.phs[i] = phState{host: int32(h), job: -1}
+		m.hosts[h] = append(m.hosts[h], int32(i))
+	}
+	m.fileHost = make([]policy.Site, len(m.w.Files))
+	m.fileSize = make([]int64, len(m.w.Files))
+	for i, f := range m.w.Files {
+		m.fileHost[i] = policy.Site(f.Host)
+		if f.Host < 0 {
+			m.fileHost[i] = external
+		}
+		if f.Host >= nh && f.producer < 0 {
+			return fmt.Errorf("file %q is on host %d but there are only %d hosts", f.Name, f.Host, nh)
+		}
+		m.fileSize[i] = f.Bytes
+		if f.producer >= 0 {
+			m.fileSize[i] = int64(float64(f.Bytes) * m.cfg.Inflation)
+		}
+	}
+	m.jobs = make([]jobState, len(m.w.Jobs))
+	m.users = make([][]int32, len(m.w.Jobs))
+	maxPhase := 0
+	for j, job := range m.w.Jobs {
+		m.jobs[j].pending = len(job.deps)
+		for _, d := range job.deps {
+			m.users[d] = append(m.users[d], int32(j))
+		}
+		maxPhase = max(maxPhase, job.Phase)
+		m.allTasks += job.Tasks
+	}
+	m.phases = make([][]int32, maxPhase+1)
+	for j, job := range m.w.Jobs {
+		m.phases[job.Phase] = append(m.phases[job.Phase], int32(j))
+	}
+	// Each host starts at a random point of its other user's job, so the
+	// placeholders do not all ask in the same instant.
+	rng := newRand(m.cfg.Seed)
+	for h := range m.hosts {
+		m.c.at(rng.Float64()*m.p.OtherJob, evHostTurn, int32(h))
+	}
+	return nil
+}
+
+// external is the site of files outside the metacomputer.
+const external policy.Site = -1
+
+// submitPhase submits the next non-empty phase's jobs.
+func (m *model) submitPhase() {
+	for m.phase < len(m.phases) && len(m.phases[m.phase]) == 0 {
+		m.phase++
+	}
+	if m.phase == len(m.phases) {
+		return
+	}
+	for _, j := range m.phases[m.phase] {
+		js := &m.jobs[j]
+		m.subs = append(m.subs, j)
+		js.sub = int64(len(m.subs))
+		js.submit = m.c.now
+		m.left++
+		if js.pending == 0 {
+			m.makeReady(j)
+		}
+	}
+	m.phase++
+}
+
+func (m *model) makeReady(j int32) {
+	js := &m.jobs[j]
+	job := &m.w.Jobs[j]
+	if m.heap != nil {
+		est := m.expect.Estimate(job.Group, job.Estimate)
+		m.heap.Push(policy.Ready{ID: js.sub, Est: float32(est)})
+		return
+	}
+	// DC prices data per site: add up the inputs by where they are now.
+	js.inputs = js.inputs[:0]
+	for _, f := range job.In {
+		site := m.fileHost[f]
+		i := slices.IndexFunc(js.inputs, func(in policy.Input) bool { return in.Site == site })
+		if i < 0 {
+			js.inputs = append(js.inputs, policy.Input{Site: site})
+			i = len(js.inputs) - 1
+		}
+		js.inputs[i].Bytes += m.fileSize[f]
+		js.inputs[i].Files++
+	}
+	if n := len(m.ready); n == 0 || m.ready[n-1] < js.sub {
+		m.ready = append(m.ready, js.sub)
+	} else {
+		i, _ := slices.BinarySearch(m.ready, js.sub)
+		m.ready = slices.Insert(m.ready, i, js.sub)
+	}
+}
+
+func (m *model) handle(e event) {
+	switch e.kind {
+	case evHostTurn:
+		h := e.who
+		ph := m.hosts[h][m.nextPh[h]]
+		m.nextPh[h] = (m.nextPh[h] + 1) % len(m.hosts[h])
+		m.phs[ph].reporting = false
+		m.c.after(m.oneWay, evArrive, ph)
+	case evArrive:
+		ph := e.who
+		if !m.phs[ph].reporting {
+			m.arr.Observe(int64(ph), policy.Site(m.phs[ph].host), m.c.now)
+		}
+		if m.clsBusy {
+			m.clsQ = append(m.clsQ, ph)
+		} else {
+			m.serve(ph)
+		}
+	case evServed:
+		m.c.after(m.oneWay, evReply, e.who)
+		m.clsBusy = false
+		if m.clsHead < len(m.clsQ) {
+			next := m.clsQ[m.clsHead]
+			m.clsHead++
+			if m.clsHead == len(m.clsQ) {
+				m.clsQ, m.clsHead = m.clsQ[:0], 0
+			}
+			m.serve(next)
+		}
+	case evReply:
+		m.reply(e.who)
+	}
+}
+
+// serve is the CLS taking a request: it is busy for the queuing delay, and
+// the state changes now.
+func (m *model) serve(ph int32) {
+	m.clsBusy = true
+	m.c.after(m.p.QueuingDelay, evServed, ph)
+	p := &m.phs[ph]
+	if p.reporting {
+		m.complete(p.job, p.host)
+		p.job = -1
+		return
+	}
+	m.res.Requests++
+	p.job = m.choose(ph)
+	if p.job < 0 {
+		m.res.Empty++
+	}
+}
+
+// choose asks the policy for a job for placeholder ph, or returns -1.
+func (m *model) choose(ph int32) int32 {
+	if m.heap != nil {
+		r, ok := m.heap.Pop()
+		if !ok {
+			return -1
+		}
+		j := m.subs[r.ID-1]
+		m.jobs[j].taken = true
+		return j
+	}
+	if len(m.ready)-m.nTaken == 0 {
+		return -1
+	}
+	m.future = m.arr.Predict(m.c.now, int64(ph), m.future[:0])
+	d := m.dc.Choose(policy.Snapshot{
+		Current: policy.Site(m.phs[ph].host),
+		Future:  m.future,
+		Ready:   m.readySeq(),
+		Net:     m.p,
+	})
+	if d.Wait {
+		m.res.Waits++
+		return -1
+	}
+	j := m.subs[d.Job.ID-1]
+	m.jobs[j].taken = true
+	m.nTaken++
+	if m.nTaken > 64 && 2*m.nTaken > len(m.ready) {
+		m.ready = slices.DeleteFunc(m.ready, func(s int64) bool { return m.jobs[m.subs[s-1]].taken })
+		m.nTaken = 0
+	}
+	return j
+}
+
+// readySeq yields the ready jobs oldest first, as DC sees them.
+func (m *model) readySeq() iter.Seq[policy.Candidate] {
+	return func(yield func(policy.Candidate) bool) {
+		for _, s := range m.ready {
+			j := m.subs[s-1]
+			js := &m.jobs[j]
+			if js.taken {
+				continue
+			}
+			job := &m.w.Jobs[j]
+			c := policy.Candidate{
+				ID:        s,
+				QueueTime: m.c.now - js.submit,
+				Runtime:   m.expect.Estimate(job.Group, job.Estimate),
+				Inputs:    js.inputs,
+			}
+			if !yield(c) {
+				return
+			}
+		}
+	}
+}
+
+// reply is the CLS's answer reaching placeholder ph.
+func (m *model) reply(ph int32) {
+	p := &m.phs[ph]
+	if p.reporting || p.job < 0 {
+		// The placeholder's turn ends; the other user's job runs next.
+		m.c.after(m.p.OtherJob, evHostTurn, p.host)
+		return
+	}
+	// Fetch every input that is elsewhere, one scp per file, then run.
+	j := p.job
+	job := &m.w.Jobs[j]
+	here := policy.Site(p.host)
+	var t float64
+	local := true
+	for _, f := range job.In {
+		if m.fileHost[f] == here {
+			continue
+		}
+		local = false
+		t += m.p.Transfer(m.fileHost[f], here, m.fileSize[f], 1)
+		m.res.BytesMoved += m.fileSize[f]
+		m.res.Transfers++
+	}
+	if local {
+		m.localTask += job.Tasks
+	}
+	js := &m.jobs[j]
+	js.finish = m.c.now + t + job.Runtime
+	m.respSum += js.finish - js.submit
+	p.reporting = true
+	m.c.at(js.finish+m.oneWay, evArrive, ph)
+}
+
+// complete records job j done on host h (the CLS processing its report).
+func (m *model) complete(j, h int32) {
+	js := &m.jobs[j]
+	job := &m.w.Jobs[j]
+	js.done = true
+	m.done++
+	m.left--
+	m.expect.Observe(job.Group, job.Runtime)
+	for _, f := range job.Out {
+		m.fileHost[f] = policy.Site(h)
+	}
+	for _, u := range m.users[j] {
+		us := &m.jobs[u]
+		if us.pending--; us.pending == 0 && us.sub != 0 {
+			m.makeReady(u)
+		}
+	}
+	if m.left == 0 {
+		m.submitPhase()
+	}
+}

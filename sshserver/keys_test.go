@@ -128,3 +128,26 @@ func TestParseKeyLineRoles(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseKeyLine: a key file line never panics the parser, and a line it
+// accepts has a valid role and reparses to the same key.
+func FuzzParseKeyLine(f *testing.F) {
+	u, _ := newPub(f)
+	body := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(u)))
+	for _, s := range []string{`role="user" ` + body + " c", "role=placeholder " + body, body, `role="x,y" ` + body, "#", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		k, err := ParseKeyLine(line)
+		if err != nil {
+			return
+		}
+		if !ValidRole(k.Role) {
+			t.Fatalf("accepted role %q", k.Role)
+		}
+		again, err := ParseKeyLine(k.Line())
+		if err != nil || again.Fingerprint != k.Fingerprint || again.Role != k.Role {
+			t.Fatalf("%q -> %q does not reparse: %+v %v", line, k.Line(), again, err)
+		}
+	})
+}

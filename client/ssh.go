@@ -74,7 +74,6 @@ func DialSSH(ctx context.Context, cfg SSH) (io.ReadWriteCloser, error) {
 		}
 		return nil, fmt.Errorf("ssh to the CLS at %s: %w", cfg.Addr, err)
 	}
-	nc.SetDeadline(time.Time{})
 	c := ssh.NewClient(sc, chans, reqs)
 	ch, creqs, err := c.OpenChannel("session", nil)
 	if err != nil {
@@ -91,6 +90,7 @@ func DialSSH(ctx context.Context, cfg SSH) (io.ReadWriteCloser, error) {
 		}
 		return nil, fmt.Errorf("ssh session: %w", err)
 	}
+	nc.SetDeadline(time.Time{}) // the session is up; from here keepalives watch it
 	s := &sshStream{Channel: ch, conn: c, done: make(chan struct{})}
 	go s.keepalive(orDefault(cfg.Keepalive, 15*time.Second))
 	return s, nil

@@ -301,7 +301,8 @@ func TestSSHPlaceholderRole(t *testing.T) {
 
 	// Refusals are in the log, naming the key.
 	log := readFile(t, filepath.Join(h.home, "cls.log"))
-	for _, want := range []string{"refused a command from a placeholder key", "refused request outside the placeholder role"} {
+	for _, want := range []string{"refused a command from a placeholder key", "refused request outside the placeholder role",
+		"refused a role the connection does not allow"} {
 		found := false
 		for _, line := range strings.Split(log, "\n") {
 			if strings.Contains(line, want) && strings.Contains(line, phFP) {

@@ -639,8 +639,9 @@ func TestSSHCLSRestart(t *testing.T) {
 		}
 		return fmt.Errorf("not yet mid-run: %v", c)
 	})
+	running := h.jobs("-s", "E") // their reports come after the restart
 	h.stopCLS(syscall.SIGKILL, 5*time.Second)
-	t.Log("CLS killed")
+	t.Logf("CLS killed with %d jobs running", len(running))
 	time.Sleep(700 * time.Millisecond) // jobs end and reports wait meanwhile
 	s.start()
 
@@ -676,7 +677,18 @@ func TestSSHCLSRestart(t *testing.T) {
 			t.Errorf("job %d output %q", j.ID, got)
 		}
 	}
-	t.Logf("%d jobs, %d re-run after a lease expiry", n, reruns)
+	// At least one job that ran across the crash was reported after it,
+	// on its first attempt: the restart was survived, not just re-run.
+	carried := 0
+	for _, j := range running {
+		if h.job(j.ID).Attempts == 1 {
+			carried++
+		}
+	}
+	if carried == 0 {
+		t.Errorf("none of the %d jobs running at the crash was reported on its first attempt", len(running))
+	}
+	t.Logf("%d jobs, %d re-run after a lease expiry, %d of %d running at the crash reported after the restart", n, reruns, carried, len(running))
 }
 
 // TestSSHDeleteRunning: mqdel (over ssh) of a job running on a remote

@@ -112,6 +112,9 @@ func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	// Every line about this connection names who it is, so a refusal in
+	// the log says which key asked.
+	log = log.With("peer", p.Identity)
 	ctx, cancel := context.WithCancel(ctx)
 	c := &conn{s: s, rwc: rwc, maxRole: p.MaxRole, identity: p.Identity, phs: map[int64]protocol.Register{}, log: log}
 	var reqs sync.WaitGroup
@@ -229,6 +232,7 @@ func (c *conn) doHello(raw json.RawMessage) (any, error) {
 	case protocol.RolePlaceholder:
 		role = protocol.RolePlaceholder // narrowing is always allowed
 	default:
+		c.log.Warn("refused a role the connection does not allow", "role", h.Role, "allowed", c.maxRole)
 		return nil, protocol.Errorf(protocol.CodeForbidden, "role %q is not allowed on this connection", h.Role)
 	}
 	c.role, c.hello = role, true

@@ -207,8 +207,7 @@ func (s *Server) session(ctx context.Context, p peer, ch ssh.Channel, reqs <-cha
 				return
 			}
 			req.Reply(true, nil)
-			s.Proto.ServePeer(ctx, ch, server.Peer{MaxRole: p.role, Identity: "ssh-key:" + p.key})
-			exit(ch, 0)
+			s.Proto.ServePeer(ctx, &exitOnClose{Channel: ch}, server.Peer{MaxRole: p.role, Identity: "ssh-key:" + p.key})
 			return
 		}
 		req.Reply(true, nil)
@@ -240,6 +239,20 @@ func (s *Server) exec(ctx context.Context, p peer, ch ssh.Channel, line string) 
 	}
 	p.log.Debug("ssh exec", "command", words[0])
 	return s.Exec(ctx, words, ch, ch, stderr)
+}
+
+// exitOnClose sends exit status 0 when the protocol session closes the
+// channel: ServePeer closes its stream itself when the session ends, and
+// OpenSSH reports a channel closed without a status as a failure (`ssh -s
+// cls-host mq` exited 255 after every session).
+type exitOnClose struct {
+	ssh.Channel
+	once sync.Once
+}
+
+func (c *exitOnClose) Close() error {
+	c.once.Do(func() { exit(c.Channel, 0) })
+	return c.Channel.Close()
 }
 
 // exit sends the exit status and closes the channel for writing.

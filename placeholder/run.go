@@ -203,7 +203,10 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 		"MQ_TARGET="+asg.Target,
 		"MQ_QUEUE="+asg.Queue,
 	)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: a job whose placeholder is killed dies with it instead of
+	// running on unseen while its lease expires and it reruns elsewhere
+	// (`sh -c` execs a simple command, so this reaches the job itself).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	err = cmd.Start()
 	// The child has its own copies of the write ends; ours must close so the
 	// sinks see EOF when the job's processes are gone.

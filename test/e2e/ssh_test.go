@@ -531,8 +531,10 @@ func TestSSHAgentKilled(t *testing.T) {
 	ph := h.newKey("placeholder", "ph")
 	first := s.startAgent(agentOpts{key: ph, site: "first"})
 	first.waitConnected(t, 1, 10*time.Second)
-	id := h.submit("t", "mkdir -p runs; echo $MQ_ATTEMPT >> runs/$MQ_JOB_ID; sleep 2; echo finished attempt $MQ_ATTEMPT")
+	id := h.submit("t", "mkdir -p runs; echo $MQ_ATTEMPT >> runs/$MQ_JOB_ID; echo $$ > pid.$MQ_ATTEMPT; sleep 2; echo finished attempt $MQ_ATTEMPT")
 	d := h.waitState(id, "E", 10*time.Second)
+	waitFile(t, filepath.Join(h.dir, "pid.1"), 5*time.Second)
+	pid1 := readPid(t, filepath.Join(h.dir, "pid.1"))
 	if d.Site != "first" {
 		t.Fatalf("job runs at site %q, want first", d.Site)
 	}
@@ -540,6 +542,14 @@ func TestSSHAgentKilled(t *testing.T) {
 	second.waitConnected(t, 1, 10*time.Second)
 	killed := time.Now()
 	first.kill9(t)
+	// The job dies with its placeholder (no orphan running on unseen while
+	// its rerun starts elsewhere).
+	for deadline := time.Now().Add(500 * time.Millisecond); alive(pid1); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Errorf("attempt 1 (pid %d) outlived its killed placeholder", pid1)
+			break
+		}
+	}
 
 	d = h.waitState(id, "D", 20*time.Second)
 	t.Logf("done %v after the kill", time.Since(killed).Round(time.Millisecond))

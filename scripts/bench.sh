@@ -312,12 +312,21 @@ ssh_setup() {
 	FP=$(MQ_HOME=$1 "$BIN/cls" key host | head -1)
 }
 # ssh_addr HOME: the address `cls serve --ssh 127.0.0.1:0` chose.
-ssh_addr() { sed -n 's/^cls: SSH on \([^,]*\),.*/\1/p' "$1/serve.err" | tail -1; }
+ssh_addr() {
+	local a i
+	for ((i = 0; i < 100; i++)); do # the socket may answer before the SSH port is announced
+		a=$(sed -n 's/^cls: SSH on \([^,]*\),.*/\1/p' "$1/serve.err" | tail -1)
+		[ -n "$a" ] && { echo "$a"; return 0; }
+		sleep 0.1
+	done
+	echo "bench: the CLS announced no SSH address in $1/serve.err" >&2
+	return 1
+}
 # start_agents HOME N ARGS...: N agents over SSH, recorded for cleanup.
 start_agents() {
 	local home=$1 n=$2 i addr
 	shift 2
-	addr=$(ssh_addr "$home")
+	addr=$(ssh_addr "$home") || exit 1
 	for ((i = 0; i < n; i++)); do
 		MQ_HOME=$home/agent "$BIN/cls" agent --cls "$addr" --host-key "$FP" --key "$home/ph" \
 			--site ssh --host "a$i" --out "$home/agent/out" "$@" 2>>"$home/agents.err" &
@@ -369,16 +378,17 @@ if [[ " $ONLY " == *" 5 "* ]]; then
 	rss0=$(awk '/VmRSS/ { print $2 }' /proc/$CLS_PID/status)
 	start_agents "$H" "$AGENTS"
 	sleep 2 # let them connect and register
-	"$BIN/mqbench" gen -targets 1 -per $((AGENTS * 20)) -prereqs=false -cmd "sleep 1" -o "$WORK/sleep5.jsonl" >/dev/null
+	note_busy 5
+	# a minute of work for every agent, so they all run jobs while we measure
+	"$BIN/mqbench" gen -targets 1 -per $((AGENTS * 60)) -prereqs=false -cmd "sleep 1" -o "$WORK/sleep5.jsonl" >/dev/null
 	MQ_HOME=$H "$BIN/mqsub" -f "$WORK/sleep5.jsonl" >/dev/null
 	sleep 3
-	note_busy 5
 	running=$(MQ_HOME=$H "$BIN/mqstat" --summary | awk '$1 == "default" { print $0 }')
 	sum=$(MQ_HOME=$H "$BIN/mqbench" times -n 20 -warmup 3 -- "$BIN/mqstat" --summary)
 	lst=$(MQ_HOME=$H "$BIN/mqbench" times -n 20 -warmup 3 -- "$BIN/mqstat" -s E)
 	rss1=$(awk '/VmRSS/ { print $2 }' /proc/$CLS_PID/status)
 	per=$(awk -v a="$rss0" -v b="$rss1" -v n="$AGENTS" 'BEGIN { printf "%.2f", (b - a) / 1024 / n }')
-	echo "   while running (summary row: $running)"
+	echo "   while running (QUEUE W Q E D F B X TOTAL: $running)"
 	echo "   mqstat --summary x20: $sum"
 	echo "   mqstat -s E x20 (lists the ~$AGENTS running jobs): $lst"
 	echo "   CLS VmRSS: $((rss0 / 1024)) MB before the agents, $((rss1 / 1024)) MB with $AGENTS agents working: $per MB per agent"

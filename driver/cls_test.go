@@ -237,3 +237,70 @@ func waitUntil(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestCLSGroupsAndPipelinesRunAsBundles: a group's bundles and a pipeline
+// each run on one placeholder, in issue order, one job after another, each
+// job with its own exit status.
+func TestCLSGroupsAndPipelinesRunAsBundles(t *testing.T) {
+	t.Parallel()
+	c := newTestCLS(t, 4, 1)
+	d := startCLSDriver(t, c, Config{Dir: t.TempDir(), GroupTimeout: 50 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := d.SetGroup("g", 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.CreatePipeline("p", 2); err != nil {
+		t.Fatal(err)
+	}
+	var keys []Key
+	for i := 0; i < 7; i++ { // bundles of 3, 3 and (after the timeout) 1
+		k, err := d.Exec(ctx, fmt.Sprintf("sleep 0.02; exit %d", i), Group("g"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k)
+	}
+	kp1, _ := d.Exec(ctx, "echo x > f; exit 5", Group("p"))
+	kp2, _ := d.Exec(ctx, "test -s f", Group("p"))
+	rs, err := d.WaitForAll(ctx)
+	if err != nil || len(rs) != 9 {
+		t.Fatalf("%d results, %v", len(rs), err)
+	}
+	byKey := map[Key]Result{}
+	for _, r := range rs {
+		byKey[r.Key] = r
+	}
+	for i, k := range keys {
+		if byKey[k].Exit != i {
+			t.Errorf("group job %d: %+v", i, byKey[k])
+		}
+	}
+	if byKey[kp1].Exit != 5 || byKey[kp2].Exit != 0 {
+		t.Errorf("pipeline: %+v %+v", byKey[kp1], byKey[kp2])
+	}
+	var ids []int64
+	for _, r := range rs {
+		ids = append(ids, r.ID)
+	}
+	var infos []protocol.JobInfo
+	c.store.Stat(ctx, protocol.Stat{IDs: ids, States: "DF"}, func(js []protocol.JobInfo) error {
+		infos = append(infos, js...)
+		return nil
+	})
+	info := map[int64]protocol.JobInfo{}
+	for _, j := range infos {
+		info[j.ID] = j
+	}
+	for _, bundle := range [][]Key{keys[0:3], keys[3:6], {kp1, kp2}} {
+		for i := 1; i < len(bundle); i++ {
+			prev, cur := info[byKey[bundle[i-1]].ID], info[byKey[bundle[i]].ID]
+			if prev.Host != cur.Host {
+				t.Errorf("bundle jobs %d and %d ran on %s and %s", prev.ID, cur.ID, prev.Host, cur.Host)
+			}
+			if cur.Started < prev.Finished {
+				t.Errorf("bundle job %d started %s before job %d finished %s", cur.ID, cur.Started, prev.ID, prev.Finished)
+			}
+		}
+	}
+}

@@ -79,7 +79,7 @@ func benchOne(ctx context.Context, o options, cls string, ps []protein, n int, b
 	if err := os.Mkdir(work, 0o700); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(cls, "serve", "--local", strconv.Itoa(n), "--sync", o.sync)
+	cmd := exec.Command(cls, append([]string{"serve", "--local", strconv.Itoa(n), "--sync", o.sync}, o.clsFlags...)...)
 	cmd.Env = append(os.Environ(), "MQ_HOME="+home)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

@@ -57,6 +57,7 @@ type options struct {
 	seed         int64
 	sync         string
 	cls          string
+	clsFlags     []string
 	consumers    int
 }
 
@@ -74,12 +75,14 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&o.sync, "sync", "full", "commit durability of the benchmark's CLS: full or normal (--bench)")
 	fs.StringVar(&o.cls, "cls", "", "cls binary to use (--bench; default: build it)")
 	fs.IntVar(&o.consumers, "consumers", 8, "driver consumers (2..512)")
+	clsFlags := fs.String("cls-flags", "", "more flags for `cls serve`, space-separated (--bench; e.g. \"--cpuprofile /tmp/cls.prof\")")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return usageError{err}
 	}
+	o.clsFlags = strings.Fields(*clsFlags)
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}

@@ -230,6 +230,7 @@ type record struct {
 	prod *Producer
 	done chan struct{}
 	res  Result
+	grp  *group // the group whose incomplete bundle holds the job, if any
 }
 
 // entry is a job in the buffer, not yet ended.
@@ -290,7 +291,8 @@ func (d *Driver) Local() bool { return d.local }
 
 // SetGroup registers (or changes) a job group: its jobs are sent in bundles
 // of batchingFactor (1..buffer size) jobs that one placeholder runs one
-// after another; an incomplete bundle goes after the group timeout.
+// after another. An incomplete bundle goes after the group timeout, or at
+// once when the program waits for one of its jobs (WaitForOne, WaitForAll).
 func (d *Driver) SetGroup(name string, batchingFactor int) error {
 	if name == "" {
 		return errors.New("driver: a group needs a name")
@@ -449,6 +451,9 @@ func (d *Driver) sendGroup(g *group) {
 	if len(g.pending) == 0 {
 		return
 	}
+	for _, e := range g.pending {
+		e.rec.grp = nil
+	}
 	d.send(&unit{jobs: g.pending, bundle: len(g.pending) > 1})
 	g.pending = nil
 }
@@ -594,6 +599,7 @@ func (p *Producer) Exec(ctx context.Context, command string, opts ...Option) (Ke
 		d.send(&unit{jobs: []*entry{e}})
 	case d.groups[o.group] != nil:
 		g := d.groups[o.group]
+		r.grp = g
 		g.pending = append(g.pending, e)
 		if len(g.pending) >= g.bf {
 			d.sendGroup(g)
@@ -661,6 +667,7 @@ func (d *Driver) WaitForOne(ctx context.Context, k Key) (Result, error) {
 	if r == nil {
 		return Result{Key: k, Exit: -1}, fmt.Errorf("driver: no job with key %d waits to be collected", k)
 	}
+	d.flushFor([]*record{r})
 	select {
 	case <-r.done:
 	case <-ctx.Done():
@@ -700,6 +707,7 @@ func (p *Producer) WaitForAll(ctx context.Context) ([]Result, error) {
 }
 
 func (d *Driver) waitAll(ctx context.Context, rs []*record) ([]Result, error) {
+	d.flushFor(rs)
 	for _, r := range rs {
 		select {
 		case <-r.done:
@@ -724,6 +732,22 @@ func (d *Driver) waitAll(ctx context.Context, rs []*record) ([]Result, error) {
 		return out, fmt.Errorf("%d of %d jobs have no exit status; the first: %w", bad, len(rs), first)
 	}
 	return out, nil
+}
+
+// flushFor sends the incomplete group bundles that hold any of rs: a
+// program waiting for a job gains nothing from its bundle waiting for the
+// group timeout.
+func (d *Driver) flushFor(rs []*record) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.state != 1 {
+		return
+	}
+	for _, r := range rs {
+		if r.grp != nil {
+			d.sendGroup(r.grp)
+		}
+	}
 }
 
 // collect forgets ended records whose results were handed out.

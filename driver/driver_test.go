@@ -426,10 +426,11 @@ func TestGroupBundleSizes(t *testing.T) {
 					t.Errorf("unit %d of %d jobs: bundle=%v", i, len(units[i]), b)
 				}
 			}
+			time.Sleep(timeout) // past the timeout (a barrier would flush at once)
+			units, when, _ := r.snapshot()
 			if _, err := d.WaitForAll(ctx); err != nil {
 				t.Fatal(err)
 			}
-			units, when, _ := r.snapshot()
 			want := tc.want
 			if tc.tail > 0 {
 				want = append(append([]int(nil), want...), tc.tail)
@@ -507,3 +508,28 @@ func sizes(units [][]Key) []int {
 }
 
 func equalInts(a, b []int) bool { return fmt.Sprint(a) == fmt.Sprint(b) }
+
+// TestBarrierFlushesGroup: waiting for a job whose group bundle is
+// incomplete sends the bundle at once rather than after the timeout.
+func TestBarrierFlushesGroup(t *testing.T) {
+	t.Parallel()
+	d, r := startRecorder(t, Config{GroupTimeout: time.Hour})
+	d.SetGroup("g", 10)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var keys []Key
+	for i := 0; i < 3; i++ {
+		k, _ := d.Exec(ctx, "true", Group("g"))
+		keys = append(keys, k)
+	}
+	if _, err := d.WaitForOne(ctx, keys[1]); err != nil {
+		t.Fatal(err)
+	}
+	if units, _, _ := r.snapshot(); fmt.Sprint(sizes(units)) != "[3]" {
+		t.Fatalf("units %v, want one bundle of 3", units)
+	}
+	k, _ := d.Exec(ctx, "true", Group("g"))
+	if rs, err := d.WaitForAll(ctx); err != nil || len(rs) != 3 || rs[2].Key != k {
+		t.Fatalf("WaitForAll: %v %v", rs, err)
+	}
+}

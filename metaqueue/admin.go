@@ -22,6 +22,7 @@ type waitCall struct {
 	pending  map[int64]bool
 	deadline time.Time
 	finished bool
+	any      bool // answer as soon as one job has ended
 }
 
 func (w *waitCall) finish(err error) {
@@ -39,22 +40,33 @@ func (w *waitCall) timeout() {
 	if w.finished {
 		return
 	}
+	w.listPending()
+	w.finish(nil)
+}
+
+func (w *waitCall) listPending() {
 	for id := range w.pending {
 		w.reply.Pending = append(w.reply.Pending, id)
 	}
-	w.finish(nil)
 }
 
 // Wait blocks until every job in ids has ended (Done, Failed, Deleted) or is
 // Blocked, or until timeout (0 = no limit), and reports how each ended.
 func (s *Store) Wait(ctx context.Context, ids []int64, timeout time.Duration) (protocol.WaitReply, error) {
+	return s.WaitFor(ctx, protocol.Wait{IDs: ids, TimeoutMS: int(timeout / time.Millisecond)})
+}
+
+// WaitFor is Wait with the request's options: with Any it returns once at
+// least one job has ended, listing the others as pending.
+func (s *Store) WaitFor(ctx context.Context, req protocol.Wait) (protocol.WaitReply, error) {
 	var reply protocol.WaitReply
+	ids, timeout := req.IDs, time.Duration(req.TimeoutMS)*time.Millisecond
 	if len(ids) == 0 {
 		return reply, protocol.Errorf(protocol.CodeBadRequest, "no jobs to wait for")
 	}
 	c := &call{ctx: ctx, done: make(chan struct{})}
 	c.fn = func() error {
-		w := &waitCall{call: c, reply: &reply, pending: map[int64]bool{}}
+		w := &waitCall{call: c, reply: &reply, pending: map[int64]bool{}, any: req.Any}
 		if timeout > 0 {
 			w.deadline = s.now().Add(timeout)
 		}
@@ -70,6 +82,10 @@ func (s *Store) Wait(ctx context.Context, ids []int64, timeout time.Duration) (p
 			reply.Jobs = append(reply.Jobs, end)
 		}
 		if len(w.pending) == 0 {
+			return nil
+		}
+		if w.any && len(reply.Jobs) > 0 {
+			w.listPending()
 			return nil
 		}
 		for id := range w.pending {
@@ -123,6 +139,9 @@ func (s *Store) jobEnd(id int64) (protocol.JobEnd, error) {
 
 // notifyWaiters answers waits whose jobs ended in the batch just committed.
 func (s *Store) notifyWaiters() {
+	// Waits with Any are answered after every job of the batch is in, so
+	// one reply carries all that ended together.
+	var anyDone []*waitCall
 	for _, id := range s.ended {
 		ws := s.waiters[id]
 		if ws == nil {
@@ -142,7 +161,15 @@ func (s *Store) notifyWaiters() {
 			w.reply.Jobs = append(w.reply.Jobs, end)
 			if len(w.pending) == 0 {
 				w.finish(nil)
+			} else if w.any && len(w.reply.Jobs) == 1 {
+				anyDone = append(anyDone, w)
 			}
+		}
+	}
+	for _, w := range anyDone {
+		if !w.finished {
+			w.listPending()
+			w.finish(nil)
 		}
 	}
 	// Drop waits whose callers left or timed out.

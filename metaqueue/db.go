@@ -14,7 +14,7 @@ import (
 //go:embed schema.sql
 var schema string
 
-const schemaVersion = "1"
+const schemaVersion = "2"
 
 // Sync is how hard a commit pushes data to disk.
 type Sync string
@@ -110,6 +110,8 @@ func migrate(ctx context.Context, w *sql.Conn) error {
 	switch {
 	case err == nil && v == schemaVersion:
 		return nil
+	case err == nil && v == "1":
+		return migrate1to2(ctx, w)
 	case err == nil:
 		return fmt.Errorf("metaqueue schema version %s is not %s: this build cannot use it", v, schemaVersion)
 	}

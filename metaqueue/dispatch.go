@@ -351,25 +351,40 @@ func (s *Store) dispatch(p *parkedNext) error {
 		return nil
 	}
 	type picked struct {
-		id int64
-		q  *queue
+		id     int64
+		q      *queue
+		bundle int64
+		seq    int
 	}
 	var picks []picked
-	for len(p.reply.Jobs)+len(picks) < p.req.Free {
-		q, id := s.pick(p.req.WalltimeLeft)
-		if q == nil {
+	// A bundle takes one slot however many jobs it has.
+	for slots := slotsUsed(p.reply.Jobs); slots < p.req.Free; {
+		_, id := s.pick(p.req.WalltimeLeft)
+		if id == 0 {
 			break
 		}
-		// Executing in memory at once, so a duplicate heap entry of the same
-		// job cannot be picked again in this loop.
-		ch, err := s.g.Set(id, job.Executing)
-		if err != nil {
-			return err
+		ids, bundle := s.bundlePick(id)
+		if len(ids) == 0 {
+			continue // held back: a job of its bundle is waiting
 		}
-		if err := s.applyChanges(ch, id, nil); err != nil {
-			return err
+		slots++
+		for _, id := range ids {
+			// Executing in memory at once, so a duplicate heap entry of the
+			// same job cannot be picked again in this loop.
+			j, _ := s.g.Job(id)
+			ch, err := s.g.Set(id, job.Executing)
+			if err != nil {
+				return err
+			}
+			if err := s.applyChanges(ch, id, nil); err != nil {
+				return err
+			}
+			seq := 0
+			if bundle != 0 {
+				seq = int(id - bundle)
+			}
+			picks = append(picks, picked{id, s.queueIDs[j.Queue], bundle, seq})
 		}
-		picks = append(picks, picked{id, q})
 	}
 	if len(picks) == 0 {
 		return nil
@@ -419,6 +434,7 @@ func (s *Store) dispatch(p *parkedNext) error {
 		p.reply.Jobs = append(p.reply.Jobs, protocol.Assignment{
 			ID: pk.id, Attempt: r.attempt, Command: r.command, Cwd: r.cwd,
 			Target: s.g.Name(j.Target), Queue: pk.q.Name, Ceiling: pk.q.Ceiling,
+			Bundle: pk.bundle, Seq: pk.seq,
 		})
 	}
 	return nil

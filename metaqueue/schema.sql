@@ -1,4 +1,4 @@
--- The metaqueue schema, version 1. The CLS is the only writer.
+-- The metaqueue schema, version 2 (version 1 lacked jobs.bundle and submits). The CLS is the only writer.
 -- Times are Unix microseconds.
 CREATE TABLE IF NOT EXISTS meta (
 	key   TEXT PRIMARY KEY,
@@ -50,6 +50,7 @@ CREATE TABLE IF NOT EXISTS jobs (
 	finished       INTEGER,
 	exit           INTEGER,
 	reason         TEXT,
+	bundle         INTEGER NOT NULL DEFAULT 0, -- id of the bundle's first job; 0 = none
 	CHECK (state <> 'E' OR placeholder_id IS NOT NULL)
 );
 -- No index on state: bulk inserts would pay for it on every row, and
@@ -72,4 +73,13 @@ CREATE TABLE IF NOT EXISTS attempts (
 	exit           INTEGER,
 	reason         TEXT NOT NULL,
 	PRIMARY KEY (job_id, attempt)
+) WITHOUT ROWID;
+
+-- Submit requests that carried an idempotency token: a resent request
+-- (its reply was lost) returns these ids instead of adding the jobs again.
+CREATE TABLE IF NOT EXISTS submits (
+	token   TEXT PRIMARY KEY,
+	first   INTEGER NOT NULL,
+	count   INTEGER NOT NULL,
+	created INTEGER NOT NULL
 ) WITHOUT ROWID;

@@ -77,6 +77,7 @@ type Store struct {
 	inTx     bool
 	curSync  Sync    // the writer's synchronous setting now (SyncSubmit switches it)
 	ended    []int64 // jobs that ended or blocked in this batch (for waiters)
+	bundles  bundles // live bundles (bundle.go)
 }
 
 type queue struct {
@@ -425,6 +426,9 @@ func (s *Store) applyChanges(ch []dag.Change, self int64, in *inserter) error {
 		if c.To.Terminal() || c.To == job.Blocked {
 			s.ended = append(s.ended, c.ID)
 		}
+		if c.To.Terminal() {
+			s.bundles.ended(c.ID)
+		}
 	}
 	return nil
 }
@@ -454,6 +458,9 @@ func (s *Store) load(ctx context.Context) error {
 	s.phs = map[int64]bool{}
 	s.counts = map[int32]*[128]int{}
 	s.nextID = 0
+	if err := s.loadBundles(ctx); err != nil {
+		return err
+	}
 
 	rows, err := s.w.QueryContext(ctx, "SELECT id, name, ceiling_s, max_attempts, retry_failed, policy FROM queues")
 	if err != nil {

@@ -35,6 +35,13 @@ outer:
 // Submit adds jobs in one transaction and returns their ids. Either all are
 // added or none.
 func (s *Store) Submit(ctx context.Context, specs []protocol.JobSpec) ([]int64, error) {
+	return s.SubmitRequest(ctx, protocol.Submit{Jobs: specs})
+}
+
+// SubmitRequest is Submit with the request's options: Bundle makes the jobs
+// one bundle; Token makes a resent request return the first one's ids.
+func (s *Store) SubmitRequest(ctx context.Context, req protocol.Submit) ([]int64, error) {
+	specs := req.Jobs
 	if len(specs) == 0 {
 		return nil, protocol.Errorf(protocol.CodeBadRequest, "no jobs to submit")
 	}
@@ -48,8 +55,15 @@ func (s *Store) Submit(ctx context.Context, specs []protocol.JobSpec) ([]int64, 
 		}
 		edges.add(&specs[i])
 	}
+	if err := checkSubmitOptions(req); err != nil {
+		return nil, err
+	}
 	var ids []int64
 	err := s.doDurable(ctx, func() error {
+		if done, err := s.tokenIDs(req.Token); err != nil || done != nil {
+			ids = done
+			return err
+		}
 		if c := s.g.FindCycle(edges); c != "" {
 			return protocol.Errorf(protocol.CodeBadRequest, "prerequisites would form a cycle: %s", c)
 		}
@@ -67,7 +81,12 @@ func (s *Store) Submit(ctx context.Context, specs []protocol.JobSpec) ([]int64, 
 		for i := range ids {
 			ids[i] = first + int64(i)
 		}
-		return nil
+		if req.Bundle && len(ids) > 1 {
+			if err := s.addBundle(first, len(ids)); err != nil {
+				return err
+			}
+		}
+		return s.saveToken(req.Token, first, len(ids))
 	})
 	return ids, err
 }

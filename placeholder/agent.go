@@ -261,7 +261,7 @@ const (
 )
 
 type heldJob struct {
-	asg   protocol.Assignment
+	unit  []protocol.Assignment // one job, or a bundle's jobs
 	since time.Time
 }
 
@@ -288,8 +288,10 @@ func (a *Agent) giveBack(hs []heldJob) []protocol.Report {
 	var out []protocol.Report
 	now := time.Now()
 	for _, h := range hs {
-		if a.unhold(h.asg.ID) {
-			out = append(out, protocol.Report{ID: h.asg.ID, Attempt: h.asg.Attempt, Started: now, Finished: now, Reason: protocol.ReasonReturned})
+		for _, asg := range h.unit {
+			if a.unhold(asg.ID) {
+				out = append(out, protocol.Report{ID: asg.ID, Attempt: asg.Attempt, Started: now, Finished: now, Reason: protocol.ReasonReturned})
+			}
 		}
 	}
 	return out
@@ -310,27 +312,46 @@ func (a *Agent) work(ctx context.Context) error {
 		err   error
 	}
 	ended := make(chan protocol.Report, a.cfg.Slots)
+	progress := make(chan protocol.Report) // a bundle's jobs; unbuffered, so each is in before its slot frees
+	quit := make(chan struct{})            // work has returned: nobody reads progress
+	defer close(quit)
 	free, running := a.cfg.Slots, 0
 	// Prefetch: while jobs are short, hold one more job than the free
 	// slots, so the round trip that reports a job and fetches the next
 	// overlaps the job still running.
 	var held []heldJob
+	var reports []protocol.Report
 	var meanRun time.Duration // moving average of job run times; 0 = none yet
-	start := func(asg protocol.Assignment) {
+	start := func(u []protocol.Assignment) {
 		free--
 		running++
-		go func() { ended <- a.run(ctx, asg) }()
+		if isBundle(u) {
+			// Its jobs report through progress; the empty report frees the slot.
+			go func() { a.runBundle(ctx, u, progress, quit); ended <- protocol.Report{} }()
+			return
+		}
+		go func() { ended <- a.run(ctx, u[0]) }()
 	}
 	startHeld := func() {
 		for free > 0 && len(held) > 0 {
 			h := held[0]
 			held = held[1:]
-			if a.unhold(h.asg.ID) { // false if the CLS took it back meanwhile
-				start(h.asg)
+			if isBundle(h.unit) || a.unhold(h.unit[0].ID) { // false if the CLS took it back meanwhile
+				start(h.unit)
 			}
 		}
 	}
-	var reports []protocol.Report
+	gotReport := func(r protocol.Report) {
+		if r.ID == 0 {
+			return // a bundle's end: its jobs reported through progress
+		}
+		reports = append(reports, r)
+		if d := r.Finished.Sub(r.Started); meanRun == 0 {
+			meanRun = max(d, time.Microsecond)
+		} else {
+			meanRun = (4*meanRun + d) / 5
+		}
+	}
 	var poll chan polled // non-nil while a next request is out
 	var reporters sync.WaitGroup
 	defer reporters.Wait()
@@ -412,22 +433,23 @@ func (a *Agent) work(ctx context.Context) error {
 			}(poll)
 		}
 		select {
+		case r := <-progress:
+			gotReport(r)
+			if poll != nil && !holding {
+				holding = true
+				hold.Reset(reportHold)
+			}
 		case r := <-ended:
 			free++
 			running--
-			reports = append(reports, r)
-			if d := r.Finished.Sub(r.Started); meanRun == 0 {
-				meanRun = max(d, time.Microsecond)
-			} else {
-				meanRun = (4*meanRun + d) / 5
-			}
+			gotReport(r)
 		drain: // jobs often end together: one request for all of them
 			for {
 				select {
 				case r := <-ended:
 					free++
 					running--
-					reports = append(reports, r)
+					gotReport(r)
 				default:
 					break drain
 				}
@@ -468,14 +490,19 @@ func (a *Agent) work(ctx context.Context) error {
 			if p.reply.Exit {
 				exiting = true
 			}
-			for _, asg := range p.reply.Jobs {
+			for _, u := range units(p.reply.Jobs) {
 				idleSince = time.Now()
+				if isBundle(u) {
+					a.holdAll(u) // runBundle takes each job out as it starts it
+				}
 				if free > 0 {
-					start(asg)
+					start(u)
 					continue
 				}
-				a.hold(asg)
-				held = append(held, heldJob{asg, time.Now()})
+				if !isBundle(u) {
+					a.hold(u[0])
+				}
+				held = append(held, heldJob{u, time.Now()})
 			}
 		case <-tick.C:
 			// A held job waiting long means the running ones are not short

@@ -68,6 +68,15 @@ type JobSpec struct {
 // Submit adds jobs in one transaction.
 type Submit struct {
 	Jobs []JobSpec `json:"jobs"`
+	// Bundle makes the request's jobs one bundle: one placeholder runs them
+	// one after another in this order, each keeping its own id, state, exit
+	// status and output (see docs/protocol.md).
+	Bundle bool `json:"bundle,omitempty"`
+	// Token, if set, makes the request idempotent: a submit repeating a
+	// token the metaqueue has already committed adds nothing and returns
+	// the ids of the first. A client that lost a reply resends with the
+	// same token. At most 128 bytes.
+	Token string `json:"token,omitempty"`
 }
 
 // SubmitReply lists the new job ids in the order given.
@@ -199,6 +208,9 @@ type ActionReply struct {
 type Wait struct {
 	IDs       []int64 `json:"ids"`
 	TimeoutMS int     `json:"timeout_ms,omitempty"`
+	// Any returns as soon as at least one listed job has ended, with every
+	// listed job that has ended by then; Pending lists the others.
+	Any bool `json:"any,omitempty"`
 }
 
 // WaitReply reports the listed jobs' states; Pending lists those still
@@ -285,6 +297,11 @@ type Assignment struct {
 	Target  string  `json:"target"`
 	Queue   string  `json:"queue"`
 	Ceiling float64 `json:"ceiling_s,omitempty"` // kill after this many seconds; 0 = none
+	// Bundle is the bundle's id (its first job's id) for a job of a bundle,
+	// 0 otherwise. A bundle's jobs come together, in order, and share one
+	// slot: run them one after another. Seq is the job's place in it.
+	Bundle int64 `json:"bundle,omitempty"`
+	Seq    int   `json:"seq,omitempty"`
 }
 
 // Report says how one job attempt ended.

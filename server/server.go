@@ -386,7 +386,7 @@ func (c *conn) handle(ctx context.Context, req *protocol.Request) (any, error) {
 		if err := decode(req.Body, &b); err != nil {
 			return nil, err
 		}
-		ids, err := st.Submit(ctx, b.Jobs)
+		ids, err := st.SubmitRequest(ctx, b)
 		if err != nil {
 			return nil, err
 		}
@@ -431,7 +431,7 @@ func (c *conn) handle(ctx context.Context, req *protocol.Request) (any, error) {
 		if err := decode(req.Body, &b); err != nil {
 			return nil, err
 		}
-		return st.Wait(ctx, b.IDs, time.Duration(b.TimeoutMS)*time.Millisecond)
+		return st.WaitFor(ctx, b)
 	case protocol.OpQueueList:
 		qs, err := st.Queues(ctx)
 		return protocol.QueueList{Queues: qs}, err

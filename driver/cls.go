@@ -1,0 +1,330 @@
+package driver
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// maxSubmit is the most loose jobs one submit request carries.
+const maxSubmit = 512
+
+// waitTimeout bounds one wait request; the watcher simply asks again.
+const waitTimeout = time.Minute
+
+// clsBackend submits jobs to a CLS over one pipelined connection and
+// watches them with long-poll waits.
+//
+// Submission is safe to retry: every submit request carries a token unique
+// to this driver (random) and the request (a counter), and the metaqueue
+// commits the token with the jobs. A request whose reply was lost (the
+// connection or the CLS died) is sent again with the same token after
+// reconnecting: if the first had committed, the CLS returns its ids instead
+// of adding the jobs twice.
+type clsBackend struct {
+	d      *Driver
+	dial   func(ctx context.Context) (io.ReadWriteCloser, error)
+	prefix string
+	seq    atomic.Uint64
+
+	mu sync.Mutex
+	cl *client.Client
+
+	watchers sync.WaitGroup
+}
+
+func newCLS(ctx context.Context, d *Driver) (*clsBackend, error) {
+	dial := d.cfg.Dial
+	if dial == nil {
+		path := client.SocketPath(d.cfg.Home)
+		dial = func(ctx context.Context) (io.ReadWriteCloser, error) {
+			var nd net.Dialer
+			return nd.DialContext(ctx, "unix", path)
+		}
+	}
+	var b [8]byte
+	if _, err := cryptoRead(b[:]); err != nil {
+		return nil, fmt.Errorf("driver: token: %w", err)
+	}
+	be := &clsBackend{d: d, dial: dial, prefix: "drv-" + hex.EncodeToString(b[:])}
+	// The first connection is made now so that a wrong Home is an error
+	// from Start, not a hang later.
+	cl, err := be.connect(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("driver: cannot reach the CLS: %w", err)
+	}
+	be.cl = cl
+	return be, nil
+}
+
+var cryptoRead = crand.Read
+
+func (b *clsBackend) connect(ctx context.Context) (*client.Client, error) {
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	rwc, err := b.dial(dctx)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := client.New(dctx, rwc, protocol.RoleUser, "mq-driver")
+	if err != nil {
+		rwc.Close()
+		return nil, err
+	}
+	return cl, nil
+}
+
+// conn returns the connection, reconnecting with backoff (up to
+// Config.Reconnect) when it is gone.
+func (b *clsBackend) conn(ctx context.Context) (*client.Client, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cl != nil {
+		select {
+		case <-b.cl.Done():
+			b.cl.Close()
+			b.cl = nil
+		default:
+			return b.cl, nil
+		}
+	}
+	deadline := time.Now().Add(b.d.cfg.Reconnect)
+	backoff := 20 * time.Millisecond
+	for {
+		cl, err := b.connect(ctx)
+		if err == nil {
+			b.cl = cl
+			b.d.cfg.Log.Info("driver connected to the CLS")
+			return cl, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		var pe *protocol.Error
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("the CLS refused the driver: %w", err)
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the CLS has been unreachable for %s: %w", b.d.cfg.Reconnect, err)
+		}
+		b.d.cfg.Log.Warn("cannot reach the CLS; retrying", "err", err, "in", backoff)
+		// Others wait on b.mu meanwhile: they would only dial too.
+		select {
+		case <-time.After(backoff + time.Duration(rand.Int64N(int64(backoff/2)+1))):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		backoff = min(backoff*2, time.Second)
+	}
+}
+
+// dropped marks a connection broken.
+func (b *clsBackend) dropped(cl *client.Client) {
+	b.mu.Lock()
+	if b.cl == cl {
+		b.cl = nil
+	}
+	b.mu.Unlock()
+	cl.Close()
+}
+
+func (b *clsBackend) close() {
+	b.watchers.Wait()
+	b.mu.Lock()
+	if b.cl != nil {
+		b.cl.Close()
+		b.cl = nil
+	}
+	b.mu.Unlock()
+}
+
+// request is one submit request and the buffer entries it carries.
+type request struct {
+	body protocol.Submit
+	ents []*entry
+}
+
+// consume takes units from the buffer, submits them in pipelined requests
+// (a bundle per request; loose jobs together, up to maxSubmit), and starts a
+// watcher per request.
+func (b *clsBackend) consume(ctx context.Context) {
+	for u := range b.d.ready {
+		reqs := []*request{}
+		var loose *request
+		add := func(u *unit) {
+			if u.bundle {
+				reqs = append(reqs, b.newRequest(u.jobs, true))
+				return
+			}
+			if loose == nil || len(loose.ents) >= maxSubmit {
+				loose = b.newRequest(nil, false)
+				reqs = append(reqs, loose)
+			}
+			loose.ents = append(loose.ents, u.jobs...)
+			loose.body.Jobs = append(loose.body.Jobs, u.jobs[0].spec)
+		}
+		add(u)
+	drain: // whatever else is buffered goes out in the same round trip
+		for n := len(u.jobs); n < 4*maxSubmit; {
+			select {
+			case u2, ok := <-b.d.ready:
+				if !ok {
+					break drain
+				}
+				add(u2)
+				n += len(u2.jobs)
+			default:
+				break drain
+			}
+		}
+		b.submit(ctx, reqs)
+	}
+}
+
+func (b *clsBackend) newRequest(ents []*entry, bundle bool) *request {
+	r := &request{ents: ents, body: protocol.Submit{Bundle: bundle, Token: fmt.Sprintf("%s-%d", b.prefix, b.seq.Add(1))}}
+	for _, e := range ents {
+		r.body.Jobs = append(r.body.Jobs, e.spec)
+	}
+	return r
+}
+
+// submit sends requests pipelined, and resends those whose reply was lost
+// (same token: safe) until they are answered.
+func (b *clsBackend) submit(ctx context.Context, reqs []*request) {
+	for len(reqs) > 0 {
+		cl, err := b.conn(ctx)
+		if err != nil {
+			for _, r := range reqs {
+				b.fail(r.ents, fmt.Errorf("cannot submit: %w", err))
+			}
+			return
+		}
+		calls := make([]*client.Call, len(reqs))
+		for i, r := range reqs {
+			calls[i], err = cl.Go(protocol.OpSubmit, r.body)
+			if err != nil {
+				break
+			}
+		}
+		var retry []*request
+		broken := false
+		for i, r := range reqs {
+			if calls[i] == nil {
+				retry = append(retry, r)
+				continue
+			}
+			var reply protocol.SubmitReply
+			err := calls[i].Wait(ctx, &reply)
+			var pe *protocol.Error
+			switch {
+			case err == nil && len(reply.IDs) == len(r.ents):
+				b.watchers.Add(1)
+				go b.watch(ctx, reply.IDs, r.ents)
+			case err == nil:
+				b.fail(r.ents, fmt.Errorf("the CLS returned %d ids for %d jobs", len(reply.IDs), len(r.ents)))
+			case errors.As(err, &pe) && pe.Code != protocol.CodeShutdown:
+				b.fail(r.ents, err) // refused (a cycle, say): resending would not help
+			case ctx.Err() != nil:
+				b.fail(r.ents, fmt.Errorf("not submitted: %w", ctx.Err()))
+			default:
+				broken = true
+				retry = append(retry, r)
+			}
+		}
+		if broken {
+			b.d.cfg.Log.Warn("lost the CLS connection while submitting; resending", "requests", len(retry))
+			b.dropped(cl)
+		}
+		reqs = retry
+	}
+}
+
+func (b *clsBackend) fail(ents []*entry, err error) {
+	for _, e := range ents {
+		b.d.finish(e.rec, Result{Err: &JobError{Key: e.rec.key, Reason: err.Error()}})
+	}
+}
+
+// watch waits for submitted jobs to end, one long-poll wait for all of them
+// at a time (returning when any ends), re-issued for the rest. A lost
+// connection is re-established and the wait re-issued: the jobs are durable
+// in the CLS, so a restarted CLS still knows them.
+func (b *clsBackend) watch(ctx context.Context, ids []int64, ents []*entry) {
+	defer b.watchers.Done()
+	byID := make(map[int64]*entry, len(ids))
+	for i, id := range ids {
+		byID[id] = ents[i]
+	}
+	pending := ids
+	for len(pending) > 0 {
+		cl, err := b.conn(ctx)
+		if err != nil {
+			b.failIDs(byID, pending, fmt.Errorf("lost track of the job: %w", err))
+			return
+		}
+		var reply protocol.WaitReply
+		err = cl.Call(ctx, protocol.OpWait, protocol.Wait{IDs: pending, Any: true, TimeoutMS: int(waitTimeout / time.Millisecond)}, &reply)
+		var pe *protocol.Error
+		switch {
+		case err == nil:
+		case errors.As(err, &pe) && pe.Code != protocol.CodeShutdown:
+			b.failIDs(byID, pending, err) // e.g. not_found: the CLS has another database
+			return
+		case ctx.Err() != nil:
+			return // Stop gave up; it reports what is still open
+		default:
+			b.dropped(cl)
+			continue
+		}
+		for _, je := range reply.Jobs {
+			e := byID[je.ID]
+			if e == nil {
+				continue
+			}
+			delete(byID, je.ID)
+			b.d.finish(e.rec, resultOf(e.rec.key, je))
+		}
+		pending = pending[:0:0]
+		for _, id := range reply.Pending {
+			if byID[id] != nil {
+				pending = append(pending, id)
+			}
+		}
+		if len(reply.Jobs) == 0 && len(reply.Pending) == 0 {
+			b.failIDs(byID, ids, errors.New("the CLS's wait reply named none of the jobs"))
+			return
+		}
+	}
+}
+
+func (b *clsBackend) failIDs(byID map[int64]*entry, ids []int64, err error) {
+	for _, id := range ids {
+		if e := byID[id]; e != nil {
+			delete(byID, id)
+			b.d.finish(e.rec, Result{ID: id, Err: &JobError{Key: e.rec.key, ID: id, Reason: err.Error()}})
+		}
+	}
+}
+
+// resultOf turns the metaqueue's account of a job's end into a Result.
+func resultOf(k Key, je protocol.JobEnd) Result {
+	res := Result{Key: k, ID: je.ID, State: je.State, Reason: je.Reason, Exit: -1}
+	if je.Exit != nil && (je.State == "D" || je.State == "F") {
+		res.Exit = *je.Exit
+		return res
+	}
+	res.Err = &JobError{Key: k, ID: je.ID, State: je.State, Reason: je.Reason}
+	return res
+}

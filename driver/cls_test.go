@@ -1,0 +1,306 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mq-hpc/mq/metaqueue"
+	"github.com/mq-hpc/mq/placeholder"
+	"github.com/mq-hpc/mq/protocol"
+	"github.com/mq-hpc/mq/server"
+)
+
+// testCLS is an in-process CLS (Store and Server over net.Pipe) with
+// in-process placeholder agents; cut closes every connection, as a network
+// failure or a CLS restart would.
+type testCLS struct {
+	t     *testing.T
+	store *metaqueue.Store
+	srv   *server.Server
+	ctx   context.Context
+
+	mu    sync.Mutex
+	conns []net.Conn // the driver's connections (agents' are not cut)
+}
+
+func newTestCLS(t *testing.T, agents, slots int) *testCLS {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	st, err := metaqueue.Open(ctx, metaqueue.Options{Path: filepath.Join(t.TempDir(), "mq.db"), Sync: metaqueue.SyncNormal, Lease: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &testCLS{t: t, store: st, srv: &server.Server{Store: st}, ctx: ctx}
+	var wg sync.WaitGroup
+	actx, stopAgents := context.WithCancel(ctx)
+	for i := 0; i < agents; i++ {
+		a := placeholder.New(placeholder.Config{Dial: c.agentDial, Site: "test", Host: fmt.Sprint("h", i), Slots: slots, OutDir: t.TempDir()})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.Run(actx)
+		}()
+	}
+	t.Cleanup(func() {
+		stopAgents() // first, so their last reports reach the server
+		wg.Wait()
+		cancel()
+		c.cut()
+		c.srv.Wait()
+		st.Close()
+	})
+	return c
+}
+
+func (c *testCLS) agentDial(ctx context.Context) (io.ReadWriteCloser, error) {
+	a, b := net.Pipe()
+	go c.srv.ServeConn(c.ctx, b, protocol.RoleUser)
+	return a, nil
+}
+
+func (c *testCLS) dial(ctx context.Context) (io.ReadWriteCloser, error) {
+	a, b := net.Pipe()
+	c.mu.Lock()
+	c.conns = append(c.conns, b)
+	c.mu.Unlock()
+	go c.srv.ServeConn(c.ctx, b, protocol.RoleUser)
+	return a, nil
+}
+
+func (c *testCLS) cut() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, conn := range c.conns {
+		conn.Close()
+	}
+	c.conns = nil
+}
+
+func startCLSDriver(t *testing.T, c *testCLS, cfg Config) *Driver {
+	t.Helper()
+	cfg.Dial = c.dial
+	d, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Local() {
+		t.Fatal("local with a Dial")
+	}
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		d.Stop(ctx)
+	})
+	return d
+}
+
+func TestCLSExitCodes(t *testing.T) {
+	t.Parallel()
+	c := newTestCLS(t, 2, 2)
+	d := startCLSDriver(t, c, Config{Dir: t.TempDir()})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, exit := range []int{0, 1, 7, 137} {
+		code, err := d.ExecSync(ctx, fmt.Sprintf("exit %d", exit))
+		if err != nil || code != exit {
+			t.Errorf("exit %d: got %d, %v", exit, code, err)
+		}
+	}
+	var keys []Key
+	for i := 0; i < 300; i++ {
+		k, err := d.Exec(ctx, fmt.Sprintf("exit %d", i%5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k)
+	}
+	rs, err := d.WaitForAll(ctx)
+	if err != nil || len(rs) != len(keys) {
+		t.Fatalf("%d results, %v", len(rs), err)
+	}
+	for i, r := range rs {
+		if r.Key != keys[i] || r.Exit != i%5 || r.ID == 0 {
+			t.Errorf("result %d: %+v, want exit %d", i, r, i%5)
+		}
+	}
+}
+
+func TestCLSDeletedAndBlocked(t *testing.T) {
+	t.Parallel()
+	c := newTestCLS(t, 1, 1)
+	d := startCLSDriver(t, c, Config{Dir: t.TempDir()})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	// A job waiting on a target that never completes, deleted by the user.
+	k, err := d.Exec(ctx, "true", Target("late"), Prereqs("never"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := d.Exec(ctx, "true", Target("after"), Prereqs("bad"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, err := d.ExecSync(ctx, "exit 2", Target("bad")); err != nil || code != 2 {
+		t.Fatalf("failing prerequisite: %d %v", code, err)
+	}
+	var id int64
+	waitUntil(t, func() bool {
+		r, err := c.store.Wait(ctx, []int64{1}, time.Millisecond)
+		return err == nil && len(r.Pending) == 1
+	})
+	id = 1
+	if _, err := c.store.Delete(ctx, protocol.Select{IDs: []int64{id}}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := d.WaitForOne(ctx, k)
+	var je *JobError
+	if !errors.As(err, &je) || je.State != "X" || r.Exit != -1 {
+		t.Errorf("deleted job: %+v, %v", r, err)
+	}
+	r, err = d.WaitForOne(ctx, kb)
+	if !errors.As(err, &je) || je.State != "B" {
+		t.Errorf("blocked job: %+v, %v", r, err)
+	}
+}
+
+// TestCLSReconnect: connections cut while jobs run and while the driver
+// submits; every job still gets its exit code, and none is submitted twice.
+func TestCLSReconnect(t *testing.T) {
+	t.Parallel()
+	c := newTestCLS(t, 2, 4)
+	d := startCLSDriver(t, c, Config{Dir: t.TempDir(), Buffer: 100})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(30 * time.Millisecond):
+				c.cut()
+			}
+		}
+	}()
+	const n = 400
+	for i := 0; i < n; i++ {
+		if _, err := d.Exec(ctx, fmt.Sprintf("sleep 0.00%d; exit %d", i%10, i%7)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rs, err := d.WaitForAll(ctx)
+	close(stop)
+	wg.Wait()
+	if err != nil || len(rs) != n {
+		t.Fatalf("%d results, %v", len(rs), err)
+	}
+	for i, r := range rs {
+		if r.Exit != i%7 {
+			t.Errorf("job %d: %+v, want exit %d", i, r, i%7)
+		}
+	}
+	sum, err := c.store.Summary(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, q := range sum {
+		for _, v := range q.Counts {
+			total += v
+		}
+	}
+	if total != n {
+		t.Errorf("the metaqueue holds %d jobs for %d Exec calls (a resent submit added jobs twice)", total, n)
+	}
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestCLSGroupsAndPipelinesRunAsBundles: a group's bundles and a pipeline
+// each run on one placeholder, in issue order, one job after another, each
+// job with its own exit status.
+func TestCLSGroupsAndPipelinesRunAsBundles(t *testing.T) {
+	t.Parallel()
+	c := newTestCLS(t, 4, 1)
+	d := startCLSDriver(t, c, Config{Dir: t.TempDir(), GroupTimeout: 50 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := d.SetGroup("g", 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.CreatePipeline("p", 2); err != nil {
+		t.Fatal(err)
+	}
+	var keys []Key
+	for i := 0; i < 7; i++ { // bundles of 3, 3 and (after the timeout) 1
+		k, err := d.Exec(ctx, fmt.Sprintf("sleep 0.02; exit %d", i), Group("g"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k)
+	}
+	kp1, _ := d.Exec(ctx, "echo x > f; exit 5", Group("p"))
+	kp2, _ := d.Exec(ctx, "test -s f", Group("p"))
+	rs, err := d.WaitForAll(ctx)
+	if err != nil || len(rs) != 9 {
+		t.Fatalf("%d results, %v", len(rs), err)
+	}
+	byKey := map[Key]Result{}
+	for _, r := range rs {
+		byKey[r.Key] = r
+	}
+	for i, k := range keys {
+		if byKey[k].Exit != i {
+			t.Errorf("group job %d: %+v", i, byKey[k])
+		}
+	}
+	if byKey[kp1].Exit != 5 || byKey[kp2].Exit != 0 {
+		t.Errorf("pipeline: %+v %+v", byKey[kp1], byKey[kp2])
+	}
+	var ids []int64
+	for _, r := range rs {
+		ids = append(ids, r.ID)
+	}
+	var infos []protocol.JobInfo
+	c.store.Stat(ctx, protocol.Stat{IDs: ids, States: "DF"}, func(js []protocol.JobInfo) error {
+		infos = append(infos, js...)
+		return nil
+	})
+	info := map[int64]protocol.JobInfo{}
+	for _, j := range infos {
+		info[j.ID] = j
+	}
+	for _, bundle := range [][]Key{keys[0:3], keys[3:6], {kp1, kp2}} {
+		for i := 1; i < len(bundle); i++ {
+			prev, cur := info[byKey[bundle[i-1]].ID], info[byKey[bundle[i]].ID]
+			if prev.Host != cur.Host {
+				t.Errorf("bundle jobs %d and %d ran on %s and %s", prev.ID, cur.ID, prev.Host, cur.Host)
+			}
+			if cur.Started < prev.Finished {
+				t.Errorf("bundle job %d started %s before job %d finished %s", cur.ID, cur.Started, prev.ID, prev.Finished)
+			}
+		}
+	}
+}

@@ -1,0 +1,535 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		err  string // "" = valid
+	}{
+		{"zero is defaults", Config{}, ""},
+		{"consumers low", Config{Consumers: 1}, "consumers must be 2..512, not 1"},
+		{"consumers min", Config{Consumers: 2}, ""},
+		{"consumers max", Config{Consumers: 512}, ""},
+		{"consumers high", Config{Consumers: 513}, "consumers must be 2..512"},
+		{"consumers negative", Config{Consumers: -3}, "consumers must be 2..512"},
+		{"buffer low", Config{Buffer: 99}, "buffer size must be 100..10000, not 99"},
+		{"buffer min", Config{Buffer: 100}, ""},
+		{"buffer max", Config{Buffer: 10000}, ""},
+		{"buffer high", Config{Buffer: 10001}, "buffer size must be 100..10000"},
+		{"group timeout low", Config{GroupTimeout: time.Microsecond}, "group timeout must be 1ms..1h"},
+		{"group timeout high", Config{GroupTimeout: 2 * time.Hour}, "group timeout"},
+		{"reconnect negative", Config{Reconnect: -time.Second}, "reconnect"},
+		{"bad queue", Config{Queue: "a b"}, "queue"},
+		{"bad target", Config{Target: "x,y"}, "target"},
+		{"relative dir", Config{Dir: "rel"}, "not absolute"},
+	} {
+		err := tc.cfg.Validate()
+		if tc.err == "" && err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+		if tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.err)
+		}
+		if _, nerr := New(tc.cfg); (nerr == nil) != (err == nil) {
+			t.Errorf("%s: New says %v, Validate says %v", tc.name, nerr, err)
+		}
+	}
+}
+
+func TestGroupAndPipelineBounds(t *testing.T) {
+	t.Parallel()
+	d, err := New(Config{Buffer: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		pipeline bool
+		name     string
+		n        int
+		ok       bool
+	}{
+		{false, "g0", 0, false},
+		{false, "g1", 1, true},
+		{false, "g200", 200, true},
+		{false, "g201", 201, false},
+		{false, "gneg", -1, false},
+		{false, "", 2, false},
+		{true, "p0", 0, false},
+		{true, "p1", 1, true},
+		{true, "p200", 200, true},
+		{true, "p201", 201, false},
+		{true, "g1", 2, false}, // already a group
+	} {
+		var err error
+		if tc.pipeline {
+			err = d.CreatePipeline(tc.name, tc.n)
+		} else {
+			err = d.SetGroup(tc.name, tc.n)
+		}
+		if (err == nil) != tc.ok {
+			t.Errorf("pipeline=%v %q %d: error %v, want ok=%v", tc.pipeline, tc.name, tc.n, err, tc.ok)
+		}
+	}
+	if err := d.CreatePipeline("p1", 3); err == nil {
+		t.Error("creating an incomplete pipeline again: no error")
+	}
+}
+
+func startLocal(t *testing.T, cfg Config) *Driver {
+	t.Helper()
+	d, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Local() {
+		t.Fatal("not local")
+	}
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		d.Stop(ctx)
+	})
+	return d
+}
+
+func TestLocalExitCodes(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	d := startLocal(t, Config{Dir: dir, OutDir: dir})
+	for _, tc := range []struct {
+		cmd  string
+		exit int
+	}{
+		{"true", 0},
+		{"exit 3", 3},
+		{"exit 255", 255},
+		{"kill -9 $$", 128 + 9},
+		{"no-such-command-xyz", 127},
+		{"pwd > where; test \"$(cat where)\" = " + dir, 0},
+	} {
+		code, err := d.ExecSync(context.Background(), tc.cmd)
+		if err != nil || code != tc.exit {
+			t.Errorf("%q: exit %d, err %v; want %d", tc.cmd, code, err, tc.exit)
+		}
+	}
+	// Output goes to OutDir/KEY.out.
+	k, err := d.Exec(context.Background(), "echo hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.WaitForOne(context.Background(), k); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("%d.out", k)))
+	if err != nil || string(b) != "hello\n" {
+		t.Errorf("output %q, %v", b, err)
+	}
+	if _, err := d.WaitForOne(context.Background(), k); err == nil {
+		t.Error("a second wait on a collected key: no error")
+	}
+	if _, err := d.Exec(context.Background(), ""); err == nil {
+		t.Error("empty command: no error")
+	}
+	if _, err := d.Exec(context.Background(), "true", Group("nope")); err == nil {
+		t.Error("unknown group: no error")
+	}
+	if _, err := d.Exec(context.Background(), "true", Prereqs("t")); err == nil {
+		t.Error("prerequisites in local mode: no error")
+	}
+}
+
+// TestBackpressure: with every slot of the buffer taken by jobs that have
+// not ended, Exec blocks until one ends.
+func TestBackpressure(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	gate := filepath.Join(dir, "go")
+	d := startLocal(t, Config{Buffer: 100, Consumers: 2, Dir: dir})
+	ctx := context.Background()
+	wait := fmt.Sprintf("while [ ! -e %s ]; do sleep 0.01; done", gate)
+	for i := 0; i < 100; i++ {
+		if _, err := d.Exec(ctx, wait); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := d.Pending(); n != 100 {
+		t.Fatalf("pending %d, want 100", n)
+	}
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if _, err := d.Exec(short, "true"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Exec into a full buffer: %v, want it to block until the deadline", err)
+	}
+	// Let them end: the blocked Exec gets a slot.
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.Exec(ctx, "true")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("Exec returned (%v) while the buffer was full", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Exec still blocked after jobs ended")
+	}
+	rs, err := d.WaitForAll(ctx)
+	if err != nil || len(rs) != 101 {
+		t.Fatalf("WaitForAll: %d results, %v", len(rs), err)
+	}
+}
+
+// TestProducerBarriers: many producers issue jobs at once; each producer's
+// WaitForAll returns exactly its own jobs, in issue order, with their exit
+// codes. Run with -race.
+func TestProducerBarriers(t *testing.T) {
+	t.Parallel()
+	d := startLocal(t, Config{Buffer: 100, Consumers: 8})
+	const producers, each = 12, 15
+	var wg sync.WaitGroup
+	errs := make(chan error, producers)
+	for p := 0; p < producers; p++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pr := d.Producer()
+			ctx := context.Background()
+			var keys []Key
+			for i := 0; i < each; i++ {
+				k, err := pr.Exec(ctx, fmt.Sprintf("exit %d", (p*each+i)%200))
+				if err != nil {
+					errs <- err
+					return
+				}
+				keys = append(keys, k)
+			}
+			rs, err := pr.WaitForAll(ctx)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if len(rs) != each {
+				errs <- fmt.Errorf("producer %d: %d results, want %d", p, len(rs), each)
+				return
+			}
+			for i, r := range rs {
+				if r.Key != keys[i] || r.Exit != (p*each+i)%200 {
+					errs <- fmt.Errorf("producer %d result %d: key %d exit %d, want key %d exit %d", p, i, r.Key, r.Exit, keys[i], (p*each+i)%200)
+					return
+				}
+			}
+			// Collected: a second barrier has nothing left to wait for.
+			if rs, err := pr.WaitForAll(ctx); err != nil || len(rs) != 0 {
+				errs <- fmt.Errorf("producer %d: second WaitForAll: %d results, %v", p, len(rs), err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if rs, err := d.WaitForAll(context.Background()); err != nil || len(rs) != 0 {
+		t.Errorf("driver WaitForAll after every producer collected: %d results, %v", len(rs), err)
+	}
+}
+
+func TestWaitForAllAcrossProducers(t *testing.T) {
+	t.Parallel()
+	d := startLocal(t, Config{})
+	ctx := context.Background()
+	p1, p2 := d.Producer(), d.Producer()
+	k1, _ := p1.Exec(ctx, "exit 1")
+	k2, _ := p2.Exec(ctx, "exit 2")
+	k0, _ := d.Exec(ctx, "exit 0")
+	rs, err := d.WaitForAll(ctx)
+	if err != nil || len(rs) != 3 {
+		t.Fatalf("%v %v", rs, err)
+	}
+	want := map[Key]int{k1: 1, k2: 2, k0: 0}
+	for _, r := range rs {
+		if want[r.Key] != r.Exit {
+			t.Errorf("key %d exit %d, want %d", r.Key, r.Exit, want[r.Key])
+		}
+	}
+	if rs, _ := p1.WaitForAll(ctx); len(rs) != 0 {
+		t.Errorf("producer still has %d results after the driver collected all", len(rs))
+	}
+}
+
+func TestLifecycle(t *testing.T) {
+	t.Parallel()
+	d, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := d.Exec(ctx, "true"); !errors.Is(err, ErrNotStarted) {
+		t.Errorf("Exec before Start: %v", err)
+	}
+	if err := d.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(ctx); !errors.Is(err, ErrStarted) {
+		t.Errorf("second Start: %v", err)
+	}
+	k, err := d.Exec(ctx, "sleep 0.1; exit 4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Stop(ctx); err != nil { // waits for the job
+		t.Fatal(err)
+	}
+	if _, err := d.Exec(ctx, "true"); !errors.Is(err, ErrStopped) {
+		t.Errorf("Exec after Stop: %v", err)
+	}
+	if r, err := d.WaitForOne(ctx, k); err != nil || r.Exit != 4 {
+		t.Errorf("result after Stop: %+v %v", r, err)
+	}
+}
+
+func TestStopKillsLocalJobsAtDeadline(t *testing.T) {
+	t.Parallel()
+	d, _ := New(Config{})
+	ctx := context.Background()
+	d.Start(ctx)
+	k, _ := d.Exec(ctx, "sleep 30")
+	sctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := d.Stop(sctx); err == nil {
+		t.Error("Stop with a job still running at its deadline: no error")
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Error("Stop took too long")
+	}
+	r, err := d.WaitForOne(ctx, k)
+	var je *JobError
+	if !errors.As(err, &je) || r.Exit != -1 {
+		t.Errorf("killed job: %+v %v", r, err)
+	}
+}
+
+// recorder is a backend that records what consumers would submit, and
+// ends each job at once with exit 0.
+type recorder struct {
+	d     *Driver
+	mu    sync.Mutex
+	units [][]Key
+	when  []time.Time
+	bund  []bool
+}
+
+func (r *recorder) consume(ctx context.Context) {
+	for u := range r.d.ready {
+		keys := make([]Key, len(u.jobs))
+		for i, e := range u.jobs {
+			keys[i] = e.rec.key
+		}
+		r.mu.Lock()
+		r.units = append(r.units, keys)
+		r.when = append(r.when, time.Now())
+		r.bund = append(r.bund, u.bundle)
+		r.mu.Unlock()
+		for _, e := range u.jobs {
+			r.d.finish(e.rec, Result{State: "D"})
+		}
+	}
+}
+
+func (r *recorder) close() {}
+
+func (r *recorder) snapshot() ([][]Key, []time.Time, []bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([][]Key(nil), r.units...), append([]time.Time(nil), r.when...), append([]bool(nil), r.bund...)
+}
+
+func startRecorder(t *testing.T, cfg Config) (*Driver, *recorder) {
+	t.Helper()
+	d, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &recorder{d: d}
+	d.be = r
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Stop(context.Background()) })
+	return d, r
+}
+
+func TestGroupBundleSizes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		bf, jobs int
+		want     []int // bundle sizes sent before the timeout
+		tail     int   // size flushed by the timeout (0 = none)
+	}{
+		{1, 3, []int{1, 1, 1}, 0},
+		{4, 8, []int{4, 4}, 0},
+		{4, 10, []int{4, 4}, 2},
+		{16, 15, nil, 15},
+		{100, 100, []int{100}, 0},
+	} {
+		t.Run(fmt.Sprintf("bf%d_jobs%d", tc.bf, tc.jobs), func(t *testing.T) {
+			t.Parallel()
+			timeout := 150 * time.Millisecond
+			d, r := startRecorder(t, Config{Buffer: 100, Consumers: 2, GroupTimeout: timeout})
+			if err := d.SetGroup("blast", tc.bf); err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			start := time.Now()
+			var keys []Key
+			for i := 0; i < tc.jobs; i++ {
+				k, err := d.Exec(ctx, "true", Group("blast"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				keys = append(keys, k)
+			}
+			// Before the timeout: only full bundles.
+			time.Sleep(timeout / 3)
+			units, _, bund := r.snapshot()
+			if got := sizes(units); !equalInts(got, tc.want) {
+				t.Fatalf("bundles before the timeout: %v, want %v", got, tc.want)
+			}
+			for i, b := range bund {
+				if b != (len(units[i]) > 1) {
+					t.Errorf("unit %d of %d jobs: bundle=%v", i, len(units[i]), b)
+				}
+			}
+			time.Sleep(timeout) // past the timeout (a barrier would flush at once)
+			units, when, _ := r.snapshot()
+			if _, err := d.WaitForAll(ctx); err != nil {
+				t.Fatal(err)
+			}
+			want := tc.want
+			if tc.tail > 0 {
+				want = append(append([]int(nil), want...), tc.tail)
+				if el := when[len(when)-1].Sub(start); el < timeout {
+					t.Errorf("incomplete bundle flushed after %v, before the timeout %v", el, timeout)
+				}
+			}
+			if got := sizes(units); !equalInts(got, want) {
+				t.Fatalf("bundles: %v, want %v", got, want)
+			}
+			var flat []Key
+			for _, u := range units {
+				flat = append(flat, u...)
+			}
+			if fmt.Sprint(flat) != fmt.Sprint(keys) {
+				t.Errorf("jobs out of order: %v, want %v", flat, keys)
+			}
+		})
+	}
+}
+
+func TestPipelinesKeepOrder(t *testing.T) {
+	t.Parallel()
+	d, r := startRecorder(t, Config{GroupTimeout: time.Millisecond})
+	ctx := context.Background()
+	// Two pipelines of three, issued interleaved; then one completes
+	// without a timeout even though it waits long.
+	for _, p := range []string{"p1", "p2"} {
+		if err := d.CreatePipeline(p, 3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string][]Key{}
+	for i := 0; i < 3; i++ {
+		for _, p := range []string{"p2", "p1"} {
+			k, err := d.Exec(ctx, "true", Group(p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want[p] = append(want[p], k)
+		}
+		if i == 1 {
+			time.Sleep(50 * time.Millisecond) // no timeout for pipelines
+			if units, _, _ := r.snapshot(); len(units) != 0 {
+				t.Fatalf("incomplete pipelines were sent: %v", units)
+			}
+		}
+	}
+	if _, err := d.WaitForAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	units, _, bund := r.snapshot()
+	if len(units) != 2 || !bund[0] || !bund[1] {
+		t.Fatalf("units %v (bundles %v), want two bundles", units, bund)
+	}
+	got := map[string]bool{fmt.Sprint(units[0]): true, fmt.Sprint(units[1]): true}
+	if !got[fmt.Sprint(want["p1"])] || !got[fmt.Sprint(want["p2"])] {
+		t.Errorf("bundles %v, want %v and %v in issue order", units, want["p1"], want["p2"])
+	}
+	// A completed pipeline's name is free again; jobs into a completed one are refused.
+	if _, err := d.Exec(ctx, "true", Group("p1")); err == nil {
+		t.Error("Exec into a completed pipeline: no error")
+	}
+	if err := d.CreatePipeline("p1", 2); err != nil {
+		t.Errorf("reusing a completed pipeline's name: %v", err)
+	}
+}
+
+func sizes(units [][]Key) []int {
+	var out []int
+	for _, u := range units {
+		out = append(out, len(u))
+	}
+	return out
+}
+
+func equalInts(a, b []int) bool { return fmt.Sprint(a) == fmt.Sprint(b) }
+
+// TestBarrierFlushesGroup: waiting for a job whose group bundle is
+// incomplete sends the bundle at once rather than after the timeout.
+func TestBarrierFlushesGroup(t *testing.T) {
+	t.Parallel()
+	d, r := startRecorder(t, Config{GroupTimeout: time.Hour})
+	d.SetGroup("g", 10)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var keys []Key
+	for i := 0; i < 3; i++ {
+		k, _ := d.Exec(ctx, "true", Group("g"))
+		keys = append(keys, k)
+	}
+	if _, err := d.WaitForOne(ctx, keys[1]); err != nil {
+		t.Fatal(err)
+	}
+	if units, _, _ := r.snapshot(); fmt.Sprint(sizes(units)) != "[3]" {
+		t.Fatalf("units %v, want one bundle of 3", units)
+	}
+	k, _ := d.Exec(ctx, "true", Group("g"))
+	if rs, err := d.WaitForAll(ctx); err != nil || len(rs) != 3 || rs[2].Key != k {
+		t.Fatalf("WaitForAll: %v %v", rs, err)
+	}
+}

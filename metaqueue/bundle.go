@@ -1,0 +1,226 @@
+package metaqueue
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// Bundles. A bundle is the jobs of one submit request with "bundle": true:
+// ordinary jobs (own ids, rows, states, attempts and output files) that
+// share a bundle id, the id of the first. Dispatch hands a bundle's Queued
+// jobs together, in id order, to one placeholder, which runs them one after
+// another in one slot. The rule, kept simple:
+//
+//   - A bundle is held back while any of its live jobs is Waiting.
+//   - Otherwise it goes with every job of it that is Queued; jobs still
+//     Executing elsewhere (a partial requeue), Blocked or ended stay out.
+//     A job requeued later (lost placeholder, rerun) runs with whatever of
+//     its bundle is Queued then, possibly alone.
+//   - A job of a bundle may not name a target of the same bundle as a
+//     prerequisite (it would wait for a job that runs after it).
+//
+// Only live jobs' bundles are kept in memory.
+
+// maxBundle is the most jobs one bundle may hold (the driver's largest
+// buffer).
+const maxBundle = 10000
+
+// maxToken is the longest idempotency token.
+const maxToken = 128
+
+// bundles tracks live bundles for the core.
+type bundles struct {
+	members map[int64][]int64 // bundle id -> its live jobs, in order
+	of      map[int64]int64   // job id -> bundle id
+}
+
+func (b *bundles) reset() { b.members, b.of = map[int64][]int64{}, map[int64]int64{} }
+
+func (b *bundles) add(first int64, n int) {
+	ids := make([]int64, n)
+	for i := range ids {
+		ids[i] = first + int64(i)
+		b.of[ids[i]] = first
+	}
+	b.members[first] = ids
+}
+
+// ended forgets a job that reached a terminal state.
+func (b *bundles) ended(id int64) {
+	bid, ok := b.of[id]
+	if !ok {
+		return
+	}
+	delete(b.of, id)
+	m := slices.DeleteFunc(b.members[bid], func(x int64) bool { return x == id })
+	if len(m) == 0 {
+		delete(b.members, bid)
+	} else {
+		b.members[bid] = m
+	}
+}
+
+// checkSubmitOptions validates a submit request's bundle and token.
+func checkSubmitOptions(req protocol.Submit) error {
+	if len(req.Token) > maxToken {
+		return protocol.Errorf(protocol.CodeBadRequest, "token is %d bytes; the limit is %d", len(req.Token), maxToken)
+	}
+	if !req.Bundle {
+		return nil
+	}
+	if len(req.Jobs) > maxBundle {
+		return protocol.Errorf(protocol.CodeBadRequest, "a bundle of %d jobs; the limit is %d", len(req.Jobs), maxBundle)
+	}
+	targets := map[string]bool{}
+	for _, js := range req.Jobs {
+		targets[js.Target] = true
+	}
+	for i, js := range req.Jobs {
+		for _, p := range js.Prereqs {
+			if targets[p] {
+				return protocol.Errorf(protocol.CodeBadRequest,
+					"job %d: a job of a bundle cannot wait on target %s of the same bundle (the bundle runs in order anyway)", i+1, p)
+			}
+		}
+	}
+	return nil
+}
+
+// addBundle records jobs first..first+n-1 as one bundle, in the batch's
+// transaction.
+func (s *Store) addBundle(first int64, n int) error {
+	if _, err := s.w.ExecContext(context.Background(), "UPDATE jobs SET bundle = ?1 WHERE id BETWEEN ?1 AND ?2", first, first+int64(n)-1); err != nil {
+		return fatalError{err}
+	}
+	s.bundles.add(first, n)
+	return nil
+}
+
+// tokenIDs returns the ids of an earlier submit with this token, or nil.
+func (s *Store) tokenIDs(token string) ([]int64, error) {
+	if token == "" {
+		return nil, nil
+	}
+	var first int64
+	var n int
+	err := s.w.QueryRowContext(context.Background(), "SELECT first, count FROM submits WHERE token = ?", token).Scan(&first, &n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fatalError{err}
+	}
+	ids := make([]int64, n)
+	for i := range ids {
+		ids[i] = first + int64(i)
+	}
+	return ids, nil
+}
+
+// saveToken remembers a submit's token with its ids, in its transaction.
+func (s *Store) saveToken(token string, first int64, n int) error {
+	if token == "" {
+		return nil
+	}
+	if _, err := s.w.ExecContext(context.Background(), "INSERT INTO submits (token, first, count, created) VALUES (?, ?, ?, ?)",
+		token, first, n, micros(s.now())); err != nil {
+		return fatalError{err}
+	}
+	return nil
+}
+
+// loadBundles rebuilds the bundles of live jobs from the database.
+func (s *Store) loadBundles(ctx context.Context) error {
+	s.bundles.reset()
+	rows, err := s.w.QueryContext(ctx, "SELECT id, bundle FROM jobs WHERE bundle <> 0 AND state IN ('W','Q','E','B') ORDER BY id")
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var id, bid int64
+		if err := rows.Scan(&id, &bid); err != nil {
+			rows.Close()
+			return err
+		}
+		s.bundles.of[id] = bid
+		s.bundles.members[bid] = append(s.bundles.members[bid], id)
+	}
+	return closeRows(rows)
+}
+
+// bundlePick expands a job picked for dispatch to what goes with it: the
+// job alone if it is in no bundle, every Queued job of its bundle in order,
+// or nothing if the bundle is held back (a job of it is Waiting; the job
+// is pushed again when its state changes, so nothing is lost by dropping
+// this heap entry).
+func (s *Store) bundlePick(id int64) (ids []int64, bundle int64) {
+	bid, ok := s.bundles.of[id]
+	if !ok {
+		return []int64{id}, 0
+	}
+	members := s.bundles.members[bid]
+	for _, m := range members {
+		if j, ok := s.g.Job(m); ok && j.State == job.Waiting {
+			return nil, bid
+		}
+	}
+	for _, m := range members {
+		if j, ok := s.g.Job(m); ok && j.State == job.Queued {
+			ids = append(ids, m)
+		}
+	}
+	return ids, bid
+}
+
+// migrate1to2 adds bundles and submit tokens to a version 1 database.
+func migrate1to2(ctx context.Context, w *sql.Conn) error {
+	if _, err := w.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return fmt.Errorf("migrate schema 1 to 2: %w", err)
+	}
+	// Version 1 databases made before placeholders recorded their
+	// identity lack that column too.
+	var hasIdentity int
+	if err := w.QueryRowContext(ctx, "SELECT count(*) FROM pragma_table_info('placeholders') WHERE name = 'identity'").Scan(&hasIdentity); err != nil {
+		w.ExecContext(ctx, "ROLLBACK")
+		return fmt.Errorf("migrate schema 1 to 2: %w", err)
+	}
+	if hasIdentity == 0 {
+		if _, err := w.ExecContext(ctx, "ALTER TABLE placeholders ADD COLUMN identity TEXT NOT NULL DEFAULT ''"); err != nil {
+			w.ExecContext(ctx, "ROLLBACK")
+			return fmt.Errorf("migrate schema 1 to 2: %w", err)
+		}
+	}
+	for _, q := range []string{
+		"ALTER TABLE jobs ADD COLUMN bundle INTEGER NOT NULL DEFAULT 0",
+		`CREATE TABLE IF NOT EXISTS submits (token TEXT PRIMARY KEY, first INTEGER NOT NULL,
+			count INTEGER NOT NULL, created INTEGER NOT NULL) WITHOUT ROWID`,
+		"UPDATE meta SET value = '2' WHERE key = 'schema'",
+	} {
+		if _, err := w.ExecContext(ctx, q); err != nil {
+			w.ExecContext(ctx, "ROLLBACK")
+			return fmt.Errorf("migrate schema 1 to 2: %w", err)
+		}
+	}
+	if _, err := w.ExecContext(ctx, "COMMIT"); err != nil {
+		return fmt.Errorf("migrate schema 1 to 2: %w", err)
+	}
+	return nil
+}
+
+// slotsUsed counts the slots a list of assignments fills: one per job, one
+// per bundle.
+func slotsUsed(jobs []protocol.Assignment) int {
+	n := 0
+	for i, a := range jobs {
+		if a.Bundle == 0 || i == 0 || jobs[i-1].Bundle != a.Bundle {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,220 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mq-hpc/mq/driver"
+)
+
+// startDriver starts a driver on the harness's CLS, stopped in cleanup.
+func (h *harness) startDriver(cfg driver.Config) *driver.Driver {
+	h.t.Helper()
+	cfg.Home = h.home
+	cfg.Dir = h.dir
+	d, err := driver.New(cfg)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := d.Start(context.Background()); err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		d.Stop(ctx)
+	})
+	return d
+}
+
+// TestDriverManyExecs: 10,000 Exec calls from 8 goroutines with a buffer of
+// 100 all complete with the right exit codes; the driver never holds more
+// than 100 unfinished jobs and its heap stays small.
+func TestDriverManyExecs(t *testing.T) {
+	h := newHarness(t)
+	h.startCLS("--local", "2", "--slots", "4", "--sync", "normal")
+	d := h.startDriver(driver.Config{Buffer: 100, Consumers: 4})
+	const goroutines, each = 8, 1250
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+
+	var maxPending, maxHeap atomic.Int64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		var ms runtime.MemStats
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			if p := int64(d.Pending()); p > maxPending.Load() {
+				maxPending.Store(p)
+			}
+			if i%20 == 0 {
+				runtime.ReadMemStats(&ms)
+				if int64(ms.HeapInuse) > maxHeap.Load() {
+					maxHeap.Store(int64(ms.HeapInuse))
+				}
+			}
+		}
+	}()
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := d.Producer()
+			for i := 0; i < each; i++ {
+				if _, err := p.Exec(ctx, "exit "+strconv.Itoa((g*each+i)%256)); err != nil {
+					errs <- err
+					return
+				}
+			}
+			rs, err := p.WaitForAll(ctx)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if len(rs) != each {
+				errs <- fmt.Errorf("producer %d: %d results", g, len(rs))
+				return
+			}
+			for i, r := range rs {
+				if r.Exit != (g*each+i)%256 || r.ID == 0 {
+					errs <- fmt.Errorf("producer %d job %d: %+v, want exit %d", g, i, r, (g*each+i)%256)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	<-sampled
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	el := time.Since(start)
+	t.Logf("10,000 jobs in %v (%.0f jobs/s); most pending %d; heap in use at most %.1f MB",
+		el, 10000/el.Seconds(), maxPending.Load(), float64(maxHeap.Load())/1e6)
+	if maxPending.Load() > 100 {
+		t.Errorf("%d jobs pending at once with a buffer of 100", maxPending.Load())
+	}
+	if maxHeap.Load() > 64<<20 {
+		t.Errorf("heap in use reached %d bytes", maxHeap.Load())
+	}
+	if s := h.summary()["default"]; s["D"]+s["F"] != 10000 {
+		t.Errorf("the metaqueue has %v, want 10,000 ended jobs", s)
+	}
+}
+
+// TestDriverDeletedJob: a job deleted with mqdel makes its waiter return
+// an error instead of hanging.
+func TestDriverDeletedJob(t *testing.T) {
+	h := newHarness(t)
+	h.startCLS("--local", "1")
+	d := h.startDriver(driver.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	k, err := d.Exec(ctx, "sleep 60")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id int64
+	waitFor(t, 10*time.Second, func() error {
+		js := h.jobs("-s", "E")
+		if len(js) == 1 {
+			id = js[0].ID
+			return nil
+		}
+		return fmt.Errorf("executing: %v", js)
+	})
+	done := make(chan error, 1)
+	var res driver.Result
+	go func() {
+		var err error
+		res, err = d.WaitForOne(ctx, k)
+		done <- err
+	}()
+	h.ok("mqdel", strconv.FormatInt(id, 10))
+	select {
+	case err := <-done:
+		var je *driver.JobError
+		if !errors.As(err, &je) || je.State != "X" || res.Exit != -1 || res.ID != id {
+			t.Fatalf("waiter returned %+v, %v; want a deleted-job error", res, err)
+		}
+		t.Logf("waiter: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("waiter still blocked 10 s after mqdel")
+	}
+}
+
+// TestDriverCLSRestart: the CLS is SIGKILLed and restarted while the driver
+// submits and waits; every job still gets its own exit code, none runs
+// twice (the resent submits carry their token).
+func TestDriverCLSRestart(t *testing.T) {
+	h := newHarness(t)
+	h.startCLS("--local", "4", "--lease", "3s")
+	d := h.startDriver(driver.Config{Buffer: 100})
+	const n = 600
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	issued := make(chan error, 1)
+	var keys []driver.Key
+	go func() {
+		for i := 0; i < n; i++ {
+			k, err := d.Exec(ctx, fmt.Sprintf("sleep 0.02; exit %d", i%7))
+			if err != nil {
+				issued <- err
+				return
+			}
+			keys = append(keys, k)
+		}
+		issued <- nil
+	}()
+	waitFor(t, 30*time.Second, func() error {
+		if s := h.summary()["default"]; s["D"]+s["F"] >= n/4 {
+			return nil
+		}
+		return errors.New("not enough progress yet")
+	})
+	h.stopCLS(syscall.SIGKILL, 5*time.Second)
+	time.Sleep(300 * time.Millisecond) // the driver notices and retries meanwhile
+	h.startCLS("--local", "4", "--lease", "3s")
+	if err := <-issued; err != nil {
+		t.Fatal(err)
+	}
+	rs, err := d.WaitForAll(ctx)
+	if err != nil || len(rs) != n {
+		t.Fatalf("%d results, %v", len(rs), err)
+	}
+	for i, r := range rs {
+		if r.Key != keys[i] || r.Exit != i%7 {
+			t.Errorf("job %d: %+v, want exit %d", i, r, i%7)
+		}
+	}
+	js := h.jobs()
+	if len(js) != n {
+		t.Errorf("the metaqueue holds %d jobs for %d Exec calls", len(js), n)
+	}
+	for _, j := range js {
+		if j.Attempts > 1 {
+			t.Logf("job %d ran %d times (lost with the CLS and requeued): allowed", j.ID, j.Attempts)
+		}
+	}
+}

@@ -531,9 +531,17 @@ type errWithReports struct {
 func (e errWithReports) Error() string { return e.err.Error() }
 func (e errWithReports) Unwrap() error { return e.err }
 
+// heartbeatEvery is the interval the CLS asked for (it may change at a
+// reconnect, under a.mu).
+func (a *Agent) heartbeatEvery() time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.hbEvery
+}
+
 // heartbeats renews leases and kills jobs the CLS no longer wants.
 func (a *Agent) heartbeats(ctx context.Context) {
-	t := time.NewTimer(a.hbEvery)
+	t := time.NewTimer(a.heartbeatEvery())
 	defer t.Stop()
 	for {
 		select {
@@ -553,6 +561,6 @@ func (a *Agent) heartbeats(ctx context.Context) {
 				}
 			}
 		}
-		t.Reset(a.hbEvery)
+		t.Reset(a.heartbeatEvery())
 	}
 }

@@ -245,13 +245,32 @@ func (s *Server) exec(ctx context.Context, p peer, ch ssh.Channel, line string) 
 // channel: ServePeer closes its stream itself when the session ends, and
 // OpenSSH reports a channel closed without a status as a failure (`ssh -s
 // cls-host mq` exited 255 after every session).
+//
+// Writes and the close are serialized: x/crypto/ssh's CloseWrite is not
+// safe against a concurrent Write (it sets a flag Write reads unlocked), and
+// replies may still be written while the session's context closes it.
 type exitOnClose struct {
 	ssh.Channel
-	once sync.Once
+	mu     sync.Mutex
+	closed bool
+}
+
+func (c *exitOnClose) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return 0, io.ErrClosedPipe
+	}
+	return c.Channel.Write(p)
 }
 
 func (c *exitOnClose) Close() error {
-	c.once.Do(func() { exit(c.Channel, 0) })
+	c.mu.Lock()
+	if !c.closed {
+		c.closed = true
+		exit(c.Channel, 0)
+	}
+	c.mu.Unlock()
 	return c.Channel.Close()
 }
 

@@ -45,6 +45,13 @@ type Server struct {
 // Serve accepts connections until ctx ends or ln fails. Every peer gets
 // maxRole (the Unix socket is only reachable by its owner: RoleUser).
 func (s *Server) Serve(ctx context.Context, ln net.Listener, maxRole string) error {
+	return Accept(ctx, ln, &s.wg, func(c net.Conn) { s.ServeConn(ctx, c, maxRole) })
+}
+
+// Accept runs handle in its own goroutine (counted in wg) for every
+// connection ln accepts, until ctx ends (nil) or ln fails (its error).
+// Transports share it: the Unix socket here, the SSH endpoint in sshserver.
+func Accept(ctx context.Context, ln net.Listener, wg *sync.WaitGroup, handle func(net.Conn)) error {
 	go func() {
 		<-ctx.Done()
 		ln.Close()
@@ -62,10 +69,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, maxRole string) err
 			}
 			return err
 		}
-		s.wg.Add(1)
+		wg.Add(1)
 		go func() {
-			defer s.wg.Done()
-			s.ServeConn(ctx, c, maxRole)
+			defer wg.Done()
+			handle(c)
 		}()
 	}
 }

@@ -90,29 +90,7 @@ func (s *Server) config() *ssh.ServerConfig {
 // Serve accepts connections until ctx ends or ln fails.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	cfg := s.config()
-	go func() {
-		<-ctx.Done()
-		ln.Close()
-	}()
-	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				time.Sleep(10 * time.Millisecond)
-				continue
-			}
-			return err
-		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.serveConn(ctx, nc, cfg)
-		}()
-	}
+	return server.Accept(ctx, ln, &s.wg, func(nc net.Conn) { s.serveConn(ctx, nc, cfg) })
 }
 
 // Wait waits for every connection's handler to return.

@@ -73,3 +73,11 @@ CREATE TABLE IF NOT EXISTS attempts (
 	reason         TEXT NOT NULL,
 	PRIMARY KEY (job_id, attempt)
 ) WITHOUT ROWID;
+
+-- Sites: where placeholders run (cls site add). spec is the site's
+-- settings as JSON (protocol.SiteSpec), so new settings need no migration.
+CREATE TABLE IF NOT EXISTS sites (
+	name    TEXT PRIMARY KEY,
+	spec    TEXT NOT NULL,
+	created INTEGER NOT NULL
+) WITHOUT ROWID;

@@ -2,12 +2,10 @@ package site
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"sort"
-	"strconv"
 	"sync"
 	"time"
 
@@ -198,11 +196,18 @@ func (m *Manager) Remove(ctx context.Context, name string) (protocol.SiteInfo, e
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var cancelErr error
+	var queued, running int
 	ps, err := ms.site.List(cctx)
 	if err == nil {
 		var ids []string
 		for _, p := range ps {
 			ids = append(ids, p.ID)
+			switch p.State {
+			case Queued:
+				queued++
+			case Running:
+				running++
+			}
 		}
 		err = ms.site.Cancel(cctx, ids)
 	}
@@ -215,6 +220,7 @@ func (m *Manager) Remove(ctx context.Context, name string) (protocol.SiteInfo, e
 		gone = append(gone, id)
 	}
 	info := m.infoLocked(ms)
+	info.Queued, info.Running = queued, running // what was cancelled
 	m.mu.Unlock()
 	for _, id := range gone {
 		m.Store.PlaceholderGone(ctx, id)
@@ -466,7 +472,3 @@ func (m *Manager) throttleAfter() time.Duration {
 // JobName is the batch job name of a site's placeholders: the site and an
 // id of this CLS, so two CLSs of one user never take each other's.
 func JobName(site, clsID string) string { return "mq-" + site + "-" + clsID }
-
-var errNoSite = errors.New("no such site")
-
-var _ = strconv.Itoa

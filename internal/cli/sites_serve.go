@@ -102,7 +102,7 @@ func decodeBody(raw json.RawMessage, v any) error {
 }
 
 func (s *sites) start(ctx context.Context) error { return s.mgr.Start(ctx) }
-func (s *sites) stop()                          { s.mgr.Stop() }
+func (s *sites) stop()                           { s.mgr.Stop() }
 
 func (s *sites) dir(name string) string { return filepath.Join(s.home, "sites", name) }
 

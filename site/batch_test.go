@@ -50,7 +50,7 @@ func TestParseList(t *testing.T) {
 		{sgeBatch{}, "sge_qstat_eqw.xml", "mq-rec", []want{{"4", Error}}},
 		{sgeBatch{}, "sge_qstat_empty.xml", "mq-rec", nil},
 		{slurmBatch{}, "slurm_squeue_mixed.txt", "mq-rec", []want{{"7", Running}, {"8", Running}, {"9", Queued}}},
-		{slurmBatch{}, "slurm_squeue_cancel.txt", "mq-rec", []want{{"7", Running}, {"8", Running}, {"9", Queued}}}, // 7 COMPLETING after scancel
+		{slurmBatch{}, "slurm_squeue_cancel.txt", "mq-rec", []want{{"7", Exited}, {"8", Running}, {"9", Queued}}}, // 7 COMPLETING after scancel
 		{slurmBatch{}, "slurm_squeue_ours.txt", "mq-slurmA-b8ad02", []want{{"4", Running}, {"5", Running}}},
 		{pbsBatch{}, "pbs_qstat_f.json", "mq-pbsA-abc123", []want{{"1001.pbsserver", Running}, {"1002.pbsserver", Queued}, {"1003.pbsserver", Queued}, {"1005[].pbsserver", Running}}},
 		{pbsBatch{}, "pbs_qstat_f_badjson.json", "mq-pbsA-abc123", []want{{"1001.pbsserver", Running}, {"1002.pbsserver", Queued}, {"1003.pbsserver", Queued}, {"1005[].pbsserver", Running}}},

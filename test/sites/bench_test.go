@@ -25,7 +25,7 @@ func TestBenchmarkSites(t *testing.T) {
 			need(t, typ)
 			l := newLogin(t, "127.0.0.1")
 			c := startCLS(t)
-			c.addSite("b"+typ, typ, l, "--max", "2", "--walltime", "30m", "--idle", "60s")
+			c.addSite("b"+typ, typ, l, "--min", "2", "--max", "2", "--walltime", "30m", "--idle", "60s") // min 2: one ready job alone warrants only one placeholder
 			latency := func(target string) time.Duration {
 				c.must("mqsub", "-q", "q", target, "true")
 				var d time.Duration

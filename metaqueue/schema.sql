@@ -83,3 +83,11 @@ CREATE TABLE IF NOT EXISTS submits (
 	count   INTEGER NOT NULL,
 	created INTEGER NOT NULL
 ) WITHOUT ROWID;
+
+-- Sites: where placeholders run (cls site add). spec is the site's
+-- settings as JSON (protocol.SiteSpec), so new settings need no migration.
+CREATE TABLE IF NOT EXISTS sites (
+	name    TEXT PRIMARY KEY,
+	spec    TEXT NOT NULL,
+	created INTEGER NOT NULL
+) WITHOUT ROWID;

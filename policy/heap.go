@@ -78,3 +78,13 @@ func (h *Heap) down(i int) {
 		i = m
 	}
 }
+
+// Each calls f for every entry, stale ones included, in no particular
+// order, until f returns false.
+func (h *Heap) Each(f func(Ready) bool) {
+	for _, r := range h.items {
+		if !f(r) {
+			return
+		}
+	}
+}

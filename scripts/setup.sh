@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Installs what the test suites need, idempotently. Run as root where
 # packages must be installed; without root it checks and explains instead.
-# The core suites need only Go; the SSH suite needs the OpenSSH client
-# (its tests skip, saying so, without it); batch-system suites of later
-# work add their packages here.
+# The core suites need only Go. The SSH suite (test/e2e) needs the OpenSSH
+# client; the sites suite (test/sites) also needs an OpenSSH server (the
+# "login host"), Son of Grid Engine and Slurm from Debian's packages, and an
+# unprivileged user (mquser) to submit as; the daemons themselves are started
+# by scripts/sge.sh and scripts/slurm.sh. Suites whose parts are missing skip,
+# saying so.
 set -euo pipefail
 
 need() { command -v "$1" >/dev/null 2>&1; }
@@ -17,26 +20,55 @@ if ! need go; then
 	fi
 fi
 
-# apt_install PKG: install a Debian package quietly, updating the package
-# lists once if they are stale or empty.
-apt_install() {
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get install -y -qq --no-install-recommends "$1" >/dev/null 2>&1 ||
-		{ apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq --no-install-recommends "$1" >/dev/null 2>&1; }
+if [ "$(id -u)" != 0 ] || ! need apt-get; then
+	echo "setup: not root (or no apt-get): not installing sshd, SGE, Slurm; the sites suite will skip" >&2
+	need ssh || echo "setup: ssh (openssh-client) is missing; the e2e SSH tests will skip" >&2
+	exit 0
+fi
+export DEBIAN_FRONTEND=noninteractive
+
+# Never let a package start its daemon (sshd on port 22, qmaster under the
+# wrong host name): our scripts start them as the tests need.
+if [ ! -x /usr/sbin/policy-rc.d ]; then
+	printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+	chmod +x /usr/sbin/policy-rc.d
+fi
+
+updated=
+pkgs() { # install PACKAGES... unless every one is installed
+	local missing=()
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+	done
+	[ ${#missing[@]} = 0 ] && return 0
+	if [ -z "$updated" ]; then apt-get update -qq >/dev/null 2>&1 || true; updated=1; fi
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# The OpenSSH client (ssh, ssh-keygen) for the e2e SSH interoperability tests.
-if ! need ssh && [ "$(id -u)" = 0 ] && need apt-get; then
-	apt_install openssh-client ||
-		echo "setup: could not install openssh-client (the e2e SSH tests will skip)" >&2
-fi
-if ! need ssh; then
-	echo "setup: ssh (openssh-client) is missing; the e2e SSH tests will skip (run this script as root to install it)" >&2
+# GNU parallel is only for the benchmark baseline.
+pkgs parallel || echo "setup: could not install GNU parallel (only the benchmarks use it)" >&2
+
+if ! pkgs openssh-server openssh-client; then
+	echo "setup: could not install OpenSSH; the sites suite will skip" >&2
+	exit 0
 fi
 
-# GNU parallel is only for the benchmark baseline; install it when we can.
-if ! need parallel && [ "$(id -u)" = 0 ] && need apt-get; then
-	apt_install parallel ||
-		echo "setup: could not install GNU parallel (only the benchmarks use it)" >&2
+H=$(hostname)
+for p in gridengine-common gridengine-client gridengine-master gridengine-exec; do
+	echo "$p shared/gridengineconfig boolean true"
+	echo "$p shared/gridenginecell string default"
+	echo "$p shared/gridenginemaster string $H"
+done | debconf-set-selections
+pkgs gridengine-master gridengine-exec gridengine-client ||
+	echo "setup: could not install Son of Grid Engine; SGE tests will skip" >&2
+pkgs munge slurmctld slurmd slurm-client ||
+	echo "setup: could not install Slurm; Slurm tests will skip" >&2
+
+# The user placeholders are submitted as (SGE refuses root: min_uid 1000).
+if ! id mquser >/dev/null 2>&1; then
+	useradd -m -s /bin/bash mquser
 fi
+usermod -p '*' mquser # useradd leaves the account locked ('!'); sshd refuses locked accounts
+install -d -m 700 -o mquser -g mquser ~mquser/.ssh
+getent hosts "$H" >/dev/null || echo "127.0.0.1 $H" >>/etc/hosts
 exit 0

@@ -39,6 +39,10 @@ type Server struct {
 	// connection and when that connection closes.
 	OnPlaceholder func(id int64, reg protocol.Register, connected bool)
 
+	// Ops serves user-role ops beyond the metaqueue's (site.add, ...),
+	// keyed by op name; the body is the request's, undecoded.
+	Ops map[string]func(ctx context.Context, body json.RawMessage) (any, error)
+
 	wg sync.WaitGroup
 }
 
@@ -500,6 +504,9 @@ func (c *conn) handle(ctx context.Context, req *protocol.Request) (any, error) {
 			return nil, err
 		}
 		return struct{}{}, c.stage(ctx, b)
+	}
+	if h, ok := c.s.Ops[req.Op]; ok {
+		return h(ctx, req.Body)
 	}
 	return nil, protocol.Errorf(protocol.CodeUnsupported, "unknown op %q", req.Op)
 }

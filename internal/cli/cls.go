@@ -34,12 +34,12 @@ import (
 // Cls returns the cls command: the command-line server and its admin verbs.
 func Cls(env Env) *cli.App {
 	app := newApp("cls", "the mq command-line server (CLS) and its administration", env)
-	app.Commands = []*cli.Command{clsServe(), clsQueue(env), clsKey(env), clsAgent()}
+	app.Commands = []*cli.Command{clsServe(), clsQueue(env), clsKey(env), clsAgent(), clsSite(env)}
 	app.Action = func(c *cli.Context) error {
 		if c.NArg() > 0 {
 			return usagef("unknown command %q", c.Args().First())
 		}
-		return usagef("missing command (serve, queue, key, agent)")
+		return usagef("missing command (serve, queue, key, agent, site)")
 	}
 	return app
 }
@@ -60,6 +60,9 @@ from local placeholders).`,
 			&cli.BoolFlag{Name: "noop", Usage: "local placeholders report jobs done without running them (benchmarks the scheduling path)"},
 			&cli.StringFlag{Name: "ssh", Usage: "also accept SSH connections on `ADDR` (host:port), authenticated by the keys of `cls key`"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the CLS to `FILE` (performance work)", Hidden: true},
+			&cli.StringFlag{Name: "agents", Usage: "directory of placeholder agents for remote sites (mqagent-linux-amd64, ...; default: beside cls)"},
+			&cli.DurationFlag{Name: "site-poll", Usage: "how often each site's placeholders are looked at", Value: 2 * time.Second},
+			&cli.DurationFlag{Name: "site-throttle", Usage: "a site whose placeholders wait this long in its batch queue gets no more until they start", Value: 5 * time.Minute},
 		},
 		Action: serve,
 	}
@@ -148,6 +151,11 @@ func serve(c *cli.Context) error {
 			}
 			pidMu.Unlock()
 		}}
+	st, err := newSites(home, store, log, c.Duration("site-poll"), c.Duration("site-throttle"), c.String("agents"))
+	if err != nil {
+		return err
+	}
+	st.install(srv)
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(srvCtx, ln, protocol.RoleUser) }()
 
@@ -171,6 +179,7 @@ func serve(c *cli.Context) error {
 			}),
 		}
 		go func() { serveErr <- sshSrv.Serve(srvCtx, sln) }()
+		st.sshAddr = sln.Addr()
 		fp := ssh.FingerprintSHA256(hostKey.PublicKey())
 		log.Info("SSH endpoint listening", "addr", sln.Addr().String(), "host_key", fp)
 		fmt.Fprintf(c.App.ErrWriter, "cls: SSH on %s, host key %s\n", sln.Addr(), fp)
@@ -205,6 +214,9 @@ func serve(c *cli.Context) error {
 		},
 	}
 	local.Start()
+	if err := st.start(srvCtx); err != nil {
+		return err
+	}
 	log.Info("CLS started", "home", home, "local", n, "version", Version)
 	fmt.Fprintf(c.App.ErrWriter, "cls: serving MQ_HOME=%s with %d local placeholders (log: %s)\n", home, n, logf.Name())
 
@@ -216,6 +228,7 @@ func serve(c *cli.Context) error {
 	stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	local.Stop(stopCtx) // they report their interrupted jobs first
 	cancel()
+	st.stop()
 	stopSrv()
 	ln.Close()
 	store.Close()

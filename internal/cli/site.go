@@ -1,0 +1,205 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mq-hpc/mq/protocol"
+	"github.com/mq-hpc/mq/site"
+)
+
+// clsSite manages sites through the running CLS (ops site.add, site.list,
+// site.remove), which keeps them in its database and provisions them at
+// once.
+func clsSite(env Env) *cli.Command {
+	return &cli.Command{
+		Name:  "site",
+		Usage: "manage the sites placeholders run on (local processes, or SGE, Slurm, PBS clusters over SSH)",
+		Subcommands: []*cli.Command{
+			siteAdd(env),
+			{
+				Name:  "list",
+				Usage: "list sites with their placeholders (queued, running, exited) and batch queue wait",
+				Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+				Action: func(c *cli.Context) error {
+					if c.NArg() > 0 {
+						return usagef("site list takes no arguments")
+					}
+					cl, err := dial(c.Context, env, "cls")
+					if err != nil {
+						return err
+					}
+					defer cl.Close()
+					var sl protocol.SiteList
+					if err := cl.Call(c.Context, protocol.OpSiteList, struct{}{}, &sl); err != nil {
+						return err
+					}
+					if c.Bool("json") {
+						enc := json.NewEncoder(c.App.Writer)
+						enc.SetIndent("", "  ")
+						return enc.Encode(sl)
+					}
+					printSites(c.App.Writer, sl.Sites)
+					return nil
+				},
+			},
+			{
+				Name:      "remove",
+				Usage:     "cancel a site's placeholders (their jobs are requeued) and forget the site",
+				ArgsUsage: "NAME",
+				Action: func(c *cli.Context) error {
+					if c.NArg() != 1 {
+						return usagef("site remove takes one NAME")
+					}
+					cl, err := dial(c.Context, env, "cls")
+					if err != nil {
+						return err
+					}
+					defer cl.Close()
+					var si protocol.SiteInfo
+					if err := cl.Call(c.Context, protocol.OpSiteRemove, protocol.SiteRemove{Name: c.Args().First()}, &si); err != nil {
+						return err
+					}
+					fmt.Fprintf(c.App.Writer, "removed site %s (%d queued and %d running placeholders cancelled)\n", si.Name, si.Queued, si.Running)
+					if si.Error != "" {
+						fmt.Fprintf(c.App.ErrWriter, "cls: site %s: %s\n", si.Name, si.Error)
+					}
+					return nil
+				},
+			},
+		},
+	}
+}
+
+// siteAdd parses its own flags so they may come before or after NAME.
+func siteAdd(env Env) *cli.Command {
+	return &cli.Command{
+		Name:            "add",
+		Usage:           "add a site; the CLS starts keeping placeholders there while it has work they can take",
+		ArgsUsage:       "NAME",
+		SkipFlagParsing: true,
+		Flags: []cli.Flag{ // for --help; parsed below
+			&cli.StringFlag{Name: "type", Usage: "local, sge, slurm or pbs (required)"},
+			&cli.StringFlag{Name: "ssh", Usage: "`user@login-host[:port]` of a remote site"},
+			&cli.StringFlag{Name: "key", Usage: "private key `FILE` for the login host (default: ssh-agent, then ~/.ssh/id_*)"},
+			&cli.StringFlag{Name: "known-hosts", Usage: "known_hosts `FILE` to check the login host's key (default ~/.ssh/known_hosts)"},
+			&cli.StringFlag{Name: "queue", Aliases: []string{"partition"}, Usage: "batch queue (SGE, PBS) or partition (Slurm)"},
+			&cli.IntFlag{Name: "min", Usage: "placeholders to keep queued+running while there is work", Value: 0},
+			&cli.IntFlag{Name: "max", Usage: "most placeholders queued+running", Value: 1},
+			&cli.StringFlag{Name: "walltime", Usage: "each placeholder's batch time limit, e.g. 2h", Value: "1h"},
+			&cli.IntFlag{Name: "slots", Usage: "jobs (cores) per placeholder", Value: 1},
+			&cli.StringFlag{Name: "submit-args", Usage: "extra qsub/sbatch arguments, e.g. \"-A project\""},
+			&cli.StringFlag{Name: "connect", Usage: "direct (compute nodes reach the CLS) or tunnel (through the login host)", Value: "direct"},
+			&cli.StringFlag{Name: "idle", Usage: "a placeholder exits after this long without work", Value: "1m"},
+		},
+		Action: func(c *cli.Context) error {
+			fs := flag.NewFlagSet("cls site add", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			var spec protocol.SiteSpec
+			fs.StringVar(&spec.Type, "type", "", "")
+			fs.StringVar(&spec.SSH, "ssh", "", "")
+			key := fs.String("key", "", "")
+			kh := fs.String("known-hosts", "", "")
+			fs.StringVar(&spec.Queue, "queue", "", "")
+			fs.StringVar(&spec.Queue, "partition", "", "")
+			fs.IntVar(&spec.Min, "min", 0, "")
+			fs.IntVar(&spec.Max, "max", 1, "")
+			wall := fs.String("walltime", "1h", "")
+			fs.IntVar(&spec.Slots, "slots", 1, "")
+			fs.StringVar(&spec.SubmitArgs, "submit-args", "", "")
+			fs.StringVar(&spec.Connect, "connect", "", "")
+			idle := fs.String("idle", "1m", "")
+			var names []string
+			for args := c.Args().Slice(); ; {
+				if err := fs.Parse(args); err != nil {
+					if errors.Is(err, flag.ErrHelp) {
+						return cli.ShowSubcommandHelp(c)
+					}
+					return usagef("%s", flagMessage(err))
+				}
+				if fs.NArg() == 0 {
+					break
+				}
+				names = append(names, fs.Arg(0))
+				args = fs.Args()[1:]
+			}
+			if len(names) != 1 {
+				return usagef("site add takes exactly one NAME")
+			}
+			spec.Name = names[0]
+			for flagName, p := range map[string]*string{"key": key, "known-hosts": kh} {
+				if *p == "" {
+					continue
+				}
+				abs, err := filepath.Abs(*p) // the CLS may run elsewhere
+				if err != nil {
+					return usagef("--%s: %v", flagName, err)
+				}
+				*p = abs
+			}
+			spec.Key, spec.KnownHosts = *key, *kh
+			for flagName, pair := range map[string]struct {
+				s string
+				d *float64
+			}{"walltime": {*wall, &spec.Walltime}, "idle": {*idle, &spec.Idle}} {
+				v, err := parseSeconds(pair.s)
+				if err != nil {
+					return usagef("--%s: %v", flagName, err)
+				}
+				*pair.d = v
+			}
+			if spec.Type != site.Local && spec.Connect == "" {
+				spec.Connect = site.Direct
+			}
+			if err := site.Validate(&spec); err != nil {
+				return usagef("%v", err)
+			}
+			cl, err := dial(c.Context, env, "cls")
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			var si protocol.SiteInfo
+			if err := cl.Call(c.Context, protocol.OpSiteAdd, spec, &si); err != nil {
+				return err
+			}
+			fmt.Fprintf(c.App.Writer, "added site %s (%s)\n", si.Name, si.Type)
+			return nil
+		},
+	}
+}
+
+func printSites(w io.Writer, sites []protocol.SiteInfo) {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "SITE\tTYPE\tSTATE\tMIN-MAX\tQUEUED\tRUNNING\tEXITED\tCONNECTED\tQUEUE WAIT\tWHERE")
+	for _, s := range sites {
+		where := s.SSH
+		if s.Type == site.Local {
+			where = "this host"
+		}
+		if s.Connect == site.Tunnel {
+			where += " (tunnel)"
+		}
+		if s.Error != "" {
+			where += ": " + strings.ReplaceAll(s.Error, "\n", " ")
+		}
+		wait := "-"
+		if s.QueueWaitS > 0 || s.OldestQueuedS > 0 {
+			wait = fmt.Sprintf("%s", time.Duration(max(s.QueueWaitS, 0)*float64(time.Second)).Round(100*time.Millisecond))
+			if s.OldestQueuedS > 0 {
+				wait += fmt.Sprintf(" (oldest %s)", time.Duration(s.OldestQueuedS*float64(time.Second)).Round(time.Second))
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d-%d\t%d\t%d\t%d\t%d\t%s\t%s\n", s.Name, s.Type, s.State, s.Min, s.Max, s.Queued, s.Running, s.Exited, s.Connected, wait, where)
+	}
+	tw.Flush()
+}

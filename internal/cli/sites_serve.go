@@ -1,0 +1,209 @@
+package cli
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/mq-hpc/mq/internal/sshkey"
+	"github.com/mq-hpc/mq/metaqueue"
+	"github.com/mq-hpc/mq/protocol"
+	"github.com/mq-hpc/mq/server"
+	"github.com/mq-hpc/mq/site"
+	"github.com/mq-hpc/mq/sshserver"
+)
+
+// sites is the CLS's side of `cls site`: the site Manager, wired to the
+// store, the protocol server (ops site.*) and the SSH endpoint.
+type sites struct {
+	home   string
+	store  *metaqueue.Store
+	log    *slog.Logger
+	agents string // directory of mqagent-OS-ARCH binaries
+	mgr    *site.Manager
+
+	sshAddr net.Addr // the CLS's SSH endpoint; nil without --ssh
+	hostFP  string
+	clsID   string
+}
+
+func newSites(home string, store *metaqueue.Store, log *slog.Logger, poll, throttle time.Duration, agents string) (*sites, error) {
+	s := &sites{home: home, store: store, log: log, agents: agents}
+	hk, err := sshserver.LoadOrCreateHostKey(filepath.Join(home, sshserver.HostKeyFileName))
+	if err != nil {
+		return nil, err
+	}
+	s.hostFP = ssh.FingerprintSHA256(hk.PublicKey())
+	sum := sha256.Sum256([]byte(s.hostFP))
+	s.clsID = hex.EncodeToString(sum[:3])
+	if s.agents == "" {
+		if exe, err := os.Executable(); err == nil {
+			s.agents = filepath.Dir(exe)
+		}
+	}
+	s.mgr = &site.Manager{Store: store, Open: s.open, Prepare: s.prepare, Forget: s.forget,
+		Poll: poll, ThrottleAfter: throttle, Log: log}
+	return s, nil
+}
+
+// install serves the site ops on srv and tells the manager about
+// placeholders that come and go. Call before srv serves.
+func (s *sites) install(srv *server.Server) {
+	prev := srv.OnPlaceholder
+	srv.OnPlaceholder = func(id int64, reg protocol.Register, connected bool) {
+		if prev != nil {
+			prev(id, reg, connected)
+		}
+		s.mgr.Placeholder(id, reg, connected)
+	}
+	if srv.Ops == nil {
+		srv.Ops = map[string]func(context.Context, json.RawMessage) (any, error){}
+	}
+	srv.Ops[protocol.OpSiteAdd] = func(ctx context.Context, body json.RawMessage) (any, error) {
+		var spec protocol.SiteSpec
+		if err := decodeBody(body, &spec); err != nil {
+			return nil, err
+		}
+		return s.mgr.Add(ctx, spec)
+	}
+	srv.Ops[protocol.OpSiteList] = func(context.Context, json.RawMessage) (any, error) {
+		return protocol.SiteList{Sites: s.mgr.List()}, nil
+	}
+	srv.Ops[protocol.OpSiteRemove] = func(ctx context.Context, body json.RawMessage) (any, error) {
+		var r protocol.SiteRemove
+		if err := decodeBody(body, &r); err != nil {
+			return nil, err
+		}
+		return s.mgr.Remove(ctx, r.Name)
+	}
+}
+
+func decodeBody(raw json.RawMessage, v any) error {
+	if len(raw) == 0 {
+		raw = []byte("{}")
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return protocol.Errorf(protocol.CodeBadRequest, "malformed request body: %v", err)
+	}
+	return nil
+}
+
+func (s *sites) start(ctx context.Context) error { return s.mgr.Start(ctx) }
+func (s *sites) stop()                           { s.mgr.Stop() }
+
+func (s *sites) dir(name string) string { return filepath.Join(s.home, "sites", name) }
+
+// prepare makes a site's placeholder key and accepts it.
+func (s *sites) prepare(spec protocol.SiteSpec) error {
+	dir := s.dir(spec.Name)
+	os.RemoveAll(dir) // left by an add that failed
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	comment := "mq-site-" + spec.Name
+	pk, err := sshkey.NewKeyPair(filepath.Join(dir, "placeholder_key"), comment)
+	if err != nil {
+		return err
+	}
+	kf := sshserver.NewKeyFile(filepath.Join(s.home, sshserver.KeyFileName))
+	kf.Remove(comment)
+	if _, err := kf.Add(protocol.RolePlaceholder, pk, comment); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (s *sites) forget(spec protocol.SiteSpec) {
+	kf := sshserver.NewKeyFile(filepath.Join(s.home, sshserver.KeyFileName))
+	kf.Remove("mq-site-" + spec.Name)
+	os.RemoveAll(s.dir(spec.Name))
+}
+
+// open makes the Site of a spec.
+func (s *sites) open(spec protocol.SiteSpec, exited func(pid int)) (site.Site, error) {
+	wall := time.Duration(spec.Walltime * float64(time.Second))
+	if spec.Type == site.Local {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		host, _ := os.Hostname()
+		return &site.Processes{Exited: exited, Command: func() *exec.Cmd {
+			cmd := exec.Command(exe, "agent", "--site", spec.Name, "--host", host, "--slots", strconv.Itoa(spec.Slots),
+				"--walltime", site.AgentWalltime(wall).String(),
+				"--idle", (time.Duration(spec.Idle * float64(time.Second))).String(),
+				"--out", filepath.Join(s.home, "output"), "--orphan-exit")
+			cmd.Env = append(os.Environ(), "MQ_HOME="+s.home)
+			cmd.Dir = s.home
+			return cmd
+		}}, nil
+	}
+	key, err := os.ReadFile(filepath.Join(s.dir(spec.Name), "placeholder_key"))
+	if err != nil {
+		return nil, fmt.Errorf("site %s: placeholder key: %w", spec.Name, err)
+	}
+	user, addr, err := site.ParseSSH(spec.SSH)
+	if err != nil {
+		return nil, err
+	}
+	r := &site.Remote{Spec: spec, Batch: site.ForType(spec.Type), Key: key, HostKey: s.hostFP,
+		JobName: site.JobName(spec.Name, s.clsID), Dir: ".mq-sites/" + s.clsID, Log: s.log,
+		Agent: s.agentBinary,
+		Dial: func(ctx context.Context) (site.Runner, error) {
+			return site.DialSSH(ctx, site.SSHConfig{User: user, Addr: addr, KeyFile: spec.Key, KnownHosts: spec.KnownHosts})
+		},
+	}
+	if s.sshAddr != nil {
+		r.CLSAddr = advertised(s.sshAddr)
+		local := s.sshAddr.String()
+		r.DialCLS = func() (net.Conn, error) { return net.DialTimeout("tcp", local, 10*time.Second) }
+	}
+	return r, nil
+}
+
+// advertised is the address placeholders dial for a listening address: a
+// wildcard listener is reached by this host's name.
+func advertised(a net.Addr) string {
+	host, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		if h, err := os.Hostname(); err == nil {
+			host = h
+		}
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// agentBinary finds the agent to upload for a platform: mqagent-OS-ARCH in
+// the agents directory; for this host's own platform also mqagent there,
+// or this cls binary itself (it runs `cls agent` just the same).
+func (s *sites) agentBinary(goos, goarch string) (string, error) {
+	cands := []string{filepath.Join(s.agents, "mqagent-"+goos+"-"+goarch)}
+	if goos == runtime.GOOS && goarch == runtime.GOARCH {
+		cands = append(cands, filepath.Join(s.agents, "mqagent"))
+		if exe, err := os.Executable(); err == nil {
+			cands = append(cands, exe)
+		}
+	}
+	for _, c := range cands {
+		if fi, err := os.Stat(c); err == nil && fi.Mode().IsRegular() {
+			return c, nil
+		}
+	}
+	return "", errors.New("no agent binary for " + goos + "/" + goarch + ": build one with scripts/build-agents.sh into " + s.agents + " (mqagent-" + goos + "-" + goarch + ")")
+}

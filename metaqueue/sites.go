@@ -1,0 +1,157 @@
+package metaqueue
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/policy"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// createSites makes the sites table in a database created before it
+// existed (schema.sql creates it in new ones).
+const createSites = `CREATE TABLE IF NOT EXISTS sites (
+	name    TEXT PRIMARY KEY,
+	spec    TEXT NOT NULL,
+	created INTEGER NOT NULL
+) WITHOUT ROWID`
+
+// maxExamined bounds how many ready entries SiteDemand looks at, so a huge
+// backlog of jobs too long for a site never stalls the core.
+const maxExamined = 100_000
+
+// AddSite stores a new site.
+func (s *Store) AddSite(ctx context.Context, spec protocol.SiteSpec) error {
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		return err
+	}
+	return s.doDurable(ctx, func() error {
+		if err := s.begin(); err != nil {
+			return err
+		}
+		if _, err := s.w.ExecContext(context.Background(), createSites); err != nil {
+			return fatalError{err}
+		}
+		var n int
+		if err := s.w.QueryRowContext(context.Background(), "SELECT count(*) FROM sites WHERE name = ?", spec.Name).Scan(&n); err != nil {
+			return fatalError{err}
+		}
+		if n > 0 {
+			return protocol.Errorf(protocol.CodeBadRequest, "site %s already exists", spec.Name)
+		}
+		if _, err := s.w.ExecContext(context.Background(), "INSERT INTO sites(name, spec, created) VALUES (?, ?, ?)", spec.Name, string(raw), micros(s.now())); err != nil {
+			return fatalError{err}
+		}
+		return nil
+	})
+}
+
+// RemoveSite deletes a site.
+func (s *Store) RemoveSite(ctx context.Context, name string) error {
+	return s.doDurable(ctx, func() error {
+		if err := s.begin(); err != nil {
+			return err
+		}
+		if _, err := s.w.ExecContext(context.Background(), createSites); err != nil {
+			return fatalError{err}
+		}
+		res, err := s.w.ExecContext(context.Background(), "DELETE FROM sites WHERE name = ?", name)
+		if err != nil {
+			return fatalError{err}
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return protocol.Errorf(protocol.CodeNotFound, "no site %s", name)
+		}
+		return nil
+	})
+}
+
+// Sites lists the stored sites by name.
+func (s *Store) Sites(ctx context.Context) ([]protocol.SiteSpec, error) {
+	var out []protocol.SiteSpec
+	err := s.do(ctx, func() error {
+		if err := s.begin(); err != nil {
+			return err
+		}
+		if _, err := s.w.ExecContext(context.Background(), createSites); err != nil {
+			return fatalError{err}
+		}
+		rows, err := s.w.QueryContext(context.Background(), "SELECT name, spec FROM sites ORDER BY name")
+		if err != nil {
+			return fatalError{err}
+		}
+		for rows.Next() {
+			var name, raw string
+			if err := rows.Scan(&name, &raw); err != nil {
+				rows.Close()
+				return fatalError{err}
+			}
+			var spec protocol.SiteSpec
+			if err := json.Unmarshal([]byte(raw), &spec); err != nil {
+				rows.Close()
+				return fmt.Errorf("site %s: stored settings unreadable: %w", name, err)
+			}
+			out = append(out, spec)
+		}
+		if err := closeRows(rows); err != nil {
+			return fatalError{err}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// SiteDemand says how much work a site's placeholders could do: ready jobs
+// a placeholder with walltime seconds left could take (as dispatch would
+// judge: estimate, else the queue's ceiling; walltime 0 takes anything),
+// counted up to limit; and jobs the given placeholders are running. It
+// reads memory only.
+func (s *Store) SiteDemand(ctx context.Context, walltime float64, placeholders []int64, limit int) (ready, executing int, err error) {
+	err = s.do(ctx, func() error {
+		if len(placeholders) > 0 {
+			mine := make(map[int64]bool, len(placeholders))
+			for _, id := range placeholders {
+				mine[id] = true
+			}
+			for _, ru := range s.running {
+				if mine[ru.placeholder] {
+					executing++
+				}
+			}
+		}
+		for _, q := range s.qlist {
+			if ready >= limit {
+				break
+			}
+			n := s.countsFor(q.id)[job.Queued]
+			if n == 0 {
+				continue
+			}
+			if walltime <= 0 {
+				ready += n
+				continue
+			}
+			examined := 0
+			q.ready.Each(func(r policy.Ready) bool {
+				examined++
+				j, ok := s.g.Job(r.ID)
+				if ok && j.State == job.Queued {
+					need := float64(j.Est)
+					if need == 0 {
+						need = q.Ceiling
+					}
+					if need <= walltime {
+						ready++
+					}
+				}
+				return ready < limit && examined < maxExamined
+			})
+		}
+		ready = min(ready, limit)
+		return nil
+	})
+	return ready, executing, err
+}

@@ -1,0 +1,53 @@
+package protocol
+
+// Site ops (user role): the places placeholders run, kept in the metaqueue
+// database and provisioned by the running CLS.
+const (
+	OpSiteAdd    = "site.add"    // SiteSpec -> SiteInfo
+	OpSiteList   = "site.list"   // {} -> SiteList
+	OpSiteRemove = "site.remove" // SiteRemove -> SiteInfo (its last state)
+)
+
+// SiteSpec is a site's settings, as `cls site add` gives them.
+type SiteSpec struct {
+	Name       string  `json:"name"`
+	Type       string  `json:"type"`                  // local, sge, slurm, pbs
+	SSH        string  `json:"ssh,omitempty"`         // user@login-host[:port]
+	Key        string  `json:"key,omitempty"`         // private key file on the CLS host; "" = ssh-agent, then ~/.ssh keys
+	KnownHosts string  `json:"known_hosts,omitempty"` // "" = ~/.ssh/known_hosts
+	Queue      string  `json:"queue,omitempty"`       // batch queue or partition
+	Min        int     `json:"min"`
+	Max        int     `json:"max"`
+	Walltime   float64 `json:"walltime_s"` // each placeholder's time limit, seconds
+	Slots      int     `json:"slots"`
+	SubmitArgs string  `json:"submit_args,omitempty"`
+	Connect    string  `json:"connect,omitempty"` // direct or tunnel
+	Idle       float64 `json:"idle_s"`            // a placeholder exits after this long without work
+}
+
+// SiteInfo is a site with what its provisioner knows now.
+type SiteInfo struct {
+	SiteSpec
+	Queued    int `json:"queued"`    // placeholders waiting in the site's batch queue
+	Running   int `json:"running"`   // placeholders running
+	Exited    int `json:"exited"`    // placeholders seen to end since the CLS started
+	Connected int `json:"connected"` // placeholders connected to the CLS now
+	// QueueWaitS is the mean time a placeholder waited in the batch queue
+	// before it started (recent ones); OldestQueuedS the longest wait of one
+	// still queued.
+	QueueWaitS    float64 `json:"queue_wait_s"`
+	OldestQueuedS float64 `json:"oldest_queued_s"`
+	State         string  `json:"state"`           // starting, ok, throttled, degraded, removing
+	Error         string  `json:"error,omitempty"` // why degraded
+	Platform      string  `json:"platform,omitempty"`
+}
+
+// SiteList lists sites.
+type SiteList struct {
+	Sites []SiteInfo `json:"sites"`
+}
+
+// SiteRemove names a site to remove.
+type SiteRemove struct {
+	Name string `json:"name"`
+}

@@ -1,0 +1,267 @@
+package site
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+func read(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+type want struct {
+	id    string
+	state State
+}
+
+func summary(ps []Placeholder) []want {
+	var w []want
+	for _, p := range ps {
+		w = append(w, want{p.ID, p.State})
+	}
+	sort.Slice(w, func(i, j int) bool { return w[i].id < w[j].id })
+	return w
+}
+
+// The testdata files were recorded from Son of Grid Engine 8.1.9 and Slurm
+// 22.05.8 on Debian 12 (scripts/sge.sh, scripts/slurm.sh); the PBS ones
+// follow the OpenPBS / PBS Professional reference guide's formats.
+func TestParseList(t *testing.T) {
+	for _, tc := range []struct {
+		batch Batch
+		file  string
+		name  string
+		want  []want
+	}{
+		{sgeBatch{}, "sge_qstat_mixed.xml", "mq-rec", []want{{"1", Running}, {"2", Running}, {"3", Queued}}},
+		{sgeBatch{}, "sge_qstat_mixed.xml", "other", nil},
+		{sgeBatch{}, "sge_qstat_dr.xml", "mq-rec", []want{{"1", Exited}, {"2", Running}, {"3", Queued}, {"4", Queued}}},
+		{sgeBatch{}, "sge_qstat_eqw.xml", "mq-rec", []want{{"4", Error}}},
+		{sgeBatch{}, "sge_qstat_empty.xml", "mq-rec", nil},
+		{slurmBatch{}, "slurm_squeue_mixed.txt", "mq-rec", []want{{"7", Running}, {"8", Running}, {"9", Queued}}},
+		{slurmBatch{}, "slurm_squeue_cancel.txt", "mq-rec", []want{{"7", Exited}, {"8", Running}, {"9", Queued}}}, // 7 COMPLETING after scancel
+		{slurmBatch{}, "slurm_squeue_ours.txt", "mq-slurmA-b8ad02", []want{{"4", Running}, {"5", Running}}},
+		{pbsBatch{}, "pbs_qstat_f.json", "mq-pbsA-abc123", []want{{"1001.pbsserver", Running}, {"1002.pbsserver", Queued}, {"1003.pbsserver", Queued}, {"1005[].pbsserver", Running}}},
+		{pbsBatch{}, "pbs_qstat_f_badjson.json", "mq-pbsA-abc123", []want{{"1001.pbsserver", Running}, {"1002.pbsserver", Queued}, {"1003.pbsserver", Queued}, {"1005[].pbsserver", Running}}},
+		{pbsBatch{}, "pbs_qstat_f.txt", "mq-pbsA-abc123", []want{{"1001.pbsserver", Running}, {"1002.pbsserver", Queued}}},
+	} {
+		ps, err := tc.batch.ParseList(read(t, tc.file), tc.name)
+		if err != nil {
+			t.Errorf("%s: %v", tc.file, err)
+			continue
+		}
+		if got := summary(ps); !slices.Equal(got, tc.want) {
+			t.Errorf("%s (%s): got %v, want %v", tc.file, tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestParseListTimes(t *testing.T) {
+	ps, err := sgeBatch{}.ParseList(read(t, "sge_qstat_mixed.xml"), "mq-rec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ps {
+		if p.State == Running && p.Started.Format("2006-01-02T15:04:05") != "2026-11-22T05:50:11" {
+			t.Errorf("job %s started %v", p.ID, p.Started)
+		}
+		if p.State == Queued && p.Submitted.IsZero() {
+			t.Errorf("job %s: no submission time", p.ID)
+		}
+	}
+	ps, _ = pbsBatch{}.ParseList(read(t, "pbs_qstat_f.json"), "mq-pbsA-abc123")
+	for _, p := range ps {
+		if p.ID == "1001.pbsserver" && p.Started.Format(time.ANSIC) != "Wed Nov  6 13:20:41 2019" {
+			t.Errorf("PBS stime read as %v", p.Started)
+		}
+	}
+}
+
+// An unreadable listing is an error, never an empty list: an empty list
+// would make the provisioner submit placeholders that already exist.
+func TestParseListRefusesGarbage(t *testing.T) {
+	for _, tc := range []struct {
+		batch Batch
+		out   string
+	}{
+		{sgeBatch{}, ""},
+		{sgeBatch{}, "error: commlib error: got select error (Connection refused)\n"},
+		{sgeBatch{}, "<?xml version='1.0'?><detailed_job_info></detailed_job_info>"},
+		{sgeBatch{}, "<job_info><queue_info><job_list><JB_job_number>x1</JB_job_number><JB_name>n</JB_name></job_list></queue_info></job_info>"},
+		{slurmBatch{}, "slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n"},
+		{slurmBatch{}, "1|RUNNING|2026-11-22T05:50:26|2026-11-22T05:50:26\n"},
+		{slurmBatch{}, "1|WEIRD|x|y|n\n"},
+		{pbsBatch{}, "{\"Jobs\":{\"1.s\":{\"Job_Name\":\"n\"}}}"},
+		{pbsBatch{}, "{\"Jobs\":{\"1.s\":{\"Job_Name\":\"n\",\"job_state\":\"?\"}}}"},
+		{pbsBatch{}, "Job Id: 1.s\n    Job_Name = n\n"},
+	} {
+		if ps, err := tc.batch.ParseList([]byte(tc.out), "n"); err == nil {
+			t.Errorf("%T.ParseList(%q) = %v, want an error", tc.batch, tc.out, ps)
+		}
+	}
+}
+
+func TestParseSubmit(t *testing.T) {
+	for _, tc := range []struct {
+		batch   Batch
+		out, id string
+	}{
+		{sgeBatch{}, "4711\n", "4711"},
+		{sgeBatch{}, "4711.1-10:1\n", "4711"},
+		{sgeBatch{}, "Your job 11 (\"placeholder.sh\") has been submitted\n", ""},
+		{sgeBatch{}, "", ""},
+		{slurmBatch{}, "4711\n", "4711"},
+		{slurmBatch{}, "4711;cluster\n", "4711"},
+		{slurmBatch{}, "Submitted batch job 4711\n", ""},
+		{pbsBatch{}, "1001.pbsserver\n", "1001.pbsserver"},
+		{pbsBatch{}, "1005[].pbsserver\n", "1005[].pbsserver"},
+		{pbsBatch{}, "qsub: Unknown queue\n", ""},
+	} {
+		id, err := tc.batch.ParseSubmit([]byte(tc.out))
+		if id != tc.id || (err == nil) != (tc.id != "") {
+			t.Errorf("%T.ParseSubmit(%q) = %q, %v; want %q", tc.batch, tc.out, id, err, tc.id)
+		}
+	}
+}
+
+func TestScripts(t *testing.T) {
+	j := Job{Name: "mq-a-123456", Queue: "long", Walltime: 90*time.Minute + time.Second, Slots: 4, LogDir: "/home/u/.mq-sites/x/a/log"}
+	for _, tc := range []struct {
+		batch Batch
+		want  []string
+	}{
+		{sgeBatch{}, []string{"#$ -N mq-a-123456", "#$ -l h_rt=1:30:01", "#$ -q long", "#$ -pe smp 4", "#$ -o /home/u/.mq-sites/x/a/log/", "#$ -j y"}},
+		{slurmBatch{}, []string{"#SBATCH --job-name=mq-a-123456", "#SBATCH --time=1:30:01", "#SBATCH --partition=long", "#SBATCH --cpus-per-task=4", "#SBATCH --output=/home/u/.mq-sites/x/a/log/%x-%j.out"}},
+		{pbsBatch{}, []string{"#PBS -N mq-a-123456", "#PBS -l walltime=1:30:01", "#PBS -q long", "#PBS -l select=1:ncpus=4", "#PBS -j oe"}},
+	} {
+		s := Script(tc.batch, j, "/home/u/bin/mq agent", []string{"--site", "a", "--key", "/k'ey"})
+		lines := strings.Split(s, "\n")
+		if lines[0] != "#!/bin/sh" {
+			t.Errorf("%T: first line %q", tc.batch, lines[0])
+		}
+		for _, w := range tc.want {
+			if !slices.Contains(lines, w) {
+				t.Errorf("%T script lacks %q:\n%s", tc.batch, w, s)
+			}
+		}
+		// Directives must come before the first command, or batch systems ignore them.
+		last := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "exec ") })
+		for i, l := range lines {
+			if i > last && strings.HasPrefix(l, "#") && len(l) > 2 && l[1] != '!' && l[1] != ' ' {
+				t.Errorf("%T: directive after the command: %q", tc.batch, l)
+			}
+		}
+		if !strings.Contains(s, `exec '/home/u/bin/mq agent' agent --site a --key '/k'\''ey' --host "$(hostname)"`) {
+			t.Errorf("%T: agent line wrong:\n%s", tc.batch, s)
+		}
+	}
+	if got := (sgeBatch{}).SubmitCommand("/s p.sh", []string{"-P", "proj x"}); got != `qsub -terse -P 'proj x' '/s p.sh'` {
+		t.Errorf("SGE submit: %s", got)
+	}
+	if got := (slurmBatch{}).CancelCommand([]string{"1", "2"}); got != "scancel 1 2" {
+		t.Errorf("Slurm cancel: %s", got)
+	}
+}
+
+// Quote and SplitArgs must agree with a real shell: what we quote, sh
+// reads back unchanged; submit arguments never run as commands.
+func TestQuoteAgainstShell(t *testing.T) {
+	words := []string{"plain", "with space", "it's", `"dq"`, "$(touch /tmp/x)", "`x`", "a\\b", "", "semi;colon", "*"}
+	var cmd strings.Builder
+	cmd.WriteString("printf '%s\\n'")
+	for _, w := range words {
+		cmd.WriteString(" " + Quote(w))
+	}
+	out, err := exec.Command("/bin/sh", "-c", cmd.String()).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n"); !slices.Equal(got, words) {
+		t.Fatalf("sh read back %q, want %q", got, words)
+	}
+	for _, tc := range []struct {
+		in   string
+		want []string
+	}{
+		{`-A proj -l "h_vmem=2G,mem=1G"`, []string{"-A", "proj", "-l", "h_vmem=2G,mem=1G"}},
+		{`--comment='a b' x\ y`, []string{"--comment=a b", "x y"}},
+		{"", nil},
+	} {
+		got, err := SplitArgs(tc.in)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("SplitArgs(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{`"open`, `x\`, "a\x01b"} {
+		if _, err := SplitArgs(bad); err == nil {
+			t.Errorf("SplitArgs(%q) accepted", bad)
+		}
+	}
+}
+
+func TestAgentWalltime(t *testing.T) {
+	for _, tc := range []struct{ batch, want time.Duration }{
+		{time.Hour, time.Hour - 3*time.Minute},
+		{10 * time.Minute, 9*time.Minute + 30*time.Second},
+		{24 * time.Hour, 24*time.Hour - 5*time.Minute},
+		{time.Minute, 30 * time.Second},
+	} {
+		if got := AgentWalltime(tc.batch); got != tc.want {
+			t.Errorf("AgentWalltime(%v) = %v, want %v", tc.batch, got, tc.want)
+		}
+	}
+}
+
+func TestPlatforms(t *testing.T) {
+	for _, tc := range []struct{ in, os, arch string }{
+		{"Linux x86_64", "linux", "amd64"},
+		{"Linux aarch64", "linux", "arm64"},
+		{"Linux ppc64le", "linux", "ppc64le"},
+		{"Darwin arm64", "darwin", "arm64"},
+		{"Linux ppc64", "", ""},
+		{"SunOS i86pc", "", ""},
+		{"garbage", "", ""},
+	} {
+		goos, goarch, err := Platforms(tc.in)
+		if goos != tc.os || goarch != tc.arch || (err == nil) != (tc.os != "") {
+			t.Errorf("Platforms(%q) = %s/%s, %v", tc.in, goos, goarch, err)
+		}
+	}
+}
+
+func FuzzParseList(f *testing.F) {
+	for _, name := range []string{"sge_qstat_mixed.xml", "sge_qstat_eqw.xml", "slurm_squeue_mixed.txt", "pbs_qstat_f.json", "pbs_qstat_f_badjson.json", "pbs_qstat_f.txt"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, out []byte) {
+		for _, b := range []Batch{sgeBatch{}, slurmBatch{}, pbsBatch{}} {
+			for _, name := range []string{"mq-rec", "mq-pbsA-abc123"} {
+				ps, err := b.ParseList(out, name)
+				if err != nil {
+					continue
+				}
+				for _, p := range ps {
+					if p.ID == "" || p.State < Queued || p.State > Error {
+						t.Fatalf("%T: placeholder %+v from %q", b, p, out)
+					}
+				}
+			}
+			b.ParseSubmit(out)
+		}
+	})
+}

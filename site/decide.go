@@ -1,0 +1,59 @@
+package site
+
+import "time"
+
+// Counts is what the provisioner knows about a site at one moment.
+type Counts struct {
+	Queued  int // placeholders waiting in the batch queue
+	Running int // placeholders running
+	// Ready is how many ready jobs a placeholder of this site could take
+	// (their estimate fits its walltime); Executing is how many jobs its
+	// placeholders run now.
+	Ready, Executing int
+	Slots            int // jobs one placeholder runs at once
+	Min, Max         int
+	// OldestQueued is the longest a placeholder still queued has waited;
+	// ThrottleAfter the wait that marks the site slow.
+	OldestQueued, ThrottleAfter time.Duration
+}
+
+// Decision is what to do now.
+type Decision struct {
+	Submit    int  // placeholders to submit
+	Cancel    int  // queued placeholders to cancel (newest first)
+	Throttled bool // the site starts placeholders slowly: only one is kept queued
+}
+
+// Decide is the provisioning rule, a pure function of counts:
+//
+//   - No ready work: cancel every queued placeholder; running ones finish
+//     their jobs and exit on their idle timeout.
+//   - Ready work: keep queued+running between Min and Max, and no more than
+//     the work warrants (the jobs running and ready, Slots per placeholder).
+//     Surplus queued placeholders are cancelled; running ones are never
+//     cancelled (they may hold jobs).
+//   - Throttle: while a placeholder has waited in the batch queue longer
+//     than ThrottleAfter, keep just one queued (it tells when the site
+//     starts them again) and submit nothing; the ready work goes to sites
+//     that start placeholders sooner.
+func Decide(c Counts) Decision {
+	if c.Ready <= 0 {
+		return Decision{Cancel: max(c.Queued, 0)}
+	}
+	slots := max(c.Slots, 1)
+	warranted := (c.Ready + max(c.Executing, 0) + slots - 1) / slots
+	want := min(max(warranted, c.Min), c.Max)
+	have := c.Queued + c.Running
+	d := Decision{}
+	if c.ThrottleAfter > 0 && c.Queued > 0 && c.OldestQueued > c.ThrottleAfter {
+		d.Throttled = true
+		want = min(want, c.Running+1)
+	}
+	switch {
+	case want > have:
+		d.Submit = want - have
+	case want < have:
+		d.Cancel = min(have-want, c.Queued)
+	}
+	return d
+}

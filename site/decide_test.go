@@ -1,0 +1,260 @@
+package site
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mq-hpc/mq/protocol"
+)
+
+func TestDecide(t *testing.T) {
+	const slow = 10 * time.Minute
+	for _, tc := range []struct {
+		name string
+		c    Counts
+		want Decision
+	}{
+		{"no work, nothing there", Counts{Min: 2, Max: 8}, Decision{}},
+		{"drained: cancel queued, keep running", Counts{Queued: 3, Running: 2, Min: 1, Max: 8}, Decision{Cancel: 3}},
+		{"work: up to what it warrants", Counts{Ready: 3, Min: 0, Max: 8, Slots: 1}, Decision{Submit: 3}},
+		{"work: min applies", Counts{Ready: 1, Min: 2, Max: 8, Slots: 1}, Decision{Submit: 2}},
+		{"work: max caps", Counts{Ready: 100, Min: 0, Max: 8, Slots: 1}, Decision{Submit: 8}},
+		{"slots divide the need", Counts{Ready: 9, Min: 0, Max: 8, Slots: 4}, Decision{Submit: 3}},
+		{"running ones count", Counts{Ready: 5, Running: 3, Max: 8, Slots: 1}, Decision{Submit: 2}},
+		{"busy placeholders still need room", Counts{Ready: 2, Executing: 3, Running: 3, Max: 8, Slots: 1}, Decision{Submit: 2}},
+		{"resubmit after exits", Counts{Ready: 50, Running: 1, Max: 4, Slots: 1}, Decision{Submit: 3}},
+		{"surplus queued cancelled", Counts{Ready: 1, Queued: 4, Max: 8, Slots: 1}, Decision{Cancel: 3}},
+		{"running never cancelled", Counts{Ready: 1, Running: 5, Max: 8, Slots: 1}, Decision{}},
+		{"throttled: no more while one waits long", Counts{Ready: 50, Queued: 1, Running: 1, Max: 8, Slots: 1, OldestQueued: 2 * slow, ThrottleAfter: slow}, Decision{Throttled: true}},
+		{"throttled: extra queued cancelled", Counts{Ready: 50, Queued: 4, Max: 8, Slots: 1, OldestQueued: 2 * slow, ThrottleAfter: slow}, Decision{Cancel: 3, Throttled: true}},
+		{"not yet slow", Counts{Ready: 50, Queued: 2, Max: 8, Slots: 1, OldestQueued: slow / 2, ThrottleAfter: slow}, Decision{Submit: 6}},
+		{"no throttle configured", Counts{Ready: 50, Queued: 2, Max: 8, Slots: 1, OldestQueued: time.Hour}, Decision{Submit: 6}},
+	} {
+		if got := Decide(tc.c); got != tc.want {
+			t.Errorf("%s: Decide(%+v) = %+v, want %+v", tc.name, tc.c, got, tc.want)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	ok := func(s protocol.SiteSpec) protocol.SiteSpec {
+		if err := Validate(&s); err != nil {
+			t.Fatalf("Validate(%+v): %v", s, err)
+		}
+		return s
+	}
+	s := ok(protocol.SiteSpec{Name: "a", Type: SGE, SSH: "u@login:2222"})
+	if s.Connect != Direct || s.Max != 1 || s.Slots != 1 || s.Walltime != 3600 || s.Idle != 60 {
+		t.Errorf("defaults: %+v", s)
+	}
+	ok(protocol.SiteSpec{Name: "l", Type: Local, Min: 1, Max: 4})
+	for _, bad := range []protocol.SiteSpec{
+		{Name: "1a", Type: SGE, SSH: "u@h"},
+		{Name: "a b", Type: SGE, SSH: "u@h"},
+		{Name: "a", Type: "lsf", SSH: "u@h"},
+		{Name: "a", Type: SGE},
+		{Name: "a", Type: SGE, SSH: "login"},
+		{Name: "a", Type: SGE, SSH: "u@h:99999"},
+		{Name: "a", Type: Local, SSH: "u@h"},
+		{Name: "a", Type: SGE, SSH: "u@h", Min: 3, Max: 2},
+		{Name: "a", Type: SGE, SSH: "u@h", Connect: "carrier-pigeon"},
+		{Name: "a", Type: SGE, SSH: "u@h", Queue: "q; rm -rf ~"},
+		{Name: "a", Type: SGE, SSH: "u@h", SubmitArgs: `"unclosed`},
+		{Name: "a", Type: SGE, SSH: "u@h", Walltime: 10},
+		{Name: "a", Type: SGE, SSH: "u@h", Slots: 5000},
+	} {
+		if err := Validate(&bad); err == nil {
+			t.Errorf("Validate(%+v) accepted", bad)
+		}
+	}
+	for _, tc := range []struct{ in, user, addr string }{
+		{"u@h", "u", "h:22"},
+		{"u@h:2222", "u", "h:2222"},
+		{"u@[::1]:2222", "u", "[::1]:2222"},
+	} {
+		u, a, err := ParseSSH(tc.in)
+		if err != nil || u != tc.user || a != tc.addr {
+			t.Errorf("ParseSSH(%q) = %q %q %v", tc.in, u, a, err)
+		}
+	}
+}
+
+// fakeSite is a batch system in memory.
+type fakeSite struct {
+	mu      sync.Mutex
+	next    int
+	jobs    map[string]State
+	listErr error
+}
+
+func (f *fakeSite) Submit(_ context.Context, n int) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var ids []string
+	for range n {
+		f.next++
+		id := strconv.Itoa(f.next)
+		f.jobs[id] = Queued
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+func (f *fakeSite) List(context.Context) ([]Placeholder, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.listErr != nil {
+		return nil, f.listErr
+	}
+	var ps []Placeholder
+	for id, st := range f.jobs {
+		ps = append(ps, Placeholder{ID: id, State: st})
+	}
+	return ps, nil
+}
+
+func (f *fakeSite) Cancel(_ context.Context, ids []string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, id := range ids {
+		delete(f.jobs, id)
+	}
+	return nil
+}
+
+func (f *fakeSite) Close() error { return nil }
+
+func (f *fakeSite) set(fn func(map[string]State)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(f.jobs)
+}
+
+func (f *fakeSite) count(st State) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, s := range f.jobs {
+		if s == st {
+			n++
+		}
+	}
+	return n
+}
+
+type fakeStore struct {
+	mu    sync.Mutex
+	sites []protocol.SiteSpec
+	ready int
+	gone  []int64
+}
+
+func (s *fakeStore) AddSite(_ context.Context, spec protocol.SiteSpec) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sites = append(s.sites, spec)
+	return nil
+}
+func (s *fakeStore) RemoveSite(context.Context, string) error { return nil }
+func (s *fakeStore) Sites(context.Context) ([]protocol.SiteSpec, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sites, nil
+}
+func (s *fakeStore) SiteDemand(_ context.Context, _ float64, _ []int64, limit int) (int, int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return min(s.ready, limit), 0, nil
+}
+func (s *fakeStore) PlaceholderGone(_ context.Context, id int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gone = append(s.gone, id)
+	return nil
+}
+func (s *fakeStore) setReady(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ready = n
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+// The Manager follows Decide against a live (fake) batch system: submits
+// for ready work, resubmits after exits, cancels queued ones when the work
+// drains, marks the site degraded when listing fails and recovers.
+func TestManager(t *testing.T) {
+	fs := &fakeSite{jobs: map[string]State{}}
+	st := &fakeStore{}
+	m := &Manager{Store: st, Poll: 5 * time.Millisecond,
+		Open: func(protocol.SiteSpec, func(int)) (Site, error) { return fs, nil }}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Stop()
+	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "c", Type: SGE, SSH: "u@h", Min: 1, Max: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "c", Type: SGE, SSH: "u@h"}); err == nil {
+		t.Fatal("a second site c was accepted")
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := fs.count(Queued); n != 0 {
+		t.Fatalf("%d placeholders submitted without work", n)
+	}
+	st.setReady(10)
+	eventually(t, "3 queued", func() bool { return fs.count(Queued) == 3 })
+	fs.set(func(j map[string]State) {
+		for id := range j {
+			j[id] = Running
+		}
+	})
+	eventually(t, "wait recorded", func() bool { return m.List()[0].Running == 3 && m.List()[0].QueueWaitS > 0 })
+	fs.set(func(j map[string]State) { delete(j, "1") }) // one ends
+	eventually(t, "a replacement", func() bool { return fs.count(Queued) == 1 })
+	if got := m.List()[0]; got.Exited != 1 || got.State != StateOK {
+		t.Fatalf("after one exit: %+v", got)
+	}
+	st.setReady(0)
+	eventually(t, "queued cancelled", func() bool { return fs.count(Queued) == 0 })
+	if fs.count(Running) != 2 {
+		t.Fatalf("running placeholders were cancelled")
+	}
+	fs.set(func(map[string]State) {})
+	fs.mu.Lock()
+	fs.listErr = errors.New("cannot reach the login host")
+	fs.mu.Unlock()
+	st.setReady(1)
+	eventually(t, "degraded", func() bool { return m.List()[0].State == StateDegraded })
+	if e := m.List()[0].Error; e != "cannot reach the login host" {
+		t.Fatalf("error %q", e)
+	}
+	fs.mu.Lock()
+	fs.listErr = nil
+	fs.mu.Unlock()
+	eventually(t, "recovered", func() bool { return m.List()[0].State == StateOK })
+	m.Placeholder(7, protocol.Register{Site: "c"}, true)
+	if _, err := m.Remove(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if len(fs.jobs) != 0 {
+		t.Fatalf("remove left %v", fs.jobs)
+	}
+	if len(st.gone) != 1 || st.gone[0] != 7 {
+		t.Fatalf("jobs of connected placeholders not requeued: %v", st.gone)
+	}
+}

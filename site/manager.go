@@ -1,0 +1,474 @@
+package site
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// Store is what the Manager needs of the metaqueue.
+type Store interface {
+	AddSite(ctx context.Context, spec protocol.SiteSpec) error
+	RemoveSite(ctx context.Context, name string) error
+	Sites(ctx context.Context) ([]protocol.SiteSpec, error)
+	// SiteDemand counts ready jobs whose estimate fits walltime (0 = any),
+	// stopping at limit, and jobs the listed placeholders are running.
+	SiteDemand(ctx context.Context, walltime float64, placeholders []int64, limit int) (ready, executing int, err error)
+	PlaceholderGone(ctx context.Context, id int64) error
+}
+
+// Manager provisions every site: one loop per site lists its placeholders,
+// asks the metaqueue how much work they could take, and submits or cancels
+// placeholders as Decide says.
+type Manager struct {
+	Store Store
+	// Open makes the Site of a spec. It should be cheap: connections are
+	// made by the Site's calls. exited, for local sites, reports a
+	// placeholder process that ended.
+	Open func(spec protocol.SiteSpec, exited func(pid int)) (Site, error)
+	// Prepare, if set, runs when a site is added (it makes the site's
+	// placeholder key); Forget when it is removed.
+	Prepare func(spec protocol.SiteSpec) error
+	Forget  func(spec protocol.SiteSpec)
+	// Poll is how often a site is looked at (default 2 s).
+	Poll time.Duration
+	// ThrottleAfter is how long a placeholder may wait in a batch queue
+	// before its site counts as slow (default 5 min).
+	ThrottleAfter time.Duration
+	Log           *slog.Logger
+
+	mu    sync.Mutex
+	ctx   context.Context
+	sites map[string]*managed
+	wg    sync.WaitGroup
+}
+
+type managed struct {
+	spec   protocol.SiteSpec
+	site   Site
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	// Guarded by Manager.mu.
+	known     map[string]*tracked // batch id -> placeholder
+	connected map[int64]int       // placeholder id -> pid, while connected
+	exited    int
+	waits     []time.Duration // recent queue waits
+	state     string
+	err       string
+	throttled bool
+}
+
+type tracked struct {
+	state     State
+	submitted time.Time // by the CLS's clock when we submitted it
+	started   time.Time
+}
+
+// Site states in SiteInfo.State.
+const (
+	StateStarting  = "starting"
+	StateOK        = "ok"
+	StateThrottled = "throttled"
+	StateDegraded  = "degraded"
+)
+
+func (m *Manager) log() *slog.Logger {
+	if m.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return m.Log
+}
+
+func (m *Manager) poll() time.Duration {
+	if m.Poll <= 0 {
+		return 2 * time.Second
+	}
+	return m.Poll
+}
+
+// Start loads the sites from the metaqueue and starts provisioning them
+// until ctx ends or Stop.
+func (m *Manager) Start(ctx context.Context) error {
+	specs, err := m.Store.Sites(ctx)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.ctx = ctx
+	m.sites = map[string]*managed{}
+	for _, spec := range specs {
+		if err := m.startLocked(spec); err != nil {
+			m.log().Error("cannot start site", "site", spec.Name, "err", err)
+		}
+	}
+	return nil
+}
+
+func (m *Manager) startLocked(spec protocol.SiteSpec) error {
+	ms := &managed{spec: spec, known: map[string]*tracked{}, connected: map[int64]int{}, state: StateStarting, done: make(chan struct{})}
+	name := spec.Name
+	s, err := m.Open(spec, func(pid int) { m.localExited(name, pid) })
+	if err != nil {
+		return err
+	}
+	ms.site = s
+	ctx, cancel := context.WithCancel(m.ctx)
+	ms.cancel = cancel
+	m.sites[name] = ms
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		defer close(ms.done)
+		m.loop(ctx, ms)
+	}()
+	return nil
+}
+
+// Stop ends every site's loop and closes their connections. Placeholders
+// keep running (a remote one reconnects to the next CLS); local ones are
+// stopped.
+func (m *Manager) Stop() {
+	m.mu.Lock()
+	sites := m.sites
+	for _, ms := range sites {
+		ms.cancel()
+	}
+	m.mu.Unlock()
+	m.wg.Wait()
+	for _, ms := range sites {
+		ms.site.Close()
+	}
+}
+
+// Add validates a site, stores it and starts provisioning it.
+func (m *Manager) Add(ctx context.Context, spec protocol.SiteSpec) (protocol.SiteInfo, error) {
+	if err := Validate(&spec); err != nil {
+		return protocol.SiteInfo{}, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.sites == nil {
+		return protocol.SiteInfo{}, protocol.Errorf(protocol.CodeShutdown, "sites are not being managed")
+	}
+	if _, ok := m.sites[spec.Name]; ok {
+		return protocol.SiteInfo{}, protocol.Errorf(protocol.CodeBadRequest, "site %s already exists (cls site remove it first)", spec.Name)
+	}
+	if m.Prepare != nil {
+		if err := m.Prepare(spec); err != nil {
+			return protocol.SiteInfo{}, err
+		}
+	}
+	if err := m.Store.AddSite(ctx, spec); err != nil {
+		if m.Forget != nil {
+			m.Forget(spec)
+		}
+		return protocol.SiteInfo{}, err
+	}
+	if err := m.startLocked(spec); err != nil {
+		return protocol.SiteInfo{}, err
+	}
+	m.log().Info("site added", "site", spec.Name, "type", spec.Type, "ssh", spec.SSH)
+	return m.infoLocked(m.sites[spec.Name]), nil
+}
+
+// Remove stops provisioning a site, cancels its placeholders (queued and
+// running: their jobs are requeued at once) and forgets it.
+func (m *Manager) Remove(ctx context.Context, name string) (protocol.SiteInfo, error) {
+	m.mu.Lock()
+	ms, ok := m.sites[name]
+	if ok {
+		delete(m.sites, name)
+	}
+	m.mu.Unlock()
+	if !ok {
+		return protocol.SiteInfo{}, protocol.Errorf(protocol.CodeNotFound, "no site %s", name)
+	}
+	ms.cancel()
+	<-ms.done
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var cancelErr error
+	var queued, running int
+	ps, err := ms.site.List(cctx)
+	if err == nil {
+		var ids []string
+		for _, p := range ps {
+			ids = append(ids, p.ID)
+			switch p.State {
+			case Queued:
+				queued++
+			case Running:
+				running++
+			}
+		}
+		err = ms.site.Cancel(cctx, ids)
+	}
+	if err != nil {
+		cancelErr = fmt.Errorf("could not cancel its placeholders (cancel them by hand): %w", err)
+	}
+	m.mu.Lock()
+	gone := make([]int64, 0, len(ms.connected))
+	for id := range ms.connected {
+		gone = append(gone, id)
+	}
+	info := m.infoLocked(ms)
+	info.Queued, info.Running = queued, running // what was cancelled
+	m.mu.Unlock()
+	for _, id := range gone {
+		m.Store.PlaceholderGone(ctx, id)
+	}
+	ms.site.Close()
+	if err := m.Store.RemoveSite(ctx, name); err != nil {
+		return info, err
+	}
+	if m.Forget != nil {
+		m.Forget(ms.spec)
+	}
+	if cancelErr != nil {
+		info.Error = cancelErr.Error()
+		m.log().Warn("site removed", "site", name, "err", cancelErr)
+	} else {
+		m.log().Info("site removed; placeholders cancelled", "site", name)
+	}
+	return info, nil
+}
+
+// List describes every site.
+func (m *Manager) List() []protocol.SiteInfo {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []protocol.SiteInfo
+	for _, ms := range m.sites {
+		out = append(out, m.infoLocked(ms))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (m *Manager) infoLocked(ms *managed) protocol.SiteInfo {
+	info := protocol.SiteInfo{SiteSpec: ms.spec, Exited: ms.exited, Connected: len(ms.connected), State: ms.state, Error: ms.err}
+	now := time.Now()
+	for _, t := range ms.known {
+		switch t.state {
+		case Queued:
+			info.Queued++
+			info.OldestQueuedS = max(info.OldestQueuedS, now.Sub(t.submitted).Seconds())
+		case Running:
+			info.Running++
+		}
+	}
+	if len(ms.waits) > 0 {
+		var sum time.Duration
+		for _, w := range ms.waits {
+			sum += w
+		}
+		info.QueueWaitS = (sum / time.Duration(len(ms.waits))).Seconds()
+	}
+	if p, ok := ms.site.(interface{ Platform() string }); ok {
+		info.Platform = p.Platform()
+	}
+	return info
+}
+
+// Placeholder is told when a placeholder registers or disconnects (see
+// server.Server.OnPlaceholder).
+func (m *Manager) Placeholder(id int64, reg protocol.Register, connected bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ms, ok := m.sites[reg.Site]
+	if !ok {
+		return
+	}
+	if connected {
+		ms.connected[id] = reg.PID
+	} else {
+		delete(ms.connected, id)
+	}
+}
+
+// localExited requeues the jobs of a local placeholder process that ended.
+func (m *Manager) localExited(site string, pid int) {
+	m.mu.Lock()
+	var ids []int64
+	if ms, ok := m.sites[site]; ok {
+		for id, p := range ms.connected {
+			if p == pid {
+				ids = append(ids, id)
+				delete(ms.connected, id)
+			}
+		}
+	}
+	m.mu.Unlock()
+	for _, id := range ids {
+		m.Store.PlaceholderGone(context.Background(), id)
+	}
+}
+
+func (m *Manager) loop(ctx context.Context, ms *managed) {
+	failures := 0
+	var lastList time.Time
+	for {
+		wait := m.poll()
+		if err := m.step(ctx, ms, &lastList); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			failures++
+			wait = min(m.poll()<<min(failures, 5), 30*time.Second)
+			m.mu.Lock()
+			changed := ms.state != StateDegraded || ms.err != err.Error()
+			ms.state, ms.err = StateDegraded, err.Error()
+			m.mu.Unlock()
+			if changed {
+				m.log().Warn("site degraded", "site", ms.spec.Name, "err", err)
+			}
+		} else if failures > 0 {
+			failures = 0
+			m.log().Info("site recovered", "site", ms.spec.Name)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// step looks at a site once and acts.
+func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) error {
+	spec := ms.spec
+	m.mu.Lock()
+	phs := make([]int64, 0, len(ms.connected))
+	for id := range ms.connected {
+		phs = append(phs, id)
+	}
+	idle := len(ms.known) == 0 && ms.state != StateDegraded && ms.state != StateStarting
+	m.mu.Unlock()
+	limit := spec.Max*spec.Slots + 1
+	ready, executing, err := m.Store.SiteDemand(ctx, AgentWalltime(time.Duration(spec.Walltime*float64(time.Second))).Seconds(), phs, limit)
+	if err != nil {
+		return fmt.Errorf("metaqueue: %w", err)
+	}
+	// With no work and no placeholders there is nothing to watch: look at
+	// the batch system only now and then (placeholders of an earlier CLS).
+	if ready == 0 && idle && time.Since(*lastList) < 30*time.Second {
+		return nil
+	}
+	tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	ps, err := ms.site.List(tctx)
+	if err != nil {
+		return err
+	}
+	*lastList = time.Now()
+	now := time.Now()
+
+	m.mu.Lock()
+	seen := map[string]bool{}
+	var broken []string
+	for _, p := range ps {
+		seen[p.ID] = true
+		t, ok := ms.known[p.ID]
+		if !ok { // not ours this run: an earlier CLS submitted it
+			t = &tracked{state: p.State, submitted: p.Submitted}
+			if t.submitted.IsZero() {
+				t.submitted = now
+			}
+			ms.known[p.ID] = t
+		}
+		switch p.State {
+		case Running:
+			if t.state == Queued {
+				t.started = now
+				ms.waits = append(ms.waits, now.Sub(t.submitted))
+				if len(ms.waits) > 20 {
+					ms.waits = ms.waits[1:]
+				}
+			}
+			t.state = Running
+		case Error:
+			broken = append(broken, p.ID)
+			t.state = Exited
+		case Exited:
+			t.state = Exited
+		}
+	}
+	for id, t := range ms.known {
+		if !seen[id] || t.state == Exited {
+			delete(ms.known, id)
+			ms.exited++
+		}
+	}
+	c := Counts{Ready: ready, Executing: executing, Slots: spec.Slots, Min: spec.Min, Max: spec.Max, ThrottleAfter: m.throttleAfter()}
+	var queued []string
+	for id, t := range ms.known {
+		switch t.state {
+		case Queued:
+			c.Queued++
+			c.OldestQueued = max(c.OldestQueued, now.Sub(t.submitted))
+			queued = append(queued, id)
+		case Running:
+			c.Running++
+		}
+	}
+	d := Decide(c)
+	ms.throttled = d.Throttled
+	if d.Throttled {
+		ms.state = StateThrottled
+	} else {
+		ms.state = StateOK
+	}
+	ms.err = ""
+	// Cancel the newest queued first: the oldest are nearest to starting.
+	slices.SortFunc(queued, func(a, b string) int { return ms.known[b].submitted.Compare(ms.known[a].submitted) })
+	cancelIDs := append(broken, queued[:d.Cancel]...)
+	for _, id := range queued[:d.Cancel] {
+		delete(ms.known, id)
+	}
+	m.mu.Unlock()
+
+	if len(broken) > 0 {
+		m.log().Warn("placeholders in the batch system's error state; cancelling them", "site", spec.Name, "ids", broken)
+	}
+	if len(cancelIDs) > 0 {
+		if err := ms.site.Cancel(tctx, cancelIDs); err != nil {
+			m.log().Warn("cancel failed", "site", spec.Name, "ids", cancelIDs, "err", err)
+		} else {
+			m.log().Info("cancelled placeholders", "site", spec.Name, "ids", cancelIDs, "ready", ready)
+		}
+	}
+	if d.Submit > 0 {
+		ids, err := ms.site.Submit(tctx, d.Submit)
+		m.mu.Lock()
+		for _, id := range ids {
+			ms.known[id] = &tracked{state: Queued, submitted: time.Now()}
+		}
+		m.mu.Unlock()
+		if len(ids) > 0 {
+			m.log().Info("submitted placeholders", "site", spec.Name, "ids", ids, "ready", ready, "executing", executing)
+		}
+		if err != nil {
+			return fmt.Errorf("submit: %w", err)
+		}
+	}
+	return nil
+}
+
+func (m *Manager) throttleAfter() time.Duration {
+	if m.ThrottleAfter <= 0 {
+		return 5 * time.Minute
+	}
+	return m.ThrottleAfter
+}
+
+// JobName is the batch job name of a site's placeholders: the site and an
+// id of this CLS, so two CLSs of one user never take each other's.
+func JobName(site, clsID string) string { return "mq-" + site + "-" + clsID }

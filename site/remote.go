@@ -1,0 +1,435 @@
+package site
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pkg/sftp"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
+	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/mq-hpc/mq/internal/sshkey"
+)
+
+// Runner runs commands and places files on a site's login host.
+type Runner interface {
+	// Run runs a shell command and returns its stdout. A non-zero exit is
+	// an error carrying the first line of stderr.
+	Run(ctx context.Context, cmd string) ([]byte, error)
+	// Put makes the file at path hold data with mode, writing only if its
+	// checksum differs, and verifies what was written. It reports whether
+	// it wrote.
+	Put(ctx context.Context, path string, data []byte, mode os.FileMode) (bool, error)
+	Close() error
+}
+
+// SSHConfig is how to reach a login host.
+type SSHConfig struct {
+	User, Addr string // Addr is host:port
+	// KeyFile is a private key; "" means the user's ssh-agent
+	// ($SSH_AUTH_SOCK), then ~/.ssh/id_ed25519, id_ecdsa, id_rsa.
+	KeyFile string
+	// KnownHosts verifies the host key; "" means ~/.ssh/known_hosts.
+	KnownHosts string
+	Timeout    time.Duration // dial and handshake; default 20 s
+}
+
+// ErrHostKeyChanged means the login host offered a key other than the one
+// known_hosts has for it: maybe an attack, so nothing is sent.
+var ErrHostKeyChanged = errors.New("the login host's key has changed")
+
+// ErrHostUnknown means known_hosts has no key for the login host.
+var ErrHostUnknown = errors.New("the login host is not in known_hosts")
+
+// Permanent reports whether err will not go away by retrying soon: the
+// host key is wrong or unknown, or no key was accepted. (The Manager still
+// retries, slowly, since the user may fix known_hosts.)
+func Permanent(err error) bool {
+	return errors.Is(err, ErrHostKeyChanged) || errors.Is(err, ErrHostUnknown) || errors.Is(err, errAuth)
+}
+
+var errAuth = errors.New("the login host accepted none of our keys")
+
+// SSH is a connection to a login host: one SSH connection, one session per
+// command, SFTP for files. It is safe for concurrent use.
+type SSH struct {
+	cfg    SSHConfig
+	client *ssh.Client
+	dead   chan struct{}
+	sftpMu sync.Mutex
+	sftp   *sftp.Client
+}
+
+// DialSSH connects to a login host, checking its key as OpenSSH does.
+func DialSSH(ctx context.Context, cfg SSHConfig) (*SSH, error) {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 20 * time.Second
+	}
+	home, _ := os.UserHomeDir()
+	khPath := cfg.KnownHosts
+	if khPath == "" {
+		khPath = filepath.Join(home, ".ssh", "known_hosts")
+	}
+	hostKeys, algs, err := hostKeyCheck(khPath, cfg.Addr)
+	if err != nil {
+		return nil, err
+	}
+	auth, closeAuth, err := authMethods(cfg.KeyFile, home)
+	if err != nil {
+		return nil, err
+	}
+	defer closeAuth()
+	d := net.Dialer{Timeout: cfg.Timeout, KeepAlive: 15 * time.Second}
+	dctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	nc, err := d.DialContext(dctx, "tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach the login host %s: %w", cfg.Addr, err)
+	}
+	nc.SetDeadline(time.Now().Add(cfg.Timeout))
+	stop := context.AfterFunc(dctx, func() { nc.Close() })
+	sc, chans, reqs, err := ssh.NewClientConn(nc, cfg.Addr, &ssh.ClientConfig{
+		User: cfg.User, Auth: auth, HostKeyCallback: hostKeys, HostKeyAlgorithms: algs, Timeout: cfg.Timeout,
+	})
+	stop()
+	if err != nil {
+		nc.Close()
+		switch {
+		case errors.Is(err, ErrHostKeyChanged), errors.Is(err, ErrHostUnknown):
+			return nil, err
+		case strings.Contains(err.Error(), "unable to authenticate"):
+			return nil, fmt.Errorf("ssh %s@%s: %w (%v)", cfg.User, cfg.Addr, errAuth, err)
+		}
+		return nil, fmt.Errorf("ssh %s@%s: %w", cfg.User, cfg.Addr, err)
+	}
+	nc.SetDeadline(time.Time{})
+	s := &SSH{cfg: cfg, client: ssh.NewClient(sc, chans, reqs), dead: make(chan struct{})}
+	go func() {
+		s.client.Wait()
+		close(s.dead)
+	}()
+	go s.keepalive()
+	return s, nil
+}
+
+// hostKeyCheck returns the known_hosts check for addr and the host key
+// algorithms known_hosts has for it: offering only those makes the server
+// show a key we can check, instead of one of another type that would look
+// like a changed key.
+func hostKeyCheck(path, addr string) (ssh.HostKeyCallback, []string, error) {
+	cb, err := knownhosts.New(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("known hosts %s: %w", path, err)
+	}
+	check := func(hostname string, remote net.Addr, key ssh.PublicKey) error {
+		err := cb(hostname, remote, key)
+		var ke *knownhosts.KeyError
+		if errors.As(err, &ke) {
+			if len(ke.Want) == 0 {
+				return fmt.Errorf("%w: %s is not in %s (add its key, e.g. ssh-keyscan -p PORT HOST >> %s, after checking it)", ErrHostUnknown, hostname, path, path)
+			}
+			w := ke.Want[0]
+			return fmt.Errorf("%w: %s offered %s %s but %s line %d has %s %s; if the change is expected, remove that line (ssh-keygen -R) and add the new key",
+				ErrHostKeyChanged, hostname, key.Type(), ssh.FingerprintSHA256(key), w.Filename, w.Line, w.Key.Type(), ssh.FingerprintSHA256(w.Key))
+		}
+		return err
+	}
+	// Ask with a throwaway key: the error lists the keys known for addr.
+	var algs []string
+	probe, _ := ssh.NewPublicKey(ed25519.PublicKey(make([]byte, ed25519.PublicKeySize)))
+	var ke *knownhosts.KeyError
+	if err := cb(addr, &net.TCPAddr{IP: net.IPv4(0, 0, 0, 0)}, probe); errors.As(err, &ke) {
+		seen := map[string]bool{}
+		for _, k := range ke.Want {
+			for _, a := range algorithmsFor(k.Key.Type()) {
+				if !seen[a] {
+					seen[a] = true
+					algs = append(algs, a)
+				}
+			}
+		}
+	}
+	return check, algs, nil
+}
+
+func algorithmsFor(keyType string) []string {
+	if keyType == ssh.KeyAlgoRSA {
+		return []string{ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256, ssh.KeyAlgoRSA}
+	}
+	return []string{keyType}
+}
+
+// authMethods: the key file; else the ssh-agent; else default keys.
+func authMethods(keyFile, home string) ([]ssh.AuthMethod, func(), error) {
+	none := func() {}
+	if keyFile != "" {
+		signer, err := sshkey.LoadSigner(keyFile)
+		if err != nil {
+			return nil, none, err
+		}
+		return []ssh.AuthMethod{ssh.PublicKeys(signer)}, none, nil
+	}
+	var methods []ssh.AuthMethod
+	closeAll := none
+	if sock := os.Getenv("SSH_AUTH_SOCK"); sock != "" {
+		if c, err := net.Dial("unix", sock); err == nil {
+			methods = append(methods, ssh.PublicKeysCallback(agent.NewClient(c).Signers))
+			closeAll = func() { c.Close() }
+		}
+	}
+	var signers []ssh.Signer
+	for _, name := range []string{"id_ed25519", "id_ecdsa", "id_rsa"} {
+		if s, err := sshkey.LoadSigner(filepath.Join(home, ".ssh", name)); err == nil {
+			signers = append(signers, s)
+		}
+	}
+	if len(signers) > 0 {
+		methods = append(methods, ssh.PublicKeys(signers...))
+	}
+	if len(methods) == 0 {
+		return nil, none, errors.New("no SSH key: give --key, run an ssh-agent, or have an unencrypted ~/.ssh/id_ed25519")
+	}
+	return methods, closeAll, nil
+}
+
+// keepalive drops a connection whose peer went silent, so the next command
+// fails fast and the site reconnects.
+func (s *SSH) keepalive() {
+	t := time.NewTicker(15 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-s.dead:
+			return
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, _, err := s.client.SendRequest("keepalive@openssh.com", true, nil)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err != nil {
+				s.Close()
+				return
+			}
+		case <-time.After(45 * time.Second):
+			s.Close()
+			return
+		}
+	}
+}
+
+// Done is closed when the connection is gone.
+func (s *SSH) Done() <-chan struct{} { return s.dead }
+
+// Close closes the connection.
+func (s *SSH) Close() error {
+	s.sftpMu.Lock()
+	if s.sftp != nil {
+		s.sftp.Close()
+		s.sftp = nil
+	}
+	s.sftpMu.Unlock()
+	return s.client.Close()
+}
+
+// ConnError marks an error of the connection rather than of a command: the
+// caller should reconnect.
+type ConnError struct{ Err error }
+
+func (e *ConnError) Error() string { return "connection to the login host lost: " + e.Err.Error() }
+func (e *ConnError) Unwrap() error { return e.Err }
+
+// profile makes commands see the environment of a login (batch systems'
+// settings live in /etc/profile.d and ~/.profile on most clusters) without
+// letting anything the profile prints mix with the command's output; and
+// it runs the command under /bin/sh whatever the user's login shell is.
+const profile = `{ [ -r /etc/profile ] && . /etc/profile; [ -r "$HOME/.profile" ] && . "$HOME/.profile"; } </dev/null >/dev/null 2>&1; `
+
+// Run runs cmd with /bin/sh on the login host.
+func (s *SSH) Run(ctx context.Context, cmd string) ([]byte, error) {
+	sess, err := s.client.NewSession()
+	if err != nil {
+		return nil, &ConnError{err}
+	}
+	defer sess.Close()
+	var stdout, stderr bytes.Buffer
+	sess.Stdout, sess.Stderr = &stdout, &stderr
+	done := make(chan error, 1)
+	go func() { done <- sess.Run("exec /bin/sh -c " + Quote(profile+cmd)) }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		sess.Signal(ssh.SIGKILL)
+		sess.Close()
+		return nil, ctx.Err()
+	}
+	if err != nil {
+		var ee *ssh.ExitError
+		if errors.As(err, &ee) {
+			msg := firstLine(stderr.Bytes())
+			if msg == "" {
+				msg = firstLine(stdout.Bytes())
+			}
+			return stdout.Bytes(), fmt.Errorf("%s: exit status %d: %s", commandName(cmd), ee.ExitStatus(), truncate(msg, 300))
+		}
+		return nil, &ConnError{err}
+	}
+	return stdout.Bytes(), nil
+}
+
+func commandName(cmd string) string {
+	f := strings.Fields(cmd)
+	if len(f) == 0 {
+		return "command"
+	}
+	return f[0]
+}
+
+func (s *SSH) sftpClient() (*sftp.Client, error) {
+	s.sftpMu.Lock()
+	defer s.sftpMu.Unlock()
+	if s.sftp != nil {
+		return s.sftp, nil
+	}
+	c, err := sftp.NewClient(s.client)
+	if err != nil {
+		return nil, &ConnError{fmt.Errorf("sftp: %w", err)}
+	}
+	s.sftp = c
+	return c, nil
+}
+
+// Put uploads data to path over SFTP unless the file already holds it. It
+// writes a temporary file beside path, checks its checksum, and renames it
+// into place: a running agent binary is never overwritten in place, and a
+// half-written file is never used.
+func (s *SSH) Put(ctx context.Context, p string, data []byte, mode os.FileMode) (bool, error) {
+	sum := sha256.Sum256(data)
+	want := hex.EncodeToString(sum[:])
+	if got, err := s.remoteSum(ctx, p); err == nil && got == want {
+		return false, nil
+	}
+	c, err := s.sftpClient()
+	if err != nil {
+		return false, err
+	}
+	if err := c.MkdirAll(path.Dir(p)); err != nil {
+		return false, fmt.Errorf("sftp mkdir %s: %w", path.Dir(p), err)
+	}
+	var rnd [6]byte
+	rand.Read(rnd[:])
+	tmp := p + ".tmp-" + hex.EncodeToString(rnd[:])
+	f, err := c.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
+	if err != nil {
+		return false, fmt.Errorf("sftp create %s: %w", tmp, err)
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = c.Chmod(tmp, mode)
+	}
+	if err != nil {
+		c.Remove(tmp)
+		return false, fmt.Errorf("sftp upload %s: %w", p, err)
+	}
+	got, err := s.remoteSum(ctx, tmp)
+	if err != nil || got != want {
+		c.Remove(tmp)
+		if err == nil {
+			err = fmt.Errorf("checksum %s, want %s", got, want)
+		}
+		return false, fmt.Errorf("upload of %s did not verify: %w", p, err)
+	}
+	if err := c.PosixRename(tmp, p); err != nil {
+		if err2 := c.Rename(tmp, p); err2 != nil {
+			c.Remove(tmp)
+			return false, fmt.Errorf("sftp rename %s: %w", p, err)
+		}
+	}
+	return true, nil
+}
+
+// remoteSum is the SHA-256 of a remote file: by sha256sum where the login
+// host has it, else by reading the file back over SFTP.
+func (s *SSH) remoteSum(ctx context.Context, p string) (string, error) {
+	out, err := s.Run(ctx, "sha256sum "+Quote(p)+" 2>/dev/null")
+	if err == nil {
+		if f := strings.Fields(string(out)); len(f) > 0 && len(f[0]) == 64 {
+			return f[0], nil
+		}
+	}
+	var ce *ConnError
+	if errors.As(err, &ce) {
+		return "", err
+	}
+	c, err := s.sftpClient()
+	if err != nil {
+		return "", err
+	}
+	f, err := c.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// Forward listens on bind (host:port) on the login host and connects every
+// connection made there to dial on this side: a reverse port forward,
+// through which placeholders that cannot reach the CLS reach it. It returns
+// the port bound; the forward ends with the connection.
+func (s *SSH) Forward(bind string, dial func() (net.Conn, error)) (int, error) {
+	ln, err := s.client.Listen("tcp", bind)
+	if err != nil {
+		return 0, fmt.Errorf("reverse forward on the login host (%s): %w", bind, err)
+	}
+	go func() {
+		defer ln.Close()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				l, err := dial()
+				if err != nil {
+					return
+				}
+				defer l.Close()
+				go func() {
+					io.Copy(l, c)
+					if cw, ok := l.(interface{ CloseWrite() error }); ok {
+						cw.CloseWrite()
+					}
+				}()
+				io.Copy(c, l)
+			}()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}

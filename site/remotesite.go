@@ -1,0 +1,293 @@
+package site
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// Remote is a site whose placeholders are batch jobs on a cluster reached
+// over SSH. The first call connects and prepares the login host: it finds
+// the platform (uname -sm), uploads the agent for it, the placeholder's key
+// and the batch script (each only if changed), and in tunnel mode opens
+// the reverse forward. A lost connection is re-made, and the preparation
+// redone (cheaply: unchanged files are not sent), at the next call.
+type Remote struct {
+	Spec  protocol.SiteSpec
+	Batch Batch
+	// Dial connects to the login host (DialSSH in production).
+	Dial func(ctx context.Context) (Runner, error)
+	// Agent returns the path of an agent binary for a platform.
+	Agent func(goos, goarch string) (string, error)
+	// Key is the placeholders' private key (OpenSSH PEM).
+	Key []byte
+	// HostKey is the CLS's host key fingerprint, pinned by placeholders.
+	HostKey string
+	// CLSAddr is where placeholders reach the CLS in direct mode.
+	CLSAddr string
+	// DialCLS connects to the CLS's SSH endpoint (the far end of a tunnel).
+	DialCLS func() (net.Conn, error)
+	// Dir is this CLS's directory on the login host, relative to the
+	// home directory ("" = .mq-sites/ID); JobName the placeholders' name.
+	Dir, JobName string
+	Log          *slog.Logger
+
+	mu       sync.Mutex
+	r        Runner
+	platform string
+	base     string // absolute: the site's directory on the login host
+	script   string
+	tunnel   int // port of the reverse forward on the login host
+}
+
+var _ Site = (*Remote)(nil)
+
+// Platform is "linux/amd64" and so on once connected.
+func (s *Remote) Platform() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.platform
+}
+
+// runner returns a prepared connection, making one if needed.
+func (s *Remote) runner(ctx context.Context) (Runner, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.r != nil {
+		if d, ok := s.r.(interface{ Done() <-chan struct{} }); ok {
+			select {
+			case <-d.Done():
+				s.r.Close()
+				s.r = nil
+			default:
+			}
+		}
+	}
+	if s.r != nil {
+		return s.r, nil
+	}
+	r, err := s.Dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.prepare(ctx, r); err != nil {
+		r.Close()
+		return nil, err
+	}
+	s.r = r
+	return r, nil
+}
+
+// drop forgets a connection that failed, so the next call reconnects.
+func (s *Remote) drop(r Runner, err error) {
+	var ce *ConnError
+	if !errors.As(err, &ce) {
+		return
+	}
+	s.mu.Lock()
+	if s.r == r {
+		s.r = nil
+	}
+	s.mu.Unlock()
+	r.Close()
+}
+
+// Platforms maps `uname -sm` to Go's names.
+func Platforms(uname string) (goos, goarch string, err error) {
+	f := strings.Fields(uname)
+	if len(f) != 2 {
+		return "", "", fmt.Errorf("uname -sm printed %q", truncate(uname, 100))
+	}
+	switch strings.ToLower(f[0]) {
+	case "linux":
+		goos = "linux"
+	case "darwin":
+		goos = "darwin"
+	case "freebsd":
+		goos = "freebsd"
+	default:
+		return "", "", fmt.Errorf("unsupported system %q (uname -s)", f[0])
+	}
+	switch f[1] {
+	case "x86_64", "amd64":
+		goarch = "amd64"
+	case "aarch64", "arm64":
+		goarch = "arm64"
+	case "ppc64le":
+		goarch = "ppc64le"
+	case "s390x":
+		goarch = "s390x"
+	case "riscv64":
+		goarch = "riscv64"
+	default:
+		return "", "", fmt.Errorf("unsupported machine %q (uname -m)", f[1])
+	}
+	return goos, goarch, nil
+}
+
+func (s *Remote) prepare(ctx context.Context, r Runner) error {
+	out, err := r.Run(ctx, `uname -sm; printf '%s\n' "$HOME"`)
+	if err != nil {
+		return fmt.Errorf("platform: %w", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[1], "/") {
+		return fmt.Errorf("platform: uname -sm and $HOME printed %q", truncate(string(out), 200))
+	}
+	goos, goarch, err := Platforms(lines[0])
+	if err != nil {
+		return err
+	}
+	s.platform = goos + "/" + goarch
+	dir := s.Dir
+	if dir == "" {
+		dir = ".mq-sites"
+	}
+	root := path.Join(lines[1], dir)
+	s.base = path.Join(root, s.Spec.Name)
+	if _, err := r.Run(ctx, "mkdir -p -m 700 "+Quote(root)+" "+Quote(s.base+"/log")+" "+Quote(s.base+"/out")); err != nil {
+		return err
+	}
+	agentPath, err := s.Agent(goos, goarch)
+	if err != nil {
+		return err
+	}
+	bin, err := os.ReadFile(agentPath)
+	if err != nil {
+		return fmt.Errorf("agent for %s: %w", s.platform, err)
+	}
+	remoteBin := path.Join(root, "bin", "mqagent-"+goos+"-"+goarch)
+	if _, err := r.Put(ctx, remoteBin, bin, 0o755); err != nil {
+		return err
+	}
+	if _, err := r.Put(ctx, path.Join(s.base, "key"), s.Key, 0o600); err != nil {
+		return err
+	}
+	addr := s.CLSAddr
+	if s.Spec.Connect == Tunnel {
+		f, ok := r.(interface {
+			Forward(bind string, dial func() (net.Conn, error)) (int, error)
+		})
+		if !ok || s.DialCLS == nil {
+			return errors.New("tunnel: this connection cannot forward ports")
+		}
+		// Ask for the port we had, so placeholders started before a
+		// reconnect find the CLS again.
+		port, err := f.Forward(net.JoinHostPort("0.0.0.0", strconv.Itoa(s.tunnel)), s.DialCLS)
+		if err != nil && s.tunnel != 0 {
+			port, err = f.Forward("0.0.0.0:0", s.DialCLS)
+		}
+		if err != nil {
+			return err
+		}
+		s.tunnel = port
+		_, login, _ := ParseSSH(s.Spec.SSH)
+		host, _, _ := net.SplitHostPort(login)
+		addr = net.JoinHostPort(host, strconv.Itoa(port))
+	}
+	if addr == "" {
+		return errors.New("the CLS has no SSH endpoint for placeholders to reach: start it with cls serve --ssh ADDR")
+	}
+	wall := time.Duration(s.Spec.Walltime * float64(time.Second))
+	args := []string{
+		"--cls", addr, "--host-key", s.HostKey, "--key", path.Join(s.base, "key"),
+		"--site", s.Spec.Name, "--slots", strconv.Itoa(s.Spec.Slots),
+		"--walltime", AgentWalltime(wall).String(),
+		"--idle", (time.Duration(s.Spec.Idle * float64(time.Second))).String(),
+		"--out", path.Join(s.base, "out"),
+	}
+	job := Job{Name: s.JobName, Queue: s.Spec.Queue, Walltime: wall, Slots: s.Spec.Slots, LogDir: path.Join(s.base, "log")}
+	s.script = path.Join(s.base, "placeholder.sh")
+	if _, err := r.Put(ctx, s.script, []byte(Script(s.Batch, job, remoteBin, args)), 0o700); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Submit submits n placeholders in one round trip.
+func (s *Remote) Submit(ctx context.Context, n int) ([]string, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	r, err := s.runner(ctx)
+	if err != nil {
+		return nil, err
+	}
+	words, err := SplitArgs(s.Spec.SubmitArgs)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	cmd := s.Batch.SubmitCommand(s.script, words)
+	s.mu.Unlock()
+	// One submission per line of output; stop at the first failure.
+	out, err := r.Run(ctx, "i=0; while [ $i -lt "+strconv.Itoa(n)+" ]; do "+cmd+" || exit $?; echo; i=$((i+1)); done")
+	var ids []string
+	for _, chunk := range strings.Split(string(out), "\n\n") {
+		if strings.TrimSpace(chunk) == "" {
+			continue
+		}
+		id, perr := s.Batch.ParseSubmit([]byte(chunk))
+		if perr != nil {
+			return ids, perr
+		}
+		ids = append(ids, id)
+	}
+	if err != nil {
+		s.drop(r, err)
+		return ids, err
+	}
+	if len(ids) != n {
+		return ids, fmt.Errorf("submitted %d placeholders, the batch system printed %d ids", n, len(ids))
+	}
+	return ids, nil
+}
+
+// List lists this site's placeholders that have not ended.
+func (s *Remote) List(ctx context.Context) ([]Placeholder, error) {
+	r, err := s.runner(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, err := r.Run(ctx, s.Batch.ListCommand(s.JobName))
+	if err != nil {
+		s.drop(r, err)
+		return nil, err
+	}
+	return s.Batch.ParseList(out, s.JobName)
+}
+
+// Cancel cancels placeholders.
+func (s *Remote) Cancel(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	r, err := s.runner(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = r.Run(ctx, s.Batch.CancelCommand(ids))
+	s.drop(r, err)
+	return err
+}
+
+// Close closes the connection; placeholders keep running.
+func (s *Remote) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.r != nil {
+		s.r.Close()
+		s.r = nil
+	}
+	return nil
+}

@@ -1,0 +1,118 @@
+package site
+
+import (
+	"bytes"
+	"encoding/xml"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// sgeBatch is Son of Grid Engine (and other Grid Engines: qsub, qstat -xml,
+// qdel).
+type sgeBatch struct{}
+
+func (sgeBatch) Directives(j Job) []string {
+	d := []string{
+		"#$ -N " + j.Name,
+		"#$ -S /bin/sh",
+		"#$ -j y",
+		"#$ -o " + j.LogDir + "/",
+		"#$ -l h_rt=" + hms(j.Walltime),
+	}
+	if j.Queue != "" {
+		d = append(d, "#$ -q "+j.Queue)
+	}
+	if j.Slots > 1 {
+		// Grid Engine gives several cores through a parallel environment;
+		// "smp" is the usual name. A site that calls it otherwise passes
+		// its own -pe in --submit-args, which comes later and wins.
+		d = append(d, "#$ -pe smp "+strconv.Itoa(j.Slots))
+	}
+	return d
+}
+
+func (sgeBatch) SubmitCommand(script string, args []string) string {
+	return "qsub -terse " + quoteAll(args) + " " + Quote(script)
+}
+
+// ParseSubmit reads `qsub -terse`: "4711", or "4711.1-10:1" for an array.
+func (sgeBatch) ParseSubmit(out []byte) (string, error) {
+	l := firstLine(out)
+	id, _, _ := strings.Cut(l, ".")
+	if !isDigits(id) {
+		return "", fmt.Errorf("qsub printed %q, not a job id", truncate(l, 200))
+	}
+	return id, nil
+}
+
+func (sgeBatch) ListCommand(string) string { return `qstat -xml -u "$(id -un)"` }
+
+type sgeJob struct {
+	Number    string `xml:"JB_job_number"`
+	Name      string `xml:"JB_name"`
+	State     string `xml:"state"`
+	Submitted string `xml:"JB_submission_time"`
+	Started   string `xml:"JAT_start_time"`
+}
+
+// ParseList reads `qstat -xml`: running jobs under queue_info, pending ones
+// under job_info. Array tasks of one job appear as several entries of the
+// same number; placeholders are never arrays, so they are kept apart only
+// by number.
+func (sgeBatch) ParseList(out []byte, name string) ([]Placeholder, error) {
+	var doc struct {
+		XMLName xml.Name
+		Running []sgeJob `xml:"queue_info>job_list"`
+		Pending []sgeJob `xml:"job_info>job_list"`
+	}
+	if len(bytes.TrimSpace(out)) == 0 {
+		return nil, fmt.Errorf("qstat -xml printed nothing")
+	}
+	if err := xml.Unmarshal(out, &doc); err != nil {
+		return nil, fmt.Errorf("qstat -xml: %w", err)
+	}
+	if doc.XMLName.Local != "job_info" {
+		return nil, fmt.Errorf("qstat -xml printed <%s>, not <job_info>", doc.XMLName.Local)
+	}
+	var ps []Placeholder
+	for _, j := range append(doc.Running, doc.Pending...) {
+		if strings.TrimSpace(j.Name) != name {
+			continue
+		}
+		id := strings.TrimSpace(j.Number)
+		if !isDigits(id) {
+			return nil, fmt.Errorf("qstat -xml: job number %q", truncate(id, 50))
+		}
+		ps = append(ps, Placeholder{ID: id, State: sgeState(strings.TrimSpace(j.State)),
+			Submitted: parseLocalTime(j.Submitted), Started: parseLocalTime(j.Started)})
+	}
+	return ps, nil
+}
+
+// sgeState maps Grid Engine's state letters: E (error: it will never run
+// until someone clears it) wins, then d (being deleted), then r/t (running,
+// transferring), s/S/T (suspended: still holding its slot); q/w/h are
+// queued and held.
+func sgeState(s string) State {
+	switch {
+	case strings.Contains(s, "E"):
+		return Error
+	case strings.Contains(s, "d"):
+		return Exited
+	case strings.ContainsAny(s, "rtRsST"):
+		return Running
+	case strings.ContainsAny(s, "qwh"):
+		return Queued
+	}
+	return Running // an unknown state holds resources until shown otherwise
+}
+
+func (sgeBatch) CancelCommand(ids []string) string { return "qdel " + quoteAll(ids) }
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}

@@ -1,0 +1,191 @@
+// Package site is about sites: the places placeholders run. A site is the
+// local machine, or a cluster reached over SSH whose own batch system (Son
+// of Grid Engine, Slurm, PBS) runs placeholders as ordinary batch jobs. The
+// CLS's Manager keeps each site supplied with placeholders while there is
+// work they can take; Decide is the pure rule it follows.
+package site
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// Types of site.
+const (
+	Local = "local"
+	SGE   = "sge"
+	Slurm = "slurm"
+	PBS   = "pbs"
+)
+
+// Connect modes of a remote site.
+const (
+	Direct = "direct" // compute nodes reach the CLS's SSH port
+	Tunnel = "tunnel" // they reach it through a reverse forward on the login host
+)
+
+// State is where a placeholder is in its site's batch system.
+type State int
+
+const (
+	Queued  State = iota + 1 // waiting in the batch queue (held ones too)
+	Running                  // started (or suspended, or exiting)
+	Exited                   // ended, or being deleted
+	Error                    // the batch system cannot run it (SGE's E state): cancel it
+)
+
+func (s State) String() string {
+	switch s {
+	case Queued:
+		return "queued"
+	case Running:
+		return "running"
+	case Exited:
+		return "exited"
+	case Error:
+		return "error"
+	}
+	return "unknown"
+}
+
+// Placeholder is one placeholder as its site's batch system shows it.
+type Placeholder struct {
+	ID    string // the batch job id ("4711", "4711.server"), or a pid for local
+	State State
+	// Submitted and Started are what the batch system says (zero when it
+	// does not say); the Manager prefers its own clock for queue waits.
+	Submitted time.Time
+	Started   time.Time
+}
+
+// Site is where placeholders are started, watched and cancelled. Calls
+// may block on the network; ctx bounds them.
+type Site interface {
+	// Submit starts n more placeholders and returns their ids.
+	Submit(ctx context.Context, n int) ([]string, error)
+	// List returns the placeholders of this site that have not ended. An
+	// error means the list is unknown, never that it is empty.
+	List(ctx context.Context) ([]Placeholder, error)
+	// Cancel stops placeholders by id (queued ones never start).
+	Cancel(ctx context.Context, ids []string) error
+	// Close releases connections; placeholders keep running.
+	Close() error
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,31}$`)
+
+// Validate checks a site's settings and fills defaults. Errors name the
+// setting as the command-line flag that sets it.
+func Validate(s *protocol.SiteSpec) error {
+	if !nameRE.MatchString(s.Name) {
+		return fmt.Errorf("site name %q: want a letter then up to 31 letters, digits, '-' or '_'", s.Name)
+	}
+	switch s.Type {
+	case Local, SGE, Slurm, PBS:
+	case "":
+		return errors.New("--type is required (local, sge, slurm or pbs)")
+	default:
+		return fmt.Errorf("--type %q: want local, sge, slurm or pbs", s.Type)
+	}
+	if s.Type == Local {
+		for flag, v := range map[string]string{"ssh": s.SSH, "key": s.Key, "known-hosts": s.KnownHosts, "queue": s.Queue, "submit-args": s.SubmitArgs, "connect": s.Connect} {
+			if v != "" {
+				return fmt.Errorf("--%s is only for remote sites (sge, slurm, pbs)", flag)
+			}
+		}
+	} else {
+		if s.SSH == "" {
+			return fmt.Errorf("--ssh user@login-host[:port] is required for a %s site", s.Type)
+		}
+		if _, _, err := ParseSSH(s.SSH); err != nil {
+			return err
+		}
+		switch s.Connect {
+		case "":
+			s.Connect = Direct
+		case Direct, Tunnel:
+		default:
+			return fmt.Errorf("--connect %q: want direct or tunnel", s.Connect)
+		}
+		if strings.ContainsAny(s.Queue, " \t\n'\"\\$`;|&<>") {
+			return fmt.Errorf("--queue %q: not a queue name", s.Queue)
+		}
+		if _, err := SplitArgs(s.SubmitArgs); err != nil {
+			return fmt.Errorf("--submit-args: %w", err)
+		}
+	}
+	if s.Max == 0 {
+		s.Max = max(s.Min, 1)
+	}
+	if s.Min < 0 || s.Max < 1 || s.Min > s.Max || s.Max > 10000 {
+		return fmt.Errorf("--min %d --max %d: want 0 <= min <= max, 1 <= max <= 10000", s.Min, s.Max)
+	}
+	if s.Slots == 0 {
+		s.Slots = 1
+	}
+	if s.Slots < 1 || s.Slots > 4096 {
+		return fmt.Errorf("--slots must be 1..4096, not %d", s.Slots)
+	}
+	if s.Walltime == 0 {
+		s.Walltime = 3600
+	}
+	if s.Walltime < 60 || s.Walltime > 366*24*3600 {
+		return fmt.Errorf("--walltime must be between 1m and 366 days, not %gs", s.Walltime)
+	}
+	if s.Idle == 0 {
+		s.Idle = 60
+	}
+	if s.Idle < 1 || s.Idle > s.Walltime {
+		return fmt.Errorf("--idle must be between 1s and the walltime, not %gs", s.Idle)
+	}
+	return nil
+}
+
+// ParseSSH splits user@host[:port] into the user and a dialable address.
+func ParseSSH(s string) (user, addr string, err error) {
+	user, host, ok := strings.Cut(s, "@")
+	if !ok || user == "" || host == "" {
+		return "", "", fmt.Errorf("--ssh %q: want user@login-host[:port]", s)
+	}
+	port := "22"
+	if h, p, ok := strings.Cut(host, ":"); ok && !strings.Contains(p, ":") {
+		host, port = h, p
+	} else if strings.HasPrefix(host, "[") { // [v6]:port
+		if i := strings.LastIndex(host, "]:"); i > 0 {
+			host, port = host[1:i], host[i+2:]
+		}
+	}
+	if host == "" || strings.ContainsAny(host, " /@") || strings.ContainsAny(user, " :/") {
+		return "", "", fmt.Errorf("--ssh %q: want user@login-host[:port]", s)
+	}
+	if n, err := parsePort(port); err != nil || n == 0 {
+		return "", "", fmt.Errorf("--ssh %q: bad port %q", s, port)
+	}
+	if strings.Contains(host, ":") {
+		return user, "[" + host + "]:" + port, nil
+	}
+	return user, host + ":" + port, nil
+}
+
+func parsePort(p string) (int, error) {
+	n := 0
+	if p == "" || len(p) > 5 {
+		return 0, errors.New("bad port")
+	}
+	for _, c := range p {
+		if c < '0' || c > '9' {
+			return 0, errors.New("bad port")
+		}
+		n = n*10 + int(c-'0')
+	}
+	if n > 65535 {
+		return 0, errors.New("bad port")
+	}
+	return n, nil
+}

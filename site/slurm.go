@@ -1,0 +1,91 @@
+package site
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// slurmBatch is Slurm: sbatch, squeue, scancel.
+type slurmBatch struct{}
+
+func (slurmBatch) Directives(j Job) []string {
+	d := []string{
+		"#SBATCH --job-name=" + j.Name,
+		"#SBATCH --output=" + j.LogDir + "/%x-%j.out",
+		"#SBATCH --time=" + hms(j.Walltime),
+		"#SBATCH --ntasks=1",
+		"#SBATCH --cpus-per-task=" + strconv.Itoa(max(j.Slots, 1)),
+	}
+	if j.Queue != "" {
+		d = append(d, "#SBATCH --partition="+j.Queue)
+	}
+	return d
+}
+
+func (slurmBatch) SubmitCommand(script string, args []string) string {
+	return "sbatch --parsable " + quoteAll(args) + " " + Quote(script)
+}
+
+// ParseSubmit reads `sbatch --parsable`: "4711" or "4711;cluster".
+func (slurmBatch) ParseSubmit(out []byte) (string, error) {
+	l := firstLine(out)
+	id, _, _ := strings.Cut(l, ";")
+	if !isDigits(id) {
+		return "", fmt.Errorf("sbatch printed %q, not a job id", truncate(l, 200))
+	}
+	return id, nil
+}
+
+// squeueFormat: id, state (long form), submit time, start time, name. The
+// name comes last so a name holding the separator cannot shift fields.
+const squeueFormat = "%i|%T|%V|%S|%j"
+
+// ListCommand lists the user's pending and running jobs of that name (no
+// -t: finished jobs are left out, so a job that ends simply disappears).
+func (slurmBatch) ListCommand(name string) string {
+	return `squeue --noheader -u "$(id -un)" -n ` + Quote(name) + ` -o '` + squeueFormat + `'`
+}
+
+// ParseList reads the squeue lines of ListCommand. A line it cannot read is
+// an error, never skipped: an unreadable listing must not look empty.
+func (slurmBatch) ParseList(out []byte, name string) ([]Placeholder, error) {
+	var ps []Placeholder
+	for n, line := range strings.Split(string(out), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		f := strings.SplitN(line, "|", 5)
+		if len(f) != 5 || f[0] == "" || f[1] == "" {
+			return nil, fmt.Errorf("squeue line %d: %q is not id|state|submit|start|name", n+1, truncate(line, 200))
+		}
+		if f[4] != name {
+			continue
+		}
+		st, ok := slurmState(f[1])
+		if !ok {
+			return nil, fmt.Errorf("squeue line %d: unknown job state %q", n+1, truncate(f[1], 50))
+		}
+		ps = append(ps, Placeholder{ID: f[0], State: st, Submitted: parseLocalTime(f[2]), Started: parseLocalTime(f[3])})
+	}
+	return ps, nil
+}
+
+// slurmState maps squeue's long state names (and their short codes).
+func slurmState(s string) (State, bool) {
+	switch strings.ToUpper(s) {
+	case "PENDING", "PD", "CONFIGURING", "CF", "REQUEUED", "RQ", "REQUEUE_HOLD", "RH", "REQUEUE_FED", "RF", "RESV_DEL_HOLD", "RD":
+		return Queued, true
+	case "RUNNING", "R", "SUSPENDED", "S", "STOPPED", "ST", "SIGNALING", "SI", "STAGE_OUT", "SO", "RESIZING", "RS":
+		return Running, true
+	// COMPLETING: the batch system is killing it; it takes no more work, and
+	// can stay so for long, so it must not hold back a replacement.
+	case "COMPLETING", "CG", "COMPLETED", "CD", "CANCELLED", "CA", "FAILED", "F", "TIMEOUT", "TO", "NODE_FAIL", "NF", "PREEMPTED", "PR",
+		"OUT_OF_MEMORY", "OOM", "BOOT_FAIL", "BF", "DEADLINE", "DL", "REVOKED", "RV", "SPECIAL_EXIT", "SE":
+		return Exited, true
+	}
+	return 0, false
+}
+
+func (slurmBatch) CancelCommand(ids []string) string { return "scancel " + quoteAll(ids) }

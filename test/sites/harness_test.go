@@ -1,0 +1,433 @@
+//go:build e2e
+
+// Package sites tests sites end to end against real batch systems: Son of
+// Grid Engine and Slurm on this host (scripts/sge.sh, scripts/slurm.sh), an
+// OpenSSH server on loopback as the login host, the unprivileged user
+// mquser (scripts/setup.sh) to submit as, and the real cls, mqsub, mqstat
+// and mqagent binaries. Needs root; each test skips, saying why, where its
+// parts are missing. Run with
+//
+//	go test -tags e2e -count=1 ./test/sites/
+package sites
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mq-hpc/mq/protocol"
+)
+
+var (
+	binDir    string
+	repo      string
+	clientKey string // private key mquser accepts
+	skipAll   string // why every test skips
+	haveSGE   string // "" or why SGE is unavailable
+	haveSlurm string
+)
+
+func TestMain(m *testing.M) { os.Exit(setup(m)) }
+
+func setup(m *testing.M) int {
+	var err error
+	repo, err = filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		panic(err)
+	}
+	switch {
+	case os.Geteuid() != 0:
+		skipAll = "needs root (to run sshd, SGE and Slurm and submit as mquser)"
+	case !exists("/usr/sbin/sshd"):
+		skipAll = "no OpenSSH server: run scripts/setup.sh as root"
+	}
+	if _, err := user.Lookup("mquser"); err != nil && skipAll == "" {
+		skipAll = "no user mquser: run scripts/setup.sh as root"
+	}
+	if skipAll != "" {
+		return m.Run()
+	}
+	binDir, err = os.MkdirTemp("", "mqsites-bin")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(binDir)
+	os.Chmod(binDir, 0o755)
+	build := exec.Command("go", "build", "-o", binDir+"/", "./cmd/cls", "./cmd/mqsub", "./cmd/mqstat", "./cmd/mqagent")
+	build.Dir = repo
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // static, like the agents shipped to sites
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "sites: go build: %v\n%s", err, out)
+		return 1
+	}
+	if out, err := exec.Command(filepath.Join(repo, "scripts/sge.sh"), "start").CombinedOutput(); err != nil {
+		haveSGE = "SGE did not start: " + strings.TrimSpace(string(out))
+	}
+	if out, err := exec.Command(filepath.Join(repo, "scripts/slurm.sh"), "start").CombinedOutput(); err != nil {
+		haveSlurm = "Slurm did not start: " + strings.TrimSpace(string(out))
+	}
+	// One key for every test's login host: mquser accepts it.
+	clientKey = filepath.Join(binDir, "client_key")
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", clientKey).CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "sites: ssh-keygen: %v %s\n", err, out)
+		return 1
+	}
+	pub, _ := os.ReadFile(clientKey + ".pub")
+	ak := "/home/mquser/.ssh/authorized_keys"
+	old, _ := os.ReadFile(ak)
+	os.MkdirAll(filepath.Dir(ak), 0o700)
+	if err := os.WriteFile(ak, append(old, pub...), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, "sites:", err)
+		return 1
+	}
+	exec.Command("chown", "-R", "mquser:mquser", filepath.Dir(ak)).Run()
+	defer os.WriteFile(ak, old, 0o600)
+	return m.Run()
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+func need(t *testing.T, systems ...string) {
+	t.Helper()
+	if skipAll != "" {
+		t.Skip(skipAll)
+	}
+	for _, s := range systems {
+		if s == "sge" && haveSGE != "" {
+			t.Skip(haveSGE)
+		}
+		if s == "slurm" && haveSlurm != "" {
+			t.Skip(haveSlurm)
+		}
+	}
+}
+
+// login is an sshd acting as a cluster's login host.
+type login struct {
+	t          *testing.T
+	dir        string
+	addr       string // host:port
+	knownHosts string
+	cmd        *exec.Cmd
+	ns         string // network namespace sshd runs in, if any
+}
+
+func freePort(t *testing.T, host string) string {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// newLogin starts sshd on addr (host:port; port "" = a free one).
+func newLogin(t *testing.T, host string) *login {
+	t.Helper()
+	l := &login{t: t, dir: t.TempDir(), addr: freePort(t, host)}
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(l.dir, "host_key")).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v %s", err, out)
+	}
+	l.knownHosts = filepath.Join(l.dir, "known_hosts")
+	l.writeKnownHosts(filepath.Join(l.dir, "host_key.pub"))
+	l.start()
+	t.Cleanup(l.stop)
+	return l
+}
+
+func (l *login) writeKnownHosts(pubFile string) {
+	pub, err := os.ReadFile(pubFile)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	host, port, _ := net.SplitHostPort(l.addr)
+	f := strings.Fields(string(pub))
+	os.WriteFile(l.knownHosts, []byte(fmt.Sprintf("[%s]:%s %s %s\n", host, port, f[0], f[1])), 0o644)
+}
+
+func (l *login) start() {
+	l.t.Helper()
+	os.MkdirAll("/run/sshd", 0o755)
+	host, port, _ := net.SplitHostPort(l.addr)
+	conf := filepath.Join(l.dir, "sshd_config")
+	os.WriteFile(conf, []byte(fmt.Sprintf(`Port %s
+ListenAddress %s
+HostKey %s/host_key
+PidFile %s/sshd.pid
+AuthorizedKeysFile .ssh/authorized_keys
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PermitRootLogin no
+UsePAM no
+MaxStartups 100:30:200
+MaxSessions 100
+AllowTcpForwarding yes
+GatewayPorts clientspecified
+Subsystem sftp internal-sftp
+`, port, host, l.dir, l.dir)), 0o600)
+	// -D: stay in the foreground, so the test owns the process.
+	l.cmd = exec.Command("/usr/sbin/sshd", "-D", "-f", conf, "-E", filepath.Join(l.dir, "sshd.log"))
+	if err := l.cmd.Start(); err != nil {
+		l.t.Fatalf("sshd: %v", err)
+	}
+	for i := 0; i < 100; i++ {
+		if c, err := net.DialTimeout("tcp", l.addr, 100*time.Millisecond); err == nil {
+			c.Close()
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	l.t.Fatalf("sshd did not listen on %s", l.addr)
+}
+
+// stop takes the login host down: the listener and every connection
+// (sshd serves each in a child process, which outlives the listener).
+func (l *login) stop() {
+	if l.cmd == nil {
+		return
+	}
+	pid := l.cmd.Process.Pid
+	for _, child := range children(pid) {
+		syscall.Kill(child, syscall.SIGKILL)
+	}
+	l.cmd.Process.Signal(syscall.SIGTERM)
+	l.cmd.Wait()
+	l.cmd = nil
+}
+
+// children lists the processes whose parent is pid.
+func children(pid int) []int {
+	var out []int
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so read after ')'.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		var state string
+		var ppid, self int
+		fmt.Sscanf(string(b[i+1:]), " %s %d", &state, &ppid)
+		fmt.Sscanf(string(b), "%d", &self)
+		if ppid == pid {
+			out = append(out, self)
+		}
+	}
+	return out
+}
+
+// cls is a running `cls serve` in its own MQ_HOME.
+type cls struct {
+	t      *testing.T
+	home   string
+	work   string // where commands run: jobs run there as mquser, so anyone may enter it
+	cmd    *exec.Cmd
+	stderr *bytes.Buffer
+}
+
+var sshRE = regexp.MustCompile(`cls: SSH on (\S+), host key (\S+)`)
+
+// startCLS starts a CLS with no local placeholders, an SSH endpoint, short
+// leases and a fast site poll. prefix runs it (e.g. in a network namespace).
+func startCLS(t *testing.T, prefix ...string) *cls {
+	t.Helper()
+	c := &cls{t: t, home: t.TempDir(), stderr: &bytes.Buffer{}}
+	work, err := os.MkdirTemp("", "mqsites-work")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(work, 0o777)
+	t.Cleanup(func() { os.RemoveAll(work) })
+	c.work = work
+	args := append(prefix, filepath.Join(binDir, "cls"), "serve", "--local", "0", "--ssh", "127.0.0.1:0",
+		"--lease", "3s", "--site-poll", "300ms", "--agents", binDir)
+	c.cmd = exec.Command(args[0], args[1:]...)
+	c.cmd.Env = append(os.Environ(), "MQ_HOME="+c.home)
+	pr, pw, _ := os.Pipe()
+	c.cmd.Stderr = pw
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	lines := make(chan string, 10)
+	go func() {
+		buf := make([]byte, 4096)
+		var acc string
+		for {
+			n, err := pr.Read(buf)
+			acc += string(buf[:n])
+			for {
+				i := strings.IndexByte(acc, '\n')
+				if i < 0 {
+					break
+				}
+				select {
+				case lines <- acc[:i]:
+				default:
+				}
+				acc = acc[i+1:]
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	deadline := time.After(20 * time.Second)
+	for ready := false; !ready; {
+		select {
+		case l := <-lines:
+			c.stderr.WriteString(l + "\n")
+			ready = strings.Contains(l, "cls: serving")
+		case <-deadline:
+			t.Fatalf("cls did not start: %s", c.stderr)
+		}
+	}
+	t.Cleanup(c.stop)
+	return c
+}
+
+// stop removes every site (cancelling its placeholders), then the CLS.
+func (c *cls) stop() {
+	var sl protocol.SiteList
+	if out, err := c.run("cls", "site", "list", "--json"); err == nil && json.Unmarshal([]byte(out), &sl) == nil {
+		for _, s := range sl.Sites {
+			c.run("cls", "site", "remove", s.Name)
+		}
+	}
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { c.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		c.cmd.Process.Kill()
+		<-done
+	}
+	if c.t.Failed() {
+		log, _ := os.ReadFile(filepath.Join(c.home, "cls.log"))
+		c.t.Logf("cls.log:\n%s", tail(string(log), 60))
+	}
+}
+
+func tail(s string, n int) string {
+	l := strings.Split(s, "\n")
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return strings.Join(l, "\n")
+}
+
+func (c *cls) run(name string, args ...string) (string, error) {
+	cmd := exec.Command(filepath.Join(binDir, name), args...)
+	cmd.Env = append(os.Environ(), "MQ_HOME="+c.home)
+	cmd.Dir = c.work
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if err != nil {
+		return out.String(), fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, errb.String())
+	}
+	return out.String(), nil
+}
+
+func (c *cls) must(name string, args ...string) string {
+	c.t.Helper()
+	out, err := c.run(name, args...)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return out
+}
+
+func (c *cls) addSite(name, typ string, l *login, extra ...string) {
+	c.t.Helper()
+	args := append([]string{"site", "add", name, "--type", typ, "--ssh", "mquser@" + l.addr,
+		"--key", clientKey, "--known-hosts", l.knownHosts}, extra...)
+	c.must("cls", args...)
+}
+
+func (c *cls) sites() map[string]protocol.SiteInfo {
+	c.t.Helper()
+	var sl protocol.SiteList
+	if err := json.Unmarshal([]byte(c.must("cls", "site", "list", "--json")), &sl); err != nil {
+		c.t.Fatal(err)
+	}
+	m := map[string]protocol.SiteInfo{}
+	for _, s := range sl.Sites {
+		m[s.Name] = s
+	}
+	return m
+}
+
+func (c *cls) jobs(states string) []protocol.JobInfo {
+	c.t.Helper()
+	args := []string{"--json"}
+	if states != "" {
+		args = append(args, "-s", states)
+	}
+	var js []protocol.JobInfo
+	if err := json.Unmarshal([]byte(c.must("mqstat", args...)), &js); err != nil {
+		c.t.Fatal(err)
+	}
+	return js
+}
+
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(timeout); ; time.Sleep(200 * time.Millisecond) {
+		if cond() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+	}
+}
+
+// asUser runs a shell command as mquser (the batch systems' view).
+func asUser(t *testing.T, cmd string) string {
+	t.Helper()
+	out, err := exec.Command("su", "mquser", "-c", cmd).CombinedOutput()
+	if err != nil {
+		t.Logf("%s: %v", cmd, err)
+	}
+	return string(out)
+}
+
+// ourBatchJobs counts mquser's jobs in SGE and Slurm named like our
+// placeholders.
+func ourBatchJobs(t *testing.T) int {
+	n := 0
+	if haveSGE == "" {
+		n += strings.Count(asUser(t, "qstat -u mquser"), " mq-")
+	}
+	if haveSlurm == "" {
+		for _, l := range strings.Split(asUser(t, "squeue -h -u mquser -o %j"), "\n") {
+			if strings.HasPrefix(l, "mq-") {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+var nsMu sync.Mutex
+
+var _ = context.Background

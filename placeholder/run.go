@@ -259,6 +259,19 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 	p.mu.Lock()
 	rep.Reason = p.reason
 	p.mu.Unlock()
+	if rep.Reason == "" && killedByStop(cmd.ProcessState) {
+		// A batch system stopping the placeholder (scancel, qdel, the end of
+		// its walltime) signals every process of the batch job at once, the
+		// job's too: that is the placeholder being stopped, not the job
+		// failing. The agent hears of it a moment later, if at all.
+		select {
+		case <-ctx.Done():
+		case <-time.After(stopGrace):
+		}
+	}
+	if rep.Reason == "" && rep.Exit != 0 && ctx.Err() != nil {
+		rep.Reason = protocol.ReasonInterrupted // requeued, not failed
+	}
 	// Leave no stragglers: the job's background children die with it.
 	syscall.Kill(-p.pgid, syscall.SIGKILL)
 	a.waitSinks(asg, outSink, errSink)
@@ -329,6 +342,27 @@ func (a *Agent) stageFile(ctx context.Context, asg protocol.Assignment, stream, 
 		return send([]byte(note))
 	}
 	return nil
+}
+
+// stopGrace is how long a job killed by a stopping signal waits for the
+// agent to be told to stop too.
+const stopGrace = 300 * time.Millisecond
+
+// killedByStop reports whether a process died of a signal batch systems
+// use to stop jobs.
+func killedByStop(ps *os.ProcessState) bool {
+	if ps == nil {
+		return false
+	}
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() {
+		return false
+	}
+	switch ws.Signal() {
+	case syscall.SIGTERM, syscall.SIGKILL, syscall.SIGINT, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2:
+		return true
+	}
+	return false
 }
 
 func exitStatus(ps *os.ProcessState, err error) int {

@@ -80,20 +80,23 @@ func ParseSize(s string) (int64, error) {
 }
 
 // ParseFileArg reads mqsub's PATH[:SIZE]. A suffix after the last colon
-// that is not a size belongs to the path.
+// that does not start like a number belongs to the path.
 func ParseFileArg(s string) (File, error) {
 	if s == "" {
 		return File{}, fmt.Errorf("empty file argument")
 	}
-	if i := strings.LastIndexByte(s, ':'); i >= 0 {
-		if n, err := ParseSize(s[i+1:]); err == nil {
-			if i == 0 {
-				return File{}, fmt.Errorf("%q has a size but no path", s)
-			}
-			return File{Path: s[:i], Size: &n}, nil
-		}
+	i := strings.LastIndexByte(s, ':')
+	if i < 0 || i == len(s)-1 || !strings.ContainsRune("0123456789.+-", rune(s[i+1])) {
+		return File{Path: s}, nil
 	}
-	return File{Path: s}, nil
+	n, err := ParseSize(s[i+1:])
+	if err != nil {
+		return File{}, fmt.Errorf("%s: %v", s, err)
+	}
+	if i == 0 {
+		return File{}, fmt.Errorf("%q has a size but no path", s)
+	}
+	return File{Path: s[:i], Size: &n}, nil
 }
 
 // FillSizes sets the size of every input that declares none to the size of

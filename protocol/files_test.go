@@ -85,7 +85,7 @@ func TestParseSizeAndFileArg(t *testing.T) {
 			t.Errorf("ParseFileArg(%q) = %+v, %v; want %+v", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"", ":10M"} {
+	for _, bad := range []string{"", ":10M", "/a:-1", "/a:1Q"} {
 		if _, err := ParseFileArg(bad); err == nil {
 			t.Errorf("ParseFileArg(%q): no error", bad)
 		}

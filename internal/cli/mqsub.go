@@ -42,8 +42,10 @@ where its inputs were produced.`
 		&cli.BoolFlag{Name: "b", Aliases: []string{"block"}, Usage: "wait for the job to end and exit with its exit status"},
 		&cli.Float64Flag{Name: "e", Aliases: []string{"est"}, Usage: "expected runtime in seconds"},
 		&cli.StringFlag{Name: "d", Aliases: []string{"dir"}, Usage: "working directory of the job"},
-		&cli.GenericFlag{Name: "i", Aliases: []string{"input"}, Value: &fileList{}, Usage: "a file the job reads, `PATH[:SIZE]` (repeat)"},
-		&cli.GenericFlag{Name: "o", Aliases: []string{"output"}, Value: &fileList{}, Usage: "a file the job writes, `PATH[:SIZE]` (repeat)"},
+		// No long aliases: urfave/cli would Set a generic flag's value again
+		// through each alias.
+		&cli.GenericFlag{Name: "i", Value: &fileList{}, Usage: "a file the job reads, `PATH[:SIZE]` (repeat)"},
+		&cli.GenericFlag{Name: "o", Value: &fileList{}, Usage: "a file the job writes, `PATH[:SIZE]` (repeat)"},
 		&cli.StringFlag{Name: "f", Aliases: []string{"file"}, Usage: "add the jobs in `FILE` (JSON lines) in one transaction"},
 		&cli.BoolFlag{Name: "rerun", Usage: "run ended jobs (done, failed, deleted) again"},
 		&cli.StringFlag{Name: "t", Aliases: []string{"target"}, Usage: "with --rerun: every ended job of this target"},

@@ -347,3 +347,29 @@ func TestSetQueuePolicyErrors(t *testing.T) {
 		t.Fatalf("error %q, want %q", err, want)
 	}
 }
+
+// TestDCRerunKeepsFiles: a rerun job gets its declared files back (memory
+// forgets them when a job ends), so DC still sends it to its data.
+func TestDCRerunKeepsFiles(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, func(o *Options) { o.Lease = time.Hour })
+	e.setPolicy("dq", "dc")
+	a, b := e.registerAt("A", "ha"), e.registerAt("B", "hb")
+	e.produceAt(a, "/d/x", 50<<20)
+	id := e.submit(withFiles("c", "needs x", []protocol.File{{Path: "/d/x"}}, nil))[0]
+	got := e.next(a, 1)
+	if len(got) != 1 || got[0].ID != id {
+		t.Fatalf("A got %v", ids(got))
+	}
+	e.report(a, ok(got[0]))
+	if r, err := e.s.Rerun(context.Background(), protocol.Select{IDs: []int64{id}}); err != nil || len(r.IDs) != 1 {
+		t.Fatalf("rerun: %+v %v", r, err)
+	}
+	if got := e.next(b, 1); len(got) != 0 {
+		t.Fatalf("B got %v after the rerun; its input is at A", ids(got))
+	}
+	if got := e.next(a, 1); len(got) != 1 || got[0].ID != id {
+		t.Fatalf("A got %v, want %d", ids(got), id)
+	}
+	e.check()
+}

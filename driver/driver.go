@@ -502,7 +502,8 @@ type execOptions struct {
 	prereqs []string
 	dir     string
 	est     time.Duration
-	files   []string
+	inputs  []protocol.File
+	outputs []protocol.File
 }
 
 // Group puts the job in a group (SetGroup) or pipeline (CreatePipeline).
@@ -523,11 +524,36 @@ func Dir(dir string) Option { return func(o *execOptions) { o.dir = dir } }
 // Estimate is the job's expected runtime, for scheduling.
 func Estimate(d time.Duration) Option { return func(o *execOptions) { o.est = d } }
 
-// Files declares files the job reads or writes. They are checked to be
-// absolute and kept with the job in the driver; the metaqueue does not use
-// them yet (planned: data-conscious placement).
+// Files declares files the job reads, of unknown size (Input with size
+// -1 for each). Use Output for the files it writes.
 func Files(paths ...string) Option {
-	return func(o *execOptions) { o.files = append(o.files, paths...) }
+	return func(o *execOptions) {
+		for _, p := range paths {
+			o.inputs = append(o.inputs, protocol.File{Path: p})
+		}
+	}
+}
+
+// Input declares a file the job reads and its size in bytes; a negative
+// size means unknown, and then the file's size when the job is issued is
+// taken if it exists. A queue with policy dc prefers placeholders near
+// where the file was produced. A relative path is in the job's directory.
+func Input(path string, size int64) Option {
+	return func(o *execOptions) { o.inputs = append(o.inputs, declared(path, size)) }
+}
+
+// Output declares a file the job writes and its size in bytes (negative:
+// unknown). When the job is done the CLS records where it was produced.
+func Output(path string, size int64) Option {
+	return func(o *execOptions) { o.outputs = append(o.outputs, declared(path, size)) }
+}
+
+func declared(path string, size int64) protocol.File {
+	f := protocol.File{Path: path}
+	if size >= 0 {
+		f.Size = &size
+	}
+	return f
 }
 
 // Exec issues a job from the default producer; see Producer.Exec.
@@ -550,7 +576,8 @@ func (p *Producer) Exec(ctx context.Context, command string, opts ...Option) (Ke
 	for _, opt := range opts {
 		opt(&o)
 	}
-	spec := protocol.JobSpec{Queue: d.cfg.Queue, Target: o.target, Prereqs: o.prereqs, Command: command, Cwd: o.dir, Est: o.est.Seconds()}
+	spec := protocol.JobSpec{Queue: d.cfg.Queue, Target: o.target, Prereqs: o.prereqs, Command: command, Cwd: o.dir, Est: o.est.Seconds(),
+		Inputs: o.inputs, Outputs: o.outputs}
 	if spec.Target == "" {
 		spec.Target = d.cfg.Target
 	}
@@ -560,11 +587,7 @@ func (p *Producer) Exec(ctx context.Context, command string, opts ...Option) (Ke
 	if err := protocol.ValidateSpec(&spec); err != nil {
 		return 0, fmt.Errorf("driver: %w", err)
 	}
-	for _, f := range o.files {
-		if f == "" || f[0] != '/' {
-			return 0, fmt.Errorf("driver: file %q is not an absolute path", f)
-		}
-	}
+	protocol.FillSizes(&spec, os.Stat)
 	if d.local && len(spec.Prereqs) > 0 {
 		return 0, errors.New("driver: prerequisites need a CLS (local mode has no metaqueue)")
 	}

@@ -370,6 +370,9 @@ func (s *Store) Rerun(ctx context.Context, sel protocol.Select) (protocol.Action
 			if _, err := s.stmts.rerun.Exec(string(j.State), id); err != nil {
 				return fatalError{err}
 			}
+			if err := s.loadFiles(context.Background(), id); err != nil {
+				return fatalError{err}
+			}
 			if err := s.applyChanges(ch, id, nil); err != nil {
 				return err
 			}
@@ -400,7 +403,7 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 	}
 	var order policy.Ordering
 	if qs.Policy != nil {
-		o, err := policy.Lookup(*qs.Policy)
+		o, err := lookupPolicy(*qs.Policy)
 		if err != nil {
 			return info, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
 		}
@@ -439,14 +442,21 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 		}
 		if order != nil && order.Name() != q.ready.Order().Name() {
 			h := policy.NewHeap(order)
+			_, toDC := order.(dcOrder)
+			now := s.now()
 			for {
 				r, ok := q.ready.Pop()
 				if !ok {
 					break
 				}
 				h.Push(r)
+				if toDC {
+					s.becameReady(r.ID, now) // queue time counts from the switch
+				}
 			}
 			q.ready = h
+			s.countDC()
+			s.data.gen++
 		}
 		q.QueueInfo = next
 		info = next
@@ -461,7 +471,7 @@ func (s *Store) Summary(ctx context.Context) ([]protocol.QueueCounts, error) {
 	var out []protocol.QueueCounts
 	err := s.do(ctx, func() error {
 		for _, q := range s.qlist {
-			qc := protocol.QueueCounts{Queue: q.Name, Counts: map[string]int{}}
+			qc := protocol.QueueCounts{Queue: q.Name, Policy: q.Policy, Counts: map[string]int{}}
 			c := s.countsFor(q.id)
 			for _, st := range job.States {
 				qc.Counts[st.String()] = c[st]

@@ -122,6 +122,17 @@ func appendSpec(b []byte, js *protocol.JobSpec) []byte {
 	for _, p := range js.Prereqs {
 		b = appendString(b, p)
 	}
+	for _, files := range [][]protocol.File{js.Inputs, js.Outputs} {
+		b = binary.AppendUvarint(b, uint64(len(files)))
+		for _, f := range files {
+			b = appendString(b, f.Path)
+			size := uint64(0) // unknown; else size+1
+			if f.Size != nil {
+				size = uint64(*f.Size) + 1
+			}
+			b = binary.AppendUvarint(b, size)
+		}
+	}
 	return b
 }
 
@@ -170,6 +181,30 @@ func readSpec(r *bufio.Reader, js *protocol.JobSpec) (err error) {
 			return err
 		}
 		js.Prereqs = append(js.Prereqs, p)
+	}
+	for _, files := range []*[]protocol.File{&js.Inputs, &js.Outputs} {
+		n, err := binary.ReadUvarint(r)
+		if err != nil {
+			return err
+		}
+		if n > protocol.MaxFiles {
+			return errors.New("corrupt spool")
+		}
+		for ; n > 0; n-- {
+			f := protocol.File{}
+			if f.Path, err = readString(r); err != nil {
+				return err
+			}
+			size, err := binary.ReadUvarint(r)
+			if err != nil {
+				return err
+			}
+			if size > 0 {
+				v := int64(size - 1)
+				f.Size = &v
+			}
+			*files = append(*files, f)
+		}
 	}
 	return nil
 }

@@ -14,7 +14,7 @@ import (
 //go:embed schema.sql
 var schema string
 
-const schemaVersion = "2"
+const schemaVersion = "3"
 
 // Sync is how hard a commit pushes data to disk.
 type Sync string
@@ -111,7 +111,12 @@ func migrate(ctx context.Context, w *sql.Conn) error {
 	case err == nil && v == schemaVersion:
 		return nil
 	case err == nil && v == "1":
-		return migrate1to2(ctx, w)
+		if err := migrate1to2(ctx, w); err != nil {
+			return err
+		}
+		return migrate2to3(ctx, w)
+	case err == nil && v == "2":
+		return migrate2to3(ctx, w)
 	case err == nil:
 		return fmt.Errorf("metaqueue schema version %s is not %s: this build cannot use it", v, schemaVersion)
 	}

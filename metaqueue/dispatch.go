@@ -53,6 +53,7 @@ func (s *Store) RegisterAs(ctx context.Context, r protocol.Register, identity st
 			}
 		}
 		s.phs[id] = true
+		s.data.phPlace[id] = s.data.site(placeOf(r.Site, r.Host))
 		return nil
 	})
 	return protocol.RegisterReply{ID: id, LeaseS: s.opt.Lease.Seconds(), HeartbeatS: s.opt.Heartbeat.Seconds()}, err
@@ -63,6 +64,11 @@ type parkedNext struct {
 	req      protocol.Next
 	reply    *protocol.NextReply
 	deadline time.Time
+	// A DC "wait" for this request stands until the dc queues change
+	// (data.gen moves on) or redecide passes.
+	dcWaited bool
+	dcGen    uint64
+	dcAt     time.Time
 }
 
 // Next applies a placeholder's reports and hands it up to req.Free jobs,
@@ -85,6 +91,9 @@ func (s *Store) Next(ctx context.Context, req protocol.Next) (protocol.NextReply
 		}
 		if req.Free == 0 {
 			return nil
+		}
+		if err := s.observeRequest(req.Placeholder); err != nil {
+			return err
 		}
 		// Every asker queues behind those already waiting (FIFO fairness);
 		// matchParked serves them all at the end of the batch.
@@ -241,6 +250,11 @@ func (s *Store) endAttempt(id int64, j dag.Job, ru *run, out outcome, exit int, 
 	if _, err := s.stmts.finish.Exec(string(next), exitArg, micros(started), micros(finished), reasonArg, id); err != nil {
 		return fatalError{err}
 	}
+	if next == job.Done {
+		if err := s.jobDone(id, s.g.Name(j.Target), ru.placeholder, started, finished); err != nil {
+			return err
+		}
+	}
 	ch, err := s.g.Set(id, next)
 	if err != nil {
 		return err
@@ -311,6 +325,7 @@ func (s *Store) expire() error {
 			}
 		}
 	}
+	s.forgetSilent(now)
 	return nil
 }
 
@@ -357,9 +372,18 @@ func (s *Store) dispatch(p *parkedNext) error {
 		seq    int
 	}
 	var picks []picked
+	// A DC wait stands until something it depends on changed, or for at
+	// most redecide: queue time alone moves it on slowly.
+	now := s.now()
+	skipDC := p.dcWaited && p.dcGen == s.data.gen && now.Before(p.dcAt.Add(redecide))
+	waited := false
 	// A bundle takes one slot however many jobs it has.
 	for slots := slotsUsed(p.reply.Jobs); slots < p.req.Free; {
-		_, id := s.pick(p.req.WalltimeLeft)
+		_, id, w, err := s.pick(p, skipDC)
+		if err != nil {
+			return err
+		}
+		waited = waited || w
 		if id == 0 {
 			break
 		}
@@ -386,13 +410,18 @@ func (s *Store) dispatch(p *parkedNext) error {
 			picks = append(picks, picked{id, s.queueIDs[j.Queue], bundle, seq})
 		}
 	}
+	switch {
+	case waited && len(picks) == 0:
+		p.dcWaited, p.dcGen, p.dcAt = true, s.data.gen, now
+	case !skipDC:
+		p.dcWaited = false
+	}
 	if len(picks) == 0 {
 		return nil
 	}
 	if err := s.begin(); err != nil {
 		return err
 	}
-	now := s.now()
 	stmt, err := s.stmts.dispatchN(context.Background(), s.w, len(picks))
 	if err != nil {
 		return fatalError{err}
@@ -442,17 +471,33 @@ func (s *Store) dispatch(p *parkedNext) error {
 
 // pick removes the next job to run from the ready heaps: queues take turns;
 // within a queue its policy orders jobs, skipping any whose estimate (or the
-// queue's ceiling) exceeds the placeholder's remaining walltime.
-func (s *Store) pick(walltime float64) (*queue, int64) {
+// queue's ceiling) exceeds the placeholder's remaining walltime. A dc queue
+// asks policy.DC (pickDC), unless skipDC; waited reports that DC told the
+// placeholder to wait for a job of some queue.
+func (s *Store) pick(p *parkedNext, skipDC bool) (q *queue, id int64, waited bool, err error) {
 	n := len(s.qlist)
 	for k := 0; k < n; k++ {
 		q := s.qlist[(s.rr+k)%n]
-		if id, ok := s.pickFrom(q, walltime); ok {
+		var ok bool
+		if q.isDC() {
+			if skipDC {
+				continue
+			}
+			var w bool
+			id, ok, w, err = s.pickDC(q, p)
+			if err != nil {
+				return nil, 0, false, err
+			}
+			waited = waited || w
+		} else {
+			id, ok = s.pickFrom(q, p.req.WalltimeLeft)
+		}
+		if ok {
 			s.rr = (s.rr + k + 1) % n
-			return q, id
+			return q, id, waited, nil
 		}
 	}
-	return nil, 0
+	return nil, 0, waited, nil
 }
 
 func (s *Store) pickFrom(q *queue, walltime float64) (int64, bool) {
@@ -509,6 +554,7 @@ func (s *Store) PlaceholderGone(ctx context.Context, id int64) error {
 			}
 		}
 		delete(s.phs, id)
+		s.forgetPlaceholder(id)
 		return nil
 	})
 }

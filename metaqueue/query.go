@@ -225,5 +225,33 @@ func (s *Store) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
 	if err := hrows.Err(); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return d, err
 	}
-	return d, nil
+	return d, s.jobFiles(ctx, &d)
+}
+
+// jobFiles adds a job's declared files and where each was last produced.
+func (s *Store) jobFiles(ctx context.Context, d *protocol.JobDetail) error {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT f.kind, f.path, f.size, coalesce(l.site, ''), coalesce(l.host, ''), coalesce(l.job_id, 0)
+		FROM job_files f LEFT JOIN file_locations l ON l.path = f.path WHERE f.job_id = ? ORDER BY f.kind, f.seq`, d.ID)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var kind string
+		var f protocol.FileInfo
+		var size sql.NullInt64
+		if err := rows.Scan(&kind, &f.Path, &size, &f.Site, &f.Host, &f.Job); err != nil {
+			rows.Close()
+			return err
+		}
+		if size.Valid {
+			n := size.Int64
+			f.Size = &n
+		}
+		if kind == "i" {
+			d.Inputs = append(d.Inputs, f)
+		} else {
+			d.Outputs = append(d.Outputs, f)
+		}
+	}
+	return closeRows(rows)
 }

@@ -1,4 +1,4 @@
--- The metaqueue schema, version 2 (version 1 lacked jobs.bundle and submits). The CLS is the only writer.
+-- The metaqueue schema, version 3 (version 1 lacked jobs.bundle and submits; 2 lacked job_files and file_locations). The CLS is the only writer.
 -- Times are Unix microseconds.
 CREATE TABLE IF NOT EXISTS meta (
 	key   TEXT PRIMARY KEY,
@@ -62,6 +62,29 @@ CREATE TABLE IF NOT EXISTS job_prereqs (
 	job_id    INTEGER NOT NULL,
 	target_id INTEGER NOT NULL,
 	PRIMARY KEY (job_id, target_id)
+) WITHOUT ROWID;
+
+-- Files jobs declared (mqsub -i/-o), in the order given: kind 'i' is an
+-- input, 'o' an output; size NULL = unknown. Paths are absolute and clean.
+CREATE TABLE IF NOT EXISTS job_files (
+	job_id INTEGER NOT NULL,
+	kind   TEXT NOT NULL CHECK (kind IN ('i', 'o')),
+	seq    INTEGER NOT NULL,
+	path   TEXT NOT NULL,
+	size   INTEGER,
+	PRIMARY KEY (job_id, kind, seq)
+) WITHOUT ROWID;
+
+-- Where each declared output was last produced: the site (and host, for
+-- the local site; '' otherwise) of the placeholder that ran job_id, which
+-- ended Done. The last producer wins.
+CREATE TABLE IF NOT EXISTS file_locations (
+	path     TEXT PRIMARY KEY,
+	site     TEXT NOT NULL,
+	host     TEXT NOT NULL,
+	size     INTEGER,
+	job_id   INTEGER NOT NULL,
+	produced INTEGER NOT NULL
 ) WITHOUT ROWID;
 
 CREATE TABLE IF NOT EXISTS attempts (

@@ -17,7 +17,7 @@ type stmts struct {
 	insJob, insJobs, insPrereq, insPrereqs, insTarget, insQueue *sql.Stmt
 	setState, finish, history, requeue, unclaim, rerun          *sql.Stmt
 	insPlaceholder, touchPlaceholder, jobRow, jobPrereqs        *sql.Stmt
-	jobEnd, keepAttempt                                         *sql.Stmt
+	jobEnd, keepAttempt, insFile, setLocation                   *sql.Stmt
 	all                                                         []*sql.Stmt
 	dispatchBy                                                  map[int]*sql.Stmt
 }
@@ -70,6 +70,9 @@ func (st *stmts) prepare(ctx context.Context, c *sql.Conn) error {
 		{&st.jobRow, "SELECT state, queue_id, target_id, est, attempts, attempt_base FROM jobs WHERE id = ?"},
 		{&st.jobPrereqs, "SELECT target_id FROM job_prereqs WHERE job_id = ?"},
 		{&st.jobEnd, "SELECT state, exit, reason FROM jobs WHERE id = ?"},
+		{&st.insFile, "INSERT INTO job_files (job_id, kind, seq, path, size) VALUES (?, ?, ?, ?, ?)"},
+		{&st.setLocation, `INSERT OR REPLACE INTO file_locations (path, site, host, size, job_id, produced)
+			VALUES (?, ?, ?, ?, ?, ?)`},
 		{&st.keepAttempt, `INSERT OR REPLACE INTO attempts (job_id, attempt, placeholder_id, started, finished, exit, reason)
 			SELECT id, attempts, placeholder_id, started, finished, exit,
 				coalesce(reason, CASE state WHEN 'D' THEN 'done' WHEN 'X' THEN 'deleted by user' ELSE 'ended' END) || '; rerun by user'

@@ -46,6 +46,11 @@ type Options struct {
 	// OutputDir is where remote placeholders' output is copied on this host
 	// (see server.Server.OutputDir); job details name the copies.
 	OutputDir string
+	// Links are the network between sites for the data-conscious policy,
+	// by site name; sites not named get DefaultLink (local:
+	// DefaultLocalLink). Zero or invalid links take the defaults.
+	Links       map[string]Link
+	DefaultLink Link
 }
 
 // Store is an open metaqueue.
@@ -75,9 +80,10 @@ type Store struct {
 	counts   map[int32]*[128]int // queue -> state letter -> jobs
 	nextID   int64
 	inTx     bool
-	curSync  Sync    // the writer's synchronous setting now (SyncSubmit switches it)
-	ended    []int64 // jobs that ended or blocked in this batch (for waiters)
-	bundles  bundles // live bundles (bundle.go)
+	curSync  Sync      // the writer's synchronous setting now (SyncSubmit switches it)
+	ended    []int64   // jobs that ended or blocked in this batch (for waiters)
+	bundles  bundles   // live bundles (bundle.go)
+	data     dataState // data-conscious scheduling (data.go)
 }
 
 type queue struct {
@@ -421,6 +427,9 @@ func (s *Store) applyChanges(ch []dag.Change, self int64, in *inserter) error {
 		if c.To == job.Queued {
 			if q := s.queueIDs[c.Queue]; q != nil {
 				q.ready.Push(policy.Ready{ID: c.ID, Est: c.Est})
+				if q.isDC() {
+					s.becameReady(c.ID, s.now())
+				}
 			}
 		}
 		if c.To.Terminal() || c.To == job.Blocked {
@@ -428,6 +437,7 @@ func (s *Store) applyChanges(ch []dag.Change, self int64, in *inserter) error {
 		}
 		if c.To.Terminal() {
 			s.bundles.ended(c.ID)
+			s.jobEnded(c.ID)
 		}
 	}
 	return nil
@@ -437,6 +447,7 @@ func (s *Store) addQueue(q *queue) {
 	s.queues[q.Name], s.queueIDs[q.id] = q, q
 	s.qlist = append(s.qlist, q)
 	sort.Slice(s.qlist, func(i, j int) bool { return s.qlist[i].id < s.qlist[j].id })
+	s.countDC()
 }
 
 func (s *Store) countsFor(q int32) *[128]int {
@@ -458,7 +469,11 @@ func (s *Store) load(ctx context.Context) error {
 	s.phs = map[int64]bool{}
 	s.counts = map[int32]*[128]int{}
 	s.nextID = 0
+	s.data.reset(s.now())
 	if err := s.loadBundles(ctx); err != nil {
+		return err
+	}
+	if err := s.loadFiles(ctx, 0); err != nil {
 		return err
 	}
 
@@ -472,7 +487,7 @@ func (s *Store) load(ctx context.Context) error {
 			rows.Close()
 			return err
 		}
-		o, err := policy.Lookup(q.Policy)
+		o, err := lookupPolicy(q.Policy)
 		if err != nil {
 			o = policy.FCFS{}
 		}
@@ -621,6 +636,9 @@ func (s *Store) load(ctx context.Context) error {
 		if j, ok := s.g.Job(id); ok && j.State == job.Queued {
 			if q := s.queueIDs[j.Queue]; q != nil {
 				q.ready.Push(policy.Ready{ID: id, Est: j.Est})
+				if q.isDC() {
+					s.data.readyAt[id] = now // queue time counts from this run's start
+				}
 			}
 		}
 	}

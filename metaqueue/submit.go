@@ -151,6 +151,9 @@ func (in *inserter) add(js *protocol.JobSpec) error {
 			}
 		}
 	}
+	if err := s.addFiles(id, js); err != nil {
+		return err
+	}
 	ch := s.g.AddJob(id, dag.Job{Target: t, Queue: q.id, Est: float32(js.Est), Prereqs: prereqs})
 	if err := s.applyChanges(ch, -1, in); err != nil {
 		return err
@@ -233,7 +236,7 @@ func (s *Store) queueFor(name string) (*queue, error) {
 	if err != nil {
 		return nil, fatalError{err}
 	}
-	o, err := policy.Lookup(q.Policy)
+	o, err := lookupPolicy(q.Policy)
 	if err != nil {
 		o = policy.FCFS{}
 	}

@@ -30,7 +30,9 @@ func TestFastJobLine(t *testing.T) {
 		{`{"target":"t","command":"x"} x`, false}, // trailing garbage
 		{`{"target":"t","command":"x",}`, false},  // trailing comma
 		{`{"target":"t","command":"é"}`, true},
-		{"{\"target\":\"t\",\"command\":\"\xff\"}", false}, // invalid UTF-8
+		{"{\"target\":\"t\",\"command\":\"\xff\"}", false},                        // invalid UTF-8
+		{`{"target":"t","command":"x","inputs":[{"path":"/a","size":1}]}`, false}, // files: encoding/json's
+		{`{"target":"t","command":"x","outputs":[]}`, false},
 	} {
 		_, ok := fastJobLine([]byte(tc.line))
 		if ok != tc.fast {
@@ -65,6 +67,8 @@ func FuzzFastJobLine(f *testing.F) {
 		`{"target":"t","prereqs":["a","b"],"command":"x","queue":"q","est":2.5,"cwd":"/tmp"}`,
 		`{"target":"t","target":"u","prereqs":["a"],"prereqs":[],"command":"x"}`,
 		`{"est":-0.5}`,
+		`{"target":"t","command":"x","inputs":[{"path":"/a","size":10}],"outputs":[{"path":"/b"}]}`,
+		`{"target":"t","command":"x","inputs":[]}`,
 	} {
 		f.Add([]byte(s))
 	}

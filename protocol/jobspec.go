@@ -55,7 +55,10 @@ func ValidateSpec(js *JobSpec) error {
 			return fmt.Errorf("target %s cannot be its own prerequisite", p)
 		}
 	}
-	return nil
+	if err := validateFiles("input", js.Inputs, js.Cwd); err != nil {
+		return err
+	}
+	return validateFiles("output", js.Outputs, js.Cwd)
 }
 
 // ReadJobFile reads `mqsub -f` input: one JSON object per line (blank

@@ -63,6 +63,28 @@ type JobSpec struct {
 	Command string   `json:"command"`
 	Cwd     string   `json:"cwd,omitempty"`
 	Est     float64  `json:"est,omitempty"` // expected runtime, seconds; 0 = unknown
+	// Inputs and Outputs declare files the job reads and writes, for the
+	// data-conscious policy: the CLS records where each output was
+	// produced and prefers placeholders near a job's inputs.
+	Inputs  []File `json:"inputs,omitempty"`
+	Outputs []File `json:"outputs,omitempty"`
+}
+
+// File is a file a job reads or writes. Path is absolute once validated
+// (a relative one is resolved against the job's working directory).
+type File struct {
+	Path string `json:"path"`
+	Size *int64 `json:"size,omitempty"` // bytes; absent = unknown
+}
+
+// FileInfo is a declared file as mqstat shows it, with where the metaqueue
+// last saw it produced (empty when no job of it has produced it).
+type FileInfo struct {
+	Path string `json:"path"`
+	Size *int64 `json:"size,omitempty"`
+	Site string `json:"site,omitempty"`
+	Host string `json:"host,omitempty"`
+	Job  int64  `json:"job,omitempty"` // the job that produced it there
 }
 
 // Submit adds jobs in one transaction.
@@ -152,6 +174,8 @@ type JobDetail struct {
 	StderrCopy string         `json:"stderr_copy,omitempty"`
 	WaitingOn  []TargetStatus `json:"waiting_on,omitempty"`
 	History    []AttemptInfo  `json:"history,omitempty"`
+	Inputs     []FileInfo     `json:"inputs,omitempty"`
+	Outputs    []FileInfo     `json:"outputs,omitempty"`
 }
 
 // TargetStatus describes a prerequisite target of a job.
@@ -185,6 +209,7 @@ type SummaryReply struct {
 // QueueCounts is one queue's row in a summary.
 type QueueCounts struct {
 	Queue  string         `json:"queue"`
+	Policy string         `json:"policy,omitempty"`
 	Counts map[string]int `json:"counts"`
 }
 

@@ -475,6 +475,7 @@ func FuzzReadJobFile(f *testing.F) {
 		"# c\n\n{\"target\":\"b\",\"prereqs\":[\"a\"],\"command\":\"x\",\"cwd\":\"/w\",\"est\":1}\n",
 		"{\"target\":\"a\"}", "{\"x\":1}", "{", "\r\n\r\n{\"target\":\"a\",\"command\":\"x\"}\r\n", "\xff",
 		"{\"target\":\"a\",\"command\":\"x\"} {}",
+		"{\"target\":\"a\",\"command\":\"x\",\"inputs\":[{\"path\":\"in\",\"size\":3}],\"outputs\":[{\"path\":\"/o\"}]}\n",
 	} {
 		f.Add([]byte(s))
 	}

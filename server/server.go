@@ -323,6 +323,9 @@ func newBulkItem(req *protocol.Request) *bulkItem {
 		}
 		def := protocol.JobSpec{Queue: b.Queue, Cwd: b.Cwd}
 		err := protocol.ReadJobLines(bytes.NewReader(b.Data), b.Line, def, func(_ int, js protocol.JobSpec) error {
+			// mqsub -f sends raw lines from this host: inputs of no declared
+			// size take the file's, as mqsub -i does.
+			protocol.FillSizes(&js, os.Stat)
 			b.Jobs = append(b.Jobs, js)
 			return nil
 		})

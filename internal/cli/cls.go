@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"text/tabwriter"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/mq-hpc/mq/client"
 	"github.com/mq-hpc/mq/internal/sshkey"
+	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/metaqueue"
 	"github.com/mq-hpc/mq/placeholder"
 	"github.com/mq-hpc/mq/protocol"
@@ -59,6 +61,7 @@ from local placeholders).`,
 			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error", Value: "info"},
 			&cli.BoolFlag{Name: "noop", Usage: "local placeholders report jobs done without running them (benchmarks the scheduling path)"},
 			&cli.StringFlag{Name: "ssh", Usage: "also accept SSH connections on `ADDR` (host:port), authenticated by the keys of `cls key`"},
+			&cli.GenericFlag{Name: "site-net", Value: &siteNets{}, Usage: "network of a site for dc queues, `SITE=LATENCY_S,BANDWIDTH` (bytes/s, units allowed: 100M); SITE default applies to sites not named (repeat)"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the CLS to `FILE` (performance work)", Hidden: true},
 			&cli.StringFlag{Name: "agents", Usage: "directory of placeholder agents for remote sites (mqagent-linux-amd64, ...; default: beside cls)"},
 			&cli.DurationFlag{Name: "site-poll", Usage: "how often each site's placeholders are looked at", Value: 2 * time.Second},
@@ -112,9 +115,11 @@ func serve(c *cli.Context) error {
 	}
 	defer stopProfile()
 	ctx := c.Context
+	nets := c.Generic("site-net").(*siteNets)
 	store, err := metaqueue.Open(ctx, metaqueue.Options{
 		Path: filepath.Join(home, "mq.db"), Sync: metaqueue.Sync(c.String("sync")),
 		Lease: c.Duration("lease"), Logger: log, OutputDir: filepath.Join(home, "output"),
+		Links: nets.links, DefaultLink: nets.def,
 	})
 	if err != nil {
 		return err
@@ -418,7 +423,7 @@ func queueSet(env Env) *cli.Command {
 			&cli.StringFlag{Name: "ceiling", Usage: "longest a job may run, e.g. 90, 90s, 2h (0 = no limit)"},
 			&cli.IntFlag{Name: "max-attempts", Usage: "times a job may be dispatched before it fails"},
 			&cli.BoolFlag{Name: "retry-failed", Usage: "retry jobs that exit non-zero (within max-attempts)"},
-			&cli.StringFlag{Name: "policy", Usage: "scheduling policy: fcfs or sjf"},
+			&cli.StringFlag{Name: "policy", Usage: "scheduling policy: fcfs (oldest first), sjf (shortest expected first) or dc (data-conscious: near the job's input files)"},
 		},
 		Action: func(c *cli.Context) error {
 			fs := flag.NewFlagSet("cls queue set", flag.ContinueOnError)
@@ -507,3 +512,41 @@ func printQueues(w io.Writer, qs []protocol.QueueInfo) {
 	}
 	tw.Flush()
 }
+
+// siteNets collects --site-net SITE=LATENCY_S,BANDWIDTH values.
+type siteNets struct {
+	links map[string]metaqueue.Link
+	def   metaqueue.Link
+}
+
+func (n *siteNets) Set(v string) error {
+	site, spec, ok := strings.Cut(v, "=")
+	lat, bw, ok2 := strings.Cut(spec, ",")
+	if !ok || !ok2 || site == "" {
+		return fmt.Errorf("%q is not SITE=LATENCY_S,BANDWIDTH (e.g. clusterA=0.5,10M)", v)
+	}
+	var l metaqueue.Link
+	var err error
+	if l.Latency, err = strconv.ParseFloat(lat, 64); err != nil || !(l.Latency > 0) || l.Latency > 3600 {
+		return fmt.Errorf("%s: latency %q is not a number of seconds > 0", site, lat)
+	}
+	b, err := protocol.ParseSize(bw)
+	if err != nil || b == 0 {
+		return fmt.Errorf("%s: bandwidth %q is not a number of bytes per second > 0 (e.g. 10M)", site, bw)
+	}
+	l.Bandwidth = float64(b)
+	if site == "default" {
+		n.def = l
+		return nil
+	}
+	if err := job.ValidName("site", site); err != nil {
+		return err
+	}
+	if n.links == nil {
+		n.links = map[string]metaqueue.Link{}
+	}
+	n.links[site] = l
+	return nil
+}
+
+func (n *siteNets) String() string { return "" }

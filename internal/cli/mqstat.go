@@ -221,7 +221,7 @@ func printSummary(w io.Writer, qs []protocol.QueueCounts) {
 	for _, s := range job.States {
 		fmt.Fprintf(tw, "%s\t", s)
 	}
-	fmt.Fprintln(tw, "TOTAL\t")
+	fmt.Fprintln(tw, "TOTAL\tPOLICY\t")
 	total := map[string]int{}
 	for _, q := range qs {
 		fmt.Fprintf(tw, "%s\t", q.Queue)
@@ -231,7 +231,7 @@ func printSummary(w io.Writer, qs []protocol.QueueCounts) {
 			n += q.Counts[s.String()]
 			total[s.String()] += q.Counts[s.String()]
 		}
-		fmt.Fprintf(tw, "%d\t\n", n)
+		fmt.Fprintf(tw, "%d\t%s\t\n", n, q.Policy)
 	}
 	if len(qs) > 1 {
 		fmt.Fprint(tw, "all\t")
@@ -240,7 +240,7 @@ func printSummary(w io.Writer, qs []protocol.QueueCounts) {
 			fmt.Fprintf(tw, "%d\t", total[s.String()])
 			n += total[s.String()]
 		}
-		fmt.Fprintf(tw, "%d\t\n", n)
+		fmt.Fprintf(tw, "%d\t\t\n", n)
 	}
 	tw.Flush()
 }
@@ -296,6 +296,12 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 			p("copies here", d.StdoutCopy+", "+d.StderrCopy)
 		}
 	}
+	for i, f := range d.Inputs {
+		fmt.Fprintf(tw, "%s\t%s\n", fileLabel("inputs", i), fileLine(f))
+	}
+	for i, f := range d.Outputs {
+		fmt.Fprintf(tw, "%s\t%s\n", fileLabel("outputs", i), fileLine(f))
+	}
 	for _, a := range d.History {
 		exit := "-"
 		if a.Exit != nil {
@@ -331,4 +337,41 @@ func targetStatus(ts protocol.TargetStatus) string {
 		s += "; " + strings.Join(parts, ", ")
 	}
 	return s
+}
+
+func fileLabel(kind string, i int) string {
+	if i == 0 {
+		return kind + ":"
+	}
+	return ""
+}
+
+// fileLine shows a declared file: path, size, and where a job produced it.
+func fileLine(f protocol.FileInfo) string {
+	s := f.Path
+	if f.Size != nil {
+		s += fmt.Sprintf(" (%s)", humanBytes(*f.Size))
+	}
+	switch {
+	case f.Site == "":
+		s += ", not produced by a job"
+	case f.Host != "":
+		s += fmt.Sprintf(", produced by job %d at site %s, host %s", f.Job, f.Site, f.Host)
+	default:
+		s += fmt.Sprintf(", produced by job %d at site %s", f.Job, f.Site)
+	}
+	return s
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, u := float64(n), 0
+	for v >= unit && u < 4 {
+		v /= unit
+		u++
+	}
+	return fmt.Sprintf("%.3g %ciB", v, " KMGT"[u])
 }

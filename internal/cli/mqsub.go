@@ -25,18 +25,27 @@ const bulkChunkBytes = 1 << 20
 // Mqsub returns the mqsub command.
 func Mqsub(env Env) *cli.App {
 	app := newApp("mqsub", "add a job to the metaqueue", env)
-	app.UsageText = `mqsub [-q QUEUE] [-p PREREQ_TARGET]... [-b] [-e EST_SECONDS] [-d DIR] TARGET COMMAND...
+	app.UsageText = `mqsub [-q QUEUE] [-p PREREQ_TARGET]... [-b] [-e EST_SECONDS] [-d DIR]
+         [-i PATH[:SIZE]]... [-o PATH[:SIZE]]... TARGET COMMAND...
    mqsub -f FILE          (one JSON job per line; - reads stdin)
    mqsub --rerun ID...    (or --rerun -t TARGET)`
 	app.Description = `Adds a job to TARGET and prints its id. The job runs once every job of each
 prerequisite target is done. Several COMMAND words are joined with spaces; the
-command runs under /bin/sh -c in DIR (default: the current directory).`
+command runs under /bin/sh -c in DIR (default: the current directory).
+-i and -o declare files the job reads and writes (relative paths are in DIR;
+SIZE in bytes or with a unit, 10M = 10 MiB; an input's size defaults to the
+file's size now, if it exists): a queue with policy dc runs the job near
+where its inputs were produced.`
 	app.Flags = []cli.Flag{
 		&cli.StringFlag{Name: "q", Aliases: []string{"queue"}, Usage: "queue (created on first use)", Value: protocol.DefaultQueue},
 		&cli.StringSliceFlag{Name: "p", Aliases: []string{"prereq"}, Usage: "prerequisite target (repeat, or a comma list)"},
 		&cli.BoolFlag{Name: "b", Aliases: []string{"block"}, Usage: "wait for the job to end and exit with its exit status"},
 		&cli.Float64Flag{Name: "e", Aliases: []string{"est"}, Usage: "expected runtime in seconds"},
 		&cli.StringFlag{Name: "d", Aliases: []string{"dir"}, Usage: "working directory of the job"},
+		// No long aliases: urfave/cli would Set a generic flag's value again
+		// through each alias.
+		&cli.GenericFlag{Name: "i", Value: &fileList{}, Usage: "a file the job reads, `PATH[:SIZE]` (repeat)"},
+		&cli.GenericFlag{Name: "o", Value: &fileList{}, Usage: "a file the job writes, `PATH[:SIZE]` (repeat)"},
 		&cli.StringFlag{Name: "f", Aliases: []string{"file"}, Usage: "add the jobs in `FILE` (JSON lines) in one transaction"},
 		&cli.BoolFlag{Name: "rerun", Usage: "run ended jobs (done, failed, deleted) again"},
 		&cli.StringFlag{Name: "t", Aliases: []string{"target"}, Usage: "with --rerun: every ended job of this target"},
@@ -48,6 +57,9 @@ command runs under /bin/sh -c in DIR (default: the current directory).`
 		case c.IsSet("f"):
 			if c.NArg() > 0 {
 				return usagef("-f takes no TARGET or COMMAND (got %q)", c.Args().First())
+			}
+			if c.IsSet("i") || c.IsSet("o") {
+				return usagef("-i and -o go with one job; in a file give \"inputs\" and \"outputs\" on its lines")
 			}
 			return mqsubFile(c, env)
 		}
@@ -71,10 +83,13 @@ command runs under /bin/sh -c in DIR (default: the current directory).`
 			Command: strings.Join(c.Args().Tail(), " "),
 			Cwd:     dir,
 			Est:     c.Float64("e"),
+			Inputs:  c.Generic("i").(*fileList).files,
+			Outputs: c.Generic("o").(*fileList).files,
 		}
 		if err := protocol.ValidateSpec(&js); err != nil {
 			return usagef("%v", err)
 		}
+		protocol.FillSizes(&js, os.Stat)
 		cl, err := dial(c.Context, env, "mqsub")
 		if err != nil {
 			return err
@@ -308,4 +323,25 @@ func parseIDs(args []string) ([]int64, error) {
 		}
 	}
 	return ids, nil
+}
+
+// fileList collects repeated -i/-o PATH[:SIZE] values. Unlike a string
+// slice flag it does not split at commas, which paths may contain.
+type fileList struct{ files []protocol.File }
+
+func (l *fileList) Set(v string) error {
+	f, err := protocol.ParseFileArg(v)
+	if err != nil {
+		return err
+	}
+	l.files = append(l.files, f)
+	return nil
+}
+
+func (l *fileList) String() string {
+	var s []string
+	for _, f := range l.files {
+		s = append(s, f.Path)
+	}
+	return strings.Join(s, " ")
 }

@@ -1,0 +1,552 @@
+package metaqueue
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/policy"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// Data-conscious scheduling in the live CLS. Jobs may declare the files
+// they read and write (job_files). When a job ends Done, the site of the
+// placeholder that ran it (and its host, for the local site) becomes the
+// location of each of its outputs (file_locations; the last producer wins).
+// A queue with policy "dc" hands a placeholder the job policy.DC chooses
+// from its 128 oldest ready jobs, pricing each job's inputs by where they
+// are and the configured links between sites. When DC says "wait" the
+// placeholder's long poll stays parked and DC decides for it again when
+// the queue changes and at least once a second: a waiting job's queue-time
+// term grows, so it cannot wait forever.
+
+// Link is how fast data moves between a site and the others.
+type Link struct {
+	// Latency is the one-way time in seconds between the site and the CLS:
+	// the start-up cost of one file copy, and DC's placeholder latency for
+	// placeholders there. Must be > 0.
+	Latency float64
+	// Bandwidth is bytes per second of a copy. Must be > 0.
+	Bandwidth float64
+}
+
+// Default links when Options do not say: the local site is a LAN, any
+// other site a WAN.
+var (
+	DefaultLocalLink = Link{Latency: 0.05, Bandwidth: 100e6}
+	DefaultSiteLink  = Link{Latency: 0.5, Bandwidth: 10e6}
+)
+
+// LocalSite is the site name of the CLS's own placeholders. Files there are
+// located per host; at other sites per site (a cluster shares its file
+// system).
+const LocalSite = "local"
+
+func (l Link) valid() bool {
+	ok := func(f float64) bool { return f > 0 && !math.IsInf(f, 0) && !math.IsNaN(f) }
+	return ok(l.Latency) && ok(l.Bandwidth)
+}
+
+// redecide is the longest a DC "wait" stands without being decided again.
+const redecide = time.Second
+
+// place is where files live and placeholders run.
+type place struct{ site, host string }
+
+func placeOf(site, host string) place {
+	if site != LocalSite {
+		host = ""
+	}
+	return place{site, host}
+}
+
+type fileDecl struct {
+	path string
+	size int64 // -1 = unknown
+}
+
+type jobFiles struct{ in, out []fileDecl }
+
+type fileLoc struct {
+	at   policy.Site
+	size int64 // the producer's declared size; -1 = unknown
+	job  int64
+}
+
+// dcOrder keeps a dc queue's ready jobs oldest first, the order DC
+// examines them in.
+type dcOrder struct{ policy.FCFS }
+
+func (dcOrder) Name() string { return "dc" }
+
+// lookupPolicy returns the ordering of a queue's ready heap for a policy
+// name.
+func lookupPolicy(name string) (policy.Ordering, error) {
+	if name == "dc" {
+		return dcOrder{}, nil
+	}
+	if o, err := policy.Lookup(name); err == nil {
+		return o, nil
+	}
+	return nil, fmt.Errorf("unknown policy %q (known: dc, fcfs, sjf)", name)
+}
+
+func (q *queue) isDC() bool {
+	_, ok := q.ready.Order().(dcOrder)
+	return ok
+}
+
+// dataState is the core's memory for data-conscious scheduling.
+type dataState struct {
+	files   map[int64]*jobFiles // live jobs that declared files
+	where   map[string]fileLoc  // path -> where it was last produced
+	places  []place             // indexed by policy.Site
+	placeID map[place]policy.Site
+	phPlace map[int64]policy.Site // placeholder -> where it runs
+	readyAt map[int64]time.Time   // jobs of dc queues: when first seen ready
+	expect  policy.Expect         // runtimes by target, learned from jobs done in this run
+	arr     policy.Arrivals       // placeholders' requests, fed while a dc queue exists
+	lastAsk map[int64]time.Time
+	epoch   time.Time // arrival times are seconds since this
+	ndc     int       // queues with policy dc
+	gen     uint64    // bumped when a dc decision may change (ready set, locations)
+	waits   int64     // DC "wait" decisions, for tests and logs
+
+	// Scratch for one decision, kept to avoid allocating per request.
+	popped []policy.Ready
+	cands  []policy.Candidate
+	inBuf  []policy.Input
+	fut    []policy.Arrival
+}
+
+func (d *dataState) reset(now time.Time) {
+	*d = dataState{
+		files: map[int64]*jobFiles{}, where: map[string]fileLoc{}, placeID: map[place]policy.Site{},
+		phPlace: map[int64]policy.Site{}, readyAt: map[int64]time.Time{}, lastAsk: map[int64]time.Time{},
+		epoch: now,
+	}
+}
+
+func (d *dataState) site(p place) policy.Site {
+	if id, ok := d.placeID[p]; ok {
+		return id
+	}
+	id := policy.Site(len(d.places))
+	d.places = append(d.places, p)
+	d.placeID[p] = id
+	return id
+}
+
+// link returns the configured link of a place's site.
+func (s *Store) link(at policy.Site) Link {
+	name := s.data.places[at].site
+	if l, ok := s.opt.Links[name]; ok && l.valid() {
+		return l
+	}
+	if name == LocalSite {
+		return DefaultLocalLink
+	}
+	if s.opt.DefaultLink.valid() {
+		return s.opt.DefaultLink
+	}
+	return DefaultSiteLink
+}
+
+// network implements policy.Network over the store's places: a copy
+// between two sites goes as slowly as the slower of their links.
+type network struct{ s *Store }
+
+func (n network) Transfer(from, to policy.Site, bytes int64, files int) float64 {
+	if from == to {
+		return 0
+	}
+	a, b := n.s.link(from), n.s.link(to)
+	return float64(files)*max(a.Latency, b.Latency) + float64(bytes)/min(a.Bandwidth, b.Bandwidth)
+}
+
+// phSite returns where a placeholder runs, reading its row once if it
+// registered before this run.
+func (s *Store) phSite(ph int64) (policy.Site, error) {
+	if at, ok := s.data.phPlace[ph]; ok {
+		return at, nil
+	}
+	var site, host string
+	err := s.w.QueryRowContext(context.Background(), "SELECT site, host FROM placeholders WHERE id = ?", ph).Scan(&site, &host)
+	if errors.Is(err, sql.ErrNoRows) {
+		site, host = "", "" // unknown: a place of its own
+	} else if err != nil {
+		return 0, fatalError{err}
+	}
+	at := s.data.site(placeOf(site, host))
+	s.data.phPlace[ph] = at
+	return at, nil
+}
+
+func (s *Store) countDC() {
+	n := 0
+	for _, q := range s.qlist {
+		if q.isDC() {
+			n++
+		}
+	}
+	if n == 0 && s.data.ndc > 0 {
+		s.data.arr, s.data.lastAsk = policy.Arrivals{}, map[int64]time.Time{}
+	}
+	s.data.ndc = n
+}
+
+func (s *Store) secs(t time.Time) float64 { return t.Sub(s.data.epoch).Seconds() }
+
+// observeRequest feeds a placeholder's request for work to the arrival
+// predictor.
+func (s *Store) observeRequest(ph int64) error {
+	if s.data.ndc == 0 {
+		return nil
+	}
+	at, err := s.phSite(ph)
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	s.data.arr.Observe(ph, at, s.secs(now))
+	s.data.lastAsk[ph] = now
+	return nil
+}
+
+// forgetPlaceholder drops a placeholder from the arrival predictions.
+func (s *Store) forgetPlaceholder(ph int64) {
+	if _, ok := s.data.lastAsk[ph]; ok {
+		s.data.arr.Forget(ph)
+		delete(s.data.lastAsk, ph)
+		s.data.gen++
+	}
+}
+
+// forgetSilent drops placeholders that have not asked for work for longer
+// than a lease and are not parked asking now: a vanished placeholder would
+// otherwise be predicted to arrive at once, forever.
+func (s *Store) forgetSilent(now time.Time) {
+	if len(s.data.lastAsk) == 0 {
+		return
+	}
+	var parked map[int64]bool
+	for ph, t := range s.data.lastAsk {
+		if now.Sub(t) <= s.opt.Lease {
+			continue
+		}
+		if parked == nil {
+			parked = make(map[int64]bool, len(s.parked))
+			for _, p := range s.parked {
+				parked[p.req.Placeholder] = true
+			}
+		}
+		if !parked[ph] {
+			s.forgetPlaceholder(ph)
+		}
+	}
+}
+
+// addFiles records a new job's declared files, in the batch's transaction.
+func (s *Store) addFiles(id int64, js *protocol.JobSpec) error {
+	if len(js.Inputs) == 0 && len(js.Outputs) == 0 {
+		return nil
+	}
+	jf := &jobFiles{}
+	for _, k := range []struct {
+		kind  string
+		files []protocol.File
+		dst   *[]fileDecl
+	}{{"i", js.Inputs, &jf.in}, {"o", js.Outputs, &jf.out}} {
+		for i, f := range k.files {
+			var size any
+			n := int64(-1)
+			if f.Size != nil {
+				size, n = *f.Size, *f.Size
+			}
+			if _, err := s.stmts.insFile.Exec(id, k.kind, i, f.Path, size); err != nil {
+				return fatalError{err}
+			}
+			*k.dst = append(*k.dst, fileDecl{f.Path, n})
+		}
+	}
+	s.data.files[id] = jf
+	return nil
+}
+
+// loadFiles reads the declared files of live jobs (one job, or all when
+// id is 0) and every known file location.
+func (s *Store) loadFiles(ctx context.Context, id int64) error {
+	q := `SELECT f.job_id, f.kind, f.path, f.size FROM job_files f JOIN jobs j ON j.id = f.job_id
+		WHERE j.state IN ('W','Q','E','B') ORDER BY f.job_id, f.kind, f.seq`
+	args := []any{}
+	if id != 0 {
+		q = "SELECT job_id, kind, path, size FROM job_files WHERE job_id = ? ORDER BY kind, seq"
+		args = append(args, id)
+		delete(s.data.files, id)
+	}
+	rows, err := s.w.QueryContext(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var jid int64
+		var kind, path string
+		var size sql.NullInt64
+		if err := rows.Scan(&jid, &kind, &path, &size); err != nil {
+			rows.Close()
+			return err
+		}
+		jf := s.data.files[jid]
+		if jf == nil {
+			jf = &jobFiles{}
+			s.data.files[jid] = jf
+		}
+		d := fileDecl{path, -1}
+		if size.Valid {
+			d.size = size.Int64
+		}
+		if kind == "i" {
+			jf.in = append(jf.in, d)
+		} else {
+			jf.out = append(jf.out, d)
+		}
+	}
+	if err := closeRows(rows); err != nil || id != 0 {
+		return err
+	}
+	rows, err = s.w.QueryContext(ctx, "SELECT path, site, host, size, job_id FROM file_locations")
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var path, site, host string
+		var size sql.NullInt64
+		var jid int64
+		if err := rows.Scan(&path, &site, &host, &size, &jid); err != nil {
+			rows.Close()
+			return err
+		}
+		loc := fileLoc{at: s.data.site(placeOf(site, host)), size: -1, job: jid}
+		if size.Valid {
+			loc.size = size.Int64
+		}
+		s.data.where[path] = loc
+	}
+	return closeRows(rows)
+}
+
+// jobDone records where a job that ended Done produced its outputs and
+// learns its runtime, in the batch's transaction.
+func (s *Store) jobDone(id int64, target string, ph int64, started, finished time.Time) error {
+	if s.data.ndc > 0 && !started.IsZero() && finished.After(started) {
+		s.data.expect.Observe(target, finished.Sub(started).Seconds())
+	}
+	jf := s.data.files[id]
+	if jf == nil || len(jf.out) == 0 {
+		return nil
+	}
+	at, err := s.phSite(ph)
+	if err != nil {
+		return err
+	}
+	pl := s.data.places[at]
+	for _, f := range jf.out {
+		var size any
+		if f.size >= 0 {
+			size = f.size
+		}
+		if _, err := s.stmts.setLocation.Exec(f.path, pl.site, pl.host, size, id, micros(finished)); err != nil {
+			return fatalError{err}
+		}
+		s.data.where[f.path] = fileLoc{at: at, size: f.size, job: id}
+	}
+	s.data.gen++
+	return nil
+}
+
+// becameReady notes when a job of a dc queue became ready (its queue time
+// counts from then; a requeued job keeps its first time).
+func (s *Store) becameReady(id int64, now time.Time) {
+	if _, ok := s.data.readyAt[id]; !ok {
+		s.data.readyAt[id] = now
+	}
+	s.data.gen++
+}
+
+// jobEnded forgets a job that reached a terminal state.
+func (s *Store) jobEnded(id int64) {
+	delete(s.data.files, id)
+	delete(s.data.readyAt, id)
+}
+
+// inputs adds up the inputs of jobs ids by where they are, appending to
+// dst. Inputs no job has produced have no known place and weigh nothing;
+// an input of unknown size costs one copy's latency.
+func (s *Store) inputs(dst []policy.Input, ids []int64) []policy.Input {
+	start := len(dst)
+	for _, id := range ids {
+		jf := s.data.files[id]
+		if jf == nil {
+			continue
+		}
+		for _, f := range jf.in {
+			loc, ok := s.data.where[f.path]
+			if !ok {
+				continue
+			}
+			size := f.size
+			if size < 0 {
+				size = loc.size
+			}
+			i := start
+			for ; i < len(dst) && dst[i].Site != loc.at; i++ {
+			}
+			if i == len(dst) {
+				dst = append(dst, policy.Input{Site: loc.at})
+			}
+			dst[i].Bytes += max(size, 0)
+			dst[i].Files++
+		}
+	}
+	return dst
+}
+
+// pickDC asks policy.DC which of a dc queue's oldest ready jobs the
+// placeholder of p should get. It returns false when the queue has none
+// that fits or DC decided the placeholder should wait (then waited is set).
+func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err error) {
+	d := &s.data
+	cur, err := s.phSite(p.req.Placeholder)
+	if err != nil {
+		return 0, false, false, err
+	}
+	now := s.now()
+	walltime := p.req.WalltimeLeft
+	popped, cands, ins := d.popped[:0], d.cands[:0], d.inBuf[:0]
+	var seen []int64 // bundles already among the candidates
+	for examined := 0; examined < window; {
+		r, ok := q.ready.Pop()
+		if !ok {
+			break
+		}
+		j, ok := s.g.Job(r.ID)
+		if !ok || j.State != job.Queued {
+			continue // stale entry
+		}
+		examined++
+		if walltime > 0 {
+			need := float64(j.Est)
+			if need == 0 {
+				need = q.Ceiling
+			}
+			if need > walltime {
+				popped = append(popped, r)
+				continue
+			}
+		}
+		one := [1]int64{r.ID}
+		members := one[:]
+		if bid, inBundle := s.bundles.of[r.ID]; inBundle {
+			if slices.Contains(seen, bid) {
+				popped = append(popped, r)
+				continue
+			}
+			if members, _ = s.bundlePick(r.ID); len(members) == 0 {
+				continue // held back; pushed again when its state changes
+			}
+			seen = append(seen, bid)
+		}
+		popped = append(popped, r)
+		ready, known := d.readyAt[r.ID]
+		if !known {
+			ready = now
+			d.readyAt[r.ID] = now
+		}
+		start := len(ins)
+		ins = s.inputs(ins, members)
+		cands = append(cands, policy.Candidate{
+			ID:        r.ID,
+			QueueTime: max(now.Sub(ready).Seconds(), 0),
+			Runtime:   d.expect.Estimate(s.g.Name(j.Target), float64(j.Est)),
+			Inputs:    ins[start:len(ins):len(ins)],
+		})
+	}
+	var dec policy.Decision
+	if len(cands) > 0 {
+		fut := d.arr.Predict(s.secs(now), p.req.Placeholder, d.fut[:0])
+		// Placeholders parked now are asking now, whatever their history.
+		for _, o := range s.parked {
+			if o != p && o.req.Placeholder != p.req.Placeholder {
+				at, err := s.phSite(o.req.Placeholder)
+				if err != nil {
+					return 0, false, false, err
+				}
+				fut = append(fut, policy.Arrival{Site: at, In: 0})
+			}
+		}
+		d.fut = fut
+		dc := policy.DefaultDC(s.link(cur).Latency)
+		dec = dc.Choose(policy.Snapshot{Current: cur, Future: fut, Ready: slices.Values(cands), Net: network{s}})
+	} else {
+		dec.Wait = true
+	}
+	for _, r := range popped {
+		if dec.Wait || r.ID != dec.Job.ID {
+			q.ready.Push(r)
+		}
+	}
+	clear(cands) // drop references to input slices
+	d.popped, d.cands, d.inBuf = popped[:0], cands[:0], ins[:0]
+	if dec.Wait {
+		if len(cands) > 0 {
+			d.waits++
+			return 0, false, true, nil
+		}
+		return 0, false, false, nil
+	}
+	d.gen++
+	return dec.Job.ID, true, false, nil
+}
+
+// migrate2to3 adds declared job files and file locations to a version 2
+// database.
+func migrate2to3(ctx context.Context, w *sql.Conn) error {
+	if _, err := w.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return fmt.Errorf("migrate schema 2 to 3: %w", err)
+	}
+	for _, q := range []string{jobFilesTable, fileLocationsTable, "UPDATE meta SET value = '3' WHERE key = 'schema'"} {
+		if _, err := w.ExecContext(ctx, q); err != nil {
+			w.ExecContext(ctx, "ROLLBACK")
+			return fmt.Errorf("migrate schema 2 to 3: %w", err)
+		}
+	}
+	if _, err := w.ExecContext(ctx, "COMMIT"); err != nil {
+		return fmt.Errorf("migrate schema 2 to 3: %w", err)
+	}
+	return nil
+}
+
+// The tables version 3 added (also in schema.sql).
+const (
+	jobFilesTable = `CREATE TABLE IF NOT EXISTS job_files (
+	job_id INTEGER NOT NULL,
+	kind   TEXT NOT NULL CHECK (kind IN ('i', 'o')),
+	seq    INTEGER NOT NULL,
+	path   TEXT NOT NULL,
+	size   INTEGER,
+	PRIMARY KEY (job_id, kind, seq)
+) WITHOUT ROWID`
+	fileLocationsTable = `CREATE TABLE IF NOT EXISTS file_locations (
+	path     TEXT PRIMARY KEY,
+	site     TEXT NOT NULL,
+	host     TEXT NOT NULL,
+	size     INTEGER,
+	job_id   INTEGER NOT NULL,
+	produced INTEGER NOT NULL
+) WITHOUT ROWID`
+)

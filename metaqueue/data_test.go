@@ -1,0 +1,375 @@
+package metaqueue
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+func sz(n int64) *int64 { return &n }
+
+// withFiles is a job spec declaring inputs and outputs ("path" or
+// "path:size" is not parsed here: sizes are given separately).
+func withFiles(target, command string, in, out []protocol.File) protocol.JobSpec {
+	js := spec(target, command)
+	js.Queue, js.Inputs, js.Outputs = "dq", in, out
+	return js
+}
+
+func file(path string, size int64) protocol.File { return protocol.File{Path: path, Size: sz(size)} }
+
+func (e *env) registerAt(site, host string) int64 {
+	e.t.Helper()
+	r, err := e.s.Register(context.Background(), protocol.Register{Site: site, Host: host, PID: 1, Slots: 1, OutDir: "/out"})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return r.ID
+}
+
+func (e *env) setPolicy(q, pol string) {
+	e.t.Helper()
+	if _, err := e.s.SetQueue(context.Background(), protocol.QueueSet{Name: q, Policy: &pol}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) dcWaits() int64 {
+	var n int64
+	e.s.do(context.Background(), func() error { n = e.s.data.waits; return nil })
+	return n
+}
+
+// TestJobFilesStoredAndShown: declared files are kept in order with their
+// sizes, survive a restart and a bulk spool, and the job details name where
+// a Done job produced its outputs.
+func TestJobFilesStoredAndShown(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	id := e.submit(withFiles("p", "produce", []protocol.File{{Path: "/in/b"}, file("/in/a", 7)},
+		[]protocol.File{file("/out/x", 1<<20), {Path: "/out/y"}}))[0]
+	ph := e.registerAt("siteA", "h1")
+	got := e.next(ph, 1)
+	if len(got) != 1 || got[0].ID != id {
+		t.Fatalf("got %v", ids(got))
+	}
+	e.report(ph, ok(got[0]))
+	e.reopen()
+	d := e.job(id)
+	if len(d.Inputs) != 2 || d.Inputs[0].Path != "/in/b" || d.Inputs[0].Size != nil || *d.Inputs[1].Size != 7 || d.Inputs[0].Site != "" {
+		t.Fatalf("inputs %+v", d.Inputs)
+	}
+	if len(d.Outputs) != 2 || *d.Outputs[0].Size != 1<<20 || d.Outputs[0].Site != "siteA" || d.Outputs[0].Host != "" ||
+		d.Outputs[0].Job != id || d.Outputs[1].Site != "siteA" {
+		t.Fatalf("outputs %+v", d.Outputs)
+	}
+	// The local site is located per host.
+	c := e.submit(withFiles("c", "consume", []protocol.File{{Path: "/out/x"}}, []protocol.File{{Path: "/out/y"}}))[0]
+	lp := e.registerAt(LocalSite, "cls-host")
+	got = e.next(lp, 1)
+	e.report(lp, ok(got[0]))
+	if d := e.job(c); d.Inputs[0].Site != "siteA" || d.Outputs[0].Site != LocalSite || d.Outputs[0].Host != "cls-host" || d.Outputs[0].Job != c {
+		t.Fatalf("consumer %+v %+v", d.Inputs, d.Outputs)
+	}
+	// A failed job produces nothing.
+	ph = e.registerAt("siteA", "h1")
+	f := e.submit(withFiles("f", "fail", nil, []protocol.File{{Path: "/out/x"}}))[0]
+	got = e.next(ph, 1)
+	e.report(ph, exit(got[0], 1))
+	e.mustBe(f, job.Failed)
+	if d := e.job(f); d.Outputs[0].Job != id {
+		t.Fatalf("a failed job moved /out/x: %+v", d.Outputs[0])
+	}
+
+	// Bulk submissions carry files through the spool.
+	b, err := e.s.NewBulk()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Add(1, []protocol.JobSpec{withFiles("bulk", "x", []protocol.File{file("/b/in", 0), {Path: "/b/in2"}}, []protocol.File{file("/b/out", 3)})}); err != nil {
+		t.Fatal(err)
+	}
+	first, err := b.Commit(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d = e.job(first)
+	if len(d.Inputs) != 2 || *d.Inputs[0].Size != 0 || d.Inputs[1].Size != nil || len(d.Outputs) != 1 || *d.Outputs[0].Size != 3 {
+		t.Fatalf("bulk job files %+v %+v", d.Inputs, d.Outputs)
+	}
+	e.check()
+}
+
+// TestMigrateFrom2: a version 2 database gains the file tables, and its
+// jobs keep running.
+func TestMigrateFrom2(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	id := e.submit1("t", "old job")
+	e.s.Close()
+	e.s = nil
+	db := openRaw(t, e.opt.Path)
+	mustExec(t, db, "DROP TABLE job_files")
+	mustExec(t, db, "DROP TABLE file_locations")
+	mustExec(t, db, "UPDATE meta SET value = '2' WHERE key = 'schema'")
+	db.Close()
+	e.open()
+	e.mustBe(id, job.Queued)
+	n := e.submit(withFiles("n", "new", []protocol.File{file("/a", 1)}, []protocol.File{{Path: "/b"}}))[0]
+	ph := e.register("p")
+	got := e.next(ph, 2)
+	e.report(ph, ok(got[0]), ok(got[1]))
+	if d := e.job(n); len(d.Inputs) != 1 || d.Outputs[0].Site != "p" {
+		t.Fatalf("after migration: %+v %+v", d.Inputs, d.Outputs)
+	}
+	var v string
+	db = openRaw(t, e.opt.Path)
+	defer db.Close()
+	if err := db.QueryRow("SELECT value FROM meta WHERE key = 'schema'").Scan(&v); err != nil || v != schemaVersion {
+		t.Fatalf("schema version %q, %v", v, err)
+	}
+	e.check()
+}
+
+// produceAt runs a job writing path (size bytes) on placeholder ph, so the
+// file is located at ph's site.
+func (e *env) produceAt(ph int64, path string, size int64) {
+	e.t.Helper()
+	id := e.submit(withFiles("prod", "produce "+path, nil, []protocol.File{file(path, size)}))[0]
+	got := e.next(ph, 1)
+	if len(got) != 1 || got[0].ID != id {
+		e.t.Fatalf("producer: got %v, want %d", ids(got), id)
+	}
+	e.report(ph, ok(got[0]))
+}
+
+// TestDCAffinity: in a dc queue a job whose input was produced at site A
+// goes to the placeholder at A rather than the one at B, whichever asks
+// first, while both ask.
+func TestDCAffinity(t *testing.T) {
+	t.Parallel()
+	for _, bFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("B first %v", bFirst), func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			e.setPolicy("dq", "dc")
+			a, b := e.registerAt("A", "ha"), e.registerAt("B", "hb")
+			e.produceAt(a, "/d/x", 100<<20)
+			e.produceAt(b, "/d/y", 100<<20)
+			ctx := context.Background()
+			type res struct {
+				ph   int64
+				jobs []protocol.Assignment
+			}
+			done := make(chan res, 2)
+			ask := func(ph int64) {
+				r, err := e.s.Next(ctx, protocol.Next{Placeholder: ph, Free: 1, WaitMS: 5000})
+				if err != nil {
+					t.Error(err)
+				}
+				done <- res{ph, r.Jobs}
+			}
+			first, second := a, b
+			if bFirst {
+				first, second = b, a
+			}
+			go ask(first)
+			e.parkedAtLeast(1, 0)
+			go ask(second)
+			e.parkedAtLeast(2, 0)
+			jx := e.submit(withFiles("c", "needs x", []protocol.File{{Path: "/d/x"}}, nil))[0]
+			jy := e.submit(withFiles("c", "needs y", []protocol.File{{Path: "/d/y"}}, nil))[0]
+			want := map[int64]int64{a: jx, b: jy}
+			for range 2 {
+				r := <-done
+				if len(r.jobs) != 1 || r.jobs[0].ID != want[r.ph] {
+					t.Fatalf("placeholder %d got %v, want job %d", r.ph, ids(r.jobs), want[r.ph])
+				}
+			}
+			e.check()
+		})
+	}
+}
+
+// TestDCWaitIsRedecided: a placeholder far from a job's data is told to
+// wait (its poll stays parked); DC decides again as time passes, and the
+// growing queue time finally sends the job there when the data's site does
+// not come.
+func TestDCWaitIsRedecided(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, func(o *Options) {
+		o.Lease = time.Hour // keep A predicted while the clock jumps
+		o.Links = map[string]Link{"A": {Latency: 0.1, Bandwidth: 1e6}, "B": {Latency: 0.1, Bandwidth: 1e6}}
+	})
+	e.setPolicy("dq", "dc")
+	a, b := e.registerAt("A", "ha"), e.registerAt("B", "hb")
+	e.produceAt(a, "/d/x", 1e6) // A has now asked twice: it has an interval
+	e.next(a, 1)
+	id := e.submit(withFiles("c", "needs x", []protocol.File{{Path: "/d/x"}}, nil))[0]
+	// B asks: A is predicted back at once, and moving 1 MB to B costs
+	// 25 x 1.1 s: wait.
+	done := make(chan []protocol.Assignment, 1)
+	go func() {
+		r, err := e.s.Next(context.Background(), protocol.Next{Placeholder: b, Free: 1, WaitMS: 60000})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r.Jobs
+	}()
+	e.parkedAtLeast(1, 0)
+	deadline := time.Now().Add(5 * time.Second)
+	for e.dcWaits() < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("DC never decided to wait")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	w0 := e.dcWaits()
+	// A second of the store's time later (the core ticks every 100 ms), DC
+	// decides again and still waits.
+	e.clock.Advance(1100 * time.Millisecond)
+	for e.dcWaits() == w0 {
+		if time.Now().After(deadline) {
+			t.Fatal("DC did not decide again after a second")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	select {
+	case got := <-done:
+		t.Fatalf("B got %v while A is expected", ids(got))
+	default:
+	}
+	e.mustBe(id, job.Queued)
+	// Priority = -25 x 1.1 s / 0.01 + queue_time / 0.1 s: non-negative
+	// after 275 s in the queue.
+	e.clock.Advance(280 * time.Second)
+	select {
+	case got := <-done:
+		if len(got) != 1 || got[0].ID != id {
+			t.Fatalf("B got %v, want %d", ids(got), id)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiting job was never dispatched")
+	}
+	e.check()
+}
+
+// TestDCMixedQueues: fcfs and dc queues side by side; the fcfs queue is
+// served as before while DC holds its own job back for the data's site.
+func TestDCMixedQueues(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, func(o *Options) { o.Lease = time.Hour })
+	e.setPolicy("dq", "dc")
+	a, b := e.registerAt("A", "ha"), e.registerAt("B", "hb")
+	e.produceAt(a, "/d/x", 50<<20)
+	e.next(a, 1)
+	held := e.submit(withFiles("c", "needs x", []protocol.File{{Path: "/d/x"}}, nil))[0]
+	plain := e.submit(spec("p", "plain 1"), spec("p", "plain 2"))
+	// B gets the fcfs jobs, oldest first, one per request; not the dc one.
+	for _, want := range plain {
+		got := e.next(b, 1)
+		if len(got) != 1 || got[0].ID != want {
+			t.Fatalf("B got %v, want %d", ids(got), want)
+		}
+	}
+	if got := e.next(b, 1); len(got) != 0 {
+		t.Fatalf("B got %v; DC should hold the job for A", ids(got))
+	}
+	got := e.next(a, 2)
+	if len(got) != 1 || got[0].ID != held {
+		t.Fatalf("A got %v, want %d", ids(got), held)
+	}
+	// Jobs without declared inputs, or whose inputs no job produced, go
+	// anywhere in submission order.
+	free := e.submit(withFiles("c", "no data", nil, nil), withFiles("c", "outside data", []protocol.File{file("/elsewhere", 1<<30)}, nil))
+	for _, want := range free {
+		if got := e.next(b, 1); len(got) != 1 || got[0].ID != want {
+			t.Fatalf("B got %v, want %d", ids(got), want)
+		}
+	}
+	qs, err := e.s.Queues(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pols := map[string]string{}
+	for _, q := range qs {
+		pols[q.Name] = q.Policy
+	}
+	if pols["dq"] != "dc" || pols["default"] != "fcfs" {
+		t.Fatalf("policies %v", pols)
+	}
+	if sum, _ := e.s.Summary(context.Background()); len(sum) != 2 || sum[0].Policy == "" {
+		t.Fatalf("summary %+v", sum)
+	}
+	// The policy survives a restart; switching back to fcfs works.
+	e.reopen()
+	if got := e.next(e.registerAt("B", "hb"), 1); len(got) != 0 {
+		t.Fatalf("after restart got %v", ids(got))
+	}
+	e.check()
+}
+
+// TestDCBundle: a bundle in a dc queue is priced by all its inputs and
+// goes whole to the site holding them.
+func TestDCBundle(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, func(o *Options) { o.Lease = time.Hour })
+	e.setPolicy("dq", "dc")
+	a, b := e.registerAt("A", "ha"), e.registerAt("B", "hb")
+	e.produceAt(a, "/d/1", 10<<20)
+	e.produceAt(a, "/d/2", 10<<20)
+	e.next(a, 1)
+	req := protocol.Submit{Bundle: true, Jobs: []protocol.JobSpec{
+		withFiles("bb", "one", []protocol.File{{Path: "/d/1"}}, nil),
+		withFiles("bb", "two", []protocol.File{{Path: "/d/2"}}, nil),
+	}}
+	bundle := e.submitReq(req)
+	if got := e.next(b, 1); len(got) != 0 {
+		t.Fatalf("B got %v", ids(got))
+	}
+	if got := e.next(a, 1); fmt.Sprint(ids(got)) != fmt.Sprint(bundle) {
+		t.Fatalf("A got %v, want the bundle %v", ids(got), bundle)
+	}
+	e.check()
+}
+
+func TestSetQueuePolicyErrors(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	bad := "lifo"
+	_, err := e.s.SetQueue(context.Background(), protocol.QueueSet{Name: "q", Policy: &bad})
+	errCode(t, err, protocol.CodeBadRequest)
+	if want := `unknown policy "lifo" (known: dc, fcfs, sjf)`; err.Error() != want {
+		t.Fatalf("error %q, want %q", err, want)
+	}
+}
+
+// TestDCRerunKeepsFiles: a rerun job gets its declared files back (memory
+// forgets them when a job ends), so DC still sends it to its data.
+func TestDCRerunKeepsFiles(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, func(o *Options) { o.Lease = time.Hour })
+	e.setPolicy("dq", "dc")
+	a, b := e.registerAt("A", "ha"), e.registerAt("B", "hb")
+	e.produceAt(a, "/d/x", 50<<20)
+	id := e.submit(withFiles("c", "needs x", []protocol.File{{Path: "/d/x"}}, nil))[0]
+	got := e.next(a, 1)
+	if len(got) != 1 || got[0].ID != id {
+		t.Fatalf("A got %v", ids(got))
+	}
+	e.report(a, ok(got[0]))
+	if r, err := e.s.Rerun(context.Background(), protocol.Select{IDs: []int64{id}}); err != nil || len(r.IDs) != 1 {
+		t.Fatalf("rerun: %+v %v", r, err)
+	}
+	if got := e.next(b, 1); len(got) != 0 {
+		t.Fatalf("B got %v after the rerun; its input is at A", ids(got))
+	}
+	if got := e.next(a, 1); len(got) != 1 || got[0].ID != id {
+		t.Fatalf("A got %v, want %d", ids(got), id)
+	}
+	e.check()
+}

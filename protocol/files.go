@@ -1,0 +1,116 @@
+package protocol
+
+import (
+	"fmt"
+	"io/fs"
+	"math"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// MaxFiles is the most inputs (and, separately, outputs) one job may declare.
+const MaxFiles = 10000
+
+// maxPath is the longest file path accepted (Linux's PATH_MAX).
+const maxPath = 4096
+
+// validateFiles checks a job's declared files, resolving relative paths
+// against cwd and cleaning them, so equal files compare equal.
+func validateFiles(kind string, files []File, cwd string) error {
+	if len(files) > MaxFiles {
+		return fmt.Errorf("%d %ss; the limit is %d", len(files), kind, MaxFiles)
+	}
+	seen := make(map[string]bool, len(files))
+	for i := range files {
+		f := &files[i]
+		switch {
+		case f.Path == "":
+			return fmt.Errorf("%s %d has an empty path", kind, i+1)
+		case len(f.Path) > maxPath:
+			return fmt.Errorf("%s %d: path is %d bytes; the limit is %d", kind, i+1, len(f.Path), maxPath)
+		case strings.IndexByte(f.Path, 0) >= 0:
+			return fmt.Errorf("%s %q contains a NUL byte", kind, f.Path)
+		}
+		if !filepath.IsAbs(f.Path) {
+			if cwd == "" {
+				return fmt.Errorf("%s %q is not absolute and the job has no working directory", kind, f.Path)
+			}
+			f.Path = filepath.Join(cwd, f.Path)
+		}
+		f.Path = filepath.Clean(f.Path)
+		if f.Size != nil && *f.Size < 0 {
+			return fmt.Errorf("%s %q: size %d is negative", kind, f.Path, *f.Size)
+		}
+		if seen[f.Path] {
+			return fmt.Errorf("%s %q is listed twice", kind, f.Path)
+		}
+		seen[f.Path] = true
+	}
+	return nil
+}
+
+// ParseSize reads a byte count: digits with an optional unit K, M, G or T
+// (powers of 1024; a trailing B or iB is allowed), e.g. 512, 10M, 1.5GiB.
+func ParseSize(s string) (int64, error) {
+	t := strings.ToUpper(strings.TrimSpace(s))
+	t = strings.TrimSuffix(t, "IB")
+	t = strings.TrimSuffix(t, "B")
+	mult := 1.0
+	if n := len(t); n > 0 {
+		switch t[n-1] {
+		case 'K':
+			mult = 1 << 10
+		case 'M':
+			mult = 1 << 20
+		case 'G':
+			mult = 1 << 30
+		case 'T':
+			mult = 1 << 40
+		}
+		if mult > 1 {
+			t = t[:n-1]
+		}
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || t == "" || strings.ContainsAny(t, "eEnNxX+") || v < 0 || math.IsInf(v*mult, 0) || v*mult >= 1<<62 {
+		return 0, fmt.Errorf("%q is not a size (e.g. 512, 10M, 2G)", s)
+	}
+	return int64(v * mult), nil
+}
+
+// ParseFileArg reads mqsub's PATH[:SIZE]. A suffix after the last colon
+// that does not start like a number belongs to the path.
+func ParseFileArg(s string) (File, error) {
+	if s == "" {
+		return File{}, fmt.Errorf("empty file argument")
+	}
+	i := strings.LastIndexByte(s, ':')
+	if i < 0 || i == len(s)-1 || !strings.ContainsRune("0123456789.+-", rune(s[i+1])) {
+		return File{Path: s}, nil
+	}
+	n, err := ParseSize(s[i+1:])
+	if err != nil {
+		return File{}, fmt.Errorf("%s: %v", s, err)
+	}
+	if i == 0 {
+		return File{}, fmt.Errorf("%q has a size but no path", s)
+	}
+	return File{Path: s[:i], Size: &n}, nil
+}
+
+// FillSizes sets the size of every input that declares none to the size of
+// the regular file at its path, if stat finds one. Call it after
+// ValidateSpec (paths are absolute then), on the host the paths name.
+func FillSizes(js *JobSpec, stat func(string) (fs.FileInfo, error)) {
+	for i := range js.Inputs {
+		f := &js.Inputs[i]
+		if f.Size != nil {
+			continue
+		}
+		if fi, err := stat(f.Path); err == nil && fi.Mode().IsRegular() {
+			n := fi.Size()
+			f.Size = &n
+		}
+	}
+}

@@ -1,0 +1,143 @@
+package protocol
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func size(n int64) *int64 { return &n }
+
+func TestValidateFiles(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		cwd     string
+		in, out []File
+		errHas  string
+		want    []string // inputs' paths after validation
+	}{
+		{"absolute", "/w", []File{{Path: "/data/a", Size: size(10)}}, nil, "", []string{"/data/a"}},
+		{"relative resolved against cwd", "/w", []File{{Path: "sub/../a"}}, nil, "", []string{"/w/a"}},
+		{"cleaned", "", []File{{Path: "/data//x/./y"}}, nil, "", []string{"/data/x/y"}},
+		{"relative without cwd", "", []File{{Path: "a"}}, nil, "not absolute", nil},
+		{"empty path", "/w", []File{{Path: ""}}, nil, "input 1 has an empty path", nil},
+		{"negative size", "/w", nil, []File{{Path: "/o", Size: size(-1)}}, "size -1 is negative", nil},
+		{"twice", "/w", []File{{Path: "/a"}, {Path: "a", Size: size(1)}}, nil, "", []string{"/a", "/w/a"}},
+		{"twice after resolving", "/", []File{{Path: "/a"}, {Path: "a"}}, nil, `input "/a" is listed twice`, nil},
+		{"NUL", "/w", []File{{Path: "/a\x00b"}}, nil, "NUL", nil},
+		{"newline stays quoted", "/w", nil, []File{{Path: "/a\nb", Size: size(-5)}}, `"/a\nb"`, nil},
+		{"too long", "/w", []File{{Path: "/" + strings.Repeat("x", 5000)}}, nil, "the limit is 4096", nil},
+		{"too many", "/w", make([]File, MaxFiles+1), nil, "the limit is 10000", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			js := JobSpec{Target: "t", Command: "x", Cwd: tc.cwd, Inputs: tc.in, Outputs: tc.out}
+			err := ValidateSpec(&js)
+			if tc.errHas != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.errHas) || strings.ContainsAny(err.Error(), "\n\x00") {
+					t.Fatalf("error %v, want one line containing %q", err, tc.errHas)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, f := range js.Inputs {
+				got = append(got, f.Path)
+			}
+			if strings.Join(got, " ") != strings.Join(tc.want, " ") {
+				t.Fatalf("inputs %v, want %v", got, tc.want)
+			}
+			// Validation is idempotent (the server validates again).
+			if err := ValidateSpec(&js); err != nil {
+				t.Fatalf("second validation: %v", err)
+			}
+		})
+	}
+}
+
+func TestParseSizeAndFileArg(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]int64{"0": 0, "512": 512, "10K": 10 << 10, "10M": 10 << 20, "1.5G": 3 << 29,
+		"2GiB": 2 << 30, "3mb": 3 << 20, "1T": 1 << 40, "7B": 7} {
+		if got, err := ParseSize(in); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "M", "-1", "1e3", "NaN", "inf", "0x10", "10X", "99999999999T"} {
+		if n, err := ParseSize(bad); err == nil {
+			t.Errorf("ParseSize(%q) = %d, want an error", bad, n)
+		}
+	}
+	for in, want := range map[string]File{
+		"/d/a":      {Path: "/d/a"},
+		"/d/a:10M":  {Path: "/d/a", Size: size(10 << 20)},
+		"rel:0":     {Path: "rel", Size: size(0)},
+		"/d/a:b":    {Path: "/d/a:b"},
+		"/d/a:1:2K": {Path: "/d/a:1", Size: size(2048)},
+	} {
+		got, err := ParseFileArg(in)
+		if err != nil || got.Path != want.Path || (got.Size == nil) != (want.Size == nil) || (got.Size != nil && *got.Size != *want.Size) {
+			t.Errorf("ParseFileArg(%q) = %+v, %v; want %+v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", ":10M", "/a:-1", "/a:1Q"} {
+		if _, err := ParseFileArg(bad); err == nil {
+			t.Errorf("ParseFileArg(%q): no error", bad)
+		}
+	}
+}
+
+func TestFillSizes(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f"), make([]byte, 1234), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	js := JobSpec{Target: "t", Command: "x", Cwd: dir,
+		Inputs:  []File{{Path: "f"}, {Path: "missing"}, {Path: "."}, {Path: "f2", Size: size(5)}},
+		Outputs: []File{{Path: "f"}}}
+	if err := ValidateSpec(&js); err != nil {
+		t.Fatal(err)
+	}
+	FillSizes(&js, func(p string) (fs.FileInfo, error) { return os.Stat(p) })
+	if js.Inputs[0].Size == nil || *js.Inputs[0].Size != 1234 {
+		t.Errorf("existing input: size %v, want 1234", js.Inputs[0].Size)
+	}
+	if js.Inputs[1].Size != nil || js.Inputs[2].Size != nil {
+		t.Errorf("a missing file or a directory got a size")
+	}
+	if *js.Inputs[3].Size != 5 {
+		t.Errorf("a declared size was replaced")
+	}
+	if js.Outputs[0].Size != nil {
+		t.Errorf("an output got a size from stat")
+	}
+}
+
+func TestReadJobFileWithFiles(t *testing.T) {
+	t.Parallel()
+	got, err := readAll(`{"target":"t","command":"x","inputs":[{"path":"in","size":10},{"path":"/abs"}],"outputs":[{"path":"/o","size":0}]}`+"\n", JobSpec{Cwd: "/w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := got[0].js
+	if len(js.Inputs) != 2 || js.Inputs[0].Path != "/w/in" || *js.Inputs[0].Size != 10 || js.Inputs[1].Size != nil ||
+		len(js.Outputs) != 1 || *js.Outputs[0].Size != 0 {
+		t.Fatalf("parsed %+v", js)
+	}
+	for _, bad := range []string{
+		`{"target":"t","command":"x","inputs":[{"path":"/a","sise":1}]}`,
+		`{"target":"t","command":"x","inputs":[{"path":"/a","size":-3}]}`,
+		`{"target":"t","command":"x","inputs":[{"path":"/a","size":1.5}]}`,
+		`{"target":"t","command":"x","outputs":"/a"}`,
+	} {
+		if _, err := readAll(bad, JobSpec{Cwd: "/w"}); err == nil || !strings.HasPrefix(err.Error(), "line 1: ") {
+			t.Errorf("%s: error %v", bad, err)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mq-hpc/mq/dag"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/policy"
 	"github.com/mq-hpc/mq/protocol"
@@ -114,6 +115,7 @@ type dataState struct {
 	lastAsk map[int64]time.Time
 	epoch   time.Time // arrival times are seconds since this
 	ndc     int       // queues with policy dc
+	nsjf    int       // queues with policy sjf (they order by learned runtimes too)
 	gen     uint64    // bumped when a dc decision may change (ready set, locations)
 	waits   int64     // DC "wait" decisions, for tests and logs
 
@@ -188,12 +190,16 @@ func (s *Store) phSite(ph int64) (policy.Site, error) {
 }
 
 func (s *Store) countDC() {
-	n := 0
+	n, sjf := 0, 0
 	for _, q := range s.qlist {
 		if q.isDC() {
 			n++
 		}
+		if q.ready.Order().Name() == "sjf" {
+			sjf++
+		}
 	}
+	s.data.nsjf = sjf
 	if n == 0 && s.data.ndc > 0 {
 		s.data.arr, s.data.lastAsk = policy.Arrivals{}, map[int64]time.Time{}
 	}
@@ -340,10 +346,21 @@ func (s *Store) loadFiles(ctx context.Context, id int64) error {
 	return closeRows(rows)
 }
 
+// readyEntry is how a queue's heap sees a job that became ready. An SJF
+// queue orders a job that declared no estimate by the mean runtime of its
+// target's jobs finished so far in this run (policy.Expect), known when it
+// became ready; unknown still goes last.
+func (s *Store) readyEntry(q *queue, id int64, est float32, t dag.TargetID) policy.Ready {
+	if est == 0 && s.data.nsjf > 0 && q.ready.Order().Name() == "sjf" {
+		est = float32(s.data.expect.Estimate(s.g.Name(t), 0))
+	}
+	return policy.Ready{ID: id, Est: est}
+}
+
 // jobDone records where a job that ended Done produced its outputs and
 // learns its runtime, in the batch's transaction.
 func (s *Store) jobDone(id int64, target string, ph int64, started, finished time.Time) error {
-	if s.data.ndc > 0 && !started.IsZero() && finished.After(started) {
+	if s.data.ndc+s.data.nsjf > 0 && !started.IsZero() && finished.After(started) {
 		s.data.expect.Observe(target, finished.Sub(started).Seconds())
 	}
 	jf := s.data.files[id]

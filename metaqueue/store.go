@@ -426,7 +426,7 @@ func (s *Store) applyChanges(ch []dag.Change, self int64, in *inserter) error {
 		}
 		if c.To == job.Queued {
 			if q := s.queueIDs[c.Queue]; q != nil {
-				q.ready.Push(policy.Ready{ID: c.ID, Est: c.Est})
+				q.ready.Push(s.readyEntry(q, c.ID, c.Est, c.Target))
 				if q.isDC() {
 					s.becameReady(c.ID, s.now())
 				}
@@ -635,7 +635,7 @@ func (s *Store) load(ctx context.Context) error {
 	for _, id := range queued {
 		if j, ok := s.g.Job(id); ok && j.State == job.Queued {
 			if q := s.queueIDs[j.Queue]; q != nil {
-				q.ready.Push(policy.Ready{ID: id, Est: j.Est})
+				q.ready.Push(s.readyEntry(q, id, j.Est, j.Target))
 				if q.isDC() {
 					s.data.readyAt[id] = now // queue time counts from this run's start
 				}

@@ -1892,3 +1892,41 @@ func TestSyncSubmitFsyncsUsersWorkOnly(t *testing.T) {
 		t.Errorf("after a dispatch: synchronous=%d, want %d", got, normal)
 	}
 }
+
+// TestSJFLearnsRuntimes: in an SJF queue a job that declared no estimate is
+// ordered by the mean runtime of its target's finished jobs; a target with
+// none finished is unknown and goes last.
+func TestSJFLearnsRuntimes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	sjf := "sjf"
+	if _, err := e.s.SetQueue(context.Background(), protocol.QueueSet{Name: "q", Policy: &sjf}); err != nil {
+		t.Fatal(err)
+	}
+	ph := e.register("s")
+	t0 := time.Unix(1000, 0)
+	for _, c := range []struct {
+		target string
+		secs   int
+	}{{"slow", 100}, {"fast", 2}} {
+		e.submit(protocol.JobSpec{Queue: "q", Target: c.target, Command: "x"})
+		as := e.next(ph, 1)
+		r := ok(as[0])
+		r.Started, r.Finished = t0, t0.Add(time.Duration(c.secs)*time.Second)
+		e.report(ph, r)
+	}
+	got := e.submit(
+		protocol.JobSpec{Queue: "q", Target: "new", Command: "x"},
+		protocol.JobSpec{Queue: "q", Target: "slow", Command: "x"},
+		protocol.JobSpec{Queue: "q", Target: "fast", Command: "x"},
+		protocol.JobSpec{Queue: "q", Target: "slow", Command: "x", Est: 1},
+	)
+	var order []int64
+	for range got {
+		order = append(order, e.next(ph, 1)[0].ID)
+	}
+	want := []int64{got[3], got[2], got[1], got[0]} // declared 1 s, learned 2 s, learned 100 s, unknown
+	if !slices.Equal(order, want) {
+		t.Fatalf("sjf order %v, want %v", order, want)
+	}
+}

@@ -68,7 +68,8 @@ type Agent struct {
 	running map[int64]*proc
 	held    map[int64]protocol.JobRef // fetched ahead, not started
 
-	dirs sync.Map // output shard dirs already made
+	dirs    sync.Map // output shard dirs already made
+	devNull *os.File // jobs' stdin, opened once rather than per job
 }
 
 // New returns an agent; Run starts it.
@@ -100,6 +101,14 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.ppid = os.Getppid()
 	if err := os.MkdirAll(a.cfg.OutDir, 0o700); err != nil {
 		return fmt.Errorf("placeholder output directory: %w", err)
+	}
+	if !a.cfg.NoOp {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		a.devNull = f
 	}
 	if _, err := a.session(ctx); err != nil {
 		return err

@@ -168,7 +168,7 @@ if [[ " $ONLY " == *" 1 "* ]]; then
 	sub=$(MQ_HOME=$H1 "$BIN/mqbench" times -cls "$CLS_PID" -n 1 -warmup 0 -- "$BIN/mqsub" -f "$WORK/jobs.jsonl")
 	sub_ms=$(kv "$sub" median_ms)
 	sub_rate=$(awk -v n="$JOBS" -v ms="$sub_ms" 'BEGIN { printf "%.0f", n / (ms / 1000) }')
-	total=$(MQ_HOME=$H1 "$BIN/mqstat" --summary | awk '$1 == "default" { print $NF }')
+	total=$(MQ_HOME=$H1 "$BIN/mqstat" --summary | awk 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "TOTAL") c = i } $1 == "default" { print $c }')
 	[ "$total" = "$JOBS" ] || { echo "bench: expected $JOBS jobs, mqstat --summary says $total" >&2; exit 1; }
 	rss=$(awk '/VmRSS/ { printf "%.0f", $2 / 1024 }' /proc/$CLS_PID/status)
 	hwm=$(awk '/VmHWM/ { printf "%.0f", $2 / 1024 }' /proc/$CLS_PID/status)

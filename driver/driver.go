@@ -588,9 +588,6 @@ func (p *Producer) Exec(ctx context.Context, command string, opts ...Option) (Ke
 		return 0, fmt.Errorf("driver: %w", err)
 	}
 	protocol.FillSizes(&spec, os.Stat)
-	if d.local && len(spec.Prereqs) > 0 {
-		return 0, errors.New("driver: prerequisites need a CLS (local mode has no metaqueue)")
-	}
 	if err := d.checkGroup(o.group); err != nil {
 		return 0, err
 	}
@@ -617,6 +614,10 @@ func (p *Producer) Exec(ctx context.Context, command string, opts ...Option) (Ke
 	d.nextKey++
 	r := &record{key: d.nextKey, prod: p, done: make(chan struct{})}
 	e := &entry{rec: r, spec: spec}
+	lb, _ := d.be.(*localBackend)
+	if lb != nil {
+		lb.issue(spec.Target) // its dependents wait for it from now on
+	}
 	switch {
 	case o.group == "":
 		d.send(&unit{jobs: []*entry{e}})
@@ -639,6 +640,9 @@ func (p *Producer) Exec(ctx context.Context, command string, opts ...Option) (Ke
 		}
 	default:
 		// The pipeline completed (another producer filled it) since checkGroup.
+		if lb != nil {
+			lb.unissue(spec.Target)
+		}
 		return release(fmt.Errorf("driver: no group or pipeline named %s", o.group))
 	}
 	d.records[r.key] = r

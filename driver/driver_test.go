@@ -149,8 +149,59 @@ func TestLocalExitCodes(t *testing.T) {
 	if _, err := d.Exec(context.Background(), "true", Group("nope")); err == nil {
 		t.Error("unknown group: no error")
 	}
-	if _, err := d.Exec(context.Background(), "true", Prereqs("t")); err == nil {
-		t.Error("prerequisites in local mode: no error")
+}
+
+// TestLocalPrerequisites: local mode honours prerequisites as the metaqueue
+// does. Dependents issued before their prerequisites (more of them than
+// consumers) are parked, not run and not holding a consumer; a failed
+// prerequisite blocks its dependents.
+func TestLocalPrerequisites(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	d, err := New(Config{Consumers: 2, Buffer: 100, Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := d.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Stop(context.Background())
+	var deps []Key
+	for i := range 3 {
+		k, err := d.Exec(ctx, fmt.Sprintf("cat a1 a2 > b%d", i), Target("B"), Prereqs("A"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		deps = append(deps, k)
+	}
+	for i := 1; i <= 2; i++ {
+		if _, err := d.Exec(ctx, fmt.Sprintf("sleep 0.2; echo a%d > a%d", i, i), Target("A")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bad, _ := d.Exec(ctx, "exit 1", Target("F"))
+	blocked, _ := d.Exec(ctx, "touch ran", Target("G"), Prereqs("F"))
+	for _, k := range deps {
+		if r, err := d.WaitForOne(ctx, k); err != nil || r.Exit != 0 {
+			t.Fatalf("dependent %d: %+v, %v", k, r, err)
+		}
+	}
+	for i := range 3 {
+		if b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("b%d", i))); err != nil || string(b) != "a1\na2\n" {
+			t.Errorf("b%d = %q, %v: ran before its prerequisites", i, b, err)
+		}
+	}
+	if r, _ := d.WaitForOne(ctx, bad); r.Exit != 1 || r.State != "F" {
+		t.Errorf("failing job: %+v", r)
+	}
+	var je *JobError
+	if r, err := d.WaitForOne(ctx, blocked); !errors.As(err, &je) || je.State != "B" {
+		t.Errorf("job after a failed prerequisite: %+v, %v; want a JobError in state B", r, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {
+		t.Error("a blocked job ran")
 	}
 }
 

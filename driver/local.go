@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -16,25 +17,160 @@ import (
 // order. Jobs run as the metaqueue's placeholders run them: /bin/sh -c in
 // their own process group, stdin from /dev/null, exit status 128+N when
 // killed by signal N.
-type localBackend struct{ d *Driver }
+//
+// Prerequisites mean what they mean in the metaqueue, over the jobs this
+// driver issued: a job runs once every job of each prerequisite target has
+// succeeded (a target with no jobs yet means wait), and a failed or blocked
+// one blocks it (state B). A unit that must wait is parked, not held by a
+// consumer, so jobs issued after it (its prerequisites among them) still
+// run; running units, parked ones released included, never exceed the
+// consumers.
+type localBackend struct {
+	d   *Driver
+	run func(context.Context, *entry) Result // b.exec; tests may replace it
+	sem chan struct{}
 
-func newLocal(d *Driver) *localBackend { return &localBackend{d: d} }
+	mu      sync.Mutex
+	targets map[string]*targetCount
+	parked  []*unit
+	running sync.WaitGroup // released parked units
+}
 
-func (b *localBackend) close() {}
+type targetCount struct{ total, done, bad int }
 
-func (b *localBackend) consume(ctx context.Context) {
-	for u := range b.d.ready {
-		for _, e := range u.jobs {
-			if ctx.Err() != nil {
-				b.d.finish(e.rec, Result{Err: &JobError{Key: e.rec.key, Reason: "driver stopped before it ran"}})
-				continue
+func newLocal(d *Driver) *localBackend {
+	b := &localBackend{d: d, sem: make(chan struct{}, d.cfg.Consumers), targets: map[string]*targetCount{}}
+	b.run = b.exec
+	return b
+}
+
+// issue counts a job of target as soon as it is issued, so its dependents
+// wait for it even while it sits in the buffer.
+func (b *localBackend) issue(target string) {
+	b.mu.Lock()
+	b.count(target).total++
+	b.mu.Unlock()
+}
+
+// unissue takes back an issue whose job was never accepted.
+func (b *localBackend) unissue(target string) {
+	b.mu.Lock()
+	b.count(target).total--
+	b.mu.Unlock()
+	b.release(b.d.ctx)
+}
+
+func (b *localBackend) count(target string) *targetCount {
+	t := b.targets[target]
+	if t == nil {
+		t = &targetCount{}
+		b.targets[target] = t
+	}
+	return t
+}
+
+// readiness says whether a unit may run now: every prerequisite of its jobs
+// complete (ready), one bad (blocked), else wait. Call with b.mu held.
+func (b *localBackend) readiness(u *unit) (ready, blocked bool) {
+	ready = true
+	for _, e := range u.jobs {
+		for _, p := range e.spec.Prereqs {
+			t := b.targets[p]
+			switch {
+			case t != nil && t.bad > 0:
+				return false, true
+			case t == nil || t.total == 0 || t.done < t.total:
+				ready = false
 			}
-			b.d.finish(e.rec, b.run(ctx, e))
+		}
+	}
+	return ready, false
+}
+
+func (b *localBackend) close() {
+	b.running.Wait()
+	b.mu.Lock()
+	parked := b.parked
+	b.parked = nil
+	b.mu.Unlock()
+	for _, u := range parked {
+		for _, e := range u.jobs {
+			b.d.finish(e.rec, Result{Err: &JobError{Key: e.rec.key, Reason: "driver stopped while it waited for its prerequisites"}})
 		}
 	}
 }
 
-func (b *localBackend) run(ctx context.Context, e *entry) Result {
+func (b *localBackend) consume(ctx context.Context) {
+	for u := range b.d.ready {
+		b.mu.Lock()
+		ready, blocked := b.readiness(u)
+		if !ready && !blocked {
+			b.parked = append(b.parked, u)
+			b.mu.Unlock()
+			continue
+		}
+		b.mu.Unlock()
+		b.runUnit(ctx, u, blocked)
+	}
+}
+
+// runUnit runs a unit (or reports it blocked), then releases parked units
+// its end made ready.
+func (b *localBackend) runUnit(ctx context.Context, u *unit, blocked bool) {
+	for _, e := range u.jobs {
+		var res Result
+		switch {
+		case blocked:
+			res = Result{State: "B", Err: &JobError{Key: e.rec.key, State: "B"}}
+		case ctx.Err() != nil:
+			res = Result{Err: &JobError{Key: e.rec.key, Reason: "driver stopped before it ran"}}
+		default:
+			b.sem <- struct{}{}
+			res = b.run(ctx, e)
+			<-b.sem
+		}
+		b.mu.Lock()
+		t := b.count(e.spec.Target)
+		if res.State == "D" {
+			t.done++
+		} else {
+			t.bad++ // failed, blocked or never run: its dependents cannot run
+		}
+		b.mu.Unlock()
+		b.d.finish(e.rec, res)
+	}
+	b.release(ctx)
+}
+
+// release runs the parked units that are now ready or blocked.
+func (b *localBackend) release(ctx context.Context) {
+	b.mu.Lock()
+	var keep []*unit
+	type pending struct {
+		u       *unit
+		blocked bool
+	}
+	var start []pending
+	for _, u := range b.parked {
+		ready, blocked := b.readiness(u)
+		if ready || blocked {
+			start = append(start, pending{u, blocked})
+		} else {
+			keep = append(keep, u)
+		}
+	}
+	b.parked = keep
+	b.running.Add(len(start))
+	b.mu.Unlock()
+	for _, s := range start {
+		go func() {
+			defer b.running.Done()
+			b.runUnit(ctx, s.u, s.blocked)
+		}()
+	}
+}
+
+func (b *localBackend) exec(ctx context.Context, e *entry) Result {
 	k := e.rec.key
 	fail := func(err error) Result {
 		return Result{State: "F", Err: &JobError{Key: k, State: "F", Reason: "could not start: " + err.Error()}}

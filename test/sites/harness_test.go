@@ -199,10 +199,17 @@ func (l *login) stop() {
 	if l.cmd == nil {
 		return
 	}
-	pid := l.cmd.Process.Pid
-	for _, child := range children(pid) {
-		syscall.Kill(child, syscall.SIGKILL)
+	// Every descendant: a connection's privileged sshd forks the user's
+	// session process, which holds the socket too; killing only the
+	// children left a connection made before stop working after it.
+	var kill func(int)
+	kill = func(pid int) {
+		for _, child := range children(pid) {
+			kill(child)
+			syscall.Kill(child, syscall.SIGKILL)
+		}
 	}
+	kill(l.cmd.Process.Pid)
 	l.cmd.Process.Signal(syscall.SIGTERM)
 	l.cmd.Wait()
 	l.cmd = nil

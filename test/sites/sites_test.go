@@ -98,6 +98,9 @@ func TestLoginHostUnreachable(t *testing.T) {
 	l := newLogin(t, "127.0.0.1")
 	c := startCLS(t)
 	c.addSite("flaky", "slurm", l, "--max", "1", "--walltime", "10m", "--idle", "3s")
+	// Let the CLS connect first (a connection being made while sshd stops
+	// can slip past the kill), then take the host away under it.
+	eventually(t, 30*time.Second, "the site connected", func() bool { return c.sites()["flaky"].State == "ok" })
 	l.stop()
 	c.must("mqsub", "-q", "q", "j1", "echo one")
 	eventually(t, 30*time.Second, "degraded", func() bool {

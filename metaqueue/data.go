@@ -456,15 +456,9 @@ func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err 
 			continue // stale entry
 		}
 		examined++
-		if walltime > 0 {
-			need := float64(j.Est)
-			if need == 0 {
-				need = q.Ceiling
-			}
-			if need > walltime {
-				popped = append(popped, r)
-				continue
-			}
+		if !fits(j.Est, q, walltime) {
+			popped = append(popped, r)
+			continue
 		}
 		one := [1]int64{r.ID}
 		members := one[:]

@@ -11,6 +11,20 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
+// fits reports whether a job expected to run est seconds (0 = unknown:
+// the queue's ceiling, if any) fits a placeholder's remaining walltime
+// (0 = unlimited).
+func fits(est float32, q *queue, walltime float64) bool {
+	if walltime <= 0 {
+		return true
+	}
+	need := float64(est)
+	if need == 0 {
+		need = q.Ceiling
+	}
+	return need <= walltime
+}
+
 // window is how many ready jobs of a queue one pick examines looking for
 // one that fits the placeholder's remaining walltime.
 const window = 128
@@ -517,15 +531,9 @@ func (s *Store) pickFrom(q *queue, walltime float64) (int64, bool) {
 			continue // stale entry
 		}
 		examined++
-		if walltime > 0 {
-			need := float64(j.Est)
-			if need == 0 {
-				need = q.Ceiling
-			}
-			if need > walltime {
-				aside = append(aside, r)
-				continue
-			}
+		if !fits(j.Est, q, walltime) {
+			aside = append(aside, r)
+			continue
 		}
 		return r.ID, true
 	}

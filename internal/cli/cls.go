@@ -432,25 +432,17 @@ func queueSet(env Env) *cli.Command {
 			maxAttempts := fs.Int("max-attempts", 0, "")
 			retry := fs.Bool("retry-failed", false, "")
 			pol := fs.String("policy", "", "")
-			var names []string
-			for args := c.Args().Slice(); ; {
-				if err := fs.Parse(args); err != nil {
-					if errors.Is(err, flag.ErrHelp) {
-						return cli.ShowSubcommandHelp(c)
-					}
-					return usagef("%s", flagMessage(err))
-				}
-				if fs.NArg() == 0 {
-					break
-				}
-				names = append(names, fs.Arg(0))
-				args = fs.Args()[1:]
+			names, err := parseInterspersed(fs, c.Args().Slice())
+			if errors.Is(err, flag.ErrHelp) {
+				return cli.ShowSubcommandHelp(c)
+			}
+			if err != nil {
+				return err
 			}
 			if len(names) != 1 {
 				return usagef("queue set takes exactly one QUEUE")
 			}
 			qs := protocol.QueueSet{Name: names[0]}
-			var err error
 			fs.Visit(func(f *flag.Flag) {
 				switch f.Name {
 				case "ceiling":
@@ -482,6 +474,27 @@ func queueSet(env Env) *cli.Command {
 			printQueues(c.App.Writer, []protocol.QueueInfo{qi})
 			return nil
 		},
+	}
+}
+
+// parseInterspersed parses fs's flags wherever they are among args (flag
+// stops at the first argument; urfave/cli too) and returns the other
+// arguments: `cls queue set q --ceiling 2h` and `cls queue set --ceiling 2h q`
+// mean the same. flag.ErrHelp comes back as is.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var names []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usagef("%s", flagMessage(err))
+		}
+		if fs.NArg() == 0 {
+			return names, nil
+		}
+		names = append(names, fs.Arg(0))
+		args = fs.Args()[1:]
 	}
 }
 

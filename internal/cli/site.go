@@ -118,19 +118,12 @@ func siteAdd(env Env) *cli.Command {
 			fs.StringVar(&spec.SubmitArgs, "submit-args", "", "")
 			fs.StringVar(&spec.Connect, "connect", "", "")
 			idle := fs.String("idle", "1m", "")
-			var names []string
-			for args := c.Args().Slice(); ; {
-				if err := fs.Parse(args); err != nil {
-					if errors.Is(err, flag.ErrHelp) {
-						return cli.ShowSubcommandHelp(c)
-					}
-					return usagef("%s", flagMessage(err))
-				}
-				if fs.NArg() == 0 {
-					break
-				}
-				names = append(names, fs.Arg(0))
-				args = fs.Args()[1:]
+			names, err := parseInterspersed(fs, c.Args().Slice())
+			if errors.Is(err, flag.ErrHelp) {
+				return cli.ShowSubcommandHelp(c)
+			}
+			if err != nil {
+				return err
 			}
 			if len(names) != 1 {
 				return usagef("site add takes exactly one NAME")

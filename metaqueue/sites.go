@@ -138,14 +138,8 @@ func (s *Store) SiteDemand(ctx context.Context, walltime float64, placeholders [
 			q.ready.Each(func(r policy.Ready) bool {
 				examined++
 				j, ok := s.g.Job(r.ID)
-				if ok && j.State == job.Queued {
-					need := float64(j.Est)
-					if need == 0 {
-						need = q.Ceiling
-					}
-					if need <= walltime {
-						ready++
-					}
+				if ok && j.State == job.Queued && fits(j.Est, q, walltime) {
+					ready++
 				}
 				return ready < limit && examined < maxExamined
 			})

@@ -224,31 +224,20 @@ func (s *Server) exec(ctx context.Context, p peer, ch ssh.Channel, line string) 
 // OpenSSH reports a channel closed without a status as a failure (`ssh -s
 // cls-host mq` exited 255 after every session).
 //
-// Writes and the close are serialized: x/crypto/ssh's CloseWrite is not
-// safe against a concurrent Write (it sets a flag Write reads unlocked), and
-// replies may still be written while the session's context closes it.
+// It sends no EOF first: x/crypto's CloseWrite sets a flag that Write reads
+// unlocked, and replies may still be being written when the session's
+// context closes the stream. A request and the close are safe beside a
+// Write, and a lock around Write would let a peer that stops reading hold
+// Close up forever.
 type exitOnClose struct {
 	ssh.Channel
-	mu     sync.Mutex
-	closed bool
-}
-
-func (c *exitOnClose) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return 0, io.ErrClosedPipe
-	}
-	return c.Channel.Write(p)
+	once sync.Once
 }
 
 func (c *exitOnClose) Close() error {
-	c.mu.Lock()
-	if !c.closed {
-		c.closed = true
-		exit(c.Channel, 0)
-	}
-	c.mu.Unlock()
+	c.once.Do(func() {
+		c.Channel.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{0}))
+	})
 	return c.Channel.Close()
 }
 

@@ -81,6 +81,7 @@ type Store struct {
 	nextID   int64
 	inTx     bool
 	curSync  Sync      // the writer's synchronous setting now (SyncSubmit switches it)
+	synced   int       // batches committed fsync'd under SyncSubmit (tests check which calls are durable)
 	ended    []int64   // jobs that ended or blocked in this batch (for waiters)
 	bundles  bundles   // live bundles (bundle.go)
 	data     dataState // data-conscious scheduling (data.go)
@@ -328,6 +329,9 @@ func (s *Store) syncFor(batch []*call) error {
 			want = SyncFull
 			break
 		}
+	}
+	if want == SyncFull {
+		s.synced++
 	}
 	if want == s.curSync {
 		return nil

@@ -1845,51 +1845,66 @@ func TestOpenPathWithURICharacters(t *testing.T) {
 	}
 }
 
-// Under SyncSubmit a commit that accepts users' work is fsync'd
-// (synchronous=FULL) and one with only placeholder traffic is not.
+// Under SyncSubmit exactly the calls that accept or change users' work
+// (submit, bulk commit, delete, rerun, queue settings) commit fsync'd;
+// placeholder traffic and reads do not, and run with synchronous=NORMAL.
 func TestSyncSubmitFsyncsUsersWorkOnly(t *testing.T) {
 	e := newEnvWith(t, func(o *Options) { o.Sync = SyncSubmit })
 	ctx := context.Background()
-	level := func() int {
+	// synced reads the count of fsync'd batches, checking that the reading
+	// batch itself (a plain call) ran with NORMAL.
+	synced := func() int {
 		t.Helper()
-		var n int
+		var n, level int
 		if err := e.s.do(ctx, func() error {
-			return e.s.w.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&n)
+			n = e.s.synced
+			return e.s.w.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&level)
 		}); err != nil {
 			t.Fatal(err)
 		}
+		if level != 1 {
+			t.Fatalf("a plain call ran with synchronous=%d, want 1 (NORMAL)", level)
+		}
 		return n
 	}
-	const normal, full = 1, 2
-	reg, err := e.s.Register(ctx, protocol.Register{Site: "s", Host: "h", Slots: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := level(); got != normal {
-		t.Errorf("after placeholder traffic: synchronous=%d, want %d", got, normal)
-	}
-	var ids []int64
-	if err := e.s.doDurable(ctx, func() error {
-		var n int
-		if err := e.s.w.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&n); err != nil {
+	fcfs := "fcfs"
+	var ph int64
+	steps := []struct {
+		name    string
+		durable bool
+		run     func() error
+	}{
+		{"register", false, func() error { ph = e.register("s"); return nil }},
+		{"submit", true, func() error { e.submit1("t", "true"); return nil }},
+		{"next", false, func() error { e.next(ph, 1); return nil }},
+		{"delete", true, func() error { _, err := e.s.Delete(ctx, protocol.Select{IDs: []int64{1}}); return err }},
+		{"rerun", true, func() error { _, err := e.s.Rerun(ctx, protocol.Select{IDs: []int64{1}}); return err }},
+		{"queue set", true, func() error { _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Policy: &fcfs}); return err }},
+		{"bulk commit", true, func() error {
+			b, err := e.s.NewBulk()
+			if err != nil {
+				return err
+			}
+			if err := b.Add(1, []protocol.JobSpec{{Target: "b", Command: "true", Cwd: "/"}}); err != nil {
+				return err
+			}
+			_, err = b.Commit(ctx)
 			return err
+		}},
+		{"summary", false, func() error { _, err := e.s.Summary(ctx); return err }},
+	}
+	for _, st := range steps {
+		before := synced()
+		if err := st.run(); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
 		}
-		if n != full {
-			t.Errorf("during a user's change: synchronous=%d, want %d", n, full)
+		want := 0
+		if st.durable {
+			want = 1
 		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	ids, err = e.s.Submit(ctx, []protocol.JobSpec{{Target: "t", Command: "true", Cwd: "/"}})
-	if err != nil || len(ids) != 1 {
-		t.Fatal(ids, err)
-	}
-	if _, err := e.s.Next(ctx, protocol.Next{Placeholder: reg.ID, Free: 1}); err != nil {
-		t.Fatal(err)
-	}
-	if got := level(); got != normal {
-		t.Errorf("after a dispatch: synchronous=%d, want %d", got, normal)
+		if got := synced() - before; got != want {
+			t.Errorf("%s: %d fsync'd batches, want %d", st.name, got, want)
+		}
 	}
 }
 

@@ -312,3 +312,61 @@ func TestAgentStoppedByBatchSystem(t *testing.T) {
 		t.Fatalf("job %s after its placeholder was stopped, history %+v; want Q with attempt 1 interrupted", d.State, d.History)
 	}
 }
+
+// opCounter counts the requests an agent writes, by op.
+type opCounter struct {
+	io.ReadWriteCloser
+	mu  *sync.Mutex
+	ops map[string]int
+}
+
+func (o opCounter) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	for _, op := range []string{protocol.OpNext, protocol.OpReport} {
+		o.ops[op] += strings.Count(string(p), `"op":"`+op+`"`)
+	}
+	o.mu.Unlock()
+	return o.ReadWriteCloser.Write(p)
+}
+
+// The no-op executor ends a job as it starts: its report rides on the next
+// poll, and one poll serves a slot-full of jobs. Separate reports, or a poll
+// per job, would mean it measures the agent's slot machinery instead of the
+// scheduling path.
+func TestAgentNoOpReportsRideOnPolls(t *testing.T) {
+	t.Parallel()
+	c := newCLS(t)
+	const n, slots = 400, 8
+	var specs []protocol.JobSpec
+	for i := 0; i < n; i++ {
+		specs = append(specs, protocol.JobSpec{Target: "t", Command: "exit 1", Cwd: t.TempDir()})
+	}
+	ids := c.submit(specs...)
+	var mu sync.Mutex
+	ops := map[string]int{}
+	dial := func(ctx context.Context) (io.ReadWriteCloser, error) {
+		rwc, err := c.dial(ctx)
+		return opCounter{rwc, &mu, ops}, err
+	}
+	a := New(Config{Dial: dial, Site: "test", Host: "h", Slots: slots, OutDir: t.TempDir(), NoOp: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	for id, e := range c.wait(ids...) {
+		if e.State != "D" {
+			t.Errorf("job %d: state %s, want D (no-op reports success without running)", id, e.State)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if ops[protocol.OpReport] > 1 { // the last jobs may be reported as the agent stops
+		t.Errorf("%d separate report requests; want the reports carried by polls", ops[protocol.OpReport])
+	}
+	if max := n/slots + 5; ops[protocol.OpNext] > max {
+		t.Errorf("%d polls for %d jobs with %d slots; want at most %d", ops[protocol.OpNext], n, slots, max)
+	}
+}

@@ -54,7 +54,7 @@ func newEnvWith(t *testing.T, mod func(*Options)) *env {
 	t.Helper()
 	dir := t.TempDir()
 	e := &env{t: t, clock: newClock()}
-	e.opt = Options{Path: filepath.Join(dir, "mq.db"), Sync: SyncNormal, Lease: testLease, Now: e.clock.Now}
+	e.opt = Options{Path: filepath.Join(dir, "mq.db"), Sync: SyncNormal, Lease: testLease, Now: e.clock.Now, CheckConstraints: true}
 	if mod != nil {
 		mod(&e.opt)
 	}
@@ -284,6 +284,44 @@ func (e *env) check() {
 		}
 		if err := closeRows(rows); err != nil {
 			return err
+		}
+		// Every target jobs name, as job or prerequisite, is stored under
+		// the id the graph has for it.
+		targets := map[int32]string{}
+		rows, err = e.s.w.QueryContext(ctx, "SELECT id, name FROM targets")
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id int32
+			var name string
+			if err := rows.Scan(&id, &name); err != nil {
+				rows.Close()
+				return err
+			}
+			targets[id] = name
+		}
+		if err := closeRows(rows); err != nil {
+			return err
+		}
+		var terrs []string
+		for tid, name := range targets {
+			if got, ok := e.s.g.Lookup(name); !ok || int32(got) != tid {
+				terrs = append(terrs, fmt.Sprintf("target %q stored as %d, graph has %d %v", name, tid, got, ok))
+			}
+		}
+		for id, r := range all {
+			if _, ok := targets[r.target]; !ok {
+				terrs = append(terrs, fmt.Sprintf("job %d names target %d, which is not stored", id, r.target))
+			}
+			for _, p := range prereqs[id] {
+				if _, ok := targets[p]; !ok {
+					terrs = append(terrs, fmt.Sprintf("job %d waits on target %d, which is not stored", id, p))
+				}
+			}
+		}
+		if len(terrs) > 0 {
+			return fmt.Errorf("targets table: %s", strings.Join(terrs, "; "))
 		}
 		total, done, bad := map[int32]int{}, map[int32]int{}, map[int32]int{}
 		counts := map[int32]*[128]int{}

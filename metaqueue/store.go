@@ -51,6 +51,11 @@ type Options struct {
 	// DefaultLocalLink). Zero or invalid links take the defaults.
 	Links       map[string]Link
 	DefaultLink Link
+	// CheckConstraints makes SQLite verify the schema's CHECK constraints
+	// on every write. The core is the only writer and writes states only
+	// from job.State, so a running CLS skips them (they cost ~20% of a bulk
+	// submit); the package's tests turn them on to catch a bad write.
+	CheckConstraints bool
 }
 
 // Store is an open metaqueue.
@@ -120,7 +125,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
-	w, wdb, rdb, err := openDB(ctx, opt.Path, opt.Sync)
+	w, wdb, rdb, err := openDB(ctx, opt.Path, opt.Sync, opt.CheckConstraints)
 	if err != nil {
 		return nil, err
 	}

@@ -1945,3 +1945,32 @@ func TestSJFLearnsRuntimes(t *testing.T) {
 		t.Fatalf("sjf order %v, want %v", order, want)
 	}
 }
+
+// The schema's CHECK constraints are enforced when asked (the tests ask, so
+// a bad write fails them) and skipped otherwise (a running CLS).
+func TestCheckConstraintsOption(t *testing.T) {
+	t.Parallel()
+	for _, checks := range []bool{true, false} {
+		s, err := Open(context.Background(), Options{Path: filepath.Join(t.TempDir(), "mq.db"), Sync: SyncNormal, CheckConstraints: checks})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Submit(context.Background(), []protocol.JobSpec{{Target: "t", Command: "x", Cwd: "/"}}); err != nil {
+			t.Fatal(err)
+		}
+		err = s.do(context.Background(), func() error {
+			if err := s.begin(); err != nil {
+				return err
+			}
+			_, err := s.w.ExecContext(context.Background(), "UPDATE jobs SET state = 'Z'")
+			return err
+		})
+		if checks && (err == nil || !strings.Contains(err.Error(), "CHECK")) {
+			t.Errorf("CheckConstraints: writing state Z gave %v, want a CHECK failure", err)
+		}
+		if !checks && err != nil {
+			t.Errorf("without CheckConstraints: %v", err)
+		}
+		s.Close()
+	}
+}

@@ -100,6 +100,7 @@ type inserter struct {
 	now      int64
 	args     []any
 	prereqs  []any // (job id, target id) pairs not yet inserted
+	targets  []any // (target id, name) pairs not yet inserted
 }
 
 type row struct {
@@ -124,7 +125,7 @@ func (in *inserter) add(js *protocol.JobSpec) error {
 	if err != nil {
 		return err
 	}
-	t, err := s.targetFor(js.Target)
+	t, err := in.target(js.Target)
 	if err != nil {
 		return err
 	}
@@ -132,7 +133,7 @@ func (in *inserter) add(js *protocol.JobSpec) error {
 	if len(js.Prereqs) > 0 {
 		prereqs = make([]dag.TargetID, 0, len(js.Prereqs))
 		for _, name := range js.Prereqs {
-			p, err := s.targetFor(name)
+			p, err := in.target(name)
 			if err != nil {
 				return err
 			}
@@ -159,9 +160,26 @@ func (in *inserter) add(js *protocol.JobSpec) error {
 		return err
 	}
 	if len(in.rows) == bulkRows {
-		return in.flush()
+		return in.flushJobs()
 	}
 	return nil
+}
+
+// target returns a target's id like Store.targetFor, buffering the rows of
+// new targets for multi-row INSERTs (a bulk file may name 100,000 targets).
+func (in *inserter) target(name string) (dag.TargetID, error) {
+	if t, ok := in.s.g.Lookup(name); ok {
+		return t, nil
+	}
+	t := in.s.g.AddTarget(name)
+	in.targets = append(in.targets, int32(t), name)
+	if len(in.targets) == 2*bulkRows {
+		if _, err := in.s.stmts.insTargets.Exec(in.targets...); err != nil {
+			return 0, fatalError{err}
+		}
+		in.targets = in.targets[:0]
+	}
+	return t, nil
 }
 
 // has reports whether job id is still in the buffer, and patches its state.
@@ -173,7 +191,8 @@ func (in *inserter) patch(id int64, st job.State) bool {
 	return true
 }
 
-// flushPrereqs inserts the buffered prerequisite pairs.
+// flushPrereqs inserts the buffered prerequisite pairs: a full buffer in
+// one statement, a final partial one row by row.
 func (in *inserter) flushPrereqs() error {
 	var err error
 	if len(in.prereqs) == 2*bulkRows {
@@ -190,10 +209,24 @@ func (in *inserter) flushPrereqs() error {
 	return nil
 }
 
+// flush inserts everything still buffered; the inserter is done after it.
 func (in *inserter) flush() error {
+	for i := 0; i < len(in.targets); i += 2 {
+		if _, err := in.s.stmts.insTarget.Exec(in.targets[i : i+2]...); err != nil {
+			return fatalError{err}
+		}
+	}
+	in.targets = in.targets[:0]
 	if err := in.flushPrereqs(); err != nil {
 		return err
 	}
+	return in.flushJobs()
+}
+
+// flushJobs inserts the buffered job rows. Rows, prerequisite pairs and
+// targets are flushed independently (the schema has no foreign keys), so
+// each fills its own multi-row statement.
+func (in *inserter) flushJobs() error {
 	if len(in.rows) == 0 {
 		return nil
 	}

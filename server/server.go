@@ -165,8 +165,11 @@ func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) 
 			}
 			return
 		}
-		req, err := protocol.ParseRequest(line)
-		if err != nil {
+		var req *protocol.Request
+		var add *protocol.BulkAdd // a bulk.add body already decoded
+		if id, a, ok := protocol.FastBulkAdd(line); ok && c.hello {
+			req, add = &protocol.Request{ID: id, Op: protocol.OpBulkAdd}, &a
+		} else if req, err = protocol.ParseRequest(line); err != nil {
 			var id uint64
 			if req != nil {
 				id = req.ID
@@ -206,7 +209,7 @@ func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) 
 					}
 				}()
 			}
-			bulkQ <- newBulkItem(req)
+			bulkQ <- newBulkItem(req, add)
 			continue
 		}
 		reqs.Add(1)
@@ -302,7 +305,9 @@ type bulkItem struct {
 	err    error
 }
 
-func newBulkItem(req *protocol.Request) *bulkItem {
+// newBulkItem starts parsing a bulk step; add is its body if the read loop
+// decoded it already (protocol.FastBulkAdd), else nil.
+func newBulkItem(req *protocol.Request, add *protocol.BulkAdd) *bulkItem {
 	it := &bulkItem{req: req, parsed: make(chan struct{})}
 	if req.Op != protocol.OpBulkAdd {
 		close(it.parsed)
@@ -310,7 +315,9 @@ func newBulkItem(req *protocol.Request) *bulkItem {
 	}
 	go func() {
 		defer close(it.parsed)
-		if it.err = decode(req.Body, &it.add); it.err != nil {
+		if add != nil {
+			it.add = *add
+		} else if it.err = decode(req.Body, &it.add); it.err != nil {
 			return
 		}
 		b := &it.add

@@ -1,0 +1,89 @@
+package protocol
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+// slowBulkAdd is the general path: ParseRequest, then the body decoded.
+func slowBulkAdd(line []byte) (uint64, BulkAdd, bool) {
+	req, err := ParseRequest(line)
+	if err != nil || req.Op != OpBulkAdd {
+		return 0, BulkAdd{}, false
+	}
+	var add BulkAdd
+	if err := json.Unmarshal(req.Body, &add); err != nil {
+		return 0, BulkAdd{}, false
+	}
+	return req.ID, add, true
+}
+
+func frameOf(t testing.TB, id uint64, add BulkAdd) []byte {
+	body, err := json.Marshal(add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := AppendFrame(nil, Request{ID: id, Op: OpBulkAdd, Body: body})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b[:len(b)-1] // ReadLine strips the newline
+}
+
+func TestFastBulkAdd(t *testing.T) {
+	// What clients send is taken by the fast path.
+	for _, add := range []BulkAdd{
+		{Line: 1, Data: []byte("{\"target\":\"t\",\"command\":\"echo \\\"hi\\\"\"}\n"), Queue: "q", Cwd: "/home/u/p"},
+		{Line: 2001, Data: []byte{0, 1, 2, 0xff}},
+		{Line: 7},
+	} {
+		line := frameOf(t, 42, add)
+		id, got, ok := FastBulkAdd(line)
+		if !ok {
+			t.Errorf("fast path refused a client frame: %s", line)
+			continue
+		}
+		if id != 42 || !reflect.DeepEqual(got, add) && !(len(got.Data) == 0 && len(add.Data) == 0) {
+			t.Errorf("%s: got id %d %+v, want 42 %+v", line, id, got, add)
+		}
+	}
+	// Anything else is left to the general path.
+	for _, s := range []string{
+		`{"id":1,"op":"bulk.add","body":{"line":1,"line":2}}`,
+		`{"id":1,"op":"bulk.commit","body":{}}`,
+		`{"id":1, "op":"bulk.add","body":{}}`,
+		`{"id":01,"op":"bulk.add","body":{}}`,
+		`{"id":1,"op":"bulk.add","body":{"data":"a\/b="}}`,
+		`{"id":1,"op":"bulk.add","body":{"data":"abc"}}`,
+		`{"id":1,"op":"bulk.add","body":{"Line":1}}`,
+		`{"id":1,"op":"bulk.add","body":{"line":1}}x`,
+		`{"id":1,"op":"bulk.add","body":{"line":1},"x":2}`,
+		`{"id":1,"op":"bulk.add","body":{"jobs":[]}}`,
+	} {
+		if _, _, ok := FastBulkAdd([]byte(s)); ok {
+			t.Errorf("fast path took %s", s)
+		}
+	}
+}
+
+// FuzzFastBulkAdd checks that the fast path agrees with the general one on
+// every frame it accepts.
+func FuzzFastBulkAdd(f *testing.F) {
+	f.Add([]byte(`{"id":1,"op":"bulk.add","body":{"line":1,"data":"eyJ0YXJnZXQiOiJ0In0K","queue":"q","cwd":"/tmp"}}`))
+	f.Add([]byte(`{"id":18446744073709551615,"op":"bulk.add","body":{"cwd":"/","line":-3,"data":""}}`))
+	f.Add([]byte(`{"id":1,"op":"bulk.add","body":{}}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		id, add, ok := FastBulkAdd(line)
+		if !ok {
+			return
+		}
+		sid, sadd, sok := slowBulkAdd(line)
+		if !sok {
+			t.Fatalf("fast path took %q, which the general path refuses", line)
+		}
+		if id != sid || !reflect.DeepEqual(add, sadd) {
+			t.Fatalf("%q: fast %d %#v, general %d %#v", line, id, add, sid, sadd)
+		}
+	})
+}

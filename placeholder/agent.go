@@ -262,12 +262,28 @@ func (a *Agent) walltimeLeft() float64 {
 	return left.Seconds()
 }
 
-// Prefetch settings: hold one job beyond the free slots while jobs average
-// under prefetchBelow; give a held job back after maxHold.
+// Prefetch settings. While jobs average under prefetchBelow, an agent holds
+// jobs beyond its free slots: about prefetchWindow of work per slot (at
+// least one job, at most maxPrefetch), and refills when half of that is
+// used, so one round trip reports and fetches many short jobs. A held job
+// is given back after maxHold.
 const (
-	prefetchBelow = 500 * time.Millisecond
-	maxHold       = 2 * time.Second
+	prefetchBelow  = 500 * time.Millisecond
+	prefetchWindow = 20 * time.Millisecond
+	maxPrefetch    = 64
+	maxHold        = 2 * time.Second
 )
+
+// prefetchDepth is how many jobs to hold beyond the free slots when jobs
+// run meanRun on average (0 = not known yet) and the longest running one
+// has run longest.
+func prefetchDepth(meanRun, longest time.Duration, slots int) int {
+	if meanRun <= 0 || meanRun >= prefetchBelow || longest >= prefetchBelow {
+		return 0
+	}
+	d := int(prefetchWindow * time.Duration(slots) / max(meanRun, time.Microsecond))
+	return min(max(d, 1), maxPrefetch)
+}
 
 type heldJob struct {
 	unit  []protocol.Assignment // one job, or a bundle's jobs
@@ -307,8 +323,12 @@ func (a *Agent) giveBack(hs []heldJob) []protocol.Report {
 }
 
 // reportHold is how long a report waits for the outstanding poll to carry
-// it before it is sent on its own.
-const reportHold = 2 * time.Millisecond
+// it before it is sent on its own; reportBatch how long it may wait, with
+// no poll out, for the refill that carries it (see prefetchDepth).
+const (
+	reportHold  = 2 * time.Millisecond
+	reportBatch = prefetchWindow / 2
+)
 
 // work runs the slots from one loop. Each request reports every job that
 // ended since the last one and asks for as many jobs as slots are free, so
@@ -397,6 +417,9 @@ func (a *Agent) work(ctx context.Context) error {
 	hold := time.NewTimer(time.Hour)
 	hold.Stop()
 	holding := false
+	reportsDue := false   // reports have waited long enough: the next poll goes now
+	pollPrefetch := false // the poll out only prefetches (it does not wait for work)
+	prefetchDry := false  // a prefetch found nothing: no more until a job ends
 	exiting := false
 	for {
 		if !exiting && (ctx.Err() != nil || (a.cfg.ExitWhenOrphaned && os.Getppid() != a.ppid) ||
@@ -419,11 +442,19 @@ func (a *Agent) work(ctx context.Context) error {
 			cancel()
 			return err
 		}
-		want := free - len(held)
-		if meanRun > 0 && meanRun < prefetchBelow && a.longestRunning() < prefetchBelow {
-			want++
-		}
-		if poll == nil && !exiting && want > 0 {
+		depth := prefetchDepth(meanRun, a.longestRunning(), a.cfg.Slots)
+		want := free + depth - len(held)
+		// Ask when a slot would idle otherwise, when half the prefetch is
+		// used up, or when reports have waited reportBatch: under load one
+		// request then carries many reports and fetches many jobs.
+		starving := free > len(held)
+		refill := want > depth/2 && !prefetchDry
+		if poll == nil && !exiting && want > 0 && (starving || refill || reportsDue) {
+			reportsDue = false
+			if holding { // the poll carries the reports
+				hold.Stop()
+				holding = false
+			}
 			wait := 30 * time.Second
 			if a.cfg.IdleTimeout > 0 {
 				wait = min(wait, max(a.cfg.IdleTimeout-time.Since(idleSince), 10*time.Millisecond))
@@ -431,7 +462,20 @@ func (a *Agent) work(ctx context.Context) error {
 			if a.cfg.ExitWhenOrphaned {
 				wait = min(wait, 5*time.Second)
 			}
+			if !starving {
+				// Only prefetching: take what is ready now. Parked, this poll
+				// would catch jobs that arrive while every slot is busy, maybe
+				// with a job that turned out long.
+				wait = 0
+			}
+			pollPrefetch = !starving
 			sent, n := reports, want
+			if starving {
+				// A long poll takes what arrives first, maybe a burst of long
+				// jobs: ask for the free slots and one ahead, no deeper, so
+				// other placeholders get their share.
+				n = min(want, free-len(held)+1)
+			}
 			reports = nil
 			poll = make(chan polled, 1)
 			go func(ch chan polled) {
@@ -458,6 +502,7 @@ func (a *Agent) work(ctx context.Context) error {
 		case r := <-ended:
 			free++
 			running--
+			prefetchDry = false
 			gotReport(r)
 		drain: // jobs often end together: one request for all of them
 			for {
@@ -472,20 +517,31 @@ func (a *Agent) work(ctx context.Context) error {
 			}
 			idleSince = time.Now()
 			startHeld()
-			if poll != nil && running == 0 {
+			switch {
+			case poll != nil && running == 0:
 				// Nothing else is running: no request is coming soon (the poll
 				// out is likely parked), so report now.
 				sendReports()
-			} else if poll != nil && !holding {
+			case poll != nil && !holding:
 				// A poll is out. Under load it returns at once and carries
 				// these reports; if it is a long poll, report separately soon.
 				holding = true
 				hold.Reset(reportHold)
+			case poll == nil && !holding:
+				// The next poll carries them, when the prefetch runs low;
+				// bound the wait.
+				holding = true
+				hold.Reset(reportBatch)
 			}
 		case <-hold.C:
 			holding = false
 			if poll != nil {
 				sendReports()
+			} else if len(reports) > 0 {
+				reportsDue = true
+				if free+prefetchDepth(meanRun, a.longestRunning(), a.cfg.Slots)-len(held) <= 0 {
+					sendReports() // nothing to ask for: report on its own
+				}
 			}
 		case p := <-poll:
 			poll = nil
@@ -505,6 +561,9 @@ func (a *Agent) work(ctx context.Context) error {
 			}
 			if p.reply.Exit {
 				exiting = true
+			}
+			if pollPrefetch && len(p.reply.Jobs) == 0 {
+				prefetchDry = true
 			}
 			for _, u := range units(p.reply.Jobs) {
 				idleSince = time.Now()

@@ -250,9 +250,9 @@ func TestAgentGivesBackHeldJob(t *testing.T) {
 	startAgent(t, c, 1)
 	c.wait(ids...)
 	time.Sleep(200 * time.Millisecond) // parked again, asking for a slot and one ahead
-	long := c.submit(protocol.JobSpec{Target: "long", Command: "sleep 6", Cwd: dir})[0]
-	short := c.submit(protocol.JobSpec{Target: "short", Command: "true", Cwd: dir})[0]
-	time.Sleep(500 * time.Millisecond) // the first placeholder holds the short job
+	both := c.submit(protocol.JobSpec{Target: "long", Command: "sleep 6", Cwd: dir}, protocol.JobSpec{Target: "short", Command: "true", Cwd: dir})
+	long, short := both[0], both[1]
+	time.Sleep(500 * time.Millisecond) // the first placeholder runs the long job and holds the short one
 	startAgent(t, c, 1)
 	ends := c.wait(short)
 	if ends[short].State != "D" {
@@ -368,5 +368,43 @@ func TestAgentNoOpReportsRideOnPolls(t *testing.T) {
 	}
 	if max := n/slots + 5; ops[protocol.OpNext] > max {
 		t.Errorf("%d polls for %d jobs with %d slots; want at most %d", ops[protocol.OpNext], n, slots, max)
+	}
+}
+
+// Short jobs are fetched ahead and reported in batches: one round trip per
+// job would cost the CLS and the agent more than the jobs themselves.
+func TestAgentBatchesShortJobs(t *testing.T) {
+	t.Parallel()
+	c := newCLS(t)
+	const n = 300
+	dir := t.TempDir()
+	var specs []protocol.JobSpec
+	for i := 0; i < n; i++ {
+		specs = append(specs, protocol.JobSpec{Target: "t", Command: "true", Cwd: dir})
+	}
+	ids := c.submit(specs...)
+	var mu sync.Mutex
+	ops := map[string]int{}
+	dial := func(ctx context.Context) (io.ReadWriteCloser, error) {
+		rwc, err := c.dial(ctx)
+		return opCounter{rwc, &mu, ops}, err
+	}
+	a := New(Config{Dial: dial, Site: "test", Host: "h", Slots: 1, OutDir: t.TempDir()})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	for id, e := range c.wait(ids...) {
+		if e.State != "D" {
+			t.Errorf("job %d ended %+v", id, e)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if reqs := ops[protocol.OpNext] + ops[protocol.OpReport]; reqs > n/3 {
+		t.Errorf("%d requests (%v) for %d short jobs on one slot; want batches (at most %d)", reqs, ops, n, n/3)
 	}
 }

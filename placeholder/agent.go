@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 
@@ -637,5 +638,17 @@ func (a *Agent) heartbeats(ctx context.Context) {
 			}
 		}
 		t.Reset(a.heartbeatEvery())
+	}
+}
+
+// OneProc runs the Go scheduler on one thread (GOMAXPROCS=1) unless the
+// environment sets GOMAXPROCS. Commands that run an agent call it first:
+// the agent coordinates, it does not compute, and with a scheduler thread
+// per core each job's goroutines (start, wait, output, report) hop between
+// threads. Measured with `true` jobs: 11 -> 3-4 context switches and 450
+// -> 290 us of agent CPU per job.
+func OneProc() {
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
 	}
 }

@@ -82,6 +82,7 @@ func run(args []string, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("pid", os.Getpid())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	placeholder.OneProc()
 	a := placeholder.New(placeholder.Config{
 		Dial: func(ctx context.Context) (io.ReadWriteCloser, error) { return client.DialSSH(ctx, cfg) },
 		Site: *site, Host: *host, Slots: *slots, OutDir: *out,

@@ -371,6 +371,7 @@ func runAgent(c *cli.Context) error {
 	}
 	defer stop()
 	log := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level})).With("pid", os.Getpid())
+	placeholder.OneProc()
 	a := placeholder.New(placeholder.Config{
 		Dial: dial, Site: c.String("site"), Host: host, Slots: c.Int("slots"), OutDir: out,
 		Walltime: c.Duration("walltime"), IdleTimeout: c.Duration("idle"), Reconnect: c.Duration("reconnect"),

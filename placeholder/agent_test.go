@@ -2,10 +2,13 @@ package placeholder
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -406,5 +409,26 @@ func TestAgentBatchesShortJobs(t *testing.T) {
 	defer mu.Unlock()
 	if reqs := ops[protocol.OpNext] + ops[protocol.OpReport]; reqs > n/3 {
 		t.Errorf("%d requests (%v) for %d short jobs on one slot; want batches (at most %d)", reqs, ops, n, n/3)
+	}
+}
+
+// OneProc gives the agent one scheduler thread, unless GOMAXPROCS says
+// otherwise. Checked in a child process: it changes the whole runtime.
+func TestOneProc(t *testing.T) {
+	if os.Getenv("MQ_TEST_ONEPROC") == "1" {
+		OneProc()
+		fmt.Print(runtime.GOMAXPROCS(0))
+		os.Exit(0)
+	}
+	for _, c := range []struct{ env, want string }{{"", "1"}, {"3", "3"}} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestOneProc$")
+		cmd.Env = append(os.Environ(), "MQ_TEST_ONEPROC=1", "GOMAXPROCS="+c.env)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(out) != c.want {
+			t.Errorf("GOMAXPROCS=%q: agent runs with %s scheduler threads, want %s", c.env, out, c.want)
+		}
 	}
 }

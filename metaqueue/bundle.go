@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
@@ -135,6 +136,28 @@ func (s *Store) saveToken(token string, first int64, n int) error {
 	return nil
 }
 
+// tokenTTL is how long a submit token is remembered. A client resends a
+// submit after reconnecting (the driver tries for minutes), so a day is
+// ample, and the table stays small however many requests a driver makes.
+const tokenTTL = 24 * time.Hour
+
+// pruneTokens forgets tokens older than tokenTTL, at most once an hour (the
+// core calls it on its tick).
+func (s *Store) pruneTokens() error {
+	now := s.now()
+	if now.Sub(s.tokensPruned) < time.Hour {
+		return nil
+	}
+	s.tokensPruned = now
+	if err := s.begin(); err != nil {
+		return err
+	}
+	if _, err := s.w.ExecContext(context.Background(), "DELETE FROM submits WHERE created < ?", micros(now.Add(-tokenTTL))); err != nil {
+		return fatalError{err}
+	}
+	return nil
+}
+
 // loadBundles rebuilds the bundles of live jobs from the database.
 func (s *Store) loadBundles(ctx context.Context) error {
 	s.bundles.reset()
@@ -158,8 +181,11 @@ func (s *Store) loadBundles(ctx context.Context) error {
 // job alone if it is in no bundle, every Queued job of its bundle in order,
 // or nothing if the bundle is held back (a job of it is Waiting; the job
 // is pushed again when its state changes, so nothing is lost by dropping
-// this heap entry).
-func (s *Store) bundlePick(id int64) (ids []int64, bundle int64) {
+// this heap entry). A bundle runs its jobs one after another, so with a
+// placeholder walltime (> 0) it takes only as many as fit in it together:
+// the picked job (which fits alone), then the others in order while they
+// fit. Those left out stay Queued and go with a later request.
+func (s *Store) bundlePick(id int64, walltime float64) (ids []int64, bundle int64) {
 	bid, ok := s.bundles.of[id]
 	if !ok {
 		return []int64{id}, 0
@@ -170,12 +196,38 @@ func (s *Store) bundlePick(id int64) (ids []int64, bundle int64) {
 			return nil, bid
 		}
 	}
+	budget := walltime - s.need(id)
 	for _, m := range members {
-		if j, ok := s.g.Job(m); ok && j.State == job.Queued {
-			ids = append(ids, m)
+		j, ok := s.g.Job(m)
+		if !ok || j.State != job.Queued {
+			continue
 		}
+		if m != id && walltime > 0 {
+			n := s.need(m)
+			if n > budget {
+				continue
+			}
+			budget -= n
+		}
+		ids = append(ids, m)
 	}
 	return ids, bid
+}
+
+// need is how long a job is expected to take, as fits counts it: its
+// estimate, else its queue's ceiling (0 = unknown).
+func (s *Store) need(id int64) float64 {
+	j, ok := s.g.Job(id)
+	if !ok {
+		return 0
+	}
+	if j.Est > 0 {
+		return float64(j.Est)
+	}
+	if q := s.queueIDs[j.Queue]; q != nil {
+		return q.Ceiling
+	}
+	return 0
 }
 
 // migrate1to2 adds bundles and submit tokens to a version 1 database.

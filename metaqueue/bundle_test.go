@@ -242,3 +242,54 @@ func TestMigrateFrom1(t *testing.T) {
 	}
 	e.check()
 }
+
+// TestBundleFitsWalltime: a bundle's jobs run one after another, so a
+// placeholder takes only as many as fit its walltime together; the rest
+// stay Queued for the next request.
+func TestBundleFitsWalltime(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	req := bundleOf("b1", "b2", "b3", "b4")
+	for i := range req.Jobs {
+		req.Jobs[i].Est = 40
+	}
+	b := e.submitReq(req)
+	p := e.register("a")
+	got := e.nextWalltime(p, 1, 100)
+	if fmt.Sprint(ids(got)) != fmt.Sprint(b[:2]) {
+		t.Fatalf("walltime 100 s, jobs of 40 s: got %v, want the first two of %v", ids(got), b)
+	}
+	e.mustBe(b[2], job.Queued)
+	got = e.nextWalltime(p, 1, 1000)
+	if fmt.Sprint(ids(got)) != fmt.Sprint(b[2:]) {
+		t.Fatalf("then, with room: got %v, want %v", ids(got), b[2:])
+	}
+	e.check()
+}
+
+// TestSubmitTokenPruned: tokens are forgotten after tokenTTL, so the table
+// does not grow with every driver request forever.
+func TestSubmitTokenPruned(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	req := protocol.Submit{Token: "drv-1-1", Jobs: []protocol.JobSpec{spec("t", "a")}}
+	first := e.submitReq(req)
+	e.clock.Advance(tokenTTL + 2*time.Hour)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var n int
+		if err := e.s.rdb.QueryRow("SELECT count(*) FROM submits").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d tokens left a day after their submit", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if again := e.submitReq(req); again[0] == first[0] {
+		t.Fatalf("a token past its time still maps to ids %v", again)
+	}
+}

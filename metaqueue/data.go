@@ -467,7 +467,7 @@ func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err 
 				popped = append(popped, r)
 				continue
 			}
-			if members, _ = s.bundlePick(r.ID); len(members) == 0 {
+			if members, _ = s.bundlePick(r.ID, walltime); len(members) == 0 {
 				continue // held back; pushed again when its state changes
 			}
 			seen = append(seen, bid)

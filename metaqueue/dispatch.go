@@ -401,7 +401,7 @@ func (s *Store) dispatch(p *parkedNext) error {
 		if id == 0 {
 			break
 		}
-		ids, bundle := s.bundlePick(id)
+		ids, bundle := s.bundlePick(id, p.req.WalltimeLeft)
 		if len(ids) == 0 {
 			continue // held back: a job of its bundle is waiting
 		}

@@ -73,23 +73,24 @@ type Store struct {
 	closeMu sync.Once
 
 	// Owned by the core goroutine.
-	g        *dag.Graph
-	queues   map[string]*queue
-	queueIDs map[int32]*queue
-	qlist    []*queue // by id, for round-robin dispatch
-	rr       int      // round-robin position over queues for dispatch
-	running  map[int64]*run
-	phs      map[int64]bool // placeholders known: registered, or holding jobs at load
-	parked   []*parkedNext
-	waiters  map[int64][]*waitCall
-	counts   map[int32]*[128]int // queue -> state letter -> jobs
-	nextID   int64
-	inTx     bool
-	curSync  Sync      // the writer's synchronous setting now (SyncSubmit switches it)
-	synced   int       // batches committed fsync'd under SyncSubmit (tests check which calls are durable)
-	ended    []int64   // jobs that ended or blocked in this batch (for waiters)
-	bundles  bundles   // live bundles (bundle.go)
-	data     dataState // data-conscious scheduling (data.go)
+	g            *dag.Graph
+	queues       map[string]*queue
+	queueIDs     map[int32]*queue
+	qlist        []*queue // by id, for round-robin dispatch
+	rr           int      // round-robin position over queues for dispatch
+	running      map[int64]*run
+	phs          map[int64]bool // placeholders known: registered, or holding jobs at load
+	parked       []*parkedNext
+	waiters      map[int64][]*waitCall
+	counts       map[int32]*[128]int // queue -> state letter -> jobs
+	nextID       int64
+	inTx         bool
+	curSync      Sync      // the writer's synchronous setting now (SyncSubmit switches it)
+	synced       int       // batches committed fsync'd under SyncSubmit (tests check which calls are durable)
+	ended        []int64   // jobs that ended or blocked in this batch (for waiters)
+	tokensPruned time.Time // when submit tokens were last pruned
+	bundles      bundles   // live bundles (bundle.go)
+	data         dataState // data-conscious scheduling (data.go)
 }
 
 type queue struct {
@@ -292,6 +293,9 @@ func (s *Store) runBatch(batch []*call, ticked bool) {
 	}
 	if failed == nil && ticked {
 		failed = s.expire()
+	}
+	if failed == nil && ticked {
+		failed = s.pruneTokens()
 	}
 	var filled []*parkedNext
 	if failed == nil {

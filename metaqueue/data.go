@@ -110,7 +110,7 @@ type dataState struct {
 	placeID map[place]policy.Site
 	phPlace map[int64]policy.Site // placeholder -> where it runs
 	readyAt map[int64]time.Time   // jobs of dc queues: when first seen ready
-	expect  policy.Expect         // runtimes by target, learned from jobs done in this run
+	expect  policy.Expect         // runtimes by target, of Done jobs (earlier runs' loaded at start)
 	arr     policy.Arrivals       // placeholders' requests, fed while a dc queue exists
 	lastAsk map[int64]time.Time
 	epoch   time.Time // arrival times are seconds since this
@@ -360,7 +360,7 @@ func (s *Store) readyEntry(q *queue, id int64, est float32, t dag.TargetID) poli
 // jobDone records where a job that ended Done produced its outputs and
 // learns its runtime, in the batch's transaction.
 func (s *Store) jobDone(id int64, target string, ph int64, started, finished time.Time) error {
-	if s.data.ndc+s.data.nsjf > 0 && !started.IsZero() && finished.After(started) {
+	if !started.IsZero() && finished.After(started) { // kept for any queue: one may turn SJF or DC later
 		s.data.expect.Observe(target, finished.Sub(started).Seconds())
 	}
 	jf := s.data.files[id]

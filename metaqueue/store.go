@@ -573,7 +573,14 @@ func (s *Store) load(ctx context.Context) error {
 	phIDs := map[int64]bool{}
 	var queued []int64 // in id order
 	now := s.now()
-	rows, err = s.w.QueryContext(ctx, `SELECT id, queue_id, target_id, state, est, attempts, attempt_base, placeholder_id, started
+	// Runtimes of Done jobs, by target: SJF and DC go on from what earlier
+	// runs learned rather than from nothing.
+	type sum struct {
+		secs float64
+		n    int
+	}
+	learned := map[int32]*sum{}
+	rows, err = s.w.QueryContext(ctx, `SELECT id, queue_id, target_id, state, est, attempts, attempt_base, placeholder_id, started, finished
 		FROM jobs ORDER BY id`)
 	if err != nil {
 		return err
@@ -584,8 +591,8 @@ func (s *Store) load(ctx context.Context) error {
 		var st string
 		var est sql.NullFloat64
 		var attempts, base int
-		var ph, started sql.NullInt64
-		if err := rows.Scan(&id, &q, &t, &st, &est, &attempts, &base, &ph, &started); err != nil {
+		var ph, started, finished sql.NullInt64
+		if err := rows.Scan(&id, &q, &t, &st, &est, &attempts, &base, &ph, &started, &finished); err != nil {
 			rows.Close()
 			return err
 		}
@@ -593,6 +600,15 @@ func (s *Store) load(ctx context.Context) error {
 		s.nextID = id + 1
 		if state.Terminal() {
 			ended[count{t, q, state}]++
+			if state == job.Done && started.Valid && finished.Valid && finished.Int64 > started.Int64 {
+				l := learned[t]
+				if l == nil {
+					l = &sum{}
+					learned[t] = l
+				}
+				l.secs += float64(finished.Int64-started.Int64) / 1e6
+				l.n++
+			}
 			continue
 		}
 		s.g.LoadJob(id, dag.Job{Target: dag.TargetID(t), Queue: q, Est: float32(est.Float64), State: state, Prereqs: prereqs[id]})
@@ -613,6 +629,9 @@ func (s *Store) load(ctx context.Context) error {
 	for c, n := range ended {
 		s.g.LoadCounts(dag.TargetID(c.t), c.st, n)
 		s.countsFor(c.q)[c.st] += n
+	}
+	for t, l := range learned {
+		s.data.expect.Load(s.g.Name(dag.TargetID(t)), l.secs, l.n)
 	}
 
 	// Placeholders holding jobs are known at once, so they may heartbeat and

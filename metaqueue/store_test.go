@@ -1946,6 +1946,43 @@ func TestSJFLearnsRuntimes(t *testing.T) {
 	}
 }
 
+// TestSJFRuntimesSurviveRestart: runtimes are learned in any queue and
+// loaded from Done jobs at start, so a queue switched to SJF after a
+// restart orders by what earlier runs saw.
+func TestSJFRuntimesSurviveRestart(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ph := e.register("s")
+	t0 := time.Unix(1000, 0)
+	for _, c := range []struct {
+		target string
+		secs   int
+	}{{"slow", 100}, {"fast", 2}, {"fast", 4}} {
+		e.submit(protocol.JobSpec{Queue: "q", Target: c.target, Command: "x"})
+		as := e.next(ph, 1)
+		r := ok(as[0])
+		r.Started, r.Finished = t0, t0.Add(time.Duration(c.secs)*time.Second)
+		e.report(ph, r)
+	}
+	e.reopen()
+	sjf := "sjf"
+	if _, err := e.s.SetQueue(context.Background(), protocol.QueueSet{Name: "q", Policy: &sjf}); err != nil {
+		t.Fatal(err)
+	}
+	got := e.submit(
+		protocol.JobSpec{Queue: "q", Target: "slow", Command: "x"},
+		protocol.JobSpec{Queue: "q", Target: "fast", Command: "x"},
+	)
+	ph = e.register("s")
+	var order []int64
+	for range got {
+		order = append(order, e.next(ph, 1)[0].ID)
+	}
+	if want := []int64{got[1], got[0]}; !slices.Equal(order, want) {
+		t.Fatalf("sjf order after a restart %v, want %v (fast learned 3 s, slow 100 s)", order, want)
+	}
+}
+
 // The schema's CHECK constraints are enforced when asked (the tests ask, so
 // a bad write fails them) and skipped otherwise (a running CLS).
 func TestCheckConstraintsOption(t *testing.T) {

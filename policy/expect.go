@@ -16,8 +16,12 @@ type mean struct {
 }
 
 // Observe records that a job of group ran for seconds.
-func (e *Expect) Observe(group string, seconds float64) {
-	if seconds < 0 || math.IsNaN(seconds) || math.IsInf(seconds, 0) {
+func (e *Expect) Observe(group string, seconds float64) { e.Load(group, seconds, 1) }
+
+// Load adds n observations summing to seconds, as n calls of Observe would
+// (a restarted CLS loads what earlier runs saw).
+func (e *Expect) Load(group string, seconds float64, n int) {
+	if n <= 0 || seconds < 0 || math.IsNaN(seconds) || math.IsInf(seconds, 0) {
 		return
 	}
 	if e.groups == nil {
@@ -29,7 +33,7 @@ func (e *Expect) Observe(group string, seconds float64) {
 		e.groups[group] = m
 	}
 	m.sum += seconds
-	m.n++
+	m.n += n
 }
 
 // Estimate returns the expected runtime of a job of group that declared

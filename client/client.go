@@ -162,7 +162,7 @@ func (c *Client) send(op string, body any, stream bool) (uint64, *pending, error
 	c.mu.Unlock()
 
 	c.wmu.Lock()
-	c.wbuf, err = protocol.AppendFrame(c.wbuf[:0], protocol.Request{ID: id, Op: op, Body: raw})
+	c.wbuf, err = protocol.AppendRequest(c.wbuf[:0], id, op, raw)
 	if err == nil {
 		_, err = c.rwc.Write(c.wbuf)
 	}

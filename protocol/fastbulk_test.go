@@ -87,3 +87,37 @@ func FuzzFastBulkAdd(f *testing.F) {
 		}
 	})
 }
+
+// AppendRequest writes what AppendFrame writes for a Request, without
+// re-scanning the body.
+func TestAppendRequest(t *testing.T) {
+	for _, c := range []struct {
+		id   uint64
+		op   string
+		body any
+	}{
+		{1, OpBulkAdd, BulkAdd{Line: 3, Data: []byte("{\"a\":\"<b>\"}\n"), Cwd: "/tmp/é"}},
+		{18446744073709551615, OpNext, Next{Placeholder: 7, Free: 2}},
+		{0, "op\"with\\quotes", map[string]int{}},
+		{5, OpSummary, nil},
+	} {
+		var raw []byte
+		if c.body != nil {
+			var err error
+			if raw, err = json.Marshal(c.body); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := AppendFrame(nil, Request{ID: c.id, Op: c.op, Body: raw})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := AppendRequest(nil, c.id, c.op, raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("AppendRequest:\n%s\nAppendFrame:\n%s", got, want)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 )
 
 // Version is the protocol version spoken by this build. A hello naming
@@ -117,6 +118,26 @@ func (fr *Reader) ReadResponse() (*Response, error) {
 		return nil, fmt.Errorf("malformed response from server: %w", err)
 	}
 	return &resp, nil
+}
+
+// AppendRequest appends the frame of Request{ID: id, Op: op, Body: body},
+// as AppendFrame would, without re-validating body: it must be compact JSON
+// from json.Marshal. A request body can be megabytes (bulk.add), and
+// encoding/json would scan it all again to compact a json.RawMessage.
+func AppendRequest(dst []byte, id uint64, op string, body []byte) ([]byte, error) {
+	qop, err := json.Marshal(op)
+	if err != nil {
+		return dst, err
+	}
+	dst = append(dst, `{"id":`...)
+	dst = strconv.AppendUint(dst, id, 10)
+	dst = append(dst, `,"op":`...)
+	dst = append(dst, qop...)
+	if len(body) > 0 {
+		dst = append(dst, `,"body":`...)
+		dst = append(dst, body...)
+	}
+	return append(dst, '}', '\n'), nil
 }
 
 // AppendFrame appends v as one JSON line to dst.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -332,32 +333,23 @@ func (o opCounter) Write(p []byte) (int, error) {
 	return o.ReadWriteCloser.Write(p)
 }
 
-// The no-op executor ends a job as it starts: its report rides on the next
-// poll, and one poll serves a slot-full of jobs. Separate reports, or a poll
-// per job, would mean it measures the agent's slot machinery instead of the
-// scheduling path.
-func TestAgentNoOpReportsRideOnPolls(t *testing.T) {
-	t.Parallel()
-	c := newCLS(t)
-	const n, slots = 400, 8
-	var specs []protocol.JobSpec
-	for i := 0; i < n; i++ {
-		specs = append(specs, protocol.JobSpec{Target: "t", Command: "exit 1", Cwd: t.TempDir()})
-	}
-	ids := c.submit(specs...)
+// runCounted runs an agent with cfg (its Dial counting requests) until the
+// jobs end, stops it, and returns the requests it made, by op.
+func runCounted(t *testing.T, c *cls, cfg Config, ids []int64) map[string]int {
+	t.Helper()
 	var mu sync.Mutex
 	ops := map[string]int{}
-	dial := func(ctx context.Context) (io.ReadWriteCloser, error) {
+	cfg.Dial = func(ctx context.Context) (io.ReadWriteCloser, error) {
 		rwc, err := c.dial(ctx)
 		return opCounter{rwc, &mu, ops}, err
 	}
-	a := New(Config{Dial: dial, Site: "test", Host: "h", Slots: slots, OutDir: t.TempDir(), NoOp: true})
+	a := New(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
 	for id, e := range c.wait(ids...) {
 		if e.State != "D" {
-			t.Errorf("job %d: state %s, want D (no-op reports success without running)", id, e.State)
+			t.Errorf("job %d ended %+v, want D", id, e)
 		}
 	}
 	cancel()
@@ -366,6 +358,24 @@ func TestAgentNoOpReportsRideOnPolls(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	return maps.Clone(ops)
+}
+
+// The no-op executor ends a job as it starts: its report rides on the next
+// poll, and one poll serves a slot-full of jobs. Separate reports, or a poll
+// per job, would mean it measures the agent's slot machinery instead of the
+// scheduling path.
+func TestAgentNoOpReportsRideOnPolls(t *testing.T) {
+	t.Parallel()
+	c := newCLS(t)
+	const n, slots = 400, 8
+	dir := t.TempDir()
+	var specs []protocol.JobSpec
+	for i := 0; i < n; i++ {
+		specs = append(specs, protocol.JobSpec{Target: "t", Command: "exit 1", Cwd: dir}) // not run: no-op
+	}
+	ids := c.submit(specs...)
+	ops := runCounted(t, c, Config{Site: "test", Host: "h", Slots: slots, OutDir: t.TempDir(), NoOp: true}, ids)
 	if ops[protocol.OpReport] > 1 { // the last jobs may be reported as the agent stops
 		t.Errorf("%d separate report requests; want the reports carried by polls", ops[protocol.OpReport])
 	}
@@ -386,27 +396,7 @@ func TestAgentBatchesShortJobs(t *testing.T) {
 		specs = append(specs, protocol.JobSpec{Target: "t", Command: "true", Cwd: dir})
 	}
 	ids := c.submit(specs...)
-	var mu sync.Mutex
-	ops := map[string]int{}
-	dial := func(ctx context.Context) (io.ReadWriteCloser, error) {
-		rwc, err := c.dial(ctx)
-		return opCounter{rwc, &mu, ops}, err
-	}
-	a := New(Config{Dial: dial, Site: "test", Host: "h", Slots: 1, OutDir: t.TempDir()})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	for id, e := range c.wait(ids...) {
-		if e.State != "D" {
-			t.Errorf("job %d ended %+v", id, e)
-		}
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
+	ops := runCounted(t, c, Config{Site: "test", Host: "h", Slots: 1, OutDir: t.TempDir()}, ids)
 	if reqs := ops[protocol.OpNext] + ops[protocol.OpReport]; reqs > n/3 {
 		t.Errorf("%d requests (%v) for %d short jobs on one slot; want batches (at most %d)", reqs, ops, n, n/3)
 	}

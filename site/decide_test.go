@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -52,6 +53,17 @@ func TestValidate(t *testing.T) {
 		t.Errorf("defaults: %+v", s)
 	}
 	ok(protocol.SiteSpec{Name: "l", Type: Local, Min: 1, Max: 4})
+	if s := ok(protocol.SiteSpec{Name: "a", Type: SGE, SSH: "u@h", Slots: 4}); s.PE != "smp" {
+		t.Errorf("SGE with 4 slots: pe %q, want the default smp", s.PE)
+	}
+	if s := ok(protocol.SiteSpec{Name: "a", Type: SGE, SSH: "u@h", Slots: 4, PE: "mpi*"}); s.PE != "mpi*" {
+		t.Errorf("pe %q, want mpi*", s.PE)
+	}
+	for _, s := range []protocol.SiteSpec{{Name: "a", Type: SGE, SSH: "u@h"}, {Name: "a", Type: Slurm, SSH: "u@h", Slots: 4}} {
+		if s := ok(s); s.PE != "" {
+			t.Errorf("%s with %d slots got pe %q", s.Type, s.Slots, s.PE)
+		}
+	}
 	for _, bad := range []protocol.SiteSpec{
 		{Name: "1a", Type: SGE, SSH: "u@h"},
 		{Name: "a b", Type: SGE, SSH: "u@h"},
@@ -66,6 +78,13 @@ func TestValidate(t *testing.T) {
 		{Name: "a", Type: SGE, SSH: "u@h", SubmitArgs: `"unclosed`},
 		{Name: "a", Type: SGE, SSH: "u@h", Walltime: 10},
 		{Name: "a", Type: SGE, SSH: "u@h", Slots: 5000},
+		{Name: "a", Type: SGE, SSH: "u@h", Slots: 4, PE: "smp 4"},
+		{Name: "a", Type: SGE, SSH: "u@h", Slots: 4, PE: "a/b"},
+		{Name: "a", Type: SGE, SSH: "u@h", Slots: 4, PE: "x\n#$ -l h_rt=99:0:0"},
+		{Name: "a", Type: SGE, SSH: "u@h", Slots: 4, PE: strings.Repeat("p", 513)},
+		{Name: "a", Type: SGE, SSH: "u@h", Slots: 1, PE: "smp"},
+		{Name: "a", Type: Slurm, SSH: "u@h", Slots: 4, PE: "smp"},
+		{Name: "a", Type: Local, Slots: 4, PE: "smp"},
 	} {
 		if err := Validate(&bad); err == nil {
 			t.Errorf("Validate(%+v) accepted", bad)

@@ -15,6 +15,9 @@ type Counts struct {
 	// OldestQueued is the longest a placeholder still queued has waited;
 	// ThrottleAfter the wait that marks the site slow.
 	OldestQueued, ThrottleAfter time.Duration
+	// Steady sites keep Min placeholders whether or not there is work
+	// (the CLS's own local placeholders, --local N).
+	Steady bool
 }
 
 // Decision is what to do now.
@@ -27,7 +30,8 @@ type Decision struct {
 // Decide is the provisioning rule, a pure function of counts:
 //
 //   - No ready work: cancel every queued placeholder; running ones finish
-//     their jobs and exit on their idle timeout.
+//     their jobs and exit on their idle timeout. A Steady site keeps Min
+//     all the same.
 //   - Ready work: keep queued+running between Min and Max, and no more than
 //     the work warrants (the jobs running and ready, Slots per placeholder).
 //     Surplus queued placeholders are cancelled; running ones are never
@@ -37,7 +41,7 @@ type Decision struct {
 //     starts them again) and submit nothing; the ready work goes to sites
 //     that start placeholders sooner.
 func Decide(c Counts) Decision {
-	if c.Ready <= 0 {
+	if c.Ready <= 0 && !c.Steady {
 		return Decision{Cancel: max(c.Queued, 0)}
 	}
 	slots := max(c.Slots, 1)

@@ -3,6 +3,7 @@ package site
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,6 +35,10 @@ func TestDecide(t *testing.T) {
 		{"throttled: extra queued cancelled", Counts{Ready: 50, Queued: 4, Max: 8, Slots: 1, OldestQueued: 2 * slow, ThrottleAfter: slow}, Decision{Cancel: 3, Throttled: true}},
 		{"not yet slow", Counts{Ready: 50, Queued: 2, Max: 8, Slots: 1, OldestQueued: slow / 2, ThrottleAfter: slow}, Decision{Submit: 6}},
 		{"no throttle configured", Counts{Ready: 50, Queued: 2, Max: 8, Slots: 1, OldestQueued: time.Hour}, Decision{Submit: 6}},
+		{"steady: min kept without work", Counts{Min: 4, Max: 4, Slots: 1, Steady: true}, Decision{Submit: 4}},
+		{"steady: all there, nothing to do", Counts{Running: 4, Min: 4, Max: 4, Slots: 8, Steady: true}, Decision{}},
+		{"steady: an exit replaced", Counts{Running: 3, Min: 4, Max: 4, Slots: 1, Steady: true}, Decision{Submit: 1}},
+		{"steady: never more than max", Counts{Ready: 100, Running: 4, Min: 4, Max: 4, Slots: 1, Steady: true}, Decision{}},
 	} {
 		if got := Decide(tc.c); got != tc.want {
 			t.Errorf("%s: Decide(%+v) = %+v, want %+v", tc.name, tc.c, got, tc.want)
@@ -275,5 +280,122 @@ func TestManager(t *testing.T) {
 	}
 	if len(st.gone) != 1 || st.gone[0] != 7 {
 		t.Fatalf("jobs of connected placeholders not requeued: %v", st.gone)
+	}
+}
+
+// localFake is a local site in memory: placeholders are "processes" that
+// run at once, and exit tells the Manager one ended, as site.Processes does.
+type localFake struct {
+	mu     sync.Mutex
+	next   int
+	procs  map[string]bool
+	exited func(pid int)
+	closed bool
+}
+
+func (f *localFake) Submit(_ context.Context, n int) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var ids []string
+	for range n {
+		f.next++
+		id := strconv.Itoa(100 + f.next)
+		f.procs[id] = true
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+func (f *localFake) List(context.Context) ([]Placeholder, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var ps []Placeholder
+	for id := range f.procs {
+		ps = append(ps, Placeholder{ID: id, State: Running})
+	}
+	return ps, nil
+}
+
+func (f *localFake) Cancel(_ context.Context, ids []string) error {
+	for _, id := range ids {
+		pid, _ := strconv.Atoi(id)
+		f.exit(pid)
+	}
+	return nil
+}
+
+func (f *localFake) Close() error {
+	f.mu.Lock()
+	f.closed = true
+	f.mu.Unlock()
+	return nil
+}
+
+func (f *localFake) exit(pid int) {
+	f.mu.Lock()
+	delete(f.procs, strconv.Itoa(pid))
+	f.mu.Unlock()
+	f.exited(pid)
+}
+
+func (f *localFake) alive() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.procs)
+}
+
+// The CLS's own local site (cls serve --local N) runs under the Manager:
+// N placeholders without any work, listed, a process that ends has its
+// jobs requeued at once (even when its connection closed first) and is
+// replaced without waiting for the next poll; it cannot be added or
+// removed, and it shadows a stored site of its name.
+func TestManagerEmbedded(t *testing.T) {
+	lf := &localFake{procs: map[string]bool{}}
+	st := &fakeStore{sites: []protocol.SiteSpec{{Name: EmbeddedName, Type: Local, Max: 9, Slots: 1, Walltime: 3600, Idle: 60}}}
+	m := &Manager{Store: st, Poll: time.Hour, // only a process's exit wakes the loop
+		Embedded: []protocol.SiteSpec{{Name: EmbeddedName, Type: Local, Min: 3, Max: 3, Slots: 2}},
+		Open: func(spec protocol.SiteSpec, exited func(int)) (Site, error) {
+			if spec.Max != 3 {
+				t.Errorf("opened the stored site %+v", spec)
+			}
+			lf.exited = exited
+			return lf, nil
+		}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "3 placeholders without work", func() bool { return lf.alive() == 3 })
+	eventually(t, "listed running", func() bool { l := m.List(); return len(l) == 1 && l[0].Running == 3 })
+	info := m.List()[0]
+	if !info.Embedded || info.Min != 3 || info.Max != 3 || info.Slots != 2 || info.State != StateOK || info.QueueWaitS != 0 {
+		t.Errorf("listed as %+v", info)
+	}
+	m.Placeholder(7, protocol.Register{Site: EmbeddedName, PID: 101}, true)
+	m.Placeholder(7, protocol.Register{Site: EmbeddedName, PID: 101}, false) // the socket closed before the exit was seen
+	lf.exit(101)
+	eventually(t, "a replacement", func() bool { return lf.alive() == 3 && m.List()[0].Exited == 1 })
+	st.mu.Lock()
+	gone := slices.Clone(st.gone)
+	st.mu.Unlock()
+	if !slices.Equal(gone, []int64{7}) {
+		t.Errorf("jobs of the ended placeholder requeued for %v, want [7]", gone)
+	}
+	for _, err := range []error{
+		func() error { _, err := m.Remove(ctx, EmbeddedName); return err }(),
+		func() error { _, err := m.Add(ctx, protocol.SiteSpec{Name: EmbeddedName, Type: Local}); return err }(),
+	} {
+		var pe *protocol.Error
+		if !errors.As(err, &pe) || pe.Code != protocol.CodeBadRequest || !strings.Contains(err.Error(), "--local") {
+			t.Errorf("add or remove of the embedded site: %v", err)
+		}
+	}
+	if lf.alive() != 3 {
+		t.Errorf("%d placeholders after a refused remove, want 3", lf.alive())
+	}
+	m.Stop()
+	if !lf.closed {
+		t.Error("Stop did not close the local site (its placeholders would outlive the CLS)")
 	}
 }

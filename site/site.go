@@ -24,6 +24,10 @@ const (
 	PBS   = "pbs"
 )
 
+// EmbeddedName is the name of the CLS's own site of local placeholders
+// (cls serve --local N). It is reserved: no stored site may take it.
+const EmbeddedName = "local"
+
 // Connect modes of a remote site.
 const (
 	Direct = "direct" // compute nodes reach the CLS's SSH port
@@ -85,6 +89,12 @@ var nameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,31}$`)
 func Validate(s *protocol.SiteSpec) error {
 	if !nameRE.MatchString(s.Name) {
 		return fmt.Errorf("site name %q: want a letter then up to 31 letters, digits, '-' or '_'", s.Name)
+	}
+	if s.Embedded {
+		return errors.New("an embedded site is made only by cls serve --local N")
+	}
+	if s.Name == EmbeddedName {
+		return fmt.Errorf("site name %s is reserved for the CLS's own placeholders (cls serve --local N); choose another name", EmbeddedName)
 	}
 	switch s.Type {
 	case Local, SGE, Slurm, PBS:

@@ -181,6 +181,9 @@ func printSites(w io.Writer, sites []protocol.SiteInfo) {
 		if s.Type == site.Local {
 			where = "this host"
 		}
+		if s.Embedded {
+			where += fmt.Sprintf(" (cls serve --local %d)", s.Max)
+		}
 		if s.Connect == site.Tunnel {
 			where += " (tunnel)"
 		}

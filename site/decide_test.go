@@ -35,6 +35,16 @@ func TestDecide(t *testing.T) {
 		{"throttled: extra queued cancelled", Counts{Ready: 50, Queued: 4, Max: 8, Slots: 1, OldestQueued: 2 * slow, ThrottleAfter: slow}, Decision{Cancel: 3, Throttled: true}},
 		{"not yet slow", Counts{Ready: 50, Queued: 2, Max: 8, Slots: 1, OldestQueued: slow / 2, ThrottleAfter: slow}, Decision{Submit: 6}},
 		{"no throttle configured", Counts{Ready: 50, Queued: 2, Max: 8, Slots: 1, OldestQueued: time.Hour}, Decision{Submit: 6}},
+		{"others take part of the work", Counts{Ready: 10, Elsewhere: 6, Max: 8, Slots: 1}, Decision{Submit: 4}},
+		{"others take all of it", Counts{Ready: 10, Elsewhere: 12, Max: 8, Slots: 1}, Decision{}},
+		{"others take all of it: queued here cancelled", Counts{Ready: 10, Elsewhere: 10, Queued: 3, Max: 8, Slots: 1}, Decision{Cancel: 3}},
+		{"others take all of it: running kept", Counts{Ready: 10, Elsewhere: 10, Queued: 1, Running: 2, Executing: 2, Max: 8, Slots: 1}, Decision{Cancel: 1}},
+		{"others take all of it: min still applies", Counts{Ready: 10, Elsewhere: 10, Min: 2, Max: 8, Slots: 1}, Decision{Submit: 2}},
+		{"others' share in slots", Counts{Ready: 20, Elsewhere: 4, Max: 8, Slots: 4}, Decision{Submit: 4}},
+		{"throttled: the probe stays while others take the work", Counts{Ready: 10, Elsewhere: 10, Queued: 3, Max: 8, Slots: 1, OldestQueued: 2 * slow, ThrottleAfter: slow}, Decision{Cancel: 2, Throttled: true}},
+		{"throttled: running ones and a probe", Counts{Ready: 50, Queued: 3, Running: 2, Max: 8, Slots: 1, OldestQueued: 2 * slow, ThrottleAfter: slow}, Decision{Cancel: 2, Throttled: true}},
+		{"throttled at max: no probe", Counts{Ready: 50, Queued: 1, Running: 4, Max: 4, Slots: 1, OldestQueued: 2 * slow, ThrottleAfter: slow}, Decision{Cancel: 1, Throttled: true}},
+		{"throttled, then drained: probe cancelled", Counts{Queued: 1, Max: 8, Slots: 1, OldestQueued: 2 * slow, ThrottleAfter: slow}, Decision{Cancel: 1}},
 		{"steady: min kept without work", Counts{Min: 4, Max: 4, Slots: 1, Steady: true}, Decision{Submit: 4}},
 		{"steady: all there, nothing to do", Counts{Running: 4, Min: 4, Max: 4, Slots: 8, Steady: true}, Decision{}},
 		{"steady: an exit replaced", Counts{Running: 3, Min: 4, Max: 4, Slots: 1, Steady: true}, Decision{Submit: 1}},
@@ -109,10 +119,11 @@ func TestValidate(t *testing.T) {
 
 // fakeSite is a batch system in memory.
 type fakeSite struct {
-	mu      sync.Mutex
-	next    int
-	jobs    map[string]State
-	listErr error
+	mu          sync.Mutex
+	next        int
+	jobs        map[string]State
+	listErr     error
+	startAtOnce bool // placeholders run as soon as submitted
 }
 
 func (f *fakeSite) Submit(_ context.Context, n int) ([]string, error) {
@@ -123,6 +134,9 @@ func (f *fakeSite) Submit(_ context.Context, n int) ([]string, error) {
 		f.next++
 		id := strconv.Itoa(f.next)
 		f.jobs[id] = Queued
+		if f.startAtOnce {
+			f.jobs[id] = Running
+		}
 		ids = append(ids, id)
 	}
 	return ids, nil
@@ -398,4 +412,93 @@ func TestManagerEmbedded(t *testing.T) {
 	if !lf.closed {
 		t.Error("Stop did not close the local site (its placeholders would outlive the CLS)")
 	}
+}
+
+// What a site offers other sites' demand (Counts.Elsewhere) after a
+// decision: idle slots of running placeholders and the slots of queued
+// ones, none queued at a throttled site, never more than its ready jobs.
+func TestSupplyOf(t *testing.T) {
+	const slow = time.Minute
+	for _, tc := range []struct {
+		name string
+		c    Counts
+		want int
+	}{
+		{"nothing there", Counts{Ready: 5, Max: 0}, 0},
+		{"queued and submitted count", Counts{Ready: 10, Queued: 2, Max: 5, Slots: 1}, 5},
+		{"slots count", Counts{Ready: 100, Queued: 2, Max: 2, Slots: 4}, 8},
+		{"busy running ones offer nothing", Counts{Ready: 5, Running: 2, Executing: 2, Max: 2, Slots: 1}, 0},
+		{"idle slots of running ones", Counts{Ready: 5, Running: 2, Executing: 1, Max: 2, Slots: 2}, 3},
+		{"no more than the ready jobs that fit there", Counts{Ready: 3, Queued: 8, Max: 8, Slots: 1}, 3},
+		{"idle ones with nothing they can run", Counts{Ready: 0, Running: 4, Max: 4, Slots: 1}, 0},
+		{"throttled: queued ones do not count", Counts{Ready: 50, Queued: 4, Max: 8, Slots: 1, OldestQueued: 2 * slow, ThrottleAfter: slow}, 0},
+		{"throttled: running ones still do", Counts{Ready: 50, Queued: 1, Running: 2, Executing: 1, Max: 8, Slots: 1, OldestQueued: 2 * slow, ThrottleAfter: slow}, 1},
+		{"steady local placeholders", Counts{Ready: 50, Running: 4, Executing: 1, Min: 4, Max: 4, Slots: 1, Steady: true}, 3},
+	} {
+		if got := supplyOf(tc.c, Decide(tc.c)); got != tc.want {
+			t.Errorf("%s: supplyOf(%+v) = %d, want %d", tc.name, tc.c, got, tc.want)
+		}
+	}
+}
+
+// Throttling shifts work: a fast site sees only the part of the ready
+// work that a slow site's queued placeholders will not take; once the slow
+// site is throttled it keeps one probe, which no longer reduces what the
+// fast site provides for; when the probe starts, the slow site recovers.
+func TestManagerThrottleShiftsWork(t *testing.T) {
+	slowSite := &fakeSite{jobs: map[string]State{}}
+	fastSite := &fakeSite{jobs: map[string]State{}, startAtOnce: true}
+	st := &fakeStore{ready: 6}
+	m := &Manager{Store: st, Poll: 5 * time.Millisecond, ThrottleAfter: time.Hour,
+		Open: func(spec protocol.SiteSpec, _ func(int)) (Site, error) {
+			if spec.Name == "slow" {
+				return slowSite, nil
+			}
+			return fastSite, nil
+		}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Stop()
+	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "slow", Type: SGE, SSH: "u@h", Max: 4}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "4 queued at the slow site", func() bool { return slowSite.count(Queued) == 4 })
+	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "fast", Type: Slurm, SSH: "u@h", Max: 6}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the fast site takes the rest", func() bool { return fastSite.count(Running) == 2 })
+	time.Sleep(50 * time.Millisecond) // many polls: nothing more
+	if n, q := fastSite.count(Running), slowSite.count(Queued); n != 2 || q != 4 {
+		t.Fatalf("before throttling: fast %d running (want 2: 6 ready, 4 queued at the slow site), slow %d queued (want 4)", n, q)
+	}
+	m.mu.Lock()
+	m.ThrottleAfter = 20 * time.Millisecond
+	m.mu.Unlock()
+	eventually(t, "slow throttled, one probe left", func() bool {
+		return slowSite.count(Queued) == 1 && siteInfo(m, "slow").State == StateThrottled
+	})
+	// The probe is not counted: the fast site provides for all 6.
+	eventually(t, "the fast site takes the whole demand", func() bool { return fastSite.count(Running) == 6 })
+	time.Sleep(50 * time.Millisecond)
+	if q, s := slowSite.count(Queued), siteInfo(m, "slow"); q != 1 || s.State != StateThrottled {
+		t.Fatalf("throttled site: %d queued (want the probe), state %s", q, s.State)
+	}
+	slowSite.set(func(j map[string]State) {
+		for id := range j {
+			j[id] = Running
+		}
+	})
+	eventually(t, "the slow site recovered", func() bool { return siteInfo(m, "slow").State == StateOK })
+}
+
+func siteInfo(m *Manager, name string) protocol.SiteInfo {
+	for _, s := range m.List() {
+		if s.Name == name {
+			return s
+		}
+	}
+	return protocol.SiteInfo{}
 }

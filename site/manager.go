@@ -73,6 +73,9 @@ type managed struct {
 	state     string
 	err       string
 	throttled bool
+	// supply is how many ready jobs this site's placeholders will take
+	// soon, as of its last decision (see Counts.Elsewhere).
+	supply int
 }
 
 type tracked struct {
@@ -374,6 +377,7 @@ func (m *Manager) loop(ctx context.Context, ms *managed) {
 			m.mu.Lock()
 			changed := ms.state != StateDegraded || ms.err != err.Error()
 			ms.state, ms.err = StateDegraded, err.Error()
+			ms.supply = 0 // unknown: let other sites provide for the work
 			m.mu.Unlock()
 			if changed {
 				m.log().Warn("site degraded", "site", ms.spec.Name, "err", err)
@@ -414,8 +418,10 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 		phs = append(phs, id)
 	}
 	idle := len(ms.known) == 0 && ms.state != StateDegraded && ms.state != StateStarting && !spec.Embedded
+	elsewhere := m.elsewhereLocked(ms)
 	m.mu.Unlock()
-	limit := spec.Max*spec.Slots + 1
+	// Count far enough to see this site's share beyond what other sites take.
+	limit := spec.Max*spec.Slots + elsewhere + 1
 	ready, executing, err := m.Store.SiteDemand(ctx, AgentWalltime(time.Duration(spec.Walltime*float64(time.Second))).Seconds(), phs, limit)
 	if err != nil {
 		return fmt.Errorf("metaqueue: %w", err)
@@ -482,7 +488,11 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 			c.Running++
 		}
 	}
+	// Decisions are made one at a time under m.mu, each seeing the others'
+	// latest supply, so two sites never both give work up to each other.
+	c.Elsewhere = m.elsewhereLocked(ms)
 	d := Decide(c)
+	ms.supply = supplyOf(c, d)
 	ms.throttled = d.Throttled
 	if d.Throttled {
 		ms.state = StateThrottled
@@ -528,6 +538,31 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 		}
 	}
 	return nil
+}
+
+// elsewhereLocked is Counts.Elsewhere for ms: what the other sites'
+// placeholders will take of the ready work soon.
+func (m *Manager) elsewhereLocked(ms *managed) int {
+	n := 0
+	for _, o := range m.sites {
+		if o != ms {
+			n += o.supply
+		}
+	}
+	return n
+}
+
+// supplyOf is how many ready jobs a site's placeholders will take soon
+// after decision d: free slots of the running ones and all slots of the
+// queued ones, none of those queued at a throttled site, and no more than
+// the ready jobs that fit there (idle slots take nothing they cannot run).
+func supplyOf(c Counts, d Decision) int {
+	slots := max(c.Slots, 1)
+	free := max(c.Running*slots-max(c.Executing, 0), 0)
+	if !d.Throttled {
+		free += max(c.Queued-d.Cancel+d.Submit, 0) * slots
+	}
+	return min(free, max(c.Ready, 0))
 }
 
 func (m *Manager) throttleAfter() time.Duration {

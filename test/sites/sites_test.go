@@ -202,3 +202,65 @@ func TestTunnel(t *testing.T) {
 		t.Errorf("placeholders do not dial the login host's forward:\n%s", script)
 	}
 }
+
+// Throttling shifts work to the site that starts placeholders sooner. SGE's
+// placeholders are submitted held (qsub -h), so they wait in its queue as
+// on a busy cluster (a hold touches only our jobs, not the shared queue);
+// Slurm starts its own. After --site-throttle the SGE site is throttled:
+// it keeps one queued probe and cancels the others, and the work is done
+// on Slurm. Releasing the probe (the queue moves again) recovers the site,
+// and the probe takes work.
+func TestThrottleShiftsWork(t *testing.T) {
+	need(t, "sge", "slurm")
+	l := newLogin(t, "127.0.0.1")
+	c := startCLSWith(t, nil, []string{"--site-throttle", "3s"})
+	c.addSite("slowq", "sge", l, "--max", "3", "--walltime", "10m", "--idle", "3s", "--submit-args=-h")
+	c.addSite("fastq", "slurm", l, "--max", "2", "--walltime", "10m", "--idle", "3s")
+	var b strings.Builder
+	const n = 24
+	for i := range n {
+		fmt.Fprintf(&b, `{"target":"w%d","command":"sleep 1","est":2}`+"\n", i)
+	}
+	jobs := filepath.Join(c.home, "work.jsonl")
+	os.WriteFile(jobs, []byte(b.String()), 0o644)
+	c.must("mqsub", "-f", jobs)
+
+	mostQueued := 0
+	eventually(t, 30*time.Second, "the SGE site throttled with one queued probe", func() bool {
+		s := c.sites()["slowq"]
+		mostQueued = max(mostQueued, s.Queued)
+		return s.State == "throttled" && s.Queued == 1
+	})
+	if mostQueued < 2 {
+		t.Errorf("the SGE site had at most %d placeholders queued; want its max (3) before throttling", mostQueued)
+	}
+	// The cancelled ones leave SGE's queue; the probe stays.
+	eventually(t, 20*time.Second, "one SGE placeholder left", func() bool { return batchJobsNamed(t, "mq-slowq-") == 1 })
+	if s := c.sites()["fastq"]; s.Queued+s.Running != 2 {
+		t.Errorf("Slurm site %+v: want its max 2 placeholders while SGE is throttled", s)
+	}
+	if done := c.jobs("D"); len(done) == 0 {
+		t.Log("no job done yet while SGE is throttled")
+	}
+	for _, j := range c.jobs("DE") {
+		if j.Site == "slowq" {
+			t.Errorf("job %d ran at the throttled site", j.ID)
+		}
+	}
+
+	// The queue moves again: the probe starts, the site recovers and works.
+	asUser(t, "qrls $(qstat -u mquser | awk '/ mq-slowq/ {print $1}')")
+	eventually(t, 30*time.Second, "the SGE site recovered, its probe running", func() bool {
+		s := c.sites()["slowq"]
+		return s.State == "ok" && s.Running >= 1
+	})
+	eventually(t, 90*time.Second, "all jobs done", func() bool { return len(c.jobs("D")) == n })
+	bySite := map[string]int{}
+	for _, j := range c.jobs("D") {
+		bySite[j.Site]++
+	}
+	t.Logf("jobs per site: %v", bySite)
+	if bySite["fastq"] == 0 || bySite["slowq"] == 0 {
+		t.Errorf("jobs per site %v: want most on Slurm and some on the recovered SGE site", bySite)
+	}
+}

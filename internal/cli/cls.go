@@ -53,7 +53,7 @@ func clsServe() *cli.Command {
 socket mqsub/mqstat/mqdel use), cls.log, and output/ (jobs' stdout and stderr
 from local placeholders).`,
 		Flags: []cli.Flag{
-			&cli.IntFlag{Name: "local", Usage: "local placeholders to keep running (0 = none)", Value: runtime.NumCPU()},
+			&cli.IntFlag{Name: "local", Usage: "local placeholders to keep running, the site local of cls site list (0 = none)", Value: runtime.NumCPU()},
 			&cli.IntFlag{Name: "slots", Usage: "jobs each local placeholder runs at once", Value: 1},
 			&cli.DurationFlag{Name: "lease", Usage: "requeue a job when its placeholder is silent this long", Value: 30 * time.Second},
 			&cli.StringFlag{Name: "sync", Usage: "commit durability: submit (users' changes survive power loss; placeholder traffic survives a crash of the CLS, so after a power loss jobs that just ended may rerun), full (every commit survives power loss) or normal (every commit survives a crash of the CLS)", Value: string(metaqueue.SyncSubmit)},
@@ -64,7 +64,7 @@ from local placeholders).`,
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the CLS to `FILE` (performance work)", Hidden: true},
 			&cli.StringFlag{Name: "agents", Usage: "directory of placeholder agents for remote sites (mqagent-linux-amd64, ...; default: beside cls)"},
 			&cli.DurationFlag{Name: "site-poll", Usage: "how often each site's placeholders are looked at", Value: 2 * time.Second},
-			&cli.DurationFlag{Name: "site-throttle", Usage: "a site whose placeholders wait this long in its batch queue gets no more until they start", Value: 5 * time.Minute},
+			&cli.DurationFlag{Name: "site-throttle", Usage: "a site whose placeholder waits this long in its batch queue is throttled: it keeps one queued, and its share of the work goes to sites that start placeholders sooner", Value: 5 * time.Minute},
 		},
 		Action: serve,
 	}

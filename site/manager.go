@@ -167,9 +167,12 @@ func (m *Manager) Stop() {
 	}
 	m.mu.Unlock()
 	m.wg.Wait()
+	// At once: local sites wait for their placeholders to report and exit.
+	var wg sync.WaitGroup
 	for _, ms := range sites {
-		ms.site.Close()
+		wg.Go(func() { ms.site.Close() })
 	}
+	wg.Wait()
 }
 
 // Add validates a site, stores it and starts provisioning it.

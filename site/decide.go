@@ -46,10 +46,9 @@ type Decision struct {
 //   - Throttle: while a placeholder has waited in the batch queue longer
 //     than ThrottleAfter, keep just one queued (a probe, kept while there
 //     is any ready work: when it starts, the site is fast again), cancel
-//     the others and submit nothing. The
-//     Manager then counts none of this site's queued placeholders in other
-//     sites' Elsewhere, so the work they were to take is shifted to sites
-//     that start placeholders sooner.
+//     the others and submit nothing. The Manager then counts none of this
+//     site's queued placeholders in other sites' Elsewhere, so the work
+//     they were to take shifts to sites that start placeholders sooner.
 func Decide(c Counts) Decision {
 	if c.Ready <= 0 && !c.Steady {
 		return Decision{Cancel: max(c.Queued, 0)}

@@ -15,7 +15,10 @@ import (
 
 // A 300-job DAG runs across an SGE site and a Slurm site at once: every job
 // Done, both sites used, and afterwards no placeholder left in either
-// batch queue.
+// batch queue. The jobs take 50 ms each, so the work outlasts a site's
+// cold start: sites share the work (one ready setup job warrants one
+// placeholder, at one site), and 300 echo jobs were done by Slurm's two
+// placeholders before SGE's had started.
 func TestDAGAcrossSGEAndSlurm(t *testing.T) {
 	need(t, "sge", "slurm")
 	l := newLogin(t, "127.0.0.1")
@@ -27,8 +30,8 @@ func TestDAGAcrossSGEAndSlurm(t *testing.T) {
 	b.WriteString(`{"target":"setup","command":"echo setup"}` + "\n")
 	var parses []string
 	for i := range 149 {
-		fmt.Fprintf(&b, `{"target":"blast%d","prereqs":["setup"],"command":"echo blast %d","est":1}`+"\n", i, i)
-		fmt.Fprintf(&b, `{"target":"parse%d","prereqs":["blast%d"],"command":"echo parse %d","est":1}`+"\n", i, i, i)
+		fmt.Fprintf(&b, `{"target":"blast%d","prereqs":["setup"],"command":"echo blast %d; sleep 0.05","est":1}`+"\n", i, i)
+		fmt.Fprintf(&b, `{"target":"parse%d","prereqs":["blast%d"],"command":"echo parse %d; sleep 0.05","est":1}`+"\n", i, i, i)
 		parses = append(parses, fmt.Sprintf("%q", fmt.Sprintf("parse%d", i)))
 	}
 	fmt.Fprintf(&b, `{"target":"summary","prereqs":[%s],"command":"echo summary"}`+"\n", strings.Join(parses, ","))
@@ -42,6 +45,7 @@ func TestDAGAcrossSGEAndSlurm(t *testing.T) {
 	for _, j := range c.jobs("") {
 		bySite[j.Site]++
 	}
+	t.Logf("jobs per site: %v", bySite)
 	if bySite["grid"] == 0 || bySite["slurmy"] == 0 {
 		t.Errorf("jobs per site %v: both sites should have run some", bySite)
 	}

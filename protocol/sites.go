@@ -23,6 +23,13 @@ type SiteSpec struct {
 	SubmitArgs string  `json:"submit_args,omitempty"`
 	Connect    string  `json:"connect,omitempty"` // direct or tunnel
 	Idle       float64 `json:"idle_s"`            // a placeholder exits after this long without work
+	// PE is the SGE parallel environment a placeholder with Slots > 1 asks
+	// for (qsub -pe PE Slots); "" means "smp".
+	PE string `json:"pe,omitempty"`
+	// Embedded marks the CLS's own site, `cls serve --local N`: named
+	// local, never stored, Min = Max = N placeholders always running
+	// (no walltime, no idle timeout). Only the CLS sets it.
+	Embedded bool `json:"embedded,omitempty"`
 }
 
 // SiteInfo is a site with what its provisioner knows now.

@@ -34,6 +34,7 @@ type Job struct {
 	Queue    string        // queue or partition ("" = the site's default)
 	Walltime time.Duration // the batch system kills the job after this
 	Slots    int           // cores
+	PE       string        // SGE: the parallel environment for Slots > 1 ("" = DefaultPE)
 	LogDir   string        // the batch system's stdout/stderr of the job go here
 }
 

@@ -166,6 +166,28 @@ func TestScripts(t *testing.T) {
 			t.Errorf("%T: agent line wrong:\n%s", tc.batch, s)
 		}
 	}
+	// SGE's parallel environment: the site's, else smp; none for one slot.
+	for _, tc := range []struct {
+		slots int
+		pe    string
+		want  string // the -pe directive, "" = none
+	}{
+		{4, "", "#$ -pe smp 4"},
+		{4, "mpi-shm", "#$ -pe mpi-shm 4"},
+		{2, "openmp*", "#$ -pe openmp* 2"},
+		{1, "", ""},
+	} {
+		j := Job{Name: "mq-a-1", Walltime: time.Hour, Slots: tc.slots, PE: tc.pe, LogDir: "/l"}
+		var got []string
+		for _, l := range strings.Split(Script(sgeBatch{}, j, "a", nil), "\n") {
+			if strings.HasPrefix(l, "#$ -pe") {
+				got = append(got, l)
+			}
+		}
+		if want := []string{tc.want}; (tc.want == "" && len(got) != 0) || (tc.want != "" && !slices.Equal(got, want)) {
+			t.Errorf("slots %d pe %q: -pe lines %q, want %q", tc.slots, tc.pe, got, tc.want)
+		}
+	}
 	if got := (sgeBatch{}).SubmitCommand("/s p.sh", []string{"-P", "proj x"}); got != `qsub -terse -P 'proj x' '/s p.sh'` {
 		t.Errorf("SGE submit: %s", got)
 	}

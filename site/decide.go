@@ -15,6 +15,15 @@ type Counts struct {
 	// OldestQueued is the longest a placeholder still queued has waited;
 	// ThrottleAfter the wait that marks the site slow.
 	OldestQueued, ThrottleAfter time.Duration
+	// Steady sites keep Min placeholders whether or not there is work
+	// (the CLS's own local placeholders, --local N).
+	Steady bool
+	// Elsewhere is how many of the ready jobs other sites will take soon:
+	// the free slots of their running placeholders and every slot of
+	// their queued ones, each site counted up to its own ready jobs.
+	// Placeholders queued at a throttled site do not count: their share
+	// of the work is this site's to take.
+	Elsewhere int
 }
 
 // Decision is what to do now.
@@ -27,27 +36,34 @@ type Decision struct {
 // Decide is the provisioning rule, a pure function of counts:
 //
 //   - No ready work: cancel every queued placeholder; running ones finish
-//     their jobs and exit on their idle timeout.
+//     their jobs and exit on their idle timeout. A Steady site keeps Min
+//     all the same.
 //   - Ready work: keep queued+running between Min and Max, and no more than
-//     the work warrants (the jobs running and ready, Slots per placeholder).
-//     Surplus queued placeholders are cancelled; running ones are never
-//     cancelled (they may hold jobs).
+//     the work warrants: the jobs running here and this site's share of the
+//     ready ones (those other sites' placeholders will not take soon),
+//     Slots per placeholder. Surplus queued placeholders are cancelled;
+//     running ones are never cancelled (they may hold jobs).
 //   - Throttle: while a placeholder has waited in the batch queue longer
-//     than ThrottleAfter, keep just one queued (it tells when the site
-//     starts them again) and submit nothing; the ready work goes to sites
-//     that start placeholders sooner.
+//     than ThrottleAfter, keep just one queued (a probe, kept while there
+//     is any ready work: when it starts, the site is fast again), cancel
+//     the others and submit nothing. The Manager then counts none of this
+//     site's queued placeholders in other sites' Elsewhere, so the work
+//     they were to take shifts to sites that start placeholders sooner.
 func Decide(c Counts) Decision {
-	if c.Ready <= 0 {
+	if c.Ready <= 0 && !c.Steady {
 		return Decision{Cancel: max(c.Queued, 0)}
 	}
 	slots := max(c.Slots, 1)
-	warranted := (c.Ready + max(c.Executing, 0) + slots - 1) / slots
+	share := max(c.Ready-max(c.Elsewhere, 0), 0)
+	warranted := (share + max(c.Executing, 0) + slots - 1) / slots
 	want := min(max(warranted, c.Min), c.Max)
 	have := c.Queued + c.Running
 	d := Decision{}
 	if c.ThrottleAfter > 0 && c.Queued > 0 && c.OldestQueued > c.ThrottleAfter {
+		// One queued probe stays while there is work, even work other
+		// sites take: when it starts, the site is fast again.
 		d.Throttled = true
-		want = min(want, c.Running+1)
+		want = min(c.Running+1, c.Max)
 	}
 	switch {
 	case want > have:

@@ -3,7 +3,9 @@ package site
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -33,6 +35,20 @@ func TestDecide(t *testing.T) {
 		{"throttled: extra queued cancelled", Counts{Ready: 50, Queued: 4, Max: 8, Slots: 1, OldestQueued: 2 * slow, ThrottleAfter: slow}, Decision{Cancel: 3, Throttled: true}},
 		{"not yet slow", Counts{Ready: 50, Queued: 2, Max: 8, Slots: 1, OldestQueued: slow / 2, ThrottleAfter: slow}, Decision{Submit: 6}},
 		{"no throttle configured", Counts{Ready: 50, Queued: 2, Max: 8, Slots: 1, OldestQueued: time.Hour}, Decision{Submit: 6}},
+		{"others take part of the work", Counts{Ready: 10, Elsewhere: 6, Max: 8, Slots: 1}, Decision{Submit: 4}},
+		{"others take all of it", Counts{Ready: 10, Elsewhere: 12, Max: 8, Slots: 1}, Decision{}},
+		{"others take all of it: queued here cancelled", Counts{Ready: 10, Elsewhere: 10, Queued: 3, Max: 8, Slots: 1}, Decision{Cancel: 3}},
+		{"others take all of it: running kept", Counts{Ready: 10, Elsewhere: 10, Queued: 1, Running: 2, Executing: 2, Max: 8, Slots: 1}, Decision{Cancel: 1}},
+		{"others take all of it: min still applies", Counts{Ready: 10, Elsewhere: 10, Min: 2, Max: 8, Slots: 1}, Decision{Submit: 2}},
+		{"others' share in slots", Counts{Ready: 20, Elsewhere: 4, Max: 8, Slots: 4}, Decision{Submit: 4}},
+		{"throttled: the probe stays while others take the work", Counts{Ready: 10, Elsewhere: 10, Queued: 3, Max: 8, Slots: 1, OldestQueued: 2 * slow, ThrottleAfter: slow}, Decision{Cancel: 2, Throttled: true}},
+		{"throttled: running ones and a probe", Counts{Ready: 50, Queued: 3, Running: 2, Max: 8, Slots: 1, OldestQueued: 2 * slow, ThrottleAfter: slow}, Decision{Cancel: 2, Throttled: true}},
+		{"throttled at max: no probe", Counts{Ready: 50, Queued: 1, Running: 4, Max: 4, Slots: 1, OldestQueued: 2 * slow, ThrottleAfter: slow}, Decision{Cancel: 1, Throttled: true}},
+		{"throttled, then drained: probe cancelled", Counts{Queued: 1, Max: 8, Slots: 1, OldestQueued: 2 * slow, ThrottleAfter: slow}, Decision{Cancel: 1}},
+		{"steady: min kept without work", Counts{Min: 4, Max: 4, Slots: 1, Steady: true}, Decision{Submit: 4}},
+		{"steady: all there, nothing to do", Counts{Running: 4, Min: 4, Max: 4, Slots: 8, Steady: true}, Decision{}},
+		{"steady: an exit replaced", Counts{Running: 3, Min: 4, Max: 4, Slots: 1, Steady: true}, Decision{Submit: 1}},
+		{"steady: never more than max", Counts{Ready: 100, Running: 4, Min: 4, Max: 4, Slots: 1, Steady: true}, Decision{}},
 	} {
 		if got := Decide(tc.c); got != tc.want {
 			t.Errorf("%s: Decide(%+v) = %+v, want %+v", tc.name, tc.c, got, tc.want)
@@ -52,6 +68,17 @@ func TestValidate(t *testing.T) {
 		t.Errorf("defaults: %+v", s)
 	}
 	ok(protocol.SiteSpec{Name: "l", Type: Local, Min: 1, Max: 4})
+	if s := ok(protocol.SiteSpec{Name: "a", Type: SGE, SSH: "u@h", Slots: 4}); s.PE != "smp" {
+		t.Errorf("SGE with 4 slots: pe %q, want the default smp", s.PE)
+	}
+	if s := ok(protocol.SiteSpec{Name: "a", Type: SGE, SSH: "u@h", Slots: 4, PE: "mpi*"}); s.PE != "mpi*" {
+		t.Errorf("pe %q, want mpi*", s.PE)
+	}
+	for _, s := range []protocol.SiteSpec{{Name: "a", Type: SGE, SSH: "u@h"}, {Name: "a", Type: Slurm, SSH: "u@h", Slots: 4}} {
+		if s := ok(s); s.PE != "" {
+			t.Errorf("%s with %d slots got pe %q", s.Type, s.Slots, s.PE)
+		}
+	}
 	for _, bad := range []protocol.SiteSpec{
 		{Name: "1a", Type: SGE, SSH: "u@h"},
 		{Name: "a b", Type: SGE, SSH: "u@h"},
@@ -66,6 +93,13 @@ func TestValidate(t *testing.T) {
 		{Name: "a", Type: SGE, SSH: "u@h", SubmitArgs: `"unclosed`},
 		{Name: "a", Type: SGE, SSH: "u@h", Walltime: 10},
 		{Name: "a", Type: SGE, SSH: "u@h", Slots: 5000},
+		{Name: "a", Type: SGE, SSH: "u@h", Slots: 4, PE: "smp 4"},
+		{Name: "a", Type: SGE, SSH: "u@h", Slots: 4, PE: "a/b"},
+		{Name: "a", Type: SGE, SSH: "u@h", Slots: 4, PE: "x\n#$ -l h_rt=99:0:0"},
+		{Name: "a", Type: SGE, SSH: "u@h", Slots: 4, PE: strings.Repeat("p", 513)},
+		{Name: "a", Type: SGE, SSH: "u@h", Slots: 1, PE: "smp"},
+		{Name: "a", Type: Slurm, SSH: "u@h", Slots: 4, PE: "smp"},
+		{Name: "a", Type: Local, Slots: 4, PE: "smp"},
 	} {
 		if err := Validate(&bad); err == nil {
 			t.Errorf("Validate(%+v) accepted", bad)
@@ -85,10 +119,11 @@ func TestValidate(t *testing.T) {
 
 // fakeSite is a batch system in memory.
 type fakeSite struct {
-	mu      sync.Mutex
-	next    int
-	jobs    map[string]State
-	listErr error
+	mu          sync.Mutex
+	next        int
+	jobs        map[string]State
+	listErr     error
+	startAtOnce bool // placeholders run as soon as submitted
 }
 
 func (f *fakeSite) Submit(_ context.Context, n int) ([]string, error) {
@@ -99,6 +134,9 @@ func (f *fakeSite) Submit(_ context.Context, n int) ([]string, error) {
 		f.next++
 		id := strconv.Itoa(f.next)
 		f.jobs[id] = Queued
+		if f.startAtOnce {
+			f.jobs[id] = Running
+		}
 		ids = append(ids, id)
 	}
 	return ids, nil
@@ -257,4 +295,210 @@ func TestManager(t *testing.T) {
 	if len(st.gone) != 1 || st.gone[0] != 7 {
 		t.Fatalf("jobs of connected placeholders not requeued: %v", st.gone)
 	}
+}
+
+// localFake is a local site in memory: placeholders are "processes" that
+// run at once, and exit tells the Manager one ended, as site.Processes does.
+type localFake struct {
+	mu     sync.Mutex
+	next   int
+	procs  map[string]bool
+	exited func(pid int)
+	closed bool
+}
+
+func (f *localFake) Submit(_ context.Context, n int) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var ids []string
+	for range n {
+		f.next++
+		id := strconv.Itoa(100 + f.next)
+		f.procs[id] = true
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+func (f *localFake) List(context.Context) ([]Placeholder, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var ps []Placeholder
+	for id := range f.procs {
+		ps = append(ps, Placeholder{ID: id, State: Running})
+	}
+	return ps, nil
+}
+
+func (f *localFake) Cancel(_ context.Context, ids []string) error {
+	for _, id := range ids {
+		pid, _ := strconv.Atoi(id)
+		f.exit(pid)
+	}
+	return nil
+}
+
+func (f *localFake) Close() error {
+	f.mu.Lock()
+	f.closed = true
+	f.mu.Unlock()
+	return nil
+}
+
+func (f *localFake) exit(pid int) {
+	f.mu.Lock()
+	delete(f.procs, strconv.Itoa(pid))
+	f.mu.Unlock()
+	f.exited(pid)
+}
+
+func (f *localFake) alive() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.procs)
+}
+
+// The CLS's own local site (cls serve --local N) runs under the Manager:
+// N placeholders without any work, listed, a process that ends has its
+// jobs requeued at once (even when its connection closed first) and is
+// replaced without waiting for the next poll; it cannot be added or
+// removed, and it shadows a stored site of its name.
+func TestManagerEmbedded(t *testing.T) {
+	lf := &localFake{procs: map[string]bool{}}
+	st := &fakeStore{sites: []protocol.SiteSpec{{Name: EmbeddedName, Type: Local, Max: 9, Slots: 1, Walltime: 3600, Idle: 60}}}
+	m := &Manager{Store: st, Poll: time.Hour, // only a process's exit wakes the loop
+		Embedded: []protocol.SiteSpec{{Name: EmbeddedName, Type: Local, Min: 3, Max: 3, Slots: 2}},
+		Open: func(spec protocol.SiteSpec, exited func(int)) (Site, error) {
+			if spec.Max != 3 {
+				t.Errorf("opened the stored site %+v", spec)
+			}
+			lf.exited = exited
+			return lf, nil
+		}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "3 placeholders without work", func() bool { return lf.alive() == 3 })
+	eventually(t, "listed running", func() bool { l := m.List(); return len(l) == 1 && l[0].Running == 3 })
+	info := m.List()[0]
+	if !info.Embedded || info.Min != 3 || info.Max != 3 || info.Slots != 2 || info.State != StateOK || info.QueueWaitS != 0 {
+		t.Errorf("listed as %+v", info)
+	}
+	m.Placeholder(7, protocol.Register{Site: EmbeddedName, PID: 101}, true)
+	m.Placeholder(7, protocol.Register{Site: EmbeddedName, PID: 101}, false) // the socket closed before the exit was seen
+	lf.exit(101)
+	eventually(t, "a replacement", func() bool { return lf.alive() == 3 && m.List()[0].Exited == 1 })
+	st.mu.Lock()
+	gone := slices.Clone(st.gone)
+	st.mu.Unlock()
+	if !slices.Equal(gone, []int64{7}) {
+		t.Errorf("jobs of the ended placeholder requeued for %v, want [7]", gone)
+	}
+	for _, err := range []error{
+		func() error { _, err := m.Remove(ctx, EmbeddedName); return err }(),
+		func() error { _, err := m.Add(ctx, protocol.SiteSpec{Name: EmbeddedName, Type: Local}); return err }(),
+	} {
+		var pe *protocol.Error
+		if !errors.As(err, &pe) || pe.Code != protocol.CodeBadRequest || !strings.Contains(err.Error(), "--local") {
+			t.Errorf("add or remove of the embedded site: %v", err)
+		}
+	}
+	if lf.alive() != 3 {
+		t.Errorf("%d placeholders after a refused remove, want 3", lf.alive())
+	}
+	m.Stop()
+	if !lf.closed {
+		t.Error("Stop did not close the local site (its placeholders would outlive the CLS)")
+	}
+}
+
+// What a site offers other sites' demand (Counts.Elsewhere) after a
+// decision: idle slots of running placeholders and the slots of queued
+// ones, none queued at a throttled site, never more than its ready jobs.
+func TestSupplyOf(t *testing.T) {
+	const slow = time.Minute
+	for _, tc := range []struct {
+		name string
+		c    Counts
+		want int
+	}{
+		{"nothing there", Counts{Ready: 5, Max: 0}, 0},
+		{"queued and submitted count", Counts{Ready: 10, Queued: 2, Max: 5, Slots: 1}, 5},
+		{"slots count", Counts{Ready: 100, Queued: 2, Max: 2, Slots: 4}, 8},
+		{"busy running ones offer nothing", Counts{Ready: 5, Running: 2, Executing: 2, Max: 2, Slots: 1}, 0},
+		{"idle slots of running ones", Counts{Ready: 5, Running: 2, Executing: 1, Max: 2, Slots: 2}, 3},
+		{"no more than the ready jobs that fit there", Counts{Ready: 3, Queued: 8, Max: 8, Slots: 1}, 3},
+		{"idle ones with nothing they can run", Counts{Ready: 0, Running: 4, Max: 4, Slots: 1}, 0},
+		{"throttled: queued ones do not count", Counts{Ready: 50, Queued: 4, Max: 8, Slots: 1, OldestQueued: 2 * slow, ThrottleAfter: slow}, 0},
+		{"throttled: running ones still do", Counts{Ready: 50, Queued: 1, Running: 2, Executing: 1, Max: 8, Slots: 1, OldestQueued: 2 * slow, ThrottleAfter: slow}, 1},
+		{"steady local placeholders", Counts{Ready: 50, Running: 4, Executing: 1, Min: 4, Max: 4, Slots: 1, Steady: true}, 3},
+	} {
+		if got := supplyOf(tc.c, Decide(tc.c)); got != tc.want {
+			t.Errorf("%s: supplyOf(%+v) = %d, want %d", tc.name, tc.c, got, tc.want)
+		}
+	}
+}
+
+// Throttling shifts work: a fast site sees only the part of the ready
+// work that a slow site's queued placeholders will not take; once the slow
+// site is throttled it keeps one probe, which no longer reduces what the
+// fast site provides for; when the probe starts, the slow site recovers.
+func TestManagerThrottleShiftsWork(t *testing.T) {
+	slowSite := &fakeSite{jobs: map[string]State{}}
+	fastSite := &fakeSite{jobs: map[string]State{}, startAtOnce: true}
+	st := &fakeStore{ready: 6}
+	m := &Manager{Store: st, Poll: 5 * time.Millisecond, ThrottleAfter: time.Hour,
+		Open: func(spec protocol.SiteSpec, _ func(int)) (Site, error) {
+			if spec.Name == "slow" {
+				return slowSite, nil
+			}
+			return fastSite, nil
+		}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Stop()
+	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "slow", Type: SGE, SSH: "u@h", Max: 4}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "4 queued at the slow site", func() bool { return slowSite.count(Queued) == 4 })
+	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "fast", Type: Slurm, SSH: "u@h", Max: 6}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the fast site takes the rest", func() bool { return fastSite.count(Running) == 2 })
+	time.Sleep(50 * time.Millisecond) // many polls: nothing more
+	if n, q := fastSite.count(Running), slowSite.count(Queued); n != 2 || q != 4 {
+		t.Fatalf("before throttling: fast %d running (want 2: 6 ready, 4 queued at the slow site), slow %d queued (want 4)", n, q)
+	}
+	m.mu.Lock()
+	m.ThrottleAfter = 20 * time.Millisecond
+	m.mu.Unlock()
+	eventually(t, "slow throttled, one probe left", func() bool {
+		return slowSite.count(Queued) == 1 && siteInfo(m, "slow").State == StateThrottled
+	})
+	// The probe is not counted: the fast site provides for all 6.
+	eventually(t, "the fast site takes the whole demand", func() bool { return fastSite.count(Running) == 6 })
+	time.Sleep(50 * time.Millisecond)
+	if q, s := slowSite.count(Queued), siteInfo(m, "slow"); q != 1 || s.State != StateThrottled {
+		t.Fatalf("throttled site: %d queued (want the probe), state %s", q, s.State)
+	}
+	slowSite.set(func(j map[string]State) {
+		for id := range j {
+			j[id] = Running
+		}
+	})
+	eventually(t, "the slow site recovered", func() bool { return siteInfo(m, "slow").State == StateOK })
+}
+
+func siteInfo(m *Manager, name string) protocol.SiteInfo {
+	for _, s := range m.List() {
+		if s.Name == name {
+			return s
+		}
+	}
+	return protocol.SiteInfo{}
 }

@@ -42,6 +42,11 @@ type Manager struct {
 	// before its site counts as slow (default 5 min).
 	ThrottleAfter time.Duration
 	Log           *slog.Logger
+	// Embedded are sites of this run only, never stored: the CLS's own
+	// local placeholders (cls serve --local N, Spec.Embedded). They start
+	// with the Manager, shadow a stored site of the same name, and cannot
+	// be added or removed.
+	Embedded []protocol.SiteSpec
 
 	mu    sync.Mutex
 	ctx   context.Context
@@ -55,14 +60,22 @@ type managed struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
+	kick chan struct{} // a local placeholder process ended: look now
+
 	// Guarded by Manager.mu.
 	known     map[string]*tracked // batch id -> placeholder
 	connected map[int64]int       // placeholder id -> pid, while connected
+	// pids of a local site's placeholders (id -> pid) from registration
+	// until the process ends: its disconnect may come before the exit.
+	pids      map[int64]int
 	exited    int
 	waits     []time.Duration // recent queue waits
 	state     string
 	err       string
 	throttled bool
+	// supply is how many ready jobs this site's placeholders will take
+	// soon, as of its last decision (see Counts.Elsewhere).
+	supply int
 }
 
 type tracked struct {
@@ -104,7 +117,17 @@ func (m *Manager) Start(ctx context.Context) error {
 	defer m.mu.Unlock()
 	m.ctx = ctx
 	m.sites = map[string]*managed{}
+	for _, spec := range m.Embedded {
+		spec.Embedded = true
+		if err := m.startLocked(spec); err != nil {
+			return fmt.Errorf("site %s: %w", spec.Name, err)
+		}
+	}
 	for _, spec := range specs {
+		if ms, ok := m.sites[spec.Name]; ok && ms.spec.Embedded {
+			m.log().Warn("a stored site has the name of the CLS's own; it is not run", "site", spec.Name)
+			continue
+		}
 		if err := m.startLocked(spec); err != nil {
 			m.log().Error("cannot start site", "site", spec.Name, "err", err)
 		}
@@ -113,7 +136,8 @@ func (m *Manager) Start(ctx context.Context) error {
 }
 
 func (m *Manager) startLocked(spec protocol.SiteSpec) error {
-	ms := &managed{spec: spec, known: map[string]*tracked{}, connected: map[int64]int{}, state: StateStarting, done: make(chan struct{})}
+	ms := &managed{spec: spec, known: map[string]*tracked{}, connected: map[int64]int{}, pids: map[int64]int{},
+		state: StateStarting, done: make(chan struct{}), kick: make(chan struct{}, 1)}
 	name := spec.Name
 	s, err := m.Open(spec, func(pid int) { m.localExited(name, pid) })
 	if err != nil {
@@ -143,9 +167,12 @@ func (m *Manager) Stop() {
 	}
 	m.mu.Unlock()
 	m.wg.Wait()
+	// At once: local sites wait for their placeholders to report and exit.
+	var wg sync.WaitGroup
 	for _, ms := range sites {
-		ms.site.Close()
+		wg.Go(func() { ms.site.Close() })
 	}
+	wg.Wait()
 }
 
 // Add validates a site, stores it and starts provisioning it.
@@ -158,7 +185,10 @@ func (m *Manager) Add(ctx context.Context, spec protocol.SiteSpec) (protocol.Sit
 	if m.sites == nil {
 		return protocol.SiteInfo{}, protocol.Errorf(protocol.CodeShutdown, "sites are not being managed")
 	}
-	if _, ok := m.sites[spec.Name]; ok {
+	if ms, ok := m.sites[spec.Name]; ok {
+		if ms.spec.Embedded {
+			return protocol.SiteInfo{}, protocol.Errorf(protocol.CodeBadRequest, "%s", embeddedMsg(ms.spec))
+		}
 		return protocol.SiteInfo{}, protocol.Errorf(protocol.CodeBadRequest, "site %s already exists (cls site remove it first)", spec.Name)
 	}
 	if m.Prepare != nil {
@@ -184,6 +214,10 @@ func (m *Manager) Add(ctx context.Context, spec protocol.SiteSpec) (protocol.Sit
 func (m *Manager) Remove(ctx context.Context, name string) (protocol.SiteInfo, error) {
 	m.mu.Lock()
 	ms, ok := m.sites[name]
+	if ok && ms.spec.Embedded {
+		m.mu.Unlock()
+		return protocol.SiteInfo{}, protocol.Errorf(protocol.CodeBadRequest, "%s", embeddedMsg(ms.spec))
+	}
 	if ok {
 		delete(m.sites, name)
 	}
@@ -241,6 +275,11 @@ func (m *Manager) Remove(ctx context.Context, name string) (protocol.SiteInfo, e
 	return info, nil
 }
 
+// embeddedMsg says why the CLS's own site cannot be added or removed.
+func embeddedMsg(spec protocol.SiteSpec) string {
+	return fmt.Sprintf("site %s is the CLS's own %d placeholders (cls serve --local %d): they run while the CLS runs; restart it with another --local (0 = none) to change them", spec.Name, spec.Max, spec.Max)
+}
+
 // List describes every site.
 func (m *Manager) List() []protocol.SiteInfo {
 	m.mu.Lock()
@@ -289,19 +328,27 @@ func (m *Manager) Placeholder(id int64, reg protocol.Register, connected bool) {
 	}
 	if connected {
 		ms.connected[id] = reg.PID
+		if ms.spec.Type == Local {
+			ms.pids[id] = reg.PID
+		}
 	} else {
 		delete(ms.connected, id)
 	}
 }
 
-// localExited requeues the jobs of a local placeholder process that ended.
+// localExited requeues the jobs of a local placeholder process that ended
+// and wakes its site's loop to replace it.
 func (m *Manager) localExited(site string, pid int) {
 	m.mu.Lock()
 	var ids []int64
-	if ms, ok := m.sites[site]; ok {
-		for id, p := range ms.connected {
+	ms, ok := m.sites[site]
+	if ok {
+		// By pid since registration: the server may have seen the
+		// connection close (and the disconnect) before we saw the exit.
+		for id, p := range ms.pids {
 			if p == pid {
 				ids = append(ids, id)
+				delete(ms.pids, id)
 				delete(ms.connected, id)
 			}
 		}
@@ -310,11 +357,18 @@ func (m *Manager) localExited(site string, pid int) {
 	for _, id := range ids {
 		m.Store.PlaceholderGone(context.Background(), id)
 	}
+	if ok {
+		select {
+		case ms.kick <- struct{}{}:
+		default:
+		}
+	}
 }
 
 func (m *Manager) loop(ctx context.Context, ms *managed) {
 	failures := 0
-	var lastList time.Time
+	var lastList, lastKick time.Time
+	var respawn time.Duration
 	for {
 		wait := m.poll()
 		if err := m.step(ctx, ms, &lastList); err != nil {
@@ -326,6 +380,7 @@ func (m *Manager) loop(ctx context.Context, ms *managed) {
 			m.mu.Lock()
 			changed := ms.state != StateDegraded || ms.err != err.Error()
 			ms.state, ms.err = StateDegraded, err.Error()
+			ms.supply = 0 // unknown: let other sites provide for the work
 			m.mu.Unlock()
 			if changed {
 				m.log().Warn("site degraded", "site", ms.spec.Name, "err", err)
@@ -338,6 +393,21 @@ func (m *Manager) loop(ctx context.Context, ms *managed) {
 		case <-ctx.Done():
 			return
 		case <-time.After(wait):
+		case <-ms.kick:
+			// A local placeholder ended: replace it at once, backing off
+			// (up to 10 s) while they keep ending within a minute, so a
+			// placeholder that cannot start does not spin.
+			if time.Since(lastKick) > time.Minute {
+				respawn = 100 * time.Millisecond
+			} else {
+				respawn = min(respawn*2, 10*time.Second)
+			}
+			lastKick = time.Now()
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(respawn):
+			}
 		}
 	}
 }
@@ -350,9 +420,11 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 	for id := range ms.connected {
 		phs = append(phs, id)
 	}
-	idle := len(ms.known) == 0 && ms.state != StateDegraded && ms.state != StateStarting
+	idle := len(ms.known) == 0 && ms.state != StateDegraded && ms.state != StateStarting && !spec.Embedded
+	elsewhere := m.elsewhereLocked(ms)
 	m.mu.Unlock()
-	limit := spec.Max*spec.Slots + 1
+	// Count far enough to see this site's share beyond what other sites take.
+	limit := spec.Max*spec.Slots + elsewhere + 1
 	ready, executing, err := m.Store.SiteDemand(ctx, AgentWalltime(time.Duration(spec.Walltime*float64(time.Second))).Seconds(), phs, limit)
 	if err != nil {
 		return fmt.Errorf("metaqueue: %w", err)
@@ -407,7 +479,7 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 			ms.exited++
 		}
 	}
-	c := Counts{Ready: ready, Executing: executing, Slots: spec.Slots, Min: spec.Min, Max: spec.Max, ThrottleAfter: m.throttleAfter()}
+	c := Counts{Ready: ready, Executing: executing, Slots: spec.Slots, Min: spec.Min, Max: spec.Max, ThrottleAfter: m.throttleAfter(), Steady: spec.Embedded}
 	var queued []string
 	for id, t := range ms.known {
 		switch t.state {
@@ -419,7 +491,11 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 			c.Running++
 		}
 	}
+	// Decisions are made one at a time under m.mu, each seeing the others'
+	// latest supply, so two sites never both give work up to each other.
+	c.Elsewhere = m.elsewhereLocked(ms)
 	d := Decide(c)
+	ms.supply = supplyOf(c, d)
 	ms.throttled = d.Throttled
 	if d.Throttled {
 		ms.state = StateThrottled
@@ -448,8 +524,13 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 	if d.Submit > 0 {
 		ids, err := ms.site.Submit(tctx, d.Submit)
 		m.mu.Lock()
+		now := time.Now()
 		for _, id := range ids {
-			ms.known[id] = &tracked{state: Queued, submitted: time.Now()}
+			t := &tracked{state: Queued, submitted: now}
+			if spec.Type == Local { // processes start at once: no queue wait
+				t.state, t.started = Running, now
+			}
+			ms.known[id] = t
 		}
 		m.mu.Unlock()
 		if len(ids) > 0 {
@@ -460,6 +541,31 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 		}
 	}
 	return nil
+}
+
+// elsewhereLocked is Counts.Elsewhere for ms: what the other sites'
+// placeholders will take of the ready work soon.
+func (m *Manager) elsewhereLocked(ms *managed) int {
+	n := 0
+	for _, o := range m.sites {
+		if o != ms {
+			n += o.supply
+		}
+	}
+	return n
+}
+
+// supplyOf is how many ready jobs a site's placeholders will take soon
+// after decision d: free slots of the running ones and all slots of the
+// queued ones, none of those queued at a throttled site, and no more than
+// the ready jobs that fit there (idle slots take nothing they cannot run).
+func supplyOf(c Counts, d Decision) int {
+	slots := max(c.Slots, 1)
+	free := max(c.Running*slots-max(c.Executing, 0), 0)
+	if !d.Throttled {
+		free += max(c.Queued-d.Cancel+d.Submit, 0) * slots
+	}
+	return min(free, max(c.Ready, 0))
 }
 
 func (m *Manager) throttleAfter() time.Duration {

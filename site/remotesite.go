@@ -206,7 +206,7 @@ func (s *Remote) prepare(ctx context.Context, r Runner) error {
 		"--idle", (time.Duration(s.Spec.Idle * float64(time.Second))).String(),
 		"--out", path.Join(s.base, "out"),
 	}
-	job := Job{Name: s.JobName, Queue: s.Spec.Queue, Walltime: wall, Slots: s.Spec.Slots, LogDir: path.Join(s.base, "log")}
+	job := Job{Name: s.JobName, Queue: s.Spec.Queue, Walltime: wall, Slots: s.Spec.Slots, PE: s.Spec.PE, LogDir: path.Join(s.base, "log")}
 	s.script = path.Join(s.base, "placeholder.sh")
 	if _, err := r.Put(ctx, s.script, []byte(Script(s.Batch, job, remoteBin, args)), 0o700); err != nil {
 		return err

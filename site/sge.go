@@ -8,6 +8,10 @@ import (
 	"strings"
 )
 
+// DefaultPE is the SGE parallel environment placeholders with more than one
+// slot ask for unless the site names another (cls site add --pe).
+const DefaultPE = "smp"
+
 // sgeBatch is Son of Grid Engine (and other Grid Engines: qsub, qstat -xml,
 // qdel).
 type sgeBatch struct{}
@@ -24,10 +28,15 @@ func (sgeBatch) Directives(j Job) []string {
 		d = append(d, "#$ -q "+j.Queue)
 	}
 	if j.Slots > 1 {
-		// Grid Engine gives several cores through a parallel environment;
-		// "smp" is the usual name. A site that calls it otherwise passes
-		// its own -pe in --submit-args, which comes later and wins.
-		d = append(d, "#$ -pe smp "+strconv.Itoa(j.Slots))
+		// Grid Engine gives several cores only through a parallel
+		// environment, whose name each cluster chooses (--pe; "smp" is
+		// the usual one). It must place all slots on one host
+		// (allocation_rule $pe_slots): the agent runs its jobs there.
+		pe := j.PE
+		if pe == "" {
+			pe = DefaultPE
+		}
+		d = append(d, "#$ -pe "+pe+" "+strconv.Itoa(j.Slots))
 	}
 	return d
 }

@@ -24,6 +24,10 @@ const (
 	PBS   = "pbs"
 )
 
+// EmbeddedName is the name of the CLS's own site of local placeholders
+// (cls serve --local N). It is reserved: no stored site may take it.
+const EmbeddedName = "local"
+
 // Connect modes of a remote site.
 const (
 	Direct = "direct" // compute nodes reach the CLS's SSH port
@@ -86,6 +90,12 @@ func Validate(s *protocol.SiteSpec) error {
 	if !nameRE.MatchString(s.Name) {
 		return fmt.Errorf("site name %q: want a letter then up to 31 letters, digits, '-' or '_'", s.Name)
 	}
+	if s.Embedded {
+		return errors.New("an embedded site is made only by cls serve --local N")
+	}
+	if s.Name == EmbeddedName {
+		return fmt.Errorf("site name %s is reserved for the CLS's own placeholders (cls serve --local N); choose another name", EmbeddedName)
+	}
 	switch s.Type {
 	case Local, SGE, Slurm, PBS:
 	case "":
@@ -132,6 +142,19 @@ func Validate(s *protocol.SiteSpec) error {
 	if s.Slots < 1 || s.Slots > 4096 {
 		return fmt.Errorf("--slots must be 1..4096, not %d", s.Slots)
 	}
+	if s.PE != "" {
+		if s.Type != SGE {
+			return errors.New("--pe is only for sge sites (the parallel environment of a placeholder with --slots > 1)")
+		}
+		if s.Slots <= 1 {
+			return errors.New("--pe needs --slots > 1 (a placeholder with one slot asks for no parallel environment)")
+		}
+		if err := validPE(s.PE); err != nil {
+			return err
+		}
+	} else if s.Type == SGE && s.Slots > 1 {
+		s.PE = DefaultPE
+	}
 	if s.Walltime == 0 {
 		s.Walltime = 3600
 	}
@@ -143,6 +166,21 @@ func Validate(s *protocol.SiteSpec) error {
 	}
 	if s.Idle < 1 || s.Idle > s.Walltime {
 		return fmt.Errorf("--idle must be between 1s and the walltime, not %gs", s.Idle)
+	}
+	return nil
+}
+
+// validPE checks a parallel environment name as sge_types(5) defines an
+// object name (up to 512 printable ASCII characters but space and
+// /:'\[]{}|()@%," ), where qsub -pe also takes the wildcards * and ?.
+func validPE(pe string) error {
+	if len(pe) > 512 {
+		return fmt.Errorf("--pe: a parallel environment name has at most 512 characters, not %d", len(pe))
+	}
+	for i := 0; i < len(pe); i++ {
+		if c := pe[i]; c <= ' ' || c >= 0x7f || strings.IndexByte(`/:'\[]{}|()@%,"`, c) >= 0 {
+			return fmt.Errorf("--pe %q: not a parallel environment name (%q is not allowed)", pe, c)
+		}
 	}
 	return nil
 }

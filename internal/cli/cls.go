@@ -9,13 +9,11 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -30,6 +28,7 @@ import (
 	"github.com/mq-hpc/mq/placeholder"
 	"github.com/mq-hpc/mq/protocol"
 	"github.com/mq-hpc/mq/server"
+	"github.com/mq-hpc/mq/site"
 	"github.com/mq-hpc/mq/sshserver"
 )
 
@@ -54,7 +53,7 @@ func clsServe() *cli.Command {
 socket mqsub/mqstat/mqdel use), cls.log, and output/ (jobs' stdout and stderr
 from local placeholders).`,
 		Flags: []cli.Flag{
-			&cli.IntFlag{Name: "local", Usage: "local placeholders to keep running (0 = none)", Value: runtime.NumCPU()},
+			&cli.IntFlag{Name: "local", Usage: "local placeholders to keep running, the site local of cls site list (0 = none)", Value: runtime.NumCPU()},
 			&cli.IntFlag{Name: "slots", Usage: "jobs each local placeholder runs at once", Value: 1},
 			&cli.DurationFlag{Name: "lease", Usage: "requeue a job when its placeholder is silent this long", Value: 30 * time.Second},
 			&cli.StringFlag{Name: "sync", Usage: "commit durability: submit (users' changes survive power loss; placeholder traffic survives a crash of the CLS, so after a power loss jobs that just ended may rerun), full (every commit survives power loss) or normal (every commit survives a crash of the CLS)", Value: string(metaqueue.SyncSubmit)},
@@ -65,7 +64,7 @@ from local placeholders).`,
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the CLS to `FILE` (performance work)", Hidden: true},
 			&cli.StringFlag{Name: "agents", Usage: "directory of placeholder agents for remote sites (mqagent-linux-amd64, ...; default: beside cls)"},
 			&cli.DurationFlag{Name: "site-poll", Usage: "how often each site's placeholders are looked at", Value: 2 * time.Second},
-			&cli.DurationFlag{Name: "site-throttle", Usage: "a site whose placeholders wait this long in its batch queue gets no more until they start", Value: 5 * time.Minute},
+			&cli.DurationFlag{Name: "site-throttle", Usage: "a site whose placeholder waits this long in its batch queue is throttled: it keeps one queued, and its share of the work goes to sites that start placeholders sooner", Value: 5 * time.Minute},
 		},
 		Action: serve,
 	}
@@ -139,26 +138,20 @@ func serve(c *cli.Context) error {
 	}
 	defer os.Remove(sock)
 
-	// Local placeholders: children of this process. When one dies its jobs
-	// are requeued at once.
-	var pidMu sync.Mutex
-	pids := map[int]int64{}
 	srvCtx, stopSrv := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopSrv()
-	srv := &server.Server{Store: store, Log: log, Version: Version, OutputDir: filepath.Join(home, "output"),
-		OnPlaceholder: func(id int64, reg protocol.Register, connected bool) {
-			if reg.Site != "local" {
-				return
-			}
-			pidMu.Lock()
-			if connected {
-				pids[reg.PID] = id
-			}
-			pidMu.Unlock()
-		}}
+	srv := &server.Server{Store: store, Log: log, Version: Version, OutputDir: filepath.Join(home, "output")}
 	st, err := newSites(home, store, log, c.Duration("site-poll"), c.Duration("site-throttle"), c.String("agents"))
 	if err != nil {
 		return err
+	}
+	// --local N is the site "local", run by the same Manager as every
+	// other: its N placeholders are children of this process, replaced
+	// when they end (their jobs requeued at once), stopped with the CLS.
+	// The flag is the whole truth about it; it is never stored.
+	st.agentLog, st.noop = logf, c.Bool("noop")
+	if n > 0 {
+		st.mgr.Embedded = []protocol.SiteSpec{{Name: site.EmbeddedName, Type: site.Local, Min: n, Max: n, Slots: slots}}
 	}
 	st.install(srv)
 	serveErr := make(chan error, 2)
@@ -190,35 +183,6 @@ func serve(c *cli.Context) error {
 		fmt.Fprintf(c.App.ErrWriter, "cls: SSH on %s, host key %s\n", sln.Addr(), fp)
 	}
 
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("cannot find the cls executable for local placeholders: %w", err)
-	}
-	host, _ := os.Hostname()
-	local := &placeholder.LocalSite{N: n, Log: log,
-		Command: func(i int) *exec.Cmd {
-			args := []string{"agent", "--site", "local", "--host", host, "--slots", strconv.Itoa(slots),
-				"--out", filepath.Join(home, "output"), "--orphan-exit"}
-			if c.Bool("noop") {
-				args = append(args, "--noop")
-			}
-			cmd := exec.Command(exe, args...)
-			cmd.Env = append(os.Environ(), "MQ_HOME="+home)
-			cmd.Dir = home
-			cmd.Stdout, cmd.Stderr = logf, logf
-			return cmd
-		},
-		Exited: func(pid int) {
-			pidMu.Lock()
-			id, ok := pids[pid]
-			delete(pids, pid)
-			pidMu.Unlock()
-			if ok {
-				store.PlaceholderGone(context.Background(), id)
-			}
-		},
-	}
-	local.Start()
 	if err := st.start(srvCtx); err != nil {
 		return err
 	}
@@ -230,10 +194,8 @@ func serve(c *cli.Context) error {
 	case err = <-serveErr:
 	}
 	log.Info("CLS stopping")
-	stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	local.Stop(stopCtx) // they report their interrupted jobs first
-	cancel()
-	st.stop()
+	st.stop() // local placeholders report their interrupted jobs first
+
 	stopSrv()
 	ln.Close()
 	store.Close()

@@ -96,7 +96,8 @@ func siteAdd(env Env) *cli.Command {
 			&cli.IntFlag{Name: "min", Usage: "placeholders to keep queued+running while there is work", Value: 0},
 			&cli.IntFlag{Name: "max", Usage: "most placeholders queued+running", Value: 1},
 			&cli.StringFlag{Name: "walltime", Usage: "each placeholder's batch time limit, e.g. 2h", Value: "1h"},
-			&cli.IntFlag{Name: "slots", Usage: "jobs (cores) per placeholder", Value: 1},
+			&cli.IntFlag{Name: "slots", Usage: "jobs (cores) per placeholder, all on one host (Slurm --cpus-per-task, PBS select=1:ncpus, SGE -pe PE K)", Value: 1},
+			&cli.StringFlag{Name: "pe", Usage: "SGE with --slots > 1: the parallel environment to ask for; it must exist on the cluster, be in the queue's pe_list and put all slots on one host (allocation_rule $pe_slots)", Value: "smp"},
 			&cli.StringFlag{Name: "submit-args", Usage: "extra qsub/sbatch arguments, e.g. \"-A project\""},
 			&cli.StringFlag{Name: "connect", Usage: "direct (compute nodes reach the CLS) or tunnel (through the login host)", Value: "direct"},
 			&cli.StringFlag{Name: "idle", Usage: "a placeholder exits after this long without work", Value: "1m"},
@@ -115,6 +116,7 @@ func siteAdd(env Env) *cli.Command {
 			fs.IntVar(&spec.Max, "max", 1, "")
 			wall := fs.String("walltime", "1h", "")
 			fs.IntVar(&spec.Slots, "slots", 1, "")
+			fs.StringVar(&spec.PE, "pe", "", "")
 			fs.StringVar(&spec.SubmitArgs, "submit-args", "", "")
 			fs.StringVar(&spec.Connect, "connect", "", "")
 			idle := fs.String("idle", "1m", "")
@@ -178,6 +180,9 @@ func printSites(w io.Writer, sites []protocol.SiteInfo) {
 		where := s.SSH
 		if s.Type == site.Local {
 			where = "this host"
+		}
+		if s.Embedded {
+			where += fmt.Sprintf(" (cls serve --local %d)", s.Max)
 		}
 		if s.Connect == site.Tunnel {
 			where += " (tunnel)"

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -34,6 +35,11 @@ type sites struct {
 	log    *slog.Logger
 	agents string // directory of mqagent-OS-ARCH binaries
 	mgr    *site.Manager
+	// Local placeholders' stdout and stderr (their warnings) go to
+	// agentLog, the CLS's log; noop makes the CLS's own ones (--local)
+	// report jobs without running them.
+	agentLog io.Writer
+	noop     bool
 
 	sshAddr net.Addr // the CLS's SSH endpoint; nil without --ssh
 	hostFP  string
@@ -138,16 +144,23 @@ func (s *sites) open(spec protocol.SiteSpec, exited func(pid int)) (site.Site, e
 	if spec.Type == site.Local {
 		exe, err := os.Executable()
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("cannot find the cls executable for local placeholders: %w", err)
 		}
 		host, _ := os.Hostname()
+		args := []string{"agent", "--site", spec.Name, "--host", host, "--slots", strconv.Itoa(spec.Slots)}
+		if !spec.Embedded { // the CLS's own are always there: no time limit, never idle out
+			args = append(args, "--walltime", site.AgentWalltime(wall).String(),
+				"--idle", (time.Duration(spec.Idle * float64(time.Second))).String())
+		}
+		args = append(args, "--out", filepath.Join(s.home, "output"), "--orphan-exit")
+		if spec.Embedded && s.noop {
+			args = append(args, "--noop")
+		}
 		return &site.Processes{Exited: exited, Command: func() *exec.Cmd {
-			cmd := exec.Command(exe, "agent", "--site", spec.Name, "--host", host, "--slots", strconv.Itoa(spec.Slots),
-				"--walltime", site.AgentWalltime(wall).String(),
-				"--idle", (time.Duration(spec.Idle * float64(time.Second))).String(),
-				"--out", filepath.Join(s.home, "output"), "--orphan-exit")
+			cmd := exec.Command(exe, args...)
 			cmd.Env = append(os.Environ(), "MQ_HOME="+s.home)
 			cmd.Dir = s.home
+			cmd.Stdout, cmd.Stderr = s.agentLog, s.agentLog
 			return cmd
 		}}, nil
 	}

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite"
+
+	"github.com/mq-hpc/mq/protocol"
 )
 
 // TestCLSCrashRecovery SIGKILLs the CLS in the middle of a 2,000-job run
@@ -170,11 +173,14 @@ func checkDB(t *testing.T, path string, jobs int) {
 }
 
 // TestPlaceholderKilled: kill -9 the local placeholder that runs a job; the
-// job is requeued, finishes Done on another placeholder, and mqstat -j
-// shows the lost attempt in its history.
+// job is requeued at once (long before its lease ends), finishes Done on
+// another placeholder, and mqstat -j shows the lost attempt in its
+// history. The CLS's local placeholders are its site "local": listed by
+// cls site list, the killed one replaced, and not removable while the CLS
+// runs with --local.
 func TestPlaceholderKilled(t *testing.T) {
 	h := newHarness(t)
-	h.startCLS("--local", "2", "--lease", "5s")
+	h.startCLS("--local", "2", "--lease", "60s")
 	waitFor(t, 10*time.Second, func() error {
 		if n := len(h.agents()); n != 2 {
 			return fmt.Errorf("%d cls agent children of the CLS, want 2", n)
@@ -197,7 +203,7 @@ func TestPlaceholderKilled(t *testing.T) {
 	}
 	killed := time.Now()
 
-	d := h.waitState(id, "D", 20*time.Second)
+	d := h.waitState(id, "D", 15*time.Second) // a 60 s lease: only the exit seen at once requeues it in time
 	t.Logf("job done %v after its placeholder was killed", time.Since(killed).Round(time.Millisecond))
 	if d.Attempts != 2 {
 		t.Errorf("job has %d attempts, want 2", d.Attempts)
@@ -226,6 +232,26 @@ func TestPlaceholderKilled(t *testing.T) {
 		}
 		return nil
 	})
+	var sl protocol.SiteList
+	if err := json.Unmarshal([]byte(h.ok("cls", "site", "list", "--json")), &sl); err != nil {
+		t.Fatal(err)
+	}
+	if len(sl.Sites) != 1 {
+		t.Fatalf("sites %+v, want the one local site", sl.Sites)
+	}
+	if s := sl.Sites[0]; s.Name != "local" || s.Type != "local" || !s.Embedded || s.Min != 2 || s.Max != 2 || s.Running != 2 || s.Exited != 1 || s.State != "ok" {
+		t.Errorf("cls site list shows %+v; want local, 2-2, 2 running, 1 exited", s)
+	}
+	if text := h.ok("cls", "site", "list"); !strings.Contains(text, "cls serve --local") {
+		t.Errorf("cls site list does not say where the local site comes from:\n%s", text)
+	}
+	r := h.run("cls", "site", "remove", "local")
+	if r.code != 1 || !strings.Contains(r.stderr, "cls serve --local 2") {
+		t.Errorf("cls site remove local: %s; want exit 1 naming --local", r)
+	}
+	if n := len(h.agents()); n != 2 {
+		t.Errorf("%d placeholders after a refused remove, want 2", n)
+	}
 }
 
 // TestGracefulShutdown: SIGTERM stops the CLS within a few seconds, leaving

@@ -255,6 +255,12 @@ var sshRE = regexp.MustCompile(`cls: SSH on (\S+), host key (\S+)`)
 // leases and a fast site poll. prefix runs it (e.g. in a network namespace).
 func startCLS(t *testing.T, prefix ...string) *cls {
 	t.Helper()
+	return startCLSWith(t, prefix, nil)
+}
+
+// startCLSWith is startCLS with more cls serve flags.
+func startCLSWith(t *testing.T, prefix, flags []string) *cls {
+	t.Helper()
 	c := &cls{t: t, home: t.TempDir(), stderr: &bytes.Buffer{}}
 	work, err := os.MkdirTemp("", "mqsites-work")
 	if err != nil {
@@ -265,6 +271,7 @@ func startCLS(t *testing.T, prefix ...string) *cls {
 	c.work = work
 	args := append(prefix, filepath.Join(binDir, "cls"), "serve", "--local", "0", "--ssh", "127.0.0.1:0",
 		"--lease", "3s", "--site-poll", "300ms", "--agents", binDir)
+	args = append(args, flags...)
 	c.cmd = exec.Command(args[0], args[1:]...)
 	c.cmd.Env = append(os.Environ(), "MQ_HOME="+c.home)
 	pr, pw, _ := os.Pipe()

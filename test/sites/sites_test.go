@@ -15,7 +15,10 @@ import (
 
 // A 300-job DAG runs across an SGE site and a Slurm site at once: every job
 // Done, both sites used, and afterwards no placeholder left in either
-// batch queue.
+// batch queue. The jobs take 50 ms each, so the work outlasts a site's
+// cold start: sites share the work (one ready setup job warrants one
+// placeholder, at one site), and 300 echo jobs were done by Slurm's two
+// placeholders before SGE's had started.
 func TestDAGAcrossSGEAndSlurm(t *testing.T) {
 	need(t, "sge", "slurm")
 	l := newLogin(t, "127.0.0.1")
@@ -27,8 +30,8 @@ func TestDAGAcrossSGEAndSlurm(t *testing.T) {
 	b.WriteString(`{"target":"setup","command":"echo setup"}` + "\n")
 	var parses []string
 	for i := range 149 {
-		fmt.Fprintf(&b, `{"target":"blast%d","prereqs":["setup"],"command":"echo blast %d","est":1}`+"\n", i, i)
-		fmt.Fprintf(&b, `{"target":"parse%d","prereqs":["blast%d"],"command":"echo parse %d","est":1}`+"\n", i, i, i)
+		fmt.Fprintf(&b, `{"target":"blast%d","prereqs":["setup"],"command":"echo blast %d; sleep 0.05","est":1}`+"\n", i, i)
+		fmt.Fprintf(&b, `{"target":"parse%d","prereqs":["blast%d"],"command":"echo parse %d; sleep 0.05","est":1}`+"\n", i, i, i)
 		parses = append(parses, fmt.Sprintf("%q", fmt.Sprintf("parse%d", i)))
 	}
 	fmt.Fprintf(&b, `{"target":"summary","prereqs":[%s],"command":"echo summary"}`+"\n", strings.Join(parses, ","))
@@ -42,6 +45,7 @@ func TestDAGAcrossSGEAndSlurm(t *testing.T) {
 	for _, j := range c.jobs("") {
 		bySite[j.Site]++
 	}
+	t.Logf("jobs per site: %v", bySite)
 	if bySite["grid"] == 0 || bySite["slurmy"] == 0 {
 		t.Errorf("jobs per site %v: both sites should have run some", bySite)
 	}
@@ -200,5 +204,67 @@ func TestTunnel(t *testing.T) {
 	script, _ := os.ReadFile(scripts[0])
 	if !strings.Contains(string(script), "--cls 10.203.0.1:") {
 		t.Errorf("placeholders do not dial the login host's forward:\n%s", script)
+	}
+}
+
+// Throttling shifts work to the site that starts placeholders sooner. SGE's
+// placeholders are submitted held (qsub -h), so they wait in its queue as
+// on a busy cluster (a hold touches only our jobs, not the shared queue);
+// Slurm starts its own. After --site-throttle the SGE site is throttled:
+// it keeps one queued probe and cancels the others, and the work is done
+// on Slurm. Releasing the probe (the queue moves again) recovers the site,
+// and the probe takes work.
+func TestThrottleShiftsWork(t *testing.T) {
+	need(t, "sge", "slurm")
+	l := newLogin(t, "127.0.0.1")
+	// Slurm must start its placeholders well within the throttle time, also
+	// on a loaded machine (the e2e suites run in parallel), or it is
+	// throttled too.
+	c := startCLSWith(t, nil, []string{"--site-throttle", "8s"})
+	c.addSite("slowq", "sge", l, "--max", "3", "--walltime", "10m", "--idle", "3s", "--submit-args=-h")
+	c.addSite("fastq", "slurm", l, "--max", "2", "--walltime", "10m", "--idle", "3s")
+	var b strings.Builder
+	const n = 20 // 2 s each: Slurm alone needs ~20 s, so work is left when the probe starts
+	for i := range n {
+		fmt.Fprintf(&b, `{"target":"w%d","command":"sleep 2","est":3}`+"\n", i)
+	}
+	jobs := filepath.Join(c.home, "work.jsonl")
+	os.WriteFile(jobs, []byte(b.String()), 0o644)
+	c.must("mqsub", "-f", jobs)
+
+	mostQueued := 0
+	eventually(t, 30*time.Second, "the SGE site throttled with one queued probe", func() bool {
+		s := c.sites()["slowq"]
+		mostQueued = max(mostQueued, s.Queued)
+		return s.State == "throttled" && s.Queued == 1
+	})
+	if mostQueued < 2 {
+		t.Errorf("the SGE site had at most %d placeholders queued; want its max (3) before throttling", mostQueued)
+	}
+	// The cancelled ones leave SGE's queue; the probe stays.
+	eventually(t, 20*time.Second, "one SGE placeholder left", func() bool { return batchJobsNamed(t, "mq-slowq-") == 1 })
+	if s := c.sites()["fastq"]; s.Queued+s.Running != 2 || s.State != "ok" {
+		t.Errorf("Slurm site %s with %d queued, %d running: want ok with its max 2 placeholders while SGE is throttled", s.State, s.Queued, s.Running)
+	}
+	for _, j := range c.jobs("DE") {
+		if j.Site == "slowq" {
+			t.Errorf("job %d ran at the throttled site", j.ID)
+		}
+	}
+
+	// The queue moves again: the probe starts, the site recovers and works.
+	asUser(t, "qrls $(qstat -u mquser | awk '/ mq-slowq/ {print $1}')")
+	eventually(t, 30*time.Second, "the SGE site recovered, its probe running", func() bool {
+		s := c.sites()["slowq"]
+		return s.State == "ok" && s.Running >= 1
+	})
+	eventually(t, 90*time.Second, "all jobs done", func() bool { return len(c.jobs("D")) == n })
+	bySite := map[string]int{}
+	for _, j := range c.jobs("D") {
+		bySite[j.Site]++
+	}
+	t.Logf("jobs per site: %v", bySite)
+	if bySite["fastq"] == 0 || bySite["slowq"] == 0 {
+		t.Errorf("jobs per site %v: want most on Slurm and some on the recovered SGE site", bySite)
 	}
 }

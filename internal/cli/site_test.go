@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mq-hpc/mq/protocol"
+	"github.com/mq-hpc/mq/site"
+)
+
+// cls site add checks its settings before it reaches the CLS: a bad one is
+// a usage error (exit 2) naming the flag, and no connection is made.
+func TestSiteAddRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"a", "--type", "sge", "--ssh", "u@h", "--slots", "4", "--pe", "a b"}, `--pe "a b"`},
+		{[]string{"a", "--type", "slurm", "--ssh", "u@h", "--slots", "4", "--pe", "smp"}, "--pe is only for sge"},
+		{[]string{"a", "--type", "sge", "--ssh", "u@h", "--pe", "smp"}, "--pe needs --slots > 1"},
+		{[]string{"local", "--type", "local"}, "reserved for the CLS's own placeholders (cls serve --local N)"},
+	} {
+		var out, errOut bytes.Buffer
+		dialled := false
+		env := Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Getwd: os.Getwd,
+			Dial: func(context.Context) (io.ReadWriteCloser, error) {
+				dialled = true
+				return nil, errors.New("no CLS in this test")
+			}}
+		code := Main(context.Background(), Cls(env), append([]string{"cls", "site", "add"}, tc.args...))
+		if code != 2 || !strings.Contains(errOut.String(), tc.want) || strings.Count(errOut.String(), "\n") != 1 || dialled {
+			t.Errorf("cls site add %s: exit %d, stderr %q, dialled %v; want exit 2 and one line with %q",
+				strings.Join(tc.args, " "), code, errOut.String(), dialled, tc.want)
+		}
+	}
+}
+
+// cls site list says where the CLS's own site comes from.
+func TestPrintSitesEmbedded(t *testing.T) {
+	var b bytes.Buffer
+	printSites(&b, []protocol.SiteInfo{
+		{SiteSpec: protocol.SiteSpec{Name: "local", Type: "local", Min: 4, Max: 4, Slots: 1, Embedded: true}, Running: 4, Connected: 4, State: "ok"},
+		{SiteSpec: protocol.SiteSpec{Name: "here", Type: "local", Max: 2, Slots: 1}, State: "ok"},
+	})
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[1], "4-4") || !strings.HasSuffix(lines[1], "this host (cls serve --local 4)") ||
+		!strings.HasSuffix(lines[2], "this host") {
+		t.Errorf("cls site list:\n%s", b.String())
+	}
+}
+
+// The CLS's own placeholders run the agent as they always have (no
+// walltime, no idle timeout, --noop when asked); an on-demand local site's
+// get its walltime and idle timeout. Both log to the CLS's log.
+func TestLocalAgentCommand(t *testing.T) {
+	var logw bytes.Buffer
+	s := &sites{home: "/mq", noop: true, agentLog: &logw}
+	host, _ := os.Hostname()
+	for _, tc := range []struct {
+		spec protocol.SiteSpec
+		want string
+	}{
+		{protocol.SiteSpec{Name: "local", Type: "local", Min: 2, Max: 2, Slots: 4, Embedded: true},
+			"agent --site local --host " + host + " --slots 4 --out /mq/output --orphan-exit --noop"},
+		{protocol.SiteSpec{Name: "here", Type: "local", Max: 2, Slots: 1, Walltime: 3600, Idle: 60},
+			"agent --site here --host " + host + " --slots 1 --walltime 57m0s --idle 1m0s --out /mq/output --orphan-exit"},
+	} {
+		st, err := s.open(tc.spec, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, ok := st.(*site.Processes)
+		if !ok {
+			t.Fatalf("%s: a %T, want *site.Processes", tc.spec.Name, st)
+		}
+		cmd := p.Command()
+		if got := strings.Join(cmd.Args[1:], " "); got != tc.want {
+			t.Errorf("%s: %s\nwant %s", tc.spec.Name, got, tc.want)
+		}
+		if cmd.Dir != "/mq" || !slices.Contains(cmd.Env, "MQ_HOME=/mq") || cmd.Stderr != io.Writer(&logw) {
+			t.Errorf("%s: dir %q, MQ_HOME set %v, stderr to the log %v", tc.spec.Name, cmd.Dir, slices.Contains(cmd.Env, "MQ_HOME=/mq"), cmd.Stderr == io.Writer(&logw))
+		}
+	}
+}

@@ -360,7 +360,7 @@ func (a *Agent) work(ctx context.Context) error {
 		if d := r.Finished.Sub(r.Started); meanRun == 0 {
 			meanRun = max(d, time.Microsecond)
 		} else {
-			meanRun = (4*meanRun + d) / 5
+			meanRun = max((4*meanRun+d)/5, time.Microsecond) // never 0 (unknown) again
 		}
 	}
 	start := func(u []protocol.Assignment) {
@@ -471,10 +471,12 @@ func (a *Agent) work(ctx context.Context) error {
 			}
 			pollPrefetch = !starving
 			sent, n := reports, want
-			if starving {
+			if starving && !a.cfg.NoOp {
 				// A long poll takes what arrives first, maybe a burst of long
 				// jobs: ask for the free slots and one ahead, no deeper, so
-				// other placeholders get their share.
+				// other placeholders get their share. (No-op jobs take no
+				// time, so a no-op agent never holds any: it asks for its
+				// whole prefetch.)
 				n = min(want, free-len(held)+1)
 			}
 			reports = nil

@@ -421,6 +421,27 @@ func (a *Agent) work(ctx context.Context) error {
 	reportsDue := false   // reports have waited long enough: the next poll goes now
 	pollPrefetch := false // the poll out only prefetches (it does not wait for work)
 	prefetchDry := false  // a prefetch found nothing: no more until a job ends
+	// scheduleReports decides when reports just gathered go out.
+	scheduleReports := func() {
+		switch {
+		case poll != nil && !pollPrefetch && running == 0:
+			// Nothing else is running: no request is coming soon (the poll
+			// out is likely parked), so report now.
+			sendReports()
+		case holding:
+		case poll != nil && !pollPrefetch:
+			// A poll that may park is out. Under load it returns at once
+			// and the next request carries these reports; if it parked,
+			// report separately soon.
+			holding = true
+			hold.Reset(reportHold)
+		default:
+			// No poll out, or a prefetch that returns at once: the next
+			// poll carries them, when the prefetch runs low; bound the wait.
+			holding = true
+			hold.Reset(reportBatch)
+		}
+	}
 	exiting := false
 	for {
 		if !exiting && (ctx.Err() != nil || (a.cfg.ExitWhenOrphaned && os.Getppid() != a.ppid) ||
@@ -498,10 +519,7 @@ func (a *Agent) work(ctx context.Context) error {
 		select {
 		case r := <-progress:
 			gotReport(r)
-			if poll != nil && !holding {
-				holding = true
-				hold.Reset(reportHold)
-			}
+			scheduleReports()
 		case r := <-ended:
 			free++
 			running--
@@ -520,25 +538,12 @@ func (a *Agent) work(ctx context.Context) error {
 			}
 			idleSince = time.Now()
 			startHeld()
-			switch {
-			case poll != nil && running == 0:
-				// Nothing else is running: no request is coming soon (the poll
-				// out is likely parked), so report now.
-				sendReports()
-			case poll != nil && !holding:
-				// A poll is out. Under load it returns at once and carries
-				// these reports; if it is a long poll, report separately soon.
-				holding = true
-				hold.Reset(reportHold)
-			case poll == nil && !holding:
-				// The next poll carries them, when the prefetch runs low;
-				// bound the wait.
-				holding = true
-				hold.Reset(reportBatch)
-			}
+			scheduleReports()
 		case <-hold.C:
 			holding = false
-			if poll != nil {
+			if poll != nil && pollPrefetch {
+				reportsDue = true // the next poll goes as soon as this one is back
+			} else if poll != nil {
 				sendReports()
 			} else if len(reports) > 0 {
 				reportsDue = true

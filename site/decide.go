@@ -18,11 +18,12 @@ type Counts struct {
 	// Steady sites keep Min placeholders whether or not there is work
 	// (the CLS's own local placeholders, --local N).
 	Steady bool
-	// Elsewhere is how many of the ready jobs other sites will take soon:
-	// the free slots of their running placeholders and every slot of
-	// their queued ones, each site counted up to its own ready jobs.
-	// Placeholders queued at a throttled site do not count: their share
-	// of the work is this site's to take.
+	// Elsewhere is how many of the ready jobs other sites will take at
+	// once: the free slots of their running placeholders, each site
+	// counted up to its own ready jobs. Placeholders queued elsewhere do
+	// not count: when they start is unknown, so every site may queue for
+	// the same work and the first to start takes it (late binding); the
+	// surplus is cancelled when the work is gone.
 	Elsewhere int
 }
 
@@ -39,16 +40,15 @@ type Decision struct {
 //     their jobs and exit on their idle timeout. A Steady site keeps Min
 //     all the same.
 //   - Ready work: keep queued+running between Min and Max, and no more than
-//     the work warrants: the jobs running here and this site's share of the
-//     ready ones (those other sites' placeholders will not take soon),
-//     Slots per placeholder. Surplus queued placeholders are cancelled;
-//     running ones are never cancelled (they may hold jobs).
+//     the work warrants: the jobs running here and the ready ones that
+//     running placeholders elsewhere will not take at once, Slots per
+//     placeholder. Surplus queued placeholders are cancelled; running ones
+//     are never cancelled (they may hold jobs).
 //   - Throttle: while a placeholder has waited in the batch queue longer
 //     than ThrottleAfter, keep just one queued (a probe, kept while there
 //     is any ready work: when it starts, the site is fast again), cancel
-//     the others and submit nothing. The Manager then counts none of this
-//     site's queued placeholders in other sites' Elsewhere, so the work
-//     they were to take shifts to sites that start placeholders sooner.
+//     the others and submit nothing. The work goes to the placeholders
+//     that start sooner elsewhere, which their sites keep provisioning.
 func Decide(c Counts) Decision {
 	if c.Ready <= 0 && !c.Steady {
 		return Decision{Cancel: max(c.Queued, 0)}

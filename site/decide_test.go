@@ -414,9 +414,10 @@ func TestManagerEmbedded(t *testing.T) {
 	}
 }
 
-// What a site offers other sites' demand (Counts.Elsewhere) after a
-// decision: idle slots of running placeholders and the slots of queued
-// ones, none queued at a throttled site, never more than its ready jobs.
+// What a site offers other sites' demand (Counts.Elsewhere): idle slots
+// of its running placeholders, never more than its ready jobs; queued ones
+// offer nothing, throttled or not (late binding: the first to start takes
+// the work).
 func TestSupplyOf(t *testing.T) {
 	const slow = time.Minute
 	for _, tc := range []struct {
@@ -425,26 +426,27 @@ func TestSupplyOf(t *testing.T) {
 		want int
 	}{
 		{"nothing there", Counts{Ready: 5, Max: 0}, 0},
-		{"queued and submitted count", Counts{Ready: 10, Queued: 2, Max: 5, Slots: 1}, 5},
-		{"slots count", Counts{Ready: 100, Queued: 2, Max: 2, Slots: 4}, 8},
+		{"queued ones do not count", Counts{Ready: 10, Queued: 2, Max: 5, Slots: 1}, 0},
+		{"nor their slots", Counts{Ready: 100, Queued: 2, Max: 2, Slots: 4}, 0},
 		{"busy running ones offer nothing", Counts{Ready: 5, Running: 2, Executing: 2, Max: 2, Slots: 1}, 0},
 		{"idle slots of running ones", Counts{Ready: 5, Running: 2, Executing: 1, Max: 2, Slots: 2}, 3},
-		{"no more than the ready jobs that fit there", Counts{Ready: 3, Queued: 8, Max: 8, Slots: 1}, 3},
+		{"no more than the ready jobs that fit there", Counts{Ready: 3, Running: 8, Max: 8, Slots: 1}, 3},
 		{"idle ones with nothing they can run", Counts{Ready: 0, Running: 4, Max: 4, Slots: 1}, 0},
 		{"throttled: queued ones do not count", Counts{Ready: 50, Queued: 4, Max: 8, Slots: 1, OldestQueued: 2 * slow, ThrottleAfter: slow}, 0},
-		{"throttled: running ones still do", Counts{Ready: 50, Queued: 1, Running: 2, Executing: 1, Max: 8, Slots: 1, OldestQueued: 2 * slow, ThrottleAfter: slow}, 1},
+		{"throttled: running ones do", Counts{Ready: 50, Queued: 1, Running: 2, Executing: 1, Max: 8, Slots: 1, OldestQueued: 2 * slow, ThrottleAfter: slow}, 1},
 		{"steady local placeholders", Counts{Ready: 50, Running: 4, Executing: 1, Min: 4, Max: 4, Slots: 1, Steady: true}, 3},
 	} {
-		if got := supplyOf(tc.c, Decide(tc.c)); got != tc.want {
+		if got := supplyOf(tc.c); got != tc.want {
 			t.Errorf("%s: supplyOf(%+v) = %d, want %d", tc.name, tc.c, got, tc.want)
 		}
 	}
 }
 
-// Throttling shifts work: a fast site sees only the part of the ready
-// work that a slow site's queued placeholders will not take; once the slow
-// site is throttled it keeps one probe, which no longer reduces what the
-// fast site provides for; when the probe starts, the slow site recovers.
+// Late binding across sites, and throttling: placeholders queued at a slow
+// site do not hold back a fast one, which provides for all the ready work;
+// idle running placeholders at the fast site make the slow one's queued
+// ones surplus; a site whose placeholders wait too long keeps one probe,
+// and recovers when it starts.
 func TestManagerThrottleShiftsWork(t *testing.T) {
 	slowSite := &fakeSite{jobs: map[string]State{}}
 	fastSite := &fakeSite{jobs: map[string]State{}, startAtOnce: true}
@@ -469,20 +471,17 @@ func TestManagerThrottleShiftsWork(t *testing.T) {
 	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "fast", Type: Slurm, SSH: "u@h", Max: 6}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the fast site takes the rest", func() bool { return fastSite.count(Running) == 2 })
-	time.Sleep(50 * time.Millisecond) // many polls: nothing more
-	if n, q := fastSite.count(Running), slowSite.count(Queued); n != 2 || q != 4 {
-		t.Fatalf("before throttling: fast %d running (want 2: 6 ready, 4 queued at the slow site), slow %d queued (want 4)", n, q)
-	}
+	eventually(t, "the fast site provides for all 6 jobs", func() bool { return fastSite.count(Running) == 6 })
+	eventually(t, "the slow site's queued ones are surplus", func() bool { return slowSite.count(Queued) == 0 })
+	st.setReady(20) // more than the fast site takes: the slow one queues for the rest
+	eventually(t, "4 queued at the slow site again", func() bool { return slowSite.count(Queued) == 4 })
 	m.mu.Lock()
 	m.ThrottleAfter = 20 * time.Millisecond
 	m.mu.Unlock()
 	eventually(t, "slow throttled, one probe left", func() bool {
 		return slowSite.count(Queued) == 1 && siteInfo(m, "slow").State == StateThrottled
 	})
-	// The probe is not counted: the fast site provides for all 6.
-	eventually(t, "the fast site takes the whole demand", func() bool { return fastSite.count(Running) == 6 })
-	time.Sleep(50 * time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // many polls: nothing more
 	if q, s := slowSite.count(Queued), siteInfo(m, "slow"); q != 1 || s.State != StateThrottled {
 		t.Fatalf("throttled site: %d queued (want the probe), state %s", q, s.State)
 	}

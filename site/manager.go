@@ -73,8 +73,8 @@ type managed struct {
 	state     string
 	err       string
 	throttled bool
-	// supply is how many ready jobs this site's placeholders will take
-	// soon, as of its last decision (see Counts.Elsewhere).
+	// supply is how many ready jobs this site's running placeholders will
+	// take at once, as of its last decision (see Counts.Elsewhere).
 	supply int
 }
 
@@ -492,10 +492,10 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 		}
 	}
 	// Decisions are made one at a time under m.mu, each seeing the others'
-	// latest supply, so two sites never both give work up to each other.
+	// latest supply.
 	c.Elsewhere = m.elsewhereLocked(ms)
 	d := Decide(c)
-	ms.supply = supplyOf(c, d)
+	ms.supply = supplyOf(c)
 	ms.throttled = d.Throttled
 	if d.Throttled {
 		ms.state = StateThrottled
@@ -544,7 +544,7 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 }
 
 // elsewhereLocked is Counts.Elsewhere for ms: what the other sites'
-// placeholders will take of the ready work soon.
+// running placeholders will take of the ready work at once.
 func (m *Manager) elsewhereLocked(ms *managed) int {
 	n := 0
 	for _, o := range m.sites {
@@ -555,16 +555,12 @@ func (m *Manager) elsewhereLocked(ms *managed) int {
 	return n
 }
 
-// supplyOf is how many ready jobs a site's placeholders will take soon
-// after decision d: free slots of the running ones and all slots of the
-// queued ones, none of those queued at a throttled site, and no more than
-// the ready jobs that fit there (idle slots take nothing they cannot run).
-func supplyOf(c Counts, d Decision) int {
-	slots := max(c.Slots, 1)
-	free := max(c.Running*slots-max(c.Executing, 0), 0)
-	if !d.Throttled {
-		free += max(c.Queued-d.Cancel+d.Submit, 0) * slots
-	}
+// supplyOf is how many ready jobs a site's placeholders will take at once:
+// the free slots of the running ones, no more than the ready jobs that fit
+// there (idle slots take nothing they cannot run). Queued ones do not
+// count, at a fast site or a slow one: a batch queue gives no start time.
+func supplyOf(c Counts) int {
+	free := max(c.Running*max(c.Slots, 1)-max(c.Executing, 0), 0)
 	return min(free, max(c.Ready, 0))
 }
 

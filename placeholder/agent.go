@@ -50,6 +50,10 @@ type Config struct {
 	// placeholders set it; local ones write where the CLS reads.
 	StageOutput bool
 	Log         *slog.Logger
+
+	// prefetchWindow overrides the package's (tests: a slow machine
+	// must not turn short jobs into long ones).
+	prefetchWindow time.Duration
 }
 
 // Agent is one placeholder.
@@ -83,6 +87,9 @@ func New(cfg Config) *Agent {
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.prefetchWindow <= 0 {
+		cfg.prefetchWindow = prefetchWindow
 	}
 	return &Agent{cfg: cfg, log: cfg.Log, running: map[int64]*proc{}, held: map[int64]protocol.JobRef{}, hbEvery: time.Second}
 }
@@ -278,11 +285,11 @@ const (
 // prefetchDepth is how many jobs to hold beyond the free slots when jobs
 // run meanRun on average (0 = not known yet) and the longest running one
 // has run longest.
-func prefetchDepth(meanRun, longest time.Duration, slots int) int {
-	if meanRun <= 0 || meanRun >= prefetchBelow || longest >= prefetchBelow {
+func (a *Agent) prefetchDepth(meanRun time.Duration) int {
+	if meanRun <= 0 || meanRun >= prefetchBelow || a.longestRunning() >= prefetchBelow {
 		return 0
 	}
-	d := int(prefetchWindow * time.Duration(slots) / max(meanRun, time.Microsecond))
+	d := int(a.cfg.prefetchWindow * time.Duration(a.cfg.Slots) / max(meanRun, time.Microsecond))
 	return min(max(d, 1), maxPrefetch)
 }
 
@@ -324,12 +331,9 @@ func (a *Agent) giveBack(hs []heldJob) []protocol.Report {
 }
 
 // reportHold is how long a report waits for the outstanding poll to carry
-// it before it is sent on its own; reportBatch how long it may wait, with
-// no poll out, for the refill that carries it (see prefetchDepth).
-const (
-	reportHold  = 2 * time.Millisecond
-	reportBatch = prefetchWindow / 2
-)
+// it before it is sent on its own. With no poll out, it may wait half the
+// prefetch window for the refill that carries it (see prefetchDepth).
+const reportHold = 2 * time.Millisecond
 
 // work runs the slots from one loop. Each request reports every job that
 // ended since the last one and asks for as many jobs as slots are free, so
@@ -439,7 +443,7 @@ func (a *Agent) work(ctx context.Context) error {
 			// No poll out, or a prefetch that returns at once: the next
 			// poll carries them, when the prefetch runs low; bound the wait.
 			holding = true
-			hold.Reset(reportBatch)
+			hold.Reset(a.cfg.prefetchWindow / 2)
 		}
 	}
 	exiting := false
@@ -464,10 +468,10 @@ func (a *Agent) work(ctx context.Context) error {
 			cancel()
 			return err
 		}
-		depth := prefetchDepth(meanRun, a.longestRunning(), a.cfg.Slots)
+		depth := a.prefetchDepth(meanRun)
 		want := free + depth - len(held)
 		// Ask when a slot would idle otherwise, when half the prefetch is
-		// used up, or when reports have waited reportBatch: under load one
+		// used up, or when reports have waited half the window: under load one
 		// request then carries many reports and fetches many jobs.
 		starving := free > len(held)
 		refill := want > depth/2 && !prefetchDry
@@ -547,7 +551,7 @@ func (a *Agent) work(ctx context.Context) error {
 				sendReports()
 			} else if len(reports) > 0 {
 				reportsDue = true
-				if free+prefetchDepth(meanRun, a.longestRunning(), a.cfg.Slots)-len(held) <= 0 {
+				if free+a.prefetchDepth(meanRun)-len(held) <= 0 {
 					sendReports() // nothing to ask for: report on its own
 				}
 			}

@@ -64,7 +64,7 @@ from local placeholders).`,
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the CLS to `FILE` (performance work)", Hidden: true},
 			&cli.StringFlag{Name: "agents", Usage: "directory of placeholder agents for remote sites (mqagent-linux-amd64, ...; default: beside cls)"},
 			&cli.DurationFlag{Name: "site-poll", Usage: "how often each site's placeholders are looked at", Value: 2 * time.Second},
-			&cli.DurationFlag{Name: "site-throttle", Usage: "a site whose placeholder waits this long in its batch queue is throttled: it keeps one queued, and its share of the work goes to sites that start placeholders sooner", Value: 5 * time.Minute},
+			&cli.DurationFlag{Name: "site-throttle", Usage: "a site whose placeholder waits this long in its batch queue is throttled: it keeps one queued and submits no more, so the work goes to sites whose placeholders start sooner", Value: 5 * time.Minute},
 		},
 		Action: serve,
 	}

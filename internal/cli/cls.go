@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -124,6 +125,9 @@ func serve(c *cli.Context) error {
 		return err
 	}
 	defer store.Close()
+	// Loading a large metaqueue leaves garbage of its scan behind: give it
+	// back now rather than carry it until the heap grows into it.
+	debug.FreeOSMemory()
 
 	sock := client.SocketPath(home)
 	if len(sock) > 100 {

@@ -182,21 +182,6 @@ func (e *env) mustBe(id int64, want job.State) {
 	}
 }
 
-// eventually polls until job id is in state want (lease expiry runs on the
-// core's 100 ms tick).
-func (e *env) eventually(id int64, want job.State) {
-	e.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if got := e.state(id); got == want {
-			return
-		} else if time.Now().After(deadline) {
-			e.t.Fatalf("job %d stayed %s, want %s", id, got, want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // expireLeases moves the clock past the lease and waits until job id has
 // left Executing.
 func (e *env) expireLeases(id int64) {

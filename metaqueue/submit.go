@@ -165,8 +165,9 @@ func (in *inserter) add(js *protocol.JobSpec) error {
 	return nil
 }
 
-// target returns a target's id like Store.targetFor, buffering the rows of
-// new targets for multi-row INSERTs (a bulk file may name 100,000 targets).
+// target returns a target's id, creating it on first use (a prerequisite
+// may name a target before any of its jobs arrive). New targets' rows are
+// buffered for multi-row INSERTs: a bulk file may name 100,000 targets.
 func (in *inserter) target(name string) (dag.TargetID, error) {
 	if t, ok := in.s.g.Lookup(name); ok {
 		return t, nil
@@ -276,17 +277,4 @@ func (s *Store) queueFor(name string) (*queue, error) {
 	q.ready = policy.NewHeap(o)
 	s.addQueue(q)
 	return q, nil
-}
-
-// targetFor returns a target's id, creating it on first use (a prerequisite
-// may name a target before any of its jobs arrive).
-func (s *Store) targetFor(name string) (dag.TargetID, error) {
-	if t, ok := s.g.Lookup(name); ok {
-		return t, nil
-	}
-	t := s.g.AddTarget(name)
-	if _, err := s.stmts.insTarget.Exec(int32(t), name); err != nil {
-		return 0, fatalError{err}
-	}
-	return t, nil
 }

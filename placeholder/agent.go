@@ -66,7 +66,6 @@ type Agent struct {
 	mu      sync.Mutex
 	cl      *client.Client
 	id      int64
-	connErr error
 	hbEvery time.Duration
 
 	runMu   sync.Mutex

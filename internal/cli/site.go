@@ -192,7 +192,7 @@ func printSites(w io.Writer, sites []protocol.SiteInfo) {
 		}
 		wait := "-"
 		if s.QueueWaitS > 0 || s.OldestQueuedS > 0 {
-			wait = fmt.Sprintf("%s", time.Duration(max(s.QueueWaitS, 0)*float64(time.Second)).Round(100*time.Millisecond))
+			wait = time.Duration(max(s.QueueWaitS, 0) * float64(time.Second)).Round(100 * time.Millisecond).String()
 			if s.OldestQueuedS > 0 {
 				wait += fmt.Sprintf(" (oldest %s)", time.Duration(s.OldestQueuedS*float64(time.Second)).Round(time.Second))
 			}

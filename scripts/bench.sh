@@ -150,7 +150,7 @@ if ! command -v parallel >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt
 	echo "   installing GNU parallel (baseline of test 3)"
 	apt-get install -y -qq parallel >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq parallel >/dev/null 2>&1; } || true
 fi
-echo "   machine: $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), $(uname -sr)"
+echo "   machine: $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | sed -n 1p), $(uname -sr)"
 echo "   work dir: $WORK"
 cd "$WORK"
 
@@ -309,7 +309,7 @@ fi
 # ssh_setup HOME: a placeholder key and the host key's fingerprint (FP).
 ssh_setup() {
 	MQ_HOME=$1 "$BIN/cls" key new --role placeholder "$1/ph" >/dev/null
-	FP=$(MQ_HOME=$1 "$BIN/cls" key host | head -1)
+	FP=$(MQ_HOME=$1 "$BIN/cls" key host | sed -n 1p) # sed reads it all: head could leave cls a SIGPIPE, fatal under pipefail
 }
 # ssh_addr HOME: the address `cls serve --ssh 127.0.0.1:0` chose.
 ssh_addr() {

@@ -6,8 +6,9 @@ import (
 	"os"
 
 	"github.com/mq-hpc/mq/internal/cli"
+	"github.com/mq-hpc/mq/internal/clscmd"
 )
 
 func main() {
-	os.Exit(cli.Main(context.Background(), cli.Cls(cli.OSEnv()), os.Args))
+	os.Exit(cli.Main(context.Background(), clscmd.Cls(cli.OSEnv()), os.Args))
 }

@@ -35,7 +35,7 @@ type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
 
-func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+func Usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
 // exitError carries a specific exit status (mqsub -b passes the job's).
 type exitError struct {
@@ -74,7 +74,7 @@ func Run(ctx context.Context, app *cli.App, args []string) int {
 	app.HideHelpCommand = true
 	app.ExitErrHandler = func(*cli.Context, error) {} // we map errors ourselves
 	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
-		return usageError{flagMessage(err)}
+		return usageError{FlagMessage(err)}
 	}
 	err := app.RunContext(ctx, args)
 	if err == nil {
@@ -95,7 +95,7 @@ func Run(ctx context.Context, app *cli.App, args []string) int {
 		fmt.Fprintf(app.ErrWriter, "%s: %s (see %s --help)\n", name, oneLine(ue.msg), name)
 		return ExitUsage
 	case isFlagError(err):
-		fmt.Fprintf(app.ErrWriter, "%s: %s (see %s --help)\n", name, oneLine(flagMessage(err)), name)
+		fmt.Fprintf(app.ErrWriter, "%s: %s (see %s --help)\n", name, oneLine(FlagMessage(err)), name)
 		return ExitUsage
 	}
 	fmt.Fprintf(app.ErrWriter, "%s: %s\n", name, oneLine(err.Error()))
@@ -110,8 +110,8 @@ func isFlagError(err error) bool {
 		strings.Contains(s, "flag needs an argument") || strings.HasPrefix(s, "flag provided but not defined")
 }
 
-// flagMessage rewords the flag package's errors.
-func flagMessage(err error) string {
+// FlagMessage rewords the flag package's errors.
+func FlagMessage(err error) string {
 	s := err.Error()
 	if f, ok := strings.CutPrefix(s, "flag provided but not defined: "); ok {
 		return "unknown flag " + f
@@ -127,8 +127,8 @@ func oneLine(s string) string {
 	return s
 }
 
-// newApp returns an App with the shared settings.
-func newApp(name, usage string, env Env) *cli.App {
+// NewApp returns an App with the shared settings.
+func NewApp(name, usage string, env Env) *cli.App {
 	return &cli.App{
 		Name:                   name,
 		Usage:                  usage,
@@ -141,9 +141,9 @@ func newApp(name, usage string, env Env) *cli.App {
 	}
 }
 
-// dial connects to the CLS as a user: through env.Dial if set, else the
+// Dial connects to the CLS as a user: through env.Dial if set, else the
 // Unix socket of $MQ_HOME.
-func dial(ctx context.Context, env Env, name string) (*client.Client, error) {
+func Dial(ctx context.Context, env Env, name string) (*client.Client, error) {
 	if env.Dial != nil {
 		rwc, err := env.Dial(ctx)
 		if err != nil {

@@ -8,7 +8,7 @@ import (
 
 // Mqdel returns the mqdel command.
 func Mqdel(env Env) *cli.App {
-	app := newApp("mqdel", "delete jobs from the metaqueue", env)
+	app := NewApp("mqdel", "delete jobs from the metaqueue", env)
 	app.UsageText = `mqdel [-q QUEUE] ID...
    mqdel [-q QUEUE] -t TARGET`
 	app.Description = `Deletes jobs that have not ended; an executing job is killed on its
@@ -25,12 +25,12 @@ mqsub --rerun brings a deleted job back.`
 		}
 		sel := protocol.Select{IDs: ids, Queue: c.String("q"), Target: c.String("t")}
 		if sel.Target == "" && len(ids) == 0 {
-			return usagef("missing job ids (or -t TARGET)")
+			return Usagef("missing job ids (or -t TARGET)")
 		}
 		if sel.Target != "" && len(ids) > 0 {
-			return usagef("give job ids or -t TARGET, not both")
+			return Usagef("give job ids or -t TARGET, not both")
 		}
-		cl, err := dial(c.Context, env, "mqdel")
+		cl, err := Dial(c.Context, env, "mqdel")
 		if err != nil {
 			return err
 		}

@@ -20,7 +20,7 @@ import (
 
 // Mqstat returns the mqstat command.
 func Mqstat(env Env) *cli.App {
-	app := newApp("mqstat", "show jobs in the metaqueue", env)
+	app := NewApp("mqstat", "show jobs in the metaqueue", env)
 	app.UsageText = `mqstat [-q QUEUE] [-t TARGET] [-s STATES] [--json] [--limit N]
    mqstat -j ID [--json]
    mqstat --output ID [--stderr]
@@ -42,23 +42,23 @@ Without -s every job but deleted ones is listed.`
 	}
 	app.Action = func(c *cli.Context) error {
 		if c.NArg() > 0 {
-			return usagef("unexpected argument %q (job ids go after -j)", c.Args().First())
+			return Usagef("unexpected argument %q (job ids go after -j)", c.Args().First())
 		}
 		if c.IsSet("s") {
 			if _, err := job.ParseStates(strings.ToUpper(c.String("s"))); err != nil {
-				return usagef("-s: %v", err)
+				return Usagef("-s: %v", err)
 			}
 		}
 		if c.IsSet("j") && c.Int64("j") <= 0 {
-			return usagef("-j needs a job id")
+			return Usagef("-j needs a job id")
 		}
 		if c.IsSet("output") && c.Int64("output") <= 0 {
-			return usagef("--output needs a job id")
+			return Usagef("--output needs a job id")
 		}
 		if c.Bool("stderr") && !c.IsSet("output") {
-			return usagef("--stderr goes with --output ID")
+			return Usagef("--stderr goes with --output ID")
 		}
-		cl, err := dial(c.Context, env, "mqstat")
+		cl, err := Dial(c.Context, env, "mqstat")
 		if err != nil {
 			return err
 		}

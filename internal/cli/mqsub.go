@@ -24,7 +24,7 @@ const bulkChunkBytes = 1 << 20
 
 // Mqsub returns the mqsub command.
 func Mqsub(env Env) *cli.App {
-	app := newApp("mqsub", "add a job to the metaqueue", env)
+	app := NewApp("mqsub", "add a job to the metaqueue", env)
 	app.UsageText = `mqsub [-q QUEUE] [-p PREREQ_TARGET]... [-b] [-e EST_SECONDS] [-d DIR]
          [-i PATH[:SIZE]]... [-o PATH[:SIZE]]... TARGET COMMAND...
    mqsub -f FILE          (one JSON job per line; - reads stdin)
@@ -56,21 +56,21 @@ where its inputs were produced.`
 			return mqsubRerun(c, env)
 		case c.IsSet("f"):
 			if c.NArg() > 0 {
-				return usagef("-f takes no TARGET or COMMAND (got %q)", c.Args().First())
+				return Usagef("-f takes no TARGET or COMMAND (got %q)", c.Args().First())
 			}
 			if c.IsSet("i") || c.IsSet("o") {
-				return usagef("-i and -o go with one job; in a file give \"inputs\" and \"outputs\" on its lines")
+				return Usagef("-i and -o go with one job; in a file give \"inputs\" and \"outputs\" on its lines")
 			}
 			return mqsubFile(c, env)
 		}
 		if c.IsSet("t") {
-			return usagef("-t is only for --rerun; the target is the first argument")
+			return Usagef("-t is only for --rerun; the target is the first argument")
 		}
 		if c.NArg() < 1 {
-			return usagef("missing TARGET and COMMAND")
+			return Usagef("missing TARGET and COMMAND")
 		}
 		if c.NArg() < 2 {
-			return usagef("missing COMMAND after target %s", c.Args().First())
+			return Usagef("missing COMMAND after target %s", c.Args().First())
 		}
 		dir, err := jobDir(c, env)
 		if err != nil {
@@ -87,10 +87,10 @@ where its inputs were produced.`
 			Outputs: c.Generic("o").(*fileList).files,
 		}
 		if err := protocol.ValidateSpec(&js); err != nil {
-			return usagef("%v", err)
+			return Usagef("%v", err)
 		}
 		protocol.FillSizes(&js, os.Stat)
-		cl, err := dial(c.Context, env, "mqsub")
+		cl, err := Dial(c.Context, env, "mqsub")
 		if err != nil {
 			return err
 		}
@@ -136,7 +136,7 @@ func jobDir(c *cli.Context, env Env) (string, error) {
 	if d := c.String("d"); d != "" {
 		abs, err := filepath.Abs(d)
 		if err != nil {
-			return "", usagef("working directory %q: %v", d, err)
+			return "", Usagef("working directory %q: %v", d, err)
 		}
 		return abs, nil
 	}
@@ -173,7 +173,7 @@ func mqsubFile(c *cli.Context, env Env) error {
 	if err != nil {
 		return err
 	}
-	cl, err := dial(c.Context, env, "mqsub")
+	cl, err := Dial(c.Context, env, "mqsub")
 	if err != nil {
 		return err
 	}
@@ -276,12 +276,12 @@ func mqsubRerun(c *cli.Context, env Env) error {
 	}
 	sel.IDs = ids
 	if sel.Target == "" && len(ids) == 0 {
-		return usagef("--rerun needs job ids or -t TARGET")
+		return Usagef("--rerun needs job ids or -t TARGET")
 	}
 	if sel.Target != "" && len(ids) > 0 {
-		return usagef("give job ids or -t TARGET, not both")
+		return Usagef("give job ids or -t TARGET, not both")
 	}
-	cl, err := dial(c.Context, env, "mqsub")
+	cl, err := Dial(c.Context, env, "mqsub")
 	if err != nil {
 		return err
 	}
@@ -317,7 +317,7 @@ func parseIDs(args []string) ([]int64, error) {
 			}
 			id, err := strconv.ParseInt(p, 10, 64)
 			if err != nil || id <= 0 {
-				return nil, usagef("%q is not a job id", p)
+				return nil, Usagef("%q is not a job id", p)
 			}
 			ids = append(ids, id)
 		}

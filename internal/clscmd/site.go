@@ -1,4 +1,4 @@
-package cli
+package clscmd
 
 import (
 	"encoding/json"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	mqcli "github.com/mq-hpc/mq/internal/cli"
 	"github.com/mq-hpc/mq/protocol"
 	"github.com/mq-hpc/mq/site"
 )
@@ -20,7 +21,7 @@ import (
 // clsSite manages sites through the running CLS (ops site.add, site.list,
 // site.remove), which keeps them in its database and provisions them at
 // once.
-func clsSite(env Env) *cli.Command {
+func clsSite(env mqcli.Env) *cli.Command {
 	return &cli.Command{
 		Name:  "site",
 		Usage: "manage the sites placeholders run on (local processes, or SGE, Slurm, PBS clusters over SSH)",
@@ -32,9 +33,9 @@ func clsSite(env Env) *cli.Command {
 				Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
 				Action: func(c *cli.Context) error {
 					if c.NArg() > 0 {
-						return usagef("site list takes no arguments")
+						return mqcli.Usagef("site list takes no arguments")
 					}
-					cl, err := dial(c.Context, env, "cls")
+					cl, err := mqcli.Dial(c.Context, env, "cls")
 					if err != nil {
 						return err
 					}
@@ -58,9 +59,9 @@ func clsSite(env Env) *cli.Command {
 				ArgsUsage: "NAME",
 				Action: func(c *cli.Context) error {
 					if c.NArg() != 1 {
-						return usagef("site remove takes one NAME")
+						return mqcli.Usagef("site remove takes one NAME")
 					}
-					cl, err := dial(c.Context, env, "cls")
+					cl, err := mqcli.Dial(c.Context, env, "cls")
 					if err != nil {
 						return err
 					}
@@ -81,7 +82,7 @@ func clsSite(env Env) *cli.Command {
 }
 
 // siteAdd parses its own flags so they may come before or after NAME.
-func siteAdd(env Env) *cli.Command {
+func siteAdd(env mqcli.Env) *cli.Command {
 	return &cli.Command{
 		Name:            "add",
 		Usage:           "add a site; the CLS starts keeping placeholders there while it has work they can take",
@@ -128,7 +129,7 @@ func siteAdd(env Env) *cli.Command {
 				return err
 			}
 			if len(names) != 1 {
-				return usagef("site add takes exactly one NAME")
+				return mqcli.Usagef("site add takes exactly one NAME")
 			}
 			spec.Name = names[0]
 			for flagName, p := range map[string]*string{"key": key, "known-hosts": kh} {
@@ -137,7 +138,7 @@ func siteAdd(env Env) *cli.Command {
 				}
 				abs, err := filepath.Abs(*p) // the CLS may run elsewhere
 				if err != nil {
-					return usagef("--%s: %v", flagName, err)
+					return mqcli.Usagef("--%s: %v", flagName, err)
 				}
 				*p = abs
 			}
@@ -148,7 +149,7 @@ func siteAdd(env Env) *cli.Command {
 			}{"walltime": {*wall, &spec.Walltime}, "idle": {*idle, &spec.Idle}} {
 				v, err := parseSeconds(pair.s)
 				if err != nil {
-					return usagef("--%s: %v", flagName, err)
+					return mqcli.Usagef("--%s: %v", flagName, err)
 				}
 				*pair.d = v
 			}
@@ -156,9 +157,9 @@ func siteAdd(env Env) *cli.Command {
 				spec.Connect = site.Direct
 			}
 			if err := site.Validate(&spec); err != nil {
-				return usagef("%v", err)
+				return mqcli.Usagef("%v", err)
 			}
-			cl, err := dial(c.Context, env, "cls")
+			cl, err := mqcli.Dial(c.Context, env, "cls")
 			if err != nil {
 				return err
 			}

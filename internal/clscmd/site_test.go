@@ -1,4 +1,4 @@
-package cli
+package clscmd
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	mqcli "github.com/mq-hpc/mq/internal/cli"
 	"github.com/mq-hpc/mq/protocol"
 	"github.com/mq-hpc/mq/site"
 )
@@ -28,12 +29,12 @@ func TestSiteAddRefusals(t *testing.T) {
 	} {
 		var out, errOut bytes.Buffer
 		dialled := false
-		env := Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Getwd: os.Getwd,
+		env := mqcli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Getwd: os.Getwd,
 			Dial: func(context.Context) (io.ReadWriteCloser, error) {
 				dialled = true
 				return nil, errors.New("no CLS in this test")
 			}}
-		code := Main(context.Background(), Cls(env), append([]string{"cls", "site", "add"}, tc.args...))
+		code := mqcli.Main(context.Background(), Cls(env), append([]string{"cls", "site", "add"}, tc.args...))
 		if code != 2 || !strings.Contains(errOut.String(), tc.want) || strings.Count(errOut.String(), "\n") != 1 || dialled {
 			t.Errorf("cls site add %s: exit %d, stderr %q, dialled %v; want exit 2 and one line with %q",
 				strings.Join(tc.args, " "), code, errOut.String(), dialled, tc.want)

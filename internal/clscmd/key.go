@@ -1,4 +1,4 @@
-package cli
+package clscmd
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/mq-hpc/mq/client"
+	mqcli "github.com/mq-hpc/mq/internal/cli"
 	"github.com/mq-hpc/mq/internal/sshkey"
 	"github.com/mq-hpc/mq/sshserver"
 )
@@ -20,7 +21,7 @@ import (
 // clsKey manages the keys the SSH endpoint accepts. It edits
 // $MQ_HOME/authorized_keys directly, so it works whether or not the CLS
 // runs, and a running CLS sees changes at the next connection.
-func clsKey(env Env) *cli.Command {
+func clsKey(env mqcli.Env) *cli.Command {
 	roleFlag := &cli.StringFlag{Name: "role", Usage: "user (may run mqsub/mqstat/mqdel) or placeholder (may only pull and report work)", Required: true}
 	nameFlag := &cli.StringFlag{Name: "name", Usage: "a name for the key in `cls key list` (default: the key file's comment)"}
 	return &cli.Command{
@@ -34,11 +35,11 @@ func clsKey(env Env) *cli.Command {
 				Flags:     []cli.Flag{roleFlag, nameFlag},
 				Action: func(c *cli.Context) error {
 					if c.NArg() != 1 {
-						return usagef("key add takes one PUBKEY_FILE")
+						return mqcli.Usagef("key add takes one PUBKEY_FILE")
 					}
 					role := c.String("role")
 					if !sshserver.ValidRole(role) {
-						return usagef("--role must be user or placeholder, not %q", role)
+						return mqcli.Usagef("--role must be user or placeholder, not %q", role)
 					}
 					var data []byte
 					var err error
@@ -79,11 +80,11 @@ func clsKey(env Env) *cli.Command {
 				Flags:     []cli.Flag{roleFlag, nameFlag},
 				Action: func(c *cli.Context) error {
 					if c.NArg() != 1 {
-						return usagef("key new takes one PRIVATE_KEY_FILE")
+						return mqcli.Usagef("key new takes one PRIVATE_KEY_FILE")
 					}
 					role := c.String("role")
 					if !sshserver.ValidRole(role) {
-						return usagef("--role must be user or placeholder, not %q", role)
+						return mqcli.Usagef("--role must be user or placeholder, not %q", role)
 					}
 					path := c.Args().First()
 					name := c.String("name")
@@ -111,7 +112,7 @@ func clsKey(env Env) *cli.Command {
 				Usage: "list the accepted keys",
 				Action: func(c *cli.Context) error {
 					if c.NArg() > 0 {
-						return usagef("key list takes no arguments")
+						return mqcli.Usagef("key list takes no arguments")
 					}
 					kf, err := keyFile()
 					if err != nil {
@@ -135,7 +136,7 @@ func clsKey(env Env) *cli.Command {
 				ArgsUsage: "FINGERPRINT|NAME...",
 				Action: func(c *cli.Context) error {
 					if c.NArg() == 0 {
-						return usagef("key remove takes FINGERPRINT or NAME arguments")
+						return mqcli.Usagef("key remove takes FINGERPRINT or NAME arguments")
 					}
 					kf, err := keyFile()
 					if err != nil {
@@ -161,7 +162,7 @@ func clsKey(env Env) *cli.Command {
 				},
 				Action: func(c *cli.Context) error {
 					if c.NArg() > 0 {
-						return usagef("key host takes no arguments")
+						return mqcli.Usagef("key host takes no arguments")
 					}
 					home, err := mqHome()
 					if err != nil {
@@ -223,28 +224,28 @@ var sshCommands = "mqsub, mqstat, mqdel, cls queue"
 // started, and costs no process).
 func sshExec(dialCLS func() io.ReadWriteCloser) sshserver.ExecFunc {
 	return func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-		env := Env{Stdin: stdin, Stdout: stdout, Stderr: stderr,
+		env := mqcli.Env{Stdin: stdin, Stdout: stdout, Stderr: stderr,
 			Getwd: os.UserHomeDir, // like an ssh login: jobs run in the home directory unless -d says
 			Dial:  func(context.Context) (io.ReadWriteCloser, error) { return dialCLS(), nil },
 		}
 		var app *cli.App
 		switch filepath.Base(args[0]) {
 		case "mqsub":
-			app = Mqsub(env)
+			app = mqcli.Mqsub(env)
 		case "mqstat":
-			app = Mqstat(env)
+			app = mqcli.Mqstat(env)
 		case "mqdel":
-			app = Mqdel(env)
+			app = mqcli.Mqdel(env)
 		case "cls":
 			if len(args) < 2 || args[1] != "queue" {
 				fmt.Fprintf(stderr, "mq: only `cls queue` runs over SSH (one of: %s)\n", sshCommands)
-				return ExitUsage
+				return mqcli.ExitUsage
 			}
 			app = Cls(env)
 		default:
 			fmt.Fprintf(stderr, "mq: unknown command %q (one of: %s)\n", args[0], sshCommands)
 			return 127
 		}
-		return Run(ctx, app, args)
+		return mqcli.Run(ctx, app, args)
 	}
 }

@@ -1,4 +1,4 @@
-package cli
+package clscmd
 
 import (
 	"context"
@@ -23,6 +23,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/mq-hpc/mq/client"
+	mqcli "github.com/mq-hpc/mq/internal/cli"
 	"github.com/mq-hpc/mq/internal/sshkey"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/metaqueue"
@@ -34,14 +35,14 @@ import (
 )
 
 // Cls returns the cls command: the command-line server and its admin verbs.
-func Cls(env Env) *cli.App {
-	app := newApp("cls", "the mq command-line server (CLS) and its administration", env)
+func Cls(env mqcli.Env) *cli.App {
+	app := mqcli.NewApp("cls", "the mq command-line server (CLS) and its administration", env)
 	app.Commands = []*cli.Command{clsServe(), clsQueue(env), clsKey(env), clsAgent(), clsSite(env)}
 	app.Action = func(c *cli.Context) error {
 		if c.NArg() > 0 {
-			return usagef("unknown command %q", c.Args().First())
+			return mqcli.Usagef("unknown command %q", c.Args().First())
 		}
-		return usagef("missing command (serve, queue, key, agent, site)")
+		return mqcli.Usagef("missing command (serve, queue, key, agent, site)")
 	}
 	return app
 }
@@ -73,22 +74,22 @@ from local placeholders).`,
 
 func serve(c *cli.Context) error {
 	if c.NArg() > 0 {
-		return usagef("serve takes no arguments (got %q)", c.Args().First())
+		return mqcli.Usagef("serve takes no arguments (got %q)", c.Args().First())
 	}
 	n := c.Int("local")
 	if n < 0 || n > 4096 {
-		return usagef("--local must be 0..4096, not %d", n)
+		return mqcli.Usagef("--local must be 0..4096, not %d", n)
 	}
 	slots := c.Int("slots")
 	if slots < 1 || slots > 4096 {
-		return usagef("--slots must be 1..4096, not %d", slots)
+		return mqcli.Usagef("--slots must be 1..4096, not %d", slots)
 	}
 	if c.Duration("lease") < time.Second {
-		return usagef("--lease must be at least 1s")
+		return mqcli.Usagef("--lease must be at least 1s")
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
-		return usagef("--log-level: %v", err)
+		return mqcli.Usagef("--log-level: %v", err)
 	}
 	home, err := client.Home()
 	if err != nil {
@@ -144,7 +145,7 @@ func serve(c *cli.Context) error {
 
 	srvCtx, stopSrv := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopSrv()
-	srv := &server.Server{Store: store, Log: log, Version: Version, OutputDir: filepath.Join(home, "output")}
+	srv := &server.Server{Store: store, Log: log, Version: mqcli.Version, OutputDir: filepath.Join(home, "output")}
 	st, err := newSites(home, store, log, c.Duration("site-poll"), c.Duration("site-throttle"), c.String("agents"))
 	if err != nil {
 		return err
@@ -190,7 +191,7 @@ func serve(c *cli.Context) error {
 	if err := st.start(srvCtx); err != nil {
 		return err
 	}
-	log.Info("CLS started", "home", home, "local", n, "version", Version)
+	log.Info("CLS started", "home", home, "local", n, "version", mqcli.Version)
 	fmt.Fprintf(c.App.ErrWriter, "cls: serving MQ_HOME=%s with %d local placeholders (log: %s)\n", home, n, logf.Name())
 
 	select {
@@ -282,14 +283,14 @@ copied to the CLS when each job ends.`,
 
 func runAgent(c *cli.Context) error {
 	if c.NArg() > 0 {
-		return usagef("agent takes no arguments (got %q)", c.Args().First())
+		return mqcli.Usagef("agent takes no arguments (got %q)", c.Args().First())
 	}
 	if n := c.Int("slots"); n < 1 || n > 4096 {
-		return usagef("--slots must be 1..4096, not %d", n)
+		return mqcli.Usagef("--slots must be 1..4096, not %d", n)
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
-		return usagef("--log-level: %v", err)
+		return mqcli.Usagef("--log-level: %v", err)
 	}
 	home, err := client.Home()
 	if err != nil {
@@ -307,7 +308,7 @@ func runAgent(c *cli.Context) error {
 	remote := c.String("cls") != ""
 	if remote {
 		if c.String("key") == "" || c.String("host-key") == "" {
-			return usagef("--cls needs --key (a placeholder key) and --host-key (the CLS's, from `cls key host`)")
+			return mqcli.Usagef("--cls needs --key (a placeholder key) and --host-key (the CLS's, from `cls key host`)")
 		}
 		signer, err := sshkey.LoadSigner(c.String("key"))
 		if err != nil {
@@ -322,7 +323,7 @@ func runAgent(c *cli.Context) error {
 	} else {
 		for _, f := range []string{"host-key", "key"} {
 			if c.IsSet(f) {
-				return usagef("--%s is only for --cls", f)
+				return mqcli.Usagef("--%s is only for --cls", f)
 			}
 		}
 		sock := client.SocketPath(home)
@@ -350,7 +351,7 @@ func runAgent(c *cli.Context) error {
 	return err
 }
 
-func clsQueue(env Env) *cli.Command {
+func clsQueue(env mqcli.Env) *cli.Command {
 	return &cli.Command{
 		Name:  "queue",
 		Usage: "show and set queue properties",
@@ -359,7 +360,7 @@ func clsQueue(env Env) *cli.Command {
 				Name:  "list",
 				Usage: "list queues and their properties",
 				Action: func(c *cli.Context) error {
-					cl, err := dial(c.Context, env, "cls")
+					cl, err := mqcli.Dial(c.Context, env, "cls")
 					if err != nil {
 						return err
 					}
@@ -380,7 +381,7 @@ func clsQueue(env Env) *cli.Command {
 // queueSet parses its own flags so they may come before or after QUEUE
 // (`cls queue set q --ceiling 2h`), which urfave/cli's flag parsing does not
 // allow.
-func queueSet(env Env) *cli.Command {
+func queueSet(env mqcli.Env) *cli.Command {
 	return &cli.Command{
 		Name:            "set",
 		Usage:           "create a queue or change its properties",
@@ -407,7 +408,7 @@ func queueSet(env Env) *cli.Command {
 				return err
 			}
 			if len(names) != 1 {
-				return usagef("queue set takes exactly one QUEUE")
+				return mqcli.Usagef("queue set takes exactly one QUEUE")
 			}
 			qs := protocol.QueueSet{Name: names[0]}
 			fs.Visit(func(f *flag.Flag) {
@@ -415,7 +416,7 @@ func queueSet(env Env) *cli.Command {
 				case "ceiling":
 					d, perr := parseSeconds(*ceiling)
 					if perr != nil {
-						err = usagef("--ceiling: %v", perr)
+						err = mqcli.Usagef("--ceiling: %v", perr)
 					}
 					qs.Ceiling = &d
 				case "max-attempts":
@@ -429,7 +430,7 @@ func queueSet(env Env) *cli.Command {
 			if err != nil {
 				return err
 			}
-			cl, err := dial(c.Context, env, "cls")
+			cl, err := mqcli.Dial(c.Context, env, "cls")
 			if err != nil {
 				return err
 			}
@@ -455,7 +456,7 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, err
 			}
-			return nil, usagef("%s", flagMessage(err))
+			return nil, mqcli.Usagef("%s", mqcli.FlagMessage(err))
 		}
 		if fs.NArg() == 0 {
 			return names, nil

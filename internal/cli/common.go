@@ -1,6 +1,8 @@
-// Package cli implements the mq commands (cls, mqsub, mqstat, mqdel). Each
-// command is an urfave/cli App writing to injected writers, so tests run
-// them in-process; cmd/*/main.go only call Main.
+// Package cli implements the user commands (mqsub, mqstat, mqdel, mqsim)
+// and what every mq command shares: exit codes, usage errors, dialling the
+// CLS. Each command is an urfave/cli App writing to injected writers, so
+// tests run them in-process; cmd/*/main.go only call Main. The cls command
+// is in internal/clscmd, so that these stay small and start fast.
 package cli
 
 import (

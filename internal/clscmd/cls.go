@@ -1,3 +1,6 @@
+// Package clscmd implements the cls command: serve (the CLS), agent (a
+// placeholder), key, site and queue. It links the metaqueue, SQLite and
+// the SSH server, which the user commands of internal/cli do not.
 package clscmd
 
 import (

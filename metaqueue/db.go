@@ -46,11 +46,13 @@ func dsn(path string, sync Sync, readOnly, checks bool) string {
 	q.Add("_pragma", "synchronous("+string(sync)+")")
 	q.Add("_pragma", "foreign_keys(off)")
 	q.Add("_pragma", "temp_store(memory)")
+	// 8 MB of page cache per connection. Listings scan in id order and gain
+	// nothing from more; with 64 MB per reader a full listing of 1,000,000
+	// jobs took the CLS from 157 to 319 MB (233 MB now, as fast).
+	q.Add("_pragma", "cache_size(-8000)")
 	if readOnly {
 		q.Add("_pragma", "query_only(1)")
-		q.Add("_pragma", "cache_size(-65536)")
 	} else {
-		q.Add("_pragma", "cache_size(-8000)")
 		if !checks {
 			q.Add("_pragma", "ignore_check_constraints(1)")
 		}

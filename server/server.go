@@ -234,7 +234,7 @@ func (c *conn) safe(req *protocol.Request, f func() (any, error)) (body any, err
 
 func (c *conn) doHello(raw json.RawMessage) (any, error) {
 	var h protocol.Hello
-	if err := decode(raw, &h); err != nil {
+	if err := DecodeBody(raw, &h); err != nil {
 		return nil, err
 	}
 	if h.Proto != protocol.Version {
@@ -253,7 +253,10 @@ func (c *conn) doHello(raw json.RawMessage) (any, error) {
 	return protocol.HelloReply{Proto: protocol.Version, Server: c.s.Version, Role: role}, nil
 }
 
-func decode(raw json.RawMessage, v any) error {
+// DecodeBody decodes a request body into v (an absent body is {}); a
+// malformed one is a bad-request error naming the problem. Handlers in Ops
+// use it too.
+func DecodeBody(raw json.RawMessage, v any) error {
 	if len(raw) == 0 {
 		raw = []byte("{}")
 	}
@@ -317,7 +320,7 @@ func newBulkItem(req *protocol.Request, add *protocol.BulkAdd) *bulkItem {
 		defer close(it.parsed)
 		if add != nil {
 			it.add = *add
-		} else if it.err = decode(req.Body, &it.add); it.err != nil {
+		} else if it.err = DecodeBody(req.Body, &it.add); it.err != nil {
 			return
 		}
 		b := &it.add
@@ -404,7 +407,7 @@ func (c *conn) handle(ctx context.Context, req *protocol.Request) (any, error) {
 		return nil, protocol.Errorf(protocol.CodeBadRequest, "hello was already said")
 	case protocol.OpSubmit:
 		var b protocol.Submit
-		if err := decode(req.Body, &b); err != nil {
+		if err := DecodeBody(req.Body, &b); err != nil {
 			return nil, err
 		}
 		ids, err := st.SubmitRequest(ctx, b)
@@ -414,7 +417,7 @@ func (c *conn) handle(ctx context.Context, req *protocol.Request) (any, error) {
 		return protocol.SubmitReply{IDs: ids}, nil
 	case protocol.OpStat:
 		var b protocol.Stat
-		if err := decode(req.Body, &b); err != nil {
+		if err := DecodeBody(req.Body, &b); err != nil {
 			return nil, err
 		}
 		err := st.Stat(ctx, b, func(jobs []protocol.JobInfo) error {
@@ -431,7 +434,7 @@ func (c *conn) handle(ctx context.Context, req *protocol.Request) (any, error) {
 		return struct{}{}, nil
 	case protocol.OpJob:
 		var b protocol.JobQuery
-		if err := decode(req.Body, &b); err != nil {
+		if err := DecodeBody(req.Body, &b); err != nil {
 			return nil, err
 		}
 		return st.Job(ctx, b.ID)
@@ -440,7 +443,7 @@ func (c *conn) handle(ctx context.Context, req *protocol.Request) (any, error) {
 		return protocol.SummaryReply{Queues: qs}, err
 	case protocol.OpDelete, protocol.OpRerun:
 		var b protocol.Select
-		if err := decode(req.Body, &b); err != nil {
+		if err := DecodeBody(req.Body, &b); err != nil {
 			return nil, err
 		}
 		if req.Op == protocol.OpDelete {
@@ -449,7 +452,7 @@ func (c *conn) handle(ctx context.Context, req *protocol.Request) (any, error) {
 		return st.Rerun(ctx, b)
 	case protocol.OpWait:
 		var b protocol.Wait
-		if err := decode(req.Body, &b); err != nil {
+		if err := DecodeBody(req.Body, &b); err != nil {
 			return nil, err
 		}
 		return st.WaitFor(ctx, b)
@@ -458,13 +461,13 @@ func (c *conn) handle(ctx context.Context, req *protocol.Request) (any, error) {
 		return protocol.QueueList{Queues: qs}, err
 	case protocol.OpQueueSet:
 		var b protocol.QueueSet
-		if err := decode(req.Body, &b); err != nil {
+		if err := DecodeBody(req.Body, &b); err != nil {
 			return nil, err
 		}
 		return st.SetQueue(ctx, b)
 	case protocol.OpRegister:
 		var b protocol.Register
-		if err := decode(req.Body, &b); err != nil {
+		if err := DecodeBody(req.Body, &b); err != nil {
 			return nil, err
 		}
 		r, err := st.RegisterAs(ctx, b, c.identity)
@@ -480,7 +483,7 @@ func (c *conn) handle(ctx context.Context, req *protocol.Request) (any, error) {
 		return r, nil
 	case protocol.OpNext:
 		var b protocol.Next
-		if err := decode(req.Body, &b); err != nil {
+		if err := DecodeBody(req.Body, &b); err != nil {
 			return nil, err
 		}
 		if err := c.owns(b.Placeholder); err != nil {
@@ -489,7 +492,7 @@ func (c *conn) handle(ctx context.Context, req *protocol.Request) (any, error) {
 		return st.Next(ctx, b)
 	case protocol.OpReport:
 		var b protocol.ReportBatch
-		if err := decode(req.Body, &b); err != nil {
+		if err := DecodeBody(req.Body, &b); err != nil {
 			return nil, err
 		}
 		if err := c.owns(b.Placeholder); err != nil {
@@ -498,7 +501,7 @@ func (c *conn) handle(ctx context.Context, req *protocol.Request) (any, error) {
 		return struct{}{}, st.Report(ctx, b.Placeholder, b.Reports)
 	case protocol.OpHeartbeat:
 		var b protocol.Heartbeat
-		if err := decode(req.Body, &b); err != nil {
+		if err := DecodeBody(req.Body, &b); err != nil {
 			return nil, err
 		}
 		if err := c.owns(b.Placeholder); err != nil {
@@ -507,7 +510,7 @@ func (c *conn) handle(ctx context.Context, req *protocol.Request) (any, error) {
 		return st.Heartbeat(ctx, b)
 	case protocol.OpOutput:
 		var b protocol.OutputChunk
-		if err := decode(req.Body, &b); err != nil {
+		if err := DecodeBody(req.Body, &b); err != nil {
 			return nil, err
 		}
 		if err := c.owns(b.Placeholder); err != nil {

@@ -80,7 +80,7 @@ func (s *sites) install(srv *server.Server) {
 	}
 	srv.Ops[protocol.OpSiteAdd] = func(ctx context.Context, body json.RawMessage) (any, error) {
 		var spec protocol.SiteSpec
-		if err := decodeBody(body, &spec); err != nil {
+		if err := server.DecodeBody(body, &spec); err != nil {
 			return nil, err
 		}
 		return s.mgr.Add(ctx, spec)
@@ -90,21 +90,11 @@ func (s *sites) install(srv *server.Server) {
 	}
 	srv.Ops[protocol.OpSiteRemove] = func(ctx context.Context, body json.RawMessage) (any, error) {
 		var r protocol.SiteRemove
-		if err := decodeBody(body, &r); err != nil {
+		if err := server.DecodeBody(body, &r); err != nil {
 			return nil, err
 		}
 		return s.mgr.Remove(ctx, r.Name)
 	}
-}
-
-func decodeBody(raw json.RawMessage, v any) error {
-	if len(raw) == 0 {
-		raw = []byte("{}")
-	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		return protocol.Errorf(protocol.CodeBadRequest, "malformed request body: %v", err)
-	}
-	return nil
 }
 
 func (s *sites) start(ctx context.Context) error { return s.mgr.Start(ctx) }

@@ -196,14 +196,14 @@ func (s *Store) bundlePick(id int64, walltime float64) (ids []int64, bundle int6
 			return nil, bid
 		}
 	}
-	budget := walltime - s.need(id)
+	budget := walltime - s.jobNeed(id)
 	for _, m := range members {
 		j, ok := s.g.Job(m)
 		if !ok || j.State != job.Queued {
 			continue
 		}
 		if m != id && walltime > 0 {
-			n := s.need(m)
+			n := s.jobNeed(m)
 			if n > budget {
 				continue
 			}
@@ -214,20 +214,13 @@ func (s *Store) bundlePick(id int64, walltime float64) (ids []int64, bundle int6
 	return ids, bid
 }
 
-// need is how long a job is expected to take, as fits counts it: its
-// estimate, else its queue's ceiling (0 = unknown).
-func (s *Store) need(id int64) float64 {
+// jobNeed is need for job id.
+func (s *Store) jobNeed(id int64) float64 {
 	j, ok := s.g.Job(id)
 	if !ok {
 		return 0
 	}
-	if j.Est > 0 {
-		return float64(j.Est)
-	}
-	if q := s.queueIDs[j.Queue]; q != nil {
-		return q.Ceiling
-	}
-	return 0
+	return need(j.Est, s.queueIDs[j.Queue])
 }
 
 // migrate1to2 adds bundles and submit tokens to a version 1 database.

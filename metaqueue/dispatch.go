@@ -15,14 +15,16 @@ import (
 // the queue's ceiling, if any) fits a placeholder's remaining walltime
 // (0 = unlimited).
 func fits(est float32, q *queue, walltime float64) bool {
-	if walltime <= 0 {
-		return true
+	return walltime <= 0 || need(est, q) <= walltime
+}
+
+// need is how long a job is expected to take: its estimate, else its
+// queue's ceiling (0 = unknown).
+func need(est float32, q *queue) float64 {
+	if est > 0 || q == nil {
+		return float64(est)
 	}
-	need := float64(est)
-	if need == 0 {
-		need = q.Ceiling
-	}
-	return need <= walltime
+	return q.Ceiling
 }
 
 // window is how many ready jobs of a queue one pick examines looking for

@@ -474,6 +474,10 @@ func (a *Agent) work(ctx context.Context) error {
 		// request then carries many reports and fetches many jobs.
 		starving := free > len(held)
 		refill := want > depth/2 && !prefetchDry
+		if reportsDue && poll == nil && want <= 0 {
+			sendReports() // nothing to ask for: report on its own
+			reportsDue = false
+		}
 		if poll == nil && !exiting && want > 0 && (starving || refill || reportsDue) {
 			reportsDue = false
 			if holding { // the poll carries the reports
@@ -544,15 +548,10 @@ func (a *Agent) work(ctx context.Context) error {
 			scheduleReports()
 		case <-hold.C:
 			holding = false
-			if poll != nil && pollPrefetch {
-				reportsDue = true // the next poll goes as soon as this one is back
-			} else if poll != nil {
-				sendReports()
+			if poll != nil && !pollPrefetch {
+				sendReports() // the poll out has parked
 			} else if len(reports) > 0 {
-				reportsDue = true
-				if free+a.prefetchDepth(meanRun)-len(held) <= 0 {
-					sendReports() // nothing to ask for: report on its own
-				}
+				reportsDue = true // the next poll goes at once (see the top)
 			}
 		case p := <-poll:
 			poll = nil

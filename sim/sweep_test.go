@@ -22,7 +22,7 @@ func TestTrends(t *testing.T) {
 		Policies:     []string{"fcfs", "sjf", "dc"},
 		Placeholders: []int{2, 8, 16, 32},
 		Inflations:   []float64{1, 100},
-		Networks:     []Platform{WAN, WANITU, LANITU},
+		Networks:     []Platform{WANPrinted, WAN, LAN},
 		Seeds:        []uint64{1, 2, 3},
 	}
 	var runs []Outcome
@@ -40,7 +40,7 @@ func TestTrends(t *testing.T) {
 		}
 		return sum
 	}
-	for _, net := range []string{"wan", "wan-itu", "lan-itu"} {
+	for _, net := range []string{"wan-printed", "wan", "lan"} {
 		for _, inf := range s.Inflations {
 			for _, ph := range s.Placeholders {
 				dc := at(net, inf, ph, "dc").DataAffinity.Mean
@@ -67,12 +67,12 @@ func TestTrends(t *testing.T) {
 		least, most float64 // bounds on 1 - a/b
 	}{
 		// thesis: 13.5% (WAN x1, 8), 52.8% (WAN x100, 16), 25.0% (LAN x100, 8), 46.0% (response, WAN x100, 32)
-		{"WAN x1 makespan, DC vs FCFS", "wan-itu", 1, 8, makespan, "dc", "fcfs", 0.05, 0.30},
-		{"WAN x100 makespan, DC vs FCFS", "wan-itu", 100, 16, makespan, "dc", "fcfs", 0.35, 0.70},
-		{"LAN x100 makespan, DC vs FCFS", "lan-itu", 100, 8, makespan, "dc", "fcfs", 0.15, 0.40},
-		{"WAN x100 response, DC vs SJF", "wan-itu", 100, 32, response, "dc", "sjf", 0.30, 0.70},
-		{"WAN (as printed) x100 makespan, DC vs FCFS", "wan", 100, 16, makespan, "dc", "fcfs", 0.35, 1},
-		{"WAN (as printed) x100 response, DC vs SJF", "wan", 100, 32, response, "dc", "sjf", 0.30, 1},
+		{"WAN x1 makespan, DC vs FCFS", "wan", 1, 8, makespan, "dc", "fcfs", 0.05, 0.30},
+		{"WAN x100 makespan, DC vs FCFS", "wan", 100, 16, makespan, "dc", "fcfs", 0.35, 0.70},
+		{"LAN x100 makespan, DC vs FCFS", "lan", 100, 8, makespan, "dc", "fcfs", 0.15, 0.40},
+		{"WAN x100 response, DC vs SJF", "wan", 100, 32, response, "dc", "sjf", 0.30, 0.70},
+		{"WAN (as printed) x100 makespan, DC vs FCFS", "wan-printed", 100, 16, makespan, "dc", "fcfs", 0.35, 1},
+		{"WAN (as printed) x100 response, DC vs SJF", "wan-printed", 100, 32, response, "dc", "sjf", 0.30, 1},
 	}
 	for _, tr := range trends {
 		if c := cut(tr.net, tr.inf, tr.ph, tr.metric, tr.a, tr.b); c < tr.least || c > tr.most {
@@ -81,7 +81,7 @@ func TestTrends(t *testing.T) {
 		}
 	}
 	// DC's makespan is below FCFS's for x100 files at every count, both networks.
-	for _, net := range []string{"wan", "wan-itu", "lan-itu"} {
+	for _, net := range []string{"wan-printed", "wan", "lan"} {
 		for _, ph := range s.Placeholders {
 			if d, f := at(net, 100, ph, "dc").Makespan.Mean, at(net, 100, ph, "fcfs").Makespan.Mean; d >= f {
 				t.Errorf("%s x100 %d placeholders: DC makespan %.0f not below FCFS %.0f", net, ph, d, f)

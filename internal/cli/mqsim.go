@@ -25,9 +25,10 @@ func Mqsim(env Env) *cli.App {
 combination of the lists (each flag takes one value or a comma list; seeds
 also take ranges like 1-10), in parallel, deterministically per seed.
 
-Networks: lan and wan are thesis table 6.2 as printed; lan-itu and wan-itu
-read its scp rates as bytes per 10 ms (what the thesis's results imply); or
-give a platform JSON file. Without --workload the thesis's synthetic PA
+Networks: lan and wan are thesis table 6.2 with its scp rates read as bytes
+per 10 ms, which is what the thesis's own results imply (lan-itu and wan-itu
+are older names for them); lan-printed and wan-printed are the table as
+printed (100x slower copies); or give a platform JSON file. Without --workload the thesis's synthetic PA
 workload is used (1,000 pipelines, batches of 16, generated per seed).
 File formats and the model: docs/simulation.md.
 
@@ -37,7 +38,7 @@ Output: a table per network and file inflation (mean over seeds), or with
 		&cli.StringFlag{Name: "policy", Value: "fcfs,sjf,dc", Usage: "policies: fcfs, sjf, dc"},
 		&cli.StringFlag{Name: "placeholders", Value: "2,4,8,16,32", Usage: "placeholder counts (one per host)"},
 		&cli.StringFlag{Name: "inflation", Value: "1,10,100", Usage: "factors on the size of files jobs write"},
-		&cli.StringFlag{Name: "network", Value: "lan,wan", Usage: "lan, wan, lan-itu, wan-itu or platform JSON files"},
+		&cli.StringFlag{Name: "network", Value: "lan,wan", Usage: "lan, wan, lan-printed, wan-printed or platform JSON files"},
 		&cli.StringFlag{Name: "seeds", Value: "1-10", Usage: "seeds, e.g. 1-10 or 1,3,5"},
 		&cli.StringFlag{Name: "workload", Usage: "workload JSON `FILE` instead of the thesis's PA workload"},
 		&cli.BoolFlag{Name: "json", Usage: "print one JSON object per run"},

@@ -53,6 +53,8 @@ type Graph struct {
 	targets []target // index 0 unused
 	byName  map[string]TargetID
 	jobs    jobTable
+	// longEdges indexes the prerequisites of targets with many (AddEdges).
+	longEdges map[TargetID]map[TargetID]struct{}
 
 	changes []Change
 	work    []TargetID
@@ -95,22 +97,50 @@ func (g *Graph) LoadTarget(id TargetID, name string) {
 
 // AddEdges records that target t's jobs need prereqs. Edges are never
 // removed: a deleted job may be rerun, so cycle checks stay conservative.
+// A short list is deduplicated by scanning; past longEdges prerequisites a
+// set takes over, so a target fed by 100,000 pipelines costs linear time.
 func (g *Graph) AddEdges(t TargetID, prereqs []TargetID) {
 	tg := &g.targets[t]
+	set := g.longEdges[t]
 outer:
 	for _, p := range prereqs {
-		for _, q := range tg.prereqs {
-			if q == p {
-				continue outer
+		if set != nil {
+			if _, dup := set[p]; dup {
+				continue
+			}
+			set[p] = struct{}{}
+		} else {
+			for _, q := range tg.prereqs {
+				if q == p {
+					continue outer
+				}
 			}
 		}
 		tg.prereqs = append(tg.prereqs, p)
+		if set == nil && len(tg.prereqs) > longEdges {
+			if g.longEdges == nil {
+				g.longEdges = map[TargetID]map[TargetID]struct{}{}
+			}
+			set = make(map[TargetID]struct{}, 2*len(tg.prereqs))
+			for _, q := range tg.prereqs {
+				set[q] = struct{}{}
+			}
+			g.longEdges[t] = set
+		}
 	}
 }
 
+// longEdges is how many prerequisites a target lists before AddEdges
+// keeps a set of them.
+const longEdges = 16
+
 // FindCycle reports whether adding edges (target name -> prerequisite
 // names) to the graph would make a cycle, and returns one as a readable
-// path ("a -> b -> a"), or "" if none.
+// path ("a -> b -> a"), or "" if none. A long cycle is shortened in the
+// middle, so an error naming it stays one readable line.
+//
+// The walk is iterative: a submission may be one chain of a million
+// targets, deeper than a recursive walk should go.
 func (g *Graph) FindCycle(edges map[string][]string) string {
 	const (
 		white = 0
@@ -118,49 +148,70 @@ func (g *Graph) FindCycle(edges map[string][]string) string {
 		black = 2
 	)
 	color := make(map[string]uint8, len(edges))
-	var path []string
-	var visit func(n string) string
-	prereqsOf := func(n string, f func(string) string) string {
-		for _, p := range edges[n] {
-			if c := f(p); c != "" {
-				return c
-			}
+	// prereq returns n's i-th prerequisite: first the new edges, then the
+	// graph's; ok is false past the last.
+	prereq := func(n string, i int) (string, bool) {
+		e := edges[n]
+		if i < len(e) {
+			return e[i], true
 		}
+		i -= len(e)
 		if id, ok := g.byName[n]; ok {
-			for _, p := range g.targets[id].prereqs {
-				if c := f(g.targets[p].name); c != "" {
-					return c
+			if ps := g.targets[id].prereqs; i < len(ps) {
+				return g.targets[ps[i]].name, true
+			}
+		}
+		return "", false
+	}
+	type frame struct {
+		name string
+		next int // index of the next prerequisite to visit
+	}
+	var stack []frame
+	for root := range edges {
+		if color[root] != white {
+			continue
+		}
+		color[root] = grey
+		stack = append(stack[:0], frame{name: root})
+		for len(stack) > 0 {
+			top := &stack[len(stack)-1]
+			p, ok := prereq(top.name, top.next)
+			if !ok {
+				color[top.name] = black
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			top.next++
+			switch color[p] {
+			case grey:
+				i := len(stack) - 1
+				for i > 0 && stack[i].name != p {
+					i--
 				}
+				path := make([]string, 0, len(stack)-i+1)
+				for _, f := range stack[i:] {
+					path = append(path, f.name)
+				}
+				return cyclePath(append(path, p))
+			case white:
+				color[p] = grey
+				stack = append(stack, frame{name: p})
 			}
-		}
-		return ""
-	}
-	visit = func(n string) string {
-		switch color[n] {
-		case grey:
-			i := len(path) - 1
-			for i > 0 && path[i] != n {
-				i--
-			}
-			return strings.Join(append(append([]string{}, path[i:]...), n), " -> ")
-		case black:
-			return ""
-		}
-		color[n] = grey
-		path = append(path, n)
-		if c := prereqsOf(n, visit); c != "" {
-			return c
-		}
-		path = path[:len(path)-1]
-		color[n] = black
-		return ""
-	}
-	for n := range edges {
-		if c := visit(n); c != "" {
-			return c
 		}
 	}
 	return ""
+}
+
+// cyclePath joins a cycle's targets with arrows, keeping the first and last
+// ten of a long one.
+func cyclePath(path []string) string {
+	const keep = 10
+	if len(path) <= 2*keep+1 {
+		return strings.Join(path, " -> ")
+	}
+	return strings.Join(path[:keep], " -> ") + fmt.Sprintf(" -> ... (%d more) -> ", len(path)-2*keep) +
+		strings.Join(path[len(path)-keep:], " -> ")
 }
 
 // Job returns a live job. Its Prereqs are shared: do not modify them.

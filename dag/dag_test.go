@@ -752,6 +752,56 @@ func TestFindCycleDeepChain(t *testing.T) {
 	}
 }
 
+// TestFindCycleLongChain: a cycle closed at the far end of a chain of
+// 200,000 new targets is found without recursion and named in one
+// readable line (ends kept, middle counted).
+func TestFindCycleLongChain(t *testing.T) {
+	t.Parallel()
+	const n = 200000
+	edges := make(map[string][]string, n)
+	for i := 1; i < n; i++ {
+		edges[fmt.Sprintf("t%d", i)] = []string{fmt.Sprintf("t%d", i-1)}
+	}
+	g := New()
+	if c := g.FindCycle(edges); c != "" {
+		t.Fatalf("false cycle in a chain: %.200q", c)
+	}
+	edges["t0"] = []string{fmt.Sprintf("t%d", n-1)}
+	c := g.FindCycle(edges)
+	if c == "" {
+		t.Fatal("cycle through a long chain of new targets not found")
+	}
+	if len(c) > 400 || !strings.Contains(c, "more) ->") {
+		t.Fatalf("cycle named in %d bytes: %.400q", len(c), c)
+	}
+	words := strings.Split(c, " -> ")
+	if words[0] != words[len(words)-1] {
+		t.Fatalf("cycle %q does not close", c)
+	}
+	if !strings.Contains(c, fmt.Sprintf("(%d more)", n+1-20)) { // n targets, the first twice
+		t.Fatalf("cycle %q does not count the %d targets left out", c, n+1-20)
+	}
+}
+
+// TestAddEdgesManyPrereqs: a target fed by many pipelines keeps each
+// prerequisite once, past the point where a set takes over from scanning.
+func TestAddEdgesManyPrereqs(t *testing.T) {
+	t.Parallel()
+	g := New()
+	b := g.AddTarget("b")
+	var as []TargetID
+	for i := 0; i < 100; i++ {
+		as = append(as, g.AddTarget(fmt.Sprintf("a%d", i)))
+	}
+	for _, a := range as {
+		g.AddEdges(b, []TargetID{a, a})
+	}
+	g.AddEdges(b, as) // all again
+	if got := g.targets[b].prereqs; !slices.Equal(got, as) {
+		t.Fatalf("prereqs = %v, want each of the 100 once in order", got)
+	}
+}
+
 // snapshot rebuilds a graph as the metaqueue loads one: targets, edges,
 // terminal jobs as counts (or one by one), live jobs with stored states.
 func (f *fx) load(oneByOne bool, corrupt func(id int64, s job.State) job.State) *Graph {

@@ -222,3 +222,52 @@ func benchSlot(s *metaqueue.Store, ph int64, stop *atomic.Bool) {
 		s.Report(ctx, ph, reports)
 	}
 }
+
+// shapeSpecs is the workload of issue 21's table: n jobs as one target
+// ("flat"), each its own target ("targets"), n/2 two-stage pipelines whose
+// second stages share one target ("pipes-shared", a{i} then b with
+// prerequisite a{i}), or per-pipeline targets ("pipes", a{i} then b{i}).
+func shapeSpecs(shape string, n int) []protocol.JobSpec {
+	specs := make([]protocol.JobSpec, 0, n)
+	job := func(target string, pre []string, i int) protocol.JobSpec {
+		return protocol.JobSpec{Target: target, Prereqs: pre, Cwd: "/tmp",
+			Command: fmt.Sprintf("./simulate --case %d > out/case%d.txt", i, i)}
+	}
+	for i := 0; len(specs) < n; i++ {
+		s := strconv.Itoa(i)
+		switch shape {
+		case "flat":
+			specs = append(specs, job("t", nil, i))
+		case "targets":
+			specs = append(specs, job("t"+s, nil, i))
+		case "pipes-shared":
+			specs = append(specs, job("a"+s, nil, i), job("b", []string{"a" + s}, i))
+		case "pipes":
+			specs = append(specs, job("a"+s, nil, i), job("b"+s, []string{"a" + s}, i))
+		}
+	}
+	return specs
+}
+
+// BenchmarkSubmitShapes: one op is a bulk submission of 200,000 jobs of one
+// shape (shapeSpecs) into an empty Store (sync normal: the shape, not the
+// fsync, is what differs).
+func BenchmarkSubmitShapes(b *testing.B) {
+	for _, shape := range []string{"flat", "targets", "pipes-shared", "pipes"} {
+		b.Run(shape, func(b *testing.B) {
+			specs := shapeSpecs(shape, 200000)
+			jobs := 0
+			var commit time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				s := benchStore(b, metaqueue.SyncNormal)
+				b.StartTimer()
+				commit += benchBulk(b, s, specs)
+				jobs += len(specs)
+			}
+			b.ReportMetric(float64(jobs)/b.Elapsed().Seconds(), "jobs/s")
+			b.ReportMetric(commit.Seconds()*1000/float64(b.N), "commit-ms/op")
+		})
+	}
+}

@@ -37,7 +37,7 @@ func (s *Store) NewBulk() (*Bulk, error) {
 		return nil, fmt.Errorf("bulk submit: %w", err)
 	}
 	os.Remove(f.Name()) // the open file is all we need; nothing to clean up after a crash
-	return &Bulk{s: s, f: f, w: bufio.NewWriterSize(f, 1<<20), edges: edgeSet{}}, nil
+	return &Bulk{s: s, f: f, w: bufio.NewWriterSize(f, 1<<20), edges: newEdgeSet()}, nil
 }
 
 // Len is the number of jobs spooled so far.
@@ -78,7 +78,7 @@ func (b *Bulk) Commit(ctx context.Context) (first int64, err error) {
 		if _, err := b.f.Seek(0, io.SeekStart); err != nil {
 			return fmt.Errorf("bulk submit: spool: %w", err)
 		}
-		if c := s.g.FindCycle(b.edges); c != "" {
+		if c := s.g.FindCycle(b.edges.out); c != "" {
 			return protocol.Errorf(protocol.CodeBadRequest, "prerequisites would form a cycle: %s", c)
 		}
 		r := bufio.NewReaderSize(b.f, 1<<20)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -803,6 +804,57 @@ func TestBulk(t *testing.T) {
 		if j.State != "W" {
 			t.Fatalf("bulk job %d is %s, want W", j.ID, j.State)
 		}
+	}
+	e.check()
+}
+
+// TestBulkCycleDeepInMillion: 500,000 two-stage pipelines (1,000,000 jobs,
+// a{i} then b{i}) with one cycle hidden deep among them: a chain of 10,000
+// targets whose first names the last. The whole submission is refused, the
+// cycle named in one readable line, and nothing is added.
+func TestBulkCycleDeepInMillion(t *testing.T) {
+	t.Parallel()
+	pipes := 500000
+	if testing.Short() {
+		pipes = 50000
+	}
+	e := newEnv(t)
+	b, err := e.s.NewBulk()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const chain = 10000
+	specs := make([]protocol.JobSpec, 0, 4000)
+	flush := func(force bool) {
+		if len(specs) >= 4000 || force && len(specs) > 0 {
+			if err := b.Add(b.Len()+1, specs); err != nil {
+				t.Fatal(err)
+			}
+			specs = specs[:0]
+		}
+	}
+	for i := 0; i < pipes; i++ {
+		a, bb := "a"+strconv.Itoa(i), "b"+strconv.Itoa(i)
+		pre := []string(nil)
+		if k := i - pipes/2; k > 0 && k < chain { // c1 -> c0, c2 -> c1, ...
+			pre = []string{"c" + strconv.Itoa(k-1)}
+			a = "c" + strconv.Itoa(k)
+		} else if k == 0 { // c0 -> c(chain-1): the cycle
+			pre = []string{"c" + strconv.Itoa(chain-1)}
+			a = "c0"
+		}
+		specs = append(specs, spec(a, "true", pre...), spec(bb, "true", a))
+		flush(false)
+	}
+	flush(true)
+	_, err = b.Commit(context.Background())
+	errCode(t, err, protocol.CodeBadRequest)
+	msg := err.Error()
+	if !strings.Contains(msg, "would form a cycle: c") || !strings.Contains(msg, "(9981 more)") || len(msg) > 500 {
+		t.Fatalf("error %d bytes: %.500q", len(msg), msg)
+	}
+	if n := len(e.stat(protocol.Stat{States: "WQEDFBX"})); n != 0 {
+		t.Fatalf("a refused bulk left %d jobs", n)
 	}
 	e.check()
 }

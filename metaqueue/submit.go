@@ -13,23 +13,51 @@ import (
 const DefaultQueue = protocol.DefaultQueue
 
 // edgeSet collects target -> prerequisite edges of a submission, by name.
-type edgeSet map[string][]string
+// A target's list is deduplicated by scanning while it is short and through
+// a set once it is long, so a target that many pipelines feed (b after each
+// of a0..a99999) costs linear time, not quadratic.
+type edgeSet struct {
+	out  map[string][]string
+	long map[string]map[string]struct{} // targets past scanLimit prerequisites
+}
 
-func (e edgeSet) add(js *protocol.JobSpec) {
+const scanLimit = 16
+
+func newEdgeSet() edgeSet { return edgeSet{out: map[string][]string{}} }
+
+func (e *edgeSet) add(js *protocol.JobSpec) {
 	if len(js.Prereqs) == 0 {
 		return
 	}
-	have := e[js.Target]
+	have := e.out[js.Target]
+	set := e.long[js.Target]
 outer:
 	for _, p := range js.Prereqs {
-		for _, q := range have {
-			if p == q {
-				continue outer
+		if set != nil {
+			if _, dup := set[p]; dup {
+				continue
+			}
+			set[p] = struct{}{}
+		} else {
+			for _, q := range have {
+				if p == q {
+					continue outer
+				}
 			}
 		}
 		have = append(have, p)
+		if set == nil && len(have) > scanLimit {
+			if e.long == nil {
+				e.long = map[string]map[string]struct{}{}
+			}
+			set = make(map[string]struct{}, 2*len(have))
+			for _, q := range have {
+				set[q] = struct{}{}
+			}
+			e.long[js.Target] = set
+		}
 	}
-	e[js.Target] = have
+	e.out[js.Target] = have
 }
 
 // Submit adds jobs in one transaction and returns their ids. Either all are
@@ -45,7 +73,7 @@ func (s *Store) SubmitRequest(ctx context.Context, req protocol.Submit) ([]int64
 	if len(specs) == 0 {
 		return nil, protocol.Errorf(protocol.CodeBadRequest, "no jobs to submit")
 	}
-	edges := edgeSet{}
+	edges := newEdgeSet()
 	for i := range specs {
 		if err := protocol.ValidateSpec(&specs[i]); err != nil {
 			if len(specs) == 1 {
@@ -64,7 +92,7 @@ func (s *Store) SubmitRequest(ctx context.Context, req protocol.Submit) ([]int64
 			ids = done
 			return err
 		}
-		if c := s.g.FindCycle(edges); c != "" {
+		if c := s.g.FindCycle(edges.out); c != "" {
 			return protocol.Errorf(protocol.CodeBadRequest, "prerequisites would form a cycle: %s", c)
 		}
 		ins := s.newInserter()

@@ -10,6 +10,7 @@
 //	mqbench rate [-feed N] [-warmup D] [-window D]  rate of Done growth of a running CLS
 //	mqbench rounds -rounds R -targets T -per K [-prereqs]
 //	mqbench ready                         wait until the CLS answers
+//	mqbench hops [-rounds R] [-width W] [-cmd C]  dependency hop latency, slots idle
 //	mqbench wfreplay [-slots N] [-bound D] TRACE...  replay WfFormat traces as sleeps
 //
 // Results are printed as key=value lines for the script to parse.
@@ -35,7 +36,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fatalf("usage: mqbench gen|times|drain|rate|rounds|ready|wfreplay ...")
+		fatalf("usage: mqbench gen|times|drain|rate|rounds|ready|hops|wfreplay ...")
 	}
 	cmd, args := os.Args[1], os.Args[2:]
 	var err error
@@ -54,6 +55,8 @@ func main() {
 		err = ready(args)
 	case "wfreplay":
 		err = wfreplay(args)
+	case "hops":
+		err = hops(args)
 	default:
 		err = fmt.Errorf("unknown subcommand %q", cmd)
 	}

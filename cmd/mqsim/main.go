@@ -6,8 +6,9 @@ import (
 	"os"
 
 	"github.com/mq-hpc/mq/internal/cli"
+	"github.com/mq-hpc/mq/internal/simcmd"
 )
 
 func main() {
-	os.Exit(cli.Main(context.Background(), cli.Mqsim(cli.OSEnv()), os.Args))
+	os.Exit(cli.Main(context.Background(), simcmd.Mqsim(cli.OSEnv()), os.Args))
 }

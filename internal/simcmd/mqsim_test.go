@@ -1,4 +1,4 @@
-package cli
+package simcmd
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	mqcli "github.com/mq-hpc/mq/internal/cli"
 )
 
 // runMqsim runs mqsim in-process and returns its exit status and output.
@@ -16,8 +18,8 @@ import (
 func runMqsim(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	env := Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Getwd: os.Getwd}
-	code := Main(context.Background(), Mqsim(env), append([]string{"mqsim"}, args...))
+	env := mqcli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Getwd: os.Getwd}
+	code := mqcli.Main(context.Background(), Mqsim(env), append([]string{"mqsim"}, args...))
 	return code, out.String(), errOut.String()
 }
 
@@ -122,7 +124,7 @@ func TestMqsimBadFlags(t *testing.T) {
 	}
 	for _, tc := range tests {
 		code, out, errOut := runMqsim(t, tc.args...)
-		if code != ExitUsage || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, tc.want) {
+		if code != mqcli.ExitUsage || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and one line with %q", tc.args, code, out, errOut, tc.want)
 		}
 	}

@@ -1,4 +1,7 @@
-package cli
+// Package simcmd implements the mqsim command, the scheduling simulator.
+// It is apart from internal/cli so that mqsub, mqstat and mqdel do not
+// link the simulator.
+package simcmd
 
 import (
 	"bufio"
@@ -13,12 +16,13 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	mqcli "github.com/mq-hpc/mq/internal/cli"
 	"github.com/mq-hpc/mq/sim"
 )
 
 // Mqsim returns the mqsim command: the scheduling simulator.
-func Mqsim(env Env) *cli.App {
-	app := NewApp("mqsim", "simulate placeholder scheduling policies before spending allocation", env)
+func Mqsim(env mqcli.Env) *cli.App {
+	app := mqcli.NewApp("mqsim", "simulate placeholder scheduling policies before spending allocation", env)
 	app.UsageText = `mqsim [--policy fcfs,sjf,dc] [--placeholders 2,4,8,16,32] [--inflation 1,10,100]
          [--network lan,wan] [--seeds 1-10] [--workload FILE] [--json] [--plot DIR]`
 	app.Description = `Runs the discrete-event simulation of thesis 004 chapter 6 for every
@@ -46,7 +50,7 @@ Output: a table per network and file inflation (mean over seeds), or with
 	}
 	app.Action = func(c *cli.Context) error {
 		if c.NArg() > 0 {
-			return Usagef("unexpected argument %q", c.Args().First())
+			return mqcli.Usagef("unexpected argument %q", c.Args().First())
 		}
 		s, err := sweepFlags(c)
 		if err != nil {
@@ -117,17 +121,17 @@ func sweepFlags(c *cli.Context) (sim.Sweep, error) {
 	names := map[string]bool{}
 	for _, p := range s.Networks {
 		if names[p.Name] {
-			return s, Usagef("--network: %q given twice", p.Name)
+			return s, mqcli.Usagef("--network: %q given twice", p.Name)
 		}
 		names[p.Name] = true
 	}
 	if s.Seeds, err = parseSeeds(c.String("seeds")); err != nil {
-		return s, Usagef("--seeds: %v", err)
+		return s, mqcli.Usagef("--seeds: %v", err)
 	}
 	if path := c.String("workload"); path != "" {
 		w, err := sim.LoadWorkload(path)
 		if err != nil {
-			return s, Usagef("--workload: %v", err)
+			return s, mqcli.Usagef("--workload: %v", err)
 		}
 		s.Workload = func(uint64) (*sim.Workload, error) { return w, nil }
 	}
@@ -141,14 +145,14 @@ func parseList[T comparable](c *cli.Context, flag string, conv func(string) (T, 
 	for _, item := range strings.Split(c.String(flag), ",") {
 		item = strings.TrimSpace(item)
 		if item == "" {
-			return nil, Usagef("--%s: empty item in %q", flag, c.String(flag))
+			return nil, mqcli.Usagef("--%s: empty item in %q", flag, c.String(flag))
 		}
 		v, err := conv(item)
 		if err != nil {
-			return nil, Usagef("--%s: %v", flag, err)
+			return nil, mqcli.Usagef("--%s: %v", flag, err)
 		}
 		if slices.Contains(out, v) {
-			return nil, Usagef("--%s: %q given twice", flag, item)
+			return nil, mqcli.Usagef("--%s: %q given twice", flag, item)
 		}
 		out = append(out, v)
 	}

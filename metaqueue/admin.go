@@ -401,13 +401,13 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 	if err := job.ValidName("queue", qs.Name); err != nil {
 		return info, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
 	}
-	var order policy.Ordering
+	var pol *policy.Info
 	if qs.Policy != nil {
-		o, err := lookupPolicy(*qs.Policy)
+		p, err := policy.Lookup(*qs.Policy)
 		if err != nil {
 			return info, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
 		}
-		order = o
+		pol = &p
 	}
 	if qs.Ceiling != nil && (*qs.Ceiling < 0 || math.IsNaN(*qs.Ceiling) || math.IsInf(*qs.Ceiling, 0)) {
 		return info, protocol.Errorf(protocol.CodeBadRequest, "ceiling must be a number of seconds >= 0 (0 = none)")
@@ -430,8 +430,8 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 		if qs.RetryFailed != nil {
 			next.RetryFailed = *qs.RetryFailed
 		}
-		if order != nil {
-			next.Policy = order.Name()
+		if pol != nil {
+			next.Policy = pol.Name
 		}
 		if err := s.begin(); err != nil {
 			return err
@@ -440,9 +440,9 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 			next.Ceiling, next.MaxAttempts, next.RetryFailed, next.Policy, q.id); err != nil {
 			return fatalError{err}
 		}
-		if order != nil && order.Name() != q.ready.Order().Name() {
-			h := policy.NewHeap(order)
-			_, toDC := order.(dcOrder)
+		if pol != nil && pol.Name != q.ready.Order().Name() {
+			h := policy.NewHeap(pol.Order)
+			toDC := pol.Kind == policy.Choosing
 			now := s.now()
 			for {
 				r, ok := q.ready.Pop()

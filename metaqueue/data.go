@@ -79,27 +79,29 @@ type fileLoc struct {
 	job  int64
 }
 
-// dcOrder keeps a dc queue's ready jobs oldest first, the order DC
-// examines them in.
-type dcOrder struct{ policy.FCFS }
-
-func (dcOrder) Name() string { return "dc" }
-
 // lookupPolicy returns the ordering of a queue's ready heap for a policy
-// name.
+// name (policy.Lookup).
 func lookupPolicy(name string) (policy.Ordering, error) {
-	if name == "dc" {
-		return dcOrder{}, nil
+	p, err := policy.Lookup(name)
+	if err != nil {
+		return nil, err
 	}
-	if o, err := policy.Lookup(name); err == nil {
-		return o, nil
-	}
-	return nil, fmt.Errorf("unknown policy %q (known: dc, fcfs, sjf)", name)
+	return p.Order, nil
 }
 
-func (q *queue) isDC() bool {
-	_, ok := q.ready.Order().(dcOrder)
-	return ok
+// policyOf is the queue's policy, as its ready heap names it.
+func (q *queue) policyOf() policy.Info {
+	p, _ := policy.Lookup(q.ready.Order().Name())
+	return p
+}
+
+func (q *queue) isDC() bool { return q.policyOf().Kind == policy.Choosing }
+
+// learnsEstimates says whether the queue orders jobs that declared no
+// runtime by a learned one (SJF); DC prices runtimes on its own.
+func (q *queue) learnsEstimates() bool {
+	p := q.policyOf()
+	return p.Kind == policy.Ordered && p.Needs&policy.NeedsEstimates != 0
 }
 
 // dataState is the core's memory for data-conscious scheduling.
@@ -195,7 +197,7 @@ func (s *Store) countDC() {
 		if q.isDC() {
 			n++
 		}
-		if q.ready.Order().Name() == "sjf" {
+		if q.learnsEstimates() {
 			sjf++
 		}
 	}
@@ -351,7 +353,7 @@ func (s *Store) loadFiles(ctx context.Context, id int64) error {
 // target's jobs finished so far in this run (policy.Expect), known when it
 // became ready; unknown still goes last.
 func (s *Store) readyEntry(q *queue, id int64, est float32, t dag.TargetID) policy.Ready {
-	if est == 0 && s.data.nsjf > 0 && q.ready.Order().Name() == "sjf" {
+	if est == 0 && s.data.nsjf > 0 && q.learnsEstimates() {
 		est = float32(s.data.expect.Estimate(s.g.Name(t), 0))
 	}
 	return policy.Ready{ID: id, Est: est}
@@ -501,7 +503,7 @@ func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err 
 			}
 		}
 		d.fut = fut
-		dc := policy.DefaultDC(s.link(cur).Latency)
+		dc := q.policyOf().NewDC(s.link(cur).Latency)
 		dec = dc.Choose(policy.Snapshot{Current: cur, Future: fut, Ready: slices.Values(cands), Net: network{s}})
 	} else {
 		dec.Wait = true

@@ -87,9 +87,6 @@ func DefaultDC(latency float64) DC {
 	return DC{N: 32, Penalty: 25, MaxExamined: 128, PlaceholderLatency: latency, CostUnit: 0.01}
 }
 
-// Name is the policy's name in queue settings.
-func (DC) Name() string { return "dc" }
-
 // Decision is what DC chose.
 type Decision struct {
 	Job      Candidate // valid when Wait is false

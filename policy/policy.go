@@ -3,11 +3,6 @@
 // the same code.
 package policy
 
-import (
-	"fmt"
-	"sort"
-)
-
 // Ready is a job that may run now, as a policy sees it.
 type Ready struct {
 	ID  int64   // submission order: lower is older
@@ -43,24 +38,4 @@ func (SJF) Less(a, b Ready) bool {
 		return true
 	}
 	return a.Est < b.Est
-}
-
-var orderings = map[string]Ordering{"fcfs": FCFS{}, "sjf": SJF{}}
-
-// Lookup returns the named policy.
-func Lookup(name string) (Ordering, error) {
-	if o, ok := orderings[name]; ok {
-		return o, nil
-	}
-	return nil, fmt.Errorf("unknown policy %q (known: %s)", name, Names())
-}
-
-// Names lists the known policies.
-func Names() string {
-	var n []string
-	for k := range orderings {
-		n = append(n, k)
-	}
-	sort.Strings(n)
-	return fmt.Sprint(n)
 }

@@ -42,21 +42,32 @@ func TestLess(t *testing.T) {
 
 func TestLookup(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"fcfs", "sjf"} {
-		o, err := Lookup(name)
-		if err != nil || o.Name() != name {
-			t.Fatalf("Lookup(%s) = %v, %v", name, o, err)
+	for _, tc := range []struct {
+		name  string
+		kind  Kind
+		needs Needs
+	}{
+		{"fcfs", Ordered, 0},
+		{"sjf", Ordered, NeedsEstimates},
+		{"dc", Choosing, NeedsEstimates | NeedsFiles | NeedsArrivals},
+	} {
+		p, err := Lookup(tc.name)
+		if err != nil || p.Name != tc.name || p.Order.Name() != tc.name || p.Kind != tc.kind || p.Needs != tc.needs || p.Summary == "" {
+			t.Fatalf("Lookup(%s) = %+v, %v", tc.name, p, err)
+		}
+		if (p.Kind == Choosing) != (p.NewDC != nil) {
+			t.Fatalf("%s: a choosing policy has a decision rule, and only it", tc.name)
 		}
 	}
 	for _, bad := range []string{"", "FCFS", "lifo", "sjf "} {
 		if _, err := Lookup(bad); err == nil {
 			t.Errorf("Lookup(%q) succeeded", bad)
-		} else if !strings.Contains(err.Error(), "fcfs") || !strings.Contains(err.Error(), "sjf") {
+		} else if !strings.Contains(err.Error(), "fcfs, sjf, dc") {
 			t.Errorf("Lookup(%q) error %q does not list the known policies", bad, err)
 		}
 	}
-	if Names() != "[fcfs sjf]" {
-		t.Fatalf("Names() = %q", Names())
+	if got := strings.Join(Names(), " "); got != "fcfs sjf dc" {
+		t.Fatalf("Names() = %q", got)
 	}
 }
 

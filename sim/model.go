@@ -10,7 +10,7 @@ import (
 
 // Config is one simulation run.
 type Config struct {
-	Policy       string  // fcfs, sjf or dc
+	Policy       string  // a policy.Lookup name
 	Placeholders int     // one per host unless the platform says otherwise
 	Inflation    float64 // multiplies the size of every file a job writes (thesis: 1, 10, 100); 0 means 1
 	Seed         uint64  // staggers the hosts' batch queues at time 0
@@ -108,18 +108,20 @@ func Run(w *Workload, p Platform, cfg Config) (Result, error) {
 		cfg.MaxTime = 1e9
 	}
 	m := &model{w: w, p: p, cfg: cfg, oneWay: p.OneWay()}
-	switch cfg.Policy {
-	case "fcfs":
-		m.heap = policy.NewHeap(policy.FCFS{})
-	case "sjf":
-		m.heap = policy.NewHeap(policy.SJF{})
-	case "dc":
+	pol, err := policy.Lookup(cfg.Policy)
+	if err != nil {
+		return Result{}, err
+	}
+	switch pol.Kind {
+	case policy.Ordered:
+		m.heap = policy.NewHeap(pol.Order)
+	case policy.Choosing:
 		m.dc = cfg.DC
 		if m.dc == (policy.DC{}) {
-			m.dc = policy.DefaultDC(m.oneWay)
+			m.dc = pol.NewDC(m.oneWay)
 		}
 	default:
-		return Result{}, fmt.Errorf("unknown policy %q (known: fcfs, sjf, dc)", cfg.Policy)
+		return Result{}, fmt.Errorf("policy %q cannot be simulated yet", cfg.Policy)
 	}
 	if err := m.setup(); err != nil {
 		return Result{}, err

@@ -31,6 +31,7 @@ import (
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/metaqueue"
 	"github.com/mq-hpc/mq/placeholder"
+	"github.com/mq-hpc/mq/policy"
 	"github.com/mq-hpc/mq/protocol"
 	"github.com/mq-hpc/mq/server"
 	"github.com/mq-hpc/mq/site"
@@ -394,7 +395,7 @@ func queueSet(env mqcli.Env) *cli.Command {
 			&cli.StringFlag{Name: "ceiling", Usage: "longest a job may run, e.g. 90, 90s, 2h (0 = no limit)"},
 			&cli.IntFlag{Name: "max-attempts", Usage: "times a job may be dispatched before it fails"},
 			&cli.BoolFlag{Name: "retry-failed", Usage: "retry jobs that exit non-zero (within max-attempts)"},
-			&cli.StringFlag{Name: "policy", Usage: "scheduling policy: fcfs (oldest first), sjf (shortest expected first) or dc (data-conscious: near the job's input files)"},
+			&cli.StringFlag{Name: "policy", Usage: "scheduling policy: " + policyHelp()},
 		},
 		Action: func(c *cli.Context) error {
 			fs := flag.NewFlagSet("cls queue set", flag.ContinueOnError)
@@ -534,3 +535,15 @@ func (n *siteNets) Set(v string) error {
 }
 
 func (n *siteNets) String() string { return "" }
+
+// policyHelp lists the policies for --help, from the one registry.
+func policyHelp() string {
+	var b strings.Builder
+	for i, p := range policy.All() {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s (%s)", p.Name, p.Summary)
+	}
+	return b.String()
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	mqcli "github.com/mq-hpc/mq/internal/cli"
+	"github.com/mq-hpc/mq/policy"
 	"github.com/mq-hpc/mq/sim"
 )
 
@@ -39,7 +40,7 @@ File formats and the model: docs/simulation.md.
 Output: a table per network and file inflation (mean over seeds), or with
 --json one object per run. --plot DIR writes SVG charts and DIR/index.html.`
 	app.Flags = []cli.Flag{
-		&cli.StringFlag{Name: "policy", Value: "fcfs,sjf,dc", Usage: "policies: fcfs, sjf, dc"},
+		&cli.StringFlag{Name: "policy", Value: strings.Join(policy.Names(), ","), Usage: "policies: " + strings.Join(policy.Names(), ", ")},
 		&cli.StringFlag{Name: "placeholders", Value: "2,4,8,16,32", Usage: "placeholder counts (one per host)"},
 		&cli.StringFlag{Name: "inflation", Value: "1,10,100", Usage: "factors on the size of files jobs write"},
 		&cli.StringFlag{Name: "network", Value: "lan,wan", Usage: "lan, wan, lan-printed, wan-printed or platform JSON files"},
@@ -90,8 +91,8 @@ func sweepFlags(c *cli.Context) (sim.Sweep, error) {
 	var s sim.Sweep
 	var err error
 	if s.Policies, err = parseList(c, "policy", func(v string) (string, error) {
-		if v != "fcfs" && v != "sjf" && v != "dc" {
-			return "", fmt.Errorf("unknown policy %q (known: fcfs, sjf, dc)", v)
+		if _, err := policy.Lookup(v); err != nil {
+			return "", err
 		}
 		return v, nil
 	}); err != nil {

@@ -1,10 +1,11 @@
 package site
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/mq-hpc/mq/internal/shellwords"
 )
 
 // Batch is what differs between batch systems: the directives of a
@@ -78,64 +79,23 @@ func AgentWalltime(batch time.Duration) time.Duration {
 	return max(batch-margin, batch/2)
 }
 
-// Quote quotes s for a POSIX shell.
-func Quote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@%+,") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
+// Quote quotes s for a POSIX shell (shellwords.Quote).
+func Quote(s string) string { return shellwords.Quote(s) }
 
-func quoteAll(words []string) string {
-	q := make([]string, len(words))
-	for i, w := range words {
-		q[i] = Quote(w)
-	}
-	return strings.Join(q, " ")
-}
+func quoteAll(words []string) string { return shellwords.Join(words) }
 
 // SplitArgs splits --submit-args into words like a shell would, without
-// expanding anything: the words are passed to qsub/sbatch quoted, so they
-// can never run as commands on the login host.
+// expanding anything (shellwords.Split): the words are passed to
+// qsub/sbatch quoted, so they can never run as commands on the login host.
+// Control characters other than blanks are refused: they have no place in
+// a batch system's options.
 func SplitArgs(s string) ([]string, error) {
-	var words []string
-	var w strings.Builder
-	in := false
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == ' ' || c == '\t' || c == '\n':
-			if in {
-				words = append(words, w.String())
-				w.Reset()
-				in = false
-			}
-		case c == '\\':
-			if i+1 >= len(s) {
-				return nil, errors.New("ends with a backslash")
-			}
-			i++
-			w.WriteByte(s[i])
-			in = true
-		case c == '\'' || c == '"':
-			j := strings.IndexByte(s[i+1:], c)
-			if j < 0 {
-				return nil, fmt.Errorf("unmatched %c", c)
-			}
-			w.WriteString(s[i+1 : i+1+j])
-			i += j + 1
-			in = true
-		case c < ' ' || c == 0x7f:
+		if c := s[i]; (c < ' ' && c != '\t' && c != '\n') || c == 0x7f {
 			return nil, fmt.Errorf("control character %q", c)
-		default:
-			w.WriteByte(c)
-			in = true
 		}
 	}
-	if in {
-		words = append(words, w.String())
-	}
-	return words, nil
+	return shellwords.Split(s)
 }
 
 // hms formats a duration as H:MM:SS, rounding up to whole seconds.

@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/mq-hpc/mq/internal/shellwords"
 	"github.com/mq-hpc/mq/protocol"
 	"github.com/mq-hpc/mq/server"
 )
@@ -206,7 +207,7 @@ func (s *Server) exec(ctx context.Context, p peer, ch ssh.Channel, line string) 
 		fmt.Fprintln(stderr, "mq: this CLS runs no commands over SSH")
 		return 1
 	}
-	words, err := SplitWords(line)
+	words, err := shellwords.Split(line)
 	if err != nil {
 		fmt.Fprintf(stderr, "mq: %v\n", err)
 		return 2

@@ -160,7 +160,8 @@ func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) 
 	// progress for a whole period (so between Idle and twice that).
 	go func() {
 		idle := orDefault(lim.Idle, DefaultIdle)
-		t := time.NewTimer(orDefault(lim.HelloTimeout, DefaultHelloTimeout))
+		helloBy := time.Now().Add(orDefault(lim.HelloTimeout, DefaultHelloTimeout))
+		t := time.NewTimer(min(time.Until(helloBy), idle))
 		defer t.Stop()
 		seen := active.Load()
 		for {
@@ -171,16 +172,19 @@ func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) 
 			case <-t.C:
 			}
 			n := active.Load()
+			next := idle
 			switch {
-			case !greeted.Load():
+			case !greeted.Load() && time.Until(helloBy) <= 0:
 				log.Debug("closing a connection that sent no hello in time")
 				cancel()
+			case !greeted.Load():
+				next = min(time.Until(helloBy), idle)
 			case n == seen && busy.Load() == 0:
 				log.Debug("closing an idle connection", "idle", idle)
 				cancel()
 			}
 			seen = n
-			t.Reset(idle)
+			t.Reset(next)
 		}
 	}()
 	var bulkQ chan *bulkItem

@@ -15,9 +15,10 @@ import (
 const (
 	// DefaultUnauthenticated is how many connections of one listener may be
 	// waiting to prove who they are (SSH: before the handshake completes;
-	// the socket: before hello) at once: far fewer than the descriptors a
-	// CLS has (1,024 at the lowest usual limit), so a flood of silent
-	// connections cannot starve the database, job output and real peers.
+	// the socket: before hello) at once, and at most an eighth of the
+	// process's descriptor limit: so a flood of silent connections on both
+	// listeners cannot starve the database, job output and real peers of
+	// descriptors.
 	DefaultUnauthenticated = 256
 	// DefaultGrace is how long an unauthenticated connection is safe from
 	// being closed to make room for a newer one: several round trips of an
@@ -53,7 +54,7 @@ const (
 // out: a flood must keep opening connections to keep its place. The zero
 // Gate takes the defaults and no per-source bound.
 type Gate struct {
-	Max       int           // in total; 0 = DefaultUnauthenticated
+	Max       int           // in total; 0 = DefaultUnauthenticated or 1/8 of RLIMIT_NOFILE
 	PerSource int           // from one source address (IP); 0 = no bound but Max
 	Grace     time.Duration // 0 = DefaultGrace
 
@@ -75,6 +76,11 @@ type Ticket struct {
 func (g *Gate) max() int {
 	if g.Max > 0 {
 		return g.Max
+	}
+	// Read every time: the limit may be changed from outside (prlimit).
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err == nil {
+		return max(1, min(DefaultUnauthenticated, int(min(rl.Cur, 1<<20)/8)))
 	}
 	return DefaultUnauthenticated
 }

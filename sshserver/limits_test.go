@@ -2,6 +2,7 @@ package sshserver
 
 import (
 	"errors"
+	"io"
 	"net"
 	"os"
 	"testing"
@@ -92,6 +93,36 @@ func TestIdleSSHConnectionClosed(t *testing.T) {
 	var sum protocol.SummaryReply
 	if err := cl.Call(t.Context(), protocol.OpSummary, nil, &sum); err != nil {
 		t.Fatalf("a connection with its session open was closed: %v", err)
+	}
+}
+
+// A session that never says what it is for is closed, and with it (no
+// channel left) its connection once idle.
+func TestUndecidedSessionClosed(t *testing.T) {
+	// The handshake must fit in the timeout too, under -race on a busy
+	// machine.
+	c := newCLS(t, func(s *Server) { s.HandshakeTimeout = 3 * time.Second })
+	signer, _ := c.key("user")
+	sc, err := ssh.Dial("tcp", c.addr, &ssh.ClientConfig{User: "u", Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)},
+		HostKeyCallback: c.sshConfig(signer).HostKey, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	ch, reqs, err := sc.OpenChannel("session", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ssh.DiscardRequests(reqs)
+	closed := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, ch)
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a session that asked for nothing stayed open")
 	}
 }
 

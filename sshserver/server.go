@@ -28,10 +28,10 @@ import (
 // (`ssh -s cls-host mq`).
 const Subsystem = "mq"
 
-// handshakeTimeout bounds how long an unauthenticated peer may hold a
-// connection, and how long a session channel may wait before saying what
+// DefaultHandshakeTimeout bounds how long an unauthenticated peer may hold
+// a connection, and how long a session channel may wait before saying what
 // it is for.
-const handshakeTimeout = 15 * time.Second
+const DefaultHandshakeTimeout = 15 * time.Second
 
 // Bounds of unauthenticated connections (server.Gate): from one address at
 // most DefaultPerSource, so one host cannot hold them all. Placeholders
@@ -61,6 +61,9 @@ type Server struct {
 	// follows Proto's limits.
 	Gate server.Gate
 	Idle time.Duration
+	// HandshakeTimeout bounds the handshake, and a session's wait before
+	// its exec or subsystem request (0: DefaultHandshakeTimeout).
+	HandshakeTimeout time.Duration
 
 	wg sync.WaitGroup
 }
@@ -77,6 +80,13 @@ func (s *Server) log() *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return s.Log
+}
+
+func (s *Server) handshakeTimeout() time.Duration {
+	if s.HandshakeTimeout > 0 {
+		return s.HandshakeTimeout
+	}
+	return DefaultHandshakeTimeout
 }
 
 func (s *Server) config() *ssh.ServerConfig {
@@ -118,7 +128,7 @@ func (s *Server) Wait() { s.wg.Wait() }
 
 func (s *Server) serveConn(ctx context.Context, nc net.Conn, admission *server.Ticket, cfg *ssh.ServerConfig) {
 	defer nc.Close()
-	nc.SetDeadline(time.Now().Add(handshakeTimeout))
+	nc.SetDeadline(time.Now().Add(s.handshakeTimeout()))
 	sc, chans, reqs, err := ssh.NewServerConn(nc, cfg)
 	if err != nil {
 		s.log().Debug("ssh handshake failed", "addr", nc.RemoteAddr().String(), "err", err)
@@ -193,7 +203,7 @@ func (s *Server) session(ctx context.Context, p peer, ch ssh.Channel, reqs <-cha
 	defer ch.Close()
 	// A session that never says what it is for would hold its connection
 	// open forever.
-	undecided := time.AfterFunc(handshakeTimeout, func() { ch.Close() })
+	undecided := time.AfterFunc(s.handshakeTimeout(), func() { ch.Close() })
 	defer undecided.Stop()
 	for req := range reqs {
 		switch req.Type {

@@ -13,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
+	"time"
 
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -58,11 +60,9 @@ type pending struct {
 // Dial connects to the CLS whose home is home, as role ("" = the most the
 // socket allows).
 func Dial(ctx context.Context, home, role, clientName string) (*Client, error) {
-	path := SocketPath(home)
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "unix", path)
+	c, err := dialSocket(ctx, SocketPath(home), dialPatience)
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach the CLS at %s (is `cls serve` running?): %w", path, unwrapOp(err))
+		return nil, err
 	}
 	cl, err := New(ctx, c, role, clientName)
 	if err != nil {
@@ -70,6 +70,45 @@ func Dial(ctx context.Context, home, role, clientName string) (*Client, error) {
 		return nil, err
 	}
 	return cl, nil
+}
+
+// dialPatience is how long Dial keeps trying a socket whose backlog is
+// full: a CLS that is accepting slowly (a burst of clients, or a flood it
+// is shedding) gets through it in seconds.
+const dialPatience = 10 * time.Second
+
+// dialSocket connects to the CLS's socket, retrying with backoff for up to
+// patience while its backlog is full (EAGAIN: the CLS is there but has not
+// accepted the connections before us yet).
+func dialSocket(ctx context.Context, path string, patience time.Duration) (net.Conn, error) {
+	var d net.Dialer
+	deadline := time.Now().Add(patience)
+	delay := 5 * time.Millisecond
+	for {
+		c, err := d.DialContext(ctx, "unix", path)
+		if err == nil {
+			return c, nil
+		}
+		cause := unwrapOp(err)
+		switch {
+		case errors.Is(err, syscall.EAGAIN) && ctx.Err() == nil:
+			if time.Now().Add(delay).After(deadline) {
+				return nil, fmt.Errorf("the CLS at %s is not accepting connections (backlog full for %s): %w", path, patience, cause)
+			}
+			t := time.NewTimer(delay)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, fmt.Errorf("cannot reach the CLS at %s: %w", path, ctx.Err())
+			case <-t.C:
+			}
+			delay = min(2*delay, 500*time.Millisecond)
+		case errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED):
+			return nil, fmt.Errorf("cannot reach the CLS at %s (is `cls serve` running?): %w", path, cause)
+		default:
+			return nil, fmt.Errorf("cannot reach the CLS at %s: %w", path, cause)
+		}
+	}
 }
 
 func unwrapOp(err error) error {

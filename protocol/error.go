@@ -15,6 +15,7 @@ const (
 	CodeUnsupported = "unsupported"   // unknown op or protocol version
 	CodeInternal    = "internal"      // the server failed; see its log
 	CodeShutdown    = "shutting_down" // the server is stopping
+	CodeBusy        = "busy"          // too many such requests in progress on the connection
 )
 
 // Error is an error reply. Msg is one line naming the problem.

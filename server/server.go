@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mq-hpc/mq/job"
@@ -43,42 +44,44 @@ type Server struct {
 	// keyed by op name; the body is the request's, undecoded.
 	Ops map[string]func(ctx context.Context, body json.RawMessage) (any, error)
 
+	// Limits bound what one connection may hold; Gate bounds the socket's
+	// connections that have not said hello yet.
+	Limits Limits
+	Gate   Gate
+
 	wg sync.WaitGroup
 }
 
-// Serve accepts connections until ctx ends or ln fails. Every peer gets
-// maxRole (the Unix socket is only reachable by its owner: RoleUser).
-func (s *Server) Serve(ctx context.Context, ln net.Listener, maxRole string) error {
-	return Accept(ctx, ln, &s.wg, func(c net.Conn) { s.ServeConn(ctx, c, maxRole) })
+// Limits bound what one connection may hold. Zero fields take the
+// defaults (DefaultHelloTimeout, ...).
+type Limits struct {
+	HelloTimeout time.Duration // from connecting to hello
+	// Idle closes a connection that sent nothing while none of its
+	// requests was in progress for this long.
+	Idle time.Duration
+	// InFlight and PlaceholderInFlight bound the requests served at once
+	// on a user and a placeholder connection: at the bound the server
+	// stops reading the connection until one ends (backpressure).
+	InFlight, PlaceholderInFlight int
+	// Nexts bounds the next requests in progress on a connection; one
+	// more is refused with code busy.
+	Nexts int
 }
 
-// Accept runs handle in its own goroutine (counted in wg) for every
-// connection ln accepts, until ctx ends (nil) or ln fails (its error).
-// Transports share it: the Unix socket here, the SSH endpoint in sshserver.
-func Accept(ctx context.Context, ln net.Listener, wg *sync.WaitGroup, handle func(net.Conn)) error {
-	go func() {
-		<-ctx.Done()
-		ln.Close()
-	}()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				time.Sleep(10 * time.Millisecond)
-				continue
-			}
-			return err
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			handle(c)
-		}()
+func orDefault[T int | time.Duration](v, def T) T {
+	if v > 0 {
+		return v
 	}
+	return def
+}
+
+// Serve accepts connections until ctx ends or ln fails for good. Every
+// peer gets maxRole (the Unix socket is only reachable by its owner:
+// RoleUser).
+func (s *Server) Serve(ctx context.Context, ln net.Listener, maxRole string) error {
+	return Accept(ctx, ln, &s.Gate, s.Log, &s.wg, func(c net.Conn, t *Ticket) {
+		s.ServePeer(ctx, c, Peer{MaxRole: maxRole, Identity: "socket", Admission: t})
+	})
 }
 
 // Wait waits for connections' handlers to return.
@@ -93,6 +96,9 @@ type Peer struct {
 	// Unix socket's owner, "ssh-key:SHA256:..." over SSH). A placeholder
 	// may reclaim its id after a reconnect only with the same identity.
 	Identity string
+	// Admission, if set, is the connection's place in its listener's
+	// Gate, given up once the peer says hello.
+	Admission *Ticket
 }
 
 type conn struct {
@@ -109,6 +115,7 @@ type conn struct {
 	phMu     sync.Mutex
 	phs      map[int64]protocol.Register
 	log      *slog.Logger
+	closed   <-chan struct{} // the connection's end
 }
 
 // ServeConn serves one connection from the Unix socket (or a test pipe)
@@ -127,7 +134,7 @@ func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) 
 	// the log says which key asked.
 	log = log.With("peer", p.Identity)
 	ctx, cancel := context.WithCancel(ctx)
-	c := &conn{s: s, rwc: rwc, maxRole: p.MaxRole, identity: p.Identity, phs: map[int64]protocol.Register{}, log: log}
+	c := &conn{s: s, rwc: rwc, maxRole: p.MaxRole, identity: p.Identity, phs: map[int64]protocol.Register{}, log: log, closed: ctx.Done()}
 	var reqs sync.WaitGroup
 	defer func() {
 		cancel()
@@ -142,9 +149,43 @@ func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) 
 			}
 		}
 	}()
+	lim := s.Limits
+	var (
+		active  atomic.Uint64 // lines read plus requests ended
+		busy    atomic.Int64  // requests in progress
+		greeted atomic.Bool
+	)
+	// The watchdog closes the connection when it ends, when no hello came
+	// in time, and when it has been idle: nothing read and no request in
+	// progress for a whole period (so between Idle and twice that).
 	go func() {
-		<-ctx.Done()
-		rwc.Close()
+		idle := orDefault(lim.Idle, DefaultIdle)
+		helloBy := time.Now().Add(orDefault(lim.HelloTimeout, DefaultHelloTimeout))
+		t := time.NewTimer(min(time.Until(helloBy), idle))
+		defer t.Stop()
+		seen := active.Load()
+		for {
+			select {
+			case <-ctx.Done():
+				rwc.Close()
+				return
+			case <-t.C:
+			}
+			n := active.Load()
+			next := idle
+			switch {
+			case !greeted.Load() && time.Until(helloBy) <= 0:
+				log.Debug("closing a connection that sent no hello in time")
+				cancel()
+			case !greeted.Load():
+				next = min(time.Until(helloBy), idle)
+			case n == seen && busy.Load() == 0:
+				log.Debug("closing an idle connection", "idle", idle)
+				cancel()
+			}
+			seen = n
+			t.Reset(next)
+		}
 	}()
 	var bulkQ chan *bulkItem
 	var bulkDone chan struct{}
@@ -154,6 +195,27 @@ func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) 
 			<-bulkDone
 		}
 	}()
+	var (
+		slots chan struct{} // requests in progress, up to the role's bound
+		nexts atomic.Int32
+	)
+	maxNexts := int32(orDefault(lim.Nexts, DefaultNexts))
+	// take waits for room for one more request in progress: while there is
+	// none, the connection is not read (backpressure).
+	take := func() bool {
+		select {
+		case slots <- struct{}{}:
+			busy.Add(1)
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	release := func() {
+		<-slots
+		busy.Add(-1)
+		active.Add(1)
+	}
 	r := protocol.NewReader(rwc)
 	for {
 		line, err := r.ReadLine()
@@ -165,6 +227,7 @@ func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) 
 			}
 			return
 		}
+		active.Add(1)
 		var req *protocol.Request
 		var add *protocol.BulkAdd // a bulk.add body already decoded
 		if id, a, ok := protocol.FastBulkAdd(line); ok && c.hello {
@@ -187,6 +250,13 @@ func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) 
 			if !c.hello {
 				return
 			}
+			greeted.Store(true)
+			p.Admission.Done()
+			n := orDefault(lim.InFlight, DefaultInFlight)
+			if c.role == protocol.RolePlaceholder {
+				n = orDefault(lim.PlaceholderInFlight, DefaultPlaceholderInFlight)
+			}
+			slots = make(chan struct{}, n)
 			continue
 		}
 		if c.role == protocol.RolePlaceholder && !protocol.PlaceholderOps[req.Op] {
@@ -206,17 +276,37 @@ func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) 
 					for it := range bulkQ {
 						body, err := c.safe(it.req, func() (any, error) { return c.bulkOp(ctx, it) })
 						c.reply(it.req.ID, body, err)
+						release()
 					}
 				}()
 			}
+			if !take() {
+				return
+			}
 			bulkQ <- newBulkItem(req, add)
 			continue
+		case protocol.OpNext:
+			// A placeholder parks one poll at a time; many would each hold
+			// a goroutine and a place in the core's queue.
+			if nexts.Load() >= maxNexts {
+				log.Warn("refused a next beyond the connection's bound", "bound", maxNexts)
+				c.reply(req.ID, nil, protocol.Errorf(protocol.CodeBusy, "%d next requests are already in progress on this connection", maxNexts))
+				continue
+			}
+			nexts.Add(1)
+		}
+		if !take() {
+			return
 		}
 		reqs.Add(1)
 		go func() {
 			defer reqs.Done()
 			body, err := c.safe(req, func() (any, error) { return c.handle(ctx, req) })
+			if req.Op == protocol.OpNext {
+				nexts.Add(-1)
+			}
 			c.reply(req.ID, body, err)
+			release()
 		}()
 	}
 }
@@ -272,6 +362,11 @@ func (c *conn) reply(id uint64, body any, err error) {
 	if err != nil {
 		resp.Err = protocol.AsError(err)
 		if resp.Err.Code == protocol.CodeInternal {
+			if c.ended() || errors.Is(err, context.Canceled) {
+				// The peer went away first: nothing failed.
+				c.log.Debug("request ended with its connection", "id", id, "err", err)
+				return
+			}
 			c.log.Error("request failed", "id", id, "err", err)
 		}
 	} else if body != nil {
@@ -283,6 +378,16 @@ func (c *conn) reply(id uint64, body any, err error) {
 		}
 	}
 	c.write(&resp)
+}
+
+// ended reports whether the connection has closed.
+func (c *conn) ended() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+		return false
+	}
 }
 
 func (c *conn) write(resp *protocol.Response) {

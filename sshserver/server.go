@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -28,9 +29,17 @@ import (
 // (`ssh -s cls-host mq`).
 const Subsystem = "mq"
 
-// handshakeTimeout bounds how long an unauthenticated peer may hold a
-// connection.
-const handshakeTimeout = 15 * time.Second
+// DefaultHandshakeTimeout bounds how long an unauthenticated peer may hold
+// a connection, and how long a session channel may wait before saying what
+// it is for.
+const DefaultHandshakeTimeout = 15 * time.Second
+
+// Bounds of unauthenticated connections (server.Gate): from one address at
+// most DefaultPerSource, so one host cannot hold them all. Placeholders
+// that come through a site's tunnel all come from the CLS's own address,
+// and a batch system may start many at once: they are in the handshake
+// only for a few milliseconds each, and one refused retries.
+const DefaultPerSource = 32
 
 // ExecFunc runs a user's command (already split into words) with the
 // channel's streams and returns its exit status.
@@ -45,6 +54,17 @@ type Server struct {
 	// Exec runs user-role commands; nil refuses them.
 	Exec ExecFunc
 	Log  *slog.Logger
+
+	// Gate bounds connections that have not completed the handshake (the
+	// zero Gate: server.DefaultUnauthenticated in total, DefaultPerSource
+	// from one address). Idle closes a connection with no channel open for
+	// that long (0: server.DefaultIdle); a channel of the mq subsystem
+	// follows Proto's limits.
+	Gate server.Gate
+	Idle time.Duration
+	// HandshakeTimeout bounds the handshake, and a session's wait before
+	// its exec or subsystem request (0: DefaultHandshakeTimeout).
+	HandshakeTimeout time.Duration
 
 	wg sync.WaitGroup
 }
@@ -61,6 +81,13 @@ func (s *Server) log() *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return s.Log
+}
+
+func (s *Server) handshakeTimeout() time.Duration {
+	if s.HandshakeTimeout > 0 {
+		return s.HandshakeTimeout
+	}
+	return DefaultHandshakeTimeout
 }
 
 func (s *Server) config() *ssh.ServerConfig {
@@ -91,20 +118,24 @@ func (s *Server) config() *ssh.ServerConfig {
 // Serve accepts connections until ctx ends or ln fails.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	cfg := s.config()
-	return server.Accept(ctx, ln, &s.wg, func(nc net.Conn) { s.serveConn(ctx, nc, cfg) })
+	if s.Gate.PerSource == 0 {
+		s.Gate.PerSource = DefaultPerSource
+	}
+	return server.Accept(ctx, ln, &s.Gate, s.Log, &s.wg, func(nc net.Conn, t *server.Ticket) { s.serveConn(ctx, nc, t, cfg) })
 }
 
 // Wait waits for every connection's handler to return.
 func (s *Server) Wait() { s.wg.Wait() }
 
-func (s *Server) serveConn(ctx context.Context, nc net.Conn, cfg *ssh.ServerConfig) {
+func (s *Server) serveConn(ctx context.Context, nc net.Conn, admission *server.Ticket, cfg *ssh.ServerConfig) {
 	defer nc.Close()
-	nc.SetDeadline(time.Now().Add(handshakeTimeout))
+	nc.SetDeadline(time.Now().Add(s.handshakeTimeout()))
 	sc, chans, reqs, err := ssh.NewServerConn(nc, cfg)
 	if err != nil {
 		s.log().Debug("ssh handshake failed", "addr", nc.RemoteAddr().String(), "err", err)
 		return
 	}
+	admission.Done()
 	nc.SetDeadline(time.Time{})
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -112,6 +143,20 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn, cfg *ssh.ServerConf
 		<-ctx.Done()
 		sc.Close()
 	}()
+	// A connection with no channel open for Idle is closed: it serves
+	// nothing (keepalives do not count).
+	idle := s.Idle
+	if idle <= 0 {
+		idle = server.DefaultIdle
+	}
+	var open atomic.Int64
+	idleClose := time.AfterFunc(idle, func() {
+		if open.Load() == 0 {
+			s.log().Debug("closing an ssh connection with no channel open", "addr", sc.RemoteAddr().String(), "idle", idle)
+			cancel()
+		}
+	})
+	defer idleClose.Stop()
 	go ssh.DiscardRequests(reqs) // keepalives get their "no" reply
 	p := peer{
 		role: sc.Permissions.Extensions[extRole],
@@ -130,10 +175,15 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn, cfg *ssh.ServerConf
 		if err != nil {
 			continue
 		}
+		open.Add(1)
+		idleClose.Stop()
 		chWG.Add(1)
 		go func() {
 			defer chWG.Done()
 			s.session(ctx, p, ch, creqs)
+			if open.Add(-1) == 0 {
+				idleClose.Reset(idle)
+			}
 		}()
 	}
 	cancel()
@@ -152,6 +202,10 @@ func (s *Server) session(ctx context.Context, p peer, ch ssh.Channel, reqs <-cha
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer ch.Close()
+	// A session that never says what it is for would hold its connection
+	// open forever.
+	undecided := time.AfterFunc(s.handshakeTimeout(), func() { ch.Close() })
+	defer undecided.Stop()
 	for req := range reqs {
 		switch req.Type {
 		case "env":
@@ -174,6 +228,9 @@ func (s *Server) session(ctx context.Context, p peer, ch ssh.Channel, reqs <-cha
 		}
 		// From here the channel is dedicated; later requests get "no", and
 		// the client closing it cancels what runs.
+		if !undecided.Stop() {
+			return // closed as undecided meanwhile
+		}
 		go func() {
 			for r := range reqs {
 				r.Reply(false, nil)

@@ -40,7 +40,8 @@ type cls struct {
 	execs [][]string // commands user keys ran
 }
 
-func newCLS(t testing.TB) *cls {
+// newCLS starts a CLS; opts adjust its SSH server before it serves.
+func newCLS(t testing.TB, opts ...func(*Server)) *cls {
 	t.Helper()
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -67,6 +68,9 @@ func newCLS(t testing.TB) *cls {
 			}
 			return 0
 		}}
+	for _, o := range opts {
+		o(ss)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,56 @@
+package server
+
+import (
+	"context"
+	"net"
+	"testing"
+
+	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// BenchmarkPipelined measures the read loop's cost per request with many
+// in flight on one connection (a placeholder's heartbeats, 64 at a time):
+// what the bounds on requests in progress add to the hot path.
+//
+//	go test -run - -bench Pipelined ./server
+func BenchmarkPipelined(b *testing.B) {
+	srv := &Server{Store: newStore(b)}
+	a, sc := net.Pipe()
+	go srv.ServeConn(context.Background(), sc, protocol.RoleUser)
+	ctx := context.Background()
+	cl, err := client.New(ctx, a, protocol.RolePlaceholder, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	var reg protocol.RegisterReply
+	if err := cl.Call(ctx, protocol.OpRegister, protocol.Register{Site: "s", Host: "h", Slots: 1, OutDir: "/x"}, &reg); err != nil {
+		b.Fatal(err)
+	}
+	hb := protocol.Heartbeat{Placeholder: reg.ID}
+	const window = 64
+	calls := make(chan *client.Call, window)
+	done := make(chan error, 1)
+	go func() {
+		for k := range calls {
+			if err := k.Wait(ctx, nil); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	b.ResetTimer()
+	for range b.N {
+		k, err := cl.Go(protocol.OpHeartbeat, hb)
+		if err != nil {
+			b.Fatal(err)
+		}
+		calls <- k
+	}
+	close(calls)
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+}

@@ -9,11 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
 	"sync"
 
+	"github.com/mq-hpc/mq/internal/mqhome"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -58,11 +60,9 @@ type pending struct {
 // Dial connects to the CLS whose home is home, as role ("" = the most the
 // socket allows).
 func Dial(ctx context.Context, home, role, clientName string) (*Client, error) {
-	path := SocketPath(home)
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "unix", path)
+	c, err := DialSocket(ctx, home)
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach the CLS at %s (is `cls serve` running?): %w", path, unwrapOp(err))
+		return nil, err
 	}
 	cl, err := New(ctx, c, role, clientName)
 	if err != nil {
@@ -70,6 +70,28 @@ func Dial(ctx context.Context, home, role, clientName string) (*Client, error) {
 		return nil, err
 	}
 	return cl, nil
+}
+
+// DialSocket connects to the Unix socket of the CLS whose home is home. It
+// refuses a socket, or a home, that is not this user's own: whoever made
+// it would see every command sent and could answer as the CLS (an agent
+// would run the jobs it hands out).
+func DialSocket(ctx context.Context, home string) (net.Conn, error) {
+	path := SocketPath(home)
+	if _, err := os.Lstat(path); err == nil {
+		if _, err := mqhome.Check(home); err != nil {
+			return nil, fmt.Errorf("refusing the CLS socket: %w", err)
+		}
+		if err := mqhome.CheckEntry(path, fs.ModeSocket); err != nil {
+			return nil, fmt.Errorf("refusing the CLS socket: %w", err)
+		}
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach the CLS at %s (is `cls serve` running?): %w", path, unwrapOp(err))
+	}
+	return c, nil
 }
 
 func unwrapOp(err error) error {

@@ -47,7 +47,7 @@ type Server struct {
 }
 
 // Serve accepts connections until ctx ends or ln fails. Every peer gets
-// maxRole (the Unix socket is only reachable by its owner: RoleUser).
+// maxRole (the Unix socket is only reachable by its owner: RoleAdmin).
 func (s *Server) Serve(ctx context.Context, ln net.Listener, maxRole string) error {
 	return Accept(ctx, ln, &s.wg, func(c net.Conn) { s.ServeConn(ctx, c, maxRole) })
 }
@@ -86,8 +86,8 @@ func (s *Server) Wait() { s.wg.Wait() }
 
 // Peer is what the transport knows about the other end of a connection.
 type Peer struct {
-	// MaxRole is the most the peer may do (protocol.RoleUser or
-	// RolePlaceholder); its hello may only narrow it.
+	// MaxRole is the most the peer may do (protocol.RoleAdmin, RoleUser
+	// or RolePlaceholder); its hello may only narrow it.
 	MaxRole string
 	// Identity names the credential the peer proved ("socket" for the
 	// Unix socket's owner, "ssh-key:SHA256:..." over SSH). A placeholder
@@ -194,6 +194,12 @@ func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) 
 			c.reply(req.ID, nil, protocol.Errorf(protocol.CodeForbidden, "a placeholder may not %s", req.Op))
 			continue
 		}
+		if protocol.AdminOps[req.Op] && c.role != protocol.RoleAdmin {
+			log.Warn("refused an admin request", "op", req.Op, "role", c.role)
+			c.reply(req.ID, nil, protocol.Errorf(protocol.CodeForbidden,
+				"%s needs the admin role (the CLS owner's own socket, or a key added with `cls key add --role admin`); this connection has role %s", req.Op, c.role))
+			continue
+		}
 		switch req.Op {
 		case protocol.OpBulkAdd, protocol.OpBulkCommit, protocol.OpBulkAbort:
 			// Bulk steps run in order on one goroutine; the raw lines of
@@ -241,13 +247,12 @@ func (c *conn) doHello(raw json.RawMessage) (any, error) {
 		return nil, protocol.Errorf(protocol.CodeUnsupported, "protocol version %d is not supported (this CLS speaks %d)", h.Proto, protocol.Version)
 	}
 	role := c.maxRole
-	switch h.Role {
-	case "", c.maxRole:
-	case protocol.RolePlaceholder:
-		role = protocol.RolePlaceholder // narrowing is always allowed
-	default:
-		c.log.Warn("refused a role the connection does not allow", "role", h.Role, "allowed", c.maxRole)
-		return nil, protocol.Errorf(protocol.CodeForbidden, "role %q is not allowed on this connection", h.Role)
+	if h.Role != "" {
+		if !protocol.RoleAllows(c.maxRole, h.Role) { // narrowing is always allowed
+			c.log.Warn("refused a role the connection does not allow", "role", h.Role, "allowed", c.maxRole)
+			return nil, protocol.Errorf(protocol.CodeForbidden, "role %q is not allowed on this connection", h.Role)
+		}
+		role = h.Role
 	}
 	c.role, c.hello = role, true
 	return protocol.HelloReply{Proto: protocol.Version, Server: c.s.Version, Role: role}, nil

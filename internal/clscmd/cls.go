@@ -27,6 +27,7 @@ import (
 
 	"github.com/mq-hpc/mq/client"
 	mqcli "github.com/mq-hpc/mq/internal/cli"
+	"github.com/mq-hpc/mq/internal/mqhome"
 	"github.com/mq-hpc/mq/internal/sshkey"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/metaqueue"
@@ -94,24 +95,32 @@ func serve(c *cli.Context) error {
 	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
 		return mqcli.Usagef("--log-level: %v", err)
 	}
-	home, err := client.Home()
+	// Everything the CLS makes is its user's alone. Local placeholders
+	// get the umask back for their jobs (cls agent --umask).
+	jobUmask := syscall.Umask(0o077)
+	defer syscall.Umask(jobUmask)
+	home, warning, err := openHome()
 	if err != nil {
 		return err
-	}
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		return fmt.Errorf("cannot create MQ_HOME: %w", err)
 	}
 	unlock, err := lockHome(home)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	logf, err := os.OpenFile(filepath.Join(home, "cls.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	logf, err := mqhome.OpenFile(filepath.Join(home, "cls.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("cannot open the log: %w", err)
 	}
 	defer logf.Close()
 	log := slog.New(slog.NewTextHandler(logf, &slog.HandlerOptions{Level: level}))
+	if warning != "" {
+		log.Warn(warning)
+		fmt.Fprintf(c.App.ErrWriter, "cls: warning: %s\n", warning)
+	}
+	if err := mqhome.MkdirAll(filepath.Join(home, "output")); err != nil {
+		return err
+	}
 
 	stopProfile, err := startProfile(c.String("cpuprofile"))
 	if err != nil {
@@ -137,10 +146,8 @@ func serve(c *cli.Context) error {
 	if len(sock) > 100 {
 		return fmt.Errorf("socket path %s is too long for a Unix socket; use a shorter MQ_HOME", sock)
 	}
-	os.Remove(sock) // the lock says no live CLS owns it
-	old := syscall.Umask(0o077)
-	ln, err := net.Listen("unix", sock)
-	syscall.Umask(old)
+	os.Remove(sock)                     // the lock says no live CLS owns it
+	ln, err := net.Listen("unix", sock) // mode 0600: the umask
 	if err != nil {
 		return fmt.Errorf("cannot listen on %s: %w", sock, err)
 	}
@@ -157,13 +164,13 @@ func serve(c *cli.Context) error {
 	// other: its N placeholders are children of this process, replaced
 	// when they end (their jobs requeued at once), stopped with the CLS.
 	// The flag is the whole truth about it; it is never stored.
-	st.agentLog, st.noop = logf, c.Bool("noop")
+	st.agentLog, st.noop, st.umask = logf, c.Bool("noop"), jobUmask
 	if n > 0 {
 		st.mgr.Embedded = []protocol.SiteSpec{{Name: site.EmbeddedName, Type: site.Local, Min: n, Max: n, Slots: slots}}
 	}
 	st.install(srv)
 	serveErr := make(chan error, 2)
-	go func() { serveErr <- srv.Serve(srvCtx, ln, protocol.RoleUser) }()
+	go func() { serveErr <- srv.Serve(srvCtx, ln, protocol.RoleAdmin) }() // the socket is the owner's
 
 	var sshSrv *sshserver.Server
 	if addr := c.String("ssh"); addr != "" {
@@ -178,9 +185,9 @@ func serve(c *cli.Context) error {
 		defer sln.Close()
 		sshSrv = &sshserver.Server{HostKey: hostKey, Log: log, Proto: srv,
 			Keys: sshserver.NewKeyFile(filepath.Join(home, sshserver.KeyFileName)),
-			Exec: sshExec(func() io.ReadWriteCloser {
+			Exec: sshExec(func(who server.Peer) io.ReadWriteCloser {
 				a, b := net.Pipe()
-				go srv.ServeConn(srvCtx, b, protocol.RoleUser)
+				go srv.ServePeer(srvCtx, b, who)
 				return a
 			}),
 		}
@@ -237,7 +244,7 @@ func startProfile(path string) (stop func(), err error) {
 // lockHome makes sure one CLS owns a home at a time. The lock dies with the
 // process, so a killed CLS never leaves a stale lock.
 func lockHome(home string) (func(), error) {
-	f, err := os.OpenFile(filepath.Join(home, "cls.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := mqhome.OpenFile(filepath.Join(home, "cls.lock"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("cannot lock MQ_HOME: %w", err)
 	}
@@ -279,6 +286,7 @@ copied to the CLS when each job ends.`,
 			&cli.BoolFlag{Name: "noop", Usage: "report jobs done without running them (benchmarks only)"},
 			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error (to stderr)", Value: "warn"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile to `FILE` (performance work)", Hidden: true},
+			&cli.StringFlag{Name: "umask", Usage: "the umask jobs run with, octal (the CLS passes its user's to local placeholders)", Hidden: true},
 		},
 		Action: runAgent,
 	}
@@ -294,6 +302,13 @@ func runAgent(c *cli.Context) error {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
 		return mqcli.Usagef("--log-level: %v", err)
+	}
+	if m := c.String("umask"); m != "" {
+		u, err := strconv.ParseUint(m, 8, 32)
+		if err != nil || u > 0o777 {
+			return mqcli.Usagef("--umask must be octal 0..777, not %q", m)
+		}
+		syscall.Umask(int(u))
 	}
 	home, err := client.Home()
 	if err != nil {
@@ -329,11 +344,7 @@ func runAgent(c *cli.Context) error {
 				return mqcli.Usagef("--%s is only for --cls", f)
 			}
 		}
-		sock := client.SocketPath(home)
-		dial = func(ctx context.Context) (io.ReadWriteCloser, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", sock)
-		}
+		dial = func(ctx context.Context) (io.ReadWriteCloser, error) { return client.DialSocket(ctx, home) }
 	}
 	stop, err := startProfile(c.String("cpuprofile"))
 	if err != nil {

@@ -148,7 +148,7 @@ func (a *Agent) drain(r *os.File, path string) error {
 		}
 		a.dirs.Store(dir, true)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600) // never write through a link
 	if err != nil {
 		io.Copy(io.Discard, r)
 		return err

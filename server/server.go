@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/mq-hpc/mq/job"
@@ -557,7 +558,7 @@ func (c *conn) stage(ctx context.Context, b protocol.OutputChunk) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("staging output: %w", err)
 	}
-	flags := os.O_WRONLY | os.O_CREATE
+	flags := os.O_WRONLY | os.O_CREATE | syscall.O_NOFOLLOW // never write through a link
 	if b.Offset == 0 {
 		flags |= os.O_TRUNC
 	}

@@ -254,7 +254,7 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 
 	var ceiling <-chan time.Time
 	if asg.Ceiling > 0 {
-		t := time.NewTimer(time.Duration(asg.Ceiling * float64(time.Second)))
+		t := time.NewTimer(protocol.Duration(asg.Ceiling))
 		defer t.Stop()
 		ceiling = t.C
 	}

@@ -88,8 +88,12 @@ func serve(c *cli.Context) error {
 	if slots < 1 || slots > 4096 {
 		return mqcli.Usagef("--slots must be 1..4096, not %d", slots)
 	}
-	if c.Duration("lease") < time.Second {
-		return mqcli.Usagef("--lease must be at least 1s")
+	if err := checkDurations(c, map[string][2]time.Duration{
+		"lease":         {time.Second, 24 * time.Hour},
+		"site-poll":     {100 * time.Millisecond, time.Hour},
+		"site-throttle": {time.Second, 366 * 24 * time.Hour},
+	}); err != nil {
+		return err
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
@@ -299,6 +303,9 @@ func runAgent(c *cli.Context) error {
 	if n := c.Int("slots"); n < 1 || n > 4096 {
 		return mqcli.Usagef("--slots must be 1..4096, not %d", n)
 	}
+	if err := placeholder.CheckTimes(c.Duration("walltime"), c.Duration("idle"), c.Duration("reconnect")); err != nil {
+		return mqcli.Usagef("%v", err)
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
 		return mqcli.Usagef("--log-level: %v", err)
@@ -480,11 +487,12 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// parseSeconds reads "90" (seconds) or a Go duration such as "1h30m".
+// parseSeconds reads "90" (seconds) or a Go duration such as "1h30m",
+// 0..protocol.MaxSeconds.
 func parseSeconds(s string) (float64, error) {
 	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		if f < 0 {
-			return 0, fmt.Errorf("%q is negative", s)
+		if !(f >= 0 && f <= protocol.MaxSeconds) { // also NaN
+			return 0, fmt.Errorf("%q is not 0..%g seconds (about 31 years)", s, float64(protocol.MaxSeconds))
 		}
 		return f, nil
 	}
@@ -492,7 +500,21 @@ func parseSeconds(s string) (float64, error) {
 	if err != nil || d < 0 {
 		return 0, fmt.Errorf("%q is not a duration (e.g. 90, 90s, 2h)", s)
 	}
+	if d.Seconds() > protocol.MaxSeconds {
+		return 0, fmt.Errorf("%q is more than %g seconds (about 31 years)", s, float64(protocol.MaxSeconds))
+	}
 	return d.Seconds(), nil
+}
+
+// checkDurations checks duration flags against their ranges; a flag whose
+// value is out of range is a usage error naming it.
+func checkDurations(c *cli.Context, ranges map[string][2]time.Duration) error {
+	for name, r := range ranges {
+		if d := c.Duration(name); d < r[0] || d > r[1] {
+			return mqcli.Usagef("--%s must be %v..%v, not %v", name, r[0], r[1], d)
+		}
+	}
+	return nil
 }
 
 func printQueues(w io.Writer, qs []protocol.QueueInfo) {
@@ -501,7 +523,7 @@ func printQueues(w io.Writer, qs []protocol.QueueInfo) {
 	for _, q := range qs {
 		ceiling := "none"
 		if q.Ceiling > 0 {
-			ceiling = (time.Duration(q.Ceiling * float64(time.Second))).String()
+			ceiling = protocol.Duration(q.Ceiling).String()
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%s\n", q.Name, ceiling, q.MaxAttempts, q.RetryFailed, q.Policy)
 	}

@@ -132,7 +132,7 @@ func (s *sites) forget(spec protocol.SiteSpec) {
 
 // open makes the Site of a spec.
 func (s *sites) open(spec protocol.SiteSpec, exited func(pid int)) (site.Site, error) {
-	wall := time.Duration(spec.Walltime * float64(time.Second))
+	wall := protocol.Duration(spec.Walltime)
 	if spec.Type == site.Local {
 		exe, err := os.Executable()
 		if err != nil {
@@ -142,7 +142,7 @@ func (s *sites) open(spec protocol.SiteSpec, exited func(pid int)) (site.Site, e
 		args := []string{"agent", "--site", spec.Name, "--host", host, "--slots", strconv.Itoa(spec.Slots)}
 		if !spec.Embedded { // the CLS's own are always there: no time limit, never idle out
 			args = append(args, "--walltime", site.AgentWalltime(wall).String(),
-				"--idle", (time.Duration(spec.Idle * float64(time.Second))).String())
+				"--idle", protocol.Duration(spec.Idle).String())
 		}
 		args = append(args, "--out", filepath.Join(s.home, "output"), "--orphan-exit", "--umask", fmt.Sprintf("%03o", s.umask))
 		if spec.Embedded && s.noop {

@@ -45,7 +45,7 @@ func Check(dir string) (warning string, err error) {
 	uid := owner(fi)
 	mode := fi.Mode()
 	if uid != os.Geteuid() {
-		return "", fmt.Errorf("MQ_HOME %s is owned by uid %d, not by you (uid %d): another user could act as your CLS; use a directory of your own (mode 0700)", dir, uid, os.Geteuid())
+		return "", fmt.Errorf("MQ_HOME %s (mode %04o) is owned by uid %d, not by you (uid %d): another user could act as your CLS; use a directory of your own (mode 0700)", dir, perm(mode), uid, os.Geteuid())
 	}
 	if mode.Perm()&0o022 != 0 {
 		return "", fmt.Errorf("MQ_HOME %s is writable by others (mode %04o): they could act as your CLS; chmod 700 %s", dir, perm(mode), dir)

@@ -29,7 +29,7 @@ func TestCheck(t *testing.T) {
 		{name: "sticky world-writable", mode: 0o777 | fs.ModeSticky, wantErr: "mode 1777"},
 		{name: "parent writable", mode: 0o700, parentMode: 0o777, wantErr: "writable by others and not sticky (mode 0777)"},
 		{name: "parent sticky", mode: 0o700, parentMode: 0o777 | fs.ModeSticky},
-		{name: "foreign owner", mode: 0o700, chown: true, wantErr: "is owned by uid 65534, not by you"},
+		{name: "foreign owner", mode: 0o700, chown: true, wantErr: "(mode 0700) is owned by uid 65534, not by you"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/mqhome"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -60,7 +62,7 @@ type pending struct {
 // Dial connects to the CLS whose home is home, as role ("" = the most the
 // socket allows).
 func Dial(ctx context.Context, home, role, clientName string) (*Client, error) {
-	c, err := dialSocket(ctx, SocketPath(home), dialPatience)
+	c, err := DialSocket(ctx, home)
 	if err != nil {
 		return nil, err
 	}
@@ -70,6 +72,23 @@ func Dial(ctx context.Context, home, role, clientName string) (*Client, error) {
 		return nil, err
 	}
 	return cl, nil
+}
+
+// DialSocket connects to the Unix socket of the CLS whose home is home. It
+// refuses a socket, or a home, that is not this user's own: whoever made
+// it would see every command sent and could answer as the CLS (an agent
+// would run the jobs it hands out).
+func DialSocket(ctx context.Context, home string) (net.Conn, error) {
+	path := SocketPath(home)
+	if _, err := os.Lstat(path); err == nil {
+		if _, err := mqhome.Check(home); err != nil {
+			return nil, fmt.Errorf("refusing the CLS socket: %w", err)
+		}
+		if err := mqhome.CheckEntry(path, fs.ModeSocket); err != nil {
+			return nil, fmt.Errorf("refusing the CLS socket: %w", err)
+		}
+	}
+	return dialSocket(ctx, path, dialPatience)
 }
 
 // dialPatience is how long Dial keeps trying a socket whose backlog is

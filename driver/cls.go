@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,10 +46,8 @@ type clsBackend struct {
 func newCLS(ctx context.Context, d *Driver) (*clsBackend, error) {
 	dial := d.cfg.Dial
 	if dial == nil {
-		path := client.SocketPath(d.cfg.Home)
 		dial = func(ctx context.Context) (io.ReadWriteCloser, error) {
-			var nd net.Dialer
-			return nd.DialContext(ctx, "unix", path)
+			return client.DialSocket(ctx, d.cfg.Home)
 		}
 	}
 	var b [8]byte

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/mq-hpc/mq/dag"
@@ -63,6 +62,9 @@ func (s *Store) WaitFor(ctx context.Context, req protocol.Wait) (protocol.WaitRe
 	ids, timeout := req.IDs, time.Duration(req.TimeoutMS)*time.Millisecond
 	if len(ids) == 0 {
 		return reply, protocol.Errorf(protocol.CodeBadRequest, "no jobs to wait for")
+	}
+	if err := protocol.CheckMillis("timeout_ms", int64(req.TimeoutMS)); err != nil {
+		return reply, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
 	}
 	c := &call{ctx: ctx, done: make(chan struct{})}
 	c.fn = func() error {
@@ -409,8 +411,10 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 		}
 		pol = &p
 	}
-	if qs.Ceiling != nil && (*qs.Ceiling < 0 || math.IsNaN(*qs.Ceiling) || math.IsInf(*qs.Ceiling, 0)) {
-		return info, protocol.Errorf(protocol.CodeBadRequest, "ceiling must be a number of seconds >= 0 (0 = none)")
+	if qs.Ceiling != nil {
+		if err := protocol.CheckSeconds("ceiling", *qs.Ceiling); err != nil {
+			return info, protocol.Errorf(protocol.CodeBadRequest, "%v (0 = none)", err)
+		}
 	}
 	if qs.MaxAttempts != nil && (*qs.MaxAttempts < 1 || *qs.MaxAttempts > 1000) {
 		return info, protocol.Errorf(protocol.CodeBadRequest, "max attempts must be 1..1000")

@@ -6,9 +6,12 @@ import (
 	_ "embed"
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go)
+
+	"github.com/mq-hpc/mq/internal/mqhome"
 )
 
 //go:embed schema.sql
@@ -68,6 +71,9 @@ func openDB(ctx context.Context, path string, sync Sync, checks bool) (w *sql.Co
 	if sync != SyncFull && sync != SyncNormal && sync != SyncSubmit {
 		return nil, nil, nil, fmt.Errorf("unknown sync mode %q (want submit, full or normal)", sync)
 	}
+	if err := prepareFiles(path); err != nil {
+		return nil, nil, nil, err
+	}
 	wdb, err = sql.Open("sqlite", dsn(path, sync, false, checks))
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("open %s: %w", path, err)
@@ -107,6 +113,30 @@ func openDB(ctx context.Context, path string, sync Sync, checks bool) (w *sql.Co
 	}
 	rdb.SetMaxOpenConns(4)
 	return w, wdb, rdb, nil
+}
+
+// prepareFiles makes sure SQLite opens only this user's own files: SQLite
+// follows symbolic links and cannot be told not to, so a link planted at
+// mq.db or its -wal, -shm or -journal (which take the database's mode)
+// is refused before it is opened. The database is created here, mode
+// 0600, so that its companions are 0600 too whatever the umask. An older
+// database that others could read is made 0600.
+func prepareFiles(path string) error {
+	for _, p := range []string{path, path + "-wal", path + "-shm", path + "-journal"} {
+		if err := mqhome.CheckEntry(p, 0); err != nil {
+			return fmt.Errorf("open %s: %w", path, err)
+		}
+		if fi, err := os.Lstat(p); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(p, 0o600); err != nil {
+				return fmt.Errorf("open %s: %w", path, err)
+			}
+		}
+	}
+	f, err := mqhome.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	return f.Close()
 }
 
 func migrate(ctx context.Context, w *sql.Conn) error {

@@ -48,6 +48,9 @@ func (s *Store) RegisterAs(ctx context.Context, r protocol.Register, identity st
 	if r.Slots < 1 || r.Slots > 4096 {
 		return protocol.RegisterReply{}, protocol.Errorf(protocol.CodeBadRequest, "slots must be 1..4096, not %d", r.Slots)
 	}
+	if err := protocol.CheckSeconds("walltime_s", r.Walltime); err != nil {
+		return protocol.RegisterReply{}, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+	}
 	var id int64
 	err := s.do(ctx, func() error {
 		if err := s.begin(); err != nil {
@@ -95,8 +98,13 @@ func (s *Store) Next(ctx context.Context, req protocol.Next) (protocol.NextReply
 	if req.Free < 0 || req.Free > 4096 {
 		return reply, protocol.Errorf(protocol.CodeBadRequest, "free slots must be 0..4096, not %d", req.Free)
 	}
-	wait := time.Duration(max(req.WaitMS, 0)) * time.Millisecond
-	wait = min(wait, 5*time.Minute)
+	if err := protocol.CheckMillis("wait_ms", int64(req.WaitMS)); err != nil {
+		return reply, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+	}
+	if err := protocol.CheckSeconds("walltime_left_s", req.WalltimeLeft); err != nil {
+		return reply, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+	}
+	wait := min(time.Duration(req.WaitMS)*time.Millisecond, 5*time.Minute)
 	c := &call{ctx: ctx, done: make(chan struct{})}
 	c.fn = func() error {
 		if _, ok := s.phs[req.Placeholder]; !ok {

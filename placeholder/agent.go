@@ -212,7 +212,7 @@ func (a *Agent) connect(ctx context.Context) (*client.Client, error) {
 	}
 	a.id = reg.ID
 	if reg.HeartbeatS > 0 {
-		a.hbEvery = time.Duration(reg.HeartbeatS * float64(time.Second))
+		a.hbEvery = protocol.Duration(reg.HeartbeatS)
 	}
 	a.log.Info("connected to the CLS", "placeholder", a.id)
 	return cl, nil
@@ -256,6 +256,21 @@ func (a *Agent) call(ctx context.Context, op string, body func(id int64) any, ou
 		a.log.Warn("lost the CLS connection", "op", op, "err", err)
 		a.dropped(cl)
 	}
+}
+
+// CheckTimes checks an agent's time settings as its command line gives
+// them (--walltime, --idle, --reconnect): 0 (none, or the default) or a
+// positive duration the protocol can carry.
+func CheckTimes(walltime, idle, reconnect time.Duration) error {
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"walltime", walltime}, {"idle", idle}, {"reconnect", reconnect}} {
+		if f.d < 0 || f.d.Seconds() > protocol.MaxSeconds {
+			return fmt.Errorf("--%s must be 0..%v, not %v", f.name, time.Duration(protocol.MaxSeconds)*time.Second, f.d)
+		}
+	}
+	return nil
 }
 
 func (a *Agent) walltimeLeft() float64 {

@@ -148,7 +148,7 @@ func (a *Agent) drain(r *os.File, path string) error {
 		}
 		a.dirs.Store(dir, true)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600) // never write through a link
 	if err != nil {
 		io.Copy(io.Discard, r)
 		return err
@@ -254,7 +254,7 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 
 	var ceiling <-chan time.Time
 	if asg.Ceiling > 0 {
-		t := time.NewTimer(time.Duration(asg.Ceiling * float64(time.Second)))
+		t := time.NewTimer(protocol.Duration(asg.Ceiling))
 		defer t.Stop()
 		ceiling = t.C
 	}

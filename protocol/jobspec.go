@@ -41,8 +41,8 @@ func ValidateSpec(js *JobSpec) error {
 	if js.Cwd != "" && !filepath.IsAbs(js.Cwd) {
 		return fmt.Errorf("working directory %q is not absolute", js.Cwd)
 	}
-	if js.Est < 0 || js.Est != js.Est || js.Est > 1e9 {
-		return fmt.Errorf("estimate %v is not a number of seconds >= 0", js.Est)
+	if !(js.Est >= 0 && js.Est <= MaxSeconds) {
+		return CheckSeconds("estimate", js.Est)
 	}
 	if len(js.Prereqs) > 10000 {
 		return fmt.Errorf("%d prerequisites; the limit is 10000", len(js.Prereqs))

@@ -28,12 +28,28 @@ const (
 	OpOutput    = "output"    // OutputChunk -> {} (stage a job's output on the CLS)
 )
 
-// Roles a connection may hold. The transport decides the most a peer may
-// have (the Unix socket is the owner: user); a hello may only narrow it.
+// Roles a connection may hold, each allowed less than the one before:
+// admin (the CLS owner) may do anything; user may submit and manage jobs
+// and queues; placeholder may only pull work and report it. The
+// transport decides the most a peer may have (the Unix socket is the
+// owner: admin; an SSH key has the role it was added with); a hello may
+// only narrow it.
 const (
+	RoleAdmin       = "admin"
 	RoleUser        = "user"
 	RolePlaceholder = "placeholder"
 )
+
+// RoleAllows reports whether a peer allowed have may take role want.
+func RoleAllows(have, want string) bool {
+	rank := map[string]int{RolePlaceholder: 1, RoleUser: 2, RoleAdmin: 3}
+	return rank[want] > 0 && rank[have] >= rank[want]
+}
+
+// AdminOps are the ops only the admin role may send: they make the CLS
+// start processes (a local site) or log in elsewhere with its owner's
+// SSH keys (a batch site).
+var AdminOps = map[string]bool{OpSiteAdd: true, OpSiteRemove: true}
 
 // PlaceholderOps are the only ops a placeholder-role connection may send.
 var PlaceholderOps = map[string]bool{

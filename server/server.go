@@ -19,6 +19,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/mq-hpc/mq/job"
@@ -77,7 +78,7 @@ func orDefault[T int | time.Duration](v, def T) T {
 
 // Serve accepts connections until ctx ends or ln fails for good. Every
 // peer gets maxRole (the Unix socket is only reachable by its owner:
-// RoleUser).
+// RoleAdmin).
 func (s *Server) Serve(ctx context.Context, ln net.Listener, maxRole string) error {
 	return Accept(ctx, ln, &s.Gate, s.Log, &s.wg, func(c net.Conn, t *Ticket) {
 		s.ServePeer(ctx, c, Peer{MaxRole: maxRole, Identity: "socket", Admission: t})
@@ -89,8 +90,8 @@ func (s *Server) Wait() { s.wg.Wait() }
 
 // Peer is what the transport knows about the other end of a connection.
 type Peer struct {
-	// MaxRole is the most the peer may do (protocol.RoleUser or
-	// RolePlaceholder); its hello may only narrow it.
+	// MaxRole is the most the peer may do (protocol.RoleAdmin, RoleUser
+	// or RolePlaceholder); its hello may only narrow it.
 	MaxRole string
 	// Identity names the credential the peer proved ("socket" for the
 	// Unix socket's owner, "ssh-key:SHA256:..." over SSH). A placeholder
@@ -264,6 +265,12 @@ func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) 
 			c.reply(req.ID, nil, protocol.Errorf(protocol.CodeForbidden, "a placeholder may not %s", req.Op))
 			continue
 		}
+		if protocol.AdminOps[req.Op] && c.role != protocol.RoleAdmin {
+			log.Warn("refused an admin request", "op", req.Op, "role", c.role)
+			c.reply(req.ID, nil, protocol.Errorf(protocol.CodeForbidden,
+				"%s needs the admin role (the CLS owner's own socket, or a key added with `cls key add --role admin`); this connection has role %s", req.Op, c.role))
+			continue
+		}
 		switch req.Op {
 		case protocol.OpBulkAdd, protocol.OpBulkCommit, protocol.OpBulkAbort:
 			// Bulk steps run in order on one goroutine; the raw lines of
@@ -331,13 +338,12 @@ func (c *conn) doHello(raw json.RawMessage) (any, error) {
 		return nil, protocol.Errorf(protocol.CodeUnsupported, "protocol version %d is not supported (this CLS speaks %d)", h.Proto, protocol.Version)
 	}
 	role := c.maxRole
-	switch h.Role {
-	case "", c.maxRole:
-	case protocol.RolePlaceholder:
-		role = protocol.RolePlaceholder // narrowing is always allowed
-	default:
-		c.log.Warn("refused a role the connection does not allow", "role", h.Role, "allowed", c.maxRole)
-		return nil, protocol.Errorf(protocol.CodeForbidden, "role %q is not allowed on this connection", h.Role)
+	if h.Role != "" {
+		if !protocol.RoleAllows(c.maxRole, h.Role) { // narrowing is always allowed
+			c.log.Warn("refused a role the connection does not allow", "role", h.Role, "allowed", c.maxRole)
+			return nil, protocol.Errorf(protocol.CodeForbidden, "role %q is not allowed on this connection", h.Role)
+		}
+		role = h.Role
 	}
 	c.role, c.hello = role, true
 	return protocol.HelloReply{Proto: protocol.Version, Server: c.s.Version, Role: role}, nil
@@ -657,7 +663,7 @@ func (c *conn) stage(ctx context.Context, b protocol.OutputChunk) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("staging output: %w", err)
 	}
-	flags := os.O_WRONLY | os.O_CREATE
+	flags := os.O_WRONLY | os.O_CREATE | syscall.O_NOFOLLOW // never write through a link
 	if b.Offset == 0 {
 		flags |= os.O_TRUNC
 	}

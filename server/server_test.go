@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -45,12 +46,17 @@ type peer struct {
 
 func connect(t testing.TB, srv *Server, maxRole string) *peer {
 	t.Helper()
+	return connectAs(t, srv, Peer{MaxRole: maxRole, Identity: "socket"})
+}
+
+func connectAs(t testing.TB, srv *Server, who Peer) *peer {
+	t.Helper()
 	cli, sc := net.Pipe()
 	p := &peer{t: t, c: cli, resps: make(chan *protocol.Response, 1024), raw: make(chan []byte, 1024),
 		served: make(chan struct{}), nextID: 100, held: map[uint64][]*protocol.Response{}}
 	go func() {
 		defer close(p.served)
-		srv.ServeConn(context.Background(), sc, maxRole)
+		srv.ServePeer(context.Background(), sc, who)
 	}()
 	go func() {
 		defer close(p.resps)
@@ -230,7 +236,11 @@ func TestHelloVersionAndRoles(t *testing.T) {
 		{"user narrows", protocol.RoleUser, `{"proto":1,"role":"placeholder"}`, "", protocol.RolePlaceholder},
 		{"placeholder default", protocol.RolePlaceholder, `{"proto":1}`, "", protocol.RolePlaceholder},
 		{"placeholder cannot widen", protocol.RolePlaceholder, `{"proto":1,"role":"user"}`, protocol.CodeForbidden, ""},
-		{"unknown role", protocol.RoleUser, `{"proto":1,"role":"admin"}`, protocol.CodeForbidden, ""},
+		{"user cannot widen to admin", protocol.RoleUser, `{"proto":1,"role":"admin"}`, protocol.CodeForbidden, ""},
+		{"admin default", protocol.RoleAdmin, `{"proto":1}`, "", protocol.RoleAdmin},
+		{"admin narrows to user", protocol.RoleAdmin, `{"proto":1,"role":"user"}`, "", protocol.RoleUser},
+		{"admin narrows to placeholder", protocol.RoleAdmin, `{"proto":1,"role":"placeholder"}`, "", protocol.RolePlaceholder},
+		{"unknown role", protocol.RoleAdmin, `{"proto":1,"role":"root"}`, protocol.CodeForbidden, ""},
 		{"old version", protocol.RoleUser, `{"proto":0}`, protocol.CodeUnsupported, ""},
 		{"new version", protocol.RoleUser, `{"proto":2}`, protocol.CodeUnsupported, ""},
 		{"no body", protocol.RoleUser, ``, protocol.CodeUnsupported, ""},
@@ -324,6 +334,89 @@ func TestPlaceholderRole(t *testing.T) {
 	if len(w.Jobs) != 1 || w.Jobs[0].State != "D" {
 		t.Fatalf("job run through the placeholder connection: %+v", w)
 	}
+}
+
+// Site administration makes the CLS start processes or log in elsewhere
+// with its owner's keys: only an admin peer (the owner's socket, or a key
+// given the admin role) may do it. Anyone else is refused, and the
+// refusal is logged with who asked.
+func TestAdminOps(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		maxRole, hello string
+		allowed        bool
+	}{
+		{protocol.RoleAdmin, "", true},
+		{protocol.RoleAdmin, protocol.RoleUser, false}, // narrowed
+		{protocol.RoleUser, "", false},
+		{protocol.RolePlaceholder, "", false},
+	} {
+		var logBuf syncBuf
+		var calls []string
+		var mu sync.Mutex
+		srv := &Server{Store: newStore(t), Log: slog.New(slog.NewTextHandler(&logBuf, nil)),
+			Ops: map[string]func(context.Context, json.RawMessage) (any, error){}}
+		for _, op := range []string{protocol.OpSiteAdd, protocol.OpSiteRemove, protocol.OpSiteList} {
+			srv.Ops[op] = func(context.Context, json.RawMessage) (any, error) {
+				mu.Lock()
+				calls = append(calls, op)
+				mu.Unlock()
+				return struct{}{}, nil
+			}
+		}
+		const key = "ssh-key:SHA256:test-key"
+		p := connectAs(t, srv, Peer{MaxRole: tc.maxRole, Identity: key})
+		p.hello(tc.hello)
+		name := tc.maxRole + "/" + tc.hello
+		for _, op := range []string{protocol.OpSiteAdd, protocol.OpSiteRemove} {
+			body := protocol.SiteSpec{Name: "x", Type: "local"}
+			if tc.allowed {
+				p.do(op, body, nil)
+				continue
+			}
+			e := p.fails(op, body, protocol.CodeForbidden)
+			if !strings.Contains(e.Msg, "needs the admin role") && !strings.Contains(e.Msg, "a placeholder may not") {
+				t.Errorf("%s %s: refusal %q", name, op, e.Msg)
+			}
+			if !strings.Contains(logBuf.String(), "level=WARN msg=\"refused") || !strings.Contains(logBuf.String(), key) ||
+				!strings.Contains(logBuf.String(), "op="+op) {
+				t.Errorf("%s %s: the refusal is not logged with the key:\n%s", name, op, logBuf.String())
+			}
+		}
+		if tc.maxRole != protocol.RolePlaceholder {
+			p.do(protocol.OpSiteList, struct{}{}, nil) // looking is not administering
+		}
+		mu.Lock()
+		want := 1
+		if tc.allowed {
+			want = 3
+		}
+		if tc.maxRole == protocol.RolePlaceholder {
+			want = 0
+		}
+		if len(calls) != want {
+			t.Errorf("%s: handlers ran for %v; want %d calls", name, calls, want)
+		}
+		mu.Unlock()
+	}
+}
+
+// syncBuf is a log sink safe for the server's goroutines.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func TestPlaceholderSpeaksOnlyForItself(t *testing.T) {

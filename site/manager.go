@@ -425,7 +425,7 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 	m.mu.Unlock()
 	// Count far enough to see this site's share beyond what other sites take.
 	limit := spec.Max*spec.Slots + elsewhere + 1
-	ready, executing, err := m.Store.SiteDemand(ctx, AgentWalltime(time.Duration(spec.Walltime*float64(time.Second))).Seconds(), phs, limit)
+	ready, executing, err := m.Store.SiteDemand(ctx, AgentWalltime(protocol.Duration(spec.Walltime)).Seconds(), phs, limit)
 	if err != nil {
 		return fmt.Errorf("metaqueue: %w", err)
 	}

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -198,12 +197,12 @@ func (s *Remote) prepare(ctx context.Context, r Runner) error {
 	if addr == "" {
 		return errors.New("the CLS has no SSH endpoint for placeholders to reach: start it with cls serve --ssh ADDR")
 	}
-	wall := time.Duration(s.Spec.Walltime * float64(time.Second))
+	wall := protocol.Duration(s.Spec.Walltime)
 	args := []string{
 		"--cls", addr, "--host-key", s.HostKey, "--key", path.Join(s.base, "key"),
 		"--site", s.Spec.Name, "--slots", strconv.Itoa(s.Spec.Slots),
 		"--walltime", AgentWalltime(wall).String(),
-		"--idle", (time.Duration(s.Spec.Idle * float64(time.Second))).String(),
+		"--idle", protocol.Duration(s.Spec.Idle).String(),
 		"--out", path.Join(s.base, "out"),
 	}
 	job := Job{Name: s.JobName, Queue: s.Spec.Queue, Walltime: wall, Slots: s.Spec.Slots, PE: s.Spec.PE, LogDir: path.Join(s.base, "log")}

@@ -158,13 +158,13 @@ func Validate(s *protocol.SiteSpec) error {
 	if s.Walltime == 0 {
 		s.Walltime = 3600
 	}
-	if s.Walltime < 60 || s.Walltime > 366*24*3600 {
+	if !(s.Walltime >= 60 && s.Walltime <= 366*24*3600) { // also NaN
 		return fmt.Errorf("--walltime must be between 1m and 366 days, not %gs", s.Walltime)
 	}
 	if s.Idle == 0 {
 		s.Idle = 60
 	}
-	if s.Idle < 1 || s.Idle > s.Walltime {
+	if !(s.Idle >= 1 && s.Idle <= s.Walltime) {
 		return fmt.Errorf("--idle must be between 1s and the walltime, not %gs", s.Idle)
 	}
 	return nil

@@ -13,19 +13,28 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/mq-hpc/mq/internal/mqhome"
 	"github.com/mq-hpc/mq/protocol"
 )
 
+func owner(fi os.FileInfo) uint32 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Uid
+	}
+	return 0
+}
+
 // KeyFileName is the file in $MQ_HOME that lists the keys the CLS accepts.
-// It uses OpenSSH's authorized_keys syntax with one option, role="user" or
-// role="placeholder", so it can be read and edited like any key file:
+// It uses OpenSSH's authorized_keys syntax with one option, role="admin",
+// role="user" or role="placeholder", so it can be read and edited like
+// any key file:
 //
 //	role="placeholder" ssh-ed25519 AAAAC3Nza... cluster-a
 const KeyFileName = "authorized_keys"
 
 // Key is one accepted public key.
 type Key struct {
-	Role        string // protocol.RoleUser or protocol.RolePlaceholder
+	Role        string // protocol.RoleAdmin, RoleUser or RolePlaceholder
 	Key         ssh.PublicKey
 	Comment     string
 	Fingerprint string // SHA256:...
@@ -58,7 +67,12 @@ func NewKeyFile(path string) *KeyFile { return &KeyFile{Path: path} }
 
 // ValidRole reports whether role may be given to a key.
 func ValidRole(role string) bool {
-	return role == protocol.RoleUser || role == protocol.RolePlaceholder
+	return role == protocol.RoleAdmin || role == protocol.RoleUser || role == protocol.RolePlaceholder
+}
+
+// roleError says which roles there are.
+func roleError(role string) error {
+	return fmt.Errorf("role must be %q, %q or %q, not %q", protocol.RoleAdmin, protocol.RoleUser, protocol.RolePlaceholder, role)
 }
 
 // Lookup returns the entry of an accepted key.
@@ -75,9 +89,16 @@ func (f *KeyFile) Lookup(pk ssh.PublicKey) (Key, bool, error) {
 	return k, ok, nil
 }
 
-// refresh re-reads the file if it changed since the last read.
+// refresh re-reads the file if it changed since the last read. Every
+// lookup checks the directory and the file again as sshd's StrictModes
+// does (mqhome): a key file, or a directory, that someone else could
+// have written refuses every key until it is fixed.
 func (f *KeyFile) refresh() error {
-	fi, err := os.Stat(f.Path)
+	if _, err := mqhome.Check(filepath.Dir(f.Path)); err != nil {
+		f.fi = nil
+		return fmt.Errorf("key file: %w", err)
+	}
+	fi, err := os.Lstat(f.Path)
 	if errors.Is(err, os.ErrNotExist) {
 		f.fi, f.keys, f.err = nil, map[string]Key{}, nil
 		return nil
@@ -85,7 +106,8 @@ func (f *KeyFile) refresh() error {
 	if err != nil {
 		return fmt.Errorf("key file: %w", err)
 	}
-	if f.fi != nil && os.SameFile(f.fi, fi) && fi.ModTime().Equal(f.fi.ModTime()) && fi.Size() == f.fi.Size() {
+	if f.fi != nil && os.SameFile(f.fi, fi) && fi.ModTime().Equal(f.fi.ModTime()) && fi.Size() == f.fi.Size() &&
+		fi.Mode() == f.fi.Mode() && owner(fi) == owner(f.fi) {
 		return f.err
 	}
 	keys, err := readKeys(f.Path)
@@ -112,7 +134,7 @@ func (f *KeyFile) List() ([]Key, error) {
 // the line: a key file that silently drops entries would lock people out
 // without saying why.
 func readKeys(path string) ([]Key, error) {
-	data, err := os.ReadFile(path)
+	data, err := mqhome.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +170,7 @@ func ParseKeyLine(line string) (Key, error) {
 		k.Role = strings.Trim(val, `"`)
 	}
 	if !ValidRole(k.Role) {
-		return Key{}, fmt.Errorf("role must be %q or %q, not %q", protocol.RoleUser, protocol.RolePlaceholder, k.Role)
+		return Key{}, roleError(k.Role)
 	}
 	return k, nil
 }
@@ -170,7 +192,7 @@ func ParsePublicKey(data []byte) (ssh.PublicKey, string, error) {
 // it first to change its role).
 func (f *KeyFile) Add(role string, pk ssh.PublicKey, comment string) (Key, error) {
 	if !ValidRole(role) {
-		return Key{}, fmt.Errorf("role must be %q or %q, not %q", protocol.RoleUser, protocol.RolePlaceholder, role)
+		return Key{}, roleError(role)
 	}
 	comment = strings.Join(strings.Fields(comment), "_") // one field, no line breaks
 	k := Key{Role: role, Key: pk, Comment: comment, Fingerprint: ssh.FingerprintSHA256(pk)}
@@ -210,7 +232,7 @@ func (f *KeyFile) Remove(sel string) ([]Key, error) {
 // temporary file, then rename), so a crash never leaves half a file and
 // concurrent edits do not lose each other's keys.
 func (f *KeyFile) edit(change func([]Key) ([]Key, error)) error {
-	lock, err := os.OpenFile(f.Path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
+	lock, err := mqhome.OpenFile(f.Path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("key file: %w", err)
 	}

@@ -3,6 +3,7 @@ package sshserver
 import (
 	"crypto/ed25519"
 	"crypto/rand"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,7 +47,7 @@ func TestKeyFileAddLookupRemove(t *testing.T) {
 	if _, err := kf.Add("placeholder", u, "again"); err == nil || !strings.Contains(err.Error(), "already added") {
 		t.Errorf("adding a key twice: %v", err)
 	}
-	if _, err := kf.Add("admin", stranger, ""); err == nil {
+	if _, err := kf.Add("owner", stranger, ""); err == nil {
 		t.Error("a role that does not exist was accepted")
 	}
 	for _, c := range []struct {
@@ -110,6 +111,60 @@ func TestKeyFileReloadsAndRejectsBadLines(t *testing.T) {
 	}
 }
 
+// The key file is checked at every lookup, not only when it is first read
+// (as sshd's StrictModes does): a file or directory that another user
+// could have written, or a symbolic link, refuses every key.
+func TestKeyFileStrictModes(t *testing.T) {
+	u, _ := newPub(t)
+	line := `role="user" ` + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(u))) + "\n"
+	for _, tc := range []struct {
+		name  string
+		spoil func(dir, path string) error
+		want  string
+	}{
+		{"file writable by others", func(_, path string) error { return os.Chmod(path, 0o666) }, "writable by others (mode 0666)"},
+		{"file writable by group", func(_, path string) error { return os.Chmod(path, 0o620) }, "writable by others (mode 0620)"},
+		{"directory writable by others", func(dir, _ string) error { return os.Chmod(dir, 0o777) }, "writable by others (mode 0777)"},
+		{"symbolic link", func(dir, path string) error {
+			other := filepath.Join(dir, "elsewhere")
+			if err := os.Rename(path, other); err != nil {
+				return err
+			}
+			return os.Symlink(other, path)
+		}, "is a symbolic link"},
+		{"another user's file", func(_, path string) error {
+			if os.Geteuid() != 0 {
+				return errSkip
+			}
+			return os.Chown(path, 65534, 65534)
+		}, "owned by uid 65534"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "home")
+			os.Mkdir(dir, 0o700)
+			path := filepath.Join(dir, KeyFileName)
+			if err := os.WriteFile(path, []byte(line), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			kf := NewKeyFile(path)
+			if _, ok, err := kf.Lookup(u); !ok || err != nil {
+				t.Fatalf("before: lookup = %v, %v", ok, err)
+			}
+			if err := tc.spoil(dir, path); err == errSkip {
+				t.Skip("needs root to give the file to another user")
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			_, ok, err := kf.Lookup(u)
+			if ok || err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("after: lookup = %v, %v; want refused with %q", ok, err, tc.want)
+			}
+		})
+	}
+}
+
+var errSkip = errors.New("skip")
+
 func TestParseKeyLineRoles(t *testing.T) {
 	u, _ := newPub(t)
 	body := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(u)))
@@ -119,6 +174,7 @@ func TestParseKeyLineRoles(t *testing.T) {
 	}{
 		{`role="user" ` + body, "user", true},
 		{`role=placeholder ` + body + " x", "placeholder", true},
+		{`role="admin" ` + body, "admin", true},
 		{`role="" ` + body, "", false},
 		{body, "", false},
 	} {

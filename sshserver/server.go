@@ -2,8 +2,10 @@
 // public key listed in $MQ_HOME/authorized_keys, which gives each key a
 // role: a user key may run mqsub, mqstat, mqdel and `cls queue` as
 // commands (`ssh -p 2222 cls-host mqstat`) and open the request protocol;
-// a placeholder key may only open the request protocol, where it can only
-// register, pull work, report, heartbeat and stage its own jobs' output.
+// an admin key may also administer sites (`cls site`), which the CLS owner
+// does on the socket; a placeholder key may only open the request
+// protocol, where it can only register, pull work, report, heartbeat and
+// stage its own jobs' output.
 // Passwords and keyboard-interactive logins are not offered at all.
 package sshserver
 
@@ -42,8 +44,9 @@ const DefaultHandshakeTimeout = 15 * time.Second
 const DefaultPerSource = 32
 
 // ExecFunc runs a user's command (already split into words) with the
-// channel's streams and returns its exit status.
-type ExecFunc func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int
+// channel's streams and returns its exit status. who is the key's role
+// and identity: what the command may do through the CLS.
+type ExecFunc func(ctx context.Context, who server.Peer, args []string, stdin io.Reader, stdout, stderr io.Writer) int
 
 // Server accepts SSH connections for a CLS.
 type Server struct {
@@ -196,6 +199,11 @@ type peer struct {
 	log  *slog.Logger
 }
 
+// server is the peer as the protocol server knows it.
+func (p peer) server() server.Peer {
+	return server.Peer{MaxRole: p.role, Identity: "ssh-key:" + p.key}
+}
+
 // session serves one session channel: the first exec, subsystem or shell
 // request decides what it is.
 func (s *Server) session(ctx context.Context, p peer, ch ssh.Channel, reqs <-chan *ssh.Request) {
@@ -243,7 +251,7 @@ func (s *Server) session(ctx context.Context, p peer, ch ssh.Channel, reqs <-cha
 				return
 			}
 			req.Reply(true, nil)
-			s.Proto.ServePeer(ctx, &exitOnClose{Channel: ch}, server.Peer{MaxRole: p.role, Identity: "ssh-key:" + p.key})
+			s.Proto.ServePeer(ctx, &exitOnClose{Channel: ch}, p.server())
 			return
 		}
 		req.Reply(true, nil)
@@ -255,7 +263,7 @@ func (s *Server) session(ctx context.Context, p peer, ch ssh.Channel, reqs <-cha
 // exec runs a user's command line.
 func (s *Server) exec(ctx context.Context, p peer, ch ssh.Channel, line string) int {
 	stderr := ch.Stderr()
-	if p.role != protocol.RoleUser {
+	if p.role == protocol.RolePlaceholder {
 		p.log.Warn("ssh: refused a command from a placeholder key", "command", truncate(line, 200))
 		fmt.Fprintln(stderr, "mq: placeholder keys may not run commands")
 		return 1
@@ -274,7 +282,7 @@ func (s *Server) exec(ctx context.Context, p peer, ch ssh.Channel, line string) 
 		return 2
 	}
 	p.log.Debug("ssh exec", "command", words[0])
-	return s.Exec(ctx, words, ch, ch, stderr)
+	return s.Exec(ctx, p.server(), words, ch, ch, stderr)
 }
 
 // exitOnClose sends exit status 0 when the protocol session closes the

@@ -58,7 +58,7 @@ func newCLS(t testing.TB, opts ...func(*Server)) *cls {
 	proto := &server.Server{Store: st, OutputDir: c.outDir}
 	c.proto, c.ctx = proto, ctx
 	ss := &Server{HostKey: hk, Keys: c.keys, Proto: proto,
-		Exec: func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+		Exec: func(ctx context.Context, _ server.Peer, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			c.mu.Lock()
 			c.execs = append(c.execs, args)
 			c.mu.Unlock()

@@ -63,6 +63,9 @@ func run(args []string, stderr io.Writer) int {
 	if *slots < 1 || *slots > 4096 {
 		return fail(2, "--slots must be 1..4096, not %d", *slots)
 	}
+	if err := placeholder.CheckTimes(*walltime, *idle, *reconnect); err != nil {
+		return fail(2, "%v", err)
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fail(2, "--log-level: %v", err)

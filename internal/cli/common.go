@@ -18,7 +18,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/client"
-	"github.com/mq-hpc/mq/protocol"
 )
 
 // Version is the mq version, set at build time with -ldflags.
@@ -143,15 +142,16 @@ func NewApp(name, usage string, env Env) *cli.App {
 	}
 }
 
-// Dial connects to the CLS as a user: through env.Dial if set, else the
-// Unix socket of $MQ_HOME.
+// Dial connects to the CLS with the most its transport allows (admin on
+// the owner's socket; over SSH, the key's role): through env.Dial if set,
+// else the Unix socket of $MQ_HOME.
 func Dial(ctx context.Context, env Env, name string) (*client.Client, error) {
 	if env.Dial != nil {
 		rwc, err := env.Dial(ctx)
 		if err != nil {
 			return nil, err
 		}
-		cl, err := client.New(ctx, rwc, protocol.RoleUser, name)
+		cl, err := client.New(ctx, rwc, "", name)
 		if err != nil {
 			rwc.Close()
 			return nil, err
@@ -162,5 +162,5 @@ func Dial(ctx context.Context, env Env, name string) (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return client.Dial(ctx, home, protocol.RoleUser, name)
+	return client.Dial(ctx, home, "", name)
 }

@@ -52,6 +52,9 @@ Without -s every job but deleted ones is listed.`
 		if c.IsSet("j") && c.Int64("j") <= 0 {
 			return Usagef("-j needs a job id")
 		}
+		if c.Int("limit") < 0 {
+			return Usagef("--limit must be 0 (no limit) or more, not %d", c.Int("limit"))
+		}
 		if c.IsSet("output") && c.Int64("output") <= 0 {
 			return Usagef("--output needs a job id")
 		}

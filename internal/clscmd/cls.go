@@ -27,6 +27,7 @@ import (
 
 	"github.com/mq-hpc/mq/client"
 	mqcli "github.com/mq-hpc/mq/internal/cli"
+	"github.com/mq-hpc/mq/internal/mqhome"
 	"github.com/mq-hpc/mq/internal/sshkey"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/metaqueue"
@@ -88,31 +89,43 @@ func serve(c *cli.Context) error {
 	if slots < 1 || slots > 4096 {
 		return mqcli.Usagef("--slots must be 1..4096, not %d", slots)
 	}
-	if c.Duration("lease") < time.Second {
-		return mqcli.Usagef("--lease must be at least 1s")
+	if err := checkDurations(c, map[string][2]time.Duration{
+		"lease":         {time.Second, 24 * time.Hour},
+		"site-poll":     {100 * time.Millisecond, time.Hour},
+		"site-throttle": {time.Second, 366 * 24 * time.Hour},
+	}); err != nil {
+		return err
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
 		return mqcli.Usagef("--log-level: %v", err)
 	}
-	home, err := client.Home()
+	// Everything the CLS makes is its user's alone. Local placeholders
+	// get the umask back for their jobs (cls agent --umask).
+	jobUmask := syscall.Umask(0o077)
+	defer syscall.Umask(jobUmask)
+	home, warning, err := openHome()
 	if err != nil {
 		return err
-	}
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		return fmt.Errorf("cannot create MQ_HOME: %w", err)
 	}
 	unlock, err := lockHome(home)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	logf, err := os.OpenFile(filepath.Join(home, "cls.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	logf, err := mqhome.OpenFile(filepath.Join(home, "cls.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("cannot open the log: %w", err)
 	}
 	defer logf.Close()
 	log := slog.New(slog.NewTextHandler(logf, &slog.HandlerOptions{Level: level}))
+	if warning != "" {
+		log.Warn(warning)
+		fmt.Fprintf(c.App.ErrWriter, "cls: warning: %s\n", warning)
+	}
+	if err := mqhome.MkdirAll(filepath.Join(home, "output")); err != nil {
+		return err
+	}
 
 	stopProfile, err := startProfile(c.String("cpuprofile"))
 	if err != nil {
@@ -138,10 +151,8 @@ func serve(c *cli.Context) error {
 	if len(sock) > 100 {
 		return fmt.Errorf("socket path %s is too long for a Unix socket; use a shorter MQ_HOME", sock)
 	}
-	os.Remove(sock) // the lock says no live CLS owns it
-	old := syscall.Umask(0o077)
-	ln, err := net.Listen("unix", sock)
-	syscall.Umask(old)
+	os.Remove(sock)                     // the lock says no live CLS owns it
+	ln, err := net.Listen("unix", sock) // mode 0600: the umask
 	if err != nil {
 		return fmt.Errorf("cannot listen on %s: %w", sock, err)
 	}
@@ -158,13 +169,13 @@ func serve(c *cli.Context) error {
 	// other: its N placeholders are children of this process, replaced
 	// when they end (their jobs requeued at once), stopped with the CLS.
 	// The flag is the whole truth about it; it is never stored.
-	st.agentLog, st.noop = logf, c.Bool("noop")
+	st.agentLog, st.noop, st.umask = logf, c.Bool("noop"), jobUmask
 	if n > 0 {
 		st.mgr.Embedded = []protocol.SiteSpec{{Name: site.EmbeddedName, Type: site.Local, Min: n, Max: n, Slots: slots}}
 	}
 	st.install(srv)
 	serveErr := make(chan error, 2)
-	go func() { serveErr <- srv.Serve(srvCtx, ln, protocol.RoleUser) }()
+	go func() { serveErr <- srv.Serve(srvCtx, ln, protocol.RoleAdmin) }() // the socket is the owner's
 
 	var sshSrv *sshserver.Server
 	if addr := c.String("ssh"); addr != "" {
@@ -179,9 +190,9 @@ func serve(c *cli.Context) error {
 		defer sln.Close()
 		sshSrv = &sshserver.Server{HostKey: hostKey, Log: log, Proto: srv,
 			Keys: sshserver.NewKeyFile(filepath.Join(home, sshserver.KeyFileName)),
-			Exec: sshExec(func() io.ReadWriteCloser {
+			Exec: sshExec(func(who server.Peer) io.ReadWriteCloser {
 				a, b := net.Pipe()
-				go srv.ServeConn(srvCtx, b, protocol.RoleUser)
+				go srv.ServePeer(srvCtx, b, who)
 				return a
 			}),
 		}
@@ -238,7 +249,7 @@ func startProfile(path string) (stop func(), err error) {
 // lockHome makes sure one CLS owns a home at a time. The lock dies with the
 // process, so a killed CLS never leaves a stale lock.
 func lockHome(home string) (func(), error) {
-	f, err := os.OpenFile(filepath.Join(home, "cls.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := mqhome.OpenFile(filepath.Join(home, "cls.lock"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("cannot lock MQ_HOME: %w", err)
 	}
@@ -280,6 +291,7 @@ copied to the CLS when each job ends.`,
 			&cli.BoolFlag{Name: "noop", Usage: "report jobs done without running them (benchmarks only)"},
 			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error (to stderr)", Value: "warn"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile to `FILE` (performance work)", Hidden: true},
+			&cli.StringFlag{Name: "umask", Usage: "the umask jobs run with, octal (the CLS passes its user's to local placeholders)", Hidden: true},
 		},
 		Action: runAgent,
 	}
@@ -292,9 +304,19 @@ func runAgent(c *cli.Context) error {
 	if n := c.Int("slots"); n < 1 || n > 4096 {
 		return mqcli.Usagef("--slots must be 1..4096, not %d", n)
 	}
+	if err := placeholder.CheckTimes(c.Duration("walltime"), c.Duration("idle"), c.Duration("reconnect")); err != nil {
+		return mqcli.Usagef("%v", err)
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
 		return mqcli.Usagef("--log-level: %v", err)
+	}
+	if m := c.String("umask"); m != "" {
+		u, err := strconv.ParseUint(m, 8, 32)
+		if err != nil || u > 0o777 {
+			return mqcli.Usagef("--umask must be octal 0..777, not %q", m)
+		}
+		syscall.Umask(int(u))
 	}
 	home, err := client.Home()
 	if err != nil {
@@ -330,11 +352,7 @@ func runAgent(c *cli.Context) error {
 				return mqcli.Usagef("--%s is only for --cls", f)
 			}
 		}
-		sock := client.SocketPath(home)
-		dial = func(ctx context.Context) (io.ReadWriteCloser, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", sock)
-		}
+		dial = func(ctx context.Context) (io.ReadWriteCloser, error) { return client.DialSocket(ctx, home) }
 	}
 	stop, err := startProfile(c.String("cpuprofile"))
 	if err != nil {
@@ -470,11 +488,12 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// parseSeconds reads "90" (seconds) or a Go duration such as "1h30m".
+// parseSeconds reads "90" (seconds) or a Go duration such as "1h30m",
+// 0..protocol.MaxSeconds.
 func parseSeconds(s string) (float64, error) {
 	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		if f < 0 {
-			return 0, fmt.Errorf("%q is negative", s)
+		if !(f >= 0 && f <= protocol.MaxSeconds) { // also NaN
+			return 0, fmt.Errorf("%q is not 0..%g seconds (about 31 years)", s, float64(protocol.MaxSeconds))
 		}
 		return f, nil
 	}
@@ -482,7 +501,21 @@ func parseSeconds(s string) (float64, error) {
 	if err != nil || d < 0 {
 		return 0, fmt.Errorf("%q is not a duration (e.g. 90, 90s, 2h)", s)
 	}
+	if d.Seconds() > protocol.MaxSeconds {
+		return 0, fmt.Errorf("%q is more than %g seconds (about 31 years)", s, float64(protocol.MaxSeconds))
+	}
 	return d.Seconds(), nil
+}
+
+// checkDurations checks duration flags against their ranges; a flag whose
+// value is out of range is a usage error naming it.
+func checkDurations(c *cli.Context, ranges map[string][2]time.Duration) error {
+	for name, r := range ranges {
+		if d := c.Duration(name); d < r[0] || d > r[1] {
+			return mqcli.Usagef("--%s must be %v..%v, not %v", name, r[0], r[1], d)
+		}
+	}
+	return nil
 }
 
 func printQueues(w io.Writer, qs []protocol.QueueInfo) {
@@ -491,7 +524,7 @@ func printQueues(w io.Writer, qs []protocol.QueueInfo) {
 	for _, q := range qs {
 		ceiling := "none"
 		if q.Ceiling > 0 {
-			ceiling = (time.Duration(q.Ceiling * float64(time.Second))).String()
+			ceiling = protocol.Duration(q.Ceiling).String()
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%s\n", q.Name, ceiling, q.MaxAttempts, q.RetryFailed, q.Policy)
 	}

@@ -12,9 +12,10 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/crypto/ssh"
 
-	"github.com/mq-hpc/mq/client"
 	mqcli "github.com/mq-hpc/mq/internal/cli"
 	"github.com/mq-hpc/mq/internal/sshkey"
+	"github.com/mq-hpc/mq/protocol"
+	"github.com/mq-hpc/mq/server"
 	"github.com/mq-hpc/mq/sshserver"
 )
 
@@ -22,7 +23,7 @@ import (
 // $MQ_HOME/authorized_keys directly, so it works whether or not the CLS
 // runs, and a running CLS sees changes at the next connection.
 func clsKey(env mqcli.Env) *cli.Command {
-	roleFlag := &cli.StringFlag{Name: "role", Usage: "user (may run mqsub/mqstat/mqdel) or placeholder (may only pull and report work)", Required: true}
+	roleFlag := &cli.StringFlag{Name: "role", Usage: "user (may run mqsub/mqstat/mqdel/cls queue), admin (also cls site: makes the CLS start processes and log in to clusters with your keys) or placeholder (may only pull and report work)", Required: true}
 	nameFlag := &cli.StringFlag{Name: "name", Usage: "a name for the key in `cls key list` (default: the key file's comment)"}
 	return &cli.Command{
 		Name:  "key",
@@ -39,7 +40,7 @@ func clsKey(env mqcli.Env) *cli.Command {
 					}
 					role := c.String("role")
 					if !sshserver.ValidRole(role) {
-						return mqcli.Usagef("--role must be user or placeholder, not %q", role)
+						return mqcli.Usagef("--role must be admin, user or placeholder, not %q", role)
 					}
 					var data []byte
 					var err error
@@ -84,7 +85,7 @@ func clsKey(env mqcli.Env) *cli.Command {
 					}
 					role := c.String("role")
 					if !sshserver.ValidRole(role) {
-						return mqcli.Usagef("--role must be user or placeholder, not %q", role)
+						return mqcli.Usagef("--role must be admin, user or placeholder, not %q", role)
 					}
 					path := c.Args().First()
 					name := c.String("name")
@@ -196,16 +197,11 @@ func knownHostsName(hostport string) string {
 	return "[" + host + "]:" + port
 }
 
-// mqHome returns $MQ_HOME, creating it (mode 0700).
+// mqHome returns $MQ_HOME, creating it (mode 0700), and refuses one
+// that others could write (openHome).
 func mqHome() (string, error) {
-	home, err := client.Home()
-	if err != nil {
-		return "", err
-	}
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		return "", fmt.Errorf("cannot create MQ_HOME: %w", err)
-	}
-	return home, nil
+	home, _, err := openHome()
+	return home, err
 }
 
 func keyFile() (*sshserver.KeyFile, error) {
@@ -216,17 +212,18 @@ func keyFile() (*sshserver.KeyFile, error) {
 	return sshserver.NewKeyFile(filepath.Join(home, sshserver.KeyFileName)), nil
 }
 
-// sshCommands are the commands a user key may run over SSH.
+// sshCommands are the commands a user key may run over SSH; an admin key
+// may also run `cls site`.
 var sshCommands = "mqsub, mqstat, mqdel, cls queue"
 
 // sshExec runs a user's command over SSH in-process, talking to the CLS
 // through a pipe into proto (not the socket: it works however the CLS was
-// started, and costs no process).
-func sshExec(dialCLS func() io.ReadWriteCloser) sshserver.ExecFunc {
-	return func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// started, and costs no process) with the key's role.
+func sshExec(dialCLS func(server.Peer) io.ReadWriteCloser) sshserver.ExecFunc {
+	return func(ctx context.Context, who server.Peer, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		env := mqcli.Env{Stdin: stdin, Stdout: stdout, Stderr: stderr,
 			Getwd: os.UserHomeDir, // like an ssh login: jobs run in the home directory unless -d says
-			Dial:  func(context.Context) (io.ReadWriteCloser, error) { return dialCLS(), nil },
+			Dial:  func(context.Context) (io.ReadWriteCloser, error) { return dialCLS(who), nil },
 		}
 		var app *cli.App
 		switch filepath.Base(args[0]) {
@@ -237,7 +234,7 @@ func sshExec(dialCLS func() io.ReadWriteCloser) sshserver.ExecFunc {
 		case "mqdel":
 			app = mqcli.Mqdel(env)
 		case "cls":
-			if len(args) < 2 || args[1] != "queue" {
+			if len(args) < 2 || (args[1] != "queue" && (args[1] != "site" || who.MaxRole != protocol.RoleAdmin)) {
 				fmt.Fprintf(stderr, "mq: only `cls queue` runs over SSH (one of: %s)\n", sshCommands)
 				return mqcli.ExitUsage
 			}

@@ -193,9 +193,9 @@ func printSites(w io.Writer, sites []protocol.SiteInfo) {
 		}
 		wait := "-"
 		if s.QueueWaitS > 0 || s.OldestQueuedS > 0 {
-			wait = time.Duration(max(s.QueueWaitS, 0) * float64(time.Second)).Round(100 * time.Millisecond).String()
+			wait = protocol.Duration(max(s.QueueWaitS, 0)).Round(100 * time.Millisecond).String()
 			if s.OldestQueuedS > 0 {
-				wait += fmt.Sprintf(" (oldest %s)", time.Duration(s.OldestQueuedS*float64(time.Second)).Round(time.Second))
+				wait += fmt.Sprintf(" (oldest %s)", protocol.Duration(s.OldestQueuedS).Round(time.Second))
 			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d-%d\t%d\t%d\t%d\t%d\t%s\t%s\n", s.Name, s.Type, s.State, s.Min, s.Max, s.Queued, s.Running, s.Exited, s.Connected, wait, where)

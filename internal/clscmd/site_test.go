@@ -61,16 +61,16 @@ func TestPrintSitesEmbedded(t *testing.T) {
 // get its walltime and idle timeout. Both log to the CLS's log.
 func TestLocalAgentCommand(t *testing.T) {
 	var logw bytes.Buffer
-	s := &sites{home: "/mq", noop: true, agentLog: &logw}
+	s := &sites{home: "/mq", noop: true, agentLog: &logw, umask: 0o022}
 	host, _ := os.Hostname()
 	for _, tc := range []struct {
 		spec protocol.SiteSpec
 		want string
 	}{
 		{protocol.SiteSpec{Name: "local", Type: "local", Min: 2, Max: 2, Slots: 4, Embedded: true},
-			"agent --site local --host " + host + " --slots 4 --out /mq/output --orphan-exit --noop"},
+			"agent --site local --host " + host + " --slots 4 --out /mq/output --orphan-exit --umask 022 --noop"},
 		{protocol.SiteSpec{Name: "here", Type: "local", Max: 2, Slots: 1, Walltime: 3600, Idle: 60},
-			"agent --site here --host " + host + " --slots 1 --walltime 57m0s --idle 1m0s --out /mq/output --orphan-exit"},
+			"agent --site here --host " + host + " --slots 1 --walltime 57m0s --idle 1m0s --out /mq/output --orphan-exit --umask 022"},
 	} {
 		st, err := s.open(tc.spec, nil)
 		if err != nil {

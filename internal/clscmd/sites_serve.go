@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/mq-hpc/mq/internal/mqhome"
 	"github.com/mq-hpc/mq/internal/sshkey"
 	"github.com/mq-hpc/mq/metaqueue"
 	"github.com/mq-hpc/mq/protocol"
@@ -40,6 +41,7 @@ type sites struct {
 	// report jobs without running them.
 	agentLog io.Writer
 	noop     bool
+	umask    int // local placeholders run their jobs with it
 
 	sshAddr net.Addr // the CLS's SSH endpoint; nil without --ssh
 	hostFP  string
@@ -130,7 +132,7 @@ func (s *sites) forget(spec protocol.SiteSpec) {
 
 // open makes the Site of a spec.
 func (s *sites) open(spec protocol.SiteSpec, exited func(pid int)) (site.Site, error) {
-	wall := time.Duration(spec.Walltime * float64(time.Second))
+	wall := protocol.Duration(spec.Walltime)
 	if spec.Type == site.Local {
 		exe, err := os.Executable()
 		if err != nil {
@@ -140,9 +142,9 @@ func (s *sites) open(spec protocol.SiteSpec, exited func(pid int)) (site.Site, e
 		args := []string{"agent", "--site", spec.Name, "--host", host, "--slots", strconv.Itoa(spec.Slots)}
 		if !spec.Embedded { // the CLS's own are always there: no time limit, never idle out
 			args = append(args, "--walltime", site.AgentWalltime(wall).String(),
-				"--idle", (time.Duration(spec.Idle * float64(time.Second))).String())
+				"--idle", protocol.Duration(spec.Idle).String())
 		}
-		args = append(args, "--out", filepath.Join(s.home, "output"), "--orphan-exit")
+		args = append(args, "--out", filepath.Join(s.home, "output"), "--orphan-exit", "--umask", fmt.Sprintf("%03o", s.umask))
 		if spec.Embedded && s.noop {
 			args = append(args, "--noop")
 		}
@@ -154,7 +156,7 @@ func (s *sites) open(spec protocol.SiteSpec, exited func(pid int)) (site.Site, e
 			return cmd
 		}}, nil
 	}
-	key, err := os.ReadFile(filepath.Join(s.dir(spec.Name), "placeholder_key"))
+	key, err := mqhome.ReadFile(filepath.Join(s.dir(spec.Name), "placeholder_key"))
 	if err != nil {
 		return nil, fmt.Errorf("site %s: placeholder key: %w", spec.Name, err)
 	}

@@ -778,28 +778,8 @@ func TestSSHWalltime(t *testing.T) {
 // the CLS (root here): its jobs run as that user and their output reaches
 // the CLS.
 func TestSSHAgentOtherUser(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to create the user mqagent and run the agent as it (runuser); this test runs as uid " + strconv.Itoa(os.Geteuid()))
-	}
-	for _, p := range []string{"useradd", "runuser"} {
-		if _, err := exec.LookPath(p); err != nil {
-			t.Skipf("%s is not installed", p)
-		}
-	}
-	const name = "mqagent"
-	if _, err := user.Lookup(name); err != nil {
-		// Exit 9: made meanwhile by a concurrent run.
-		out, err := exec.Command("useradd", "-m", "-s", "/bin/sh", name).CombinedOutput()
-		if ee, ok := err.(*exec.ExitError); err != nil && !(ok && ee.ExitCode() == 9) {
-			t.Fatalf("useradd %s: %v: %s", name, err, out)
-		}
-	}
-	u, err := user.Lookup(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
+	u, uid, gid := otherUser(t)
+	name := u.Username
 
 	h := newHarness(t)
 	s := h.startSSHCLS("--local", "0")
@@ -880,6 +860,36 @@ func TestSSHAgentOtherUser(t *testing.T) {
 	if !found {
 		t.Errorf("no agent process found")
 	}
+}
+
+// otherUser returns the unprivileged user mqagent (made if missing), whom
+// tests run programs as with runuser; it skips the test unless it runs as
+// root with useradd and runuser.
+func otherUser(t *testing.T) (u *user.User, uid, gid int) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create the user mqagent and run programs as it (runuser); this test runs as uid " + strconv.Itoa(os.Geteuid()))
+	}
+	for _, p := range []string{"useradd", "runuser"} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("%s is not installed", p)
+		}
+	}
+	const name = "mqagent"
+	if _, err := user.Lookup(name); err != nil {
+		// Exit 9: made meanwhile by a concurrent run.
+		out, err := exec.Command("useradd", "-m", "-s", "/bin/sh", name).CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); err != nil && !(ok && ee.ExitCode() == 9) {
+			t.Fatalf("useradd %s: %v: %s", name, err, out)
+		}
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, _ = strconv.Atoi(u.Uid)
+	gid, _ = strconv.Atoi(u.Gid)
+	return u, uid, gid
 }
 
 // keyFP is the fingerprint `cls key list` shows for the key called name.

@@ -1,0 +1,70 @@
+package client
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A client talks only to a CLS socket that is its user's own, in a home
+// no one else can write: whoever made it would read every command and
+// could answer as the CLS.
+func TestDialSocketRefusesForeignSocket(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		spoil func(home, sock string) error
+		want  string // "" = the dial succeeds
+	}{
+		{name: "own", spoil: func(string, string) error { return nil }},
+		{name: "home writable by others", spoil: func(home, _ string) error { return os.Chmod(home, 0o777) }, want: "writable by others (mode 0777)"},
+		{name: "socket of another user", spoil: func(_, sock string) error {
+			if os.Geteuid() != 0 {
+				return errSkip
+			}
+			return os.Lchown(sock, 65534, 65534)
+		}, want: "owned by uid 65534"},
+		{name: "home of another user", spoil: func(home, _ string) error {
+			if os.Geteuid() != 0 {
+				return errSkip
+			}
+			return os.Chown(home, 65534, 65534)
+		}, want: "owned by uid 65534"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			home := filepath.Join(t.TempDir(), "h")
+			os.Mkdir(home, 0o700)
+			ln, err := net.Listen("unix", SocketPath(home))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			if err := tc.spoil(home, SocketPath(home)); err == errSkip {
+				t.Skip("needs root to give the file to another user")
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			c, err := DialSocket(context.Background(), home)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("dial: %v", err)
+				}
+				c.Close()
+				return
+			}
+			if err == nil {
+				c.Close()
+				t.Fatalf("dialled a socket that is not ours; want %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), "refusing the CLS socket") || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q; want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+var errSkip = os.ErrInvalid

@@ -1,0 +1,85 @@
+package clscmd
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	mqcli "github.com/mq-hpc/mq/internal/cli"
+)
+
+// Every duration and size flag of every command is range-checked before
+// anything is sent or started: out of range is a one-line usage error
+// naming the flag (exit 2), never a value that wraps (`--ceiling 1e10`
+// once became a negative duration that killed every job at once).
+func TestDurationAndSizeFlagRanges(t *testing.T) {
+	// MQ_HOME is a file: a command that got past its checks fails at
+	// once instead of serving or waiting for a CLS.
+	notDir := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(notDir, nil, 0o600)
+	t.Setenv("MQ_HOME", notDir)
+	apps := map[string]func(mqcli.Env) *cli.App{"cls": Cls, "mqsub": mqcli.Mqsub, "mqstat": mqcli.Mqstat, "mqdel": mqcli.Mqdel}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"cls", "queue", "set", "q", "--ceiling", "1e10"}, `--ceiling: "1e10" is not 0..1e+09 seconds`},
+		{[]string{"cls", "queue", "set", "q", "--ceiling", "NaN"}, `--ceiling: "NaN" is not 0..`},
+		{[]string{"cls", "queue", "set", "q", "--ceiling", "Inf"}, `--ceiling: "Inf" is not 0..`},
+		{[]string{"cls", "queue", "set", "q", "--ceiling", "-1"}, `--ceiling: "-1" is not 0..`},
+		{[]string{"cls", "queue", "set", "q", "--ceiling", "1e400"}, `--ceiling: "1e400" is not a duration`},
+		{[]string{"cls", "queue", "set", "q", "--ceiling", "2000000h"}, `--ceiling: "2000000h" is more than 1e+09 seconds`},
+		{[]string{"cls", "queue", "set", "q", "--ceiling", "99999999999h"}, `--ceiling: "99999999999h" is not a duration`},
+		{[]string{"cls", "site", "add", "s", "--type", "local", "--walltime", "1e10"}, `--walltime: "1e10" is not 0..`},
+		{[]string{"cls", "site", "add", "s", "--type", "local", "--walltime", "NaN"}, `--walltime: "NaN" is not 0..`},
+		{[]string{"cls", "site", "add", "s", "--type", "local", "--walltime", "1000d"}, `--walltime: "1000d" is not a duration`},
+		{[]string{"cls", "site", "add", "s", "--type", "local", "--walltime", "1e8"}, `--walltime must be between 1m and 366 days`},
+		{[]string{"cls", "site", "add", "s", "--type", "local", "--idle", "-1s"}, `--idle: "-1s" is not a duration`},
+		{[]string{"cls", "site", "add", "s", "--type", "local", "--idle", "2h"}, `--idle must be between 1s and the walltime`},
+		{[]string{"cls", "serve", "--lease", "0s"}, "--lease must be 1s..24h0m0s, not 0s"},
+		{[]string{"cls", "serve", "--lease", "1000h"}, "--lease must be 1s..24h0m0s"},
+		{[]string{"cls", "serve", "--site-poll", "0s"}, "--site-poll must be 100ms..1h0m0s, not 0s"},
+		{[]string{"cls", "serve", "--site-throttle", "-1m"}, "--site-throttle must be 1s.."},
+		{[]string{"cls", "serve", "--site-net", "a=1e10,10M"}, "latency"},
+		{[]string{"cls", "serve", "--site-net", "a=1,1e30"}, "bandwidth"},
+		{[]string{"cls", "agent", "--walltime", "-1s"}, "--walltime must be 0.."},
+		{[]string{"cls", "agent", "--idle", "-1s"}, "--idle must be 0.."},
+		{[]string{"cls", "agent", "--reconnect", "-1s"}, "--reconnect must be 0.."},
+		{[]string{"cls", "agent", "--walltime", "2000000h"}, "--walltime must be 0.."},
+		{[]string{"mqsub", "-e", "1e10", "t", "true"}, "estimate must be 0..1e+09 seconds"},
+		{[]string{"mqsub", "-e", "NaN", "t", "true"}, "estimate must be 0.."},
+		{[]string{"mqsub", "-e", "-1", "t", "true"}, "estimate must be 0.."},
+		{[]string{"mqsub", "-i", "/data/x:1e10", "t", "true"}, "is not a size"},
+		{[]string{"mqsub", "-i", "/data/x:99999999T", "t", "true"}, "is not a size"},
+		{[]string{"mqsub", "-o", "/data/x:-5", "t", "true"}, "is not a size"},
+		{[]string{"mqstat", "--limit", "-1"}, "--limit must be 0 (no limit) or more"},
+		{[]string{"mqstat", "-j", "-1"}, "-j"},
+		{[]string{"mqdel", "-5"}, ""},
+	} {
+		var out, errOut bytes.Buffer
+		dialled := false
+		env := mqcli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Getwd: os.Getwd,
+			Dial: func(context.Context) (io.ReadWriteCloser, error) {
+				dialled = true
+				return nil, errors.New("no CLS in this test")
+			}}
+		if tc.args[0] == "cls" && (tc.args[1] == "serve" || tc.args[1] == "agent") {
+			env.Dial = nil // these do not dial through env; MQ_HOME stops them
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		code := mqcli.Run(ctx, apps[tc.args[0]](env), tc.args)
+		cancel()
+		if code != 2 || !strings.Contains(errOut.String(), tc.want) || strings.Count(errOut.String(), "\n") != 1 || dialled {
+			t.Errorf("%s: exit %d, stderr %q, dialled %v; want exit 2 and one line with %q",
+				strings.Join(tc.args, " "), code, errOut.String(), dialled, tc.want)
+		}
+	}
+}

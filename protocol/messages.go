@@ -9,7 +9,7 @@ const (
 	// User role.
 	OpSubmit     = "submit"      // Submit -> SubmitReply (one transaction)
 	OpBulkAdd    = "bulk.add"    // BulkAdd -> {} (spooled on the server)
-	OpBulkCommit = "bulk.commit" // {} -> SubmitReply (all spooled jobs, one transaction)
+	OpBulkCommit = "bulk.commit" // BulkCommit -> SubmitReply (all spooled jobs, one transaction)
 	OpBulkAbort  = "bulk.abort"  // {} -> {}
 	OpStat       = "stat"        // Stat -> streamed StatReply
 	OpJob        = "job"         // JobQuery -> JobDetail
@@ -120,6 +120,17 @@ type BulkAdd struct {
 	Data  []byte    `json:"data,omitempty"`
 	Queue string    `json:"queue,omitempty"`
 	Cwd   string    `json:"cwd,omitempty"`
+}
+
+// BulkCommit commits the jobs spooled on the connection. Token, if set
+// (at most 128 bytes), is recorded with the commit: a commit repeating a
+// committed token adds nothing and returns the first one's ids, and a
+// commit with a token on a connection that spooled nothing asks what
+// became of that token's commit (not_found: it was not committed), so a
+// client whose connection died during a commit learns the truth on a new
+// connection without uploading again.
+type BulkCommit struct {
+	Token string `json:"token,omitempty"`
 }
 
 // Stat selects jobs to list.

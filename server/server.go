@@ -44,6 +44,55 @@ type Server struct {
 	Ops map[string]func(ctx context.Context, body json.RawMessage) (any, error)
 
 	wg sync.WaitGroup
+
+	// committing lists, per token, the bulk commits under way, so that a
+	// question about a token's outcome (from a client whose connection
+	// died during the commit) waits for the answer.
+	commitMu   sync.Mutex
+	committing map[string][]chan struct{}
+}
+
+// startCommit notes a bulk commit with token under way; finish ends it.
+func (s *Server) startCommit(token string) (finish func()) {
+	done := make(chan struct{})
+	s.commitMu.Lock()
+	if s.committing == nil {
+		s.committing = map[string][]chan struct{}{}
+	}
+	s.committing[token] = append(s.committing[token], done)
+	s.commitMu.Unlock()
+	return func() {
+		s.commitMu.Lock()
+		l := s.committing[token]
+		for i, ch := range l {
+			if ch == done {
+				l = append(l[:i:i], l[i+1:]...)
+				break
+			}
+		}
+		if len(l) == 0 {
+			delete(s.committing, token)
+		} else {
+			s.committing[token] = l
+		}
+		s.commitMu.Unlock()
+		close(done)
+	}
+}
+
+// awaitCommits waits until no bulk commit with token is under way.
+func (s *Server) awaitCommits(ctx context.Context, token string) error {
+	s.commitMu.Lock()
+	l := append([]chan struct{}(nil), s.committing[token]...)
+	s.commitMu.Unlock()
+	for _, ch := range l {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // Serve accepts connections until ctx ends or ln fails. Every peer gets
@@ -148,6 +197,7 @@ func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) 
 	}()
 	var bulkQ chan *bulkItem
 	var bulkDone chan struct{}
+	spooled := false // a bulk.add was read since the last commit or abort
 	defer func() {
 		if bulkQ != nil {
 			close(bulkQ)
@@ -209,7 +259,26 @@ func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) 
 					}
 				}()
 			}
-			bulkQ <- newBulkItem(req, add)
+			it := newBulkItem(req, add)
+			switch req.Op {
+			case protocol.OpBulkAdd:
+				spooled = true
+			case protocol.OpBulkCommit:
+				if it.err = DecodeBody(req.Body, &it.commit); it.err == nil && it.commit.Token != "" {
+					if spooled {
+						// Noted as soon as it is read, so that a client
+						// asking on a new connection after this one died
+						// cannot overtake it.
+						it.finish = s.startCommit(it.commit.Token)
+					} else {
+						it.lookup = true
+					}
+				}
+				spooled = false
+			default:
+				spooled = false
+			}
+			bulkQ <- it
 			continue
 		}
 		reqs.Add(1)
@@ -306,6 +375,10 @@ type bulkItem struct {
 	parsed chan struct{} // closed when add and err are set
 	add    protocol.BulkAdd
 	err    error
+
+	commit protocol.BulkCommit // the body of a bulk.commit
+	lookup bool                // a commit with a token and nothing spooled: asks for the token's outcome
+	finish func()              // ends the commit's entry in Server.committing
 }
 
 // newBulkItem starts parsing a bulk step; add is its body if the read loop
@@ -375,17 +448,25 @@ func (c *conn) bulkOp(ctx context.Context, it *bulkItem) (any, error) {
 		}
 		return struct{}{}, nil
 	case protocol.OpBulkCommit:
+		if it.finish != nil {
+			defer it.finish()
+		}
+		if it.err != nil {
+			return nil, it.err
+		}
 		if err := c.bulkErr; err != nil {
 			c.bulkErr = nil
 			return nil, err
 		}
 		if c.bulk == nil {
+			if it.lookup {
+				return c.bulkOutcome(ctx, it.commit.Token)
+			}
 			return nil, protocol.Errorf(protocol.CodeBadRequest, "no jobs to submit")
 		}
 		b := c.bulk
 		c.bulk = nil
-		n := b.Len()
-		first, err := b.Commit(ctx)
+		first, n, err := b.CommitToken(ctx, it.commit.Token)
 		if err != nil {
 			return nil, err
 		}
@@ -398,6 +479,23 @@ func (c *conn) bulkOp(ctx context.Context, it *bulkItem) (any, error) {
 		}
 		return struct{}{}, nil
 	}
+}
+
+// bulkOutcome answers a commit that only names a token: the ids of the
+// bulk committed with it, once no commit with it is under way, or
+// not_found.
+func (c *conn) bulkOutcome(ctx context.Context, token string) (any, error) {
+	if err := c.s.awaitCommits(ctx, token); err != nil {
+		return nil, err
+	}
+	first, n, found, err := c.s.Store.BulkOutcome(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, protocol.Errorf(protocol.CodeNotFound, "no bulk submission was committed with token %q: nothing was added", token)
+	}
+	return protocol.SubmitReply{First: first, Count: n}, nil
 }
 
 func (c *conn) handle(ctx context.Context, req *protocol.Request) (any, error) {

@@ -196,7 +196,9 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 		return rep
 	}
 	fail := func(err error) protocol.Report {
-		rep.Exit, rep.Finished, rep.Reason = 127, time.Now(), "could not start: "+err.Error()
+		// The error may name a path with any bytes in it; the CLS takes
+		// reasons only printable and bounded.
+		rep.Exit, rep.Finished, rep.Reason = 127, time.Now(), protocol.ClipText("could not start: "+err.Error(), protocol.MaxReasonBytes)
 		return rep
 	}
 	outPath, errPath := job.OutputPaths(a.cfg.OutDir, asg.ID, asg.Attempt)

@@ -306,6 +306,9 @@ func (c *conn) doHello(raw json.RawMessage) (any, error) {
 	if err := DecodeBody(raw, &h); err != nil {
 		return nil, err
 	}
+	if err := protocol.CheckText("client", h.Client, protocol.MaxClientBytes); err != nil {
+		return nil, err
+	}
 	if h.Proto != protocol.Version {
 		return nil, protocol.Errorf(protocol.CodeUnsupported, "protocol version %d is not supported (this CLS speaks %d)", h.Proto, protocol.Version)
 	}
@@ -568,6 +571,9 @@ func (c *conn) handle(ctx context.Context, req *protocol.Request) (any, error) {
 		if err := DecodeBody(req.Body, &b); err != nil {
 			return nil, err
 		}
+		if err := checkRegister(b); err != nil {
+			return nil, err
+		}
 		r, err := st.RegisterAs(ctx, b, c.identity)
 		if err != nil {
 			return nil, err
@@ -587,6 +593,9 @@ func (c *conn) handle(ctx context.Context, req *protocol.Request) (any, error) {
 		if err := c.owns(b.Placeholder); err != nil {
 			return nil, err
 		}
+		if err := checkReports(b.Reports); err != nil {
+			return nil, err
+		}
 		return st.Next(ctx, b)
 	case protocol.OpReport:
 		var b protocol.ReportBatch
@@ -594,6 +603,9 @@ func (c *conn) handle(ctx context.Context, req *protocol.Request) (any, error) {
 			return nil, err
 		}
 		if err := c.owns(b.Placeholder); err != nil {
+			return nil, err
+		}
+		if err := checkReports(b.Reports); err != nil {
 			return nil, err
 		}
 		return struct{}{}, st.Report(ctx, b.Placeholder, b.Reports)
@@ -664,6 +676,29 @@ func (c *conn) stage(ctx context.Context, b protocol.OutputChunk) error {
 	}
 	if err != nil {
 		return fmt.Errorf("staging output: %w", err)
+	}
+	return nil
+}
+
+// checkRegister refuses a registration whose strings are too long or hold
+// control characters: they are stored and shown by mqstat.
+func checkRegister(r protocol.Register) error {
+	if err := protocol.CheckText("site", r.Site, protocol.MaxSiteBytes); err != nil {
+		return err
+	}
+	if err := protocol.CheckText("host", r.Host, protocol.MaxHostBytes); err != nil {
+		return err
+	}
+	return protocol.CheckText("out_dir", r.OutDir, protocol.MaxPathBytes)
+}
+
+// checkReports refuses reports whose reasons are too long or hold control
+// characters (agents escape their own; see protocol.ClipText).
+func checkReports(reps []protocol.Report) error {
+	for _, r := range reps {
+		if err := protocol.CheckText(fmt.Sprintf("job %d's reason", r.ID), r.Reason, protocol.MaxReasonBytes); err != nil {
+			return err
+		}
 	}
 	return nil
 }

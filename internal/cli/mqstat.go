@@ -186,7 +186,7 @@ func shortTime(s string, now time.Time) string {
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return s
+		return protocol.Printable(s)
 	}
 	t = t.Local()
 	if y, m, d := t.Date(); y == now.Year() && m == now.Month() && d == now.Day() {
@@ -196,22 +196,22 @@ func shortTime(s string, now time.Time) string {
 }
 
 func printRow(tw io.Writer, j protocol.JobInfo, now time.Time, wide bool) {
-	host := j.Host
+	host := protocol.Printable(j.Host)
 	if host == "" {
 		host = "-"
 	}
 	if (j.State == "W" || j.State == "B") && len(j.Prereqs) > 0 {
-		host = "<- " + strings.Join(j.Prereqs, ",")
+		host = "<- " + protocol.Printable(strings.Join(j.Prereqs, ","))
 	}
 	exit := "-"
 	if j.Exit != nil {
 		exit = fmt.Sprint(*j.Exit)
 	}
-	cmd := strings.ReplaceAll(j.Command, "\n", " ")
+	cmd := protocol.Printable(strings.ReplaceAll(j.Command, "\n", " "))
 	if !wide && len(cmd) > 60 {
-		cmd = cmd[:57] + "..."
+		cmd = protocol.ClipText(cmd, 60)
 	}
-	fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.Queue, j.Target, j.State, j.Attempts, host,
+	fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, protocol.Printable(j.Queue), protocol.Printable(j.Target), protocol.Printable(j.State), j.Attempts, host,
 		shortTime(j.Submitted, now), shortTime(j.Started, now), shortTime(j.Finished, now), exit, cmd)
 }
 
@@ -224,14 +224,14 @@ func printSummary(w io.Writer, qs []protocol.QueueCounts) {
 	fmt.Fprintln(tw, "TOTAL\tPOLICY\t")
 	total := map[string]int{}
 	for _, q := range qs {
-		fmt.Fprintf(tw, "%s\t", q.Queue)
+		fmt.Fprintf(tw, "%s\t", protocol.Printable(q.Queue))
 		n := 0
 		for _, s := range job.States {
 			fmt.Fprintf(tw, "%d\t", q.Counts[s.String()])
 			n += q.Counts[s.String()]
 			total[s.String()] += q.Counts[s.String()]
 		}
-		fmt.Fprintf(tw, "%d\t%s\t\n", n, q.Policy)
+		fmt.Fprintf(tw, "%d\t%s\t\n", n, protocol.Printable(q.Policy))
 	}
 	if len(qs) > 1 {
 		fmt.Fprint(tw, "all\t")
@@ -254,9 +254,10 @@ func stateName(letter string) string {
 
 func printJob(w io.Writer, d protocol.JobDetail) {
 	tw := tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
+	// Every value is escaped here; callers pass it raw.
 	p := func(k, v string) {
 		if v != "" {
-			fmt.Fprintf(tw, "%s:\t%s\n", k, v)
+			fmt.Fprintf(tw, "%s:\t%s\n", protocol.Printable(k), protocol.Printable(v))
 		}
 	}
 	fmt.Fprintf(tw, "job:\t%d\n", d.ID)
@@ -297,10 +298,10 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 		}
 	}
 	for i, f := range d.Inputs {
-		fmt.Fprintf(tw, "%s\t%s\n", fileLabel("inputs", i), fileLine(f))
+		fmt.Fprintf(tw, "%s\t%s\n", fileLabel("inputs", i), protocol.Printable(fileLine(f)))
 	}
 	for i, f := range d.Outputs {
-		fmt.Fprintf(tw, "%s\t%s\n", fileLabel("outputs", i), fileLine(f))
+		fmt.Fprintf(tw, "%s\t%s\n", fileLabel("outputs", i), protocol.Printable(fileLine(f)))
 	}
 	for _, a := range d.History {
 		exit := "-"

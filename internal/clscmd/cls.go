@@ -493,7 +493,7 @@ func printQueues(w io.Writer, qs []protocol.QueueInfo) {
 		if q.Ceiling > 0 {
 			ceiling = (time.Duration(q.Ceiling * float64(time.Second))).String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%s\n", q.Name, ceiling, q.MaxAttempts, q.RetryFailed, q.Policy)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%s\n", protocol.Printable(q.Name), ceiling, q.MaxAttempts, q.RetryFailed, protocol.Printable(q.Policy))
 	}
 	tw.Flush()
 }

@@ -151,6 +151,11 @@ func (s *Store) report(ph int64, reports []protocol.Report) error {
 		if !ok || j.State != job.Executing {
 			continue
 		}
+		if r.OutputLost != "" && r.Reason != protocol.ReasonReturned {
+			if err := s.saveOutputLost(r.ID, r.Attempt, r.OutputLost); err != nil {
+				return err
+			}
+		}
 		out := outcomeOf(r)
 		if err := s.endAttempt(r.ID, j, ru, out, r.Exit, r.Started, r.Finished, r.Reason); err != nil {
 			return err

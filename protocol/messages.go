@@ -181,8 +181,11 @@ type JobDetail struct {
 	Stderr      string `json:"stderr,omitempty"`
 	// StdoutCopy and StderrCopy are the CLS's copies of output a remote
 	// placeholder staged (absent file: no output, or not staged yet).
-	StdoutCopy string         `json:"stdout_copy,omitempty"`
-	StderrCopy string         `json:"stderr_copy,omitempty"`
+	StdoutCopy string `json:"stdout_copy,omitempty"`
+	StderrCopy string `json:"stderr_copy,omitempty"`
+	// OutputLost says why the current attempt's output was not (wholly)
+	// kept: where the placeholder writes it or in the CLS's copy.
+	OutputLost string         `json:"output_lost,omitempty"`
 	WaitingOn  []TargetStatus `json:"waiting_on,omitempty"`
 	History    []AttemptInfo  `json:"history,omitempty"`
 	Inputs     []FileInfo     `json:"inputs,omitempty"`
@@ -210,6 +213,7 @@ type AttemptInfo struct {
 	Stderr     string `json:"stderr,omitempty"`
 	StdoutCopy string `json:"stdout_copy,omitempty"`
 	StderrCopy string `json:"stderr_copy,omitempty"`
+	OutputLost string `json:"output_lost,omitempty"`
 }
 
 // SummaryReply counts jobs per queue and state.
@@ -350,6 +354,11 @@ type Report struct {
 	// Reason explains an abnormal end: "ceiling" (killed for running past
 	// the queue's ceiling), "killed" (by mqdel), or a start failure.
 	Reason string `json:"reason,omitempty"`
+	// OutputLost, if set, says why the attempt's output could not be
+	// (wholly) written or copied to the CLS: "stdout: write ...: no space
+	// left on device". The job's outcome is its own; this is recorded
+	// beside it and shown by mqstat.
+	OutputLost string `json:"output_lost,omitempty"`
 }
 
 // OutputChunk copies part of a job's stdout or stderr from a remote

@@ -659,25 +659,37 @@ func (c *conn) stage(ctx context.Context, b protocol.OutputChunk) error {
 	if b.Stream == "stderr" {
 		path = errPath
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := writeAt(path, b.Data, b.Offset); err != nil {
+		// The job's outcome is its own; that its output is not whole here
+		// is recorded beside it, for mqstat to say.
+		why := fmt.Sprintf("%s not copied to the CLS: %v", b.Stream, err)
+		if rerr := c.s.Store.OutputLost(ctx, b.Placeholder, b.ID, b.Attempt, why); rerr != nil {
+			c.log.Error("could not record lost output", "job", b.ID, "err", rerr)
+		}
 		return fmt.Errorf("staging output: %w", err)
 	}
+	return nil
+}
+
+// writeAt writes data at off in the file path, creating it (and its
+// directory); offset 0 starts the file anew.
+func writeAt(path string, data []byte, off int64) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
 	flags := os.O_WRONLY | os.O_CREATE
-	if b.Offset == 0 {
+	if off == 0 {
 		flags |= os.O_TRUNC
 	}
 	f, err := os.OpenFile(path, flags, 0o600)
 	if err != nil {
-		return fmt.Errorf("staging output: %w", err)
+		return err
 	}
-	_, err = f.WriteAt(b.Data, b.Offset)
+	_, err = f.WriteAt(data, off)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return fmt.Errorf("staging output: %w", err)
-	}
-	return nil
+	return err
 }
 
 // checkRegister refuses a registration whose strings are too long or hold
@@ -697,6 +709,9 @@ func checkRegister(r protocol.Register) error {
 func checkReports(reps []protocol.Report) error {
 	for _, r := range reps {
 		if err := protocol.CheckText(fmt.Sprintf("job %d's reason", r.ID), r.Reason, protocol.MaxReasonBytes); err != nil {
+			return err
+		}
+		if err := protocol.CheckText(fmt.Sprintf("job %d's output_lost", r.ID), r.OutputLost, protocol.MaxReasonBytes); err != nil {
 			return err
 		}
 	}

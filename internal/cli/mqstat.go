@@ -71,7 +71,19 @@ Without -s every job but deleted ones is listed.`
 			if err := cl.Call(c.Context, protocol.OpJob, protocol.JobQuery{ID: c.Int64("output")}, &d); err != nil {
 				return err
 			}
-			return printOutput(w, d, c.Bool("stderr"))
+			if err := printOutput(w, d, c.Bool("stderr")); err != nil {
+				return err
+			}
+			stream := "stdout"
+			if c.Bool("stderr") {
+				stream = "stderr"
+			}
+			if lost := lostFor(d.OutputLost, stream); lost != "" {
+				// Whatever was kept is printed; that it is not all must not
+				// pass for an empty or short output.
+				return fmt.Errorf("job %d's %s was lost: %s", d.ID, stream, lost)
+			}
+			return nil
 		case c.Bool("summary"):
 			var r protocol.SummaryReply
 			if err := cl.Call(c.Context, protocol.OpSummary, struct{}{}, &r); err != nil {
@@ -172,6 +184,26 @@ func printOutput(w io.Writer, d protocol.JobDetail, stderr bool) error {
 	defer f.Close()
 	_, err = io.Copy(w, f)
 	return err
+}
+
+// lostFor picks from an attempt's lost-output record ("stdout: ...;
+// stderr not copied ...") the causes that concern stream; a cause naming
+// no stream concerns both.
+func lostFor(lost, stream string) string {
+	if lost == "" {
+		return ""
+	}
+	var out []string
+	for _, part := range strings.Split(lost, "; ") {
+		other := "stderr"
+		if stream == "stderr" {
+			other = "stdout"
+		}
+		if !strings.HasPrefix(part, other) {
+			out = append(out, part)
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -286,6 +318,7 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 		p("exit status", fmt.Sprint(*d.Exit))
 	}
 	p("reason", d.Reason)
+	p("output lost", d.OutputLost)
 	if d.Stdout != "" {
 		where := ""
 		if d.Host != "" {
@@ -308,7 +341,11 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 		if a.Exit != nil {
 			exit = fmt.Sprint(*a.Exit)
 		}
-		p(fmt.Sprintf("attempt %d", a.Attempt), fmt.Sprintf("%s on %s, %s to %s, exit %s: %s", a.Site, a.Host, a.Started, a.Finished, exit, a.Reason))
+		line := fmt.Sprintf("%s on %s, %s to %s, exit %s: %s", a.Site, a.Host, a.Started, a.Finished, exit, a.Reason)
+		if a.OutputLost != "" {
+			line += "; output lost: " + a.OutputLost
+		}
+		p(fmt.Sprintf("attempt %d", a.Attempt), line)
 	}
 	tw.Flush()
 }

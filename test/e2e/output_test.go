@@ -3,6 +3,8 @@
 package e2e
 
 import (
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -29,5 +31,36 @@ func TestOutputCommand(t *testing.T) {
 	}
 	if r := h.run("mqstat", "--stderr"); r.code != 2 {
 		t.Errorf("--stderr without --output: %s", r)
+	}
+}
+
+// TestOutputLostToFileLimit: an agent that cannot write a job's whole
+// output (RLIMIT_FSIZE gives it EFBIG, as a full disk gives ENOSPC) leaves
+// the job done, and mqstat says the output was lost instead of showing a
+// short output as if it were all.
+func TestOutputLostToFileLimit(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.startCLS("--local", "0")
+	// dash counts ulimit -f in 512-byte blocks: 64 KiB per file.
+	cmd := exec.Command("/bin/sh", "-c", `ulimit -f 128 && exec "$0" agent --site s --host limited --reconnect 5s`, filepath.Join(binDir, "cls"))
+	cmd.Env = h.env()
+	cmd.Dir = h.dir
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start agent: %v", err)
+	}
+	go cmd.Wait()
+	id := h.submit("big", "head -c 1000000 /dev/zero; echo fine >&2")
+	h.waitState(id, "D", 30*time.Second)
+	ids := strconv.FormatInt(id, 10)
+	if d := h.ok("mqstat", "-j", ids); !strings.Contains(d, "output lost:") || !strings.Contains(d, "file too large") {
+		t.Errorf("mqstat -j does not say the output was lost:\n%s", d)
+	}
+	r := h.run("mqstat", "--output", ids)
+	if r.code != 1 || !strings.Contains(r.stderr, "stdout was lost") || !strings.Contains(r.stderr, "file too large") || len(r.stdout) != 64<<10 {
+		t.Errorf("mqstat --output: exit %d, %d bytes of stdout, stderr %q; want exit 1, the 65536 bytes kept, and the loss on stderr", r.code, len(r.stdout), r.stderr)
+	}
+	if got := h.ok("mqstat", "--output", ids, "--stderr"); got != "fine\n" {
+		t.Errorf("--stderr printed %q", got)
 	}
 }

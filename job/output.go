@@ -3,6 +3,8 @@ package job
 import (
 	"fmt"
 	"path/filepath"
+	"unicode"
+	"unicode/utf8"
 )
 
 // MaxCommandBytes is the longest command line accepted. Linux refuses a
@@ -33,9 +35,11 @@ func ValidName(kind, s string) error {
 	if len(s) > MaxNameBytes {
 		return fmt.Errorf("%s name is %d bytes; the limit is %d", kind, len(s), MaxNameBytes)
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c <= ' ' || c == ',' || c == 0x7f {
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%s name %q is not valid UTF-8", kind, s)
+	}
+	for _, r := range s {
+		if r <= ' ' || r == ',' || r == 0x7f || !unicode.IsPrint(r) {
 			return fmt.Errorf("%s name %q has a space, comma or control character", kind, s)
 		}
 	}

@@ -47,6 +47,7 @@ func scanStat(rows *sql.Rows) (statRow, error) {
 		return r, err
 	}
 	r.State = st
+	r.Command, r.CommandBytes = protocol.WireCommand(r.Command)
 	if exit.Valid {
 		e := int(exit.Int64)
 		r.Exit = &e

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,7 +34,7 @@ func TestHappyPath(t *testing.T) {
 	}
 	a := as[0]
 	want := protocol.Assignment{ID: id, Attempt: 1, Command: "echo hi", Cwd: "/work", Target: "t", Queue: DefaultQueue}
-	if a != want {
+	if !reflect.DeepEqual(a, want) {
 		t.Fatalf("assignment %+v, want %+v", a, want)
 	}
 	e.mustBe(id, job.Executing)

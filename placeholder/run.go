@@ -228,7 +228,7 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 		<-outSink.done
 		return fail(err)
 	}
-	cmd := exec.Command("/bin/sh", "-c", asg.Command)
+	cmd := exec.Command("/bin/sh", "-c", protocol.CommandOf(asg.Command, asg.CommandBytes))
 	cmd.Dir = asg.Cwd
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = a.devNull, stdout, stderr
 	cmd.Env = append(os.Environ(),

@@ -61,8 +61,12 @@ type JobSpec struct {
 	Target  string   `json:"target"`
 	Prereqs []string `json:"prereqs,omitempty"`
 	Command string   `json:"command"`
-	Cwd     string   `json:"cwd,omitempty"`
-	Est     float64  `json:"est,omitempty"` // expected runtime, seconds; 0 = unknown
+	// CommandBytes carries a command that is not valid UTF-8 (a Latin-1
+	// file name), which a JSON string cannot: base64 of the exact bytes,
+	// with Command empty. See EncodeCommand; ValidateSpec moves it back.
+	CommandBytes []byte  `json:"command_bytes,omitempty"`
+	Cwd          string  `json:"cwd,omitempty"`
+	Est          float64 `json:"est,omitempty"` // expected runtime, seconds; 0 = unknown
 	// Inputs and Outputs declare files the job reads and writes, for the
 	// data-conscious policy: the CLS records where each output was
 	// produced and prefers placeholders near a job's inputs.
@@ -163,9 +167,12 @@ type JobInfo struct {
 	Started   string   `json:"started"`
 	Finished  string   `json:"finished"`
 	Command   string   `json:"command"`
-	Cwd       string   `json:"cwd,omitempty"`
-	Est       float64  `json:"est,omitempty"`
-	Reason    string   `json:"reason,omitempty"`
+	// CommandBytes is the exact command when it is not valid UTF-8
+	// (Command is then empty): use CommandOf.
+	CommandBytes []byte  `json:"command_bytes,omitempty"`
+	Cwd          string  `json:"cwd,omitempty"`
+	Est          float64 `json:"est,omitempty"`
+	Reason       string  `json:"reason,omitempty"`
 }
 
 // JobQuery names one job.
@@ -330,13 +337,16 @@ type NextReply struct {
 
 // Assignment is one job handed to a placeholder.
 type Assignment struct {
-	ID      int64   `json:"id"`
-	Attempt int     `json:"attempt"`
-	Command string  `json:"command"`
-	Cwd     string  `json:"cwd"`
-	Target  string  `json:"target"`
-	Queue   string  `json:"queue"`
-	Ceiling float64 `json:"ceiling_s,omitempty"` // kill after this many seconds; 0 = none
+	ID      int64  `json:"id"`
+	Attempt int    `json:"attempt"`
+	Command string `json:"command"`
+	// CommandBytes is the exact command when it is not valid UTF-8
+	// (Command is then empty): run CommandOf(Command, CommandBytes).
+	CommandBytes []byte  `json:"command_bytes,omitempty"`
+	Cwd          string  `json:"cwd"`
+	Target       string  `json:"target"`
+	Queue        string  `json:"queue"`
+	Ceiling      float64 `json:"ceiling_s,omitempty"` // kill after this many seconds; 0 = none
 	// Bundle is the bundle's id (its first job's id) for a job of a bundle,
 	// 0 otherwise. A bundle's jobs come together, in order, and share one
 	// slot: run them one after another. Seq is the job's place in it.

@@ -239,7 +239,7 @@ func printRow(tw io.Writer, j protocol.JobInfo, now time.Time, wide bool) {
 	if j.Exit != nil {
 		exit = fmt.Sprint(*j.Exit)
 	}
-	cmd := protocol.Printable(strings.ReplaceAll(j.Command, "\n", " "))
+	cmd := protocol.Printable(strings.ReplaceAll(protocol.CommandOf(j.Command, j.CommandBytes), "\n", " "))
 	if !wide && len(cmd) > 60 {
 		cmd = protocol.ClipText(cmd, 60)
 	}
@@ -296,7 +296,7 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 	p("queue", d.Queue)
 	p("target", d.Target)
 	p("state", stateName(d.State))
-	p("command", d.Command)
+	p("command", protocol.CommandOf(d.Command, d.CommandBytes))
 	p("directory", d.Cwd)
 	if d.Est > 0 {
 		p("estimate", fmt.Sprintf("%gs", d.Est))

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 
@@ -93,6 +94,7 @@ where its inputs were produced.`
 			return Usagef("%v", err)
 		}
 		protocol.FillSizes(&js, os.Stat)
+		protocol.EncodeCommand(&js)
 		cl, err := Dial(c.Context, env, "mqsub")
 		if err != nil {
 			return err
@@ -175,6 +177,9 @@ func mqsubFile(c *cli.Context, env Env) error {
 	cwd, err := env.Getwd()
 	if err != nil {
 		return err
+	}
+	if !utf8.ValidString(cwd) {
+		return fmt.Errorf("the working directory %s is not valid UTF-8 (mq cannot carry such a directory name exactly); run mqsub -f from another", protocol.Quote(cwd))
 	}
 	cl, err := Dial(c.Context, env, "mqsub")
 	if err != nil {

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -193,5 +194,54 @@ func TestMqsubFileConnectionLostDuringCommit(t *testing.T) {
 				t.Errorf("%d jobs in the metaqueue, want %d", got, tt.wantJobs)
 			}
 		})
+	}
+}
+
+// mqsub keeps a command's exact bytes when they are not UTF-8 (a Latin-1
+// file name), given on the command line or as command_bytes in a job file;
+// a job file with raw non-UTF-8 bytes is refused naming the line.
+func TestMqsubCommandBytes(t *testing.T) {
+	t.Parallel()
+	const cmd = "touch caf\xe9"
+	tb := setup(t)
+	ctx := context.Background()
+	run := func(stdin string, args ...string) (string, string, int) {
+		var o, e bytes.Buffer
+		env := tb.env(&o, &e)
+		env.Stdin = strings.NewReader(stdin)
+		code := Run(ctx, Mqsub(env), append([]string{"mqsub"}, args...))
+		return o.String(), e.String(), code
+	}
+	check := func(what, out string) {
+		t.Helper()
+		var id int64
+		if _, err := fmt.Sscan(out, &id); err != nil {
+			t.Fatalf("%s printed %q", what, out)
+		}
+		d, err := tb.store.Job(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := protocol.CommandOf(d.Command, d.CommandBytes); got != cmd {
+			t.Errorf("%s: job %d's command is %q, want %q", what, id, got, cmd)
+		}
+	}
+	o, e, code := run("", "t", cmd)
+	if code != 0 {
+		t.Fatalf("mqsub t %q: exit %d, %s", cmd, code, e)
+	}
+	check("mqsub", o)
+	o, e, code = run(`{"target":"t","command_bytes":"`+base64.StdEncoding.EncodeToString([]byte(cmd))+`"}`+"\n", "-f", "-")
+	if code != 0 {
+		t.Fatalf("mqsub -f with command_bytes: exit %d, %s", code, e)
+	}
+	check("mqsub -f", o)
+	_, e, code = run("{\"target\":\"t\",\"command\":\"true\"}\n{\"target\":\"t\",\"command\":\""+cmd+"\"}\n", "-f", "-")
+	if code != ExitFailed || !strings.Contains(e, "line 2: byte 0xe9 at column") || strings.Count(e, "\n") != 1 {
+		t.Errorf("mqsub -f with a raw Latin-1 line: exit %d, stderr %q; want exit 1 naming line 2", code, e)
+	}
+	_, e, code = run("", "caf\xe9", "true")
+	if code != ExitUsage || !strings.Contains(e, `target name "caf\xe9" is not valid UTF-8`) {
+		t.Errorf("mqsub with a Latin-1 target: exit %d, stderr %q", code, e)
 	}
 }

@@ -3,12 +3,17 @@
 package e2e
 
 import (
+	"encoding/base64"
+	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mq-hpc/mq/protocol"
 )
 
 // TestOutputCommand: mqstat --output prints a job's stdout (--stderr its
@@ -62,5 +67,47 @@ func TestOutputLostToFileLimit(t *testing.T) {
 	}
 	if got := h.ok("mqstat", "--output", ids, "--stderr"); got != "fine\n" {
 		t.Errorf("--stderr printed %q", got)
+	}
+}
+
+// TestLatin1Command: a command naming a Latin-1 file (café with 0xE9) runs
+// with its exact bytes through mqsub, mqsub -f (command_bytes), the CLS and
+// a placeholder: the file made is that name, and a job reading it finds it.
+// mqstat shows the byte escaped; --json keeps it exactly.
+func TestLatin1Command(t *testing.T) {
+	t.Parallel()
+	const name = "caf\xe9"
+	h := newHarness(t)
+	h.startCLS("--local", "1")
+	mk := h.submit("mk", "printf hello > "+name)
+	h.waitState(mk, "D", 30*time.Second)
+	if b, err := os.ReadFile(filepath.Join(h.dir, name)); err != nil || string(b) != "hello" {
+		t.Fatalf("the job did not make %q: %q, %v", name, b, err)
+	}
+	line := `{"target":"rd","prereqs":["mk"],"command_bytes":"` + base64.StdEncoding.EncodeToString([]byte("cat "+name+" && test -f "+name)) + `"}` + "\n"
+	r := h.runIn(h.dir, strings.NewReader(line), "mqsub", "-f", "-")
+	if r.code != 0 {
+		t.Fatalf("mqsub -f: %s", r)
+	}
+	rd, _ := strconv.ParseInt(strings.TrimSpace(r.stdout), 10, 64)
+	h.waitState(rd, "D", 30*time.Second)
+	if got := h.ok("mqstat", "--output", strconv.FormatInt(rd, 10)); got != "hello" {
+		t.Errorf("the reading job printed %q", got)
+	}
+	if list := h.ok("mqstat"); !strings.Contains(list, `caf\xe9`) || strings.Contains(list, name) || strings.Contains(list, "\ufffd") {
+		t.Errorf("mqstat does not show the byte escaped:\n%s", list)
+	}
+	var jobs []protocol.JobInfo
+	if err := json.Unmarshal([]byte(h.ok("mqstat", "--json")), &jobs); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs {
+		if j.ID == mk && protocol.CommandOf(j.Command, j.CommandBytes) != "printf hello > "+name {
+			t.Errorf("mqstat --json: %q", protocol.CommandOf(j.Command, j.CommandBytes))
+		}
+	}
+	r = h.runIn(h.dir, strings.NewReader("{\"target\":\"x\",\"command\":\"ls "+name+"\"}\n"), "mqsub", "-f", "-")
+	if r.code != 1 || !strings.Contains(r.stderr, "line 1: byte 0xe9") {
+		t.Errorf("mqsub -f with a raw Latin-1 line: %s", r)
 	}
 }

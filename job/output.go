@@ -35,6 +35,21 @@ func ValidName(kind, s string) error {
 	if len(s) > MaxNameBytes {
 		return fmt.Errorf("%s name is %d bytes; the limit is %d", kind, len(s), MaxNameBytes)
 	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			return validUnicodeName(kind, s)
+		}
+		if c <= ' ' || c == ',' || c == 0x7f {
+			return fmt.Errorf("%s name %q has a space, comma or control character", kind, s)
+		}
+	}
+	return nil
+}
+
+// validUnicodeName is ValidName's check for a name that is not all ASCII
+// (kept off the bulk path's common case): valid UTF-8, printable.
+func validUnicodeName(kind, s string) error {
 	if !utf8.ValidString(s) {
 		return fmt.Errorf("%s name %q is not valid UTF-8", kind, s)
 	}

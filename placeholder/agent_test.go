@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/metaqueue"
 	"github.com/mq-hpc/mq/protocol"
@@ -422,5 +424,95 @@ func TestOneProc(t *testing.T) {
 		if string(out) != c.want {
 			t.Errorf("GOMAXPROCS=%q: agent runs with %s scheduler threads, want %s", c.env, out, c.want)
 		}
+	}
+}
+
+// TestAgentOutputLost: a job whose output cannot be written (here a full
+// disk: its stdout file is a /dev/full device node) still ends as it ran, but the loss is
+// recorded on its attempt and the job's detail says it. The job is not
+// blocked by its pipe, nor killed by it.
+func TestAgentOutputLost(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full here")
+	}
+	c := newCLS(t)
+	dir := t.TempDir()
+	// Much more than a pipe holds, so a sink that stopped reading would
+	// block the job.
+	ids := c.submit(protocol.JobSpec{Target: "t", Command: "head -c 1000000 /dev/zero; echo ok >&2", Cwd: dir})
+	out := t.TempDir()
+	stdout, stderr := job.OutputPaths(out, ids[0], 1)
+	if err := os.MkdirAll(filepath.Dir(stdout), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	fullDevice(t, stdout)
+	a := New(Config{Dial: c.dial, Site: "test", Host: "h", Slots: 1, OutDir: out})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	e := c.wait(ids...)[ids[0]]
+	if e.State != "D" || e.Exit == nil || *e.Exit != 0 {
+		t.Errorf("job ended %+v, want done, exit 0", e)
+	}
+	d, err := c.store.Job(context.Background(), ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(d.OutputLost, "stdout: ") || !strings.Contains(d.OutputLost, "no space left on device") {
+		t.Errorf("output_lost %q, want the stdout's write error", d.OutputLost)
+	}
+	if b, err := os.ReadFile(stderr); err != nil || string(b) != "ok\n" {
+		t.Errorf("stderr %q, %v; want ok", b, err)
+	}
+}
+
+// fullDevice makes path a character device like /dev/full (every write
+// fails with ENOSPC). Outputs are opened without following links, so a
+// link to /dev/full would not do; making a device needs CAP_MKNOD.
+func fullDevice(t *testing.T, path string) {
+	t.Helper()
+	if err := unix.Mknod(path, unix.S_IFCHR|0o600, int(unix.Mkdev(1, 7))); err != nil {
+		t.Skipf("cannot make a /dev/full node (needs CAP_MKNOD): %v", err)
+	}
+}
+
+// TestAgentStagedOutputLost: the CLS cannot keep a remote job's output
+// (its disk is full); the loss is recorded on the attempt, by the CLS and
+// in the agent's report.
+func TestAgentStagedOutputLost(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full here")
+	}
+	c := newCLS(t)
+	c.srv.OutputDir = t.TempDir()
+	ids := c.submit(protocol.JobSpec{Target: "t", Command: "echo hello", Cwd: t.TempDir()})
+	copyPath, _ := job.OutputPaths(c.srv.OutputDir, ids[0], 1)
+	if err := os.MkdirAll(filepath.Dir(copyPath), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	fullDevice(t, copyPath)
+	a := New(Config{Dial: c.dial, Site: "test", Host: "h", Slots: 1, OutDir: t.TempDir(), StageOutput: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	if e := c.wait(ids...)[ids[0]]; e.State != "D" {
+		t.Errorf("job ended %+v, want done", e)
+	}
+	d, err := c.store.Job(context.Background(), ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(d.OutputLost, "stdout not copied to the CLS") || !strings.Contains(d.OutputLost, "no space left on device") {
+		t.Errorf("output_lost %q, want the CLS's write error", d.OutputLost)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -79,6 +80,14 @@ func TestCLSStalled(t *testing.T) {
 	}
 	if err := os.WriteFile(filepath.Join(h.dir, "release2"), nil, 0o644); err != nil {
 		t.Fatal(err)
+	}
+	// The CLS saw its own stall; no agent gave up on a report.
+	log := readFile(t, filepath.Join(h.home, "cls.log"))
+	if !strings.Contains(log, "the CLS did not run for a while") {
+		t.Errorf("cls.log does not note the stall")
+	}
+	if strings.Contains(log, "could not report") {
+		t.Errorf("an agent gave up on a report")
 	}
 	for tg, id := range ids {
 		d := h.waitState(id, "DF", 60*time.Second)

@@ -2,6 +2,7 @@ package placeholder
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -37,6 +38,7 @@ type cls struct {
 	dials int
 	seen  map[string]int // requests read, by op
 	lost  map[string]int // requests that vanished into a silent connection, by op
+	fail  int            // report requests still to answer with a storage failure
 }
 
 func newCLS(t *testing.T) *cls { return newCLSLease(t, 5*time.Second) }
@@ -109,7 +111,24 @@ func (p *peerConn) Read(b []byte) (int, error) {
 				p.c.lost[op] += k
 			}
 		}
+		fail := p.c.fail > 0 && strings.Contains(string(b[:n]), `"op":"`+protocol.OpReport+`"`)
+		if fail {
+			p.c.fail--
+		}
 		p.c.mu.Unlock()
+		if fail {
+			// Answered as a CLS whose commit failed would, instead of the
+			// store (a client writes one request per write).
+			req, perr := protocol.ParseRequest(b[:n])
+			if perr != nil {
+				return 0, perr
+			}
+			resp, _ := json.Marshal(protocol.Response{ID: req.ID, Err: protocol.Errorf(protocol.CodeInternal, "metaqueue storage failure: disk I/O error")})
+			if _, err := p.Conn.Write(append(resp, '\n')); err != nil {
+				return 0, err
+			}
+			continue
+		}
 		if err != nil || !silent {
 			return n, err
 		}
@@ -283,6 +302,46 @@ func TestAgentResendsUnansweredReport(t *testing.T) {
 	e := c.wait(id)[id]
 	if e.State != "D" {
 		t.Fatalf("job ended %+v", e)
+	}
+	d, err := c.store.Job(context.Background(), id)
+	if err != nil || d.Attempts != 1 || len(d.History) != 0 {
+		t.Fatalf("job %+v, %v: want one attempt and no history", d, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "ran.txt")); string(b) != "ran\n" {
+		t.Fatalf("ran.txt = %q: the job ran other than once", b)
+	}
+}
+
+// TestAgentResendsRefusedReport: the CLS could not take a job's report (its
+// batch's commit failed); the agent keeps the report and sends it again,
+// and the job ends Done on its first attempt, long before its lease would
+// have requeued it.
+func TestAgentResendsRefusedReport(t *testing.T) {
+	t.Parallel()
+	c := newCLSLease(t, time.Hour)
+	dir := t.TempDir()
+	id := c.submit(protocol.JobSpec{Target: "t", Command: "echo ran >> ran.txt; while [ ! -e release ]; do sleep 0.02; done", Cwd: dir})[0]
+	c.mu.Lock()
+	c.fail = 1
+	c.mu.Unlock()
+	// Two slots: a poll for the idle one is out when the job ends, so its
+	// report goes on its own.
+	startAgent(t, c, 2)
+	deadline := time.Now().Add(20 * time.Second)
+	for stateOf(t, c, id) != "E" || c.count(protocol.OpNext, false) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the job never started, or no poll went out for the idle slot")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if e := c.wait(id)[id]; e.State != "D" {
+		t.Fatalf("job ended %+v", e)
+	}
+	if c.count(protocol.OpReport, false) < 2 {
+		t.Fatalf("%d report requests; want the refused one and its resend", c.count(protocol.OpReport, false))
 	}
 	d, err := c.store.Job(context.Background(), id)
 	if err != nil || d.Attempts != 1 || len(d.History) != 0 {

@@ -348,8 +348,9 @@ func (s *Store) expire() error {
 
 // stallAfter is the longest gap between two lease checks that is still
 // the CLS running. Within it, a lease renewed up to a heartbeat before the
-// gap has more than Lease/2 - Heartbeat (0.4 leases) left after it: time
-// for the heartbeats that waited to be read. A longer gap is the CLS's own
+// gap has more than Lease/2 - Heartbeat left after it (0.4 leases or more
+// at the default heartbeat): time for the heartbeats that waited to be
+// read. A longer gap is the CLS's own
 // stall (the process was stopped, starved, or held by a long batch), during
 // which it could not have read a heartbeat either.
 func (s *Store) stallAfter() time.Duration {

@@ -332,6 +332,7 @@ func (s *Store) Holds(ctx context.Context, ph, id int64, attempt int) (bool, err
 // requests whose wait is over. It runs on the core's tick.
 func (s *Store) expire() error {
 	now := s.now()
+	s.noticeStall(now)
 	for id, ru := range s.running {
 		if now.Before(ru.lease) {
 			continue
@@ -356,6 +357,35 @@ func (s *Store) expire() error {
 	}
 	s.forgetSilent(now)
 	return nil
+}
+
+// stallAfter is the longest gap between two lease checks that is still
+// the CLS running. Within it, a lease renewed up to a heartbeat before the
+// gap has more than Lease/2 - Heartbeat left after it (0.4 leases or more
+// at the default heartbeat): time for the heartbeats that waited to be
+// read. A longer gap is the CLS's own
+// stall (the process was stopped, starved, or held by a long batch), during
+// which it could not have read a heartbeat either.
+func (s *Store) stallAfter() time.Duration {
+	return max(s.opt.Lease/2, 3*tickEvery)
+}
+
+// noticeStall gives every executing job a fresh lease, as after a restart,
+// when the core has not checked leases for longer than stallAfter: the
+// placeholders' silence was then the CLS's own, and their heartbeats and
+// reports (finished jobs among them) are still on their way, or on their
+// way back after a reconnect.
+func (s *Store) noticeStall(now time.Time) {
+	gap := now.Sub(s.checked)
+	s.checked = now
+	if gap <= s.stallAfter() {
+		return
+	}
+	s.log.Warn("the CLS did not run for a while; every executing job gets a fresh lease", "stalled", gap.Round(time.Millisecond), "jobs", len(s.running))
+	lease := now.Add(s.opt.Lease)
+	for _, ru := range s.running {
+		ru.lease = lease
+	}
 }
 
 // matchParked hands ready jobs to waiting placeholders in arrival order and

@@ -182,17 +182,35 @@ func (e *env) mustBe(id int64, want job.State) {
 	}
 }
 
-// expireLeases moves the clock past the lease and waits until job id has
-// left Executing.
+// expireLeases moves the clock past the lease, as for a CLS that runs
+// meanwhile (advance), and checks that job id has left Executing.
 func (e *env) expireLeases(id int64) {
 	e.t.Helper()
-	e.clock.Advance(testLease + time.Second)
-	deadline := time.Now().Add(10 * time.Second)
-	for e.state(id) == job.Executing {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("job %d still executing after its lease ran out", id)
-		}
-		time.Sleep(10 * time.Millisecond)
+	e.advance(testLease + time.Second)
+	if e.state(id) == job.Executing {
+		e.t.Fatalf("job %d still executing after its lease ran out", id)
+	}
+}
+
+// advance moves the clock on by d as it passes for a CLS that runs: in
+// steps of a quarter lease, each seen by the core's lease check (tick). One
+// jump longer than half a lease would be the CLS's own stall (see
+// Store.noticeStall), which renews leases instead of expiring them.
+func (e *env) advance(d time.Duration) {
+	e.t.Helper()
+	for d > 0 {
+		step := min(d, testLease/4)
+		e.clock.Advance(step)
+		d -= step
+		e.tick()
+	}
+}
+
+// tick runs the core's lease check now, as its ticker does.
+func (e *env) tick() {
+	e.t.Helper()
+	if err := e.s.do(context.Background(), e.s.expire); err != nil {
+		e.t.Fatalf("expire: %v", err)
 	}
 }
 

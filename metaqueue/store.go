@@ -89,6 +89,7 @@ type Store struct {
 	synced       int       // batches committed fsync'd under SyncSubmit (tests check which calls are durable)
 	ended        []int64   // jobs that ended or blocked in this batch (for waiters)
 	tokensPruned time.Time // when submit tokens were last pruned
+	checked      time.Time // when leases were last checked (stall detection, expire)
 	bundles      bundles   // live bundles (bundle.go)
 	data         dataState // data-conscious scheduling (data.go)
 }
@@ -224,9 +225,12 @@ func (s *Store) doCall(ctx context.Context, c *call) error {
 
 const maxBatch = 512
 
+// tickEvery is how often the core checks leases and deadlines.
+const tickEvery = 100 * time.Millisecond
+
 func (s *Store) loop() {
 	defer close(s.stopped)
-	tick := time.NewTicker(100 * time.Millisecond)
+	tick := time.NewTicker(tickEvery)
 	defer tick.Stop()
 	batch := make([]*call, 0, maxBatch)
 	for {
@@ -573,6 +577,7 @@ func (s *Store) load(ctx context.Context) error {
 	phIDs := map[int64]bool{}
 	var queued []int64 // in id order
 	now := s.now()
+	s.checked = now // every lease is fresh
 	// Runtimes of Done jobs, by target: SJF and DC go on from what earlier
 	// runs learned rather than from nothing.
 	type sum struct {

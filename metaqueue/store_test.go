@@ -215,6 +215,76 @@ func TestLeaseExpiryRespectsMaxAttempts(t *testing.T) {
 	e.check()
 }
 
+// TestStallRenewsLeases: the clock jumps past every lease while the core
+// did not run (the CLS was stopped): the placeholders' silence was the
+// CLS's own, so every lease is renewed as after a restart and a job that
+// ended meanwhile is reported Done on its first attempt. A placeholder
+// that stays silent while the CLS runs still loses its job, one lease
+// after the stall.
+func TestStallRenewsLeases(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ph, silent := e.register("s"), e.register("o")
+	ended, running := e.submit1("t", "ends during the stall"), e.submit1("t", "runs on")
+	lost := e.submit1("u", "its placeholder is gone")
+	as := e.next(ph, 2)
+	if !slices.Equal(ids(as), []int64{ended, running}) {
+		t.Fatalf("got %v", ids(as))
+	}
+	asLost := e.next(silent, 1)
+	if !slices.Equal(ids(asLost), []int64{lost}) {
+		t.Fatalf("got %v", ids(asLost))
+	}
+	e.advance(testLease / 2)
+	// The stall: three leases pass at once, without a lease check.
+	e.clock.Advance(3 * testLease)
+	e.tick()
+	for _, id := range []int64{ended, running, lost} {
+		e.mustBe(id, job.Executing)
+	}
+	// The CLS runs again: the reports and heartbeats that waited arrive.
+	e.report(ph, ok(as[0]))
+	e.mustBe(ended, job.Done)
+	if d := e.job(ended); d.Attempts != 1 || len(d.History) != 0 {
+		t.Fatalf("job that ended during the stall: attempts %d, history %+v; want 1 and none", d.Attempts, d.History)
+	}
+	ctx := context.Background()
+	for i := 0; i < 3; i++ {
+		e.advance(testLease / 2)
+		hb, err := e.s.Heartbeat(ctx, protocol.Heartbeat{Placeholder: ph, Running: []protocol.JobRef{{ID: running, Attempt: 1}}})
+		if err != nil || len(hb.Kill) != 0 {
+			t.Fatalf("Heartbeat = %+v, %v", hb, err)
+		}
+	}
+	// A lease and a half of the CLS running: the silent placeholder's
+	// renewed lease has run out; the heartbeating one's has not.
+	e.mustBe(running, job.Executing)
+	e.mustBe(lost, job.Queued)
+	if h := e.job(lost).History; len(h) != 1 || !strings.HasPrefix(h[0].Reason, "lost: no heartbeat") {
+		t.Fatalf("history of the silent placeholder's job %+v, want attempt 1 lost", h)
+	}
+	e.check()
+}
+
+// TestLeaseExpiresWithoutStall: the CLS runs normally (the core checks
+// leases as the clock moves), so a placeholder silent for a lease loses
+// its job, and a gap just under the stall threshold is not a stall.
+func TestLeaseExpiresWithoutStall(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ph := e.register("s")
+	id := e.submit1("t", "x")
+	e.next(ph, 1)
+	e.advance(testLease / 4)
+	e.clock.Advance(testLease / 2) // a slow tick, not a stall
+	e.tick()
+	e.mustBe(id, job.Executing)
+	e.clock.Advance(testLease / 4)
+	e.tick()
+	e.mustBe(id, job.Queued)
+	e.check()
+}
+
 func TestLateAndDuplicateReports(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -357,12 +427,11 @@ func TestHeartbeat(t *testing.T) {
 	ctx := context.Background()
 	// Renew every few seconds for three lease lengths: the jobs stay.
 	for i := 0; i < 6; i++ {
-		e.clock.Advance(testLease / 2)
+		e.advance(testLease / 2)
 		hb, err := e.s.Heartbeat(ctx, protocol.Heartbeat{Placeholder: ph, Running: []protocol.JobRef{{ID: keep, Attempt: 1}, {ID: del, Attempt: 1}}})
 		if err != nil || len(hb.Kill) != 0 {
 			t.Fatalf("Heartbeat = %+v, %v", hb, err)
 		}
-		time.Sleep(120 * time.Millisecond) // let the core tick
 	}
 	e.mustBe(keep, job.Executing)
 	e.mustBe(del, job.Executing)
@@ -1148,8 +1217,7 @@ func TestRestartRecovery(t *testing.T) {
 	e.report(ph, ok(a1))
 	e.mustBe(run1, job.Done)
 	// Fresh lease: just short of it, still executing.
-	e.clock.Advance(testLease - time.Second)
-	time.Sleep(250 * time.Millisecond)
+	e.advance(testLease - time.Second)
 	e.mustBe(run2, job.Executing)
 	// Heartbeat works for the reloaded placeholder.
 	hb, err := e.s.Heartbeat(ctx, protocol.Heartbeat{Placeholder: ph, Running: []protocol.JobRef{{ID: run2, Attempt: a2.Attempt}}})

@@ -361,8 +361,18 @@ func (a *Agent) work(ctx context.Context) error {
 	}
 	ended := make(chan protocol.Report, a.cfg.Slots)
 	progress := make(chan protocol.Report) // a bundle's jobs; unbuffered, so each is in before its slot frees
-	quit := make(chan struct{})            // work has returned: nobody reads progress
-	defer close(quit)
+	quit := make(chan struct{})            // work has returned: nobody reads progress or unacked
+	// Reports go out detached from ctx, so a job killed at shutdown is
+	// still reported, until reportGrace after ctx ends.
+	rctx, stopReporting := context.WithCancel(context.WithoutCancel(ctx))
+	stopGrace := context.AfterFunc(ctx, func() { time.AfterFunc(reportGrace, stopReporting) })
+	var reporters sync.WaitGroup
+	defer func() {
+		close(quit)
+		stopGrace()
+		stopReporting()
+		reporters.Wait()
+	}()
 	free, running := a.cfg.Slots, 0
 	// Prefetch: while jobs are short, hold one more job than the free
 	// slots, so the round trip that reports a job and fetches the next
@@ -408,8 +418,11 @@ func (a *Agent) work(ctx context.Context) error {
 		}
 	}
 	var poll chan polled // non-nil while a next request is out
-	var reporters sync.WaitGroup
-	defer reporters.Wait()
+	// Reports sent on their own stay this agent's until the CLS
+	// acknowledges them: a batch that failed comes back through unacked
+	// and goes out again.
+	unacked := make(chan []protocol.Report)
+	sending := 0 // report requests out
 	idleSince := time.Now()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -420,16 +433,30 @@ func (a *Agent) work(ctx context.Context) error {
 		}
 		batch := reports
 		reports = nil
+		sending++
 		reporters.Add(1)
 		go func() {
 			defer reporters.Done()
-			// Detached from ctx: a job killed at shutdown is still reported.
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			defer cancel()
-			if err := a.call(rctx, protocol.OpReport, func(id int64) any {
+			// No deadline while the agent runs: a CLS that is slow or
+			// stopped answers late, and a broken connection is re-dialled
+			// and the batch sent again (a.call).
+			err := a.call(rctx, protocol.OpReport, func(id int64) any {
 				return protocol.ReportBatch{Placeholder: id, Reports: batch}
-			}, nil); err != nil {
-				a.log.Warn("could not report; the CLS will requeue after the lease", "err", err)
+			}, nil)
+			var back []protocol.Report
+			if err != nil {
+				if resend(err) {
+					back = batch
+				} else {
+					a.log.Warn("the CLS refused a report", "err", err)
+				}
+			}
+			select {
+			case unacked <- back:
+			case <-quit:
+				if back != nil {
+					a.log.Warn("could not report; the CLS will requeue after the lease", "err", err)
+				}
 			}
 		}()
 	}
@@ -461,6 +488,7 @@ func (a *Agent) work(ctx context.Context) error {
 		}
 	}
 	exiting := false
+	stopped := ctx.Done()
 	for {
 		if !exiting && (ctx.Err() != nil || (a.cfg.ExitWhenOrphaned && os.Getppid() != a.ppid) ||
 			(a.cfg.IdleTimeout > 0 && running == 0 && len(held) == 0 && time.Since(idleSince) >= a.cfg.IdleTimeout)) {
@@ -470,17 +498,14 @@ func (a *Agent) work(ctx context.Context) error {
 			reports = append(reports, a.giveBack(held)...)
 			held = nil
 		}
-		if exiting && running == 0 && poll == nil {
+		if exiting && running == 0 && poll == nil && sending == 0 {
 			if len(reports) == 0 {
 				return nil
 			}
 			// Final report: deliver it even though ctx has ended.
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			err := a.call(rctx, protocol.OpReport, func(id int64) any {
+			return a.call(rctx, protocol.OpReport, func(id int64) any {
 				return protocol.ReportBatch{Placeholder: id, Reports: reports}
 			}, nil)
-			cancel()
-			return err
 		}
 		depth := a.prefetchDepth(meanRun)
 		want := free + depth - len(held)
@@ -561,6 +586,11 @@ func (a *Agent) work(ctx context.Context) error {
 			idleSince = time.Now()
 			startHeld()
 			scheduleReports()
+		case back := <-unacked:
+			sending--
+			// Not acknowledged: the next request carries it (a poll, or
+			// the tick's report at the latest).
+			reports = append(back, reports...)
 		case <-hold.C:
 			holding = false
 			if poll != nil && !pollPrefetch {
@@ -617,10 +647,25 @@ func (a *Agent) work(ctx context.Context) error {
 			}
 			held = keep
 			sendReports() // a returned job must not wait for a slot or a long poll
-		case <-ctx.Done():
+		case <-stopped:
 			exiting = true
+			stopped = nil // closed for good: selecting it again would spin while jobs and reports finish
 		}
 	}
+}
+
+// reportGrace is how long reports may still take once the agent is told
+// to stop.
+const reportGrace = 10 * time.Second
+
+// resend reports whether a report that failed with err may yet be taken:
+// anything but the CLS refusing it (a bad request stays bad).
+func resend(err error) bool {
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		return pe.Code == protocol.CodeInternal || pe.Code == protocol.CodeShutdown
+	}
+	return true
 }
 
 type errWithReports struct {

@@ -2,6 +2,7 @@ package placeholder
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -34,18 +36,23 @@ type cls struct {
 	ctx   context.Context
 
 	mu    sync.Mutex
-	conns []net.Conn
+	conns []*peerConn
 	dials int
+	seen  map[string]int // requests read, by op
+	lost  map[string]int // requests that vanished into a silent connection, by op
+	fail  int            // report requests still to answer with a storage failure
 }
 
-func newCLS(t *testing.T) *cls {
+func newCLS(t *testing.T) *cls { return newCLSLease(t, 5*time.Second) }
+
+func newCLSLease(t *testing.T, lease time.Duration) *cls {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	st, err := metaqueue.Open(ctx, metaqueue.Options{Path: filepath.Join(t.TempDir(), "mq.db"), Sync: metaqueue.SyncNormal, Lease: 5 * time.Second})
+	st, err := metaqueue.Open(ctx, metaqueue.Options{Path: filepath.Join(t.TempDir(), "mq.db"), Sync: metaqueue.SyncNormal, Lease: lease})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &cls{t: t, store: st, srv: &server.Server{Store: st}, ctx: ctx}
+	c := &cls{t: t, store: st, srv: &server.Server{Store: st}, ctx: ctx, seen: map[string]int{}, lost: map[string]int{}}
 	t.Cleanup(func() {
 		cancel()
 		c.cut()
@@ -57,12 +64,84 @@ func newCLS(t *testing.T) *cls {
 
 func (c *cls) dial(ctx context.Context) (io.ReadWriteCloser, error) {
 	a, b := net.Pipe()
+	p := &peerConn{Conn: b, c: c}
 	c.mu.Lock()
-	c.conns = append(c.conns, b)
+	c.conns = append(c.conns, p)
 	c.dials++
 	c.mu.Unlock()
-	go c.srv.ServeConn(c.ctx, b, protocol.RoleUser)
+	go c.srv.ServeConn(c.ctx, p, protocol.RoleUser)
 	return a, nil
+}
+
+// silence makes the CLS's end of every connection open now behave as a
+// stopped CLS: requests vanish unanswered and nothing is written back.
+// Connections dialled later are served.
+func (c *cls) silence() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range c.conns {
+		p.silent.Store(true)
+	}
+}
+
+// count is how many requests of op were read (lost: vanished unanswered).
+func (c *cls) count(op string, lost bool) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if lost {
+		return c.lost[op]
+	}
+	return c.seen[op]
+}
+
+// peerConn is the CLS's end of one agent connection.
+type peerConn struct {
+	net.Conn
+	c      *cls
+	silent atomic.Bool
+}
+
+func (p *peerConn) Read(b []byte) (int, error) {
+	for {
+		n, err := p.Conn.Read(b)
+		silent := p.silent.Load()
+		p.c.mu.Lock()
+		for _, op := range []string{protocol.OpNext, protocol.OpReport, protocol.OpHeartbeat} {
+			k := strings.Count(string(b[:n]), `"op":"`+op+`"`)
+			p.c.seen[op] += k
+			if silent {
+				p.c.lost[op] += k
+			}
+		}
+		fail := p.c.fail > 0 && strings.Contains(string(b[:n]), `"op":"`+protocol.OpReport+`"`)
+		if fail {
+			p.c.fail--
+		}
+		p.c.mu.Unlock()
+		if fail {
+			// Answered as a CLS whose commit failed would, instead of the
+			// store (a client writes one request per write).
+			req, perr := protocol.ParseRequest(b[:n])
+			if perr != nil {
+				return 0, perr
+			}
+			resp, _ := json.Marshal(protocol.Response{ID: req.ID, Err: protocol.Errorf(protocol.CodeInternal, "metaqueue storage failure: disk I/O error")})
+			if _, err := p.Conn.Write(append(resp, '\n')); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if err != nil || !silent {
+			return n, err
+		}
+	}
+}
+
+func (p *peerConn) Write(b []byte) (int, error) {
+	if p.silent.Load() {
+		return len(b), nil
+	}
+	return p.Conn.Write(b)
 }
 
 func (c *cls) cut() {
@@ -182,6 +261,96 @@ func TestAgentSurvivesCut(t *testing.T) {
 	c.mu.Unlock()
 	if dials < 2 {
 		t.Fatalf("agent dialled %d times; it should have reconnected", dials)
+	}
+}
+
+// TestAgentResendsUnansweredReport: the CLS stops answering (as a stopped
+// process does) just as a job ends, for longer than an agent once waited
+// for a report's reply before dropping it, and then the connection breaks.
+// The agent keeps the report until the CLS acknowledges it, so it sends it
+// again on its next connection: the job ends Done on its first attempt,
+// having run once.
+func TestAgentResendsUnansweredReport(t *testing.T) {
+	t.Parallel()
+	c := newCLSLease(t, time.Hour) // about the report, not the lease
+	dir := t.TempDir()
+	id := c.submit(protocol.JobSpec{Target: "t", Command: "echo ran >> ran.txt; while [ ! -e release ]; do sleep 0.02; done", Cwd: dir})[0]
+	// Two slots: while the job runs, a poll for the idle one is out, so
+	// the job's report goes on its own rather than riding a poll.
+	startAgent(t, c, 2)
+	deadline := time.Now().Add(20 * time.Second)
+	for stateOf(t, c, id) != "E" || !exists(filepath.Join(dir, "ran.txt")) || c.count(protocol.OpNext, false) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the job never started, or no poll went out for the idle slot")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.silence()
+	if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for c.count(protocol.OpReport, true) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the job's report never went out")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The CLS stays silent for longer than the agent once waited (10 s).
+	time.Sleep(11 * time.Second)
+	if st := stateOf(t, c, id); st != "E" {
+		t.Fatalf("job is %s while the CLS was silent", st)
+	}
+	c.cut()
+	e := c.wait(id)[id]
+	if e.State != "D" {
+		t.Fatalf("job ended %+v", e)
+	}
+	d, err := c.store.Job(context.Background(), id)
+	if err != nil || d.Attempts != 1 || len(d.History) != 0 {
+		t.Fatalf("job %+v, %v: want one attempt and no history", d, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "ran.txt")); string(b) != "ran\n" {
+		t.Fatalf("ran.txt = %q: the job ran other than once", b)
+	}
+}
+
+// TestAgentResendsRefusedReport: the CLS could not take a job's report (its
+// batch's commit failed); the agent keeps the report and sends it again,
+// and the job ends Done on its first attempt, long before its lease would
+// have requeued it.
+func TestAgentResendsRefusedReport(t *testing.T) {
+	t.Parallel()
+	c := newCLSLease(t, time.Hour)
+	dir := t.TempDir()
+	id := c.submit(protocol.JobSpec{Target: "t", Command: "echo ran >> ran.txt; while [ ! -e release ]; do sleep 0.02; done", Cwd: dir})[0]
+	c.mu.Lock()
+	c.fail = 1
+	c.mu.Unlock()
+	// Two slots: a poll for the idle one is out when the job ends, so its
+	// report goes on its own.
+	startAgent(t, c, 2)
+	deadline := time.Now().Add(20 * time.Second)
+	for stateOf(t, c, id) != "E" || c.count(protocol.OpNext, false) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the job never started, or no poll went out for the idle slot")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if e := c.wait(id)[id]; e.State != "D" {
+		t.Fatalf("job ended %+v", e)
+	}
+	if c.count(protocol.OpReport, false) < 2 {
+		t.Fatalf("%d report requests; want the refused one and its resend", c.count(protocol.OpReport, false))
+	}
+	d, err := c.store.Job(context.Background(), id)
+	if err != nil || d.Attempts != 1 || len(d.History) != 0 {
+		t.Fatalf("job %+v, %v: want one attempt and no history", d, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "ran.txt")); string(b) != "ran\n" {
+		t.Fatalf("ran.txt = %q: the job ran other than once", b)
 	}
 }
 

@@ -227,9 +227,18 @@ func TestBadInput(t *testing.T) {
 		wantErr(t, r, "mqsub", 1, "cannot reach the CLS")
 		wantErr(t, h2.run("mqstat"), "mqstat", 1, "cannot reach the CLS")
 		wantErr(t, h2.run("mqdel", "1"), "mqdel", 1, "cannot reach the CLS")
-		// A stale socket file (a CLS that died) is no different.
-		os.WriteFile(h2.sock(), nil, 0o600)
+		// A stale socket (a CLS that died) is no different.
+		ln, err := net.Listen("unix", h2.sock())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln.(*net.UnixListener).SetUnlinkOnClose(false)
+		ln.Close()
 		wantErr(t, h2.run("mqsub", "x", "true"), "mqsub", 1, "cannot reach the CLS")
+		// Something else in the socket's place is named, not dialled.
+		os.Remove(h2.sock())
+		os.WriteFile(h2.sock(), nil, 0o600)
+		wantErr(t, h2.run("mqsub", "x", "true"), "mqsub", 1, "is a regular file, not a socket")
 	})
 }
 

@@ -349,6 +349,46 @@ func (a *Agent) giveBack(hs []heldJob) []protocol.Report {
 // prefetch window for the refill that carries it (see prefetchDepth).
 const reportHold = 2 * time.Millisecond
 
+// parkedAfter is how long a long poll must have been out to count as
+// parked at the CLS (no work for it): a report then goes at once, since it
+// may be what makes work ready (a dependent job), and the parked poll is
+// what would take that work. A poll that returns with work comes back in
+// well under this on a loaded machine's loopback.
+const parkedAfter = 5 * time.Millisecond
+
+// reportTiming is when reports just gathered go out.
+type reportTiming int
+
+const (
+	reportNow        reportTiming = iota // on their own, at once
+	reportSoon                           // with the poll out if it returns within reportHold, else on their own
+	reportWithRefill                     // with the next poll, within half the prefetch window
+)
+
+// whenToReport decides when reports just gathered go out, from whether a
+// long poll (one that may park at the CLS) is out and for how long, and
+// how many jobs still run here.
+func whenToReport(longPollOut bool, pollAge time.Duration, running int) reportTiming {
+	switch {
+	case longPollOut && running == 0:
+		// Nothing else is running: no request is coming soon.
+		return reportNow
+	case longPollOut && pollAge >= parkedAfter:
+		// The poll has parked: the CLS has no work for it, and these
+		// reports may make some (a dependent job), which that very poll
+		// would take. Reporting now makes a dependency hop one round trip.
+		return reportNow
+	case longPollOut:
+		// Under load it returns at once and the next request carries
+		// these reports; if it parked, they go on their own soon.
+		return reportSoon
+	default:
+		// No poll out, or a prefetch that returns at once: the next poll
+		// carries them, when the prefetch runs low; bound the wait.
+		return reportWithRefill
+	}
+}
+
 // work runs the slots from one loop. Each request reports every job that
 // ended since the last one and asks for as many jobs as slots are free, so
 // under load one round trip serves several jobs. While a long poll is out,
@@ -418,6 +458,7 @@ func (a *Agent) work(ctx context.Context) error {
 		}
 	}
 	var poll chan polled // non-nil while a next request is out
+	var pollSent time.Time
 	// Reports sent on their own stay this agent's until the CLS
 	// acknowledges them: a batch that failed comes back through unacked
 	// and goes out again.
@@ -468,23 +509,23 @@ func (a *Agent) work(ctx context.Context) error {
 	prefetchDry := false  // a prefetch found nothing: no more until a job ends
 	// scheduleReports decides when reports just gathered go out.
 	scheduleReports := func() {
-		switch {
-		case poll != nil && !pollPrefetch && running == 0:
-			// Nothing else is running: no request is coming soon (the poll
-			// out is likely parked), so report now.
+		var age time.Duration
+		if poll != nil {
+			age = time.Since(pollSent)
+		}
+		switch whenToReport(poll != nil && !pollPrefetch, age, running) {
+		case reportNow:
 			sendReports()
-		case holding:
-		case poll != nil && !pollPrefetch:
-			// A poll that may park is out. Under load it returns at once
-			// and the next request carries these reports; if it parked,
-			// report separately soon.
-			holding = true
-			hold.Reset(reportHold)
-		default:
-			// No poll out, or a prefetch that returns at once: the next
-			// poll carries them, when the prefetch runs low; bound the wait.
-			holding = true
-			hold.Reset(a.cfg.prefetchWindow / 2)
+		case reportSoon:
+			if !holding {
+				holding = true
+				hold.Reset(reportHold)
+			}
+		case reportWithRefill:
+			if !holding {
+				holding = true
+				hold.Reset(a.cfg.prefetchWindow / 2)
+			}
 		}
 	}
 	exiting := false
@@ -548,7 +589,7 @@ func (a *Agent) work(ctx context.Context) error {
 				n = min(want, free-len(held)+1)
 			}
 			reports = nil
-			poll = make(chan polled, 1)
+			poll, pollSent = make(chan polled, 1), time.Now()
 			go func(ch chan polled) {
 				var p polled
 				p.err = a.call(ctx, protocol.OpNext, func(id int64) any {

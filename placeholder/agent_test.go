@@ -685,3 +685,30 @@ func TestAgentStagedOutputLost(t *testing.T) {
 		t.Errorf("output_lost %q, want the CLS's write error", d.OutputLost)
 	}
 }
+
+// TestWhenToReport: reports go at once when the long poll out has parked
+// (the CLS had no work for it, and a report may make some: a dependent
+// job), or when nothing else runs; a poll that may still return carries
+// them; with no long poll out, the refill does.
+func TestWhenToReport(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name        string
+		longPollOut bool
+		age         time.Duration
+		running     int
+		want        reportTiming
+	}{
+		{"nothing runs, poll out", true, 0, 0, reportNow},
+		{"nothing runs, parked", true, time.Second, 0, reportNow},
+		{"parked, others run", true, parkedAfter, 3, reportNow},
+		{"parked long ago, others run", true, 29 * time.Second, 1, reportNow},
+		{"just sent, others run", true, parkedAfter / 5, 2, reportSoon},
+		{"no poll out", false, 0, 2, reportWithRefill},
+		{"no poll out, nothing runs", false, 0, 0, reportWithRefill},
+	} {
+		if got := whenToReport(tc.longPollOut, tc.age, tc.running); got != tc.want {
+			t.Errorf("%s: whenToReport(%v, %v, %d) = %d, want %d", tc.name, tc.longPollOut, tc.age, tc.running, got, tc.want)
+		}
+	}
+}

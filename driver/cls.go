@@ -169,7 +169,7 @@ func (b *clsBackend) consume(ctx context.Context) {
 				reqs = append(reqs, loose)
 			}
 			loose.ents = append(loose.ents, u.jobs...)
-			loose.body.Jobs = append(loose.body.Jobs, u.jobs[0].spec)
+			loose.body.Jobs = append(loose.body.Jobs, wireSpec(u.jobs[0]))
 		}
 		add(u)
 	drain: // whatever else is buffered goes out in the same round trip
@@ -192,9 +192,17 @@ func (b *clsBackend) consume(ctx context.Context) {
 func (b *clsBackend) newRequest(ents []*entry, bundle bool) *request {
 	r := &request{ents: ents, body: protocol.Submit{Bundle: bundle, Token: fmt.Sprintf("%s-%d", b.prefix, b.seq.Add(1))}}
 	for _, e := range ents {
-		r.body.Jobs = append(r.body.Jobs, e.spec)
+		r.body.Jobs = append(r.body.Jobs, wireSpec(e))
 	}
 	return r
+}
+
+// wireSpec is an entry's spec as it travels: a command that is not UTF-8
+// goes as bytes (protocol.EncodeCommand).
+func wireSpec(e *entry) protocol.JobSpec {
+	js := e.spec
+	protocol.EncodeCommand(&js)
+	return js
 }
 
 // submit sends requests pipelined, and resends those whose reply was lost

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -302,5 +303,35 @@ func TestCLSGroupsAndPipelinesRunAsBundles(t *testing.T) {
 				t.Errorf("bundle job %d started %s before job %d finished %s", cur.ID, cur.Started, prev.ID, prev.Finished)
 			}
 		}
+	}
+}
+
+// A command that is not UTF-8 (a Latin-1 file name) runs exactly as
+// given, through the CLS and its placeholders as in local mode: JSON would
+// have turned the byte into U+FFFD and made another file.
+func TestCommandBytesExact(t *testing.T) {
+	t.Parallel()
+	const name = "caf\xe9" // café in Latin-1
+	for _, mode := range []string{"cls", "local"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			var d *Driver
+			if mode == "cls" {
+				d = startCLSDriver(t, newTestCLS(t, 1, 1), Config{Dir: dir})
+			} else {
+				d = startLocal(t, Config{Dir: dir})
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			code, err := d.ExecSync(ctx, "printf x > "+name+" && test -f "+name)
+			if err != nil || code != 0 {
+				t.Fatalf("exit %d, %v", code, err)
+			}
+			ents, err := os.ReadDir(dir)
+			if err != nil || len(ents) != 1 || ents[0].Name() != name {
+				t.Fatalf("the job made %v (%v), want exactly %q", ents, err, name)
+			}
+		})
 	}
 }

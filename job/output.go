@@ -3,6 +3,8 @@ package job
 import (
 	"fmt"
 	"path/filepath"
+	"unicode"
+	"unicode/utf8"
 )
 
 // MaxCommandBytes is the longest command line accepted. Linux refuses a
@@ -35,7 +37,24 @@ func ValidName(kind, s string) error {
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
+		if c >= utf8.RuneSelf {
+			return validUnicodeName(kind, s)
+		}
 		if c <= ' ' || c == ',' || c == 0x7f {
+			return fmt.Errorf("%s name %q has a space, comma or control character", kind, s)
+		}
+	}
+	return nil
+}
+
+// validUnicodeName is ValidName's check for a name that is not all ASCII
+// (kept off the bulk path's common case): valid UTF-8, printable.
+func validUnicodeName(kind, s string) error {
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%s name %q is not valid UTF-8", kind, s)
+	}
+	for _, r := range s {
+		if r <= ' ' || r == ',' || r == 0x7f || !unicode.IsPrint(r) {
 			return fmt.Errorf("%s name %q has a space, comma or control character", kind, s)
 		}
 	}

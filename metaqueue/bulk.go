@@ -66,15 +66,36 @@ func (b *Bulk) Abort() { b.f.Close() }
 // Commit adds every spooled job in one transaction and returns the first id;
 // ids are contiguous. The Bulk is finished either way.
 func (b *Bulk) Commit(ctx context.Context) (first int64, err error) {
+	first, _, err = b.CommitToken(ctx, "")
+	return first, err
+}
+
+// CommitToken is Commit with an idempotency token (empty: none), recorded in
+// the commit's transaction. If a commit with this token was already made,
+// nothing is added and that commit's ids are returned: a client whose
+// connection died during the commit may upload again and commit with the
+// same token, whichever of the two commits runs first. count is the number
+// of jobs the returned ids cover.
+func (b *Bulk) CommitToken(ctx context.Context, token string) (first int64, count int, err error) {
 	defer b.f.Close()
 	if b.n == 0 {
-		return 0, protocol.Errorf(protocol.CodeBadRequest, "no jobs to submit")
+		return 0, 0, protocol.Errorf(protocol.CodeBadRequest, "no jobs to submit")
+	}
+	if len(token) > maxToken {
+		return 0, 0, protocol.Errorf(protocol.CodeBadRequest, "token is %d bytes; the limit is %d", len(token), maxToken)
 	}
 	if err := b.w.Flush(); err != nil {
-		return 0, fmt.Errorf("bulk submit: spool: %w", err)
+		return 0, 0, fmt.Errorf("bulk submit: spool: %w", err)
 	}
 	s := b.s
+	inserted := false
 	err = s.doDurable(ctx, func() error {
+		if done, err := s.tokenIDs(token); err != nil || done != nil {
+			if len(done) > 0 {
+				first, count = done[0], len(done)
+			}
+			return err
+		}
 		if _, err := b.f.Seek(0, io.SeekStart); err != nil {
 			return fmt.Errorf("bulk submit: spool: %w", err)
 		}
@@ -82,7 +103,7 @@ func (b *Bulk) Commit(ctx context.Context) (first int64, err error) {
 			return protocol.Errorf(protocol.CodeBadRequest, "prerequisites would form a cycle: %s", c)
 		}
 		r := bufio.NewReaderSize(b.f, 1<<20)
-		first = s.nextID
+		first, count = s.nextID, b.n
 		ins := s.newInserter()
 		var js protocol.JobSpec
 		for i := 0; i < b.n; i++ {
@@ -95,16 +116,37 @@ func (b *Bulk) Commit(ctx context.Context) (first int64, err error) {
 				return err
 			}
 		}
-		return ins.flush()
+		if err := ins.flush(); err != nil {
+			return err
+		}
+		inserted = true
+		return s.saveToken(token, first, b.n)
 	})
-	if err == nil {
+	if err == nil && inserted {
 		// A large transaction filled the page cache; give the memory back.
 		s.do(ctx, func() error {
 			_, err := s.w.ExecContext(ctx, "PRAGMA shrink_memory")
 			return err
 		})
 	}
-	return first, err
+	return first, count, err
+}
+
+// BulkOutcome says whether a bulk commit (or submit) with token was
+// committed, and if so its ids first..first+count-1. It goes through the
+// core, so a commit already handed to the core is decided first.
+func (s *Store) BulkOutcome(ctx context.Context, token string) (first int64, count int, found bool, err error) {
+	if token == "" || len(token) > maxToken {
+		return 0, 0, false, protocol.Errorf(protocol.CodeBadRequest, "a token of 1 to %d bytes is needed", maxToken)
+	}
+	err = s.do(ctx, func() error {
+		ids, err := s.tokenIDs(token)
+		if len(ids) > 0 {
+			first, count, found = ids[0], len(ids), true
+		}
+		return err
+	})
+	return first, count, found, err
 }
 
 func appendString(b []byte, s string) []byte {

@@ -373,3 +373,35 @@ func TestDCRerunKeepsFiles(t *testing.T) {
 	}
 	e.check()
 }
+
+// TestMigrateFrom3: a version 3 database gains the record of lost output;
+// its jobs keep running, and a loss reported afterwards is shown.
+func TestMigrateFrom3(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	id := e.submit1("t", "old job")
+	e.s.Close()
+	e.s = nil
+	db := openRaw(t, e.opt.Path)
+	mustExec(t, db, "DROP TABLE output_lost")
+	mustExec(t, db, "UPDATE meta SET value = '3' WHERE key = 'schema'")
+	db.Close()
+	e.open()
+	e.mustBe(id, job.Queued)
+	ph := e.register("p")
+	got := e.next(ph, 1)
+	r := ok(got[0])
+	r.OutputLost = "stdout: write: no space left on device"
+	e.report(ph, r)
+	e.mustBe(id, job.Done)
+	if d := e.job(id); d.OutputLost != r.OutputLost {
+		t.Fatalf("output_lost %q after migration, want %q", d.OutputLost, r.OutputLost)
+	}
+	var v string
+	db = openRaw(t, e.opt.Path)
+	defer db.Close()
+	if err := db.QueryRow("SELECT value FROM meta WHERE key = 'schema'").Scan(&v); err != nil || v != schemaVersion {
+		t.Fatalf("schema version %q, %v", v, err)
+	}
+	e.check()
+}

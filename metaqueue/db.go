@@ -17,7 +17,7 @@ import (
 //go:embed schema.sql
 var schema string
 
-const schemaVersion = "3"
+const schemaVersion = "4"
 
 // Sync is how hard a commit pushes data to disk.
 type Sync string
@@ -149,9 +149,17 @@ func migrate(ctx context.Context, w *sql.Conn) error {
 		if err := migrate1to2(ctx, w); err != nil {
 			return err
 		}
-		return migrate2to3(ctx, w)
+		if err := migrate2to3(ctx, w); err != nil {
+			return err
+		}
+		return migrate3to4(ctx, w)
 	case err == nil && v == "2":
-		return migrate2to3(ctx, w)
+		if err := migrate2to3(ctx, w); err != nil {
+			return err
+		}
+		return migrate3to4(ctx, w)
+	case err == nil && v == "3":
+		return migrate3to4(ctx, w)
 	case err == nil:
 		return fmt.Errorf("metaqueue schema version %s is not %s: this build cannot use it", v, schemaVersion)
 	}

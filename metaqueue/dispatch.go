@@ -159,6 +159,11 @@ func (s *Store) report(ph int64, reports []protocol.Report) error {
 		if !ok || j.State != job.Executing {
 			continue
 		}
+		if r.OutputLost != "" && r.Reason != protocol.ReasonReturned {
+			if err := s.saveOutputLost(r.ID, r.Attempt, r.OutputLost); err != nil {
+				return err
+			}
+		}
 		out := outcomeOf(r)
 		if err := s.endAttempt(r.ID, j, ru, out, r.Exit, r.Started, r.Finished, r.Reason); err != nil {
 			return err
@@ -484,8 +489,9 @@ func (s *Store) dispatch(p *parkedNext) error {
 		}
 		j, _ := s.g.Job(pk.id)
 		s.running[pk.id] = &run{attempt: r.attempt, used: r.attempt - r.base, placeholder: p.req.Placeholder, lease: lease, started: now}
+		text, raw := protocol.WireCommand(r.command)
 		p.reply.Jobs = append(p.reply.Jobs, protocol.Assignment{
-			ID: pk.id, Attempt: r.attempt, Command: r.command, Cwd: r.cwd,
+			ID: pk.id, Attempt: r.attempt, Command: text, CommandBytes: raw, Cwd: r.cwd,
 			Target: s.g.Name(j.Target), Queue: pk.q.Name, Ceiling: pk.q.Ceiling,
 			Bundle: pk.bundle, Seq: pk.seq,
 		})

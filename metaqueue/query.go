@@ -47,6 +47,7 @@ func scanStat(rows *sql.Rows) (statRow, error) {
 		return r, err
 	}
 	r.State = st
+	r.Command, r.CommandBytes = protocol.WireCommand(r.Command)
 	if exit.Valid {
 		e := int(exit.Int64)
 		r.Exit = &e
@@ -198,6 +199,13 @@ func (s *Store) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
 		ts.Complete = total > 0 && done == total
 		d.WaitingOn = append(d.WaitingOn, ts)
 	}
+	lost, err := s.outputLost(ctx, id)
+	if err != nil {
+		return d, err
+	}
+	if r.attempt > 0 {
+		d.OutputLost = lost[r.attempt]
+	}
 	hrows, err := s.rdb.QueryContext(ctx, `SELECT a.attempt, coalesce(p.site, ''), coalesce(p.host, ''), a.started, a.finished, a.exit, a.reason, coalesce(p.out_dir, '')
 		FROM attempts a LEFT JOIN placeholders p ON p.id = a.placeholder_id WHERE a.job_id = ? ORDER BY a.attempt`, id)
 	if err != nil {
@@ -220,6 +228,7 @@ func (s *Store) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
 			a.Stdout, a.Stderr = job.OutputPaths(outDir, id, a.Attempt)
 			a.StdoutCopy, a.StderrCopy = s.copies(outDir, id, a.Attempt)
 		}
+		a.OutputLost = lost[a.Attempt]
 		d.History = append(d.History, a)
 	}
 	if err := hrows.Err(); err != nil && !errors.Is(err, sql.ErrNoRows) {

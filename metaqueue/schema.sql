@@ -1,4 +1,4 @@
--- The metaqueue schema, version 3 (version 1 lacked jobs.bundle and submits; 2 lacked job_files and file_locations). The CLS is the only writer.
+-- The metaqueue schema, version 4 (version 1 lacked jobs.bundle and submits; 2 lacked job_files and file_locations; 3 lacked output_lost). The CLS is the only writer.
 -- Times are Unix microseconds.
 CREATE TABLE IF NOT EXISTS meta (
 	key   TEXT PRIMARY KEY,
@@ -95,6 +95,17 @@ CREATE TABLE IF NOT EXISTS attempts (
 	finished       INTEGER,
 	exit           INTEGER,
 	reason         TEXT NOT NULL,
+	PRIMARY KEY (job_id, attempt)
+) WITHOUT ROWID;
+
+-- Attempts whose output could not be written (a full disk, an I/O error)
+-- where the placeholder writes it or where the CLS keeps its copy: the
+-- first error says why. Rows only for such attempts, so the hot paths
+-- (dispatch, report) write nothing here.
+CREATE TABLE IF NOT EXISTS output_lost (
+	job_id  INTEGER NOT NULL,
+	attempt INTEGER NOT NULL,
+	error   TEXT NOT NULL,
 	PRIMARY KEY (job_id, attempt)
 ) WITHOUT ROWID;
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,7 +34,7 @@ func TestHappyPath(t *testing.T) {
 	}
 	a := as[0]
 	want := protocol.Assignment{ID: id, Attempt: 1, Command: "echo hi", Cwd: "/work", Target: "t", Queue: DefaultQueue}
-	if a != want {
+	if !reflect.DeepEqual(a, want) {
 		t.Fatalf("assignment %+v, want %+v", a, want)
 	}
 	e.mustBe(id, job.Executing)
@@ -2062,4 +2063,47 @@ func TestCheckConstraintsOption(t *testing.T) {
 		}
 		s.Close()
 	}
+}
+
+// A bulk committed again with its token (a client that lost the reply and
+// uploaded again) adds nothing and gets the first commit's ids; the token's
+// outcome can be asked without uploading.
+func TestBulkToken(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	if _, _, found, err := e.s.BulkOutcome(ctx, "tok"); err != nil || found {
+		t.Fatalf("BulkOutcome before commit = %v, %v; want not found", found, err)
+	}
+	commit := func() (int64, int) {
+		t.Helper()
+		b, err := e.s.NewBulk()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var specs []protocol.JobSpec
+		for i := 0; i < 50; i++ {
+			specs = append(specs, spec("bulk", fmt.Sprintf("job %d", i)))
+		}
+		if err := b.Add(1, specs); err != nil {
+			t.Fatal(err)
+		}
+		first, n, err := b.CommitToken(ctx, "tok")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return first, n
+	}
+	first, n := commit()
+	again, n2 := commit()
+	if again != first || n2 != n || n != 50 {
+		t.Fatalf("second commit = %d+%d, want the first's %d+%d", again, n2, first, n)
+	}
+	if got := len(e.stat(protocol.Stat{Target: "bulk"})); got != 50 {
+		t.Fatalf("%d jobs, want 50", got)
+	}
+	if f, c, found, err := e.s.BulkOutcome(ctx, "tok"); err != nil || !found || f != first || c != 50 {
+		t.Fatalf("BulkOutcome = %d, %d, %v, %v", f, c, found, err)
+	}
+	e.check()
 }

@@ -424,3 +424,98 @@ func TestOneProc(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentOutputLost: a job whose output cannot be written (a full disk:
+// the stdout file fails with ENOSPC after 4 KiB) still ends as it ran, but
+// the loss is recorded on its attempt and the job's detail says it. The
+// job is not blocked by its pipe, nor killed by it.
+func TestAgentOutputLost(t *testing.T) {
+	t.Parallel()
+	c := newCLS(t)
+	dir := t.TempDir()
+	// Much more than a pipe holds, so a sink that stopped reading would
+	// block the job.
+	ids := c.submit(protocol.JobSpec{Target: "t", Command: "head -c 1000000 /dev/zero; echo ok >&2", Cwd: dir})
+	out := t.TempDir()
+	stdout, stderr := job.OutputPaths(out, ids[0], 1)
+	a := New(Config{Dial: c.dial, Site: "test", Host: "h", Slots: 1, OutDir: out})
+	a.create = func(path string) (io.WriteCloser, error) {
+		f, err := createOutput(path)
+		if err != nil || path != stdout {
+			return f, err
+		}
+		return &fullDisk{f: f, room: 4096}, nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	e := c.wait(ids...)[ids[0]]
+	if e.State != "D" || e.Exit == nil || *e.Exit != 0 {
+		t.Errorf("job ended %+v, want done, exit 0", e)
+	}
+	d, err := c.store.Job(context.Background(), ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(d.OutputLost, "stdout: ") || !strings.Contains(d.OutputLost, "no space left on device") {
+		t.Errorf("output_lost %q, want the stdout's write error", d.OutputLost)
+	}
+	if b, err := os.ReadFile(stderr); err != nil || string(b) != "ok\n" {
+		t.Errorf("stderr %q, %v; want ok", b, err)
+	}
+}
+
+// fullDisk is a file on a disk with room bytes left.
+type fullDisk struct {
+	f    io.WriteCloser
+	room int
+}
+
+func (d *fullDisk) Write(p []byte) (int, error) {
+	if len(p) > d.room {
+		n, _ := d.f.Write(p[:d.room])
+		d.room = 0
+		return n, &os.PathError{Op: "write", Path: "out", Err: syscall.ENOSPC}
+	}
+	d.room -= len(p)
+	return d.f.Write(p)
+}
+
+func (d *fullDisk) Close() error { return d.f.Close() }
+
+// TestAgentStagedOutputLost: the CLS cannot keep a remote job's output
+// (writing its copy fails); the loss is recorded on the attempt, by the CLS and
+// in the agent's report.
+func TestAgentStagedOutputLost(t *testing.T) {
+	t.Parallel()
+	c := newCLS(t)
+	c.srv.OutputDir = t.TempDir()
+	ids := c.submit(protocol.JobSpec{Target: "t", Command: "echo hello", Cwd: t.TempDir()})
+	// A file where the copy's directory should be: every write fails.
+	copyPath, _ := job.OutputPaths(c.srv.OutputDir, ids[0], 1)
+	if err := os.WriteFile(filepath.Dir(copyPath), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := New(Config{Dial: c.dial, Site: "test", Host: "h", Slots: 1, OutDir: t.TempDir(), StageOutput: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	if e := c.wait(ids...)[ids[0]]; e.State != "D" {
+		t.Errorf("job ended %+v, want done", e)
+	}
+	d, err := c.store.Job(context.Background(), ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(d.OutputLost, "stdout not copied to the CLS") || !strings.Contains(d.OutputLost, "not a directory") {
+		t.Errorf("output_lost %q, want the CLS's write error", d.OutputLost)
+	}
+}

@@ -148,7 +148,11 @@ func (a *Agent) drain(r *os.File, path string) error {
 		}
 		a.dirs.Store(dir, true)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600) // never write through a link
+	create := a.create
+	if create == nil {
+		create = createOutput
+	}
+	f, err := create(path)
 	if err != nil {
 		io.Copy(io.Discard, r)
 		return err
@@ -159,10 +163,20 @@ func (a *Agent) drain(r *os.File, path string) error {
 		return err
 	}
 	_, err = io.CopyBuffer(f, r, buf)
+	if err != nil {
+		// A full disk loses the output, not the job: keep draining so the
+		// job does not block on (or die of) its pipe.
+		io.Copy(io.Discard, r)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	return err
+}
+
+// createOutput creates a job's output file.
+func createOutput(path string) (io.WriteCloser, error) {
+	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600) // never write through a link
 }
 
 // sinkWait bounds how long a report waits for a job's output to be written
@@ -170,21 +184,32 @@ func (a *Agent) drain(r *os.File, path string) error {
 // can hold the pipe open longer.
 const sinkWait = 2 * time.Second
 
-// waitSinks waits for the streams to reach their files.
-func (a *Agent) waitSinks(asg protocol.Assignment, sinks ...*sink) {
+// waitSinks waits for the streams to reach their files and says what
+// could not be written ("" if all was).
+func (a *Agent) waitSinks(asg protocol.Assignment, sinks ...*sink) (lost string) {
 	deadline := time.NewTimer(sinkWait)
 	defer deadline.Stop()
-	for _, s := range sinks {
+	for i, s := range sinks {
 		select {
 		case <-s.done:
 			if s.err != nil {
 				a.log.Warn("job output lost", "job", asg.ID, "file", s.path, "err", s.err)
+				lost = joinLost(lost, fmt.Sprintf("%s: %v", [...]string{"stdout", "stderr"}[i%2], s.err))
 			}
 		case <-deadline.C:
 			a.log.Warn("a process left by the job still holds its output open; reporting without waiting", "job", asg.ID, "file", s.path)
-			return
+			return lost
 		}
 	}
+	return lost
+}
+
+// joinLost adds one cause of lost output to the others.
+func joinLost(lost, why string) string {
+	if lost == "" {
+		return why
+	}
+	return lost + "; " + why
 }
 
 // run runs one job to its end and says how it ended. Exit status is the
@@ -196,7 +221,9 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 		return rep
 	}
 	fail := func(err error) protocol.Report {
-		rep.Exit, rep.Finished, rep.Reason = 127, time.Now(), "could not start: "+err.Error()
+		// The error may name a path with any bytes in it; the CLS takes
+		// reasons only printable and bounded.
+		rep.Exit, rep.Finished, rep.Reason = 127, time.Now(), protocol.ClipText("could not start: "+err.Error(), protocol.MaxReasonBytes)
 		return rep
 	}
 	outPath, errPath := job.OutputPaths(a.cfg.OutDir, asg.ID, asg.Attempt)
@@ -210,7 +237,7 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 		<-outSink.done
 		return fail(err)
 	}
-	cmd := exec.Command("/bin/sh", "-c", asg.Command)
+	cmd := exec.Command("/bin/sh", "-c", protocol.CommandOf(asg.Command, asg.CommandBytes))
 	cmd.Dir = asg.Cwd
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = a.devNull, stdout, stderr
 	cmd.Env = append(os.Environ(),
@@ -290,12 +317,13 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 	}
 	// Leave no stragglers: the job's background children die with it.
 	syscall.Kill(-p.pgid, syscall.SIGKILL)
-	a.waitSinks(asg, outSink, errSink)
+	lost := a.waitSinks(asg, outSink, errSink)
 	if a.cfg.StageOutput {
 		// Still listed as running, so heartbeats keep the lease while the
 		// output travels.
-		a.stage(ctx, asg)
+		lost = joinLost(lost, a.stage(ctx, asg))
 	}
+	rep.OutputLost = protocol.ClipText(lost, protocol.MaxReasonBytes)
 	return rep
 }
 
@@ -304,17 +332,19 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 const stageChunk = 1 << 20
 
 // stage copies the attempt's stdout and stderr to the CLS. A failure is
-// logged, not fatal: the files stay on this host, where mqstat -j says they
-// are.
-func (a *Agent) stage(ctx context.Context, asg protocol.Assignment) {
+// not fatal: the files stay on this host, where mqstat -j says they are;
+// what was not copied is returned, to be reported with the job.
+func (a *Agent) stage(ctx context.Context, asg protocol.Assignment) (lost string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 	defer cancel()
 	outPath, errPath := job.OutputPaths(a.cfg.OutDir, asg.ID, asg.Attempt)
 	for _, s := range []struct{ stream, path string }{{"stdout", outPath}, {"stderr", errPath}} {
 		if err := a.stageFile(ctx, asg, s.stream, s.path); err != nil {
 			a.log.Warn("could not copy output to the CLS; it stays on this host", "job", asg.ID, "file", s.path, "err", err)
+			lost = joinLost(lost, fmt.Sprintf("%s not copied to the CLS (whole in %s on %s): %v", s.stream, s.path, a.cfg.Host, err))
 		}
 	}
+	return lost
 }
 
 func (a *Agent) stageFile(ctx context.Context, asg protocol.Assignment, stream, path string) error {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // MaxFiles is the most inputs (and, separately, outputs) one job may declare.
@@ -31,6 +32,8 @@ func validateFiles(kind string, files []File, cwd string) error {
 			return fmt.Errorf("%s %d: path is %d bytes; the limit is %d", kind, i+1, len(f.Path), maxPath)
 		case strings.IndexByte(f.Path, 0) >= 0:
 			return fmt.Errorf("%s %q contains a NUL byte", kind, f.Path)
+		case !utf8.ValidString(f.Path):
+			return fmt.Errorf("%s %q is not valid UTF-8 (mq cannot carry such a path exactly)", kind, f.Path)
 		}
 		if !filepath.IsAbs(f.Path) {
 			if cwd == "" {

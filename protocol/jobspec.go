@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"unicode/utf8"
 
 	"github.com/mq-hpc/mq/job"
 )
@@ -18,6 +19,12 @@ const DefaultQueue = "default"
 // ValidateSpec checks one job spec and fills defaults (queue). It is what
 // both the server and `mqsub -f` use, so a bad line is caught before upload.
 func ValidateSpec(js *JobSpec) error {
+	if len(js.CommandBytes) > 0 {
+		if js.Command != "" {
+			return fmt.Errorf("give command or command_bytes, not both")
+		}
+		js.Command, js.CommandBytes = string(js.CommandBytes), nil
+	}
 	if js.Queue == "" {
 		js.Queue = DefaultQueue
 	}
@@ -37,6 +44,9 @@ func ValidateSpec(js *JobSpec) error {
 		if js.Command[i] == 0 {
 			return fmt.Errorf("command contains a NUL byte")
 		}
+	}
+	if !utf8.ValidString(js.Cwd) {
+		return fmt.Errorf("working directory %s is not valid UTF-8 (mq cannot carry such a directory name exactly)", Quote(js.Cwd))
 	}
 	if js.Cwd != "" && !filepath.IsAbs(js.Cwd) {
 		return fmt.Errorf("working directory %q is not absolute", js.Cwd)
@@ -59,6 +69,31 @@ func ValidateSpec(js *JobSpec) error {
 		return err
 	}
 	return validateFiles("output", js.Outputs, js.Cwd)
+}
+
+// EncodeCommand readies a validated spec for JSON: a command that is not
+// valid UTF-8, which encoding/json would silently change (each bad byte
+// becomes U+FFFD, so `ls café` in Latin-1 would run another command),
+// travels as CommandBytes. Clients call it just before sending.
+func EncodeCommand(js *JobSpec) {
+	js.Command, js.CommandBytes = WireCommand(js.Command)
+}
+
+// WireCommand splits a command for JSON: itself if valid UTF-8, else ""
+// and its bytes.
+func WireCommand(cmd string) (text string, raw []byte) {
+	if utf8.ValidString(cmd) {
+		return cmd, nil
+	}
+	return "", []byte(cmd)
+}
+
+// CommandOf is the exact command of a JobInfo or Assignment.
+func CommandOf(text string, raw []byte) string {
+	if raw != nil {
+		return string(raw)
+	}
+	return text
 }
 
 // ReadJobFile reads `mqsub -f` input: one JSON object per line (blank
@@ -132,6 +167,19 @@ func parseJobLineWith(line []byte, fast bool) (JobSpec, error) {
 	var js JobSpec
 	if !bytes.HasPrefix(line, []byte("{")) {
 		return js, errors.New("not a JSON object")
+	}
+	if !utf8.Valid(line) {
+		// encoding/json would replace the bad bytes and run another
+		// command; the fast path never accepts such a line.
+		col := 0
+		for col < len(line) {
+			r, n := utf8.DecodeRune(line[col:])
+			if r == utf8.RuneError && n == 1 {
+				break
+			}
+			col += n
+		}
+		return js, fmt.Errorf("byte 0x%02x at column %d is not UTF-8; give a command with such bytes as \"command_bytes\": its bytes in base64", line[col], col+1)
 	}
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()

@@ -9,7 +9,7 @@ const (
 	// User role.
 	OpSubmit     = "submit"      // Submit -> SubmitReply (one transaction)
 	OpBulkAdd    = "bulk.add"    // BulkAdd -> {} (spooled on the server)
-	OpBulkCommit = "bulk.commit" // {} -> SubmitReply (all spooled jobs, one transaction)
+	OpBulkCommit = "bulk.commit" // BulkCommit -> SubmitReply (all spooled jobs, one transaction)
 	OpBulkAbort  = "bulk.abort"  // {} -> {}
 	OpStat       = "stat"        // Stat -> streamed StatReply
 	OpJob        = "job"         // JobQuery -> JobDetail
@@ -77,8 +77,12 @@ type JobSpec struct {
 	Target  string   `json:"target"`
 	Prereqs []string `json:"prereqs,omitempty"`
 	Command string   `json:"command"`
-	Cwd     string   `json:"cwd,omitempty"`
-	Est     float64  `json:"est,omitempty"` // expected runtime, seconds; 0 = unknown
+	// CommandBytes carries a command that is not valid UTF-8 (a Latin-1
+	// file name), which a JSON string cannot: base64 of the exact bytes,
+	// with Command empty. See EncodeCommand; ValidateSpec moves it back.
+	CommandBytes []byte  `json:"command_bytes,omitempty"`
+	Cwd          string  `json:"cwd,omitempty"`
+	Est          float64 `json:"est,omitempty"` // expected runtime, seconds; 0 = unknown
 	// Inputs and Outputs declare files the job reads and writes, for the
 	// data-conscious policy: the CLS records where each output was
 	// produced and prefers placeholders near a job's inputs.
@@ -138,6 +142,17 @@ type BulkAdd struct {
 	Cwd   string    `json:"cwd,omitempty"`
 }
 
+// BulkCommit commits the jobs spooled on the connection. Token, if set
+// (at most 128 bytes), is recorded with the commit: a commit repeating a
+// committed token adds nothing and returns the first one's ids, and a
+// commit with a token on a connection that spooled nothing asks what
+// became of that token's commit (not_found: it was not committed), so a
+// client whose connection died during a commit learns the truth on a new
+// connection without uploading again.
+type BulkCommit struct {
+	Token string `json:"token,omitempty"`
+}
+
 // Stat selects jobs to list.
 type Stat struct {
 	Queue  string  `json:"queue,omitempty"`
@@ -168,9 +183,12 @@ type JobInfo struct {
 	Started   string   `json:"started"`
 	Finished  string   `json:"finished"`
 	Command   string   `json:"command"`
-	Cwd       string   `json:"cwd,omitempty"`
-	Est       float64  `json:"est,omitempty"`
-	Reason    string   `json:"reason,omitempty"`
+	// CommandBytes is the exact command when it is not valid UTF-8
+	// (Command is then empty): use CommandOf.
+	CommandBytes []byte  `json:"command_bytes,omitempty"`
+	Cwd          string  `json:"cwd,omitempty"`
+	Est          float64 `json:"est,omitempty"`
+	Reason       string  `json:"reason,omitempty"`
 }
 
 // JobQuery names one job.
@@ -186,8 +204,11 @@ type JobDetail struct {
 	Stderr      string `json:"stderr,omitempty"`
 	// StdoutCopy and StderrCopy are the CLS's copies of output a remote
 	// placeholder staged (absent file: no output, or not staged yet).
-	StdoutCopy string         `json:"stdout_copy,omitempty"`
-	StderrCopy string         `json:"stderr_copy,omitempty"`
+	StdoutCopy string `json:"stdout_copy,omitempty"`
+	StderrCopy string `json:"stderr_copy,omitempty"`
+	// OutputLost says why the current attempt's output was not (wholly)
+	// kept: where the placeholder writes it or in the CLS's copy.
+	OutputLost string         `json:"output_lost,omitempty"`
 	WaitingOn  []TargetStatus `json:"waiting_on,omitempty"`
 	History    []AttemptInfo  `json:"history,omitempty"`
 	Inputs     []FileInfo     `json:"inputs,omitempty"`
@@ -215,6 +236,7 @@ type AttemptInfo struct {
 	Stderr     string `json:"stderr,omitempty"`
 	StdoutCopy string `json:"stdout_copy,omitempty"`
 	StderrCopy string `json:"stderr_copy,omitempty"`
+	OutputLost string `json:"output_lost,omitempty"`
 }
 
 // SummaryReply counts jobs per queue and state.
@@ -331,13 +353,16 @@ type NextReply struct {
 
 // Assignment is one job handed to a placeholder.
 type Assignment struct {
-	ID      int64   `json:"id"`
-	Attempt int     `json:"attempt"`
-	Command string  `json:"command"`
-	Cwd     string  `json:"cwd"`
-	Target  string  `json:"target"`
-	Queue   string  `json:"queue"`
-	Ceiling float64 `json:"ceiling_s,omitempty"` // kill after this many seconds; 0 = none
+	ID      int64  `json:"id"`
+	Attempt int    `json:"attempt"`
+	Command string `json:"command"`
+	// CommandBytes is the exact command when it is not valid UTF-8
+	// (Command is then empty): run CommandOf(Command, CommandBytes).
+	CommandBytes []byte  `json:"command_bytes,omitempty"`
+	Cwd          string  `json:"cwd"`
+	Target       string  `json:"target"`
+	Queue        string  `json:"queue"`
+	Ceiling      float64 `json:"ceiling_s,omitempty"` // kill after this many seconds; 0 = none
 	// Bundle is the bundle's id (its first job's id) for a job of a bundle,
 	// 0 otherwise. A bundle's jobs come together, in order, and share one
 	// slot: run them one after another. Seq is the job's place in it.
@@ -355,6 +380,11 @@ type Report struct {
 	// Reason explains an abnormal end: "ceiling" (killed for running past
 	// the queue's ceiling), "killed" (by mqdel), or a start failure.
 	Reason string `json:"reason,omitempty"`
+	// OutputLost, if set, says why the attempt's output could not be
+	// (wholly) written or copied to the CLS: "stdout: write ...: no space
+	// left on device". The job's outcome is its own; this is recorded
+	// beside it and shown by mqstat.
+	OutputLost string `json:"output_lost,omitempty"`
 }
 
 // OutputChunk copies part of a job's stdout or stderr from a remote

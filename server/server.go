@@ -51,6 +51,55 @@ type Server struct {
 	Gate   Gate
 
 	wg sync.WaitGroup
+
+	// committing lists, per token, the bulk commits under way, so that a
+	// question about a token's outcome (from a client whose connection
+	// died during the commit) waits for the answer.
+	commitMu   sync.Mutex
+	committing map[string][]chan struct{}
+}
+
+// startCommit notes a bulk commit with token under way; finish ends it.
+func (s *Server) startCommit(token string) (finish func()) {
+	done := make(chan struct{})
+	s.commitMu.Lock()
+	if s.committing == nil {
+		s.committing = map[string][]chan struct{}{}
+	}
+	s.committing[token] = append(s.committing[token], done)
+	s.commitMu.Unlock()
+	return func() {
+		s.commitMu.Lock()
+		l := s.committing[token]
+		for i, ch := range l {
+			if ch == done {
+				l = append(l[:i:i], l[i+1:]...)
+				break
+			}
+		}
+		if len(l) == 0 {
+			delete(s.committing, token)
+		} else {
+			s.committing[token] = l
+		}
+		s.commitMu.Unlock()
+		close(done)
+	}
+}
+
+// awaitCommits waits until no bulk commit with token is under way.
+func (s *Server) awaitCommits(ctx context.Context, token string) error {
+	s.commitMu.Lock()
+	l := append([]chan struct{}(nil), s.committing[token]...)
+	s.commitMu.Unlock()
+	for _, ch := range l {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // Limits bound what one connection may hold. Zero fields take the
@@ -190,6 +239,7 @@ func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) 
 	}()
 	var bulkQ chan *bulkItem
 	var bulkDone chan struct{}
+	spooled := false // a bulk.add was read since the last commit or abort
 	defer func() {
 		if bulkQ != nil {
 			close(bulkQ)
@@ -290,7 +340,26 @@ func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) 
 			if !take() {
 				return
 			}
-			bulkQ <- newBulkItem(req, add)
+			it := newBulkItem(req, add)
+			switch req.Op {
+			case protocol.OpBulkAdd:
+				spooled = true
+			case protocol.OpBulkCommit:
+				if it.err = DecodeBody(req.Body, &it.commit); it.err == nil && it.commit.Token != "" {
+					if spooled {
+						// Noted as soon as it is read, so that a client
+						// asking on a new connection after this one died
+						// cannot overtake it.
+						it.finish = s.startCommit(it.commit.Token)
+					} else {
+						it.lookup = true
+					}
+				}
+				spooled = false
+			default:
+				spooled = false
+			}
+			bulkQ <- it
 			continue
 		case protocol.OpNext:
 			// A placeholder parks one poll at a time; many would each hold
@@ -332,6 +401,9 @@ func (c *conn) safe(req *protocol.Request, f func() (any, error)) (body any, err
 func (c *conn) doHello(raw json.RawMessage) (any, error) {
 	var h protocol.Hello
 	if err := DecodeBody(raw, &h); err != nil {
+		return nil, err
+	}
+	if err := protocol.CheckText("client", h.Client, protocol.MaxClientBytes); err != nil {
 		return nil, err
 	}
 	if h.Proto != protocol.Version {
@@ -417,6 +489,10 @@ type bulkItem struct {
 	parsed chan struct{} // closed when add and err are set
 	add    protocol.BulkAdd
 	err    error
+
+	commit protocol.BulkCommit // the body of a bulk.commit
+	lookup bool                // a commit with a token and nothing spooled: asks for the token's outcome
+	finish func()              // ends the commit's entry in Server.committing
 }
 
 // newBulkItem starts parsing a bulk step; add is its body if the read loop
@@ -486,17 +562,25 @@ func (c *conn) bulkOp(ctx context.Context, it *bulkItem) (any, error) {
 		}
 		return struct{}{}, nil
 	case protocol.OpBulkCommit:
+		if it.finish != nil {
+			defer it.finish()
+		}
+		if it.err != nil {
+			return nil, it.err
+		}
 		if err := c.bulkErr; err != nil {
 			c.bulkErr = nil
 			return nil, err
 		}
 		if c.bulk == nil {
+			if it.lookup {
+				return c.bulkOutcome(ctx, it.commit.Token)
+			}
 			return nil, protocol.Errorf(protocol.CodeBadRequest, "no jobs to submit")
 		}
 		b := c.bulk
 		c.bulk = nil
-		n := b.Len()
-		first, err := b.Commit(ctx)
+		first, n, err := b.CommitToken(ctx, it.commit.Token)
 		if err != nil {
 			return nil, err
 		}
@@ -509,6 +593,23 @@ func (c *conn) bulkOp(ctx context.Context, it *bulkItem) (any, error) {
 		}
 		return struct{}{}, nil
 	}
+}
+
+// bulkOutcome answers a commit that only names a token: the ids of the
+// bulk committed with it, once no commit with it is under way, or
+// not_found.
+func (c *conn) bulkOutcome(ctx context.Context, token string) (any, error) {
+	if err := c.s.awaitCommits(ctx, token); err != nil {
+		return nil, err
+	}
+	first, n, found, err := c.s.Store.BulkOutcome(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, protocol.Errorf(protocol.CodeNotFound, "no bulk submission was committed with token %q: nothing was added", token)
+	}
+	return protocol.SubmitReply{First: first, Count: n}, nil
 }
 
 func (c *conn) handle(ctx context.Context, req *protocol.Request) (any, error) {
@@ -581,6 +682,9 @@ func (c *conn) handle(ctx context.Context, req *protocol.Request) (any, error) {
 		if err := DecodeBody(req.Body, &b); err != nil {
 			return nil, err
 		}
+		if err := checkRegister(b); err != nil {
+			return nil, err
+		}
 		r, err := st.RegisterAs(ctx, b, c.identity)
 		if err != nil {
 			return nil, err
@@ -600,6 +704,9 @@ func (c *conn) handle(ctx context.Context, req *protocol.Request) (any, error) {
 		if err := c.owns(b.Placeholder); err != nil {
 			return nil, err
 		}
+		if err := checkReports(b.Reports); err != nil {
+			return nil, err
+		}
 		return st.Next(ctx, b)
 	case protocol.OpReport:
 		var b protocol.ReportBatch
@@ -607,6 +714,9 @@ func (c *conn) handle(ctx context.Context, req *protocol.Request) (any, error) {
 			return nil, err
 		}
 		if err := c.owns(b.Placeholder); err != nil {
+			return nil, err
+		}
+		if err := checkReports(b.Reports); err != nil {
 			return nil, err
 		}
 		return struct{}{}, st.Report(ctx, b.Placeholder, b.Reports)
@@ -660,23 +770,61 @@ func (c *conn) stage(ctx context.Context, b protocol.OutputChunk) error {
 	if b.Stream == "stderr" {
 		path = errPath
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := writeAt(path, b.Data, b.Offset); err != nil {
+		// The job's outcome is its own; that its output is not whole here
+		// is recorded beside it, for mqstat to say.
+		why := fmt.Sprintf("%s not copied to the CLS: %v", b.Stream, err)
+		if rerr := c.s.Store.OutputLost(ctx, b.Placeholder, b.ID, b.Attempt, why); rerr != nil {
+			c.log.Error("could not record lost output", "job", b.ID, "err", rerr)
+		}
 		return fmt.Errorf("staging output: %w", err)
 	}
+	return nil
+}
+
+// writeAt writes data at off in the file path, creating it (and its
+// directory); offset 0 starts the file anew.
+func writeAt(path string, data []byte, off int64) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
 	flags := os.O_WRONLY | os.O_CREATE | syscall.O_NOFOLLOW // never write through a link
-	if b.Offset == 0 {
+	if off == 0 {
 		flags |= os.O_TRUNC
 	}
 	f, err := os.OpenFile(path, flags, 0o600)
 	if err != nil {
-		return fmt.Errorf("staging output: %w", err)
+		return err
 	}
-	_, err = f.WriteAt(b.Data, b.Offset)
+	_, err = f.WriteAt(data, off)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return fmt.Errorf("staging output: %w", err)
+	return err
+}
+
+// checkRegister refuses a registration whose strings are too long or hold
+// control characters: they are stored and shown by mqstat.
+func checkRegister(r protocol.Register) error {
+	if err := protocol.CheckText("site", r.Site, protocol.MaxSiteBytes); err != nil {
+		return err
+	}
+	if err := protocol.CheckText("host", r.Host, protocol.MaxHostBytes); err != nil {
+		return err
+	}
+	return protocol.CheckText("out_dir", r.OutDir, protocol.MaxPathBytes)
+}
+
+// checkReports refuses reports whose reasons are too long or hold control
+// characters (agents escape their own; see protocol.ClipText).
+func checkReports(reps []protocol.Report) error {
+	for _, r := range reps {
+		if err := protocol.CheckText(fmt.Sprintf("job %d's reason", r.ID), r.Reason, protocol.MaxReasonBytes); err != nil {
+			return err
+		}
+		if err := protocol.CheckText(fmt.Sprintf("job %d's output_lost", r.ID), r.OutputLost, protocol.MaxReasonBytes); err != nil {
+			return err
+		}
 	}
 	return nil
 }

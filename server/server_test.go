@@ -740,3 +740,39 @@ func TestServeAndShutdown(t *testing.T) {
 		t.Fatal("Wait did not return")
 	}
 }
+
+// Strings a placeholder supplies are refused at the door when too long or
+// holding control characters: a host name of megabytes would fill the
+// CLS's disk, one with escape sequences would reach mqstat's terminal.
+func TestPeerTextIsChecked(t *testing.T) {
+	t.Parallel()
+	srv := &Server{Store: newStore(t)}
+	p := connect(t, srv, protocol.RolePlaceholder)
+	p.hello(protocol.RolePlaceholder)
+	good := protocol.Register{Site: "s", Host: "h", PID: 1, Slots: 1, OutDir: "/o"}
+	for _, tt := range []struct {
+		name string
+		edit func(r *protocol.Register)
+		want string
+	}{
+		{"huge host", func(r *protocol.Register) { r.Host = strings.Repeat("h", 3<<20) }, "host is 3145728 bytes"},
+		{"host with a newline", func(r *protocol.Register) { r.Host = "h\n42 default fake" }, "control character"},
+		{"site with ESC", func(r *protocol.Register) { r.Site = "s\x1b]0;title\x07" }, "control character"},
+		{"C1 in out_dir", func(r *protocol.Register) { r.OutDir = "/o\u009b" }, "control character"},
+		{"huge out_dir", func(r *protocol.Register) { r.OutDir = "/" + strings.Repeat("d", 5000) }, "out_dir is 5001 bytes"},
+	} {
+		r := good
+		tt.edit(&r)
+		e := p.fails(protocol.OpRegister, r, protocol.CodeBadRequest)
+		if !strings.Contains(e.Msg, tt.want) || strings.ContainsAny(e.Msg, "\x1b\x07") {
+			t.Errorf("%s: error %q, want one saying %q without control characters", tt.name, e.Msg, tt.want)
+		}
+	}
+	var reg protocol.RegisterReply
+	p.do(protocol.OpRegister, good, &reg)
+	bad := []protocol.Report{{ID: 1, Attempt: 1, Reason: "oops\x1b[2J"}}
+	p.fails(protocol.OpReport, protocol.ReportBatch{Placeholder: reg.ID, Reports: bad}, protocol.CodeBadRequest)
+	p.fails(protocol.OpNext, protocol.Next{Placeholder: reg.ID, Reports: bad}, protocol.CodeBadRequest)
+	long := []protocol.Report{{ID: 1, Attempt: 1, Reason: strings.Repeat("r", protocol.MaxReasonBytes+1)}}
+	p.fails(protocol.OpReport, protocol.ReportBatch{Placeholder: reg.ID, Reports: long}, protocol.CodeBadRequest)
+}

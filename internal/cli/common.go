@@ -18,6 +18,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/protocol"
 )
 
 // Version is the mq version, set at build time with -ldflags.
@@ -88,18 +89,20 @@ func Run(ctx context.Context, app *cli.App, args []string) int {
 	case errors.As(err, &ee):
 		for _, line := range strings.Split(ee.msg, "\n") {
 			if line != "" {
-				fmt.Fprintf(app.ErrWriter, "%s: %s\n", name, line)
+				fmt.Fprintf(app.ErrWriter, "%s: %s\n", name, protocol.Printable(line))
 			}
 		}
 		return ee.code
 	case errors.As(err, &ue):
-		fmt.Fprintf(app.ErrWriter, "%s: %s (see %s --help)\n", name, oneLine(ue.msg), name)
+		fmt.Fprintf(app.ErrWriter, "%s: %s (see %s --help)\n", name, protocol.Printable(oneLine(ue.msg)), name)
 		return ExitUsage
 	case isFlagError(err):
-		fmt.Fprintf(app.ErrWriter, "%s: %s (see %s --help)\n", name, oneLine(FlagMessage(err)), name)
+		fmt.Fprintf(app.ErrWriter, "%s: %s (see %s --help)\n", name, protocol.Printable(oneLine(FlagMessage(err))), name)
 		return ExitUsage
 	}
-	fmt.Fprintf(app.ErrWriter, "%s: %s\n", name, oneLine(err.Error()))
+	// Error messages quote names, hosts, paths and reasons from peers:
+	// escaped, nothing in them reaches the terminal raw.
+	fmt.Fprintf(app.ErrWriter, "%s: %s\n", name, protocol.Printable(oneLine(err.Error())))
 	return ExitFailed
 }
 

@@ -74,7 +74,19 @@ Without -s every job but deleted ones is listed.`
 			if err := cl.Call(c.Context, protocol.OpJob, protocol.JobQuery{ID: c.Int64("output")}, &d); err != nil {
 				return err
 			}
-			return printOutput(w, d, c.Bool("stderr"))
+			if err := printOutput(w, d, c.Bool("stderr")); err != nil {
+				return err
+			}
+			stream := "stdout"
+			if c.Bool("stderr") {
+				stream = "stderr"
+			}
+			if lost := lostFor(d.OutputLost, stream); lost != "" {
+				// Whatever was kept is printed; that it is not all must not
+				// pass for an empty or short output.
+				return fmt.Errorf("job %d's %s was lost: %s", d.ID, stream, lost)
+			}
+			return nil
 		case c.Bool("summary"):
 			var r protocol.SummaryReply
 			if err := cl.Call(c.Context, protocol.OpSummary, struct{}{}, &r); err != nil {
@@ -177,6 +189,26 @@ func printOutput(w io.Writer, d protocol.JobDetail, stderr bool) error {
 	return err
 }
 
+// lostFor picks from an attempt's lost-output record ("stdout: ...;
+// stderr not copied ...") the causes that concern stream; a cause naming
+// no stream concerns both.
+func lostFor(lost, stream string) string {
+	if lost == "" {
+		return ""
+	}
+	var out []string
+	for _, part := range strings.Split(lost, "; ") {
+		other := "stderr"
+		if stream == "stderr" {
+			other = "stdout"
+		}
+		if !strings.HasPrefix(part, other) {
+			out = append(out, part)
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -189,7 +221,7 @@ func shortTime(s string, now time.Time) string {
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return s
+		return protocol.Printable(s)
 	}
 	t = t.Local()
 	if y, m, d := t.Date(); y == now.Year() && m == now.Month() && d == now.Day() {
@@ -199,22 +231,22 @@ func shortTime(s string, now time.Time) string {
 }
 
 func printRow(tw io.Writer, j protocol.JobInfo, now time.Time, wide bool) {
-	host := j.Host
+	host := protocol.Printable(j.Host)
 	if host == "" {
 		host = "-"
 	}
 	if (j.State == "W" || j.State == "B") && len(j.Prereqs) > 0 {
-		host = "<- " + strings.Join(j.Prereqs, ",")
+		host = "<- " + protocol.Printable(strings.Join(j.Prereqs, ","))
 	}
 	exit := "-"
 	if j.Exit != nil {
 		exit = fmt.Sprint(*j.Exit)
 	}
-	cmd := strings.ReplaceAll(j.Command, "\n", " ")
+	cmd := protocol.Printable(strings.ReplaceAll(protocol.CommandOf(j.Command, j.CommandBytes), "\n", " "))
 	if !wide && len(cmd) > 60 {
-		cmd = cmd[:57] + "..."
+		cmd = protocol.ClipText(cmd, 60)
 	}
-	fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.Queue, j.Target, j.State, j.Attempts, host,
+	fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, protocol.Printable(j.Queue), protocol.Printable(j.Target), protocol.Printable(j.State), j.Attempts, host,
 		shortTime(j.Submitted, now), shortTime(j.Started, now), shortTime(j.Finished, now), exit, cmd)
 }
 
@@ -227,14 +259,14 @@ func printSummary(w io.Writer, qs []protocol.QueueCounts) {
 	fmt.Fprintln(tw, "TOTAL\tPOLICY\t")
 	total := map[string]int{}
 	for _, q := range qs {
-		fmt.Fprintf(tw, "%s\t", q.Queue)
+		fmt.Fprintf(tw, "%s\t", protocol.Printable(q.Queue))
 		n := 0
 		for _, s := range job.States {
 			fmt.Fprintf(tw, "%d\t", q.Counts[s.String()])
 			n += q.Counts[s.String()]
 			total[s.String()] += q.Counts[s.String()]
 		}
-		fmt.Fprintf(tw, "%d\t%s\t\n", n, q.Policy)
+		fmt.Fprintf(tw, "%d\t%s\t\n", n, protocol.Printable(q.Policy))
 	}
 	if len(qs) > 1 {
 		fmt.Fprint(tw, "all\t")
@@ -257,16 +289,17 @@ func stateName(letter string) string {
 
 func printJob(w io.Writer, d protocol.JobDetail) {
 	tw := tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
+	// Every value is escaped here; callers pass it raw.
 	p := func(k, v string) {
 		if v != "" {
-			fmt.Fprintf(tw, "%s:\t%s\n", k, v)
+			fmt.Fprintf(tw, "%s:\t%s\n", protocol.Printable(k), protocol.Printable(v))
 		}
 	}
 	fmt.Fprintf(tw, "job:\t%d\n", d.ID)
 	p("queue", d.Queue)
 	p("target", d.Target)
 	p("state", stateName(d.State))
-	p("command", d.Command)
+	p("command", protocol.CommandOf(d.Command, d.CommandBytes))
 	p("directory", d.Cwd)
 	if d.Est > 0 {
 		p("estimate", fmt.Sprintf("%gs", d.Est))
@@ -288,6 +321,7 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 		p("exit status", fmt.Sprint(*d.Exit))
 	}
 	p("reason", d.Reason)
+	p("output lost", d.OutputLost)
 	if d.Stdout != "" {
 		where := ""
 		if d.Host != "" {
@@ -300,17 +334,21 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 		}
 	}
 	for i, f := range d.Inputs {
-		fmt.Fprintf(tw, "%s\t%s\n", fileLabel("inputs", i), fileLine(f))
+		fmt.Fprintf(tw, "%s\t%s\n", fileLabel("inputs", i), protocol.Printable(fileLine(f)))
 	}
 	for i, f := range d.Outputs {
-		fmt.Fprintf(tw, "%s\t%s\n", fileLabel("outputs", i), fileLine(f))
+		fmt.Fprintf(tw, "%s\t%s\n", fileLabel("outputs", i), protocol.Printable(fileLine(f)))
 	}
 	for _, a := range d.History {
 		exit := "-"
 		if a.Exit != nil {
 			exit = fmt.Sprint(*a.Exit)
 		}
-		p(fmt.Sprintf("attempt %d", a.Attempt), fmt.Sprintf("%s on %s, %s to %s, exit %s: %s", a.Site, a.Host, a.Started, a.Finished, exit, a.Reason))
+		line := fmt.Sprintf("%s on %s, %s to %s, exit %s: %s", a.Site, a.Host, a.Started, a.Finished, exit, a.Reason)
+		if a.OutputLost != "" {
+			line += "; output lost: " + a.OutputLost
+		}
+		p(fmt.Sprintf("attempt %d", a.Attempt), line)
 	}
 	tw.Flush()
 }

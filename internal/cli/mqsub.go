@@ -3,6 +3,8 @@ package cli
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +12,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 
@@ -90,6 +94,7 @@ where its inputs were produced.`
 			return Usagef("%v", err)
 		}
 		protocol.FillSizes(&js, os.Stat)
+		protocol.EncodeCommand(&js)
 		cl, err := Dial(c.Context, env, "mqsub")
 		if err != nil {
 			return err
@@ -173,6 +178,9 @@ func mqsubFile(c *cli.Context, env Env) error {
 	if err != nil {
 		return err
 	}
+	if !utf8.ValidString(cwd) {
+		return fmt.Errorf("the working directory %s is not valid UTF-8 (mq cannot carry such a directory name exactly); run mqsub -f from another", protocol.Quote(cwd))
+	}
 	cl, err := Dial(c.Context, env, "mqsub")
 	if err != nil {
 		return err
@@ -207,9 +215,9 @@ func mqsubFile(c *cli.Context, env Env) error {
 		cl.Call(context.WithoutCancel(c.Context), protocol.OpBulkAbort, struct{}{}, nil)
 		return fmt.Errorf("%s: %w; nothing was added", displayName(name), err)
 	}
-	var reply protocol.SubmitReply
-	if err := cl.Call(c.Context, protocol.OpBulkCommit, struct{}{}, &reply); err != nil {
-		return fmt.Errorf("%s: %w; nothing was added", displayName(name), err)
+	reply, err := commitBulk(c.Context, env, cl, newToken())
+	if err != nil {
+		return fmt.Errorf("%s: %w", displayName(name), err)
 	}
 	w := bufio.NewWriterSize(c.App.Writer, 64<<10)
 	var b []byte
@@ -219,6 +227,58 @@ func mqsubFile(c *cli.Context, env Env) error {
 		w.Write(b)
 	}
 	return w.Flush()
+}
+
+// commitBulk commits the bulk spooled on cl with token. If the connection
+// dies before the reply, the jobs may or may not have been added; it asks
+// once more on a new connection what became of the token, and says
+// "outcome unknown" only if it cannot learn.
+func commitBulk(ctx context.Context, env Env, cl *client.Client, token string) (protocol.SubmitReply, error) {
+	var reply protocol.SubmitReply
+	err := cl.Call(ctx, protocol.OpBulkCommit, protocol.BulkCommit{Token: token}, &reply)
+	var perr *protocol.Error
+	if err == nil || errors.As(err, &perr) {
+		// A refusal is one transaction's: nothing was added.
+		if err != nil {
+			err = fmt.Errorf("%w; nothing was added", err)
+		}
+		return reply, err
+	}
+	lost := err
+	if ctx.Err() != nil {
+		return reply, fmt.Errorf("outcome unknown: interrupted during the commit; check with mqstat before resubmitting")
+	}
+	cl.Close()
+	var cl2 *client.Client
+	for _, d := range []time.Duration{0, 200 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second} {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return reply, fmt.Errorf("outcome unknown: the connection to the CLS was lost during the commit (%v); check with mqstat before resubmitting", lost)
+		}
+		if cl2, err = Dial(ctx, env, "mqsub"); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return reply, fmt.Errorf("outcome unknown: the connection to the CLS was lost during the commit (%v) and it cannot be reached again (%v); check with mqstat before resubmitting", lost, err)
+	}
+	defer cl2.Close()
+	err = cl2.Call(ctx, protocol.OpBulkCommit, protocol.BulkCommit{Token: token}, &reply)
+	switch {
+	case err == nil:
+		return reply, nil
+	case protocol.IsCode(err, protocol.CodeNotFound):
+		return reply, fmt.Errorf("the connection to the CLS was lost during the commit (%v); the CLS has no record of it: nothing was added", lost)
+	}
+	return reply, fmt.Errorf("outcome unknown: the connection to the CLS was lost during the commit (%v) and asking again failed (%v); check with mqstat before resubmitting", lost, err)
+}
+
+// newToken returns a random idempotency token.
+func newToken() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return "mqsub-" + hex.EncodeToString(b[:])
 }
 
 // splitLines cuts r into chunks of whole lines of about size bytes and

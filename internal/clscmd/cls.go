@@ -526,7 +526,7 @@ func printQueues(w io.Writer, qs []protocol.QueueInfo) {
 		if q.Ceiling > 0 {
 			ceiling = protocol.Duration(q.Ceiling).String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%s\n", q.Name, ceiling, q.MaxAttempts, q.RetryFailed, q.Policy)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%s\n", protocol.Printable(q.Name), ceiling, q.MaxAttempts, q.RetryFailed, protocol.Printable(q.Policy))
 	}
 	tw.Flush()
 }

@@ -70,7 +70,7 @@ func clsKey(env mqcli.Env) *cli.Command {
 					if err != nil {
 						return err
 					}
-					fmt.Fprintf(c.App.Writer, "added %s key %s %s\n", k.Role, k.Fingerprint, k.Comment)
+					fmt.Fprintf(c.App.Writer, "added %s key %s %s\n", protocol.Printable(k.Role), k.Fingerprint, protocol.Printable(k.Comment))
 					return nil
 				},
 			},
@@ -104,7 +104,7 @@ func clsKey(env mqcli.Env) *cli.Command {
 					if err != nil {
 						return err
 					}
-					fmt.Fprintf(c.App.Writer, "created %s and %s.pub; added %s key %s %s\n", path, path, k.Role, k.Fingerprint, k.Comment)
+					fmt.Fprintf(c.App.Writer, "created %s and %s.pub; added %s key %s %s\n", path, path, protocol.Printable(k.Role), k.Fingerprint, protocol.Printable(k.Comment))
 					return nil
 				},
 			},
@@ -126,7 +126,7 @@ func clsKey(env mqcli.Env) *cli.Command {
 					tw := tabwriter.NewWriter(c.App.Writer, 0, 8, 2, ' ', 0)
 					fmt.Fprintln(tw, "ROLE\tFINGERPRINT\tTYPE\tNAME")
 					for _, k := range keys {
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.Role, k.Fingerprint, k.Key.Type(), k.Comment)
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", protocol.Printable(k.Role), k.Fingerprint, k.Key.Type(), protocol.Printable(k.Comment))
 					}
 					return tw.Flush()
 				},
@@ -149,7 +149,7 @@ func clsKey(env mqcli.Env) *cli.Command {
 							return err
 						}
 						for _, k := range removed {
-							fmt.Fprintf(c.App.Writer, "removed %s key %s %s\n", k.Role, k.Fingerprint, k.Comment)
+							fmt.Fprintf(c.App.Writer, "removed %s key %s %s\n", protocol.Printable(k.Role), k.Fingerprint, protocol.Printable(k.Comment))
 						}
 					}
 					return nil

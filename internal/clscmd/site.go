@@ -70,9 +70,9 @@ func clsSite(env mqcli.Env) *cli.Command {
 					if err := cl.Call(c.Context, protocol.OpSiteRemove, protocol.SiteRemove{Name: c.Args().First()}, &si); err != nil {
 						return err
 					}
-					fmt.Fprintf(c.App.Writer, "removed site %s (%d queued and %d running placeholders cancelled)\n", si.Name, si.Queued, si.Running)
+					fmt.Fprintf(c.App.Writer, "removed site %s (%d queued and %d running placeholders cancelled)\n", protocol.Printable(si.Name), si.Queued, si.Running)
 					if si.Error != "" {
-						fmt.Fprintf(c.App.ErrWriter, "cls: site %s: %s\n", si.Name, si.Error)
+						fmt.Fprintf(c.App.ErrWriter, "cls: site %s: %s\n", protocol.Printable(si.Name), protocol.Printable(si.Error))
 					}
 					return nil
 				},
@@ -168,7 +168,7 @@ func siteAdd(env mqcli.Env) *cli.Command {
 			if err := cl.Call(c.Context, protocol.OpSiteAdd, spec, &si); err != nil {
 				return err
 			}
-			fmt.Fprintf(c.App.Writer, "added site %s (%s)\n", si.Name, si.Type)
+			fmt.Fprintf(c.App.Writer, "added site %s (%s)\n", protocol.Printable(si.Name), protocol.Printable(si.Type))
 			return nil
 		},
 	}
@@ -191,6 +191,7 @@ func printSites(w io.Writer, sites []protocol.SiteInfo) {
 		if s.Error != "" {
 			where += ": " + strings.ReplaceAll(s.Error, "\n", " ")
 		}
+		where = protocol.Printable(where)
 		wait := "-"
 		if s.QueueWaitS > 0 || s.OldestQueuedS > 0 {
 			wait = protocol.Duration(max(s.QueueWaitS, 0)).Round(100 * time.Millisecond).String()
@@ -198,7 +199,8 @@ func printSites(w io.Writer, sites []protocol.SiteInfo) {
 				wait += fmt.Sprintf(" (oldest %s)", protocol.Duration(s.OldestQueuedS).Round(time.Second))
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d-%d\t%d\t%d\t%d\t%d\t%s\t%s\n", s.Name, s.Type, s.State, s.Min, s.Max, s.Queued, s.Running, s.Exited, s.Connected, wait, where)
+		pr := protocol.Printable
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d-%d\t%d\t%d\t%d\t%d\t%s\t%s\n", pr(s.Name), pr(s.Type), pr(s.State), s.Min, s.Max, s.Queued, s.Running, s.Exited, s.Connected, wait, where)
 	}
 	tw.Flush()
 }

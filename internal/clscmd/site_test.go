@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	mqcli "github.com/mq-hpc/mq/internal/cli"
+	"github.com/mq-hpc/mq/internal/cli/clitest"
 	"github.com/mq-hpc/mq/protocol"
 	"github.com/mq-hpc/mq/site"
 )
@@ -86,6 +87,25 @@ func TestLocalAgentCommand(t *testing.T) {
 		}
 		if cmd.Dir != "/mq" || !slices.Contains(cmd.Env, "MQ_HOME=/mq") || cmd.Stderr != io.Writer(&logw) {
 			t.Errorf("%s: dir %q, MQ_HOME set %v, stderr to the log %v", tc.spec.Name, cmd.Dir, slices.Contains(cmd.Env, "MQ_HOME=/mq"), cmd.Stderr == io.Writer(&logw))
+		}
+	}
+}
+
+// cls site list, site remove and queue list escape what the CLS sends.
+func TestListsEscapePeerText(t *testing.T) {
+	h := clitest.Hostile
+	replies := map[string]clitest.Reply{
+		protocol.OpSiteList:   {Body: protocol.SiteList{Sites: []protocol.SiteInfo{{SiteSpec: protocol.SiteSpec{Name: h, Type: h, SSH: h}, State: h, Error: h}}}},
+		protocol.OpSiteRemove: {Body: protocol.SiteInfo{SiteSpec: protocol.SiteSpec{Name: h}, Error: h}},
+		protocol.OpQueueList:  {Body: protocol.QueueList{Queues: []protocol.QueueInfo{{Name: h, Policy: h}}}},
+	}
+	for _, args := range [][]string{{"cls", "site", "list"}, {"cls", "site", "remove", "x"}, {"cls", "queue", "list"}} {
+		var out, errOut bytes.Buffer
+		env := mqcli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Getwd: os.Getwd, Dial: clitest.Dial(replies)}
+		mqcli.Run(context.Background(), Cls(env), args)
+		all := out.String() + errOut.String()
+		if bad := clitest.Raw(all); bad != "" || !strings.Contains(all, "evil") {
+			t.Errorf("%s: %q reached the output raw (or nothing shown):\n%s", strings.Join(args, " "), bad, all)
 		}
 	}
 }

@@ -331,3 +331,86 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Errorf("S1 finished in attempt %q, want 2", strings.TrimSpace(got))
 	}
 }
+
+// TestCLSKilledDuringBulkCommit SIGKILLs the CLS while it inserts a
+// 200,000-job `mqsub -f`, then restarts it: mqsub must say what happened
+// (the ids, "nothing was added", or "outcome unknown ... check with
+// mqstat"), and the metaqueue holds the jobs once or not at all, as said.
+func TestCLSKilledDuringBulkCommit(t *testing.T) {
+	const n = 200000
+	h := newHarness(t)
+	h.startCLS("--local", "0")
+	var sb strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&sb, "{\"target\":\"t%d\",\"command\":\"true\"}\n", i%100)
+	}
+	file := filepath.Join(h.dir, "jobs")
+	if err := os.WriteFile(file, []byte(sb.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan result, 1)
+	go func() { done <- h.runIn(h.dir, nil, "mqsub", "-f", file) }()
+
+	// Kill once the commit writes: the upload's spool is open and the WAL
+	// grows (or, failing that, as soon as mqsub is about to finish).
+	pid := h.cls.pid()
+	wal := filepath.Join(h.home, "mq.db-wal")
+	deadline := time.Now().Add(60 * time.Second)
+	spooled := false
+	for time.Now().Before(deadline) {
+		if !spooled {
+			spooled = hasSpool(pid)
+		}
+		if st, err := os.Stat(wal); spooled && err == nil && st.Size() > 2<<20 {
+			break
+		}
+		if h.cls.exited() {
+			t.Fatalf("the CLS exited on its own: %s", h.cls.stderr.String())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	h.stopCLS(syscall.SIGKILL, 5*time.Second)
+	r := <-done
+	t.Logf("mqsub after the kill: %s", r)
+
+	h.startCLS("--local", "0")
+	total := 0
+	for _, c := range h.summary()["default"] {
+		total += c
+	}
+	switch {
+	case r.code == 0:
+		if got := len(strings.Fields(r.stdout)); got != n || total != n {
+			t.Errorf("mqsub printed %d ids, the metaqueue holds %d jobs; want %d and %d", got, total, n, n)
+		}
+	case strings.Contains(r.stderr, "outcome unknown") && strings.Contains(r.stderr, "check with mqstat before resubmitting"):
+		if total != 0 && total != n {
+			t.Errorf("the metaqueue holds %d jobs; want 0 or %d", total, n)
+		}
+		t.Logf("outcome unknown; the metaqueue holds %d jobs", total)
+	case strings.Contains(r.stderr, "nothing was added"):
+		if total != 0 {
+			t.Errorf("mqsub said nothing was added, but the metaqueue holds %d jobs", total)
+		}
+	default:
+		t.Errorf("mqsub did not say what became of the jobs: %s", r)
+	}
+	if strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 {
+		t.Errorf("mqsub's error is more than one line: %q", r.stderr)
+	}
+}
+
+// hasSpool reports whether process pid holds a bulk spool file open.
+func hasSpool(pid int) bool {
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		if l, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && strings.Contains(l, "bulk-") {
+			return true
+		}
+	}
+	return false
+}

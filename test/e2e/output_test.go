@@ -3,10 +3,17 @@
 package e2e
 
 import (
+	"encoding/base64"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mq-hpc/mq/protocol"
 )
 
 // TestOutputCommand: mqstat --output prints a job's stdout (--stderr its
@@ -29,5 +36,78 @@ func TestOutputCommand(t *testing.T) {
 	}
 	if r := h.run("mqstat", "--stderr"); r.code != 2 {
 		t.Errorf("--stderr without --output: %s", r)
+	}
+}
+
+// TestOutputLostToFileLimit: an agent that cannot write a job's whole
+// output (RLIMIT_FSIZE gives it EFBIG, as a full disk gives ENOSPC) leaves
+// the job done, and mqstat says the output was lost instead of showing a
+// short output as if it were all.
+func TestOutputLostToFileLimit(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.startCLS("--local", "0")
+	// dash counts ulimit -f in 512-byte blocks: 64 KiB per file.
+	cmd := exec.Command("/bin/sh", "-c", `ulimit -f 128 && exec "$0" agent --site s --host limited --reconnect 5s`, filepath.Join(binDir, "cls"))
+	cmd.Env = h.env()
+	cmd.Dir = h.dir
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start agent: %v", err)
+	}
+	go cmd.Wait()
+	id := h.submit("big", "head -c 1000000 /dev/zero; echo fine >&2")
+	h.waitState(id, "D", 30*time.Second)
+	ids := strconv.FormatInt(id, 10)
+	if d := h.ok("mqstat", "-j", ids); !strings.Contains(d, "output lost:") || !strings.Contains(d, "file too large") {
+		t.Errorf("mqstat -j does not say the output was lost:\n%s", d)
+	}
+	r := h.run("mqstat", "--output", ids)
+	if r.code != 1 || !strings.Contains(r.stderr, "stdout was lost") || !strings.Contains(r.stderr, "file too large") || len(r.stdout) != 64<<10 {
+		t.Errorf("mqstat --output: exit %d, %d bytes of stdout, stderr %q; want exit 1, the 65536 bytes kept, and the loss on stderr", r.code, len(r.stdout), r.stderr)
+	}
+	if got := h.ok("mqstat", "--output", ids, "--stderr"); got != "fine\n" {
+		t.Errorf("--stderr printed %q", got)
+	}
+}
+
+// TestLatin1Command: a command naming a Latin-1 file (café with 0xE9) runs
+// with its exact bytes through mqsub, mqsub -f (command_bytes), the CLS and
+// a placeholder: the file made is that name, and a job reading it finds it.
+// mqstat shows the byte escaped; --json keeps it exactly.
+func TestLatin1Command(t *testing.T) {
+	t.Parallel()
+	const name = "caf\xe9"
+	h := newHarness(t)
+	h.startCLS("--local", "1")
+	mk := h.submit("mk", "printf hello > "+name)
+	h.waitState(mk, "D", 30*time.Second)
+	if b, err := os.ReadFile(filepath.Join(h.dir, name)); err != nil || string(b) != "hello" {
+		t.Fatalf("the job did not make %q: %q, %v", name, b, err)
+	}
+	line := `{"target":"rd","prereqs":["mk"],"command_bytes":"` + base64.StdEncoding.EncodeToString([]byte("cat "+name+" && test -f "+name)) + `"}` + "\n"
+	r := h.runIn(h.dir, strings.NewReader(line), "mqsub", "-f", "-")
+	if r.code != 0 {
+		t.Fatalf("mqsub -f: %s", r)
+	}
+	rd, _ := strconv.ParseInt(strings.TrimSpace(r.stdout), 10, 64)
+	h.waitState(rd, "D", 30*time.Second)
+	if got := h.ok("mqstat", "--output", strconv.FormatInt(rd, 10)); got != "hello" {
+		t.Errorf("the reading job printed %q", got)
+	}
+	if list := h.ok("mqstat"); !strings.Contains(list, `caf\xe9`) || strings.Contains(list, name) || strings.Contains(list, "\ufffd") {
+		t.Errorf("mqstat does not show the byte escaped:\n%s", list)
+	}
+	var jobs []protocol.JobInfo
+	if err := json.Unmarshal([]byte(h.ok("mqstat", "--json")), &jobs); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs {
+		if j.ID == mk && protocol.CommandOf(j.Command, j.CommandBytes) != "printf hello > "+name {
+			t.Errorf("mqstat --json: %q", protocol.CommandOf(j.Command, j.CommandBytes))
+		}
+	}
+	r = h.runIn(h.dir, strings.NewReader("{\"target\":\"x\",\"command\":\"ls "+name+"\"}\n"), "mqsub", "-f", "-")
+	if r.code != 1 || !strings.Contains(r.stderr, "line 1: byte 0xe9") {
+		t.Errorf("mqsub -f with a raw Latin-1 line: %s", r)
 	}
 }

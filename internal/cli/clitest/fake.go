@@ -1,0 +1,93 @@
+// Package clitest serves canned replies to the mq commands, so their
+// output can be tested against anything a CLS might send.
+package clitest
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"strings"
+
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// Reply is the canned answer to one op: Body (marshalled) or Err, after
+// Stream frames if any.
+type Reply struct {
+	Stream []any
+	Body   any
+	Err    *protocol.Error
+}
+
+// Dial returns a dial function whose connections are served from replies
+// by op (hello is answered by itself; an op not listed gets unsupported).
+func Dial(replies map[string]Reply) func(context.Context) (io.ReadWriteCloser, error) {
+	return func(context.Context) (io.ReadWriteCloser, error) {
+		cl, sc := net.Pipe()
+		go serve(sc, replies)
+		return cl, nil
+	}
+}
+
+func serve(c net.Conn, replies map[string]Reply) {
+	defer c.Close()
+	r := protocol.NewReader(c)
+	for {
+		line, err := r.ReadLine()
+		if err != nil {
+			return
+		}
+		req, err := protocol.ParseRequest(line)
+		if err != nil {
+			return
+		}
+		write := func(resp protocol.Response) bool {
+			b, err := protocol.AppendFrame(nil, &resp)
+			if err != nil {
+				return false
+			}
+			_, err = c.Write(b)
+			return err == nil
+		}
+		body := func(v any) json.RawMessage {
+			b, _ := json.Marshal(v)
+			return b
+		}
+		if req.Op == protocol.OpHello {
+			write(protocol.Response{ID: req.ID, Body: body(protocol.HelloReply{Proto: protocol.Version, Role: protocol.RoleUser})})
+			continue
+		}
+		rep, ok := replies[req.Op]
+		if !ok {
+			write(protocol.Response{ID: req.ID, Err: protocol.Errorf(protocol.CodeUnsupported, "no canned reply for %s", req.Op)})
+			continue
+		}
+		for _, f := range rep.Stream {
+			write(protocol.Response{ID: req.ID, More: true, Body: body(f)})
+		}
+		if rep.Err != nil {
+			write(protocol.Response{ID: req.ID, Err: rep.Err})
+			continue
+		}
+		write(protocol.Response{ID: req.ID, Body: body(rep.Body)})
+	}
+}
+
+// Hostile is text with everything that must not reach a terminal raw:
+// an OSC window-title sequence, CSI, a newline forging a row, a tab, a
+// carriage return, C1 controls, a bidi override and a byte that is not
+// UTF-8.
+const Hostile = "evil\x1b]0;pwned\x07\x1b[2J\n42 default forged Q\tx\ry\u0085\u009b\u202e\xe9"
+
+// Raw reports the first raw control byte or sequence of Hostile found in
+// out ("" if none). Newlines and tabs the command writes itself are
+// expected, so those are checked through the forged text around them.
+func Raw(out string) string {
+	for _, bad := range []string{"\x1b", "\x07", "\r", "\u0085", "\u009b", "\u202e", "\xe9", "\n42 default forged", "Q\tx"} {
+		if strings.Contains(out, bad) {
+			return bad
+		}
+	}
+	return ""
+}

@@ -1,0 +1,82 @@
+package metaqueue
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// outputLostTable is the table version 4 added (also in schema.sql).
+const outputLostTable = `CREATE TABLE IF NOT EXISTS output_lost (
+	job_id  INTEGER NOT NULL,
+	attempt INTEGER NOT NULL,
+	error   TEXT NOT NULL,
+	PRIMARY KEY (job_id, attempt)
+) WITHOUT ROWID`
+
+// migrate3to4 adds the record of lost output to a version 3 database.
+func migrate3to4(ctx context.Context, w *sql.Conn) error {
+	if _, err := w.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return fmt.Errorf("migrate schema 3 to 4: %w", err)
+	}
+	for _, q := range []string{outputLostTable, "UPDATE meta SET value = '4' WHERE key = 'schema'"} {
+		if _, err := w.ExecContext(ctx, q); err != nil {
+			w.ExecContext(ctx, "ROLLBACK")
+			return fmt.Errorf("migrate schema 3 to 4: %w", err)
+		}
+	}
+	if _, err := w.ExecContext(ctx, "COMMIT"); err != nil {
+		return fmt.Errorf("migrate schema 3 to 4: %w", err)
+	}
+	return nil
+}
+
+// saveOutputLost records, on the core, why an attempt's output was lost;
+// the first cause recorded stays.
+func (s *Store) saveOutputLost(id int64, attempt int, why string) error {
+	if err := s.begin(); err != nil {
+		return err
+	}
+	if _, err := s.w.ExecContext(context.Background(), "INSERT OR IGNORE INTO output_lost (job_id, attempt, error) VALUES (?, ?, ?)", id, attempt, why); err != nil {
+		return fatalError{err}
+	}
+	return nil
+}
+
+// OutputLost records that the CLS could not keep the output a placeholder
+// staged for an attempt it holds (staging failed: a full disk, an I/O
+// error). A placeholder that does not hold the attempt changes nothing.
+func (s *Store) OutputLost(ctx context.Context, placeholder, id int64, attempt int, why string) error {
+	why = protocol.ClipText(why, protocol.MaxReasonBytes)
+	return s.do(ctx, func() error {
+		ru := s.running[id]
+		if ru == nil || ru.attempt != attempt || ru.placeholder != placeholder {
+			return nil
+		}
+		return s.saveOutputLost(id, attempt, why)
+	})
+}
+
+// outputLost reads why each attempt of a job lost its output, by attempt.
+func (s *Store) outputLost(ctx context.Context, id int64) (map[int]string, error) {
+	rows, err := s.rdb.QueryContext(ctx, "SELECT attempt, error FROM output_lost WHERE job_id = ?", id)
+	if err != nil {
+		return nil, err
+	}
+	var m map[int]string
+	for rows.Next() {
+		var a int
+		var why string
+		if err := rows.Scan(&a, &why); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if m == nil {
+			m = map[int]string{}
+		}
+		m[a] = why
+	}
+	return m, closeRows(rows)
+}

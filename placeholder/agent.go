@@ -72,7 +72,10 @@ type Agent struct {
 	running map[int64]*proc
 	held    map[int64]protocol.JobRef // fetched ahead, not started
 
-	dirs    sync.Map // output shard dirs already made
+	dirs sync.Map // output shard dirs already made
+	// create opens a job's output file; nil is createOutput (tests make
+	// writes fail with it).
+	create  func(path string) (io.WriteCloser, error)
 	devNull *os.File // jobs' stdin, opened once rather than per job
 }
 

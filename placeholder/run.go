@@ -148,7 +148,11 @@ func (a *Agent) drain(r *os.File, path string) error {
 		}
 		a.dirs.Store(dir, true)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600) // never write through a link
+	create := a.create
+	if create == nil {
+		create = createOutput
+	}
+	f, err := create(path)
 	if err != nil {
 		io.Copy(io.Discard, r)
 		return err
@@ -168,6 +172,11 @@ func (a *Agent) drain(r *os.File, path string) error {
 		err = cerr
 	}
 	return err
+}
+
+// createOutput creates a job's output file.
+func createOutput(path string) (io.WriteCloser, error) {
+	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600) // never write through a link
 }
 
 // sinkWait bounds how long a report waits for a job's output to be written

@@ -214,26 +214,43 @@ func TestTunnel(t *testing.T) {
 // it keeps one queued probe and cancels the others, and the work is done
 // on Slurm. Releasing the probe (the queue moves again) recovers the site,
 // and the probe takes work.
+//
+// The jobs wait for a gate file, so the work cannot drain before the
+// probe takes some, however slow the machine: Slurm's placeholders hold
+// one job each until the gate opens, the others stay ready, and a
+// throttled site keeps its probe while there is ready work. (With jobs of
+// fixed length, on a loaded machine Slurm had done them all before the
+// probe was released or before it started.)
 func TestThrottleShiftsWork(t *testing.T) {
 	need(t, "sge", "slurm")
 	l := newLogin(t, "127.0.0.1")
 	// Slurm must start its placeholders well within the throttle time, also
 	// on a loaded machine (the e2e suites run in parallel), or it is
-	// throttled too.
+	// throttled too (for a while: the checks below wait it out).
 	c := startCLSWith(t, nil, []string{"--site-throttle", "8s"})
 	c.addSite("slowq", "sge", l, "--max", "3", "--walltime", "10m", "--idle", "3s", "--submit-args=-h")
 	c.addSite("fastq", "slurm", l, "--max", "2", "--walltime", "10m", "--idle", "3s")
+	gate := filepath.Join(c.work, "gate")
 	var b strings.Builder
-	const n = 20 // 2 s each: Slurm alone needs ~20 s, so work is left when the probe starts
+	const n = 20
 	for i := range n {
-		fmt.Fprintf(&b, `{"target":"w%d","command":"sleep 2","est":3}`+"\n", i)
+		fmt.Fprintf(&b, `{"target":"w%d","command":"while [ ! -e %s ]; do sleep 0.2; done","est":3}`+"\n", i, gate)
 	}
 	jobs := filepath.Join(c.home, "work.jsonl")
 	os.WriteFile(jobs, []byte(b.String()), 0o644)
 	c.must("mqsub", "-f", jobs)
+	executingAt := func(site string) int {
+		k := 0
+		for _, j := range c.jobs("E") {
+			if j.Site == site {
+				k++
+			}
+		}
+		return k
+	}
 
 	mostQueued := 0
-	eventually(t, 30*time.Second, "the SGE site throttled with one queued probe", func() bool {
+	eventually(t, 60*time.Second, "the SGE site throttled with one queued probe", func() bool {
 		s := c.sites()["slowq"]
 		mostQueued = max(mostQueued, s.Queued)
 		return s.State == "throttled" && s.Queued == 1
@@ -242,9 +259,13 @@ func TestThrottleShiftsWork(t *testing.T) {
 		t.Errorf("the SGE site had at most %d placeholders queued; want its max (3) before throttling", mostQueued)
 	}
 	// The cancelled ones leave SGE's queue; the probe stays.
-	eventually(t, 20*time.Second, "one SGE placeholder left", func() bool { return batchJobsNamed(t, "mq-slowq-") == 1 })
-	if s := c.sites()["fastq"]; s.Queued+s.Running != 2 || s.State != "ok" {
-		t.Errorf("Slurm site %s with %d queued, %d running: want ok with its max 2 placeholders while SGE is throttled", s.State, s.Queued, s.Running)
+	eventually(t, 30*time.Second, "one SGE placeholder left", func() bool { return batchJobsNamed(t, "mq-slowq-") == 1 })
+	eventually(t, 60*time.Second, "the Slurm site ok with its max 2 placeholders running a job each", func() bool {
+		s := c.sites()["fastq"]
+		return s.State == "ok" && s.Running == 2 && executingAt("fastq") == 2
+	})
+	if s := c.sites()["slowq"]; s.State != "throttled" || s.Queued != 1 || s.Running != 0 {
+		t.Errorf("SGE site %s with %d queued, %d running: want throttled with its probe", s.State, s.Queued, s.Running)
 	}
 	for _, j := range c.jobs("DE") {
 		if j.Site == "slowq" {
@@ -253,12 +274,21 @@ func TestThrottleShiftsWork(t *testing.T) {
 	}
 
 	// The queue moves again: the probe starts, the site recovers and works.
-	asUser(t, "qrls $(qstat -u mquser | awk '/ mq-slowq/ {print $1}')")
-	eventually(t, 30*time.Second, "the SGE site recovered, its probe running", func() bool {
+	// (Its new placeholders are held too, and throttle it again 8 s later.)
+	probe := strings.Fields(asUser(t, "qstat -u mquser | awk '/ mq-slowq/ {print $1}'"))
+	if len(probe) != 1 {
+		t.Fatalf("SGE placeholders %q, want the one probe", probe)
+	}
+	asUser(t, "qrls "+probe[0])
+	eventually(t, 60*time.Second, "the SGE site recovered, its probe running", func() bool {
 		s := c.sites()["slowq"]
 		return s.State == "ok" && s.Running >= 1
 	})
-	eventually(t, 90*time.Second, "all jobs done", func() bool { return len(c.jobs("D")) == n })
+	eventually(t, 60*time.Second, "the probe running a job", func() bool { return executingAt("slowq") == 1 })
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Minute, "all jobs done", func() bool { return len(c.jobs("D")) == n })
 	bySite := map[string]int{}
 	for _, j := range c.jobs("D") {
 		bySite[j.Site]++

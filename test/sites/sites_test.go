@@ -3,6 +3,8 @@
 package sites
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"net"
@@ -243,11 +245,14 @@ func TestTunnel(t *testing.T) {
 		c.must("mqsub", "-q", "q", fmt.Sprintf("t%d", i), "hostname")
 	}
 	eventually(t, 90*time.Second, "jobs done through the tunnel", func() bool { return len(c.jobs("D")) == 6 })
-	scripts, _ := filepath.Glob("/home/mquser/.mq-sites/*/tun/placeholder.sh")
-	if len(scripts) == 0 {
-		t.Fatal("no placeholder script on the login host")
+	// This CLS's script: its directory is named for the CLS's id, the
+	// first 3 bytes of the SHA-256 of its host key's fingerprint (other
+	// runs' CLSs leave theirs beside it).
+	sum := sha256.Sum256([]byte(m[2]))
+	script, err := os.ReadFile(filepath.Join("/home/mquser/.mq-sites", hex.EncodeToString(sum[:3]), "tun/placeholder.sh"))
+	if err != nil {
+		t.Fatalf("no placeholder script on the login host: %v", err)
 	}
-	script, _ := os.ReadFile(scripts[0])
 	if !strings.Contains(string(script), "--cls 10.203.0.1:") {
 		t.Errorf("placeholders do not dial the login host's forward:\n%s", script)
 	}

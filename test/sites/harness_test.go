@@ -190,6 +190,19 @@ func newPBSLogin(t *testing.T) *login {
 	return newLoginIn(t, pbsNS, net.JoinHostPort(pbsHost, port), "mqpbs")
 }
 
+// pbsLoginIfHere is newPBSLogin where PBS is here, nil where not. Like
+// every login host, start it before the CLS: cleanups run last first, and
+// the CLS's (which cancels the sites' placeholders) needs the login host
+// still up. (Started after, it was gone, and held PBS placeholders were
+// left in the queue.)
+func pbsLoginIfHere(t *testing.T) *login {
+	t.Helper()
+	if havePBS != "" {
+		return nil
+	}
+	return newPBSLogin(t)
+}
+
 // loginFor starts a login host for a batch system's site.
 func loginFor(t *testing.T, typ string) *login {
 	t.Helper()

@@ -26,12 +26,13 @@ import (
 func TestDAGAcrossSites(t *testing.T) {
 	need(t, "sge", "slurm")
 	l := newLogin(t, "127.0.0.1")
+	pl := pbsLoginIfHere(t)
 	c := startCLSWith(t, nil, reachableFromPBS())
 	c.addSite("grid", "sge", l, "--max", "2", "--walltime", "10m", "--idle", "3s")
 	c.addSite("slurmy", "slurm", l, "--max", "2", "--walltime", "10m", "--idle", "3s")
 	sites := []string{"grid", "slurmy"}
-	if havePBS == "" {
-		c.addSite("pro", "pbs", newPBSLogin(t), "--max", "2", "--walltime", "10m", "--idle", "3s")
+	if pl != nil {
+		c.addSite("pro", "pbs", pl, "--max", "2", "--walltime", "10m", "--idle", "3s")
 		sites = append(sites, "pro")
 	} else {
 		t.Logf("without a PBS site: %s", havePBS)
@@ -276,14 +277,15 @@ func TestTunnel(t *testing.T) {
 func TestThrottleShiftsWork(t *testing.T) {
 	need(t, "sge", "slurm")
 	l := newLogin(t, "127.0.0.1")
+	pl := pbsLoginIfHere(t)
 	// Slurm must start its placeholders well within the throttle time, also
 	// on a loaded machine (the e2e suites run in parallel), or it is
 	// throttled too (for a while: the checks below wait it out).
 	c := startCLSWith(t, nil, append(reachableFromPBS(), "--site-throttle", "8s"))
 	slow := map[string]string{"slowq": "sge"} // site -> batch system
 	c.addSite("slowq", "sge", l, "--max", "3", "--walltime", "10m", "--idle", "3s", "--submit-args=-h")
-	if havePBS == "" {
-		c.addSite("slowp", "pbs", newPBSLogin(t), "--max", "3", "--walltime", "10m", "--idle", "3s", "--submit-args=-h")
+	if pl != nil {
+		c.addSite("slowp", "pbs", pl, "--max", "3", "--walltime", "10m", "--idle", "3s", "--submit-args=-h")
 		slow["slowp"] = "pbs"
 	} else {
 		t.Logf("without a PBS site: %s", havePBS)

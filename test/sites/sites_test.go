@@ -99,8 +99,10 @@ func TestDAGAcrossSites(t *testing.T) {
 // requeued (after its lease), a new placeholder is submitted and finishes
 // it. While it runs, the batch system shows the site's walltime (10m) as
 // the job's limit: our directive's syntax is the one it reads. The job
-// fails if its sleep is killed: PBS signals the child first, and a shell
-// that went on after it would end well, so the job would rightly be Done.
+// waits for a gate that opens only once its second attempt runs, so the
+// first is still running when its placeholder is killed, however slow the
+// machine (a 6 s job had ended, and its placeholder exited, before a
+// loaded machine got to the qdel).
 func TestPlaceholderKilledMidJob(t *testing.T) {
 	for _, tc := range []struct{ typ, kill, walltime, want string }{
 		{"sge", "qdel", "qstat -j %s | grep -o 'h_rt=[0-9]*'", "h_rt=600"},
@@ -118,8 +120,8 @@ func TestPlaceholderKilledMidJob(t *testing.T) {
 			}
 			site := "k" + tc.typ
 			c.addSite(site, tc.typ, l, "--max", "1", "--walltime", "10m", "--idle", "3s")
-			mark := filepath.Join(c.work, "runs")
-			c.must("mqsub", "-q", "q", "victim", fmt.Sprintf("echo run >> %s; sleep 6 && echo finished", mark))
+			mark, gate := filepath.Join(c.work, "runs"), filepath.Join(c.work, "gate")
+			c.must("mqsub", "-q", "q", "victim", fmt.Sprintf("echo run >> %s; while [ ! -e %s ]; do sleep 0.2; done; echo finished", mark, gate))
 			eventually(t, time.Minute, "the job executing", func() bool { return len(c.jobs("E")) == 1 })
 			ids := batchIDs(t, tc.typ, "mq-"+site+"-")
 			if len(ids) != 1 {
@@ -129,7 +131,14 @@ func TestPlaceholderKilledMidJob(t *testing.T) {
 				t.Errorf("the placeholder's walltime: %q, want %q", out, tc.want)
 			}
 			asUserOf(t, tc.typ, tc.kill+" "+ids[0])
-			eventually(t, 90*time.Second, "the job done", func() bool { return len(c.jobs("D")) == 1 })
+			eventually(t, 2*time.Minute, "the job's second attempt executing", func() bool {
+				js := c.jobs("E")
+				return len(js) == 1 && js[0].Attempts == 2
+			})
+			if err := os.WriteFile(gate, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, time.Minute, "the job done", func() bool { return len(c.jobs("D")) == 1 })
 			js := c.jobs("D")
 			if js[0].Attempts != 2 {
 				t.Errorf("attempts %d, want 2 (one killed with its placeholder, one finished)", js[0].Attempts)

@@ -445,44 +445,59 @@ func TestAgentGivesBackHeldJob(t *testing.T) {
 }
 
 // TestAgentStoppedByBatchSystem: a batch system stopping a placeholder
-// (scancel) signals the job and the agent at once; the job dying of that
-// signal is the placeholder being stopped, so it is requeued, not failed.
+// (scancel, qdel) signals the job and the agent at once; the job dying of
+// that signal is the placeholder being stopped, so it is requeued, not
+// failed. PBS signals the process tree child first: the job's shell may
+// see its child die of SIGTERM and exit 143 before its own signal lands.
 func TestAgentStoppedByBatchSystem(t *testing.T) {
 	t.Parallel()
-	c := newCLS(t)
-	dir := t.TempDir()
-	a := New(Config{Dial: c.dial, Site: "test", Host: "h", Slots: 1, OutDir: t.TempDir()})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	id := c.submit(protocol.JobSpec{Target: "t", Command: "echo $$ > pid; exec sleep 30", Cwd: dir})[0]
-	pidFile := filepath.Join(dir, "pid")
-	for deadline := time.Now().Add(10 * time.Second); !exists(pidFile); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the job did not start")
-		}
-	}
-	time.Sleep(50 * time.Millisecond)
-	b, _ := os.ReadFile(pidFile)
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	// The job hears SIGTERM first; the agent a moment later.
-	syscall.Kill(-pid, syscall.SIGTERM)
-	time.Sleep(100 * time.Millisecond)
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("agent: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("agent did not stop")
-	}
-	d, err := c.store.Job(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d.State != "Q" || len(d.History) != 1 || !strings.HasPrefix(d.History[0].Reason, protocol.ReasonInterrupted) {
-		t.Fatalf("job %s after its placeholder was stopped, history %+v; want Q with attempt 1 interrupted", d.State, d.History)
+	for _, tc := range []struct {
+		name, command, kill string // kill: the file holding the pid whose group the batch system signals first
+	}{
+		{"the job's group", "echo $$ > pid; exec sleep 30", "pid"},
+		{"the job's child first", "echo $$ > pid; sleep 30 & echo $! > child; wait $!; exit $?", "child"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := newCLS(t)
+			dir := t.TempDir()
+			a := New(Config{Dial: c.dial, Site: "test", Host: "h", Slots: 1, OutDir: t.TempDir()})
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- a.Run(ctx) }()
+			id := c.submit(protocol.JobSpec{Target: "t", Command: tc.command, Cwd: dir})[0]
+			pidFile := filepath.Join(dir, tc.kill)
+			for deadline := time.Now().Add(10 * time.Second); !exists(pidFile); time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the job did not start")
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+			b, _ := os.ReadFile(pidFile)
+			pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+			// The job hears SIGTERM first; the agent a moment later.
+			if tc.kill == "pid" {
+				pid = -pid
+			}
+			syscall.Kill(pid, syscall.SIGTERM)
+			time.Sleep(100 * time.Millisecond)
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("agent: %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("agent did not stop")
+			}
+			d, err := c.store.Job(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.State != "Q" || len(d.History) != 1 || !strings.HasPrefix(d.History[0].Reason, protocol.ReasonInterrupted) {
+				t.Fatalf("job %s after its placeholder was stopped, history %+v; want Q with attempt 1 interrupted", d.State, d.History)
+			}
+		})
 	}
 }
 

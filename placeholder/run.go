@@ -395,16 +395,27 @@ func (a *Agent) stageFile(ctx context.Context, asg protocol.Assignment, stream, 
 const stopGrace = 300 * time.Millisecond
 
 // killedByStop reports whether a process died of a signal batch systems
-// use to stop jobs.
+// use to stop jobs, or exited 128+that signal: a shell reporting that its
+// child did. PBS signals a job's process tree child first, so the job's
+// shell can see its child die and exit before its own signal lands.
 func killedByStop(ps *os.ProcessState) bool {
 	if ps == nil {
 		return false
 	}
 	ws, ok := ps.Sys().(syscall.WaitStatus)
-	if !ok || !ws.Signaled() {
+	if !ok {
 		return false
 	}
-	switch ws.Signal() {
+	var sig syscall.Signal
+	switch {
+	case ws.Signaled():
+		sig = ws.Signal()
+	case ws.Exited() && ws.ExitStatus() > 128:
+		sig = syscall.Signal(ws.ExitStatus() - 128)
+	default:
+		return false
+	}
+	switch sig {
 	case syscall.SIGTERM, syscall.SIGKILL, syscall.SIGINT, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2:
 		return true
 	}

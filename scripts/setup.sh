@@ -5,8 +5,10 @@
 # client; the sites suite (test/sites) also needs an OpenSSH server (the
 # "login host"), Son of Grid Engine and Slurm from Debian's packages, and an
 # unprivileged user (mquser) to submit as; the daemons themselves are started
-# by scripts/sge.sh and scripts/slurm.sh. Suites whose parts are missing skip,
-# saying so.
+# by scripts/sge.sh and scripts/slurm.sh. A real OpenPBS, where one is
+# vendored beside the repository (../shared/vendor/openpbs), is installed and
+# started by scripts/pbs.sh, with its own user mqpbs. Suites whose parts are
+# missing skip, saying so.
 set -euo pipefail
 
 need() { command -v "$1" >/dev/null 2>&1; }
@@ -71,4 +73,7 @@ fi
 usermod -p '*' mquser # useradd leaves the account locked ('!'); sshd refuses locked accounts
 install -d -m 700 -o mquser -g mquser ~mquser/.ssh
 getent hosts "$H" >/dev/null || echo "127.0.0.1 $H" >>/etc/hosts
+
+# PBS: quick when it is up; absent or failing, the PBS tests skip, saying why.
+"$(dirname "$0")"/pbs.sh start || echo "setup: no PBS; the sites suite's PBS tests will skip" >&2
 exit 0

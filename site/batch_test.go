@@ -1,6 +1,7 @@
 package site
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,9 +34,10 @@ func summary(ps []Placeholder) []want {
 	return w
 }
 
-// The testdata files were recorded from Son of Grid Engine 8.1.9 and Slurm
-// 22.05.8 on Debian 12 (scripts/sge.sh, scripts/slurm.sh); the PBS ones
-// follow the OpenPBS / PBS Professional reference guide's formats.
+// The testdata files were recorded from Son of Grid Engine 8.1.9, Slurm
+// 22.05.8 and OpenPBS 23.06 on Debian 12 (scripts/sge.sh, scripts/slurm.sh,
+// scripts/pbs.sh: pbs_real_*); the other PBS ones follow the OpenPBS / PBS
+// Professional reference guide's formats (older versions, invalid JSON).
 func TestParseList(t *testing.T) {
 	for _, tc := range []struct {
 		batch Batch
@@ -54,6 +56,17 @@ func TestParseList(t *testing.T) {
 		{pbsBatch{}, "pbs_qstat_f.json", "mq-pbsA-abc123", []want{{"1001.pbsserver", Running}, {"1002.pbsserver", Queued}, {"1003.pbsserver", Queued}, {"1005[].pbsserver", Running}}},
 		{pbsBatch{}, "pbs_qstat_f_badjson.json", "mq-pbsA-abc123", []want{{"1001.pbsserver", Running}, {"1002.pbsserver", Queued}, {"1003.pbsserver", Queued}, {"1005[].pbsserver", Running}}},
 		{pbsBatch{}, "pbs_qstat_f.txt", "mq-pbsA-abc123", []want{{"1001.pbsserver", Running}, {"1002.pbsserver", Queued}}},
+		// Two running, one queued (the node's 2 cores are taken), one held
+		// (qsub -h), and another name's job.
+		{pbsBatch{}, "pbs_real_qstat.json", "mq-rec-1a2b3c", []want{{"5.pbshost", Running}, {"6.pbshost", Running}, {"7.pbshost", Queued}, {"8.pbshost", Queued}}},
+		{pbsBatch{}, "pbs_real_qstat.json", "other-job", []want{{"9.pbshost", Queued}}},
+		{pbsBatch{}, "pbs_real_qstat.txt", "mq-rec-1a2b3c", []want{{"5.pbshost", Running}, {"6.pbshost", Running}, {"7.pbshost", Queued}, {"8.pbshost", Queued}}},
+		// No jobs: a document without "Jobs" (and qstat -f prints nothing).
+		{pbsBatch{}, "pbs_real_empty.json", "mq-rec-1a2b3c", nil},
+		// qstat -x: finished jobs (F; Exit_status 271 after qdel, -29 over
+		// walltime) are gone.
+		{pbsBatch{}, "pbs_real_history.json", "mq-rec-1a2b3c", nil},
+		{pbsBatch{}, "pbs_real_history.json", "mq-test-abc", nil},
 	} {
 		ps, err := tc.batch.ParseList(read(t, tc.file), tc.name)
 		if err != nil {
@@ -83,6 +96,54 @@ func TestParseListTimes(t *testing.T) {
 	for _, p := range ps {
 		if p.ID == "1001.pbsserver" && p.Started.Format(time.ANSIC) != "Wed Nov  6 13:20:41 2019" {
 			t.Errorf("PBS stime read as %v", p.Started)
+		}
+	}
+	for _, f := range []string{"pbs_real_qstat.json", "pbs_real_qstat.txt"} {
+		ps, _ = pbsBatch{}.ParseList(read(t, f), "mq-rec-1a2b3c")
+		for _, p := range ps {
+			if p.Submitted.Format(time.ANSIC) != "Mon Nov 23 23:15:42 2026" {
+				t.Errorf("%s: job %s qtime read as %v", f, p.ID, p.Submitted)
+			}
+			if (p.State == Running) != !p.Started.IsZero() {
+				t.Errorf("%s: job %s %v, stime read as %v", f, p.ID, p.State, p.Started)
+			}
+		}
+	}
+}
+
+// PBS's qdel fails for a job that has ended though it cancels the others;
+// the cancel command fails only for other errors. Run with a stand-in qdel
+// that prints what OpenPBS 23.06 printed (testdata/pbs_real_qdel_*).
+func TestPBSCancel(t *testing.T) {
+	for _, tc := range []struct {
+		out  string // qdel's output: a testdata file or text
+		code int
+		fail bool
+	}{
+		{"", 0, false},
+		{"pbs_real_qdel_unknown.txt", 153, false},
+		{"pbs_real_qdel_finished.txt", 35, false},
+		{"qdel: Unknown Job Id 99.pbshost\nqdel: Unauthorized Request  7.pbshost\n", 159, true},
+		{"qdel: cannot connect to server pbshost (errno=111)\n", 111, true},
+		{"", 1, true},
+	} {
+		bin := t.TempDir()
+		out := tc.out
+		if strings.HasSuffix(out, ".txt") {
+			out = string(read(t, tc.out))
+		}
+		fake := fmt.Sprintf("#!/bin/sh\nprintf '%%s' %s >&2\nexit %d\n", Quote(out), tc.code)
+		if err := os.WriteFile(filepath.Join(bin, "qdel"), []byte(fake), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("sh", "-c", pbsBatch{}.CancelCommand([]string{"7.pbshost", "99.pbshost"}))
+		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+		got, err := cmd.CombinedOutput()
+		if (err != nil) != tc.fail {
+			t.Errorf("qdel printing %q, exit %d: cancel err %v (output %q), want failure %v", out, tc.code, err, got, tc.fail)
+		}
+		if tc.fail && strings.Contains(string(got), "Unknown Job Id") {
+			t.Errorf("the error names a job that is gone anyway: %q", got)
 		}
 	}
 }
@@ -125,6 +186,7 @@ func TestParseSubmit(t *testing.T) {
 		{slurmBatch{}, "Submitted batch job 4711\n", ""},
 		{pbsBatch{}, "1001.pbsserver\n", "1001.pbsserver"},
 		{pbsBatch{}, "1005[].pbsserver\n", "1005[].pbsserver"},
+		{pbsBatch{}, "5.pbshost\n", "5.pbshost"}, // OpenPBS 23.06
 		{pbsBatch{}, "qsub: Unknown queue\n", ""},
 	} {
 		id, err := tc.batch.ParseSubmit([]byte(tc.out))

@@ -4,8 +4,12 @@
 // Grid Engine and Slurm on this host (scripts/sge.sh, scripts/slurm.sh), an
 // OpenSSH server on loopback as the login host, the unprivileged user
 // mquser (scripts/setup.sh) to submit as, and the real cls, mqsub, mqstat
-// and mqagent binaries. Needs root; each test skips, saying why, where its
-// parts are missing. Run with
+// and mqagent binaries. OpenPBS, where it is vendored beside the repository
+// (scripts/pbs.sh), runs in the network namespace pbsns (host pbshost,
+// 10.211.0.1; this host is 10.211.0.2 there): its login host is an sshd
+// inside the namespace, its user mqpbs, and a CLS with a PBS site listens
+// on 10.211.0.2 for placeholders to reach it. Needs root; each test skips,
+// saying why, where its parts are missing. Run with
 //
 //	go test -tags e2e -count=1 ./test/sites/
 package sites
@@ -21,6 +25,8 @@ import (
 	"os/user"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -37,11 +43,21 @@ var (
 	skipAll   string // why every test skips
 	haveSGE   string // "" or why SGE is unavailable
 	haveSlurm string
+	havePBS   string
+)
+
+// The PBS server's network namespace (scripts/pbs.sh): the login host and
+// the compute node are pbsHost inside it; this host is pbsPeer there.
+const (
+	pbsNS   = "pbsns"
+	pbsHost = "10.211.0.1"
+	pbsPeer = "10.211.0.2"
 )
 
 func TestMain(m *testing.M) { os.Exit(setup(m)) }
 
 func setup(m *testing.M) int {
+	closeInherited()
 	var err error
 	repo, err = filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
@@ -78,6 +94,14 @@ func setup(m *testing.M) int {
 	if out, err := exec.Command(filepath.Join(repo, "scripts/slurm.sh"), "start").CombinedOutput(); err != nil {
 		haveSlurm = "Slurm did not start: " + strings.TrimSpace(string(out))
 	}
+	if out, err := exec.Command(filepath.Join(repo, "scripts/pbs.sh"), "start").CombinedOutput(); err != nil {
+		havePBS = "PBS did not start: " + strings.TrimSpace(string(out))
+	} else {
+		// Only this suite submits as mqpbs: placeholders left by a run that
+		// died would be counted by this one's checks.
+		exec.Command("ip", "netns", "exec", pbsNS, "su", "-", "mqpbs", "-c",
+			`ids=$(qstat -f | awk '/^Job Id:/ {id = $3} /^ +Job_Name = mq-/ {print id}') && [ -n "$ids" ] && qdel $ids`).Run()
+	}
 	// One key for every test's login host: mquser accepts it.
 	clientKey = filepath.Join(binDir, "client_key")
 	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", clientKey).CombinedOutput(); err != nil {
@@ -85,16 +109,35 @@ func setup(m *testing.M) int {
 		return 1
 	}
 	pub, _ := os.ReadFile(clientKey + ".pub")
-	ak := "/home/mquser/.ssh/authorized_keys"
-	old, _ := os.ReadFile(ak)
-	os.MkdirAll(filepath.Dir(ak), 0o700)
-	if err := os.WriteFile(ak, append(old, pub...), 0o600); err != nil {
-		fmt.Fprintln(os.Stderr, "sites:", err)
-		return 1
+	users := []string{"mquser"}
+	if havePBS == "" {
+		users = append(users, "mqpbs")
 	}
-	exec.Command("chown", "-R", "mquser:mquser", filepath.Dir(ak)).Run()
-	defer os.WriteFile(ak, old, 0o600)
+	for _, u := range users {
+		ak := "/home/" + u + "/.ssh/authorized_keys"
+		old, _ := os.ReadFile(ak)
+		os.MkdirAll(filepath.Dir(ak), 0o700)
+		if err := os.WriteFile(ak, append(old, pub...), 0o600); err != nil {
+			fmt.Fprintln(os.Stderr, "sites:", err)
+			return 1
+		}
+		exec.Command("chown", "-R", u+":"+u, filepath.Dir(ak)).Run()
+		defer os.WriteFile(ak, old, 0o600)
+	}
 	return m.Run()
+}
+
+// closeInherited marks the descriptors this process inherited beyond
+// stdio close-on-exec. The suite runs under flock(1), whose lock is such
+// a descriptor: munged, started by scripts/slurm.sh, kept it and held the
+// lock after the suite ended, so no later run could start.
+func closeInherited() {
+	ents, _ := os.ReadDir("/proc/self/fd")
+	for _, e := range ents {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
+	}
 }
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
@@ -111,6 +154,9 @@ func need(t *testing.T, systems ...string) {
 		if s == "slurm" && haveSlurm != "" {
 			t.Skip(haveSlurm)
 		}
+		if s == "pbs" && havePBS != "" {
+			t.Skip(havePBS)
+		}
 	}
 }
 
@@ -122,6 +168,7 @@ type login struct {
 	knownHosts string
 	cmd        *exec.Cmd
 	ns         string // network namespace sshd runs in, if any
+	user       string // the site's user there
 }
 
 func freePort(t *testing.T, host string) string {
@@ -136,7 +183,43 @@ func freePort(t *testing.T, host string) string {
 // newLogin starts sshd on addr (host:port; port "" = a free one).
 func newLogin(t *testing.T, host string) *login {
 	t.Helper()
-	l := &login{t: t, dir: t.TempDir(), addr: freePort(t, host)}
+	return newLoginIn(t, "", freePort(t, host), "mquser")
+}
+
+// newPBSLogin starts the PBS cluster's login host: an sshd inside the PBS
+// network namespace, where the site's user is mqpbs.
+func newPBSLogin(t *testing.T) *login {
+	t.Helper()
+	// A port free here is as good as any there: only PBS listens there.
+	_, port, _ := net.SplitHostPort(freePort(t, "127.0.0.1"))
+	return newLoginIn(t, pbsNS, net.JoinHostPort(pbsHost, port), "mqpbs")
+}
+
+// pbsLoginIfHere is newPBSLogin where PBS is here, nil where not. Like
+// every login host, start it before the CLS: cleanups run last first, and
+// the CLS's (which cancels the sites' placeholders) needs the login host
+// still up. (Started after, it was gone, and held PBS placeholders were
+// left in the queue.)
+func pbsLoginIfHere(t *testing.T) *login {
+	t.Helper()
+	if havePBS != "" {
+		return nil
+	}
+	return newPBSLogin(t)
+}
+
+// loginFor starts a login host for a batch system's site.
+func loginFor(t *testing.T, typ string) *login {
+	t.Helper()
+	if typ == "pbs" {
+		return newPBSLogin(t)
+	}
+	return newLogin(t, "127.0.0.1")
+}
+
+func newLoginIn(t *testing.T, ns, addr, user string) *login {
+	t.Helper()
+	l := &login{t: t, dir: t.TempDir(), addr: addr, ns: ns, user: user}
 	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(l.dir, "host_key")).CombinedOutput(); err != nil {
 		t.Fatalf("ssh-keygen: %v %s", err, out)
 	}
@@ -180,6 +263,9 @@ Subsystem sftp internal-sftp
 `, port, host, l.dir, l.dir)), 0o600)
 	// -D: stay in the foreground, so the test owns the process.
 	l.cmd = exec.Command("/usr/sbin/sshd", "-D", "-f", conf, "-E", filepath.Join(l.dir, "sshd.log"))
+	if l.ns != "" { // ip execs sshd: the process is still sshd's
+		l.cmd = exec.Command("ip", append([]string{"netns", "exec", l.ns}, l.cmd.Args...)...)
+	}
 	if err := l.cmd.Start(); err != nil {
 		l.t.Fatalf("sshd: %v", err)
 	}
@@ -269,8 +355,11 @@ func startCLSWith(t *testing.T, prefix, flags []string) *cls {
 	os.Chmod(work, 0o777)
 	t.Cleanup(func() { os.RemoveAll(work) })
 	c.work = work
-	args := append(prefix, filepath.Join(binDir, "cls"), "serve", "--local", "0", "--ssh", "127.0.0.1:0",
+	args := append(prefix, filepath.Join(binDir, "cls"), "serve", "--local", "0",
 		"--lease", "3s", "--site-poll", "300ms", "--agents", binDir)
+	if !slices.Contains(flags, "--ssh") {
+		args = append(args, "--ssh", "127.0.0.1:0")
+	}
 	args = append(args, flags...)
 	c.cmd = exec.Command(args[0], args[1:]...)
 	c.cmd.Env = append(os.Environ(), "MQ_HOME="+c.home)
@@ -315,6 +404,16 @@ func startCLSWith(t *testing.T, prefix, flags []string) *cls {
 	}
 	t.Cleanup(c.stop)
 	return c
+}
+
+// reachableFromPBS is the cls serve flag that puts the CLS's SSH endpoint
+// where the PBS compute node (inside its namespace) reaches it, as the SGE
+// and Slurm ones on this host do; none without PBS.
+func reachableFromPBS() []string {
+	if havePBS != "" {
+		return nil
+	}
+	return []string{"--ssh", pbsPeer + ":0"}
 }
 
 // stop removes every site (cancelling its placeholders), then the CLS.
@@ -372,7 +471,7 @@ func (c *cls) must(name string, args ...string) string {
 
 func (c *cls) addSite(name, typ string, l *login, extra ...string) {
 	c.t.Helper()
-	args := append([]string{"site", "add", name, "--type", typ, "--ssh", "mquser@" + l.addr,
+	args := append([]string{"site", "add", name, "--type", typ, "--ssh", l.user + "@" + l.addr,
 		"--key", clientKey, "--known-hosts", l.knownHosts}, extra...)
 	c.must("cls", args...)
 }
@@ -416,39 +515,60 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 }
 
 // asUser runs a shell command as mquser (the batch systems' view).
-func asUser(t *testing.T, cmd string) string {
+func asUser(t *testing.T, cmd string) string { return asUserOf(t, "sge", cmd) }
+
+// asUserOf runs a shell command as a batch system's site user: mqpbs in
+// the PBS namespace, with its login profile (PBS's commands first), for
+// PBS; mquser here for SGE and Slurm.
+func asUserOf(t *testing.T, typ, cmd string) string {
 	t.Helper()
-	out, err := exec.Command("su", "mquser", "-c", cmd).CombinedOutput()
+	c := exec.Command("su", "mquser", "-c", cmd)
+	if typ == "pbs" {
+		c = exec.Command("ip", "netns", "exec", pbsNS, "su", "-", "mqpbs", "-c", cmd)
+	}
+	out, err := c.CombinedOutput()
 	if err != nil {
 		t.Logf("%s: %v", cmd, err)
 	}
 	return string(out)
 }
 
-// ourBatchJobs counts mquser's jobs in SGE and Slurm named like our
+// batchIDs lists the ids of the site user's jobs in a batch system whose
+// name starts with prefix (SGE's qstat shows the first 10 characters of a
+// name).
+func batchIDs(t *testing.T, typ, prefix string) []string {
+	t.Helper()
+	var list string
+	switch typ {
+	case "sge":
+		list = "qstat -u mquser | awk 'NR > 2 {print $1, $3}'"
+		prefix = prefix[:min(len(prefix), 10)]
+	case "slurm":
+		list = "squeue -h -u mquser -o '%i %j'"
+	case "pbs":
+		list = "qstat -f | awk '/^Job Id:/ {id = $3} /^ +Job_Name = / {print id, $3}'"
+	}
+	var ids []string
+	for _, l := range strings.Split(asUserOf(t, typ, list), "\n") {
+		if f := strings.Fields(l); len(f) == 2 && strings.HasPrefix(f[1], prefix) {
+			ids = append(ids, f[0])
+		}
+	}
+	return ids
+}
+
+// ourBatchJobs counts the site users' batch jobs named like our
 // placeholders.
 func ourBatchJobs(t *testing.T) int { return batchJobsNamed(t, "mq-") }
 
-// batchJobsNamed counts mquser's batch jobs whose name starts with prefix
-// (SGE's qstat shows the first 10 characters of a name): a test checks its
-// own site's placeholders, not those an earlier test's cancel is still
-// clearing.
+// batchJobsNamed counts the site users' batch jobs whose name starts with
+// prefix, in every batch system here: a test checks its own site's
+// placeholders, not those an earlier test's cancel is still clearing.
 func batchJobsNamed(t *testing.T, prefix string) int {
 	n := 0
-	if haveSGE == "" {
-		short := prefix[:min(len(prefix), 10)]
-		for _, l := range strings.Split(asUser(t, "qstat -u mquser"), "\n") {
-			f := strings.Fields(l)
-			if len(f) > 2 && strings.HasPrefix(f[2], short) {
-				n++
-			}
-		}
-	}
-	if haveSlurm == "" {
-		for _, l := range strings.Split(asUser(t, "squeue -h -u mquser -o %j"), "\n") {
-			if strings.HasPrefix(l, prefix) {
-				n++
-			}
+	for typ, why := range map[string]string{"sge": haveSGE, "slurm": haveSlurm, "pbs": havePBS} {
+		if why == "" {
+			n += len(batchIDs(t, typ, prefix))
 		}
 	}
 	return n

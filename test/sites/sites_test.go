@@ -3,34 +3,47 @@
 package sites
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 )
 
-// A 300-job DAG runs across an SGE site and a Slurm site at once: every job
-// Done, both sites used, and afterwards no placeholder left in either
-// batch queue. The jobs take 50 ms each, so the work outlasts a site's
-// cold start: sites share the work (one ready setup job warrants one
-// placeholder, at one site), and 300 echo jobs were done by Slurm's two
-// placeholders before SGE's had started.
-func TestDAGAcrossSGEAndSlurm(t *testing.T) {
+// A 300-job DAG runs across an SGE, a Slurm and a PBS site at once (SGE
+// and Slurm alone where PBS is not here): every job Done, every site used,
+// and afterwards no placeholder left in any batch queue. The blast jobs
+// wait for a gate that opens once every site runs one of them, so each
+// site takes part however slowly its placeholders start (with 300 short
+// jobs, a site that started late found the work done).
+func TestDAGAcrossSites(t *testing.T) {
 	need(t, "sge", "slurm")
 	l := newLogin(t, "127.0.0.1")
-	c := startCLS(t)
+	pl := pbsLoginIfHere(t)
+	c := startCLSWith(t, nil, reachableFromPBS())
 	c.addSite("grid", "sge", l, "--max", "2", "--walltime", "10m", "--idle", "3s")
 	c.addSite("slurmy", "slurm", l, "--max", "2", "--walltime", "10m", "--idle", "3s")
+	sites := []string{"grid", "slurmy"}
+	if pl != nil {
+		c.addSite("pro", "pbs", pl, "--max", "2", "--walltime", "10m", "--idle", "3s")
+		sites = append(sites, "pro")
+	} else {
+		t.Logf("without a PBS site: %s", havePBS)
+	}
+	gate := filepath.Join(c.work, "gate")
 	// setup -> 149 x (blast_i -> parse_i) -> summary: 300 jobs.
 	var b strings.Builder
 	b.WriteString(`{"target":"setup","command":"echo setup"}` + "\n")
 	var parses []string
 	for i := range 149 {
-		fmt.Fprintf(&b, `{"target":"blast%d","prereqs":["setup"],"command":"echo blast %d; sleep 0.05","est":1}`+"\n", i, i)
+		fmt.Fprintf(&b, `{"target":"blast%d","prereqs":["setup"],"command":"while [ ! -e %s ]; do sleep 0.1; done; echo blast %d","est":1}`+"\n", i, gate, i)
 		fmt.Fprintf(&b, `{"target":"parse%d","prereqs":["blast%d"],"command":"echo parse %d; sleep 0.05","est":1}`+"\n", i, i, i)
 		parses = append(parses, fmt.Sprintf("%q", fmt.Sprintf("parse%d", i)))
 	}
@@ -39,6 +52,22 @@ func TestDAGAcrossSGEAndSlurm(t *testing.T) {
 	os.WriteFile(jobs, []byte(b.String()), 0o644)
 	start := time.Now()
 	c.must("mqsub", "-f", jobs)
+	eventually(t, 3*time.Minute, fmt.Sprintf("every site (%v) running a job", sites), func() bool {
+		at := map[string]bool{}
+		for _, j := range c.jobs("E") {
+			at[j.Site] = true
+		}
+		for _, s := range sites {
+			if !at[s] {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("every site running a job after %s", time.Since(start).Round(time.Millisecond))
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	eventually(t, 4*time.Minute, "300 jobs done", func() bool { return len(c.jobs("D")) == 300 })
 	t.Logf("300 jobs done in %s", time.Since(start).Round(time.Millisecond))
 	bySite := map[string]int{}
@@ -46,41 +75,70 @@ func TestDAGAcrossSGEAndSlurm(t *testing.T) {
 		bySite[j.Site]++
 	}
 	t.Logf("jobs per site: %v", bySite)
-	if bySite["grid"] == 0 || bySite["slurmy"] == 0 {
-		t.Errorf("jobs per site %v: both sites should have run some", bySite)
+	for _, s := range sites {
+		if bySite[s] == 0 {
+			t.Errorf("jobs per site %v: every site should have run some", bySite)
+		}
 	}
 	// Drained: queued placeholders cancelled, running ones exit when idle.
 	eventually(t, time.Minute, "placeholders gone", func() bool {
-		s := c.sites()
-		return s["grid"].Queued+s["grid"].Running+s["slurmy"].Queued+s["slurmy"].Running == 0 && ourBatchJobs(t) == 0
+		n := 0
+		for _, s := range c.sites() {
+			n += s.Queued + s.Running
+		}
+		return n == 0 && ourBatchJobs(t) == 0
 	})
-	if s := c.sites(); s["grid"].Exited == 0 || s["slurmy"].Exited == 0 {
-		t.Errorf("sites: %+v", s)
+	for name, s := range c.sites() {
+		if s.Exited == 0 {
+			t.Errorf("site %s: no placeholder exited: %+v", name, s)
+		}
 	}
 }
 
 // A placeholder killed by the batch system while its job runs: the job is
 // requeued (after its lease), a new placeholder is submitted and finishes
-// it.
+// it. While it runs, the batch system shows the site's walltime (10m) as
+// the job's limit: our directive's syntax is the one it reads. The job
+// waits for a gate that opens only once its second attempt runs, so the
+// first is still running when its placeholder is killed, however slow the
+// machine (a 6 s job had ended, and its placeholder exited, before a
+// loaded machine got to the qdel).
 func TestPlaceholderKilledMidJob(t *testing.T) {
-	for _, tc := range []struct{ typ, kill, list string }{
-		{"sge", "qdel", "qstat -u mquser | awk '/ mq-/ {print $1}'"},
-		{"slurm", "scancel", "squeue -h -u mquser -o '%i %j' | awk '$2 ~ /^mq-/ {print $1}'"},
+	for _, tc := range []struct{ typ, kill, walltime, want string }{
+		{"sge", "qdel", "qstat -j %s | grep -o 'h_rt=[0-9]*'", "h_rt=600"},
+		{"slurm", "scancel", "squeue -h -j %s -o %%l", "10:00"},
+		{"pbs", "qdel", "qstat -f %s | grep Resource_List.walltime", "Resource_List.walltime = 00:10:00"},
 	} {
 		t.Run(tc.typ, func(t *testing.T) {
 			need(t, tc.typ)
-			l := newLogin(t, "127.0.0.1")
-			c := startCLS(t)
-			c.addSite("k"+tc.typ, tc.typ, l, "--max", "1", "--walltime", "10m", "--idle", "3s")
-			mark := filepath.Join(c.work, "runs")
-			c.must("mqsub", "-q", "q", "victim", fmt.Sprintf("echo run >> %s; sleep 6; echo finished", mark))
+			l := loginFor(t, tc.typ)
+			var c *cls
+			if tc.typ == "pbs" {
+				c = startCLSWith(t, nil, reachableFromPBS())
+			} else {
+				c = startCLS(t)
+			}
+			site := "k" + tc.typ
+			c.addSite(site, tc.typ, l, "--max", "1", "--walltime", "10m", "--idle", "3s")
+			mark, gate := filepath.Join(c.work, "runs"), filepath.Join(c.work, "gate")
+			c.must("mqsub", "-q", "q", "victim", fmt.Sprintf("echo run >> %s; while [ ! -e %s ]; do sleep 0.2; done; echo finished", mark, gate))
 			eventually(t, time.Minute, "the job executing", func() bool { return len(c.jobs("E")) == 1 })
-			ids := strings.Fields(asUser(t, tc.list))
+			ids := batchIDs(t, tc.typ, "mq-"+site+"-")
 			if len(ids) != 1 {
 				t.Fatalf("placeholders in the batch queue: %q", ids)
 			}
-			asUser(t, tc.kill+" "+ids[0])
-			eventually(t, 90*time.Second, "the job done", func() bool { return len(c.jobs("D")) == 1 })
+			if out := asUserOf(t, tc.typ, fmt.Sprintf(tc.walltime, ids[0])); strings.TrimSpace(out) != tc.want {
+				t.Errorf("the placeholder's walltime: %q, want %q", out, tc.want)
+			}
+			asUserOf(t, tc.typ, tc.kill+" "+ids[0])
+			eventually(t, 2*time.Minute, "the job's second attempt executing", func() bool {
+				js := c.jobs("E")
+				return len(js) == 1 && js[0].Attempts == 2
+			})
+			if err := os.WriteFile(gate, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, time.Minute, "the job done", func() bool { return len(c.jobs("D")) == 1 })
 			js := c.jobs("D")
 			if js[0].Attempts != 2 {
 				t.Errorf("attempts %d, want 2 (one killed with its placeholder, one finished)", js[0].Attempts)
@@ -197,74 +255,129 @@ func TestTunnel(t *testing.T) {
 		c.must("mqsub", "-q", "q", fmt.Sprintf("t%d", i), "hostname")
 	}
 	eventually(t, 90*time.Second, "jobs done through the tunnel", func() bool { return len(c.jobs("D")) == 6 })
-	scripts, _ := filepath.Glob("/home/mquser/.mq-sites/*/tun/placeholder.sh")
-	if len(scripts) == 0 {
-		t.Fatal("no placeholder script on the login host")
+	// This CLS's script: its directory is named for the CLS's id, the
+	// first 3 bytes of the SHA-256 of its host key's fingerprint (other
+	// runs' CLSs leave theirs beside it).
+	sum := sha256.Sum256([]byte(m[2]))
+	script, err := os.ReadFile(filepath.Join("/home/mquser/.mq-sites", hex.EncodeToString(sum[:3]), "tun/placeholder.sh"))
+	if err != nil {
+		t.Fatalf("no placeholder script on the login host: %v", err)
 	}
-	script, _ := os.ReadFile(scripts[0])
 	if !strings.Contains(string(script), "--cls 10.203.0.1:") {
 		t.Errorf("placeholders do not dial the login host's forward:\n%s", script)
 	}
 }
 
-// Throttling shifts work to the site that starts placeholders sooner. SGE's
-// placeholders are submitted held (qsub -h), so they wait in its queue as
-// on a busy cluster (a hold touches only our jobs, not the shared queue);
-// Slurm starts its own. After --site-throttle the SGE site is throttled:
-// it keeps one queued probe and cancels the others, and the work is done
-// on Slurm. Releasing the probe (the queue moves again) recovers the site,
-// and the probe takes work.
+// Throttling shifts work to the site that starts placeholders sooner. The
+// SGE site's placeholders (and the PBS site's, where PBS is here) are
+// submitted held (qsub -h), so they wait in the queue as on a busy cluster
+// (a hold touches only our jobs, not the shared queue); Slurm starts its
+// own. After --site-throttle the held sites are throttled: each keeps one
+// queued probe and cancels the others, and the work is done on Slurm.
+// Releasing a probe (the queue moves again) recovers its site, and the
+// probe takes work.
+//
+// The jobs wait for a gate file, so the work cannot drain before the
+// probes take some, however slow the machine: Slurm's placeholders hold
+// one job each until the gate opens, the others stay ready, and a
+// throttled site keeps its probe while there is ready work. (With jobs of
+// fixed length, on a loaded machine Slurm had done them all before the
+// probe was released or before it started.)
 func TestThrottleShiftsWork(t *testing.T) {
 	need(t, "sge", "slurm")
 	l := newLogin(t, "127.0.0.1")
+	pl := pbsLoginIfHere(t)
 	// Slurm must start its placeholders well within the throttle time, also
 	// on a loaded machine (the e2e suites run in parallel), or it is
-	// throttled too.
-	c := startCLSWith(t, nil, []string{"--site-throttle", "8s"})
+	// throttled too (for a while: the checks below wait it out).
+	c := startCLSWith(t, nil, append(reachableFromPBS(), "--site-throttle", "8s"))
+	slow := map[string]string{"slowq": "sge"} // site -> batch system
 	c.addSite("slowq", "sge", l, "--max", "3", "--walltime", "10m", "--idle", "3s", "--submit-args=-h")
+	if pl != nil {
+		c.addSite("slowp", "pbs", pl, "--max", "3", "--walltime", "10m", "--idle", "3s", "--submit-args=-h")
+		slow["slowp"] = "pbs"
+	} else {
+		t.Logf("without a PBS site: %s", havePBS)
+	}
 	c.addSite("fastq", "slurm", l, "--max", "2", "--walltime", "10m", "--idle", "3s")
+	gate := filepath.Join(c.work, "gate")
 	var b strings.Builder
-	const n = 20 // 2 s each: Slurm alone needs ~20 s, so work is left when the probe starts
+	const n = 20
 	for i := range n {
-		fmt.Fprintf(&b, `{"target":"w%d","command":"sleep 2","est":3}`+"\n", i)
+		fmt.Fprintf(&b, `{"target":"w%d","command":"while [ ! -e %s ]; do sleep 0.2; done","est":3}`+"\n", i, gate)
 	}
 	jobs := filepath.Join(c.home, "work.jsonl")
 	os.WriteFile(jobs, []byte(b.String()), 0o644)
 	c.must("mqsub", "-f", jobs)
-
-	mostQueued := 0
-	eventually(t, 30*time.Second, "the SGE site throttled with one queued probe", func() bool {
-		s := c.sites()["slowq"]
-		mostQueued = max(mostQueued, s.Queued)
-		return s.State == "throttled" && s.Queued == 1
-	})
-	if mostQueued < 2 {
-		t.Errorf("the SGE site had at most %d placeholders queued; want its max (3) before throttling", mostQueued)
+	executingAt := func(site string) int {
+		k := 0
+		for _, j := range c.jobs("E") {
+			if j.Site == site {
+				k++
+			}
+		}
+		return k
 	}
-	// The cancelled ones leave SGE's queue; the probe stays.
-	eventually(t, 20*time.Second, "one SGE placeholder left", func() bool { return batchJobsNamed(t, "mq-slowq-") == 1 })
-	if s := c.sites()["fastq"]; s.Queued+s.Running != 2 || s.State != "ok" {
-		t.Errorf("Slurm site %s with %d queued, %d running: want ok with its max 2 placeholders while SGE is throttled", s.State, s.Queued, s.Running)
+
+	mostQueued := map[string]int{}
+	eventually(t, 60*time.Second, "the held sites throttled with one queued probe each", func() bool {
+		all := c.sites()
+		throttled := true
+		for site := range slow {
+			s := all[site]
+			mostQueued[site] = max(mostQueued[site], s.Queued)
+			throttled = throttled && s.State == "throttled" && s.Queued == 1
+		}
+		return throttled
+	})
+	for site, typ := range slow {
+		if mostQueued[site] < 2 {
+			t.Errorf("the %s site had at most %d placeholders queued; want its max (3) before throttling", typ, mostQueued[site])
+		}
+		// The cancelled ones leave the batch queue; the probe stays.
+		eventually(t, 30*time.Second, "one "+typ+" placeholder left", func() bool { return len(batchIDs(t, typ, "mq-"+site+"-")) == 1 })
+	}
+	eventually(t, 60*time.Second, "the Slurm site ok with its max 2 placeholders running a job each", func() bool {
+		s := c.sites()["fastq"]
+		return s.State == "ok" && s.Running == 2 && executingAt("fastq") == 2
+	})
+	for site, typ := range slow {
+		if s := c.sites()[site]; s.State != "throttled" || s.Queued != 1 || s.Running != 0 {
+			t.Errorf("%s site %s with %d queued, %d running: want throttled with its probe", typ, s.State, s.Queued, s.Running)
+		}
 	}
 	for _, j := range c.jobs("DE") {
-		if j.Site == "slowq" {
-			t.Errorf("job %d ran at the throttled site", j.ID)
+		if slow[j.Site] != "" {
+			t.Errorf("job %d ran at the throttled site %s", j.ID, j.Site)
 		}
 	}
 
 	// The queue moves again: the probe starts, the site recovers and works.
-	asUser(t, "qrls $(qstat -u mquser | awk '/ mq-slowq/ {print $1}')")
-	eventually(t, 30*time.Second, "the SGE site recovered, its probe running", func() bool {
-		s := c.sites()["slowq"]
-		return s.State == "ok" && s.Running >= 1
-	})
-	eventually(t, 90*time.Second, "all jobs done", func() bool { return len(c.jobs("D")) == n })
+	// (Its new placeholders are held too, and throttle it again 8 s later.)
+	for site, typ := range slow {
+		probe := batchIDs(t, typ, "mq-"+site+"-")
+		if len(probe) != 1 {
+			t.Fatalf("%s placeholders %q, want the one probe", typ, probe)
+		}
+		asUserOf(t, typ, "qrls "+probe[0])
+		eventually(t, 60*time.Second, "the "+typ+" site recovered, its probe running", func() bool {
+			s := c.sites()[site]
+			return s.State == "ok" && s.Running >= 1
+		})
+		eventually(t, 60*time.Second, "the "+typ+" probe running a job", func() bool { return executingAt(site) == 1 })
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Minute, "all jobs done", func() bool { return len(c.jobs("D")) == n })
 	bySite := map[string]int{}
 	for _, j := range c.jobs("D") {
 		bySite[j.Site]++
 	}
 	t.Logf("jobs per site: %v", bySite)
-	if bySite["fastq"] == 0 || bySite["slowq"] == 0 {
-		t.Errorf("jobs per site %v: want most on Slurm and some on the recovered SGE site", bySite)
+	for _, site := range append(slices.Collect(maps.Keys(slow)), "fastq") {
+		if bySite[site] == 0 {
+			t.Errorf("jobs per site %v: want most on Slurm and some on each recovered site", bySite)
+		}
 	}
 }

@@ -81,9 +81,11 @@ func Dial(ctx context.Context, home, role, clientName string) (*Client, error) {
 func DialSocket(ctx context.Context, home string) (net.Conn, error) {
 	path := SocketPath(home)
 	if _, err := os.Lstat(path); err == nil {
-		if _, err := mqhome.Check(home); err != nil {
+		real, _, err := mqhome.Check(home)
+		if err != nil {
 			return nil, fmt.Errorf("refusing the CLS socket: %w", err)
 		}
+		path = SocketPath(real)
 		if err := mqhome.CheckEntry(path, fs.ModeSocket); err != nil {
 			return nil, fmt.Errorf("refusing the CLS socket: %w", err)
 		}

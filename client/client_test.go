@@ -21,6 +21,13 @@ func TestDialSocketRefusesForeignSocket(t *testing.T) {
 	}{
 		{name: "own", spoil: func(string, string) error { return nil }},
 		{name: "home writable by others", spoil: func(home, _ string) error { return os.Chmod(home, 0o777) }, want: "writable by others (mode 0777)"},
+		{name: "link to a socket elsewhere", spoil: func(home, sock string) error {
+			elsewhere := filepath.Join(filepath.Dir(home), "elsewhere.sock")
+			if err := os.Rename(sock, elsewhere); err != nil {
+				return err
+			}
+			return os.Symlink(elsewhere, sock)
+		}, want: "is a symbolic link"},
 		{name: "socket of another user", spoil: func(_, sock string) error {
 			if os.Geteuid() != 0 {
 				return errSkip

@@ -94,7 +94,7 @@ func (f *KeyFile) Lookup(pk ssh.PublicKey) (Key, bool, error) {
 // does (mqhome): a key file, or a directory, that someone else could
 // have written refuses every key until it is fixed.
 func (f *KeyFile) refresh() error {
-	if _, err := mqhome.Check(filepath.Dir(f.Path)); err != nil {
+	if _, _, err := mqhome.Check(filepath.Dir(f.Path)); err != nil {
 		f.fi = nil
 		return fmt.Errorf("key file: %w", err)
 	}

@@ -20,9 +20,9 @@ var homeEntries = map[string]fs.FileMode{
 	"output": fs.ModeDir, "sites": fs.ModeDir,
 }
 
-// openHome returns $MQ_HOME, made (mode 0700) if missing, after checking
-// that no one else can write it or anything in it (mqhome). warning is
-// set when others can read it.
+// openHome returns $MQ_HOME's real path, made (mode 0700) if missing,
+// after checking that no one else can write it or anything in it
+// (mqhome). warning is set when others can read it.
 func openHome() (home, warning string, err error) {
 	home, err = client.Home()
 	if err != nil {
@@ -31,7 +31,7 @@ func openHome() (home, warning string, err error) {
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return "", "", fmt.Errorf("cannot create MQ_HOME: %w", err)
 	}
-	if warning, err = mqhome.Check(home); err != nil {
+	if home, warning, err = mqhome.Check(home); err != nil {
 		return "", "", err
 	}
 	for name, typ := range homeEntries {

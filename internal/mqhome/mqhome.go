@@ -29,12 +29,23 @@ import (
 )
 
 // Check reports whether dir may hold a CLS's state for this process's
-// user. A mode that is safe but lets others read is returned as warning.
-func Check(dir string) (warning string, err error) {
-	real, err := filepath.EvalSymlinks(dir)
+// user, and returns its real path (symbolic links resolved), which is
+// what the caller should use from then on: a link whoever owns it could
+// point elsewhere after the check. A mode that is safe but lets others
+// read is returned as warning.
+func Check(dir string) (real, warning string, err error) {
+	real, err = filepath.EvalSymlinks(dir)
 	if err != nil {
-		return "", fmt.Errorf("MQ_HOME: %w", err)
+		return "", "", fmt.Errorf("MQ_HOME: %w", err)
 	}
+	warning, err = check(dir, real)
+	if err != nil {
+		return "", "", err
+	}
+	return real, warning, nil
+}
+
+func check(dir, real string) (warning string, err error) {
 	fi, err := os.Lstat(real)
 	if err != nil {
 		return "", fmt.Errorf("MQ_HOME: %w", err)

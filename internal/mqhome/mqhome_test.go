@@ -52,7 +52,7 @@ func TestCheck(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			warn, err := Check(home)
+			_, warn, err := Check(home)
 			switch {
 			case tc.wantErr != "":
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), home) || strings.Contains(err.Error(), "\n") {
@@ -140,5 +140,27 @@ func mustChmod(t *testing.T, path string, m fs.FileMode) {
 	t.Helper()
 	if err := os.Chmod(path, m); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// MQ_HOME given as a symbolic link is judged, and then used, by what it
+// points to: the link's owner could repoint it after the check.
+func TestCheckResolvesLinks(t *testing.T) {
+	t.Parallel()
+	top := t.TempDir()
+	own := filepath.Join(top, "own")
+	os.Mkdir(own, 0o700)
+	open := filepath.Join(top, "open")
+	os.Mkdir(open, 0o700)
+	mustChmod(t, open, 0o777)
+	toOwn, toOpen := filepath.Join(top, "to-own"), filepath.Join(top, "to-open")
+	os.Symlink(own, toOwn)
+	os.Symlink(open, toOpen)
+	real, _, err := Check(toOwn)
+	if wantReal, _ := filepath.EvalSymlinks(own); err != nil || real != wantReal {
+		t.Errorf("Check(link to our own directory) = %q, %v; want %q", real, err, wantReal)
+	}
+	if _, _, err := Check(toOpen); err == nil || !strings.Contains(err.Error(), "writable by others (mode 0777)") {
+		t.Errorf("Check(link to a world-writable directory) = %v; want refused", err)
 	}
 }

@@ -245,6 +245,11 @@ func (m *Manager) Remove(ctx context.Context, name string) (protocol.SiteInfo, e
 		}
 		err = ms.site.Cancel(cctx, ids)
 	}
+	if r, ok := ms.site.(interface{ Retire(context.Context) error }); ok && err == nil {
+		if rerr := r.Retire(cctx); rerr != nil {
+			m.log().Warn("could not undo the site's setup on its login host", "site", name, "err", rerr)
+		}
+	}
 	if err != nil {
 		cancelErr = fmt.Errorf("could not cancel its placeholders (cancel them by hand): %w", err)
 	}

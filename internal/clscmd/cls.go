@@ -280,6 +280,8 @@ copied to the CLS when each job ends.`,
 			&cli.StringFlag{Name: "host-key", Usage: "with --cls: the CLS host key to accept, as `SHA256:...` or a public key file"},
 			&cli.StringFlag{Name: "key", Usage: "with --cls: the placeholder's private key `FILE` (mode 0600)"},
 			&cli.StringFlag{Name: "user", Usage: "with --cls: SSH user name (any; the key is what counts)", Value: "mq"},
+			&cli.StringFlag{Name: "via", Usage: "with --cls: reach it through this SSH server, `USER@HOST:PORT` (tunnel mode: the login host)"},
+			&cli.StringFlag{Name: "via-host-key", Usage: "with --via: its host public key (\"ssh-ed25519 AAAA...\")"},
 			&cli.StringFlag{Name: "site", Value: "local", Usage: "site name reported to the CLS"},
 			&cli.StringFlag{Name: "host", Usage: "host name reported to the CLS (default: this host's)"},
 			&cli.IntFlag{Name: "slots", Value: 1, Usage: "jobs to run at once"},
@@ -345,9 +347,14 @@ func runAgent(c *cli.Context) error {
 			return err
 		}
 		cfg := client.SSH{Addr: c.String("cls"), User: c.String("user"), Signer: signer, HostKey: pin}
+		if c.String("via") != "" || c.String("via-host-key") != "" {
+			if cfg.Via, err = client.ParseHop(c.String("via"), c.String("via-host-key")); err != nil {
+				return mqcli.Usagef("%v", err)
+			}
+		}
 		dial = func(ctx context.Context) (io.ReadWriteCloser, error) { return client.DialSSH(ctx, cfg) }
 	} else {
-		for _, f := range []string{"host-key", "key"} {
+		for _, f := range []string{"host-key", "key", "via", "via-host-key"} {
 			if c.IsSet(f) {
 				return mqcli.Usagef("--%s is only for --cls", f)
 			}

@@ -48,7 +48,8 @@ type Remote struct {
 	platform string
 	base     string // absolute: the site's directory on the login host
 	script   string
-	tunnel   int // port of the reverse forward on the login host
+	tunnel   int    // port of the reverse forward on the login host
+	addr     string // where placeholders dial the CLS (through the login host in tunnel mode)
 }
 
 var _ Site = (*Remote)(nil)
@@ -185,6 +186,7 @@ func (s *Remote) prepare(ctx context.Context, r Runner) error {
 	if addr == "" {
 		return ErrNoEndpoint
 	}
+	s.addr = addr
 	wall := protocol.Duration(s.Spec.Walltime)
 	args := []string{
 		"--cls", addr, "--host-key", s.HostKey, "--key", path.Join(s.base, "key"),
@@ -298,6 +300,73 @@ func (s *Remote) Retire(ctx context.Context) error {
 	_, err = r.Run(ctx, unauthorizeCommand(s.JobName))
 	s.drop(r, err)
 	return err
+}
+
+// Diagnose says why a placeholder that runs may not have connected: the
+// end of its log on the login host (where the batch system writes the
+// agent's warnings, e.g. "cannot reach the CLS ...: connection refused")
+// and what its way to the CLS depends on.
+func (s *Remote) Diagnose(ctx context.Context, id string) string {
+	s.mu.Lock()
+	logDir, mode, addr := path.Join(s.base, "log"), s.Spec.Connect, s.addr
+	s.mu.Unlock()
+	var hint string
+	if mode == Tunnel {
+		_, login, _ := ParseSSH(s.Spec.SSH)
+		hint = fmt.Sprintf("placeholders reach the CLS through the login host's sshd at %s (a forward to %s there): check that compute nodes can reach %s and that its sshd allows TCP forwarding (AllowTcpForwarding)", login, addr, login)
+	} else {
+		hint = fmt.Sprintf("placeholders dial the CLS at %s (cls serve --ssh): check that compute nodes can reach it, or use --connect tunnel", addr)
+	}
+	r, err := s.runner(ctx)
+	if err != nil {
+		return hint
+	}
+	out, err := r.Run(ctx, logTailCommand(logDir, id))
+	if err != nil {
+		s.drop(r, err)
+		return hint
+	}
+	file, last := parseLogTail(out)
+	if file == "" {
+		return fmt.Sprintf("no log of placeholder %s in %s; %s", id, logDir, hint)
+	}
+	if last == "" {
+		return fmt.Sprintf("its log %s is empty; %s", file, hint)
+	}
+	return fmt.Sprintf("its log %s ends: %s; %s", file, truncate(last, 300), hint)
+}
+
+// logTailCommand prints the path of a placeholder's batch log in dir
+// (whatever the batch system named it: SGE NAME.oID, Slurm NAME-ID.out,
+// PBS ID.OU...) and its last lines.
+func logTailCommand(dir, id string) string {
+	q := Quote(id)
+	show := `) printf '%s\n' "$PWD/$f"; tail -n 5 "$f"; exit 0;; esac; done; `
+	// The names we know first: a loose match could hit a job name's digits.
+	return `cd ` + Quote(dir) + ` 2>/dev/null || exit 0; ` +
+		`for f in *; do case "$f" in *.o` + q + `|*-` + q + `.out|` + q + `.*` + show +
+		`for f in *; do case "$f" in *[!0-9]` + q + `|*[!0-9]` + q + `[!0-9]*|` + q + `[!0-9]*` + show
+}
+
+// parseLogTail reads logTailCommand's output: the file, and its last line
+// that says something (a warning, preferably).
+func parseLogTail(out []byte) (file, last string) {
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	if len(lines) == 0 || lines[0] == "" {
+		return "", ""
+	}
+	file = lines[0]
+	for i := len(lines) - 1; i >= 1; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" {
+			if last == "" {
+				last = l
+			}
+			if strings.Contains(l, "level=WARN") || strings.Contains(l, "level=ERROR") || strings.Contains(l, "mqagent:") {
+				return file, l
+			}
+		}
+	}
+	return file, last
 }
 
 // Submit submits n placeholders in one round trip.

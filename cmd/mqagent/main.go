@@ -95,7 +95,7 @@ func run(args []string, stderr io.Writer) int {
 	placeholder.OneProc()
 	a := placeholder.New(placeholder.Config{
 		Dial: func(ctx context.Context) (io.ReadWriteCloser, error) { return client.DialSSH(ctx, cfg) },
-		Site: *site, Host: *host, Slots: *slots, OutDir: *out,
+		Site: *site, Host: *host, BatchID: placeholder.BatchJobID(os.Getenv), Slots: *slots, OutDir: *out,
 		Walltime: *walltime, IdleTimeout: *idle, Reconnect: *reconnect, StageOutput: true, Log: log,
 	})
 	if err := a.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {

@@ -72,6 +72,7 @@ from local placeholders).`,
 			&cli.StringFlag{Name: "agents", Usage: "directory of placeholder agents for remote sites (mqagent-linux-amd64, ...; default: beside cls)"},
 			&cli.DurationFlag{Name: "site-poll", Usage: "how often each site's placeholders are looked at", Value: 2 * time.Second},
 			&cli.DurationFlag{Name: "site-throttle", Usage: "a site whose placeholder waits this long in its batch queue is throttled: it keeps one queued and submits no more, so the work goes to sites whose placeholders start sooner", Value: 5 * time.Minute},
+			&cli.DurationFlag{Name: "connect-timeout", Usage: "a remote site's placeholder that runs this long without connecting is cancelled and its site marked degraded (cls site add --connect-timeout sets it per site)", Value: 2 * time.Minute},
 		},
 		Action: serve,
 	}
@@ -99,6 +100,9 @@ func serve(c *cli.Context) error {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
 		return mqcli.Usagef("--log-level: %v", err)
+	}
+	if c.Duration("connect-timeout") < time.Second {
+		return mqcli.Usagef("--connect-timeout must be at least 1s, not %s", c.Duration("connect-timeout"))
 	}
 	// Everything the CLS makes is its user's alone. Local placeholders
 	// get the umask back for their jobs (cls agent --umask).
@@ -165,6 +169,7 @@ func serve(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	st.mgr.ConnectTimeout = c.Duration("connect-timeout")
 	// --local N is the site "local", run by the same Manager as every
 	// other: its N placeholders are children of this process, replaced
 	// when they end (their jobs requeued at once), stopped with the CLS.

@@ -122,6 +122,7 @@ type login struct {
 	knownHosts string
 	cmd        *exec.Cmd
 	ns         string // network namespace sshd runs in, if any
+	stock      string // Debian's sshd_config, if sshd runs with it
 }
 
 func freePort(t *testing.T, host string) string {
@@ -147,6 +148,27 @@ func newLogin(t *testing.T, host string) *login {
 	return l
 }
 
+// newLoginIn starts a login host's sshd in the network namespace ns, as
+// Debian configures it (/etc/ssh/sshd_config as installed: GatewayPorts
+// no, PAM) but for its port, listen address, host key and pid file. addr
+// (host:port) is where it listens and how this host reaches it.
+func newLoginIn(t *testing.T, ns, addr string) *login {
+	t.Helper()
+	stock, err := os.ReadFile("/etc/ssh/sshd_config")
+	if err != nil {
+		t.Skipf("no stock sshd_config: %v", err)
+	}
+	l := &login{t: t, dir: t.TempDir(), addr: addr, ns: ns, stock: string(stock)}
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(l.dir, "host_key")).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v %s", err, out)
+	}
+	l.knownHosts = filepath.Join(l.dir, "known_hosts")
+	l.writeKnownHosts(filepath.Join(l.dir, "host_key.pub"))
+	l.start()
+	t.Cleanup(l.stop)
+	return l
+}
+
 func (l *login) writeKnownHosts(pubFile string) {
 	pub, err := os.ReadFile(pubFile)
 	if err != nil {
@@ -162,7 +184,11 @@ func (l *login) start() {
 	os.MkdirAll("/run/sshd", 0o755)
 	host, port, _ := net.SplitHostPort(l.addr)
 	conf := filepath.Join(l.dir, "sshd_config")
-	os.WriteFile(conf, []byte(fmt.Sprintf(`Port %s
+	if l.stock != "" {
+		// The first value of a keyword wins: ours, then Debian's file.
+		os.WriteFile(conf, []byte(fmt.Sprintf("Port %s\nListenAddress %s\nHostKey %s/host_key\nPidFile %s/sshd.pid\n%s", port, host, l.dir, l.dir, l.stock)), 0o600)
+	} else {
+		os.WriteFile(conf, []byte(fmt.Sprintf(`Port %s
 ListenAddress %s
 HostKey %s/host_key
 PidFile %s/sshd.pid
@@ -178,8 +204,13 @@ AllowTcpForwarding yes
 GatewayPorts clientspecified
 Subsystem sftp internal-sftp
 `, port, host, l.dir, l.dir)), 0o600)
+	}
 	// -D: stay in the foreground, so the test owns the process.
-	l.cmd = exec.Command("/usr/sbin/sshd", "-D", "-f", conf, "-E", filepath.Join(l.dir, "sshd.log"))
+	args := []string{"/usr/sbin/sshd", "-D", "-f", conf, "-E", filepath.Join(l.dir, "sshd.log")}
+	if l.ns != "" {
+		args = append([]string{"ip", "netns", "exec", l.ns}, args...)
+	}
+	l.cmd = exec.Command(args[0], args[1:]...)
 	if err := l.cmd.Start(); err != nil {
 		l.t.Fatalf("sshd: %v", err)
 	}

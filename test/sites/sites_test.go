@@ -151,9 +151,11 @@ func TestChangedHostKey(t *testing.T) {
 	}
 }
 
-// Tunnel mode: the CLS runs in a network namespace that compute nodes (this
-// host's batch systems) cannot reach; its SSH connection to the login host
-// opens a reverse forward there, and the placeholders reach it through that.
+// Tunnel mode on SGE: the CLS runs in a network namespace that compute
+// nodes (this host's batch systems) cannot reach; its SSH connection to the
+// login host opens a reverse forward on the login host's loopback, and the
+// placeholders reach it through the login host's sshd. (TestTunnelStockSSHD
+// has the login host on another address than the compute nodes.)
 func TestTunnel(t *testing.T) {
 	need(t, "sge")
 	if _, err := exec.LookPath("ip"); err != nil {
@@ -202,8 +204,8 @@ func TestTunnel(t *testing.T) {
 		t.Fatal("no placeholder script on the login host")
 	}
 	script, _ := os.ReadFile(scripts[0])
-	if !strings.Contains(string(script), "--cls 10.203.0.1:") {
-		t.Errorf("placeholders do not dial the login host's forward:\n%s", script)
+	if !strings.Contains(string(script), "--cls 127.0.0.1:") || !strings.Contains(string(script), "--via mquser@10.203.0.1:") {
+		t.Errorf("placeholders do not reach the forward through the login host:\n%s", script)
 	}
 }
 

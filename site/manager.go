@@ -46,7 +46,7 @@ type Manager struct {
 	// may take to connect before it is cancelled and its site marked
 	// degraded (default 2 min; a site's own ConnectTimeout overrides it).
 	ConnectTimeout time.Duration
-	Log           *slog.Logger
+	Log            *slog.Logger
 	// Embedded are sites of this run only, never stored: the CLS's own
 	// local placeholders (cls serve --local N, Spec.Embedded). They start
 	// with the Manager, shadow a stored site of the same name, and cannot

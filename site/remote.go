@@ -71,9 +71,9 @@ type SSH struct {
 	cfg     SSHConfig
 	client  *ssh.Client
 	hostKey ssh.PublicKey
-	dead   chan struct{}
-	sftpMu sync.Mutex
-	sftp   *sftp.Client
+	dead    chan struct{}
+	sftpMu  sync.Mutex
+	sftp    *sftp.Client
 }
 
 var _ Tunneler = (*SSH)(nil)

@@ -375,7 +375,7 @@ func runAgent(c *cli.Context) error {
 	placeholder.OneProc()
 	a := placeholder.New(placeholder.Config{
 		Dial: dial, Site: c.String("site"), Host: host, Slots: c.Int("slots"), OutDir: out,
-		BatchID: placeholder.BatchJobID(os.Getenv),
+		BatchID:  placeholder.BatchJobID(os.Getenv),
 		Walltime: c.Duration("walltime"), IdleTimeout: c.Duration("idle"), Reconnect: c.Duration("reconnect"),
 		ExitWhenOrphaned: c.Bool("orphan-exit"), NoOp: c.Bool("noop"), StageOutput: remote, Log: log,
 	})

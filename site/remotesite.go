@@ -307,6 +307,7 @@ func (s *Remote) Retire(ctx context.Context) error {
 // agent's warnings, e.g. "cannot reach the CLS ...: connection refused")
 // and what its way to the CLS depends on.
 func (s *Remote) Diagnose(ctx context.Context, id string) string {
+	r, rerr := s.runner(ctx) // prepared: base and addr are known
 	s.mu.Lock()
 	logDir, mode, addr := path.Join(s.base, "log"), s.Spec.Connect, s.addr
 	s.mu.Unlock()
@@ -317,8 +318,7 @@ func (s *Remote) Diagnose(ctx context.Context, id string) string {
 	} else {
 		hint = fmt.Sprintf("placeholders dial the CLS at %s (cls serve --ssh): check that compute nodes can reach it, or use --connect tunnel", addr)
 	}
-	r, err := s.runner(ctx)
-	if err != nil {
+	if rerr != nil {
 		return hint
 	}
 	out, err := r.Run(ctx, logTailCommand(logDir, id))

@@ -549,6 +549,7 @@ func TestNeverConnected(t *testing.T) {
 type diagnosingSite struct{ *fakeSite }
 
 func (diagnosingSite) Diagnose(_ context.Context, id string) string {
+	time.Sleep(20 * time.Millisecond) // over SSH: the site must not show degraded without the reason meanwhile
 	return "its log /l/mq-c.o" + id + " ends: cannot reach the CLS"
 }
 

@@ -88,6 +88,8 @@ type managed struct {
 	// stall says why the site is degraded after placeholders ran without
 	// connecting (NeverConnected); "" once one connects.
 	stall string
+	// connects counts registrations: a stall found before one is stale.
+	connects int
 }
 
 type tracked struct {
@@ -353,6 +355,7 @@ func (m *Manager) Placeholder(id int64, reg protocol.Register, connected bool) {
 		if ms.spec.Type == Local {
 			ms.pids[id] = reg.PID
 		}
+		ms.connects++
 		if ms.stall != "" {
 			ms.stall = ""
 			m.log().Info("a placeholder connected; the site is no longer stalled", "site", ms.spec.Name, "batch", reg.Batch)
@@ -514,6 +517,7 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 	// nothing (a CLS address the compute nodes cannot reach, a firewall):
 	// cancel them, and keep only a probe until one connects.
 	var stalled []string
+	connects := ms.connects
 	timeout := m.connectTimeout(spec)
 	if spec.Type != Local {
 		var started []Started
@@ -532,13 +536,9 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 		for _, id := range stalled {
 			ms.known[id].state = Exited // swept at the next look
 		}
-		if len(stalled) > 0 {
-			ms.stall = fmt.Sprintf("%d placeholder(s) ran %s without connecting to the CLS and were cancelled (%s); one at a time is tried until one connects",
-				len(stalled), timeout, strings.Join(stalled, ", "))
-		}
 	}
 	c := Counts{Ready: ready, Executing: executing, Slots: spec.Slots, Min: spec.Min, Max: spec.Max, ThrottleAfter: m.throttleAfter(), Steady: spec.Embedded,
-		Stalled: ms.stall != ""}
+		Stalled: ms.stall != "" || len(stalled) > 0}
 	var queued []string
 	for id, t := range ms.known {
 		switch t.state {
@@ -557,6 +557,8 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 	ms.supply = supplyOf(c)
 	ms.throttled = d.Throttled
 	switch {
+	case len(stalled) > 0:
+		// Set below, with what the placeholder's log says.
 	case ms.stall != "":
 		ms.state, ms.err = StateDegraded, ms.stall
 	case d.Throttled:
@@ -577,7 +579,8 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 	}
 	if len(stalled) > 0 {
 		// Read why before cancelling: the batch system may clean up.
-		msg := ms.err
+		msg := fmt.Sprintf("%d placeholder(s) ran %s without connecting to the CLS and were cancelled (%s); one at a time is tried until one connects",
+			len(stalled), timeout, strings.Join(stalled, ", "))
 		if d, ok := ms.site.(interface {
 			Diagnose(ctx context.Context, id string) string
 		}); ok {
@@ -586,8 +589,8 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 			}
 		}
 		m.mu.Lock()
-		if ms.stall != "" {
-			ms.stall, ms.err = msg, msg
+		if ms.connects == connects { // else one connected meanwhile: the site works
+			ms.stall, ms.state, ms.err = msg, StateDegraded, msg
 		}
 		m.mu.Unlock()
 		m.log().Warn("placeholders ran without connecting to the CLS; cancelling them, site degraded", "site", spec.Name, "ids", stalled, "after", timeout, "why", msg)

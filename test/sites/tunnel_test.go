@@ -106,11 +106,18 @@ func TestTunnelStockSSHD(t *testing.T) {
 		t.Errorf("site %s: %s", s.State, s.Error)
 	}
 
-	scripts, _ := filepath.Glob("/home/mquser/.mq-sites/*/tun/placeholder.sh")
-	if len(scripts) != 1 {
-		t.Fatalf("placeholder scripts on the login host: %v", scripts)
+	// This CLS's script: earlier runs' are there too (other CLS ids).
+	var script []byte
+	var scriptPath string
+	all, _ := filepath.Glob("/home/mquser/.mq-sites/*/tun/placeholder.sh")
+	for _, p := range all {
+		if b, _ := os.ReadFile(p); strings.Contains(string(b), "--host-key "+m[2]) {
+			script, scriptPath = b, p
+		}
 	}
-	script, _ := os.ReadFile(scripts[0])
+	if script == nil {
+		t.Fatalf("no placeholder script pinning %s among %v", m[2], all)
+	}
 	pm := portRE.FindStringSubmatch(string(script))
 	if pm == nil || !strings.Contains(string(script), "--via mquser@"+l.addr) || !strings.Contains(string(script), "--via-host-key 'ssh-ed25519 ") {
 		t.Fatalf("placeholders do not reach the forward through the login host:\n%s", script)
@@ -133,7 +140,7 @@ func TestTunnelStockSSHD(t *testing.T) {
 	}
 
 	// What a stolen placeholder key gets on the login host.
-	key := filepath.Join(filepath.Dir(scripts[0]), "key")
+	key := filepath.Join(filepath.Dir(scriptPath), "key")
 	_, port, _ := net.SplitHostPort(l.addr)
 	ssh := func(args ...string) (string, error) {
 		base := []string{"-p", port, "-i", key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes",

@@ -3,6 +3,7 @@ package site
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,6 +69,7 @@ func TestValidate(t *testing.T) {
 		t.Errorf("defaults: %+v", s)
 	}
 	ok(protocol.SiteSpec{Name: "l", Type: Local, Min: 1, Max: 4})
+	ok(protocol.SiteSpec{Name: "a", Type: Slurm, SSH: "u@h", ConnectTimeout: 15})
 	if s := ok(protocol.SiteSpec{Name: "a", Type: SGE, SSH: "u@h", Slots: 4}); s.PE != "smp" {
 		t.Errorf("SGE with 4 slots: pe %q, want the default smp", s.PE)
 	}
@@ -92,6 +94,9 @@ func TestValidate(t *testing.T) {
 		{Name: "a", Type: SGE, SSH: "u@h", Queue: "q; rm -rf ~"},
 		{Name: "a", Type: SGE, SSH: "u@h", SubmitArgs: `"unclosed`},
 		{Name: "a", Type: SGE, SSH: "u@h", Walltime: 10},
+		{Name: "a", Type: SGE, SSH: "u@h", ConnectTimeout: 0.5},
+		{Name: "a", Type: SGE, SSH: "u@h", Walltime: 600, ConnectTimeout: 601},
+		{Name: "a", Type: SGE, SSH: "u@h", ConnectTimeout: math.NaN()},
 		{Name: "a", Type: SGE, SSH: "u@h", Slots: 5000},
 		{Name: "a", Type: SGE, SSH: "u@h", Slots: 4, PE: "smp 4"},
 		{Name: "a", Type: SGE, SSH: "u@h", Slots: 4, PE: "a/b"},

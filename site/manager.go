@@ -534,7 +534,11 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 		}
 		stalled = NeverConnected(started, anonymous, timeout)
 		for _, id := range stalled {
-			ms.known[id].state = Exited // swept at the next look
+			// Forgotten now, as cancelled queued ones are: a listing that
+			// still shows it would otherwise revive its state.
+			delete(ms.known, id)
+			delete(ms.batch, id)
+			ms.exited++
 		}
 	}
 	c := Counts{Ready: ready, Executing: executing, Slots: spec.Slots, Min: spec.Min, Max: spec.Max, ThrottleAfter: m.throttleAfter(), Steady: spec.Embedded,

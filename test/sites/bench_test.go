@@ -97,9 +97,12 @@ func TestBenchmarkTunnel(t *testing.T) {
 	c := startCLS(t) // here: the compute nodes reach it directly too
 	total := 0
 	for _, mode := range []string{"direct", "tunnel", "direct", "tunnel"} {
-		name := fmt.Sprintf("b%s%d", mode, total/1000)
+		name := fmt.Sprintf("b%s%d", mode, total/1001)
 		c.addSite(name, "slurm", l, "--min", "2", "--max", "2", "--walltime", "30m", "--idle", "60s", "--connect", mode)
+		// Min applies while there is work: one job brings both up.
 		start := time.Now()
+		c.must("mqsub", "-q", "q", name+"-warm", "true")
+		total++
 		eventually(t, 2*time.Minute, "2 placeholders connected", func() bool { return c.sites()[name].Connected == 2 })
 		connected := time.Since(start)
 		var b strings.Builder

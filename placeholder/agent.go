@@ -27,6 +27,9 @@ type Config struct {
 	Dial func(ctx context.Context) (io.ReadWriteCloser, error)
 	Site string
 	Host string
+	// BatchID is the batch job this placeholder is, if a batch system
+	// started it (see BatchJobID).
+	BatchID string
 	// Slots is how many jobs run at once (default 1).
 	Slots int
 	// OutDir receives jobs' stdout and stderr files.
@@ -54,6 +57,18 @@ type Config struct {
 	// prefetchWindow overrides the package's (tests: a slow machine
 	// must not turn short jobs into long ones).
 	prefetchWindow time.Duration
+}
+
+// BatchJobID is the id of the batch job the calling process runs in, as
+// its submit command printed it: Slurm's SLURM_JOB_ID, PBS's PBS_JOBID,
+// Grid Engine's JOB_ID (most specific first: JOB_ID is a common name).
+func BatchJobID(getenv func(string) string) string {
+	for _, v := range []string{"SLURM_JOB_ID", "PBS_JOBID", "JOB_ID"} {
+		if id := getenv(v); id != "" {
+			return id
+		}
+	}
+	return ""
 }
 
 // Agent is one placeholder.
@@ -204,7 +219,7 @@ func (a *Agent) connect(ctx context.Context) (*client.Client, error) {
 	var reg protocol.RegisterReply
 	err = cl.Call(dctx, protocol.OpRegister, protocol.Register{
 		ID: a.id, Site: a.cfg.Site, Host: a.cfg.Host, PID: os.Getpid(), Slots: a.cfg.Slots,
-		OutDir: a.cfg.OutDir, Walltime: a.cfg.Walltime.Seconds(),
+		OutDir: a.cfg.OutDir, Walltime: a.cfg.Walltime.Seconds(), Batch: a.cfg.BatchID,
 	}, &reg)
 	if err != nil {
 		cl.Close()

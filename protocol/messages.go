@@ -324,6 +324,9 @@ type Register struct {
 	Slots    int     `json:"slots"`
 	OutDir   string  `json:"out_dir"`
 	Walltime float64 `json:"walltime_s,omitempty"` // 0 = unlimited
+	// Batch is the placeholder's batch job id where a batch system runs
+	// it: how the CLS knows which of a site's jobs have connected.
+	Batch string `json:"batch,omitempty"`
 }
 
 // RegisterReply gives the placeholder its id and timing.

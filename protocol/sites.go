@@ -30,6 +30,10 @@ type SiteSpec struct {
 	// local, never stored, Min = Max = N placeholders always running
 	// (no walltime, no idle timeout). Only the CLS sets it.
 	Embedded bool `json:"embedded,omitempty"`
+	// ConnectTimeout is how long a started placeholder may take to
+	// connect before it is cancelled and the site marked degraded, in
+	// seconds; 0 = the CLS's default (cls serve --connect-timeout).
+	ConnectTimeout float64 `json:"connect_timeout_s,omitempty"`
 }
 
 // SiteInfo is a site with what its provisioner knows now.

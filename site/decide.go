@@ -1,6 +1,10 @@
 package site
 
-import "time"
+import (
+	"cmp"
+	"slices"
+	"time"
+)
 
 // Counts is what the provisioner knows about a site at one moment.
 type Counts struct {
@@ -25,6 +29,9 @@ type Counts struct {
 	// the same work and the first to start takes it (late binding); the
 	// surplus is cancelled when the work is gone.
 	Elsewhere int
+	// Stalled: a placeholder of this site ran without connecting until it
+	// was cancelled (NeverConnected), and none has connected since.
+	Stalled bool
 }
 
 // Decision is what to do now.
@@ -49,6 +56,9 @@ type Decision struct {
 //     is any ready work: when it starts, the site is fast again), cancel
 //     the others and submit nothing. The work goes to the placeholders
 //     that start sooner elsewhere, which their sites keep provisioning.
+//   - Stalled: placeholders start but cannot reach the CLS, so more would
+//     only burn allocation. Keep one (queued or running) as a probe while
+//     there is work: when it connects, the site is healthy again.
 func Decide(c Counts) Decision {
 	if c.Ready <= 0 && !c.Steady {
 		return Decision{Cancel: max(c.Queued, 0)}
@@ -65,6 +75,9 @@ func Decide(c Counts) Decision {
 		d.Throttled = true
 		want = min(c.Running+1, c.Max)
 	}
+	if c.Stalled {
+		want = min(want, 1)
+	}
 	switch {
 	case want > have:
 		d.Submit = want - have
@@ -72,4 +85,39 @@ func Decide(c Counts) Decision {
 		d.Cancel = min(have-want, c.Queued)
 	}
 	return d
+}
+
+// Started is a running placeholder as the connect check sees it.
+type Started struct {
+	ID      string
+	Running time.Duration // since it was seen to start
+	// Connected: it has registered with the CLS (matched by batch job id)
+	// at some time since it started.
+	Connected bool
+}
+
+// NeverConnected returns the running placeholders that have run longer
+// than timeout without connecting to the CLS: cancel them, the batch
+// system is running them for nothing. anonymous is how many of the site's
+// placeholders are connected without having said their batch job id (an
+// agent whose batch system sets none of the variables BatchJobID reads);
+// each may be any of the candidates, so as many are spared, the longest
+// running first (the first started are the first to connect).
+func NeverConnected(ps []Started, anonymous int, timeout time.Duration) []string {
+	if timeout <= 0 {
+		return nil
+	}
+	var late []Started
+	for _, p := range ps {
+		if !p.Connected && p.Running > timeout {
+			late = append(late, p)
+		}
+	}
+	slices.SortFunc(late, func(a, b Started) int { return cmp.Compare(b.Running, a.Running) })
+	late = late[min(max(anonymous, 0), len(late)):]
+	ids := make([]string, len(late))
+	for i, p := range late {
+		ids[i] = p.ID
+	}
+	return ids
 }

@@ -3,6 +3,7 @@ package site
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,6 +69,7 @@ func TestValidate(t *testing.T) {
 		t.Errorf("defaults: %+v", s)
 	}
 	ok(protocol.SiteSpec{Name: "l", Type: Local, Min: 1, Max: 4})
+	ok(protocol.SiteSpec{Name: "a", Type: Slurm, SSH: "u@h", ConnectTimeout: 15})
 	if s := ok(protocol.SiteSpec{Name: "a", Type: SGE, SSH: "u@h", Slots: 4}); s.PE != "smp" {
 		t.Errorf("SGE with 4 slots: pe %q, want the default smp", s.PE)
 	}
@@ -92,6 +94,9 @@ func TestValidate(t *testing.T) {
 		{Name: "a", Type: SGE, SSH: "u@h", Queue: "q; rm -rf ~"},
 		{Name: "a", Type: SGE, SSH: "u@h", SubmitArgs: `"unclosed`},
 		{Name: "a", Type: SGE, SSH: "u@h", Walltime: 10},
+		{Name: "a", Type: SGE, SSH: "u@h", ConnectTimeout: 0.5},
+		{Name: "a", Type: SGE, SSH: "u@h", Walltime: 600, ConnectTimeout: 601},
+		{Name: "a", Type: SGE, SSH: "u@h", ConnectTimeout: math.NaN()},
 		{Name: "a", Type: SGE, SSH: "u@h", Slots: 5000},
 		{Name: "a", Type: SGE, SSH: "u@h", Slots: 4, PE: "smp 4"},
 		{Name: "a", Type: SGE, SSH: "u@h", Slots: 4, PE: "a/b"},
@@ -500,4 +505,99 @@ func siteInfo(m *Manager, name string) protocol.SiteInfo {
 		}
 	}
 	return protocol.SiteInfo{}
+}
+
+func TestDecideStalled(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    Counts
+		want Decision
+	}{
+		{"stalled: one probe submitted", Counts{Ready: 50, Max: 8, Slots: 1, Stalled: true}, Decision{Submit: 1}},
+		{"stalled: the probe is there", Counts{Ready: 50, Running: 1, Max: 8, Slots: 1, Stalled: true}, Decision{}},
+		{"stalled: extra queued cancelled", Counts{Ready: 50, Queued: 3, Max: 8, Slots: 1, Stalled: true}, Decision{Cancel: 2}},
+		{"stalled: min does not apply", Counts{Ready: 50, Min: 4, Max: 8, Slots: 1, Stalled: true}, Decision{Submit: 1}},
+		{"stalled, no work: nothing", Counts{Queued: 1, Max: 8, Slots: 1, Stalled: true}, Decision{Cancel: 1}},
+	} {
+		if got := Decide(tc.c); got != tc.want {
+			t.Errorf("%s: Decide(%+v) = %+v, want %+v", tc.name, tc.c, got, tc.want)
+		}
+	}
+}
+
+func TestNeverConnected(t *testing.T) {
+	const to = 2 * time.Minute
+	for _, tc := range []struct {
+		name      string
+		ps        []Started
+		anonymous int
+		timeout   time.Duration
+		want      []string
+	}{
+		{"none running", nil, 0, to, nil},
+		{"young: not yet", []Started{{ID: "1", Running: time.Minute}}, 0, to, nil},
+		{"late and never connected", []Started{{ID: "1", Running: 3 * time.Minute}}, 0, to, []string{"1"}},
+		{"late but connected", []Started{{ID: "1", Running: time.Hour, Connected: true}}, 0, to, nil},
+		{"mixed", []Started{{ID: "1", Running: time.Hour, Connected: true}, {ID: "2", Running: 5 * time.Minute}, {ID: "3", Running: time.Minute}}, 0, to, []string{"2"}},
+		{"anonymous connections spare the longest running", []Started{{ID: "1", Running: 9 * time.Minute}, {ID: "2", Running: 5 * time.Minute}, {ID: "3", Running: 7 * time.Minute}}, 1, to, []string{"3", "2"}},
+		{"as many anonymous as late: none", []Started{{ID: "1", Running: 9 * time.Minute}}, 3, to, nil},
+		{"no timeout: never", []Started{{ID: "1", Running: time.Hour}}, 0, 0, nil},
+	} {
+		got := NeverConnected(tc.ps, tc.anonymous, tc.timeout)
+		if !slices.Equal(got, tc.want) && !(len(got) == 0 && len(tc.want) == 0) {
+			t.Errorf("%s: NeverConnected = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// diagnosingSite is a fakeSite that can say why a placeholder did not connect.
+type diagnosingSite struct{ *fakeSite }
+
+func (diagnosingSite) Diagnose(_ context.Context, id string) string {
+	time.Sleep(20 * time.Millisecond) // over SSH: the site must not show degraded without the reason meanwhile
+	return "its log /l/mq-c.o" + id + " ends: cannot reach the CLS"
+}
+
+// Placeholders that run without connecting are cancelled after the connect
+// timeout; the site is degraded with the agent's own error and keeps one
+// probe, and recovers when a placeholder connects.
+func TestManagerNeverConnected(t *testing.T) {
+	fs := &fakeSite{jobs: map[string]State{}, startAtOnce: true}
+	st := &fakeStore{ready: 10}
+	m := &Manager{Store: st, Poll: 5 * time.Millisecond, ConnectTimeout: time.Hour,
+		Open: func(protocol.SiteSpec, func(int)) (Site, error) { return diagnosingSite{fs}, nil }}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Stop()
+	// The site's own timeout overrides the Manager's hour.
+	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "c", Type: Slurm, SSH: "u@h", Max: 3, ConnectTimeout: 1}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "3 running", func() bool { return fs.count(Running) == 3 })
+	m.Placeholder(1, protocol.Register{Site: "c", Batch: "1"}, true) // placeholder 1 connects
+	info := func() protocol.SiteInfo { return m.List()[0] }
+	for deadline := time.Now().Add(10 * time.Second); info().State != StateDegraded; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not degraded: %+v", info())
+		}
+	}
+	if e := info().Error; !strings.Contains(e, "without connecting to the CLS") || !strings.Contains(e, "ends: cannot reach the CLS") {
+		t.Errorf("error %q: want what happened and the agent's own error", e)
+	}
+	// 2 and 3 cancelled, 1 (connected) kept; a stalled site submits no
+	// more: 1 running is its probe.
+	time.Sleep(50 * time.Millisecond)
+	fs.mu.Lock()
+	_, has1 := fs.jobs["1"]
+	n := len(fs.jobs)
+	fs.mu.Unlock()
+	if !has1 || n != 1 {
+		t.Errorf("placeholders left %v, want only 1 (the connected one)", fs.jobs)
+	}
+	m.Placeholder(2, protocol.Register{Site: "c", Batch: "4"}, true)
+	eventually(t, "recovered", func() bool { return info().State == StateOK && info().Error == "" })
+	eventually(t, "provisioned again", func() bool { return fs.count(Running) == 3 })
 }

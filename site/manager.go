@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -41,7 +42,11 @@ type Manager struct {
 	// ThrottleAfter is how long a placeholder may wait in a batch queue
 	// before its site counts as slow (default 5 min).
 	ThrottleAfter time.Duration
-	Log           *slog.Logger
+	// ConnectTimeout is how long a running placeholder of a remote site
+	// may take to connect before it is cancelled and its site marked
+	// degraded (default 2 min; a site's own ConnectTimeout overrides it).
+	ConnectTimeout time.Duration
+	Log            *slog.Logger
 	// Embedded are sites of this run only, never stored: the CLS's own
 	// local placeholders (cls serve --local N, Spec.Embedded). They start
 	// with the Manager, shadow a stored site of the same name, and cannot
@@ -76,6 +81,15 @@ type managed struct {
 	// supply is how many ready jobs this site's running placeholders will
 	// take at once, as of its last decision (see Counts.Elsewhere).
 	supply int
+	// batch: batch job ids of placeholders that have connected (by the id
+	// they registered with); connBatch: that id per connected placeholder.
+	batch     map[string]bool
+	connBatch map[int64]string
+	// stall says why the site is degraded after placeholders ran without
+	// connecting (NeverConnected); "" once one connects.
+	stall string
+	// connects counts registrations: a stall found before one is stale.
+	connects int
 }
 
 type tracked struct {
@@ -137,6 +151,7 @@ func (m *Manager) Start(ctx context.Context) error {
 
 func (m *Manager) startLocked(spec protocol.SiteSpec) error {
 	ms := &managed{spec: spec, known: map[string]*tracked{}, connected: map[int64]int{}, pids: map[int64]int{},
+		batch: map[string]bool{}, connBatch: map[int64]string{},
 		state: StateStarting, done: make(chan struct{}), kick: make(chan struct{}, 1)}
 	name := spec.Name
 	s, err := m.Open(spec, func(pid int) { m.localExited(name, pid) })
@@ -245,6 +260,11 @@ func (m *Manager) Remove(ctx context.Context, name string) (protocol.SiteInfo, e
 		}
 		err = ms.site.Cancel(cctx, ids)
 	}
+	if r, ok := ms.site.(interface{ Retire(context.Context) error }); ok && err == nil {
+		if rerr := r.Retire(cctx); rerr != nil {
+			m.log().Warn("could not undo the site's setup on its login host", "site", name, "err", rerr)
+		}
+	}
 	if err != nil {
 		cancelErr = fmt.Errorf("could not cancel its placeholders (cancel them by hand): %w", err)
 	}
@@ -328,11 +348,21 @@ func (m *Manager) Placeholder(id int64, reg protocol.Register, connected bool) {
 	}
 	if connected {
 		ms.connected[id] = reg.PID
+		ms.connBatch[id] = reg.Batch
+		if reg.Batch != "" {
+			ms.batch[reg.Batch] = true
+		}
 		if ms.spec.Type == Local {
 			ms.pids[id] = reg.PID
 		}
+		ms.connects++
+		if ms.stall != "" {
+			ms.stall = ""
+			m.log().Info("a placeholder connected; the site is no longer stalled", "site", ms.spec.Name, "batch", reg.Batch)
+		}
 	} else {
 		delete(ms.connected, id)
+		delete(ms.connBatch, id)
 	}
 }
 
@@ -454,6 +484,9 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 			if t.submitted.IsZero() {
 				t.submitted = now
 			}
+			if p.State == Running {
+				t.started = now // by our clock: the connect check counts from here
+			}
 			ms.known[p.ID] = t
 		}
 		switch p.State {
@@ -476,10 +509,40 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 	for id, t := range ms.known {
 		if !seen[id] || t.state == Exited {
 			delete(ms.known, id)
+			delete(ms.batch, id)
 			ms.exited++
 		}
 	}
-	c := Counts{Ready: ready, Executing: executing, Slots: spec.Slots, Min: spec.Min, Max: spec.Max, ThrottleAfter: m.throttleAfter(), Steady: spec.Embedded}
+	// Placeholders that run but never connect burn their allocation for
+	// nothing (a CLS address the compute nodes cannot reach, a firewall):
+	// cancel them, and keep only a probe until one connects.
+	var stalled []string
+	connects := ms.connects
+	timeout := m.connectTimeout(spec)
+	if spec.Type != Local {
+		var started []Started
+		for id, t := range ms.known {
+			if t.state == Running {
+				started = append(started, Started{ID: id, Running: now.Sub(t.started), Connected: ms.batch[id]})
+			}
+		}
+		anonymous := 0
+		for _, b := range ms.connBatch {
+			if b == "" {
+				anonymous++
+			}
+		}
+		stalled = NeverConnected(started, anonymous, timeout)
+		for _, id := range stalled {
+			// Forgotten now, as cancelled queued ones are: a listing that
+			// still shows it would otherwise revive its state.
+			delete(ms.known, id)
+			delete(ms.batch, id)
+			ms.exited++
+		}
+	}
+	c := Counts{Ready: ready, Executing: executing, Slots: spec.Slots, Min: spec.Min, Max: spec.Max, ThrottleAfter: m.throttleAfter(), Steady: spec.Embedded,
+		Stalled: ms.stall != "" || len(stalled) > 0}
 	var queued []string
 	for id, t := range ms.known {
 		switch t.state {
@@ -497,15 +560,19 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 	d := Decide(c)
 	ms.supply = supplyOf(c)
 	ms.throttled = d.Throttled
-	if d.Throttled {
-		ms.state = StateThrottled
-	} else {
-		ms.state = StateOK
+	switch {
+	case len(stalled) > 0:
+		// Set below, with what the placeholder's log says.
+	case ms.stall != "":
+		ms.state, ms.err = StateDegraded, ms.stall
+	case d.Throttled:
+		ms.state, ms.err = StateThrottled, ""
+	default:
+		ms.state, ms.err = StateOK, ""
 	}
-	ms.err = ""
 	// Cancel the newest queued first: the oldest are nearest to starting.
 	slices.SortFunc(queued, func(a, b string) int { return ms.known[b].submitted.Compare(ms.known[a].submitted) })
-	cancelIDs := append(broken, queued[:d.Cancel]...)
+	cancelIDs := append(append(broken, stalled...), queued[:d.Cancel]...)
 	for _, id := range queued[:d.Cancel] {
 		delete(ms.known, id)
 	}
@@ -513,6 +580,24 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 
 	if len(broken) > 0 {
 		m.log().Warn("placeholders in the batch system's error state; cancelling them", "site", spec.Name, "ids", broken)
+	}
+	if len(stalled) > 0 {
+		// Read why before cancelling: the batch system may clean up.
+		msg := fmt.Sprintf("%d placeholder(s) ran %s without connecting to the CLS and were cancelled (%s); one at a time is tried until one connects",
+			len(stalled), timeout, strings.Join(stalled, ", "))
+		if d, ok := ms.site.(interface {
+			Diagnose(ctx context.Context, id string) string
+		}); ok {
+			if why := d.Diagnose(tctx, stalled[0]); why != "" {
+				msg += "; " + why
+			}
+		}
+		m.mu.Lock()
+		if ms.connects == connects { // else one connected meanwhile: the site works
+			ms.stall, ms.state, ms.err = msg, StateDegraded, msg
+		}
+		m.mu.Unlock()
+		m.log().Warn("placeholders ran without connecting to the CLS; cancelling them, site degraded", "site", spec.Name, "ids", stalled, "after", timeout, "why", msg)
 	}
 	if len(cancelIDs) > 0 {
 		if err := ms.site.Cancel(tctx, cancelIDs); err != nil {
@@ -562,6 +647,16 @@ func (m *Manager) elsewhereLocked(ms *managed) int {
 func supplyOf(c Counts) int {
 	free := max(c.Running*max(c.Slots, 1)-max(c.Executing, 0), 0)
 	return min(free, max(c.Ready, 0))
+}
+
+func (m *Manager) connectTimeout(spec protocol.SiteSpec) time.Duration {
+	if spec.ConnectTimeout > 0 {
+		return time.Duration(spec.ConnectTimeout * float64(time.Second))
+	}
+	if m.ConnectTimeout <= 0 {
+		return 2 * time.Minute
+	}
+	return m.ConnectTimeout
 }
 
 func (m *Manager) throttleAfter() time.Duration {

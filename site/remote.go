@@ -68,12 +68,15 @@ var errAuth = errors.New("the login host accepted none of our keys")
 // SSH is a connection to a login host: one SSH connection, one session per
 // command, SFTP for files. It is safe for concurrent use.
 type SSH struct {
-	cfg    SSHConfig
-	client *ssh.Client
-	dead   chan struct{}
-	sftpMu sync.Mutex
-	sftp   *sftp.Client
+	cfg     SSHConfig
+	client  *ssh.Client
+	hostKey ssh.PublicKey
+	dead    chan struct{}
+	sftpMu  sync.Mutex
+	sftp    *sftp.Client
 }
+
+var _ Tunneler = (*SSH)(nil)
 
 // DialSSH connects to a login host, checking its key as OpenSSH does.
 func DialSSH(ctx context.Context, cfg SSHConfig) (*SSH, error) {
@@ -103,8 +106,13 @@ func DialSSH(ctx context.Context, cfg SSHConfig) (*SSH, error) {
 	}
 	nc.SetDeadline(time.Now().Add(cfg.Timeout))
 	stop := context.AfterFunc(dctx, func() { nc.Close() })
+	var shown ssh.PublicKey
+	check := func(hostname string, remote net.Addr, key ssh.PublicKey) error {
+		shown = key
+		return hostKeys(hostname, remote, key)
+	}
 	sc, chans, reqs, err := ssh.NewClientConn(nc, cfg.Addr, &ssh.ClientConfig{
-		User: cfg.User, Auth: auth, HostKeyCallback: hostKeys, HostKeyAlgorithms: algs, Timeout: cfg.Timeout,
+		User: cfg.User, Auth: auth, HostKeyCallback: check, HostKeyAlgorithms: algs, Timeout: cfg.Timeout,
 	})
 	stop()
 	if err != nil {
@@ -118,7 +126,7 @@ func DialSSH(ctx context.Context, cfg SSHConfig) (*SSH, error) {
 		return nil, fmt.Errorf("ssh %s@%s: %w", cfg.User, cfg.Addr, err)
 	}
 	nc.SetDeadline(time.Time{})
-	s := &SSH{cfg: cfg, client: ssh.NewClient(sc, chans, reqs), dead: make(chan struct{})}
+	s := &SSH{cfg: cfg, client: ssh.NewClient(sc, chans, reqs), hostKey: shown, dead: make(chan struct{})}
 	go func() {
 		s.client.Wait()
 		close(s.dead)
@@ -235,6 +243,9 @@ func (s *SSH) keepalive() {
 		}
 	}
 }
+
+// HostKey is the login host's key, as checked against known_hosts.
+func (s *SSH) HostKey() ssh.PublicKey { return s.hostKey }
 
 // Done is closed when the connection is gone.
 func (s *SSH) Done() <-chan struct{} { return s.dead }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/crypto/ssh"
+
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -46,7 +48,8 @@ type Remote struct {
 	platform string
 	base     string // absolute: the site's directory on the login host
 	script   string
-	tunnel   int // port of the reverse forward on the login host
+	tunnel   int    // port of the reverse forward on the login host
+	addr     string // where placeholders dial the CLS (through the login host in tunnel mode)
 }
 
 var _ Site = (*Remote)(nil)
@@ -173,30 +176,17 @@ func (s *Remote) prepare(ctx context.Context, r Runner) error {
 		return err
 	}
 	addr := s.CLSAddr
+	var via []string
 	if s.Spec.Connect == Tunnel {
-		f, ok := r.(interface {
-			Forward(bind string, dial func() (net.Conn, error)) (int, error)
-		})
-		if !ok || s.DialCLS == nil {
-			return errors.New("tunnel: this connection cannot forward ports")
-		}
-		// Ask for the port we had, so placeholders started before a
-		// reconnect find the CLS again.
-		port, err := f.Forward(net.JoinHostPort("0.0.0.0", strconv.Itoa(s.tunnel)), s.DialCLS)
-		if err != nil && s.tunnel != 0 {
-			port, err = f.Forward("0.0.0.0:0", s.DialCLS)
-		}
-		if err != nil {
+		if via, err = s.openTunnel(ctx, r); err != nil {
 			return err
 		}
-		s.tunnel = port
-		_, login, _ := ParseSSH(s.Spec.SSH)
-		host, _, _ := net.SplitHostPort(login)
-		addr = net.JoinHostPort(host, strconv.Itoa(port))
+		addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.tunnel))
 	}
 	if addr == "" {
-		return errors.New("the CLS has no SSH endpoint for placeholders to reach: start it with cls serve --ssh ADDR")
+		return ErrNoEndpoint
 	}
+	s.addr = addr
 	wall := protocol.Duration(s.Spec.Walltime)
 	args := []string{
 		"--cls", addr, "--host-key", s.HostKey, "--key", path.Join(s.base, "key"),
@@ -205,12 +195,178 @@ func (s *Remote) prepare(ctx context.Context, r Runner) error {
 		"--idle", protocol.Duration(s.Spec.Idle).String(),
 		"--out", path.Join(s.base, "out"),
 	}
+	args = append(args, via...)
 	job := Job{Name: s.JobName, Queue: s.Spec.Queue, Walltime: wall, Slots: s.Spec.Slots, PE: s.Spec.PE, LogDir: path.Join(s.base, "log")}
 	s.script = path.Join(s.base, "placeholder.sh")
 	if _, err := r.Put(ctx, s.script, []byte(Script(s.Batch, job, remoteBin, args)), 0o700); err != nil {
 		return err
 	}
 	return nil
+}
+
+// ErrNoEndpoint: a remote site's placeholders reach the CLS over SSH, in
+// either connect mode, and the CLS was started without an SSH endpoint.
+var ErrNoEndpoint = errors.New("the CLS has no SSH endpoint for placeholders to reach (direct or through a tunnel): restart it with cls serve --ssh ADDR (e.g. --ssh 127.0.0.1:0 for --connect tunnel)")
+
+// Tunneler is a Runner that can carry a tunnel: SSH.
+type Tunneler interface {
+	// Forward listens on bind on the login host and joins each
+	// connection made there to dial; it returns the port bound.
+	Forward(bind string, dial func() (net.Conn, error)) (int, error)
+	// HostKey is the key the login host showed (and known_hosts vouched for).
+	HostKey() ssh.PublicKey
+}
+
+// openTunnel makes the way in for tunnel mode and returns the agent's
+// arguments for it. The CLS's connection asks the login host for a reverse
+// forward on its loopback, where any sshd binds one (GatewayPorts no, the
+// default, binds every forward there): compute nodes cannot dial it
+// directly, so each placeholder logs in to the login host with its own key
+// and opens a direct-tcpip channel to that port. authorized_keys lets this
+// key do nothing else: no shell, command, pty, agent or X11 forwarding,
+// no listening, and connections only to the forward's port.
+func (s *Remote) openTunnel(ctx context.Context, r Runner) ([]string, error) {
+	if s.DialCLS == nil {
+		return nil, ErrNoEndpoint
+	}
+	t, ok := r.(Tunneler)
+	if !ok {
+		return nil, errors.New("tunnel: this connection to the login host cannot forward ports")
+	}
+	// Ask for the port we had, so placeholders started before a
+	// reconnect find the CLS again.
+	port, err := t.Forward(net.JoinHostPort("127.0.0.1", strconv.Itoa(s.tunnel)), s.DialCLS)
+	if err != nil && s.tunnel != 0 {
+		port, err = t.Forward("127.0.0.1:0", s.DialCLS)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.tunnel = port
+	signer, err := ssh.ParsePrivateKey(s.Key)
+	if err != nil {
+		return nil, fmt.Errorf("placeholder key: %w", err)
+	}
+	line := TunnelKeyLine(signer.PublicKey(), port, s.JobName)
+	if _, err := r.Run(ctx, authorizeCommand(line, s.JobName)); err != nil {
+		return nil, fmt.Errorf("tunnel: cannot authorize the placeholder key on the login host: %w", err)
+	}
+	user, login, _ := ParseSSH(s.Spec.SSH)
+	hk := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(t.HostKey())))
+	return []string{"--via", user + "@" + login, "--via-host-key", hk}, nil
+}
+
+// TunnelKeyLine is the authorized_keys line on the login host for a tunnel
+// site's placeholder key: restrict takes every right away, port-forwarding
+// gives back forwarding, permitopen keeps only the CLS's port, permitlisten
+// to port 1 (privileged: a user's sshd cannot bind it) leaves no listening,
+// and the forced command runs nothing if a session is asked for anyway.
+// The comment marks it as this site's.
+func TunnelKeyLine(pub ssh.PublicKey, port int, jobName string) string {
+	key := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(pub)))
+	return fmt.Sprintf(`restrict,port-forwarding,permitopen="127.0.0.1:%d",permitlisten="127.0.0.1:1",command="/bin/false" %s %s`, port, key, tunnelMark(jobName))
+}
+
+func tunnelMark(jobName string) string { return "mq-tunnel:" + jobName }
+
+// authorizeCommand puts line in ~/.ssh/authorized_keys in place of this
+// site's earlier one (unless it is there already), under a lock where
+// flock(1) exists so two sites of one CLS do not lose each other's lines.
+func authorizeCommand(line, jobName string) string {
+	return `f="$HOME/.ssh/authorized_keys"; umask 077; mkdir -p "$HOME/.ssh" || exit 1; ` +
+		`grep -q -x -F ` + Quote(line) + ` "$f" 2>/dev/null && exit 0; ` +
+		`if command -v flock >/dev/null 2>&1; then exec 9>>"$HOME/.ssh/.mq-lock"; flock 9; fi; ` +
+		`t="$f.mq-$$"; { [ -f "$f" ] && grep -v ' '` + Quote(tunnelMark(jobName)) + `'$' "$f"; printf '%s
+' ` + Quote(line) + `; } >"$t" && mv -f "$t" "$f"`
+}
+
+// unauthorizeCommand removes this site's line from authorized_keys.
+func unauthorizeCommand(jobName string) string {
+	return `f="$HOME/.ssh/authorized_keys"; [ -f "$f" ] || exit 0; grep -q ' '` + Quote(tunnelMark(jobName)) + `'$' "$f" || exit 0; umask 077; ` +
+		`if command -v flock >/dev/null 2>&1; then exec 9>>"$HOME/.ssh/.mq-lock"; flock 9; fi; ` +
+		`t="$f.mq-$$"; { grep -v ' '` + Quote(tunnelMark(jobName)) + `'$' "$f"; true; } >"$t" && mv -f "$t" "$f"`
+}
+
+// Retire undoes what the site set up on the login host that would outlive
+// it: a tunnel site's authorized_keys line. Called when the site is removed.
+func (s *Remote) Retire(ctx context.Context) error {
+	if s.Spec.Connect != Tunnel {
+		return nil
+	}
+	r, err := s.runner(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = r.Run(ctx, unauthorizeCommand(s.JobName))
+	s.drop(r, err)
+	return err
+}
+
+// Diagnose says why a placeholder that runs may not have connected: the
+// end of its log on the login host (where the batch system writes the
+// agent's warnings, e.g. "cannot reach the CLS ...: connection refused")
+// and what its way to the CLS depends on.
+func (s *Remote) Diagnose(ctx context.Context, id string) string {
+	r, rerr := s.runner(ctx) // prepared: base and addr are known
+	s.mu.Lock()
+	logDir, mode, addr := path.Join(s.base, "log"), s.Spec.Connect, s.addr
+	s.mu.Unlock()
+	var hint string
+	if mode == Tunnel {
+		_, login, _ := ParseSSH(s.Spec.SSH)
+		hint = fmt.Sprintf("placeholders reach the CLS through the login host's sshd at %s (a forward to %s there): check that compute nodes can reach %s and that its sshd allows TCP forwarding (AllowTcpForwarding)", login, addr, login)
+	} else {
+		hint = fmt.Sprintf("placeholders dial the CLS at %s (cls serve --ssh): check that compute nodes can reach it, or use --connect tunnel", addr)
+	}
+	if rerr != nil {
+		return hint
+	}
+	out, err := r.Run(ctx, logTailCommand(logDir, id))
+	if err != nil {
+		s.drop(r, err)
+		return hint
+	}
+	file, last := parseLogTail(out)
+	if file == "" {
+		return fmt.Sprintf("no log of placeholder %s in %s; %s", id, logDir, hint)
+	}
+	if last == "" {
+		return fmt.Sprintf("its log %s is empty; %s", file, hint)
+	}
+	return fmt.Sprintf("its log %s ends: %s; %s", file, truncate(last, 300), hint)
+}
+
+// logTailCommand prints the path of a placeholder's batch log in dir
+// (whatever the batch system named it: SGE NAME.oID, Slurm NAME-ID.out,
+// PBS ID.OU...) and its last lines.
+func logTailCommand(dir, id string) string {
+	q := Quote(id)
+	show := `) printf '%s\n' "$PWD/$f"; tail -n 5 "$f"; exit 0;; esac; done; `
+	// The names we know first: a loose match could hit a job name's digits.
+	return `cd ` + Quote(dir) + ` 2>/dev/null || exit 0; ` +
+		`for f in *; do case "$f" in *.o` + q + `|*-` + q + `.out|` + q + `.*` + show +
+		`for f in *; do case "$f" in *[!0-9]` + q + `|*[!0-9]` + q + `[!0-9]*|` + q + `[!0-9]*` + show
+}
+
+// parseLogTail reads logTailCommand's output: the file, and its last line
+// that says something (a warning, preferably).
+func parseLogTail(out []byte) (file, last string) {
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	if len(lines) == 0 || lines[0] == "" {
+		return "", ""
+	}
+	file = lines[0]
+	for i := len(lines) - 1; i >= 1; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" {
+			if last == "" {
+				last = l
+			}
+			if strings.Contains(l, "level=WARN") || strings.Contains(l, "level=ERROR") || strings.Contains(l, "mqagent:") {
+				return file, l
+			}
+		}
+	}
+	return file, last
 }
 
 // Submit submits n placeholders in one round trip.

@@ -167,6 +167,9 @@ func Validate(s *protocol.SiteSpec) error {
 	if !(s.Idle >= 1 && s.Idle <= s.Walltime) {
 		return fmt.Errorf("--idle must be between 1s and the walltime, not %gs", s.Idle)
 	}
+	if s.ConnectTimeout != 0 && !(s.ConnectTimeout >= 1 && s.ConnectTimeout <= s.Walltime) { // also NaN
+		return fmt.Errorf("--connect-timeout must be between 1s and the walltime, not %gs", s.ConnectTimeout)
+	}
 	return nil
 }
 

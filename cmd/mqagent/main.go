@@ -43,6 +43,8 @@ func run(args []string, stderr io.Writer) int {
 	walltime := fs.Duration("walltime", 0, "this placeholder's own time limit (0 = none)")
 	idle := fs.Duration("idle", 0, "exit after this long without work (0 = never)")
 	reconnect := fs.Duration("reconnect", 10*time.Minute, "give up after the CLS is unreachable this long")
+	via := fs.String("via", "", "reach --cls through this SSH server, `USER@HOST:PORT` (tunnel mode: the login host)")
+	viaHostKey := fs.String("via-host-key", "", "with --via: its host public key (\"ssh-ed25519 AAAA...\")")
 	logLevel := fs.String("log-level", "warn", "debug, info, warn or error (to stderr)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -82,13 +84,18 @@ func run(args []string, stderr io.Writer) int {
 		return fail(1, "%v", err)
 	}
 	cfg := client.SSH{Addr: *addr, User: *user, Signer: signer, HostKey: pin}
+	if *via != "" || *viaHostKey != "" {
+		if cfg.Via, err = client.ParseHop(*via, *viaHostKey); err != nil {
+			return fail(2, "%v", err)
+		}
+	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("pid", os.Getpid())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	placeholder.OneProc()
 	a := placeholder.New(placeholder.Config{
 		Dial: func(ctx context.Context) (io.ReadWriteCloser, error) { return client.DialSSH(ctx, cfg) },
-		Site: *site, Host: *host, Slots: *slots, OutDir: *out,
+		Site: *site, Host: *host, BatchID: placeholder.BatchJobID(os.Getenv), Slots: *slots, OutDir: *out,
 		Walltime: *walltime, IdleTimeout: *idle, Reconnect: *reconnect, StageOutput: true, Log: log,
 	})
 	if err := a.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {

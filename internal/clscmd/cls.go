@@ -72,6 +72,7 @@ from local placeholders).`,
 			&cli.StringFlag{Name: "agents", Usage: "directory of placeholder agents for remote sites (mqagent-linux-amd64, ...; default: beside cls)"},
 			&cli.DurationFlag{Name: "site-poll", Usage: "how often each site's placeholders are looked at", Value: 2 * time.Second},
 			&cli.DurationFlag{Name: "site-throttle", Usage: "a site whose placeholder waits this long in its batch queue is throttled: it keeps one queued and submits no more, so the work goes to sites whose placeholders start sooner", Value: 5 * time.Minute},
+			&cli.DurationFlag{Name: "connect-timeout", Usage: "a remote site's placeholder that runs this long without connecting is cancelled and its site marked degraded (cls site add --connect-timeout sets it per site)", Value: 2 * time.Minute},
 		},
 		Action: serve,
 	}
@@ -99,6 +100,9 @@ func serve(c *cli.Context) error {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
 		return mqcli.Usagef("--log-level: %v", err)
+	}
+	if c.Duration("connect-timeout") < time.Second {
+		return mqcli.Usagef("--connect-timeout must be at least 1s, not %s", c.Duration("connect-timeout"))
 	}
 	// Everything the CLS makes is its user's alone. Local placeholders
 	// get the umask back for their jobs (cls agent --umask).
@@ -165,6 +169,7 @@ func serve(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	st.mgr.ConnectTimeout = c.Duration("connect-timeout")
 	// --local N is the site "local", run by the same Manager as every
 	// other: its N placeholders are children of this process, replaced
 	// when they end (their jobs requeued at once), stopped with the CLS.
@@ -280,6 +285,8 @@ copied to the CLS when each job ends.`,
 			&cli.StringFlag{Name: "host-key", Usage: "with --cls: the CLS host key to accept, as `SHA256:...` or a public key file"},
 			&cli.StringFlag{Name: "key", Usage: "with --cls: the placeholder's private key `FILE` (mode 0600)"},
 			&cli.StringFlag{Name: "user", Usage: "with --cls: SSH user name (any; the key is what counts)", Value: "mq"},
+			&cli.StringFlag{Name: "via", Usage: "with --cls: reach it through this SSH server, `USER@HOST:PORT` (tunnel mode: the login host)"},
+			&cli.StringFlag{Name: "via-host-key", Usage: "with --via: its host public key (\"ssh-ed25519 AAAA...\")"},
 			&cli.StringFlag{Name: "site", Value: "local", Usage: "site name reported to the CLS"},
 			&cli.StringFlag{Name: "host", Usage: "host name reported to the CLS (default: this host's)"},
 			&cli.IntFlag{Name: "slots", Value: 1, Usage: "jobs to run at once"},
@@ -345,9 +352,14 @@ func runAgent(c *cli.Context) error {
 			return err
 		}
 		cfg := client.SSH{Addr: c.String("cls"), User: c.String("user"), Signer: signer, HostKey: pin}
+		if c.String("via") != "" || c.String("via-host-key") != "" {
+			if cfg.Via, err = client.ParseHop(c.String("via"), c.String("via-host-key")); err != nil {
+				return mqcli.Usagef("%v", err)
+			}
+		}
 		dial = func(ctx context.Context) (io.ReadWriteCloser, error) { return client.DialSSH(ctx, cfg) }
 	} else {
-		for _, f := range []string{"host-key", "key"} {
+		for _, f := range []string{"host-key", "key", "via", "via-host-key"} {
 			if c.IsSet(f) {
 				return mqcli.Usagef("--%s is only for --cls", f)
 			}
@@ -363,6 +375,7 @@ func runAgent(c *cli.Context) error {
 	placeholder.OneProc()
 	a := placeholder.New(placeholder.Config{
 		Dial: dial, Site: c.String("site"), Host: host, Slots: c.Int("slots"), OutDir: out,
+		BatchID:  placeholder.BatchJobID(os.Getenv),
 		Walltime: c.Duration("walltime"), IdleTimeout: c.Duration("idle"), Reconnect: c.Duration("reconnect"),
 		ExitWhenOrphaned: c.Bool("orphan-exit"), NoOp: c.Bool("noop"), StageOutput: remote, Log: log,
 	})

@@ -102,6 +102,7 @@ func siteAdd(env mqcli.Env) *cli.Command {
 			&cli.StringFlag{Name: "submit-args", Usage: "extra qsub/sbatch arguments, e.g. \"-A project\""},
 			&cli.StringFlag{Name: "connect", Usage: "direct (compute nodes reach the CLS) or tunnel (through the login host)", Value: "direct"},
 			&cli.StringFlag{Name: "idle", Usage: "a placeholder exits after this long without work", Value: "1m"},
+			&cli.StringFlag{Name: "connect-timeout", Usage: "a placeholder that has run this long without connecting to the CLS is cancelled and the site marked degraded (default: cls serve --connect-timeout)"},
 		},
 		Action: func(c *cli.Context) error {
 			fs := flag.NewFlagSet("cls site add", flag.ContinueOnError)
@@ -121,6 +122,7 @@ func siteAdd(env mqcli.Env) *cli.Command {
 			fs.StringVar(&spec.SubmitArgs, "submit-args", "", "")
 			fs.StringVar(&spec.Connect, "connect", "", "")
 			idle := fs.String("idle", "1m", "")
+			connTimeout := fs.String("connect-timeout", "", "")
 			names, err := parseInterspersed(fs, c.Args().Slice())
 			if errors.Is(err, flag.ErrHelp) {
 				return cli.ShowSubcommandHelp(c)
@@ -152,6 +154,13 @@ func siteAdd(env mqcli.Env) *cli.Command {
 					return mqcli.Usagef("--%s: %v", flagName, err)
 				}
 				*pair.d = v
+			}
+			if *connTimeout != "" {
+				v, err := parseSeconds(*connTimeout)
+				if err != nil {
+					return mqcli.Usagef("--connect-timeout: %v", err)
+				}
+				spec.ConnectTimeout = v
 			}
 			if spec.Type != site.Local && spec.Connect == "" {
 				spec.Connect = site.Direct

@@ -109,3 +109,21 @@ func TestListsEscapePeerText(t *testing.T) {
 		}
 	}
 }
+
+// A remote site added to a CLS started without --ssh is refused, saying
+// what is missing and how to start the CLS; the old message
+// ("tunnel: this connection cannot forward ports") named neither.
+func TestSiteAddNeedsSSHEndpoint(t *testing.T) {
+	for _, connect := range []string{site.Tunnel, site.Direct} {
+		s := &sites{home: t.TempDir()}
+		err := s.prepare(protocol.SiteSpec{Name: "c", Type: site.Slurm, SSH: "u@h", Connect: connect})
+		var pe *protocol.Error
+		if !errors.As(err, &pe) || pe.Code != protocol.CodeBadRequest ||
+			!strings.Contains(err.Error(), "has no SSH endpoint") || !strings.Contains(err.Error(), "cls serve --ssh ADDR") {
+			t.Errorf("--connect %s: %v; want a bad request naming the missing endpoint and cls serve --ssh ADDR", connect, err)
+		}
+		if _, err := os.Stat(s.dir("c")); err == nil {
+			t.Errorf("--connect %s: a key was made for a refused site", connect)
+		}
+	}
+}

@@ -104,8 +104,13 @@ func (s *sites) stop()                           { s.mgr.Stop() }
 
 func (s *sites) dir(name string) string { return filepath.Join(s.home, "sites", name) }
 
-// prepare makes a site's placeholder key and accepts it.
+// prepare makes a site's placeholder key and accepts it. A remote site is
+// refused on a CLS without an SSH endpoint: its placeholders could never
+// connect, in either connect mode.
 func (s *sites) prepare(spec protocol.SiteSpec) error {
+	if spec.Type != site.Local && s.sshAddr == nil {
+		return protocol.Errorf(protocol.CodeBadRequest, "site %s (--connect %s): %v", spec.Name, spec.Connect, site.ErrNoEndpoint)
+	}
 	dir := s.dir(spec.Name)
 	os.RemoveAll(dir) // left by an add that failed
 	if err := os.MkdirAll(dir, 0o700); err != nil {

@@ -82,3 +82,45 @@ func cpuTicks(t *testing.T, pid int) int64 {
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return u + st
 }
+
+// TestBenchmarkTunnel measures what the tunnel costs: 1,000 `true` jobs
+// through two Slurm placeholders reaching the CLS directly, then through
+// the login host (a stock sshd in its own namespace), in one run of one
+// CLS. MQ_SITES_BENCH=1 as above.
+func TestBenchmarkTunnel(t *testing.T) {
+	if os.Getenv("MQ_SITES_BENCH") == "" {
+		t.Skip("set MQ_SITES_BENCH=1 to measure")
+	}
+	need(t, "slurm")
+	n := newTestNet(t)
+	l := newStockLoginIn(t, n.login, n.loginIP+":2222")
+	c := startCLS(t) // here: the compute nodes reach it directly too
+	total := 0
+	for _, mode := range []string{"direct", "tunnel", "direct", "tunnel"} {
+		name := fmt.Sprintf("b%s%d", mode, total/1001)
+		c.addSite(name, "slurm", l, "--min", "2", "--max", "2", "--walltime", "30m", "--idle", "60s", "--connect", mode)
+		// Min applies while there is work: one job brings both up.
+		start := time.Now()
+		c.must("mqsub", "-q", "q", name+"-warm", "true")
+		total++
+		eventually(t, 2*time.Minute, "2 placeholders connected", func() bool { return c.sites()[name].Connected == 2 })
+		connected := time.Since(start)
+		var b strings.Builder
+		for i := range 1000 {
+			fmt.Fprintf(&b, `{"target":"%s-%d","command":"true"}`+"\n", name, i)
+		}
+		f := filepath.Join(c.work, name+".jsonl")
+		os.WriteFile(f, []byte(b.String()), 0o644)
+		cpu0 := cpuTicks(t, c.cmd.Process.Pid)
+		start = time.Now()
+		c.must("mqsub", "-f", f)
+		total += 1000
+		eventually(t, 5*time.Minute, "1000 jobs", func() bool { return len(c.jobs("D")) == total })
+		el := time.Since(start)
+		cpu := float64(cpuTicks(t, c.cmd.Process.Pid)-cpu0) / 100
+		t.Logf("RESULT %s: 1000 true jobs in %s = %.0f jobs/s (2 placeholders; CLS CPU %.2f s); placeholders connected %s after the site was added",
+			mode, el.Round(time.Millisecond), 1000/el.Seconds(), cpu, connected.Round(100*time.Millisecond))
+		c.must("cls", "site", "remove", name)
+		eventually(t, time.Minute, "placeholders gone", func() bool { return batchJobsNamed(t, "mq-"+name+"-") == 0 })
+	}
+}

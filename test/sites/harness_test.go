@@ -169,6 +169,7 @@ type login struct {
 	cmd        *exec.Cmd
 	ns         string // network namespace sshd runs in, if any
 	user       string // the site's user there
+	stock      string // Debian's sshd_config, if sshd runs with it
 }
 
 func freePort(t *testing.T, host string) string {
@@ -219,7 +220,13 @@ func loginFor(t *testing.T, typ string) *login {
 
 func newLoginIn(t *testing.T, ns, addr, user string) *login {
 	t.Helper()
-	l := &login{t: t, dir: t.TempDir(), addr: addr, ns: ns, user: user}
+	return startLogin(&login{t: t, dir: t.TempDir(), addr: addr, ns: ns, user: user})
+}
+
+// startLogin gives l a host key and starts its sshd until the test ends.
+func startLogin(l *login) *login {
+	t := l.t
+	t.Helper()
 	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(l.dir, "host_key")).CombinedOutput(); err != nil {
 		t.Fatalf("ssh-keygen: %v %s", err, out)
 	}
@@ -228,6 +235,19 @@ func newLoginIn(t *testing.T, ns, addr, user string) *login {
 	l.start()
 	t.Cleanup(l.stop)
 	return l
+}
+
+// newStockLoginIn starts a login host's sshd (site user mquser) in the
+// network namespace ns, as Debian configures it (/etc/ssh/sshd_config as installed: GatewayPorts
+// no, PAM) but for its port, listen address, host key and pid file. addr
+// (host:port) is where it listens and how this host reaches it.
+func newStockLoginIn(t *testing.T, ns, addr string) *login {
+	t.Helper()
+	stock, err := os.ReadFile("/etc/ssh/sshd_config")
+	if err != nil {
+		t.Skipf("no stock sshd_config: %v", err)
+	}
+	return startLogin(&login{t: t, dir: t.TempDir(), addr: addr, ns: ns, user: "mquser", stock: string(stock)})
 }
 
 func (l *login) writeKnownHosts(pubFile string) {
@@ -245,7 +265,11 @@ func (l *login) start() {
 	os.MkdirAll("/run/sshd", 0o755)
 	host, port, _ := net.SplitHostPort(l.addr)
 	conf := filepath.Join(l.dir, "sshd_config")
-	os.WriteFile(conf, []byte(fmt.Sprintf(`Port %s
+	if l.stock != "" {
+		// The first value of a keyword wins: ours, then Debian's file.
+		os.WriteFile(conf, []byte(fmt.Sprintf("Port %s\nListenAddress %s\nHostKey %s/host_key\nPidFile %s/sshd.pid\n%s", port, host, l.dir, l.dir, l.stock)), 0o600)
+	} else {
+		os.WriteFile(conf, []byte(fmt.Sprintf(`Port %s
 ListenAddress %s
 HostKey %s/host_key
 PidFile %s/sshd.pid
@@ -261,6 +285,7 @@ AllowTcpForwarding yes
 GatewayPorts clientspecified
 Subsystem sftp internal-sftp
 `, port, host, l.dir, l.dir)), 0o600)
+	}
 	// -D: stay in the foreground, so the test owns the process.
 	l.cmd = exec.Command("/usr/sbin/sshd", "-D", "-f", conf, "-E", filepath.Join(l.dir, "sshd.log"))
 	if l.ns != "" { // ip execs sshd: the process is still sshd's

@@ -209,9 +209,11 @@ func TestChangedHostKey(t *testing.T) {
 	}
 }
 
-// Tunnel mode: the CLS runs in a network namespace that compute nodes (this
-// host's batch systems) cannot reach; its SSH connection to the login host
-// opens a reverse forward there, and the placeholders reach it through that.
+// Tunnel mode on SGE: the CLS runs in a network namespace that compute
+// nodes (this host's batch systems) cannot reach; its SSH connection to the
+// login host opens a reverse forward on the login host's loopback, and the
+// placeholders reach it through the login host's sshd. (TestTunnelStockSSHD
+// has the login host on another address than the compute nodes.)
 func TestTunnel(t *testing.T) {
 	need(t, "sge")
 	if _, err := exec.LookPath("ip"); err != nil {
@@ -263,8 +265,8 @@ func TestTunnel(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no placeholder script on the login host: %v", err)
 	}
-	if !strings.Contains(string(script), "--cls 10.203.0.1:") {
-		t.Errorf("placeholders do not dial the login host's forward:\n%s", script)
+	if !strings.Contains(string(script), "--cls 127.0.0.1:") || !strings.Contains(string(script), "--via mquser@10.203.0.1:") {
+		t.Errorf("placeholders do not reach the forward through the login host:\n%s", script)
 	}
 }
 

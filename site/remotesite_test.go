@@ -1,0 +1,89 @@
+package site
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/crypto/ssh"
+)
+
+func sh(t *testing.T, home, cmd string) string {
+	t.Helper()
+	c := exec.Command("/bin/sh", "-c", cmd)
+	c.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH")}
+	out, err := c.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", cmd, err, out)
+	}
+	return string(out)
+}
+
+// The tunnel's authorized_keys line: installed once, replaced (not added
+// to) when the port changes, other lines kept, and removed when the site is.
+func TestTunnelAuthorizedKeys(t *testing.T) {
+	home := t.TempDir()
+	os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)
+	ak := filepath.Join(home, ".ssh", "authorized_keys")
+	os.WriteFile(ak, []byte("ssh-ed25519 AAAAuser user@laptop\nrestrict ssh-ed25519 AAAAother mq-tunnel:mq-other-abc\n"), 0o600)
+	pub, _, _ := ed25519.GenerateKey(rand.Reader)
+	pk, _ := ssh.NewPublicKey(pub)
+	line := TunnelKeyLine(pk, 4711, "mq-s-abc")
+	for _, want := range []string{`restrict,port-forwarding,permitopen="127.0.0.1:4711",permitlisten="127.0.0.1:1",command="/bin/false" ssh-ed25519 `, " mq-tunnel:mq-s-abc"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("line %q lacks %q", line, want)
+		}
+	}
+	sh(t, home, authorizeCommand(line, "mq-s-abc"))
+	sh(t, home, authorizeCommand(line, "mq-s-abc")) // again: no second line
+	line2 := TunnelKeyLine(pk, 4712, "mq-s-abc")
+	sh(t, home, authorizeCommand(line2, "mq-s-abc"))
+	b, _ := os.ReadFile(ak)
+	got := string(b)
+	if strings.Count(got, "mq-tunnel:mq-s-abc") != 1 || !strings.Contains(got, line2) || !strings.Contains(got, "user@laptop") || !strings.Contains(got, "mq-tunnel:mq-other-abc") {
+		t.Errorf("authorized_keys after two ports:\n%s", got)
+	}
+	if fi, _ := os.Stat(ak); fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v", fi.Mode())
+	}
+	sh(t, home, unauthorizeCommand("mq-s-abc"))
+	sh(t, home, unauthorizeCommand("mq-s-abc"))
+	b, _ = os.ReadFile(ak)
+	if got := string(b); strings.Contains(got, "mq-s-abc") || !strings.Contains(got, "user@laptop") || !strings.Contains(got, "mq-other-abc") {
+		t.Errorf("authorized_keys after removal:\n%s", got)
+	}
+	// No file at all: made, mode 0600.
+	home2 := t.TempDir()
+	sh(t, home2, authorizeCommand(line, "mq-s-abc"))
+	if b, err := os.ReadFile(filepath.Join(home2, ".ssh", "authorized_keys")); err != nil || string(b) != line+"\n" {
+		t.Errorf("new authorized_keys %q %v", b, err)
+	}
+}
+
+// A placeholder's batch log is found whatever the batch system named it,
+// and the agent's last warning is what is shown.
+func TestLogTail(t *testing.T) {
+	dir := t.TempDir()
+	warn := `time=2026-01-01T00:00:00Z level=WARN msg="cannot reach the CLS; retrying" pid=7 err="cannot reach the CLS at 10.0.0.1:2222: dial tcp 10.0.0.1:2222: connect: connection refused" in=5s`
+	os.WriteFile(filepath.Join(dir, "mq-s-a12b-4712.out"), []byte("other\n"), 0o600) // digits of the id inside a name
+	os.WriteFile(filepath.Join(dir, "mq-s-a12b.o12"), []byte(warn+"\n"+warn+"\nsome noise\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "13.pbs.OU"), []byte("pbs\n"), 0o600)
+	for _, tc := range []struct{ id, file, last string }{
+		{"12", "mq-s-a12b.o12", warn},
+		{"4712", "mq-s-a12b-4712.out", "other"},
+		{"13", "13.pbs.OU", "pbs"},
+		{"99", "", ""},
+	} {
+		file, last := parseLogTail([]byte(sh(t, dir, logTailCommand(dir, tc.id))))
+		if filepath.Base(file) != tc.file && !(tc.file == "" && file == "") || last != tc.last {
+			t.Errorf("id %s: file %q last %q, want %q %q", tc.id, file, last, tc.file, tc.last)
+		}
+	}
+	if f, _ := parseLogTail([]byte(sh(t, dir, logTailCommand(filepath.Join(dir, "none"), "12")))); f != "" {
+		t.Errorf("no log directory: %q", f)
+	}
+}

@@ -73,6 +73,23 @@ func benchBulk(b *testing.B, s *metaqueue.Store, specs []protocol.JobSpec) time.
 	return time.Since(t0)
 }
 
+// bulkEach submits specs in bulk into a new Store per op and reports jobs/s
+// and the commit's share.
+func bulkEach(b *testing.B, mode metaqueue.Sync, specs []protocol.JobSpec) {
+	jobs := 0
+	var commit time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		s := benchStore(b, mode)
+		b.StartTimer()
+		commit += benchBulk(b, s, specs)
+		jobs += len(specs)
+	}
+	b.ReportMetric(float64(jobs)/b.Elapsed().Seconds(), "jobs/s")
+	b.ReportMetric(commit.Seconds()*1000/float64(b.N), "commit-ms/op")
+}
+
 // bigBenchmarks says whether to add the slow variants (1,000,000 jobs):
 // MQ_BENCH_BIG=1 go test -run '^$' -bench . ./metaqueue
 func bigBenchmarks() bool { return os.Getenv("MQ_BENCH_BIG") == "1" }
@@ -97,19 +114,7 @@ func BenchmarkSubmitBulk(b *testing.B) {
 	}
 	for _, c := range cases {
 		b.Run(fmt.Sprintf("jobs=%d/sync=%s", c.jobs, c.mode), func(b *testing.B) {
-			specs := benchSpecs("", c.jobs/10, 10, true)
-			jobs := 0
-			var commit time.Duration
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				b.StopTimer()
-				s := benchStore(b, c.mode)
-				b.StartTimer()
-				commit += benchBulk(b, s, specs)
-				jobs += len(specs)
-			}
-			b.ReportMetric(float64(jobs)/b.Elapsed().Seconds(), "jobs/s")
-			b.ReportMetric(commit.Seconds()*1000/float64(b.N), "commit-ms/op")
+			bulkEach(b, c.mode, benchSpecs("", c.jobs/10, 10, true))
 		})
 	}
 }
@@ -255,19 +260,7 @@ func shapeSpecs(shape string, n int) []protocol.JobSpec {
 func BenchmarkSubmitShapes(b *testing.B) {
 	for _, shape := range []string{"flat", "targets", "pipes-shared", "pipes"} {
 		b.Run(shape, func(b *testing.B) {
-			specs := shapeSpecs(shape, 200000)
-			jobs := 0
-			var commit time.Duration
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				b.StopTimer()
-				s := benchStore(b, metaqueue.SyncNormal)
-				b.StartTimer()
-				commit += benchBulk(b, s, specs)
-				jobs += len(specs)
-			}
-			b.ReportMetric(float64(jobs)/b.Elapsed().Seconds(), "jobs/s")
-			b.ReportMetric(commit.Seconds()*1000/float64(b.N), "commit-ms/op")
+			bulkEach(b, metaqueue.SyncNormal, shapeSpecs(shape, 200000))
 		})
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
@@ -221,41 +220,6 @@ func (s *Store) jobNeed(id int64) float64 {
 		return 0
 	}
 	return need(j.Est, s.queueIDs[j.Queue])
-}
-
-// migrate1to2 adds bundles and submit tokens to a version 1 database.
-func migrate1to2(ctx context.Context, w *sql.Conn) error {
-	if _, err := w.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		return fmt.Errorf("migrate schema 1 to 2: %w", err)
-	}
-	// Version 1 databases made before placeholders recorded their
-	// identity lack that column too.
-	var hasIdentity int
-	if err := w.QueryRowContext(ctx, "SELECT count(*) FROM pragma_table_info('placeholders') WHERE name = 'identity'").Scan(&hasIdentity); err != nil {
-		w.ExecContext(ctx, "ROLLBACK")
-		return fmt.Errorf("migrate schema 1 to 2: %w", err)
-	}
-	if hasIdentity == 0 {
-		if _, err := w.ExecContext(ctx, "ALTER TABLE placeholders ADD COLUMN identity TEXT NOT NULL DEFAULT ''"); err != nil {
-			w.ExecContext(ctx, "ROLLBACK")
-			return fmt.Errorf("migrate schema 1 to 2: %w", err)
-		}
-	}
-	for _, q := range []string{
-		"ALTER TABLE jobs ADD COLUMN bundle INTEGER NOT NULL DEFAULT 0",
-		`CREATE TABLE IF NOT EXISTS submits (token TEXT PRIMARY KEY, first INTEGER NOT NULL,
-			count INTEGER NOT NULL, created INTEGER NOT NULL) WITHOUT ROWID`,
-		"UPDATE meta SET value = '2' WHERE key = 'schema'",
-	} {
-		if _, err := w.ExecContext(ctx, q); err != nil {
-			w.ExecContext(ctx, "ROLLBACK")
-			return fmt.Errorf("migrate schema 1 to 2: %w", err)
-		}
-	}
-	if _, err := w.ExecContext(ctx, "COMMIT"); err != nil {
-		return fmt.Errorf("migrate schema 1 to 2: %w", err)
-	}
-	return nil
 }
 
 // slotsUsed counts the slots a list of assignments fills: one per job, one

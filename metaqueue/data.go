@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -525,41 +524,3 @@ func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err 
 	d.gen++
 	return dec.Job.ID, true, false, nil
 }
-
-// migrate2to3 adds declared job files and file locations to a version 2
-// database.
-func migrate2to3(ctx context.Context, w *sql.Conn) error {
-	if _, err := w.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		return fmt.Errorf("migrate schema 2 to 3: %w", err)
-	}
-	for _, q := range []string{jobFilesTable, fileLocationsTable, "UPDATE meta SET value = '3' WHERE key = 'schema'"} {
-		if _, err := w.ExecContext(ctx, q); err != nil {
-			w.ExecContext(ctx, "ROLLBACK")
-			return fmt.Errorf("migrate schema 2 to 3: %w", err)
-		}
-	}
-	if _, err := w.ExecContext(ctx, "COMMIT"); err != nil {
-		return fmt.Errorf("migrate schema 2 to 3: %w", err)
-	}
-	return nil
-}
-
-// The tables version 3 added (also in schema.sql).
-const (
-	jobFilesTable = `CREATE TABLE IF NOT EXISTS job_files (
-	job_id INTEGER NOT NULL,
-	kind   TEXT NOT NULL CHECK (kind IN ('i', 'o')),
-	seq    INTEGER NOT NULL,
-	path   TEXT NOT NULL,
-	size   INTEGER,
-	PRIMARY KEY (job_id, kind, seq)
-) WITHOUT ROWID`
-	fileLocationsTable = `CREATE TABLE IF NOT EXISTS file_locations (
-	path     TEXT PRIMARY KEY,
-	site     TEXT NOT NULL,
-	host     TEXT NOT NULL,
-	size     INTEGER,
-	job_id   INTEGER NOT NULL,
-	produced INTEGER NOT NULL
-) WITHOUT ROWID`
-)

@@ -3,6 +3,7 @@ package metaqueue
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -129,7 +130,7 @@ func TestMigrateFrom2(t *testing.T) {
 	var v string
 	db = openRaw(t, e.opt.Path)
 	defer db.Close()
-	if err := db.QueryRow("SELECT value FROM meta WHERE key = 'schema'").Scan(&v); err != nil || v != schemaVersion {
+	if err := db.QueryRow("SELECT value FROM meta WHERE key = 'schema'").Scan(&v); err != nil || v != strconv.Itoa(schemaVersion()) {
 		t.Fatalf("schema version %q, %v", v, err)
 	}
 	e.check()
@@ -400,7 +401,7 @@ func TestMigrateFrom3(t *testing.T) {
 	var v string
 	db = openRaw(t, e.opt.Path)
 	defer db.Close()
-	if err := db.QueryRow("SELECT value FROM meta WHERE key = 'schema'").Scan(&v); err != nil || v != schemaVersion {
+	if err := db.QueryRow("SELECT value FROM meta WHERE key = 'schema'").Scan(&v); err != nil || v != strconv.Itoa(schemaVersion()) {
 		t.Fatalf("schema version %q, %v", v, err)
 	}
 	e.check()

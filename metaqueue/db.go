@@ -3,7 +3,6 @@ package metaqueue
 import (
 	"context"
 	"database/sql"
-	_ "embed"
 	"fmt"
 	"net/url"
 	"os"
@@ -13,11 +12,6 @@ import (
 
 	"github.com/mq-hpc/mq/internal/mqhome"
 )
-
-//go:embed schema.sql
-var schema string
-
-const schemaVersion = "4"
 
 // Sync is how hard a commit pushes data to disk.
 type Sync string
@@ -139,43 +133,3 @@ func prepareFiles(path string) error {
 	return f.Close()
 }
 
-func migrate(ctx context.Context, w *sql.Conn) error {
-	var v string
-	err := w.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = 'schema'").Scan(&v)
-	switch {
-	case err == nil && v == schemaVersion:
-		return nil
-	case err == nil && v == "1":
-		if err := migrate1to2(ctx, w); err != nil {
-			return err
-		}
-		if err := migrate2to3(ctx, w); err != nil {
-			return err
-		}
-		return migrate3to4(ctx, w)
-	case err == nil && v == "2":
-		if err := migrate2to3(ctx, w); err != nil {
-			return err
-		}
-		return migrate3to4(ctx, w)
-	case err == nil && v == "3":
-		return migrate3to4(ctx, w)
-	case err == nil:
-		return fmt.Errorf("metaqueue schema version %s is not %s: this build cannot use it", v, schemaVersion)
-	}
-	if _, err := w.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		return fmt.Errorf("create schema: %w", err)
-	}
-	if _, err := w.ExecContext(ctx, schema); err != nil {
-		w.ExecContext(ctx, "ROLLBACK")
-		return fmt.Errorf("create schema: %w", err)
-	}
-	if _, err := w.ExecContext(ctx, "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema', ?)", schemaVersion); err != nil {
-		w.ExecContext(ctx, "ROLLBACK")
-		return fmt.Errorf("create schema: %w", err)
-	}
-	if _, err := w.ExecContext(ctx, "COMMIT"); err != nil {
-		return fmt.Errorf("create schema: %w", err)
-	}
-	return nil
-}

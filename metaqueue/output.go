@@ -2,36 +2,9 @@ package metaqueue
 
 import (
 	"context"
-	"database/sql"
-	"fmt"
 
 	"github.com/mq-hpc/mq/protocol"
 )
-
-// outputLostTable is the table version 4 added (also in schema.sql).
-const outputLostTable = `CREATE TABLE IF NOT EXISTS output_lost (
-	job_id  INTEGER NOT NULL,
-	attempt INTEGER NOT NULL,
-	error   TEXT NOT NULL,
-	PRIMARY KEY (job_id, attempt)
-) WITHOUT ROWID`
-
-// migrate3to4 adds the record of lost output to a version 3 database.
-func migrate3to4(ctx context.Context, w *sql.Conn) error {
-	if _, err := w.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		return fmt.Errorf("migrate schema 3 to 4: %w", err)
-	}
-	for _, q := range []string{outputLostTable, "UPDATE meta SET value = '4' WHERE key = 'schema'"} {
-		if _, err := w.ExecContext(ctx, q); err != nil {
-			w.ExecContext(ctx, "ROLLBACK")
-			return fmt.Errorf("migrate schema 3 to 4: %w", err)
-		}
-	}
-	if _, err := w.ExecContext(ctx, "COMMIT"); err != nil {
-		return fmt.Errorf("migrate schema 3 to 4: %w", err)
-	}
-	return nil
-}
 
 // saveOutputLost records, on the core, why an attempt's output was lost;
 // the first cause recorded stays.

@@ -10,13 +10,6 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
-// createSites makes the sites table in a database created before it
-// existed (schema.sql creates it in new ones).
-const createSites = `CREATE TABLE IF NOT EXISTS sites (
-	name    TEXT PRIMARY KEY,
-	spec    TEXT NOT NULL,
-	created INTEGER NOT NULL
-) WITHOUT ROWID`
 
 // maxExamined bounds how many ready entries SiteDemand looks at, so a huge
 // backlog of jobs too long for a site never stalls the core.
@@ -31,9 +24,6 @@ func (s *Store) AddSite(ctx context.Context, spec protocol.SiteSpec) error {
 	return s.doDurable(ctx, func() error {
 		if err := s.begin(); err != nil {
 			return err
-		}
-		if _, err := s.w.ExecContext(context.Background(), createSites); err != nil {
-			return fatalError{err}
 		}
 		var n int
 		if err := s.w.QueryRowContext(context.Background(), "SELECT count(*) FROM sites WHERE name = ?", spec.Name).Scan(&n); err != nil {
@@ -55,9 +45,6 @@ func (s *Store) RemoveSite(ctx context.Context, name string) error {
 		if err := s.begin(); err != nil {
 			return err
 		}
-		if _, err := s.w.ExecContext(context.Background(), createSites); err != nil {
-			return fatalError{err}
-		}
 		res, err := s.w.ExecContext(context.Background(), "DELETE FROM sites WHERE name = ?", name)
 		if err != nil {
 			return fatalError{err}
@@ -75,9 +62,6 @@ func (s *Store) Sites(ctx context.Context) ([]protocol.SiteSpec, error) {
 	err := s.do(ctx, func() error {
 		if err := s.begin(); err != nil {
 			return err
-		}
-		if _, err := s.w.ExecContext(context.Background(), createSites); err != nil {
-			return fatalError{err}
 		}
 		rows, err := s.w.QueryContext(context.Background(), "SELECT name, spec FROM sites ORDER BY name")
 		if err != nil {

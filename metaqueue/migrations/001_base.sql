@@ -1,4 +1,4 @@
--- The metaqueue schema, version 4 (version 1 lacked jobs.bundle and submits; 2 lacked job_files and file_locations; 3 lacked output_lost). The CLS is the only writer.
+-- Version 1: the metaqueue as it began. The CLS is the only writer.
 -- Times are Unix microseconds.
 CREATE TABLE IF NOT EXISTS meta (
 	key   TEXT PRIMARY KEY,
@@ -50,7 +50,6 @@ CREATE TABLE IF NOT EXISTS jobs (
 	finished       INTEGER,
 	exit           INTEGER,
 	reason         TEXT,
-	bundle         INTEGER NOT NULL DEFAULT 0, -- id of the bundle's first job; 0 = none
 	CHECK (state <> 'E' OR placeholder_id IS NOT NULL)
 );
 -- No index on state: bulk inserts would pay for it on every row, and
@@ -64,29 +63,6 @@ CREATE TABLE IF NOT EXISTS job_prereqs (
 	PRIMARY KEY (job_id, target_id)
 ) WITHOUT ROWID;
 
--- Files jobs declared (mqsub -i/-o), in the order given: kind 'i' is an
--- input, 'o' an output; size NULL = unknown. Paths are absolute and clean.
-CREATE TABLE IF NOT EXISTS job_files (
-	job_id INTEGER NOT NULL,
-	kind   TEXT NOT NULL CHECK (kind IN ('i', 'o')),
-	seq    INTEGER NOT NULL,
-	path   TEXT NOT NULL,
-	size   INTEGER,
-	PRIMARY KEY (job_id, kind, seq)
-) WITHOUT ROWID;
-
--- Where each declared output was last produced: the site (and host, for
--- the local site; '' otherwise) of the placeholder that ran job_id, which
--- ended Done. The last producer wins.
-CREATE TABLE IF NOT EXISTS file_locations (
-	path     TEXT PRIMARY KEY,
-	site     TEXT NOT NULL,
-	host     TEXT NOT NULL,
-	size     INTEGER,
-	job_id   INTEGER NOT NULL,
-	produced INTEGER NOT NULL
-) WITHOUT ROWID;
-
 CREATE TABLE IF NOT EXISTS attempts (
 	job_id         INTEGER NOT NULL,
 	attempt        INTEGER NOT NULL,
@@ -96,32 +72,4 @@ CREATE TABLE IF NOT EXISTS attempts (
 	exit           INTEGER,
 	reason         TEXT NOT NULL,
 	PRIMARY KEY (job_id, attempt)
-) WITHOUT ROWID;
-
--- Attempts whose output could not be written (a full disk, an I/O error)
--- where the placeholder writes it or where the CLS keeps its copy: the
--- first error says why. Rows only for such attempts, so the hot paths
--- (dispatch, report) write nothing here.
-CREATE TABLE IF NOT EXISTS output_lost (
-	job_id  INTEGER NOT NULL,
-	attempt INTEGER NOT NULL,
-	error   TEXT NOT NULL,
-	PRIMARY KEY (job_id, attempt)
-) WITHOUT ROWID;
-
--- Submit requests that carried an idempotency token: a resent request
--- (its reply was lost) returns these ids instead of adding the jobs again.
-CREATE TABLE IF NOT EXISTS submits (
-	token   TEXT PRIMARY KEY,
-	first   INTEGER NOT NULL,
-	count   INTEGER NOT NULL,
-	created INTEGER NOT NULL
-) WITHOUT ROWID;
-
--- Sites: where placeholders run (cls site add). spec is the site's
--- settings as JSON (protocol.SiteSpec), so new settings need no migration.
-CREATE TABLE IF NOT EXISTS sites (
-	name    TEXT PRIMARY KEY,
-	spec    TEXT NOT NULL,
-	created INTEGER NOT NULL
 ) WITHOUT ROWID;

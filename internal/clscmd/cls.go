@@ -26,12 +26,11 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/internal/agentcmd"
 	mqcli "github.com/mq-hpc/mq/internal/cli"
 	"github.com/mq-hpc/mq/internal/mqhome"
-	"github.com/mq-hpc/mq/internal/sshkey"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/metaqueue"
-	"github.com/mq-hpc/mq/placeholder"
 	"github.com/mq-hpc/mq/policy"
 	"github.com/mq-hpc/mq/protocol"
 	"github.com/mq-hpc/mq/server"
@@ -279,111 +278,18 @@ local placeholders do). With --cls HOST:PORT it keeps one SSH connection to
 that CLS, authenticating with a placeholder key (--key) and accepting only the
 CLS host key pinned with --host-key (the fingerprint or public key that
 ` + "`cls key host`" + ` prints); jobs' stdout and stderr are kept in --out and
-copied to the CLS when each job ends.`,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "cls", Usage: "reach the CLS over SSH at `HOST:PORT` (default: the Unix socket of $MQ_HOME)"},
-			&cli.StringFlag{Name: "host-key", Usage: "with --cls: the CLS host key to accept, as `SHA256:...` or a public key file"},
-			&cli.StringFlag{Name: "key", Usage: "with --cls: the placeholder's private key `FILE` (mode 0600)"},
-			&cli.StringFlag{Name: "user", Usage: "with --cls: SSH user name (any; the key is what counts)", Value: "mq"},
-			&cli.StringFlag{Name: "via", Usage: "with --cls: reach it through this SSH server, `USER@HOST:PORT` (tunnel mode: the login host)"},
-			&cli.StringFlag{Name: "via-host-key", Usage: "with --via: its host public key (\"ssh-ed25519 AAAA...\")"},
-			&cli.StringFlag{Name: "site", Value: "local", Usage: "site name reported to the CLS"},
-			&cli.StringFlag{Name: "host", Usage: "host name reported to the CLS (default: this host's)"},
-			&cli.IntFlag{Name: "slots", Value: 1, Usage: "jobs to run at once"},
-			&cli.StringFlag{Name: "out", Usage: "directory for jobs' stdout/stderr (default $MQ_HOME/output)"},
-			&cli.DurationFlag{Name: "walltime", Usage: "this placeholder's own time limit (0 = none)"},
-			&cli.DurationFlag{Name: "idle", Usage: "exit after this long without work (0 = never)"},
-			&cli.DurationFlag{Name: "reconnect", Usage: "give up after the CLS is unreachable this long", Value: 10 * time.Minute},
-			&cli.BoolFlag{Name: "orphan-exit", Usage: "exit when idle if the parent process dies"},
-			&cli.BoolFlag{Name: "noop", Usage: "report jobs done without running them (benchmarks only)"},
-			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error (to stderr)", Value: "warn"},
-			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile to `FILE` (performance work)", Hidden: true},
-			&cli.StringFlag{Name: "umask", Usage: "the umask jobs run with, octal (the CLS passes its user's to local placeholders)", Hidden: true},
+copied to the CLS when each job ends. Flags: cls agent --help (the same as
+mqagent's, declared once in internal/agentcmd).`,
+		SkipFlagParsing: true,
+		Action: func(c *cli.Context) error {
+			err := agentcmd.Run(c.Context, "cls agent", agentcmd.Local, c.Args().Slice(), c.App.ErrWriter)
+			var ue agentcmd.UsageError
+			if errors.As(err, &ue) {
+				return mqcli.Usagef("%s", ue.Msg)
+			}
+			return err
 		},
-		Action: runAgent,
 	}
-}
-
-func runAgent(c *cli.Context) error {
-	if c.NArg() > 0 {
-		return mqcli.Usagef("agent takes no arguments (got %q)", c.Args().First())
-	}
-	if n := c.Int("slots"); n < 1 || n > 4096 {
-		return mqcli.Usagef("--slots must be 1..4096, not %d", n)
-	}
-	if err := placeholder.CheckTimes(c.Duration("walltime"), c.Duration("idle"), c.Duration("reconnect")); err != nil {
-		return mqcli.Usagef("%v", err)
-	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
-		return mqcli.Usagef("--log-level: %v", err)
-	}
-	if m := c.String("umask"); m != "" {
-		u, err := strconv.ParseUint(m, 8, 32)
-		if err != nil || u > 0o777 {
-			return mqcli.Usagef("--umask must be octal 0..777, not %q", m)
-		}
-		syscall.Umask(int(u))
-	}
-	home, err := client.Home()
-	if err != nil {
-		return err
-	}
-	host := c.String("host")
-	if host == "" {
-		host, _ = os.Hostname()
-	}
-	out := c.String("out")
-	if out == "" {
-		out = filepath.Join(home, "output")
-	}
-	var dial func(ctx context.Context) (io.ReadWriteCloser, error)
-	remote := c.String("cls") != ""
-	if remote {
-		if c.String("key") == "" || c.String("host-key") == "" {
-			return mqcli.Usagef("--cls needs --key (a placeholder key) and --host-key (the CLS's, from `cls key host`)")
-		}
-		signer, err := sshkey.LoadSigner(c.String("key"))
-		if err != nil {
-			return err
-		}
-		pin, err := sshkey.Pin(c.String("host-key"))
-		if err != nil {
-			return err
-		}
-		cfg := client.SSH{Addr: c.String("cls"), User: c.String("user"), Signer: signer, HostKey: pin}
-		if c.String("via") != "" || c.String("via-host-key") != "" {
-			if cfg.Via, err = client.ParseHop(c.String("via"), c.String("via-host-key")); err != nil {
-				return mqcli.Usagef("%v", err)
-			}
-		}
-		dial = func(ctx context.Context) (io.ReadWriteCloser, error) { return client.DialSSH(ctx, cfg) }
-	} else {
-		for _, f := range []string{"host-key", "key", "via", "via-host-key"} {
-			if c.IsSet(f) {
-				return mqcli.Usagef("--%s is only for --cls", f)
-			}
-		}
-		dial = func(ctx context.Context) (io.ReadWriteCloser, error) { return client.DialSocket(ctx, home) }
-	}
-	stop, err := startProfile(c.String("cpuprofile"))
-	if err != nil {
-		return err
-	}
-	defer stop()
-	log := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level})).With("pid", os.Getpid())
-	placeholder.OneProc()
-	a := placeholder.New(placeholder.Config{
-		Dial: dial, Site: c.String("site"), Host: host, Slots: c.Int("slots"), OutDir: out,
-		BatchID:  placeholder.BatchJobID(os.Getenv),
-		Walltime: c.Duration("walltime"), IdleTimeout: c.Duration("idle"), Reconnect: c.Duration("reconnect"),
-		ExitWhenOrphaned: c.Bool("orphan-exit"), NoOp: c.Bool("noop"), StageOutput: remote, Log: log,
-	})
-	err = a.Run(c.Context)
-	if errors.Is(err, context.Canceled) {
-		return nil
-	}
-	return err
 }
 
 func clsQueue(env mqcli.Env) *cli.Command {

@@ -1,0 +1,184 @@
+// Package agentcmd is the placeholder agent's command line, one flag set
+// and one set of checks for both `mqagent` (the small binary sites upload)
+// and `cls agent` (which also runs local placeholders over the Unix
+// socket). It links no metaqueue, SQLite or CLI framework, so mqagent stays
+// small.
+package agentcmd
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/internal/sshkey"
+	"github.com/mq-hpc/mq/placeholder"
+)
+
+// UsageError is a wrong command line (exit status 2); other errors are
+// failures (1).
+type UsageError struct{ Msg string }
+
+func (e UsageError) Error() string { return e.Msg }
+
+func usagef(format string, a ...any) error { return UsageError{fmt.Sprintf(format, a...)} }
+
+// Mode says which command parses: Remote is mqagent (the CLS over SSH
+// only); Local is `cls agent`, whose default is the Unix socket of
+// $MQ_HOME and which has the flags the CLS gives its own placeholders.
+type Mode int
+
+const (
+	Remote Mode = iota
+	Local
+)
+
+// flags is the command line, one declaration per flag.
+type flags struct {
+	cls, hostKey, key, user, via, viaHostKey string
+	site, host, out, logLevel                string
+	slots                                    int
+	walltime, idle, reconnect                time.Duration
+	// Local only.
+	orphanExit, noop  bool
+	cpuprofile, umask string
+}
+
+func (f *flags) register(fs *flag.FlagSet, mode Mode) {
+	clsUsage, siteDefault, outUsage := "the CLS's SSH endpoint `HOST:PORT` (required)", "", "directory for jobs' stdout/stderr (required)"
+	if mode == Local {
+		clsUsage = "reach the CLS over SSH at `HOST:PORT` (default: the Unix socket of $MQ_HOME)"
+		siteDefault, outUsage = "local", "directory for jobs' stdout/stderr (default $MQ_HOME/output)"
+	}
+	fs.StringVar(&f.cls, "cls", "", clsUsage)
+	fs.StringVar(&f.hostKey, "host-key", "", "with --cls: the CLS host key to accept, as `SHA256:...` or a public key file")
+	fs.StringVar(&f.key, "key", "", "with --cls: the placeholder's private key `FILE` (mode 0600)")
+	fs.StringVar(&f.user, "user", "mq", "with --cls: SSH user name (any; the key is what counts)")
+	fs.StringVar(&f.via, "via", "", "with --cls: reach it through this SSH server, `USER@HOST:PORT` (tunnel mode: the login host)")
+	fs.StringVar(&f.viaHostKey, "via-host-key", "", "with --via: its host public key (\"ssh-ed25519 AAAA...\")")
+	fs.StringVar(&f.site, "site", siteDefault, "site name reported to the CLS")
+	fs.StringVar(&f.host, "host", "", "host name reported to the CLS (default: this host's)")
+	fs.IntVar(&f.slots, "slots", 1, "jobs to run at once")
+	fs.StringVar(&f.out, "out", "", outUsage)
+	fs.DurationVar(&f.walltime, "walltime", 0, "this placeholder's own time limit (0 = none)")
+	fs.DurationVar(&f.idle, "idle", 0, "exit after this long without work (0 = never)")
+	fs.DurationVar(&f.reconnect, "reconnect", 10*time.Minute, "give up after the CLS is unreachable this long")
+	fs.StringVar(&f.logLevel, "log-level", "warn", "debug, info, warn or error (to stderr)")
+	if mode == Local {
+		fs.BoolVar(&f.orphanExit, "orphan-exit", false, "exit when idle if the parent process dies")
+		fs.BoolVar(&f.noop, "noop", false, "report jobs done without running them (benchmarks only)")
+		fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile to `FILE` (performance work)")
+		fs.StringVar(&f.umask, "umask", "", "the umask jobs run with, octal (the CLS passes its user's to local placeholders)")
+	}
+}
+
+// Run parses args (after the command's name) and runs the agent until ctx
+// ends or the agent stops. Help goes to stderr and returns nil.
+func Run(ctx context.Context, name string, mode Mode, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f flags
+	f.register(fs, mode)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return UsageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if mode == Remote && (f.cls == "" || f.site == "" || f.out == "") {
+		return usagef("--cls, --host-key, --key, --site and --out are required")
+	}
+	if f.slots < 1 || f.slots > 4096 {
+		return usagef("--slots must be 1..4096, not %d", f.slots)
+	}
+	if err := placeholder.CheckTimes(f.walltime, f.idle, f.reconnect); err != nil {
+		return usagef("%v", err)
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return usagef("--log-level: %v", err)
+	}
+	if f.umask != "" {
+		u, err := strconv.ParseUint(f.umask, 8, 32)
+		if err != nil || u > 0o777 {
+			return usagef("--umask must be octal 0..777, not %q", f.umask)
+		}
+		syscall.Umask(int(u))
+	}
+	if f.host == "" {
+		f.host, _ = os.Hostname()
+	}
+	var dial func(ctx context.Context) (io.ReadWriteCloser, error)
+	remote := f.cls != ""
+	if remote {
+		if f.key == "" || f.hostKey == "" {
+			return usagef("--cls needs --key (a placeholder key) and --host-key (the CLS's, from `cls key host`)")
+		}
+		signer, err := sshkey.LoadSigner(f.key)
+		if err != nil {
+			return err
+		}
+		pin, err := sshkey.Pin(f.hostKey)
+		if err != nil {
+			return err
+		}
+		cfg := client.SSH{Addr: f.cls, User: f.user, Signer: signer, HostKey: pin}
+		if f.via != "" || f.viaHostKey != "" {
+			if cfg.Via, err = client.ParseHop(f.via, f.viaHostKey); err != nil {
+				return usagef("%v", err)
+			}
+		}
+		dial = func(ctx context.Context) (io.ReadWriteCloser, error) { return client.DialSSH(ctx, cfg) }
+	} else {
+		for _, name := range []string{"host-key", "key", "via", "via-host-key"} {
+			if set[name] {
+				return usagef("--%s is only for --cls", name)
+			}
+		}
+		home, err := client.Home()
+		if err != nil {
+			return err
+		}
+		if f.out == "" {
+			f.out = filepath.Join(home, "output")
+		}
+		dial = func(ctx context.Context) (io.ReadWriteCloser, error) { return client.DialSocket(ctx, home) }
+	}
+	if f.cpuprofile != "" {
+		pf, err := os.Create(f.cpuprofile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			pf.Close()
+			return err
+		}
+		defer func() { pprof.StopCPUProfile(); pf.Close() }()
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("pid", os.Getpid())
+	placeholder.OneProc()
+	a := placeholder.New(placeholder.Config{
+		Dial: dial, Site: f.site, Host: f.host, Slots: f.slots, OutDir: f.out,
+		BatchID:  placeholder.BatchJobID(os.Getenv),
+		Walltime: f.walltime, IdleTimeout: f.idle, Reconnect: f.reconnect,
+		ExitWhenOrphaned: f.orphanExit, NoOp: f.noop, StageOutput: remote, Log: log,
+	})
+	if err := a.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}

@@ -132,4 +132,3 @@ func prepareFiles(path string) error {
 	}
 	return f.Close()
 }
-

@@ -10,7 +10,6 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
-
 // maxExamined bounds how many ready entries SiteDemand looks at, so a huge
 // backlog of jobs too long for a site never stalls the core.
 const maxExamined = 100_000

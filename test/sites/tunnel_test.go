@@ -128,10 +128,14 @@ func TestTunnelStockSSHD(t *testing.T) {
 		conn.Close()
 		t.Errorf("the forward is reachable at %s:%s: GatewayPorts is not the default here", n.loginIP, pm[1])
 	}
+	// This CLS's line: other tests' CLSs (TestTunnel's site is also
+	// "tun") share mquser's authorized_keys, each marked with its CLS id,
+	// the name of the directory its scripts are in.
+	mark := "mq-tunnel:mq-tun-" + filepath.Base(filepath.Dir(filepath.Dir(scriptPath)))
 	ak, _ := os.ReadFile("/home/mquser/.ssh/authorized_keys")
 	var line string
 	for _, l := range strings.Split(string(ak), "\n") {
-		if strings.Contains(l, "mq-tunnel:") {
+		if strings.HasSuffix(l, " "+mark) {
 			line = l
 		}
 	}
@@ -166,7 +170,7 @@ func TestTunnelStockSSHD(t *testing.T) {
 	}
 
 	c.must("cls", "site", "remove", "tun")
-	if ak, _ := os.ReadFile("/home/mquser/.ssh/authorized_keys"); strings.Contains(string(ak), "mq-tunnel:") {
+	if ak, _ := os.ReadFile("/home/mquser/.ssh/authorized_keys"); strings.Contains(string(ak), " "+mark+"\n") || strings.HasSuffix(string(ak), " "+mark) {
 		t.Errorf("the placeholder key is still authorized after the site was removed:\n%s", ak)
 	}
 }

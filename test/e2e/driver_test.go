@@ -135,8 +135,12 @@ func TestDriverManyExecs(t *testing.T) {
 	if s := h.summary()["default"]; s["D"] != 10000 {
 		t.Errorf("the metaqueue has %v, want 10,000 done jobs", s)
 	}
+	js := h.jobs()
+	if len(js) != 10000 {
+		t.Errorf("mqstat lists %d jobs, want 10,000", len(js))
+	}
 	wrong := 0
-	for _, j := range h.jobs() {
+	for _, j := range js {
 		if c, ok := want[j.ID]; !ok || c != j.Command {
 			if wrong++; wrong <= 5 {
 				t.Errorf("job %d runs %q; its Exec's result says %q", j.ID, j.Command, c)

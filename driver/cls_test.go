@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,8 +28,23 @@ type testCLS struct {
 	srv   *server.Server
 	ctx   context.Context
 
-	mu    sync.Mutex
-	conns []net.Conn // the driver's connections (agents' are not cut)
+	mu      sync.Mutex
+	conns   []net.Conn   // the driver's connections (agents' are not cut)
+	replies atomic.Int64 // writes to the driver's connections: progress
+}
+
+// replyCounter counts what the CLS writes to the driver.
+type replyCounter struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (r replyCounter) Write(p []byte) (int, error) {
+	n, err := r.Conn.Write(p)
+	if err == nil {
+		r.n.Add(1)
+	}
+	return n, err
 }
 
 func newTestCLS(t *testing.T, agents, slots int) *testCLS {
@@ -71,7 +87,7 @@ func (c *testCLS) dial(ctx context.Context) (io.ReadWriteCloser, error) {
 	c.mu.Lock()
 	c.conns = append(c.conns, b)
 	c.mu.Unlock()
-	go c.srv.ServeConn(c.ctx, b, protocol.RoleUser)
+	go c.srv.ServeConn(c.ctx, replyCounter{b, &c.replies}, protocol.RoleUser)
 	return a, nil
 }
 
@@ -180,19 +196,27 @@ func TestCLSReconnect(t *testing.T) {
 	t.Parallel()
 	c := newTestCLS(t, 2, 4)
 	d := startCLSDriver(t, c, Config{Dir: t.TempDir(), Buffer: 100})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		// A cut every 30 ms, but only once the CLS has answered the driver
+		// since the last one: on a loaded machine a round trip can take
+		// longer than 30 ms, and cutting every one would starve the
+		// driver rather than test its resending.
+		var answered int64
 		for {
 			select {
 			case <-stop:
 				return
 			case <-time.After(30 * time.Millisecond):
-				c.cut()
+				if n := c.replies.Load(); n > answered {
+					answered = n
+					c.cut()
+				}
 			}
 		}
 	}()

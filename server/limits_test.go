@@ -212,6 +212,44 @@ func TestGateBoundsUnauthenticated(t *testing.T) {
 	})
 }
 
+// pendingAtWrite records how many connections the gate held when the
+// server first wrote to this one.
+type pendingAtWrite struct {
+	net.Conn
+	g    *Gate
+	seen chan int
+}
+
+func (c *pendingAtWrite) Write(p []byte) (int, error) {
+	select {
+	case c.seen <- c.g.Pending():
+	default:
+	}
+	return c.Conn.Write(p)
+}
+
+// A connection leaves the gate before its hello is answered: a client told
+// it is in may at once open another connection from the same source, and
+// must not find its first one still counted against the bound.
+func TestHelloLeavesGateBeforeReply(t *testing.T) {
+	t.Parallel()
+	srv := &Server{Store: newStore(t)}
+	var g Gate
+	a, b := net.Pipe()
+	t.Cleanup(func() { a.Close() })
+	ticket := g.admit(b)
+	conn := &pendingAtWrite{Conn: b, g: &g, seen: make(chan int, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go srv.ServePeer(ctx, conn, Peer{MaxRole: protocol.RoleUser, Identity: "socket", Admission: ticket})
+	if err := sayHello(a, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if n := <-conn.seen; n != 0 {
+		t.Errorf("the hello reply was written with %d connections in the gate, want 0", n)
+	}
+}
+
 func TestHelloTimeout(t *testing.T) {
 	t.Parallel()
 	srv := &Server{Store: newStore(t), Limits: Limits{HelloTimeout: 50 * time.Millisecond}}

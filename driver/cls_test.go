@@ -201,6 +201,7 @@ func TestCLSReconnect(t *testing.T) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
+	start, cuts := time.Now(), 0
 	go func() {
 		defer wg.Done()
 		// A cut every 30 ms, but only once the CLS has answered the driver
@@ -208,6 +209,7 @@ func TestCLSReconnect(t *testing.T) {
 		// longer than 30 ms, and cutting every one would starve the
 		// driver rather than test its resending.
 		var answered int64
+		defer func() { t.Logf("%d cuts", cuts) }()
 		for {
 			select {
 			case <-stop:
@@ -215,6 +217,7 @@ func TestCLSReconnect(t *testing.T) {
 			case <-time.After(30 * time.Millisecond):
 				if n := c.replies.Load(); n > answered {
 					answered = n
+					cuts++
 					c.cut()
 				}
 			}
@@ -229,6 +232,7 @@ func TestCLSReconnect(t *testing.T) {
 	rs, err := d.WaitForAll(ctx)
 	close(stop)
 	wg.Wait()
+	t.Logf("%d jobs in %v", n, time.Since(start))
 	if err != nil || len(rs) != n {
 		t.Fatalf("%d results, %v", len(rs), err)
 	}

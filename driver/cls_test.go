@@ -30,19 +30,24 @@ type testCLS struct {
 
 	mu      sync.Mutex
 	conns   []net.Conn   // the driver's connections (agents' are not cut)
-	replies atomic.Int64 // writes to the driver's connections: progress
+	replies atomic.Int64 // replies on the driver's connections but hellos: progress
 }
 
-// replyCounter counts what the CLS writes to the driver.
+// replyCounter counts the replies the CLS writes to the driver after its
+// hello: a reconnection alone is no progress.
 type replyCounter struct {
 	net.Conn
-	n *atomic.Int64
+	n       *atomic.Int64
+	greeted bool
 }
 
-func (r replyCounter) Write(p []byte) (int, error) {
+func (r *replyCounter) Write(p []byte) (int, error) {
 	n, err := r.Conn.Write(p)
 	if err == nil {
-		r.n.Add(1)
+		if r.greeted {
+			r.n.Add(1)
+		}
+		r.greeted = true
 	}
 	return n, err
 }
@@ -87,7 +92,7 @@ func (c *testCLS) dial(ctx context.Context) (io.ReadWriteCloser, error) {
 	c.mu.Lock()
 	c.conns = append(c.conns, b)
 	c.mu.Unlock()
-	go c.srv.ServeConn(c.ctx, replyCounter{b, &c.replies}, protocol.RoleUser)
+	go c.srv.ServeConn(c.ctx, &replyCounter{Conn: b, n: &c.replies}, protocol.RoleUser)
 	return a, nil
 }
 
@@ -204,10 +209,12 @@ func TestCLSReconnect(t *testing.T) {
 	start, cuts := time.Now(), 0
 	go func() {
 		defer wg.Done()
-		// A cut every 30 ms, but only once the CLS has answered the driver
-		// since the last one: on a loaded machine a round trip can take
-		// longer than 30 ms, and cutting every one would starve the
-		// driver rather than test its resending.
+		// A cut every 30 ms, but only once the CLS has answered a request
+		// of the driver's (not just its hello) since the last one: on a
+		// loaded machine a round trip can take longer than 30 ms, and
+		// cutting every one (or every hello, which backs the driver's
+		// reconnection off up to 1 s) starves the driver rather than
+		// tests its resending.
 		var answered int64
 		defer func() { t.Logf("%d cuts", cuts) }()
 		for {
@@ -226,7 +233,8 @@ func TestCLSReconnect(t *testing.T) {
 	const n = 400
 	for i := 0; i < n; i++ {
 		if _, err := d.Exec(ctx, fmt.Sprintf("sleep 0.00%d; exit %d", i%10, i%7)); err != nil {
-			t.Fatal(err)
+			sum, _ := c.store.Summary(context.Background())
+			t.Fatalf("exec %d: %v (driver pending %d; metaqueue %+v)", i, err, d.Pending(), sum)
 		}
 	}
 	rs, err := d.WaitForAll(ctx)

@@ -130,7 +130,7 @@ func TestCLSExitCodes(t *testing.T) {
 	t.Parallel()
 	c := newTestCLS(t, 2, 2)
 	d := startCLSDriver(t, c, Config{Dir: t.TempDir()})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for _, exit := range []int{0, 1, 7, 137} {
 		code, err := d.ExecSync(ctx, fmt.Sprintf("exit %d", exit))
@@ -161,7 +161,7 @@ func TestCLSDeletedAndBlocked(t *testing.T) {
 	t.Parallel()
 	c := newTestCLS(t, 1, 1)
 	d := startCLSDriver(t, c, Config{Dir: t.TempDir()})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// A job waiting on a target that never completes, deleted by the user.
 	k, err := d.Exec(ctx, "true", Target("late"), Prereqs("never"))
@@ -282,7 +282,7 @@ func TestCLSGroupsAndPipelinesRunAsBundles(t *testing.T) {
 	t.Parallel()
 	c := newTestCLS(t, 4, 1)
 	d := startCLSDriver(t, c, Config{Dir: t.TempDir(), GroupTimeout: 50 * time.Millisecond})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := d.SetGroup("g", 3); err != nil {
 		t.Fatal(err)
@@ -358,7 +358,7 @@ func TestCommandBytesExact(t *testing.T) {
 			} else {
 				d = startLocal(t, Config{Dir: dir})
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			code, err := d.ExecSync(ctx, "printf x > "+name+" && test -f "+name)
 			if err != nil || code != 0 {

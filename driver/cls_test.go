@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,8 +28,28 @@ type testCLS struct {
 	srv   *server.Server
 	ctx   context.Context
 
-	mu    sync.Mutex
-	conns []net.Conn // the driver's connections (agents' are not cut)
+	mu      sync.Mutex
+	conns   []net.Conn   // the driver's connections (agents' are not cut)
+	replies atomic.Int64 // replies on the driver's connections but hellos: progress
+}
+
+// replyCounter counts the replies the CLS writes to the driver after its
+// hello: a reconnection alone is no progress.
+type replyCounter struct {
+	net.Conn
+	n       *atomic.Int64
+	greeted bool
+}
+
+func (r *replyCounter) Write(p []byte) (int, error) {
+	n, err := r.Conn.Write(p)
+	if err == nil {
+		if r.greeted {
+			r.n.Add(1)
+		}
+		r.greeted = true
+	}
+	return n, err
 }
 
 func newTestCLS(t *testing.T, agents, slots int) *testCLS {
@@ -71,7 +92,7 @@ func (c *testCLS) dial(ctx context.Context) (io.ReadWriteCloser, error) {
 	c.mu.Lock()
 	c.conns = append(c.conns, b)
 	c.mu.Unlock()
-	go c.srv.ServeConn(c.ctx, b, protocol.RoleUser)
+	go c.srv.ServeConn(c.ctx, &replyCounter{Conn: b, n: &c.replies}, protocol.RoleUser)
 	return a, nil
 }
 
@@ -109,7 +130,7 @@ func TestCLSExitCodes(t *testing.T) {
 	t.Parallel()
 	c := newTestCLS(t, 2, 2)
 	d := startCLSDriver(t, c, Config{Dir: t.TempDir()})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for _, exit := range []int{0, 1, 7, 137} {
 		code, err := d.ExecSync(ctx, fmt.Sprintf("exit %d", exit))
@@ -140,7 +161,7 @@ func TestCLSDeletedAndBlocked(t *testing.T) {
 	t.Parallel()
 	c := newTestCLS(t, 1, 1)
 	d := startCLSDriver(t, c, Config{Dir: t.TempDir()})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// A job waiting on a target that never completes, deleted by the user.
 	k, err := d.Exec(ctx, "true", Target("late"), Prereqs("never"))
@@ -180,31 +201,46 @@ func TestCLSReconnect(t *testing.T) {
 	t.Parallel()
 	c := newTestCLS(t, 2, 4)
 	d := startCLSDriver(t, c, Config{Dir: t.TempDir(), Buffer: 100})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
+	start, cuts := time.Now(), 0
 	go func() {
 		defer wg.Done()
+		// A cut every 30 ms, but only once the CLS has answered a request
+		// of the driver's (not just its hello) since the last one: on a
+		// loaded machine a round trip can take longer than 30 ms, and
+		// cutting every one (or every hello, which backs the driver's
+		// reconnection off up to 1 s) starves the driver rather than
+		// tests its resending.
+		var answered int64
+		defer func() { t.Logf("%d cuts", cuts) }()
 		for {
 			select {
 			case <-stop:
 				return
 			case <-time.After(30 * time.Millisecond):
-				c.cut()
+				if n := c.replies.Load(); n > answered {
+					answered = n
+					cuts++
+					c.cut()
+				}
 			}
 		}
 	}()
 	const n = 400
 	for i := 0; i < n; i++ {
 		if _, err := d.Exec(ctx, fmt.Sprintf("sleep 0.00%d; exit %d", i%10, i%7)); err != nil {
-			t.Fatal(err)
+			sum, _ := c.store.Summary(context.Background())
+			t.Fatalf("exec %d: %v (driver pending %d; metaqueue %+v)", i, err, d.Pending(), sum)
 		}
 	}
 	rs, err := d.WaitForAll(ctx)
 	close(stop)
 	wg.Wait()
+	t.Logf("%d jobs in %v", n, time.Since(start))
 	if err != nil || len(rs) != n {
 		t.Fatalf("%d results, %v", len(rs), err)
 	}
@@ -246,7 +282,7 @@ func TestCLSGroupsAndPipelinesRunAsBundles(t *testing.T) {
 	t.Parallel()
 	c := newTestCLS(t, 4, 1)
 	d := startCLSDriver(t, c, Config{Dir: t.TempDir(), GroupTimeout: 50 * time.Millisecond})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := d.SetGroup("g", 3); err != nil {
 		t.Fatal(err)
@@ -322,7 +358,7 @@ func TestCommandBytesExact(t *testing.T) {
 			} else {
 				d = startLocal(t, Config{Dir: dir})
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			code, err := d.ExecSync(ctx, "printf x > "+name+" && test -f "+name)
 			if err != nil || code != 0 {

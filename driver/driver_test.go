@@ -438,12 +438,17 @@ func startRecorder(t *testing.T, cfg Config) (*Driver, *recorder) {
 	return d, r
 }
 
+// TestGroupBundleSizes: a group's full bundles go out as they fill, without
+// waiting for the group timeout; an incomplete one waits for the timeout
+// (or a barrier) and then goes out whole. No check depends on how fast this
+// machine runs: the full bundles are awaited under a timeout of an hour, and
+// the timeout's flush is only bounded from below.
 func TestGroupBundleSizes(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		bf, jobs int
-		want     []int // bundle sizes sent before the timeout
-		tail     int   // size flushed by the timeout (0 = none)
+		want     []int // bundle sizes sent at once
+		tail     int   // size of the incomplete bundle (0 = none)
 	}{
 		{1, 3, []int{1, 1, 1}, 0},
 		{4, 8, []int{4, 4}, 0},
@@ -453,23 +458,35 @@ func TestGroupBundleSizes(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("bf%d_jobs%d", tc.bf, tc.jobs), func(t *testing.T) {
 			t.Parallel()
-			timeout := 150 * time.Millisecond
-			d, r := startRecorder(t, Config{Buffer: 100, Consumers: 2, GroupTimeout: timeout})
-			if err := d.SetGroup("blast", tc.bf); err != nil {
-				t.Fatal(err)
-			}
 			ctx := context.Background()
-			start := time.Now()
-			var keys []Key
-			for i := 0; i < tc.jobs; i++ {
-				k, err := d.Exec(ctx, "true", Group("blast"))
-				if err != nil {
+			issue := func(d *Driver) []Key {
+				t.Helper()
+				if err := d.SetGroup("blast", tc.bf); err != nil {
 					t.Fatal(err)
 				}
-				keys = append(keys, k)
+				var keys []Key
+				for i := 0; i < tc.jobs; i++ {
+					k, err := d.Exec(ctx, "true", Group("blast"))
+					if err != nil {
+						t.Fatal(err)
+					}
+					keys = append(keys, k)
+				}
+				return keys
 			}
-			// Before the timeout: only full bundles.
-			time.Sleep(timeout / 3)
+			withTail := slices.Clone(tc.want)
+			if tc.tail > 0 {
+				withTail = append(withTail, tc.tail)
+			}
+
+			// Full bundles go out without the timeout: under one of an
+			// hour, nothing else can.
+			d, r := startRecorder(t, Config{Buffer: 100, Consumers: 2, GroupTimeout: time.Hour})
+			keys := issue(d)
+			waitUntil(t, func() bool {
+				units, _, _ := r.snapshot()
+				return len(units) >= len(tc.want)
+			})
 			units, _, bund := r.snapshot()
 			if got := sizes(units); !equalInts(got, tc.want) {
 				t.Fatalf("bundles before the timeout: %v, want %v", got, tc.want)
@@ -479,20 +496,13 @@ func TestGroupBundleSizes(t *testing.T) {
 					t.Errorf("unit %d of %d jobs: bundle=%v", i, len(units[i]), b)
 				}
 			}
-			time.Sleep(timeout) // past the timeout (a barrier would flush at once)
-			units, when, _ := r.snapshot()
+			// A barrier sends the incomplete bundle at once.
 			if _, err := d.WaitForAll(ctx); err != nil {
 				t.Fatal(err)
 			}
-			want := tc.want
-			if tc.tail > 0 {
-				want = append(append([]int(nil), want...), tc.tail)
-				if el := when[len(when)-1].Sub(start); el < timeout {
-					t.Errorf("incomplete bundle flushed after %v, before the timeout %v", el, timeout)
-				}
-			}
-			if got := sizes(units); !equalInts(got, want) {
-				t.Fatalf("bundles: %v, want %v", got, want)
+			units, _, _ = r.snapshot()
+			if got := sizes(units); !equalInts(got, withTail) {
+				t.Fatalf("bundles after the barrier: %v, want %v", got, withTail)
 			}
 			// Two consumers record units in whatever order they take them;
 			// within a bundle, and from one bundle to the next, the jobs
@@ -505,6 +515,38 @@ func TestGroupBundleSizes(t *testing.T) {
 			}
 			if fmt.Sprint(flat) != fmt.Sprint(keys) {
 				t.Errorf("jobs out of order: %v, want %v", flat, keys)
+			}
+			if tc.tail == 0 {
+				return
+			}
+
+			// Without a barrier, the timeout sends the incomplete bundle,
+			// never before it.
+			const timeout = time.Second
+			d, r = startRecorder(t, Config{Buffer: 100, Consumers: 2, GroupTimeout: timeout})
+			start := time.Now()
+			keys = issue(d)
+			issued := time.Since(start)
+			waitUntil(t, func() bool {
+				units, _, _ := r.snapshot()
+				n := 0
+				for _, u := range units {
+					n += len(u)
+				}
+				return n == tc.jobs
+			})
+			units, when, _ := r.snapshot()
+			for i, u := range units {
+				if slices.Contains(u, keys[len(keys)-1]) {
+					if el := when[i].Sub(start); el < timeout {
+						t.Errorf("incomplete bundle flushed after %v, before the timeout %v", el, timeout)
+					}
+				}
+			}
+			// The timer starts with the bundle's first job: only if issuing
+			// took longer than the timeout may the tail have gone in parts.
+			if got := sizes(units); issued < timeout && !equalInts(got, withTail) {
+				t.Errorf("bundles with the timeout: %v, want %v", got, withTail)
 			}
 		})
 	}

@@ -54,8 +54,9 @@ type Config struct {
 	StageOutput bool
 	Log         *slog.Logger
 
-	// prefetchWindow overrides the package's (tests: a slow machine
-	// must not turn short jobs into long ones).
+	// prefetchWindow overrides the package's, and with it what counts as
+	// short and how long a job may be held (tests: a slow machine must not
+	// turn short jobs into long ones).
 	prefetchWindow time.Duration
 }
 
@@ -302,23 +303,26 @@ func (a *Agent) walltimeLeft() float64 {
 	return left.Seconds()
 }
 
-// Prefetch settings. While jobs average under prefetchBelow, an agent holds
-// jobs beyond its free slots: about prefetchWindow of work per slot (at
-// least one job, at most maxPrefetch), and refills when half of that is
-// used, so one round trip reports and fetches many short jobs. A held job
-// is given back after maxHold.
+// Prefetch settings. While jobs average under prefetchBelow windows, an
+// agent holds jobs beyond its free slots: about prefetchWindow of work per
+// slot (at least one job, at most maxPrefetch), and refills when half of
+// that is used, so one round trip reports and fetches many short jobs. A
+// held job is given back after maxHold windows. Both are multiples of the
+// window, so a wider one (a test on a slow machine) keeps them consistent:
+// held work stays well under maxHold.
 const (
-	prefetchBelow  = 500 * time.Millisecond
 	prefetchWindow = 20 * time.Millisecond
+	prefetchBelow  = 25 // windows: 500 ms
 	maxPrefetch    = 64
-	maxHold        = 2 * time.Second
+	maxHold        = 100 // windows: 2 s
 )
 
 // prefetchDepth is how many jobs to hold beyond the free slots when jobs
 // run meanRun on average (0 = not known yet) and the longest running one
 // has run longest.
 func (a *Agent) prefetchDepth(meanRun time.Duration) int {
-	if meanRun <= 0 || meanRun >= prefetchBelow || a.longestRunning() >= prefetchBelow {
+	below := prefetchBelow * a.cfg.prefetchWindow
+	if meanRun <= 0 || meanRun >= below || a.longestRunning() >= below {
 		return 0
 	}
 	d := int(a.cfg.prefetchWindow * time.Duration(a.cfg.Slots) / max(meanRun, time.Microsecond))
@@ -698,7 +702,7 @@ func (a *Agent) work(ctx context.Context) error {
 			// after all: give it back so another placeholder can run it.
 			var keep []heldJob
 			for _, h := range held {
-				if time.Since(h.since) > maxHold {
+				if time.Since(h.since) > maxHold*a.cfg.prefetchWindow {
 					reports = append(reports, a.giveBack([]heldJob{h})...)
 				} else {
 					keep = append(keep, h)

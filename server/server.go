@@ -297,12 +297,16 @@ func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) 
 				return
 			}
 			body, err := c.doHello(req.Body)
+			if c.hello {
+				// Out of the gate before the reply: a client told it is in
+				// may at once open another connection from the same source.
+				greeted.Store(true)
+				p.Admission.Done()
+			}
 			c.reply(req.ID, body, err)
 			if !c.hello {
 				return
 			}
-			greeted.Store(true)
-			p.Admission.Done()
 			n := orDefault(lim.InFlight, DefaultInFlight)
 			if c.role == protocol.RolePlaceholder {
 				n = orDefault(lim.PlaceholderInFlight, DefaultPlaceholderInFlight)

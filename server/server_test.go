@@ -20,6 +20,11 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
+// patience bounds waits for what must happen: generous, since under the
+// race detector on a loaded machine a 4 MB frame alone can take over 10 s
+// to cross a pipe.
+const patience = 2 * time.Minute
+
 func newStore(t testing.TB) *metaqueue.Store {
 	t.Helper()
 	s, err := metaqueue.Open(context.Background(), metaqueue.Options{
@@ -82,7 +87,7 @@ func connectAs(t testing.TB, srv *Server, who Peer) *peer {
 		cli.Close()
 		select {
 		case <-p.served:
-		case <-time.After(10 * time.Second):
+		case <-time.After(patience):
 			t.Error("ServeConn did not return after the peer closed")
 		}
 	})
@@ -91,7 +96,7 @@ func connectAs(t testing.TB, srv *Server, who Peer) *peer {
 
 func (p *peer) sendLine(line string) {
 	p.t.Helper()
-	p.c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	p.c.SetWriteDeadline(time.Now().Add(patience))
 	if _, err := io.WriteString(p.c, line+"\n"); err != nil {
 		p.t.Fatalf("write: %v", err)
 	}
@@ -123,7 +128,7 @@ func (p *peer) recv(id uint64) *protocol.Response {
 		p.held[id] = h[1:]
 		return h[0]
 	}
-	timeout := time.After(10 * time.Second)
+	timeout := time.After(patience)
 	for {
 		select {
 		case r, ok := <-p.resps:
@@ -195,7 +200,7 @@ func (p *peer) hello(role string) protocol.HelloReply {
 // closed waits until the server has closed the connection.
 func (p *peer) closed() {
 	p.t.Helper()
-	timeout := time.After(10 * time.Second)
+	timeout := time.After(patience)
 	for {
 		select {
 		case _, ok := <-p.resps:
@@ -477,7 +482,7 @@ func TestPlaceholderSpeaksOnlyForItself(t *testing.T) {
 	}
 	// Closing a's connection tells OnPlaceholder.
 	a.c.Close()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(patience)
 	for {
 		mu.Lock()
 		ev := append([]bool(nil), events[ra.ID]...)
@@ -634,7 +639,7 @@ func TestGarbageInput(t *testing.T) {
 	}
 	// Every bad line gets exactly one error reply and the connection lives.
 	var got []*protocol.Response
-	timeout := time.After(10 * time.Second)
+	timeout := time.After(patience)
 	for len(got) < 10 {
 		select {
 		case r := <-p.resps:
@@ -662,14 +667,14 @@ func TestBinaryJunkThenEOF(t *testing.T) {
 	} {
 		p := connect(t, srv, protocol.RoleUser)
 		p.hello("")
-		p.c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		p.c.SetWriteDeadline(time.Now().Add(patience))
 		if _, err := p.c.Write(junk); err != nil {
 			t.Fatal(err)
 		}
 		p.c.Close()
 		select {
 		case <-p.served:
-		case <-time.After(10 * time.Second):
+		case <-time.After(patience):
 			t.Fatal("ServeConn did not return")
 		}
 	}
@@ -682,7 +687,7 @@ func TestOversizedFrame(t *testing.T) {
 	p.hello("")
 	go func() {
 		big := bytes.Repeat([]byte("a"), protocol.MaxFrame+10)
-		p.c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		p.c.SetWriteDeadline(time.Now().Add(patience))
 		p.c.Write(append(big, '\n'))
 	}()
 	select {
@@ -690,7 +695,7 @@ func TestOversizedFrame(t *testing.T) {
 		if r == nil || r.Err == nil || r.Err.Code != protocol.CodeBadRequest || !strings.Contains(r.Err.Msg, "exceeds") {
 			t.Fatalf("oversized frame reply %+v", r)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(patience):
 		t.Fatal("no reply to an oversized frame")
 	}
 	p.closed()
@@ -724,11 +729,11 @@ func TestServeAndShutdown(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Serve: %v", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(patience):
 		t.Fatal("Serve did not return after cancel")
 	}
 	// The open connection is closed too.
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	c.SetReadDeadline(time.Now().Add(patience))
 	if _, err := r.ReadLine(); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("connection still open after shutdown: %v", err)
 	}
@@ -736,7 +741,7 @@ func TestServeAndShutdown(t *testing.T) {
 	go func() { srv.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(patience):
 		t.Fatal("Wait did not return")
 	}
 }

@@ -341,7 +341,9 @@ func (s *Remote) Diagnose(ctx context.Context, id string) string {
 // PBS ID.OU...) and its last lines.
 func logTailCommand(dir, id string) string {
 	q := Quote(id)
-	show := `) printf '%s\n' "$PWD/$f"; tail -n 5 "$f"; exit 0;; esac; done; `
+	// The last 8 KiB at most: the log is the batch job's, and a line of it
+	// could be as long as the job liked.
+	show := `) printf '%s\n' "$PWD/$f"; tail -c 8192 "$f" | tail -n 5; exit 0;; esac; done; `
 	// The names we know first: a loose match could hit a job name's digits.
 	return `cd ` + Quote(dir) + ` 2>/dev/null || exit 0; ` +
 		`for f in *; do case "$f" in *.o` + q + `|*-` + q + `.out|` + q + `.*` + show +

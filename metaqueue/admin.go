@@ -444,7 +444,7 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 			next.Ceiling, next.MaxAttempts, next.RetryFailed, next.Policy, q.id); err != nil {
 			return fatalError{err}
 		}
-		if pol != nil && pol.Name != q.ready.Order().Name() {
+		if pol != nil && pol.Name != q.pol.Name {
 			h := policy.NewHeap(pol.Order)
 			toDC := pol.Kind == policy.Choosing
 			now := s.now()
@@ -458,7 +458,7 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 					s.becameReady(r.ID, now) // queue time counts from the switch
 				}
 			}
-			q.ready = h
+			q.pol, q.ready = *pol, h
 			s.countDC()
 			s.data.gen++
 		}

@@ -78,29 +78,24 @@ type fileLoc struct {
 	job  int64
 }
 
-// lookupPolicy returns the ordering of a queue's ready heap for a policy
-// name (policy.Lookup).
-func lookupPolicy(name string) (policy.Ordering, error) {
+// setPolicy gives a new queue its policy and an empty ready heap in the
+// policy's order. A stored name this build does not know (a newer
+// version's) falls back to FCFS.
+func (q *queue) setPolicy(name string) {
 	p, err := policy.Lookup(name)
 	if err != nil {
-		return nil, err
+		p, _ = policy.Lookup("fcfs")
 	}
-	return p.Order, nil
+	q.pol = p
+	q.ready = policy.NewHeap(p.Order)
 }
 
-// policyOf is the queue's policy, as its ready heap names it.
-func (q *queue) policyOf() policy.Info {
-	p, _ := policy.Lookup(q.ready.Order().Name())
-	return p
-}
-
-func (q *queue) isDC() bool { return q.policyOf().Kind == policy.Choosing }
+func (q *queue) isDC() bool { return q.pol.Kind == policy.Choosing }
 
 // learnsEstimates says whether the queue orders jobs that declared no
 // runtime by a learned one (SJF); DC prices runtimes on its own.
 func (q *queue) learnsEstimates() bool {
-	p := q.policyOf()
-	return p.Kind == policy.Ordered && p.Needs&policy.NeedsEstimates != 0
+	return q.pol.Kind == policy.Ordered && q.pol.Needs&policy.NeedsEstimates != 0
 }
 
 // dataState is the core's memory for data-conscious scheduling.
@@ -502,7 +497,7 @@ func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err 
 			}
 		}
 		d.fut = fut
-		dc := q.policyOf().NewDC(s.link(cur).Latency)
+		dc := q.pol.NewDC(s.link(cur).Latency)
 		dec = dc.Choose(policy.Snapshot{Current: cur, Future: fut, Ready: slices.Values(cands), Net: network{s}})
 	} else {
 		dec.Wait = true

@@ -97,7 +97,8 @@ type Store struct {
 type queue struct {
 	protocol.QueueInfo
 	id    int32
-	ready *policy.Heap
+	pol   policy.Info  // from QueueInfo.Policy, looked up once
+	ready *policy.Heap // in pol's order
 }
 
 type run struct {
@@ -504,11 +505,7 @@ func (s *Store) load(ctx context.Context) error {
 			rows.Close()
 			return err
 		}
-		o, err := lookupPolicy(q.Policy)
-		if err != nil {
-			o = policy.FCFS{}
-		}
-		q.ready = policy.NewHeap(o)
+		q.setPolicy(q.Policy)
 		s.addQueue(q)
 	}
 	if err := closeRows(rows); err != nil {

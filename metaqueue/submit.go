@@ -5,7 +5,6 @@ import (
 
 	"github.com/mq-hpc/mq/dag"
 	"github.com/mq-hpc/mq/job"
-	"github.com/mq-hpc/mq/policy"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -298,11 +297,7 @@ func (s *Store) queueFor(name string) (*queue, error) {
 	if err != nil {
 		return nil, fatalError{err}
 	}
-	o, err := lookupPolicy(q.Policy)
-	if err != nil {
-		o = policy.FCFS{}
-	}
-	q.ready = policy.NewHeap(o)
+	q.setPolicy(q.Policy)
 	s.addQueue(q)
 	return q, nil
 }

@@ -221,15 +221,9 @@ func TestMigrateFrom1(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	id := e.submit1("t", "old job")
-	e.s.Close()
-	e.s = nil
-	db := openRaw(t, e.opt.Path)
-	mustExec(t, db, "ALTER TABLE jobs DROP COLUMN bundle")
-	mustExec(t, db, "DROP TABLE submits")
-	mustExec(t, db, "ALTER TABLE placeholders DROP COLUMN identity") // the first version 1 had none
-	mustExec(t, db, "UPDATE meta SET value = '1' WHERE key = 'schema'")
-	db.Close()
-	e.open()
+	e.downgrade("ALTER TABLE jobs DROP COLUMN bundle", "DROP TABLE submits",
+		"ALTER TABLE placeholders DROP COLUMN identity", // the first version 1 had none
+		"UPDATE meta SET value = '1' WHERE key = 'schema'")
 	e.mustBe(id, job.Queued)
 	b := e.submitReq(protocol.Submit{Bundle: true, Token: "x", Jobs: []protocol.JobSpec{spec("t", "a"), spec("t", "b")}})
 	got := e.next(e.register("p"), 1)

@@ -111,14 +111,7 @@ func TestMigrateFrom2(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	id := e.submit1("t", "old job")
-	e.s.Close()
-	e.s = nil
-	db := openRaw(t, e.opt.Path)
-	mustExec(t, db, "DROP TABLE job_files")
-	mustExec(t, db, "DROP TABLE file_locations")
-	mustExec(t, db, "UPDATE meta SET value = '2' WHERE key = 'schema'")
-	db.Close()
-	e.open()
+	e.downgrade("DROP TABLE job_files", "DROP TABLE file_locations", "UPDATE meta SET value = '2' WHERE key = 'schema'")
 	e.mustBe(id, job.Queued)
 	n := e.submit(withFiles("n", "new", []protocol.File{file("/a", 1)}, []protocol.File{{Path: "/b"}}))[0]
 	ph := e.register("p")
@@ -128,7 +121,7 @@ func TestMigrateFrom2(t *testing.T) {
 		t.Fatalf("after migration: %+v %+v", d.Inputs, d.Outputs)
 	}
 	var v string
-	db = openRaw(t, e.opt.Path)
+	db := openRaw(t, e.opt.Path)
 	defer db.Close()
 	if err := db.QueryRow("SELECT value FROM meta WHERE key = 'schema'").Scan(&v); err != nil || v != strconv.Itoa(schemaVersion()) {
 		t.Fatalf("schema version %q, %v", v, err)
@@ -381,13 +374,7 @@ func TestMigrateFrom3(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	id := e.submit1("t", "old job")
-	e.s.Close()
-	e.s = nil
-	db := openRaw(t, e.opt.Path)
-	mustExec(t, db, "DROP TABLE output_lost")
-	mustExec(t, db, "UPDATE meta SET value = '3' WHERE key = 'schema'")
-	db.Close()
-	e.open()
+	e.downgrade("DROP TABLE output_lost", "UPDATE meta SET value = '3' WHERE key = 'schema'")
 	e.mustBe(id, job.Queued)
 	ph := e.register("p")
 	got := e.next(ph, 1)
@@ -399,7 +386,7 @@ func TestMigrateFrom3(t *testing.T) {
 		t.Fatalf("output_lost %q after migration, want %q", d.OutputLost, r.OutputLost)
 	}
 	var v string
-	db = openRaw(t, e.opt.Path)
+	db := openRaw(t, e.opt.Path)
 	defer db.Close()
 	if err := db.QueryRow("SELECT value FROM meta WHERE key = 'schema'").Scan(&v); err != nil || v != strconv.Itoa(schemaVersion()) {
 		t.Fatalf("schema version %q, %v", v, err)

@@ -461,6 +461,20 @@ func errCode(t *testing.T, err error, code string) {
 
 // openRaw opens the store's file directly (the store must be closed, or
 // only read).
+// downgrade closes the store, runs stmts on its database directly (to make
+// it what an older version left) and opens the store again.
+func (e *env) downgrade(stmts ...string) {
+	e.t.Helper()
+	e.s.Close()
+	e.s = nil
+	db := openRaw(e.t, e.opt.Path)
+	for _, q := range stmts {
+		mustExec(e.t, db, q)
+	}
+	db.Close()
+	e.open()
+}
+
 func openRaw(t *testing.T, path string) *sql.DB {
 	t.Helper()
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")

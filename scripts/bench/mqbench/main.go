@@ -425,7 +425,6 @@ func drain(args []string) error {
 	if err != nil {
 		return err
 	}
-	base := c0.get("D")
 	cpu0, ok0 := snapCPU(*clsPID)
 	dist := startDisturbance()
 	t0 := time.Now()
@@ -433,6 +432,19 @@ func drain(args []string) error {
 		return err
 	}
 	submitted := time.Since(t0)
+	if err := waitDone(ctx, cl, c0, *n, *poll); err != nil {
+		return err
+	}
+	el := time.Since(t0)
+	cpu1, ok1 := snapCPU(*clsPID)
+	fmt.Printf("jobs=%d submit_s=%.3f total_s=%.3f jobs_per_s=%.0f%s%s\n", *n, submitted.Seconds(), el.Seconds(),
+		float64(*n)/el.Seconds(), cpuPerJob(cpu0, cpu1, ok0, ok1, *n), dist.others(cpu1.sub(cpu0)))
+	return nil
+}
+
+// waitDone polls the CLS's summary until n more jobs than in c0 are Done;
+// a job ending Failed, Blocked or Deleted meanwhile is an error.
+func waitDone(ctx context.Context, cl *client.Client, c0 counts, n int, poll time.Duration) error {
 	for {
 		c, err := summary(ctx, cl)
 		if err != nil {
@@ -441,14 +453,10 @@ func drain(args []string) error {
 		if c.get("FBX") > c0.get("FBX") {
 			return fmt.Errorf("jobs failed: %v", c.byState)
 		}
-		if c.get("D")-base >= *n {
-			el := time.Since(t0)
-			cpu1, ok1 := snapCPU(*clsPID)
-			fmt.Printf("jobs=%d submit_s=%.3f total_s=%.3f jobs_per_s=%.0f%s%s\n", *n, submitted.Seconds(), el.Seconds(),
-				float64(*n)/el.Seconds(), cpuPerJob(cpu0, cpu1, ok0, ok1, *n), dist.others(cpu1.sub(cpu0)))
+		if c.get("D")-c0.get("D") >= n {
 			return nil
 		}
-		time.Sleep(*poll)
+		time.Sleep(poll)
 	}
 }
 

@@ -86,18 +86,8 @@ func wfreplay(args []string) error {
 		if err := runQuiet([]string{"mqsub", "-f", jobs.Name()}); err != nil {
 			return err
 		}
-		for {
-			c, err := summary(ctx, cl)
-			if err != nil {
-				return err
-			}
-			if c.get("FBX") > c0.get("FBX") {
-				return fmt.Errorf("%s: jobs failed: %v", path, c.byState)
-			}
-			if c.get("D")-c0.get("D") >= len(w.Tasks) {
-				break
-			}
-			time.Sleep(*poll)
+		if err := waitDone(ctx, cl, c0, len(w.Tasks), *poll); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
 		}
 		el := time.Since(t0).Seconds()
 		fmt.Printf("trace=%s tasks=%d scale=%.4g critical_path_s=%.3f work_per_slot_s=%.3f bound_s=%.3f makespan_s=%.3f ratio=%.3f\n",

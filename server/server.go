@@ -816,6 +816,9 @@ func checkRegister(r protocol.Register) error {
 	if err := protocol.CheckText("host", r.Host, protocol.MaxHostBytes); err != nil {
 		return err
 	}
+	if err := protocol.CheckText("batch", r.Batch, protocol.MaxHostBytes); err != nil {
+		return err // kept in the site manager's memory and logged
+	}
 	return protocol.CheckText("out_dir", r.OutDir, protocol.MaxPathBytes)
 }
 

@@ -765,6 +765,8 @@ func TestPeerTextIsChecked(t *testing.T) {
 		{"site with ESC", func(r *protocol.Register) { r.Site = "s\x1b]0;title\x07" }, "control character"},
 		{"C1 in out_dir", func(r *protocol.Register) { r.OutDir = "/o\u009b" }, "control character"},
 		{"huge out_dir", func(r *protocol.Register) { r.OutDir = "/" + strings.Repeat("d", 5000) }, "out_dir is 5001 bytes"},
+		{"huge batch id", func(r *protocol.Register) { r.Batch = strings.Repeat("7", 3<<20) }, "batch is 3145728 bytes"},
+		{"batch id with ESC", func(r *protocol.Register) { r.Batch = "42\x1b[2J" }, "control character"},
 	} {
 		r := good
 		tt.edit(&r)

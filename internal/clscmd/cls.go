@@ -4,38 +4,30 @@
 package clscmd
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
-	"golang.org/x/crypto/ssh"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/cls"
 	"github.com/mq-hpc/mq/internal/agentcmd"
 	mqcli "github.com/mq-hpc/mq/internal/cli"
-	"github.com/mq-hpc/mq/internal/mqhome"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/metaqueue"
 	"github.com/mq-hpc/mq/policy"
 	"github.com/mq-hpc/mq/protocol"
-	"github.com/mq-hpc/mq/server"
-	"github.com/mq-hpc/mq/site"
-	"github.com/mq-hpc/mq/sshserver"
 )
 
 // Cls returns the cls command: the command-line server and its admin verbs.
@@ -103,135 +95,33 @@ func serve(c *cli.Context) error {
 	if c.Duration("connect-timeout") < time.Second {
 		return mqcli.Usagef("--connect-timeout must be at least 1s, not %s", c.Duration("connect-timeout"))
 	}
-	// Everything the CLS makes is its user's alone. Local placeholders
-	// get the umask back for their jobs (cls agent --umask).
-	jobUmask := syscall.Umask(0o077)
-	defer syscall.Umask(jobUmask)
-	home, warning, err := openHome()
+	home, err := client.Home()
 	if err != nil {
 		return err
 	}
-	unlock, err := lockHome(home)
-	if err != nil {
-		return err
+	nets := c.Generic("site-net").(*siteNets)
+	cfg := cls.Config{
+		Home: home, Local: n, Slots: slots, NoOp: c.Bool("noop"),
+		Lease: c.Duration("lease"), Sync: metaqueue.Sync(c.String("sync")),
+		Links: nets.links, DefaultLink: nets.def,
+		SSHAddr: c.String("ssh"), Commands: sshExec,
+		Agents: c.String("agents"), SitePoll: c.Duration("site-poll"),
+		SiteThrottle: c.Duration("site-throttle"), ConnectTimeout: c.Duration("connect-timeout"),
+		LogLevel: level, Notes: c.App.ErrWriter, Version: mqcli.Version,
 	}
-	defer unlock()
-	logf, err := mqhome.OpenFile(filepath.Join(home, "cls.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return fmt.Errorf("cannot open the log: %w", err)
-	}
-	defer logf.Close()
-	log := slog.New(slog.NewTextHandler(logf, &slog.HandlerOptions{Level: level}))
-	if warning != "" {
-		log.Warn(warning)
-		fmt.Fprintf(c.App.ErrWriter, "cls: warning: %s\n", warning)
-	}
-	if err := mqhome.MkdirAll(filepath.Join(home, "output")); err != nil {
-		return err
-	}
-
 	stopProfile, err := startProfile(c.String("cpuprofile"))
 	if err != nil {
 		return err
 	}
 	defer stopProfile()
-	ctx := c.Context
-	nets := c.Generic("site-net").(*siteNets)
-	store, err := metaqueue.Open(ctx, metaqueue.Options{
-		Path: filepath.Join(home, "mq.db"), Sync: metaqueue.Sync(c.String("sync")),
-		Lease: c.Duration("lease"), Logger: log, OutputDir: filepath.Join(home, "output"),
-		Links: nets.links, DefaultLink: nets.def,
-	})
+	srv, err := cls.New(c.Context, cfg)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	// Loading a large metaqueue leaves garbage of its scan behind: give it
-	// back now rather than carry it until the heap grows into it.
-	debug.FreeOSMemory()
-
-	sock := client.SocketPath(home)
-	if len(sock) > 100 {
-		return fmt.Errorf("socket path %s is too long for a Unix socket; use a shorter MQ_HOME", sock)
-	}
-	os.Remove(sock)                     // the lock says no live CLS owns it
-	ln, err := net.Listen("unix", sock) // mode 0600: the umask
-	if err != nil {
-		return fmt.Errorf("cannot listen on %s: %w", sock, err)
-	}
-	defer os.Remove(sock)
-
-	srvCtx, stopSrv := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopSrv()
-	srv := &server.Server{Store: store, Log: log, Version: mqcli.Version, OutputDir: filepath.Join(home, "output")}
-	st, err := newSites(home, store, log, c.Duration("site-poll"), c.Duration("site-throttle"), c.String("agents"))
-	if err != nil {
-		return err
-	}
-	st.mgr.ConnectTimeout = c.Duration("connect-timeout")
-	// --local N is the site "local", run by the same Manager as every
-	// other: its N placeholders are children of this process, replaced
-	// when they end (their jobs requeued at once), stopped with the CLS.
-	// The flag is the whole truth about it; it is never stored.
-	st.agentLog, st.noop, st.umask = logf, c.Bool("noop"), jobUmask
-	if n > 0 {
-		st.mgr.Embedded = []protocol.SiteSpec{{Name: site.EmbeddedName, Type: site.Local, Min: n, Max: n, Slots: slots}}
-	}
-	st.install(srv)
-	serveErr := make(chan error, 2)
-	go func() { serveErr <- srv.Serve(srvCtx, ln, protocol.RoleAdmin) }() // the socket is the owner's
-
-	var sshSrv *sshserver.Server
-	if addr := c.String("ssh"); addr != "" {
-		hostKey, err := sshserver.LoadOrCreateHostKey(filepath.Join(home, sshserver.HostKeyFileName))
-		if err != nil {
-			return err
-		}
-		sln, err := net.Listen("tcp", addr)
-		if err != nil {
-			return fmt.Errorf("--ssh: %w", err)
-		}
-		defer sln.Close()
-		sshSrv = &sshserver.Server{HostKey: hostKey, Log: log, Proto: srv,
-			Keys: sshserver.NewKeyFile(filepath.Join(home, sshserver.KeyFileName)),
-			Exec: sshExec(func(who server.Peer) io.ReadWriteCloser {
-				a, b := net.Pipe()
-				go srv.ServePeer(srvCtx, b, who)
-				return a
-			}),
-		}
-		go func() { serveErr <- sshSrv.Serve(srvCtx, sln) }()
-		st.sshAddr = sln.Addr()
-		fp := ssh.FingerprintSHA256(hostKey.PublicKey())
-		log.Info("SSH endpoint listening", "addr", sln.Addr().String(), "host_key", fp)
-		fmt.Fprintf(c.App.ErrWriter, "cls: SSH on %s, host key %s\n", sln.Addr(), fp)
-	}
-
-	if err := st.start(srvCtx); err != nil {
-		return err
-	}
-	log.Info("CLS started", "home", home, "local", n, "version", mqcli.Version)
-	fmt.Fprintf(c.App.ErrWriter, "cls: serving MQ_HOME=%s with %d local placeholders (log: %s)\n", home, n, logf.Name())
-
-	select {
-	case <-ctx.Done():
-	case err = <-serveErr:
-	}
-	log.Info("CLS stopping")
-	st.stop() // local placeholders report their interrupted jobs first
-
-	stopSrv()
-	ln.Close()
-	store.Close()
-	srv.Wait()
-	if sshSrv != nil {
-		sshSrv.Wait()
-	}
-	log.Info("CLS stopped")
-	if err != nil {
-		return fmt.Errorf("serve: %w", err)
-	}
-	return nil
+	defer srv.Close()
+	fmt.Fprintf(c.App.ErrWriter, "cls: serving MQ_HOME=%s with %d local placeholders (log: %s)\n",
+		srv.Home(), n, filepath.Join(srv.Home(), "cls.log"))
+	return srv.Run(c.Context)
 }
 
 // startProfile writes a CPU profile to path until stop is called ("" = none).
@@ -248,25 +138,6 @@ func startProfile(path string) (stop func(), err error) {
 		return nil, err
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
-}
-
-// lockHome makes sure one CLS owns a home at a time. The lock dies with the
-// process, so a killed CLS never leaves a stale lock.
-func lockHome(home string) (func(), error) {
-	f, err := mqhome.OpenFile(filepath.Join(home, "cls.lock"), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("cannot lock MQ_HOME: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("another CLS is already serving %s", home)
-		}
-		return nil, fmt.Errorf("cannot lock MQ_HOME: %w", err)
-	}
-	f.Truncate(0)
-	fmt.Fprintf(f, "%d\n", os.Getpid())
-	return func() { f.Close() }, nil
 }
 
 func clsAgent() *cli.Command {
@@ -328,20 +199,10 @@ func queueSet(env mqcli.Env) *cli.Command {
 		Usage:           "create a queue or change its properties",
 		ArgsUsage:       "QUEUE",
 		SkipFlagParsing: true,
-		Flags: []cli.Flag{ // for --help; parsed below
-			&cli.StringFlag{Name: "ceiling", Usage: "longest a job may run, e.g. 90, 90s, 2h (0 = no limit)"},
-			&cli.IntFlag{Name: "max-attempts", Usage: "times a job may be dispatched before it fails"},
-			&cli.BoolFlag{Name: "retry-failed", Usage: "retry jobs that exit non-zero (within max-attempts)"},
-			&cli.StringFlag{Name: "policy", Usage: "scheduling policy: " + policyHelp()},
-		},
+		Flags:           queueSetFlags(&queueSetValues{}),
 		Action: func(c *cli.Context) error {
-			fs := flag.NewFlagSet("cls queue set", flag.ContinueOnError)
-			fs.SetOutput(io.Discard)
-			ceiling := fs.String("ceiling", "", "")
-			maxAttempts := fs.Int("max-attempts", 0, "")
-			retry := fs.Bool("retry-failed", false, "")
-			pol := fs.String("policy", "", "")
-			names, err := parseInterspersed(fs, c.Args().Slice())
+			var v queueSetValues
+			names, set, err := parseFlags(c, queueSetFlags(&v))
 			if errors.Is(err, flag.ErrHelp) {
 				return cli.ShowSubcommandHelp(c)
 			}
@@ -352,24 +213,21 @@ func queueSet(env mqcli.Env) *cli.Command {
 				return mqcli.Usagef("queue set takes exactly one QUEUE")
 			}
 			qs := protocol.QueueSet{Name: names[0]}
-			fs.Visit(func(f *flag.Flag) {
-				switch f.Name {
-				case "ceiling":
-					d, perr := parseSeconds(*ceiling)
-					if perr != nil {
-						err = mqcli.Usagef("--ceiling: %v", perr)
-					}
-					qs.Ceiling = &d
-				case "max-attempts":
-					qs.MaxAttempts = maxAttempts
-				case "retry-failed":
-					qs.RetryFailed = retry
-				case "policy":
-					qs.Policy = pol
+			if set["ceiling"] {
+				d, err := parseSeconds(v.ceiling)
+				if err != nil {
+					return mqcli.Usagef("--ceiling: %v", err)
 				}
-			})
-			if err != nil {
-				return err
+				qs.Ceiling = &d
+			}
+			if set["max-attempts"] {
+				qs.MaxAttempts = &v.maxAttempts
+			}
+			if set["retry-failed"] {
+				qs.RetryFailed = &v.retryFailed
+			}
+			if set["policy"] {
+				qs.Policy = &v.policy
 			}
 			cl, err := mqcli.Dial(c.Context, env, "cls")
 			if err != nil {
@@ -384,6 +242,44 @@ func queueSet(env mqcli.Env) *cli.Command {
 			return nil
 		},
 	}
+}
+
+// queueSetFlags declares cls queue set's flags once, for --help and for
+// parsing (parseFlags), with their values in v.
+func queueSetFlags(v *queueSetValues) []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "ceiling", Usage: "longest a job may run, e.g. 90, 90s, 2h (0 = no limit)", Destination: &v.ceiling},
+		&cli.IntFlag{Name: "max-attempts", Usage: "times a job may be dispatched before it fails", Destination: &v.maxAttempts},
+		&cli.BoolFlag{Name: "retry-failed", Usage: "retry jobs that exit non-zero (within max-attempts)", Destination: &v.retryFailed},
+		&cli.StringFlag{Name: "policy", Usage: "scheduling policy: " + policyHelp(), Destination: &v.policy},
+	}
+}
+
+type queueSetValues struct {
+	ceiling, policy string
+	maxAttempts     int
+	retryFailed     bool
+}
+
+// parseFlags parses a command's flags (declared once, as urfave/cli
+// flags, for --help and for this) wherever they are among its arguments,
+// for commands that skip urfave/cli's parsing because it stops at the
+// first argument. It returns the other arguments and the names of the
+// flags given.
+func parseFlags(c *cli.Context, flags []cli.Flag) (args []string, set map[string]bool, err error) {
+	fs := flag.NewFlagSet(c.Command.FullName(), flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	for _, f := range flags {
+		if err := f.Apply(fs); err != nil {
+			return nil, nil, err
+		}
+	}
+	if args, err = parseInterspersed(fs, c.Args().Slice()); err != nil {
+		return nil, nil, err
+	}
+	set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return args, set, nil
 }
 
 // parseInterspersed parses fs's flags wherever they are among args (flag

@@ -12,6 +12,8 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/cls"
 	mqcli "github.com/mq-hpc/mq/internal/cli"
 	"github.com/mq-hpc/mq/internal/sshkey"
 	"github.com/mq-hpc/mq/protocol"
@@ -198,9 +200,13 @@ func knownHostsName(hostport string) string {
 }
 
 // mqHome returns $MQ_HOME, creating it (mode 0700), and refuses one
-// that others could write (openHome).
+// that others could write (cls.OpenHome).
 func mqHome() (string, error) {
-	home, _, err := openHome()
+	home, err := client.Home()
+	if err != nil {
+		return "", err
+	}
+	home, _, err = cls.OpenHome(home)
 	return home, err
 }
 

@@ -81,60 +81,58 @@ func clsSite(env mqcli.Env) *cli.Command {
 	}
 }
 
+// siteAddFlags declares cls site add's flags once, for --help and for
+// parsing (parseFlags), with their values in a spec and the strings that
+// need checking.
+func siteAddFlags() ([]cli.Flag, *siteAddValues) {
+	v := &siteAddValues{}
+	return []cli.Flag{
+		&cli.StringFlag{Name: "type", Usage: "local, sge, slurm or pbs (required)", Destination: &v.spec.Type},
+		&cli.StringFlag{Name: "ssh", Usage: "`user@login-host[:port]` of a remote site", Destination: &v.spec.SSH},
+		&cli.StringFlag{Name: "key", Usage: "private key `FILE` for the login host (default: ssh-agent, then ~/.ssh/id_*)", Destination: &v.key},
+		&cli.StringFlag{Name: "known-hosts", Usage: "known_hosts `FILE` to check the login host's key (default ~/.ssh/known_hosts)", Destination: &v.knownHosts},
+		&cli.StringFlag{Name: "queue", Aliases: []string{"partition"}, Usage: "batch queue (SGE, PBS) or partition (Slurm)", Destination: &v.spec.Queue},
+		&cli.IntFlag{Name: "min", Usage: "placeholders to keep queued+running while there is work", Value: 0, Destination: &v.spec.Min},
+		&cli.IntFlag{Name: "max", Usage: "most placeholders queued+running", Value: 1, Destination: &v.spec.Max},
+		&cli.StringFlag{Name: "walltime", Usage: "each placeholder's batch time limit, e.g. 2h", Value: "1h", Destination: &v.walltime},
+		&cli.IntFlag{Name: "slots", Usage: "jobs (cores) per placeholder, all on one host (Slurm --cpus-per-task, PBS select=1:ncpus, SGE -pe PE K)", Value: 1, Destination: &v.spec.Slots},
+		&cli.StringFlag{Name: "pe", Usage: "SGE with --slots > 1: the parallel environment to ask for (default smp); it must exist on the cluster, be in the queue's pe_list and put all slots on one host (allocation_rule $pe_slots)", Destination: &v.spec.PE},
+		&cli.StringFlag{Name: "submit-args", Usage: "extra qsub/sbatch arguments, e.g. \"-A project\"", Destination: &v.spec.SubmitArgs},
+		&cli.StringFlag{Name: "connect", Usage: "direct (compute nodes reach the CLS; the default) or tunnel (through the login host)", Destination: &v.spec.Connect},
+		&cli.StringFlag{Name: "idle", Usage: "a placeholder exits after this long without work", Value: "1m", Destination: &v.idle},
+		&cli.StringFlag{Name: "connect-timeout", Usage: "a placeholder that has run this long without connecting to the CLS is cancelled and the site marked degraded (default: cls serve --connect-timeout)", Destination: &v.connectTimeout},
+	}, v
+}
+
+type siteAddValues struct {
+	spec                                            protocol.SiteSpec
+	key, knownHosts, walltime, idle, connectTimeout string
+}
+
 // siteAdd parses its own flags so they may come before or after NAME.
 func siteAdd(env mqcli.Env) *cli.Command {
+	flags, _ := siteAddFlags()
 	return &cli.Command{
 		Name:            "add",
 		Usage:           "add a site; the CLS starts keeping placeholders there while it has work they can take",
 		ArgsUsage:       "NAME",
 		SkipFlagParsing: true,
-		Flags: []cli.Flag{ // for --help; parsed below
-			&cli.StringFlag{Name: "type", Usage: "local, sge, slurm or pbs (required)"},
-			&cli.StringFlag{Name: "ssh", Usage: "`user@login-host[:port]` of a remote site"},
-			&cli.StringFlag{Name: "key", Usage: "private key `FILE` for the login host (default: ssh-agent, then ~/.ssh/id_*)"},
-			&cli.StringFlag{Name: "known-hosts", Usage: "known_hosts `FILE` to check the login host's key (default ~/.ssh/known_hosts)"},
-			&cli.StringFlag{Name: "queue", Aliases: []string{"partition"}, Usage: "batch queue (SGE, PBS) or partition (Slurm)"},
-			&cli.IntFlag{Name: "min", Usage: "placeholders to keep queued+running while there is work", Value: 0},
-			&cli.IntFlag{Name: "max", Usage: "most placeholders queued+running", Value: 1},
-			&cli.StringFlag{Name: "walltime", Usage: "each placeholder's batch time limit, e.g. 2h", Value: "1h"},
-			&cli.IntFlag{Name: "slots", Usage: "jobs (cores) per placeholder, all on one host (Slurm --cpus-per-task, PBS select=1:ncpus, SGE -pe PE K)", Value: 1},
-			&cli.StringFlag{Name: "pe", Usage: "SGE with --slots > 1: the parallel environment to ask for; it must exist on the cluster, be in the queue's pe_list and put all slots on one host (allocation_rule $pe_slots)", Value: "smp"},
-			&cli.StringFlag{Name: "submit-args", Usage: "extra qsub/sbatch arguments, e.g. \"-A project\""},
-			&cli.StringFlag{Name: "connect", Usage: "direct (compute nodes reach the CLS) or tunnel (through the login host)", Value: "direct"},
-			&cli.StringFlag{Name: "idle", Usage: "a placeholder exits after this long without work", Value: "1m"},
-			&cli.StringFlag{Name: "connect-timeout", Usage: "a placeholder that has run this long without connecting to the CLS is cancelled and the site marked degraded (default: cls serve --connect-timeout)"},
-		},
+		Flags:           flags,
 		Action: func(c *cli.Context) error {
-			fs := flag.NewFlagSet("cls site add", flag.ContinueOnError)
-			fs.SetOutput(io.Discard)
-			var spec protocol.SiteSpec
-			fs.StringVar(&spec.Type, "type", "", "")
-			fs.StringVar(&spec.SSH, "ssh", "", "")
-			key := fs.String("key", "", "")
-			kh := fs.String("known-hosts", "", "")
-			fs.StringVar(&spec.Queue, "queue", "", "")
-			fs.StringVar(&spec.Queue, "partition", "", "")
-			fs.IntVar(&spec.Min, "min", 0, "")
-			fs.IntVar(&spec.Max, "max", 1, "")
-			wall := fs.String("walltime", "1h", "")
-			fs.IntVar(&spec.Slots, "slots", 1, "")
-			fs.StringVar(&spec.PE, "pe", "", "")
-			fs.StringVar(&spec.SubmitArgs, "submit-args", "", "")
-			fs.StringVar(&spec.Connect, "connect", "", "")
-			idle := fs.String("idle", "1m", "")
-			connTimeout := fs.String("connect-timeout", "", "")
-			names, err := parseInterspersed(fs, c.Args().Slice())
+			flags, v := siteAddFlags()
+			names, _, err := parseFlags(c, flags)
 			if errors.Is(err, flag.ErrHelp) {
 				return cli.ShowSubcommandHelp(c)
 			}
 			if err != nil {
 				return err
 			}
+			spec := v.spec
 			if len(names) != 1 {
 				return mqcli.Usagef("site add takes exactly one NAME")
 			}
 			spec.Name = names[0]
-			for flagName, p := range map[string]*string{"key": key, "known-hosts": kh} {
+			for flagName, p := range map[string]*string{"key": &v.key, "known-hosts": &v.knownHosts} {
 				if *p == "" {
 					continue
 				}
@@ -144,19 +142,19 @@ func siteAdd(env mqcli.Env) *cli.Command {
 				}
 				*p = abs
 			}
-			spec.Key, spec.KnownHosts = *key, *kh
+			spec.Key, spec.KnownHosts = v.key, v.knownHosts
 			for flagName, pair := range map[string]struct {
 				s string
 				d *float64
-			}{"walltime": {*wall, &spec.Walltime}, "idle": {*idle, &spec.Idle}} {
+			}{"walltime": {v.walltime, &spec.Walltime}, "idle": {v.idle, &spec.Idle}} {
 				v, err := parseSeconds(pair.s)
 				if err != nil {
 					return mqcli.Usagef("--%s: %v", flagName, err)
 				}
 				*pair.d = v
 			}
-			if *connTimeout != "" {
-				v, err := parseSeconds(*connTimeout)
+			if v.connectTimeout != "" {
+				v, err := parseSeconds(v.connectTimeout)
 				if err != nil {
 					return mqcli.Usagef("--connect-timeout: %v", err)
 				}

@@ -18,6 +18,8 @@ type Reply struct {
 	Stream []any
 	Body   any
 	Err    *protocol.Error
+	// Seen, if set, is given the request's body before the reply is sent.
+	Seen func(body json.RawMessage)
 }
 
 // Dial returns a dial function whose connections are served from replies
@@ -62,6 +64,9 @@ func serve(c net.Conn, replies map[string]Reply) {
 		if !ok {
 			write(protocol.Response{ID: req.ID, Err: protocol.Errorf(protocol.CodeUnsupported, "no canned reply for %s", req.Op)})
 			continue
+		}
+		if rep.Seen != nil {
+			rep.Seen(req.Body)
 		}
 		for _, f := range rep.Stream {
 			write(protocol.Response{ID: req.ID, More: true, Body: body(f)})

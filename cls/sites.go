@@ -1,4 +1,4 @@
-package clscmd
+package cls
 
 import (
 	"context"
@@ -41,7 +41,8 @@ type sites struct {
 	// report jobs without running them.
 	agentLog io.Writer
 	noop     bool
-	umask    int // local placeholders run their jobs with it
+	umask    int    // local placeholders run their jobs with it
+	agentExe string // what local placeholders run (default: this executable)
 
 	sshAddr net.Addr // the CLS's SSH endpoint; nil without --ssh
 	hostFP  string
@@ -139,9 +140,12 @@ func (s *sites) forget(spec protocol.SiteSpec) {
 func (s *sites) open(spec protocol.SiteSpec, exited func(pid int)) (site.Site, error) {
 	wall := protocol.Duration(spec.Walltime)
 	if spec.Type == site.Local {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("cannot find the cls executable for local placeholders: %w", err)
+		exe := s.agentExe
+		if exe == "" {
+			var err error
+			if exe, err = os.Executable(); err != nil {
+				return nil, fmt.Errorf("cannot find the cls executable for local placeholders: %w", err)
+			}
 		}
 		host, _ := os.Hostname()
 		args := []string{"agent", "--site", spec.Name, "--host", host, "--slots", strconv.Itoa(spec.Slots)}

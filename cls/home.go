@@ -1,4 +1,4 @@
-package clscmd
+package cls
 
 import (
 	"fmt"
@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/mq-hpc/mq/client"
 	"github.com/mq-hpc/mq/internal/mqhome"
 	"github.com/mq-hpc/mq/sshserver"
 )
@@ -20,18 +19,15 @@ var homeEntries = map[string]fs.FileMode{
 	"output": fs.ModeDir, "sites": fs.ModeDir,
 }
 
-// openHome returns $MQ_HOME's real path, made (mode 0700) if missing,
-// after checking that no one else can write it or anything in it
-// (mqhome). warning is set when others can read it.
-func openHome() (home, warning string, err error) {
-	home, err = client.Home()
-	if err != nil {
-		return "", "", err
-	}
-	if err := os.MkdirAll(home, 0o700); err != nil {
+// OpenHome returns the real path of an MQ_HOME, made (mode 0700) if
+// missing, after checking that no one else can write it or anything in
+// it (mqhome). warning is set when others can read it. The cls command's
+// verbs that touch the home without a CLS (cls key) use it too.
+func OpenHome(path string) (home, warning string, err error) {
+	if err := os.MkdirAll(path, 0o700); err != nil {
 		return "", "", fmt.Errorf("cannot create MQ_HOME: %w", err)
 	}
-	if home, warning, err = mqhome.Check(home); err != nil {
+	if home, warning, err = mqhome.Check(path); err != nil {
 		return "", "", err
 	}
 	for name, typ := range homeEntries {

@@ -4,7 +4,7 @@
 // manager with the embedded local site); Run serves until its context
 // ends; Close releases what is left.
 //
-// The cls command (internal/clscmd) turns flags into a Config; tests start
+// The cls command (cmd/internal/clscmd) turns flags into a Config; tests start
 // a CLS in-process the same way.
 package cls
 

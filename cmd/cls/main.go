@@ -5,8 +5,8 @@ import (
 	"context"
 	"os"
 
-	"github.com/mq-hpc/mq/internal/cli"
-	"github.com/mq-hpc/mq/internal/clscmd"
+	"github.com/mq-hpc/mq/cmd/internal/cli"
+	"github.com/mq-hpc/mq/cmd/internal/clscmd"
 )
 
 func main() {

@@ -1,7 +1,7 @@
 // Command mqagent is the placeholder agent alone (`cls agent` without the
 // metaqueue and its SQLite), small enough to upload to every site: the CLS
 // copies it to a cluster's login host, and each placeholder batch job runs
-// it. Flags are those of `cls agent --cls` (internal/agentcmd declares them
+// it. Flags are those of `cls agent --cls` (cmd/internal/agentcmd declares them
 // for both); a leading "agent" is accepted so scripts run either binary the
 // same way.
 package main
@@ -15,7 +15,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/mq-hpc/mq/internal/agentcmd"
+	"github.com/mq-hpc/mq/cmd/internal/agentcmd"
 )
 
 func main() {

@@ -5,7 +5,7 @@ import (
 	"context"
 	"os"
 
-	"github.com/mq-hpc/mq/internal/cli"
+	"github.com/mq-hpc/mq/cmd/internal/cli"
 )
 
 func main() {

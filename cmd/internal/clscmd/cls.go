@@ -1,6 +1,6 @@
 // Package clscmd implements the cls command: serve (the CLS), agent (a
 // placeholder), key, site and queue. It links the metaqueue, SQLite and
-// the SSH server, which the user commands of internal/cli do not.
+// the SSH server, which the user commands of cmd/internal/cli do not.
 package clscmd
 
 import (
@@ -22,8 +22,8 @@ import (
 
 	"github.com/mq-hpc/mq/client"
 	"github.com/mq-hpc/mq/cls"
-	"github.com/mq-hpc/mq/internal/agentcmd"
-	mqcli "github.com/mq-hpc/mq/internal/cli"
+	"github.com/mq-hpc/mq/cmd/internal/agentcmd"
+	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/metaqueue"
 	"github.com/mq-hpc/mq/policy"
@@ -150,7 +150,7 @@ that CLS, authenticating with a placeholder key (--key) and accepting only the
 CLS host key pinned with --host-key (the fingerprint or public key that
 ` + "`cls key host`" + ` prints); jobs' stdout and stderr are kept in --out and
 copied to the CLS when each job ends. Flags: cls agent --help (the same as
-mqagent's, declared once in internal/agentcmd).`,
+mqagent's, declared once in cmd/internal/agentcmd).`,
 		SkipFlagParsing: true,
 		Action: func(c *cli.Context) error {
 			err := agentcmd.Run(c.Context, "cls agent", agentcmd.Local, c.Args().Slice(), c.App.ErrWriter)

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	mqcli "github.com/mq-hpc/mq/internal/cli"
+	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
 )
 
 // runMqsim runs mqsim in-process and returns its exit status and output.

@@ -1,5 +1,5 @@
 // Package simcmd implements the mqsim command, the scheduling simulator.
-// It is apart from internal/cli so that mqsub, mqstat and mqdel do not
+// It is apart from cmd/internal/cli so that mqsub, mqstat and mqdel do not
 // link the simulator.
 package simcmd
 
@@ -16,7 +16,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	mqcli "github.com/mq-hpc/mq/internal/cli"
+	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
 	"github.com/mq-hpc/mq/policy"
 	"github.com/mq-hpc/mq/sim"
 )

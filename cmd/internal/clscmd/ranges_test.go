@@ -13,7 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	mqcli "github.com/mq-hpc/mq/internal/cli"
+	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
 )
 
 // Every duration and size flag of every command is range-checked before

@@ -14,7 +14,7 @@ import (
 
 	"github.com/mq-hpc/mq/client"
 	"github.com/mq-hpc/mq/cls"
-	mqcli "github.com/mq-hpc/mq/internal/cli"
+	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
 	"github.com/mq-hpc/mq/internal/sshkey"
 	"github.com/mq-hpc/mq/protocol"
 	"github.com/mq-hpc/mq/server"

@@ -13,7 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	mqcli "github.com/mq-hpc/mq/internal/cli"
+	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
 	"github.com/mq-hpc/mq/protocol"
 	"github.com/mq-hpc/mq/site"
 )

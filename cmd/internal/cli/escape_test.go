@@ -8,7 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/mq-hpc/mq/internal/cli/clitest"
+	"github.com/mq-hpc/mq/cmd/internal/cli/clitest"
 	"github.com/mq-hpc/mq/protocol"
 )
 

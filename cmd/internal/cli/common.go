@@ -2,7 +2,7 @@
 // every mq command shares: exit codes, usage errors, dialling the CLS. Each
 // command is an urfave/cli App writing to injected writers, so tests run
 // them in-process; cmd/*/main.go only call Main. The cls command is in
-// internal/clscmd and mqsim in internal/simcmd, so that these stay small
+// cmd/internal/clscmd and mqsim in cmd/internal/simcmd, so that these stay small
 // and start fast.
 package cli
 

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	mqcli "github.com/mq-hpc/mq/internal/cli"
-	"github.com/mq-hpc/mq/internal/cli/clitest"
+	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
+	"github.com/mq-hpc/mq/cmd/internal/cli/clitest"
 	"github.com/mq-hpc/mq/protocol"
 )
 

@@ -409,6 +409,9 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 		if err != nil {
 			return info, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
 		}
+		if !p.ForQueues() {
+			return info, protocol.Errorf(protocol.CodeBadRequest, "policy %s decides how many placeholders sites hold, not which job a queue runs", p.Name)
+		}
 		pol = &p
 	}
 	if qs.Ceiling != nil {

@@ -236,3 +236,31 @@ func FuzzHeap(f *testing.F) {
 		}
 	})
 }
+
+// Every registry entry has what its kind needs, names are unique, and the
+// check catches an entry that lacks them (a new policy is one entry).
+func TestRegistryEntries(t *testing.T) {
+	t.Parallel()
+	seen := map[string]bool{}
+	for _, p := range All() {
+		if err := p.check(); err != nil {
+			t.Error(err)
+		}
+		if seen[p.Name] {
+			t.Errorf("policy %s is registered twice", p.Name)
+		}
+		seen[p.Name] = true
+	}
+	for _, bad := range []Info{
+		{Name: "x", Summary: "s", Kind: Ordered},
+		{Name: "x", Summary: "s", Kind: Choosing, Order: FCFS{}},
+		{Name: "x", Summary: "s", Kind: Provisioning},
+		{Name: "x", Summary: "s", Kind: Provisioning, Order: FCFS{}, NewProvisioner: func() Provisioner { return nil }},
+		{Name: "x", Kind: Ordered, Order: FCFS{}},
+		{Name: "x", Summary: "s", Order: FCFS{}},
+	} {
+		if bad.check() == nil {
+			t.Errorf("%+v passed the check", bad)
+		}
+	}
+}

@@ -17,14 +17,14 @@ const (
 	// other placeholders' predicted arrivals and the links between sites,
 	// and pick one or tell the placeholder to wait (DC).
 	Choosing
+	// Provisioning policies decide how many placeholders each site holds
+	// (Info.NewProvisioner); a site manager follows one, a queue cannot.
+	Provisioning
 )
 
-// The families the next issues add get kinds of their own beside these,
-// each with its interface declared here: replicating policies (WQR,
-// Storage Affinity: also hand an idle placeholder a copy of a running
-// job), planning policies (HEFT, MinMin, AEH-ETAA: a plan made ahead over
-// the target DAG, followed while it holds), and provisioning planners (how
-// many placeholders each site holds, from prices, deadlines and rates).
+// A queue's policy may also replicate running jobs (Info.NewReplicator)
+// or follow a plan made ahead over the target DAG (Info.NewPlanner):
+// families.go declares those interfaces.
 
 // Needs lists what a policy needs the CLS (or the simulator) to keep for it.
 type Needs uint
@@ -52,6 +52,35 @@ type Info struct {
 	// NewDC returns the decision rule of a Choosing policy for a network
 	// whose one-way placeholder latency is latency seconds.
 	NewDC func(latency float64) DC
+	// NewReplicator, if set, makes the queue copy running jobs for idle
+	// placeholders when nothing is ready.
+	NewReplicator func() Replicator
+	// NewPlanner, if set, plans the queue's DAG ahead; Order takes over
+	// where the plan cannot be followed.
+	NewPlanner func() Planner
+	// NewProvisioner is a Provisioning policy's planner.
+	NewProvisioner func() Provisioner
+}
+
+// ForQueues reports whether a queue may use the policy (cls queue set
+// --policy); a provisioning policy is for sites.
+func (p Info) ForQueues() bool { return p.Kind == Ordered || p.Kind == Choosing }
+
+// check reports what is missing from a registry entry for its kind.
+func (p Info) check() error {
+	switch {
+	case p.Name == "" || p.Summary == "":
+		return fmt.Errorf("policy %q: a name and a summary are needed", p.Name)
+	case p.ForQueues() && p.Order == nil:
+		return fmt.Errorf("policy %s: a queue policy needs an Order", p.Name)
+	case p.Kind == Choosing && p.NewDC == nil:
+		return fmt.Errorf("policy %s: a choosing policy needs NewDC", p.Name)
+	case p.Kind == Provisioning && (p.NewProvisioner == nil || p.Order != nil || p.NewReplicator != nil || p.NewPlanner != nil):
+		return fmt.Errorf("policy %s: a provisioning policy has NewProvisioner and nothing of a queue's", p.Name)
+	case p.Kind != Ordered && p.Kind != Choosing && p.Kind != Provisioning:
+		return fmt.Errorf("policy %s: unknown kind %d", p.Name, p.Kind)
+	}
+	return nil
 }
 
 // registry is every policy, in the order help texts list them.

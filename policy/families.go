@@ -1,0 +1,109 @@
+package policy
+
+import (
+	"context"
+	"time"
+)
+
+// The policy families beyond "pick the next ready job", declared here so
+// that the CLS, the simulator and the commands meet them through the one
+// registry. Each is a pure function of what it is shown, like Ordering
+// and DC, so mqsim runs the same code as the CLS. A family is a field of
+// Info: a policy may be Ordered and also replicate (WQR is FCFS with
+// end-game replication).
+
+// Replicator chooses a running job to copy for an idle placeholder when no
+// job is ready (WQR's and Storage Affinity's end game: the first copy to
+// finish wins, the others are killed). It sees only jobs that may be
+// replicated (a job can opt out), each with its copies running now.
+type Replicator interface {
+	// Replicate returns the job to copy at site, or ok false for none.
+	Replicate(site string, running []Running) (id int64, ok bool)
+}
+
+// Running is a running job as a Replicator sees it.
+type Running struct {
+	ID       int64
+	Replicas int // copies running now (1: the original alone)
+	// LocalBytes is how many of its input bytes are already at the
+	// asking placeholder's site (with NeedsFiles; 0 otherwise).
+	LocalBytes int64
+	Est        float32 // expected runtime in seconds; 0 = unknown
+}
+
+// Planner plans a target DAG ahead (HEFT, MinMin, AEH-ETAA): the site of
+// each job and of each file. The CLS follows a plan when a placeholder at
+// the planned site asks; when it cannot be followed, the queue's dynamic
+// policy (Order) takes over and the deviation is recorded.
+type Planner interface {
+	Plan(ctx context.Context, p Problem) (Plan, error)
+}
+
+// Problem is what a Planner plans over.
+type Problem struct {
+	Jobs  []PlanJob
+	Sites []PlanSite
+	// Bandwidth returns bytes per second from one site to another (the
+	// same site: +Inf); Latency their one-way latency in seconds.
+	Bandwidth func(from, to string) float64
+	Latency   func(from, to string) float64
+	Seed      int64 // planners that search are deterministic per seed
+}
+
+// PlanJob is one job of a Problem.
+type PlanJob struct {
+	ID      int64
+	Prereqs []int64            // jobs that must end before it starts
+	Est     map[string]float64 // expected runtime per site, seconds
+	Inputs  []PlanFile
+	Outputs []PlanFile
+}
+
+// PlanFile is a file a job reads or writes; At lists the sites that hold
+// a replica now (inputs not made by another job of the Problem).
+type PlanFile struct {
+	Path string
+	Size int64
+	At   []string
+}
+
+// PlanSite is a site a Planner may place jobs at.
+type PlanSite struct {
+	Name  string
+	Slots int // jobs it runs at once
+}
+
+// Plan is a Planner's answer.
+type Plan struct {
+	Site     map[int64]string  // job -> site
+	Order    []int64           // the order to start jobs in at their sites
+	FileSite map[string]string // output path -> site that keeps it
+	Makespan float64           // predicted, seconds
+	Moved    int64             // predicted bytes between sites
+}
+
+// Provisioner decides how many placeholders each site should hold
+// (deadline-and-budget economics, LP-planned placement), re-planned as
+// measured rates change. The site manager follows it within each site's
+// min and max.
+type Provisioner interface {
+	Provision(now time.Time, d Demand) map[string]int
+}
+
+// Demand is what a Provisioner sees.
+type Demand struct {
+	Ready, Running int // jobs
+	Sites          []SiteView
+	Deadline       time.Time // zero: none
+	Budget         float64   // money left; 0: no budget
+}
+
+// SiteView is one site as a Provisioner sees it.
+type SiteView struct {
+	Name            string
+	Min, Max        int     // placeholders allowed
+	Queued, Running int     // placeholders now
+	Slots           int     // jobs per placeholder
+	Price           float64 // per core-hour; 0: free
+	Rate            float64 // measured jobs per second per placeholder; 0: unknown
+}

@@ -95,9 +95,9 @@ func TestLocalAgentCommand(t *testing.T) {
 func TestListsEscapePeerText(t *testing.T) {
 	h := clitest.Hostile
 	replies := map[string]clitest.Reply{
-		protocol.OpSiteList:   {Body: protocol.SiteList{Sites: []protocol.SiteInfo{{SiteSpec: protocol.SiteSpec{Name: h, Type: h, SSH: h}, State: h, Error: h}}}},
-		protocol.OpSiteRemove: {Body: protocol.SiteInfo{SiteSpec: protocol.SiteSpec{Name: h}, Error: h}},
-		protocol.OpQueueList:  {Body: protocol.QueueList{Queues: []protocol.QueueInfo{{Name: h, Policy: h}}}},
+		protocol.OpSiteList.Name:   {Body: protocol.SiteList{Sites: []protocol.SiteInfo{{SiteSpec: protocol.SiteSpec{Name: h, Type: h, SSH: h}, State: h, Error: h}}}},
+		protocol.OpSiteRemove.Name: {Body: protocol.SiteInfo{SiteSpec: protocol.SiteSpec{Name: h}, Error: h}},
+		protocol.OpQueueList.Name:  {Body: protocol.QueueList{Queues: []protocol.QueueInfo{{Name: h, Policy: h}}}},
 	}
 	for _, args := range [][]string{{"cls", "site", "list"}, {"cls", "site", "remove", "x"}, {"cls", "queue", "list"}} {
 		var out, errOut bytes.Buffer

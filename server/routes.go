@@ -241,3 +241,15 @@ func register(ctx context.Context, c *conn, b protocol.Register) (protocol.Regis
 	}
 	return r, nil
 }
+
+// Unrouted lists the declared ops that s has no handler for (answered
+// unsupported): none on a fully wired CLS.
+func (s *Server) Unrouted() []string {
+	var names []string
+	for _, o := range protocol.Ops() {
+		if r := s.route(o.Name); r.serve == nil && r.bulk == nil {
+			names = append(names, o.Name)
+		}
+	}
+	return names
+}

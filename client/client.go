@@ -148,8 +148,8 @@ func unwrapOp(err error) error {
 func New(ctx context.Context, rwc io.ReadWriteCloser, role, clientName string) (*Client, error) {
 	c := &Client{rwc: rwc, pending: map[uint64]*pending{}, done: make(chan struct{})}
 	go c.readLoop()
-	var hr protocol.HelloReply
-	if err := c.Call(ctx, protocol.OpHello, protocol.Hello{Proto: protocol.Version, Role: role, Client: clientName}, &hr); err != nil {
+	hr, err := Do(ctx, c, protocol.OpHello, protocol.Hello{Proto: protocol.Version, Role: role, Client: clientName})
+	if err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -249,20 +249,21 @@ func (c *Client) closedErr() error {
 	return ErrClosed
 }
 
-// Call sends one request and decodes its reply into out (which may be nil).
-// A refusal by the server is returned as a *protocol.Error.
-func (c *Client) Call(ctx context.Context, op string, body, out any) error {
-	k, err := c.Go(op, body)
+// Do sends one request of op and waits for its reply. A refusal by the
+// server is returned as a *protocol.Error.
+func Do[Req, Resp any](ctx context.Context, c *Client, op protocol.Op[Req, Resp], req Req) (Resp, error) {
+	k, err := Go(c, op, req)
 	if err != nil {
-		return err
+		var zero Resp
+		return zero, err
 	}
-	return k.Wait(ctx, out)
+	return k.Wait(ctx)
 }
 
-// Stream sends one request whose reply comes in several frames and calls
-// each with every frame's body.
-func (c *Client) Stream(ctx context.Context, op string, body any, each func(json.RawMessage) error) error {
-	id, p, err := c.send(op, body, true)
+// Stream sends one request of a streaming op and calls each with every
+// frame of its reply, in order.
+func Stream[Req, Item any](ctx context.Context, c *Client, op protocol.StreamOp[Req, Item], req Req, each func(Item) error) error {
+	id, p, err := c.send(op.Name, req, true)
 	if err != nil {
 		return err
 	}
@@ -279,7 +280,11 @@ func (c *Client) Stream(ctx context.Context, op string, body any, each func(json
 			if !resp.More {
 				return nil
 			}
-			if err := each(resp.Body); err != nil {
+			var item Item
+			if err := json.Unmarshal(resp.Body, &item); err != nil {
+				return fmt.Errorf("decode %s reply: %w", op.Name, err)
+			}
+			if err := each(item); err != nil {
 				return err
 			}
 		case <-ctx.Done():
@@ -288,43 +293,50 @@ func (c *Client) Stream(ctx context.Context, op string, body any, each func(json
 	}
 }
 
-// Call is a request in flight, from Go.
-type Call struct {
+// Call is a request in flight, from Go, whose reply is a Resp.
+type Call[Resp any] struct {
 	c  *Client
 	op string
 	id uint64
 	p  *pending
 }
 
-// Go sends a request without waiting for its reply, so a caller can keep
-// several in flight on one connection; Wait collects the reply. Requests
-// leave in the order Go is called.
-func (c *Client) Go(op string, body any) (*Call, error) {
-	id, p, err := c.send(op, body, false)
+// Go sends a request of op without waiting for its reply, so a caller can
+// keep several in flight on one connection; Wait collects the reply.
+// Requests leave in the order Go is called.
+func Go[Req, Resp any](c *Client, op protocol.Op[Req, Resp], req Req) (*Call[Resp], error) {
+	id, p, err := c.send(op.Name, req, false)
 	if err != nil {
 		return nil, err
 	}
-	return &Call{c: c, op: op, id: id, p: p}, nil
+	return &Call[Resp]{c: c, op: op.Name, id: id, p: p}, nil
 }
 
-// Wait waits for the reply and decodes it into out (which may be nil).
-func (k *Call) Wait(ctx context.Context, out any) error {
+// Wait waits for the reply and decodes it (a protocol.Empty reply is not
+// read at all).
+func (k *Call[Resp]) Wait(ctx context.Context) (Resp, error) {
+	var out Resp
 	select {
 	case resp, ok := <-k.p.ch:
 		if !ok {
-			return k.c.closedErr()
+			return out, k.c.closedErr()
 		}
 		if resp.Err != nil {
-			return resp.Err
+			return out, resp.Err
 		}
-		if out != nil && len(resp.Body) > 0 {
-			if err := json.Unmarshal(resp.Body, out); err != nil {
-				return fmt.Errorf("decode %s reply: %w", k.op, err)
+		if len(resp.Body) > 0 && !isEmpty[Resp]() {
+			if err := json.Unmarshal(resp.Body, &out); err != nil {
+				return out, fmt.Errorf("decode %s reply: %w", k.op, err)
 			}
 		}
-		return nil
+		return out, nil
 	case <-ctx.Done():
 		k.c.forget(k.id)
-		return ctx.Err()
+		return out, ctx.Err()
 	}
+}
+
+func isEmpty[T any]() bool {
+	_, ok := any((*T)(nil)).(*protocol.Empty)
+	return ok
 }

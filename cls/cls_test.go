@@ -64,8 +64,8 @@ func TestRunServesJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	var sub protocol.SubmitReply
-	if err := cl.Call(ctx, protocol.OpSubmit, protocol.Submit{Jobs: []protocol.JobSpec{{Target: "t", Command: "exit 3"}}}, &sub); err != nil {
+	sub, err := client.Do(ctx, cl, protocol.OpSubmit, protocol.Submit{Jobs: []protocol.JobSpec{{Target: "t", Command: "exit 3"}}})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if len(sub.IDs) != 1 {
@@ -80,8 +80,8 @@ func TestRunServesJobs(t *testing.T) {
 	})
 	go agent.Run(agentCtx)
 
-	var w protocol.WaitReply
-	if err := cl.Call(ctx, protocol.OpWait, protocol.Wait{IDs: sub.IDs, TimeoutMS: 100_000}, &w); err != nil {
+	w, err := client.Do(ctx, cl, protocol.OpWait, protocol.Wait{IDs: sub.IDs, TimeoutMS: 100_000})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if len(w.Jobs) != 1 || w.Jobs[0].Exit == nil || *w.Jobs[0].Exit != 3 {

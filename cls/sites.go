@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -78,26 +77,13 @@ func (s *sites) install(srv *server.Server) {
 		}
 		s.mgr.Placeholder(id, reg, connected)
 	}
-	if srv.Ops == nil {
-		srv.Ops = map[string]func(context.Context, json.RawMessage) (any, error){}
-	}
-	srv.Ops[protocol.OpSiteAdd] = func(ctx context.Context, body json.RawMessage) (any, error) {
-		var spec protocol.SiteSpec
-		if err := server.DecodeBody(body, &spec); err != nil {
-			return nil, err
-		}
-		return s.mgr.Add(ctx, spec)
-	}
-	srv.Ops[protocol.OpSiteList] = func(context.Context, json.RawMessage) (any, error) {
+	server.Route(srv, protocol.OpSiteAdd, s.mgr.Add)
+	server.Route(srv, protocol.OpSiteList, func(context.Context, protocol.Empty) (protocol.SiteList, error) {
 		return protocol.SiteList{Sites: s.mgr.List()}, nil
-	}
-	srv.Ops[protocol.OpSiteRemove] = func(ctx context.Context, body json.RawMessage) (any, error) {
-		var r protocol.SiteRemove
-		if err := server.DecodeBody(body, &r); err != nil {
-			return nil, err
-		}
+	})
+	server.Route(srv, protocol.OpSiteRemove, func(ctx context.Context, r protocol.SiteRemove) (protocol.SiteInfo, error) {
 		return s.mgr.Remove(ctx, r.Name)
-	}
+	})
 }
 
 func (s *sites) start(ctx context.Context) error { return s.mgr.Start(ctx) }

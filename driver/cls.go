@@ -216,9 +216,9 @@ func (b *clsBackend) submit(ctx context.Context, reqs []*request) {
 			}
 			return
 		}
-		calls := make([]*client.Call, len(reqs))
+		calls := make([]*client.Call[protocol.SubmitReply], len(reqs))
 		for i, r := range reqs {
-			calls[i], err = cl.Go(protocol.OpSubmit, r.body)
+			calls[i], err = client.Go(cl, protocol.OpSubmit, r.body)
 			if err != nil {
 				break
 			}
@@ -230,8 +230,7 @@ func (b *clsBackend) submit(ctx context.Context, reqs []*request) {
 				retry = append(retry, r)
 				continue
 			}
-			var reply protocol.SubmitReply
-			err := calls[i].Wait(ctx, &reply)
+			reply, err := calls[i].Wait(ctx)
 			var pe *protocol.Error
 			switch {
 			case err == nil && len(reply.IDs) == len(r.ents):
@@ -279,8 +278,7 @@ func (b *clsBackend) watch(ctx context.Context, ids []int64, ents []*entry) {
 			b.failIDs(byID, pending, fmt.Errorf("lost track of the job: %w", err))
 			return
 		}
-		var reply protocol.WaitReply
-		err = cl.Call(ctx, protocol.OpWait, protocol.Wait{IDs: pending, Any: true, TimeoutMS: int(waitTimeout / time.Millisecond)}, &reply)
+		reply, err := client.Do(ctx, cl, protocol.OpWait, protocol.Wait{IDs: pending, Any: true, TimeoutMS: int(waitTimeout / time.Millisecond)})
 		var pe *protocol.Error
 		switch {
 		case err == nil:

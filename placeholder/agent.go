@@ -217,11 +217,10 @@ func (a *Agent) connect(ctx context.Context) (*client.Client, error) {
 		rwc.Close()
 		return nil, err
 	}
-	var reg protocol.RegisterReply
-	err = cl.Call(dctx, protocol.OpRegister, protocol.Register{
+	reg, err := client.Do(dctx, cl, protocol.OpRegister, protocol.Register{
 		ID: a.id, Site: a.cfg.Site, Host: a.cfg.Host, PID: os.Getpid(), Slots: a.cfg.Slots,
 		OutDir: a.cfg.OutDir, Walltime: a.cfg.Walltime.Seconds(), Batch: a.cfg.BatchID,
-	}, &reg)
+	})
 	if err != nil {
 		cl.Close()
 		return nil, err
@@ -249,15 +248,19 @@ func (a *Agent) dropped(cl *client.Client) {
 
 // call runs one request, reconnecting until it goes through. Requests are
 // idempotent on the CLS (reports carry attempt numbers), so resending one
-// whose reply was lost is harmless.
-func (a *Agent) call(ctx context.Context, op string, body func(id int64) any, out any) error {
+// whose reply was lost is harmless. The reply goes to out, if not nil.
+func call[Req, Resp any](ctx context.Context, a *Agent, op protocol.Op[Req, Resp], body func(id int64) Req, out *Resp) error {
 	for {
 		cl, err := a.session(ctx)
 		if err != nil {
 			return err
 		}
-		err = cl.Call(ctx, op, body(a.ID()), out)
+		var resp Resp
+		resp, err = client.Do(ctx, cl, op, body(a.ID()))
 		if err == nil {
+			if out != nil {
+				*out = resp
+			}
 			return nil
 		}
 		var pe *protocol.Error
@@ -272,7 +275,7 @@ func (a *Agent) call(ctx context.Context, op string, body func(id int64) any, ou
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		a.log.Warn("lost the CLS connection", "op", op, "err", err)
+		a.log.Warn("lost the CLS connection", "op", op.Name, "err", err)
 		a.dropped(cl)
 	}
 }
@@ -503,7 +506,7 @@ func (a *Agent) work(ctx context.Context) error {
 			// No deadline while the agent runs: a CLS that is slow or
 			// stopped answers late, and a broken connection is re-dialled
 			// and the batch sent again (a.call).
-			err := a.call(rctx, protocol.OpReport, func(id int64) any {
+			err := call(rctx, a, protocol.OpReport, func(id int64) protocol.ReportBatch {
 				return protocol.ReportBatch{Placeholder: id, Reports: batch}
 			}, nil)
 			var back []protocol.Report
@@ -566,7 +569,7 @@ func (a *Agent) work(ctx context.Context) error {
 				return nil
 			}
 			// Final report: deliver it even though ctx has ended.
-			return a.call(rctx, protocol.OpReport, func(id int64) any {
+			return call(rctx, a, protocol.OpReport, func(id int64) protocol.ReportBatch {
 				return protocol.ReportBatch{Placeholder: id, Reports: reports}
 			}, nil)
 		}
@@ -614,7 +617,7 @@ func (a *Agent) work(ctx context.Context) error {
 			poll, pollSent = make(chan polled, 1), time.Now()
 			go func(ch chan polled) {
 				var p polled
-				p.err = a.call(ctx, protocol.OpNext, func(id int64) any {
+				p.err = call(ctx, a, protocol.OpNext, func(id int64) protocol.Next {
 					return protocol.Next{Placeholder: id, Reports: sent, Free: n, WalltimeLeft: a.walltimeLeft(), WaitMS: int(wait / time.Millisecond)}
 				}, &p.reply)
 				if p.err != nil {
@@ -760,7 +763,7 @@ func (a *Agent) heartbeats(ctx context.Context) {
 		refs := a.runningRefs()
 		if len(refs) > 0 {
 			var reply protocol.HeartbeatReply
-			err := a.call(ctx, protocol.OpHeartbeat, func(id int64) any {
+			err := call(ctx, a, protocol.OpHeartbeat, func(id int64) protocol.Heartbeat {
 				return protocol.Heartbeat{Placeholder: id, Running: refs}
 			}, &reply)
 			if err == nil {

@@ -104,14 +104,14 @@ func (p *peerConn) Read(b []byte) (int, error) {
 		n, err := p.Conn.Read(b)
 		silent := p.silent.Load()
 		p.c.mu.Lock()
-		for _, op := range []string{protocol.OpNext, protocol.OpReport, protocol.OpHeartbeat} {
+		for _, op := range []string{protocol.OpNext.Name, protocol.OpReport.Name, protocol.OpHeartbeat.Name} {
 			k := strings.Count(string(b[:n]), `"op":"`+op+`"`)
 			p.c.seen[op] += k
 			if silent {
 				p.c.lost[op] += k
 			}
 		}
-		fail := p.c.fail > 0 && strings.Contains(string(b[:n]), `"op":"`+protocol.OpReport+`"`)
+		fail := p.c.fail > 0 && strings.Contains(string(b[:n]), `"op":"`+protocol.OpReport.Name+`"`)
 		if fail {
 			p.c.fail--
 		}
@@ -279,7 +279,7 @@ func TestAgentResendsUnansweredReport(t *testing.T) {
 	// the job's report goes on its own rather than riding a poll.
 	startAgent(t, c, 2)
 	deadline := time.Now().Add(20 * time.Second)
-	for stateOf(t, c, id) != "E" || !exists(filepath.Join(dir, "ran.txt")) || c.count(protocol.OpNext, false) < 2 {
+	for stateOf(t, c, id) != "E" || !exists(filepath.Join(dir, "ran.txt")) || c.count(protocol.OpNext.Name, false) < 2 {
 		if time.Now().After(deadline) {
 			t.Fatal("the job never started, or no poll went out for the idle slot")
 		}
@@ -289,7 +289,7 @@ func TestAgentResendsUnansweredReport(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for c.count(protocol.OpReport, true) == 0 {
+	for c.count(protocol.OpReport.Name, true) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the job's report never went out")
 		}
@@ -330,7 +330,7 @@ func TestAgentResendsRefusedReport(t *testing.T) {
 	// report goes on its own.
 	startAgent(t, c, 2)
 	deadline := time.Now().Add(20 * time.Second)
-	for stateOf(t, c, id) != "E" || c.count(protocol.OpNext, false) < 2 {
+	for stateOf(t, c, id) != "E" || c.count(protocol.OpNext.Name, false) < 2 {
 		if time.Now().After(deadline) {
 			t.Fatal("the job never started, or no poll went out for the idle slot")
 		}
@@ -342,8 +342,8 @@ func TestAgentResendsRefusedReport(t *testing.T) {
 	if e := c.wait(id)[id]; e.State != "D" {
 		t.Fatalf("job ended %+v", e)
 	}
-	if c.count(protocol.OpReport, false) < 2 {
-		t.Fatalf("%d report requests; want the refused one and its resend", c.count(protocol.OpReport, false))
+	if c.count(protocol.OpReport.Name, false) < 2 {
+		t.Fatalf("%d report requests; want the refused one and its resend", c.count(protocol.OpReport.Name, false))
 	}
 	d, err := c.store.Job(context.Background(), id)
 	if err != nil || d.Attempts != 1 || len(d.History) != 0 {
@@ -512,7 +512,7 @@ type opCounter struct {
 
 func (o opCounter) Write(p []byte) (int, error) {
 	o.mu.Lock()
-	for _, op := range []string{protocol.OpNext, protocol.OpReport} {
+	for _, op := range []string{protocol.OpNext.Name, protocol.OpReport.Name} {
 		o.ops[op] += strings.Count(string(p), `"op":"`+op+`"`)
 	}
 	o.mu.Unlock()
@@ -562,11 +562,11 @@ func TestAgentNoOpReportsRideOnPolls(t *testing.T) {
 	}
 	ids := c.submit(specs...)
 	ops := runCounted(t, c, Config{Site: "test", Host: "h", Slots: slots, OutDir: t.TempDir(), NoOp: true}, ids)
-	if ops[protocol.OpReport] > 1 { // the last jobs may be reported as the agent stops
-		t.Errorf("%d separate report requests; want the reports carried by polls", ops[protocol.OpReport])
+	if ops[protocol.OpReport.Name] > 1 { // the last jobs may be reported as the agent stops
+		t.Errorf("%d separate report requests; want the reports carried by polls", ops[protocol.OpReport.Name])
 	}
-	if max := n/slots + 5; ops[protocol.OpNext] > max {
-		t.Errorf("%d polls for %d jobs with %d slots; want at most %d", ops[protocol.OpNext], n, slots, max)
+	if max := n/slots + 5; ops[protocol.OpNext.Name] > max {
+		t.Errorf("%d polls for %d jobs with %d slots; want at most %d", ops[protocol.OpNext.Name], n, slots, max)
 	}
 }
 
@@ -590,7 +590,7 @@ func TestAgentBatchesShortJobs(t *testing.T) {
 	// and under 100 requests for 300 jobs unless they average over 300 ms.
 	ops := runCounted(t, c, Config{Site: "test", Host: "h", Slots: 1, OutDir: t.TempDir(), prefetchWindow: 5 * time.Second}, ids)
 	t.Logf("requests %v for %d jobs", ops, n)
-	if reqs := ops[protocol.OpNext] + ops[protocol.OpReport]; reqs > n/3 {
+	if reqs := ops[protocol.OpNext.Name] + ops[protocol.OpReport.Name]; reqs > n/3 {
 		t.Errorf("%d requests (%v) for %d short jobs on one slot; want batches (at most %d)", reqs, ops, n, n/3)
 	}
 }

@@ -363,7 +363,7 @@ func (a *Agent) stageFile(ctx context.Context, asg protocol.Assignment, stream, 
 	buf := make([]byte, min(fi.Size(), stageChunk))
 	var off int64
 	send := func(data []byte) error {
-		err := a.call(ctx, protocol.OpOutput, func(id int64) any {
+		err := call(ctx, a, protocol.OpOutput, func(id int64) protocol.OutputChunk {
 			return protocol.OutputChunk{Placeholder: id, ID: asg.ID, Attempt: asg.Attempt, Stream: stream, Offset: off, Data: data}
 		}, nil)
 		off += int64(len(data))

@@ -30,7 +30,7 @@ func FastBulkAdd(b []byte) (id uint64, add BulkAdd, ok bool) {
 	if err != nil {
 		return 0, add, false
 	}
-	const mid = `,"op":"` + OpBulkAdd + `","body":{`
+	const mid = `,"op":"` + bulkAddName + `","body":{`
 	if len(b)-j < len(mid) || string(b[j:j+len(mid)]) != mid {
 		return 0, add, false
 	}

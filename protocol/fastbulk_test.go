@@ -9,7 +9,7 @@ import (
 // slowBulkAdd is the general path: ParseRequest, then the body decoded.
 func slowBulkAdd(line []byte) (uint64, BulkAdd, bool) {
 	req, err := ParseRequest(line)
-	if err != nil || req.Op != OpBulkAdd {
+	if err != nil || req.Op != OpBulkAdd.Name {
 		return 0, BulkAdd{}, false
 	}
 	var add BulkAdd
@@ -24,7 +24,7 @@ func frameOf(t testing.TB, id uint64, add BulkAdd) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := AppendFrame(nil, Request{ID: id, Op: OpBulkAdd, Body: body})
+	b, err := AppendFrame(nil, Request{ID: id, Op: OpBulkAdd.Name, Body: body})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,10 +96,10 @@ func TestAppendRequest(t *testing.T) {
 		op   string
 		body any
 	}{
-		{1, OpBulkAdd, BulkAdd{Line: 3, Data: []byte("{\"a\":\"<b>\"}\n"), Cwd: "/tmp/é"}},
-		{18446744073709551615, OpNext, Next{Placeholder: 7, Free: 2}},
+		{1, OpBulkAdd.Name, BulkAdd{Line: 3, Data: []byte("{\"a\":\"<b>\"}\n"), Cwd: "/tmp/é"}},
+		{18446744073709551615, OpNext.Name, Next{Placeholder: 7, Free: 2}},
 		{0, "op\"with\\quotes", map[string]int{}},
-		{5, OpSummary, nil},
+		{5, OpSummary.Name, nil},
 	} {
 		var raw []byte
 		if c.body != nil {

@@ -2,32 +2,6 @@ package protocol
 
 import "time"
 
-// Ops. Each names a request body type and its reply body type.
-const (
-	OpHello = "hello" // Hello -> HelloReply; must be the first request
-
-	// User role.
-	OpSubmit     = "submit"      // Submit -> SubmitReply (one transaction)
-	OpBulkAdd    = "bulk.add"    // BulkAdd -> {} (spooled on the server)
-	OpBulkCommit = "bulk.commit" // BulkCommit -> SubmitReply (all spooled jobs, one transaction)
-	OpBulkAbort  = "bulk.abort"  // {} -> {}
-	OpStat       = "stat"        // Stat -> streamed StatReply
-	OpJob        = "job"         // JobQuery -> JobDetail
-	OpSummary    = "summary"     // {} -> SummaryReply
-	OpDelete     = "delete"      // Select -> ActionReply
-	OpRerun      = "rerun"       // Select -> ActionReply
-	OpWait       = "wait"        // Wait -> WaitReply (long poll)
-	OpQueueList  = "queue.list"  // {} -> QueueList
-	OpQueueSet   = "queue.set"   // QueueSet -> QueueInfo
-
-	// Placeholder role (also allowed to the user role).
-	OpRegister  = "register"  // Register -> RegisterReply
-	OpNext      = "next"      // Next -> NextReply (long poll)
-	OpReport    = "report"    // ReportBatch -> {}
-	OpHeartbeat = "heartbeat" // Heartbeat -> HeartbeatReply
-	OpOutput    = "output"    // OutputChunk -> {} (stage a job's output on the CLS)
-)
-
 // Roles a connection may hold, each allowed less than the one before:
 // admin (the CLS owner) may do anything; user may submit and manage jobs
 // and queues; placeholder may only pull work and report it. The
@@ -42,18 +16,19 @@ const (
 
 // RoleAllows reports whether a peer allowed have may take role want.
 func RoleAllows(have, want string) bool {
-	rank := map[string]int{RolePlaceholder: 1, RoleUser: 2, RoleAdmin: 3}
-	return rank[want] > 0 && rank[have] >= rank[want]
+	return roleRank(want) > 0 && roleRank(have) >= roleRank(want)
 }
 
-// AdminOps are the ops only the admin role may send: they make the CLS
-// start processes (a local site) or log in elsewhere with its owner's
-// SSH keys (a batch site).
-var AdminOps = map[string]bool{OpSiteAdd: true, OpSiteRemove: true}
-
-// PlaceholderOps are the only ops a placeholder-role connection may send.
-var PlaceholderOps = map[string]bool{
-	OpHello: true, OpRegister: true, OpNext: true, OpReport: true, OpHeartbeat: true, OpOutput: true,
+func roleRank(role string) int {
+	switch role {
+	case RolePlaceholder:
+		return 1
+	case RoleUser:
+		return 2
+	case RoleAdmin:
+		return 3
+	}
+	return 0
 }
 
 // Hello opens a session.

@@ -96,7 +96,7 @@ func TestReadRequestAndResponse(t *testing.T) {
 	t.Parallel()
 	var buf []byte
 	var err error
-	buf, err = AppendFrame(buf, Request{ID: 7, Op: OpSubmit, Body: json.RawMessage(`{"jobs":[]}`)})
+	buf, err = AppendFrame(buf, Request{ID: 7, Op: OpSubmit.Name, Body: json.RawMessage(`{"jobs":[]}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestReadRequestAndResponse(t *testing.T) {
 	}
 	r := NewReader(bytes.NewReader(buf))
 	req, err := r.ReadRequest()
-	if err != nil || req.ID != 7 || req.Op != OpSubmit || string(req.Body) != `{"jobs":[]}` {
+	if err != nil || req.ID != 7 || req.Op != OpSubmit.Name || string(req.Body) != `{"jobs":[]}` {
 		t.Fatalf("ReadRequest = %+v, %v", req, err)
 	}
 	resp, err := r.ReadResponse()

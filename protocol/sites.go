@@ -1,13 +1,5 @@
 package protocol
 
-// Site ops (user role): the places placeholders run, kept in the metaqueue
-// database and provisioned by the running CLS.
-const (
-	OpSiteAdd    = "site.add"    // SiteSpec -> SiteInfo
-	OpSiteList   = "site.list"   // {} -> SiteList
-	OpSiteRemove = "site.remove" // SiteRemove -> SiteInfo (its last state)
-)
-
 // SiteSpec is a site's settings, as `cls site add` gives them.
 type SiteSpec struct {
 	Name       string  `json:"name"`

@@ -24,17 +24,17 @@ func BenchmarkPipelined(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer cl.Close()
-	var reg protocol.RegisterReply
-	if err := cl.Call(ctx, protocol.OpRegister, protocol.Register{Site: "s", Host: "h", Slots: 1, OutDir: "/x"}, &reg); err != nil {
+	reg, err := client.Do(ctx, cl, protocol.OpRegister, protocol.Register{Site: "s", Host: "h", Slots: 1, OutDir: "/x"})
+	if err != nil {
 		b.Fatal(err)
 	}
 	hb := protocol.Heartbeat{Placeholder: reg.ID}
 	const window = 64
-	calls := make(chan *client.Call, window)
+	calls := make(chan *client.Call[protocol.HeartbeatReply], window)
 	done := make(chan error, 1)
 	go func() {
 		for k := range calls {
-			if err := k.Wait(ctx, nil); err != nil {
+			if _, err := k.Wait(ctx); err != nil {
 				done <- err
 				return
 			}
@@ -43,7 +43,7 @@ func BenchmarkPipelined(b *testing.B) {
 	}()
 	b.ResetTimer()
 	for range b.N {
-		k, err := cl.Go(protocol.OpHeartbeat, hb)
+		k, err := client.Go(cl, protocol.OpHeartbeat, hb)
 		if err != nil {
 			b.Fatal(err)
 		}

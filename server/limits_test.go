@@ -270,12 +270,12 @@ func TestIdleConnectionsAreClosed(t *testing.T) {
 	p := connect(t, srv, protocol.RoleUser)
 	p.hello("")
 	var sub protocol.SubmitReply
-	p.do(protocol.OpSubmit, protocol.Submit{Jobs: []protocol.JobSpec{{Target: "t", Command: "true"}}}, &sub)
-	wait := p.send(protocol.OpWait, protocol.Wait{IDs: sub.IDs})
+	p.do(protocol.OpSubmit.Name, protocol.Submit{Jobs: []protocol.JobSpec{{Target: "t", Command: "true"}}}, &sub)
+	wait := p.send(protocol.OpWait.Name, protocol.Wait{IDs: sub.IDs})
 	time.Sleep(10 * idle) // nothing read meanwhile, but a request in progress
 	other := connect(t, srv, protocol.RoleUser)
 	other.hello("")
-	other.do(protocol.OpDelete, protocol.Select{IDs: sub.IDs}, nil)
+	other.do(protocol.OpDelete.Name, protocol.Select{IDs: sub.IDs}, nil)
 	if r := p.recv(wait); r.Err != nil {
 		t.Fatalf("wait: %v", r.Err)
 	}
@@ -289,10 +289,10 @@ func TestInFlightBackpressure(t *testing.T) {
 	p := connect(t, srv, protocol.RoleUser)
 	p.hello("")
 	var sub protocol.SubmitReply
-	p.do(protocol.OpSubmit, protocol.Submit{Jobs: []protocol.JobSpec{{Target: "t", Command: "true"}}}, &sub)
-	w1 := p.send(protocol.OpWait, protocol.Wait{IDs: sub.IDs})
-	w2 := p.send(protocol.OpWait, protocol.Wait{IDs: sub.IDs})
-	sum := p.send(protocol.OpSummary, nil)
+	p.do(protocol.OpSubmit.Name, protocol.Submit{Jobs: []protocol.JobSpec{{Target: "t", Command: "true"}}}, &sub)
+	w1 := p.send(protocol.OpWait.Name, protocol.Wait{IDs: sub.IDs})
+	w2 := p.send(protocol.OpWait.Name, protocol.Wait{IDs: sub.IDs})
+	sum := p.send(protocol.OpSummary.Name, nil)
 	select {
 	case r := <-p.resps:
 		t.Fatalf("request %d answered while 2 were in progress", r.ID)
@@ -300,7 +300,7 @@ func TestInFlightBackpressure(t *testing.T) {
 	}
 	other := connect(t, srv, protocol.RoleUser)
 	other.hello("")
-	other.do(protocol.OpDelete, protocol.Select{IDs: sub.IDs}, nil)
+	other.do(protocol.OpDelete.Name, protocol.Select{IDs: sub.IDs}, nil)
 	for _, id := range []uint64{w1, w2, sum} {
 		if r := p.recv(id); r.Err != nil {
 			t.Fatalf("request %d: %v", id, r.Err)
@@ -317,17 +317,17 @@ func TestParkedPollsBounded(t *testing.T) {
 	p := connect(t, srv, protocol.RolePlaceholder)
 	p.hello(protocol.RolePlaceholder)
 	var reg protocol.RegisterReply
-	p.do(protocol.OpRegister, protocol.Register{Site: "s", Host: "h", Slots: 1}, &reg)
+	p.do(protocol.OpRegister.Name, protocol.Register{Site: "s", Host: "h", Slots: 1}, &reg)
 	poll := protocol.Next{Placeholder: reg.ID, Free: 1, WaitMS: 60_000}
 	for range DefaultNexts {
-		p.send(protocol.OpNext, poll)
+		p.send(protocol.OpNext.Name, poll)
 	}
-	e := p.fails(protocol.OpNext, poll, protocol.CodeBusy)
+	e := p.fails(protocol.OpNext.Name, poll, protocol.CodeBusy)
 	if !strings.Contains(e.Msg, "next requests are already in progress") {
 		t.Errorf("refusal %q does not say why", e.Msg)
 	}
 	// A heartbeat still gets through.
-	p.do(protocol.OpHeartbeat, protocol.Heartbeat{Placeholder: reg.ID}, nil)
+	p.do(protocol.OpHeartbeat.Name, protocol.Heartbeat{Placeholder: reg.ID}, nil)
 	p.c.Close()
 	<-p.served
 	log := logBuf.String()

@@ -41,9 +41,9 @@ type Server struct {
 	// connection and when that connection closes.
 	OnPlaceholder func(id int64, reg protocol.Register, connected bool)
 
-	// Ops serves user-role ops beyond the metaqueue's (site.add, ...),
-	// keyed by op name; the body is the request's, undecoded.
-	Ops map[string]func(ctx context.Context, body json.RawMessage) (any, error)
+	// routed serves declared ops beyond the metaqueue's (site.add, ...):
+	// see Route.
+	routed map[string]*route
 
 	// Limits bound what one connection may hold; Gate bounds the socket's
 	// connections that have not said hello yet.
@@ -282,7 +282,7 @@ func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) 
 		var req *protocol.Request
 		var add *protocol.BulkAdd // a bulk.add body already decoded
 		if id, a, ok := protocol.FastBulkAdd(line); ok && c.hello {
-			req, add = &protocol.Request{ID: id, Op: protocol.OpBulkAdd}, &a
+			req, add = &protocol.Request{ID: id, Op: protocol.OpBulkAdd.Name}, &a
 		} else if req, err = protocol.ParseRequest(line); err != nil {
 			var id uint64
 			if req != nil {
@@ -292,7 +292,7 @@ func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) 
 			continue
 		}
 		if !c.hello {
-			if req.Op != protocol.OpHello {
+			if req.Op != protocol.OpHello.Name {
 				c.reply(req.ID, nil, protocol.Errorf(protocol.CodeBadRequest, "the first request must be hello, not %q", req.Op))
 				return
 			}
@@ -314,19 +314,13 @@ func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) 
 			slots = make(chan struct{}, n)
 			continue
 		}
-		if c.role == protocol.RolePlaceholder && !protocol.PlaceholderOps[req.Op] {
-			log.Warn("refused request outside the placeholder role", "op", req.Op)
-			c.reply(req.ID, nil, protocol.Errorf(protocol.CodeForbidden, "a placeholder may not %s", req.Op))
+		rt := s.route(req.Op)
+		if err := c.allowed(req.Op, rt); err != nil {
+			c.reply(req.ID, nil, err)
 			continue
 		}
-		if protocol.AdminOps[req.Op] && c.role != protocol.RoleAdmin {
-			log.Warn("refused an admin request", "op", req.Op, "role", c.role)
-			c.reply(req.ID, nil, protocol.Errorf(protocol.CodeForbidden,
-				"%s needs the admin role (the CLS owner's own socket, or a key added with `cls key add --role admin`); this connection has role %s", req.Op, c.role))
-			continue
-		}
-		switch req.Op {
-		case protocol.OpBulkAdd, protocol.OpBulkCommit, protocol.OpBulkAbort:
+		switch {
+		case rt != nil && rt.bulk != nil:
 			// Bulk steps run in order on one goroutine; the raw lines of
 			// each chunk are parsed concurrently before their turn.
 			if bulkQ == nil {
@@ -335,7 +329,10 @@ func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) 
 				go func() {
 					defer close(bulkDone)
 					for it := range bulkQ {
-						body, err := c.safe(it.req, func() (any, error) { return c.bulkOp(ctx, it) })
+						body, err := c.safe(it.req, func() (any, error) {
+							<-it.parsed
+							return it.rt.bulk(ctx, c, it)
+						})
 						c.reply(it.req.ID, body, err)
 						release()
 					}
@@ -344,11 +341,11 @@ func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) 
 			if !take() {
 				return
 			}
-			it := newBulkItem(req, add)
+			it := newBulkItem(rt, req, add)
 			switch req.Op {
-			case protocol.OpBulkAdd:
+			case protocol.OpBulkAdd.Name:
 				spooled = true
-			case protocol.OpBulkCommit:
+			case protocol.OpBulkCommit.Name:
 				if it.err = DecodeBody(req.Body, &it.commit); it.err == nil && it.commit.Token != "" {
 					if spooled {
 						// Noted as soon as it is read, so that a client
@@ -365,7 +362,7 @@ func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) 
 			}
 			bulkQ <- it
 			continue
-		case protocol.OpNext:
+		case rt != nil && rt.parks:
 			// A placeholder parks one poll at a time; many would each hold
 			// a goroutine and a place in the core's queue.
 			if nexts.Load() >= maxNexts {
@@ -381,8 +378,13 @@ func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) 
 		reqs.Add(1)
 		go func() {
 			defer reqs.Done()
-			body, err := c.safe(req, func() (any, error) { return c.handle(ctx, req) })
-			if req.Op == protocol.OpNext {
+			body, err := c.safe(req, func() (any, error) {
+				if rt == nil || rt.serve == nil {
+					return nil, protocol.Errorf(protocol.CodeUnsupported, "unknown op %q", req.Op)
+				}
+				return rt.serve(ctx, c, req)
+			})
+			if rt != nil && rt.parks {
 				nexts.Add(-1)
 			}
 			c.reply(req.ID, body, err)
@@ -426,8 +428,7 @@ func (c *conn) doHello(raw json.RawMessage) (any, error) {
 }
 
 // DecodeBody decodes a request body into v (an absent body is {}); a
-// malformed one is a bad-request error naming the problem. Handlers in Ops
-// use it too.
+// malformed one is a bad-request error naming the problem.
 func DecodeBody(raw json.RawMessage, v any) error {
 	if len(raw) == 0 {
 		raw = []byte("{}")
@@ -489,6 +490,7 @@ func (c *conn) write(resp *protocol.Response) {
 // bulkItem is one bulk step; an add's raw lines are parsed as soon as it is
 // read, while earlier steps are still being spooled.
 type bulkItem struct {
+	rt     *route
 	req    *protocol.Request
 	parsed chan struct{} // closed when add and err are set
 	add    protocol.BulkAdd
@@ -501,9 +503,9 @@ type bulkItem struct {
 
 // newBulkItem starts parsing a bulk step; add is its body if the read loop
 // decoded it already (protocol.FastBulkAdd), else nil.
-func newBulkItem(req *protocol.Request, add *protocol.BulkAdd) *bulkItem {
-	it := &bulkItem{req: req, parsed: make(chan struct{})}
-	if req.Op != protocol.OpBulkAdd {
+func newBulkItem(rt *route, req *protocol.Request, add *protocol.BulkAdd) *bulkItem {
+	it := &bulkItem{rt: rt, req: req, parsed: make(chan struct{})}
+	if req.Op != protocol.OpBulkAdd.Name {
 		close(it.parsed)
 		return it
 	}
@@ -538,215 +540,85 @@ func newBulkItem(req *protocol.Request, add *protocol.BulkAdd) *bulkItem {
 	return it
 }
 
-func (c *conn) bulkOp(ctx context.Context, it *bulkItem) (any, error) {
-	<-it.parsed
-	switch it.req.Op {
-	case protocol.OpBulkAdd:
-		if c.bulkErr != nil {
-			return nil, c.bulkErr
-		}
-		if it.err != nil {
-			if c.bulk != nil {
-				c.bulk.Abort()
-			}
-			c.bulk, c.bulkErr = nil, it.err
-			return nil, it.err
-		}
-		if c.bulk == nil {
-			bulk, err := c.s.Store.NewBulk()
-			if err != nil {
-				return nil, err
-			}
-			c.bulk = bulk
-		}
-		if err := c.bulk.Add(it.add.Line, it.add.Jobs); err != nil {
-			c.bulk.Abort()
-			c.bulk, c.bulkErr = nil, err
-			return nil, err
-		}
-		return struct{}{}, nil
-	case protocol.OpBulkCommit:
-		if it.finish != nil {
-			defer it.finish()
-		}
-		if it.err != nil {
-			return nil, it.err
-		}
-		if err := c.bulkErr; err != nil {
-			c.bulkErr = nil
-			return nil, err
-		}
-		if c.bulk == nil {
-			if it.lookup {
-				return c.bulkOutcome(ctx, it.commit.Token)
-			}
-			return nil, protocol.Errorf(protocol.CodeBadRequest, "no jobs to submit")
-		}
-		b := c.bulk
-		c.bulk = nil
-		first, n, err := b.CommitToken(ctx, it.commit.Token)
-		if err != nil {
-			return nil, err
-		}
-		return protocol.SubmitReply{First: first, Count: n}, nil
-	default: // abort
-		c.bulkErr = nil
+// bulkAdd spools a parsed chunk; a failed one poisons the bulk until abort.
+func bulkAdd(_ context.Context, c *conn, it *bulkItem) (protocol.Empty, error) {
+	if c.bulkErr != nil {
+		return protocol.Empty{}, c.bulkErr
+	}
+	if it.err != nil {
 		if c.bulk != nil {
 			c.bulk.Abort()
-			c.bulk = nil
 		}
-		return struct{}{}, nil
+		c.bulk, c.bulkErr = nil, it.err
+		return protocol.Empty{}, it.err
 	}
+	if c.bulk == nil {
+		bulk, err := c.s.Store.NewBulk()
+		if err != nil {
+			return protocol.Empty{}, err
+		}
+		c.bulk = bulk
+	}
+	if err := c.bulk.Add(it.add.Line, it.add.Jobs); err != nil {
+		c.bulk.Abort()
+		c.bulk, c.bulkErr = nil, err
+		return protocol.Empty{}, err
+	}
+	return protocol.Empty{}, nil
+}
+
+// bulkCommit commits the spooled jobs, or answers a question about a
+// token's commit.
+func bulkCommit(ctx context.Context, c *conn, it *bulkItem) (protocol.SubmitReply, error) {
+	if it.finish != nil {
+		defer it.finish()
+	}
+	if it.err != nil {
+		return protocol.SubmitReply{}, it.err
+	}
+	if err := c.bulkErr; err != nil {
+		c.bulkErr = nil
+		return protocol.SubmitReply{}, err
+	}
+	if c.bulk == nil {
+		if it.lookup {
+			return c.bulkOutcome(ctx, it.commit.Token)
+		}
+		return protocol.SubmitReply{}, protocol.Errorf(protocol.CodeBadRequest, "no jobs to submit")
+	}
+	b := c.bulk
+	c.bulk = nil
+	first, n, err := b.CommitToken(ctx, it.commit.Token)
+	if err != nil {
+		return protocol.SubmitReply{}, err
+	}
+	return protocol.SubmitReply{First: first, Count: n}, nil
+}
+
+func bulkAbort(_ context.Context, c *conn, _ *bulkItem) (protocol.Empty, error) {
+	c.bulkErr = nil
+	if c.bulk != nil {
+		c.bulk.Abort()
+		c.bulk = nil
+	}
+	return protocol.Empty{}, nil
 }
 
 // bulkOutcome answers a commit that only names a token: the ids of the
 // bulk committed with it, once no commit with it is under way, or
 // not_found.
-func (c *conn) bulkOutcome(ctx context.Context, token string) (any, error) {
+func (c *conn) bulkOutcome(ctx context.Context, token string) (protocol.SubmitReply, error) {
 	if err := c.s.awaitCommits(ctx, token); err != nil {
-		return nil, err
+		return protocol.SubmitReply{}, err
 	}
 	first, n, found, err := c.s.Store.BulkOutcome(ctx, token)
 	if err != nil {
-		return nil, err
+		return protocol.SubmitReply{}, err
 	}
 	if !found {
-		return nil, protocol.Errorf(protocol.CodeNotFound, "no bulk submission was committed with token %q: nothing was added", token)
+		return protocol.SubmitReply{}, protocol.Errorf(protocol.CodeNotFound, "no bulk submission was committed with token %q: nothing was added", token)
 	}
 	return protocol.SubmitReply{First: first, Count: n}, nil
-}
-
-func (c *conn) handle(ctx context.Context, req *protocol.Request) (any, error) {
-	st := c.s.Store
-	switch req.Op {
-	case protocol.OpHello:
-		return nil, protocol.Errorf(protocol.CodeBadRequest, "hello was already said")
-	case protocol.OpSubmit:
-		var b protocol.Submit
-		if err := DecodeBody(req.Body, &b); err != nil {
-			return nil, err
-		}
-		ids, err := st.SubmitRequest(ctx, b)
-		if err != nil {
-			return nil, err
-		}
-		return protocol.SubmitReply{IDs: ids}, nil
-	case protocol.OpStat:
-		var b protocol.Stat
-		if err := DecodeBody(req.Body, &b); err != nil {
-			return nil, err
-		}
-		err := st.Stat(ctx, b, func(jobs []protocol.JobInfo) error {
-			raw, err := json.Marshal(protocol.StatReply{Jobs: jobs})
-			if err != nil {
-				return err
-			}
-			c.write(&protocol.Response{ID: req.ID, More: true, Body: raw})
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		return struct{}{}, nil
-	case protocol.OpJob:
-		var b protocol.JobQuery
-		if err := DecodeBody(req.Body, &b); err != nil {
-			return nil, err
-		}
-		return st.Job(ctx, b.ID)
-	case protocol.OpSummary:
-		qs, err := st.Summary(ctx)
-		return protocol.SummaryReply{Queues: qs}, err
-	case protocol.OpDelete, protocol.OpRerun:
-		var b protocol.Select
-		if err := DecodeBody(req.Body, &b); err != nil {
-			return nil, err
-		}
-		if req.Op == protocol.OpDelete {
-			return st.Delete(ctx, b)
-		}
-		return st.Rerun(ctx, b)
-	case protocol.OpWait:
-		var b protocol.Wait
-		if err := DecodeBody(req.Body, &b); err != nil {
-			return nil, err
-		}
-		return st.WaitFor(ctx, b)
-	case protocol.OpQueueList:
-		qs, err := st.Queues(ctx)
-		return protocol.QueueList{Queues: qs}, err
-	case protocol.OpQueueSet:
-		var b protocol.QueueSet
-		if err := DecodeBody(req.Body, &b); err != nil {
-			return nil, err
-		}
-		return st.SetQueue(ctx, b)
-	case protocol.OpRegister:
-		var b protocol.Register
-		if err := DecodeBody(req.Body, &b); err != nil {
-			return nil, err
-		}
-		if err := checkRegister(b); err != nil {
-			return nil, err
-		}
-		r, err := st.RegisterAs(ctx, b, c.identity)
-		if err != nil {
-			return nil, err
-		}
-		c.phMu.Lock()
-		c.phs[r.ID] = b
-		c.phMu.Unlock()
-		if c.s.OnPlaceholder != nil {
-			c.s.OnPlaceholder(r.ID, b, true)
-		}
-		return r, nil
-	case protocol.OpNext:
-		var b protocol.Next
-		if err := DecodeBody(req.Body, &b); err != nil {
-			return nil, err
-		}
-		if err := c.owns(b.Placeholder); err != nil {
-			return nil, err
-		}
-		if err := checkReports(b.Reports); err != nil {
-			return nil, err
-		}
-		return st.Next(ctx, b)
-	case protocol.OpReport:
-		var b protocol.ReportBatch
-		if err := DecodeBody(req.Body, &b); err != nil {
-			return nil, err
-		}
-		if err := c.owns(b.Placeholder); err != nil {
-			return nil, err
-		}
-		if err := checkReports(b.Reports); err != nil {
-			return nil, err
-		}
-		return struct{}{}, st.Report(ctx, b.Placeholder, b.Reports)
-	case protocol.OpHeartbeat:
-		var b protocol.Heartbeat
-		if err := DecodeBody(req.Body, &b); err != nil {
-			return nil, err
-		}
-		if err := c.owns(b.Placeholder); err != nil {
-			return nil, err
-		}
-		return st.Heartbeat(ctx, b)
-	case protocol.OpOutput:
-		var b protocol.OutputChunk
-		if err := DecodeBody(req.Body, &b); err != nil {
-			return nil, err
-		}
-		if err := c.owns(b.Placeholder); err != nil {
-			return nil, err
-		}
-		return struct{}{}, c.stage(ctx, b)
-	}
-	if h, ok := c.s.Ops[req.Op]; ok {
-		return h(ctx, req.Body)
-	}
-	return nil, protocol.Errorf(protocol.CodeUnsupported, "unknown op %q", req.Op)
 }
 
 // stage writes a chunk of a job's output. A placeholder may stage only

@@ -193,7 +193,7 @@ func (p *peer) fails(op string, body any, code string) *protocol.Error {
 func (p *peer) hello(role string) protocol.HelloReply {
 	p.t.Helper()
 	var h protocol.HelloReply
-	p.do(protocol.OpHello, protocol.Hello{Proto: protocol.Version, Role: role, Client: "test"}, &h)
+	p.do(protocol.OpHello.Name, protocol.Hello{Proto: protocol.Version, Role: role, Client: "test"}, &h)
 	return h
 }
 
@@ -216,7 +216,7 @@ func (p *peer) closed() {
 func TestHelloRequiredFirst(t *testing.T) {
 	t.Parallel()
 	srv := &Server{Store: newStore(t)}
-	for _, op := range []string{protocol.OpStat, protocol.OpSubmit, protocol.OpRegister, "nonsense"} {
+	for _, op := range []string{protocol.OpStat.Name, protocol.OpSubmit.Name, protocol.OpRegister.Name, "nonsense"} {
 		p := connect(t, srv, protocol.RoleUser)
 		e := p.fails(op, struct{}{}, protocol.CodeBadRequest)
 		if !strings.Contains(e.Msg, "first request must be hello") {
@@ -277,8 +277,8 @@ func TestHelloVersionAndRoles(t *testing.T) {
 				t.Fatalf("HelloReply %+v", h)
 			}
 			// A second hello is refused but the connection stays.
-			p.fails(protocol.OpHello, protocol.Hello{Proto: 1}, protocol.CodeBadRequest)
-			p.do(protocol.OpRegister, protocol.Register{Site: "s", Host: "h", Slots: 1}, nil)
+			p.fails(protocol.OpHello.Name, protocol.Hello{Proto: 1}, protocol.CodeBadRequest)
+			p.do(protocol.OpRegister.Name, protocol.Register{Site: "s", Host: "h", Slots: 1}, nil)
 		})
 	}
 }
@@ -290,15 +290,15 @@ func TestPlaceholderRole(t *testing.T) {
 	user := connect(t, srv, protocol.RoleUser)
 	user.hello("")
 	var sub protocol.SubmitReply
-	user.do(protocol.OpSubmit, protocol.Submit{Jobs: []protocol.JobSpec{{Target: "t", Command: "true"}}}, &sub)
+	user.do(protocol.OpSubmit.Name, protocol.Submit{Jobs: []protocol.JobSpec{{Target: "t", Command: "true"}}}, &sub)
 
 	for _, maxRole := range []string{protocol.RolePlaceholder, protocol.RoleUser} {
 		p := connect(t, srv, maxRole)
 		p.hello(protocol.RolePlaceholder)
 		for _, op := range []string{
-			protocol.OpSubmit, protocol.OpDelete, protocol.OpStat, protocol.OpRerun, protocol.OpSummary, protocol.OpJob,
-			protocol.OpWait, protocol.OpQueueList, protocol.OpQueueSet, protocol.OpBulkAdd, protocol.OpBulkCommit,
-			protocol.OpBulkAbort, "no.such.op",
+			protocol.OpSubmit.Name, protocol.OpDelete.Name, protocol.OpStat.Name, protocol.OpRerun.Name, protocol.OpSummary.Name, protocol.OpJob.Name,
+			protocol.OpWait.Name, protocol.OpQueueList.Name, protocol.OpQueueSet.Name, protocol.OpBulkAdd.Name, protocol.OpBulkCommit.Name,
+			protocol.OpBulkAbort.Name, "no.such.op",
 		} {
 			e := p.fails(op, json.RawMessage(`{"ids":[1],"jobs":[{"target":"x","command":"y"}]}`), protocol.CodeForbidden)
 			if !strings.Contains(e.Msg, "placeholder may not") {
@@ -307,24 +307,24 @@ func TestPlaceholderRole(t *testing.T) {
 		}
 		// Nothing was submitted or deleted through the placeholder.
 		var sum protocol.SummaryReply
-		user.do(protocol.OpSummary, nil, &sum)
+		user.do(protocol.OpSummary.Name, nil, &sum)
 		if len(sum.Queues) != 1 || sum.Queues[0].Counts["Q"]+sum.Queues[0].Counts["E"]+sum.Queues[0].Counts["D"] != 1 {
 			t.Fatalf("summary after refused ops: %+v", sum)
 		}
 		// The placeholder ops work.
 		var reg protocol.RegisterReply
-		p.do(protocol.OpRegister, protocol.Register{Site: "s", Host: "h", PID: 1, Slots: 2, OutDir: "/o"}, &reg)
+		p.do(protocol.OpRegister.Name, protocol.Register{Site: "s", Host: "h", PID: 1, Slots: 2, OutDir: "/o"}, &reg)
 		if reg.ID <= 0 || reg.LeaseS != 30 {
 			t.Fatalf("RegisterReply %+v", reg)
 		}
 		var next protocol.NextReply
-		p.do(protocol.OpNext, protocol.Next{Placeholder: reg.ID, Free: 1}, &next)
+		p.do(protocol.OpNext.Name, protocol.Next{Placeholder: reg.ID, Free: 1}, &next)
 		var hb protocol.HeartbeatReply
 		var running []protocol.JobRef
 		for _, a := range next.Jobs {
 			running = append(running, protocol.JobRef{ID: a.ID, Attempt: a.Attempt})
 		}
-		p.do(protocol.OpHeartbeat, protocol.Heartbeat{Placeholder: reg.ID, Running: running}, &hb)
+		p.do(protocol.OpHeartbeat.Name, protocol.Heartbeat{Placeholder: reg.ID, Running: running}, &hb)
 		if len(hb.Kill) != 0 {
 			t.Fatalf("kill list %+v", hb.Kill)
 		}
@@ -332,10 +332,10 @@ func TestPlaceholderRole(t *testing.T) {
 		for _, a := range next.Jobs {
 			reports = append(reports, protocol.Report{ID: a.ID, Attempt: a.Attempt})
 		}
-		p.do(protocol.OpReport, protocol.ReportBatch{Placeholder: reg.ID, Reports: reports}, nil)
+		p.do(protocol.OpReport.Name, protocol.ReportBatch{Placeholder: reg.ID, Reports: reports}, nil)
 	}
 	var w protocol.WaitReply
-	user.do(protocol.OpWait, protocol.Wait{IDs: sub.IDs, TimeoutMS: 5000}, &w)
+	user.do(protocol.OpWait.Name, protocol.Wait{IDs: sub.IDs, TimeoutMS: 5000}, &w)
 	if len(w.Jobs) != 1 || w.Jobs[0].State != "D" {
 		t.Fatalf("job run through the placeholder connection: %+v", w)
 	}
@@ -359,21 +359,29 @@ func TestAdminOps(t *testing.T) {
 		var logBuf syncBuf
 		var calls []string
 		var mu sync.Mutex
-		srv := &Server{Store: newStore(t), Log: slog.New(slog.NewTextHandler(&logBuf, nil)),
-			Ops: map[string]func(context.Context, json.RawMessage) (any, error){}}
-		for _, op := range []string{protocol.OpSiteAdd, protocol.OpSiteRemove, protocol.OpSiteList} {
-			srv.Ops[op] = func(context.Context, json.RawMessage) (any, error) {
-				mu.Lock()
-				calls = append(calls, op)
-				mu.Unlock()
-				return struct{}{}, nil
-			}
+		srv := &Server{Store: newStore(t), Log: slog.New(slog.NewTextHandler(&logBuf, nil))}
+		called := func(op string) {
+			mu.Lock()
+			calls = append(calls, op)
+			mu.Unlock()
 		}
+		Route(srv, protocol.OpSiteAdd, func(context.Context, protocol.SiteSpec) (protocol.SiteInfo, error) {
+			called(protocol.OpSiteAdd.Name)
+			return protocol.SiteInfo{}, nil
+		})
+		Route(srv, protocol.OpSiteRemove, func(context.Context, protocol.SiteRemove) (protocol.SiteInfo, error) {
+			called(protocol.OpSiteRemove.Name)
+			return protocol.SiteInfo{}, nil
+		})
+		Route(srv, protocol.OpSiteList, func(context.Context, protocol.Empty) (protocol.SiteList, error) {
+			called(protocol.OpSiteList.Name)
+			return protocol.SiteList{}, nil
+		})
 		const key = "ssh-key:SHA256:test-key"
 		p := connectAs(t, srv, Peer{MaxRole: tc.maxRole, Identity: key})
 		p.hello(tc.hello)
 		name := tc.maxRole + "/" + tc.hello
-		for _, op := range []string{protocol.OpSiteAdd, protocol.OpSiteRemove} {
+		for _, op := range []string{protocol.OpSiteAdd.Name, protocol.OpSiteRemove.Name} {
 			body := protocol.SiteSpec{Name: "x", Type: "local"}
 			if tc.allowed {
 				p.do(op, body, nil)
@@ -389,7 +397,7 @@ func TestAdminOps(t *testing.T) {
 			}
 		}
 		if tc.maxRole != protocol.RolePlaceholder {
-			p.do(protocol.OpSiteList, struct{}{}, nil) // looking is not administering
+			p.do(protocol.OpSiteList.Name, struct{}{}, nil) // looking is not administering
 		}
 		mu.Lock()
 		want := 1
@@ -437,14 +445,14 @@ func TestPlaceholderSpeaksOnlyForItself(t *testing.T) {
 	user := connect(t, srv, protocol.RoleUser)
 	user.hello("")
 	var sub protocol.SubmitReply
-	user.do(protocol.OpSubmit, protocol.Submit{Jobs: []protocol.JobSpec{{Target: "t", Command: "true"}}}, &sub)
+	user.do(protocol.OpSubmit.Name, protocol.Submit{Jobs: []protocol.JobSpec{{Target: "t", Command: "true"}}}, &sub)
 
 	a := connect(t, srv, protocol.RolePlaceholder)
 	a.hello("")
 	var ra protocol.RegisterReply
-	a.do(protocol.OpRegister, protocol.Register{Site: "a", Host: "ha", Slots: 1}, &ra)
+	a.do(protocol.OpRegister.Name, protocol.Register{Site: "a", Host: "ha", Slots: 1}, &ra)
 	var next protocol.NextReply
-	a.do(protocol.OpNext, protocol.Next{Placeholder: ra.ID, Free: 1}, &next)
+	a.do(protocol.OpNext.Name, protocol.Next{Placeholder: ra.ID, Free: 1}, &next)
 	if len(next.Jobs) != 1 {
 		t.Fatalf("next %+v", next)
 	}
@@ -453,16 +461,16 @@ func TestPlaceholderSpeaksOnlyForItself(t *testing.T) {
 	b := connect(t, srv, protocol.RolePlaceholder)
 	b.hello("")
 	var rb protocol.RegisterReply
-	b.do(protocol.OpRegister, protocol.Register{Site: "b", Host: "hb", Slots: 1}, &rb)
+	b.do(protocol.OpRegister.Name, protocol.Register{Site: "b", Host: "hb", Slots: 1}, &rb)
 	for _, tc := range []struct {
 		op   string
 		body any
 	}{
-		{protocol.OpReport, protocol.ReportBatch{Placeholder: ra.ID, Reports: []protocol.Report{{ID: job.ID, Attempt: job.Attempt, Exit: 1}}}},
-		{protocol.OpNext, protocol.Next{Placeholder: ra.ID, Free: 1, Reports: []protocol.Report{{ID: job.ID, Attempt: job.Attempt, Exit: 1}}}},
-		{protocol.OpHeartbeat, protocol.Heartbeat{Placeholder: ra.ID, Running: []protocol.JobRef{{ID: job.ID, Attempt: job.Attempt}}}},
-		{protocol.OpNext, protocol.Next{Placeholder: 0, Free: 1}},
-		{protocol.OpReport, protocol.ReportBatch{Placeholder: 12345}},
+		{protocol.OpReport.Name, protocol.ReportBatch{Placeholder: ra.ID, Reports: []protocol.Report{{ID: job.ID, Attempt: job.Attempt, Exit: 1}}}},
+		{protocol.OpNext.Name, protocol.Next{Placeholder: ra.ID, Free: 1, Reports: []protocol.Report{{ID: job.ID, Attempt: job.Attempt, Exit: 1}}}},
+		{protocol.OpHeartbeat.Name, protocol.Heartbeat{Placeholder: ra.ID, Running: []protocol.JobRef{{ID: job.ID, Attempt: job.Attempt}}}},
+		{protocol.OpNext.Name, protocol.Next{Placeholder: 0, Free: 1}},
+		{protocol.OpReport.Name, protocol.ReportBatch{Placeholder: 12345}},
 	} {
 		e := b.fails(tc.op, tc.body, protocol.CodeForbidden)
 		if !strings.Contains(e.Msg, "did not register on this connection") {
@@ -470,13 +478,13 @@ func TestPlaceholderSpeaksOnlyForItself(t *testing.T) {
 		}
 	}
 	var d protocol.JobDetail
-	user.do(protocol.OpJob, protocol.JobQuery{ID: job.ID}, &d)
+	user.do(protocol.OpJob.Name, protocol.JobQuery{ID: job.ID}, &d)
 	if d.State != "E" {
 		t.Fatalf("another placeholder's report changed the job: %s", d.State)
 	}
 	// The owner may report.
-	a.do(protocol.OpReport, protocol.ReportBatch{Placeholder: ra.ID, Reports: []protocol.Report{{ID: job.ID, Attempt: job.Attempt}}}, nil)
-	user.do(protocol.OpJob, protocol.JobQuery{ID: job.ID}, &d)
+	a.do(protocol.OpReport.Name, protocol.ReportBatch{Placeholder: ra.ID, Reports: []protocol.Report{{ID: job.ID, Attempt: job.Attempt}}}, nil)
+	user.do(protocol.OpJob.Name, protocol.JobQuery{ID: job.ID}, &d)
 	if d.State != "D" {
 		t.Fatalf("owner's report: %s", d.State)
 	}
@@ -503,16 +511,16 @@ func TestUserOps(t *testing.T) {
 	p := connect(t, srv, protocol.RoleUser)
 	p.hello("")
 	var sub protocol.SubmitReply
-	p.do(protocol.OpSubmit, protocol.Submit{Jobs: []protocol.JobSpec{
+	p.do(protocol.OpSubmit.Name, protocol.Submit{Jobs: []protocol.JobSpec{
 		{Target: "a", Command: "echo a"}, {Target: "b", Command: "echo b", Prereqs: []string{"a"}},
 	}}, &sub)
 	if len(sub.IDs) != 2 {
 		t.Fatalf("submit %+v", sub)
 	}
-	p.fails(protocol.OpSubmit, protocol.Submit{Jobs: []protocol.JobSpec{{Target: "a"}}}, protocol.CodeBadRequest)
-	p.fails(protocol.OpSubmit, json.RawMessage(`{"jobs":"many"}`), protocol.CodeBadRequest)
+	p.fails(protocol.OpSubmit.Name, protocol.Submit{Jobs: []protocol.JobSpec{{Target: "a"}}}, protocol.CodeBadRequest)
+	p.fails(protocol.OpSubmit.Name, json.RawMessage(`{"jobs":"many"}`), protocol.CodeBadRequest)
 
-	r, stream := p.call(protocol.OpStat, protocol.Stat{})
+	r, stream := p.call(protocol.OpStat.Name, protocol.Stat{})
 	if r.Err != nil || len(stream) != 1 {
 		t.Fatalf("stat: %+v, %d frames", r.Err, len(stream))
 	}
@@ -520,77 +528,77 @@ func TestUserOps(t *testing.T) {
 	if err := json.Unmarshal(stream[0], &sr); err != nil || len(sr.Jobs) != 2 || sr.Jobs[1].State != "W" {
 		t.Fatalf("stat frame %s", stream[0])
 	}
-	p.fails(protocol.OpStat, protocol.Stat{States: "?"}, protocol.CodeBadRequest)
+	p.fails(protocol.OpStat.Name, protocol.Stat{States: "?"}, protocol.CodeBadRequest)
 
 	var d protocol.JobDetail
-	p.do(protocol.OpJob, protocol.JobQuery{ID: sub.IDs[1]}, &d)
+	p.do(protocol.OpJob.Name, protocol.JobQuery{ID: sub.IDs[1]}, &d)
 	if d.Target != "b" || len(d.WaitingOn) != 1 {
 		t.Fatalf("job %+v", d)
 	}
-	p.fails(protocol.OpJob, protocol.JobQuery{ID: 99}, protocol.CodeNotFound)
+	p.fails(protocol.OpJob.Name, protocol.JobQuery{ID: 99}, protocol.CodeNotFound)
 
 	var ql protocol.QueueList
-	p.do(protocol.OpQueueList, nil, &ql)
+	p.do(protocol.OpQueueList.Name, nil, &ql)
 	if len(ql.Queues) != 1 || ql.Queues[0].Name != protocol.DefaultQueue {
 		t.Fatalf("queues %+v", ql)
 	}
 	sjf := "sjf"
 	var qi protocol.QueueInfo
-	p.do(protocol.OpQueueSet, protocol.QueueSet{Name: "fast", Policy: &sjf}, &qi)
+	p.do(protocol.OpQueueSet.Name, protocol.QueueSet{Name: "fast", Policy: &sjf}, &qi)
 	if qi.Policy != "sjf" {
 		t.Fatalf("queue.set %+v", qi)
 	}
 	bad := "x"
-	p.fails(protocol.OpQueueSet, protocol.QueueSet{Name: "fast", Policy: &bad}, protocol.CodeBadRequest)
+	p.fails(protocol.OpQueueSet.Name, protocol.QueueSet{Name: "fast", Policy: &bad}, protocol.CodeBadRequest)
 
 	var ar protocol.ActionReply
-	p.do(protocol.OpDelete, protocol.Select{IDs: []int64{sub.IDs[0]}}, &ar)
+	p.do(protocol.OpDelete.Name, protocol.Select{IDs: []int64{sub.IDs[0]}}, &ar)
 	if len(ar.IDs) != 1 {
 		t.Fatalf("delete %+v", ar)
 	}
 	var w protocol.WaitReply
-	p.do(protocol.OpWait, protocol.Wait{IDs: sub.IDs}, &w)
+	p.do(protocol.OpWait.Name, protocol.Wait{IDs: sub.IDs}, &w)
 	if len(w.Jobs) != 2 {
 		t.Fatalf("wait %+v", w)
 	}
-	p.do(protocol.OpRerun, protocol.Select{Target: "a"}, &ar)
+	p.do(protocol.OpRerun.Name, protocol.Select{Target: "a"}, &ar)
 	if len(ar.IDs) != 1 {
 		t.Fatalf("rerun %+v", ar)
 	}
-	p.fails(protocol.OpDelete, protocol.Select{}, protocol.CodeBadRequest)
-	p.fails(protocol.OpWait, protocol.Wait{}, protocol.CodeBadRequest)
+	p.fails(protocol.OpDelete.Name, protocol.Select{}, protocol.CodeBadRequest)
+	p.fails(protocol.OpWait.Name, protocol.Wait{}, protocol.CodeBadRequest)
 
 	var sum protocol.SummaryReply
-	p.do(protocol.OpSummary, nil, &sum)
+	p.do(protocol.OpSummary.Name, nil, &sum)
 	if len(sum.Queues) != 2 {
 		t.Fatalf("summary %+v", sum)
 	}
 
 	// Bulk: chunks, commit; an abort discards; commit with nothing fails.
-	p.do(protocol.OpBulkAdd, protocol.BulkAdd{Line: 1, Jobs: []protocol.JobSpec{{Target: "c", Command: "1"}}}, nil)
-	p.do(protocol.OpBulkAdd, protocol.BulkAdd{Line: 2, Jobs: []protocol.JobSpec{{Target: "c", Command: "2"}}}, nil)
+	p.do(protocol.OpBulkAdd.Name, protocol.BulkAdd{Line: 1, Jobs: []protocol.JobSpec{{Target: "c", Command: "1"}}}, nil)
+	p.do(protocol.OpBulkAdd.Name, protocol.BulkAdd{Line: 2, Jobs: []protocol.JobSpec{{Target: "c", Command: "2"}}}, nil)
 	var bc protocol.SubmitReply
-	p.do(protocol.OpBulkCommit, nil, &bc)
+	p.do(protocol.OpBulkCommit.Name, nil, &bc)
 	if bc.First != 3 || bc.Count != 2 {
 		t.Fatalf("bulk commit %+v", bc)
 	}
-	p.fails(protocol.OpBulkCommit, nil, protocol.CodeBadRequest)
-	p.do(protocol.OpBulkAdd, protocol.BulkAdd{Line: 1, Jobs: []protocol.JobSpec{{Target: "d", Command: "1"}}}, nil)
-	p.do(protocol.OpBulkAbort, nil, nil)
-	p.fails(protocol.OpBulkCommit, nil, protocol.CodeBadRequest)
-	e := p.fails(protocol.OpBulkAdd, protocol.BulkAdd{Line: 7, Jobs: []protocol.JobSpec{{Target: "d", Command: "1"}, {Target: "d"}}}, protocol.CodeBadRequest)
+	p.fails(protocol.OpBulkCommit.Name, nil, protocol.CodeBadRequest)
+	p.do(protocol.OpBulkAdd.Name, protocol.BulkAdd{Line: 1, Jobs: []protocol.JobSpec{{Target: "d", Command: "1"}}}, nil)
+	p.do(protocol.OpBulkAbort.Name, nil, nil)
+	p.fails(protocol.OpBulkCommit.Name, nil, protocol.CodeBadRequest)
+	e := p.fails(protocol.OpBulkAdd.Name, protocol.BulkAdd{Line: 7, Jobs: []protocol.JobSpec{{Target: "d", Command: "1"}, {Target: "d"}}}, protocol.CodeBadRequest)
 	if !strings.HasPrefix(e.Msg, "line 8: ") {
 		t.Fatalf("bulk add error %q", e.Msg)
 	}
 	// A bad chunk drops the whole bulk.
-	p.fails(protocol.OpBulkCommit, nil, protocol.CodeBadRequest)
+	p.fails(protocol.OpBulkCommit.Name, nil, protocol.CodeBadRequest)
 	// A cycle refuses the whole bulk.
-	p.do(protocol.OpBulkAdd, protocol.BulkAdd{Line: 1, Jobs: []protocol.JobSpec{{Target: "e", Command: "1"}, {Target: "a", Command: "1", Prereqs: []string{"b"}}}}, nil)
-	e = p.fails(protocol.OpBulkCommit, nil, protocol.CodeBadRequest)
+	p.do(protocol.OpBulkAdd.Name, protocol.BulkAdd{Line: 1, Jobs: []protocol.JobSpec{{Target: "e", Command: "1"}, {Target: "a", Command: "1", Prereqs: []string{"b"}}}}, nil)
+	e = p.fails(protocol.OpBulkCommit.Name, nil, protocol.CodeBadRequest)
 	if !strings.Contains(e.Msg, "cycle") {
 		t.Fatalf("bulk cycle error %q", e.Msg)
 	}
-	r, stream = p.call(protocol.OpStat, protocol.Stat{Target: "e"})
+	r, stream = p.call(protocol.OpStat.Name, protocol.Stat{Target: "e"})
 	if r.Err != nil || len(stream) != 1 || string(stream[0]) != `{"jobs":[]}` {
 		t.Fatalf("refused bulk added jobs: %s", stream)
 	}
@@ -608,11 +616,11 @@ func TestPipelinedRequests(t *testing.T) {
 	p.hello("")
 	// A long wait must not hold up later requests on the same connection.
 	var sub protocol.SubmitReply
-	p.do(protocol.OpSubmit, protocol.Submit{Jobs: []protocol.JobSpec{{Target: "t", Command: "x"}}}, &sub)
-	waitID := p.send(protocol.OpWait, protocol.Wait{IDs: sub.IDs})
+	p.do(protocol.OpSubmit.Name, protocol.Submit{Jobs: []protocol.JobSpec{{Target: "t", Command: "x"}}}, &sub)
+	waitID := p.send(protocol.OpWait.Name, protocol.Wait{IDs: sub.IDs})
 	var ids []uint64
 	for i := 0; i < 50; i++ {
-		ids = append(ids, p.send(protocol.OpSummary, nil))
+		ids = append(ids, p.send(protocol.OpSummary.Name, nil))
 	}
 	for _, id := range ids {
 		if r := p.recv(id); r.Err != nil {
@@ -620,7 +628,7 @@ func TestPipelinedRequests(t *testing.T) {
 		}
 	}
 	var ar protocol.ActionReply
-	p.do(protocol.OpDelete, protocol.Select{IDs: sub.IDs}, &ar)
+	p.do(protocol.OpDelete.Name, protocol.Select{IDs: sub.IDs}, &ar)
 	if r := p.recv(waitID); r.Err != nil || !bytes.Contains(r.Body, []byte(`"state":"X"`)) {
 		t.Fatalf("wait reply %s %+v", r.Body, r.Err)
 	}
@@ -654,7 +662,7 @@ func TestGarbageInput(t *testing.T) {
 		}
 	}
 	var sum protocol.SummaryReply
-	p.do(protocol.OpSummary, nil, &sum)
+	p.do(protocol.OpSummary.Name, nil, &sum)
 }
 
 func TestBinaryJunkThenEOF(t *testing.T) {
@@ -770,16 +778,16 @@ func TestPeerTextIsChecked(t *testing.T) {
 	} {
 		r := good
 		tt.edit(&r)
-		e := p.fails(protocol.OpRegister, r, protocol.CodeBadRequest)
+		e := p.fails(protocol.OpRegister.Name, r, protocol.CodeBadRequest)
 		if !strings.Contains(e.Msg, tt.want) || strings.ContainsAny(e.Msg, "\x1b\x07") {
 			t.Errorf("%s: error %q, want one saying %q without control characters", tt.name, e.Msg, tt.want)
 		}
 	}
 	var reg protocol.RegisterReply
-	p.do(protocol.OpRegister, good, &reg)
+	p.do(protocol.OpRegister.Name, good, &reg)
 	bad := []protocol.Report{{ID: 1, Attempt: 1, Reason: "oops\x1b[2J"}}
-	p.fails(protocol.OpReport, protocol.ReportBatch{Placeholder: reg.ID, Reports: bad}, protocol.CodeBadRequest)
-	p.fails(protocol.OpNext, protocol.Next{Placeholder: reg.ID, Reports: bad}, protocol.CodeBadRequest)
+	p.fails(protocol.OpReport.Name, protocol.ReportBatch{Placeholder: reg.ID, Reports: bad}, protocol.CodeBadRequest)
+	p.fails(protocol.OpNext.Name, protocol.Next{Placeholder: reg.ID, Reports: bad}, protocol.CodeBadRequest)
 	long := []protocol.Report{{ID: 1, Attempt: 1, Reason: strings.Repeat("r", protocol.MaxReasonBytes+1)}}
-	p.fails(protocol.OpReport, protocol.ReportBatch{Placeholder: reg.ID, Reports: long}, protocol.CodeBadRequest)
+	p.fails(protocol.OpReport.Name, protocol.ReportBatch{Placeholder: reg.ID, Reports: long}, protocol.CodeBadRequest)
 }

@@ -24,8 +24,8 @@ func BenchmarkRoundTrip(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	var reg protocol.RegisterReply
-	if err := cl.Call(ctx, protocol.OpRegister, protocol.Register{Site: "s", Host: "h", Slots: 1, OutDir: "/x"}, &reg); err != nil {
+	reg, err := client.Do(ctx, cl, protocol.OpRegister, protocol.Register{Site: "s", Host: "h", Slots: 1, OutDir: "/x"})
+	if err != nil {
 		b.Fatal(err)
 	}
 	hb := protocol.Heartbeat{Placeholder: reg.ID}
@@ -41,20 +41,20 @@ func BenchmarkRoundTripSocket(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer cl.Close()
-	var reg protocol.RegisterReply
-	if err := cl.Call(context.Background(), protocol.OpRegister, protocol.Register{Site: "s", Host: "h", Slots: 1, OutDir: "/x"}, &reg); err != nil {
+	reg, err := client.Do(context.Background(), cl, protocol.OpRegister, protocol.Register{Site: "s", Host: "h", Slots: 1, OutDir: "/x"})
+	if err != nil {
 		b.Fatal(err)
 	}
 	benchCalls(b, cl, protocol.OpHeartbeat, protocol.Heartbeat{Placeholder: reg.ID})
 }
 
-func benchCalls(b *testing.B, cl *client.Client, op string, body any) {
+func benchCalls[Req, Resp any](b *testing.B, cl *client.Client, op protocol.Op[Req, Resp], body Req) {
 	ctx := context.Background()
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
-		if err := cl.Call(ctx, op, body, nil); err != nil {
+		if _, err := client.Do(ctx, cl, op, body); err != nil {
 			b.Fatal(err)
 		}
 		lat = append(lat, time.Since(t0))

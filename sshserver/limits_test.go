@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/mq-hpc/mq/client"
 	"github.com/mq-hpc/mq/protocol"
 	"github.com/mq-hpc/mq/server"
 )
@@ -90,8 +91,7 @@ func TestIdleSSHConnectionClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(10 * idle)
-	var sum protocol.SummaryReply
-	if err := cl.Call(t.Context(), protocol.OpSummary, nil, &sum); err != nil {
+	if _, err := client.Do(t.Context(), cl, protocol.OpSummary, protocol.Empty{}); err != nil {
 		t.Fatalf("a connection with its session open was closed: %v", err)
 	}
 }

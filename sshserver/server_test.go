@@ -303,15 +303,30 @@ func TestPlaceholderKeyCannotActAsUser(t *testing.T) {
 	ctx := context.Background()
 	for _, op := range []struct {
 		name string
-		body any
+		call func() error
 	}{
-		{protocol.OpSubmit, protocol.Submit{Jobs: []protocol.JobSpec{{Target: "t", Command: "id", Cwd: "/"}}}},
-		{protocol.OpDelete, protocol.Select{IDs: []int64{1}}},
-		{protocol.OpJob, protocol.JobQuery{ID: 1}},
-		{protocol.OpQueueSet, protocol.QueueSet{Name: "q"}},
-		{protocol.OpBulkAdd, protocol.BulkAdd{Line: 1, Jobs: []protocol.JobSpec{{Target: "t", Command: "id"}}}},
+		{protocol.OpSubmit.Name, func() error {
+			_, err := client.Do(ctx, cl, protocol.OpSubmit, protocol.Submit{Jobs: []protocol.JobSpec{{Target: "t", Command: "id", Cwd: "/"}}})
+			return err
+		}},
+		{protocol.OpDelete.Name, func() error {
+			_, err := client.Do(ctx, cl, protocol.OpDelete, protocol.Select{IDs: []int64{1}})
+			return err
+		}},
+		{protocol.OpJob.Name, func() error {
+			_, err := client.Do(ctx, cl, protocol.OpJob, protocol.JobQuery{ID: 1})
+			return err
+		}},
+		{protocol.OpQueueSet.Name, func() error {
+			_, err := client.Do(ctx, cl, protocol.OpQueueSet, protocol.QueueSet{Name: "q"})
+			return err
+		}},
+		{protocol.OpBulkAdd.Name, func() error {
+			_, err := client.Do(ctx, cl, protocol.OpBulkAdd, protocol.BulkAdd{Line: 1, Jobs: []protocol.JobSpec{{Target: "t", Command: "id"}}})
+			return err
+		}},
 	} {
-		if err := cl.Call(ctx, op.name, op.body, nil); code(err) != protocol.CodeForbidden {
+		if err := op.call(); code(err) != protocol.CodeForbidden {
 			t.Errorf("%s with a placeholder key: %v; want forbidden", op.name, err)
 		}
 	}
@@ -333,18 +348,19 @@ func TestStagingOnlyForHeldAttempts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var reg protocol.RegisterReply
-	if err := cl.Call(ctx, protocol.OpRegister, protocol.Register{Site: "s", Host: "h", Slots: 1, OutDir: "/x"}, &reg); err != nil {
+	reg, err := client.Do(ctx, cl, protocol.OpRegister, protocol.Register{Site: "s", Host: "h", Slots: 1, OutDir: "/x"})
+	if err != nil {
 		t.Fatal(err)
 	}
-	var next protocol.NextReply
-	if err := cl.Call(ctx, protocol.OpNext, protocol.Next{Placeholder: reg.ID, Free: 1}, &next); err != nil || len(next.Jobs) != 1 {
+	next, err := client.Do(ctx, cl, protocol.OpNext, protocol.Next{Placeholder: reg.ID, Free: 1})
+	if err != nil || len(next.Jobs) != 1 {
 		t.Fatalf("next: %+v %v", next, err)
 	}
 	held := next.Jobs[0]
 	other := ids[0] + ids[1] - held.ID
 	stage := func(id int64, attempt int, data string) error {
-		return cl.Call(ctx, protocol.OpOutput, protocol.OutputChunk{Placeholder: reg.ID, ID: id, Attempt: attempt, Stream: "stdout", Data: []byte(data)}, nil)
+		_, err := client.Do(ctx, cl, protocol.OpOutput, protocol.OutputChunk{Placeholder: reg.ID, ID: id, Attempt: attempt, Stream: "stdout", Data: []byte(data)})
+		return err
 	}
 	if err := stage(held.ID, held.Attempt, "mine"); err != nil {
 		t.Fatalf("staging a held attempt: %v", err)
@@ -355,17 +371,17 @@ func TestStagingOnlyForHeldAttempts(t *testing.T) {
 	if err := stage(held.ID, held.Attempt+1, "wrong attempt"); code(err) != protocol.CodeForbidden {
 		t.Errorf("staging another attempt: %v; want forbidden", err)
 	}
-	if err := cl.Call(ctx, protocol.OpOutput, protocol.OutputChunk{Placeholder: reg.ID, ID: held.ID, Attempt: held.Attempt, Stream: "../../etc/passwd"}, nil); code(err) != protocol.CodeBadRequest {
+	if _, err := client.Do(ctx, cl, protocol.OpOutput, protocol.OutputChunk{Placeholder: reg.ID, ID: held.ID, Attempt: held.Attempt, Stream: "../../etc/passwd"}); code(err) != protocol.CodeBadRequest {
 		t.Errorf("a made-up stream: %v; want bad_request", err)
 	}
-	if err := cl.Call(ctx, protocol.OpOutput, protocol.OutputChunk{Placeholder: reg.ID, ID: held.ID, Attempt: held.Attempt, Stream: "stdout", Offset: protocol.MaxStaged + 1<<20}, nil); code(err) != protocol.CodeBadRequest {
+	if _, err := client.Do(ctx, cl, protocol.OpOutput, protocol.OutputChunk{Placeholder: reg.ID, ID: held.ID, Attempt: held.Attempt, Stream: "stdout", Offset: protocol.MaxStaged + 1<<20}); code(err) != protocol.CodeBadRequest {
 		t.Errorf("staging past the limit: %v; want bad_request", err)
 	}
 	o, _ := job.OutputPaths(c.outDir, held.ID, held.Attempt)
 	if b, err := os.ReadFile(o); err != nil || string(b) != "mine" {
 		t.Errorf("staged file = %q, %v", b, err)
 	}
-	if err := cl.Call(ctx, protocol.OpReport, protocol.ReportBatch{Placeholder: reg.ID, Reports: []protocol.Report{{ID: held.ID, Attempt: held.Attempt}}}, nil); err != nil {
+	if _, err := client.Do(ctx, cl, protocol.OpReport, protocol.ReportBatch{Placeholder: reg.ID, Reports: []protocol.Report{{ID: held.ID, Attempt: held.Attempt}}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := stage(held.ID, held.Attempt, "after the end"); code(err) != protocol.CodeForbidden {
@@ -390,8 +406,8 @@ func TestPlaceholderIDBoundToKey(t *testing.T) {
 		defer cl.Close()
 		r := reg
 		r.ID = id
-		var rr protocol.RegisterReply
-		if err := cl.Call(ctx, protocol.OpRegister, r, &rr); err != nil {
+		rr, err := client.Do(ctx, cl, protocol.OpRegister, r)
+		if err != nil {
 			t.Fatal(err)
 		}
 		return rr.ID

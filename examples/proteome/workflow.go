@@ -157,11 +157,7 @@ func measureWork(ctx context.Context, home string, phs []phase) error {
 		var work time.Duration
 		for lo := 0; lo < len(ph.ids); lo += 5000 {
 			ids := ph.ids[lo:min(lo+5000, len(ph.ids))]
-			err := cl.Stream(ctx, protocol.OpStat, protocol.Stat{IDs: ids, States: "DF"}, func(raw json.RawMessage) error {
-				var r protocol.StatReply
-				if err := json.Unmarshal(raw, &r); err != nil {
-					return err
-				}
+			err := client.Stream(ctx, cl, protocol.OpStat, protocol.Stat{IDs: ids, States: "DF"}, func(r protocol.StatReply) error {
 				for _, j := range r.Jobs {
 					s, err1 := time.Parse(time.RFC3339Nano, j.Started)
 					f, err2 := time.Parse(time.RFC3339Nano, j.Finished)

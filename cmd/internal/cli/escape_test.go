@@ -30,18 +30,18 @@ func TestOutputEscapesPeerText(t *testing.T) {
 	waiting := info
 	waiting.State = "W"
 	replies := map[string]clitest.Reply{
-		protocol.OpStat:    {Stream: []any{protocol.StatReply{Jobs: []protocol.JobInfo{info, waiting}}}, Body: struct{}{}},
-		protocol.OpJob:     {Body: detail},
-		protocol.OpSummary: {Body: protocol.SummaryReply{Queues: []protocol.QueueCounts{{Queue: h, Policy: h, Counts: map[string]int{"Q": 1}}, {Queue: "b"}}}},
-		protocol.OpDelete:  {Body: protocol.ActionReply{IDs: []int64{1}, Errors: []string{h, h}}},
-		protocol.OpRerun:   {Err: protocol.Errorf(protocol.CodeNotFound, "%s", h)},
-		protocol.OpSubmit:  {Err: protocol.Errorf(protocol.CodeBadRequest, "%s", h)},
-		protocol.OpWait:    {Body: protocol.WaitReply{Jobs: []protocol.JobEnd{{ID: 7, State: "F", Exit: &exit, Reason: h}}}},
+		protocol.OpStat.Name:    {Stream: []any{protocol.StatReply{Jobs: []protocol.JobInfo{info, waiting}}}, Body: struct{}{}},
+		protocol.OpJob.Name:     {Body: detail},
+		protocol.OpSummary.Name: {Body: protocol.SummaryReply{Queues: []protocol.QueueCounts{{Queue: h, Policy: h, Counts: map[string]int{"Q": 1}}, {Queue: "b"}}}},
+		protocol.OpDelete.Name:  {Body: protocol.ActionReply{IDs: []int64{1}, Errors: []string{h, h}}},
+		protocol.OpRerun.Name:   {Err: protocol.Errorf(protocol.CodeNotFound, "%s", h)},
+		protocol.OpSubmit.Name:  {Err: protocol.Errorf(protocol.CodeBadRequest, "%s", h)},
+		protocol.OpWait.Name:    {Body: protocol.WaitReply{Jobs: []protocol.JobEnd{{ID: 7, State: "F", Exit: &exit, Reason: h}}}},
 	}
 	failing := map[string]clitest.Reply{
-		protocol.OpStat:    {Err: protocol.Errorf(protocol.CodeInternal, "%s", h)},
-		protocol.OpJob:     {Err: protocol.Errorf(protocol.CodeNotFound, "%s", h)},
-		protocol.OpSummary: {Err: protocol.Errorf(protocol.CodeInternal, "%s", h)},
+		protocol.OpStat.Name:    {Err: protocol.Errorf(protocol.CodeInternal, "%s", h)},
+		protocol.OpJob.Name:     {Err: protocol.Errorf(protocol.CodeNotFound, "%s", h)},
+		protocol.OpSummary.Name: {Err: protocol.Errorf(protocol.CodeInternal, "%s", h)},
 	}
 	tests := []struct {
 		name    string
@@ -59,8 +59,8 @@ func TestOutputEscapesPeerText(t *testing.T) {
 		{"mqsub --rerun", []string{"mqsub", "--rerun", "1"}, replies},
 		{"mqsub", []string{"mqsub", "t", "true"}, replies},
 		{"mqsub -b", []string{"mqsub", "-b", "t", "true"}, map[string]clitest.Reply{
-			protocol.OpSubmit: {Body: protocol.SubmitReply{IDs: []int64{7}}},
-			protocol.OpWait:   replies[protocol.OpWait],
+			protocol.OpSubmit.Name: {Body: protocol.SubmitReply{IDs: []int64{7}}},
+			protocol.OpWait.Name:   replies[protocol.OpWait.Name],
 		}},
 	}
 	for _, tt := range tests {

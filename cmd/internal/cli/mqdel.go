@@ -3,6 +3,7 @@ package cli
 import (
 	"github.com/urfave/cli/v2"
 
+	"github.com/mq-hpc/mq/client"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -35,8 +36,8 @@ mqsub --rerun brings a deleted job back.`
 			return err
 		}
 		defer cl.Close()
-		var reply protocol.ActionReply
-		if err := cl.Call(c.Context, protocol.OpDelete, sel, &reply); err != nil {
+		reply, err := client.Do(c.Context, cl, protocol.OpDelete, sel)
+		if err != nil {
 			return err
 		}
 		return actionErrors(reply)

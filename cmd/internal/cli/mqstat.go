@@ -14,6 +14,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/mq-hpc/mq/client"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -70,8 +71,8 @@ Without -s every job but deleted ones is listed.`
 		defer w.Flush()
 		switch {
 		case c.IsSet("output"):
-			var d protocol.JobDetail
-			if err := cl.Call(c.Context, protocol.OpJob, protocol.JobQuery{ID: c.Int64("output")}, &d); err != nil {
+			d, err := client.Do(c.Context, cl, protocol.OpJob, protocol.JobQuery{ID: c.Int64("output")})
+			if err != nil {
 				return err
 			}
 			if err := printOutput(w, d, c.Bool("stderr")); err != nil {
@@ -88,8 +89,8 @@ Without -s every job but deleted ones is listed.`
 			}
 			return nil
 		case c.Bool("summary"):
-			var r protocol.SummaryReply
-			if err := cl.Call(c.Context, protocol.OpSummary, struct{}{}, &r); err != nil {
+			r, err := client.Do(c.Context, cl, protocol.OpSummary, protocol.Empty{})
+			if err != nil {
 				return err
 			}
 			if c.Bool("json") {
@@ -98,8 +99,8 @@ Without -s every job but deleted ones is listed.`
 			printSummary(w, r.Queues)
 			return nil
 		case c.IsSet("j"):
-			var d protocol.JobDetail
-			if err := cl.Call(c.Context, protocol.OpJob, protocol.JobQuery{ID: c.Int64("j")}, &d); err != nil {
+			d, err := client.Do(c.Context, cl, protocol.OpJob, protocol.JobQuery{ID: c.Int64("j")})
+			if err != nil {
 				return err
 			}
 			if c.Bool("json") {
@@ -119,11 +120,7 @@ Without -s every job but deleted ones is listed.`
 			fmt.Fprintln(tw, "ID\tQUEUE\tTARGET\tS\tATT\tHOST\tSUBMITTED\tSTARTED\tFINISHED\tEXIT\tCOMMAND")
 		}
 		now := time.Now()
-		err = cl.Stream(c.Context, protocol.OpStat, st, func(raw json.RawMessage) error {
-			var r protocol.StatReply
-			if err := json.Unmarshal(raw, &r); err != nil {
-				return err
-			}
+		err = client.Stream(c.Context, cl, protocol.OpStat, st, func(r protocol.StatReply) error {
 			for _, j := range r.Jobs {
 				if asJSON {
 					if !first {

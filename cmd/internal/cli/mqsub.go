@@ -100,8 +100,8 @@ where its inputs were produced.`
 			return err
 		}
 		defer cl.Close()
-		var reply protocol.SubmitReply
-		if err := cl.Call(c.Context, protocol.OpSubmit, protocol.Submit{Jobs: []protocol.JobSpec{js}}, &reply); err != nil {
+		reply, err := client.Do(c.Context, cl, protocol.OpSubmit, protocol.Submit{Jobs: []protocol.JobSpec{js}})
+		if err != nil {
 			return err
 		}
 		id := reply.IDs[0]
@@ -109,8 +109,8 @@ where its inputs were produced.`
 		if !c.Bool("b") {
 			return nil
 		}
-		var w protocol.WaitReply
-		if err := cl.Call(c.Context, protocol.OpWait, protocol.Wait{IDs: []int64{id}}, &w); err != nil {
+		w, err := client.Do(c.Context, cl, protocol.OpWait, protocol.Wait{IDs: []int64{id}})
+		if err != nil {
 			return fmt.Errorf("waiting for job %d: %w", id, err)
 		}
 		return jobExit(w.Jobs[0])
@@ -189,10 +189,10 @@ func mqsubFile(c *cli.Context, env Env) error {
 	// The file goes up as raw lines in chunks of about 1 MiB, a few in
 	// flight, and the server parses and validates them (naming the line of
 	// any error): one parse instead of parse, encode and decode.
-	var inflight []*client.Call
+	var inflight []*client.Call[protocol.Empty]
 	wait := func(max int) error {
 		for len(inflight) > max {
-			if err := inflight[0].Wait(c.Context, nil); err != nil {
+			if _, err := inflight[0].Wait(c.Context); err != nil {
 				return err
 			}
 			inflight = inflight[1:]
@@ -200,7 +200,7 @@ func mqsubFile(c *cli.Context, env Env) error {
 		return nil
 	}
 	send := func(first int, data []byte) error {
-		k, err := cl.Go(protocol.OpBulkAdd, protocol.BulkAdd{Line: first, Data: data, Queue: c.String("q"), Cwd: cwd})
+		k, err := client.Go(cl, protocol.OpBulkAdd, protocol.BulkAdd{Line: first, Data: data, Queue: c.String("q"), Cwd: cwd})
 		if err != nil {
 			return err
 		}
@@ -212,7 +212,7 @@ func mqsubFile(c *cli.Context, env Env) error {
 		err = wait(0)
 	}
 	if err != nil {
-		cl.Call(context.WithoutCancel(c.Context), protocol.OpBulkAbort, struct{}{}, nil)
+		client.Do(context.WithoutCancel(c.Context), cl, protocol.OpBulkAbort, protocol.Empty{})
 		return fmt.Errorf("%s: %w; nothing was added", displayName(name), err)
 	}
 	reply, err := commitBulk(c.Context, env, cl, newToken())
@@ -234,8 +234,7 @@ func mqsubFile(c *cli.Context, env Env) error {
 // once more on a new connection what became of the token, and says
 // "outcome unknown" only if it cannot learn.
 func commitBulk(ctx context.Context, env Env, cl *client.Client, token string) (protocol.SubmitReply, error) {
-	var reply protocol.SubmitReply
-	err := cl.Call(ctx, protocol.OpBulkCommit, protocol.BulkCommit{Token: token}, &reply)
+	reply, err := client.Do(ctx, cl, protocol.OpBulkCommit, protocol.BulkCommit{Token: token})
 	var perr *protocol.Error
 	if err == nil || errors.As(err, &perr) {
 		// A refusal is one transaction's: nothing was added.
@@ -264,7 +263,7 @@ func commitBulk(ctx context.Context, env Env, cl *client.Client, token string) (
 		return reply, fmt.Errorf("outcome unknown: the connection to the CLS was lost during the commit (%v) and it cannot be reached again (%v); check with mqstat before resubmitting", lost, err)
 	}
 	defer cl2.Close()
-	err = cl2.Call(ctx, protocol.OpBulkCommit, protocol.BulkCommit{Token: token}, &reply)
+	reply, err = client.Do(ctx, cl2, protocol.OpBulkCommit, protocol.BulkCommit{Token: token})
 	switch {
 	case err == nil:
 		return reply, nil
@@ -346,8 +345,8 @@ func mqsubRerun(c *cli.Context, env Env) error {
 		return err
 	}
 	defer cl.Close()
-	var reply protocol.ActionReply
-	if err := cl.Call(c.Context, protocol.OpRerun, sel, &reply); err != nil {
+	reply, err := client.Do(c.Context, cl, protocol.OpRerun, sel)
+	if err != nil {
 		return err
 	}
 	for _, id := range reply.IDs {

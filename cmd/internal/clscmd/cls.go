@@ -177,8 +177,8 @@ func clsQueue(env mqcli.Env) *cli.Command {
 						return err
 					}
 					defer cl.Close()
-					var ql protocol.QueueList
-					if err := cl.Call(c.Context, protocol.OpQueueList, struct{}{}, &ql); err != nil {
+					ql, err := client.Do(c.Context, cl, protocol.OpQueueList, protocol.Empty{})
+					if err != nil {
 						return err
 					}
 					printQueues(c.App.Writer, ql.Queues)
@@ -234,8 +234,8 @@ func queueSet(env mqcli.Env) *cli.Command {
 				return err
 			}
 			defer cl.Close()
-			var qi protocol.QueueInfo
-			if err := cl.Call(c.Context, protocol.OpQueueSet, qs, &qi); err != nil {
+			qi, err := client.Do(c.Context, cl, protocol.OpQueueSet, qs)
+			if err != nil {
 				return err
 			}
 			printQueues(c.App.Writer, []protocol.QueueInfo{qi})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/mq-hpc/mq/client"
 	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
 	"github.com/mq-hpc/mq/protocol"
 	"github.com/mq-hpc/mq/site"
@@ -40,8 +41,8 @@ func clsSite(env mqcli.Env) *cli.Command {
 						return err
 					}
 					defer cl.Close()
-					var sl protocol.SiteList
-					if err := cl.Call(c.Context, protocol.OpSiteList, struct{}{}, &sl); err != nil {
+					sl, err := client.Do(c.Context, cl, protocol.OpSiteList, protocol.Empty{})
+					if err != nil {
 						return err
 					}
 					if c.Bool("json") {
@@ -66,8 +67,8 @@ func clsSite(env mqcli.Env) *cli.Command {
 						return err
 					}
 					defer cl.Close()
-					var si protocol.SiteInfo
-					if err := cl.Call(c.Context, protocol.OpSiteRemove, protocol.SiteRemove{Name: c.Args().First()}, &si); err != nil {
+					si, err := client.Do(c.Context, cl, protocol.OpSiteRemove, protocol.SiteRemove{Name: c.Args().First()})
+					if err != nil {
 						return err
 					}
 					fmt.Fprintf(c.App.Writer, "removed site %s (%d queued and %d running placeholders cancelled)\n", protocol.Printable(si.Name), si.Queued, si.Running)
@@ -171,8 +172,8 @@ func siteAdd(env mqcli.Env) *cli.Command {
 				return err
 			}
 			defer cl.Close()
-			var si protocol.SiteInfo
-			if err := cl.Call(c.Context, protocol.OpSiteAdd, spec, &si); err != nil {
+			si, err := client.Do(c.Context, cl, protocol.OpSiteAdd, spec)
+			if err != nil {
 				return err
 			}
 			fmt.Fprintf(c.App.Writer, "added site %s (%s)\n", protocol.Printable(si.Name), protocol.Printable(si.Type))

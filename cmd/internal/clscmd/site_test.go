@@ -60,9 +60,9 @@ func TestPrintSitesEmbedded(t *testing.T) {
 func TestListsEscapePeerText(t *testing.T) {
 	h := clitest.Hostile
 	replies := map[string]clitest.Reply{
-		protocol.OpSiteList:   {Body: protocol.SiteList{Sites: []protocol.SiteInfo{{SiteSpec: protocol.SiteSpec{Name: h, Type: h, SSH: h}, State: h, Error: h}}}},
-		protocol.OpSiteRemove: {Body: protocol.SiteInfo{SiteSpec: protocol.SiteSpec{Name: h}, Error: h}},
-		protocol.OpQueueList:  {Body: protocol.QueueList{Queues: []protocol.QueueInfo{{Name: h, Policy: h}}}},
+		protocol.OpSiteList.Name:   {Body: protocol.SiteList{Sites: []protocol.SiteInfo{{SiteSpec: protocol.SiteSpec{Name: h, Type: h, SSH: h}, State: h, Error: h}}}},
+		protocol.OpSiteRemove.Name: {Body: protocol.SiteInfo{SiteSpec: protocol.SiteSpec{Name: h}, Error: h}},
+		protocol.OpQueueList.Name:  {Body: protocol.QueueList{Queues: []protocol.QueueInfo{{Name: h, Policy: h}}}},
 	}
 	for _, args := range [][]string{{"cls", "site", "list"}, {"cls", "site", "remove", "x"}, {"cls", "queue", "list"}} {
 		var out, errOut bytes.Buffer
@@ -85,11 +85,11 @@ func TestInterspersedFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"cls", "site", "add", "c", "--type", "slurm", "--ssh", "u@h", "--partition", "short", "--max", "3", "--walltime", "2h"},
-			protocol.OpSiteAdd, `{"name":"c","type":"slurm","ssh":"u@h","queue":"short","min":0,"max":3,"walltime_s":7200,"slots":1,"connect":"direct","idle_s":60}`},
+			protocol.OpSiteAdd.Name, `{"name":"c","type":"slurm","ssh":"u@h","queue":"short","min":0,"max":3,"walltime_s":7200,"slots":1,"connect":"direct","idle_s":60}`},
 		{[]string{"cls", "site", "add", "--type", "slurm", "--ssh", "u@h", "c", "--connect", "tunnel"},
-			protocol.OpSiteAdd, `"connect":"tunnel"`},
-		{[]string{"cls", "queue", "set", "q", "--ceiling", "90"}, protocol.OpQueueSet, `{"name":"q","ceiling_s":90}`},
-		{[]string{"cls", "queue", "set", "--policy", "sjf", "q", "--retry-failed"}, protocol.OpQueueSet, `{"name":"q","retry_failed":true,"policy":"sjf"}`},
+			protocol.OpSiteAdd.Name, `"connect":"tunnel"`},
+		{[]string{"cls", "queue", "set", "q", "--ceiling", "90"}, protocol.OpQueueSet.Name, `{"name":"q","ceiling_s":90}`},
+		{[]string{"cls", "queue", "set", "--policy", "sjf", "q", "--retry-failed"}, protocol.OpQueueSet.Name, `{"name":"q","retry_failed":true,"policy":"sjf"}`},
 	} {
 		var got string
 		replies := map[string]clitest.Reply{tc.op: {Body: struct{}{}, Seen: func(b json.RawMessage) { got = string(b) }}}

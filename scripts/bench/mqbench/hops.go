@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -44,8 +43,8 @@ func hops(args []string) error {
 			specs = append(specs, protocol.JobSpec{Target: a, Command: *cmd, Cwd: "/tmp"},
 				protocol.JobSpec{Target: b, Prereqs: []string{a}, Command: *cmd, Cwd: "/tmp"})
 		}
-		var ids protocol.SubmitReply
-		if err := cl.Call(ctx, protocol.OpSubmit, protocol.Submit{Jobs: specs}, &ids); err != nil {
+		ids, err := client.Do(ctx, cl, protocol.OpSubmit, protocol.Submit{Jobs: specs})
+		if err != nil {
 			return err
 		}
 		jobs, err := waitEnded(ctx, cl, ids.IDs)
@@ -72,11 +71,7 @@ func hops(args []string) error {
 func waitEnded(ctx context.Context, cl *client.Client, ids []int64) ([]protocol.JobInfo, error) {
 	for {
 		var jobs []protocol.JobInfo
-		err := cl.Stream(ctx, protocol.OpStat, protocol.Stat{IDs: ids, States: "WQEDFBX"}, func(raw json.RawMessage) error {
-			var r protocol.StatReply
-			if err := json.Unmarshal(raw, &r); err != nil {
-				return err
-			}
+		err := client.Stream(ctx, cl, protocol.OpStat, protocol.Stat{IDs: ids, States: "WQEDFBX"}, func(r protocol.StatReply) error {
 			jobs = append(jobs, r.Jobs...)
 			return nil
 		})

@@ -364,8 +364,8 @@ func dial(ctx context.Context) (*client.Client, error) {
 }
 
 func summary(ctx context.Context, cl *client.Client) (counts, error) {
-	var r protocol.SummaryReply
-	if err := cl.Call(ctx, protocol.OpSummary, struct{}{}, &r); err != nil {
+	r, err := client.Do(ctx, cl, protocol.OpSummary, protocol.Empty{})
+	if err != nil {
 		return counts{}, err
 	}
 	c := counts{byState: map[string]int{}}
@@ -495,7 +495,8 @@ func rate(args []string) error {
 			specs = append(specs, js)
 		})
 		batches++
-		return cl.Call(ctx, protocol.OpSubmit, protocol.Submit{Jobs: specs}, nil)
+		_, err := client.Do(ctx, cl, protocol.OpSubmit, protocol.Submit{Jobs: specs})
+		return err
 	}
 	tick := 100 * time.Millisecond
 	if *feed > 0 {
@@ -609,8 +610,8 @@ func rounds(args []string) error {
 			return err
 		}
 		base := c0.get("D")
-		var reply protocol.SubmitReply
-		if err := cl.Call(ctx, protocol.OpSubmit, protocol.Submit{Jobs: specs}, &reply); err != nil {
+		_, err = client.Do(ctx, cl, protocol.OpSubmit, protocol.Submit{Jobs: specs})
+		if err != nil {
 			return err
 		}
 		cpu0, ok0 := snapCPU(*clsPID)

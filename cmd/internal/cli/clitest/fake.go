@@ -56,7 +56,7 @@ func serve(c net.Conn, replies map[string]Reply) {
 			b, _ := json.Marshal(v)
 			return b
 		}
-		if req.Op == protocol.OpHello {
+		if req.Op == protocol.OpHello.Name {
 			write(protocol.Response{ID: req.ID, Body: body(protocol.HelloReply{Proto: protocol.Version, Role: protocol.RoleUser})})
 			continue
 		}

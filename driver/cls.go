@@ -7,12 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/internal/backoff"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -97,7 +97,7 @@ func (b *clsBackend) conn(ctx context.Context) (*client.Client, error) {
 		}
 	}
 	deadline := time.Now().Add(b.d.cfg.Reconnect)
-	backoff := 20 * time.Millisecond
+	retry := backoff.Backoff{Min: 20 * time.Millisecond, Max: time.Second, Jitter: 0.5}
 	for {
 		cl, err := b.connect(ctx)
 		if err == nil {
@@ -115,14 +115,12 @@ func (b *clsBackend) conn(ctx context.Context) (*client.Client, error) {
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("the CLS has been unreachable for %s: %w", b.d.cfg.Reconnect, err)
 		}
-		b.d.cfg.Log.Warn("cannot reach the CLS; retrying", "err", err, "in", backoff)
+		d := retry.Next()
+		b.d.cfg.Log.Warn("cannot reach the CLS; retrying", "err", err, "in", d)
 		// Others wait on b.mu meanwhile: they would only dial too.
-		select {
-		case <-time.After(backoff + time.Duration(rand.Int64N(int64(backoff/2)+1))):
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		if err := backoff.Sleep(ctx, d); err != nil {
+			return nil, err
 		}
-		backoff = min(backoff*2, time.Second)
 	}
 }
 

@@ -11,13 +11,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"os"
 	"runtime"
 	"sync"
 	"time"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/internal/backoff"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -53,6 +53,12 @@ type Config struct {
 	// placeholders set it; local ones write where the CLS reads.
 	StageOutput bool
 	Log         *slog.Logger
+	// Now is the clock of the agent's time-based decisions: the walltime
+	// left, the reconnect deadline, the idle timeout, how long a poll has
+	// been out and a job held (default time.Now; tests move it). It may be
+	// called from several goroutines. Jobs' own times (their reports, how
+	// long they run) are the real clock's.
+	Now func() time.Time
 
 	// prefetchWindow overrides the package's, and with it what counts as
 	// short and how long a job may be held (tests: a slow machine must not
@@ -109,8 +115,13 @@ func New(cfg Config) *Agent {
 	if cfg.prefetchWindow <= 0 {
 		cfg.prefetchWindow = prefetchWindow
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	return &Agent{cfg: cfg, log: cfg.Log, running: map[int64]*proc{}, held: map[int64]protocol.JobRef{}, hbEvery: time.Second}
 }
+
+func (a *Agent) now() time.Time { return a.cfg.Now() }
 
 // ID is the placeholder id the CLS gave this agent (0 before it registered).
 func (a *Agent) ID() int64 {
@@ -123,7 +134,7 @@ func (a *Agent) ID() int64 {
 // timeout passes, or the CLS stays unreachable. When ctx ends, running jobs
 // are killed and reported as interrupted.
 func (a *Agent) Run(ctx context.Context) error {
-	a.start = time.Now()
+	a.start = a.now()
 	a.ppid = os.Getppid()
 	if err := os.MkdirAll(a.cfg.OutDir, 0o700); err != nil {
 		return fmt.Errorf("placeholder output directory: %w", err)
@@ -169,8 +180,8 @@ func (a *Agent) session(ctx context.Context) (*client.Client, error) {
 			return a.cl, nil
 		}
 	}
-	deadline := time.Now().Add(a.cfg.Reconnect)
-	backoff := 50 * time.Millisecond
+	deadline := a.now().Add(a.cfg.Reconnect)
+	retry := backoff.Backoff{Min: 50 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.5}
 	for {
 		cl, err := a.connect(ctx)
 		if err == nil {
@@ -187,21 +198,19 @@ func (a *Agent) session(ctx context.Context) (*client.Client, error) {
 		if client.Permanent(err) { // an impostor, or a key the CLS does not take
 			return nil, err
 		}
-		if time.Now().After(deadline) {
+		if a.now().After(deadline) {
 			return nil, fmt.Errorf("the CLS has been unreachable for %s: %w", a.cfg.Reconnect, err)
 		}
-		a.log.Warn("cannot reach the CLS; retrying", "err", err, "in", backoff)
-		// Unlocked while sleeping so ID() and friends do not block.
+		d := retry.Next()
+		a.log.Warn("cannot reach the CLS; retrying", "err", err, "in", d)
+		// Unlocked while sleeping so ID() and friends do not block. An
+		// ended ctx is seen by the next connect.
 		a.mu.Unlock()
-		select {
-		case <-time.After(backoff + time.Duration(rand.Int64N(int64(backoff/2)+1))):
-		case <-ctx.Done():
-		}
+		backoff.Sleep(ctx, d)
 		a.mu.Lock()
 		if a.cl != nil {
 			return a.cl, nil
 		}
-		backoff = min(backoff*2, 5*time.Second)
 	}
 }
 
@@ -246,9 +255,9 @@ func (a *Agent) dropped(cl *client.Client) {
 	cl.Close()
 }
 
-// call runs one request, reconnecting until it goes through. Requests are
+// call runs one typed request, reconnecting until it goes through. Requests are
 // idempotent on the CLS (reports carry attempt numbers), so resending one
-// whose reply was lost is harmless. The reply goes to out, if not nil.
+// whose reply was lost is harmless.
 func call[Req, Resp any](ctx context.Context, a *Agent, op protocol.Op[Req, Resp], body func(id int64) Req, out *Resp) error {
 	for {
 		cl, err := a.session(ctx)
@@ -299,7 +308,7 @@ func (a *Agent) walltimeLeft() float64 {
 	if a.cfg.Walltime <= 0 {
 		return 0
 	}
-	left := a.cfg.Walltime - time.Since(a.start)
+	left := a.cfg.Walltime - a.now().Sub(a.start)
 	if left < time.Second {
 		return 1e-3 // nothing fits; 0 would mean unlimited
 	}
@@ -414,308 +423,459 @@ func whenToReport(longPollOut bool, pollAge time.Duration, running int) reportTi
 	}
 }
 
+// loopState is what the work loop's next move depends on: a snapshot taken
+// at the top of each round.
+type loopState struct {
+	Exiting   bool // already draining (told to exit, or decided before)
+	Cancelled bool // the agent's context ended
+	Orphaned  bool // ExitWhenOrphaned, and the parent process changed
+	// NextFailed: the last next request failed for good (the CLS refused
+	// the agent or stayed unreachable).
+	NextFailed  bool
+	IdleTimeout time.Duration // Config.IdleTimeout (0 = never)
+	IdleFor     time.Duration // since a job last started or ended
+	Orphanable  bool          // Config.ExitWhenOrphaned: a poll must return to look
+	NoOp        bool
+
+	Free, Running int  // slots free, jobs (or bundles) running
+	Held          int  // units fetched ahead, not started
+	Depth         int  // how many to hold beyond the free slots (prefetchDepth)
+	Sending       int  // report requests out on their own
+	PollOut       bool // a next request is out
+	PrefetchDry   bool // a prefetch found nothing: no more until a job ends
+	ReportsDue    bool // reports have waited long enough for a poll to carry them
+}
+
+// move is what the work loop does next, in this order.
+type move struct {
+	Exiting     bool // drain: take no more jobs, end when everything out is back
+	Abort       bool // next failed for good: kill the jobs and return its error
+	GiveBack    bool // hand the held jobs back unstarted
+	Finish      bool // nothing is out: send the last reports and return
+	ReportAlone bool // send the reports on their own: there is nothing to ask for
+	// Poll asks for Want jobs, waiting up to Wait for them at the CLS (a
+	// long poll that may park); a Prefetch (Wait 0) takes what is ready.
+	Poll     bool
+	Want     int
+	Wait     time.Duration
+	Prefetch bool
+}
+
+// decide is the work loop's policy, a pure function of its state: when to
+// stop, and whether to ask for jobs, how many and how long to wait for
+// them. (When reports go out once gathered is whenToReport.)
+//
+// Ask when a slot would idle otherwise (starving), when half the prefetch
+// is used up (refill), or when reports have waited long enough: under load
+// one request then carries many reports and fetches many jobs. Only a poll
+// for an idle slot may park at the CLS, and it asks for the free slots plus
+// one: a parked poll takes what arrives first, perhaps a burst of long jobs
+// that other placeholders should share.
+func decide(s loopState) move {
+	var m move
+	if s.NextFailed && !s.Cancelled {
+		// Results could never be reported: stop the jobs too.
+		return move{Exiting: true, Abort: true}
+	}
+	m.Exiting = s.Exiting || s.Cancelled || s.Orphaned ||
+		(s.IdleTimeout > 0 && s.Running == 0 && s.Held == 0 && s.IdleFor >= s.IdleTimeout)
+	held := s.Held
+	if m.Exiting && held > 0 {
+		m.GiveBack = true
+		held = 0
+	}
+	if m.Exiting && s.Running == 0 && !s.PollOut && s.Sending == 0 {
+		m.Finish = true
+		return m
+	}
+	want := s.Free + s.Depth - held
+	starving := s.Free > held
+	refill := want > s.Depth/2 && !s.PrefetchDry
+	if s.ReportsDue && !s.PollOut && want <= 0 {
+		m.ReportAlone = true
+		return m
+	}
+	if s.PollOut || m.Exiting || want <= 0 || !(starving || refill || s.ReportsDue) {
+		return m
+	}
+	m.Poll, m.Want = true, want
+	if !starving {
+		// Only prefetching: take what is ready now. Parked, this poll
+		// would catch jobs that arrive while every slot is busy, maybe
+		// with a job that turned out long.
+		m.Prefetch = true
+		return m
+	}
+	m.Wait = 30 * time.Second
+	if s.IdleTimeout > 0 {
+		m.Wait = min(m.Wait, max(s.IdleTimeout-s.IdleFor, 10*time.Millisecond))
+	}
+	if s.Orphanable {
+		m.Wait = min(m.Wait, 5*time.Second)
+	}
+	if !s.NoOp {
+		// A long poll takes what arrives first, maybe a burst of long
+		// jobs: ask for the free slots and one ahead, no deeper, so other
+		// placeholders get their share. (No-op jobs take no time, so a
+		// no-op agent never holds any: it asks for its whole prefetch.)
+		m.Want = min(want, s.Free-held+1)
+	}
+	return m
+}
+
+type polled struct {
+	reply protocol.NextReply
+	err   error
+}
+
+// workLoop is the state of Agent.work: the slots, the jobs held ahead, the
+// reports not yet sent, the poll out and the timer that bounds how long
+// reports wait. Only work's goroutine touches it; the goroutines it starts
+// (jobs, polls, report requests) answer through its channels.
+type workLoop struct {
+	a    *Agent
+	ctx  context.Context // the agent's: jobs and polls end with it
+	rctx context.Context // reports: detached from ctx until reportGrace after it ends
+
+	ended     chan protocol.Report   // a slot's job (or bundle: an empty report) ended
+	progress  chan protocol.Report   // a bundle's jobs; unbuffered, so each is in before its slot frees
+	quit      chan struct{}          // work has returned: nobody reads progress or unacked
+	unacked   chan []protocol.Report // a report request's batch back: nil once the CLS took it
+	reporters sync.WaitGroup
+
+	free, running int
+	// Prefetch: while jobs are short, hold jobs beyond the free slots, so
+	// the round trip that reports a job and fetches the next overlaps the
+	// jobs still running.
+	held      []heldJob
+	reports   []protocol.Report
+	meanRun   time.Duration // moving average of job run times; 0 = none yet
+	sending   int           // report requests out
+	idleSince time.Time
+
+	poll         chan polled // non-nil while a next request is out
+	pollSent     time.Time
+	pollPrefetch bool  // the poll out only prefetches (it does not wait for work)
+	prefetchDry  bool  // a prefetch found nothing: no more until a job ends
+	nextErr      error // the last poll's failure, until decide has seen it
+
+	hold       *time.Timer // bounds how long gathered reports wait for a poll
+	holding    bool
+	reportsDue bool // reports have waited long enough: the next poll goes now
+	exiting    bool
+}
+
+// state is the snapshot decide works from.
+func (w *workLoop) state() loopState {
+	a := w.a
+	s := loopState{
+		Exiting:     w.exiting,
+		Cancelled:   w.ctx.Err() != nil,
+		NextFailed:  w.nextErr != nil,
+		IdleTimeout: a.cfg.IdleTimeout,
+		IdleFor:     a.now().Sub(w.idleSince),
+		Orphanable:  a.cfg.ExitWhenOrphaned,
+		NoOp:        a.cfg.NoOp,
+		Free:        w.free,
+		Running:     w.running,
+		Held:        len(w.held),
+		Depth:       a.prefetchDepth(w.meanRun),
+		Sending:     w.sending,
+		PollOut:     w.poll != nil,
+		PrefetchDry: w.prefetchDry,
+		ReportsDue:  w.reportsDue,
+	}
+	if !w.exiting && a.cfg.ExitWhenOrphaned {
+		s.Orphaned = os.Getppid() != a.ppid
+	}
+	return s
+}
+
+func (w *workLoop) gotReport(r protocol.Report) {
+	if r.ID == 0 {
+		return // a bundle's end: its jobs reported through progress
+	}
+	w.reports = append(w.reports, r)
+	if d := r.Finished.Sub(r.Started); w.meanRun == 0 {
+		w.meanRun = max(d, time.Microsecond)
+	} else {
+		w.meanRun = max((4*w.meanRun+d)/5, time.Microsecond) // never 0 (unknown) again
+	}
+}
+
+func (w *workLoop) start(u []protocol.Assignment) {
+	a := w.a
+	if a.cfg.NoOp && !isBundle(u) {
+		// Ends as it starts: the report rides on the next request, and
+		// no goroutine or channel stands between the two (the no-op
+		// executor measures the scheduling path, not this loop).
+		w.gotReport(a.run(w.ctx, u[0]))
+		return
+	}
+	w.free--
+	w.running++
+	if isBundle(u) {
+		// Its jobs report through progress; the empty report frees the slot.
+		go func() { a.runBundle(w.ctx, u, w.progress, w.quit); w.ended <- protocol.Report{} }()
+		return
+	}
+	go func() { w.ended <- a.run(w.ctx, u[0]) }()
+}
+
+func (w *workLoop) startHeld() {
+	for w.free > 0 && len(w.held) > 0 {
+		h := w.held[0]
+		w.held = w.held[1:]
+		if isBundle(h.unit) || w.a.unhold(h.unit[0].ID) { // false if the CLS took it back meanwhile
+			w.start(h.unit)
+		}
+	}
+}
+
+// sendReports reports on its own, without asking for work. The batch
+// stays this agent's until the CLS acknowledges it: one that failed comes
+// back through unacked and goes out again.
+func (w *workLoop) sendReports() {
+	if len(w.reports) == 0 {
+		return
+	}
+	batch := w.reports
+	w.reports = nil
+	w.sending++
+	w.reporters.Add(1)
+	go func() {
+		defer w.reporters.Done()
+		// No deadline while the agent runs: a CLS that is slow or
+		// stopped answers late, and a broken connection is re-dialled
+		// and the batch sent again (call).
+		err := call(w.rctx, w.a, protocol.OpReport, func(id int64) protocol.ReportBatch {
+			return protocol.ReportBatch{Placeholder: id, Reports: batch}
+		}, nil)
+		var back []protocol.Report
+		if err != nil {
+			if resend(err) {
+				back = batch
+			} else {
+				w.a.log.Warn("the CLS refused a report", "err", err)
+			}
+		}
+		select {
+		case w.unacked <- back:
+		case <-w.quit:
+			if back != nil {
+				w.a.log.Warn("could not report; the CLS will requeue after the lease", "err", err)
+			}
+		}
+	}()
+}
+
+// scheduleReports decides when reports just gathered go out.
+func (w *workLoop) scheduleReports() {
+	var age time.Duration
+	if w.poll != nil {
+		age = w.a.now().Sub(w.pollSent)
+	}
+	switch whenToReport(w.poll != nil && !w.pollPrefetch, age, w.running) {
+	case reportNow:
+		w.sendReports()
+	case reportSoon:
+		w.holdReports(reportHold)
+	case reportWithRefill:
+		w.holdReports(w.a.cfg.prefetchWindow / 2)
+	}
+}
+
+func (w *workLoop) holdReports(d time.Duration) {
+	if !w.holding {
+		w.holding = true
+		w.hold.Reset(d)
+	}
+}
+
+// sendPoll sends a next request carrying the reports gathered so far.
+func (w *workLoop) sendPoll(m move) {
+	w.reportsDue = false
+	if w.holding { // the poll carries the reports
+		w.hold.Stop()
+		w.holding = false
+	}
+	w.pollPrefetch = m.Prefetch
+	sent, n, wait := w.reports, m.Want, m.Wait
+	w.reports = nil
+	w.poll, w.pollSent = make(chan polled, 1), w.a.now()
+	go func(ch chan polled) {
+		var p polled
+		p.err = call(w.ctx, w.a, protocol.OpNext, func(id int64) protocol.Next {
+			return protocol.Next{Placeholder: id, Reports: sent, Free: n, WalltimeLeft: w.a.walltimeLeft(), WaitMS: int(wait / time.Millisecond)}
+		}, &p.reply)
+		if p.err != nil {
+			p.reply.Jobs = nil
+			// Keep the reports: they go out with the next request.
+			p.reply.Exit = false
+			p.err = errWithReports{p.err, sent}
+		}
+		ch <- p
+	}(w.poll)
+}
+
+// ended takes the report of a slot's job, and of any others that ended
+// with it: jobs often end together, and one request serves them all.
+func (w *workLoop) onEnded(r protocol.Report) {
+	w.free++
+	w.running--
+	w.prefetchDry = false
+	w.gotReport(r)
+drain:
+	for {
+		select {
+		case r := <-w.ended:
+			w.free++
+			w.running--
+			w.gotReport(r)
+		default:
+			break drain
+		}
+	}
+	w.idleSince = w.a.now()
+	w.startHeld()
+	w.scheduleReports()
+}
+
+func (w *workLoop) onHoldExpired() {
+	w.holding = false
+	if w.poll != nil && !w.pollPrefetch {
+		w.sendReports() // the poll out has parked
+	} else if len(w.reports) > 0 {
+		w.reportsDue = true // the next poll goes at once (see decide)
+	}
+}
+
+func (w *workLoop) onPoll(p polled) {
+	w.poll = nil
+	if p.err != nil {
+		var ewr errWithReports
+		if errors.As(p.err, &ewr) {
+			w.reports = append(ewr.reports, w.reports...)
+		}
+		w.nextErr = p.err
+		return
+	}
+	if p.reply.Exit {
+		w.exiting = true
+	}
+	if w.pollPrefetch && len(p.reply.Jobs) == 0 {
+		w.prefetchDry = true
+	}
+	for _, u := range units(p.reply.Jobs) {
+		w.idleSince = w.a.now()
+		if isBundle(u) {
+			w.a.holdAll(u) // runBundle takes each job out as it starts it
+		}
+		if w.free > 0 {
+			w.start(u)
+			continue
+		}
+		if !isBundle(u) {
+			w.a.hold(u[0])
+		}
+		w.held = append(w.held, heldJob{u, w.a.now()})
+	}
+}
+
+// onTick gives back a held job that waited long: the running ones are not
+// short after all, and another placeholder can run it.
+func (w *workLoop) onTick() {
+	var keep []heldJob
+	for _, h := range w.held {
+		if w.a.now().Sub(h.since) > maxHold*w.a.cfg.prefetchWindow {
+			w.reports = append(w.reports, w.a.giveBack([]heldJob{h})...)
+		} else {
+			keep = append(keep, h)
+		}
+	}
+	w.held = keep
+	w.sendReports() // a returned job must not wait for a slot or a long poll
+}
+
 // work runs the slots from one loop. Each request reports every job that
 // ended since the last one and asks for as many jobs as slots are free, so
 // under load one round trip serves several jobs. While a long poll is out,
 // a job that ends is reported with a separate request after reportHold, so
-// waiting for work never delays a report for long.
+// waiting for work never delays a report for long. What to ask for is
+// decide's; when reports go, whenToReport's.
 func (a *Agent) work(ctx context.Context) error {
-	type polled struct {
-		reply protocol.NextReply
-		err   error
+	w := &workLoop{
+		a: a, ctx: ctx,
+		ended:     make(chan protocol.Report, a.cfg.Slots),
+		progress:  make(chan protocol.Report),
+		quit:      make(chan struct{}),
+		unacked:   make(chan []protocol.Report),
+		free:      a.cfg.Slots,
+		idleSince: a.now(),
+		hold:      time.NewTimer(time.Hour),
 	}
-	ended := make(chan protocol.Report, a.cfg.Slots)
-	progress := make(chan protocol.Report) // a bundle's jobs; unbuffered, so each is in before its slot frees
-	quit := make(chan struct{})            // work has returned: nobody reads progress or unacked
+	w.hold.Stop()
 	// Reports go out detached from ctx, so a job killed at shutdown is
 	// still reported, until reportGrace after ctx ends.
 	rctx, stopReporting := context.WithCancel(context.WithoutCancel(ctx))
+	w.rctx = rctx
 	stopGrace := context.AfterFunc(ctx, func() { time.AfterFunc(reportGrace, stopReporting) })
-	var reporters sync.WaitGroup
 	defer func() {
-		close(quit)
+		close(w.quit)
 		stopGrace()
 		stopReporting()
-		reporters.Wait()
+		w.reporters.Wait()
 	}()
-	free, running := a.cfg.Slots, 0
-	// Prefetch: while jobs are short, hold one more job than the free
-	// slots, so the round trip that reports a job and fetches the next
-	// overlaps the job still running.
-	var held []heldJob
-	var reports []protocol.Report
-	var meanRun time.Duration // moving average of job run times; 0 = none yet
-	gotReport := func(r protocol.Report) {
-		if r.ID == 0 {
-			return // a bundle's end: its jobs reported through progress
-		}
-		reports = append(reports, r)
-		if d := r.Finished.Sub(r.Started); meanRun == 0 {
-			meanRun = max(d, time.Microsecond)
-		} else {
-			meanRun = max((4*meanRun+d)/5, time.Microsecond) // never 0 (unknown) again
-		}
-	}
-	start := func(u []protocol.Assignment) {
-		if a.cfg.NoOp && !isBundle(u) {
-			// Ends as it starts: the report rides on the next request, and
-			// no goroutine or channel stands between the two (the no-op
-			// executor measures the scheduling path, not this loop).
-			gotReport(a.run(ctx, u[0]))
-			return
-		}
-		free--
-		running++
-		if isBundle(u) {
-			// Its jobs report through progress; the empty report frees the slot.
-			go func() { a.runBundle(ctx, u, progress, quit); ended <- protocol.Report{} }()
-			return
-		}
-		go func() { ended <- a.run(ctx, u[0]) }()
-	}
-	startHeld := func() {
-		for free > 0 && len(held) > 0 {
-			h := held[0]
-			held = held[1:]
-			if isBundle(h.unit) || a.unhold(h.unit[0].ID) { // false if the CLS took it back meanwhile
-				start(h.unit)
-			}
-		}
-	}
-	var poll chan polled // non-nil while a next request is out
-	var pollSent time.Time
-	// Reports sent on their own stay this agent's until the CLS
-	// acknowledges them: a batch that failed comes back through unacked
-	// and goes out again.
-	unacked := make(chan []protocol.Report)
-	sending := 0 // report requests out
-	idleSince := time.Now()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	// sendReports reports on its own, without asking for work.
-	sendReports := func() {
-		if len(reports) == 0 {
-			return
-		}
-		batch := reports
-		reports = nil
-		sending++
-		reporters.Add(1)
-		go func() {
-			defer reporters.Done()
-			// No deadline while the agent runs: a CLS that is slow or
-			// stopped answers late, and a broken connection is re-dialled
-			// and the batch sent again (a.call).
-			err := call(rctx, a, protocol.OpReport, func(id int64) protocol.ReportBatch {
-				return protocol.ReportBatch{Placeholder: id, Reports: batch}
-			}, nil)
-			var back []protocol.Report
-			if err != nil {
-				if resend(err) {
-					back = batch
-				} else {
-					a.log.Warn("the CLS refused a report", "err", err)
-				}
-			}
-			select {
-			case unacked <- back:
-			case <-quit:
-				if back != nil {
-					a.log.Warn("could not report; the CLS will requeue after the lease", "err", err)
-				}
-			}
-		}()
-	}
-	hold := time.NewTimer(time.Hour)
-	hold.Stop()
-	holding := false
-	reportsDue := false   // reports have waited long enough: the next poll goes now
-	pollPrefetch := false // the poll out only prefetches (it does not wait for work)
-	prefetchDry := false  // a prefetch found nothing: no more until a job ends
-	// scheduleReports decides when reports just gathered go out.
-	scheduleReports := func() {
-		var age time.Duration
-		if poll != nil {
-			age = time.Since(pollSent)
-		}
-		switch whenToReport(poll != nil && !pollPrefetch, age, running) {
-		case reportNow:
-			sendReports()
-		case reportSoon:
-			if !holding {
-				holding = true
-				hold.Reset(reportHold)
-			}
-		case reportWithRefill:
-			if !holding {
-				holding = true
-				hold.Reset(a.cfg.prefetchWindow / 2)
-			}
-		}
-	}
-	exiting := false
 	stopped := ctx.Done()
 	for {
-		if !exiting && (ctx.Err() != nil || (a.cfg.ExitWhenOrphaned && os.Getppid() != a.ppid) ||
-			(a.cfg.IdleTimeout > 0 && running == 0 && len(held) == 0 && time.Since(idleSince) >= a.cfg.IdleTimeout)) {
-			exiting = true
+		m := decide(w.state())
+		w.exiting = m.Exiting
+		if m.Abort {
+			a.killAll()
+			return w.nextErr
 		}
-		if exiting && len(held) > 0 {
-			reports = append(reports, a.giveBack(held)...)
-			held = nil
+		w.nextErr = nil // seen: the agent is stopping anyway
+		if m.GiveBack {
+			w.reports = append(w.reports, a.giveBack(w.held)...)
+			w.held = nil
 		}
-		if exiting && running == 0 && poll == nil && sending == 0 {
-			if len(reports) == 0 {
+		if m.Finish {
+			if len(w.reports) == 0 {
 				return nil
 			}
 			// Final report: deliver it even though ctx has ended.
 			return call(rctx, a, protocol.OpReport, func(id int64) protocol.ReportBatch {
-				return protocol.ReportBatch{Placeholder: id, Reports: reports}
+				return protocol.ReportBatch{Placeholder: id, Reports: w.reports}
 			}, nil)
 		}
-		depth := a.prefetchDepth(meanRun)
-		want := free + depth - len(held)
-		// Ask when a slot would idle otherwise, when half the prefetch is
-		// used up, or when reports have waited half the window: under load one
-		// request then carries many reports and fetches many jobs.
-		starving := free > len(held)
-		refill := want > depth/2 && !prefetchDry
-		if reportsDue && poll == nil && want <= 0 {
-			sendReports() // nothing to ask for: report on its own
-			reportsDue = false
+		if m.ReportAlone {
+			w.sendReports()
+			w.reportsDue = false
 		}
-		if poll == nil && !exiting && want > 0 && (starving || refill || reportsDue) {
-			reportsDue = false
-			if holding { // the poll carries the reports
-				hold.Stop()
-				holding = false
-			}
-			wait := 30 * time.Second
-			if a.cfg.IdleTimeout > 0 {
-				wait = min(wait, max(a.cfg.IdleTimeout-time.Since(idleSince), 10*time.Millisecond))
-			}
-			if a.cfg.ExitWhenOrphaned {
-				wait = min(wait, 5*time.Second)
-			}
-			if !starving {
-				// Only prefetching: take what is ready now. Parked, this poll
-				// would catch jobs that arrive while every slot is busy, maybe
-				// with a job that turned out long.
-				wait = 0
-			}
-			pollPrefetch = !starving
-			sent, n := reports, want
-			if starving && !a.cfg.NoOp {
-				// A long poll takes what arrives first, maybe a burst of long
-				// jobs: ask for the free slots and one ahead, no deeper, so
-				// other placeholders get their share. (No-op jobs take no
-				// time, so a no-op agent never holds any: it asks for its
-				// whole prefetch.)
-				n = min(want, free-len(held)+1)
-			}
-			reports = nil
-			poll, pollSent = make(chan polled, 1), time.Now()
-			go func(ch chan polled) {
-				var p polled
-				p.err = call(ctx, a, protocol.OpNext, func(id int64) protocol.Next {
-					return protocol.Next{Placeholder: id, Reports: sent, Free: n, WalltimeLeft: a.walltimeLeft(), WaitMS: int(wait / time.Millisecond)}
-				}, &p.reply)
-				if p.err != nil {
-					p.reply.Jobs = nil
-					// Keep the reports: they go out with the next request.
-					p.reply.Exit = false
-					p.err = errWithReports{p.err, sent}
-				}
-				ch <- p
-			}(poll)
+		if m.Poll {
+			w.sendPoll(m)
 		}
 		select {
-		case r := <-progress:
-			gotReport(r)
-			scheduleReports()
-		case r := <-ended:
-			free++
-			running--
-			prefetchDry = false
-			gotReport(r)
-		drain: // jobs often end together: one request for all of them
-			for {
-				select {
-				case r := <-ended:
-					free++
-					running--
-					gotReport(r)
-				default:
-					break drain
-				}
-			}
-			idleSince = time.Now()
-			startHeld()
-			scheduleReports()
-		case back := <-unacked:
-			sending--
+		case r := <-w.progress:
+			w.gotReport(r)
+			w.scheduleReports()
+		case r := <-w.ended:
+			w.onEnded(r)
+		case back := <-w.unacked:
+			w.sending--
 			// Not acknowledged: the next request carries it (a poll, or
 			// the tick's report at the latest).
-			reports = append(back, reports...)
-		case <-hold.C:
-			holding = false
-			if poll != nil && !pollPrefetch {
-				sendReports() // the poll out has parked
-			} else if len(reports) > 0 {
-				reportsDue = true // the next poll goes at once (see the top)
-			}
-		case p := <-poll:
-			poll = nil
-			if p.err != nil {
-				var ewr errWithReports
-				if errors.As(p.err, &ewr) {
-					reports = append(ewr.reports, reports...)
-				}
-				if ctx.Err() != nil {
-					exiting = true
-					continue
-				}
-				// The CLS refused us or stayed unreachable: results could
-				// never be reported, so stop the jobs too.
-				a.killAll()
-				return p.err
-			}
-			if p.reply.Exit {
-				exiting = true
-			}
-			if pollPrefetch && len(p.reply.Jobs) == 0 {
-				prefetchDry = true
-			}
-			for _, u := range units(p.reply.Jobs) {
-				idleSince = time.Now()
-				if isBundle(u) {
-					a.holdAll(u) // runBundle takes each job out as it starts it
-				}
-				if free > 0 {
-					start(u)
-					continue
-				}
-				if !isBundle(u) {
-					a.hold(u[0])
-				}
-				held = append(held, heldJob{u, time.Now()})
-			}
+			w.reports = append(back, w.reports...)
+		case <-w.hold.C:
+			w.onHoldExpired()
+		case p := <-w.poll:
+			w.onPoll(p)
 		case <-tick.C:
-			// A held job waiting long means the running ones are not short
-			// after all: give it back so another placeholder can run it.
-			var keep []heldJob
-			for _, h := range held {
-				if time.Since(h.since) > maxHold*a.cfg.prefetchWindow {
-					reports = append(reports, a.giveBack([]heldJob{h})...)
-				} else {
-					keep = append(keep, h)
-				}
-			}
-			held = keep
-			sendReports() // a returned job must not wait for a slot or a long poll
+			w.onTick()
 		case <-stopped:
-			exiting = true
-			stopped = nil // closed for good: selecting it again would spin while jobs and reports finish
+			stopped = nil // closed for good: selecting it again would spin while jobs and reports finish; decide sees ctx ended
 		}
 	}
 }

@@ -737,3 +737,138 @@ func TestWhenToReport(t *testing.T) {
 		}
 	}
 }
+
+// TestDecide: the work loop's policy, case by case. (When gathered reports
+// go, a parked poll sending them at once after parkedAfter, is
+// TestWhenToReport's.)
+func TestDecide(t *testing.T) {
+	t.Parallel()
+	const long = 30 * time.Second
+	for _, tc := range []struct {
+		name string
+		s    loopState
+		want move
+	}{
+		// Idle, free slots: one long poll for the free slots (plus one ahead
+		// when jobs are short).
+		{"idle, 4 free", loopState{Free: 4}, move{Poll: true, Want: 4, Wait: long}},
+		{"idle, short jobs: a slot and one ahead", loopState{Free: 1, Depth: 3}, move{Poll: true, Want: 2, Wait: long}},
+		{"idle, no-op: the whole prefetch", loopState{Free: 1, Depth: 3, NoOp: true}, move{Poll: true, Want: 4, Wait: long}},
+		{"idle timeout bounds the wait", loopState{Free: 2, IdleTimeout: time.Minute, IdleFor: 50 * time.Second}, move{Poll: true, Want: 2, Wait: 10 * time.Second}},
+		{"idle timeout nearly up: 10 ms at least", loopState{Free: 2, IdleTimeout: time.Minute, IdleFor: time.Minute - time.Millisecond}, move{Poll: true, Want: 2, Wait: 10 * time.Millisecond}},
+		{"orphanable: looks every 5 s", loopState{Free: 2, Orphanable: true}, move{Poll: true, Want: 2, Wait: 5 * time.Second}},
+		{"a free slot, a held job for it: nothing", loopState{Free: 1, Running: 1, Held: 1}, move{}},
+		{"a poll out: no second", loopState{Free: 4, PollOut: true}, move{}},
+		{"reports pending, long poll out: whenToReport sends them", loopState{Free: 1, Running: 1, PollOut: true, ReportsDue: true}, move{}},
+
+		// All slots busy.
+		{"busy, long jobs: nothing", loopState{Running: 4}, move{}},
+		{"busy, short jobs: prefetch", loopState{Running: 4, Depth: 8}, move{Poll: true, Want: 8, Prefetch: true}},
+		{"busy, prefetch half used: refill", loopState{Running: 4, Depth: 8, Held: 3}, move{Poll: true, Want: 5, Prefetch: true}},
+		{"busy, prefetch mostly there: nothing", loopState{Running: 4, Depth: 8, Held: 5}, move{}},
+		{"busy, prefetch found nothing: wait for a job to end", loopState{Running: 4, Depth: 8, PrefetchDry: true}, move{}},
+		{"busy, reports due: a prefetch carries them", loopState{Running: 4, Depth: 8, Held: 5, ReportsDue: true}, move{Poll: true, Want: 3, Prefetch: true}},
+		{"busy, reports due, nothing to ask: alone", loopState{Running: 4, Depth: 2, Held: 2, ReportsDue: true}, move{ReportAlone: true}},
+		{"busy, reports due, poll out: the poll has them", loopState{Running: 4, Depth: 2, Held: 2, ReportsDue: true, PollOut: true}, move{}},
+
+		// Draining and stopping.
+		{"cancelled, nothing out: finish", loopState{Free: 2, Cancelled: true}, move{Exiting: true, Finish: true}},
+		{"cancelled, held jobs given back", loopState{Running: 1, Held: 2, Cancelled: true}, move{Exiting: true, GiveBack: true}},
+		{"cancelled, held jobs given back, then finish", loopState{Free: 1, Held: 2, Cancelled: true}, move{Exiting: true, GiveBack: true, Finish: true}},
+		{"exiting, a job runs: wait for it", loopState{Free: 1, Running: 1, Exiting: true}, move{Exiting: true}},
+		{"exiting, a poll out: wait for it", loopState{Free: 2, PollOut: true, Exiting: true}, move{Exiting: true}},
+		{"exiting, reports out: wait for them", loopState{Free: 2, Sending: 1, Exiting: true}, move{Exiting: true}},
+		{"exiting, reports due, no slot free: alone", loopState{Running: 1, Exiting: true, ReportsDue: true}, move{Exiting: true, ReportAlone: true}},
+		{"orphaned", loopState{Free: 2, Orphaned: true}, move{Exiting: true, Finish: true}},
+		{"idle timeout", loopState{Free: 2, IdleTimeout: time.Minute, IdleFor: time.Minute}, move{Exiting: true, Finish: true}},
+		{"idle timeout, but a job runs", loopState{Free: 1, Running: 1, IdleTimeout: time.Minute, IdleFor: time.Hour}, move{Poll: true, Want: 1, Wait: 10 * time.Millisecond}},
+		{"idle timeout, but a job is held", loopState{Running: 1, Held: 1, IdleTimeout: time.Minute, IdleFor: time.Hour}, move{}},
+
+		// Errors from next.
+		{"next failed: abort", loopState{Free: 1, Running: 1, NextFailed: true}, move{Exiting: true, Abort: true}},
+		{"next failed while orphaned: abort", loopState{Free: 1, Orphaned: true, Exiting: true, NextFailed: true}, move{Exiting: true, Abort: true}},
+		{"next failed as the agent stops: drain", loopState{Free: 1, Running: 1, Cancelled: true, NextFailed: true}, move{Exiting: true}},
+		{"next failed as the agent stops, nothing out: finish", loopState{Free: 2, Cancelled: true, NextFailed: true}, move{Exiting: true, Finish: true}},
+	} {
+		if got := decide(tc.s); got != tc.want {
+			t.Errorf("%s: decide(%+v) =\n\t%+v, want\n\t%+v", tc.name, tc.s, got, tc.want)
+		}
+	}
+}
+
+// fakeClock is an agent's clock that moves only when told.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// An agent gives up on an unreachable CLS after Reconnect by its clock: a
+// clock moved 4 minutes per failed dial ends a 10-minute Reconnect at the
+// third, without waiting 10 minutes.
+func TestAgentReconnectDeadlineByClock(t *testing.T) {
+	t.Parallel()
+	clock := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	var dials atomic.Int32
+	a := New(Config{Site: "test", Host: "h", OutDir: t.TempDir(), Reconnect: 10 * time.Minute, Now: clock.Now,
+		Dial: func(context.Context) (io.ReadWriteCloser, error) {
+			dials.Add(1)
+			clock.advance(4 * time.Minute)
+			return nil, fmt.Errorf("dial unix /nowhere: %w", syscall.ECONNREFUSED)
+		}})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := a.Run(ctx)
+	if err == nil || !strings.Contains(err.Error(), "unreachable for 10m0s") {
+		t.Fatalf("Run: %v, want the CLS unreachable for 10m0s", err)
+	}
+	if n := dials.Load(); n != 3 {
+		t.Errorf("%d dials, want 3 (at 4, 8 and 12 minutes by the clock)", n)
+	}
+}
+
+// The walltime an agent says it has left follows its clock: with 59.5 of
+// its 60 minutes gone by the clock (moved as it dials), a job expected to
+// take 10 minutes no longer fits it and stays queued, while a 10-second one
+// runs.
+func TestAgentWalltimeByClock(t *testing.T) {
+	t.Parallel()
+	c := newCLS(t)
+	dir := t.TempDir()
+	ids := c.submit(protocol.JobSpec{Target: "big", Command: "true", Cwd: dir, Est: 600},
+		protocol.JobSpec{Target: "small", Command: "true", Cwd: dir, Est: 10})
+	big, small := ids[0], ids[1]
+	clock := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	var once sync.Once
+	dial := func(ctx context.Context) (io.ReadWriteCloser, error) {
+		once.Do(func() { clock.advance(59*time.Minute + 30*time.Second) })
+		return c.dial(ctx)
+	}
+	a := New(Config{Dial: dial, Site: "test", Host: "h", Slots: 1, OutDir: t.TempDir(), Walltime: time.Hour, Now: clock.Now})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("agent: %v", err)
+		}
+	}()
+	if e := c.wait(small)[small]; e.State != "D" {
+		t.Fatalf("small job ended %+v", e)
+	}
+	if st := stateOf(t, c, big); st != "Q" {
+		t.Errorf("the 10-minute job is %s, want Q: it does not fit the 30 s the agent has left by its clock", st)
+	}
+}

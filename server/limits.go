@@ -8,6 +8,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/mq-hpc/mq/internal/backoff"
 )
 
 // Defaults of the limits against faulty or hostile peers (DESIGN.md,
@@ -225,7 +227,8 @@ func Accept(ctx context.Context, ln net.Listener, g *Gate, log *slog.Logger, wg 
 	}
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
-	var delay time.Duration
+	retry := backoff.Backoff{Min: 5 * time.Millisecond, Max: time.Second}
+	failing := false
 	for {
 		if err := g.wait(ctx); err != nil {
 			return nil
@@ -238,20 +241,19 @@ func Accept(ctx context.Context, ln net.Listener, g *Gate, log *slog.Logger, wg 
 			if !retryable(err) {
 				return err
 			}
-			if delay == 0 {
-				delay = 5 * time.Millisecond
+			if !failing {
+				failing = true
 				log.Warn("accept failed; retrying with backoff", "addr", ln.Addr().String(), "err", err)
-			} else {
-				delay = min(2*delay, time.Second)
 			}
-			select {
-			case <-ctx.Done():
+			if retry.Wait(ctx) != nil {
 				return nil
-			case <-time.After(delay):
 			}
 			continue
 		}
-		delay = 0
+		if failing {
+			failing = false
+			retry.Reset()
+		}
 		t := g.admit(c)
 		if t == nil {
 			log.Debug("refused a connection: its source has too many unauthenticated", "addr", c.RemoteAddr().String())

@@ -601,3 +601,63 @@ func TestManagerNeverConnected(t *testing.T) {
 	eventually(t, "recovered", func() bool { return info().State == StateOK && info().Error == "" })
 	eventually(t, "provisioned again", func() bool { return fs.count(Running) == 3 })
 }
+
+// fakeClock is a Manager's clock that moves only when told.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// The Manager's time-based decisions follow its clock: placeholders queued
+// past ThrottleAfter by the clock throttle the site at once (no waiting an
+// hour), the oldest queued wait is shown by it, and a placeholder that
+// starts records the queue wait it measures.
+func TestManagerClock(t *testing.T) {
+	fs := &fakeSite{jobs: map[string]State{}}
+	st := &fakeStore{ready: 10}
+	clock := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	m := &Manager{Store: st, Poll: 5 * time.Millisecond, ThrottleAfter: time.Hour, Now: clock.Now,
+		Open: func(protocol.SiteSpec, func(int)) (Site, error) { return fs, nil }}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Stop()
+	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "c", Type: SGE, SSH: "u@h", Max: 4}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "4 queued", func() bool { return fs.count(Queued) == 4 })
+	time.Sleep(50 * time.Millisecond) // many polls: the clock has not moved, nothing throttles
+	if info := m.List()[0]; info.State != StateOK || info.OldestQueuedS != 0 || fs.count(Queued) != 4 {
+		t.Fatalf("before the clock moved: %+v, %d queued", info, fs.count(Queued))
+	}
+	clock.advance(2 * time.Hour)
+	eventually(t, "throttled, one probe left", func() bool {
+		return m.List()[0].State == StateThrottled && fs.count(Queued) == 1
+	})
+	if got := m.List()[0].OldestQueuedS; got != 2*3600 {
+		t.Errorf("oldest queued %v s, want 7200 by the clock", got)
+	}
+	fs.set(func(j map[string]State) {
+		for id := range j {
+			j[id] = Running
+		}
+	})
+	eventually(t, "recovered", func() bool { return m.List()[0].State == StateOK })
+	if got := m.List()[0].QueueWaitS; got != 2*3600 {
+		t.Errorf("queue wait %v s, want 7200 by the clock", got)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/backoff"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -52,6 +53,11 @@ type Manager struct {
 	// with the Manager, shadow a stored site of the same name, and cannot
 	// be added or removed.
 	Embedded []protocol.SiteSpec
+	// Now is the clock of the Manager's decisions: queue waits, throttling,
+	// the connect timeout, how often an idle site is listed and how fast
+	// local placeholders are respawned (default time.Now; tests move it).
+	// It may be called from several goroutines.
+	Now func() time.Time
 
 	mu    sync.Mutex
 	ctx   context.Context
@@ -111,6 +117,13 @@ func (m *Manager) log() *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return m.Log
+}
+
+func (m *Manager) now() time.Time {
+	if m.Now == nil {
+		return time.Now()
+	}
+	return m.Now()
 }
 
 func (m *Manager) poll() time.Duration {
@@ -314,7 +327,7 @@ func (m *Manager) List() []protocol.SiteInfo {
 
 func (m *Manager) infoLocked(ms *managed) protocol.SiteInfo {
 	info := protocol.SiteInfo{SiteSpec: ms.spec, Exited: ms.exited, Connected: len(ms.connected), State: ms.state, Error: ms.err}
-	now := time.Now()
+	now := m.now()
 	for _, t := range ms.known {
 		switch t.state {
 		case Queued:
@@ -396,17 +409,23 @@ func (m *Manager) localExited(site string, pid int) {
 }
 
 func (m *Manager) loop(ctx context.Context, ms *managed) {
-	failures := 0
+	// A failing site is looked at less often: twice the poll, doubling up
+	// to 32 polls (at most 30 s).
+	retry := backoff.Backoff{Min: 2 * m.poll(), Max: min(32*m.poll(), 30*time.Second)}
+	// A local placeholder that ended is replaced at once, backing off (up
+	// to 10 s) while they keep ending within a minute, so a placeholder
+	// that cannot start does not spin.
+	respawn := backoff.Backoff{Min: 100 * time.Millisecond, Max: 10 * time.Second}
+	failing := false
 	var lastList, lastKick time.Time
-	var respawn time.Duration
 	for {
 		wait := m.poll()
 		if err := m.step(ctx, ms, &lastList); err != nil {
 			if ctx.Err() != nil {
 				return
 			}
-			failures++
-			wait = min(m.poll()<<min(failures, 5), 30*time.Second)
+			failing = true
+			wait = retry.Next()
 			m.mu.Lock()
 			changed := ms.state != StateDegraded || ms.err != err.Error()
 			ms.state, ms.err = StateDegraded, err.Error()
@@ -415,8 +434,9 @@ func (m *Manager) loop(ctx context.Context, ms *managed) {
 			if changed {
 				m.log().Warn("site degraded", "site", ms.spec.Name, "err", err)
 			}
-		} else if failures > 0 {
-			failures = 0
+		} else if failing {
+			failing = false
+			retry.Reset()
 			m.log().Info("site recovered", "site", ms.spec.Name)
 		}
 		select {
@@ -424,19 +444,12 @@ func (m *Manager) loop(ctx context.Context, ms *managed) {
 			return
 		case <-time.After(wait):
 		case <-ms.kick:
-			// A local placeholder ended: replace it at once, backing off
-			// (up to 10 s) while they keep ending within a minute, so a
-			// placeholder that cannot start does not spin.
-			if time.Since(lastKick) > time.Minute {
-				respawn = 100 * time.Millisecond
-			} else {
-				respawn = min(respawn*2, 10*time.Second)
+			if m.now().Sub(lastKick) > time.Minute {
+				respawn.Reset()
 			}
-			lastKick = time.Now()
-			select {
-			case <-ctx.Done():
+			lastKick = m.now()
+			if backoff.Sleep(ctx, respawn.Next()) != nil {
 				return
-			case <-time.After(respawn):
 			}
 		}
 	}
@@ -461,7 +474,7 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 	}
 	// With no work and no placeholders there is nothing to watch: look at
 	// the batch system only now and then (placeholders of an earlier CLS).
-	if ready == 0 && idle && time.Since(*lastList) < 30*time.Second {
+	if ready == 0 && idle && m.now().Sub(*lastList) < 30*time.Second {
 		return nil
 	}
 	tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
@@ -470,8 +483,8 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 	if err != nil {
 		return err
 	}
-	*lastList = time.Now()
-	now := time.Now()
+	now := m.now()
+	*lastList = now
 
 	m.mu.Lock()
 	seen := map[string]bool{}
@@ -609,7 +622,7 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 	if d.Submit > 0 {
 		ids, err := ms.site.Submit(tctx, d.Submit)
 		m.mu.Lock()
-		now := time.Now()
+		now := m.now()
 		for _, id := range ids {
 			t := &tracked{state: Queued, submitted: now}
 			if spec.Type == Local { // processes start at once: no queue wait

@@ -613,7 +613,7 @@ func (s *Store) load(ctx context.Context) error {
 			}
 			continue
 		}
-		s.g.LoadJob(id, dag.Job{Target: dag.TargetID(t), Queue: q, Est: float32(est.Float64), State: state, Prereqs: prereqs[id]})
+		s.g.LoadJob(id, dag.Node{Target: dag.TargetID(t), Queue: q, Est: float32(est.Float64), State: state, Prereqs: prereqs[id]})
 		s.countsFor(q)[state]++
 		switch state {
 		case job.Queued:
@@ -667,7 +667,7 @@ func (s *Store) load(ctx context.Context) error {
 	}
 	// Fill the ready heaps in id order (cheap pushes for FCFS).
 	for _, id := range queued {
-		if j, ok := s.g.Job(id); ok && j.State == job.Queued {
+		if j, ok := s.g.Node(id); ok && j.State == job.Queued {
 			if q := s.queueIDs[j.Queue]; q != nil {
 				q.ready.Push(s.readyEntry(q, id, j.Est, j.Target))
 				if q.isDC() {

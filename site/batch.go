@@ -15,7 +15,7 @@ import (
 // check against recorded real output.
 type Batch interface {
 	// Directives are the script's header lines (#$, #SBATCH, #PBS).
-	Directives(j Job) []string
+	Directives(r BatchRequest) []string
 	// SubmitCommand is the shell command that submits script with the
 	// site's extra arguments (already split into words).
 	SubmitCommand(script string, args []string) string
@@ -29,8 +29,9 @@ type Batch interface {
 	CancelCommand(ids []string) string
 }
 
-// Job is what a placeholder's batch job asks for.
-type Job struct {
+// BatchRequest is what is submitted to the batch system for one placeholder:
+// the batch job that carries it. (That batch job is not a metaqueue job.)
+type BatchRequest struct {
 	Name     string        // job name: how List finds our placeholders
 	Queue    string        // queue or partition ("" = the site's default)
 	Walltime time.Duration // the batch system kills the job after this
@@ -55,10 +56,10 @@ func ForType(typ string) Batch {
 // Script is a placeholder's batch script: the directives, then the agent.
 // The agent gets a little less walltime than the batch job, so it stops
 // taking work, and reports what it runs, before the batch system kills it.
-func Script(b Batch, j Job, agent string, agentArgs []string) string {
+func Script(b Batch, r BatchRequest, agent string, agentArgs []string) string {
 	var s strings.Builder
 	s.WriteString("#!/bin/sh\n")
-	for _, d := range b.Directives(j) {
+	for _, d := range b.Directives(r) {
 		s.WriteString(d)
 		s.WriteByte('\n')
 	}

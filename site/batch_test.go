@@ -23,7 +23,7 @@ func read(t *testing.T, name string) []byte {
 
 type want struct {
 	id    string
-	state State
+	state BatchState
 }
 
 func summary(ps []Placeholder) []want {
@@ -46,22 +46,22 @@ func TestParseList(t *testing.T) {
 		name  string
 		want  []want
 	}{
-		{sgeBatch{}, "sge_qstat_mixed.xml", "mq-rec", []want{{"1", Running}, {"2", Running}, {"3", Queued}}},
+		{sgeBatch{}, "sge_qstat_mixed.xml", "mq-rec", []want{{"1", BatchRunning}, {"2", BatchRunning}, {"3", BatchQueued}}},
 		{sgeBatch{}, "sge_qstat_mixed.xml", "other", nil},
-		{sgeBatch{}, "sge_qstat_dr.xml", "mq-rec", []want{{"1", Exited}, {"2", Running}, {"3", Queued}, {"4", Queued}}},
-		{sgeBatch{}, "sge_qstat_eqw.xml", "mq-rec", []want{{"4", Error}}},
+		{sgeBatch{}, "sge_qstat_dr.xml", "mq-rec", []want{{"1", BatchExited}, {"2", BatchRunning}, {"3", BatchQueued}, {"4", BatchQueued}}},
+		{sgeBatch{}, "sge_qstat_eqw.xml", "mq-rec", []want{{"4", BatchError}}},
 		{sgeBatch{}, "sge_qstat_empty.xml", "mq-rec", nil},
-		{slurmBatch{}, "slurm_squeue_mixed.txt", "mq-rec", []want{{"7", Running}, {"8", Running}, {"9", Queued}}},
-		{slurmBatch{}, "slurm_squeue_cancel.txt", "mq-rec", []want{{"7", Exited}, {"8", Running}, {"9", Queued}}}, // 7 COMPLETING after scancel
-		{slurmBatch{}, "slurm_squeue_ours.txt", "mq-slurmA-b8ad02", []want{{"4", Running}, {"5", Running}}},
-		{pbsBatch{}, "pbs_qstat_f.json", "mq-pbsA-abc123", []want{{"1001.pbsserver", Running}, {"1002.pbsserver", Queued}, {"1003.pbsserver", Queued}, {"1005[].pbsserver", Running}}},
-		{pbsBatch{}, "pbs_qstat_f_badjson.json", "mq-pbsA-abc123", []want{{"1001.pbsserver", Running}, {"1002.pbsserver", Queued}, {"1003.pbsserver", Queued}, {"1005[].pbsserver", Running}}},
-		{pbsBatch{}, "pbs_qstat_f.txt", "mq-pbsA-abc123", []want{{"1001.pbsserver", Running}, {"1002.pbsserver", Queued}}},
+		{slurmBatch{}, "slurm_squeue_mixed.txt", "mq-rec", []want{{"7", BatchRunning}, {"8", BatchRunning}, {"9", BatchQueued}}},
+		{slurmBatch{}, "slurm_squeue_cancel.txt", "mq-rec", []want{{"7", BatchExited}, {"8", BatchRunning}, {"9", BatchQueued}}}, // 7 COMPLETING after scancel
+		{slurmBatch{}, "slurm_squeue_ours.txt", "mq-slurmA-b8ad02", []want{{"4", BatchRunning}, {"5", BatchRunning}}},
+		{pbsBatch{}, "pbs_qstat_f.json", "mq-pbsA-abc123", []want{{"1001.pbsserver", BatchRunning}, {"1002.pbsserver", BatchQueued}, {"1003.pbsserver", BatchQueued}, {"1005[].pbsserver", BatchRunning}}},
+		{pbsBatch{}, "pbs_qstat_f_badjson.json", "mq-pbsA-abc123", []want{{"1001.pbsserver", BatchRunning}, {"1002.pbsserver", BatchQueued}, {"1003.pbsserver", BatchQueued}, {"1005[].pbsserver", BatchRunning}}},
+		{pbsBatch{}, "pbs_qstat_f.txt", "mq-pbsA-abc123", []want{{"1001.pbsserver", BatchRunning}, {"1002.pbsserver", BatchQueued}}},
 		// Two running, one queued (the node's 2 cores are taken), one held
 		// (qsub -h), and another name's job.
-		{pbsBatch{}, "pbs_real_qstat.json", "mq-rec-1a2b3c", []want{{"5.pbshost", Running}, {"6.pbshost", Running}, {"7.pbshost", Queued}, {"8.pbshost", Queued}}},
-		{pbsBatch{}, "pbs_real_qstat.json", "other-job", []want{{"9.pbshost", Queued}}},
-		{pbsBatch{}, "pbs_real_qstat.txt", "mq-rec-1a2b3c", []want{{"5.pbshost", Running}, {"6.pbshost", Running}, {"7.pbshost", Queued}, {"8.pbshost", Queued}}},
+		{pbsBatch{}, "pbs_real_qstat.json", "mq-rec-1a2b3c", []want{{"5.pbshost", BatchRunning}, {"6.pbshost", BatchRunning}, {"7.pbshost", BatchQueued}, {"8.pbshost", BatchQueued}}},
+		{pbsBatch{}, "pbs_real_qstat.json", "other-job", []want{{"9.pbshost", BatchQueued}}},
+		{pbsBatch{}, "pbs_real_qstat.txt", "mq-rec-1a2b3c", []want{{"5.pbshost", BatchRunning}, {"6.pbshost", BatchRunning}, {"7.pbshost", BatchQueued}, {"8.pbshost", BatchQueued}}},
 		// No jobs: a document without "Jobs" (and qstat -f prints nothing).
 		{pbsBatch{}, "pbs_real_empty.json", "mq-rec-1a2b3c", nil},
 		// qstat -x: finished jobs (F; Exit_status 271 after qdel, -29 over
@@ -86,10 +86,10 @@ func TestParseListTimes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range ps {
-		if p.State == Running && p.Started.Format("2006-01-02T15:04:05") != "2026-11-22T05:50:11" {
+		if p.State == BatchRunning && p.Started.Format("2006-01-02T15:04:05") != "2026-11-22T05:50:11" {
 			t.Errorf("job %s started %v", p.ID, p.Started)
 		}
-		if p.State == Queued && p.Submitted.IsZero() {
+		if p.State == BatchQueued && p.Submitted.IsZero() {
 			t.Errorf("job %s: no submission time", p.ID)
 		}
 	}
@@ -105,7 +105,7 @@ func TestParseListTimes(t *testing.T) {
 			if p.Submitted.Format(time.ANSIC) != "Mon Nov 23 23:15:42 2026" {
 				t.Errorf("%s: job %s qtime read as %v", f, p.ID, p.Submitted)
 			}
-			if (p.State == Running) != !p.Started.IsZero() {
+			if (p.State == BatchRunning) != !p.Started.IsZero() {
 				t.Errorf("%s: job %s %v, stime read as %v", f, p.ID, p.State, p.Started)
 			}
 		}
@@ -198,7 +198,7 @@ func TestParseSubmit(t *testing.T) {
 }
 
 func TestScripts(t *testing.T) {
-	j := Job{Name: "mq-a-123456", Queue: "long", Walltime: 90*time.Minute + time.Second, Slots: 4, LogDir: "/home/u/.mq-sites/x/a/log"}
+	j := BatchRequest{Name: "mq-a-123456", Queue: "long", Walltime: 90*time.Minute + time.Second, Slots: 4, LogDir: "/home/u/.mq-sites/x/a/log"}
 	for _, tc := range []struct {
 		batch Batch
 		want  []string
@@ -239,7 +239,7 @@ func TestScripts(t *testing.T) {
 		{2, "openmp*", "#$ -pe openmp* 2"},
 		{1, "", ""},
 	} {
-		j := Job{Name: "mq-a-1", Walltime: time.Hour, Slots: tc.slots, PE: tc.pe, LogDir: "/l"}
+		j := BatchRequest{Name: "mq-a-1", Walltime: time.Hour, Slots: tc.slots, PE: tc.pe, LogDir: "/l"}
 		var got []string
 		for _, l := range strings.Split(Script(sgeBatch{}, j, "a", nil), "\n") {
 			if strings.HasPrefix(l, "#$ -pe") {
@@ -327,7 +327,7 @@ func FuzzParseList(f *testing.F) {
 					continue
 				}
 				for _, p := range ps {
-					if p.ID == "" || p.State < Queued || p.State > Error {
+					if p.ID == "" || p.State < BatchQueued || p.State > BatchError {
 						t.Fatalf("%T: placeholder %+v from %q", b, p, out)
 					}
 				}

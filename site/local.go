@@ -64,7 +64,7 @@ func (p *Processes) List(context.Context) ([]Placeholder, error) {
 	defer p.mu.Unlock()
 	var ps []Placeholder
 	for pid := range p.procs {
-		ps = append(ps, Placeholder{ID: strconv.Itoa(pid), State: Running})
+		ps = append(ps, Placeholder{ID: strconv.Itoa(pid), State: BatchRunning})
 	}
 	return ps, nil
 }

@@ -93,7 +93,7 @@ type managed struct {
 }
 
 type tracked struct {
-	state     State
+	state     BatchState
 	submitted time.Time // by the CLS's clock when we submitted it
 	started   time.Time
 }
@@ -252,9 +252,9 @@ func (m *Manager) Remove(ctx context.Context, name string) (protocol.SiteInfo, e
 		for _, p := range ps {
 			ids = append(ids, p.ID)
 			switch p.State {
-			case Queued:
+			case BatchQueued:
 				queued++
-			case Running:
+			case BatchRunning:
 				running++
 			}
 		}
@@ -317,10 +317,10 @@ func (m *Manager) infoLocked(ms *managed) protocol.SiteInfo {
 	now := time.Now()
 	for _, t := range ms.known {
 		switch t.state {
-		case Queued:
+		case BatchQueued:
 			info.Queued++
 			info.OldestQueuedS = max(info.OldestQueuedS, now.Sub(t.submitted).Seconds())
-		case Running:
+		case BatchRunning:
 			info.Running++
 		}
 	}
@@ -484,30 +484,30 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 			if t.submitted.IsZero() {
 				t.submitted = now
 			}
-			if p.State == Running {
+			if p.State == BatchRunning {
 				t.started = now // by our clock: the connect check counts from here
 			}
 			ms.known[p.ID] = t
 		}
 		switch p.State {
-		case Running:
-			if t.state == Queued {
+		case BatchRunning:
+			if t.state == BatchQueued {
 				t.started = now
 				ms.waits = append(ms.waits, now.Sub(t.submitted))
 				if len(ms.waits) > 20 {
 					ms.waits = ms.waits[1:]
 				}
 			}
-			t.state = Running
-		case Error:
+			t.state = BatchRunning
+		case BatchError:
 			broken = append(broken, p.ID)
-			t.state = Exited
-		case Exited:
-			t.state = Exited
+			t.state = BatchExited
+		case BatchExited:
+			t.state = BatchExited
 		}
 	}
 	for id, t := range ms.known {
-		if !seen[id] || t.state == Exited {
+		if !seen[id] || t.state == BatchExited {
 			delete(ms.known, id)
 			delete(ms.batch, id)
 			ms.exited++
@@ -522,7 +522,7 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 	if spec.Type != Local {
 		var started []Started
 		for id, t := range ms.known {
-			if t.state == Running {
+			if t.state == BatchRunning {
 				started = append(started, Started{ID: id, Running: now.Sub(t.started), Connected: ms.batch[id]})
 			}
 		}
@@ -546,11 +546,11 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 	var queued []string
 	for id, t := range ms.known {
 		switch t.state {
-		case Queued:
+		case BatchQueued:
 			c.Queued++
 			c.OldestQueued = max(c.OldestQueued, now.Sub(t.submitted))
 			queued = append(queued, id)
-		case Running:
+		case BatchRunning:
 			c.Running++
 		}
 	}
@@ -611,9 +611,9 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 		m.mu.Lock()
 		now := time.Now()
 		for _, id := range ids {
-			t := &tracked{state: Queued, submitted: now}
+			t := &tracked{state: BatchQueued, submitted: now}
 			if spec.Type == Local { // processes start at once: no queue wait
-				t.state, t.started = Running, now
+				t.state, t.started = BatchRunning, now
 			}
 			ms.known[id] = t
 		}

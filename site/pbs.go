@@ -13,17 +13,17 @@ import (
 // testdata/pbs_real_* were recorded from it.
 type pbsBatch struct{}
 
-func (pbsBatch) Directives(j Job) []string {
+func (pbsBatch) Directives(r BatchRequest) []string {
 	d := []string{
-		"#PBS -N " + j.Name,
+		"#PBS -N " + r.Name,
 		"#PBS -S /bin/sh",
 		"#PBS -j oe",
-		"#PBS -o " + j.LogDir + "/",
-		"#PBS -l walltime=" + hms(j.Walltime),
-		"#PBS -l select=1:ncpus=" + strconv.Itoa(max(j.Slots, 1)),
+		"#PBS -o " + r.LogDir + "/",
+		"#PBS -l walltime=" + hms(r.Walltime),
+		"#PBS -l select=1:ncpus=" + strconv.Itoa(max(r.Slots, 1)),
 	}
-	if j.Queue != "" {
-		d = append(d, "#PBS -q "+j.Queue)
+	if r.Queue != "" {
+		d = append(d, "#PBS -q "+r.Queue)
 	}
 	return d
 }
@@ -92,7 +92,7 @@ func (pbsBatch) ParseList(out []byte, name string) ([]Placeholder, error) {
 		if !ok {
 			return nil, fmt.Errorf("qstat: job %s has unknown state %q", truncate(id, 50), truncate(j.State, 20))
 		}
-		if st == Exited {
+		if st == BatchExited {
 			continue
 		}
 		ps = append(ps, Placeholder{ID: id, State: st, Submitted: parseLocalTime(j.QTime), Started: parseLocalTime(j.STime)})
@@ -175,14 +175,14 @@ func isJobID(s string) bool {
 // pbsState maps PBS job states: Q queued, H held, W waiting for its start
 // time, T in transit, B array begun, R running, E exiting, S/U suspended,
 // F finished, X subjob done, M moved.
-func pbsState(s string) (State, bool) {
+func pbsState(s string) (BatchState, bool) {
 	switch s {
 	case "Q", "H", "W", "T":
-		return Queued, true
+		return BatchQueued, true
 	case "R", "E", "B", "S", "U":
-		return Running, true
+		return BatchRunning, true
 	case "F", "X", "M":
-		return Exited, true
+		return BatchExited, true
 	}
 	return 0, false
 }

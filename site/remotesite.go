@@ -196,9 +196,9 @@ func (s *Remote) prepare(ctx context.Context, r Runner) error {
 		"--out", path.Join(s.base, "out"),
 	}
 	args = append(args, via...)
-	job := Job{Name: s.JobName, Queue: s.Spec.Queue, Walltime: wall, Slots: s.Spec.Slots, PE: s.Spec.PE, LogDir: path.Join(s.base, "log")}
+	req := BatchRequest{Name: s.JobName, Queue: s.Spec.Queue, Walltime: wall, Slots: s.Spec.Slots, PE: s.Spec.PE, LogDir: path.Join(s.base, "log")}
 	s.script = path.Join(s.base, "placeholder.sh")
-	if _, err := r.Put(ctx, s.script, []byte(Script(s.Batch, job, remoteBin, args)), 0o700); err != nil {
+	if _, err := r.Put(ctx, s.script, []byte(Script(s.Batch, req, remoteBin, args)), 0o700); err != nil {
 		return err
 	}
 	return nil

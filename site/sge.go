@@ -16,27 +16,27 @@ const DefaultPE = "smp"
 // qdel).
 type sgeBatch struct{}
 
-func (sgeBatch) Directives(j Job) []string {
+func (sgeBatch) Directives(r BatchRequest) []string {
 	d := []string{
-		"#$ -N " + j.Name,
+		"#$ -N " + r.Name,
 		"#$ -S /bin/sh",
 		"#$ -j y",
-		"#$ -o " + j.LogDir + "/",
-		"#$ -l h_rt=" + hms(j.Walltime),
+		"#$ -o " + r.LogDir + "/",
+		"#$ -l h_rt=" + hms(r.Walltime),
 	}
-	if j.Queue != "" {
-		d = append(d, "#$ -q "+j.Queue)
+	if r.Queue != "" {
+		d = append(d, "#$ -q "+r.Queue)
 	}
-	if j.Slots > 1 {
+	if r.Slots > 1 {
 		// Grid Engine gives several cores only through a parallel
 		// environment, whose name each cluster chooses (--pe; "smp" is
 		// the usual one). It must place all slots on one host
 		// (allocation_rule $pe_slots): the agent runs its jobs there.
-		pe := j.PE
+		pe := r.PE
 		if pe == "" {
 			pe = DefaultPE
 		}
-		d = append(d, "#$ -pe "+pe+" "+strconv.Itoa(j.Slots))
+		d = append(d, "#$ -pe "+pe+" "+strconv.Itoa(r.Slots))
 	}
 	return d
 }
@@ -103,18 +103,18 @@ func (sgeBatch) ParseList(out []byte, name string) ([]Placeholder, error) {
 // until someone clears it) wins, then d (being deleted), then r/t (running,
 // transferring), s/S/T (suspended: still holding its slot); q/w/h are
 // queued and held.
-func sgeState(s string) State {
+func sgeState(s string) BatchState {
 	switch {
 	case strings.Contains(s, "E"):
-		return Error
+		return BatchError
 	case strings.Contains(s, "d"):
-		return Exited
+		return BatchExited
 	case strings.ContainsAny(s, "rtRsST"):
-		return Running
+		return BatchRunning
 	case strings.ContainsAny(s, "qwh"):
-		return Queued
+		return BatchQueued
 	}
-	return Running // an unknown state holds resources until shown otherwise
+	return BatchRunning // an unknown state holds resources until shown otherwise
 }
 
 func (sgeBatch) CancelCommand(ids []string) string { return "qdel " + quoteAll(ids) }

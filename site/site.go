@@ -34,25 +34,26 @@ const (
 	Tunnel = "tunnel" // they reach it through a reverse forward on the login host
 )
 
-// State is where a placeholder is in its site's batch system.
-type State int
+// BatchState is where a placeholder's batch job is in its site's batch
+// system. It is not a metaqueue job state (job.State).
+type BatchState int
 
 const (
-	Queued  State = iota + 1 // waiting in the batch queue (held ones too)
-	Running                  // started (or suspended, or exiting)
-	Exited                   // ended, or being deleted
-	Error                    // the batch system cannot run it (SGE's E state): cancel it
+	BatchQueued  BatchState = iota + 1 // waiting in the batch queue (held ones too)
+	BatchRunning                       // started (or suspended, or exiting)
+	BatchExited                        // ended, or being deleted
+	BatchError                         // the batch system cannot run it (SGE's E state): cancel it
 )
 
-func (s State) String() string {
+func (s BatchState) String() string {
 	switch s {
-	case Queued:
+	case BatchQueued:
 		return "queued"
-	case Running:
+	case BatchRunning:
 		return "running"
-	case Exited:
+	case BatchExited:
 		return "exited"
-	case Error:
+	case BatchError:
 		return "error"
 	}
 	return "unknown"
@@ -61,7 +62,7 @@ func (s State) String() string {
 // Placeholder is one placeholder as its site's batch system shows it.
 type Placeholder struct {
 	ID    string // the batch job id ("4711", "4711.server"), or a pid for local
-	State State
+	State BatchState
 	// Submitted and Started are what the batch system says (zero when it
 	// does not say); the Manager prefers its own clock for queue waits.
 	Submitted time.Time

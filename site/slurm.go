@@ -9,16 +9,16 @@ import (
 // slurmBatch is Slurm: sbatch, squeue, scancel.
 type slurmBatch struct{}
 
-func (slurmBatch) Directives(j Job) []string {
+func (slurmBatch) Directives(r BatchRequest) []string {
 	d := []string{
-		"#SBATCH --job-name=" + j.Name,
-		"#SBATCH --output=" + j.LogDir + "/%x-%j.out",
-		"#SBATCH --time=" + hms(j.Walltime),
+		"#SBATCH --job-name=" + r.Name,
+		"#SBATCH --output=" + r.LogDir + "/%x-%j.out",
+		"#SBATCH --time=" + hms(r.Walltime),
 		"#SBATCH --ntasks=1",
-		"#SBATCH --cpus-per-task=" + strconv.Itoa(max(j.Slots, 1)),
+		"#SBATCH --cpus-per-task=" + strconv.Itoa(max(r.Slots, 1)),
 	}
-	if j.Queue != "" {
-		d = append(d, "#SBATCH --partition="+j.Queue)
+	if r.Queue != "" {
+		d = append(d, "#SBATCH --partition="+r.Queue)
 	}
 	return d
 }
@@ -73,17 +73,17 @@ func (slurmBatch) ParseList(out []byte, name string) ([]Placeholder, error) {
 }
 
 // slurmState maps squeue's long state names (and their short codes).
-func slurmState(s string) (State, bool) {
+func slurmState(s string) (BatchState, bool) {
 	switch strings.ToUpper(s) {
 	case "PENDING", "PD", "CONFIGURING", "CF", "REQUEUED", "RQ", "REQUEUE_HOLD", "RH", "REQUEUE_FED", "RF", "RESV_DEL_HOLD", "RD":
-		return Queued, true
+		return BatchQueued, true
 	case "RUNNING", "R", "SUSPENDED", "S", "STOPPED", "ST", "SIGNALING", "SI", "STAGE_OUT", "SO", "RESIZING", "RS":
-		return Running, true
+		return BatchRunning, true
 	// COMPLETING: the batch system is killing it; it takes no more work, and
 	// can stay so for long, so it must not hold back a replacement.
 	case "COMPLETING", "CG", "COMPLETED", "CD", "CANCELLED", "CA", "FAILED", "F", "TIMEOUT", "TO", "NODE_FAIL", "NF", "PREEMPTED", "PR",
 		"OUT_OF_MEMORY", "OOM", "BOOT_FAIL", "BF", "DEADLINE", "DL", "REVOKED", "RV", "SPECIAL_EXIT", "SE":
-		return Exited, true
+		return BatchExited, true
 	}
 	return 0, false
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/protocol"
+	"github.com/mq-hpc/mq/site/batch"
 )
 
 // Store is what the Manager needs of the metaqueue.
@@ -93,7 +94,7 @@ type managed struct {
 }
 
 type tracked struct {
-	state     BatchState
+	state     batch.State
 	submitted time.Time // by the CLS's clock when we submitted it
 	started   time.Time
 }
@@ -252,9 +253,9 @@ func (m *Manager) Remove(ctx context.Context, name string) (protocol.SiteInfo, e
 		for _, p := range ps {
 			ids = append(ids, p.ID)
 			switch p.State {
-			case BatchQueued:
+			case batch.Queued:
 				queued++
-			case BatchRunning:
+			case batch.Running:
 				running++
 			}
 		}
@@ -317,10 +318,10 @@ func (m *Manager) infoLocked(ms *managed) protocol.SiteInfo {
 	now := time.Now()
 	for _, t := range ms.known {
 		switch t.state {
-		case BatchQueued:
+		case batch.Queued:
 			info.Queued++
 			info.OldestQueuedS = max(info.OldestQueuedS, now.Sub(t.submitted).Seconds())
-		case BatchRunning:
+		case batch.Running:
 			info.Running++
 		}
 	}
@@ -484,30 +485,30 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 			if t.submitted.IsZero() {
 				t.submitted = now
 			}
-			if p.State == BatchRunning {
+			if p.State == batch.Running {
 				t.started = now // by our clock: the connect check counts from here
 			}
 			ms.known[p.ID] = t
 		}
 		switch p.State {
-		case BatchRunning:
-			if t.state == BatchQueued {
+		case batch.Running:
+			if t.state == batch.Queued {
 				t.started = now
 				ms.waits = append(ms.waits, now.Sub(t.submitted))
 				if len(ms.waits) > 20 {
 					ms.waits = ms.waits[1:]
 				}
 			}
-			t.state = BatchRunning
-		case BatchError:
+			t.state = batch.Running
+		case batch.Error:
 			broken = append(broken, p.ID)
-			t.state = BatchExited
-		case BatchExited:
-			t.state = BatchExited
+			t.state = batch.Exited
+		case batch.Exited:
+			t.state = batch.Exited
 		}
 	}
 	for id, t := range ms.known {
-		if !seen[id] || t.state == BatchExited {
+		if !seen[id] || t.state == batch.Exited {
 			delete(ms.known, id)
 			delete(ms.batch, id)
 			ms.exited++
@@ -522,7 +523,7 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 	if spec.Type != Local {
 		var started []Started
 		for id, t := range ms.known {
-			if t.state == BatchRunning {
+			if t.state == batch.Running {
 				started = append(started, Started{ID: id, Running: now.Sub(t.started), Connected: ms.batch[id]})
 			}
 		}
@@ -546,11 +547,11 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 	var queued []string
 	for id, t := range ms.known {
 		switch t.state {
-		case BatchQueued:
+		case batch.Queued:
 			c.Queued++
 			c.OldestQueued = max(c.OldestQueued, now.Sub(t.submitted))
 			queued = append(queued, id)
-		case BatchRunning:
+		case batch.Running:
 			c.Running++
 		}
 	}
@@ -611,9 +612,9 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 		m.mu.Lock()
 		now := time.Now()
 		for _, id := range ids {
-			t := &tracked{state: BatchQueued, submitted: now}
+			t := &tracked{state: batch.Queued, submitted: now}
 			if spec.Type == Local { // processes start at once: no queue wait
-				t.state, t.started = BatchRunning, now
+				t.state, t.started = batch.Running, now
 			}
 			ms.known[id] = t
 		}

@@ -1,4 +1,4 @@
-package site
+package batch
 
 import (
 	"bytes"
@@ -6,17 +6,19 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/mq-hpc/mq/internal/shellwords"
 )
 
 // DefaultPE is the SGE parallel environment placeholders with more than one
 // slot ask for unless the site names another (cls site add --pe).
 const DefaultPE = "smp"
 
-// sgeBatch is Son of Grid Engine (and other Grid Engines: qsub, qstat -xml,
+// SGE is Son of Grid Engine (and other Grid Engines: qsub, qstat -xml,
 // qdel).
-type sgeBatch struct{}
+type SGE struct{}
 
-func (sgeBatch) Directives(r BatchRequest) []string {
+func (SGE) Directives(r Request) []string {
 	d := []string{
 		"#$ -N " + r.Name,
 		"#$ -S /bin/sh",
@@ -41,12 +43,12 @@ func (sgeBatch) Directives(r BatchRequest) []string {
 	return d
 }
 
-func (sgeBatch) SubmitCommand(script string, args []string) string {
-	return "qsub -terse " + quoteAll(args) + " " + Quote(script)
+func (SGE) SubmitCommand(script string, args []string) string {
+	return "qsub -terse " + quoteAll(args) + " " + shellwords.Quote(script)
 }
 
 // ParseSubmit reads `qsub -terse`: "4711", or "4711.1-10:1" for an array.
-func (sgeBatch) ParseSubmit(out []byte) (string, error) {
+func (SGE) ParseSubmit(out []byte) (string, error) {
 	l := firstLine(out)
 	id, _, _ := strings.Cut(l, ".")
 	if !isDigits(id) {
@@ -55,7 +57,7 @@ func (sgeBatch) ParseSubmit(out []byte) (string, error) {
 	return id, nil
 }
 
-func (sgeBatch) ListCommand(string) string { return `qstat -xml -u "$(id -un)"` }
+func (SGE) ListCommand(string) string { return `qstat -xml -u "$(id -un)"` }
 
 type sgeJob struct {
 	Number    string `xml:"JB_job_number"`
@@ -69,7 +71,7 @@ type sgeJob struct {
 // under job_info. Array tasks of one job appear as several entries of the
 // same number; placeholders are never arrays, so they are kept apart only
 // by number.
-func (sgeBatch) ParseList(out []byte, name string) ([]Placeholder, error) {
+func (SGE) ParseList(out []byte, name string) ([]Placeholder, error) {
 	var doc struct {
 		XMLName xml.Name
 		Running []sgeJob `xml:"queue_info>job_list"`
@@ -103,21 +105,21 @@ func (sgeBatch) ParseList(out []byte, name string) ([]Placeholder, error) {
 // until someone clears it) wins, then d (being deleted), then r/t (running,
 // transferring), s/S/T (suspended: still holding its slot); q/w/h are
 // queued and held.
-func sgeState(s string) BatchState {
+func sgeState(s string) State {
 	switch {
 	case strings.Contains(s, "E"):
-		return BatchError
+		return Error
 	case strings.Contains(s, "d"):
-		return BatchExited
+		return Exited
 	case strings.ContainsAny(s, "rtRsST"):
-		return BatchRunning
+		return Running
 	case strings.ContainsAny(s, "qwh"):
-		return BatchQueued
+		return Queued
 	}
-	return BatchRunning // an unknown state holds resources until shown otherwise
+	return Running // an unknown state holds resources until shown otherwise
 }
 
-func (sgeBatch) CancelCommand(ids []string) string { return "qdel " + quoteAll(ids) }
+func (SGE) CancelCommand(ids []string) string { return "qdel " + quoteAll(ids) }
 
 func truncate(s string, n int) string {
 	if len(s) > n {

@@ -1,4 +1,4 @@
-package site
+package batch
 
 import (
 	"bytes"
@@ -6,14 +6,16 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/mq-hpc/mq/internal/shellwords"
 )
 
-// pbsBatch is PBS Professional / OpenPBS: qsub, qstat -f -F json, qdel.
+// PBS is PBS Professional / OpenPBS: qsub, qstat -f -F json, qdel.
 // Tested against a real OpenPBS 23.06 server (scripts/pbs.sh, test/sites);
 // testdata/pbs_real_* were recorded from it.
-type pbsBatch struct{}
+type PBS struct{}
 
-func (pbsBatch) Directives(r BatchRequest) []string {
+func (PBS) Directives(r Request) []string {
 	d := []string{
 		"#PBS -N " + r.Name,
 		"#PBS -S /bin/sh",
@@ -28,12 +30,12 @@ func (pbsBatch) Directives(r BatchRequest) []string {
 	return d
 }
 
-func (pbsBatch) SubmitCommand(script string, args []string) string {
-	return "qsub " + quoteAll(args) + " " + Quote(script)
+func (PBS) SubmitCommand(script string, args []string) string {
+	return "qsub " + quoteAll(args) + " " + shellwords.Quote(script)
 }
 
 // ParseSubmit reads qsub's output: the job id, "4711.server".
-func (pbsBatch) ParseSubmit(out []byte) (string, error) {
+func (PBS) ParseSubmit(out []byte) (string, error) {
 	l := firstLine(out)
 	seq, _, _ := strings.Cut(l, ".")
 	seq, _, _ = strings.Cut(seq, "[") // array ids: 4711[].server
@@ -45,7 +47,7 @@ func (pbsBatch) ParseSubmit(out []byte) (string, error) {
 
 // ListCommand lists every job in full as JSON (PBS Pro 18 and later). qstat
 // cannot select by name, so ParseList does.
-func (pbsBatch) ListCommand(string) string { return "qstat -f -F json" }
+func (PBS) ListCommand(string) string { return "qstat -f -F json" }
 
 type pbsJob struct {
 	Name  string `json:"Job_Name"`
@@ -59,7 +61,7 @@ type pbsJob struct {
 // versions write JSON that is not valid (unescaped characters in
 // Variable_List, bare numbers as names); then the attributes we need are
 // read line by line, which both formats allow (one attribute per line).
-func (pbsBatch) ParseList(out []byte, name string) ([]Placeholder, error) {
+func (PBS) ParseList(out []byte, name string) ([]Placeholder, error) {
 	t := bytes.TrimSpace(out)
 	if len(t) == 0 {
 		return nil, nil // qstat prints nothing when there are no jobs
@@ -92,7 +94,7 @@ func (pbsBatch) ParseList(out []byte, name string) ([]Placeholder, error) {
 		if !ok {
 			return nil, fmt.Errorf("qstat: job %s has unknown state %q", truncate(id, 50), truncate(j.State, 20))
 		}
-		if st == BatchExited {
+		if st == Exited {
 			continue
 		}
 		ps = append(ps, Placeholder{ID: id, State: st, Submitted: parseLocalTime(j.QTime), Started: parseLocalTime(j.STime)})
@@ -175,14 +177,14 @@ func isJobID(s string) bool {
 // pbsState maps PBS job states: Q queued, H held, W waiting for its start
 // time, T in transit, B array begun, R running, E exiting, S/U suspended,
 // F finished, X subjob done, M moved.
-func pbsState(s string) (BatchState, bool) {
+func pbsState(s string) (State, bool) {
 	switch s {
 	case "Q", "H", "W", "T":
-		return BatchQueued, true
+		return Queued, true
 	case "R", "E", "B", "S", "U":
-		return BatchRunning, true
+		return Running, true
 	case "F", "X", "M":
-		return BatchExited, true
+		return Exited, true
 	}
 	return 0, false
 }
@@ -192,6 +194,6 @@ func pbsState(s string) (BatchState, bool) {
 // keeps job history, as OpenPBS sites often do): a placeholder may exit
 // between a listing and the cancel. Those jobs are gone as asked, so only
 // other errors fail the command, and only they are printed.
-func (pbsBatch) CancelCommand(ids []string) string {
+func (PBS) CancelCommand(ids []string) string {
 	return `out=$(qdel ` + quoteAll(ids) + ` 2>&1) || ! printf '%s\n' "$out" | grep -v -e '^qdel: Unknown Job Id ' -e '^qdel: Job has finished ' >&2`
 }

@@ -1,15 +1,17 @@
-package site
+package batch
 
 import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/mq-hpc/mq/internal/shellwords"
 )
 
-// slurmBatch is Slurm: sbatch, squeue, scancel.
-type slurmBatch struct{}
+// Slurm is Slurm: sbatch, squeue, scancel.
+type Slurm struct{}
 
-func (slurmBatch) Directives(r BatchRequest) []string {
+func (Slurm) Directives(r Request) []string {
 	d := []string{
 		"#SBATCH --job-name=" + r.Name,
 		"#SBATCH --output=" + r.LogDir + "/%x-%j.out",
@@ -23,12 +25,12 @@ func (slurmBatch) Directives(r BatchRequest) []string {
 	return d
 }
 
-func (slurmBatch) SubmitCommand(script string, args []string) string {
-	return "sbatch --parsable " + quoteAll(args) + " " + Quote(script)
+func (Slurm) SubmitCommand(script string, args []string) string {
+	return "sbatch --parsable " + quoteAll(args) + " " + shellwords.Quote(script)
 }
 
 // ParseSubmit reads `sbatch --parsable`: "4711" or "4711;cluster".
-func (slurmBatch) ParseSubmit(out []byte) (string, error) {
+func (Slurm) ParseSubmit(out []byte) (string, error) {
 	l := firstLine(out)
 	id, _, _ := strings.Cut(l, ";")
 	if !isDigits(id) {
@@ -43,13 +45,13 @@ const squeueFormat = "%i|%T|%V|%S|%j"
 
 // ListCommand lists the user's pending and running jobs of that name (no
 // -t: finished jobs are left out, so a job that ends simply disappears).
-func (slurmBatch) ListCommand(name string) string {
-	return `squeue --noheader -u "$(id -un)" -n ` + Quote(name) + ` -o '` + squeueFormat + `'`
+func (Slurm) ListCommand(name string) string {
+	return `squeue --noheader -u "$(id -un)" -n ` + shellwords.Quote(name) + ` -o '` + squeueFormat + `'`
 }
 
 // ParseList reads the squeue lines of ListCommand. A line it cannot read is
 // an error, never skipped: an unreadable listing must not look empty.
-func (slurmBatch) ParseList(out []byte, name string) ([]Placeholder, error) {
+func (Slurm) ParseList(out []byte, name string) ([]Placeholder, error) {
 	var ps []Placeholder
 	for n, line := range strings.Split(string(out), "\n") {
 		line = strings.TrimSpace(line)
@@ -73,19 +75,19 @@ func (slurmBatch) ParseList(out []byte, name string) ([]Placeholder, error) {
 }
 
 // slurmState maps squeue's long state names (and their short codes).
-func slurmState(s string) (BatchState, bool) {
+func slurmState(s string) (State, bool) {
 	switch strings.ToUpper(s) {
 	case "PENDING", "PD", "CONFIGURING", "CF", "REQUEUED", "RQ", "REQUEUE_HOLD", "RH", "REQUEUE_FED", "RF", "RESV_DEL_HOLD", "RD":
-		return BatchQueued, true
+		return Queued, true
 	case "RUNNING", "R", "SUSPENDED", "S", "STOPPED", "ST", "SIGNALING", "SI", "STAGE_OUT", "SO", "RESIZING", "RS":
-		return BatchRunning, true
+		return Running, true
 	// COMPLETING: the batch system is killing it; it takes no more work, and
 	// can stay so for long, so it must not hold back a replacement.
 	case "COMPLETING", "CG", "COMPLETED", "CD", "CANCELLED", "CA", "FAILED", "F", "TIMEOUT", "TO", "NODE_FAIL", "NF", "PREEMPTED", "PR",
 		"OUT_OF_MEMORY", "OOM", "BOOT_FAIL", "BF", "DEADLINE", "DL", "REVOKED", "RV", "SPECIAL_EXIT", "SE":
-		return BatchExited, true
+		return Exited, true
 	}
 	return 0, false
 }
 
-func (slurmBatch) CancelCommand(ids []string) string { return "scancel " + quoteAll(ids) }
+func (Slurm) CancelCommand(ids []string) string { return "scancel " + quoteAll(ids) }

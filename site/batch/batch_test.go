@@ -1,0 +1,287 @@
+package batch
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mq-hpc/mq/internal/shellwords"
+)
+
+func read(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+type want struct {
+	id    string
+	state State
+}
+
+func summary(ps []Placeholder) []want {
+	var w []want
+	for _, p := range ps {
+		w = append(w, want{p.ID, p.State})
+	}
+	sort.Slice(w, func(i, j int) bool { return w[i].id < w[j].id })
+	return w
+}
+
+// The testdata files were recorded from Son of Grid Engine 8.1.9, Slurm
+// 22.05.8 and OpenPBS 23.06 on Debian 12 (scripts/sge.sh, scripts/slurm.sh,
+// scripts/pbs.sh: pbs_real_*); the other PBS ones follow the OpenPBS / PBS
+// Professional reference guide's formats (older versions, invalid JSON).
+func TestParseList(t *testing.T) {
+	for _, tc := range []struct {
+		batch System
+		file  string
+		name  string
+		want  []want
+	}{
+		{SGE{}, "sge_qstat_mixed.xml", "mq-rec", []want{{"1", Running}, {"2", Running}, {"3", Queued}}},
+		{SGE{}, "sge_qstat_mixed.xml", "other", nil},
+		{SGE{}, "sge_qstat_dr.xml", "mq-rec", []want{{"1", Exited}, {"2", Running}, {"3", Queued}, {"4", Queued}}},
+		{SGE{}, "sge_qstat_eqw.xml", "mq-rec", []want{{"4", Error}}},
+		{SGE{}, "sge_qstat_empty.xml", "mq-rec", nil},
+		{Slurm{}, "slurm_squeue_mixed.txt", "mq-rec", []want{{"7", Running}, {"8", Running}, {"9", Queued}}},
+		{Slurm{}, "slurm_squeue_cancel.txt", "mq-rec", []want{{"7", Exited}, {"8", Running}, {"9", Queued}}}, // 7 COMPLETING after scancel
+		{Slurm{}, "slurm_squeue_ours.txt", "mq-slurmA-b8ad02", []want{{"4", Running}, {"5", Running}}},
+		{PBS{}, "pbs_qstat_f.json", "mq-pbsA-abc123", []want{{"1001.pbsserver", Running}, {"1002.pbsserver", Queued}, {"1003.pbsserver", Queued}, {"1005[].pbsserver", Running}}},
+		{PBS{}, "pbs_qstat_f_badjson.json", "mq-pbsA-abc123", []want{{"1001.pbsserver", Running}, {"1002.pbsserver", Queued}, {"1003.pbsserver", Queued}, {"1005[].pbsserver", Running}}},
+		{PBS{}, "pbs_qstat_f.txt", "mq-pbsA-abc123", []want{{"1001.pbsserver", Running}, {"1002.pbsserver", Queued}}},
+		// Two running, one queued (the node's 2 cores are taken), one held
+		// (qsub -h), and another name's job.
+		{PBS{}, "pbs_real_qstat.json", "mq-rec-1a2b3c", []want{{"5.pbshost", Running}, {"6.pbshost", Running}, {"7.pbshost", Queued}, {"8.pbshost", Queued}}},
+		{PBS{}, "pbs_real_qstat.json", "other-job", []want{{"9.pbshost", Queued}}},
+		{PBS{}, "pbs_real_qstat.txt", "mq-rec-1a2b3c", []want{{"5.pbshost", Running}, {"6.pbshost", Running}, {"7.pbshost", Queued}, {"8.pbshost", Queued}}},
+		// No jobs: a document without "Jobs" (and qstat -f prints nothing).
+		{PBS{}, "pbs_real_empty.json", "mq-rec-1a2b3c", nil},
+		// qstat -x: finished jobs (F; Exit_status 271 after qdel, -29 over
+		// walltime) are gone.
+		{PBS{}, "pbs_real_history.json", "mq-rec-1a2b3c", nil},
+		{PBS{}, "pbs_real_history.json", "mq-test-abc", nil},
+	} {
+		ps, err := tc.batch.ParseList(read(t, tc.file), tc.name)
+		if err != nil {
+			t.Errorf("%s: %v", tc.file, err)
+			continue
+		}
+		if got := summary(ps); !slices.Equal(got, tc.want) {
+			t.Errorf("%s (%s): got %v, want %v", tc.file, tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestParseListTimes(t *testing.T) {
+	ps, err := SGE{}.ParseList(read(t, "sge_qstat_mixed.xml"), "mq-rec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ps {
+		if p.State == Running && p.Started.Format("2006-01-02T15:04:05") != "2026-11-22T05:50:11" {
+			t.Errorf("job %s started %v", p.ID, p.Started)
+		}
+		if p.State == Queued && p.Submitted.IsZero() {
+			t.Errorf("job %s: no submission time", p.ID)
+		}
+	}
+	ps, _ = PBS{}.ParseList(read(t, "pbs_qstat_f.json"), "mq-pbsA-abc123")
+	for _, p := range ps {
+		if p.ID == "1001.pbsserver" && p.Started.Format(time.ANSIC) != "Wed Nov  6 13:20:41 2019" {
+			t.Errorf("PBS stime read as %v", p.Started)
+		}
+	}
+	for _, f := range []string{"pbs_real_qstat.json", "pbs_real_qstat.txt"} {
+		ps, _ = PBS{}.ParseList(read(t, f), "mq-rec-1a2b3c")
+		for _, p := range ps {
+			if p.Submitted.Format(time.ANSIC) != "Mon Nov 23 23:15:42 2026" {
+				t.Errorf("%s: job %s qtime read as %v", f, p.ID, p.Submitted)
+			}
+			if (p.State == Running) != !p.Started.IsZero() {
+				t.Errorf("%s: job %s %v, stime read as %v", f, p.ID, p.State, p.Started)
+			}
+		}
+	}
+}
+
+// PBS's qdel fails for a job that has ended though it cancels the others;
+// the cancel command fails only for other errors. Run with a stand-in qdel
+// that prints what OpenPBS 23.06 printed (testdata/pbs_real_qdel_*).
+func TestPBSCancel(t *testing.T) {
+	for _, tc := range []struct {
+		out  string // qdel's output: a testdata file or text
+		code int
+		fail bool
+	}{
+		{"", 0, false},
+		{"pbs_real_qdel_unknown.txt", 153, false},
+		{"pbs_real_qdel_finished.txt", 35, false},
+		{"qdel: Unknown Job Id 99.pbshost\nqdel: Unauthorized Request  7.pbshost\n", 159, true},
+		{"qdel: cannot connect to server pbshost (errno=111)\n", 111, true},
+		{"", 1, true},
+	} {
+		bin := t.TempDir()
+		out := tc.out
+		if strings.HasSuffix(out, ".txt") {
+			out = string(read(t, tc.out))
+		}
+		fake := fmt.Sprintf("#!/bin/sh\nprintf '%%s' %s >&2\nexit %d\n", shellwords.Quote(out), tc.code)
+		if err := os.WriteFile(filepath.Join(bin, "qdel"), []byte(fake), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("sh", "-c", PBS{}.CancelCommand([]string{"7.pbshost", "99.pbshost"}))
+		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+		got, err := cmd.CombinedOutput()
+		if (err != nil) != tc.fail {
+			t.Errorf("qdel printing %q, exit %d: cancel err %v (output %q), want failure %v", out, tc.code, err, got, tc.fail)
+		}
+		if tc.fail && strings.Contains(string(got), "Unknown Job Id") {
+			t.Errorf("the error names a job that is gone anyway: %q", got)
+		}
+	}
+}
+
+// An unreadable listing is an error, never an empty list: an empty list
+// would make the provisioner submit placeholders that already exist.
+func TestParseListRefusesGarbage(t *testing.T) {
+	for _, tc := range []struct {
+		batch System
+		out   string
+	}{
+		{SGE{}, ""},
+		{SGE{}, "error: commlib error: got select error (Connection refused)\n"},
+		{SGE{}, "<?xml version='1.0'?><detailed_job_info></detailed_job_info>"},
+		{SGE{}, "<job_info><queue_info><job_list><JB_job_number>x1</JB_job_number><JB_name>n</JB_name></job_list></queue_info></job_info>"},
+		{Slurm{}, "slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n"},
+		{Slurm{}, "1|RUNNING|2026-11-22T05:50:26|2026-11-22T05:50:26\n"},
+		{Slurm{}, "1|WEIRD|x|y|n\n"},
+		{PBS{}, "{\"Jobs\":{\"1.s\":{\"Job_Name\":\"n\"}}}"},
+		{PBS{}, "{\"Jobs\":{\"1.s\":{\"Job_Name\":\"n\",\"job_state\":\"?\"}}}"},
+		{PBS{}, "Job Id: 1.s\n    Job_Name = n\n"},
+	} {
+		if ps, err := tc.batch.ParseList([]byte(tc.out), "n"); err == nil {
+			t.Errorf("%T.ParseList(%q) = %v, want an error", tc.batch, tc.out, ps)
+		}
+	}
+}
+
+func TestParseSubmit(t *testing.T) {
+	for _, tc := range []struct {
+		batch   System
+		out, id string
+	}{
+		{SGE{}, "4711\n", "4711"},
+		{SGE{}, "4711.1-10:1\n", "4711"},
+		{SGE{}, "Your job 11 (\"placeholder.sh\") has been submitted\n", ""},
+		{SGE{}, "", ""},
+		{Slurm{}, "4711\n", "4711"},
+		{Slurm{}, "4711;cluster\n", "4711"},
+		{Slurm{}, "Submitted batch job 4711\n", ""},
+		{PBS{}, "1001.pbsserver\n", "1001.pbsserver"},
+		{PBS{}, "1005[].pbsserver\n", "1005[].pbsserver"},
+		{PBS{}, "5.pbshost\n", "5.pbshost"}, // OpenPBS 23.06
+		{PBS{}, "qsub: Unknown queue\n", ""},
+	} {
+		id, err := tc.batch.ParseSubmit([]byte(tc.out))
+		if id != tc.id || (err == nil) != (tc.id != "") {
+			t.Errorf("%T.ParseSubmit(%q) = %q, %v; want %q", tc.batch, tc.out, id, err, tc.id)
+		}
+	}
+}
+
+func TestScripts(t *testing.T) {
+	j := Request{Name: "mq-a-123456", Queue: "long", Walltime: 90*time.Minute + time.Second, Slots: 4, LogDir: "/home/u/.mq-sites/x/a/log"}
+	for _, tc := range []struct {
+		batch System
+		want  []string
+	}{
+		{SGE{}, []string{"#$ -N mq-a-123456", "#$ -l h_rt=1:30:01", "#$ -q long", "#$ -pe smp 4", "#$ -o /home/u/.mq-sites/x/a/log/", "#$ -j y"}},
+		{Slurm{}, []string{"#SBATCH --job-name=mq-a-123456", "#SBATCH --time=1:30:01", "#SBATCH --partition=long", "#SBATCH --cpus-per-task=4", "#SBATCH --output=/home/u/.mq-sites/x/a/log/%x-%j.out"}},
+		{PBS{}, []string{"#PBS -N mq-a-123456", "#PBS -l walltime=1:30:01", "#PBS -q long", "#PBS -l select=1:ncpus=4", "#PBS -j oe"}},
+	} {
+		s := Script(tc.batch, j, "/home/u/bin/mq agent", []string{"--site", "a", "--key", "/k'ey"})
+		lines := strings.Split(s, "\n")
+		if lines[0] != "#!/bin/sh" {
+			t.Errorf("%T: first line %q", tc.batch, lines[0])
+		}
+		for _, w := range tc.want {
+			if !slices.Contains(lines, w) {
+				t.Errorf("%T script lacks %q:\n%s", tc.batch, w, s)
+			}
+		}
+		// Directives must come before the first command, or batch systems ignore them.
+		last := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "exec ") })
+		for i, l := range lines {
+			if i > last && strings.HasPrefix(l, "#") && len(l) > 2 && l[1] != '!' && l[1] != ' ' {
+				t.Errorf("%T: directive after the command: %q", tc.batch, l)
+			}
+		}
+		if !strings.Contains(s, `exec '/home/u/bin/mq agent' agent --site a --key '/k'\''ey' --host "$(hostname)"`) {
+			t.Errorf("%T: agent line wrong:\n%s", tc.batch, s)
+		}
+	}
+	// SGE's parallel environment: the site's, else smp; none for one slot.
+	for _, tc := range []struct {
+		slots int
+		pe    string
+		want  string // the -pe directive, "" = none
+	}{
+		{4, "", "#$ -pe smp 4"},
+		{4, "mpi-shm", "#$ -pe mpi-shm 4"},
+		{2, "openmp*", "#$ -pe openmp* 2"},
+		{1, "", ""},
+	} {
+		j := Request{Name: "mq-a-1", Walltime: time.Hour, Slots: tc.slots, PE: tc.pe, LogDir: "/l"}
+		var got []string
+		for _, l := range strings.Split(Script(SGE{}, j, "a", nil), "\n") {
+			if strings.HasPrefix(l, "#$ -pe") {
+				got = append(got, l)
+			}
+		}
+		if want := []string{tc.want}; (tc.want == "" && len(got) != 0) || (tc.want != "" && !slices.Equal(got, want)) {
+			t.Errorf("slots %d pe %q: -pe lines %q, want %q", tc.slots, tc.pe, got, tc.want)
+		}
+	}
+	if got := (SGE{}).SubmitCommand("/s p.sh", []string{"-P", "proj x"}); got != `qsub -terse -P 'proj x' '/s p.sh'` {
+		t.Errorf("SGE submit: %s", got)
+	}
+	if got := (Slurm{}).CancelCommand([]string{"1", "2"}); got != "scancel 1 2" {
+		t.Errorf("Slurm cancel: %s", got)
+	}
+}
+
+func FuzzParseList(f *testing.F) {
+	for _, name := range []string{"sge_qstat_mixed.xml", "sge_qstat_eqw.xml", "slurm_squeue_mixed.txt", "pbs_qstat_f.json", "pbs_qstat_f_badjson.json", "pbs_qstat_f.txt"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, out []byte) {
+		for _, b := range []System{SGE{}, Slurm{}, PBS{}} {
+			for _, name := range []string{"mq-rec", "mq-pbsA-abc123"} {
+				ps, err := b.ParseList(out, name)
+				if err != nil {
+					continue
+				}
+				for _, p := range ps {
+					if p.ID == "" || p.State < Queued || p.State > Error {
+						t.Fatalf("%T: placeholder %+v from %q", b, p, out)
+					}
+				}
+			}
+			b.ParseSubmit(out)
+		}
+	})
+}

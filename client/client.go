@@ -1,4 +1,5 @@
-// Package client speaks the request protocol to a CLS. One Client is one
+// Package client speaks the request protocol to a CLS, over its Unix
+// socket (Dial) or an SSH channel (DialSSH, then New). One Client is one
 // connection; calls may be made from many goroutines at once and are
 // pipelined on it.
 package client

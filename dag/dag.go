@@ -19,9 +19,10 @@ import (
 // TargetID identifies a target; ids are dense from 1.
 type TargetID int32
 
-// Job is what the graph keeps of a live (not terminal) job. Queue and Est
-// are carried for the metaqueue, which has no other in-memory copy.
-type Job struct {
+// Node is what the graph keeps of a live (not terminal) job: the job's
+// target, its state and the targets it needs. Queue and Est are carried for
+// the metaqueue, which has no other in-memory copy.
+type Node struct {
 	Target  TargetID
 	Queue   int32
 	Est     float32
@@ -214,13 +215,13 @@ func cyclePath(path []string) string {
 		strings.Join(path[len(path)-keep:], " -> ")
 }
 
-// Job returns a live job. Its Prereqs are shared: do not modify them.
-func (g *Graph) Job(id int64) (Job, bool) {
+// Node returns a live job's node. Its Prereqs are shared: do not modify them.
+func (g *Graph) Node(id int64) (Node, bool) {
 	n := g.jobs.get(id)
 	if n == nil {
-		return Job{}, false
+		return Node{}, false
 	}
-	return g.jobs.job(n), true
+	return g.jobs.node(n), true
 }
 
 // State returns a live job's state, or 0 if it is not live.
@@ -248,7 +249,7 @@ func (g *Graph) Counts(t TargetID) (total, done, bad int) {
 
 // AddJob adds a new job (its State is ignored and derived) and returns every
 // state change that follows, the new job's own first (From 0).
-func (g *Graph) AddJob(id int64, j Job) []Change {
+func (g *Graph) AddJob(id int64, j Node) []Change {
 	g.changes = g.changes[:0]
 	j.State = g.eval(j.Prereqs)
 	g.jobs.put(id, j)
@@ -266,7 +267,7 @@ func (g *Graph) AddJob(id int64, j Job) []Change {
 // state (Done, Failed, Deleted). Pending states are derived; use Requeue.
 // It returns the change and every change that follows.
 func (g *Graph) Set(id int64, to job.State) ([]Change, error) {
-	j, ok := g.Job(id)
+	j, ok := g.Node(id)
 	if !ok {
 		return nil, fmt.Errorf("job %d is not live", id)
 	}
@@ -283,7 +284,7 @@ func (g *Graph) Set(id int64, to job.State) ([]Change, error) {
 // or it will be retried); it becomes Queued unless a prerequisite changed
 // meanwhile.
 func (g *Graph) Requeue(id int64) ([]Change, error) {
-	j, ok := g.Job(id)
+	j, ok := g.Node(id)
 	if !ok || j.State != job.Executing {
 		return nil, fmt.Errorf("job %d is not executing", id)
 	}
@@ -296,7 +297,7 @@ func (g *Graph) Requeue(id int64) ([]Change, error) {
 
 // Revive brings a terminal job (from = Done, Failed or Deleted) back as
 // pending, for a rerun. j carries its target, queue, estimate and prereqs.
-func (g *Graph) Revive(id int64, j Job, from job.State) ([]Change, error) {
+func (g *Graph) Revive(id int64, j Node, from job.State) ([]Change, error) {
 	if g.jobs.get(id) != nil {
 		return nil, fmt.Errorf("job %d is live", id)
 	}
@@ -306,7 +307,7 @@ func (g *Graph) Revive(id int64, j Job, from job.State) ([]Change, error) {
 	g.changes = g.changes[:0]
 	j.State = from
 	g.jobs.put(id, j)
-	j, _ = g.Job(id) // Prereqs now the interned copy
+	j, _ = g.Node(id) // Prereqs now the interned copy
 	g.listDeps(id, j.Prereqs)
 	g.move(id, j, g.eval(j.Prereqs))
 	g.settle()
@@ -315,7 +316,7 @@ func (g *Graph) Revive(id int64, j Job, from job.State) ([]Change, error) {
 
 // LoadJob adds a job as stored, with its stored state and no cascade, while
 // loading. Terminal jobs only count toward their target.
-func (g *Graph) LoadJob(id int64, j Job) {
+func (g *Graph) LoadJob(id int64, j Node) {
 	tg := &g.targets[j.Target]
 	tg.total++
 	g.count(tg, 0, j.State)
@@ -350,13 +351,13 @@ func (g *Graph) Reconcile() []Change {
 		tg.complete, tg.isBad = tg.total > 0 && tg.done == tg.total, tg.bad > 0
 	}
 	var stale []int64
-	g.jobs.each(func(id int64, n *node) {
+	g.jobs.each(func(id int64, n *slot) {
 		if n.state.Pending() && g.eval(g.jobs.prereqs(n)) != n.state {
 			stale = append(stale, id)
 		}
 	})
 	for _, id := range stale {
-		if j, ok := g.Job(id); ok && j.State.Pending() {
+		if j, ok := g.Node(id); ok && j.State.Pending() {
 			if s := g.eval(j.Prereqs); s != j.State {
 				g.move(id, j, s)
 			}
@@ -403,7 +404,7 @@ func (g *Graph) count(tg *target, from, to job.State) {
 
 // move changes a live job's state, updates its target's counters and
 // schedules its dependents for re-evaluation if the target's status flips.
-func (g *Graph) move(id int64, j Job, to job.State) {
+func (g *Graph) move(id int64, j Node, to job.State) {
 	from := j.State
 	if from == to {
 		return
@@ -435,7 +436,7 @@ func (g *Graph) settle() {
 		deps := g.targets[t].deps
 		kept := deps[:0]
 		for _, id := range deps {
-			j, ok := g.Job(id)
+			j, ok := g.Node(id)
 			if !ok || !j.State.Pending() {
 				continue // started or ended: listed again if it ever returns
 			}

@@ -81,7 +81,7 @@ func (f *fx) add(target string, prereqs ...string) int64 {
 	j := &fxJob{target: t, prereqs: ps, est: float32(id), queue: int32(id % 3)}
 	f.jobs[id] = j
 	f.order = append(f.order, id)
-	ch := f.g.AddJob(id, Job{Target: t, Queue: j.queue, Est: j.est, State: job.Done /* ignored */, Prereqs: ps})
+	ch := f.g.AddJob(id, Node{Target: t, Queue: j.queue, Est: j.est, State: job.Done /* ignored */, Prereqs: ps})
 	if len(ch) == 0 || ch[0].ID != id || ch[0].From != 0 {
 		f.t.Fatalf("AddJob(%d): first change must be the new job with From 0, got %+v", id, ch)
 	}
@@ -124,7 +124,7 @@ func (f *fx) requeue(id int64) {
 func (f *fx) revive(id int64) {
 	f.t.Helper()
 	j := f.jobs[id]
-	ch, err := f.g.Revive(id, Job{Target: j.target, Queue: j.queue, Est: j.est, Prereqs: j.prereqs}, j.state)
+	ch, err := f.g.Revive(id, Node{Target: j.target, Queue: j.queue, Est: j.est, Prereqs: j.prereqs}, j.state)
 	if err != nil {
 		f.t.Fatalf("Revive(%d): %v", id, err)
 	}
@@ -181,7 +181,7 @@ func (f *fx) check() {
 	c := f.counts()
 	live := 0
 	for id, j := range f.jobs {
-		gj, ok := f.g.Job(id)
+		gj, ok := f.g.Node(id)
 		if want := j.state; f.g.State(id) != want && !(want.Terminal() && f.g.State(id) == 0) {
 			f.t.Fatalf("State(%d) = %q, want %s", id, f.g.State(id), want)
 		}
@@ -545,14 +545,14 @@ func TestReviveErrors(t *testing.T) {
 	t.Parallel()
 	f := newFx(t)
 	a := f.add("T1")
-	if _, err := f.g.Revive(a, Job{Target: f.tid("T1")}, job.Failed); err == nil {
+	if _, err := f.g.Revive(a, Node{Target: f.tid("T1")}, job.Failed); err == nil {
 		t.Error("Revive of a live job succeeded")
 	}
 	for _, from := range []job.State{job.Waiting, job.Queued, job.Executing, job.Blocked} {
-		if _, err := f.g.Revive(777, Job{Target: f.tid("T1")}, from); err == nil {
+		if _, err := f.g.Revive(777, Node{Target: f.tid("T1")}, from); err == nil {
 			t.Errorf("Revive from %s succeeded", from)
 		}
-		if _, ok := f.g.Job(777); ok {
+		if _, ok := f.g.Node(777); ok {
 			t.Fatalf("failed Revive from %s left the job live", from)
 		}
 	}
@@ -825,7 +825,7 @@ func (f *fx) load(oneByOne bool, corrupt func(id int64, s job.State) job.State) 
 		if corrupt != nil && s.Pending() {
 			s = corrupt(id, s)
 		}
-		g.LoadJob(id, Job{Target: j.target, Queue: j.queue, Est: j.est, State: s, Prereqs: j.prereqs})
+		g.LoadJob(id, Node{Target: j.target, Queue: j.queue, Est: j.est, State: s, Prereqs: j.prereqs})
 	}
 	for k, n := range counts {
 		g.LoadCounts(k.t, k.s, n)
@@ -863,7 +863,7 @@ func TestReconcileAfterLoadAgrees(t *testing.T) {
 			t.Fatalf("oneByOne=%v: Reconcile of a consistent load changed %+v", oneByOne, ch)
 		}
 		for id, j := range f.jobs {
-			gj, ok := g.Job(id)
+			gj, ok := g.Node(id)
 			if ok != !j.state.Terminal() || (ok && gj.State != j.state) {
 				t.Fatalf("loaded job %d: %v %s, want %s", id, ok, gj.State, j.state)
 			}
@@ -1136,7 +1136,7 @@ func TestSharedPrereqListsStayIntact(t *testing.T) {
 	f.revive(q)
 	for _, id := range append(append([]int64{}, same...), other...) {
 		f.mustBe(id, job.Waiting)
-		gj, _ := f.g.Job(id)
+		gj, _ := f.g.Node(id)
 		if len(gj.Prereqs) != 2 {
 			t.Fatalf("job %d prereqs %v", id, gj.Prereqs)
 		}

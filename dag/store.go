@@ -7,13 +7,13 @@ import (
 )
 
 // Live jobs are kept in pages indexed by id: the metaqueue hands out ids
-// densely, so a page of 4,096 compact nodes replaces a hash map entry per
+// densely, so a page of 4,096 compact slots replaces a hash map entry per
 // job (20 bytes a job instead of ~130), and a page whose jobs have all
 // ended is freed. Prerequisite lists are interned and reference-counted:
 // the jobs of one target usually share one list.
 const pageBits = 12
 
-type node struct {
+type slot struct {
 	target TargetID
 	queue  int32
 	est    float32
@@ -22,7 +22,7 @@ type node struct {
 }
 
 type page struct {
-	nodes [1 << pageBits]node
+	slots [1 << pageBits]slot
 	live  int32
 }
 
@@ -37,20 +37,20 @@ type jobTable struct {
 	scratch  []byte
 }
 
-func (t *jobTable) get(id int64) *node {
+func (t *jobTable) get(id int64) *slot {
 	p := id >> pageBits
 	if id < 0 || p >= int64(len(t.pages)) || t.pages[p] == nil {
 		return nil
 	}
-	n := &t.pages[p].nodes[id&(1<<pageBits-1)]
+	n := &t.pages[p].slots[id&(1<<pageBits-1)]
 	if n.state == 0 {
 		return nil
 	}
 	return n
 }
 
-// put stores a live job, replacing any node with the same id.
-func (t *jobTable) put(id int64, j Job) {
+// put stores a live job, replacing any slot with the same id.
+func (t *jobTable) put(id int64, j Node) {
 	p := id >> pageBits
 	for int64(len(t.pages)) <= p {
 		t.pages = append(t.pages, nil)
@@ -60,14 +60,14 @@ func (t *jobTable) put(id int64, j Job) {
 		pg = new(page)
 		t.pages[p] = pg
 	}
-	n := &pg.nodes[id&(1<<pageBits-1)]
+	n := &pg.slots[id&(1<<pageBits-1)]
 	if n.state == 0 {
 		pg.live++
 		t.live++
 	} else {
 		t.release(n.list)
 	}
-	*n = node{target: j.Target, queue: j.Queue, est: j.Est, list: t.intern(j.Prereqs), state: j.State}
+	*n = slot{target: j.Target, queue: j.Queue, est: j.Est, list: t.intern(j.Prereqs), state: j.State}
 }
 
 func (t *jobTable) remove(id int64) {
@@ -76,7 +76,7 @@ func (t *jobTable) remove(id int64) {
 		return
 	}
 	t.release(n.list)
-	*n = node{}
+	*n = slot{}
 	p := id >> pageBits
 	t.live--
 	if t.pages[p].live--; t.pages[p].live == 0 {
@@ -84,11 +84,11 @@ func (t *jobTable) remove(id int64) {
 	}
 }
 
-func (t *jobTable) job(n *node) Job {
-	return Job{Target: n.target, Queue: n.queue, Est: n.est, State: n.state, Prereqs: t.prereqs(n)}
+func (t *jobTable) node(n *slot) Node {
+	return Node{Target: n.target, Queue: n.queue, Est: n.est, State: n.state, Prereqs: t.prereqs(n)}
 }
 
-func (t *jobTable) prereqs(n *node) []TargetID {
+func (t *jobTable) prereqs(n *slot) []TargetID {
 	if n.list == 0 {
 		return nil
 	}
@@ -96,13 +96,13 @@ func (t *jobTable) prereqs(n *node) []TargetID {
 }
 
 // each calls f for every live job, in id order.
-func (t *jobTable) each(f func(id int64, n *node)) {
+func (t *jobTable) each(f func(id int64, n *slot)) {
 	for p, pg := range t.pages {
 		if pg == nil {
 			continue
 		}
-		for i := range pg.nodes {
-			if n := &pg.nodes[i]; n.state != 0 {
+		for i := range pg.slots {
+			if n := &pg.slots[i]; n.state != 0 {
 				f(int64(p)<<pageBits|int64(i), n)
 			}
 		}

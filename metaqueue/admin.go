@@ -73,7 +73,7 @@ func (s *Store) WaitFor(ctx context.Context, req protocol.Wait) (protocol.WaitRe
 			w.deadline = s.now().Add(timeout)
 		}
 		for _, id := range ids {
-			if j, ok := s.g.Job(id); ok && j.State != job.Blocked {
+			if j, ok := s.g.Node(id); ok && j.State != job.Blocked {
 				w.pending[id] = true
 				continue
 			}
@@ -268,7 +268,7 @@ func (s *Store) Delete(ctx context.Context, sel protocol.Select) (protocol.Actio
 			return err
 		}
 		for _, id := range ids {
-			j, live := s.g.Job(id)
+			j, live := s.g.Node(id)
 			if !live {
 				sj, err := s.storedJob(id)
 				if err != nil {
@@ -321,7 +321,7 @@ func (s *Store) Rerun(ctx context.Context, sel protocol.Select) (protocol.Action
 			return err
 		}
 		for _, id := range ids {
-			if j, live := s.g.Job(id); live {
+			if j, live := s.g.Node(id); live {
 				msg := fmt.Sprintf("job %d is %s; only ended jobs (done, failed, deleted) can be rerun", id, j.State.Name())
 				if j.State == job.Blocked {
 					msg = fmt.Sprintf("job %d is blocked by a failed or deleted prerequisite; rerun that job instead", id)
@@ -364,11 +364,11 @@ func (s *Store) Rerun(ctx context.Context, sel protocol.Select) (protocol.Action
 			if _, err := s.stmts.keepAttempt.Exec(id); err != nil {
 				return fatalError{err}
 			}
-			ch, err := s.g.Revive(id, dag.Job{Target: dag.TargetID(sj.target), Queue: sj.queue, Est: float32(sj.est), Prereqs: prereqs}, sj.state)
+			ch, err := s.g.Revive(id, dag.Node{Target: dag.TargetID(sj.target), Queue: sj.queue, Est: float32(sj.est), Prereqs: prereqs}, sj.state)
 			if err != nil {
 				return err
 			}
-			j, _ := s.g.Job(id)
+			j, _ := s.g.Node(id)
 			if _, err := s.stmts.rerun.Exec(string(j.State), id); err != nil {
 				return fatalError{err}
 			}

@@ -191,13 +191,13 @@ func (s *Store) bundlePick(id int64, walltime float64) (ids []int64, bundle int6
 	}
 	members := s.bundles.members[bid]
 	for _, m := range members {
-		if j, ok := s.g.Job(m); ok && j.State == job.Waiting {
+		if j, ok := s.g.Node(m); ok && j.State == job.Waiting {
 			return nil, bid
 		}
 	}
 	budget := walltime - s.jobNeed(id)
 	for _, m := range members {
-		j, ok := s.g.Job(m)
+		j, ok := s.g.Node(m)
 		if !ok || j.State != job.Queued {
 			continue
 		}
@@ -215,7 +215,7 @@ func (s *Store) bundlePick(id int64, walltime float64) (ids []int64, bundle int6
 
 // jobNeed is need for job id.
 func (s *Store) jobNeed(id int64) float64 {
-	j, ok := s.g.Job(id)
+	j, ok := s.g.Node(id)
 	if !ok {
 		return 0
 	}

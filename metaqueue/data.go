@@ -447,7 +447,7 @@ func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err 
 		if !ok {
 			break
 		}
-		j, ok := s.g.Job(r.ID)
+		j, ok := s.g.Node(r.ID)
 		if !ok || j.State != job.Queued {
 			continue // stale entry
 		}

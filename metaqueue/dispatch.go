@@ -155,7 +155,7 @@ func (s *Store) report(ph int64, reports []protocol.Report) error {
 		if ru == nil || ru.attempt != r.Attempt || ru.placeholder != ph {
 			continue // late, duplicate, or not this placeholder's: changes nothing
 		}
-		j, ok := s.g.Job(r.ID)
+		j, ok := s.g.Node(r.ID)
 		if !ok || j.State != job.Executing {
 			continue
 		}
@@ -218,7 +218,7 @@ func nextState(q *queue, used int, out outcome) job.State {
 }
 
 // endAttempt moves an executing job on after an attempt.
-func (s *Store) endAttempt(id int64, j dag.Job, ru *run, out outcome, exit int, started, finished time.Time, reason string) error {
+func (s *Store) endAttempt(id int64, j dag.Node, ru *run, out outcome, exit int, started, finished time.Time, reason string) error {
 	if err := s.begin(); err != nil {
 		return err
 	}
@@ -258,7 +258,7 @@ func (s *Store) endAttempt(id int64, j dag.Job, ru *run, out outcome, exit int, 
 			return err
 		}
 		st := job.Queued
-		if j2, ok := s.g.Job(id); ok {
+		if j2, ok := s.g.Node(id); ok {
 			st = j2.State
 		}
 		if _, err := requeue.Exec(string(st), id); err != nil {
@@ -337,7 +337,7 @@ func (s *Store) expire() error {
 		if now.Before(ru.lease) {
 			continue
 		}
-		j, ok := s.g.Job(id)
+		j, ok := s.g.Node(id)
 		if !ok {
 			delete(s.running, id)
 			continue
@@ -454,7 +454,7 @@ func (s *Store) dispatch(p *parkedNext) error {
 		for _, id := range ids {
 			// Executing in memory at once, so a duplicate heap entry of the
 			// same job cannot be picked again in this loop.
-			j, _ := s.g.Job(id)
+			j, _ := s.g.Node(id)
 			ch, err := s.g.Set(id, job.Executing)
 			if err != nil {
 				return err
@@ -517,7 +517,7 @@ func (s *Store) dispatch(p *parkedNext) error {
 		if !ok {
 			return fatalError{fmt.Errorf("ready job %d has no row", pk.id)}
 		}
-		j, _ := s.g.Job(pk.id)
+		j, _ := s.g.Node(pk.id)
 		s.running[pk.id] = &run{attempt: r.attempt, used: r.attempt - r.base, placeholder: p.req.Placeholder, lease: lease, started: now}
 		text, raw := protocol.WireCommand(r.command)
 		p.reply.Jobs = append(p.reply.Jobs, protocol.Assignment{
@@ -572,7 +572,7 @@ func (s *Store) pickFrom(q *queue, walltime float64) (int64, bool) {
 		if !ok {
 			return 0, false
 		}
-		j, ok := s.g.Job(r.ID)
+		j, ok := s.g.Node(r.ID)
 		if !ok || j.State != job.Queued {
 			continue // stale entry
 		}
@@ -596,7 +596,7 @@ func (s *Store) PlaceholderGone(ctx context.Context, id int64) error {
 			if ru.placeholder != id {
 				continue
 			}
-			j, ok := s.g.Job(jid)
+			j, ok := s.g.Node(jid)
 			if !ok {
 				delete(s.running, jid)
 				continue

@@ -343,7 +343,7 @@ func (e *env) check() {
 		}
 		var errs []string
 		for id, r := range all {
-			gj, live := e.s.g.Job(id)
+			gj, live := e.s.g.Node(id)
 			if r.state.Terminal() {
 				if live {
 					errs = append(errs, fmt.Sprintf("job %d stored %s but live in memory as %s", id, r.state, gj.State))

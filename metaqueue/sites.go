@@ -120,7 +120,7 @@ func (s *Store) SiteDemand(ctx context.Context, walltime float64, placeholders [
 			examined := 0
 			q.ready.Each(func(r policy.Ready) bool {
 				examined++
-				j, ok := s.g.Job(r.ID)
+				j, ok := s.g.Node(r.ID)
 				if ok && j.State == job.Queued && fits(j.Est, q, walltime) {
 					ready++
 				}

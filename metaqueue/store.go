@@ -477,8 +477,45 @@ func (s *Store) countsFor(q int32) *[128]int {
 	return c
 }
 
-// load (re)builds the in-memory state from the database.
+// load (re)builds the in-memory state from the database, in dependency
+// order: queues and targets before the jobs that name them, the jobs'
+// prerequisites before the jobs enter the graph, the graph whole before its
+// derived states are checked and the ready heaps filled.
 func (s *Store) load(ctx context.Context) error {
+	s.resetIndex()
+	if err := s.loadBundles(ctx); err != nil {
+		return err
+	}
+	if err := s.loadFiles(ctx, 0); err != nil {
+		return err
+	}
+	if err := s.loadQueues(ctx); err != nil {
+		return err
+	}
+	if err := s.loadTargets(ctx); err != nil {
+		return err
+	}
+	if err := s.loadEdges(ctx); err != nil {
+		return err
+	}
+	prereqs, err := s.livePrereqs(ctx)
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	queued, err := s.loadJobs(ctx, prereqs, now)
+	if err != nil {
+		return err
+	}
+	if queued, err = s.reconcile(ctx, queued); err != nil {
+		return err
+	}
+	s.fillReady(queued, now)
+	return nil
+}
+
+// resetIndex empties the in-memory index before a load.
+func (s *Store) resetIndex() {
 	s.g = dag.New()
 	s.queues = map[string]*queue{}
 	s.queueIDs = map[int32]*queue{}
@@ -488,13 +525,10 @@ func (s *Store) load(ctx context.Context) error {
 	s.counts = map[int32]*[128]int{}
 	s.nextID = 0
 	s.data.reset(s.now())
-	if err := s.loadBundles(ctx); err != nil {
-		return err
-	}
-	if err := s.loadFiles(ctx, 0); err != nil {
-		return err
-	}
+}
 
+// loadQueues loads every queue with its settings and policy.
+func (s *Store) loadQueues(ctx context.Context) error {
 	rows, err := s.w.QueryContext(ctx, "SELECT id, name, ceiling_s, max_attempts, retry_failed, policy FROM queues")
 	if err != nil {
 		return err
@@ -508,11 +542,12 @@ func (s *Store) load(ctx context.Context) error {
 		q.setPolicy(q.Policy)
 		s.addQueue(q)
 	}
-	if err := closeRows(rows); err != nil {
-		return err
-	}
+	return closeRows(rows)
+}
 
-	rows, err = s.w.QueryContext(ctx, "SELECT id, name FROM targets ORDER BY id")
+// loadTargets gives the graph every target, with its stored id.
+func (s *Store) loadTargets(ctx context.Context) error {
+	rows, err := s.w.QueryContext(ctx, "SELECT id, name FROM targets ORDER BY id")
 	if err != nil {
 		return err
 	}
@@ -525,11 +560,14 @@ func (s *Store) load(ctx context.Context) error {
 		}
 		s.g.LoadTarget(dag.TargetID(id), name)
 	}
-	if err := closeRows(rows); err != nil {
-		return err
-	}
+	return closeRows(rows)
+}
 
-	rows, err = s.w.QueryContext(ctx, "SELECT DISTINCT j.target_id, p.target_id FROM job_prereqs p JOIN jobs j ON j.id = p.job_id")
+// loadEdges gives the graph every target-to-prerequisite edge any job, live
+// or ended, ever named: edges are never removed (cycle checks stay
+// conservative, as a deleted job may be rerun).
+func (s *Store) loadEdges(ctx context.Context) error {
+	rows, err := s.w.QueryContext(ctx, "SELECT DISTINCT j.target_id, p.target_id FROM job_prereqs p JOIN jobs j ON j.id = p.job_id")
 	if err != nil {
 		return err
 	}
@@ -541,31 +579,35 @@ func (s *Store) load(ctx context.Context) error {
 		}
 		s.g.AddEdges(dag.TargetID(t), []dag.TargetID{dag.TargetID(p)})
 	}
-	if err := closeRows(rows); err != nil {
-		return err
-	}
+	return closeRows(rows)
+}
 
+// livePrereqs returns the prerequisite targets of every live job, by job id.
+func (s *Store) livePrereqs(ctx context.Context) (map[int64][]dag.TargetID, error) {
 	prereqs := map[int64][]dag.TargetID{}
-	rows, err = s.w.QueryContext(ctx, `SELECT p.job_id, p.target_id FROM job_prereqs p JOIN jobs j ON j.id = p.job_id
+	rows, err := s.w.QueryContext(ctx, `SELECT p.job_id, p.target_id FROM job_prereqs p JOIN jobs j ON j.id = p.job_id
 		WHERE j.state IN ('W','Q','E','B')`)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for rows.Next() {
 		var id int64
 		var t int32
 		if err := rows.Scan(&id, &t); err != nil {
 			rows.Close()
-			return err
+			return nil, err
 		}
 		prereqs[id] = append(prereqs[id], dag.TargetID(t))
 	}
-	if err := closeRows(rows); err != nil {
-		return err
-	}
+	return prereqs, closeRows(rows)
+}
 
-	// One pass over every job: ended jobs only count toward their target and
-	// queue; live ones enter the graph.
+// loadJobs makes one pass over every job: ended jobs only count toward
+// their target and queue (and Done ones teach the estimator their
+// runtimes); live ones enter the graph, and Executing ones get a fresh
+// lease from now with their placeholder known. It returns the Queued jobs
+// in id order.
+func (s *Store) loadJobs(ctx context.Context, prereqs map[int64][]dag.TargetID, now time.Time) ([]int64, error) {
 	type count struct {
 		t, q int32
 		st   job.State
@@ -573,8 +615,7 @@ func (s *Store) load(ctx context.Context) error {
 	ended := map[count]int{}
 	phIDs := map[int64]bool{}
 	var queued []int64 // in id order
-	now := s.now()
-	s.checked = now // every lease is fresh
+	s.checked = now    // every lease is fresh
 	// Runtimes of Done jobs, by target: SJF and DC go on from what earlier
 	// runs learned rather than from nothing.
 	type sum struct {
@@ -582,10 +623,10 @@ func (s *Store) load(ctx context.Context) error {
 		n    int
 	}
 	learned := map[int32]*sum{}
-	rows, err = s.w.QueryContext(ctx, `SELECT id, queue_id, target_id, state, est, attempts, attempt_base, placeholder_id, started, finished
+	rows, err := s.w.QueryContext(ctx, `SELECT id, queue_id, target_id, state, est, attempts, attempt_base, placeholder_id, started, finished
 		FROM jobs ORDER BY id`)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for rows.Next() {
 		var id int64
@@ -596,7 +637,7 @@ func (s *Store) load(ctx context.Context) error {
 		var ph, started, finished sql.NullInt64
 		if err := rows.Scan(&id, &q, &t, &st, &est, &attempts, &base, &ph, &started, &finished); err != nil {
 			rows.Close()
-			return err
+			return nil, err
 		}
 		state := job.State(st[0])
 		s.nextID = id + 1
@@ -613,7 +654,7 @@ func (s *Store) load(ctx context.Context) error {
 			}
 			continue
 		}
-		s.g.LoadJob(id, dag.Job{Target: dag.TargetID(t), Queue: q, Est: float32(est.Float64), State: state, Prereqs: prereqs[id]})
+		s.g.LoadJob(id, dag.Node{Target: dag.TargetID(t), Queue: q, Est: float32(est.Float64), State: state, Prereqs: prereqs[id]})
 		s.countsFor(q)[state]++
 		switch state {
 		case job.Queued:
@@ -626,7 +667,7 @@ func (s *Store) load(ctx context.Context) error {
 		}
 	}
 	if err := closeRows(rows); err != nil {
-		return err
+		return nil, err
 	}
 	for c, n := range ended {
 		s.g.LoadCounts(dag.TargetID(c.t), c.st, n)
@@ -642,41 +683,53 @@ func (s *Store) load(ctx context.Context) error {
 	if s.nextID == 0 {
 		s.nextID = 1
 	}
+	return queued, nil
+}
 
-	// Make stored pending states agree with the graph (they should already).
-	if ch := s.g.Reconcile(); len(ch) > 0 {
-		s.log.Warn("stored job states disagreed with prerequisites; fixing", "jobs", len(ch))
-		if err := s.begin(); err != nil {
-			return err
-		}
-		for _, c := range ch {
-			s.countsFor(c.Queue)[c.From]--
-			s.countsFor(c.Queue)[c.To]++
-			if _, err := s.stmts.setState.Exec(string(c.To), c.ID); err != nil {
-				return err
-			}
-			if c.To == job.Queued {
-				queued = append(queued, c.ID)
-			}
-		}
-		slices.Sort(queued)
-		if _, err := s.w.ExecContext(ctx, "COMMIT"); err != nil {
-			return err
-		}
-		s.inTx = false
+// reconcile makes stored pending states agree with the graph (they should
+// already), writing any it fixes, and returns queued with the jobs that
+// became Queued added, still in id order.
+func (s *Store) reconcile(ctx context.Context, queued []int64) ([]int64, error) {
+	ch := s.g.Reconcile()
+	if len(ch) == 0 {
+		return queued, nil
 	}
-	// Fill the ready heaps in id order (cheap pushes for FCFS).
+	s.log.Warn("stored job states disagreed with prerequisites; fixing", "jobs", len(ch))
+	if err := s.begin(); err != nil {
+		return nil, err
+	}
+	for _, c := range ch {
+		s.countsFor(c.Queue)[c.From]--
+		s.countsFor(c.Queue)[c.To]++
+		if _, err := s.stmts.setState.Exec(string(c.To), c.ID); err != nil {
+			return nil, err
+		}
+		if c.To == job.Queued {
+			queued = append(queued, c.ID)
+		}
+	}
+	slices.Sort(queued)
+	if _, err := s.w.ExecContext(ctx, "COMMIT"); err != nil {
+		return nil, err
+	}
+	s.inTx = false
+	return queued, nil
+}
+
+// fillReady pushes the Queued jobs onto their queues' ready heaps, in id
+// order (cheap pushes for FCFS). A DC queue counts their queue time from
+// now, this run's start.
+func (s *Store) fillReady(queued []int64, now time.Time) {
 	for _, id := range queued {
-		if j, ok := s.g.Job(id); ok && j.State == job.Queued {
+		if j, ok := s.g.Node(id); ok && j.State == job.Queued {
 			if q := s.queueIDs[j.Queue]; q != nil {
 				q.ready.Push(s.readyEntry(q, id, j.Est, j.Target))
 				if q.isDC() {
-					s.data.readyAt[id] = now // queue time counts from this run's start
+					s.data.readyAt[id] = now
 				}
 			}
 		}
 	}
-	return nil
 }
 
 func closeRows(rows *sql.Rows) error {

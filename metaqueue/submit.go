@@ -182,7 +182,7 @@ func (in *inserter) add(js *protocol.JobSpec) error {
 	if err := s.addFiles(id, js); err != nil {
 		return err
 	}
-	ch := s.g.AddJob(id, dag.Job{Target: t, Queue: q.id, Est: float32(js.Est), Prereqs: prereqs})
+	ch := s.g.AddJob(id, dag.Node{Target: t, Queue: q.id, Est: float32(js.Est), Prereqs: prereqs})
 	if err := s.applyChanges(ch, -1, in); err != nil {
 		return err
 	}

@@ -1,8 +1,8 @@
 // Package server serves the request protocol: it reads frames from a
-// connection (the Unix socket, or an SSH channel of the mq subsystem), checks each against the
-// connection's role, and routes it to the metaqueue. Requests on one
-// connection run concurrently, so clients may pipeline; replies carry the
-// request's id.
+// connection (the Unix socket, or an SSH channel of the mq subsystem),
+// checks each against the connection's role, and routes it to the
+// metaqueue. Requests on one connection run concurrently, so clients may
+// pipeline; replies carry the request's id.
 package server
 
 import (

@@ -16,7 +16,7 @@ import (
 // within a phase a job is ready once the jobs it needs have finished.
 type Workload struct {
 	Files []File
-	Jobs  []Job
+	Jobs  []WorkloadJob
 }
 
 // File is a named file. Files no job writes exist before the run, at Host
@@ -29,8 +29,9 @@ type File struct {
 	producer int32 // job index, or -1
 }
 
-// Job is one metaqueue job (for the PA workload, a bundle of 16 tasks).
-type Job struct {
+// WorkloadJob is one job of a workload, submitted to the simulated metaqueue
+// (for the PA workload, a bundle of 16 tasks).
+type WorkloadJob struct {
 	Name     string
 	Group    string  // target or command name, for SJF's learned estimates
 	Phase    int     // submission phase
@@ -75,7 +76,7 @@ func PA(seed uint64, pipelines, batch int) *Workload {
 	for phase, group := range []string{"blast", "parse"} {
 		for lo := 0; lo < pipelines; lo += batch {
 			hi := min(lo+batch, pipelines)
-			j := Job{Name: fmt.Sprintf("%s-%d", group, lo/batch+1), Group: group, Phase: phase, Tasks: hi - lo}
+			j := WorkloadJob{Name: fmt.Sprintf("%s-%d", group, lo/batch+1), Group: group, Phase: phase, Tasks: hi - lo}
 			for _, p := range ps[lo:hi] {
 				if phase == 0 {
 					j.Runtime += p.blast
@@ -248,7 +249,7 @@ func ReadWorkload(r io.Reader) (*Workload, error) {
 		}
 	}
 	for _, j := range doc.Jobs {
-		job := Job{Name: j.Name, Group: j.Group, Phase: j.Phase, Runtime: j.Runtime, Estimate: j.Estimate, Tasks: j.Tasks}
+		job := WorkloadJob{Name: j.Name, Group: j.Group, Phase: j.Phase, Runtime: j.Runtime, Estimate: j.Estimate, Tasks: j.Tasks}
 		if job.Group == "" {
 			job.Group = j.Name
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/protocol"
+	"github.com/mq-hpc/mq/site/batch"
 )
 
 func TestDecide(t *testing.T) {
@@ -126,7 +127,7 @@ func TestValidate(t *testing.T) {
 type fakeSite struct {
 	mu          sync.Mutex
 	next        int
-	jobs        map[string]State
+	jobs        map[string]batch.State
 	listErr     error
 	startAtOnce bool // placeholders run as soon as submitted
 }
@@ -138,24 +139,24 @@ func (f *fakeSite) Submit(_ context.Context, n int) ([]string, error) {
 	for range n {
 		f.next++
 		id := strconv.Itoa(f.next)
-		f.jobs[id] = Queued
+		f.jobs[id] = batch.Queued
 		if f.startAtOnce {
-			f.jobs[id] = Running
+			f.jobs[id] = batch.Running
 		}
 		ids = append(ids, id)
 	}
 	return ids, nil
 }
 
-func (f *fakeSite) List(context.Context) ([]Placeholder, error) {
+func (f *fakeSite) List(context.Context) ([]batch.Placeholder, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.listErr != nil {
 		return nil, f.listErr
 	}
-	var ps []Placeholder
+	var ps []batch.Placeholder
 	for id, st := range f.jobs {
-		ps = append(ps, Placeholder{ID: id, State: st})
+		ps = append(ps, batch.Placeholder{ID: id, State: st})
 	}
 	return ps, nil
 }
@@ -171,13 +172,13 @@ func (f *fakeSite) Cancel(_ context.Context, ids []string) error {
 
 func (f *fakeSite) Close() error { return nil }
 
-func (f *fakeSite) set(fn func(map[string]State)) {
+func (f *fakeSite) set(fn func(map[string]batch.State)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fn(f.jobs)
 }
 
-func (f *fakeSite) count(st State) int {
+func (f *fakeSite) count(st batch.State) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n := 0
@@ -239,7 +240,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // for ready work, resubmits after exits, cancels queued ones when the work
 // drains, marks the site degraded when listing fails and recovers.
 func TestManager(t *testing.T) {
-	fs := &fakeSite{jobs: map[string]State{}}
+	fs := &fakeSite{jobs: map[string]batch.State{}}
 	st := &fakeStore{}
 	m := &Manager{Store: st, Poll: 5 * time.Millisecond,
 		Open: func(protocol.SiteSpec, func(int)) (Site, error) { return fs, nil }}
@@ -256,28 +257,28 @@ func TestManager(t *testing.T) {
 		t.Fatal("a second site c was accepted")
 	}
 	time.Sleep(50 * time.Millisecond)
-	if n := fs.count(Queued); n != 0 {
+	if n := fs.count(batch.Queued); n != 0 {
 		t.Fatalf("%d placeholders submitted without work", n)
 	}
 	st.setReady(10)
-	eventually(t, "3 queued", func() bool { return fs.count(Queued) == 3 })
-	fs.set(func(j map[string]State) {
+	eventually(t, "3 queued", func() bool { return fs.count(batch.Queued) == 3 })
+	fs.set(func(j map[string]batch.State) {
 		for id := range j {
-			j[id] = Running
+			j[id] = batch.Running
 		}
 	})
 	eventually(t, "wait recorded", func() bool { return m.List()[0].Running == 3 && m.List()[0].QueueWaitS > 0 })
-	fs.set(func(j map[string]State) { delete(j, "1") }) // one ends
-	eventually(t, "a replacement", func() bool { return fs.count(Queued) == 1 })
+	fs.set(func(j map[string]batch.State) { delete(j, "1") }) // one ends
+	eventually(t, "a replacement", func() bool { return fs.count(batch.Queued) == 1 })
 	if got := m.List()[0]; got.Exited != 1 || got.State != StateOK {
 		t.Fatalf("after one exit: %+v", got)
 	}
 	st.setReady(0)
-	eventually(t, "queued cancelled", func() bool { return fs.count(Queued) == 0 })
-	if fs.count(Running) != 2 {
+	eventually(t, "queued cancelled", func() bool { return fs.count(batch.Queued) == 0 })
+	if fs.count(batch.Running) != 2 {
 		t.Fatalf("running placeholders were cancelled")
 	}
-	fs.set(func(map[string]State) {})
+	fs.set(func(map[string]batch.State) {})
 	fs.mu.Lock()
 	fs.listErr = errors.New("cannot reach the login host")
 	fs.mu.Unlock()
@@ -325,12 +326,12 @@ func (f *localFake) Submit(_ context.Context, n int) ([]string, error) {
 	return ids, nil
 }
 
-func (f *localFake) List(context.Context) ([]Placeholder, error) {
+func (f *localFake) List(context.Context) ([]batch.Placeholder, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var ps []Placeholder
+	var ps []batch.Placeholder
 	for id := range f.procs {
-		ps = append(ps, Placeholder{ID: id, State: Running})
+		ps = append(ps, batch.Placeholder{ID: id, State: batch.Running})
 	}
 	return ps, nil
 }
@@ -453,8 +454,8 @@ func TestSupplyOf(t *testing.T) {
 // ones surplus; a site whose placeholders wait too long keeps one probe,
 // and recovers when it starts.
 func TestManagerThrottleShiftsWork(t *testing.T) {
-	slowSite := &fakeSite{jobs: map[string]State{}}
-	fastSite := &fakeSite{jobs: map[string]State{}, startAtOnce: true}
+	slowSite := &fakeSite{jobs: map[string]batch.State{}}
+	fastSite := &fakeSite{jobs: map[string]batch.State{}, startAtOnce: true}
 	st := &fakeStore{ready: 6}
 	m := &Manager{Store: st, Poll: 5 * time.Millisecond, ThrottleAfter: time.Hour,
 		Open: func(spec protocol.SiteSpec, _ func(int)) (Site, error) {
@@ -472,27 +473,27 @@ func TestManagerThrottleShiftsWork(t *testing.T) {
 	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "slow", Type: SGE, SSH: "u@h", Max: 4}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "4 queued at the slow site", func() bool { return slowSite.count(Queued) == 4 })
+	eventually(t, "4 queued at the slow site", func() bool { return slowSite.count(batch.Queued) == 4 })
 	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "fast", Type: Slurm, SSH: "u@h", Max: 6}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the fast site provides for all 6 jobs", func() bool { return fastSite.count(Running) == 6 })
-	eventually(t, "the slow site's queued ones are surplus", func() bool { return slowSite.count(Queued) == 0 })
+	eventually(t, "the fast site provides for all 6 jobs", func() bool { return fastSite.count(batch.Running) == 6 })
+	eventually(t, "the slow site's queued ones are surplus", func() bool { return slowSite.count(batch.Queued) == 0 })
 	st.setReady(20) // more than the fast site takes: the slow one queues for the rest
-	eventually(t, "4 queued at the slow site again", func() bool { return slowSite.count(Queued) == 4 })
+	eventually(t, "4 queued at the slow site again", func() bool { return slowSite.count(batch.Queued) == 4 })
 	m.mu.Lock()
 	m.ThrottleAfter = 20 * time.Millisecond
 	m.mu.Unlock()
 	eventually(t, "slow throttled, one probe left", func() bool {
-		return slowSite.count(Queued) == 1 && siteInfo(m, "slow").State == StateThrottled
+		return slowSite.count(batch.Queued) == 1 && siteInfo(m, "slow").State == StateThrottled
 	})
 	time.Sleep(50 * time.Millisecond) // many polls: nothing more
-	if q, s := slowSite.count(Queued), siteInfo(m, "slow"); q != 1 || s.State != StateThrottled {
+	if q, s := slowSite.count(batch.Queued), siteInfo(m, "slow"); q != 1 || s.State != StateThrottled {
 		t.Fatalf("throttled site: %d queued (want the probe), state %s", q, s.State)
 	}
-	slowSite.set(func(j map[string]State) {
+	slowSite.set(func(j map[string]batch.State) {
 		for id := range j {
-			j[id] = Running
+			j[id] = batch.Running
 		}
 	})
 	eventually(t, "the slow site recovered", func() bool { return siteInfo(m, "slow").State == StateOK })
@@ -562,7 +563,7 @@ func (diagnosingSite) Diagnose(_ context.Context, id string) string {
 // timeout; the site is degraded with the agent's own error and keeps one
 // probe, and recovers when a placeholder connects.
 func TestManagerNeverConnected(t *testing.T) {
-	fs := &fakeSite{jobs: map[string]State{}, startAtOnce: true}
+	fs := &fakeSite{jobs: map[string]batch.State{}, startAtOnce: true}
 	st := &fakeStore{ready: 10}
 	m := &Manager{Store: st, Poll: 5 * time.Millisecond, ConnectTimeout: time.Hour,
 		Open: func(protocol.SiteSpec, func(int)) (Site, error) { return diagnosingSite{fs}, nil }}
@@ -576,7 +577,7 @@ func TestManagerNeverConnected(t *testing.T) {
 	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "c", Type: Slurm, SSH: "u@h", Max: 3, ConnectTimeout: 1}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "3 running", func() bool { return fs.count(Running) == 3 })
+	eventually(t, "3 running", func() bool { return fs.count(batch.Running) == 3 })
 	m.Placeholder(1, protocol.Register{Site: "c", Batch: "1"}, true) // placeholder 1 connects
 	info := func() protocol.SiteInfo { return m.List()[0] }
 	for deadline := time.Now().Add(10 * time.Second); info().State != StateDegraded; time.Sleep(5 * time.Millisecond) {
@@ -599,7 +600,7 @@ func TestManagerNeverConnected(t *testing.T) {
 	}
 	m.Placeholder(2, protocol.Register{Site: "c", Batch: "4"}, true)
 	eventually(t, "recovered", func() bool { return info().State == StateOK && info().Error == "" })
-	eventually(t, "provisioned again", func() bool { return fs.count(Running) == 3 })
+	eventually(t, "provisioned again", func() bool { return fs.count(batch.Running) == 3 })
 }
 
 // fakeClock is a Manager's clock that moves only when told.

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/mq-hpc/mq/site/batch"
 )
 
 // Processes is a local site: placeholders are agent processes on this
@@ -59,12 +61,12 @@ func (p *Processes) Submit(_ context.Context, n int) ([]string, error) {
 }
 
 // List returns the placeholders alive, all running.
-func (p *Processes) List(context.Context) ([]Placeholder, error) {
+func (p *Processes) List(context.Context) ([]batch.Placeholder, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var ps []Placeholder
+	var ps []batch.Placeholder
 	for pid := range p.procs {
-		ps = append(ps, Placeholder{ID: strconv.Itoa(pid), State: Running})
+		ps = append(ps, batch.Placeholder{ID: strconv.Itoa(pid), State: batch.Running})
 	}
 	return ps, nil
 }

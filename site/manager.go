@@ -12,6 +12,7 @@ import (
 
 	"github.com/mq-hpc/mq/internal/backoff"
 	"github.com/mq-hpc/mq/protocol"
+	"github.com/mq-hpc/mq/site/batch"
 )
 
 // Store is what the Manager needs of the metaqueue.
@@ -99,7 +100,7 @@ type managed struct {
 }
 
 type tracked struct {
-	state     State
+	state     batch.State
 	submitted time.Time // by the CLS's clock when we submitted it
 	started   time.Time
 }
@@ -265,9 +266,9 @@ func (m *Manager) Remove(ctx context.Context, name string) (protocol.SiteInfo, e
 		for _, p := range ps {
 			ids = append(ids, p.ID)
 			switch p.State {
-			case Queued:
+			case batch.Queued:
 				queued++
-			case Running:
+			case batch.Running:
 				running++
 			}
 		}
@@ -330,10 +331,10 @@ func (m *Manager) infoLocked(ms *managed) protocol.SiteInfo {
 	now := m.now()
 	for _, t := range ms.known {
 		switch t.state {
-		case Queued:
+		case batch.Queued:
 			info.Queued++
 			info.OldestQueuedS = max(info.OldestQueuedS, now.Sub(t.submitted).Seconds())
-		case Running:
+		case batch.Running:
 			info.Running++
 		}
 	}
@@ -497,30 +498,30 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 			if t.submitted.IsZero() {
 				t.submitted = now
 			}
-			if p.State == Running {
+			if p.State == batch.Running {
 				t.started = now // by our clock: the connect check counts from here
 			}
 			ms.known[p.ID] = t
 		}
 		switch p.State {
-		case Running:
-			if t.state == Queued {
+		case batch.Running:
+			if t.state == batch.Queued {
 				t.started = now
 				ms.waits = append(ms.waits, now.Sub(t.submitted))
 				if len(ms.waits) > 20 {
 					ms.waits = ms.waits[1:]
 				}
 			}
-			t.state = Running
-		case Error:
+			t.state = batch.Running
+		case batch.Error:
 			broken = append(broken, p.ID)
-			t.state = Exited
-		case Exited:
-			t.state = Exited
+			t.state = batch.Exited
+		case batch.Exited:
+			t.state = batch.Exited
 		}
 	}
 	for id, t := range ms.known {
-		if !seen[id] || t.state == Exited {
+		if !seen[id] || t.state == batch.Exited {
 			delete(ms.known, id)
 			delete(ms.batch, id)
 			ms.exited++
@@ -535,7 +536,7 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 	if spec.Type != Local {
 		var started []Started
 		for id, t := range ms.known {
-			if t.state == Running {
+			if t.state == batch.Running {
 				started = append(started, Started{ID: id, Running: now.Sub(t.started), Connected: ms.batch[id]})
 			}
 		}
@@ -559,11 +560,11 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 	var queued []string
 	for id, t := range ms.known {
 		switch t.state {
-		case Queued:
+		case batch.Queued:
 			c.Queued++
 			c.OldestQueued = max(c.OldestQueued, now.Sub(t.submitted))
 			queued = append(queued, id)
-		case Running:
+		case batch.Running:
 			c.Running++
 		}
 	}
@@ -624,9 +625,9 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 		m.mu.Lock()
 		now := m.now()
 		for _, id := range ids {
-			t := &tracked{state: Queued, submitted: now}
+			t := &tracked{state: batch.Queued, submitted: now}
 			if spec.Type == Local { // processes start at once: no queue wait
-				t.state, t.started = Running, now
+				t.state, t.started = batch.Running, now
 			}
 			ms.known[id] = t
 		}

@@ -444,3 +444,21 @@ func (s *SSH) Forward(bind string, dial func() (net.Conn, error)) (int, error) {
 	}()
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
+
+// firstLine is the first non-empty line of out, trimmed.
+func firstLine(out []byte) string {
+	for _, l := range strings.Split(string(out), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			return l
+		}
+	}
+	return ""
+}
+
+// truncate shortens s to n bytes for an error message.
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}

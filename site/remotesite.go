@@ -15,6 +15,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/mq-hpc/mq/protocol"
+	"github.com/mq-hpc/mq/site/batch"
 )
 
 // Remote is a site whose placeholders are batch jobs on a cluster reached
@@ -25,7 +26,7 @@ import (
 // redone (cheaply: unchanged files are not sent), at the next call.
 type Remote struct {
 	Spec  protocol.SiteSpec
-	Batch Batch
+	Batch batch.System
 	// Dial connects to the login host (DialSSH in production).
 	Dial func(ctx context.Context) (Runner, error)
 	// Agent returns the path of an agent binary for a platform.
@@ -196,9 +197,9 @@ func (s *Remote) prepare(ctx context.Context, r Runner) error {
 		"--out", path.Join(s.base, "out"),
 	}
 	args = append(args, via...)
-	job := Job{Name: s.JobName, Queue: s.Spec.Queue, Walltime: wall, Slots: s.Spec.Slots, PE: s.Spec.PE, LogDir: path.Join(s.base, "log")}
+	req := batch.Request{Name: s.JobName, Queue: s.Spec.Queue, Walltime: wall, Slots: s.Spec.Slots, PE: s.Spec.PE, LogDir: path.Join(s.base, "log")}
 	s.script = path.Join(s.base, "placeholder.sh")
-	if _, err := r.Put(ctx, s.script, []byte(Script(s.Batch, job, remoteBin, args)), 0o700); err != nil {
+	if _, err := r.Put(ctx, s.script, []byte(batch.Script(s.Batch, req, remoteBin, args)), 0o700); err != nil {
 		return err
 	}
 	return nil
@@ -411,7 +412,7 @@ func (s *Remote) Submit(ctx context.Context, n int) ([]string, error) {
 }
 
 // List lists this site's placeholders that have not ended.
-func (s *Remote) List(ctx context.Context) ([]Placeholder, error) {
+func (s *Remote) List(ctx context.Context) ([]batch.Placeholder, error) {
 	r, err := s.runner(ctx)
 	if err != nil {
 		return nil, err

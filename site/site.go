@@ -2,7 +2,8 @@
 // local machine, or a cluster reached over SSH whose own batch system (Son
 // of Grid Engine, Slurm, PBS) runs placeholders as ordinary batch jobs. The
 // CLS's Manager keeps each site supplied with placeholders while there is
-// work they can take; Decide is the pure rule it follows.
+// work they can take; Decide is the pure rule it follows. What differs
+// between batch systems is package site/batch.
 package site
 
 import (
@@ -13,7 +14,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/shellwords"
 	"github.com/mq-hpc/mq/protocol"
+	"github.com/mq-hpc/mq/site/batch"
 )
 
 // Types of site.
@@ -34,40 +37,6 @@ const (
 	Tunnel = "tunnel" // they reach it through a reverse forward on the login host
 )
 
-// State is where a placeholder is in its site's batch system.
-type State int
-
-const (
-	Queued  State = iota + 1 // waiting in the batch queue (held ones too)
-	Running                  // started (or suspended, or exiting)
-	Exited                   // ended, or being deleted
-	Error                    // the batch system cannot run it (SGE's E state): cancel it
-)
-
-func (s State) String() string {
-	switch s {
-	case Queued:
-		return "queued"
-	case Running:
-		return "running"
-	case Exited:
-		return "exited"
-	case Error:
-		return "error"
-	}
-	return "unknown"
-}
-
-// Placeholder is one placeholder as its site's batch system shows it.
-type Placeholder struct {
-	ID    string // the batch job id ("4711", "4711.server"), or a pid for local
-	State State
-	// Submitted and Started are what the batch system says (zero when it
-	// does not say); the Manager prefers its own clock for queue waits.
-	Submitted time.Time
-	Started   time.Time
-}
-
 // Site is where placeholders are started, watched and cancelled. Calls
 // may block on the network; ctx bounds them.
 type Site interface {
@@ -75,7 +44,7 @@ type Site interface {
 	Submit(ctx context.Context, n int) ([]string, error)
 	// List returns the placeholders of this site that have not ended. An
 	// error means the list is unknown, never that it is empty.
-	List(ctx context.Context) ([]Placeholder, error)
+	List(ctx context.Context) ([]batch.Placeholder, error)
 	// Cancel stops placeholders by id (queued ones never start).
 	Cancel(ctx context.Context, ids []string) error
 	// Close releases connections; placeholders keep running.
@@ -153,7 +122,7 @@ func Validate(s *protocol.SiteSpec) error {
 			return err
 		}
 	} else if s.Type == SGE && s.Slots > 1 {
-		s.PE = DefaultPE
+		s.PE = batch.DefaultPE
 	}
 	if s.Walltime == 0 {
 		s.Walltime = 3600
@@ -229,4 +198,41 @@ func parsePort(p string) (int, error) {
 		return 0, errors.New("bad port")
 	}
 	return n, nil
+}
+
+// ForType returns the batch system of a site type (nil for local).
+func ForType(typ string) batch.System {
+	switch typ {
+	case SGE:
+		return batch.SGE{}
+	case Slurm:
+		return batch.Slurm{}
+	case PBS:
+		return batch.PBS{}
+	}
+	return nil
+}
+
+// AgentWalltime is how long a placeholder's agent may take work for a batch
+// walltime: a margin (5%, between 30 s and 5 min) is left to report and exit.
+func AgentWalltime(wall time.Duration) time.Duration {
+	margin := min(max(wall/20, 30*time.Second), 5*time.Minute)
+	return max(wall-margin, wall/2)
+}
+
+// Quote quotes s for a POSIX shell (shellwords.Quote).
+func Quote(s string) string { return shellwords.Quote(s) }
+
+// SplitArgs splits --submit-args into words like a shell would, without
+// expanding anything (shellwords.Split): the words are passed to
+// qsub/sbatch quoted, so they can never run as commands on the login host.
+// Control characters other than blanks are refused: they have no place in
+// a batch system's options.
+func SplitArgs(s string) ([]string, error) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < ' ' && c != '\t' && c != '\n') || c == 0x7f {
+			return nil, fmt.Errorf("control character %q", c)
+		}
+	}
+	return shellwords.Split(s)
 }

@@ -1,4 +1,4 @@
-package site
+package batch
 
 import (
 	"bytes"
@@ -6,47 +6,49 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/mq-hpc/mq/internal/shellwords"
 )
 
 // DefaultPE is the SGE parallel environment placeholders with more than one
 // slot ask for unless the site names another (cls site add --pe).
 const DefaultPE = "smp"
 
-// sgeBatch is Son of Grid Engine (and other Grid Engines: qsub, qstat -xml,
+// SGE is Son of Grid Engine (and other Grid Engines: qsub, qstat -xml,
 // qdel).
-type sgeBatch struct{}
+type SGE struct{}
 
-func (sgeBatch) Directives(j Job) []string {
+func (SGE) Directives(r Request) []string {
 	d := []string{
-		"#$ -N " + j.Name,
+		"#$ -N " + r.Name,
 		"#$ -S /bin/sh",
 		"#$ -j y",
-		"#$ -o " + j.LogDir + "/",
-		"#$ -l h_rt=" + hms(j.Walltime),
+		"#$ -o " + r.LogDir + "/",
+		"#$ -l h_rt=" + hms(r.Walltime),
 	}
-	if j.Queue != "" {
-		d = append(d, "#$ -q "+j.Queue)
+	if r.Queue != "" {
+		d = append(d, "#$ -q "+r.Queue)
 	}
-	if j.Slots > 1 {
+	if r.Slots > 1 {
 		// Grid Engine gives several cores only through a parallel
 		// environment, whose name each cluster chooses (--pe; "smp" is
 		// the usual one). It must place all slots on one host
 		// (allocation_rule $pe_slots): the agent runs its jobs there.
-		pe := j.PE
+		pe := r.PE
 		if pe == "" {
 			pe = DefaultPE
 		}
-		d = append(d, "#$ -pe "+pe+" "+strconv.Itoa(j.Slots))
+		d = append(d, "#$ -pe "+pe+" "+strconv.Itoa(r.Slots))
 	}
 	return d
 }
 
-func (sgeBatch) SubmitCommand(script string, args []string) string {
-	return "qsub -terse " + quoteAll(args) + " " + Quote(script)
+func (SGE) SubmitCommand(script string, args []string) string {
+	return "qsub -terse " + quoteAll(args) + " " + shellwords.Quote(script)
 }
 
 // ParseSubmit reads `qsub -terse`: "4711", or "4711.1-10:1" for an array.
-func (sgeBatch) ParseSubmit(out []byte) (string, error) {
+func (SGE) ParseSubmit(out []byte) (string, error) {
 	l := firstLine(out)
 	id, _, _ := strings.Cut(l, ".")
 	if !isDigits(id) {
@@ -55,7 +57,7 @@ func (sgeBatch) ParseSubmit(out []byte) (string, error) {
 	return id, nil
 }
 
-func (sgeBatch) ListCommand(string) string { return `qstat -xml -u "$(id -un)"` }
+func (SGE) ListCommand(string) string { return `qstat -xml -u "$(id -un)"` }
 
 type sgeJob struct {
 	Number    string `xml:"JB_job_number"`
@@ -69,7 +71,7 @@ type sgeJob struct {
 // under job_info. Array tasks of one job appear as several entries of the
 // same number; placeholders are never arrays, so they are kept apart only
 // by number.
-func (sgeBatch) ParseList(out []byte, name string) ([]Placeholder, error) {
+func (SGE) ParseList(out []byte, name string) ([]Placeholder, error) {
 	var doc struct {
 		XMLName xml.Name
 		Running []sgeJob `xml:"queue_info>job_list"`
@@ -117,7 +119,7 @@ func sgeState(s string) State {
 	return Running // an unknown state holds resources until shown otherwise
 }
 
-func (sgeBatch) CancelCommand(ids []string) string { return "qdel " + quoteAll(ids) }
+func (SGE) CancelCommand(ids []string) string { return "qdel " + quoteAll(ids) }
 
 func truncate(s string, n int) string {
 	if len(s) > n {

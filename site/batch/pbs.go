@@ -1,4 +1,4 @@
-package site
+package batch
 
 import (
 	"bytes"
@@ -6,34 +6,36 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/mq-hpc/mq/internal/shellwords"
 )
 
-// pbsBatch is PBS Professional / OpenPBS: qsub, qstat -f -F json, qdel.
+// PBS is PBS Professional / OpenPBS: qsub, qstat -f -F json, qdel.
 // Tested against a real OpenPBS 23.06 server (scripts/pbs.sh, test/sites);
 // testdata/pbs_real_* were recorded from it.
-type pbsBatch struct{}
+type PBS struct{}
 
-func (pbsBatch) Directives(j Job) []string {
+func (PBS) Directives(r Request) []string {
 	d := []string{
-		"#PBS -N " + j.Name,
+		"#PBS -N " + r.Name,
 		"#PBS -S /bin/sh",
 		"#PBS -j oe",
-		"#PBS -o " + j.LogDir + "/",
-		"#PBS -l walltime=" + hms(j.Walltime),
-		"#PBS -l select=1:ncpus=" + strconv.Itoa(max(j.Slots, 1)),
+		"#PBS -o " + r.LogDir + "/",
+		"#PBS -l walltime=" + hms(r.Walltime),
+		"#PBS -l select=1:ncpus=" + strconv.Itoa(max(r.Slots, 1)),
 	}
-	if j.Queue != "" {
-		d = append(d, "#PBS -q "+j.Queue)
+	if r.Queue != "" {
+		d = append(d, "#PBS -q "+r.Queue)
 	}
 	return d
 }
 
-func (pbsBatch) SubmitCommand(script string, args []string) string {
-	return "qsub " + quoteAll(args) + " " + Quote(script)
+func (PBS) SubmitCommand(script string, args []string) string {
+	return "qsub " + quoteAll(args) + " " + shellwords.Quote(script)
 }
 
 // ParseSubmit reads qsub's output: the job id, "4711.server".
-func (pbsBatch) ParseSubmit(out []byte) (string, error) {
+func (PBS) ParseSubmit(out []byte) (string, error) {
 	l := firstLine(out)
 	seq, _, _ := strings.Cut(l, ".")
 	seq, _, _ = strings.Cut(seq, "[") // array ids: 4711[].server
@@ -45,7 +47,7 @@ func (pbsBatch) ParseSubmit(out []byte) (string, error) {
 
 // ListCommand lists every job in full as JSON (PBS Pro 18 and later). qstat
 // cannot select by name, so ParseList does.
-func (pbsBatch) ListCommand(string) string { return "qstat -f -F json" }
+func (PBS) ListCommand(string) string { return "qstat -f -F json" }
 
 type pbsJob struct {
 	Name  string `json:"Job_Name"`
@@ -59,7 +61,7 @@ type pbsJob struct {
 // versions write JSON that is not valid (unescaped characters in
 // Variable_List, bare numbers as names); then the attributes we need are
 // read line by line, which both formats allow (one attribute per line).
-func (pbsBatch) ParseList(out []byte, name string) ([]Placeholder, error) {
+func (PBS) ParseList(out []byte, name string) ([]Placeholder, error) {
 	t := bytes.TrimSpace(out)
 	if len(t) == 0 {
 		return nil, nil // qstat prints nothing when there are no jobs
@@ -192,6 +194,6 @@ func pbsState(s string) (State, bool) {
 // keeps job history, as OpenPBS sites often do): a placeholder may exit
 // between a listing and the cancel. Those jobs are gone as asked, so only
 // other errors fail the command, and only they are printed.
-func (pbsBatch) CancelCommand(ids []string) string {
+func (PBS) CancelCommand(ids []string) string {
 	return `out=$(qdel ` + quoteAll(ids) + ` 2>&1) || ! printf '%s\n' "$out" | grep -v -e '^qdel: Unknown Job Id ' -e '^qdel: Job has finished ' >&2`
 }

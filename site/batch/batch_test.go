@@ -1,4 +1,4 @@
-package site
+package batch
 
 import (
 	"fmt"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mq-hpc/mq/internal/shellwords"
 )
 
 func read(t *testing.T, name string) []byte {
@@ -41,33 +43,33 @@ func summary(ps []Placeholder) []want {
 // Professional reference guide's formats (older versions, invalid JSON).
 func TestParseList(t *testing.T) {
 	for _, tc := range []struct {
-		batch Batch
+		batch System
 		file  string
 		name  string
 		want  []want
 	}{
-		{sgeBatch{}, "sge_qstat_mixed.xml", "mq-rec", []want{{"1", Running}, {"2", Running}, {"3", Queued}}},
-		{sgeBatch{}, "sge_qstat_mixed.xml", "other", nil},
-		{sgeBatch{}, "sge_qstat_dr.xml", "mq-rec", []want{{"1", Exited}, {"2", Running}, {"3", Queued}, {"4", Queued}}},
-		{sgeBatch{}, "sge_qstat_eqw.xml", "mq-rec", []want{{"4", Error}}},
-		{sgeBatch{}, "sge_qstat_empty.xml", "mq-rec", nil},
-		{slurmBatch{}, "slurm_squeue_mixed.txt", "mq-rec", []want{{"7", Running}, {"8", Running}, {"9", Queued}}},
-		{slurmBatch{}, "slurm_squeue_cancel.txt", "mq-rec", []want{{"7", Exited}, {"8", Running}, {"9", Queued}}}, // 7 COMPLETING after scancel
-		{slurmBatch{}, "slurm_squeue_ours.txt", "mq-slurmA-b8ad02", []want{{"4", Running}, {"5", Running}}},
-		{pbsBatch{}, "pbs_qstat_f.json", "mq-pbsA-abc123", []want{{"1001.pbsserver", Running}, {"1002.pbsserver", Queued}, {"1003.pbsserver", Queued}, {"1005[].pbsserver", Running}}},
-		{pbsBatch{}, "pbs_qstat_f_badjson.json", "mq-pbsA-abc123", []want{{"1001.pbsserver", Running}, {"1002.pbsserver", Queued}, {"1003.pbsserver", Queued}, {"1005[].pbsserver", Running}}},
-		{pbsBatch{}, "pbs_qstat_f.txt", "mq-pbsA-abc123", []want{{"1001.pbsserver", Running}, {"1002.pbsserver", Queued}}},
+		{SGE{}, "sge_qstat_mixed.xml", "mq-rec", []want{{"1", Running}, {"2", Running}, {"3", Queued}}},
+		{SGE{}, "sge_qstat_mixed.xml", "other", nil},
+		{SGE{}, "sge_qstat_dr.xml", "mq-rec", []want{{"1", Exited}, {"2", Running}, {"3", Queued}, {"4", Queued}}},
+		{SGE{}, "sge_qstat_eqw.xml", "mq-rec", []want{{"4", Error}}},
+		{SGE{}, "sge_qstat_empty.xml", "mq-rec", nil},
+		{Slurm{}, "slurm_squeue_mixed.txt", "mq-rec", []want{{"7", Running}, {"8", Running}, {"9", Queued}}},
+		{Slurm{}, "slurm_squeue_cancel.txt", "mq-rec", []want{{"7", Exited}, {"8", Running}, {"9", Queued}}}, // 7 COMPLETING after scancel
+		{Slurm{}, "slurm_squeue_ours.txt", "mq-slurmA-b8ad02", []want{{"4", Running}, {"5", Running}}},
+		{PBS{}, "pbs_qstat_f.json", "mq-pbsA-abc123", []want{{"1001.pbsserver", Running}, {"1002.pbsserver", Queued}, {"1003.pbsserver", Queued}, {"1005[].pbsserver", Running}}},
+		{PBS{}, "pbs_qstat_f_badjson.json", "mq-pbsA-abc123", []want{{"1001.pbsserver", Running}, {"1002.pbsserver", Queued}, {"1003.pbsserver", Queued}, {"1005[].pbsserver", Running}}},
+		{PBS{}, "pbs_qstat_f.txt", "mq-pbsA-abc123", []want{{"1001.pbsserver", Running}, {"1002.pbsserver", Queued}}},
 		// Two running, one queued (the node's 2 cores are taken), one held
 		// (qsub -h), and another name's job.
-		{pbsBatch{}, "pbs_real_qstat.json", "mq-rec-1a2b3c", []want{{"5.pbshost", Running}, {"6.pbshost", Running}, {"7.pbshost", Queued}, {"8.pbshost", Queued}}},
-		{pbsBatch{}, "pbs_real_qstat.json", "other-job", []want{{"9.pbshost", Queued}}},
-		{pbsBatch{}, "pbs_real_qstat.txt", "mq-rec-1a2b3c", []want{{"5.pbshost", Running}, {"6.pbshost", Running}, {"7.pbshost", Queued}, {"8.pbshost", Queued}}},
+		{PBS{}, "pbs_real_qstat.json", "mq-rec-1a2b3c", []want{{"5.pbshost", Running}, {"6.pbshost", Running}, {"7.pbshost", Queued}, {"8.pbshost", Queued}}},
+		{PBS{}, "pbs_real_qstat.json", "other-job", []want{{"9.pbshost", Queued}}},
+		{PBS{}, "pbs_real_qstat.txt", "mq-rec-1a2b3c", []want{{"5.pbshost", Running}, {"6.pbshost", Running}, {"7.pbshost", Queued}, {"8.pbshost", Queued}}},
 		// No jobs: a document without "Jobs" (and qstat -f prints nothing).
-		{pbsBatch{}, "pbs_real_empty.json", "mq-rec-1a2b3c", nil},
+		{PBS{}, "pbs_real_empty.json", "mq-rec-1a2b3c", nil},
 		// qstat -x: finished jobs (F; Exit_status 271 after qdel, -29 over
 		// walltime) are gone.
-		{pbsBatch{}, "pbs_real_history.json", "mq-rec-1a2b3c", nil},
-		{pbsBatch{}, "pbs_real_history.json", "mq-test-abc", nil},
+		{PBS{}, "pbs_real_history.json", "mq-rec-1a2b3c", nil},
+		{PBS{}, "pbs_real_history.json", "mq-test-abc", nil},
 	} {
 		ps, err := tc.batch.ParseList(read(t, tc.file), tc.name)
 		if err != nil {
@@ -81,7 +83,7 @@ func TestParseList(t *testing.T) {
 }
 
 func TestParseListTimes(t *testing.T) {
-	ps, err := sgeBatch{}.ParseList(read(t, "sge_qstat_mixed.xml"), "mq-rec")
+	ps, err := SGE{}.ParseList(read(t, "sge_qstat_mixed.xml"), "mq-rec")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,14 +95,14 @@ func TestParseListTimes(t *testing.T) {
 			t.Errorf("job %s: no submission time", p.ID)
 		}
 	}
-	ps, _ = pbsBatch{}.ParseList(read(t, "pbs_qstat_f.json"), "mq-pbsA-abc123")
+	ps, _ = PBS{}.ParseList(read(t, "pbs_qstat_f.json"), "mq-pbsA-abc123")
 	for _, p := range ps {
 		if p.ID == "1001.pbsserver" && p.Started.Format(time.ANSIC) != "Wed Nov  6 13:20:41 2019" {
 			t.Errorf("PBS stime read as %v", p.Started)
 		}
 	}
 	for _, f := range []string{"pbs_real_qstat.json", "pbs_real_qstat.txt"} {
-		ps, _ = pbsBatch{}.ParseList(read(t, f), "mq-rec-1a2b3c")
+		ps, _ = PBS{}.ParseList(read(t, f), "mq-rec-1a2b3c")
 		for _, p := range ps {
 			if p.Submitted.Format(time.ANSIC) != "Mon Nov 23 23:15:42 2026" {
 				t.Errorf("%s: job %s qtime read as %v", f, p.ID, p.Submitted)
@@ -133,11 +135,11 @@ func TestPBSCancel(t *testing.T) {
 		if strings.HasSuffix(out, ".txt") {
 			out = string(read(t, tc.out))
 		}
-		fake := fmt.Sprintf("#!/bin/sh\nprintf '%%s' %s >&2\nexit %d\n", Quote(out), tc.code)
+		fake := fmt.Sprintf("#!/bin/sh\nprintf '%%s' %s >&2\nexit %d\n", shellwords.Quote(out), tc.code)
 		if err := os.WriteFile(filepath.Join(bin, "qdel"), []byte(fake), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command("sh", "-c", pbsBatch{}.CancelCommand([]string{"7.pbshost", "99.pbshost"}))
+		cmd := exec.Command("sh", "-c", PBS{}.CancelCommand([]string{"7.pbshost", "99.pbshost"}))
 		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
 		got, err := cmd.CombinedOutput()
 		if (err != nil) != tc.fail {
@@ -153,19 +155,19 @@ func TestPBSCancel(t *testing.T) {
 // would make the provisioner submit placeholders that already exist.
 func TestParseListRefusesGarbage(t *testing.T) {
 	for _, tc := range []struct {
-		batch Batch
+		batch System
 		out   string
 	}{
-		{sgeBatch{}, ""},
-		{sgeBatch{}, "error: commlib error: got select error (Connection refused)\n"},
-		{sgeBatch{}, "<?xml version='1.0'?><detailed_job_info></detailed_job_info>"},
-		{sgeBatch{}, "<job_info><queue_info><job_list><JB_job_number>x1</JB_job_number><JB_name>n</JB_name></job_list></queue_info></job_info>"},
-		{slurmBatch{}, "slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n"},
-		{slurmBatch{}, "1|RUNNING|2026-11-22T05:50:26|2026-11-22T05:50:26\n"},
-		{slurmBatch{}, "1|WEIRD|x|y|n\n"},
-		{pbsBatch{}, "{\"Jobs\":{\"1.s\":{\"Job_Name\":\"n\"}}}"},
-		{pbsBatch{}, "{\"Jobs\":{\"1.s\":{\"Job_Name\":\"n\",\"job_state\":\"?\"}}}"},
-		{pbsBatch{}, "Job Id: 1.s\n    Job_Name = n\n"},
+		{SGE{}, ""},
+		{SGE{}, "error: commlib error: got select error (Connection refused)\n"},
+		{SGE{}, "<?xml version='1.0'?><detailed_job_info></detailed_job_info>"},
+		{SGE{}, "<job_info><queue_info><job_list><JB_job_number>x1</JB_job_number><JB_name>n</JB_name></job_list></queue_info></job_info>"},
+		{Slurm{}, "slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n"},
+		{Slurm{}, "1|RUNNING|2026-11-22T05:50:26|2026-11-22T05:50:26\n"},
+		{Slurm{}, "1|WEIRD|x|y|n\n"},
+		{PBS{}, "{\"Jobs\":{\"1.s\":{\"Job_Name\":\"n\"}}}"},
+		{PBS{}, "{\"Jobs\":{\"1.s\":{\"Job_Name\":\"n\",\"job_state\":\"?\"}}}"},
+		{PBS{}, "Job Id: 1.s\n    Job_Name = n\n"},
 	} {
 		if ps, err := tc.batch.ParseList([]byte(tc.out), "n"); err == nil {
 			t.Errorf("%T.ParseList(%q) = %v, want an error", tc.batch, tc.out, ps)
@@ -175,20 +177,20 @@ func TestParseListRefusesGarbage(t *testing.T) {
 
 func TestParseSubmit(t *testing.T) {
 	for _, tc := range []struct {
-		batch   Batch
+		batch   System
 		out, id string
 	}{
-		{sgeBatch{}, "4711\n", "4711"},
-		{sgeBatch{}, "4711.1-10:1\n", "4711"},
-		{sgeBatch{}, "Your job 11 (\"placeholder.sh\") has been submitted\n", ""},
-		{sgeBatch{}, "", ""},
-		{slurmBatch{}, "4711\n", "4711"},
-		{slurmBatch{}, "4711;cluster\n", "4711"},
-		{slurmBatch{}, "Submitted batch job 4711\n", ""},
-		{pbsBatch{}, "1001.pbsserver\n", "1001.pbsserver"},
-		{pbsBatch{}, "1005[].pbsserver\n", "1005[].pbsserver"},
-		{pbsBatch{}, "5.pbshost\n", "5.pbshost"}, // OpenPBS 23.06
-		{pbsBatch{}, "qsub: Unknown queue\n", ""},
+		{SGE{}, "4711\n", "4711"},
+		{SGE{}, "4711.1-10:1\n", "4711"},
+		{SGE{}, "Your job 11 (\"placeholder.sh\") has been submitted\n", ""},
+		{SGE{}, "", ""},
+		{Slurm{}, "4711\n", "4711"},
+		{Slurm{}, "4711;cluster\n", "4711"},
+		{Slurm{}, "Submitted batch job 4711\n", ""},
+		{PBS{}, "1001.pbsserver\n", "1001.pbsserver"},
+		{PBS{}, "1005[].pbsserver\n", "1005[].pbsserver"},
+		{PBS{}, "5.pbshost\n", "5.pbshost"}, // OpenPBS 23.06
+		{PBS{}, "qsub: Unknown queue\n", ""},
 	} {
 		id, err := tc.batch.ParseSubmit([]byte(tc.out))
 		if id != tc.id || (err == nil) != (tc.id != "") {
@@ -198,14 +200,14 @@ func TestParseSubmit(t *testing.T) {
 }
 
 func TestScripts(t *testing.T) {
-	j := Job{Name: "mq-a-123456", Queue: "long", Walltime: 90*time.Minute + time.Second, Slots: 4, LogDir: "/home/u/.mq-sites/x/a/log"}
+	j := Request{Name: "mq-a-123456", Queue: "long", Walltime: 90*time.Minute + time.Second, Slots: 4, LogDir: "/home/u/.mq-sites/x/a/log"}
 	for _, tc := range []struct {
-		batch Batch
+		batch System
 		want  []string
 	}{
-		{sgeBatch{}, []string{"#$ -N mq-a-123456", "#$ -l h_rt=1:30:01", "#$ -q long", "#$ -pe smp 4", "#$ -o /home/u/.mq-sites/x/a/log/", "#$ -j y"}},
-		{slurmBatch{}, []string{"#SBATCH --job-name=mq-a-123456", "#SBATCH --time=1:30:01", "#SBATCH --partition=long", "#SBATCH --cpus-per-task=4", "#SBATCH --output=/home/u/.mq-sites/x/a/log/%x-%j.out"}},
-		{pbsBatch{}, []string{"#PBS -N mq-a-123456", "#PBS -l walltime=1:30:01", "#PBS -q long", "#PBS -l select=1:ncpus=4", "#PBS -j oe"}},
+		{SGE{}, []string{"#$ -N mq-a-123456", "#$ -l h_rt=1:30:01", "#$ -q long", "#$ -pe smp 4", "#$ -o /home/u/.mq-sites/x/a/log/", "#$ -j y"}},
+		{Slurm{}, []string{"#SBATCH --job-name=mq-a-123456", "#SBATCH --time=1:30:01", "#SBATCH --partition=long", "#SBATCH --cpus-per-task=4", "#SBATCH --output=/home/u/.mq-sites/x/a/log/%x-%j.out"}},
+		{PBS{}, []string{"#PBS -N mq-a-123456", "#PBS -l walltime=1:30:01", "#PBS -q long", "#PBS -l select=1:ncpus=4", "#PBS -j oe"}},
 	} {
 		s := Script(tc.batch, j, "/home/u/bin/mq agent", []string{"--site", "a", "--key", "/k'ey"})
 		lines := strings.Split(s, "\n")
@@ -239,9 +241,9 @@ func TestScripts(t *testing.T) {
 		{2, "openmp*", "#$ -pe openmp* 2"},
 		{1, "", ""},
 	} {
-		j := Job{Name: "mq-a-1", Walltime: time.Hour, Slots: tc.slots, PE: tc.pe, LogDir: "/l"}
+		j := Request{Name: "mq-a-1", Walltime: time.Hour, Slots: tc.slots, PE: tc.pe, LogDir: "/l"}
 		var got []string
-		for _, l := range strings.Split(Script(sgeBatch{}, j, "a", nil), "\n") {
+		for _, l := range strings.Split(Script(SGE{}, j, "a", nil), "\n") {
 			if strings.HasPrefix(l, "#$ -pe") {
 				got = append(got, l)
 			}
@@ -250,64 +252,11 @@ func TestScripts(t *testing.T) {
 			t.Errorf("slots %d pe %q: -pe lines %q, want %q", tc.slots, tc.pe, got, tc.want)
 		}
 	}
-	if got := (sgeBatch{}).SubmitCommand("/s p.sh", []string{"-P", "proj x"}); got != `qsub -terse -P 'proj x' '/s p.sh'` {
+	if got := (SGE{}).SubmitCommand("/s p.sh", []string{"-P", "proj x"}); got != `qsub -terse -P 'proj x' '/s p.sh'` {
 		t.Errorf("SGE submit: %s", got)
 	}
-	if got := (slurmBatch{}).CancelCommand([]string{"1", "2"}); got != "scancel 1 2" {
+	if got := (Slurm{}).CancelCommand([]string{"1", "2"}); got != "scancel 1 2" {
 		t.Errorf("Slurm cancel: %s", got)
-	}
-}
-
-// SplitArgs reads --submit-args as a shell would (shellwords, which
-// checks itself against a real sh) and refuses control characters.
-func TestSplitArgs(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want []string
-	}{
-		{`-A proj -l "h_vmem=2G,mem=1G"`, []string{"-A", "proj", "-l", "h_vmem=2G,mem=1G"}},
-		{`--comment='a b' x\ y`, []string{"--comment=a b", "x y"}},
-		{"", nil},
-	} {
-		got, err := SplitArgs(tc.in)
-		if err != nil || !slices.Equal(got, tc.want) {
-			t.Errorf("SplitArgs(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
-		}
-	}
-	for _, bad := range []string{`"open`, `x\`, "a\x01b"} {
-		if _, err := SplitArgs(bad); err == nil {
-			t.Errorf("SplitArgs(%q) accepted", bad)
-		}
-	}
-}
-
-func TestAgentWalltime(t *testing.T) {
-	for _, tc := range []struct{ batch, want time.Duration }{
-		{time.Hour, time.Hour - 3*time.Minute},
-		{10 * time.Minute, 9*time.Minute + 30*time.Second},
-		{24 * time.Hour, 24*time.Hour - 5*time.Minute},
-		{time.Minute, 30 * time.Second},
-	} {
-		if got := AgentWalltime(tc.batch); got != tc.want {
-			t.Errorf("AgentWalltime(%v) = %v, want %v", tc.batch, got, tc.want)
-		}
-	}
-}
-
-func TestPlatforms(t *testing.T) {
-	for _, tc := range []struct{ in, os, arch string }{
-		{"Linux x86_64", "linux", "amd64"},
-		{"Linux aarch64", "linux", "arm64"},
-		{"Linux ppc64le", "linux", "ppc64le"},
-		{"Darwin arm64", "darwin", "arm64"},
-		{"Linux ppc64", "", ""},
-		{"SunOS i86pc", "", ""},
-		{"garbage", "", ""},
-	} {
-		goos, goarch, err := Platforms(tc.in)
-		if goos != tc.os || goarch != tc.arch || (err == nil) != (tc.os != "") {
-			t.Errorf("Platforms(%q) = %s/%s, %v", tc.in, goos, goarch, err)
-		}
 	}
 }
 
@@ -320,7 +269,7 @@ func FuzzParseList(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, out []byte) {
-		for _, b := range []Batch{sgeBatch{}, slurmBatch{}, pbsBatch{}} {
+		for _, b := range []System{SGE{}, Slurm{}, PBS{}} {
 			for _, name := range []string{"mq-rec", "mq-pbsA-abc123"} {
 				ps, err := b.ParseList(out, name)
 				if err != nil {

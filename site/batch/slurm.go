@@ -1,34 +1,36 @@
-package site
+package batch
 
 import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/mq-hpc/mq/internal/shellwords"
 )
 
-// slurmBatch is Slurm: sbatch, squeue, scancel.
-type slurmBatch struct{}
+// Slurm is Slurm: sbatch, squeue, scancel.
+type Slurm struct{}
 
-func (slurmBatch) Directives(j Job) []string {
+func (Slurm) Directives(r Request) []string {
 	d := []string{
-		"#SBATCH --job-name=" + j.Name,
-		"#SBATCH --output=" + j.LogDir + "/%x-%j.out",
-		"#SBATCH --time=" + hms(j.Walltime),
+		"#SBATCH --job-name=" + r.Name,
+		"#SBATCH --output=" + r.LogDir + "/%x-%j.out",
+		"#SBATCH --time=" + hms(r.Walltime),
 		"#SBATCH --ntasks=1",
-		"#SBATCH --cpus-per-task=" + strconv.Itoa(max(j.Slots, 1)),
+		"#SBATCH --cpus-per-task=" + strconv.Itoa(max(r.Slots, 1)),
 	}
-	if j.Queue != "" {
-		d = append(d, "#SBATCH --partition="+j.Queue)
+	if r.Queue != "" {
+		d = append(d, "#SBATCH --partition="+r.Queue)
 	}
 	return d
 }
 
-func (slurmBatch) SubmitCommand(script string, args []string) string {
-	return "sbatch --parsable " + quoteAll(args) + " " + Quote(script)
+func (Slurm) SubmitCommand(script string, args []string) string {
+	return "sbatch --parsable " + quoteAll(args) + " " + shellwords.Quote(script)
 }
 
 // ParseSubmit reads `sbatch --parsable`: "4711" or "4711;cluster".
-func (slurmBatch) ParseSubmit(out []byte) (string, error) {
+func (Slurm) ParseSubmit(out []byte) (string, error) {
 	l := firstLine(out)
 	id, _, _ := strings.Cut(l, ";")
 	if !isDigits(id) {
@@ -43,13 +45,13 @@ const squeueFormat = "%i|%T|%V|%S|%j"
 
 // ListCommand lists the user's pending and running jobs of that name (no
 // -t: finished jobs are left out, so a job that ends simply disappears).
-func (slurmBatch) ListCommand(name string) string {
-	return `squeue --noheader -u "$(id -un)" -n ` + Quote(name) + ` -o '` + squeueFormat + `'`
+func (Slurm) ListCommand(name string) string {
+	return `squeue --noheader -u "$(id -un)" -n ` + shellwords.Quote(name) + ` -o '` + squeueFormat + `'`
 }
 
 // ParseList reads the squeue lines of ListCommand. A line it cannot read is
 // an error, never skipped: an unreadable listing must not look empty.
-func (slurmBatch) ParseList(out []byte, name string) ([]Placeholder, error) {
+func (Slurm) ParseList(out []byte, name string) ([]Placeholder, error) {
 	var ps []Placeholder
 	for n, line := range strings.Split(string(out), "\n") {
 		line = strings.TrimSpace(line)
@@ -88,4 +90,4 @@ func slurmState(s string) (State, bool) {
 	return 0, false
 }
 
-func (slurmBatch) CancelCommand(ids []string) string { return "scancel " + quoteAll(ids) }
+func (Slurm) CancelCommand(ids []string) string { return "scancel " + quoteAll(ids) }

@@ -626,7 +626,7 @@ func (c *fakeClock) advance(d time.Duration) {
 // hour), the oldest queued wait is shown by it, and a placeholder that
 // starts records the queue wait it measures.
 func TestManagerClock(t *testing.T) {
-	fs := &fakeSite{jobs: map[string]State{}}
+	fs := &fakeSite{jobs: map[string]batch.State{}}
 	st := &fakeStore{ready: 10}
 	clock := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	m := &Manager{Store: st, Poll: 5 * time.Millisecond, ThrottleAfter: time.Hour, Now: clock.Now,
@@ -640,21 +640,21 @@ func TestManagerClock(t *testing.T) {
 	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "c", Type: SGE, SSH: "u@h", Max: 4}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "4 queued", func() bool { return fs.count(Queued) == 4 })
+	eventually(t, "4 queued", func() bool { return fs.count(batch.Queued) == 4 })
 	time.Sleep(50 * time.Millisecond) // many polls: the clock has not moved, nothing throttles
-	if info := m.List()[0]; info.State != StateOK || info.OldestQueuedS != 0 || fs.count(Queued) != 4 {
-		t.Fatalf("before the clock moved: %+v, %d queued", info, fs.count(Queued))
+	if info := m.List()[0]; info.State != StateOK || info.OldestQueuedS != 0 || fs.count(batch.Queued) != 4 {
+		t.Fatalf("before the clock moved: %+v, %d queued", info, fs.count(batch.Queued))
 	}
 	clock.advance(2 * time.Hour)
 	eventually(t, "throttled, one probe left", func() bool {
-		return m.List()[0].State == StateThrottled && fs.count(Queued) == 1
+		return m.List()[0].State == StateThrottled && fs.count(batch.Queued) == 1
 	})
 	if got := m.List()[0].OldestQueuedS; got != 2*3600 {
 		t.Errorf("oldest queued %v s, want 7200 by the clock", got)
 	}
-	fs.set(func(j map[string]State) {
+	fs.set(func(j map[string]batch.State) {
 		for id := range j {
-			j[id] = Running
+			j[id] = batch.Running
 		}
 	})
 	eventually(t, "recovered", func() bool { return m.List()[0].State == StateOK })

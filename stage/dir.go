@@ -70,18 +70,19 @@ func (d Dir) refuse(p string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fs.ErrPermission) && isEscape(err) {
+	if isEscape(err) {
 		return fmt.Errorf("%w: %s leads out of %s: %w", ErrPath, p, d.Root, err)
 	}
 	return err
 }
 
-// isEscape reports an os.Root refusal ("path escapes from parent"), which
-// has no exported sentinel.
+// isEscape reports an os.Root refusal ("path escapes from parent", maybe
+// inside other *PathErrors), which has no exported sentinel.
 func isEscape(err error) bool {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err != nil && pe.Err.Error() == "path escapes from parent"
+	for ; err != nil; err = errors.Unwrap(err) {
+		if err.Error() == "path escapes from parent" {
+			return true
+		}
 	}
 	return false
 }

@@ -54,13 +54,72 @@ type Mover struct {
 type flightKey struct{ path, to string }
 
 // flight is one transfer shared by every Move of the same path to the same
-// place while it runs. It runs under its own context, cancelled when every
-// caller waiting for it has given up.
+// place while it runs.
 type flight struct {
-	done    chan struct{}
-	res     Result
-	waiters int
-	cancel  context.CancelFunc
+	ctx  *flightCtx
+	done chan struct{}
+	res  Result
+}
+
+// flightCtx is the context a shared transfer runs under: it carries the
+// values of the Move that started it, and is cancelled when the contexts
+// of all the Moves waiting for it are. Its Err checks them when called,
+// so a copy that checks Err between chunks stops at the next chunk after
+// the last caller gave up, not some time later.
+type flightCtx struct {
+	context.Context // the first caller's, without its cancellation
+	done            chan struct{}
+
+	mu    sync.Mutex
+	ctxs  []context.Context
+	stops []func() bool
+	err   error
+}
+
+func newFlightCtx(ctx context.Context) *flightCtx {
+	c := &flightCtx{Context: context.WithoutCancel(ctx), done: make(chan struct{})}
+	c.join(ctx)
+	return c
+}
+
+func (c *flightCtx) Done() <-chan struct{} { return c.done }
+
+func (c *flightCtx) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return c.err
+	}
+	for _, x := range c.ctxs {
+		if x.Err() == nil {
+			return nil
+		}
+	}
+	c.err = context.Canceled
+	close(c.done)
+	return c.err
+}
+
+// join adds a waiter's ctx, unless the flight is already cancelled.
+func (c *flightCtx) join(ctx context.Context) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return false
+	}
+	c.ctxs = append(c.ctxs, ctx)
+	c.stops = append(c.stops, context.AfterFunc(ctx, func() { c.Err() }))
+	return true
+}
+
+// release stops watching the waiters' contexts once the flight is over.
+func (c *flightCtx) release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, stop := range c.stops {
+		stop()
+	}
+	c.stops = nil
 }
 
 func (m *Mover) now() time.Time {
@@ -85,36 +144,36 @@ func (m *Mover) Move(ctx context.Context, t Transfer) Result {
 		m.flights = make(map[flightKey]*flight)
 	}
 	f, joined := m.flights[key]
+	if joined && !f.ctx.join(ctx) {
+		joined = false // cancelled, ending: start afresh
+	}
 	if !joined {
-		fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		f = &flight{done: make(chan struct{}), cancel: cancel}
+		f = &flight{ctx: newFlightCtx(ctx), done: make(chan struct{})}
 		m.flights[key] = f
 		go func() {
-			f.res = m.move(fctx, t)
-			cancel()
+			f.res = m.move(f.ctx, t)
+			f.ctx.release()
 			m.mu.Lock()
-			delete(m.flights, key)
+			if m.flights[key] == f {
+				delete(m.flights, key)
+			}
 			m.mu.Unlock()
 			close(f.done)
 		}()
 	}
-	f.waiters++
 	m.mu.Unlock()
 
 	select {
 	case <-f.done:
 	case <-ctx.Done():
-		m.mu.Lock()
-		f.waiters--
-		if f.waiters == 0 {
-			f.cancel()
+		if f.ctx.Err() == nil {
+			// Others still wait for the transfer.
+			return Result{Err: m.errorf(t, ctx.Err())}
 		}
-		m.mu.Unlock()
-		return Result{Err: m.errorf(t, ctx.Err())}
+		// The last to give up waits for the transfer to clean up, and
+		// gets its result: cancelled, or done if it was too late.
+		<-f.done
 	}
-	m.mu.Lock()
-	f.waiters--
-	m.mu.Unlock()
 	res := f.res
 	if joined && res.Err == nil {
 		if err := verify(t, res.Bytes, res.SHA256); err != nil {

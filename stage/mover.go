@@ -264,7 +264,7 @@ func (m *Mover) move(ctx context.Context, t Transfer) (res Result) {
 		return Result{Err: fmt.Errorf("create at %s: %w", t.To, err)}
 	}
 	h := sha256.New()
-	n, err := copyHashed(ctx, dst, src, h)
+	n, err := copyHashed(ctx, dst, src, info.Size, h)
 	res = Result{Bytes: n, SHA256: hex.EncodeToString(h.Sum(nil))}
 	if err == nil && info.Size >= 0 && n != info.Size {
 		err = fmt.Errorf("%w: read %d bytes of a file of %d (changed while read?)", ErrMismatch, n, info.Size)
@@ -313,13 +313,19 @@ func (m *Mover) record(t Transfer, res Result) {
 // burden times the transfers running.
 const copyBuf = 256 << 10
 
-// copyHashed copies src to dst through h and returns the bytes copied.
-// SFTP files pipeline their requests only through WriteTo (reading) and
-// ReadFrom (writing), so the copy uses them when present, with a pipe
-// between the two when both ends are remote. Every step checks ctx.
-func copyHashed(ctx context.Context, dst io.Writer, src io.Reader, h hash.Hash) (int64, error) {
+// copyHashed copies src, of size bytes (-1: unknown), to dst through h and
+// returns the bytes copied. SFTP files pipeline their requests only
+// through WriteTo (reading) and ReadFrom (writing), so the copy uses them
+// when present, with a pipe between the two when both ends are remote.
+// A file known to be small is copied with one buffer (a read of it is one
+// request, and WriteTo would first ask for its size). Every step checks
+// ctx.
+func copyHashed(ctx context.Context, dst io.Writer, src io.Reader, size int64, h hash.Hash) (int64, error) {
 	wt, srcPipelines := src.(io.WriterTo)
 	rf, dstPipelines := dst.(io.ReaderFrom)
+	if size >= 0 && size < copyBuf {
+		srcPipelines = false
+	}
 	switch {
 	case dstPipelines && srcPipelines:
 		pr, pw := io.Pipe()
@@ -329,19 +335,29 @@ func copyHashed(ctx context.Context, dst io.Writer, src io.Reader, h hash.Hash) 
 			pw.CloseWithError(err)
 			errc <- err
 		}()
-		n, err := rf.ReadFrom(io.TeeReader(ctxReader{ctx, pr}, h))
+		n, err := rf.ReadFrom(limit(io.TeeReader(ctxReader{ctx, pr}, h), size))
 		pr.CloseWithError(errors.New("stage: copy ended"))
 		if werr := <-errc; err == nil {
 			err = werr
 		}
 		return n, err
 	case dstPipelines:
-		return rf.ReadFrom(io.TeeReader(ctxReader{ctx, src}, h))
+		return rf.ReadFrom(limit(io.TeeReader(ctxReader{ctx, src}, h), size))
 	case srcPipelines:
 		return wt.WriteTo(ctxWriter{ctx, io.MultiWriter(dst, h)})
 	default:
 		return io.CopyBuffer(ctxWriter{ctx, io.MultiWriter(dst, h)}, ctxReader{ctx, src}, make([]byte, copyBuf))
 	}
+}
+
+// limit tells a ReaderFrom r's size when known, so it keeps as many
+// requests in flight as the size needs; one byte more than the size still
+// shows a file that grew while it was read.
+func limit(r io.Reader, size int64) io.Reader {
+	if size < 0 {
+		return r
+	}
+	return &io.LimitedReader{R: r, N: size + 1}
 }
 
 type ctxReader struct {

@@ -209,9 +209,14 @@ type sftpTemp struct {
 
 func (t *sftpTemp) Write(b []byte) (int, error) { return t.f.Write(b) }
 
-// ReadFrom writes r with up to the client's maximum of concurrent write
-// requests in flight; r is read in order, by one goroutine.
+// ReadFrom writes r with concurrent write requests in flight; r is read in
+// order, by one goroutine. An *io.LimitedReader tells the size, so that a
+// small file takes as many requests (and goroutines) as it needs, not the
+// client's maximum.
 func (t *sftpTemp) ReadFrom(r io.Reader) (int64, error) {
+	if _, ok := r.(*io.LimitedReader); ok {
+		return t.f.ReadFrom(r)
+	}
 	return t.f.ReadFromWithConcurrency(r, 0)
 }
 

@@ -49,8 +49,9 @@ func (host) Close() error                              { return nil }
 
 func (d Dir) identity() bool { return d.Root == "" || path.Clean(d.Root) == "/" }
 
-// open returns the filesystem of d and p's name within it.
-func (d Dir) open(p string) (fsys, string, error) {
+// open returns the filesystem of d and p's name within it; with create, a
+// missing Root is made.
+func (d Dir) open(p string, create bool) (fsys, string, error) {
 	if _, err := Rooted(d.Root, p); err != nil {
 		return nil, "", err
 	}
@@ -59,6 +60,11 @@ func (d Dir) open(p string) (fsys, string, error) {
 		return host{}, rel, nil
 	}
 	r, err := os.OpenRoot(d.Root)
+	if errors.Is(err, fs.ErrNotExist) && create {
+		if err = os.MkdirAll(d.Root, 0o777); err == nil {
+			r, err = os.OpenRoot(d.Root)
+		}
+	}
 	if err != nil {
 		return nil, "", err
 	}
@@ -87,10 +93,15 @@ func isEscape(err error) bool {
 	return false
 }
 
+// Files are not synced before the rename: a killed process or a cut
+// connection cannot leave a partial file under the final name, which is
+// what staging needs; a power loss may, and the catalog's checksums catch
+// that when the file is next read.
+
 // Open opens p for reading. A FIFO would block an open for reading, so
 // the open does not wait, and anything but a regular file is refused.
 func (d Dir) Open(ctx context.Context, p string) (io.ReadCloser, Info, error) {
-	f, rel, err := d.open(p)
+	f, rel, err := d.open(p, false)
 	if err != nil {
 		return nil, Info{}, err
 	}
@@ -124,7 +135,7 @@ func infoOf(fi fs.FileInfo) Info {
 
 // Stat describes p.
 func (d Dir) Stat(ctx context.Context, p string) (Info, error) {
-	f, rel, err := d.open(p)
+	f, rel, err := d.open(p, false)
 	if err != nil {
 		return Info{}, err
 	}
@@ -138,7 +149,7 @@ func (d Dir) Stat(ctx context.Context, p string) (Info, error) {
 
 // Remove removes p.
 func (d Dir) Remove(ctx context.Context, p string) error {
-	f, rel, err := d.open(p)
+	f, rel, err := d.open(p, false)
 	if err != nil {
 		return err
 	}
@@ -148,7 +159,7 @@ func (d Dir) Remove(ctx context.Context, p string) error {
 
 // Create makes p's directory as needed and a temporary file beside p.
 func (d Dir) Create(ctx context.Context, p string) (Temp, error) {
-	f, rel, err := d.open(p)
+	f, rel, err := d.open(p, true)
 	if err != nil {
 		return nil, err
 	}

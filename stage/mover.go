@@ -241,6 +241,9 @@ func (m *Mover) move(ctx context.Context, t Transfer) (res Result) {
 	if m.Places == nil {
 		return Result{Err: errors.New("stage: Mover has no Places")}
 	}
+	if t.From == t.To {
+		return Result{Err: errors.New("the source and the target are the same place")}
+	}
 	from, err := m.Places(t.From)
 	if err != nil {
 		return Result{Err: err}

@@ -353,6 +353,26 @@ func TestMoveBounded(t *testing.T) {
 	}
 }
 
+// TestMoveNewRoot: a data root that does not exist yet is made.
+func TestMoveNewRoot(t *testing.T) {
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			src, dst := t.TempDir(), t.TempDir()+"/not/yet"
+			writeFile(t, src+"/a/b", []byte("data"))
+			m := &Mover{Places: places{"a": Dir{Root: src}, "b": k.make(t, dst)}.get}
+			if res := m.Move(context.Background(), Transfer{Path: "/a/b", From: "a", To: "b", Size: 4}); res.Err != nil {
+				t.Fatal(res.Err)
+			}
+			if got, err := os.ReadFile(dst + "/a/b"); string(got) != "data" {
+				t.Errorf("target: %q, %v", got, err)
+			}
+			if res := m.Move(context.Background(), Transfer{Path: "/a/b", From: "a", To: "a", Size: -1}); res.Err == nil {
+				t.Error("a move from a place to itself succeeded")
+			}
+		})
+	}
+}
+
 func TestMoveAll(t *testing.T) {
 	p := newPair(t, kinds[0], kinds[1])
 	var ts []Transfer

@@ -314,13 +314,21 @@ func commandName(cmd string) string {
 	return f[0]
 }
 
+// SFTP returns the connection's SFTP session, opening it on first use;
+// it is shared, safe for concurrent use, and closed with the connection.
+// Data staging (package stage) moves files through it.
+func (s *SSH) SFTP() (*sftp.Client, error) { return s.sftpClient() }
+
 func (s *SSH) sftpClient() (*sftp.Client, error) {
 	s.sftpMu.Lock()
 	defer s.sftpMu.Unlock()
 	if s.sftp != nil {
 		return s.sftp, nil
 	}
-	c, err := sftp.NewClient(s.client)
+	// Concurrent writes (reads are concurrent by default) keep up to 64
+	// requests in flight per file, as OpenSSH's sftp does: staging needs
+	// it for throughput, and Put verifies what it wrote anyway.
+	c, err := sftp.NewClient(s.client, sftp.UseConcurrentWrites(true))
 	if err != nil {
 		return nil, &ConnError{fmt.Errorf("sftp: %w", err)}
 	}

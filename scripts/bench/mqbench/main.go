@@ -12,6 +12,7 @@
 //	mqbench ready                         wait until the CLS answers
 //	mqbench hops [-rounds R] [-width W] [-cmd C]  dependency hop latency, slots idle
 //	mqbench wfreplay [-slots N] [-bound D] TRACE...  replay WfFormat traces as sleeps
+//	mqbench stage -addr H:P -user U -key K -known-hosts F -src DIR ...  staging throughput
 //
 // Results are printed as key=value lines for the script to parse.
 package main
@@ -36,7 +37,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fatalf("usage: mqbench gen|times|drain|rate|rounds|ready|hops|wfreplay ...")
+		fatalf("usage: mqbench gen|times|drain|rate|rounds|ready|hops|wfreplay|stage ...")
 	}
 	cmd, args := os.Args[1], os.Args[2:]
 	var err error
@@ -57,6 +58,8 @@ func main() {
 		err = wfreplay(args)
 	case "hops":
 		err = hops(args)
+	case "stage":
+		err = stageBench(args)
 	default:
 		err = fmt.Errorf("unknown subcommand %q", cmd)
 	}

@@ -1,0 +1,223 @@
+package stage
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"syscall"
+)
+
+// Dir is a Place on the local filesystem. Root "" or "/" is the identity:
+// the CLS host's own files, where no symbolic link can lead anywhere but
+// the CLS host, so links are followed as any program would. Any other Root
+// maps P to Root+P, and every access goes through an os.Root opened at
+// Root: symbolic links that stay below Root are followed, and ones that
+// lead out of it (or are absolute) are refused by the kernel-backed walk
+// os.Root does (openat with O_NOFOLLOW per component), which, unlike an
+// Lstat walk, cannot be raced by swapping a directory for a link.
+type Dir struct {
+	Root string
+}
+
+// fsys is what Dir needs of a filesystem: *os.Root, or the host's.
+type fsys interface {
+	OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error)
+	Stat(name string) (fs.FileInfo, error)
+	MkdirAll(name string, perm fs.FileMode) error
+	Rename(oldname, newname string) error
+	Remove(name string) error
+	Close() error
+}
+
+// host is the identity filesystem: names are absolute.
+type host struct{}
+
+func (host) OpenFile(n string, flag int, perm fs.FileMode) (*os.File, error) {
+	return os.OpenFile("/"+n, flag, perm)
+}
+func (host) Stat(n string) (fs.FileInfo, error)        { return os.Stat("/" + n) }
+func (host) MkdirAll(n string, perm fs.FileMode) error { return os.MkdirAll("/"+n, perm) }
+func (host) Rename(o, n string) error                  { return os.Rename("/"+o, "/"+n) }
+func (host) Remove(n string) error                     { return os.Remove("/" + n) }
+func (host) Close() error                              { return nil }
+
+func (d Dir) identity() bool { return d.Root == "" || path.Clean(d.Root) == "/" }
+
+// open returns the filesystem of d and p's name within it; with create, a
+// missing Root is made.
+func (d Dir) open(p string, create bool) (fsys, string, error) {
+	if _, err := Rooted(d.Root, p); err != nil {
+		return nil, "", err
+	}
+	rel, _ := relative(p)
+	if d.identity() {
+		return host{}, rel, nil
+	}
+	r, err := os.OpenRoot(d.Root)
+	if errors.Is(err, fs.ErrNotExist) && create {
+		if err = os.MkdirAll(d.Root, 0o777); err == nil {
+			r, err = os.OpenRoot(d.Root)
+		}
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	return r, rel, nil
+}
+
+// refuse turns os.Root's escape errors into ErrPath.
+func (d Dir) refuse(p string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if isEscape(err) {
+		return fmt.Errorf("%w: %s leads out of %s: %w", ErrPath, p, d.Root, err)
+	}
+	return err
+}
+
+// isEscape reports an os.Root refusal ("path escapes from parent", maybe
+// inside other *PathErrors), which has no exported sentinel.
+func isEscape(err error) bool {
+	for ; err != nil; err = errors.Unwrap(err) {
+		if err.Error() == "path escapes from parent" {
+			return true
+		}
+	}
+	return false
+}
+
+// Files are not synced before the rename: a killed process or a cut
+// connection cannot leave a partial file under the final name, which is
+// what staging needs; a power loss may, and the catalog's checksums catch
+// that when the file is next read.
+
+// Open opens p for reading. A FIFO would block an open for reading, so
+// the open does not wait, and anything but a regular file is refused.
+func (d Dir) Open(ctx context.Context, p string) (io.ReadCloser, Info, error) {
+	f, rel, err := d.open(p, false)
+	if err != nil {
+		return nil, Info{}, err
+	}
+	defer f.Close()
+	file, err := f.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, Info{}, d.refuse(p, err)
+	}
+	fi, err := file.Stat()
+	if err != nil {
+		file.Close()
+		return nil, Info{}, err
+	}
+	info := infoOf(fi)
+	if !info.Regular {
+		file.Close()
+		return nil, Info{}, fmt.Errorf("%s: not a regular file", p)
+	}
+	// Hide *os.File's WriteTo/ReadFrom: the Mover picks the copy path.
+	return reader{file}, info, nil
+}
+
+type reader struct{ f *os.File }
+
+func (r reader) Read(b []byte) (int, error) { return r.f.Read(b) }
+func (r reader) Close() error               { return r.f.Close() }
+
+func infoOf(fi fs.FileInfo) Info {
+	return Info{Size: fi.Size(), ModTime: fi.ModTime(), Regular: fi.Mode().IsRegular()}
+}
+
+// Stat describes p.
+func (d Dir) Stat(ctx context.Context, p string) (Info, error) {
+	f, rel, err := d.open(p, false)
+	if err != nil {
+		return Info{}, err
+	}
+	defer f.Close()
+	fi, err := f.Stat(rel)
+	if err != nil {
+		return Info{}, d.refuse(p, err)
+	}
+	return infoOf(fi), nil
+}
+
+// Remove removes p.
+func (d Dir) Remove(ctx context.Context, p string) error {
+	f, rel, err := d.open(p, false)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return d.refuse(p, f.Remove(rel))
+}
+
+// Create makes p's directory as needed and a temporary file beside p.
+func (d Dir) Create(ctx context.Context, p string) (Temp, error) {
+	f, rel, err := d.open(p, true)
+	if err != nil {
+		return nil, err
+	}
+	if dir := path.Dir(rel); dir != "." {
+		if err := f.MkdirAll(dir, 0o777); err != nil {
+			f.Close()
+			return nil, d.refuse(p, err)
+		}
+	}
+	tmp := path.Join(path.Dir(rel), tempName(path.Base(rel)))
+	file, err := f.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+	if err != nil {
+		f.Close()
+		return nil, d.refuse(p, err)
+	}
+	return &dirTemp{d: d, p: p, fs: f, file: file, tmp: tmp, rel: rel}, nil
+}
+
+type dirTemp struct {
+	d        Dir
+	p        string
+	fs       fsys
+	file     *os.File
+	tmp, rel string
+	finished bool
+}
+
+func (t *dirTemp) Write(b []byte) (int, error) { return t.file.Write(b) }
+
+func (t *dirTemp) Commit(ctx context.Context) error {
+	if t.finished {
+		return nil
+	}
+	err := t.file.Close()
+	if err == nil {
+		err = t.d.refuse(t.p, t.fs.Rename(t.tmp, t.rel))
+	}
+	if err != nil {
+		t.fs.Remove(t.tmp)
+	}
+	t.finished = true
+	t.fs.Close()
+	return err
+}
+
+func (t *dirTemp) Abort() error {
+	if t.finished {
+		return nil
+	}
+	t.finished = true
+	t.file.Close()
+	err := t.fs.Remove(t.tmp)
+	t.fs.Close()
+	return err
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

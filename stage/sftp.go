@@ -1,0 +1,252 @@
+package stage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"sync"
+
+	"github.com/pkg/sftp"
+)
+
+// SFTP is a Place on a site's login host, reached over SFTP. Root is the
+// data root: absolute, or relative to the login directory (the SFTP
+// server's working directory, normally the home); "" or "/" is the
+// identity, for a site that shares the CLS host's filesystem.
+//
+// Below a non-identity Root, no component of a path may be a symbolic
+// link: each is checked with Lstat (all of a path's components at once,
+// pipelined on the connection) before the file is opened, created or
+// removed. SFTP has no openat, so this check can be raced by someone
+// who can write inside the data root while a transfer runs; the data root
+// belongs to the user, so that someone is the user.
+//
+// For throughput close to OpenSSH's sftp, the Client should be made with
+// concurrent reads (pkg/sftp's default) and UseConcurrentWrites(true):
+// the Mover then keeps up to MaxConcurrentRequestsPerFile (default 64)
+// requests of MaxPacket (default 32 KiB) in flight per file, as OpenSSH
+// does.
+type SFTP struct {
+	Client *sftp.Client
+	Root   string
+}
+
+func (s SFTP) identity() bool { return s.Root == "" || path.Clean(s.Root) == "/" }
+
+// components returns the full paths of p's directories below the root and
+// of p itself.
+func (s SFTP) components(p string) ([]string, error) {
+	full, err := Rooted(s.Root, p)
+	if err != nil {
+		return nil, err
+	}
+	rel, _ := relative(p)
+	base := strings.TrimSuffix(full, rel)
+	elems := strings.Split(rel, "/")
+	out := make([]string, len(elems))
+	for i := range elems {
+		out[i] = base + strings.Join(elems[:i+1], "/")
+	}
+	return out, nil
+}
+
+type lstatResult struct {
+	fi  os.FileInfo
+	err error
+}
+
+// lstatAll Lstats paths concurrently: one round trip, not one per name.
+func (s SFTP) lstatAll(paths []string) []lstatResult {
+	res := make([]lstatResult, len(paths))
+	var wg sync.WaitGroup
+	for i, p := range paths {
+		wg.Go(func() {
+			fi, err := s.Client.Lstat(p)
+			res[i] = lstatResult{fi, err}
+		})
+	}
+	wg.Wait()
+	return res
+}
+
+// check walks p's components: a symbolic link anywhere below the root is
+// refused, a missing directory is made when mkdir is set, else it is an
+// error. It returns p's full path and what Lstat saw there (nil, nil when
+// p does not exist).
+func (s SFTP) check(p string, mkdir bool) (string, os.FileInfo, error) {
+	comps, err := s.components(p)
+	if err != nil {
+		return "", nil, err
+	}
+	full := comps[len(comps)-1]
+	if s.identity() {
+		if mkdir {
+			if err := s.Client.MkdirAll(path.Dir(full)); err != nil {
+				return "", nil, fmt.Errorf("mkdir %s: %w", path.Dir(full), err)
+			}
+		}
+		fi, err := s.Client.Stat(full)
+		if errors.Is(err, fs.ErrNotExist) {
+			return full, nil, nil
+		}
+		return full, fi, err
+	}
+	res := s.lstatAll(comps)
+	for i, c := range comps {
+		fi, err := res[i].fi, res[i].err
+		last := i == len(comps)-1
+		switch {
+		case err == nil && fi.Mode()&fs.ModeSymlink != 0:
+			return "", nil, fmt.Errorf("%w: %s: %s is a symbolic link below the data root %s", ErrPath, p, c, s.Root)
+		case err == nil && last:
+			return full, fi, nil
+		case err == nil && !fi.IsDir():
+			return "", nil, fmt.Errorf("%s: %s is not a directory", p, c)
+		case err == nil:
+		case !errors.Is(err, fs.ErrNotExist):
+			return "", nil, fmt.Errorf("lstat %s: %w", c, err)
+		case last:
+			return full, nil, nil
+		case !mkdir:
+			return "", nil, fmt.Errorf("%s: %w", c, fs.ErrNotExist)
+		default:
+			if err := s.mkdir(c, i == 0); err != nil {
+				return "", nil, err
+			}
+		}
+	}
+	panic("unreachable")
+}
+
+// mkdir makes dir, and the root above it first if needed; one made by a
+// concurrent transfer meanwhile is fine if it is a directory.
+func (s SFTP) mkdir(dir string, first bool) error {
+	err := s.Client.Mkdir(dir)
+	if err != nil && first {
+		if s.Client.MkdirAll(path.Dir(dir)) == nil {
+			err = s.Client.Mkdir(dir)
+		}
+	}
+	if err != nil {
+		fi, lerr := s.Client.Lstat(dir)
+		if lerr != nil || !fi.IsDir() {
+			return fmt.Errorf("mkdir %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// Open opens p for reading. The *sftp.File returned is an io.WriterTo
+// that reads with concurrent requests.
+func (s SFTP) Open(ctx context.Context, p string) (io.ReadCloser, Info, error) {
+	full, fi, err := s.check(p, false)
+	if err != nil {
+		return nil, Info{}, err
+	}
+	if fi == nil {
+		return nil, Info{}, fmt.Errorf("%s: %w", full, fs.ErrNotExist)
+	}
+	info := infoOf(fi)
+	if !info.Regular {
+		return nil, Info{}, fmt.Errorf("%s: not a regular file", p)
+	}
+	f, err := s.Client.Open(full)
+	if err != nil {
+		return nil, Info{}, err
+	}
+	return f, info, nil
+}
+
+// Stat describes p.
+func (s SFTP) Stat(ctx context.Context, p string) (Info, error) {
+	full, fi, err := s.check(p, false)
+	if err != nil {
+		return Info{}, err
+	}
+	if fi == nil {
+		return Info{}, fmt.Errorf("%s: %w", full, fs.ErrNotExist)
+	}
+	return infoOf(fi), nil
+}
+
+// Remove removes p.
+func (s SFTP) Remove(ctx context.Context, p string) error {
+	full, fi, err := s.check(p, false)
+	if err != nil {
+		return err
+	}
+	if fi == nil {
+		return fmt.Errorf("%s: %w", full, fs.ErrNotExist)
+	}
+	return s.Client.Remove(full)
+}
+
+// Create makes p's directories as needed and a temporary file beside p.
+func (s SFTP) Create(ctx context.Context, p string) (Temp, error) {
+	full, _, err := s.check(p, true)
+	if err != nil {
+		return nil, err
+	}
+	tmp := path.Join(path.Dir(full), tempName(path.Base(full)))
+	f, err := s.Client.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", tmp, err)
+	}
+	return &sftpTemp{s: s, f: f, tmp: tmp, full: full}, nil
+}
+
+type sftpTemp struct {
+	s         SFTP
+	f         *sftp.File
+	tmp, full string
+	finished  bool
+}
+
+func (t *sftpTemp) Write(b []byte) (int, error) { return t.f.Write(b) }
+
+// ReadFrom writes r with concurrent write requests in flight; r is read in
+// order, by one goroutine. An *io.LimitedReader tells the size, so that a
+// small file takes as many requests (and goroutines) as it needs, not the
+// client's maximum.
+func (t *sftpTemp) ReadFrom(r io.Reader) (int64, error) {
+	if _, ok := r.(*io.LimitedReader); ok {
+		return t.f.ReadFrom(r)
+	}
+	return t.f.ReadFromWithConcurrency(r, 0)
+}
+
+func (t *sftpTemp) Commit(ctx context.Context) error {
+	if t.finished {
+		return nil
+	}
+	t.finished = true
+	err := t.f.Close()
+	if err == nil {
+		// posix-rename@openssh.com replaces atomically; plain SFTP rename
+		// refuses an existing target.
+		if err = t.s.Client.PosixRename(t.tmp, t.full); err != nil {
+			if t.s.Client.Rename(t.tmp, t.full) == nil {
+				err = nil
+			}
+		}
+	}
+	if err != nil {
+		t.s.Client.Remove(t.tmp)
+		return fmt.Errorf("commit %s: %w", t.full, err)
+	}
+	return nil
+}
+
+func (t *sftpTemp) Abort() error {
+	if t.finished {
+		return nil
+	}
+	t.finished = true
+	t.f.Close()
+	return t.s.Client.Remove(t.tmp)
+}

@@ -92,6 +92,7 @@ type Store struct {
 	checked      time.Time // when leases were last checked (stall detection, expire)
 	bundles      bundles   // live bundles (bundle.go)
 	data         dataState // data-conscious scheduling (data.go)
+	bl           blevels   // b-levels for cp queues (blevel.go)
 }
 
 type queue struct {
@@ -488,6 +489,7 @@ func (s *Store) load(ctx context.Context) error {
 	s.counts = map[int32]*[128]int{}
 	s.nextID = 0
 	s.data.reset(s.now())
+	s.bl = blevels{}
 	if err := s.loadBundles(ctx); err != nil {
 		return err
 	}
@@ -664,6 +666,9 @@ func (s *Store) load(ctx context.Context) error {
 			return err
 		}
 		s.inTx = false
+	}
+	if s.bl.on {
+		s.rankAll() // now that the jobs are loaded
 	}
 	// Fill the ready heaps in id order (cheap pushes for FCFS).
 	for _, id := range queued {

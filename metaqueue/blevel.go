@@ -19,7 +19,8 @@ import (
 // raises down along the prerequisites of the targets it added jobs to
 // (settle), and ready jobs of targets whose down grew are pushed again at
 // their new rank; the entry left behind is skipped as stale once the job
-// is dispatched. Jobs that end or are deleted do not lower anything until
+// is dispatched. Jobs the submission itself makes ready enter their heap
+// at settle, ranked once. Jobs that end or are deleted do not lower anything until
 // the CLS restarts or a queue switches to cp, when everything is ranked
 // again from the live jobs.
 type blevels struct {
@@ -35,6 +36,7 @@ type blevels struct {
 	stack []dag.TargetID
 	deg   []int32
 	grown []dag.TargetID
+	fresh []int64 // jobs of cp queues that became ready in this submission
 }
 
 const (
@@ -45,12 +47,13 @@ const (
 
 func (q *queue) needsBLevels() bool { return q.pol.Needs&policy.NeedsBLevels != 0 }
 
-// grow makes the per-target slices cover n targets.
+// grow makes the per-target slices cover n targets, doubling so that a
+// submission of many new targets grows them a few times only.
 func (b *blevels) grow(n int) {
 	if len(b.down) >= n {
 		return
 	}
-	more := n - len(b.down)
+	more := max(n, 2*len(b.down), 64) - len(b.down)
 	b.est = append(b.est, make([]float32, more)...)
 	b.down = append(b.down, make([]float32, more)...)
 	b.ready = append(b.ready, make([][]int64, more)...)
@@ -195,6 +198,26 @@ func (s *Store) settle() {
 		b.flags[t] &^= raised
 		s.rerank(t)
 	}
+	for _, id := range b.fresh {
+		if j, ok := s.g.Job(id); ok && j.State == job.Queued {
+			if q := s.queueIDs[j.Queue]; q != nil {
+				q.ready.Push(s.readyEntry(q, id, j.Est, j.Target))
+			}
+		}
+	}
+	clear(b.fresh)
+	b.fresh = b.fresh[:0]
+}
+
+// deferRank reports whether a job of q that became ready while a
+// submission inserts (in) waits for the submission's settle to enter q's
+// heap, ranked once with the chains the whole submission adds.
+func (s *Store) deferRank(q *queue, id int64, in *inserter) bool {
+	if in == nil || !s.bl.on || !q.needsBLevels() {
+		return false
+	}
+	s.bl.fresh = append(s.bl.fresh, id)
+	return true
 }
 
 // rerank pushes the ready jobs of t's in cp queues again at their new

@@ -20,9 +20,9 @@ import (
 // (settle), and ready jobs of targets whose down grew are pushed again at
 // their new rank; the entry left behind is skipped as stale once the job
 // is dispatched. Jobs the submission itself makes ready enter their heap
-// at settle, ranked once. Jobs that end or are deleted do not lower anything until
-// the CLS restarts or a queue switches to cp, when everything is ranked
-// again from the live jobs.
+// at settle, ranked once. Jobs that end or are deleted lower nothing until
+// the CLS restarts or the first cp queue appears, when every live job is
+// ranked afresh.
 type blevels struct {
 	on    bool
 	est   []float32

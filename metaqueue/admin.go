@@ -448,21 +448,26 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 			return fatalError{err}
 		}
 		if pol != nil && pol.Name != q.pol.Name {
-			h := policy.NewHeap(pol.Order)
+			old := q.ready
+			q.pol, q.ready = *pol, policy.NewHeap(pol.Order)
+			s.countDC() // ranks every job if this is the first cp queue
 			toDC := pol.Kind == policy.Choosing
 			now := s.now()
 			for {
-				r, ok := q.ready.Pop()
+				r, ok := old.Pop()
 				if !ok {
 					break
 				}
-				h.Push(r)
+				if q.needsBLevels() {
+					if j, ok := s.g.Node(r.ID); ok && j.State == job.Queued {
+						r = s.readyEntry(q, r.ID, j.Est, j.Target)
+					}
+				}
+				q.ready.Push(r)
 				if toDC {
 					s.becameReady(r.ID, now) // queue time counts from the switch
 				}
 			}
-			q.pol, q.ready = *pol, h
-			s.countDC()
 			s.data.gen++
 		}
 		q.QueueInfo = next

@@ -200,6 +200,7 @@ func (s *Store) countDC() {
 		s.data.arr, s.data.lastAsk = policy.Arrivals{}, map[int64]time.Time{}
 	}
 	s.data.ndc = n
+	s.setCP()
 }
 
 func (s *Store) secs(t time.Time) float64 { return t.Sub(s.data.epoch).Seconds() }
@@ -345,12 +346,18 @@ func (s *Store) loadFiles(ctx context.Context, id int64) error {
 // readyEntry is how a queue's heap sees a job that became ready. An SJF
 // queue orders a job that declared no estimate by the mean runtime of its
 // target's jobs finished so far in this run (policy.Expect), known when it
-// became ready; unknown still goes last.
+// became ready; unknown still goes last. A cp queue ranks it by its
+// b-level (blevel.go).
 func (s *Store) readyEntry(q *queue, id int64, est float32, t dag.TargetID) policy.Ready {
 	if est == 0 && s.data.nsjf > 0 && q.learnsEstimates() {
 		est = float32(s.data.expect.Estimate(s.g.Name(t), 0))
 	}
-	return policy.Ready{ID: id, Est: est}
+	r := policy.Ready{ID: id, Est: est}
+	if s.bl.on && q.needsBLevels() {
+		r.Prio = s.expected(t, est) + s.bl.downOf(t)
+		s.track(t, id)
+	}
+	return r
 }
 
 // jobDone records where a job that ended Done produced its outputs and

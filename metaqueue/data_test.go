@@ -337,7 +337,7 @@ func TestSetQueuePolicyErrors(t *testing.T) {
 	bad := "lifo"
 	_, err := e.s.SetQueue(context.Background(), protocol.QueueSet{Name: "q", Policy: &bad})
 	errCode(t, err, protocol.CodeBadRequest)
-	if want := `unknown policy "lifo" (known: fcfs, sjf, dc)`; err.Error() != want {
+	if want := `unknown policy "lifo" (known: fcfs, sjf, cp, dc)`; err.Error() != want {
 		t.Fatalf("error %q, want %q", err, want)
 	}
 }

@@ -135,7 +135,7 @@ func runStoreOps(t *testing.T, e *env, ops []byte) {
 				t.Fatalf("%s: expire: %v", what, err)
 			}
 		case 10: // queue settings
-			pol := []string{"fcfs", "sjf"}[a%2]
+			pol := []string{"fcfs", "sjf", "cp"}[a%3]
 			retry := b&1 != 0
 			att := 1 + int(b>>1)%3
 			if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: DefaultQueue, Policy: &pol, RetryFailed: &retry, MaxAttempts: &att}); err != nil {

@@ -117,14 +117,17 @@ func (s *Store) SiteDemand(ctx context.Context, walltime float64, placeholders [
 				ready += n
 				continue
 			}
-			examined := 0
+			examined, fit := 0, 0
 			q.ready.Each(func(r policy.Ready) bool {
 				examined++
 				j, ok := s.g.Node(r.ID)
 				if ok && j.State == job.Queued && fits(j.Est, q, walltime) {
 					ready++
+					fit++
 				}
-				return ready < limit && examined < maxExamined
+				// A cp queue may hold a job twice (re-ranked): count at
+				// most the queue's ready jobs.
+				return ready < limit && examined < maxExamined && fit < n
 			})
 		}
 		ready = min(ready, limit)

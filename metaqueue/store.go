@@ -92,6 +92,7 @@ type Store struct {
 	checked      time.Time // when leases were last checked (stall detection, expire)
 	bundles      bundles   // live bundles (bundle.go)
 	data         dataState // data-conscious scheduling (data.go)
+	bl           blevels   // b-levels for cp queues (blevel.go)
 }
 
 type queue struct {
@@ -443,7 +444,7 @@ func (s *Store) applyChanges(ch []dag.Change, self int64, in *inserter) error {
 			}
 		}
 		if c.To == job.Queued {
-			if q := s.queueIDs[c.Queue]; q != nil {
+			if q := s.queueIDs[c.Queue]; q != nil && !s.deferRank(q, c.ID, in) {
 				q.ready.Push(s.readyEntry(q, c.ID, c.Est, c.Target))
 				if q.isDC() {
 					s.becameReady(c.ID, s.now())
@@ -525,6 +526,7 @@ func (s *Store) resetIndex() {
 	s.counts = map[int32]*[128]int{}
 	s.nextID = 0
 	s.data.reset(s.now())
+	s.bl = blevels{}
 }
 
 // loadQueues loads every queue with its settings and policy.
@@ -720,6 +722,9 @@ func (s *Store) reconcile(ctx context.Context, queued []int64) ([]int64, error) 
 // order (cheap pushes for FCFS). A DC queue counts their queue time from
 // now, this run's start.
 func (s *Store) fillReady(queued []int64, now time.Time) {
+	if s.bl.on {
+		s.rankAll() // now that the jobs are loaded
+	}
 	for _, id := range queued {
 		if j, ok := s.g.Node(id); ok && j.State == job.Queued {
 			if q := s.queueIDs[j.Queue]; q != nil {

@@ -183,6 +183,9 @@ func (in *inserter) add(js *protocol.JobSpec) error {
 		return err
 	}
 	ch := s.g.AddJob(id, dag.Node{Target: t, Queue: q.id, Est: float32(js.Est), Prereqs: prereqs})
+	if s.bl.on {
+		s.noteJob(t, float32(js.Est))
+	}
 	if err := s.applyChanges(ch, -1, in); err != nil {
 		return err
 	}
@@ -237,8 +240,12 @@ func (in *inserter) flushPrereqs() error {
 	return nil
 }
 
-// flush inserts everything still buffered; the inserter is done after it.
+// flush inserts everything still buffered and ranks the added jobs' chains
+// for cp queues; the inserter is done after it.
 func (in *inserter) flush() error {
+	if in.s.bl.on {
+		in.s.settle()
+	}
 	for i := 0; i < len(in.targets); i += 2 {
 		if _, err := in.s.stmts.insTarget.Exec(in.targets[i : i+2]...); err != nil {
 			return fatalError{err}

@@ -7,6 +7,9 @@ package policy
 type Ready struct {
 	ID  int64   // submission order: lower is older
 	Est float32 // expected runtime in seconds; 0 = unknown
+	// Prio is a rank the keeper of the DAG computes for orderings that
+	// need one (CP: the job's b-level in seconds); 0 otherwise.
+	Prio float32
 }
 
 // Ordering is a policy that ranks ready jobs by a fixed order, so the

@@ -10,6 +10,7 @@ import (
 func TestLess(t *testing.T) {
 	t.Parallel()
 	r := func(id int64, est float32) Ready { return Ready{ID: id, Est: est} }
+	p := func(id int64, est, prio float32) Ready { return Ready{ID: id, Est: est, Prio: prio} }
 	tests := []struct {
 		name string
 		o    Ordering
@@ -30,6 +31,12 @@ func TestLess(t *testing.T) {
 		{"sjf both unknown newer second", SJF{}, r(2, 0), r(1, 0), false},
 		{"sjf irreflexive", SJF{}, r(3, 7), r(3, 7), false},
 		{"sjf tiny est", SJF{}, r(9, 0.001), r(1, 0.002), true},
+		{"cp longer chain first", CP{}, p(2, 1, 30), p(1, 20, 25), true},
+		{"cp shorter chain second", CP{}, p(1, 20, 25), p(2, 1, 30), false},
+		{"cp equal chain older first", CP{}, p(1, 9, 5), p(2, 1, 5), true},
+		{"cp equal chain newer second", CP{}, p(2, 1, 5), p(1, 9, 5), false},
+		{"cp ignores est", CP{}, p(5, 100, 1), p(6, 1, 2), false},
+		{"cp irreflexive", CP{}, p(3, 7, 7), p(3, 7, 7), false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -49,6 +56,7 @@ func TestLookup(t *testing.T) {
 	}{
 		{"fcfs", Ordered, 0},
 		{"sjf", Ordered, NeedsEstimates},
+		{"cp", Ordered, NeedsEstimates | NeedsBLevels},
 		{"dc", Choosing, NeedsEstimates | NeedsFiles | NeedsArrivals},
 	} {
 		p, err := Lookup(tc.name)
@@ -62,11 +70,11 @@ func TestLookup(t *testing.T) {
 	for _, bad := range []string{"", "FCFS", "lifo", "sjf "} {
 		if _, err := Lookup(bad); err == nil {
 			t.Errorf("Lookup(%q) succeeded", bad)
-		} else if !strings.Contains(err.Error(), "fcfs, sjf, dc") {
+		} else if !strings.Contains(err.Error(), "fcfs, sjf, cp, dc") {
 			t.Errorf("Lookup(%q) error %q does not list the known policies", bad, err)
 		}
 	}
-	if got := strings.Join(Names(), " "); got != "fcfs sjf dc" {
+	if got := strings.Join(Names(), " "); got != "fcfs sjf cp dc" {
 		t.Fatalf("Names() = %q", got)
 	}
 }
@@ -146,7 +154,7 @@ func TestHeapOrder(t *testing.T) {
 func TestHeapSJFExample(t *testing.T) {
 	t.Parallel()
 	h := NewHeap(SJF{})
-	for _, r := range []Ready{{1, 30}, {2, 0}, {3, 10}, {4, 20}, {5, 10}, {6, 0}} {
+	for _, r := range []Ready{{ID: 1, Est: 30}, {ID: 2}, {ID: 3, Est: 10}, {ID: 4, Est: 20}, {ID: 5, Est: 10}, {ID: 6}} {
 		h.Push(r)
 	}
 	var ids []int64

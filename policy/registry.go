@@ -37,6 +37,9 @@ const (
 	NeedsFiles
 	// NeedsArrivals: when each placeholder is predicted to ask next.
 	NeedsArrivals
+	// NeedsBLevels: each ready job's b-level in Ready.Prio (CP), from the
+	// job DAG and declared or learned runtimes.
+	NeedsBLevels
 )
 
 // Info describes one policy: the single place a policy is named. The CLS,
@@ -87,6 +90,8 @@ func (p Info) check() error {
 var registry = []Info{
 	{Name: "fcfs", Summary: "first come, first served: the oldest ready job", Kind: Ordered, Order: FCFS{}},
 	{Name: "sjf", Summary: "shortest job first, by declared or learned runtime", Kind: Ordered, Needs: NeedsEstimates, Order: SJF{}},
+	{Name: "cp", Summary: "critical path first: the ready job with the longest remaining chain of work behind it (b-level), by declared or learned runtimes",
+		Kind: Ordered, Needs: NeedsEstimates | NeedsBLevels, Order: CP{}},
 	{Name: "dc", Summary: "data-conscious, thesis 004: run jobs where their input files are", Kind: Choosing,
 		Needs: NeedsEstimates | NeedsFiles | NeedsArrivals, Order: dcOrder{}, NewDC: DefaultDC},
 }

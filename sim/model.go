@@ -72,7 +72,8 @@ type model struct {
 
 	// ready jobs: a heap for FCFS/SJF, a list in submission order for DC
 	heap   *policy.Heap
-	ready  []int64 // submission numbers, ascending; taken ones are skipped
+	down   []float32 // with policy.NeedsBLevels: each job's dependents' largest b-level
+	ready  []int64   // submission numbers, ascending; taken ones are skipped
 	nTaken int
 	dc     policy.DC
 	expect policy.Expect
@@ -125,6 +126,9 @@ func Run(w *Workload, p Platform, cfg Config) (Result, error) {
 	}
 	if err := m.setup(); err != nil {
 		return Result{}, err
+	}
+	if pol.Needs&policy.NeedsBLevels != 0 {
+		m.rankChains()
 	}
 	m.submitPhase()
 	for m.done < len(w.Jobs) {
@@ -194,6 +198,23 @@ func (m *model) setup() error {
 	return nil
 }
 
+// rankChains computes, for CP, the largest b-level among each job's
+// dependents from declared estimates (unknown: policy.UnknownRuntime).
+func (m *model) rankChains() {
+	est := make([]float64, len(m.w.Jobs))
+	prereqs := make([][]int32, len(m.w.Jobs))
+	for j := range m.w.Jobs {
+		est[j], prereqs[j] = m.w.Jobs[j].Estimate, m.w.Jobs[j].deps
+	}
+	b, _ := policy.BLevels(est, prereqs) // link checked there is no cycle
+	m.down = make([]float32, len(m.w.Jobs))
+	for j, us := range m.users {
+		for _, u := range us {
+			m.down[j] = max(m.down[j], float32(b[u]))
+		}
+	}
+}
+
 // external is the site of files outside the metacomputer.
 const external policy.Site = -1
 
@@ -223,7 +244,13 @@ func (m *model) makeReady(j int32) {
 	job := &m.w.Jobs[j]
 	if m.heap != nil {
 		est := m.expect.Estimate(job.Group, job.Estimate)
-		m.heap.Push(policy.Ready{ID: js.sub, Est: float32(est)})
+		r := policy.Ready{ID: js.sub, Est: float32(est)}
+		if m.down != nil {
+			// As the CLS does: the chain behind the job as ranked at
+			// submission, plus its own runtime as expected now.
+			r.Prio = float32(policy.Runtime(est)) + m.down[j]
+		}
+		m.heap.Push(r)
 		return
 	}
 	// DC prices data per site: add up the inputs by where they are now.

@@ -24,7 +24,7 @@ import (
 // Mqsim returns the mqsim command: the scheduling simulator.
 func Mqsim(env mqcli.Env) *cli.App {
 	app := mqcli.NewApp("mqsim", "simulate placeholder scheduling policies before spending allocation", env)
-	app.UsageText = `mqsim [--policy fcfs,sjf,dc] [--placeholders 2,4,8,16,32] [--inflation 1,10,100]
+	app.UsageText = `mqsim [--policy ` + strings.Join(policy.Names(), ",") + `] [--placeholders 2,4,8,16,32] [--inflation 1,10,100]
          [--network lan,wan] [--seeds 1-10] [--workload FILE] [--json] [--plot DIR]`
 	app.Description = `Runs the discrete-event simulation of thesis 004 chapter 6 for every
 combination of the lists (each flag takes one value or a comma list; seeds

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
+	"github.com/mq-hpc/mq/policy"
 )
 
 // runMqsim runs mqsim in-process and returns its exit status and output.
@@ -65,12 +66,13 @@ func TestMqsimTablesAndPlots(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"network lan-itu, files x10, mean (sd) over 2 seeds", "placeholders", "vs_fcfs", "dc", "sjf"} {
+	for _, want := range []string{"network lan-itu, files x10, mean (sd) over 2 seeds", "placeholders", "vs_fcfs", "dc", "sjf", "cp"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("table lacks %q:\n%s", want, out)
 		}
 	}
-	if got := strings.Count(out, "\n"); got != 2+6 {
+	// a header, a column line, then a row per placeholder count and policy
+	if got := strings.Count(out, "\n"); got != 2+2*len(policy.Names()) {
 		t.Fatalf("%d lines:\n%s", got, out)
 	}
 	if !strings.Contains(errOut, "index.html") {

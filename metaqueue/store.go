@@ -51,6 +51,11 @@ type Options struct {
 	// DefaultLocalLink). Zero or invalid links take the defaults.
 	Links       map[string]Link
 	DefaultLink Link
+	// Stager moves files between places for jobs whose declared inputs
+	// are not where a placeholder asks (DESIGN.md, "Data staging"). Nil:
+	// nothing is moved, and every place is taken to share the CLS host's
+	// filesystem (the behaviour before staging).
+	Stager Stager
 	// CheckConstraints makes SQLite verify the schema's CHECK constraints
 	// on every write. The core is the only writer and writes states only
 	// from job.State, so a running CLS skips them (they cost ~20% of a bulk

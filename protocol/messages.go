@@ -80,6 +80,9 @@ type FileInfo struct {
 	Site string `json:"site,omitempty"`
 	Host string `json:"host,omitempty"`
 	Job  int64  `json:"job,omitempty"` // the job that produced it there
+	// SHA256 and Replicas are the catalog's (data staging).
+	SHA256   string    `json:"sha256,omitempty"`
+	Replicas []Replica `json:"replicas,omitempty"`
 }
 
 // Submit adds jobs in one transaction.
@@ -188,6 +191,7 @@ type JobDetail struct {
 	History    []AttemptInfo  `json:"history,omitempty"`
 	Inputs     []FileInfo     `json:"inputs,omitempty"`
 	Outputs    []FileInfo     `json:"outputs,omitempty"`
+	Transfers  []TransferInfo `json:"transfers,omitempty"` // data staging for this job
 }
 
 // TargetStatus describes a prerequisite target of a job.
@@ -217,6 +221,8 @@ type AttemptInfo struct {
 // SummaryReply counts jobs per queue and state.
 type SummaryReply struct {
 	Queues []QueueCounts `json:"queues"`
+	// Moved totals the data staging transfers (nil when none were made).
+	Moved *MovedTotals `json:"moved,omitempty"`
 }
 
 // QueueCounts is one queue's row in a summary.
@@ -346,6 +352,11 @@ type Assignment struct {
 	// slot: run them one after another. Seq is the job's place in it.
 	Bundle int64 `json:"bundle,omitempty"`
 	Seq    int   `json:"seq,omitempty"`
+	// Inputs and Outputs are the job's declared files (data staging): the
+	// agent checks the inputs are there before it starts the command, and
+	// hashes the outputs after it, reporting them (Report.Outputs).
+	Inputs  []AssignedFile `json:"inputs,omitempty"`
+	Outputs []AssignedFile `json:"outputs,omitempty"`
 }
 
 // Report says how one job attempt ended.
@@ -363,6 +374,9 @@ type Report struct {
 	// left on device". The job's outcome is its own; this is recorded
 	// beside it and shown by mqstat.
 	OutputLost string `json:"output_lost,omitempty"`
+	// Outputs are the declared outputs the job created, as the agent saw
+	// them (size, SHA-256): they become replicas at its place.
+	Outputs []FileSum `json:"outputs,omitempty"`
 }
 
 // OutputChunk copies part of a job's stdout or stderr from a remote

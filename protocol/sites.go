@@ -26,6 +26,12 @@ type SiteSpec struct {
 	// connect before it is cancelled and the site marked degraded, in
 	// seconds; 0 = the CLS's default (cls serve --connect-timeout).
 	ConnectTimeout float64 `json:"connect_timeout_s,omitempty"`
+	// Data staging: a site either shares the CLS host's filesystem
+	// (SharedFS; the local site always does) or keeps the files it gets
+	// under DataRoot on its login host (absolute, or relative to the
+	// login home; "" = .mq-data/CLSID). See DESIGN.md, "Data staging".
+	DataRoot string `json:"data_root,omitempty"`
+	SharedFS bool   `json:"shared_fs,omitempty"`
 }
 
 // SiteInfo is a site with what its provisioner knows now.

@@ -523,6 +523,10 @@ func (s *Store) load(ctx context.Context) error {
 			rows.Close()
 			return err
 		}
+		if _, dup := s.g.Lookup(name); dup {
+			rows.Close()
+			return fmt.Errorf("target %q is stored twice", name)
+		}
 		s.g.LoadTarget(dag.TargetID(id), name)
 	}
 	if err := closeRows(rows); err != nil {

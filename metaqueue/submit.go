@@ -128,6 +128,15 @@ type inserter struct {
 	args     []any
 	prereqs  []any // (job id, target id) pairs not yet inserted
 	targets  []any // (target id, name) pairs not yet inserted
+	// recent caches the last two names looked up: a job's target is often
+	// the one before's, and a pipeline stage's prerequisite the previous
+	// job's target, so most look-ups skip hashing into a large map.
+	recent [2]recentTarget
+}
+
+type recentTarget struct {
+	name string
+	id   dag.TargetID // 0: empty
 }
 
 type row struct {
@@ -196,18 +205,32 @@ func (in *inserter) add(js *protocol.JobSpec) error {
 // may name a target before any of its jobs arrive). New targets' rows are
 // buffered for multi-row INSERTs: a bulk file may name 100,000 targets.
 func (in *inserter) target(name string) (dag.TargetID, error) {
-	if t, ok := in.s.g.Lookup(name); ok {
-		return t, nil
+	for _, r := range in.recent {
+		if r.id != 0 && r.name == name {
+			return r.id, nil
+		}
 	}
-	t := in.s.g.AddTarget(name)
+	t, ok := in.s.g.Lookup(name)
+	if !ok {
+		t = in.s.g.AddTarget(name)
+		if err := in.newTarget(t, name); err != nil {
+			return 0, err
+		}
+	}
+	in.recent[1], in.recent[0] = in.recent[0], recentTarget{name, t}
+	return t, nil
+}
+
+// newTarget buffers a new target's row.
+func (in *inserter) newTarget(t dag.TargetID, name string) error {
 	in.targets = append(in.targets, int32(t), name)
 	if len(in.targets) == 2*bulkRows {
 		if _, err := in.s.stmts.insTargets.Exec(in.targets...); err != nil {
-			return 0, fatalError{err}
+			return fatalError{err}
 		}
 		in.targets = in.targets[:0]
 	}
-	return t, nil
+	return nil
 }
 
 // has reports whether job id is still in the buffer, and patches its state.

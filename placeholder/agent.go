@@ -388,17 +388,22 @@ const (
 )
 
 // whenToReport decides when reports just gathered go out, from whether a
-// long poll (one that may park at the CLS) is out and for how long, and
+// long poll (one that may park at the CLS) is out and for how long, whether
+// the reply before it found the CLS dry (fewer jobs than asked for), and
 // how many jobs still run here.
-func whenToReport(longPollOut bool, pollAge time.Duration, running int) reportTiming {
+func whenToReport(longPollOut bool, pollAge time.Duration, afterDry bool, running int) reportTiming {
 	switch {
 	case longPollOut && running == 0:
 		// Nothing else is running: no request is coming soon.
 		return reportNow
-	case longPollOut && pollAge >= parkedAfter:
-		// The poll has parked: the CLS has no work for it, and these
-		// reports may make some (a dependent job), which that very poll
-		// would take. Reporting now makes a dependency hop one round trip.
+	case longPollOut && (pollAge >= parkedAfter || afterDry):
+		// The poll has parked, or will: the CLS has no work for it (the
+		// reply before it took all there was), and these reports may make
+		// some (a dependent job), which that very poll would take.
+		// Reporting now makes a dependency hop one round trip. (Two
+		// pipelines' stages ending a moment apart: the first report's
+		// dependent comes back on the parked poll, the next poll goes out,
+		// and the second report must not wait for it to return.)
 		return reportNow
 	case longPollOut:
 		// Under load it returns at once and the next request carries
@@ -481,6 +486,9 @@ func (a *Agent) work(ctx context.Context) error {
 	}
 	var poll chan polled // non-nil while a next request is out
 	var pollSent time.Time
+	asked := 0       // jobs the poll out asked for
+	lastDry := false // the last poll's reply had fewer jobs than asked: the CLS is out of work
+	pollDry := false // the poll out went after such a reply
 	// Reports sent on their own stay this agent's until the CLS
 	// acknowledges them: a batch that failed comes back through unacked
 	// and goes out again.
@@ -535,7 +543,7 @@ func (a *Agent) work(ctx context.Context) error {
 		if poll != nil {
 			age = time.Since(pollSent)
 		}
-		switch whenToReport(poll != nil && !pollPrefetch, age, running) {
+		switch whenToReport(poll != nil && !pollPrefetch, age, pollDry, running) {
 		case reportNow:
 			sendReports()
 		case reportSoon:
@@ -612,6 +620,7 @@ func (a *Agent) work(ctx context.Context) error {
 			}
 			reports = nil
 			poll, pollSent = make(chan polled, 1), time.Now()
+			asked, pollDry = n, lastDry
 			go func(ch chan polled) {
 				var p polled
 				p.err = a.call(ctx, protocol.OpNext, func(id int64) any {
@@ -683,6 +692,7 @@ func (a *Agent) work(ctx context.Context) error {
 			if pollPrefetch && len(p.reply.Jobs) == 0 {
 				prefetchDry = true
 			}
+			lastDry = len(p.reply.Jobs) < asked
 			for _, u := range units(p.reply.Jobs) {
 				idleSince = time.Now()
 				if isBundle(u) {

@@ -11,6 +11,7 @@ package dag
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/mq-hpc/mq/job"
@@ -193,13 +194,25 @@ func (g *Graph) FindCycle(edges map[string][]string) string {
 		}
 		return f
 	}
+	sink := func(n string) bool {
+		f := frameOf(n)
+		return len(f.add) == 0 && len(f.have) == 0
+	}
 	var stack []frame
 	for root := range edges {
 		if color[root] != white {
 			continue
 		}
+		f := frameOf(root)
+		// A target whose prerequisites all need nothing is on no cycle
+		// (nor is anything through it): most of a pipeline submit's
+		// targets are, and need no colouring.
+		if !slices.ContainsFunc(f.add, func(p string) bool { return !sink(p) }) &&
+			!slices.ContainsFunc(f.have, func(p TargetID) bool { return !sink(g.targets.at(p).name) }) {
+			continue
+		}
 		color[root] = grey
-		stack = append(stack[:0], frameOf(root))
+		stack = append(stack[:0], f)
 		for len(stack) > 0 {
 			top := &stack[len(stack)-1]
 			var p string

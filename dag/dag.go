@@ -187,23 +187,24 @@ func (g *Graph) FindCycle(edges map[string][]string) string {
 		add  []string
 		have []TargetID
 	}
-	frameOf := func(n string) frame {
-		f := frame{name: n, add: edges[n]}
+	frameWith := func(n string, add []string) frame {
+		f := frame{name: n, add: add}
 		if id, ok := g.byName[n]; ok {
 			f.have = g.targets.at(id).prereqs
 		}
 		return f
 	}
+	frameOf := func(n string) frame { return frameWith(n, edges[n]) }
 	sink := func(n string) bool {
 		f := frameOf(n)
 		return len(f.add) == 0 && len(f.have) == 0
 	}
 	var stack []frame
-	for root := range edges {
+	for root, add := range edges {
 		if color[root] != white {
 			continue
 		}
-		f := frameOf(root)
+		f := frameWith(root, add)
 		// A target whose prerequisites all need nothing is on no cycle
 		// (nor is anything through it): most of a pipeline submit's
 		// targets are, and need no colouring.

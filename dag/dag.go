@@ -11,6 +11,7 @@ package dag
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/mq-hpc/mq/job"
@@ -42,16 +43,17 @@ type Change struct {
 type target struct {
 	name            string
 	total, done     int32
-	bad             int32      // jobs Failed, Deleted or Blocked
-	deps            []int64    // pending jobs naming this target (lazily pruned)
-	prereqs         []TargetID // union of its jobs' prerequisites (for cycle checks)
-	complete, isBad bool       // last status seen by dependents
+	bad             int32       // jobs Failed, Deleted or Blocked
+	self            [1]TargetID // its own id: the prerequisite list of a job needing just it
+	deps            []int64     // pending jobs naming this target (lazily pruned)
+	prereqs         []TargetID  // union of its jobs' prerequisites (for cycle checks)
+	complete, isBad bool        // last status seen by dependents
 }
 
 // Graph is the dependency state of a metaqueue. Not safe for concurrent
 // use: the metaqueue's single writer owns it.
 type Graph struct {
-	targets []target // index 0 unused
+	targets targetTable // id 0 unused
 	byName  map[string]TargetID
 	jobs    jobTable
 	// longEdges indexes the prerequisites of targets with many (AddEdges).
@@ -63,7 +65,36 @@ type Graph struct {
 
 // New returns an empty graph.
 func New() *Graph {
-	return &Graph{targets: make([]target, 1), byName: map[string]TargetID{}}
+	g := &Graph{byName: map[string]TargetID{}}
+	g.targets.add() // id 0
+	return g
+}
+
+// targetTable keeps targets in pages of 1<<targetPageBits: a bulk submit may
+// add a million targets, and growing one slice would copy (and fault in)
+// the earlier ones again and again; pages never move.
+type targetTable struct {
+	pages []*[1 << targetPageBits]target
+	n     int
+}
+
+const targetPageBits = 10
+
+func (tt *targetTable) at(t TargetID) *target {
+	return &tt.pages[t>>targetPageBits][t&(1<<targetPageBits-1)]
+}
+
+func (tt *targetTable) len() int { return tt.n }
+
+// add appends a zero target and returns its id.
+func (tt *targetTable) add() TargetID {
+	if tt.n>>targetPageBits == len(tt.pages) {
+		tt.pages = append(tt.pages, new([1 << targetPageBits]target))
+	}
+	id := TargetID(tt.n)
+	tt.n++
+	tt.at(id).self[0] = id
+	return id
 }
 
 // Lookup returns the id of a named target.
@@ -73,26 +104,26 @@ func (g *Graph) Lookup(name string) (TargetID, bool) {
 }
 
 // Name returns a target's name.
-func (g *Graph) Name(t TargetID) string { return g.targets[t].name }
+func (g *Graph) Name(t TargetID) string { return g.targets.at(t).name }
 
 // NextTargetID is the id AddTarget will assign next.
-func (g *Graph) NextTargetID() TargetID { return TargetID(len(g.targets)) }
+func (g *Graph) NextTargetID() TargetID { return TargetID(g.targets.len()) }
 
 // AddTarget creates a target with the next id. The caller has checked the
 // name is new.
 func (g *Graph) AddTarget(name string) TargetID {
-	id := TargetID(len(g.targets))
-	g.targets = append(g.targets, target{name: name})
+	id := g.targets.add()
+	g.targets.at(id).name = name
 	g.byName[name] = id
 	return id
 }
 
 // LoadTarget creates a target with a given id while loading from storage.
 func (g *Graph) LoadTarget(id TargetID, name string) {
-	for TargetID(len(g.targets)) <= id {
-		g.targets = append(g.targets, target{})
+	for TargetID(g.targets.len()) <= id {
+		g.targets.add()
 	}
-	g.targets[id].name = name
+	g.targets.at(id).name = name
 	g.byName[name] = id
 }
 
@@ -101,7 +132,7 @@ func (g *Graph) LoadTarget(id TargetID, name string) {
 // A short list is deduplicated by scanning; past longEdges prerequisites a
 // set takes over, so a target fed by 100,000 pipelines costs linear time.
 func (g *Graph) AddEdges(t TargetID, prereqs []TargetID) {
-	tg := &g.targets[t]
+	tg := g.targets.at(t)
 	set := g.longEdges[t]
 outer:
 	for _, p := range prereqs {
@@ -149,41 +180,61 @@ func (g *Graph) FindCycle(edges map[string][]string) string {
 		black = 2
 	)
 	color := make(map[string]uint8, len(edges))
-	// prereq returns n's i-th prerequisite: first the new edges, then the
-	// graph's; ok is false past the last.
-	prereq := func(n string, i int) (string, bool) {
-		e := edges[n]
-		if i < len(e) {
-			return e[i], true
-		}
-		i -= len(e)
-		if id, ok := g.byName[n]; ok {
-			if ps := g.targets[id].prereqs; i < len(ps) {
-				return g.targets[ps[i]].name, true
-			}
-		}
-		return "", false
-	}
+	// A frame holds a target's prerequisites, looked up once: first the new
+	// edges, then the graph's.
 	type frame struct {
 		name string
 		next int // index of the next prerequisite to visit
+		add  []string
+		have []TargetID
+	}
+	frameWith := func(n string, add []string) frame {
+		f := frame{name: n, add: add}
+		if id, ok := g.byName[n]; ok {
+			f.have = g.targets.at(id).prereqs
+		}
+		return f
+	}
+	frameOf := func(n string) frame { return frameWith(n, edges[n]) }
+	sink := func(n string) bool {
+		f := frameOf(n)
+		return len(f.add) == 0 && len(f.have) == 0
 	}
 	var stack []frame
-	for root := range edges {
+	for root, add := range edges {
 		if color[root] != white {
 			continue
 		}
+		f := frameWith(root, add)
+		// A target whose prerequisites all need nothing is on no cycle
+		// (nor is anything through it): most of a pipeline submit's
+		// targets are, and need no colouring.
+		if !slices.ContainsFunc(f.add, func(p string) bool { return !sink(p) }) &&
+			!slices.ContainsFunc(f.have, func(p TargetID) bool { return !sink(g.targets.at(p).name) }) {
+			continue
+		}
 		color[root] = grey
-		stack = append(stack[:0], frame{name: root})
+		stack = append(stack[:0], f)
 		for len(stack) > 0 {
 			top := &stack[len(stack)-1]
-			p, ok := prereq(top.name, top.next)
-			if !ok {
+			var p string
+			switch i := top.next; {
+			case i < len(top.add):
+				p = top.add[i]
+			case i-len(top.add) < len(top.have):
+				p = g.targets.at(top.have[i-len(top.add)]).name
+			default:
 				color[top.name] = black
 				stack = stack[:len(stack)-1]
 				continue
 			}
 			top.next++
+			f := frameOf(p)
+			if len(f.add) == 0 && len(f.have) == 0 {
+				// A target needing nothing is on no cycle: it need not be
+				// coloured (most prerequisites of a pipeline submit are).
+				continue
+			}
 			switch color[p] {
 			case grey:
 				i := len(stack) - 1
@@ -197,7 +248,7 @@ func (g *Graph) FindCycle(edges map[string][]string) string {
 				return cyclePath(append(path, p))
 			case white:
 				color[p] = grey
-				stack = append(stack, frame{name: p})
+				stack = append(stack, f)
 			}
 		}
 	}
@@ -221,7 +272,7 @@ func (g *Graph) Node(id int64) (Node, bool) {
 	if n == nil {
 		return Node{}, false
 	}
-	return g.jobs.node(n), true
+	return g.jobs.node(n, &g.targets), true
 }
 
 // State returns a live job's state, or 0 if it is not live.
@@ -237,13 +288,13 @@ func (g *Graph) Live() int { return g.jobs.live }
 
 // Complete reports whether target t is complete.
 func (g *Graph) Complete(t TargetID) bool {
-	tg := &g.targets[t]
+	tg := g.targets.at(t)
 	return tg.total > 0 && tg.done == tg.total
 }
 
 // Counts returns target t's job total, Done and bad counts.
 func (g *Graph) Counts(t TargetID) (total, done, bad int) {
-	tg := &g.targets[t]
+	tg := g.targets.at(t)
 	return int(tg.total), int(tg.done), int(tg.bad)
 }
 
@@ -254,7 +305,7 @@ func (g *Graph) AddJob(id int64, j Node) []Change {
 	j.State = g.eval(j.Prereqs)
 	g.jobs.put(id, j)
 	g.listDeps(id, j.Prereqs)
-	tg := &g.targets[j.Target]
+	tg := g.targets.at(j.Target)
 	tg.total++
 	g.count(tg, 0, j.State)
 	g.changes = append(g.changes, Change{ID: id, Queue: j.Queue, Target: j.Target, Est: j.Est, To: j.State})
@@ -317,7 +368,7 @@ func (g *Graph) Revive(id int64, j Node, from job.State) ([]Change, error) {
 // LoadJob adds a job as stored, with its stored state and no cascade, while
 // loading. Terminal jobs only count toward their target.
 func (g *Graph) LoadJob(id int64, j Node) {
-	tg := &g.targets[j.Target]
+	tg := g.targets.at(j.Target)
 	tg.total++
 	g.count(tg, 0, j.State)
 	if j.State.Terminal() {
@@ -332,7 +383,7 @@ func (g *Graph) LoadJob(id int64, j Node) {
 // LoadCounts adds n terminal jobs in state s to target t while loading, for
 // jobs not loaded one by one.
 func (g *Graph) LoadCounts(t TargetID, s job.State, n int) {
-	tg := &g.targets[t]
+	tg := g.targets.at(t)
 	tg.total += int32(n)
 	if s == job.Done {
 		tg.done += int32(n)
@@ -346,13 +397,13 @@ func (g *Graph) LoadCounts(t TargetID, s job.State, n int) {
 // the changes needed to make storage agree (none if it already did).
 func (g *Graph) Reconcile() []Change {
 	g.changes = g.changes[:0]
-	for t := 1; t < len(g.targets); t++ {
-		tg := &g.targets[t]
+	for t := 1; t < g.targets.len(); t++ {
+		tg := g.targets.at(TargetID(t))
 		tg.complete, tg.isBad = tg.total > 0 && tg.done == tg.total, tg.bad > 0
 	}
 	var stale []int64
 	g.jobs.each(func(id int64, n *slot) {
-		if n.state.Pending() && g.eval(g.jobs.prereqs(n)) != n.state {
+		if n.state.Pending() && g.eval(g.jobs.prereqs(n, &g.targets)) != n.state {
 			stale = append(stale, id)
 		}
 	})
@@ -370,7 +421,7 @@ func (g *Graph) Reconcile() []Change {
 func (g *Graph) eval(prereqs []TargetID) job.State {
 	s := job.Queued
 	for _, p := range prereqs {
-		tg := &g.targets[p]
+		tg := g.targets.at(p)
 		if tg.bad > 0 {
 			return job.Blocked
 		}
@@ -383,7 +434,8 @@ func (g *Graph) eval(prereqs []TargetID) job.State {
 
 func (g *Graph) listDeps(id int64, prereqs []TargetID) {
 	for _, p := range prereqs {
-		g.targets[p].deps = append(g.targets[p].deps, id)
+		tg := g.targets.at(p)
+		tg.deps = append(tg.deps, id)
 	}
 }
 
@@ -409,7 +461,7 @@ func (g *Graph) move(id int64, j Node, to job.State) {
 	if from == to {
 		return
 	}
-	g.count(&g.targets[j.Target], from, to)
+	g.count(g.targets.at(j.Target), from, to)
 	if to.Terminal() {
 		g.jobs.remove(id)
 	} else {
@@ -420,7 +472,7 @@ func (g *Graph) move(id int64, j Node, to job.State) {
 }
 
 func (g *Graph) touch(t TargetID) {
-	tg := &g.targets[t]
+	tg := g.targets.at(t)
 	if complete, bad := tg.total > 0 && tg.done == tg.total, tg.bad > 0; complete != tg.complete || bad != tg.isBad {
 		tg.complete, tg.isBad = complete, bad
 		g.work = append(g.work, t)
@@ -433,7 +485,8 @@ func (g *Graph) settle() {
 	for len(g.work) > 0 {
 		t := g.work[len(g.work)-1]
 		g.work = g.work[:len(g.work)-1]
-		deps := g.targets[t].deps
+		tg := g.targets.at(t)
+		deps := tg.deps
 		kept := deps[:0]
 		for _, id := range deps {
 			j, ok := g.Node(id)
@@ -447,6 +500,6 @@ func (g *Graph) settle() {
 		}
 		// clear the tail so pruned ids do not pin memory
 		clear(deps[len(kept):])
-		g.targets[t].deps = kept
+		tg.deps = kept
 	}
 }

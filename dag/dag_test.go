@@ -670,6 +670,14 @@ func TestFindCycle(t *testing.T) {
 		{"cycle not reachable from first key", nil,
 			map[string][]string{"z": {"y"}, "p": {"q"}, "q": {"r"}, "r": {"p"}}, true},
 		{"unknown targets only", nil, map[string][]string{"new1": {"new2"}, "new2": {"new3"}}, false},
+		// Targets needing nothing are skipped, not coloured: a cycle next
+		// to them is still found.
+		{"pipelines", nil, map[string][]string{"b1": {"a1"}, "b2": {"a2"}, "b3": {"a3"}}, false},
+		{"self beside sinks", nil, map[string][]string{"a": {"s1", "a", "s2"}}, true},
+		{"cycle behind a sink", nil, map[string][]string{"a": {"s", "b"}, "b": {"s", "a"}}, true},
+		{"cycle through an existing edge behind a sink", map[string][]string{"b": {"s", "a"}},
+			map[string][]string{"a": {"s", "b"}}, true},
+		{"root needing only existing sinks", map[string][]string{"x": {"s"}}, map[string][]string{"a": {"s", "t"}}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -727,7 +735,7 @@ func TestAddEdgesDeduplicates(t *testing.T) {
 	a, b, c := g.AddTarget("a"), g.AddTarget("b"), g.AddTarget("c")
 	g.AddEdges(a, []TargetID{b, b, c})
 	g.AddEdges(a, []TargetID{c, b})
-	if got := g.targets[a].prereqs; !slices.Equal(got, []TargetID{b, c}) {
+	if got := g.targets.at(a).prereqs; !slices.Equal(got, []TargetID{b, c}) {
 		t.Fatalf("prereqs = %v, want [b c]", got)
 	}
 }
@@ -797,7 +805,7 @@ func TestAddEdgesManyPrereqs(t *testing.T) {
 		g.AddEdges(b, []TargetID{a, a})
 	}
 	g.AddEdges(b, as) // all again
-	if got := g.targets[b].prereqs; !slices.Equal(got, as) {
+	if got := g.targets.at(b).prereqs; !slices.Equal(got, as) {
 		t.Fatalf("prereqs = %v, want each of the 100 once in order", got)
 	}
 }

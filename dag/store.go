@@ -17,7 +17,7 @@ type slot struct {
 	target TargetID
 	queue  int32
 	est    float32
-	list   int32 // interned prerequisite list; 0 = none
+	list   int32 // interned prerequisite list; 0 = none; -p = just target p
 	state  job.State
 }
 
@@ -84,13 +84,16 @@ func (t *jobTable) remove(id int64) {
 	}
 }
 
-func (t *jobTable) node(n *slot) Node {
-	return Node{Target: n.target, Queue: n.queue, Est: n.est, State: n.state, Prereqs: t.prereqs(n)}
+func (t *jobTable) node(n *slot, tt *targetTable) Node {
+	return Node{Target: n.target, Queue: n.queue, Est: n.est, State: n.state, Prereqs: t.prereqs(n, tt)}
 }
 
-func (t *jobTable) prereqs(n *slot) []TargetID {
-	if n.list == 0 {
+func (t *jobTable) prereqs(n *slot, tt *targetTable) []TargetID {
+	switch {
+	case n.list == 0:
 		return nil
+	case n.list < 0:
+		return tt.at(TargetID(-n.list)).self[:]
 	}
 	return t.lists[n.list]
 }
@@ -110,8 +113,13 @@ func (t *jobTable) each(f func(id int64, n *slot)) {
 }
 
 func (t *jobTable) intern(prereqs []TargetID) int32 {
-	if len(prereqs) == 0 {
+	switch len(prereqs) {
+	case 0:
 		return 0
+	case 1:
+		// The commonest list (a pipeline stage) is its target's own
+		// one-element slice: nothing to allocate, hash or count.
+		return -int32(prereqs[0])
 	}
 	if t.byKey == nil {
 		t.byKey = map[string]int32{}
@@ -139,7 +147,7 @@ func (t *jobTable) intern(prereqs []TargetID) int32 {
 }
 
 func (t *jobTable) release(i int32) {
-	if i == 0 {
+	if i <= 0 {
 		return
 	}
 	if t.refs[i]--; t.refs[i] == 0 {

@@ -49,3 +49,43 @@ func TestMigrations(t *testing.T) {
 		t.Fatalf("a newer schema opened: %v", err)
 	}
 }
+
+// TestTargetNamesMigration: version 6 rebuilds targets without the UNIQUE
+// index on names, keeping every id; the store still shows a waiting job's
+// prerequisite, and a database holding a name twice is refused on open.
+func TestTargetNamesMigration(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a := e.submit1("a", "true")
+	b := e.submit1("b", "true", "a")
+	e.downgrade(
+		"CREATE TABLE targets_old (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)",
+		"INSERT INTO targets_old SELECT id, name FROM targets",
+		"DROP TABLE targets",
+		"ALTER TABLE targets_old RENAME TO targets",
+		"UPDATE meta SET value = '5' WHERE key = 'schema'",
+	)
+	e.mustBe(a, job.Queued)
+	e.mustBe(b, job.Waiting)
+	if d := e.job(b); d.Target != "b" || len(d.WaitingOn) != 1 || d.WaitingOn[0].Target != "a" || d.WaitingOn[0].Counts["Q"] != 1 {
+		t.Fatalf("job %d: %+v", b, d)
+	}
+	var n int
+	if err := e.s.rdb.QueryRow("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'targets'").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d indexes on targets, %v", n, err)
+	}
+	e.check()
+
+	e.s.Close()
+	e.s = nil
+	db := openRaw(t, e.opt.Path)
+	mustExec(t, db, "INSERT INTO targets (id, name) VALUES (100, 'a')")
+	db.Close()
+	s, err := Open(context.Background(), e.opt)
+	if err == nil {
+		s.Close()
+	}
+	if err == nil || !strings.Contains(err.Error(), `target "a" is stored twice`) {
+		t.Fatalf("a duplicate target name opened: %v", err)
+	}
+}

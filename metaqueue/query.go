@@ -175,7 +175,10 @@ func (s *Store) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
 	}
 	for _, name := range r.Prereqs {
 		ts := protocol.TargetStatus{Target: name, Counts: map[string]int{}}
-		crow, err := s.rdb.QueryContext(ctx, "SELECT j.state, count(*) FROM jobs j JOIN targets t ON t.id = j.target_id WHERE t.name = ? GROUP BY j.state", name)
+		// By the job's own prerequisite rows: target names have no index.
+		crow, err := s.rdb.QueryContext(ctx, `SELECT j.state, count(*) FROM jobs j WHERE j.target_id =
+			(SELECT jp.target_id FROM job_prereqs jp JOIN targets t ON t.id = jp.target_id WHERE jp.job_id = ? AND t.name = ?)
+			GROUP BY j.state`, id, name)
 		if err != nil {
 			return d, err
 		}

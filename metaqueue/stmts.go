@@ -14,12 +14,12 @@ const jobCols = "(id, queue_id, target_id, state, command, cwd, est, submitted)"
 
 // stmts are the writer's prepared statements.
 type stmts struct {
-	insJob, insJobs, insPrereq, insPrereqs, insTarget, insTargets, insQueue *sql.Stmt
-	setState, finish, history, requeue, unclaim, rerun                      *sql.Stmt
-	insPlaceholder, touchPlaceholder, jobRow, jobPrereqs                    *sql.Stmt
-	jobEnd, keepAttempt, insFile, setLocation                               *sql.Stmt
-	all                                                                     []*sql.Stmt
-	dispatchBy                                                              map[int]*sql.Stmt
+	insJob, insJobs, insPrereq, insPrereqs, insTargets, insQueue *sql.Stmt
+	setState, finish, history, requeue, unclaim, rerun           *sql.Stmt
+	insPlaceholder, touchPlaceholder, jobRow, jobPrereqs         *sql.Stmt
+	jobEnd, keepAttempt, insFile, setLocation                    *sql.Stmt
+	all                                                          []*sql.Stmt
+	dispatchBy                                                   map[int]*sql.Stmt
 }
 
 // dispatchN returns the statement that marks n jobs Executing for one
@@ -52,8 +52,9 @@ func (st *stmts) prepare(ctx context.Context, c *sql.Conn) error {
 		{&st.insJobs, "INSERT INTO jobs " + jobCols + " VALUES " + values},
 		{&st.insPrereq, "INSERT OR IGNORE INTO job_prereqs (job_id, target_id) VALUES (?, ?)"},
 		{&st.insPrereqs, "INSERT OR IGNORE INTO job_prereqs (job_id, target_id) VALUES " + strings.TrimSuffix(strings.Repeat("(?,?),", bulkRows), ",")},
-		{&st.insTarget, "INSERT INTO targets (id, name) VALUES (?, ?)"},
-		{&st.insTargets, "INSERT INTO targets (id, name) VALUES " + strings.TrimSuffix(strings.Repeat("(?,?),", bulkRows), ",")},
+		// New targets have consecutive ids: ?1 is the first, ?2 a JSON
+		// array of their names (one bound value, not two per row).
+		{&st.insTargets, "INSERT INTO targets (id, name) SELECT ?1 + key, value FROM json_each(?2)"},
 		{&st.insQueue, "INSERT INTO queues (name, created) VALUES (?, ?) RETURNING id, ceiling_s, max_attempts, retry_failed, policy"},
 		{&st.setState, "UPDATE jobs SET state = ? WHERE id = ?"},
 		{&st.finish, "UPDATE jobs SET state = ?, exit = ?, started = ?, finished = ?, reason = ? WHERE id = ?"},

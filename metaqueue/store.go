@@ -565,6 +565,10 @@ func (s *Store) loadTargets(ctx context.Context) error {
 			rows.Close()
 			return err
 		}
+		if _, dup := s.g.Lookup(name); dup {
+			rows.Close()
+			return fmt.Errorf("target %q is stored twice", name)
+		}
 		s.g.LoadTarget(dag.TargetID(id), name)
 	}
 	return closeRows(rows)

@@ -803,6 +803,44 @@ func TestSubmitValidation(t *testing.T) {
 	e.check()
 }
 
+// TestTargetNamesStored: new targets go to the database in batches, their
+// names as JSON; names with quotes, backslashes and non-ASCII letters, in
+// more than one full batch and a partial one, read back the same from the
+// database (listing, and a reopened store resolving prerequisites).
+func TestTargetNamesStored(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	odd := []string{`q"uote`, `back\slash`, `\"`, "naïve-√", `{"json":1}`, `[x]`}
+	var specs []protocol.JobSpec
+	for i := 0; i < targetRows+300; i++ {
+		name := fmt.Sprintf("t%d", i)
+		if i%1000 < len(odd) {
+			name = fmt.Sprintf("%s%d", odd[i%1000], i)
+		}
+		var pre []string
+		if i%2 == 1 {
+			pre = []string{specs[i-1].Target}
+		}
+		specs = append(specs, spec(name, "true", pre...))
+	}
+	e.submit(specs...)
+	e.reopen()
+	list := e.stat(protocol.Stat{})
+	if len(list) != len(specs) {
+		t.Fatalf("stat lists %d jobs, want %d", len(list), len(specs))
+	}
+	for i, j := range list {
+		want := "Q"
+		if i%2 == 1 {
+			want = "W"
+		}
+		if j.Target != specs[i].Target || j.State != want || (i%2 == 1 && (len(j.Prereqs) != 1 || j.Prereqs[0] != specs[i-1].Target)) {
+			t.Fatalf("job %d stored as %+v; want target %q, state %s", j.ID, j, specs[i].Target, want)
+		}
+	}
+	e.check()
+}
+
 func TestSubmitManyIDsContiguous(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

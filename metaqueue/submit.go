@@ -127,7 +127,20 @@ type inserter struct {
 	now      int64
 	args     []any
 	prereqs  []any // (job id, target id) pairs not yet inserted
-	targets  []any // (target id, name) pairs not yet inserted
+	// New targets not yet inserted: ids from targetFirst on, their names
+	// as a JSON array (targetNames, unterminated) of targetCount.
+	targetFirst dag.TargetID
+	targetNames []byte
+	targetCount int
+	// recent caches the last two names looked up: a job's target is often
+	// the one before's, and a pipeline stage's prerequisite the previous
+	// job's target, so most look-ups skip hashing into a large map.
+	recent [2]recentTarget
+}
+
+type recentTarget struct {
+	name string
+	id   dag.TargetID // 0: empty
 }
 
 type row struct {
@@ -199,18 +212,76 @@ func (in *inserter) add(js *protocol.JobSpec) error {
 // may name a target before any of its jobs arrive). New targets' rows are
 // buffered for multi-row INSERTs: a bulk file may name 100,000 targets.
 func (in *inserter) target(name string) (dag.TargetID, error) {
-	if t, ok := in.s.g.Lookup(name); ok {
-		return t, nil
-	}
-	t := in.s.g.AddTarget(name)
-	in.targets = append(in.targets, int32(t), name)
-	if len(in.targets) == 2*bulkRows {
-		if _, err := in.s.stmts.insTargets.Exec(in.targets...); err != nil {
-			return 0, fatalError{err}
+	for _, r := range in.recent {
+		if r.id != 0 && r.name == name {
+			return r.id, nil
 		}
-		in.targets = in.targets[:0]
 	}
+	t, ok := in.s.g.Lookup(name)
+	if !ok {
+		t = in.s.g.AddTarget(name)
+		if err := in.newTarget(t, name); err != nil {
+			return 0, err
+		}
+	}
+	in.recent[1], in.recent[0] = in.recent[0], recentTarget{name, t}
 	return t, nil
+}
+
+// newTarget buffers a new target's row.
+func (in *inserter) newTarget(t dag.TargetID, name string) error {
+	if in.targetCount > 0 && t != in.targetFirst+dag.TargetID(in.targetCount) {
+		if err := in.flushTargets(); err != nil { // not consecutive (never, today)
+			return err
+		}
+	}
+	if in.targetCount == 0 {
+		in.targetFirst = t
+		in.targetNames = append(in.targetNames[:0], '[')
+	} else {
+		in.targetNames = append(in.targetNames, ',')
+	}
+	in.targetNames = appendJSONString(in.targetNames, name)
+	in.targetCount++
+	if in.targetCount == targetRows {
+		return in.flushTargets()
+	}
+	return nil
+}
+
+// targetRows is how many new targets one INSERT carries.
+const targetRows = 4096
+
+func (in *inserter) flushTargets() error {
+	if in.targetCount == 0 {
+		return nil
+	}
+	in.targetNames = append(in.targetNames, ']')
+	_, err := in.s.stmts.insTargets.Exec(int64(in.targetFirst), string(in.targetNames)) // text: a blob would be JSONB
+	in.targetCount = 0
+	if err != nil {
+		return fatalError{err}
+	}
+	return nil
+}
+
+// appendJSONString appends s as a JSON string. Target names are printable
+// and have no spaces; quotes and backslashes are escaped, and control
+// characters too should one ever get here.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
 }
 
 // has reports whether job id is still in the buffer, and patches its state.
@@ -246,12 +317,9 @@ func (in *inserter) flush() error {
 	if in.s.bl.on {
 		in.s.settle()
 	}
-	for i := 0; i < len(in.targets); i += 2 {
-		if _, err := in.s.stmts.insTarget.Exec(in.targets[i : i+2]...); err != nil {
-			return fatalError{err}
-		}
+	if err := in.flushTargets(); err != nil {
+		return err
 	}
-	in.targets = in.targets[:0]
 	if err := in.flushPrereqs(); err != nil {
 		return err
 	}

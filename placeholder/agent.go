@@ -400,17 +400,22 @@ const (
 )
 
 // whenToReport decides when reports just gathered go out, from whether a
-// long poll (one that may park at the CLS) is out and for how long, and
+// long poll (one that may park at the CLS) is out and for how long, whether
+// the reply before it found the CLS dry (fewer jobs than asked for), and
 // how many jobs still run here.
-func whenToReport(longPollOut bool, pollAge time.Duration, running int) reportTiming {
+func whenToReport(longPollOut bool, pollAge time.Duration, afterDry bool, running int) reportTiming {
 	switch {
 	case longPollOut && running == 0:
 		// Nothing else is running: no request is coming soon.
 		return reportNow
-	case longPollOut && pollAge >= parkedAfter:
-		// The poll has parked: the CLS has no work for it, and these
-		// reports may make some (a dependent job), which that very poll
-		// would take. Reporting now makes a dependency hop one round trip.
+	case longPollOut && (pollAge >= parkedAfter || afterDry):
+		// The poll has parked, or will: the CLS has no work for it (the
+		// reply before it took all there was), and these reports may make
+		// some (a dependent job), which that very poll would take.
+		// Reporting now makes a dependency hop one round trip. (Two
+		// pipelines' stages ending a moment apart: the first report's
+		// dependent comes back on the parked poll, the next poll goes out,
+		// and the second report must not wait for it to return.)
 		return reportNow
 	case longPollOut:
 		// Under load it returns at once and the next request carries
@@ -556,6 +561,9 @@ type workLoop struct {
 	poll         chan polled // non-nil while a next request is out
 	pollSent     time.Time
 	pollPrefetch bool  // the poll out only prefetches (it does not wait for work)
+	asked        int   // jobs the poll out asked for
+	lastDry      bool  // the last poll's reply had fewer jobs than asked: the CLS is out of work
+	pollDry      bool  // the poll out went after such a reply
 	prefetchDry  bool  // a prefetch found nothing: no more until a job ends
 	nextErr      error // the last poll's failure, until decide has seen it
 
@@ -675,7 +683,7 @@ func (w *workLoop) scheduleReports() {
 	if w.poll != nil {
 		age = w.a.now().Sub(w.pollSent)
 	}
-	switch whenToReport(w.poll != nil && !w.pollPrefetch, age, w.running) {
+	switch whenToReport(w.poll != nil && !w.pollPrefetch, age, w.pollDry, w.running) {
 	case reportNow:
 		w.sendReports()
 	case reportSoon:
@@ -703,6 +711,7 @@ func (w *workLoop) sendPoll(m move) {
 	sent, n, wait := w.reports, m.Want, m.Wait
 	w.reports = nil
 	w.poll, w.pollSent = make(chan polled, 1), w.a.now()
+	w.asked, w.pollDry = n, w.lastDry
 	go func(ch chan polled) {
 		var p polled
 		p.err = call(w.ctx, w.a, protocol.OpNext, func(id int64) protocol.Next {
@@ -763,6 +772,7 @@ func (w *workLoop) onPoll(p polled) {
 	if p.reply.Exit {
 		w.exiting = true
 	}
+	w.lastDry = len(p.reply.Jobs) < w.asked
 	if w.pollPrefetch && len(p.reply.Jobs) == 0 {
 		w.prefetchDry = true
 	}

@@ -713,27 +713,34 @@ func TestAgentStagedOutputLost(t *testing.T) {
 
 // TestWhenToReport: reports go at once when the long poll out has parked
 // (the CLS had no work for it, and a report may make some: a dependent
-// job), or when nothing else runs; a poll that may still return carries
-// them; with no long poll out, the refill does.
+// job), or will park because the reply before it found the CLS dry, or
+// when nothing else runs; a poll that may still return carries them; with
+// no long poll out, the refill does.
 func TestWhenToReport(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name        string
 		longPollOut bool
 		age         time.Duration
+		afterDry    bool
 		running     int
 		want        reportTiming
 	}{
-		{"nothing runs, poll out", true, 0, 0, reportNow},
-		{"nothing runs, parked", true, time.Second, 0, reportNow},
-		{"parked, others run", true, parkedAfter, 3, reportNow},
-		{"parked long ago, others run", true, 29 * time.Second, 1, reportNow},
-		{"just sent, others run", true, parkedAfter / 5, 2, reportSoon},
-		{"no poll out", false, 0, 2, reportWithRefill},
-		{"no poll out, nothing runs", false, 0, 0, reportWithRefill},
+		{"nothing runs, poll out", true, 0, false, 0, reportNow},
+		{"nothing runs, parked", true, time.Second, false, 0, reportNow},
+		{"parked, others run", true, parkedAfter, false, 3, reportNow},
+		{"parked long ago, others run", true, 29 * time.Second, false, 1, reportNow},
+		{"just sent, others run", true, parkedAfter / 5, false, 2, reportSoon},
+		// Two pipelines: the first stage's dependent came back on the
+		// parked poll, alone; the next poll has just gone out and the
+		// second stage ends. Its dependent must not wait for reportHold.
+		{"just sent after a dry reply, others run", true, 0, true, 1, reportNow},
+		{"no poll out", false, 0, false, 2, reportWithRefill},
+		{"no poll out after a dry reply", false, 0, true, 2, reportWithRefill},
+		{"no poll out, nothing runs", false, 0, false, 0, reportWithRefill},
 	} {
-		if got := whenToReport(tc.longPollOut, tc.age, tc.running); got != tc.want {
-			t.Errorf("%s: whenToReport(%v, %v, %d) = %d, want %d", tc.name, tc.longPollOut, tc.age, tc.running, got, tc.want)
+		if got := whenToReport(tc.longPollOut, tc.age, tc.afterDry, tc.running); got != tc.want {
+			t.Errorf("%s: whenToReport(%v, %v, %v, %d) = %d, want %d", tc.name, tc.longPollOut, tc.age, tc.afterDry, tc.running, got, tc.want)
 		}
 	}
 }

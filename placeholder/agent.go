@@ -52,7 +52,12 @@ type Config struct {
 	// output) before reporting it, so users read them on the CLS host. Remote
 	// placeholders set it; local ones write where the CLS reads.
 	StageOutput bool
-	Log         *slog.Logger
+	// DataRoot is where this site keeps the files staged to it (absolute):
+	// a declared path P is at DataRoot+P, and a job submitted in directory
+	// C runs in DataRoot+C. "" = the CLS host's filesystem is shared, and
+	// paths are used as they are. See data.go.
+	DataRoot string
+	Log      *slog.Logger
 	// Now is the clock of the agent's time-based decisions: the walltime
 	// left, the reconnect deadline, the idle timeout, how long a poll has
 	// been out and a job held (default time.Now; tests move it). It may be

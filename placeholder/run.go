@@ -226,6 +226,16 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 		rep.Exit, rep.Finished, rep.Reason = 127, time.Now(), protocol.ClipText("could not start: "+err.Error(), protocol.MaxReasonBytes)
 		return rep
 	}
+	dir, err := a.workDir(asg.Cwd)
+	if err != nil {
+		return fail(err)
+	}
+	if why := a.checkInputs(ctx, asg); why != "" {
+		// The command would read a missing or partial file: it does not
+		// run, and the attempt fails with the reason.
+		rep.Exit, rep.Finished, rep.Reason = exitInput, time.Now(), protocol.ClipText(why, protocol.MaxReasonBytes)
+		return rep
+	}
 	outPath, errPath := job.OutputPaths(a.cfg.OutDir, asg.ID, asg.Attempt)
 	outSink, stdout, err := a.newSink(outPath)
 	if err != nil {
@@ -238,7 +248,7 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 		return fail(err)
 	}
 	cmd := exec.Command("/bin/sh", "-c", protocol.CommandOf(asg.Command, asg.CommandBytes))
-	cmd.Dir = asg.Cwd
+	cmd.Dir = dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = a.devNull, stdout, stderr
 	cmd.Env = append(os.Environ(),
 		"MQ_JOB_ID="+strconv.FormatInt(asg.ID, 10),
@@ -259,11 +269,11 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 		a.waitSinks(asg, outSink, errSink)
 		// A chdir failing in the child is reported as fork/exec of /bin/sh;
 		// name the directory instead when it is the culprit.
-		if asg.Cwd != "" {
-			if fi, serr := os.Stat(asg.Cwd); serr != nil {
-				return fail(fmt.Errorf("working directory %s: %w", asg.Cwd, errors.Unwrap(serr)))
+		if dir != "" {
+			if fi, serr := os.Stat(dir); serr != nil {
+				return fail(fmt.Errorf("working directory %s: %w", dir, errors.Unwrap(serr)))
 			} else if !fi.IsDir() {
-				return fail(fmt.Errorf("working directory %s is not a directory", asg.Cwd))
+				return fail(fmt.Errorf("working directory %s is not a directory", dir))
 			}
 		}
 		return fail(err)
@@ -318,6 +328,19 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 	// Leave no stragglers: the job's background children die with it.
 	syscall.Kill(-p.pgid, syscall.SIGKILL)
 	lost := a.waitSinks(asg, outSink, errSink)
+	if rep.Exit == 0 && rep.Reason == "" && len(asg.Outputs) > 0 {
+		// Still listed as running, so heartbeats keep the lease while the
+		// outputs are read.
+		sums, why := a.sumOutputs(ctx, asg)
+		switch {
+		case why != "" && ctx.Err() != nil:
+			rep.Reason = protocol.ReasonInterrupted // stopped while hashing: rerun
+		case why != "":
+			rep.Exit, rep.Reason = 1, protocol.ClipText(why, protocol.MaxReasonBytes)
+		default:
+			rep.Outputs = sums
+		}
+	}
 	if a.cfg.StageOutput {
 		// Still listed as running, so heartbeats keep the lease while the
 		// output travels.

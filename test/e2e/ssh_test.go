@@ -158,7 +158,7 @@ func TestSSHUserCommands(t *testing.T) {
 		msg  string
 	}{
 		{"rm -rf /", 127, `mq: unknown command "rm"`},
-		{"cls serve", 2, "only `cls queue` runs over SSH"},
+		{"cls serve", 2, "only `cls queue` and `cls files` run over SSH"},
 		{`mqsub t "unterminated`, 2, "unterminated double quote"},
 	} {
 		r := s.ssh(user, c.cmd)

@@ -45,7 +45,7 @@ const (
 // flags is the command line, one declaration per flag.
 type flags struct {
 	cls, hostKey, key, user, via, viaHostKey string
-	site, host, out, logLevel                string
+	site, host, out, logLevel, dataRoot      string
 	slots                                    int
 	walltime, idle, reconnect                time.Duration
 	// Local only.
@@ -68,6 +68,7 @@ func (f *flags) register(fs *flag.FlagSet, mode Mode) {
 	fs.StringVar(&f.site, "site", siteDefault, "site name reported to the CLS")
 	fs.StringVar(&f.host, "host", "", "host name reported to the CLS (default: this host's)")
 	fs.IntVar(&f.slots, "slots", 1, "jobs to run at once")
+	fs.StringVar(&f.dataRoot, "data-root", "", "where this site keeps staged files, `DIR` (relative: to $HOME); declared path P is DIR/P and jobs run in DIR/CWD (default: none, the CLS host's filesystem is shared)")
 	fs.StringVar(&f.out, "out", "", outUsage)
 	fs.DurationVar(&f.walltime, "walltime", 0, "this placeholder's own time limit (0 = none)")
 	fs.DurationVar(&f.idle, "idle", 0, "exit after this long without work (0 = never)")
@@ -122,6 +123,10 @@ func Run(ctx context.Context, name string, mode Mode, args []string, stderr io.W
 	if f.host == "" {
 		f.host, _ = os.Hostname()
 	}
+	dataRoot, err := resolveDataRoot(f.dataRoot, os.UserHomeDir)
+	if err != nil {
+		return err
+	}
 	var dial func(ctx context.Context) (io.ReadWriteCloser, error)
 	remote := f.cls != ""
 	if remote {
@@ -175,10 +180,26 @@ func Run(ctx context.Context, name string, mode Mode, args []string, stderr io.W
 		Dial: dial, Site: f.site, Host: f.host, Slots: f.slots, OutDir: f.out,
 		BatchID:  placeholder.BatchJobID(os.Getenv),
 		Walltime: f.walltime, IdleTimeout: f.idle, Reconnect: f.reconnect,
-		ExitWhenOrphaned: f.orphanExit, NoOp: f.noop, StageOutput: remote, Log: log,
+		ExitWhenOrphaned: f.orphanExit, NoOp: f.noop, StageOutput: remote, DataRoot: dataRoot, Log: log,
 	})
 	if err := a.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	return nil
+}
+
+// resolveDataRoot makes --data-root absolute: a relative one is under the
+// home directory, as the CLS's default (.mq-data/CLSID) is.
+func resolveDataRoot(dir string, home func() (string, error)) (string, error) {
+	switch {
+	case dir == "":
+		return "", nil
+	case filepath.IsAbs(dir):
+		return filepath.Clean(dir), nil
+	}
+	h, err := home()
+	if err != nil {
+		return "", fmt.Errorf("--data-root %s: %w", dir, err)
+	}
+	return filepath.Join(h, dir), nil
 }

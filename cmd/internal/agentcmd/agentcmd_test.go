@@ -40,3 +40,24 @@ func TestUsage(t *testing.T) {
 		t.Errorf("--help: %v", err)
 	}
 }
+
+func TestResolveDataRoot(t *testing.T) {
+	t.Parallel()
+	home := func() (string, error) { return "/home/u", nil }
+	noHome := func() (string, error) { return "", errors.New("no home") }
+	for _, tc := range []struct {
+		in, want string
+		home     func() (string, error)
+		err      bool
+	}{
+		{"", "", noHome, false},
+		{"/scratch/mq/", "/scratch/mq", noHome, false},
+		{".mq-data/cls1", "/home/u/.mq-data/cls1", home, false},
+		{"data", "", noHome, true},
+	} {
+		got, err := resolveDataRoot(tc.in, tc.home)
+		if got != tc.want || (err != nil) != tc.err {
+			t.Errorf("resolveDataRoot(%q) = %q, %v; want %q, error %v", tc.in, got, err, tc.want, tc.err)
+		}
+	}
+}

@@ -24,15 +24,16 @@ func TestOutputEscapesPeerText(t *testing.T) {
 	detail := protocol.JobDetail{JobInfo: info, Placeholder: 3, Stdout: h, Stderr: h, StdoutCopy: h, StderrCopy: h,
 		WaitingOn: []protocol.TargetStatus{{Target: h, Counts: map[string]int{"F": 1}}},
 		History:   []protocol.AttemptInfo{{Attempt: 1, Site: h, Host: h, Started: h, Finished: h, Exit: &exit, Reason: h}},
-		Inputs:    []protocol.FileInfo{{Path: h, Site: h, Host: h, Job: 2}},
+		Inputs:    []protocol.FileInfo{{Path: h, Site: h, Host: h, Job: 2, SHA256: h, Replicas: []protocol.Replica{{Site: h, Host: h}}}},
 		Outputs:   []protocol.FileInfo{{Path: h, Site: h}},
+		Transfers: []protocol.TransferInfo{{Path: h, From: h, To: h, Bytes: 1, Seconds: 1, Started: h, Error: h}},
 	}
 	waiting := info
 	waiting.State = "W"
 	replies := map[string]clitest.Reply{
 		protocol.OpStat.Name:    {Stream: []any{protocol.StatReply{Jobs: []protocol.JobInfo{info, waiting}}}, Body: struct{}{}},
 		protocol.OpJob.Name:     {Body: detail},
-		protocol.OpSummary.Name: {Body: protocol.SummaryReply{Queues: []protocol.QueueCounts{{Queue: h, Policy: h, Counts: map[string]int{"Q": 1}}, {Queue: "b"}}}},
+		protocol.OpSummary.Name: {Body: protocol.SummaryReply{Queues: []protocol.QueueCounts{{Queue: h, Policy: h, Counts: map[string]int{"Q": 1}}, {Queue: "b"}}, Moved: &protocol.MovedTotals{Transfers: 1}}},
 		protocol.OpDelete.Name:  {Body: protocol.ActionReply{IDs: []int64{1}, Errors: []string{h, h}}},
 		protocol.OpRerun.Name:   {Err: protocol.Errorf(protocol.CodeNotFound, "%s", h)},
 		protocol.OpSubmit.Name:  {Err: protocol.Errorf(protocol.CodeBadRequest, "%s", h)},

@@ -97,6 +97,9 @@ Without -s every job but deleted ones is listed.`
 				return writeJSON(w, r.Queues)
 			}
 			printSummary(w, r.Queues)
+			if r.Moved != nil {
+				fmt.Fprintln(w, MovedLine(*r.Moved))
+			}
 			return nil
 		case c.IsSet("j"):
 			d, err := client.Do(c.Context, cl, protocol.OpJob, protocol.JobQuery{ID: c.Int64("j")})
@@ -336,6 +339,9 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 	for i, f := range d.Outputs {
 		fmt.Fprintf(tw, "%s\t%s\n", fileLabel("outputs", i), protocol.Printable(fileLine(f)))
 	}
+	for i, t := range d.Transfers {
+		fmt.Fprintf(tw, "%s\t%s\n", fileLabel("transfers", i), protocol.Printable(t.Path+": "+TransferLine(t)))
+	}
 	for _, a := range d.History {
 		exit := "-"
 		if a.Exit != nil {
@@ -384,11 +390,15 @@ func fileLabel(kind string, i int) string {
 	return ""
 }
 
-// fileLine shows a declared file: path, size, and where a job produced it.
+// fileLine shows a declared file: path, size, checksum, where a job
+// produced it, and the places holding a replica.
 func fileLine(f protocol.FileInfo) string {
 	s := f.Path
 	if f.Size != nil {
-		s += fmt.Sprintf(" (%s)", humanBytes(*f.Size))
+		s += fmt.Sprintf(" (%s)", HumanBytes(*f.Size))
+	}
+	if f.SHA256 != "" {
+		s += ", sha256 " + ShortSum(f.SHA256)
 	}
 	switch {
 	case f.Site == "":
@@ -398,18 +408,8 @@ func fileLine(f protocol.FileInfo) string {
 	default:
 		s += fmt.Sprintf(", produced by job %d at site %s", f.Job, f.Site)
 	}
+	if len(f.Replicas) > 0 {
+		s += ", replicas: " + Replicas(f.Replicas)
+	}
 	return s
-}
-
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	v, u := float64(n), 0
-	for v >= unit && u < 4 {
-		v /= unit
-		u++
-	}
-	return fmt.Sprintf("%.3g %ciB", v, " KMGT"[u])
 }

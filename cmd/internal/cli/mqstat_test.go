@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"encoding/json"
+
 	"bytes"
 	"context"
+	"github.com/mq-hpc/mq/cmd/internal/cli/clitest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,5 +58,60 @@ func TestMqstatOutputLost(t *testing.T) {
 	}
 	if o, e, code := run("--output", "1", "--stderr"); code != 0 || o != "" || e != "" {
 		t.Errorf("mqstat --output 1 --stderr: exit %d, stdout %q, stderr %q; want nothing (only stdout was lost)", code, o, e)
+	}
+}
+
+// mqstat -j shows each declared file's size, checksum (short) and
+// replicas, and the job's transfers; --json has them whole; --summary
+// adds the moved totals when the CLS sends them.
+func TestMqstatData(t *testing.T) {
+	t.Parallel()
+	size := int64(3 << 20)
+	sum := "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	detail := protocol.JobDetail{
+		JobInfo: protocol.JobInfo{ID: 7, Queue: "default", Target: "t", State: "D", Cwd: "/w"},
+		Inputs: []protocol.FileInfo{{Path: "/w/in.fa", Size: &size, SHA256: sum,
+			Replicas: []protocol.Replica{{Site: "local", Host: "cls"}, {Site: "sge"}}}},
+		Outputs: []protocol.FileInfo{{Path: "/w/out.tsv", Site: "sge", Job: 7, SHA256: sum, Replicas: []protocol.Replica{{Site: "sge"}}}},
+		Transfers: []protocol.TransferInfo{
+			{Job: 7, Path: "/w/in.fa", From: "local", To: "sge", Bytes: size, Seconds: 2, Started: "2026-01-01T00:00:00Z"},
+			{Job: 7, Path: "/w/in.fa", From: "slurm", To: "sge", Bytes: 10, Seconds: 0.5, Started: "2026-01-01T00:00:00Z", Error: "connection lost"},
+		},
+	}
+	replies := map[string]clitest.Reply{
+		protocol.OpJob.Name: {Body: detail},
+		protocol.OpSummary.Name: {Body: protocol.SummaryReply{Queues: []protocol.QueueCounts{{Queue: "default", Counts: map[string]int{"D": 1}}},
+			Moved: &protocol.MovedTotals{Transfers: 4, Failed: 1, Bytes: 5 << 20, Seconds: 2.5}}},
+	}
+	run := func(replies map[string]clitest.Reply, args ...string) string {
+		t.Helper()
+		var o, e bytes.Buffer
+		env := Env{Stdin: strings.NewReader(""), Stdout: &o, Stderr: &e, Getwd: os.Getwd, Dial: clitest.Dial(replies)}
+		if code := Run(context.Background(), Mqstat(env), append([]string{"mqstat"}, args...)); code != 0 {
+			t.Fatalf("mqstat %v: exit %d, %s", args, code, e.String())
+		}
+		return o.String()
+	}
+	out := run(replies, "-j", "7")
+	for _, want := range []string{
+		"inputs:    /w/in.fa (3 MiB), sha256 0123456789ab, not produced by a job, replicas: local:cls, sge",
+		"outputs:   /w/out.tsv, sha256 0123456789ab, produced by job 7 at site sge, replicas: sge",
+		"transfers: /w/in.fa: local -> sge, 3 MiB in 2 s (1.5 MiB/s)",
+		"           /w/in.fa: slurm -> sge, 10 B in 0.5 s (20 B/s), failed: connection lost",
+	} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("mqstat -j lacks the line %q:\n%s", want, out)
+		}
+	}
+	var d protocol.JobDetail
+	if err := json.Unmarshal([]byte(run(replies, "-j", "7", "--json")), &d); err != nil || len(d.Transfers) != 2 || d.Inputs[0].SHA256 != sum || len(d.Inputs[0].Replicas) != 2 {
+		t.Errorf("mqstat -j --json: %+v, %v", d, err)
+	}
+	if out := run(replies, "--summary"); !strings.HasSuffix(out, "moved: 4 transfers, 5 MiB in 2.5 s (2 MiB/s), 1 failed\n") {
+		t.Errorf("mqstat --summary:\n%s", out)
+	}
+	replies[protocol.OpSummary.Name] = clitest.Reply{Body: protocol.SummaryReply{Queues: []protocol.QueueCounts{{Queue: "default"}}}}
+	if out := run(replies, "--summary"); strings.Contains(out, "moved") {
+		t.Errorf("mqstat --summary with nothing moved:\n%s", out)
 	}
 }

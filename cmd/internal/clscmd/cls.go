@@ -1,5 +1,5 @@
 // Package clscmd implements the cls command: serve (the CLS), agent (a
-// placeholder), key, site and queue. It links the metaqueue, SQLite and
+// placeholder), key, site, queue and files. It links the metaqueue, SQLite and
 // the SSH server, which the user commands of cmd/internal/cli do not.
 package clscmd
 
@@ -33,12 +33,12 @@ import (
 // Cls returns the cls command: the command-line server and its admin verbs.
 func Cls(env mqcli.Env) *cli.App {
 	app := mqcli.NewApp("cls", "the mq command-line server (CLS) and its administration", env)
-	app.Commands = []*cli.Command{clsServe(), clsQueue(env), clsKey(env), clsAgent(), clsSite(env)}
+	app.Commands = []*cli.Command{clsServe(), clsQueue(env), clsKey(env), clsAgent(), clsSite(env), clsFiles(env)}
 	app.Action = func(c *cli.Context) error {
 		if c.NArg() > 0 {
 			return mqcli.Usagef("unknown command %q", c.Args().First())
 		}
-		return mqcli.Usagef("missing command (serve, queue, key, agent, site)")
+		return mqcli.Usagef("missing command (serve, queue, key, agent, site, files)")
 	}
 	return app
 }

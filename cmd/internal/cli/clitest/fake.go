@@ -18,6 +18,9 @@ type Reply struct {
 	Stream []any
 	Body   any
 	Err    *protocol.Error
+	// Bodies, if set, answer the requests of the op on one connection in
+	// turn (the last one repeats), instead of Body: pages of a listing.
+	Bodies []any
 	// Seen, if set, is given the request's body before the reply is sent.
 	Seen func(body json.RawMessage)
 }
@@ -35,6 +38,7 @@ func Dial(replies map[string]Reply) func(context.Context) (io.ReadWriteCloser, e
 func serve(c net.Conn, replies map[string]Reply) {
 	defer c.Close()
 	r := protocol.NewReader(c)
+	asked := map[string]int{}
 	for {
 		line, err := r.ReadLine()
 		if err != nil {
@@ -75,7 +79,12 @@ func serve(c net.Conn, replies map[string]Reply) {
 			write(protocol.Response{ID: req.ID, Err: rep.Err})
 			continue
 		}
-		write(protocol.Response{ID: req.ID, Body: body(rep.Body)})
+		b := rep.Body
+		if len(rep.Bodies) > 0 {
+			b = rep.Bodies[min(asked[req.Op], len(rep.Bodies)-1)]
+		}
+		asked[req.Op]++
+		write(protocol.Response{ID: req.ID, Body: body(b)})
 	}
 }
 

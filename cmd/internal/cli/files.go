@@ -1,0 +1,78 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// Data staging's display (mqstat -j, mqstat --summary, cls files), shared
+// by the commands. Callers escape the strings these return
+// (protocol.Printable): they hold paths and names from peers.
+
+// ShortSum shortens a hex SHA-256 for tables ("-" when unknown); --json
+// has it whole.
+func ShortSum(sum string) string {
+	switch {
+	case sum == "":
+		return "-"
+	case len(sum) > 12:
+		return sum[:12]
+	}
+	return sum
+}
+
+// Replicas lists the places holding a file, as SITE or SITE:HOST ("none"
+// when there are none).
+func Replicas(rs []protocol.Replica) string {
+	if len(rs) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = r.Site
+		if r.Host != "" {
+			parts[i] += ":" + r.Host
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Rate is bytes over seconds, per second ("-" when no time was measured).
+func Rate(bytes int64, seconds float64) string {
+	if !(seconds > 0) {
+		return "-"
+	}
+	return HumanBytes(int64(float64(bytes)/seconds)) + "/s"
+}
+
+// TransferLine describes one transfer: FROM -> TO, bytes, time, rate, and
+// why it failed, if it did.
+func TransferLine(t protocol.TransferInfo) string {
+	s := fmt.Sprintf("%s -> %s, %s in %.3g s (%s)", t.From, t.To, HumanBytes(t.Bytes), t.Seconds, Rate(t.Bytes, t.Seconds))
+	if t.Error != "" {
+		s += ", failed: " + t.Error
+	}
+	return s
+}
+
+// MovedLine sums the transfers made, for mqstat --summary.
+func MovedLine(m protocol.MovedTotals) string {
+	return fmt.Sprintf("moved: %d transfers, %s in %.3g s (%s), %d failed",
+		m.Transfers, HumanBytes(m.Bytes), m.Seconds, Rate(m.Bytes, m.Seconds), m.Failed)
+}
+
+// HumanBytes is n in B, KiB, MiB...
+func HumanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, u := float64(n), 0
+	for v >= unit && u < 4 {
+		v /= unit
+		u++
+	}
+	return fmt.Sprintf("%.3g %ciB", v, " KMGT"[u])
+}

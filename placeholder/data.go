@@ -1,0 +1,112 @@
+package placeholder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/mq-hpc/mq/protocol"
+	"github.com/mq-hpc/mq/stage"
+)
+
+// Data staging, the agent's side (DESIGN.md, "Data staging"). With a data
+// root (Config.DataRoot, a site that shares no filesystem with the CLS
+// host), a declared path P (the file's absolute path on the CLS host) is
+// found at stage.Rooted(root, P), and a job submitted in directory C runs
+// in stage.Rooted(root, C): relative paths in its command resolve under
+// the root. Absolute paths written in a command line are not rewritten;
+// files declared with one are Local, the site's own: never moved, and
+// looked for at their own path. Without a data root (local placeholders,
+// --shared-fs sites) every path is used as it is.
+//
+// Before the command starts, every declared input must be a regular file
+// of the expected size where the job will read it; otherwise the command
+// does not run and the attempt fails with a reason starting "input:".
+// After the command exits 0, each declared output that is not Local is
+// hashed where it was made and reported (Report.Outputs); one that is
+// missing fails the attempt with a reason starting "output:". Hashing runs
+// after the command, within the attempt (the job stays leased and
+// heartbeated meanwhile), but outside the command's own run time.
+
+// Reasons of the attempts the agent fails for their data.
+const (
+	reasonInput  = "input: "
+	reasonOutput = "output: "
+)
+
+// exitInput is the exit status reported for a job whose command did not
+// run for want of an input: as for a command that could not start.
+const exitInput = 127
+
+// place is where the job's declared files are, for Local or not.
+func (a *Agent) place(local bool) stage.Dir {
+	if local {
+		return stage.Dir{}
+	}
+	return stage.Dir{Root: a.cfg.DataRoot}
+}
+
+// where names this placeholder's place in reasons.
+func (a *Agent) where() string {
+	if a.cfg.Host == "" {
+		return "site " + a.cfg.Site
+	}
+	return fmt.Sprintf("site %s (host %s)", a.cfg.Site, a.cfg.Host)
+}
+
+// workDir is the directory a job runs in: its Cwd, under the data root if
+// there is one (made when missing).
+func (a *Agent) workDir(cwd string) (string, error) {
+	if a.cfg.DataRoot == "" || cwd == "" {
+		return cwd, nil
+	}
+	dir, err := stage.Rooted(a.cfg.DataRoot, cwd)
+	if err != nil {
+		return "", fmt.Errorf("working directory: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("working directory %s: %w", dir, err)
+	}
+	return dir, nil
+}
+
+// checkInputs says why the job must not start ("" when every declared
+// input is there, whole as far as its size tells).
+func (a *Agent) checkInputs(ctx context.Context, asg protocol.Assignment) string {
+	for _, f := range asg.Inputs {
+		info, err := a.place(f.Local).Stat(ctx, f.Path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return fmt.Sprintf("%s%s missing at %s (not staged there, or deleted behind the CLS's back)", reasonInput, f.Path, a.where())
+		case err != nil:
+			return fmt.Sprintf("%s%s at %s: %v", reasonInput, f.Path, a.where(), err)
+		case !info.Regular:
+			return fmt.Sprintf("%s%s at %s is not a regular file", reasonInput, f.Path, a.where())
+		case f.Size >= 0 && info.Size != f.Size:
+			return fmt.Sprintf("%s%s at %s has %d bytes, not the %d expected (changed or cut behind the CLS's back)", reasonInput, f.Path, a.where(), info.Size, f.Size)
+		}
+	}
+	return ""
+}
+
+// sumOutputs hashes the job's declared outputs that are not Local. why is
+// set when one could not be: missing (the job did not make it) or
+// unreadable.
+func (a *Agent) sumOutputs(ctx context.Context, asg protocol.Assignment) (sums []protocol.FileSum, why string) {
+	for _, f := range asg.Outputs {
+		if f.Local {
+			continue
+		}
+		sum, n, err := stage.HashFile(ctx, a.place(false), f.Path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, fmt.Sprintf("%s%s was not created", reasonOutput, f.Path)
+		case err != nil:
+			return nil, fmt.Sprintf("%s%s at %s: %v", reasonOutput, f.Path, a.where(), err)
+		}
+		sums = append(sums, protocol.FileSum{Path: f.Path, Size: n, SHA256: sum})
+	}
+	return sums, ""
+}

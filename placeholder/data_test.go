@@ -1,0 +1,251 @@
+package placeholder
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// runner is an agent that runs assignments handed to it directly, with no
+// CLS: run's data checks are what these tests look at.
+func runner(t *testing.T, dataRoot string) *Agent {
+	t.Helper()
+	a := New(Config{Site: "s1", Host: "n1", OutDir: t.TempDir(), DataRoot: dataRoot})
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	a.devNull = f
+	return a
+}
+
+func sumOf(b string) string {
+	s := sha256.Sum256([]byte(b))
+	return hex.EncodeToString(s[:])
+}
+
+func write(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRunData: with a data root, a job runs in its Cwd under the root and
+// its declared files are looked for there (Local ones at their own path);
+// a missing or wrong-sized input keeps the command from running and fails
+// the attempt with an "input:" reason; after a zero exit the declared
+// outputs are hashed and reported under their declared names, and a
+// missing one fails the attempt with an "output:" reason. Local outputs
+// are neither hashed nor required.
+func TestRunData(t *testing.T) {
+	t.Parallel()
+	const cwd = "/mq-test/proj" // the CLS host's name: exists only under the root
+	in := func(p string, size int64) protocol.AssignedFile {
+		return protocol.AssignedFile{Path: cwd + "/" + p, Size: size}
+	}
+	for _, tc := range []struct {
+		name    string
+		setup   func(root, local string) // lay files out before the job
+		inputs  func(local string) []protocol.AssignedFile
+		outputs func(local string) []protocol.AssignedFile
+		command string
+		exit    int
+		reason  string // prefix; "" = none
+		ran     bool   // the command ran (made its marker)
+		sums    map[string]string
+	}{
+		{
+			name:  "inputs present, outputs hashed",
+			setup: func(root, _ string) { write(t, root+cwd+"/in/a.txt", "hello"); write(t, root+cwd+"/b.txt", "xy") },
+			inputs: func(string) []protocol.AssignedFile {
+				return []protocol.AssignedFile{in("in/a.txt", 5), in("b.txt", -1)}
+			},
+			outputs: func(string) []protocol.AssignedFile { return []protocol.AssignedFile{in("out/r.txt", -1)} },
+			command: "mkdir -p out && cat in/a.txt b.txt > out/r.txt",
+			ran:     true,
+			sums:    map[string]string{cwd + "/out/r.txt": sumOf("helloxy")},
+		},
+		{
+			name:    "missing input",
+			inputs:  func(string) []protocol.AssignedFile { return []protocol.AssignedFile{in("in/a.txt", 5)} },
+			command: "true",
+			exit:    exitInput,
+			reason:  "input: " + cwd + "/in/a.txt missing at site s1 (host n1)",
+		},
+		{
+			name:    "input of another size",
+			setup:   func(root, _ string) { write(t, root+cwd+"/in/a.txt", "hel") },
+			inputs:  func(string) []protocol.AssignedFile { return []protocol.AssignedFile{in("in/a.txt", 5)} },
+			command: "true",
+			exit:    exitInput,
+			reason:  "input: " + cwd + "/in/a.txt at site s1 (host n1) has 3 bytes, not the 5 expected",
+		},
+		{
+			name:    "input that is a directory",
+			setup:   func(root, _ string) { os.MkdirAll(root+cwd+"/in/a.txt", 0o700) },
+			inputs:  func(string) []protocol.AssignedFile { return []protocol.AssignedFile{in("in/a.txt", -1)} },
+			command: "true",
+			exit:    exitInput,
+			reason:  "input: " + cwd + "/in/a.txt at site s1 (host n1) is not a regular file",
+		},
+		{
+			name:  "input present only on the host, not under the root",
+			setup: func(_, local string) { write(t, local+"/a.txt", "hello") },
+			inputs: func(local string) []protocol.AssignedFile {
+				return []protocol.AssignedFile{{Path: local + "/a.txt", Size: 5}}
+			},
+			command: "true",
+			exit:    exitInput,
+			reason:  "input: ",
+		},
+		{
+			name:  "local input at its own path, local output untouched",
+			setup: func(_, local string) { write(t, local+"/a.txt", "hello"); write(t, local+"/keep.txt", "old") },
+			inputs: func(local string) []protocol.AssignedFile {
+				return []protocol.AssignedFile{{Path: local + "/a.txt", Size: 5, Local: true}}
+			},
+			outputs: func(local string) []protocol.AssignedFile {
+				return []protocol.AssignedFile{{Path: local + "/keep.txt", Size: -1, Local: true}, {Path: local + "/never.txt", Size: -1, Local: true}}
+			},
+			command: "true",
+			ran:     true,
+		},
+		{
+			name: "local input missing",
+			inputs: func(local string) []protocol.AssignedFile {
+				return []protocol.AssignedFile{{Path: local + "/a.txt", Size: -1, Local: true}}
+			},
+			command: "true",
+			exit:    exitInput,
+			reason:  "input: ",
+		},
+		{
+			name:    "missing output",
+			outputs: func(string) []protocol.AssignedFile { return []protocol.AssignedFile{in("r.txt", -1), in("s.txt", -1)} },
+			command: "echo r > r.txt",
+			ran:     true,
+			exit:    1,
+			reason:  "output: " + cwd + "/s.txt was not created",
+		},
+		{
+			name: "output linked out of the root",
+			setup: func(root, local string) {
+				write(t, local+"/secret", "s")
+				os.MkdirAll(root+cwd, 0o700)
+				if err := os.Symlink(local+"/secret", root+cwd+"/r.txt"); err != nil {
+					t.Fatal(err)
+				}
+			},
+			outputs: func(string) []protocol.AssignedFile { return []protocol.AssignedFile{in("r.txt", -1)} },
+			command: "true",
+			ran:     true,
+			exit:    1,
+			reason:  "output: " + cwd + "/r.txt at site s1 (host n1): path refused",
+		},
+		{
+			name:    "failed command: outputs not looked at",
+			outputs: func(string) []protocol.AssignedFile { return []protocol.AssignedFile{in("r.txt", -1)} },
+			command: "(exit 3)",
+			ran:     true,
+			exit:    3,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			root, local := filepath.Join(t.TempDir(), "root"), t.TempDir()
+			if tc.setup != nil {
+				tc.setup(root, local)
+			}
+			asg := protocol.Assignment{ID: 7, Attempt: 1, Cwd: cwd, Command: tc.command + "; s=$?; echo ran > " + local + "/marker; exit $s"}
+			if tc.inputs != nil {
+				asg.Inputs = tc.inputs(local)
+			}
+			if tc.outputs != nil {
+				asg.Outputs = tc.outputs(local)
+			}
+			rep := runner(t, root).run(context.Background(), asg)
+			if rep.Exit != tc.exit || !strings.HasPrefix(rep.Reason, tc.reason) || (tc.reason == "") != (rep.Reason == "") {
+				t.Errorf("exit %d, reason %q; want %d, %q", rep.Exit, rep.Reason, tc.exit, tc.reason)
+			}
+			if ran := exists(local + "/marker"); ran != tc.ran {
+				t.Errorf("command ran: %v, want %v", ran, tc.ran)
+			}
+			got := map[string]string{}
+			for _, s := range rep.Outputs {
+				got[s.Path] = s.SHA256
+			}
+			if len(got) != len(tc.sums) {
+				t.Errorf("outputs %+v, want %v", rep.Outputs, tc.sums)
+			}
+			for p, sum := range tc.sums {
+				if got[p] != sum {
+					t.Errorf("output %s: sha256 %q, want %q", p, got[p], sum)
+				}
+			}
+			if b, err := os.ReadFile(local + "/keep.txt"); err == nil && string(b) != "old" {
+				t.Errorf("a local output was changed: %q", b)
+			}
+		})
+	}
+}
+
+// TestRunDataRootCwd: the job runs in its Cwd mapped under the data root,
+// made when missing, so relative paths resolve there; without a root the
+// Cwd is used as it is.
+func TestRunDataRootCwd(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join(t.TempDir(), "root")
+	rep := runner(t, root).run(context.Background(), protocol.Assignment{ID: 1, Attempt: 1, Cwd: "/a/b", Command: "pwd -P > where"})
+	if rep.Exit != 0 || rep.Reason != "" {
+		t.Fatalf("job ended %+v", rep)
+	}
+	b, err := os.ReadFile(root + "/a/b/where")
+	want, _ := filepath.EvalSymlinks(root + "/a/b")
+	if err != nil || strings.TrimSpace(string(b)) != want {
+		t.Errorf("ran in %q (%v), want %s", b, err, want)
+	}
+	if fi, err := os.Stat(root + "/a/b"); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("working directory made %v, %v; want mode 0700", fi, err)
+	}
+
+	dir := t.TempDir()
+	out := protocol.AssignedFile{Path: dir + "/o", Size: -1}
+	rep = runner(t, "").run(context.Background(), protocol.Assignment{ID: 2, Attempt: 1, Cwd: dir, Command: "printf abc > o", Outputs: []protocol.AssignedFile{out}})
+	if rep.Exit != 0 || len(rep.Outputs) != 1 || rep.Outputs[0] != (protocol.FileSum{Path: dir + "/o", Size: 3, SHA256: sumOf("abc")}) {
+		t.Errorf("without a data root: %+v", rep)
+	}
+}
+
+// TestRunBundleData: each job of a bundle is checked on its own: one
+// whose input is missing fails without running, the next runs and
+// reports its outputs.
+func TestRunBundleData(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join(t.TempDir(), "root")
+	a := runner(t, root)
+	u := []protocol.Assignment{
+		{ID: 1, Attempt: 1, Bundle: 1, Cwd: "/w", Command: "touch ran1", Inputs: []protocol.AssignedFile{{Path: "/w/none", Size: -1}}},
+		{ID: 2, Attempt: 1, Bundle: 1, Seq: 1, Cwd: "/w", Command: "printf z > o", Outputs: []protocol.AssignedFile{{Path: "/w/o", Size: -1}}},
+	}
+	a.holdAll(u)
+	progress := make(chan protocol.Report, len(u))
+	a.runBundle(context.Background(), u, progress, make(chan struct{}))
+	r1, r2 := <-progress, <-progress
+	if r1.Exit != exitInput || !strings.HasPrefix(r1.Reason, "input: /w/none missing") || exists(root+"/w/ran1") {
+		t.Errorf("job 1: %+v (ran: %v)", r1, exists(root+"/w/ran1"))
+	}
+	if r2.Exit != 0 || r2.Reason != "" || len(r2.Outputs) != 1 || r2.Outputs[0].SHA256 != sumOf("z") || r2.Outputs[0].Path != "/w/o" {
+		t.Errorf("job 2: %+v", r2)
+	}
+}

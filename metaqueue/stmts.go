@@ -14,12 +14,12 @@ const jobCols = "(id, queue_id, target_id, state, command, cwd, est, submitted)"
 
 // stmts are the writer's prepared statements.
 type stmts struct {
-	insJob, insJobs, insPrereq, insPrereqs, insTarget, insTargets, insQueue *sql.Stmt
-	setState, finish, history, requeue, unclaim, rerun                      *sql.Stmt
-	insPlaceholder, touchPlaceholder, jobRow, jobPrereqs                    *sql.Stmt
-	jobEnd, keepAttempt, insFile, userFile, userReplica, produced, dropReplicas, putReplica, insTransfer                              *sql.Stmt
-	all                                                                     []*sql.Stmt
-	dispatchBy                                                              map[int]*sql.Stmt
+	insJob, insJobs, insPrereq, insPrereqs, insTarget, insTargets, insQueue                              *sql.Stmt
+	setState, finish, history, requeue, unclaim, rerun                                                   *sql.Stmt
+	insPlaceholder, touchPlaceholder, jobRow, jobPrereqs                                                 *sql.Stmt
+	jobEnd, keepAttempt, insFile, userFile, userReplica, produced, dropReplicas, putReplica, insTransfer *sql.Stmt
+	all                                                                                                  []*sql.Stmt
+	dispatchBy                                                                                           map[int]*sql.Stmt
 }
 
 // dispatchN returns the statement that marks n jobs Executing for one

@@ -173,6 +173,12 @@ func appendSpec(b []byte, js *protocol.JobSpec) []byte {
 				size = uint64(*f.Size) + 1
 			}
 			b = binary.AppendUvarint(b, size)
+			var rel uint64
+			if f.Rel {
+				rel = 1
+			}
+			b = binary.AppendUvarint(b, rel)
+			b = binary.AppendVarint(b, f.MTime)
 		}
 	}
 	return b
@@ -244,6 +250,14 @@ func readSpec(r *bufio.Reader, js *protocol.JobSpec) (err error) {
 			if size > 0 {
 				v := int64(size - 1)
 				f.Size = &v
+			}
+			rel, err := binary.ReadUvarint(r)
+			if err != nil {
+				return err
+			}
+			f.Rel = rel == 1
+			if f.MTime, err = binary.ReadVarint(r); err != nil {
+				return err
 			}
 			*files = append(*files, f)
 		}

@@ -68,6 +68,7 @@ func placeOf(site, host string) place {
 type fileDecl struct {
 	path string
 	size int64 // -1 = unknown
+	rel  bool  // declared relative: movable (data staging)
 }
 
 type jobFiles struct{ in, out []fileDecl }
@@ -101,7 +102,9 @@ func (q *queue) learnsEstimates() bool {
 // dataState is the core's memory for data-conscious scheduling.
 type dataState struct {
 	files   map[int64]*jobFiles // live jobs that declared files
-	where   map[string]fileLoc  // path -> where it was last produced
+	where   map[string]fileLoc  // path -> where it was last produced (or the CLS host, for users' files)
+	cat     map[string]*catFile // the catalog (catalog.go)
+	shared  map[string]bool     // sites that share the CLS host's filesystem (SiteSpec.SharedFS)
 	places  []place             // indexed by policy.Site
 	placeID map[place]policy.Site
 	phPlace map[int64]policy.Site // placeholder -> where it runs
@@ -124,7 +127,8 @@ type dataState struct {
 
 func (d *dataState) reset(now time.Time) {
 	*d = dataState{
-		files: map[int64]*jobFiles{}, where: map[string]fileLoc{}, placeID: map[place]policy.Site{},
+		files: map[int64]*jobFiles{}, where: map[string]fileLoc{}, cat: map[string]*catFile{}, shared: map[string]bool{},
+		placeID: map[place]policy.Site{},
 		phPlace: map[int64]policy.Site{}, readyAt: map[int64]time.Time{}, lastAsk: map[int64]time.Time{},
 		epoch: now,
 	}
@@ -140,9 +144,15 @@ func (d *dataState) site(p place) policy.Site {
 	return id
 }
 
-// link returns the configured link of a place's site.
+// link returns the link of a place's site: measured from real transfers
+// when it has been (MeasuredLink), else the configured one.
 func (s *Store) link(at policy.Site) Link {
 	name := s.data.places[at].site
+	if m := s.measured.Load(); m != nil {
+		if l, ok := (*m)[name]; ok && l.valid() {
+			return l
+		}
+	}
 	if l, ok := s.opt.Links[name]; ok && l.valid() {
 		return l
 	}
@@ -271,10 +281,15 @@ func (s *Store) addFiles(id int64, js *protocol.JobSpec) error {
 			if f.Size != nil {
 				size, n = *f.Size, *f.Size
 			}
-			if _, err := s.stmts.insFile.Exec(id, k.kind, i, f.Path, size); err != nil {
+			if _, err := s.stmts.insFile.Exec(id, k.kind, i, f.Path, size, f.Rel); err != nil {
 				return fatalError{err}
 			}
-			*k.dst = append(*k.dst, fileDecl{f.Path, n})
+			*k.dst = append(*k.dst, fileDecl{f.Path, n, f.Rel})
+			if k.kind == "i" && f.MTime != 0 && n >= 0 {
+				if err := s.userFile(f.Path, n, f.MTime); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	s.data.files[id] = jf
@@ -284,11 +299,11 @@ func (s *Store) addFiles(id int64, js *protocol.JobSpec) error {
 // loadFiles reads the declared files of live jobs (one job, or all when
 // id is 0) and every known file location.
 func (s *Store) loadFiles(ctx context.Context, id int64) error {
-	q := `SELECT f.job_id, f.kind, f.path, f.size FROM job_files f JOIN jobs j ON j.id = f.job_id
+	q := `SELECT f.job_id, f.kind, f.path, f.size, f.rel FROM job_files f JOIN jobs j ON j.id = f.job_id
 		WHERE j.state IN ('W','Q','E','B') ORDER BY f.job_id, f.kind, f.seq`
 	args := []any{}
 	if id != 0 {
-		q = "SELECT job_id, kind, path, size FROM job_files WHERE job_id = ? ORDER BY kind, seq"
+		q = "SELECT job_id, kind, path, size, rel FROM job_files WHERE job_id = ? ORDER BY kind, seq"
 		args = append(args, id)
 		delete(s.data.files, id)
 	}
@@ -300,7 +315,8 @@ func (s *Store) loadFiles(ctx context.Context, id int64) error {
 		var jid int64
 		var kind, path string
 		var size sql.NullInt64
-		if err := rows.Scan(&jid, &kind, &path, &size); err != nil {
+		var rel bool
+		if err := rows.Scan(&jid, &kind, &path, &size, &rel); err != nil {
 			rows.Close()
 			return err
 		}
@@ -309,7 +325,7 @@ func (s *Store) loadFiles(ctx context.Context, id int64) error {
 			jf = &jobFiles{}
 			s.data.files[jid] = jf
 		}
-		d := fileDecl{path, -1}
+		d := fileDecl{path, -1, rel}
 		if size.Valid {
 			d.size = size.Int64
 		}
@@ -322,25 +338,7 @@ func (s *Store) loadFiles(ctx context.Context, id int64) error {
 	if err := closeRows(rows); err != nil || id != 0 {
 		return err
 	}
-	rows, err = s.w.QueryContext(ctx, "SELECT path, site, host, size, job_id FROM file_locations")
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		var path, site, host string
-		var size sql.NullInt64
-		var jid int64
-		if err := rows.Scan(&path, &site, &host, &size, &jid); err != nil {
-			rows.Close()
-			return err
-		}
-		loc := fileLoc{at: s.data.site(placeOf(site, host)), size: -1, job: jid}
-		if size.Valid {
-			loc.size = size.Int64
-		}
-		s.data.where[path] = loc
-	}
-	return closeRows(rows)
+	return s.loadCatalog(ctx)
 }
 
 // readyEntry is how a queue's heap sees a job that became ready. An SJF
@@ -361,8 +359,11 @@ func (s *Store) readyEntry(q *queue, id int64, est float32, t dag.TargetID) poli
 }
 
 // jobDone records where a job that ended Done produced its outputs and
-// learns its runtime, in the batch's transaction.
-func (s *Store) jobDone(id int64, target string, ph int64, started, finished time.Time) error {
+// learns its runtime, in the batch's transaction. With staging (or when
+// the agent reported them) only the outputs reported become replicas, with
+// the agent's size and checksum; without, every declared output is taken
+// to be at the producer's place, as before staging.
+func (s *Store) jobDone(id int64, target string, ph int64, started, finished time.Time, outs []protocol.FileSum) error {
 	if !started.IsZero() && finished.After(started) { // kept for any queue: one may turn SJF or DC later
 		s.data.expect.Observe(target, finished.Sub(started).Seconds())
 	}
@@ -375,15 +376,19 @@ func (s *Store) jobDone(id int64, target string, ph int64, started, finished tim
 		return err
 	}
 	pl := s.data.places[at]
+	legacy := s.opt.Stager == nil && len(outs) == 0
 	for _, f := range jf.out {
-		var size any
-		if f.size >= 0 {
-			size = f.size
+		size, sha := f.size, ""
+		if !legacy {
+			i := slices.IndexFunc(outs, func(o protocol.FileSum) bool { return o.Path == f.path })
+			if i < 0 || outs[i].Size < 0 || !validSHA(outs[i].SHA256) {
+				continue // not made (the agent fails such a job), or not said well
+			}
+			size, sha = outs[i].Size, outs[i].SHA256
 		}
-		if _, err := s.stmts.setLocation.Exec(f.path, pl.site, pl.host, size, id, micros(finished)); err != nil {
-			return fatalError{err}
+		if err := s.produced(f.path, Place{pl.site, pl.host}, at, size, sha, id, finished); err != nil {
+			return err
 		}
-		s.data.where[f.path] = fileLoc{at: at, size: f.size, job: id}
 	}
 	s.data.gen++
 	return nil
@@ -400,6 +405,7 @@ func (s *Store) becameReady(id int64, now time.Time) {
 
 // jobEnded forgets a job that reached a terminal state.
 func (s *Store) jobEnded(id int64) {
+	delete(s.stg.to, id)
 	delete(s.data.files, id)
 	delete(s.data.readyAt, id)
 }
@@ -476,6 +482,17 @@ func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err 
 			seen = append(seen, bid)
 		}
 		popped = append(popped, r)
+		if s.opt.Stager != nil {
+			to, err := s.storePlace(p.req.Placeholder)
+			if err != nil {
+				return 0, false, false, err
+			}
+			if here, err := s.inputsAt(members, to); err != nil {
+				return 0, false, false, err
+			} else if !here {
+				continue // its inputs are on their way (or another place's)
+			}
+		}
 		ready, known := d.readyAt[r.ID]
 		if !known {
 			ready = now

@@ -111,7 +111,7 @@ func TestMigrateFrom2(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	id := e.submit1("t", "old job")
-	e.downgrade("DROP TABLE job_files", "DROP TABLE file_locations", "UPDATE meta SET value = '2' WHERE key = 'schema'")
+	e.downgrade("DROP TABLE job_files", "DROP TABLE files", "DROP TABLE replicas", "DROP TABLE transfers", "UPDATE meta SET value = '2' WHERE key = 'schema'")
 	e.mustBe(id, job.Queued)
 	n := e.submit(withFiles("n", "new", []protocol.File{file("/a", 1)}, []protocol.File{{Path: "/b"}}))[0]
 	ph := e.register("p")

@@ -165,7 +165,7 @@ func (s *Store) report(ph int64, reports []protocol.Report) error {
 			}
 		}
 		out := outcomeOf(r)
-		if err := s.endAttempt(r.ID, j, ru, out, r.Exit, r.Started, r.Finished, r.Reason); err != nil {
+		if err := s.endAttempt(r.ID, j, ru, out, r.Exit, r.Started, r.Finished, r.Reason, r.Outputs); err != nil {
 			return err
 		}
 	}
@@ -218,7 +218,7 @@ func nextState(q *queue, used int, out outcome) job.State {
 }
 
 // endAttempt moves an executing job on after an attempt.
-func (s *Store) endAttempt(id int64, j dag.Node, ru *run, out outcome, exit int, started, finished time.Time, reason string) error {
+func (s *Store) endAttempt(id int64, j dag.Node, ru *run, out outcome, exit int, started, finished time.Time, reason string, outs []protocol.FileSum) error {
 	if err := s.begin(); err != nil {
 		return err
 	}
@@ -280,7 +280,7 @@ func (s *Store) endAttempt(id int64, j dag.Node, ru *run, out outcome, exit int,
 		return fatalError{err}
 	}
 	if next == job.Done {
-		if err := s.jobDone(id, s.g.Name(j.Target), ru.placeholder, started, finished); err != nil {
+		if err := s.jobDone(id, s.g.Name(j.Target), ru.placeholder, started, finished, outs); err != nil {
 			return err
 		}
 	}
@@ -344,7 +344,7 @@ func (s *Store) expire() error {
 		}
 		s.log.Warn("lease expired; requeueing", "job", id, "attempt", ru.attempt, "placeholder", ru.placeholder)
 		reason := fmt.Sprintf("lost: no heartbeat from placeholder %d for %s", ru.placeholder, s.opt.Lease)
-		if err := s.endAttempt(id, j, ru, lost, 0, time.Time{}, now, reason); err != nil {
+		if err := s.endAttempt(id, j, ru, lost, 0, time.Time{}, now, reason, nil); err != nil {
 			return err
 		}
 	}
@@ -520,11 +520,15 @@ func (s *Store) dispatch(p *parkedNext) error {
 		j, _ := s.g.Node(pk.id)
 		s.running[pk.id] = &run{attempt: r.attempt, used: r.attempt - r.base, placeholder: p.req.Placeholder, lease: lease, started: now}
 		text, raw := protocol.WireCommand(r.command)
-		p.reply.Jobs = append(p.reply.Jobs, protocol.Assignment{
+		a := protocol.Assignment{
 			ID: pk.id, Attempt: r.attempt, Command: text, CommandBytes: raw, Cwd: r.cwd,
 			Target: s.g.Name(j.Target), Queue: pk.q.Name, Ceiling: pk.q.Ceiling,
 			Bundle: pk.bundle, Seq: pk.seq,
-		})
+		}
+		if jf := s.data.files[pk.id]; jf != nil {
+			a.Inputs, a.Outputs = s.assigned(jf.in, true), s.assigned(jf.out, false)
+		}
+		p.reply.Jobs = append(p.reply.Jobs, a)
 	}
 	return nil
 }
@@ -550,7 +554,10 @@ func (s *Store) pick(p *parkedNext, skipDC bool) (q *queue, id int64, waited boo
 			}
 			waited = waited || w
 		} else {
-			id, ok = s.pickFrom(q, p.req.WalltimeLeft)
+			id, ok, err = s.pickFrom(q, p)
+			if err != nil {
+				return nil, 0, false, err
+			}
 		}
 		if ok {
 			s.rr = (s.rr + k + 1) % n
@@ -560,7 +567,12 @@ func (s *Store) pick(p *parkedNext, skipDC bool) (q *queue, id int64, waited boo
 	return nil, 0, waited, nil
 }
 
-func (s *Store) pickFrom(q *queue, walltime float64) (int64, bool) {
+// pickFrom takes the first ready job of an ordered queue that fits the
+// placeholder and, with staging, has its inputs at the placeholder's place
+// (a job whose inputs are being brought waits aside, so the placeholder
+// gets other ready work meanwhile).
+func (s *Store) pickFrom(q *queue, p *parkedNext) (int64, bool, error) {
+	walltime := p.req.WalltimeLeft
 	var aside []policy.Ready
 	defer func() {
 		for _, r := range aside {
@@ -570,7 +582,7 @@ func (s *Store) pickFrom(q *queue, walltime float64) (int64, bool) {
 	for examined := 0; examined < window; {
 		r, ok := q.ready.Pop()
 		if !ok {
-			return 0, false
+			return 0, false, nil
 		}
 		j, ok := s.g.Node(r.ID)
 		if !ok || j.State != job.Queued {
@@ -581,9 +593,33 @@ func (s *Store) pickFrom(q *queue, walltime float64) (int64, bool) {
 			aside = append(aside, r)
 			continue
 		}
-		return r.ID, true
+		if here, err := s.dataReady(r.ID, p); err != nil || !here {
+			aside = append(aside, r)
+			if err != nil {
+				return 0, false, err
+			}
+			continue
+		}
+		return r.ID, true, nil
 	}
-	return 0, false
+	return 0, false, nil
+}
+
+// dataReady says whether job id (with its bundle) has its movable inputs
+// at p's placeholder's place, asking for them when not.
+func (s *Store) dataReady(id int64, p *parkedNext) (bool, error) {
+	if s.opt.Stager == nil {
+		return true, nil
+	}
+	to, err := s.storePlace(p.req.Placeholder)
+	if err != nil {
+		return false, err
+	}
+	ids := []int64{id}
+	if bid, ok := s.bundles.of[id]; ok {
+		ids = s.bundles.members[bid]
+	}
+	return s.inputsAt(ids, to)
 }
 
 // PlaceholderGone requeues (or fails) at once every job a placeholder was
@@ -603,7 +639,7 @@ func (s *Store) PlaceholderGone(ctx context.Context, id int64) error {
 			}
 			s.log.Warn("placeholder ended while running a job; requeueing", "job", jid, "placeholder", id)
 			reason := fmt.Sprintf("lost: placeholder %d ended while running it", id)
-			if err := s.endAttempt(jid, j, ru, lost, 0, time.Time{}, now, reason); err != nil {
+			if err := s.endAttempt(jid, j, ru, lost, 0, time.Time{}, now, reason, nil); err != nil {
 				return err
 			}
 		}

@@ -49,8 +49,11 @@ func migrations() ([]migration, error) {
 			return nil, err
 		}
 		m := migration{version: v, name: strings.TrimSuffix(base, ".sql"), sql: string(text)}
-		if v == 2 {
+		switch v {
+		case 2:
 			m.before = addPlaceholderIdentity
+		case 7:
+			m.before = addFileRel
 		}
 		out = append(out, m)
 	}
@@ -132,5 +135,19 @@ func addPlaceholderIdentity(ctx context.Context, w *sql.Conn) error {
 		return nil
 	}
 	_, err := w.ExecContext(ctx, "ALTER TABLE placeholders ADD COLUMN identity TEXT NOT NULL DEFAULT ''")
+	return err
+}
+
+// addFileRel adds job_files.rel (version 7), unless a database that ran
+// the step before has it.
+func addFileRel(ctx context.Context, w *sql.Conn) error {
+	var has int
+	if err := w.QueryRowContext(ctx, "SELECT count(*) FROM pragma_table_info('job_files') WHERE name = 'rel'").Scan(&has); err != nil {
+		return err
+	}
+	if has > 0 {
+		return nil
+	}
+	_, err := w.ExecContext(ctx, "ALTER TABLE job_files ADD COLUMN rel INTEGER NOT NULL DEFAULT 0")
 	return err
 }

@@ -240,10 +240,12 @@ func (s *Store) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
 	return d, s.jobFiles(ctx, &d)
 }
 
-// jobFiles adds a job's declared files and where each was last produced.
+// jobFiles adds a job's declared files with the catalog's record of each
+// (where it was produced, checksum, replicas) and the job's transfers.
 func (s *Store) jobFiles(ctx context.Context, d *protocol.JobDetail) error {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT f.kind, f.path, f.size, coalesce(l.site, ''), coalesce(l.host, ''), coalesce(l.job_id, 0)
-		FROM job_files f LEFT JOIN file_locations l ON l.path = f.path WHERE f.job_id = ? ORDER BY f.kind, f.seq`, d.ID)
+	rows, err := s.rdb.QueryContext(ctx, `SELECT f.kind, f.path, f.size, coalesce(c.size, -1), coalesce(c.site, ''), coalesce(c.host, ''),
+			coalesce(c.producer, 0), coalesce(c.sha256, '')
+		FROM job_files f LEFT JOIN files c ON c.path = f.path WHERE f.job_id = ? ORDER BY f.kind, f.seq`, d.ID)
 	if err != nil {
 		return err
 	}
@@ -251,13 +253,16 @@ func (s *Store) jobFiles(ctx context.Context, d *protocol.JobDetail) error {
 		var kind string
 		var f protocol.FileInfo
 		var size sql.NullInt64
-		if err := rows.Scan(&kind, &f.Path, &size, &f.Site, &f.Host, &f.Job); err != nil {
+		var catSize int64
+		if err := rows.Scan(&kind, &f.Path, &size, &catSize, &f.Site, &f.Host, &f.Job, &f.SHA256); err != nil {
 			rows.Close()
 			return err
 		}
 		if size.Valid {
 			n := size.Int64
 			f.Size = &n
+		} else if catSize >= 0 {
+			f.Size = &catSize
 		}
 		if kind == "i" {
 			d.Inputs = append(d.Inputs, f)
@@ -265,5 +270,32 @@ func (s *Store) jobFiles(ctx context.Context, d *protocol.JobDetail) error {
 			d.Outputs = append(d.Outputs, f)
 		}
 	}
-	return closeRows(rows)
+	if err := closeRows(rows); err != nil {
+		return err
+	}
+	for _, fs := range [][]protocol.FileInfo{d.Inputs, d.Outputs} {
+		for i := range fs {
+			if fs[i].Replicas, err = replicasOf(ctx, s.rdb, fs[i].Path); err != nil {
+				return err
+			}
+		}
+	}
+	trows, err := s.rdb.QueryContext(ctx, `SELECT path, from_site, from_host, to_site, to_host, bytes, seconds, started, error
+		FROM transfers WHERE job_id = ? ORDER BY id`, d.ID)
+	if err != nil {
+		return err
+	}
+	for trows.Next() {
+		var t protocol.TransferInfo
+		var from, to Place
+		var started int64
+		if err := trows.Scan(&t.Path, &from.Site, &from.Host, &to.Site, &to.Host, &t.Bytes, &t.Seconds, &started, &t.Error); err != nil {
+			trows.Close()
+			return err
+		}
+		t.Job, t.From, t.To = d.ID, from.String(), to.String()
+		t.Started = time.UnixMicro(started).UTC().Format(time.RFC3339Nano)
+		d.Transfers = append(d.Transfers, t)
+	}
+	return closeRows(trows)
 }

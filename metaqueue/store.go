@@ -18,6 +18,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mq-hpc/mq/dag"
@@ -98,6 +99,13 @@ type Store struct {
 	bundles      bundles   // live bundles (bundle.go)
 	data         dataState // data-conscious scheduling (data.go)
 	bl           blevels   // b-levels for cp queues (blevel.go)
+	stg          staging   // transfers in flight (catalog.go): memory only, kept across reloads
+	moved        protocol.MovedTotals
+
+	// measured are links measured from real transfers (MeasuredLink),
+	// replaced whole under measuredMu, read without a lock by the core.
+	measured   atomic.Pointer[map[string]Link]
+	measuredMu sync.Mutex
 }
 
 type queue struct {

@@ -40,6 +40,7 @@ func validateFiles(kind string, files []File, cwd string) error {
 				return fmt.Errorf("%s %q is not absolute and the job has no working directory", kind, f.Path)
 			}
 			f.Path = filepath.Join(cwd, f.Path)
+			f.Rel = true
 		}
 		f.Path = filepath.Clean(f.Path)
 		if f.Size != nil && *f.Size < 0 {
@@ -103,17 +104,18 @@ func ParseFileArg(s string) (File, error) {
 }
 
 // FillSizes sets the size of every input that declares none to the size of
-// the regular file at its path, if stat finds one. Call it after
+// the regular file at its path, if stat finds one, and records the file's
+// modification time (MTime): the catalog notices a file changed after
+// submission by both. A declared size is kept for files that are not
+// there (yet); one that is there has its real size. Call it after
 // ValidateSpec (paths are absolute then), on the host the paths name.
 func FillSizes(js *JobSpec, stat func(string) (fs.FileInfo, error)) {
 	for i := range js.Inputs {
 		f := &js.Inputs[i]
-		if f.Size != nil {
-			continue
-		}
 		if fi, err := stat(f.Path); err == nil && fi.Mode().IsRegular() {
 			n := fi.Size()
 			f.Size = &n
+			f.MTime = fi.ModTime().UnixNano()
 		}
 	}
 }

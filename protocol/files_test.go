@@ -117,6 +117,17 @@ func TestFillSizes(t *testing.T) {
 	if js.Outputs[0].Size != nil {
 		t.Errorf("an output got a size from stat")
 	}
+	if js.Inputs[0].MTime == 0 || js.Inputs[1].MTime != 0 || !js.Inputs[0].Rel {
+		t.Errorf("existing input: mtime %d, rel %v; missing: mtime %d", js.Inputs[0].MTime, js.Inputs[0].Rel, js.Inputs[1].MTime)
+	}
+	abs := JobSpec{Target: "t", Command: "x", Cwd: dir, Inputs: []File{{Path: filepath.Join(dir, "f"), Size: size(1)}}}
+	if err := ValidateSpec(&abs); err != nil {
+		t.Fatal(err)
+	}
+	FillSizes(&abs, os.Stat)
+	if abs.Inputs[0].Rel || *abs.Inputs[0].Size != 1234 {
+		t.Errorf("absolute existing input: %+v (want site-local, its real size)", abs.Inputs[0])
+	}
 }
 
 func TestReadJobFileWithFiles(t *testing.T) {

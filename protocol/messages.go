@@ -70,6 +70,13 @@ type JobSpec struct {
 type File struct {
 	Path string `json:"path"`
 	Size *int64 `json:"size,omitempty"` // bytes; absent = unknown
+	// Rel says the path was declared relative (to the job's working
+	// directory): the file may be moved between sites. An absolute path
+	// is site-local (DESIGN.md, "Data staging"). Set by ValidateSpec.
+	Rel bool `json:"rel,omitempty"`
+	// MTime is an input's modification time on the CLS host at submit
+	// (Unix nanoseconds; 0 = not there or not looked at): FillSizes sets it.
+	MTime int64 `json:"mtime_ns,omitempty"`
 }
 
 // FileInfo is a declared file as mqstat shows it, with where the metaqueue

@@ -48,7 +48,11 @@ var builtin = routeTable(
 	}),
 	handle(protocol.OpSummary, func(ctx context.Context, c *conn, _ protocol.Empty) (protocol.SummaryReply, error) {
 		qs, err := c.s.Store.Summary(ctx)
-		return protocol.SummaryReply{Queues: qs}, err
+		if err != nil {
+			return protocol.SummaryReply{}, err
+		}
+		moved, err := c.s.Store.Moved(ctx)
+		return protocol.SummaryReply{Queues: qs, Moved: moved}, err
 	}),
 	handle(protocol.OpDelete, func(ctx context.Context, c *conn, b protocol.Select) (protocol.ActionReply, error) {
 		return c.s.Store.Delete(ctx, b)

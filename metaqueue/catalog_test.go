@@ -1,0 +1,358 @@
+package metaqueue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// fakeStager records the stage requests the store makes.
+type fakeStager struct {
+	mu  sync.Mutex
+	got []StageRequest
+}
+
+func (f *fakeStager) Stage(r StageRequest) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.got = append(f.got, r)
+}
+
+func (f *fakeStager) requests() []StageRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.got)
+}
+
+func newStagingEnv(t *testing.T) (*env, *fakeStager) {
+	st := &fakeStager{}
+	return newEnvWith(t, func(o *Options) { o.Stager = st }), st
+}
+
+const sumA = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
+// userIn is a movable input that exists on the CLS host (as FillSizes
+// leaves it).
+func userIn(path string, size int64) protocol.File {
+	return protocol.File{Path: path, Size: sz(size), Rel: true, MTime: 1e18}
+}
+
+// staged reports the end of request r (err nil = done).
+func (e *env) staged(r StageRequest, from Place, err error, permanent bool) {
+	e.t.Helper()
+	res := StageResult{Path: r.Path, To: r.To, From: from, Bytes: max(r.Size, 0), Started: e.clock.Now(),
+		Duration: time.Second, SHA256: sumA, Job: r.Job, Err: err, Permanent: permanent}
+	if err != nil {
+		res.Bytes, res.SHA256 = 0, ""
+	}
+	if err := e.s.Staged(context.Background(), res); err != nil {
+		e.t.Fatalf("Staged: %v", err)
+	}
+}
+
+// TestStagingGatesDispatch: a job whose input is only on the CLS host is
+// held back from a site without it while other ready work goes there; two
+// jobs wanting the file cause one transfer; a parked poll is woken when
+// the file lands, and the assignment carries the files.
+func TestStagingGatesDispatch(t *testing.T) {
+	t.Parallel()
+	e, st := newStagingEnv(t)
+	a := e.submit(withFiles("a", "blast", []protocol.File{userIn("/w/seqs/p1.fa", 10), {Path: "/abs/db"}}, []protocol.File{{Path: "/w/hom/p1.tsv", Rel: true}}))[0]
+	c := e.submit(withFiles("c", "blast2", []protocol.File{userIn("/w/seqs/p1.fa", 10)}, nil))[0]
+	other := e.submit(withFiles("o", "other", nil, nil))[0]
+	b := e.registerAt("siteB", "b1")
+	if got := e.next(b, 1); len(got) != 1 || got[0].ID != other {
+		t.Fatalf("siteB got %v, want the job without inputs %d", ids(got), other)
+	}
+	reqs := st.requests()
+	if len(reqs) != 1 || reqs[0].Path != "/w/seqs/p1.fa" || reqs[0].To != (Place{Site: "siteB"}) ||
+		!slices.Equal(reqs[0].From, []Place{{Site: LocalSite}}) || reqs[0].Size != 10 || reqs[0].ModTime.IsZero() {
+		t.Fatalf("requests %+v", reqs)
+	}
+	// Another site skips jobs staging to siteB.
+	x := e.registerAt("siteX", "x1")
+	if got := e.next(x, 2); len(got) != 0 {
+		t.Fatalf("siteX got %v while their inputs go to siteB", ids(got))
+	}
+	if n := len(st.requests()); n != 1 {
+		t.Fatalf("%d requests, want 1 (one per file and place)", n)
+	}
+	// The local site has the file: no staging.
+	done := make(chan []protocol.Assignment, 1)
+	go func() {
+		r, err := e.s.Next(context.Background(), protocol.Next{Placeholder: b, Free: 2, WaitMS: 20000})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r.Jobs
+	}()
+	e.parkedAtLeast(1, 0)
+	e.staged(reqs[0], Place{Site: LocalSite}, nil, false)
+	var got []protocol.Assignment
+	select {
+	case got = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the parked poll was not woken by the staged file")
+	}
+	if fmt.Sprint(ids(got)) != fmt.Sprint([]int64{a, c}) {
+		t.Fatalf("after staging siteB got %v, want %d %d", ids(got), a, c)
+	}
+	in := got[0].Inputs
+	if len(in) != 2 || in[0].SHA256 != sumA || in[0].Size != 10 || in[0].Local || !in[1].Local || in[1].Size != -1 ||
+		len(got[0].Outputs) != 1 || got[0].Outputs[0].Local {
+		t.Fatalf("assignment files %+v %+v", in, got[0].Outputs)
+	}
+	d := e.job(a)
+	if len(d.Transfers) != 1 || d.Transfers[0].From != LocalSite || d.Transfers[0].To != "siteB" || d.Transfers[0].Bytes != 10 {
+		t.Fatalf("transfers %+v", d.Transfers)
+	}
+	if len(d.Inputs[0].Replicas) != 2 || d.Inputs[0].Replicas[0].Site != LocalSite || d.Inputs[0].SHA256 != sumA {
+		t.Fatalf("input replicas %+v", d.Inputs[0])
+	}
+	e.check()
+}
+
+// TestStagingDC: a dc queue gates the same way.
+func TestStagingDC(t *testing.T) {
+	t.Parallel()
+	e, st := newStagingEnv(t)
+	e.submit(withFiles("warm", "x", nil, nil))
+	e.setPolicy("dq", "dc")
+	b := e.registerAt("siteB", "b1")
+	e.next(b, 1) // the warm-up job
+	a := e.submit(withFiles("a", "x", []protocol.File{userIn("/w/in", 5)}, nil))[0]
+	if got := e.next(b, 1); len(got) != 0 {
+		t.Fatalf("got %v before the input was there", ids(got))
+	}
+	reqs := st.requests()
+	if len(reqs) != 1 {
+		t.Fatalf("requests %+v", reqs)
+	}
+	e.staged(reqs[0], Place{Site: LocalSite}, nil, false)
+	waitFor(t, func() bool { got := e.next(b, 1); return len(got) == 1 && got[0].ID == a })
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 10s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestStagingRetriesThenFails: a failed transfer is retried from another
+// replica first; the third failure fails the job with the reason; a
+// permanent failure fails it at once.
+func TestStagingRetriesThenFails(t *testing.T) {
+	t.Parallel()
+	e, st := newStagingEnv(t)
+	a := e.submit(withFiles("a", "x", []protocol.File{userIn("/w/seqs/p1.fa", 10)}, nil))[0]
+	if _, err := e.s.AddReplica(context.Background(), "/w/seqs/p1.fa", Place{Site: "siteC"}, 10, ""); err != nil {
+		t.Fatal(err)
+	}
+	b := e.registerAt("siteB", "b1")
+	e.next(b, 1)
+	local, siteC := Place{Site: LocalSite}, Place{Site: "siteC"}
+	for i, want := range [][]Place{{local, siteC}, {siteC, local}, {local, siteC}} {
+		reqs := st.requests()
+		if len(reqs) != i+1 || !slices.Equal(reqs[i].From, want) {
+			t.Fatalf("try %d: requests %+v, want from %v", i+1, reqs, want)
+		}
+		e.staged(reqs[i], reqs[i].From[0], errors.New("connection reset"), false)
+	}
+	e.mustBe(a, job.Failed)
+	if d := e.job(a); !strings.Contains(d.Reason, "input /w/seqs/p1.fa could not be staged to siteB: connection reset") {
+		t.Fatalf("reason %q", d.Reason)
+	}
+	if n := len(st.requests()); n != 3 {
+		t.Fatalf("%d requests after the third failure", n)
+	}
+
+	p := e.submit(withFiles("p", "x", []protocol.File{userIn("/w/other", 3)}, nil))[0]
+	e.next(b, 1)
+	reqs := st.requests()
+	e.staged(reqs[len(reqs)-1], local, errors.New("input changed after submission"), true)
+	e.mustBe(p, job.Failed)
+	if m, err := e.s.Moved(context.Background()); err != nil || m.Transfers != 4 || m.Failed != 4 {
+		t.Fatalf("moved %+v %v", m, err)
+	}
+	e.check()
+}
+
+// TestStagingSharedFS: a site sharing the CLS host's filesystem takes
+// the job at once.
+func TestStagingSharedFS(t *testing.T) {
+	t.Parallel()
+	e, st := newStagingEnv(t)
+	if err := e.s.AddSite(context.Background(), protocol.SiteSpec{Name: "siteS", SharedFS: true}); err != nil {
+		t.Fatal(err)
+	}
+	a := e.submit(withFiles("a", "x", []protocol.File{userIn("/w/in", 5)}, nil))[0]
+	s := e.registerAt("siteS", "s1")
+	if got := e.next(s, 1); len(got) != 1 || got[0].ID != a {
+		t.Fatalf("shared-fs site got %v", ids(got))
+	}
+	if n := len(st.requests()); n != 0 {
+		t.Fatalf("%d stage requests for a shared filesystem", n)
+	}
+}
+
+// TestStagingOutputs: reported outputs become replicas at the producer's
+// place (unreported ones do not), and a dependent at another site has
+// them staged from there.
+func TestStagingOutputs(t *testing.T) {
+	t.Parallel()
+	e, st := newStagingEnv(t)
+	out, miss := protocol.File{Path: "/w/hom/p1.tsv", Rel: true}, protocol.File{Path: "/w/hom/none", Rel: true}
+	p := e.submit(withFiles("p", "x", nil, []protocol.File{out, miss}))[0]
+	q := e.submit(withFiles("q", "y", []protocol.File{out}, nil))[0]
+	mustSpec := withFiles("r", "z", []protocol.File{out}, nil)
+	mustSpec.Prereqs = []string{"p"}
+	r := e.submit(mustSpec)[0]
+	a := e.registerAt("siteA", "a1")
+	got := e.next(a, 1)
+	if len(got) != 1 || got[0].ID != p {
+		t.Fatalf("siteA got %v", ids(got))
+	}
+	rep := ok(got[0])
+	rep.Outputs = []protocol.FileSum{{Path: out.Path, Size: 77, SHA256: sumA}}
+	e.report(a, rep)
+	d := e.job(p)
+	if len(d.Outputs[0].Replicas) != 1 || d.Outputs[0].Replicas[0].Site != "siteA" || d.Outputs[0].SHA256 != sumA ||
+		*d.Outputs[0].Size != 77 || d.Outputs[0].Job != p || len(d.Outputs[1].Replicas) != 0 {
+		t.Fatalf("outputs %+v", d.Outputs)
+	}
+	b := e.registerAt("siteB", "b1")
+	if got := e.next(b, 2); len(got) != 0 {
+		t.Fatalf("siteB got %v before the output was staged", ids(got))
+	}
+	reqs := st.requests()
+	if len(reqs) != 1 || !slices.Equal(reqs[0].From, []Place{{Site: "siteA"}}) || reqs[0].SHA256 != sumA || reqs[0].Size != 77 || !reqs[0].ModTime.IsZero() {
+		t.Fatalf("requests %+v", reqs)
+	}
+	e.staged(reqs[0], reqs[0].From[0], nil, false)
+	waitFor(t, func() bool { return len(e.next(b, 2)) == 2 })
+	e.mustBe(q, job.Executing)
+	e.mustBe(r, job.Executing)
+}
+
+// TestCatalogOps: paging by path and prefix, and dropping replicas (the
+// last one of a file live jobs read only with force); the accounting
+// survives a reopen.
+func TestCatalogOps(t *testing.T) {
+	t.Parallel()
+	e, _ := newStagingEnv(t)
+	ctx := context.Background()
+	for i := range 5 {
+		if _, err := e.s.AddReplica(ctx, fmt.Sprintf("/d/f%d", i), Place{Site: "siteA"}, int64(i), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.s.AddReplica(ctx, "/e/x", Place{Site: "siteA"}, 1, sumA); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.s.AddReplica(ctx, "/e/x", Place{Site: "siteB"}, 1, strings.Repeat("b", 64)); err == nil {
+		t.Fatal("a replica with another checksum was added")
+	}
+	var paths []string
+	after := ""
+	for {
+		r, err := e.s.Files(ctx, protocol.FilesQuery{Prefix: "/d/", After: after, Limit: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range r.Files {
+			paths = append(paths, f.Path)
+			if len(f.Replicas) != 1 || f.Replicas[0].Site != "siteA" {
+				t.Fatalf("file %+v", f)
+			}
+		}
+		if !r.More {
+			break
+		}
+		after = r.Files[len(r.Files)-1].Path
+	}
+	if fmt.Sprint(paths) != "[/d/f0 /d/f1 /d/f2 /d/f3 /d/f4]" {
+		t.Fatalf("paged %v", paths)
+	}
+
+	e.submit(withFiles("a", "x", []protocol.File{{Path: "/d/f1", Rel: true}}, nil))
+	if _, err := e.s.AddReplica(ctx, "/d/f1", Place{Site: "siteB"}, 1, ""); err != nil {
+		t.Fatal(err)
+	}
+	left, dropped, err := e.s.RemoveReplicas(ctx, "/d/f1", "siteA", false)
+	if err != nil || len(dropped) != 1 || len(left.Replicas) != 1 || left.Replicas[0].Site != "siteB" {
+		t.Fatalf("drop one: %+v %v %v", left, dropped, err)
+	}
+	if _, _, err := e.s.RemoveReplicas(ctx, "/d/f1", "", false); err == nil || !strings.Contains(err.Error(), "last replica") {
+		t.Fatalf("dropped the last replica of a file a live job reads: %v", err)
+	}
+	if _, dropped, err := e.s.RemoveReplicas(ctx, "/d/f1", "", true); err != nil || len(dropped) != 1 {
+		t.Fatalf("force: %v %v", dropped, err)
+	}
+	if _, _, err := e.s.RemoveReplicas(ctx, "/d/f2", "", false); err != nil {
+		t.Fatalf("a file no job reads: %v", err)
+	}
+	if err := e.s.RecordTransfer(ctx, protocol.TransferInfo{Path: "/d/f3", From: "siteA", To: LocalSite, Bytes: 3, Seconds: 0.5, Started: time.Now().Format(time.RFC3339)}); err != nil {
+		t.Fatal(err)
+	}
+	e.reopen()
+	if m, err := e.s.Moved(ctx); err != nil || m == nil || m.Transfers != 1 || m.Bytes != 3 || m.Seconds != 0.5 {
+		t.Fatalf("moved after reopen %+v %v", m, err)
+	}
+	if reps, err := e.s.Replicas(ctx, "/d/f0"); err != nil || len(reps) != 1 || reps[0].Size != 0 {
+		t.Fatalf("replicas %+v %v", reps, err)
+	}
+	e.check()
+}
+
+// TestMeasuredLinkOverrides: a measured link replaces the configured one.
+func TestMeasuredLinkOverrides(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, func(o *Options) { o.Links = map[string]Link{"A": {Latency: 1, Bandwidth: 1}} })
+	e.s.MeasuredLink("A", Link{Latency: 2, Bandwidth: 3})
+	var l Link
+	e.s.do(context.Background(), func() error { l = e.s.link(e.s.data.site(placeOf("A", ""))); return nil })
+	if l != (Link{Latency: 2, Bandwidth: 3}) {
+		t.Fatalf("link %+v", l)
+	}
+}
+
+// TestMigrateFrom5: a version 5 database's file locations become the
+// catalog's replicas, and DC still sees them.
+func TestMigrateFrom5(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	id := e.submit(withFiles("t", "x", []protocol.File{{Path: "/o/x"}}, nil))[0]
+	e.downgrade("DROP TABLE files", "DROP TABLE replicas", "DROP TABLE transfers", "ALTER TABLE job_files DROP COLUMN rel",
+		`CREATE TABLE file_locations (path TEXT PRIMARY KEY, site TEXT NOT NULL, host TEXT NOT NULL, size INTEGER,
+			job_id INTEGER NOT NULL, produced INTEGER NOT NULL) WITHOUT ROWID`,
+		"INSERT INTO file_locations VALUES ('/o/x', 'siteA', '', 42, 7, 1000)",
+		"UPDATE meta SET value = '5' WHERE key = 'schema'")
+	d := e.job(id)
+	if d.Inputs[0].Site != "siteA" || d.Inputs[0].Job != 7 || *d.Inputs[0].Size != 42 || len(d.Inputs[0].Replicas) != 1 {
+		t.Fatalf("after migration %+v", d.Inputs[0])
+	}
+	var loc fileLoc
+	var site string
+	e.s.do(context.Background(), func() error {
+		loc = e.s.data.where["/o/x"]
+		site = e.s.data.places[loc.at].site
+		return nil
+	})
+	if loc.job != 7 || site != "siteA" {
+		t.Fatalf("DC location %+v at %q", loc, site)
+	}
+	e.check()
+}

@@ -30,8 +30,8 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 	"github.com/mq-hpc/mq/server"
 	"github.com/mq-hpc/mq/site"
-	"github.com/mq-hpc/mq/stage"
 	"github.com/mq-hpc/mq/sshserver"
+	"github.com/mq-hpc/mq/stage"
 )
 
 // Config is what a CLS is started with. The zero value of each field but

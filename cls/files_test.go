@@ -3,6 +3,7 @@ package cls
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/mq-hpc/mq/metaqueue"
 	"github.com/mq-hpc/mq/protocol"
+	"github.com/mq-hpc/mq/site"
+	"github.com/mq-hpc/mq/stage"
 )
 
 // fakeCatalog is the files ops' store: one file's replicas.
@@ -130,5 +133,65 @@ func TestFilesAddRemove(t *testing.T) {
 	}
 	if got, err := tp.read(metaqueue.LocalSite, "/d/x"); err != nil || !bytes.Equal(got, data) {
 		t.Errorf("the user's own file on the CLS host: %q %v", got, err)
+	}
+}
+
+// siteSpecs is a site.Store holding specs.
+type siteSpecs []protocol.SiteSpec
+
+func (s siteSpecs) AddSite(context.Context, protocol.SiteSpec) error { return nil }
+func (s siteSpecs) RemoveSite(context.Context, string) error         { return nil }
+func (s siteSpecs) Sites(context.Context) ([]protocol.SiteSpec, error) {
+	return s, nil
+}
+func (s siteSpecs) SiteDemand(context.Context, float64, []int64, int) (int, int, error) {
+	return 0, 0, nil
+}
+func (s siteSpecs) PlaceholderGone(context.Context, int64) error { return nil }
+
+// The CLS host's filesystem is the place of the local site, of local-type
+// sites and of sites sharing it; any other site is its data root on its
+// login host (here unreachable), one place per site.
+func TestSitePlaces(t *testing.T) {
+	specs := siteSpecs{
+		{Name: "here", Type: site.Local, Max: 1, SharedFS: true},
+		{Name: "shared", Type: site.Slurm, SSH: "u@h", Max: 1, SharedFS: true},
+		{Name: "rooted", Type: site.Slurm, SSH: "u@h", Max: 1, DataRoot: "/scratch/mq"},
+	}
+	s := &sites{}
+	s.mgr = &site.Manager{Store: specs, Poll: time.Hour, Log: slog.New(slog.DiscardHandler),
+		Open: func(spec protocol.SiteSpec, _ func(int)) (site.Site, error) {
+			return &site.Remote{Spec: spec, Dial: func(context.Context) (site.Runner, error) {
+				return nil, errors.New("no login host in this test")
+			}}, nil
+		}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := s.mgr.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer s.mgr.Stop()
+	for _, tc := range []struct {
+		at   metaqueue.Place
+		host bool
+		err  string
+	}{
+		{metaqueue.Place{Site: metaqueue.LocalSite, Host: "h1"}, true, ""},
+		{at("here"), true, ""},
+		{at("shared"), true, ""},
+		{at("rooted"), false, "no login host in this test"},
+		{metaqueue.Place{Site: "rooted", Host: "n1"}, false, "not supported"},
+		{at("nowhere"), false, "no site nowhere"},
+	} {
+		pl, host, err := s.place(ctx, tc.at)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%+v: %v; want %q", tc.at, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || !host || pl != (stage.Dir{Root: "/"}) {
+			t.Errorf("%+v: %#v %v %v; want the CLS host's filesystem", tc.at, pl, host, err)
+		}
 	}
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/mq-hpc/mq/server"
 	"github.com/mq-hpc/mq/site"
 	"github.com/mq-hpc/mq/sshserver"
+	"github.com/mq-hpc/mq/stage"
 )
 
 // Config is what a CLS is started with. The zero value of each field but
@@ -59,6 +60,10 @@ type Config struct {
 	// Links and DefaultLink price transfers for dc queues (--site-net).
 	Links       map[string]metaqueue.Link
 	DefaultLink metaqueue.Link
+
+	// StageWorkers is how many files the CLS moves at once for data
+	// staging (default DefaultStageWorkers).
+	StageWorkers int
 
 	// SSHAddr, when set, is where the SSH endpoint listens (host:port).
 	SSHAddr string
@@ -109,6 +114,18 @@ func (cfg *Config) setDefaults() {
 	}
 }
 
+// prior is a site's configured link (--site-net), which the measured one
+// replaces only in what is measured.
+func (cfg *Config) prior(site string) metaqueue.Link {
+	if l, ok := cfg.Links[site]; ok && l.Latency > 0 && l.Bandwidth > 0 {
+		return l
+	}
+	if l := cfg.DefaultLink; l.Latency > 0 && l.Bandwidth > 0 {
+		return l
+	}
+	return metaqueue.DefaultSiteLink
+}
+
 // check refuses settings no CLS could run with. The cls command checks
 // its flags first, with messages that name them; this is the backstop for
 // programs that fill a Config themselves.
@@ -122,6 +139,8 @@ func (cfg *Config) check() error {
 		return fmt.Errorf("cls: %d slots is not 1..4096", cfg.Slots)
 	case cfg.Lease < time.Second:
 		return fmt.Errorf("cls: a lease of %v is shorter than a second", cfg.Lease)
+	case cfg.StageWorkers < 0 || cfg.StageWorkers > 1024:
+		return fmt.Errorf("cls: %d stage workers is not 0..1024", cfg.StageWorkers)
 	case cfg.ConnectTimeout < time.Second:
 		return fmt.Errorf("cls: a connect timeout of %v is shorter than a second", cfg.ConnectTimeout)
 	}
@@ -146,6 +165,7 @@ type CLS struct {
 	sshLn  net.Listener // nil without SSHAddr
 	sshSrv *sshserver.Server
 	sites  *sites
+	stager *stager
 
 	runOnce   sync.Once
 	closeOnce sync.Once
@@ -202,9 +222,17 @@ func (c *CLS) open(ctx context.Context) (err error) {
 		return err
 	}
 
+	// The stager serves the store, and reports to it: it is made first,
+	// finds places through the sites (made after the store) and starts
+	// once both exist. Whatever the sites, it is there: with only the
+	// local site nothing ever needs moving.
+	c.stager = newStager(cfg.StageWorkers, func(ctx context.Context, p metaqueue.Place) (stage.Place, bool, error) {
+		return c.sites.place(ctx, p)
+	}, cfg.prior, c.log)
 	c.store, err = metaqueue.Open(ctx, metaqueue.Options{
 		Path: filepath.Join(home, "mq.db"), Sync: cfg.Sync, Lease: cfg.Lease,
 		Logger: c.log, OutputDir: outDir, Links: cfg.Links, DefaultLink: cfg.DefaultLink,
+		Stager: c.stager,
 	})
 	if err != nil {
 		return err
@@ -238,6 +266,10 @@ func (c *CLS) open(ctx context.Context) (err error) {
 		c.sites.mgr.Embedded = []protocol.SiteSpec{{Name: site.EmbeddedName, Type: site.Local, Min: cfg.Local, Max: cfg.Local, Slots: cfg.Slots}}
 	}
 	c.sites.install(c.srv)
+	fl := &files{store: c.store, places: c.sites.place, home: home, stager: c.stager, log: c.log, now: time.Now}
+	fl.install(c.srv)
+	c.stager.start(c.store)
+	c.closers = append(c.closers, c.stager.stop) // runs before the store closes
 
 	if cfg.SSHAddr != "" {
 		if err := c.listenSSH(); err != nil {
@@ -316,7 +348,8 @@ func (c *CLS) run(ctx context.Context) (err error) {
 	case err = <-serveErr:
 	}
 	c.log.Info("CLS stopping")
-	c.sites.stop() // local placeholders report their interrupted jobs first
+	c.stager.stop() // transfers end unreported: the store asks again after a restart
+	c.sites.stop()  // local placeholders report their interrupted jobs first
 	stopSrv()
 	c.ln.Close()
 	c.store.Close()

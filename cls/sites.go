@@ -155,6 +155,9 @@ func (s *sites) open(spec protocol.SiteSpec, exited func(pid int)) (site.Site, e
 	if err != nil {
 		return nil, fmt.Errorf("site %s: placeholder key: %w", spec.Name, err)
 	}
+	if spec.DataRoot == "" && !spec.SharedFS {
+		spec.DataRoot = site.DefaultDataRoot + "/" + s.clsID // two CLSs never share a data root
+	}
 	user, addr, err := site.ParseSSH(spec.SSH)
 	if err != nil {
 		return nil, err

@@ -10,9 +10,21 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
-// routeSites routes the site ops as the CLS does, with handlers that only
-// answer.
-func routeSites(srv *Server) {
+// routeCLS routes the ops the CLS serves (sites and files) as it does,
+// with handlers that only answer.
+func routeCLS(srv *Server) {
+	Route(srv, protocol.OpFilesList, func(context.Context, protocol.FilesQuery) (protocol.FilesReply, error) {
+		return protocol.FilesReply{}, nil
+	})
+	Route(srv, protocol.OpFilesGet, func(context.Context, protocol.FilesGet) (protocol.TransferInfo, error) {
+		return protocol.TransferInfo{}, nil
+	})
+	Route(srv, protocol.OpFilesAdd, func(context.Context, protocol.FilesAdd) (protocol.CatalogFile, error) {
+		return protocol.CatalogFile{}, nil
+	})
+	Route(srv, protocol.OpFilesRemove, func(context.Context, protocol.FilesRemove) (protocol.CatalogFile, error) {
+		return protocol.CatalogFile{}, nil
+	})
 	Route(srv, protocol.OpSiteAdd, func(context.Context, protocol.SiteSpec) (protocol.SiteInfo, error) {
 		return protocol.SiteInfo{}, nil
 	})
@@ -25,10 +37,12 @@ func routeSites(srv *Server) {
 }
 
 // Every declared op is served by the metaqueue's routes, or left to the
-// CLS (the site ops) and answered unsupported until it routes them.
+// CLS (the site and files ops) and answered unsupported until it routes
+// them.
 func TestEveryOpRouted(t *testing.T) {
 	t.Parallel()
-	byCLS := []string{protocol.OpSiteAdd.Name, protocol.OpSiteList.Name, protocol.OpSiteRemove.Name}
+	byCLS := []string{protocol.OpFilesList.Name, protocol.OpFilesGet.Name, protocol.OpFilesAdd.Name, protocol.OpFilesRemove.Name,
+		protocol.OpSiteAdd.Name, protocol.OpSiteList.Name, protocol.OpSiteRemove.Name}
 	for _, o := range protocol.Ops() {
 		r := builtin[o.Name]
 		if slices.Contains(byCLS, o.Name) {
@@ -62,7 +76,7 @@ func TestEveryOpRouted(t *testing.T) {
 	}
 
 	wired := &Server{Store: newStore(t)}
-	routeSites(wired)
+	routeCLS(wired)
 	if got := wired.Unrouted(); len(got) != 0 {
 		t.Errorf("unrouted on a wired server: %v", got)
 	}
@@ -71,7 +85,7 @@ func TestEveryOpRouted(t *testing.T) {
 			t.Error("routing an op twice did not panic")
 		}
 	}()
-	routeSites(wired)
+	routeCLS(wired)
 }
 
 // Each op is refused exactly to the roles its declaration leaves out: a
@@ -80,7 +94,7 @@ func TestEveryOpRouted(t *testing.T) {
 func TestRolesPerOp(t *testing.T) {
 	t.Parallel()
 	srv := &Server{Store: newStore(t)}
-	routeSites(srv)
+	routeCLS(srv)
 	for _, role := range []string{protocol.RolePlaceholder, protocol.RoleUser, protocol.RoleAdmin} {
 		p := connect(t, srv, protocol.RoleAdmin)
 		p.hello(role)

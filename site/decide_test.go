@@ -82,7 +82,23 @@ func TestValidate(t *testing.T) {
 			t.Errorf("%s with %d slots got pe %q", s.Type, s.Slots, s.PE)
 		}
 	}
+	if s := ok(protocol.SiteSpec{Name: "l", Type: Local}); !s.SharedFS {
+		t.Error("a local site does not share the CLS host's filesystem")
+	}
+	ok(protocol.SiteSpec{Name: "a", Type: SGE, SSH: "u@h", DataRoot: "/scratch/u/mq"})
+	ok(protocol.SiteSpec{Name: "a", Type: SGE, SSH: "u@h", DataRoot: "data/mq"})
+	if s := ok(protocol.SiteSpec{Name: "a", Type: Slurm, SSH: "u@h", SharedFS: true}); !s.SharedFS || s.DataRoot != "" {
+		t.Errorf("--shared-fs: %+v", s)
+	}
 	for _, bad := range []protocol.SiteSpec{
+		{Name: "a", Type: Local, DataRoot: "/d"},
+		{Name: "a", Type: SGE, SSH: "u@h", DataRoot: "/d", SharedFS: true},
+		{Name: "a", Type: SGE, SSH: "u@h", DataRoot: "/d\nx"},
+		{Name: "a", Type: SGE, SSH: "u@h", DataRoot: "/d\x00x"},
+		{Name: "a", Type: SGE, SSH: "u@h", DataRoot: "/d/../etc"},
+		{Name: "a", Type: SGE, SSH: "u@h", DataRoot: "/"},
+		{Name: "a", Type: SGE, SSH: "u@h", DataRoot: "."},
+		{Name: "a", Type: SGE, SSH: "u@h", DataRoot: "/" + strings.Repeat("d", MaxDataRoot)},
 		{Name: "1a", Type: SGE, SSH: "u@h"},
 		{Name: "a b", Type: SGE, SSH: "u@h"},
 		{Name: "a", Type: "lsf", SSH: "u@h"},

@@ -326,6 +326,19 @@ func (m *Manager) List() []protocol.SiteInfo {
 	return out
 }
 
+// Site returns a running site's spec and Site (a *Remote for remote
+// sites: data staging reaches its login host through it), ok false when
+// no site has that name.
+func (m *Manager) Site(name string) (spec protocol.SiteSpec, s Site, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ms, ok := m.sites[name]
+	if !ok {
+		return protocol.SiteSpec{}, nil, false
+	}
+	return ms.spec, ms.site, true
+}
+
 func (m *Manager) infoLocked(ms *managed) protocol.SiteInfo {
 	info := protocol.SiteInfo{SiteSpec: ms.spec, Exited: ms.exited, Connected: len(ms.connected), State: ms.state, Error: ms.err}
 	now := m.now()

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
 
 	"github.com/mq-hpc/mq/protocol"
@@ -49,6 +50,7 @@ type Remote struct {
 	platform string
 	base     string // absolute: the site's directory on the login host
 	script   string
+	dataRoot string // absolute: where staged files live on the login host; "" with SharedFS
 	tunnel   int    // port of the reverse forward on the login host
 	addr     string // where placeholders dial the CLS (through the login host in tunnel mode)
 }
@@ -158,7 +160,12 @@ func (s *Remote) prepare(ctx context.Context, r Runner) error {
 	}
 	root := path.Join(lines[1], dir)
 	s.base = path.Join(root, s.Spec.Name)
-	if _, err := r.Run(ctx, "mkdir -p -m 700 "+Quote(root)+" "+Quote(s.base+"/log")+" "+Quote(s.base+"/out")); err != nil {
+	s.dataRoot = DataRoot(s.Spec, lines[1])
+	mkdir := "mkdir -p -m 700 " + Quote(root) + " " + Quote(s.base+"/log") + " " + Quote(s.base+"/out")
+	if s.dataRoot != "" {
+		mkdir += " " + Quote(s.dataRoot)
+	}
+	if _, err := r.Run(ctx, mkdir); err != nil {
 		return err
 	}
 	agentPath, err := s.Agent(goos, goarch)
@@ -196,6 +203,9 @@ func (s *Remote) prepare(ctx context.Context, r Runner) error {
 		"--idle", protocol.Duration(s.Spec.Idle).String(),
 		"--out", path.Join(s.base, "out"),
 	}
+	if s.dataRoot != "" {
+		args = append(args, "--data-root", s.dataRoot)
+	}
 	args = append(args, via...)
 	req := batch.Request{Name: s.JobName, Queue: s.Spec.Queue, Walltime: wall, Slots: s.Spec.Slots, PE: s.Spec.PE, LogDir: path.Join(s.base, "log")}
 	s.script = path.Join(s.base, "placeholder.sh")
@@ -203,6 +213,52 @@ func (s *Remote) prepare(ctx context.Context, r Runner) error {
 		return err
 	}
 	return nil
+}
+
+// DefaultDataRoot is the data root of a site without --data-root or
+// --shared-fs, relative to the login home; the CLS adds its id
+// (.mq-data/CLSID) so that two CLSs never share one.
+const DefaultDataRoot = ".mq-data"
+
+// DataRoot is the absolute data root of a site on its login host whose
+// home is home: spec.DataRoot, relative to home unless absolute
+// (DefaultDataRoot when empty); "" for a site that shares the CLS host's
+// filesystem.
+func DataRoot(spec protocol.SiteSpec, home string) string {
+	if spec.SharedFS || spec.Type == Local {
+		return ""
+	}
+	root := spec.DataRoot
+	if root == "" {
+		root = DefaultDataRoot
+	}
+	if !path.IsAbs(root) {
+		root = path.Join(home, root)
+	}
+	return path.Clean(root)
+}
+
+// Files returns the SFTP session of the connection to the login host and
+// the site's data root there (absolute; "" when the site shares the CLS
+// host's filesystem), connecting and preparing the login host first if
+// needed: data staging moves files through it (package stage).
+func (s *Remote) Files(ctx context.Context) (*sftp.Client, string, error) {
+	r, err := s.runner(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	f, ok := r.(interface{ SFTP() (*sftp.Client, error) })
+	if !ok {
+		return nil, "", fmt.Errorf("site %s: the connection to the login host has no SFTP", s.Spec.Name)
+	}
+	c, err := f.SFTP()
+	if err != nil {
+		s.drop(r, err)
+		return nil, "", err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return c, s.dataRoot, nil
 }
 
 // ErrNoEndpoint: a remote site's placeholders reach the CLS over SSH, in

@@ -1,6 +1,7 @@
 package site
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"testing"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/mq-hpc/mq/protocol"
 )
 
 func sh(t *testing.T, home, cmd string) string {
@@ -85,5 +88,85 @@ func TestLogTail(t *testing.T) {
 	}
 	if f, _ := parseLogTail([]byte(sh(t, dir, logTailCommand(filepath.Join(dir, "none"), "12")))); f != "" {
 		t.Errorf("no log directory: %q", f)
+	}
+}
+
+// shRunner runs a Remote's commands on this host with HOME set: a login
+// host without SSH.
+type shRunner struct{ home string }
+
+func (r shRunner) Run(ctx context.Context, cmd string) ([]byte, error) {
+	c := exec.CommandContext(ctx, "/bin/sh", "-c", cmd)
+	c.Env = []string{"HOME=" + r.home, "PATH=" + os.Getenv("PATH")}
+	return c.Output()
+}
+
+func (r shRunner) Put(_ context.Context, p string, data []byte, mode os.FileMode) (bool, error) {
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return false, err
+	}
+	return true, os.WriteFile(p, data, mode)
+}
+
+func (shRunner) Close() error { return nil }
+
+// The agent learns the site's data root, absolute (a relative one is under
+// the login home), and the login host has it; a site that shares the CLS
+// host's filesystem has none.
+func TestPrepareDataRoot(t *testing.T) {
+	agent := filepath.Join(t.TempDir(), "mqagent")
+	os.WriteFile(agent, []byte("#!/bin/sh\n"), 0o755)
+	for _, tc := range []struct {
+		name string
+		spec protocol.SiteSpec
+		want string // relative to home when not absolute; "" = none
+	}{
+		{"default", protocol.SiteSpec{}, DefaultDataRoot},
+		{"relative", protocol.SiteSpec{DataRoot: "data/mq/"}, "data/mq"},
+		{"absolute", protocol.SiteSpec{DataRoot: "/ABS"}, "/ABS"},
+		{"shared", protocol.SiteSpec{SharedFS: true}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			home := t.TempDir()
+			spec := tc.spec
+			spec.Name, spec.Type, spec.SSH = "s", Slurm, "u@h"
+			want := tc.want
+			if want == "/ABS" {
+				want = filepath.Join(t.TempDir(), "abs")
+				spec.DataRoot = want
+			} else if want != "" {
+				want = filepath.Join(home, want)
+			}
+			if err := Validate(&spec); err != nil {
+				t.Fatal(err)
+			}
+			r := &Remote{Spec: spec, Batch: ForType(spec.Type), CLSAddr: "127.0.0.1:1", JobName: "mq-s-x", Dir: ".mq-sites/x",
+				Agent: func(string, string) (string, error) { return agent, nil },
+				Dial:  func(context.Context) (Runner, error) { return shRunner{home}, nil },
+			}
+			if _, err := r.runner(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			script, err := os.ReadFile(r.script)
+			if err != nil {
+				t.Fatal(err)
+			}
+			has := strings.Contains(string(script), "--data-root")
+			if want == "" {
+				if has {
+					t.Errorf("a shared-fs site's agent got a data root:\n%s", script)
+				}
+				return
+			}
+			if !strings.Contains(string(script), "--data-root "+Quote(want)) && !strings.Contains(string(script), "--data-root "+want) {
+				t.Errorf("script lacks --data-root %s:\n%s", want, script)
+			}
+			if fi, err := os.Stat(want); err != nil || !fi.IsDir() {
+				t.Errorf("data root %s not made: %v", want, err)
+			}
+			if _, root, err := r.Files(context.Background()); err == nil || root != "" {
+				t.Errorf("Files over a runner without SFTP: %q, %v", root, err)
+			}
+		})
 	}
 }

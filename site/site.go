@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"regexp"
 	"strings"
 	"time"
@@ -99,6 +100,9 @@ func Validate(s *protocol.SiteSpec) error {
 			return fmt.Errorf("--submit-args: %w", err)
 		}
 	}
+	if err := validDataRoot(s); err != nil {
+		return err
+	}
 	if s.Max == 0 {
 		s.Max = max(s.Min, 1)
 	}
@@ -138,6 +142,48 @@ func Validate(s *protocol.SiteSpec) error {
 	}
 	if s.ConnectTimeout != 0 && !(s.ConnectTimeout >= 1 && s.ConnectTimeout <= s.Walltime) { // also NaN
 		return fmt.Errorf("--connect-timeout must be between 1s and the walltime, not %gs", s.ConnectTimeout)
+	}
+	return nil
+}
+
+// MaxDataRoot bounds --data-root (PATH_MAX).
+const MaxDataRoot = 4096
+
+// validDataRoot checks where a site keeps staged files (DESIGN.md, "Data
+// staging"). A local site runs on the CLS host, so it always shares its
+// filesystem; a remote one either shares it (--shared-fs) or has a data
+// root on its login host, absolute or relative to the login home ("" =
+// .mq-data/CLSID). The root is given to the agent on a command line and
+// used as a prefix of every staged path: no control characters, no "..".
+func validDataRoot(s *protocol.SiteSpec) error {
+	if s.Type == Local {
+		if s.DataRoot != "" {
+			return errors.New("--data-root is only for remote sites (a local site shares the CLS host's filesystem)")
+		}
+		s.SharedFS = true
+		return nil
+	}
+	if s.DataRoot == "" {
+		return nil
+	}
+	if s.SharedFS {
+		return errors.New("--data-root and --shared-fs exclude each other (a site that shares the CLS host's filesystem keeps files where they are)")
+	}
+	if len(s.DataRoot) > MaxDataRoot {
+		return fmt.Errorf("--data-root: %d bytes, at most %d", len(s.DataRoot), MaxDataRoot)
+	}
+	for i := 0; i < len(s.DataRoot); i++ {
+		if c := s.DataRoot[i]; c < ' ' || c == 0x7f {
+			return fmt.Errorf("--data-root %q: control character %q", s.DataRoot, c)
+		}
+	}
+	for _, e := range strings.Split(s.DataRoot, "/") {
+		if e == ".." {
+			return fmt.Errorf("--data-root %q: no \"..\" please", s.DataRoot)
+		}
+	}
+	if path.Clean(s.DataRoot) == "/" || path.Clean(s.DataRoot) == "." {
+		return fmt.Errorf("--data-root %q: the data root must be a directory of its own (use --shared-fs for a site that shares the CLS host's filesystem)", s.DataRoot)
 	}
 	return nil
 }

@@ -101,6 +101,8 @@ func siteAddFlags() ([]cli.Flag, *siteAddValues) {
 		&cli.StringFlag{Name: "submit-args", Usage: "extra qsub/sbatch arguments, e.g. \"-A project\"", Destination: &v.spec.SubmitArgs},
 		&cli.StringFlag{Name: "connect", Usage: "direct (compute nodes reach the CLS; the default) or tunnel (through the login host)", Destination: &v.spec.Connect},
 		&cli.StringFlag{Name: "idle", Usage: "a placeholder exits after this long without work", Value: "1m", Destination: &v.idle},
+		&cli.StringFlag{Name: "data-root", Usage: "remote site: where files staged there live on the login host, `DIR` (relative: to the login home; default .mq-data/CLSID); a declared file P is DIR/P", Destination: &v.spec.DataRoot},
+		&cli.BoolFlag{Name: "shared-fs", Usage: "remote site: it sees the CLS host's files at their paths (same home or mount): nothing is staged there", Destination: &v.spec.SharedFS},
 		&cli.StringFlag{Name: "connect-timeout", Usage: "a placeholder that has run this long without connecting to the CLS is cancelled and the site marked degraded (default: cls serve --connect-timeout)", Destination: &v.connectTimeout},
 	}, v
 }
@@ -195,6 +197,13 @@ func printSites(w io.Writer, sites []protocol.SiteInfo) {
 		}
 		if s.Connect == site.Tunnel {
 			where += " (tunnel)"
+		}
+		switch {
+		case s.Type == site.Local:
+		case s.SharedFS:
+			where += " (shared fs)"
+		case s.DataRoot != "":
+			where += " (data " + s.DataRoot + ")"
 		}
 		if s.Error != "" {
 			where += ": " + strings.ReplaceAll(s.Error, "\n", " ")

@@ -26,6 +26,9 @@ func TestSiteAddRefusals(t *testing.T) {
 		{[]string{"a", "--type", "slurm", "--ssh", "u@h", "--slots", "4", "--pe", "smp"}, "--pe is only for sge"},
 		{[]string{"a", "--type", "sge", "--ssh", "u@h", "--pe", "smp"}, "--pe needs --slots > 1"},
 		{[]string{"local", "--type", "local"}, "reserved for the CLS's own placeholders (cls serve --local N)"},
+		{[]string{"a", "--type", "local", "--data-root", "/d"}, "--data-root is only for remote sites"},
+		{[]string{"a", "--type", "slurm", "--ssh", "u@h", "--data-root", "/d", "--shared-fs"}, "--data-root and --shared-fs exclude each other"},
+		{[]string{"a", "--type", "slurm", "--ssh", "u@h", "--data-root", "d/../../etc"}, "--data-root"},
 	} {
 		var out, errOut bytes.Buffer
 		dialled := false
@@ -42,15 +45,18 @@ func TestSiteAddRefusals(t *testing.T) {
 	}
 }
 
-// cls site list says where the CLS's own site comes from.
+// cls site list says where the CLS's own site comes from, and where a
+// remote site keeps staged files.
 func TestPrintSitesEmbedded(t *testing.T) {
 	var b bytes.Buffer
 	printSites(&b, []protocol.SiteInfo{
 		{SiteSpec: protocol.SiteSpec{Name: "local", Type: "local", Min: 4, Max: 4, Slots: 1, Embedded: true}, Running: 4, Connected: 4, State: "ok"},
-		{SiteSpec: protocol.SiteSpec{Name: "here", Type: "local", Max: 2, Slots: 1}, State: "ok"},
+		{SiteSpec: protocol.SiteSpec{Name: "here", Type: "local", Max: 2, Slots: 1, SharedFS: true}, State: "ok"},
+		{SiteSpec: protocol.SiteSpec{Name: "c", Type: "sge", SSH: "u@h", Max: 2, Slots: 1, SharedFS: true}, State: "ok"},
+		{SiteSpec: protocol.SiteSpec{Name: "d", Type: "sge", SSH: "u@h", Max: 2, Slots: 1, DataRoot: "/scratch/mq"}, State: "ok"},
 	})
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-	if len(lines) != 3 || !strings.Contains(lines[1], "4-4") || !strings.HasSuffix(lines[1], "this host (cls serve --local 4)") ||
+	if len(lines) != 5 || !strings.HasSuffix(lines[3], "u@h (shared fs)") || !strings.HasSuffix(lines[4], "u@h (data /scratch/mq)") || !strings.Contains(lines[1], "4-4") || !strings.HasSuffix(lines[1], "this host (cls serve --local 4)") ||
 		!strings.HasSuffix(lines[2], "this host") {
 		t.Errorf("cls site list:\n%s", b.String())
 	}
@@ -88,6 +94,12 @@ func TestInterspersedFlags(t *testing.T) {
 			protocol.OpSiteAdd.Name, `{"name":"c","type":"slurm","ssh":"u@h","queue":"short","min":0,"max":3,"walltime_s":7200,"slots":1,"connect":"direct","idle_s":60}`},
 		{[]string{"cls", "site", "add", "--type", "slurm", "--ssh", "u@h", "c", "--connect", "tunnel"},
 			protocol.OpSiteAdd.Name, `"connect":"tunnel"`},
+		{[]string{"cls", "site", "add", "c", "--type", "sge", "--ssh", "u@h", "--data-root", "scratch/mq"},
+			protocol.OpSiteAdd.Name, `"data_root":"scratch/mq"`},
+		{[]string{"cls", "site", "add", "--shared-fs", "c", "--type", "sge", "--ssh", "u@h"},
+			protocol.OpSiteAdd.Name, `"shared_fs":true`},
+		{[]string{"cls", "site", "add", "c", "--type", "local"},
+			protocol.OpSiteAdd.Name, `"shared_fs":true`},
 		{[]string{"cls", "queue", "set", "q", "--ceiling", "90"}, protocol.OpQueueSet.Name, `{"name":"q","ceiling_s":90}`},
 		{[]string{"cls", "queue", "set", "--policy", "sjf", "q", "--retry-failed"}, protocol.OpQueueSet.Name, `{"name":"q","retry_failed":true,"policy":"sjf"}`},
 	} {

@@ -1,0 +1,316 @@
+package cls
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mq-hpc/mq/metaqueue"
+	"github.com/mq-hpc/mq/stage"
+)
+
+// stagerStore is what the stager needs of the store.
+type stagerStore interface {
+	Staged(ctx context.Context, r metaqueue.StageResult) error
+	MeasuredLink(site string, l metaqueue.Link)
+}
+
+// placeFunc resolves a place of the catalog to where its files are. host
+// says the place is the CLS host's own filesystem (the local site, and
+// sites that share it), where the files are the user's own.
+type placeFunc func(ctx context.Context, p metaqueue.Place) (pl stage.Place, host bool, err error)
+
+// stager is the store's metaqueue.Stager: it queues stage requests and
+// serves them with a bounded pool of workers, each moving one file
+// through the CLS (stage.Mover) from the first place of the request that
+// has it, and reports each end to the store (Staged). Every transfer feeds
+// per-site link estimates, pushed to the store for DC's pricing.
+type stager struct {
+	places  placeFunc
+	workers int
+	log     *slog.Logger
+	// prior is a site's configured link, kept for what is not measured yet.
+	prior func(site string) metaqueue.Link
+	now   func() time.Time
+
+	mover stage.Mover
+	rates stage.Rates
+
+	ctx    context.Context // ends at stop: transfers are cancelled
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	wake   chan struct{}
+
+	mu      sync.Mutex
+	store   stagerStore // set by start: the store is opened with the stager
+	queue   []metaqueue.StageRequest
+	started bool
+	stopped bool
+}
+
+// DefaultStageWorkers is how many files the CLS moves at once by default.
+const DefaultStageWorkers = 4
+
+func newStager(workers int, places placeFunc, prior func(string) metaqueue.Link, log *slog.Logger) *stager {
+	if workers < 1 {
+		workers = DefaultStageWorkers
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &stager{places: places, workers: workers, log: log, prior: prior, now: time.Now, wake: make(chan struct{}, 1)}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.mover = stage.Mover{Places: s.moverPlace, Log: log, Rates: &s.rates, Local: metaqueue.LocalSite}
+	return s
+}
+
+// moverPlace is the Mover's view of places: by site name (a host within a
+// site is resolved before a move, see stage).
+func (s *stager) moverPlace(name string) (stage.Place, error) {
+	pl, _, err := s.places(s.ctx, metaqueue.Place{Site: name})
+	return pl, err
+}
+
+// Stage queues r. It never blocks (the store's core calls it).
+func (s *stager) Stage(r metaqueue.StageRequest) {
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return
+	}
+	s.queue = append(s.queue, r)
+	s.mu.Unlock()
+	s.signal()
+}
+
+func (s *stager) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// start starts the workers, reporting to store. Requests queued before
+// are served then.
+func (s *stager) start(store stagerStore) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started || s.stopped {
+		return
+	}
+	s.store, s.started = store, true
+	for range s.workers {
+		s.wg.Go(s.work)
+	}
+	s.signal()
+}
+
+// stop cancels the transfers running (they are not reported: the store
+// asks again after a restart), drops the queue and waits for the
+// workers. Call it before the store closes.
+func (s *stager) stop() {
+	s.mu.Lock()
+	s.stopped = true
+	s.queue = nil
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+}
+
+// next takes the oldest request; ok is false when none waits.
+func (s *stager) next() (r metaqueue.StageRequest, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.queue) == 0 || s.stopped {
+		return r, false
+	}
+	r = s.queue[0]
+	s.queue[0] = metaqueue.StageRequest{}
+	s.queue = s.queue[1:]
+	if len(s.queue) > 0 {
+		s.signal() // one wake-up per request: pass it on to another worker
+	}
+	return r, true
+}
+
+func (s *stager) work() {
+	for {
+		r, ok := s.next()
+		if !ok {
+			select {
+			case <-s.wake:
+				continue
+			case <-s.ctx.Done():
+				return
+			}
+		}
+		res := s.stage(s.ctx, r)
+		if res.Err != nil && s.ctx.Err() != nil {
+			return // cancelled by stop, not a failure of the transfer
+		}
+		if res.Err != nil {
+			s.log.Warn("staging failed", "path", r.Path, "to", placeName(r.To), "job", r.Job, "permanent", res.Permanent, "err", res.Err)
+		}
+		if err := s.store.Staged(context.WithoutCancel(s.ctx), res); err != nil {
+			s.log.Error("cannot record a transfer", "path", r.Path, "to", placeName(r.To), "err", err)
+		}
+	}
+}
+
+// stage moves r.Path to r.To from the first of r.From that has it.
+func (s *stager) stage(ctx context.Context, r metaqueue.StageRequest) metaqueue.StageResult {
+	res := metaqueue.StageResult{Path: r.Path, To: r.To, Job: r.Job, Started: s.now()}
+	if len(r.From) == 0 {
+		res.Err, res.Permanent = fmt.Errorf("staging %s to %s: no place holds it", r.Path, placeName(r.To)), true
+		return res
+	}
+	to, toHost, err := s.places(ctx, r.To)
+	if err != nil {
+		res.Err = fmt.Errorf("staging %s: %w", r.Path, err)
+		return res
+	}
+	var errs []error
+	missing := 0
+	for _, from := range r.From {
+		res.From, res.Started = from, s.now()
+		err := s.stageFrom(ctx, r, from, to, toHost, &res)
+		if err == nil {
+			return res
+		}
+		var changed *changedError
+		if errors.As(err, &changed) {
+			res.Err, res.Permanent = err, true
+			return res
+		}
+		errs = append(errs, err)
+		if errors.Is(err, fs.ErrNotExist) {
+			missing++
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	res.Err = errors.Join(errs...)
+	// Missing everywhere it was asked from: another try cannot help.
+	res.Permanent = missing == len(r.From) && ctx.Err() == nil
+	return res
+}
+
+// changedError says a user's file changed on the CLS host since it was
+// submitted: it is never staged in its new form.
+type changedError struct{ path, what string }
+
+func (e *changedError) Error() string {
+	return fmt.Sprintf("input %s changed after submission (%s)", e.path, e.what)
+}
+
+// stageFrom tries one source, filling res on success.
+func (s *stager) stageFrom(ctx context.Context, r metaqueue.StageRequest, from metaqueue.Place, to stage.Place, toHost bool, res *metaqueue.StageResult) error {
+	src, fromHost, err := s.places(ctx, from)
+	if err != nil {
+		return err
+	}
+	userFile := fromHost && !r.ModTime.IsZero()
+	if userFile {
+		info, err := src.Stat(ctx, r.Path)
+		if err != nil {
+			return fmt.Errorf("staging %s from %s: %w", r.Path, placeName(from), err)
+		}
+		if what := changed(info, r); what != "" {
+			return &changedError{r.Path, what}
+		}
+	}
+	if fromHost && toHost {
+		// One filesystem: the file is there already; measure it.
+		sum, n, err := stage.HashFile(ctx, src, r.Path)
+		if err == nil && r.Size >= 0 && n != r.Size {
+			err = fmt.Errorf("%w: %d bytes, expected %d", stage.ErrMismatch, n, r.Size)
+		}
+		if err == nil && r.SHA256 != "" && !strings.EqualFold(sum, r.SHA256) {
+			err = fmt.Errorf("%w: SHA-256 %s, expected %s", stage.ErrMismatch, sum, r.SHA256)
+		}
+		if err != nil {
+			if userFile && errors.Is(err, stage.ErrMismatch) {
+				return &changedError{r.Path, err.Error()}
+			}
+			return err
+		}
+		res.SHA256, res.Bytes, res.Duration, res.Err = sum, 0, s.now().Sub(res.Started), nil
+		return nil
+	}
+	m := s.mover.Move(ctx, stage.Transfer{Path: r.Path, From: from.Site, To: r.To.Site, Size: r.Size, SHA256: r.SHA256})
+	res.Bytes, res.Duration, res.SHA256 = m.Bytes, m.Duration, m.SHA256
+	if m.Err != nil {
+		if userFile && errors.Is(m.Err, stage.ErrMismatch) {
+			return &changedError{r.Path, m.Err.Error()}
+		}
+		return m.Err
+	}
+	res.Err = nil
+	for _, p := range []struct {
+		site string
+		host bool
+	}{{from.Site, fromHost}, {r.To.Site, toHost}} {
+		if !p.host {
+			s.pushLink(p.site)
+		}
+	}
+	return nil
+}
+
+// changed says how a user's file differs from what it was at submit, ""
+// if it does not. A time at submit without a fraction of a second was
+// stored to the second: it is compared so.
+func changed(info stage.Info, r metaqueue.StageRequest) string {
+	if r.Size >= 0 && info.Size != r.Size {
+		return fmt.Sprintf("%d bytes, %d at submit", info.Size, r.Size)
+	}
+	mt := info.ModTime
+	if r.ModTime.Nanosecond() == 0 {
+		mt = mt.Truncate(time.Second)
+	}
+	if !mt.Equal(r.ModTime) {
+		return fmt.Sprintf("modified %s, %s at submit", info.ModTime.Format(time.RFC3339Nano), r.ModTime.Format(time.RFC3339Nano))
+	}
+	return ""
+}
+
+// pushLink gives the store a site's measured link, once measured; what is
+// not measured yet (latency or bandwidth) keeps the configured prior.
+func (s *stager) pushLink(site string) {
+	lat, bw, ok := s.rates.Link(site)
+	if !ok {
+		return
+	}
+	prior := metaqueue.DefaultSiteLink
+	if s.prior != nil {
+		prior = s.prior(site)
+	}
+	l := metaqueue.Link{Latency: lat, Bandwidth: bw}
+	if l.Latency <= 0 {
+		l.Latency = prior.Latency
+	}
+	if l.Bandwidth <= 0 {
+		l.Bandwidth = prior.Bandwidth
+	}
+	s.mu.Lock()
+	store := s.store
+	s.mu.Unlock()
+	if store != nil {
+		store.MeasuredLink(site, l)
+	}
+}
+
+// placeName names a place in messages and transfer records: the site, and
+// the host where the site has one filesystem per node.
+func placeName(p metaqueue.Place) string {
+	if p.Host == "" {
+		return p.Site
+	}
+	return p.Site + ":" + p.Host
+}

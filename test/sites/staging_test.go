@@ -29,7 +29,6 @@ import (
 // site's walltime (2m) leaves no room for it, and the Slurm site (20m) is
 // added only once the first job is done, so the first runs at SGE.
 func TestStagingAcrossSites(t *testing.T) {
-	t.Skip("needs data-store and data-agent merged (the catalog, the store's gating and Staged; the agent's --data-root and output hashing; cls files get)")
 	need(t, "sge", "slurm")
 	l := newLogin(t, "127.0.0.1")
 	c := startCLS(t)

@@ -131,7 +131,7 @@ func (f *files) get(ctx context.Context, req protocol.FilesGet) (protocol.Transf
 		return protocol.TransferInfo{}, protocol.Errorf(protocol.CodeNotFound, "no replica of %s%s", req.Path, where)
 	}
 	// The target is the CLS host's filesystem, with Path named Dest.
-	const getPlace = "\x00get" // no site's name
+	const getPlace = "cls host (get)" // no site may be named so (a space)
 	m := &stage.Mover{Log: f.log, Local: getPlace, Now: f.now}
 	if f.stager != nil {
 		m.Rates = &f.stager.rates

@@ -179,8 +179,8 @@ func (s *Store) loadCatalog(ctx context.Context) error {
 			return err
 		}
 		var spec protocol.SiteSpec
-		if json.Unmarshal([]byte(raw), &spec) == nil && spec.SharedFS {
-			d.shared[name] = true
+		if json.Unmarshal([]byte(raw), &spec) == nil && hasDataRoot(spec) {
+			d.rooted[name] = true
 		}
 	}
 	if err := closeRows(rows); err != nil {
@@ -250,8 +250,15 @@ func (s *Store) produced(path string, p Place, at policy.Site, size int64, sha s
 	return nil
 }
 
-// isShared says whether a site sees the CLS host's filesystem.
-func (s *Store) isShared(site string) bool { return site == LocalSite || s.data.shared[site] }
+// isShared says whether a site sees the CLS host's filesystem: every site
+// but a configured one with a data root of its own. Placeholders of a site
+// the CLS does not know (agents started by hand with --site NAME) are
+// taken to share it, as every placeholder was before data staging.
+func (s *Store) isShared(site string) bool { return !s.data.rooted[site] }
+
+// hasDataRoot says whether a configured site keeps files under a data
+// root of its own (DESIGN.md, "Data staging").
+func hasDataRoot(spec protocol.SiteSpec) bool { return !spec.SharedFS && spec.Type != LocalSite }
 
 // storePlace is where a placeholder's jobs find their files: the CLS
 // host's filesystem for sites sharing it, else the site's data root.

@@ -32,9 +32,18 @@ func (f *fakeStager) requests() []StageRequest {
 	return slices.Clone(f.got)
 }
 
+// newStagingEnv opens a store with a fakeStager and sites siteA, siteB,
+// siteC and siteX that keep files under data roots of their own (a site
+// the store does not know shares the CLS host's filesystem).
 func newStagingEnv(t *testing.T) (*env, *fakeStager) {
 	st := &fakeStager{}
-	return newEnvWith(t, func(o *Options) { o.Stager = st }), st
+	e := newEnvWith(t, func(o *Options) { o.Stager = st })
+	for _, name := range []string{"siteA", "siteB", "siteC", "siteX"} {
+		if err := e.s.AddSite(context.Background(), protocol.SiteSpec{Name: name, Type: "slurm"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return e, st
 }
 
 const sumA = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -355,4 +364,20 @@ func TestMigrateFrom5(t *testing.T) {
 		t.Fatalf("DC location %+v at %q", loc, site)
 	}
 	e.check()
+}
+
+// TestStagingUnknownSiteShares: an agent started by hand with a site name
+// the CLS has no site for shares the CLS host's filesystem, as every
+// placeholder did before staging: its jobs are not held and nothing moves.
+func TestStagingUnknownSiteShares(t *testing.T) {
+	t.Parallel()
+	e, st := newStagingEnv(t)
+	a := e.submit(withFiles("a", "cat in", []protocol.File{userIn("/w/in", 10)}, nil))[0]
+	u := e.registerAt("handmade", "h1")
+	if got := e.next(u, 1); len(got) != 1 || got[0].ID != a {
+		t.Fatalf("an unknown site got %v, want %d at once", ids(got), a)
+	}
+	if reqs := st.requests(); len(reqs) != 0 {
+		t.Fatalf("staging requested for an unknown site: %+v", reqs)
+	}
 }

@@ -104,7 +104,7 @@ type dataState struct {
 	files   map[int64]*jobFiles // live jobs that declared files
 	where   map[string]fileLoc  // path -> where it was last produced (or the CLS host, for users' files)
 	cat     map[string]*catFile // the catalog (catalog.go)
-	shared  map[string]bool     // sites that share the CLS host's filesystem (SiteSpec.SharedFS)
+	rooted  map[string]bool     // configured sites with a data root of their own (not SharedFS, not local)
 	places  []place             // indexed by policy.Site
 	placeID map[place]policy.Site
 	phPlace map[int64]policy.Site // placeholder -> where it runs
@@ -127,7 +127,7 @@ type dataState struct {
 
 func (d *dataState) reset(now time.Time) {
 	*d = dataState{
-		files: map[int64]*jobFiles{}, where: map[string]fileLoc{}, cat: map[string]*catFile{}, shared: map[string]bool{},
+		files: map[int64]*jobFiles{}, where: map[string]fileLoc{}, cat: map[string]*catFile{}, rooted: map[string]bool{},
 		placeID: map[place]policy.Site{},
 		phPlace: map[int64]policy.Site{}, readyAt: map[int64]time.Time{}, lastAsk: map[int64]time.Time{},
 		epoch: now,
@@ -360,9 +360,10 @@ func (s *Store) readyEntry(q *queue, id int64, est float32, t dag.TargetID) poli
 
 // jobDone records where a job that ended Done produced its outputs and
 // learns its runtime, in the batch's transaction. With staging (or when
-// the agent reported them) only the outputs reported become replicas, with
-// the agent's size and checksum; without, every declared output is taken
-// to be at the producer's place, as before staging.
+// the agent reported them) the outputs reported become replicas, with the
+// agent's size and checksum; an output not reported is taken to be at the
+// producer's place (as before staging) when it is site-local or was made
+// where the CLS host's filesystem is seen, and is skipped otherwise.
 func (s *Store) jobDone(id int64, target string, ph int64, started, finished time.Time, outs []protocol.FileSum) error {
 	if !started.IsZero() && finished.After(started) { // kept for any queue: one may turn SJF or DC later
 		s.data.expect.Observe(target, finished.Sub(started).Seconds())
@@ -377,14 +378,29 @@ func (s *Store) jobDone(id int64, target string, ph int64, started, finished tim
 	}
 	pl := s.data.places[at]
 	legacy := s.opt.Stager == nil && len(outs) == 0
+	shared := s.isShared(pl.site)
 	for _, f := range jf.out {
 		size, sha := f.size, ""
-		if !legacy {
-			i := slices.IndexFunc(outs, func(o protocol.FileSum) bool { return o.Path == f.path })
-			if i < 0 || outs[i].Size < 0 || !validSHA(outs[i].SHA256) {
-				continue // not made (the agent fails such a job), or not said well
-			}
+		i := slices.IndexFunc(outs, func(o protocol.FileSum) bool { return o.Path == f.path })
+		switch {
+		case i >= 0 && outs[i].Size >= 0 && validSHA(outs[i].SHA256):
 			size, sha = outs[i].Size, outs[i].SHA256
+		case legacy || !f.rel || shared:
+			// Not reported but there: a site-local output (declared
+			// absolute, never hashed), or one made where the CLS host's
+			// filesystem is seen. DC still locates it at its producer.
+		default:
+			continue // not made (the agent fails such a job), or not said well
+		}
+		if sha == "" {
+			// A declared size is a hint for DC, not a fact the agent may
+			// check a dependent's input against: the catalog leaves it
+			// unknown.
+			if err := s.produced(f.path, Place{pl.site, pl.host}, at, -1, "", id, finished); err != nil {
+				return err
+			}
+			s.data.where[f.path] = fileLoc{at: at, size: size, job: id}
+			continue
 		}
 		if err := s.produced(f.path, Place{pl.site, pl.host}, at, size, sha, id, finished); err != nil {
 			return err

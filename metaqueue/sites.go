@@ -34,8 +34,8 @@ func (s *Store) AddSite(ctx context.Context, spec protocol.SiteSpec) error {
 		if _, err := s.w.ExecContext(context.Background(), "INSERT INTO sites(name, spec, created) VALUES (?, ?, ?)", spec.Name, string(raw), micros(s.now())); err != nil {
 			return fatalError{err}
 		}
-		if spec.SharedFS {
-			s.data.shared[spec.Name] = true
+		if hasDataRoot(spec) {
+			s.data.rooted[spec.Name] = true
 			s.data.gen++
 		}
 		return nil
@@ -55,7 +55,7 @@ func (s *Store) RemoveSite(ctx context.Context, name string) error {
 		if n, _ := res.RowsAffected(); n == 0 {
 			return protocol.Errorf(protocol.CodeNotFound, "no site %s", name)
 		}
-		delete(s.data.shared, name)
+		delete(s.data.rooted, name)
 		return nil
 	})
 }

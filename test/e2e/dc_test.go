@@ -63,7 +63,7 @@ func TestDCAffinity(t *testing.T) {
 	for _, id := range consumers {
 		d := h.job(id)
 		if d.State != "D" || d.Site != "A" || d.Host != "hostA" {
-			t.Errorf("consumer %d: state %s at site %s host %s; want done at A", id, d.State, d.Site, d.Host)
+			t.Errorf("consumer %d: state %s at site %s host %s (%s); want done at A", id, d.State, d.Site, d.Host, d.Reason)
 		}
 	}
 	if d := h.job(free); d.State != "D" {

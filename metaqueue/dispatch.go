@@ -608,18 +608,21 @@ func (s *Store) pickFrom(q *queue, p *parkedNext) (int64, bool, error) {
 // dataReady says whether job id (with its bundle) has its movable inputs
 // at p's placeholder's place, asking for them when not.
 func (s *Store) dataReady(id int64, p *parkedNext) (bool, error) {
-	if s.opt.Stager == nil {
+	if s.opt.Stager == nil || len(s.data.files) == 0 {
 		return true, nil
+	}
+	bid, inBundle := s.bundles.of[id]
+	if !inBundle && s.data.files[id] == nil {
+		return true, nil // no declared files: the common case, on every dispatch
 	}
 	to, err := s.storePlace(p.req.Placeholder)
 	if err != nil {
 		return false, err
 	}
-	ids := []int64{id}
-	if bid, ok := s.bundles.of[id]; ok {
-		ids = s.bundles.members[bid]
+	if inBundle {
+		return s.inputsAt(s.bundles.members[bid], to)
 	}
-	return s.inputsAt(ids, to)
+	return s.inputsAt([]int64{id}, to)
 }
 
 // PlaceholderGone requeues (or fails) at once every job a placeholder was

@@ -388,7 +388,7 @@ func (s *Store) sendStage(k stageKey, st *stagingFile, job int64) error {
 // failStaging fails the queued jobs that waited for a file no transfer
 // could bring.
 func (s *Store) failStaging(k stageKey, st *stagingFile, cause error) error {
-	reason := fmt.Sprintf("input %s could not be staged to %s: %v", k.path, k.to.Site, cause)
+	reason := protocol.ClipText(fmt.Sprintf("input %s could not be staged to %s: %v", k.path, k.to.Site, cause), protocol.MaxReasonBytes)
 	for _, id := range slices.Sorted(maps.Keys(st.jobs)) {
 		delete(s.stg.to, id)
 		if err := s.failQueued(id, reason); err != nil {
@@ -420,6 +420,9 @@ func (s *Store) failQueued(id int64, reason string) error {
 
 // record stores a transfer and adds it to the totals.
 func (s *Store) record(job int64, path string, from, to Place, bytes int64, started time.Time, d time.Duration, errText string) error {
+	// A transfer's error can carry a site's words (an SFTP server's status
+	// message): bounded and escaped before it is stored and shown.
+	errText = protocol.ClipText(errText, protocol.MaxReasonBytes)
 	if err := s.begin(); err != nil {
 		return err
 	}

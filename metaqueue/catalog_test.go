@@ -381,3 +381,27 @@ func TestStagingUnknownSiteShares(t *testing.T) {
 		t.Fatalf("staging requested for an unknown site: %+v", reqs)
 	}
 }
+
+// TestStagingErrorTextBounded: a transfer error carrying a site's words
+// (control characters, any length) is stored bounded and escaped, in the
+// transfer and in the reason of the job that fails for it.
+func TestStagingErrorTextBounded(t *testing.T) {
+	t.Parallel()
+	e, st := newStagingEnv(t)
+	a := e.submit(withFiles("a", "cat in", []protocol.File{userIn("/w/in", 10)}, nil))[0]
+	b := e.registerAt("siteB", "b1")
+	e.next(b, 1)
+	reqs := st.requests()
+	if len(reqs) != 1 {
+		t.Fatalf("requests %+v", reqs)
+	}
+	hostile := "sftp: \x1b]0;owned\x07" + strings.Repeat("x", 10000)
+	e.staged(reqs[0], Place{Site: LocalSite}, errors.New(hostile), true)
+	d := e.job(a)
+	if d.State != "F" || len(d.Reason) > protocol.MaxReasonBytes || strings.ContainsAny(d.Reason, "\x1b\x07") {
+		t.Fatalf("job: state %s, reason %d bytes %q", d.State, len(d.Reason), d.Reason[:min(len(d.Reason), 80)])
+	}
+	if len(d.Transfers) != 1 || len(d.Transfers[0].Error) > protocol.MaxReasonBytes || strings.ContainsAny(d.Transfers[0].Error, "\x1b\x07") {
+		t.Fatalf("transfers %+v", d.Transfers)
+	}
+}

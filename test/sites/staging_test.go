@@ -154,3 +154,61 @@ func sum(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
 }
+
+// TestStagingRefusesChangedOrMissingInput: a user's input that changed on
+// the CLS host after submission is never staged in its new form, and one
+// deleted behind the CLS's back is not either: each job fails with the
+// reason, and its command never runs at the site (it would create a
+// marker there); a job whose input is intact runs.
+func TestStagingRefusesChangedOrMissingInput(t *testing.T) {
+	need(t, "sge")
+	l := newLogin(t, "127.0.0.1")
+	c := startCLS(t)
+	write := func(name, text string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(c.work, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("changed.txt", "first version\n")
+	write("gone.txt", "here at submit\n")
+	write("kept.txt", "stays\n")
+	c.must("mqsub", "-i", "changed.txt", "changed", "cat changed.txt > ran-changed")
+	c.must("mqsub", "-i", "gone.txt", "gone", "cat gone.txt > ran-gone")
+	c.must("mqsub", "-i", "kept.txt", "-o", "ran-kept", "kept", "cat kept.txt > ran-kept")
+	// After submission and before any site exists: one file grows, one
+	// goes.
+	write("changed.txt", "second, longer version\n")
+	if err := os.Remove(filepath.Join(c.work, "gone.txt")); err != nil {
+		t.Fatal(err)
+	}
+	c.addSite("grid", "sge", l, "--max", "1", "--walltime", "2m", "--idle", "3s", "--data-root", ".mq-data-faults")
+	byTarget := func() map[string]protocol.JobInfo {
+		m := map[string]protocol.JobInfo{}
+		for _, j := range c.jobs("") {
+			m[j.Target] = j
+		}
+		return m
+	}
+	eventually(t, 3*time.Minute, "all three ended", func() bool {
+		for _, j := range byTarget() {
+			if j.State != "D" && j.State != "F" {
+				return false
+			}
+		}
+		return len(byTarget()) == 3
+	})
+	jobs := byTarget()
+	for target, want := range map[string]string{"changed": "changed after submission", "gone": "could not be staged"} {
+		j := jobs[target]
+		if j.State != "F" || !strings.Contains(j.Reason, want) {
+			t.Errorf("%s: state %s, reason %q; want failed with %q", target, j.State, j.Reason, want)
+		}
+		if j.Site != "" {
+			t.Errorf("%s: ran at %q; it must never have been dispatched", target, j.Site)
+		}
+	}
+	if j := jobs["kept"]; j.State != "D" || j.Site != "grid" {
+		t.Errorf("kept: %+v; want done at grid", j)
+	}
+}

@@ -158,8 +158,8 @@ func sum(b []byte) string {
 // TestStagingRefusesChangedOrMissingInput: a user's input that changed on
 // the CLS host after submission is never staged in its new form, and one
 // deleted behind the CLS's back is not either: each job fails with the
-// reason, and its command never runs at the site (it would create a
-// marker there); a job whose input is intact runs.
+// reason and is never dispatched; a job whose input is intact runs, and
+// one that does not make its declared output fails for it.
 func TestStagingRefusesChangedOrMissingInput(t *testing.T) {
 	need(t, "sge")
 	l := newLogin(t, "127.0.0.1")
@@ -176,6 +176,7 @@ func TestStagingRefusesChangedOrMissingInput(t *testing.T) {
 	c.must("mqsub", "-i", "changed.txt", "changed", "cat changed.txt > ran-changed")
 	c.must("mqsub", "-i", "gone.txt", "gone", "cat gone.txt > ran-gone")
 	c.must("mqsub", "-i", "kept.txt", "-o", "ran-kept", "kept", "cat kept.txt > ran-kept")
+	c.must("mqsub", "-o", "never.txt", "noout", "true") // declares an output it does not make
 	// After submission and before any site exists: one file grows, one
 	// goes.
 	write("changed.txt", "second, longer version\n")
@@ -190,13 +191,13 @@ func TestStagingRefusesChangedOrMissingInput(t *testing.T) {
 		}
 		return m
 	}
-	eventually(t, 3*time.Minute, "all three ended", func() bool {
+	eventually(t, 3*time.Minute, "all four ended", func() bool {
 		for _, j := range byTarget() {
 			if j.State != "D" && j.State != "F" {
 				return false
 			}
 		}
-		return len(byTarget()) == 3
+		return len(byTarget()) == 4
 	})
 	jobs := byTarget()
 	for target, want := range map[string]string{"changed": "changed after submission", "gone": "could not be staged"} {
@@ -210,5 +211,8 @@ func TestStagingRefusesChangedOrMissingInput(t *testing.T) {
 	}
 	if j := jobs["kept"]; j.State != "D" || j.Site != "grid" {
 		t.Errorf("kept: %+v; want done at grid", j)
+	}
+	if j := jobs["noout"]; j.State != "F" || j.Site != "grid" || !strings.Contains(j.Reason, "was not created") {
+		t.Errorf("noout: state %s at %q, reason %q; want failed at grid: output was not created", j.State, j.Site, j.Reason)
 	}
 }

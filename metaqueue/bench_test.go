@@ -88,8 +88,8 @@ func bulkEach(b *testing.B, mode metaqueue.Sync, specs []protocol.JobSpec) {
 		commit += benchBulk(b, s, specs)
 		jobs += len(specs)
 		b.StopTimer()
-		// The Go heap with the jobs queued (the specs excluded): what the
-		// CLS keeps per job and target, less SQLite's own memory.
+		// The Go heap with the jobs queued, the specs included: compare
+		// shapes for what the Store keeps per target.
 		var ms runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&ms)

@@ -49,8 +49,10 @@ func TestTargetNames(t *testing.T) {
 	if got := g.Name(0); got != "" {
 		t.Fatalf("Name(0) = %q", got)
 	}
-	var names []string
-	for i := 0; i < 100000; i++ { // fills chunks and grows the index
+	// A long name before any chunk, then a short one that would fit
+	// after it.
+	names := []string{strings.Repeat("z", 0xffff), "s"}
+	for i := 0; i < 100000; i++ {                   // fills chunks and grows the index
 		names = append(names, "t"+strconv.Itoa(i))
 		if i == 5000 {
 			names = append(names, long, edge, "")

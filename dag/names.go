@@ -24,7 +24,7 @@ type nameRef struct {
 
 type nameArena struct {
 	chunks [][]byte // every chunk but a long name's has capacity nameChunk
-	cur    int      // the chunk being filled, if any
+	cur    int      // 1 + the index of the chunk being filled; 0: none yet
 }
 
 func (a *nameArena) add(s string) nameRef {
@@ -32,16 +32,16 @@ func (a *nameArena) add(s string) nameRef {
 		a.chunks = append(a.chunks, []byte(s))
 		return nameRef{chunk: uint32(len(a.chunks) - 1), n: 0xffff}
 	}
-	if len(a.chunks) == 0 || len(a.chunks[a.cur])+len(s) > nameChunk {
+	if a.cur == 0 || len(a.chunks[a.cur-1])+len(s) > nameChunk {
 		a.chunks = append(a.chunks, make([]byte, 0, nameChunk))
-		a.cur = len(a.chunks) - 1
+		a.cur = len(a.chunks)
 	}
-	c := a.chunks[a.cur]
+	c := a.chunks[a.cur-1]
 	off := len(c)
 	// Appending within the capacity never moves the bytes names already
 	// returned by get point to, nor changes them.
-	a.chunks[a.cur] = append(c, s...)
-	return nameRef{chunk: uint32(a.cur), off: uint16(off), n: uint16(len(s))}
+	a.chunks[a.cur-1] = append(c, s...)
+	return nameRef{chunk: uint32(a.cur - 1), off: uint16(off), n: uint16(len(s))}
 }
 
 // get returns the name without copying: arena bytes, once written, are

@@ -52,7 +52,7 @@ func TestTargetNames(t *testing.T) {
 	// A long name before any chunk, then a short one that would fit
 	// after it.
 	names := []string{strings.Repeat("z", 0xffff), "s"}
-	for i := 0; i < 100000; i++ {                   // fills chunks and grows the index
+	for i := 0; i < 100000; i++ { // fills chunks and grows the index
 		names = append(names, "t"+strconv.Itoa(i))
 		if i == 5000 {
 			names = append(names, long, edge, "")

@@ -11,6 +11,7 @@ package dag
 
 import (
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"strings"
 
@@ -40,22 +41,34 @@ type Change struct {
 	From, To job.State // From is 0 for a new job
 }
 
+// target is kept small and pointer-free (issue 21: a million targets):
+// its name is in the arena, and a dependent or prerequisite list of one
+// is inline, a longer one in the Graph's side lists.
 type target struct {
-	name            string
-	total, done     int32
-	bad             int32       // jobs Failed, Deleted or Blocked
-	self            [1]TargetID // its own id: the prerequisite list of a job needing just it
-	deps            []int64     // pending jobs naming this target (lazily pruned)
-	prereqs         []TargetID  // union of its jobs' prerequisites (for cycle checks)
-	complete, isBad bool        // last status seen by dependents
+	name        nameRef
+	total, done int32
+	bad         int32       // jobs Failed, Deleted or Blocked
+	self        [1]TargetID // its own id: the prerequisite list of a job needing just it
+	// Pending jobs naming this target (lazily pruned): none if depList is
+	// 0, dep[0] if -1, else Graph.depLists[depList].
+	dep     [1]int64
+	depList int32
+	// The union of its jobs' prerequisites (for cycle checks): none if
+	// preList is 0, pre if -1, else Graph.preLists[preList].
+	pre             TargetID
+	preList         int32
+	complete, isBad bool // last status seen by dependents
 }
 
 // Graph is the dependency state of a metaqueue. Not safe for concurrent
 // use: the metaqueue's single writer owns it.
 type Graph struct {
-	targets targetTable // id 0 unused
-	byName  map[string]TargetID
-	jobs    jobTable
+	targets  targetTable // id 0 unused
+	names    nameArena
+	byName   nameIndex
+	depLists [][]int64    // index 0 unused
+	preLists [][]TargetID // index 0 unused
+	jobs     jobTable
 	// longEdges indexes the prerequisites of targets with many (AddEdges).
 	longEdges map[TargetID]map[TargetID]struct{}
 
@@ -65,7 +78,7 @@ type Graph struct {
 
 // New returns an empty graph.
 func New() *Graph {
-	g := &Graph{byName: map[string]TargetID{}}
+	g := &Graph{byName: nameIndex{seed: maphash.MakeSeed()}, depLists: make([][]int64, 1), preLists: make([][]TargetID, 1)}
 	g.targets.add() // id 0
 	return g
 }
@@ -99,12 +112,11 @@ func (tt *targetTable) add() TargetID {
 
 // Lookup returns the id of a named target.
 func (g *Graph) Lookup(name string) (TargetID, bool) {
-	id, ok := g.byName[name]
-	return id, ok
+	return g.byName.lookup(name, g)
 }
 
 // Name returns a target's name.
-func (g *Graph) Name(t TargetID) string { return g.targets.at(t).name }
+func (g *Graph) Name(t TargetID) string { return g.names.get(g.targets.at(t).name) }
 
 // NextTargetID is the id AddTarget will assign next.
 func (g *Graph) NextTargetID() TargetID { return TargetID(g.targets.len()) }
@@ -113,8 +125,8 @@ func (g *Graph) NextTargetID() TargetID { return TargetID(g.targets.len()) }
 // name is new.
 func (g *Graph) AddTarget(name string) TargetID {
 	id := g.targets.add()
-	g.targets.at(id).name = name
-	g.byName[name] = id
+	g.targets.at(id).name = g.names.add(name)
+	g.byName.insert(name, id, g)
 	return id
 }
 
@@ -123,8 +135,8 @@ func (g *Graph) LoadTarget(id TargetID, name string) {
 	for TargetID(g.targets.len()) <= id {
 		g.targets.add()
 	}
-	g.targets.at(id).name = name
-	g.byName[name] = id
+	g.targets.at(id).name = g.names.add(name)
+	g.byName.insert(name, id, g)
 }
 
 // AddEdges records that target t's jobs need prereqs. Edges are never
@@ -142,24 +154,58 @@ outer:
 			}
 			set[p] = struct{}{}
 		} else {
-			for _, q := range tg.prereqs {
+			for _, q := range g.prereqsOf(tg) {
 				if q == p {
 					continue outer
 				}
 			}
 		}
-		tg.prereqs = append(tg.prereqs, p)
-		if set == nil && len(tg.prereqs) > longEdges {
+		switch tg.preList {
+		case 0:
+			tg.pre, tg.preList = p, -1
+			continue
+		case -1:
+			g.preLists = append(g.preLists, []TargetID{tg.pre, p})
+			tg.pre, tg.preList = 0, int32(len(g.preLists)-1)
+			continue
+		}
+		have := append(g.preLists[tg.preList], p)
+		g.preLists[tg.preList] = have
+		if set == nil && len(have) > longEdges {
 			if g.longEdges == nil {
 				g.longEdges = map[TargetID]map[TargetID]struct{}{}
 			}
-			set = make(map[TargetID]struct{}, 2*len(tg.prereqs))
-			for _, q := range tg.prereqs {
+			set = make(map[TargetID]struct{}, 2*len(have))
+			for _, q := range have {
 				set[q] = struct{}{}
 			}
 			g.longEdges[t] = set
 		}
 	}
+}
+
+// prereqsOf returns a target's prerequisites; shared, not to be modified.
+// One is its prerequisite's own one-element list.
+func (g *Graph) prereqsOf(tg *target) []TargetID {
+	switch tg.preList {
+	case 0:
+		return nil
+	case -1:
+		return g.targets.at(tg.pre).self[:]
+	}
+	return g.preLists[tg.preList]
+}
+
+// depsOf returns the pending jobs naming a target (some may have started
+// or ended since).
+func (g *Graph) depsOf(tg *target) []int64 {
+	switch tg.depList {
+	case 0:
+		return nil
+	case -1:
+		return tg.dep[:]
+	}
+	return g.depLists[tg.depList]
 }
 
 // longEdges is how many prerequisites a target lists before AddEdges
@@ -190,8 +236,8 @@ func (g *Graph) FindCycle(edges map[string][]string) string {
 	}
 	frameWith := func(n string, add []string) frame {
 		f := frame{name: n, add: add}
-		if id, ok := g.byName[n]; ok {
-			f.have = g.targets.at(id).prereqs
+		if id, ok := g.Lookup(n); ok {
+			f.have = g.prereqsOf(g.targets.at(id))
 		}
 		return f
 	}
@@ -210,7 +256,7 @@ func (g *Graph) FindCycle(edges map[string][]string) string {
 		// (nor is anything through it): most of a pipeline submit's
 		// targets are, and need no colouring.
 		if !slices.ContainsFunc(f.add, func(p string) bool { return !sink(p) }) &&
-			!slices.ContainsFunc(f.have, func(p TargetID) bool { return !sink(g.targets.at(p).name) }) {
+			!slices.ContainsFunc(f.have, func(p TargetID) bool { return !sink(g.Name(p)) }) {
 			continue
 		}
 		color[root] = grey
@@ -222,7 +268,7 @@ func (g *Graph) FindCycle(edges map[string][]string) string {
 			case i < len(top.add):
 				p = top.add[i]
 			case i-len(top.add) < len(top.have):
-				p = g.targets.at(top.have[i-len(top.add)]).name
+				p = g.Name(top.have[i-len(top.add)])
 			default:
 				color[top.name] = black
 				stack = stack[:len(stack)-1]
@@ -435,7 +481,15 @@ func (g *Graph) eval(prereqs []TargetID) job.State {
 func (g *Graph) listDeps(id int64, prereqs []TargetID) {
 	for _, p := range prereqs {
 		tg := g.targets.at(p)
-		tg.deps = append(tg.deps, id)
+		switch tg.depList {
+		case 0:
+			tg.dep[0], tg.depList = id, -1
+		case -1:
+			g.depLists = append(g.depLists, []int64{tg.dep[0], id})
+			tg.dep[0], tg.depList = 0, int32(len(g.depLists)-1)
+		default:
+			g.depLists[tg.depList] = append(g.depLists[tg.depList], id)
+		}
 	}
 }
 
@@ -486,7 +540,7 @@ func (g *Graph) settle() {
 		t := g.work[len(g.work)-1]
 		g.work = g.work[:len(g.work)-1]
 		tg := g.targets.at(t)
-		deps := tg.deps
+		deps := g.depsOf(tg)
 		kept := deps[:0]
 		for _, id := range deps {
 			j, ok := g.Node(id)
@@ -500,6 +554,11 @@ func (g *Graph) settle() {
 		}
 		// clear the tail so pruned ids do not pin memory
 		clear(deps[len(kept):])
-		tg.deps = kept
+		switch {
+		case tg.depList > 0:
+			g.depLists[tg.depList] = kept
+		case len(kept) == 0:
+			tg.depList = 0
+		}
 	}
 }

@@ -735,7 +735,7 @@ func TestAddEdgesDeduplicates(t *testing.T) {
 	a, b, c := g.AddTarget("a"), g.AddTarget("b"), g.AddTarget("c")
 	g.AddEdges(a, []TargetID{b, b, c})
 	g.AddEdges(a, []TargetID{c, b})
-	if got := g.targets.at(a).prereqs; !slices.Equal(got, []TargetID{b, c}) {
+	if got := g.Prereqs(a); !slices.Equal(got, []TargetID{b, c}) {
 		t.Fatalf("prereqs = %v, want [b c]", got)
 	}
 }
@@ -805,7 +805,7 @@ func TestAddEdgesManyPrereqs(t *testing.T) {
 		g.AddEdges(b, []TargetID{a, a})
 	}
 	g.AddEdges(b, as) // all again
-	if got := g.targets.at(b).prereqs; !slices.Equal(got, as) {
+	if got := g.Prereqs(b); !slices.Equal(got, as) {
 		t.Fatalf("prereqs = %v, want each of the 100 once in order", got)
 	}
 }

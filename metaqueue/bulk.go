@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -25,6 +26,10 @@ type Bulk struct {
 	edges edgeSet
 	buf   []byte
 }
+
+// bigCommit is the size of a bulk commit after which the heap is given
+// back to the OS at once.
+const bigCommit = 100000
 
 // NewBulk starts a bulk submission.
 func (s *Store) NewBulk() (*Bulk, error) {
@@ -128,6 +133,15 @@ func (b *Bulk) CommitToken(ctx context.Context, token string) (first int64, coun
 			_, err := s.w.ExecContext(ctx, "PRAGMA shrink_memory")
 			return err
 		})
+		if b.n >= bigCommit {
+			// So did the commit's garbage (the spooled specs read back, the
+			// edge set, grown tables): the heap peaked near twice what
+			// stays live, and the runtime would hold that peak for minutes
+			// (issue 21: 1,000,000 jobs). One collection is a small part
+			// of such a commit.
+			b.edges = edgeSet{}
+			debug.FreeOSMemory()
+		}
 	}
 	return first, count, err
 }

@@ -136,9 +136,9 @@ func pickReplica(running []Running, maxCopies int, affinity bool) (int64, bool) 
 // placeholder there is free, plus moving the job's inputs there, plus its
 // runtime at that placeholder's speed); the job's sufferage is the second
 // best site's time minus the best's. The asking placeholder gets, among
-// the jobs whose best site is its own, the one that would suffer most
-// elsewhere. If no job is best at its site it waits: another placeholder
-// will run them sooner. It needs every number SA does without: runtimes,
+// the jobs whose best site is its own and whose best placeholder there is
+// itself, the one that would suffer most elsewhere. If there is none it
+// waits: other placeholders will run those jobs sooner. It needs every number SA does without: runtimes,
 // speeds, when placeholders free up, and bandwidths.
 type XSufferage struct {
 	// MaxExamined bounds the ready jobs looked at per decision, oldest
@@ -149,6 +149,7 @@ type XSufferage struct {
 // Choose applies the rule to one asking placeholder.
 func (x XSufferage) Choose(s Snapshot) Decision {
 	sites := siteFronts(s)
+	cur := Arrival{Site: s.Current, Speed: s.CurrentSpeed}
 	best := Decision{Wait: true, Priority: math.Inf(-1)}
 	found := false
 	for c := range s.Ready {
@@ -168,6 +169,12 @@ func (x XSufferage) Choose(s Snapshot) Decision {
 			}
 		}
 		if bestSite != s.Current {
+			continue
+		}
+		// the job goes to the placeholder with the best completion time
+		// at its best site: if that is another one, leave it for that one
+		own := transfer(c, s.Current, s.Net) + c.Runtime/cur.speed()
+		if own > ct1*(1+1e-9)+1e-9 {
 			continue
 		}
 		suff := ct2 - ct1 // +Inf with a single site: every job suffers alike

@@ -134,7 +134,9 @@ func TestXSufferageChoose(t *testing.T) {
 		// A placeholder 4x faster at site 2 wins a long job, though free later.
 		{"speed counts", 1, 1, []Arrival{{Site: 2, In: 10, Speed: 4}}, []Candidate{
 			cand(1, 400)}, 0},
-		{"slow host at a site with a fast one takes the site's job", 1, 1, []Arrival{{Site: 1, In: 1, Speed: 4}, {Site: 2, In: 0}}, []Candidate{
+		{"a slow placeholder leaves its site's job to a faster one there", 1, 1, []Arrival{{Site: 1, In: 1, Speed: 4}, {Site: 2, In: 0}}, []Candidate{
+			cand(1, 400)}, 0},
+		{"the fast one there is busy too long: the slow one takes it", 1, 1, []Arrival{{Site: 1, In: 350, Speed: 4}, {Site: 2, In: 500}}, []Candidate{
 			cand(1, 400)}, 1},
 		// Sufferage ranks: job 3's second-best site is far worse.
 		{"largest sufferage", 1, 2, []Arrival{{Site: 2, In: 0}}, []Candidate{

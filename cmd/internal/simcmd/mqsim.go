@@ -39,6 +39,7 @@ File formats and the model: docs/simulation.md.
 
 Output: a table per network and file inflation (mean over seeds), or with
 --json one object per run. --plot DIR writes SVG charts and DIR/index.html.`
+	app.Commands = []*cli.Command{gridCommand()}
 	app.Flags = []cli.Flag{
 		&cli.StringFlag{Name: "policy", Value: strings.Join(sim.WorkflowPolicies(), ","), Usage: "policies: " + strings.Join(sim.WorkflowPolicies(), ", ")},
 		&cli.StringFlag{Name: "placeholders", Value: "2,4,8,16,32", Usage: "placeholder counts (one per host)"},

@@ -39,7 +39,6 @@ File formats and the model: docs/simulation.md.
 
 Output: a table per network and file inflation (mean over seeds), or with
 --json one object per run. --plot DIR writes SVG charts and DIR/index.html.`
-	app.Commands = []*cli.Command{gridCommand()}
 	app.Flags = []cli.Flag{
 		&cli.StringFlag{Name: "policy", Value: strings.Join(sim.WorkflowPolicies(), ","), Usage: "policies: " + strings.Join(sim.WorkflowPolicies(), ", ")},
 		&cli.StringFlag{Name: "placeholders", Value: "2,4,8,16,32", Usage: "placeholder counts (one per host)"},
@@ -50,6 +49,7 @@ Output: a table per network and file inflation (mean over seeds), or with
 		&cli.BoolFlag{Name: "json", Usage: "print one JSON object per run"},
 		&cli.StringFlag{Name: "plot", Usage: "write SVG plots and index.html into `DIR`"},
 	}
+	app.Commands = []*cli.Command{gridCommand(), planCommand()}
 	app.Action = func(c *cli.Context) error {
 		if c.NArg() > 0 {
 			return mqcli.Usagef("unexpected argument %q", c.Args().First())

@@ -115,3 +115,19 @@ func TestGridBadConfig(t *testing.T) {
 		}
 	}
 }
+
+// The replication cap: one task on four hosts makes three copies under
+// WQR, one with MaxCopies 2.
+func TestGridMaxCopies(t *testing.T) {
+	t.Parallel()
+	task := []GridTask{{Cost: 100, Inputs: []GridFile{{Name: "in", Bytes: 125000}}}}
+	for _, tc := range []struct{ max, copies int }{{0, 3}, {2, 1}, {1, 0}} {
+		r, err := RunGrid(GridConfig{Policy: "wqr", Sites: 2, GridHet: 1, Power: 40, Runs: 2, Tasks: task, MaxCopies: tc.max})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Hosts != 4 || r.Copies != 2*tc.copies {
+			t.Errorf("max copies %d: %d hosts, %d copies over 2 runs; want 4 hosts, %d", tc.max, r.Hosts, r.Copies, 2*tc.copies)
+		}
+	}
+}

@@ -44,11 +44,15 @@ pkgs() { # install PACKAGES... unless every one is installed
 	done
 	[ ${#missing[@]} = 0 ] && return 0
 	if [ -z "$updated" ]; then apt-get update -qq >/dev/null 2>&1 || true; updated=1; fi
-	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	# Wait for another apt (a shared machine) rather than fail at once.
+	apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
 # GNU parallel is only for the benchmark baseline.
 pkgs parallel || echo "setup: could not install GNU parallel (only the benchmarks use it)" >&2
+# Headless Chromium renders the dashboard in test/e2e/web_test.go (fonts so
+# its screenshots have text).
+pkgs chromium fonts-dejavu-core || echo "setup: could not install Chromium; the dashboard browser test will skip" >&2
 
 if ! pkgs openssh-server openssh-client; then
 	echo "setup: could not install OpenSSH; the sites suite will skip" >&2

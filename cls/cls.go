@@ -181,11 +181,11 @@ type CLS struct {
 	metrics *web.Metrics // nil without HTTPAddr
 	dash    *dashboard   // nil without HTTPAddr
 	srv     *server.Server
-	ln     net.Listener // the socket
-	sshLn  net.Listener // nil without SSHAddr
-	sshSrv *sshserver.Server
-	sites  *sites
-	stager *stager
+	ln      net.Listener // the socket
+	sshLn   net.Listener // nil without SSHAddr
+	sshSrv  *sshserver.Server
+	sites   *sites
+	stager  *stager
 
 	runOnce   sync.Once
 	closeOnce sync.Once

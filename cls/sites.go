@@ -41,9 +41,9 @@ type sites struct {
 	agentLog io.Writer
 	// connected are the placeholders connected now (the dashboard).
 	connected connectedPHs
-	noop     bool
-	umask    int    // local placeholders run their jobs with it
-	agentExe string // what local placeholders run (default: this executable)
+	noop      bool
+	umask     int    // local placeholders run their jobs with it
+	agentExe  string // what local placeholders run (default: this executable)
 
 	sshAddr net.Addr // the CLS's SSH endpoint; nil without --ssh
 	hostFP  string

@@ -64,8 +64,8 @@ func (f *fakeSource) Job(_ context.Context, id int64) (protocol.JobDetail, error
 	exit := 0
 	return protocol.JobDetail{JobInfo: protocol.JobInfo{ID: 7, Queue: "default", Target: hostile, State: "D", Attempts: 2, Exit: &exit,
 		Site: "local", Host: "h", Command: hostile, Prereqs: []string{"pre"}},
-		Stdout:  f.out,
-		History: []protocol.AttemptInfo{{Attempt: 1, Site: "local", Reason: "lost: " + hostile}},
+		Stdout:    f.out,
+		History:   []protocol.AttemptInfo{{Attempt: 1, Site: "local", Reason: "lost: " + hostile}},
 		Transfers: []protocol.TransferInfo{{Path: "in.fa", From: "local", To: "grid", Bytes: 1 << 20, Seconds: 0.5}},
 	}, nil
 }

@@ -57,7 +57,7 @@ func chromiumPath(t *testing.T) string {
 func TestDashboardInBrowser(t *testing.T) {
 	chrome := chromiumPath(t)
 	const canary = "dashboard-canary-4f1d9e" // in the CLS's environment only
-	t.Setenv("DASH_CANARY", canary) // the CLS inherits it
+	t.Setenv("DASH_CANARY", canary)          // the CLS inherits it
 	h := newHarness(t)
 	h.startCLS("--local", "2", "--http", "127.0.0.1:0", "--ssh", "127.0.0.1:0")
 	addr := h.dashboardAddr()
@@ -145,7 +145,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	load("/", "#counts")
 	waitFor(t, 60*time.Second, func() error {
 		if live := attr("#updated", "data-live"); live != "on" {
-				return fmt.Errorf("the overview has not had an update from /events (data-live=%q)", live)
+			return fmt.Errorf("the overview has not had an update from /events (data-live=%q)", live)
 		}
 		return nil
 	})

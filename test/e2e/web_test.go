@@ -65,8 +65,10 @@ func TestDashboardInBrowser(t *testing.T) {
 	shots := t.ArtifactDir()
 	t.Logf("screenshots in %s", shots)
 
-	// The workflow: 12 jobs wait for a file, a summary needs them all,
-	// and one job prints a line at once.
+	// The workflow: one job prints a line, then 12 jobs wait for a file
+	// (holding both placeholders), and a summary needs them all.
+	hello := h.submit("hello", `echo "hello from the dashboard test <b>&"; echo "to stderr" >&2`)
+	h.waitState(hello, "D", 60*time.Second)
 	gate := filepath.Join(h.dir, "go")
 	const n = 12
 	for i := 0; i < n; i++ {
@@ -77,16 +79,17 @@ func TestDashboardInBrowser(t *testing.T) {
 		prereqs = append(prereqs, fmt.Sprintf("part%d", i))
 	}
 	h.submit("-q", "work", "-p", strings.Join(prereqs, ","), "summary", "echo all parts done")
-	hello := h.submit("hello", `echo "hello from the dashboard test <b>&"; echo "to stderr" >&2`)
-	h.waitState(hello, "D", 60*time.Second)
 
 	actx, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.WindowSize(1280, 1000))...)
 	defer cancel()
 	browser, cancel := chromedp.NewContext(actx)
 	defer cancel()
-	// Each step gets its own deadline (a deadline on the first call would
-	// bound the browser's life).
+	// The first call starts the browser for the life of its context: no
+	// deadline there; each step then gets its own.
+	if err := chromedp.Do(browser); err != nil {
+		t.Fatalf("start Chromium: %v", err)
+	}
 	step := func() (context.Context, context.CancelFunc) { return context.WithTimeout(browser, 90*time.Second) }
 	do := func(what string, actions ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
@@ -223,18 +226,18 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 	}
 	for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodDelete} {
-		req, _ := http.NewRequest(m, base+"/job/1", strings.NewReader("state=X"))
+		req, _ := http.NewRequest(m, fmt.Sprintf("%s/job/%d", base, hello), strings.NewReader("state=X"))
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusMethodNotAllowed {
-			t.Errorf("%s /job/1: %d, want 405", m, resp.StatusCode)
+			t.Errorf("%s /job/%d: %d, want 405", m, hello, resp.StatusCode)
 		}
 	}
-	if d := h.job(1); d.State != "D" {
-		t.Errorf("job 1 is %s after the write attempts", d.State)
+	if d := h.job(hello); d.State != "D" {
+		t.Errorf("job %d is %s after the write attempts", hello, d.State)
 	}
 
 	// /metrics agrees with mqstat --summary.

@@ -111,19 +111,27 @@ run() { # run CASE WATCHED REP: one measurement, its jobs/s in RESULT
 	rm -rf "$h"
 	echo "   $c watched=$w rep $rep: $out"
 	RESULT=$(kv "$out" jobs_per_s)
+	CPU=$(kv "$out" cls_cpu_us_per_job)
 }
 
 echo "== the core with and without the dashboard watched ($REPEAT alternating repetitions)"
 for c in noop true; do
-	plain=() watched=()
+	plain=() watched=() pcpu=() wcpu=() pairs=()
 	for ((rep = 1; rep <= REPEAT; rep++)); do
 		for w in $( ((rep % 2)) && echo 0 1 || echo 1 0); do
 			run "$c" "$w" "$rep"
-			if ((w)); then watched+=("$RESULT"); else plain+=("$RESULT"); fi
+			if ((w)); then
+				watched+=("$RESULT") wcpu+=("$CPU") wr=$RESULT
+			else
+				plain+=("$RESULT") pcpu+=("$CPU") pr=$RESULT
+			fi
 		done
+		pairs+=("$(awk -v a="$wr" -v b="$pr" 'BEGIN { printf "%.3f", a / b }')")
 	done
 	p=$(median "${plain[@]}") w=$(median "${watched[@]}")
 	r=$(awk -v a="$w" -v b="$p" 'BEGIN { printf "%.3f", a / b }')
-	echo "$c: plain median $p jobs/s (${plain[*]}), watched median $w jobs/s (${watched[*]}): watched/plain = $r"
+	echo "$c: plain median $p jobs/s (${plain[*]}), watched median $w jobs/s (${watched[*]}): watched/plain = $r;" \
+		"median of the pairs' ratios $(median "${pairs[@]}") (${pairs[*]});" \
+		"CLS CPU per job: plain $(median "${pcpu[@]}") us, watched $(median "${wcpu[@]}") us"
 done
 echo "machine busy before each run (% CPU, others' work): median $(median "${LOADS[@]}"), range $(printf '%s\n' "${LOADS[@]}" | sort -n | head -1)..$(printf '%s\n' "${LOADS[@]}" | sort -n | tail -1)"

@@ -37,6 +37,9 @@ const (
 type plotLine struct {
 	Name, Color, Points string
 	LX, LY              int // legend position
+	// Dots mark the points of a sparse series (a line alone would not
+	// show a single point).
+	Dots [][2]float64
 }
 
 type plotData struct {
@@ -63,7 +66,7 @@ var plotTmpl = template.Must(template.New("plot").Parse(`<svg xmlns="http://www.
 <text x="{{.L}}" y="{{.B}}" dy="16" class="pax">{{.TFrom}}</text>
 <text x="{{.R}}" y="{{.B}}" dy="16" class="pax" text-anchor="end">{{.TTo}}</text>
 {{if .Empty}}<text x="{{.L}}" y="{{.MidY}}" dx="12" class="pax">no data yet</text>{{end}}
-{{range .Lines}}<polyline fill="none" stroke="{{.Color}}" stroke-width="2" points="{{.Points}}"/>
+{{range .Lines}}<polyline fill="none" stroke="{{.Color}}" stroke-width="2" points="{{.Points}}"/>{{$c := .Color}}{{range .Dots}}<circle cx="{{index . 0}}" cy="{{index . 1}}" r="3" fill="{{$c}}"/>{{end}}
 <rect x="{{.LX}}" y="{{.LY}}" width="10" height="10" fill="{{.Color}}"/><text x="{{.LX}}" y="{{.LY}}" dx="13" dy="9" class="pax">{{.Name}}</text>
 {{end}}</svg>`))
 
@@ -97,6 +100,7 @@ func plotSVG(title string, ss []series) template.HTML {
 	span := t1.Sub(t0).Seconds()
 	for i, s := range ss {
 		var pts strings.Builder
+		var dots [][2]float64
 		for k, t := range s.ts {
 			x := float64(padL)
 			if span > 0 {
@@ -104,9 +108,12 @@ func plotSVG(title string, ss []series) template.HTML {
 			}
 			y := float64(padT+innerH) - s.vs[k]/ymax*innerH
 			fmt.Fprintf(&pts, "%.1f,%.1f ", x, y)
+			if len(s.ts) <= 30 {
+				dots = append(dots, [2]float64{math.Round(x*10) / 10, math.Round(y*10) / 10})
+			}
 		}
 		d.Lines = append(d.Lines, plotLine{Name: s.Name, Color: s.Color, Points: strings.TrimSpace(pts.String()),
-			LX: padL + i*plotLegendRowWidth, LY: plotH - 2})
+			LX: padL + i*plotLegendRowWidth, LY: plotH - 2, Dots: dots})
 	}
 	var b bytes.Buffer
 	if err := plotTmpl.Execute(&b, d); err != nil {

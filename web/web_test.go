@@ -372,3 +372,16 @@ func TestFollowHook(t *testing.T) {
 		t.Error("a chunk carries raw peer text")
 	}
 }
+
+// A plot of one point still shows it; a plot of nothing says so.
+func TestPlotSVG(t *testing.T) {
+	t.Parallel()
+	one := seriesOf("w", "#000")
+	one.add(time.Unix(100, 0), 2.5)
+	if svg := string(plotSVG("t", []series{one})); !strings.Contains(svg, "<circle") {
+		t.Errorf("a single point is not drawn: %s", svg)
+	}
+	if svg := string(plotSVG("t <b>", nil)); !strings.Contains(svg, "no data yet") || strings.Contains(svg, "<b>") {
+		t.Errorf("empty plot: %s", svg)
+	}
+}

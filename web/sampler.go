@@ -110,9 +110,13 @@ func (s *sampler) sample(ctx context.Context) {
 	if len(s.history) > s.keep {
 		s.history = append(s.history[:0], s.history[len(s.history)-s.keep:]...)
 	}
-	hist := append([]sample(nil), s.history...)
 	s.mu.Unlock()
+	hist := s.snapshot()
 
+	if !s.watched() {
+		s.broadcast(nil) // no page open: nothing to render, nothing stale kept
+		return
+	}
 	u := update{Time: cur.T.UTC().Format(time.RFC3339), Queues: cur.Queues, Totals: cur.Totals, Sites: cur.Sites,
 		Throughput: cur.Throughput, Moved: cur.Moved, Plots: renderPlots(hist)}
 	b, err := json.Marshal(u)
@@ -127,10 +131,20 @@ func (s *sampler) sample(ctx context.Context) {
 	s.broadcast(ev.Bytes())
 }
 
+// watched says whether a page follows the updates.
+func (s *sampler) watched() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.subs) > 0
+}
+
 func (s *sampler) broadcast(ev []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.last = ev
+	if ev == nil {
+		return
+	}
 	for ch := range s.subs {
 		select {
 		case ch <- ev:

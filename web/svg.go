@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -32,6 +33,7 @@ const (
 	padT, padB         = 22, 22
 	innerW, innerH     = plotW - padL - padR, plotH - padT - padB
 	plotLegendRowWidth = 90
+	maxPoints          = 300
 )
 
 type plotLine struct {
@@ -99,20 +101,29 @@ func plotSVG(title string, ss []series) template.HTML {
 	}
 	span := t1.Sub(t0).Seconds()
 	for i, s := range ss {
-		var pts strings.Builder
+		// At most maxPoints points a line (the plot is ~500 px wide): every
+		// step-th sample, and the last.
+		step := max(1, (len(s.ts)+maxPoints-1)/maxPoints)
+		pts := make([]byte, 0, 12*min(len(s.ts), maxPoints+1))
 		var dots [][2]float64
-		for k, t := range s.ts {
+		for k := 0; k < len(s.ts); k++ {
+			if k%step != 0 && k != len(s.ts)-1 {
+				continue
+			}
 			x := float64(padL)
 			if span > 0 {
-				x += t.Sub(t0).Seconds() / span * innerW
+				x += s.ts[k].Sub(t0).Seconds() / span * innerW
 			}
 			y := float64(padT+innerH) - s.vs[k]/ymax*innerH
-			fmt.Fprintf(&pts, "%.1f,%.1f ", x, y)
+			pts = strconv.AppendFloat(pts, x, 'f', 1, 64)
+			pts = append(pts, ',')
+			pts = strconv.AppendFloat(pts, y, 'f', 1, 64)
+			pts = append(pts, ' ')
 			if len(s.ts) <= 30 {
 				dots = append(dots, [2]float64{math.Round(x*10) / 10, math.Round(y*10) / 10})
 			}
 		}
-		d.Lines = append(d.Lines, plotLine{Name: s.Name, Color: s.Color, Points: strings.TrimSpace(pts.String()),
+		d.Lines = append(d.Lines, plotLine{Name: s.Name, Color: s.Color, Points: strings.TrimSpace(string(pts)),
 			LX: padL + i*plotLegendRowWidth, LY: plotH - 2, Dots: dots})
 	}
 	var b bytes.Buffer

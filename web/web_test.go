@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -385,3 +386,47 @@ func TestPlotSVG(t *testing.T) {
 		t.Errorf("empty plot: %s", svg)
 	}
 }
+
+// BenchmarkSample: one sample with a full history (900 samples) and a page
+// open: what the dashboard costs the CLS each second.
+func BenchmarkSample(b *testing.B) {
+	src := &fakeSource{counts: map[string]int{"Q": 5, "D": 3}}
+	m := NewMetrics()
+	s := &sampler{src: src, metrics: m, interval: time.Second, keep: 900, log: slogDiscard(), maxSubs: 2}
+	ctx := context.Background()
+	for i := 0; i < 900; i++ {
+		s.sample(ctx)
+	}
+	ch, _ := s.subscribe()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s.sample(ctx)
+		select {
+		case <-ch:
+		default:
+		}
+	}
+}
+
+// BenchmarkScrape: one /metrics scrape.
+func BenchmarkScrape(b *testing.B) {
+	src := &fakeSource{counts: map[string]int{"Q": 5, "D": 3}}
+	m := NewMetrics()
+	m.SetSource(src)
+	srv, err := New(Config{Source: src, Metrics: m})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := srv.Handler()
+	req := httptest.NewRequest("GET", "/metrics", nil)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != 200 {
+			b.Fatal(w.Code)
+		}
+	}
+}
+
+func slogDiscard() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -91,7 +91,8 @@ type Config struct {
 	LogFormat string
 
 	// HTTPAddr, when set, is where the read-only dashboard and /metrics
-	// listen (package web). A loopback address serves without a token;
+	// listen (package web); an empty host (":8642") is 127.0.0.1. A
+	// loopback address serves without a token;
 	// any other needs HTTPPublic, and then every request needs the token
 	// in Home/http.token (made, mode 0600, when missing).
 	HTTPAddr   string

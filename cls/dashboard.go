@@ -33,19 +33,22 @@ type dashboard struct {
 	srv *http.Server
 }
 
-// checkHTTPAddr says whether addr is on loopback only; a host that is not
-// a loopback address or "localhost" (an empty host is every interface)
-// is not.
-func checkHTTPAddr(addr string) (loopback bool, err error) {
-	host, _, err := net.SplitHostPort(addr)
+// checkHTTPAddr reads --http: HOST:PORT, where an empty host (":8642")
+// means loopback (127.0.0.1), and says whether the address is on loopback
+// only (a loopback address or "localhost").
+func checkHTTPAddr(addr string) (listen string, loopback bool, err error) {
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return false, fmt.Errorf("--http %q is not HOST:PORT: %w", addr, err)
+		return "", false, fmt.Errorf("--http %q is not HOST:PORT: %w", addr, err)
+	}
+	if host == "" {
+		return net.JoinHostPort("127.0.0.1", port), true, nil
 	}
 	if strings.EqualFold(host, "localhost") {
-		return true, nil
+		return addr, true, nil
 	}
 	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback(), nil
+	return addr, ip != nil && ip.IsLoopback(), nil
 }
 
 // loadToken reads MQ_HOME/http.token, making it (32 random bytes, hex,
@@ -94,7 +97,7 @@ func loadToken(home string) (tok, path string, err error) {
 // loopback only with HTTPPublic and the token.
 func (c *CLS) listenHTTP() error {
 	cfg := c.cfg
-	loopback, err := checkHTTPAddr(cfg.HTTPAddr)
+	addr, loopback, err := checkHTTPAddr(cfg.HTTPAddr)
 	if err != nil {
 		return err
 	}
@@ -117,7 +120,7 @@ func (c *CLS) listenHTTP() error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("dashboard: %w", err)
 	}

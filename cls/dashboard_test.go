@@ -22,7 +22,8 @@ func TestHTTPAddrChecks(t *testing.T) {
 		{"127.0.0.1:0", false, ""},
 		{"localhost:0", false, ""},
 		{"0.0.0.0:0", false, "not a loopback address"},
-		{":0", false, "not a loopback address"},
+		{":0", false, ""}, // loopback by default
+		{"[::]:0", false, "not a loopback address"},
 		{"nonsense", false, "not HOST:PORT"},
 	} {
 		c, err := cls.New(context.Background(), cls.Config{Home: shortHome(t), HTTPAddr: tc.addr, HTTPPublic: tc.public})

@@ -25,6 +25,7 @@ fi
 if [ "$(id -u)" != 0 ] || ! need apt-get; then
 	echo "setup: not root (or no apt-get): not installing sshd, SGE, Slurm; the sites suite will skip" >&2
 	need ssh || echo "setup: ssh (openssh-client) is missing; the e2e SSH tests will skip" >&2
+	need chromium || echo "setup: chromium is missing; the dashboard's browser test will skip" >&2
 	exit 0
 fi
 export DEBIAN_FRONTEND=noninteractive

@@ -300,6 +300,7 @@ func (c *CLS) open(ctx context.Context) (err error) {
 		prev(id, reg, connected)
 		c.sites.connected.set(id, reg, connected)
 	}
+	(&plans{store: c.store, sites: c.sites, log: c.log}).install(c.srv)
 	fl := &files{store: c.store, places: c.sites.place, home: home, stager: c.stager, log: c.log, now: time.Now}
 	fl.install(c.srv)
 	c.stager.start(c.store)

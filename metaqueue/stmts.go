@@ -31,7 +31,7 @@ func (st *stmts) dispatchN(ctx context.Context, c *sql.Conn, n int) (*sql.Stmt, 
 	}
 	s, err := c.PrepareContext(ctx, `UPDATE jobs SET state = 'E', attempts = attempts + 1, placeholder_id = ?1, started = ?2,
 		finished = NULL, exit = NULL, reason = NULL
-		WHERE id IN (`+strings.TrimSuffix(strings.Repeat("?,", n), ",")+`) RETURNING id, attempts, attempt_base, command, cwd`)
+		WHERE id IN (`+strings.TrimSuffix(strings.Repeat("?,", n), ",")+`) RETURNING id, attempts, attempt_base, command, cwd, submitted`)
 	if err != nil {
 		return nil, err
 	}

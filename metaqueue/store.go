@@ -57,6 +57,9 @@ type Options struct {
 	// nothing is moved, and every place is taken to share the CLS host's
 	// filesystem (the behaviour before staging).
 	Stager Stager
+	// Observer, when set, is told about dispatches, reports and commits
+	// (metrics); see Observer.
+	Observer Observer
 	// CheckConstraints makes SQLite verify the schema's CHECK constraints
 	// on every write. The core is the only writer and writes states only
 	// from job.State, so a running CLS skips them (they cost ~20% of a bulk
@@ -322,10 +325,14 @@ func (s *Store) runBatch(batch []*call, ticked bool) {
 		filled, failed = s.matchParked()
 	}
 	if failed == nil && s.inTx {
+		start := time.Now()
 		if _, err := s.w.ExecContext(context.Background(), "COMMIT"); err != nil {
 			failed = err // the transaction may still be open: recover rolls it back
 		} else {
 			s.inTx = false
+			if o := s.opt.Observer; o != nil {
+				o.Committed(time.Since(start), s.curSync == SyncFull)
+			}
 		}
 	}
 	if failed != nil {

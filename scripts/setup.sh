@@ -25,6 +25,7 @@ fi
 if [ "$(id -u)" != 0 ] || ! need apt-get; then
 	echo "setup: not root (or no apt-get): not installing sshd, SGE, Slurm; the sites suite will skip" >&2
 	need ssh || echo "setup: ssh (openssh-client) is missing; the e2e SSH tests will skip" >&2
+	need chromium || echo "setup: chromium is missing; the dashboard's browser test will skip" >&2
 	exit 0
 fi
 export DEBIAN_FRONTEND=noninteractive
@@ -44,11 +45,15 @@ pkgs() { # install PACKAGES... unless every one is installed
 	done
 	[ ${#missing[@]} = 0 ] && return 0
 	if [ -z "$updated" ]; then apt-get update -qq >/dev/null 2>&1 || true; updated=1; fi
-	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	# Wait for another apt (a shared machine) rather than fail at once.
+	apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
 # GNU parallel is only for the benchmark baseline.
 pkgs parallel || echo "setup: could not install GNU parallel (only the benchmarks use it)" >&2
+# Headless Chromium renders the dashboard in test/e2e/web_test.go (fonts so
+# its screenshots have text).
+pkgs chromium fonts-dejavu-core || echo "setup: could not install Chromium; the dashboard browser test will skip" >&2
 
 if ! pkgs openssh-server openssh-client; then
 	echo "setup: could not install OpenSSH; the sites suite will skip" >&2

@@ -443,3 +443,38 @@ const ReasonReturned = "returned"
 // to stop (batch-system preemption, CLS shutdown): like a lost lease, not
 // the job's fault, so it is requeued while attempts remain.
 const ReasonInterrupted = "interrupted"
+
+// Progress selects jobs to follow until they have all ended: a range of
+// ids (First..Last, as a bulk commit or a job array returns them), listed
+// IDs, or every job of a queue and/or target (neither: every job). Deleted
+// jobs do not count in a queue, target or everything (as mqstat does not
+// list them); named ones that end deleted count as not done.
+type Progress struct {
+	First int64   `json:"first,omitempty"`
+	Last  int64   `json:"last,omitempty"`
+	IDs   []int64 `json:"ids,omitempty"`
+	Queue string  `json:"queue,omitempty"`
+	// Target selects the jobs of one target (with Queue, of that queue only).
+	Target string `json:"target,omitempty"`
+	// IntervalMS is the time between frames (default 1000, at least 100).
+	IntervalMS int `json:"interval_ms,omitempty"`
+	// Once sends one frame (the counts now) and ends.
+	Once bool `json:"once,omitempty"`
+}
+
+// ProgressReply is one frame of a progress stream: the selected jobs'
+// counts by state letter. The CLS keeps them up to date as jobs change
+// state, so a frame costs the same for ten jobs as for a million. The last
+// frame has Ended set (no selected job is W, Q or E any more) and lists up
+// to MaxNotDone of the jobs that did not end done.
+type ProgressReply struct {
+	Total   int            `json:"total"`
+	Counts  map[string]int `json:"counts"`
+	Ended   bool           `json:"ended,omitempty"`
+	NotDone []JobEnd       `json:"not_done,omitempty"`
+	// MoreNotDone counts the jobs that did not end done beyond NotDone.
+	MoreNotDone int `json:"more_not_done,omitempty"`
+}
+
+// MaxNotDone bounds ProgressReply.NotDone.
+const MaxNotDone = 20

@@ -63,13 +63,12 @@ func (w *watch) reply() protocol.ProgressReply {
 	r := protocol.ProgressReply{Counts: map[string]int{}}
 	for _, st := range job.States {
 		n := w.counts[st]
-		if st == job.Deleted && !w.named() {
-			continue
-		}
 		if n != 0 {
 			r.Counts[st.String()] = n
 		}
-		r.Total += n
+		if st != job.Deleted || w.named() {
+			r.Total += n // deleted jobs count only when named
+		}
 	}
 	return r
 }

@@ -235,6 +235,7 @@ type SummaryReply struct {
 // QueueCounts is one queue's row in a summary.
 type QueueCounts struct {
 	Queue  string         `json:"queue"`
+	Target string         `json:"target,omitempty"` // mqstat --summary -t: the target's jobs only`
 	Policy string         `json:"policy,omitempty"`
 	Counts map[string]int `json:"counts"`
 }

@@ -53,8 +53,15 @@ where its inputs were produced.`
 		&cli.StringFlag{Name: "f", Aliases: []string{"file"}, Usage: "add the jobs in `FILE` (JSON lines) in one transaction"},
 		&cli.BoolFlag{Name: "rerun", Usage: "run ended jobs (done, failed, deleted) again"},
 		&cli.StringFlag{Name: "t", Aliases: []string{"target"}, Usage: "with --rerun: every ended job of this target"},
+		&cli.DurationFlag{Name: "timeout", Usage: "with -b: stop waiting (exit 1) after `DURATION`; the jobs go on"},
 	}
 	app.Action = func(c *cli.Context) error {
+		if c.IsSet("timeout") && !c.Bool("b") {
+			return Usagef("--timeout goes with -b")
+		}
+		if c.Duration("timeout") < 0 {
+			return Usagef("--timeout must not be negative")
+		}
 		switch {
 		case c.Bool("rerun"):
 			return mqsubRerun(c, env)
@@ -109,13 +116,38 @@ where its inputs were produced.`
 		if !c.Bool("b") {
 			return nil
 		}
-		w, err := client.Do(c.Context, cl, protocol.OpWait, protocol.Wait{IDs: []int64{id}})
+		if len(js.Prereqs) > 0 {
+			warnNoJobs(c, cl, id)
+		}
+		timeout := c.Duration("timeout")
+		w, err := client.Do(c.Context, cl, protocol.OpWait, protocol.Wait{IDs: []int64{id}, TimeoutMS: int(timeout / time.Millisecond)})
 		if err != nil {
 			return fmt.Errorf("waiting for job %d: %w", id, err)
+		}
+		if len(w.Jobs) == 0 {
+			return exitError{code: ExitFailed, msg: fmt.Sprintf("timed out after %s: job %d has not ended (see mqstat -j %d)", timeout, id, id)}
 		}
 		return jobExit(w.Jobs[0])
 	}
 	return app
+}
+
+// warnNoJobs says on stderr which prerequisite targets of job id have no
+// jobs yet: mqsub -b would otherwise wait for them without a word.
+func warnNoJobs(c *cli.Context, cl *client.Client, id int64) {
+	d, err := client.Do(c.Context, cl, protocol.OpJob, protocol.JobQuery{ID: id})
+	if err != nil {
+		return // the wait says what is wrong
+	}
+	for _, ts := range d.WaitingOn {
+		total := 0
+		for _, n := range ts.Counts {
+			total += n
+		}
+		if total == 0 {
+			fmt.Fprintf(c.App.ErrWriter, "mqsub: prerequisite target %s has no jobs yet: waiting for them\n", protocol.Printable(ts.Target))
+		}
+	}
 }
 
 // jobExit turns how a job ended into mqsub -b's exit.
@@ -226,7 +258,22 @@ func mqsubFile(c *cli.Context, env Env) error {
 		b = append(b, '\n')
 		w.Write(b)
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil || !c.Bool("b") || reply.Count == 0 {
+		return err
+	}
+	return waitRange(c, cl, reply.First, reply.First+int64(reply.Count)-1)
+}
+
+// waitRange is mqsub -b for many jobs (a file, an array): it waits for
+// the jobs First..Last, with a bar on stderr if that is a terminal, and
+// fails naming the jobs that did not end done.
+func waitRange(c *cli.Context, cl *client.Client, first, last int64) error {
+	v := &progressView{out: c.App.ErrWriter, tty: isTerminal(c.App.ErrWriter)}
+	end, err := follow(c.Context, cl, protocol.Progress{First: first, Last: last}, v, c.Duration("timeout"))
+	if err != nil {
+		return err
+	}
+	return notDoneError(end)
 }
 
 // commitBulk commits the bulk spooled on cl with token. If the connection

@@ -44,18 +44,20 @@ interrupted.`
 		&cli.BoolFlag{Name: "w", Aliases: []string{"wide"}, Usage: "do not shorten commands"},
 		&cli.Int64Flag{Name: "output", Aliases: []string{"o"}, Usage: "print the stdout of job `ID` (its latest attempt)"},
 		&cli.BoolFlag{Name: "stderr", Usage: "with --output: print stderr instead"},
-		&cli.BoolFlag{Name: "watch", Usage: "show the view again every INTERVAL (the argument after it; default 2s)"},
+		&cli.BoolFlag{Name: "watch", Usage: "show the view again every INTERVAL (the argument after it, else --interval)"},
+		&cli.DurationFlag{Name: "interval", Value: 2 * time.Second, Usage: "with --watch: time between views"},
 	}
+	app.Metadata = map[string]any{rewriteArgs: watchArgs}
 	app.Action = func(c *cli.Context) error {
-		every := 2 * time.Second
-		if c.Bool("watch") && c.NArg() == 1 {
-			d, err := parseInterval(c.Args().First())
-			if err != nil {
-				return err
-			}
-			every = d
-		} else if c.NArg() > 0 {
+		every := c.Duration("interval")
+		if c.NArg() > 0 {
 			return Usagef("unexpected argument %q (job ids go after -j)", c.Args().First())
+		}
+		if every < 100*time.Millisecond {
+			return Usagef("--interval must be at least 100ms")
+		}
+		if c.IsSet("interval") && !c.Bool("watch") {
+			return Usagef("--interval goes with --watch")
 		}
 		if c.Bool("watch") && c.IsSet("output") {
 			return Usagef("--watch does not go with --output")

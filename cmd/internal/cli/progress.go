@@ -18,10 +18,15 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
-// isTerminal reports whether w is a terminal.
+// isTerminal reports whether w is a terminal with a width (a pseudo-
+// terminal nobody sized is 0 columns wide: no bar fits).
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return false
+	}
+	width, _, err := term.GetSize(int(f.Fd()))
+	return err == nil && width > 0
 }
 
 // progressView shows a progress stream: a bar (mpb) on a terminal, or a
@@ -78,6 +83,9 @@ func countsText(r protocol.ProgressReply) string {
 func (v *progressView) rateText(now time.Time) string {
 	r, eta := v.rate(now)
 	if r == 0 {
+		if v.last.Total == ended(v.last) {
+			return ""
+		}
 		return "-/s, ETA -"
 	}
 	if v.last.Total == ended(v.last) {
@@ -107,7 +115,7 @@ func (v *progressView) update(r protocol.ProgressReply) {
 				mpb.AppendDecorators(decor.Percentage(decor.WCSyncSpace), decor.Any(func(decor.Statistics) string {
 					v.mu.Lock()
 					defer v.mu.Unlock()
-					return " " + v.rateText(time.Now()) + "  " + countsText(v.last)
+					return " " + strings.TrimSpace(v.rateText(time.Now())+"  "+countsText(v.last))
 				})))
 		}
 		v.bar.SetTotal(int64(max(r.Total, 1)), false)
@@ -120,8 +128,11 @@ func (v *progressView) update(r protocol.ProgressReply) {
 		v.mu.Lock()
 		line := fmt.Sprintf("%d/%d ended: %s", ended(r), r.Total, countsText(r))
 		if line != v.line || r.Ended {
-			v.line = line
-			fmt.Fprintf(v.out, "%s; %s\n", line, v.rateText(now))
+			v.line = line // before the rate, which changes every time
+			if rt := v.rateText(now); rt != "" {
+				line += "; " + rt
+			}
+			fmt.Fprintln(v.out, line)
 		}
 		v.mu.Unlock()
 	}

@@ -17,21 +17,35 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
-// parseInterval reads --watch's INTERVAL: seconds (2, 0.5) or a Go
-// duration (500ms, 1m), at least 100ms.
-func parseInterval(s string) (time.Duration, error) {
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		f, ferr := strconv.ParseFloat(s, 64)
-		if ferr != nil || f > 1e6 {
-			return 0, Usagef("--watch: %q is not an interval (seconds, or a duration like 500ms)", s)
+// watchArgs turns "--watch INTERVAL" into "--watch --interval=INTERVAL"
+// when the word after --watch is an interval: seconds (2, 0.5) or a Go
+// duration (500ms, 1m). Anything else after --watch is left alone.
+func watchArgs(args []string) []string {
+	out := make([]string, 0, len(args)+1)
+	for i := 0; i < len(args); i++ {
+		out = append(out, args[i])
+		if args[i] == "--" {
+			return append(out, args[i+1:]...)
 		}
-		d = time.Duration(f * float64(time.Second))
+		if (args[i] == "--watch" || args[i] == "-watch") && i+1 < len(args) {
+			if d, ok := interval(args[i+1]); ok {
+				out = append(out, "--interval="+d.String())
+				i++
+			}
+		}
 	}
-	if d < 100*time.Millisecond {
-		return 0, Usagef("--watch: the interval must be at least 100ms, not %s", s)
+	return out
+}
+
+func interval(s string) (time.Duration, bool) {
+	if d, err := time.ParseDuration(s); err == nil {
+		return d, true
 	}
-	return d, nil
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f < 0 || f > 1e6 {
+		return 0, false
+	}
+	return time.Duration(f * float64(time.Second)), true
 }
 
 // watchView shows view every interval until the command is interrupted:

@@ -241,11 +241,21 @@ type QueueCounts struct {
 }
 
 // Select names jobs for delete or rerun: by ids (optionally checked against
-// Queue) or by Target.
+// Queue), or every job (All) or those of Target, Queue, a range of ids
+// (First..Last: a job array) and States (letters), all that are given.
+// A selection takes the jobs the action applies to (delete: W Q E B;
+// rerun: D F X) and States narrows them.
 type Select struct {
 	IDs    []int64 `json:"ids,omitempty"`
 	Queue  string  `json:"queue,omitempty"`
 	Target string  `json:"target,omitempty"`
+	States string  `json:"states,omitempty"`
+	First  int64   `json:"first,omitempty"`
+	Last   int64   `json:"last,omitempty"`
+	All    bool    `json:"all,omitempty"`
+	// Atomic acts on every job named or on none: if any cannot be acted
+	// on, the reply lists why (Errors) and nothing changes.
+	Atomic bool `json:"atomic,omitempty"`
 }
 
 // ActionReply lists what a delete or rerun did, and one error line per job

@@ -32,7 +32,8 @@ func Mqsub(env Env) *cli.App {
 	app.UsageText = `mqsub [-q QUEUE] [-p PREREQ_TARGET]... [-b] [-e EST_SECONDS] [-d DIR]
          [-i PATH[:SIZE]]... [-o PATH[:SIZE]]... TARGET COMMAND...
    mqsub -f FILE          (one JSON job per line; - reads stdin)
-   mqsub --rerun ID...    (or --rerun -t TARGET)`
+   mqsub --rerun [-Q] ID... | FIRST-LAST
+   mqsub --rerun [-q QUEUE] [-t TARGET] [-s STATES] [--all] [-Q]`
 	app.Description = `Adds a job to TARGET and prints its id. The job runs once every job of each
 prerequisite target is done. Several COMMAND words are joined with spaces; the
 command runs under /bin/sh -c in DIR (default: the current directory).
@@ -53,6 +54,9 @@ where its inputs were produced.`
 		&cli.StringFlag{Name: "f", Aliases: []string{"file"}, Usage: "add the jobs in `FILE` (JSON lines) in one transaction"},
 		&cli.BoolFlag{Name: "rerun", Usage: "run ended jobs (done, failed, deleted) again"},
 		&cli.StringFlag{Name: "t", Aliases: []string{"target"}, Usage: "with --rerun: every ended job of this target"},
+		&cli.StringFlag{Name: "s", Aliases: []string{"states"}, Usage: "with --rerun: only jobs in these states, e.g. F"},
+		&cli.BoolFlag{Name: "all", Usage: "with --rerun: every ended job (in the states -s gives)"},
+		&cli.BoolFlag{Name: "Q", Aliases: []string{"quiet"}, Usage: "with --rerun: print nothing but errors"},
 		&cli.DurationFlag{Name: "timeout", Usage: "with -b: stop waiting (exit 1) after `DURATION`; the jobs go on"},
 	}
 	app.Action = func(c *cli.Context) error {
@@ -76,6 +80,11 @@ where its inputs were produced.`
 		}
 		if c.IsSet("t") {
 			return Usagef("-t is only for --rerun; the target is the first argument")
+		}
+		for _, f := range []string{"s", "all", "Q"} {
+			if c.IsSet(f) {
+				return Usagef("%s is only for --rerun", map[string]string{"s": "-s", "all": "--all", "Q": "-Q"}[f])
+			}
 		}
 		if c.NArg() < 1 {
 			return Usagef("missing TARGET and COMMAND")
@@ -372,20 +381,9 @@ func displayName(name string) string {
 }
 
 func mqsubRerun(c *cli.Context, env Env) error {
-	sel := protocol.Select{Target: c.String("t")}
-	if c.IsSet("q") {
-		sel.Queue = c.String("q")
-	}
-	ids, err := parseIDs(c.Args().Slice())
+	sel, err := selection(c, "DFX")
 	if err != nil {
 		return err
-	}
-	sel.IDs = ids
-	if sel.Target == "" && len(ids) == 0 {
-		return Usagef("--rerun needs job ids or -t TARGET")
-	}
-	if sel.Target != "" && len(ids) > 0 {
-		return Usagef("give job ids or -t TARGET, not both")
 	}
 	cl, err := Dial(c.Context, env, "mqsub")
 	if err != nil {
@@ -396,22 +394,17 @@ func mqsubRerun(c *cli.Context, env Env) error {
 	if err != nil {
 		return err
 	}
-	for _, id := range reply.IDs {
-		fmt.Fprintln(c.App.Writer, id)
+	if err := atomicErrors("rerun", reply); err != nil {
+		return err
 	}
-	return actionErrors(reply)
-}
-
-// actionErrors prints all but the last per-job error and returns the last,
-// so the command exits 1 with every problem on its own line.
-func actionErrors(reply protocol.ActionReply) error {
-	if len(reply.Errors) == 0 {
-		return nil
+	if !c.Bool("Q") {
+		w := bufio.NewWriter(c.App.Writer)
+		for _, id := range reply.IDs {
+			fmt.Fprintln(w, id)
+		}
+		return w.Flush()
 	}
-	if len(reply.Errors) > 1 {
-		return exitError{code: ExitFailed, msg: strings.Join(reply.Errors, "\n")}
-	}
-	return errors.New(reply.Errors[0])
+	return nil
 }
 
 func parseIDs(args []string) ([]int64, error) {

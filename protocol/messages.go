@@ -63,6 +63,9 @@ type JobSpec struct {
 	// produced and prefers placeholders near a job's inputs.
 	Inputs  []File `json:"inputs,omitempty"`
 	Outputs []File `json:"outputs,omitempty"`
+	// Env adds variables to the job's environment (mqsub -v NAME=VALUE),
+	// after the placeholder's own and before the MQ_ ones it sets.
+	Env map[string]string `json:"env,omitempty"`
 }
 
 // File is a file a job reads or writes. Path is absolute once validated
@@ -375,6 +378,8 @@ type Assignment struct {
 	// hashes the outputs after it, reporting them (Report.Outputs).
 	Inputs  []AssignedFile `json:"inputs,omitempty"`
 	Outputs []AssignedFile `json:"outputs,omitempty"`
+	// Env is the job's own environment (JobSpec.Env) as NAME=VALUE.
+	Env []string `json:"env,omitempty"`
 }
 
 // Report says how one job attempt ended.

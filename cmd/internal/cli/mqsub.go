@@ -41,7 +41,10 @@ command runs under /bin/sh -c in DIR (default: the current directory).
 SIZE in bytes or with a unit, 10M = 10 MiB; an input's size defaults to the
 file's size now, if it exists): a queue with policy dc runs the job near
 where its inputs were produced.`
+	// -v is the job's environment (qsub's habit), not --version.
+	app.HideVersion = true
 	app.Flags = []cli.Flag{
+		&cli.BoolFlag{Name: "version", Usage: "print the version"},
 		&cli.StringFlag{Name: "q", Aliases: []string{"queue"}, Usage: "queue (created on first use)", Value: protocol.DefaultQueue},
 		&cli.StringSliceFlag{Name: "p", Aliases: []string{"prereq"}, Usage: "prerequisite target (repeat, or a comma list)"},
 		&cli.BoolFlag{Name: "b", Aliases: []string{"block"}, Usage: "wait for the job to end and exit with its exit status"},
@@ -57,9 +60,15 @@ where its inputs were produced.`
 		&cli.StringFlag{Name: "s", Aliases: []string{"states"}, Usage: "with --rerun: only jobs in these states, e.g. F"},
 		&cli.BoolFlag{Name: "all", Usage: "with --rerun: every ended job (in the states -s gives)"},
 		&cli.BoolFlag{Name: "Q", Aliases: []string{"quiet"}, Usage: "with --rerun: print nothing but errors"},
+		&cli.GenericFlag{Name: "v", Value: &envList{}, Usage: "set `NAME=VALUE` in the job's environment (repeat)"},
+		&cli.StringFlag{Name: "array", Usage: "submit an array of jobs, one per index of `FIRST-LAST[:STEP]`, each with MQ_ARRAY_INDEX and {} in COMMAND replaced by its index"},
 		&cli.DurationFlag{Name: "timeout", Usage: "with -b: stop waiting (exit 1) after `DURATION`; the jobs go on"},
 	}
 	app.Action = func(c *cli.Context) error {
+		if c.Bool("version") {
+			cli.ShowVersion(c)
+			return nil
+		}
 		if c.IsSet("timeout") && !c.Bool("b") {
 			return Usagef("--timeout goes with -b")
 		}
@@ -75,6 +84,9 @@ where its inputs were produced.`
 			}
 			if c.IsSet("i") || c.IsSet("o") {
 				return Usagef("-i and -o go with one job; in a file give \"inputs\" and \"outputs\" on its lines")
+			}
+			if c.IsSet("v") || c.IsSet("array") {
+				return Usagef("-v and --array go with TARGET COMMAND; in a file give \"env\" on its lines")
 			}
 			return mqsubFile(c, env)
 		}
@@ -105,6 +117,10 @@ where its inputs were produced.`
 			Est:     c.Float64("e"),
 			Inputs:  c.Generic("i").(*fileList).files,
 			Outputs: c.Generic("o").(*fileList).files,
+			Env:     c.Generic("v").(*envList).env,
+		}
+		if c.IsSet("array") {
+			return mqsubArray(c, env, js)
 		}
 		if err := protocol.ValidateSpec(&js); err != nil {
 			return Usagef("%v", err)
@@ -444,3 +460,21 @@ func (l *fileList) String() string {
 	}
 	return strings.Join(s, " ")
 }
+
+// envList collects repeated -v NAME=VALUE values (a value may hold
+// commas and '=').
+type envList struct{ env map[string]string }
+
+func (l *envList) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok {
+		return fmt.Errorf("%q is not NAME=VALUE", v)
+	}
+	if l.env == nil {
+		l.env = map[string]string{}
+	}
+	l.env[k] = val
+	return protocol.ValidateEnv(map[string]string{k: val})
+}
+
+func (l *envList) String() string { return strings.Join(protocol.EnvList(l.env), " ") }

@@ -83,4 +83,3 @@ func parseRange(s string) (first, last int64, isRange bool, err error) {
 	}
 	return first, last, true, nil
 }
-

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestBulkSelectorsEnvArrays: mqdel and mqsub --rerun select by queue,
@@ -105,5 +106,27 @@ func TestBulkSelectorsEnvArrays(t *testing.T) {
 		if r = h.run("mqdel", args...); r.code != 2 {
 			t.Fatalf("mqdel %v: %s, want usage error", args, r)
 		}
+	}
+}
+
+// TestSSHAgentJobEnv: -v variables and MQ_ARRAY_INDEX reach a job run by
+// a remote placeholder (cls agent over SSH), not only local ones.
+func TestSSHAgentJobEnv(t *testing.T) {
+	h := newHarness(t)
+	s := h.startSSHCLS("--local", "0")
+	ph := h.newKey("placeholder", "ph")
+	a := s.startAgent(agentOpts{key: ph, site: "remote"})
+	a.waitConnected(t, 1, 10*time.Second)
+	r := h.run("mqsub", "-b", "-v", "WHO=remote agent", "--array", "3-4", "t", `echo "$WHO {} $MQ_ARRAY_INDEX" > env-{}.txt`)
+	if r.code != 0 {
+		t.Fatalf("mqsub -b -v --array: %s", r)
+	}
+	for _, i := range []string{"3", "4"} {
+		if got := readFile(t, filepath.Join(h.dir, "env-"+i+".txt")); got != "remote agent "+i+" "+i+"\n" {
+			t.Fatalf("member %s wrote %q", i, got)
+		}
+	}
+	if d := h.job(mustID(t, strings.Fields(r.stdout)[0])); d.Site != "remote" {
+		t.Fatalf("the job ran at site %q, not at the remote agent's", d.Site)
 	}
 }

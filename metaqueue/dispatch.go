@@ -2,6 +2,7 @@ package metaqueue
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -507,15 +508,15 @@ func (s *Store) dispatch(p *parkedNext) error {
 		return fatalError{err}
 	}
 	type row struct {
-		attempt, base int
-		command, cwd  string
-		submitted     int64
+		attempt, base     int
+		command, cwd, env string
+		submitted         int64
 	}
 	got := make(map[int64]row, len(picks))
 	for rows.Next() {
 		var id int64
 		var r row
-		if err := rows.Scan(&id, &r.attempt, &r.base, &r.command, &r.cwd, &r.submitted); err != nil {
+		if err := rows.Scan(&id, &r.attempt, &r.base, &r.command, &r.cwd, &r.submitted, &r.env); err != nil {
 			rows.Close()
 			return fatalError{err}
 		}
@@ -537,6 +538,13 @@ func (s *Store) dispatch(p *parkedNext) error {
 			ID: pk.id, Attempt: r.attempt, Command: text, CommandBytes: raw, Cwd: r.cwd,
 			Target: s.g.Name(j.Target), Queue: pk.q.Name, Ceiling: pk.q.Ceiling,
 			Bundle: pk.bundle, Seq: pk.seq,
+		}
+		if r.env != "" {
+			var env map[string]string
+			if err := json.Unmarshal([]byte(r.env), &env); err != nil {
+				return fatalError{fmt.Errorf("job %d's environment: %w", pk.id, err)}
+			}
+			a.Env = protocol.EnvList(env)
 		}
 		if jf := s.data.files[pk.id]; jf != nil {
 			a.Inputs, a.Outputs = s.assigned(jf.in, true), s.assigned(jf.out, false)

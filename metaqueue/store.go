@@ -91,6 +91,7 @@ type Store struct {
 	phs          map[int64]bool // placeholders known: registered, or holding jobs at load
 	parked       []*parkedNext
 	waiters      map[int64][]*waitCall
+	watches      map[*watch]struct{} // progress streams (progress.go)
 	counts       map[int32]*[128]int // queue -> state letter -> jobs
 	nextID       int64
 	inTx         bool
@@ -156,6 +157,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		stop:    make(chan struct{}),
 		stopped: make(chan struct{}),
 		waiters: map[int64][]*waitCall{},
+		watches: map[*watch]struct{}{},
 		curSync: opt.Sync,
 	}
 	if opt.Sync == SyncSubmit {
@@ -430,7 +432,9 @@ func (s *Store) recover(cause error, batch []*call) {
 	if err := s.load(context.Background()); err != nil {
 		s.log.Error("reload after failure failed; stopping", "err", err)
 		s.closeMu.Do(func() { close(s.stop) })
+		return
 	}
+	s.rewatch()
 }
 
 // begin starts the batch's transaction if it has not started yet.
@@ -453,6 +457,9 @@ func micros(t time.Time) int64 { return t.UnixMicro() }
 // graph's changes. The row of self (the job the caller writes itself) is
 // not updated here, nor are rows still buffered in in (patched there).
 func (s *Store) applyChanges(ch []dag.Change, self int64, in *inserter) error {
+	if len(s.watches) > 0 {
+		s.watchChanges(ch)
+	}
 	for _, c := range ch {
 		cnt := s.countsFor(c.Queue)
 		if c.From != 0 {

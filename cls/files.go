@@ -51,7 +51,7 @@ func (s *sites) place(ctx context.Context, p metaqueue.Place) (stage.Place, bool
 	if root == "" {
 		return nil, false, fmt.Errorf("site %s has no data root", p.Site)
 	}
-	return stage.SFTP{Client: c, Root: root}, false, nil
+	return stage.SFTP{Client: c, Root: root, Writer: p.Site}, false, nil
 }
 
 // filesStore is what the files.* ops need of the store.

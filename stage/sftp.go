@@ -34,6 +34,10 @@ import (
 type SFTP struct {
 	Client *sftp.Client
 	Root   string
+	// Writer names who writes through this Place (a site's name): it
+	// tags the temporary files (see TempSuffix), so that a leftover is
+	// taken over only by the writer that left it.
+	Writer string
 }
 
 func (s SFTP) identity() bool { return s.Root == "" || path.Clean(s.Root) == "/" }
@@ -192,8 +196,15 @@ func (s SFTP) Create(ctx context.Context, p string) (Temp, error) {
 	if err != nil {
 		return nil, err
 	}
-	tmp := path.Join(path.Dir(full), tempName(path.Base(full)))
+	tmp := path.Join(path.Dir(full), tempName(path.Base(full), s.Writer))
 	f, err := s.Client.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
+	if err != nil {
+		// Perhaps left by an interrupted transfer (SFTP v3 does not say
+		// why an exclusive open failed): take it over if so.
+		if _, lerr := s.Client.Lstat(tmp); lerr == nil && s.Client.Remove(tmp) == nil {
+			f, err = s.Client.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", tmp, err)
 	}

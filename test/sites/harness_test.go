@@ -110,6 +110,9 @@ func setup(m *testing.M) int {
 	}
 	pub, _ := os.ReadFile(clientKey + ".pub")
 	users := []string{"mquser"}
+	if _, err := user.Lookup(secondUser); err == nil {
+		users = append(users, secondUser)
+	}
 	if havePBS == "" {
 		users = append(users, "mqpbs")
 	}
@@ -207,6 +210,43 @@ func pbsLoginIfHere(t *testing.T) *login {
 		return nil
 	}
 	return newPBSLogin(t)
+}
+
+// secondUser is a second site's account (scripts/setup.sh): its home is
+// private, so a site as it and a site as mquser are two administrative
+// domains that share no files.
+const secondUser = "mquser2"
+
+// as is the same login host, logged in to as account name: cleanups stay
+// with l.
+func (l *login) as(t *testing.T, name string) *login {
+	t.Helper()
+	if _, err := user.Lookup(name); err != nil {
+		t.Skipf("no user %s: run scripts/setup.sh as root", name)
+	}
+	c := *l
+	c.user, c.cmd = name, nil
+	return &c
+}
+
+// privateRoot makes a data root (relative to account name's home) that
+// only that account may enter, and returns its absolute path.
+func privateRoot(t *testing.T, name, root string) string {
+	t.Helper()
+	u, err := user.Lookup(name)
+	if err != nil {
+		t.Skipf("no user %s: run scripts/setup.sh as root", name)
+	}
+	dir := filepath.Join(u.HomeDir, root)
+	if out, err := exec.Command("su", name, "-c", "mkdir -p -m 700 "+dir+" && chmod 700 "+dir).CombinedOutput(); err != nil {
+		t.Fatalf("making %s as %s: %v %s", dir, name, err, out)
+	}
+	return dir
+}
+
+// canRead says whether account name can list dir.
+func canRead(name, dir string) bool {
+	return exec.Command("su", name, "-c", "ls "+dir).Run() == nil
 }
 
 // loginFor starts a login host for a batch system's site.

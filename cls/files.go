@@ -46,13 +46,26 @@ func (s *sites) place(ctx context.Context, p metaqueue.Place) (stage.Place, bool
 	}
 	c, root, err := r.Files(ctx)
 	if err != nil {
-		return nil, false, fmt.Errorf("site %s: %w", p.Site, err)
+		return nil, false, &unreachableError{p.Site, err}
 	}
 	if root == "" {
 		return nil, false, fmt.Errorf("site %s has no data root", p.Site)
 	}
 	return stage.SFTP{Client: c, Root: root, Writer: p.Site}, false, nil
 }
+
+// unreachableError says a site's login host could not be reached for
+// files: nothing is known about the files there.
+type unreachableError struct {
+	site string
+	err  error
+}
+
+func (e *unreachableError) Error() string {
+	return fmt.Sprintf("site %s cannot be reached: %v", e.site, e.err)
+}
+
+func (e *unreachableError) Unwrap() error { return e.err }
 
 // filesStore is what the files.* ops need of the store.
 type filesStore interface {

@@ -397,6 +397,7 @@ type cls struct {
 	home   string
 	work   string // where commands run: jobs run there as mquser, so anyone may enter it
 	cmd    *exec.Cmd
+	args   []string // how it was started, to restart it
 	stderr *bytes.Buffer
 }
 
@@ -426,12 +427,21 @@ func startCLSWith(t *testing.T, prefix, flags []string) *cls {
 		args = append(args, "--ssh", "127.0.0.1:0")
 	}
 	args = append(args, flags...)
-	c.cmd = exec.Command(args[0], args[1:]...)
+	c.args = args
+	c.serve()
+	t.Cleanup(c.stop)
+	return c
+}
+
+// serve starts c's cls serve and waits until it serves.
+func (c *cls) serve() {
+	c.t.Helper()
+	c.cmd = exec.Command(c.args[0], c.args[1:]...)
 	c.cmd.Env = append(os.Environ(), "MQ_HOME="+c.home)
 	pr, pw, _ := os.Pipe()
 	c.cmd.Stderr = pw
 	if err := c.cmd.Start(); err != nil {
-		t.Fatal(err)
+		c.t.Fatal(err)
 	}
 	pw.Close()
 	lines := make(chan string, 10)
@@ -464,11 +474,22 @@ func startCLSWith(t *testing.T, prefix, flags []string) *cls {
 			c.stderr.WriteString(l + "\n")
 			ready = strings.Contains(l, "cls: serving")
 		case <-deadline:
-			t.Fatalf("cls did not start: %s", c.stderr)
+			c.t.Fatalf("cls did not start: %s", c.stderr)
 		}
 	}
-	t.Cleanup(c.stop)
-	return c
+}
+
+// kill SIGKILLs the CLS and waits for it to be gone.
+func (c *cls) kill() {
+	c.cmd.Process.Kill()
+	c.cmd.Wait()
+}
+
+// restart starts the CLS again in its home, with the same flags.
+func (c *cls) restart() {
+	c.t.Helper()
+	c.stderr.Reset()
+	c.serve()
 }
 
 // reachableFromPBS is the cls serve flag that puts the CLS's SSH endpoint

@@ -476,7 +476,7 @@ func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err 
 			return 0, false, false, err
 		}
 	}
-	groups := map[int64][]int64{} // bundles among the candidates: their members
+	var groups map[int64][]int64 // bundles among the candidates: their members
 	membersOf := func(id int64) []int64 {
 		if m, ok := groups[id]; ok {
 			return m
@@ -519,6 +519,9 @@ func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err 
 				continue // another place is bringing its inputs
 			}
 			if len(members) > 1 {
+				if groups == nil {
+					groups = map[int64][]int64{}
+				}
 				groups[r.ID] = members
 			}
 		}

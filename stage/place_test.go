@@ -147,3 +147,34 @@ func withWriter(pl Place, w string) Place {
 	}
 	panic(fmt.Sprintf("no writer for %T", pl))
 }
+
+// TestSFTPSweep: Sweep removes the temporary files its writer left
+// anywhere below the data root, and nothing else: not another writer's,
+// not final files, not what lies outside the root.
+func TestSFTPSweep(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	root := dir + "/root"
+	pl := SFTP{Client: sftpClient(t), Root: root, Writer: "siteB"}
+	ours := root + "/a/b/" + tempName("f", "siteB")
+	theirs := root + "/a/.g" + tempName("", "siteC")[1:]
+	keep := []string{root + "/a/f", theirs, dir + "/.x" + tempName("", "siteB")[1:], root + "/a/.h.mq-part-siteB"}
+	for _, p := range append([]string{ours}, keep...) {
+		writeFile(t, p, []byte("x"))
+	}
+	n, err := pl.Sweep(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("Sweep = %d, %v; want 1 removed", n, err)
+	}
+	if _, err := os.Stat(ours); !os.IsNotExist(err) {
+		t.Errorf("%s is still there (%v)", ours, err)
+	}
+	for _, p := range keep {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s was removed: %v", p, err)
+		}
+	}
+	if n, err := (SFTP{Client: sftpClient(t), Root: dir + "/none", Writer: "siteB"}).Sweep(ctx); err != nil || n != 0 {
+		t.Errorf("Sweep of a missing root = %d, %v", n, err)
+	}
+}

@@ -283,8 +283,10 @@ func TestStagingConnectionCut(t *testing.T) {
 
 // TestStagingCLSKilledMidTransfer: the CLS is SIGKILLed while it moves a
 // job's input (slowed down by the proxy) and leaves a partial temporary
-// file at the site; restarted, it moves the input again (taking the
-// leftover over), records one replica, and the job runs once.
+// file at the site; restarted, it sweeps its leftovers from the site's
+// data root (that one, and one of a file never moved there again) before
+// its first transfer there, moves the input again, records one replica,
+// and the job runs once.
 func TestStagingCLSKilledMidTransfer(t *testing.T) {
 	f := newFaultSetup(t)
 	const size = 24 << 20
@@ -306,6 +308,12 @@ func TestStagingCLSKilledMidTransfer(t *testing.T) {
 	}
 	if _, err := os.Stat(f.root + filepath.Join(f.c.work, "in/big")); err == nil {
 		t.Fatal("the input is under its final name at slurmy though its transfer was killed")
+	}
+	// What a killed run left of a file no job will move there again: the
+	// restarted CLS sweeps it before its first transfer there.
+	never := filepath.Join(filepath.Dir(left[0]), ".never"+strings.TrimPrefix(filepath.Base(left[0]), ".big"))
+	if err := os.WriteFile(never, []byte("partial"), 0o600); err != nil {
+		t.Fatal(err)
 	}
 	f.px.limit(0)
 	f.c.restart()

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"sync"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -48,6 +49,11 @@ type sites struct {
 	sshAddr net.Addr // the CLS's SSH endpoint; nil without --ssh
 	hostFP  string
 	clsID   string
+
+	// swept: sites whose data roots were swept of an earlier run's
+	// temporary files (files.go, sweepOnce).
+	sweepMu sync.Mutex
+	swept   map[string]*sync.Once
 }
 
 func newSites(home string, store *metaqueue.Store, log *slog.Logger, poll, throttle time.Duration, agents string) (*sites, error) {

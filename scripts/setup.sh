@@ -4,7 +4,8 @@
 # The core suites need only Go. The SSH suite (test/e2e) needs the OpenSSH
 # client; the sites suite (test/sites) also needs an OpenSSH server (the
 # "login host"), Son of Grid Engine and Slurm from Debian's packages, and an
-# unprivileged user (mquser) to submit as; the daemons themselves are started
+# unprivileged user (mquser) to submit as, and a second one (mquser2) for
+# the staging tests' other site; the daemons themselves are started
 # by scripts/sge.sh and scripts/slurm.sh. A real OpenPBS, where one is
 # vendored beside the repository (../shared/vendor/openpbs), is installed and
 # started by scripts/pbs.sh, with its own user mqpbs. Suites whose parts are
@@ -77,6 +78,14 @@ if ! id mquser >/dev/null 2>&1; then
 fi
 usermod -p '*' mquser # useradd leaves the account locked ('!'); sshd refuses locked accounts
 install -d -m 700 -o mquser -g mquser ~mquser/.ssh
+# A second site's account (the staging tests' other administrative
+# domain): its home is its own, unreadable by mquser, and mquser's by it.
+if ! id mquser2 >/dev/null 2>&1; then
+	useradd -m -s /bin/bash mquser2
+fi
+usermod -p '*' mquser2
+chmod 700 ~mquser2
+install -d -m 700 -o mquser2 -g mquser2 ~mquser2/.ssh
 getent hosts "$H" >/dev/null || echo "127.0.0.1 $H" >>/etc/hosts
 
 # PBS: quick when it is up; absent or failing, the PBS tests skip, saying why.

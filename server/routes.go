@@ -63,6 +63,7 @@ var builtin = routeTable(
 	handle(protocol.OpWait, func(ctx context.Context, c *conn, b protocol.Wait) (protocol.WaitReply, error) {
 		return c.s.Store.WaitFor(ctx, b)
 	}),
+	handle(protocol.OpOutputRead, readOutput),
 	handle(protocol.OpQueueList, func(ctx context.Context, c *conn, _ protocol.Empty) (protocol.QueueList, error) {
 		qs, err := c.s.Store.Queues(ctx)
 		return protocol.QueueList{Queues: qs}, err

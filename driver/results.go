@@ -46,7 +46,9 @@ func (s *subscription) pop() *record {
 // producer) and not yet collected, in the order the jobs end: a future for
 // each job, consumed as they complete. Each result is collected as it is
 // yielded; the error beside it is its Err. Jobs issued while the loop runs
-// are included. The loop ends when no uncollected job remains, or, if ctx
+// are included. The loop ends when no uncollected job remains (so a
+// program that issues from another goroutine while it reads counts the
+// results it expects rather than waiting for the end), or, if ctx
 // ends, with one (Result{Exit: -1}, ctx.Err()) after deleting the jobs it
 // still waited for, as a WaitForAll whose context ends does.
 func (d *Driver) Results(ctx context.Context) iter.Seq2[Result, error] {

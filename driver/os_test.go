@@ -29,6 +29,10 @@ func modes() []mode {
 		{"cls", func(t *testing.T, cfg Config) *Driver {
 			return startCLSDriver(t, newTestCLS(t, 2, 2), cfg)
 		}},
+		// Placeholders as remote ones are: output copied to the CLS.
+		{"cls-staged", func(t *testing.T, cfg Config) *Driver {
+			return startCLSDriver(t, newTestCLSStaging(t, 2, 2, true), cfg)
+		}},
 	}
 }
 

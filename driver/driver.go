@@ -14,6 +14,17 @@
 // Groups (homogeneous batching) and pipelines (heterogeneous batching) turn
 // several jobs into one metaqueue bundle that one placeholder runs in order,
 // each job keeping its own exit status, output and timing.
+//
+// What os/exec users expect is here too. Command and CommandContext build
+// a Cmd from argv (quoted for the placeholders' POSIX shell: see Quote),
+// with Dir, Env and Stdin, and Run, Output and CombinedOutput it. A
+// Result reads the job's stdout and stderr (Stdout, Stderr, Open; up to
+// MaxOutput) wherever it ran, and says which attempt ran where and when.
+// Results iterates over results as jobs end. The context given to Exec
+// (or CommandContext, ExecSync, a wait) bounds the job's life as
+// exec.CommandContext's does: when it ends the job is deleted, killed if
+// running, through a CLS as here; Stop is the graceful end, waiting for
+// issued jobs.
 package driver
 
 import (

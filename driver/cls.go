@@ -400,7 +400,9 @@ func (b *clsBackend) details(ctx context.Context, cl *client.Client, ends []prot
 		ids[i] = je.ID
 	}
 	out := make(map[int64]protocol.JobInfo, len(ids))
-	err := client.Stream(ctx, cl, protocol.OpStat, protocol.Stat{IDs: ids, States: "DFXB"}, func(r protocol.StatReply) error {
+	// Every state: the CLS then looks the ids up by key, with no state
+	// filter that could pick the state index over millions of done jobs.
+	err := client.Stream(ctx, cl, protocol.OpStat, protocol.Stat{IDs: ids, States: "WQEDFBX"}, func(r protocol.StatReply) error {
 		for _, j := range r.Jobs {
 			out[j.ID] = j
 		}

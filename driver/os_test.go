@@ -14,6 +14,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/protocol"
 )
 
 // mode starts a driver one way: running jobs here, or through an
@@ -402,5 +405,60 @@ func TestOutputTooLarge(t *testing.T) {
 				t.Errorf("empty stderr: %d bytes, %v", len(b), err)
 			}
 		})
+	}
+}
+
+// TestOutputReadRefusals: output.read says clearly what it cannot serve.
+func TestOutputReadRefusals(t *testing.T) {
+	t.Parallel()
+	c := newTestCLS(t, 1, 1)
+	d := startCLSDriver(t, c, Config{Dir: t.TempDir()})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	k, _ := d.Exec(ctx, "echo hi")
+	res, err := d.WaitForOne(ctx, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rwc, _ := c.dial(ctx)
+	cl, err := client.New(ctx, rwc, protocol.RoleUser, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for _, tc := range []struct {
+		req  protocol.OutputRead
+		code string
+	}{
+		{protocol.OutputRead{ID: res.ID, Stream: "stdin"}, protocol.CodeBadRequest},
+		{protocol.OutputRead{ID: res.ID, Stream: "stdout", Offset: -1}, protocol.CodeBadRequest},
+		{protocol.OutputRead{ID: res.ID, Stream: "stdout", Attempt: 7}, protocol.CodeNotFound},
+		{protocol.OutputRead{ID: 999, Stream: "stdout"}, protocol.CodeNotFound},
+	} {
+		if _, err := client.Do(ctx, cl, protocol.OpOutputRead, tc.req); !protocol.IsCode(err, tc.code) {
+			t.Errorf("%+v: %v, want %s", tc.req, err, tc.code)
+		}
+	}
+	// Pieces: max bytes at a time, eof at the end, past it nothing.
+	got, err := client.Do(ctx, cl, protocol.OpOutputRead, protocol.OutputRead{ID: res.ID, Stream: "stdout", Max: 2})
+	if err != nil || string(got.Data) != "hi" || got.EOF || got.Size != 3 || got.Attempt != 1 {
+		t.Errorf("first piece: %+v, %v", got, err)
+	}
+	got, err = client.Do(ctx, cl, protocol.OpOutputRead, protocol.OutputRead{ID: res.ID, Stream: "stdout", Offset: 2})
+	if err != nil || string(got.Data) != "\n" || !got.EOF {
+		t.Errorf("last piece: %+v, %v", got, err)
+	}
+	// A job that never started has no output yet.
+	k, _ = d.Exec(ctx, "true", Prereqs("never"))
+	waitUntil(t, func() bool { return d.Pending() == 1 })
+	var id int64
+	waitUntil(t, func() bool {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		id = d.records[k].id
+		return id != 0
+	})
+	if _, err := client.Do(ctx, cl, protocol.OpOutputRead, protocol.OutputRead{ID: id, Stream: "stdout"}); !protocol.IsCode(err, protocol.CodeBadState) {
+		t.Errorf("output of a waiting job: %v", err)
 	}
 }

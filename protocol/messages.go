@@ -428,6 +428,36 @@ type OutputChunk struct {
 // past it the copy ends with a note saying where the whole file is.
 const MaxStaged = 64 << 20
 
+// OutputRead asks for part of one attempt's stdout or stderr, wherever the
+// CLS keeps it: written on the CLS host by a local placeholder, or staged
+// there by a remote one (OutputChunk). Readers ask for consecutive pieces.
+type OutputRead struct {
+	ID      int64  `json:"id"`
+	Attempt int    `json:"attempt,omitempty"` // 0: the job's latest attempt
+	Stream  string `json:"stream"`            // "stdout" or "stderr"
+	Offset  int64  `json:"offset,omitempty"`
+	Max     int    `json:"max,omitempty"` // bytes wanted; 0 or over MaxOutputRead: MaxOutputRead
+}
+
+// OutputData is a piece of a job's output.
+type OutputData struct {
+	Attempt int    `json:"attempt"`        // the attempt read
+	Data    []byte `json:"data,omitempty"` // base64 in JSON
+	Size    int64  `json:"size"`           // the stream's whole size when read
+	EOF     bool   `json:"eof,omitempty"`  // Data reaches the end of what there is
+	// Lost says why the stream is not whole (the attempt's output_lost
+	// causes that concern it): the bytes read are all that was kept.
+	Lost string `json:"lost,omitempty"`
+}
+
+// MaxOutputRead is the most one output.read reply carries.
+const MaxOutputRead = 1 << 20
+
+// MaxOutput is the largest stream output.read serves: MaxStaged, the cap
+// of a staged copy (a longer copy holds the placeholder's cut note). A
+// larger one is refused with CodeTooLarge; read it on its host.
+const MaxOutput = MaxStaged
+
 // ReportBatch reports without asking for work.
 type ReportBatch struct {
 	Placeholder int64    `json:"placeholder"`

@@ -66,6 +66,7 @@ var builtin = routeTable(
 	handleStream(protocol.OpProgress, func(ctx context.Context, c *conn, b protocol.Progress, send func(protocol.ProgressReply) error) error {
 		return c.s.Store.Progress(ctx, b, send)
 	}),
+	handle(protocol.OpOutputRead, readOutput),
 	handle(protocol.OpQueueList, func(ctx context.Context, c *conn, _ protocol.Empty) (protocol.QueueList, error) {
 		qs, err := c.s.Store.Queues(ctx)
 		return protocol.QueueList{Queues: qs}, err

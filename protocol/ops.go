@@ -138,6 +138,8 @@ var (
 		Doc: "runs ended jobs again"})
 	OpWait = op[Wait, WaitReply](Spec{Name: "wait", Role: RoleUser,
 		Doc: "long poll until the jobs have ended (or any has), or a timeout"})
+	OpOutputRead = streamOp[OutputQuery, OutputFrame](Spec{Name: "output.read", Role: RoleUser,
+		Doc: "streams a job's stdout or stderr; with follow, until the job ends"})
 	OpQueueList = op[Empty, QueueList](Spec{Name: "queue.list", Role: RoleUser,
 		Doc: "lists the queues"})
 	OpQueueSet = op[QueueSet, QueueInfo](Spec{Name: "queue.set", Role: RoleUser, Durable: true,

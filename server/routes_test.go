@@ -34,6 +34,9 @@ func routeCLS(srv *Server) {
 	Route(srv, protocol.OpSiteRemove, func(context.Context, protocol.SiteRemove) (protocol.SiteInfo, error) {
 		return protocol.SiteInfo{}, nil
 	})
+	RouteStream(srv, protocol.OpOutputRead, func(context.Context, protocol.OutputQuery, func(protocol.OutputFrame) error) error {
+		return nil
+	})
 }
 
 // Every declared op is served by the metaqueue's routes, or left to the
@@ -42,7 +45,7 @@ func routeCLS(srv *Server) {
 func TestEveryOpRouted(t *testing.T) {
 	t.Parallel()
 	byCLS := []string{protocol.OpFilesList.Name, protocol.OpFilesGet.Name, protocol.OpFilesAdd.Name, protocol.OpFilesRemove.Name,
-		protocol.OpSiteAdd.Name, protocol.OpSiteList.Name, protocol.OpSiteRemove.Name}
+		protocol.OpSiteAdd.Name, protocol.OpSiteList.Name, protocol.OpSiteRemove.Name, protocol.OpOutputRead.Name}
 	for _, o := range protocol.Ops() {
 		r := builtin[o.Name]
 		if slices.Contains(byCLS, o.Name) {

@@ -41,6 +41,10 @@ type Server struct {
 	// connection and when that connection closes.
 	OnPlaceholder func(id int64, reg protocol.Register, connected bool)
 
+	// OnOutput, if set, is told when a placeholder has staged output of
+	// job id (op output), so that whoever follows it reads on at once.
+	OnOutput func(id int64)
+
 	// routed serves declared ops beyond the metaqueue's (site.add, ...):
 	// see Route.
 	routed map[string]*route
@@ -654,6 +658,9 @@ func (c *conn) stage(ctx context.Context, b protocol.OutputChunk) error {
 			c.log.Error("could not record lost output", "job", b.ID, "err", rerr)
 		}
 		return fmt.Errorf("staging output: %w", err)
+	}
+	if c.s.OnOutput != nil {
+		c.s.OnOutput(b.ID)
 	}
 	return nil
 }

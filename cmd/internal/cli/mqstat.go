@@ -82,7 +82,7 @@ Without -s every job but deleted ones is listed.`
 			if c.Bool("stderr") {
 				stream = "stderr"
 			}
-			if lost := lostFor(d.OutputLost, stream); lost != "" {
+			if lost := protocol.LostFor(d.OutputLost, stream); lost != "" {
 				// Whatever was kept is printed; that it is not all must not
 				// pass for an empty or short output.
 				return fmt.Errorf("job %d's %s was lost: %s", d.ID, stream, lost)
@@ -187,26 +187,6 @@ func printOutput(w io.Writer, d protocol.JobDetail, stderr bool) error {
 	defer f.Close()
 	_, err = io.Copy(w, f)
 	return err
-}
-
-// lostFor picks from an attempt's lost-output record ("stdout: ...;
-// stderr not copied ...") the causes that concern stream; a cause naming
-// no stream concerns both.
-func lostFor(lost, stream string) string {
-	if lost == "" {
-		return ""
-	}
-	var out []string
-	for _, part := range strings.Split(lost, "; ") {
-		other := "stderr"
-		if stream == "stderr" {
-			other = "stdout"
-		}
-		if !strings.HasPrefix(part, other) {
-			out = append(out, part)
-		}
-	}
-	return strings.Join(out, "; ")
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -161,9 +161,17 @@ func (a *Agent) Run(ctx context.Context) error {
 		defer close(hbDone)
 		a.heartbeats(hbCtx)
 	}()
+	liveDone := make(chan struct{})
+	go func() {
+		defer close(liveDone)
+		if a.cfg.StageOutput && !a.cfg.NoOp {
+			a.shipLive(hbCtx) // live.go
+		}
+	}()
 	err := a.work(ctx)
 	stopHB()
 	<-hbDone
+	<-liveDone
 	a.mu.Lock()
 	if a.cl != nil {
 		a.cl.Close()

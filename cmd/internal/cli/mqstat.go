@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,7 +25,7 @@ func Mqstat(env Env) *cli.App {
 	app := NewApp("mqstat", "show jobs in the metaqueue", env)
 	app.UsageText = `mqstat [-q QUEUE] [-t TARGET] [-s STATES] [--json] [--limit N]
    mqstat -j ID [--json]
-   mqstat --output ID [--stderr]
+   mqstat --output ID [--stderr] [--follow]
    mqstat --summary [--json]`
 	app.Description = `States: W waiting on prerequisites, Q queued (ready), E executing, D done,
 F failed, B blocked by a failed or deleted prerequisite, X deleted.
@@ -40,6 +41,7 @@ Without -s every job but deleted ones is listed.`
 		&cli.BoolFlag{Name: "w", Aliases: []string{"wide"}, Usage: "do not shorten commands"},
 		&cli.Int64Flag{Name: "output", Aliases: []string{"o"}, Usage: "print the stdout of job `ID` (its latest attempt)"},
 		&cli.BoolFlag{Name: "stderr", Usage: "with --output: print stderr instead"},
+		&cli.BoolFlag{Name: "f", Aliases: []string{"follow"}, Usage: "with --output: print the output as it is written, until the job ends; exit as the job did"},
 	}
 	app.Action = func(c *cli.Context) error {
 		if c.NArg() > 0 {
@@ -62,6 +64,9 @@ Without -s every job but deleted ones is listed.`
 		if c.Bool("stderr") && !c.IsSet("output") {
 			return Usagef("--stderr goes with --output ID")
 		}
+		if c.Bool("f") && !c.IsSet("output") {
+			return Usagef("--follow goes with --output ID")
+		}
 		cl, err := Dial(c.Context, env, "mqstat")
 		if err != nil {
 			return err
@@ -70,6 +75,12 @@ Without -s every job but deleted ones is listed.`
 		w := bufio.NewWriterSize(c.App.Writer, 64<<10)
 		defer w.Flush()
 		switch {
+		case c.IsSet("output") && c.Bool("f"):
+			stream := "stdout"
+			if c.Bool("stderr") {
+				stream = "stderr"
+			}
+			return followOutput(c.Context, cl, w, c.App.ErrWriter, c.Int64("output"), stream)
 		case c.IsSet("output"):
 			d, err := client.Do(c.Context, cl, protocol.OpJob, protocol.JobQuery{ID: c.Int64("output")})
 			if err != nil {
@@ -153,7 +164,8 @@ Without -s every job but deleted ones is listed.`
 }
 
 // printOutput copies a job's stdout (or stderr). Local placeholders write
-// where the CLS is; remote ones copy the output here when the job ends.
+// where the CLS is; remote ones copy the output here while a long job runs
+// and when it ends.
 func printOutput(w io.Writer, d protocol.JobDetail, stderr bool) error {
 	path, cp := d.Stdout, d.StdoutCopy
 	if stderr {
@@ -166,7 +178,7 @@ func printOutput(w io.Writer, d protocol.JobDetail, stderr bool) error {
 		f, err := os.Open(cp)
 		if errors.Is(err, os.ErrNotExist) {
 			if d.State == string(job.Executing) {
-				return fmt.Errorf("job %d is running on host %s; its output is copied here when it ends (meanwhile: %s there)", d.ID, d.Host, path)
+				return fmt.Errorf("job %d is running on host %s; none of its output has reached here yet (mqstat --output %d --follow waits for it; meanwhile: %s there)", d.ID, d.Host, d.ID, path)
 			}
 			return nil // nothing was staged: the job wrote nothing
 		}
@@ -187,6 +199,47 @@ func printOutput(w io.Writer, d protocol.JobDetail, stderr bool) error {
 	defer f.Close()
 	_, err = io.Copy(w, f)
 	return err
+}
+
+// followOutput prints a stream of job id's output as the CLS serves it
+// (op output.read): what was written, then what is written until the job
+// ends. The bytes are the job's, printed as they are, as --output prints
+// them; mqstat's own lines go to errw. It returns how the job ended, as
+// mqsub -b does: nil if done, the job's exit status if it failed.
+func followOutput(ctx context.Context, cl *client.Client, w *bufio.Writer, errw io.Writer, id int64, stream string) error {
+	var end *protocol.OutputFrame
+	attempt := 0
+	err := client.Stream(ctx, cl, protocol.OpOutputRead, protocol.OutputQuery{ID: id, Stream: stream, Follow: true}, func(f protocol.OutputFrame) error {
+		if f.End != nil {
+			end = &f
+			return nil
+		}
+		if attempt != 0 && f.Attempt != attempt {
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintf(errw, "mqstat: job %d: attempt %d started; its %s follows\n", id, f.Attempt, stream)
+		}
+		attempt = f.Attempt
+		w.Write(f.Data)
+		return w.Flush() // as it comes: someone is watching
+	})
+	if err != nil {
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if end == nil {
+		return fmt.Errorf("job %d: its output ended before the job did", id)
+	}
+	if end.Lost != "" {
+		if end.End.State == "D" {
+			return fmt.Errorf("job %d's %s was lost: %s", id, stream, end.Lost)
+		}
+		fmt.Fprintf(errw, "mqstat: job %d's %s was lost: %s\n", id, stream, protocol.Printable(end.Lost))
+	}
+	return jobExit(*end.End)
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -424,6 +424,7 @@ func (s *Store) jobEnded(id int64) {
 	delete(s.stg.to, id)
 	delete(s.data.files, id)
 	delete(s.data.readyAt, id)
+	s.planEnded(id)
 }
 
 // inputs adds up the inputs of jobs ids by where they are, appending to

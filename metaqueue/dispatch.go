@@ -88,6 +88,9 @@ type parkedNext struct {
 	dcWaited bool
 	dcGen    uint64
 	dcAt     time.Time
+	// site is the asking placeholder's site name, once plans needed it
+	// (pickPlanned).
+	site string
 }
 
 // Next applies a placeholder's reports and hands it up to req.Free jobs,
@@ -539,6 +542,9 @@ func (s *Store) dispatch(p *parkedNext) error {
 // asks policy.DC (pickDC), unless skipDC; waited reports that DC told the
 // placeholder to wait for a job of some queue.
 func (s *Store) pick(p *parkedNext, skipDC bool) (q *queue, id int64, waited bool, err error) {
+	if q, id, err := s.pickPlanned(p); err != nil || id != 0 {
+		return q, id, false, err
+	}
 	n := len(s.qlist)
 	for k := 0; k < n; k++ {
 		q := s.qlist[(s.rr+k)%n]
@@ -589,7 +595,7 @@ func (s *Store) pickFrom(q *queue, p *parkedNext) (int64, bool, error) {
 			continue // stale entry
 		}
 		examined++
-		if !fits(j.Est, q, walltime) {
+		if !fits(j.Est, q, walltime) || (len(s.plans.job) > 0 && s.keepForPlan(r.ID, p.site)) {
 			aside = append(aside, r)
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"iter"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -16,8 +17,9 @@ import (
 
 // Following a job's output. The CLS keeps nothing of it in memory: a local
 // placeholder writes the job's output files where the CLS reads them, and
-// a remote one ships what a long job writes while it runs (see
-// placeholder/live.go) into the CLS's copy, at the paths mqstat -j names.
+// a remote one ships what a followed job writes while it runs (heartbeat
+// replies list the followed attempts; see placeholder/live.go) into the
+// CLS's copy, at the paths mqstat -j names.
 // A follower reads the file from where it left off whenever a staged chunk
 // arrives (Server.OnOutput) or, for local files nobody announces, every
 // pollEvery; the store says when the job has ended (a parked wait), and
@@ -48,6 +50,7 @@ type outputs struct {
 	mu        sync.Mutex
 	followers int
 	watch     map[int64]*watch // followed jobs only
+	nwatch    atomic.Int32     // len(watch), read without mu by followed
 }
 
 // watch wakes a job's followers: ch is closed, and replaced, when output
@@ -60,6 +63,25 @@ type watch struct {
 func (o *outputs) install(srv *server.Server) {
 	server.RouteStream(srv, protocol.OpOutputRead, o.read)
 	srv.OnOutput = o.staged
+	srv.Followed = o.followed
+}
+
+// followed picks the attempts of followed jobs from a heartbeat's list: a
+// placeholder that stages output ships theirs while they run. With nobody
+// following, as almost always, it costs an atomic load per heartbeat.
+func (o *outputs) followed(running []protocol.JobRef) []protocol.JobRef {
+	if o.nwatch.Load() == 0 {
+		return nil
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var refs []protocol.JobRef
+	for _, r := range running {
+		if o.watch[r.ID] != nil {
+			refs = append(refs, r)
+		}
+	}
+	return refs
 }
 
 // staged wakes the followers of job id.
@@ -90,6 +112,7 @@ func (o *outputs) join(id int64) (wake func() <-chan struct{}, leave func(), err
 	if w == nil {
 		w = &watch{ch: make(chan struct{})}
 		o.watch[id] = w
+		o.nwatch.Store(int32(len(o.watch)))
 	}
 	w.n++
 	o.followers++
@@ -104,6 +127,7 @@ func (o *outputs) join(id int64) (wake func() <-chan struct{}, leave func(), err
 		o.followers--
 		if w.n--; w.n == 0 {
 			delete(o.watch, id)
+			o.nwatch.Store(int32(len(o.watch)))
 		}
 	}
 	return wake, leave, nil

@@ -1023,6 +1023,7 @@ func (a *Agent) heartbeats(ctx context.Context) {
 				for _, k := range reply.Kill {
 					a.kill(k, protocol.ReasonKilled)
 				}
+				a.setFollowed(reply.Follow) // live.go
 			}
 		}
 		t.Reset(a.heartbeatEvery())

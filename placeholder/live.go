@@ -5,7 +5,9 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -14,17 +16,17 @@ import (
 )
 
 // Live output. A remote placeholder copies each job's stdout and stderr to
-// the CLS when the job ends (stage, in run.go). A job that has run for
-// liveAfter has them shipped while it runs, too, so that `mqstat --output
-// ID --follow` shows them as they are written: every liveEvery, what the
-// job wrote since, at most liveChunk per stream and liveBudget in all
-// (1 MiB/s per agent); what is left goes when the job ends, from where live
-// shipping stopped, so no byte travels twice and the CLS stores nothing it
-// would not have stored anyway. Short jobs, and every job of a local
-// placeholder (it writes where the CLS reads), never meet it: it adds no
-// work to their path.
+// the CLS when the job ends (stage, in run.go). A job whose output someone
+// follows (the CLS says which in its heartbeat replies) has them shipped
+// while it runs, too, so that `mqstat --output ID --follow` shows them as
+// they are written: every liveEvery, what the job wrote since, at most
+// liveChunk per stream and liveBudget in all (1 MiB/s per agent); what is
+// left goes when the job ends, from where live shipping stopped, so no
+// byte travels twice and the CLS stores nothing it would not have stored
+// anyway. Jobs nobody follows, and every job of a local placeholder (it
+// writes where the CLS reads), never meet it: it adds no work to their
+// path, and no requests to the CLS.
 const (
-	liveAfter   = time.Second
 	liveEvery   = 250 * time.Millisecond
 	liveChunk   = 64 << 10
 	liveBudget  = 256 << 10
@@ -33,9 +35,21 @@ const (
 
 // liveOut is what live shipping has sent of one attempt's output.
 type liveOut struct {
+	followed atomic.Bool // someone follows it: ship while it runs
+
 	mu   sync.Mutex // held while a chunk is in flight
 	off  [2]int64   // bytes of stdout, stderr the CLS has
 	done bool       // the job ended, or the CLS refused a chunk: no more
+}
+
+// setFollowed marks the running attempts someone follows, as the last
+// heartbeat's reply listed them, and unmarks the others.
+func (a *Agent) setFollowed(refs []protocol.JobRef) {
+	a.runMu.Lock()
+	defer a.runMu.Unlock()
+	for _, p := range a.running {
+		p.live.followed.Store(slices.Contains(refs, p.ref))
+	}
 }
 
 // finish ends live shipping of an attempt, after the chunk in flight if
@@ -60,7 +74,7 @@ func (a *Agent) shipLive(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		ps := a.runningSince(liveAfter)
+		ps := a.followed()
 		if len(ps) == 0 {
 			continue
 		}
@@ -77,13 +91,13 @@ func (a *Agent) shipLive(ctx context.Context) {
 	}
 }
 
-// runningSince lists the jobs that have run for at least d.
-func (a *Agent) runningSince(d time.Duration) []*proc {
+// followed lists the running jobs someone follows.
+func (a *Agent) followed() []*proc {
 	a.runMu.Lock()
 	defer a.runMu.Unlock()
 	var ps []*proc
 	for _, p := range a.running {
-		if time.Since(p.started) >= d {
+		if p.live.followed.Load() {
 			ps = append(ps, p)
 		}
 	}

@@ -484,6 +484,10 @@ type Heartbeat struct {
 type HeartbeatReply struct {
 	Kill []JobRef `json:"kill,omitempty"`
 	Exit bool     `json:"exit,omitempty"`
+	// Follow lists the listed attempts whose output someone follows
+	// (output.read): a placeholder that stages output sends it while they
+	// run, not only when they end.
+	Follow []JobRef `json:"follow,omitempty"`
 }
 
 // Reasons a report or the CLS gives for an abnormal end.

@@ -93,7 +93,11 @@ var builtin = routeTable(
 		if err := c.owns(b.Placeholder); err != nil {
 			return protocol.HeartbeatReply{}, err
 		}
-		return c.s.Store.Heartbeat(ctx, b)
+		r, err := c.s.Store.Heartbeat(ctx, b)
+		if err == nil && c.s.Followed != nil {
+			r.Follow = c.s.Followed(b.Running)
+		}
+		return r, err
 	}),
 	handle(protocol.OpOutput, func(ctx context.Context, c *conn, b protocol.OutputChunk) (protocol.Empty, error) {
 		if err := c.owns(b.Placeholder); err != nil {

@@ -45,7 +45,7 @@ func routeCLS(srv *Server) {
 func TestEveryOpRouted(t *testing.T) {
 	t.Parallel()
 	byCLS := []string{protocol.OpFilesList.Name, protocol.OpFilesGet.Name, protocol.OpFilesAdd.Name, protocol.OpFilesRemove.Name,
-		protocol.OpSiteAdd.Name, protocol.OpSiteList.Name, protocol.OpSiteRemove.Name, protocol.OpOutputRead.Name}
+		protocol.OpOutputRead.Name, protocol.OpSiteAdd.Name, protocol.OpSiteList.Name, protocol.OpSiteRemove.Name}
 	for _, o := range protocol.Ops() {
 		r := builtin[o.Name]
 		if slices.Contains(byCLS, o.Name) {

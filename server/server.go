@@ -44,6 +44,10 @@ type Server struct {
 	// OnOutput, if set, is told when a placeholder has staged output of
 	// job id (op output), so that whoever follows it reads on at once.
 	OnOutput func(id int64)
+	// Followed, if set, picks from a heartbeat's attempts those whose
+	// output someone follows; the reply asks the placeholder to send
+	// their output while they run.
+	Followed func(running []protocol.JobRef) []protocol.JobRef
 
 	// routed serves declared ops beyond the metaqueue's (site.add, ...):
 	// see Route.

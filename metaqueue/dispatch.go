@@ -304,6 +304,11 @@ func (s *Store) Heartbeat(ctx context.Context, hb protocol.Heartbeat) (protocol.
 		if !s.phs[hb.Placeholder] {
 			return protocol.Errorf(protocol.CodeNotFound, "unknown placeholder %d: register first", hb.Placeholder)
 		}
+		if len(s.plans.job) > 0 {
+			if err := s.planAlive(hb.Placeholder); err != nil {
+				return err
+			}
+		}
 		lease := s.now().Add(s.opt.Lease)
 		for _, r := range hb.Running {
 			ru := s.running[r.ID]

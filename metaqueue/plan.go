@@ -19,9 +19,10 @@ import (
 //
 //   - a placeholder at a job's planned site gets the site's planned ready
 //     jobs first, in the plan's order, from any queue;
-//   - a placeholder elsewhere skips a planned job while the planned site
-//     has asked for work within planPatience and the job has been ready
-//     for less than that: the site is alive and will take it;
+//   - a placeholder elsewhere skips a planned job while a placeholder at
+//     the planned site has asked for work or heartbeated within
+//     planPatience and the job has been ready for less than that: the
+//     site is alive and will take it;
 //   - past that (the site slow, or no placeholder of it asking), the
 //     queue's own policy hands the job to whoever asks: a deviation, shown
 //     by mqstat -j as the planned site beside the one it ran at.
@@ -36,14 +37,14 @@ type planEntry struct {
 
 // planState is the writer's memory of the plans of live jobs.
 type planState struct {
-	job     map[int64]planEntry
-	bySite  map[string][]int64 // planned live jobs per site, in plan order (ended ones dropped lazily)
-	readyAt map[int64]time.Time
-	lastAsk map[string]time.Time // site -> when a placeholder there last asked
+	job      map[int64]planEntry
+	bySite   map[string][]int64 // planned live jobs per site, in plan order (ended ones dropped lazily)
+	readyAt  map[int64]time.Time
+	lastSeen map[string]time.Time // site -> when a placeholder there last asked for work or heartbeated
 }
 
 func (ps *planState) reset() {
-	*ps = planState{job: map[int64]planEntry{}, bySite: map[string][]int64{}, readyAt: map[int64]time.Time{}, lastAsk: map[string]time.Time{}}
+	*ps = planState{job: map[int64]planEntry{}, bySite: map[string][]int64{}, readyAt: map[int64]time.Time{}, lastSeen: map[string]time.Time{}}
 }
 
 func (ps *planState) add(id int64, e planEntry) {
@@ -123,9 +124,21 @@ func (s *Store) planSite(p *parkedNext) (string, error) {
 		return "", err
 	}
 	site := s.data.places[at].site
-	s.plans.lastAsk[site] = s.now()
+	s.plans.lastSeen[site] = s.now()
 	p.site = site
 	return site, nil
+}
+
+// planAlive notes that a placeholder is alive at its site (a heartbeat):
+// a site whose placeholders are all busy still takes its planned jobs
+// when they free up.
+func (s *Store) planAlive(ph int64) error {
+	at, err := s.phSite(ph)
+	if err != nil {
+		return err
+	}
+	s.plans.lastSeen[s.data.places[at].site] = s.now()
+	return nil
 }
 
 // pickPlanned takes the first ready job planned for p's site that fits
@@ -175,7 +188,7 @@ func (s *Store) pickPlanned(p *parkedNext) (*queue, int64, error) {
 }
 
 // keepForPlan says whether a placeholder at site should leave job id to
-// the site its plan names: that site asked for work lately and the job
+// the site its plan names: that site was seen alive lately and the job
 // has not waited for it long.
 func (s *Store) keepForPlan(id int64, site string) bool {
 	e, ok := s.plans.job[id]
@@ -183,8 +196,8 @@ func (s *Store) keepForPlan(id int64, site string) bool {
 		return false
 	}
 	now := s.now()
-	asked, ok := s.plans.lastAsk[e.site]
-	if !ok || now.Sub(asked) > planPatience {
+	seen, ok := s.plans.lastSeen[e.site]
+	if !ok || now.Sub(seen) > planPatience {
 		return false
 	}
 	return now.Sub(s.plans.readyAt[id]) < planPatience
@@ -421,3 +434,32 @@ func (s *Store) jobPlan(ctx context.Context, d *protocol.JobDetail) error {
 	d.Plan = &p
 	return nil
 }
+
+// PlanShow counts the planned jobs per planner and site, and how many
+// ran (or run) at their planned site or elsewhere, by their latest attempt.
+func (s *Store) PlanShow(ctx context.Context) (protocol.PlanShowReply, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT p.planner, p.site, count(*),
+		sum(CASE WHEN j.state IN ('D', 'F', 'X') THEN 1 ELSE 0 END),
+		sum(CASE WHEN ph.site = p.site THEN 1 ELSE 0 END),
+		sum(CASE WHEN ph.site IS NOT NULL AND ph.site <> p.site THEN 1 ELSE 0 END)
+		FROM job_plans p JOIN jobs j ON j.id = p.job_id
+		LEFT JOIN placeholders ph ON ph.id = j.placeholder_id
+		GROUP BY p.planner, p.site ORDER BY p.planner, p.site`)
+	if err != nil {
+		return protocol.PlanShowReply{}, err
+	}
+	var out protocol.PlanShowReply
+	for rows.Next() {
+		var ps protocol.PlanSite
+		if err := rows.Scan(&ps.Planner, &ps.Site, &ps.Jobs, &ps.Ended, &ps.RanHere, &ps.RanElse); err != nil {
+			rows.Close()
+			return out, err
+		}
+		out.Sites = append(out.Sites, ps)
+	}
+	return out, closeRows(rows)
+}
+
+// SiteLink is the link of a site by name: measured from real transfers
+// when it has been, else configured, else the default.
+func (s *Store) SiteLink(site string) Link { return s.linkOf(site) }

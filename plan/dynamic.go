@@ -42,13 +42,13 @@ func LateBinding(p policy.Problem, b Binding) (makespan float64, moved int64, er
 			ready = append(ready, int32(i))
 		}
 	}
-	slots := &slotHeap{}
+	slots := &heapOf[slotFree]{less: slotBefore}
 	for s, st := range m.sites {
 		for range st.Slots {
 			slots.items = append(slots.items, slotFree{site: int32(s)})
 		}
 	}
-	running := &endHeap{}
+	running := &heapOf[jobEnd]{less: endBefore}
 	done := 0
 	cost := func(t int32, s int) (float64, int64) {
 		d := m.exec[t][s] + m.staticCost[t][s]
@@ -125,36 +125,26 @@ type slotFree struct {
 	site int32
 }
 
-type slotHeap struct{ items []slotFree }
-
-func (h *slotHeap) Len() int { return len(h.items) }
-func (h *slotHeap) Less(i, j int) bool {
-	a, b := h.items[i], h.items[j]
-	return a.at < b.at || (a.at == b.at && a.site < b.site)
-}
-func (h *slotHeap) Swap(i, j int) { h.items[i], h.items[j] = h.items[j], h.items[i] }
-func (h *slotHeap) Push(x any)    { h.items = append(h.items, x.(slotFree)) }
-func (h *slotHeap) Pop() any {
-	x := h.items[len(h.items)-1]
-	h.items = h.items[:len(h.items)-1]
-	return x
-}
+func slotBefore(a, b slotFree) bool { return a.at < b.at || (a.at == b.at && a.site < b.site) }
 
 type jobEnd struct {
 	at  float64
 	job int32
 }
 
-type endHeap struct{ items []jobEnd }
+func endBefore(a, b jobEnd) bool { return a.at < b.at || (a.at == b.at && a.job < b.job) }
 
-func (h *endHeap) Len() int { return len(h.items) }
-func (h *endHeap) Less(i, j int) bool {
-	a, b := h.items[i], h.items[j]
-	return a.at < b.at || (a.at == b.at && a.job < b.job)
+// heapOf is a container/heap of T ordered by less.
+type heapOf[T any] struct {
+	items []T
+	less  func(a, b T) bool
 }
-func (h *endHeap) Swap(i, j int) { h.items[i], h.items[j] = h.items[j], h.items[i] }
-func (h *endHeap) Push(x any)    { h.items = append(h.items, x.(jobEnd)) }
-func (h *endHeap) Pop() any {
+
+func (h *heapOf[T]) Len() int           { return len(h.items) }
+func (h *heapOf[T]) Less(i, j int) bool { return h.less(h.items[i], h.items[j]) }
+func (h *heapOf[T]) Swap(i, j int)      { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *heapOf[T]) Push(x any)         { h.items = append(h.items, x.(T)) }
+func (h *heapOf[T]) Pop() any {
 	x := h.items[len(h.items)-1]
 	h.items = h.items[:len(h.items)-1]
 	return x

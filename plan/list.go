@@ -155,7 +155,7 @@ func heft(m *model) schedule {
 	}
 	ps := newPartial(m)
 	waiting := make([]int, len(m.ids))
-	q := &readyHeap{less: func(a, b int32) bool {
+	q := &heapOf[int32]{less: func(a, b int32) bool {
 		if rank[a] != rank[b] {
 			return rank[a] > rank[b]
 		}
@@ -179,21 +179,6 @@ func heft(m *model) schedule {
 		}
 	}
 	return ps.schedule()
-}
-
-type readyHeap struct {
-	items []int32
-	less  func(a, b int32) bool
-}
-
-func (h *readyHeap) Len() int           { return len(h.items) }
-func (h *readyHeap) Less(i, j int) bool { return h.less(h.items[i], h.items[j]) }
-func (h *readyHeap) Swap(i, j int)      { h.items[i], h.items[j] = h.items[j], h.items[i] }
-func (h *readyHeap) Push(x any)         { h.items = append(h.items, x.(int32)) }
-func (h *readyHeap) Pop() any {
-	x := h.items[len(h.items)-1]
-	h.items = h.items[:len(h.items)-1]
-	return x
 }
 
 // MinMin (Blythe et al. for workflows): of the jobs whose prerequisites

@@ -98,11 +98,11 @@ func (o *outputs) staged(id int64) {
 func (o *outputs) join(id int64) (wake func() <-chan struct{}, leave func(), err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	max := o.max
-	if max <= 0 {
-		max = maxFollowers
+	limit := o.max
+	if limit <= 0 {
+		limit = maxFollowers
 	}
-	if o.followers >= max {
+	if o.followers >= limit {
 		return nil, nil, protocol.Errorf(protocol.CodeBusy, "%d streams of output are followed already; try again later", o.followers)
 	}
 	if o.watch == nil {

@@ -409,6 +409,9 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 		if err != nil {
 			return info, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
 		}
+		if p.SimOnly {
+			return info, protocol.Errorf(protocol.CodeBadRequest, "policy %s runs only in mqsim for now, not in a live queue", p.Name)
+		}
 		if !p.ForQueues() {
 			return info, protocol.Errorf(protocol.CodeBadRequest, "policy %s decides how many placeholders sites hold, not which job a queue runs", p.Name)
 		}

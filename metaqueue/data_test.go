@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -337,8 +338,14 @@ func TestSetQueuePolicyErrors(t *testing.T) {
 	bad := "lifo"
 	_, err := e.s.SetQueue(context.Background(), protocol.QueueSet{Name: "q", Policy: &bad})
 	errCode(t, err, protocol.CodeBadRequest)
-	if want := `unknown policy "lifo" (known: fcfs, sjf, cp, dc)`; err.Error() != want {
+	if want := `unknown policy "lifo" (known: fcfs, sjf, cp, dc, sa, wqr, xsufferage)`; err.Error() != want {
 		t.Fatalf("error %q, want %q", err, want)
+	}
+	simOnly := "sa"
+	_, err = e.s.SetQueue(context.Background(), protocol.QueueSet{Name: "q", Policy: &simOnly})
+	errCode(t, err, protocol.CodeBadRequest)
+	if !strings.Contains(err.Error(), "only in mqsim") {
+		t.Fatalf("error %q", err)
 	}
 }
 

@@ -39,6 +39,10 @@ type Candidate struct {
 type Arrival struct {
 	Site Site    // where that placeholder runs
 	In   float64 // seconds from now, >= 0
+	// Speed is the placeholder's speed relative to the one runtimes are
+	// counted on (0 means 1). XSufferage divides runtimes by it; DC
+	// ignores it.
+	Speed float64
 }
 
 // Snapshot is everything DC looks at for one decision.
@@ -50,6 +54,8 @@ type Snapshot struct {
 	// can hand over an iterator on a queue of any length.
 	Ready iter.Seq[Candidate]
 	Net   Network
+	// CurrentSpeed is the asking placeholder's Arrival.Speed.
+	CurrentSpeed float64
 }
 
 // DC is the data-conscious policy of the Trellis Driver thesis (Lamb 2005,

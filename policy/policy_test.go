@@ -58,12 +58,15 @@ func TestLookup(t *testing.T) {
 		{"sjf", Ordered, NeedsEstimates},
 		{"cp", Ordered, NeedsEstimates | NeedsBLevels},
 		{"dc", Choosing, NeedsEstimates | NeedsFiles | NeedsArrivals},
+		{"sa", Choosing, NeedsFiles},
+		{"wqr", Ordered, 0},
+		{"xsufferage", Choosing, NeedsEstimates | NeedsFiles | NeedsArrivals},
 	} {
 		p, err := Lookup(tc.name)
 		if err != nil || p.Name != tc.name || p.Order.Name() != tc.name || p.Kind != tc.kind || p.Needs != tc.needs || p.Summary == "" {
 			t.Fatalf("Lookup(%s) = %+v, %v", tc.name, p, err)
 		}
-		if (p.Kind == Choosing) != (p.NewDC != nil) {
+		if (p.Kind == Choosing) != (p.NewDC != nil || p.NewChooser != nil) {
 			t.Fatalf("%s: a choosing policy has a decision rule, and only it", tc.name)
 		}
 	}
@@ -74,7 +77,7 @@ func TestLookup(t *testing.T) {
 			t.Errorf("Lookup(%q) error %q does not list the known policies", bad, err)
 		}
 	}
-	if got := strings.Join(Names(), " "); got != "fcfs sjf cp dc" {
+	if got := strings.Join(Names(), " "); got != "fcfs sjf cp dc sa wqr xsufferage" {
 		t.Fatalf("Names() = %q", got)
 	}
 }

@@ -55,6 +55,9 @@ type Info struct {
 	// NewDC returns the decision rule of a Choosing policy for a network
 	// whose one-way placeholder latency is latency seconds.
 	NewDC func(latency float64) DC
+	// NewChooser is the decision rule of a Choosing policy that is not DC
+	// (Storage Affinity, XSufferage).
+	NewChooser func() Chooser
 	// NewReplicator, if set, makes the queue copy running jobs for idle
 	// placeholders when nothing is ready.
 	NewReplicator func() Replicator
@@ -63,11 +66,13 @@ type Info struct {
 	NewPlanner func() Planner
 	// NewProvisioner is a Provisioning policy's planner.
 	NewProvisioner func() Provisioner
+	// SimOnly policies run in mqsim but not yet in a live queue.
+	SimOnly bool
 }
 
 // ForQueues reports whether a queue may use the policy (cls queue set
 // --policy); a provisioning policy is for sites.
-func (p Info) ForQueues() bool { return p.Kind == Ordered || p.Kind == Choosing }
+func (p Info) ForQueues() bool { return (p.Kind == Ordered || p.Kind == Choosing) && !p.SimOnly }
 
 // check reports what is missing from a registry entry for its kind.
 func (p Info) check() error {
@@ -76,8 +81,8 @@ func (p Info) check() error {
 		return fmt.Errorf("policy %q: a name and a summary are needed", p.Name)
 	case p.ForQueues() && p.Order == nil:
 		return fmt.Errorf("policy %s: a queue policy needs an Order", p.Name)
-	case p.Kind == Choosing && p.NewDC == nil:
-		return fmt.Errorf("policy %s: a choosing policy needs NewDC", p.Name)
+	case p.Kind == Choosing && (p.NewDC == nil) == (p.NewChooser == nil):
+		return fmt.Errorf("policy %s: a choosing policy needs one of NewDC and NewChooser", p.Name)
 	case p.Kind == Provisioning && (p.NewProvisioner == nil || p.Order != nil || p.NewReplicator != nil || p.NewPlanner != nil):
 		return fmt.Errorf("policy %s: a provisioning policy has NewProvisioner and nothing of a queue's", p.Name)
 	case p.Kind != Ordered && p.Kind != Choosing && p.Kind != Provisioning:
@@ -94,7 +99,33 @@ var registry = []Info{
 		Kind: Ordered, Needs: NeedsEstimates | NeedsBLevels, Order: CP{}},
 	{Name: "dc", Summary: "data-conscious, thesis 004: run jobs where their input files are", Kind: Choosing,
 		Needs: NeedsEstimates | NeedsFiles | NeedsArrivals, Order: dcOrder{}, NewDC: DefaultDC},
+	{Name: "sa", Summary: "storage affinity, seed 000: the job with the most input bytes at the placeholder's site; copies of running jobs for idle placeholders",
+		Kind: Choosing, Needs: NeedsFiles, Order: namedFCFS("sa"), SimOnly: true,
+		NewChooser:    func() Chooser { return StorageAffinity{MaxExamined: DefaultMaxExamined} },
+		NewReplicator: func() Replicator { return StorageAffinity{} }},
+	{Name: "wqr", Summary: "workqueue with replication, seed 000: fcfs, then copies of running jobs for idle placeholders",
+		Kind: Ordered, Order: namedFCFS("wqr"), SimOnly: true,
+		NewReplicator: func() Replicator { return WQR{} }},
+	{Name: "xsufferage", Summary: "site-level sufferage, seed 000: the job that would suffer most at another site, by measured runtimes and transfer rates",
+		Kind: Choosing, Needs: NeedsEstimates | NeedsFiles | NeedsArrivals, Order: namedFCFS("xsufferage"), SimOnly: true,
+		NewChooser: func() Chooser { return XSufferage{MaxExamined: DefaultXSufferageExamined} }},
 }
+
+// How many of the oldest ready jobs a live SA or XSufferage decision looks
+// at, so that a decision stays under a millisecond whatever the backlog
+// (BenchmarkSADecision100k, BenchmarkXSufferageDecision100k); the
+// simulator looks at all of them, as the seed does. XSufferage prices
+// every job at every site, so it looks at fewer.
+const (
+	DefaultMaxExamined        = 4096
+	DefaultXSufferageExamined = 256
+)
+
+// namedFCFS keeps ready jobs oldest first under a policy's own name.
+type namedFCFS string
+
+func (n namedFCFS) Name() string       { return string(n) }
+func (namedFCFS) Less(a, b Ready) bool { return a.ID < b.ID }
 
 // dcOrder keeps a dc queue's ready jobs oldest first, the order DC
 // examines them in, under DC's own name.

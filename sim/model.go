@@ -113,6 +113,9 @@ func Run(w *Workload, p Platform, cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if !Workflow(pol) {
+		return Result{}, fmt.Errorf("policy %q runs in the grid model (mqsim grid), not the workflow model", cfg.Policy)
+	}
 	switch pol.Kind {
 	case policy.Ordered:
 		m.heap = policy.NewHeap(pol.Order)
@@ -436,4 +439,22 @@ func (m *model) complete(j, h int32) {
 	if m.left == 0 {
 		m.submitPhase()
 	}
+}
+
+// Workflow reports whether Run simulates the policy: the ordered ones and
+// DC. Policies that replicate jobs or choose by another rule run in
+// RunGrid.
+func Workflow(p policy.Info) bool {
+	return p.NewReplicator == nil && p.NewPlanner == nil && (p.Kind == policy.Ordered || p.NewDC != nil)
+}
+
+// WorkflowPolicies lists the policies Run simulates, in registry order.
+func WorkflowPolicies() []string {
+	var names []string
+	for _, p := range policy.All() {
+		if Workflow(p) {
+			names = append(names, p.Name)
+		}
+	}
+	return names
 }

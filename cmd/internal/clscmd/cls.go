@@ -392,6 +392,9 @@ func policyHelp() string {
 			b.WriteString("; ")
 		}
 		fmt.Fprintf(&b, "%s (%s)", p.Name, p.Summary)
+		if p.SimOnly {
+			b.WriteString(" [mqsim only for now]")
+		}
 	}
 	return b.String()
 }

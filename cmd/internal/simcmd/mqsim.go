@@ -24,7 +24,7 @@ import (
 // Mqsim returns the mqsim command: the scheduling simulator.
 func Mqsim(env mqcli.Env) *cli.App {
 	app := mqcli.NewApp("mqsim", "simulate placeholder scheduling policies before spending allocation", env)
-	app.UsageText = `mqsim [--policy ` + strings.Join(policy.Names(), ",") + `] [--placeholders 2,4,8,16,32] [--inflation 1,10,100]
+	app.UsageText = `mqsim [--policy ` + strings.Join(sim.WorkflowPolicies(), ",") + `] [--placeholders 2,4,8,16,32] [--inflation 1,10,100]
          [--network lan,wan] [--seeds 1-10] [--workload FILE] [--json] [--plot DIR]`
 	app.Description = `Runs the discrete-event simulation of thesis 004 chapter 6 for every
 combination of the lists (each flag takes one value or a comma list; seeds
@@ -40,7 +40,7 @@ File formats and the model: docs/simulation.md.
 Output: a table per network and file inflation (mean over seeds), or with
 --json one object per run. --plot DIR writes SVG charts and DIR/index.html.`
 	app.Flags = []cli.Flag{
-		&cli.StringFlag{Name: "policy", Value: strings.Join(policy.Names(), ","), Usage: "policies: " + strings.Join(policy.Names(), ", ")},
+		&cli.StringFlag{Name: "policy", Value: strings.Join(sim.WorkflowPolicies(), ","), Usage: "policies: " + strings.Join(sim.WorkflowPolicies(), ", ")},
 		&cli.StringFlag{Name: "placeholders", Value: "2,4,8,16,32", Usage: "placeholder counts (one per host)"},
 		&cli.StringFlag{Name: "inflation", Value: "1,10,100", Usage: "factors on the size of files jobs write"},
 		&cli.StringFlag{Name: "network", Value: "lan,wan", Usage: "lan, wan, lan-printed, wan-printed or platform JSON files"},
@@ -49,7 +49,7 @@ Output: a table per network and file inflation (mean over seeds), or with
 		&cli.BoolFlag{Name: "json", Usage: "print one JSON object per run"},
 		&cli.StringFlag{Name: "plot", Usage: "write SVG plots and index.html into `DIR`"},
 	}
-	app.Commands = []*cli.Command{planCommand()}
+	app.Commands = []*cli.Command{gridCommand(), planCommand()}
 	app.Action = func(c *cli.Context) error {
 		if c.NArg() > 0 {
 			return mqcli.Usagef("unexpected argument %q", c.Args().First())
@@ -92,8 +92,12 @@ func sweepFlags(c *cli.Context) (sim.Sweep, error) {
 	var s sim.Sweep
 	var err error
 	if s.Policies, err = parseList(c, "policy", func(v string) (string, error) {
-		if _, err := policy.Lookup(v); err != nil {
+		p, err := policy.Lookup(v)
+		if err != nil {
 			return "", err
+		}
+		if !sim.Workflow(p) {
+			return "", fmt.Errorf("policy %s runs in the grid model: mqsim grid --policy %s", v, v)
 		}
 		return v, nil
 	}); err != nil {

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
-	"github.com/mq-hpc/mq/policy"
+	"github.com/mq-hpc/mq/sim"
 )
 
 // runMqsim runs mqsim in-process and returns its exit status and output.
@@ -72,7 +72,7 @@ func TestMqsimTablesAndPlots(t *testing.T) {
 		}
 	}
 	// a header, a column line, then a row per placeholder count and policy
-	if got := strings.Count(out, "\n"); got != 2+2*len(policy.Names()) {
+	if got := strings.Count(out, "\n"); got != 2+2*len(sim.WorkflowPolicies()) {
 		t.Fatalf("%d lines:\n%s", got, out)
 	}
 	if !strings.Contains(errOut, "index.html") {

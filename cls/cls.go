@@ -187,6 +187,9 @@ type CLS struct {
 	sshSrv  *sshserver.Server
 	sites   *sites
 	stager  *stager
+	// outputs serves jobs' output as it is written (op output.stream,
+	// Output).
+	outputs *outputs
 
 	runOnce   sync.Once
 	closeOnce sync.Once
@@ -303,6 +306,8 @@ func (c *CLS) open(ctx context.Context) (err error) {
 	(&plans{store: c.store, sites: c.sites, log: c.log}).install(c.srv)
 	fl := &files{store: c.store, places: c.sites.place, home: home, stager: c.stager, log: c.log, now: time.Now}
 	fl.install(c.srv)
+	c.outputs = &outputs{store: c.store}
+	c.outputs.install(c.srv)
 	c.stager.start(c.store)
 	c.closers = append(c.closers, c.stager.stop) // runs before the store closes
 

@@ -97,8 +97,8 @@ type Config struct {
 	// in Home/http.token (made, mode 0600, when missing).
 	HTTPAddr   string
 	HTTPPublic bool
-	// Follow, when set, streams a running job's output to its dashboard
-	// page (the output-follow work plugs in here).
+	// Follow, when set, replaces how a running job's output streams to
+	// its dashboard page (default: the CLS's own, CLS.Output).
 	Follow web.Follow
 	// Notes receives the few lines a person starting the CLS should see
 	// (warnings about MQ_HOME, the SSH host key); nil discards them.

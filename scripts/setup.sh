@@ -25,6 +25,8 @@ fi
 if [ "$(id -u)" != 0 ] || ! need apt-get; then
 	echo "setup: not root (or no apt-get): not installing sshd, SGE, Slurm; the sites suite will skip" >&2
 	need ssh || echo "setup: ssh (openssh-client) is missing; the e2e SSH tests will skip" >&2
+	need snakemake || echo "setup: snakemake is missing; the e2e Snakemake tests will skip" >&2
+	need makeflow || echo "setup: makeflow (coop-computing-tools) is missing; the e2e Makeflow tests will skip" >&2
 	exit 0
 fi
 export DEBIAN_FRONTEND=noninteractive
@@ -49,6 +51,12 @@ pkgs() { # install PACKAGES... unless every one is installed
 
 # GNU parallel is only for the benchmark baseline.
 pkgs parallel || echo "setup: could not install GNU parallel (only the benchmarks use it)" >&2
+
+# The workflow systems mq runs under (test/e2e/workflow_test.go): Snakemake 7
+# and Makeflow (cctools). Debian's makeflow calls MPI_Init at start, so it
+# needs Open MPI's runtime (openmpi-bin) even for other batch types.
+pkgs snakemake coop-computing-tools openmpi-bin ||
+	echo "setup: could not install Snakemake and Makeflow; their e2e tests will skip" >&2
 
 if ! pkgs openssh-server openssh-client; then
 	echo "setup: could not install OpenSSH; the sites suite will skip" >&2

@@ -237,6 +237,9 @@ func (s *Store) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
 	if err := hrows.Err(); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return d, err
 	}
+	if err := s.jobPlan(ctx, &d); err != nil {
+		return d, err
+	}
 	return d, s.jobFiles(ctx, &d)
 }
 

@@ -547,10 +547,10 @@ type workLoop struct {
 	ctx  context.Context // the agent's: jobs and polls end with it
 	rctx context.Context // reports: detached from ctx until reportGrace after it ends
 
-	ended     chan protocol.Report   // a slot's job (or bundle: an empty report) ended
-	progress  chan protocol.Report   // a bundle's jobs; unbuffered, so each is in before its slot frees
-	quit      chan struct{}          // work has returned: nobody reads progress or unacked
-	unacked   chan []protocol.Report // a report request's batch back: nil once the CLS took it
+	ended     chan protocol.Report // a slot's job (or bundle: an empty report) ended
+	progress  chan protocol.Report // a bundle's jobs; unbuffered, so each is in before its slot frees
+	quit      chan struct{}        // work has returned: nobody reads progress or unacked
+	unacked   chan reported        // a report request's answer: its batch back if the CLS did not take it, jobs it took
 	reporters sync.WaitGroup
 
 	free, running int
@@ -567,6 +567,8 @@ type workLoop struct {
 	pollSent     time.Time
 	pollPrefetch bool  // the poll out only prefetches (it does not wait for work)
 	asked        int   // jobs the poll out asked for
+	pollCovers   int   // free slots the poll out asks for (it may ask one more, ahead)
+	taking       int   // free slots the report requests out ask for (see uncovered)
 	lastDry      bool  // the last poll's reply had fewer jobs than asked: the CLS is out of work
 	pollDry      bool  // the poll out went after such a reply
 	prefetchDry  bool  // a prefetch found nothing: no more until a job ends
@@ -645,41 +647,105 @@ func (w *workLoop) startHeld() {
 	}
 }
 
-// sendReports reports on its own, without asking for work. The batch
+// reported is a report request's answer: the batch back if the CLS did
+// not take it (it goes out again), and the jobs it handed out with it.
+type reported struct {
+	back  []protocol.Report
+	took  int // free slots the request asked for
+	jobs  []protocol.Assignment
+	exit  bool
+	asked bool // the request asked for work (a next); false: a plain report
+}
+
+// sendReports reports on its own, without waiting for work. The batch
 // stays this agent's until the CLS acknowledges it: one that failed comes
 // back through unacked and goes out again.
-func (w *workLoop) sendReports() {
+//
+// take > 0 asks the CLS to hand over, with the acknowledgement, up to take
+// jobs ready at once (a next request that does not wait): the jobs these
+// very reports may make ready (a dependent), when the long poll that would
+// take them was answered already and the next one is still on its way.
+// A poll parked at the CLS was there first and is served first, so this
+// takes only what no parked poll wanted: a dependency hop costs one round
+// trip however the reports and polls interleave.
+func (w *workLoop) sendReports(take int) {
 	if len(w.reports) == 0 {
 		return
 	}
 	batch := w.reports
 	w.reports = nil
 	w.sending++
+	w.taking += take
 	w.reporters.Add(1)
 	go func() {
 		defer w.reporters.Done()
 		// No deadline while the agent runs: a CLS that is slow or
 		// stopped answers late, and a broken connection is re-dialled
 		// and the batch sent again (call).
-		err := call(w.rctx, w.a, protocol.OpReport, func(id int64) protocol.ReportBatch {
-			return protocol.ReportBatch{Placeholder: id, Reports: batch}
-		}, nil)
-		var back []protocol.Report
+		ans := reported{took: take, asked: take > 0}
+		var err error
+		if take > 0 {
+			var reply protocol.NextReply
+			err = call(w.rctx, w.a, protocol.OpNext, func(id int64) protocol.Next {
+				return protocol.Next{Placeholder: id, Reports: batch, Free: take, WalltimeLeft: w.a.walltimeLeft()}
+			}, &reply)
+			if err == nil {
+				ans.jobs, ans.exit = reply.Jobs, reply.Exit
+			}
+		} else {
+			err = call(w.rctx, w.a, protocol.OpReport, func(id int64) protocol.ReportBatch {
+				return protocol.ReportBatch{Placeholder: id, Reports: batch}
+			}, nil)
+		}
 		if err != nil {
 			if resend(err) {
-				back = batch
+				ans.back = batch
 			} else {
 				w.a.log.Warn("the CLS refused a report", "err", err)
 			}
 		}
 		select {
-		case w.unacked <- back:
+		case w.unacked <- ans:
 		case <-w.quit:
-			if back != nil {
+			if ans.back != nil {
 				w.a.log.Warn("could not report; the CLS will requeue after the lease", "err", err)
 			}
+			// Jobs it handed out now are never started: their leases
+			// expire and the CLS runs them elsewhere.
 		}
 	}()
+}
+
+// onReported takes a report request's answer.
+func (w *workLoop) onReported(ans reported) {
+	w.sending--
+	w.taking -= ans.took
+	// Not acknowledged: the next request carries it (a poll, or the
+	// tick's report at the latest).
+	w.reports = append(ans.back, w.reports...)
+	if ans.exit {
+		w.exiting = true
+	}
+	w.take(ans.jobs)
+}
+
+// uncovered is how many free slots no request out asks work for (see
+// slotsUncovered).
+func (w *workLoop) uncovered() int {
+	longPollOut := w.poll != nil && !w.pollPrefetch && !w.exiting && !w.a.cfg.NoOp
+	return slotsUncovered(longPollOut, w.free, len(w.held), w.pollCovers, w.taking)
+}
+
+// slotsUncovered is how many of the free slots no request out asks work
+// for: a long poll out covers the free slots it asked for, report requests
+// out the ones they asked for, held jobs fill theirs. Only with a long
+// poll out: without one, the next poll carries the reports and asks; a
+// prefetch returns at once.
+func slotsUncovered(longPollOut bool, free, held, pollCovers, taking int) int {
+	if !longPollOut {
+		return 0
+	}
+	return max(0, free-held-pollCovers-taking)
 }
 
 // scheduleReports decides when reports just gathered go out.
@@ -690,7 +756,7 @@ func (w *workLoop) scheduleReports() {
 	}
 	switch whenToReport(w.poll != nil && !w.pollPrefetch, age, w.pollDry, w.running) {
 	case reportNow:
-		w.sendReports()
+		w.sendReports(w.uncovered())
 	case reportSoon:
 		w.holdReports(reportHold)
 	case reportWithRefill:
@@ -717,6 +783,7 @@ func (w *workLoop) sendPoll(m move) {
 	w.reports = nil
 	w.poll, w.pollSent = make(chan polled, 1), w.a.now()
 	w.asked, w.pollDry = n, w.lastDry
+	w.pollCovers = min(n, max(0, w.free-len(w.held)))
 	go func(ch chan polled) {
 		var p polled
 		p.err = call(w.ctx, w.a, protocol.OpNext, func(id int64) protocol.Next {
@@ -758,7 +825,7 @@ drain:
 func (w *workLoop) onHoldExpired() {
 	w.holding = false
 	if w.poll != nil && !w.pollPrefetch {
-		w.sendReports() // the poll out has parked
+		w.sendReports(w.uncovered()) // the poll out has parked
 	} else if len(w.reports) > 0 {
 		w.reportsDue = true // the next poll goes at once (see decide)
 	}
@@ -781,7 +848,13 @@ func (w *workLoop) onPoll(p polled) {
 	if w.pollPrefetch && len(p.reply.Jobs) == 0 {
 		w.prefetchDry = true
 	}
-	for _, u := range units(p.reply.Jobs) {
+	w.take(p.reply.Jobs)
+}
+
+// take starts the jobs a request brought, or holds those beyond the free
+// slots.
+func (w *workLoop) take(jobs []protocol.Assignment) {
+	for _, u := range units(jobs) {
 		w.idleSince = w.a.now()
 		if isBundle(u) {
 			w.a.holdAll(u) // runBundle takes each job out as it starts it
@@ -809,7 +882,7 @@ func (w *workLoop) onTick() {
 		}
 	}
 	w.held = keep
-	w.sendReports() // a returned job must not wait for a slot or a long poll
+	w.sendReports(0) // a returned job must not wait for a slot or a long poll
 }
 
 // work runs the slots from one loop. Each request reports every job that
@@ -824,7 +897,7 @@ func (a *Agent) work(ctx context.Context) error {
 		ended:     make(chan protocol.Report, a.cfg.Slots),
 		progress:  make(chan protocol.Report),
 		quit:      make(chan struct{}),
-		unacked:   make(chan []protocol.Report),
+		unacked:   make(chan reported),
 		free:      a.cfg.Slots,
 		idleSince: a.now(),
 		hold:      time.NewTimer(time.Hour),
@@ -866,7 +939,7 @@ func (a *Agent) work(ctx context.Context) error {
 			}, nil)
 		}
 		if m.ReportAlone {
-			w.sendReports()
+			w.sendReports(0)
 			w.reportsDue = false
 		}
 		if m.Poll {
@@ -878,11 +951,8 @@ func (a *Agent) work(ctx context.Context) error {
 			w.scheduleReports()
 		case r := <-w.ended:
 			w.onEnded(r)
-		case back := <-w.unacked:
-			w.sending--
-			// Not acknowledged: the next request carries it (a poll, or
-			// the tick's report at the latest).
-			w.reports = append(back, w.reports...)
+		case ans := <-w.unacked:
+			w.onReported(ans)
 		case <-w.hold.C:
 			w.onHoldExpired()
 		case p := <-w.poll:

@@ -83,6 +83,9 @@ func (c *cls) silence() {
 }
 
 // count is how many requests of op were read (lost: vanished unanswered).
+// carried counts requests that carried reports, whatever their op.
+const carried = "(reports)"
+
 func (c *cls) count(op string, lost bool) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -111,7 +114,17 @@ func (p *peerConn) Read(b []byte) (int, error) {
 				p.c.lost[op] += k
 			}
 		}
-		fail := p.c.fail > 0 && strings.Contains(string(b[:n]), `"op":"`+protocol.OpReport.Name+`"`)
+		// A report goes on its own, or on a next that does not wait
+		// (when it may take the work it makes ready): both carry reports.
+		reports := strings.Contains(string(b[:n]), `"op":"`+protocol.OpReport.Name+`"`) ||
+			(strings.Contains(string(b[:n]), `"op":"`+protocol.OpNext.Name+`"`) && strings.Contains(string(b[:n]), `"reports":[{`))
+		if reports {
+			p.c.seen[carried]++
+			if silent {
+				p.c.lost[carried]++
+			}
+		}
+		fail := p.c.fail > 0 && reports
 		if fail {
 			p.c.fail--
 		}
@@ -289,7 +302,7 @@ func TestAgentResendsUnansweredReport(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for c.count(protocol.OpReport.Name, true) == 0 {
+	for c.count(carried, true) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the job's report never went out")
 		}
@@ -342,8 +355,8 @@ func TestAgentResendsRefusedReport(t *testing.T) {
 	if e := c.wait(id)[id]; e.State != "D" {
 		t.Fatalf("job ended %+v", e)
 	}
-	if c.count(protocol.OpReport.Name, false) < 2 {
-		t.Fatalf("%d report requests; want the refused one and its resend", c.count(protocol.OpReport.Name, false))
+	if c.count(carried, false) < 2 {
+		t.Fatalf("%d requests carried reports; want the refused one and its resend", c.count(carried, false))
 	}
 	d, err := c.store.Job(context.Background(), id)
 	if err != nil || d.Attempts != 1 || len(d.History) != 0 {
@@ -741,6 +754,33 @@ func TestWhenToReport(t *testing.T) {
 	} {
 		if got := whenToReport(tc.longPollOut, tc.age, tc.afterDry, tc.running); got != tc.want {
 			t.Errorf("%s: whenToReport(%v, %v, %v, %d) = %d, want %d", tc.name, tc.longPollOut, tc.age, tc.afterDry, tc.running, got, tc.want)
+		}
+	}
+}
+
+// TestSlotsUncovered: a report goes out asking for work (a next that does
+// not wait) only for free slots that no request out asks for already, so
+// the dependent a report makes ready can come back on its answer when the
+// long poll that would have taken it was answered already.
+func TestSlotsUncovered(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name                                 string
+		longPollOut                          bool
+		free, held, pollCovers, taking, want int
+	}{
+		// Two pipelines on 8 slots: the poll went out for the 6 free
+		// slots; a stage ends: its slot is nobody's.
+		{"a stage ended under a long poll", true, 7, 0, 6, 0, 1},
+		{"two ended", true, 8, 0, 6, 0, 2},
+		{"a report out asks for it already", true, 7, 0, 6, 1, 0},
+		{"a held job fills it", true, 7, 1, 6, 0, 0},
+		{"the poll covers every free slot", true, 6, 0, 6, 0, 0},
+		{"more covered than free", true, 2, 1, 6, 3, 0},
+		{"no long poll out: the next poll asks", false, 7, 0, 0, 0, 0},
+	} {
+		if got := slotsUncovered(tc.longPollOut, tc.free, tc.held, tc.pollCovers, tc.taking); got != tc.want {
+			t.Errorf("%s: slotsUncovered = %d, want %d", tc.name, got, tc.want)
 		}
 	}
 }

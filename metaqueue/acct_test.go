@@ -84,3 +84,24 @@ func TestCheckUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestBlockedBy: a blocked job names the failed job behind it, through
+// other blocked jobs.
+func TestBlockedBy(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	f := e.submit1("f", "f")
+	b := e.submit1("b", "b", "f")
+	c := e.submit1("c", "c", "b")
+	ph := e.register("s")
+	e.report(ph, exit(e.next(ph, 1)[0], 1))
+	e.mustBe(c, job.Blocked)
+	for _, id := range []int64{b, c} {
+		if got := e.job(id).BlockedBy; got == nil || got.Job != f || got.State != "F" || got.Target != "f" {
+			t.Fatalf("job %d blocked by %+v, want job %d (F, target f)", id, got, f)
+		}
+	}
+	if got := e.job(f).BlockedBy; got != nil {
+		t.Fatalf("a failed job is blocked by %+v", got)
+	}
+}

@@ -241,6 +241,11 @@ func (s *Store) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
 		ts.Complete = total > 0 && done == total
 		d.WaitingOn = append(d.WaitingOn, ts)
 	}
+	if d.State == string(job.Blocked) {
+		if d.BlockedBy, err = s.blockedBy(ctx, id); err != nil {
+			return d, err
+		}
+	}
 	lost, err := s.outputLost(ctx, id)
 	if err != nil {
 		return d, err
@@ -252,6 +257,47 @@ func (s *Store) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
 		return d, err
 	}
 	return d, s.jobFiles(ctx, &d)
+}
+
+// blockedBy finds the failed or deleted job that blocks job id, following
+// blocked jobs of its prerequisite targets breadth first (nil if none is
+// found within a bounded search).
+func (s *Store) blockedBy(ctx context.Context, id int64) (*protocol.JobRefState, error) {
+	seen := map[int64]bool{id: true}
+	frontier := []int64{id}
+	for len(frontier) > 0 && len(seen) < 10000 {
+		cur := frontier[0]
+		frontier = frontier[1:]
+		rows, err := s.rdb.QueryContext(ctx, `SELECT j.id, t.name, j.state FROM job_prereqs jp
+			JOIN jobs j ON j.target_id = jp.target_id JOIN targets t ON t.id = j.target_id
+			WHERE jp.job_id = ? AND j.state IN ('F', 'X', 'B') ORDER BY j.state = 'B', j.id LIMIT 1000`, cur)
+		if err != nil {
+			return nil, err
+		}
+		var found *protocol.JobRefState
+		for rows.Next() {
+			var r protocol.JobRefState
+			if err := rows.Scan(&r.Job, &r.Target, &r.State); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			if r.State != string(job.Blocked) {
+				found = &r
+				break
+			}
+			if !seen[r.Job] {
+				seen[r.Job] = true
+				frontier = append(frontier, r.Job)
+			}
+		}
+		if err := closeRows(rows); err != nil {
+			return nil, err
+		}
+		if found != nil {
+			return found, nil
+		}
+	}
+	return nil, nil
 }
 
 // querier is what reads need of a database or a transaction.

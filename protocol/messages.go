@@ -212,10 +212,20 @@ type JobDetail struct {
 	// kept: where the placeholder writes it or in the CLS's copy.
 	OutputLost string         `json:"output_lost,omitempty"`
 	WaitingOn  []TargetStatus `json:"waiting_on,omitempty"`
+	// BlockedBy is, for a blocked job, the failed or deleted job that
+	// blocks it (through other blocked jobs, maybe).
+	BlockedBy *JobRefState `json:"blocked_by,omitempty"`
 	History    []AttemptInfo  `json:"history,omitempty"`
 	Inputs     []FileInfo     `json:"inputs,omitempty"`
 	Outputs    []FileInfo     `json:"outputs,omitempty"`
 	Transfers  []TransferInfo `json:"transfers,omitempty"` // data staging for this job
+}
+
+// JobRefState names a job with its target and state letter.
+type JobRefState struct {
+	Job    int64  `json:"job"`
+	Target string `json:"target"`
+	State  string `json:"state"`
 }
 
 // TargetStatus describes a prerequisite target of a job.

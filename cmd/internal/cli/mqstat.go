@@ -23,8 +23,9 @@ import (
 func Mqstat(env Env) *cli.App {
 	app := NewApp("mqstat", "show jobs in the metaqueue", env)
 	app.UsageText = `mqstat [-q QUEUE] [-t TARGET] [-s STATES] [--json] [--limit N]
+   mqstat --acct [-q QUEUE] [-t TARGET] [-s STATES] [--json]
    mqstat -j ID [--json]
-   mqstat --output ID [--stderr]
+   mqstat --cat ID [--stderr]
    mqstat --summary [--json]`
 	app.Description = `States: W waiting on prerequisites, Q queued (ready), E executing, D done,
 F failed, B blocked by a failed or deleted prerequisite, X deleted.
@@ -38,8 +39,12 @@ Without -s every job but deleted ones is listed.`
 		&cli.BoolFlag{Name: "summary", Usage: "count jobs per queue and state"},
 		&cli.IntFlag{Name: "limit", Usage: "list at most N jobs"},
 		&cli.BoolFlag{Name: "w", Aliases: []string{"wide"}, Usage: "do not shorten commands"},
-		&cli.Int64Flag{Name: "output", Aliases: []string{"o"}, Usage: "print the stdout of job `ID` (its latest attempt)"},
-		&cli.BoolFlag{Name: "stderr", Usage: "with --output: print stderr instead"},
+		&cli.Int64Flag{Name: "cat", Usage: "print the stdout of job `ID` (its latest attempt)"},
+		// The old spelling: -o is mqsub's declared output, so mqstat's
+		// is --cat now (hq job cat); this keeps scripts working.
+		&cli.Int64Flag{Name: "output", Aliases: []string{"o"}, Hidden: true},
+		&cli.BoolFlag{Name: "stderr", Usage: "with --cat: print stderr instead"},
+		&cli.BoolFlag{Name: "acct", Usage: "accounting, like sacct: each attempt's host, start, elapsed time, CPU and max RSS, then a summary per target"},
 	}
 	app.Action = func(c *cli.Context) error {
 		if c.NArg() > 0 {
@@ -56,11 +61,15 @@ Without -s every job but deleted ones is listed.`
 		if c.Int("limit") < 0 {
 			return Usagef("--limit must be 0 (no limit) or more, not %d", c.Int("limit"))
 		}
-		if c.IsSet("output") && c.Int64("output") <= 0 {
-			return Usagef("--output needs a job id")
+		catID, catSet := c.Int64("cat"), c.IsSet("cat")
+		if c.IsSet("output") {
+			catID, catSet = c.Int64("output"), true
 		}
-		if c.Bool("stderr") && !c.IsSet("output") {
-			return Usagef("--stderr goes with --output ID")
+		if catSet && catID <= 0 {
+			return Usagef("--cat needs a job id")
+		}
+		if c.Bool("stderr") && !catSet {
+			return Usagef("--stderr goes with --cat ID")
 		}
 		cl, err := Dial(c.Context, env, "mqstat")
 		if err != nil {
@@ -70,8 +79,8 @@ Without -s every job but deleted ones is listed.`
 		w := bufio.NewWriterSize(c.App.Writer, 64<<10)
 		defer w.Flush()
 		switch {
-		case c.IsSet("output"):
-			d, err := client.Do(c.Context, cl, protocol.OpJob, protocol.JobQuery{ID: c.Int64("output")})
+		case catSet:
+			d, err := client.Do(c.Context, cl, protocol.OpJob, protocol.JobQuery{ID: catID})
 			if err != nil {
 				return err
 			}
@@ -114,13 +123,20 @@ Without -s every job but deleted ones is listed.`
 		}
 		st := protocol.Stat{Queue: c.String("q"), Target: c.String("t"), States: strings.ToUpper(c.String("s")), Limit: c.Int("limit")}
 		asJSON := c.Bool("json")
+		acct := c.Bool("acct")
+		var sums acctSums
+		st.Earlier = acct
 		var tw *tabwriter.Writer
 		first := true
 		if asJSON {
 			w.WriteString("[")
 		} else {
 			tw = tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
-			fmt.Fprintln(tw, "ID\tQUEUE\tTARGET\tS\tATT\tHOST\tSUBMITTED\tSTARTED\tFINISHED\tEXIT\tCOMMAND")
+			if acct {
+				fmt.Fprintln(tw, acctHeader)
+			} else {
+				fmt.Fprintln(tw, "ID\tQUEUE\tTARGET\tS\tATT\tHOST\tSUBMITTED\tSTARTED\tFINISHED\tEXIT\tCOMMAND")
+			}
 		}
 		now := time.Now()
 		err = client.Stream(c.Context, cl, protocol.OpStat, st, func(r protocol.StatReply) error {
@@ -132,6 +148,11 @@ Without -s every job but deleted ones is listed.`
 					first = false
 					b, _ := json.Marshal(j)
 					w.Write(b)
+					continue
+				}
+				if acct {
+					printAcct(tw, j, now)
+					sums.add(j)
 					continue
 				}
 				printRow(tw, j, now, c.Bool("w"))
@@ -146,6 +167,10 @@ Without -s every job but deleted ones is listed.`
 		}
 		if asJSON {
 			w.WriteString("]\n")
+		}
+		if acct && !asJSON {
+			fmt.Fprintln(w)
+			sums.print(w)
 		}
 		return nil
 	}
@@ -224,10 +249,13 @@ func shortTime(s string, now time.Time) string {
 		return protocol.Printable(s)
 	}
 	t = t.Local()
-	if y, m, d := t.Date(); y == now.Year() && m == now.Month() && d == now.Day() {
+	switch y, m, d := t.Date(); {
+	case y == now.Year() && m == now.Month() && d == now.Day():
 		return t.Format("15:04:05")
+	case y == now.Year():
+		return t.Format("Jan 02 15:04")
 	}
-	return t.Format("01-02 15:04")
+	return t.Format("2006-01-02 15:04")
 }
 
 func printRow(tw io.Writer, j protocol.JobInfo, now time.Time, wide bool) {
@@ -321,6 +349,10 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 		p("exit status", fmt.Sprint(*d.Exit))
 	}
 	p("reason", d.Reason)
+	if d.BlockedBy != nil {
+		p("blocked by", fmt.Sprintf("job %d (%s, target %s): mqsub --rerun %d, or mqdel this job", d.BlockedBy.Job, stateName(d.BlockedBy.State), d.BlockedBy.Target, d.BlockedBy.Job))
+	}
+	p("usage", usageLine(d.Accounting, d.Finished != ""))
 	p("output lost", d.OutputLost)
 	if d.Stdout != "" {
 		where := ""
@@ -348,6 +380,9 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 			exit = fmt.Sprint(*a.Exit)
 		}
 		line := fmt.Sprintf("%s on %s, %s to %s, exit %s: %s", a.Site, a.Host, a.Started, a.Finished, exit, a.Reason)
+		if u := usageLine(a.Accounting, a.Finished != ""); u != "" {
+			line += "; " + u
+		}
 		if a.OutputLost != "" {
 			line += "; output lost: " + a.OutputLost
 		}

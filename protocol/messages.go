@@ -214,11 +214,11 @@ type JobDetail struct {
 	WaitingOn  []TargetStatus `json:"waiting_on,omitempty"`
 	// BlockedBy is, for a blocked job, the failed or deleted job that
 	// blocks it (through other blocked jobs, maybe).
-	BlockedBy *JobRefState `json:"blocked_by,omitempty"`
-	History    []AttemptInfo  `json:"history,omitempty"`
-	Inputs     []FileInfo     `json:"inputs,omitempty"`
-	Outputs    []FileInfo     `json:"outputs,omitempty"`
-	Transfers  []TransferInfo `json:"transfers,omitempty"` // data staging for this job
+	BlockedBy *JobRefState   `json:"blocked_by,omitempty"`
+	History   []AttemptInfo  `json:"history,omitempty"`
+	Inputs    []FileInfo     `json:"inputs,omitempty"`
+	Outputs   []FileInfo     `json:"outputs,omitempty"`
+	Transfers []TransferInfo `json:"transfers,omitempty"` // data staging for this job
 }
 
 // JobRefState names a job with its target and state letter.

@@ -2,8 +2,8 @@ package cli
 
 import (
 	"bytes"
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -36,7 +36,7 @@ func TestMqstatAcct(t *testing.T) {
 					t.Errorf("mqstat --acct asks for %s, without earlier attempts", b)
 				}
 			}},
-		protocol.OpJob.Name:  {Body: protocol.JobDetail{JobInfo: jobs[0], History: jobs[0].Earlier}},
+		protocol.OpJob.Name: {Body: protocol.JobDetail{JobInfo: jobs[0], History: jobs[0].Earlier}},
 	}
 	var o, e bytes.Buffer
 	env := Env{Stdin: strings.NewReader(""), Stdout: &o, Stderr: &e, Getwd: os.Getwd, Dial: clitest.Dial(replies)}

@@ -19,11 +19,13 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/internal/version"
 	"github.com/mq-hpc/mq/protocol"
 )
 
-// Version is the mq version, set at build time with -ldflags.
-var Version = "dev"
+// Version is the mq version: the build information's module version and
+// VCS revision (internal/version).
+var Version = version.String()
 
 // Exit codes shared by every command.
 const (

@@ -76,7 +76,7 @@ func Main(ctx context.Context, app *cli.App, args []string) int {
 // Run is Main without signal handling: the SSH endpoint runs commands with
 // it, cancelling ctx when the client goes away.
 func Run(ctx context.Context, app *cli.App, args []string) int {
-	app.HideHelpCommand = true
+	Tidy(app)
 	app.ExitErrHandler = func(*cli.Context, error) {} // we map errors ourselves
 	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
 		return usageError{FlagMessage(err)}
@@ -107,6 +107,31 @@ func Run(ctx context.Context, app *cli.App, args []string) int {
 	// escaped, nothing in them reaches the terminal raw.
 	fmt.Fprintf(app.ErrWriter, "%s: %s\n", name, protocol.Printable(oneLine(err.Error())))
 	return ExitFailed
+}
+
+// Tidy sets what every mq command's help shares, on app and all its
+// commands: no "help" command listed (--help is the way), no "(default:
+// false)" on booleans.
+func Tidy(app *cli.App) {
+	app.HideHelpCommand = true
+	tidyFlags(app.Flags)
+	var walk func([]*cli.Command)
+	walk = func(cs []*cli.Command) {
+		for _, c := range cs {
+			c.HideHelpCommand = true
+			tidyFlags(c.Flags)
+			walk(c.Subcommands)
+		}
+	}
+	walk(app.Commands)
+}
+
+func tidyFlags(fs []cli.Flag) {
+	for _, f := range fs {
+		if b, ok := f.(*cli.BoolFlag); ok && !b.Value {
+			b.DisableDefaultText = true
+		}
+	}
 }
 
 // isFlagError recognises urfave/cli's own usage errors that bypass

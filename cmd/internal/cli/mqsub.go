@@ -18,6 +18,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/internal/walltime"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -44,7 +45,7 @@ where its inputs were produced.`
 		&cli.StringFlag{Name: "q", Aliases: []string{"queue"}, Usage: "queue (created on first use)", Value: protocol.DefaultQueue},
 		&cli.StringSliceFlag{Name: "p", Aliases: []string{"prereq"}, Usage: "prerequisite target (repeat, or a comma list)"},
 		&cli.BoolFlag{Name: "b", Aliases: []string{"block"}, Usage: "wait for the job to end and exit with its exit status"},
-		&cli.Float64Flag{Name: "e", Aliases: []string{"est"}, Usage: "expected runtime in seconds"},
+		&cli.StringFlag{Name: "e", Aliases: []string{"est"}, Usage: "expected runtime: seconds, or 2h, 04:00:00, 1-12:00:00"},
 		&cli.StringFlag{Name: "d", Aliases: []string{"dir"}, Usage: "working directory of the job"},
 		// No long aliases: urfave/cli would Set a generic flag's value again
 		// through each alias.
@@ -80,13 +81,19 @@ where its inputs were produced.`
 		if err != nil {
 			return err
 		}
+		var est float64
+		if c.IsSet("e") {
+			if est, err = walltime.Parse(c.String("e")); err != nil {
+				return Usagef("-e: %v", err)
+			}
+		}
 		js := protocol.JobSpec{
 			Queue:   c.String("q"),
 			Target:  c.Args().First(),
 			Prereqs: splitList(c.StringSlice("p")),
 			Command: strings.Join(c.Args().Tail(), " "),
 			Cwd:     dir,
-			Est:     c.Float64("e"),
+			Est:     est,
 			Inputs:  c.Generic("i").(*fileList).files,
 			Outputs: c.Generic("o").(*fileList).files,
 		}

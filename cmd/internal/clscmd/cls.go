@@ -24,6 +24,7 @@ import (
 	"github.com/mq-hpc/mq/cls"
 	"github.com/mq-hpc/mq/cmd/internal/agentcmd"
 	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
+	"github.com/mq-hpc/mq/internal/walltime"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/metaqueue"
 	"github.com/mq-hpc/mq/policy"
@@ -51,7 +52,7 @@ func clsServe() *cli.Command {
 socket mqsub/mqstat/mqdel use), cls.log, and output/ (jobs' stdout and stderr
 from local placeholders).`,
 		Flags: []cli.Flag{
-			&cli.IntFlag{Name: "local", Usage: "local placeholders to keep running, the site local of cls site list (0 = none)", Value: runtime.NumCPU()},
+			&cli.IntFlag{Name: "local", Usage: "local placeholders to keep running, the site local of cls site list (0 = none)", Value: runtime.NumCPU(), DefaultText: "number of CPUs"},
 			&cli.IntFlag{Name: "slots", Usage: "jobs each local placeholder runs at once", Value: 1},
 			&cli.DurationFlag{Name: "lease", Usage: "requeue a job when its placeholder is silent this long", Value: 30 * time.Second},
 			&cli.StringFlag{Name: "sync", Usage: "commit durability: submit (users' changes survive power loss; placeholder traffic survives a crash of the CLS, so after a power loss jobs that just ended may rerun), full (every commit survives power loss) or normal (every commit survives a crash of the CLS)", Value: string(metaqueue.SyncSubmit)},
@@ -220,6 +221,9 @@ func queueSet(env mqcli.Env) *cli.Command {
 				}
 				qs.Ceiling = &d
 			}
+			if set["max-attempts"] && (v.maxAttempts < 1 || v.maxAttempts > 1000) {
+				return mqcli.Usagef("--max-attempts must be 1..1000, not %d", v.maxAttempts)
+			}
 			if set["max-attempts"] {
 				qs.MaxAttempts = &v.maxAttempts
 			}
@@ -227,6 +231,9 @@ func queueSet(env mqcli.Env) *cli.Command {
 				qs.RetryFailed = &v.retryFailed
 			}
 			if set["policy"] {
+				if _, err := policy.Lookup(v.policy); err != nil {
+					return mqcli.Usagef("--policy: %v", err)
+				}
 				qs.Policy = &v.policy
 			}
 			cl, err := mqcli.Dial(c.Context, env, "cls")
@@ -248,8 +255,8 @@ func queueSet(env mqcli.Env) *cli.Command {
 // parsing (parseFlags), with their values in v.
 func queueSetFlags(v *queueSetValues) []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "ceiling", Usage: "longest a job may run, e.g. 90, 90s, 2h (0 = no limit)", Destination: &v.ceiling},
-		&cli.IntFlag{Name: "max-attempts", Usage: "times a job may be dispatched before it fails", Destination: &v.maxAttempts},
+		&cli.StringFlag{Name: "ceiling", Usage: "longest a job may run, e.g. 90, 90s, 2h, 04:00:00 (0 = no limit)", Destination: &v.ceiling, DefaultText: "0 for a new queue"},
+		&cli.IntFlag{Name: "max-attempts", Usage: "times a job may be dispatched before it fails", Destination: &v.maxAttempts, DefaultText: "3 for a new queue"},
 		&cli.BoolFlag{Name: "retry-failed", Usage: "retry jobs that exit non-zero (within max-attempts)", Destination: &v.retryFailed},
 		&cli.StringFlag{Name: "policy", Usage: "scheduling policy: " + policyHelp(), Destination: &v.policy},
 	}
@@ -303,24 +310,9 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// parseSeconds reads "90" (seconds) or a Go duration such as "1h30m",
-// 0..protocol.MaxSeconds.
-func parseSeconds(s string) (float64, error) {
-	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		if !(f >= 0 && f <= protocol.MaxSeconds) { // also NaN
-			return 0, fmt.Errorf("%q is not 0..%g seconds (about 31 years)", s, float64(protocol.MaxSeconds))
-		}
-		return f, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("%q is not a duration (e.g. 90, 90s, 2h)", s)
-	}
-	if d.Seconds() > protocol.MaxSeconds {
-		return 0, fmt.Errorf("%q is more than %g seconds (about 31 years)", s, float64(protocol.MaxSeconds))
-	}
-	return d.Seconds(), nil
-}
+// parseSeconds reads a time span: seconds ("90"), a Go duration ("1h30m")
+// or a batch system's clock form ("04:00:00", "1-12:00:00").
+func parseSeconds(s string) (float64, error) { return walltime.Parse(s) }
 
 // checkDurations checks duration flags against their ranges; a flag whose
 // value is out of range is a usage error naming it.

@@ -138,7 +138,7 @@ func tidyFlags(fs []cli.Flag) {
 // OnUsageError (a flag given a bad value, a required flag missing).
 func isFlagError(err error) bool {
 	s := err.Error()
-	return strings.HasPrefix(s, "invalid value") || strings.HasPrefix(s, "Required flag") ||
+	return strings.HasPrefix(s, "invalid value") || strings.HasPrefix(s, "invalid boolean value") || strings.HasPrefix(s, "Required flag") ||
 		strings.Contains(s, "flag needs an argument") || strings.HasPrefix(s, "flag provided but not defined")
 }
 

@@ -93,6 +93,11 @@ func serve(c *cli.Context) error {
 	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
 		return mqcli.Usagef("--log-level: %v", err)
 	}
+	switch metaqueue.Sync(c.String("sync")) {
+	case metaqueue.SyncSubmit, metaqueue.SyncFull, metaqueue.SyncNormal:
+	default:
+		return mqcli.Usagef("--sync must be submit, full or normal, not %q", c.String("sync"))
+	}
 	if c.Duration("connect-timeout") < time.Second {
 		return mqcli.Usagef("--connect-timeout must be at least 1s, not %s", c.Duration("connect-timeout"))
 	}

@@ -32,6 +32,9 @@ const (
 	ExitOK      = 0
 	ExitFailed  = 1 // the request failed: the server said no, or could not be reached
 	ExitUsage   = 2 // the command line was wrong
+	// ExitInterrupted is a command stopped by SIGINT or SIGTERM while it
+	// waited (mqsub -b), as a shell reports it: 128+SIGINT.
+	ExitInterrupted = 130
 	exitUnknown = 1
 )
 

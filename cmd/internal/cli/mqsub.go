@@ -49,8 +49,8 @@ where its inputs were produced.`
 		&cli.StringFlag{Name: "d", Aliases: []string{"dir"}, Usage: "working directory of the job"},
 		// No long aliases: urfave/cli would Set a generic flag's value again
 		// through each alias.
-		&cli.GenericFlag{Name: "i", Value: &fileList{}, Usage: "a file the job reads, `PATH[:SIZE]` (repeat)"},
-		&cli.GenericFlag{Name: "o", Value: &fileList{}, Usage: "a file the job writes, `PATH[:SIZE]` (repeat)"},
+		&cli.GenericFlag{Name: "i", Aliases: []string{"input"}, Value: &fileList{}, Usage: "a file the job reads, `PATH[:SIZE]` (repeat)"},
+		&cli.GenericFlag{Name: "o", Aliases: []string{"output"}, Value: &fileList{}, Usage: "a file the job writes, `PATH[:SIZE]` (repeat)"},
 		&cli.StringFlag{Name: "f", Aliases: []string{"file"}, Usage: "add the jobs in `FILE` (JSON lines) in one transaction"},
 		&cli.BoolFlag{Name: "rerun", Usage: "run ended jobs (done, failed, deleted) again"},
 		&cli.StringFlag{Name: "t", Aliases: []string{"target"}, Usage: "with --rerun: every ended job of this target"},
@@ -118,11 +118,23 @@ where its inputs were produced.`
 		}
 		w, err := client.Do(c.Context, cl, protocol.OpWait, protocol.Wait{IDs: []int64{id}})
 		if err != nil {
-			return fmt.Errorf("waiting for job %d: %w", id, err)
+			return waitError(c.Context, id, err)
 		}
 		return jobExit(w.Jobs[0])
 	}
 	return app
+}
+
+// waitError says why mqsub -b stopped waiting: an interrupt (Ctrl-C) or
+// the CLS going away are ordinary, and the job is not lost either way.
+func waitError(ctx context.Context, id int64, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return exitError{code: ExitInterrupted, msg: fmt.Sprintf("interrupted; job %d stays in the metaqueue (mqstat -j %d, mqdel %d)", id, id, id)}
+	case protocol.IsCode(err, protocol.CodeShutdown), errors.Is(err, client.ErrClosed), errors.Is(err, io.EOF):
+		return fmt.Errorf("the CLS stopped while waiting for job %d; the job is kept: mqstat -j %d once the CLS runs again", id, id)
+	}
+	return fmt.Errorf("waiting for job %d: %w", id, err)
 }
 
 // jobExit turns how a job ended into mqsub -b's exit.
@@ -150,9 +162,33 @@ func jobDir(c *cli.Context, env Env) (string, error) {
 		if err != nil {
 			return "", Usagef("working directory %q: %v", d, err)
 		}
+		if env.Dial == nil {
+			// On the CLS host (its Unix socket): the directory the job
+			// runs in is the one named here, so a mistake shows now
+			// rather than when the job runs. Remote sites make it under
+			// their data root; a path seen from elsewhere is not checked.
+			if fi, err := os.Stat(abs); err != nil {
+				return "", Usagef("-d %s: %v", protocol.Quote(abs), errors.Unwrap(err))
+			} else if !fi.IsDir() {
+				return "", Usagef("-d %s is not a directory", protocol.Quote(abs))
+			}
+		}
 		return abs, nil
 	}
-	return env.Getwd()
+	return getwd(env)
+}
+
+// getwd is the directory jobs run in by default, with advice when it has
+// been removed under the shell.
+func getwd(env Env) (string, error) {
+	wd, err := env.Getwd()
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("the current directory no longer exists (removed?): cd to another, or name the job's directory with -d DIR")
+		}
+		return "", fmt.Errorf("the current directory: %w (name the job's directory with -d DIR)", err)
+	}
+	return wd, nil
 }
 
 // splitList flattens repeated and comma-separated values.
@@ -181,7 +217,7 @@ func mqsubFile(c *cli.Context, env Env) error {
 		defer f.Close()
 		r = f
 	}
-	cwd, err := env.Getwd()
+	cwd, err := getwd(env)
 	if err != nil {
 		return err
 	}

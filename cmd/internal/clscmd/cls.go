@@ -125,8 +125,8 @@ func serve(c *cli.Context) error {
 		return err
 	}
 	defer srv.Close()
-	fmt.Fprintf(c.App.ErrWriter, "cls: serving MQ_HOME=%s with %d local placeholders (log: %s)\n",
-		srv.Home(), n, filepath.Join(srv.Home(), "cls.log"))
+	fmt.Fprintf(c.App.ErrWriter, "cls: serving MQ_HOME=%s with %s (log: %s)\n",
+		srv.Home(), plural(n, "local placeholder"), filepath.Join(srv.Home(), "cls.log"))
 	return srv.Run(c.Context)
 }
 
@@ -391,4 +391,12 @@ func policyHelp() string {
 		fmt.Fprintf(&b, "%s (%s)", p.Name, p.Summary)
 	}
 	return b.String()
+}
+
+// plural is "1 thing", "2 things".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }

@@ -29,13 +29,13 @@ var Version = version.String()
 
 // Exit codes shared by every command.
 const (
-	ExitOK      = 0
-	ExitFailed  = 1 // the request failed: the server said no, or could not be reached
-	ExitUsage   = 2 // the command line was wrong
+	ExitOK     = 0
+	ExitFailed = 1 // the request failed: the server said no, or could not be reached
+	ExitUsage  = 2 // the command line was wrong
 	// ExitInterrupted is a command stopped by SIGINT or SIGTERM while it
 	// waited (mqsub -b), as a shell reports it: 128+SIGINT.
 	ExitInterrupted = 130
-	exitUnknown = 1
+	exitUnknown     = 1
 )
 
 // usageError is a mistake on the command line (exit 2).
@@ -173,6 +173,8 @@ func NewApp(name, usage string, env Env) *cli.App {
 		Reader:                 env.Stdin,
 		UseShortOptionHandling: false,
 		HideHelpCommand:        true,
+		// Shell completion asks the command (scripts/gendocs).
+		EnableBashCompletion: true,
 	}
 }
 

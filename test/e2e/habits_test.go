@@ -49,8 +49,8 @@ func (h *harness) acct(id int64) acctDetail {
 func TestAccounting(t *testing.T) {
 	h := newHarness(t)
 	h.startCLS("--local", "1")
-	// CPU in a child of the job's shell, 50 MB in awk.
-	burn := h.submit("-e", "0:30", "burn", `sh -c 'i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done'; awk 'BEGIN { s = sprintf("%50000000s", ""); print length(s) }'`)
+	// CPU in a child of the job's shell, 50 MB in dd's buffer.
+	burn := h.submit("-e", "0:30", "burn", `sh -c 'i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done'; dd if=/dev/zero of=/dev/null bs=50M count=1 2>/dev/null`)
 	fail := h.submit("bad", "exit 3")
 	blocked := h.submit("-p", "bad", "after", "true")
 	h.waitState(burn, "D", 3*time.Minute)

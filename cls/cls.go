@@ -266,6 +266,7 @@ func (c *CLS) open(ctx context.Context) (err error) {
 		c.sites.mgr.Embedded = []protocol.SiteSpec{{Name: site.EmbeddedName, Type: site.Local, Min: cfg.Local, Max: cfg.Local, Slots: cfg.Slots}}
 	}
 	c.sites.install(c.srv)
+	(&plans{store: c.store, sites: c.sites, log: c.log}).install(c.srv)
 	fl := &files{store: c.store, places: c.sites.place, home: home, stager: c.stager, log: c.log, now: time.Now}
 	fl.install(c.srv)
 	c.stager.start(c.store)

@@ -146,8 +146,9 @@ func (d *dataState) site(p place) policy.Site {
 
 // link returns the link of a place's site: measured from real transfers
 // when it has been (MeasuredLink), else the configured one.
-func (s *Store) link(at policy.Site) Link {
-	name := s.data.places[at].site
+func (s *Store) link(at policy.Site) Link { return s.linkOf(s.data.places[at].site) }
+
+func (s *Store) linkOf(name string) Link {
 	if m := s.measured.Load(); m != nil {
 		if l, ok := (*m)[name]; ok && l.valid() {
 			return l
@@ -424,6 +425,7 @@ func (s *Store) jobEnded(id int64) {
 	delete(s.stg.to, id)
 	delete(s.data.files, id)
 	delete(s.data.readyAt, id)
+	s.planEnded(id)
 }
 
 // inputs adds up the inputs of jobs ids by where they are, appending to

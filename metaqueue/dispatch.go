@@ -88,6 +88,9 @@ type parkedNext struct {
 	dcWaited bool
 	dcGen    uint64
 	dcAt     time.Time
+	// site is the asking placeholder's site name, once plans needed it
+	// (pickPlanned).
+	site string
 }
 
 // Next applies a placeholder's reports and hands it up to req.Free jobs,
@@ -309,6 +312,11 @@ func (s *Store) Heartbeat(ctx context.Context, hb protocol.Heartbeat) (protocol.
 	err := s.do(ctx, func() error {
 		if !s.phs[hb.Placeholder] {
 			return protocol.Errorf(protocol.CodeNotFound, "unknown placeholder %d: register first", hb.Placeholder)
+		}
+		if len(s.plans.job) > 0 {
+			if err := s.planAlive(hb.Placeholder); err != nil {
+				return err
+			}
 		}
 		lease := s.now().Add(s.opt.Lease)
 		for _, r := range hb.Running {
@@ -548,6 +556,9 @@ func (s *Store) dispatch(p *parkedNext) error {
 // asks policy.DC (pickDC), unless skipDC; waited reports that DC told the
 // placeholder to wait for a job of some queue.
 func (s *Store) pick(p *parkedNext, skipDC bool) (q *queue, id int64, waited bool, err error) {
+	if q, id, err := s.pickPlanned(p); err != nil || id != 0 {
+		return q, id, false, err
+	}
 	n := len(s.qlist)
 	for k := 0; k < n; k++ {
 		q := s.qlist[(s.rr+k)%n]
@@ -598,7 +609,7 @@ func (s *Store) pickFrom(q *queue, p *parkedNext) (int64, bool, error) {
 			continue // stale entry
 		}
 		examined++
-		if !fits(j.Est, q, walltime) {
+		if !fits(j.Est, q, walltime) || (len(s.plans.job) > 0 && s.keepForPlan(r.ID, p.site)) {
 			aside = append(aside, r)
 			continue
 		}

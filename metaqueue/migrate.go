@@ -54,7 +54,7 @@ func migrations() ([]migration, error) {
 			m.before = addPlaceholderIdentity
 		case 7:
 			m.before = addFileRel
-		case 8:
+		case 9:
 			m.before = addAccounting
 		}
 		out = append(out, m)
@@ -154,7 +154,7 @@ func addFileRel(ctx context.Context, w *sql.Conn) error {
 	return err
 }
 
-// addAccounting adds the accounting columns (version 8) to jobs and
+// addAccounting adds the accounting columns (version 9) to jobs and
 // attempts, each unless a database that ran the step before has it.
 func addAccounting(ctx context.Context, w *sql.Conn) error {
 	for _, table := range []string{"jobs", "attempts"} {

@@ -256,6 +256,9 @@ func (s *Store) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
 	if d.History, err = s.history(ctx, s.rdb, id, lost); err != nil {
 		return d, err
 	}
+	if err := s.jobPlan(ctx, &d); err != nil {
+		return d, err
+	}
 	return d, s.jobFiles(ctx, &d)
 }
 

@@ -98,6 +98,7 @@ type Store struct {
 	checked      time.Time // when leases were last checked (stall detection, expire)
 	bundles      bundles   // live bundles (bundle.go)
 	data         dataState // data-conscious scheduling (data.go)
+	plans        planState // jobs' planned sites (plan.go)
 	bl           blevels   // b-levels for cp queues (blevel.go)
 	stg          staging   // transfers in flight (catalog.go): memory only, kept across reloads
 	moved        protocol.MovedTotals
@@ -457,6 +458,9 @@ func (s *Store) applyChanges(ch []dag.Change, self int64, in *inserter) error {
 			}
 		}
 		if c.To == job.Queued {
+			if len(s.plans.job) > 0 {
+				s.planReady(c.ID)
+			}
 			if q := s.queueIDs[c.Queue]; q != nil && !s.deferRank(q, c.ID, in) {
 				q.ready.Push(s.readyEntry(q, c.ID, c.Est, c.Target))
 				if q.isDC() {
@@ -525,7 +529,7 @@ func (s *Store) load(ctx context.Context) error {
 		return err
 	}
 	s.fillReady(queued, now)
-	return nil
+	return s.loadPlans(ctx)
 }
 
 // resetIndex empties the in-memory index before a load.

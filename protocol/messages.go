@@ -219,6 +219,7 @@ type JobDetail struct {
 	Inputs    []FileInfo     `json:"inputs,omitempty"`
 	Outputs   []FileInfo     `json:"outputs,omitempty"`
 	Transfers []TransferInfo `json:"transfers,omitempty"` // data staging for this job
+	Plan      *JobPlan       `json:"plan,omitempty"`      // where a plan (cls plan make) put it
 }
 
 // JobRefState names a job with its target and state letter.
@@ -226,6 +227,14 @@ type JobRefState struct {
 	Job    int64  `json:"job"`
 	Target string `json:"target"`
 	State  string `json:"state"`
+}
+
+// JobPlan is where a plan placed a job: its site, its place in the plan's
+// order and the planner. The attempts' sites show whether it ran there.
+type JobPlan struct {
+	Site    string `json:"site"`
+	Seq     int64  `json:"seq"`
+	Planner string `json:"planner"`
 }
 
 // TargetStatus describes a prerequisite target of a job.

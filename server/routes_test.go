@@ -34,6 +34,15 @@ func routeCLS(srv *Server) {
 	Route(srv, protocol.OpSiteRemove, func(context.Context, protocol.SiteRemove) (protocol.SiteInfo, error) {
 		return protocol.SiteInfo{}, nil
 	})
+	Route(srv, protocol.OpPlanMake, func(context.Context, protocol.PlanMake) (protocol.PlanSummary, error) {
+		return protocol.PlanSummary{}, nil
+	})
+	Route(srv, protocol.OpPlanShow, func(context.Context, protocol.Empty) (protocol.PlanShowReply, error) {
+		return protocol.PlanShowReply{}, nil
+	})
+	Route(srv, protocol.OpPlanClear, func(context.Context, protocol.Empty) (protocol.PlanClearReply, error) {
+		return protocol.PlanClearReply{}, nil
+	})
 }
 
 // Every declared op is served by the metaqueue's routes, or left to the
@@ -42,7 +51,8 @@ func routeCLS(srv *Server) {
 func TestEveryOpRouted(t *testing.T) {
 	t.Parallel()
 	byCLS := []string{protocol.OpFilesList.Name, protocol.OpFilesGet.Name, protocol.OpFilesAdd.Name, protocol.OpFilesRemove.Name,
-		protocol.OpSiteAdd.Name, protocol.OpSiteList.Name, protocol.OpSiteRemove.Name}
+		protocol.OpSiteAdd.Name, protocol.OpSiteList.Name, protocol.OpSiteRemove.Name,
+		protocol.OpPlanMake.Name, protocol.OpPlanShow.Name, protocol.OpPlanClear.Name}
 	for _, o := range protocol.Ops() {
 		r := builtin[o.Name]
 		if slices.Contains(byCLS, o.Name) {

@@ -7,7 +7,8 @@
 #      pipelines whose second stages share a target (pipes-shared: a{i},
 #      then a job in b needing a{i}), and two-stage pipelines with
 #      per-pipeline targets (pipes: a{i}, b{i}); ratios against flat.
-#   2. dependency hop latency (mqbench hops) on --local 1 --slots 8.
+#   2. dependency hop latency (mqbench hops) on --local 1 --slots 8, then
+#      over SSH (one `cls agent`, 8 slots, through `cls serve --ssh`).
 #   3. DAG_PIPES two-stage pipelines of `sleep 0.02` stages on 8 slots,
 #      against `xargs -P 8` running each pipeline as one chained command.
 #   4. live replay of the real traces in ../shared/data/wfinstances
@@ -93,6 +94,23 @@ fi
 if has 2; then
 	echo "== 2. dependency hop latency, --local 1 --slots 8"
 	start_cls --local 1 --slots 8
+	echo "sleep 0.02 stages, 2 pipelines a round: $(mqbench hops -rounds 100 -width 2)"
+	echo "true stages, 1 pipeline a round:       $(mqbench hops -rounds 100 -width 1 -prefix h1 -cmd true)"
+	stop_cls
+	echo "== 2b. dependency hop latency over SSH: one agent, 8 slots, through the CLS's SSH endpoint"
+	start_cls --local 0 --ssh 127.0.0.1:0
+	cls key new --role placeholder "$MQ_HOME/ph" >/dev/null
+	fp=$(cls key host | sed -n 1p)
+	addr=
+	for ((i = 0; i < 100; i++)); do # the socket may answer before the SSH port is announced
+		addr=$(sed -n 's/^cls: SSH on \([^,]*\),.*/\1/p' "$MQ_HOME/stderr" | tail -1)
+		[ -n "$addr" ] && break
+		sleep 0.1
+	done
+	[ -n "$addr" ] || { echo "dag: the CLS announced no SSH address" >&2; exit 1; }
+	MQ_HOME=$MQ_HOME/agent cls agent --cls "$addr" --host-key "$fp" --key "$MQ_HOME/ph" \
+		--site ssh --host a0 --slots 8 --out "$MQ_HOME/agent/out" 2>>"$MQ_HOME/agent.err" &
+	PIDS+=($!)
 	echo "sleep 0.02 stages, 2 pipelines a round: $(mqbench hops -rounds 100 -width 2)"
 	echo "true stages, 1 pipeline a round:       $(mqbench hops -rounds 100 -width 1 -prefix h1 -cmd true)"
 	stop_cls

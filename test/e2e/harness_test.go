@@ -24,12 +24,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mq-hpc/mq/test/internal/fds"
 )
 
 // binDir holds the binaries built by TestMain.
 var binDir string
 
 func TestMain(m *testing.M) {
+	fds.CloseInherited() // the suite's flock must not outlive it in a leftover CLS
 	os.Exit(buildAndRun(m))
 }
 

@@ -26,12 +26,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mq-hpc/mq/test/internal/fds"
 
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -57,7 +58,7 @@ const (
 func TestMain(m *testing.M) { os.Exit(setup(m)) }
 
 func setup(m *testing.M) int {
-	closeInherited()
+	fds.CloseInherited()
 	var err error
 	repo, err = filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
@@ -125,19 +126,6 @@ func setup(m *testing.M) int {
 		defer os.WriteFile(ak, old, 0o600)
 	}
 	return m.Run()
-}
-
-// closeInherited marks the descriptors this process inherited beyond
-// stdio close-on-exec. The suite runs under flock(1), whose lock is such
-// a descriptor: munged, started by scripts/slurm.sh, kept it and held the
-// lock after the suite ended, so no later run could start.
-func closeInherited() {
-	ents, _ := os.ReadDir("/proc/self/fd")
-	for _, e := range ents {
-		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
-			syscall.CloseOnExec(fd)
-		}
-	}
 }
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }

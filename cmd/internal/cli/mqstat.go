@@ -342,6 +342,9 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 	if d.Site != "" {
 		p("placeholder", fmt.Sprintf("%d (site %s, host %s)", d.Placeholder, d.Site, d.Host))
 	}
+	if d.Plan != nil {
+		p("plan", planLine(d))
+	}
 	p("submitted", d.Submitted)
 	p("started", d.Started)
 	p("finished", d.Finished)
@@ -389,6 +392,19 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 		p(fmt.Sprintf("attempt %d", a.Attempt), line)
 	}
 	tw.Flush()
+}
+
+// planLine says where a plan put the job and whether it ran there.
+func planLine(d protocol.JobDetail) string {
+	line := fmt.Sprintf("site %s (%s, #%d in its order)", d.Plan.Site, d.Plan.Planner, d.Plan.Seq+1)
+	switch {
+	case d.Site == "":
+	case d.Site == d.Plan.Site:
+		line += ", followed"
+	default:
+		line += ", not followed: ran at " + d.Site + " (the planned site did not take it in time)"
+	}
+	return line
 }
 
 func targetStatus(ts protocol.TargetStatus) string {

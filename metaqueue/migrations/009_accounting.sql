@@ -1,4 +1,4 @@
--- Version 8: accounting. jobs and attempts gain cpu_user, cpu_sys (REAL,
+-- Version 9: accounting. jobs and attempts gain cpu_user, cpu_sys (REAL,
 -- seconds) and max_rss (INTEGER, bytes): each attempt's figures as its
 -- placeholder measured them from the process's rusage; NULL when not
 -- measured (a lost attempt, a job that did not start, a no-op agent, rows

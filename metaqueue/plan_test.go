@@ -1,0 +1,110 @@
+package metaqueue
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/policy"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// TestPlanFollowed: a placeholder at a job's planned site gets it first;
+// one elsewhere leaves it while the planned site asks for work, and takes
+// it (a deviation) once it has waited planPatience. Plans survive a
+// restart and show in the job's detail.
+func TestPlanFollowed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	id := e.submit(spec("t", "true"), spec("t", "true"), spec("t", "true"), spec("t", "true"))
+	pl := policy.Plan{
+		Site:  map[int64]string{id[0]: "b", id[1]: "b", id[2]: "a", id[3]: "a"},
+		Order: []int64{id[2], id[0], id[3], id[1]},
+	}
+	n, err := e.s.SetPlan(context.Background(), "heft", pl)
+	if err != nil || n != 4 {
+		t.Fatalf("SetPlan = %d, %v", n, err)
+	}
+	e.reopen() // plans are kept
+	a := e.register("a")
+	b := e.register("b")
+	gotB := e.next(b, 1)
+	if got := ids(gotB); !slices.Equal(got, []int64{id[0]}) {
+		t.Fatalf("b got %v, want its first planned job %d", got, id[0])
+	}
+	// b asked a moment ago: a gets its own planned jobs, in plan order,
+	// and leaves b's.
+	gotA := e.next(a, 4)
+	if got := ids(gotA); !slices.Equal(got, []int64{id[2], id[3]}) {
+		t.Fatalf("a got %v, want %v (its plan, not b's job)", got, []int64{id[2], id[3]})
+	}
+	e.report(b, ok(gotB[0]))
+	e.report(a, ok(gotA[0]), ok(gotA[1]))
+	e.clock.Advance(planPatience + time.Second)
+	if got := ids(e.next(a, 4)); !slices.Equal(got, []int64{id[1]}) {
+		t.Fatalf("after b's patience ran out, a got %v, want %d", got, id[1])
+	}
+	d := e.job(id[1])
+	if d.Plan == nil || d.Plan.Site != "b" || d.Plan.Planner != "heft" || d.Plan.Seq != 3 {
+		t.Fatalf("job detail plan %+v", d.Plan)
+	}
+	if n, err := e.s.ClearPlans(context.Background()); err != nil || n != 4 {
+		t.Fatalf("ClearPlans = %d, %v", n, err)
+	}
+}
+
+// TestPlanWithoutSitePlaceholders: a plan naming a site whose placeholders
+// never ask does not hold work back.
+func TestPlanWithoutSitePlaceholders(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a := e.register("a")
+	id := e.submit(spec("t", "true"), spec("t", "true"))
+	if _, err := e.s.SetPlan(context.Background(), "minmin", policy.Plan{
+		Site: map[int64]string{id[0]: "gone", id[1]: "a"}, Order: []int64{id[0], id[1]},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(e.next(a, 2)); !slices.Equal(got, []int64{id[1], id[0]}) {
+		t.Fatalf("a got %v, want its planned job and then the other", got)
+	}
+}
+
+// TestPlanJobs: the problem of a target covers its jobs and those of the
+// targets it needs, not yet ended, with jobs as prerequisites and the
+// declared files.
+func TestPlanJobs(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ph := e.register("a")
+	done := e.submit1("old", "true")
+	for _, as := range [][]protocol.Assignment{e.next(ph, 1)} {
+		e.report(ph, ok(as[0]))
+	}
+	e.mustBe(done, job.Done)
+	x := e.submit(protocol.JobSpec{Target: "x", Command: "true", Cwd: "/tmp", Outputs: []protocol.File{{Path: "x.dat"}}, Prereqs: []string{"old"}})[0]
+	y := e.submit(protocol.JobSpec{Target: "y", Command: "true", Cwd: "/tmp", Inputs: []protocol.File{{Path: "x.dat"}, {Path: "raw.dat"}}, Prereqs: []string{"x"}, Est: 5})[0]
+	jobs, err := e.s.PlanJobs(context.Background(), "y", []string{"a", "b"}, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 2 {
+		t.Fatalf("%d jobs, want x's and y's: %+v", len(jobs), jobs)
+	}
+	byID := map[int64]policy.PlanJob{}
+	for _, j := range jobs {
+		byID[j.ID] = j
+	}
+	jx, jy := byID[x], byID[y]
+	if jx.Est["b"] != 60 || jy.Est["a"] != 5 || len(jx.Prereqs) != 0 || !slices.Equal(jy.Prereqs, []int64{x}) {
+		t.Fatalf("x %+v, y %+v", jx, jy)
+	}
+	if len(jx.Outputs) != 1 || jx.Outputs[0].Path != "/tmp/x.dat" || len(jy.Inputs) != 2 {
+		t.Fatalf("files: x %+v, y %+v", jx, jy)
+	}
+	if _, err := e.s.PlanJobs(context.Background(), "nosuch", []string{"a"}, 60); err == nil {
+		t.Fatal("a target without jobs was planned")
+	}
+}

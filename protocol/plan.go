@@ -1,0 +1,56 @@
+package protocol
+
+// Plans (cls plan): a planner (HEFT, MinMin, AEH-ETAA) places a target's
+// jobs, and those of the targets it needs, on sites ahead; the CLS follows
+// the plan where it can and binds late where it cannot (DESIGN.md,
+// "Plans").
+var (
+	OpPlanMake = op[PlanMake, PlanSummary](Spec{Name: "plan.make", Role: RoleUser, Durable: true,
+		Doc: "plans a target's DAG over the sites with a planner and follows the plan"})
+	OpPlanShow = op[Empty, PlanShowReply](Spec{Name: "plan.show", Role: RoleUser,
+		Doc: "lists the plans in force: jobs per planner and site, followed or not"})
+	OpPlanClear = op[Empty, PlanClearReply](Spec{Name: "plan.clear", Role: RoleUser, Durable: true,
+		Doc: "forgets every plan: jobs bind late again"})
+)
+
+// PlanMake asks for a plan of Target's DAG.
+type PlanMake struct {
+	Target  string `json:"target"`
+	Planner string `json:"planner"`
+	// TimeLimitS bounds a search (AEH-ETAA); 0 = the planner's default.
+	TimeLimitS float64 `json:"time_limit_s,omitempty"`
+	// EstS is the runtime assumed for a job that declares none; 0 = 60 s.
+	EstS float64 `json:"est_s,omitempty"`
+}
+
+// PlanSummary is a plan as made: what it predicts, and jobs per site.
+type PlanSummary struct {
+	Target     string     `json:"target"`
+	Planner    string     `json:"planner"`
+	Jobs       int        `json:"jobs"`
+	MakespanS  float64    `json:"makespan_s"`  // predicted
+	MovedBytes int64      `json:"moved_bytes"` // predicted, between sites
+	Sites      []PlanSite `json:"sites"`
+	PlanningS  float64    `json:"planning_s"` // how long planning took
+}
+
+// PlanSite counts a plan's jobs at one site; the counts past Jobs say how
+// the plan has been followed so far.
+type PlanSite struct {
+	Planner string `json:"planner,omitempty"`
+	Site    string `json:"site"`
+	Jobs    int    `json:"jobs"`
+	Ended   int    `json:"ended,omitempty"`
+	RanHere int    `json:"ran_here,omitempty"` // jobs whose last attempt ran at the planned site
+	RanElse int    `json:"ran_elsewhere,omitempty"`
+}
+
+// PlanShowReply lists the plans in force.
+type PlanShowReply struct {
+	Sites []PlanSite `json:"sites"`
+}
+
+// PlanClearReply says how many jobs' plans were dropped.
+type PlanClearReply struct {
+	Cleared int `json:"cleared"`
+}

@@ -38,6 +38,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mq-hpc/mq/client"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -76,11 +77,15 @@ type Config struct {
 	// program's working directory when New is called).
 	Dir string
 
-	// Home is the MQ_HOME of the CLS to use (its socket is Home/cls.sock).
-	// With Home empty and Dial nil the driver runs jobs locally.
+	// Home is the MQ_HOME of the CLS to use (its socket is Home/cls.sock);
+	// empty means what the commands use: $MQ_HOME, else ~/.mq.
 	Home string
 	// Dial, if set, opens the connection to the CLS instead of Home.
 	Dial func(ctx context.Context) (io.ReadWriteCloser, error)
+	// Local runs jobs in this process, up to Consumers at a time, without
+	// a CLS (for trying a workflow out). Only when asked for: a driver
+	// never falls back to it.
+	Local bool
 	// Reconnect is how long to keep trying to reach a lost CLS before the
 	// jobs waited on fail (default 10 min). Jobs are durable in the CLS, so
 	// a restarted CLS is simply waited for.
@@ -116,6 +121,9 @@ func (c Config) Validate() error {
 	if c.Reconnect < 0 {
 		return fmt.Errorf("driver: reconnect time must not be negative (%v)", c.Reconnect)
 	}
+	if c.Local && (c.Home != "" || c.Dial != nil) {
+		return errors.New("driver: Local runs jobs in this process: it takes no Home or Dial")
+	}
 	probe := protocol.JobSpec{Queue: c.Queue, Target: c.Target, Command: "true", Cwd: c.Dir}
 	if probe.Target == "" {
 		probe.Target = DefaultTarget
@@ -141,6 +149,13 @@ func (c *Config) fill() error {
 	}
 	if c.Reconnect == 0 {
 		c.Reconnect = DefaultReconnect
+	}
+	if !c.Local && c.Home == "" && c.Dial == nil {
+		home, err := client.Home()
+		if err != nil {
+			return fmt.Errorf("driver: %w", err)
+		}
+		c.Home = home
 	}
 	if c.Dir == "" {
 		wd, err := os.Getwd()
@@ -327,7 +342,7 @@ func New(cfg Config) (*Driver, error) {
 	}
 	d := &Driver{
 		cfg:      cfg,
-		local:    cfg.Home == "" && cfg.Dial == nil,
+		local:    cfg.Local,
 		slots:    make(chan struct{}, cfg.Buffer),
 		ready:    make(chan *unit, cfg.Buffer),
 		stopping: make(chan struct{}),

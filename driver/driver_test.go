@@ -37,6 +37,8 @@ func TestConfigValidate(t *testing.T) {
 		{"bad queue", Config{Queue: "a b"}, "queue"},
 		{"bad target", Config{Target: "x,y"}, "target"},
 		{"relative dir", Config{Dir: "rel"}, "not absolute"},
+		{"local with home", Config{Local: true, Home: "/h"}, "takes no Home"},
+		{"local", Config{Local: true}, ""},
 	} {
 		err := tc.cfg.Validate()
 		if tc.err == "" && err != nil {
@@ -53,7 +55,7 @@ func TestConfigValidate(t *testing.T) {
 
 func TestGroupAndPipelineBounds(t *testing.T) {
 	t.Parallel()
-	d, err := New(Config{Buffer: 200})
+	d, err := New(Config{Buffer: 200, Local: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,6 +94,7 @@ func TestGroupAndPipelineBounds(t *testing.T) {
 
 func startLocal(t *testing.T, cfg Config) *Driver {
 	t.Helper()
+	cfg.Local = true
 	d, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +170,7 @@ func TestLocalExitCodes(t *testing.T) {
 func TestLocalPrerequisites(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	d, err := New(Config{Consumers: 2, Buffer: 100, Dir: dir})
+	d, err := New(Config{Consumers: 2, Buffer: 100, Dir: dir, Local: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +347,7 @@ func TestWaitForAllAcrossProducers(t *testing.T) {
 
 func TestLifecycle(t *testing.T) {
 	t.Parallel()
-	d, err := New(Config{})
+	d, err := New(Config{Local: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,7 +378,7 @@ func TestLifecycle(t *testing.T) {
 
 func TestStopKillsLocalJobsAtDeadline(t *testing.T) {
 	t.Parallel()
-	d, _ := New(Config{})
+	d, _ := New(Config{Local: true})
 	ctx := context.Background()
 	d.Start(ctx)
 	k, _ := d.Exec(ctx, "sleep 30")

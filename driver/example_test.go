@@ -13,9 +13,9 @@ import (
 	"github.com/mq-hpc/mq/driver"
 )
 
-// start returns a started driver running jobs on this machine. A program
-// that uses a CLS sets Config.Home to its MQ_HOME instead; nothing else in
-// these examples changes.
+// start returns a started driver. These examples run jobs on this machine
+// (Config.Local); a program that uses a CLS leaves Local false (Home empty
+// is $MQ_HOME, else ~/.mq); nothing else in them changes.
 func start(cfg driver.Config) *driver.Driver {
 	d, err := driver.New(cfg)
 	if err != nil {
@@ -29,7 +29,7 @@ func start(cfg driver.Config) *driver.Driver {
 
 // Run one command, as with exec.Command: argv, no shell quoting.
 func ExampleDriver_Command() {
-	d := start(driver.Config{})
+	d := start(driver.Config{Local: true})
 	defer d.Stop(context.Background())
 
 	out, err := d.Command("echo", "hello,", "it's $HOME").Output()
@@ -42,7 +42,7 @@ func ExampleDriver_Command() {
 
 // Fan out 1,000 jobs and collect each result as it ends.
 func ExampleDriver_Results() {
-	d := start(driver.Config{Consumers: 8, Buffer: 1000})
+	d := start(driver.Config{Local: true, Consumers: 8, Buffer: 1000})
 	defer d.Stop(context.Background())
 	ctx := context.Background()
 
@@ -71,7 +71,7 @@ func ExampleDriver_Results() {
 // A group with a batching factor: its jobs go to placeholders ten at a
 // time, each keeping its own exit status and output.
 func ExampleDriver_SetGroup() {
-	d := start(driver.Config{})
+	d := start(driver.Config{Local: true})
 	defer d.Stop(context.Background())
 	ctx := context.Background()
 
@@ -100,7 +100,7 @@ func ExampleDriver_SetGroup() {
 func ExampleDriver_CreatePipeline() {
 	dir, _ := os.MkdirTemp("", "pipeline")
 	defer os.RemoveAll(dir)
-	d := start(driver.Config{Dir: dir})
+	d := start(driver.Config{Local: true, Dir: dir})
 	defer d.Stop(context.Background())
 	ctx := context.Background()
 
@@ -127,7 +127,7 @@ func ExampleDriver_CreatePipeline() {
 // with. When it ends the job is deleted (killed if running), here or at
 // the CLS alike, and Wait returns an error wrapping the context's.
 func ExampleDriver_CommandContext() {
-	d := start(driver.Config{})
+	d := start(driver.Config{Local: true})
 	defer d.Stop(context.Background())
 
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -140,7 +140,7 @@ func ExampleDriver_CommandContext() {
 
 // Reading output: a result's stdout and stderr, read wherever the job ran.
 func ExampleResult_Stdout() {
-	d := start(driver.Config{})
+	d := start(driver.Config{Local: true})
 	defer d.Stop(context.Background())
 	ctx := context.Background()
 

@@ -342,7 +342,7 @@ func TestOutDirRuns(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "not", "yet")
 	var dirs []string
 	for run := 0; run < 2; run++ {
-		d, err := New(Config{OutDir: out})
+		d, err := New(Config{OutDir: out, Local: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -521,7 +521,7 @@ func (s *Store) failQueued(id int64, reason string) error {
 	if err := s.begin(); err != nil {
 		return err
 	}
-	if _, err := s.stmts.finish.Exec(string(job.Failed), nil, nil, micros(s.now()), reason, id); err != nil {
+	if _, err := s.stmts.finish.Exec(string(job.Failed), nil, nil, micros(s.now()), reason, nil, nil, nil, id); err != nil {
 		return fatalError{err}
 	}
 	ch, err := s.g.Set(id, job.Failed)

@@ -169,8 +169,10 @@ func (s *Store) report(ph int64, reports []protocol.Report) error {
 				return err
 			}
 		}
-		out := outcomeOf(r)
-		if err := s.endAttempt(r.ID, j, ru, out, r.Exit, r.Started, r.Finished, r.Reason, r.Outputs); err != nil {
+		if protocol.CheckUsage(r.Usage) != nil {
+			r.Usage = protocol.Usage{} // the server checks; a figure no process has is not kept
+		}
+		if err := s.endAttempt(r.ID, j, ru, outcomeOf(r), r); err != nil {
 			return err
 		}
 	}
@@ -222,8 +224,14 @@ func nextState(q *queue, used int, out outcome) job.State {
 	return job.Failed
 }
 
-// endAttempt moves an executing job on after an attempt.
-func (s *Store) endAttempt(id int64, j dag.Node, ru *run, out outcome, exit int, started, finished time.Time, reason string, outs []protocol.FileSum) error {
+// endAttempt moves an executing job on after an attempt that ended as r
+// says (its exit, times, reason, outputs and usage).
+func (s *Store) endAttempt(id int64, j dag.Node, ru *run, out outcome, r protocol.Report) error {
+	exit, started, finished, reason := r.Exit, r.Started, r.Finished, r.Reason
+	var cpuUser, cpuSys, maxRSS any // NULL: not measured
+	if r.Usage.Measured() {
+		cpuUser, cpuSys, maxRSS = r.CPUUser, r.CPUSys, r.MaxRSS
+	}
 	if err := s.begin(); err != nil {
 		return err
 	}
@@ -258,7 +266,8 @@ func (s *Store) endAttempt(id int64, j dag.Node, ru *run, out outcome, exit int,
 		requeue := s.stmts.requeue
 		if out == returned {
 			requeue = s.stmts.unclaim
-		} else if _, err := s.stmts.history.Exec(id, ru.attempt, ru.placeholder, micros(started), micros(finished), exitArg, reason); err != nil {
+		} else if _, err := s.stmts.history.Exec(id, ru.attempt, ru.placeholder, micros(started), micros(finished), exitArg, reason,
+			cpuUser, cpuSys, maxRSS); err != nil {
 			return fatalError{err}
 		}
 		ch, err := s.g.Requeue(id)
@@ -284,11 +293,11 @@ func (s *Store) endAttempt(id int64, j dag.Node, ru *run, out outcome, exit int,
 	if reason != "" {
 		reasonArg = reason
 	}
-	if _, err := s.stmts.finish.Exec(string(next), exitArg, micros(started), micros(finished), reasonArg, id); err != nil {
+	if _, err := s.stmts.finish.Exec(string(next), exitArg, micros(started), micros(finished), reasonArg, cpuUser, cpuSys, maxRSS, id); err != nil {
 		return fatalError{err}
 	}
 	if next == job.Done {
-		if err := s.jobDone(id, s.g.Name(j.Target), ru.placeholder, started, finished, outs); err != nil {
+		if err := s.jobDone(id, s.g.Name(j.Target), ru.placeholder, started, finished, r.Outputs); err != nil {
 			return err
 		}
 	}
@@ -357,7 +366,7 @@ func (s *Store) expire() error {
 		}
 		s.log.Warn("lease expired; requeueing", "job", id, "attempt", ru.attempt, "placeholder", ru.placeholder)
 		reason := fmt.Sprintf("lost: no heartbeat from placeholder %d for %s", ru.placeholder, s.opt.Lease)
-		if err := s.endAttempt(id, j, ru, lost, 0, time.Time{}, now, reason, nil); err != nil {
+		if err := s.endAttempt(id, j, ru, lost, protocol.Report{Finished: now, Reason: reason}); err != nil {
 			return err
 		}
 	}
@@ -669,7 +678,7 @@ func (s *Store) PlaceholderGone(ctx context.Context, id int64) error {
 			}
 			s.log.Warn("placeholder ended while running a job; requeueing", "job", jid, "placeholder", id)
 			reason := fmt.Sprintf("lost: placeholder %d ended while running it", id)
-			if err := s.endAttempt(jid, j, ru, lost, 0, time.Time{}, now, reason, nil); err != nil {
+			if err := s.endAttempt(jid, j, ru, lost, protocol.Report{Finished: now, Reason: reason}); err != nil {
 				return err
 			}
 		}

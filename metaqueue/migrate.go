@@ -54,6 +54,8 @@ func migrations() ([]migration, error) {
 			m.before = addPlaceholderIdentity
 		case 7:
 			m.before = addFileRel
+		case 9:
+			m.before = addAccounting
 		}
 		out = append(out, m)
 	}
@@ -150,4 +152,25 @@ func addFileRel(ctx context.Context, w *sql.Conn) error {
 	}
 	_, err := w.ExecContext(ctx, "ALTER TABLE job_files ADD COLUMN rel INTEGER NOT NULL DEFAULT 0")
 	return err
+}
+
+// addAccounting adds the accounting columns (version 9) to jobs and
+// attempts, each unless a database that ran the step before has it.
+func addAccounting(ctx context.Context, w *sql.Conn) error {
+	for _, table := range []string{"jobs", "attempts"} {
+		for _, col := range []string{"cpu_user REAL", "cpu_sys REAL", "max_rss INTEGER"} {
+			name := strings.Fields(col)[0]
+			var has int
+			if err := w.QueryRowContext(ctx, "SELECT count(*) FROM pragma_table_info(?) WHERE name = ?", table, name).Scan(&has); err != nil {
+				return err
+			}
+			if has > 0 {
+				continue
+			}
+			if _, err := w.ExecContext(ctx, "ALTER TABLE "+table+" ADD COLUMN "+col); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -3,7 +3,6 @@ package metaqueue
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"path/filepath"
 	"strings"
 	"time"
@@ -22,10 +21,29 @@ func formatMicros(v sql.NullInt64) string {
 	return time.UnixMicro(v.Int64).Format(TimeFormat)
 }
 
+// usageCols scans an attempt's accounting columns.
+type usageCols struct {
+	user, sys sql.NullFloat64
+	rss       sql.NullInt64
+}
+
+// accounting is an ended attempt's figures: elapsed from its times, the
+// rest as measured (zero when not).
+func (u usageCols) accounting(started, finished sql.NullInt64) protocol.Accounting {
+	var a protocol.Accounting
+	if started.Valid && finished.Valid && finished.Int64 >= started.Int64 {
+		a.Elapsed = float64(finished.Int64-started.Int64) / 1e6
+	}
+	if u.rss.Valid && u.rss.Int64 > 0 {
+		a.CPUUser, a.CPUSys, a.MaxRSS = u.user.Float64, u.sys.Float64, u.rss.Int64
+	}
+	return a
+}
+
 const statSelect = `SELECT j.id, q.name, t.name, j.state, j.attempts, j.exit, coalesce(p.site, ''),
 	coalesce(p.host, ''), j.submitted, j.started, j.finished, j.command, j.cwd, j.est, coalesce(j.reason, ''),
 	coalesce((SELECT group_concat(t2.name, char(10)) FROM job_prereqs jp JOIN targets t2 ON t2.id = jp.target_id WHERE jp.job_id = j.id), ''),
-	coalesce(j.placeholder_id, 0), coalesce(p.out_dir, ''), j.attempts
+	coalesce(j.placeholder_id, 0), coalesce(p.out_dir, ''), j.attempts, j.cpu_user, j.cpu_sys, j.max_rss
 FROM jobs j JOIN queues q ON q.id = j.queue_id JOIN targets t ON t.id = j.target_id
 LEFT JOIN placeholders p ON p.id = j.placeholder_id`
 
@@ -41,11 +59,14 @@ func scanStat(rows *sql.Rows) (statRow, error) {
 	var exit, submitted, started, finished sql.NullInt64
 	var est sql.NullFloat64
 	var st, prereqs string
+	var use usageCols
 	err := rows.Scan(&r.ID, &r.Queue, &r.Target, &st, &r.Attempts, &exit, &r.Site, &r.Host, &submitted, &started,
-		&finished, &r.Command, &r.Cwd, &est, &r.Reason, &prereqs, &r.placeholder, &r.outDir, &r.attempt)
+		&finished, &r.Command, &r.Cwd, &est, &r.Reason, &prereqs, &r.placeholder, &r.outDir, &r.attempt,
+		&use.user, &use.sys, &use.rss)
 	if err != nil {
 		return r, err
 	}
+	r.Accounting = use.accounting(started, finished)
 	r.State = st
 	r.Command, r.CommandBytes = protocol.WireCommand(r.Command)
 	if exit.Valid {
@@ -120,7 +141,19 @@ func (s *Store) stat(ctx context.Context, st protocol.Stat, after int64, emit fu
 		q += " LIMIT ?"
 		args = append(args, st.Limit)
 	}
-	rows, err := s.rdb.QueryContext(ctx, q, args...)
+	var db querier = s.rdb
+	if st.Earlier {
+		// Earlier attempts are read beside the listing, on its connection
+		// and in its snapshot (a second connection could wait for ever
+		// behind other listings holding the rest).
+		tx, err := s.rdb.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		db = tx
+	}
+	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return err
 	}
@@ -133,6 +166,12 @@ func (s *Store) stat(ctx context.Context, st protocol.Stat, after int64, emit fu
 		r, err := scanStat(rows)
 		if err != nil {
 			return err
+		}
+		if st.Earlier && r.Attempts > 0 {
+			if r.Earlier, err = s.history(ctx, db, r.ID, nil); err != nil {
+				return err
+			}
+			size += 256 * len(r.Earlier)
 		}
 		batch = append(batch, r.JobInfo)
 		size += 512 + 2*len(r.Command) + len(r.Cwd) + len(r.Reason)
@@ -211,6 +250,11 @@ func (s *Store) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
 		ts.Complete = total > 0 && done == total
 		d.WaitingOn = append(d.WaitingOn, ts)
 	}
+	if d.State == string(job.Blocked) {
+		if d.BlockedBy, err = s.blockedBy(ctx, id); err != nil {
+			return d, err
+		}
+	}
 	lost, err := s.outputLost(ctx, id)
 	if err != nil {
 		return d, err
@@ -218,20 +262,82 @@ func (s *Store) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
 	if r.attempt > 0 {
 		d.OutputLost = lost[r.attempt]
 	}
-	hrows, err := s.rdb.QueryContext(ctx, `SELECT a.attempt, coalesce(p.site, ''), coalesce(p.host, ''), a.started, a.finished, a.exit, a.reason, coalesce(p.out_dir, '')
-		FROM attempts a LEFT JOIN placeholders p ON p.id = a.placeholder_id WHERE a.job_id = ? ORDER BY a.attempt`, id)
-	if err != nil {
+	if d.History, err = s.history(ctx, s.rdb, id, lost); err != nil {
 		return d, err
 	}
-	defer hrows.Close()
-	for hrows.Next() {
+	if err := s.jobPlan(ctx, &d); err != nil {
+		return d, err
+	}
+	return d, s.jobFiles(ctx, &d)
+}
+
+// blockedBy finds the failed or deleted job that blocks job id, following
+// blocked jobs of its prerequisite targets breadth first (nil if none is
+// found within a bounded search).
+func (s *Store) blockedBy(ctx context.Context, id int64) (*protocol.JobRefState, error) {
+	seen := map[int64]bool{id: true}
+	frontier := []int64{id}
+	for len(frontier) > 0 && len(seen) < 10000 {
+		cur := frontier[0]
+		frontier = frontier[1:]
+		rows, err := s.rdb.QueryContext(ctx, `SELECT j.id, t.name, j.state FROM job_prereqs jp
+			JOIN jobs j ON j.target_id = jp.target_id JOIN targets t ON t.id = j.target_id
+			WHERE jp.job_id = ? AND j.state IN ('F', 'X', 'B') ORDER BY j.state = 'B', j.id LIMIT 1000`, cur)
+		if err != nil {
+			return nil, err
+		}
+		var found *protocol.JobRefState
+		for rows.Next() {
+			var r protocol.JobRefState
+			if err := rows.Scan(&r.Job, &r.Target, &r.State); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			if r.State != string(job.Blocked) {
+				found = &r
+				break
+			}
+			if !seen[r.Job] {
+				seen[r.Job] = true
+				frontier = append(frontier, r.Job)
+			}
+		}
+		if err := closeRows(rows); err != nil {
+			return nil, err
+		}
+		if found != nil {
+			return found, nil
+		}
+	}
+	return nil, nil
+}
+
+// querier is what reads need of a database or a transaction.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// history returns a job's earlier attempts, oldest first; lost is the
+// job's lost-output records by attempt.
+func (s *Store) history(ctx context.Context, db querier, id int64, lost map[int]string) ([]protocol.AttemptInfo, error) {
+	rows, err := db.QueryContext(ctx, `SELECT a.attempt, coalesce(p.site, ''), coalesce(p.host, ''), a.started, a.finished, a.exit, a.reason,
+			coalesce(p.out_dir, ''), a.cpu_user, a.cpu_sys, a.max_rss
+		FROM attempts a LEFT JOIN placeholders p ON p.id = a.placeholder_id WHERE a.job_id = ? ORDER BY a.attempt`, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []protocol.AttemptInfo
+	for rows.Next() {
 		var a protocol.AttemptInfo
 		var started, finished, exit sql.NullInt64
 		var outDir string
-		if err := hrows.Scan(&a.Attempt, &a.Site, &a.Host, &started, &finished, &exit, &a.Reason, &outDir); err != nil {
-			return d, err
+		var use usageCols
+		if err := rows.Scan(&a.Attempt, &a.Site, &a.Host, &started, &finished, &exit, &a.Reason, &outDir, &use.user, &use.sys, &use.rss); err != nil {
+			return nil, err
 		}
 		a.Started, a.Finished = formatMicros(started), formatMicros(finished)
+		a.Accounting = use.accounting(started, finished)
 		if exit.Valid {
 			e := int(exit.Int64)
 			a.Exit = &e
@@ -241,15 +347,9 @@ func (s *Store) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
 			a.StdoutCopy, a.StderrCopy = s.copies(outDir, id, a.Attempt)
 		}
 		a.OutputLost = lost[a.Attempt]
-		d.History = append(d.History, a)
+		out = append(out, a)
 	}
-	if err := hrows.Err(); err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return d, err
-	}
-	if err := s.jobPlan(ctx, &d); err != nil {
-		return d, err
-	}
-	return d, s.jobFiles(ctx, &d)
+	return out, closeRows(rows)
 }
 
 // jobFiles adds a job's declared files with the catalog's record of each

@@ -59,15 +59,18 @@ func (st *stmts) prepare(ctx context.Context, c *sql.Conn) error {
 		{&st.insTargets, "INSERT INTO targets (id, name) SELECT ?1 + key, value FROM json_each(?2)"},
 		{&st.insQueue, "INSERT INTO queues (name, created) VALUES (?, ?) RETURNING id, ceiling_s, max_attempts, retry_failed, policy"},
 		{&st.setState, "UPDATE jobs SET state = ? WHERE id = ?"},
-		{&st.finish, "UPDATE jobs SET state = ?, exit = ?, started = ?, finished = ?, reason = ? WHERE id = ?"},
-		{&st.history, `INSERT OR REPLACE INTO attempts (job_id, attempt, placeholder_id, started, finished, exit, reason)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`},
+		{&st.finish, `UPDATE jobs SET state = ?, exit = ?, started = ?, finished = ?, reason = ?,
+			cpu_user = ?, cpu_sys = ?, max_rss = ? WHERE id = ?`},
+		{&st.history, `INSERT OR REPLACE INTO attempts (job_id, attempt, placeholder_id, started, finished, exit, reason,
+			cpu_user, cpu_sys, max_rss) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+		// Every way back to W/Q forgets the last attempt's figures (kept
+		// in attempts first, where that attempt counts).
 		{&st.requeue, `UPDATE jobs SET state = ?, placeholder_id = NULL, started = NULL, finished = NULL,
-			exit = NULL, reason = NULL WHERE id = ?`},
+			exit = NULL, reason = NULL, cpu_user = NULL, cpu_sys = NULL, max_rss = NULL WHERE id = ?`},
 		{&st.unclaim, `UPDATE jobs SET state = ?, attempt_base = attempt_base + 1, placeholder_id = NULL, started = NULL,
-			finished = NULL, exit = NULL, reason = NULL WHERE id = ?`},
+			finished = NULL, exit = NULL, reason = NULL, cpu_user = NULL, cpu_sys = NULL, max_rss = NULL WHERE id = ?`},
 		{&st.rerun, `UPDATE jobs SET state = ?, attempt_base = attempts, placeholder_id = NULL, started = NULL,
-			finished = NULL, exit = NULL, reason = NULL WHERE id = ?`},
+			finished = NULL, exit = NULL, reason = NULL, cpu_user = NULL, cpu_sys = NULL, max_rss = NULL WHERE id = ?`},
 		{&st.insPlaceholder, `INSERT INTO placeholders (site, host, pid, out_dir, slots, started, last_seen, identity)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`},
 		{&st.touchPlaceholder, "UPDATE placeholders SET pid = ?, slots = ?, last_seen = ? WHERE id = ? AND site = ? AND host = ? AND identity = ?"},
@@ -88,9 +91,11 @@ func (st *stmts) prepare(ctx context.Context, c *sql.Conn) error {
 		{&st.putReplica, "INSERT OR REPLACE INTO replicas (path, site, host, size, sha256, made) VALUES (?, ?, ?, ?, ?, ?)"},
 		{&st.insTransfer, `INSERT INTO transfers (job_id, path, from_site, from_host, to_site, to_host, bytes, seconds, started, error)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
-		{&st.keepAttempt, `INSERT OR REPLACE INTO attempts (job_id, attempt, placeholder_id, started, finished, exit, reason)
+		{&st.keepAttempt, `INSERT OR REPLACE INTO attempts (job_id, attempt, placeholder_id, started, finished, exit, reason,
+				cpu_user, cpu_sys, max_rss)
 			SELECT id, attempts, placeholder_id, started, finished, exit,
-				coalesce(reason, CASE state WHEN 'D' THEN 'done' WHEN 'X' THEN 'deleted by user' ELSE 'ended' END) || '; rerun by user'
+				coalesce(reason, CASE state WHEN 'D' THEN 'done' WHEN 'X' THEN 'deleted by user' ELSE 'ended' END) || '; rerun by user',
+				cpu_user, cpu_sys, max_rss
 			FROM jobs WHERE id = ? AND attempts > 0`},
 	} {
 		s, err := c.PrepareContext(ctx, p.sql)

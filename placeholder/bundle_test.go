@@ -149,3 +149,39 @@ func TestAgentSkipsDeletedBundleJob(t *testing.T) {
 		}
 	}
 }
+
+// TestBundleJobsCarryUsage: each job of a bundle is reported with its own
+// rusage, kept per job by the CLS.
+func TestBundleJobsCarryUsage(t *testing.T) {
+	t.Parallel()
+	c := newCLS(t)
+	dir := t.TempDir()
+	jobs := []protocol.JobSpec{
+		{Target: "u", Cwd: dir, Command: "true"},
+		{Target: "u", Cwd: dir, Command: "dd if=/dev/zero of=/dev/null bs=40M count=1 2>/dev/null"},
+	}
+	ids, err := c.store.SubmitRequest(context.Background(), protocol.Submit{Bundle: true, Jobs: jobs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startAgent(t, c, 1)
+	for id, e := range c.wait(ids...) {
+		if e.State != "D" {
+			t.Fatalf("job %d: %+v", id, e)
+		}
+	}
+	var rss [2]int64
+	for i, id := range ids {
+		d, err := c.store.Job(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !d.Measured() {
+			t.Fatalf("bundle job %d has no usage: %+v", i, d.Accounting)
+		}
+		rss[i] = d.MaxRSS
+	}
+	if rss[1] < 40e6 || rss[0] >= rss[1] {
+		t.Fatalf("max RSS per bundle job %v: want each its own (40 MB and more for the second)", rss)
+	}
+}

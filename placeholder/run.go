@@ -311,6 +311,7 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 	}
 	rep.Finished = time.Now()
 	rep.Exit = exitStatus(cmd.ProcessState, werr)
+	rep.Usage = usageOf(cmd.ProcessState)
 	p.mu.Lock()
 	rep.Reason = p.reason
 	p.mu.Unlock()

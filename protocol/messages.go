@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"fmt"
 	"strings"
 	"time"
 )
@@ -151,6 +152,8 @@ type Stat struct {
 	States string  `json:"states,omitempty"` // letters; empty = all but X
 	IDs    []int64 `json:"ids,omitempty"`
 	Limit  int     `json:"limit,omitempty"`
+	// Earlier asks for each job's earlier attempts too (mqstat --acct).
+	Earlier bool `json:"earlier,omitempty"`
 }
 
 // StatReply is one frame of a streamed job listing.
@@ -180,6 +183,18 @@ type JobInfo struct {
 	Cwd          string  `json:"cwd,omitempty"`
 	Est          float64 `json:"est,omitempty"`
 	Reason       string  `json:"reason,omitempty"`
+	Accounting
+	// Earlier are the job's earlier attempts, oldest first, when the
+	// listing asked for them (Stat.Attempts).
+	Earlier []AttemptInfo `json:"earlier,omitempty"`
+}
+
+// Accounting is what an attempt that ended took: wall-clock seconds from
+// start to end, and the rusage figures its placeholder measured (absent
+// for an attempt that did not run to an exit, like a lost one).
+type Accounting struct {
+	Elapsed float64 `json:"elapsed,omitempty"` // seconds
+	Usage
 }
 
 // JobQuery names one job.
@@ -201,11 +216,21 @@ type JobDetail struct {
 	// kept: where the placeholder writes it or in the CLS's copy.
 	OutputLost string         `json:"output_lost,omitempty"`
 	WaitingOn  []TargetStatus `json:"waiting_on,omitempty"`
-	History    []AttemptInfo  `json:"history,omitempty"`
-	Inputs     []FileInfo     `json:"inputs,omitempty"`
-	Outputs    []FileInfo     `json:"outputs,omitempty"`
-	Transfers  []TransferInfo `json:"transfers,omitempty"` // data staging for this job
-	Plan       *JobPlan       `json:"plan,omitempty"`      // where a plan (cls plan make) put it
+	// BlockedBy is, for a blocked job, the failed or deleted job that
+	// blocks it (through other blocked jobs, maybe).
+	BlockedBy *JobRefState   `json:"blocked_by,omitempty"`
+	History   []AttemptInfo  `json:"history,omitempty"`
+	Inputs    []FileInfo     `json:"inputs,omitempty"`
+	Outputs   []FileInfo     `json:"outputs,omitempty"`
+	Transfers []TransferInfo `json:"transfers,omitempty"` // data staging for this job
+	Plan      *JobPlan       `json:"plan,omitempty"`      // where a plan (cls plan make) put it
+}
+
+// JobRefState names a job with its target and state letter.
+type JobRefState struct {
+	Job    int64  `json:"job"`
+	Target string `json:"target"`
+	State  string `json:"state"`
 }
 
 // JobPlan is where a plan placed a job: its site, its place in the plan's
@@ -238,6 +263,7 @@ type AttemptInfo struct {
 	StdoutCopy string `json:"stdout_copy,omitempty"`
 	StderrCopy string `json:"stderr_copy,omitempty"`
 	OutputLost string `json:"output_lost,omitempty"`
+	Accounting
 }
 
 // SummaryReply counts jobs per queue and state.
@@ -412,6 +438,36 @@ type Report struct {
 	// Outputs are the declared outputs the job created, as the agent saw
 	// them (size, SHA-256): they become replicas at its place.
 	Outputs []FileSum `json:"outputs,omitempty"`
+	// Usage is what the job's process used (its rusage), when it ran.
+	Usage
+}
+
+// Usage is an attempt's resource use as the placeholder measured it from
+// the process's rusage (the shell and every descendant it waited for).
+// MaxRSS 0 means not measured (the job did not run, or a no-op agent):
+// the CLS then stores nothing.
+type Usage struct {
+	CPUUser float64 `json:"cpu_user,omitempty"` // user CPU seconds
+	CPUSys  float64 `json:"cpu_sys,omitempty"`  // system CPU seconds
+	MaxRSS  int64   `json:"max_rss,omitempty"`  // largest resident set, bytes
+}
+
+// Measured reports whether u holds figures.
+func (u Usage) Measured() bool { return u.MaxRSS > 0 }
+
+// CheckUsage refuses figures no process can have (negative, NaN, infinite,
+// or beyond a century of CPU).
+func CheckUsage(u Usage) error {
+	const most = 100 * 366 * 24 * 3600
+	for _, v := range []float64{u.CPUUser, u.CPUSys} {
+		if !(v >= 0 && v <= most) {
+			return fmt.Errorf("CPU seconds must be 0..%d, not %v", most, v)
+		}
+	}
+	if u.MaxRSS < 0 {
+		return fmt.Errorf("max_rss must not be negative, not %d", u.MaxRSS)
+	}
+	return nil
 }
 
 // OutputChunk copies part of a job's stdout or stderr from a remote

@@ -11,6 +11,12 @@ export PATH=/usr/local/go/bin:$PATH
 echo "== gofmt"
 bad=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$bad" ]; then echo "gofmt would change: $bad" >&2; exit 1; fi
+echo "== go mod tidy"
+if ! tidy=$(go mod tidy -diff); then
+	echo "go.mod/go.sum are not tidy (run go mod tidy):" >&2
+	echo "$tidy" >&2
+	exit 1
+fi
 echo "== go vet"
 go vet ./...
 go vet -tags e2e ./...

@@ -715,6 +715,9 @@ func checkReports(reps []protocol.Report) error {
 		if err := protocol.CheckText(fmt.Sprintf("job %d's output_lost", r.ID), r.OutputLost, protocol.MaxReasonBytes); err != nil {
 			return err
 		}
+		if err := protocol.CheckUsage(r.Usage); err != nil {
+			return protocol.Errorf(protocol.CodeBadRequest, "job %d's usage: %v", r.ID, err)
+		}
 	}
 	return nil
 }

@@ -311,7 +311,7 @@ func (m *Manager) Remove(ctx context.Context, name string) (protocol.SiteInfo, e
 
 // embeddedMsg says why the CLS's own site cannot be added or removed.
 func embeddedMsg(spec protocol.SiteSpec) string {
-	return fmt.Sprintf("site %s is the CLS's own %d placeholders (cls serve --local %d): they run while the CLS runs; restart it with another --local (0 = none) to change them", spec.Name, spec.Max, spec.Max)
+	return fmt.Sprintf("site %s is the CLS's own placeholders (cls serve --local %d): they run while the CLS runs; restart it with another --local (0 = none) to change them", spec.Name, spec.Max)
 }
 
 // List describes every site.

@@ -16,15 +16,20 @@ import (
 	"syscall"
 
 	"github.com/mq-hpc/mq/cmd/internal/agentcmd"
+	"github.com/mq-hpc/mq/internal/version"
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(args []string, stderr io.Writer) int {
+func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "agent" {
 		args = args[1:]
+	}
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version" || args[0] == "-v") {
+		fmt.Fprintln(stdout, "mqagent version "+version.String())
+		return 0
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

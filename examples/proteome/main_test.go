@@ -46,7 +46,7 @@ func TestFlags(t *testing.T) {
 func TestWorkflowLocal(t *testing.T) {
 	for _, b := range []string{"none", "hetero", "4"} {
 		dir := t.TempDir()
-		d, err := driver.New(driver.Config{Dir: dir, Consumers: 4, GroupTimeout: 10 * time.Millisecond})
+		d, err := driver.New(driver.Config{Dir: dir, Consumers: 4, GroupTimeout: 10 * time.Millisecond, Local: true})
 		if err != nil {
 			t.Fatal(err)
 		}

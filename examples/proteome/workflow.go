@@ -196,11 +196,11 @@ func measureWork(ctx context.Context, home string, phs []phase) error {
 // answers, else locally.
 func once(ctx context.Context, o options) error {
 	home, _ := client.Home()
-	cfg := driver.Config{Consumers: o.consumers, Buffer: bufferFor(o.proteins[0])}
+	cfg := driver.Config{Consumers: o.consumers, Buffer: bufferFor(o.proteins[0]), Local: true}
 	if home != "" {
 		if cl, err := client.Dial(ctx, home, "", "proteome"); err == nil {
 			cl.Close()
-			cfg.Home = home
+			cfg.Home, cfg.Local = home, false
 		}
 	}
 	dir, err := os.MkdirTemp("", "proteome-")

@@ -86,14 +86,18 @@ func (f *flags) register(fs *flag.FlagSet, mode Mode) {
 // ends or the agent stops. Help goes to stderr and returns nil.
 func Run(ctx context.Context, name string, mode Mode, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// A mistake is one line (the caller prints it); the flag list is for
+	// -help only.
+	fs.SetOutput(io.Discard)
 	var f flags
 	f.register(fs, mode)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fs.Usage()
 			return nil
 		}
-		return UsageError{err.Error()}
+		return UsageError{err.Error() + " (see " + name + " -help)"}
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))

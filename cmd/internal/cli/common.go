@@ -19,18 +19,23 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/internal/version"
 	"github.com/mq-hpc/mq/protocol"
 )
 
-// Version is the mq version, set at build time with -ldflags.
-var Version = "dev"
+// Version is the mq version: the build information's module version and
+// VCS revision (internal/version).
+var Version = version.String()
 
 // Exit codes shared by every command.
 const (
-	ExitOK      = 0
-	ExitFailed  = 1 // the request failed: the server said no, or could not be reached
-	ExitUsage   = 2 // the command line was wrong
-	exitUnknown = 1
+	ExitOK     = 0
+	ExitFailed = 1 // the request failed: the server said no, or could not be reached
+	ExitUsage  = 2 // the command line was wrong
+	// ExitInterrupted is a command stopped by SIGINT or SIGTERM while it
+	// waited (mqsub -b), as a shell reports it: 128+SIGINT.
+	ExitInterrupted = 130
+	exitUnknown     = 1
 )
 
 // usageError is a mistake on the command line (exit 2).
@@ -74,7 +79,7 @@ func Main(ctx context.Context, app *cli.App, args []string) int {
 // Run is Main without signal handling: the SSH endpoint runs commands with
 // it, cancelling ctx when the client goes away.
 func Run(ctx context.Context, app *cli.App, args []string) int {
-	app.HideHelpCommand = true
+	Tidy(app)
 	app.ExitErrHandler = func(*cli.Context, error) {} // we map errors ourselves
 	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
 		return usageError{FlagMessage(err)}
@@ -115,11 +120,36 @@ func Run(ctx context.Context, app *cli.App, args []string) int {
 // urfave/cli has no flag with an optional value).
 const rewriteArgs = "rewriteArgs"
 
+// Tidy sets what every mq command's help shares, on app and all its
+// commands: no "help" command listed (--help is the way), no "(default:
+// false)" on booleans.
+func Tidy(app *cli.App) {
+	app.HideHelpCommand = true
+	tidyFlags(app.Flags)
+	var walk func([]*cli.Command)
+	walk = func(cs []*cli.Command) {
+		for _, c := range cs {
+			c.HideHelpCommand = true
+			tidyFlags(c.Flags)
+			walk(c.Subcommands)
+		}
+	}
+	walk(app.Commands)
+}
+
+func tidyFlags(fs []cli.Flag) {
+	for _, f := range fs {
+		if b, ok := f.(*cli.BoolFlag); ok && !b.Value {
+			b.DisableDefaultText = true
+		}
+	}
+}
+
 // isFlagError recognises urfave/cli's own usage errors that bypass
 // OnUsageError (a flag given a bad value, a required flag missing).
 func isFlagError(err error) bool {
 	s := err.Error()
-	return strings.HasPrefix(s, "invalid value") || strings.HasPrefix(s, "Required flag") ||
+	return strings.HasPrefix(s, "invalid value") || strings.HasPrefix(s, "invalid boolean value") || strings.HasPrefix(s, "Required flag") ||
 		strings.Contains(s, "flag needs an argument") || strings.HasPrefix(s, "flag provided but not defined")
 }
 
@@ -151,6 +181,8 @@ func NewApp(name, usage string, env Env) *cli.App {
 		Reader:                 env.Stdin,
 		UseShortOptionHandling: false,
 		HideHelpCommand:        true,
+		// Shell completion asks the command (scripts/gendocs).
+		EnableBashCompletion: true,
 	}
 }
 

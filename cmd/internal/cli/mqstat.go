@@ -24,10 +24,11 @@ import (
 func Mqstat(env Env) *cli.App {
 	app := NewApp("mqstat", "show jobs in the metaqueue", env)
 	app.UsageText = `mqstat [-q QUEUE] [-t TARGET] [-s STATES] [--json] [--limit N]
+   mqstat --acct [-q QUEUE] [-t TARGET] [-s STATES] [--json]
    mqstat -j ID [--json]
-   mqstat --output ID [--stderr] [--follow]
+   mqstat --cat ID [--stderr] [--follow]
    mqstat --summary [-q QUEUE] [-t TARGET] [--json]
-   mqstat --watch [INTERVAL] [any of the above but --output]`
+   mqstat --watch [INTERVAL] [any of the above but --cat]`
 	app.Description = `States: W waiting on prerequisites, Q queued (ready), E executing, D done,
 F failed, B blocked by a failed or deleted prerequisite, X deleted.
 Without -s every job but deleted ones is listed. --watch shows the view again
@@ -43,11 +44,15 @@ interrupted.`
 		&cli.BoolFlag{Name: "summary", Usage: "count jobs per queue and state"},
 		&cli.IntFlag{Name: "limit", Usage: "list at most N jobs"},
 		&cli.BoolFlag{Name: "w", Aliases: []string{"wide"}, Usage: "do not shorten commands"},
-		&cli.Int64Flag{Name: "output", Aliases: []string{"o"}, Usage: "print the stdout of job `ID` (its latest attempt)"},
-		&cli.BoolFlag{Name: "stderr", Usage: "with --output: print stderr instead"},
+		&cli.Int64Flag{Name: "cat", Usage: "print the stdout of job `ID` (its latest attempt)"},
+		// The old spelling: -o is mqsub's declared output, so mqstat's
+		// is --cat now (hq job cat); this keeps scripts working.
+		&cli.Int64Flag{Name: "output", Aliases: []string{"o"}, Hidden: true},
+		&cli.BoolFlag{Name: "stderr", Usage: "with --cat: print stderr instead"},
+		&cli.BoolFlag{Name: "f", Aliases: []string{"follow"}, Usage: "with --cat: print the output as it is written, until the job ends; exit as the job did"},
+		&cli.BoolFlag{Name: "acct", Usage: "accounting, like sacct: each attempt's host, start, elapsed time, CPU and max RSS, then a summary per target"},
 		&cli.BoolFlag{Name: "watch", Usage: "show the view again every INTERVAL (the argument after it, else --interval)"},
 		&cli.DurationFlag{Name: "interval", Value: 2 * time.Second, Usage: "with --watch: time between views"},
-		&cli.BoolFlag{Name: "f", Aliases: []string{"follow"}, Usage: "with --output: print the output as it is written, until the job ends; exit as the job did"},
 	}
 	app.Metadata = map[string]any{rewriteArgs: watchArgs}
 	app.Action = func(c *cli.Context) error {
@@ -61,8 +66,8 @@ interrupted.`
 		if c.IsSet("interval") && !c.Bool("watch") {
 			return Usagef("--interval goes with --watch")
 		}
-		if c.Bool("watch") && c.IsSet("output") {
-			return Usagef("--watch does not go with --output")
+		if c.Bool("watch") && (c.IsSet("cat") || c.IsSet("output")) {
+			return Usagef("--watch does not go with --cat")
 		}
 		if c.IsSet("s") {
 			if _, err := job.ParseStates(strings.ToUpper(c.String("s"))); err != nil {
@@ -75,14 +80,15 @@ interrupted.`
 		if c.Int("limit") < 0 {
 			return Usagef("--limit must be 0 (no limit) or more, not %d", c.Int("limit"))
 		}
-		if c.IsSet("output") && c.Int64("output") <= 0 {
-			return Usagef("--output needs a job id")
+		catID, catSet := catJob(c)
+		if catSet && catID <= 0 {
+			return Usagef("--cat needs a job id")
 		}
-		if c.Bool("stderr") && !c.IsSet("output") {
-			return Usagef("--stderr goes with --output ID")
+		if c.Bool("stderr") && !catSet {
+			return Usagef("--stderr goes with --cat ID")
 		}
-		if c.Bool("f") && !c.IsSet("output") {
-			return Usagef("--follow goes with --output ID")
+		if c.Bool("f") && !catSet {
+			return Usagef("--follow goes with --cat ID")
 		}
 		cl, err := Dial(c.Context, env, "mqstat")
 		if err != nil {
@@ -99,12 +105,22 @@ interrupted.`
 	return app
 }
 
+// catJob is the job whose output --cat (or its old spelling --output)
+// asks for.
+func catJob(c *cli.Context) (int64, bool) {
+	if c.IsSet("output") {
+		return c.Int64("output"), true
+	}
+	return c.Int64("cat"), c.IsSet("cat")
+}
+
 // mqstatView prints one view of mqstat's (a listing of at most limit jobs
 // unless 0, a job, a summary, an output) to w.
 func mqstatView(c *cli.Context, cl *client.Client, w io.Writer, limit int) error {
 	{
+		catID, catSet := catJob(c)
 		switch {
-		case c.IsSet("output") && c.Bool("f"):
+		case catSet && c.Bool("f"):
 			stream := "stdout"
 			if c.Bool("stderr") {
 				stream = "stderr"
@@ -114,9 +130,9 @@ func mqstatView(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 				bw = bufio.NewWriter(w)
 				defer bw.Flush()
 			}
-			return followOutput(c.Context, cl, bw, c.App.ErrWriter, c.Int64("output"), stream)
-		case c.IsSet("output"):
-			d, err := client.Do(c.Context, cl, protocol.OpJob, protocol.JobQuery{ID: c.Int64("output")})
+			return followOutput(c.Context, cl, bw, c.App.ErrWriter, catID, stream)
+		case catSet:
+			d, err := client.Do(c.Context, cl, protocol.OpJob, protocol.JobQuery{ID: catID})
 			if err != nil {
 				return err
 			}
@@ -165,13 +181,20 @@ func mqstatView(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 		}
 		st := protocol.Stat{Queue: c.String("q"), Target: c.String("t"), States: strings.ToUpper(c.String("s")), Limit: limit}
 		asJSON := c.Bool("json")
+		acct := c.Bool("acct")
+		var sums acctSums
+		st.Earlier = acct
 		var tw *tabwriter.Writer
 		first := true
 		if asJSON {
 			io.WriteString(w, "[")
 		} else {
 			tw = tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
-			fmt.Fprintln(tw, "ID\tQUEUE\tTARGET\tS\tATT\tHOST\tSUBMITTED\tSTARTED\tFINISHED\tEXIT\tCOMMAND")
+			if acct {
+				fmt.Fprintln(tw, acctHeader)
+			} else {
+				fmt.Fprintln(tw, "ID\tQUEUE\tTARGET\tS\tATT\tHOST\tSUBMITTED\tSTARTED\tFINISHED\tEXIT\tCOMMAND")
+			}
 		}
 		now := time.Now()
 		err := client.Stream(c.Context, cl, protocol.OpStat, st, func(r protocol.StatReply) error {
@@ -183,6 +206,11 @@ func mqstatView(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 					first = false
 					b, _ := json.Marshal(j)
 					w.Write(b)
+					continue
+				}
+				if acct {
+					printAcct(tw, j, now)
+					sums.add(j)
 					continue
 				}
 				printRow(tw, j, now, c.Bool("w"))
@@ -197,6 +225,10 @@ func mqstatView(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 		}
 		if asJSON {
 			io.WriteString(w, "]\n")
+		}
+		if acct && !asJSON {
+			fmt.Fprintln(w)
+			sums.print(w)
 		}
 		return nil
 	}
@@ -296,10 +328,13 @@ func shortTime(s string, now time.Time) string {
 		return protocol.Printable(s)
 	}
 	t = t.Local()
-	if y, m, d := t.Date(); y == now.Year() && m == now.Month() && d == now.Day() {
+	switch y, m, d := t.Date(); {
+	case y == now.Year() && m == now.Month() && d == now.Day():
 		return t.Format("15:04:05")
+	case y == now.Year():
+		return t.Format("Jan 02 15:04")
 	}
-	return t.Format("01-02 15:04")
+	return t.Format("2006-01-02 15:04")
 }
 
 func printRow(tw io.Writer, j protocol.JobInfo, now time.Time, wide bool) {
@@ -400,6 +435,10 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 		p("exit status", fmt.Sprint(*d.Exit))
 	}
 	p("reason", d.Reason)
+	if d.BlockedBy != nil {
+		p("blocked by", fmt.Sprintf("job %d (%s, target %s): mqsub --rerun %d, or mqdel this job", d.BlockedBy.Job, stateName(d.BlockedBy.State), d.BlockedBy.Target, d.BlockedBy.Job))
+	}
+	p("usage", usageLine(d.Accounting, d.Finished != ""))
 	p("output lost", d.OutputLost)
 	if d.Stdout != "" {
 		where := ""
@@ -427,6 +466,9 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 			exit = fmt.Sprint(*a.Exit)
 		}
 		line := fmt.Sprintf("%s on %s, %s to %s, exit %s: %s", a.Site, a.Host, a.Started, a.Finished, exit, a.Reason)
+		if u := usageLine(a.Accounting, a.Finished != ""); u != "" {
+			line += "; " + u
+		}
 		if a.OutputLost != "" {
 			line += "; output lost: " + a.OutputLost
 		}

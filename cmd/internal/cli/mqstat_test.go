@@ -177,7 +177,7 @@ func TestMqstatFollow(t *testing.T) {
 	}
 	var o, e bytes.Buffer
 	env := Env{Stdin: strings.NewReader(""), Stdout: &o, Stderr: &e, Getwd: os.Getwd, Dial: clitest.Dial(nil)}
-	if code := Run(context.Background(), Mqstat(env), []string{"mqstat", "--follow"}); code != ExitUsage || !strings.Contains(e.String(), "--follow goes with --output ID") {
+	if code := Run(context.Background(), Mqstat(env), []string{"mqstat", "--follow"}); code != ExitUsage || !strings.Contains(e.String(), "--follow goes with --cat ID") {
 		t.Errorf("--follow alone: exit %d, %q", code, e.String())
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/internal/walltime"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -48,12 +49,12 @@ where its inputs were produced.`
 		&cli.StringFlag{Name: "q", Aliases: []string{"queue"}, Usage: "queue (created on first use)", Value: protocol.DefaultQueue},
 		&cli.StringSliceFlag{Name: "p", Aliases: []string{"prereq"}, Usage: "prerequisite target (repeat, or a comma list)"},
 		&cli.BoolFlag{Name: "b", Aliases: []string{"block"}, Usage: "wait for the job to end and exit with its exit status"},
-		&cli.Float64Flag{Name: "e", Aliases: []string{"est"}, Usage: "expected runtime in seconds"},
+		&cli.StringFlag{Name: "e", Aliases: []string{"est"}, Usage: "expected runtime: seconds, or 2h, 04:00:00, 1-12:00:00"},
 		&cli.StringFlag{Name: "d", Aliases: []string{"dir"}, Usage: "working directory of the job"},
 		// No long aliases: urfave/cli would Set a generic flag's value again
 		// through each alias.
-		&cli.GenericFlag{Name: "i", Value: &fileList{}, Usage: "a file the job reads, `PATH[:SIZE]` (repeat)"},
-		&cli.GenericFlag{Name: "o", Value: &fileList{}, Usage: "a file the job writes, `PATH[:SIZE]` (repeat)"},
+		&cli.GenericFlag{Name: "i", Aliases: []string{"input"}, Value: &fileList{}, Usage: "a file the job reads, `PATH[:SIZE]` (repeat)"},
+		&cli.GenericFlag{Name: "o", Aliases: []string{"output"}, Value: &fileList{}, Usage: "a file the job writes, `PATH[:SIZE]` (repeat)"},
 		&cli.StringFlag{Name: "f", Aliases: []string{"file"}, Usage: "add the jobs in `FILE` (JSON lines) in one transaction"},
 		&cli.BoolFlag{Name: "rerun", Usage: "run ended jobs (done, failed, deleted) again"},
 		&cli.StringFlag{Name: "t", Aliases: []string{"target"}, Usage: "with --rerun: every ended job of this target"},
@@ -108,13 +109,19 @@ where its inputs were produced.`
 		if err != nil {
 			return err
 		}
+		var est float64
+		if c.IsSet("e") {
+			if est, err = walltime.Parse(c.String("e")); err != nil {
+				return Usagef("-e: %v", err)
+			}
+		}
 		js := protocol.JobSpec{
 			Queue:   c.String("q"),
 			Target:  c.Args().First(),
 			Prereqs: splitList(c.StringSlice("p")),
 			Command: strings.Join(c.Args().Tail(), " "),
 			Cwd:     dir,
-			Est:     c.Float64("e"),
+			Est:     est,
 			Inputs:  c.Generic("i").(*fileList).files,
 			Outputs: c.Generic("o").(*fileList).files,
 			Env:     c.Generic("v").(*envList).env,
@@ -147,7 +154,7 @@ where its inputs were produced.`
 		timeout := c.Duration("timeout")
 		w, err := client.Do(c.Context, cl, protocol.OpWait, protocol.Wait{IDs: []int64{id}, TimeoutMS: int(timeout / time.Millisecond)})
 		if err != nil {
-			return fmt.Errorf("waiting for job %d: %w", id, err)
+			return waitError(c.Context, id, err)
 		}
 		if len(w.Jobs) == 0 {
 			return exitError{code: ExitFailed, msg: fmt.Sprintf("timed out after %s: job %d has not ended (see mqstat -j %d)", timeout, id, id)}
@@ -175,6 +182,18 @@ func warnNoJobs(c *cli.Context, cl *client.Client, id int64) {
 	}
 }
 
+// waitError says why mqsub -b stopped waiting: an interrupt (Ctrl-C) or
+// the CLS going away are ordinary, and the job is not lost either way.
+func waitError(ctx context.Context, id int64, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return exitError{code: ExitInterrupted, msg: fmt.Sprintf("interrupted; job %d stays in the metaqueue (mqstat -j %d, mqdel %d)", id, id, id)}
+	case protocol.IsCode(err, protocol.CodeShutdown), errors.Is(err, client.ErrClosed), errors.Is(err, io.EOF):
+		return fmt.Errorf("the CLS stopped while waiting for job %d; the job is kept: mqstat -j %d once the CLS runs again", id, id)
+	}
+	return fmt.Errorf("waiting for job %d: %w", id, err)
+}
+
 // jobExit turns how a job ended into mqsub -b's exit.
 func jobExit(e protocol.JobEnd) error {
 	switch e.State {
@@ -200,9 +219,33 @@ func jobDir(c *cli.Context, env Env) (string, error) {
 		if err != nil {
 			return "", Usagef("working directory %q: %v", d, err)
 		}
+		if env.Dial == nil {
+			// On the CLS host (its Unix socket): the directory the job
+			// runs in is the one named here, so a mistake shows now
+			// rather than when the job runs. Remote sites make it under
+			// their data root; a path seen from elsewhere is not checked.
+			if fi, err := os.Stat(abs); err != nil {
+				return "", Usagef("-d %s: %v", protocol.Quote(abs), errors.Unwrap(err))
+			} else if !fi.IsDir() {
+				return "", Usagef("-d %s is not a directory", protocol.Quote(abs))
+			}
+		}
 		return abs, nil
 	}
-	return env.Getwd()
+	return getwd(env)
+}
+
+// getwd is the directory jobs run in by default, with advice when it has
+// been removed under the shell.
+func getwd(env Env) (string, error) {
+	wd, err := env.Getwd()
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("the current directory no longer exists (removed?): cd to another, or name the job's directory with -d DIR")
+		}
+		return "", fmt.Errorf("the current directory: %w (name the job's directory with -d DIR)", err)
+	}
+	return wd, nil
 }
 
 // splitList flattens repeated and comma-separated values.
@@ -231,7 +274,7 @@ func mqsubFile(c *cli.Context, env Env) error {
 		defer f.Close()
 		r = f
 	}
-	cwd, err := env.Getwd()
+	cwd, err := getwd(env)
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/mq-hpc/mq/cls"
 	"github.com/mq-hpc/mq/cmd/internal/agentcmd"
 	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
+	"github.com/mq-hpc/mq/internal/walltime"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/metaqueue"
 	"github.com/mq-hpc/mq/policy"
@@ -35,7 +36,7 @@ import (
 // Cls returns the cls command: the command-line server and its admin verbs.
 func Cls(env mqcli.Env) *cli.App {
 	app := mqcli.NewApp("cls", "the mq command-line server (CLS) and its administration", env)
-	app.Commands = []*cli.Command{clsServe(), clsQueue(env), clsKey(env), clsAgent(), clsSite(env), clsFiles(env), clsPlan(env)}
+	app.Commands = []*cli.Command{clsServe(), clsQueue(env), clsKey(env), clsAgent(), clsSite(env), clsFiles(env), clsPlan(env), clsDocs()}
 	app.Action = func(c *cli.Context) error {
 		if c.NArg() > 0 {
 			return mqcli.Usagef("unknown command %q", c.Args().First())
@@ -53,7 +54,7 @@ func clsServe() *cli.Command {
 socket mqsub/mqstat/mqdel use), cls.log, and output/ (jobs' stdout and stderr
 from local placeholders).`,
 		Flags: []cli.Flag{
-			&cli.IntFlag{Name: "local", Usage: "local placeholders to keep running, the site local of cls site list (0 = none)", Value: runtime.NumCPU()},
+			&cli.IntFlag{Name: "local", Usage: "local placeholders to keep running, the site local of cls site list (0 = none)", Value: runtime.NumCPU(), DefaultText: "number of CPUs"},
 			&cli.IntFlag{Name: "slots", Usage: "jobs each local placeholder runs at once", Value: 1},
 			&cli.DurationFlag{Name: "lease", Usage: "requeue a job when its placeholder is silent this long", Value: 30 * time.Second},
 			&cli.StringFlag{Name: "sync", Usage: "commit durability: submit (users' changes survive power loss; placeholder traffic survives a crash of the CLS, so after a power loss jobs that just ended may rerun), full (every commit survives power loss) or normal (every commit survives a crash of the CLS)", Value: string(metaqueue.SyncSubmit)},
@@ -62,7 +63,7 @@ from local placeholders).`,
 			&cli.StringFlag{Name: "http", Usage: "serve the read-only dashboard and /metrics on `ADDR` (host:port, e.g. 127.0.0.1:8642; :8642 is loopback); a non-loopback address needs --http-public"},
 			&cli.BoolFlag{Name: "http-public", Usage: "allow --http on a non-loopback address: every request then needs the token in $MQ_HOME/http.token (made when missing)"},
 			&cli.BoolFlag{Name: "noop", Usage: "local placeholders report jobs done without running them (benchmarks the scheduling path)"},
-			&cli.StringFlag{Name: "ssh", Usage: "also accept SSH connections on `ADDR` (host:port), authenticated by the keys of `cls key`"},
+			&cli.StringFlag{Name: "ssh", Usage: "also accept SSH connections on `ADDR` (host:port), authenticated by the keys of cls key"},
 			&cli.GenericFlag{Name: "site-net", Value: &siteNets{}, Usage: "network of a site for dc queues, `SITE=LATENCY_S,BANDWIDTH` (bytes/s, units allowed: 100M); SITE default applies to sites not named (repeat)"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the CLS to `FILE` (performance work)", Hidden: true},
 			&cli.StringFlag{Name: "agents", Usage: "directory of placeholder agents for remote sites (mqagent-linux-amd64, ...; default: beside cls)"},
@@ -105,6 +106,11 @@ func serve(c *cli.Context) error {
 	if c.Bool("http-public") && c.String("http") == "" {
 		return mqcli.Usagef("--http-public needs --http ADDR")
 	}
+	switch metaqueue.Sync(c.String("sync")) {
+	case metaqueue.SyncSubmit, metaqueue.SyncFull, metaqueue.SyncNormal:
+	default:
+		return mqcli.Usagef("--sync must be submit, full or normal, not %q", c.String("sync"))
+	}
 	if c.Duration("connect-timeout") < time.Second {
 		return mqcli.Usagef("--connect-timeout must be at least 1s, not %s", c.Duration("connect-timeout"))
 	}
@@ -133,8 +139,8 @@ func serve(c *cli.Context) error {
 		return err
 	}
 	defer srv.Close()
-	fmt.Fprintf(c.App.ErrWriter, "cls: serving MQ_HOME=%s with %d local placeholders (log: %s)\n",
-		srv.Home(), n, filepath.Join(srv.Home(), "cls.log"))
+	fmt.Fprintf(c.App.ErrWriter, "cls: serving MQ_HOME=%s with %s (log: %s)\n",
+		srv.Home(), plural(n, "local placeholder"), filepath.Join(srv.Home(), "cls.log"))
 	// SIGHUP reopens cls.log, after logrotate moved it away.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -251,6 +257,9 @@ func queueSet(env mqcli.Env) *cli.Command {
 				}
 				qs.Ceiling = &d
 			}
+			if set["max-attempts"] && (v.maxAttempts < 1 || v.maxAttempts > 1000) {
+				return mqcli.Usagef("--max-attempts must be 1..1000, not %d", v.maxAttempts)
+			}
 			if set["max-attempts"] {
 				qs.MaxAttempts = &v.maxAttempts
 			}
@@ -258,6 +267,9 @@ func queueSet(env mqcli.Env) *cli.Command {
 				qs.RetryFailed = &v.retryFailed
 			}
 			if set["policy"] {
+				if _, err := policy.Lookup(v.policy); err != nil {
+					return mqcli.Usagef("--policy: %v", err)
+				}
 				qs.Policy = &v.policy
 			}
 			cl, err := mqcli.Dial(c.Context, env, "cls")
@@ -279,8 +291,8 @@ func queueSet(env mqcli.Env) *cli.Command {
 // parsing (parseFlags), with their values in v.
 func queueSetFlags(v *queueSetValues) []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "ceiling", Usage: "longest a job may run, e.g. 90, 90s, 2h (0 = no limit)", Destination: &v.ceiling},
-		&cli.IntFlag{Name: "max-attempts", Usage: "times a job may be dispatched before it fails", Destination: &v.maxAttempts},
+		&cli.StringFlag{Name: "ceiling", Usage: "longest a job may run, e.g. 90, 90s, 2h, 04:00:00 (0 = no limit)", Destination: &v.ceiling, DefaultText: "0 for a new queue"},
+		&cli.IntFlag{Name: "max-attempts", Usage: "times a job may be dispatched before it fails", Destination: &v.maxAttempts, DefaultText: "3 for a new queue"},
 		&cli.BoolFlag{Name: "retry-failed", Usage: "retry jobs that exit non-zero (within max-attempts)", Destination: &v.retryFailed},
 		&cli.StringFlag{Name: "policy", Usage: "scheduling policy: " + policyHelp(), Destination: &v.policy},
 	}
@@ -334,24 +346,9 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// parseSeconds reads "90" (seconds) or a Go duration such as "1h30m",
-// 0..protocol.MaxSeconds.
-func parseSeconds(s string) (float64, error) {
-	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		if !(f >= 0 && f <= protocol.MaxSeconds) { // also NaN
-			return 0, fmt.Errorf("%q is not 0..%g seconds (about 31 years)", s, float64(protocol.MaxSeconds))
-		}
-		return f, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("%q is not a duration (e.g. 90, 90s, 2h)", s)
-	}
-	if d.Seconds() > protocol.MaxSeconds {
-		return 0, fmt.Errorf("%q is more than %g seconds (about 31 years)", s, float64(protocol.MaxSeconds))
-	}
-	return d.Seconds(), nil
-}
+// parseSeconds reads a time span: seconds ("90"), a Go duration ("1h30m")
+// or a batch system's clock form ("04:00:00", "1-12:00:00").
+func parseSeconds(s string) (float64, error) { return walltime.Parse(s) }
 
 // checkDurations checks duration flags against their ranges; a flag whose
 // value is out of range is a usage error naming it.
@@ -428,4 +425,12 @@ func policyHelp() string {
 		}
 	}
 	return b.String()
+}
+
+// plural is "1 thing", "2 things".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }

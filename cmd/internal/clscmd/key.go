@@ -26,7 +26,7 @@ import (
 // runs, and a running CLS sees changes at the next connection.
 func clsKey(env mqcli.Env) *cli.Command {
 	roleFlag := &cli.StringFlag{Name: "role", Usage: "user (may run mqsub/mqstat/mqdel/cls queue), admin (also cls site: makes the CLS start processes and log in to clusters with your keys) or placeholder (may only pull and report work)", Required: true}
-	nameFlag := &cli.StringFlag{Name: "name", Usage: "a name for the key in `cls key list` (default: the key file's comment)"}
+	nameFlag := &cli.StringFlag{Name: "name", Usage: "a `NAME` for the key in cls key list (default: the key file's comment)"}
 	return &cli.Command{
 		Name:  "key",
 		Usage: "manage the SSH keys the CLS accepts, and show its host key",

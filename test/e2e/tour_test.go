@@ -1,0 +1,98 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestReadmeTour runs README.md's five-minute tour as written, each line
+// reporting its exit status, and checks what the comments promise: the
+// ids, the exit statuses, the output printed.
+func TestReadmeTour(t *testing.T) {
+	h := newHarness(t)
+	readme := readFile(t, filepath.Join("..", "..", "README.md"))
+	_, after, ok := strings.Cut(readme, "## A five-minute tour")
+	if !ok {
+		t.Fatal("README.md has no five-minute tour")
+	}
+	_, block, _ := strings.Cut(after, "```sh\n")
+	block, _, _ = strings.Cut(block, "```")
+	var script strings.Builder
+	script.WriteString("trap 'kill %1 2>/dev/null' EXIT\n")
+	var cmds []string
+	for _, line := range strings.Split(block, "\n") {
+		cmd := strings.TrimSpace(strings.SplitN(line, " # ", 2)[0])
+		if cmd == "" {
+			continue
+		}
+		if strings.HasPrefix(cmd, "go build") {
+			cmd = "export PATH=" + binDir + ":$PATH" // the binaries the suite built
+		}
+		cmds = append(cmds, cmd)
+		script.WriteString("echo '@@ " + strings.ReplaceAll(cmd, "'", "") + "'\n" + cmd + "\necho \"@@ rc=$?\"\n")
+	}
+	bash := exec.Command("bash", "-c", script.String())
+	env := []string{"TMPDIR=" + h.dir} // mktemp -d: a home the harness removes
+	for _, kv := range h.env() {
+		if !strings.HasPrefix(kv, "MQ_HOME=") && !strings.HasPrefix(kv, "TMPDIR=") {
+			env = append(env, kv)
+		}
+	}
+	bash.Env, bash.Dir = env, h.dir
+	done := make(chan struct{})
+	var out []byte
+	var err error
+	go func() { out, err = bash.CombinedOutput(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Minute):
+		bash.Process.Kill()
+		<-done
+		t.Fatalf("the tour did not end in 5 minutes:\n%s", out)
+	}
+	if err != nil {
+		t.Fatalf("the tour: %v\n%s", err, out)
+	}
+	// Per command: its output and exit status.
+	type step struct{ cmd, out, rc string }
+	var steps []step
+	re := regexp.MustCompile(`(?s)@@ (.*?)\n(.*?)@@ rc=(\d+)\n`)
+	for _, m := range re.FindAllStringSubmatch(string(out), -1) {
+		steps = append(steps, step{m[1], m[2], m[3]})
+	}
+	if len(steps) != len(cmds) {
+		t.Fatalf("%d commands ran of %d:\n%s", len(steps), len(cmds), out)
+	}
+	want := map[string]struct{ out, rc string }{
+		`mqsub -q gram_neg protein1BLAST "echo blast > p1.hom"`:    {"1\n", "0"},
+		`mqsub -b -p protein1BLAST protein1Parse "wc -l < p1.hom"`: {"2\n", "0"},
+		`mqstat --cat 2`:               {"1\n", "0"},
+		`mqsub -b t3 "exit 3"`:         {"3\n", "3"},
+		`mqsub --rerun 1`:              {"1\n", "0"},
+		`mqsub -q slow t4 "sleep 600"`: {"4\n", "0"},
+	}
+	for _, s := range steps {
+		w, ok := want[strings.ReplaceAll(s.cmd, "'", "")]
+		switch {
+		case ok && (!strings.HasPrefix(s.out, w.out) || s.rc != w.rc): // stdout first; stderr may follow
+			t.Errorf("%s: printed %q, exit %s; the README says %q, exit %s", s.cmd, s.out, s.rc, w.out, w.rc)
+		case !ok && s.rc != "0":
+			t.Errorf("%s: exit %s:\n%s", s.cmd, s.rc, s.out)
+		}
+		if strings.HasPrefix(s.cmd, "mqstat --acct") && !strings.Contains(s.out, "JOBID") {
+			t.Errorf("mqstat --acct:\n%s", s.out)
+		}
+		if strings.HasPrefix(s.cmd, "cls queue list") && !regexp.MustCompile(`gram_neg\s+2h0m0s\s+3\s+false\s+sjf`).MatchString(s.out) {
+			t.Errorf("cls queue list:\n%s", s.out)
+		}
+	}
+	if t.Failed() {
+		t.Logf("the tour's output:\n%s", out)
+	}
+}

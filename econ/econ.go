@@ -70,9 +70,9 @@ type Resource struct {
 	Busy []float64
 }
 
-// rate is the resource's measured speed, or its nominal one before any
-// job has ended there.
-func (r Resource) rate() float64 {
+// Speed is the resource's measured MI per PE time unit, or its nominal
+// one (MIPS) before any job has ended there.
+func (r Resource) Speed() float64 {
 	if r.Rate > 0 {
 		return r.Rate
 	}
@@ -81,7 +81,7 @@ func (r Resource) rate() float64 {
 
 // CostPerMI is what one MI costs at the resource: how the seed compares
 // resources whose PEs differ in speed (step 2, section 5.1's G$/MI).
-func (r Resource) CostPerMI() float64 { return r.Price / r.rate() }
+func (r Resource) CostPerMI() float64 { return r.Price / r.Speed() }
 
 // Job is one job not yet dispatched.
 type Job struct {
@@ -111,7 +111,7 @@ type Plan struct {
 }
 
 // sameCost is the relative difference under which two resources' costs
-// per MI count as equal (R4 and R8 of the seed's Table I are exactly
+// per MI (or powers) count as equal (R4 and R8 of the seed's Table I are exactly
 // equal; measured rates need a little slack).
 const sameCost = 1e-6
 
@@ -137,14 +137,17 @@ func Schedule(s Strategy, ev Event, rs []Resource, jobs []Job) Plan {
 			}
 			return 1
 		}
-		pa, pb := float64(rs[a].PEs)*rs[a].rate(), float64(rs[b].PEs)*rs[b].rate()
+		// Powers within sameCost of each other tie (a measured rate a
+		// hair off another's must not reorder equals), and ties keep
+		// the resources' order.
+		pa, pb := float64(rs[a].PEs)*rs[a].Speed(), float64(rs[b].PEs)*rs[b].Speed()
 		switch {
+		case equalCost(pa, pb):
+			return 0
 		case pa > pb:
 			return -1
-		case pa < pb:
-			return 1
 		}
-		return 0
+		return 1
 	})
 	left := slices.Clone(jobs)
 	switch s {
@@ -201,7 +204,7 @@ type planner struct {
 // would end and what it would cost; ok is false if the resource has no PE.
 func (p *planner) try(i int, j Job) (pe int, end, cost float64, ok bool) {
 	f := p.free[i]
-	if len(f) == 0 || p.rs[i].rate() <= 0 {
+	if len(f) == 0 || p.rs[i].Speed() <= 0 {
 		return 0, 0, 0, false
 	}
 	pe = 0
@@ -210,7 +213,7 @@ func (p *planner) try(i int, j Job) (pe int, end, cost float64, ok bool) {
 			pe = k
 		}
 	}
-	run := j.MI / p.rs[i].rate()
+	run := j.MI / p.rs[i].Speed()
 	return pe, f[pe] + run, run * p.rs[i].Price, true
 }
 

@@ -95,3 +95,14 @@ func TestParseStrategy(t *testing.T) {
 		t.Error("an unknown strategy parsed")
 	}
 }
+
+func TestMeasuredTieKeepsOrder(t *testing.T) {
+	// A measured rate a rounding error below the nominal one must not
+	// move cost optimisation off the first of two equal resources.
+	rs := testResources()
+	rs[0].Rate = 10 * (1 - 1e-12)
+	p := Schedule(Cost, Event{Deadline: 41, Budget: 1e9}, rs, jobs(4, 100))
+	if len(p.Assigned[0]) != 4 {
+		t.Errorf("got %v, want all four on cheapA", p.Assigned)
+	}
+}

@@ -244,19 +244,21 @@ func (p *planner) fill(i int, jobs []Job) []Job {
 }
 
 // fastest gives each job the resource among group that ends it
-// earliest, if that is within the deadline and the budget (time
-// optimisation), and returns the jobs left. With share, a job may spend
-// only the budget left per job still to place (the time-optimisation
-// strategy's rule, so that early jobs do not starve later ones); without
-// it, the whole budget left (cost-time, whose groups are already
-// cheapest first).
+// earliest, if that is within the deadline and the budget, and returns
+// the jobs left. With share (time optimisation), a job may cost at most
+// the budget left per unassigned job at this event, so that fast dear
+// resources do not spend what the later jobs need; the share grows as
+// cheap jobs end under it. A job no resource runs within its share gets
+// the cheapest that fits the budget left. Without share (cost-time, whose groups come
+// cheapest first), a job may spend all the budget left.
 func (p *planner) fastest(group []int, jobs []Job, share bool) []Job {
 	var rest []Job
-	for n, j := range jobs {
-		budget := p.budget
-		if share {
-			budget = p.budget / float64(len(jobs)-n)
-		}
+	perJob := math.Inf(1)
+	if share && len(jobs) > 0 {
+		perJob = p.budget / float64(len(jobs))
+	}
+	for _, j := range jobs {
+		budget := math.Min(p.budget, perJob)
 		best, bestPE := -1, 0
 		var bestEnd, bestCost float64
 		for _, i := range group {
@@ -266,6 +268,17 @@ func (p *planner) fastest(group []int, jobs []Job, share bool) []Job {
 			}
 			if best < 0 || end < bestEnd || (end == bestEnd && cost < bestCost) {
 				best, bestPE, bestEnd, bestCost = i, pe, end, cost
+			}
+		}
+		if best < 0 && share {
+			// No resource within the share: the cheapest that ends the
+			// job within the deadline and the whole budget left, so a
+			// budget short of the share still buys what it can.
+			for _, i := range group {
+				pe, end, cost, ok := p.try(i, j)
+				if ok && p.fits(end, cost, p.budget) && (best < 0 || cost < bestCost || cost == bestCost && end < bestEnd) {
+					best, bestPE, bestEnd, bestCost = i, pe, end, cost
+				}
 			}
 		}
 		if best < 0 {

@@ -40,6 +40,7 @@ func TestSchedule(t *testing.T) {
 		{"cost spills to the next cheapest", Cost, Event{Deadline: 30, Budget: 1e9}, testResources(), 4, []int{3, 1, 0}, 0, 40, 30},
 		{"costtime splits equal costs", CostTime, Event{Deadline: 40, Budget: 1e9}, testResources(), 4, []int{2, 2, 0}, 0, 40, 20},
 		{"costtime spills to the dearer group", CostTime, Event{Deadline: 10, Budget: 1e9}, testResources(), 4, []int{1, 1, 2}, 0, 60, 10},
+		{"time falls back to the cheapest under a short budget", Time, Event{Deadline: 40, Budget: 30}, testResources(), 4, []int{2, 1, 0}, 1, 30, 20},
 		{"time takes the fastest", Time, Event{Deadline: 40, Budget: 1e9}, testResources(), 4, []int{1, 1, 2}, 0, 60, 10},
 		{"budget caps cost", Cost, Event{Deadline: 40, Budget: 25}, testResources(), 4, []int{2, 0, 0}, 2, 20, 20},
 		{"budget caps costtime", CostTime, Event{Deadline: 10, Budget: 35}, testResources(), 4, []int{1, 1, 0}, 2, 20, 10},
@@ -70,18 +71,22 @@ func TestSchedule(t *testing.T) {
 }
 
 func TestTimeSharesBudget(t *testing.T) {
-	// 4 jobs, budget 60: the first job may spend 15, so it runs cheap
-	// (10) though a dear PE (20) would end it sooner; the budget left per
-	// job then grows to 20 and the last two run dear.
+	// 4 jobs, budget 60: each job may cost 15 at this event, so none runs
+	// on the dear PEs (20) though they would end it sooner.
 	p := Schedule(Time, Event{Deadline: 20, Budget: 60}, testResources(), jobs(4, 100))
-	want := [][]int{{0}, {1}, {2, 3}}
+	want := [][]int{{0, 2}, {1, 3}, nil}
 	for i := range want {
 		if !slices.Equal(p.Assigned[i], want[i]) {
 			t.Fatalf("got %v, want %v", p.Assigned, want)
 		}
 	}
-	if p.Cost != 60 {
-		t.Errorf("cost %v, want 60", p.Cost)
+	if p.Cost != 40 {
+		t.Errorf("cost %v, want 40", p.Cost)
+	}
+	// With 80, 20 a job: the dear PEs end the first two jobs first; the
+	// next two end as soon on a cheap PE, which costs less.
+	if p := Schedule(Time, Event{Deadline: 20, Budget: 80}, testResources(), jobs(4, 100)); !slices.Equal(p.Assigned[2], []int{0, 1}) {
+		t.Errorf("budget 80: got %v", p.Assigned)
 	}
 }
 

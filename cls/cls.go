@@ -32,6 +32,7 @@ import (
 	"github.com/mq-hpc/mq/site"
 	"github.com/mq-hpc/mq/sshserver"
 	"github.com/mq-hpc/mq/stage"
+	"github.com/mq-hpc/mq/web"
 )
 
 // Config is what a CLS is started with. The zero value of each field but
@@ -84,8 +85,21 @@ type Config struct {
 	SiteThrottle   time.Duration
 	ConnectTimeout time.Duration
 
-	// LogLevel filters what goes to Home/cls.log.
-	LogLevel slog.Level
+	// LogLevel filters what goes to Home/cls.log; LogFormat is text (the
+	// default) or json. ReopenLog reopens the file (logrotate).
+	LogLevel  slog.Level
+	LogFormat string
+
+	// HTTPAddr, when set, is where the read-only dashboard and /metrics
+	// listen (package web); an empty host (":8642") is 127.0.0.1. A
+	// loopback address serves without a token;
+	// any other needs HTTPPublic, and then every request needs the token
+	// in Home/http.token (made, mode 0600, when missing).
+	HTTPAddr   string
+	HTTPPublic bool
+	// Follow, when set, streams a running job's output to its dashboard
+	// page (the output-follow work plugs in here).
+	Follow web.Follow
 	// Notes receives the few lines a person starting the CLS should see
 	// (warnings about MQ_HOME, the SSH host key); nil discards them.
 	Notes io.Writer
@@ -143,6 +157,10 @@ func (cfg *Config) check() error {
 		return fmt.Errorf("cls: %d stage workers is not 0..1024", cfg.StageWorkers)
 	case cfg.ConnectTimeout < time.Second:
 		return fmt.Errorf("cls: a connect timeout of %v is shorter than a second", cfg.ConnectTimeout)
+	case cfg.LogFormat != "" && cfg.LogFormat != "text" && cfg.LogFormat != "json":
+		return fmt.Errorf("cls: log format %q is not text or json", cfg.LogFormat)
+	case cfg.HTTPPublic && cfg.HTTPAddr == "":
+		return errors.New("cls: HTTPPublic without HTTPAddr")
 	}
 	return nil
 }
@@ -159,13 +177,16 @@ type CLS struct {
 	// placeholders give it back to their jobs.
 	umask int
 
-	store  *metaqueue.Store
-	srv    *server.Server
-	ln     net.Listener // the socket
-	sshLn  net.Listener // nil without SSHAddr
-	sshSrv *sshserver.Server
-	sites  *sites
-	stager *stager
+	logf    *logFile
+	store   *metaqueue.Store
+	metrics *web.Metrics // nil without HTTPAddr
+	dash    *dashboard   // nil without HTTPAddr
+	srv     *server.Server
+	ln      net.Listener // the socket
+	sshLn   net.Listener // nil without SSHAddr
+	sshSrv  *sshserver.Server
+	sites   *sites
+	stager  *stager
 
 	runOnce   sync.Once
 	closeOnce sync.Once
@@ -207,12 +228,15 @@ func (c *CLS) open(ctx context.Context) (err error) {
 		return err
 	}
 	c.closers = append(c.closers, unlock)
-	logf, err := mqhome.OpenFile(filepath.Join(home, "cls.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	logf, err := openLogFile(filepath.Join(home, "cls.log"))
 	if err != nil {
-		return fmt.Errorf("cannot open the log: %w", err)
+		return err
 	}
+	c.logf = logf
 	c.closers = append(c.closers, func() { logf.Close() })
-	c.log = slog.New(slog.NewTextHandler(logf, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	if c.log, err = newLogger(logf, cfg.LogFormat, cfg.LogLevel); err != nil {
+		return err
+	}
 	if warning != "" {
 		c.log.Warn(warning)
 		fmt.Fprintf(cfg.Notes, "cls: warning: %s\n", warning)
@@ -229,10 +253,15 @@ func (c *CLS) open(ctx context.Context) (err error) {
 	c.stager = newStager(cfg.StageWorkers, func(ctx context.Context, p metaqueue.Place) (stage.Place, bool, error) {
 		return c.sites.place(ctx, p)
 	}, cfg.prior, c.log)
+	var observer metaqueue.Observer
+	if cfg.HTTPAddr != "" {
+		c.metrics = web.NewMetrics()
+		observer = c.metrics
+	}
 	c.store, err = metaqueue.Open(ctx, metaqueue.Options{
 		Path: filepath.Join(home, "mq.db"), Sync: cfg.Sync, Lease: cfg.Lease,
 		Logger: c.log, OutputDir: outDir, Links: cfg.Links, DefaultLink: cfg.DefaultLink,
-		Stager: c.stager,
+		Stager: c.stager, Observer: observer,
 	})
 	if err != nil {
 		return err
@@ -266,6 +295,11 @@ func (c *CLS) open(ctx context.Context) (err error) {
 		c.sites.mgr.Embedded = []protocol.SiteSpec{{Name: site.EmbeddedName, Type: site.Local, Min: cfg.Local, Max: cfg.Local, Slots: cfg.Slots}}
 	}
 	c.sites.install(c.srv)
+	prev := c.srv.OnPlaceholder
+	c.srv.OnPlaceholder = func(id int64, reg protocol.Register, connected bool) {
+		prev(id, reg, connected)
+		c.sites.connected.set(id, reg, connected)
+	}
 	(&plans{store: c.store, sites: c.sites, log: c.log}).install(c.srv)
 	fl := &files{store: c.store, places: c.sites.place, home: home, stager: c.stager, log: c.log, now: time.Now}
 	fl.install(c.srv)
@@ -274,6 +308,11 @@ func (c *CLS) open(ctx context.Context) (err error) {
 
 	if cfg.SSHAddr != "" {
 		if err := c.listenSSH(); err != nil {
+			return err
+		}
+	}
+	if cfg.HTTPAddr != "" {
+		if err := c.listenHTTP(); err != nil {
 			return err
 		}
 	}
@@ -325,7 +364,7 @@ func (c *CLS) run(ctx context.Context) (err error) {
 	// The server outlives ctx by the time the sites need to stop.
 	srvCtx, stopSrv := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopSrv()
-	serveErr := make(chan error, 2)
+	serveErr := make(chan error, 3)
 	go func() { serveErr <- c.srv.Serve(srvCtx, c.ln, protocol.RoleAdmin) }() // the socket is the owner's
 	if c.sshSrv != nil {
 		if c.cfg.Commands != nil {
@@ -337,6 +376,20 @@ func (c *CLS) run(ctx context.Context) (err error) {
 		}
 		go func() { serveErr <- c.sshSrv.Serve(srvCtx, c.sshLn) }()
 	}
+	// The dashboard stops first: its pages read the store.
+	dashCtx, stopDash := context.WithCancel(srvCtx)
+	dashDone := make(chan struct{})
+	if c.dash != nil {
+		go func() {
+			defer close(dashDone)
+			if err := c.dash.serve(dashCtx); err != nil {
+				serveErr <- err
+			}
+		}()
+	} else {
+		close(dashDone)
+	}
+	defer func() { stopDash(); <-dashDone }()
 	if err := c.sites.start(srvCtx); err != nil {
 		stopSrv()
 		c.srv.Wait()
@@ -349,6 +402,8 @@ func (c *CLS) run(ctx context.Context) (err error) {
 	case err = <-serveErr:
 	}
 	c.log.Info("CLS stopping")
+	stopDash()
+	<-dashDone
 	c.stager.stop() // transfers end unreported: the store asks again after a restart
 	c.sites.stop()  // local placeholders report their interrupted jobs first
 	stopSrv()

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mq-hpc/mq/metaqueue"
@@ -46,13 +47,54 @@ func (s *sites) place(ctx context.Context, p metaqueue.Place) (stage.Place, bool
 	}
 	c, root, err := r.Files(ctx)
 	if err != nil {
-		return nil, false, fmt.Errorf("site %s: %w", p.Site, err)
+		return nil, false, &unreachableError{p.Site, err}
 	}
 	if root == "" {
 		return nil, false, fmt.Errorf("site %s has no data root", p.Site)
 	}
-	return stage.SFTP{Client: c, Root: root}, false, nil
+	pl := stage.SFTP{Client: c, Root: root, Writer: p.Site}
+	s.sweepOnce(ctx, p.Site, pl)
+	return pl, false, nil
 }
+
+// sweepOnce removes, the first time a site's data root is used in this
+// run of the CLS, the temporary files an earlier run left there (killed
+// in the middle of transfers): before any transfer of this run, so none
+// of them is taken for a leftover. Callers wait for it.
+func (s *sites) sweepOnce(ctx context.Context, name string, pl stage.SFTP) {
+	s.sweepMu.Lock()
+	if s.swept == nil {
+		s.swept = map[string]*sync.Once{}
+	}
+	once := s.swept[name]
+	if once == nil {
+		once = &sync.Once{}
+		s.swept[name] = once
+	}
+	s.sweepMu.Unlock()
+	once.Do(func() {
+		n, err := pl.Sweep(ctx)
+		switch {
+		case err != nil:
+			s.log.Warn("sweeping leftover temporary files", "site", name, "removed", n, "err", err)
+		case n > 0:
+			s.log.Info("removed temporary files left by an earlier run", "site", name, "files", n)
+		}
+	})
+}
+
+// unreachableError says a site's login host could not be reached for
+// files: nothing is known about the files there.
+type unreachableError struct {
+	site string
+	err  error
+}
+
+func (e *unreachableError) Error() string {
+	return fmt.Sprintf("site %s cannot be reached: %v", e.site, e.err)
+}
+
+func (e *unreachableError) Unwrap() error { return e.err }
 
 // filesStore is what the files.* ops need of the store.
 type filesStore interface {

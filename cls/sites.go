@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"sync"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -39,13 +40,20 @@ type sites struct {
 	// agentLog, the CLS's log; noop makes the CLS's own ones (--local)
 	// report jobs without running them.
 	agentLog io.Writer
-	noop     bool
-	umask    int    // local placeholders run their jobs with it
-	agentExe string // what local placeholders run (default: this executable)
+	// connected are the placeholders connected now (the dashboard).
+	connected connectedPHs
+	noop      bool
+	umask     int    // local placeholders run their jobs with it
+	agentExe  string // what local placeholders run (default: this executable)
 
 	sshAddr net.Addr // the CLS's SSH endpoint; nil without --ssh
 	hostFP  string
 	clsID   string
+
+	// swept: sites whose data roots were swept of an earlier run's
+	// temporary files (files.go, sweepOnce).
+	sweepMu sync.Mutex
+	swept   map[string]*sync.Once
 }
 
 func newSites(home string, store *metaqueue.Store, log *slog.Logger, poll, throttle time.Duration, agents string) (*sites, error) {
@@ -147,7 +155,11 @@ func (s *sites) open(spec protocol.SiteSpec, exited func(pid int)) (site.Site, e
 			cmd := exec.Command(exe, args...)
 			cmd.Env = append(os.Environ(), "MQ_HOME="+s.home)
 			cmd.Dir = s.home
-			cmd.Stdout, cmd.Stderr = s.agentLog, s.agentLog
+			w := s.agentLog
+			if lf, ok := w.(*logFile); ok {
+				w = lf.file() // the file itself, as it is now (ReopenLog)
+			}
+			cmd.Stdout, cmd.Stderr = w, w
 			return cmd
 		}}, nil
 	}

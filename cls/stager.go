@@ -172,6 +172,9 @@ func (s *stager) stage(ctx context.Context, r metaqueue.StageRequest) metaqueue.
 	to, toHost, err := s.places(ctx, r.To)
 	if err != nil {
 		res.Err = fmt.Errorf("staging %s: %w", r.Path, err)
+		if isUnreachable(err) {
+			res.Unreachable = []metaqueue.Place{r.To}
+		}
 		return res
 	}
 	var errs []error
@@ -191,6 +194,9 @@ func (s *stager) stage(ctx context.Context, r metaqueue.StageRequest) metaqueue.
 		if errors.Is(err, fs.ErrNotExist) {
 			missing++
 		}
+		if isUnreachable(err) {
+			res.Unreachable = append(res.Unreachable, from)
+		}
 		if ctx.Err() != nil {
 			break
 		}
@@ -199,6 +205,12 @@ func (s *stager) stage(ctx context.Context, r metaqueue.StageRequest) metaqueue.
 	// Missing everywhere it was asked from: another try cannot help.
 	res.Permanent = missing == len(r.From) && ctx.Err() == nil
 	return res
+}
+
+// isUnreachable says err is a place's login host not reached.
+func isUnreachable(err error) bool {
+	var u *unreachableError
+	return errors.As(err, &u)
 }
 
 // changedError says a user's file changed on the CLS host since it was

@@ -5,10 +5,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -77,6 +79,9 @@ func newTestPlaces(t *testing.T, sites ...string) *testPlaces {
 
 func (tp *testPlaces) place(_ context.Context, p metaqueue.Place) (stage.Place, bool, error) {
 	root, ok := tp.roots[p.Site]
+	if strings.HasPrefix(p.Site, "down") {
+		return nil, false, &unreachableError{p.Site, errors.New("dial tcp: connection refused")}
+	}
 	if !ok {
 		return nil, false, fmt.Errorf("no site %s", p.Site)
 	}
@@ -319,5 +324,35 @@ func TestStagerStop(t *testing.T) {
 	entries, _ := os.ReadDir(tp.roots["b"])
 	if len(entries) != 0 {
 		t.Errorf("left at b: %v", entries)
+	}
+}
+
+// A site whose login host cannot be reached is named in the result's
+// Unreachable, as the target or as a source, and nothing else is.
+func TestStagerUnreachable(t *testing.T) {
+	tp := newTestPlaces(t, "a", "b")
+	tp.put(t, "a", "/o/x", []byte("x"))
+	st, fs := startStager(t, 1, tp)
+	for _, tc := range []struct {
+		to   string
+		from []string
+		want []metaqueue.Place
+	}{
+		{"down1", []string{"a"}, []metaqueue.Place{at("down1")}},
+		{"b", []string{"down1", "gone", "down2"}, []metaqueue.Place{at("down1"), at("down2")}},
+		{"b", []string{"gone"}, nil},
+	} {
+		var from []metaqueue.Place
+		for _, f := range tc.from {
+			from = append(from, at(f))
+		}
+		st.Stage(metaqueue.StageRequest{Path: "/o/x", To: at(tc.to), From: from, Size: -1})
+		r := fs.next(t)
+		if r.Err == nil || !slices.Equal(r.Unreachable, tc.want) {
+			t.Errorf("to %s from %v: err %v, unreachable %v; want %v", tc.to, tc.from, r.Err, r.Unreachable, tc.want)
+		}
+		if len(tc.want) > 0 && !strings.Contains(r.Err.Error(), "cannot be reached: dial tcp: connection refused") {
+			t.Errorf("to %s from %v: error %q does not say why", tc.to, tc.from, r.Err)
+		}
 	}
 }

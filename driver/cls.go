@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -158,6 +159,9 @@ func (b *clsBackend) consume(ctx context.Context) {
 		reqs := []*request{}
 		var loose *request
 		add := func(u *unit) {
+			if u = b.dropCancelled(u); u == nil {
+				return
+			}
 			if u.bundle {
 				reqs = append(reqs, b.newRequest(u.jobs, true))
 				return
@@ -185,6 +189,53 @@ func (b *clsBackend) consume(ctx context.Context) {
 		}
 		b.submit(ctx, reqs)
 	}
+}
+
+// dropCancelled ends the jobs of u cancelled before they were submitted,
+// and returns what is left of u (nil if nothing).
+func (b *clsBackend) dropCancelled(u *unit) *unit {
+	if !slices.ContainsFunc(u.jobs, func(e *entry) bool { return e.rec.cancelled() }) {
+		return u
+	}
+	var keep []*entry
+	for _, e := range u.jobs {
+		if e.rec.cancelled() {
+			b.d.finish(e.rec, Result{State: "X", Err: &JobError{Key: e.rec.key, State: "X", Reason: "cancelled before it was submitted"}})
+			continue
+		}
+		keep = append(keep, e)
+	}
+	if len(keep) == 0 {
+		return nil
+	}
+	return &unit{jobs: keep, bundle: u.bundle && len(keep) > 1}
+}
+
+// kill deletes a cancelled job at the CLS once it has an id; before that
+// the consumer drops it, or submit deletes it when its id comes back.
+func (b *clsBackend) kill(r *record) {
+	b.d.mu.Lock()
+	id := r.id
+	b.d.mu.Unlock()
+	if id != 0 {
+		b.delete([]int64{id})
+	}
+}
+
+// delete asks the CLS to delete jobs, in the background: the watchers see
+// them end (state X), and the CLS kills a running one through its
+// placeholder's next heartbeat.
+func (b *clsBackend) delete(ids []int64) {
+	ctx := b.d.ctx
+	go func() {
+		cl, err := b.conn(ctx)
+		if err == nil {
+			_, err = client.Do(ctx, cl, protocol.OpDelete, protocol.Select{IDs: ids})
+		}
+		if err != nil && ctx.Err() == nil {
+			b.d.cfg.Log.Warn("could not delete cancelled jobs", "ids", ids, "err", err)
+		}
+	}()
 }
 
 func (b *clsBackend) newRequest(ents []*entry, bundle bool) *request {
@@ -232,6 +283,18 @@ func (b *clsBackend) submit(ctx context.Context, reqs []*request) {
 			var pe *protocol.Error
 			switch {
 			case err == nil && len(reply.IDs) == len(r.ents):
+				var cancelled []int64
+				b.d.mu.Lock()
+				for i, e := range r.ents {
+					e.rec.id = reply.IDs[i]
+					if e.rec.cause != nil {
+						cancelled = append(cancelled, e.rec.id)
+					}
+				}
+				b.d.mu.Unlock()
+				if len(cancelled) > 0 {
+					b.delete(cancelled)
+				}
 				b.watchers.Add(1)
 				go b.watch(ctx, reply.IDs, r.ents)
 			case err == nil:
@@ -289,13 +352,19 @@ func (b *clsBackend) watch(ctx context.Context, ids []int64, ents []*entry) {
 			b.dropped(cl)
 			continue
 		}
+		info := b.details(ctx, cl, reply.Jobs)
 		for _, je := range reply.Jobs {
 			e := byID[je.ID]
 			if e == nil {
 				continue
 			}
 			delete(byID, je.ID)
-			b.d.finish(e.rec, resultOf(e.rec.key, je))
+			res := resultOf(e.rec.key, je)
+			res.out = b
+			if ji, ok := info[je.ID]; ok {
+				b.fill(&res, ji)
+			}
+			b.d.finish(e.rec, res)
 		}
 		pending = pending[:0:0]
 		for _, id := range reply.Pending {
@@ -318,6 +387,100 @@ func (b *clsBackend) failIDs(byID map[int64]*entry, ids []int64, err error) {
 		}
 	}
 }
+
+// details fetches where and when ended jobs ran (one stat request for a
+// wait reply's jobs). Without it results lack those fields, nothing else:
+// a failure is logged, not fatal.
+func (b *clsBackend) details(ctx context.Context, cl *client.Client, ends []protocol.JobEnd) map[int64]protocol.JobInfo {
+	if len(ends) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(ends))
+	for i, je := range ends {
+		ids[i] = je.ID
+	}
+	out := make(map[int64]protocol.JobInfo, len(ids))
+	// Every state: the CLS then looks the ids up by key, with no state
+	// filter that could pick the state index over millions of done jobs.
+	err := client.Stream(ctx, cl, protocol.OpStat, protocol.Stat{IDs: ids, States: "WQEDFBX"}, func(r protocol.StatReply) error {
+		for _, j := range r.Jobs {
+			out[j.ID] = j
+		}
+		return nil
+	})
+	if err != nil && ctx.Err() == nil {
+		b.d.cfg.Log.Warn("could not fetch ended jobs' details", "err", err)
+	}
+	return out
+}
+
+// fill adds a job's attempt, place and times to its result.
+func (b *clsBackend) fill(res *Result, ji protocol.JobInfo) {
+	res.Attempt, res.Site, res.Host = ji.Attempts, ji.Site, ji.Host
+	res.Started, _ = time.Parse(time.RFC3339Nano, ji.Started)
+	res.Finished, _ = time.Parse(time.RFC3339Nano, ji.Finished)
+}
+
+// open reads a job's output from the CLS (op output.read), a piece at a
+// time; the first piece is read now, so that an error is Open's.
+func (b *clsBackend) open(ctx context.Context, r *Result, s Stream) (io.ReadCloser, error) {
+	or := &outputReader{ctx: ctx, b: b, req: protocol.OutputRead{ID: r.ID, Attempt: r.Attempt, Stream: s.String()}, name: r.name()}
+	if err := or.fetch(); err != nil {
+		return nil, err
+	}
+	return or, nil
+}
+
+// outputReader reads a stream with output.read requests.
+type outputReader struct {
+	ctx  context.Context
+	b    *clsBackend
+	req  protocol.OutputRead
+	name string
+	buf  []byte
+	eof  bool
+	lost string
+}
+
+func (o *outputReader) fetch() error {
+	cl, err := o.b.conn(o.ctx)
+	if err != nil {
+		return fmt.Errorf("driver: %s's %s: %w", o.name, o.req.Stream, err)
+	}
+	d, err := client.Do(o.ctx, cl, protocol.OpOutputRead, o.req)
+	if protocol.IsCode(err, protocol.CodeTooLarge) {
+		return fmt.Errorf("driver: %w: %w", ErrOutputTooLarge, err)
+	}
+	if err != nil {
+		return fmt.Errorf("driver: %s's %s: %w", o.name, o.req.Stream, err)
+	}
+	o.buf, o.eof, o.lost = d.Data, d.EOF, d.Lost
+	o.req.Attempt = d.Attempt // the rest from the same attempt
+	o.req.Offset += int64(len(d.Data))
+	if !o.eof && len(d.Data) == 0 {
+		return fmt.Errorf("driver: %s's %s: the CLS sent nothing before the end", o.name, o.req.Stream)
+	}
+	return nil
+}
+
+func (o *outputReader) Read(p []byte) (int, error) {
+	for len(o.buf) == 0 {
+		if o.eof {
+			if o.lost != "" {
+				return 0, fmt.Errorf("driver: %s's %s: %w: %s", o.name, o.req.Stream, ErrOutputLost, o.lost)
+			}
+			return 0, io.EOF
+		}
+		if err := o.fetch(); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, o.buf)
+	o.buf = o.buf[n:]
+	return n, nil
+}
+
+func (o *outputReader) Close() error { o.eof, o.buf, o.lost = true, nil, ""; return nil }
 
 // resultOf turns the metaqueue's account of a job's end into a Result.
 func resultOf(k Key, je protocol.JobEnd) Result {

@@ -54,16 +54,28 @@ func (r *replyCounter) Write(p []byte) (int, error) {
 
 func newTestCLS(t *testing.T, agents, slots int) *testCLS {
 	t.Helper()
+	return newTestCLSStaging(t, agents, slots, false)
+}
+
+// newTestCLSStaging is newTestCLS whose placeholders, if staged, act as
+// remote ones: they write output elsewhere and copy it to the CLS's
+// output directory (op output) when each job ends.
+func newTestCLSStaging(t *testing.T, agents, slots int, staged bool) *testCLS {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	st, err := metaqueue.Open(ctx, metaqueue.Options{Path: filepath.Join(t.TempDir(), "mq.db"), Sync: metaqueue.SyncNormal, Lease: 5 * time.Second})
+	outDir := ""
+	if staged {
+		outDir = t.TempDir()
+	}
+	st, err := metaqueue.Open(ctx, metaqueue.Options{Path: filepath.Join(t.TempDir(), "mq.db"), Sync: metaqueue.SyncNormal, Lease: 5 * time.Second, OutputDir: outDir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &testCLS{t: t, store: st, srv: &server.Server{Store: st}, ctx: ctx}
+	c := &testCLS{t: t, store: st, srv: &server.Server{Store: st, OutputDir: outDir}, ctx: ctx}
 	var wg sync.WaitGroup
 	actx, stopAgents := context.WithCancel(ctx)
 	for i := 0; i < agents; i++ {
-		a := placeholder.New(placeholder.Config{Dial: c.agentDial, Site: "test", Host: fmt.Sprint("h", i), Slots: slots, OutDir: t.TempDir()})
+		a := placeholder.New(placeholder.Config{Dial: c.agentDial, Site: "test", Host: fmt.Sprint("h", i), Slots: slots, OutDir: t.TempDir(), StageOutput: staged})
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -14,6 +14,17 @@
 // Groups (homogeneous batching) and pipelines (heterogeneous batching) turn
 // several jobs into one metaqueue bundle that one placeholder runs in order,
 // each job keeping its own exit status, output and timing.
+//
+// What os/exec users expect is here too. Command and CommandContext build
+// a Cmd from argv (quoted for the placeholders' POSIX shell: see Quote),
+// with Dir, Env and Stdin, and Run, Output and CombinedOutput it. A
+// Result reads the job's stdout and stderr (Stdout, Stderr, Open; up to
+// MaxOutput) wherever it ran, and says which attempt ran where and when.
+// Results iterates over results as jobs end. The context given to Exec
+// (or CommandContext, ExecSync, a wait) bounds the job's life as
+// exec.CommandContext's does: when it ends the job is deleted, killed if
+// running, through a CLS as here; Stop is the graceful end, waiting for
+// issued jobs.
 package driver
 
 import (
@@ -79,9 +90,13 @@ type Config struct {
 	// jobs before it is sent as it is (1 ms..1 h, default 1 s).
 	GroupTimeout time.Duration
 
-	// OutDir, in local mode, receives each job's stdout and stderr as
-	// KEY.out and KEY.err; "" discards them. (With a CLS, output goes where
-	// the placeholder puts it: see mqstat -j.)
+	// OutDir, in local mode, keeps each job's stdout and stderr: Start
+	// creates it if missing, and in it a new directory for this run
+	// (run-TIME-RANDOM, see Driver.RunDir) holding KEY.out and KEY.err, so
+	// an earlier run's files are never overwritten. With OutDir "" the
+	// output goes to a temporary directory removed by Stop. Either way
+	// Result.Stdout and Result.Stderr read it. (With a CLS, output goes
+	// where the placeholder puts it and is read through the CLS.)
 	OutDir string
 
 	Log *slog.Logger
@@ -143,7 +158,8 @@ func (c *Config) fill() error {
 // Key names one issued job until its result is collected.
 type Key uint64
 
-// Result is how a job ended.
+// Result is how a job ended. Its Stdout, Stderr and Open methods read the
+// job's output.
 type Result struct {
 	Key Key
 	// ID is the job's metaqueue id (0 in local mode, or if it was never
@@ -158,6 +174,29 @@ type Result struct {
 	State  string
 	Reason string
 	Err    error
+
+	// Attempt is which run of the job this is (1 for the first; a job
+	// requeued after its placeholder was lost runs again); 0 if it never
+	// started.
+	Attempt int
+	// Site and Host are where the attempt ran ("local" and this host in
+	// local mode); empty if it never started.
+	Site, Host string
+	// Started and Finished are when the attempt started and ended (zero
+	// if it never started).
+	Started, Finished time.Time
+	// Usage is the resources the attempt used, where known.
+	Usage Usage
+
+	out outputSource // where Stdout and Stderr read; nil if nowhere
+}
+
+// Usage is the resources a job's attempt used. Local mode fills it from
+// the process's rusage. Through a CLS it stays zero until the metaqueue's
+// accounting reports it (being added: see DESIGN.md, "Driver library").
+type Usage struct {
+	CPU    time.Duration // user plus system CPU time of the job's processes
+	MaxRSS int64         // largest resident set of any of its processes, bytes
 }
 
 // JobError is why a job has no exit status of its own: it was deleted, it
@@ -168,7 +207,14 @@ type JobError struct {
 	ID     int64
 	State  string
 	Reason string
+	// Cause is why the driver deleted the job, if it did: the error of the
+	// context that was cancelled (see Producer.Exec).
+	Cause error
 }
+
+// Unwrap returns the cause, so errors.Is(err, context.Canceled) holds for
+// a job deleted because its context was cancelled.
+func (e *JobError) Unwrap() error { return e.Cause }
 
 func (e *JobError) Error() string {
 	what := map[string]string{"X": "was deleted", "B": "is blocked by a failed or deleted prerequisite", "F": "failed without an exit status"}[e.State]
@@ -211,6 +257,7 @@ type Driver struct {
 	live     int // records whose job has not ended
 	allEnded *sync.Cond
 	def      *Producer
+	subs     map[*subscription]bool // Results iterators running
 
 	ctx       context.Context // background work; cancelled when Stop gives up
 	cancel    context.CancelFunc
@@ -221,6 +268,9 @@ type Driver struct {
 // backend submits or runs what consumers take from the buffer.
 type backend interface {
 	consume(ctx context.Context)
+	// kill deletes (kills) a job that was cancelled: r.cause is set. The
+	// job must still end, through finish, as any job does.
+	kill(r *record)
 	close()
 }
 
@@ -231,6 +281,13 @@ type record struct {
 	done chan struct{}
 	res  Result
 	grp  *group // the group whose incomplete bundle holds the job, if any
+
+	// Under d.mu:
+	id        int64         // metaqueue id, once submitted (CLS mode)
+	cause     error         // why the job was cancelled; nil if it was not
+	killed    chan struct{} // closed when cause is set
+	abandoned bool          // a wait gave up on it: forget its result when it ends
+	stopCtx   func() bool   // stops watching the context given to Exec
 }
 
 // entry is a job in the buffer, not yet ended.
@@ -277,6 +334,7 @@ func New(cfg Config) (*Driver, error) {
 		groups:   map[string]*group{},
 		pipes:    map[string]*pipeline{},
 		records:  map[Key]*record{},
+		subs:     map[*subscription]bool{},
 	}
 	d.allEnded = sync.NewCond(&d.mu)
 	d.def = &Producer{d: d}
@@ -352,7 +410,12 @@ func (d *Driver) Start(ctx context.Context) error {
 	switch {
 	case d.be != nil: // set by a test
 	case d.local:
-		d.be = newLocal(d)
+		b, err := newLocal(d)
+		if err != nil {
+			d.cancel()
+			return err
+		}
+		d.be = b
 	default:
 		b, err := newCLS(ctx, d)
 		if err != nil {
@@ -376,7 +439,11 @@ func (d *Driver) Start(ctx context.Context) error {
 // bundles, and waits until every issued job has ended. If ctx ends first it
 // stops waiting: jobs not yet ended get an error (in local mode they are
 // killed; in the metaqueue they run on). Results not yet collected stay
-// available to WaitForOne and WaitForAll.
+// available to WaitForOne and WaitForAll; with Config.OutDir "" in local
+// mode their output does not (it was in a temporary directory).
+//
+// Stop is the graceful end; to kill jobs, cancel the context given to
+// Exec (or to a wait): those jobs are deleted at once.
 func (d *Driver) Stop(ctx context.Context) error {
 	d.mu.Lock()
 	if d.state != 1 {
@@ -472,14 +539,87 @@ func (d *Driver) finish(r *record, res Result) {
 	if res.Err != nil {
 		res.Exit = -1
 	}
+	if r.cause != nil {
+		var je *JobError
+		if errors.As(res.Err, &je) && je.Cause == nil {
+			je.Cause = r.cause
+			if je.Reason == "" || je.State == "X" {
+				je.Reason = "cancelled: " + r.cause.Error()
+			}
+		}
+	}
+	if r.stopCtx != nil {
+		r.stopCtx()
+	}
 	r.res = res
 	close(r.done)
 	d.live--
 	if d.live == 0 {
 		d.allEnded.Broadcast()
 	}
+	if r.abandoned {
+		d.forget(r) // its waiter gave up on it: nobody will collect it
+	} else {
+		for s := range d.subs {
+			s.push(r)
+		}
+	}
 	d.mu.Unlock()
 	<-d.slots
+}
+
+// deleteJob deletes (kills) a job whose context was cancelled or whose
+// waiter gave up: at the CLS, or here in local mode. It ends as deleted
+// (state X) with a *JobError whose Cause is cause, unless it ended first.
+func (d *Driver) deleteJob(r *record, cause error) {
+	d.mu.Lock()
+	select {
+	case <-r.done:
+		d.mu.Unlock()
+		return
+	default:
+	}
+	if r.cause != nil {
+		d.mu.Unlock()
+		return
+	}
+	r.cause = cause
+	close(r.killed)
+	if r.grp != nil && d.state == 1 {
+		d.sendGroup(r.grp) // so it ends now, not at the group timeout
+	}
+	d.mu.Unlock()
+	d.be.kill(r)
+}
+
+// abandon deletes the jobs of rs that have not ended, for a wait whose
+// context ended, and forgets their results when they end.
+func (d *Driver) abandon(rs []*record, cause error) {
+	var open []*record
+	d.mu.Lock()
+	for _, r := range rs {
+		select {
+		case <-r.done:
+			continue // ended: its result stays to be collected
+		default:
+		}
+		r.abandoned = true
+		open = append(open, r)
+	}
+	d.mu.Unlock()
+	for _, r := range open {
+		d.deleteJob(r, cause)
+	}
+}
+
+// cancelled reports whether the job was cancelled (cheap, no lock).
+func (r *record) cancelled() bool {
+	select {
+	case <-r.killed:
+		return true
+	default:
+		return false
+	}
 }
 
 // Producer is a part of a program that issues jobs and waits for its own
@@ -504,6 +644,31 @@ type execOptions struct {
 	est     time.Duration
 	inputs  []protocol.File
 	outputs []protocol.File
+	wrap    wrap
+}
+
+// Env adds environment variables, each "NAME=value", to the job's
+// environment: the placeholder's (or, in local mode, this program's), plus
+// MQ_* variables. A later entry for a name wins. NAME must be a shell
+// variable name (letters, digits, _); values may hold any byte but NUL.
+func Env(vars ...string) Option {
+	return func(o *execOptions) { o.wrap.env = append(o.wrap.env, vars...) }
+}
+
+// Stdin gives the job data as its standard input (by default it reads
+// /dev/null). At most MaxStdin bytes: the data travels in the job's
+// command line. For more, use StdinFile.
+func Stdin(data []byte) Option {
+	return func(o *execOptions) { o.wrap.stdin, o.wrap.hasStdin = data, true }
+}
+
+// StdinFile makes the file at path, on the host where the job runs, its
+// standard input (relative: to the job's directory). The file must be
+// there when the job starts: on a shared file system, or declared with
+// Input so data staging can bring it. A missing file fails the job (exit 2
+// from the shell).
+func StdinFile(path string) Option {
+	return func(o *execOptions) { o.wrap.stdinFile = path }
 }
 
 // Group puts the job in a group (SetGroup) or pipeline (CreatePipeline).
@@ -570,11 +735,21 @@ func (d *Driver) ExecSync(ctx context.Context, command string, opts ...Option) (
 // Exec issues a job and returns its key once the job is in the buffer. It
 // blocks while the buffer is full (until a job ends) or ctx ends. A bad
 // command line or option is an error here, not later.
+//
+// As with exec.CommandContext, ctx bounds the job's life: if ctx ends
+// before the job does, the job is deleted (killed if running), at the CLS
+// or here alike, and ends with a *JobError (state X) that wraps ctx's
+// error. Pass a context that lives as long as the job should; Stop, by
+// contrast, lets issued jobs run to their end.
 func (p *Producer) Exec(ctx context.Context, command string, opts ...Option) (Key, error) {
 	d := p.d
 	var o execOptions
 	for _, opt := range opts {
 		opt(&o)
+	}
+	command, err := o.wrap.script(command)
+	if err != nil {
+		return 0, fmt.Errorf("driver: %w", err)
 	}
 	spec := protocol.JobSpec{Queue: d.cfg.Queue, Target: o.target, Prereqs: o.prereqs, Command: command, Cwd: o.dir, Est: o.est.Seconds(),
 		Inputs: o.inputs, Outputs: o.outputs}
@@ -612,7 +787,7 @@ func (p *Producer) Exec(ctx context.Context, command string, opts ...Option) (Ke
 		return release(ErrStopped)
 	}
 	d.nextKey++
-	r := &record{key: d.nextKey, prod: p, done: make(chan struct{})}
+	r := &record{key: d.nextKey, prod: p, done: make(chan struct{}), killed: make(chan struct{})}
 	e := &entry{rec: r, spec: spec}
 	lb, _ := d.be.(*localBackend)
 	if lb != nil {
@@ -649,6 +824,10 @@ func (p *Producer) Exec(ctx context.Context, command string, opts ...Option) (Ke
 	d.live++
 	p.keys = append(p.keys, r.key)
 	p.live++
+	if ctx.Done() != nil {
+		// Like exec.CommandContext: the job lives no longer than ctx.
+		r.stopCtx = context.AfterFunc(ctx, func() { d.deleteJob(r, context.Cause(ctx)) })
+	}
 	return r.key, nil
 }
 
@@ -673,7 +852,8 @@ func (d *Driver) groupTimeout(g *group, gen int) {
 }
 
 // ExecSync issues a job and waits for it: it returns the job's own exit
-// status, or an error (a *JobError if the job has none).
+// status, or an error (a *JobError if the job has none). If ctx ends
+// first, the job is deleted and ExecSync returns ctx's error.
 func (p *Producer) ExecSync(ctx context.Context, command string, opts ...Option) (int, error) {
 	k, err := p.Exec(ctx, command, opts...)
 	if err != nil {
@@ -687,6 +867,11 @@ func (p *Producer) ExecSync(ctx context.Context, command string, opts ...Option)
 // the error is res.Err (a *JobError when the job has no exit status: deleted,
 // blocked, lost). Its result is then collected: a later wait on k is an
 // error, and WaitForAll does not return it again.
+//
+// If ctx ends first, WaitForOne returns ctx's error and the job is given
+// up: deleted (killed if running) and its result dropped when it ends, as
+// exec.CommandContext's process is. To look without giving up, use Results
+// or a WaitForOne whose context does not end.
 func (d *Driver) WaitForOne(ctx context.Context, k Key) (Result, error) {
 	d.mu.Lock()
 	r := d.records[k]
@@ -698,6 +883,7 @@ func (d *Driver) WaitForOne(ctx context.Context, k Key) (Result, error) {
 	select {
 	case <-r.done:
 	case <-ctx.Done():
+		d.abandon([]*record{r}, context.Cause(ctx))
 		return Result{Key: k, Exit: -1}, ctx.Err()
 	}
 	d.collect([]*record{r})
@@ -706,7 +892,8 @@ func (d *Driver) WaitForOne(ctx context.Context, k Key) (Result, error) {
 
 // WaitForAll waits for every job issued by any producer and not yet
 // collected, and returns their results in issue order. The error, if any,
-// counts the jobs without an exit status and names the first.
+// counts the jobs without an exit status and names the first. If ctx ends
+// first, the jobs not yet ended are deleted, as with WaitForOne.
 func (d *Driver) WaitForAll(ctx context.Context) ([]Result, error) {
 	d.mu.Lock()
 	rs := make([]*record, 0, len(d.records))
@@ -739,6 +926,7 @@ func (d *Driver) waitAll(ctx context.Context, rs []*record) ([]Result, error) {
 		select {
 		case <-r.done:
 		case <-ctx.Done():
+			d.abandon(rs, context.Cause(ctx))
 			return nil, ctx.Err()
 		}
 	}
@@ -782,18 +970,25 @@ func (d *Driver) collect(rs []*record) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, r := range rs {
-		if d.records[r.key] != r {
-			continue
-		}
-		delete(d.records, r.key)
-		p := r.prod
-		p.live--
-		// Drop collected keys from the producer's list once they dominate,
-		// so a program that only uses WaitForOne stays bounded too.
-		if len(p.keys) > 64 && len(p.keys) > 2*p.live {
-			p.keys = slices.DeleteFunc(p.keys, func(k Key) bool { return d.records[k] == nil })
-		}
+		d.forget(r)
 	}
+}
+
+// forget drops a record; d.mu is held. It reports whether the record was
+// still there (not collected before).
+func (d *Driver) forget(r *record) bool {
+	if d.records[r.key] != r {
+		return false
+	}
+	delete(d.records, r.key)
+	p := r.prod
+	p.live--
+	// Drop collected keys from the producer's list once they dominate,
+	// so a program that only uses WaitForOne stays bounded too.
+	if len(p.keys) > 64 && len(p.keys) > 2*p.live {
+		p.keys = slices.DeleteFunc(p.keys, func(k Key) bool { return d.records[k] == nil })
+	}
+	return true
 }
 
 // Pending is how many issued jobs have not ended yet (at most the buffer

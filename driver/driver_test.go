@@ -130,17 +130,24 @@ func TestLocalExitCodes(t *testing.T) {
 			t.Errorf("%q: exit %d, err %v; want %d", tc.cmd, code, err, tc.exit)
 		}
 	}
-	// Output goes to OutDir/KEY.out.
+	// Output goes to OutDir/run-.../KEY.out, and Result reads it.
 	k, err := d.Exec(context.Background(), "echo hello")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.WaitForOne(context.Background(), k); err != nil {
+	res, err := d.WaitForOne(context.Background(), k)
+	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("%d.out", k)))
+	if filepath.Dir(d.RunDir()) != dir {
+		t.Errorf("run directory %s is not in OutDir %s", d.RunDir(), dir)
+	}
+	b, err := os.ReadFile(filepath.Join(d.RunDir(), fmt.Sprintf("%d.out", k)))
 	if err != nil || string(b) != "hello\n" {
 		t.Errorf("output %q, %v", b, err)
+	}
+	if b, err := res.Stdout(context.Background()); err != nil || string(b) != "hello\n" {
+		t.Errorf("Result.Stdout = %q, %v", b, err)
 	}
 	if _, err := d.WaitForOne(context.Background(), k); err == nil {
 		t.Error("a second wait on a collected key: no error")
@@ -415,7 +422,8 @@ func (r *recorder) consume(ctx context.Context) {
 	}
 }
 
-func (r *recorder) close() {}
+func (r *recorder) close()       {}
+func (r *recorder) kill(*record) {}
 
 func (r *recorder) snapshot() ([][]Key, []time.Time, []bool) {
 	r.mu.Lock()

@@ -2,10 +2,13 @@ package driver
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -30,6 +33,10 @@ type localBackend struct {
 	run func(context.Context, *entry) Result // b.exec; tests may replace it
 	sem chan struct{}
 
+	outDir string // this run's directory of KEY.out and KEY.err
+	temp   bool   // outDir is temporary: removed by close
+	host   string
+
 	mu      sync.Mutex
 	targets map[string]*targetCount
 	parked  []*unit
@@ -38,10 +45,65 @@ type localBackend struct {
 
 type targetCount struct{ total, done, bad int }
 
-func newLocal(d *Driver) *localBackend {
+func newLocal(d *Driver) (*localBackend, error) {
 	b := &localBackend{d: d, sem: make(chan struct{}, d.cfg.Consumers), targets: map[string]*targetCount{}}
 	b.run = b.exec
-	return b
+	b.host, _ = os.Hostname()
+	var err error
+	if d.cfg.OutDir == "" {
+		b.temp = true
+		b.outDir, err = os.MkdirTemp("", "mq-driver-")
+	} else if err = os.MkdirAll(d.cfg.OutDir, 0o755); err == nil {
+		// A directory of its own per run: keys start at 1 in every run,
+		// and an earlier run's KEY.out must not be overwritten.
+		b.outDir, err = os.MkdirTemp(d.cfg.OutDir, time.Now().Format("run-20060102T150405-"))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("driver: output directory: %w", err)
+	}
+	return b, nil
+}
+
+// RunDir is the directory where local mode keeps this run's output, KEY.out
+// and KEY.err: a new directory in Config.OutDir (or a temporary one, removed
+// by Stop, with OutDir ""). "" through a CLS or before Start.
+func (d *Driver) RunDir() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if b, ok := d.be.(*localBackend); ok {
+		return b.outDir
+	}
+	return ""
+}
+
+func (b *localBackend) paths(k Key) (stdout, stderr string) {
+	name := filepath.Join(b.outDir, strconv.FormatUint(uint64(k), 10))
+	return name + ".out", name + ".err"
+}
+
+// kill: a queued or parked job sees r.killed when its turn comes, a
+// running one at once (exec); parked units are looked at again now.
+func (b *localBackend) kill(r *record) { b.release(b.d.ctx) }
+
+// open reads a job's output file.
+func (b *localBackend) open(ctx context.Context, r *Result, s Stream) (io.ReadCloser, error) {
+	out, errPath := b.paths(r.Key)
+	path := out
+	if s == Stderr {
+		path = errPath
+	}
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) && b.temp {
+		return nil, fmt.Errorf("driver: %s's %v is gone: it was in a temporary directory, removed by Stop (set Config.OutDir to keep output)", r.name(), s)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("driver: %s's %v: %w", r.name(), s, err)
+	}
+	if fi, err := f.Stat(); err == nil && fi.Size() > MaxOutput {
+		f.Close()
+		return nil, fmt.Errorf("driver: %s's %v is %d bytes (in %s): %w", r.name(), s, fi.Size(), path, ErrOutputTooLarge)
+	}
+	return f, nil
 }
 
 // issue counts a job of target as soon as it is issued, so its dependents
@@ -72,6 +134,9 @@ func (b *localBackend) count(target string) *targetCount {
 // readiness says whether a unit may run now: every prerequisite of its jobs
 // complete (ready), one bad (blocked), else wait. Call with b.mu held.
 func (b *localBackend) readiness(u *unit) (ready, blocked bool) {
+	if !slices.ContainsFunc(u.jobs, func(e *entry) bool { return !e.rec.cancelled() }) {
+		return true, false // all cancelled: runUnit ends them
+	}
 	ready = true
 	for _, e := range u.jobs {
 		for _, p := range e.spec.Prereqs {
@@ -89,6 +154,9 @@ func (b *localBackend) readiness(u *unit) (ready, blocked bool) {
 
 func (b *localBackend) close() {
 	b.running.Wait()
+	if b.temp {
+		defer os.RemoveAll(b.outDir)
+	}
 	b.mu.Lock()
 	parked := b.parked
 	b.parked = nil
@@ -120,6 +188,8 @@ func (b *localBackend) runUnit(ctx context.Context, u *unit, blocked bool) {
 	for _, e := range u.jobs {
 		var res Result
 		switch {
+		case e.rec.cancelled():
+			res = Result{State: "X", Err: &JobError{Key: e.rec.key, State: "X"}}
 		case blocked:
 			res = Result{State: "B", Err: &JobError{Key: e.rec.key, State: "B"}}
 		case ctx.Err() != nil:
@@ -179,43 +249,61 @@ func (b *localBackend) exec(ctx context.Context, e *entry) Result {
 	cmd.Dir = e.spec.Cwd
 	cmd.Env = append(os.Environ(), "MQ_TARGET="+e.spec.Target, "MQ_QUEUE="+e.spec.Queue, "MQ_DRIVER_KEY="+strconv.FormatUint(uint64(k), 10))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if dir := b.d.cfg.OutDir; dir != "" {
-		name := filepath.Join(dir, strconv.FormatUint(uint64(k), 10))
-		out, err := os.Create(name + ".out")
-		if err != nil {
-			return fail(err)
-		}
-		defer out.Close()
-		errf, err := os.Create(name + ".err")
-		if err != nil {
-			return fail(err)
-		}
-		defer errf.Close()
-		cmd.Stdout, cmd.Stderr = out, errf
+	// O_EXCL: a run's directory is new, so a file there is never an
+	// earlier run's.
+	outPath, errPath := b.paths(k)
+	out, err := os.OpenFile(outPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fail(err)
 	}
+	defer out.Close()
+	errf, err := os.OpenFile(errPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fail(err)
+	}
+	defer errf.Close()
+	cmd.Stdout, cmd.Stderr = out, errf
+	ran := Result{Attempt: 1, Site: "local", Host: b.host, Started: time.Now(), out: b}
 	if err := cmd.Start(); err != nil {
 		return fail(err)
 	}
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
-	select {
-	case <-waited:
-	case <-ctx.Done():
+	stop := func(why error) {
 		pg := cmd.Process.Pid
 		syscall.Kill(-pg, syscall.SIGTERM)
-		t := time.AfterFunc(time.Second, func() { syscall.Kill(-pg, syscall.SIGKILL) })
+		t := time.AfterFunc(time.Second, func() { syscall.Kill(-pg, syscall.SIGKILL) }) // a placeholder's grace
 		<-waited
 		t.Stop()
-		return Result{Err: &JobError{Key: k, Reason: fmt.Sprintf("killed: driver stopped (%v)", ctx.Err())}}
+		syscall.Kill(-pg, syscall.SIGKILL)
+		ran.Finished = time.Now()
+		ran.Exit = -1
+		ran.Err = why
 	}
+	select {
+	case <-waited:
+	case <-e.rec.killed:
+		stop(&JobError{Key: k, State: "X", Reason: "killed"})
+		ran.State = "X"
+		return ran
+	case <-ctx.Done():
+		stop(&JobError{Key: k, Reason: fmt.Sprintf("killed: driver stopped (%v)", ctx.Err())})
+		return ran
+	}
+	ran.Finished = time.Now()
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // leave no stragglers, like a placeholder
-	exit := cmd.ProcessState.ExitCode()
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		exit = 128 + int(ws.Signal())
+	ps := cmd.ProcessState
+	ran.Exit = ps.ExitCode()
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		ran.Exit = 128 + int(ws.Signal())
 	}
-	st := "D"
-	if exit != 0 {
-		st = "F"
+	ran.Usage.CPU = ps.UserTime() + ps.SystemTime()
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		ran.Usage.MaxRSS = ru.Maxrss << 10 // KiB on Linux
 	}
-	return Result{State: st, Exit: exit}
+	ran.State = "D"
+	if ran.Exit != 0 {
+		ran.State = "F"
+	}
+	return ran
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/mq-hpc/mq/dag"
@@ -193,21 +194,46 @@ func (s *Store) notifyWaiters() {
 	}
 }
 
-// selectIDs resolves a selection to job ids: the given ids, or the jobs of
-// a target in the given states.
+// selectIDs resolves a selection to job ids: the given ids, or the jobs
+// selected by target, queue, id range and states among those in the
+// states the action applies to.
 func (s *Store) selectIDs(sel protocol.Select, states string) ([]int64, error) {
-	if sel.Target == "" {
+	bySelector := sel.Target != "" || sel.States != "" || sel.First != 0 || sel.All || (sel.Queue != "" && len(sel.IDs) == 0)
+	if !bySelector {
 		if len(sel.IDs) == 0 {
 			return nil, protocol.Errorf(protocol.CodeBadRequest, "no jobs named: give job ids or a target")
 		}
 		return sel.IDs, nil
 	}
-	t, ok := s.g.Lookup(sel.Target)
-	if !ok {
-		return nil, protocol.Errorf(protocol.CodeNotFound, "target %s does not exist", sel.Target)
+	if len(sel.IDs) > 0 {
+		return nil, protocol.Errorf(protocol.CodeBadRequest, "give job ids or a selection (target, states, range, all), not both")
 	}
-	q := "SELECT id FROM jobs WHERE target_id = ? AND instr(?, state) > 0"
-	args := []any{int32(t), states}
+	if sel.States != "" {
+		want, err := job.ParseStates(sel.States)
+		if err != nil {
+			return nil, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+		}
+		var both []byte
+		for _, st := range want {
+			if strings.IndexByte(states, byte(st)) >= 0 {
+				both = append(both, byte(st))
+			}
+		}
+		if len(both) == 0 {
+			return nil, protocol.Errorf(protocol.CodeBadRequest, "no job in states %s can be acted on (only %s)", sel.States, states)
+		}
+		states = string(both)
+	}
+	q := "SELECT id FROM jobs WHERE instr(?, state) > 0"
+	args := []any{states}
+	if sel.Target != "" {
+		t, ok := s.g.Lookup(sel.Target)
+		if !ok {
+			return nil, protocol.Errorf(protocol.CodeNotFound, "target %s does not exist", sel.Target)
+		}
+		q += " AND target_id = ?"
+		args = append(args, int32(t))
+	}
 	if sel.Queue != "" {
 		qu := s.queues[sel.Queue]
 		if qu == nil {
@@ -215,6 +241,13 @@ func (s *Store) selectIDs(sel protocol.Select, states string) ([]int64, error) {
 		}
 		q += " AND queue_id = ?"
 		args = append(args, qu.id)
+	}
+	if sel.First != 0 || sel.Last != 0 {
+		if sel.First <= 0 || sel.Last < sel.First {
+			return nil, protocol.Errorf(protocol.CodeBadRequest, "bad id range %d..%d", sel.First, sel.Last)
+		}
+		q += " AND id BETWEEN ? AND ?"
+		args = append(args, sel.First, sel.Last)
 	}
 	rows, err := s.w.QueryContext(context.Background(), q+" ORDER BY id", args...)
 	if err != nil {
@@ -267,24 +300,38 @@ func (s *Store) Delete(ctx context.Context, sel protocol.Select) (protocol.Actio
 		if err != nil {
 			return err
 		}
-		for _, id := range ids {
+		check := func(id int64) (string, error) {
 			j, live := s.g.Node(id)
 			if !live {
 				sj, err := s.storedJob(id)
 				if err != nil {
 					if protocol.IsCode(err, protocol.CodeNotFound) {
-						reply.Errors = append(reply.Errors, err.Error())
-						continue
+						return err.Error(), nil
 					}
-					return err
+					return "", err
 				}
-				reply.Errors = append(reply.Errors, fmt.Sprintf("job %d has already ended (%s)", id, sj.state.Name()))
-				continue
+				return fmt.Sprintf("job %d has already ended (%s)", id, sj.state.Name()), nil
 			}
 			if sel.Queue != "" && s.queueIDs[j.Queue].Name != sel.Queue {
-				reply.Errors = append(reply.Errors, fmt.Sprintf("job %d is not in queue %s", id, sel.Queue))
+				return fmt.Sprintf("job %d is not in queue %s", id, sel.Queue), nil
+			}
+			return "", nil
+		}
+		if sel.Atomic {
+			if err := atomicCheck(ids, check, &reply); err != nil || len(reply.Errors) > 0 {
+				return err
+			}
+		}
+		for _, id := range ids {
+			msg, err := check(id)
+			if err != nil {
+				return err
+			}
+			if msg != "" {
+				reply.Errors = append(reply.Errors, msg)
 				continue
 			}
+			j, _ := s.g.Node(id)
 			if err := s.begin(); err != nil {
 				return err
 			}
@@ -320,26 +367,42 @@ func (s *Store) Rerun(ctx context.Context, sel protocol.Select) (protocol.Action
 		if err != nil {
 			return err
 		}
-		for _, id := range ids {
+		check := func(id int64) (string, error) {
 			if j, live := s.g.Node(id); live {
-				msg := fmt.Sprintf("job %d is %s; only ended jobs (done, failed, deleted) can be rerun", id, j.State.Name())
 				if j.State == job.Blocked {
-					msg = fmt.Sprintf("job %d is blocked by a failed or deleted prerequisite; rerun that job instead", id)
+					return fmt.Sprintf("job %d is blocked by a failed or deleted prerequisite; rerun that job instead", id), nil
 				}
+				return fmt.Sprintf("job %d is %s; only ended jobs (done, failed, deleted) can be rerun", id, j.State.Name()), nil
+			}
+			sj, err := s.storedJob(id)
+			if err != nil {
+				if protocol.IsCode(err, protocol.CodeNotFound) {
+					return err.Error(), nil
+				}
+				return "", err
+			}
+			if sel.Queue != "" && s.queueIDs[sj.queue].Name != sel.Queue {
+				return fmt.Sprintf("job %d is not in queue %s", id, sel.Queue), nil
+			}
+			return "", nil
+		}
+		if sel.Atomic {
+			if err := atomicCheck(ids, check, &reply); err != nil || len(reply.Errors) > 0 {
+				return err
+			}
+		}
+		for _, id := range ids {
+			msg, err := check(id)
+			if err != nil {
+				return err
+			}
+			if msg != "" {
 				reply.Errors = append(reply.Errors, msg)
 				continue
 			}
 			sj, err := s.storedJob(id)
 			if err != nil {
-				if protocol.IsCode(err, protocol.CodeNotFound) {
-					reply.Errors = append(reply.Errors, err.Error())
-					continue
-				}
 				return err
-			}
-			if sel.Queue != "" && s.queueIDs[sj.queue].Name != sel.Queue {
-				reply.Errors = append(reply.Errors, fmt.Sprintf("job %d is not in queue %s", id, sel.Queue))
-				continue
 			}
 			var prereqs []dag.TargetID
 			rows, err := s.stmts.jobPrereqs.Query(id)
@@ -383,6 +446,21 @@ func (s *Store) Rerun(ctx context.Context, sel protocol.Select) (protocol.Action
 		return nil
 	})
 	return reply, err
+}
+
+// atomicCheck checks every job before an atomic action, listing in reply
+// why each it cannot act on is refused (nothing is then done).
+func atomicCheck(ids []int64, check func(int64) (string, error), reply *protocol.ActionReply) error {
+	for _, id := range ids {
+		msg, err := check(id)
+		if err != nil {
+			return err
+		}
+		if msg != "" {
+			reply.Errors = append(reply.Errors, msg)
+		}
+	}
+	return nil
 }
 
 // Queues lists queues and their properties.

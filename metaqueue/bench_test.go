@@ -19,13 +19,16 @@ import (
 
 	"github.com/mq-hpc/mq/metaqueue"
 	"github.com/mq-hpc/mq/protocol"
+	"github.com/mq-hpc/mq/web"
 )
 
-func benchStore(b *testing.B, mode metaqueue.Sync) *metaqueue.Store {
+func benchStore(b *testing.B, mode metaqueue.Sync, obs ...metaqueue.Observer) *metaqueue.Store {
 	b.Helper()
-	s, err := metaqueue.Open(context.Background(), metaqueue.Options{
-		Path: filepath.Join(b.TempDir(), "mq.db"), Sync: mode, Lease: time.Minute,
-	})
+	opt := metaqueue.Options{Path: filepath.Join(b.TempDir(), "mq.db"), Sync: mode, Lease: time.Minute}
+	if len(obs) > 0 {
+		opt.Observer = obs[0] // the dashboard's metrics (cls serve --http)
+	}
+	s, err := metaqueue.Open(context.Background(), opt)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -157,13 +160,22 @@ func BenchmarkDispatchComplete(b *testing.B) {
 	for _, c := range cases {
 		name := fmt.Sprintf("ph=%d/slots=%d/sync=%s/backlog=%d", c.placeholders, c.slots, c.sync, c.backlog)
 		b.Run(name, func(b *testing.B) {
-			benchDispatch(b, c.placeholders, c.slots, c.sync, c.jobs, c.backlog)
+			benchDispatch(b, c.placeholders, c.slots, c.sync, c.jobs, c.backlog, nil)
 		})
 	}
+	// The same with the dashboard's metrics observing the core.
+	b.Run("ph=8/slots=8/sync=full/backlog=0/observed", func(b *testing.B) {
+		benchDispatch(b, 8, 8, metaqueue.SyncFull, 10000, 0, web.NewMetrics())
+	})
 }
 
-func benchDispatch(b *testing.B, placeholders, slots int, mode metaqueue.Sync, jobs, backlog int) {
-	s := benchStore(b, mode)
+func benchDispatch(b *testing.B, placeholders, slots int, mode metaqueue.Sync, jobs, backlog int, obs metaqueue.Observer) {
+	var s *metaqueue.Store
+	if obs != nil {
+		s = benchStore(b, mode, obs)
+	} else {
+		s = benchStore(b, mode)
+	}
 	ctx := context.Background()
 	ids := make([]int64, placeholders)
 	for i := range ids {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -195,6 +196,11 @@ func appendSpec(b []byte, js *protocol.JobSpec) []byte {
 			b = binary.AppendVarint(b, f.MTime)
 		}
 	}
+	env := protocol.EnvList(js.Env)
+	b = binary.AppendUvarint(b, uint64(len(env)))
+	for _, kv := range env {
+		b = appendString(b, kv)
+	}
 	return b
 }
 
@@ -275,6 +281,24 @@ func readSpec(r *bufio.Reader, js *protocol.JobSpec) (err error) {
 			}
 			*files = append(*files, f)
 		}
+	}
+	n, err = binary.ReadUvarint(r)
+	if err != nil {
+		return err
+	}
+	if n > protocol.MaxEnvBytes {
+		return errors.New("corrupt spool")
+	}
+	for ; n > 0; n-- {
+		kv, err := readString(r)
+		if err != nil {
+			return err
+		}
+		k, v, _ := strings.Cut(kv, "=")
+		if js.Env == nil {
+			js.Env = map[string]string{}
+		}
+		js.Env[k] = v
 	}
 	return nil
 }

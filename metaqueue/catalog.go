@@ -53,6 +53,12 @@ type StageResult struct {
 	// submit, or is missing everywhere): the jobs that need it fail.
 	Err       error
 	Permanent bool
+	// Unreachable lists the places that could not be reached at all (a
+	// site whose login host is down): nothing is known to be wrong with
+	// the file. When To is among them, or every place tried is, the
+	// failure does not count against the file: the places are left alone
+	// for a while (placeDownFor) and the jobs wait, or run elsewhere.
+	Unreachable []Place
 }
 
 // Stager moves files for the store. Stage must not block: it queues the
@@ -64,6 +70,10 @@ type Stager interface {
 // maxStageTries is how many failed transfers of one file to one place
 // fail the jobs waiting for it.
 const maxStageTries = 3
+
+// placeDownFor is how long a place that could not be reached is not
+// staged to or from: its jobs wait, or run at other places, meanwhile.
+const placeDownFor = 5 * time.Second
 
 // shared is where files live for every place that shares the CLS host's
 // filesystem: the local site and sites added with --shared-fs.
@@ -103,8 +113,63 @@ type stagingFile struct {
 type staging struct {
 	inflight map[stageKey]*stagingFile
 	// to marks jobs whose inputs are being brought to a place: other
-	// places skip them while a transfer for them runs.
-	to map[int64]Place
+	// places skip them while a transfer for them runs. A mark clears when
+	// the last of the job's transfers ended (pending counts them).
+	to      map[int64]Place
+	pending map[int64]int
+	// down holds places that could not be reached, until when they are
+	// left alone.
+	down map[Place]time.Time
+}
+
+func newStaging() staging {
+	return staging{inflight: map[stageKey]*stagingFile{}, to: map[int64]Place{}, pending: map[int64]int{}, down: map[Place]time.Time{}}
+}
+
+// wait adds job to the jobs waiting for st.
+func (g *staging) wait(st *stagingFile, job int64) {
+	if !st.jobs[job] {
+		st.jobs[job] = true
+		g.pending[job]++
+	}
+}
+
+// end forgets the transfer k: a job none of whose transfers is left in
+// flight may be placed anywhere again.
+func (g *staging) end(k stageKey) {
+	st := g.inflight[k]
+	delete(g.inflight, k)
+	if st == nil {
+		return
+	}
+	for id := range st.jobs {
+		n, ok := g.pending[id]
+		if !ok {
+			continue // ended meanwhile
+		}
+		if n <= 1 {
+			delete(g.pending, id)
+			delete(g.to, id)
+		} else {
+			g.pending[id] = n - 1
+		}
+	}
+}
+
+// forget drops a job that ended.
+func (g *staging) forget(id int64) {
+	delete(g.to, id)
+	delete(g.pending, id)
+}
+
+// isDown says whether p is left alone at now.
+func (g *staging) isDown(p Place, now time.Time) bool {
+	until, ok := g.down[p]
+	if ok && !now.Before(until) {
+		delete(g.down, p)
+		return false
+	}
+	return ok
 }
 
 func validSHA(h string) bool {
@@ -193,7 +258,7 @@ func (s *Store) loadCatalog(ctx context.Context) error {
 	}
 	s.moved = m
 	if s.stg.inflight == nil {
-		s.stg = staging{inflight: map[stageKey]*stagingFile{}, to: map[int64]Place{}}
+		s.stg = newStaging()
 	}
 	return nil
 }
@@ -321,6 +386,10 @@ func (s *Store) inputsAt(ids []int64, to Place) (bool, error) {
 	if s.opt.Stager == nil {
 		return true, nil
 	}
+	now := s.now()
+	if s.stg.isDown(to, now) {
+		return false, nil // unreachable for now: other places may run them
+	}
 	for _, id := range ids {
 		if p, ok := s.stg.to[id]; ok && p != to {
 			return false, nil // another place is bringing its inputs
@@ -338,6 +407,9 @@ func (s *Store) inputsAt(ids []int64, to Place) (bool, error) {
 				continue
 			}
 			missing = true
+			if s.allDown(c, now) {
+				continue // wait until a replica's place is back
+			}
 			if err := s.requestStage(f.path, to, id); err != nil {
 				return false, err
 			}
@@ -347,11 +419,40 @@ func (s *Store) inputsAt(ids []int64, to Place) (bool, error) {
 		return true, nil
 	}
 	for _, id := range ids {
-		if j, ok := s.g.Node(id); ok && j.State == job.Queued {
+		if j, ok := s.g.Node(id); ok && j.State == job.Queued && s.stg.pending[id] > 0 {
 			s.stg.to[id] = to
 		}
 	}
 	return false, nil
+}
+
+// stagingElsewhere says whether another place than to is bringing the
+// inputs of any of jobs ids.
+func (s *Store) stagingElsewhere(ids []int64, to Place) bool {
+	for _, id := range ids {
+		if p, ok := s.stg.to[id]; ok && p != to {
+			return true
+		}
+	}
+	return false
+}
+
+// inputsPresent says, asking for nothing, whether jobs ids have every
+// movable input at to.
+func (s *Store) inputsPresent(ids []int64, to Place) bool {
+	for _, id := range ids {
+		jf := s.data.files[id]
+		if jf == nil {
+			continue
+		}
+		for _, f := range jf.in {
+			c := s.data.cat[f.path]
+			if f.rel && c != nil && len(c.reps) > 0 && !s.present(c, to) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // requestStage asks for path at to on behalf of job, once per file and
@@ -359,12 +460,26 @@ func (s *Store) inputsAt(ids []int64, to Place) (bool, error) {
 func (s *Store) requestStage(path string, to Place, job int64) error {
 	k := stageKey{path, to}
 	if st := s.stg.inflight[k]; st != nil {
-		st.jobs[job] = true
+		s.stg.wait(st, job)
 		return nil
 	}
-	st := &stagingFile{jobs: map[int64]bool{job: true}}
+	st := &stagingFile{jobs: map[int64]bool{}}
+	s.stg.wait(st, job)
 	s.stg.inflight[k] = st
 	return s.sendStage(k, st, job)
+}
+
+// allDown says whether every replica of c is at a place left alone now.
+func (s *Store) allDown(c *catFile, now time.Time) bool {
+	for _, r := range c.reps {
+		if s.isShared(r.Site) {
+			r = shared
+		}
+		if !s.stg.isDown(r, now) {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Store) sendStage(k stageKey, st *stagingFile, job int64) error {
@@ -374,7 +489,6 @@ func (s *Store) sendStage(k stageKey, st *stagingFile, job int64) error {
 		from = s.sources(c, st.tried)
 	}
 	if len(from) == 0 {
-		delete(s.stg.inflight, k)
 		return s.failStaging(k, st, fmt.Errorf("no replica of it is left"))
 	}
 	req := StageRequest{Path: k.path, To: k.to, From: from, Size: c.size, SHA256: c.sha, Job: job}
@@ -389,8 +503,8 @@ func (s *Store) sendStage(k stageKey, st *stagingFile, job int64) error {
 // could bring.
 func (s *Store) failStaging(k stageKey, st *stagingFile, cause error) error {
 	reason := protocol.ClipText(fmt.Sprintf("input %s could not be staged to %s: %v", k.path, k.to.Site, cause), protocol.MaxReasonBytes)
+	s.stg.end(k)
 	for _, id := range slices.Sorted(maps.Keys(st.jobs)) {
-		delete(s.stg.to, id)
 		if err := s.failQueued(id, reason); err != nil {
 			return err
 		}
@@ -496,15 +610,23 @@ func (s *Store) Staged(ctx context.Context, r StageResult) error {
 		k := stageKey{r.Path, r.To}
 		st := s.stg.inflight[k]
 		if r.Err == nil {
-			delete(s.stg.inflight, k)
-			if st != nil {
-				for id := range st.jobs {
-					delete(s.stg.to, id)
-				}
-			}
+			s.stg.end(k)
 			return s.addReplica(r.Path, r.To, r.Bytes, r.SHA256)
 		}
 		s.log.Warn("staging failed", "path", r.Path, "to", r.To.String(), "from", r.From.String(), "err", r.Err, "permanent", r.Permanent)
+		if len(r.Unreachable) > 0 {
+			until := s.now().Add(placeDownFor)
+			for _, p := range r.Unreachable {
+				s.stg.down[p] = until
+			}
+			if slices.Contains(r.Unreachable, r.To) || !r.Permanent && s.data.cat[r.Path] != nil && s.allDown(s.data.cat[r.Path], s.now()) {
+				// Nothing wrong with the file: its jobs wait, or run
+				// where it can be brought.
+				s.stg.end(k)
+				s.data.gen++
+				return nil
+			}
+		}
 		if st == nil {
 			return nil // not asked in this run: jobs ask again
 		}
@@ -514,7 +636,6 @@ func (s *Store) Staged(ctx context.Context, r StageResult) error {
 		if !r.Permanent && st.fails < maxStageTries {
 			return s.sendStage(k, st, r.Job)
 		}
-		delete(s.stg.inflight, k)
 		return s.failStaging(k, st, r.Err)
 	})
 }

@@ -405,3 +405,106 @@ func TestStagingErrorTextBounded(t *testing.T) {
 		t.Fatalf("transfers %+v", d.Transfers)
 	}
 }
+
+// TestStagingMarkClearsWhenAllEnd: a job with two inputs on their way to
+// one place is not taken up by another place when the first transfer
+// ends, only when the last one did.
+func TestStagingMarkClearsWhenAllEnd(t *testing.T) {
+	t.Parallel()
+	e, st := newStagingEnv(t)
+	a := e.submit(withFiles("a", "x", []protocol.File{userIn("/w/in1", 3), userIn("/w/in2", 4)}, nil))[0]
+	b := e.registerAt("siteB", "b1")
+	if got := e.next(b, 1); len(got) != 0 {
+		t.Fatalf("siteB got %v before its inputs were there", ids(got))
+	}
+	reqs := st.requests()
+	if len(reqs) != 2 {
+		t.Fatalf("requests %+v; want one per input", reqs)
+	}
+	e.staged(reqs[0], Place{Site: LocalSite}, nil, false)
+	x := e.registerAt("siteX", "x1")
+	if got := e.next(x, 1); len(got) != 0 {
+		t.Fatalf("siteX got %v while one of its inputs still goes to siteB", ids(got))
+	}
+	if n := len(st.requests()); n != 2 {
+		t.Fatalf("%d requests: siteX asked for the job's inputs while they go to siteB", n)
+	}
+	e.staged(reqs[1], Place{Site: LocalSite}, nil, false)
+	waitFor(t, func() bool { got := e.next(b, 1); return len(got) == 1 && got[0].ID == a })
+	e.check()
+}
+
+// TestStagingPlaceUnreachable: a transfer to a site that cannot be reached
+// does not count against the file: the job stays queued, the site is left
+// alone for a while (its placeholders get nothing that needs staging),
+// another site may run the job, and the site is tried again later. Retried
+// any number of times, the job never fails for it.
+func TestStagingPlaceUnreachable(t *testing.T) {
+	t.Parallel()
+	e, st := newStagingEnv(t)
+	a := e.submit(withFiles("a", "x", []protocol.File{userIn("/w/in", 5)}, nil))[0]
+	b := e.registerAt("siteB", "b1")
+	siteB := Place{Site: "siteB"}
+	for i := range maxStageTries + 2 {
+		e.next(b, 1)
+		reqs := st.requests()
+		if len(reqs) != i+1 || reqs[i].To != siteB {
+			t.Fatalf("round %d: requests %+v", i, reqs)
+		}
+		res := StageResult{Path: reqs[i].Path, To: siteB, From: Place{Site: LocalSite}, Started: e.clock.Now(), Job: a,
+			Err: errors.New("site siteB: dial tcp 127.0.0.1:22: connect: connection refused"), Unreachable: []Place{siteB}}
+		if err := e.s.Staged(context.Background(), res); err != nil {
+			t.Fatal(err)
+		}
+		e.mustBe(a, job.Queued)
+		e.next(b, 1)
+		if n := len(st.requests()); n != i+1 {
+			t.Fatalf("round %d: siteB was asked for again at once (%d requests)", i, n)
+		}
+		e.clock.Advance(placeDownFor)
+	}
+	e.clock.Advance(-placeDownFor / 2) // siteB down again for a while
+	e.next(b, 1)
+	n := len(st.requests())
+	res := StageResult{Path: "/w/in", To: siteB, From: Place{Site: LocalSite}, Job: a, Started: e.clock.Now(),
+		Err: errors.New("unreachable"), Unreachable: []Place{siteB}}
+	if err := e.s.Staged(context.Background(), res); err != nil {
+		t.Fatal(err)
+	}
+	x := e.registerAt("siteX", "x1")
+	e.next(x, 1)
+	reqs := st.requests()
+	if len(reqs) != n+1 || reqs[n].To != (Place{Site: "siteX"}) {
+		t.Fatalf("requests %+v; want the job's input asked for at siteX", reqs)
+	}
+	e.staged(reqs[n], Place{Site: LocalSite}, nil, false)
+	waitFor(t, func() bool { got := e.next(x, 1); return len(got) == 1 && got[0].ID == a })
+	if m, err := e.s.Moved(context.Background()); err != nil || m.Failed != maxStageTries+3 {
+		t.Fatalf("moved %+v, %v; want every unreachable try recorded failed", m, err)
+	}
+	e.check()
+}
+
+// TestStagingDCStagesOnlyChosen: in a dc queue a placeholder's request
+// stages at most the one job DC chose for it, not every job it looked at
+// whose inputs are elsewhere.
+func TestStagingDCStagesOnlyChosen(t *testing.T) {
+	t.Parallel()
+	e, st := newStagingEnv(t)
+	e.setPolicy("dq", "dc")
+	for i := range 3 {
+		p := fmt.Sprintf("/w/db/f%d", i)
+		e.submit(withFiles(fmt.Sprintf("j%d", i), "x", []protocol.File{{Path: p, Size: sz(8 << 20), Rel: true}}, nil))
+		if _, err := e.s.AddReplica(context.Background(), p, Place{Site: "siteA"}, 8<<20, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := e.registerAt("siteB", "b1")
+	if got := e.next(b, 1); len(got) != 0 {
+		t.Fatalf("siteB got %v before any input was there", ids(got))
+	}
+	if reqs := st.requests(); len(reqs) > 1 {
+		t.Fatalf("%d stage requests for one placeholder's ask: %+v", len(reqs), reqs)
+	}
+	e.check()
+}

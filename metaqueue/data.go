@@ -422,7 +422,7 @@ func (s *Store) becameReady(id int64, now time.Time) {
 
 // jobEnded forgets a job that reached a terminal state.
 func (s *Store) jobEnded(id int64) {
-	delete(s.stg.to, id)
+	s.stg.forget(id)
 	delete(s.data.files, id)
 	delete(s.data.readyAt, id)
 	s.planEnded(id)
@@ -471,6 +471,19 @@ func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err 
 	}
 	now := s.now()
 	walltime := p.req.WalltimeLeft
+	var to Place
+	if s.opt.Stager != nil {
+		if to, err = s.storePlace(p.req.Placeholder); err != nil {
+			return 0, false, false, err
+		}
+	}
+	var groups map[int64][]int64 // bundles among the candidates: their members
+	membersOf := func(id int64) []int64 {
+		if m, ok := groups[id]; ok {
+			return m
+		}
+		return []int64{id}
+	}
 	popped, cands, ins := d.popped[:0], d.cands[:0], d.inBuf[:0]
 	var seen []int64 // bundles already among the candidates
 	for examined := 0; examined < window; {
@@ -501,14 +514,16 @@ func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err 
 		}
 		popped = append(popped, r)
 		if s.opt.Stager != nil {
-			to, err := s.storePlace(p.req.Placeholder)
-			if err != nil {
-				return 0, false, false, err
+			// DC prices the inputs that are elsewhere: only the job it
+			// chooses is staged here (below), not every job examined.
+			if s.stagingElsewhere(members, to) {
+				continue // another place is bringing its inputs
 			}
-			if here, err := s.inputsAt(members, to); err != nil {
-				return 0, false, false, err
-			} else if !here {
-				continue // its inputs are on their way (or another place's)
+			if len(members) > 1 {
+				if groups == nil {
+					groups = map[int64][]int64{}
+				}
+				groups[r.ID] = members
 			}
 		}
 		ready, known := d.readyAt[r.ID]
@@ -541,6 +556,25 @@ func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err 
 		d.fut = fut
 		dc := q.pol.NewDC(s.link(cur).Latency)
 		dec = dc.Choose(policy.Snapshot{Current: cur, Future: fut, Ready: slices.Values(cands), Net: network{s}})
+		if !dec.Wait && s.opt.Stager != nil {
+			here, err := s.inputsAt(membersOf(dec.Job.ID), to)
+			if err != nil {
+				return 0, false, false, err
+			}
+			if !here {
+				// DC wants it here and its inputs are on their way: the
+				// placeholder meanwhile gets one DC accepts among those
+				// whose inputs are here already, or waits.
+				chosen := dec.Job.ID
+				rest := slices.DeleteFunc(slices.Clone(cands), func(c policy.Candidate) bool {
+					return c.ID == chosen || !s.inputsPresent(membersOf(c.ID), to)
+				})
+				dec = policy.Decision{Wait: true}
+				if len(rest) > 0 {
+					dec = dc.Choose(policy.Snapshot{Current: cur, Future: fut, Ready: slices.Values(rest), Net: network{s}})
+				}
+			}
+		}
 	} else {
 		dec.Wait = true
 	}

@@ -2,6 +2,7 @@ package metaqueue
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -83,6 +84,7 @@ type parkedNext struct {
 	req      protocol.Next
 	reply    *protocol.NextReply
 	deadline time.Time
+	asked    time.Time // when the request reached the core (dispatch latency)
 	// A DC "wait" for this request stands until the dc queues change
 	// (data.gen moves on) or redecide passes.
 	dcWaited bool
@@ -125,7 +127,7 @@ func (s *Store) Next(ctx context.Context, req protocol.Next) (protocol.NextReply
 		// Every asker queues behind those already waiting (FIFO fairness);
 		// matchParked serves them all at the end of the batch.
 		c.parked = true
-		s.parked = append(s.parked, &parkedNext{call: c, req: req, reply: &reply, deadline: s.now().Add(wait)})
+		s.parked = append(s.parked, &parkedNext{call: c, req: req, reply: &reply, asked: s.now(), deadline: s.now().Add(wait)})
 		return nil
 	}
 	select {
@@ -247,6 +249,9 @@ func (s *Store) endAttempt(id int64, j dag.Node, ru *run, out outcome, exit int,
 	}
 	delete(s.running, id)
 	next := nextState(q, used, out)
+	if o := s.opt.Observer; o != nil {
+		o.Ended(next)
+	}
 	if next == job.Queued {
 		// Keep this attempt's record (a job returned unstarted has none, and
 		// its attempt is not counted), then let the graph re-derive the state.
@@ -503,14 +508,15 @@ func (s *Store) dispatch(p *parkedNext) error {
 		return fatalError{err}
 	}
 	type row struct {
-		attempt, base int
-		command, cwd  string
+		attempt, base     int
+		command, cwd, env string
+		submitted         int64
 	}
 	got := make(map[int64]row, len(picks))
 	for rows.Next() {
 		var id int64
 		var r row
-		if err := rows.Scan(&id, &r.attempt, &r.base, &r.command, &r.cwd); err != nil {
+		if err := rows.Scan(&id, &r.attempt, &r.base, &r.command, &r.cwd, &r.submitted, &r.env); err != nil {
 			rows.Close()
 			return fatalError{err}
 		}
@@ -533,10 +539,20 @@ func (s *Store) dispatch(p *parkedNext) error {
 			Target: s.g.Name(j.Target), Queue: pk.q.Name, Ceiling: pk.q.Ceiling,
 			Bundle: pk.bundle, Seq: pk.seq,
 		}
+		if r.env != "" {
+			var env map[string]string
+			if err := json.Unmarshal([]byte(r.env), &env); err != nil {
+				return fatalError{fmt.Errorf("job %d's environment: %w", pk.id, err)}
+			}
+			a.Env = protocol.EnvList(env)
+		}
 		if jf := s.data.files[pk.id]; jf != nil {
 			a.Inputs, a.Outputs = s.assigned(jf.in, true), s.assigned(jf.out, false)
 		}
 		p.reply.Jobs = append(p.reply.Jobs, a)
+		if o := s.opt.Observer; o != nil {
+			o.Dispatched(now.Sub(p.asked), now.Sub(time.UnixMicro(r.submitted)))
+		}
 	}
 	return nil
 }

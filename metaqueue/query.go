@@ -67,8 +67,17 @@ const maxBatchBytes = 1 << 20
 // Stat lists jobs matching st in id order, calling emit with batches of up
 // to 1,000. It reads a consistent snapshot and never waits for the writer.
 func (s *Store) Stat(ctx context.Context, st protocol.Stat, emit func([]protocol.JobInfo) error) error {
+	return s.stat(ctx, st, 0, emit)
+}
+
+// stat is Stat of the jobs with ids above after.
+func (s *Store) stat(ctx context.Context, st protocol.Stat, after int64, emit func([]protocol.JobInfo) error) error {
 	var where []string
 	var args []any
+	if after > 0 {
+		where = append(where, "j.id > ?")
+		args = append(args, after)
+	}
 	if st.Queue != "" {
 		where = append(where, "q.name = ?")
 		args = append(args, st.Queue)

@@ -14,7 +14,7 @@ const jobCols = "(id, queue_id, target_id, state, command, cwd, est, submitted)"
 
 // stmts are the writer's prepared statements.
 type stmts struct {
-	insJob, insJobs, insPrereq, insPrereqs, insTargets, insQueue                            *sql.Stmt
+	insEnv, insJob, insJobs, insPrereq, insPrereqs, insTargets, insQueue                    *sql.Stmt
 	setState, finish, history, requeue, unclaim, rerun                                      *sql.Stmt
 	insPlaceholder, touchPlaceholder, jobRow, jobPrereqs                                    *sql.Stmt
 	jobEnd, keepAttempt, insFile, userFile, userReplica, produced, dropReplicas, putReplica *sql.Stmt
@@ -31,7 +31,8 @@ func (st *stmts) dispatchN(ctx context.Context, c *sql.Conn, n int) (*sql.Stmt, 
 	}
 	s, err := c.PrepareContext(ctx, `UPDATE jobs SET state = 'E', attempts = attempts + 1, placeholder_id = ?1, started = ?2,
 		finished = NULL, exit = NULL, reason = NULL
-		WHERE id IN (`+strings.TrimSuffix(strings.Repeat("?,", n), ",")+`) RETURNING id, attempts, attempt_base, command, cwd`)
+		WHERE id IN (`+strings.TrimSuffix(strings.Repeat("?,", n), ",")+`) RETURNING id, attempts, attempt_base, command, cwd, submitted,
+		coalesce((SELECT env FROM job_env WHERE job_id = jobs.id), '')`)
 	if err != nil {
 		return nil, err
 	}
@@ -73,6 +74,7 @@ func (st *stmts) prepare(ctx context.Context, c *sql.Conn) error {
 		{&st.jobRow, "SELECT state, queue_id, target_id, est, attempts, attempt_base FROM jobs WHERE id = ?"},
 		{&st.jobPrereqs, "SELECT target_id FROM job_prereqs WHERE job_id = ?"},
 		{&st.jobEnd, "SELECT state, exit, reason FROM jobs WHERE id = ?"},
+		{&st.insEnv, "INSERT INTO job_env (job_id, env) VALUES (?, ?)"},
 		{&st.insFile, "INSERT INTO job_files (job_id, kind, seq, path, size, rel) VALUES (?, ?, ?, ?, ?, ?)"},
 		// A user's file on the CLS host; a changed one forgets its checksum.
 		{&st.userFile, `INSERT INTO files (path, size, site, host, cls_mtime_ns, cls_size) VALUES (?1, ?2, 'local', '', ?3, ?2)

@@ -57,6 +57,9 @@ type Options struct {
 	// nothing is moved, and every place is taken to share the CLS host's
 	// filesystem (the behaviour before staging).
 	Stager Stager
+	// Observer, when set, is told about dispatches, reports and commits
+	// (metrics); see Observer.
+	Observer Observer
 	// CheckConstraints makes SQLite verify the schema's CHECK constraints
 	// on every write. The core is the only writer and writes states only
 	// from job.State, so a running CLS skips them (they cost ~20% of a bulk
@@ -88,6 +91,7 @@ type Store struct {
 	phs          map[int64]bool // placeholders known: registered, or holding jobs at load
 	parked       []*parkedNext
 	waiters      map[int64][]*waitCall
+	watches      map[*watch]struct{} // progress streams (progress.go)
 	counts       map[int32]*[128]int // queue -> state letter -> jobs
 	nextID       int64
 	inTx         bool
@@ -153,6 +157,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		stop:    make(chan struct{}),
 		stopped: make(chan struct{}),
 		waiters: map[int64][]*waitCall{},
+		watches: map[*watch]struct{}{},
 		curSync: opt.Sync,
 	}
 	if opt.Sync == SyncSubmit {
@@ -322,10 +327,14 @@ func (s *Store) runBatch(batch []*call, ticked bool) {
 		filled, failed = s.matchParked()
 	}
 	if failed == nil && s.inTx {
+		start := time.Now()
 		if _, err := s.w.ExecContext(context.Background(), "COMMIT"); err != nil {
 			failed = err // the transaction may still be open: recover rolls it back
 		} else {
 			s.inTx = false
+			if o := s.opt.Observer; o != nil {
+				o.Committed(time.Since(start), s.curSync == SyncFull)
+			}
 		}
 	}
 	if failed != nil {
@@ -423,7 +432,9 @@ func (s *Store) recover(cause error, batch []*call) {
 	if err := s.load(context.Background()); err != nil {
 		s.log.Error("reload after failure failed; stopping", "err", err)
 		s.closeMu.Do(func() { close(s.stop) })
+		return
 	}
+	s.rewatch()
 }
 
 // begin starts the batch's transaction if it has not started yet.
@@ -446,6 +457,9 @@ func micros(t time.Time) int64 { return t.UnixMicro() }
 // graph's changes. The row of self (the job the caller writes itself) is
 // not updated here, nor are rows still buffered in in (patched there).
 func (s *Store) applyChanges(ch []dag.Change, self int64, in *inserter) error {
+	if len(s.watches) > 0 {
+		s.watchChanges(ch)
+	}
 	for _, c := range ch {
 		cnt := s.countsFor(c.Queue)
 		if c.From != 0 {

@@ -2,6 +2,7 @@ package metaqueue
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/mq-hpc/mq/dag"
 	"github.com/mq-hpc/mq/job"
@@ -194,6 +195,15 @@ func (in *inserter) add(js *protocol.JobSpec) error {
 	}
 	if err := s.addFiles(id, js); err != nil {
 		return err
+	}
+	if len(js.Env) > 0 {
+		env, err := json.Marshal(js.Env)
+		if err != nil {
+			return err
+		}
+		if _, err := s.stmts.insEnv.Exec(id, string(env)); err != nil {
+			return fatalError{err}
+		}
 	}
 	ch := s.g.AddJob(id, dag.Node{Target: t, Queue: q.id, Est: float32(js.Est), Prereqs: prereqs})
 	if s.bl.on {

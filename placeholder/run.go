@@ -250,7 +250,7 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 	cmd := exec.Command("/bin/sh", "-c", protocol.CommandOf(asg.Command, asg.CommandBytes))
 	cmd.Dir = dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = a.devNull, stdout, stderr
-	cmd.Env = append(os.Environ(),
+	cmd.Env = append(append(os.Environ(), asg.Env...),
 		"MQ_JOB_ID="+strconv.FormatInt(asg.ID, 10),
 		"MQ_ATTEMPT="+strconv.Itoa(asg.Attempt),
 		"MQ_TARGET="+asg.Target,

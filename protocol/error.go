@@ -16,6 +16,7 @@ const (
 	CodeInternal    = "internal"      // the server failed; see its log
 	CodeShutdown    = "shutting_down" // the server is stopping
 	CodeBusy        = "busy"          // too many such requests in progress on the connection
+	CodeTooLarge    = "too_large"     // the thing asked for is larger than the op serves
 )
 
 // Error is an error reply. Msg is one line naming the problem.

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"sort"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/mq-hpc/mq/job"
@@ -68,7 +70,60 @@ func ValidateSpec(js *JobSpec) error {
 	if err := validateFiles("input", js.Inputs, js.Cwd); err != nil {
 		return err
 	}
+	if err := ValidateEnv(js.Env); err != nil {
+		return err
+	}
 	return validateFiles("output", js.Outputs, js.Cwd)
+}
+
+// MaxEnvBytes bounds a job's own environment, names and values together.
+const MaxEnvBytes = 64 << 10
+
+// ValidateEnv checks a job's environment: names of letters, digits and
+// underscores not starting with a digit, none the placeholder sets itself
+// (MQ_JOB_ID, MQ_ATTEMPT, MQ_TARGET, MQ_QUEUE), values without NUL bytes.
+func ValidateEnv(env map[string]string) error {
+	n := 0
+	for k, v := range env {
+		if !validEnvName(k) {
+			return fmt.Errorf("environment variable name %s is not NAME (letters, digits, _)", Quote(k))
+		}
+		switch k {
+		case "MQ_JOB_ID", "MQ_ATTEMPT", "MQ_TARGET", "MQ_QUEUE":
+			return fmt.Errorf("environment variable %s is set by mq itself", k)
+		}
+		if strings.IndexByte(v, 0) >= 0 || !utf8.ValidString(v) {
+			return fmt.Errorf("environment variable %s: the value has a NUL byte or is not UTF-8", k)
+		}
+		n += len(k) + len(v) + 2
+	}
+	if n > MaxEnvBytes {
+		return fmt.Errorf("the job's environment is %d bytes; the limit is %d", n, MaxEnvBytes)
+	}
+	return nil
+}
+
+func validEnvName(k string) bool {
+	if k == "" || len(k) > 256 || (k[0] >= '0' && k[0] <= '9') {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// EnvList is env as sorted NAME=VALUE strings.
+func EnvList(env map[string]string) []string {
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // EncodeCommand readies a validated spec for JSON: a command that is not

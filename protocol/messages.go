@@ -63,6 +63,9 @@ type JobSpec struct {
 	// produced and prefers placeholders near a job's inputs.
 	Inputs  []File `json:"inputs,omitempty"`
 	Outputs []File `json:"outputs,omitempty"`
+	// Env adds variables to the job's environment (mqsub -v NAME=VALUE),
+	// after the placeholder's own and before the MQ_ ones it sets.
+	Env map[string]string `json:"env,omitempty"`
 }
 
 // File is a file a job reads or writes. Path is absolute once validated
@@ -244,16 +247,27 @@ type SummaryReply struct {
 // QueueCounts is one queue's row in a summary.
 type QueueCounts struct {
 	Queue  string         `json:"queue"`
+	Target string         `json:"target,omitempty"` // mqstat --summary -t: the target's jobs only`
 	Policy string         `json:"policy,omitempty"`
 	Counts map[string]int `json:"counts"`
 }
 
 // Select names jobs for delete or rerun: by ids (optionally checked against
-// Queue) or by Target.
+// Queue), or every job (All) or those of Target, Queue, a range of ids
+// (First..Last: a job array) and States (letters), all that are given.
+// A selection takes the jobs the action applies to (delete: W Q E B;
+// rerun: D F X) and States narrows them.
 type Select struct {
 	IDs    []int64 `json:"ids,omitempty"`
 	Queue  string  `json:"queue,omitempty"`
 	Target string  `json:"target,omitempty"`
+	States string  `json:"states,omitempty"`
+	First  int64   `json:"first,omitempty"`
+	Last   int64   `json:"last,omitempty"`
+	All    bool    `json:"all,omitempty"`
+	// Atomic acts on every job named or on none: if any cannot be acted
+	// on, the reply lists why (Errors) and nothing changes.
+	Atomic bool `json:"atomic,omitempty"`
 }
 
 // ActionReply lists what a delete or rerun did, and one error line per job
@@ -373,6 +387,8 @@ type Assignment struct {
 	// hashes the outputs after it, reporting them (Report.Outputs).
 	Inputs  []AssignedFile `json:"inputs,omitempty"`
 	Outputs []AssignedFile `json:"outputs,omitempty"`
+	// Env is the job's own environment (JobSpec.Env) as NAME=VALUE.
+	Env []string `json:"env,omitempty"`
 }
 
 // Report says how one job attempt ended.
@@ -411,6 +427,36 @@ type OutputChunk struct {
 // MaxStaged is how much of each stream a placeholder copies to the CLS;
 // past it the copy ends with a note saying where the whole file is.
 const MaxStaged = 64 << 20
+
+// OutputRead asks for part of one attempt's stdout or stderr, wherever the
+// CLS keeps it: written on the CLS host by a local placeholder, or staged
+// there by a remote one (OutputChunk). Readers ask for consecutive pieces.
+type OutputRead struct {
+	ID      int64  `json:"id"`
+	Attempt int    `json:"attempt,omitempty"` // 0: the job's latest attempt
+	Stream  string `json:"stream"`            // "stdout" or "stderr"
+	Offset  int64  `json:"offset,omitempty"`
+	Max     int    `json:"max,omitempty"` // bytes wanted; 0 or over MaxOutputRead: MaxOutputRead
+}
+
+// OutputData is a piece of a job's output.
+type OutputData struct {
+	Attempt int    `json:"attempt"`        // the attempt read
+	Data    []byte `json:"data,omitempty"` // base64 in JSON
+	Size    int64  `json:"size"`           // the stream's whole size when read
+	EOF     bool   `json:"eof,omitempty"`  // Data reaches the end of what there is
+	// Lost says why the stream is not whole (the attempt's output_lost
+	// causes that concern it): the bytes read are all that was kept.
+	Lost string `json:"lost,omitempty"`
+}
+
+// MaxOutputRead is the most one output.read reply carries.
+const MaxOutputRead = 1 << 20
+
+// MaxOutput is the largest stream output.read serves: MaxStaged, the cap
+// of a staged copy (a longer copy holds the placeholder's cut note). A
+// larger one is refused with CodeTooLarge; read it on its host.
+const MaxOutput = MaxStaged
 
 // ReportBatch reports without asking for work.
 type ReportBatch struct {
@@ -452,3 +498,38 @@ const ReasonReturned = "returned"
 // to stop (batch-system preemption, CLS shutdown): like a lost lease, not
 // the job's fault, so it is requeued while attempts remain.
 const ReasonInterrupted = "interrupted"
+
+// Progress selects jobs to follow until they have all ended: a range of
+// ids (First..Last, as a bulk commit or a job array returns them), listed
+// IDs, or every job of a queue and/or target (neither: every job). Deleted
+// jobs do not count in a queue, target or everything (as mqstat does not
+// list them); named ones that end deleted count as not done.
+type Progress struct {
+	First int64   `json:"first,omitempty"`
+	Last  int64   `json:"last,omitempty"`
+	IDs   []int64 `json:"ids,omitempty"`
+	Queue string  `json:"queue,omitempty"`
+	// Target selects the jobs of one target (with Queue, of that queue only).
+	Target string `json:"target,omitempty"`
+	// IntervalMS is the time between frames (default 1000, at least 100).
+	IntervalMS int `json:"interval_ms,omitempty"`
+	// Once sends one frame (the counts now) and ends.
+	Once bool `json:"once,omitempty"`
+}
+
+// ProgressReply is one frame of a progress stream: the selected jobs'
+// counts by state letter. The CLS keeps them up to date as jobs change
+// state, so a frame costs the same for ten jobs as for a million. The last
+// frame has Ended set (no selected job is W, Q or E any more) and lists up
+// to MaxNotDone of the jobs that did not end done.
+type ProgressReply struct {
+	Total   int            `json:"total"`
+	Counts  map[string]int `json:"counts"`
+	Ended   bool           `json:"ended,omitempty"`
+	NotDone []JobEnd       `json:"not_done,omitempty"`
+	// MoreNotDone counts the jobs that did not end done beyond NotDone.
+	MoreNotDone int `json:"more_not_done,omitempty"`
+}
+
+// MaxNotDone bounds ProgressReply.NotDone.
+const MaxNotDone = 20

@@ -138,6 +138,10 @@ var (
 		Doc: "runs ended jobs again"})
 	OpWait = op[Wait, WaitReply](Spec{Name: "wait", Role: RoleUser,
 		Doc: "long poll until the jobs have ended (or any has), or a timeout"})
+	OpProgress = streamOp[Progress, ProgressReply](Spec{Name: "progress", Role: RoleUser,
+		Doc: "streams the counts by state of a set of jobs until all have ended"})
+	OpOutputRead = op[OutputRead, OutputData](Spec{Name: "output.read", Role: RoleUser,
+		Doc: "reads part of a job's stdout or stderr (at most MaxOutput of either)"})
 	OpQueueList = op[Empty, QueueList](Spec{Name: "queue.list", Role: RoleUser,
 		Doc: "lists the queues"})
 	OpQueueSet = op[QueueSet, QueueInfo](Spec{Name: "queue.set", Role: RoleUser, Durable: true,

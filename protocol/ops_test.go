@@ -79,8 +79,8 @@ func TestOpsDeclared(t *testing.T) {
 	}
 	// The wire names are the protocol's: they must not change.
 	for _, name := range []string{"hello", "submit", "bulk.add", "bulk.commit", "bulk.abort", "stat", "job",
-		"summary", "delete", "rerun", "wait", "queue.list", "queue.set", "register", "next", "report",
-		"heartbeat", "output", "site.add", "site.list", "site.remove",
+		"summary", "delete", "rerun", "wait", "output.read", "queue.list", "queue.set", "register", "next", "report",
+		"heartbeat", "output", "site.add", "site.list", "site.remove", "progress",
 		"files.list", "files.get", "files.add", "files.rm", "plan.make", "plan.show", "plan.clear"} {
 		if !seen[name] {
 			t.Errorf("op %s is not declared", name)

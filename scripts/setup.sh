@@ -4,7 +4,8 @@
 # The core suites need only Go. The SSH suite (test/e2e) needs the OpenSSH
 # client; the sites suite (test/sites) also needs an OpenSSH server (the
 # "login host"), Son of Grid Engine and Slurm from Debian's packages, and an
-# unprivileged user (mquser) to submit as; the daemons themselves are started
+# unprivileged user (mquser) to submit as, and a second one (mquser2) for
+# the staging tests' other site; the daemons themselves are started
 # by scripts/sge.sh and scripts/slurm.sh. A real OpenPBS, where one is
 # vendored beside the repository (../shared/vendor/openpbs), is installed and
 # started by scripts/pbs.sh, with its own user mqpbs. Suites whose parts are
@@ -25,6 +26,7 @@ fi
 if [ "$(id -u)" != 0 ] || ! need apt-get; then
 	echo "setup: not root (or no apt-get): not installing sshd, SGE, Slurm; the sites suite will skip" >&2
 	need ssh || echo "setup: ssh (openssh-client) is missing; the e2e SSH tests will skip" >&2
+	need chromium || echo "setup: chromium is missing; the dashboard's browser test will skip" >&2
 	exit 0
 fi
 export DEBIAN_FRONTEND=noninteractive
@@ -44,11 +46,15 @@ pkgs() { # install PACKAGES... unless every one is installed
 	done
 	[ ${#missing[@]} = 0 ] && return 0
 	if [ -z "$updated" ]; then apt-get update -qq >/dev/null 2>&1 || true; updated=1; fi
-	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	# Wait for another apt (a shared machine) rather than fail at once.
+	apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
 # GNU parallel is only for the benchmark baseline.
 pkgs parallel || echo "setup: could not install GNU parallel (only the benchmarks use it)" >&2
+# Headless Chromium renders the dashboard in test/e2e/web_test.go (fonts so
+# its screenshots have text).
+pkgs chromium fonts-dejavu-core || echo "setup: could not install Chromium; the dashboard browser test will skip" >&2
 
 if ! pkgs openssh-server openssh-client; then
 	echo "setup: could not install OpenSSH; the sites suite will skip" >&2
@@ -72,6 +78,14 @@ if ! id mquser >/dev/null 2>&1; then
 fi
 usermod -p '*' mquser # useradd leaves the account locked ('!'); sshd refuses locked accounts
 install -d -m 700 -o mquser -g mquser ~mquser/.ssh
+# A second site's account (the staging tests' other administrative
+# domain): its home is its own, unreadable by mquser, and mquser's by it.
+if ! id mquser2 >/dev/null 2>&1; then
+	useradd -m -s /bin/bash mquser2
+fi
+usermod -p '*' mquser2
+chmod 700 ~mquser2
+install -d -m 700 -o mquser2 -g mquser2 ~mquser2/.ssh
 getent hosts "$H" >/dev/null || echo "127.0.0.1 $H" >>/etc/hosts
 
 # PBS: quick when it is up; absent or failing, the PBS tests skip, saying why.

@@ -63,6 +63,10 @@ var builtin = routeTable(
 	handle(protocol.OpWait, func(ctx context.Context, c *conn, b protocol.Wait) (protocol.WaitReply, error) {
 		return c.s.Store.WaitFor(ctx, b)
 	}),
+	handleStream(protocol.OpProgress, func(ctx context.Context, c *conn, b protocol.Progress, send func(protocol.ProgressReply) error) error {
+		return c.s.Store.Progress(ctx, b, send)
+	}),
+	handle(protocol.OpOutputRead, readOutput),
 	handle(protocol.OpQueueList, func(ctx context.Context, c *conn, _ protocol.Empty) (protocol.QueueList, error) {
 		qs, err := c.s.Store.Queues(ctx)
 		return protocol.QueueList{Queues: qs}, err

@@ -2,8 +2,6 @@ package stage
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +21,8 @@ import (
 // Lstat walk, cannot be raced by swapping a directory for a link.
 type Dir struct {
 	Root string
+	// Writer tags the temporary files, as SFTP.Writer does.
+	Writer string
 }
 
 // fsys is what Dir needs of a filesystem: *os.Root, or the host's.
@@ -169,8 +169,14 @@ func (d Dir) Create(ctx context.Context, p string) (Temp, error) {
 			return nil, d.refuse(p, err)
 		}
 	}
-	tmp := path.Join(path.Dir(rel), tempName(path.Base(rel)))
+	tmp := path.Join(path.Dir(rel), tempName(path.Base(rel), d.Writer))
 	file, err := f.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+	if errors.Is(err, fs.ErrExist) {
+		// Left by an interrupted transfer: take it over.
+		if err = f.Remove(tmp); err == nil || errors.Is(err, fs.ErrNotExist) {
+			file, err = f.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+		}
+	}
 	if err != nil {
 		f.Close()
 		return nil, d.refuse(p, err)
@@ -214,10 +220,4 @@ func (t *dirTemp) Abort() error {
 	err := t.fs.Remove(t.tmp)
 	t.fs.Close()
 	return err
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
 }

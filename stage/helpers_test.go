@@ -110,7 +110,7 @@ func sum(b []byte) string {
 func noLeftovers(tb testing.TB, dir string, absent ...string) {
 	tb.Helper()
 	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && strings.Contains(d.Name(), ".mq-tmp-") {
+		if err == nil && strings.Contains(d.Name(), TempSuffix) {
 			tb.Errorf("temporary file left behind: %s", p)
 		}
 		return nil

@@ -2,6 +2,8 @@ package stage
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"time"
 )
@@ -40,8 +42,23 @@ type Temp interface {
 	Abort() error
 }
 
-// tempName is the name of the temporary file that becomes base: hidden,
-// recognisable, and unique among concurrent writers.
-func tempName(base string) string {
-	return "." + base + ".mq-tmp-" + randomHex(6)
+// tempName is the name of the temporary file that becomes base when
+// written by writer (see SFTP.Writer): hidden, recognisable, and one per
+// target and writer, so that what a killed writer left is found again by
+// its next write of the same file: Create takes it over (removes it and
+// creates its own, exclusively). A Mover runs one transfer of a path to
+// a place at a time, so a writer never takes over a file still being
+// written; two places over one directory (two sites on one login account
+// and data root) have different writers and never meet.
+func tempName(base, writer string) string {
+	if writer == "" {
+		return "." + base + TempSuffix
+	}
+	h := sha256.Sum256([]byte(writer))
+	return "." + base + TempSuffix + "-" + hex.EncodeToString(h[:4])
 }
+
+// TempSuffix marks the name of a file being written: ".NAME" + TempSuffix
+// (+ "-" and a writer's tag) is NAME in the making, or what an
+// interrupted transfer left of it.
+const TempSuffix = ".mq-part"

@@ -34,6 +34,10 @@ import (
 type SFTP struct {
 	Client *sftp.Client
 	Root   string
+	// Writer names who writes through this Place (a site's name): it
+	// tags the temporary files (see TempSuffix), so that a leftover is
+	// taken over only by the writer that left it.
+	Writer string
 }
 
 func (s SFTP) identity() bool { return s.Root == "" || path.Clean(s.Root) == "/" }
@@ -192,8 +196,15 @@ func (s SFTP) Create(ctx context.Context, p string) (Temp, error) {
 	if err != nil {
 		return nil, err
 	}
-	tmp := path.Join(path.Dir(full), tempName(path.Base(full)))
+	tmp := path.Join(path.Dir(full), tempName(path.Base(full), s.Writer))
 	f, err := s.Client.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
+	if err != nil {
+		// Perhaps left by an interrupted transfer (SFTP v3 does not say
+		// why an exclusive open failed): take it over if so.
+		if _, lerr := s.Client.Lstat(tmp); lerr == nil && s.Client.Remove(tmp) == nil {
+			f, err = s.Client.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", tmp, err)
 	}
@@ -249,4 +260,56 @@ func (t *sftpTemp) Abort() error {
 	t.finished = true
 	t.f.Close()
 	return t.s.Client.Remove(t.tmp)
+}
+
+// maxSweep bounds the entries Sweep looks at: a data root is the CLS's,
+// but a user may point it at a big tree.
+const maxSweep = 200_000
+
+// Sweep removes, below the data root, the temporary files this writer
+// (s.Writer) left: what transfers interrupted by a killed CLS left
+// half-written. Call it only while no transfer of this writer runs
+// there (the CLS calls it before its first transfer to the site in a
+// run): it cannot tell a leftover from a file being written. It returns
+// how many it removed; it gives up quietly past maxSweep entries. A
+// data root that does not exist yet has nothing to sweep.
+func (s SFTP) Sweep(ctx context.Context) (int, error) {
+	if s.identity() {
+		return 0, nil // the CLS host's files: never swept
+	}
+	root := s.Root
+	if !path.IsAbs(root) {
+		wd, err := s.Client.Getwd()
+		if err != nil {
+			return 0, err
+		}
+		root = path.Join(wd, root)
+	}
+	suffix := tempName("", s.Writer)[1:] // ".mq-part[-TAG]"
+	removed, seen := 0, 0
+	w := s.Client.Walk(root)
+	for w.Step() {
+		if err := ctx.Err(); err != nil {
+			return removed, err
+		}
+		if seen++; seen > maxSweep {
+			break
+		}
+		if err := w.Err(); err != nil {
+			if errors.Is(err, fs.ErrNotExist) && w.Path() == root {
+				return 0, nil
+			}
+			continue
+		}
+		fi := w.Stat()
+		name := path.Base(w.Path())
+		// Walk does not follow links; only regular files of ours go.
+		if !fi.Mode().IsRegular() || !strings.HasPrefix(name, ".") || !strings.HasSuffix(name, suffix) {
+			continue
+		}
+		if err := s.Client.Remove(w.Path()); err == nil {
+			removed++
+		}
+	}
+	return removed, nil
 }

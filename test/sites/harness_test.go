@@ -111,6 +111,9 @@ func setup(m *testing.M) int {
 	}
 	pub, _ := os.ReadFile(clientKey + ".pub")
 	users := []string{"mquser"}
+	if _, err := user.Lookup(secondUser); err == nil {
+		users = append(users, secondUser)
+	}
 	if havePBS == "" {
 		users = append(users, "mqpbs")
 	}
@@ -195,6 +198,43 @@ func pbsLoginIfHere(t *testing.T) *login {
 		return nil
 	}
 	return newPBSLogin(t)
+}
+
+// secondUser is a second site's account (scripts/setup.sh): its home is
+// private, so a site as it and a site as mquser are two administrative
+// domains that share no files.
+const secondUser = "mquser2"
+
+// as is the same login host, logged in to as account name: cleanups stay
+// with l.
+func (l *login) as(t *testing.T, name string) *login {
+	t.Helper()
+	if _, err := user.Lookup(name); err != nil {
+		t.Skipf("no user %s: run scripts/setup.sh as root", name)
+	}
+	c := *l
+	c.user, c.cmd = name, nil
+	return &c
+}
+
+// privateRoot makes a data root (relative to account name's home) that
+// only that account may enter, and returns its absolute path.
+func privateRoot(t *testing.T, name, root string) string {
+	t.Helper()
+	u, err := user.Lookup(name)
+	if err != nil {
+		t.Skipf("no user %s: run scripts/setup.sh as root", name)
+	}
+	dir := filepath.Join(u.HomeDir, root)
+	if out, err := exec.Command("su", name, "-c", "mkdir -p -m 700 "+dir+" && chmod 700 "+dir).CombinedOutput(); err != nil {
+		t.Fatalf("making %s as %s: %v %s", dir, name, err, out)
+	}
+	return dir
+}
+
+// canRead says whether account name can list dir.
+func canRead(name, dir string) bool {
+	return exec.Command("su", name, "-c", "ls "+dir).Run() == nil
 }
 
 // loginFor starts a login host for a batch system's site.
@@ -345,6 +385,7 @@ type cls struct {
 	home   string
 	work   string // where commands run: jobs run there as mquser, so anyone may enter it
 	cmd    *exec.Cmd
+	args   []string // how it was started, to restart it
 	stderr *bytes.Buffer
 }
 
@@ -374,12 +415,21 @@ func startCLSWith(t *testing.T, prefix, flags []string) *cls {
 		args = append(args, "--ssh", "127.0.0.1:0")
 	}
 	args = append(args, flags...)
-	c.cmd = exec.Command(args[0], args[1:]...)
+	c.args = args
+	c.serve()
+	t.Cleanup(c.stop)
+	return c
+}
+
+// serve starts c's cls serve and waits until it serves.
+func (c *cls) serve() {
+	c.t.Helper()
+	c.cmd = exec.Command(c.args[0], c.args[1:]...)
 	c.cmd.Env = append(os.Environ(), "MQ_HOME="+c.home)
 	pr, pw, _ := os.Pipe()
 	c.cmd.Stderr = pw
 	if err := c.cmd.Start(); err != nil {
-		t.Fatal(err)
+		c.t.Fatal(err)
 	}
 	pw.Close()
 	lines := make(chan string, 10)
@@ -412,11 +462,22 @@ func startCLSWith(t *testing.T, prefix, flags []string) *cls {
 			c.stderr.WriteString(l + "\n")
 			ready = strings.Contains(l, "cls: serving")
 		case <-deadline:
-			t.Fatalf("cls did not start: %s", c.stderr)
+			c.t.Fatalf("cls did not start: %s", c.stderr)
 		}
 	}
-	t.Cleanup(c.stop)
-	return c
+}
+
+// kill SIGKILLs the CLS and waits for it to be gone.
+func (c *cls) kill() {
+	c.cmd.Process.Kill()
+	c.cmd.Wait()
+}
+
+// restart starts the CLS again in its home, with the same flags.
+func (c *cls) restart() {
+	c.t.Helper()
+	c.stderr.Reset()
+	c.serve()
 }
 
 // reachableFromPBS is the cls serve flag that puts the CLS's SSH endpoint

@@ -19,8 +19,8 @@ import (
 )
 
 // Data staging across two sites that share no filesystem with the CLS
-// host or with each other (an SGE and a Slurm site, each with its own data
-// root): a two-stage DAG whose first job reads a file that exists only on
+// host or with each other (an SGE site as mquser and a Slurm site as
+// mquser2, each with a data root only its account may enter): a two-stage DAG whose first job reads a file that exists only on
 // the CLS host and runs at the SGE site, and whose second job reads the
 // first one's output and is forced to the Slurm site. Its input is staged
 // there, checksums match what the jobs made, the transfers account the
@@ -34,6 +34,14 @@ func TestStagingAcrossSites(t *testing.T) {
 	need(t, "sge", "slurm")
 	l := newLogin(t, "127.0.0.1")
 	c := startCLS(t)
+	// Two administrative domains: grid's account is mquser, slurmy's
+	// mquser2, each with a data root the other cannot enter.
+	l2 := l.as(t, secondUser)
+	gridRoot := privateRoot(t, "mquser", ".mq-data-grid")
+	slurmyRoot := privateRoot(t, secondUser, ".mq-data-slurmy")
+	if canRead(secondUser, gridRoot) || canRead("mquser", slurmyRoot) {
+		t.Fatalf("each site's account can read the other's data root (%s, %s): they are one domain", gridRoot, slurmyRoot)
+	}
 	c.addSite("grid", "sge", l, "--max", "1", "--walltime", "2m", "--idle", "3s", "--data-root", ".mq-data-grid")
 
 	// An input bigger than stage.LargeBytes, so its transfer measures a
@@ -66,7 +74,7 @@ func TestStagingAcrossSites(t *testing.T) {
 		return m
 	}
 	eventually(t, 3*time.Minute, "p1 done", func() bool { return byTarget()["p1"].State == "D" })
-	c.addSite("slurmy", "slurm", l, "--max", "1", "--walltime", "20m", "--idle", "3s", "--data-root", ".mq-data-slurmy")
+	c.addSite("slurmy", "slurm", l2, "--max", "1", "--walltime", "20m", "--idle", "3s", "--data-root", ".mq-data-slurmy")
 	eventually(t, 3*time.Minute, "p2 done", func() bool {
 		j := byTarget()["p2"]
 		if j.State == "F" {

@@ -79,6 +79,9 @@ func Run(ctx context.Context, app *cli.App, args []string) int {
 	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
 		return usageError{FlagMessage(err)}
 	}
+	if f, ok := app.Metadata[rewriteArgs].(func([]string) []string); ok {
+		args = f(args)
+	}
 	err := app.RunContext(ctx, args)
 	if err == nil {
 		return ExitOK
@@ -106,6 +109,11 @@ func Run(ctx context.Context, app *cli.App, args []string) int {
 	fmt.Fprintf(app.ErrWriter, "%s: %s\n", name, protocol.Printable(oneLine(err.Error())))
 	return ExitFailed
 }
+
+// rewriteArgs keys an App's Metadata entry func([]string) []string that
+// Run applies to the arguments before parsing (mqstat's --watch [INTERVAL]:
+// urfave/cli has no flag with an optional value).
+const rewriteArgs = "rewriteArgs"
 
 // isFlagError recognises urfave/cli's own usage errors that bypass
 // OnUsageError (a flag given a bad value, a required flag missing).

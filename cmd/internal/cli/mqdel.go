@@ -1,35 +1,35 @@
 package cli
 
 import (
+	"bufio"
+	"fmt"
+	"strings"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
 
 // Mqdel returns the mqdel command.
 func Mqdel(env Env) *cli.App {
 	app := NewApp("mqdel", "delete jobs from the metaqueue", env)
-	app.UsageText = `mqdel [-q QUEUE] ID...
-   mqdel [-q QUEUE] -t TARGET`
+	app.UsageText = `mqdel [-q QUEUE] [-Q] ID... | FIRST-LAST
+   mqdel [-q QUEUE] [-t TARGET] [-s STATES] [-Q]
+   mqdel --all [-s STATES] [-Q]`
 	app.Description = `Deletes jobs that have not ended; an executing job is killed on its
 placeholder. Jobs waiting on a deleted job's target become blocked (B);
-mqsub --rerun brings a deleted job back.`
-	app.Flags = []cli.Flag{
-		&cli.StringFlag{Name: "q", Aliases: []string{"queue"}, Usage: "the jobs must be in this queue"},
-		&cli.StringFlag{Name: "t", Aliases: []string{"target"}, Usage: "delete every unfinished job of this target"},
-	}
+mqsub --rerun brings a deleted job back. Jobs are named by id, by a range
+FIRST-LAST (a job array, as mqsub --array prints it), or selected by queue,
+target and states (-s, among W Q E B), or all of them. All or none: if one
+named job cannot be deleted, nothing is, and the error names each culprit.
+Prints a line per deleted job unless -Q.`
+	app.Flags = selectFlags("delete")
 	app.Action = func(c *cli.Context) error {
-		ids, err := parseIDs(c.Args().Slice())
+		sel, err := selection(c, "WQEB")
 		if err != nil {
 			return err
-		}
-		sel := protocol.Select{IDs: ids, Queue: c.String("q"), Target: c.String("t")}
-		if sel.Target == "" && len(ids) == 0 {
-			return Usagef("missing job ids (or -t TARGET)")
-		}
-		if sel.Target != "" && len(ids) > 0 {
-			return Usagef("give job ids or -t TARGET, not both")
 		}
 		cl, err := Dial(c.Context, env, "mqdel")
 		if err != nil {
@@ -40,7 +40,91 @@ mqsub --rerun brings a deleted job back.`
 		if err != nil {
 			return err
 		}
-		return actionErrors(reply)
+		if err := atomicErrors("deleted", reply); err != nil {
+			return err
+		}
+		if !c.Bool("Q") {
+			w := bufio.NewWriter(c.App.Writer)
+			for _, id := range reply.IDs {
+				fmt.Fprintf(w, "deleted job %d\n", id)
+			}
+			return w.Flush()
+		}
+		return nil
 	}
 	return app
+}
+
+// selectFlags are the flags that select jobs for mqdel and mqsub --rerun.
+func selectFlags(verb string) []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "q", Aliases: []string{"queue"}, Usage: "with ids: they must be in this queue; else " + verb + " its jobs"},
+		&cli.StringFlag{Name: "t", Aliases: []string{"target"}, Usage: verb + " the jobs of this target"},
+		&cli.StringFlag{Name: "s", Aliases: []string{"states"}, Usage: "only jobs in these states, e.g. QW"},
+		&cli.BoolFlag{Name: "all", Usage: verb + " every job (in the states -s gives)"},
+		&cli.BoolFlag{Name: "Q", Aliases: []string{"quiet"}, Usage: "print nothing but errors"},
+	}
+}
+
+// selection builds the Select of mqdel and mqsub --rerun from the
+// arguments (ids or one range) and flags; allowed are the states the
+// action applies to.
+func selection(c *cli.Context, allowed string) (protocol.Select, error) {
+	sel := protocol.Select{Target: c.String("t"), States: strings.ToUpper(c.String("s")), All: c.Bool("all"), Atomic: true}
+	if c.IsSet("q") {
+		sel.Queue = c.String("q")
+	}
+	if c.NArg() > 0 {
+		first, last, isRange, err := parseRange(c.Args().First())
+		if err != nil {
+			return sel, err
+		}
+		if isRange {
+			if c.NArg() > 1 {
+				return sel, Usagef("give one range FIRST-LAST or job ids, not both")
+			}
+			sel.First, sel.Last = first, last
+		} else if sel.IDs, err = parseIDs(c.Args().Slice()); err != nil {
+			return sel, err
+		}
+	}
+	if sel.States != "" {
+		sts, err := job.ParseStates(sel.States)
+		if err != nil {
+			return sel, Usagef("-s: %v", err)
+		}
+		ok := false
+		for _, st := range sts {
+			ok = ok || strings.IndexByte(allowed, byte(st)) >= 0
+		}
+		if !ok {
+			return sel, Usagef("-s %s: only jobs in states %s can be acted on here", sel.States, allowed)
+		}
+	}
+	named := len(sel.IDs) > 0
+	if named && (sel.Target != "" || sel.States != "" || sel.All) {
+		return sel, Usagef("give job ids or a selection (-t, -s, --all), not both")
+	}
+	if !named && sel.First == 0 && sel.Target == "" && sel.Queue == "" && sel.States == "" && !sel.All {
+		return sel, Usagef("missing job ids (or a range, -q, -t, -s or --all)")
+	}
+	return sel, nil
+}
+
+// atomicErrors turns an atomic action's refusals into one error naming
+// every culprit (at most 20 of them, and how many more).
+func atomicErrors(verb string, reply protocol.ActionReply) error {
+	if len(reply.Errors) == 0 {
+		return nil
+	}
+	errs := reply.Errors
+	more := 0
+	if len(errs) > 20 {
+		errs, more = errs[:20], len(errs)-20
+	}
+	msg := "nothing " + verb + ": " + strings.Join(errs, "; ")
+	if more > 0 {
+		msg += fmt.Sprintf("; and %d more", more)
+	}
+	return exitError{code: ExitFailed, msg: msg}
 }

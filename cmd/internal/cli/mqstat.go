@@ -25,10 +25,14 @@ func Mqstat(env Env) *cli.App {
 	app.UsageText = `mqstat [-q QUEUE] [-t TARGET] [-s STATES] [--json] [--limit N]
    mqstat -j ID [--json]
    mqstat --output ID [--stderr]
-   mqstat --summary [--json]`
+   mqstat --summary [-q QUEUE] [-t TARGET] [--json]
+   mqstat --watch [INTERVAL] [any of the above but --output]`
 	app.Description = `States: W waiting on prerequisites, Q queued (ready), E executing, D done,
 F failed, B blocked by a failed or deleted prerequisite, X deleted.
-Without -s every job but deleted ones is listed.`
+Without -s every job but deleted ones is listed. --watch shows the view again
+every INTERVAL (default 2s; seconds or a duration such as 500ms), in place
+on a terminal (cut to its height), one after another otherwise, until
+interrupted.`
 	app.Flags = []cli.Flag{
 		&cli.StringFlag{Name: "q", Aliases: []string{"queue"}, Usage: "only jobs of this queue"},
 		&cli.StringFlag{Name: "t", Aliases: []string{"target"}, Usage: "only jobs of this target"},
@@ -40,10 +44,23 @@ Without -s every job but deleted ones is listed.`
 		&cli.BoolFlag{Name: "w", Aliases: []string{"wide"}, Usage: "do not shorten commands"},
 		&cli.Int64Flag{Name: "output", Aliases: []string{"o"}, Usage: "print the stdout of job `ID` (its latest attempt)"},
 		&cli.BoolFlag{Name: "stderr", Usage: "with --output: print stderr instead"},
+		&cli.BoolFlag{Name: "watch", Usage: "show the view again every INTERVAL (the argument after it, else --interval)"},
+		&cli.DurationFlag{Name: "interval", Value: 2 * time.Second, Usage: "with --watch: time between views"},
 	}
+	app.Metadata = map[string]any{rewriteArgs: watchArgs}
 	app.Action = func(c *cli.Context) error {
+		every := c.Duration("interval")
 		if c.NArg() > 0 {
 			return Usagef("unexpected argument %q (job ids go after -j)", c.Args().First())
+		}
+		if every < 100*time.Millisecond {
+			return Usagef("--interval must be at least 100ms")
+		}
+		if c.IsSet("interval") && !c.Bool("watch") {
+			return Usagef("--interval goes with --watch")
+		}
+		if c.Bool("watch") && c.IsSet("output") {
+			return Usagef("--watch does not go with --output")
 		}
 		if c.IsSet("s") {
 			if _, err := job.ParseStates(strings.ToUpper(c.String("s"))); err != nil {
@@ -67,8 +84,20 @@ Without -s every job but deleted ones is listed.`
 			return err
 		}
 		defer cl.Close()
+		if c.Bool("watch") {
+			return watchView(c, every, func(w io.Writer, limit int) error { return mqstatView(c, cl, w, limit) })
+		}
 		w := bufio.NewWriterSize(c.App.Writer, 64<<10)
 		defer w.Flush()
+		return mqstatView(c, cl, w, c.Int("limit"))
+	}
+	return app
+}
+
+// mqstatView prints one view of mqstat's (a listing of at most limit jobs
+// unless 0, a job, a summary, an output) to w.
+func mqstatView(c *cli.Context, cl *client.Client, w io.Writer, limit int) error {
+	{
 		switch {
 		case c.IsSet("output"):
 			d, err := client.Do(c.Context, cl, protocol.OpJob, protocol.JobQuery{ID: c.Int64("output")})
@@ -93,6 +122,12 @@ Without -s every job but deleted ones is listed.`
 			if err != nil {
 				return err
 			}
+			if c.IsSet("q") || c.IsSet("t") {
+				if r.Queues, err = filteredSummary(c, cl, r.Queues); err != nil {
+					return err
+				}
+				r.Moved = nil
+			}
 			if c.Bool("json") {
 				return writeJSON(w, r.Queues)
 			}
@@ -112,22 +147,22 @@ Without -s every job but deleted ones is listed.`
 			printJob(w, d)
 			return nil
 		}
-		st := protocol.Stat{Queue: c.String("q"), Target: c.String("t"), States: strings.ToUpper(c.String("s")), Limit: c.Int("limit")}
+		st := protocol.Stat{Queue: c.String("q"), Target: c.String("t"), States: strings.ToUpper(c.String("s")), Limit: limit}
 		asJSON := c.Bool("json")
 		var tw *tabwriter.Writer
 		first := true
 		if asJSON {
-			w.WriteString("[")
+			io.WriteString(w, "[")
 		} else {
 			tw = tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
 			fmt.Fprintln(tw, "ID\tQUEUE\tTARGET\tS\tATT\tHOST\tSUBMITTED\tSTARTED\tFINISHED\tEXIT\tCOMMAND")
 		}
 		now := time.Now()
-		err = client.Stream(c.Context, cl, protocol.OpStat, st, func(r protocol.StatReply) error {
+		err := client.Stream(c.Context, cl, protocol.OpStat, st, func(r protocol.StatReply) error {
 			for _, j := range r.Jobs {
 				if asJSON {
 					if !first {
-						w.WriteString(",\n")
+						io.WriteString(w, ",\n")
 					}
 					first = false
 					b, _ := json.Marshal(j)
@@ -145,11 +180,10 @@ Without -s every job but deleted ones is listed.`
 			return err
 		}
 		if asJSON {
-			w.WriteString("]\n")
+			io.WriteString(w, "]\n")
 		}
 		return nil
 	}
-	return app
 }
 
 // printOutput copies a job's stdout (or stderr). Local placeholders write
@@ -259,7 +293,11 @@ func printSummary(w io.Writer, qs []protocol.QueueCounts) {
 	fmt.Fprintln(tw, "TOTAL\tPOLICY\t")
 	total := map[string]int{}
 	for _, q := range qs {
-		fmt.Fprintf(tw, "%s\t", protocol.Printable(q.Queue))
+		label := q.Queue
+		if q.Target != "" {
+			label += " target " + q.Target
+		}
+		fmt.Fprintf(tw, "%s\t", protocol.Printable(label))
 		n := 0
 		for _, s := range job.States {
 			fmt.Fprintf(tw, "%d\t", q.Counts[s.String()])

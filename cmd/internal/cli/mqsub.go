@@ -32,7 +32,8 @@ func Mqsub(env Env) *cli.App {
 	app.UsageText = `mqsub [-q QUEUE] [-p PREREQ_TARGET]... [-b] [-e EST_SECONDS] [-d DIR]
          [-i PATH[:SIZE]]... [-o PATH[:SIZE]]... TARGET COMMAND...
    mqsub -f FILE          (one JSON job per line; - reads stdin)
-   mqsub --rerun ID...    (or --rerun -t TARGET)`
+   mqsub --rerun [-Q] ID... | FIRST-LAST
+   mqsub --rerun [-q QUEUE] [-t TARGET] [-s STATES] [--all] [-Q]`
 	app.Description = `Adds a job to TARGET and prints its id. The job runs once every job of each
 prerequisite target is done. Several COMMAND words are joined with spaces; the
 command runs under /bin/sh -c in DIR (default: the current directory).
@@ -40,7 +41,10 @@ command runs under /bin/sh -c in DIR (default: the current directory).
 SIZE in bytes or with a unit, 10M = 10 MiB; an input's size defaults to the
 file's size now, if it exists): a queue with policy dc runs the job near
 where its inputs were produced.`
+	// -v is the job's environment (qsub's habit), not --version.
+	app.HideVersion = true
 	app.Flags = []cli.Flag{
+		&cli.BoolFlag{Name: "version", Usage: "print the version"},
 		&cli.StringFlag{Name: "q", Aliases: []string{"queue"}, Usage: "queue (created on first use)", Value: protocol.DefaultQueue},
 		&cli.StringSliceFlag{Name: "p", Aliases: []string{"prereq"}, Usage: "prerequisite target (repeat, or a comma list)"},
 		&cli.BoolFlag{Name: "b", Aliases: []string{"block"}, Usage: "wait for the job to end and exit with its exit status"},
@@ -53,8 +57,24 @@ where its inputs were produced.`
 		&cli.StringFlag{Name: "f", Aliases: []string{"file"}, Usage: "add the jobs in `FILE` (JSON lines) in one transaction"},
 		&cli.BoolFlag{Name: "rerun", Usage: "run ended jobs (done, failed, deleted) again"},
 		&cli.StringFlag{Name: "t", Aliases: []string{"target"}, Usage: "with --rerun: every ended job of this target"},
+		&cli.StringFlag{Name: "s", Aliases: []string{"states"}, Usage: "with --rerun: only jobs in these states, e.g. F"},
+		&cli.BoolFlag{Name: "all", Usage: "with --rerun: every ended job (in the states -s gives)"},
+		&cli.BoolFlag{Name: "Q", Aliases: []string{"quiet"}, Usage: "with --rerun: print nothing but errors"},
+		&cli.GenericFlag{Name: "v", Value: &envList{}, Usage: "set `NAME=VALUE` in the job's environment (repeat)"},
+		&cli.StringFlag{Name: "array", Usage: "submit an array of jobs, one per index of `FIRST-LAST[:STEP]`, each with MQ_ARRAY_INDEX and {} in COMMAND replaced by its index"},
+		&cli.DurationFlag{Name: "timeout", Usage: "with -b: stop waiting (exit 1) after `DURATION`; the jobs go on"},
 	}
 	app.Action = func(c *cli.Context) error {
+		if c.Bool("version") {
+			cli.ShowVersion(c)
+			return nil
+		}
+		if c.IsSet("timeout") && !c.Bool("b") {
+			return Usagef("--timeout goes with -b")
+		}
+		if c.Duration("timeout") < 0 {
+			return Usagef("--timeout must not be negative")
+		}
 		switch {
 		case c.Bool("rerun"):
 			return mqsubRerun(c, env)
@@ -65,10 +85,18 @@ where its inputs were produced.`
 			if c.IsSet("i") || c.IsSet("o") {
 				return Usagef("-i and -o go with one job; in a file give \"inputs\" and \"outputs\" on its lines")
 			}
+			if c.IsSet("v") || c.IsSet("array") {
+				return Usagef("-v and --array go with TARGET COMMAND; in a file give \"env\" on its lines")
+			}
 			return mqsubFile(c, env)
 		}
 		if c.IsSet("t") {
 			return Usagef("-t is only for --rerun; the target is the first argument")
+		}
+		for _, f := range []string{"s", "all", "Q"} {
+			if c.IsSet(f) {
+				return Usagef("%s is only for --rerun", map[string]string{"s": "-s", "all": "--all", "Q": "-Q"}[f])
+			}
 		}
 		if c.NArg() < 1 {
 			return Usagef("missing TARGET and COMMAND")
@@ -89,6 +117,10 @@ where its inputs were produced.`
 			Est:     c.Float64("e"),
 			Inputs:  c.Generic("i").(*fileList).files,
 			Outputs: c.Generic("o").(*fileList).files,
+			Env:     c.Generic("v").(*envList).env,
+		}
+		if c.IsSet("array") {
+			return mqsubArray(c, env, js)
 		}
 		if err := protocol.ValidateSpec(&js); err != nil {
 			return Usagef("%v", err)
@@ -109,13 +141,38 @@ where its inputs were produced.`
 		if !c.Bool("b") {
 			return nil
 		}
-		w, err := client.Do(c.Context, cl, protocol.OpWait, protocol.Wait{IDs: []int64{id}})
+		if len(js.Prereqs) > 0 {
+			warnNoJobs(c, cl, id)
+		}
+		timeout := c.Duration("timeout")
+		w, err := client.Do(c.Context, cl, protocol.OpWait, protocol.Wait{IDs: []int64{id}, TimeoutMS: int(timeout / time.Millisecond)})
 		if err != nil {
 			return fmt.Errorf("waiting for job %d: %w", id, err)
+		}
+		if len(w.Jobs) == 0 {
+			return exitError{code: ExitFailed, msg: fmt.Sprintf("timed out after %s: job %d has not ended (see mqstat -j %d)", timeout, id, id)}
 		}
 		return jobExit(w.Jobs[0])
 	}
 	return app
+}
+
+// warnNoJobs says on stderr which prerequisite targets of job id have no
+// jobs yet: mqsub -b would otherwise wait for them without a word.
+func warnNoJobs(c *cli.Context, cl *client.Client, id int64) {
+	d, err := client.Do(c.Context, cl, protocol.OpJob, protocol.JobQuery{ID: id})
+	if err != nil {
+		return // the wait says what is wrong
+	}
+	for _, ts := range d.WaitingOn {
+		total := 0
+		for _, n := range ts.Counts {
+			total += n
+		}
+		if total == 0 {
+			fmt.Fprintf(c.App.ErrWriter, "mqsub: prerequisite target %s has no jobs yet: waiting for them\n", protocol.Printable(ts.Target))
+		}
+	}
 }
 
 // jobExit turns how a job ended into mqsub -b's exit.
@@ -226,7 +283,22 @@ func mqsubFile(c *cli.Context, env Env) error {
 		b = append(b, '\n')
 		w.Write(b)
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil || !c.Bool("b") || reply.Count == 0 {
+		return err
+	}
+	return waitRange(c, cl, reply.First, reply.First+int64(reply.Count)-1)
+}
+
+// waitRange is mqsub -b for many jobs (a file, an array): it waits for
+// the jobs First..Last, with a bar on stderr if that is a terminal, and
+// fails naming the jobs that did not end done.
+func waitRange(c *cli.Context, cl *client.Client, first, last int64) error {
+	v := &progressView{out: c.App.ErrWriter, tty: isTerminal(c.App.ErrWriter)}
+	end, err := follow(c.Context, cl, protocol.Progress{First: first, Last: last}, v, c.Duration("timeout"))
+	if err != nil {
+		return err
+	}
+	return notDoneError(end)
 }
 
 // commitBulk commits the bulk spooled on cl with token. If the connection
@@ -325,20 +397,9 @@ func displayName(name string) string {
 }
 
 func mqsubRerun(c *cli.Context, env Env) error {
-	sel := protocol.Select{Target: c.String("t")}
-	if c.IsSet("q") {
-		sel.Queue = c.String("q")
-	}
-	ids, err := parseIDs(c.Args().Slice())
+	sel, err := selection(c, "DFX")
 	if err != nil {
 		return err
-	}
-	sel.IDs = ids
-	if sel.Target == "" && len(ids) == 0 {
-		return Usagef("--rerun needs job ids or -t TARGET")
-	}
-	if sel.Target != "" && len(ids) > 0 {
-		return Usagef("give job ids or -t TARGET, not both")
 	}
 	cl, err := Dial(c.Context, env, "mqsub")
 	if err != nil {
@@ -349,22 +410,17 @@ func mqsubRerun(c *cli.Context, env Env) error {
 	if err != nil {
 		return err
 	}
-	for _, id := range reply.IDs {
-		fmt.Fprintln(c.App.Writer, id)
+	if err := atomicErrors("rerun", reply); err != nil {
+		return err
 	}
-	return actionErrors(reply)
-}
-
-// actionErrors prints all but the last per-job error and returns the last,
-// so the command exits 1 with every problem on its own line.
-func actionErrors(reply protocol.ActionReply) error {
-	if len(reply.Errors) == 0 {
-		return nil
+	if !c.Bool("Q") {
+		w := bufio.NewWriter(c.App.Writer)
+		for _, id := range reply.IDs {
+			fmt.Fprintln(w, id)
+		}
+		return w.Flush()
 	}
-	if len(reply.Errors) > 1 {
-		return exitError{code: ExitFailed, msg: strings.Join(reply.Errors, "\n")}
-	}
-	return errors.New(reply.Errors[0])
+	return nil
 }
 
 func parseIDs(args []string) ([]int64, error) {
@@ -404,3 +460,21 @@ func (l *fileList) String() string {
 	}
 	return strings.Join(s, " ")
 }
+
+// envList collects repeated -v NAME=VALUE values (a value may hold
+// commas and '=').
+type envList struct{ env map[string]string }
+
+func (l *envList) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok {
+		return fmt.Errorf("%q is not NAME=VALUE", v)
+	}
+	if l.env == nil {
+		l.env = map[string]string{}
+	}
+	l.env[k] = val
+	return protocol.ValidateEnv(map[string]string{k: val})
+}
+
+func (l *envList) String() string { return strings.Join(protocol.EnvList(l.env), " ") }

@@ -10,11 +10,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -56,6 +58,9 @@ from local placeholders).`,
 			&cli.DurationFlag{Name: "lease", Usage: "requeue a job when its placeholder is silent this long", Value: 30 * time.Second},
 			&cli.StringFlag{Name: "sync", Usage: "commit durability: submit (users' changes survive power loss; placeholder traffic survives a crash of the CLS, so after a power loss jobs that just ended may rerun), full (every commit survives power loss) or normal (every commit survives a crash of the CLS)", Value: string(metaqueue.SyncSubmit)},
 			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error", Value: "info"},
+			&cli.StringFlag{Name: "log-format", Usage: "cls.log's format: text or json (one JSON object a line); SIGHUP reopens cls.log (logrotate)", Value: "text"},
+			&cli.StringFlag{Name: "http", Usage: "serve the read-only dashboard and /metrics on `ADDR` (host:port, e.g. 127.0.0.1:8642; :8642 is loopback); a non-loopback address needs --http-public"},
+			&cli.BoolFlag{Name: "http-public", Usage: "allow --http on a non-loopback address: every request then needs the token in $MQ_HOME/http.token (made when missing)"},
 			&cli.BoolFlag{Name: "noop", Usage: "local placeholders report jobs done without running them (benchmarks the scheduling path)"},
 			&cli.StringFlag{Name: "ssh", Usage: "also accept SSH connections on `ADDR` (host:port), authenticated by the keys of `cls key`"},
 			&cli.GenericFlag{Name: "site-net", Value: &siteNets{}, Usage: "network of a site for dc queues, `SITE=LATENCY_S,BANDWIDTH` (bytes/s, units allowed: 100M); SITE default applies to sites not named (repeat)"},
@@ -92,6 +97,14 @@ func serve(c *cli.Context) error {
 	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
 		return mqcli.Usagef("--log-level: %v", err)
 	}
+	switch f := c.String("log-format"); f {
+	case "text", "json":
+	default:
+		return mqcli.Usagef("--log-format must be text or json, not %q", f)
+	}
+	if c.Bool("http-public") && c.String("http") == "" {
+		return mqcli.Usagef("--http-public needs --http ADDR")
+	}
 	if c.Duration("connect-timeout") < time.Second {
 		return mqcli.Usagef("--connect-timeout must be at least 1s, not %s", c.Duration("connect-timeout"))
 	}
@@ -107,7 +120,8 @@ func serve(c *cli.Context) error {
 		SSHAddr: c.String("ssh"), Commands: sshExec,
 		Agents: c.String("agents"), SitePoll: c.Duration("site-poll"),
 		SiteThrottle: c.Duration("site-throttle"), ConnectTimeout: c.Duration("connect-timeout"),
-		LogLevel: level, Notes: c.App.ErrWriter, Version: mqcli.Version,
+		LogLevel: level, LogFormat: c.String("log-format"), Notes: c.App.ErrWriter, Version: mqcli.Version,
+		HTTPAddr: c.String("http"), HTTPPublic: c.Bool("http-public"),
 	}
 	stopProfile, err := startProfile(c.String("cpuprofile"))
 	if err != nil {
@@ -121,6 +135,23 @@ func serve(c *cli.Context) error {
 	defer srv.Close()
 	fmt.Fprintf(c.App.ErrWriter, "cls: serving MQ_HOME=%s with %d local placeholders (log: %s)\n",
 		srv.Home(), n, filepath.Join(srv.Home(), "cls.log"))
+	// SIGHUP reopens cls.log, after logrotate moved it away.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	defer func() { signal.Stop(hup); close(done) }()
+	go func() {
+		for {
+			select {
+			case <-hup:
+				if err := srv.ReopenLog(); err != nil {
+					fmt.Fprintf(c.App.ErrWriter, "cls: %v\n", err)
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
 	return srv.Run(c.Context)
 }
 

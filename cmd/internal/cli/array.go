@@ -1,0 +1,137 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// maxArray bounds a job array's members.
+const maxArray = 10_000_000
+
+// arraySpec is a parsed --array FIRST-LAST[:STEP].
+type arraySpec struct{ first, last, step int64 }
+
+func (a arraySpec) len() int64 { return (a.last-a.first)/a.step + 1 }
+
+// parseArray parses FIRST-LAST[:STEP] (or a single index N). %LIMIT, which
+// Slurm uses to cap the members running at once, is refused: not built.
+func parseArray(s string) (arraySpec, error) {
+	a := arraySpec{step: 1}
+	if strings.Contains(s, "%") {
+		return a, Usagef("--array %s: %%LIMIT (at most N members running at once) is not supported yet", s)
+	}
+	rng, step, hasStep := strings.Cut(s, ":")
+	lo, hi, isRange := strings.Cut(rng, "-")
+	if !isRange {
+		hi = lo
+	}
+	var err1, err2, err3 error
+	a.first, err1 = strconv.ParseInt(lo, 10, 64)
+	a.last, err2 = strconv.ParseInt(hi, 10, 64)
+	if hasStep {
+		a.step, err3 = strconv.ParseInt(step, 10, 64)
+	}
+	if err1 != nil || err2 != nil || err3 != nil || a.first < 0 || a.last < a.first || a.step <= 0 {
+		return a, Usagef("--array %q is not FIRST-LAST[:STEP] (0 <= FIRST <= LAST, STEP >= 1)", s)
+	}
+	if a.len() > maxArray {
+		return a, Usagef("--array %s has %d members; the limit is %d", s, a.len(), maxArray)
+	}
+	return a, nil
+}
+
+// mqsubArray submits one job per index of --array in one transaction (the
+// bulk path: chunks spooled on the CLS, one commit), each with
+// MQ_ARRAY_INDEX set and {} in its command replaced by the index, and
+// prints their ids; with -b it waits for them all.
+func mqsubArray(c *cli.Context, env Env, js protocol.JobSpec) error {
+	a, err := parseArray(c.String("array"))
+	if err != nil {
+		return err
+	}
+	if _, ok := js.Env["MQ_ARRAY_INDEX"]; ok {
+		return Usagef("MQ_ARRAY_INDEX is set by --array")
+	}
+	if err := protocol.ValidateSpec(&js); err != nil {
+		return Usagef("%v", err)
+	}
+	cl, err := Dial(c.Context, env, "mqsub")
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	var inflight []*client.Call[protocol.Empty]
+	wait := func(max int) error {
+		for len(inflight) > max {
+			if _, err := inflight[0].Wait(c.Context); err != nil {
+				return err
+			}
+			inflight = inflight[1:]
+		}
+		return nil
+	}
+	const chunk = 2000
+	var jobs []protocol.JobSpec
+	line := 1
+	flush := func() error {
+		if len(jobs) == 0 {
+			return nil
+		}
+		k, err := client.Go(cl, protocol.OpBulkAdd, protocol.BulkAdd{Line: line, Jobs: jobs})
+		if err != nil {
+			return err
+		}
+		line += len(jobs)
+		jobs = nil
+		inflight = append(inflight, k)
+		return wait(4)
+	}
+	for i := a.first; i <= a.last; i += a.step {
+		m := js
+		idx := strconv.FormatInt(i, 10)
+		m.Command = strings.ReplaceAll(js.Command, "{}", idx)
+		m.Env = maps.Clone(js.Env)
+		if m.Env == nil {
+			m.Env = map[string]string{}
+		}
+		m.Env["MQ_ARRAY_INDEX"] = idx
+		protocol.EncodeCommand(&m)
+		jobs = append(jobs, m)
+		if len(jobs) == chunk {
+			if err = flush(); err != nil {
+				break
+			}
+		}
+	}
+	if err == nil {
+		err = flush()
+	}
+	if err == nil {
+		err = wait(0)
+	}
+	if err != nil {
+		client.Do(context.WithoutCancel(c.Context), cl, protocol.OpBulkAbort, protocol.Empty{})
+		return fmt.Errorf("--array: %w; nothing was added", err)
+	}
+	reply, err := commitBulk(c.Context, env, cl, newToken())
+	if err != nil {
+		return fmt.Errorf("--array: %w", err)
+	}
+	w := bufio.NewWriterSize(c.App.Writer, 64<<10)
+	for i := 0; i < reply.Count; i++ {
+		fmt.Fprintln(w, reply.First+int64(i))
+	}
+	if err := w.Flush(); err != nil || !c.Bool("b") || reply.Count == 0 {
+		return err
+	}
+	return waitRange(c, cl, reply.First, reply.First+int64(reply.Count)-1)
+}

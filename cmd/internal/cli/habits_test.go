@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mq-hpc/mq/protocol"
+)
+
+func TestParseArray(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		in   string
+		want arraySpec
+		n    int64
+		bad  bool
+	}{
+		{in: "1-1000", want: arraySpec{1, 1000, 1}, n: 1000},
+		{in: "0-99:10", want: arraySpec{0, 99, 10}, n: 10},
+		{in: "7", want: arraySpec{7, 7, 1}, n: 1},
+		{in: "5-1", bad: true},
+		{in: "1-10%2", bad: true},
+		{in: "1-3:0", bad: true},
+		{in: "-1-3", bad: true},
+		{in: "a-b", bad: true},
+		{in: "0-99999999999", bad: true},
+	} {
+		got, err := parseArray(c.in)
+		if (err != nil) != c.bad {
+			t.Errorf("parseArray(%q) error %v, want bad %v", c.in, err, c.bad)
+			continue
+		}
+		if !c.bad && (got != c.want || got.len() != c.n) {
+			t.Errorf("parseArray(%q) = %+v (%d), want %+v (%d)", c.in, got, got.len(), c.want, c.n)
+		}
+	}
+}
+
+func TestParseRange(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		in               string
+		first, last      int64
+		isRange, wantErr bool
+	}{
+		{"12", 0, 0, false, false},
+		{"3-9", 3, 9, true, false},
+		{"9-3", 0, 0, true, true},
+		{"0-3", 0, 0, true, true},
+		{"3-", 0, 0, true, true},
+	} {
+		f, l, r, err := parseRange(c.in)
+		if f != c.first || l != c.last || r != c.isRange || (err != nil) != c.wantErr {
+			t.Errorf("parseRange(%q) = %d, %d, %v, %v", c.in, f, l, r, err)
+		}
+	}
+}
+
+func TestWatchArgs(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ in, want []string }{
+		{[]string{"mqstat", "--watch"}, []string{"mqstat", "--watch"}},
+		{[]string{"mqstat", "--watch", "5", "-s", "E"}, []string{"mqstat", "--watch", "--interval=5s", "-s", "E"}},
+		{[]string{"mqstat", "--watch", "500ms"}, []string{"mqstat", "--watch", "--interval=500ms"}},
+		{[]string{"mqstat", "--watch", "-s", "E"}, []string{"mqstat", "--watch", "-s", "E"}},
+		{[]string{"mqstat", "--", "--watch", "5"}, []string{"mqstat", "--", "--watch", "5"}},
+	} {
+		if got := watchArgs(c.in); !slices.Equal(got, c.want) {
+			t.Errorf("watchArgs(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	if d, ok := interval("0.5"); !ok || d != 500*time.Millisecond {
+		t.Errorf("interval(0.5) = %v, %v", d, ok)
+	}
+}
+
+func TestEnvList(t *testing.T) {
+	t.Parallel()
+	var l envList
+	for _, v := range []string{"A=1", "B=x=y,z", "A=2"} {
+		if err := l.Set(v); err != nil {
+			t.Fatalf("Set(%q): %v", v, err)
+		}
+	}
+	if got := protocol.EnvList(l.env); !slices.Equal(got, []string{"A=2", "B=x=y,z"}) {
+		t.Fatalf("env %q", got)
+	}
+	for _, bad := range []string{"noequals", "1A=x", "MQ_TARGET=x", "A B=x"} {
+		if err := (&envList{}).Set(bad); err == nil {
+			t.Errorf("Set(%q) accepted", bad)
+		}
+	}
+}
+
+func TestCountsAndEndText(t *testing.T) {
+	t.Parallel()
+	r := protocol.ProgressReply{Total: 5, Counts: map[string]int{"D": 2, "F": 1, "E": 2}}
+	if got := countsText(r); got != "2 done, 1 failed, 2 executing" {
+		t.Errorf("countsText = %q", got)
+	}
+	if ended(r) != 3 {
+		t.Errorf("ended = %d", ended(r))
+	}
+	three := 3
+	if got := endText(protocol.JobEnd{ID: 4, State: "F", Exit: &three, Reason: "exit status 3"}); got != "job 4 failed (exit 3): exit status 3" {
+		t.Errorf("endText = %q", got)
+	}
+	if notDoneError(protocol.ProgressReply{Total: 2, Counts: map[string]int{"D": 2}}) != nil {
+		t.Error("notDoneError with all done")
+	}
+	err := notDoneError(protocol.ProgressReply{Total: 30, NotDone: []protocol.JobEnd{{ID: 1, State: "B"}}, MoreNotDone: 4})
+	if err == nil || !slices.Contains([]int{1}, err.(exitError).code) {
+		t.Errorf("notDoneError = %v", err)
+	}
+}

@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// Mqwait returns the mqwait command.
+func Mqwait(env Env) *cli.App {
+	app := NewApp("mqwait", "wait for jobs to end, showing progress", env)
+	app.UsageText = `mqwait [-q QUEUE] [-t TARGET] [--timeout DURATION] [-Q]
+   mqwait ID... | FIRST-LAST`
+	app.Description = `Follows a set of jobs until none is waiting, queued or executing: the jobs
+named (ids, or one range FIRST-LAST as mqsub -f and --array print them), or
+every job of a queue and/or target, or without any of these every job. On a
+terminal it shows a bar with the jobs ended, the rate, the done/failed
+counts and an ETA; otherwise a line whenever the counts change. Exits 0 when
+every job ended done, 1 naming those that did not (failed, blocked, or,
+for named jobs, deleted). Deleted jobs do not count in a queue or target.`
+	app.Flags = []cli.Flag{
+		&cli.StringFlag{Name: "q", Aliases: []string{"queue"}, Usage: "the jobs of this queue"},
+		&cli.StringFlag{Name: "t", Aliases: []string{"target"}, Usage: "the jobs of this target"},
+		&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "time between updates"},
+		&cli.DurationFlag{Name: "timeout", Usage: "give up (exit 1) after this long; 0 = never"},
+		&cli.BoolFlag{Name: "Q", Aliases: []string{"quiet"}, Usage: "show no progress, only the failures"},
+	}
+	app.Action = func(c *cli.Context) error {
+		req := protocol.Progress{Queue: c.String("q"), Target: c.String("t"), IntervalMS: int(c.Duration("interval") / time.Millisecond)}
+		if c.Duration("interval") < 100*time.Millisecond {
+			return Usagef("--interval must be at least 100ms")
+		}
+		if c.Duration("timeout") < 0 {
+			return Usagef("--timeout must not be negative")
+		}
+		if c.NArg() > 0 {
+			if req.Queue != "" || req.Target != "" {
+				return Usagef("give job ids or -q/-t, not both")
+			}
+			first, last, isRange, err := parseRange(c.Args().First())
+			if err != nil {
+				return err
+			}
+			if isRange {
+				if c.NArg() > 1 {
+					return Usagef("give one range FIRST-LAST or job ids, not both")
+				}
+				req.First, req.Last = first, last
+			} else if req.IDs, err = parseIDs(c.Args().Slice()); err != nil {
+				return err
+			}
+		}
+		cl, err := Dial(c.Context, env, "mqwait")
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		v := &progressView{out: c.App.Writer, tty: !c.Bool("Q") && isTerminal(c.App.Writer), plain: !c.Bool("Q")}
+		last, err := follow(c.Context, cl, req, v, c.Duration("timeout"))
+		if err != nil {
+			return err
+		}
+		return notDoneError(last)
+	}
+	return app
+}
+
+// parseRange parses FIRST-LAST; isRange is false for anything without a
+// dash (a job id).
+func parseRange(s string) (first, last int64, isRange bool, err error) {
+	a, b, ok := strings.Cut(s, "-")
+	if !ok {
+		return 0, 0, false, nil
+	}
+	first, err1 := strconv.ParseInt(a, 10, 64)
+	last, err2 := strconv.ParseInt(b, 10, 64)
+	if err1 != nil || err2 != nil || first <= 0 || last < first {
+		return 0, 0, true, Usagef("%q is not a range of job ids FIRST-LAST", s)
+	}
+	return first, last, true, nil
+}

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Live FCFS vs DC on two real sites, set beside mqsim's prediction for the
+# same workload (issue 13; BENCHMARKS.md, "FCFS vs DC, live and simulated").
+#
+# Runs the sites suite's TestStagingDCMovesLessThanFCFS larger: DC_JOBS
+# jobs, each reading its own DC_MIB MiB input that lives only at the SGE
+# site grid (account mquser) and running DC_RUN_S s; the Slurm site slurmy
+# (account mquser2, its own data root) can run any job once its input is
+# staged there. One placeholder per site, both up before the workload
+# arrives; once under FCFS, once under DC, each in a fresh CLS. Then runs
+# mqsim on the same workload (2 hosts, the inputs on host 0) on two
+# platforms: "configured", the link the live DC priced transfers with
+# (cls serve's default --site-net for a site: 0.5 s, 10 MB/s, and 0.5 s
+# one way to the CLS), and "measured", the FCFS run's own transfers
+# (loopback SFTP) and a 10 ms round trip to the CLS. Prints one table.
+#
+# Usage (root, with scripts/setup.sh done; it starts SGE and Slurm):
+#   flock /tmp/mq-sites.lock scripts/bench/dc.sh
+# Knobs: DC_JOBS (24), DC_MIB (32), DC_RUN_S (3), DC_SEEDS (1-5).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+export PATH=/usr/local/go/bin:$PATH
+JOBS=${DC_JOBS:-24}
+MIB=${DC_MIB:-32}
+RUN_S=${DC_RUN_S:-3}
+SEEDS=${DC_SEEDS:-1-5}
+OUT=$(mktemp -d /tmp/mqdc.XXXXXX)
+trap 'rm -rf "$OUT"' EXIT
+cd "$ROOT"
+
+echo "dc.sh: $JOBS jobs x $MIB MiB inputs at grid, $RUN_S s each; load $(cut -d' ' -f1-3 /proc/loadavg)"
+MQ_DC_JOBS=$JOBS MQ_DC_MIB=$MIB MQ_DC_RUN_S=$RUN_S MQ_DC_OUT=$OUT \
+	go test -tags e2e ./test/sites -run 'TestStagingDCMovesLessThanFCFS$' -count=1 -v -timeout 60m 2>&1 |
+	grep -E 'dc_test.go|^(--- |ok|FAIL)' || true
+[ -s "$OUT/live.json" ] || { echo "dc.sh: the live runs wrote nothing" >&2; exit 1; }
+go build -o "$OUT/mqsim" ./cmd/mqsim
+
+python3 - "$OUT" <<'PY'
+import json, sys
+out = sys.argv[1]
+m = json.load(open(f"{out}/measured.json"))
+rate = m.get("rate_Bps") or 100e6
+json.dump({"name": "configured", "cls_invocation_s": 1.0, "queuing_delay_s": 0, "scp_latency_s": 0.5,
+           "scp_rate_Bps": 10e6, "other_job_s": 0}, open(f"{out}/configured.json", "w"))
+json.dump({"name": "measured", "cls_invocation_s": 0.01, "queuing_delay_s": 0.001, "scp_latency_s": 0.01,
+           "scp_rate_Bps": rate, "other_job_s": 0}, open(f"{out}/measured-net.json", "w"))
+print(f"measured in the FCFS run: {m['transfers']:.0f} transfers, {m['bytes']/2**20:.0f} MiB in {m['seconds']:.2f} s"
+      + (f" ({rate/1e6:.0f} MB/s per transfer)" if "rate_Bps" in m else ""))
+PY
+for net in configured measured-net; do
+	"$OUT/mqsim" --workload "$OUT/workload.json" --network "$OUT/$net.json" --placeholders 2 --inflation 1 \
+		--policy fcfs,dc --seeds "$SEEDS" --json >"$OUT/sim-$net.jsonl"
+done
+
+python3 - "$OUT" <<'PY'
+import json, sys, statistics as st
+out = sys.argv[1]
+live = json.load(open(f"{out}/live.json"))
+def sim(net):
+    runs = {}
+    for line in open(f"{out}/sim-{net}.jsonl"):
+        r = json.loads(line)
+        runs.setdefault(r["policy"], []).append(r)
+    return {p: (st.mean(r["makespan_s"] for r in rs), st.mean(r["bytes_moved"] for r in rs), st.mean(r["data_affinity"] for r in rs))
+            for p, rs in runs.items()}
+sims = {"configured": sim("configured"), "measured": sim("measured-net")}
+print("| policy | live makespan (s) | live MiB moved | live with data | sim configured: makespan, MiB, affinity | sim measured: makespan, MiB, affinity |")
+print("|---|---|---|---|---|---|")
+for p in ("fcfs", "dc"):
+    l = live[p]
+    cells = [f"{l['makespan_s']:.1f}", f"{l['bytes_moved']/2**20:.0f} ({l['transfers']} transfers)", f"{l['with_data']}/{l['jobs']}"]
+    for net in ("configured", "measured"):
+        mk, b, a = sims[net][p]
+        cells.append(f"{mk:.1f}, {b/2**20:.0f}, {a:.2f}")
+    print(f"| {p} | " + " | ".join(cells) + " |")
+PY

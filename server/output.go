@@ -1,0 +1,120 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// readOutput serves output.read: a piece of one attempt's stdout or
+// stderr, read where mqstat --output reads it (the CLS's staged copy of a
+// remote placeholder's output, else the placeholder's own file, which is
+// on this host for a local placeholder).
+func readOutput(ctx context.Context, c *conn, b protocol.OutputRead) (protocol.OutputData, error) {
+	var out protocol.OutputData
+	if b.Stream != "stdout" && b.Stream != "stderr" {
+		return out, protocol.Errorf(protocol.CodeBadRequest, "stream must be stdout or stderr, not %q", b.Stream)
+	}
+	if b.Offset < 0 || b.Attempt < 0 || b.Max < 0 {
+		return out, protocol.Errorf(protocol.CodeBadRequest, "offset, attempt and max must not be negative")
+	}
+	max := b.Max
+	if max == 0 || max > protocol.MaxOutputRead {
+		max = protocol.MaxOutputRead
+	}
+	d, err := c.s.Store.Job(ctx, b.ID)
+	if err != nil {
+		return out, err
+	}
+	attempt, path, cp, lost := d.Attempts, d.Stdout, d.StdoutCopy, d.OutputLost
+	if b.Stream == "stderr" {
+		path, cp = d.Stderr, d.StderrCopy
+	}
+	if b.Attempt != 0 && b.Attempt != d.Attempts {
+		found := false
+		for _, a := range d.History {
+			if a.Attempt == b.Attempt {
+				attempt, path, cp, lost, found = a.Attempt, a.Stdout, a.StdoutCopy, a.OutputLost, true
+				if b.Stream == "stderr" {
+					path, cp = a.Stderr, a.StderrCopy
+				}
+			}
+		}
+		if !found {
+			return out, protocol.Errorf(protocol.CodeNotFound, "job %d has no attempt %d", b.ID, b.Attempt)
+		}
+	}
+	out.Attempt = attempt
+	if path == "" {
+		return out, protocol.Errorf(protocol.CodeBadState, "job %d has no output yet (state %s)", b.ID, d.State)
+	}
+	out.Lost = lostFor(lost, b.Stream)
+	running := d.State == string(job.Executing) && attempt == d.Attempts
+	if cp != "" {
+		if _, err := os.Lstat(cp); errors.Is(err, os.ErrNotExist) && running {
+			return out, protocol.Errorf(protocol.CodeBadState, "job %d is running on host %s; its output is copied to the CLS when it ends", b.ID, d.Host)
+		}
+		path = cp
+	}
+	// O_NOFOLLOW: the name is the CLS's own layout; a link there was not
+	// made by a placeholder writing output.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		out.EOF = true // output files are made at the first byte: none means no output
+		return out, nil
+	}
+	if err != nil {
+		return out, fmt.Errorf("job %d's %s: %w", b.ID, b.Stream, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return out, fmt.Errorf("job %d's %s: %w", b.ID, b.Stream, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return out, protocol.Errorf(protocol.CodeBadState, "job %d's %s is not a regular file", b.ID, b.Stream)
+	}
+	out.Size = fi.Size()
+	if out.Size > protocol.MaxOutput {
+		return out, protocol.Errorf(protocol.CodeTooLarge, "job %d's %s is %d bytes, more than the %d output.read serves; read it with mqstat -j %d's paths", b.ID, b.Stream, out.Size, int64(protocol.MaxOutput), b.ID)
+	}
+	if b.Offset >= out.Size {
+		out.EOF = true
+		return out, nil
+	}
+	buf := make([]byte, min(int64(max), out.Size-b.Offset))
+	n, err := f.ReadAt(buf, b.Offset)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return out, fmt.Errorf("job %d's %s: %w", b.ID, b.Stream, err)
+	}
+	out.Data = buf[:n]
+	out.EOF = b.Offset+int64(n) >= out.Size
+	return out, nil
+}
+
+// lostFor picks from an attempt's lost-output record ("stdout: ...;
+// stderr not copied ...") the causes that concern stream; a cause naming
+// no stream concerns both. (mqstat --output reads the record the same way.)
+func lostFor(lost, stream string) string {
+	if lost == "" {
+		return ""
+	}
+	other := "stderr"
+	if stream == "stderr" {
+		other = "stdout"
+	}
+	var keep []string
+	for _, part := range strings.Split(lost, "; ") {
+		if !strings.HasPrefix(part, other) {
+			keep = append(keep, part)
+		}
+	}
+	return strings.Join(keep, "; ")
+}

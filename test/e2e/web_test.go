@@ -1,0 +1,401 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// dashboardAddr waits for `cls serve --http` to say where it listens.
+func (h *harness) dashboardAddr() string {
+	h.t.Helper()
+	re := regexp.MustCompile(`dashboard on http://([^/\s]+)/`)
+	var addr string
+	waitFor(h.t, 20*time.Second, func() error {
+		if m := re.FindStringSubmatch(h.cls.stderr.String()); m != nil {
+			addr = m[1]
+			return nil
+		}
+		return fmt.Errorf("cls has not said where its dashboard is: %q", h.cls.stderr.String())
+	})
+	return addr
+}
+
+func chromiumPath(t *testing.T) string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("no Chromium (scripts/setup.sh installs Debian's chromium): the dashboard's browser test cannot run")
+	return ""
+}
+
+// TestDashboardInBrowser runs a workflow on a CLS serving its dashboard and
+// watches it in headless Chromium: the overview's counts change as jobs
+// finish without the page being reloaded (server-sent events), a job's
+// page shows its output, a target's page draws its prerequisites, no page
+// offers a write action or shows a key or the CLS's environment, and
+// /metrics agrees with mqstat --summary. Screenshots go to the test's
+// artifact directory (go test -artifacts keeps them; the path is logged).
+func TestDashboardInBrowser(t *testing.T) {
+	chrome := chromiumPath(t)
+	const canary = "dashboard-canary-4f1d9e" // in the CLS's environment only
+	t.Setenv("DASH_CANARY", canary)          // the CLS inherits it
+	h := newHarness(t)
+	h.startCLS("--local", "2", "--http", "127.0.0.1:0", "--ssh", "127.0.0.1:0")
+	addr := h.dashboardAddr()
+	base := "http://" + addr
+	shots := t.ArtifactDir()
+	t.Logf("screenshots in %s", shots)
+
+	// The workflow: one job prints a line, then 12 jobs wait for a file
+	// (holding both placeholders), and a summary needs them all.
+	hello := h.submit("hello", `echo "hello from the dashboard test <b>&"; echo "to stderr" >&2`)
+	h.waitState(hello, "D", 60*time.Second)
+	gate := filepath.Join(h.dir, "go")
+	const n = 12
+	for i := 0; i < n; i++ {
+		h.submit("-q", "work", fmt.Sprintf("part%d", i), fmt.Sprintf("while [ ! -e %s ]; do sleep 0.05; done; echo part %d", gate, i))
+	}
+	var prereqs []string
+	for i := 0; i < n; i++ {
+		prereqs = append(prereqs, fmt.Sprintf("part%d", i))
+	}
+	h.submit("-q", "work", "-p", strings.Join(prereqs, ","), "summary", "echo all parts done")
+
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.WindowSize(1280, 1000))...)
+	defer cancel()
+	browser, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	// The first call starts the browser for the life of its context: no
+	// deadline there; each step then gets its own.
+	if err := chromedp.Do(browser); err != nil {
+		t.Fatalf("start Chromium: %v", err)
+	}
+	step := func() (context.Context, context.CancelFunc) { return context.WithTimeout(browser, 90*time.Second) }
+	do := func(what string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		ctx, cancel := step()
+		defer cancel()
+		if err := chromedp.Do(ctx, actions...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	load := func(path, sel string) {
+		t.Helper()
+		do("load "+path, chromedp.Navigate(base+path), chromedp.WaitVisible(chromedp.CSS(sel)))
+	}
+	shot := func(name string) {
+		t.Helper()
+		ctx, cancel := step()
+		defer cancel()
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("screenshot %s: %v", name, err)
+		}
+		if err := os.WriteFile(filepath.Join(shots, name), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	text := func(sel string) string {
+		t.Helper()
+		ctx, cancel := step()
+		defer cancel()
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			t.Fatalf("text of %s: %v", sel, err)
+		}
+		return strings.TrimSpace(s)
+	}
+	attr := func(sel, name string) string {
+		t.Helper()
+		ctx, cancel := step()
+		defer cancel()
+		a, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS(sel), name))
+		if err != nil {
+			t.Fatalf("%s of %s: %v", name, sel, err)
+		}
+		return a.Value
+	}
+	count := func(id string) int {
+		t.Helper()
+		v, err := strconv.Atoi(text("#" + id))
+		if err != nil {
+			t.Fatalf("#%s is not a number: %v", id, err)
+		}
+		return v
+	}
+
+	// The overview, live: it follows /events.
+	load("/", "#counts")
+	waitFor(t, 60*time.Second, func() error {
+		if live := attr("#updated", "data-live"); live != "on" {
+			return fmt.Errorf("the overview has not had an update from /events (data-live=%q)", live)
+		}
+		return nil
+	})
+	before := count("total-D")
+	if before != 1 || count("total-W") != 1 {
+		t.Errorf("before the gate opens: %d done, %d waiting; want 1 (hello) and 1 (summary)", before, count("total-W"))
+	}
+	shot("overview-before.png")
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The same page, never reloaded, counts the jobs as they finish.
+	waitFor(t, 120*time.Second, func() error {
+		if d := count("total-D"); d != n+2 {
+			return fmt.Errorf("the overview shows %d done, want %d", d, n+2)
+		}
+		return nil
+	})
+	if count("total-all") != n+2 {
+		t.Errorf("total %d, want %d", count("total-all"), n+2)
+	}
+	// The plots have points once a few samples are in.
+	waitFor(t, 30*time.Second, func() error {
+		if pts := attr("#plot-states polyline", "points"); strings.Count(pts, ",") < 3 {
+			return fmt.Errorf("the state plot has too few points: %q", pts)
+		}
+		return nil
+	})
+	shot("overview-after.png")
+
+	// A job page shows its output, escaped, and its attempt.
+	load(fmt.Sprintf("/job/%d", hello), "#stdout")
+	if got := text("#stdout"); got != "hello from the dashboard test <b>&" {
+		t.Errorf("the job page's stdout is %q", got)
+	}
+	if got := text("#stderr"); got != "to stderr" {
+		t.Errorf("the job page's stderr is %q", got)
+	}
+	if !strings.Contains(text("#attempts"), "local") {
+		t.Errorf("the attempts table names no site: %q", text("#attempts"))
+	}
+	shot("job.png")
+
+	// The target page draws summary's prerequisites, all complete.
+	load("/target/summary", "#dag")
+	ctx, cancelEval := step()
+	nodes, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#dag g.node.complete").length`))
+	cancelEval()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nodes != n+1 {
+		t.Errorf("the target graph has %d complete nodes, want %d", nodes, n+1)
+	}
+	shot("target.png")
+
+	load("/jobs?queue=work", "#joblist")
+	shot("jobs.png")
+
+	// No page shows a key or the CLS's environment, or offers a write.
+	hostKey, err := os.ReadFile(filepath.Join(h.home, "ssh_host_ed25519_key"))
+	if err != nil {
+		t.Fatalf("the SSH host key: %v", err)
+	}
+	secrets := []string{canary, keyBody(hostKey)}
+	for _, p := range []string{"/", "/jobs", "/jobs?queue=work", fmt.Sprintf("/job/%d", hello), "/job/1", "/target/summary", "/metrics", "/static/app.js"} {
+		body := httpGet(t, base+p, http.StatusOK)
+		for _, s := range secrets {
+			if s != "" && strings.Contains(body, s) {
+				t.Errorf("%s shows secret material (%.12s...)", p, s)
+			}
+		}
+		if strings.Contains(strings.ToLower(body), `method="post"`) {
+			t.Errorf("%s has a form that posts", p)
+		}
+	}
+	for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodDelete} {
+		req, _ := http.NewRequest(m, fmt.Sprintf("%s/job/%d", base, hello), strings.NewReader("state=X"))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed {
+			t.Errorf("%s /job/%d: %d, want 405", m, hello, resp.StatusCode)
+		}
+	}
+	if d := h.job(hello); d.State != "D" {
+		t.Errorf("job %d is %s after the write attempts", hello, d.State)
+	}
+
+	// /metrics agrees with mqstat --summary.
+	checkMetrics(t, h, base)
+}
+
+// keyBody is the base64 body of a PEM private key: what must never show.
+func keyBody(pem []byte) string {
+	var body strings.Builder
+	for _, l := range strings.Split(string(pem), "\n") {
+		if l != "" && !strings.HasPrefix(l, "-----") {
+			body.WriteString(l)
+		}
+	}
+	if _, err := base64.StdEncoding.DecodeString(body.String()); err != nil || body.Len() < 40 {
+		return ""
+	}
+	return body.String()[:40]
+}
+
+func httpGet(t *testing.T, url string, want int) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		t.Fatalf("GET %s: %d, want %d: %.200s", url, resp.StatusCode, want, b)
+	}
+	return string(b)
+}
+
+// checkMetrics parses /metrics with the Prometheus text parser and checks
+// its jobs per queue and state against mqstat --summary (the workflow has
+// ended: the counts stand still), and the rates against the jobs run.
+func checkMetrics(t *testing.T, h *harness, base string) {
+	t.Helper()
+	sum := h.summary()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(httpGet(t, base+"/metrics", http.StatusOK)))
+	if err != nil {
+		t.Fatalf("parse /metrics: %v", err)
+	}
+	got := map[string]map[string]int{}
+	for _, m := range fams["mq_jobs"].GetMetric() {
+		var q, st string
+		for _, l := range m.GetLabel() {
+			switch l.GetName() {
+			case "queue":
+				q = l.GetValue()
+			case "state":
+				st = l.GetValue()
+			}
+		}
+		if got[q] == nil {
+			got[q] = map[string]int{}
+		}
+		got[q][st] = int(m.GetGauge().GetValue())
+	}
+	for q, counts := range sum {
+		for st, n := range counts {
+			if got[q][st] != n {
+				t.Errorf("mq_jobs{queue=%q,state=%q} = %d, mqstat --summary says %d", q, st, got[q][st], n)
+			}
+		}
+	}
+	if len(got) != len(sum) {
+		t.Errorf("mq_jobs has queues %v, mqstat --summary %v", got, sum)
+	}
+	total := 0
+	for _, c := range sum {
+		total += c["D"]
+	}
+	counter := func(name string, label ...string) float64 {
+		for _, m := range fams[name].GetMetric() {
+			if len(label) == 0 {
+				return m.GetCounter().GetValue() + float64(m.GetHistogram().GetSampleCount())
+			}
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label[0] && l.GetValue() == label[1] {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+		t.Errorf("no %s%v", name, label)
+		return 0
+	}
+	if d := counter("mq_attempts_ended_total", "to", "done"); int(d) != total {
+		t.Errorf("mq_attempts_ended_total{to=done} = %v, want %d", d, total)
+	}
+	if d := counter("mq_dispatched_jobs_total"); int(d) != total {
+		t.Errorf("mq_dispatched_jobs_total = %v, want %d", d, total)
+	}
+	if c := counter("mq_dispatch_latency_seconds"); int(c) != total {
+		t.Errorf("mq_dispatch_latency_seconds has %v observations, want %d", c, total)
+	}
+	if counter("mq_commit_seconds") == 0 && len(fams["mq_commit_seconds"].GetMetric()) == 0 {
+		t.Error("no commit latency")
+	}
+	for _, name := range []string{"process_resident_memory_bytes", "go_goroutines", "mq_placeholders", "mq_transfer_bytes_total"} {
+		if fams[name] == nil {
+			t.Errorf("/metrics has no %s", name)
+		}
+	}
+	var busy, ph float64
+	for _, m := range fams["mq_placeholders"].GetMetric() {
+		ph += m.GetGauge().GetValue()
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "state" && l.GetValue() == "busy" {
+				busy += m.GetGauge().GetValue()
+			}
+		}
+	}
+	if ph == 0 {
+		t.Error("mq_placeholders counts no placeholder of the local site")
+	}
+}
+
+// TestDashboardRefusesPublicWithoutFlag: a non-loopback --http needs
+// --http-public, and then the token.
+func TestDashboardRefusesPublicWithoutFlag(t *testing.T) {
+	h := newHarness(t)
+	r := h.run("cls", "serve", "--local", "0", "--http", "0.0.0.0:0")
+	if r.code != 1 || !strings.Contains(r.stderr, "not a loopback address") || !strings.Contains(r.stderr, "--http-public") {
+		t.Errorf("--http 0.0.0.0:0 without --http-public: exit %d, %q", r.code, r.stderr)
+	}
+	r = h.run("cls", "serve", "--local", "0", "--http-public")
+	if r.code != 2 {
+		t.Errorf("--http-public alone: exit %d, want 2: %q", r.code, r.stderr)
+	}
+	h.startCLS("--local", "0", "--http", "0.0.0.0:0", "--http-public")
+	addr := h.dashboardAddr()
+	_, port, _ := strings.Cut(addr, "]:")
+	if port == "" {
+		_, port, _ = strings.Cut(addr, ":")
+	}
+	url := "http://127.0.0.1:" + port
+	httpGet(t, url+"/", http.StatusUnauthorized)
+	httpGet(t, url+"/metrics", http.StatusUnauthorized)
+	tokPath := filepath.Join(h.home, "http.token")
+	fi, err := os.Stat(tokPath)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("token file: %v %v", fi, err)
+	}
+	tok, _ := os.ReadFile(tokPath)
+	req, _ := http.NewRequest("GET", url+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("with the token: %d", resp.StatusCode)
+	}
+	if strings.Contains(h.cls.stderr.String(), strings.TrimSpace(string(tok))) {
+		t.Error("cls printed the token")
+	}
+}

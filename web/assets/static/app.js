@@ -1,0 +1,132 @@
+// The dashboard's live parts: the overview follows /events (server-sent
+// events) and a running job's page follows its output, when the CLS
+// streams it. Text goes in with textContent; plots are SVG the server
+// rendered with html/template.
+"use strict";
+
+const STATES = ["W", "Q", "E", "D", "F", "B", "X"];
+
+function cell(text, cls) {
+  const td = document.createElement("td");
+  if (cls) td.className = cls;
+  td.textContent = String(text);
+  return td;
+}
+
+function link(href, text) {
+  const a = document.createElement("a");
+  a.href = href;
+  a.textContent = String(text);
+  return a;
+}
+
+function clip(s, n) {
+  s = String(s);
+  return s.length > n ? s.slice(0, n - 1) + "\u2026" : s;
+}
+
+function renderQueues(queues) {
+  const body = document.getElementById("queues");
+  if (!body) return;
+  const rows = [];
+  for (const q of queues || []) {
+    const tr = document.createElement("tr");
+    const name = document.createElement("td");
+    name.appendChild(link("/jobs?queue=" + encodeURIComponent(q.queue), clip(q.queue, 80)));
+    tr.appendChild(name);
+    let total = 0;
+    for (const s of STATES) {
+      const n = (q.counts && q.counts[s]) || 0;
+      total += n;
+      const td = cell("", "n");
+      td.appendChild(link("/jobs?queue=" + encodeURIComponent(q.queue) + "&state=" + s, n));
+      tr.appendChild(td);
+    }
+    tr.appendChild(cell(total, "n"));
+    tr.appendChild(cell(q.policy || ""));
+    rows.push(tr);
+  }
+  body.replaceChildren(...rows);
+}
+
+function renderSites(sites) {
+  const body = document.getElementById("sites");
+  if (!body) return;
+  const rows = [];
+  for (const s of sites || []) {
+    const tr = document.createElement("tr");
+    tr.appendChild(cell(clip(s.name, 80)));
+    tr.appendChild(cell(s.type));
+    const st = cell(s.state, "st-" + s.state);
+    if (s.error) {
+      const e = document.createElement("span");
+      e.className = "err";
+      e.textContent = " " + clip(s.error, 200);
+      st.appendChild(e);
+    }
+    tr.appendChild(st);
+    for (const k of ["queued", "running", "idle", "busy"]) tr.appendChild(cell(s[k], "n"));
+    tr.appendChild(cell(s.slots_busy + " / " + s.slots, "n"));
+    tr.appendChild(cell(s.min + ".." + s.max, "n"));
+    rows.push(tr);
+  }
+  if (rows.length === 0) {
+    const tr = document.createElement("tr");
+    const td = cell("no sites");
+    td.colSpan = 9;
+    tr.appendChild(td);
+    rows.push(tr);
+  }
+  body.replaceChildren(...rows);
+}
+
+function onUpdate(u) {
+  renderQueues(u.queues);
+  renderSites(u.sites);
+  let all = 0;
+  for (const s of STATES) {
+    const n = (u.totals && u.totals[s]) || 0;
+    all += n;
+    const td = document.getElementById("total-" + s);
+    if (td) td.textContent = String(n);
+  }
+  const t = document.getElementById("total-all");
+  if (t) t.textContent = String(all);
+  const thr = document.getElementById("throughput");
+  if (thr) thr.textContent = Number(u.throughput || 0).toFixed(1);
+  for (const k of ["states", "throughput", "wait"]) {
+    const div = document.getElementById("plot-" + k);
+    if (div && u.plots && u.plots[k]) div.innerHTML = u.plots[k];
+  }
+  const up = document.getElementById("updated");
+  if (up) {
+    up.textContent = u.time.slice(11, 19) + " UTC, live";
+    up.dataset.live = "on";
+  }
+}
+
+function followOverview() {
+  if (!document.getElementById("counts")) return;
+  const es = new EventSource("/events");
+  es.addEventListener("update", (ev) => onUpdate(JSON.parse(ev.data)));
+  es.onerror = () => {
+    const up = document.getElementById("updated");
+    if (up) up.dataset.live = "off";
+  };
+}
+
+function followOutput() {
+  for (const pre of document.querySelectorAll("pre[data-follow]")) {
+    const es = new EventSource(pre.dataset.follow);
+    es.addEventListener("chunk", (ev) => {
+      pre.textContent += JSON.parse(ev.data);
+      pre.scrollTop = pre.scrollHeight;
+    });
+    es.addEventListener("end", () => es.close());
+  }
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  followOverview();
+  followOutput();
+});

@@ -1,0 +1,249 @@
+// Package web serves the CLS's read-only dashboard and its Prometheus
+// metrics over HTTP (cls serve --http): counts per queue and state over
+// time, the sites and their placeholders, throughput and queue-wait
+// plots, a target's prerequisite graph, jobs page by page, and a job's
+// attempts, transfers and output. Pages are rendered on the server with
+// html/template (every string a peer supplied is escaped), plots are SVG
+// made on the server, assets are embedded, and the overview updates by
+// server-sent events. Nothing here changes the metaqueue: every route is
+// GET or HEAD.
+package web
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// Config is what a dashboard serves.
+type Config struct {
+	Source  Source
+	Metrics *Metrics // nil: no /metrics, and no rates in the plots
+	// Token, when set, is required of every request (Authorization:
+	// Bearer, or a cookie set by visiting a page with ?token=). A CLS
+	// listening beyond loopback always has one.
+	Token string
+	// Loopback refuses requests whose Host is not a loopback name or
+	// address (DNS rebinding: a web page the user visits cannot reach the
+	// dashboard under a name of its own).
+	Loopback bool
+	// Follow, when set, streams a running job's output to its page.
+	Follow Follow
+	// Interval is how often the overview samples the CLS (default 1s);
+	// Keep how many samples its plots show (default 900).
+	Interval time.Duration
+	Keep     int
+	// MaxStreams bounds the event streams open at once (default 64).
+	MaxStreams int
+	// OutputTail is the most of a job's output a page shows (default
+	// 64 KiB, the end of it).
+	OutputTail int64
+	Log        *slog.Logger
+}
+
+// Server is a dashboard. Run samples the CLS; Handler serves it.
+type Server struct {
+	cfg   Config
+	tmpl  *template.Template
+	smp   *sampler
+	token [sha256.Size]byte
+	mux   *http.ServeMux
+}
+
+// New makes a dashboard for cfg.
+func New(cfg Config) (*Server, error) {
+	if cfg.Source == nil {
+		return nil, errors.New("web: Config.Source is nil")
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = time.Second
+	}
+	if cfg.Keep <= 0 {
+		cfg.Keep = 900
+	}
+	if cfg.MaxStreams <= 0 {
+		cfg.MaxStreams = 64
+	}
+	if cfg.OutputTail <= 0 {
+		cfg.OutputTail = 64 << 10
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	tmpl, err := template.New("").Funcs(funcs).ParseFS(assets, "assets/*.html")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, tmpl: tmpl, token: sha256.Sum256([]byte(cfg.Token)),
+		smp: &sampler{src: cfg.Source, metrics: cfg.Metrics, interval: cfg.Interval, keep: cfg.Keep, log: cfg.Log, maxSubs: cfg.MaxStreams}}
+	static, _ := fs.Sub(assets, "assets/static")
+	m := http.NewServeMux()
+	m.HandleFunc("GET /{$}", s.overview)
+	m.HandleFunc("GET /jobs", s.jobs)
+	m.HandleFunc("GET /job/{id}", s.job)
+	m.HandleFunc("GET /job/{id}/output/events", s.outputEvents)
+	m.HandleFunc("GET /target/{name...}", s.target)
+	m.HandleFunc("GET /events", s.events)
+	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	if cfg.Metrics != nil {
+		m.Handle("GET /metrics", promhttp.HandlerFor(cfg.Metrics.Registry(), promhttp.HandlerOpts{ErrorLog: slogPrinter{cfg.Log}}))
+	}
+	s.mux = m
+	return s, nil
+}
+
+// Run samples the CLS until ctx ends.
+func (s *Server) Run(ctx context.Context) { s.smp.run(ctx) }
+
+// Handler serves the dashboard: only GET and HEAD, with the token when
+// there is one, and headers that keep the pages to themselves.
+func (s *Server) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Cache-Control", "no-store")
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			h.Set("Allow", "GET, HEAD")
+			http.Error(w, "the dashboard is read-only", http.StatusMethodNotAllowed)
+			return
+		}
+		if s.cfg.Loopback && !loopbackHost(r.Host) {
+			http.Error(w, "this dashboard answers only to a loopback host name", http.StatusMisdirectedRequest)
+			return
+		}
+		if s.cfg.Token != "" && !s.authorized(w, r) {
+			return
+		}
+		s.mux.ServeHTTP(w, r)
+	})
+}
+
+// authorized checks the token (in constant time), from the Authorization
+// header, the cookie, or ?token= (which sets the cookie and redirects to
+// the same page without it, so the token stays out of the history).
+func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
+	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && s.tokenOK(tok) {
+		return true
+	}
+	if c, err := r.Cookie(cookieName); err == nil && s.tokenOK(c.Value) {
+		return true
+	}
+	if q := r.URL.Query(); q.Has("token") && s.tokenOK(q.Get("token")) {
+		http.SetCookie(w, &http.Cookie{Name: cookieName, Value: q.Get("token"), Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		q.Del("token")
+		u := *r.URL
+		u.RawQuery = q.Encode()
+		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+		return false
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="mq"`)
+	http.Error(w, "a token is required (MQ_HOME/http.token): Authorization: Bearer TOKEN, or ?token=TOKEN once", http.StatusUnauthorized)
+	return false
+}
+
+const cookieName = "mq_token"
+
+func (s *Server) tokenOK(tok string) bool {
+	h := sha256.Sum256([]byte(tok))
+	return subtle.ConstantTimeCompare(h[:], s.token[:]) == 1
+}
+
+// loopbackHost says whether a request's Host names this machine's
+// loopback: localhost or a loopback address, with any port.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+type slogPrinter struct{ log *slog.Logger }
+
+func (p slogPrinter) Println(v ...any) { p.log.Warn("metrics", "err", fmt.Sprint(v...)) }
+
+var funcs = template.FuncMap{
+	"stateName": func(s string) string {
+		if len(s) == 1 {
+			return job.State(s[0]).Name()
+		}
+		return s
+	},
+	"states": func() []string {
+		var out []string
+		for _, s := range job.States {
+			out = append(out, s.String())
+		}
+		return out
+	},
+	"clip":  func(s string, n int) string { return protocol.ClipText(s, n) },
+	"bytes": formatBytes,
+	"sum": func(m map[string]int) int {
+		t := 0
+		for _, v := range m {
+			t += v
+		}
+		return t
+	},
+}
+
+// page renders template name with data, or a plain error.
+func (s *Server) page(w http.ResponseWriter, name string, data any) {
+	var b strings.Builder
+	if err := s.tmpl.ExecuteTemplate(&b, name, data); err != nil {
+		s.cfg.Log.Warn("dashboard: render", "page", name, "err", err)
+		http.Error(w, "cannot render the page", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	io.WriteString(w, b.String())
+}
+
+// fail answers an error from the Source: not found as 404, bad input 400.
+func (s *Server) fail(w http.ResponseWriter, err error) {
+	var pe *protocol.Error
+	switch {
+	case errors.As(err, &pe) && pe.Code == protocol.CodeNotFound:
+		http.Error(w, pe.Msg, http.StatusNotFound)
+	case errors.As(err, &pe) && pe.Code == protocol.CodeBadRequest:
+		http.Error(w, pe.Msg, http.StatusBadRequest)
+	default:
+		s.cfg.Log.Warn("dashboard", "err", err)
+		http.Error(w, "the CLS could not answer", http.StatusServiceUnavailable)
+	}
+}
+
+func parseID(s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, fmt.Errorf("%q is not a job id", protocol.ClipText(s, 40))
+	}
+	return id, nil
+}

@@ -43,6 +43,8 @@ func TestDurationAndSizeFlagRanges(t *testing.T) {
 		{[]string{"cls", "queue", "set", "q", "--budget", "NaN"}, `--budget: "NaN" is not 0..`},
 		{[]string{"cls", "queue", "set", "q", "--budget", "-1"}, `--budget: "-1" is not 0..`},
 		{[]string{"cls", "site", "add", "s", "--type", "local", "--walltime", "1e10"}, `--walltime: "1e10" is not 0..`},
+		{[]string{"cls", "site", "add", "s", "--type", "local", "--price", "-1"}, `--price must be 0..`},
+		{[]string{"cls", "site", "add", "s", "--type", "local", "--price", "NaN"}, `--price must be 0..`},
 		{[]string{"cls", "site", "add", "s", "--type", "local", "--walltime", "NaN"}, `--walltime: "NaN" is not 0..`},
 		{[]string{"cls", "site", "add", "s", "--type", "local", "--walltime", "1000d"}, `--walltime: "1000d" is not a duration`},
 		{[]string{"cls", "site", "add", "s", "--type", "local", "--walltime", "1e8"}, `--walltime must be between 1m and 366 days`},

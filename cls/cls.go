@@ -97,8 +97,8 @@ type Config struct {
 	// in Home/http.token (made, mode 0600, when missing).
 	HTTPAddr   string
 	HTTPPublic bool
-	// Follow, when set, streams a running job's output to its dashboard
-	// page (the output-follow work plugs in here).
+	// Follow, when set, replaces how a running job's output streams to
+	// its dashboard page (default: the CLS's own, CLS.Output).
 	Follow web.Follow
 	// Notes receives the few lines a person starting the CLS should see
 	// (warnings about MQ_HOME, the SSH host key); nil discards them.
@@ -187,6 +187,9 @@ type CLS struct {
 	sshSrv  *sshserver.Server
 	sites   *sites
 	stager  *stager
+	// outputs serves jobs' output as it is written (op output.stream,
+	// Output).
+	outputs *outputs
 
 	runOnce   sync.Once
 	closeOnce sync.Once
@@ -303,6 +306,8 @@ func (c *CLS) open(ctx context.Context) (err error) {
 	(&plans{store: c.store, sites: c.sites, log: c.log}).install(c.srv)
 	fl := &files{store: c.store, places: c.sites.place, home: home, stager: c.stager, log: c.log, now: time.Now}
 	fl.install(c.srv)
+	c.outputs = &outputs{store: c.store}
+	c.outputs.install(c.srv)
 	c.stager.start(c.store)
 	c.closers = append(c.closers, c.stager.stop) // runs before the store closes
 

@@ -101,8 +101,12 @@ func (c *CLS) listenHTTP() error {
 	if err != nil {
 		return err
 	}
+	follow := cfg.Follow
+	if follow == nil {
+		follow = c.followOutput
+	}
 	wc := web.Config{Source: &dashSource{store: c.store, sites: c.sites}, Metrics: c.metrics,
-		Loopback: loopback, Follow: cfg.Follow, Log: c.log}
+		Loopback: loopback, Follow: follow, Log: c.log}
 	if !loopback {
 		if !cfg.HTTPPublic {
 			return fmt.Errorf("--http %s is not a loopback address: add --http-public to serve the dashboard beyond this machine (it then requires the token in %s)",
@@ -255,4 +259,31 @@ func (c *connectedPHs) snapshot() map[int64]phInfo {
 		out[k] = v
 	}
 	return out
+}
+
+// followOutput is the dashboard's web.Follow: a running job's output from
+// its start, as mqstat --output --follow gets it (CLS.Output).
+func (c *CLS) followOutput(ctx context.Context, id int64, stderr bool) (<-chan []byte, error) {
+	stream := "stdout"
+	if stderr {
+		stream = "stderr"
+	}
+	ch := make(chan []byte, 4)
+	go func() {
+		defer close(ch)
+		for f, err := range c.Output(ctx, protocol.OutputQuery{ID: id, Stream: stream, Follow: true}) {
+			if err != nil {
+				return
+			}
+			if len(f.Data) == 0 {
+				continue
+			}
+			select {
+			case ch <- f.Data:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return ch, nil
 }

@@ -161,9 +161,17 @@ func (a *Agent) Run(ctx context.Context) error {
 		defer close(hbDone)
 		a.heartbeats(hbCtx)
 	}()
+	liveDone := make(chan struct{})
+	go func() {
+		defer close(liveDone)
+		if a.cfg.StageOutput && !a.cfg.NoOp {
+			a.shipLive(hbCtx) // live.go
+		}
+	}()
 	err := a.work(ctx)
 	stopHB()
 	<-hbDone
+	<-liveDone
 	a.mu.Lock()
 	if a.cl != nil {
 		a.cl.Close()
@@ -1015,6 +1023,7 @@ func (a *Agent) heartbeats(ctx context.Context) {
 				for _, k := range reply.Kill {
 					a.kill(k, protocol.ReasonKilled)
 				}
+				a.setFollowed(reply.Follow) // live.go
 			}
 		}
 		t.Reset(a.heartbeatEvery())

@@ -29,6 +29,8 @@ type proc struct {
 
 	mu     sync.Mutex
 	reason string // why it was killed; set by whichever kill came first
+
+	live liveOut // output shipped while it runs (live.go)
 }
 
 func (a *Agent) runningRefs() []protocol.JobRef {
@@ -344,7 +346,7 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 	if a.cfg.StageOutput {
 		// Still listed as running, so heartbeats keep the lease while the
 		// output travels.
-		lost = joinLost(lost, a.stage(ctx, asg))
+		lost = joinLost(lost, a.stage(ctx, asg, p.live.finish()))
 	}
 	rep.OutputLost = protocol.ClipText(lost, protocol.MaxReasonBytes)
 	return rep
@@ -356,13 +358,14 @@ const stageChunk = 1 << 20
 
 // stage copies the attempt's stdout and stderr to the CLS. A failure is
 // not fatal: the files stay on this host, where mqstat -j says they are;
-// what was not copied is returned, to be reported with the job.
-func (a *Agent) stage(ctx context.Context, asg protocol.Assignment) (lost string) {
+// what was not copied is returned, to be reported with the job. from is
+// how much of each stream the CLS has already (shipped live).
+func (a *Agent) stage(ctx context.Context, asg protocol.Assignment, from [2]int64) (lost string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 	defer cancel()
 	outPath, errPath := job.OutputPaths(a.cfg.OutDir, asg.ID, asg.Attempt)
-	for _, s := range []struct{ stream, path string }{{"stdout", outPath}, {"stderr", errPath}} {
-		if err := a.stageFile(ctx, asg, s.stream, s.path); err != nil {
+	for i, s := range []struct{ stream, path string }{{"stdout", outPath}, {"stderr", errPath}} {
+		if err := a.stageFile(ctx, asg, s.stream, s.path, from[i]); err != nil {
 			a.log.Warn("could not copy output to the CLS; it stays on this host", "job", asg.ID, "file", s.path, "err", err)
 			lost = joinLost(lost, fmt.Sprintf("%s not copied to the CLS (whole in %s on %s): %v", s.stream, s.path, a.cfg.Host, err))
 		}
@@ -370,7 +373,7 @@ func (a *Agent) stage(ctx context.Context, asg protocol.Assignment) (lost string
 	return lost
 }
 
-func (a *Agent) stageFile(ctx context.Context, asg protocol.Assignment, stream, path string) error {
+func (a *Agent) stageFile(ctx context.Context, asg protocol.Assignment, stream, path string, from int64) error {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil // the job wrote nothing
@@ -383,8 +386,11 @@ func (a *Agent) stageFile(ctx context.Context, asg protocol.Assignment, stream, 
 	if err != nil || fi.Size() == 0 {
 		return err // nothing to copy: no file on the CLS means no output
 	}
-	buf := make([]byte, min(fi.Size(), stageChunk))
-	var off int64
+	off := from
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return err
+	}
+	buf := make([]byte, max(1, min(fi.Size()-off, stageChunk)))
 	send := func(data []byte) error {
 		err := call(ctx, a, protocol.OpOutput, func(id int64) protocol.OutputChunk {
 			return protocol.OutputChunk{Placeholder: id, ID: asg.ID, Attempt: asg.Attempt, Stream: stream, Offset: off, Data: data}

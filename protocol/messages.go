@@ -1,6 +1,9 @@
 package protocol
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Roles a connection may hold, each allowed less than the one before:
 // admin (the CLS owner) may do anything; user may submit and manage jobs
@@ -431,6 +434,53 @@ type OutputChunk struct {
 	Data        []byte `json:"data"` // base64 in JSON
 }
 
+// OutputQuery asks for one stream of a job's output (op output.stream):
+// what its latest attempt has written so far and, with Follow, what it
+// writes until the job ends.
+type OutputQuery struct {
+	ID     int64  `json:"id"`
+	Stream string `json:"stream,omitempty"` // "stdout" (default) or "stderr"
+	Follow bool   `json:"follow,omitempty"`
+}
+
+// MaxOutputFrame is the most output one OutputFrame carries.
+const MaxOutputFrame = 64 << 10
+
+// OutputFrame is a piece of a job's output, or the end of the stream. The
+// bytes are the job's own: whoever shows them to a person decides how.
+type OutputFrame struct {
+	// Attempt is the attempt that wrote Data. Its output starts at Offset
+	// 0; a new attempt (the job was requeued) starts again there.
+	Attempt int    `json:"attempt,omitempty"`
+	Offset  int64  `json:"offset"`
+	Data    []byte `json:"data,omitempty"` // base64 in JSON
+	// End, in the last frame of a followed stream, is how the job ended;
+	// a stream that was not followed ends without it if the job runs on.
+	End *JobEnd `json:"end,omitempty"`
+	// Lost, with End, says why the stream was not (wholly) kept.
+	Lost string `json:"lost,omitempty"`
+}
+
+// LostFor picks from an attempt's lost-output record ("stdout: ...;
+// stderr not copied ...") the causes that concern stream; a cause naming
+// no stream concerns both.
+func LostFor(lost, stream string) string {
+	if lost == "" {
+		return ""
+	}
+	other := "stderr"
+	if stream == "stderr" {
+		other = "stdout"
+	}
+	var out []string
+	for _, part := range strings.Split(lost, "; ") {
+		if !strings.HasPrefix(part, other) {
+			out = append(out, part)
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
 // MaxStaged is how much of each stream a placeholder copies to the CLS;
 // past it the copy ends with a note saying where the whole file is.
 const MaxStaged = 64 << 20
@@ -487,6 +537,10 @@ type Heartbeat struct {
 type HeartbeatReply struct {
 	Kill []JobRef `json:"kill,omitempty"`
 	Exit bool     `json:"exit,omitempty"`
+	// Follow lists the listed attempts whose output someone follows
+	// (output.read): a placeholder that stages output sends it while they
+	// run, not only when they end.
+	Follow []JobRef `json:"follow,omitempty"`
 }
 
 // Reasons a report or the CLS gives for an abnormal end.

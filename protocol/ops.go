@@ -142,6 +142,8 @@ var (
 		Doc: "streams the counts by state of a set of jobs until all have ended"})
 	OpOutputRead = op[OutputRead, OutputData](Spec{Name: "output.read", Role: RoleUser,
 		Doc: "reads part of a job's stdout or stderr (at most MaxOutput of either)"})
+	OpOutputStream = streamOp[OutputQuery, OutputFrame](Spec{Name: "output.stream", Role: RoleUser,
+		Doc: "streams a job's stdout or stderr; with follow, until the job ends"})
 	OpQueueList = op[Empty, QueueList](Spec{Name: "queue.list", Role: RoleUser,
 		Doc: "lists the queues"})
 	OpQueueSet = op[QueueSet, QueueInfo](Spec{Name: "queue.set", Role: RoleUser, Durable: true,

@@ -27,6 +27,8 @@ if [ "$(id -u)" != 0 ] || ! need apt-get; then
 	echo "setup: not root (or no apt-get): not installing sshd, SGE, Slurm; the sites suite will skip" >&2
 	need ssh || echo "setup: ssh (openssh-client) is missing; the e2e SSH tests will skip" >&2
 	need chromium || echo "setup: chromium is missing; the dashboard's browser test will skip" >&2
+	need snakemake || echo "setup: snakemake is missing; the e2e Snakemake tests will skip" >&2
+	need makeflow || echo "setup: makeflow (coop-computing-tools) is missing; the e2e Makeflow tests will skip" >&2
 	exit 0
 fi
 export DEBIAN_FRONTEND=noninteractive
@@ -55,6 +57,12 @@ pkgs parallel || echo "setup: could not install GNU parallel (only the benchmark
 # Headless Chromium renders the dashboard in test/e2e/web_test.go (fonts so
 # its screenshots have text).
 pkgs chromium fonts-dejavu-core || echo "setup: could not install Chromium; the dashboard browser test will skip" >&2
+
+# The workflow systems mq runs under (test/e2e/workflow_test.go): Snakemake 7
+# and Makeflow (cctools). Debian's makeflow calls MPI_Init at start, so it
+# needs Open MPI's runtime (openmpi-bin) even for other batch types.
+pkgs snakemake coop-computing-tools openmpi-bin ||
+	echo "setup: could not install Snakemake and Makeflow; their e2e tests will skip" >&2
 
 if ! pkgs openssh-server openssh-client; then
 	echo "setup: could not install OpenSSH; the sites suite will skip" >&2

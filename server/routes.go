@@ -97,7 +97,11 @@ var builtin = routeTable(
 		if err := c.owns(b.Placeholder); err != nil {
 			return protocol.HeartbeatReply{}, err
 		}
-		return c.s.Store.Heartbeat(ctx, b)
+		r, err := c.s.Store.Heartbeat(ctx, b)
+		if err == nil && c.s.Followed != nil {
+			r.Follow = c.s.Followed(b.Running)
+		}
+		return r, err
 	}),
 	handle(protocol.OpOutput, func(ctx context.Context, c *conn, b protocol.OutputChunk) (protocol.Empty, error) {
 		if err := c.owns(b.Placeholder); err != nil {
@@ -195,6 +199,21 @@ func Route[Req, Resp any](s *Server, op protocol.Op[Req, Resp], fn func(ctx cont
 		s.routed = map[string]*route{}
 	}
 	s.routed[op.Name] = handle(op, func(ctx context.Context, _ *conn, req Req) (Resp, error) { return fn(ctx, req) })
+}
+
+// RouteStream serves the streaming op on s with fn, which calls send for
+// each frame, as Route does for ops with one reply.
+func RouteStream[Req, Item any](s *Server, op protocol.StreamOp[Req, Item], fn func(ctx context.Context, req Req, send func(Item) error) error) {
+	if info, ok := protocol.Lookup(op.Name); !ok || info != op.Info() {
+		panic(fmt.Sprintf("server: op %q is not declared in package protocol as routed", op.Name))
+	}
+	if builtin[op.Name] != nil || s.routed[op.Name] != nil {
+		panic(fmt.Sprintf("server: op %q is routed already", op.Name))
+	}
+	if s.routed == nil {
+		s.routed = map[string]*route{}
+	}
+	s.routed[op.Name] = handleStream(op, func(ctx context.Context, _ *conn, req Req, send func(Item) error) error { return fn(ctx, req, send) })
 }
 
 // route returns the route of op: nil if the op is not declared, one

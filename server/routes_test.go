@@ -43,6 +43,9 @@ func routeCLS(srv *Server) {
 	Route(srv, protocol.OpPlanClear, func(context.Context, protocol.Empty) (protocol.PlanClearReply, error) {
 		return protocol.PlanClearReply{}, nil
 	})
+	RouteStream(srv, protocol.OpOutputStream, func(context.Context, protocol.OutputQuery, func(protocol.OutputFrame) error) error {
+		return nil
+	})
 }
 
 // Every declared op is served by the metaqueue's routes, or left to the
@@ -51,7 +54,7 @@ func routeCLS(srv *Server) {
 func TestEveryOpRouted(t *testing.T) {
 	t.Parallel()
 	byCLS := []string{protocol.OpFilesList.Name, protocol.OpFilesGet.Name, protocol.OpFilesAdd.Name, protocol.OpFilesRemove.Name,
-		protocol.OpSiteAdd.Name, protocol.OpSiteList.Name, protocol.OpSiteRemove.Name,
+		protocol.OpOutputStream.Name, protocol.OpSiteAdd.Name, protocol.OpSiteList.Name, protocol.OpSiteRemove.Name,
 		protocol.OpPlanMake.Name, protocol.OpPlanShow.Name, protocol.OpPlanClear.Name}
 	for _, o := range protocol.Ops() {
 		r := builtin[o.Name]

@@ -41,6 +41,14 @@ type Server struct {
 	// connection and when that connection closes.
 	OnPlaceholder func(id int64, reg protocol.Register, connected bool)
 
+	// OnOutput, if set, is told when a placeholder has staged output of
+	// job id (op output), so that whoever follows it reads on at once.
+	OnOutput func(id int64)
+	// Followed, if set, picks from a heartbeat's attempts those whose
+	// output someone follows; the reply asks the placeholder to send
+	// their output while they run.
+	Followed func(running []protocol.JobRef) []protocol.JobRef
+
 	// routed serves declared ops beyond the metaqueue's (site.add, ...):
 	// see Route.
 	routed map[string]*route
@@ -654,6 +662,9 @@ func (c *conn) stage(ctx context.Context, b protocol.OutputChunk) error {
 			c.log.Error("could not record lost output", "job", b.ID, "err", rerr)
 		}
 		return fmt.Errorf("staging output: %w", err)
+	}
+	if c.s.OnOutput != nil {
+		c.s.OnOutput(b.ID)
 	}
 	return nil
 }

@@ -39,8 +39,8 @@ type Site struct {
 	SlotsBusy int `json:"slots_busy"`
 }
 
-// Follow streams a job's output as it is written (the output-follow
-// work): chunks of stdout (or stderr) from where the CLS has it now until
-// the job ends or ctx ends, when the channel closes. Nil: the job page
+// Follow streams a job's output as it is written: chunks of stdout (or
+// stderr) from its start until the job ends or ctx ends, when the channel
+// closes (the page replaces what it was served with). Nil: the job page
 // shows output as the CLS has it when the page is loaded.
 type Follow func(ctx context.Context, id int64, stderr bool) (<-chan []byte, error)

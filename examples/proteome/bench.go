@@ -53,7 +53,12 @@ func bench(ctx context.Context, o options) error {
 					}
 					if !o.json {
 						for _, ph := range phs {
-							fmt.Fprintf(os.Stderr, "proteome: %2d PH %-6s %-8s makespan %7.3f s speed-up %6.2f\n", n, b, ph.Phase, ph.Makespan, ph.Speedup)
+							fmt.Fprintf(os.Stderr, "proteome: %2d PH %-6s %-8s makespan %7.3f s speed-up %6.2f", n, b, ph.Phase, ph.Makespan, ph.Speedup)
+							if l := ph.Idle; l != nil {
+								fmt.Fprintf(os.Stderr, "  idle %%: first start %.1f, ramp %.1f, middle %.1f, tail %.1f, end lag %.1f",
+									100*l.Loss[0], 100*l.Loss[1], 100*l.Loss[2], 100*l.Loss[3], 100*l.Loss[4])
+							}
+							fmt.Fprintln(os.Stderr)
 						}
 					}
 					all = append(all, phs...)
@@ -144,6 +149,7 @@ func benchOne(ctx context.Context, o options, cls string, ps []protein, n int, b
 	}
 	for i := range phs {
 		phs[i].BusyBefore = busy
+		phs[i].slots = n
 	}
 	return phs, measureWork(ctx, home, phs)
 }

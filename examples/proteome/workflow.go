@@ -62,7 +62,12 @@ type phase struct {
 	// BusyBefore is how busy (%) the machine's CPUs were just before the
 	// run, with the CLS and its placeholders idle: other people's work.
 	BusyBefore float64 `json:"busy_before_pct"`
+	// Where the placeholders' idle time went (slot-seconds: slots x
+	// makespan - work; see idleBreakdown), when the slot count is known.
+	Idle       *idle `json:"idle,omitempty"`
 	ids        []int64
+	start, end time.Time // the phase as the driver saw it
+	slots      int       // placeholders, for the idle breakdown
 }
 
 // workflow runs the PA workflow through d: BLAST phase then Parse phase,
@@ -89,7 +94,8 @@ func workflow(ctx context.Context, d *driver.Driver, ps []protein, batching, dir
 	}
 	barrier := func(name string, start time.Time, nominal time.Duration) (phase, error) {
 		rs, err := d.WaitForAll(ctx)
-		ph := phase{Batching: batching, Phase: name, Makespan: time.Since(start).Seconds(), Jobs: len(rs), Nominal: nominal.Seconds()}
+		end := time.Now()
+		ph := phase{Batching: batching, Phase: name, Makespan: end.Sub(start).Seconds(), Jobs: len(rs), Nominal: nominal.Seconds(), start: start, end: end}
 		if err != nil {
 			return ph, fmt.Errorf("%s phase: %w", name, err)
 		}
@@ -155,6 +161,7 @@ func measureWork(ctx context.Context, home string, phs []phase) error {
 	for i := range phs {
 		ph := &phs[i]
 		var work time.Duration
+		var spans []span
 		for lo := 0; lo < len(ph.ids); lo += 5000 {
 			ids := ph.ids[lo:min(lo+5000, len(ph.ids))]
 			err := client.Stream(ctx, cl, protocol.OpStat, protocol.Stat{IDs: ids, States: "DF"}, func(r protocol.StatReply) error {
@@ -165,6 +172,7 @@ func measureWork(ctx context.Context, home string, phs []phase) error {
 						return fmt.Errorf("job %d: times %q %q", j.ID, j.Started, j.Finished)
 					}
 					work += f.Sub(s)
+					spans = append(spans, span{s, f})
 				}
 				return nil
 			})
@@ -173,6 +181,9 @@ func measureWork(ctx context.Context, home string, phs []phase) error {
 			}
 		}
 		ph.Work = work.Seconds()
+		if ph.slots > 0 && !ph.start.IsZero() {
+			ph.Idle = idleBreakdown(ph.start, ph.end, ph.slots, spans)
+		}
 		if ph.Makespan > 0 {
 			ph.Speedup = ph.Work / ph.Makespan
 			ph.SpeedupNominal = ph.Nominal / ph.Makespan

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,7 +25,7 @@ func Mqstat(env Env) *cli.App {
 	app := NewApp("mqstat", "show jobs in the metaqueue", env)
 	app.UsageText = `mqstat [-q QUEUE] [-t TARGET] [-s STATES] [--json] [--limit N]
    mqstat -j ID [--json]
-   mqstat --output ID [--stderr]
+   mqstat --output ID [--stderr] [--follow]
    mqstat --summary [-q QUEUE] [-t TARGET] [--json]
    mqstat --watch [INTERVAL] [any of the above but --output]`
 	app.Description = `States: W waiting on prerequisites, Q queued (ready), E executing, D done,
@@ -46,6 +47,7 @@ interrupted.`
 		&cli.BoolFlag{Name: "stderr", Usage: "with --output: print stderr instead"},
 		&cli.BoolFlag{Name: "watch", Usage: "show the view again every INTERVAL (the argument after it, else --interval)"},
 		&cli.DurationFlag{Name: "interval", Value: 2 * time.Second, Usage: "with --watch: time between views"},
+		&cli.BoolFlag{Name: "f", Aliases: []string{"follow"}, Usage: "with --output: print the output as it is written, until the job ends; exit as the job did"},
 	}
 	app.Metadata = map[string]any{rewriteArgs: watchArgs}
 	app.Action = func(c *cli.Context) error {
@@ -79,6 +81,9 @@ interrupted.`
 		if c.Bool("stderr") && !c.IsSet("output") {
 			return Usagef("--stderr goes with --output ID")
 		}
+		if c.Bool("f") && !c.IsSet("output") {
+			return Usagef("--follow goes with --output ID")
+		}
 		cl, err := Dial(c.Context, env, "mqstat")
 		if err != nil {
 			return err
@@ -99,6 +104,17 @@ interrupted.`
 func mqstatView(c *cli.Context, cl *client.Client, w io.Writer, limit int) error {
 	{
 		switch {
+		case c.IsSet("output") && c.Bool("f"):
+			stream := "stdout"
+			if c.Bool("stderr") {
+				stream = "stderr"
+			}
+			bw, ok := w.(*bufio.Writer) // flushed after each frame
+			if !ok {
+				bw = bufio.NewWriter(w)
+				defer bw.Flush()
+			}
+			return followOutput(c.Context, cl, bw, c.App.ErrWriter, c.Int64("output"), stream)
 		case c.IsSet("output"):
 			d, err := client.Do(c.Context, cl, protocol.OpJob, protocol.JobQuery{ID: c.Int64("output")})
 			if err != nil {
@@ -111,7 +127,7 @@ func mqstatView(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 			if c.Bool("stderr") {
 				stream = "stderr"
 			}
-			if lost := lostFor(d.OutputLost, stream); lost != "" {
+			if lost := protocol.LostFor(d.OutputLost, stream); lost != "" {
 				// Whatever was kept is printed; that it is not all must not
 				// pass for an empty or short output.
 				return fmt.Errorf("job %d's %s was lost: %s", d.ID, stream, lost)
@@ -187,7 +203,8 @@ func mqstatView(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 }
 
 // printOutput copies a job's stdout (or stderr). Local placeholders write
-// where the CLS is; remote ones copy the output here when the job ends.
+// where the CLS is; remote ones copy the output here while a long job runs
+// and when it ends.
 func printOutput(w io.Writer, d protocol.JobDetail, stderr bool) error {
 	path, cp := d.Stdout, d.StdoutCopy
 	if stderr {
@@ -200,7 +217,7 @@ func printOutput(w io.Writer, d protocol.JobDetail, stderr bool) error {
 		f, err := os.Open(cp)
 		if errors.Is(err, os.ErrNotExist) {
 			if d.State == string(job.Executing) {
-				return fmt.Errorf("job %d is running on host %s; its output is copied here when it ends (meanwhile: %s there)", d.ID, d.Host, path)
+				return fmt.Errorf("job %d is running on host %s; none of its output has reached here yet (mqstat --output %d --follow waits for it; meanwhile: %s there)", d.ID, d.Host, d.ID, path)
 			}
 			return nil // nothing was staged: the job wrote nothing
 		}
@@ -223,24 +240,45 @@ func printOutput(w io.Writer, d protocol.JobDetail, stderr bool) error {
 	return err
 }
 
-// lostFor picks from an attempt's lost-output record ("stdout: ...;
-// stderr not copied ...") the causes that concern stream; a cause naming
-// no stream concerns both.
-func lostFor(lost, stream string) string {
-	if lost == "" {
-		return ""
-	}
-	var out []string
-	for _, part := range strings.Split(lost, "; ") {
-		other := "stderr"
-		if stream == "stderr" {
-			other = "stdout"
+// followOutput prints a stream of job id's output as the CLS serves it
+// (op output.stream): what was written, then what is written until the job
+// ends. The bytes are the job's, printed as they are, as --output prints
+// them; mqstat's own lines go to errw. It returns how the job ended, as
+// mqsub -b does: nil if done, the job's exit status if it failed.
+func followOutput(ctx context.Context, cl *client.Client, w *bufio.Writer, errw io.Writer, id int64, stream string) error {
+	var end *protocol.OutputFrame
+	attempt := 0
+	err := client.Stream(ctx, cl, protocol.OpOutputStream, protocol.OutputQuery{ID: id, Stream: stream, Follow: true}, func(f protocol.OutputFrame) error {
+		if f.End != nil {
+			end = &f
+			return nil
 		}
-		if !strings.HasPrefix(part, other) {
-			out = append(out, part)
+		if attempt != 0 && f.Attempt != attempt {
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintf(errw, "mqstat: job %d: attempt %d started; its %s follows\n", id, f.Attempt, stream)
 		}
+		attempt = f.Attempt
+		w.Write(f.Data)
+		return w.Flush() // as it comes: someone is watching
+	})
+	if err != nil {
+		return err
 	}
-	return strings.Join(out, "; ")
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if end == nil {
+		return fmt.Errorf("job %d: its output ended before the job did", id)
+	}
+	if end.Lost != "" {
+		if end.End.State == "D" {
+			return fmt.Errorf("job %d's %s was lost: %s", id, stream, end.Lost)
+		}
+		fmt.Fprintf(errw, "mqstat: job %d's %s was lost: %s\n", id, stream, protocol.Printable(end.Lost))
+	}
+	return jobExit(*end.End)
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -115,3 +115,69 @@ func TestMqstatData(t *testing.T) {
 		t.Errorf("mqstat --summary with nothing moved:\n%s", out)
 	}
 }
+
+// mqstat --output ID --follow prints the job's bytes as they are (as
+// --output does), says on stderr when a new attempt starts, and exits as
+// the job ended: 0 done, its exit status failed, 1 deleted or lost.
+func TestMqstatFollow(t *testing.T) {
+	t.Parallel()
+	three, zero := 3, 0
+	raw := "b\x1b[31m\xff\n" // the job's own bytes, not mq's text
+	frames := func(end *protocol.OutputFrame) []any {
+		fs := []any{
+			protocol.OutputFrame{Attempt: 1, Offset: 0, Data: []byte("a\n")},
+			protocol.OutputFrame{Attempt: 2, Offset: 0, Data: []byte(raw)},
+		}
+		if end != nil {
+			fs = append(fs, *end)
+		}
+		return fs
+	}
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		end    *protocol.OutputFrame
+		code   int
+		stderr []string // substrings
+	}{
+		{"done", nil, &protocol.OutputFrame{Attempt: 2, End: &protocol.JobEnd{ID: 5, State: "D", Exit: &zero}}, 0, []string{"job 5: attempt 2 started; its stdout follows"}},
+		{"failed", []string{"--stderr"}, &protocol.OutputFrame{Attempt: 2, End: &protocol.JobEnd{ID: 5, State: "F", Exit: &three, Reason: "exit 3\x1b]0;x\a"}}, 3,
+			[]string{"its stderr follows", `mqstat: job 5 failed: exit 3\x1b]0;x\a`}},
+		{"deleted", nil, &protocol.OutputFrame{Attempt: 2, End: &protocol.JobEnd{ID: 5, State: "X"}}, 1, []string{"job 5 was deleted"}},
+		{"lost", nil, &protocol.OutputFrame{Attempt: 2, End: &protocol.JobEnd{ID: 5, State: "D", Exit: &zero}, Lost: "stdout: disk full\x1b"}, 1, []string{`job 5's stdout was lost: stdout: disk full\x1b`}},
+		{"cut short", nil, nil, 1, []string{"its output ended before the job did"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var asked protocol.OutputQuery
+			replies := map[string]clitest.Reply{protocol.OpOutputStream.Name: {Stream: frames(tc.end), Body: protocol.Empty{},
+				Seen: func(b json.RawMessage) { json.Unmarshal(b, &asked) }}}
+			var o, e bytes.Buffer
+			env := Env{Stdin: strings.NewReader(""), Stdout: &o, Stderr: &e, Getwd: os.Getwd, Dial: clitest.Dial(replies)}
+			code := Run(context.Background(), Mqstat(env), append([]string{"mqstat", "--output", "5", "--follow"}, tc.args...))
+			if code != tc.code || o.String() != "a\n"+raw {
+				t.Errorf("exit %d, stdout %q; want exit %d and the job's bytes as they are", code, o.String(), tc.code)
+			}
+			for _, want := range tc.stderr {
+				if !strings.Contains(e.String(), want) {
+					t.Errorf("stderr %q lacks %q", e.String(), want)
+				}
+			}
+			if bad := clitest.Raw(e.String()); bad != "" {
+				t.Errorf("%q reached stderr raw: %q", bad, e.String())
+			}
+			stream := "stdout"
+			if len(tc.args) > 0 {
+				stream = "stderr"
+			}
+			if asked != (protocol.OutputQuery{ID: 5, Stream: stream, Follow: true}) {
+				t.Errorf("asked %+v", asked)
+			}
+		})
+	}
+	var o, e bytes.Buffer
+	env := Env{Stdin: strings.NewReader(""), Stdout: &o, Stderr: &e, Getwd: os.Getwd, Dial: clitest.Dial(nil)}
+	if code := Run(context.Background(), Mqstat(env), []string{"mqstat", "--follow"}); code != ExitUsage || !strings.Contains(e.String(), "--follow goes with --output ID") {
+		t.Errorf("--follow alone: exit %d, %q", code, e.String())
+	}
+}

@@ -118,6 +118,9 @@ function followOverview() {
 function followOutput() {
   for (const pre of document.querySelectorAll("pre[data-follow]")) {
     const es = new EventSource(pre.dataset.follow);
+    // The stream replays the output from its start (again after a
+    // reconnect): it replaces what the page was served with.
+    es.addEventListener("open", () => { pre.textContent = ""; });
     es.addEventListener("chunk", (ev) => {
       pre.textContent += JSON.parse(ev.data);
       pre.scrollTop = pre.scrollHeight;

@@ -1,0 +1,327 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The workflow-system tests run the real Snakemake 7 and Makeflow (Debian's
+// snakemake and coop-computing-tools, installed by scripts/setup.sh) on a CLS
+// with local placeholders, through the profile in examples/snakemake/profile
+// and scripts/mq-makeflow (docs/workflows.md).
+
+// wfSamples is the number of samples of the three-stage workflows: per sample
+// a blast-like and a parse-like job, then one summary job: 101 jobs.
+const wfSamples = 50
+
+// repoRoot is the repository's top directory.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// needTool skips the test when a workflow system is not installed.
+func needTool(t *testing.T, name, pkg string) {
+	t.Helper()
+	if _, err := exec.LookPath(name); err != nil {
+		t.Skipf("%s is not installed (Debian package %s; scripts/setup.sh installs it as root)", name, pkg)
+	}
+}
+
+// wfEnv is the environment of a workflow system run: the harness's MQ_HOME
+// and the built mq commands first on PATH. CI=true makes Snakemake 7's cluster
+// executor check its jobs every second instead of every ten.
+func (h *harness) wfEnv() []string {
+	env := []string{"PATH=" + binDir + string(os.PathListSeparator) + os.Getenv("PATH"), "CI=true"}
+	for _, kv := range h.env() {
+		if !strings.HasPrefix(kv, "PATH=") && !strings.HasPrefix(kv, "CI=") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// wfRun runs a workflow system's command in dir and returns how it ended.
+func (h *harness) wfRun(dir string, timeout time.Duration, name string, args ...string) result {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = h.wfEnv()
+	cmd.Dir = dir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String()}
+	if ctx.Err() != nil {
+		h.t.Fatalf("%s: timed out after %v:\nstdout:\n%s\nstderr:\n%s", name, timeout, tail(r.stdout), tail(r.stderr))
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		h.t.Fatalf("%s: %v", name, err)
+	}
+	return r
+}
+
+// tail is the last 40 lines of s.
+func tail(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > 40 {
+		lines = lines[len(lines)-40:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// checkOutputs checks the files of the three-stage workflow in dir: every
+// blast and parse output of n samples and the summary.
+func checkOutputs(t *testing.T, dir string, n int, blast, parse func(i int) string) {
+	t.Helper()
+	var want strings.Builder
+	for i := range n {
+		if got := readFile(t, filepath.Join(dir, blast(i))); got != fmt.Sprintf("hit-%d\n", i) {
+			t.Errorf("%s = %q, want %q", blast(i), got, fmt.Sprintf("hit-%d\n", i))
+		}
+		p := fmt.Sprintf("parsed-%d\n", i)
+		if got := readFile(t, filepath.Join(dir, parse(i))); got != p {
+			t.Errorf("%s = %q, want %q", parse(i), got, p)
+		}
+		want.WriteString(p)
+	}
+	if got := readFile(t, filepath.Join(dir, "summary.txt")); got != want.String() {
+		t.Errorf("summary.txt = %q, want %q", clip(got), clip(want.String()))
+	}
+}
+
+// allDone checks that mqstat lists n jobs, all done.
+func (h *harness) allDone(n int) {
+	h.t.Helper()
+	js := h.jobs("-s", "WQEDFBX")
+	if len(js) != n {
+		h.t.Errorf("mqstat lists %d jobs, want %d", len(js), n)
+	}
+	for _, j := range js {
+		if j.State != "D" {
+			h.t.Errorf("job %d (%s) is %s, want D", j.ID, j.Target, j.State)
+		}
+	}
+}
+
+func snakemakeArgs(root, dir string, config ...string) []string {
+	return append([]string{
+		"--profile", filepath.Join(root, "examples", "snakemake", "profile"),
+		"-s", filepath.Join(root, "examples", "snakemake", "Snakefile"),
+		"--directory", dir, "--config"}, config...)
+}
+
+// needBigWorkflows skips the 101-job workflow runs unless asked for: on
+// this project's loaded 2-core machines a Snakemake cluster job starts a
+// Python interpreter of its own (the run took longer than the suite's
+// budget), and Makeflow 9.9 under -T cluster once waited for ever on a
+// rule mq had run (docs/workflows.md, "Known problems"). The failure and
+// cancel tests below run the same integration on a few jobs every time.
+func needBigWorkflows(t *testing.T) {
+	t.Helper()
+	if os.Getenv("MQ_E2E_BIG_WORKFLOWS") == "" {
+		t.Skip("set MQ_E2E_BIG_WORKFLOWS=1 to run the 101-job workflow (slow; see needBigWorkflows)")
+	}
+}
+
+func TestSnakemakeWorkflow(t *testing.T) {
+	needBigWorkflows(t)
+	needTool(t, "snakemake", "snakemake")
+	root := repoRoot(t)
+	h := newHarness(t)
+	h.startCLS("--local", "8")
+
+	dir := filepath.Join(h.dir, "smk")
+	r := h.wfRun(h.dir, 20*time.Minute, "snakemake", snakemakeArgs(root, dir, fmt.Sprintf("n=%d", wfSamples))...)
+	if r.code != 0 {
+		t.Fatalf("snakemake: exit %d\nstderr:\n%s", r.code, tail(r.stderr))
+	}
+	checkOutputs(t, dir, wfSamples,
+		func(i int) string { return fmt.Sprintf("blast/%d.txt", i) },
+		func(i int) string { return fmt.Sprintf("parse/%d.txt", i) })
+	h.allDone(2*wfSamples + 1)
+	// Every job went through mq-submit: its target is the external id.
+	if !strings.Contains(r.stderr, "with external jobid 'smk.") {
+		t.Errorf("snakemake did not report mq targets as external job ids:\n%s", tail(r.stderr))
+	}
+}
+
+func TestSnakemakeFailedRule(t *testing.T) {
+	needTool(t, "snakemake", "snakemake")
+	root := repoRoot(t)
+	h := newHarness(t)
+	h.startCLS("--local", "4")
+
+	dir := filepath.Join(h.dir, "smk")
+	r := h.wfRun(h.dir, 10*time.Minute, "snakemake", snakemakeArgs(root, dir, "n=3", "fail=1")...)
+	if r.code == 0 {
+		t.Fatalf("snakemake exited 0 with a failing rule:\n%s", tail(r.stderr))
+	}
+	if !strings.Contains(r.stderr, "Error in rule parse") {
+		t.Errorf("snakemake did not report the failed rule:\n%s", tail(r.stderr))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "parse", "1.txt")); err == nil {
+		t.Errorf("parse/1.txt exists after its rule failed")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "summary.txt")); err == nil {
+		t.Errorf("summary.txt exists after a rule it needs failed")
+	}
+	js := h.jobs("-s", "WQEDFBX")
+	failed := 0
+	for _, j := range js {
+		if strings.Contains(j.Target, ".summary.") {
+			t.Errorf("the summary job was submitted: %+v", j)
+		}
+		if j.State == "F" {
+			failed++
+			if !strings.Contains(j.Target, ".parse.") {
+				t.Errorf("job %d (%s) failed, want only the parse job of sample 1", j.ID, j.Target)
+			}
+		}
+	}
+	if failed != 1 {
+		t.Errorf("%d failed jobs in mq, want 1: %+v", failed, js)
+	}
+}
+
+// TestSnakemakeCancel interrupts Snakemake while its jobs run: its
+// --cluster-cancel (mq-cancel) deletes them in mq, killing them.
+func TestSnakemakeCancel(t *testing.T) {
+	needTool(t, "snakemake", "snakemake")
+	root := repoRoot(t)
+	h := newHarness(t)
+	h.startCLS("--local", "4")
+
+	dir := filepath.Join(h.dir, "smk")
+	cmd := exec.Command("snakemake", snakemakeArgs(root, dir, "n=3", "sleep=600")...)
+	cmd.Env = h.wfEnv()
+	cmd.Dir = h.dir
+	var errb syncBuffer
+	cmd.Stdout, cmd.Stderr = &errb, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	waitFor(t, 5*time.Minute, func() error {
+		if n := len(h.jobs("-s", "E")); n != 3 {
+			return fmt.Errorf("%d jobs executing, want 3", n)
+		}
+		return nil
+	})
+	cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-exited:
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("snakemake did not exit after SIGINT:\n%s", tail(errb.String()))
+	}
+	waitFor(t, time.Minute, func() error {
+		js := h.jobs("-s", "WQEDFBX")
+		for _, j := range js {
+			if j.State != "X" {
+				return fmt.Errorf("job %d (%s) is %s, want X (deleted by mq-cancel)", j.ID, j.Target, j.State)
+			}
+		}
+		if len(js) != 3 {
+			return fmt.Errorf("%d jobs, want 3", len(js))
+		}
+		return nil
+	})
+}
+
+// makeflowFile writes the three-stage workflow as a Makeflow file.
+func makeflowFile(t *testing.T, dir string, n int) {
+	t.Helper()
+	var b strings.Builder
+	var parsed []string
+	for i := range n {
+		fmt.Fprintf(&b, "blast.%d.txt:\n\techo hit-%d > blast.%d.txt\n\n", i, i, i)
+		fmt.Fprintf(&b, "parse.%d.txt: blast.%d.txt\n\tsed 's/^hit/parsed/' blast.%d.txt > parse.%d.txt\n\n", i, i, i, i)
+		parsed = append(parsed, fmt.Sprintf("parse.%d.txt", i))
+	}
+	fmt.Fprintf(&b, "summary.txt: %s\n\tcat %s > summary.txt\n", strings.Join(parsed, " "), strings.Join(parsed, " "))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "wf.mf"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMakeflowWorkflow(t *testing.T) {
+	needBigWorkflows(t)
+	needTool(t, "makeflow", "coop-computing-tools")
+	root := repoRoot(t)
+	h := newHarness(t)
+	h.startCLS("--local", "8")
+
+	dir := filepath.Join(h.dir, "mf")
+	makeflowFile(t, dir, wfSamples)
+	r := h.wfRun(dir, 15*time.Minute, filepath.Join(root, "scripts", "mq-makeflow"), "wf.mf")
+	if r.code != 0 || strings.Contains(r.stdout+r.stderr, "failed") {
+		t.Fatalf("makeflow: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, tail(r.stdout), tail(r.stderr))
+	}
+	checkOutputs(t, dir, wfSamples,
+		func(i int) string { return fmt.Sprintf("blast.%d.txt", i) },
+		func(i int) string { return fmt.Sprintf("parse.%d.txt", i) })
+	h.allDone(2*wfSamples + 1)
+}
+
+// TestMakeflowFailedRule: a rule that fails (and one that ends the wrapper's
+// shell with `exit`) is reported failed by Makeflow, with its exit code, and
+// its mq job is F with that exit code. (Makeflow 9.9 itself exits 0 after a
+// failed rule, with -T local too; it says so on its output and in its log.)
+func TestMakeflowFailedRule(t *testing.T) {
+	needTool(t, "makeflow", "coop-computing-tools")
+	root := repoRoot(t)
+	h := newHarness(t)
+	h.startCLS("--local", "4")
+
+	dir := filepath.Join(h.dir, "mf")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// No rule depends on a failing one: with -T cluster that left Makeflow
+	// 9.9 waiting for ever here (with -T local it ends); docs/workflows.md.
+	mf := "ok.txt:\n\techo ok > ok.txt\n\nbad.txt: ok.txt\n\tsh -c 'exit 3' && touch bad.txt\n\nworse.txt: ok.txt\n\texit 4\n"
+	if err := os.WriteFile(filepath.Join(dir, "wf.mf"), []byte(mf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := h.wfRun(dir, 10*time.Minute, filepath.Join(root, "scripts", "mq-makeflow"), "-r", "0", "wf.mf")
+	out := r.stdout + r.stderr
+	for _, want := range []string{"failed with exit code 3", "failed with exit code 4"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("makeflow output lacks %q:\n%s", want, tail(out))
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "bad.txt")); err == nil {
+		t.Errorf("bad.txt exists although its rule failed")
+	}
+	exits := map[int]bool{}
+	for _, j := range h.jobs("-s", "WQEDFBX") {
+		if j.State == "F" && j.Exit != nil {
+			exits[*j.Exit] = true
+		}
+	}
+	if !exits[3] || !exits[4] || len(exits) != 2 {
+		t.Errorf("failed mq jobs' exit codes %v, want 3 and 4", exits)
+	}
+}

@@ -500,6 +500,16 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 			return info, protocol.Errorf(protocol.CodeBadRequest, "%v (0 = none)", err)
 		}
 	}
+	if qs.Deadline != nil {
+		if err := protocol.CheckDeadline(*qs.Deadline); err != nil {
+			return info, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+		}
+	}
+	if qs.Budget != nil {
+		if err := protocol.CheckBudget(*qs.Budget); err != nil {
+			return info, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+		}
+	}
 	if qs.MaxAttempts != nil && (*qs.MaxAttempts < 1 || *qs.MaxAttempts > 1000) {
 		return info, protocol.Errorf(protocol.CodeBadRequest, "max attempts must be 1..1000")
 	}
@@ -521,12 +531,25 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 		if pol != nil {
 			next.Policy = pol.Name
 		}
+		if qs.Deadline != nil {
+			next.Deadline = *qs.Deadline
+		}
+		if qs.Budget != nil {
+			next.Budget = *qs.Budget
+		}
 		if err := s.begin(); err != nil {
 			return err
 		}
 		if _, err := s.w.ExecContext(context.Background(), "UPDATE queues SET ceiling_s = ?, max_attempts = ?, retry_failed = ?, policy = ? WHERE id = ?",
 			next.Ceiling, next.MaxAttempts, next.RetryFailed, next.Policy, q.id); err != nil {
 			return fatalError{err}
+		}
+		if qs.Deadline != nil || qs.Budget != nil {
+			if _, err := s.w.ExecContext(context.Background(), `INSERT INTO queue_economics (queue_id, deadline, budget) VALUES (?, ?, ?)
+				ON CONFLICT (queue_id) DO UPDATE SET deadline = excluded.deadline, budget = excluded.budget`,
+				q.id, next.Deadline, next.Budget); err != nil {
+				return fatalError{err}
+			}
 		}
 		if pol != nil && pol.Name != q.pol.Name {
 			old := q.ready

@@ -562,13 +562,14 @@ func (s *Store) resetIndex() {
 
 // loadQueues loads every queue with its settings and policy.
 func (s *Store) loadQueues(ctx context.Context) error {
-	rows, err := s.w.QueryContext(ctx, "SELECT id, name, ceiling_s, max_attempts, retry_failed, policy FROM queues")
+	rows, err := s.w.QueryContext(ctx, `SELECT q.id, q.name, q.ceiling_s, q.max_attempts, q.retry_failed, q.policy, COALESCE(e.deadline, 0), COALESCE(e.budget, 0)
+		FROM queues q LEFT JOIN queue_economics e ON e.queue_id = q.id`)
 	if err != nil {
 		return err
 	}
 	for rows.Next() {
 		q := &queue{}
-		if err := rows.Scan(&q.id, &q.Name, &q.Ceiling, &q.MaxAttempts, &q.RetryFailed, &q.Policy); err != nil {
+		if err := rows.Scan(&q.id, &q.Name, &q.Ceiling, &q.MaxAttempts, &q.RetryFailed, &q.Policy, &q.Deadline, &q.Budget); err != nil {
 			rows.Close()
 			return err
 		}

@@ -21,6 +21,25 @@ func CheckSeconds(what string, s float64) error {
 	return nil
 }
 
+// MaxBudget is the largest budget a queue may have.
+const MaxBudget = 1e15
+
+// CheckDeadline checks a deadline in Unix seconds (0: none).
+func CheckDeadline(t float64) error {
+	if !(t >= 0 && t <= 1e11) { // also NaN
+		return fmt.Errorf("deadline must be 0 (none) or Unix seconds up to 1e11, not %g", t)
+	}
+	return nil
+}
+
+// CheckBudget checks a budget (0: none).
+func CheckBudget(b float64) error {
+	if !(b >= 0 && b <= MaxBudget) { // also NaN
+		return fmt.Errorf("budget must be 0..%g (0 = none), not %g", float64(MaxBudget), b)
+	}
+	return nil
+}
+
 // CheckMillis checks a duration in milliseconds as CheckSeconds does.
 func CheckMillis(what string, ms int64) error {
 	if ms < 0 || ms > MaxSeconds*1000 {

@@ -338,6 +338,11 @@ type QueueInfo struct {
 	MaxAttempts int     `json:"max_attempts"`
 	RetryFailed bool    `json:"retry_failed"`
 	Policy      string  `json:"policy"`
+	// Deadline is when the queue's jobs should all have ended, Unix
+	// seconds; Budget what they may cost, in the sites' price unit. 0:
+	// none. Stored for deadline-and-budget planning (docs/seed002.md).
+	Deadline float64 `json:"deadline,omitempty"`
+	Budget   float64 `json:"budget,omitempty"`
 }
 
 // QueueList lists queues.
@@ -352,6 +357,8 @@ type QueueSet struct {
 	MaxAttempts *int     `json:"max_attempts,omitempty"`
 	RetryFailed *bool    `json:"retry_failed,omitempty"`
 	Policy      *string  `json:"policy,omitempty"`
+	Deadline    *float64 `json:"deadline,omitempty"` // Unix seconds; 0 clears
+	Budget      *float64 `json:"budget,omitempty"`   // 0 clears
 }
 
 // Register introduces a placeholder. A placeholder reconnecting after a

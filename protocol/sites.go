@@ -32,6 +32,10 @@ type SiteSpec struct {
 	// login home; "" = .mq-data/CLSID). See DESIGN.md, "Data staging".
 	DataRoot string `json:"data_root,omitempty"`
 	SharedFS bool   `json:"shared_fs,omitempty"`
+	// Price is what one core-hour at the site costs, in the unit queue
+	// budgets are in; 0: free. Stored for deadline-and-budget planning
+	// (docs/seed002.md).
+	Price float64 `json:"price,omitempty"`
 }
 
 // SiteInfo is a site with what its provisioner knows now.

@@ -115,6 +115,9 @@ func Validate(s *protocol.SiteSpec) error {
 	if s.Slots < 1 || s.Slots > 4096 {
 		return fmt.Errorf("--slots must be 1..4096, not %d", s.Slots)
 	}
+	if !(s.Price >= 0 && s.Price <= protocol.MaxBudget) { // also NaN
+		return fmt.Errorf("--price must be 0..%g per core-hour (0 = free), not %g", float64(protocol.MaxBudget), s.Price)
+	}
 	if s.PE != "" {
 		if s.Type != SGE {
 			return errors.New("--pe is only for sge sites (the parallel environment of a placeholder with --slots > 1)")

@@ -272,6 +272,23 @@ func queueSet(env mqcli.Env) *cli.Command {
 				}
 				qs.Policy = &v.policy
 			}
+			if set["deadline"] {
+				t, err := parseDeadline(v.deadline, time.Now())
+				if err != nil {
+					return mqcli.Usagef("--deadline: %v", err)
+				}
+				qs.Deadline = &t
+			}
+			if set["budget"] {
+				b, err := strconv.ParseFloat(v.budget, 64)
+				if err == nil {
+					err = protocol.CheckBudget(b)
+				}
+				if err != nil {
+					return mqcli.Usagef("--budget: %q is not 0..%g (0 = none)", v.budget, float64(protocol.MaxBudget))
+				}
+				qs.Budget = &b
+			}
 			cl, err := mqcli.Dial(c.Context, env, "cls")
 			if err != nil {
 				return err
@@ -295,13 +312,16 @@ func queueSetFlags(v *queueSetValues) []cli.Flag {
 		&cli.IntFlag{Name: "max-attempts", Usage: "times a job may be dispatched before it fails", Destination: &v.maxAttempts, DefaultText: "3 for a new queue"},
 		&cli.BoolFlag{Name: "retry-failed", Usage: "retry jobs that exit non-zero (within max-attempts)", Destination: &v.retryFailed},
 		&cli.StringFlag{Name: "policy", Usage: "scheduling policy: " + policyHelp(), Destination: &v.policy},
+		&cli.StringFlag{Name: "deadline", Usage: "when the queue's jobs should have ended: a duration from now (2h) or an RFC 3339 time (none or 0 = no deadline); stored for deadline-and-budget planning", Destination: &v.deadline},
+		&cli.StringFlag{Name: "budget", Usage: "what the queue's jobs may cost, in the sites' price unit (0 = no budget); stored for deadline-and-budget planning", Destination: &v.budget},
 	}
 }
 
 type queueSetValues struct {
-	ceiling, policy string
-	maxAttempts     int
-	retryFailed     bool
+	ceiling, policy  string
+	deadline, budget string
+	maxAttempts      int
+	retryFailed      bool
 }
 
 // parseFlags parses a command's flags (declared once, as urfave/cli
@@ -350,6 +370,26 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 // or a batch system's clock form ("04:00:00", "1-12:00:00").
 func parseSeconds(s string) (float64, error) { return walltime.Parse(s) }
 
+// parseDeadline reads a deadline: "none" or "0" (none), a duration from
+// now (90, 90s, 2h) or an RFC 3339 time; it returns Unix seconds.
+func parseDeadline(s string, now time.Time) (float64, error) {
+	if s == "none" || s == "0" {
+		return 0, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		u := float64(t.UnixNano()) / 1e9
+		if err := protocol.CheckDeadline(u); err != nil || u <= 0 {
+			return 0, fmt.Errorf("%q is not a time after 1970 and before year 5000", s)
+		}
+		return u, nil
+	}
+	d, err := parseSeconds(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not none, a duration from now (e.g. 2h) or an RFC 3339 time", s)
+	}
+	return float64(now.UnixNano())/1e9 + d, nil
+}
+
 // checkDurations checks duration flags against their ranges; a flag whose
 // value is out of range is a usage error naming it.
 func checkDurations(c *cli.Context, ranges map[string][2]time.Duration) error {
@@ -363,13 +403,19 @@ func checkDurations(c *cli.Context, ranges map[string][2]time.Duration) error {
 
 func printQueues(w io.Writer, qs []protocol.QueueInfo) {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "QUEUE\tCEILING\tMAX ATTEMPTS\tRETRY FAILED\tPOLICY")
+	fmt.Fprintln(tw, "QUEUE\tCEILING\tMAX ATTEMPTS\tRETRY FAILED\tPOLICY\tDEADLINE\tBUDGET")
 	for _, q := range qs {
-		ceiling := "none"
+		ceiling, deadline, budget := "none", "none", "none"
 		if q.Ceiling > 0 {
 			ceiling = protocol.Duration(q.Ceiling).String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%s\n", protocol.Printable(q.Name), ceiling, q.MaxAttempts, q.RetryFailed, protocol.Printable(q.Policy))
+		if q.Deadline > 0 {
+			deadline = time.Unix(0, int64(q.Deadline*1e9)).UTC().Format(time.RFC3339)
+		}
+		if q.Budget > 0 {
+			budget = strconv.FormatFloat(q.Budget, 'g', -1, 64)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%s\t%s\t%s\n", protocol.Printable(q.Name), ceiling, q.MaxAttempts, q.RetryFailed, protocol.Printable(q.Policy), deadline, budget)
 	}
 	tw.Flush()
 }

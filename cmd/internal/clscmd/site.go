@@ -103,6 +103,7 @@ func siteAddFlags() ([]cli.Flag, *siteAddValues) {
 		&cli.StringFlag{Name: "idle", Usage: "a placeholder exits after this long without work", Value: "1m", Destination: &v.idle},
 		&cli.StringFlag{Name: "data-root", Usage: "remote site: where files staged there live on the login host, `DIR` (relative: to the login home; default .mq-data/CLSID); a declared file P is DIR/P", Destination: &v.spec.DataRoot},
 		&cli.BoolFlag{Name: "shared-fs", Usage: "remote site: it sees the CLS host's files at their paths (same home or mount): nothing is staged there", Destination: &v.spec.SharedFS},
+		&cli.Float64Flag{Name: "price", Usage: "what one core-hour at the site costs, in the unit of queue budgets (0 = free); stored for deadline-and-budget planning", Destination: &v.spec.Price},
 		&cli.StringFlag{Name: "connect-timeout", Usage: "a placeholder that has run this long without connecting to the CLS is cancelled and the site marked degraded (default: cls serve --connect-timeout)", Destination: &v.connectTimeout},
 	}, v
 }
@@ -204,6 +205,9 @@ func printSites(w io.Writer, sites []protocol.SiteInfo) {
 			where += " (shared fs)"
 		case s.DataRoot != "":
 			where += " (data " + s.DataRoot + ")"
+		}
+		if s.Price > 0 {
+			where += fmt.Sprintf(" (%g per core-hour)", s.Price)
 		}
 		if s.Error != "" {
 			where += ": " + strings.ReplaceAll(s.Error, "\n", " ")

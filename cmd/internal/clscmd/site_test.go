@@ -100,8 +100,12 @@ func TestInterspersedFlags(t *testing.T) {
 			protocol.OpSiteAdd.Name, `"shared_fs":true`},
 		{[]string{"cls", "site", "add", "c", "--type", "local"},
 			protocol.OpSiteAdd.Name, `"shared_fs":true`},
+		{[]string{"cls", "site", "add", "c", "--type", "local", "--price", "0.5"},
+			protocol.OpSiteAdd.Name, `"price":0.5`},
 		{[]string{"cls", "queue", "set", "q", "--ceiling", "90"}, protocol.OpQueueSet.Name, `{"name":"q","ceiling_s":90}`},
 		{[]string{"cls", "queue", "set", "--policy", "sjf", "q", "--retry-failed"}, protocol.OpQueueSet.Name, `{"name":"q","retry_failed":true,"policy":"sjf"}`},
+		{[]string{"cls", "queue", "set", "q", "--budget", "5000", "--deadline", "2026-01-02T03:04:05Z"}, protocol.OpQueueSet.Name, `{"name":"q","deadline":1767323045,"budget":5000}`},
+		{[]string{"cls", "queue", "set", "q", "--deadline", "none", "--budget", "0"}, protocol.OpQueueSet.Name, `{"name":"q","deadline":0,"budget":0}`},
 	} {
 		var got string
 		replies := map[string]clitest.Reply{tc.op: {Body: struct{}{}, Seen: func(b json.RawMessage) { got = string(b) }}}

@@ -142,7 +142,10 @@ func (s *Store) planAlive(ph int64) error {
 }
 
 // pickPlanned takes the first ready job planned for p's site that fits
-// and has its inputs there.
+// and has its inputs there. It looks at most planScan entries of the
+// site's plan: ended ones are dropped from its front as they go, and a
+// planned job further on is still bound by the queue's own pick, which
+// never leaves a job to another site than its planned one.
 func (s *Store) pickPlanned(p *parkedNext) (*queue, int64, error) {
 	if len(s.plans.job) == 0 {
 		return nil, 0, nil
@@ -152,18 +155,20 @@ func (s *Store) pickPlanned(p *parkedNext) (*queue, int64, error) {
 		return nil, 0, err
 	}
 	ids := s.plans.bySite[site]
-	kept := ids[:0]
-	var picked int64
-	var pq *queue
-	examined := 0
-	for _, id := range ids {
-		e, live := s.plans.job[id]
-		if !live || e.site != site {
-			continue // ended, or planned again elsewhere: drop
+	for len(ids) > 0 {
+		if e, ok := s.plans.job[ids[0]]; ok && e.site == site {
+			break
 		}
-		kept = append(kept, id)
-		if picked != 0 || examined >= window {
-			continue
+		ids = ids[1:]
+	}
+	s.plans.bySite[site] = ids
+	examined := 0
+	for k, id := range ids {
+		if k >= planScan || examined >= window {
+			break
+		}
+		if e, ok := s.plans.job[id]; !ok || e.site != site {
+			continue // ended, or planned again elsewhere
 		}
 		j, ok := s.g.Node(id)
 		if !ok || j.State != job.Queued {
@@ -179,13 +184,14 @@ func (s *Store) pickPlanned(p *parkedNext) (*queue, int64, error) {
 			return nil, 0, err
 		}
 		if here {
-			picked, pq = id, q
+			return q, id, nil
 		}
 	}
-	clear(ids[len(kept):])
-	s.plans.bySite[site] = kept
-	return pq, picked, nil
+	return nil, 0, nil
 }
+
+// planScan bounds how many entries of a site's plan one pick looks at.
+const planScan = 1024
 
 // keepForPlan says whether a placeholder at site should leave job id to
 // the site its plan names: that site was seen alive lately and the job

@@ -105,3 +105,17 @@ func ClipText(s string, max int) string {
 	}
 	return s[:cut] + more
 }
+
+// FormatBytes prints a byte count with a binary unit: 512 B, 1.5 MiB.
+func FormatBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

@@ -204,7 +204,7 @@ var funcs = template.FuncMap{
 		return out
 	},
 	"clip":  func(s string, n int) string { return protocol.ClipText(s, n) },
-	"bytes": formatBytes,
+	"bytes": protocol.FormatBytes,
 	"sum": func(m map[string]int) int {
 		t := 0
 		for _, v := range m {

@@ -111,7 +111,7 @@ func planMake(c *cli.Context, cl *client.Client, args []string, v planValues) er
 	}
 	fmt.Fprintf(w, "planned %d jobs of %s with %s in %.1f s: predicted makespan %s, %s moved between sites\n",
 		s.Jobs, protocol.Quote(s.Target), s.Planner, s.PlanningS,
-		time.Duration(s.MakespanS*float64(time.Second)).Round(time.Second), humanBytes(s.MovedBytes))
+		time.Duration(s.MakespanS*float64(time.Second)).Round(time.Second), protocol.FormatBytes(s.MovedBytes))
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "SITE\tJOBS")
 	for _, site := range s.Sites {
@@ -151,18 +151,4 @@ func planClear(c *cli.Context, cl *client.Client, _ []string, v planValues) erro
 	}
 	fmt.Fprintf(c.App.Writer, "dropped the plans of %d jobs\n", r.Cleared)
 	return nil
-}
-
-// humanBytes prints a byte count with a binary unit.
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

@@ -141,8 +141,14 @@ type BulkAdd struct {
 // became of that token's commit (not_found: it was not committed), so a
 // client whose connection died during a commit learns the truth on a new
 // connection without uploading again.
+//
+// Array, when set, makes the commit a job array (its --array text, at most
+// 100 bytes); ArrayLimit caps how many of its members execute at once (0 =
+// no cap).
 type BulkCommit struct {
-	Token string `json:"token,omitempty"`
+	Token      string `json:"token,omitempty"`
+	Array      string `json:"array,omitempty"`
+	ArrayLimit int    `json:"array_limit,omitempty"`
 }
 
 // Stat selects jobs to list.

@@ -1,0 +1,141 @@
+package metaqueue
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// A job array is the contiguous ids of one bulk commit (mqsub --array). One
+// with a limit (%LIMIT) has at most that many members Executing at once.
+// The core keeps, for each limited array, how many of its members execute;
+// dispatch skips a member of an array at its cap by setting it aside on the
+// array (held), off its queue's heap, and a member that stops executing
+// puts held members back. Jobs in no limited array cost one length check.
+type array struct {
+	id, first, last int64
+	limit, running  int
+	held            []int64 // ready members taken off their heaps while at the cap, in pick order
+}
+
+// arrays is the core's limited arrays, by first id (arrays never overlap:
+// each is one commit's ids).
+type arrays struct {
+	limited []*array
+}
+
+// of returns the limited array holding job id, or nil.
+func (a *arrays) of(id int64) *array {
+	l := a.limited
+	if len(l) == 0 || id < l[0].first || id > l[len(l)-1].last {
+		return nil
+	}
+	i := sort.Search(len(l), func(i int) bool { return l[i].last >= id })
+	if i < len(l) && l[i].first <= id {
+		return l[i]
+	}
+	return nil
+}
+
+// add records a limited array (ids above every earlier array's).
+func (a *arrays) add(ar *array) {
+	if ar.limit <= 0 {
+		return
+	}
+	a.limited = append(a.limited, ar)
+	if n := len(a.limited); n > 1 && a.limited[n-2].first > ar.first {
+		sort.Slice(a.limited, func(i, j int) bool { return a.limited[i].first < a.limited[j].first })
+	}
+}
+
+// capped reports whether job id must wait: its array has limit members
+// executing. It then holds the job aside until one stops.
+func (s *Store) capped(id int64) bool {
+	ar := s.arrays.of(id)
+	if ar == nil || ar.running < ar.limit {
+		return false
+	}
+	ar.held = append(ar.held, id)
+	return true
+}
+
+// runStarted counts job id as executing in its array.
+func (s *Store) runStarted(id int64) {
+	if ar := s.arrays.of(id); ar != nil {
+		ar.running++
+	}
+}
+
+// stopRun forgets job id's attempt (it no longer executes) and, below its
+// array's cap, gives the held members back to their queues.
+func (s *Store) stopRun(id int64) {
+	if _, ok := s.running[id]; !ok {
+		return
+	}
+	delete(s.running, id)
+	ar := s.arrays.of(id)
+	if ar == nil {
+		return
+	}
+	ar.running--
+	if ar.running >= ar.limit || len(ar.held) == 0 {
+		return
+	}
+	// All of them: pushes are cheap, and picks order them by policy again.
+	for _, h := range ar.held {
+		j, ok := s.g.Node(h)
+		if !ok || j.State != job.Queued {
+			continue
+		}
+		if q := s.queueIDs[j.Queue]; q != nil {
+			q.ready.Push(s.readyEntry(q, h, j.Est, j.Target))
+		}
+	}
+	ar.held = ar.held[:0]
+}
+
+// loadArrays loads the limited arrays (before the jobs, which count in them).
+func (s *Store) loadArrays(ctx context.Context) error {
+	rows, err := s.w.QueryContext(ctx, `SELECT a.id, a.first_job, a.last_job, a.max_running FROM arrays a
+		WHERE a.max_running > 0 ORDER BY a.first_job`)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		ar := &array{}
+		if err := rows.Scan(&ar.id, &ar.first, &ar.last, &ar.limit); err != nil {
+			rows.Close()
+			return err
+		}
+		s.arrays.add(ar)
+	}
+	return closeRows(rows)
+}
+
+// Array makes the bulk submission a job array described by spec (the
+// --array text, at most 100 bytes) whose members execute at most limit at
+// once (0 = no cap).
+func (b *Bulk) Array(spec string, limit int) error {
+	if limit < 0 || limit > 1<<30 {
+		return protocol.Errorf(protocol.CodeBadRequest, "array limit must be 0..%d, not %d", 1<<30, limit)
+	}
+	if len(spec) > 100 {
+		return protocol.Errorf(protocol.CodeBadRequest, "array spec is %d bytes; the limit is 100", len(spec))
+	}
+	b.array, b.arraySpec, b.arrayLimit = true, spec, limit
+	return nil
+}
+
+// saveArray records the array of a bulk commit's ids first..last.
+func (s *Store) saveArray(first, last int64, spec string, limit int) error {
+	var id int64
+	if err := s.w.QueryRowContext(context.Background(), "INSERT INTO arrays(first_job, last_job, max_running, spec) VALUES (?, ?, ?, ?) RETURNING id",
+		first, last, limit, spec).Scan(&id); err != nil {
+		return fatalError{fmt.Errorf("array: %w", err)}
+	}
+	s.arrays.add(&array{id: id, first: first, last: last, limit: limit})
+	return nil
+}

@@ -1,0 +1,202 @@
+package metaqueue
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// submitArray commits n jobs of target as one array capped at limit and
+// returns their first id.
+func (e *env) submitArray(target string, n, limit int) int64 {
+	e.t.Helper()
+	b, err := e.s.NewBulk()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var specs []protocol.JobSpec
+	for i := 0; i < n; i++ {
+		specs = append(specs, spec(target, fmt.Sprintf("member %d", i)))
+	}
+	if err := b.Add(1, specs); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := b.Array(fmt.Sprintf("1-%d%%%d", n, limit), limit); err != nil {
+		e.t.Fatal(err)
+	}
+	first, err := b.Commit(context.Background())
+	if err != nil {
+		e.t.Fatalf("Commit: %v", err)
+	}
+	return first
+}
+
+// executingIn counts the jobs first..last Executing, as stored, and checks
+// the core's count of its array agrees.
+func (e *env) executingIn(first, last int64) int {
+	e.t.Helper()
+	n := 0
+	for _, j := range e.stat(protocol.Stat{States: "E"}) {
+		if j.ID >= first && j.ID <= last {
+			n++
+		}
+	}
+	var mem int
+	e.s.do(context.Background(), func() error {
+		if ar := e.s.arrays.of(first); ar != nil {
+			mem = ar.running
+		}
+		return nil
+	})
+	if mem != n {
+		e.t.Fatalf("core counts %d members of array %d-%d executing; %d are", mem, first, last, n)
+	}
+	return n
+}
+
+// TestArrayLimit: an array with %3 never has more than 3 members
+// executing, through ends, requeues, reruns, deletes and a restart; members
+// beyond the cap start as others end, and jobs in no array are not held up.
+func TestArrayLimit(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	first := e.submitArray("arr", 10, 3)
+	last := first + 9
+	other := e.submit1("other", "x")
+	ph := e.register("s")
+
+	got := e.next(ph, 8)
+	if n := e.executingIn(first, last); n != 3 || len(got) != 4 {
+		t.Fatalf("first pick: %d jobs %v, %d members executing; want 3 members and the other job", len(got), ids(got), n)
+	}
+	e.mustBe(other, job.Executing)
+	byID := map[int64]protocol.Assignment{}
+	for _, a := range got {
+		byID[a.ID] = a
+	}
+
+	// One ends: exactly one more member starts.
+	done := got[0]
+	got = e.next(ph, 8, ok(done))
+	if n := e.executingIn(first, last); n != 3 || len(got) != 1 {
+		t.Fatalf("after one ended: got %v, %d executing; want one more member", ids(got), n)
+	}
+	for _, a := range got {
+		byID[a.ID] = a
+	}
+	delete(byID, done.ID)
+
+	// A member handed back unstarted is requeued; the cap still holds.
+	var back protocol.Assignment
+	for _, a := range byID {
+		if a.ID != other {
+			back = a
+			break
+		}
+	}
+	got = e.next(ph, 8, protocol.Report{ID: back.ID, Attempt: back.Attempt, Reason: protocol.ReasonReturned})
+	if n := e.executingIn(first, last); n != 3 || len(got) != 1 {
+		t.Fatalf("after a requeue: got %v, %d executing; want one member back", ids(got), n)
+	}
+	delete(byID, back.ID)
+	for _, a := range got {
+		byID[a.ID] = a
+	}
+
+	// A rerun Done member waits for the cap too.
+	if _, err := e.s.Rerun(context.Background(), protocol.Select{IDs: []int64{done.ID}}); err != nil {
+		t.Fatal(err)
+	}
+	if got = e.next(ph, 8); len(got) != 0 || e.executingIn(first, last) != 3 {
+		t.Fatalf("after a rerun at the cap: got %v", ids(got))
+	}
+
+	// A restart counts the executing members again.
+	e.reopen()
+	ph2 := e.register("s2")
+	if got = e.next(ph2, 8); len(got) != 0 || e.executingIn(first, last) != 3 {
+		t.Fatalf("after a restart at the cap: got %v", ids(got))
+	}
+
+	// Deleting an executing member frees its place.
+	var del int64
+	for id := range byID {
+		if id != other {
+			del = id
+			break
+		}
+	}
+	if _, err := e.s.Delete(context.Background(), protocol.Select{IDs: []int64{del}}); err != nil {
+		t.Fatal(err)
+	}
+	delete(byID, del)
+	got = e.next(ph2, 8)
+	if n := e.executingIn(first, last); n != 3 || len(got) != 1 {
+		t.Fatalf("after a delete: got %v, %d executing", ids(got), n)
+	}
+	for _, a := range got {
+		byID[a.ID] = a
+	}
+
+	// Run the rest to the end, never above the cap.
+	for range 40 {
+		var reps []protocol.Report
+		for id, a := range byID {
+			reps = append(reps, ok(a))
+			delete(byID, id)
+		}
+		// ph holds the jobs started before the restart, ph2 the others.
+		var mine, theirs []protocol.Report
+		for _, r := range reps {
+			if e.job(r.ID).Placeholder == ph {
+				theirs = append(theirs, r)
+			} else {
+				mine = append(mine, r)
+			}
+		}
+		e.report(ph, theirs...)
+		for _, a := range e.next(ph2, 8, mine...) {
+			byID[a.ID] = a
+		}
+		if n := e.executingIn(first, last); n > 3 {
+			t.Fatalf("%d members executing, above the cap of 3", n)
+		}
+		if len(byID) == 0 {
+			break
+		}
+	}
+	for id := first; id <= last; id++ {
+		if id != del {
+			e.mustBe(id, job.Done)
+		}
+	}
+	e.check()
+}
+
+// TestArrayNoLimit: an array without a cap dispatches as any bulk does.
+func TestArrayNoLimit(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	b, err := e.s.NewBulk()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Add(1, []protocol.JobSpec{spec("a", "1"), spec("a", "2"), spec("a", "3")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Array("1-3", 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.next(e.register("s"), 8); len(got) != 3 {
+		t.Fatalf("got %v, want all 3", ids(got))
+	}
+	if b2, _ := e.s.NewBulk(); b2.Array("x", -1) == nil {
+		t.Fatal("a negative limit was accepted")
+	}
+}

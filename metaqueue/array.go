@@ -3,7 +3,9 @@ package metaqueue
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
@@ -138,4 +140,88 @@ func (s *Store) saveArray(first, last int64, spec string, limit int) error {
 	}
 	s.arrays.add(&array{id: id, first: first, last: last, limit: limit})
 	return nil
+}
+
+// arrayOf selects the array holding job j.id: the one with the greatest
+// first id at or below it (an index lookup), if its last id reaches it.
+const arrayOf = `SELECT 1 FROM arrays a WHERE a.first_job = (SELECT max(first_job) FROM arrays WHERE first_job <= j.id) AND a.last_job >= j.id`
+
+// Arrays lists the job arrays q selects, each with its members counted by
+// state. Counting reads each array's members by id range; an array whose
+// queue or target does not match is not counted.
+func (s *Store) Arrays(ctx context.Context, q protocol.ArrayQuery) ([]protocol.ArrayInfo, error) {
+	states := q.States
+	if states == "" {
+		states = "WQEDFB"
+	}
+	parsed, err := job.ParseStates(states)
+	if err != nil {
+		return nil, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+	}
+	sel := `SELECT a.first_job, a.last_job, a.spec, a.max_running, qu.name, t.name FROM arrays a
+		JOIN jobs j ON j.id = a.first_job JOIN queues qu ON qu.id = j.queue_id JOIN targets t ON t.id = j.target_id`
+	var args []any
+	if q.Job > 0 {
+		sel += " WHERE a.first_job = (SELECT max(first_job) FROM arrays WHERE first_job <= ?) AND a.last_job >= ?"
+		args = append(args, q.Job, q.Job)
+	} else {
+		var where []string
+		if q.Queue != "" {
+			where = append(where, "qu.name = ?")
+			args = append(args, q.Queue)
+		}
+		if q.Target != "" {
+			where = append(where, "t.name = ?")
+			args = append(args, q.Target)
+		}
+		if len(where) > 0 {
+			sel += " WHERE " + strings.Join(where, " AND ")
+		}
+	}
+	sel += " ORDER BY a.first_job"
+	tx, err := s.rdb.BeginTx(ctx, nil) // one snapshot for the list and its counts
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, sel, args...)
+	if err != nil {
+		return nil, err
+	}
+	var out []protocol.ArrayInfo
+	for rows.Next() {
+		var a protocol.ArrayInfo
+		if err := rows.Scan(&a.First, &a.Last, &a.Spec, &a.Limit, &a.Queue, &a.Target); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	if err := closeRows(rows); err != nil {
+		return nil, err
+	}
+	kept := out[:0]
+	for _, a := range out {
+		a.Counts = map[string]int{}
+		rows, err := tx.QueryContext(ctx, "SELECT state, count(*) FROM jobs WHERE id BETWEEN ? AND ? GROUP BY state", a.First, a.Last)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var st string
+			var n int
+			if err := rows.Scan(&st, &n); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			a.Counts[st] = n
+		}
+		if err := closeRows(rows); err != nil {
+			return nil, err
+		}
+		if q.Job > 0 || slices.ContainsFunc(parsed, func(st job.State) bool { return a.Counts[string(st)] > 0 }) {
+			kept = append(kept, a)
+		}
+	}
+	return kept, nil
 }

@@ -200,3 +200,45 @@ func TestArrayNoLimit(t *testing.T) {
 		t.Fatal("a negative limit was accepted")
 	}
 }
+
+// TestArraysListing: op arrays counts an array's members by state, a
+// collapsed listing leaves them out, From..To lists only them, and a
+// member's detail names its array.
+func TestArraysListing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	before := e.submit1("solo", "x")
+	first := e.submitArray("arr", 5, 2)
+	after := e.submit1("solo", "y")
+	e.next(e.register("s"), 8)
+	as, err := e.s.Arrays(context.Background(), protocol.ArrayQuery{})
+	if err != nil || len(as) != 1 {
+		t.Fatalf("Arrays = %+v, %v", as, err)
+	}
+	a := as[0]
+	if a.First != first || a.Last != first+4 || a.Limit != 2 || a.Spec != "1-5%2" || a.Target != "arr" ||
+		a.Counts["E"] != 2 || a.Counts["Q"] != 3 {
+		t.Fatalf("array = %+v", a)
+	}
+	var listed []int64
+	for _, j := range e.stat(protocol.Stat{Collapse: true}) {
+		listed = append(listed, j.ID)
+	}
+	if fmt.Sprint(listed) != fmt.Sprint([]int64{before, after}) {
+		t.Fatalf("collapsed listing = %v, want %d and %d", listed, before, after)
+	}
+	if n := len(e.stat(protocol.Stat{From: first, To: first + 4})); n != 5 {
+		t.Fatalf("listing the array's ids gave %d jobs", n)
+	}
+	for _, q := range []protocol.ArrayQuery{{Target: "solo"}, {States: "D"}} {
+		if as, _ := e.s.Arrays(context.Background(), q); len(as) != 0 {
+			t.Fatalf("Arrays(%+v) = %+v, want none", q, as)
+		}
+	}
+	if d := e.job(first + 3); d.Array == nil || d.Array.First != first {
+		t.Fatalf("member's detail: array %+v", d.Array)
+	}
+	if d := e.job(after); d.Array != nil {
+		t.Fatalf("a job in no array has array %+v", d.Array)
+	}
+}

@@ -244,10 +244,10 @@ type JobQuery struct {
 type JobDetail struct {
 	JobInfo
 	// Array is the job array the job is a member of, if any.
-	Array *ArrayInfo `json:"array,omitempty"`
-	Placeholder int64  `json:"placeholder,omitempty"`
-	Stdout      string `json:"stdout,omitempty"` // on the placeholder's host
-	Stderr      string `json:"stderr,omitempty"`
+	Array       *ArrayInfo `json:"array,omitempty"`
+	Placeholder int64      `json:"placeholder,omitempty"`
+	Stdout      string     `json:"stdout,omitempty"` // on the placeholder's host
+	Stderr      string     `json:"stderr,omitempty"`
 	// StdoutCopy and StderrCopy are the CLS's copies of output a remote
 	// placeholder staged (absent file: no output, or not staged yet).
 	StdoutCopy string `json:"stdout_copy,omitempty"`

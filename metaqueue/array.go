@@ -16,7 +16,7 @@ import (
 // The core keeps, for each limited array, how many of its members execute;
 // dispatch skips a member of an array at its cap by setting it aside on the
 // array (held), off its queue's heap, and a member that stops executing
-// puts held members back. Jobs in no limited array cost one length check.
+// puts as many held members back as there are free places. Jobs in no limited array cost one length check.
 type array struct {
 	id, first, last int64
 	limit, running  int
@@ -72,7 +72,9 @@ func (s *Store) runStarted(id int64) {
 }
 
 // stopRun forgets job id's attempt (it no longer executes) and, below its
-// array's cap, gives the held members back to their queues.
+// array's cap, gives held members back to their queues: as many as there
+// are free places, first held first, so a member's end costs O(1) however
+// many wait.
 func (s *Store) stopRun(id int64) {
 	if _, ok := s.running[id]; !ok {
 		return
@@ -83,20 +85,22 @@ func (s *Store) stopRun(id int64) {
 		return
 	}
 	ar.running--
-	if ar.running >= ar.limit || len(ar.held) == 0 {
-		return
-	}
-	// All of them: pushes are cheap, and picks order them by policy again.
-	for _, h := range ar.held {
+	free := ar.limit - ar.running
+	for free > 0 && len(ar.held) > 0 {
+		h := ar.held[0]
+		ar.held = ar.held[1:]
 		j, ok := s.g.Node(h)
 		if !ok || j.State != job.Queued {
-			continue
+			continue // ended, deleted or already back: its entry is stale
 		}
 		if q := s.queueIDs[j.Queue]; q != nil {
 			q.ready.Push(s.readyEntry(q, h, j.Est, j.Target))
+			free--
 		}
 	}
-	ar.held = ar.held[:0]
+	if len(ar.held) == 0 {
+		ar.held = nil // let the backing array go
+	}
 }
 
 // loadArrays loads the limited arrays (before the jobs, which count in them).

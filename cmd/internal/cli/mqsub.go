@@ -489,6 +489,11 @@ func parseIDs(args []string) ([]int64, error) {
 type fileList struct{ files []protocol.File }
 
 func (l *fileList) Set(v string) error {
+	if len(l.files) > 0 && v == l.String() {
+		// urfave/cli copies a set flag to its aliases (-i to --input) by
+		// setting each to the value's String(): that is no new file.
+		return nil
+	}
 	f, err := protocol.ParseFileArg(v)
 	if err != nil {
 		return err

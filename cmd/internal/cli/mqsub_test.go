@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -243,5 +244,49 @@ func TestMqsubCommandBytes(t *testing.T) {
 	_, e, code = run("", "caf\xe9", "true")
 	if code != ExitUsage || !strings.Contains(e, `target name "caf\xe9" is not valid UTF-8`) {
 		t.Errorf("mqsub with a Latin-1 target: exit %d, stderr %q", code, e)
+	}
+}
+
+// TestMqsubFiles: -i/-o and their long names declare each file once, in
+// order (urfave/cli copies a set flag to its aliases; that adds nothing),
+// and a file named twice is refused.
+func TestMqsubFiles(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args    []string
+		in, out []string
+	}{
+		{[]string{"-i", "a", "-o", "b"}, []string{"a"}, []string{"b"}},
+		{[]string{"--input", "a", "--input", "c", "--output", "b"}, []string{"a", "c"}, []string{"b"}},
+		{[]string{"-i", "a:10", "-i", "c"}, []string{"a", "c"}, nil},
+	} {
+		var o, e bytes.Buffer
+		args := append(append([]string{"mqsub", "-d", dir}, tc.args...), "t", "true")
+		if code := Run(ctx, Mqsub(tb.env(&o, &e)), args); code != 0 {
+			t.Fatalf("%v: exit %d, %s", tc.args, code, e.String())
+		}
+		var id int64
+		fmt.Sscan(o.String(), &id)
+		d, err := tb.store.Job(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var in, out []string
+		for _, f := range d.Inputs {
+			in = append(in, strings.TrimPrefix(f.Path, dir+"/"))
+		}
+		for _, f := range d.Outputs {
+			out = append(out, strings.TrimPrefix(f.Path, dir+"/"))
+		}
+		if !slices.Equal(in, tc.in) || !slices.Equal(out, tc.out) {
+			t.Errorf("%v: inputs %v outputs %v, want %v %v", tc.args, in, out, tc.in, tc.out)
+		}
+	}
+	var o, e bytes.Buffer
+	if code := Run(ctx, Mqsub(tb.env(&o, &e)), []string{"mqsub", "-d", dir, "-i", "a", "-i", "b", "-i", "a", "t", "true"}); code != ExitUsage || !strings.Contains(e.String(), "listed twice") {
+		t.Errorf("a file named twice: exit %d, %q", code, e.String())
 	}
 }

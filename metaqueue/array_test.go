@@ -242,3 +242,32 @@ func TestArraysListing(t *testing.T) {
 		t.Fatalf("a job in no array has array %+v", d.Array)
 	}
 }
+
+// TestArrayLimitPolicies: the cap holds whatever the queue's policy (an
+// ordered heap or DC's choice), and members beyond it start one for one
+// as others end.
+func TestArrayLimitPolicies(t *testing.T) {
+	t.Parallel()
+	for _, pol := range []string{"fcfs", "sjf", "cp", "dc"} {
+		t.Run(pol, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			e.setPolicy(DefaultQueue, pol)
+			first := e.submitArray("arr", 6, 2)
+			ph := e.register("s")
+			run := e.next(ph, 8)
+			for done := 0; done < 6; {
+				want := min(2, 6-done)
+				if n := e.executingIn(first, first+5); n != want || len(run) != want {
+					t.Fatalf("%d done: %d executing, %d held by the placeholder; want %d", done, n, len(run), want)
+				}
+				a := run[0]
+				done++
+				run = append(run[1:], e.next(ph, 8, ok(a))...)
+			}
+			for id := first; id <= first+5; id++ {
+				e.mustBe(id, job.Done)
+			}
+		})
+	}
+}

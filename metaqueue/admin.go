@@ -338,7 +338,7 @@ func (s *Store) Delete(ctx context.Context, sel protocol.Select) (protocol.Actio
 			reason := "deleted by user"
 			if j.State == job.Executing {
 				reason = "deleted by user while executing"
-				delete(s.running, id)
+				s.stopRun(id)
 			}
 			if _, err := s.w.ExecContext(context.Background(), "UPDATE jobs SET state = 'X', finished = ?, reason = ? WHERE id = ?", micros(s.now()), reason, id); err != nil {
 				return fatalError{err}

@@ -26,6 +26,10 @@ type Bulk struct {
 	n     int
 	edges edgeSet
 	buf   []byte
+	// A job array (Array): its --array text and cap.
+	array      bool
+	arraySpec  string
+	arrayLimit int
 }
 
 // bigCommit is the size of a bulk commit after which the heap is given
@@ -124,6 +128,11 @@ func (b *Bulk) CommitToken(ctx context.Context, token string) (first int64, coun
 		}
 		if err := ins.flush(); err != nil {
 			return err
+		}
+		if b.array {
+			if err := s.saveArray(first, first+int64(b.n)-1, b.arraySpec, b.arrayLimit); err != nil {
+				return err
+			}
 		}
 		inserted = true
 		return s.saveToken(token, first, b.n)

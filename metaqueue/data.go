@@ -495,6 +495,9 @@ func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err 
 		if !ok || j.State != job.Queued {
 			continue // stale entry
 		}
+		if len(s.arrays.limited) > 0 && s.capped(r.ID) {
+			continue // held by its array until a member stops
+		}
 		examined++
 		if !fits(j.Est, q, walltime) {
 			popped = append(popped, r)

@@ -255,7 +255,7 @@ func (s *Store) endAttempt(id int64, j dag.Node, ru *run, out outcome, r protoco
 	if out == lost {
 		exitArg = nil
 	}
-	delete(s.running, id)
+	s.stopRun(id)
 	next := nextState(q, used, out)
 	if o := s.opt.Observer; o != nil {
 		o.Ended(next)
@@ -361,7 +361,7 @@ func (s *Store) expire() error {
 		}
 		j, ok := s.g.Node(id)
 		if !ok {
-			delete(s.running, id)
+			s.stopRun(id)
 			continue
 		}
 		s.log.Warn("lease expired; requeueing", "job", id, "attempt", ru.attempt, "placeholder", ru.placeholder)
@@ -484,6 +484,7 @@ func (s *Store) dispatch(p *parkedNext) error {
 			if err := s.applyChanges(ch, id, nil); err != nil {
 				return err
 			}
+			s.runStarted(id)
 			seq := 0
 			if bundle != 0 {
 				seq = int(id - bundle)
@@ -624,6 +625,9 @@ func (s *Store) pickFrom(q *queue, p *parkedNext) (int64, bool, error) {
 		if !ok || j.State != job.Queued {
 			continue // stale entry
 		}
+		if len(s.arrays.limited) > 0 && s.capped(r.ID) {
+			continue // held by its array until a member stops
+		}
 		examined++
 		if !fits(j.Est, q, walltime) || (len(s.plans.job) > 0 && s.keepForPlan(r.ID, p.site)) {
 			aside = append(aside, r)
@@ -673,7 +677,7 @@ func (s *Store) PlaceholderGone(ctx context.Context, id int64) error {
 			}
 			j, ok := s.g.Node(jid)
 			if !ok {
-				delete(s.running, jid)
+				s.stopRun(jid)
 				continue
 			}
 			s.log.Warn("placeholder ended while running a job; requeueing", "job", jid, "placeholder", id)

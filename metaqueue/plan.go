@@ -174,6 +174,9 @@ func (s *Store) pickPlanned(p *parkedNext) (*queue, int64, error) {
 		if !ok || j.State != job.Queued {
 			continue
 		}
+		if ar := s.arrays.of(id); ar != nil && ar.running >= ar.limit {
+			continue // its array is at its cap; the queue's pick holds it
+		}
 		examined++
 		q := s.queueIDs[j.Queue]
 		if q == nil || !fits(j.Est, q, p.req.WalltimeLeft) {

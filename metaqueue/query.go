@@ -122,6 +122,13 @@ func (s *Store) stat(ctx context.Context, st protocol.Stat, after int64, emit fu
 			args = append(args, string(p))
 		}
 	}
+	if st.To > 0 {
+		where = append(where, "j.id BETWEEN ? AND ?")
+		args = append(args, st.From, st.To)
+	}
+	if st.Collapse {
+		where = append(where, "NOT EXISTS ("+arrayOf+")")
+	}
 	if len(st.IDs) > 0 {
 		if len(st.IDs) > 10000 {
 			return protocol.Errorf(protocol.CodeBadRequest, "at most 10000 job ids per request")
@@ -217,6 +224,13 @@ func (s *Store) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
 		return d, err
 	}
 	d.JobInfo, d.Placeholder = r.JobInfo, r.placeholder
+	as, err := s.Arrays(ctx, protocol.ArrayQuery{Job: id})
+	if err != nil {
+		return d, err
+	}
+	if len(as) == 1 {
+		d.Array = &as[0]
+	}
 	if r.outDir != "" && r.attempt > 0 {
 		d.Stdout, d.Stderr = job.OutputPaths(r.outDir, id, r.attempt)
 		d.StdoutCopy, d.StderrCopy = s.copies(r.outDir, id, r.attempt)

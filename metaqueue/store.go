@@ -101,6 +101,7 @@ type Store struct {
 	tokensPruned time.Time // when submit tokens were last pruned
 	checked      time.Time // when leases were last checked (stall detection, expire)
 	bundles      bundles   // live bundles (bundle.go)
+	arrays       arrays    // limited job arrays (array.go)
 	data         dataState // data-conscious scheduling (data.go)
 	plans        planState // jobs' planned sites (plan.go)
 	bl           blevels   // b-levels for cp queues (blevel.go)
@@ -530,6 +531,9 @@ func (s *Store) load(ctx context.Context) error {
 	if err := s.loadEdges(ctx); err != nil {
 		return err
 	}
+	if err := s.loadArrays(ctx); err != nil {
+		return err
+	}
 	prereqs, err := s.livePrereqs(ctx)
 	if err != nil {
 		return err
@@ -553,6 +557,7 @@ func (s *Store) resetIndex() {
 	s.queueIDs = map[int32]*queue{}
 	s.qlist = nil
 	s.running = map[int64]*run{}
+	s.arrays = arrays{}
 	s.phs = map[int64]bool{}
 	s.counts = map[int32]*[128]int{}
 	s.nextID = 0
@@ -701,6 +706,7 @@ func (s *Store) loadJobs(ctx context.Context, prereqs map[int64][]dag.TargetID, 
 			// A fresh lease: the placeholder may still be running it and will
 			// report or heartbeat once it reconnects.
 			s.running[id] = &run{attempt: attempts, used: attempts - base, placeholder: ph.Int64, lease: now.Add(s.opt.Lease), started: time.UnixMicro(started.Int64)}
+			s.runStarted(id)
 			phIDs[ph.Int64] = true
 		}
 	}

@@ -141,8 +141,14 @@ type BulkAdd struct {
 // became of that token's commit (not_found: it was not committed), so a
 // client whose connection died during a commit learns the truth on a new
 // connection without uploading again.
+//
+// Array, when set, makes the commit a job array (its --array text, at most
+// 100 bytes); ArrayLimit caps how many of its members execute at once (0 =
+// no cap).
 type BulkCommit struct {
-	Token string `json:"token,omitempty"`
+	Token      string `json:"token,omitempty"`
+	Array      string `json:"array,omitempty"`
+	ArrayLimit int    `json:"array_limit,omitempty"`
 }
 
 // Stat selects jobs to list.
@@ -154,6 +160,38 @@ type Stat struct {
 	Limit  int     `json:"limit,omitempty"`
 	// Earlier asks for each job's earlier attempts too (mqstat --acct).
 	Earlier bool `json:"earlier,omitempty"`
+	// Collapse leaves out the members of job arrays (op arrays counts
+	// them); From..To, when To > 0, keeps only those ids.
+	Collapse bool  `json:"collapse,omitempty"`
+	From     int64 `json:"from,omitempty"`
+	To       int64 `json:"to,omitempty"`
+}
+
+// ArrayQuery selects job arrays: those with a member in States (empty: all
+// but X) of Queue and Target, or (Job > 0) the one holding that job.
+type ArrayQuery struct {
+	Queue  string `json:"queue,omitempty"`
+	Target string `json:"target,omitempty"`
+	States string `json:"states,omitempty"`
+	Job    int64  `json:"job,omitempty"`
+}
+
+// ArrayInfo is one job array: its member ids First..Last, the --array text
+// it was submitted with (Spec), its cap on executing members (Limit, 0 =
+// none), and its members counted by state letter.
+type ArrayInfo struct {
+	First  int64          `json:"first"`
+	Last   int64          `json:"last"`
+	Spec   string         `json:"spec"`
+	Limit  int            `json:"limit,omitempty"`
+	Queue  string         `json:"queue"`
+	Target string         `json:"target"`
+	Counts map[string]int `json:"counts"`
+}
+
+// ArraysReply lists job arrays by first id.
+type ArraysReply struct {
+	Arrays []ArrayInfo `json:"arrays"`
 }
 
 // StatReply is one frame of a streamed job listing.
@@ -205,9 +243,11 @@ type JobQuery struct {
 // JobDetail is everything known about one job.
 type JobDetail struct {
 	JobInfo
-	Placeholder int64  `json:"placeholder,omitempty"`
-	Stdout      string `json:"stdout,omitempty"` // on the placeholder's host
-	Stderr      string `json:"stderr,omitempty"`
+	// Array is the job array the job is a member of, if any.
+	Array       *ArrayInfo `json:"array,omitempty"`
+	Placeholder int64      `json:"placeholder,omitempty"`
+	Stdout      string     `json:"stdout,omitempty"` // on the placeholder's host
+	Stderr      string     `json:"stderr,omitempty"`
 	// StdoutCopy and StderrCopy are the CLS's copies of output a remote
 	// placeholder staged (absent file: no output, or not staged yet).
 	StdoutCopy string `json:"stdout_copy,omitempty"`

@@ -128,6 +128,8 @@ var (
 		Doc: "drops the jobs spooled on the connection"})
 	OpStat = streamOp[Stat, StatReply](Spec{Name: "stat", Role: RoleUser,
 		Doc: "lists the selected jobs"})
+	OpArrays = op[ArrayQuery, ArraysReply](Spec{Name: "arrays", Role: RoleUser,
+		Doc: "lists job arrays with their members counted by state"})
 	OpJob = op[JobQuery, JobDetail](Spec{Name: "job", Role: RoleUser,
 		Doc: "everything known about one job"})
 	OpSummary = op[Empty, SummaryReply](Spec{Name: "summary", Role: RoleUser,

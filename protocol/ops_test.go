@@ -81,7 +81,7 @@ func TestOpsDeclared(t *testing.T) {
 	for _, name := range []string{"hello", "submit", "bulk.add", "bulk.commit", "bulk.abort", "stat", "job",
 		"summary", "delete", "rerun", "wait", "output.read", "queue.list", "queue.set", "register", "next", "report",
 		"heartbeat", "output", "site.add", "site.list", "site.remove", "progress",
-		"files.list", "files.get", "files.add", "files.rm", "plan.make", "plan.show", "plan.clear", "output.stream"} {
+		"files.list", "files.get", "files.add", "files.rm", "plan.make", "plan.show", "plan.clear", "output.stream", "arrays"} {
 		if !seen[name] {
 			t.Errorf("op %s is not declared", name)
 		}

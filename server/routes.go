@@ -43,6 +43,10 @@ var builtin = routeTable(
 			return send(protocol.StatReply{Jobs: jobs})
 		})
 	}),
+	handle(protocol.OpArrays, func(ctx context.Context, c *conn, b protocol.ArrayQuery) (protocol.ArraysReply, error) {
+		as, err := c.s.Store.Arrays(ctx, b)
+		return protocol.ArraysReply{Arrays: as}, err
+	}),
 	handle(protocol.OpJob, func(ctx context.Context, c *conn, b protocol.JobQuery) (protocol.JobDetail, error) {
 		return c.s.Store.Job(ctx, b.ID)
 	}),

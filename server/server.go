@@ -596,6 +596,12 @@ func bulkCommit(ctx context.Context, c *conn, it *bulkItem) (protocol.SubmitRepl
 	}
 	b := c.bulk
 	c.bulk = nil
+	if it.commit.Array != "" || it.commit.ArrayLimit != 0 {
+		if err := b.Array(it.commit.Array, it.commit.ArrayLimit); err != nil {
+			b.Abort()
+			return protocol.SubmitReply{}, err
+		}
+	}
 	first, n, err := b.CommitToken(ctx, it.commit.Token)
 	if err != nil {
 		return protocol.SubmitReply{}, err

@@ -17,17 +17,25 @@ import (
 // maxArray bounds a job array's members.
 const maxArray = 10_000_000
 
-// arraySpec is a parsed --array FIRST-LAST[:STEP].
-type arraySpec struct{ first, last, step int64 }
+// arraySpec is a parsed --array FIRST-LAST[:STEP][%LIMIT] (limit 0: no cap).
+type arraySpec struct {
+	first, last, step int64
+	limit             int
+}
 
 func (a arraySpec) len() int64 { return (a.last-a.first)/a.step + 1 }
 
-// parseArray parses FIRST-LAST[:STEP] (or a single index N). %LIMIT, which
-// Slurm uses to cap the members running at once, is refused: not built.
+// parseArray parses FIRST-LAST[:STEP][%LIMIT] (or a single index N);
+// LIMIT, as in Slurm, caps the members executing at once.
 func parseArray(s string) (arraySpec, error) {
 	a := arraySpec{step: 1}
-	if strings.Contains(s, "%") {
-		return a, Usagef("--array %s: %%LIMIT (at most N members running at once) is not supported yet", s)
+	s, lim, hasLimit := strings.Cut(s, "%")
+	if hasLimit {
+		n, err := strconv.Atoi(lim)
+		if err != nil || n < 1 || n > 1<<30 {
+			return a, Usagef("--array %s%%%s: LIMIT must be a whole number from 1 to %d", s, lim, 1<<30)
+		}
+		a.limit = n
 	}
 	rng, step, hasStep := strings.Cut(s, ":")
 	lo, hi, isRange := strings.Cut(rng, "-")
@@ -122,7 +130,7 @@ func mqsubArray(c *cli.Context, env Env, js protocol.JobSpec) error {
 		client.Do(context.WithoutCancel(c.Context), cl, protocol.OpBulkAbort, protocol.Empty{})
 		return fmt.Errorf("--array: %w; nothing was added", err)
 	}
-	reply, err := commitBulk(c.Context, env, cl, newToken())
+	reply, err := commitBulk(c.Context, env, cl, protocol.BulkCommit{Token: newToken(), Array: c.String("array"), ArrayLimit: a.limit})
 	if err != nil {
 		return fmt.Errorf("--array: %w", err)
 	}

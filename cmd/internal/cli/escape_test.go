@@ -28,11 +28,14 @@ func TestOutputEscapesPeerText(t *testing.T) {
 		Outputs:   []protocol.FileInfo{{Path: h, Site: h}},
 		Transfers: []protocol.TransferInfo{{Path: h, From: h, To: h, Bytes: 1, Seconds: 1, Started: h, Error: h}},
 	}
+	arr := protocol.ArrayInfo{First: 10, Last: 12, Spec: h, Limit: 2, Queue: h, Target: h, Counts: map[string]int{"Q": 3}}
+	detail.Array = &arr
 	waiting := info
 	waiting.State = "W"
 	replies := map[string]clitest.Reply{
 		protocol.OpStat.Name:    {Stream: []any{protocol.StatReply{Jobs: []protocol.JobInfo{info, waiting}}}, Body: struct{}{}},
 		protocol.OpJob.Name:     {Body: detail},
+		protocol.OpArrays.Name:  {Body: protocol.ArraysReply{Arrays: []protocol.ArrayInfo{arr}}},
 		protocol.OpSummary.Name: {Body: protocol.SummaryReply{Queues: []protocol.QueueCounts{{Queue: h, Policy: h, Counts: map[string]int{"Q": 1}}, {Queue: "b"}}, Moved: &protocol.MovedTotals{Transfers: 1}}},
 		protocol.OpDelete.Name:  {Body: protocol.ActionReply{IDs: []int64{1}, Errors: []string{h, h}}},
 		protocol.OpRerun.Name:   {Err: protocol.Errorf(protocol.CodeNotFound, "%s", h)},
@@ -42,6 +45,7 @@ func TestOutputEscapesPeerText(t *testing.T) {
 	failing := map[string]clitest.Reply{
 		protocol.OpStat.Name:    {Err: protocol.Errorf(protocol.CodeInternal, "%s", h)},
 		protocol.OpJob.Name:     {Err: protocol.Errorf(protocol.CodeNotFound, "%s", h)},
+		protocol.OpArrays.Name:  {Body: protocol.ArraysReply{}},
 		protocol.OpSummary.Name: {Err: protocol.Errorf(protocol.CodeInternal, "%s", h)},
 	}
 	tests := []struct {

@@ -16,11 +16,16 @@ func TestParseArray(t *testing.T) {
 		n    int64
 		bad  bool
 	}{
-		{in: "1-1000", want: arraySpec{1, 1000, 1}, n: 1000},
-		{in: "0-99:10", want: arraySpec{0, 99, 10}, n: 10},
-		{in: "7", want: arraySpec{7, 7, 1}, n: 1},
+		{in: "1-1000", want: arraySpec{1, 1000, 1, 0}, n: 1000},
+		{in: "0-99:10", want: arraySpec{0, 99, 10, 0}, n: 10},
+		{in: "7", want: arraySpec{7, 7, 1, 0}, n: 1},
+		{in: "1-10%2", want: arraySpec{1, 10, 1, 2}, n: 10},
+		{in: "0-99:10%3", want: arraySpec{0, 99, 10, 3}, n: 10},
 		{in: "5-1", bad: true},
-		{in: "1-10%2", bad: true},
+		{in: "1-10%0", bad: true},
+		{in: "1-10%", bad: true},
+		{in: "1-10%x", bad: true},
+		{in: "1-10%2%3", bad: true},
 		{in: "1-3:0", bad: true},
 		{in: "-1-3", bad: true},
 		{in: "a-b", bad: true},

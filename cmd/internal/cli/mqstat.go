@@ -43,6 +43,7 @@ interrupted.`
 		&cli.BoolFlag{Name: "json", Usage: "print JSON"},
 		&cli.BoolFlag{Name: "summary", Usage: "count jobs per queue and state"},
 		&cli.IntFlag{Name: "limit", Usage: "list at most N jobs"},
+		&cli.Int64Flag{Name: "array", Usage: "list each member of the job array holding job `ID` (the listing shows an array as one line)"},
 		&cli.BoolFlag{Name: "w", Aliases: []string{"wide"}, Usage: "do not shorten commands"},
 		&cli.Int64Flag{Name: "cat", Usage: "print the stdout of job `ID` (its latest attempt)"},
 		// The old spelling: -o is mqsub's declared output, so mqstat's
@@ -76,6 +77,9 @@ interrupted.`
 		}
 		if c.IsSet("j") && c.Int64("j") <= 0 {
 			return Usagef("-j needs a job id")
+		}
+		if c.IsSet("array") && c.Int64("array") <= 0 {
+			return Usagef("--array needs a job id")
 		}
 		if c.Int("limit") < 0 {
 			return Usagef("--limit must be 0 (no limit) or more, not %d", c.Int("limit"))
@@ -184,6 +188,25 @@ func mqstatView(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 		acct := c.Bool("acct")
 		var sums acctSums
 		st.Earlier = acct
+		// The table shows a job array as one line; --json, --acct and
+		// --array list every member.
+		var arrs []protocol.ArrayInfo
+		if id := c.Int64("array"); id > 0 {
+			r, err := client.Do(c.Context, cl, protocol.OpArrays, protocol.ArrayQuery{Job: id})
+			if err != nil {
+				return err
+			}
+			if len(r.Arrays) == 0 {
+				return fmt.Errorf("job %d is in no job array", id)
+			}
+			st.From, st.To = r.Arrays[0].First, r.Arrays[0].Last
+		} else if !asJSON && !acct {
+			r, err := client.Do(c.Context, cl, protocol.OpArrays, protocol.ArrayQuery{Queue: st.Queue, Target: st.Target, States: st.States})
+			if err != nil {
+				return err
+			}
+			arrs, st.Collapse = r.Arrays, true
+		}
 		var tw *tabwriter.Writer
 		first := true
 		if asJSON {
@@ -213,6 +236,10 @@ func mqstatView(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 					sums.add(j)
 					continue
 				}
+				for len(arrs) > 0 && arrs[0].First < j.ID {
+					printArrayRow(tw, arrs[0])
+					arrs = arrs[1:]
+				}
 				printRow(tw, j, now, c.Bool("w"))
 			}
 			if tw != nil {
@@ -222,6 +249,14 @@ func mqstatView(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 		})
 		if err != nil {
 			return err
+		}
+		if tw != nil && len(arrs) > 0 {
+			for _, a := range arrs {
+				printArrayRow(tw, a)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
 		}
 		if asJSON {
 			io.WriteString(w, "]\n")
@@ -357,6 +392,31 @@ func printRow(tw io.Writer, j protocol.JobInfo, now time.Time, wide bool) {
 		shortTime(j.Submitted, now), shortTime(j.Started, now), shortTime(j.Finished, now), exit, cmd)
 }
 
+// printArrayRow prints a job array as one line of the listing: its id
+// range, queue, target, and its members counted by state.
+func printArrayRow(tw io.Writer, a protocol.ArrayInfo) {
+	fmt.Fprintf(tw, "%d-%d\t%s\t%s\t%s\t-\t-\t-\t-\t-\t-\t%s\n", a.First, a.Last, protocol.Printable(a.Queue), protocol.Printable(a.Target),
+		"A", arrayLine(a))
+}
+
+// arrayLine describes a job array: its --array text, size and members by
+// state, e.g. "array 1-1000%10, 1000 jobs: 10 E, 990 Q".
+func arrayLine(a protocol.ArrayInfo) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "array %s, %d jobs:", protocol.ClipText(protocol.Printable(a.Spec), 100), a.Last-a.First+1)
+	sep := " "
+	for _, st := range job.States {
+		if n := a.Counts[string(st)]; n > 0 {
+			fmt.Fprintf(&b, "%s%d %s", sep, n, st)
+			sep = ", "
+		}
+	}
+	if a.Limit > 0 {
+		fmt.Fprintf(&b, " (at most %d executing)", a.Limit)
+	}
+	return b.String()
+}
+
 func printSummary(w io.Writer, qs []protocol.QueueCounts) {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "QUEUE\t")
@@ -409,6 +469,9 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 	fmt.Fprintf(tw, "job:\t%d\n", d.ID)
 	p("queue", d.Queue)
 	p("target", d.Target)
+	if a := d.Array; a != nil {
+		p("array", fmt.Sprintf("jobs %d-%d, %s (mqstat --array %d lists them)", a.First, a.Last, arrayLine(*a), d.ID))
+	}
 	p("state", stateName(d.State))
 	p("command", protocol.CommandOf(d.Command, d.CommandBytes))
 	p("directory", d.Cwd)

@@ -315,7 +315,7 @@ func mqsubFile(c *cli.Context, env Env) error {
 		client.Do(context.WithoutCancel(c.Context), cl, protocol.OpBulkAbort, protocol.Empty{})
 		return fmt.Errorf("%s: %w; nothing was added", displayName(name), err)
 	}
-	reply, err := commitBulk(c.Context, env, cl, newToken())
+	reply, err := commitBulk(c.Context, env, cl, protocol.BulkCommit{Token: newToken()})
 	if err != nil {
 		return fmt.Errorf("%s: %w", displayName(name), err)
 	}
@@ -348,8 +348,9 @@ func waitRange(c *cli.Context, cl *client.Client, first, last int64) error {
 // dies before the reply, the jobs may or may not have been added; it asks
 // once more on a new connection what became of the token, and says
 // "outcome unknown" only if it cannot learn.
-func commitBulk(ctx context.Context, env Env, cl *client.Client, token string) (protocol.SubmitReply, error) {
-	reply, err := client.Do(ctx, cl, protocol.OpBulkCommit, protocol.BulkCommit{Token: token})
+func commitBulk(ctx context.Context, env Env, cl *client.Client, bc protocol.BulkCommit) (protocol.SubmitReply, error) {
+	token := bc.Token
+	reply, err := client.Do(ctx, cl, protocol.OpBulkCommit, bc)
 	var perr *protocol.Error
 	if err == nil || errors.As(err, &perr) {
 		// A refusal is one transaction's: nothing was added.

@@ -1,0 +1,54 @@
+package metaqueue
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// TestArrayMillionCost (MQ_BENCH_BIG=1): listing a 1,000,000-member capped
+// array's line, the collapsed listing, and dispatch past it.
+func TestArrayMillionCost(t *testing.T) {
+	if os.Getenv("MQ_BENCH_BIG") != "1" {
+		t.Skip("MQ_BENCH_BIG=1 runs it")
+	}
+	e := newEnv(t)
+	n := 1_000_000
+	b, _ := e.s.NewBulk()
+	for i := 0; i < n; i += 10000 {
+		specs := make([]protocol.JobSpec, 10000)
+		for k := range specs {
+			specs[k] = spec("arr", "m "+strconv.Itoa(i+k))
+		}
+		if err := b.Add(i+1, specs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Array("1-1000000%10", 10)
+	t0 := time.Now()
+	if _, err := b.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("commit: %v", time.Since(t0))
+	other := e.submit1("solo", "x")
+	ph := e.register("s")
+	t0 = time.Now()
+	got := e.next(ph, 20)
+	t.Logf("first next (passes the million once): %v, %d jobs", time.Since(t0), len(got))
+	if len(got) != 11 || got[len(got)-1].ID != other {
+		t.Fatalf("got %d jobs", len(got))
+	}
+	t0 = time.Now()
+	e.next(ph, 20, ok(got[0]))
+	t.Logf("next after one ended: %v", time.Since(t0))
+	t0 = time.Now()
+	as, err := e.s.Arrays(context.Background(), protocol.ArrayQuery{})
+	t.Logf("arrays: %v %+v %v", time.Since(t0), as[0].Counts, err)
+	t0 = time.Now()
+	l := e.stat(protocol.Stat{Collapse: true})
+	t.Logf("collapsed stat: %v, %d jobs", time.Since(t0), len(l))
+}

@@ -1,0 +1,273 @@
+package metaqueue
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// submitArray commits n jobs of target as one array capped at limit and
+// returns their first id.
+func (e *env) submitArray(target string, n, limit int) int64 {
+	e.t.Helper()
+	b, err := e.s.NewBulk()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var specs []protocol.JobSpec
+	for i := 0; i < n; i++ {
+		specs = append(specs, spec(target, fmt.Sprintf("member %d", i)))
+	}
+	if err := b.Add(1, specs); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := b.Array(fmt.Sprintf("1-%d%%%d", n, limit), limit); err != nil {
+		e.t.Fatal(err)
+	}
+	first, err := b.Commit(context.Background())
+	if err != nil {
+		e.t.Fatalf("Commit: %v", err)
+	}
+	return first
+}
+
+// executingIn counts the jobs first..last Executing, as stored, and checks
+// the core's count of its array agrees.
+func (e *env) executingIn(first, last int64) int {
+	e.t.Helper()
+	n := 0
+	for _, j := range e.stat(protocol.Stat{States: "E"}) {
+		if j.ID >= first && j.ID <= last {
+			n++
+		}
+	}
+	var mem int
+	e.s.do(context.Background(), func() error {
+		if ar := e.s.arrays.of(first); ar != nil {
+			mem = ar.running
+		}
+		return nil
+	})
+	if mem != n {
+		e.t.Fatalf("core counts %d members of array %d-%d executing; %d are", mem, first, last, n)
+	}
+	return n
+}
+
+// TestArrayLimit: an array with %3 never has more than 3 members
+// executing, through ends, requeues, reruns, deletes and a restart; members
+// beyond the cap start as others end, and jobs in no array are not held up.
+func TestArrayLimit(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	first := e.submitArray("arr", 10, 3)
+	last := first + 9
+	other := e.submit1("other", "x")
+	ph := e.register("s")
+
+	got := e.next(ph, 8)
+	if n := e.executingIn(first, last); n != 3 || len(got) != 4 {
+		t.Fatalf("first pick: %d jobs %v, %d members executing; want 3 members and the other job", len(got), ids(got), n)
+	}
+	e.mustBe(other, job.Executing)
+	byID := map[int64]protocol.Assignment{}
+	for _, a := range got {
+		byID[a.ID] = a
+	}
+
+	// One ends: exactly one more member starts.
+	done := got[0]
+	got = e.next(ph, 8, ok(done))
+	if n := e.executingIn(first, last); n != 3 || len(got) != 1 {
+		t.Fatalf("after one ended: got %v, %d executing; want one more member", ids(got), n)
+	}
+	for _, a := range got {
+		byID[a.ID] = a
+	}
+	delete(byID, done.ID)
+
+	// A member handed back unstarted is requeued; the cap still holds.
+	var back protocol.Assignment
+	for _, a := range byID {
+		if a.ID != other {
+			back = a
+			break
+		}
+	}
+	got = e.next(ph, 8, protocol.Report{ID: back.ID, Attempt: back.Attempt, Reason: protocol.ReasonReturned})
+	if n := e.executingIn(first, last); n != 3 || len(got) != 1 {
+		t.Fatalf("after a requeue: got %v, %d executing; want one member back", ids(got), n)
+	}
+	delete(byID, back.ID)
+	for _, a := range got {
+		byID[a.ID] = a
+	}
+
+	// A rerun Done member waits for the cap too.
+	if _, err := e.s.Rerun(context.Background(), protocol.Select{IDs: []int64{done.ID}}); err != nil {
+		t.Fatal(err)
+	}
+	if got = e.next(ph, 8); len(got) != 0 || e.executingIn(first, last) != 3 {
+		t.Fatalf("after a rerun at the cap: got %v", ids(got))
+	}
+
+	// A restart counts the executing members again.
+	e.reopen()
+	ph2 := e.register("s2")
+	if got = e.next(ph2, 8); len(got) != 0 || e.executingIn(first, last) != 3 {
+		t.Fatalf("after a restart at the cap: got %v", ids(got))
+	}
+
+	// Deleting an executing member frees its place.
+	var del int64
+	for id := range byID {
+		if id != other {
+			del = id
+			break
+		}
+	}
+	if _, err := e.s.Delete(context.Background(), protocol.Select{IDs: []int64{del}}); err != nil {
+		t.Fatal(err)
+	}
+	delete(byID, del)
+	got = e.next(ph2, 8)
+	if n := e.executingIn(first, last); n != 3 || len(got) != 1 {
+		t.Fatalf("after a delete: got %v, %d executing", ids(got), n)
+	}
+	for _, a := range got {
+		byID[a.ID] = a
+	}
+
+	// Run the rest to the end, never above the cap.
+	for range 40 {
+		var reps []protocol.Report
+		for id, a := range byID {
+			reps = append(reps, ok(a))
+			delete(byID, id)
+		}
+		// ph holds the jobs started before the restart, ph2 the others.
+		var mine, theirs []protocol.Report
+		for _, r := range reps {
+			if e.job(r.ID).Placeholder == ph {
+				theirs = append(theirs, r)
+			} else {
+				mine = append(mine, r)
+			}
+		}
+		e.report(ph, theirs...)
+		for _, a := range e.next(ph2, 8, mine...) {
+			byID[a.ID] = a
+		}
+		if n := e.executingIn(first, last); n > 3 {
+			t.Fatalf("%d members executing, above the cap of 3", n)
+		}
+		if len(byID) == 0 {
+			break
+		}
+	}
+	for id := first; id <= last; id++ {
+		if id != del {
+			e.mustBe(id, job.Done)
+		}
+	}
+	e.check()
+}
+
+// TestArrayNoLimit: an array without a cap dispatches as any bulk does.
+func TestArrayNoLimit(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	b, err := e.s.NewBulk()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Add(1, []protocol.JobSpec{spec("a", "1"), spec("a", "2"), spec("a", "3")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Array("1-3", 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.next(e.register("s"), 8); len(got) != 3 {
+		t.Fatalf("got %v, want all 3", ids(got))
+	}
+	if b2, _ := e.s.NewBulk(); b2.Array("x", -1) == nil {
+		t.Fatal("a negative limit was accepted")
+	}
+}
+
+// TestArraysListing: op arrays counts an array's members by state, a
+// collapsed listing leaves them out, From..To lists only them, and a
+// member's detail names its array.
+func TestArraysListing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	before := e.submit1("solo", "x")
+	first := e.submitArray("arr", 5, 2)
+	after := e.submit1("solo", "y")
+	e.next(e.register("s"), 8)
+	as, err := e.s.Arrays(context.Background(), protocol.ArrayQuery{})
+	if err != nil || len(as) != 1 {
+		t.Fatalf("Arrays = %+v, %v", as, err)
+	}
+	a := as[0]
+	if a.First != first || a.Last != first+4 || a.Limit != 2 || a.Spec != "1-5%2" || a.Target != "arr" ||
+		a.Counts["E"] != 2 || a.Counts["Q"] != 3 {
+		t.Fatalf("array = %+v", a)
+	}
+	var listed []int64
+	for _, j := range e.stat(protocol.Stat{Collapse: true}) {
+		listed = append(listed, j.ID)
+	}
+	if fmt.Sprint(listed) != fmt.Sprint([]int64{before, after}) {
+		t.Fatalf("collapsed listing = %v, want %d and %d", listed, before, after)
+	}
+	if n := len(e.stat(protocol.Stat{From: first, To: first + 4})); n != 5 {
+		t.Fatalf("listing the array's ids gave %d jobs", n)
+	}
+	for _, q := range []protocol.ArrayQuery{{Target: "solo"}, {States: "D"}} {
+		if as, _ := e.s.Arrays(context.Background(), q); len(as) != 0 {
+			t.Fatalf("Arrays(%+v) = %+v, want none", q, as)
+		}
+	}
+	if d := e.job(first + 3); d.Array == nil || d.Array.First != first {
+		t.Fatalf("member's detail: array %+v", d.Array)
+	}
+	if d := e.job(after); d.Array != nil {
+		t.Fatalf("a job in no array has array %+v", d.Array)
+	}
+}
+
+// TestArrayLimitPolicies: the cap holds whatever the queue's policy (an
+// ordered heap or DC's choice), and members beyond it start one for one
+// as others end.
+func TestArrayLimitPolicies(t *testing.T) {
+	t.Parallel()
+	for _, pol := range []string{"fcfs", "sjf", "cp", "dc"} {
+		t.Run(pol, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			e.setPolicy(DefaultQueue, pol)
+			first := e.submitArray("arr", 6, 2)
+			ph := e.register("s")
+			run := e.next(ph, 8)
+			for done := 0; done < 6; {
+				want := min(2, 6-done)
+				if n := e.executingIn(first, first+5); n != want || len(run) != want {
+					t.Fatalf("%d done: %d executing, %d held by the placeholder; want %d", done, n, len(run), want)
+				}
+				a := run[0]
+				done++
+				run = append(run[1:], e.next(ph, 8, ok(a))...)
+			}
+			for id := first; id <= first+5; id++ {
+				e.mustBe(id, job.Done)
+			}
+		})
+	}
+}

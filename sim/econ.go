@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"runtime"
-	"sync"
 
 	"github.com/mq-hpc/mq/econ"
 )
@@ -219,46 +217,12 @@ func steps(from, to, step float64) []float64 {
 // in sweep order (deadline, budget, strategy; the last varies fastest).
 func (s EconSweep) Run(ctx context.Context, workers int) ([]EconResult, error) {
 	n := len(s.Strategies) * len(s.Deadlines) * len(s.Budgets)
-	out := make([]EconResult, n)
-	errs := make([]error, n)
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				cfg := s.Base
-				cfg.Strategy = s.Strategies[i%len(s.Strategies)]
-				j := i / len(s.Strategies)
-				cfg.Budget = s.Budgets[j%len(s.Budgets)]
-				cfg.Deadline = s.Deadlines[j/len(s.Budgets)]
-				out[i], errs[i] = RunEcon(cfg)
-			}
-		}()
-	}
-	var err error
-feed:
-	for i := range n {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			err = ctx.Err()
-			break feed
-		}
-	}
-	close(next)
-	wg.Wait()
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range errs {
-		if e != nil {
-			return nil, e
-		}
-	}
-	return out, nil
+	return runIndexed(ctx, n, workers, func(i int) (EconResult, error) {
+		cfg := s.Base
+		cfg.Strategy = s.Strategies[i%len(s.Strategies)]
+		j := i / len(s.Strategies)
+		cfg.Budget = s.Budgets[j%len(s.Budgets)]
+		cfg.Deadline = s.Deadlines[j/len(s.Budgets)]
+		return RunEcon(cfg)
+	})
 }

@@ -3,8 +3,6 @@ package sim
 import (
 	"context"
 	"math"
-	"runtime"
-	"sync"
 )
 
 // GridSweep runs every policy at every granularity for every seed, each
@@ -23,48 +21,14 @@ type GridSweep struct {
 // fastest). It stops at the first error.
 func (s GridSweep) Run(ctx context.Context, workers int) ([]GridResult, error) {
 	n := len(s.Policies) * len(s.Granularities) * len(s.Seeds)
-	out := make([]GridResult, n)
-	errs := make([]error, n)
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				cfg := s.Base
-				cfg.Policy = s.Policies[i%len(s.Policies)]
-				j := i / len(s.Policies)
-				cfg.Seed = s.Seeds[j%len(s.Seeds)]
-				cfg.Granularity = s.Granularities[j/len(s.Seeds)]
-				out[i], errs[i] = RunGrid(cfg)
-			}
-		}()
-	}
-	var err error
-feed:
-	for i := range n {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			err = ctx.Err()
-			break feed
-		}
-	}
-	close(next)
-	wg.Wait()
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range errs {
-		if e != nil {
-			return nil, e
-		}
-	}
-	return out, nil
+	return runIndexed(ctx, n, workers, func(i int) (GridResult, error) {
+		cfg := s.Base
+		cfg.Policy = s.Policies[i%len(s.Policies)]
+		j := i / len(s.Policies)
+		cfg.Seed = s.Seeds[j%len(s.Seeds)]
+		cfg.Granularity = s.Granularities[j/len(s.Seeds)]
+		return RunGrid(cfg)
+	})
 }
 
 // GridSummary is the mean and standard deviation of a policy's results

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/jobexec"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -256,7 +257,7 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 		"MQ_TARGET="+asg.Target,
 		"MQ_QUEUE="+asg.Queue,
 	)
-	cmd, direct := jobCommand(line, env, dir)
+	cmd, direct := jobexec.Command(line, env, dir)
 	start := func(cmd *exec.Cmd) error {
 		cmd.Dir = dir
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = a.devNull, stdout, stderr
@@ -275,7 +276,7 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 	err = start(cmd)
 	if err != nil && direct {
 		// Nothing ran: let the shell try, and say why it cannot.
-		cmd = shellCommand(line, env)
+		cmd = jobexec.Shell(line, env)
 		err = start(cmd)
 	}
 	// The child has its own copies of the write ends; ours must close so the

@@ -1,4 +1,6 @@
-package placeholder
+// Package jobexec builds the process that runs a job's command line, the
+// one rule for placeholders and the driver's local mode.
+package jobexec
 
 import (
 	"os"
@@ -10,7 +12,7 @@ import (
 	"github.com/mq-hpc/mq/internal/shellwords"
 )
 
-// jobCommand is how a job's command line runs: `/bin/sh -c LINE`, or, when
+// Command is how a job's command line runs: `/bin/sh -c LINE`, or, when
 // the line is one simple command with nothing for a shell to do
 // (shellwords.Simple) and its program is found on the job's PATH, that
 // program exec'd directly, with the environment the shell would have given
@@ -18,24 +20,25 @@ import (
 // CPU and of dependency hop here), and a placeholder's SIGKILL on death
 // reaches the program only when it is the placeholder's own child: dash
 // forks even a lone command. direct reports which it is; a direct command
-// that fails to start is retried through the shell (shellCommand), which
+// that fails to start is to be retried through the shell (Shell), which
 // then gives the usual messages and exit statuses (a script without a #!
 // line, a program not executable).
-func jobCommand(line string, env []string, dir string) (cmd *exec.Cmd, direct bool) {
+func Command(line string, env []string, dir string) (cmd *exec.Cmd, direct bool) {
 	words, ok := shellwords.Simple(line)
 	if !ok || shellFunctions(env) {
-		return shellCommand(line, env), false
+		return Shell(line, env), false
 	}
 	path, ok := findProgram(words[0], lookupEnv(env, "PATH"))
 	if !ok {
-		return shellCommand(line, env), false
+		return Shell(line, env), false
 	}
 	cmd = &exec.Cmd{Path: path, Args: words}
 	cmd.Env = append(env, "PWD="+shellPWD(lookupEnv(env, "PWD"), dir))
 	return cmd, true
 }
 
-func shellCommand(line string, env []string) *exec.Cmd {
+// Shell is `/bin/sh -c line` with env.
+func Shell(line string, env []string) *exec.Cmd {
 	cmd := exec.Command("/bin/sh", "-c", line)
 	cmd.Env = env
 	return cmd

@@ -273,6 +273,7 @@ func (a *Agent) dropped(cl *client.Client) {
 // idempotent on the CLS (reports carry attempt numbers), so resending one
 // whose reply was lost is harmless.
 func call[Req, Resp any](ctx context.Context, a *Agent, op protocol.Op[Req, Resp], body func(id int64) Req, out *Resp) error {
+	busy := backoff.Backoff{Min: 5 * time.Millisecond, Max: 500 * time.Millisecond, Jitter: 0.5}
 	for {
 		cl, err := a.session(ctx)
 		if err != nil {
@@ -291,6 +292,15 @@ func call[Req, Resp any](ctx context.Context, a *Agent, op protocol.Op[Req, Resp
 			if pe.Code == protocol.CodeNotFound {
 				// The CLS lost track of us (new database): register again.
 				a.dropped(cl)
+				continue
+			}
+			if pe.Code == protocol.CodeBusy {
+				// Too many such requests in progress on the connection (the
+				// agent stays within the bound, with a margin; a CLS with a
+				// lower one is met here): the request is fine, later.
+				if err := busy.Wait(ctx); err != nil {
+					return err
+				}
 				continue
 			}
 			return err

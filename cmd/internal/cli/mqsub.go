@@ -50,12 +50,12 @@ where its inputs were produced.`
 		&cli.StringSliceFlag{Name: "p", Aliases: []string{"prereq"}, Usage: "prerequisite target (repeat, or a comma list)"},
 		&cli.BoolFlag{Name: "b", Aliases: []string{"block"}, Usage: "wait for the job to end and exit with its exit status"},
 		&cli.StringFlag{Name: "e", Aliases: []string{"est"}, Usage: "expected runtime: seconds, or 2h, 04:00:00, 1-12:00:00"},
-		&cli.StringFlag{Name: "d", Aliases: []string{"dir"}, Usage: "working directory of the job"},
+		&cli.StringFlag{Name: "d", Aliases: []string{"dir"}, Usage: "working directory of the job", TakesFile: true},
 		// No long aliases: urfave/cli would Set a generic flag's value again
 		// through each alias.
-		&cli.GenericFlag{Name: "i", Aliases: []string{"input"}, Value: &fileList{}, Usage: "a file the job reads, `PATH[:SIZE]` (repeat)"},
-		&cli.GenericFlag{Name: "o", Aliases: []string{"output"}, Value: &fileList{}, Usage: "a file the job writes, `PATH[:SIZE]` (repeat)"},
-		&cli.StringFlag{Name: "f", Aliases: []string{"file"}, Usage: "add the jobs in `FILE` (JSON lines) in one transaction"},
+		&cli.GenericFlag{Name: "i", Aliases: []string{"input"}, Value: &fileList{}, Usage: "a file the job reads, `PATH[:SIZE]` (repeat)", TakesFile: true},
+		&cli.GenericFlag{Name: "o", Aliases: []string{"output"}, Value: &fileList{}, Usage: "a file the job writes, `PATH[:SIZE]` (repeat)", TakesFile: true},
+		&cli.StringFlag{Name: "f", Aliases: []string{"file"}, Usage: "add the jobs in `FILE` (JSON lines) in one transaction", TakesFile: true},
 		&cli.BoolFlag{Name: "rerun", Usage: "run ended jobs (done, failed, deleted) again"},
 		&cli.StringFlag{Name: "t", Aliases: []string{"target"}, Usage: "with --rerun: every ended job of this target"},
 		&cli.StringFlag{Name: "s", Aliases: []string{"states"}, Usage: "with --rerun: only jobs in these states, e.g. F"},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"strings"
 	"testing"
@@ -328,6 +329,39 @@ func TestReadJobFileGood(t *testing.T) {
 		if err != nil || len(got) != 0 {
 			t.Fatalf("%q: %+v, %v", empty, got, err)
 		}
+	}
+}
+
+// TestReadJobFileEnv: def.Env (mqsub -f -v) reaches every line, a line's
+// own "env" wins for the same name, lines do not share a map, and the
+// merged environment is validated.
+func TestReadJobFileEnv(t *testing.T) {
+	t.Parallel()
+	in := `{"target":"a","command":"x"}
+{"target":"b","command":"x","env":{"A":"own","C":"3"}}
+{"target":"c","command":"x","env":{}}`
+	got, err := readAll(in, JobSpec{Env: map[string]string{"A": "1", "B": "2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []map[string]string{{"A": "1", "B": "2"}, {"A": "own", "B": "2", "C": "3"}, {"A": "1", "B": "2"}}
+	if len(got) != len(want) {
+		t.Fatalf("got %d jobs: %+v", len(got), got)
+	}
+	for i, w := range want {
+		if !maps.Equal(got[i].js.Env, w) {
+			t.Errorf("line %d env = %v, want %v", got[i].line, got[i].js.Env, w)
+		}
+	}
+	got[0].js.Env["A"] = "changed"
+	if got[2].js.Env["A"] != "1" {
+		t.Error("lines share one environment map")
+	}
+	if got, err := readAll(`{"target":"a","command":"x"}`, JobSpec{}); err != nil || got[0].js.Env != nil {
+		t.Errorf("no default env: %+v, %v", got, err)
+	}
+	if _, err := readAll(`{"target":"a","command":"x"}`, JobSpec{Env: map[string]string{"MQ_JOB_ID": "1"}}); err == nil || !strings.Contains(err.Error(), "line 1") {
+		t.Errorf("a reserved name from -v: %v", err)
 	}
 }
 

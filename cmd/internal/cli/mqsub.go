@@ -32,7 +32,7 @@ func Mqsub(env Env) *cli.App {
 	app := NewApp("mqsub", "add a job to the metaqueue", env)
 	app.UsageText = `mqsub [-q QUEUE] [-p PREREQ_TARGET]... [-b] [-e EST_SECONDS] [-d DIR]
          [-i PATH[:SIZE]]... [-o PATH[:SIZE]]... TARGET COMMAND...
-   mqsub -f FILE          (one JSON job per line; - reads stdin)
+   mqsub -f FILE [-v NAME=VALUE]...   (one JSON job per line; - reads stdin)
    mqsub --rerun [-Q] ID... | FIRST-LAST
    mqsub --rerun [-q QUEUE] [-t TARGET] [-s STATES] [--all] [-Q]`
 	app.Description = `Adds a job to TARGET and prints its id. The job runs once every job of each
@@ -61,7 +61,7 @@ where its inputs were produced.`
 		&cli.StringFlag{Name: "s", Aliases: []string{"states"}, Usage: "with --rerun: only jobs in these states, e.g. F"},
 		&cli.BoolFlag{Name: "all", Usage: "with --rerun: every ended job (in the states -s gives)"},
 		&cli.BoolFlag{Name: "Q", Aliases: []string{"quiet"}, Usage: "with --rerun: print nothing but errors"},
-		&cli.GenericFlag{Name: "v", Value: &envList{}, Usage: "set `NAME=VALUE` in the job's environment (repeat)"},
+		&cli.GenericFlag{Name: "v", Value: &envList{}, Usage: "set `NAME=VALUE` in the job's environment (repeat); with -f, every job's, unless its line's \"env\" sets NAME"},
 		&cli.StringFlag{Name: "array", Usage: "submit an array of jobs, one per index of `FIRST-LAST[:STEP]`, each with MQ_ARRAY_INDEX and {} in COMMAND replaced by its index"},
 		&cli.DurationFlag{Name: "timeout", Usage: "with -b: stop waiting (exit 1) after `DURATION`; the jobs go on"},
 	}
@@ -86,8 +86,8 @@ where its inputs were produced.`
 			if c.IsSet("i") || c.IsSet("o") {
 				return Usagef("-i and -o go with one job; in a file give \"inputs\" and \"outputs\" on its lines")
 			}
-			if c.IsSet("v") || c.IsSet("array") {
-				return Usagef("-v and --array go with TARGET COMMAND; in a file give \"env\" on its lines")
+			if c.IsSet("array") {
+				return Usagef("--array goes with TARGET COMMAND; a file lists its jobs itself")
 			}
 			return mqsubFile(c, env)
 		}
@@ -300,7 +300,7 @@ func mqsubFile(c *cli.Context, env Env) error {
 		return nil
 	}
 	send := func(first int, data []byte) error {
-		k, err := client.Go(cl, protocol.OpBulkAdd, protocol.BulkAdd{Line: first, Data: data, Queue: c.String("q"), Cwd: cwd})
+		k, err := client.Go(cl, protocol.OpBulkAdd, protocol.BulkAdd{Line: first, Data: data, Queue: c.String("q"), Cwd: cwd, Env: c.Generic("v").(*envList).env})
 		if err != nil {
 			return err
 		}

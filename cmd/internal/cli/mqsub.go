@@ -286,9 +286,24 @@ func mqsubFile(c *cli.Context, env Env) error {
 		return err
 	}
 	defer cl.Close()
-	// The file goes up as raw lines in chunks of about 1 MiB, a few in
-	// flight, and the server parses and validates them (naming the line of
-	// any error): one parse instead of parse, encode and decode.
+	// The file goes up as raw lines in chunks of about 1 MiB, and the
+	// server parses and validates them (naming the line of any error): one
+	// parse instead of parse, encode and decode.
+	vars := c.Generic("v").(*envList).env
+	upload := func(add func(protocol.BulkAdd) error) error {
+		return splitLines(r, bulkChunkBytes, func(first int, data []byte) error {
+			return add(protocol.BulkAdd{Line: first, Data: data, Queue: c.String("q"), Cwd: cwd, Env: vars})
+		})
+	}
+	return submitBulk(c, env, cl, displayName(name), upload, protocol.BulkCommit{Token: newToken()})
+}
+
+// submitBulk is the rest of a bulk submission once connected (mqsub -f,
+// --array): upload spools the jobs through add, which keeps a few
+// bulk.add requests in flight; then one commit, the ids printed, and with
+// -b the wait for them all. Errors are prefixed with what (the file, or
+// --array); any before the commit drops what was spooled.
+func submitBulk(c *cli.Context, env Env, cl *client.Client, what string, upload func(add func(protocol.BulkAdd) error) error, commit protocol.BulkCommit) error {
 	var inflight []*client.Call[protocol.Empty]
 	wait := func(max int) error {
 		for len(inflight) > max {
@@ -299,25 +314,25 @@ func mqsubFile(c *cli.Context, env Env) error {
 		}
 		return nil
 	}
-	send := func(first int, data []byte) error {
-		k, err := client.Go(cl, protocol.OpBulkAdd, protocol.BulkAdd{Line: first, Data: data, Queue: c.String("q"), Cwd: cwd, Env: c.Generic("v").(*envList).env})
+	add := func(req protocol.BulkAdd) error {
+		k, err := client.Go(cl, protocol.OpBulkAdd, req)
 		if err != nil {
 			return err
 		}
 		inflight = append(inflight, k)
 		return wait(4)
 	}
-	err = splitLines(r, bulkChunkBytes, send)
+	err := upload(add)
 	if err == nil {
 		err = wait(0)
 	}
 	if err != nil {
 		client.Do(context.WithoutCancel(c.Context), cl, protocol.OpBulkAbort, protocol.Empty{})
-		return fmt.Errorf("%s: %w; nothing was added", displayName(name), err)
+		return fmt.Errorf("%s: %w; nothing was added", what, err)
 	}
-	reply, err := commitBulk(c.Context, env, cl, protocol.BulkCommit{Token: newToken()})
+	reply, err := commitBulk(c.Context, env, cl, commit)
 	if err != nil {
-		return fmt.Errorf("%s: %w", displayName(name), err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	w := bufio.NewWriterSize(c.App.Writer, 64<<10)
 	var b []byte

@@ -541,3 +541,19 @@ func FuzzReadJobFile(f *testing.F) {
 		}
 	})
 }
+
+// TestLostFor: each stream gets the causes that name it or no stream.
+func TestLostFor(t *testing.T) {
+	t.Parallel()
+	rec := "stdout: copy failed; stderr not copied (too large); node lost"
+	for _, c := range []struct{ lost, stream, want string }{
+		{"", "stdout", ""},
+		{rec, "stdout", "stdout: copy failed; node lost"},
+		{rec, "stderr", "stderr not copied (too large); node lost"},
+		{"stderr: gone", "stdout", ""},
+	} {
+		if got := LostFor(c.lost, c.stream); got != c.want {
+			t.Errorf("LostFor(%q, %s) = %q, want %q", c.lost, c.stream, got, c.want)
+		}
+	}
+}

@@ -38,6 +38,7 @@ func (s *Store) AddSite(ctx context.Context, spec protocol.SiteSpec) error {
 			s.data.rooted[spec.Name] = true
 			s.data.gen++
 		}
+		s.setPrice(spec.Name, spec.Price)
 		return nil
 	})
 }
@@ -56,6 +57,7 @@ func (s *Store) RemoveSite(ctx context.Context, name string) error {
 			return protocol.Errorf(protocol.CodeNotFound, "no site %s", name)
 		}
 		delete(s.data.rooted, name)
+		s.setPrice(name, 0)
 		return nil
 	})
 }

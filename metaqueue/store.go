@@ -104,6 +104,7 @@ type Store struct {
 	arrays       arrays    // limited job arrays (array.go)
 	data         dataState // data-conscious scheduling (data.go)
 	plans        planState // jobs' planned sites (plan.go)
+	econ         econState // spending, reservations, planner caps (econ.go)
 	bl           blevels   // b-levels for cp queues (blevel.go)
 	stg          staging   // transfers in flight (catalog.go): memory only, kept across reloads
 	moved        protocol.MovedTotals
@@ -127,6 +128,12 @@ type run struct {
 	placeholder int64
 	lease       time.Time
 	started     time.Time
+	// Economics (econ.go): the site and queue it is costed at, and what
+	// it reserves of the queue's budget while it runs.
+	site    string
+	queue   int32
+	reserve float64
+	costed  bool
 }
 
 // Open opens (creating if needed) the metaqueue at opt.Path, loads its
@@ -525,6 +532,9 @@ func (s *Store) load(ctx context.Context) error {
 	if err := s.loadQueues(ctx); err != nil {
 		return err
 	}
+	if err := s.loadEcon(ctx); err != nil {
+		return err
+	}
 	if err := s.loadTargets(ctx); err != nil {
 		return err
 	}
@@ -558,6 +568,7 @@ func (s *Store) resetIndex() {
 	s.qlist = nil
 	s.running = map[int64]*run{}
 	s.arrays = arrays{}
+	s.econ.reset()
 	s.phs = map[int64]bool{}
 	s.counts = map[int32]*[128]int{}
 	s.nextID = 0

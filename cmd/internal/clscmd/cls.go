@@ -9,11 +9,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -403,7 +405,7 @@ func checkDurations(c *cli.Context, ranges map[string][2]time.Duration) error {
 
 func printQueues(w io.Writer, qs []protocol.QueueInfo) {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "QUEUE\tCEILING\tMAX ATTEMPTS\tRETRY FAILED\tPOLICY\tDEADLINE\tBUDGET")
+	fmt.Fprintln(tw, "QUEUE\tCEILING\tMAX ATTEMPTS\tRETRY FAILED\tPOLICY\tDEADLINE\tBUDGET\tSPENT\tUNFINISHABLE")
 	for _, q := range qs {
 		ceiling, deadline, budget := "none", "none", "none"
 		if q.Ceiling > 0 {
@@ -415,7 +417,17 @@ func printQueues(w io.Writer, qs []protocol.QueueInfo) {
 		if q.Budget > 0 {
 			budget = strconv.FormatFloat(q.Budget, 'g', -1, 64)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%s\t%s\t%s\n", protocol.Printable(q.Name), ceiling, q.MaxAttempts, q.RetryFailed, protocol.Printable(q.Policy), deadline, budget)
+		spent := "-"
+		if q.Spent > 0 || len(q.SpentBySite) > 0 {
+			spent = strconv.FormatFloat(q.Spent, 'g', 6, 64)
+			sites := slices.Sorted(maps.Keys(q.SpentBySite))
+			var parts []string
+			for _, s := range sites {
+				parts = append(parts, protocol.Printable(s)+" "+strconv.FormatFloat(q.SpentBySite[s], 'g', 6, 64))
+			}
+			spent += " (" + strings.Join(parts, ", ") + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%s\t%s\t%s\t%s\t%d\n", protocol.Printable(q.Name), ceiling, q.MaxAttempts, q.RetryFailed, protocol.Printable(q.Policy), deadline, budget, spent, q.Unfinishable)
 	}
 	tw.Flush()
 }

@@ -3,6 +3,7 @@ package metaqueue
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"time"
 
 	"github.com/mq-hpc/mq/dag"
@@ -290,7 +291,8 @@ func (s *Store) EconQueues(ctx context.Context) ([]policy.EconQueue, error) {
 				continue
 			}
 			c := s.countsFor(q.id)
-			e := policy.EconQueue{Queue: q.Name, Ready: c[job.Queued], Running: c[job.Executing], PerJob: map[string]float64{}}
+			e := policy.EconQueue{Queue: q.Name, Ready: c[job.Queued], Running: c[job.Executing], PerJob: map[string]float64{},
+				Busy: maps.Clone(s.econ.execAt[q.id])}
 			if q.Deadline > 0 {
 				e.Deadline = time.Unix(0, int64(q.Deadline*1e9))
 			}

@@ -116,6 +116,8 @@ type EconQueue struct {
 	// measured (0: unknown).
 	PerJob map[string]float64
 	Est    float64
+	// Busy is how many of its jobs each site runs now.
+	Busy map[string]int
 }
 
 // SiteView is one site as a Provisioner sees it.
@@ -126,4 +128,5 @@ type SiteView struct {
 	Slots           int     // jobs per placeholder
 	Price           float64 // per core-hour; 0: free
 	Rate            float64 // measured jobs per second per placeholder; 0: unknown
+	Busy            int     // the demand's jobs running there now
 }

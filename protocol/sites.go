@@ -33,9 +33,15 @@ type SiteSpec struct {
 	DataRoot string `json:"data_root,omitempty"`
 	SharedFS bool   `json:"shared_fs,omitempty"`
 	// Price is what one core-hour at the site costs, in the unit queue
-	// budgets are in; 0: free. Stored for deadline-and-budget planning
+	// budgets are in; 0: free. Attempts there are charged at it
 	// (docs/seed002.md).
 	Price float64 `json:"price,omitempty"`
+	// Provision names the Provisioning policy the site's placeholders
+	// follow (dbc-cost, dbc-costtime, dbc-time): "" is the demand rule
+	// (site.Decide). A site with one holds placeholders for the queues
+	// with a deadline or a budget, as the policy plans them jointly over
+	// every site that follows it.
+	Provision string `json:"provision,omitempty"`
 }
 
 // SiteInfo is a site with what its provisioner knows now.

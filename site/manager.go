@@ -60,6 +60,11 @@ type Manager struct {
 	// It may be called from several goroutines.
 	Now func() time.Time
 
+	// econMu guards econ, the last deadline-and-budget plan (econ.go);
+	// taken before mu, never under it.
+	econMu sync.Mutex
+	econ   econPlan
+
 	mu    sync.Mutex
 	ctx   context.Context
 	sites map[string]*managed
@@ -486,6 +491,13 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 	if err != nil {
 		return fmt.Errorf("metaqueue: %w", err)
 	}
+	// A site that follows a Provisioning policy holds what its plan says.
+	econWant := -1
+	if spec.Provision != "" {
+		if econWant, err = m.econWant(ctx, ms); err != nil {
+			return err
+		}
+	}
 	// With no work and no placeholders there is nothing to watch: look at
 	// the batch system only now and then (placeholders of an earlier CLS).
 	if ready == 0 && idle && m.now().Sub(*lastList) < 30*time.Second {
@@ -580,6 +592,13 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 		case batch.Running:
 			c.Running++
 		}
+	}
+	if econWant >= 0 {
+		// The plan already shares the work among the sites that follow
+		// it: hold exactly its count (queued ones beyond it are cancelled;
+		// running ones take none of the planned queues' jobs past the
+		// site's cap and exit on their idle timeout).
+		c.Min, c.Max = econWant, econWant
 	}
 	// Decisions are made one at a time under m.mu, each seeing the others'
 	// latest supply.

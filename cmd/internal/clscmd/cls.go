@@ -473,8 +473,11 @@ func (n *siteNets) String() string { return "" }
 // policyHelp lists the policies for --help, from the one registry.
 func policyHelp() string {
 	var b strings.Builder
-	for i, p := range policy.All() {
-		if i > 0 {
+	for _, p := range policy.All() {
+		if p.Kind == policy.Provisioning {
+			continue // for sites: cls site add --provision
+		}
+		if b.Len() > 0 {
 			b.WriteString("; ")
 		}
 		fmt.Fprintf(&b, "%s (%s)", p.Name, p.Summary)

@@ -66,6 +66,20 @@ type SiteList struct {
 	Sites []SiteInfo `json:"sites"`
 }
 
+// SiteSet changes a site's settings without removing it (cls site set);
+// nil fields stay. Placeholders submitted from then on have the new
+// slots, walltime and idle timeout; running ones keep theirs.
+type SiteSet struct {
+	Name      string   `json:"name"`
+	Price     *float64 `json:"price,omitempty"`
+	Slots     *int     `json:"slots,omitempty"`
+	Min       *int     `json:"min,omitempty"`
+	Max       *int     `json:"max,omitempty"`
+	Provision *string  `json:"provision,omitempty"` // "" = the demand rule
+	Walltime  *float64 `json:"walltime_s,omitempty"`
+	Idle      *float64 `json:"idle_s,omitempty"`
+}
+
 // SiteRemove names a site to remove.
 type SiteRemove struct {
 	Name string `json:"name"`

@@ -64,6 +64,8 @@ type Manager struct {
 	// taken before mu, never under it.
 	econMu sync.Mutex
 	econ   econPlan
+	// setMu serialises Set and Remove, which stop and restart site loops.
+	setMu sync.Mutex
 
 	mu    sync.Mutex
 	ctx   context.Context
@@ -246,6 +248,8 @@ func (m *Manager) Add(ctx context.Context, spec protocol.SiteSpec) (protocol.Sit
 // Remove stops provisioning a site, cancels its placeholders (queued and
 // running: their jobs are requeued at once) and forgets it.
 func (m *Manager) Remove(ctx context.Context, name string) (protocol.SiteInfo, error) {
+	m.setMu.Lock()
+	defer m.setMu.Unlock()
 	m.mu.Lock()
 	ms, ok := m.sites[name]
 	if ok && ms.spec.Embedded {
@@ -476,8 +480,8 @@ func (m *Manager) loop(ctx context.Context, ms *managed) {
 
 // step looks at a site once and acts.
 func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) error {
-	spec := ms.spec
 	m.mu.Lock()
+	spec := ms.spec
 	phs := make([]int64, 0, len(ms.connected))
 	for id := range ms.connected {
 		phs = append(phs, id)

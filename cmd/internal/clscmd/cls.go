@@ -4,6 +4,7 @@
 package clscmd
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -209,8 +210,12 @@ func clsQueue(env mqcli.Env) *cli.Command {
 		Subcommands: []*cli.Command{
 			{
 				Name:  "list",
-				Usage: "list queues and their properties",
+				Usage: "list queues and their properties, with what each has spent (site price x elapsed hours of its attempts)",
+				Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
 				Action: func(c *cli.Context) error {
+					if c.NArg() > 0 {
+						return mqcli.Usagef("queue list takes no arguments")
+					}
 					cl, err := mqcli.Dial(c.Context, env, "cls")
 					if err != nil {
 						return err
@@ -219,6 +224,11 @@ func clsQueue(env mqcli.Env) *cli.Command {
 					ql, err := client.Do(c.Context, cl, protocol.OpQueueList, protocol.Empty{})
 					if err != nil {
 						return err
+					}
+					if c.Bool("json") {
+						enc := json.NewEncoder(c.App.Writer)
+						enc.SetIndent("", "  ")
+						return enc.Encode(ql)
 					}
 					printQueues(c.App.Writer, ql.Queues)
 					return nil

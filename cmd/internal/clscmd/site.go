@@ -29,6 +29,7 @@ func clsSite(env mqcli.Env) *cli.Command {
 		Usage: "manage the sites placeholders run on (local processes, or SGE, Slurm, PBS clusters over SSH)",
 		Subcommands: []*cli.Command{
 			siteAdd(env),
+			siteSet(env),
 			{
 				Name:  "list",
 				Usage: "list sites with their placeholders (queued, running, exited) and batch queue wait",

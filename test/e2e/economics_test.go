@@ -5,6 +5,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"syscall"
 	"testing"
@@ -100,6 +101,17 @@ func TestDeadlineBudgetSites(t *testing.T) {
 	if list := h.ok("cls", "site", "list"); !strings.Contains(list, "dbc-cost") || !strings.Contains(list, "360 per core-hour") {
 		t.Fatalf("cls site list:\n%s", list)
 	}
+	// bulk submits n jobs of queue in one transaction, once the queue has
+	// its deadline: the plan's clock starts with them.
+	bulk := func(queue, prefix string, n int, secs int) {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, `{"queue":%q,"target":"%s%d","command":"sleep %d","est":%d}`+"\n", queue, prefix, i, secs, secs)
+		}
+		if r := h.runIn(h.dir, strings.NewReader(b.String()), "mqsub", "-f", "-"); r.code != 0 {
+			t.Fatalf("mqsub -f: %v", r)
+		}
+	}
 	waitDone := func(queue string, n int, timeout time.Duration) {
 		waitFor(t, timeout, func() error {
 			if c := h.summary()[queue]; c["D"] != n {
@@ -110,10 +122,8 @@ func TestDeadlineBudgetSites(t *testing.T) {
 	}
 
 	// 1. Loose: 8 jobs of 1 s by a deadline of 10 min: cheap alone.
-	for i := range 8 {
-		h.submit("-q", "loose", "-e", "1", fmt.Sprintf("l%d", i), "sleep 1")
-	}
 	h.ok("cls", "queue", "set", "loose", "--deadline", "10m", "--budget", "100")
+	bulk("loose", "l", 8, 1)
 	waitDone("loose", 8, 120*time.Second)
 	sites, _ := h.ranAt("loose")
 	if sites["dear"] != 0 || sites["cheap"] != 8 {
@@ -124,11 +134,9 @@ func TestDeadlineBudgetSites(t *testing.T) {
 
 	// 2. Tight: 24 jobs of 5 s. Cheap alone needs 6 rounds (30 s); by a
 	// deadline of 22 s it takes 16 and the dear site must take the rest.
-	for i := range 24 {
-		h.submit("-q", "tight", "-e", "5", fmt.Sprintf("t%d", i), "sleep 5")
-	}
 	start := time.Now()
 	h.ok("cls", "queue", "set", "tight", "--deadline", "22s", "--budget", "100")
+	bulk("tight", "t", 24, 5)
 	waitFor(t, 120*time.Second, func() error {
 		if sites, _ := h.ranAt("tight"); sites["dear"] == 0 {
 			return fmt.Errorf("tight deadline: nothing at dear yet (%v)", sites)
@@ -164,9 +172,7 @@ func TestDeadlineBudgetSites(t *testing.T) {
 	// (reserving 0.05 at cheap, 0.5 at dear): at most two at once at
 	// cheap, none at dear, and about five in all.
 	h.ok("cls", "queue", "set", "broke", "--budget", "0.1", "--ceiling", "5s")
-	for i := range 10 {
-		h.submit("-q", "broke", "-e", "1", fmt.Sprintf("b%d", i), "sleep 1")
-	}
+	bulk("broke", "b", 10, 1)
 	waitFor(t, 120*time.Second, func() error {
 		q := h.queueEcon("broke")
 		c := h.summary()["broke"]
@@ -189,5 +195,20 @@ func TestDeadlineBudgetSites(t *testing.T) {
 	out := h.ok("mqstat", "--acct", "-q", "broke")
 	if !strings.Contains(out, "COST") {
 		t.Errorf("mqstat --acct:\n%s", out)
+	}
+
+	// cls site set changes a site in place, and the change is stored.
+	if out := h.ok("cls", "site", "set", "dear", "--price", "720", "--max", "2"); !strings.Contains(out, "720 per core-hour") || !strings.Contains(out, "0-2") {
+		t.Errorf("cls site set:\n%s", out)
+	}
+	oneLineErr(t, "cls", h.run("cls", "site", "set", "dear", "--provision", "fcfs"))
+	oneLineErr(t, "cls", h.run("cls", "site", "set", "nosuch", "--price", "1"))
+	h.stopCLS(syscall.SIGTERM, 10*time.Second)
+	h.startCLS("--local", "0")
+	if list := h.ok("cls", "site", "list"); !strings.Contains(list, "720 per core-hour") {
+		t.Errorf("after a restart, cls site list:\n%s", list)
+	}
+	if q := h.queueEcon("broke"); math.Abs(q.Spent-bq.Spent) > 1e-9 {
+		t.Errorf("after a restart broke spent %v, was %v", q.Spent, bq.Spent)
 	}
 }

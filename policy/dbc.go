@@ -35,7 +35,7 @@ func (p DBC) Provision(now time.Time, d Demand) map[string]int {
 // with none measured, at Slots/Est (the jobs' declared or learned
 // runtime, as the seed's broker starts from theoretical capability); with
 // neither, each site holds one placeholder (at least its min) to measure
-// one. A site's Busy slots are taken until a job there would end, and
+// one; with nothing ready, none beyond what its busy slots need. A site's Busy slots are taken until a job there would end, and
 // are held: the placeholders planned cover them and the jobs planned.
 func (p DBC) Plan(now time.Time, d Demand) (map[string]int, int) {
 	want := make(map[string]int, len(d.Sites))
@@ -46,6 +46,16 @@ func (p DBC) Plan(now time.Time, d Demand) (map[string]int, int) {
 			sum += s.Rate / float64(max(s.Slots, 1))
 			known++
 		}
+	}
+	if d.Ready <= 0 {
+		// Nothing to plan: hold what runs the demand's jobs now. (A probe
+		// here would start a placeholder at a dear site before any work
+		// it is planned for exists.)
+		for _, s := range d.Sites {
+			slots := max(s.Slots, 1)
+			want[s.Name] = clamp((max(s.Busy, 0)+slots-1)/slots, s.Min, s.Max)
+		}
+		return want, 0
 	}
 	perSlot := 0.0 // jobs per second of one slot where not measured
 	switch {

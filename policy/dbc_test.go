@@ -63,6 +63,12 @@ func TestProvisioner(t *testing.T) {
 	if got := (DBC{Strategy: econ.Cost}).Provision(now, Demand{Ready: 5, Sites: vs}); !maps.Equal(got, map[string]int{"cheap": 1, "cheap2": 1, "dear": 2}) {
 		t.Errorf("unmeasured: %v", got)
 	}
+	// Nothing ready and nothing measured: no probes, only busy slots held.
+	vs[0].Busy = 1
+	if got := (DBC{Strategy: econ.Cost}).Provision(now, Demand{Sites: vs}); !maps.Equal(got, map[string]int{"cheap": 1, "cheap2": 0, "dear": 2}) {
+		t.Errorf("nothing ready: %v", got)
+	}
+	vs[0].Busy = 0
 	// Nothing measured but a runtime expected: every site at Slots/Est,
 	// so cost fills cheap alone by a relaxed deadline (no probe at dear).
 	if got := (DBC{Strategy: econ.Cost}).Provision(now, Demand{Ready: 4, Sites: vs, Est: 1, Deadline: now.Add(10 * time.Second)}); !maps.Equal(got, map[string]int{"cheap": 4, "cheap2": 0, "dear": 2}) {

@@ -35,8 +35,9 @@ func (p DBC) Provision(now time.Time, d Demand) map[string]int {
 // with none measured, at Slots/Est (the jobs' declared or learned
 // runtime, as the seed's broker starts from theoretical capability); with
 // neither, each site holds one placeholder (at least its min) to measure
-// one; with nothing ready, none beyond what its busy slots need. A site's Busy slots are taken until a job there would end, and
-// are held: the placeholders planned cover them and the jobs planned.
+// one; with nothing ready, none beyond what its busy slots need. A
+// site's Busy slots are taken until a job there would end, and are held:
+// the placeholders planned cover them and the jobs planned.
 func (p DBC) Plan(now time.Time, d Demand) (map[string]int, int) {
 	want := make(map[string]int, len(d.Sites))
 	var sum float64

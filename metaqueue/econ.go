@@ -297,7 +297,7 @@ func (s *Store) EconQueues(ctx context.Context) ([]policy.EconQueue, error) {
 				e.Deadline = time.Unix(0, int64(q.Deadline*1e9))
 			}
 			if q.Budget > 0 {
-				e.Budget = max(q.Budget-s.econ.spentBy(q.id)-s.econ.reserved[q.id], 0)
+				e.Budget = max(q.Budget-s.econ.spentBy(q.id)-s.econ.reserved[q.id]-s.lastJobSlack(q), 0)
 				e.Budgeted = true
 			}
 			var all runtimes
@@ -323,6 +323,34 @@ func (s *Store) EconQueues(ctx context.Context) ([]policy.EconQueue, error) {
 		return nil
 	})
 	return out, err
+}
+
+// lastJobSlack is what dispatch asks of the budget beyond a job's
+// expected cost: it reserves the queue's ceiling, so the last job to
+// start needs price x ceiling left, not price x its runtime. The planner
+// prices jobs at their expected cost, so it is given the budget less this
+// (at the priced site where it is least), or it would plan jobs dispatch
+// will not start.
+func (s *Store) lastJobSlack(q *queue) float64 {
+	if q.Ceiling <= 0 {
+		return 0
+	}
+	r, ok := q.ready.Peek()
+	if !ok {
+		return 0 // nothing to plan
+	}
+	j, ok := s.g.Node(r.ID)
+	if !ok {
+		return 0
+	}
+	slack := -1.0
+	for site, price := range s.econ.price {
+		v := price * max(q.Ceiling-s.expectAt(q, j, site), 0) / 3600
+		if slack < 0 || v < slack {
+			slack = v
+		}
+	}
+	return max(slack, 0)
 }
 
 // SetEconPlan sets how many of a queue's jobs each site may run at once

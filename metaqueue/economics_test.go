@@ -110,3 +110,27 @@ func TestBudgetAtDispatch(t *testing.T) {
 		t.Fatalf("after a restart: %+v, %v", qs, err)
 	}
 }
+
+// The planner is given the budget less what dispatch asks beyond a job's
+// expected cost (the ceiling's reservation), so it does not plan a job
+// dispatch would not start.
+func TestEconQueuesBudgetLeft(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	f := func(v float64) *float64 { return &v }
+	if err := e.s.AddSite(ctx, protocol.SiteSpec{Name: "cheap", Type: "local", Max: 1, Slots: 1, Price: 3600}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Budget: f(10), Ceiling: f(4)}); err != nil {
+		t.Fatal(err)
+	}
+	sp := spec("a", "true")
+	sp.Queue, sp.Est = "q", 1
+	e.submit(sp)
+	qs, err := e.s.EconQueues(ctx)
+	// Expected 1 s at 1 a second, reserved 4: the last job needs 3 more.
+	if err != nil || len(qs) != 1 || !qs[0].Budgeted || math.Abs(qs[0].Budget-7) > 1e-9 || qs[0].Ready != 1 || qs[0].Est != 1 {
+		t.Fatalf("EconQueues = %+v, %v", qs, err)
+	}
+}

@@ -677,6 +677,7 @@ func (s *Store) loadJobs(ctx context.Context, prereqs map[int64][]dag.TargetID, 
 		n    int
 	}
 	learned := map[int32]*sum{}
+	var costedRuns []int64
 	rows, err := s.w.QueryContext(ctx, `SELECT id, queue_id, target_id, state, est, attempts, attempt_base, placeholder_id, started, finished
 		FROM jobs ORDER BY id`)
 	if err != nil {
@@ -716,13 +717,28 @@ func (s *Store) loadJobs(ctx context.Context, prereqs map[int64][]dag.TargetID, 
 		case job.Executing:
 			// A fresh lease: the placeholder may still be running it and will
 			// report or heartbeat once it reconnects.
-			s.running[id] = &run{attempt: attempts, used: attempts - base, placeholder: ph.Int64, lease: now.Add(s.opt.Lease), started: time.UnixMicro(started.Int64)}
+			ru := &run{attempt: attempts, used: attempts - base, placeholder: ph.Int64, lease: now.Add(s.opt.Lease), started: time.UnixMicro(started.Int64)}
+			s.running[id] = ru
 			s.runStarted(id)
+			costedRuns = append(costedRuns, id)
 			phIDs[ph.Int64] = true
 		}
 	}
 	if err := closeRows(rows); err != nil {
 		return nil, err
+	}
+	// Executing attempts take their reservations and places under the
+	// planner's caps again (their sites are read now, the scan closed).
+	for _, id := range costedRuns {
+		n, _ := s.g.Node(id)
+		ru := s.running[id]
+		if eq := s.queueIDs[n.Queue]; eq != nil && (eq.costed() || len(s.econ.price) > 0) {
+			site, err := s.siteName(ru.placeholder)
+			if err != nil {
+				return nil, err
+			}
+			s.econStart(eq, n, ru, site)
+		}
 	}
 	for c, n := range ended {
 		s.g.LoadCounts(dag.TargetID(c.t), c.st, n)

@@ -452,7 +452,7 @@ func (s *Store) Queues(ctx context.Context) ([]protocol.QueueInfo, error) {
 	var out []protocol.QueueInfo
 	err := s.do(ctx, func() error {
 		for _, q := range s.qlist {
-			out = append(out, q.QueueInfo)
+			out = append(out, s.econInfo(q))
 		}
 		return nil
 	})

@@ -76,9 +76,11 @@ func (s *Store) runStarted(id int64) {
 // are free places, first held first, so a member's end costs O(1) however
 // many wait.
 func (s *Store) stopRun(id int64) {
-	if _, ok := s.running[id]; !ok {
+	ru, ok := s.running[id]
+	if !ok {
 		return
 	}
+	s.econStop(ru)
 	delete(s.running, id)
 	ar := s.arrays.of(id)
 	if ar == nil {

@@ -499,7 +499,7 @@ func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err 
 			continue // held by its array until a member stops
 		}
 		examined++
-		if !fits(j.Est, q, walltime) {
+		if !fits(j.Est, q, walltime) || !s.affordable(q, j, p.site) {
 			popped = append(popped, r)
 			continue
 		}

@@ -338,7 +338,7 @@ func TestSetQueuePolicyErrors(t *testing.T) {
 	bad := "lifo"
 	_, err := e.s.SetQueue(context.Background(), protocol.QueueSet{Name: "q", Policy: &bad})
 	errCode(t, err, protocol.CodeBadRequest)
-	if want := `unknown policy "lifo" (known: fcfs, sjf, cp, dc, sa, wqr, xsufferage)`; err.Error() != want {
+	if want := `unknown policy "lifo" (known: fcfs, sjf, cp, dc, sa, wqr, xsufferage, dbc-cost, dbc-costtime, dbc-time)`; err.Error() != want {
 		t.Fatalf("error %q, want %q", err, want)
 	}
 	simOnly := "sa"

@@ -255,6 +255,11 @@ func (s *Store) endAttempt(id int64, j dag.Node, ru *run, out outcome, r protoco
 	if out == lost {
 		exitArg = nil
 	}
+	if out != returned {
+		if err := s.charge(id, q, ru, started, finished, out == succeeded); err != nil {
+			return err
+		}
+	}
 	s.stopRun(id)
 	next := nextState(q, used, out)
 	if o := s.opt.Observer; o != nil {
@@ -451,8 +456,18 @@ func (s *Store) dispatch(p *parkedNext) error {
 		q      *queue
 		bundle int64
 		seq    int
+		ru     *run
 	}
 	var picks []picked
+	// Economics needs the asking placeholder's site (its price, the
+	// planner's caps): known once per request.
+	if s.econCosting() && p.site == "" {
+		site, err := s.siteName(p.req.Placeholder)
+		if err != nil {
+			return err
+		}
+		p.site = site
+	}
 	// A DC wait stands until something it depends on changed, or for at
 	// most redecide: queue time alone moves it on slowly.
 	now := s.now()
@@ -489,7 +504,10 @@ func (s *Store) dispatch(p *parkedNext) error {
 			if bundle != 0 {
 				seq = int(id - bundle)
 			}
-			picks = append(picks, picked{id, s.queueIDs[j.Queue], bundle, seq})
+			// Reserved now, so the next pick of this request sees it.
+			ru := &run{}
+			s.econStart(s.queueIDs[j.Queue], j, ru, p.site)
+			picks = append(picks, picked{id, s.queueIDs[j.Queue], bundle, seq, ru})
 		}
 	}
 	switch {
@@ -542,7 +560,9 @@ func (s *Store) dispatch(p *parkedNext) error {
 			return fatalError{fmt.Errorf("ready job %d has no row", pk.id)}
 		}
 		j, _ := s.g.Node(pk.id)
-		s.running[pk.id] = &run{attempt: r.attempt, used: r.attempt - r.base, placeholder: p.req.Placeholder, lease: lease, started: now}
+		ru := pk.ru
+		ru.attempt, ru.used, ru.placeholder, ru.lease, ru.started = r.attempt, r.attempt-r.base, p.req.Placeholder, lease, now
+		s.running[pk.id] = ru
 		text, raw := protocol.WireCommand(r.command)
 		a := protocol.Assignment{
 			ID: pk.id, Attempt: r.attempt, Command: text, CommandBytes: raw, Cwd: r.cwd,
@@ -629,7 +649,7 @@ func (s *Store) pickFrom(q *queue, p *parkedNext) (int64, bool, error) {
 			continue // held by its array until a member stops
 		}
 		examined++
-		if !fits(j.Est, q, walltime) || (len(s.plans.job) > 0 && s.keepForPlan(r.ID, p.site)) {
+		if !fits(j.Est, q, walltime) || (len(s.plans.job) > 0 && s.keepForPlan(r.ID, p.site)) || !s.affordable(q, j, p.site) {
 			aside = append(aside, r)
 			continue
 		}

@@ -38,6 +38,29 @@ func (s *Store) AddSite(ctx context.Context, spec protocol.SiteSpec) error {
 			s.data.rooted[spec.Name] = true
 			s.data.gen++
 		}
+		s.setPrice(spec.Name, spec.Price)
+		return nil
+	})
+}
+
+// UpdateSite stores a site's changed settings.
+func (s *Store) UpdateSite(ctx context.Context, spec protocol.SiteSpec) error {
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		return err
+	}
+	return s.doDurable(ctx, func() error {
+		if err := s.begin(); err != nil {
+			return err
+		}
+		res, err := s.w.ExecContext(context.Background(), "UPDATE sites SET spec = ? WHERE name = ?", string(raw), spec.Name)
+		if err != nil {
+			return fatalError{err}
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return protocol.Errorf(protocol.CodeNotFound, "no site %s", spec.Name)
+		}
+		s.setPrice(spec.Name, spec.Price)
 		return nil
 	})
 }
@@ -56,6 +79,7 @@ func (s *Store) RemoveSite(ctx context.Context, name string) error {
 			return protocol.Errorf(protocol.CodeNotFound, "no site %s", name)
 		}
 		delete(s.data.rooted, name)
+		s.setPrice(name, 0)
 		return nil
 	})
 }

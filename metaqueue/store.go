@@ -104,6 +104,7 @@ type Store struct {
 	arrays       arrays    // limited job arrays (array.go)
 	data         dataState // data-conscious scheduling (data.go)
 	plans        planState // jobs' planned sites (plan.go)
+	econ         econState // spending, reservations, planner caps (econ.go)
 	bl           blevels   // b-levels for cp queues (blevel.go)
 	stg          staging   // transfers in flight (catalog.go): memory only, kept across reloads
 	moved        protocol.MovedTotals
@@ -127,6 +128,12 @@ type run struct {
 	placeholder int64
 	lease       time.Time
 	started     time.Time
+	// Economics (econ.go): the site and queue it is costed at, and what
+	// it reserves of the queue's budget while it runs.
+	site    string
+	queue   int32
+	reserve float64
+	costed  bool
 }
 
 // Open opens (creating if needed) the metaqueue at opt.Path, loads its
@@ -525,6 +532,9 @@ func (s *Store) load(ctx context.Context) error {
 	if err := s.loadQueues(ctx); err != nil {
 		return err
 	}
+	if err := s.loadEcon(ctx); err != nil {
+		return err
+	}
 	if err := s.loadTargets(ctx); err != nil {
 		return err
 	}
@@ -558,6 +568,7 @@ func (s *Store) resetIndex() {
 	s.qlist = nil
 	s.running = map[int64]*run{}
 	s.arrays = arrays{}
+	s.econ.reset()
 	s.phs = map[int64]bool{}
 	s.counts = map[int32]*[128]int{}
 	s.nextID = 0
@@ -666,6 +677,7 @@ func (s *Store) loadJobs(ctx context.Context, prereqs map[int64][]dag.TargetID, 
 		n    int
 	}
 	learned := map[int32]*sum{}
+	var costedRuns []int64
 	rows, err := s.w.QueryContext(ctx, `SELECT id, queue_id, target_id, state, est, attempts, attempt_base, placeholder_id, started, finished
 		FROM jobs ORDER BY id`)
 	if err != nil {
@@ -705,13 +717,28 @@ func (s *Store) loadJobs(ctx context.Context, prereqs map[int64][]dag.TargetID, 
 		case job.Executing:
 			// A fresh lease: the placeholder may still be running it and will
 			// report or heartbeat once it reconnects.
-			s.running[id] = &run{attempt: attempts, used: attempts - base, placeholder: ph.Int64, lease: now.Add(s.opt.Lease), started: time.UnixMicro(started.Int64)}
+			ru := &run{attempt: attempts, used: attempts - base, placeholder: ph.Int64, lease: now.Add(s.opt.Lease), started: time.UnixMicro(started.Int64)}
+			s.running[id] = ru
 			s.runStarted(id)
+			costedRuns = append(costedRuns, id)
 			phIDs[ph.Int64] = true
 		}
 	}
 	if err := closeRows(rows); err != nil {
 		return nil, err
+	}
+	// Executing attempts take their reservations and places under the
+	// planner's caps again (their sites are read now, the scan closed).
+	for _, id := range costedRuns {
+		n, _ := s.g.Node(id)
+		ru := s.running[id]
+		if eq := s.queueIDs[n.Queue]; eq != nil && (eq.costed() || len(s.econ.price) > 0) {
+			site, err := s.siteName(ru.placeholder)
+			if err != nil {
+				return nil, err
+			}
+			s.econStart(eq, n, ru, site)
+		}
 	}
 	for c, n := range ended {
 		s.g.LoadCounts(dag.TargetID(c.t), c.st, n)

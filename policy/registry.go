@@ -3,6 +3,8 @@ package policy
 import (
 	"fmt"
 	"strings"
+
+	"github.com/mq-hpc/mq/econ"
 )
 
 // Kind is what a policy decides when a placeholder asks for work.
@@ -109,6 +111,12 @@ var registry = []Info{
 	{Name: "xsufferage", Summary: "site-level sufferage, seed 000: the job that would suffer most at another site, by measured runtimes and transfer rates",
 		Kind: Choosing, Needs: NeedsEstimates | NeedsFiles | NeedsArrivals, Order: namedFCFS("xsufferage"), SimOnly: true,
 		NewChooser: func() Chooser { return XSufferage{MaxExamined: DefaultXSufferageExamined} }},
+	{Name: "dbc-cost", Summary: "deadline and budget, seed 002: the cheapest sites' placeholders, dearer ones only as the deadline needs (cost optimisation)",
+		Kind: Provisioning, NewProvisioner: func() Provisioner { return DBC{Strategy: econ.Cost} }},
+	{Name: "dbc-costtime", Summary: "deadline and budget, seed 002: as dbc-cost, spreading jobs over sites of equal cost to end earlier (cost-time optimisation)",
+		Kind: Provisioning, NewProvisioner: func() Provisioner { return DBC{Strategy: econ.CostTime} }},
+	{Name: "dbc-time", Summary: "deadline and budget, seed 002: the sites that end each job soonest within the budget (time optimisation)",
+		Kind: Provisioning, NewProvisioner: func() Provisioner { return DBC{Strategy: econ.Time} }},
 }
 
 // How many of the oldest ready jobs a live SA or XSufferage decision looks

@@ -234,6 +234,10 @@ type JobInfo struct {
 // for an attempt that did not run to an exit, like a lost one).
 type Accounting struct {
 	Elapsed float64 `json:"elapsed,omitempty"` // seconds
+	// Cost is what the attempt was charged (its site's price x elapsed
+	// hours), absent when it was not costed (a free site, a queue
+	// without a deadline or budget).
+	Cost *float64 `json:"cost,omitempty"`
 	Usage
 }
 
@@ -382,9 +386,19 @@ type QueueInfo struct {
 	Policy      string  `json:"policy"`
 	// Deadline is when the queue's jobs should all have ended, Unix
 	// seconds; Budget what they may cost, in the sites' price unit. 0:
-	// none. Stored for deadline-and-budget planning (docs/seed002.md).
+	// none. Sites that follow a deadline-and-budget planner provision for
+	// them, and dispatch never starts a job the budget left cannot pay
+	// for (docs/seed002.md).
 	Deadline float64 `json:"deadline,omitempty"`
 	Budget   float64 `json:"budget,omitempty"`
+	// Spent is what the queue's ended attempts cost (site price x
+	// elapsed hours), in all and per site; Reserved what its running
+	// attempts may cost at most; Unfinishable how many ready jobs the
+	// planner last found no site can end within the deadline and budget.
+	Spent        float64            `json:"spent,omitempty"`
+	SpentBySite  map[string]float64 `json:"spent_by_site,omitempty"`
+	Reserved     float64            `json:"reserved,omitempty"`
+	Unfinishable int                `json:"unfinishable,omitempty"`
 }
 
 // QueueList lists queues.

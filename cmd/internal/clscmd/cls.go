@@ -4,16 +4,19 @@
 package clscmd
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -207,8 +210,12 @@ func clsQueue(env mqcli.Env) *cli.Command {
 		Subcommands: []*cli.Command{
 			{
 				Name:  "list",
-				Usage: "list queues and their properties",
+				Usage: "list queues and their properties, with what each has spent (site price x elapsed hours of its attempts)",
+				Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
 				Action: func(c *cli.Context) error {
+					if c.NArg() > 0 {
+						return mqcli.Usagef("queue list takes no arguments")
+					}
 					cl, err := mqcli.Dial(c.Context, env, "cls")
 					if err != nil {
 						return err
@@ -217,6 +224,11 @@ func clsQueue(env mqcli.Env) *cli.Command {
 					ql, err := client.Do(c.Context, cl, protocol.OpQueueList, protocol.Empty{})
 					if err != nil {
 						return err
+					}
+					if c.Bool("json") {
+						enc := json.NewEncoder(c.App.Writer)
+						enc.SetIndent("", "  ")
+						return enc.Encode(ql)
 					}
 					printQueues(c.App.Writer, ql.Queues)
 					return nil
@@ -403,7 +415,7 @@ func checkDurations(c *cli.Context, ranges map[string][2]time.Duration) error {
 
 func printQueues(w io.Writer, qs []protocol.QueueInfo) {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "QUEUE\tCEILING\tMAX ATTEMPTS\tRETRY FAILED\tPOLICY\tDEADLINE\tBUDGET")
+	fmt.Fprintln(tw, "QUEUE\tCEILING\tMAX ATTEMPTS\tRETRY FAILED\tPOLICY\tDEADLINE\tBUDGET\tSPENT\tUNFINISHABLE")
 	for _, q := range qs {
 		ceiling, deadline, budget := "none", "none", "none"
 		if q.Ceiling > 0 {
@@ -415,7 +427,17 @@ func printQueues(w io.Writer, qs []protocol.QueueInfo) {
 		if q.Budget > 0 {
 			budget = strconv.FormatFloat(q.Budget, 'g', -1, 64)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%s\t%s\t%s\n", protocol.Printable(q.Name), ceiling, q.MaxAttempts, q.RetryFailed, protocol.Printable(q.Policy), deadline, budget)
+		spent := "-"
+		if q.Spent > 0 || len(q.SpentBySite) > 0 {
+			spent = strconv.FormatFloat(q.Spent, 'g', 6, 64)
+			sites := slices.Sorted(maps.Keys(q.SpentBySite))
+			var parts []string
+			for _, s := range sites {
+				parts = append(parts, protocol.Printable(s)+" "+strconv.FormatFloat(q.SpentBySite[s], 'g', 6, 64))
+			}
+			spent += " (" + strings.Join(parts, ", ") + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%s\t%s\t%s\t%s\t%d\n", protocol.Printable(q.Name), ceiling, q.MaxAttempts, q.RetryFailed, protocol.Printable(q.Policy), deadline, budget, spent, q.Unfinishable)
 	}
 	tw.Flush()
 }
@@ -461,8 +483,11 @@ func (n *siteNets) String() string { return "" }
 // policyHelp lists the policies for --help, from the one registry.
 func policyHelp() string {
 	var b strings.Builder
-	for i, p := range policy.All() {
-		if i > 0 {
+	for _, p := range policy.All() {
+		if p.Kind == policy.Provisioning {
+			continue // for sites: cls site add --provision
+		}
+		if b.Len() > 0 {
 			b.WriteString("; ")
 		}
 		fmt.Fprintf(&b, "%s (%s)", p.Name, p.Summary)

@@ -70,7 +70,8 @@ type Problem struct {
 	// none.
 	CrossCost float64
 	// MinUtil is W_MIN in [0, 1): every placeholder a stage holds at a
-	// site is busy at least this share of the time.
+	// site is busy at least this share of the time, or carries at least
+	// this share of the most the pipeline could carry, the less.
 	MinUtil float64
 	// Extra is W_F >= 0: each stage after the first holds this share of
 	// capacity beyond the rate (the seed's equation 11 is per edge).

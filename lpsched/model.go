@@ -23,7 +23,7 @@ import (
 //
 //	sum_s r[k,s] = x                      every item passes every stage
 //	r[k,s] <= cap[k,s]*n[k,s]             placeholders not overloaded (10, 11)
-//	r[k,s] >= W_MIN*cap[k,s]*n[k,s]       nor underused (13, 14)
+//	r[k,s] >= W_MIN*min(cap[k,s],U)*n[k,s] nor underused (13, 14)
 //	sum_s cap*n[k,s] >= (1+W_F)*x         extra capacity (11)
 //	sum_k n[k,s] <= Max[s]                one stage per placeholder
 //	sum_s n[k,s] <= MaxCopies[k]
@@ -123,7 +123,9 @@ func formulate(p *Problem) (*formulation, error) {
 			f.obj[n] = nodeCost
 			f.rows = append(f.rows, row{coef: map[int]float64{r: 1, n: -c}, sign: -1})
 			if p.MinUtil > 0 {
-				f.rows = append(f.rows, row{coef: map[int]float64{r: 1, n: -p.MinUtil * c}, sign: 1})
+				// The seed's F_min: busy W_MIN of what the placeholder
+				// could do or of all the pipeline could feed it, the less.
+				f.rows = append(f.rows, row{coef: map[int]float64{r: 1, n: -p.MinUtil * min(c, 1)}, sign: 1})
 			}
 		}
 		f.rows = append(f.rows, eq)
@@ -266,7 +268,8 @@ const intTol = 1e-6
 // solve runs a depth-first branch and bound over the n variables, the
 // ceiling branch first (it keeps the rate, so a good plan is found early).
 func (f *formulation) solve(ctx context.Context) (Plan, error) {
-	limit := f.p.MaxNodes
+	p := f.p
+	limit := p.MaxNodes
 	if limit == 0 {
 		limit = DefaultMaxNodes
 	}
@@ -313,7 +316,11 @@ func (f *formulation) solve(ctx context.Context) (Plan, error) {
 		}
 		return Plan{}, fmt.Errorf("lpsched: no integer plan within %d linear programs", limit)
 	}
-	return f.plan(best, complete), nil
+	pl := f.plan(best, complete)
+	if pl.Rate <= 1e-9*f.u {
+		return Plan{}, fmt.Errorf("lpsched: no plan carries any items (is the minimum utilisation %g too high?)", p.MinUtil)
+	}
+	return pl, nil
 }
 
 func (f *formulation) plan(x []float64, optimal bool) Plan {

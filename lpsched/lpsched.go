@@ -83,9 +83,9 @@ type Problem struct {
 
 // Defaults of the knobs.
 const (
-	DefaultNodeCost  = 1e-3
+	DefaultNodeCost  = 0.01
 	DefaultCrossCost = 1e-4
-	DefaultMaxNodes  = 5000
+	DefaultMaxNodes  = 1000
 )
 
 // Plan is the planner's answer.
@@ -97,8 +97,10 @@ type Plan struct {
 	// the sending site).
 	Cross        float64
 	Placeholders int
-	Nodes        int  // linear programs solved
-	Optimal      bool // the branch and bound finished within MaxNodes
+	Nodes        int // linear programs solved
+	// Optimal is true when the branch and bound finished within MaxNodes:
+	// no plan is better by half a placeholder's cost (W_X/2) or more.
+	Optimal bool
 }
 
 // ErrNoCapacity is returned when some stage can run nowhere.

@@ -41,6 +41,8 @@ type formulation struct {
 	obj   []float64 // minimised
 	ints  []int     // the n variables
 	nodes int
+	// nodeCost is W_X as used.
+	nodeCost float64
 }
 
 type row struct {
@@ -106,6 +108,7 @@ func formulate(p *Problem) (*formulation, error) {
 		crossCost = DefaultCrossCost
 	}
 	crossCost = max(crossCost, 0)
+	f.nodeCost = nodeCost
 	f.obj[f.x] = -1
 	for k := range p.Stages {
 		eq := row{coef: map[int]float64{f.x: -1}}
@@ -214,53 +217,98 @@ func (b bounds) with(v int, lo, hi float64) bounds {
 var errInfeasible = errors.New("infeasible")
 
 // relax solves the linear relaxation within b: the objective and the
-// variables. The rows become standard form (a slack or surplus column
-// per inequality, every variable >= 0) for gonum's simplex.
+// variables. The rows become standard form (a slack column per
+// inequality, every variable >= 0) for gonum's simplex. A lower bound
+// shifts its variable (n = lo + n'), so when every row then reads
+// "<= a non-negative number" the slack columns are a feasible starting
+// basis and the simplex skips its first phase.
 func (f *formulation) relax(b bounds) (float64, []float64, error) {
 	f.nodes++
-	rows := append([]row(nil), f.rows...)
+	lo := make([]float64, f.nvar)
+	for v, x := range b.lo {
+		lo[v] = x
+	}
+	type le struct {
+		coef map[int]float64
+		rhs  float64
+	}
+	var rows []le
+	add := func(coef map[int]float64, rhs float64, neg bool) {
+		if neg {
+			c := make(map[int]float64, len(coef))
+			for v, x := range coef {
+				c[v] = -x
+			}
+			coef, rhs = c, -rhs
+		}
+		for v, x := range coef {
+			rhs -= x * lo[v]
+		}
+		rows = append(rows, le{coef, rhs})
+	}
+	for _, r := range f.rows {
+		switch r.sign {
+		case -1:
+			add(r.coef, r.rhs, false)
+		case 1:
+			add(r.coef, r.rhs, true)
+		default:
+			add(r.coef, r.rhs, false)
+			add(r.coef, r.rhs, true)
+		}
+	}
 	for _, v := range f.ints { // in order, so a run repeats
 		if x, ok := b.hi[v]; ok {
-			rows = append(rows, row{coef: map[int]float64{v: 1}, rhs: x, sign: -1})
-		}
-		if x := b.lo[v]; x > 0 {
-			rows = append(rows, row{coef: map[int]float64{v: 1}, rhs: x, sign: 1})
+			add(map[int]float64{v: 1}, x, false)
 		}
 	}
-	slacks := 0
+	warm := true
 	for _, r := range rows {
-		if r.sign != 0 {
-			slacks++
+		if r.rhs < -1e-12 {
+			warm = false
 		}
 	}
-	cols := f.nvar + slacks
+	cols := f.nvar + len(rows)
 	A := mat.NewDense(len(rows), cols, nil)
 	rhs := make([]float64, len(rows))
-	sl := f.nvar
+	basis := make([]int, len(rows))
 	for i, r := range rows {
 		for v, c := range r.coef {
 			A.Set(i, v, c)
 		}
-		switch r.sign {
-		case -1:
-			A.Set(i, sl, 1)
-			sl++
-		case 1:
-			A.Set(i, sl, -1)
-			sl++
+		// A row reading "<= negative" is flipped to ">= positive": its
+		// slack then has -1 and cannot start the basis.
+		sign := 1.0
+		if r.rhs < 0 {
+			sign = -1
 		}
-		rhs[i] = r.rhs
+		if sign < 0 {
+			for v, c := range r.coef {
+				A.Set(i, v, -c)
+			}
+		}
+		A.Set(i, f.nvar+i, sign)
+		rhs[i] = max(sign*r.rhs, 0)
+		basis[i] = f.nvar + i
 	}
 	c := make([]float64, cols)
 	copy(c, f.obj)
-	opt, x, err := lp.Simplex(c, A, rhs, 1e-10, nil)
+	if !warm {
+		basis = nil
+	}
+	opt, x, err := lp.Simplex(c, A, rhs, 1e-10, basis)
 	switch {
 	case errors.Is(err, lp.ErrInfeasible):
 		return 0, nil, errInfeasible
 	case err != nil:
 		return 0, nil, fmt.Errorf("lpsched: simplex: %w", err)
 	}
-	return opt, x[:f.nvar], nil
+	x = x[:f.nvar]
+	for v := range x {
+		x[v] += lo[v]
+		opt += f.obj[v] * lo[v]
+	}
+	return opt, x, nil
 }
 
 const intTol = 1e-6
@@ -274,8 +322,14 @@ func (f *formulation) solve(ctx context.Context) (Plan, error) {
 		limit = DefaultMaxNodes
 	}
 	best, bestObj := []float64(nil), math.Inf(1)
-	stack := []bounds{{lo: map[int]float64{}, hi: map[int]float64{}}}
+	root := bounds{lo: map[int]float64{}, hi: map[int]float64{}}
+	stack := []bounds{root}
 	complete := true
+	// A plan within half a placeholder's cost of the bound is as good as
+	// any: what is left between them is rounding, and ties between
+	// sites would otherwise be searched one by one.
+	gap := f.nodeCost / 2
+	rounded := false
 	for len(stack) > 0 {
 		if f.nodes >= limit || ctx.Err() != nil {
 			complete = false
@@ -290,8 +344,27 @@ func (f *formulation) solve(ctx context.Context) (Plan, error) {
 		if err != nil {
 			return Plan{}, err
 		}
-		if obj >= bestObj-1e-9 {
+		if obj >= bestObj-gap {
 			continue
+		}
+		if !rounded {
+			// Every count rounded up from the root's relaxation, the
+			// rates re-solved: usually feasible, and a good first plan.
+			rounded = true
+			for _, counts := range [][]float64{f.roundUp(x), f.roundDown(x)} {
+				fix := root
+				for i, v := range f.ints {
+					fix = fix.with(v, counts[i], counts[i])
+				}
+				if o, xr, err := f.relax(fix); err == nil && o < bestObj {
+					best, bestObj = xr, o
+				} else if err != nil && !errors.Is(err, errInfeasible) {
+					return Plan{}, err
+				}
+			}
+			if obj >= bestObj-gap {
+				continue
+			}
 		}
 		branch, frac := -1, 0.0
 		for _, v := range f.ints {
@@ -321,6 +394,67 @@ func (f *formulation) solve(ctx context.Context) (Plan, error) {
 		return Plan{}, fmt.Errorf("lpsched: no plan carries any items (is the minimum utilisation %g too high?)", p.MinUtil)
 	}
 	return pl, nil
+}
+
+// roundDown is every count of the relaxation x rounded down: within
+// every site's and stage's limits.
+func (f *formulation) roundDown(x []float64) []float64 {
+	out := make([]float64, len(f.ints))
+	for i, v := range f.ints {
+		out[i] = math.Floor(x[v] + intTol)
+	}
+	return out
+}
+
+// roundUp is every count of x rounded up, then, where a site or a stage
+// is over its limit, the counts with the least fraction taken back down.
+func (f *formulation) roundUp(x []float64) []float64 {
+	p := f.p
+	out := make([]float64, len(f.ints))
+	idx := map[int]int{}
+	for i, v := range f.ints {
+		out[i] = math.Ceil(x[v] - intTol)
+		idx[v] = i
+	}
+	// fit lowers the counts of vars, least fraction first, to at most
+	// limit in all.
+	fit := func(vars []int, limit float64) {
+		for {
+			sum, pick, least := 0.0, -1, 2.0
+			for _, v := range vars {
+				i := idx[v]
+				sum += out[i]
+				if fr := x[v] - math.Floor(x[v]+intTol); out[i] > math.Floor(x[v]+intTol) && fr < least {
+					pick, least = i, fr
+				}
+			}
+			if sum <= limit || pick < 0 {
+				return
+			}
+			out[pick]--
+		}
+	}
+	for s, si := range p.Sites {
+		var vars []int
+		for k := range p.Stages {
+			if v := f.n[k][s]; v >= 0 {
+				vars = append(vars, v)
+			}
+		}
+		fit(vars, float64(si.Max))
+	}
+	for k, st := range p.Stages {
+		if st.MaxCopies > 0 {
+			var vars []int
+			for s := range p.Sites {
+				if v := f.n[k][s]; v >= 0 {
+					vars = append(vars, v)
+				}
+			}
+			fit(vars, float64(st.MaxCopies))
+		}
+	}
+	return out
 }
 
 func (f *formulation) plan(x []float64, optimal bool) Plan {

@@ -42,6 +42,10 @@ type Stage struct {
 	// MaxCopies, if > 0, bounds the stage's placeholders (a reader of
 	// data held on one host: 1).
 	MaxCopies int
+	// Times, if set, are the seconds one item takes at each site (in
+	// Problem.Sites order; 0 or +Inf: it cannot run there), measured
+	// rather than Work/Speed.
+	Times []float64
 }
 
 // Site is a group of placeholders of one speed behind one shared link.
@@ -76,6 +80,11 @@ type Problem struct {
 	// Extra is W_F >= 0: each stage after the first holds this share of
 	// capacity beyond the rate (the seed's equation 11 is per edge).
 	Extra float64
+	// Relaxed plans without whole placeholders: one linear program, its
+	// counts rounded up in the plan. For placeholders that take turns at
+	// the stages (mq's pull any job of the queue) rather than each
+	// holding one, as the seed's filters do.
+	Relaxed bool
 	// MaxNodes bounds the branch and bound (linear programs solved); 0:
 	// DefaultMaxNodes. The plan says whether the bound was proved.
 	MaxNodes int
@@ -114,6 +123,9 @@ func (p *Problem) Capacity(k, s int) float64 {
 		return 0
 	}
 	t := st.Work / si.Speed
+	if st.Times != nil {
+		t = st.Times[s]
+	}
 	if k > 0 && si.NIC > 0 {
 		t += p.Stages[k-1].Out / si.NIC
 	}
@@ -125,7 +137,10 @@ func (p *Problem) Capacity(k, s int) float64 {
 
 func (p *Problem) allowed(k, s int) bool {
 	st, si := p.Stages[k], p.Sites[s]
-	if si.Max <= 0 || si.Speed <= 0 {
+	if si.Max <= 0 || si.Speed <= 0 && st.Times == nil {
+		return false
+	}
+	if st.Times != nil && !(st.Times[s] > 0 && !math.IsInf(st.Times[s], 1)) {
 		return false
 	}
 	if len(st.Sites) == 0 {
@@ -158,6 +173,14 @@ func (p *Problem) Validate() error {
 	for _, st := range p.Stages {
 		if !finite(st.Work) || !finite(st.Out) || st.MaxCopies < 0 {
 			return fmt.Errorf("lpsched: stage %s: work, out and max copies must be finite and >= 0", st.Name)
+		}
+		if st.Times != nil && len(st.Times) != len(p.Sites) {
+			return fmt.Errorf("lpsched: stage %s: %d times for %d sites", st.Name, len(st.Times), len(p.Sites))
+		}
+		for _, t := range st.Times {
+			if math.IsNaN(t) || t < 0 {
+				return fmt.Errorf("lpsched: stage %s: time %g must be >= 0", st.Name, t)
+			}
 		}
 		for _, n := range st.Sites {
 			if !names[n] {

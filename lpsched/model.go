@@ -347,6 +347,10 @@ func (f *formulation) solve(ctx context.Context) (Plan, error) {
 		if obj >= bestObj-gap {
 			continue
 		}
+		if p.Relaxed {
+			best, bestObj = x, obj
+			break
+		}
 		if !rounded {
 			// Every count rounded up from the root's relaxation, the
 			// rates re-solved: usually feasible, and a good first plan.
@@ -469,7 +473,7 @@ func (f *formulation) plan(x []float64, optimal bool) Plan {
 				continue
 			}
 			pl.Flow[k][s] = x[f.r[k][s]] * f.u
-			pl.Count[k][s] = int(math.Round(x[f.n[k][s]]))
+			pl.Count[k][s] = int(math.Ceil(x[f.n[k][s]] - intTol))
 			pl.Placeholders += pl.Count[k][s]
 			if k+1 < K {
 				local := 0.0

@@ -192,3 +192,28 @@ func TestPlanCancelled(t *testing.T) {
 		t.Errorf("err %v", err)
 	}
 }
+
+// The blast trace's pipeline as plan.LP builds it (measured seconds per
+// site, a few hundred bytes per item, 10 MB/s links): link rows whose
+// coefficients are 1e-9 made the simplex's bases singular. A link that
+// cannot bind is left out, and the plan is found.
+func TestPlanIllScaledLinks(t *testing.T) {
+	p := Problem{Relaxed: true}
+	for _, n := range []string{"s1", "s2", "s3", "s4"} {
+		p.Sites = append(p.Sites, Site{Name: n, Speed: 1, Max: 4, Link: 1e7})
+	}
+	p.Stages = []Stage{
+		{Name: "split", Work: 1, Out: 240, Times: []float64{0.054, 0.199, 0.147, 0.163}},
+		{Name: "blast", Work: 1, Out: 554, Times: []float64{382.8, 21157, 20790, 20903}},
+		{Name: "merge", Work: 1, Times: []float64{0.044, 0.132, 0.089, 0.102}},
+	}
+	pl, err := p.Plan(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Blast bounds the rate: 4 slots at s1 do 4/382.8 items/s, the
+	// others 4/21157 or so each; nearly all of it at s1.
+	if pl.Rate < 4/382.8 || pl.Flow[1][0] < 0.9*pl.Rate {
+		t.Errorf("rate %g, blast flows %v", pl.Rate, pl.Flow[1])
+	}
+}

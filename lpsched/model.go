@@ -174,7 +174,15 @@ func formulate(p *Problem) (*formulation, error) {
 		if len(slots.coef) > 0 {
 			f.rows = append(f.rows, slots)
 		}
-		if si.Link > 0 && len(link.coef) > 0 {
+		// Every rate is at most x <= 1: a link that carries the most
+		// the site could ever send and receive cannot bind, and its
+		// row, with coefficients maybe far below 1, would only make the
+		// simplex's bases ill-conditioned.
+		most := 0.0
+		for _, c := range link.coef {
+			most += max(c, 0)
+		}
+		if si.Link > 0 && most > link.rhs {
 			f.rows = append(f.rows, link)
 		}
 	}
@@ -297,6 +305,11 @@ func (f *formulation) relax(b bounds) (float64, []float64, error) {
 		basis = nil
 	}
 	opt, x, err := lp.Simplex(c, A, rhs, 1e-10, basis)
+	if err != nil && basis != nil && !errors.Is(err, lp.ErrInfeasible) {
+		// A degenerate start can stall the pivoting rule: let the
+		// simplex find its own starting basis instead.
+		opt, x, err = lp.Simplex(c, A, rhs, 1e-10, nil)
+	}
 	switch {
 	case errors.Is(err, lp.ErrInfeasible):
 		return 0, nil, errInfeasible

@@ -24,6 +24,10 @@ type LP struct {
 	TimeLimit time.Duration // bounds the solve; 0: 30 s
 }
 
+// MaxLPCells bounds depths x sites for LP (20 sites x 10 stages took
+// minutes on a loaded 2-core machine: BENCHMARKS.md).
+const MaxLPCells = 200
+
 // Plan implements policy.Planner.
 func (l LP) Plan(ctx context.Context, p policy.Problem) (policy.Plan, error) {
 	m, err := compile(p)
@@ -31,6 +35,12 @@ func (l LP) Plan(ctx context.Context, p policy.Problem) (policy.Plan, error) {
 		return policy.Plan{}, err
 	}
 	lp, stageOf, stages := lpProblem(m)
+	// gonum's simplex is dense and cannot be interrupted: a DAG of many
+	// depths over many sites would hold the planner for hours
+	// (BENCHMARKS.md).
+	if cells := len(lp.Stages) * len(lp.Sites); cells > MaxLPCells {
+		return policy.Plan{}, fmt.Errorf("plan: lp: %d depths x %d sites is over %d: too large for its solver; use heft", len(lp.Stages), len(lp.Sites), MaxLPCells)
+	}
 	lp.MinUtil = l.MinUtil
 	// A DAG may have more depths than slots: a site's placeholders take
 	// turns at the stages, as mq's pull any job, so counts are shares.

@@ -3,6 +3,7 @@ package plan
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/mq-hpc/mq/policy"
@@ -57,5 +58,21 @@ func TestShares(t *testing.T) {
 		if got := shares(tc.n, tc.flow); fmt.Sprint(got) != fmt.Sprint(tc.want) {
 			t.Errorf("shares(%d, %v) = %v, want %v", tc.n, tc.flow, got, tc.want)
 		}
+	}
+}
+
+// A chain deeper than MaxLPCells allows over its sites is refused in one
+// line, not planned for hours.
+func TestLPTooLarge(t *testing.T) {
+	p := policy.Problem{Sites: []policy.PlanSite{{Name: "a", Slots: 1}, {Name: "b", Slots: 1}}}
+	for i := range MaxLPCells/2 + 1 {
+		j := policy.PlanJob{ID: int64(i), Est: map[string]float64{"a": 1, "b": 1}}
+		if i > 0 {
+			j.Prereqs = []int64{int64(i - 1)}
+		}
+		p.Jobs = append(p.Jobs, j)
+	}
+	if _, err := (LP{}).Plan(context.Background(), p); err == nil || !strings.Contains(err.Error(), "too large") {
+		t.Errorf("err %v", err)
 	}
 }

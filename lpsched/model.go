@@ -230,8 +230,15 @@ var errInfeasible = errors.New("infeasible")
 // shifts its variable (n = lo + n'), so when every row then reads
 // "<= a non-negative number" the slack columns are a feasible starting
 // basis and the simplex skips its first phase.
-func (f *formulation) relax(b bounds) (float64, []float64, error) {
+func (f *formulation) relax(b bounds) (opt float64, x []float64, err error) {
 	f.nodes++
+	// gonum panics on shapes it does not expect; a planner that takes
+	// peers' numbers must not.
+	defer func() {
+		if r := recover(); r != nil {
+			opt, x, err = 0, nil, fmt.Errorf("lpsched: simplex: %v", r)
+		}
+	}()
 	lo := make([]float64, f.nvar)
 	for v, x := range b.lo {
 		lo[v] = x
@@ -271,9 +278,12 @@ func (f *formulation) relax(b bounds) (float64, []float64, error) {
 		}
 	}
 	warm := true
-	for _, r := range rows {
-		if r.rhs < -1e-12 {
+	for i := range rows {
+		switch {
+		case rows[i].rhs < -1e-12:
 			warm = false
+		case rows[i].rhs < 0:
+			rows[i].rhs = 0 // rounding from the shift
 		}
 	}
 	cols := f.nvar + len(rows)
@@ -304,7 +314,7 @@ func (f *formulation) relax(b bounds) (float64, []float64, error) {
 	if !warm {
 		basis = nil
 	}
-	opt, x, err := lp.Simplex(c, A, rhs, 1e-10, basis)
+	opt, x, err = lp.Simplex(c, A, rhs, 1e-10, basis)
 	if err != nil && basis != nil && !errors.Is(err, lp.ErrInfeasible) {
 		// A degenerate start can stall the pivoting rule: let the
 		// simplex find its own starting basis instead.

@@ -49,7 +49,7 @@ Output: a table per network and file inflation (mean over seeds), or with
 		&cli.BoolFlag{Name: "json", Usage: "print one JSON object per run"},
 		&cli.StringFlag{Name: "plot", Usage: "write SVG plots and index.html into `DIR`", TakesFile: true},
 	}
-	app.Commands = []*cli.Command{gridCommand(), planCommand(), econCommand()}
+	app.Commands = []*cli.Command{gridCommand(), planCommand(), econCommand(), lpCommand()}
 	app.Action = func(c *cli.Context) error {
 		if c.NArg() > 0 {
 			return mqcli.Usagef("unexpected argument %q", c.Args().First())

@@ -100,14 +100,14 @@ var registry = []Info{
 	{Name: "dc", Summary: "data-conscious, thesis 004: run jobs where their input files are", Kind: Choosing,
 		Needs: NeedsEstimates | NeedsFiles | NeedsArrivals, Order: dcOrder{}, NewDC: DefaultDC},
 	{Name: "sa", Summary: "storage affinity, seed 000: the job with the most input bytes at the placeholder's site; copies of running jobs for idle placeholders",
-		Kind: Choosing, Needs: NeedsFiles, Order: namedFCFS("sa"), SimOnly: true,
+		Kind: Choosing, Needs: NeedsFiles, Order: namedFCFS("sa"),
 		NewChooser:    func() Chooser { return StorageAffinity{MaxExamined: DefaultMaxExamined} },
 		NewReplicator: func() Replicator { return StorageAffinity{} }},
 	{Name: "wqr", Summary: "workqueue with replication, seed 000: fcfs, then copies of running jobs for idle placeholders",
-		Kind: Ordered, Order: namedFCFS("wqr"), SimOnly: true,
+		Kind: Ordered, Order: namedFCFS("wqr"),
 		NewReplicator: func() Replicator { return WQR{} }},
 	{Name: "xsufferage", Summary: "site-level sufferage, seed 000: the job that would suffer most at another site, by measured runtimes and transfer rates",
-		Kind: Choosing, Needs: NeedsEstimates | NeedsFiles | NeedsArrivals, Order: namedFCFS("xsufferage"), SimOnly: true,
+		Kind: Choosing, Needs: NeedsEstimates | NeedsFiles | NeedsArrivals, Order: namedFCFS("xsufferage"),
 		NewChooser: func() Chooser { return XSufferage{MaxExamined: DefaultXSufferageExamined} }},
 }
 

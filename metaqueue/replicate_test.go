@@ -32,7 +32,9 @@ func (e *env) heartbeat(ph int64, running []protocol.JobRef, claim ...protocol.J
 	return r
 }
 
-func refOf(a protocol.Assignment) protocol.JobRef { return protocol.JobRef{ID: a.ID, Attempt: a.Attempt} }
+func refOf(a protocol.Assignment) protocol.JobRef {
+	return protocol.JobRef{ID: a.ID, Attempt: a.Attempt}
+}
 
 func contains(refs []protocol.JobRef, r protocol.JobRef) bool {
 	for _, x := range refs {

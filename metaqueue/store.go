@@ -95,17 +95,17 @@ type Store struct {
 	counts       map[int32]*[128]int // queue -> state letter -> jobs
 	nextID       int64
 	inTx         bool
-	curSync      Sync      // the writer's synchronous setting now (SyncSubmit switches it)
-	synced       int       // batches committed fsync'd under SyncSubmit (tests check which calls are durable)
-	ended        []int64   // jobs that ended or blocked in this batch (for waiters)
-	tokensPruned time.Time // when submit tokens were last pruned
-	checked      time.Time // when leases were last checked (stall detection, expire)
-	bundles      bundles   // live bundles (bundle.go)
-	arrays       arrays    // limited job arrays (array.go)
-	data         dataState // data-conscious scheduling (data.go)
-	plans        planState // jobs' planned sites (plan.go)
-	bl           blevels   // b-levels for cp queues (blevel.go)
-	stg          staging   // transfers in flight (catalog.go): memory only, kept across reloads
+	curSync      Sync        // the writer's synchronous setting now (SyncSubmit switches it)
+	synced       int         // batches committed fsync'd under SyncSubmit (tests check which calls are durable)
+	ended        []int64     // jobs that ended or blocked in this batch (for waiters)
+	tokensPruned time.Time   // when submit tokens were last pruned
+	checked      time.Time   // when leases were last checked (stall detection, expire)
+	bundles      bundles     // live bundles (bundle.go)
+	arrays       arrays      // limited job arrays (array.go)
+	data         dataState   // data-conscious scheduling (data.go)
+	plans        planState   // jobs' planned sites (plan.go)
+	bl           blevels     // b-levels for cp queues (blevel.go)
+	stg          staging     // transfers in flight (catalog.go): memory only, kept across reloads
 	repl         replication // copies of running jobs (replicate.go)
 	moved        protocol.MovedTotals
 

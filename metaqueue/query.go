@@ -279,6 +279,11 @@ func (s *Store) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
 	if d.History, err = s.history(ctx, s.rdb, id, lost); err != nil {
 		return d, err
 	}
+	if d.State == string(job.Executing) {
+		if d.Copies, err = s.runningCopies(ctx, id); err != nil {
+			return d, err
+		}
+	}
 	if err := s.jobPlan(ctx, &d); err != nil {
 		return d, err
 	}

@@ -2,6 +2,7 @@ package metaqueue
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -482,6 +483,31 @@ func (s *Store) loadCopies(ctx context.Context, now time.Time) error {
 		s.repl.noCopy[id] = true
 	}
 	return closeRows(rows)
+}
+
+// runningCopies lists the copies of job id running now.
+func (s *Store) runningCopies(ctx context.Context, id int64) ([]protocol.AttemptInfo, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT c.attempt, coalesce(p.site, ''), coalesce(p.host, ''), c.started, coalesce(p.out_dir, '')
+		FROM job_copies c LEFT JOIN placeholders p ON p.id = c.placeholder_id WHERE c.job_id = ? ORDER BY c.attempt`, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []protocol.AttemptInfo
+	for rows.Next() {
+		var a protocol.AttemptInfo
+		var started sql.NullInt64
+		var outDir string
+		if err := rows.Scan(&a.Attempt, &a.Site, &a.Host, &started, &outDir); err != nil {
+			return nil, err
+		}
+		a.Started = formatMicros(started)
+		if outDir != "" {
+			a.Stdout, a.Stderr = job.OutputPaths(outDir, id, a.Attempt)
+		}
+		out = append(out, a)
+	}
+	return out, closeRows(rows)
 }
 
 // Waste totals what killed copies used (nil when none was killed).

@@ -540,6 +540,9 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 		}
 		p(fmt.Sprintf("attempt %d", a.Attempt), line)
 	}
+	for _, a := range d.Copies {
+		p(fmt.Sprintf("attempt %d", a.Attempt), fmt.Sprintf("%s on %s, since %s: a copy running beside the job's attempt", a.Site, a.Host, a.Started))
+	}
 	tw.Flush()
 }
 

@@ -262,11 +262,11 @@ type JobDetail struct {
 	WaitingOn  []TargetStatus `json:"waiting_on,omitempty"`
 	// BlockedBy is, for a blocked job, the failed or deleted job that
 	// blocks it (through other blocked jobs, maybe).
-	BlockedBy *JobRefState   `json:"blocked_by,omitempty"`
-	History   []AttemptInfo  `json:"history,omitempty"`
+	BlockedBy *JobRefState  `json:"blocked_by,omitempty"`
+	History   []AttemptInfo `json:"history,omitempty"`
 	// Copies are the attempts running now beside the job's own (job
 	// replication); they have no Finished yet.
-	Copies []AttemptInfo `json:"copies,omitempty"`
+	Copies    []AttemptInfo  `json:"copies,omitempty"`
 	Inputs    []FileInfo     `json:"inputs,omitempty"`
 	Outputs   []FileInfo     `json:"outputs,omitempty"`
 	Transfers []TransferInfo `json:"transfers,omitempty"` // data staging for this job

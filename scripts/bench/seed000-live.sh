@@ -9,7 +9,8 @@
 # S000_MIB MiB input from the CLS host, run S000_RUNS times over the same
 # inputs under each policy, each policy in a fresh CLS. The test runs
 # sim.RunGrid on the same tasks (two hosts of speeds 10 and 5 at two
-# sites, the home link at the bandwidth the live transfers measured) and
+# sites, the home link at the bandwidth that policy's live transfers
+# measured) and
 # this script prints both as one table.
 #
 # Usage (root, with scripts/setup.sh done; the suite starts SGE and Slurm):
@@ -41,6 +42,6 @@ for p in live:
     print(f"| {p} | {l['makespan_s']:.1f} / {s['makespan_s']:.1f} | {per(l)} / {per(s)} | "
           f"{l['bytes_moved']/2**20:.0f} / {s['bytes_moved']/2**20:.0f} | {l['copies']} / {s['copies']} | "
           f"{100*l['cpu_waste']:.0f}% / {100*s['cpu_waste']:.0f}% | {100*l['net_waste']:.0f}% / {100*s['net_waste']:.0f}% |")
-rate = next(iter(live.values())).get("rate_Bps", 0)
-print(f"\nhome link in mqsim: {rate/2**20:.1f} MiB/s (the first policy's measured transfers)")
+print("\nhome link in mqsim, per policy (its live run's transfers): " +
+      ", ".join(f"{p} {live[p].get('rate_Bps', 0)/2**20:.1f} MiB/s" for p in live))
 PY

@@ -319,6 +319,9 @@ func (s *Store) Delete(ctx context.Context, sel protocol.Select) (protocol.Actio
 		reason := "deleted by user"
 		if j.State == job.Executing {
 			reason = "deleted by user while executing"
+			if err := s.stopCopies(id, reason); err != nil {
+				return err
+			}
 			s.stopRun(id)
 		}
 		if _, err := s.w.ExecContext(context.Background(), "UPDATE jobs SET state = 'X', finished = ?, reason = ? WHERE id = ?", micros(s.now()), reason, id); err != nil {
@@ -471,9 +474,6 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 		if err != nil {
 			return info, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
 		}
-		if p.SimOnly {
-			return info, protocol.Errorf(protocol.CodeBadRequest, "policy %s runs only in mqsim for now, not in a live queue", p.Name)
-		}
 		if !p.ForQueues() {
 			return info, protocol.Errorf(protocol.CodeBadRequest, "policy %s decides how many placeholders sites hold, not which job a queue runs", p.Name)
 		}
@@ -493,6 +493,9 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 		if err := protocol.CheckBudget(*qs.Budget); err != nil {
 			return info, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
 		}
+	}
+	if qs.MaxCopies != nil && (*qs.MaxCopies < 0 || *qs.MaxCopies > 1000) {
+		return info, protocol.Errorf(protocol.CodeBadRequest, "max copies must be 0..1000 (0: the policy's default, 1: never copy)")
 	}
 	if qs.MaxAttempts != nil && (*qs.MaxAttempts < 1 || *qs.MaxAttempts > 1000) {
 		return info, protocol.Errorf(protocol.CodeBadRequest, "max attempts must be 1..1000")
@@ -521,11 +524,14 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 		if qs.Budget != nil {
 			next.Budget = *qs.Budget
 		}
+		if qs.MaxCopies != nil {
+			next.MaxCopies = *qs.MaxCopies
+		}
 		if err := s.begin(); err != nil {
 			return err
 		}
-		if _, err := s.w.ExecContext(context.Background(), "UPDATE queues SET ceiling_s = ?, max_attempts = ?, retry_failed = ?, policy = ? WHERE id = ?",
-			next.Ceiling, next.MaxAttempts, next.RetryFailed, next.Policy, q.id); err != nil {
+		if _, err := s.w.ExecContext(context.Background(), "UPDATE queues SET ceiling_s = ?, max_attempts = ?, retry_failed = ?, policy = ?, max_copies = ? WHERE id = ?",
+			next.Ceiling, next.MaxAttempts, next.RetryFailed, next.Policy, next.MaxCopies, q.id); err != nil {
 			return fatalError{err}
 		}
 		if qs.Deadline != nil || qs.Budget != nil {
@@ -559,6 +565,7 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 			s.data.gen++
 		}
 		q.QueueInfo = next
+		s.countCopying()
 		info = next
 		return nil
 	})

@@ -56,6 +56,8 @@ func migrations() ([]migration, error) {
 			m.before = addFileRel
 		case 9:
 			m.before = addAccounting
+		case 13:
+			m.before = addReplication
 		}
 		out = append(out, m)
 	}
@@ -152,6 +154,34 @@ func addFileRel(ctx context.Context, w *sql.Conn) error {
 	}
 	_, err := w.ExecContext(ctx, "ALTER TABLE job_files ADD COLUMN rel INTEGER NOT NULL DEFAULT 0")
 	return err
+}
+
+// addReplication adds the job replication columns (version 13), each
+// unless a database that ran the step before has it.
+func addReplication(ctx context.Context, w *sql.Conn) error {
+	return addColumns(ctx, w, [][2]string{
+		{"jobs", "row_attempt INTEGER"},
+		{"queues", "max_copies INTEGER NOT NULL DEFAULT 0 CHECK (max_copies >= 0)"},
+		{"attempts", "killed_copy INTEGER NOT NULL DEFAULT 0"},
+	})
+}
+
+// addColumns adds each (table, column definition) the table lacks.
+func addColumns(ctx context.Context, w *sql.Conn, cols [][2]string) error {
+	for _, c := range cols {
+		name := strings.Fields(c[1])[0]
+		var has int
+		if err := w.QueryRowContext(ctx, "SELECT count(*) FROM pragma_table_info(?) WHERE name = ?", c[0], name).Scan(&has); err != nil {
+			return err
+		}
+		if has > 0 {
+			continue
+		}
+		if _, err := w.ExecContext(ctx, "ALTER TABLE "+c[0]+" ADD COLUMN "+c[1]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // addAccounting adds the accounting columns (version 9) to jobs and

@@ -48,8 +48,8 @@ func (u usageCols) accounting(started, finished sql.NullInt64) protocol.Accounti
 const statSelect = `SELECT j.id, q.name, t.name, j.state, j.attempts, j.exit, coalesce(p.site, ''),
 	coalesce(p.host, ''), j.submitted, j.started, j.finished, j.command, j.cwd, j.est, coalesce(j.reason, ''),
 	coalesce((SELECT group_concat(t2.name, char(10)) FROM job_prereqs jp JOIN targets t2 ON t2.id = jp.target_id WHERE jp.job_id = j.id), ''),
-	coalesce(j.placeholder_id, 0), coalesce(p.out_dir, ''), j.attempts, j.cpu_user, j.cpu_sys, j.max_rss,
-	(SELECT c.cost FROM charges c WHERE c.job_id = j.id AND c.attempt = j.attempts)
+	coalesce(j.placeholder_id, 0), coalesce(p.out_dir, ''), coalesce(j.row_attempt, j.attempts), j.cpu_user, j.cpu_sys, j.max_rss,
+	(SELECT c.cost FROM charges c WHERE c.job_id = j.id AND c.attempt = coalesce(j.row_attempt, j.attempts))
 FROM jobs j JOIN queues q ON q.id = j.queue_id JOIN targets t ON t.id = j.target_id
 LEFT JOIN placeholders p ON p.id = j.placeholder_id`
 
@@ -284,6 +284,11 @@ func (s *Store) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
 	}
 	if d.History, err = s.history(ctx, s.rdb, id, lost); err != nil {
 		return d, err
+	}
+	if d.State == string(job.Executing) {
+		if d.Copies, err = s.runningCopies(ctx, id); err != nil {
+			return d, err
+		}
 	}
 	if err := s.jobPlan(ctx, &d); err != nil {
 		return d, err

@@ -133,6 +133,13 @@ func (s *Store) SiteDemand(ctx context.Context, walltime float64, placeholders [
 					executing++
 				}
 			}
+			for _, cs := range s.repl.copies {
+				for _, c := range cs {
+					if mine[c.placeholder] {
+						executing++
+					}
+				}
+			}
 		}
 		for _, q := range s.qlist {
 			if ready >= limit {

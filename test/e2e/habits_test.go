@@ -268,7 +268,7 @@ func TestShellDocs(t *testing.T) {
 	for _, c := range []struct{ prog, words, want string }{
 		{"mqstat", "mqstat --ac", "--acct"},
 		{"cls", "cls qu", "queue"},
-		{"cls", "cls queue set --max", "--max-attempts"},
+		{"cls", "cls queue set --max-a", "--max-attempts"}, // --max-copies too begins --max
 	} {
 		words := strings.Fields(c.words)
 		script := `source "$1"; COMP_WORDS=(` + c.words + `); COMP_CWORD=` + strconv.Itoa(len(words)-1) + `; _mq_complete_` + c.prog + `; echo "${COMPREPLY[@]}"`

@@ -62,6 +62,7 @@ where its inputs were produced.`
 		&cli.BoolFlag{Name: "all", Usage: "with --rerun: every ended job (in the states -s gives)"},
 		&cli.BoolFlag{Name: "Q", Aliases: []string{"quiet"}, Usage: "with --rerun: print nothing but errors"},
 		&cli.GenericFlag{Name: "v", Value: &envList{}, Usage: "set `NAME=VALUE` in the job's environment (repeat); with -f, every job's, unless its line's \"env\" sets NAME"},
+		&cli.BoolFlag{Name: "no-replicate", Usage: "never run the job as more than one attempt at once (queues that copy running jobs: sa, wqr, --max-copies); in a file, \"no_replicate\": true"},
 		&cli.StringFlag{Name: "array", Usage: "submit an array of jobs, one per index of `FIRST-LAST[:STEP]`, each with MQ_ARRAY_INDEX and {} in COMMAND replaced by its index"},
 		&cli.DurationFlag{Name: "timeout", Usage: "with -b: stop waiting (exit 1) after `DURATION`; the jobs go on"},
 	}
@@ -125,6 +126,8 @@ where its inputs were produced.`
 			Inputs:  c.Generic("i").(*fileList).files,
 			Outputs: c.Generic("o").(*fileList).files,
 			Env:     c.Generic("v").(*envList).env,
+
+			NoReplicate: c.Bool("no-replicate"),
 		}
 		if c.IsSet("array") {
 			return mqsubArray(c, env, js)

@@ -278,6 +278,12 @@ func queueSet(env mqcli.Env) *cli.Command {
 			if set["retry-failed"] {
 				qs.RetryFailed = &v.retryFailed
 			}
+			if set["max-copies"] {
+				if v.maxCopies < 0 || v.maxCopies > 1000 {
+					return mqcli.Usagef("--max-copies must be 0..1000, not %d", v.maxCopies)
+				}
+				qs.MaxCopies = &v.maxCopies
+			}
 			if set["policy"] {
 				if _, err := policy.Lookup(v.policy); err != nil {
 					return mqcli.Usagef("--policy: %v", err)
@@ -323,6 +329,7 @@ func queueSetFlags(v *queueSetValues) []cli.Flag {
 		&cli.StringFlag{Name: "ceiling", Usage: "longest a job may run, e.g. 90, 90s, 2h, 04:00:00 (0 = no limit)", Destination: &v.ceiling, DefaultText: "0 for a new queue"},
 		&cli.IntFlag{Name: "max-attempts", Usage: "times a job may be dispatched before it fails", Destination: &v.maxAttempts, DefaultText: "3 for a new queue"},
 		&cli.BoolFlag{Name: "retry-failed", Usage: "retry jobs that exit non-zero (within max-attempts)", Destination: &v.retryFailed},
+		&cli.IntFlag{Name: "max-copies", Usage: "most attempts of one job running at once (job replication: an idle placeholder copies a running job when nothing is ready; the first to finish wins, the others are killed): 0 = the policy's default (sa, wqr: no bound; others: none), 1 = never copy, 2 or more also turns it on for fcfs, sjf and cp", Destination: &v.maxCopies, DefaultText: "0"},
 		&cli.StringFlag{Name: "policy", Usage: "scheduling policy: " + policyHelp(), Destination: &v.policy},
 		&cli.StringFlag{Name: "deadline", Usage: "when the queue's jobs should have ended: a duration from now (2h) or an RFC 3339 time (none or 0 = no deadline); stored for deadline-and-budget planning", Destination: &v.deadline},
 		&cli.StringFlag{Name: "budget", Usage: "what the queue's jobs may cost, in the sites' price unit (0 = no budget); stored for deadline-and-budget planning", Destination: &v.budget},
@@ -333,6 +340,7 @@ type queueSetValues struct {
 	ceiling, policy  string
 	deadline, budget string
 	maxAttempts      int
+	maxCopies        int
 	retryFailed      bool
 }
 
@@ -415,7 +423,7 @@ func checkDurations(c *cli.Context, ranges map[string][2]time.Duration) error {
 
 func printQueues(w io.Writer, qs []protocol.QueueInfo) {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "QUEUE\tCEILING\tMAX ATTEMPTS\tRETRY FAILED\tPOLICY\tDEADLINE\tBUDGET\tSPENT\tUNFINISHABLE")
+	fmt.Fprintln(tw, "QUEUE\tCEILING\tMAX ATTEMPTS\tRETRY FAILED\tPOLICY\tDEADLINE\tBUDGET\tSPENT\tUNFINISHABLE\tMAX COPIES")
 	for _, q := range qs {
 		ceiling, deadline, budget := "none", "none", "none"
 		if q.Ceiling > 0 {
@@ -437,7 +445,11 @@ func printQueues(w io.Writer, qs []protocol.QueueInfo) {
 			}
 			spent += " (" + strings.Join(parts, ", ") + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%s\t%s\t%s\t%s\t%d\n", protocol.Printable(q.Name), ceiling, q.MaxAttempts, q.RetryFailed, protocol.Printable(q.Policy), deadline, budget, spent, q.Unfinishable)
+		copies := "default"
+		if q.MaxCopies > 0 {
+			copies = strconv.Itoa(q.MaxCopies)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%s\t%s\t%s\t%s\t%d\t%s\n", protocol.Printable(q.Name), ceiling, q.MaxAttempts, q.RetryFailed, protocol.Printable(q.Policy), deadline, budget, spent, q.Unfinishable, copies)
 	}
 	tw.Flush()
 }
@@ -491,9 +503,6 @@ func policyHelp() string {
 			b.WriteString("; ")
 		}
 		fmt.Fprintf(&b, "%s (%s)", p.Name, p.Summary)
-		if p.SimOnly {
-			b.WriteString(" [mqsim only for now]")
-		}
 	}
 	return b.String()
 }

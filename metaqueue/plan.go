@@ -212,14 +212,17 @@ func (s *Store) keepForPlan(id int64, site string) bool {
 	return now.Sub(s.plans.readyAt[id]) < planPatience
 }
 
+// PlanEstimate gives a planned job's runtime at each site, from its
+// command and its declared estimate (0: none).
+type PlanEstimate func(id int64, command string, declared float64) map[string]float64
+
 // PlanJobs is the planning problem's jobs for target: its jobs and those
 // of every target it needs, directly or not, that have not ended; each
-// with the same runtime at every site in sites (its declared estimate,
-// else est seconds), its declared files (an input no job of the problem
-// writes is placed at the sites holding a replica), and prerequisites as
-// jobs. Read from the database, not the writer's memory: a plan is made
-// rarely and may take long.
-func (s *Store) PlanJobs(ctx context.Context, target string, sites []string, est float64) ([]policy.PlanJob, error) {
+// with the runtimes est gives it, its declared files (an input no job of
+// the problem writes is placed at the sites holding a replica), and
+// prerequisites as jobs. Read from the database, not the writer's memory:
+// a plan is made rarely and may take long.
+func (s *Store) PlanJobs(ctx context.Context, target string, est PlanEstimate) ([]policy.PlanJob, error) {
 	var root int64
 	err := s.rdb.QueryRowContext(ctx, "SELECT id FROM targets WHERE name = ?", target).Scan(&root)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -236,29 +239,22 @@ func (s *Store) PlanJobs(ctx context.Context, target string, sites []string, est
 	for len(queue) > 0 {
 		t := queue[0]
 		queue = queue[1:]
-		rows, err := s.rdb.QueryContext(ctx, "SELECT id, state, coalesce(est, 0) FROM jobs WHERE target_id = ? ORDER BY id", t)
+		rows, err := s.rdb.QueryContext(ctx, "SELECT id, state, coalesce(est, 0), command FROM jobs WHERE target_id = ? ORDER BY id", t)
 		if err != nil {
 			return nil, err
 		}
 		for rows.Next() {
 			var id int64
-			var st string
+			var st, command string
 			var e float64
-			if err := rows.Scan(&id, &st, &e); err != nil {
+			if err := rows.Scan(&id, &st, &e, &command); err != nil {
 				rows.Close()
 				return nil, err
 			}
 			if st == "" || job.State(st[0]).Terminal() {
 				continue
 			}
-			if e <= 0 {
-				e = est
-			}
-			pj := policy.PlanJob{ID: id, Est: make(map[string]float64, len(sites))}
-			for _, site := range sites {
-				pj.Est[site] = e
-			}
-			jobs = append(jobs, pj)
+			jobs = append(jobs, policy.PlanJob{ID: id, Est: est(id, command, max(e, 0))})
 			byTarget[t] = append(byTarget[t], id)
 		}
 		if err := closeRows(rows); err != nil {
@@ -350,6 +346,30 @@ func (s *Store) PlanJobs(ctx context.Context, target string, sites []string, est
 		jobs[d.job].Inputs = append(jobs[d.job].Inputs, d.f)
 	}
 	return jobs, nil
+}
+
+// RuntimeSamples calls add for each of the last limit jobs that ended
+// well (Done, from their current attempt) with its command, the site its
+// placeholder ran at and its elapsed seconds: the accounting per-site
+// runtime estimates are learned from.
+func (s *Store) RuntimeSamples(ctx context.Context, limit int, add func(command, site string, elapsed float64)) error {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT j.command, p.site, j.finished - j.started FROM jobs j
+		JOIN placeholders p ON p.id = j.placeholder_id
+		WHERE j.state = 'D' AND j.started IS NOT NULL AND j.finished >= j.started
+		ORDER BY j.id DESC LIMIT ?`, limit)
+	if err != nil {
+		return fmt.Errorf("runtime samples: %w", err)
+	}
+	for rows.Next() {
+		var command, site string
+		var us int64
+		if err := rows.Scan(&command, &site, &us); err != nil {
+			rows.Close()
+			return err
+		}
+		add(command, site, float64(us)/1e6)
+	}
+	return closeRows(rows)
 }
 
 // MaxPlanJobs bounds a planning problem.

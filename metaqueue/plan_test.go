@@ -2,6 +2,7 @@ package metaqueue
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -86,7 +87,13 @@ func TestPlanJobs(t *testing.T) {
 	e.mustBe(done, job.Done)
 	x := e.submit(protocol.JobSpec{Target: "x", Command: "true", Cwd: "/tmp", Outputs: []protocol.File{{Path: "x.dat"}}, Prereqs: []string{"old"}})[0]
 	y := e.submit(protocol.JobSpec{Target: "y", Command: "true", Cwd: "/tmp", Inputs: []protocol.File{{Path: "x.dat"}, {Path: "raw.dat"}}, Prereqs: []string{"x"}, Est: 5})[0]
-	jobs, err := e.s.PlanJobs(context.Background(), "y", []string{"a", "b"}, 60)
+	est := func(_ int64, _ string, declared float64) map[string]float64 {
+		if declared == 0 {
+			declared = 60
+		}
+		return map[string]float64{"a": declared, "b": declared}
+	}
+	jobs, err := e.s.PlanJobs(context.Background(), "y", est)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +111,39 @@ func TestPlanJobs(t *testing.T) {
 	if len(jx.Outputs) != 1 || jx.Outputs[0].Path != "/tmp/x.dat" || len(jy.Inputs) != 2 {
 		t.Fatalf("files: x %+v, y %+v", jx, jy)
 	}
-	if _, err := e.s.PlanJobs(context.Background(), "nosuch", []string{"a"}, 60); err == nil {
+	if _, err := e.s.PlanJobs(context.Background(), "nosuch", est); err == nil {
 		t.Fatal("a target without jobs was planned")
+	}
+}
+
+// TestRuntimeSamples: jobs that ended well give their command, site and
+// elapsed time; failed and unfinished ones give nothing.
+func TestRuntimeSamples(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	a, b := e.registerAt("sa", "ha"), e.registerAt("sb", "hb")
+	e.submit(spec("t", "/bin/sim 1"), spec("t", "/bin/sim 2"), spec("t", "false"), spec("t", "sleep 9"))
+	start := e.clock.Now()
+	for i, ph := range []int64{a, b} {
+		as := e.next(ph, 1)[0]
+		e.report(ph, protocol.Report{ID: as.ID, Attempt: as.Attempt, Started: start, Finished: start.Add(time.Duration(i+1) * 1500 * time.Millisecond)})
+	}
+	as := e.next(a, 1)[0]
+	e.report(a, protocol.Report{ID: as.ID, Attempt: as.Attempt, Exit: 1, Started: start, Finished: start.Add(time.Second)})
+	e.next(b, 1) // running: no sample
+	got := map[string]float64{}
+	if err := e.s.RuntimeSamples(ctx, 100, func(command, site string, elapsed float64) {
+		got[command+"@"+site] = elapsed
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"/bin/sim 1@sa": 1.5, "/bin/sim 2@sb": 3}
+	if !maps.Equal(got, want) {
+		t.Fatalf("samples %v, want %v", got, want)
+	}
+	got = map[string]float64{}
+	if err := e.s.RuntimeSamples(ctx, 1, func(command, site string, elapsed float64) { got[command] = elapsed }); err != nil || len(got) != 1 {
+		t.Fatalf("limit 1: %v, %v", got, err)
 	}
 }

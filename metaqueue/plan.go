@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -41,10 +43,12 @@ type planState struct {
 	bySite   map[string][]int64 // planned live jobs per site, in plan order (ended ones dropped lazily)
 	readyAt  map[int64]time.Time
 	lastSeen map[string]time.Time // site -> when a placeholder there last asked for work or heartbeated
+	fileSite map[string]string    // path -> the site the plan keeps it at
 }
 
 func (ps *planState) reset() {
-	*ps = planState{job: map[int64]planEntry{}, bySite: map[string][]int64{}, readyAt: map[int64]time.Time{}, lastSeen: map[string]time.Time{}}
+	*ps = planState{job: map[int64]planEntry{}, bySite: map[string][]int64{}, readyAt: map[int64]time.Time{},
+		lastSeen: map[string]time.Time{}, fileSite: map[string]string{}}
 }
 
 func (ps *planState) add(id int64, e planEntry) {
@@ -98,7 +102,42 @@ func (s *Store) loadPlans(ctx context.Context) error {
 	for site := range s.plans.bySite {
 		s.plans.sortSite(site)
 	}
-	return nil
+	frows, err := s.w.QueryContext(ctx, "SELECT path, site FROM plan_files")
+	if err != nil {
+		return err
+	}
+	defer frows.Close()
+	for frows.Next() {
+		var path, site string
+		if err := frows.Scan(&path, &site); err != nil {
+			return err
+		}
+		s.plans.fileSite[path] = site
+	}
+	return frows.Err()
+}
+
+// planKeep copies a file job id wrote at place p to the site the plan
+// keeps it at, when that is another place and staging is on: a plan that
+// put the file elsewhere (AEH-ETAA), or a producer that ran elsewhere than
+// planned, still has the file where the plan's consumers run. The copy is
+// the stager's, on behalf of the producer (accounted to it; its failure
+// fails nobody, the producer having ended): consumers that run before it
+// lands stage the file as usual.
+func (s *Store) planKeep(path string, p Place, id int64) error {
+	site, ok := s.plans.fileSite[path]
+	if !ok || s.opt.Stager == nil || site == p.Site {
+		return nil
+	}
+	to := Place{Site: site}
+	if s.isShared(site) {
+		to = shared
+	}
+	c := s.data.cat[path]
+	if c == nil || s.present(c, to) {
+		return nil
+	}
+	return s.requestStage(path, to, id)
 }
 
 // planReady notes when a planned job became ready (applyChanges).
@@ -423,6 +462,16 @@ func (s *Store) SetPlan(ctx context.Context, planner string, pl policy.Plan) (in
 			}
 			n++
 		}
+		for _, path := range slices.Sorted(maps.Keys(pl.FileSite)) {
+			site := pl.FileSite[path]
+			if site == "" {
+				continue
+			}
+			if _, err := s.w.ExecContext(context.Background(), "INSERT OR REPLACE INTO plan_files (path, site) VALUES (?, ?)", path, site); err != nil {
+				return fatalError{err}
+			}
+			s.plans.fileSite[path] = site
+		}
 		for site := range s.plans.bySite {
 			s.plans.sortSite(site)
 		}
@@ -440,6 +489,9 @@ func (s *Store) ClearPlans(ctx context.Context) (int, error) {
 		}
 		res, err := s.w.ExecContext(context.Background(), "DELETE FROM job_plans")
 		if err != nil {
+			return fatalError{err}
+		}
+		if _, err := s.w.ExecContext(context.Background(), "DELETE FROM plan_files"); err != nil {
 			return fatalError{err}
 		}
 		k, _ := res.RowsAffected()

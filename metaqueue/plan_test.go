@@ -147,3 +147,55 @@ func TestRuntimeSamples(t *testing.T) {
 		t.Fatalf("limit 1: %v, %v", got, err)
 	}
 }
+
+// TestPlanKeepsFiles: a plan that keeps a job's output at another site
+// than where the job ran has the stager copy it there when the job ends
+// (once, accounted to the producer); a file kept where it was written,
+// or a plan cleared, moves nothing; the file sites survive a restart.
+func TestPlanKeepsFiles(t *testing.T) {
+	t.Parallel()
+	e, st := newStagingEnv(t)
+	ctx := context.Background()
+	out, here := protocol.File{Path: "/w/o1", Rel: true}, protocol.File{Path: "/w/o2", Rel: true}
+	p := e.submit(withFiles("p", "x", nil, []protocol.File{out, here}))[0]
+	q := e.submit(withFiles("q", "y", nil, []protocol.File{{Path: "/w/o3", Rel: true}}))[0]
+	if _, err := e.s.SetPlan(ctx, "aeh-etaa", policy.Plan{
+		Site:     map[int64]string{p: "siteA", q: "siteA"},
+		FileSite: map[string]string{out.Path: "siteB", here.Path: "siteA", "/w/o3": "siteB"},
+		Order:    []int64{p, q},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	e.reopen()
+	a := e.registerAt("siteA", "a1")
+	got := e.next(a, 1)
+	if len(got) != 1 || got[0].ID != p {
+		t.Fatalf("siteA got %v, want %d", ids(got), p)
+	}
+	rep := ok(got[0])
+	rep.Outputs = []protocol.FileSum{{Path: out.Path, Size: 77, SHA256: sumA}, {Path: here.Path, Size: 5, SHA256: sumA}}
+	e.report(a, rep)
+	reqs := st.requests()
+	if len(reqs) != 1 || reqs[0].Path != out.Path || reqs[0].To != (Place{Site: "siteB"}) ||
+		!slices.Equal(reqs[0].From, []Place{{Site: "siteA"}}) || reqs[0].Job != p {
+		t.Fatalf("requests %+v; want /w/o1 from siteA to siteB for job %d", reqs, p)
+	}
+	e.staged(reqs[0], reqs[0].From[0], nil, false)
+	d := e.job(p)
+	if len(d.Outputs[0].Replicas) != 2 {
+		t.Fatalf("o1's replicas %+v, want siteA's and siteB's", d.Outputs[0].Replicas)
+	}
+	if _, err := e.s.ClearPlans(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got = e.next(a, 1)
+	if len(got) != 1 || got[0].ID != q {
+		t.Fatalf("siteA got %v, want %d", ids(got), q)
+	}
+	rep = ok(got[0])
+	rep.Outputs = []protocol.FileSum{{Path: "/w/o3", Size: 1, SHA256: sumA}}
+	e.report(a, rep)
+	if n := len(st.requests()); n != 1 {
+		t.Fatalf("%d requests after the plan was cleared, want still 1", n)
+	}
+}

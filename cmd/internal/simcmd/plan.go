@@ -83,7 +83,7 @@ and --slots.`,
 			defer out.Flush()
 			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 			if !c.Bool("json") {
-				fmt.Fprintln(tw, "trace\ttasks\tsites\tlate-fcfs\tlate-local\tminmin\theft\taeh-etaa\tGB moved: late-fcfs\tlate-local\tminmin\theft\taeh-etaa\t")
+				fmt.Fprintln(tw, "trace\ttasks\tsites\tlate-fcfs\tlate-local\tminmin\theft\taeh-etaa\tGB moved: late-fcfs\tlate-local\tminmin\theft\taeh-etaa\ts to plan: minmin\theft\taeh-etaa\taeh iterations\t")
 			}
 			if c.String("platform") == "ec2" {
 				sites = []int{4}
@@ -111,7 +111,10 @@ and --slots.`,
 					for _, k := range planWays {
 						fmt.Fprintf(tw, "%.2f\t", float64(row.Moved[k])/1e9)
 					}
-					fmt.Fprintln(tw)
+					for _, k := range planWays[2:] {
+						fmt.Fprintf(tw, "%.2f\t", row.PlanningS[k])
+					}
+					fmt.Fprintf(tw, "%d (%s)\t\n", row.AEH.Iterations, row.AEH.Stopped)
 				}
 			}
 			return tw.Flush()
@@ -127,6 +130,9 @@ type planRow struct {
 	Sites    int                `json:"sites"`
 	Makespan map[string]float64 `json:"makespan_s"`
 	Moved    map[string]int64   `json:"moved_bytes"`
+	// PlanningS is each planner's time to plan; AEH how its search went.
+	PlanningS map[string]float64 `json:"planning_s"`
+	AEH       plan.AEHStats      `json:"aeh"`
 }
 
 func readTrace(path string) (*wfformat.Workflow, error) {
@@ -162,7 +168,7 @@ func comparePlans(c *cli.Context, w *wfformat.Workflow, sites int) (planRow, err
 		return planRow{}, err
 	}
 	p.Seed = int64(c.Uint64("seed"))
-	row := planRow{Tasks: len(w.Tasks), Sites: sites, Makespan: map[string]float64{}, Moved: map[string]int64{}}
+	row := planRow{Tasks: len(w.Tasks), Sites: sites, Makespan: map[string]float64{}, Moved: map[string]int64{}, PlanningS: map[string]float64{}}
 	for k, b := range map[string]plan.Binding{"late-fcfs": plan.FirstReady, "late-local": plan.MostLocal} {
 		ms, mv, err := plan.LateBinding(p, b)
 		if err != nil {
@@ -171,10 +177,16 @@ func comparePlans(c *cli.Context, w *wfformat.Workflow, sites int) (planRow, err
 		row.Makespan[k], row.Moved[k] = ms, mv
 	}
 	for _, info := range plan.Planners() {
-		pp, err := info.New(c.Duration("time-limit")).Plan(c.Context, p)
+		pl := info.New(c.Duration("time-limit"))
+		if info.Name == "aeh-etaa" {
+			pl = plan.AEHETAA{TimeLimit: c.Duration("time-limit"), Stats: &row.AEH}
+		}
+		start := time.Now()
+		pp, err := pl.Plan(c.Context, p)
 		if err != nil {
 			return row, fmt.Errorf("%s: %w", info.Name, err)
 		}
+		row.PlanningS[info.Name] = time.Since(start).Seconds()
 		row.Makespan[info.Name], row.Moved[info.Name] = pp.Makespan, pp.Moved
 	}
 	return row, nil

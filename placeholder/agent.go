@@ -1,8 +1,9 @@
 // Package placeholder is the agent that runs inside a placeholder (a batch
 // job, or a process the CLS forks for the local site): it pulls jobs from
-// the CLS, runs each with /bin/sh -c in its own process group, heartbeats
-// their leases, reports how they ended, and pulls again. Local and remote
-// placeholders run this same code; only the transport differs.
+// the CLS, runs each with /bin/sh -c (or directly, when the line is one
+// plain command) in its own process group, heartbeats their leases,
+// reports how they ended, and pulls again. Local and remote placeholders
+// run this same code; only the transport differs.
 package placeholder
 
 import (

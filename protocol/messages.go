@@ -125,13 +125,15 @@ type SubmitReply struct {
 // or Data, raw job-file lines (see ReadJobFile) that the server parses, so
 // a large file is parsed once. Line is the 1-based input line of the
 // chunk's first job or line, used in error messages; Queue and Cwd fill
-// lines of Data that name none.
+// lines of Data that name none, and Env (mqsub -f -v) is added to every
+// line's environment, the line's own "env" winning for the same name.
 type BulkAdd struct {
-	Line  int       `json:"line"`
-	Jobs  []JobSpec `json:"jobs,omitempty"`
-	Data  []byte    `json:"data,omitempty"`
-	Queue string    `json:"queue,omitempty"`
-	Cwd   string    `json:"cwd,omitempty"`
+	Line  int               `json:"line"`
+	Jobs  []JobSpec         `json:"jobs,omitempty"`
+	Data  []byte            `json:"data,omitempty"`
+	Queue string            `json:"queue,omitempty"`
+	Cwd   string            `json:"cwd,omitempty"`
+	Env   map[string]string `json:"env,omitempty"`
 }
 
 // BulkCommit commits the jobs spooled on the connection. Token, if set

@@ -245,7 +245,7 @@ func TestShellDocs(t *testing.T) {
 	h := newHarness(t)
 	dir := t.TempDir()
 	h.ok("cls", "docs", dir)
-	for _, name := range []string{"mqsub", "mqstat", "mqdel", "cls", "mqsim"} {
+	for _, name := range []string{"mqsub", "mqstat", "mqdel", "mqwait", "cls", "mqsim"} {
 		man := readFile(t, filepath.Join(dir, "man1", name+".1"))
 		if !strings.Contains(man, ".TH "+name+" 1") {
 			t.Errorf("man page of %s: %q", name, clip(man))
@@ -258,6 +258,9 @@ func TestShellDocs(t *testing.T) {
 	}
 	if s := readFile(t, filepath.Join(dir, "fish", "mqstat.fish")); !strings.Contains(s, "-s q -l queue") || !strings.Contains(s, "-l acct") {
 		t.Errorf("fish completion of mqstat:\n%s", clip(s))
+	}
+	if s := readFile(t, filepath.Join(dir, "fish", "mqsub.fish")); strings.Contains(s, "`") || !strings.Contains(s, "-s f -l file -r -d") {
+		t.Errorf("fish completion of mqsub: a help placeholder's backticks, or -f does not complete files:\n%s", clip(s))
 	}
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash")

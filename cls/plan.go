@@ -36,10 +36,16 @@ func (c *plans) install(srv *server.Server) {
 	})
 }
 
+var sourceNames = map[plan.Source]string{plan.FromSite: "site", plan.FromClass: "class", plan.FromDeclared: "declared", plan.FromDefault: "default"}
+
+// runtimeSamples bounds how many ended jobs runtimes are learned from.
+const runtimeSamples = 100_000
+
 // make plans req.Target's DAG: the sites are the CLS's (each with
 // its most placeholders times their slots), links the measured or
-// configured ones, runtimes the jobs' declared estimates (req.EstS for
-// those without).
+// configured ones, runtimes per site learned from the accounting of jobs
+// of the same command class, else the jobs' declared estimates (req.EstS
+// for those without) over the sites' speeds (plan.Estimator).
 func (c *plans) make(ctx context.Context, req protocol.PlanMake) (protocol.PlanSummary, error) {
 	var sum protocol.PlanSummary
 	info, err := plan.Lookup(req.Planner)
@@ -61,9 +67,25 @@ func (c *plans) make(ctx context.Context, req protocol.PlanMake) (protocol.PlanS
 			limit = 30 * time.Second
 		}
 	}
-	est := req.EstS
-	if est <= 0 {
-		est = 60
+	if len(req.SiteSpeed) > protocol.MaxSiteSpeeds {
+		return sum, protocol.Errorf(protocol.CodeBadRequest, "more than %d site speeds", protocol.MaxSiteSpeeds)
+	}
+	for site, v := range req.SiteSpeed {
+		if !(v > 0) || v > 1e6 {
+			return sum, protocol.Errorf(protocol.CodeBadRequest, "site %s: speed %g; want above 0, at most 1e6", protocol.Quote(protocol.ClipText(site, 64)), v)
+		}
+	}
+	est := &plan.Estimator{Speed: req.SiteSpeed, Default: req.EstS}
+	if est.Default <= 0 {
+		est.Default = 60
+	}
+	if !req.NoLearn {
+		est.Learned = &plan.Runtimes{}
+		if err := c.store.RuntimeSamples(ctx, runtimeSamples, func(command, site string, elapsed float64) {
+			est.Learned.Add(plan.CommandClass(command), site, elapsed)
+		}); err != nil {
+			return sum, err
+		}
 	}
 	var sites []policy.PlanSite
 	var names []string
@@ -78,7 +100,17 @@ func (c *plans) make(ctx context.Context, req protocol.PlanMake) (protocol.PlanS
 	if len(sites) == 0 {
 		return sum, protocol.Errorf(protocol.CodeBadState, "no sites to plan over: add one (cls site add) or serve with --local N")
 	}
-	jobs, err := c.store.PlanJobs(ctx, req.Target, names, est)
+	srcOf := map[int64][]plan.Source{} // per job, per site (in names' order)
+	jobs, err := c.store.PlanJobs(ctx, req.Target, func(id int64, command string, declared float64) map[string]float64 {
+		class := plan.CommandClass(command)
+		out := make(map[string]float64, len(names))
+		srcs := make([]plan.Source, len(names))
+		for i, site := range names {
+			out[site], srcs[i] = est.Est(class, declared, site)
+		}
+		srcOf[id] = srcs
+		return out
+	})
 	if err != nil {
 		return sum, err
 	}
@@ -106,11 +138,19 @@ func (c *plans) make(ctx context.Context, req protocol.PlanMake) (protocol.PlanS
 	sum = protocol.PlanSummary{Target: req.Target, Planner: info.Name, Jobs: n, MakespanS: pl.Makespan,
 		MovedBytes: pl.Moved, PlanningS: time.Since(start).Seconds()}
 	count := map[string]int{}
-	for _, s := range pl.Site {
+	at := make(map[string]int, len(names))
+	for i, s := range names {
+		at[s] = i
+	}
+	sum.Estimates = map[string]int{}
+	for id, s := range pl.Site {
 		count[s]++
+		if srcs := srcOf[id]; srcs != nil {
+			sum.Estimates[sourceNames[srcs[at[s]]]]++
+		}
 	}
 	for _, s := range names {
-		sum.Sites = append(sum.Sites, protocol.PlanSite{Site: s, Jobs: count[s]})
+		sum.Sites = append(sum.Sites, protocol.PlanSite{Site: s, Jobs: count[s], Speed: est.SiteSpeed(s)})
 	}
 	c.log.Info("plan made", "target", req.Target, "planner", info.Name, "jobs", n, "makespan_s", pl.Makespan, "moved_bytes", pl.Moved)
 	return sum, nil

@@ -431,6 +431,9 @@ func (s *Store) jobDone(id int64, target string, ph int64, started, finished tim
 		if err := s.produced(f.path, Place{pl.site, pl.host}, at, size, sha, id, finished); err != nil {
 			return err
 		}
+		if err := s.planKeep(f.path, Place{pl.site, pl.host}, id); err != nil {
+			return err
+		}
 	}
 	s.data.gen++
 	return nil

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -41,10 +43,12 @@ type planState struct {
 	bySite   map[string][]int64 // planned live jobs per site, in plan order (ended ones dropped lazily)
 	readyAt  map[int64]time.Time
 	lastSeen map[string]time.Time // site -> when a placeholder there last asked for work or heartbeated
+	fileSite map[string]string    // path -> the site the plan keeps it at
 }
 
 func (ps *planState) reset() {
-	*ps = planState{job: map[int64]planEntry{}, bySite: map[string][]int64{}, readyAt: map[int64]time.Time{}, lastSeen: map[string]time.Time{}}
+	*ps = planState{job: map[int64]planEntry{}, bySite: map[string][]int64{}, readyAt: map[int64]time.Time{},
+		lastSeen: map[string]time.Time{}, fileSite: map[string]string{}}
 }
 
 func (ps *planState) add(id int64, e planEntry) {
@@ -98,7 +102,42 @@ func (s *Store) loadPlans(ctx context.Context) error {
 	for site := range s.plans.bySite {
 		s.plans.sortSite(site)
 	}
-	return nil
+	frows, err := s.w.QueryContext(ctx, "SELECT path, site FROM plan_files")
+	if err != nil {
+		return err
+	}
+	defer frows.Close()
+	for frows.Next() {
+		var path, site string
+		if err := frows.Scan(&path, &site); err != nil {
+			return err
+		}
+		s.plans.fileSite[path] = site
+	}
+	return frows.Err()
+}
+
+// planKeep copies a file job id wrote at place p to the site the plan
+// keeps it at, when that is another place and staging is on: a plan that
+// put the file elsewhere (AEH-ETAA), or a producer that ran elsewhere than
+// planned, still has the file where the plan's consumers run. The copy is
+// the stager's, on behalf of the producer (accounted to it; its failure
+// fails nobody, the producer having ended): consumers that run before it
+// lands stage the file as usual.
+func (s *Store) planKeep(path string, p Place, id int64) error {
+	site, ok := s.plans.fileSite[path]
+	if !ok || s.opt.Stager == nil || site == p.Site {
+		return nil
+	}
+	to := Place{Site: site}
+	if s.isShared(site) {
+		to = shared
+	}
+	c := s.data.cat[path]
+	if c == nil || s.present(c, to) {
+		return nil
+	}
+	return s.requestStage(path, to, id)
 }
 
 // planReady notes when a planned job became ready (applyChanges).
@@ -212,14 +251,17 @@ func (s *Store) keepForPlan(id int64, site string) bool {
 	return now.Sub(s.plans.readyAt[id]) < planPatience
 }
 
+// PlanEstimate gives a planned job's runtime at each site, from its
+// command and its declared estimate (0: none).
+type PlanEstimate func(id int64, command string, declared float64) map[string]float64
+
 // PlanJobs is the planning problem's jobs for target: its jobs and those
 // of every target it needs, directly or not, that have not ended; each
-// with the same runtime at every site in sites (its declared estimate,
-// else est seconds), its declared files (an input no job of the problem
-// writes is placed at the sites holding a replica), and prerequisites as
-// jobs. Read from the database, not the writer's memory: a plan is made
-// rarely and may take long.
-func (s *Store) PlanJobs(ctx context.Context, target string, sites []string, est float64) ([]policy.PlanJob, error) {
+// with the runtimes est gives it, its declared files (an input no job of
+// the problem writes is placed at the sites holding a replica), and
+// prerequisites as jobs. Read from the database, not the writer's memory:
+// a plan is made rarely and may take long.
+func (s *Store) PlanJobs(ctx context.Context, target string, est PlanEstimate) ([]policy.PlanJob, error) {
 	var root int64
 	err := s.rdb.QueryRowContext(ctx, "SELECT id FROM targets WHERE name = ?", target).Scan(&root)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -236,29 +278,22 @@ func (s *Store) PlanJobs(ctx context.Context, target string, sites []string, est
 	for len(queue) > 0 {
 		t := queue[0]
 		queue = queue[1:]
-		rows, err := s.rdb.QueryContext(ctx, "SELECT id, state, coalesce(est, 0) FROM jobs WHERE target_id = ? ORDER BY id", t)
+		rows, err := s.rdb.QueryContext(ctx, "SELECT id, state, coalesce(est, 0), command FROM jobs WHERE target_id = ? ORDER BY id", t)
 		if err != nil {
 			return nil, err
 		}
 		for rows.Next() {
 			var id int64
-			var st string
+			var st, command string
 			var e float64
-			if err := rows.Scan(&id, &st, &e); err != nil {
+			if err := rows.Scan(&id, &st, &e, &command); err != nil {
 				rows.Close()
 				return nil, err
 			}
 			if st == "" || job.State(st[0]).Terminal() {
 				continue
 			}
-			if e <= 0 {
-				e = est
-			}
-			pj := policy.PlanJob{ID: id, Est: make(map[string]float64, len(sites))}
-			for _, site := range sites {
-				pj.Est[site] = e
-			}
-			jobs = append(jobs, pj)
+			jobs = append(jobs, policy.PlanJob{ID: id, Est: est(id, command, max(e, 0))})
 			byTarget[t] = append(byTarget[t], id)
 		}
 		if err := closeRows(rows); err != nil {
@@ -352,6 +387,30 @@ func (s *Store) PlanJobs(ctx context.Context, target string, sites []string, est
 	return jobs, nil
 }
 
+// RuntimeSamples calls add for each of the last limit jobs that ended
+// well (Done, from their current attempt) with its command, the site its
+// placeholder ran at and its elapsed seconds: the accounting per-site
+// runtime estimates are learned from.
+func (s *Store) RuntimeSamples(ctx context.Context, limit int, add func(command, site string, elapsed float64)) error {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT j.command, p.site, j.finished - j.started FROM jobs j
+		JOIN placeholders p ON p.id = j.placeholder_id
+		WHERE j.state = 'D' AND j.started IS NOT NULL AND j.finished >= j.started
+		ORDER BY j.id DESC LIMIT ?`, limit)
+	if err != nil {
+		return fmt.Errorf("runtime samples: %w", err)
+	}
+	for rows.Next() {
+		var command, site string
+		var us int64
+		if err := rows.Scan(&command, &site, &us); err != nil {
+			rows.Close()
+			return err
+		}
+		add(command, site, float64(us)/1e6)
+	}
+	return closeRows(rows)
+}
+
 // MaxPlanJobs bounds a planning problem.
 const MaxPlanJobs = 100_000
 
@@ -403,6 +462,16 @@ func (s *Store) SetPlan(ctx context.Context, planner string, pl policy.Plan) (in
 			}
 			n++
 		}
+		for _, path := range slices.Sorted(maps.Keys(pl.FileSite)) {
+			site := pl.FileSite[path]
+			if site == "" {
+				continue
+			}
+			if _, err := s.w.ExecContext(context.Background(), "INSERT OR REPLACE INTO plan_files (path, site) VALUES (?, ?)", path, site); err != nil {
+				return fatalError{err}
+			}
+			s.plans.fileSite[path] = site
+		}
 		for site := range s.plans.bySite {
 			s.plans.sortSite(site)
 		}
@@ -420,6 +489,9 @@ func (s *Store) ClearPlans(ctx context.Context) (int, error) {
 		}
 		res, err := s.w.ExecContext(context.Background(), "DELETE FROM job_plans")
 		if err != nil {
+			return fatalError{err}
+		}
+		if _, err := s.w.ExecContext(context.Background(), "DELETE FROM plan_files"); err != nil {
 			return fatalError{err}
 		}
 		k, _ := res.RowsAffected()

@@ -2,6 +2,7 @@ package metaqueue
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -86,7 +87,13 @@ func TestPlanJobs(t *testing.T) {
 	e.mustBe(done, job.Done)
 	x := e.submit(protocol.JobSpec{Target: "x", Command: "true", Cwd: "/tmp", Outputs: []protocol.File{{Path: "x.dat"}}, Prereqs: []string{"old"}})[0]
 	y := e.submit(protocol.JobSpec{Target: "y", Command: "true", Cwd: "/tmp", Inputs: []protocol.File{{Path: "x.dat"}, {Path: "raw.dat"}}, Prereqs: []string{"x"}, Est: 5})[0]
-	jobs, err := e.s.PlanJobs(context.Background(), "y", []string{"a", "b"}, 60)
+	est := func(_ int64, _ string, declared float64) map[string]float64 {
+		if declared == 0 {
+			declared = 60
+		}
+		return map[string]float64{"a": declared, "b": declared}
+	}
+	jobs, err := e.s.PlanJobs(context.Background(), "y", est)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +111,91 @@ func TestPlanJobs(t *testing.T) {
 	if len(jx.Outputs) != 1 || jx.Outputs[0].Path != "/tmp/x.dat" || len(jy.Inputs) != 2 {
 		t.Fatalf("files: x %+v, y %+v", jx, jy)
 	}
-	if _, err := e.s.PlanJobs(context.Background(), "nosuch", []string{"a"}, 60); err == nil {
+	if _, err := e.s.PlanJobs(context.Background(), "nosuch", est); err == nil {
 		t.Fatal("a target without jobs was planned")
+	}
+}
+
+// TestRuntimeSamples: jobs that ended well give their command, site and
+// elapsed time; failed and unfinished ones give nothing.
+func TestRuntimeSamples(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	a, b := e.registerAt("sa", "ha"), e.registerAt("sb", "hb")
+	e.submit(spec("t", "/bin/sim 1"), spec("t", "/bin/sim 2"), spec("t", "false"), spec("t", "sleep 9"))
+	start := e.clock.Now()
+	for i, ph := range []int64{a, b} {
+		as := e.next(ph, 1)[0]
+		e.report(ph, protocol.Report{ID: as.ID, Attempt: as.Attempt, Started: start, Finished: start.Add(time.Duration(i+1) * 1500 * time.Millisecond)})
+	}
+	as := e.next(a, 1)[0]
+	e.report(a, protocol.Report{ID: as.ID, Attempt: as.Attempt, Exit: 1, Started: start, Finished: start.Add(time.Second)})
+	e.next(b, 1) // running: no sample
+	got := map[string]float64{}
+	if err := e.s.RuntimeSamples(ctx, 100, func(command, site string, elapsed float64) {
+		got[command+"@"+site] = elapsed
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"/bin/sim 1@sa": 1.5, "/bin/sim 2@sb": 3}
+	if !maps.Equal(got, want) {
+		t.Fatalf("samples %v, want %v", got, want)
+	}
+	got = map[string]float64{}
+	if err := e.s.RuntimeSamples(ctx, 1, func(command, site string, elapsed float64) { got[command] = elapsed }); err != nil || len(got) != 1 {
+		t.Fatalf("limit 1: %v, %v", got, err)
+	}
+}
+
+// TestPlanKeepsFiles: a plan that keeps a job's output at another site
+// than where the job ran has the stager copy it there when the job ends
+// (once, accounted to the producer); a file kept where it was written,
+// or a plan cleared, moves nothing; the file sites survive a restart.
+func TestPlanKeepsFiles(t *testing.T) {
+	t.Parallel()
+	e, st := newStagingEnv(t)
+	ctx := context.Background()
+	out, here := protocol.File{Path: "/w/o1", Rel: true}, protocol.File{Path: "/w/o2", Rel: true}
+	p := e.submit(withFiles("p", "x", nil, []protocol.File{out, here}))[0]
+	q := e.submit(withFiles("q", "y", nil, []protocol.File{{Path: "/w/o3", Rel: true}}))[0]
+	if _, err := e.s.SetPlan(ctx, "aeh-etaa", policy.Plan{
+		Site:     map[int64]string{p: "siteA", q: "siteA"},
+		FileSite: map[string]string{out.Path: "siteB", here.Path: "siteA", "/w/o3": "siteB"},
+		Order:    []int64{p, q},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	e.reopen()
+	a := e.registerAt("siteA", "a1")
+	got := e.next(a, 1)
+	if len(got) != 1 || got[0].ID != p {
+		t.Fatalf("siteA got %v, want %d", ids(got), p)
+	}
+	rep := ok(got[0])
+	rep.Outputs = []protocol.FileSum{{Path: out.Path, Size: 77, SHA256: sumA}, {Path: here.Path, Size: 5, SHA256: sumA}}
+	e.report(a, rep)
+	reqs := st.requests()
+	if len(reqs) != 1 || reqs[0].Path != out.Path || reqs[0].To != (Place{Site: "siteB"}) ||
+		!slices.Equal(reqs[0].From, []Place{{Site: "siteA"}}) || reqs[0].Job != p {
+		t.Fatalf("requests %+v; want /w/o1 from siteA to siteB for job %d", reqs, p)
+	}
+	e.staged(reqs[0], reqs[0].From[0], nil, false)
+	d := e.job(p)
+	if len(d.Outputs[0].Replicas) != 2 {
+		t.Fatalf("o1's replicas %+v, want siteA's and siteB's", d.Outputs[0].Replicas)
+	}
+	if _, err := e.s.ClearPlans(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got = e.next(a, 1)
+	if len(got) != 1 || got[0].ID != q {
+		t.Fatalf("siteA got %v, want %d", ids(got), q)
+	}
+	rep = ok(got[0])
+	rep.Outputs = []protocol.FileSum{{Path: "/w/o3", Size: 1, SHA256: sumA}}
+	e.report(a, rep)
+	if n := len(st.requests()); n != 1 {
+		t.Fatalf("%d requests after the plan was cleared, want still 1", n)
 	}
 }

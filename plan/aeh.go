@@ -43,6 +43,16 @@ type AEHETAA struct {
 	TimeLimit    time.Duration // 0: 30 s
 	SearchBudget int           // neighbours per local search; 0: 2*(jobs+files), at least 64
 	Seed         uint64        // 0: the Problem's Seed
+	// Stats, when set, is filled with how the search went.
+	Stats *AEHStats
+}
+
+// AEHStats says how an AEH-ETAA search went.
+type AEHStats struct {
+	Iterations  int
+	Evaluations int     // schedules scored
+	Seeded      float64 // the best makespan of the initial population
+	Stopped     string  // "stall", "time" or "iterations"
 }
 
 type chromosome struct {
@@ -82,6 +92,19 @@ type ga struct {
 	genes    int
 	budget   int
 	evals    int
+	deadline time.Time
+	over     bool // past the deadline: every loop ends
+}
+
+// late says whether the search is past its time limit, looking at the
+// clock every 32 evaluations: a local search or path relinking at 10,000
+// jobs takes far longer than one evaluation, so the limit is kept within
+// them, not just between iterations.
+func (g *ga) late() bool {
+	if !g.over && g.evals%32 == 0 {
+		g.over = time.Now().After(g.deadline)
+	}
+	return g.over
 }
 
 func (g *ga) score(c *chromosome) {
@@ -136,7 +159,7 @@ func (a AEHETAA) search(ctx context.Context, m *model, seed uint64) (*chromosome
 	}
 	deadline := time.Now().Add(limit)
 	n := len(m.ids)
-	g := &ga{m: m, ev: newEval(m), rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), genes: n + len(m.fileSize)}
+	g := &ga{m: m, ev: newEval(m), rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), genes: n + len(m.fileSize), deadline: deadline}
 	g.budget = a.SearchBudget
 	if g.budget <= 0 {
 		g.budget = max(64, 2*g.genes)
@@ -183,16 +206,29 @@ func (a AEHETAA) search(ctx context.Context, m *model, seed uint64) (*chromosome
 		P = append(P, c)
 	}
 	best := bestOf(P).clone()
+	st := AEHStats{Seeded: best.fitness, Stopped: "stall"}
+	defer func() {
+		if a.Stats != nil {
+			st.Evaluations = g.evals
+			*a.Stats = st
+		}
+	}()
 	var elite []*chromosome
 	alpha := max(1, g.genes/4)
 	beta := max(1, pop/2)
-	for it, idle := 0, 0; idle < stall && (a.MaxIter <= 0 || it < a.MaxIter); it++ {
+	for it, idle := 0, 0; idle < stall; it++ {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if time.Now().After(deadline) {
+		if a.MaxIter > 0 && it >= a.MaxIter {
+			st.Stopped = "iterations"
 			break
 		}
+		if g.over || time.Now().After(deadline) {
+			st.Stopped = "time"
+			break
+		}
+		st.Iterations++
 		improved := false
 		if g.rng.Float64() < 0.5 {
 			sort.Slice(P, func(i, j int) bool { return better(P[i], P[j]) })
@@ -264,6 +300,9 @@ func (g *ga) tournament(P []*chromosome) int {
 func (g *ga) nextGeneration(P []*chromosome, pop int) []*chromosome {
 	all := slices.Clone(P)
 	for range pop {
+		if g.late() {
+			break
+		}
 		c := g.crossover(P[g.tournament(P)], P[g.tournament(P)])
 		for i := range c.alloc {
 			if g.rng.Float64() < 0.10 {
@@ -319,7 +358,7 @@ func (g *ga) localSearch(c *chromosome) *chromosome {
 func (g *ga) swapSites(c *chromosome) *chromosome {
 	n := len(g.m.ids)
 	try := c.clone()
-	for range g.budget {
+	for k := 0; k < g.budget && !g.late(); k++ {
 		i, j := g.rng.IntN(g.genes), g.rng.IntN(g.genes)
 		if try.alloc[i] == try.alloc[j] || (i < n) != (j < n) {
 			continue // a job's site and a file's site are different genes
@@ -338,7 +377,7 @@ func (g *ga) swapSites(c *chromosome) *chromosome {
 // level swap places in the order.
 func (g *ga) swapPositions(c *chromosome) *chromosome {
 	try := c.clone()
-	for range g.budget {
+	for k := 0; k < g.budget && !g.late(); k++ {
 		i, j := g.rng.IntN(len(try.order)), g.rng.IntN(len(try.order))
 		if i == j || g.m.level[try.order[i]] != g.m.level[try.order[j]] {
 			continue
@@ -356,7 +395,7 @@ func (g *ga) swapPositions(c *chromosome) *chromosome {
 // moveGene is Algorithm 6 (move-elemento): a job or file to another site.
 func (g *ga) moveGene(c *chromosome) *chromosome {
 	try := c.clone()
-	for range g.budget {
+	for k := 0; k < g.budget && !g.late(); k++ {
 		i := g.rng.IntN(g.genes)
 		was := try.alloc[i]
 		to := g.randomSite(i)
@@ -380,6 +419,9 @@ func (g *ga) pathRelink(dest *chromosome, elite []*chromosome) *chromosome {
 	for _, e := range elite {
 		o := e.clone()
 		for i := range o.alloc {
+			if g.late() {
+				return best
+			}
 			if o.alloc[i] != dest.alloc[i] {
 				o.alloc[i] = dest.alloc[i]
 				g.score(o)

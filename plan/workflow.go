@@ -102,3 +102,18 @@ func FromWorkflow(w *wfformat.Workflow, pl Platform) (policy.Problem, error) {
 	}
 	return p, nil
 }
+
+// EC2Platform is the seed's platform for Tables 6.4/6.5 as the seed
+// models it (Algorithm 8: a VM runs one task at a time, a task's runtime
+// is its base time times the VM's slowdown): four EC2 VMs of one CPU type
+// (m3.medium, m3.large, m3.xlarge, m3.2xlarge: 1, 2, 4 and 8 vCPUs) as
+// four one-slot sites of speeds 1, 2, 4 and 8, linked by bw bytes/s with
+// latency lat; m3.medium holds the workflow's inputs.
+func EC2Platform(bw, lat float64) Platform {
+	p := Platform{Speed: map[string]float64{}, Bandwidth: bw, Latency: lat, Home: "m3.medium"}
+	for i, name := range []string{"m3.medium", "m3.large", "m3.xlarge", "m3.2xlarge"} {
+		p.Sites = append(p.Sites, policy.PlanSite{Name: name, Slots: 1})
+		p.Speed[name] = float64(int(1) << i)
+	}
+	return p
+}

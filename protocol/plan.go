@@ -19,9 +19,19 @@ type PlanMake struct {
 	Planner string `json:"planner"`
 	// TimeLimitS bounds a search (AEH-ETAA); 0 = the planner's default.
 	TimeLimitS float64 `json:"time_limit_s,omitempty"`
-	// EstS is the runtime assumed for a job that declares none; 0 = 60 s.
+	// EstS is the runtime assumed for a job that declares none and whose
+	// command class has no runs in the accounting; 0 = 60 s.
 	EstS float64 `json:"est_s,omitempty"`
+	// SiteSpeed gives sites' relative speeds (a runtime at speed 1 over
+	// the speed); sites not named get theirs from the accounting, else 1.
+	SiteSpeed map[string]float64 `json:"site_speed,omitempty"`
+	// NoLearn ignores the accounting: declared estimates (or EstS) over
+	// the sites' given speeds.
+	NoLearn bool `json:"no_learn,omitempty"`
 }
+
+// MaxSiteSpeeds bounds PlanMake.SiteSpeed.
+const MaxSiteSpeeds = 1024
 
 // PlanSummary is a plan as made: what it predicts, and jobs per site.
 type PlanSummary struct {
@@ -32,6 +42,11 @@ type PlanSummary struct {
 	MovedBytes int64      `json:"moved_bytes"` // predicted, between sites
 	Sites      []PlanSite `json:"sites"`
 	PlanningS  float64    `json:"planning_s"` // how long planning took
+	// Estimates counts the planned jobs by where their runtimes came
+	// from, at the site they were planned at: "site" (their command
+	// class's runs there), "class" (its runs elsewhere, scaled by the
+	// sites' speeds), "declared" (mqsub -e), "default" (EstS).
+	Estimates map[string]int `json:"estimates,omitempty"`
 }
 
 // PlanSite counts a plan's jobs at one site; the counts past Jobs say how
@@ -40,9 +55,11 @@ type PlanSite struct {
 	Planner string `json:"planner,omitempty"`
 	Site    string `json:"site"`
 	Jobs    int    `json:"jobs"`
-	Ended   int    `json:"ended,omitempty"`
-	RanHere int    `json:"ran_here,omitempty"` // jobs whose last attempt ran at the planned site
-	RanElse int    `json:"ran_elsewhere,omitempty"`
+	// Speed is the site's speed the plan assumed (plan.make only).
+	Speed   float64 `json:"speed,omitempty"`
+	Ended   int     `json:"ended,omitempty"`
+	RanHere int     `json:"ran_here,omitempty"` // jobs whose last attempt ran at the planned site
+	RanElse int     `json:"ran_elsewhere,omitempty"`
 }
 
 // PlanShowReply lists the plans in force.

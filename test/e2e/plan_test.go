@@ -103,6 +103,39 @@ func testPlanFollowed(t *testing.T, planner string) {
 		t.Fatalf("cls plan clear printed %q", out)
 	}
 
+	// Runtimes are learned from the accounting: echo jobs ran at both
+	// sites, so a new echo job's runtimes come from there, not from --est;
+	// --no-learn and --site-speed go back to the assumed runtime over the
+	// given speeds.
+	// w waits on hold, which waits on a file, so w stays to be planned.
+	hold := h.submit("hold", "while [ ! -e "+filepath.Join(h.dir, "go2")+" ]; do sleep 0.05; done")
+	w := h.submit("-p", "hold", "w", "echo w")
+	var sum struct {
+		Estimates map[string]int `json:"estimates"`
+		Sites     []struct {
+			Site  string  `json:"site"`
+			Speed float64 `json:"speed"`
+		} `json:"sites"`
+		MakespanS float64 `json:"makespan_s"`
+	}
+	raw = h.ok("cls", "plan", "make", "w", "--json", "--est", "1h")
+	if err := json.Unmarshal([]byte(raw), &sum); err != nil || sum.Estimates["site"]+sum.Estimates["class"] != 2 || sum.MakespanS > 600 {
+		t.Fatalf("plan of an echo job after echo jobs ran: %v\n%s", err, raw)
+	}
+	raw = h.ok("cls", "plan", "make", "w", "--json", "--est", "1h", "--no-learn", "--site-speed", "a=2,b=2")
+	if err := json.Unmarshal([]byte(raw), &sum); err != nil || sum.Estimates["default"] != 2 || sum.MakespanS != 3600 || sum.Sites[0].Speed != 2 {
+		t.Fatalf("plan with --no-learn --site-speed a=2,b=2 --est 1h: %v\n%s", err, raw)
+	}
+	h.ok("cls", "plan", "clear")
+	if err := os.WriteFile(filepath.Join(h.dir, "go2"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int64{hold, w} {
+		if d := h.waitState(id, "DFB", 90*time.Second); d.State != "D" {
+			t.Fatalf("job %d ended %s", id, d.State)
+		}
+	}
+
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -110,6 +143,8 @@ func testPlanFollowed(t *testing.T, planner string) {
 		{[]string{"plan", "make"}, 2},
 		{[]string{"plan", "make", "z", "--planner", "nope"}, 2},
 		{[]string{"plan", "make", "z", "--time-limit", "0s"}, 2},
+		{[]string{"plan", "make", "z", "--site-speed", "a=0"}, 2},
+		{[]string{"plan", "make", "z", "--site-speed", "a"}, 2},
 		{[]string{"plan", "show", "extra"}, 2},
 		{[]string{"plan", "make", "nosuch"}, 1},
 		{[]string{"plan", "make", "z"}, 1}, // ended: nothing left to plan

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -39,6 +40,8 @@ type planValues struct {
 	planner   string
 	timeLimit time.Duration
 	est       time.Duration
+	siteSpeed string
+	noLearn   bool
 	json      bool
 }
 
@@ -50,7 +53,9 @@ func planMakeFlags(v *planValues) []cli.Flag {
 	return append(planJSONFlags(v),
 		&cli.StringFlag{Name: "planner", Value: "heft", Usage: "heft, minmin, aeh-etaa or lp", Destination: &v.planner},
 		&cli.DurationFlag{Name: "time-limit", Value: 30 * time.Second, Usage: "how long a search (aeh-etaa, lp) may take, at most 10m", Destination: &v.timeLimit},
-		&cli.DurationFlag{Name: "est", Value: time.Minute, Usage: "runtime assumed for jobs that declare none (mqsub -e)", Destination: &v.est},
+		&cli.DurationFlag{Name: "est", Value: time.Minute, Usage: "runtime assumed for jobs that declare none (mqsub -e) and whose command never ran", Destination: &v.est},
+		&cli.StringFlag{Name: "site-speed", Usage: "sites' relative speeds, SITE=F,... (runtime at speed 1 over F); default: learned from the accounting, else 1", Destination: &v.siteSpeed},
+		&cli.BoolFlag{Name: "no-learn", Usage: "ignore the accounting: declared estimates (or --est) over the sites' speeds", Destination: &v.noLearn},
 	)
 }
 
@@ -85,6 +90,9 @@ func planCmd(env mqcli.Env, name, usage, args string, flags func(*planValues) []
 				if v.est <= 0 {
 					return mqcli.Usagef("--est must be above 0, not %s", v.est)
 				}
+				if _, err := parseSiteSpeeds(v.siteSpeed); err != nil {
+					return mqcli.Usagef("--site-speed: %v", err)
+				}
 			} else if len(args) > 0 {
 				return mqcli.Usagef("plan %s takes no arguments", name)
 			}
@@ -98,9 +106,31 @@ func planCmd(env mqcli.Env, name, usage, args string, flags func(*planValues) []
 	}
 }
 
+// parseSiteSpeeds reads SITE=F,... (empty: none).
+func parseSiteSpeeds(spec string) (map[string]float64, error) {
+	if spec == "" {
+		return nil, nil
+	}
+	out := map[string]float64{}
+	for _, kv := range strings.Split(spec, ",") {
+		site, v, ok := strings.Cut(kv, "=")
+		f, err := strconv.ParseFloat(v, 64)
+		if !ok || site == "" || err != nil || !(f > 0) || f > 1e6 {
+			return nil, fmt.Errorf("%q: want SITE=F with F above 0, at most 1e6", kv)
+		}
+		out[site] = f
+	}
+	if len(out) > protocol.MaxSiteSpeeds {
+		return nil, fmt.Errorf("more than %d sites", protocol.MaxSiteSpeeds)
+	}
+	return out, nil
+}
+
 func planMake(c *cli.Context, cl *client.Client, args []string, v planValues) error {
+	speeds, _ := parseSiteSpeeds(v.siteSpeed) // checked with the flags
 	s, err := client.Do(c.Context, cl, protocol.OpPlanMake, protocol.PlanMake{
 		Target: args[0], Planner: v.planner, TimeLimitS: v.timeLimit.Seconds(), EstS: v.est.Seconds(),
+		SiteSpeed: speeds, NoLearn: v.noLearn,
 	})
 	if err != nil {
 		return err
@@ -112,12 +142,28 @@ func planMake(c *cli.Context, cl *client.Client, args []string, v planValues) er
 	fmt.Fprintf(w, "planned %d jobs of %s with %s in %.1f s: predicted makespan %s, %s moved between sites\n",
 		s.Jobs, protocol.Quote(s.Target), s.Planner, s.PlanningS,
 		time.Duration(s.MakespanS*float64(time.Second)).Round(time.Second), protocol.FormatBytes(s.MovedBytes))
+	var from []string
+	for _, k := range []string{"site", "class", "declared", "default"} {
+		if n := s.Estimates[k]; n > 0 {
+			from = append(from, fmt.Sprintf("%d %s", n, estimateWords[k]))
+		}
+	}
+	if len(from) > 0 {
+		fmt.Fprintf(w, "runtimes: %s\n", strings.Join(from, ", "))
+	}
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "SITE\tJOBS")
+	fmt.Fprintln(tw, "SITE\tSPEED\tJOBS")
 	for _, site := range s.Sites {
-		fmt.Fprintf(tw, "%s\t%d\n", protocol.ClipText(site.Site, 64), site.Jobs)
+		fmt.Fprintf(tw, "%s\t%.3g\t%d\n", protocol.ClipText(site.Site, 64), site.Speed, site.Jobs)
 	}
 	return tw.Flush()
+}
+
+var estimateWords = map[string]string{
+	"site":     "learned at their planned site",
+	"class":    "learned elsewhere and scaled by site speed",
+	"declared": "declared (mqsub -e)",
+	"default":  "assumed (--est)",
 }
 
 func planShow(c *cli.Context, cl *client.Client, _ []string, v planValues) error {

@@ -24,13 +24,19 @@ func planCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "plan",
 		Usage:     "compare planners (HEFT, MinMin, AEH-ETAA, LP) with late binding on WfFormat traces",
-		ArgsUsage: "TRACE.json...",
+		ArgsUsage: "[TRACE.json...]",
 		Description: `For each trace and site count, builds sites of --slots slots with speeds
 drawn per --seed (the first, which holds the workflow's inputs, at speed 1),
 linked by --bandwidth and --latency, and prints each way's predicted
 makespan and bytes moved between sites: late binding taking the job ready
 longest (late-fcfs) or the one with most input bytes at the asking site
-(late-local), MinMin, HEFT, AEH-ETAA and LP (seed 001). The model is the planners' (docs/planning.md).`,
+(late-local), MinMin, HEFT, AEH-ETAA and LP (seed 001). The model is the planners' (docs/planning.md).
+
+--gen SHAPE:TASKS,... adds generated Pegasus-shaped workflows (montage,
+cybershake, epigenomics, inspiral; runtimes and file sizes per task type
+drawn per --seed). --platform ec2 replaces the generated sites with the
+seed's four EC2 VMs (1, 2, 4 and 8 slots at speed 1), ignoring --sites
+and --slots.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "sites", Value: "2,4,8", Usage: "site counts"},
 			&cli.IntFlag{Name: "slots", Value: 4, Usage: "slots per site"},
@@ -38,11 +44,27 @@ longest (late-fcfs) or the one with most input bytes at the asking site
 			&cli.Float64Flag{Name: "latency", Value: 0.05, Usage: "seconds, one way, between two sites"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed for site speeds and AEH-ETAA"},
 			&cli.DurationFlag{Name: "time-limit", Value: 20 * time.Second, Usage: "AEH-ETAA's limit per plan"},
+			&cli.StringFlag{Name: "gen", Usage: "generated workflows, SHAPE:TASKS,... (shapes: " + strings.Join(plan.Shapes, ", ") + ")"},
+			&cli.StringFlag{Name: "platform", Value: "random", Usage: "random (--sites, --slots, speeds per --seed) or ec2 (the seed's four VMs)"},
 			&cli.BoolFlag{Name: "json", Usage: "one JSON object per trace and site count"},
 		},
 		Action: func(c *cli.Context) error {
-			if c.NArg() == 0 {
-				return mqcli.Usagef("mqsim plan: name WfFormat trace files")
+			if c.NArg() == 0 && c.String("gen") == "" {
+				return mqcli.Usagef("mqsim plan: name WfFormat trace files or --gen SHAPE:TASKS")
+			}
+			var gens []string
+			if c.String("gen") != "" {
+				for _, spec := range strings.Split(c.String("gen"), ",") {
+					if _, _, err := plan.ParseGen(spec); err != nil {
+						return mqcli.Usagef("--gen: %v", err)
+					}
+					gens = append(gens, spec)
+				}
+			}
+			switch c.String("platform") {
+			case "random", "ec2":
+			default:
+				return mqcli.Usagef("--platform must be random or ec2, not %q", c.String("platform"))
 			}
 			sites, err := parseList(c, "sites", func(v string) (int, error) {
 				n, err := strconv.Atoi(v)
@@ -61,19 +83,22 @@ longest (late-fcfs) or the one with most input bytes at the asking site
 			defer out.Flush()
 			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 			if !c.Bool("json") {
-				fmt.Fprintln(tw, "trace\ttasks\tsites\tlate-fcfs\tlate-local\tminmin\theft\taeh-etaa\tlp\tGB moved: late-fcfs\tlate-local\tminmin\theft\taeh-etaa\tlp\t")
+				fmt.Fprintln(tw, "trace\ttasks\tsites\tlate-fcfs\tlate-local\tminmin\theft\taeh-etaa\tlp\tGB moved: late-fcfs\tlate-local\tminmin\theft\taeh-etaa\tlp\ts to plan: minmin\theft\taeh-etaa\tlp\taeh iterations\t")
 			}
-			for _, path := range c.Args().Slice() {
-				w, err := readTrace(path)
+			if c.String("platform") == "ec2" {
+				sites = []int{4}
+			}
+			for _, src := range append(c.Args().Slice(), gens...) {
+				w, name, err := loadWorkflow(src, c.Uint64("seed"))
 				if err != nil {
 					return err
 				}
 				for _, n := range sites {
 					row, err := comparePlans(c, w, n)
 					if err != nil {
-						return fmt.Errorf("%s: %w", filepath.Base(path), err)
+						return fmt.Errorf("%s: %w", name, err)
 					}
-					row.Trace = strings.TrimSuffix(filepath.Base(path), ".json")
+					row.Trace = name
 					if c.Bool("json") {
 						b, _ := json.Marshal(row)
 						fmt.Fprintf(out, "%s\n", b)
@@ -86,7 +111,10 @@ longest (late-fcfs) or the one with most input bytes at the asking site
 					for _, k := range planWays {
 						fmt.Fprintf(tw, "%.2f\t", float64(row.Moved[k])/1e9)
 					}
-					fmt.Fprintln(tw)
+					for _, k := range planWays[2:] {
+						fmt.Fprintf(tw, "%.2f\t", row.PlanningS[k])
+					}
+					fmt.Fprintf(tw, "%d (%s)\t\n", row.AEH.Iterations, row.AEH.Stopped)
 				}
 			}
 			return tw.Flush()
@@ -102,6 +130,9 @@ type planRow struct {
 	Sites    int                `json:"sites"`
 	Makespan map[string]float64 `json:"makespan_s"`
 	Moved    map[string]int64   `json:"moved_bytes"`
+	// PlanningS is each planner's time to plan; AEH how its search went.
+	PlanningS map[string]float64 `json:"planning_s"`
+	AEH       plan.AEHStats      `json:"aeh"`
 }
 
 func readTrace(path string) (*wfformat.Workflow, error) {
@@ -117,14 +148,27 @@ func readTrace(path string) (*wfformat.Workflow, error) {
 	return w, nil
 }
 
+// loadWorkflow reads a trace file or generates SHAPE:TASKS.
+func loadWorkflow(src string, seed uint64) (*wfformat.Workflow, string, error) {
+	if shape, n, err := plan.ParseGen(src); err == nil {
+		w, err := plan.Generate(shape, n, seed)
+		return w, fmt.Sprintf("%s_%d", shape, len(w.Tasks)), err
+	}
+	w, err := readTrace(src)
+	return w, strings.TrimSuffix(filepath.Base(src), ".json"), err
+}
+
 func comparePlans(c *cli.Context, w *wfformat.Workflow, sites int) (planRow, error) {
 	pl := plan.GenPlatform(sites, c.Int("slots"), c.Float64("bandwidth"), c.Float64("latency"), c.Uint64("seed"))
+	if c.String("platform") == "ec2" {
+		pl = plan.EC2Platform(c.Float64("bandwidth"), c.Float64("latency"))
+	}
 	p, err := plan.FromWorkflow(w, pl)
 	if err != nil {
 		return planRow{}, err
 	}
 	p.Seed = int64(c.Uint64("seed"))
-	row := planRow{Tasks: len(w.Tasks), Sites: sites, Makespan: map[string]float64{}, Moved: map[string]int64{}}
+	row := planRow{Tasks: len(w.Tasks), Sites: sites, Makespan: map[string]float64{}, Moved: map[string]int64{}, PlanningS: map[string]float64{}}
 	for k, b := range map[string]plan.Binding{"late-fcfs": plan.FirstReady, "late-local": plan.MostLocal} {
 		ms, mv, err := plan.LateBinding(p, b)
 		if err != nil {
@@ -133,10 +177,16 @@ func comparePlans(c *cli.Context, w *wfformat.Workflow, sites int) (planRow, err
 		row.Makespan[k], row.Moved[k] = ms, mv
 	}
 	for _, info := range plan.Planners() {
-		pp, err := info.New(c.Duration("time-limit")).Plan(c.Context, p)
+		pl := info.New(c.Duration("time-limit"))
+		if info.Name == "aeh-etaa" {
+			pl = plan.AEHETAA{TimeLimit: c.Duration("time-limit"), Stats: &row.AEH}
+		}
+		start := time.Now()
+		pp, err := pl.Plan(c.Context, p)
 		if err != nil {
 			return row, fmt.Errorf("%s: %w", info.Name, err)
 		}
+		row.PlanningS[info.Name] = time.Since(start).Seconds()
 		row.Makespan[info.Name], row.Moved[info.Name] = pp.Makespan, pp.Moved
 	}
 	return row, nil

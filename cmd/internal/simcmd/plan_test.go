@@ -52,7 +52,12 @@ func TestMqsimPlan(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "aeh-etaa") || !strings.Contains(out, "tiny") {
 		t.Fatalf("table: exit %d\n%s", code, out)
 	}
-	for _, bad := range [][]string{{"plan"}, {"plan", "--sites", "0", path}, {"plan", "--slots", "0", path}} {
+	code, out, errOut = runMqsim(t, "plan", "--platform", "ec2", "--json", "--gen", "montage:25,inspiral:30")
+	if code != 0 || strings.Count(out, "\n") != 2 || !strings.Contains(out, `"trace":"montage_25"`) || !strings.Contains(out, `"sites":4`) {
+		t.Fatalf("--gen on ec2: exit %d, %s\n%s", code, errOut, out)
+	}
+	for _, bad := range [][]string{{"plan"}, {"plan", "--sites", "0", path}, {"plan", "--slots", "0", path},
+		{"plan", "--gen", "montage"}, {"plan", "--gen", "sipht:30"}, {"plan", "--platform", "gcp", path}} {
 		if code, _, errOut := runMqsim(t, bad...); code != 2 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
 			t.Errorf("mqsim %v: exit %d, stderr %q; want a one-line usage error, 2", bad, code, errOut)
 		}

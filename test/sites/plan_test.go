@@ -1,0 +1,294 @@
+//go:build e2e
+
+package sites
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mq-hpc/mq/plan"
+	"github.com/mq-hpc/mq/policy"
+	"github.com/mq-hpc/mq/protocol"
+	"github.com/mq-hpc/mq/wfformat"
+)
+
+// TestPlanReplayHEFTvsFCFS replays one real workflow trace live on two
+// sites that share nothing (SGE grid as mquser, Slurm slurmy as the
+// second user, one one-slot placeholder each, each its own data root),
+// once bound late (FCFS) and once following a HEFT plan, each in a fresh
+// CLS, and sets the measured makespan and bytes moved beside the
+// planners' model's prediction for the same setup (plan.LateBinding and
+// HEFT over the scaled trace on two one-slot sites). Each task is a job
+// that sleeps its traced runtime times MQ_PLAN_TIME_SCALE (0.02) and
+// writes its outputs at their traced sizes times MQ_PLAN_SIZE_SCALE
+// (0.005), declaring its files; the workflow's own inputs are made at
+// grid and registered there. Every first task waits on a gate, so that
+// the plan is made before anything starts. The trace is MQ_PLAN_TRACE
+// (default: the shared srasearch trace, 22 tasks). With MQ_PLAN_OUT=FILE
+// the results are written there as JSON (scripts/bench/planreplay.sh).
+// It fails if a job fails or the HEFT run moves more bytes than FCFS.
+func TestPlanReplayHEFTvsFCFS(t *testing.T) {
+	need(t, "sge", "slurm")
+	path := os.Getenv("MQ_PLAN_TRACE")
+	if path == "" {
+		path = filepath.Join(repo, "..", "shared", "data", "wfinstances", "srasearch-chameleon-10a-001.json")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Skipf("no trace: %v", err)
+	}
+	w, err := wfformat.Read(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, ss := envFloat(t, "MQ_PLAN_TIME_SCALE", 0.02), envFloat(t, "MQ_PLAN_SIZE_SCALE", 0.005)
+	scaled := scaleWorkflow(w, ts, ss)
+	l := newLogin(t, "127.0.0.1")
+	res := map[string]replayRun{}
+	for _, way := range []string{"fcfs", "heft"} {
+		res[way] = runReplay(t, l, way, scaled)
+		t.Logf("%s: makespan %.1f s, %d bytes moved in %d transfers, jobs per site %v (predicted makespan %.1f s)",
+			way, res[way].MakespanS, res[way].Bytes, res[way].Transfers, res[way].PerSite, res[way].PlannedS)
+	}
+	// The model's prediction for the same setup: two one-slot sites of
+	// speed 1, the inputs at grid, the link cls serve assumes by default
+	// (10 MB/s, 0.5 s) and the one the FCFS run measured.
+	for _, link := range []struct {
+		name    string
+		bw, lat float64
+	}{{"configured", 10e6, 0.5}, {"measured", res["fcfs"].RateBps, 0.05}} {
+		if !(link.bw > 0) {
+			continue
+		}
+		pl := plan.Platform{Sites: []policy.PlanSite{{Name: "grid", Slots: 1}, {Name: "slurmy", Slots: 1}},
+			Speed: map[string]float64{"grid": 1, "slurmy": 1}, Bandwidth: link.bw, Latency: link.lat, Home: "grid"}
+		p, err := plan.FromWorkflow(scaled, pl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		late, lateMoved, err := plan.LateBinding(p, plan.FirstReady)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := plan.HEFT{}.Plan(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for way, v := range map[string][2]float64{"fcfs": {late, float64(lateMoved)}, "heft": {h.Makespan, float64(h.Moved)}} {
+			r := res[way]
+			if r.Predicted == nil {
+				r.Predicted = map[string][2]float64{}
+			}
+			r.Predicted[link.name] = v
+			res[way] = r
+		}
+	}
+	for _, way := range []string{"fcfs", "heft"} {
+		t.Logf("%s predicted (makespan s, bytes): %v", way, res[way].Predicted)
+	}
+	if out := os.Getenv("MQ_PLAN_OUT"); out != "" {
+		b, _ := json.MarshalIndent(map[string]any{"trace": filepath.Base(path), "tasks": len(w.Tasks),
+			"time_scale": ts, "size_scale": ss, "runs": res}, "", " ")
+		if err := os.WriteFile(out, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res["heft"].Bytes > res["fcfs"].Bytes {
+		t.Errorf("HEFT moved %d bytes, FCFS %d: the plan should move no more", res["heft"].Bytes, res["fcfs"].Bytes)
+	}
+}
+
+// replayRun is what one live replay did.
+type replayRun struct {
+	MakespanS float64               `json:"makespan_s"` // gate's end to the last task's end
+	Bytes     int64                 `json:"bytes_moved"`
+	Transfers int                   `json:"transfers"`
+	RateBps   float64               `json:"rate_Bps"` // bytes over transfer seconds
+	PerSite   map[string]int        `json:"per_site"`
+	PlannedS  float64               `json:"planned_makespan_s,omitempty"` // cls plan make's prediction
+	Predicted map[string][2]float64 `json:"predicted"`                    // link -> makespan s, bytes
+	Deviated  int                   `json:"deviated,omitempty"`           // planned jobs that ran elsewhere
+}
+
+func envFloat(t *testing.T, name string, def float64) float64 {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(f > 0) {
+		t.Fatalf("%s=%q: want a positive number", name, v)
+	}
+	return f
+}
+
+// scaleWorkflow scales a trace's runtimes and file sizes (a file at
+// least 1 byte, a runtime at least 0.1 s).
+func scaleWorkflow(w *wfformat.Workflow, ts, ss float64) *wfformat.Workflow {
+	out := &wfformat.Workflow{Name: w.Name, FileSizes: map[string]int64{}}
+	for name, size := range w.FileSizes {
+		out.FileSizes[name] = max(1, int64(float64(size)*ss))
+	}
+	for _, task := range w.Tasks {
+		task.Runtime = max(0.1, task.Runtime*ts)
+		out.Tasks = append(out.Tasks, task)
+	}
+	return out
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
+
+func runReplay(t *testing.T, l *login, way string, w *wfformat.Workflow) replayRun {
+	t.Helper()
+	c := startCLS(t)
+	l2 := l.as(t, secondUser)
+	gridRoot := privateRoot(t, "mquser", ".mq-data-plan-grid")
+	slurmyRoot := privateRoot(t, secondUser, ".mq-data-plan-slurmy")
+	t.Cleanup(func() { os.RemoveAll(gridRoot + c.work); os.RemoveAll(slurmyRoot + c.work) })
+	c.must("cls", "queue", "set", "work", "--policy", "fcfs")
+	state := func(target string) string {
+		for _, j := range c.jobs("") {
+			if j.Target == target {
+				if j.State == "F" {
+					t.Fatalf("%s failed: %+v", target, j)
+				}
+				return j.State
+			}
+		}
+		return ""
+	}
+	c.addSite("grid", "sge", l, "--max", "1", "--walltime", "10m", "--idle", "2m", "--data-root", ".mq-data-plan-grid")
+	c.must("mqsub", "-e", "1", "warm-grid", "true")
+	eventually(t, 3*time.Minute, "warm-grid done", func() bool { return state("warm-grid") == "D" })
+	c.addSite("slurmy", "slurm", l2, "--max", "1", "--walltime", "20m", "--idle", "2m", "--data-root", ".mq-data-plan-slurmy")
+	c.must("mqsub", "-e", "900", "warm-slurmy", "true")
+	eventually(t, 3*time.Minute, "warm-slurmy done", func() bool { return state("warm-slurmy") == "D" })
+	eventually(t, time.Minute, "both placeholders connected", func() bool {
+		s := c.sites()
+		return s["grid"].Connected > 0 && s["slurmy"].Connected > 0
+	})
+
+	// The workflow's inputs, made at grid as its account and registered.
+	written := map[string]bool{}
+	for _, task := range w.Tasks {
+		for _, o := range task.Outputs {
+			written[o] = true
+		}
+	}
+	var mk []string
+	var inputs []string
+	for name, size := range w.FileSizes {
+		if !written[name] {
+			p := "wf/" + unsafeName.ReplaceAllString(name, "_")
+			inputs = append(inputs, p)
+			mk = append(mk, fmt.Sprintf("head -c %d /dev/urandom > %s", size, p))
+		}
+	}
+	script := fmt.Sprintf("mkdir -p %s/wf && cd %s && %s", gridRoot+c.work, gridRoot+c.work, strings.Join(append(mk, "true"), " && "))
+	if out, err := runAs("mquser", script); err != nil {
+		t.Fatalf("making the inputs at grid: %v %s", err, out)
+	}
+	for _, p := range inputs {
+		c.must("cls", "files", "add", p, "--site", "grid")
+	}
+
+	gate := filepath.Join(c.work, "go")
+	c.must("mqsub", "-q", "work", "-e", "1", "gate", "while [ ! -e "+gate+" ]; do sleep 0.2; done")
+	target := func(id string) string { return "t-" + unsafeName.ReplaceAllString(id, "_") }
+	hasChild := map[string]bool{}
+	for _, task := range w.Tasks {
+		args := []string{"-q", "work", "-e", strconv.FormatFloat(task.Runtime, 'f', 2, 64)}
+		if len(task.Parents) == 0 {
+			args = append(args, "-p", "gate")
+		}
+		for _, p := range task.Parents {
+			args = append(args, "-p", target(p))
+			hasChild[p] = true
+		}
+		cmd := []string{fmt.Sprintf("sleep %.2f", task.Runtime), "mkdir -p wf"}
+		for _, in := range task.Inputs {
+			args = append(args, "-i", "wf/"+unsafeName.ReplaceAllString(in, "_"))
+		}
+		seen := map[string]bool{}
+		for _, o := range task.Outputs {
+			p := "wf/" + unsafeName.ReplaceAllString(o, "_")
+			if seen[p] {
+				continue
+			}
+			seen[p] = true
+			args = append(args, "-o", p)
+			cmd = append(cmd, fmt.Sprintf("head -c %d /dev/zero > %s", w.FileSizes[o], p))
+		}
+		args = append(args, target(task.ID), strings.Join(cmd, " && "))
+		c.must("mqsub", args...)
+	}
+	end := []string{"-q", "work", "-e", "0.1"}
+	for _, task := range w.Tasks {
+		if !hasChild[task.ID] {
+			end = append(end, "-p", target(task.ID))
+		}
+	}
+	c.must("mqsub", append(end, "end", "true")...)
+
+	r := replayRun{PerSite: map[string]int{}}
+	if way == "heft" {
+		var sum protocol.PlanSummary
+		if err := json.Unmarshal([]byte(c.must("cls", "plan", "make", "end", "--planner", "heft", "--no-learn", "--json")), &sum); err != nil {
+			t.Fatal(err)
+		}
+		r.PlannedS = sum.MakespanS
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Minute, "the workflow done", func() bool { return state("end") == "D" })
+
+	var first, last time.Time
+	var transferS float64
+	for _, j := range c.jobs("") {
+		if j.Queue != "work" || j.Target == "end" {
+			continue
+		}
+		fin, err := time.Parse(time.RFC3339Nano, j.Finished)
+		if err != nil {
+			t.Fatalf("%s: finished %q: %v", j.Target, j.Finished, err)
+		}
+		if j.Target == "gate" {
+			first = fin
+			continue
+		}
+		if fin.After(last) {
+			last = fin
+		}
+		r.PerSite[j.Site]++
+		var d protocol.JobDetail
+		if err := json.Unmarshal([]byte(c.must("mqstat", "-j", strconv.FormatInt(j.ID, 10), "--json")), &d); err != nil {
+			t.Fatal(err)
+		}
+		if d.Plan != nil && d.Plan.Site != j.Site {
+			r.Deviated++
+		}
+		for _, tr := range d.Transfers {
+			if tr.Error == "" {
+				r.Bytes += tr.Bytes
+				r.Transfers++
+				transferS += tr.Seconds
+			}
+		}
+	}
+	r.MakespanS = last.Sub(first).Seconds()
+	if transferS > 0 {
+		r.RateBps = float64(r.Bytes) / transferS
+	}
+	return r
+}

@@ -299,8 +299,9 @@ func TestMakeflowFailedRule(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	// No rule depends on a failing one: with -T cluster that left Makeflow
-	// 9.9 waiting for ever here (with -T local it ends); docs/workflows.md.
+	// No rule depends on a failing one: with -T cluster Makeflow then spins
+	// for ever after the failure, with a plain background-launch submit
+	// command too (with -T local it ends); docs/workflows.md.
 	mf := "ok.txt:\n\techo ok > ok.txt\n\nbad.txt: ok.txt\n\tsh -c 'exit 3' && touch bad.txt\n\nworse.txt: ok.txt\n\texit 4\n"
 	if err := os.WriteFile(filepath.Join(dir, "wf.mf"), []byte(mf), 0o644); err != nil {
 		t.Fatal(err)

@@ -113,6 +113,12 @@ func (s *Store) stat(ctx context.Context, st protocol.Stat, after int64, emit fu
 		where = append(where, "t.name = ?")
 		args = append(args, st.Target)
 	}
+	if st.TargetPrefix != "" {
+		// Names are valid UTF-8, which has no 0xff byte, so the names
+		// starting with the prefix are those in [prefix, prefix+0xff).
+		where = append(where, "t.name >= ? AND t.name < ?")
+		args = append(args, st.TargetPrefix, st.TargetPrefix+"\xff")
+	}
 	states := st.States
 	if states == "" {
 		states = "WQEDFB"

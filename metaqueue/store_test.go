@@ -1413,6 +1413,39 @@ func TestStat(t *testing.T) {
 	}
 }
 
+// TestStatTargetPrefix: a prefix selects every target starting with it
+// (one run of a workflow system), byte for byte, non-ASCII names too.
+func TestStatTargetPrefix(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.submit(spec("smk.r1.a.1", "1"), spec("smk.r1.b.2", "2"), spec("smk.r2.a.1", "3"),
+		spec("smk.r1", "4"), spec("smk.r", "5"), spec("smk.r1.é", "6"), spec("smk.r1\u00ff", "7"))
+	tests := []struct {
+		prefix string
+		want   []int64
+	}{
+		{"smk.r1.", []int64{1, 2, 6}},
+		{"smk.r1", []int64{1, 2, 4, 6, 7}},
+		{"smk.r", []int64{1, 2, 3, 4, 5, 6, 7}},
+		{"smk.r2.a.1", []int64{3}},
+		{"smk.r3", nil},
+		{"smk.r1.\u00e9", []int64{6}},
+	}
+	for _, tc := range tests {
+		var got []int64
+		for _, j := range e.stat(protocol.Stat{TargetPrefix: tc.prefix}) {
+			got = append(got, j.ID)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("Stat(TargetPrefix %q) = %v, want %v", tc.prefix, got, tc.want)
+		}
+	}
+	// With a target too, both must hold.
+	if got := e.stat(protocol.Stat{TargetPrefix: "smk.r1.", Target: "smk.r2.a.1"}); len(got) != 0 {
+		t.Errorf("prefix smk.r1. and target smk.r2.a.1 = %v, want none", got)
+	}
+}
+
 func TestStatStreamsBatches(t *testing.T) {
 	if testing.Short() {
 		t.Skip("submits 2,500 jobs")

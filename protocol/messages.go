@@ -159,11 +159,14 @@ type BulkCommit struct {
 
 // Stat selects jobs to list.
 type Stat struct {
-	Queue  string  `json:"queue,omitempty"`
-	Target string  `json:"target,omitempty"`
-	States string  `json:"states,omitempty"` // letters; empty = all but X
-	IDs    []int64 `json:"ids,omitempty"`
-	Limit  int     `json:"limit,omitempty"`
+	Queue  string `json:"queue,omitempty"`
+	Target string `json:"target,omitempty"`
+	// TargetPrefix keeps the jobs whose target starts with it: one request
+	// answers for every job of a workflow run (Snakemake's mq-status).
+	TargetPrefix string  `json:"target_prefix,omitempty"`
+	States       string  `json:"states,omitempty"` // letters; empty = all but X
+	IDs          []int64 `json:"ids,omitempty"`
+	Limit        int     `json:"limit,omitempty"`
 	// Earlier asks for each job's earlier attempts too (mqstat --acct).
 	Earlier bool `json:"earlier,omitempty"`
 	// Collapse leaves out the members of job arrays (op arrays counts

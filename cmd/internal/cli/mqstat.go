@@ -23,7 +23,7 @@ import (
 // Mqstat returns the mqstat command.
 func Mqstat(env Env) *cli.App {
 	app := NewApp("mqstat", "show jobs in the metaqueue", env)
-	app.UsageText = `mqstat [-q QUEUE] [-t TARGET] [-s STATES] [--json] [--limit N]
+	app.UsageText = `mqstat [-q QUEUE] [-t TARGET | --target-prefix PREFIX] [-s STATES] [--json] [--limit N]
    mqstat --acct [-q QUEUE] [-t TARGET] [-s STATES] [--json]
    mqstat -j ID [--json]
    mqstat --cat ID [--stderr] [--follow]
@@ -38,6 +38,7 @@ interrupted.`
 	app.Flags = []cli.Flag{
 		&cli.StringFlag{Name: "q", Aliases: []string{"queue"}, Usage: "only jobs of this queue"},
 		&cli.StringFlag{Name: "t", Aliases: []string{"target"}, Usage: "only jobs of this target"},
+		&cli.StringFlag{Name: "target-prefix", Usage: "only jobs whose target starts with `PREFIX` (listings)"},
 		&cli.StringFlag{Name: "s", Aliases: []string{"states"}, Usage: "only jobs in these states, e.g. QE"},
 		&cli.Int64Flag{Name: "j", Aliases: []string{"job"}, Usage: "show one job in full"},
 		&cli.BoolFlag{Name: "json", Usage: "print JSON"},
@@ -186,7 +187,7 @@ func mqstatView(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 			printJob(w, d)
 			return nil
 		}
-		st := protocol.Stat{Queue: c.String("q"), Target: c.String("t"), States: strings.ToUpper(c.String("s")), Limit: limit}
+		st := protocol.Stat{Queue: c.String("q"), Target: c.String("t"), TargetPrefix: c.String("target-prefix"), States: strings.ToUpper(c.String("s")), Limit: limit}
 		asJSON := c.Bool("json")
 		acct := c.Bool("acct")
 		var sums acctSums
@@ -203,7 +204,7 @@ func mqstatView(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 				return fmt.Errorf("job %d is in no job array", id)
 			}
 			st.From, st.To = r.Arrays[0].First, r.Arrays[0].Last
-		} else if !asJSON && !acct {
+		} else if !asJSON && !acct && st.TargetPrefix == "" {
 			r, err := client.Do(c.Context, cl, protocol.OpArrays, protocol.ArrayQuery{Queue: st.Queue, Target: st.Target, States: st.States})
 			if err != nil {
 				return err

@@ -56,7 +56,7 @@ func migrations() ([]migration, error) {
 			m.before = addFileRel
 		case 9:
 			m.before = addAccounting
-		case 13:
+		case 14:
 			m.before = addReplication
 		}
 		out = append(out, m)
@@ -156,7 +156,7 @@ func addFileRel(ctx context.Context, w *sql.Conn) error {
 	return err
 }
 
-// addReplication adds the job replication columns (version 13), each
+// addReplication adds the job replication columns (version 14), each
 // unless a database that ran the step before has it.
 func addReplication(ctx context.Context, w *sql.Conn) error {
 	return addColumns(ctx, w, [][2]string{

@@ -1,4 +1,4 @@
--- Version 13: where plans keep files (cls plan make). A planner places
+-- Version 15: where plans keep files (cls plan make). A planner places
 -- each file a planned job writes at a site (AEH-ETAA chooses; HEFT and
 -- MinMin keep it where its producer is planned). When the producer ends
 -- Done somewhere else, the CLS copies the file to the planned site with

@@ -69,10 +69,11 @@ func newStager(workers int, places placeFunc, prior func(string) metaqueue.Link,
 	return s
 }
 
-// moverPlace is the Mover's view of places: by site name (a host within a
-// site is resolved before a move, see stage).
+// moverPlace is the Mover's view of places: by name, a site or
+// site:host (placeName).
 func (s *stager) moverPlace(name string) (stage.Place, error) {
-	pl, _, err := s.places(s.ctx, metaqueue.Place{Site: name})
+	site, host, _ := strings.Cut(name, ":")
+	pl, _, err := s.places(s.ctx, metaqueue.Place{Site: site, Host: host})
 	return pl, err
 }
 
@@ -255,7 +256,7 @@ func (s *stager) stageFrom(ctx context.Context, r metaqueue.StageRequest, from m
 		res.SHA256, res.Bytes, res.Duration, res.Err = sum, 0, s.now().Sub(res.Started), nil
 		return nil
 	}
-	m := s.mover.Move(ctx, stage.Transfer{Path: r.Path, From: from.Site, To: r.To.Site, Size: r.Size, SHA256: r.SHA256})
+	m := s.mover.Move(ctx, stage.Transfer{Path: r.Path, From: placeName(from), To: placeName(r.To), Size: r.Size, SHA256: r.SHA256})
 	res.Bytes, res.Duration, res.SHA256 = m.Bytes, m.Duration, m.SHA256
 	if m.Err != nil {
 		if userFile && errors.Is(m.Err, stage.ErrMismatch) {
@@ -265,11 +266,11 @@ func (s *stager) stageFrom(ctx context.Context, r metaqueue.StageRequest, from m
 	}
 	res.Err = nil
 	for _, p := range []struct {
-		site string
-		host bool
-	}{{from.Site, fromHost}, {r.To.Site, toHost}} {
+		place metaqueue.Place
+		host  bool
+	}{{from, fromHost}, {r.To, toHost}} {
 		if !p.host {
-			s.pushLink(p.site)
+			s.pushLink(p.place)
 		}
 	}
 	return nil
@@ -293,9 +294,11 @@ func changed(info stage.Info, r metaqueue.StageRequest) string {
 }
 
 // pushLink gives the store a site's measured link, once measured; what is
-// not measured yet (latency or bandwidth) keeps the configured prior.
-func (s *stager) pushLink(site string) {
-	lat, bw, ok := s.rates.Link(site)
+// not measured yet (latency or bandwidth) keeps the configured prior. A
+// place per host measures the site's link: DC prices links per site.
+func (s *stager) pushLink(p metaqueue.Place) {
+	site := p.Site
+	lat, bw, ok := s.rates.Link(placeName(p))
 	if !ok {
 		return
 	}

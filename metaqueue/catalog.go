@@ -188,7 +188,26 @@ func validSHA(h string) bool {
 // filesystem and the transfer totals.
 func (s *Store) loadCatalog(ctx context.Context) error {
 	d := &s.data
-	rows, err := s.w.QueryContext(ctx, "SELECT path, size, sha256, producer, site, host, cls_mtime_ns FROM files")
+	rows, err := s.w.QueryContext(ctx, "SELECT name, spec FROM sites")
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var name, raw string
+		if err := rows.Scan(&name, &raw); err != nil {
+			rows.Close()
+			return err
+		}
+		var spec protocol.SiteSpec
+		if json.Unmarshal([]byte(raw), &spec) == nil && hasDataRoot(spec) {
+			d.rooted[name] = true
+			d.perHost[name] = spec.NodeLocal
+		}
+	}
+	if err := closeRows(rows); err != nil {
+		return err
+	}
+	rows, err = s.w.QueryContext(ctx, "SELECT path, size, sha256, producer, site, host, cls_mtime_ns FROM files")
 	if err != nil {
 		return err
 	}
@@ -206,7 +225,7 @@ func (s *Store) loadCatalog(ctx context.Context) error {
 		}
 		d.cat[path] = c
 		if site != "" {
-			d.where[path] = fileLoc{at: d.site(placeOf(site, host)), size: c.size, job: producer}
+			d.where[path] = fileLoc{at: d.site(d.placeOf(site, host)), size: c.size, job: producer}
 		}
 	}
 	if err := closeRows(rows); err != nil {
@@ -229,24 +248,6 @@ func (s *Store) loadCatalog(ctx context.Context) error {
 			d.cat[path] = c
 		}
 		c.reps = append(c.reps, p)
-	}
-	if err := closeRows(rows); err != nil {
-		return err
-	}
-	rows, err = s.w.QueryContext(ctx, "SELECT name, spec FROM sites")
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		var name, raw string
-		if err := rows.Scan(&name, &raw); err != nil {
-			rows.Close()
-			return err
-		}
-		var spec protocol.SiteSpec
-		if json.Unmarshal([]byte(raw), &spec) == nil && hasDataRoot(spec) {
-			d.rooted[name] = true
-		}
 	}
 	if err := closeRows(rows); err != nil {
 		return err
@@ -289,7 +290,7 @@ func (s *Store) userFile(path string, size, mtime int64) error {
 		c.reps = append(c.reps, shared)
 	}
 	if _, ok := s.data.where[path]; !ok {
-		s.data.where[path] = fileLoc{at: s.data.site(placeOf(LocalSite, "")), size: size}
+		s.data.where[path] = fileLoc{at: s.data.site(s.data.placeOf(LocalSite, "")), size: size}
 	}
 	return nil
 }
@@ -326,23 +327,24 @@ func (s *Store) isShared(site string) bool { return !s.data.rooted[site] }
 func hasDataRoot(spec protocol.SiteSpec) bool { return !spec.SharedFS && spec.Type != LocalSite }
 
 // storePlace is where a placeholder's jobs find their files: the CLS
-// host's filesystem for sites sharing it, else the site's data root.
+// host's filesystem for sites sharing it, else the site's data root, on
+// the placeholder's own host at a site whose nodes share no filesystem.
 func (s *Store) storePlace(ph int64) (Place, error) {
 	at, err := s.phSite(ph)
 	if err != nil {
 		return Place{}, err
 	}
-	site := s.data.places[at].site
-	if s.isShared(site) {
+	pl := s.data.places[at]
+	if s.isShared(pl.site) {
 		return shared, nil
 	}
-	return Place{Site: site}, nil
+	return Place{Site: pl.site, Host: pl.host}, nil // host is "" but per host
 }
 
 // present says whether a file has a replica at place to (a storePlace).
 func (s *Store) present(c *catFile, to Place) bool {
 	for _, r := range c.reps {
-		if to == shared && s.isShared(r.Site) || to != shared && r.Site == to.Site {
+		if to == shared && s.isShared(r.Site) || to != shared && r == to {
 			return true
 		}
 	}
@@ -502,7 +504,7 @@ func (s *Store) sendStage(k stageKey, st *stagingFile, job int64) error {
 // failStaging fails the queued jobs that waited for a file no transfer
 // could bring.
 func (s *Store) failStaging(k stageKey, st *stagingFile, cause error) error {
-	reason := protocol.ClipText(fmt.Sprintf("input %s could not be staged to %s: %v", k.path, k.to.Site, cause), protocol.MaxReasonBytes)
+	reason := protocol.ClipText(fmt.Sprintf("input %s could not be staged to %s: %v", k.path, k.to, cause), protocol.MaxReasonBytes)
 	s.stg.end(k)
 	for _, id := range slices.Sorted(maps.Keys(st.jobs)) {
 		if err := s.failQueued(id, reason); err != nil {
@@ -565,7 +567,7 @@ func (s *Store) addReplica(path string, p Place, size int64, sha string) error {
 		}
 		s.data.cat[path] = c
 		if _, ok := s.data.where[path]; !ok {
-			s.data.where[path] = fileLoc{at: s.data.site(placeOf(p.Site, p.Host)), size: size}
+			s.data.where[path] = fileLoc{at: s.data.site(s.data.placeOf(p.Site, p.Host)), size: size}
 		}
 	}
 	if c.sha == "" && sha != "" || c.size < 0 && size >= 0 {
@@ -785,6 +787,12 @@ func (s *Store) AddReplica(ctx context.Context, path string, at Place, size int6
 		}
 		if s.isShared(at.Site) && at.Site != LocalSite {
 			at = shared // the CLS host's filesystem, seen from there
+		}
+		switch {
+		case s.data.perHost[at.Site] && at.Host == "":
+			return protocol.Errorf(protocol.CodeBadRequest, "site %s keeps files per host (--node-local): say which host holds %s", at.Site, path)
+		case !s.data.perHost[at.Site] && at.Site != LocalSite:
+			at.Host = "" // one place per site
 		}
 		if err := s.addReplica(path, at, size, sha256); err != nil {
 			return err

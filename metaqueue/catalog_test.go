@@ -332,7 +332,7 @@ func TestMeasuredLinkOverrides(t *testing.T) {
 	e := newEnvWith(t, func(o *Options) { o.Links = map[string]Link{"A": {Latency: 1, Bandwidth: 1}} })
 	e.s.MeasuredLink("A", Link{Latency: 2, Bandwidth: 3})
 	var l Link
-	e.s.do(context.Background(), func() error { l = e.s.link(e.s.data.site(placeOf("A", ""))); return nil })
+	e.s.do(context.Background(), func() error { l = e.s.link(e.s.data.site(e.s.data.placeOf("A", ""))); return nil })
 	if l != (Link{Latency: 2, Bandwidth: 3}) {
 		t.Fatalf("link %+v", l)
 	}

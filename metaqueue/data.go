@@ -43,8 +43,8 @@ var (
 )
 
 // LocalSite is the site name of the CLS's own placeholders. Files there are
-// located per host; at other sites per site (a cluster shares its file
-// system).
+// located per host for DC; at other sites per site (a cluster shares its
+// file system), but per host at sites whose nodes share none (NodeLocal).
 const LocalSite = "local"
 
 func (l Link) valid() bool {
@@ -58,8 +58,11 @@ const redecide = time.Second
 // place is where files live and placeholders run.
 type place struct{ site, host string }
 
-func placeOf(site, host string) place {
-	if site != LocalSite {
+// placeOf is DC's place of a placeholder or file at site and host: the
+// host counts at the local site and at sites whose nodes share no
+// filesystem.
+func (d *dataState) placeOf(site, host string) place {
+	if site != LocalSite && !d.perHost[site] {
 		host = ""
 	}
 	return place{site, host}
@@ -105,6 +108,7 @@ type dataState struct {
 	where   map[string]fileLoc  // path -> where it was last produced (or the CLS host, for users' files)
 	cat     map[string]*catFile // the catalog (catalog.go)
 	rooted  map[string]bool     // configured sites with a data root of their own (not SharedFS, not local)
+	perHost map[string]bool     // of those, sites whose nodes share no filesystem: places per host
 	places  []place             // indexed by policy.Site
 	placeID map[place]policy.Site
 	phPlace map[int64]policy.Site // placeholder -> where it runs
@@ -127,7 +131,7 @@ type dataState struct {
 
 func (d *dataState) reset(now time.Time) {
 	*d = dataState{
-		files: map[int64]*jobFiles{}, where: map[string]fileLoc{}, cat: map[string]*catFile{}, rooted: map[string]bool{},
+		files: map[int64]*jobFiles{}, where: map[string]fileLoc{}, cat: map[string]*catFile{}, rooted: map[string]bool{}, perHost: map[string]bool{},
 		placeID: map[place]policy.Site{},
 		phPlace: map[int64]policy.Site{}, readyAt: map[int64]time.Time{}, lastAsk: map[int64]time.Time{},
 		epoch: now,
@@ -191,7 +195,7 @@ func (s *Store) phSite(ph int64) (policy.Site, error) {
 	} else if err != nil {
 		return 0, fatalError{err}
 	}
-	at := s.data.site(placeOf(site, host))
+	at := s.data.site(s.data.placeOf(site, host))
 	s.data.phPlace[ph] = at
 	return at, nil
 }
@@ -430,8 +434,12 @@ func (s *Store) jobEnded(id int64) {
 
 // inputs adds up the inputs of jobs ids by where they are, appending to
 // dst. Inputs no job has produced have no known place and weigh nothing;
-// an input of unknown size costs one copy's latency.
-func (s *Store) inputs(dst []policy.Input, ids []int64) []policy.Input {
+// an input of unknown size costs one copy's latency. With staging, an
+// input with a replica at the asking placeholder's place (here; cur is
+// its DC place) is priced there, whoever produced it: a copy staged to a
+// site, or to a host of a site whose nodes share no filesystem, is data
+// on that place.
+func (s *Store) inputs(dst []policy.Input, ids []int64, cur policy.Site, here Place) []policy.Input {
 	start := len(dst)
 	for _, id := range ids {
 		jf := s.data.files[id]
@@ -442,6 +450,11 @@ func (s *Store) inputs(dst []policy.Input, ids []int64) []policy.Input {
 			loc, ok := s.data.where[f.path]
 			if !ok {
 				continue
+			}
+			if s.opt.Stager != nil && f.rel && loc.at != cur {
+				if c := s.data.cat[f.path]; c != nil && s.present(c, here) {
+					loc.at = cur
+				}
 			}
 			size := f.size
 			if size < 0 {
@@ -535,7 +548,7 @@ func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err 
 			d.readyAt[r.ID] = now
 		}
 		start := len(ins)
-		ins = s.inputs(ins, members)
+		ins = s.inputs(ins, members, cur, to)
 		cands = append(cands, policy.Candidate{
 			ID:        r.ID,
 			QueueTime: max(now.Sub(ready).Seconds(), 0),

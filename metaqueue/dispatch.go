@@ -73,7 +73,7 @@ func (s *Store) RegisterAs(ctx context.Context, r protocol.Register, identity st
 			}
 		}
 		s.phs[id] = true
-		s.data.phPlace[id] = s.data.site(placeOf(r.Site, r.Host))
+		s.data.phPlace[id] = s.data.site(s.data.placeOf(r.Site, r.Host))
 		return nil
 	})
 	return protocol.RegisterReply{ID: id, LeaseS: s.opt.Lease.Seconds(), HeartbeatS: s.opt.Heartbeat.Seconds()}, err

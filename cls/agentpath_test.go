@@ -53,7 +53,19 @@ func newAgentRig(t *testing.T) *agentRig {
 // it asks for file orders.
 func (r *agentRig) agent(site, host string) (root string, stop func()) {
 	r.t.Helper()
-	root = r.t.TempDir()
+	return r.agentAt(site, host, r.t.TempDir())
+}
+
+// agentIn starts an agent whose data root is root.
+func (r *agentRig) agentIn(site, host, root string) string {
+	r.t.Helper()
+	root, _ = r.agentAt(site, host, root)
+	return root
+}
+
+func (r *agentRig) agentAt(site, host, root string) (string, func()) {
+	r.t.Helper()
+	var stop func()
 	dial := func(context.Context) (io.ReadWriteCloser, error) {
 		a, b := net.Pipe()
 		go r.srv.ServeConn(r.ctx, b, protocol.RolePlaceholder)
@@ -198,5 +210,84 @@ func TestAgentPathAgentGone(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(root, "w/x")); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("the target exists: %v", err)
+	}
+}
+
+// slowPlace writes at most rate bytes per second: a slow login host.
+type slowPlace struct {
+	stage.Place
+	rate float64
+}
+
+func (s slowPlace) Create(ctx context.Context, p string) (stage.Temp, error) {
+	t, err := s.Place.Create(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return &slowTemp{Temp: t, rate: s.rate}, nil
+}
+
+type slowTemp struct {
+	stage.Temp
+	rate float64
+}
+
+func (t *slowTemp) Write(b []byte) (int, error) {
+	time.Sleep(time.Duration(float64(len(b)) / t.rate * float64(time.Second)))
+	return t.Temp.Write(b)
+}
+
+// TestStagerChoosesFasterPath: to a site whose data root is shared by its
+// login host and nodes, the stager measures both paths (SFTP first, then
+// a placeholder's own connection) and then takes the faster, recording
+// the path of each transfer; the site's link given to DC is the faster
+// path's.
+func TestStagerChoosesFasterPath(t *testing.T) {
+	t.Parallel()
+	r := newAgentRig(t)
+	tp := newTestPlaces(t, "grid")
+	// The agent's data root is the site's: one directory.
+	gridRoot := tp.roots["grid"]
+	tp.wrap = func(site string, p stage.Place) stage.Place {
+		if site != "grid" {
+			return p
+		}
+		return slowPlace{Place: p, rate: 1 << 20} // 1 MiB/s over "SFTP"
+	}
+	st := newStager(1, tp.place, func(string) metaqueue.Link { return metaqueue.Link{Latency: 7, Bandwidth: 7e6} }, nil)
+	st.alt = func(p metaqueue.Place) (stage.Place, bool) {
+		if p.Site != "grid" || p.Host != "" || !r.hub.reachable("grid", "") {
+			return nil, false
+		}
+		return agentPlace{hub: r.hub, site: "grid"}, true
+	}
+	fs := newFakeStore()
+	st.start(fs)
+	t.Cleanup(st.stop)
+	root := r.agentIn("grid", "h1", gridRoot)
+
+	var vias []string
+	for i := range 4 {
+		data := make([]byte, 1536<<10+i)
+		rand.Read(data)
+		p := "/w/f" + string(rune('0'+i))
+		sum := tp.put(t, metaqueue.LocalSite, p, data)
+		st.Stage(metaqueue.StageRequest{Path: p, To: at("grid"), From: []metaqueue.Place{at(metaqueue.LocalSite)}, Size: int64(len(data)), SHA256: sum})
+		res := fs.next(t)
+		if res.Err != nil {
+			t.Fatalf("transfer %d: %v", i, res.Err)
+		}
+		if got, err := os.ReadFile(filepath.Join(root, p)); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("transfer %d: the copy at grid: %v", i, err)
+		}
+		vias = append(vias, res.Via)
+	}
+	want := []string{"fs>sftp", "fs>agent", "fs>agent", "fs>agent"}
+	if strings.Join(vias, " ") != strings.Join(want, " ") {
+		t.Fatalf("paths %v, want %v (SFTP measured at 1 MiB/s, the agent's connection faster)", vias, want)
+	}
+	l, ok := fs.link("grid")
+	if !ok || l.Bandwidth < 2<<20 {
+		t.Fatalf("grid's link for DC %+v, want the agent path's (faster than 2 MiB/s)", l)
 	}
 }

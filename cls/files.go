@@ -63,6 +63,22 @@ func (s *sites) place(ctx context.Context, p metaqueue.Place) (stage.Place, bool
 	return pl, false, nil
 }
 
+// agentAlt is a place's second path: a site's data root, shared by its
+// nodes and its login host, through the connection of one of its
+// placeholders that takes files now (the stager measures both paths and
+// takes the faster). Places per host have no second path: the agent's
+// connection is their only one.
+func (s *sites) agentAlt(p metaqueue.Place) (stage.Place, bool) {
+	if p.Host != "" || p.Site == metaqueue.LocalSite {
+		return nil, false
+	}
+	spec, _, ok := s.mgr.Site(p.Site)
+	if !ok || spec.Type == site.Local || spec.SharedFS || spec.NodeLocal || !s.hub.reachable(p.Site, "") {
+		return nil, false
+	}
+	return agentPlace{hub: s.hub, site: p.Site}, true
+}
+
 // sweepOnce removes, the first time a site's data root is used in this
 // run of the CLS, the temporary files an earlier run left there (killed
 // in the middle of transfers): before any transfer of this run, so none

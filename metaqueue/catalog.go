@@ -59,6 +59,9 @@ type StageResult struct {
 	// failure does not count against the file: the places are left alone
 	// for a while (placeDownFor) and the jobs wait, or run elsewhere.
 	Unreachable []Place
+	// Via is the path taken at each end, "SRC>DST" (fs, sftp or agent),
+	// recorded with the transfer.
+	Via string
 }
 
 // Stager moves files for the store. Stage must not block: it queues the
@@ -535,14 +538,14 @@ func (s *Store) failQueued(id int64, reason string) error {
 }
 
 // record stores a transfer and adds it to the totals.
-func (s *Store) record(job int64, path string, from, to Place, bytes int64, started time.Time, d time.Duration, errText string) error {
+func (s *Store) record(job int64, path string, from, to Place, bytes int64, started time.Time, d time.Duration, errText, via string) error {
 	// A transfer's error can carry a site's words (an SFTP server's status
 	// message): bounded and escaped before it is stored and shown.
 	errText = protocol.ClipText(errText, protocol.MaxReasonBytes)
 	if err := s.begin(); err != nil {
 		return err
 	}
-	if _, err := s.stmts.insTransfer.Exec(job, path, from.Site, from.Host, to.Site, to.Host, bytes, d.Seconds(), micros(started), errText); err != nil {
+	if _, err := s.stmts.insTransfer.Exec(job, path, from.Site, from.Host, to.Site, to.Host, bytes, d.Seconds(), micros(started), errText, protocol.ClipText(via, 64)); err != nil {
 		return fatalError{err}
 	}
 	s.moved.Transfers++
@@ -606,7 +609,7 @@ func (s *Store) Staged(ctx context.Context, r StageResult) error {
 		if r.Err != nil {
 			errText = r.Err.Error()
 		}
-		if err := s.record(r.Job, r.Path, r.From, r.To, r.Bytes, r.Started, r.Duration, errText); err != nil {
+		if err := s.record(r.Job, r.Path, r.From, r.To, r.Bytes, r.Started, r.Duration, errText, r.Via); err != nil {
 			return err
 		}
 		k := stageKey{r.Path, r.To}
@@ -866,7 +869,7 @@ func (s *Store) RecordTransfer(ctx context.Context, t protocol.TransferInfo) err
 	}
 	d := time.Duration(t.Seconds * float64(time.Second))
 	return s.do(ctx, func() error {
-		return s.record(t.Job, t.Path, parsePlace(t.From), parsePlace(t.To), t.Bytes, started, d, t.Error)
+		return s.record(t.Job, t.Path, parsePlace(t.From), parsePlace(t.To), t.Bytes, started, d, t.Error, t.Via)
 	})
 }
 

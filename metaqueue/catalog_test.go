@@ -58,7 +58,7 @@ func userIn(path string, size int64) protocol.File {
 func (e *env) staged(r StageRequest, from Place, err error, permanent bool) {
 	e.t.Helper()
 	res := StageResult{Path: r.Path, To: r.To, From: from, Bytes: max(r.Size, 0), Started: e.clock.Now(),
-		Duration: time.Second, SHA256: sumA, Job: r.Job, Err: err, Permanent: permanent}
+		Duration: time.Second, SHA256: sumA, Job: r.Job, Err: err, Permanent: permanent, Via: "sftp>agent"}
 	if err != nil {
 		res.Bytes, res.SHA256 = 0, ""
 	}

@@ -56,6 +56,8 @@ func migrations() ([]migration, error) {
 			m.before = addFileRel
 		case 9:
 			m.before = addAccounting
+		case 13:
+			m.before = addTransferVia
 		}
 		out = append(out, m)
 	}
@@ -151,6 +153,17 @@ func addFileRel(ctx context.Context, w *sql.Conn) error {
 		return nil
 	}
 	_, err := w.ExecContext(ctx, "ALTER TABLE job_files ADD COLUMN rel INTEGER NOT NULL DEFAULT 0")
+	return err
+}
+
+// addTransferVia adds transfers.via (version 13), unless a database that
+// ran the step before has it.
+func addTransferVia(ctx context.Context, w *sql.Conn) error {
+	var has int
+	if err := w.QueryRowContext(ctx, "SELECT count(*) FROM pragma_table_info('transfers') WHERE name = 'via'").Scan(&has); err != nil || has > 0 {
+		return err
+	}
+	_, err := w.ExecContext(ctx, "ALTER TABLE transfers ADD COLUMN via TEXT NOT NULL DEFAULT ''")
 	return err
 }
 

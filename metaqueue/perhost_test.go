@@ -56,7 +56,7 @@ func TestStagingPerHost(t *testing.T) {
 	e.mustBe(c1, job.Executing)
 	e.mustBe(c2, job.Executing)
 	d := e.job(c1)
-	if len(d.Transfers) != 1 || d.Transfers[0].From != "nodes:n1" || d.Transfers[0].To != "nodes:n2" {
+	if len(d.Transfers) != 1 || d.Transfers[0].From != "nodes:n1" || d.Transfers[0].To != "nodes:n2" || d.Transfers[0].Via != "sftp>agent" {
 		t.Fatalf("transfers %+v", d.Transfers)
 	}
 

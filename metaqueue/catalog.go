@@ -431,6 +431,19 @@ func (s *Store) inputsAt(ids []int64, to Place) (bool, error) {
 	return false, nil
 }
 
+// stagingTo counts the jobs whose inputs are being brought to place to.
+// Marks are few (bounded per place by the free slots asking there), so a
+// count is cheap.
+func (s *Store) stagingTo(to Place) int {
+	n := 0
+	for _, p := range s.stg.to {
+		if p == to {
+			n++
+		}
+	}
+	return n
+}
+
 // stagingElsewhere says whether another place than to is bringing the
 // inputs of any of jobs ids.
 func (s *Store) stagingElsewhere(ids []int64, to Place) bool {

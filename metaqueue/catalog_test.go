@@ -78,7 +78,7 @@ func TestStagingGatesDispatch(t *testing.T) {
 	c := e.submit(withFiles("c", "blast2", []protocol.File{userIn("/w/seqs/p1.fa", 10)}, nil))[0]
 	other := e.submit(withFiles("o", "other", nil, nil))[0]
 	b := e.registerAt("siteB", "b1")
-	if got := e.next(b, 1); len(got) != 1 || got[0].ID != other {
+	if got := e.next(b, 3); len(got) != 1 || got[0].ID != other {
 		t.Fatalf("siteB got %v, want the job without inputs %d", ids(got), other)
 	}
 	reqs := st.requests()

@@ -4,8 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"maps"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/mq-hpc/mq/dag"
@@ -473,6 +476,32 @@ func (s *Store) inputs(dst []policy.Input, ids []int64, cur policy.Site, here Pl
 	return dst
 }
 
+// logStaging logs why DC chose to bring a job's inputs to place to: its
+// priority, queue time, and the placeholder arrivals it expected, per
+// place (soonest, in seconds). Once per transfer decided, not per request.
+func (s *Store) logStaging(dec policy.Decision, to Place, fut []policy.Arrival) {
+	soonest := map[string]float64{}
+	for _, a := range fut {
+		name := s.data.places[a.Site].site
+		if h := s.data.places[a.Site].host; h != "" {
+			name += ":" + h
+		}
+		if old, ok := soonest[name]; !ok || a.In < old {
+			soonest[name] = a.In
+		}
+	}
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(soonest)) {
+		fmt.Fprintf(&b, "%s in %.1fs; ", k, soonest[k])
+	}
+	arr := strings.TrimSuffix(b.String(), "; ")
+	if arr == "" {
+		arr = "none expected"
+	}
+	s.log.Info("dc: staging the chosen job's inputs to the asking placeholder", "job", dec.Job.ID, "to", to.String(),
+		"priority", dec.Priority, "queue_s", dec.Job.QueueTime, "arrivals", arr)
+}
+
 // pickDC asks policy.DC which of a dc queue's oldest ready jobs the
 // placeholder of p should get. It returns false when the queue has none
 // that fits or DC decided the placeholder should wait (then waited is set).
@@ -578,6 +607,7 @@ func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err 
 				return 0, false, false, err
 			}
 			if !here {
+				s.logStaging(dec, to, fut)
 				// DC wants it here and its inputs are on their way: the
 				// placeholder meanwhile gets one DC accepts among those
 				// whose inputs are here already, or waits.

@@ -188,3 +188,35 @@ func TestDCPricesPerHost(t *testing.T) {
 		t.Fatalf("j1 at n2 with a copy there priced %+v, want its input here", in)
 	}
 }
+
+// TestStagingFCFSBoundedByFree: an FCFS queue brings inputs to the asking
+// placeholder's place for no more jobs than it has free slots, so the
+// jobs it cannot take stay free for a place holding their data, which
+// runs them without any transfer.
+func TestStagingFCFSBoundedByFree(t *testing.T) {
+	t.Parallel()
+	e, st := newStagingEnv(t)
+	var jobs []int64
+	for i := range 4 {
+		p := "/w/db/f" + string(rune('0'+i))
+		jobs = append(jobs, e.submit(withFiles("j"+string(rune('0'+i)), "x", []protocol.File{{Path: p, Size: sz(1 << 20), Rel: true}}, nil))[0])
+		if _, err := e.s.AddReplica(context.Background(), p, Place{Site: "siteA"}, 1<<20, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := e.registerAt("siteB", "b1")
+	if got := e.next(b, 1); len(got) != 0 {
+		t.Fatalf("siteB got %v", ids(got))
+	}
+	if reqs := st.requests(); len(reqs) != 1 || reqs[0].To != (Place{Site: "siteB"}) {
+		t.Fatalf("requests %+v, want one, for siteB's one free slot", reqs)
+	}
+	a := e.registerAt("siteA", "a1")
+	got := e.next(a, 4)
+	if !slices.Equal(ids(got), jobs[1:]) {
+		t.Fatalf("siteA got %v, want %v (all but the one staging to siteB)", ids(got), jobs[1:])
+	}
+	if n := len(st.requests()); n != 1 {
+		t.Fatalf("%d requests, want 1", n)
+	}
+}

@@ -249,24 +249,31 @@ func (s *Store) forgetPlaceholder(ph int64) {
 }
 
 // forgetSilent drops placeholders that have not asked for work for longer
-// than a lease and are not parked asking now: a vanished placeholder would
-// otherwise be predicted to arrive at once, forever.
+// than a lease and are neither parked asking now nor running a job (whose
+// lease their heartbeats renew): a vanished placeholder would otherwise be
+// predicted to arrive at once, forever. (Forgetting busy ones too, as it
+// once did, left DC blind to a placeholder running jobs longer than a
+// lease: it expected no arrival there and staged jobs away from their
+// data; BENCHMARKS.md, "FCFS vs DC, live and simulated".)
 func (s *Store) forgetSilent(now time.Time) {
 	if len(s.data.lastAsk) == 0 {
 		return
 	}
-	var parked map[int64]bool
+	var alive map[int64]bool
 	for ph, t := range s.data.lastAsk {
 		if now.Sub(t) <= s.opt.Lease {
 			continue
 		}
-		if parked == nil {
-			parked = make(map[int64]bool, len(s.parked))
+		if alive == nil {
+			alive = make(map[int64]bool, len(s.parked))
 			for _, p := range s.parked {
-				parked[p.req.Placeholder] = true
+				alive[p.req.Placeholder] = true
+			}
+			for _, ru := range s.running {
+				alive[ru.placeholder] = true
 			}
 		}
-		if !parked[ph] {
+		if !alive[ph] {
 			s.forgetPlaceholder(ph)
 		}
 	}

@@ -220,3 +220,37 @@ func TestStagingFCFSBoundedByFree(t *testing.T) {
 		t.Fatalf("%d requests, want 1", n)
 	}
 }
+
+// TestArrivalsKeepBusyPlaceholders: a placeholder running a job longer
+// than a lease (heartbeating) stays in DC's arrival predictions; one that
+// neither asks nor runs anything for a lease is forgotten.
+func TestArrivalsKeepBusyPlaceholders(t *testing.T) {
+	t.Parallel()
+	e, _ := newStagingEnv(t)
+	e.setPolicy("dq", "dc")
+	busy, gone := e.registerAt("siteA", "a1"), e.registerAt("siteB", "b1")
+	e.next(busy, 1)
+	e.next(gone, 1)
+	e.next(gone, 1)
+	id := e.submit(withFiles("long", "x", nil, nil))[0]
+	got := e.next(busy, 1)
+	if len(got) != 1 || got[0].ID != id {
+		t.Fatalf("busy got %v", ids(got))
+	}
+	for range 3 {
+		e.clock.Advance(testLease / 2)
+		if _, err := e.s.Heartbeat(context.Background(), protocol.Heartbeat{Placeholder: busy, Running: []protocol.JobRef{{ID: id, Attempt: got[0].Attempt}}}); err != nil {
+			t.Fatal(err)
+		}
+		e.tick()
+	}
+	e.s.do(context.Background(), func() error {
+		if _, ok := e.s.data.lastAsk[busy]; !ok {
+			t.Error("a placeholder running a job was dropped from the arrival predictions")
+		}
+		if _, ok := e.s.data.lastAsk[gone]; ok {
+			t.Error("a placeholder silent and idle for a lease is still predicted")
+		}
+		return nil
+	})
+}

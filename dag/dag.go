@@ -126,7 +126,7 @@ func (g *Graph) NextTargetID() TargetID { return TargetID(g.targets.len()) }
 func (g *Graph) AddTarget(name string) TargetID {
 	id := g.targets.add()
 	g.targets.at(id).name = g.names.add(name)
-	g.byName.insert(name, id, g)
+	g.byName.insert(name, id)
 	return id
 }
 
@@ -136,7 +136,7 @@ func (g *Graph) LoadTarget(id TargetID, name string) {
 		g.targets.add()
 	}
 	g.targets.at(id).name = g.names.add(name)
-	g.byName.insert(name, id, g)
+	g.byName.insert(name, id)
 }
 
 // AddEdges records that target t's jobs need prereqs. Edges are never

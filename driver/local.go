@@ -13,12 +13,15 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/mq-hpc/mq/internal/jobexec"
 )
 
 // localBackend runs jobs on this machine with os/exec: each consumer is a
 // worker that runs one unit at a time, a bundle's jobs one after another in
-// order. Jobs run as the metaqueue's placeholders run them: /bin/sh -c in
-// their own process group, stdin from /dev/null, exit status 128+N when
+// order. Jobs run as the metaqueue's placeholders run them (jobexec:
+// /bin/sh -c, or the program itself for one plain command) in their own
+// process group, stdin from /dev/null, exit status 128+N when
 // killed by signal N.
 //
 // Prerequisites mean what they mean in the metaqueue, over the jobs this
@@ -245,10 +248,8 @@ func (b *localBackend) exec(ctx context.Context, e *entry) Result {
 	fail := func(err error) Result {
 		return Result{State: "F", Err: &JobError{Key: k, State: "F", Reason: "could not start: " + err.Error()}}
 	}
-	cmd := exec.Command("/bin/sh", "-c", e.spec.Command)
-	cmd.Dir = e.spec.Cwd
-	cmd.Env = append(os.Environ(), "MQ_TARGET="+e.spec.Target, "MQ_QUEUE="+e.spec.Queue, "MQ_DRIVER_KEY="+strconv.FormatUint(uint64(k), 10))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	env := append(os.Environ(), "MQ_TARGET="+e.spec.Target, "MQ_QUEUE="+e.spec.Queue, "MQ_DRIVER_KEY="+strconv.FormatUint(uint64(k), 10))
+	cmd, direct := jobexec.Command(e.spec.Command, env, e.spec.Cwd)
 	// O_EXCL: a run's directory is new, so a file there is never an
 	// earlier run's.
 	outPath, errPath := b.paths(k)
@@ -262,9 +263,19 @@ func (b *localBackend) exec(ctx context.Context, e *entry) Result {
 		return fail(err)
 	}
 	defer errf.Close()
-	cmd.Stdout, cmd.Stderr = out, errf
+	start := func(cmd *exec.Cmd) error {
+		cmd.Dir = e.spec.Cwd
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Stdout, cmd.Stderr = out, errf
+		return cmd.Start()
+	}
 	ran := Result{Attempt: 1, Site: "local", Host: b.host, Started: time.Now(), out: b}
-	if err := cmd.Start(); err != nil {
+	err = start(cmd)
+	if err != nil && direct {
+		cmd = jobexec.Shell(e.spec.Command, env) // as a placeholder does
+		err = start(cmd)
+	}
+	if err != nil {
 		return fail(err)
 	}
 	waited := make(chan error, 1)

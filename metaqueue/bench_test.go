@@ -296,3 +296,62 @@ func BenchmarkSubmitShapes(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkHop: the core's share of a dependency hop. One placeholder runs
+// a chain (each job's target needs the one before's); each op reports the
+// running job Done and, in the same request, takes its dependent, which
+// that report made ready: what an agent's report-with-next does. The time
+// per op is the store's, commit included (sync as cls serve's default
+// leaves placeholder traffic: normal).
+func BenchmarkHop(b *testing.B) {
+	s := benchStore(b, metaqueue.SyncSubmit)
+	ctx := context.Background()
+	r, err := s.Register(ctx, protocol.Register{Site: "bench", Host: "h", PID: 1, Slots: 1, OutDir: "/tmp"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	const chain = 1000
+	submitChain := func(round int) {
+		specs := make([]protocol.JobSpec, chain)
+		for i := range specs {
+			specs[i] = protocol.JobSpec{Target: fmt.Sprintf("r%dc%d", round, i), Command: "./step", Cwd: "/tmp"}
+			if i > 0 {
+				specs[i].Prereqs = []string{fmt.Sprintf("r%dc%d", round, i-1)}
+			}
+		}
+		if _, err := s.Submit(ctx, specs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var prev []protocol.Report
+	take := func() {
+		reply, err := s.Next(ctx, protocol.Next{Placeholder: r.ID, Free: 1, Reports: prev})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(reply.Jobs) != 1 {
+			b.Fatalf("got %d jobs, want the dependent", len(reply.Jobs))
+		}
+		now := time.Now()
+		j := reply.Jobs[0]
+		prev = []protocol.Report{{ID: j.ID, Attempt: j.Attempt, Started: now, Finished: now}}
+	}
+	round := 0
+	submitChain(round)
+	take()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if (i+1)%chain == 0 {
+			b.StopTimer()
+			// Report the chain's last job on its own, and start another.
+			if err := s.Report(ctx, r.ID, prev); err != nil {
+				b.Fatal(err)
+			}
+			prev = nil
+			round++
+			submitChain(round)
+			b.StartTimer()
+		}
+		take()
+	}
+}

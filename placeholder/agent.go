@@ -1,8 +1,9 @@
 // Package placeholder is the agent that runs inside a placeholder (a batch
 // job, or a process the CLS forks for the local site): it pulls jobs from
-// the CLS, runs each with /bin/sh -c in its own process group, heartbeats
-// their leases, reports how they ended, and pulls again. Local and remote
-// placeholders run this same code; only the transport differs.
+// the CLS, runs each with /bin/sh -c (or directly, when the line is one
+// plain command) in its own process group, heartbeats their leases,
+// reports how they ended, and pulls again. Local and remote placeholders
+// run this same code; only the transport differs.
 package placeholder
 
 import (
@@ -280,6 +281,7 @@ func (a *Agent) dropped(cl *client.Client) {
 // idempotent on the CLS (reports carry attempt numbers), so resending one
 // whose reply was lost is harmless.
 func call[Req, Resp any](ctx context.Context, a *Agent, op protocol.Op[Req, Resp], body func(id int64) Req, out *Resp) error {
+	busy := backoff.Backoff{Min: 5 * time.Millisecond, Max: 500 * time.Millisecond, Jitter: 0.5}
 	for {
 		cl, err := a.session(ctx)
 		if err != nil {
@@ -298,6 +300,15 @@ func call[Req, Resp any](ctx context.Context, a *Agent, op protocol.Op[Req, Resp
 			if pe.Code == protocol.CodeNotFound {
 				// The CLS lost track of us (new database): register again.
 				a.dropped(cl)
+				continue
+			}
+			if pe.Code == protocol.CodeBusy {
+				// Too many such requests in progress on the connection (the
+				// agent stays within the bound, with a margin; a CLS with a
+				// lower one is met here): the request is fine, later.
+				if err := busy.Wait(ctx); err != nil {
+					return err
+				}
 				continue
 			}
 			return err
@@ -577,6 +588,7 @@ type workLoop struct {
 	reports   []protocol.Report
 	meanRun   time.Duration // moving average of job run times; 0 = none yet
 	sending   int           // report requests out
+	asking    int           // of those, the ones that ask for work (next requests)
 	idleSince time.Time
 
 	poll         chan polled // non-nil while a next request is out
@@ -688,10 +700,14 @@ func (w *workLoop) sendReports(take int) {
 	if len(w.reports) == 0 {
 		return
 	}
+	take = reportTake(take, w.asking)
 	batch := w.reports
 	w.reports = nil
 	w.sending++
 	w.taking += take
+	if take > 0 {
+		w.asking++
+	}
 	w.reporters.Add(1)
 	go func() {
 		defer w.reporters.Done()
@@ -732,10 +748,27 @@ func (w *workLoop) sendReports(take int) {
 	}()
 }
 
+// reportTake is how many jobs a report request may ask for, wanting take,
+// with asking such requests out already: none once they, the long poll
+// and one more would fill the CLS's bound on next requests per
+// connection. The one more is a margin: the CLS counts a request until
+// its handler returns, which may be just after its answer arrived here.
+// Past the bound the report goes as a plain report (a refused one would
+// wait for its resend), and the work it makes ready goes to the long poll.
+func reportTake(take, asking int) int {
+	if take <= 0 || asking+3 > protocol.NextsPerConn {
+		return 0
+	}
+	return take
+}
+
 // onReported takes a report request's answer.
 func (w *workLoop) onReported(ans reported) {
 	w.sending--
 	w.taking -= ans.took
+	if ans.asked {
+		w.asking--
+	}
 	// Not acknowledged: the next request carries it (a poll, or the
 	// tick's report at the latest).
 	w.reports = append(ans.back, w.reports...)
@@ -990,7 +1023,9 @@ const reportGrace = 10 * time.Second
 func resend(err error) bool {
 	var pe *protocol.Error
 	if errors.As(err, &pe) {
-		return pe.Code == protocol.CodeInternal || pe.Code == protocol.CodeShutdown
+		// Busy: too many requests in progress on the connection; the
+		// batch is fine and goes again.
+		return pe.Code == protocol.CodeInternal || pe.Code == protocol.CodeShutdown || pe.Code == protocol.CodeBusy
 	}
 	return true
 }

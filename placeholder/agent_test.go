@@ -39,6 +39,7 @@ type cls struct {
 	seen  map[string]int // requests read, by op
 	lost  map[string]int // requests that vanished into a silent connection, by op
 	fail  int            // report requests still to answer with a storage failure
+	busy  int            // replies refusing a request as busy
 }
 
 func newCLS(t *testing.T) *cls { return newCLSLease(t, 5*time.Second) }
@@ -152,7 +153,19 @@ func (p *peerConn) Write(b []byte) (int, error) {
 	if p.silent.Load() {
 		return len(b), nil
 	}
+	if k := strings.Count(string(b), `"code":"`+protocol.CodeBusy+`"`); k > 0 {
+		p.c.mu.Lock()
+		p.c.busy += k
+		p.c.mu.Unlock()
+	}
 	return p.Conn.Write(b)
+}
+
+// busyReplies is how many requests the CLS refused as busy.
+func (c *cls) busyReplies() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.busy
 }
 
 func (c *cls) cut() {
@@ -781,6 +794,66 @@ func TestSlotsUncovered(t *testing.T) {
 	} {
 		if got := slotsUncovered(tc.longPollOut, tc.free, tc.held, tc.pollCovers, tc.taking); got != tc.want {
 			t.Errorf("%s: slotsUncovered = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestReportTake: reports ask for work only while the long poll, they and
+// a margin stay within the CLS's bound on next requests per connection.
+func TestReportTake(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ take, asking, want int }{
+		{0, 0, 0},
+		{1, 0, 1},
+		{2, protocol.NextsPerConn - 3, 2},
+		{1, protocol.NextsPerConn - 2, 0},
+		{1, protocol.NextsPerConn, 0},
+	} {
+		if got := reportTake(tc.take, tc.asking); got != tc.want {
+			t.Errorf("reportTake(%d, %d) = %d, want %d", tc.take, tc.asking, got, tc.want)
+		}
+	}
+	if !resend(protocol.Errorf(protocol.CodeBusy, "busy")) {
+		t.Error("a report refused as busy is dropped; it must go again")
+	}
+}
+
+// TestAgentStaggeredPipelinesStayWithinBound: eight pipelines whose first
+// stages end a few milliseconds apart, each report asking for its
+// dependent while the others are out. Their requests once outnumbered the
+// CLS's bound on next requests per connection; it refused the extra ones
+// as busy, and the agent dropped those reports, so their jobs waited for
+// the lease (here an hour) and ran twice. Every report must be taken and
+// nothing refused.
+func TestAgentStaggeredPipelinesStayWithinBound(t *testing.T) {
+	t.Parallel()
+	c := newCLSLease(t, time.Hour)
+	dir := t.TempDir()
+	var ids []int64
+	for round := 0; round < 5; round++ {
+		var specs []protocol.JobSpec
+		for i := 0; i < 8; i++ {
+			a := fmt.Sprintf("r%da%d", round, i)
+			specs = append(specs,
+				protocol.JobSpec{Target: a, Command: fmt.Sprintf("sleep 0.0%d", i+1), Cwd: dir},
+				protocol.JobSpec{Target: fmt.Sprintf("r%db%d", round, i), Prereqs: []string{a}, Command: "true", Cwd: dir})
+		}
+		ids = append(ids, c.submit(specs...)...)
+		if round == 0 {
+			startAgent(t, c, 8)
+		}
+		for id, e := range c.wait(ids...) {
+			if e.State != "D" {
+				t.Fatalf("job %d ended %+v", id, e)
+			}
+		}
+	}
+	if n := c.busyReplies(); n != 0 {
+		t.Fatalf("the CLS refused %d requests as busy", n)
+	}
+	for _, id := range ids {
+		if d, err := c.store.Job(context.Background(), id); err != nil || d.Attempts != 1 {
+			t.Fatalf("job %d: %+v, %v: want one attempt", id, d, err)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/jobexec"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -249,20 +250,35 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 		<-outSink.done
 		return fail(err)
 	}
-	cmd := exec.Command("/bin/sh", "-c", protocol.CommandOf(asg.Command, asg.CommandBytes))
-	cmd.Dir = dir
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = a.devNull, stdout, stderr
-	cmd.Env = append(append(os.Environ(), asg.Env...),
+	line := protocol.CommandOf(asg.Command, asg.CommandBytes)
+	env := append(append(os.Environ(), asg.Env...),
 		"MQ_JOB_ID="+strconv.FormatInt(asg.ID, 10),
 		"MQ_ATTEMPT="+strconv.Itoa(asg.Attempt),
 		"MQ_TARGET="+asg.Target,
 		"MQ_QUEUE="+asg.Queue,
 	)
-	// Pdeathsig: a job whose placeholder is killed dies with it instead of
-	// running on unseen while its lease expires and it reruns elsewhere
-	// (`sh -c` execs a simple command, so this reaches the job itself).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	err = cmd.Start()
+	cmd, direct := jobexec.Command(line, env, dir)
+	start := func(cmd *exec.Cmd) error {
+		cmd.Dir = dir
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = a.devNull, stdout, stderr
+		// Pdeathsig: a job whose placeholder is killed dies with it
+		// instead of running on unseen while its lease expires and it
+		// reruns elsewhere (its own children die through the group kill
+		// when the placeholder can still do it).
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		return cmd.Start()
+	}
+	// Started is stamped at the launch, as time(1) starts its clock, and
+	// Finished once the process is reaped: the job's time includes its
+	// fork and exec, and a dependency hop is the time its slot held no
+	// process.
+	rep.Started = time.Now()
+	err = start(cmd)
+	if err != nil && direct {
+		// Nothing ran: let the shell try, and say why it cannot.
+		cmd = jobexec.Shell(line, env)
+		err = start(cmd)
+	}
 	// The child has its own copies of the write ends; ours must close so the
 	// sinks see EOF when the job's processes are gone.
 	stdout.Close()
@@ -280,7 +296,6 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 		}
 		return fail(err)
 	}
-	rep.Started = time.Now()
 	p := &proc{ref: protocol.JobRef{ID: asg.ID, Attempt: asg.Attempt}, pgid: cmd.Process.Pid, started: rep.Started}
 	a.runMu.Lock()
 	a.running[asg.ID] = p

@@ -61,3 +61,9 @@ func Duration(s float64) time.Duration {
 	}
 	return time.Duration(s * float64(time.Second))
 }
+
+// NextsPerConn is how many next requests a placeholder may have in
+// progress on one connection: its long poll, and reports that ask for
+// the work they make ready. The CLS refuses more (CodeBusy), by default
+// at exactly this bound; an agent stays within it.
+const NextsPerConn = 4

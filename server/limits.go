@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/backoff"
+	"github.com/mq-hpc/mq/protocol"
 )
 
 // Defaults of the limits against faulty or hostile peers (DESIGN.md,
@@ -42,9 +43,10 @@ const (
 	// an agent has a poll, a heartbeat and a few reports or output chunks
 	// out at a time.
 	DefaultPlaceholderInFlight = 64
-	// DefaultNexts bounds the next requests in progress on one connection;
-	// an agent has one out at a time.
-	DefaultNexts = 4
+	// DefaultNexts bounds the next requests in progress on one connection:
+	// an agent's long poll and the reports that ask for work, which it
+	// keeps within protocol.NextsPerConn.
+	DefaultNexts = protocol.NextsPerConn
 )
 
 // Gate bounds a listener's unauthenticated connections, in total and per

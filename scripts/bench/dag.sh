@@ -18,7 +18,8 @@
 #      replays each trace under each policy in turn, estimates declared.
 #
 # Usage: scripts/bench/dag.sh            DAG_ONLY="1 2" DAG_JOBS=1000000 ...
-# Knobs: DAG_JOBS (200000), DAG_PIPES (500), DAG_ONLY ("1 2 3 4"),
+# Knobs: DAG_JOBS (200000), DAG_PIPES (500), DAG_ONLY ("1 2 3 4"), DAG_REPEAT
+# (step 3's alternating rounds, 3),
 # DAG_BOUND (seconds each trace's bound is scaled to, 5), DAG_POLICY, DAG_BIN (use these
 # binaries instead of building). Not for CI: it wants a quiet machine.
 set -euo pipefail
@@ -28,6 +29,7 @@ JOBS=${DAG_JOBS:-200000}
 PIPES=${DAG_PIPES:-500}
 ONLY=${DAG_ONLY:-"1 2 3 4"}
 BOUND=${DAG_BOUND:-5}
+REPEAT=${DAG_REPEAT:-3}
 WORK=$(mktemp -d /tmp/mqdag.XXXXXX)
 PIDS=()
 cleanup() {
@@ -117,16 +119,28 @@ if has 2; then
 fi
 
 if has 3; then
-	echo "== 3. $PIPES two-stage pipelines of sleep 0.02 on 8 slots"
+	echo "== 3. $PIPES two-stage pipelines of sleep 0.02 on 8 slots, $REPEAT alternating rounds"
 	seq "$PIPES" | awk '{printf "{\"target\":\"a%d\",\"command\":\"sleep 0.02\"}\n{\"target\":\"b%d\",\"prereqs\":[\"a%d\"],\"command\":\"sleep 0.02\"}\n", $1, $1, $1}' >"$WORK/pipes.jsonl"
-	start_cls --local 1 --slots 8
-	mq=$(mqbench drain -n $((2 * PIPES)) -- mqsub -f "$WORK/pipes.jsonl" | sed -n 's/.*total_s=\([0-9.]*\).*/\1/p')
-	stop_cls
-	t0=$(date +%s.%N)
-	seq "$PIPES" | xargs -P 8 -I{} sh -c 'sleep 0.02 && sleep 0.02'
-	t1=$(date +%s.%N)
-	x=$(echo "$t1 - $t0" | bc -l)
-	printf 'mq_s=%.2f xargs_chained_s=%.2f ratio=%.2f ideal_s=%.2f\n' "$mq" "$x" "$(echo "$mq / $x" | bc -l)" "$(echo "$PIPES * 0.04 / 8" | bc -l)"
+	ratios=()
+	for ((r = 1; r <= REPEAT; r++)); do
+		run_mq() {
+			start_cls --local 1 --slots 8
+			mq=$(mqbench drain -n $((2 * PIPES)) -- mqsub -f "$WORK/pipes.jsonl" | sed -n 's/.*total_s=\([0-9.]*\).*/\1/p')
+			stop_cls
+		}
+		run_xargs() {
+			t0=$(date +%s.%N)
+			seq "$PIPES" | xargs -P 8 -I{} sh -c 'sleep 0.02 && sleep 0.02'
+			t1=$(date +%s.%N)
+			x=$(echo "$t1 - $t0" | bc -l)
+		}
+		# Alternate which goes first, so a busy machine disturbs both alike.
+		if ((r % 2)); then run_mq; run_xargs; else run_xargs; run_mq; fi
+		ratio=$(echo "$mq / $x" | bc -l)
+		ratios+=("$ratio")
+		printf 'round=%d mq_s=%.2f xargs_chained_s=%.2f ratio=%.2f ideal_s=%.2f load=%s\n' "$r" "$mq" "$x" "$ratio" "$(echo "$PIPES * 0.04 / 8" | bc -l)" "$(cut -d' ' -f1 /proc/loadavg)"
+	done
+	printf 'median ratio=%.2f\n' "$(printf '%s\n' "${ratios[@]}" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}')"
 fi
 
 if has 4; then

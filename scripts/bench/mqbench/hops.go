@@ -66,31 +66,35 @@ func hops(args []string) error {
 	return nil
 }
 
-// waitEnded polls until every job in ids has ended and returns them in
-// the order of ids; a job that did not end Done is an error.
+// waitEnded waits (op wait, so no polling loads the CLS while hops are
+// measured) until every job in ids has ended and returns them in the order
+// of ids; a job that did not end Done is an error.
 func waitEnded(ctx context.Context, cl *client.Client, ids []int64) ([]protocol.JobInfo, error) {
 	for {
-		var jobs []protocol.JobInfo
-		err := client.Stream(ctx, cl, protocol.OpStat, protocol.Stat{IDs: ids, States: "WQEDFBX"}, func(r protocol.StatReply) error {
-			jobs = append(jobs, r.Jobs...)
-			return nil
-		})
+		w, err := client.Do(ctx, cl, protocol.OpWait, protocol.Wait{IDs: ids, TimeoutMS: 60_000})
 		if err != nil {
 			return nil, err
 		}
-		ended := 0
-		for _, j := range jobs {
-			switch j.State {
-			case "D":
-				ended++
-			case "F", "B", "X":
+		for _, j := range w.Jobs {
+			if j.State != "D" {
 				return nil, fmt.Errorf("job %d ended %s", j.ID, j.State)
 			}
 		}
-		if ended == len(ids) {
-			sort.Slice(jobs, func(a, b int) bool { return jobs[a].ID < jobs[b].ID })
-			return jobs, nil
+		if len(w.Pending) == 0 {
+			break
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
+	var jobs []protocol.JobInfo
+	err := client.Stream(ctx, cl, protocol.OpStat, protocol.Stat{IDs: ids, States: "WQEDFBX"}, func(r protocol.StatReply) error {
+		jobs = append(jobs, r.Jobs...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(jobs) != len(ids) {
+		return nil, fmt.Errorf("stat listed %d of %d jobs", len(jobs), len(ids))
+	}
+	sort.Slice(jobs, func(a, b int) bool { return jobs[a].ID < jobs[b].ID })
+	return jobs, nil
 }

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"container/heap"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/mq-hpc/mq/policy"
@@ -20,7 +22,10 @@ import (
 // b-level from the measured runtimes (what declared estimates give), and
 // cp-noest from no estimates (every task 1 s: what wfreplay's jobs, which
 // declare none, give the live CLS). Prints one line per trace: the bound
-// max(critical path, work/slots) and each order's makespan over it.
+// max(critical path, work/slots), the Fernández-Bussell bound over it (no
+// schedule can do better: above 1.10 no replay can meet 1.10x of the
+// bound), and each order's makespan over it; cp_vs_fb is cp's makespan
+// over the Fernández-Bussell bound.
 func wfideal(args []string) error {
 	fs := flag.NewFlagSet("wfideal", flag.ExitOnError)
 	slots := fs.Int("slots", 8, "ideal slots")
@@ -48,9 +53,10 @@ func wfideal(args []string) error {
 		cp := d.schedule(*slots, policy.CP{}, exact)
 		noest, _ := policy.BLevels(make([]float64, len(d.runtime)), d.prereqs)
 		cpNoest := d.schedule(*slots, policy.CP{}, noest)
-		fmt.Printf("trace=%s tasks=%d slots=%d bound_s=%.1f fcfs=%.3f cp=%.3f cp_noest=%.3f cp_vs_fcfs=%.3f cp_noest_vs_fcfs=%.3f\n",
+		fb := d.fbBound(*slots)
+		fmt.Printf("trace=%s tasks=%d slots=%d bound_s=%.1f fb_bound=%.3f fcfs=%.3f cp=%.3f cp_noest=%.3f cp_vs_fcfs=%.3f cp_noest_vs_fcfs=%.3f cp_vs_fb=%.3f\n",
 			strings.TrimSuffix(filepath.Base(path), ".json"), len(w.Tasks), *slots, lb,
-			fcfs/lb, cp/lb, cpNoest/lb, cp/fcfs, cpNoest/fcfs)
+			fb/lb, fcfs/lb, cp/lb, cpNoest/lb, cp/fcfs, cpNoest/fcfs, cp/fb)
 	}
 	return nil
 }
@@ -152,4 +158,95 @@ func (f *finishes) Pop() any {
 	x := old[len(old)-1]
 	*f = old[:len(old)-1]
 	return x
+}
+
+// fbBound is Fernández and Bussell's lower bound on the makespan of the DAG
+// on slots identical slots (IEEE Trans. Computers C-22(8), 1973): the
+// critical path cp, plus, for the interval [θ1, θ2] that is most
+// overloaded, the work every task must do inside it however it is
+// scheduled within cp (its time windows from earliest starts and latest
+// finishes), beyond what slots slots can do there, spread over the slots.
+// It is what max(cp, work/slots) misses: a fork-join whose serial ends
+// leave the parallel middle a narrow window cannot finish by either.
+// No schedule at all, clairvoyant or not, beats it.
+func (d *taskDAG) fbBound(slots int) float64 {
+	n := len(d.runtime)
+	order := d.topo()
+	es := make([]float64, n)
+	cp := 0.0
+	for _, i := range order {
+		for _, p := range d.prereqs[i] {
+			es[i] = max(es[i], es[p]+d.runtime[p])
+		}
+		cp = max(cp, es[i]+d.runtime[i])
+	}
+	lf := make([]float64, n)
+	for k := n - 1; k >= 0; k-- {
+		i := order[k]
+		lf[i] = cp
+		for _, u := range d.users[i] {
+			lf[i] = min(lf[i], lf[u]-d.runtime[u])
+		}
+	}
+	// The most overloaded interval starts at a breakpoint of the tasks'
+	// windows; for each start θ1, the required work as θ2 grows is a sum
+	// of ramps (task j: 0 until b, slope 1 for a, then flat), so its
+	// excess over slots*(θ2-θ1) peaks at a ramp's corner.
+	starts := make([]float64, 0, 4*n)
+	for i := range n {
+		p := d.runtime[i]
+		starts = append(starts, es[i], es[i]+p, lf[i]-p, lf[i])
+	}
+	slices.Sort(starts)
+	starts = slices.Compact(starts)
+	type corner struct {
+		at    float64
+		slope int
+	}
+	m := float64(slots)
+	excess := 0.0
+	corners := make([]corner, 0, 2*n)
+	for _, t1 := range starts {
+		corners = corners[:0]
+		for j := range n {
+			p := d.runtime[j]
+			a := min(es[j]+p-t1, p) // the most of j inside [t1, ∞) it cannot avoid
+			if a <= 0 {
+				continue
+			}
+			b := max(lf[j]-p, t1) // where that part starts at the latest
+			corners = append(corners, corner{b, 1}, corner{b + a, -1})
+		}
+		slices.SortFunc(corners, func(x, y corner) int { return cmp.Compare(x.at, y.at) })
+		w, slope, at := 0.0, 0, t1
+		for _, c := range corners {
+			w += float64(slope) * (c.at - at)
+			at = c.at
+			slope += c.slope
+			if at > t1 {
+				excess = max(excess, w-m*(at-t1))
+			}
+		}
+	}
+	return cp + excess/m
+}
+
+// topo is the tasks in an order where each comes after its prerequisites.
+func (d *taskDAG) topo() []int32 {
+	n := len(d.runtime)
+	pending := make([]int, n)
+	var order []int32
+	for i := range n {
+		if pending[i] = len(d.prereqs[i]); pending[i] == 0 {
+			order = append(order, int32(i))
+		}
+	}
+	for k := 0; k < len(order); k++ {
+		for _, u := range d.users[order[k]] {
+			if pending[u]--; pending[u] == 0 {
+				order = append(order, u)
+			}
+		}
+	}
+	return order
 }

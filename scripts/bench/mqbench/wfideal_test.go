@@ -25,3 +25,39 @@ func TestScheduleCPBeatsFCFS(t *testing.T) {
 		t.Fatalf("makespan fcfs %v, cp %v; want 32 and 30", fcfs, cp)
 	}
 }
+
+// A 10 s split, 80 one-second tasks, a 10 s merge, on 8 slots: the critical
+// path is 21 s and work/slots 12.5 s, but the 80 tasks must all run in the
+// second after the split for 21 s to hold; the best schedule takes 30 s,
+// which the Fernández-Bussell bound finds.
+func TestFBBoundForkJoin(t *testing.T) {
+	const mid = 80
+	d := &taskDAG{runtime: []float64{10}, prereqs: [][]int32{nil}, users: [][]int32{nil}}
+	merge := int32(mid + 1)
+	var all []int32
+	for i := 1; i <= mid; i++ {
+		d.runtime = append(d.runtime, 1)
+		d.prereqs = append(d.prereqs, []int32{0})
+		d.users = append(d.users, []int32{merge})
+		d.users[0] = append(d.users[0], int32(i))
+		all = append(all, int32(i))
+	}
+	d.runtime = append(d.runtime, 10)
+	d.prereqs = append(d.prereqs, all)
+	d.users = append(d.users, nil)
+	if got := d.fbBound(8); got != 30 {
+		t.Fatalf("fbBound = %v, want 30", got)
+	}
+	if got := d.schedule(8, policy.FCFS{}, nil); got != 30 {
+		t.Fatalf("schedule = %v, want 30", got)
+	}
+	// A chain is its own bound, and so is work spread evenly.
+	chain := &taskDAG{runtime: []float64{3, 4}, prereqs: [][]int32{nil, {0}}, users: [][]int32{{1}, nil}}
+	if got := chain.fbBound(4); got != 7 {
+		t.Fatalf("chain: fbBound = %v, want 7", got)
+	}
+	flat := &taskDAG{runtime: []float64{2, 2, 2, 2}, prereqs: make([][]int32, 4), users: make([][]int32, 4)}
+	if got := flat.fbBound(2); got != 4 {
+		t.Fatalf("flat: fbBound = %v, want 4", got)
+	}
+}

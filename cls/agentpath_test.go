@@ -252,7 +252,7 @@ func TestStagerChoosesFasterPath(t *testing.T) {
 		if site != "grid" {
 			return p
 		}
-		return slowPlace{Place: p, rate: 1 << 20} // 1 MiB/s over "SFTP"
+		return slowPlace{Place: p, rate: 512 << 10} // 512 KiB/s over "SFTP"
 	}
 	st := newStager(1, tp.place, func(string) metaqueue.Link { return metaqueue.Link{Latency: 7, Bandwidth: 7e6} }, nil)
 	st.alt = func(p metaqueue.Place) (stage.Place, bool) {
@@ -284,10 +284,11 @@ func TestStagerChoosesFasterPath(t *testing.T) {
 	}
 	want := []string{"fs>sftp", "fs>agent", "fs>agent", "fs>agent"}
 	if strings.Join(vias, " ") != strings.Join(want, " ") {
-		t.Fatalf("paths %v, want %v (SFTP measured at 1 MiB/s, the agent's connection faster)", vias, want)
+		t.Fatalf("paths %v, want %v (SFTP measured at 512 KiB/s, the agent's connection faster)", vias, want)
 	}
-	l, ok := fs.link("grid")
-	if !ok || l.Bandwidth < 2<<20 {
-		t.Fatalf("grid's link for DC %+v, want the agent path's (faster than 2 MiB/s)", l)
+	_, sftpBW, _ := st.rates.Link("grid")
+	_, agentBW, _ := st.rates.Link("grid" + agentSuffix)
+	if l, ok := fs.link("grid"); !ok || l.Bandwidth != agentBW || agentBW <= sftpBW {
+		t.Fatalf("grid's link for DC %+v; SFTP measured %.0f B/s, the agent path %.0f: want the agent path's", l, sftpBW, agentBW)
 	}
 }

@@ -93,15 +93,16 @@ func (h *agentHub) placeholder(id int64, site, host string, connected bool) {
 func (h *agentHub) reachable(site, host string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.pick(site, host) != nil
+	return h.pick(site, host, true) != nil
 }
 
-// pick chooses a box at site and host whose agent polls: the one with the
-// fewest orders waiting, then the lowest id. Called with mu held.
-func (h *agentHub) pick(site, host string) *agentBox {
+// pick chooses a box at site and host whose agent polls (with polled
+// false, also one that has not polled yet): the one with the fewest orders
+// waiting, then the lowest id. Called with mu held.
+func (h *agentHub) pick(site, host string, polled bool) *agentBox {
 	var best *agentBox
 	for _, b := range h.boxes {
-		if !b.polled || b.site != site || host != "" && b.host != host {
+		if polled && !b.polled || b.site != site || host != "" && b.host != host {
 			continue
 		}
 		if best == nil || len(b.orders) < len(best.orders) || len(b.orders) == len(best.orders) && b.id < best.id {
@@ -126,7 +127,13 @@ func (e *noAgentError) Error() string {
 // agent takes it.
 func (h *agentHub) order(ctx context.Context, site, host string, o protocol.FileOrder) (*agentXfer, error) {
 	h.mu.Lock()
-	b := h.pick(site, host)
+	b := h.pick(site, host, true)
+	if b == nil {
+		// A placeholder that has just registered asks for orders a moment
+		// later: its order waits for it (up to agentWait), rather than the
+		// host being taken for down.
+		b = h.pick(site, host, false)
+	}
 	if b == nil {
 		h.mu.Unlock()
 		return nil, &unreachableError{placeLabel(site, host), &noAgentError{site, host}}

@@ -97,6 +97,7 @@ func (s *sites) install(srv *server.Server) {
 	server.Route(srv, protocol.OpSiteRemove, func(ctx context.Context, r protocol.SiteRemove) (protocol.SiteInfo, error) {
 		return s.mgr.Remove(ctx, r.Name)
 	})
+	server.Route(srv, protocol.OpSiteSet, s.mgr.Set)
 }
 
 func (s *sites) start(ctx context.Context) error { return s.mgr.Start(ctx) }

@@ -294,86 +294,9 @@ func (s *Store) storedJob(id int64) (storedJob, error) {
 // placeholder at its next heartbeat. Jobs that wait on a deleted job's
 // target become Blocked.
 func (s *Store) Delete(ctx context.Context, sel protocol.Select) (protocol.ActionReply, error) {
-	var reply protocol.ActionReply
-	err := s.doDurable(ctx, func() error {
-		ids, err := s.selectIDs(sel, "WQEB")
-		if err != nil {
-			return err
-		}
-		check := func(id int64) (string, error) {
-			j, live := s.g.Node(id)
-			if !live {
-				sj, err := s.storedJob(id)
-				if err != nil {
-					if protocol.IsCode(err, protocol.CodeNotFound) {
-						return err.Error(), nil
-					}
-					return "", err
-				}
-				return fmt.Sprintf("job %d has already ended (%s)", id, sj.state.Name()), nil
-			}
-			if sel.Queue != "" && s.queueIDs[j.Queue].Name != sel.Queue {
-				return fmt.Sprintf("job %d is not in queue %s", id, sel.Queue), nil
-			}
-			return "", nil
-		}
-		if sel.Atomic {
-			if err := atomicCheck(ids, check, &reply); err != nil || len(reply.Errors) > 0 {
-				return err
-			}
-		}
-		for _, id := range ids {
-			msg, err := check(id)
-			if err != nil {
-				return err
-			}
-			if msg != "" {
-				reply.Errors = append(reply.Errors, msg)
-				continue
-			}
-			j, _ := s.g.Node(id)
-			if err := s.begin(); err != nil {
-				return err
-			}
-			reason := "deleted by user"
-			if j.State == job.Executing {
-				reason = "deleted by user while executing"
-				s.stopRun(id)
-			}
-			if _, err := s.w.ExecContext(context.Background(), "UPDATE jobs SET state = 'X', finished = ?, reason = ? WHERE id = ?", micros(s.now()), reason, id); err != nil {
-				return fatalError{err}
-			}
-			ch, err := s.g.Set(id, job.Deleted)
-			if err != nil {
-				return err
-			}
-			if err := s.applyChanges(ch, id, nil); err != nil {
-				return err
-			}
-			reply.IDs = append(reply.IDs, id)
-		}
-		return nil
-	})
-	return reply, err
-}
-
-// Rerun brings ended jobs (Done, Failed, Deleted) back: they run again once
-// their prerequisites allow, with a fresh attempt budget. Jobs Blocked by
-// them follow by themselves.
-func (s *Store) Rerun(ctx context.Context, sel protocol.Select) (protocol.ActionReply, error) {
-	var reply protocol.ActionReply
-	err := s.doDurable(ctx, func() error {
-		ids, err := s.selectIDs(sel, "DFX")
-		if err != nil {
-			return err
-		}
-		check := func(id int64) (string, error) {
-			if j, live := s.g.Node(id); live {
-				if j.State == job.Blocked {
-					return fmt.Sprintf("job %d is blocked by a failed or deleted prerequisite; rerun that job instead", id), nil
-				}
-				return fmt.Sprintf("job %d is %s; only ended jobs (done, failed, deleted) can be rerun", id, j.State.Name()), nil
-			}
+	check := func(id int64) (string, error) {
+		j, live := s.g.Node(id)
+		if !live {
 			sj, err := s.storedJob(id)
 			if err != nil {
 				if protocol.IsCode(err, protocol.CodeNotFound) {
@@ -381,14 +304,131 @@ func (s *Store) Rerun(ctx context.Context, sel protocol.Select) (protocol.Action
 				}
 				return "", err
 			}
-			if sel.Queue != "" && s.queueIDs[sj.queue].Name != sel.Queue {
-				return fmt.Sprintf("job %d is not in queue %s", id, sel.Queue), nil
+			return fmt.Sprintf("job %d has already ended (%s)", id, sj.state.Name()), nil
+		}
+		if sel.Queue != "" && s.queueIDs[j.Queue].Name != sel.Queue {
+			return fmt.Sprintf("job %d is not in queue %s", id, sel.Queue), nil
+		}
+		return "", nil
+	}
+	apply := func(id int64) error {
+		j, _ := s.g.Node(id)
+		if err := s.begin(); err != nil {
+			return err
+		}
+		reason := "deleted by user"
+		if j.State == job.Executing {
+			reason = "deleted by user while executing"
+			if err := s.stopCopies(id, reason); err != nil {
+				return err
 			}
-			return "", nil
+			s.stopRun(id)
+		}
+		if _, err := s.w.ExecContext(context.Background(), "UPDATE jobs SET state = 'X', finished = ?, reason = ? WHERE id = ?", micros(s.now()), reason, id); err != nil {
+			return fatalError{err}
+		}
+		ch, err := s.g.Set(id, job.Deleted)
+		if err != nil {
+			return err
+		}
+		return s.applyChanges(ch, id, nil)
+	}
+	return s.actOnSelected(ctx, sel, "WQEB", check, apply)
+}
+
+// Rerun brings ended jobs (Done, Failed, Deleted) back: they run again once
+// their prerequisites allow, with a fresh attempt budget. Jobs Blocked by
+// them follow by themselves.
+func (s *Store) Rerun(ctx context.Context, sel protocol.Select) (protocol.ActionReply, error) {
+	check := func(id int64) (string, error) {
+		if j, live := s.g.Node(id); live {
+			if j.State == job.Blocked {
+				return fmt.Sprintf("job %d is blocked by a failed or deleted prerequisite; rerun that job instead", id), nil
+			}
+			return fmt.Sprintf("job %d is %s; only ended jobs (done, failed, deleted) can be rerun", id, j.State.Name()), nil
+		}
+		sj, err := s.storedJob(id)
+		if err != nil {
+			if protocol.IsCode(err, protocol.CodeNotFound) {
+				return err.Error(), nil
+			}
+			return "", err
+		}
+		if sel.Queue != "" && s.queueIDs[sj.queue].Name != sel.Queue {
+			return fmt.Sprintf("job %d is not in queue %s", id, sel.Queue), nil
+		}
+		return "", nil
+	}
+	apply := func(id int64) error {
+		sj, err := s.storedJob(id)
+		if err != nil {
+			return err
+		}
+		var prereqs []dag.TargetID
+		rows, err := s.stmts.jobPrereqs.Query(id)
+		if err != nil {
+			return fatalError{err}
+		}
+		for rows.Next() {
+			var t int32
+			if err := rows.Scan(&t); err != nil {
+				rows.Close()
+				return fatalError{err}
+			}
+			prereqs = append(prereqs, dag.TargetID(t))
+		}
+		if err := closeRows(rows); err != nil {
+			return fatalError{err}
+		}
+		if err := s.begin(); err != nil {
+			return err
+		}
+		// The attempt being replaced goes to the history first.
+		if _, err := s.stmts.keepAttempt.Exec(id); err != nil {
+			return fatalError{err}
+		}
+		ch, err := s.g.Revive(id, dag.Node{Target: dag.TargetID(sj.target), Queue: sj.queue, Est: float32(sj.est), Prereqs: prereqs}, sj.state)
+		if err != nil {
+			return err
+		}
+		j, _ := s.g.Node(id)
+		if _, err := s.stmts.rerun.Exec(string(j.State), id); err != nil {
+			return fatalError{err}
+		}
+		if err := s.loadFiles(context.Background(), id); err != nil {
+			return fatalError{err}
+		}
+		return s.applyChanges(ch, id, nil)
+	}
+	return s.actOnSelected(ctx, sel, "DFX", check, apply)
+}
+
+// actOnSelected is the walk mqdel and mqsub --rerun share: the jobs sel
+// names (a selection takes only those in states), each checked (check
+// says why the action cannot apply to a job, "" when it can) and acted on
+// (apply). Atomic: every job is checked first, and any refusal refuses
+// all, naming each culprit; otherwise each refused job is named and the
+// others acted on.
+func (s *Store) actOnSelected(ctx context.Context, sel protocol.Select, states string,
+	check func(id int64) (string, error), apply func(id int64) error) (protocol.ActionReply, error) {
+	var reply protocol.ActionReply
+	err := s.doDurable(ctx, func() error {
+		ids, err := s.selectIDs(sel, states)
+		if err != nil {
+			return err
 		}
 		if sel.Atomic {
-			if err := atomicCheck(ids, check, &reply); err != nil || len(reply.Errors) > 0 {
-				return err
+			for _, id := range ids {
+				msg, err := check(id)
+				if err != nil {
+					return err
+				}
+				if msg != "" {
+					reply.Errors = append(reply.Errors, msg)
+				}
+			}
+			if len(reply.Errors) > 0 {
+				return nil
 			}
 		}
 		for _, id := range ids {
@@ -400,45 +440,7 @@ func (s *Store) Rerun(ctx context.Context, sel protocol.Select) (protocol.Action
 				reply.Errors = append(reply.Errors, msg)
 				continue
 			}
-			sj, err := s.storedJob(id)
-			if err != nil {
-				return err
-			}
-			var prereqs []dag.TargetID
-			rows, err := s.stmts.jobPrereqs.Query(id)
-			if err != nil {
-				return fatalError{err}
-			}
-			for rows.Next() {
-				var t int32
-				if err := rows.Scan(&t); err != nil {
-					rows.Close()
-					return fatalError{err}
-				}
-				prereqs = append(prereqs, dag.TargetID(t))
-			}
-			if err := closeRows(rows); err != nil {
-				return fatalError{err}
-			}
-			if err := s.begin(); err != nil {
-				return err
-			}
-			// The attempt being replaced goes to the history first.
-			if _, err := s.stmts.keepAttempt.Exec(id); err != nil {
-				return fatalError{err}
-			}
-			ch, err := s.g.Revive(id, dag.Node{Target: dag.TargetID(sj.target), Queue: sj.queue, Est: float32(sj.est), Prereqs: prereqs}, sj.state)
-			if err != nil {
-				return err
-			}
-			j, _ := s.g.Node(id)
-			if _, err := s.stmts.rerun.Exec(string(j.State), id); err != nil {
-				return fatalError{err}
-			}
-			if err := s.loadFiles(context.Background(), id); err != nil {
-				return fatalError{err}
-			}
-			if err := s.applyChanges(ch, id, nil); err != nil {
+			if err := apply(id); err != nil {
 				return err
 			}
 			reply.IDs = append(reply.IDs, id)
@@ -448,27 +450,12 @@ func (s *Store) Rerun(ctx context.Context, sel protocol.Select) (protocol.Action
 	return reply, err
 }
 
-// atomicCheck checks every job before an atomic action, listing in reply
-// why each it cannot act on is refused (nothing is then done).
-func atomicCheck(ids []int64, check func(int64) (string, error), reply *protocol.ActionReply) error {
-	for _, id := range ids {
-		msg, err := check(id)
-		if err != nil {
-			return err
-		}
-		if msg != "" {
-			reply.Errors = append(reply.Errors, msg)
-		}
-	}
-	return nil
-}
-
 // Queues lists queues and their properties.
 func (s *Store) Queues(ctx context.Context) ([]protocol.QueueInfo, error) {
 	var out []protocol.QueueInfo
 	err := s.do(ctx, func() error {
 		for _, q := range s.qlist {
-			out = append(out, q.QueueInfo)
+			out = append(out, s.econInfo(q))
 		}
 		return nil
 	})
@@ -486,9 +473,6 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 		p, err := policy.Lookup(*qs.Policy)
 		if err != nil {
 			return info, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
-		}
-		if p.SimOnly {
-			return info, protocol.Errorf(protocol.CodeBadRequest, "policy %s runs only in mqsim for now, not in a live queue", p.Name)
 		}
 		if !p.ForQueues() {
 			return info, protocol.Errorf(protocol.CodeBadRequest, "policy %s decides how many placeholders sites hold, not which job a queue runs", p.Name)
@@ -509,6 +493,9 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 		if err := protocol.CheckBudget(*qs.Budget); err != nil {
 			return info, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
 		}
+	}
+	if qs.MaxCopies != nil && (*qs.MaxCopies < 0 || *qs.MaxCopies > 1000) {
+		return info, protocol.Errorf(protocol.CodeBadRequest, "max copies must be 0..1000 (0: the policy's default, 1: never copy)")
 	}
 	if qs.MaxAttempts != nil && (*qs.MaxAttempts < 1 || *qs.MaxAttempts > 1000) {
 		return info, protocol.Errorf(protocol.CodeBadRequest, "max attempts must be 1..1000")
@@ -537,11 +524,14 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 		if qs.Budget != nil {
 			next.Budget = *qs.Budget
 		}
+		if qs.MaxCopies != nil {
+			next.MaxCopies = *qs.MaxCopies
+		}
 		if err := s.begin(); err != nil {
 			return err
 		}
-		if _, err := s.w.ExecContext(context.Background(), "UPDATE queues SET ceiling_s = ?, max_attempts = ?, retry_failed = ?, policy = ? WHERE id = ?",
-			next.Ceiling, next.MaxAttempts, next.RetryFailed, next.Policy, q.id); err != nil {
+		if _, err := s.w.ExecContext(context.Background(), "UPDATE queues SET ceiling_s = ?, max_attempts = ?, retry_failed = ?, policy = ?, max_copies = ? WHERE id = ?",
+			next.Ceiling, next.MaxAttempts, next.RetryFailed, next.Policy, next.MaxCopies, q.id); err != nil {
 			return fatalError{err}
 		}
 		if qs.Deadline != nil || qs.Budget != nil {
@@ -575,6 +565,7 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 			s.data.gen++
 		}
 		q.QueueInfo = next
+		s.countCopying()
 		info = next
 		return nil
 	})

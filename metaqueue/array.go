@@ -66,6 +66,7 @@ func (s *Store) capped(id int64) bool {
 
 // runStarted counts job id as executing in its array.
 func (s *Store) runStarted(id int64) {
+	s.repl.gen++
 	if ar := s.arrays.of(id); ar != nil {
 		ar.running++
 	}
@@ -76,10 +77,13 @@ func (s *Store) runStarted(id int64) {
 // are free places, first held first, so a member's end costs O(1) however
 // many wait.
 func (s *Store) stopRun(id int64) {
-	if _, ok := s.running[id]; !ok {
+	ru, ok := s.running[id]
+	if !ok {
 		return
 	}
+	s.econStop(ru)
 	delete(s.running, id)
+	s.repl.gen++
 	ar := s.arrays.of(id)
 	if ar == nil {
 		return

@@ -355,3 +355,45 @@ func BenchmarkHop(b *testing.B) {
 		take()
 	}
 }
+
+// BenchmarkCopyDispatch is an idle placeholder's request that gets a copy
+// of one of 1,000 running jobs of a wqr queue (pickCopy looks at every
+// running job of the queues that copy, then the Replicator picks).
+func BenchmarkCopyDispatch(b *testing.B) {
+	s := benchStore(b, metaqueue.SyncNormal)
+	ctx := context.Background()
+	pol := "wqr"
+	if _, err := s.SetQueue(ctx, protocol.QueueSet{Name: "bot", Policy: &pol}); err != nil {
+		b.Fatal(err)
+	}
+	const running = 1000
+	specs := make([]protocol.JobSpec, running)
+	for i := range specs {
+		specs[i] = protocol.JobSpec{Queue: "bot", Target: "t" + strconv.Itoa(i), Command: "true", Cwd: "/w"}
+	}
+	if _, err := s.Submit(ctx, specs); err != nil {
+		b.Fatal(err)
+	}
+	ph := func(site string) int64 {
+		r, err := s.Register(ctx, protocol.Register{Site: site, Host: "h", Slots: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return r.ID
+	}
+	busy := ph("busy")
+	if r, err := s.Next(ctx, protocol.Next{Placeholder: busy, Free: running}); err != nil || len(r.Jobs) != running {
+		b.Fatalf("%d jobs, %v", len(r.Jobs), err)
+	}
+	idle := make([]int64, b.N)
+	for i := range idle {
+		idle[i] = ph("idle")
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r, err := s.Next(ctx, protocol.Next{Placeholder: idle[i], Free: 1})
+		if err != nil || len(r.Jobs) != 1 {
+			b.Fatalf("%d jobs, %v", len(r.Jobs), err)
+		}
+	}
+}

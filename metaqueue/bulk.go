@@ -210,7 +210,11 @@ func appendSpec(b []byte, js *protocol.JobSpec) []byte {
 	for _, kv := range env {
 		b = appendString(b, kv)
 	}
-	return b
+	var flags uint64
+	if js.NoReplicate {
+		flags |= 1
+	}
+	return binary.AppendUvarint(b, flags)
 }
 
 func readString(r *bufio.Reader) (string, error) {
@@ -309,5 +313,10 @@ func readSpec(r *bufio.Reader, js *protocol.JobSpec) (err error) {
 		}
 		js.Env[k] = v
 	}
+	flags, err := binary.ReadUvarint(r)
+	if err != nil {
+		return err
+	}
+	js.NoReplicate = flags&1 != 0
 	return nil
 }

@@ -58,6 +58,21 @@ func (l Link) valid() bool {
 // redecide is the longest a DC "wait" stands without being decided again.
 const redecide = time.Second
 
+// choosePatience is how long a ready job of a queue whose chooser is not
+// DC (xsufferage) may be held by "wait" decisions before a placeholder
+// that asks gets it anyway: the chooser has no queue-time term of its own.
+const choosePatience = 10 * time.Second
+
+func cmpID(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
 // place is where files live and placeholders run.
 type place struct{ site, host string }
 
@@ -77,7 +92,13 @@ type fileDecl struct {
 	rel  bool  // declared relative: movable (data staging)
 }
 
-type jobFiles struct{ in, out []fileDecl }
+type jobFiles struct {
+	in, out []fileDecl
+	// outsideCwd: an output is declared absolute or outside the job's
+	// working directory, so its attempts cannot keep it apart (never
+	// copied; replicate.go).
+	outsideCwd bool
+}
 
 type fileLoc struct {
 	at   policy.Site
@@ -307,6 +328,9 @@ func (s *Store) addFiles(id int64, js *protocol.JobSpec) error {
 			}
 		}
 	}
+	for _, f := range jf.out {
+		jf.outsideCwd = jf.outsideCwd || !f.rel || !under(js.Cwd, f.path)
+	}
 	s.data.files[id] = jf
 	return nil
 }
@@ -314,11 +338,11 @@ func (s *Store) addFiles(id int64, js *protocol.JobSpec) error {
 // loadFiles reads the declared files of live jobs (one job, or all when
 // id is 0) and every known file location.
 func (s *Store) loadFiles(ctx context.Context, id int64) error {
-	q := `SELECT f.job_id, f.kind, f.path, f.size, f.rel FROM job_files f JOIN jobs j ON j.id = f.job_id
+	q := `SELECT f.job_id, f.kind, f.path, f.size, f.rel, j.cwd FROM job_files f JOIN jobs j ON j.id = f.job_id
 		WHERE j.state IN ('W','Q','E','B') ORDER BY f.job_id, f.kind, f.seq`
 	args := []any{}
 	if id != 0 {
-		q = "SELECT job_id, kind, path, size, rel FROM job_files WHERE job_id = ? ORDER BY kind, seq"
+		q = "SELECT f.job_id, f.kind, f.path, f.size, f.rel, j.cwd FROM job_files f JOIN jobs j ON j.id = f.job_id WHERE f.job_id = ? ORDER BY f.kind, f.seq"
 		args = append(args, id)
 		delete(s.data.files, id)
 	}
@@ -328,10 +352,10 @@ func (s *Store) loadFiles(ctx context.Context, id int64) error {
 	}
 	for rows.Next() {
 		var jid int64
-		var kind, path string
+		var kind, path, cwd string
 		var size sql.NullInt64
 		var rel bool
-		if err := rows.Scan(&jid, &kind, &path, &size, &rel); err != nil {
+		if err := rows.Scan(&jid, &kind, &path, &size, &rel, &cwd); err != nil {
 			rows.Close()
 			return err
 		}
@@ -348,6 +372,7 @@ func (s *Store) loadFiles(ctx context.Context, id int64) error {
 			jf.in = append(jf.in, d)
 		} else {
 			jf.out = append(jf.out, d)
+			jf.outsideCwd = jf.outsideCwd || !rel || !under(cwd, path)
 		}
 	}
 	if err := closeRows(rows); err != nil || id != 0 {
@@ -548,7 +573,7 @@ func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err 
 			continue // held by its array until a member stops
 		}
 		examined++
-		if !fits(j.Est, q, walltime) {
+		if !fits(j.Est, q, walltime) || !s.affordable(q, j, p.site) {
 			popped = append(popped, r)
 			continue
 		}
@@ -584,7 +609,19 @@ func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err 
 			d.readyAt[r.ID] = now
 		}
 		start := len(ins)
-		ins = s.inputs(ins, members, cur, to)
+		if q.pol.Name == "sa" {
+			// Storage Affinity needs only the bytes already here: with
+			// staging, every replica counts, not only the producer's.
+			var b int64
+			for _, m := range members {
+				b += s.localBytes(m, cur, to)
+			}
+			if b > 0 {
+				ins = append(ins, policy.Input{Site: cur, Bytes: b})
+			}
+		} else {
+			ins = s.inputs(ins, members, cur, to)
+		}
 		cands = append(cands, policy.Candidate{
 			ID:        r.ID,
 			QueueTime: max(now.Sub(ready).Seconds(), 0),
@@ -606,7 +643,12 @@ func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err 
 			}
 		}
 		d.fut = fut
-		dc := q.pol.NewDC(s.link(cur).Latency)
+		var dc policy.Chooser
+		if q.pol.NewDC != nil {
+			dc = q.pol.NewDC(s.link(cur).Latency)
+		} else {
+			dc = q.pol.NewChooser()
+		}
 		dec = dc.Choose(policy.Snapshot{Current: cur, Future: fut, Ready: slices.Values(cands), Net: network{s}})
 		if !dec.Wait && s.opt.Stager != nil {
 			here, err := s.inputsAt(membersOf(dec.Job.ID), to)
@@ -626,6 +668,15 @@ func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err 
 				if len(rest) > 0 {
 					dec = dc.Choose(policy.Snapshot{Current: cur, Future: fut, Ready: slices.Values(rest), Net: network{s}})
 				}
+			}
+		}
+		if dec.Wait && q.pol.NewDC == nil && len(cands) > 0 {
+			// XSufferage waits for a placeholder it predicts elsewhere;
+			// a prediction that does not come true must not hold a job
+			// forever: the oldest that waited past patience goes here.
+			if oldest := slices.MinFunc(cands, func(a, b policy.Candidate) int { return cmpID(a.ID, b.ID) }); oldest.QueueTime >= choosePatience.Seconds() &&
+				(s.opt.Stager == nil || s.inputsPresent(membersOf(oldest.ID), to)) {
+				dec = policy.Decision{Job: oldest}
 			}
 		}
 	} else {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/mq-hpc/mq/dag"
@@ -93,6 +94,10 @@ type parkedNext struct {
 	// site is the asking placeholder's site name, once plans needed it
 	// (pickPlanned).
 	site string
+	// What pickCopy last looked at: it looks again once running attempts
+	// or data locations changed.
+	copyLooked           bool
+	copyGen, copyDataGen uint64
 }
 
 // Next applies a placeholder's reports and hands it up to req.Free jobs,
@@ -156,9 +161,14 @@ func (s *Store) Report(ctx context.Context, placeholder int64, reports []protoco
 
 func (s *Store) report(ph int64, reports []protocol.Report) error {
 	for _, r := range reports {
-		ru := s.running[r.ID]
-		if ru == nil || ru.attempt != r.Attempt || ru.placeholder != ph {
-			continue // late, duplicate, or not this placeholder's: changes nothing
+		ru := s.runOf(r.ID, r.Attempt, ph)
+		if ru == nil {
+			// Late, duplicate, or not this placeholder's: changes nothing,
+			// but a killed copy's CPU figures are kept.
+			if err := s.lateReport(ph, r); err != nil {
+				return err
+			}
+			continue
 		}
 		j, ok := s.g.Node(r.ID)
 		if !ok || j.State != job.Executing {
@@ -172,7 +182,7 @@ func (s *Store) report(ph int64, reports []protocol.Report) error {
 		if protocol.CheckUsage(r.Usage) != nil {
 			r.Usage = protocol.Usage{} // the server checks; a figure no process has is not kept
 		}
-		if err := s.endAttempt(r.ID, j, ru, outcomeOf(r), r); err != nil {
+		if err := s.attemptEnded(r.ID, j, ru, outcomeOf(r), r); err != nil {
 			return err
 		}
 	}
@@ -255,6 +265,14 @@ func (s *Store) endAttempt(id int64, j dag.Node, ru *run, out outcome, r protoco
 	if out == lost {
 		exitArg = nil
 	}
+	if out != returned {
+		if err := s.charge(id, q, ru, started, finished, out == succeeded); err != nil {
+			return err
+		}
+	}
+	if err := s.stopCopies(id, "stopped: the job's attempt "+fmt.Sprint(ru.attempt)+" ended it"); err != nil {
+		return err
+	}
 	s.stopRun(id)
 	next := nextState(q, used, out)
 	if o := s.opt.Observer; o != nil {
@@ -324,10 +342,23 @@ func (s *Store) Heartbeat(ctx context.Context, hb protocol.Heartbeat) (protocol.
 			}
 		}
 		lease := s.now().Add(s.opt.Lease)
+		for _, c := range hb.Claim {
+			// The first attempt of a job to claim wins; the others are
+			// killed below (a loser's claim finds its attempt gone).
+			if ru := s.runOf(c.ID, c.Attempt, hb.Placeholder); ru != nil {
+				if err := s.win(c.ID, ru); err != nil {
+					return err
+				}
+				reply.Won = append(reply.Won, c)
+			} else if !slices.Contains(hb.Running, c) {
+				reply.Kill = append(reply.Kill, c)
+			}
+		}
 		for _, r := range hb.Running {
-			ru := s.running[r.ID]
-			if ru == nil || ru.attempt != r.Attempt || ru.placeholder != hb.Placeholder {
-				// Deleted, requeued, or never this placeholder's: stop it.
+			ru := s.runOf(r.ID, r.Attempt, hb.Placeholder)
+			if ru == nil {
+				// Deleted, requeued, lost a race, or never this
+				// placeholder's: stop it.
 				reply.Kill = append(reply.Kill, r)
 				continue
 			}
@@ -343,8 +374,7 @@ func (s *Store) Heartbeat(ctx context.Context, hb protocol.Heartbeat) (protocol.
 func (s *Store) Holds(ctx context.Context, ph, id int64, attempt int) (bool, error) {
 	var ok bool
 	err := s.do(ctx, func() error {
-		ru := s.running[id]
-		ok = ru != nil && ru.placeholder == ph && ru.attempt == attempt
+		ok = s.runOf(id, attempt, ph) != nil
 		return nil
 	})
 	return ok, err
@@ -366,8 +396,24 @@ func (s *Store) expire() error {
 		}
 		s.log.Warn("lease expired; requeueing", "job", id, "attempt", ru.attempt, "placeholder", ru.placeholder)
 		reason := fmt.Sprintf("lost: no heartbeat from placeholder %d for %s", ru.placeholder, s.opt.Lease)
-		if err := s.endAttempt(id, j, ru, lost, protocol.Report{Finished: now, Reason: reason}); err != nil {
+		if err := s.attemptEnded(id, j, ru, lost, protocol.Report{Finished: now, Reason: reason}); err != nil {
 			return err
+		}
+	}
+	for id, cs := range s.repl.copies {
+		for _, c := range slices.Clone(cs) {
+			if now.Before(c.lease) {
+				continue
+			}
+			j, ok := s.g.Node(id)
+			if !ok {
+				continue
+			}
+			s.log.Warn("lease of a copy expired", "job", id, "attempt", c.attempt, "placeholder", c.placeholder)
+			reason := fmt.Sprintf("lost: no heartbeat from placeholder %d for %s", c.placeholder, s.opt.Lease)
+			if err := s.attemptEnded(id, j, c, lost, protocol.Report{Finished: now, Reason: reason}); err != nil {
+				return err
+			}
 		}
 	}
 	for _, ws := range s.waiters {
@@ -407,6 +453,11 @@ func (s *Store) noticeStall(now time.Time) {
 	lease := now.Add(s.opt.Lease)
 	for _, ru := range s.running {
 		ru.lease = lease
+	}
+	for _, cs := range s.repl.copies {
+		for _, c := range cs {
+			c.lease = lease
+		}
 	}
 }
 
@@ -451,8 +502,18 @@ func (s *Store) dispatch(p *parkedNext) error {
 		q      *queue
 		bundle int64
 		seq    int
+		ru     *run
 	}
 	var picks []picked
+	// Economics needs the asking placeholder's site (its price, the
+	// planner's caps): known once per request.
+	if s.econCosting() && p.site == "" {
+		site, err := s.siteName(p.req.Placeholder)
+		if err != nil {
+			return err
+		}
+		p.site = site
+	}
 	// A DC wait stands until something it depends on changed, or for at
 	// most redecide: queue time alone moves it on slowly.
 	now := s.now()
@@ -489,7 +550,10 @@ func (s *Store) dispatch(p *parkedNext) error {
 			if bundle != 0 {
 				seq = int(id - bundle)
 			}
-			picks = append(picks, picked{id, s.queueIDs[j.Queue], bundle, seq})
+			// Reserved now, so the next pick of this request sees it.
+			ru := &run{}
+			s.econStart(s.queueIDs[j.Queue], j, ru, p.site)
+			picks = append(picks, picked{id, s.queueIDs[j.Queue], bundle, seq, ru})
 		}
 	}
 	switch {
@@ -499,7 +563,16 @@ func (s *Store) dispatch(p *parkedNext) error {
 		p.dcWaited = false
 	}
 	if len(picks) == 0 {
-		return nil
+		if s.repl.on == 0 || len(p.reply.Jobs) > 0 {
+			return nil
+		}
+		// Nothing ready for it: a queue that copies may give it a copy
+		// of a running job (one per request).
+		id, q, err := s.pickCopy(p)
+		if err != nil || id == 0 {
+			return err
+		}
+		return s.dispatchCopy(p, id, q)
 	}
 	if err := s.begin(); err != nil {
 		return err
@@ -517,15 +590,10 @@ func (s *Store) dispatch(p *parkedNext) error {
 	if err != nil {
 		return fatalError{err}
 	}
-	type row struct {
-		attempt, base     int
-		command, cwd, env string
-		submitted         int64
-	}
-	got := make(map[int64]row, len(picks))
+	got := make(map[int64]assignRow, len(picks))
 	for rows.Next() {
 		var id int64
-		var r row
+		var r assignRow
 		if err := rows.Scan(&id, &r.attempt, &r.base, &r.command, &r.cwd, &r.submitted, &r.env); err != nil {
 			rows.Close()
 			return fatalError{err}
@@ -541,30 +609,51 @@ func (s *Store) dispatch(p *parkedNext) error {
 		if !ok {
 			return fatalError{fmt.Errorf("ready job %d has no row", pk.id)}
 		}
-		j, _ := s.g.Node(pk.id)
-		s.running[pk.id] = &run{attempt: r.attempt, used: r.attempt - r.base, placeholder: p.req.Placeholder, lease: lease, started: now}
-		text, raw := protocol.WireCommand(r.command)
-		a := protocol.Assignment{
-			ID: pk.id, Attempt: r.attempt, Command: text, CommandBytes: raw, Cwd: r.cwd,
-			Target: s.g.Name(j.Target), Queue: pk.q.Name, Ceiling: pk.q.Ceiling,
-			Bundle: pk.bundle, Seq: pk.seq,
+		ru := pk.ru
+		ru.attempt, ru.used, ru.placeholder, ru.lease, ru.started = r.attempt, r.attempt-r.base, p.req.Placeholder, lease, now
+		s.running[pk.id] = ru
+		a, err := s.assignment(pk.id, pk.q, r, pk.bundle, pk.seq)
+		if err != nil {
+			return err
 		}
-		if r.env != "" {
-			var env map[string]string
-			if err := json.Unmarshal([]byte(r.env), &env); err != nil {
-				return fatalError{fmt.Errorf("job %d's environment: %w", pk.id, err)}
-			}
-			a.Env = protocol.EnvList(env)
-		}
-		if jf := s.data.files[pk.id]; jf != nil {
-			a.Inputs, a.Outputs = s.assigned(jf.in, true), s.assigned(jf.out, false)
-		}
+		// A job that may be copied later runs apart from the start: its
+		// outputs must not be overwritten by a copy that loses.
+		a.Scratch = s.repl.on > 0 && s.copyable(pk.id, pk.q)
 		p.reply.Jobs = append(p.reply.Jobs, a)
 		if o := s.opt.Observer; o != nil {
 			o.Dispatched(now.Sub(p.asked), now.Sub(time.UnixMicro(r.submitted)))
 		}
 	}
 	return nil
+}
+
+// assignRow is what dispatch reads back of a job it marks Executing.
+type assignRow struct {
+	attempt, base     int
+	command, cwd, env string
+	submitted         int64
+}
+
+// assignment is how attempt r of job id travels to its placeholder.
+func (s *Store) assignment(id int64, q *queue, r assignRow, bundle int64, seq int) (protocol.Assignment, error) {
+	j, _ := s.g.Node(id)
+	text, raw := protocol.WireCommand(r.command)
+	a := protocol.Assignment{
+		ID: id, Attempt: r.attempt, Command: text, CommandBytes: raw, Cwd: r.cwd,
+		Target: s.g.Name(j.Target), Queue: q.Name, Ceiling: q.Ceiling,
+		Bundle: bundle, Seq: seq,
+	}
+	if r.env != "" {
+		var env map[string]string
+		if err := json.Unmarshal([]byte(r.env), &env); err != nil {
+			return a, fatalError{fmt.Errorf("job %d's environment: %w", id, err)}
+		}
+		a.Env = protocol.EnvList(env)
+	}
+	if jf := s.data.files[id]; jf != nil {
+		a.Inputs, a.Outputs = s.assigned(jf.in, true), s.assigned(jf.out, false)
+	}
+	return a, nil
 }
 
 // pick removes the next job to run from the ready heaps: queues take turns;
@@ -629,7 +718,7 @@ func (s *Store) pickFrom(q *queue, p *parkedNext) (int64, bool, error) {
 			continue // held by its array until a member stops
 		}
 		examined++
-		if !fits(j.Est, q, walltime) || (len(s.plans.job) > 0 && s.keepForPlan(r.ID, p.site)) {
+		if !fits(j.Est, q, walltime) || (len(s.plans.job) > 0 && s.keepForPlan(r.ID, p.site)) || !s.affordable(q, j, p.site) {
 			aside = append(aside, r)
 			continue
 		}
@@ -690,8 +779,21 @@ func (s *Store) PlaceholderGone(ctx context.Context, id int64) error {
 			}
 			s.log.Warn("placeholder ended while running a job; requeueing", "job", jid, "placeholder", id)
 			reason := fmt.Sprintf("lost: placeholder %d ended while running it", id)
-			if err := s.endAttempt(jid, j, ru, lost, protocol.Report{Finished: now, Reason: reason}); err != nil {
+			if err := s.attemptEnded(jid, j, ru, lost, protocol.Report{Finished: now, Reason: reason}); err != nil {
 				return err
+			}
+		}
+		for jid, cs := range s.repl.copies {
+			for _, c := range slices.Clone(cs) {
+				if c.placeholder != id {
+					continue
+				}
+				if j, ok := s.g.Node(jid); ok {
+					reason := fmt.Sprintf("lost: placeholder %d ended while running it", id)
+					if err := s.attemptEnded(jid, j, c, lost, protocol.Report{Finished: now, Reason: reason}); err != nil {
+						return err
+					}
+				}
 			}
 		}
 		delete(s.phs, id)

@@ -57,6 +57,8 @@ func migrations() ([]migration, error) {
 		case 9:
 			m.before = addAccounting
 		case 13:
+			m.before = addReplication
+		case 15:
 			m.before = addTransferVia
 		}
 		out = append(out, m)
@@ -156,15 +158,38 @@ func addFileRel(ctx context.Context, w *sql.Conn) error {
 	return err
 }
 
-// addTransferVia adds transfers.via (version 13), unless a database that
+// addTransferVia adds transfers.via (version 15), unless a database that
 // ran the step before has it.
 func addTransferVia(ctx context.Context, w *sql.Conn) error {
-	var has int
-	if err := w.QueryRowContext(ctx, "SELECT count(*) FROM pragma_table_info('transfers') WHERE name = 'via'").Scan(&has); err != nil || has > 0 {
-		return err
+	return addColumns(ctx, w, [][2]string{{"transfers", "via TEXT NOT NULL DEFAULT ''"}})
+}
+
+// addReplication adds the job replication columns (version 13), each
+// unless a database that ran the step before has it.
+func addReplication(ctx context.Context, w *sql.Conn) error {
+	return addColumns(ctx, w, [][2]string{
+		{"jobs", "row_attempt INTEGER"},
+		{"queues", "max_copies INTEGER NOT NULL DEFAULT 0 CHECK (max_copies >= 0)"},
+		{"attempts", "killed_copy INTEGER NOT NULL DEFAULT 0"},
+	})
+}
+
+// addColumns adds each (table, column definition) the table lacks.
+func addColumns(ctx context.Context, w *sql.Conn, cols [][2]string) error {
+	for _, c := range cols {
+		name := strings.Fields(c[1])[0]
+		var has int
+		if err := w.QueryRowContext(ctx, "SELECT count(*) FROM pragma_table_info(?) WHERE name = ?", c[0], name).Scan(&has); err != nil {
+			return err
+		}
+		if has > 0 {
+			continue
+		}
+		if _, err := w.ExecContext(ctx, "ALTER TABLE "+c[0]+" ADD COLUMN "+c[1]); err != nil {
+			return err
+		}
 	}
-	_, err := w.ExecContext(ctx, "ALTER TABLE transfers ADD COLUMN via TEXT NOT NULL DEFAULT ''")
-	return err
+	return nil
 }
 
 // addAccounting adds the accounting columns (version 9) to jobs and

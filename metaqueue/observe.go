@@ -109,6 +109,11 @@ func (s *Store) RunningByPlaceholder(ctx context.Context) (map[int64]int, error)
 		for _, r := range s.running {
 			m[r.placeholder]++
 		}
+		for _, cs := range s.repl.copies {
+			for _, c := range cs {
+				m[c.placeholder]++
+			}
+		}
 		return nil
 	})
 	return m, err

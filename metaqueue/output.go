@@ -24,8 +24,7 @@ func (s *Store) saveOutputLost(id int64, attempt int, why string) error {
 func (s *Store) OutputLost(ctx context.Context, placeholder, id int64, attempt int, why string) error {
 	why = protocol.ClipText(why, protocol.MaxReasonBytes)
 	return s.do(ctx, func() error {
-		ru := s.running[id]
-		if ru == nil || ru.attempt != attempt || ru.placeholder != placeholder {
+		if s.runOf(id, attempt, placeholder) == nil {
 			return nil
 		}
 		return s.saveOutputLost(id, attempt, why)

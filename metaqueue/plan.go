@@ -179,7 +179,7 @@ func (s *Store) pickPlanned(p *parkedNext) (*queue, int64, error) {
 		}
 		examined++
 		q := s.queueIDs[j.Queue]
-		if q == nil || !fits(j.Est, q, p.req.WalltimeLeft) {
+		if q == nil || !fits(j.Est, q, p.req.WalltimeLeft) || !s.affordable(q, j, p.site) {
 			continue
 		}
 		here, err := s.dataReady(id, p)

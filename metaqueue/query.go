@@ -25,6 +25,7 @@ func formatMicros(v sql.NullInt64) string {
 type usageCols struct {
 	user, sys sql.NullFloat64
 	rss       sql.NullInt64
+	cost      sql.NullFloat64 // charges.cost: NULL when not charged
 }
 
 // accounting is an ended attempt's figures: elapsed from its times, the
@@ -33,6 +34,10 @@ func (u usageCols) accounting(started, finished sql.NullInt64) protocol.Accounti
 	var a protocol.Accounting
 	if started.Valid && finished.Valid && finished.Int64 >= started.Int64 {
 		a.Elapsed = float64(finished.Int64-started.Int64) / 1e6
+	}
+	if u.cost.Valid {
+		c := u.cost.Float64
+		a.Cost = &c
 	}
 	if u.rss.Valid && u.rss.Int64 > 0 {
 		a.CPUUser, a.CPUSys, a.MaxRSS = u.user.Float64, u.sys.Float64, u.rss.Int64
@@ -43,7 +48,8 @@ func (u usageCols) accounting(started, finished sql.NullInt64) protocol.Accounti
 const statSelect = `SELECT j.id, q.name, t.name, j.state, j.attempts, j.exit, coalesce(p.site, ''),
 	coalesce(p.host, ''), j.submitted, j.started, j.finished, j.command, j.cwd, j.est, coalesce(j.reason, ''),
 	coalesce((SELECT group_concat(t2.name, char(10)) FROM job_prereqs jp JOIN targets t2 ON t2.id = jp.target_id WHERE jp.job_id = j.id), ''),
-	coalesce(j.placeholder_id, 0), coalesce(p.out_dir, ''), j.attempts, j.cpu_user, j.cpu_sys, j.max_rss
+	coalesce(j.placeholder_id, 0), coalesce(p.out_dir, ''), coalesce(j.row_attempt, j.attempts), j.cpu_user, j.cpu_sys, j.max_rss,
+	(SELECT c.cost FROM charges c WHERE c.job_id = j.id AND c.attempt = coalesce(j.row_attempt, j.attempts))
 FROM jobs j JOIN queues q ON q.id = j.queue_id JOIN targets t ON t.id = j.target_id
 LEFT JOIN placeholders p ON p.id = j.placeholder_id`
 
@@ -62,7 +68,7 @@ func scanStat(rows *sql.Rows) (statRow, error) {
 	var use usageCols
 	err := rows.Scan(&r.ID, &r.Queue, &r.Target, &st, &r.Attempts, &exit, &r.Site, &r.Host, &submitted, &started,
 		&finished, &r.Command, &r.Cwd, &est, &r.Reason, &prereqs, &r.placeholder, &r.outDir, &r.attempt,
-		&use.user, &use.sys, &use.rss)
+		&use.user, &use.sys, &use.rss, &use.cost)
 	if err != nil {
 		return r, err
 	}
@@ -279,6 +285,11 @@ func (s *Store) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
 	if d.History, err = s.history(ctx, s.rdb, id, lost); err != nil {
 		return d, err
 	}
+	if d.State == string(job.Executing) {
+		if d.Copies, err = s.runningCopies(ctx, id); err != nil {
+			return d, err
+		}
+	}
 	if err := s.jobPlan(ctx, &d); err != nil {
 		return d, err
 	}
@@ -335,7 +346,8 @@ type querier interface {
 // job's lost-output records by attempt.
 func (s *Store) history(ctx context.Context, db querier, id int64, lost map[int]string) ([]protocol.AttemptInfo, error) {
 	rows, err := db.QueryContext(ctx, `SELECT a.attempt, coalesce(p.site, ''), coalesce(p.host, ''), a.started, a.finished, a.exit, a.reason,
-			coalesce(p.out_dir, ''), a.cpu_user, a.cpu_sys, a.max_rss
+			coalesce(p.out_dir, ''), a.cpu_user, a.cpu_sys, a.max_rss,
+			(SELECT c.cost FROM charges c WHERE c.job_id = a.job_id AND c.attempt = a.attempt)
 		FROM attempts a LEFT JOIN placeholders p ON p.id = a.placeholder_id WHERE a.job_id = ? ORDER BY a.attempt`, id)
 	if err != nil {
 		return nil, err
@@ -347,7 +359,7 @@ func (s *Store) history(ctx context.Context, db querier, id int64, lost map[int]
 		var started, finished, exit sql.NullInt64
 		var outDir string
 		var use usageCols
-		if err := rows.Scan(&a.Attempt, &a.Site, &a.Host, &started, &finished, &exit, &a.Reason, &outDir, &use.user, &use.sys, &use.rss); err != nil {
+		if err := rows.Scan(&a.Attempt, &a.Site, &a.Host, &started, &finished, &exit, &a.Reason, &outDir, &use.user, &use.sys, &use.rss, &use.cost); err != nil {
 			return nil, err
 		}
 		a.Started, a.Finished = formatMicros(started), formatMicros(finished)

@@ -39,6 +39,29 @@ func (s *Store) AddSite(ctx context.Context, spec protocol.SiteSpec) error {
 			s.data.perHost[spec.Name] = spec.NodeLocal
 			s.data.gen++
 		}
+		s.setPrice(spec.Name, spec.Price)
+		return nil
+	})
+}
+
+// UpdateSite stores a site's changed settings.
+func (s *Store) UpdateSite(ctx context.Context, spec protocol.SiteSpec) error {
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		return err
+	}
+	return s.doDurable(ctx, func() error {
+		if err := s.begin(); err != nil {
+			return err
+		}
+		res, err := s.w.ExecContext(context.Background(), "UPDATE sites SET spec = ? WHERE name = ?", string(raw), spec.Name)
+		if err != nil {
+			return fatalError{err}
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return protocol.Errorf(protocol.CodeNotFound, "no site %s", spec.Name)
+		}
+		s.setPrice(spec.Name, spec.Price)
 		return nil
 	})
 }
@@ -58,6 +81,7 @@ func (s *Store) RemoveSite(ctx context.Context, name string) error {
 		}
 		delete(s.data.rooted, name)
 		delete(s.data.perHost, name)
+		s.setPrice(name, 0)
 		return nil
 	})
 }
@@ -109,6 +133,13 @@ func (s *Store) SiteDemand(ctx context.Context, walltime float64, placeholders [
 			for _, ru := range s.running {
 				if mine[ru.placeholder] {
 					executing++
+				}
+			}
+			for _, cs := range s.repl.copies {
+				for _, c := range cs {
+					if mine[c.placeholder] {
+						executing++
+					}
 				}
 			}
 		}

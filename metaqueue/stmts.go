@@ -29,7 +29,7 @@ func (st *stmts) dispatchN(ctx context.Context, c *sql.Conn, n int) (*sql.Stmt, 
 	if s := st.dispatchBy[n]; s != nil {
 		return s, nil
 	}
-	s, err := c.PrepareContext(ctx, `UPDATE jobs SET state = 'E', attempts = attempts + 1, placeholder_id = ?1, started = ?2,
+	s, err := c.PrepareContext(ctx, `UPDATE jobs SET state = 'E', attempts = attempts + 1, row_attempt = NULL, placeholder_id = ?1, started = ?2,
 		finished = NULL, exit = NULL, reason = NULL
 		WHERE id IN (`+strings.TrimSuffix(strings.Repeat("?,", n), ",")+`) RETURNING id, attempts, attempt_base, command, cwd, submitted,
 		coalesce((SELECT env FROM job_env WHERE job_id = jobs.id), '')`)
@@ -65,11 +65,11 @@ func (st *stmts) prepare(ctx context.Context, c *sql.Conn) error {
 			cpu_user, cpu_sys, max_rss) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		// Every way back to W/Q forgets the last attempt's figures (kept
 		// in attempts first, where that attempt counts).
-		{&st.requeue, `UPDATE jobs SET state = ?, placeholder_id = NULL, started = NULL, finished = NULL,
+		{&st.requeue, `UPDATE jobs SET state = ?, row_attempt = NULL, placeholder_id = NULL, started = NULL, finished = NULL,
 			exit = NULL, reason = NULL, cpu_user = NULL, cpu_sys = NULL, max_rss = NULL WHERE id = ?`},
-		{&st.unclaim, `UPDATE jobs SET state = ?, attempt_base = attempt_base + 1, placeholder_id = NULL, started = NULL,
+		{&st.unclaim, `UPDATE jobs SET state = ?, attempt_base = attempt_base + 1, row_attempt = NULL, placeholder_id = NULL, started = NULL,
 			finished = NULL, exit = NULL, reason = NULL, cpu_user = NULL, cpu_sys = NULL, max_rss = NULL WHERE id = ?`},
-		{&st.rerun, `UPDATE jobs SET state = ?, attempt_base = attempts, placeholder_id = NULL, started = NULL,
+		{&st.rerun, `UPDATE jobs SET state = ?, attempt_base = attempts, row_attempt = NULL, placeholder_id = NULL, started = NULL,
 			finished = NULL, exit = NULL, reason = NULL, cpu_user = NULL, cpu_sys = NULL, max_rss = NULL WHERE id = ?`},
 		{&st.insPlaceholder, `INSERT INTO placeholders (site, host, pid, out_dir, slots, started, last_seen, identity)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`},
@@ -93,7 +93,7 @@ func (st *stmts) prepare(ctx context.Context, c *sql.Conn) error {
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&st.keepAttempt, `INSERT OR REPLACE INTO attempts (job_id, attempt, placeholder_id, started, finished, exit, reason,
 				cpu_user, cpu_sys, max_rss)
-			SELECT id, attempts, placeholder_id, started, finished, exit,
+			SELECT id, coalesce(row_attempt, attempts), placeholder_id, started, finished, exit,
 				coalesce(reason, CASE state WHEN 'D' THEN 'done' WHEN 'X' THEN 'deleted by user' ELSE 'ended' END) || '; rerun by user',
 				cpu_user, cpu_sys, max_rss
 			FROM jobs WHERE id = ? AND attempts > 0`},

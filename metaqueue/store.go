@@ -95,17 +95,19 @@ type Store struct {
 	counts       map[int32]*[128]int // queue -> state letter -> jobs
 	nextID       int64
 	inTx         bool
-	curSync      Sync      // the writer's synchronous setting now (SyncSubmit switches it)
-	synced       int       // batches committed fsync'd under SyncSubmit (tests check which calls are durable)
-	ended        []int64   // jobs that ended or blocked in this batch (for waiters)
-	tokensPruned time.Time // when submit tokens were last pruned
-	checked      time.Time // when leases were last checked (stall detection, expire)
-	bundles      bundles   // live bundles (bundle.go)
-	arrays       arrays    // limited job arrays (array.go)
-	data         dataState // data-conscious scheduling (data.go)
-	plans        planState // jobs' planned sites (plan.go)
-	bl           blevels   // b-levels for cp queues (blevel.go)
-	stg          staging   // transfers in flight (catalog.go): memory only, kept across reloads
+	curSync      Sync        // the writer's synchronous setting now (SyncSubmit switches it)
+	synced       int         // batches committed fsync'd under SyncSubmit (tests check which calls are durable)
+	ended        []int64     // jobs that ended or blocked in this batch (for waiters)
+	tokensPruned time.Time   // when submit tokens were last pruned
+	checked      time.Time   // when leases were last checked (stall detection, expire)
+	bundles      bundles     // live bundles (bundle.go)
+	arrays       arrays      // limited job arrays (array.go)
+	data         dataState   // data-conscious scheduling (data.go)
+	plans        planState   // jobs' planned sites (plan.go)
+	econ         econState   // spending, reservations, planner caps (econ.go)
+	bl           blevels     // b-levels for cp queues (blevel.go)
+	stg          staging     // transfers in flight (catalog.go): memory only, kept across reloads
+	repl         replication // copies of running jobs (replicate.go)
 	moved        protocol.MovedTotals
 
 	// measured are links measured from real transfers (MeasuredLink),
@@ -127,6 +129,12 @@ type run struct {
 	placeholder int64
 	lease       time.Time
 	started     time.Time
+	// Economics (econ.go): the site and queue it is costed at, and what
+	// it reserves of the queue's budget while it runs.
+	site    string
+	queue   int32
+	reserve float64
+	costed  bool
 }
 
 // Open opens (creating if needed) the metaqueue at opt.Path, loads its
@@ -499,6 +507,7 @@ func (s *Store) addQueue(q *queue) {
 	s.qlist = append(s.qlist, q)
 	sort.Slice(s.qlist, func(i, j int) bool { return s.qlist[i].id < s.qlist[j].id })
 	s.countDC()
+	s.countCopying()
 }
 
 func (s *Store) countsFor(q int32) *[128]int {
@@ -525,6 +534,9 @@ func (s *Store) load(ctx context.Context) error {
 	if err := s.loadQueues(ctx); err != nil {
 		return err
 	}
+	if err := s.loadEcon(ctx); err != nil {
+		return err
+	}
 	if err := s.loadTargets(ctx); err != nil {
 		return err
 	}
@@ -543,6 +555,9 @@ func (s *Store) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := s.loadCopies(ctx, now); err != nil {
+		return err
+	}
 	if queued, err = s.reconcile(ctx, queued); err != nil {
 		return err
 	}
@@ -557,7 +572,9 @@ func (s *Store) resetIndex() {
 	s.queueIDs = map[int32]*queue{}
 	s.qlist = nil
 	s.running = map[int64]*run{}
+	s.repl.reset()
 	s.arrays = arrays{}
+	s.econ.reset()
 	s.phs = map[int64]bool{}
 	s.counts = map[int32]*[128]int{}
 	s.nextID = 0
@@ -567,14 +584,14 @@ func (s *Store) resetIndex() {
 
 // loadQueues loads every queue with its settings and policy.
 func (s *Store) loadQueues(ctx context.Context) error {
-	rows, err := s.w.QueryContext(ctx, `SELECT q.id, q.name, q.ceiling_s, q.max_attempts, q.retry_failed, q.policy, COALESCE(e.deadline, 0), COALESCE(e.budget, 0)
+	rows, err := s.w.QueryContext(ctx, `SELECT q.id, q.name, q.ceiling_s, q.max_attempts, q.retry_failed, q.policy, COALESCE(e.deadline, 0), COALESCE(e.budget, 0), q.max_copies
 		FROM queues q LEFT JOIN queue_economics e ON e.queue_id = q.id`)
 	if err != nil {
 		return err
 	}
 	for rows.Next() {
 		q := &queue{}
-		if err := rows.Scan(&q.id, &q.Name, &q.Ceiling, &q.MaxAttempts, &q.RetryFailed, &q.Policy, &q.Deadline, &q.Budget); err != nil {
+		if err := rows.Scan(&q.id, &q.Name, &q.Ceiling, &q.MaxAttempts, &q.RetryFailed, &q.Policy, &q.Deadline, &q.Budget, &q.MaxCopies); err != nil {
 			rows.Close()
 			return err
 		}
@@ -666,7 +683,8 @@ func (s *Store) loadJobs(ctx context.Context, prereqs map[int64][]dag.TargetID, 
 		n    int
 	}
 	learned := map[int32]*sum{}
-	rows, err := s.w.QueryContext(ctx, `SELECT id, queue_id, target_id, state, est, attempts, attempt_base, placeholder_id, started, finished
+	var costedRuns []int64
+	rows, err := s.w.QueryContext(ctx, `SELECT id, queue_id, target_id, state, est, coalesce(row_attempt, attempts), attempt_base, placeholder_id, started, finished
 		FROM jobs ORDER BY id`)
 	if err != nil {
 		return nil, err
@@ -705,13 +723,28 @@ func (s *Store) loadJobs(ctx context.Context, prereqs map[int64][]dag.TargetID, 
 		case job.Executing:
 			// A fresh lease: the placeholder may still be running it and will
 			// report or heartbeat once it reconnects.
-			s.running[id] = &run{attempt: attempts, used: attempts - base, placeholder: ph.Int64, lease: now.Add(s.opt.Lease), started: time.UnixMicro(started.Int64)}
+			ru := &run{attempt: attempts, used: max(attempts-base, 1), placeholder: ph.Int64, lease: now.Add(s.opt.Lease), started: time.UnixMicro(started.Int64)}
+			s.running[id] = ru
 			s.runStarted(id)
+			costedRuns = append(costedRuns, id)
 			phIDs[ph.Int64] = true
 		}
 	}
 	if err := closeRows(rows); err != nil {
 		return nil, err
+	}
+	// Executing attempts take their reservations and places under the
+	// planner's caps again (their sites are read now, the scan closed).
+	for _, id := range costedRuns {
+		n, _ := s.g.Node(id)
+		ru := s.running[id]
+		if eq := s.queueIDs[n.Queue]; eq != nil && (eq.costed() || len(s.econ.price) > 0) {
+			site, err := s.siteName(ru.placeholder)
+			if err != nil {
+				return nil, err
+			}
+			s.econStart(eq, n, ru, site)
+		}
 	}
 	for c, n := range ended {
 		s.g.LoadCounts(dag.TargetID(c.t), c.st, n)

@@ -196,6 +196,12 @@ func (in *inserter) add(js *protocol.JobSpec) error {
 	if err := s.addFiles(id, js); err != nil {
 		return err
 	}
+	if js.NoReplicate {
+		if _, err := s.w.ExecContext(context.Background(), "INSERT OR IGNORE INTO job_no_replicate (job_id) VALUES (?)", id); err != nil {
+			return fatalError{err}
+		}
+		s.repl.noCopy[id] = true
+	}
 	if len(js.Env) > 0 {
 		env, err := json.Marshal(js.Env)
 		if err != nil {

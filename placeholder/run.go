@@ -239,6 +239,17 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 		rep.Exit, rep.Finished, rep.Reason = exitInput, time.Now(), protocol.ClipText(why, protocol.MaxReasonBytes)
 		return rep
 	}
+	runDir := dir
+	var sc *scratch
+	if asg.Scratch && dir != "" {
+		// Other attempts of the job may run at once: this one makes its
+		// files apart, and keeps them only if it wins (scratch.go).
+		if sc, err = a.newScratch(dir, asg); err != nil {
+			return fail(err)
+		}
+		defer sc.remove()
+		runDir = sc.dir
+	}
 	outPath, errPath := job.OutputPaths(a.cfg.OutDir, asg.ID, asg.Attempt)
 	outSink, stdout, err := a.newSink(outPath)
 	if err != nil {
@@ -257,9 +268,9 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 		"MQ_TARGET="+asg.Target,
 		"MQ_QUEUE="+asg.Queue,
 	)
-	cmd, direct := jobexec.Command(line, env, dir)
+	cmd, direct := jobexec.Command(line, env, runDir)
 	start := func(cmd *exec.Cmd) error {
-		cmd.Dir = dir
+		cmd.Dir = runDir
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = a.devNull, stdout, stderr
 		// Pdeathsig: a job whose placeholder is killed dies with it
 		// instead of running on unseen while its lease expires and it
@@ -346,6 +357,23 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 	// Leave no stragglers: the job's background children die with it.
 	syscall.Kill(-p.pgid, syscall.SIGKILL)
 	lost := a.waitSinks(asg, outSink, errSink)
+	if sc != nil && rep.Exit == 0 && rep.Reason == "" {
+		// Still listed as running, so the claim renews the lease too.
+		won, err := a.claim(ctx, asg)
+		switch {
+		case err != nil:
+			rep.Reason = protocol.ReasonInterrupted // nothing kept: run again
+			return rep
+		case !won:
+			// Another attempt finished first: the CLS has killed this one
+			// already. Its files go with the scratch directory.
+			rep.Reason = protocol.ReasonKilled
+			return rep
+		}
+		if err := sc.commit(); err != nil {
+			rep.Exit, rep.Reason = 1, protocol.ClipText(reasonOutput+err.Error(), protocol.MaxReasonBytes)
+		}
+	}
 	if rep.Exit == 0 && rep.Reason == "" && len(asg.Outputs) > 0 {
 		// Still listed as running, so heartbeats keep the lease while the
 		// outputs are read.

@@ -95,7 +95,29 @@ type Demand struct {
 	Ready, Running int // jobs
 	Sites          []SiteView
 	Deadline       time.Time // zero: none
-	Budget         float64   // money left; 0: no budget
+	Budget         float64   // money left; 0: no budget (see Budgeted)
+	// Budgeted: the budget is Budget even when 0 (all spent).
+	Budgeted bool
+	// Est is the expected seconds of a job where no rate is measured: a
+	// site without a Rate is planned at Slots/Est (0: unknown).
+	Est float64
+}
+
+// EconQueue is a queue with a deadline or a budget as the site manager's
+// deadline-and-budget planning sees it.
+type EconQueue struct {
+	Queue          string
+	Ready, Running int       // jobs
+	Deadline       time.Time // zero: none
+	Budgeted       bool      // it has a budget (Budget may be 0: spent)
+	Budget         float64   // left: less what ended and running attempts cost
+	// PerJob is the mean seconds a job of the queue took at each site it
+	// succeeded at; Est the expected seconds of a job where none is
+	// measured (0: unknown).
+	PerJob map[string]float64
+	Est    float64
+	// Busy is how many of its jobs each site runs now.
+	Busy map[string]int
 }
 
 // SiteView is one site as a Provisioner sees it.
@@ -106,4 +128,5 @@ type SiteView struct {
 	Slots           int     // jobs per placeholder
 	Price           float64 // per core-hour; 0: free
 	Rate            float64 // measured jobs per second per placeholder; 0: unknown
+	Busy            int     // the demand's jobs running there now
 }

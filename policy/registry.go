@@ -3,6 +3,8 @@ package policy
 import (
 	"fmt"
 	"strings"
+
+	"github.com/mq-hpc/mq/econ"
 )
 
 // Kind is what a policy decides when a placeholder asks for work.
@@ -100,15 +102,21 @@ var registry = []Info{
 	{Name: "dc", Summary: "data-conscious, thesis 004: run jobs where their input files are", Kind: Choosing,
 		Needs: NeedsEstimates | NeedsFiles | NeedsArrivals, Order: dcOrder{}, NewDC: DefaultDC},
 	{Name: "sa", Summary: "storage affinity, seed 000: the job with the most input bytes at the placeholder's site; copies of running jobs for idle placeholders",
-		Kind: Choosing, Needs: NeedsFiles, Order: namedFCFS("sa"), SimOnly: true,
+		Kind: Choosing, Needs: NeedsFiles, Order: namedFCFS("sa"),
 		NewChooser:    func() Chooser { return StorageAffinity{MaxExamined: DefaultMaxExamined} },
 		NewReplicator: func() Replicator { return StorageAffinity{} }},
 	{Name: "wqr", Summary: "workqueue with replication, seed 000: fcfs, then copies of running jobs for idle placeholders",
-		Kind: Ordered, Order: namedFCFS("wqr"), SimOnly: true,
+		Kind: Ordered, Order: namedFCFS("wqr"),
 		NewReplicator: func() Replicator { return WQR{} }},
 	{Name: "xsufferage", Summary: "site-level sufferage, seed 000: the job that would suffer most at another site, by measured runtimes and transfer rates",
-		Kind: Choosing, Needs: NeedsEstimates | NeedsFiles | NeedsArrivals, Order: namedFCFS("xsufferage"), SimOnly: true,
+		Kind: Choosing, Needs: NeedsEstimates | NeedsFiles | NeedsArrivals, Order: namedFCFS("xsufferage"),
 		NewChooser: func() Chooser { return XSufferage{MaxExamined: DefaultXSufferageExamined} }},
+	{Name: "dbc-cost", Summary: "deadline and budget, seed 002: the cheapest sites' placeholders, dearer ones only as the deadline needs (cost optimisation)",
+		Kind: Provisioning, NewProvisioner: func() Provisioner { return DBC{Strategy: econ.Cost} }},
+	{Name: "dbc-costtime", Summary: "deadline and budget, seed 002: as dbc-cost, spreading jobs over sites of equal cost to end earlier (cost-time optimisation)",
+		Kind: Provisioning, NewProvisioner: func() Provisioner { return DBC{Strategy: econ.CostTime} }},
+	{Name: "dbc-time", Summary: "deadline and budget, seed 002: the sites that end each job soonest within the budget (time optimisation)",
+		Kind: Provisioning, NewProvisioner: func() Provisioner { return DBC{Strategy: econ.Time} }},
 }
 
 // How many of the oldest ready jobs a live SA or XSufferage decision looks

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -156,7 +157,8 @@ func CommandOf(text string, raw []byte) string {
 // emit with its 1-based line number; the first bad line stops the read with
 // an error naming the line and the problem. Unknown keys are errors, so a
 // misspelt "prereqs" is not silently dropped. def supplies the queue and
-// working directory of lines that name none.
+// working directory of lines that name none, and environment variables
+// every line gets unless it sets the same name itself.
 func ReadJobFile(r io.Reader, def JobSpec, emit func(line int, js JobSpec) error) error {
 	return ReadJobLines(r, 1, def, emit)
 }
@@ -196,6 +198,7 @@ func ReadJobLines(r io.Reader, first int, def JobSpec, emit func(line int, js Jo
 				if js.Queue == "" {
 					js.Queue = def.Queue
 				}
+				js.Env = mergeEnv(def.Env, js.Env)
 				perr = ValidateSpec(&js)
 			}
 			if perr != nil {
@@ -245,4 +248,16 @@ func parseJobLineWith(line []byte, fast bool) (JobSpec, error) {
 		return js, errors.New("more than one JSON value on the line")
 	}
 	return js, nil
+}
+
+// mergeEnv is base with own laid over it (own wins for the same name); it
+// returns own itself when base adds nothing, so lines share no map.
+func mergeEnv(base, own map[string]string) map[string]string {
+	if len(base) == 0 {
+		return own
+	}
+	env := make(map[string]string, len(base)+len(own))
+	maps.Copy(env, base)
+	maps.Copy(env, own)
+	return env
 }

@@ -70,6 +70,10 @@ type JobSpec struct {
 	// Env adds variables to the job's environment (mqsub -v NAME=VALUE),
 	// after the placeholder's own and before the MQ_ ones it sets.
 	Env map[string]string `json:"env,omitempty"`
+	// NoReplicate keeps the job from running as more than one attempt at
+	// once in a queue that copies running jobs (sa, wqr, --max-copies):
+	// for a command that is not idempotent.
+	NoReplicate bool `json:"no_replicate,omitempty"`
 }
 
 // File is a file a job reads or writes. Path is absolute once validated
@@ -125,13 +129,15 @@ type SubmitReply struct {
 // or Data, raw job-file lines (see ReadJobFile) that the server parses, so
 // a large file is parsed once. Line is the 1-based input line of the
 // chunk's first job or line, used in error messages; Queue and Cwd fill
-// lines of Data that name none.
+// lines of Data that name none, and Env (mqsub -f -v) is added to every
+// line's environment, the line's own "env" winning for the same name.
 type BulkAdd struct {
-	Line  int       `json:"line"`
-	Jobs  []JobSpec `json:"jobs,omitempty"`
-	Data  []byte    `json:"data,omitempty"`
-	Queue string    `json:"queue,omitempty"`
-	Cwd   string    `json:"cwd,omitempty"`
+	Line  int               `json:"line"`
+	Jobs  []JobSpec         `json:"jobs,omitempty"`
+	Data  []byte            `json:"data,omitempty"`
+	Queue string            `json:"queue,omitempty"`
+	Cwd   string            `json:"cwd,omitempty"`
+	Env   map[string]string `json:"env,omitempty"`
 }
 
 // BulkCommit commits the jobs spooled on the connection. Token, if set
@@ -232,6 +238,10 @@ type JobInfo struct {
 // for an attempt that did not run to an exit, like a lost one).
 type Accounting struct {
 	Elapsed float64 `json:"elapsed,omitempty"` // seconds
+	// Cost is what the attempt was charged (its site's price x elapsed
+	// hours), absent when it was not costed (a free site, a queue
+	// without a deadline or budget).
+	Cost *float64 `json:"cost,omitempty"`
 	Usage
 }
 
@@ -258,8 +268,11 @@ type JobDetail struct {
 	WaitingOn  []TargetStatus `json:"waiting_on,omitempty"`
 	// BlockedBy is, for a blocked job, the failed or deleted job that
 	// blocks it (through other blocked jobs, maybe).
-	BlockedBy *JobRefState   `json:"blocked_by,omitempty"`
-	History   []AttemptInfo  `json:"history,omitempty"`
+	BlockedBy *JobRefState  `json:"blocked_by,omitempty"`
+	History   []AttemptInfo `json:"history,omitempty"`
+	// Copies are the attempts running now beside the job's own (job
+	// replication); they have no Finished yet.
+	Copies    []AttemptInfo  `json:"copies,omitempty"`
 	Inputs    []FileInfo     `json:"inputs,omitempty"`
 	Outputs   []FileInfo     `json:"outputs,omitempty"`
 	Transfers []TransferInfo `json:"transfers,omitempty"` // data staging for this job
@@ -311,6 +324,22 @@ type SummaryReply struct {
 	Queues []QueueCounts `json:"queues"`
 	// Moved totals the data staging transfers (nil when none were made).
 	Moved *MovedTotals `json:"moved,omitempty"`
+	// Waste totals what job replication spent on copies that lost (nil
+	// when no copy was ever killed).
+	Waste *WasteTotals `json:"waste,omitempty"`
+}
+
+// WasteTotals are seed 000's two waste measures of job replication:
+// what the copies killed because another copy of their job won used.
+type WasteTotals struct {
+	Killed int `json:"killed"` // copies killed
+	// CPUSeconds is their user+system CPU as measured; WallSeconds their
+	// time from start to kill (what a host was held for).
+	CPUSeconds  float64 `json:"cpu_s"`
+	WallSeconds float64 `json:"wall_s"`
+	// Bytes were staged for the job to a losing copy's site and not to
+	// the winner's (the network waste).
+	Bytes int64 `json:"bytes"`
 }
 
 // QueueCounts is one queue's row in a summary.
@@ -380,9 +409,25 @@ type QueueInfo struct {
 	Policy      string  `json:"policy"`
 	// Deadline is when the queue's jobs should all have ended, Unix
 	// seconds; Budget what they may cost, in the sites' price unit. 0:
-	// none. Stored for deadline-and-budget planning (docs/seed002.md).
+	// none. Sites that follow a deadline-and-budget planner provision for
+	// them, and dispatch never starts a job the budget left cannot pay
+	// for (docs/seed002.md).
 	Deadline float64 `json:"deadline,omitempty"`
 	Budget   float64 `json:"budget,omitempty"`
+	// Spent is what the queue's ended attempts cost (site price x
+	// elapsed hours), in all and per site; Reserved what its running
+	// attempts may cost at most; Unfinishable how many ready jobs the
+	// planner last found no site can end within the deadline and budget.
+	Spent        float64            `json:"spent,omitempty"`
+	SpentBySite  map[string]float64 `json:"spent_by_site,omitempty"`
+	Reserved     float64            `json:"reserved,omitempty"`
+	Unfinishable int                `json:"unfinishable,omitempty"`
+	// MaxCopies bounds the attempts of one job running at once, the
+	// original included (job replication, seed 000). 0: the policy's
+	// default (sa and wqr copy without bound, others never); 1: never
+	// copy; 2 or more also makes an fcfs, sjf or cp queue copy running
+	// jobs for idle placeholders when nothing is ready.
+	MaxCopies int `json:"max_copies,omitempty"`
 }
 
 // QueueList lists queues.
@@ -399,6 +444,7 @@ type QueueSet struct {
 	Policy      *string  `json:"policy,omitempty"`
 	Deadline    *float64 `json:"deadline,omitempty"` // Unix seconds; 0 clears
 	Budget      *float64 `json:"budget,omitempty"`   // 0 clears
+	MaxCopies   *int     `json:"max_copies,omitempty"`
 }
 
 // Register introduces a placeholder. A placeholder reconnecting after a
@@ -465,6 +511,13 @@ type Assignment struct {
 	Outputs []AssignedFile `json:"outputs,omitempty"`
 	// Env is the job's own environment (JobSpec.Env) as NAME=VALUE.
 	Env []string `json:"env,omitempty"`
+	// Scratch says other attempts of the job may run at the same time
+	// (job replication): the agent runs it in a directory of its own
+	// (holding links to the working directory's entries) so that its
+	// declared outputs are made there, and after exit 0 claims the win
+	// (Heartbeat.Claim) before it moves them into place. A loser's
+	// outputs are removed with its directory.
+	Scratch bool `json:"scratch,omitempty"`
 }
 
 // Report says how one job attempt ended.
@@ -627,6 +680,10 @@ type JobRef struct {
 type Heartbeat struct {
 	Placeholder int64    `json:"placeholder"`
 	Running     []JobRef `json:"running"`
+	// Claim asks to win the race for these attempts (Assignment.Scratch,
+	// each also listed in Running): the first copy of a job to claim wins,
+	// and only a winner may move its outputs into place and report Done.
+	Claim []JobRef `json:"claim,omitempty"`
 }
 
 // HeartbeatReply lists jobs the placeholder must kill (deleted by the user).
@@ -637,6 +694,9 @@ type HeartbeatReply struct {
 	// (output.read): a placeholder that stages output sends it while they
 	// run, not only when they end.
 	Follow []JobRef `json:"follow,omitempty"`
+	// Won lists the claimed attempts that won; a claimed attempt that
+	// lost is in Kill.
+	Won []JobRef `json:"won,omitempty"`
 }
 
 // Reasons a report or the CLS gives for an abnormal end.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"strings"
 	"testing"
@@ -331,6 +332,39 @@ func TestReadJobFileGood(t *testing.T) {
 	}
 }
 
+// TestReadJobFileEnv: def.Env (mqsub -f -v) reaches every line, a line's
+// own "env" wins for the same name, lines do not share a map, and the
+// merged environment is validated.
+func TestReadJobFileEnv(t *testing.T) {
+	t.Parallel()
+	in := `{"target":"a","command":"x"}
+{"target":"b","command":"x","env":{"A":"own","C":"3"}}
+{"target":"c","command":"x","env":{}}`
+	got, err := readAll(in, JobSpec{Env: map[string]string{"A": "1", "B": "2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []map[string]string{{"A": "1", "B": "2"}, {"A": "own", "B": "2", "C": "3"}, {"A": "1", "B": "2"}}
+	if len(got) != len(want) {
+		t.Fatalf("got %d jobs: %+v", len(got), got)
+	}
+	for i, w := range want {
+		if !maps.Equal(got[i].js.Env, w) {
+			t.Errorf("line %d env = %v, want %v", got[i].line, got[i].js.Env, w)
+		}
+	}
+	got[0].js.Env["A"] = "changed"
+	if got[2].js.Env["A"] != "1" {
+		t.Error("lines share one environment map")
+	}
+	if got, err := readAll(`{"target":"a","command":"x"}`, JobSpec{}); err != nil || got[0].js.Env != nil {
+		t.Errorf("no default env: %+v, %v", got, err)
+	}
+	if _, err := readAll(`{"target":"a","command":"x"}`, JobSpec{Env: map[string]string{"MQ_JOB_ID": "1"}}); err == nil || !strings.Contains(err.Error(), "line 1") {
+		t.Errorf("a reserved name from -v: %v", err)
+	}
+}
+
 func TestReadJobFileErrors(t *testing.T) {
 	t.Parallel()
 	ok := `{"target":"a","command":"x"}` + "\n"
@@ -506,4 +540,20 @@ func FuzzReadJobFile(f *testing.F) {
 			t.Fatalf("error %q does not name a plausible line (last good %d)", msg, last)
 		}
 	})
+}
+
+// TestLostFor: each stream gets the causes that name it or no stream.
+func TestLostFor(t *testing.T) {
+	t.Parallel()
+	rec := "stdout: copy failed; stderr not copied (too large); node lost"
+	for _, c := range []struct{ lost, stream, want string }{
+		{"", "stdout", ""},
+		{rec, "stdout", "stdout: copy failed; node lost"},
+		{rec, "stderr", "stderr not copied (too large); node lost"},
+		{"stderr: gone", "stdout", ""},
+	} {
+		if got := LostFor(c.lost, c.stream); got != c.want {
+			t.Errorf("LostFor(%q, %s) = %q, want %q", c.lost, c.stream, got, c.want)
+		}
+	}
 }

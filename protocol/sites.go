@@ -38,9 +38,15 @@ type SiteSpec struct {
 	// connection to the CLS, not over SFTP to the login host.
 	NodeLocal bool `json:"node_local,omitempty"`
 	// Price is what one core-hour at the site costs, in the unit queue
-	// budgets are in; 0: free. Stored for deadline-and-budget planning
+	// budgets are in; 0: free. Attempts there are charged at it
 	// (docs/seed002.md).
 	Price float64 `json:"price,omitempty"`
+	// Provision names the Provisioning policy the site's placeholders
+	// follow (dbc-cost, dbc-costtime, dbc-time): "" is the demand rule
+	// (site.Decide). A site with one holds placeholders for the queues
+	// with a deadline or a budget, as the policy plans them jointly over
+	// every site that follows it.
+	Provision string `json:"provision,omitempty"`
 }
 
 // SiteInfo is a site with what its provisioner knows now.
@@ -63,6 +69,20 @@ type SiteInfo struct {
 // SiteList lists sites.
 type SiteList struct {
 	Sites []SiteInfo `json:"sites"`
+}
+
+// SiteSet changes a site's settings without removing it (cls site set);
+// nil fields stay. Placeholders submitted from then on have the new
+// slots, walltime and idle timeout; running ones keep theirs.
+type SiteSet struct {
+	Name      string   `json:"name"`
+	Price     *float64 `json:"price,omitempty"`
+	Slots     *int     `json:"slots,omitempty"`
+	Min       *int     `json:"min,omitempty"`
+	Max       *int     `json:"max,omitempty"`
+	Provision *string  `json:"provision,omitempty"` // "" = the demand rule
+	Walltime  *float64 `json:"walltime_s,omitempty"`
+	Idle      *float64 `json:"idle_s,omitempty"`
 }
 
 // SiteRemove names a site to remove.

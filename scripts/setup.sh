@@ -29,6 +29,8 @@ if [ "$(id -u)" != 0 ] || ! need apt-get; then
 	need chromium || echo "setup: chromium is missing; the dashboard's browser test will skip" >&2
 	need snakemake || echo "setup: snakemake is missing; the e2e Snakemake tests will skip" >&2
 	need makeflow || echo "setup: makeflow (coop-computing-tools) is missing; the e2e Makeflow tests will skip" >&2
+	need zsh || echo "setup: zsh is missing; the e2e zsh completion test will skip" >&2
+	need fish || echo "setup: fish is missing; the e2e fish completion test will skip" >&2
 	exit 0
 fi
 export DEBIAN_FRONTEND=noninteractive
@@ -57,6 +59,10 @@ pkgs parallel || echo "setup: could not install GNU parallel (only the benchmark
 # Headless Chromium renders the dashboard in test/e2e/web_test.go (fonts so
 # its screenshots have text).
 pkgs chromium fonts-dejavu-core || echo "setup: could not install Chromium; the dashboard browser test will skip" >&2
+
+# The shells whose completion `cls docs` writes (test/e2e/habits_test.go
+# drives each one; bash is always there).
+pkgs zsh fish || echo "setup: could not install zsh and fish; their completion tests will skip" >&2
 
 # The workflow systems mq runs under (test/e2e/workflow_test.go): Snakemake 7
 # and Makeflow (cctools). Debian's makeflow calls MPI_Init at start, so it

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"syscall"
 
 	"github.com/mq-hpc/mq/job"
@@ -55,7 +54,7 @@ func readOutput(ctx context.Context, c *conn, b protocol.OutputRead) (protocol.O
 	if path == "" {
 		return out, protocol.Errorf(protocol.CodeBadState, "job %d has no output yet (state %s)", b.ID, d.State)
 	}
-	out.Lost = lostFor(lost, b.Stream)
+	out.Lost = protocol.LostFor(lost, b.Stream)
 	running := d.State == string(job.Executing) && attempt == d.Attempts
 	if cp != "" {
 		if _, err := os.Lstat(cp); errors.Is(err, os.ErrNotExist) && running {
@@ -97,24 +96,4 @@ func readOutput(ctx context.Context, c *conn, b protocol.OutputRead) (protocol.O
 	out.Data = buf[:n]
 	out.EOF = b.Offset+int64(n) >= out.Size
 	return out, nil
-}
-
-// lostFor picks from an attempt's lost-output record ("stdout: ...;
-// stderr not copied ...") the causes that concern stream; a cause naming
-// no stream concerns both. (mqstat --output reads the record the same way.)
-func lostFor(lost, stream string) string {
-	if lost == "" {
-		return ""
-	}
-	other := "stderr"
-	if stream == "stderr" {
-		other = "stdout"
-	}
-	var keep []string
-	for _, part := range strings.Split(lost, "; ") {
-		if !strings.HasPrefix(part, other) {
-			keep = append(keep, part)
-		}
-	}
-	return strings.Join(keep, "; ")
 }

@@ -57,7 +57,11 @@ var builtin = routeTable(
 			return protocol.SummaryReply{}, err
 		}
 		moved, err := c.s.Store.Moved(ctx)
-		return protocol.SummaryReply{Queues: qs, Moved: moved}, err
+		if err != nil {
+			return protocol.SummaryReply{}, err
+		}
+		waste, err := c.s.Store.Waste(ctx)
+		return protocol.SummaryReply{Queues: qs, Moved: moved, Waste: waste}, err
 	}),
 	handle(protocol.OpDelete, func(ctx context.Context, c *conn, b protocol.Select) (protocol.ActionReply, error) {
 		return c.s.Store.Delete(ctx, b)

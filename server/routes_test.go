@@ -34,6 +34,9 @@ func routeCLS(srv *Server) {
 	Route(srv, protocol.OpSiteRemove, func(context.Context, protocol.SiteRemove) (protocol.SiteInfo, error) {
 		return protocol.SiteInfo{}, nil
 	})
+	Route(srv, protocol.OpSiteSet, func(context.Context, protocol.SiteSet) (protocol.SiteInfo, error) {
+		return protocol.SiteInfo{}, nil
+	})
 	Route(srv, protocol.OpPlanMake, func(context.Context, protocol.PlanMake) (protocol.PlanSummary, error) {
 		return protocol.PlanSummary{}, nil
 	})
@@ -55,7 +58,7 @@ func TestEveryOpRouted(t *testing.T) {
 	t.Parallel()
 	byCLS := []string{protocol.OpFilesList.Name, protocol.OpFilesGet.Name, protocol.OpFilesAdd.Name, protocol.OpFilesRemove.Name,
 		protocol.OpOutputStream.Name, protocol.OpSiteAdd.Name, protocol.OpSiteList.Name, protocol.OpSiteRemove.Name,
-		protocol.OpPlanMake.Name, protocol.OpPlanShow.Name, protocol.OpPlanClear.Name}
+		protocol.OpSiteSet.Name, protocol.OpPlanMake.Name, protocol.OpPlanShow.Name, protocol.OpPlanClear.Name}
 	for _, o := range protocol.Ops() {
 		r := builtin[o.Name]
 		if slices.Contains(byCLS, o.Name) {

@@ -535,7 +535,7 @@ func newBulkItem(rt *route, req *protocol.Request, add *protocol.BulkAdd) *bulkI
 			it.err = protocol.Errorf(protocol.CodeBadRequest, "bulk.add takes jobs or data, not both")
 			return
 		}
-		def := protocol.JobSpec{Queue: b.Queue, Cwd: b.Cwd}
+		def := protocol.JobSpec{Queue: b.Queue, Cwd: b.Cwd, Env: b.Env}
 		err := protocol.ReadJobLines(bytes.NewReader(b.Data), b.Line, def, func(_ int, js protocol.JobSpec) error {
 			// mqsub -f sends raw lines from this host: inputs of no declared
 			// size take the file's, as mqsub -i does.

@@ -51,6 +51,10 @@ type GridConfig struct {
 	// 1) when it starts. Policies see the mean availability only. 0 is
 	// dedicated hosts.
 	Load float64
+	// Speeds, if set, are the hosts (one each, dealt to the sites round
+	// robin) instead of hosts drawn up to Power: a live platform of known
+	// placeholders (scripts/bench/seed000-live.sh).
+	Speeds []float64
 	// Tasks replaces the generated application (a level of a traced
 	// workflow); Granularity, TotalBytes, AppHet and App are then unused.
 	Tasks []GridTask
@@ -206,6 +210,8 @@ func RunGrid(cfg GridConfig) (GridResult, error) {
 		return GridResult{}, fmt.Errorf("grid: load must be in [0, 1)")
 	case cfg.Runs < 1 || cfg.Power <= 0 || cfg.LinkBits <= 0 || cfg.Sites < 0 || cfg.Sites > 30 || cfg.MaxCopies < 0:
 		return GridResult{}, fmt.Errorf("grid: bad configuration (runs, power, link, sites 0-30, max copies)")
+	case slices.ContainsFunc(cfg.Speeds, func(v float64) bool { return !(v > 0) || math.IsInf(v, 0) }) || len(cfg.Speeds) > 0 && cfg.Sites == 0:
+		return GridResult{}, fmt.Errorf("grid: speeds must be > 0, with a number of sites")
 	case cfg.Tasks == nil && (cfg.Granularity <= 0 || cfg.TotalBytes < cfg.Granularity):
 		return GridResult{}, fmt.Errorf("grid: granularity must be > 0 and at most the total input")
 	}
@@ -280,10 +286,13 @@ func (m *gridModel) generate() {
 		lo, hi = 6.7, 13.4
 	}
 	var power float64
-	for power < cfg.Power {
+	for power < cfg.Power && len(cfg.Speeds) == 0 {
 		s := lo + rng.Float64()*(hi-lo)
 		m.hosts = append(m.hosts, gridHost{site: len(m.hosts) % m.sites, speed: s, copy: -1})
 		power += s
+	}
+	for _, s := range cfg.Speeds {
+		m.hosts = append(m.hosts, gridHost{site: len(m.hosts) % m.sites, speed: s, copy: -1})
 	}
 	m.order = make([]int32, len(m.hosts))
 	for i := range m.order {

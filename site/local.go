@@ -28,11 +28,29 @@ type Processes struct {
 
 var _ Site = (*Processes)(nil)
 
+// Retarget makes placeholders started from now on run as next's do
+// (cls site set changed their slots, walltime or idle timeout); the
+// running ones go on, still watched here. It reports whether next is a
+// local site too.
+func (p *Processes) Retarget(next Site) bool {
+	n, ok := next.(*Processes)
+	if !ok {
+		return false
+	}
+	p.mu.Lock()
+	p.Command = n.Command
+	p.mu.Unlock()
+	return true
+}
+
 // Submit starts n placeholder processes.
 func (p *Processes) Submit(_ context.Context, n int) ([]string, error) {
 	var ids []string
+	p.mu.Lock()
+	command := p.Command
+	p.mu.Unlock()
 	for range n {
-		cmd := p.Command()
+		cmd := command()
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := cmd.Start(); err != nil {
 			return ids, err

@@ -60,6 +60,13 @@ type Manager struct {
 	// It may be called from several goroutines.
 	Now func() time.Time
 
+	// econMu guards econ, the last deadline-and-budget plan (econ.go);
+	// taken before mu, never under it.
+	econMu sync.Mutex
+	econ   econPlan
+	// setMu serialises Set and Remove, which stop and restart site loops.
+	setMu sync.Mutex
+
 	mu    sync.Mutex
 	ctx   context.Context
 	sites map[string]*managed
@@ -241,6 +248,8 @@ func (m *Manager) Add(ctx context.Context, spec protocol.SiteSpec) (protocol.Sit
 // Remove stops provisioning a site, cancels its placeholders (queued and
 // running: their jobs are requeued at once) and forgets it.
 func (m *Manager) Remove(ctx context.Context, name string) (protocol.SiteInfo, error) {
+	m.setMu.Lock()
+	defer m.setMu.Unlock()
 	m.mu.Lock()
 	ms, ok := m.sites[name]
 	if ok && ms.spec.Embedded {
@@ -471,8 +480,8 @@ func (m *Manager) loop(ctx context.Context, ms *managed) {
 
 // step looks at a site once and acts.
 func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) error {
-	spec := ms.spec
 	m.mu.Lock()
+	spec := ms.spec
 	phs := make([]int64, 0, len(ms.connected))
 	for id := range ms.connected {
 		phs = append(phs, id)
@@ -485,6 +494,13 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 	ready, executing, err := m.Store.SiteDemand(ctx, AgentWalltime(protocol.Duration(spec.Walltime)).Seconds(), phs, limit)
 	if err != nil {
 		return fmt.Errorf("metaqueue: %w", err)
+	}
+	// A site that follows a Provisioning policy holds what its plan says.
+	econWant := -1
+	if spec.Provision != "" {
+		if econWant, err = m.econWant(ctx, ms); err != nil {
+			return err
+		}
 	}
 	// With no work and no placeholders there is nothing to watch: look at
 	// the batch system only now and then (placeholders of an earlier CLS).
@@ -580,6 +596,13 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 		case batch.Running:
 			c.Running++
 		}
+	}
+	if econWant >= 0 {
+		// The plan already shares the work among the sites that follow
+		// it: hold exactly its count (queued ones beyond it are cancelled;
+		// running ones take none of the planned queues' jobs past the
+		// site's cap and exit on their idle timeout).
+		c.Min, c.Max = econWant, econWant
 	}
 	// Decisions are made one at a time under m.mu, each seeing the others'
 	// latest supply.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/shellwords"
+	"github.com/mq-hpc/mq/policy"
 	"github.com/mq-hpc/mq/protocol"
 	"github.com/mq-hpc/mq/site/batch"
 )
@@ -53,6 +54,17 @@ type Site interface {
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,31}$`)
+
+// ProvisionNames lists the policies a site may follow (--provision).
+func ProvisionNames() []string {
+	var out []string
+	for _, p := range policy.All() {
+		if p.Kind == policy.Provisioning {
+			out = append(out, p.Name)
+		}
+	}
+	return out
+}
 
 // Validate checks a site's settings and fills defaults. Errors name the
 // setting as the command-line flag that sets it.
@@ -117,6 +129,12 @@ func Validate(s *protocol.SiteSpec) error {
 	}
 	if !(s.Price >= 0 && s.Price <= protocol.MaxBudget) { // also NaN
 		return fmt.Errorf("--price must be 0..%g per core-hour (0 = free), not %g", float64(protocol.MaxBudget), s.Price)
+	}
+	if s.Provision != "" {
+		p, err := policy.Lookup(s.Provision)
+		if err != nil || p.Kind != policy.Provisioning {
+			return fmt.Errorf("--provision %q: want one of %s (or none: the demand rule)", protocol.Printable(s.Provision), strings.Join(ProvisionNames(), ", "))
+		}
 	}
 	if s.PE != "" {
 		if s.Type != SGE {

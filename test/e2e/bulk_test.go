@@ -13,7 +13,8 @@ import (
 
 // TestBulkSelectorsEnvArrays: mqdel and mqsub --rerun select by queue,
 // target, states, a range or all, all or none, a line per job unless -Q;
-// -v and a job file's "env" reach the job; --array submits one job per
+// -v and a job file's "env" reach the job (-v with -f every job of the
+// file, the line's "env" winning); --array submits one job per
 // index with MQ_ARRAY_INDEX and {}.
 func TestBulkSelectorsEnvArrays(t *testing.T) {
 	h := newHarness(t)
@@ -29,6 +30,19 @@ func TestBulkSelectorsEnvArrays(t *testing.T) {
 	os.WriteFile(file, []byte(fmt.Sprintf(`{"target":"e2","command":"echo $X > %s","env":{"X":"from-file"}}`+"\n", out)), 0o644)
 	if r = h.run("mqsub", "-b", "-f", file); r.code != 0 || readFile(t, out) != "from-file\n" {
 		t.Fatalf("mqsub -f with env: %s; file %q", r, readFile(t, out))
+	}
+	// -v with -f: every job of the file, a line's own "env" winning.
+	lines := fmt.Sprintf(`{"target":"e3","command":"echo \"$X $Y\" > %[1]s/v1.txt"}`+"\n"+
+		`{"target":"e3","command":"echo \"$X $Y\" > %[1]s/v2.txt","env":{"X":"own"}}`+"\n", h.dir)
+	os.WriteFile(file, []byte(lines), 0o644)
+	if r = h.run("mqsub", "-b", "-v", "X=cli", "-v", "Y=both", "-f", file); r.code != 0 {
+		t.Fatalf("mqsub -v -f: %s", r)
+	}
+	if v1, v2 := readFile(t, filepath.Join(h.dir, "v1.txt")), readFile(t, filepath.Join(h.dir, "v2.txt")); v1 != "cli both\n" || v2 != "own both\n" {
+		t.Fatalf("mqsub -v -f: jobs saw %q and %q, want \"cli both\" and \"own both\"", v1, v2)
+	}
+	if r = h.run("mqsub", "-v", "MQ_TARGET=x", "-f", file); r.code != 2 || r.stdout != "" {
+		t.Fatalf("mqsub -v MQ_TARGET=x -f: %s, want a usage error and no jobs", r)
 	}
 	for _, bad := range []string{"1X=a", "MQ_JOB_ID=3", "novalue"} {
 		if r = h.run("mqsub", "-v", bad, "e", "true"); r.code != 2 {

@@ -245,7 +245,7 @@ func TestShellDocs(t *testing.T) {
 	h := newHarness(t)
 	dir := t.TempDir()
 	h.ok("cls", "docs", dir)
-	for _, name := range []string{"mqsub", "mqstat", "mqdel", "cls", "mqsim"} {
+	for _, name := range []string{"mqsub", "mqstat", "mqdel", "mqwait", "cls", "mqsim"} {
 		man := readFile(t, filepath.Join(dir, "man1", name+".1"))
 		if !strings.Contains(man, ".TH "+name+" 1") {
 			t.Errorf("man page of %s: %q", name, clip(man))
@@ -259,13 +259,16 @@ func TestShellDocs(t *testing.T) {
 	if s := readFile(t, filepath.Join(dir, "fish", "mqstat.fish")); !strings.Contains(s, "-s q -l queue") || !strings.Contains(s, "-l acct") {
 		t.Errorf("fish completion of mqstat:\n%s", clip(s))
 	}
+	if s := readFile(t, filepath.Join(dir, "fish", "mqsub.fish")); strings.Contains(s, "`") || !strings.Contains(s, "-s f -l file -r -d") {
+		t.Errorf("fish completion of mqsub: a help placeholder's backticks, or -f does not complete files:\n%s", clip(s))
+	}
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash")
 	}
 	for _, c := range []struct{ prog, words, want string }{
 		{"mqstat", "mqstat --ac", "--acct"},
 		{"cls", "cls qu", "queue"},
-		{"cls", "cls queue set --max", "--max-attempts"},
+		{"cls", "cls queue set --max-a", "--max-attempts"}, // --max-copies too begins --max
 	} {
 		words := strings.Fields(c.words)
 		script := `source "$1"; COMP_WORDS=(` + c.words + `); COMP_CWORD=` + strconv.Itoa(len(words)-1) + `; _mq_complete_` + c.prog + `; echo "${COMPREPLY[@]}"`

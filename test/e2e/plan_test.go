@@ -13,11 +13,17 @@ import (
 )
 
 // TestPlanFollowed plans a DAG over two local sites (the embedded one and
-// a second local site) with HEFT and runs it: every job the plan placed
-// before it started runs at its planned site, `cls plan show` counts them
-// as followed and `mqstat -j` says so. Planning refuses bad input with
-// one-line errors.
+// a second local site) with HEFT, and with LPSched (seed 001), and runs
+// it: every job the plan placed before it started runs at its planned
+// site, `cls plan show` counts them as followed and `mqstat -j` says so.
+// Planning refuses bad input with one-line errors.
 func TestPlanFollowed(t *testing.T) {
+	for _, planner := range []string{"heft", "lp"} {
+		t.Run(planner, func(t *testing.T) { testPlanFollowed(t, planner) })
+	}
+}
+
+func testPlanFollowed(t *testing.T, planner string) {
 	h := newHarness(t)
 	h.startCLS("--local", "0", "--lease", "10s")
 	for _, s := range []string{"a", "b"} {
@@ -55,8 +61,8 @@ func TestPlanFollowed(t *testing.T) {
 	}
 	ids = append(ids, h.submit("-p", "a0", "-p", "a1", "-p", "a2", "-p", "a3", "-p", "a4", "-p", "a5", "-e", "1", "z", "cat "+h.dir+"/a*.out"))
 
-	out := h.ok("cls", "plan", "make", "z", "--planner", "heft")
-	if !strings.Contains(out, "planned 10 jobs") || !strings.Contains(out, "heft") {
+	out := h.ok("cls", "plan", "make", "z", "--planner", planner)
+	if !strings.Contains(out, "planned 10 jobs") || !strings.Contains(out, planner) {
 		t.Fatalf("cls plan make printed:\n%s", out)
 	}
 	if err := os.WriteFile(filepath.Join(h.dir, "go"), nil, 0o644); err != nil {
@@ -69,7 +75,7 @@ func TestPlanFollowed(t *testing.T) {
 	}
 	for _, id := range ids {
 		out := h.ok("mqstat", "-j", fmt.Sprint(id))
-		if !strings.Contains(out, "plan:") || !strings.Contains(out, "(heft, #") || !strings.Contains(out, ", followed") {
+		if !strings.Contains(out, "plan:") || !strings.Contains(out, "("+planner+", #") || !strings.Contains(out, ", followed") {
 			t.Errorf("mqstat -j %d does not show a followed plan:\n%s", id, out)
 		}
 	}

@@ -16,7 +16,7 @@ import (
 // start, elapsed time, CPU and max RSS, then a summary per target.
 
 // acctHeader is the table's first line.
-const acctHeader = "JOBID\tTARGET\tQUEUE\tS\tHOST\tSTART\tELAPSED\tUSER\tSYS\tMAXRSS\tEXIT"
+const acctHeader = "JOBID\tTARGET\tQUEUE\tS\tHOST\tSTART\tELAPSED\tUSER\tSYS\tMAXRSS\tEXIT\tCOST"
 
 // acctSums adds up a listing's jobs per target.
 type acctSums struct {
@@ -27,6 +27,8 @@ type acctSums struct {
 type targetSum struct {
 	jobs, ended int
 	cpu         float64 // every attempt's user + system seconds
+	cost        float64 // every attempt's charge
+	costed      bool
 	elapsed     float64 // sum over ended jobs' last attempts
 	maxElapsed  float64
 }
@@ -43,8 +45,10 @@ func (s *acctSums) add(j protocol.JobInfo) {
 	}
 	t.jobs++
 	t.cpu += j.CPUUser + j.CPUSys
+	t.addCost(j.Cost)
 	for _, a := range j.Earlier {
 		t.cpu += a.CPUUser + a.CPUSys
+		t.addCost(a.Cost)
 	}
 	if j.Finished != "" {
 		t.ended++
@@ -53,10 +57,25 @@ func (s *acctSums) add(j protocol.JobInfo) {
 	}
 }
 
+func (t *targetSum) addCost(c *float64) {
+	if c != nil {
+		t.cost += *c
+		t.costed = true
+	}
+}
+
+// Cost shows a charge (site price x hours) or "-" when not costed.
+func Cost(c *float64) string {
+	if c == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.4g", *c)
+}
+
 // print writes the per-target summary, targets by name.
 func (s *acctSums) print(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
-	fmt.Fprintln(tw, "TARGET\tJOBS\tENDED\tCPU\tMEAN ELAPSED\tMAX ELAPSED")
+	fmt.Fprintln(tw, "TARGET\tJOBS\tENDED\tCPU\tMEAN ELAPSED\tMAX ELAPSED\tCOST")
 	names := append([]string(nil), s.order...)
 	sort.Strings(names)
 	for _, name := range names {
@@ -66,7 +85,11 @@ func (s *acctSums) print(w io.Writer) {
 		if t.ended > 0 {
 			mean, maxE = Seconds(t.elapsed/float64(t.ended)), Seconds(t.maxElapsed)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", protocol.Printable(name), t.jobs, t.ended, Seconds(t.cpu), mean, maxE)
+		cost := "-"
+		if t.costed {
+			cost = Cost(&t.cost)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\n", protocol.Printable(name), t.jobs, t.ended, Seconds(t.cpu), mean, maxE, cost)
 	}
 	tw.Flush()
 }
@@ -88,8 +111,8 @@ func printAcct(tw io.Writer, j protocol.JobInfo, now time.Time) {
 		if exit != nil {
 			ex = fmt.Sprint(*exit)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, protocol.Printable(j.Target), protocol.Printable(j.Queue),
-			protocol.Printable(j.State), protocol.Printable(host), shortTime(started, now), elapsed, user, sys, rss, ex)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, protocol.Printable(j.Target), protocol.Printable(j.Queue),
+			protocol.Printable(j.State), protocol.Printable(host), shortTime(started, now), elapsed, user, sys, rss, ex, Cost(a.Cost))
 	}
 	row(fmt.Sprint(j.ID), j.Host, j.Started, j.Finished, j.Exit, j.Accounting)
 	for _, a := range j.Earlier {

@@ -18,13 +18,14 @@ import (
 func TestMqstatAcct(t *testing.T) {
 	t.Parallel()
 	zero, one := 0, 1
+	cost1, cost2 := 0.25, 1.5
 	old := time.Date(2020, 3, 4, 5, 6, 7, 0, time.Local).Format(time.RFC3339Nano)
 	later := time.Date(2020, 3, 4, 5, 8, 7, 0, time.Local).Format(time.RFC3339Nano)
 	jobs := []protocol.JobInfo{
 		{ID: 1, Queue: "q", Target: "blast", State: "D", Host: "n1", Started: old, Finished: later, Exit: &zero,
-			Accounting: protocol.Accounting{Elapsed: 120, Usage: protocol.Usage{CPUUser: 100, CPUSys: 10, MaxRSS: 3 << 20}},
+			Accounting: protocol.Accounting{Elapsed: 120, Cost: &cost2, Usage: protocol.Usage{CPUUser: 100, CPUSys: 10, MaxRSS: 3 << 20}},
 			Earlier: []protocol.AttemptInfo{{Attempt: 1, Host: "n2", Started: old, Finished: old, Exit: &one,
-				Accounting: protocol.Accounting{Elapsed: 0.5, Usage: protocol.Usage{CPUUser: 0.25, CPUSys: 0.25, MaxRSS: 1 << 20}}}}},
+				Accounting: protocol.Accounting{Elapsed: 0.5, Cost: &cost1, Usage: protocol.Usage{CPUUser: 0.25, CPUSys: 0.25, MaxRSS: 1 << 20}}}}},
 		{ID: 2, Queue: "q", Target: "blast", State: "D", Host: "n1", Started: old, Finished: later, Exit: &zero,
 			Accounting: protocol.Accounting{Elapsed: 60, Usage: protocol.Usage{CPUUser: 50, CPUSys: 0.5, MaxRSS: 2 << 20}}},
 		{ID: 3, Queue: "q", Target: "parse", State: "Q"},
@@ -51,15 +52,15 @@ func TestMqstatAcct(t *testing.T) {
 		return rows
 	}
 	want := [][]string{
-		{"JOBID", "TARGET", "QUEUE", "S", "HOST", "START", "ELAPSED", "USER", "SYS", "MAXRSS", "EXIT"},
-		{"1", "blast", "q", "D", "n1", "2020-03-04", "05:06", "00:02:00", "00:01:40", "10.000s", "3", "MiB", "0"},
-		{"1.1", "blast", "q", "D", "n2", "2020-03-04", "05:06", "0.500s", "0.250s", "0.250s", "1", "MiB", "1"},
-		{"2", "blast", "q", "D", "n1", "2020-03-04", "05:06", "00:01:00", "50.000s", "0.500s", "2", "MiB", "0"},
-		{"3", "parse", "q", "Q", "-", "-", "-", "-", "-", "-", "-"},
+		{"JOBID", "TARGET", "QUEUE", "S", "HOST", "START", "ELAPSED", "USER", "SYS", "MAXRSS", "EXIT", "COST"},
+		{"1", "blast", "q", "D", "n1", "2020-03-04", "05:06", "00:02:00", "00:01:40", "10.000s", "3", "MiB", "0", "1.5"},
+		{"1.1", "blast", "q", "D", "n2", "2020-03-04", "05:06", "0.500s", "0.250s", "0.250s", "1", "MiB", "1", "0.25"},
+		{"2", "blast", "q", "D", "n1", "2020-03-04", "05:06", "00:01:00", "50.000s", "0.500s", "2", "MiB", "0", "-"},
+		{"3", "parse", "q", "Q", "-", "-", "-", "-", "-", "-", "-", "-"},
 		{},
-		{"TARGET", "JOBS", "ENDED", "CPU", "MEAN", "ELAPSED", "MAX", "ELAPSED"},
-		{"blast", "2", "2", "00:02:41", "00:01:30", "00:02:00"},
-		{"parse", "1", "0", "0.000s", "-", "-"},
+		{"TARGET", "JOBS", "ENDED", "CPU", "MEAN", "ELAPSED", "MAX", "ELAPSED", "COST"},
+		{"blast", "2", "2", "00:02:41", "00:01:30", "00:02:00", "1.75"},
+		{"parse", "1", "0", "0.000s", "-", "-", "-"},
 	}
 	got := fields(o.String())
 	if len(got) != len(want) {

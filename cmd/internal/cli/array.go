@@ -1,16 +1,12 @@
 package cli
 
 import (
-	"bufio"
-	"context"
-	"fmt"
 	"maps"
 	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/mq-hpc/mq/client"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -77,69 +73,39 @@ func mqsubArray(c *cli.Context, env Env, js protocol.JobSpec) error {
 		return err
 	}
 	defer cl.Close()
-	var inflight []*client.Call[protocol.Empty]
-	wait := func(max int) error {
-		for len(inflight) > max {
-			if _, err := inflight[0].Wait(c.Context); err != nil {
+	upload := func(add func(protocol.BulkAdd) error) error {
+		const chunk = 2000
+		var jobs []protocol.JobSpec
+		line := 1
+		flush := func() error {
+			if len(jobs) == 0 {
+				return nil
+			}
+			if err := add(protocol.BulkAdd{Line: line, Jobs: jobs}); err != nil {
 				return err
 			}
-			inflight = inflight[1:]
-		}
-		return nil
-	}
-	const chunk = 2000
-	var jobs []protocol.JobSpec
-	line := 1
-	flush := func() error {
-		if len(jobs) == 0 {
+			line += len(jobs)
+			jobs = nil
 			return nil
 		}
-		k, err := client.Go(cl, protocol.OpBulkAdd, protocol.BulkAdd{Line: line, Jobs: jobs})
-		if err != nil {
-			return err
-		}
-		line += len(jobs)
-		jobs = nil
-		inflight = append(inflight, k)
-		return wait(4)
-	}
-	for i := a.first; i <= a.last; i += a.step {
-		m := js
-		idx := strconv.FormatInt(i, 10)
-		m.Command = strings.ReplaceAll(js.Command, "{}", idx)
-		m.Env = maps.Clone(js.Env)
-		if m.Env == nil {
-			m.Env = map[string]string{}
-		}
-		m.Env["MQ_ARRAY_INDEX"] = idx
-		protocol.EncodeCommand(&m)
-		jobs = append(jobs, m)
-		if len(jobs) == chunk {
-			if err = flush(); err != nil {
-				break
+		for i := a.first; i <= a.last; i += a.step {
+			m := js
+			idx := strconv.FormatInt(i, 10)
+			m.Command = strings.ReplaceAll(js.Command, "{}", idx)
+			m.Env = maps.Clone(js.Env)
+			if m.Env == nil {
+				m.Env = map[string]string{}
+			}
+			m.Env["MQ_ARRAY_INDEX"] = idx
+			protocol.EncodeCommand(&m)
+			jobs = append(jobs, m)
+			if len(jobs) == chunk {
+				if err := flush(); err != nil {
+					return err
+				}
 			}
 		}
+		return flush()
 	}
-	if err == nil {
-		err = flush()
-	}
-	if err == nil {
-		err = wait(0)
-	}
-	if err != nil {
-		client.Do(context.WithoutCancel(c.Context), cl, protocol.OpBulkAbort, protocol.Empty{})
-		return fmt.Errorf("--array: %w; nothing was added", err)
-	}
-	reply, err := commitBulk(c.Context, env, cl, protocol.BulkCommit{Token: newToken(), Array: c.String("array"), ArrayLimit: a.limit})
-	if err != nil {
-		return fmt.Errorf("--array: %w", err)
-	}
-	w := bufio.NewWriterSize(c.App.Writer, 64<<10)
-	for i := 0; i < reply.Count; i++ {
-		fmt.Fprintln(w, reply.First+int64(i))
-	}
-	if err := w.Flush(); err != nil || !c.Bool("b") || reply.Count == 0 {
-		return err
-	}
-	return waitRange(c, cl, reply.First, reply.First+int64(reply.Count)-1)
+	return submitBulk(c, env, cl, "--array", upload, protocol.BulkCommit{Token: newToken(), Array: c.String("array"), ArrayLimit: a.limit})
 }

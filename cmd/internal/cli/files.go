@@ -66,6 +66,13 @@ func MovedLine(m protocol.MovedTotals) string {
 		m.Transfers, HumanBytes(m.Bytes), m.Seconds, Rate(m.Bytes, m.Seconds), m.Failed)
 }
 
+// WasteLine sums what job replication's killed copies used (seed 000's
+// CPU and network waste), for mqstat --summary.
+func WasteLine(w protocol.WasteTotals) string {
+	return fmt.Sprintf("replication waste: %d killed copies, %.3g CPU s, %.3g s held, %s staged for them",
+		w.Killed, w.CPUSeconds, w.WallSeconds, HumanBytes(w.Bytes))
+}
+
 // HumanBytes is n in B, KiB, MiB...
 func HumanBytes(n int64) string {
 	const unit = 1024

@@ -162,7 +162,7 @@ func mqstatView(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 				if r.Queues, err = filteredSummary(c, cl, r.Queues); err != nil {
 					return err
 				}
-				r.Moved = nil
+				r.Moved, r.Waste = nil, nil
 			}
 			if c.Bool("json") {
 				return writeJSON(w, r.Queues)
@@ -170,6 +170,9 @@ func mqstatView(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 			printSummary(w, r.Queues)
 			if r.Moved != nil {
 				fmt.Fprintln(w, MovedLine(*r.Moved))
+			}
+			if r.Waste != nil {
+				fmt.Fprintln(w, WasteLine(*r.Waste))
 			}
 			return nil
 		case c.IsSet("j"):
@@ -536,6 +539,9 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 			line += "; output lost: " + a.OutputLost
 		}
 		p(fmt.Sprintf("attempt %d", a.Attempt), line)
+	}
+	for _, a := range d.Copies {
+		p(fmt.Sprintf("attempt %d", a.Attempt), fmt.Sprintf("%s on %s, since %s: a copy running beside the job's attempt", a.Site, a.Host, a.Started))
 	}
 	tw.Flush()
 }

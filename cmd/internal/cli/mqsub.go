@@ -32,7 +32,7 @@ func Mqsub(env Env) *cli.App {
 	app := NewApp("mqsub", "add a job to the metaqueue", env)
 	app.UsageText = `mqsub [-q QUEUE] [-p PREREQ_TARGET]... [-b] [-e EST_SECONDS] [-d DIR]
          [-i PATH[:SIZE]]... [-o PATH[:SIZE]]... TARGET COMMAND...
-   mqsub -f FILE          (one JSON job per line; - reads stdin)
+   mqsub -f FILE [-v NAME=VALUE]...   (one JSON job per line; - reads stdin)
    mqsub --rerun [-Q] ID... | FIRST-LAST
    mqsub --rerun [-q QUEUE] [-t TARGET] [-s STATES] [--all] [-Q]`
 	app.Description = `Adds a job to TARGET and prints its id. The job runs once every job of each
@@ -50,18 +50,19 @@ where its inputs were produced.`
 		&cli.StringSliceFlag{Name: "p", Aliases: []string{"prereq"}, Usage: "prerequisite target (repeat, or a comma list)"},
 		&cli.BoolFlag{Name: "b", Aliases: []string{"block"}, Usage: "wait for the job to end and exit with its exit status"},
 		&cli.StringFlag{Name: "e", Aliases: []string{"est"}, Usage: "expected runtime: seconds, or 2h, 04:00:00, 1-12:00:00"},
-		&cli.StringFlag{Name: "d", Aliases: []string{"dir"}, Usage: "working directory of the job"},
+		&cli.StringFlag{Name: "d", Aliases: []string{"dir"}, Usage: "working directory of the job", TakesFile: true},
 		// No long aliases: urfave/cli would Set a generic flag's value again
 		// through each alias.
-		&cli.GenericFlag{Name: "i", Aliases: []string{"input"}, Value: &fileList{}, Usage: "a file the job reads, `PATH[:SIZE]` (repeat)"},
-		&cli.GenericFlag{Name: "o", Aliases: []string{"output"}, Value: &fileList{}, Usage: "a file the job writes, `PATH[:SIZE]` (repeat)"},
-		&cli.StringFlag{Name: "f", Aliases: []string{"file"}, Usage: "add the jobs in `FILE` (JSON lines) in one transaction"},
+		&cli.GenericFlag{Name: "i", Aliases: []string{"input"}, Value: &fileList{}, Usage: "a file the job reads, `PATH[:SIZE]` (repeat)", TakesFile: true},
+		&cli.GenericFlag{Name: "o", Aliases: []string{"output"}, Value: &fileList{}, Usage: "a file the job writes, `PATH[:SIZE]` (repeat)", TakesFile: true},
+		&cli.StringFlag{Name: "f", Aliases: []string{"file"}, Usage: "add the jobs in `FILE` (JSON lines) in one transaction", TakesFile: true},
 		&cli.BoolFlag{Name: "rerun", Usage: "run ended jobs (done, failed, deleted) again"},
 		&cli.StringFlag{Name: "t", Aliases: []string{"target"}, Usage: "with --rerun: every ended job of this target"},
 		&cli.StringFlag{Name: "s", Aliases: []string{"states"}, Usage: "with --rerun: only jobs in these states, e.g. F"},
 		&cli.BoolFlag{Name: "all", Usage: "with --rerun: every ended job (in the states -s gives)"},
 		&cli.BoolFlag{Name: "Q", Aliases: []string{"quiet"}, Usage: "with --rerun: print nothing but errors"},
-		&cli.GenericFlag{Name: "v", Value: &envList{}, Usage: "set `NAME=VALUE` in the job's environment (repeat)"},
+		&cli.GenericFlag{Name: "v", Value: &envList{}, Usage: "set `NAME=VALUE` in the job's environment (repeat); with -f, every job's, unless its line's \"env\" sets NAME"},
+		&cli.BoolFlag{Name: "no-replicate", Usage: "never run the job as more than one attempt at once (queues that copy running jobs: sa, wqr, --max-copies); in a file, \"no_replicate\": true"},
 		&cli.StringFlag{Name: "array", Usage: "submit an array of jobs, one per index of `FIRST-LAST[:STEP]`, each with MQ_ARRAY_INDEX and {} in COMMAND replaced by its index"},
 		&cli.DurationFlag{Name: "timeout", Usage: "with -b: stop waiting (exit 1) after `DURATION`; the jobs go on"},
 	}
@@ -86,8 +87,8 @@ where its inputs were produced.`
 			if c.IsSet("i") || c.IsSet("o") {
 				return Usagef("-i and -o go with one job; in a file give \"inputs\" and \"outputs\" on its lines")
 			}
-			if c.IsSet("v") || c.IsSet("array") {
-				return Usagef("-v and --array go with TARGET COMMAND; in a file give \"env\" on its lines")
+			if c.IsSet("array") {
+				return Usagef("--array goes with TARGET COMMAND; a file lists its jobs itself")
 			}
 			return mqsubFile(c, env)
 		}
@@ -125,6 +126,8 @@ where its inputs were produced.`
 			Inputs:  c.Generic("i").(*fileList).files,
 			Outputs: c.Generic("o").(*fileList).files,
 			Env:     c.Generic("v").(*envList).env,
+
+			NoReplicate: c.Bool("no-replicate"),
 		}
 		if c.IsSet("array") {
 			return mqsubArray(c, env, js)
@@ -286,9 +289,24 @@ func mqsubFile(c *cli.Context, env Env) error {
 		return err
 	}
 	defer cl.Close()
-	// The file goes up as raw lines in chunks of about 1 MiB, a few in
-	// flight, and the server parses and validates them (naming the line of
-	// any error): one parse instead of parse, encode and decode.
+	// The file goes up as raw lines in chunks of about 1 MiB, and the
+	// server parses and validates them (naming the line of any error): one
+	// parse instead of parse, encode and decode.
+	vars := c.Generic("v").(*envList).env
+	upload := func(add func(protocol.BulkAdd) error) error {
+		return splitLines(r, bulkChunkBytes, func(first int, data []byte) error {
+			return add(protocol.BulkAdd{Line: first, Data: data, Queue: c.String("q"), Cwd: cwd, Env: vars})
+		})
+	}
+	return submitBulk(c, env, cl, displayName(name), upload, protocol.BulkCommit{Token: newToken()})
+}
+
+// submitBulk is the rest of a bulk submission once connected (mqsub -f,
+// --array): upload spools the jobs through add, which keeps a few
+// bulk.add requests in flight; then one commit, the ids printed, and with
+// -b the wait for them all. Errors are prefixed with what (the file, or
+// --array); any before the commit drops what was spooled.
+func submitBulk(c *cli.Context, env Env, cl *client.Client, what string, upload func(add func(protocol.BulkAdd) error) error, commit protocol.BulkCommit) error {
 	var inflight []*client.Call[protocol.Empty]
 	wait := func(max int) error {
 		for len(inflight) > max {
@@ -299,25 +317,25 @@ func mqsubFile(c *cli.Context, env Env) error {
 		}
 		return nil
 	}
-	send := func(first int, data []byte) error {
-		k, err := client.Go(cl, protocol.OpBulkAdd, protocol.BulkAdd{Line: first, Data: data, Queue: c.String("q"), Cwd: cwd})
+	add := func(req protocol.BulkAdd) error {
+		k, err := client.Go(cl, protocol.OpBulkAdd, req)
 		if err != nil {
 			return err
 		}
 		inflight = append(inflight, k)
 		return wait(4)
 	}
-	err = splitLines(r, bulkChunkBytes, send)
+	err := upload(add)
 	if err == nil {
 		err = wait(0)
 	}
 	if err != nil {
 		client.Do(context.WithoutCancel(c.Context), cl, protocol.OpBulkAbort, protocol.Empty{})
-		return fmt.Errorf("%s: %w; nothing was added", displayName(name), err)
+		return fmt.Errorf("%s: %w; nothing was added", what, err)
 	}
-	reply, err := commitBulk(c.Context, env, cl, protocol.BulkCommit{Token: newToken()})
+	reply, err := commitBulk(c.Context, env, cl, commit)
 	if err != nil {
-		return fmt.Errorf("%s: %w", displayName(name), err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	w := bufio.NewWriterSize(c.App.Writer, 64<<10)
 	var b []byte

@@ -4,16 +4,19 @@
 package clscmd
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -207,8 +210,12 @@ func clsQueue(env mqcli.Env) *cli.Command {
 		Subcommands: []*cli.Command{
 			{
 				Name:  "list",
-				Usage: "list queues and their properties",
+				Usage: "list queues and their properties, with what each has spent (site price x elapsed hours of its attempts)",
+				Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
 				Action: func(c *cli.Context) error {
+					if c.NArg() > 0 {
+						return mqcli.Usagef("queue list takes no arguments")
+					}
 					cl, err := mqcli.Dial(c.Context, env, "cls")
 					if err != nil {
 						return err
@@ -217,6 +224,11 @@ func clsQueue(env mqcli.Env) *cli.Command {
 					ql, err := client.Do(c.Context, cl, protocol.OpQueueList, protocol.Empty{})
 					if err != nil {
 						return err
+					}
+					if c.Bool("json") {
+						enc := json.NewEncoder(c.App.Writer)
+						enc.SetIndent("", "  ")
+						return enc.Encode(ql)
 					}
 					printQueues(c.App.Writer, ql.Queues)
 					return nil
@@ -266,6 +278,12 @@ func queueSet(env mqcli.Env) *cli.Command {
 			if set["retry-failed"] {
 				qs.RetryFailed = &v.retryFailed
 			}
+			if set["max-copies"] {
+				if v.maxCopies < 0 || v.maxCopies > 1000 {
+					return mqcli.Usagef("--max-copies must be 0..1000, not %d", v.maxCopies)
+				}
+				qs.MaxCopies = &v.maxCopies
+			}
 			if set["policy"] {
 				if _, err := policy.Lookup(v.policy); err != nil {
 					return mqcli.Usagef("--policy: %v", err)
@@ -311,6 +329,7 @@ func queueSetFlags(v *queueSetValues) []cli.Flag {
 		&cli.StringFlag{Name: "ceiling", Usage: "longest a job may run, e.g. 90, 90s, 2h, 04:00:00 (0 = no limit)", Destination: &v.ceiling, DefaultText: "0 for a new queue"},
 		&cli.IntFlag{Name: "max-attempts", Usage: "times a job may be dispatched before it fails", Destination: &v.maxAttempts, DefaultText: "3 for a new queue"},
 		&cli.BoolFlag{Name: "retry-failed", Usage: "retry jobs that exit non-zero (within max-attempts)", Destination: &v.retryFailed},
+		&cli.IntFlag{Name: "max-copies", Usage: "most attempts of one job running at once (job replication: an idle placeholder copies a running job when nothing is ready; the first to finish wins, the others are killed): 0 = the policy's default (sa, wqr: no bound; others: none), 1 = never copy, 2 or more also turns it on for fcfs, sjf and cp", Destination: &v.maxCopies, DefaultText: "0"},
 		&cli.StringFlag{Name: "policy", Usage: "scheduling policy: " + policyHelp(), Destination: &v.policy},
 		&cli.StringFlag{Name: "deadline", Usage: "when the queue's jobs should have ended: a duration from now (2h) or an RFC 3339 time (none or 0 = no deadline); stored for deadline-and-budget planning", Destination: &v.deadline},
 		&cli.StringFlag{Name: "budget", Usage: "what the queue's jobs may cost, in the sites' price unit (0 = no budget); stored for deadline-and-budget planning", Destination: &v.budget},
@@ -321,6 +340,7 @@ type queueSetValues struct {
 	ceiling, policy  string
 	deadline, budget string
 	maxAttempts      int
+	maxCopies        int
 	retryFailed      bool
 }
 
@@ -403,7 +423,7 @@ func checkDurations(c *cli.Context, ranges map[string][2]time.Duration) error {
 
 func printQueues(w io.Writer, qs []protocol.QueueInfo) {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "QUEUE\tCEILING\tMAX ATTEMPTS\tRETRY FAILED\tPOLICY\tDEADLINE\tBUDGET")
+	fmt.Fprintln(tw, "QUEUE\tCEILING\tMAX ATTEMPTS\tRETRY FAILED\tPOLICY\tDEADLINE\tBUDGET\tSPENT\tUNFINISHABLE\tMAX COPIES")
 	for _, q := range qs {
 		ceiling, deadline, budget := "none", "none", "none"
 		if q.Ceiling > 0 {
@@ -415,7 +435,21 @@ func printQueues(w io.Writer, qs []protocol.QueueInfo) {
 		if q.Budget > 0 {
 			budget = strconv.FormatFloat(q.Budget, 'g', -1, 64)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%s\t%s\t%s\n", protocol.Printable(q.Name), ceiling, q.MaxAttempts, q.RetryFailed, protocol.Printable(q.Policy), deadline, budget)
+		spent := "-"
+		if q.Spent > 0 || len(q.SpentBySite) > 0 {
+			spent = strconv.FormatFloat(q.Spent, 'g', 6, 64)
+			sites := slices.Sorted(maps.Keys(q.SpentBySite))
+			var parts []string
+			for _, s := range sites {
+				parts = append(parts, protocol.Printable(s)+" "+strconv.FormatFloat(q.SpentBySite[s], 'g', 6, 64))
+			}
+			spent += " (" + strings.Join(parts, ", ") + ")"
+		}
+		copies := "default"
+		if q.MaxCopies > 0 {
+			copies = strconv.Itoa(q.MaxCopies)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%s\t%s\t%s\t%s\t%d\t%s\n", protocol.Printable(q.Name), ceiling, q.MaxAttempts, q.RetryFailed, protocol.Printable(q.Policy), deadline, budget, spent, q.Unfinishable, copies)
 	}
 	tw.Flush()
 }
@@ -461,14 +495,14 @@ func (n *siteNets) String() string { return "" }
 // policyHelp lists the policies for --help, from the one registry.
 func policyHelp() string {
 	var b strings.Builder
-	for i, p := range policy.All() {
-		if i > 0 {
+	for _, p := range policy.All() {
+		if p.Kind == policy.Provisioning {
+			continue // for sites: cls site add --provision
+		}
+		if b.Len() > 0 {
 			b.WriteString("; ")
 		}
 		fmt.Fprintf(&b, "%s (%s)", p.Name, p.Summary)
-		if p.SimOnly {
-			b.WriteString(" [mqsim only for now]")
-		}
 	}
 	return b.String()
 }

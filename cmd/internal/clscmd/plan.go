@@ -26,7 +26,7 @@ func clsPlan(env mqcli.Env) *cli.Command {
 	}
 	return &cli.Command{
 		Name:  "plan",
-		Usage: "plan a target's jobs and files over the sites ahead (HEFT, MinMin, AEH-ETAA); late binding stays the fallback",
+		Usage: "plan a target's jobs and files over the sites ahead (HEFT, MinMin, AEH-ETAA, LPSched); late binding stays the fallback",
 		Subcommands: []*cli.Command{
 			planCmd(env, "make", "plan TARGET and the targets it needs with a planner ("+strings.Join(names, ", ")+"), and follow the plan", "TARGET", planMakeFlags, planMake),
 			planCmd(env, "show", "list the plans in force: jobs per planner and site, and where they ran", "", planJSONFlags, planShow),
@@ -48,8 +48,8 @@ func planJSONFlags(v *planValues) []cli.Flag {
 
 func planMakeFlags(v *planValues) []cli.Flag {
 	return append(planJSONFlags(v),
-		&cli.StringFlag{Name: "planner", Value: "heft", Usage: "heft, minmin or aeh-etaa", Destination: &v.planner},
-		&cli.DurationFlag{Name: "time-limit", Value: 30 * time.Second, Usage: "how long a search (aeh-etaa) may take, at most 10m", Destination: &v.timeLimit},
+		&cli.StringFlag{Name: "planner", Value: "heft", Usage: "heft, minmin, aeh-etaa or lp", Destination: &v.planner},
+		&cli.DurationFlag{Name: "time-limit", Value: 30 * time.Second, Usage: "how long a search (aeh-etaa, lp) may take, at most 10m", Destination: &v.timeLimit},
 		&cli.DurationFlag{Name: "est", Value: time.Minute, Usage: "runtime assumed for jobs that declare none (mqsub -e)", Destination: &v.est},
 	)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mq-hpc/mq/client"
 	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
+	"github.com/mq-hpc/mq/policy"
 	"github.com/mq-hpc/mq/protocol"
 	"github.com/mq-hpc/mq/site"
 )
@@ -28,6 +29,7 @@ func clsSite(env mqcli.Env) *cli.Command {
 		Usage: "manage the sites placeholders run on (local processes, or SGE, Slurm, PBS clusters over SSH)",
 		Subcommands: []*cli.Command{
 			siteAdd(env),
+			siteSet(env),
 			{
 				Name:  "list",
 				Usage: "list sites with their placeholders (queued, running, exited) and batch queue wait",
@@ -90,8 +92,8 @@ func siteAddFlags() ([]cli.Flag, *siteAddValues) {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "type", Usage: "local, sge, slurm or pbs (required)", Destination: &v.spec.Type},
 		&cli.StringFlag{Name: "ssh", Usage: "`user@login-host[:port]` of a remote site", Destination: &v.spec.SSH},
-		&cli.StringFlag{Name: "key", Usage: "private key `FILE` for the login host (default: ssh-agent, then ~/.ssh/id_*)", Destination: &v.key},
-		&cli.StringFlag{Name: "known-hosts", Usage: "known_hosts `FILE` to check the login host's key (default ~/.ssh/known_hosts)", Destination: &v.knownHosts},
+		&cli.StringFlag{Name: "key", Usage: "private key `FILE` for the login host (default: ssh-agent, then ~/.ssh/id_*)", Destination: &v.key, TakesFile: true},
+		&cli.StringFlag{Name: "known-hosts", Usage: "known_hosts `FILE` to check the login host's key (default ~/.ssh/known_hosts)", Destination: &v.knownHosts, TakesFile: true},
 		&cli.StringFlag{Name: "queue", Aliases: []string{"partition"}, Usage: "batch queue (SGE, PBS) or partition (Slurm)", Destination: &v.spec.Queue},
 		&cli.IntFlag{Name: "min", Usage: "placeholders to keep queued+running while there is work", Value: 0, Destination: &v.spec.Min},
 		&cli.IntFlag{Name: "max", Usage: "most placeholders queued+running", Value: 1, Destination: &v.spec.Max},
@@ -104,7 +106,8 @@ func siteAddFlags() ([]cli.Flag, *siteAddValues) {
 		&cli.StringFlag{Name: "data-root", Usage: "remote site: where files staged there live on the login host, `DIR` (relative: to the login home; default .mq-data/CLSID); a declared file P is DIR/P", Destination: &v.spec.DataRoot},
 		&cli.BoolFlag{Name: "node-local", Usage: "remote site whose nodes share no filesystem: each node keeps files in the data root on its own disk, staged to it over its placeholder's connection", Destination: &v.spec.NodeLocal},
 		&cli.BoolFlag{Name: "shared-fs", Usage: "remote site: it sees the CLS host's files at their paths (same home or mount): nothing is staged there", Destination: &v.spec.SharedFS},
-		&cli.Float64Flag{Name: "price", Usage: "what one core-hour at the site costs, in the unit of queue budgets (0 = free); stored for deadline-and-budget planning", Destination: &v.spec.Price},
+		&cli.Float64Flag{Name: "price", Usage: "what one core-hour at the site costs, in the unit of queue budgets (0 = free); each attempt there is charged price x elapsed hours", Destination: &v.spec.Price},
+		&cli.StringFlag{Name: "provision", Usage: "how many placeholders to hold: " + provisionHelp() + "; default: as many as the ready work warrants", Destination: &v.spec.Provision},
 		&cli.StringFlag{Name: "connect-timeout", Usage: "a placeholder that has run this long without connecting to the CLS is cancelled and the site marked degraded (default: cls serve --connect-timeout)", Destination: &v.connectTimeout},
 	}, v
 }
@@ -186,6 +189,17 @@ func siteAdd(env mqcli.Env) *cli.Command {
 	}
 }
 
+// provisionHelp lists the Provisioning policies for --help.
+func provisionHelp() string {
+	var parts []string
+	for _, p := range policy.All() {
+		if p.Kind == policy.Provisioning {
+			parts = append(parts, p.Name+" ("+p.Summary+")")
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
 func printSites(w io.Writer, sites []protocol.SiteInfo) {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "SITE\tTYPE\tSTATE\tMIN-MAX\tQUEUED\tRUNNING\tEXITED\tCONNECTED\tQUEUE WAIT\tWHERE")
@@ -209,6 +223,9 @@ func printSites(w io.Writer, sites []protocol.SiteInfo) {
 		}
 		if s.Price > 0 {
 			where += fmt.Sprintf(" (%g per core-hour)", s.Price)
+		}
+		if s.Provision != "" {
+			where += " (" + s.Provision + ")"
 		}
 		if s.Error != "" {
 			where += ": " + strings.ReplaceAll(s.Error, "\n", " ")

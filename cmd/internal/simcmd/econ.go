@@ -24,14 +24,19 @@ func econCommand() *cli.Command {
 		Name:  "econ",
 		Usage: "seed 002: deadline and budget constrained cost, time and cost-time optimisation over priced resources",
 		UsageText: `mqsim econ [--strategy cost,costtime,time] [--deadline 100,600,...,3600] [--budget 5000,...,22000]
-         [--jobs 200] [--seed 1] [--by-resource] [--json]`,
+         [--jobs 200] [--seed 1] [--by-resource] [--json]
+         [--resource NAME:PES:SPEED:PRICE ... --mi 10000 --spread 0.1]`,
 		Description: `Simulates seed 002's experiment (Buyya et al. 2005, section 5): a broker
 runs --jobs jobs of 10,000 MI plus U(0, 10%) over the 11 priced resources
 of the seed's Table I under each deadline (time units) and budget (G$),
 re-planning with the strategy at every job end. Prints, per deadline and
 budget, each strategy's jobs completed, time spent (when the last job
 ended) and budget spent; --by-resource adds how many jobs each resource
-ran. docs/seed002.md compares the results with the seed's.`,
+ran. docs/seed002.md compares the results with the seed's.
+
+--resource (repeat) replaces Table I: PES jobs at once, SPEED MI per time
+unit per PE, PRICE per PE time unit; with --mi and --spread it predicts a
+live run (docs/seed002.md, "Live").`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "strategy", Value: "cost,costtime,time", Usage: "strategies: cost, costtime, time"},
 			&cli.StringFlag{Name: "deadline", Value: joinFloats(sim.SeedDeadlines()), Usage: "deadlines, time units from the start"},
@@ -40,9 +45,33 @@ ran. docs/seed002.md compares the results with the seed's.`,
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "draws the job lengths"},
 			&cli.BoolFlag{Name: "by-resource", Usage: "also print the jobs each resource ran"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object per experiment"},
+			&cli.StringSliceFlag{Name: "resource", Usage: "`NAME:PES:SPEED:PRICE` in place of Table I (repeat)"},
+			&cli.Float64Flag{Name: "mi", Value: 10000, Usage: "the shortest job, MI"},
+			&cli.Float64Flag{Name: "spread", Value: 0.1, Usage: "jobs are MI x (1 + U(0, spread)); 0: all equal"},
 		},
 		Action: runEcon,
 	}
+}
+
+// parseResource reads NAME:PES:SPEED:PRICE.
+func parseResource(v string) (econ.Resource, error) {
+	f := strings.Split(v, ":")
+	if len(f) != 4 || f[0] == "" {
+		return econ.Resource{}, fmt.Errorf("%q is not NAME:PES:SPEED:PRICE", v)
+	}
+	pes, err := strconv.Atoi(f[1])
+	if err != nil || pes < 1 || pes > 1_000_000 {
+		return econ.Resource{}, fmt.Errorf("%q: PES must be 1..1000000", v)
+	}
+	speed, err := positive("speed")(f[2])
+	if err != nil {
+		return econ.Resource{}, err
+	}
+	price, err := strconv.ParseFloat(f[3], 64)
+	if err != nil || !(price >= 0 && price <= 1e12) {
+		return econ.Resource{}, fmt.Errorf("%q: PRICE must be 0..1e12", v)
+	}
+	return econ.Resource{Name: f[0], PEs: pes, MIPS: speed, Price: price}, nil
 }
 
 func joinFloats(v []float64) string {
@@ -82,7 +111,20 @@ func runEcon(c *cli.Context) error {
 	if jobs < 1 || jobs > 1_000_000 {
 		return mqcli.Usagef("--jobs: %d is not in 1-1000000", jobs)
 	}
-	s.Base = sim.EconConfig{Jobs: jobs, Seed: c.Uint64("seed")}
+	s.Base = sim.EconConfig{Jobs: jobs, Seed: c.Uint64("seed"), MinMI: c.Float64("mi"), Spread: c.Float64("spread")}
+	if !(s.Base.MinMI > 0 && s.Base.MinMI <= 1e12) || !(s.Base.Spread >= 0 && s.Base.Spread <= 100) {
+		return mqcli.Usagef("--mi must be > 0 and --spread 0..100")
+	}
+	if s.Base.Spread == 0 {
+		s.Base.Spread = 1e-12 // 0 is RunEcon's default (0.1)
+	}
+	for _, v := range c.StringSlice("resource") {
+		r, err := parseResource(v)
+		if err != nil {
+			return mqcli.Usagef("--resource: %v", err)
+		}
+		s.Base.Resources = append(s.Base.Resources, r)
+	}
 	rs, err := s.Run(c.Context, 0)
 	if err != nil {
 		return err
@@ -97,7 +139,11 @@ func runEcon(c *cli.Context) error {
 		}
 		return out.Flush()
 	}
-	fmt.Fprintf(out, "seed 002: %d jobs over Table I's 11 resources, seed %d; per strategy: jobs completed, time spent, G$ spent\n", jobs, s.Base.Seed)
+	over := "Table I's 11 resources"
+	if s.Base.Resources != nil {
+		over = fmt.Sprintf("%d resources", len(s.Base.Resources))
+	}
+	fmt.Fprintf(out, "seed 002: %d jobs over %s, seed %d; per strategy: jobs completed, time spent, G$ spent\n", jobs, over, s.Base.Seed)
 	writeEconTable(out, s, rs, c.Bool("by-resource"))
 	return out.Flush()
 }

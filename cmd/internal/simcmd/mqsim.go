@@ -45,11 +45,11 @@ Output: a table per network and file inflation (mean over seeds), or with
 		&cli.StringFlag{Name: "inflation", Value: "1,10,100", Usage: "factors on the size of files jobs write"},
 		&cli.StringFlag{Name: "network", Value: "lan,wan", Usage: "lan, wan, lan-printed, wan-printed or platform JSON files"},
 		&cli.StringFlag{Name: "seeds", Value: "1-10", Usage: "seeds, e.g. 1-10 or 1,3,5"},
-		&cli.StringFlag{Name: "workload", Usage: "workload JSON `FILE` instead of the thesis's PA workload"},
+		&cli.StringFlag{Name: "workload", Usage: "workload JSON `FILE` instead of the thesis's PA workload", TakesFile: true},
 		&cli.BoolFlag{Name: "json", Usage: "print one JSON object per run"},
-		&cli.StringFlag{Name: "plot", Usage: "write SVG plots and index.html into `DIR`"},
+		&cli.StringFlag{Name: "plot", Usage: "write SVG plots and index.html into `DIR`", TakesFile: true},
 	}
-	app.Commands = []*cli.Command{gridCommand(), planCommand(), econCommand()}
+	app.Commands = []*cli.Command{gridCommand(), planCommand(), econCommand(), lpCommand()}
 	app.Action = func(c *cli.Context) error {
 		if c.NArg() > 0 {
 			return mqcli.Usagef("unexpected argument %q", c.Args().First())

@@ -23,14 +23,14 @@ import (
 func planCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "plan",
-		Usage:     "compare planners (HEFT, MinMin, AEH-ETAA) with late binding on WfFormat traces",
+		Usage:     "compare planners (HEFT, MinMin, AEH-ETAA, LP) with late binding on WfFormat traces",
 		ArgsUsage: "TRACE.json...",
 		Description: `For each trace and site count, builds sites of --slots slots with speeds
 drawn per --seed (the first, which holds the workflow's inputs, at speed 1),
 linked by --bandwidth and --latency, and prints each way's predicted
 makespan and bytes moved between sites: late binding taking the job ready
 longest (late-fcfs) or the one with most input bytes at the asking site
-(late-local), MinMin, HEFT and AEH-ETAA. The model is the planners' (docs/planning.md).`,
+(late-local), MinMin, HEFT, AEH-ETAA and LP (seed 001). The model is the planners' (docs/planning.md).`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "sites", Value: "2,4,8", Usage: "site counts"},
 			&cli.IntFlag{Name: "slots", Value: 4, Usage: "slots per site"},
@@ -61,7 +61,7 @@ longest (late-fcfs) or the one with most input bytes at the asking site
 			defer out.Flush()
 			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 			if !c.Bool("json") {
-				fmt.Fprintln(tw, "trace\ttasks\tsites\tlate-fcfs\tlate-local\tminmin\theft\taeh-etaa\tGB moved: late-fcfs\tlate-local\tminmin\theft\taeh-etaa\t")
+				fmt.Fprintln(tw, "trace\ttasks\tsites\tlate-fcfs\tlate-local\tminmin\theft\taeh-etaa\tlp\tGB moved: late-fcfs\tlate-local\tminmin\theft\taeh-etaa\tlp\t")
 			}
 			for _, path := range c.Args().Slice() {
 				w, err := readTrace(path)
@@ -94,7 +94,7 @@ longest (late-fcfs) or the one with most input bytes at the asking site
 	}
 }
 
-var planWays = []string{"late-fcfs", "late-local", "minmin", "heft", "aeh-etaa"}
+var planWays = []string{"late-fcfs", "late-local", "minmin", "heft", "aeh-etaa", "lp"}
 
 type planRow struct {
 	Trace    string             `json:"trace"`

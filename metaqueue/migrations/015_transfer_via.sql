@@ -1,4 +1,4 @@
--- Version 13: which path each transfer took (DESIGN.md, "Data staging"):
+-- Version 15: which path each transfer took (DESIGN.md, "Data staging"):
 -- transfers gains via, the source's and the target's path, "SRC>DST",
 -- each "fs" (the CLS host's filesystem), "sftp" (the site's login host) or
 -- "agent" (a placeholder's own connection); '' for rows older than this

@@ -1,0 +1,106 @@
+package clscmd
+
+import (
+	"errors"
+	"flag"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mq-hpc/mq/client"
+	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// siteSetFlags declares cls site set's flags: the settings a site can
+// change while it runs.
+func siteSetFlags() ([]cli.Flag, *siteSetValues) {
+	v := &siteSetValues{}
+	return []cli.Flag{
+		&cli.Float64Flag{Name: "price", Usage: "what one core-hour at the site costs (0 = free)", Destination: &v.price},
+		&cli.IntFlag{Name: "slots", Usage: "jobs (cores) per placeholder, for placeholders submitted from now on", Destination: &v.slots},
+		&cli.IntFlag{Name: "min", Usage: "placeholders to keep queued+running while there is work", Destination: &v.min},
+		&cli.IntFlag{Name: "max", Usage: "most placeholders queued+running", Destination: &v.max},
+		&cli.StringFlag{Name: "provision", Usage: "how many placeholders to hold: " + provisionHelp() + "; none: as many as the ready work warrants", Destination: &v.provision},
+		&cli.StringFlag{Name: "walltime", Usage: "each placeholder's batch time limit, for placeholders submitted from now on", Destination: &v.walltime},
+		&cli.StringFlag{Name: "idle", Usage: "a placeholder exits after this long without work, for placeholders submitted from now on", Destination: &v.idle},
+	}, v
+}
+
+type siteSetValues struct {
+	price                     float64
+	slots, min, max           int
+	provision, walltime, idle string
+}
+
+// siteSet changes a site's settings without removing it (op site.set);
+// its placeholders keep running.
+func siteSet(env mqcli.Env) *cli.Command {
+	flags, _ := siteSetFlags()
+	return &cli.Command{
+		Name:            "set",
+		Usage:           "change a site's price, slots, min, max, provisioning, walltime or idle timeout; its placeholders keep running",
+		ArgsUsage:       "NAME",
+		SkipFlagParsing: true,
+		Flags:           flags,
+		Action: func(c *cli.Context) error {
+			flags, v := siteSetFlags()
+			names, set, err := parseFlags(c, flags)
+			if errors.Is(err, flag.ErrHelp) {
+				return cli.ShowSubcommandHelp(c)
+			}
+			if err != nil {
+				return err
+			}
+			if len(names) != 1 {
+				return mqcli.Usagef("site set takes exactly one NAME")
+			}
+			if len(set) == 0 {
+				return mqcli.Usagef("site set %s: nothing to change (--price, --slots, --min, --max, --provision, --walltime, --idle)", protocol.Printable(names[0]))
+			}
+			req := protocol.SiteSet{Name: names[0]}
+			if set["price"] {
+				req.Price = &v.price
+			}
+			if set["slots"] {
+				req.Slots = &v.slots
+			}
+			if set["min"] {
+				req.Min = &v.min
+			}
+			if set["max"] {
+				req.Max = &v.max
+			}
+			if set["provision"] {
+				if v.provision == "none" {
+					v.provision = ""
+				}
+				req.Provision = &v.provision
+			}
+			for name, d := range map[string]**float64{"walltime": &req.Walltime, "idle": &req.Idle} {
+				if !set[name] {
+					continue
+				}
+				s := v.walltime
+				if name == "idle" {
+					s = v.idle
+				}
+				secs, err := parseSeconds(s)
+				if err != nil {
+					return mqcli.Usagef("--%s: %v", name, err)
+				}
+				*d = &secs
+			}
+			cl, err := mqcli.Dial(c.Context, env, "cls")
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			si, err := client.Do(c.Context, cl, protocol.OpSiteSet, req)
+			if err != nil {
+				return err
+			}
+			printSites(c.App.Writer, []protocol.SiteInfo{si})
+			return nil
+		},
+	}
+}

@@ -1,0 +1,291 @@
+package metaqueue
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// setQueue makes queue name use policy pol with at most copies attempts
+// of a job at once (-1: leave the default).
+func (e *env) setQueue(name, pol string, copies int) {
+	e.t.Helper()
+	qs := protocol.QueueSet{Name: name, Policy: &pol}
+	if copies >= 0 {
+		qs.MaxCopies = &copies
+	}
+	if _, err := e.s.SetQueue(context.Background(), qs); err != nil {
+		e.t.Fatalf("SetQueue: %v", err)
+	}
+}
+
+func (e *env) heartbeat(ph int64, running []protocol.JobRef, claim ...protocol.JobRef) protocol.HeartbeatReply {
+	e.t.Helper()
+	r, err := e.s.Heartbeat(context.Background(), protocol.Heartbeat{Placeholder: ph, Running: running, Claim: claim})
+	if err != nil {
+		e.t.Fatalf("Heartbeat: %v", err)
+	}
+	return r
+}
+
+func refOf(a protocol.Assignment) protocol.JobRef {
+	return protocol.JobRef{ID: a.ID, Attempt: a.Attempt}
+}
+
+func contains(refs []protocol.JobRef, r protocol.JobRef) bool {
+	for _, x := range refs {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}
+
+// killedCopies counts a job's attempts recorded as killed for a winner.
+func (e *env) killedCopies(id int64) int {
+	e.t.Helper()
+	var n int
+	if err := e.s.rdb.QueryRow("SELECT count(*) FROM attempts WHERE job_id = ? AND killed_copy = 1", id).Scan(&n); err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
+// TestReplicaRace: an idle placeholder gets a copy of the running job of
+// a queue that copies (never one of a queue that does not, never beyond
+// the cap, never to the placeholder running it); the first attempt to
+// finish wins, the job ends Done once with the winner's attempt, and the
+// losers are killed at their next heartbeat and recorded as killed copies.
+func TestReplicaRace(t *testing.T) {
+	for _, tc := range []struct {
+		policy string
+		copies int // queue's max copies (-1: default)
+		want   int // copies an idle placeholder may get (of 2 asking)
+		apart  bool
+	}{
+		{"fcfs", -1, 0, false},
+		{"fcfs", 2, 1, true},
+		{"wqr", -1, 2, true},
+		{"wqr", 1, 0, false},
+		{"sa", -1, 0, true}, // SA copies only jobs with input bytes at the asking site
+		{"xsufferage", -1, 0, false},
+	} {
+		t.Run(tc.policy+"/"+strconv.Itoa(tc.copies), func(t *testing.T) {
+			e := newEnv(t)
+			e.setQueue("b", tc.policy, tc.copies)
+			id := e.submit(protocol.JobSpec{Queue: "b", Target: "t", Command: "true", Cwd: "/w"})[0]
+			ph1, ph2, ph3 := e.register("s1"), e.register("s2"), e.register("s3")
+			first := e.next(ph1, 1)
+			if len(first) != 1 || first[0].ID != id {
+				t.Fatalf("first placeholder got %+v", first)
+			}
+			if first[0].Scratch != tc.apart {
+				t.Fatalf("Scratch = %v, want %v (the job may be copied)", first[0].Scratch, tc.apart)
+			}
+			if again := e.next(ph1, 1); len(again) != 0 {
+				t.Fatalf("the placeholder running the job got %+v", again)
+			}
+			var copies []protocol.Assignment
+			for _, ph := range []int64{ph2, ph3} {
+				copies = append(copies, e.next(ph, 1)...)
+			}
+			if len(copies) != tc.want {
+				t.Fatalf("%d copies, want %d: %+v", len(copies), tc.want, copies)
+			}
+			if tc.want == 0 {
+				return
+			}
+			for i, c := range copies {
+				if c.ID != id || c.Attempt != 2+i || !c.Scratch || c.Command != "true" {
+					t.Fatalf("copy %d = %+v", i, c)
+				}
+			}
+			// The last copy finishes first.
+			win := copies[len(copies)-1]
+			winPH := []int64{ph2, ph3}[len(copies)-1]
+			e.report(winPH, ok(win))
+			e.mustBe(id, job.Done)
+			d := e.job(id)
+			if d.Placeholder != winPH || !strings.Contains(d.Stdout, "."+itoa(win.Attempt)+".") {
+				t.Fatalf("job row describes placeholder %d, stdout %s; want the winner's (%d, attempt %d)", d.Placeholder, d.Stdout, winPH, win.Attempt)
+			}
+			if r := e.heartbeat(ph1, []protocol.JobRef{refOf(first[0])}); !contains(r.Kill, refOf(first[0])) {
+				t.Fatalf("the original was not killed: %+v", r)
+			}
+			if n := e.killedCopies(id); n != len(copies) {
+				t.Fatalf("%d killed copies recorded, want %d", n, len(copies))
+			}
+			// A loser's late report changes nothing but its CPU figures.
+			late := ok(first[0])
+			late.Usage = protocol.Usage{CPUUser: 2, CPUSys: 1, MaxRSS: 1 << 20}
+			e.report(ph1, late)
+			e.mustBe(id, job.Done)
+			w, err := e.s.Waste(context.Background())
+			if err != nil || w == nil || w.Killed != len(copies) || w.CPUSeconds != 3 {
+				t.Fatalf("Waste = %+v, %v", w, err)
+			}
+			e.check()
+		})
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestReplicaClaim: the first attempt to claim wins, is told so, and may
+// report Done; a later claim is told to kill its attempt.
+func TestReplicaClaim(t *testing.T) {
+	e := newEnv(t)
+	e.setQueue("b", "wqr", -1)
+	id := e.submit(protocol.JobSpec{Queue: "b", Target: "t", Command: "true", Cwd: "/w"})[0]
+	ph1, ph2 := e.register("s1"), e.register("s2")
+	a1 := e.next(ph1, 1)[0]
+	a2 := e.next(ph2, 1)[0]
+	r := e.heartbeat(ph1, []protocol.JobRef{refOf(a1)}, refOf(a1))
+	if !contains(r.Won, refOf(a1)) || contains(r.Kill, refOf(a1)) {
+		t.Fatalf("first claim: %+v", r)
+	}
+	r = e.heartbeat(ph2, []protocol.JobRef{refOf(a2)}, refOf(a2))
+	if contains(r.Won, refOf(a2)) || !contains(r.Kill, refOf(a2)) {
+		t.Fatalf("second claim: %+v", r)
+	}
+	// The loser's success report after losing is ignored.
+	e.report(ph2, ok(a2))
+	e.mustBe(id, job.Executing)
+	e.report(ph1, ok(a1))
+	e.mustBe(id, job.Done)
+	if d := e.job(id); d.Placeholder != ph1 {
+		t.Fatalf("job row describes placeholder %d, want %d", d.Placeholder, ph1)
+	}
+	if n := e.killedCopies(id); n != 1 {
+		t.Fatalf("%d killed copies, want 1", n)
+	}
+}
+
+// TestReplicaFailsAlone: an attempt that fails or is lost while another
+// copy runs ends alone; the job follows the last copy standing, and a
+// CLS restarted mid-race keeps every copy and still ends the job once.
+func TestReplicaFailsAlone(t *testing.T) {
+	e := newEnv(t)
+	e.setQueue("b", "wqr", -1)
+	id := e.submit(protocol.JobSpec{Queue: "b", Target: "t", Command: "true", Cwd: "/w"})[0]
+	ph1, ph2, ph3 := e.register("s1"), e.register("s2"), e.register("s3")
+	a1 := e.next(ph1, 1)[0]
+	a2 := e.next(ph2, 1)[0]
+	a3 := e.next(ph3, 1)[0]
+	e.report(ph1, exit(a1, 3)) // the original fails: a copy takes the row
+	e.mustBe(id, job.Executing)
+	e.reopen() // the CLS restarts mid-race
+	if r := e.heartbeat(ph2, []protocol.JobRef{refOf(a2)}); len(r.Kill) != 0 {
+		t.Fatalf("a copy was killed after the restart: %+v", r)
+	}
+	if r := e.heartbeat(ph3, []protocol.JobRef{refOf(a3)}); len(r.Kill) != 0 {
+		t.Fatalf("a copy was killed after the restart: %+v", r)
+	}
+	e.report(ph3, ok(a3))
+	e.mustBe(id, job.Done)
+	e.report(ph2, ok(a2)) // too late
+	d := e.job(id)
+	if d.Placeholder != ph3 || d.State != string(job.Done) {
+		t.Fatalf("job = %+v", d.JobInfo)
+	}
+	if n := e.killedCopies(id); n != 1 {
+		t.Fatalf("%d killed copies, want 1 (the failed one is not)", n)
+	}
+	if len(d.History) != 2 {
+		t.Fatalf("history = %+v, want the failed and the killed attempt", d.History)
+	}
+	e.check()
+}
+
+// TestReplicaOptOut: a job submitted with NoReplicate never runs twice at
+// once, and neither does a job declaring an output outside its working
+// directory; another job of the queue still may.
+func TestReplicaOptOut(t *testing.T) {
+	e := newEnv(t)
+	e.setQueue("b", "wqr", -1)
+	size := int64(1)
+	e.submit(
+		protocol.JobSpec{Queue: "b", Target: "t", Command: "true", Cwd: "/w", NoReplicate: true},
+		protocol.JobSpec{Queue: "b", Target: "u", Command: "true", Cwd: "/w", Outputs: []protocol.File{{Path: "/elsewhere/o", Size: &size, Rel: true}}},
+	)
+	ph1, ph2 := e.register("s1"), e.register("s2")
+	as := e.next(ph1, 2)
+	if len(as) != 2 || as[0].Scratch || as[1].Scratch {
+		t.Fatalf("got %+v", as)
+	}
+	if c := e.next(ph2, 1); len(c) != 0 {
+		t.Fatalf("an opted-out job was copied: %+v", c)
+	}
+	e.reopen() // the opt-out is stored
+	ph2 = e.register("s2")
+	if c := e.next(ph2, 1); len(c) != 0 {
+		t.Fatalf("after a restart an opted-out job was copied: %+v", c)
+	}
+	id3 := e.submit(protocol.JobSpec{Queue: "b", Target: "v", Command: "true", Cwd: "/w", Outputs: []protocol.File{{Path: "/w/out", Size: &size, Rel: true}}})[0]
+	ph3 := e.register("s3")
+	a3 := e.next(ph3, 1)
+	if len(a3) != 1 || a3[0].ID != id3 || !a3[0].Scratch {
+		t.Fatalf("got %+v", a3)
+	}
+	if c := e.next(ph2, 1); len(c) != 1 || c[0].ID != id3 {
+		t.Fatalf("the job that may be copied was not: %+v", c)
+	}
+}
+
+// TestReplicaDeleteStopsCopies: mqdel of a racing job kills every attempt.
+func TestReplicaDeleteStopsCopies(t *testing.T) {
+	e := newEnv(t)
+	e.setQueue("b", "wqr", -1)
+	id := e.submit(protocol.JobSpec{Queue: "b", Target: "t", Command: "true", Cwd: "/w"})[0]
+	ph1, ph2 := e.register("s1"), e.register("s2")
+	a1 := e.next(ph1, 1)[0]
+	a2 := e.next(ph2, 1)[0]
+	if _, err := e.s.Delete(context.Background(), protocol.Select{IDs: []int64{id}}); err != nil {
+		t.Fatal(err)
+	}
+	for ph, a := range map[int64]protocol.Assignment{ph1: a1, ph2: a2} {
+		if r := e.heartbeat(ph, []protocol.JobRef{refOf(a)}); !contains(r.Kill, refOf(a)) {
+			t.Fatalf("attempt %d not killed: %+v", a.Attempt, r)
+		}
+	}
+	e.reopen()
+	if _, err := e.s.Register(context.Background(), protocol.Register{ID: ph2, Site: "s2", Host: "h-s2", PID: 42, Slots: 4}); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.heartbeat(ph2, []protocol.JobRef{refOf(a2)}); !contains(r.Kill, refOf(a2)) {
+		t.Fatalf("copy revived by a restart: %+v", r)
+	}
+}
+
+// TestReplicaStorageAffinity: an sa queue copies a running job only for a
+// placeholder at a site holding some of its input bytes.
+func TestReplicaStorageAffinity(t *testing.T) {
+	e := newEnv(t)
+	e.setQueue("b", "sa", -1)
+	size := int64(1000)
+	mk := e.submit(protocol.JobSpec{Queue: "b", Target: "mk", Command: "true", Cwd: "/w", Outputs: []protocol.File{{Path: "/w/in", Size: &size, Rel: true}}})[0]
+	near1, near2, far := e.register("near"), e.register("near"), e.register("far")
+	a := e.next(near1, 1)
+	if len(a) != 1 || a[0].ID != mk {
+		t.Fatalf("got %+v", a)
+	}
+	e.report(near1, ok(a[0]))
+	id := e.submit(protocol.JobSpec{Queue: "b", Target: "use", Command: "true", Cwd: "/w", Prereqs: []string{"mk"},
+		Inputs: []protocol.File{{Path: "/w/in", Size: &size, Rel: true}}})[0]
+	if a = e.next(near1, 1); len(a) != 1 || a[0].ID != id {
+		t.Fatalf("got %+v", a)
+	}
+	if c := e.next(far, 1); len(c) != 0 {
+		t.Fatalf("a placeholder with none of the inputs got a copy: %+v", c)
+	}
+	c := e.next(near2, 1)
+	if len(c) != 1 || c[0].ID != id || !c[0].Scratch {
+		t.Fatalf("a placeholder at the inputs' site got %+v, want a copy", c)
+	}
+	e.report(near2, ok(c[0]))
+	e.mustBe(id, job.Done)
+}

@@ -1,0 +1,114 @@
+package site
+
+import (
+	"context"
+	"maps"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mq-hpc/mq/policy"
+	"github.com/mq-hpc/mq/protocol"
+	"github.com/mq-hpc/mq/site/batch"
+)
+
+// econStore is a fakeStore with one queue under a deadline and a budget.
+type econStore struct {
+	*fakeStore
+	emu     sync.Mutex
+	q       policy.EconQueue
+	caps    map[string]int
+	unfin   int
+	updated []protocol.SiteSpec
+	planned int
+}
+
+func (s *econStore) EconQueues(context.Context) ([]policy.EconQueue, error) {
+	s.emu.Lock()
+	defer s.emu.Unlock()
+	return []policy.EconQueue{s.q}, nil
+}
+
+func (s *econStore) SetEconPlan(_ context.Context, queue string, caps map[string]int, unfinishable int) error {
+	s.emu.Lock()
+	defer s.emu.Unlock()
+	s.caps, s.unfin = maps.Clone(caps), unfinishable
+	s.planned++
+	return nil
+}
+
+func (s *econStore) UpdateSite(_ context.Context, spec protocol.SiteSpec) error {
+	s.emu.Lock()
+	defer s.emu.Unlock()
+	s.updated = append(s.updated, spec)
+	return nil
+}
+
+func (s *econStore) plan() (map[string]int, int) {
+	s.emu.Lock()
+	defer s.emu.Unlock()
+	return maps.Clone(s.caps), s.unfin
+}
+
+// Two sites that follow dbc-cost, one ten times the other's price: by a
+// relaxed deadline the cheap one holds every placeholder the work needs
+// and the dear one none (and none of the queue's jobs may run there); by
+// a deadline the cheap one cannot meet alone the dear one is added and
+// the jobs neither can end in time are reported. cls site set lowers the
+// dear site's max in place: surplus queued placeholders are cancelled.
+func TestManagerDBC(t *testing.T) {
+	sites := map[string]*fakeSite{"cheap": {jobs: map[string]batch.State{}}, "dear": {jobs: map[string]batch.State{}}}
+	st := &econStore{fakeStore: &fakeStore{ready: 10}}
+	st.q = policy.EconQueue{Queue: "q", Ready: 10, Deadline: time.Now().Add(100 * time.Second), Budgeted: true, Budget: 1000, Est: 10}
+	m := &Manager{Store: st, Poll: 5 * time.Millisecond,
+		Open: func(spec protocol.SiteSpec, _ func(int)) (Site, error) { return sites[spec.Name], nil }}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Stop()
+	for _, s := range []protocol.SiteSpec{
+		{Name: "cheap", Type: SGE, SSH: "u@h", Max: 4, Price: 1, Provision: "dbc-cost"},
+		{Name: "dear", Type: SGE, SSH: "u@h", Max: 4, Price: 10, Provision: "dbc-cost"},
+	} {
+		if _, err := m.Add(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 10 jobs of 10 s by 100 s: cheap's 4 slots do them all.
+	eventually(t, "4 queued at cheap", func() bool { return sites["cheap"].count(batch.Queued) == 4 })
+	time.Sleep(50 * time.Millisecond)
+	if n := sites["dear"].count(batch.Queued); n != 0 {
+		t.Fatalf("dear got %d placeholders by a relaxed deadline", n)
+	}
+	if caps, un := st.plan(); !maps.Equal(caps, map[string]int{"cheap": 4, "dear": 0}) || un != 0 {
+		t.Fatalf("caps %v, %d unfinishable", caps, un)
+	}
+	// By 15 s cheap ends 4, dear 4 more; 2 cannot end in time.
+	st.emu.Lock()
+	st.q.Deadline = time.Now().Add(15 * time.Second)
+	st.emu.Unlock()
+	eventually(t, "4 queued at dear", func() bool { return sites["dear"].count(batch.Queued) == 4 })
+	if caps, un := st.plan(); !maps.Equal(caps, map[string]int{"cheap": 4, "dear": 4}) || un != 2 {
+		t.Fatalf("tight: caps %v, %d unfinishable", caps, un)
+	}
+
+	two := 2
+	info, err := m.Set(ctx, protocol.SiteSet{Name: "dear", Max: &two})
+	if err != nil || info.Max != 2 {
+		t.Fatalf("Set: %+v, %v", info, err)
+	}
+	eventually(t, "dear down to 2", func() bool { return sites["dear"].count(batch.Queued) == 2 })
+	st.emu.Lock()
+	if len(st.updated) != 1 || st.updated[0].Max != 2 || st.updated[0].Price != 10 || st.updated[0].Provision != "dbc-cost" {
+		t.Errorf("stored %+v", st.updated)
+	}
+	st.emu.Unlock()
+	bad := "fcfs"
+	for _, s := range []protocol.SiteSet{{Name: "nope", Max: &two}, {Name: "dear", Provision: &bad}} {
+		if _, err := m.Set(ctx, s); err == nil {
+			t.Errorf("Set(%+v) accepted", s)
+		}
+	}
+}

@@ -308,6 +308,7 @@ func (c *CLS) open(ctx context.Context) (err error) {
 	fl.install(c.srv)
 	c.outputs = &outputs{store: c.store}
 	c.outputs.install(c.srv)
+	c.stager.alt = c.sites.agentAlt
 	c.stager.start(c.store)
 	c.closers = append(c.closers, c.stager.stop) // runs before the store closes
 

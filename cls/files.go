@@ -21,12 +21,12 @@ import (
 )
 
 // place resolves a place of the catalog for data staging: the local site
-// and sites sharing the CLS host's filesystem are that filesystem; any
-// other site is its data root on its login host, over the SFTP session
-// of the connection the site manager keeps (made again when lost).
-//
-// A remote site whose nodes share no filesystem would need its places per
-// host, reached through each node: not supported (its Place has a Host).
+// and sites sharing the CLS host's filesystem are that filesystem; a site
+// whose nodes share no filesystem (NodeLocal) is a place per host, the
+// data root on that host, reached through a placeholder there over its
+// own connection (agentpath.go); any other site is its data root on its
+// login host, over the SFTP session of the connection the site manager
+// keeps (made again when lost).
 func (s *sites) place(ctx context.Context, p metaqueue.Place) (stage.Place, bool, error) {
 	if p.Site == metaqueue.LocalSite {
 		return stage.Dir{Root: "/"}, true, nil
@@ -38,8 +38,14 @@ func (s *sites) place(ctx context.Context, p metaqueue.Place) (stage.Place, bool
 	if spec.Type == site.Local || spec.SharedFS {
 		return stage.Dir{Root: "/"}, true, nil
 	}
+	if spec.NodeLocal {
+		if p.Host == "" {
+			return nil, false, fmt.Errorf("site %s keeps files per host: a place there names its host", p.Site)
+		}
+		return agentPlace{hub: s.hub, site: p.Site, host: p.Host}, false, nil
+	}
 	if p.Host != "" {
-		return nil, false, fmt.Errorf("site %s: places per host (%s) are not supported at remote sites", p.Site, p.Host)
+		return nil, false, fmt.Errorf("site %s shares its filesystem between its nodes: a place there has no host (%s)", p.Site, p.Host)
 	}
 	r, ok := st.(*site.Remote)
 	if !ok {
@@ -55,6 +61,22 @@ func (s *sites) place(ctx context.Context, p metaqueue.Place) (stage.Place, bool
 	pl := stage.SFTP{Client: c, Root: root, Writer: p.Site}
 	s.sweepOnce(ctx, p.Site, pl)
 	return pl, false, nil
+}
+
+// agentAlt is a place's second path: a site's data root, shared by its
+// nodes and its login host, through the connection of one of its
+// placeholders that takes files now (the stager measures both paths and
+// takes the faster). Places per host have no second path: the agent's
+// connection is their only one.
+func (s *sites) agentAlt(p metaqueue.Place) (stage.Place, bool) {
+	if p.Host != "" || p.Site == metaqueue.LocalSite {
+		return nil, false
+	}
+	spec, _, ok := s.mgr.Site(p.Site)
+	if !ok || spec.Type == site.Local || spec.SharedFS || spec.NodeLocal || !s.hub.reachable(p.Site, "") {
+		return nil, false
+	}
+	return agentPlace{hub: s.hub, site: p.Site}, true
 }
 
 // sweepOnce removes, the first time a site's data root is used in this
@@ -204,7 +226,7 @@ func (f *files) get(ctx context.Context, req protocol.FilesGet) (protocol.Transf
 		}
 		if res.Err == nil {
 			if !host && f.stager != nil {
-				f.stager.pushLink(at.Site)
+				f.stager.pushLink(at)
 			}
 			return ti, nil
 		}

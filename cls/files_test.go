@@ -157,8 +157,9 @@ func TestSitePlaces(t *testing.T) {
 		{Name: "here", Type: site.Local, Max: 1, SharedFS: true},
 		{Name: "shared", Type: site.Slurm, SSH: "u@h", Max: 1, SharedFS: true},
 		{Name: "rooted", Type: site.Slurm, SSH: "u@h", Max: 1, DataRoot: "/scratch/mq"},
+		{Name: "nodes", Type: site.Slurm, SSH: "u@h", Max: 1, DataRoot: "/tmp/mq", NodeLocal: true},
 	}
-	s := &sites{}
+	s := &sites{hub: newAgentHub()}
 	s.mgr = &site.Manager{Store: specs, Poll: time.Hour, Log: slog.New(slog.DiscardHandler),
 		Open: func(spec protocol.SiteSpec, _ func(int)) (site.Site, error) {
 			return &site.Remote{Spec: spec, Dial: func(context.Context) (site.Runner, error) {
@@ -180,7 +181,8 @@ func TestSitePlaces(t *testing.T) {
 		{at("here"), true, ""},
 		{at("shared"), true, ""},
 		{at("rooted"), false, "no login host in this test"},
-		{metaqueue.Place{Site: "rooted", Host: "n1"}, false, "not supported"},
+		{metaqueue.Place{Site: "rooted", Host: "n1"}, false, "a place there has no host"},
+		{at("nodes"), false, "a place there names its host"},
 		{at("nowhere"), false, "no site nowhere"},
 	} {
 		pl, host, err := s.place(ctx, tc.at)
@@ -193,5 +195,10 @@ func TestSitePlaces(t *testing.T) {
 		if err != nil || !host || pl != (stage.Dir{Root: "/"}) {
 			t.Errorf("%+v: %#v %v %v; want the CLS host's filesystem", tc.at, pl, host, err)
 		}
+	}
+	// A host of a node-local site is reached through its placeholders.
+	pl, host, err := s.place(ctx, metaqueue.Place{Site: "nodes", Host: "n1"})
+	if err != nil || host || pl != (agentPlace{hub: s.hub, site: "nodes", host: "n1"}) {
+		t.Errorf("nodes:n1: %#v %v %v; want the agent path to n1", pl, host, err)
 	}
 }

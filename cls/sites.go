@@ -54,10 +54,13 @@ type sites struct {
 	// temporary files (files.go, sweepOnce).
 	sweepMu sync.Mutex
 	swept   map[string]*sync.Once
+
+	// hub moves files over placeholders' own connections (agentpath.go).
+	hub *agentHub
 }
 
 func newSites(home string, store *metaqueue.Store, log *slog.Logger, poll, throttle time.Duration, agents string) (*sites, error) {
-	s := &sites{home: home, store: store, log: log, agents: agents}
+	s := &sites{home: home, store: store, log: log, agents: agents, hub: newAgentHub()}
 	hk, err := sshserver.LoadOrCreateHostKey(filepath.Join(home, sshserver.HostKeyFileName))
 	if err != nil {
 		return nil, err
@@ -84,7 +87,9 @@ func (s *sites) install(srv *server.Server) {
 			prev(id, reg, connected)
 		}
 		s.mgr.Placeholder(id, reg, connected)
+		s.hub.placeholder(id, reg.Site, reg.Host, connected)
 	}
+	srv.Files = s.hub
 	server.Route(srv, protocol.OpSiteAdd, s.mgr.Add)
 	server.Route(srv, protocol.OpSiteList, func(context.Context, protocol.Empty) (protocol.SiteList, error) {
 		return protocol.SiteList{Sites: s.mgr.List()}, nil

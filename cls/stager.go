@@ -40,6 +40,11 @@ type stager struct {
 
 	mover stage.Mover
 	rates stage.Rates
+	// alt, if set, is a place's second path: its data root through the
+	// connection of one of its placeholders (agentpath.go), when the place
+	// is a site's shared data root (reached over SFTP otherwise) and a
+	// placeholder there takes files now.
+	alt func(p metaqueue.Place) (stage.Place, bool)
 
 	ctx    context.Context // ends at stop: transfers are cancelled
 	cancel context.CancelFunc
@@ -69,11 +74,89 @@ func newStager(workers int, places placeFunc, prior func(string) metaqueue.Link,
 	return s
 }
 
-// moverPlace is the Mover's view of places: by site name (a host within a
-// site is resolved before a move, see stage).
+// moverPlace is the Mover's view of places: by name, a site or
+// site:host (placeName), and with agentSuffix the place's second path.
 func (s *stager) moverPlace(name string) (stage.Place, error) {
-	pl, _, err := s.places(s.ctx, metaqueue.Place{Site: name})
+	base, viaAgent := strings.CutSuffix(name, agentSuffix)
+	site, host, _ := strings.Cut(base, ":")
+	p := metaqueue.Place{Site: site, Host: host}
+	if viaAgent {
+		if s.alt != nil {
+			if pl, ok := s.alt(p); ok {
+				return pl, nil
+			}
+		}
+		return nil, &unreachableError{base, &noAgentError{site, host}}
+	}
+	pl, _, err := s.places(s.ctx, p)
 	return pl, err
+}
+
+// agentSuffix names a place's path through a placeholder's connection in
+// the Mover's names and the rates (no site name has a '#').
+const agentSuffix = "#agent"
+
+// route chooses the path to a place for a file of size bytes, and names
+// it: the place's own (SFTP to the login host, or the agent path of a
+// host of a --node-local site), or, where a placeholder of the site takes
+// files now, its connection. Each path's link is measured apart; the one
+// whose estimate (latency + size/bandwidth) is lower is taken. A path not
+// measured yet for a file of this size is taken next, so both are
+// measured: SFTP first, then the agent's connection.
+func (s *stager) route(p metaqueue.Place, pl stage.Place, host bool, size int64) (name, via string) {
+	name, via = placeName(p), pathOf(pl, host)
+	if s.alt == nil || via != "sftp" {
+		return name, via
+	}
+	if _, ok := s.alt(p); !ok {
+		return name, via
+	}
+	alt := name + agentSuffix
+	ts, okS := s.estimate(name, size)
+	ta, okA := s.estimate(alt, size)
+	switch {
+	case !okS:
+		return name, via
+	case !okA || ta < ts:
+		return alt, "agent"
+	}
+	return name, via
+}
+
+// estimate is the measured time of moving size bytes over a path; false
+// when what a file of this size depends on is not measured yet.
+func (s *stager) estimate(name string, size int64) (float64, bool) {
+	lat, bw, ok := s.rates.Link(name)
+	if !ok {
+		return 0, false
+	}
+	if size > stage.SmallBytes {
+		if bw <= 0 {
+			return 0, false
+		}
+		return lat + float64(size)/bw, true
+	}
+	if lat <= 0 {
+		return 0, false
+	}
+	t := lat
+	if bw > 0 {
+		t += float64(max(size, 0)) / bw
+	}
+	return t, true
+}
+
+// pathOf names the path a place is reached by in transfer records: the
+// CLS host's filesystem (host), a placeholder's connection, or else the
+// site's login host.
+func pathOf(pl stage.Place, host bool) string {
+	if host {
+		return "fs"
+	}
+	if _, ok := pl.(agentPlace); ok {
+		return "agent"
+	}
+	return "sftp"
 }
 
 // Stage queues r. It never blocks (the store's core calls it).
@@ -255,7 +338,10 @@ func (s *stager) stageFrom(ctx context.Context, r metaqueue.StageRequest, from m
 		res.SHA256, res.Bytes, res.Duration, res.Err = sum, 0, s.now().Sub(res.Started), nil
 		return nil
 	}
-	m := s.mover.Move(ctx, stage.Transfer{Path: r.Path, From: from.Site, To: r.To.Site, Size: r.Size, SHA256: r.SHA256})
+	fromName, fromVia := s.route(from, src, fromHost, r.Size)
+	toName, toVia := s.route(r.To, to, toHost, r.Size)
+	res.Via = fromVia + ">" + toVia
+	m := s.mover.Move(ctx, stage.Transfer{Path: r.Path, From: fromName, To: toName, Size: r.Size, SHA256: r.SHA256})
 	res.Bytes, res.Duration, res.SHA256 = m.Bytes, m.Duration, m.SHA256
 	if m.Err != nil {
 		if userFile && errors.Is(m.Err, stage.ErrMismatch) {
@@ -265,11 +351,11 @@ func (s *stager) stageFrom(ctx context.Context, r metaqueue.StageRequest, from m
 	}
 	res.Err = nil
 	for _, p := range []struct {
-		site string
-		host bool
-	}{{from.Site, fromHost}, {r.To.Site, toHost}} {
+		place metaqueue.Place
+		host  bool
+	}{{from, fromHost}, {r.To, toHost}} {
 		if !p.host {
-			s.pushLink(p.site)
+			s.pushLink(p.place)
 		}
 	}
 	return nil
@@ -293,9 +379,18 @@ func changed(info stage.Info, r metaqueue.StageRequest) string {
 }
 
 // pushLink gives the store a site's measured link, once measured; what is
-// not measured yet (latency or bandwidth) keeps the configured prior.
-func (s *stager) pushLink(site string) {
-	lat, bw, ok := s.rates.Link(site)
+// not measured yet (latency or bandwidth) keeps the configured prior. A
+// place per host measures the site's link: DC prices links per site. Of a
+// place's two paths, the one with the higher bandwidth measured (else the
+// lower latency) stands for it: the stager takes the faster.
+func (s *stager) pushLink(p metaqueue.Place) {
+	site := p.Site
+	lat, bw, ok := s.rates.Link(placeName(p))
+	if alat, abw, aok := s.rates.Link(placeName(p) + agentSuffix); aok {
+		if !ok || abw > bw || abw == bw && alat > 0 && (lat <= 0 || alat < lat) {
+			lat, bw, ok = alat, abw, true
+		}
+	}
 	if !ok {
 		return
 	}

@@ -59,6 +59,9 @@ type StageResult struct {
 	// failure does not count against the file: the places are left alone
 	// for a while (placeDownFor) and the jobs wait, or run elsewhere.
 	Unreachable []Place
+	// Via is the path taken at each end, "SRC>DST" (fs, sftp or agent),
+	// recorded with the transfer.
+	Via string
 }
 
 // Stager moves files for the store. Stage must not block: it queues the
@@ -188,7 +191,26 @@ func validSHA(h string) bool {
 // filesystem and the transfer totals.
 func (s *Store) loadCatalog(ctx context.Context) error {
 	d := &s.data
-	rows, err := s.w.QueryContext(ctx, "SELECT path, size, sha256, producer, site, host, cls_mtime_ns FROM files")
+	rows, err := s.w.QueryContext(ctx, "SELECT name, spec FROM sites")
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var name, raw string
+		if err := rows.Scan(&name, &raw); err != nil {
+			rows.Close()
+			return err
+		}
+		var spec protocol.SiteSpec
+		if json.Unmarshal([]byte(raw), &spec) == nil && hasDataRoot(spec) {
+			d.rooted[name] = true
+			d.perHost[name] = spec.NodeLocal
+		}
+	}
+	if err := closeRows(rows); err != nil {
+		return err
+	}
+	rows, err = s.w.QueryContext(ctx, "SELECT path, size, sha256, producer, site, host, cls_mtime_ns FROM files")
 	if err != nil {
 		return err
 	}
@@ -206,7 +228,7 @@ func (s *Store) loadCatalog(ctx context.Context) error {
 		}
 		d.cat[path] = c
 		if site != "" {
-			d.where[path] = fileLoc{at: d.site(placeOf(site, host)), size: c.size, job: producer}
+			d.where[path] = fileLoc{at: d.site(d.placeOf(site, host)), size: c.size, job: producer}
 		}
 	}
 	if err := closeRows(rows); err != nil {
@@ -229,24 +251,6 @@ func (s *Store) loadCatalog(ctx context.Context) error {
 			d.cat[path] = c
 		}
 		c.reps = append(c.reps, p)
-	}
-	if err := closeRows(rows); err != nil {
-		return err
-	}
-	rows, err = s.w.QueryContext(ctx, "SELECT name, spec FROM sites")
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		var name, raw string
-		if err := rows.Scan(&name, &raw); err != nil {
-			rows.Close()
-			return err
-		}
-		var spec protocol.SiteSpec
-		if json.Unmarshal([]byte(raw), &spec) == nil && hasDataRoot(spec) {
-			d.rooted[name] = true
-		}
 	}
 	if err := closeRows(rows); err != nil {
 		return err
@@ -289,7 +293,7 @@ func (s *Store) userFile(path string, size, mtime int64) error {
 		c.reps = append(c.reps, shared)
 	}
 	if _, ok := s.data.where[path]; !ok {
-		s.data.where[path] = fileLoc{at: s.data.site(placeOf(LocalSite, "")), size: size}
+		s.data.where[path] = fileLoc{at: s.data.site(s.data.placeOf(LocalSite, "")), size: size}
 	}
 	return nil
 }
@@ -326,23 +330,24 @@ func (s *Store) isShared(site string) bool { return !s.data.rooted[site] }
 func hasDataRoot(spec protocol.SiteSpec) bool { return !spec.SharedFS && spec.Type != LocalSite }
 
 // storePlace is where a placeholder's jobs find their files: the CLS
-// host's filesystem for sites sharing it, else the site's data root.
+// host's filesystem for sites sharing it, else the site's data root, on
+// the placeholder's own host at a site whose nodes share no filesystem.
 func (s *Store) storePlace(ph int64) (Place, error) {
 	at, err := s.phSite(ph)
 	if err != nil {
 		return Place{}, err
 	}
-	site := s.data.places[at].site
-	if s.isShared(site) {
+	pl := s.data.places[at]
+	if s.isShared(pl.site) {
 		return shared, nil
 	}
-	return Place{Site: site}, nil
+	return Place{Site: pl.site, Host: pl.host}, nil // host is "" but per host
 }
 
 // present says whether a file has a replica at place to (a storePlace).
 func (s *Store) present(c *catFile, to Place) bool {
 	for _, r := range c.reps {
-		if to == shared && s.isShared(r.Site) || to != shared && r.Site == to.Site {
+		if to == shared && s.isShared(r.Site) || to != shared && r == to {
 			return true
 		}
 	}
@@ -426,6 +431,19 @@ func (s *Store) inputsAt(ids []int64, to Place) (bool, error) {
 	return false, nil
 }
 
+// stagingTo counts the jobs whose inputs are being brought to place to.
+// Marks are few (bounded per place by the free slots asking there), so a
+// count is cheap.
+func (s *Store) stagingTo(to Place) int {
+	n := 0
+	for _, p := range s.stg.to {
+		if p == to {
+			n++
+		}
+	}
+	return n
+}
+
 // stagingElsewhere says whether another place than to is bringing the
 // inputs of any of jobs ids.
 func (s *Store) stagingElsewhere(ids []int64, to Place) bool {
@@ -502,7 +520,7 @@ func (s *Store) sendStage(k stageKey, st *stagingFile, job int64) error {
 // failStaging fails the queued jobs that waited for a file no transfer
 // could bring.
 func (s *Store) failStaging(k stageKey, st *stagingFile, cause error) error {
-	reason := protocol.ClipText(fmt.Sprintf("input %s could not be staged to %s: %v", k.path, k.to.Site, cause), protocol.MaxReasonBytes)
+	reason := protocol.ClipText(fmt.Sprintf("input %s could not be staged to %s: %v", k.path, k.to, cause), protocol.MaxReasonBytes)
 	s.stg.end(k)
 	for _, id := range slices.Sorted(maps.Keys(st.jobs)) {
 		if err := s.failQueued(id, reason); err != nil {
@@ -533,14 +551,14 @@ func (s *Store) failQueued(id int64, reason string) error {
 }
 
 // record stores a transfer and adds it to the totals.
-func (s *Store) record(job int64, path string, from, to Place, bytes int64, started time.Time, d time.Duration, errText string) error {
+func (s *Store) record(job int64, path string, from, to Place, bytes int64, started time.Time, d time.Duration, errText, via string) error {
 	// A transfer's error can carry a site's words (an SFTP server's status
 	// message): bounded and escaped before it is stored and shown.
 	errText = protocol.ClipText(errText, protocol.MaxReasonBytes)
 	if err := s.begin(); err != nil {
 		return err
 	}
-	if _, err := s.stmts.insTransfer.Exec(job, path, from.Site, from.Host, to.Site, to.Host, bytes, d.Seconds(), micros(started), errText); err != nil {
+	if _, err := s.stmts.insTransfer.Exec(job, path, from.Site, from.Host, to.Site, to.Host, bytes, d.Seconds(), micros(started), errText, protocol.ClipText(via, 64)); err != nil {
 		return fatalError{err}
 	}
 	s.moved.Transfers++
@@ -565,7 +583,7 @@ func (s *Store) addReplica(path string, p Place, size int64, sha string) error {
 		}
 		s.data.cat[path] = c
 		if _, ok := s.data.where[path]; !ok {
-			s.data.where[path] = fileLoc{at: s.data.site(placeOf(p.Site, p.Host)), size: size}
+			s.data.where[path] = fileLoc{at: s.data.site(s.data.placeOf(p.Site, p.Host)), size: size}
 		}
 	}
 	if c.sha == "" && sha != "" || c.size < 0 && size >= 0 {
@@ -604,7 +622,7 @@ func (s *Store) Staged(ctx context.Context, r StageResult) error {
 		if r.Err != nil {
 			errText = r.Err.Error()
 		}
-		if err := s.record(r.Job, r.Path, r.From, r.To, r.Bytes, r.Started, r.Duration, errText); err != nil {
+		if err := s.record(r.Job, r.Path, r.From, r.To, r.Bytes, r.Started, r.Duration, errText, r.Via); err != nil {
 			return err
 		}
 		k := stageKey{r.Path, r.To}
@@ -786,6 +804,12 @@ func (s *Store) AddReplica(ctx context.Context, path string, at Place, size int6
 		if s.isShared(at.Site) && at.Site != LocalSite {
 			at = shared // the CLS host's filesystem, seen from there
 		}
+		switch {
+		case s.data.perHost[at.Site] && at.Host == "":
+			return protocol.Errorf(protocol.CodeBadRequest, "site %s keeps files per host (--node-local): say which host holds %s", at.Site, path)
+		case !s.data.perHost[at.Site] && at.Site != LocalSite:
+			at.Host = "" // one place per site
+		}
 		if err := s.addReplica(path, at, size, sha256); err != nil {
 			return err
 		}
@@ -858,7 +882,7 @@ func (s *Store) RecordTransfer(ctx context.Context, t protocol.TransferInfo) err
 	}
 	d := time.Duration(t.Seconds * float64(time.Second))
 	return s.do(ctx, func() error {
-		return s.record(t.Job, t.Path, parsePlace(t.From), parsePlace(t.To), t.Bytes, started, d, t.Error)
+		return s.record(t.Job, t.Path, parsePlace(t.From), parsePlace(t.To), t.Bytes, started, d, t.Error, t.Via)
 	})
 }
 

@@ -58,7 +58,7 @@ func userIn(path string, size int64) protocol.File {
 func (e *env) staged(r StageRequest, from Place, err error, permanent bool) {
 	e.t.Helper()
 	res := StageResult{Path: r.Path, To: r.To, From: from, Bytes: max(r.Size, 0), Started: e.clock.Now(),
-		Duration: time.Second, SHA256: sumA, Job: r.Job, Err: err, Permanent: permanent}
+		Duration: time.Second, SHA256: sumA, Job: r.Job, Err: err, Permanent: permanent, Via: "sftp>agent"}
 	if err != nil {
 		res.Bytes, res.SHA256 = 0, ""
 	}
@@ -78,7 +78,7 @@ func TestStagingGatesDispatch(t *testing.T) {
 	c := e.submit(withFiles("c", "blast2", []protocol.File{userIn("/w/seqs/p1.fa", 10)}, nil))[0]
 	other := e.submit(withFiles("o", "other", nil, nil))[0]
 	b := e.registerAt("siteB", "b1")
-	if got := e.next(b, 1); len(got) != 1 || got[0].ID != other {
+	if got := e.next(b, 3); len(got) != 1 || got[0].ID != other {
 		t.Fatalf("siteB got %v, want the job without inputs %d", ids(got), other)
 	}
 	reqs := st.requests()
@@ -332,7 +332,7 @@ func TestMeasuredLinkOverrides(t *testing.T) {
 	e := newEnvWith(t, func(o *Options) { o.Links = map[string]Link{"A": {Latency: 1, Bandwidth: 1}} })
 	e.s.MeasuredLink("A", Link{Latency: 2, Bandwidth: 3})
 	var l Link
-	e.s.do(context.Background(), func() error { l = e.s.link(e.s.data.site(placeOf("A", ""))); return nil })
+	e.s.do(context.Background(), func() error { l = e.s.link(e.s.data.site(e.s.data.placeOf("A", ""))); return nil })
 	if l != (Link{Latency: 2, Bandwidth: 3}) {
 		t.Fatalf("link %+v", l)
 	}

@@ -4,8 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"maps"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/mq-hpc/mq/dag"
@@ -43,8 +46,8 @@ var (
 )
 
 // LocalSite is the site name of the CLS's own placeholders. Files there are
-// located per host; at other sites per site (a cluster shares its file
-// system).
+// located per host for DC; at other sites per site (a cluster shares its
+// file system), but per host at sites whose nodes share none (NodeLocal).
 const LocalSite = "local"
 
 func (l Link) valid() bool {
@@ -73,8 +76,11 @@ func cmpID(a, b int64) int {
 // place is where files live and placeholders run.
 type place struct{ site, host string }
 
-func placeOf(site, host string) place {
-	if site != LocalSite {
+// placeOf is DC's place of a placeholder or file at site and host: the
+// host counts at the local site and at sites whose nodes share no
+// filesystem.
+func (d *dataState) placeOf(site, host string) place {
+	if site != LocalSite && !d.perHost[site] {
 		host = ""
 	}
 	return place{site, host}
@@ -126,6 +132,7 @@ type dataState struct {
 	where   map[string]fileLoc  // path -> where it was last produced (or the CLS host, for users' files)
 	cat     map[string]*catFile // the catalog (catalog.go)
 	rooted  map[string]bool     // configured sites with a data root of their own (not SharedFS, not local)
+	perHost map[string]bool     // of those, sites whose nodes share no filesystem: places per host
 	places  []place             // indexed by policy.Site
 	placeID map[place]policy.Site
 	phPlace map[int64]policy.Site // placeholder -> where it runs
@@ -148,7 +155,7 @@ type dataState struct {
 
 func (d *dataState) reset(now time.Time) {
 	*d = dataState{
-		files: map[int64]*jobFiles{}, where: map[string]fileLoc{}, cat: map[string]*catFile{}, rooted: map[string]bool{},
+		files: map[int64]*jobFiles{}, where: map[string]fileLoc{}, cat: map[string]*catFile{}, rooted: map[string]bool{}, perHost: map[string]bool{},
 		placeID: map[place]policy.Site{},
 		phPlace: map[int64]policy.Site{}, readyAt: map[int64]time.Time{}, lastAsk: map[int64]time.Time{},
 		epoch: now,
@@ -212,7 +219,7 @@ func (s *Store) phSite(ph int64) (policy.Site, error) {
 	} else if err != nil {
 		return 0, fatalError{err}
 	}
-	at := s.data.site(placeOf(site, host))
+	at := s.data.site(s.data.placeOf(site, host))
 	s.data.phPlace[ph] = at
 	return at, nil
 }
@@ -263,24 +270,31 @@ func (s *Store) forgetPlaceholder(ph int64) {
 }
 
 // forgetSilent drops placeholders that have not asked for work for longer
-// than a lease and are not parked asking now: a vanished placeholder would
-// otherwise be predicted to arrive at once, forever.
+// than a lease and are neither parked asking now nor running a job (whose
+// lease their heartbeats renew): a vanished placeholder would otherwise be
+// predicted to arrive at once, forever. (Forgetting busy ones too, as it
+// once did, left DC blind to a placeholder running jobs longer than a
+// lease: it expected no arrival there and staged jobs away from their
+// data; BENCHMARKS.md, "FCFS vs DC, live and simulated".)
 func (s *Store) forgetSilent(now time.Time) {
 	if len(s.data.lastAsk) == 0 {
 		return
 	}
-	var parked map[int64]bool
+	var alive map[int64]bool
 	for ph, t := range s.data.lastAsk {
 		if now.Sub(t) <= s.opt.Lease {
 			continue
 		}
-		if parked == nil {
-			parked = make(map[int64]bool, len(s.parked))
+		if alive == nil {
+			alive = make(map[int64]bool, len(s.parked))
 			for _, p := range s.parked {
-				parked[p.req.Placeholder] = true
+				alive[p.req.Placeholder] = true
+			}
+			for _, ru := range s.running {
+				alive[ru.placeholder] = true
 			}
 		}
-		if !parked[ph] {
+		if !alive[ph] {
 			s.forgetPlaceholder(ph)
 		}
 	}
@@ -458,8 +472,12 @@ func (s *Store) jobEnded(id int64) {
 
 // inputs adds up the inputs of jobs ids by where they are, appending to
 // dst. Inputs no job has produced have no known place and weigh nothing;
-// an input of unknown size costs one copy's latency.
-func (s *Store) inputs(dst []policy.Input, ids []int64) []policy.Input {
+// an input of unknown size costs one copy's latency. With staging, an
+// input with a replica at the asking placeholder's place (here; cur is
+// its DC place) is priced there, whoever produced it: a copy staged to a
+// site, or to a host of a site whose nodes share no filesystem, is data
+// on that place.
+func (s *Store) inputs(dst []policy.Input, ids []int64, cur policy.Site, here Place) []policy.Input {
 	start := len(dst)
 	for _, id := range ids {
 		jf := s.data.files[id]
@@ -470,6 +488,11 @@ func (s *Store) inputs(dst []policy.Input, ids []int64) []policy.Input {
 			loc, ok := s.data.where[f.path]
 			if !ok {
 				continue
+			}
+			if s.opt.Stager != nil && f.rel && loc.at != cur {
+				if c := s.data.cat[f.path]; c != nil && s.present(c, here) {
+					loc.at = cur
+				}
 			}
 			size := f.size
 			if size < 0 {
@@ -486,6 +509,32 @@ func (s *Store) inputs(dst []policy.Input, ids []int64) []policy.Input {
 		}
 	}
 	return dst
+}
+
+// logStaging logs why DC chose to bring a job's inputs to place to: its
+// priority, queue time, and the placeholder arrivals it expected, per
+// place (soonest, in seconds). Once per transfer decided, not per request.
+func (s *Store) logStaging(dec policy.Decision, to Place, fut []policy.Arrival) {
+	soonest := map[string]float64{}
+	for _, a := range fut {
+		name := s.data.places[a.Site].site
+		if h := s.data.places[a.Site].host; h != "" {
+			name += ":" + h
+		}
+		if old, ok := soonest[name]; !ok || a.In < old {
+			soonest[name] = a.In
+		}
+	}
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(soonest)) {
+		fmt.Fprintf(&b, "%s in %.1fs; ", k, soonest[k])
+	}
+	arr := strings.TrimSuffix(b.String(), "; ")
+	if arr == "" {
+		arr = "none expected"
+	}
+	s.log.Info("dc: staging the chosen job's inputs to the asking placeholder", "job", dec.Job.ID, "to", to.String(),
+		"priority", dec.Priority, "queue_s", dec.Job.QueueTime, "arrivals", arr)
 }
 
 // pickDC asks policy.DC which of a dc queue's oldest ready jobs the
@@ -574,7 +623,7 @@ func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err 
 				ins = append(ins, policy.Input{Site: cur, Bytes: b})
 			}
 		} else {
-			ins = s.inputs(ins, members)
+			ins = s.inputs(ins, members, cur, to)
 		}
 		cands = append(cands, policy.Candidate{
 			ID:        r.ID,
@@ -610,6 +659,7 @@ func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err 
 				return 0, false, false, err
 			}
 			if !here {
+				s.logStaging(dec, to, fut)
 				// DC wants it here and its inputs are on their way: the
 				// placeholder meanwhile gets one DC accepts among those
 				// whose inputs are here already, or waits.

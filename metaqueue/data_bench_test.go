@@ -74,7 +74,7 @@ func BenchmarkDCDecision(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			err := s.do(ctx, func() error {
 				d := &s.data
-				a := d.site(placeOf("A", ""))
+				a := d.site(d.placeOf("A", ""))
 				for i := 0; i < files; i++ {
 					d.where[fmt.Sprintf("/data/hom-%d", i)] = fileLoc{at: a, size: 50_000, job: 1}
 				}

@@ -74,7 +74,7 @@ func (s *Store) RegisterAs(ctx context.Context, r protocol.Register, identity st
 			}
 		}
 		s.phs[id] = true
-		s.data.phPlace[id] = s.data.site(placeOf(r.Site, r.Host))
+		s.data.phPlace[id] = s.data.site(s.data.placeOf(r.Site, r.Host))
 		return nil
 	})
 	return protocol.RegisterReply{ID: id, LeaseS: s.opt.Lease.Seconds(), HeartbeatS: s.opt.Heartbeat.Seconds()}, err
@@ -748,10 +748,18 @@ func (s *Store) dataReady(id int64, p *parkedNext) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	ids := []int64{id}
 	if inBundle {
-		return s.inputsAt(s.bundles.members[bid], to)
+		ids = s.bundles.members[bid]
 	}
-	return s.inputsAt([]int64{id}, to)
+	// Bring inputs here for no more jobs than the asking placeholder has
+	// free slots: staging every job examined (up to the window) moved
+	// files for jobs that other places, holding their data, then ran
+	// (BENCHMARKS.md, "FCFS vs DC, live and simulated").
+	if _, marked := s.stg.to[ids[0]]; !marked && s.stagingTo(to) >= max(p.req.Free-len(p.reply.Jobs), 1) && !s.inputsPresent(ids, to) {
+		return false, nil
+	}
+	return s.inputsAt(ids, to)
 }
 
 // PlaceholderGone requeues (or fails) at once every job a placeholder was

@@ -58,6 +58,8 @@ func migrations() ([]migration, error) {
 			m.before = addAccounting
 		case 14:
 			m.before = addReplication
+		case 16:
+			m.before = addTransferVia
 		}
 		out = append(out, m)
 	}
@@ -154,6 +156,12 @@ func addFileRel(ctx context.Context, w *sql.Conn) error {
 	}
 	_, err := w.ExecContext(ctx, "ALTER TABLE job_files ADD COLUMN rel INTEGER NOT NULL DEFAULT 0")
 	return err
+}
+
+// addTransferVia adds transfers.via (version 16), unless a database that
+// ran the step before has it.
+func addTransferVia(ctx context.Context, w *sql.Conn) error {
+	return addColumns(ctx, w, [][2]string{{"transfers", "via TEXT NOT NULL DEFAULT ''"}})
 }
 
 // addReplication adds the job replication columns (version 14), each

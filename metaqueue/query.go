@@ -424,7 +424,7 @@ func (s *Store) jobFiles(ctx context.Context, d *protocol.JobDetail) error {
 			}
 		}
 	}
-	trows, err := s.rdb.QueryContext(ctx, `SELECT path, from_site, from_host, to_site, to_host, bytes, seconds, started, error
+	trows, err := s.rdb.QueryContext(ctx, `SELECT path, from_site, from_host, to_site, to_host, bytes, seconds, started, error, via
 		FROM transfers WHERE job_id = ? ORDER BY id`, d.ID)
 	if err != nil {
 		return err
@@ -433,7 +433,7 @@ func (s *Store) jobFiles(ctx context.Context, d *protocol.JobDetail) error {
 		var t protocol.TransferInfo
 		var from, to Place
 		var started int64
-		if err := trows.Scan(&t.Path, &from.Site, &from.Host, &to.Site, &to.Host, &t.Bytes, &t.Seconds, &started, &t.Error); err != nil {
+		if err := trows.Scan(&t.Path, &from.Site, &from.Host, &to.Site, &to.Host, &t.Bytes, &t.Seconds, &started, &t.Error, &t.Via); err != nil {
 			trows.Close()
 			return err
 		}

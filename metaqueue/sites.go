@@ -36,6 +36,7 @@ func (s *Store) AddSite(ctx context.Context, spec protocol.SiteSpec) error {
 		}
 		if hasDataRoot(spec) {
 			s.data.rooted[spec.Name] = true
+			s.data.perHost[spec.Name] = spec.NodeLocal
 			s.data.gen++
 		}
 		s.setPrice(spec.Name, spec.Price)
@@ -79,6 +80,7 @@ func (s *Store) RemoveSite(ctx context.Context, name string) error {
 			return protocol.Errorf(protocol.CodeNotFound, "no site %s", name)
 		}
 		delete(s.data.rooted, name)
+		delete(s.data.perHost, name)
 		s.setPrice(name, 0)
 		return nil
 	})

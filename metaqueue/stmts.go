@@ -89,8 +89,8 @@ func (st *stmts) prepare(ctx context.Context, c *sql.Conn) error {
 		{&st.produced, `INSERT OR REPLACE INTO files (path, size, sha256, producer, site, host) VALUES (?, ?, ?, ?, ?, ?)`},
 		{&st.dropReplicas, "DELETE FROM replicas WHERE path = ?"},
 		{&st.putReplica, "INSERT OR REPLACE INTO replicas (path, site, host, size, sha256, made) VALUES (?, ?, ?, ?, ?, ?)"},
-		{&st.insTransfer, `INSERT INTO transfers (job_id, path, from_site, from_host, to_site, to_host, bytes, seconds, started, error)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&st.insTransfer, `INSERT INTO transfers (job_id, path, from_site, from_host, to_site, to_host, bytes, seconds, started, error, via)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&st.keepAttempt, `INSERT OR REPLACE INTO attempts (job_id, attempt, placeholder_id, started, finished, exit, reason,
 				cpu_user, cpu_sys, max_rss)
 			SELECT id, coalesce(row_attempt, attempts), placeholder_id, started, finished, exit,

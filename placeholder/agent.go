@@ -169,10 +169,18 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.shipLive(hbCtx) // live.go
 		}
 	}()
+	filesDone := make(chan struct{})
+	go func() {
+		defer close(filesDone)
+		if a.cfg.DataRoot != "" && !a.cfg.NoOp {
+			a.serveFiles(hbCtx) // files.go
+		}
+	}()
 	err := a.work(ctx)
 	stopHB()
 	<-hbDone
 	<-liveDone
+	<-filesDone
 	a.mu.Lock()
 	if a.cl != nil {
 		a.cl.Close()

@@ -108,6 +108,10 @@ type TransferInfo struct {
 	Seconds float64 `json:"seconds"`
 	Started string  `json:"started"` // RFC 3339
 	Error   string  `json:"error,omitempty"`
+	// Via is the path taken at each end, "SRC>DST": fs (the CLS host's
+	// filesystem), sftp (a site's login host) or agent (a placeholder's
+	// own connection); "" when not recorded.
+	Via string `json:"via,omitempty"`
 }
 
 // MovedTotals sums the transfers made, for mqstat --summary.

@@ -163,6 +163,16 @@ var (
 	OpOutput = op[OutputChunk, Empty](Spec{Name: "output", Role: RolePlaceholder,
 		Doc: "stages part of a job's output on the CLS"})
 
+	// The agent's file transfers (agentfiles.go).
+	OpFilesPoll = op[FilePoll, FileOrder](Spec{Name: "files.poll", Role: RolePlaceholder,
+		Doc: "waits for a file to move to or from the placeholder's host (long poll)"})
+	OpFilesPull = op[FilePull, FileData](Spec{Name: "files.pull", Role: RolePlaceholder,
+		Doc: "reads the next chunk of a file the CLS sends to the placeholder's host"})
+	OpFilesPush = op[FileChunk, Empty](Spec{Name: "files.push", Role: RolePlaceholder,
+		Doc: "sends the next chunk of a file the CLS reads from the placeholder's host"})
+	OpFilesDone = op[FileDone, Empty](Spec{Name: "files.done", Role: RolePlaceholder,
+		Doc: "ends a file order with the size and SHA-256 moved, or an error"})
+
 	// Sites: the places placeholders run, kept in the metaqueue database
 	// and provisioned by the running CLS. Adding and removing one needs
 	// admin: it makes the CLS start processes (a local site) or log in

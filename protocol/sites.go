@@ -32,6 +32,11 @@ type SiteSpec struct {
 	// login home; "" = .mq-data/CLSID). See DESIGN.md, "Data staging".
 	DataRoot string `json:"data_root,omitempty"`
 	SharedFS bool   `json:"shared_fs,omitempty"`
+	// NodeLocal says the site's nodes share no filesystem: each keeps its
+	// files under DataRoot on its own disk, and a file is at a place per
+	// host (site:host). Files reach a node over its placeholder's own
+	// connection to the CLS, not over SFTP to the login host.
+	NodeLocal bool `json:"node_local,omitempty"`
 	// Price is what one core-hour at the site costs, in the unit queue
 	// budgets are in; 0: free. Attempts there are charged at it
 	// (docs/seed002.md).

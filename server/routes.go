@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"time"
 
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -111,6 +112,36 @@ var builtin = routeTable(
 		}
 		return r, err
 	}),
+	handle(protocol.OpFilesPoll, func(ctx context.Context, c *conn, b protocol.FilePoll) (protocol.FileOrder, error) {
+		if err := c.filesFor(b.Placeholder); err != nil {
+			return protocol.FileOrder{}, err
+		}
+		if err := protocol.CheckMillis("wait_ms", b.WaitMS); err != nil {
+			return protocol.FileOrder{}, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+		}
+		return c.s.Files.Poll(ctx, b.Placeholder, time.Duration(min(b.WaitMS, maxFilePollMS))*time.Millisecond)
+	}),
+	handle(protocol.OpFilesPull, func(ctx context.Context, c *conn, b protocol.FilePull) (protocol.FileData, error) {
+		if err := c.filesFor(b.Placeholder); err != nil {
+			return protocol.FileData{}, err
+		}
+		return c.s.Files.Pull(ctx, b)
+	}),
+	handle(protocol.OpFilesPush, func(ctx context.Context, c *conn, b protocol.FileChunk) (protocol.Empty, error) {
+		if err := c.filesFor(b.Placeholder); err != nil {
+			return protocol.Empty{}, err
+		}
+		if len(b.Data) > protocol.MaxFileChunk {
+			return protocol.Empty{}, protocol.Errorf(protocol.CodeBadRequest, "a chunk of %d bytes; the limit is %d", len(b.Data), protocol.MaxFileChunk)
+		}
+		return protocol.Empty{}, c.s.Files.Push(ctx, b)
+	}),
+	handle(protocol.OpFilesDone, func(ctx context.Context, c *conn, b protocol.FileDone) (protocol.Empty, error) {
+		if err := c.filesFor(b.Placeholder); err != nil {
+			return protocol.Empty{}, err
+		}
+		return protocol.Empty{}, c.s.Files.Done(ctx, b)
+	}),
 	handle(protocol.OpOutput, func(ctx context.Context, c *conn, b protocol.OutputChunk) (protocol.Empty, error) {
 		if err := c.owns(b.Placeholder); err != nil {
 			return protocol.Empty{}, err
@@ -118,6 +149,31 @@ var builtin = routeTable(
 		return protocol.Empty{}, c.stage(ctx, b)
 	}),
 )
+
+// maxFilePollMS bounds a files.poll's wait, under the client's request
+// timeouts.
+const maxFilePollMS = 25_000
+
+// AgentFiles serves the agents' side of file transfers over their own
+// connections (cls/agentpath.go). Each call is for a placeholder that
+// registered on the calling connection.
+type AgentFiles interface {
+	// Poll waits up to wait for an order for placeholder ph; a zero
+	// FileOrder when none came.
+	Poll(ctx context.Context, ph int64, wait time.Duration) (protocol.FileOrder, error)
+	Pull(ctx context.Context, r protocol.FilePull) (protocol.FileData, error)
+	Push(ctx context.Context, r protocol.FileChunk) error
+	Done(ctx context.Context, r protocol.FileDone) error
+}
+
+// filesFor checks that the files ops are served and that ph is this
+// connection's.
+func (c *conn) filesFor(ph int64) error {
+	if c.s.Files == nil {
+		return protocol.Errorf(protocol.CodeUnsupported, "this CLS moves no files over agents' connections")
+	}
+	return c.owns(ph)
+}
 
 func routeTable(rs ...*route) map[string]*route {
 	m := make(map[string]*route, len(rs))

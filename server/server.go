@@ -48,6 +48,9 @@ type Server struct {
 	// output someone follows; the reply asks the placeholder to send
 	// their output while they run.
 	Followed func(running []protocol.JobRef) []protocol.JobRef
+	// Files, if set, serves the agents' file transfers (files.* ops);
+	// without it they are answered unsupported.
+	Files AgentFiles
 
 	// routed serves declared ops beyond the metaqueue's (site.add, ...):
 	// see Route.

@@ -177,6 +177,9 @@ const MaxDataRoot = 4096
 // .mq-data/CLSID). The root is given to the agent on a command line and
 // used as a prefix of every staged path: no control characters, no "..".
 func validDataRoot(s *protocol.SiteSpec) error {
+	if s.NodeLocal && (s.Type == Local || s.SharedFS) {
+		return errors.New("--node-local is for remote sites with a data root (not local, not --shared-fs): their nodes keep files on their own disks")
+	}
 	if s.Type == Local {
 		if s.DataRoot != "" {
 			return errors.New("--data-root is only for remote sites (a local site shares the CLS host's filesystem)")

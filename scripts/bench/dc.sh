@@ -34,6 +34,12 @@ MQ_DC_JOBS=$JOBS MQ_DC_MIB=$MIB MQ_DC_RUN_S=$RUN_S MQ_DC_OUT=$OUT \
 	go test -tags e2e ./test/sites -run 'TestStagingDCMovesLessThanFCFS$' -count=1 -v -timeout 60m 2>&1 |
 	grep -E 'dc_test.go|^(--- |ok|FAIL)' || true
 [ -s "$OUT/live.json" ] || { echo "dc.sh: the live runs wrote nothing" >&2; exit 1; }
+# DC's staging decisions, each with the placeholder arrivals it expected.
+if [ -s "$OUT/dc-log.txt" ]; then
+	echo "dc: $(grep -c 'dc: staging' "$OUT/dc-log.txt" || true) staging decisions:"
+	grep 'dc: staging' "$OUT/dc-log.txt" | sed -E 's/.*(job=[0-9]+).*(queue_s=[0-9.]+).*(arrivals=.*)$/  \1 \2 \3/' || true
+fi
+if [ -n "${DC_KEEP:-}" ]; then cp "$OUT"/*-log.txt "$DC_KEEP"/ 2>/dev/null || true; fi
 go build -o "$OUT/mqsim" ./cmd/mqsim
 
 python3 - "$OUT" <<'PY'

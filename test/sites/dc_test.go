@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -175,6 +176,17 @@ func runDCWorkload(t *testing.T, l *login, pol string, w dcWorkload) dcRun {
 		r.Bytes += moved
 	}
 	r.MakespanS = last.Sub(first).Seconds()
+	if out := os.Getenv("MQ_DC_OUT"); out != "" {
+		// DC's staging decisions, with the arrivals it expected (dc.sh).
+		log, _ := os.ReadFile(filepath.Join(c.home, "cls.log"))
+		var lines []string
+		for _, line := range strings.Split(string(log), "\n") {
+			if strings.Contains(line, "dc: staging") || strings.Contains(line, "msg=transfer ") || strings.Contains(line, `"msg":"transfer"`) {
+				lines = append(lines, line)
+			}
+		}
+		os.WriteFile(filepath.Join(out, pol+"-log.txt"), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	}
 	return r
 }
 

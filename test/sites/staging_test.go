@@ -224,3 +224,92 @@ func TestStagingRefusesChangedOrMissingInput(t *testing.T) {
 		t.Errorf("noout: state %s at %q, reason %q; want failed at grid: output was not created", j.State, j.Site, j.Reason)
 	}
 }
+
+// TestStagingNodeLocal: a Slurm site declared --node-local (its nodes
+// share no filesystem) keeps files per host. A job reading a file that
+// exists only on the CLS host gets it on the host its placeholder runs
+// on, over that placeholder's own connection to the CLS (the transfer
+// goes to site:host, not to the site's login host over SFTP); its output
+// is a replica on that host; a dependent job run by the same host reads
+// it there without any transfer; `cls files get` brings it back from the
+// host, byte-identical.
+func TestStagingNodeLocal(t *testing.T) {
+	need(t, "slurm")
+	l := newLogin(t, "127.0.0.1")
+	c := startCLS(t)
+	l2 := l.as(t, secondUser)
+	root := privateRoot(t, secondUser, ".mq-data-nodes")
+	c.addSite("nodes", "slurm", l2, "--max", "1", "--walltime", "20m", "--idle", "20s", "--data-root", ".mq-data-nodes", "--node-local")
+
+	input := make([]byte, 5<<20+77) // several chunks of the agent path
+	for i := range input {
+		input[i] = byte(i*13 + i/999)
+	}
+	if err := os.MkdirAll(filepath.Join(c.work, "in"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(c.work, "in", "n.dat"), input, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mid := append([]byte(sum(input)+"\n"), input...)
+	c.must("mqsub", "-i", "in/n.dat", "-o", "mid/n1.out", "n1",
+		"mkdir -p mid && sha256sum in/n.dat | cut -c1-64 > mid/n1.out && cat in/n.dat >> mid/n1.out")
+	c.must("mqsub", "-p", "n1", "-i", "mid/n1.out", "-o", "out/n2.txt", "n2",
+		"mkdir -p out && sha256sum mid/n1.out > out/n2.txt")
+	byTarget := func() map[string]protocol.JobInfo {
+		m := map[string]protocol.JobInfo{}
+		for _, j := range c.jobs("") {
+			m[j.Target] = j
+		}
+		return m
+	}
+	eventually(t, 4*time.Minute, "n2 done", func() bool {
+		j := byTarget()
+		if j["n1"].State == "F" || j["n2"].State == "F" {
+			t.Fatalf("a job failed: %+v %+v", j["n1"], j["n2"])
+		}
+		return j["n2"].State == "D"
+	})
+	jobs := byTarget()
+	host := jobs["n1"].Host
+	if host == "" || jobs["n1"].Site != "nodes" || jobs["n2"].Host != host {
+		t.Fatalf("n1 ran at %s:%s, n2 at %s:%s; want both on one host of nodes", jobs["n1"].Site, host, jobs["n2"].Site, jobs["n2"].Host)
+	}
+	detail := func(id int64) protocol.JobDetail {
+		var d protocol.JobDetail
+		if err := json.Unmarshal([]byte(c.must("mqstat", "-j", strconv.FormatInt(id, 10), "--json")), &d); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	abs := func(p string) string { return filepath.Join(c.work, p) }
+	d1 := detail(jobs["n1"].ID)
+	var moved int64
+	for _, tr := range d1.Transfers {
+		if tr.Error != "" {
+			t.Logf("a failed transfer %+v", tr)
+			continue
+		}
+		if tr.From != "local" || tr.To != "nodes:"+host || tr.Path != abs("in/n.dat") {
+			t.Errorf("n1's transfer %+v; want from local to nodes:%s", tr, host)
+		}
+		moved += tr.Bytes
+	}
+	if moved != int64(len(input)) {
+		t.Errorf("n1's transfers moved %d bytes, want %d", moved, len(input))
+	}
+	if got, err := os.ReadFile(filepath.Join(root, abs("in/n.dat"))); err != nil || !bytes.Equal(got, input) {
+		t.Errorf("the copy in the host's data root: %d bytes, %v", len(got), err)
+	}
+	if len(d1.Outputs) != 1 || len(d1.Outputs[0].Replicas) != 1 || d1.Outputs[0].Replicas[0].Host != host || d1.Outputs[0].SHA256 != sum(mid) {
+		t.Errorf("n1's output %+v; want one replica, on nodes:%s, SHA-256 %s", d1.Outputs, host, sum(mid))
+	}
+	if d2 := detail(jobs["n2"].ID); len(d2.Transfers) != 0 {
+		t.Errorf("n2 ran on the host holding its input, yet: %+v", d2.Transfers)
+	}
+	dest := filepath.Join(t.TempDir(), "mid.out")
+	c.must("cls", "files", "get", abs("mid/n1.out"), dest)
+	if got, err := os.ReadFile(dest); err != nil || !bytes.Equal(got, mid) {
+		t.Errorf("cls files get from the host: %d bytes, %v", len(got), err)
+	}
+}

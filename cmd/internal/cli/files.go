@@ -51,6 +51,9 @@ func Rate(bytes int64, seconds float64) string {
 // why it failed, if it did.
 func TransferLine(t protocol.TransferInfo) string {
 	s := fmt.Sprintf("%s -> %s, %s in %.3g s (%s)", t.From, t.To, HumanBytes(t.Bytes), t.Seconds, Rate(t.Bytes, t.Seconds))
+	if t.Via != "" {
+		s += ", via " + t.Via
+	}
 	if t.Error != "" {
 		s += ", failed: " + t.Error
 	}

@@ -29,6 +29,8 @@ func TestSiteAddRefusals(t *testing.T) {
 		{[]string{"a", "--type", "local", "--data-root", "/d"}, "--data-root is only for remote sites"},
 		{[]string{"a", "--type", "slurm", "--ssh", "u@h", "--data-root", "/d", "--shared-fs"}, "--data-root and --shared-fs exclude each other"},
 		{[]string{"a", "--type", "slurm", "--ssh", "u@h", "--data-root", "d/../../etc"}, "--data-root"},
+		{[]string{"a", "--type", "slurm", "--ssh", "u@h", "--node-local", "--shared-fs"}, "--node-local is for remote sites with a data root"},
+		{[]string{"a", "--type", "local", "--node-local"}, "--node-local is for remote sites with a data root"},
 	} {
 		var out, errOut bytes.Buffer
 		dialled := false

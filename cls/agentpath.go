@@ -420,23 +420,11 @@ func (t *agentTemp) Write(b []byte) (int, error) {
 	return written, nil
 }
 
+// send hashes and counts a chunk, then sends it.
 func (t *agentTemp) send(ctx context.Context, d protocol.FileData) error {
 	t.h.Write(d.Data)
 	t.n += int64(len(d.Data))
-	timer := time.NewTimer(agentWait)
-	defer timer.Stop()
-	select {
-	case t.x.chunks <- d:
-		return nil
-	case <-t.x.ended:
-		return errors.New("the transfer ended")
-	case <-t.x.box.gone:
-		return errors.New("the placeholder's connection closed")
-	case <-timer.C:
-		return errors.New("the placeholder asked for no bytes within " + agentWait.String())
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return t.sendRaw(ctx, d)
 }
 
 // Commit sends the last chunk with the digest of every byte and waits for

@@ -3,7 +3,6 @@ package metaqueue
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -191,26 +190,15 @@ func validSHA(h string) bool {
 // filesystem and the transfer totals.
 func (s *Store) loadCatalog(ctx context.Context) error {
 	d := &s.data
-	rows, err := s.w.QueryContext(ctx, "SELECT name, spec FROM sites")
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		var name, raw string
-		if err := rows.Scan(&name, &raw); err != nil {
-			rows.Close()
-			return err
-		}
-		var spec protocol.SiteSpec
-		if json.Unmarshal([]byte(raw), &spec) == nil && hasDataRoot(spec) {
+	if err := s.eachSiteSpec(ctx, func(name string, spec protocol.SiteSpec) {
+		if hasDataRoot(spec) {
 			d.rooted[name] = true
 			d.perHost[name] = spec.NodeLocal
 		}
-	}
-	if err := closeRows(rows); err != nil {
+	}); err != nil {
 		return err
 	}
-	rows, err = s.w.QueryContext(ctx, "SELECT path, size, sha256, producer, site, host, cls_mtime_ns FROM files")
+	rows, err := s.w.QueryContext(ctx, "SELECT path, size, sha256, producer, site, host, cls_mtime_ns FROM files")
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package metaqueue
 
 import (
 	"context"
-	"encoding/json"
 	"maps"
 	"time"
 
@@ -60,25 +59,14 @@ func (e *econState) spentBy(q int32) float64 {
 // loadEcon reads the stored sites' prices and what every queue spent.
 func (s *Store) loadEcon(ctx context.Context) error {
 	s.econ.reset()
-	rows, err := s.w.QueryContext(ctx, "SELECT name, spec FROM sites")
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		var name, raw string
-		if err := rows.Scan(&name, &raw); err != nil {
-			rows.Close()
-			return err
-		}
-		var spec protocol.SiteSpec
-		if json.Unmarshal([]byte(raw), &spec) == nil && spec.Price > 0 {
+	if err := s.eachSiteSpec(ctx, func(name string, spec protocol.SiteSpec) {
+		if spec.Price > 0 {
 			s.econ.price[name] = spec.Price
 		}
-	}
-	if err := closeRows(rows); err != nil {
+	}); err != nil {
 		return err
 	}
-	rows, err = s.w.QueryContext(ctx, `SELECT queue_id, site, sum(cost), coalesce(sum(CASE WHEN ok THEN seconds END), 0), sum(ok)
+	rows, err := s.w.QueryContext(ctx, `SELECT queue_id, site, sum(cost), coalesce(sum(CASE WHEN ok THEN seconds END), 0), sum(ok)
 		FROM charges GROUP BY queue_id, site`)
 	if err != nil {
 		return err

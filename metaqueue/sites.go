@@ -173,3 +173,25 @@ func (s *Store) SiteDemand(ctx context.Context, walltime float64, placeholders [
 	})
 	return ready, executing, err
 }
+
+// eachSiteSpec calls f with every stored site's spec, on the writer's
+// connection (loading); a spec that does not parse is skipped, as the
+// site manager refuses it too.
+func (s *Store) eachSiteSpec(ctx context.Context, f func(name string, spec protocol.SiteSpec)) error {
+	rows, err := s.w.QueryContext(ctx, "SELECT name, spec FROM sites")
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var name, raw string
+		if err := rows.Scan(&name, &raw); err != nil {
+			rows.Close()
+			return err
+		}
+		var spec protocol.SiteSpec
+		if json.Unmarshal([]byte(raw), &spec) == nil {
+			f(name, spec)
+		}
+	}
+	return closeRows(rows)
+}

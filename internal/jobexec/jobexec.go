@@ -33,7 +33,7 @@ func Command(line string, env []string, dir string) (cmd *exec.Cmd, direct bool)
 		return Shell(line, env), false
 	}
 	cmd = &exec.Cmd{Path: path, Args: words}
-	cmd.Env = append(env, "PWD="+shellPWD(lookupEnv(env, "PWD"), dir))
+	cmd.Env = append(env[:len(env):len(env)], "PWD="+shellPWD(lookupEnv(env, "PWD"), dir)) // never into the caller's array
 	return cmd, true
 }
 

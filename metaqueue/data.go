@@ -489,7 +489,10 @@ func (s *Store) inputs(dst []policy.Input, ids []int64, cur policy.Site, here Pl
 			if !ok {
 				continue
 			}
-			if s.opt.Stager != nil && f.rel && loc.at != cur {
+			// Only at a place with a data root of its own: at one sharing
+			// the CLS host's filesystem every file is "present", and DC's
+			// places there are where it was made (cache affinity).
+			if s.opt.Stager != nil && f.rel && loc.at != cur && here != shared {
 				if c := s.data.cat[f.path]; c != nil && s.present(c, here) {
 					loc.at = cur
 				}

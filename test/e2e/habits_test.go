@@ -92,7 +92,8 @@ func TestAccounting(t *testing.T) {
 		if _, ok := want[f[0]]; ok {
 			want[f[0]] = true
 		}
-		if f[0] == "burn" && (len(f) != 6 || f[1] != "1" || f[2] != "1") {
+		// TARGET JOBS ENDED CPU MEAN-ELAPSED MAX-ELAPSED COST ("-": no price)
+		if f[0] == "burn" && (len(f) != 7 || f[1] != "1" || f[2] != "1" || f[6] != "-") {
 			t.Errorf("summary line of burn: %q", l)
 		}
 	}

@@ -113,13 +113,8 @@ func New(w *wfformat.Workflow, o Options) (*Replay, error) {
 		paths[name] = p
 		return p
 	}
-	size := func(name string) int64 {
-		s, ok := w.FileSizes[name]
-		if !ok || s <= 0 {
-			return 0
-		}
-		return max(1, int64(math.Round(float64(s)*o.SizeScale)))
-	}
+	w = Scale(w, o)
+	size := func(name string) int64 { return w.FileSizes[name] }
 	producer := map[string]string{}
 	for _, t := range w.Tasks {
 		for _, f := range t.Outputs {
@@ -146,7 +141,7 @@ func New(w *wfformat.Workflow, o Options) (*Replay, error) {
 		for _, p := range t.Parents {
 			addPre(p)
 		}
-		rt := max(t.Runtime*o.TimeScale, o.MinRuntime)
+		rt := t.Runtime
 		if o.Est {
 			js.Est = rt
 		}
@@ -207,11 +202,38 @@ func New(w *wfformat.Workflow, o Options) (*Replay, error) {
 	return r, nil
 }
 
+// maxFile bounds a scaled size (1 PiB), so that a hostile trace cannot
+// overflow a sum of them.
+const maxFile = 1 << 50
+
+// Scale returns w with its runtimes and file sizes scaled as o says: a
+// runtime x TimeScale, at least MinRuntime; a size x SizeScale (when
+// Files; else sizes stay), at least 1 byte unless the trace gives 0.
+// What the jobs New makes run and write is this trace's, and so should
+// a model that predicts them be.
+func Scale(w *wfformat.Workflow, o Options) *wfformat.Workflow {
+	out := &wfformat.Workflow{Name: w.Name, Makespan: w.Makespan * o.TimeScale, FileSizes: make(map[string]int64, len(w.FileSizes))}
+	for name, size := range w.FileSizes {
+		if o.Files && size > 0 {
+			size = int64(max(1, min(math.Round(float64(size)*o.SizeScale), maxFile)))
+		}
+		out.FileSizes[name] = size
+	}
+	out.Tasks = make([]wfformat.Task, len(w.Tasks))
+	for i, t := range w.Tasks {
+		t.Runtime = max(t.Runtime*o.TimeScale, o.MinRuntime)
+		out.Tasks[i] = t
+	}
+	return out
+}
+
 // InputBytes is the bytes of the workflow's own inputs, scaled.
 func (r *Replay) InputBytes() int64 {
 	var n int64
 	for _, f := range r.Inputs {
-		n += f.Size
+		if n += f.Size; n < 0 || n > math.MaxInt64/2 {
+			return math.MaxInt64 // past any bound a caller would set
+		}
 	}
 	return n
 }

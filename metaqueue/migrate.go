@@ -173,6 +173,7 @@ func addPlanTimeline(ctx context.Context, w *sql.Conn) error {
 		{"job_plans", "plan_id INTEGER"},
 		{"job_plans", "start_s REAL"},
 		{"job_plans", "end_s REAL"},
+		{"job_plans", "ready_s REAL"},
 		{"job_plans", "slot INTEGER"},
 	})
 }

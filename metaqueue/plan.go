@@ -25,7 +25,9 @@ import (
 //     jobs first, in the plan's order, from any queue;
 //   - a placeholder elsewhere skips a planned job while a placeholder at
 //     the planned site has asked for work or heartbeated within
-//     planPatience and the job has been ready for less than that: the
+//     planPatience and the job has been ready for less than that plus the
+//     wait the plan itself predicts for it (from its prerequisites' end
+//     to its start, queued behind the site's other planned jobs): the
 //     site is alive and will take it;
 //   - past that (the site slow, or no placeholder of it asking), the
 //     queue's own policy hands the job to whoever asks: a deviation, shown
@@ -37,6 +39,9 @@ const planPatience = 30 * time.Second
 type planEntry struct {
 	site string
 	seq  int64
+	// wait is how long the plan has the job wait for its site once ready
+	// (its predicted start less its predicted ready time).
+	wait time.Duration
 }
 
 // planState is the writer's memory of the plans of live jobs.
@@ -55,6 +60,7 @@ func (ps *planState) reset() {
 
 func (ps *planState) add(id int64, e planEntry) {
 	if old, ok := ps.job[id]; ok && old.site == e.site && old.seq == e.seq {
+		ps.job[id] = e
 		return
 	}
 	ps.job[id] = e
@@ -80,7 +86,7 @@ func (ps *planState) sortSite(site string) {
 // loadPlans reads the plans of live jobs at start.
 func (s *Store) loadPlans(ctx context.Context) error {
 	s.plans.reset()
-	rows, err := s.w.QueryContext(ctx, `SELECT p.job_id, p.site, p.seq FROM job_plans p JOIN jobs j ON j.id = p.job_id
+	rows, err := s.w.QueryContext(ctx, `SELECT p.job_id, p.site, p.seq, coalesce(p.start_s - p.ready_s, 0) FROM job_plans p JOIN jobs j ON j.id = p.job_id
 		WHERE j.state NOT IN ('D', 'F', 'X')`)
 	if err != nil {
 		return err
@@ -90,9 +96,11 @@ func (s *Store) loadPlans(ctx context.Context) error {
 	for rows.Next() {
 		var id int64
 		var e planEntry
-		if err := rows.Scan(&id, &e.site, &e.seq); err != nil {
+		var wait float64
+		if err := rows.Scan(&id, &e.site, &e.seq, &wait); err != nil {
 			return err
 		}
+		e.wait = planWait(wait)
 		s.plans.add(id, e)
 		if s.g.State(id) == job.Queued {
 			s.plans.readyAt[id] = now
@@ -239,7 +247,11 @@ const planScan = 1024
 
 // keepForPlan says whether a placeholder at site should leave job id to
 // the site its plan names: that site was seen alive lately and the job
-// has not waited for it long.
+// has not waited for it much longer than the plan said it would. (With
+// planPatience alone, a job the plan queued at its site for more than
+// planPatience behind the site's other jobs went to whichever other site
+// asked first: a deviation the plan had not asked for, as one HEFT job of
+// the sites suite's replay did.)
 func (s *Store) keepForPlan(id int64, site string) bool {
 	e, ok := s.plans.job[id]
 	if !ok || e.site == site {
@@ -250,7 +262,7 @@ func (s *Store) keepForPlan(id int64, site string) bool {
 	if !ok || now.Sub(seen) > planPatience {
 		return false
 	}
-	return now.Sub(s.plans.readyAt[id]) < planPatience
+	return now.Sub(s.plans.readyAt[id]) < planPatience+e.wait
 }
 
 // PlanEstimate gives a planned job's runtime at each site, from its
@@ -490,15 +502,17 @@ func (s *Store) RecordPlan(ctx context.Context, rec PlanRecord, pl policy.Plan) 
 			if !ok || j.State.Terminal() {
 				continue
 			}
-			var start, end, slot any // NULL: no timeline
+			var start, end, ready, slot any // NULL: no timeline
+			e := planEntry{site: site, seq: int64(seq)}
 			if t, ok := times[id]; ok {
-				start, end, slot = finite(t.Start), finite(t.End), t.Slot
+				start, end, ready, slot = finite(t.Start), finite(t.End), finite(t.Ready), t.Slot
+				e.wait = planWait(finite(t.Start) - finite(t.Ready))
 			}
-			if _, err := s.w.ExecContext(context.Background(), `INSERT OR REPLACE INTO job_plans (job_id, site, seq, planner, plan_id, start_s, end_s, slot)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, id, site, seq, rec.Planner, planID, start, end, slot); err != nil {
+			if _, err := s.w.ExecContext(context.Background(), `INSERT OR REPLACE INTO job_plans (job_id, site, seq, planner, plan_id, start_s, end_s, ready_s, slot)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, site, seq, rec.Planner, planID, start, end, ready, slot); err != nil {
 				return fatalError{err}
 			}
-			s.plans.add(id, planEntry{site: site, seq: int64(seq)})
+			s.plans.add(id, e)
 			if j.State == job.Queued {
 				s.plans.readyAt[id] = s.now()
 			}
@@ -528,6 +542,12 @@ func (s *Store) RecordPlan(ctx context.Context, rec PlanRecord, pl policy.Plan) 
 		return nil
 	})
 	return n, err
+}
+
+// planWait is a predicted wait in seconds as a duration, at least 0 and
+// at most a day (a plan predicting more is not one to hold jobs for).
+func planWait(v float64) time.Duration {
+	return time.Duration(min(max(v, 0), 86400) * float64(time.Second))
 }
 
 // finite keeps a predicted time storable: SQLite has no infinity.

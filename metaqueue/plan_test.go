@@ -245,3 +245,46 @@ func TestPlanShowTimeline(t *testing.T) {
 		t.Fatalf("after planning again: %+v, %v", r.Plans, err)
 	}
 }
+
+// TestPlanPatienceCountsPlannedWait: a job the plan queues at its site
+// behind another for longer than planPatience stays for that site while
+// the site is alive and the job is within planPatience of its predicted
+// wait; past that, another site takes it. (With planPatience alone the
+// job went to the other site as soon as it had been ready for 30 s.)
+func TestPlanPatienceCountsPlannedWait(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	id := e.submit(spec("y", "true"), spec("x", "true"))
+	pl := policy.Plan{Site: map[int64]string{id[0]: "b", id[1]: "b"}, Order: []int64{id[0], id[1]}, Makespan: 110}
+	rec := PlanRecord{Target: "x", Planner: "heft", Sites: []policy.PlanSite{{Name: "a", Slots: 1}, {Name: "b", Slots: 1}},
+		Timeline: []plan.Scheduled{{ID: id[0], Site: "b", Start: 0, End: 100}, {ID: id[1], Site: "b", Start: 100, End: 110}}}
+	if _, err := e.s.RecordPlan(ctx, rec, pl); err != nil {
+		t.Fatal(err)
+	}
+	e.reopen() // the predicted wait is kept
+	a := e.register("a")
+	b := e.register("b")
+	gotB := e.next(b, 1)
+	if got := ids(gotB); !slices.Equal(got, []int64{id[0]}) {
+		t.Fatalf("b got %v, want %d", got, id[0])
+	}
+	// b runs y all along, heartbeating (which keeps its lease and says b
+	// is alive).
+	wait := func(d time.Duration) {
+		for ; d > 0; d -= testLease / 4 {
+			e.advance(min(d, testLease/4))
+			e.heartbeat(b, []protocol.JobRef{refOf(gotB[0])})
+		}
+	}
+	for _, after := range []time.Duration{0, planPatience + 10*time.Second, 80 * time.Second} { // 0, 40 and 120 s after ready
+		wait(after)
+		if got := ids(e.next(a, 1)); len(got) != 0 {
+			t.Fatalf("%s on, a got %v; b is alive and the plan has x wait 100 s for it", after, got)
+		}
+	}
+	wait(planPatience)
+	if got := ids(e.next(a, 1)); !slices.Equal(got, []int64{id[1]}) {
+		t.Fatalf("past the predicted wait and planPatience, a got %v, want %d", got, id[1])
+	}
+}

@@ -16,6 +16,9 @@ type Scheduled struct {
 	Slot  int
 	Start float64
 	End   float64
+	// Ready is when its prerequisites are predicted to have ended: from
+	// Ready to Start the plan has it wait for a slot at its site.
+	Ready float64
 }
 
 // Timeline is the schedule Evaluate scores, job by job, in the plan's
@@ -55,7 +58,7 @@ func Timeline(p policy.Problem, pl policy.Plan) ([]Scheduled, error) {
 		d, _ := m.duration(t, sc.alloc)
 		end := start + d
 		ft[t], free[s][slot] = end, end
-		out = append(out, Scheduled{ID: m.ids[t], Site: m.sites[s].Name, Slot: slot, Start: start, End: end})
+		out = append(out, Scheduled{ID: m.ids[t], Site: m.sites[s].Name, Slot: slot, Start: start, End: end, Ready: ready})
 	}
 	return out, nil
 }

@@ -5,7 +5,10 @@
 -- migrate.go, addPlanTimeline), only when missing: job_plans.plan_id (the
 -- plan the row belongs to; NULL for rows older than this version),
 -- start_s and end_s (the job's predicted start and end, seconds from the
--- plan's start) and slot (which of its site's slots). A plan no job_plans
+-- plan's start), slot (which of its site's slots) and ready_s (when its
+-- prerequisites are predicted to end: from ready_s to start_s the plan
+-- itself has the job wait for its site, and the CLS waits that much
+-- longer before another site may take it). A plan no job_plans
 -- row refers to any more (planned again) is dropped; all are cleared with
 -- the plans.
 CREATE TABLE IF NOT EXISTS plans (

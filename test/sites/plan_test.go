@@ -62,8 +62,8 @@ func TestPlanReplayHEFTvsFCFS(t *testing.T) {
 		if !t.Run(way, func(t *testing.T) { res[way] = runReplay(t, l, way, w, opt) }) {
 			t.FailNow()
 		}
-		t.Logf("%s: makespan %.1f s, %d bytes moved in %d transfers, jobs per site %v (predicted makespan %.1f s)",
-			way, res[way].MakespanS, res[way].Bytes, res[way].Transfers, res[way].PerSite, res[way].PlannedS)
+		t.Logf("%s: makespan %.1f s, %d bytes moved in %d transfers, jobs per site %v, %d ran off their plan's site (predicted makespan %.1f s)",
+			way, res[way].MakespanS, res[way].Bytes, res[way].Transfers, res[way].PerSite, res[way].Deviated, res[way].PlannedS)
 	}
 	// The model's prediction for the same setup: two one-slot sites of
 	// speed 1, the inputs at grid, the link cls serve assumes by default

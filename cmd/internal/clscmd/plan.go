@@ -213,7 +213,7 @@ func planShow(c *cli.Context, cl *client.Client, _ []string, v planValues) error
 // and clipped.
 func writePlanTimeline(w io.Writer, p protocol.PlanShown) {
 	fmt.Fprintf(w, "\nplan %d: %s of %s, made %s: %d jobs, predicted makespan %s, %s moved between sites\n",
-		p.ID, protocol.ClipText(p.Planner, 32), protocol.Quote(protocol.ClipText(p.Target, 128)), p.Made, p.Jobs,
+		p.ID, protocol.ClipText(p.Planner, 32), protocol.Quote(protocol.ClipText(p.Target, 128)), protocol.ClipText(p.Made, 40), p.Jobs,
 		secs(p.MakespanS), protocol.FormatBytes(p.MovedBytes))
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "  SITE\tSLOTS\tJOBS\tBUSY\tUTIL\tENDED\tRAN THERE\tRAN ELSEWHERE")

@@ -395,12 +395,19 @@ type WaitReply struct {
 	Pending []int64  `json:"pending,omitempty"`
 }
 
-// JobEnd is how a job ended.
+// JobEnd is how a job ended, and, for a job that ran, its last attempt's
+// number, place and times (as JobInfo gives them), so that a waiter
+// learns where and when its jobs ran without a stat request per reply.
 type JobEnd struct {
-	ID     int64  `json:"id"`
-	State  string `json:"state"`
-	Exit   *int   `json:"exit"`
-	Reason string `json:"reason,omitempty"`
+	ID       int64  `json:"id"`
+	State    string `json:"state"`
+	Exit     *int   `json:"exit"`
+	Reason   string `json:"reason,omitempty"`
+	Attempt  int    `json:"attempt,omitempty"`
+	Site     string `json:"site,omitempty"`
+	Host     string `json:"host,omitempty"`
+	Started  string `json:"started,omitempty"`
+	Finished string `json:"finished,omitempty"`
 }
 
 // QueueInfo is a queue's properties.

@@ -75,6 +75,7 @@ func (s *Store) RegisterAs(ctx context.Context, r protocol.Register, identity st
 		}
 		s.phs[id] = true
 		s.data.phPlace[id] = s.data.site(s.data.placeOf(r.Site, r.Host))
+		s.knowSite(r.Site)
 		return nil
 	})
 	return protocol.RegisterReply{ID: id, LeaseS: s.opt.Lease.Seconds(), HeartbeatS: s.opt.Heartbeat.Seconds()}, err
@@ -424,6 +425,7 @@ func (s *Store) expire() error {
 		}
 	}
 	s.forgetSilent(now)
+	s.checkInfeasible(now)
 	return nil
 }
 

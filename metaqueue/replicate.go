@@ -182,6 +182,7 @@ func (s *Store) win(id int64, ru *run) error {
 		if err := s.keepCopy(id, o, protocol.Report{Finished: now, Reason: reason}, true); err != nil {
 			return err
 		}
+		s.econStop(o)
 		if len(s.repl.killed) < maxKilledKept {
 			s.repl.killed[protocol.JobRef{ID: id, Attempt: o.attempt}] = o.placeholder
 		}
@@ -221,6 +222,13 @@ func (s *Store) keepCopy(id int64, ru *run, r protocol.Report, killed bool) erro
 		id, ru.attempt, ru.placeholder, micros(started), micros(finished), exit, reason, cpuUser, cpuSys, maxRSS, killed); err != nil {
 		return fatalError{err}
 	}
+	// What it ran is spent, whether it lost, failed or was lost: charged
+	// as any attempt (seed 002's budget counts every attempt).
+	if j, ok := s.g.Node(id); ok {
+		if q := s.queueIDs[j.Queue]; q != nil {
+			return s.charge(id, q, ru, started, finished, false)
+		}
+	}
 	return nil
 }
 
@@ -232,6 +240,7 @@ func (s *Store) dropRun(id int64, ru *run) error {
 		return err
 	}
 	s.repl.gen++
+	s.econStop(ru)
 	cs := s.repl.copies[id]
 	if i := slices.Index(cs, ru); i >= 0 {
 		cs = slices.Delete(cs, i, i+1)
@@ -279,6 +288,7 @@ func (s *Store) stopCopies(id int64, reason string) error {
 		if err := s.keepCopy(id, c, protocol.Report{Finished: now, Reason: reason}, true); err != nil {
 			return err
 		}
+		s.econStop(c)
 	}
 	delete(s.repl.copies, id)
 	s.repl.gen++
@@ -296,11 +306,14 @@ func (s *Store) lateReport(ph int64, r protocol.Report) error {
 		return nil
 	}
 	delete(s.repl.killed, ref)
-	if !r.Usage.Measured() || protocol.CheckUsage(r.Usage) != nil {
-		return nil
-	}
 	if err := s.begin(); err != nil {
 		return err
+	}
+	if err := s.extendCharge(r.ID, r.Attempt, r.Finished); err != nil {
+		return err
+	}
+	if !r.Usage.Measured() || protocol.CheckUsage(r.Usage) != nil {
+		return nil
 	}
 	_, err := s.w.ExecContext(context.Background(), `UPDATE attempts SET cpu_user = ?, cpu_sys = ?, max_rss = ?
 		WHERE job_id = ? AND attempt = ? AND killed_copy = 1`, r.CPUUser, r.CPUSys, r.MaxRSS, r.ID, r.Attempt)
@@ -380,7 +393,9 @@ func (s *Store) pickCopy(p *parkedNext) (int64, *queue, error) {
 		if _, most := q.copying(); most > 0 && n >= most {
 			continue
 		}
-		if !fits(j.Est, q, p.req.WalltimeLeft) {
+		// A copy spends as a first run does: the same budget and
+		// deadline gate (and the planner's cap at the asking site).
+		if !fits(j.Est, q, p.req.WalltimeLeft) || !s.affordable(q, j, p.site) {
 			continue
 		}
 		_ = ru
@@ -434,8 +449,12 @@ func (s *Store) dispatchCopy(p *parkedNext, id int64, q *queue) error {
 		id, r.attempt, p.req.Placeholder, micros(now)); err != nil {
 		return fatalError{err}
 	}
-	s.repl.copies[id] = append(s.repl.copies[id], &run{attempt: r.attempt, used: 1, placeholder: p.req.Placeholder, lease: now.Add(s.opt.Lease), started: now})
+	ru := &run{attempt: r.attempt, used: 1, placeholder: p.req.Placeholder, lease: now.Add(s.opt.Lease), started: now}
+	s.repl.copies[id] = append(s.repl.copies[id], ru)
 	s.repl.gen++
+	if j, ok := s.g.Node(id); ok {
+		s.econStart(q, j, ru, p.site)
+	}
 	a, err := s.assignment(id, q, r, 0, 0)
 	if err != nil {
 		return err
@@ -469,6 +488,22 @@ func (s *Store) loadCopies(ctx context.Context, now time.Time) error {
 	}
 	if err := closeRows(rows); err != nil {
 		return err
+	}
+	// Running copies take their reservations and places under the
+	// planner's caps again, as the job rows' own attempts do (loadJobs).
+	for id, cs := range s.repl.copies {
+		n, _ := s.g.Node(id)
+		q := s.queueIDs[n.Queue]
+		if q == nil || (!q.costed() && len(s.econ.price) == 0) {
+			continue
+		}
+		for _, c := range cs {
+			site, err := s.siteName(c.placeholder)
+			if err != nil {
+				return err
+			}
+			s.econStart(q, n, c, site)
+		}
 	}
 	rows, err = s.w.QueryContext(ctx, "SELECT job_id FROM job_no_replicate")
 	if err != nil {

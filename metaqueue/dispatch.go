@@ -425,6 +425,7 @@ func (s *Store) expire() error {
 		}
 	}
 	s.forgetSilent(now)
+	s.expireDying(now)
 	s.checkInfeasible(now)
 	return nil
 }
@@ -796,6 +797,12 @@ func (s *Store) PlaceholderGone(ctx context.Context, id int64) error {
 						return err
 					}
 				}
+			}
+		}
+		// Its killed copies stopped with it.
+		for ref, d := range s.econ.dying {
+			if d.ru.placeholder == id {
+				s.econDied(ref)
 			}
 		}
 		delete(s.phs, id)

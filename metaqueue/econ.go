@@ -49,6 +49,11 @@ type econState struct {
 	// deadline, with why (checkInfeasible); infeasibleN counts them per
 	// queue. checkedAt and checkedGen are when they were last checked
 	// and infeasibleGen what the check depends on beyond the clock.
+	// dying are killed copies whose placeholder has not said they
+	// stopped: each keeps its reservation until it does (or until, a
+	// lease after the kill), since it runs on until the placeholder's
+	// next heartbeat and that time is charged too (extendCharge).
+	dying                     map[protocol.JobRef]dyingRun
 	infeasible                map[int64]string
 	infeasibleN               map[int32]int
 	checkedAt                 time.Time
@@ -59,7 +64,7 @@ func (e *econState) reset() {
 	*e = econState{price: map[string]float64{}, spent: map[int32]map[string]float64{}, reserved: map[int32]float64{},
 		priced: map[int32]int{}, ran: map[int32]map[string]*runtimes{}, caps: map[int32]map[string]int{},
 		execAt: map[int32]map[string]int{}, unfinishable: map[int32]int{}, sites: map[string]bool{},
-		infeasible: map[int64]string{}, infeasibleN: map[int32]int{}, infeasibleGen: 1}
+		infeasible: map[int64]string{}, infeasibleN: map[int32]int{}, infeasibleGen: 1, dying: map[protocol.JobRef]dyingRun{}}
 }
 
 // costed says whether a queue's attempts are charged wherever they run.
@@ -415,14 +420,59 @@ func (s *Store) charge(id int64, q *queue, ru *run, started, finished time.Time,
 	return nil
 }
 
+type dyingRun struct {
+	ru    *run
+	until time.Time
+}
+
+// econDying keeps killed copy ru's reservation until its placeholder
+// reports it stopped (econDied), or a lease from now.
+func (s *Store) econDying(ref protocol.JobRef, ru *run) {
+	if !ru.costed {
+		return
+	}
+	s.econ.dying[ref] = dyingRun{ru, s.now().Add(s.opt.Lease)}
+	// What it was charged at the kill is spent: no longer reserved.
+	s.unreserve(ru, s.econ.price[ru.site]*max(s.now().Sub(ru.started).Seconds(), 0)/3600)
+}
+
+// unreserve moves cost of ru's reservation to spent (charged meanwhile).
+func (s *Store) unreserve(ru *run, cost float64) {
+	d := min(max(cost, 0), ru.reserve)
+	ru.reserve -= d
+	s.econ.reserved[ru.queue] = max(s.econ.reserved[ru.queue]-d, 0)
+}
+
+// econDied releases a killed copy's reservation.
+func (s *Store) econDied(ref protocol.JobRef) {
+	if d, ok := s.econ.dying[ref]; ok {
+		s.econStop(d.ru)
+		delete(s.econ.dying, ref)
+	}
+}
+
+// expireDying releases the reservations of killed copies never reported.
+func (s *Store) expireDying(now time.Time) {
+	for ref, d := range s.econ.dying {
+		if now.After(d.until) {
+			s.econStop(d.ru)
+			delete(s.econ.dying, ref)
+		}
+	}
+}
+
 // extendCharge charges a killed copy up to when its placeholder says it
-// ended (never past now): it was charged up to the kill, and ran on
-// until the placeholder's next heartbeat killed it.
+// ended (never past now, nor past a lease after the kill): it was
+// charged up to the kill, and ran on until the placeholder's next
+// heartbeat killed it. Its reservation covered that meanwhile.
 func (s *Store) extendCharge(id int64, attempt int, finished time.Time) error {
 	if finished.IsZero() {
 		return nil
 	}
 	finished = minTime(finished, s.now())
+	if d, ok := s.econ.dying[protocol.JobRef{ID: id, Attempt: attempt}]; ok {
+		finished = minTime(finished, d.until)
+	}
 	var started int64
 	var secs, price float64
 	var q int32
@@ -445,6 +495,9 @@ func (s *Store) extendCharge(id int64, attempt int, finished time.Time) error {
 		return fatalError{err}
 	}
 	s.addSpent(q, site, price*(more-secs)/3600)
+	if d, ok := s.econ.dying[protocol.JobRef{ID: id, Attempt: attempt}]; ok {
+		s.unreserve(d.ru, price*(more-secs)/3600)
+	}
 	return nil
 }
 

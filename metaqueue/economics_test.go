@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -134,4 +135,206 @@ func TestEconQueuesBudgetLeft(t *testing.T) {
 	if err != nil || len(qs) != 1 || !qs[0].Budgeted || math.Abs(qs[0].Budget-7) > 1e-9 || qs[0].Ready != 1 || qs[0].Est != 1 {
 		t.Fatalf("EconQueues = %+v, %v", qs, err)
 	}
+}
+
+// unixSec is t as the Unix seconds a queue's deadline is set in.
+func unixSec(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+// spentOf is queue name's spending in all and at site, from the summary
+// (mqstat --summary).
+func (e *env) spentOf(name, site string) (all, at float64) {
+	e.t.Helper()
+	qs, err := e.s.Summary(context.Background())
+	if err != nil {
+		e.t.Fatalf("Summary: %v", err)
+	}
+	for _, q := range qs {
+		if q.Queue == name {
+			return q.Spent, q.SpentBySite[site]
+		}
+	}
+	e.t.Fatalf("no queue %s in the summary", name)
+	return 0, 0
+}
+
+// chargeOf is what attempt of job id was charged (-1: no charge).
+func (e *env) chargeOf(id int64, attempt int) float64 {
+	e.t.Helper()
+	var c float64
+	err := e.s.rdb.QueryRow("SELECT cost FROM charges WHERE job_id = ? AND attempt = ?", id, attempt).Scan(&c)
+	if err != nil {
+		return -1
+	}
+	return c
+}
+
+// Copies are attempts like any other (issue 18): each passes the budget
+// check at dispatch and reserves its bound, so replication cannot take a
+// queue past its budget, and each is charged when it ends, a killed copy
+// too (up to when its placeholder says it stopped). Before, a copy ran
+// unreserved and free.
+func TestCopiesCharged(t *testing.T) {
+	t.Parallel()
+	for _, pol := range []string{"wqr", "fcfs"} {
+		t.Run(pol, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			ctx := context.Background()
+			f := func(v float64) *float64 { return &v }
+			// One unit a second; every attempt may run 4 s (the ceiling)
+			// and so reserves 4 of the budget of 10: two attempts at once.
+			if err := e.s.AddSite(ctx, protocol.SiteSpec{Name: "dear", Type: "local", Max: 4, Slots: 1, Price: 3600}); err != nil {
+				t.Fatal(err)
+			}
+			e.setQueue("q", pol, 3)
+			if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Budget: f(10), Ceiling: f(4)}); err != nil {
+				t.Fatal(err)
+			}
+			sp := spec("t", "true")
+			sp.Queue = "q"
+			id := e.submit(sp)[0]
+			a, b, c := e.register("dear"), e.register("dear"), e.register("dear")
+			first := e.next(a, 1)
+			if len(first) != 1 {
+				t.Fatalf("a got %d jobs", len(first))
+			}
+			cp := e.next(b, 1)
+			if len(cp) != 1 || cp[0].ID != id || cp[0].Attempt == first[0].Attempt {
+				t.Fatalf("b got %+v, want a copy of job %d", cp, id)
+			}
+			qs, err := e.s.Queues(ctx)
+			if err != nil || math.Abs(qs[0].Reserved-8) > 1e-9 {
+				t.Fatalf("the copy reserved nothing: %+v, %v", qs, err)
+			}
+			// A third attempt would reserve 4 more: 12 > 10.
+			if got := e.next(c, 1); len(got) != 0 {
+				t.Fatalf("c got a copy %+v past the budget", got)
+			}
+			e.clock.Advance(2 * time.Second)
+			// The copy wins after 2 s; the first attempt is killed, and
+			// its 2 s are spent as well.
+			e.report(b, ok(cp[0]))
+			e.mustBe(id, job.Done)
+			if got := e.chargeOf(id, first[0].Attempt); math.Abs(got-2) > 1e-6 {
+				t.Fatalf("the killed attempt was charged %v, want 2", got)
+			}
+			if all, at := e.spentOf("q", "dear"); math.Abs(all-4) > 1e-6 || math.Abs(at-4) > 1e-6 {
+				t.Fatalf("summary spent %v (dear %v), want 4", all, at)
+			}
+			// The killed attempt's placeholder stops it a second later
+			// and says so: it is charged up to then.
+			if hb := e.heartbeat(a, []protocol.JobRef{refOf(first[0])}); !contains(hb.Kill, refOf(first[0])) {
+				t.Fatalf("a not told to kill the losing attempt: %+v", hb)
+			}
+			e.clock.Advance(time.Second)
+			e.report(a, protocol.Report{ID: id, Attempt: first[0].Attempt, Exit: -1, Finished: e.clock.Now()})
+			if got := e.chargeOf(id, first[0].Attempt); math.Abs(got-3) > 1e-6 {
+				t.Fatalf("the killed attempt was charged %v after its report, want 3", got)
+			}
+			if all, _ := e.spentOf("q", "dear"); math.Abs(all-5) > 1e-6 {
+				t.Fatalf("summary spent %v, want 5", all)
+			}
+			qs, err = e.s.Queues(ctx)
+			if err != nil || qs[0].Reserved != 0 {
+				t.Fatalf("reservations left: %+v, %v", qs, err)
+			}
+			e.check()
+		})
+	}
+}
+
+// Replication under a budget: whatever order attempts end in, spending
+// (ended attempts) plus what running ones reserve never passes the
+// budget, and in the end every attempt started, copies included, is
+// charged; a copy that fails, one lost with its placeholder and a job
+// deleted while executing are charged too.
+func TestReplicationWithinBudget(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	f := func(v float64) *float64 { return &v }
+	if err := e.s.AddSite(ctx, protocol.SiteSpec{Name: "dear", Type: "local", Max: 8, Slots: 1, Price: 3600}); err != nil {
+		t.Fatal(err)
+	}
+	e.setQueue("q", "wqr", -1)
+	// 7 attempts' bounds of 10 at once, at most; each ends within its
+	// ceiling (a placeholder's turn comes every 8 s).
+	const budget = 75.0
+	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Budget: f(budget), Ceiling: f(10)}); err != nil {
+		t.Fatal(err)
+	}
+	var specs []protocol.JobSpec
+	for i := range 5 {
+		sp := spec(fmt.Sprintf("t%d", i), "true")
+		sp.Queue = "q"
+		specs = append(specs, sp)
+	}
+	e.submit(specs...)
+	var phs []int64
+	for range 8 {
+		phs = append(phs, e.register("dear"))
+	}
+	held := map[int64][]protocol.Assignment{}
+	started := 0
+	within := func(when string) {
+		t.Helper()
+		qs, err := e.s.Queues(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if qs[0].Spent+qs[0].Reserved > budget+1e-6 {
+			t.Fatalf("%s: spent %v + reserved %v > budget %v", when, qs[0].Spent, qs[0].Reserved, budget)
+		}
+	}
+	for round := 0; round < 12; round++ {
+		for _, ph := range phs {
+			if len(held[ph]) > 0 {
+				continue
+			}
+			got := e.next(ph, 1)
+			started += len(got)
+			held[ph] = append(held[ph], got...)
+			within(fmt.Sprintf("round %d, dispatch", round))
+		}
+		e.clock.Advance(time.Second)
+		// One placeholder in turn ends what it runs: ok, failed, lost
+		// with its placeholder, or deleted by the user.
+		ph := phs[round%len(phs)]
+		for _, a := range held[ph] {
+			switch round % 4 {
+			case 0:
+				e.report(ph, ok(a))
+			case 1:
+				e.report(ph, exit(a, 1))
+			case 2:
+				if err := e.s.PlaceholderGone(ctx, ph); err != nil {
+					t.Fatal(err)
+				}
+				phs[round%len(phs)] = e.register("dear")
+			case 3:
+				if _, err := e.s.Delete(ctx, protocol.Select{IDs: []int64{a.ID}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		delete(held, ph)
+		within(fmt.Sprintf("round %d, end", round))
+	}
+	// Whatever still runs ends now.
+	for ph, as := range held {
+		for _, a := range as {
+			e.report(ph, ok(a))
+		}
+	}
+	within("the end")
+	var charged int
+	if err := e.s.rdb.QueryRow("SELECT count(*) FROM charges").Scan(&charged); err != nil {
+		t.Fatal(err)
+	}
+	qs, _ := e.s.Queues(ctx)
+	t.Logf("%d attempts started, %d charged; spent %.3g, reserved %.3g", started, charged, qs[0].Spent, qs[0].Reserved)
+	if started < 8 || charged != started || qs[0].Reserved != 0 {
+		t.Fatalf("%d attempts started, %d charged, %v still reserved: every attempt is charged once", started, charged, qs[0].Reserved)
+	}
+	e.check()
 }

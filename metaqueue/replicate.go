@@ -182,9 +182,12 @@ func (s *Store) win(id int64, ru *run) error {
 		if err := s.keepCopy(id, o, protocol.Report{Finished: now, Reason: reason}, true); err != nil {
 			return err
 		}
-		s.econStop(o)
 		if len(s.repl.killed) < maxKilledKept {
-			s.repl.killed[protocol.JobRef{ID: id, Attempt: o.attempt}] = o.placeholder
+			ref := protocol.JobRef{ID: id, Attempt: o.attempt}
+			s.repl.killed[ref] = o.placeholder
+			s.econDying(ref, o)
+		} else {
+			s.econStop(o)
 		}
 	}
 	if len(others) > 0 {
@@ -299,7 +302,8 @@ func (s *Store) stopCopies(id int64, reason string) error {
 }
 
 // lateReport keeps the CPU figures of a killed copy's report, which came
-// after another attempt won.
+// after another attempt won, charges it up to when it stopped and
+// releases its reservation.
 func (s *Store) lateReport(ph int64, r protocol.Report) error {
 	ref := protocol.JobRef{ID: r.ID, Attempt: r.Attempt}
 	if got, ok := s.repl.killed[ref]; !ok || got != ph {
@@ -309,13 +313,15 @@ func (s *Store) lateReport(ph int64, r protocol.Report) error {
 	if err := s.begin(); err != nil {
 		return err
 	}
-	if err := s.extendCharge(r.ID, r.Attempt, r.Finished); err != nil {
+	err := s.extendCharge(r.ID, r.Attempt, r.Finished)
+	s.econDied(ref)
+	if err != nil {
 		return err
 	}
 	if !r.Usage.Measured() || protocol.CheckUsage(r.Usage) != nil {
 		return nil
 	}
-	_, err := s.w.ExecContext(context.Background(), `UPDATE attempts SET cpu_user = ?, cpu_sys = ?, max_rss = ?
+	_, err = s.w.ExecContext(context.Background(), `UPDATE attempts SET cpu_user = ?, cpu_sys = ?, max_rss = ?
 		WHERE job_id = ? AND attempt = ? AND killed_copy = 1`, r.CPUUser, r.CPUSys, r.MaxRSS, r.ID, r.Attempt)
 	if err != nil {
 		return fatalError{err}

@@ -3,7 +3,10 @@ package metaqueue
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -337,4 +340,171 @@ func TestReplicationWithinBudget(t *testing.T) {
 		t.Fatalf("%d attempts started, %d charged, %v still reserved: every attempt is charged once", started, charged, qs[0].Reserved)
 	}
 	e.check()
+}
+
+// syncBuffer is a log sink the core writes to while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// The deadline at dispatch (issue 18, docs/seed002.md): a job starts at a
+// site only if now plus its estimated runtime there (the queue's measured
+// mean at the site) is within the queue's deadline; otherwise it waits
+// for a faster site. Once no known site can end it in time it is
+// reported infeasible (mqstat -j, --summary, logged once), and a later
+// deadline lets it run.
+func TestDeadlineAtDispatch(t *testing.T) {
+	t.Parallel()
+	var logs syncBuffer
+	e := newEnvWith(t, func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	ctx := context.Background()
+	f := func(v float64) *float64 { return &v }
+	t0 := e.clock.Now()
+	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Deadline: f(unixSec(t0) + 20)}); err != nil {
+		t.Fatal(err)
+	}
+	var specs []protocol.JobSpec
+	for i := range 6 {
+		sp := spec(fmt.Sprintf("t%d", i), "true")
+		sp.Queue = "q"
+		specs = append(specs, sp)
+	}
+	e.submit(specs...)
+	slow, fast := e.register("slow"), e.register("fast")
+	// No runtime known: each site may learn one.
+	a, b := e.next(slow, 1), e.next(fast, 1)
+	if len(a) != 1 || len(b) != 1 {
+		t.Fatalf("slow got %d, fast %d jobs with no runtime known", len(a), len(b))
+	}
+	e.clock.Advance(2 * time.Second)
+	e.report(fast, ok(b[0])) // 2 s at fast
+	e.clock.Advance(6 * time.Second)
+	e.report(slow, ok(a[0])) // 8 s at slow
+	// t = 8: 12 s left, slow's 8 s fit.
+	got := e.next(slow, 1)
+	if len(got) != 1 {
+		t.Fatalf("slow got %d jobs with 12 s left and 8 s a job", len(got))
+	}
+	e.clock.Advance(6 * time.Second)
+	e.report(slow, ok(got[0]))
+	// t = 14: 6 s left. Slow (8 s) would end late; fast (2 s) will not.
+	if got := e.next(slow, 1); len(got) != 0 {
+		t.Fatalf("slow got %v with 6 s left and 8 s a job", ids(got))
+	}
+	e.tick()
+	if n := e.infeasibleIn("q"); n != 0 {
+		t.Fatalf("%d jobs infeasible while fast can end them", n)
+	}
+	got = e.next(fast, 1)
+	if len(got) != 1 {
+		t.Fatalf("fast got %d jobs with 6 s left and 2 s a job", len(got))
+	}
+	e.clock.Advance(2 * time.Second)
+	e.report(fast, ok(got[0]))
+	// t = 19: 1 s left: no site can end a job; the 2 left are reported.
+	e.clock.Advance(3 * time.Second)
+	if got := e.next(fast, 1); len(got) != 0 {
+		t.Fatalf("fast got %v with 1 s left and 2 s a job", ids(got))
+	}
+	e.tick()
+	if n := e.infeasibleIn("q"); n != 2 {
+		t.Fatalf("%d jobs reported infeasible, want the 2 left", n)
+	}
+	var waiting []int64
+	for _, j := range e.stat(protocol.Stat{Queue: "q", States: "Q"}) {
+		waiting = append(waiting, j.ID)
+		if d := e.job(j.ID); !strings.Contains(d.Infeasible, "site fast") {
+			t.Errorf("job %d: infeasible %q, want it to name the fastest site", j.ID, d.Infeasible)
+		}
+	}
+	if len(waiting) != 2 {
+		t.Fatalf("waiting %v", waiting)
+	}
+	e.clock.Advance(1500 * time.Millisecond)
+	e.tick()
+	e.clock.Advance(1500 * time.Millisecond)
+	e.tick()
+	if n := strings.Count(logs.String(), "cannot end by their queue's deadline"); n != 1 {
+		t.Errorf("logged %d times, want once:\n%s", n, logs.String())
+	}
+	if d := e.job(waiting[0]); !strings.Contains(d.Infeasible, "deadline has passed") {
+		t.Errorf("past the deadline: %q", d.Infeasible)
+	}
+	// A later deadline: they run, and are no longer reported.
+	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Deadline: f(unixSec(e.clock.Now()) + 60)}); err != nil {
+		t.Fatal(err)
+	}
+	e.tick()
+	if n := e.infeasibleIn("q"); n != 0 {
+		t.Fatalf("%d still infeasible with a later deadline", n)
+	}
+	if got := e.next(slow, 2); len(got) != 2 {
+		t.Fatalf("slow got %d jobs with 60 s left", len(got))
+	}
+	e.check()
+}
+
+// A copy is held to the deadline as a first run is: a site whose
+// measured runtime ends after it gets no copy.
+func TestDeadlineGatesCopies(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	f := func(v float64) *float64 { return &v }
+	e.setQueue("q", "wqr", -1)
+	t0 := e.clock.Now()
+	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Deadline: f(unixSec(t0) + 20)}); err != nil {
+		t.Fatal(err)
+	}
+	sp := spec("a", "true")
+	sp.Queue = "q"
+	first := e.submit(sp)[0]
+	slow := e.register("slow")
+	a := e.next(slow, 1)
+	e.clock.Advance(8 * time.Second)
+	e.report(slow, ok(a[0])) // 8 s at slow
+	if e.state(first) != job.Done {
+		t.Fatal("not done")
+	}
+	sp2 := spec("b", "true")
+	sp2.Queue = "q"
+	id := e.submit(sp2)[0]
+	fast := e.register("fast")
+	if got := e.next(fast, 1); len(got) != 1 || got[0].ID != id {
+		t.Fatalf("fast got %+v", got)
+	}
+	e.clock.Advance(5 * time.Second)
+	// t = 13: 7 s left; slow's 8 s a job would end late.
+	if got := e.next(slow, 1); len(got) != 0 {
+		t.Fatalf("slow got a copy %+v that cannot end by the deadline", got)
+	}
+}
+
+// infeasibleIn is how many ready jobs of queue name the summary reports
+// infeasible.
+func (e *env) infeasibleIn(name string) int {
+	e.t.Helper()
+	qs, err := e.s.Summary(context.Background())
+	if err != nil {
+		e.t.Fatalf("Summary: %v", err)
+	}
+	for _, q := range qs {
+		if q.Queue == name {
+			return q.Infeasible
+		}
+	}
+	return -1
 }

@@ -25,7 +25,9 @@ import (
 //   - budget: 10 jobs of 1 s under a budget of 0.1 with a 5 s ceiling
 //     (each start reserves 0.05 at grid, 0.5 at slurmy): never more spent
 //     than the budget, nothing at slurmy, and jobs left waiting once the
-//     budget left cannot pay for another start.
+//     budget left cannot pay for another start;
+//   - infeasible: a job declared to run 10 min under a deadline of 1 min
+//     never starts and is reported in mqstat -j and --summary.
 //
 // Spending is read from mqstat --summary (per queue and site).
 func TestEconomicsSites(t *testing.T) {
@@ -79,6 +81,27 @@ func TestEconomicsSites(t *testing.T) {
 		t.Logf("budget: %v, spent %.4f %v of %.4g", q.Counts, q.Spent, q.SpentBySite, q.Budget)
 		if q.Spent > q.Budget+1e-9 || q.Counts["E"] != 0 || q.SpentBySite["slurmy"] != 0 {
 			t.Errorf("spent %.4f %v of %.4g, counts %v", q.Spent, q.SpentBySite, q.Budget, q.Counts)
+		}
+	})
+	t.Run("infeasible", func(t *testing.T) {
+		c := econSites(t, l)
+		// A job declared to run 10 min under a deadline of 1 min: no
+		// site can end it in time, so it never starts and is reported.
+		c.must("cls", "queue", "set", "late", "--deadline", "1m", "--budget", "1")
+		econBulk(t, c, "late", "l", 1, 600)
+		var q protocol.QueueCounts
+		eventually(t, time.Minute, "the job reported infeasible", func() bool {
+			q = econCounts(t, c, "late")
+			return q.Infeasible == 1
+		})
+		id := c.jobs("")[0].ID
+		out := c.must("mqstat", "-j", fmt.Sprint(id))
+		t.Logf("infeasible: %v; mqstat -j:\n%s", q.Counts, out)
+		if !strings.Contains(out, "infeasible:") || !strings.Contains(out, "expected to run 600s") || q.Counts["Q"] != 1 {
+			t.Errorf("job %d: counts %v, mqstat -j:\n%s", id, q.Counts, out)
+		}
+		if sum := c.must("mqstat", "--summary"); !strings.Contains(sum, "1 ready jobs cannot end by it") {
+			t.Errorf("mqstat --summary:\n%s", sum)
 		}
 	})
 	eventually(t, 2*time.Minute, "no placeholders left in SGE or Slurm", func() bool { return ourBatchJobs(t) == 0 })

@@ -329,6 +329,12 @@ func (s *Store) Delete(ctx context.Context, sel protocol.Select) (protocol.Actio
 			if err := s.stopCopies(id, reason); err != nil {
 				return err
 			}
+			// Its attempt ran until now: that is spent too.
+			if ru := s.running[id]; ru != nil {
+				if err := s.charge(id, s.queueIDs[j.Queue], ru, ru.started, s.now(), false); err != nil {
+					return err
+				}
+			}
 			s.stopRun(id)
 		}
 		if _, err := s.w.ExecContext(context.Background(), "UPDATE jobs SET state = 'X', finished = ?, reason = ? WHERE id = ?", micros(s.now()), reason, id); err != nil {
@@ -547,6 +553,8 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 				q.id, next.Deadline, next.Budget); err != nil {
 				return fatalError{err}
 			}
+			s.repl.gen++ // copies refused for the budget or deadline may now fit
+			s.econ.infeasibleGen++
 		}
 		if pol != nil && pol.Name != q.pol.Name {
 			old := q.ready
@@ -589,6 +597,10 @@ func (s *Store) Summary(ctx context.Context) ([]protocol.QueueCounts, error) {
 			c := s.countsFor(q.id)
 			for _, st := range job.States {
 				qc.Counts[st.String()] = c[st]
+			}
+			if info := s.econInfo(q); info.Spent > 0 || q.costed() {
+				qc.Spent, qc.SpentBySite, qc.Infeasible = info.Spent, info.SpentBySite, info.Infeasible
+				qc.Budget, qc.Deadline = q.Budget, q.Deadline
 			}
 			out = append(out, qc)
 		}

@@ -599,7 +599,7 @@ func (s *Store) Summary(ctx context.Context) ([]protocol.QueueCounts, error) {
 				qc.Counts[st.String()] = c[st]
 			}
 			if info := s.econInfo(q); info.Spent > 0 || q.costed() {
-				qc.Spent, qc.SpentBySite, qc.Infeasible = info.Spent, info.SpentBySite, info.Infeasible
+				qc.Spent, qc.SpentBySite, qc.Infeasible, qc.OverBudget = info.Spent, info.SpentBySite, info.Infeasible, info.OverBudget
 				qc.Budget, qc.Deadline = q.Budget, q.Deadline
 			}
 			out = append(out, qc)

@@ -508,3 +508,137 @@ func (e *env) infeasibleIn(name string) int {
 	}
 	return -1
 }
+
+// A job still waiting on prerequisites is judged too: it can start no
+// earlier than its unfinished prerequisites' chain of estimated runtimes
+// (a running one for what is left of it), so a second stage that would
+// fit the deadline alone is reported infeasible, while it waits, because
+// of its prerequisite's runtime; a later deadline clears it.
+func TestDeadlineJudgesWaitingJobs(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	f := func(v float64) *float64 { return &v }
+	t0 := e.clock.Now()
+	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Deadline: f(unixSec(t0) + 20)}); err != nil {
+		t.Fatal(err)
+	}
+	// a: 15 s, then b (needs a): 10 s, then c (needs b): 1 s. b alone
+	// fits the 20 s; a then b (25 s) does not, nor does a, b, c.
+	a, b, c := spec("a", "true"), spec("b", "true", "a"), spec("c", "true", "b")
+	a.Est, b.Est, c.Est = 15, 10, 1
+	a.Queue, b.Queue, c.Queue = "q", "q", "q"
+	// d (needs a) runs 2 s: a then d ends by 17 s, within the deadline.
+	d := spec("d", "true", "a")
+	d.Est, d.Queue = 2, "q"
+	got := e.submit(a, b, c, d)
+	ida, idb, idc, idd := got[0], got[1], got[2], got[3]
+	ph := e.register("fast")
+	e.tick()
+	if n := e.infeasibleIn("q"); n != 2 {
+		t.Fatalf("%d jobs reported infeasible, want b and c (waiting)", n)
+	}
+	if e.state(idb) != job.Waiting {
+		t.Fatalf("b is %v, not waiting", e.state(idb))
+	}
+	for _, tc := range []struct {
+		id   int64
+		want string
+	}{
+		{idb, "its prerequisites end in 15s at the earliest, then it is expected to run 10s at best (site fast), 20s left"},
+		{idc, "its prerequisites end in 25s at the earliest, 20s left"},
+		{ida, ""},
+		{idd, ""},
+	} {
+		if got := e.job(tc.id).Infeasible; (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("job %d: infeasible %q, want %q", tc.id, got, tc.want)
+		}
+	}
+	// a runs: 4 s later what is left of it (11 s) still counts.
+	if got := e.next(ph, 1); len(got) != 1 || got[0].ID != ida {
+		t.Fatalf("fast got %+v, want a", got)
+	}
+	e.clock.Advance(4 * time.Second)
+	e.tick()
+	if d := e.job(idb).Infeasible; !strings.Contains(d, "prerequisites end in 11s") {
+		t.Errorf("with a running 4 s: %q", d)
+	}
+	// A later deadline: b fits (a's 11 s left, then 10 s, by 21 s of 26).
+	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Deadline: f(unixSec(e.clock.Now()) + 22)}); err != nil {
+		t.Fatal(err)
+	}
+	e.tick()
+	if n := e.infeasibleIn("q"); n != 1 || e.job(idc).Infeasible == "" {
+		t.Fatalf("%d infeasible with 22 s left, want c alone (11 + 10 + 1 s)", n)
+	}
+	e.check()
+}
+
+// Jobs the budget cannot pay for are reported early: the budget left,
+// less what running attempts reserve, pays for the jobs not started
+// (ready or waiting) at their cheapest site's expected cost, cheapest
+// first; the rest are counted (mqstat --summary, cls queue list) and
+// mqstat -j says so. A free site pays for everything.
+func TestBudgetReportsUnaffordable(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	f := func(v float64) *float64 { return &v }
+	// cheap: one unit a second; dear: two.
+	for name, price := range map[string]float64{"cheap": 3600, "dear": 7200} {
+		if err := e.s.AddSite(ctx, protocol.SiteSpec{Name: name, Type: "local", Max: 1, Slots: 4, Price: price}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Budget: f(3.5)}); err != nil {
+		t.Fatal(err)
+	}
+	// 5 jobs of 1 s (1 each at cheap): 3 ready, 2 waiting on t0; and one
+	// of unknown runtime, whose cost cannot be foreseen (not counted).
+	var specs []protocol.JobSpec
+	for _, sp := range []protocol.JobSpec{spec("t0", "true"), spec("t1", "true"), spec("t2", "true"), spec("w0", "true", "t0"), spec("w1", "true", "t0")} {
+		sp.Queue, sp.Est = "q", 1
+		specs = append(specs, sp)
+	}
+	unknown := spec("u", "true")
+	unknown.Queue = "q"
+	ids := e.submit(append(specs, unknown)...)
+	e.tick()
+	overIn := func() int {
+		t.Helper()
+		qs, err := e.s.Summary(ctx)
+		if err != nil || len(qs) != 1 {
+			t.Fatalf("Summary: %+v, %v", qs, err)
+		}
+		ql, err := e.s.Queues(ctx)
+		if err != nil || len(ql) != 1 || ql[0].OverBudget != qs[0].OverBudget {
+			t.Fatalf("Queues: %+v, %v; summary says %d", ql, err, qs[0].OverBudget)
+		}
+		return qs[0].OverBudget
+	}
+	if n := overIn(); n != 2 {
+		t.Fatalf("%d jobs over budget, want 2 (3.5 pays for 3 of 5 at 1 each)", n)
+	}
+	if d := e.job(ids[3]).OverBudget; !strings.Contains(d, "pays for 4 of its 6 jobs not started") {
+		t.Errorf("waiting job: over budget %q", d)
+	}
+	// One starts at cheap, reserving its expected 1: 2.5 left for 5.
+	ph := e.register("cheap")
+	if got := e.next(ph, 1); len(got) != 1 {
+		t.Fatalf("cheap got %d jobs", len(got))
+	}
+	e.clock.Advance(2 * time.Second)
+	e.tick()
+	if n := overIn(); n != 2 {
+		t.Fatalf("%d jobs over budget after one started, want 2 (2.5 left pays for 2 of 4 foreseen)", n)
+	}
+	// A site that charges nothing can run them all.
+	e.register("free")
+	e.tick()
+	if n := overIn(); n != 0 {
+		t.Fatalf("%d jobs over budget with a free site", n)
+	}
+	if d := e.job(ids[3]).OverBudget; d != "" {
+		t.Errorf("with a free site: %q", d)
+	}
+}

@@ -296,9 +296,12 @@ func (s *Store) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
 			return d, err
 		}
 	}
-	if d.State == string(job.Queued) {
+	if d.State == string(job.Queued) || d.State == string(job.Waiting) {
 		if err := s.do(ctx, func() error {
 			d.Infeasible = s.econ.infeasible[id]
+			if j, ok := s.g.Node(id); ok {
+				d.OverBudget = s.econ.overBudgetWhy[j.Queue]
+			}
 			return nil
 		}); err != nil {
 			return d, err

@@ -31,6 +31,19 @@ func Runtime(est float64) float64 {
 // i needs the jobs prereqs[i] and is expected to run Runtime(est[i])
 // seconds. It costs O(jobs + edges). ok is false if the jobs form a cycle.
 func BLevels(est []float64, prereqs [][]int32) (b []float64, ok bool) {
+	w := make([]float64, len(est))
+	for i, e := range est {
+		w[i] = Runtime(e)
+	}
+	return Levels(w, prereqs)
+}
+
+// Levels is BLevels with exact weights: node i weighs w[i] (0 counts as
+// nothing) and its level is w[i] plus the largest level among the nodes
+// that list i in their prereqs. Given the graph reversed (prereqs[i]
+// naming the nodes that need i), a node's level is the longest chain of
+// weights ending with it: the metaqueue's earliest ends (econ.go).
+func Levels(w []float64, prereqs [][]int32) (b []float64, ok bool) {
 	n := len(prereqs)
 	users := make([]int32, n) // dependents not yet ranked
 	for _, ps := range prereqs {
@@ -38,7 +51,7 @@ func BLevels(est []float64, prereqs [][]int32) (b []float64, ok bool) {
 			users[p]++
 		}
 	}
-	down := make([]float64, n) // largest b-level among dependents
+	down := make([]float64, n) // largest level among dependents
 	b = make([]float64, n)
 	stack := make([]int32, 0, n)
 	for i, u := range users {
@@ -51,7 +64,7 @@ func BLevels(est []float64, prereqs [][]int32) (b []float64, ok bool) {
 		j := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		ranked++
-		b[j] = Runtime(est[j]) + down[j]
+		b[j] = w[j] + down[j]
 		for _, p := range prereqs[j] {
 			down[p] = max(down[p], b[j])
 			if users[p]--; users[p] == 0 {

@@ -280,9 +280,12 @@ type JobDetail struct {
 	Outputs   []FileInfo     `json:"outputs,omitempty"`
 	Transfers []TransferInfo `json:"transfers,omitempty"` // data staging for this job
 	Plan      *JobPlan       `json:"plan,omitempty"`      // where a plan (cls plan make) put it
-	// Infeasible says why a ready job cannot end by its queue's deadline
-	// at any known site (it waits; docs/seed002.md).
+	// Infeasible says why a job not started (ready, or waiting on
+	// prerequisites) cannot end by its queue's deadline at any known site
+	// (it waits; docs/seed002.md); OverBudget, for a job not started,
+	// that its queue's budget left cannot pay for all such jobs.
 	Infeasible string `json:"infeasible,omitempty"`
+	OverBudget string `json:"over_budget,omitempty"`
 }
 
 // JobRefState names a job with its target and state letter.
@@ -357,13 +360,16 @@ type QueueCounts struct {
 	// Economics (seed 002), for a queue with a deadline or a budget or
 	// that spent anything: what every attempt of its jobs cost (first
 	// runs, retries and copies, killed ones too), in all and per site,
-	// its budget and deadline, and how many ready jobs cannot end by the
-	// deadline at any site.
+	// its budget and deadline, how many jobs not started cannot end by
+	// the deadline at any site and how many its budget left cannot pay
+	// for. A target's row (mqstat --summary -t) has what its jobs'
+	// attempts cost.
 	Spent       float64            `json:"spent,omitempty"`
 	SpentBySite map[string]float64 `json:"spent_by_site,omitempty"`
 	Budget      float64            `json:"budget,omitempty"`
 	Deadline    float64            `json:"deadline,omitempty"`
 	Infeasible  int                `json:"infeasible,omitempty"`
+	OverBudget  int                `json:"over_budget,omitempty"`
 }
 
 // Select names jobs for delete or rerun: by ids (optionally checked against
@@ -441,13 +447,17 @@ type QueueInfo struct {
 	// elapsed hours), in all and per site; Reserved what its running
 	// attempts may cost at most; Unfinishable how many ready jobs the
 	// planner last found no site can end within the deadline and budget;
-	// Infeasible how many ready jobs no known site can end by the
-	// deadline at its estimated runtime there (they wait).
+	// Infeasible how many jobs not started (ready, or waiting on
+	// prerequisites) no known site can end by the deadline at its
+	// estimated runtime there (they wait); OverBudget how many jobs not
+	// started the budget left, less reservations, cannot pay for even at
+	// their cheapest site's expected cost.
 	Spent        float64            `json:"spent,omitempty"`
 	SpentBySite  map[string]float64 `json:"spent_by_site,omitempty"`
 	Reserved     float64            `json:"reserved,omitempty"`
 	Unfinishable int                `json:"unfinishable,omitempty"`
 	Infeasible   int                `json:"infeasible,omitempty"`
+	OverBudget   int                `json:"over_budget,omitempty"`
 	// MaxCopies bounds the attempts of one job running at once, the
 	// original included (job replication, seed 000). 0: the policy's
 	// default (sa and wqr copy without bound, others never); 1: never
@@ -758,6 +768,9 @@ type Progress struct {
 	IntervalMS int `json:"interval_ms,omitempty"`
 	// Once sends one frame (the counts now) and ends.
 	Once bool `json:"once,omitempty"`
+	// Spending, with Once, adds what the selected jobs' attempts cost
+	// (mqstat --summary -t), read from the charges.
+	Spending bool `json:"spending,omitempty"`
 }
 
 // ProgressReply is one frame of a progress stream: the selected jobs'
@@ -772,6 +785,10 @@ type ProgressReply struct {
 	NotDone []JobEnd       `json:"not_done,omitempty"`
 	// MoreNotDone counts the jobs that did not end done beyond NotDone.
 	MoreNotDone int `json:"more_not_done,omitempty"`
+	// Spent and SpentBySite, if Spending was asked: what every attempt
+	// of the selected jobs cost, in all and per site.
+	Spent       float64            `json:"spent,omitempty"`
+	SpentBySite map[string]float64 `json:"spent_by_site,omitempty"`
 }
 
 // MaxNotDone bounds ProgressReply.NotDone.

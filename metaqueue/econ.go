@@ -266,12 +266,20 @@ func (s *Store) inTime(q *queue, j dag.Node, site string) bool {
 // this pace.
 const infeasibleEvery = time.Second
 
-// econKey groups jobs the checks treat alike: one queue, target and
-// declared runtime.
+// econKey groups jobs the checks treat alike: one queue and declared
+// runtime, and, for jobs that declared none, one target (whose learned
+// runtime is theirs; estimateAt).
 type econKey struct {
 	queue  int32
 	target dag.TargetID
 	est    float32
+}
+
+func keyOf(q *queue, j dag.Node) econKey {
+	if j.Est > 0 {
+		return econKey{q.id, 0, j.Est}
+	}
+	return econKey{q.id, j.Target, 0}
 }
 
 // checkInfeasible reports early the jobs that cannot finish within their
@@ -336,7 +344,7 @@ func (s *Store) checkInfeasible(now time.Time) {
 		if q == nil || !q.costed() {
 			return
 		}
-		k := econKey{q.id, j.Target, j.Est}
+		k := keyOf(q, j)
 		if q.Budget > 0 {
 			m := unstarted[q.id]
 			if m == nil {
@@ -404,8 +412,8 @@ func (s *Store) checkInfeasible(now time.Time) {
 func (s *Store) earliestEnds(now time.Time) []float64 {
 	nt := int(s.g.NextTargetID())
 	tnode := make([]int32, nt) // target -> its node + 1; 0: none yet
-	w := make([]float64, 0, s.g.Live())
-	next := make([][]int32, 0, s.g.Live())
+	w := make([]float64, 0, s.g.Live()+nt) // a node per job and target
+	next := make([][]int32, 0, s.g.Live()+nt)
 	own := make([]int32, 0, s.g.Live()) // each job's one next, its target
 	node := func(t dag.TargetID) int32 {
 		if tnode[t] == 0 {
@@ -423,7 +431,7 @@ func (s *Store) earliestEnds(now time.Time) []float64 {
 		if q == nil || int(j.Target) >= nt {
 			return
 		}
-		k := econKey{q.id, j.Target, j.Est}
+		k := keyOf(q, j)
 		b, ok := best[k]
 		if !ok {
 			b, _ = s.bestEstimate(q, j)

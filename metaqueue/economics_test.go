@@ -642,3 +642,48 @@ func TestBudgetReportsUnaffordable(t *testing.T) {
 		t.Errorf("with a free site: %q", d)
 	}
 }
+
+// BenchmarkCheckInfeasible: the early report's cost on the core, with
+// 100,000 jobs of a queue with a deadline and a budget, half waiting on
+// the other half's targets (b.N checks; its pace keeps it at most 5% of
+// the core's time).
+func BenchmarkCheckInfeasible(b *testing.B) {
+	e := newEnv(&testing.T{})
+	ctx := context.Background()
+	f := func(v float64) *float64 { return &v }
+	if err := e.s.AddSite(ctx, protocol.SiteSpec{Name: "s", Type: "local", Max: 1, Slots: 4, Price: 3600}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Deadline: f(unixSec(e.clock.Now()) + 60), Budget: f(1000)}); err != nil {
+		b.Fatal(err)
+	}
+	const n = 50_000
+	specs := make([]protocol.JobSpec, 0, 2*n)
+	for i := range n {
+		sp := spec(fmt.Sprintf("a%d", i), "true")
+		sp.Queue, sp.Est = "q", 30
+		specs = append(specs, sp)
+	}
+	for i := range n {
+		sp := spec(fmt.Sprintf("b%d", i), "true", fmt.Sprintf("a%d", i))
+		sp.Queue, sp.Est = "q", float64(20+i%20)
+		specs = append(specs, sp)
+	}
+	if _, err := e.s.Submit(ctx, specs); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		if err := e.s.do(ctx, func() error {
+			e.s.econ.checkedAt = time.Time{}
+			e.s.checkInfeasible(e.clock.Now())
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	qs, _ := e.s.Summary(ctx)
+	b.ReportMetric(float64(qs[0].Infeasible), "infeasible")
+	b.ReportMetric(float64(qs[0].OverBudget), "over_budget")
+}

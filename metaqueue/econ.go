@@ -411,7 +411,7 @@ func (s *Store) checkInfeasible(now time.Time) {
 // their prerequisite lists); nil if the graph has a cycle.
 func (s *Store) earliestEnds(now time.Time) []float64 {
 	nt := int(s.g.NextTargetID())
-	tnode := make([]int32, nt) // target -> its node + 1; 0: none yet
+	tnode := make([]int32, nt)             // target -> its node + 1; 0: none yet
 	w := make([]float64, 0, s.g.Live()+nt) // a node per job and target
 	next := make([][]int32, 0, s.g.Live()+nt)
 	own := make([]int32, 0, s.g.Live()) // each job's one next, its target

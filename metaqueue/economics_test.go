@@ -687,3 +687,55 @@ func BenchmarkCheckInfeasible(b *testing.B) {
 	b.ReportMetric(float64(qs[0].Infeasible), "infeasible")
 	b.ReportMetric(float64(qs[0].OverBudget), "over_budget")
 }
+
+// A progress request asking for spending (mqstat --summary -t) gets what
+// the selected jobs' attempts cost, per site: a target's, a queue's, a
+// range's.
+func TestProgressSpending(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	f := func(v float64) *float64 { return &v }
+	if err := e.s.AddSite(ctx, protocol.SiteSpec{Name: "dear", Type: "local", Max: 1, Slots: 4, Price: 3600}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Budget: f(100)}); err != nil {
+		t.Fatal(err)
+	}
+	a, b := spec("a", "true"), spec("b", "true")
+	a.Queue, b.Queue, a.Est, b.Est = "q", "q", 2, 3
+	ida, idb := e.submit(a)[0], e.submit(b)[0]
+	ph := e.register("dear")
+	got := e.next(ph, 2)
+	if len(got) != 2 {
+		t.Fatalf("dear got %d jobs", len(got))
+	}
+	e.clock.Advance(2 * time.Second)
+	e.report(ph, ok(got[0]))
+	e.clock.Advance(time.Second)
+	e.report(ph, ok(got[1])) // the first 2 s, the second 3 s
+	costOf := map[int64]float64{got[0].ID: 2, got[1].ID: 3}
+	for _, tc := range []struct {
+		req  protocol.Progress
+		want float64
+	}{
+		{protocol.Progress{Target: "a"}, costOf[ida]},
+		{protocol.Progress{Target: "b", Queue: "q"}, costOf[idb]},
+		{protocol.Progress{Queue: "q"}, 5},
+		{protocol.Progress{}, 5},
+		{protocol.Progress{First: idb, Last: idb}, costOf[idb]},
+	} {
+		tc.req.Once, tc.req.Spending = true, true
+		var r protocol.ProgressReply
+		if err := e.s.Progress(ctx, tc.req, func(p protocol.ProgressReply) error { r = p; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(r.Spent-tc.want) > 1e-6 || math.Abs(r.SpentBySite["dear"]-tc.want) > 1e-6 || r.Counts["D"] == 0 {
+			t.Errorf("%+v: %+v, want spent %g at dear", tc.req, r, tc.want)
+		}
+	}
+	var r protocol.ProgressReply
+	if err := e.s.Progress(ctx, protocol.Progress{Target: "a", Once: true}, func(p protocol.ProgressReply) error { r = p; return nil }); err != nil || r.Spent != 0 || r.SpentBySite != nil {
+		t.Errorf("spending not asked: %+v, %v", r, err)
+	}
+}

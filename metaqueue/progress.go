@@ -162,6 +162,64 @@ func (s *Store) initWatch(w *watch) error {
 	return nil
 }
 
+// spending fills what the attempts of w's jobs cost, in all and per
+// site: a target's (or a range's) from the charges table, a queue's or
+// every queue's from memory. Listed ids get none.
+func (s *Store) spending(w *watch, r *protocol.ProgressReply) error {
+	by := map[string]float64{}
+	switch {
+	case w.ids != nil:
+		return nil
+	case w.hasT || w.req.First > 0:
+		q := "SELECT c.site, sum(c.cost) FROM charges c JOIN jobs j ON j.id = c.job_id WHERE "
+		var args []any
+		if w.hasT {
+			q += "j.target_id = ?"
+			args = append(args, int32(w.target))
+			if w.hasQ {
+				q += " AND j.queue_id = ?"
+				args = append(args, w.queue)
+			}
+		} else {
+			q += "j.id BETWEEN ? AND ?"
+			args = append(args, w.req.First, w.req.Last)
+		}
+		rows, err := s.w.QueryContext(context.Background(), q+" GROUP BY c.site", args...)
+		if err != nil {
+			return fatalError{err}
+		}
+		for rows.Next() {
+			var site string
+			var cost float64
+			if err := rows.Scan(&site, &cost); err != nil {
+				rows.Close()
+				return fatalError{err}
+			}
+			by[site] += cost
+		}
+		if err := closeRows(rows); err != nil {
+			return fatalError{err}
+		}
+	default:
+		for qid, m := range s.econ.spent {
+			if w.hasQ && qid != w.queue {
+				continue
+			}
+			for site, v := range m {
+				by[site] += v
+			}
+		}
+	}
+	for site, v := range by {
+		if r.SpentBySite == nil {
+			r.SpentBySite = map[string]float64{}
+		}
+		r.SpentBySite[site] = v
+		r.Spent += v
+	}
+	return nil
+}
+
 func (s *Store) countRows(w *watch, q string, args ...any) error {
 	rows, err := s.w.QueryContext(context.Background(), q, args...)
 	if err != nil {
@@ -283,6 +341,11 @@ func (s *Store) Progress(ctx context.Context, req protocol.Progress, send func(p
 			return err
 		}
 		snap, pending = w.reply(), w.pending()
+		if req.Once && req.Spending {
+			if err := s.spending(w, &snap); err != nil {
+				return err
+			}
+		}
 		if !req.Once && pending > 0 {
 			s.watches[w] = struct{}{}
 		}

@@ -100,7 +100,7 @@ func TestEconomicsSites(t *testing.T) {
 		if !strings.Contains(out, "infeasible:") || !strings.Contains(out, "expected to run 600s") || q.Counts["Q"] != 1 {
 			t.Errorf("job %d: counts %v, mqstat -j:\n%s", id, q.Counts, out)
 		}
-		if sum := c.must("mqstat", "--summary"); !strings.Contains(sum, "1 ready jobs cannot end by it") {
+		if sum := c.must("mqstat", "--summary"); !strings.Contains(sum, "1 jobs cannot end by it") {
 			t.Errorf("mqstat --summary:\n%s", sum)
 		}
 	})

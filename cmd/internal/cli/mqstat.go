@@ -463,14 +463,24 @@ func printSummary(w io.Writer, qs []protocol.QueueCounts) {
 }
 
 // SpendingLine is a queue's economics in mqstat --summary: what its
-// attempts cost, per site, against its budget and deadline, and its
-// jobs that cannot end by the deadline ("" for a queue with none).
+// attempts cost, per site, against its budget and deadline, its jobs
+// that cannot end by the deadline and those its budget left cannot pay
+// for ("" for a queue with none). A target's row (--summary -t) has
+// what its jobs' attempts cost.
 func SpendingLine(q protocol.QueueCounts) string {
-	if q.Spent == 0 && q.Budget == 0 && q.Deadline == 0 && q.Infeasible == 0 {
+	if q.Spent == 0 && len(q.SpentBySite) == 0 && q.Budget == 0 && q.Deadline == 0 && q.Infeasible == 0 && q.OverBudget == 0 {
 		return ""
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "queue %s spent %.4g", protocol.Printable(q.Queue), q.Spent)
+	if q.Target != "" {
+		fmt.Fprintf(&b, "target %s", protocol.Printable(q.Target))
+		if q.Queue != "" && q.Queue != "all" {
+			fmt.Fprintf(&b, " of queue %s", protocol.Printable(q.Queue))
+		}
+	} else {
+		fmt.Fprintf(&b, "queue %s", protocol.Printable(q.Queue))
+	}
+	fmt.Fprintf(&b, " spent %.4g", q.Spent)
 	if q.Budget > 0 {
 		fmt.Fprintf(&b, " of budget %.4g", q.Budget)
 	}
@@ -486,7 +496,10 @@ func SpendingLine(q protocol.QueueCounts) string {
 		fmt.Fprintf(&b, ", deadline %s", time.Unix(0, int64(q.Deadline*1e9)).UTC().Format(time.RFC3339))
 	}
 	if q.Infeasible > 0 {
-		fmt.Fprintf(&b, ", %d ready jobs cannot end by it at any site", q.Infeasible)
+		fmt.Fprintf(&b, ", %d jobs cannot end by it at any site", q.Infeasible)
+	}
+	if q.OverBudget > 0 {
+		fmt.Fprintf(&b, ", %d jobs not started the budget left cannot pay for", q.OverBudget)
 	}
 	return b.String()
 }
@@ -532,6 +545,7 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 		p("plan", planLine(d))
 	}
 	p("infeasible", d.Infeasible)
+	p("over budget", d.OverBudget)
 	p("submitted", d.Submitted)
 	p("started", d.Started)
 	p("finished", d.Finished)

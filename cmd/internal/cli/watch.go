@@ -123,8 +123,8 @@ func filteredSummary(c *cli.Context, cl *client.Client, qs []protocol.QueueCount
 		return nil, protocol.Errorf(protocol.CodeNotFound, "queue %s does not exist", c.String("q"))
 	}
 	var row protocol.QueueCounts
-	err := client.Stream(c.Context, cl, protocol.OpProgress, protocol.Progress{Queue: c.String("q"), Target: c.String("t"), Once: true}, func(r protocol.ProgressReply) error {
-		row = protocol.QueueCounts{Queue: c.String("q"), Target: c.String("t"), Counts: r.Counts}
+	err := client.Stream(c.Context, cl, protocol.OpProgress, protocol.Progress{Queue: c.String("q"), Target: c.String("t"), Once: true, Spending: true}, func(r protocol.ProgressReply) error {
+		row = protocol.QueueCounts{Queue: c.String("q"), Target: c.String("t"), Counts: r.Counts, Spent: r.Spent, SpentBySite: r.SpentBySite}
 		return nil
 	})
 	if row.Queue == "" {

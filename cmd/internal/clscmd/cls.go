@@ -423,7 +423,7 @@ func checkDurations(c *cli.Context, ranges map[string][2]time.Duration) error {
 
 func printQueues(w io.Writer, qs []protocol.QueueInfo) {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "QUEUE\tCEILING\tMAX ATTEMPTS\tRETRY FAILED\tPOLICY\tDEADLINE\tBUDGET\tSPENT\tUNFINISHABLE\tMAX COPIES")
+	fmt.Fprintln(tw, "QUEUE\tCEILING\tMAX ATTEMPTS\tRETRY FAILED\tPOLICY\tDEADLINE\tBUDGET\tSPENT\tUNFINISHABLE\tINFEASIBLE\tOVER BUDGET\tMAX COPIES")
 	for _, q := range qs {
 		ceiling, deadline, budget := "none", "none", "none"
 		if q.Ceiling > 0 {
@@ -449,7 +449,7 @@ func printQueues(w io.Writer, qs []protocol.QueueInfo) {
 		if q.MaxCopies > 0 {
 			copies = strconv.Itoa(q.MaxCopies)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%s\t%s\t%s\t%s\t%d\t%s\n", protocol.Printable(q.Name), ceiling, q.MaxAttempts, q.RetryFailed, protocol.Printable(q.Policy), deadline, budget, spent, q.Unfinishable, copies)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", protocol.Printable(q.Name), ceiling, q.MaxAttempts, q.RetryFailed, protocol.Printable(q.Policy), deadline, budget, spent, q.Unfinishable, q.Infeasible, q.OverBudget, copies)
 	}
 	tw.Flush()
 }

@@ -563,13 +563,14 @@ func TestDeadlineJudgesWaitingJobs(t *testing.T) {
 	if d := e.job(idb).Infeasible; !strings.Contains(d, "prerequisites end in 11s") {
 		t.Errorf("with a running 4 s: %q", d)
 	}
-	// A later deadline: b fits (a's 11 s left, then 10 s, by 21 s of 26).
-	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Deadline: f(unixSec(e.clock.Now()) + 22)}); err != nil {
+	// A later deadline, 21.5 s away: b fits (a's 11 s left, then 10 s);
+	// c (then 1 s more) does not.
+	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Deadline: f(unixSec(e.clock.Now()) + 21.5)}); err != nil {
 		t.Fatal(err)
 	}
 	e.tick()
 	if n := e.infeasibleIn("q"); n != 1 || e.job(idc).Infeasible == "" {
-		t.Fatalf("%d infeasible with 22 s left, want c alone (11 + 10 + 1 s)", n)
+		t.Fatalf("%d infeasible with 21.5 s left, want c alone (11 + 10 + 1 s)", n)
 	}
 	e.check()
 }

@@ -44,8 +44,12 @@ const (
 	decomposeSites = 6   // fewer sites: the whole LP is small enough
 	decomposeRows  = 150 // fewer rows: likewise
 	dwMaxRounds    = 500
-	dwBigM         = 1e4
-	lpEps          = 1e-9 // the perturbation that keeps gonum's simplex from cycling
+	// An LP the decomposition cannot certify is solved whole only up to
+	// this many rows (minutes); beyond, its branch is left unsearched
+	// (the plan is then not Optimal) or, at the root, the plan fails.
+	decomposeFallbackRows = 600
+	dwBigM                = 1e4
+	lpEps                 = 1e-9 // the perturbation that keeps gonum's simplex from cycling
 )
 
 var errUncertified = errors.New("lpsched: decomposition: optimum not certified")
@@ -197,11 +201,12 @@ func (f *formulation) solveBySite(rows []row, lo []float64) (float64, []float64,
 	for i := range coupling {
 		fix = append(fix, fixed{i, 1, dwBigM}, fixed{i, -1, dwBigM})
 	}
-	// solve solves the restricted master, perturbed when perturb is set
-	// (and then with the duals of the basis it ends on). Only the
-	// perturbed one is solved: on the exact one, degenerate, gonum's
-	// pivoting can cycle.
-	solve := func(perturb bool) (lam, y []float64, err error) {
+	// solve solves the restricted master, its right-hand side perturbed
+	// by about eps (and then with the duals of the basis it ends on).
+	// Only perturbed ones are solved: on the exact one, degenerate,
+	// gonum's pivoting can cycle.
+	solve := func(eps float64) (lam, y []float64, err error) {
+		perturb := eps > 0
 		n := len(cols) + len(fix)
 		A := mat.NewDense(m, n, nil)
 		c := make([]float64, n)
@@ -224,7 +229,7 @@ func (f *formulation) solveBySite(rows []row, lo []float64) (float64, []float64,
 			// nondegenerate: its columns are exactly the positive ones.
 			// (The sites' weights are scaled back to sum to 1.)
 			for i := range rhs {
-				rhs[i] += 10 * lpEps * (1 + rng.Float64())
+				rhs[i] += eps * (1 + rng.Float64())
 			}
 		}
 		// A feasible first basis: each site's first vertex, an
@@ -344,7 +349,15 @@ func (f *formulation) solveBySite(rows []row, lo []float64) (float64, []float64,
 	}
 	w := make([]float64, f.nvar)
 	for range dwMaxRounds {
-		lam, y, err := solve(true)
+		// A basis whose duals do not price every column at >= 0 was
+		// not told apart from a degenerate neighbour: perturbed more.
+		var lam, y []float64
+		var err error
+		for _, eps := range []float64{10 * lpEps, 1e3 * lpEps, 1e4 * lpEps} {
+			if lam, y, err = solve(eps); !errors.Is(err, errUncertified) {
+				break
+			}
+		}
 		if err != nil {
 			return 0, nil, err
 		}
@@ -368,8 +381,8 @@ func (f *formulation) solveBySite(rows []row, lo []float64) (float64, []float64,
 			}
 		}
 		if !added {
-			// The perturbed master's answer: off by its 1e-8 or so in
-			// the coupling rows; each site's weights are scaled to sum
+			// The perturbed master's answer: off by its 1e-8 (rarely
+			// 1e-5) or so in the coupling rows; each site's weights are scaled to sum
 			// to 1, so its own rows hold as its vertices do.
 			for j := range fix[nslack:] {
 				if lam[len(cols)+nslack+j] > 1e-6 {

@@ -48,8 +48,9 @@ type formulation struct {
 	owner []int
 	// decompose solves relaxations by site (decompose.go); fallbacks
 	// counts those it could not certify and solved whole.
-	decompose bool
-	fallbacks int
+	decompose    bool
+	fallbacks    int
+	lastFallback error
 }
 
 type row struct {
@@ -269,12 +270,13 @@ func (f *formulation) relax(b bounds) (opt float64, x []float64, err error) {
 	}
 	if f.decompose {
 		opt, x, err = f.solveBySite(rows, lo)
-		if err == nil || errors.Is(err, errInfeasible) {
+		if err == nil || errors.Is(err, errInfeasible) || len(rows) > decomposeFallbackRows {
 			return opt, x, err
 		}
 		// The decomposition did not prove its answer (numbers it could
 		// not certify): the whole problem, slowly but surely.
 		f.fallbacks++
+		f.lastFallback = err
 	}
 	return lpSolve(f.nvar, f.obj, rows, lo, nil)
 }
@@ -412,6 +414,10 @@ func (f *formulation) solve(ctx context.Context) (Plan, error) {
 		if errors.Is(err, errInfeasible) {
 			continue
 		}
+		if errors.Is(err, errUncertified) && (best != nil || len(stack) > 0) {
+			complete = false // a branch not searched
+			continue
+		}
 		if err != nil {
 			return Plan{}, err
 		}
@@ -426,14 +432,21 @@ func (f *formulation) solve(ctx context.Context) (Plan, error) {
 			// Every count rounded up from the root's relaxation, the
 			// rates re-solved: usually feasible, and a good first plan.
 			rounded = true
-			for _, counts := range [][]float64{f.roundUp(x), f.roundDown(x)} {
+			tries := [][]float64{f.roundUp(x, intTol), f.roundDown(x)}
+			if f.decompose {
+				// The decomposition's optimum is a blend of each site's
+				// vertices, its counts more often a little over a
+				// whole: rounded to the nearest too.
+				tries = append(tries, f.roundUp(x, 0.5))
+			}
+			for _, counts := range tries {
 				fix := root
 				for i, v := range f.ints {
 					fix = fix.with(v, counts[i], counts[i])
 				}
 				if o, xr, err := f.relax(fix); err == nil && o < bestObj {
 					best, bestObj = xr, o
-				} else if err != nil && !errors.Is(err, errInfeasible) {
+				} else if err != nil && !errors.Is(err, errInfeasible) && !errors.Is(err, errUncertified) {
 					return Plan{}, err
 				}
 			}
@@ -481,14 +494,15 @@ func (f *formulation) roundDown(x []float64) []float64 {
 	return out
 }
 
-// roundUp is every count of x rounded up, then, where a site or a stage
-// is over its limit, the counts with the least fraction taken back down.
-func (f *formulation) roundUp(x []float64) []float64 {
+// roundUp is every count of x rounded up (less tol), then, where a site
+// or a stage is over its limit, the counts with the least fraction taken
+// back down.
+func (f *formulation) roundUp(x []float64, tol float64) []float64 {
 	p := f.p
 	out := make([]float64, len(f.ints))
 	idx := map[int]int{}
 	for i, v := range f.ints {
-		out[i] = math.Ceil(x[v] - intTol)
+		out[i] = math.Ceil(x[v] - tol)
 		idx[v] = i
 	}
 	// fit lowers the counts of vars, least fraction first, to at most

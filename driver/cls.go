@@ -352,7 +352,16 @@ func (b *clsBackend) watch(ctx context.Context, ids []int64, ents []*entry) {
 			b.dropped(cl)
 			continue
 		}
-		info := b.details(ctx, cl, reply.Jobs)
+		// A CLS of this version says where and when each job ran in the
+		// reply; ask separately only for those it did not (a job that
+		// never started, or an older CLS).
+		var unplaced []protocol.JobEnd
+		for _, je := range reply.Jobs {
+			if je.Started == "" {
+				unplaced = append(unplaced, je)
+			}
+		}
+		info := b.details(ctx, cl, unplaced)
 		for _, je := range reply.Jobs {
 			e := byID[je.ID]
 			if e == nil {
@@ -363,6 +372,8 @@ func (b *clsBackend) watch(ctx context.Context, ids []int64, ents []*entry) {
 			res.out = b
 			if ji, ok := info[je.ID]; ok {
 				b.fill(&res, ji)
+			} else if je.Started != "" {
+				b.fill(&res, protocol.JobInfo{Attempts: je.Attempt, Site: je.Site, Host: je.Host, Started: je.Started, Finished: je.Finished})
 			}
 			b.d.finish(e.rec, res)
 		}

@@ -123,9 +123,9 @@ func (s *Store) WaitFor(ctx context.Context, req protocol.Wait) (protocol.WaitRe
 func (s *Store) jobEnd(id int64) (protocol.JobEnd, error) {
 	end := protocol.JobEnd{ID: id}
 	var st string
-	var exit sql.NullInt64
+	var exit, started, finished sql.NullInt64
 	var reason sql.NullString
-	err := s.stmts.jobEnd.QueryRow(id).Scan(&st, &exit, &reason)
+	err := s.stmts.jobEnd.QueryRow(id).Scan(&st, &exit, &reason, &end.Attempt, &end.Site, &end.Host, &started, &finished)
 	if errors.Is(err, sql.ErrNoRows) {
 		return end, protocol.Errorf(protocol.CodeNotFound, "job %d does not exist", id)
 	}
@@ -133,6 +133,7 @@ func (s *Store) jobEnd(id int64) (protocol.JobEnd, error) {
 		return end, fatalError{err}
 	}
 	end.State, end.Reason = st, reason.String
+	end.Started, end.Finished = formatMicros(started), formatMicros(finished)
 	if exit.Valid {
 		e := int(exit.Int64)
 		end.Exit = &e
@@ -140,8 +141,11 @@ func (s *Store) jobEnd(id int64) (protocol.JobEnd, error) {
 	return end, nil
 }
 
-// notifyWaiters answers waits whose jobs ended in the batch just committed.
-func (s *Store) notifyWaiters() {
+// notifyWaiters answers waits whose jobs ended in the batch just committed,
+// and, on the core's tick, drops those whose callers left: not after every
+// batch, since a driver waiting on a million jobs would make each batch
+// walk them all.
+func (s *Store) notifyWaiters(ticked bool) {
 	// Waits with Any are answered after every job of the batch is in, so
 	// one reply carries all that ended together.
 	var anyDone []*waitCall
@@ -174,6 +178,9 @@ func (s *Store) notifyWaiters() {
 			w.listPending()
 			w.finish(nil)
 		}
+	}
+	if !ticked {
+		return
 	}
 	// Drop waits whose callers left or timed out.
 	for id, ws := range s.waiters {
@@ -321,6 +328,12 @@ func (s *Store) Delete(ctx context.Context, sel protocol.Select) (protocol.Actio
 			reason = "deleted by user while executing"
 			if err := s.stopCopies(id, reason); err != nil {
 				return err
+			}
+			// Its attempt ran until now: that is spent too.
+			if ru := s.running[id]; ru != nil {
+				if err := s.charge(id, s.queueIDs[j.Queue], ru, ru.started, s.now(), false); err != nil {
+					return err
+				}
 			}
 			s.stopRun(id)
 		}
@@ -540,6 +553,8 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 				q.id, next.Deadline, next.Budget); err != nil {
 				return fatalError{err}
 			}
+			s.repl.gen++ // copies refused for the budget or deadline may now fit
+			s.econ.infeasibleGen++
 		}
 		if pol != nil && pol.Name != q.pol.Name {
 			old := q.ready
@@ -582,6 +597,10 @@ func (s *Store) Summary(ctx context.Context) ([]protocol.QueueCounts, error) {
 			c := s.countsFor(q.id)
 			for _, st := range job.States {
 				qc.Counts[st.String()] = c[st]
+			}
+			if info := s.econInfo(q); info.Spent > 0 || q.costed() {
+				qc.Spent, qc.SpentBySite, qc.Infeasible = info.Spent, info.SpentBySite, info.Infeasible
+				qc.Budget, qc.Deadline = q.Budget, q.Deadline
 			}
 			out = append(out, qc)
 		}

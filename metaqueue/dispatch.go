@@ -75,6 +75,7 @@ func (s *Store) RegisterAs(ctx context.Context, r protocol.Register, identity st
 		}
 		s.phs[id] = true
 		s.data.phPlace[id] = s.data.site(s.data.placeOf(r.Site, r.Host))
+		s.knowSite(r.Site)
 		return nil
 	})
 	return protocol.RegisterReply{ID: id, LeaseS: s.opt.Lease.Seconds(), HeartbeatS: s.opt.Heartbeat.Seconds()}, err
@@ -424,6 +425,8 @@ func (s *Store) expire() error {
 		}
 	}
 	s.forgetSilent(now)
+	s.expireDying(now)
+	s.checkInfeasible(now)
 	return nil
 }
 
@@ -794,6 +797,12 @@ func (s *Store) PlaceholderGone(ctx context.Context, id int64) error {
 						return err
 					}
 				}
+			}
+		}
+		// Its killed copies stopped with it.
+		for ref, d := range s.econ.dying {
+			if d.ru.placeholder == id {
+				s.econDied(ref)
 			}
 		}
 		delete(s.phs, id)

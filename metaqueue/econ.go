@@ -2,7 +2,12 @@ package metaqueue
 
 import (
 	"context"
+	"database/sql"
+	"errors"
+	"fmt"
 	"maps"
+	"math"
+	"slices"
 	"time"
 
 	"github.com/mq-hpc/mq/dag"
@@ -37,12 +42,30 @@ type econState struct {
 	caps         map[int32]map[string]int
 	execAt       map[int32]map[string]int
 	unfinishable map[int32]int
+	// sites are the sites a job could run at: stored ones and those
+	// placeholders registered from (the deadline check's candidates).
+	sites map[string]bool
+	// infeasible are the ready jobs no site can end by their queue's
+	// deadline, with why (checkInfeasible); infeasibleN counts them per
+	// queue. checkedAt and checkedGen are when they were last checked
+	// and infeasibleGen what the check depends on beyond the clock.
+	// dying are killed copies whose placeholder has not said they
+	// stopped: each keeps its reservation until it does (or until, a
+	// lease after the kill), since it runs on until the placeholder's
+	// next heartbeat and that time is charged too (extendCharge).
+	dying                     map[protocol.JobRef]dyingRun
+	infeasible                map[int64]string
+	infeasibleN               map[int32]int
+	checkedAt                 time.Time
+	checkTook                 time.Duration // the last check's own time
+	checkedGen, infeasibleGen uint64
 }
 
 func (e *econState) reset() {
 	*e = econState{price: map[string]float64{}, spent: map[int32]map[string]float64{}, reserved: map[int32]float64{},
 		priced: map[int32]int{}, ran: map[int32]map[string]*runtimes{}, caps: map[int32]map[string]int{},
-		execAt: map[int32]map[string]int{}, unfinishable: map[int32]int{}}
+		execAt: map[int32]map[string]int{}, unfinishable: map[int32]int{}, sites: map[string]bool{},
+		infeasible: map[int64]string{}, infeasibleN: map[int32]int{}, infeasibleGen: 1, dying: map[protocol.JobRef]dyingRun{}}
 }
 
 // costed says whether a queue's attempts are charged wherever they run.
@@ -60,6 +83,7 @@ func (e *econState) spentBy(q int32) float64 {
 func (s *Store) loadEcon(ctx context.Context) error {
 	s.econ.reset()
 	if err := s.eachSiteSpec(ctx, func(name string, spec protocol.SiteSpec) {
+		s.econ.sites[name] = true
 		if spec.Price > 0 {
 			s.econ.price[name] = spec.Price
 		}
@@ -135,10 +159,20 @@ func (s *Store) siteName(ph int64) (string, error) {
 	return s.data.places[at].site, nil
 }
 
-// expectAt is how long job j of queue q is expected to run at site: the
-// queue's mean there, else the job's declared or learned (per target)
-// runtime, else the queue's mean anywhere, else its ceiling; 0: unknown.
+// expectAt is how long job j of queue q is expected to run at site
+// (estimateAt), else the queue's ceiling; 0: unknown.
 func (s *Store) expectAt(q *queue, j dag.Node, site string) float64 {
+	if e := s.estimateAt(q, j, site); e > 0 {
+		return e
+	}
+	return q.Ceiling
+}
+
+// estimateAt is how long job j of queue q is expected to run at site: the
+// queue's mean there, else the job's declared or learned (per target)
+// runtime, else the queue's mean anywhere; 0: unknown. Not the ceiling,
+// which bounds a runtime but does not estimate it.
+func (s *Store) estimateAt(q *queue, j dag.Node, site string) float64 {
 	if r := s.econ.ran[q.id][site]; r != nil && r.n > 0 {
 		return r.secs / float64(r.n)
 	}
@@ -153,7 +187,7 @@ func (s *Store) expectAt(q *queue, j dag.Node, site string) float64 {
 	if all.n > 0 {
 		return all.secs / float64(all.n)
 	}
-	return q.Ceiling
+	return 0
 }
 
 // reserveFor is what an attempt of j at site reserves of q's budget: the
@@ -168,15 +202,20 @@ func (s *Store) reserveFor(q *queue, j dag.Node, site string) float64 {
 	return price * bound / 3600
 }
 
-// affordable says whether a placeholder at site may start job j of q now:
-// the planner's cap for the site is not reached, and the budget left
-// (less what running attempts reserve) covers what it would reserve. A
-// job whose cost cannot be foreseen (no runtime known anywhere) starts
-// at a priced site only while no other of its queue runs at one, so its
-// runtime is measured before more are risked.
+// affordable says whether a placeholder at site may start an attempt of
+// job j of q now (a first run, a retry or a copy alike): it can end by
+// the queue's deadline there (inTime), the planner's cap for the site is
+// not reached, and the budget left (less what running attempts reserve)
+// covers what it would reserve. A job whose cost cannot be foreseen (no
+// runtime known anywhere) starts at a priced site only while no other of
+// its queue runs at one, so its runtime is measured before more are
+// risked.
 func (s *Store) affordable(q *queue, j dag.Node, site string) bool {
 	if !q.costed() {
 		return true
+	}
+	if q.Deadline > 0 && !s.inTime(q, j, site) {
+		return false
 	}
 	if caps, ok := s.econ.caps[q.id]; ok {
 		if c, ok := caps[site]; ok && s.econ.execAt[q.id][site] >= c {
@@ -193,8 +232,134 @@ func (s *Store) affordable(q *queue, j dag.Node, site string) bool {
 	return s.econ.spentBy(q.id)+s.econ.reserved[q.id]+need <= q.Budget*(1+1e-9)
 }
 
+// deadlineOf is q's deadline as a time (zero: none).
+func (q *queue) deadlineOf() time.Time {
+	if q.Deadline <= 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, int64(q.Deadline*1e9))
+}
+
+// inTime is the deadline rule at dispatch (seed 002's DBC schedulers
+// assign a job only to a resource that can complete it by the deadline):
+// an attempt of j starts at site only if now plus its estimated runtime
+// there (estimateAt) is no later than q's deadline. With no estimate at
+// all, it starts while the deadline is ahead: its runtime is learned
+// from it.
+func (s *Store) inTime(q *queue, j dag.Node, site string) bool {
+	left := q.deadlineOf().Sub(s.now()).Seconds()
+	if left <= 0 {
+		return false
+	}
+	return s.estimateAt(q, j, site) <= left
+}
+
+// infeasibleEvery is how often, at most, the ready jobs of queues with a
+// deadline are checked for being infeasible (besides at once after a
+// change of deadline or of the known sites): measured rates change with
+// every job's end, and are picked up at this pace.
+const infeasibleEvery = time.Second
+
+// checkInfeasible finds the ready jobs of queues with a deadline that no
+// known site can end by it (whyInfeasible): they wait, so a later
+// deadline (cls queue set) lets them run, and are reported early, in
+// mqstat -j and --summary, and logged once per queue and check for the
+// jobs newly found. Jobs of one target and declared runtime are alike to
+// it, so the work is per such group, not per job, beyond one map lookup.
+func (s *Store) checkInfeasible(now time.Time) {
+	e := &s.econ
+	if e.checkedGen == e.infeasibleGen && now.Sub(e.checkedAt) < max(infeasibleEvery, 20*e.checkTook) {
+		return
+	}
+	e.checkedAt, e.checkedGen = now, e.infeasibleGen
+	// Its pace keeps it under 5% of the core's time however many jobs
+	// wait (about 25 ms for 100,000 ready jobs).
+	t0 := time.Now()
+	defer func() { e.checkTook = time.Since(t0) }()
+	next := map[int64]string{}
+	clear(e.infeasibleN)
+	type group struct {
+		target dag.TargetID
+		est    float32
+	}
+	for _, q := range s.qlist {
+		if q.Deadline <= 0 || q.ready.Len() == 0 {
+			continue
+		}
+		left := q.deadlineOf().Sub(now).Seconds()
+		why := map[group]string{}
+		var fresh []int64
+		q.ready.Each(func(r policy.Ready) bool {
+			j, ok := s.g.Node(r.ID)
+			if !ok || j.State != job.Queued {
+				return true // stale entry
+			}
+			if _, dup := next[r.ID]; dup {
+				return true
+			}
+			k := group{j.Target, float32(j.Est)}
+			w, ok := why[k]
+			if !ok {
+				w = s.whyInfeasible(q, j, left)
+				why[k] = w
+			}
+			if w == "" {
+				return true
+			}
+			next[r.ID] = w
+			e.infeasibleN[q.id]++
+			if _, was := e.infeasible[r.ID]; !was {
+				fresh = append(fresh, r.ID)
+			}
+			return true
+		})
+		if len(fresh) > 0 {
+			slices.Sort(fresh)
+			s.log.Warn("ready jobs cannot end by their queue's deadline at any site; they wait (a later deadline, cls queue set, lets them run)",
+				"queue", q.Name, "jobs", len(fresh), "first", fresh[:min(len(fresh), 5)], "why", next[fresh[0]])
+		}
+	}
+	e.infeasible = next
+}
+
+// whyInfeasible says why job j of q, with left seconds to q's deadline,
+// cannot end by it at any known site ("" when some site can, or when its
+// runtime is not known: it may).
+func (s *Store) whyInfeasible(q *queue, j dag.Node, left float64) string {
+	if left <= 0 {
+		return "its queue's deadline has passed"
+	}
+	sites := s.econ.sites
+	if len(sites) == 0 {
+		sites = map[string]bool{"": true}
+	}
+	best, at := math.Inf(1), ""
+	for site := range sites {
+		est := s.estimateAt(q, j, site)
+		if est <= left {
+			return ""
+		}
+		if est < best || (est == best && site < at) {
+			best, at = est, site
+		}
+	}
+	if at == "" {
+		return fmt.Sprintf("expected to run %.4gs, %.4gs left to its queue's deadline", best, left)
+	}
+	return fmt.Sprintf("expected to run %.4gs at best (site %s), %.4gs left to its queue's deadline", best, at, left)
+}
+
+// knowSite adds a site jobs may run at to the deadline check's candidates.
+func (s *Store) knowSite(site string) {
+	if site != "" && !s.econ.sites[site] {
+		s.econ.sites[site] = true
+		s.econ.infeasibleGen++
+	}
+}
+
 // econStart records that ru (job j of q) started at site.
 func (s *Store) econStart(q *queue, j dag.Node, ru *run, site string) {
+	s.knowSite(site)
 	if !q.costed() && s.econ.price[site] == 0 {
 		return
 	}
@@ -260,8 +425,97 @@ func (s *Store) charge(id int64, q *queue, ru *run, started, finished time.Time,
 	return nil
 }
 
+type dyingRun struct {
+	ru    *run
+	until time.Time
+}
+
+// econDying keeps killed copy ru's reservation until its placeholder
+// reports it stopped (econDied), or a lease from now.
+func (s *Store) econDying(ref protocol.JobRef, ru *run) {
+	if !ru.costed {
+		return
+	}
+	s.econ.dying[ref] = dyingRun{ru, s.now().Add(s.opt.Lease)}
+	// What it was charged at the kill is spent: no longer reserved.
+	s.unreserve(ru, s.econ.price[ru.site]*max(s.now().Sub(ru.started).Seconds(), 0)/3600)
+}
+
+// unreserve moves cost of ru's reservation to spent (charged meanwhile).
+func (s *Store) unreserve(ru *run, cost float64) {
+	d := min(max(cost, 0), ru.reserve)
+	ru.reserve -= d
+	s.econ.reserved[ru.queue] = max(s.econ.reserved[ru.queue]-d, 0)
+}
+
+// econDied releases a killed copy's reservation.
+func (s *Store) econDied(ref protocol.JobRef) {
+	if d, ok := s.econ.dying[ref]; ok {
+		s.econStop(d.ru)
+		delete(s.econ.dying, ref)
+	}
+}
+
+// expireDying releases the reservations of killed copies never reported.
+func (s *Store) expireDying(now time.Time) {
+	for ref, d := range s.econ.dying {
+		if now.After(d.until) {
+			s.econStop(d.ru)
+			delete(s.econ.dying, ref)
+		}
+	}
+}
+
+// extendCharge charges a killed copy up to when its placeholder says it
+// ended (never past now, nor past a lease after the kill): it was
+// charged up to the kill, and ran on until the placeholder's next
+// heartbeat killed it. Its reservation covered that meanwhile.
+func (s *Store) extendCharge(id int64, attempt int, finished time.Time) error {
+	if finished.IsZero() {
+		return nil
+	}
+	finished = minTime(finished, s.now())
+	if d, ok := s.econ.dying[protocol.JobRef{ID: id, Attempt: attempt}]; ok {
+		finished = minTime(finished, d.until)
+	}
+	var started int64
+	var secs, price float64
+	var q int32
+	var site string
+	err := s.w.QueryRowContext(context.Background(), `SELECT a.started, c.seconds, c.price, c.queue_id, c.site FROM charges c
+		JOIN attempts a ON a.job_id = c.job_id AND a.attempt = c.attempt WHERE c.job_id = ? AND c.attempt = ?`, id, attempt).
+		Scan(&started, &secs, &price, &q, &site)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil // not charged: neither priced nor costed
+	}
+	if err != nil {
+		return fatalError{err}
+	}
+	more := finished.Sub(time.UnixMicro(started)).Seconds()
+	if more <= secs {
+		return nil
+	}
+	if _, err := s.w.ExecContext(context.Background(), "UPDATE charges SET seconds = ?, cost = ? WHERE job_id = ? AND attempt = ?",
+		more, price*more/3600, id, attempt); err != nil {
+		return fatalError{err}
+	}
+	s.addSpent(q, site, price*(more-secs)/3600)
+	if d, ok := s.econ.dying[protocol.JobRef{ID: id, Attempt: attempt}]; ok {
+		s.unreserve(d.ru, price*(more-secs)/3600)
+	}
+	return nil
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
 // setPrice is what a stored site's price became (0: free or gone).
 func (s *Store) setPrice(site string, price float64) {
+	s.knowSite(site)
 	if price > 0 {
 		s.econ.price[site] = price
 	} else {
@@ -372,6 +626,7 @@ func (s *Store) econInfo(q *queue) protocol.QueueInfo {
 	}
 	info.Reserved = s.econ.reserved[q.id]
 	info.Unfinishable = s.econ.unfinishable[q.id]
+	info.Infeasible = s.econ.infeasibleN[q.id]
 	return info
 }
 

@@ -3,10 +3,14 @@ package metaqueue
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -134,4 +138,373 @@ func TestEconQueuesBudgetLeft(t *testing.T) {
 	if err != nil || len(qs) != 1 || !qs[0].Budgeted || math.Abs(qs[0].Budget-7) > 1e-9 || qs[0].Ready != 1 || qs[0].Est != 1 {
 		t.Fatalf("EconQueues = %+v, %v", qs, err)
 	}
+}
+
+// unixSec is t as the Unix seconds a queue's deadline is set in.
+func unixSec(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+// spentOf is queue name's spending in all and at site, from the summary
+// (mqstat --summary).
+func (e *env) spentOf(name, site string) (all, at float64) {
+	e.t.Helper()
+	qs, err := e.s.Summary(context.Background())
+	if err != nil {
+		e.t.Fatalf("Summary: %v", err)
+	}
+	for _, q := range qs {
+		if q.Queue == name {
+			return q.Spent, q.SpentBySite[site]
+		}
+	}
+	e.t.Fatalf("no queue %s in the summary", name)
+	return 0, 0
+}
+
+// chargeOf is what attempt of job id was charged (-1: no charge).
+func (e *env) chargeOf(id int64, attempt int) float64 {
+	e.t.Helper()
+	var c float64
+	err := e.s.rdb.QueryRow("SELECT cost FROM charges WHERE job_id = ? AND attempt = ?", id, attempt).Scan(&c)
+	if err != nil {
+		return -1
+	}
+	return c
+}
+
+// Copies are attempts like any other (issue 18): each passes the budget
+// check at dispatch and reserves its bound, so replication cannot take a
+// queue past its budget, and each is charged when it ends, a killed copy
+// too (up to when its placeholder says it stopped). Before, a copy ran
+// unreserved and free.
+func TestCopiesCharged(t *testing.T) {
+	t.Parallel()
+	for _, pol := range []string{"wqr", "fcfs"} {
+		t.Run(pol, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			ctx := context.Background()
+			f := func(v float64) *float64 { return &v }
+			// One unit a second; every attempt may run 4 s (the ceiling)
+			// and so reserves 4 of the budget of 10: two attempts at once.
+			if err := e.s.AddSite(ctx, protocol.SiteSpec{Name: "dear", Type: "local", Max: 4, Slots: 1, Price: 3600}); err != nil {
+				t.Fatal(err)
+			}
+			e.setQueue("q", pol, 3)
+			if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Budget: f(10), Ceiling: f(4)}); err != nil {
+				t.Fatal(err)
+			}
+			sp := spec("t", "true")
+			sp.Queue = "q"
+			id := e.submit(sp)[0]
+			a, b, c := e.register("dear"), e.register("dear"), e.register("dear")
+			first := e.next(a, 1)
+			if len(first) != 1 {
+				t.Fatalf("a got %d jobs", len(first))
+			}
+			cp := e.next(b, 1)
+			if len(cp) != 1 || cp[0].ID != id || cp[0].Attempt == first[0].Attempt {
+				t.Fatalf("b got %+v, want a copy of job %d", cp, id)
+			}
+			qs, err := e.s.Queues(ctx)
+			if err != nil || math.Abs(qs[0].Reserved-8) > 1e-9 {
+				t.Fatalf("the copy reserved nothing: %+v, %v", qs, err)
+			}
+			// A third attempt would reserve 4 more: 12 > 10.
+			if got := e.next(c, 1); len(got) != 0 {
+				t.Fatalf("c got a copy %+v past the budget", got)
+			}
+			e.clock.Advance(2 * time.Second)
+			// The copy wins after 2 s; the first attempt is killed, and
+			// its 2 s are spent as well.
+			e.report(b, ok(cp[0]))
+			e.mustBe(id, job.Done)
+			if got := e.chargeOf(id, first[0].Attempt); math.Abs(got-2) > 1e-6 {
+				t.Fatalf("the killed attempt was charged %v, want 2", got)
+			}
+			if all, at := e.spentOf("q", "dear"); math.Abs(all-4) > 1e-6 || math.Abs(at-4) > 1e-6 {
+				t.Fatalf("summary spent %v (dear %v), want 4", all, at)
+			}
+			// The killed attempt's placeholder stops it a second later
+			// and says so: it is charged up to then.
+			if hb := e.heartbeat(a, []protocol.JobRef{refOf(first[0])}); !contains(hb.Kill, refOf(first[0])) {
+				t.Fatalf("a not told to kill the losing attempt: %+v", hb)
+			}
+			e.clock.Advance(time.Second)
+			e.report(a, protocol.Report{ID: id, Attempt: first[0].Attempt, Exit: -1, Finished: e.clock.Now()})
+			if got := e.chargeOf(id, first[0].Attempt); math.Abs(got-3) > 1e-6 {
+				t.Fatalf("the killed attempt was charged %v after its report, want 3", got)
+			}
+			if all, _ := e.spentOf("q", "dear"); math.Abs(all-5) > 1e-6 {
+				t.Fatalf("summary spent %v, want 5", all)
+			}
+			qs, err = e.s.Queues(ctx)
+			if err != nil || qs[0].Reserved != 0 {
+				t.Fatalf("reservations left: %+v, %v", qs, err)
+			}
+			e.check()
+		})
+	}
+}
+
+// Replication under a budget: whatever order attempts end in, spending
+// (ended attempts) plus what running ones reserve never passes the
+// budget, and in the end every attempt started, copies included, is
+// charged; a copy that fails, one lost with its placeholder and a job
+// deleted while executing are charged too.
+func TestReplicationWithinBudget(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	f := func(v float64) *float64 { return &v }
+	if err := e.s.AddSite(ctx, protocol.SiteSpec{Name: "dear", Type: "local", Max: 8, Slots: 1, Price: 3600}); err != nil {
+		t.Fatal(err)
+	}
+	e.setQueue("q", "wqr", -1)
+	// 7 attempts' bounds of 10 at once, at most; each ends within its
+	// ceiling (a placeholder's turn comes every 8 s).
+	const budget = 75.0
+	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Budget: f(budget), Ceiling: f(10)}); err != nil {
+		t.Fatal(err)
+	}
+	var specs []protocol.JobSpec
+	for i := range 5 {
+		sp := spec(fmt.Sprintf("t%d", i), "true")
+		sp.Queue = "q"
+		specs = append(specs, sp)
+	}
+	e.submit(specs...)
+	var phs []int64
+	for range 8 {
+		phs = append(phs, e.register("dear"))
+	}
+	held := map[int64][]protocol.Assignment{}
+	started := 0
+	within := func(when string) {
+		t.Helper()
+		qs, err := e.s.Queues(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if qs[0].Spent+qs[0].Reserved > budget+1e-6 {
+			t.Fatalf("%s: spent %v + reserved %v > budget %v", when, qs[0].Spent, qs[0].Reserved, budget)
+		}
+	}
+	for round := 0; round < 12; round++ {
+		for _, ph := range phs {
+			if len(held[ph]) > 0 {
+				continue
+			}
+			got := e.next(ph, 1)
+			started += len(got)
+			held[ph] = append(held[ph], got...)
+			within(fmt.Sprintf("round %d, dispatch", round))
+		}
+		e.clock.Advance(time.Second)
+		// One placeholder in turn ends what it runs: ok, failed, lost
+		// with its placeholder, or deleted by the user.
+		ph := phs[round%len(phs)]
+		for _, a := range held[ph] {
+			switch round % 4 {
+			case 0:
+				e.report(ph, ok(a))
+			case 1:
+				e.report(ph, exit(a, 1))
+			case 2:
+				if err := e.s.PlaceholderGone(ctx, ph); err != nil {
+					t.Fatal(err)
+				}
+				phs[round%len(phs)] = e.register("dear")
+			case 3:
+				if _, err := e.s.Delete(ctx, protocol.Select{IDs: []int64{a.ID}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		delete(held, ph)
+		within(fmt.Sprintf("round %d, end", round))
+	}
+	// Whatever still runs ends now.
+	for ph, as := range held {
+		for _, a := range as {
+			e.report(ph, ok(a))
+		}
+	}
+	within("the end")
+	var charged int
+	if err := e.s.rdb.QueryRow("SELECT count(*) FROM charges").Scan(&charged); err != nil {
+		t.Fatal(err)
+	}
+	qs, _ := e.s.Queues(ctx)
+	t.Logf("%d attempts started, %d charged; spent %.3g, reserved %.3g", started, charged, qs[0].Spent, qs[0].Reserved)
+	if started < 8 || charged != started || qs[0].Reserved != 0 {
+		t.Fatalf("%d attempts started, %d charged, %v still reserved: every attempt is charged once", started, charged, qs[0].Reserved)
+	}
+	e.check()
+}
+
+// syncBuffer is a log sink the core writes to while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// The deadline at dispatch (issue 18, docs/seed002.md): a job starts at a
+// site only if now plus its estimated runtime there (the queue's measured
+// mean at the site) is within the queue's deadline; otherwise it waits
+// for a faster site. Once no known site can end it in time it is
+// reported infeasible (mqstat -j, --summary, logged once), and a later
+// deadline lets it run.
+func TestDeadlineAtDispatch(t *testing.T) {
+	t.Parallel()
+	var logs syncBuffer
+	e := newEnvWith(t, func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	ctx := context.Background()
+	f := func(v float64) *float64 { return &v }
+	t0 := e.clock.Now()
+	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Deadline: f(unixSec(t0) + 20)}); err != nil {
+		t.Fatal(err)
+	}
+	var specs []protocol.JobSpec
+	for i := range 6 {
+		sp := spec(fmt.Sprintf("t%d", i), "true")
+		sp.Queue = "q"
+		specs = append(specs, sp)
+	}
+	e.submit(specs...)
+	slow, fast := e.register("slow"), e.register("fast")
+	// No runtime known: each site may learn one.
+	a, b := e.next(slow, 1), e.next(fast, 1)
+	if len(a) != 1 || len(b) != 1 {
+		t.Fatalf("slow got %d, fast %d jobs with no runtime known", len(a), len(b))
+	}
+	e.clock.Advance(2 * time.Second)
+	e.report(fast, ok(b[0])) // 2 s at fast
+	e.clock.Advance(6 * time.Second)
+	e.report(slow, ok(a[0])) // 8 s at slow
+	// t = 8: 12 s left, slow's 8 s fit.
+	got := e.next(slow, 1)
+	if len(got) != 1 {
+		t.Fatalf("slow got %d jobs with 12 s left and 8 s a job", len(got))
+	}
+	e.clock.Advance(6 * time.Second)
+	e.report(slow, ok(got[0]))
+	// t = 14: 6 s left. Slow (8 s) would end late; fast (2 s) will not.
+	if got := e.next(slow, 1); len(got) != 0 {
+		t.Fatalf("slow got %v with 6 s left and 8 s a job", ids(got))
+	}
+	e.tick()
+	if n := e.infeasibleIn("q"); n != 0 {
+		t.Fatalf("%d jobs infeasible while fast can end them", n)
+	}
+	got = e.next(fast, 1)
+	if len(got) != 1 {
+		t.Fatalf("fast got %d jobs with 6 s left and 2 s a job", len(got))
+	}
+	e.clock.Advance(2 * time.Second)
+	e.report(fast, ok(got[0]))
+	// t = 19: 1 s left: no site can end a job; the 2 left are reported.
+	e.clock.Advance(3 * time.Second)
+	if got := e.next(fast, 1); len(got) != 0 {
+		t.Fatalf("fast got %v with 1 s left and 2 s a job", ids(got))
+	}
+	e.tick()
+	if n := e.infeasibleIn("q"); n != 2 {
+		t.Fatalf("%d jobs reported infeasible, want the 2 left", n)
+	}
+	var waiting []int64
+	for _, j := range e.stat(protocol.Stat{Queue: "q", States: "Q"}) {
+		waiting = append(waiting, j.ID)
+		if d := e.job(j.ID); !strings.Contains(d.Infeasible, "site fast") {
+			t.Errorf("job %d: infeasible %q, want it to name the fastest site", j.ID, d.Infeasible)
+		}
+	}
+	if len(waiting) != 2 {
+		t.Fatalf("waiting %v", waiting)
+	}
+	e.clock.Advance(1500 * time.Millisecond)
+	e.tick()
+	e.clock.Advance(1500 * time.Millisecond)
+	e.tick()
+	if n := strings.Count(logs.String(), "cannot end by their queue's deadline"); n != 1 {
+		t.Errorf("logged %d times, want once:\n%s", n, logs.String())
+	}
+	if d := e.job(waiting[0]); !strings.Contains(d.Infeasible, "deadline has passed") {
+		t.Errorf("past the deadline: %q", d.Infeasible)
+	}
+	// A later deadline: they run, and are no longer reported.
+	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Deadline: f(unixSec(e.clock.Now()) + 60)}); err != nil {
+		t.Fatal(err)
+	}
+	e.tick()
+	if n := e.infeasibleIn("q"); n != 0 {
+		t.Fatalf("%d still infeasible with a later deadline", n)
+	}
+	if got := e.next(slow, 2); len(got) != 2 {
+		t.Fatalf("slow got %d jobs with 60 s left", len(got))
+	}
+	e.check()
+}
+
+// A copy is held to the deadline as a first run is: a site whose
+// measured runtime ends after it gets no copy.
+func TestDeadlineGatesCopies(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	f := func(v float64) *float64 { return &v }
+	e.setQueue("q", "wqr", -1)
+	t0 := e.clock.Now()
+	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Deadline: f(unixSec(t0) + 20)}); err != nil {
+		t.Fatal(err)
+	}
+	sp := spec("a", "true")
+	sp.Queue = "q"
+	first := e.submit(sp)[0]
+	slow := e.register("slow")
+	a := e.next(slow, 1)
+	e.clock.Advance(8 * time.Second)
+	e.report(slow, ok(a[0])) // 8 s at slow
+	if e.state(first) != job.Done {
+		t.Fatal("not done")
+	}
+	sp2 := spec("b", "true")
+	sp2.Queue = "q"
+	id := e.submit(sp2)[0]
+	fast := e.register("fast")
+	if got := e.next(fast, 1); len(got) != 1 || got[0].ID != id {
+		t.Fatalf("fast got %+v", got)
+	}
+	e.clock.Advance(5 * time.Second)
+	// t = 13: 7 s left; slow's 8 s a job would end late.
+	if got := e.next(slow, 1); len(got) != 0 {
+		t.Fatalf("slow got a copy %+v that cannot end by the deadline", got)
+	}
+}
+
+// infeasibleIn is how many ready jobs of queue name the summary reports
+// infeasible.
+func (e *env) infeasibleIn(name string) int {
+	e.t.Helper()
+	qs, err := e.s.Summary(context.Background())
+	if err != nil {
+		e.t.Fatalf("Summary: %v", err)
+	}
+	for _, q := range qs {
+		if q.Queue == name {
+			return q.Infeasible
+		}
+	}
+	return -1
 }

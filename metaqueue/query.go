@@ -296,6 +296,14 @@ func (s *Store) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
 			return d, err
 		}
 	}
+	if d.State == string(job.Queued) {
+		if err := s.do(ctx, func() error {
+			d.Infeasible = s.econ.infeasible[id]
+			return nil
+		}); err != nil {
+			return d, err
+		}
+	}
 	if err := s.jobPlan(ctx, &d); err != nil {
 		return d, err
 	}

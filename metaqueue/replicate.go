@@ -183,7 +183,11 @@ func (s *Store) win(id int64, ru *run) error {
 			return err
 		}
 		if len(s.repl.killed) < maxKilledKept {
-			s.repl.killed[protocol.JobRef{ID: id, Attempt: o.attempt}] = o.placeholder
+			ref := protocol.JobRef{ID: id, Attempt: o.attempt}
+			s.repl.killed[ref] = o.placeholder
+			s.econDying(ref, o)
+		} else {
+			s.econStop(o)
 		}
 	}
 	if len(others) > 0 {
@@ -221,6 +225,13 @@ func (s *Store) keepCopy(id int64, ru *run, r protocol.Report, killed bool) erro
 		id, ru.attempt, ru.placeholder, micros(started), micros(finished), exit, reason, cpuUser, cpuSys, maxRSS, killed); err != nil {
 		return fatalError{err}
 	}
+	// What it ran is spent, whether it lost, failed or was lost: charged
+	// as any attempt (seed 002's budget counts every attempt).
+	if j, ok := s.g.Node(id); ok {
+		if q := s.queueIDs[j.Queue]; q != nil {
+			return s.charge(id, q, ru, started, finished, false)
+		}
+	}
 	return nil
 }
 
@@ -232,6 +243,7 @@ func (s *Store) dropRun(id int64, ru *run) error {
 		return err
 	}
 	s.repl.gen++
+	s.econStop(ru)
 	cs := s.repl.copies[id]
 	if i := slices.Index(cs, ru); i >= 0 {
 		cs = slices.Delete(cs, i, i+1)
@@ -279,6 +291,7 @@ func (s *Store) stopCopies(id int64, reason string) error {
 		if err := s.keepCopy(id, c, protocol.Report{Finished: now, Reason: reason}, true); err != nil {
 			return err
 		}
+		s.econStop(c)
 	}
 	delete(s.repl.copies, id)
 	s.repl.gen++
@@ -289,20 +302,26 @@ func (s *Store) stopCopies(id int64, reason string) error {
 }
 
 // lateReport keeps the CPU figures of a killed copy's report, which came
-// after another attempt won.
+// after another attempt won, charges it up to when it stopped and
+// releases its reservation.
 func (s *Store) lateReport(ph int64, r protocol.Report) error {
 	ref := protocol.JobRef{ID: r.ID, Attempt: r.Attempt}
 	if got, ok := s.repl.killed[ref]; !ok || got != ph {
 		return nil
 	}
 	delete(s.repl.killed, ref)
-	if !r.Usage.Measured() || protocol.CheckUsage(r.Usage) != nil {
-		return nil
-	}
 	if err := s.begin(); err != nil {
 		return err
 	}
-	_, err := s.w.ExecContext(context.Background(), `UPDATE attempts SET cpu_user = ?, cpu_sys = ?, max_rss = ?
+	err := s.extendCharge(r.ID, r.Attempt, r.Finished)
+	s.econDied(ref)
+	if err != nil {
+		return err
+	}
+	if !r.Usage.Measured() || protocol.CheckUsage(r.Usage) != nil {
+		return nil
+	}
+	_, err = s.w.ExecContext(context.Background(), `UPDATE attempts SET cpu_user = ?, cpu_sys = ?, max_rss = ?
 		WHERE job_id = ? AND attempt = ? AND killed_copy = 1`, r.CPUUser, r.CPUSys, r.MaxRSS, r.ID, r.Attempt)
 	if err != nil {
 		return fatalError{err}
@@ -380,7 +399,9 @@ func (s *Store) pickCopy(p *parkedNext) (int64, *queue, error) {
 		if _, most := q.copying(); most > 0 && n >= most {
 			continue
 		}
-		if !fits(j.Est, q, p.req.WalltimeLeft) {
+		// A copy spends as a first run does: the same budget and
+		// deadline gate (and the planner's cap at the asking site).
+		if !fits(j.Est, q, p.req.WalltimeLeft) || !s.affordable(q, j, p.site) {
 			continue
 		}
 		_ = ru
@@ -434,8 +455,12 @@ func (s *Store) dispatchCopy(p *parkedNext, id int64, q *queue) error {
 		id, r.attempt, p.req.Placeholder, micros(now)); err != nil {
 		return fatalError{err}
 	}
-	s.repl.copies[id] = append(s.repl.copies[id], &run{attempt: r.attempt, used: 1, placeholder: p.req.Placeholder, lease: now.Add(s.opt.Lease), started: now})
+	ru := &run{attempt: r.attempt, used: 1, placeholder: p.req.Placeholder, lease: now.Add(s.opt.Lease), started: now}
+	s.repl.copies[id] = append(s.repl.copies[id], ru)
 	s.repl.gen++
+	if j, ok := s.g.Node(id); ok {
+		s.econStart(q, j, ru, p.site)
+	}
 	a, err := s.assignment(id, q, r, 0, 0)
 	if err != nil {
 		return err
@@ -469,6 +494,22 @@ func (s *Store) loadCopies(ctx context.Context, now time.Time) error {
 	}
 	if err := closeRows(rows); err != nil {
 		return err
+	}
+	// Running copies take their reservations and places under the
+	// planner's caps again, as the job rows' own attempts do (loadJobs).
+	for id, cs := range s.repl.copies {
+		n, _ := s.g.Node(id)
+		q := s.queueIDs[n.Queue]
+		if q == nil || (!q.costed() && len(s.econ.price) == 0) {
+			continue
+		}
+		for _, c := range cs {
+			site, err := s.siteName(c.placeholder)
+			if err != nil {
+				return err
+			}
+			s.econStart(q, n, c, site)
+		}
 	}
 	rows, err = s.w.QueryContext(ctx, "SELECT job_id FROM job_no_replicate")
 	if err != nil {

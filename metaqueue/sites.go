@@ -82,6 +82,8 @@ func (s *Store) RemoveSite(ctx context.Context, name string) error {
 		delete(s.data.rooted, name)
 		delete(s.data.perHost, name)
 		s.setPrice(name, 0)
+		delete(s.econ.sites, name)
+		s.econ.infeasibleGen++
 		return nil
 	})
 }

@@ -76,7 +76,8 @@ func (st *stmts) prepare(ctx context.Context, c *sql.Conn) error {
 		{&st.touchPlaceholder, "UPDATE placeholders SET pid = ?, slots = ?, last_seen = ? WHERE id = ? AND site = ? AND host = ? AND identity = ?"},
 		{&st.jobRow, "SELECT state, queue_id, target_id, est, attempts, attempt_base FROM jobs WHERE id = ?"},
 		{&st.jobPrereqs, "SELECT target_id FROM job_prereqs WHERE job_id = ?"},
-		{&st.jobEnd, "SELECT state, exit, reason FROM jobs WHERE id = ?"},
+		{&st.jobEnd, `SELECT j.state, j.exit, j.reason, coalesce(j.row_attempt, j.attempts), coalesce(p.site, ''), coalesce(p.host, ''),
+			j.started, j.finished FROM jobs j LEFT JOIN placeholders p ON p.id = j.placeholder_id WHERE j.id = ?`},
 		{&st.insEnv, "INSERT INTO job_env (job_id, env) VALUES (?, ?)"},
 		{&st.insFile, "INSERT INTO job_files (job_id, kind, seq, path, size, rel) VALUES (?, ?, ?, ?, ?, ?)"},
 		// A user's file on the CLS host; a changed one forgets its checksum.

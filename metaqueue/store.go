@@ -359,7 +359,7 @@ func (s *Store) runBatch(batch []*call, ticked bool) {
 		p.call.finish()
 	}
 	if failed == nil {
-		s.notifyWaiters()
+		s.notifyWaiters(ticked)
 	}
 	s.ended = s.ended[:0]
 }

@@ -673,9 +673,17 @@ func TestWait(t *testing.T) {
 	if got[b].State != "B" || got[c].State != "D" || *got[c].Exit != 0 || got[x].State != "X" || got[x].Exit != nil {
 		t.Fatalf("ends %+v", got)
 	}
+	// Where and when a job ran comes with its end (the driver asks no
+	// more); a job that never ran has none.
+	ran := func(je protocol.JobEnd) bool {
+		return je.Attempt == 1 && je.Site == "s" && je.Host != "" && je.Started != "" && je.Finished >= je.Started
+	}
+	if !ran(got[a]) || !ran(got[c]) || got[x].Started != "" || got[x].Attempt != 0 || got[b].Site != "" {
+		t.Fatalf("places and times in ends %+v", got)
+	}
 	// Already ended jobs answer at once.
 	r2, err := e.s.Wait(ctx, []int64{c, b}, 0)
-	if err != nil || len(r2.Jobs) != 2 || r2.Jobs[0].ID != c || r2.Jobs[1].State != "B" {
+	if err != nil || len(r2.Jobs) != 2 || r2.Jobs[0].ID != c || r2.Jobs[1].State != "B" || !ran(r2.Jobs[0]) {
 		t.Fatalf("Wait on ended = %+v, %v", r2, err)
 	}
 	_, err = e.s.Wait(ctx, nil, 0)

@@ -686,6 +686,56 @@ func TestAgentOutputLost(t *testing.T) {
 	}
 }
 
+// TestAgentFreesSlotBeforeReport: a job's slot takes the next job once
+// the job's processes are gone, not once its report is made. Job a's
+// stdout never reaches its file while the test holds it (a slow disk, as
+// hashing a large output or copying it to the CLS would be); b, behind it
+// on the agent's one slot, runs to its end meanwhile.
+func TestAgentFreesSlotBeforeReport(t *testing.T) {
+	t.Parallel()
+	c := newCLS(t)
+	dir := t.TempDir()
+	ids := c.submit(protocol.JobSpec{Target: "a", Command: "echo a", Cwd: dir}, protocol.JobSpec{Target: "b", Command: "echo b", Cwd: dir})
+	out := t.TempDir()
+	aOut, _ := job.OutputPaths(out, ids[0], 1)
+	release := make(chan struct{})
+	ag := New(Config{Dial: c.dial, Site: "test", Host: "h", Slots: 1, OutDir: out})
+	ag.sinkWait = time.Hour
+	ag.create = func(path string) (io.WriteCloser, error) {
+		if path == aOut {
+			<-release
+		}
+		return createOutput(path)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ag.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
+	if e := c.wait(ids[1])[ids[1]]; e.State != "D" {
+		t.Fatalf("b ended %+v, want done", e)
+	}
+	if s := stateOf(t, c, ids[0]); s != string(job.Executing) {
+		t.Errorf("a is %s while its output is still being written, want executing", s)
+	}
+	close(release)
+	released = true
+	if e := c.wait(ids[0])[ids[0]]; e.State != "D" {
+		t.Fatalf("a ended %+v, want done", e)
+	}
+	if b, err := os.ReadFile(aOut); err != nil || string(b) != "a\n" {
+		t.Errorf("a's stdout %q, %v", b, err)
+	}
+}
+
 // fullDisk is a file on a disk with room bytes left.
 type fullDisk struct {
 	f    io.WriteCloser

@@ -280,6 +280,9 @@ type JobDetail struct {
 	Outputs   []FileInfo     `json:"outputs,omitempty"`
 	Transfers []TransferInfo `json:"transfers,omitempty"` // data staging for this job
 	Plan      *JobPlan       `json:"plan,omitempty"`      // where a plan (cls plan make) put it
+	// Infeasible says why a ready job cannot end by its queue's deadline
+	// at any known site (it waits; docs/seed002.md).
+	Infeasible string `json:"infeasible,omitempty"`
 }
 
 // JobRefState names a job with its target and state letter.
@@ -351,6 +354,16 @@ type QueueCounts struct {
 	Target string         `json:"target,omitempty"` // mqstat --summary -t: the target's jobs only`
 	Policy string         `json:"policy,omitempty"`
 	Counts map[string]int `json:"counts"`
+	// Economics (seed 002), for a queue with a deadline or a budget or
+	// that spent anything: what every attempt of its jobs cost (first
+	// runs, retries and copies, killed ones too), in all and per site,
+	// its budget and deadline, and how many ready jobs cannot end by the
+	// deadline at any site.
+	Spent       float64            `json:"spent,omitempty"`
+	SpentBySite map[string]float64 `json:"spent_by_site,omitempty"`
+	Budget      float64            `json:"budget,omitempty"`
+	Deadline    float64            `json:"deadline,omitempty"`
+	Infeasible  int                `json:"infeasible,omitempty"`
 }
 
 // Select names jobs for delete or rerun: by ids (optionally checked against
@@ -395,12 +408,19 @@ type WaitReply struct {
 	Pending []int64  `json:"pending,omitempty"`
 }
 
-// JobEnd is how a job ended.
+// JobEnd is how a job ended, and, for a job that ran, its last attempt's
+// number, place and times (as JobInfo gives them), so that a waiter
+// learns where and when its jobs ran without a stat request per reply.
 type JobEnd struct {
-	ID     int64  `json:"id"`
-	State  string `json:"state"`
-	Exit   *int   `json:"exit"`
-	Reason string `json:"reason,omitempty"`
+	ID       int64  `json:"id"`
+	State    string `json:"state"`
+	Exit     *int   `json:"exit"`
+	Reason   string `json:"reason,omitempty"`
+	Attempt  int    `json:"attempt,omitempty"`
+	Site     string `json:"site,omitempty"`
+	Host     string `json:"host,omitempty"`
+	Started  string `json:"started,omitempty"`
+	Finished string `json:"finished,omitempty"`
 }
 
 // QueueInfo is a queue's properties.
@@ -420,11 +440,14 @@ type QueueInfo struct {
 	// Spent is what the queue's ended attempts cost (site price x
 	// elapsed hours), in all and per site; Reserved what its running
 	// attempts may cost at most; Unfinishable how many ready jobs the
-	// planner last found no site can end within the deadline and budget.
+	// planner last found no site can end within the deadline and budget;
+	// Infeasible how many ready jobs no known site can end by the
+	// deadline at its estimated runtime there (they wait).
 	Spent        float64            `json:"spent,omitempty"`
 	SpentBySite  map[string]float64 `json:"spent_by_site,omitempty"`
 	Reserved     float64            `json:"reserved,omitempty"`
 	Unfinishable int                `json:"unfinishable,omitempty"`
+	Infeasible   int                `json:"infeasible,omitempty"`
 	// MaxCopies bounds the attempts of one job running at once, the
 	// original included (job replication, seed 000). 0: the policy's
 	// default (sa and wqr copy without bound, others never); 1: never

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -453,6 +455,40 @@ func printSummary(w io.Writer, qs []protocol.QueueCounts) {
 		fmt.Fprintf(tw, "%d\t\t\n", n)
 	}
 	tw.Flush()
+	for _, q := range qs {
+		if line := SpendingLine(q); line != "" {
+			fmt.Fprintln(w, line)
+		}
+	}
+}
+
+// SpendingLine is a queue's economics in mqstat --summary: what its
+// attempts cost, per site, against its budget and deadline, and its
+// jobs that cannot end by the deadline ("" for a queue with none).
+func SpendingLine(q protocol.QueueCounts) string {
+	if q.Spent == 0 && q.Budget == 0 && q.Deadline == 0 && q.Infeasible == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "queue %s spent %.4g", protocol.Printable(q.Queue), q.Spent)
+	if q.Budget > 0 {
+		fmt.Fprintf(&b, " of budget %.4g", q.Budget)
+	}
+	if len(q.SpentBySite) > 0 {
+		sites := slices.Sorted(maps.Keys(q.SpentBySite))
+		parts := make([]string, 0, len(sites))
+		for _, site := range sites {
+			parts = append(parts, fmt.Sprintf("%s %.4g", protocol.Printable(site), q.SpentBySite[site]))
+		}
+		fmt.Fprintf(&b, " (%s)", strings.Join(parts, ", "))
+	}
+	if q.Deadline > 0 {
+		fmt.Fprintf(&b, ", deadline %s", time.Unix(0, int64(q.Deadline*1e9)).UTC().Format(time.RFC3339))
+	}
+	if q.Infeasible > 0 {
+		fmt.Fprintf(&b, ", %d ready jobs cannot end by it at any site", q.Infeasible)
+	}
+	return b.String()
 }
 
 func stateName(letter string) string {
@@ -495,6 +531,7 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 	if d.Plan != nil {
 		p("plan", planLine(d))
 	}
+	p("infeasible", d.Infeasible)
 	p("submitted", d.Submitted)
 	p("started", d.Started)
 	p("finished", d.Finished)

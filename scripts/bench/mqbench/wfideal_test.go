@@ -61,3 +61,26 @@ func TestFBBoundForkJoin(t *testing.T) {
 		t.Fatalf("flat: fbBound = %v, want 4", got)
 	}
 }
+
+// Nine tasks of 5 s on eight slots: two run back to back (10 s), which
+// the preemptive Fernández-Bussell bound (45/8 s) does not see.
+func TestPairBound(t *testing.T) {
+	d := &taskDAG{runtime: make([]float64, 9), prereqs: make([][]int32, 9), users: make([][]int32, 9)}
+	for i := range d.runtime {
+		d.runtime[i] = 5
+	}
+	if got := d.pairBound(8); got != 10 {
+		t.Fatalf("pairBound = %v, want 10", got)
+	}
+	if got := d.fbBound(8); got != 5.625 {
+		t.Fatalf("fbBound = %v, want 5.625", got)
+	}
+	if got := d.schedule(8, policy.FCFS{}, nil); got != 10 {
+		t.Fatalf("schedule = %v, want 10", got)
+	}
+	// With a 1 s head before one of them and no more tasks than slots,
+	// nothing need share a slot.
+	if got := (&taskDAG{runtime: []float64{1, 5}, prereqs: [][]int32{nil, {0}}, users: [][]int32{{1}, nil}}).pairBound(2); got != 0 {
+		t.Fatalf("two tasks on two slots: pairBound = %v, want 0", got)
+	}
+}

@@ -205,6 +205,12 @@ func (f *formulation) solveBySite(rows []row, lo []float64) (float64, []float64,
 	// by about eps (and then with the duals of the basis it ends on).
 	// Only perturbed ones are solved: on the exact one, degenerate,
 	// gonum's pivoting can cycle.
+	// prev is the last certified basis (a vertex's index in cols, or
+	// -1-i for fix[i]): new columns join at 0, so it is still feasible
+	// for the same perturbation and the next solve starts from it.
+	var prev []int
+	var prevEps float64
+	shift := map[float64][]float64{}
 	solve := func(eps float64) (lam, y []float64, err error) {
 		perturb := eps > 0
 		n := len(cols) + len(fix)
@@ -228,8 +234,14 @@ func (f *formulation) solveBySite(rows []row, lo []float64) (float64, []float64,
 			// A generic right-hand side makes the optimal basis
 			// nondegenerate: its columns are exactly the positive ones.
 			// (The sites' weights are scaled back to sum to 1.)
+			if shift[eps] == nil {
+				shift[eps] = make([]float64, m)
+				for i := range m {
+					shift[eps][i] = eps * (1 + rng.Float64())
+				}
+			}
 			for i := range rhs {
-				rhs[i] += eps * (1 + rng.Float64())
+				rhs[i] += shift[eps][i]
 			}
 		}
 		// A feasible first basis: each site's first vertex, an
@@ -254,7 +266,20 @@ func (f *formulation) solveBySite(rows []row, lo []float64) (float64, []float64,
 			}
 			basis[i] = j
 		}
-		_, lam, err = lp.Simplex(c, A, rhs, 1e-10, basis)
+		err = errors.New("no warm basis")
+		if prev != nil && prevEps == eps {
+			warm := make([]int, m)
+			for i, j := range prev {
+				if j < 0 {
+					j = len(cols) - 1 - j
+				}
+				warm[i] = j
+			}
+			_, lam, err = lp.Simplex(c, A, rhs, 1e-10, warm)
+		}
+		if err != nil {
+			_, lam, err = lp.Simplex(c, A, rhs, 1e-10, basis)
+		}
 		if err != nil {
 			_, lam, err = lp.Simplex(c, A, rhs, 1e-10, nil)
 		}
@@ -294,6 +319,7 @@ func (f *formulation) solveBySite(rows []row, lo []float64) (float64, []float64,
 		var q [][]float64 // orthonormal span of the chosen columns
 		B := mat.NewDense(m, m, nil)
 		cb := make([]float64, m)
+		chosen := make([]int, 0, m)
 		k := 0
 		for _, j := range order {
 			if k == m {
@@ -325,6 +351,11 @@ func (f *formulation) solveBySite(rows []row, lo []float64) (float64, []float64,
 			B.SetCol(k, v)
 			cb[k] = c[j]
 			k++
+			if j >= len(cols) {
+				chosen = append(chosen, len(cols)-1-j)
+			} else {
+				chosen = append(chosen, j)
+			}
 		}
 		if k < m {
 			return nil, nil, fmt.Errorf("%w: no basis", errUncertified)
@@ -345,6 +376,7 @@ func (f *formulation) solveBySite(rows []row, lo []float64) (float64, []float64,
 				return nil, nil, fmt.Errorf("%w: dual infeasible by %g", errUncertified, d)
 			}
 		}
+		prev, prevEps = chosen, eps
 		return lam, y, nil
 	}
 	w := make([]float64, f.nvar)

@@ -49,6 +49,7 @@ const (
 	// (the plan is then not Optimal) or, at the root, the plan fails.
 	decomposeFallbackRows = 600
 	dwBigM                = 1e4
+	dwBatch               = 8    // columns a round adds at most
 	lpEps                 = 1e-9 // the perturbation that keeps gonum's simplex from cycling
 )
 
@@ -380,6 +381,7 @@ func (f *formulation) solveBySite(rows []row, lo []float64) (float64, []float64,
 		return lam, y, nil
 	}
 	w := make([]float64, f.nvar)
+	next := 0
 	for range dwMaxRounds {
 		// A basis whose duals do not price every column at >= 0 was
 		// not told apart from a degenerate neighbour: perturbed more.
@@ -401,21 +403,29 @@ func (f *formulation) solveBySite(rows []row, lo []float64) (float64, []float64,
 				w[v] -= y[i] * c
 			}
 		}
-		added := false
-		for _, s := range active {
+		// Partial pricing: the sites in turn from where the last round
+		// stopped, until a batch of columns is found; a round that
+		// prices every site and finds none is the certificate.
+		added := 0
+		for range active {
+			s := active[next%len(active)]
+			next++
 			val, z, err := siteLP(s, w)
 			if err != nil {
 				return 0, nil, fmt.Errorf("%w: site %s: %v", errUncertified, f.p.Sites[s].Name, err)
 			}
 			if val-y[conv[s]] < -1e-9 {
 				cols = append(cols, siteCol(s, z))
-				added = true
+				if added++; added == dwBatch {
+					break
+				}
 			}
 		}
-		if !added {
+		if added == 0 {
 			// The perturbed master's answer: off by its 1e-8 (rarely
-			// 1e-5) or so in the coupling rows; each site's weights are scaled to sum
-			// to 1, so its own rows hold as its vertices do.
+			// 1e-5) or so in the coupling rows; each site's weights
+			// are scaled to sum to 1, so its own rows hold as its
+			// vertices do.
 			for j := range fix[nslack:] {
 				if lam[len(cols)+nslack+j] > 1e-6 {
 					return 0, nil, errInfeasible

@@ -45,7 +45,7 @@ func randomProblem(rng *rand.Rand, sites, stages int) Problem {
 func TestDecomposeMatchesWhole(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 18))
 	for i := range 40 {
-		p := randomProblem(rng, 2+rng.IntN(6), 1+rng.IntN(4))
+		p := randomProblem(rng, 2+rng.IntN(11), 1+rng.IntN(4))
 		if err := p.Validate(); err != nil {
 			t.Fatal(err)
 		}

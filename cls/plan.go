@@ -27,8 +27,11 @@ type plans struct {
 
 func (c *plans) install(srv *server.Server) {
 	server.Route(srv, protocol.OpPlanMake, c.make)
-	server.Route(srv, protocol.OpPlanShow, func(ctx context.Context, _ protocol.Empty) (protocol.PlanShowReply, error) {
-		return c.store.PlanShow(ctx)
+	server.Route(srv, protocol.OpPlanShow, func(ctx context.Context, req protocol.PlanShow) (protocol.PlanShowReply, error) {
+		if req.Limit < 0 || req.Limit > protocol.MaxPlanShowLimit {
+			return protocol.PlanShowReply{}, protocol.Errorf(protocol.CodeBadRequest, "limit %d: want 0 (the default, %d) to %d", req.Limit, protocol.DefaultPlanShowLimit, protocol.MaxPlanShowLimit)
+		}
+		return c.store.PlanShow(ctx, req.Limit)
 	})
 	server.Route(srv, protocol.OpPlanClear, func(ctx context.Context, _ protocol.Empty) (protocol.PlanClearReply, error) {
 		n, err := c.store.ClearPlans(ctx)
@@ -131,7 +134,11 @@ func (c *plans) make(ctx context.Context, req protocol.PlanMake) (protocol.PlanS
 	if err != nil {
 		return sum, fmt.Errorf("planning %s with %s: %w", req.Target, info.Name, err)
 	}
-	n, err := c.store.SetPlan(ctx, info.Name, pl)
+	tl, err := plan.Timeline(p, pl)
+	if err != nil {
+		return sum, fmt.Errorf("the timeline of %s's plan: %w", info.Name, err)
+	}
+	n, err := c.store.RecordPlan(ctx, metaqueue.PlanRecord{Target: req.Target, Planner: info.Name, Sites: sites, Timeline: tl}, pl)
 	if err != nil {
 		return sum, err
 	}

@@ -60,6 +60,8 @@ func migrations() ([]migration, error) {
 			m.before = addReplication
 		case 16:
 			m.before = addTransferVia
+		case 17:
+			m.before = addPlanTimeline
 		}
 		out = append(out, m)
 	}
@@ -162,6 +164,18 @@ func addFileRel(ctx context.Context, w *sql.Conn) error {
 // ran the step before has it.
 func addTransferVia(ctx context.Context, w *sql.Conn) error {
 	return addColumns(ctx, w, [][2]string{{"transfers", "via TEXT NOT NULL DEFAULT ''"}})
+}
+
+// addPlanTimeline adds the plan timeline columns (version 17) to
+// job_plans, each unless a database that ran the step before has it.
+func addPlanTimeline(ctx context.Context, w *sql.Conn) error {
+	return addColumns(ctx, w, [][2]string{
+		{"job_plans", "plan_id INTEGER"},
+		{"job_plans", "start_s REAL"},
+		{"job_plans", "end_s REAL"},
+		{"job_plans", "ready_s REAL"},
+		{"job_plans", "slot INTEGER"},
+	})
 }
 
 // addReplication adds the job replication columns (version 14), each

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sort"
 	"time"
 
 	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/plan"
 	"github.com/mq-hpc/mq/policy"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -23,7 +25,9 @@ import (
 //     jobs first, in the plan's order, from any queue;
 //   - a placeholder elsewhere skips a planned job while a placeholder at
 //     the planned site has asked for work or heartbeated within
-//     planPatience and the job has been ready for less than that: the
+//     planPatience and the job has been ready for less than that plus the
+//     wait the plan itself predicts for it (from its prerequisites' end
+//     to its start, queued behind the site's other planned jobs): the
 //     site is alive and will take it;
 //   - past that (the site slow, or no placeholder of it asking), the
 //     queue's own policy hands the job to whoever asks: a deviation, shown
@@ -35,6 +39,9 @@ const planPatience = 30 * time.Second
 type planEntry struct {
 	site string
 	seq  int64
+	// wait is how long the plan has the job wait for its site once ready
+	// (its predicted start less its predicted ready time).
+	wait time.Duration
 }
 
 // planState is the writer's memory of the plans of live jobs.
@@ -53,6 +60,7 @@ func (ps *planState) reset() {
 
 func (ps *planState) add(id int64, e planEntry) {
 	if old, ok := ps.job[id]; ok && old.site == e.site && old.seq == e.seq {
+		ps.job[id] = e
 		return
 	}
 	ps.job[id] = e
@@ -78,7 +86,7 @@ func (ps *planState) sortSite(site string) {
 // loadPlans reads the plans of live jobs at start.
 func (s *Store) loadPlans(ctx context.Context) error {
 	s.plans.reset()
-	rows, err := s.w.QueryContext(ctx, `SELECT p.job_id, p.site, p.seq FROM job_plans p JOIN jobs j ON j.id = p.job_id
+	rows, err := s.w.QueryContext(ctx, `SELECT p.job_id, p.site, p.seq, coalesce(p.start_s - p.ready_s, 0) FROM job_plans p JOIN jobs j ON j.id = p.job_id
 		WHERE j.state NOT IN ('D', 'F', 'X')`)
 	if err != nil {
 		return err
@@ -88,9 +96,11 @@ func (s *Store) loadPlans(ctx context.Context) error {
 	for rows.Next() {
 		var id int64
 		var e planEntry
-		if err := rows.Scan(&id, &e.site, &e.seq); err != nil {
+		var wait float64
+		if err := rows.Scan(&id, &e.site, &e.seq, &wait); err != nil {
 			return err
 		}
+		e.wait = planWait(wait)
 		s.plans.add(id, e)
 		if s.g.State(id) == job.Queued {
 			s.plans.readyAt[id] = now
@@ -237,7 +247,11 @@ const planScan = 1024
 
 // keepForPlan says whether a placeholder at site should leave job id to
 // the site its plan names: that site was seen alive lately and the job
-// has not waited for it long.
+// has not waited for it much longer than the plan said it would. (With
+// planPatience alone, a job the plan queued at its site for more than
+// planPatience behind the site's other jobs went to whichever other site
+// asked first: a deviation the plan had not asked for, as one HEFT job of
+// the sites suite's replay did.)
 func (s *Store) keepForPlan(id int64, site string) bool {
 	e, ok := s.plans.job[id]
 	if !ok || e.site == site {
@@ -248,7 +262,7 @@ func (s *Store) keepForPlan(id int64, site string) bool {
 	if !ok || now.Sub(seen) > planPatience {
 		return false
 	}
-	return now.Sub(s.plans.readyAt[id]) < planPatience
+	return now.Sub(s.plans.readyAt[id]) < planPatience+e.wait
 }
 
 // PlanEstimate gives a planned job's runtime at each site, from its
@@ -431,17 +445,53 @@ func (s *Store) replicaSites(ctx context.Context, path string) ([]string, error)
 	return out, closeRows(rows)
 }
 
-// SetPlan records a plan: each job's planned site and place in the order.
-// Jobs that ended meanwhile keep no plan; a job planned before is planned
-// again.
+// PlanRecord is what is kept of a plan beside each job's site and place
+// in the order (cls plan show): its target, planner, the sites' slots it
+// assumed and its predicted timeline (plan.Timeline; jobs it lacks have
+// none).
+type PlanRecord struct {
+	Target   string
+	Planner  string
+	Sites    []policy.PlanSite
+	Timeline []plan.Scheduled
+}
+
+// SetPlan records a plan made by planner, without a timeline.
 func (s *Store) SetPlan(ctx context.Context, planner string, pl policy.Plan) (int, error) {
-	if planner == "" {
+	return s.RecordPlan(ctx, PlanRecord{Planner: planner}, pl)
+}
+
+// RecordPlan records a plan: each job's planned site, place in the order
+// and predicted slot, start and end, and the plan itself. Jobs that ended
+// meanwhile keep no plan; a job planned before is planned again, and a
+// plan left without jobs is dropped.
+func (s *Store) RecordPlan(ctx context.Context, rec PlanRecord, pl policy.Plan) (int, error) {
+	if rec.Planner == "" {
 		return 0, protocol.Errorf(protocol.CodeBadRequest, "a plan needs its planner's name")
+	}
+	times := make(map[int64]plan.Scheduled, len(rec.Timeline))
+	for _, j := range rec.Timeline {
+		times[j.ID] = j
 	}
 	n := 0
 	err := s.do(ctx, func() error {
 		if err := s.begin(); err != nil {
 			return err
+		}
+		res, err := s.w.ExecContext(context.Background(), "INSERT INTO plans (target, planner, made, makespan_s, moved_bytes) VALUES (?, ?, ?, ?, ?)",
+			rec.Target, rec.Planner, s.now().UnixMicro(), finite(pl.Makespan), pl.Moved)
+		if err != nil {
+			return fatalError{err}
+		}
+		planID, err := res.LastInsertId()
+		if err != nil {
+			return fatalError{err}
+		}
+		for _, site := range rec.Sites {
+			if _, err := s.w.ExecContext(context.Background(), "INSERT OR REPLACE INTO plan_sites (plan_id, site, slots) VALUES (?, ?, ?)",
+				planID, site.Name, max(site.Slots, 1)); err != nil {
+				return fatalError{err}
+			}
 		}
 		for seq, id := range pl.Order {
 			site, ok := pl.Site[id]
@@ -452,15 +502,29 @@ func (s *Store) SetPlan(ctx context.Context, planner string, pl policy.Plan) (in
 			if !ok || j.State.Terminal() {
 				continue
 			}
-			if _, err := s.w.ExecContext(context.Background(), "INSERT OR REPLACE INTO job_plans (job_id, site, seq, planner) VALUES (?, ?, ?, ?)",
-				id, site, seq, planner); err != nil {
+			var start, end, ready, slot any // NULL: no timeline
+			e := planEntry{site: site, seq: int64(seq)}
+			if t, ok := times[id]; ok {
+				start, end, ready, slot = finite(t.Start), finite(t.End), finite(t.Ready), t.Slot
+				e.wait = planWait(finite(t.Start) - finite(t.Ready))
+			}
+			if _, err := s.w.ExecContext(context.Background(), `INSERT OR REPLACE INTO job_plans (job_id, site, seq, planner, plan_id, start_s, end_s, ready_s, slot)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, site, seq, rec.Planner, planID, start, end, ready, slot); err != nil {
 				return fatalError{err}
 			}
-			s.plans.add(id, planEntry{site: site, seq: int64(seq)})
+			s.plans.add(id, e)
 			if j.State == job.Queued {
 				s.plans.readyAt[id] = s.now()
 			}
 			n++
+		}
+		for _, q := range []string{
+			"DELETE FROM plans WHERE id NOT IN (SELECT plan_id FROM job_plans WHERE plan_id IS NOT NULL)",
+			"DELETE FROM plan_sites WHERE plan_id NOT IN (SELECT id FROM plans)",
+		} {
+			if _, err := s.w.ExecContext(context.Background(), q); err != nil {
+				return fatalError{err}
+			}
 		}
 		for _, path := range slices.Sorted(maps.Keys(pl.FileSite)) {
 			site := pl.FileSite[path]
@@ -480,6 +544,20 @@ func (s *Store) SetPlan(ctx context.Context, planner string, pl policy.Plan) (in
 	return n, err
 }
 
+// planWait is a predicted wait in seconds as a duration, at least 0 and
+// at most a day (a plan predicting more is not one to hold jobs for).
+func planWait(v float64) time.Duration {
+	return time.Duration(min(max(v, 0), 86400) * float64(time.Second))
+}
+
+// finite keeps a predicted time storable: SQLite has no infinity.
+func finite(v float64) float64 {
+	if math.IsInf(v, 0) || math.IsNaN(v) {
+		return 0
+	}
+	return v
+}
+
 // ClearPlans forgets every plan: jobs bind late again.
 func (s *Store) ClearPlans(ctx context.Context) (int, error) {
 	n := 0
@@ -491,8 +569,10 @@ func (s *Store) ClearPlans(ctx context.Context) (int, error) {
 		if err != nil {
 			return fatalError{err}
 		}
-		if _, err := s.w.ExecContext(context.Background(), "DELETE FROM plan_files"); err != nil {
-			return fatalError{err}
+		for _, table := range []string{"plan_files", "plans", "plan_sites"} {
+			if _, err := s.w.ExecContext(context.Background(), "DELETE FROM "+table); err != nil {
+				return fatalError{err}
+			}
 		}
 		k, _ := res.RowsAffected()
 		n = int(k)
@@ -518,7 +598,10 @@ func (s *Store) jobPlan(ctx context.Context, d *protocol.JobDetail) error {
 
 // PlanShow counts the planned jobs per planner and site, and how many
 // ran (or run) at their planned site or elsewhere, by their latest attempt.
-func (s *Store) PlanShow(ctx context.Context) (protocol.PlanShowReply, error) {
+// With each plan recorded with its timeline, it gives per site the jobs
+// in predicted start order (at most limit of them; 0: the default), busy
+// time and utilisation.
+func (s *Store) PlanShow(ctx context.Context, limit int) (protocol.PlanShowReply, error) {
 	rows, err := s.rdb.QueryContext(ctx, `SELECT p.planner, p.site, count(*),
 		sum(CASE WHEN j.state IN ('D', 'F', 'X') THEN 1 ELSE 0 END),
 		sum(CASE WHEN ph.site = p.site THEN 1 ELSE 0 END),
@@ -538,7 +621,112 @@ func (s *Store) PlanShow(ctx context.Context) (protocol.PlanShowReply, error) {
 		}
 		out.Sites = append(out.Sites, ps)
 	}
-	return out, closeRows(rows)
+	if err := closeRows(rows); err != nil {
+		return out, err
+	}
+	if limit <= 0 {
+		limit = protocol.DefaultPlanShowLimit
+	}
+	limit = min(limit, protocol.MaxPlanShowLimit)
+	prows, err := s.rdb.QueryContext(ctx, "SELECT id, target, planner, made, makespan_s, moved_bytes FROM plans ORDER BY id")
+	if err != nil {
+		return out, fmt.Errorf("plans: %w", err)
+	}
+	for prows.Next() {
+		var p protocol.PlanShown
+		var made int64
+		if err := prows.Scan(&p.ID, &p.Target, &p.Planner, &made, &p.MakespanS, &p.MovedBytes); err != nil {
+			prows.Close()
+			return out, err
+		}
+		p.Made = time.UnixMicro(made).UTC().Format(time.RFC3339)
+		out.Plans = append(out.Plans, p)
+	}
+	if err := closeRows(prows); err != nil {
+		return out, err
+	}
+	for i := range out.Plans {
+		if err := s.planTimeline(ctx, &out.Plans[i], limit); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// planTimeline fills in a plan's sites: its jobs' predicted timeline
+// (plan.BySite over the stored starts and ends), and per site how many
+// have ended and where they ran.
+func (s *Store) planTimeline(ctx context.Context, p *protocol.PlanShown, limit int) error {
+	var sites []policy.PlanSite
+	rows, err := s.rdb.QueryContext(ctx, "SELECT site, slots FROM plan_sites WHERE plan_id = ? ORDER BY site", p.ID)
+	if err != nil {
+		return fmt.Errorf("plan %d sites: %w", p.ID, err)
+	}
+	for rows.Next() {
+		var ps policy.PlanSite
+		if err := rows.Scan(&ps.Name, &ps.Slots); err != nil {
+			rows.Close()
+			return err
+		}
+		sites = append(sites, ps)
+	}
+	if err := closeRows(rows); err != nil {
+		return err
+	}
+	type about struct{ target, state, ranAt string }
+	info := map[int64]about{}
+	type counts struct{ ended, here, elsewhere int }
+	count := map[string]*counts{}
+	var tl []plan.Scheduled
+	rows, err = s.rdb.QueryContext(ctx, `SELECT p.job_id, p.site, coalesce(p.slot, 0), coalesce(p.start_s, 0), coalesce(p.end_s, 0),
+		t.name, j.state, coalesce(ph.site, '')
+		FROM job_plans p JOIN jobs j ON j.id = p.job_id JOIN targets t ON t.id = j.target_id
+		LEFT JOIN placeholders ph ON ph.id = j.placeholder_id
+		WHERE p.plan_id = ? ORDER BY p.seq`, p.ID)
+	if err != nil {
+		return fmt.Errorf("plan %d jobs: %w", p.ID, err)
+	}
+	for rows.Next() {
+		var j plan.Scheduled
+		var a about
+		if err := rows.Scan(&j.ID, &j.Site, &j.Slot, &j.Start, &j.End, &a.target, &a.state, &a.ranAt); err != nil {
+			rows.Close()
+			return err
+		}
+		tl = append(tl, j)
+		info[j.ID] = a
+		c := count[j.Site]
+		if c == nil {
+			c = &counts{}
+			count[j.Site] = c
+		}
+		if a.state != "" && job.State(a.state[0]).Terminal() {
+			c.ended++
+		}
+		switch {
+		case a.ranAt == j.Site:
+			c.here++
+		case a.ranAt != "":
+			c.elsewhere++
+		}
+	}
+	if err := closeRows(rows); err != nil {
+		return err
+	}
+	p.Jobs = len(tl)
+	for _, st := range plan.BySite(sites, tl, p.MakespanS, limit) {
+		ps := protocol.PlanSiteTimeline{Site: st.Site, Slots: st.Slots, Jobs: st.Jobs, BusyS: st.Busy, Util: st.Util,
+			More: st.More, Timeline: []protocol.PlanSlot{}}
+		if c := count[st.Site]; c != nil {
+			ps.Ended, ps.RanHere, ps.RanElse = c.ended, c.here, c.elsewhere
+		}
+		for _, j := range st.First {
+			a := info[j.ID]
+			ps.Timeline = append(ps.Timeline, protocol.PlanSlot{ID: j.ID, Target: a.target, Slot: j.Slot, StartS: j.Start, EndS: j.End, State: a.state, RanAt: a.ranAt})
+		}
+		p.Sites = append(p.Sites, ps)
+	}
+	return nil
 }
 
 // SiteLink is the link of a site by name: measured from real transfers

@@ -3,11 +3,13 @@ package metaqueue
 import (
 	"context"
 	"maps"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/plan"
 	"github.com/mq-hpc/mq/policy"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -197,5 +199,92 @@ func TestPlanKeepsFiles(t *testing.T) {
 	e.report(a, rep)
 	if n := len(st.requests()); n != 1 {
 		t.Fatalf("%d requests after the plan was cleared, want still 1", n)
+	}
+}
+
+// TestPlanShowTimeline: a plan recorded with its timeline shows per site
+// its jobs in predicted start order (bounded by the limit, the rest
+// counted), busy time and utilisation, and where they ran; a second plan
+// takes the jobs not ended over, and the first keeps the ended one.
+func TestPlanShowTimeline(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	id := e.submit(spec("t1", "true"), spec("t2", "true"), spec("t3", "true"))
+	pl := policy.Plan{Site: map[int64]string{id[0]: "a", id[1]: "a", id[2]: "b"}, Order: []int64{id[0], id[2], id[1]}, Makespan: 10, Moved: 5}
+	rec := PlanRecord{Target: "t3", Planner: "heft", Sites: []policy.PlanSite{{Name: "a", Slots: 1}, {Name: "b", Slots: 2}},
+		Timeline: []plan.Scheduled{{ID: id[0], Site: "a", Slot: 0, Start: 0, End: 4}, {ID: id[2], Site: "b", Slot: 1, Start: 1, End: 10}, {ID: id[1], Site: "a", Slot: 0, Start: 4, End: 8}}}
+	if n, err := e.s.RecordPlan(ctx, rec, pl); err != nil || n != 3 {
+		t.Fatalf("RecordPlan = %d, %v", n, err)
+	}
+	a := e.register("a")
+	got := e.next(a, 1)
+	e.report(a, ok(got[0]))
+	r, err := e.s.PlanShow(ctx, 1)
+	if err != nil || len(r.Plans) != 1 {
+		t.Fatalf("PlanShow = %+v, %v", r, err)
+	}
+	p := r.Plans[0]
+	if p.Target != "t3" || p.Planner != "heft" || p.MakespanS != 10 || p.MovedBytes != 5 || p.Jobs != 3 || len(p.Sites) != 2 {
+		t.Fatalf("plan %+v", p)
+	}
+	want := []protocol.PlanSiteTimeline{
+		{Site: "a", Slots: 1, Jobs: 2, BusyS: 8, Util: 0.8, Ended: 1, RanHere: 1, More: 1,
+			Timeline: []protocol.PlanSlot{{ID: id[0], Target: "t1", Slot: 0, StartS: 0, EndS: 4, State: "D", RanAt: "a"}}},
+		{Site: "b", Slots: 2, Jobs: 1, BusyS: 9, Util: 0.45,
+			Timeline: []protocol.PlanSlot{{ID: id[2], Target: "t3", Slot: 1, StartS: 1, EndS: 10, State: "Q"}}},
+	}
+	if !reflect.DeepEqual(p.Sites, want) {
+		t.Fatalf("sites %+v\nwant %+v", p.Sites, want)
+	}
+	pl.Order = []int64{id[1], id[2]}
+	if _, err := e.s.RecordPlan(ctx, PlanRecord{Target: "t3", Planner: "minmin"}, pl); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := e.s.PlanShow(ctx, 0); err != nil || len(r.Plans) != 2 || r.Plans[0].Jobs != 1 || r.Plans[1].Planner != "minmin" || r.Plans[1].Jobs != 2 {
+		t.Fatalf("after planning again: %+v, %v", r.Plans, err)
+	}
+}
+
+// TestPlanPatienceCountsPlannedWait: a job the plan queues at its site
+// behind another for longer than planPatience stays for that site while
+// the site is alive and the job is within planPatience of its predicted
+// wait; past that, another site takes it. (With planPatience alone the
+// job went to the other site as soon as it had been ready for 30 s.)
+func TestPlanPatienceCountsPlannedWait(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	id := e.submit(spec("y", "true"), spec("x", "true"))
+	pl := policy.Plan{Site: map[int64]string{id[0]: "b", id[1]: "b"}, Order: []int64{id[0], id[1]}, Makespan: 110}
+	rec := PlanRecord{Target: "x", Planner: "heft", Sites: []policy.PlanSite{{Name: "a", Slots: 1}, {Name: "b", Slots: 1}},
+		Timeline: []plan.Scheduled{{ID: id[0], Site: "b", Start: 0, End: 100}, {ID: id[1], Site: "b", Start: 100, End: 110}}}
+	if _, err := e.s.RecordPlan(ctx, rec, pl); err != nil {
+		t.Fatal(err)
+	}
+	e.reopen() // the predicted wait is kept
+	a := e.register("a")
+	b := e.register("b")
+	gotB := e.next(b, 1)
+	if got := ids(gotB); !slices.Equal(got, []int64{id[0]}) {
+		t.Fatalf("b got %v, want %d", got, id[0])
+	}
+	// b runs y all along, heartbeating (which keeps its lease and says b
+	// is alive).
+	wait := func(d time.Duration) {
+		for ; d > 0; d -= testLease / 4 {
+			e.advance(min(d, testLease/4))
+			e.heartbeat(b, []protocol.JobRef{refOf(gotB[0])})
+		}
+	}
+	for _, after := range []time.Duration{0, planPatience + 10*time.Second, 80 * time.Second} { // 0, 40 and 120 s after ready
+		wait(after)
+		if got := ids(e.next(a, 1)); len(got) != 0 {
+			t.Fatalf("%s on, a got %v; b is alive and the plan has x wait 100 s for it", after, got)
+		}
+	}
+	wait(planPatience)
+	if got := ids(e.next(a, 1)); !slices.Equal(got, []int64{id[1]}) {
+		t.Fatalf("past the predicted wait and planPatience, a got %v, want %d", got, id[1])
 	}
 }

@@ -265,7 +265,6 @@ func (e *eval) run(sc schedule) (makespan float64, moved int64) {
 	for s := range e.slots {
 		clear(e.slots[s])
 	}
-	n := len(m.ids)
 	for _, t := range sc.order {
 		s := sc.alloc[t]
 		ready := 0.0
@@ -276,28 +275,36 @@ func (e *eval) run(sc schedule) (makespan float64, moved int64) {
 			ready = max(ready, e.ft[p])
 		}
 		start := max(ready, e.slots[s][0])
-		d := m.exec[t][s] + m.staticCost[t][s]
-		moved += m.staticBytes[t][s]
-		for _, f := range m.ins[t] {
-			at := int(sc.alloc[n+int(f)])
-			if at != int(s) {
-				d += m.transfer(m.fileSize[f], at, int(s))
-				moved += m.fileSize[f]
-			}
-		}
-		for _, f := range m.outs[t] {
-			at := int(sc.alloc[n+int(f)])
-			if at != int(s) {
-				d += m.transfer(m.fileSize[f], int(s), at)
-				moved += m.fileSize[f]
-			}
-		}
+		d, mv := m.duration(t, sc.alloc)
+		moved += mv
 		end := start + d
 		e.ft[t] = end
 		heapFix0(e.slots[s], end)
 		makespan = max(makespan, end)
 	}
 	return makespan, moved
+}
+
+// duration is how long job t takes at its site under alloc (its runtime
+// there, reading its inputs, writing its outputs) and the bytes it moves
+// between sites.
+func (m *model) duration(t int32, alloc []int32) (d float64, moved int64) {
+	n, s := len(m.ids), alloc[t]
+	d = m.exec[t][s] + m.staticCost[t][s]
+	moved = m.staticBytes[t][s]
+	for _, f := range m.ins[t] {
+		if at := int(alloc[n+int(f)]); at != int(s) {
+			d += m.transfer(m.fileSize[f], at, int(s))
+			moved += m.fileSize[f]
+		}
+	}
+	for _, f := range m.outs[t] {
+		if at := int(alloc[n+int(f)]); at != int(s) {
+			d += m.transfer(m.fileSize[f], int(s), at)
+			moved += m.fileSize[f]
+		}
+	}
+	return d, moved
 }
 
 // heapFix0 replaces the smallest free time of a min-heap with v.
@@ -353,9 +360,23 @@ func (m *model) filesAtProducers(alloc []int32) {
 // files the plan does not place, and sites it names that p lacks, are
 // errors; files it does not place are kept where they are written.
 func Evaluate(p policy.Problem, pl policy.Plan) (makespan float64, moved int64, err error) {
-	m, err := compile(p)
+	m, sc, err := compilePlan(p, pl)
 	if err != nil {
 		return 0, 0, err
+	}
+	ms, mv := newEval(m).run(sc)
+	if math.IsInf(ms, 1) {
+		return 0, 0, errors.New("plan: the order starts a job before its prerequisites")
+	}
+	return ms, mv, nil
+}
+
+// compilePlan compiles p and turns pl into a schedule of it (Evaluate,
+// Timeline).
+func compilePlan(p policy.Problem, pl policy.Plan) (*model, schedule, error) {
+	m, err := compile(p)
+	if err != nil {
+		return nil, schedule{}, err
 	}
 	siteIdx := map[string]int32{}
 	for i, s := range m.sites {
@@ -366,7 +387,7 @@ func Evaluate(p policy.Problem, pl policy.Plan) (makespan float64, moved int64, 
 	for i, id := range m.ids {
 		s, ok := siteIdx[pl.Site[id]]
 		if !ok {
-			return 0, 0, fmt.Errorf("plan: job %d placed at %q, not a site of the problem", id, pl.Site[id])
+			return nil, sc, fmt.Errorf("plan: job %d placed at %q, not a site of the problem", id, pl.Site[id])
 		}
 		sc.alloc[i] = s
 	}
@@ -375,7 +396,7 @@ func Evaluate(p policy.Problem, pl policy.Plan) (makespan float64, moved int64, 
 		if name, ok := pl.FileSite[path]; ok {
 			s, ok := siteIdx[name]
 			if !ok {
-				return 0, 0, fmt.Errorf("plan: file %s kept at %q, not a site of the problem", path, name)
+				return nil, sc, fmt.Errorf("plan: file %s kept at %q, not a site of the problem", path, name)
 			}
 			sc.alloc[n+f] = s
 		}
@@ -387,18 +408,14 @@ func Evaluate(p policy.Problem, pl policy.Plan) (makespan float64, moved int64, 
 	for _, id := range pl.Order {
 		t, ok := pos[id]
 		if !ok {
-			return 0, 0, fmt.Errorf("plan: order names job %d, not in the problem", id)
+			return nil, sc, fmt.Errorf("plan: order names job %d, not in the problem", id)
 		}
 		sc.order = append(sc.order, t)
 	}
 	if len(sc.order) != n {
-		return 0, 0, fmt.Errorf("plan: order lists %d jobs, the problem %d", len(sc.order), n)
+		return nil, sc, fmt.Errorf("plan: order lists %d jobs, the problem %d", len(sc.order), n)
 	}
-	ms, mv := newEval(m).run(sc)
-	if math.IsInf(ms, 1) {
-		return 0, 0, errors.New("plan: the order starts a job before its prerequisites")
-	}
-	return ms, mv, nil
+	return m, sc, nil
 }
 
 // sortedBy returns the jobs sorted by key descending, ties by topological

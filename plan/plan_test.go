@@ -209,6 +209,7 @@ func TestPlansAreValid(t *testing.T) {
 			if err != nil || ms != pl.Makespan || mv != pl.Moved {
 				t.Fatalf("problem %d, %s: Evaluate = %v, %d, %v; the plan says %v, %d", k, info.Name, ms, mv, err, pl.Makespan, pl.Moved)
 			}
+			checkTimeline(t, fmt.Sprintf("problem %d, %s", k, info.Name), p, pl, m)
 			got[info.Name] = pl
 		}
 		a := got["aeh-etaa"].Makespan

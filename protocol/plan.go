@@ -7,8 +7,8 @@ package protocol
 var (
 	OpPlanMake = op[PlanMake, PlanSummary](Spec{Name: "plan.make", Role: RoleUser, Durable: true,
 		Doc: "plans a target's DAG over the sites with a planner and follows the plan"})
-	OpPlanShow = op[Empty, PlanShowReply](Spec{Name: "plan.show", Role: RoleUser,
-		Doc: "lists the plans in force: jobs per planner and site, followed or not"})
+	OpPlanShow = op[PlanShow, PlanShowReply](Spec{Name: "plan.show", Role: RoleUser,
+		Doc: "lists the plans in force: jobs per planner and site, followed or not, and each plan's predicted per-site timeline"})
 	OpPlanClear = op[Empty, PlanClearReply](Spec{Name: "plan.clear", Role: RoleUser, Durable: true,
 		Doc: "forgets every plan: jobs bind late again"})
 )
@@ -62,9 +62,65 @@ type PlanSite struct {
 	RanElse int     `json:"ran_elsewhere,omitempty"`
 }
 
-// PlanShowReply lists the plans in force.
+// PlanShow asks for the plans in force. Limit bounds the jobs listed per
+// site of each plan's timeline: 0 = DefaultPlanShowLimit, at most
+// MaxPlanShowLimit.
+type PlanShow struct {
+	Limit int `json:"limit,omitempty"`
+}
+
+// Bounds of PlanShow.Limit.
+const (
+	DefaultPlanShowLimit = 20
+	MaxPlanShowLimit     = 100_000
+)
+
+// PlanShowReply lists the plans in force: Sites counts jobs per planner
+// and site over every plan, Plans gives each plan (oldest first) with its
+// predicted timeline per site.
 type PlanShowReply struct {
-	Sites []PlanSite `json:"sites"`
+	Sites []PlanSite  `json:"sites"`
+	Plans []PlanShown `json:"plans,omitempty"`
+}
+
+// PlanShown is one plan in force: what it predicted when made, and per
+// site its jobs in predicted start order.
+type PlanShown struct {
+	ID         int64              `json:"id"`
+	Target     string             `json:"target"`
+	Planner    string             `json:"planner"`
+	Made       string             `json:"made"` // RFC 3339
+	MakespanS  float64            `json:"makespan_s"`
+	MovedBytes int64              `json:"moved_bytes"`
+	Jobs       int                `json:"jobs"` // planned by it still (a later plan may take jobs over)
+	Sites      []PlanSiteTimeline `json:"sites"`
+}
+
+// PlanSiteTimeline is one site's part of a plan.
+type PlanSiteTimeline struct {
+	Site    string  `json:"site"`
+	Slots   int     `json:"slots"` // the plan assumed
+	Jobs    int     `json:"jobs"`
+	BusyS   float64 `json:"busy_s"`      // slot-seconds its jobs are predicted to take
+	Util    float64 `json:"utilisation"` // BusyS over slots x the makespan
+	Ended   int     `json:"ended"`
+	RanHere int     `json:"ran_here"`
+	RanElse int     `json:"ran_elsewhere"`
+	// Timeline lists the first jobs by predicted start; More counts the
+	// rest.
+	Timeline []PlanSlot `json:"timeline"`
+	More     int        `json:"more,omitempty"`
+}
+
+// PlanSlot is one job of a plan's timeline.
+type PlanSlot struct {
+	ID     int64   `json:"id"`
+	Target string  `json:"target"`
+	Slot   int     `json:"slot"`
+	StartS float64 `json:"start_s"` // predicted, from the plan's start
+	EndS   float64 `json:"end_s"`
+	State  string  `json:"state"`
+	RanAt  string  `json:"ran_at,omitempty"` // the site of its latest attempt's placeholder
 }
 
 // PlanClearReply says how many jobs' plans were dropped.

@@ -40,7 +40,7 @@ func routeCLS(srv *Server) {
 	Route(srv, protocol.OpPlanMake, func(context.Context, protocol.PlanMake) (protocol.PlanSummary, error) {
 		return protocol.PlanSummary{}, nil
 	})
-	Route(srv, protocol.OpPlanShow, func(context.Context, protocol.Empty) (protocol.PlanShowReply, error) {
+	Route(srv, protocol.OpPlanShow, func(context.Context, protocol.PlanShow) (protocol.PlanShowReply, error) {
 		return protocol.PlanShowReply{}, nil
 	})
 	Route(srv, protocol.OpPlanClear, func(context.Context, protocol.Empty) (protocol.PlanClearReply, error) {

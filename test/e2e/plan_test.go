@@ -65,6 +65,7 @@ func testPlanFollowed(t *testing.T, planner string) {
 	if !strings.Contains(out, "planned 10 jobs") || !strings.Contains(out, planner) {
 		t.Fatalf("cls plan make printed:\n%s", out)
 	}
+	checkPlanTimeline(t, h, planner, ids)
 	if err := os.WriteFile(filepath.Join(h.dir, "go"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -146,6 +147,8 @@ func testPlanFollowed(t *testing.T, planner string) {
 		{[]string{"plan", "make", "z", "--site-speed", "a=0"}, 2},
 		{[]string{"plan", "make", "z", "--site-speed", "a"}, 2},
 		{[]string{"plan", "show", "extra"}, 2},
+		{[]string{"plan", "show", "--limit", "-1"}, 2},
+		{[]string{"plan", "show", "--limit", "x"}, 2},
 		{[]string{"plan", "make", "nosuch"}, 1},
 		{[]string{"plan", "make", "z"}, 1}, // ended: nothing left to plan
 	} {
@@ -155,4 +158,122 @@ func testPlanFollowed(t *testing.T, planner string) {
 		}
 		oneLineErr(t, "cls", r)
 	}
+}
+
+// checkPlanTimeline: `cls plan show` explains the plan just made: its
+// timeline lists each planned job once, at the site and in the order the
+// plan runs it (a site's jobs by start, no two on a slot at once, z after
+// every a, the a jobs after the gates), predicts the makespan as its last
+// end, and the text prints each site's jobs in that order, bounded by
+// --limit with the rest counted.
+func checkPlanTimeline(t *testing.T, h *harness, planner string, ids []int64) {
+	t.Helper()
+	var show struct {
+		Plans []struct {
+			Target    string  `json:"target"`
+			Planner   string  `json:"planner"`
+			Jobs      int     `json:"jobs"`
+			MakespanS float64 `json:"makespan_s"`
+			Sites     []struct {
+				Site     string  `json:"site"`
+				Slots    int     `json:"slots"`
+				Jobs     int     `json:"jobs"`
+				BusyS    float64 `json:"busy_s"`
+				Util     float64 `json:"utilisation"`
+				More     int     `json:"more"`
+				Timeline []struct {
+					ID     int64   `json:"id"`
+					Target string  `json:"target"`
+					Slot   int     `json:"slot"`
+					StartS float64 `json:"start_s"`
+					EndS   float64 `json:"end_s"`
+				} `json:"timeline"`
+			} `json:"sites"`
+		} `json:"plans"`
+	}
+	raw := h.ok("cls", "plan", "show", "--json", "--limit", "0")
+	if err := json.Unmarshal([]byte(raw), &show); err != nil || len(show.Plans) != 1 {
+		t.Fatalf("cls plan show --json: %v\n%s", err, raw)
+	}
+	p := show.Plans[0]
+	if p.Target != "z" || p.Planner != planner || p.Jobs != 10 || len(p.Sites) != 2 {
+		t.Fatalf("cls plan show: plan %+v", p)
+	}
+	type span struct {
+		site         string
+		start, end   float64
+		target, text string
+	}
+	at := map[int64]span{}
+	last := 0.0
+	text := h.ok("cls", "plan", "show")
+	for _, s := range p.Sites {
+		busy, free := 0.0, map[int]float64{}
+		if s.Jobs != len(s.Timeline) || s.More != 0 || s.Slots != 2 {
+			t.Fatalf("site %s: %d jobs, %d listed, %d more, %d slots\n%s", s.Site, s.Jobs, len(s.Timeline), s.More, s.Slots, raw)
+		}
+		var lines []string
+		for k, j := range s.Timeline {
+			if _, dup := at[j.ID]; dup {
+				t.Fatalf("job %d listed twice\n%s", j.ID, raw)
+			}
+			if k > 0 && j.StartS < s.Timeline[k-1].StartS {
+				t.Fatalf("site %s: job %d starts before the one listed ahead of it\n%s", s.Site, j.ID, raw)
+			}
+			if j.Slot < 0 || j.Slot >= s.Slots || j.StartS < free[j.Slot]-1e-6 || j.EndS < j.StartS {
+				t.Fatalf("site %s: job %d on slot %d from %v to %v, the slot busy until %v\n%s", s.Site, j.ID, j.Slot, j.StartS, j.EndS, free[j.Slot], raw)
+			}
+			free[j.Slot] = j.EndS
+			busy += j.EndS - j.StartS
+			last = max(last, j.EndS)
+			at[j.ID] = span{site: s.Site, start: j.StartS, end: j.EndS, target: j.Target}
+			lines = append(lines, fmt.Sprintf("%.1f  %.1f  %d  %d  %s", j.StartS, j.EndS, j.Slot, j.ID, j.Target))
+		}
+		if d := busy - s.BusyS; d > 1e-6 || d < -1e-6 || (p.MakespanS > 0 && abs(s.Util-busy/(2*p.MakespanS)) > 1e-6) {
+			t.Fatalf("site %s: busy %v, utilisation %v; the timeline adds up to %v\n%s", s.Site, s.BusyS, s.Util, busy, raw)
+		}
+		// The text lists the same jobs in the same order (columns
+		// aligned with two or more spaces).
+		head := "site " + s.Site + ", in predicted start order:"
+		i := strings.Index(text, head)
+		if i < 0 {
+			t.Fatalf("cls plan show does not show site %s's timeline:\n%s", s.Site, text)
+		}
+		rest := strings.Split(text[i+len(head):], "\n")[2:]
+		for k, want := range lines {
+			if got := strings.Join(strings.Fields(rest[k]), "  "); !strings.HasPrefix(got, want) {
+				t.Fatalf("cls plan show, site %s line %d: %q, want %q...\n%s", s.Site, k, got, want, text)
+			}
+		}
+	}
+	if len(at) != 10 || abs(last-p.MakespanS) > 1e-6 {
+		t.Fatalf("the timelines list %d jobs ending at %v; the plan has 10 and makespan %v\n%s", len(at), last, p.MakespanS, raw)
+	}
+	for _, id := range ids {
+		if at[id].target == "z" {
+			for _, a := range at {
+				if strings.HasPrefix(a.target, "a") && a.end > at[id].start+1e-6 {
+					t.Fatalf("z starts at %v before %s ends at %v\n%s", at[id].start, a.target, a.end, raw)
+				}
+			}
+		}
+	}
+	for _, a := range at {
+		for _, g := range at {
+			if strings.HasPrefix(a.target, "a") && g.target == "gate" && g.end > a.start+1e-6 {
+				t.Fatalf("%s starts at %v before a gate ends at %v\n%s", a.target, a.start, g.end, raw)
+			}
+		}
+	}
+	// Bounded: one job per site, the rest counted.
+	if out := h.ok("cls", "plan", "show", "--limit", "1"); !strings.Contains(out, "more (--limit N, 0 for all)") || !strings.Contains(out, "predicted makespan") {
+		t.Fatalf("cls plan show --limit 1:\n%s", out)
+	}
+}
+
+func abs(v float64) float64 {
+	if v < 0 {
+		return -v
+	}
+	return v
 }

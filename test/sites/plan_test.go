@@ -8,12 +8,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/wfreplay"
 	"github.com/mq-hpc/mq/plan"
 	"github.com/mq-hpc/mq/policy"
 	"github.com/mq-hpc/mq/protocol"
@@ -27,10 +27,11 @@ import (
 // CLS, and sets the measured makespan and bytes moved beside the
 // planners' model's prediction for the same setup (plan.LateBinding and
 // HEFT over the scaled trace on two one-slot sites). Each task is a job
-// that sleeps its traced runtime times MQ_PLAN_TIME_SCALE (0.02) and
-// writes its outputs at their traced sizes times MQ_PLAN_SIZE_SCALE
-// (0.005), declaring its files; the workflow's own inputs are made at
-// grid and registered there. Every first task waits on a gate, so that
+// that sleeps its traced runtime times MQ_PLAN_TIME_SCALE (0.02), reads
+// its inputs and writes its outputs at their traced sizes times
+// MQ_PLAN_SIZE_SCALE (0.005), declaring its files (internal/wfreplay, as
+// mqsub --wfformat); the workflow's own inputs are made at grid and
+// registered there. Every first task waits on a gate, so that
 // the plan is made before anything starts. The trace is MQ_PLAN_TRACE
 // (default: the shared srasearch trace, 22 tasks). With MQ_PLAN_OUT=FILE
 // the results are written there as JSON (scripts/bench/planreplay.sh).
@@ -51,16 +52,18 @@ func TestPlanReplayHEFTvsFCFS(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts, ss := envFloat(t, "MQ_PLAN_TIME_SCALE", 0.02), envFloat(t, "MQ_PLAN_SIZE_SCALE", 0.005)
-	scaled := scaleWorkflow(w, ts, ss)
+	// The jobs' files are in wf/; a runtime is at least 0.1 s.
+	opt := wfreplay.Options{TimeScale: ts, SizeScale: ss, MinRuntime: 0.1, TargetPrefix: "t-", Files: true, Dir: "wf", Est: true}
+	scaled := wfreplay.Scale(w, opt)
 	l := newLogin(t, "127.0.0.1")
 	res := map[string]replayRun{}
 	for _, way := range []string{"fcfs", "heft"} {
 		// A subtest per run: its CLS stops and frees its SGE slot first.
-		if !t.Run(way, func(t *testing.T) { res[way] = runReplay(t, l, way, scaled) }) {
+		if !t.Run(way, func(t *testing.T) { res[way] = runReplay(t, l, way, w, opt) }) {
 			t.FailNow()
 		}
-		t.Logf("%s: makespan %.1f s, %d bytes moved in %d transfers, jobs per site %v (predicted makespan %.1f s)",
-			way, res[way].MakespanS, res[way].Bytes, res[way].Transfers, res[way].PerSite, res[way].PlannedS)
+		t.Logf("%s: makespan %.1f s, %d bytes moved in %d transfers, jobs per site %v, %d ran off their plan's site (predicted makespan %.1f s)",
+			way, res[way].MakespanS, res[way].Bytes, res[way].Transfers, res[way].PerSite, res[way].Deviated, res[way].PlannedS)
 	}
 	// The model's prediction for the same setup: two one-slot sites of
 	// speed 1, the inputs at grid, the link cls serve assumes by default
@@ -135,23 +138,7 @@ func envFloat(t *testing.T, name string, def float64) float64 {
 	return f
 }
 
-// scaleWorkflow scales a trace's runtimes and file sizes (a file at
-// least 1 byte, a runtime at least 0.1 s).
-func scaleWorkflow(w *wfformat.Workflow, ts, ss float64) *wfformat.Workflow {
-	out := &wfformat.Workflow{Name: w.Name, FileSizes: map[string]int64{}}
-	for name, size := range w.FileSizes {
-		out.FileSizes[name] = max(1, int64(float64(size)*ss))
-	}
-	for _, task := range w.Tasks {
-		task.Runtime = max(0.1, task.Runtime*ts)
-		out.Tasks = append(out.Tasks, task)
-	}
-	return out
-}
-
-var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
-
-func runReplay(t *testing.T, l *login, way string, w *wfformat.Workflow) replayRun {
+func runReplay(t *testing.T, l *login, way string, w *wfformat.Workflow, opt wfreplay.Options) replayRun {
 	t.Helper()
 	c := startCLS(t)
 	l2 := l.as(t, secondUser)
@@ -181,65 +168,43 @@ func runReplay(t *testing.T, l *login, way string, w *wfformat.Workflow) replayR
 		return s["grid"].Connected > 0 && s["slurmy"].Connected > 0
 	})
 
-	// The workflow's inputs, made at grid as its account and registered.
-	written := map[string]bool{}
-	for _, task := range w.Tasks {
-		for _, o := range task.Outputs {
-			written[o] = true
-		}
+	rp, err := wfreplay.New(w, opt)
+	if err != nil {
+		t.Fatal(err)
 	}
+	// The workflow's inputs, made at grid as its account and registered.
 	var mk []string
-	var inputs []string
-	for name, size := range w.FileSizes {
-		if !written[name] {
-			p := "wf/" + unsafeName.ReplaceAllString(name, "_")
-			inputs = append(inputs, p)
-			mk = append(mk, fmt.Sprintf("head -c %d /dev/urandom > %s", size, p))
-		}
+	for _, f := range rp.Inputs {
+		mk = append(mk, fmt.Sprintf("head -c %d /dev/urandom > %s", f.Size, f.Path))
 	}
 	script := fmt.Sprintf("mkdir -p %s/wf && cd %s && %s", gridRoot+c.work, gridRoot+c.work, strings.Join(append(mk, "true"), " && "))
 	if out, err := runAs("mquser", script); err != nil {
 		t.Fatalf("making the inputs at grid: %v %s", err, out)
 	}
-	for _, p := range inputs {
-		c.must("cls", "files", "add", p, "--site", "grid")
+	for _, f := range rp.Inputs {
+		c.must("cls", "files", "add", f.Path, "--site", "grid")
 	}
 
 	gate := filepath.Join(c.work, "go")
 	c.must("mqsub", "-q", "work", "-e", "1", "gate", "while [ ! -e "+gate+" ]; do sleep 0.2; done")
-	target := func(id string) string { return "t-" + unsafeName.ReplaceAllString(id, "_") }
-	hasChild := map[string]bool{}
-	for _, task := range w.Tasks {
-		args := []string{"-q", "work", "-e", strconv.FormatFloat(task.Runtime, 'f', 2, 64)}
-		if len(task.Parents) == 0 {
-			args = append(args, "-p", "gate")
+	for i := range rp.Jobs {
+		if len(rp.Jobs[i].Prereqs) == 0 {
+			rp.Jobs[i].Prereqs = []string{"gate"}
 		}
-		for _, p := range task.Parents {
-			args = append(args, "-p", target(p))
-			hasChild[p] = true
-		}
-		cmd := []string{fmt.Sprintf("sleep %.2f", task.Runtime), "mkdir -p wf"}
-		for _, in := range task.Inputs {
-			args = append(args, "-i", "wf/"+unsafeName.ReplaceAllString(in, "_"))
-		}
-		seen := map[string]bool{}
-		for _, o := range task.Outputs {
-			p := "wf/" + unsafeName.ReplaceAllString(o, "_")
-			if seen[p] {
-				continue
-			}
-			seen[p] = true
-			args = append(args, "-o", p)
-			cmd = append(cmd, fmt.Sprintf("head -c %d /dev/zero > %s", w.FileSizes[o], p))
-		}
-		args = append(args, target(task.ID), strings.Join(cmd, " && "))
-		c.must("mqsub", args...)
 	}
+	jobs := filepath.Join(c.work, "replay.jsonl")
+	f, err := os.Create(jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wfreplay.WriteJSONL(f, rp.Jobs); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	c.must("mqsub", "-q", "work", "-f", jobs)
 	end := []string{"-q", "work", "-e", "0.1"}
-	for _, task := range w.Tasks {
-		if !hasChild[task.ID] {
-			end = append(end, "-p", target(task.ID))
-		}
+	for _, leaf := range rp.Leaves {
+		end = append(end, "-p", leaf)
 	}
 	c.must("mqsub", append(end, "end", "true")...)
 

@@ -33,6 +33,7 @@ func Mqsub(env Env) *cli.App {
 	app.UsageText = `mqsub [-q QUEUE] [-p PREREQ_TARGET]... [-b] [-e EST_SECONDS] [-d DIR]
          [-i PATH[:SIZE]]... [-o PATH[:SIZE]]... TARGET COMMAND...
    mqsub -f FILE [-v NAME=VALUE]...   (one JSON job per line; - reads stdin)
+   mqsub --wfformat TRACE [--time-scale X] [--size-scale Y] [--target-prefix P] [-p PREREQ] [-q QUEUE]
    mqsub --rerun [-Q] ID... | FIRST-LAST
    mqsub --rerun [-q QUEUE] [-t TARGET] [-s STATES] [--all] [-Q]`
 	app.Description = `Adds a job to TARGET and prints its id. The job runs once every job of each
@@ -65,6 +66,10 @@ where its inputs were produced.`
 		&cli.BoolFlag{Name: "no-replicate", Usage: "never run the job as more than one attempt at once (queues that copy running jobs: sa, wqr, --max-copies); in a file, \"no_replicate\": true"},
 		&cli.StringFlag{Name: "array", Usage: "submit an array of jobs, one per index of `FIRST-LAST[:STEP]`, each with MQ_ARRAY_INDEX and {} in COMMAND replaced by its index"},
 		&cli.DurationFlag{Name: "timeout", Usage: "with -b: stop waiting (exit 1) after `DURATION`; the jobs go on"},
+		&cli.StringFlag{Name: "wfformat", Usage: "replay the WfFormat workflow trace `TRACE` live: a job per task sleeping its runtime, reading and writing its files (docs/workflows.md)", TakesFile: true},
+		&cli.Float64Flag{Name: "time-scale", Value: 1, Usage: "with --wfformat: runtimes x `X`"},
+		&cli.Float64Flag{Name: "size-scale", Value: 1, Usage: "with --wfformat: file sizes x `Y`"},
+		&cli.StringFlag{Name: "target-prefix", Usage: "with --wfformat: each task's target is `P` then its id"},
 	}
 	app.Action = func(c *cli.Context) error {
 		if c.Bool("version") {
@@ -77,9 +82,18 @@ where its inputs were produced.`
 		if c.Duration("timeout") < 0 {
 			return Usagef("--timeout must not be negative")
 		}
+		if !c.IsSet("wfformat") {
+			for _, f := range []string{"time-scale", "size-scale", "target-prefix"} {
+				if c.IsSet(f) {
+					return Usagef("--%s goes with --wfformat", f)
+				}
+			}
+		}
 		switch {
 		case c.Bool("rerun"):
 			return mqsubRerun(c, env)
+		case c.IsSet("wfformat"):
+			return mqsubWfformat(c, env)
 		case c.IsSet("f"):
 			if c.NArg() > 0 {
 				return Usagef("-f takes no TARGET or COMMAND (got %q)", c.Args().First())

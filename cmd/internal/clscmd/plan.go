@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -30,7 +31,7 @@ func clsPlan(env mqcli.Env) *cli.Command {
 		Usage: "plan a target's jobs and files over the sites ahead (HEFT, MinMin, AEH-ETAA, LPSched); late binding stays the fallback",
 		Subcommands: []*cli.Command{
 			planCmd(env, "make", "plan TARGET and the targets it needs with a planner ("+strings.Join(names, ", ")+"), and follow the plan", "TARGET", planMakeFlags, planMake),
-			planCmd(env, "show", "list the plans in force: jobs per planner and site, and where they ran", "", planJSONFlags, planShow),
+			planCmd(env, "show", "explain the plans in force: predicted makespan and bytes moved, each site's timeline (jobs in predicted start order, their slots, busy time), and where the jobs ran", "", planShowFlags, planShow),
 			planCmd(env, "clear", "forget every plan: jobs bind late again", "", planJSONFlags, planClear),
 		},
 	}
@@ -43,10 +44,16 @@ type planValues struct {
 	siteSpeed string
 	noLearn   bool
 	json      bool
+	limit     int
 }
 
 func planJSONFlags(v *planValues) []cli.Flag {
 	return []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON", Destination: &v.json}}
+}
+
+func planShowFlags(v *planValues) []cli.Flag {
+	return append(planJSONFlags(v),
+		&cli.IntFlag{Name: "limit", Value: protocol.DefaultPlanShowLimit, Usage: fmt.Sprintf("jobs listed per site of each plan's timeline, the rest counted (0 = all, up to %d)", protocol.MaxPlanShowLimit), Destination: &v.limit})
 }
 
 func planMakeFlags(v *planValues) []cli.Flag {
@@ -95,6 +102,9 @@ func planCmd(env mqcli.Env, name, usage, args string, flags func(*planValues) []
 				}
 			} else if len(args) > 0 {
 				return mqcli.Usagef("plan %s takes no arguments", name)
+			}
+			if v.limit < 0 || v.limit > protocol.MaxPlanShowLimit {
+				return mqcli.Usagef("--limit must be 0 (all) to %d, not %d", protocol.MaxPlanShowLimit, v.limit)
 			}
 			cl, err := mqcli.Dial(c.Context, env, "cls")
 			if err != nil {
@@ -167,7 +177,11 @@ var estimateWords = map[string]string{
 }
 
 func planShow(c *cli.Context, cl *client.Client, _ []string, v planValues) error {
-	r, err := client.Do(c.Context, cl, protocol.OpPlanShow, protocol.Empty{})
+	limit := v.limit
+	if limit == 0 {
+		limit = protocol.MaxPlanShowLimit
+	}
+	r, err := client.Do(c.Context, cl, protocol.OpPlanShow, protocol.PlanShow{Limit: limit})
 	if err != nil {
 		return err
 	}
@@ -184,7 +198,56 @@ func planShow(c *cli.Context, cl *client.Client, _ []string, v planValues) error
 	for _, s := range r.Sites {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\n", protocol.ClipText(s.Planner, 32), protocol.ClipText(s.Site, 64), s.Jobs, s.Ended, s.RanHere, s.RanElse)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, p := range r.Plans {
+		writePlanTimeline(w, p)
+	}
+	return nil
+}
+
+// writePlanTimeline prints one plan: what it predicts, each site's load,
+// and each site's jobs in predicted start order (as many as the reply
+// lists, the rest counted). Names come from users and sites: escaped
+// and clipped.
+func writePlanTimeline(w io.Writer, p protocol.PlanShown) {
+	fmt.Fprintf(w, "\nplan %d: %s of %s, made %s: %d jobs, predicted makespan %s, %s moved between sites\n",
+		p.ID, protocol.ClipText(p.Planner, 32), protocol.Quote(protocol.ClipText(p.Target, 128)), protocol.ClipText(p.Made, 40), p.Jobs,
+		secs(p.MakespanS), protocol.FormatBytes(p.MovedBytes))
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "  SITE\tSLOTS\tJOBS\tBUSY\tUTIL\tENDED\tRAN THERE\tRAN ELSEWHERE")
+	for _, s := range p.Sites {
+		fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t%.0f%%\t%d\t%d\t%d\n", protocol.ClipText(s.Site, 64), s.Slots, s.Jobs, secs(s.BusyS), 100*s.Util, s.Ended, s.RanHere, s.RanElse)
+	}
+	tw.Flush()
+	for _, s := range p.Sites {
+		if s.Jobs == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "  site %s, in predicted start order:\n", protocol.ClipText(s.Site, 64))
+		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+		fmt.Fprintln(tw, "    START\tEND\tSLOT\tJOB\tTARGET\tSTATE\tRAN AT")
+		for _, j := range s.Timeline {
+			at := "-"
+			if j.RanAt != "" {
+				at = protocol.ClipText(j.RanAt, 64)
+			}
+			fmt.Fprintf(tw, "    %.1f\t%.1f\t%d\t%d\t%s\t%s\t%s\n", j.StartS, j.EndS, j.Slot, j.ID, protocol.ClipText(j.Target, 64), protocol.ClipText(j.State, 4), at)
+		}
+		tw.Flush()
+		if s.More > 0 {
+			fmt.Fprintf(w, "    ... and %d more (--limit N, 0 for all)\n", s.More)
+		}
+	}
+}
+
+// secs prints predicted seconds for a person: 12.3s, 4m05s.
+func secs(v float64) string {
+	if v < 60 {
+		return fmt.Sprintf("%.1fs", v)
+	}
+	return time.Duration(v * float64(time.Second)).Round(time.Second).String()
 }
 
 func planClear(c *cli.Context, cl *client.Client, _ []string, v planValues) error {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -13,13 +12,15 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/client"
+	replay "github.com/mq-hpc/mq/internal/wfreplay"
 	"github.com/mq-hpc/mq/protocol"
 	"github.com/mq-hpc/mq/wfformat"
 )
 
 // wfreplay replays real workflow traces (WfFormat) through a running CLS:
 // every task becomes a job `sleep RUNTIME*SCALE` in a target of its own,
-// needing its parents' targets, submitted with one `mqsub -f`; the clock
+// needing its parents' targets (internal/wfreplay, without files),
+// submitted with one `mqsub -f`; the clock
 // runs from the submit to the last job Done. The scale is chosen per trace
 // so that its lower bound on -slots slots, max(critical path, work/slots),
 // lasts -bound. With -policy, the default queue is set to each listed
@@ -86,27 +87,11 @@ func replayOnce(ctx context.Context, cl *client.Client, w *wfformat.Workflow, pa
 		return err
 	}
 	defer os.Remove(jobs.Name())
-	prefix := "wf" + strconv.Itoa(k) + "-"
-	bw := bufio.NewWriter(jobs)
-	for _, t := range w.Tasks {
-		bw.WriteString(`{"target":`)
-		bw.WriteString(strconv.Quote(prefix + t.ID))
-		if len(t.Parents) > 0 {
-			bw.WriteString(`,"prereqs":[`)
-			for i, p := range t.Parents {
-				if i > 0 {
-					bw.WriteByte(',')
-				}
-				bw.WriteString(strconv.Quote(prefix + p))
-			}
-			bw.WriteByte(']')
-		}
-		if est && t.Runtime > 0 {
-			fmt.Fprintf(bw, `,"est":%.3f`, t.Runtime*scale)
-		}
-		fmt.Fprintf(bw, `,"command":"sleep %.3f"}`+"\n", t.Runtime*scale)
+	r, err := replay.New(w, replay.Options{TimeScale: scale, TargetPrefix: "wf" + strconv.Itoa(k) + "-", Est: est})
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
-	if err := bw.Flush(); err != nil {
+	if err := replay.WriteJSONL(jobs, r.Jobs); err != nil {
 		return err
 	}
 	jobs.Close()

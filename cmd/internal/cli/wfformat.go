@@ -1,0 +1,141 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"unicode/utf8"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mq-hpc/mq/internal/wfreplay"
+	"github.com/mq-hpc/mq/protocol"
+	"github.com/mq-hpc/mq/wfformat"
+)
+
+// maxReplayInputs bounds the bytes mqsub --wfformat makes on disk for a
+// trace's own inputs: past it, the size scale is surely a mistake.
+const maxReplayInputs = 64 << 30
+
+// mqsubWfformat is mqsub --wfformat: the trace's tasks as jobs
+// (wfreplay), its own inputs made in the current directory at their
+// scaled sizes, then every job in one transaction, as mqsub -f.
+func mqsubWfformat(c *cli.Context, env Env) error {
+	if c.NArg() > 0 {
+		return Usagef("--wfformat takes no TARGET or COMMAND (got %q)", c.Args().First())
+	}
+	for _, f := range [][2]string{{"f", "-f"}, {"i", "-i"}, {"o", "-o"}, {"array", "--array"}, {"e", "-e"}, {"d", "-d"}} {
+		if c.IsSet(f[0]) {
+			return Usagef("%s does not go with --wfformat: the trace gives each job its files, runtime and place", f[1])
+		}
+	}
+	o := wfreplay.Options{TimeScale: c.Float64("time-scale"), SizeScale: c.Float64("size-scale"), TargetPrefix: c.String("target-prefix"), Files: true, Est: true}
+	if err := wfreplay.CheckScale(o.TimeScale); err != nil {
+		return Usagef("--time-scale: %v", err)
+	}
+	if err := wfreplay.CheckScale(o.SizeScale); err != nil {
+		return Usagef("--size-scale: %v", err)
+	}
+	name := c.String("wfformat")
+	w, err := readTrace(name)
+	if err != nil {
+		return err
+	}
+	r, err := wfreplay.New(w, o)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if len(r.Jobs) == 0 {
+		return fmt.Errorf("%s: the trace has no tasks", name)
+	}
+	if n := r.InputBytes(); n > maxReplayInputs {
+		return fmt.Errorf("%s: its inputs would take %s at --size-scale %g, more than %s: scale them down", name, protocol.FormatBytes(n), o.SizeScale, protocol.FormatBytes(maxReplayInputs))
+	}
+	roots := splitList(c.StringSlice("p"))
+	for i := range r.Jobs {
+		if len(r.Jobs[i].Prereqs) == 0 {
+			r.Jobs[i].Prereqs = roots
+		}
+	}
+	cwd, err := getwd(env)
+	if err != nil {
+		return err
+	}
+	if !utf8.ValidString(cwd) {
+		return fmt.Errorf("the working directory %s is not valid UTF-8 (mq cannot carry such a directory name exactly); replay from another", protocol.Quote(cwd))
+	}
+	if err := makeInputs(cwd, r.Inputs); err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := wfreplay.WriteJSONL(&buf, r.Jobs); err != nil {
+		return err
+	}
+	cl, err := Dial(c.Context, env, "mqsub")
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	vars := c.Generic("v").(*envList).env
+	upload := func(add func(protocol.BulkAdd) error) error {
+		return splitLines(&buf, bulkChunkBytes, func(first int, data []byte) error {
+			return add(protocol.BulkAdd{Line: first, Data: data, Queue: c.String("q"), Cwd: cwd, Env: vars})
+		})
+	}
+	return submitBulk(c, env, cl, name, upload, protocol.BulkCommit{Token: newToken()})
+}
+
+// readTrace reads a WfFormat file, its errors one line naming it.
+func readTrace(name string) (*wfformat.Workflow, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %w", name, errors.Unwrap(err))
+	}
+	defer f.Close()
+	w, err := wfformat.Read(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s is not a WfFormat trace mq can replay: %w", name, err)
+	}
+	return w, nil
+}
+
+// makeInputs makes each file in dir at its size, unless it is there at
+// that size already (a replay run again); one there at another size is
+// the user's, and left alone with an error.
+func makeInputs(dir string, files []wfreplay.File) error {
+	for _, f := range files {
+		p := filepath.Join(dir, f.Path)
+		fi, err := os.Lstat(p)
+		switch {
+		case err == nil && fi.Mode().IsRegular() && fi.Size() == f.Size:
+			continue
+		case err == nil:
+			return fmt.Errorf("%s is there already and is not the replay's input (%s, want a file of %d bytes): remove it or replay in another directory", protocol.Quote(p), describe(fi), f.Size)
+		case !errors.Is(err, fs.ErrNotExist):
+			return fmt.Errorf("input %s: %w", protocol.Quote(p), errors.Unwrap(err))
+		}
+		out, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return fmt.Errorf("making input %s: %w", protocol.Quote(p), errors.Unwrap(err))
+		}
+		err = out.Truncate(f.Size)
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(p)
+			return fmt.Errorf("making input %s: %w", protocol.Quote(p), err)
+		}
+	}
+	return nil
+}
+
+func describe(fi fs.FileInfo) string {
+	if fi.Mode().IsRegular() {
+		return fmt.Sprintf("%d bytes", fi.Size())
+	}
+	return "not a regular file"
+}

@@ -1,0 +1,137 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/mq-hpc/mq/protocol"
+)
+
+const smallTrace = `{"name": "small", "workflow": {"specification": {
+  "tasks": [
+    {"id": "a", "parents": [], "inputFiles": ["raw.txt"], "outputFiles": ["a.out"]},
+    {"id": "b", "parents": ["a"], "inputFiles": ["a.out"], "outputFiles": ["b.out"]},
+    {"id": "c", "parents": ["a"], "inputFiles": ["a.out", "raw.txt"], "outputFiles": ["c.out"]}
+  ],
+  "files": [{"id": "raw.txt", "sizeInBytes": 100000}, {"id": "a.out", "sizeInBytes": 5000}, {"id": "b.out", "sizeInBytes": 70}, {"id": "c.out", "sizeInBytes": 0}]},
+  "execution": {"tasks": [{"id": "a", "runtimeInSeconds": 10}, {"id": "b", "runtimeInSeconds": 20}, {"id": "c", "runtimeInSeconds": 1}]}}}`
+
+// TestMqsubWfformat: a trace goes in as one job per task in one
+// transaction, prerequisites from the DAG (-p for the roots), the trace's
+// own inputs made in the current directory at their scaled sizes; bad
+// arguments and files are one-line errors that add nothing.
+func TestMqsubWfformat(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "trace.json")
+	if err := os.WriteFile(trace, []byte(smallTrace), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "bad.json"), []byte(`{"workflow": {}}`), 0o644)
+	os.WriteFile(filepath.Join(dir, "notjson.json"), []byte("not json\n"), 0o644)
+	run := func(wd string, args ...string) (string, string, int) {
+		var o, e bytes.Buffer
+		env := tb.env(&o, &e)
+		env.Getwd = func() (string, error) { return wd, nil }
+		code := Run(ctx, Mqsub(env), append([]string{"mqsub"}, args...))
+		return o.String(), e.String(), code
+	}
+	busy := t.TempDir()
+	os.WriteFile(filepath.Join(busy, "raw.txt"), []byte("mine"), 0o644)
+	for _, tc := range []struct {
+		wd   string
+		args []string
+		code int
+		msg  string
+	}{
+		{dir, []string{"--wfformat", trace, "--time-scale", "0"}, ExitUsage, "--time-scale: 0 is not a scale"},
+		{dir, []string{"--wfformat", trace, "--time-scale", "-2"}, ExitUsage, "--time-scale"},
+		{dir, []string{"--wfformat", trace, "--time-scale", "NaN"}, ExitUsage, "--time-scale"},
+		{dir, []string{"--wfformat", trace, "--time-scale", "x"}, ExitUsage, "time-scale"},
+		{dir, []string{"--wfformat", trace, "--size-scale", "1e9"}, ExitUsage, "--size-scale: 1e+09 is not a scale"},
+		{dir, []string{"--wfformat", trace, "--size-scale", "Inf"}, ExitUsage, "--size-scale"},
+		{dir, []string{"--time-scale", "0.1", "t", "true"}, ExitUsage, "--time-scale goes with --wfformat"},
+		{dir, []string{"--target-prefix", "x", "-f", trace}, ExitUsage, "--target-prefix goes with --wfformat"},
+		{dir, []string{"--wfformat", trace, "t", "true"}, ExitUsage, "takes no TARGET"},
+		{dir, []string{"--wfformat", trace, "-i", "x"}, ExitUsage, "-i does not go with --wfformat"},
+		{dir, []string{"--wfformat", trace, "-f", trace}, ExitUsage, "-f does not go with --wfformat"},
+		{dir, []string{"--wfformat", trace, "--target-prefix", "a b"}, ExitFailed, "space"},
+		{dir, []string{"--wfformat", filepath.Join(dir, "nosuch.json")}, ExitFailed, "cannot read"},
+		{dir, []string{"--wfformat", filepath.Join(dir, "bad.json")}, ExitFailed, "is not a WfFormat trace"},
+		{dir, []string{"--wfformat", filepath.Join(dir, "notjson.json")}, ExitFailed, "is not a WfFormat trace"},
+		{busy, []string{"--wfformat", trace}, ExitFailed, "is there already and is not the replay's input"},
+	} {
+		_, e, code := run(tc.wd, tc.args...)
+		if code != tc.code || !strings.Contains(e, tc.msg) || strings.Count(e, "\n") != 1 {
+			t.Errorf("mqsub %s: exit %d, stderr %q; want exit %d, one line with %q", strings.Join(tc.args, " "), code, e, tc.code, tc.msg)
+		}
+	}
+	if n := tb.jobs(); n != 0 {
+		t.Fatalf("the refused submits added %d jobs", n)
+	}
+	if b, _ := os.ReadFile(filepath.Join(busy, "raw.txt")); string(b) != "mine" {
+		t.Fatalf("a file in the way was changed: %q", b)
+	}
+
+	work := t.TempDir()
+	o, e, code := run(work, "--wfformat", trace, "--time-scale", "0.1", "--size-scale", "0.01", "--target-prefix", "s-", "-p", "gate", "-q", "replay")
+	if code != 0 || strings.Count(o, "\n") != 3 {
+		t.Fatalf("mqsub --wfformat: exit %d, stdout %q, stderr %q", code, o, e)
+	}
+	if fi, err := os.Stat(filepath.Join(work, "raw.txt")); err != nil || fi.Size() != 1000 {
+		t.Fatalf("the trace's input: %v, %v; want 1000 bytes", fi, err)
+	}
+	var ids []int64
+	for _, f := range strings.Fields(o) {
+		id, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			t.Fatalf("mqsub printed %q", o)
+		}
+		ids = append(ids, id)
+	}
+	want := map[string]struct {
+		prereqs, inputs, outputs []string
+		est                      float64
+		command                  string
+	}{
+		"s-a": {[]string{"gate"}, []string{"raw.txt"}, []string{"a.out"}, 1, "cat raw.txt > /dev/null && sleep 1.000 && head -c 50 /dev/zero > a.out"},
+		"s-b": {[]string{"s-a"}, []string{"a.out"}, []string{"b.out"}, 2, "cat a.out > /dev/null && sleep 2.000 && head -c 1 /dev/zero > b.out"},
+		"s-c": {[]string{"s-a"}, []string{"a.out", "raw.txt"}, []string{"c.out"}, 0.1, "cat a.out raw.txt > /dev/null && sleep 0.100 && head -c 0 /dev/zero > c.out"},
+	}
+	for _, id := range ids {
+		d, err := tb.store.Job(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, ok := want[d.Target]
+		if !ok || d.Queue != "replay" || !slices.Equal(d.Prereqs, w.prereqs) || d.Est != w.est || d.Command != w.command || d.Cwd != work {
+			t.Errorf("job %d: %+v; want %+v", id, d.JobInfo, w)
+		}
+		paths := func(fs []protocol.FileInfo) []string {
+			var out []string
+			for _, f := range fs {
+				out = append(out, strings.TrimPrefix(f.Path, work+"/"))
+			}
+			return out
+		}
+		if !slices.Equal(paths(d.Inputs), w.inputs) || !slices.Equal(paths(d.Outputs), w.outputs) {
+			t.Errorf("job %d (%s) files: in %v out %v; want %v %v", id, d.Target, paths(d.Inputs), paths(d.Outputs), w.inputs, w.outputs)
+		}
+		delete(want, d.Target)
+	}
+	if len(want) > 0 {
+		t.Fatalf("no jobs for %v", want)
+	}
+	// Run again in the same directory: the input is there at its size.
+	if _, e, code := run(work, "--wfformat", trace, "--time-scale", "0.1", "--size-scale", "0.01", "--target-prefix", "t-"); code != 0 {
+		t.Fatalf("a second replay in the same directory: exit %d, %s", code, e)
+	}
+}

@@ -1,0 +1,42 @@
+package clscmd
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// TestWritePlanTimeline: a plan prints its prediction, each site's load
+// and timeline with the rest counted; names from users and sites reach
+// the terminal escaped (no control bytes, no line breaks of their own).
+func TestWritePlanTimeline(t *testing.T) {
+	t.Parallel()
+	p := protocol.PlanShown{ID: 3, Target: "z\x1b[2J", Planner: "heft", Made: "2026-11-24T11:00:00Z", MakespanS: 75, MovedBytes: 2048, Jobs: 3,
+		Sites: []protocol.PlanSiteTimeline{
+			{Site: "grid\nfake line", Slots: 1, Jobs: 3, BusyS: 60, Util: 0.8, More: 1, Timeline: []protocol.PlanSlot{
+				{ID: 7, Target: "t\x07a", Slot: 0, StartS: 0, EndS: 30, State: "D", RanAt: "grid\nfake line"},
+				{ID: 8, Target: "b", Slot: 0, StartS: 30, EndS: 45.5, State: "Q"},
+			}},
+			{Site: "idle", Slots: 2},
+		}}
+	var b bytes.Buffer
+	writePlanTimeline(&b, p)
+	out := b.String()
+	for _, want := range []string{
+		`plan 3: heft of "z\x1b[2J", made 2026-11-24T11:00:00Z: 3 jobs, predicted makespan 1m15s, 2.0 KiB moved between sites`,
+		"site grid\\nfake line, in predicted start order:",
+		"0.0    30.0  0     7    t\\aa",
+		"30.0   45.5  0     8    b",
+		"... and 1 more (--limit N, 0 for all)",
+		"80%",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.ContainsAny(out, "\x1b\x07") || strings.Contains(out, "\nfake") || strings.Contains(out, "site idle") {
+		t.Errorf("unescaped names, or a timeline for a site without jobs:\n%s", out)
+	}
+}

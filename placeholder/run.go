@@ -30,6 +30,9 @@ type proc struct {
 
 	mu     sync.Mutex
 	reason string // why it was killed; set by whichever kill came first
+	// gone: the group's leader is reaped, so pgid may name another
+	// process group now: no signal goes to it any more.
+	gone bool
 
 	live liveOut // output shipped while it runs (live.go)
 }
@@ -86,9 +89,30 @@ func (p *proc) kill(reason string) {
 		p.mu.Lock()
 		p.reason = reason
 		p.mu.Unlock()
-		syscall.Kill(-p.pgid, syscall.SIGTERM)
-		time.AfterFunc(killGrace, func() { syscall.Kill(-p.pgid, syscall.SIGKILL) })
+		p.signal(syscall.SIGTERM)
+		time.AfterFunc(killGrace, func() { p.signal(syscall.SIGKILL) })
 	})
+}
+
+// signal sends sig to the job's process group unless its leader is gone.
+func (p *proc) signal(sig syscall.Signal) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.gone {
+		syscall.Kill(-p.pgid, sig)
+	}
+}
+
+// reaped kills what is left of the job's process group (its background
+// children die with it) and marks the group gone. Called while the leader
+// is a zombie, not reaped yet, the group id cannot have been reused.
+func (p *proc) reaped() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.gone {
+		syscall.Kill(-p.pgid, syscall.SIGKILL)
+		p.gone = true
+	}
 }
 
 // sink copies one output stream of a job from a pipe into its file,
@@ -285,6 +309,7 @@ func (a *Agent) runJob(ctx context.Context, asg protocol.Assignment, slotFree fu
 		"MQ_QUEUE="+asg.Queue,
 	)
 	cmd, direct := jobexec.Command(line, env, runDir)
+	pidfd := -1
 	start := func(cmd *exec.Cmd) error {
 		cmd.Dir = runDir
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = a.devNull, stdout, stderr
@@ -292,8 +317,13 @@ func (a *Agent) runJob(ctx context.Context, asg protocol.Assignment, slotFree fu
 		// instead of running on unseen while its lease expires and it
 		// reruns elsewhere (its own children die through the group kill
 		// when the placeholder can still do it).
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		return cmd.Start()
+		pidfd = -1
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, PidFD: &pidfd}
+		err := cmd.Start()
+		if err != nil {
+			pidfd = -1 // nothing to wait for
+		}
+		return err
 	}
 	// Started is stamped at the launch, as time(1) starts its clock, and
 	// Finished once the process is reaped: the job's time includes its
@@ -340,7 +370,12 @@ func (a *Agent) runJob(ctx context.Context, asg protocol.Assignment, slotFree fu
 		ceiling = t.C
 	}
 	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
+	go func() {
+		if jobexec.AwaitExit(pidfd) {
+			p.reaped() // before Wait reaps the leader
+		}
+		waited <- cmd.Wait()
+	}()
 	var werr error
 	select {
 	case werr = <-waited:
@@ -370,8 +405,10 @@ func (a *Agent) runJob(ctx context.Context, asg protocol.Assignment, slotFree fu
 	if rep.Reason == "" && rep.Exit != 0 && ctx.Err() != nil {
 		rep.Reason = protocol.ReasonInterrupted // requeued, not failed
 	}
-	// Leave no stragglers: the job's background children die with it.
-	syscall.Kill(-p.pgid, syscall.SIGKILL)
+	// Leave no stragglers: the job's background children die with it (done
+	// already where the kernel gave a pidfd; else racing pid reuse, as
+	// before pidfds).
+	p.reaped()
 	if slotFree != nil {
 		slotFree()
 	}

@@ -600,7 +600,8 @@ func (s *Store) jobPlan(ctx context.Context, d *protocol.JobDetail) error {
 // ran (or run) at their planned site or elsewhere, by their latest attempt.
 // With each plan recorded with its timeline, it gives per site the jobs
 // in predicted start order (at most limit of them; 0: the default), busy
-// time and utilisation.
+// time and utilisation; jobs of plans made before timelines were stored
+// are counted as Untimed.
 func (s *Store) PlanShow(ctx context.Context, limit int) (protocol.PlanShowReply, error) {
 	rows, err := s.rdb.QueryContext(ctx, `SELECT p.planner, p.site, count(*),
 		sum(CASE WHEN j.state IN ('D', 'F', 'X') THEN 1 ELSE 0 END),
@@ -623,6 +624,10 @@ func (s *Store) PlanShow(ctx context.Context, limit int) (protocol.PlanShowReply
 	}
 	if err := closeRows(rows); err != nil {
 		return out, err
+	}
+	// Rows from before migration 17 belong to no plan.
+	if err := s.rdb.QueryRowContext(ctx, "SELECT count(*) FROM job_plans WHERE plan_id IS NULL").Scan(&out.Untimed); err != nil {
+		return out, fmt.Errorf("plans without timelines: %w", err)
 	}
 	if limit <= 0 {
 		limit = protocol.DefaultPlanShowLimit

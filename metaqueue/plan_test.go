@@ -288,3 +288,30 @@ func TestPlanPatienceCountsPlannedWait(t *testing.T) {
 		t.Fatalf("past the predicted wait and planPatience, a got %v, want %d", got, id[1])
 	}
 }
+
+// TestPlanShowUntimed: jobs planned before timelines were stored (their
+// job_plans rows belong to no plan, as migration 17 leaves them) are
+// counted as Untimed beside the per-site counts, in no plan's timeline.
+func TestPlanShowUntimed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	id := e.submit(spec("u1", "true"), spec("u2", "true"))
+	pl := policy.Plan{Site: map[int64]string{id[0]: "a", id[1]: "a"}, Order: []int64{id[0], id[1]}}
+	if _, err := e.s.SetPlan(ctx, "heft", pl); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := e.s.PlanShow(ctx, 0); err != nil || r.Untimed != 0 || len(r.Plans) != 1 {
+		t.Fatalf("PlanShow = %+v, %v; want one plan, none untimed", r, err)
+	}
+	// As a database from before migration 17 has them.
+	for _, q := range []string{"UPDATE job_plans SET plan_id = NULL, start_s = NULL, end_s = NULL, ready_s = NULL, slot = NULL", "DELETE FROM plans", "DELETE FROM plan_sites"} {
+		if _, err := e.s.w.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := e.s.PlanShow(ctx, 0)
+	if err != nil || r.Untimed != 2 || len(r.Plans) != 0 || len(r.Sites) != 1 || r.Sites[0].Jobs != 2 {
+		t.Fatalf("PlanShow = %+v, %v; want 2 untimed jobs counted at site a, no plan", r, err)
+	}
+}

@@ -81,6 +81,10 @@ const (
 type PlanShowReply struct {
 	Sites []PlanSite  `json:"sites"`
 	Plans []PlanShown `json:"plans,omitempty"`
+	// Untimed counts the planned jobs of plans made before timelines were
+	// stored (before schema version 17): counted in Sites, in no plan of
+	// Plans.
+	Untimed int `json:"untimed,omitempty"`
 }
 
 // PlanShown is one plan in force: what it predicted when made, and per

@@ -52,12 +52,31 @@ func planKeepRun(t *testing.T, l *login) {
 	// The gate holds p until the plan is made.
 	gate := filepath.Join(c.work, "go")
 	c.must("mqsub", "-q", "work", "-e", "1", "gate", "while [ ! -e "+gate+" ]; do sleep 0.2; done")
-	c.must("mqsub", "-q", "work", "-e", "0.1", "-p", "gate", "-i", "wf/in", "-o", "wf/f", "p",
-		fmt.Sprintf("wc -c < wf/in > /dev/null && head -c %d /dev/urandom > wf/f", fSize))
+	// Submitted as JSON lines, declaring the files' sizes (the planner's
+	// costs) as mqsub -i and -o cannot.
+	size := func(n int64) *int64 { return &n }
+	specs := []protocol.JobSpec{{Queue: "work", Target: "p", Prereqs: []string{"gate"}, Est: 0.1,
+		Command: fmt.Sprintf("wc -c < wf/in > /dev/null && head -c %d /dev/urandom > wf/f", fSize),
+		Inputs:  []protocol.File{{Path: "wf/in", Size: size(inSize)}}, Outputs: []protocol.File{{Path: "wf/f", Size: size(fSize)}}}}
 	for _, cn := range []string{"c1", "c2"} {
-		c.must("mqsub", "-q", "work", "-e", "10", "-p", "p", "-i", "wf/f", "-o", "wf/"+cn, cn, "wc -c < wf/f > wf/"+cn)
+		specs = append(specs, protocol.JobSpec{Queue: "work", Target: cn, Prereqs: []string{"p"}, Est: 10,
+			Command: "mkdir -p wf && wc -c < wf/f > wf/" + cn,
+			Inputs:  []protocol.File{{Path: "wf/f", Size: size(fSize)}}, Outputs: []protocol.File{{Path: "wf/" + cn, Size: size(8)}}})
 	}
-	c.must("mqsub", "-q", "work", "-e", "0.1", "-p", "c1", "-p", "c2", "end", "true")
+	specs = append(specs, protocol.JobSpec{Queue: "work", Target: "end", Prereqs: []string{"c1", "c2"}, Est: 0.1, Command: "true"})
+	var jl strings.Builder
+	for _, sp := range specs {
+		b, err := json.Marshal(sp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jl.Write(append(b, '\n'))
+	}
+	jobs := filepath.Join(c.work, "keep.jsonl")
+	if err := os.WriteFile(jobs, []byte(jl.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.must("mqsub", "-f", jobs)
 
 	var sum protocol.PlanSummary
 	out := c.must("cls", "plan", "make", "end", "--planner", "aeh-etaa", "--time-limit", "20s", "--no-learn",

@@ -185,10 +185,16 @@ func planShow(c *cli.Context, cl *client.Client, _ []string, v planValues) error
 	if err != nil {
 		return err
 	}
-	w := c.App.Writer
 	if v.json {
-		return json.NewEncoder(w).Encode(r)
+		return json.NewEncoder(c.App.Writer).Encode(r)
 	}
+	return writePlanShow(c.App.Writer, r)
+}
+
+// writePlanShow prints cls plan show's text: the per-planner counts, a
+// line for jobs of plans made before timelines were stored (which have
+// none to show), then each plan's timeline.
+func writePlanShow(w io.Writer, r protocol.PlanShowReply) error {
 	if len(r.Sites) == 0 {
 		fmt.Fprintln(w, "no plans: jobs bind late (cls plan make TARGET to plan one)")
 		return nil
@@ -200,6 +206,9 @@ func planShow(c *cli.Context, cl *client.Client, _ []string, v planValues) error
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if r.Untimed > 0 {
+		fmt.Fprintf(w, "\n%d planned jobs have no timeline: their plan was made before timelines were stored; run cls plan make again to see one\n", r.Untimed)
 	}
 	for _, p := range r.Plans {
 		writePlanTimeline(w, p)

@@ -28,7 +28,7 @@ r = json.load(open(sys.argv[1]))
 print(f"{r['trace']}: {r['tasks']} tasks, runtimes x{r['time_scale']}, sizes x{r['size_scale']}")
 print("| way | live makespan (s) | live MB moved (transfers) | jobs per site | cls plan make's prediction (s) | model, configured link: makespan s, MB | model, measured link: makespan s, MB |")
 print("|---|---|---|---|---|---|---|")
-for way in ("fcfs", "heft"):
+for way in ("fcfs", "heft", "aeh-etaa"):
     x = r["runs"][way]
     pred = x.get("predicted") or {}
     cells = [f"{x['makespan_s']:.1f}", f"{x['bytes_moved']/1e6:.1f} ({x['transfers']})",

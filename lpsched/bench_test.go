@@ -21,18 +21,19 @@ func benchProblem(sites, stages int) Problem {
 	return p
 }
 
-// BenchmarkPlan times planning, the branch and bound in full and cut to
-// its root (MaxNodes 1: the relaxation, its counts rounded up and the
-// rates re-solved); BENCHMARKS.md records it.
+// BenchmarkPlan times planning, the branch and bound in full, cut to its
+// root (MaxNodes 1: the relaxation, its counts rounded and the rates
+// re-solved) and Relaxed (one LP); BENCHMARKS.md records it.
 func BenchmarkPlan(b *testing.B) {
 	for _, size := range [][2]int{{5, 3}, {10, 5}, {20, 5}, {20, 10}, {50, 10}, {100, 10}} {
 		for _, mode := range []struct {
-			name  string
-			nodes int
-		}{{"bb", 0}, {"root", 1}} {
+			name    string
+			nodes   int
+			relaxed bool
+		}{{"bb", 0, false}, {"root", 1, false}, {"relaxed", 0, true}} {
 			b.Run(fmt.Sprintf("%dsites_%dstages_%s", size[0], size[1], mode.name), func(b *testing.B) {
 				p := benchProblem(size[0], size[1])
-				p.MaxNodes = mode.nodes
+				p.MaxNodes, p.Relaxed = mode.nodes, mode.relaxed
 				var pl Plan
 				for b.Loop() {
 					var err error

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/optimize/convex/lp"
@@ -43,6 +44,13 @@ type formulation struct {
 	nodes int
 	// nodeCost is W_X as used.
 	nodeCost float64
+	// owner is the site each variable belongs to (-1: x).
+	owner []int
+	// decompose solves relaxations by site (decompose.go); fallbacks
+	// counts those it could not certify and solved whole.
+	decompose    bool
+	fallbacks    int
+	lastFallback error
 }
 
 type row struct {
@@ -86,7 +94,7 @@ func formulate(p *Problem) (*formulation, error) {
 	for k := range p.Stages {
 		for s := range p.Sites {
 			if f.cap[k][s] > 0 {
-				f.r[k][s], f.n[k][s] = f.newVar(), f.newVar()
+				f.r[k][s], f.n[k][s] = f.newSiteVar(s), f.newSiteVar(s)
 				f.ints = append(f.ints, f.n[k][s])
 			}
 		}
@@ -95,7 +103,7 @@ func formulate(p *Problem) (*formulation, error) {
 	for k := 0; k+1 < K; k++ {
 		for s := range p.Sites {
 			if f.r[k][s] >= 0 && f.r[k+1][s] >= 0 && p.Stages[k].Out > 0 {
-				f.l[k][s] = f.newVar()
+				f.l[k][s] = f.newSiteVar(s)
 			}
 		}
 	}
@@ -186,6 +194,10 @@ func formulate(p *Problem) (*formulation, error) {
 			f.rows = append(f.rows, link)
 		}
 	}
+	for len(f.owner) < f.nvar {
+		f.owner = append(f.owner, -1)
+	}
+	f.decompose = len(p.Sites) >= decomposeSites && len(f.rows) >= decomposeRows
 	return f, nil
 }
 
@@ -201,6 +213,16 @@ func grid(a, b int) [][]int {
 }
 
 func (f *formulation) newVar() int { f.nvar++; return f.nvar - 1 }
+
+// newSiteVar is a variable of site s.
+func (f *formulation) newSiteVar(s int) int {
+	v := f.newVar()
+	for len(f.owner) < f.nvar {
+		f.owner = append(f.owner, -1)
+	}
+	f.owner[v] = s
+	return v
+}
 
 // bounds are the branch and bound's limits on the n variables.
 type bounds struct{ lo, hi map[int]float64 }
@@ -225,11 +247,8 @@ func (b bounds) with(v int, lo, hi float64) bounds {
 var errInfeasible = errors.New("infeasible")
 
 // relax solves the linear relaxation within b: the objective and the
-// variables. The rows become standard form (a slack column per
-// inequality, every variable >= 0) for gonum's simplex. A lower bound
-// shifts its variable (n = lo + n'), so when every row then reads
-// "<= a non-negative number" the slack columns are a feasible starting
-// basis and the simplex skips its first phase.
+// variables. A large problem is solved by decomposition by site
+// (decompose.go); a small one whole, by lpSolve.
 func (f *formulation) relax(b bounds) (opt float64, x []float64, err error) {
 	f.nodes++
 	// gonum panics on shapes it does not expect; a planner that takes
@@ -243,12 +262,48 @@ func (f *formulation) relax(b bounds) (opt float64, x []float64, err error) {
 	for v, x := range b.lo {
 		lo[v] = x
 	}
+	rows := f.rows
+	for _, v := range f.ints { // in order, so a run repeats
+		if x, ok := b.hi[v]; ok {
+			rows = append(rows[:len(rows):len(rows)], row{coef: map[int]float64{v: 1}, rhs: x, sign: -1})
+		}
+	}
+	if f.decompose {
+		opt, x, err = f.solveBySite(rows, lo)
+		if err == nil || errors.Is(err, errInfeasible) || len(rows) > decomposeFallbackRows {
+			return opt, x, err
+		}
+		// The decomposition did not prove its answer (numbers it could
+		// not certify): the whole problem, slowly but surely.
+		f.fallbacks++
+		f.lastFallback = err
+	}
+	return lpSolve(f.nvar, f.obj, rows, lo, nil)
+}
+
+// lpSolve minimises obj.x over rows with x >= lo by gonum's simplex. The
+// rows become standard form (a slack column per inequality, every
+// variable >= 0). A lower bound shifts its variable (x = lo + x'), so
+// when every row then reads "<= a non-negative number" the slack columns
+// are a feasible starting basis and the simplex skips its first phase.
+//
+// With rng set, every row is loosened by a random 1e-9 or so: the
+// polytope is then not degenerate, on which gonum's pivoting rule can
+// cycle for ever, and the answer is off by no more than that.
+func lpSolve(nvar int, obj []float64, in []row, lo []float64, rng *rand.Rand) (opt float64, x []float64, err error) {
 	type le struct {
 		coef map[int]float64
 		rhs  float64
 	}
 	var rows []le
 	add := func(coef map[int]float64, rhs float64, neg bool) {
+		if rng != nil {
+			d := lpEps * (1 + rng.Float64()) * (1 + math.Abs(rhs))
+			if neg {
+				d = -d
+			}
+			rhs += d
+		}
 		if neg {
 			c := make(map[int]float64, len(coef))
 			for v, x := range coef {
@@ -261,7 +316,7 @@ func (f *formulation) relax(b bounds) (opt float64, x []float64, err error) {
 		}
 		rows = append(rows, le{coef, rhs})
 	}
-	for _, r := range f.rows {
+	for _, r := range in {
 		switch r.sign {
 		case -1:
 			add(r.coef, r.rhs, false)
@@ -270,11 +325,6 @@ func (f *formulation) relax(b bounds) (opt float64, x []float64, err error) {
 		default:
 			add(r.coef, r.rhs, false)
 			add(r.coef, r.rhs, true)
-		}
-	}
-	for _, v := range f.ints { // in order, so a run repeats
-		if x, ok := b.hi[v]; ok {
-			add(map[int]float64{v: 1}, x, false)
 		}
 	}
 	warm := true
@@ -286,7 +336,7 @@ func (f *formulation) relax(b bounds) (opt float64, x []float64, err error) {
 			rows[i].rhs = 0 // rounding from the shift
 		}
 	}
-	cols := f.nvar + len(rows)
+	cols := nvar + len(rows)
 	A := mat.NewDense(len(rows), cols, nil)
 	rhs := make([]float64, len(rows))
 	basis := make([]int, len(rows))
@@ -305,12 +355,12 @@ func (f *formulation) relax(b bounds) (opt float64, x []float64, err error) {
 				A.Set(i, v, -c)
 			}
 		}
-		A.Set(i, f.nvar+i, sign)
+		A.Set(i, nvar+i, sign)
 		rhs[i] = max(sign*r.rhs, 0)
-		basis[i] = f.nvar + i
+		basis[i] = nvar + i
 	}
 	c := make([]float64, cols)
-	copy(c, f.obj)
+	copy(c, obj)
 	if !warm {
 		basis = nil
 	}
@@ -326,10 +376,10 @@ func (f *formulation) relax(b bounds) (opt float64, x []float64, err error) {
 	case err != nil:
 		return 0, nil, fmt.Errorf("lpsched: simplex: %w", err)
 	}
-	x = x[:f.nvar]
+	x = x[:nvar]
 	for v := range x {
 		x[v] += lo[v]
-		opt += f.obj[v] * lo[v]
+		opt += obj[v] * lo[v]
 	}
 	return opt, x, nil
 }
@@ -364,6 +414,10 @@ func (f *formulation) solve(ctx context.Context) (Plan, error) {
 		if errors.Is(err, errInfeasible) {
 			continue
 		}
+		if errors.Is(err, errUncertified) && (best != nil || len(stack) > 0) {
+			complete = false // a branch not searched
+			continue
+		}
 		if err != nil {
 			return Plan{}, err
 		}
@@ -378,14 +432,21 @@ func (f *formulation) solve(ctx context.Context) (Plan, error) {
 			// Every count rounded up from the root's relaxation, the
 			// rates re-solved: usually feasible, and a good first plan.
 			rounded = true
-			for _, counts := range [][]float64{f.roundUp(x), f.roundDown(x)} {
+			tries := [][]float64{f.roundUp(x, intTol), f.roundDown(x)}
+			if f.decompose {
+				// The decomposition's optimum is a blend of each site's
+				// vertices, its counts more often a little over a
+				// whole: rounded to the nearest too.
+				tries = append(tries, f.roundUp(x, 0.5))
+			}
+			for _, counts := range tries {
 				fix := root
 				for i, v := range f.ints {
 					fix = fix.with(v, counts[i], counts[i])
 				}
 				if o, xr, err := f.relax(fix); err == nil && o < bestObj {
 					best, bestObj = xr, o
-				} else if err != nil && !errors.Is(err, errInfeasible) {
+				} else if err != nil && !errors.Is(err, errInfeasible) && !errors.Is(err, errUncertified) {
 					return Plan{}, err
 				}
 			}
@@ -433,14 +494,15 @@ func (f *formulation) roundDown(x []float64) []float64 {
 	return out
 }
 
-// roundUp is every count of x rounded up, then, where a site or a stage
-// is over its limit, the counts with the least fraction taken back down.
-func (f *formulation) roundUp(x []float64) []float64 {
+// roundUp is every count of x rounded up (less tol), then, where a site
+// or a stage is over its limit, the counts with the least fraction taken
+// back down.
+func (f *formulation) roundUp(x []float64, tol float64) []float64 {
 	p := f.p
 	out := make([]float64, len(f.ints))
 	idx := map[int]int{}
 	for i, v := range f.ints {
-		out[i] = math.Ceil(x[v] - intTol)
+		out[i] = math.Ceil(x[v] - tol)
 		idx[v] = i
 	}
 	// fit lowers the counts of vars, least fraction first, to at most

@@ -337,7 +337,7 @@ func TestSetQueuePolicyErrors(t *testing.T) {
 	bad := "lifo"
 	_, err := e.s.SetQueue(context.Background(), protocol.QueueSet{Name: "q", Policy: &bad})
 	errCode(t, err, protocol.CodeBadRequest)
-	if want := `unknown policy "lifo" (known: fcfs, sjf, cp, dc, sa, wqr, xsufferage, dbc-cost, dbc-costtime, dbc-time)`; err.Error() != want {
+	if want := `unknown policy "lifo" (known: fcfs, sjf, cp, dc, sa, wqr, xsufferage, dbc-cost, dbc-costtime, dbc-time, lp)`; err.Error() != want {
 		t.Fatalf("error %q, want %q", err, want)
 	}
 	for _, live := range []string{"sa", "wqr", "xsufferage"} { // seed 000's, live since queues copy jobs

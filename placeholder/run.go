@@ -285,6 +285,7 @@ func (a *Agent) runJob(ctx context.Context, asg protocol.Assignment, slotFree fu
 		"MQ_QUEUE="+asg.Queue,
 	)
 	cmd, direct := jobexec.Command(line, env, runDir)
+	pidfd := -1
 	start := func(cmd *exec.Cmd) error {
 		cmd.Dir = runDir
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = a.devNull, stdout, stderr
@@ -292,8 +293,13 @@ func (a *Agent) runJob(ctx context.Context, asg protocol.Assignment, slotFree fu
 		// instead of running on unseen while its lease expires and it
 		// reruns elsewhere (its own children die through the group kill
 		// when the placeholder can still do it).
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		return cmd.Start()
+		pidfd = -1
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, PidFD: &pidfd}
+		err := cmd.Start()
+		if err != nil {
+			pidfd = -1 // nothing to wait for
+		}
+		return err
 	}
 	// Started is stamped at the launch, as time(1) starts its clock, and
 	// Finished once the process is reaped: the job's time includes its
@@ -340,7 +346,10 @@ func (a *Agent) runJob(ctx context.Context, asg protocol.Assignment, slotFree fu
 		ceiling = t.C
 	}
 	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
+	go func() {
+		jobexec.AwaitExit(pidfd)
+		waited <- cmd.Wait()
+	}()
 	var werr error
 	select {
 	case werr = <-waited:

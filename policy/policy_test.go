@@ -77,7 +77,7 @@ func TestLookup(t *testing.T) {
 			t.Errorf("Lookup(%q) error %q does not list the known policies", bad, err)
 		}
 	}
-	if got := strings.Join(Names(), " "); got != "fcfs sjf cp dc sa wqr xsufferage dbc-cost dbc-costtime dbc-time" {
+	if got := strings.Join(Names(), " "); got != "fcfs sjf cp dc sa wqr xsufferage dbc-cost dbc-costtime dbc-time lp" {
 		t.Fatalf("Names() = %q", got)
 	}
 }

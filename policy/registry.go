@@ -117,6 +117,8 @@ var registry = []Info{
 		Kind: Provisioning, NewProvisioner: func() Provisioner { return DBC{Strategy: econ.CostTime} }},
 	{Name: "dbc-time", Summary: "deadline and budget, seed 002: the sites that end each job soonest within the budget (time optimisation)",
 		Kind: Provisioning, NewProvisioner: func() Provisioner { return DBC{Strategy: econ.Time} }},
+	{Name: "lp", Summary: "LP-planned placement, seed 001: the planned queues as stages of a pipeline, job slots per stage per site from measured runtimes (LPSched)",
+		Kind: Provisioning, NewProvisioner: func() Provisioner { return LP{} }},
 }
 
 // How many of the oldest ready jobs a live SA or XSufferage decision looks

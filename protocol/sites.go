@@ -42,7 +42,7 @@ type SiteSpec struct {
 	// (docs/seed002.md).
 	Price float64 `json:"price,omitempty"`
 	// Provision names the Provisioning policy the site's placeholders
-	// follow (dbc-cost, dbc-costtime, dbc-time): "" is the demand rule
+	// follow (dbc-cost, dbc-costtime, dbc-time, lp): "" is the demand rule
 	// (site.Decide). A site with one holds placeholders for the queues
 	// with a deadline or a budget, as the policy plans them jointly over
 	// every site that follows it.

@@ -86,7 +86,7 @@ func (m *Manager) planEcon(ctx context.Context, now time.Time) (map[string]int, 
 		prov := p.NewProvisioner()
 		sites := groups[name]
 		slices.SortFunc(sites, func(a, b policy.SiteView) int { return strings.Compare(a.Name, b.Name) })
-		for _, q := range qs {
+		demand := func(q policy.EconQueue) policy.Demand {
 			views := slices.Clone(sites)
 			for i := range views {
 				if secs := q.PerJob[views[i].Name]; secs > 0 {
@@ -94,7 +94,29 @@ func (m *Manager) planEcon(ctx context.Context, now time.Time) (map[string]int, 
 				}
 				views[i].Busy = q.Busy[views[i].Name]
 			}
-			d := policy.Demand{Ready: q.Ready, Running: q.Running, Sites: views, Deadline: q.Deadline, Budget: q.Budget, Budgeted: q.Budgeted, Est: q.Est}
+			return policy.Demand{Ready: q.Ready, Running: q.Running, Sites: views, Deadline: q.Deadline, Budget: q.Budget, Budgeted: q.Budgeted, Est: q.Est}
+		}
+		if sp, ok := prov.(policy.StageProvisioner); ok && len(qs) > 0 {
+			// The queues are the stages of one pipeline, planned
+			// together (LPSched): each queue's jobs at a site capped at
+			// the slots its stage holds there.
+			ds := make([]policy.Demand, len(qs))
+			for i, q := range qs {
+				ds[i] = demand(q)
+			}
+			got, slots := sp.ProvisionStages(now, ds)
+			for i, q := range qs {
+				if err := es.SetEconPlan(ctx, q.Queue, slots[i], 0); err != nil {
+					return nil, fmt.Errorf("metaqueue: %w", err)
+				}
+				m.logEcon(q, name, slots[i], 0)
+			}
+			maps.Copy(want, got)
+			continue
+		}
+		for _, q := range qs {
+			d := demand(q)
+			views := d.Sites
 			var got map[string]int
 			unfinishable := 0
 			if pl, ok := prov.(interface {

@@ -3,6 +3,7 @@ package site
 import (
 	"context"
 	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -110,5 +111,80 @@ func TestManagerDBC(t *testing.T) {
 		if _, err := m.Set(ctx, s); err == nil {
 			t.Errorf("Set(%+v) accepted", s)
 		}
+	}
+}
+
+// stageStore is a fakeStore with several planned queues.
+type stageStore struct {
+	*fakeStore
+	emu  sync.Mutex
+	qs   []policy.EconQueue
+	caps map[string]map[string]int
+}
+
+func (s *stageStore) EconQueues(context.Context) ([]policy.EconQueue, error) {
+	s.emu.Lock()
+	defer s.emu.Unlock()
+	return slices.Clone(s.qs), nil
+}
+
+func (s *stageStore) SetEconPlan(_ context.Context, queue string, caps map[string]int, _ int) error {
+	s.emu.Lock()
+	defer s.emu.Unlock()
+	s.caps[queue] = maps.Clone(caps)
+	return nil
+}
+
+func (s *stageStore) plan(queue string) map[string]int {
+	s.emu.Lock()
+	defer s.emu.Unlock()
+	return maps.Clone(s.caps[queue])
+}
+
+// Two sites that follow lp, two queues as the stages BLAST (10 s a job
+// at a, 20 s at b, measured) then Parse (1 s): the site manager holds
+// the LP's placeholders (policy.TestLPProvision works them out: all 4 at
+// each site) and caps each queue's jobs at each site at its stage's
+// slots there, so b's last placeholder is Parse's.
+func TestManagerLP(t *testing.T) {
+	sites := map[string]*fakeSite{"a": {jobs: map[string]batch.State{}}, "b": {jobs: map[string]batch.State{}}}
+	st := &stageStore{fakeStore: &fakeStore{ready: 16}, caps: map[string]map[string]int{}}
+	st.qs = []policy.EconQueue{
+		{Queue: "blast", Ready: 8, PerJob: map[string]float64{"a": 10, "b": 20}},
+		{Queue: "parse", Ready: 8, PerJob: map[string]float64{"a": 1, "b": 1}},
+	}
+	m := &Manager{Store: st, Poll: 5 * time.Millisecond,
+		Open: func(spec protocol.SiteSpec, _ func(int)) (Site, error) { return sites[spec.Name], nil }}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Stop()
+	for _, s := range []protocol.SiteSpec{
+		{Name: "a", Type: SGE, SSH: "u@h", Max: 4, Provision: "lp"},
+		{Name: "b", Type: SGE, SSH: "u@h", Max: 4, Provision: "lp"},
+	} {
+		if _, err := m.Add(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "4 queued at each site", func() bool {
+		return sites["a"].count(batch.Queued) == 4 && sites["b"].count(batch.Queued) == 4
+	})
+	if b, p := st.plan("blast"), st.plan("parse"); !maps.Equal(b, map[string]int{"a": 4, "b": 3}) || !maps.Equal(p, map[string]int{"a": 0, "b": 1}) {
+		t.Errorf("caps blast %v parse %v", b, p)
+	}
+	// BLAST done, 2 Parse jobs left, measured faster at a: 2 slots at
+	// a, none at b, whose queued placeholders go.
+	st.emu.Lock()
+	st.qs[0].Ready = 0
+	st.qs[1].Ready, st.qs[1].PerJob = 2, map[string]float64{"a": 1, "b": 1.5}
+	st.emu.Unlock()
+	eventually(t, "b drained, 2 at a", func() bool {
+		return sites["b"].count(batch.Queued) == 0 && sites["a"].count(batch.Queued) == 2
+	})
+	if p := st.plan("parse"); !maps.Equal(p, map[string]int{"a": 2, "b": 0}) {
+		t.Errorf("parse caps %v", p)
 	}
 }

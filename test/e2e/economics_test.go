@@ -212,3 +212,37 @@ func TestDeadlineBudgetSites(t *testing.T) {
 		t.Errorf("after a restart broke spent %v, was %v", q.Spent, bq.Spent)
 	}
 }
+
+// TestLPSites: two local sites that follow lp (seed 001's LPSched as a
+// provisioner). A queue with a deadline is planned as a one-stage
+// pipeline: 4 jobs of 1 s (declared), equal at both sites, need 4 slots,
+// which the LP gives the first site, a; b is given none, holds no
+// placeholder and runs none of the queue's jobs (its cap is 0).
+func TestLPSites(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.startCLS("--local", "0")
+	for _, name := range []string{"a", "b"} {
+		h.ok("cls", "site", "add", name, "--type", "local", "--max", "4", "--slots", "1", "--idle", "3s", "--provision", "lp")
+	}
+	if list := h.ok("cls", "site", "list"); !strings.Contains(list, "lp") {
+		t.Fatalf("cls site list:\n%s", list)
+	}
+	h.ok("cls", "queue", "set", "stage", "--deadline", "10m")
+	var b strings.Builder
+	for i := range 4 {
+		fmt.Fprintf(&b, `{"queue":"stage","target":"s%d","command":"sleep 1","est":1}`+"\n", i)
+	}
+	if r := h.runIn(h.dir, strings.NewReader(b.String()), "mqsub", "-f", "-"); r.code != 0 {
+		t.Fatalf("mqsub -f: %v", r)
+	}
+	waitFor(t, 120*time.Second, func() error {
+		if c := h.summary()["stage"]; c["D"] != 4 {
+			return fmt.Errorf("queue stage: %v, want 4 done", c)
+		}
+		return nil
+	})
+	if sites, _ := h.ranAt("stage"); sites["a"] != 4 || sites["b"] != 0 {
+		t.Errorf("jobs ran at %v, want all 4 at a as the LP planned", sites)
+	}
+}

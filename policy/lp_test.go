@@ -1,0 +1,68 @@
+package policy
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+// The LP provisioner asks for the counts worked out in each comment.
+func TestLPProvision(t *testing.T) {
+	two := func(aRate, bRate float64, busyA int) []SiteView {
+		return []SiteView{{Name: "a", Max: 4, Slots: 1, Rate: aRate, Busy: busyA}, {Name: "b", Max: 4, Slots: 1, Rate: bRate}}
+	}
+	tests := []struct {
+		name   string
+		stages []Demand
+		want   map[string]int
+		slots  []map[string]int
+	}{{
+		// 2 jobs left: 2 slots at the faster a (10 s a job) carry the
+		// most; b's (40 s) would add nothing the jobs can use.
+		name:   "one stage on the faster site",
+		stages: []Demand{{Ready: 2, Sites: two(0.1, 0.025, 0)}},
+		want:   map[string]int{"a": 2, "b": 0},
+		slots:  []map[string]int{{"a": 2, "b": 0}},
+	}, {
+		// BLAST (a 10 s, b 20 s a job) then Parse (1 s at either), 8
+		// jobs each: per item a needs 10 s of BLAST, b 20 s. a's 4
+		// slots and b's 4 split between the stages: BLAST takes a's 4
+		// (0.4 items/s) and 3 of b's (0.15 items/s, for 0.55), Parse's
+		// 0.55 items/s need 0.55 of a slot: b's last.
+		name: "BLAST then Parse",
+		stages: []Demand{
+			{Ready: 8, Sites: two(0.1, 0.05, 0)},
+			{Ready: 8, Sites: two(1, 1, 0)},
+		},
+		want:  map[string]int{"a": 4, "b": 4},
+		slots: []map[string]int{{"a": 4, "b": 3}, {"a": 0, "b": 1}},
+	}, {
+		// Nothing measured: Est (20 s) everywhere, 1 job left: one slot,
+		// at the first site.
+		name:   "estimate where nothing is measured",
+		stages: []Demand{{Ready: 1, Est: 20, Sites: two(0, 0, 0)}},
+		want:   map[string]int{"a": 1, "b": 0},
+		slots:  []map[string]int{{"a": 1, "b": 0}},
+	}, {
+		// A stage with nothing ready keeps its busy slot.
+		name:   "nothing ready keeps what runs",
+		stages: []Demand{{Ready: 0, Running: 1, Sites: two(0.1, 0.1, 1)}},
+		want:   map[string]int{"a": 1, "b": 0},
+		slots:  []map[string]int{{"a": 1, "b": 0}},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want, slots := LP{}.ProvisionStages(time.Now(), tt.stages)
+			if !reflect.DeepEqual(want, tt.want) || !reflect.DeepEqual(slots, tt.slots) {
+				t.Errorf("want %v slots %v; expected %v %v", want, slots, tt.want, tt.slots)
+			}
+		})
+	}
+	p, err := Lookup("lp")
+	if err != nil || p.Kind != Provisioning || p.NewProvisioner == nil {
+		t.Fatalf("lp: %+v %v", p, err)
+	}
+	if _, ok := p.NewProvisioner().(StageProvisioner); !ok {
+		t.Error("lp plans no stages")
+	}
+}

@@ -63,8 +63,8 @@ func TestPlanReplayHEFTvsFCFS(t *testing.T) {
 		if !t.Run(way, func(t *testing.T) { res[way] = runReplay(t, l, way, w, opt) }) {
 			t.FailNow()
 		}
-		t.Logf("%s: makespan %.1f s, %d bytes moved in %d transfers, jobs per site %v, %d ran off their plan's site (predicted makespan %.1f s)",
-			way, res[way].MakespanS, res[way].Bytes, res[way].Transfers, res[way].PerSite, res[way].Deviated, res[way].PlannedS)
+		t.Logf("%s: makespan %.1f s, %d bytes moved in %d transfers, jobs per site %v, %d ran off their plan's site (predicted makespan %.1f s, %d bytes moved)",
+			way, res[way].MakespanS, res[way].Bytes, res[way].Transfers, res[way].PerSite, res[way].Deviated, res[way].PlannedS, res[way].PlannedB)
 	}
 	// The model's prediction for the same setup: two one-slot sites of
 	// speed 1, the inputs at grid, the link cls serve assumes by default
@@ -135,6 +135,7 @@ type replayRun struct {
 	RateBps   float64               `json:"rate_Bps"` // bytes over transfer seconds
 	PerSite   map[string]int        `json:"per_site"`
 	PlannedS  float64               `json:"planned_makespan_s,omitempty"` // cls plan make's prediction
+	PlannedB  int64                 `json:"planned_bytes,omitempty"`      // and the bytes it predicts moved
 	Predicted map[string][2]float64 `json:"predicted"`                    // link -> makespan s, bytes
 	Deviated  int                   `json:"deviated,omitempty"`           // planned jobs that ran elsewhere
 }
@@ -204,7 +205,7 @@ func runReplay(t *testing.T, l *login, way string, w *wfformat.Workflow, opt wfr
 			"--time-limit", aehTimeLimit.String(), "--json")), &sum); err != nil {
 			t.Fatal(err)
 		}
-		r.PlannedS = sum.MakespanS
+		r.PlannedS, r.PlannedB = sum.MakespanS, sum.MovedBytes
 	}
 	if err := os.WriteFile(gate, nil, 0o644); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Live replay of one real workflow trace on two sites (SGE grid + Slurm
 # slurmy, one one-slot placeholder each, data roots of their own), bound
-# late (FCFS) and following a HEFT plan, beside the planners' model's
+# late (FCFS), following a HEFT plan and an AEH-ETAA one, beside the planners' model's
 # prediction for the same setup (issue 19; docs/planning.md, "Live").
 #
 # Runs the sites suite's TestPlanReplayHEFTvsFCFS and prints one table.

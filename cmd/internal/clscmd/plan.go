@@ -53,7 +53,7 @@ func planJSONFlags(v *planValues) []cli.Flag {
 
 func planShowFlags(v *planValues) []cli.Flag {
 	return append(planJSONFlags(v),
-		&cli.IntFlag{Name: "limit", Value: protocol.DefaultPlanShowLimit, Usage: fmt.Sprintf("jobs listed per site of each plan's timeline, the rest counted (0 = all, up to %d)", protocol.MaxPlanShowLimit), Destination: &v.limit})
+		&cli.IntFlag{Name: "limit", Value: protocol.DefaultPlanShowLimit, Usage: fmt.Sprintf("jobs listed per site of each plan's timeline, the rest counted (0 = as many as one reply holds, %s; up to %d)", protocol.FormatBytes(protocol.PlanShowBytes), protocol.MaxPlanShowLimit), Destination: &v.limit})
 }
 
 func planMakeFlags(v *planValues) []cli.Flag {
@@ -104,7 +104,7 @@ func planCmd(env mqcli.Env, name, usage, args string, flags func(*planValues) []
 				return mqcli.Usagef("plan %s takes no arguments", name)
 			}
 			if v.limit < 0 || v.limit > protocol.MaxPlanShowLimit {
-				return mqcli.Usagef("--limit must be 0 (all) to %d, not %d", protocol.MaxPlanShowLimit, v.limit)
+				return mqcli.Usagef("--limit must be 0 (as many as fit) to %d, not %d", protocol.MaxPlanShowLimit, v.limit)
 			}
 			cl, err := mqcli.Dial(c.Context, env, "cls")
 			if err != nil {
@@ -201,6 +201,9 @@ func planShow(c *cli.Context, cl *client.Client, _ []string, v planValues) error
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if r.Older > 0 {
+		fmt.Fprintf(w, "\n%d older plans in force are not shown (the newest %d are)\n", r.Older, len(r.Plans))
+	}
 	for _, p := range r.Plans {
 		writePlanTimeline(w, p)
 	}
@@ -237,7 +240,7 @@ func writePlanTimeline(w io.Writer, p protocol.PlanShown) {
 		}
 		tw.Flush()
 		if s.More > 0 {
-			fmt.Fprintf(w, "    ... and %d more (--limit N, 0 for all)\n", s.More)
+			fmt.Fprintf(w, "    ... and %d more (--limit N lists more, up to what one reply holds)\n", s.More)
 		}
 	}
 }

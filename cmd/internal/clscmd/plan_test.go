@@ -29,7 +29,7 @@ func TestWritePlanTimeline(t *testing.T) {
 		"site grid\\nfake line, in predicted start order:",
 		"0.0    30.0  0     7    t\\aa",
 		"30.0   45.5  0     8    b",
-		"... and 1 more (--limit N, 0 for all)",
+		"... and 1 more (--limit N lists more, up to what one reply holds)",
 		"80%",
 	} {
 		if !strings.Contains(out, want) {

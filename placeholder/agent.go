@@ -15,6 +15,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mq-hpc/mq/client"
@@ -584,8 +585,10 @@ type workLoop struct {
 
 	free, running int
 	// finishing: jobs whose processes are gone (their slots free again)
-	// and whose reports are still being made (outputs hashed, copied).
+	// and whose reports are still being made (outputs hashed, copied);
+	// early is the same count kept by the jobs' goroutines, which bound it.
 	finishing int
+	early     atomic.Int64
 	// Prefetch: while jobs are short, hold jobs beyond the free slots, so
 	// the round trip that reports a job and fetches the next overlaps the
 	// jobs still running.
@@ -664,13 +667,32 @@ func (w *workLoop) start(u []protocol.Assignment) {
 	w.running++
 	if isBundle(u) {
 		// Its jobs report through progress; the empty report frees the slot.
-		go func() { a.runBundle(w.ctx, u, w.progress, w.quit); w.ended <- ended{} }()
+		go func() {
+			a.runBundle(w.ctx, u, w.progress, w.quit)
+			select {
+			case w.ended <- ended{}:
+			case <-w.quit:
+			}
+		}()
 		return
 	}
 	go func() {
 		freed := false
-		r := a.runJob(w.ctx, u[0], func() { freed = true; w.freed <- struct{}{} })
-		w.ended <- ended{r, freed}
+		r := a.runJob(w.ctx, u[0], func() {
+			// At most Slots jobs make their reports beside running ones:
+			// beyond that a slot waits for its report as before, so slow
+			// disks or a slow CLS never pile up hashing and uploads.
+			if w.early.Add(1) > int64(a.cfg.Slots) {
+				w.early.Add(-1)
+				return
+			}
+			freed = true
+			w.freed <- struct{}{} // never blocks: one a slot at most
+		})
+		select {
+		case w.ended <- ended{r, freed}:
+		case <-w.quit: // work returned (aborted): nobody reads ended
+		}
 	}()
 }
 
@@ -892,6 +914,9 @@ func (w *workLoop) gotEnded(e ended) {
 		w.slotFreed()
 	default:
 		w.finishing--
+	}
+	if e.freed {
+		w.early.Add(-1)
 	}
 	w.gotReport(e.report)
 }

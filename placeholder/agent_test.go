@@ -736,6 +736,70 @@ func TestAgentFreesSlotBeforeReport(t *testing.T) {
 	}
 }
 
+// TestAgentFinishingBounded: reports made beside running jobs are bounded
+// by the slots. On one slot whose jobs' output never reaches the disk
+// while the test holds it, the first job's slot is freed early and the
+// second runs; the second's slot then waits for its report, so a third
+// never starts until the disk is back.
+func TestAgentFinishingBounded(t *testing.T) {
+	t.Parallel()
+	c := newCLS(t)
+	dir := t.TempDir()
+	var specs []protocol.JobSpec
+	for i := range 4 {
+		specs = append(specs, protocol.JobSpec{Target: fmt.Sprintf("t%d", i), Command: fmt.Sprintf("touch ran%d; echo x", i), Cwd: dir})
+	}
+	ids := c.submit(specs...)
+	release := make(chan struct{})
+	var blocked atomic.Int32
+	ag := New(Config{Dial: c.dial, Site: "test", Host: "h", Slots: 1, OutDir: t.TempDir()})
+	ag.sinkWait = time.Hour
+	ag.create = func(path string) (io.WriteCloser, error) {
+		blocked.Add(1)
+		<-release
+		return createOutput(path)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ag.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
+	ran := func() (n int) {
+		for i := range specs {
+			if exists(filepath.Join(dir, fmt.Sprintf("ran%d", i))) {
+				n++
+			}
+		}
+		return n
+	}
+	deadline := time.Now().Add(time.Minute)
+	for blocked.Load() < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if b := blocked.Load(); b != 2 {
+		t.Fatalf("%d jobs' output blocked, want 2", b)
+	}
+	time.Sleep(200 * time.Millisecond) // a third start would show by now (a false pass at worst)
+	if n := ran(); n != 2 {
+		t.Errorf("%d jobs ran with 2 reports outstanding on 1 slot, want 2", n)
+	}
+	close(release)
+	released = true
+	for _, id := range ids {
+		if e := c.wait(id)[id]; e.State != "D" {
+			t.Errorf("job %d ended %+v, want done", id, e)
+		}
+	}
+}
+
 // fullDisk is a file on a disk with room bytes left.
 type fullDisk struct {
 	f    io.WriteCloser

@@ -30,6 +30,9 @@ type proc struct {
 
 	mu     sync.Mutex
 	reason string // why it was killed; set by whichever kill came first
+	// gone: the group's leader is reaped, so pgid may name another
+	// process group now: no signal goes to it any more.
+	gone bool
 
 	live liveOut // output shipped while it runs (live.go)
 }
@@ -86,9 +89,30 @@ func (p *proc) kill(reason string) {
 		p.mu.Lock()
 		p.reason = reason
 		p.mu.Unlock()
-		syscall.Kill(-p.pgid, syscall.SIGTERM)
-		time.AfterFunc(killGrace, func() { syscall.Kill(-p.pgid, syscall.SIGKILL) })
+		p.signal(syscall.SIGTERM)
+		time.AfterFunc(killGrace, func() { p.signal(syscall.SIGKILL) })
 	})
+}
+
+// signal sends sig to the job's process group unless its leader is gone.
+func (p *proc) signal(sig syscall.Signal) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.gone {
+		syscall.Kill(-p.pgid, sig)
+	}
+}
+
+// reaped kills what is left of the job's process group (its background
+// children die with it) and marks the group gone. Called while the leader
+// is a zombie, not reaped yet, the group id cannot have been reused.
+func (p *proc) reaped() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.gone {
+		syscall.Kill(-p.pgid, syscall.SIGKILL)
+		p.gone = true
+	}
 }
 
 // sink copies one output stream of a job from a pipe into its file,
@@ -347,7 +371,9 @@ func (a *Agent) runJob(ctx context.Context, asg protocol.Assignment, slotFree fu
 	}
 	waited := make(chan error, 1)
 	go func() {
-		jobexec.AwaitExit(pidfd)
+		if jobexec.AwaitExit(pidfd) {
+			p.reaped() // before Wait reaps the leader
+		}
 		waited <- cmd.Wait()
 	}()
 	var werr error
@@ -379,8 +405,10 @@ func (a *Agent) runJob(ctx context.Context, asg protocol.Assignment, slotFree fu
 	if rep.Reason == "" && rep.Exit != 0 && ctx.Err() != nil {
 		rep.Reason = protocol.ReasonInterrupted // requeued, not failed
 	}
-	// Leave no stragglers: the job's background children die with it.
-	syscall.Kill(-p.pgid, syscall.SIGKILL)
+	// Leave no stragglers: the job's background children die with it (done
+	// already where the kernel gave a pidfd; else racing pid reuse, as
+	// before pidfds).
+	p.reaped()
 	if slotFree != nil {
 		slotFree()
 	}

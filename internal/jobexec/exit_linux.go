@@ -15,25 +15,28 @@ import (
 // thread waking every 20 µs to 10 ms to take its P back, which was half
 // of a placeholder's own CPU for jobs of tens of milliseconds. With no
 // pidfd (-1: an old kernel) it returns at once, and Wait blocks as
-// before.
-func AwaitExit(pidfd int) {
+// before. exited reports whether the process is known to have exited
+// (and, not reaped yet, still holds its process id).
+func AwaitExit(pidfd int) (exited bool) {
 	if pidfd < 0 {
-		return
+		return false
 	}
 	if err := syscall.SetNonblock(pidfd, true); err != nil {
 		syscall.Close(pidfd)
-		return
+		return false
 	}
 	f := os.NewFile(uintptr(pidfd), "pidfd")
 	defer f.Close()
 	rc, err := f.SyscallConn()
 	if err != nil {
-		return
+		return false
 	}
 	// A pidfd polls readable once its process has exited.
-	rc.Read(func(fd uintptr) bool {
+	err = rc.Read(func(fd uintptr) bool {
 		p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 		n, err := unix.Poll(p, 0)
-		return err != nil && err != unix.EINTR || n > 0
+		exited = err == nil && n > 0
+		return exited || err != nil && err != unix.EINTR
 	})
+	return err == nil && exited
 }

@@ -24,7 +24,12 @@ func TestAwaitExit(t *testing.T) {
 		t.Skip("no pidfd on this kernel")
 	}
 	exited := make(chan struct{})
-	go func() { AwaitExit(pidfd); close(exited) }()
+	go func() {
+		if !AwaitExit(pidfd) {
+			t.Error("AwaitExit returned false for a process that exited")
+		}
+		close(exited)
+	}()
 	select {
 	case <-exited:
 		t.Fatal("AwaitExit returned while the process runs")
@@ -40,5 +45,7 @@ func TestAwaitExit(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
 		t.Fatalf("Wait = %v, want exit status 3", err)
 	}
-	AwaitExit(-1) // no pidfd: returns at once
+	if AwaitExit(-1) { // no pidfd: returns at once
+		t.Error("AwaitExit(-1) = true")
+	}
 }

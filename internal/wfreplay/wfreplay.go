@@ -238,6 +238,23 @@ func (r *Replay) InputBytes() int64 {
 	return n
 }
 
+// OutputBytes is the bytes the jobs write, scaled: what the replay will
+// put on the disks where its jobs run.
+func (r *Replay) OutputBytes() int64 {
+	var n int64
+	for _, j := range r.Jobs {
+		for _, f := range j.Outputs {
+			if f.Size == nil {
+				continue
+			}
+			if n += *f.Size; n < 0 || n > math.MaxInt64/2 {
+				return math.MaxInt64
+			}
+		}
+	}
+	return n
+}
+
 // WriteJSONL writes the jobs as mqsub -f lines.
 func WriteJSONL(w io.Writer, jobs []protocol.JobSpec) error {
 	bw := bufio.NewWriter(w)

@@ -16,9 +16,10 @@ import (
 	"github.com/mq-hpc/mq/wfformat"
 )
 
-// maxReplayInputs bounds the bytes mqsub --wfformat makes on disk for a
-// trace's own inputs: past it, the size scale is surely a mistake.
-const maxReplayInputs = 64 << 30
+// maxReplayBytes bounds the bytes mqsub --wfformat makes on disk for a
+// trace's own inputs, and those its jobs write: past it, the size scale
+// is surely a mistake.
+const maxReplayBytes = 64 << 30
 
 // mqsubWfformat is mqsub --wfformat: the trace's tasks as jobs
 // (wfreplay), its own inputs made in the current directory at their
@@ -51,8 +52,11 @@ func mqsubWfformat(c *cli.Context, env Env) error {
 	if len(r.Jobs) == 0 {
 		return fmt.Errorf("%s: the trace has no tasks", name)
 	}
-	if n := r.InputBytes(); n > maxReplayInputs {
-		return fmt.Errorf("%s: its inputs would take %s at --size-scale %g, more than %s: scale them down", name, protocol.FormatBytes(n), o.SizeScale, protocol.FormatBytes(maxReplayInputs))
+	if n := r.InputBytes(); n > maxReplayBytes {
+		return fmt.Errorf("%s: its inputs would take %s at --size-scale %g, more than %s: scale them down", name, protocol.FormatBytes(n), o.SizeScale, protocol.FormatBytes(maxReplayBytes))
+	}
+	if n := r.OutputBytes(); n > maxReplayBytes {
+		return fmt.Errorf("%s: its jobs would write %s at --size-scale %g, more than %s: scale them down", name, protocol.FormatBytes(n), o.SizeScale, protocol.FormatBytes(maxReplayBytes))
 	}
 	roots := splitList(c.StringSlice("p"))
 	for i := range r.Jobs {
@@ -67,18 +71,19 @@ func mqsubWfformat(c *cli.Context, env Env) error {
 	if !utf8.ValidString(cwd) {
 		return fmt.Errorf("the working directory %s is not valid UTF-8 (mq cannot carry such a directory name exactly); replay from another", protocol.Quote(cwd))
 	}
-	if err := makeInputs(cwd, r.Inputs); err != nil {
-		return err
-	}
 	var buf bytes.Buffer
 	if err := wfreplay.WriteJSONL(&buf, r.Jobs); err != nil {
 		return err
 	}
+	// The CLS first: with none to take the jobs, no files are made.
 	cl, err := Dial(c.Context, env, "mqsub")
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
+	if err := makeInputs(cwd, r.Inputs); err != nil {
+		return err
+	}
 	vars := c.Generic("v").(*envList).env
 	upload := func(add func(protocol.BulkAdd) error) error {
 		return splitLines(&buf, bulkChunkBytes, func(first int, data []byte) error {

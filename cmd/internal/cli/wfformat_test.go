@@ -36,6 +36,8 @@ func TestMqsubWfformat(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(dir, "bad.json"), []byte(`{"workflow": {}}`), 0o644)
+	huge := strings.Replace(smallTrace, `{"id": "b.out", "sizeInBytes": 70}`, `{"id": "b.out", "sizeInBytes": 100000000000}`, 1)
+	os.WriteFile(filepath.Join(dir, "huge.json"), []byte(huge), 0o644)
 	os.WriteFile(filepath.Join(dir, "notjson.json"), []byte("not json\n"), 0o644)
 	run := func(wd string, args ...string) (string, string, int) {
 		var o, e bytes.Buffer
@@ -68,6 +70,7 @@ func TestMqsubWfformat(t *testing.T) {
 		{dir, []string{"--wfformat", filepath.Join(dir, "bad.json")}, ExitFailed, "is not a WfFormat trace"},
 		{dir, []string{"--wfformat", filepath.Join(dir, "notjson.json")}, ExitFailed, "is not a WfFormat trace"},
 		{busy, []string{"--wfformat", trace}, ExitFailed, "is there already and is not the replay's input"},
+		{dir, []string{"--wfformat", filepath.Join(dir, "huge.json")}, ExitFailed, "its jobs would write 93.1 GiB"},
 	} {
 		_, e, code := run(tc.wd, tc.args...)
 		if code != tc.code || !strings.Contains(e, tc.msg) || strings.Count(e, "\n") != 1 {

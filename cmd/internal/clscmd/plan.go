@@ -53,7 +53,7 @@ func planJSONFlags(v *planValues) []cli.Flag {
 
 func planShowFlags(v *planValues) []cli.Flag {
 	return append(planJSONFlags(v),
-		&cli.IntFlag{Name: "limit", Value: protocol.DefaultPlanShowLimit, Usage: fmt.Sprintf("jobs listed per site of each plan's timeline, the rest counted (0 = all, up to %d)", protocol.MaxPlanShowLimit), Destination: &v.limit})
+		&cli.IntFlag{Name: "limit", Value: protocol.DefaultPlanShowLimit, Usage: fmt.Sprintf("jobs listed per site of each plan's timeline, the rest counted (0 = as many as one reply holds, %s; up to %d)", protocol.FormatBytes(protocol.PlanShowBytes), protocol.MaxPlanShowLimit), Destination: &v.limit})
 }
 
 func planMakeFlags(v *planValues) []cli.Flag {
@@ -104,7 +104,7 @@ func planCmd(env mqcli.Env, name, usage, args string, flags func(*planValues) []
 				return mqcli.Usagef("plan %s takes no arguments", name)
 			}
 			if v.limit < 0 || v.limit > protocol.MaxPlanShowLimit {
-				return mqcli.Usagef("--limit must be 0 (all) to %d, not %d", protocol.MaxPlanShowLimit, v.limit)
+				return mqcli.Usagef("--limit must be 0 (as many as fit) to %d, not %d", protocol.MaxPlanShowLimit, v.limit)
 			}
 			cl, err := mqcli.Dial(c.Context, env, "cls")
 			if err != nil {
@@ -210,6 +210,9 @@ func writePlanShow(w io.Writer, r protocol.PlanShowReply) error {
 	if r.Untimed > 0 {
 		fmt.Fprintf(w, "\n%d planned jobs have no timeline: their plan was made before timelines were stored; run cls plan make again to see one\n", r.Untimed)
 	}
+	if r.Older > 0 {
+		fmt.Fprintf(w, "\n%d older plans in force are not shown (the newest %d are)\n", r.Older, len(r.Plans))
+	}
 	for _, p := range r.Plans {
 		writePlanTimeline(w, p)
 	}
@@ -246,7 +249,7 @@ func writePlanTimeline(w io.Writer, p protocol.PlanShown) {
 		}
 		tw.Flush()
 		if s.More > 0 {
-			fmt.Fprintf(w, "    ... and %d more (--limit N, 0 for all)\n", s.More)
+			fmt.Fprintf(w, "    ... and %d more (--limit N lists more, up to what one reply holds)\n", s.More)
 		}
 	}
 }

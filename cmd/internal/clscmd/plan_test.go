@@ -29,7 +29,7 @@ func TestWritePlanTimeline(t *testing.T) {
 		"site grid\\nfake line, in predicted start order:",
 		"0.0    30.0  0     7    t\\aa",
 		"30.0   45.5  0     8    b",
-		"... and 1 more (--limit N, 0 for all)",
+		"... and 1 more (--limit N lists more, up to what one reply holds)",
 		"80%",
 	} {
 		if !strings.Contains(out, want) {
@@ -58,6 +58,8 @@ func TestWritePlanShow(t *testing.T) {
 		{"untimed", protocol.PlanShowReply{Sites: sites, Untimed: 2}, []string{"PLANNER", "heft", untimed}, []string{"plan 1:"}},
 		{"timed", protocol.PlanShowReply{Sites: sites, Plans: []protocol.PlanShown{{ID: 1, Planner: "heft", Target: "z", Jobs: 2}}},
 			[]string{"plan 1: heft of \"z\""}, []string{"no timeline"}},
+		{"untimed and older", protocol.PlanShowReply{Sites: sites, Untimed: 2, Older: 1, Plans: []protocol.PlanShown{{ID: 2, Planner: "heft", Target: "z"}}},
+			[]string{untimed, "1 older plans in force are not shown (the newest 1 are)", "plan 2:"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b bytes.Buffer

@@ -600,7 +600,8 @@ func (s *Store) jobPlan(ctx context.Context, d *protocol.JobDetail) error {
 // ran (or run) at their planned site or elsewhere, by their latest attempt.
 // With each plan recorded with its timeline, it gives per site the jobs
 // in predicted start order (at most limit of them; 0: the default), busy
-// time and utilisation.
+// time and utilisation; jobs of plans made before timelines were stored
+// are counted as Untimed.
 func (s *Store) PlanShow(ctx context.Context, limit int) (protocol.PlanShowReply, error) {
 	rows, err := s.rdb.QueryContext(ctx, `SELECT p.planner, p.site, count(*),
 		sum(CASE WHEN j.state IN ('D', 'F', 'X') THEN 1 ELSE 0 END),
@@ -624,11 +625,19 @@ func (s *Store) PlanShow(ctx context.Context, limit int) (protocol.PlanShowReply
 	if err := closeRows(rows); err != nil {
 		return out, err
 	}
+	// Rows from before migration 17 belong to no plan.
+	if err := s.rdb.QueryRowContext(ctx, "SELECT count(*) FROM job_plans WHERE plan_id IS NULL").Scan(&out.Untimed); err != nil {
+		return out, fmt.Errorf("plans without timelines: %w", err)
+	}
 	if limit <= 0 {
 		limit = protocol.DefaultPlanShowLimit
 	}
 	limit = min(limit, protocol.MaxPlanShowLimit)
-	prows, err := s.rdb.QueryContext(ctx, "SELECT id, target, planner, made, makespan_s, moved_bytes FROM plans ORDER BY id")
+	if err := s.rdb.QueryRowContext(ctx, "SELECT max(count(*) - ?, 0) FROM plans", protocol.MaxPlansShown).Scan(&out.Older); err != nil {
+		return out, fmt.Errorf("plans: %w", err)
+	}
+	prows, err := s.rdb.QueryContext(ctx, `SELECT * FROM (SELECT id, target, planner, made, makespan_s, moved_bytes
+		FROM plans ORDER BY id DESC LIMIT ?) ORDER BY id`, protocol.MaxPlansShown)
 	if err != nil {
 		return out, fmt.Errorf("plans: %w", err)
 	}
@@ -645,18 +654,29 @@ func (s *Store) PlanShow(ctx context.Context, limit int) (protocol.PlanShowReply
 	if err := closeRows(prows); err != nil {
 		return out, err
 	}
+	budget := protocol.PlanShowBytes
+	for _, ps := range out.Sites {
+		budget -= planSiteBytes + len(ps.Planner) + len(ps.Site)
+	}
 	for i := range out.Plans {
-		if err := s.planTimeline(ctx, &out.Plans[i], limit); err != nil {
+		if err := s.planTimeline(ctx, &out.Plans[i], limit, &budget); err != nil {
 			return out, err
 		}
 	}
 	return out, nil
 }
 
+// Encoded sizes, generously, of a reply's parts with their names apart:
+// what PlanShow counts against protocol.PlanShowBytes.
+const (
+	planSiteBytes = 160
+	planSlotBytes = 128
+)
+
 // planTimeline fills in a plan's sites: its jobs' predicted timeline
 // (plan.BySite over the stored starts and ends), and per site how many
 // have ended and where they ran.
-func (s *Store) planTimeline(ctx context.Context, p *protocol.PlanShown, limit int) error {
+func (s *Store) planTimeline(ctx context.Context, p *protocol.PlanShown, limit int, budget *int) error {
 	var sites []policy.PlanSite
 	rows, err := s.rdb.QueryContext(ctx, "SELECT site, slots FROM plan_sites WHERE plan_id = ? ORDER BY site", p.ID)
 	if err != nil {
@@ -720,8 +740,13 @@ func (s *Store) planTimeline(ctx context.Context, p *protocol.PlanShown, limit i
 		if c := count[st.Site]; c != nil {
 			ps.Ended, ps.RanHere, ps.RanElse = c.ended, c.here, c.elsewhere
 		}
-		for _, j := range st.First {
+		*budget -= planSiteBytes + len(st.Site)
+		for k, j := range st.First {
 			a := info[j.ID]
+			if *budget -= planSlotBytes + len(a.target) + len(a.ranAt); *budget < 0 {
+				ps.More += len(st.First) - k // the reply is full: counted, not listed
+				break
+			}
 			ps.Timeline = append(ps.Timeline, protocol.PlanSlot{ID: j.ID, Target: a.target, Slot: j.Slot, StartS: j.Start, EndS: j.End, State: a.state, RanAt: a.ranAt})
 		}
 		p.Sites = append(p.Sites, ps)

@@ -2,9 +2,12 @@ package metaqueue
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -246,6 +249,64 @@ func TestPlanShowTimeline(t *testing.T) {
 	}
 }
 
+// TestPlanShowBounded: however many jobs a plan has and however many
+// plans are in force, a reply fits a frame: the newest MaxPlansShown
+// plans (the older counted) and timelines cut at PlanShowBytes, the cut
+// jobs counted in More.
+func TestPlanShowBounded(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	const n = 20_000
+	long := strings.Repeat("x", 200)
+	var specs []protocol.JobSpec
+	for i := range n {
+		specs = append(specs, spec(fmt.Sprintf("%s%d", long, i), "true"))
+	}
+	id := e.submit(specs...)
+	var small []protocol.JobSpec
+	for range protocol.MaxPlansShown + 2 {
+		small = append(small, spec("o", "true"))
+	}
+	for _, j := range e.submit(small...) { // older plans, of a job each
+		one := policy.Plan{Site: map[int64]string{j: "a"}, Order: []int64{j}, Makespan: 1}
+		if _, err := e.s.RecordPlan(ctx, PlanRecord{Target: "o", Planner: "minmin"}, one); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pl := policy.Plan{Site: map[int64]string{}, Makespan: n}
+	rec := PlanRecord{Target: "all", Planner: "heft", Sites: []policy.PlanSite{{Name: "a", Slots: 1}}}
+	for i, j := range id {
+		pl.Site[j] = "a"
+		pl.Order = append(pl.Order, j)
+		rec.Timeline = append(rec.Timeline, plan.Scheduled{ID: j, Site: "a", Start: float64(i), End: float64(i + 1)})
+	}
+	if _, err := e.s.RecordPlan(ctx, rec, pl); err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.s.PlanShow(ctx, protocol.MaxPlanShowLimit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(r)
+	if len(b) > protocol.PlanShowBytes+64<<10 || len(b) > protocol.MaxFrame/2 {
+		t.Fatalf("reply of %d bytes", len(b))
+	}
+	if len(r.Plans) != protocol.MaxPlansShown || r.Older != 3 || r.Plans[len(r.Plans)-1].Jobs != n {
+		t.Fatalf("%d plans shown, %d older; want the newest %d (the big one last) and 3", len(r.Plans), r.Older, protocol.MaxPlansShown)
+	}
+	listed, more := 0, 0
+	for _, p := range r.Plans {
+		for _, s := range p.Sites {
+			listed += len(s.Timeline)
+			more += s.More
+		}
+	}
+	if listed == 0 || more == 0 {
+		t.Fatalf("%d jobs listed, %d counted: want the reply full and the rest counted", listed, more)
+	}
+}
+
 // TestPlanPatienceCountsPlannedWait: a job the plan queues at its site
 // behind another for longer than planPatience stays for that site while
 // the site is alive and the job is within planPatience of its predicted
@@ -286,5 +347,32 @@ func TestPlanPatienceCountsPlannedWait(t *testing.T) {
 	wait(planPatience)
 	if got := ids(e.next(a, 1)); !slices.Equal(got, []int64{id[1]}) {
 		t.Fatalf("past the predicted wait and planPatience, a got %v, want %d", got, id[1])
+	}
+}
+
+// TestPlanShowUntimed: jobs planned before timelines were stored (their
+// job_plans rows belong to no plan, as migration 17 leaves them) are
+// counted as Untimed beside the per-site counts, in no plan's timeline.
+func TestPlanShowUntimed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	id := e.submit(spec("u1", "true"), spec("u2", "true"))
+	pl := policy.Plan{Site: map[int64]string{id[0]: "a", id[1]: "a"}, Order: []int64{id[0], id[1]}}
+	if _, err := e.s.SetPlan(ctx, "heft", pl); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := e.s.PlanShow(ctx, 0); err != nil || r.Untimed != 0 || len(r.Plans) != 1 {
+		t.Fatalf("PlanShow = %+v, %v; want one plan, none untimed", r, err)
+	}
+	// As a database from before migration 17 has them.
+	for _, q := range []string{"UPDATE job_plans SET plan_id = NULL, start_s = NULL, end_s = NULL, ready_s = NULL, slot = NULL", "DELETE FROM plans", "DELETE FROM plan_sites"} {
+		if _, err := e.s.w.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := e.s.PlanShow(ctx, 0)
+	if err != nil || r.Untimed != 2 || len(r.Plans) != 0 || len(r.Sites) != 1 || r.Sites[0].Jobs != 2 {
+		t.Fatalf("PlanShow = %+v, %v; want 2 untimed jobs counted at site a, no plan", r, err)
 	}
 }

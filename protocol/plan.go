@@ -69,10 +69,14 @@ type PlanShow struct {
 	Limit int `json:"limit,omitempty"`
 }
 
-// Bounds of PlanShow.Limit.
+// Bounds of PlanShow.Limit, and of a reply: the newest MaxPlansShown
+// plans, and timelines cut (each site's More counting the rest) where the
+// reply would pass PlanShowBytes, well under MaxFrame.
 const (
 	DefaultPlanShowLimit = 20
 	MaxPlanShowLimit     = 100_000
+	MaxPlansShown        = 20
+	PlanShowBytes        = 2 << 20
 )
 
 // PlanShowReply lists the plans in force: Sites counts jobs per planner
@@ -81,6 +85,12 @@ const (
 type PlanShowReply struct {
 	Sites []PlanSite  `json:"sites"`
 	Plans []PlanShown `json:"plans,omitempty"`
+	// Untimed counts the planned jobs of plans made before timelines were
+	// stored (before schema version 17): counted in Sites, in no plan of
+	// Plans.
+	Untimed int `json:"untimed,omitempty"`
+	// Older counts the plans in force older than those listed.
+	Older int `json:"older,omitempty"`
 }
 
 // PlanShown is one plan in force: what it predicted when made, and per

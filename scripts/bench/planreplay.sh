@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Live replay of one real workflow trace on two sites (SGE grid + Slurm
 # slurmy, one one-slot placeholder each, data roots of their own), bound
-# late (FCFS) and following a HEFT plan, beside the planners' model's
+# late (FCFS), following a HEFT plan and an AEH-ETAA one, beside the planners' model's
 # prediction for the same setup (issue 19; docs/planning.md, "Live").
 #
 # Runs the sites suite's TestPlanReplayHEFTvsFCFS and prints one table.
@@ -26,14 +26,14 @@ python3 - "$OUT" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 print(f"{r['trace']}: {r['tasks']} tasks, runtimes x{r['time_scale']}, sizes x{r['size_scale']}")
-print("| way | live makespan (s) | live MB moved (transfers) | jobs per site | cls plan make's prediction (s) | model, configured link: makespan s, MB | model, measured link: makespan s, MB |")
+print("| way | live makespan (s) | live MB moved (transfers) | jobs per site | cls plan make's prediction: makespan s, MB | model, configured link: makespan s, MB | model, measured link: makespan s, MB |")
 print("|---|---|---|---|---|---|---|")
-for way in ("fcfs", "heft"):
+for way in ("fcfs", "heft", "aeh-etaa"):
     x = r["runs"][way]
     pred = x.get("predicted") or {}
     cells = [f"{x['makespan_s']:.1f}", f"{x['bytes_moved']/1e6:.1f} ({x['transfers']})",
              ", ".join(f"{k} {v}" for k, v in sorted(x["per_site"].items())),
-             f"{x['planned_makespan_s']:.1f}" if x.get("planned_makespan_s") else "-"]
+             f"{x['planned_makespan_s']:.1f}, {x.get('planned_bytes', 0)/1e6:.1f}" if x.get("planned_makespan_s") else "-"]
     for link in ("configured", "measured"):
         v = pred.get(link)
         cells.append(f"{v[0]:.1f}, {v[1]/1e6:.1f}" if v else "-")

@@ -266,7 +266,7 @@ func checkPlanTimeline(t *testing.T, h *harness, planner string, ids []int64) {
 		}
 	}
 	// Bounded: one job per site, the rest counted.
-	if out := h.ok("cls", "plan", "show", "--limit", "1"); !strings.Contains(out, "more (--limit N, 0 for all)") || !strings.Contains(out, "predicted makespan") {
+	if out := h.ok("cls", "plan", "show", "--limit", "1"); !strings.Contains(out, "more (--limit N lists more, up to what one reply holds)") || !strings.Contains(out, "predicted makespan") {
 		t.Fatalf("cls plan show --limit 1:\n%s", out)
 	}
 }

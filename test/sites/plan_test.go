@@ -23,10 +23,11 @@ import (
 // TestPlanReplayHEFTvsFCFS replays one real workflow trace live on two
 // sites that share nothing (SGE grid as mquser, Slurm slurmy as the
 // second user, one one-slot placeholder each, each its own data root),
-// once bound late (FCFS) and once following a HEFT plan, each in a fresh
+// once bound late (FCFS), once following a HEFT plan and once an
+// AEH-ETAA plan (its search bounded by aehTimeLimit), each in a fresh
 // CLS, and sets the measured makespan and bytes moved beside the
-// planners' model's prediction for the same setup (plan.LateBinding and
-// HEFT over the scaled trace on two one-slot sites). Each task is a job
+// planners' model's prediction for the same setup (plan.LateBinding,
+// HEFT and AEH-ETAA over the scaled trace on two one-slot sites). Each task is a job
 // that sleeps its traced runtime times MQ_PLAN_TIME_SCALE (0.02), reads
 // its inputs and writes its outputs at their traced sizes times
 // MQ_PLAN_SIZE_SCALE (0.005), declaring its files (internal/wfreplay, as
@@ -57,13 +58,13 @@ func TestPlanReplayHEFTvsFCFS(t *testing.T) {
 	scaled := wfreplay.Scale(w, opt)
 	l := newLogin(t, "127.0.0.1")
 	res := map[string]replayRun{}
-	for _, way := range []string{"fcfs", "heft"} {
+	for _, way := range replayWays {
 		// A subtest per run: its CLS stops and frees its SGE slot first.
 		if !t.Run(way, func(t *testing.T) { res[way] = runReplay(t, l, way, w, opt) }) {
 			t.FailNow()
 		}
-		t.Logf("%s: makespan %.1f s, %d bytes moved in %d transfers, jobs per site %v, %d ran off their plan's site (predicted makespan %.1f s)",
-			way, res[way].MakespanS, res[way].Bytes, res[way].Transfers, res[way].PerSite, res[way].Deviated, res[way].PlannedS)
+		t.Logf("%s: makespan %.1f s, %d bytes moved in %d transfers, jobs per site %v, %d ran off their plan's site (predicted makespan %.1f s, %d bytes moved)",
+			way, res[way].MakespanS, res[way].Bytes, res[way].Transfers, res[way].PerSite, res[way].Deviated, res[way].PlannedS, res[way].PlannedB)
 	}
 	// The model's prediction for the same setup: two one-slot sites of
 	// speed 1, the inputs at grid, the link cls serve assumes by default
@@ -89,7 +90,12 @@ func TestPlanReplayHEFTvsFCFS(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for way, v := range map[string][2]float64{"fcfs": {late, float64(lateMoved)}, "heft": {h.Makespan, float64(h.Moved)}} {
+		a, err := plan.AEHETAA{TimeLimit: aehTimeLimit}.Plan(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for way, v := range map[string][2]float64{"fcfs": {late, float64(lateMoved)}, "heft": {h.Makespan, float64(h.Moved)},
+			"aeh-etaa": {a.Makespan, float64(a.Moved)}} {
 			r := res[way]
 			if r.Predicted == nil {
 				r.Predicted = map[string][2]float64{}
@@ -98,7 +104,7 @@ func TestPlanReplayHEFTvsFCFS(t *testing.T) {
 			res[way] = r
 		}
 	}
-	for _, way := range []string{"fcfs", "heft"} {
+	for _, way := range replayWays {
 		t.Logf("%s predicted (makespan s, bytes): %v", way, res[way].Predicted)
 	}
 	if out := os.Getenv("MQ_PLAN_OUT"); out != "" {
@@ -113,6 +119,14 @@ func TestPlanReplayHEFTvsFCFS(t *testing.T) {
 	}
 }
 
+// replayWays are the runs of TestPlanReplayHEFTvsFCFS: bound late, and
+// following a plan of each planner.
+var replayWays = []string{"fcfs", "heft", "aeh-etaa"}
+
+// aehTimeLimit bounds AEH-ETAA's search (cls plan make --time-limit), so
+// that the replay's planning stays short.
+const aehTimeLimit = 15 * time.Second
+
 // replayRun is what one live replay did.
 type replayRun struct {
 	MakespanS float64               `json:"makespan_s"` // gate's end to the last task's end
@@ -121,6 +135,7 @@ type replayRun struct {
 	RateBps   float64               `json:"rate_Bps"` // bytes over transfer seconds
 	PerSite   map[string]int        `json:"per_site"`
 	PlannedS  float64               `json:"planned_makespan_s,omitempty"` // cls plan make's prediction
+	PlannedB  int64                 `json:"planned_bytes,omitempty"`      // and the bytes it predicts moved
 	Predicted map[string][2]float64 `json:"predicted"`                    // link -> makespan s, bytes
 	Deviated  int                   `json:"deviated,omitempty"`           // planned jobs that ran elsewhere
 }
@@ -141,32 +156,7 @@ func envFloat(t *testing.T, name string, def float64) float64 {
 func runReplay(t *testing.T, l *login, way string, w *wfformat.Workflow, opt wfreplay.Options) replayRun {
 	t.Helper()
 	c := startCLS(t)
-	l2 := l.as(t, secondUser)
-	gridRoot := privateRoot(t, "mquser", ".mq-data-plan-grid")
-	slurmyRoot := privateRoot(t, secondUser, ".mq-data-plan-slurmy")
-	t.Cleanup(func() { os.RemoveAll(gridRoot + c.work); os.RemoveAll(slurmyRoot + c.work) })
-	c.must("cls", "queue", "set", "work", "--policy", "fcfs")
-	state := func(target string) string {
-		for _, j := range c.jobs("") {
-			if j.Target == target {
-				if j.State == "F" {
-					t.Fatalf("%s failed: %+v", target, j)
-				}
-				return j.State
-			}
-		}
-		return ""
-	}
-	c.addSite("grid", "sge", l, "--max", "1", "--walltime", "10m", "--idle", "2m", "--data-root", ".mq-data-plan-grid")
-	c.must("mqsub", "-e", "1", "warm-grid", "true")
-	eventually(t, 3*time.Minute, "warm-grid done", func() bool { return state("warm-grid") == "D" })
-	c.addSite("slurmy", "slurm", l2, "--max", "1", "--walltime", "20m", "--idle", "2m", "--data-root", ".mq-data-plan-slurmy")
-	c.must("mqsub", "-e", "900", "warm-slurmy", "true")
-	eventually(t, 3*time.Minute, "warm-slurmy done", func() bool { return state("warm-slurmy") == "D" })
-	eventually(t, time.Minute, "both placeholders connected", func() bool {
-		s := c.sites()
-		return s["grid"].Connected > 0 && s["slurmy"].Connected > 0
-	})
+	gridRoot, _, state := twoPlanSites(t, c, l, "plan")
 
 	rp, err := wfreplay.New(w, opt)
 	if err != nil {
@@ -209,12 +199,13 @@ func runReplay(t *testing.T, l *login, way string, w *wfformat.Workflow, opt wfr
 	c.must("mqsub", append(end, "end", "true")...)
 
 	r := replayRun{PerSite: map[string]int{}}
-	if way == "heft" {
+	if way != "fcfs" {
 		var sum protocol.PlanSummary
-		if err := json.Unmarshal([]byte(c.must("cls", "plan", "make", "end", "--planner", "heft", "--no-learn", "--json")), &sum); err != nil {
+		if err := json.Unmarshal([]byte(c.must("cls", "plan", "make", "end", "--planner", way, "--no-learn",
+			"--time-limit", aehTimeLimit.String(), "--json")), &sum); err != nil {
 			t.Fatal(err)
 		}
-		r.PlannedS = sum.MakespanS
+		r.PlannedS, r.PlannedB = sum.MakespanS, sum.MovedBytes
 	}
 	if err := os.WriteFile(gate, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -259,4 +250,41 @@ func runReplay(t *testing.T, l *login, way string, w *wfformat.Workflow, opt wfr
 		r.RateBps = float64(r.Bytes) / transferS
 	}
 	return r
+}
+
+// twoPlanSites sets c up with the two sites the plan tests run on: grid
+// (SGE as mquser) and slurmy (Slurm as the second user), one one-slot
+// placeholder each, each with its own private data root
+// (.mq-data-TAG-SITE), both warmed up and connected, and a queue work
+// bound by FCFS. It returns the data roots and state, the state letter
+// of the job of a target (failing the test if it failed).
+func twoPlanSites(t *testing.T, c *cls, l *login, tag string) (gridRoot, slurmyRoot string, state func(target string) string) {
+	t.Helper()
+	l2 := l.as(t, secondUser)
+	gridRoot = privateRoot(t, "mquser", ".mq-data-"+tag+"-grid")
+	slurmyRoot = privateRoot(t, secondUser, ".mq-data-"+tag+"-slurmy")
+	t.Cleanup(func() { os.RemoveAll(gridRoot + c.work); os.RemoveAll(slurmyRoot + c.work) })
+	c.must("cls", "queue", "set", "work", "--policy", "fcfs")
+	state = func(target string) string {
+		for _, j := range c.jobs("") {
+			if j.Target == target {
+				if j.State == "F" {
+					t.Fatalf("%s failed: %+v", target, j)
+				}
+				return j.State
+			}
+		}
+		return ""
+	}
+	c.addSite("grid", "sge", l, "--max", "1", "--walltime", "10m", "--idle", "2m", "--data-root", ".mq-data-"+tag+"-grid")
+	c.must("mqsub", "-e", "1", "warm-grid", "true")
+	eventually(t, 3*time.Minute, "warm-grid done", func() bool { return state("warm-grid") == "D" })
+	c.addSite("slurmy", "slurm", l2, "--max", "1", "--walltime", "20m", "--idle", "2m", "--data-root", ".mq-data-"+tag+"-slurmy")
+	c.must("mqsub", "-e", "900", "warm-slurmy", "true")
+	eventually(t, 3*time.Minute, "warm-slurmy done", func() bool { return state("warm-slurmy") == "D" })
+	eventually(t, time.Minute, "both placeholders connected", func() bool {
+		s := c.sites()
+		return s["grid"].Connected > 0 && s["slurmy"].Connected > 0
+	})
+	return gridRoot, slurmyRoot, state
 }

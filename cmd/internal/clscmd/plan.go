@@ -53,7 +53,7 @@ func planJSONFlags(v *planValues) []cli.Flag {
 
 func planShowFlags(v *planValues) []cli.Flag {
 	return append(planJSONFlags(v),
-		&cli.IntFlag{Name: "limit", Value: protocol.DefaultPlanShowLimit, Usage: fmt.Sprintf("jobs listed per site of each plan's timeline, the rest counted (0 = all, up to %d)", protocol.MaxPlanShowLimit), Destination: &v.limit})
+		&cli.IntFlag{Name: "limit", Value: protocol.DefaultPlanShowLimit, Usage: fmt.Sprintf("jobs listed per site of each plan's timeline, the rest counted (0 = as many as one reply holds, %s; up to %d)", protocol.FormatBytes(protocol.PlanShowBytes), protocol.MaxPlanShowLimit), Destination: &v.limit})
 }
 
 func planMakeFlags(v *planValues) []cli.Flag {
@@ -104,7 +104,7 @@ func planCmd(env mqcli.Env, name, usage, args string, flags func(*planValues) []
 				return mqcli.Usagef("plan %s takes no arguments", name)
 			}
 			if v.limit < 0 || v.limit > protocol.MaxPlanShowLimit {
-				return mqcli.Usagef("--limit must be 0 (all) to %d, not %d", protocol.MaxPlanShowLimit, v.limit)
+				return mqcli.Usagef("--limit must be 0 (as many as fit) to %d, not %d", protocol.MaxPlanShowLimit, v.limit)
 			}
 			cl, err := mqcli.Dial(c.Context, env, "cls")
 			if err != nil {
@@ -185,10 +185,16 @@ func planShow(c *cli.Context, cl *client.Client, _ []string, v planValues) error
 	if err != nil {
 		return err
 	}
-	w := c.App.Writer
 	if v.json {
-		return json.NewEncoder(w).Encode(r)
+		return json.NewEncoder(c.App.Writer).Encode(r)
 	}
+	return writePlanShow(c.App.Writer, r)
+}
+
+// writePlanShow prints cls plan show's text: the per-planner counts, a
+// line for jobs of plans made before timelines were stored (which have
+// none to show), then each plan's timeline.
+func writePlanShow(w io.Writer, r protocol.PlanShowReply) error {
 	if len(r.Sites) == 0 {
 		fmt.Fprintln(w, "no plans: jobs bind late (cls plan make TARGET to plan one)")
 		return nil
@@ -200,6 +206,12 @@ func planShow(c *cli.Context, cl *client.Client, _ []string, v planValues) error
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if r.Untimed > 0 {
+		fmt.Fprintf(w, "\n%d planned jobs have no timeline: their plan was made before timelines were stored; run cls plan make again to see one\n", r.Untimed)
+	}
+	if r.Older > 0 {
+		fmt.Fprintf(w, "\n%d older plans in force are not shown (the newest %d are)\n", r.Older, len(r.Plans))
 	}
 	for _, p := range r.Plans {
 		writePlanTimeline(w, p)
@@ -237,7 +249,7 @@ func writePlanTimeline(w io.Writer, p protocol.PlanShown) {
 		}
 		tw.Flush()
 		if s.More > 0 {
-			fmt.Fprintf(w, "    ... and %d more (--limit N, 0 for all)\n", s.More)
+			fmt.Fprintf(w, "    ... and %d more (--limit N lists more, up to what one reply holds)\n", s.More)
 		}
 	}
 }

@@ -29,7 +29,7 @@ func TestWritePlanTimeline(t *testing.T) {
 		"site grid\\nfake line, in predicted start order:",
 		"0.0    30.0  0     7    t\\aa",
 		"30.0   45.5  0     8    b",
-		"... and 1 more (--limit N, 0 for all)",
+		"... and 1 more (--limit N lists more, up to what one reply holds)",
 		"80%",
 	} {
 		if !strings.Contains(out, want) {
@@ -38,5 +38,44 @@ func TestWritePlanTimeline(t *testing.T) {
 	}
 	if strings.ContainsAny(out, "\x1b\x07") || strings.Contains(out, "\nfake") || strings.Contains(out, "site idle") {
 		t.Errorf("unescaped names, or a timeline for a site without jobs:\n%s", out)
+	}
+}
+
+// TestWritePlanShow: cls plan show's text says plainly when jobs were
+// planned before timelines were stored, rather than showing nothing for
+// them, and says nothing of it otherwise.
+func TestWritePlanShow(t *testing.T) {
+	t.Parallel()
+	const untimed = "2 planned jobs have no timeline: their plan was made before timelines were stored; run cls plan make again to see one"
+	sites := []protocol.PlanSite{{Planner: "heft", Site: "a", Jobs: 2}}
+	for _, tc := range []struct {
+		name string
+		r    protocol.PlanShowReply
+		want []string
+		not  []string
+	}{
+		{"none", protocol.PlanShowReply{}, []string{"no plans: jobs bind late"}, []string{untimed}},
+		{"untimed", protocol.PlanShowReply{Sites: sites, Untimed: 2}, []string{"PLANNER", "heft", untimed}, []string{"plan 1:"}},
+		{"timed", protocol.PlanShowReply{Sites: sites, Plans: []protocol.PlanShown{{ID: 1, Planner: "heft", Target: "z", Jobs: 2}}},
+			[]string{"plan 1: heft of \"z\""}, []string{"no timeline"}},
+		{"untimed and older", protocol.PlanShowReply{Sites: sites, Untimed: 2, Older: 1, Plans: []protocol.PlanShown{{ID: 2, Planner: "heft", Target: "z"}}},
+			[]string{untimed, "1 older plans in force are not shown (the newest 1 are)", "plan 2:"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := writePlanShow(&b, tc.r); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("output lacks %q:\n%s", w, b.String())
+				}
+			}
+			for _, w := range tc.not {
+				if strings.Contains(b.String(), w) {
+					t.Errorf("output has %q:\n%s", w, b.String())
+				}
+			}
+		})
 	}
 }

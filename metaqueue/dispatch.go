@@ -720,6 +720,9 @@ func (s *Store) pickFrom(q *queue, p *parkedNext) (int64, bool, error) {
 		if len(s.arrays.limited) > 0 && s.capped(r.ID) {
 			continue // held by its array until a member stops
 		}
+		if s.park(q, r) {
+			continue // no site can end it by the deadline: off the heap until one can
+		}
 		examined++
 		if !fits(j.Est, q, walltime) || (len(s.plans.job) > 0 && s.keepForPlan(r.ID, p.site)) || !s.affordable(q, j, p.site) {
 			aside = append(aside, r)

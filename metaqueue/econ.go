@@ -57,6 +57,11 @@ type econState struct {
 	dying       map[protocol.JobRef]dyingRun
 	infeasible  map[int64]string
 	infeasibleN map[int32]int
+	// parked are ready jobs taken off their queue's heap while infeasible
+	// (pickFrom): left there, more than a window of them at its head hid
+	// the jobs behind that could end in time. A check that finds one
+	// feasible again puts it back (unpark).
+	parked map[int64]parkedReady
 	// overBudget counts per queue the jobs not started that its budget
 	// left cannot pay for, with why (checkInfeasible).
 	overBudget                map[int32]int
@@ -70,7 +75,7 @@ func (e *econState) reset() {
 	*e = econState{price: map[string]float64{}, spent: map[int32]map[string]float64{}, reserved: map[int32]float64{},
 		priced: map[int32]int{}, ran: map[int32]map[string]*runtimes{}, caps: map[int32]map[string]int{},
 		execAt: map[int32]map[string]int{}, unfinishable: map[int32]int{}, sites: map[string]bool{},
-		infeasible: map[int64]string{}, infeasibleN: map[int32]int{}, overBudget: map[int32]int{}, overBudgetWhy: map[int32]string{}, infeasibleGen: 1, dying: map[protocol.JobRef]dyingRun{}}
+		infeasible: map[int64]string{}, parked: map[int64]parkedReady{}, infeasibleN: map[int32]int{}, overBudget: map[int32]int{}, overBudgetWhy: map[int32]string{}, infeasibleGen: 1, dying: map[protocol.JobRef]dyingRun{}}
 }
 
 // costed says whether a queue's attempts are charged wherever they run.
@@ -323,6 +328,7 @@ func (s *Store) checkInfeasible(now time.Time) {
 	}
 	if !checked {
 		e.infeasible = next
+		s.unpark()
 		return
 	}
 	var ends []float64
@@ -387,6 +393,7 @@ func (s *Store) checkInfeasible(now time.Time) {
 			"queue", q.Name, "jobs", len(ids), "first", ids[:min(len(ids), 5)], "why", next[ids[0]])
 	}
 	e.infeasible = next
+	s.unpark()
 	for qid, groups := range unstarted {
 		q := s.queueIDs[qid]
 		if n, why := s.overBudget(q, groups); n > 0 {
@@ -395,6 +402,39 @@ func (s *Store) checkInfeasible(now time.Time) {
 				s.log.Warn("the budget left cannot pay for every job not started; dispatch starts none it cannot pay for",
 					"queue", q.Name, "jobs", n, "why", why)
 			}
+		}
+	}
+}
+
+// parkedReady is a ready job off its queue's heap, and where it goes back.
+type parkedReady struct {
+	q *queue
+	r policy.Ready
+}
+
+// park takes ready job r of q off the heap while it is infeasible: it
+// reports whether it did.
+func (s *Store) park(q *queue, r policy.Ready) bool {
+	if len(s.econ.infeasible) == 0 {
+		return false
+	}
+	if _, no := s.econ.infeasible[r.ID]; !no {
+		return false
+	}
+	s.econ.parked[r.ID] = parkedReady{q, r}
+	return true
+}
+
+// unpark puts back on their heaps the parked jobs the last check did not
+// find infeasible (a later deadline, a faster site), if still queued.
+func (s *Store) unpark() {
+	for id, p := range s.econ.parked {
+		if _, still := s.econ.infeasible[id]; still {
+			continue
+		}
+		delete(s.econ.parked, id)
+		if j, ok := s.g.Node(id); ok && j.State == job.Queued {
+			p.q.ready.Push(p.r)
 		}
 	}
 }
@@ -721,7 +761,10 @@ func (s *Store) extendCharge(id int64, attempt int, finished time.Time) error {
 	if err != nil {
 		return fatalError{err}
 	}
-	more := finished.Sub(time.UnixMicro(started)).Seconds()
+	// Charged up to the kill (secs from its start): a lease past it is the
+	// most it ran on, also when the report comes after its dying entry
+	// expired.
+	more := min(finished.Sub(time.UnixMicro(started)).Seconds(), secs+s.opt.Lease.Seconds())
 	if more <= secs {
 		return nil
 	}

@@ -746,3 +746,46 @@ func TestProgressSpending(t *testing.T) {
 		t.Errorf("spending not asked: %+v, %v", r, err)
 	}
 }
+
+// TestInfeasibleJobsDoNotHideFeasible: more than a window of jobs that
+// cannot end by the deadline at the head of a queue once hid the one
+// behind them that can (pickFrom looks at a window of ready jobs); they
+// are taken off the heap while infeasible, and put back when a later
+// deadline makes them feasible.
+func TestInfeasibleJobsDoNotHideFeasible(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	f := func(v float64) *float64 { return &v }
+	t0 := e.clock.Now()
+	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Deadline: f(unixSec(t0) + 100)}); err != nil {
+		t.Fatal(err)
+	}
+	var specs []protocol.JobSpec
+	for i := range 2 * window {
+		sp := spec(fmt.Sprintf("long%d", i), "true")
+		sp.Queue, sp.Est = "q", 1000
+		specs = append(specs, sp)
+	}
+	sp := spec("short", "true")
+	sp.Queue, sp.Est = "q", 1
+	specs = append(specs, sp)
+	jobIDs := e.submit(specs...)
+	ph := e.register("s")
+	e.tick()
+	got := e.next(ph, 1)
+	if len(got) != 1 || got[0].ID != jobIDs[len(jobIDs)-1] {
+		t.Fatalf("got %v; want the one job that can end by the deadline, %d", ids(got), jobIDs[len(jobIDs)-1])
+	}
+	e.report(ph, ok(got[0]))
+	if got := e.next(ph, 1); len(got) != 0 {
+		t.Fatalf("got %v; no other job can end by the deadline", ids(got))
+	}
+	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Deadline: f(unixSec(t0) + 5000)}); err != nil {
+		t.Fatal(err)
+	}
+	e.tick()
+	if got := e.next(ph, 1); len(got) != 1 || got[0].ID != jobIDs[0] {
+		t.Fatalf("after a later deadline got %v, want the first long job %d", ids(got), jobIDs[0])
+	}
+}

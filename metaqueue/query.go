@@ -296,7 +296,9 @@ func (s *Store) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
 			return d, err
 		}
 	}
-	if d.State == string(job.Queued) || d.State == string(job.Waiting) {
+	if (d.State == string(job.Queued) || d.State == string(job.Waiting)) && s.costedQueue(ctx, d.Queue) {
+		// Only a queue with a deadline or budget has marks to read, and
+		// reading them waits for the core.
 		if err := s.do(ctx, func() error {
 			d.Infeasible = s.econ.infeasible[id]
 			if j, ok := s.g.Node(id); ok {
@@ -311,6 +313,15 @@ func (s *Store) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
 		return d, err
 	}
 	return d, s.jobFiles(ctx, &d)
+}
+
+// costedQueue says whether the queue named has a deadline or a budget
+// (as stored: a read that does not wait for the core).
+func (s *Store) costedQueue(ctx context.Context, name string) bool {
+	var costed bool
+	err := s.rdb.QueryRowContext(ctx, `SELECT e.deadline > 0 OR e.budget > 0 FROM queue_economics e
+		JOIN queues q ON q.id = e.queue_id WHERE q.name = ?`, name).Scan(&costed)
+	return err == nil && costed
 }
 
 // blockedBy finds the failed or deleted job that blocks job id, following

@@ -182,13 +182,7 @@ func (s *Store) win(id int64, ru *run) error {
 		if err := s.keepCopy(id, o, protocol.Report{Finished: now, Reason: reason}, true); err != nil {
 			return err
 		}
-		if len(s.repl.killed) < maxKilledKept {
-			ref := protocol.JobRef{ID: id, Attempt: o.attempt}
-			s.repl.killed[ref] = o.placeholder
-			s.econDying(ref, o)
-		} else {
-			s.econStop(o)
-		}
+		s.killedCopy(id, o)
 	}
 	if len(others) > 0 {
 		s.log.Info("an attempt finished first; the other attempts are killed", "job", id, "attempt", ru.attempt, "killed", len(others))
@@ -291,7 +285,7 @@ func (s *Store) stopCopies(id int64, reason string) error {
 		if err := s.keepCopy(id, c, protocol.Report{Finished: now, Reason: reason}, true); err != nil {
 			return err
 		}
-		s.econStop(c)
+		s.killedCopy(id, c)
 	}
 	delete(s.repl.copies, id)
 	s.repl.gen++
@@ -299,6 +293,20 @@ func (s *Store) stopCopies(id int64, reason string) error {
 		return fatalError{err}
 	}
 	return nil
+}
+
+// killedCopy remembers a copy of job id just killed, which runs on until
+// its placeholder's next heartbeat: its late report is kept and its
+// reservation held (and that time charged) until then (econDying). Past
+// maxKilledKept, it is charged up to the kill only.
+func (s *Store) killedCopy(id int64, o *run) {
+	if len(s.repl.killed) >= maxKilledKept {
+		s.econStop(o)
+		return
+	}
+	ref := protocol.JobRef{ID: id, Attempt: o.attempt}
+	s.repl.killed[ref] = o.placeholder
+	s.econDying(ref, o)
 }
 
 // lateReport keeps the CPU figures of a killed copy's report, which came

@@ -698,36 +698,14 @@ func TestAgentFreesSlotBeforeReport(t *testing.T) {
 	ids := c.submit(protocol.JobSpec{Target: "a", Command: "echo a", Cwd: dir}, protocol.JobSpec{Target: "b", Command: "echo b", Cwd: dir})
 	out := t.TempDir()
 	aOut, _ := job.OutputPaths(out, ids[0], 1)
-	release := make(chan struct{})
-	ag := New(Config{Dial: c.dial, Site: "test", Host: "h", Slots: 1, OutDir: out})
-	ag.sinkWait = time.Hour
-	ag.create = func(path string) (io.WriteCloser, error) {
-		if path == aOut {
-			<-release
-		}
-		return createOutput(path)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- ag.Run(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	released := false
-	defer func() {
-		if !released {
-			close(release)
-		}
-	}()
+	release := startSlowDisk(t, c, out, func(path string) bool { return path == aOut })
 	if e := c.wait(ids[1])[ids[1]]; e.State != "D" {
 		t.Fatalf("b ended %+v, want done", e)
 	}
 	if s := stateOf(t, c, ids[0]); s != string(job.Executing) {
 		t.Errorf("a is %s while its output is still being written, want executing", s)
 	}
-	close(release)
-	released = true
+	release()
 	if e := c.wait(ids[0])[ids[0]]; e.State != "D" {
 		t.Fatalf("a ended %+v, want done", e)
 	}
@@ -750,28 +728,8 @@ func TestAgentFinishingBounded(t *testing.T) {
 		specs = append(specs, protocol.JobSpec{Target: fmt.Sprintf("t%d", i), Command: fmt.Sprintf("touch ran%d; echo x", i), Cwd: dir})
 	}
 	ids := c.submit(specs...)
-	release := make(chan struct{})
 	var blocked atomic.Int32
-	ag := New(Config{Dial: c.dial, Site: "test", Host: "h", Slots: 1, OutDir: t.TempDir()})
-	ag.sinkWait = time.Hour
-	ag.create = func(path string) (io.WriteCloser, error) {
-		blocked.Add(1)
-		<-release
-		return createOutput(path)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- ag.Run(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	released := false
-	defer func() {
-		if !released {
-			close(release)
-		}
-	}()
+	release := startSlowDisk(t, c, t.TempDir(), func(string) bool { blocked.Add(1); return true })
 	ran := func() (n int) {
 		for i := range specs {
 			if exists(filepath.Join(dir, fmt.Sprintf("ran%d", i))) {
@@ -791,13 +749,40 @@ func TestAgentFinishingBounded(t *testing.T) {
 	if n := ran(); n != 2 {
 		t.Errorf("%d jobs ran with 2 reports outstanding on 1 slot, want 2", n)
 	}
-	close(release)
-	released = true
+	release()
 	for _, id := range ids {
 		if e := c.wait(id)[id]; e.State != "D" {
 			t.Errorf("job %d ended %+v, want done", id, e)
 		}
 	}
+}
+
+// startSlowDisk starts a one-slot agent writing output to out whose
+// output files, those slow says, are not created until release is
+// called (at the latest when the test ends), and which waits for them as
+// long as it takes.
+func startSlowDisk(t *testing.T, c *cls, out string, slow func(path string) bool) (release func()) {
+	t.Helper()
+	gate := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(gate) }) }
+	ag := New(Config{Dial: c.dial, Site: "test", Host: "h", Slots: 1, OutDir: out})
+	ag.sinkWait = time.Hour
+	ag.create = func(path string) (io.WriteCloser, error) {
+		if slow(path) {
+			<-gate
+		}
+		return createOutput(path)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ag.Run(ctx) }()
+	t.Cleanup(func() {
+		release()
+		cancel()
+		<-done
+	})
+	return release
 }
 
 // fullDisk is a file on a disk with room bytes left.

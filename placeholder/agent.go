@@ -15,7 +15,6 @@ import (
 	"os"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mq-hpc/mq/client"
@@ -104,9 +103,8 @@ type Agent struct {
 	dirs sync.Map // output shard dirs already made
 	// create opens a job's output file; nil is createOutput (tests make
 	// writes fail with it).
-	create   func(path string) (io.WriteCloser, error)
-	sinkWait time.Duration // 0: the const sinkWait (tests wait longer)
-	devNull  *os.File      // jobs' stdin, opened once rather than per job
+	create  func(path string) (io.WriteCloser, error)
+	devNull *os.File // jobs' stdin, opened once rather than per job
 }
 
 // New returns an agent; Run starts it.
@@ -576,19 +574,13 @@ type workLoop struct {
 	ctx  context.Context // the agent's: jobs and polls end with it
 	rctx context.Context // reports: detached from ctx until reportGrace after it ends
 
-	ended     chan ended           // a slot's job (or bundle: an empty report) ended
-	freed     chan struct{}        // a job's processes are gone: its slot is free before its report is made
+	ended     chan protocol.Report // a slot's job (or bundle: an empty report) ended
 	progress  chan protocol.Report // a bundle's jobs; unbuffered, so each is in before its slot frees
 	quit      chan struct{}        // work has returned: nobody reads progress or unacked
 	unacked   chan reported        // a report request's answer: its batch back if the CLS did not take it, jobs it took
 	reporters sync.WaitGroup
 
 	free, running int
-	// finishing: jobs whose processes are gone (their slots free again)
-	// and whose reports are still being made (outputs hashed, copied);
-	// early is the same count kept by the jobs' goroutines, which bound it.
-	finishing int
-	early     atomic.Int64
 	// Prefetch: while jobs are short, hold jobs beyond the free slots, so
 	// the round trip that reports a job and fetches the next overlaps the
 	// jobs still running.
@@ -628,7 +620,7 @@ func (w *workLoop) state() loopState {
 		Orphanable:  a.cfg.ExitWhenOrphaned,
 		NoOp:        a.cfg.NoOp,
 		Free:        w.free,
-		Running:     w.running + w.finishing, // not done until reported
+		Running:     w.running,
 		Held:        len(w.held),
 		Depth:       a.prefetchDepth(w.meanRun),
 		Sending:     w.sending,
@@ -670,36 +662,19 @@ func (w *workLoop) start(u []protocol.Assignment) {
 		go func() {
 			a.runBundle(w.ctx, u, w.progress, w.quit)
 			select {
-			case w.ended <- ended{}:
+			case w.ended <- protocol.Report{}:
 			case <-w.quit:
 			}
 		}()
 		return
 	}
 	go func() {
-		freed := false
-		r := a.runJob(w.ctx, u[0], func() {
-			// At most Slots jobs make their reports beside running ones:
-			// beyond that a slot waits for its report as before, so slow
-			// disks or a slow CLS never pile up hashing and uploads.
-			if w.early.Add(1) > int64(a.cfg.Slots) {
-				w.early.Add(-1)
-				return
-			}
-			freed = true
-			w.freed <- struct{}{} // never blocks: one a slot at most
-		})
+		r := a.run(w.ctx, u[0])
 		select {
-		case w.ended <- ended{r, freed}:
+		case w.ended <- r:
 		case <-w.quit: // work returned (aborted): nobody reads ended
 		}
 	}()
-}
-
-// ended is a job's report, and whether its slot was freed already.
-type ended struct {
-	report protocol.Report
-	freed  bool
 }
 
 func (w *workLoop) startHeld() {
@@ -887,13 +862,18 @@ func (w *workLoop) sendPoll(m move) {
 
 // ended takes the report of a slot's job, and of any others that ended
 // with it: jobs often end together, and one request serves them all.
-func (w *workLoop) onEnded(e ended) {
-	w.gotEnded(e)
+func (w *workLoop) onEnded(r protocol.Report) {
+	w.free++
+	w.running--
+	w.prefetchDry = false
+	w.gotReport(r)
 drain:
 	for {
 		select {
-		case e := <-w.ended:
-			w.gotEnded(e)
+		case r := <-w.ended:
+			w.free++
+			w.running--
+			w.gotReport(r)
 		default:
 			break drain
 		}
@@ -901,39 +881,6 @@ drain:
 	w.idleSince = w.a.now()
 	w.startHeld()
 	w.scheduleReports()
-}
-
-func (w *workLoop) gotEnded(e ended) {
-	switch {
-	case !e.freed:
-		w.slotFreed()
-	case w.finishing == 0:
-		// Its slot's signal was sent first but not taken yet (select
-		// picks at random among ready channels): it waits in freed.
-		<-w.freed
-		w.slotFreed()
-	default:
-		w.finishing--
-	}
-	if e.freed {
-		w.early.Add(-1)
-	}
-	w.gotReport(e.report)
-}
-
-// onFreed starts a held job in the slot a job left before its report
-// is made.
-func (w *workLoop) onFreed() {
-	w.slotFreed()
-	w.finishing++
-	w.idleSince = w.a.now()
-	w.startHeld()
-}
-
-func (w *workLoop) slotFreed() {
-	w.free++
-	w.running--
-	w.prefetchDry = false
 }
 
 func (w *workLoop) onHoldExpired() {
@@ -1008,8 +955,7 @@ func (w *workLoop) onTick() {
 func (a *Agent) work(ctx context.Context) error {
 	w := &workLoop{
 		a: a, ctx: ctx,
-		ended:     make(chan ended, a.cfg.Slots),
-		freed:     make(chan struct{}, a.cfg.Slots),
+		ended:     make(chan protocol.Report, a.cfg.Slots),
 		progress:  make(chan protocol.Report),
 		quit:      make(chan struct{}),
 		unacked:   make(chan reported),
@@ -1064,10 +1010,8 @@ func (a *Agent) work(ctx context.Context) error {
 		case r := <-w.progress:
 			w.gotReport(r)
 			w.scheduleReports()
-		case <-w.freed:
-			w.onFreed()
-		case e := <-w.ended:
-			w.onEnded(e)
+		case r := <-w.ended:
+			w.onEnded(r)
 		case ans := <-w.unacked:
 			w.onReported(ans)
 		case <-w.hold.C:

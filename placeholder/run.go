@@ -214,11 +214,7 @@ const sinkWait = 2 * time.Second
 // waitSinks waits for the streams to reach their files and says what
 // could not be written ("" if all was).
 func (a *Agent) waitSinks(asg protocol.Assignment, sinks ...*sink) (lost string) {
-	wait := sinkWait
-	if a.sinkWait > 0 {
-		wait = a.sinkWait
-	}
-	deadline := time.NewTimer(wait)
+	deadline := time.NewTimer(sinkWait)
 	defer deadline.Stop()
 	for i, s := range sinks {
 		select {
@@ -246,18 +242,6 @@ func joinLost(lost, why string) string {
 // run runs one job to its end and says how it ended. Exit status is the
 // shell's convention: 128+N for a job killed by signal N.
 func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Report {
-	return a.runJob(ctx, asg, nil)
-}
-
-// runJob is run, calling slotFree (if not nil) once the job's processes
-// are gone and before what follows them: waiting for its output to reach
-// the files, the race for its result (copies), hashing its declared
-// outputs and copying stdout and stderr to the CLS. Those take no slot:
-// the next job starts meanwhile instead of after a hash of a large file or
-// an upload (and, for short jobs, after the report is built). It is not
-// called when the job never started; the report's arrival frees the slot
-// then.
-func (a *Agent) runJob(ctx context.Context, asg protocol.Assignment, slotFree func()) protocol.Report {
 	rep := protocol.Report{ID: asg.ID, Attempt: asg.Attempt, Started: time.Now()}
 	if a.cfg.NoOp {
 		rep.Finished = rep.Started
@@ -409,9 +393,6 @@ func (a *Agent) runJob(ctx context.Context, asg protocol.Assignment, slotFree fu
 	// already where the kernel gave a pidfd; else racing pid reuse, as
 	// before pidfds).
 	p.reaped()
-	if slotFree != nil {
-		slotFree()
-	}
 	lost := a.waitSinks(asg, outSink, errSink)
 	if sc != nil && rep.Exit == 0 && rep.Reason == "" {
 		// Still listed as running, so the claim renews the lease too.

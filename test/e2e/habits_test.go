@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -124,9 +125,13 @@ func TestVersion(t *testing.T) {
 func TestHabits(t *testing.T) {
 	h := newHarness(t)
 	cls := h.startCLS("--local", "1")
-	if !strings.Contains(cls.stderr.String(), "with 1 local placeholder (") {
-		t.Errorf("cls serve says: %q", cls.stderr.String())
-	}
+	// The CLS answers before its greeting reaches its stderr, at times.
+	waitFor(t, time.Minute, func() error {
+		if !strings.Contains(cls.stderr.String(), "with 1 local placeholder (") {
+			return fmt.Errorf("cls serve says: %q", cls.stderr.String())
+		}
+		return nil
+	})
 	helps := [][]string{{"mqsub"}, {"mqstat"}, {"mqdel"}, {"mqsim"}, {"cls"}, {"cls", "serve"}, {"cls", "queue"}, {"cls", "queue", "set"},
 		{"cls", "key", "add"}, {"cls", "site", "add"}, {"cls", "files"}, {"cls", "files", "get"}}
 	for _, c := range helps {

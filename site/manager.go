@@ -501,6 +501,8 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 		if econWant, err = m.econWant(ctx, ms); err != nil {
 			return err
 		}
+	} else if err := m.dropPlans(ctx); err != nil {
+		return err
 	}
 	// With no work and no placeholders there is nothing to watch: look at
 	// the batch system only now and then (placeholders of an earlier CLS).

@@ -98,6 +98,10 @@ func (m *Manager) planEcon(ctx context.Context, now time.Time) (map[string]int, 
 			return nil, fmt.Errorf("provisioning policy %q: %v", name, err)
 		}
 		prov := p.NewProvisioner()
+		if lp, ok := prov.(policy.LP); ok {
+			lp.MinUtil = m.LPMinUtil
+			prov = lp
+		}
 		sites := groups[name]
 		slices.SortFunc(sites, func(a, b policy.SiteView) int { return strings.Compare(a.Name, b.Name) })
 		var links map[string]float64

@@ -48,6 +48,10 @@ type Manager struct {
 	// may take to connect before it is cancelled and its site marked
 	// degraded (default 2 min; a site's own ConnectTimeout overrides it).
 	ConnectTimeout time.Duration
+	// LPMinUtil is seed 001's W_MIN for the sites that follow lp: every
+	// job slot the LP plans for a stage is busy at least this share of
+	// the time (0: no minimum).
+	LPMinUtil float64
 	Log            *slog.Logger
 	// Embedded are sites of this run only, never stored: the CLS's own
 	// local placeholders (cls serve --local N, Spec.Embedded). They start

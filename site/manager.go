@@ -52,7 +52,7 @@ type Manager struct {
 	// job slot the LP plans for a stage is busy at least this share of
 	// the time (0: no minimum).
 	LPMinUtil float64
-	Log            *slog.Logger
+	Log       *slog.Logger
 	// Embedded are sites of this run only, never stored: the CLS's own
 	// local placeholders (cls serve --local N, Spec.Embedded). They start
 	// with the Manager, shadow a stored site of the same name, and cannot

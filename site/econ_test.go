@@ -141,6 +141,29 @@ func (s *stageStore) plan(queue string) map[string]int {
 	return maps.Clone(s.caps[queue])
 }
 
+// startLPSites starts a Manager over st with the fake SGE sites a and b,
+// each of 4 placeholders and following lp; it stops with the test.
+func startLPSites(t *testing.T, st Store, sites map[string]*fakeSite) (*Manager, context.Context) {
+	t.Helper()
+	m := &Manager{Store: st, Poll: 5 * time.Millisecond,
+		Open: func(spec protocol.SiteSpec, _ func(int)) (Site, error) { return sites[spec.Name], nil }}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Stop)
+	for _, s := range []protocol.SiteSpec{
+		{Name: "a", Type: SGE, SSH: "u@h", Max: 4, Provision: "lp"},
+		{Name: "b", Type: SGE, SSH: "u@h", Max: 4, Provision: "lp"},
+	} {
+		if _, err := m.Add(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return m, ctx
+}
+
 // Two sites that follow lp, two queues as the stages BLAST (10 s a job
 // at a, 20 s at b, measured) then Parse (1 s): the site manager holds
 // the LP's placeholders (policy.TestLPProvision works them out: all 4 at
@@ -153,22 +176,7 @@ func TestManagerLP(t *testing.T) {
 		{Queue: "blast", Ready: 8, PerJob: map[string]float64{"a": 10, "b": 20}},
 		{Queue: "parse", Ready: 8, PerJob: map[string]float64{"a": 1, "b": 1}},
 	}
-	m := &Manager{Store: st, Poll: 5 * time.Millisecond,
-		Open: func(spec protocol.SiteSpec, _ func(int)) (Site, error) { return sites[spec.Name], nil }}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if err := m.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer m.Stop()
-	for _, s := range []protocol.SiteSpec{
-		{Name: "a", Type: SGE, SSH: "u@h", Max: 4, Provision: "lp"},
-		{Name: "b", Type: SGE, SSH: "u@h", Max: 4, Provision: "lp"},
-	} {
-		if _, err := m.Add(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
+	startLPSites(t, st, sites)
 	eventually(t, "4 queued at each site", func() bool {
 		return sites["a"].count(batch.Queued) == 4 && sites["b"].count(batch.Queued) == 4
 	})
@@ -225,22 +233,7 @@ func TestManagerLPPipeline(t *testing.T) {
 		{Queue: "blast", Ready: 8, Out: 1e6, PerJob: map[string]float64{"a": 10}},
 		{Queue: "parse", Waiting: 8, PerJob: map[string]float64{"a": 20, "b": 1}},
 	}
-	m := &Manager{Store: st, Poll: 5 * time.Millisecond,
-		Open: func(spec protocol.SiteSpec, _ func(int)) (Site, error) { return sites[spec.Name], nil }}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if err := m.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer m.Stop()
-	for _, s := range []protocol.SiteSpec{
-		{Name: "a", Type: SGE, SSH: "u@h", Max: 4, Provision: "lp"},
-		{Name: "b", Type: SGE, SSH: "u@h", Max: 4, Provision: "lp"},
-	} {
-		if _, err := m.Add(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
+	m, ctx := startLPSites(t, st, sites)
 	eventually(t, "a plan for both stages", func() bool { return st.plan("parse") != nil && st.plan("blast") != nil })
 	if p := st.plan("parse"); p["b"] != 0 || p["a"] == 0 {
 		t.Errorf("parse caps %v: over the slow link it runs at a, beside blast", p)

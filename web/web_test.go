@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -372,6 +373,97 @@ func TestFollowHook(t *testing.T) {
 	}
 	if strings.Contains(body, "<script>") {
 		t.Error("a chunk carries raw peer text")
+	}
+}
+
+// listingSource is a Source whose per-job reads count: the overview, its
+// live updates and /metrics must use aggregates only.
+type listingSource struct {
+	*fakeSource
+	mu    sync.Mutex
+	calls []string
+}
+
+func (l *listingSource) note(what string) {
+	l.mu.Lock()
+	l.calls = append(l.calls, what)
+	l.mu.Unlock()
+}
+
+func (l *listingSource) JobsPage(ctx context.Context, st protocol.Stat, after int64, limit int) ([]protocol.JobInfo, error) {
+	l.note("JobsPage")
+	return l.fakeSource.JobsPage(ctx, st, after, limit)
+}
+
+func (l *listingSource) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
+	l.note("Job")
+	return l.fakeSource.Job(ctx, id)
+}
+
+func (l *listingSource) TargetGraph(ctx context.Context, name string, limit int) ([]metaqueue.TargetNode, bool, error) {
+	l.note("TargetGraph")
+	return l.fakeSource.TargetGraph(ctx, name, limit)
+}
+
+// TestRefreshReadsNoJobs: what costs the same at a million jobs as at ten
+// (the overview, its updates every interval while a page follows them, and
+// /metrics) never lists jobs or reads one; a listing reads one page.
+func TestRefreshReadsNoJobs(t *testing.T) {
+	t.Parallel()
+	src := &listingSource{fakeSource: &fakeSource{counts: map[string]int{"Q": 5, "D": 3}}}
+	m := NewMetrics()
+	m.SetSource(src)
+	srv, err := New(Config{Source: src, Metrics: m, Interval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { srv.Run(ctx); close(done) }()
+	ts := httptest.NewServer(srv.Handler())
+	defer func() { ts.Close(); cancel(); <-done }()
+	get := func(path string) string {
+		t.Helper()
+		resp, err := ts.Client().Get(ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d", path, resp.StatusCode)
+		}
+		return string(b)
+	}
+	get("/")
+	// A page following the updates: several samples rendered and sent.
+	resp, err := ts.Client().Get(ts.URL + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for n := 0; n < 5 && sc.Scan(); {
+		if strings.HasPrefix(sc.Text(), "data: ") {
+			n++
+		}
+	}
+	resp.Body.Close()
+	for range 3 {
+		get("/metrics")
+	}
+	get("/")
+	src.mu.Lock()
+	calls := slices.Clone(src.calls)
+	src.mu.Unlock()
+	if len(calls) > 0 {
+		t.Errorf("the overview, its updates and /metrics read jobs: %v", calls)
+	}
+	get("/jobs")
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	if !slices.Equal(src.calls, []string{"JobsPage"}) {
+		t.Errorf("a listing page made %v, want one JobsPage", src.calls)
 	}
 }
 

@@ -106,8 +106,11 @@ function onUpdate(u) {
 }
 
 function followOverview() {
-  if (!document.getElementById("counts")) return;
-  const es = new EventSource("/events");
+  const counts = document.getElementById("counts");
+  if (!counts) return;
+  // The jobs-per-state plot is of one queue, or of all.
+  const q = counts.dataset.queue;
+  const es = new EventSource("/events" + (q ? "?queue=" + encodeURIComponent(q) : ""));
   es.addEventListener("update", (ev) => onUpdate(JSON.parse(ev.data)));
   es.onerror = () => {
     const up = document.getElementById("updated");
@@ -125,7 +128,16 @@ function followOutput() {
       pre.textContent += JSON.parse(ev.data);
       pre.scrollTop = pre.scrollHeight;
     });
-    es.addEventListener("end", () => es.close());
+    es.addEventListener("end", (ev) => {
+      es.close();
+      // The job has ended: its state as the stream's end found it.
+      const st = document.getElementById("state");
+      if (st && ev.data) {
+        const end = JSON.parse(ev.data);
+        st.textContent = end.state + " " + end.name;
+        st.className = "st-" + end.state;
+      }
+    });
   }
 }
 

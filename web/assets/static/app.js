@@ -121,11 +121,14 @@ function followOverview() {
 function followOutput() {
   for (const pre of document.querySelectorAll("pre[data-follow]")) {
     const es = new EventSource(pre.dataset.follow);
-    // The stream replays the output from its start (again after a
-    // reconnect): it replaces what the page was served with.
+    // The stream replays the output's last 64 KiB so far (again after a
+    // reconnect), then follows: it replaces what the page was served with.
     es.addEventListener("open", () => { pre.textContent = ""; });
     es.addEventListener("chunk", (ev) => {
-      pre.textContent += JSON.parse(ev.data);
+      let text = pre.textContent + JSON.parse(ev.data);
+      // Keep the page small however long the job writes: its last 256 KiB.
+      if (text.length > 262144) text = text.slice(-196608);
+      pre.textContent = text;
       pre.scrollTop = pre.scrollHeight;
     });
     es.addEventListener("end", (ev) => {

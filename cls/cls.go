@@ -297,6 +297,7 @@ func (c *CLS) open(ctx context.Context) (err error) {
 	// end (their jobs requeued at once), stopped with the CLS. The Config
 	// is the whole truth about it; it is never stored.
 	c.sites.agentLog, c.sites.noop, c.sites.umask, c.sites.agentExe = logf, cfg.NoOp, c.umask, cfg.AgentExe
+	c.sites.logJSON = cfg.LogFormat == "json"
 	if cfg.Local > 0 {
 		c.sites.mgr.Embedded = []protocol.SiteSpec{{Name: site.EmbeddedName, Type: site.Local, Min: cfg.Local, Max: cfg.Local, Slots: cfg.Slots}}
 	}

@@ -102,8 +102,10 @@ type ListResult struct {
 // forward-backward passes (Valls, Ballestín and Quintanilla's
 // justification, EJOR 165(2), 2005, with list schedules both ways), then
 // by late-acceptance hill climbing over insert and swap moves with a
-// forward-backward pass whenever it stalls. For a seed and evals it is
-// deterministic unless limit ends it first.
+// forward-backward pass whenever it stalls. It stops after evals lists,
+// or stallEvals without a gain, or on reaching max(longest chain,
+// work/slots). For a seed and evals it is deterministic unless limit
+// ends it first.
 func SearchList(ctx context.Context, runtime []float64, prereqs [][]int32, slots int, seed uint64, evals int, limit time.Duration, first []int32) (ListResult, error) {
 	n := len(runtime)
 	if slots < 1 {
@@ -144,8 +146,19 @@ func SearchList(ctx context.Context, runtime []float64, prereqs [][]int32, slots
 	r.Justified = ms
 	best, bestMS := slices.Clone(list), ms
 	deadline := time.Now().Add(limit)
-	if n >= 2 {
-		r.Evals, r.Capped = climb(ctx, fw, bw, &best, &bestMS, list, ms, rand.New(rand.NewPCG(seed, 0x6d71)), evals, r.Evals, deadline)
+	// No list beats the longest chain or the work spread over every slot:
+	// reaching that ends the search.
+	floor := 0.0
+	if lv, ok := policy.Levels(runtime, prereqs); ok {
+		work := 0.0
+		for i, p := range runtime {
+			floor = max(floor, lv[i])
+			work += p
+		}
+		floor = max(floor, work/float64(slots))
+	}
+	if n >= 2 && ms > floor {
+		r.Evals, r.Capped = climb(ctx, fw, bw, &best, &bestMS, list, ms, rand.New(rand.NewPCG(seed, 0x6d71)), evals, r.Evals, deadline, floor)
 	}
 	r.Makespan = fw.makespan(best)
 	r.Start = slices.Clone(fw.start)
@@ -157,7 +170,7 @@ func SearchList(ctx context.Context, runtime []float64, prereqs [][]int32, slots
 
 // climb is SearchList's late-acceptance hill climbing from list; it
 // leaves the best list in *best.
-func climb(ctx context.Context, fw, bw *listSched, best *[]int32, bestMS *float64, list []int32, ms float64, rng *rand.Rand, evals, done int, deadline time.Time) (int, bool) {
+func climb(ctx context.Context, fw, bw *listSched, best *[]int32, bestMS *float64, list []int32, ms float64, rng *rand.Rand, evals, done int, deadline time.Time, floor float64) (int, bool) {
 	n := len(list)
 	// Moves pick the task to move by runtime: a list's short tasks rarely
 	// matter, and most of real workflows' tasks are short.
@@ -185,7 +198,8 @@ func climb(ctx context.Context, fw, bw *listSched, best *[]int32, bestMS *float6
 	}
 	cand := make([]int32, n)
 	stall := 0
-	for step := 0; done < evals; step++ {
+	lastGain := done
+	for step := 0; done < evals && *bestMS > floor && done-lastGain < stallEvals; step++ {
 		if step%256 == 0 && (time.Now().After(deadline) || ctx.Err() != nil) {
 			return done, true
 		}
@@ -220,7 +234,7 @@ func climb(ctx context.Context, fw, bw *listSched, best *[]int32, bestMS *float6
 		if ms < *bestMS {
 			*bestMS = ms
 			*best = append((*best)[:0], list...)
-			stall = 0
+			stall, lastGain = 0, done
 		} else if stall++; stall%20_000 == 0 {
 			// Stalled: justify the current list, and every fifth time
 			// the best one.
@@ -231,12 +245,15 @@ func climb(ctx context.Context, fw, bw *listSched, best *[]int32, bestMS *float6
 			list, ms, e = fbi(fw, bw, slices.Clone(list), ms)
 			done += e
 			if ms < *bestMS {
-				*bestMS, *best, stall = ms, slices.Clone(list), 0
+				*bestMS, *best, stall, lastGain = ms, slices.Clone(list), 0, done
 			}
 		}
 	}
 	return done, false
 }
+
+// stallEvals ends a search that has not improved in that many lists.
+const stallEvals = 500_000
 
 // fbi runs forward-backward passes from list until a forward pass stops
 // improving, and returns the best forward list, its makespan and the

@@ -11,7 +11,7 @@
 //	mqbench rounds -rounds R -targets T -per K [-prereqs]
 //	mqbench ready                         wait until the CLS answers
 //	mqbench hops [-rounds R] [-width W] [-cmd C]  dependency hop latency, slots idle
-//	mqbench wfreplay [-slots N] [-bound D] [-policy P] [-est] TRACE...  replay WfFormat traces as sleeps
+//	mqbench wfreplay [-slots N] [-bound D] [-policy P] [-est] [-gate] [-planner NAME] TRACE...  replay WfFormat traces as sleeps
 //	mqbench wfideal [-slots N] TRACE...  FCFS and cp list schedules of WfFormat traces, no overhead
 //	mqbench wfsearch [-slots N] [-seed S] [-evals E] [-time D] [-order DIR] TRACE...  search priority lists, no overhead
 //	mqbench stage -addr H:P -user U -key K -known-hosts F -src DIR ...  staging throughput

@@ -58,8 +58,8 @@ func wfsearch(args []string) error {
 			return fmt.Errorf("%s: %w", path, err)
 		}
 		name := strings.TrimSuffix(filepath.Base(path), ".json")
-		fmt.Printf("trace=%s tasks=%d slots=%d seed=%d bound_s=%.2f best_bound_s=%.2f searched_s=%.2f best_bound=%.4f cp=%.4f fbi=%.4f searched=%.4f searched_vs_best_bound=%.5f evals=%d capped=%v secs=%.1f\n",
-			name, len(w.Tasks), *slots, *seed, lb, best, r.Makespan, best/lb, r.First/lb, r.Justified/lb, r.Makespan/lb, r.Makespan/best, r.Evals, r.Capped, time.Since(t0).Seconds())
+		fmt.Printf("trace=%s tasks=%d slots=%d seed=%d bound_s=%.2f best_bound_s=%.2f searched_s=%.2f best_bound=%.4f cp=%.4f fbi=%.4f searched=%.4f searched_vs_best_bound=%.5f gap_s=%.3f evals=%d capped=%v secs=%.1f\n",
+			name, len(w.Tasks), *slots, *seed, lb, best, r.Makespan, best/lb, r.First/lb, r.Justified/lb, r.Makespan/lb, r.Makespan/best, r.Makespan-best, r.Evals, r.Capped, time.Since(t0).Seconds())
 		if *orderDir != "" {
 			var b strings.Builder
 			for _, i := range r.List {

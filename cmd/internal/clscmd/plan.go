@@ -30,7 +30,7 @@ func clsPlan(env mqcli.Env) *cli.Command {
 	}
 	return &cli.Command{
 		Name:  "plan",
-		Usage: "plan a target's jobs and files over the sites ahead (HEFT, MinMin, AEH-ETAA, LPSched); late binding stays the fallback",
+		Usage: "plan a target's jobs and files over the sites ahead (HEFT, MinMin, AEH-ETAA, LPSched, a list search); late binding stays the fallback",
 		Subcommands: []*cli.Command{
 			planCmd(env, "make", "plan TARGET and the targets it needs with a planner ("+strings.Join(names, ", ")+"), and follow the plan", "TARGET", planMakeFlags, planMake),
 			planCmd(env, "show", "explain the plans in force: predicted makespan and bytes moved, each site's timeline (jobs in predicted start order, their slots, busy time), and where the jobs ran", "", planShowFlags, planShow),
@@ -60,8 +60,8 @@ func planShowFlags(v *planValues) []cli.Flag {
 
 func planMakeFlags(v *planValues) []cli.Flag {
 	return append(planJSONFlags(v),
-		&cli.StringFlag{Name: "planner", Value: "heft", Usage: "heft, minmin, aeh-etaa or lp", Destination: &v.planner},
-		&cli.DurationFlag{Name: "time-limit", Value: 30 * time.Second, Usage: "how long a search (aeh-etaa, lp) may take, at most 10m", Destination: &v.timeLimit},
+		&cli.StringFlag{Name: "planner", Value: "heft", Usage: "heft, minmin, aeh-etaa, lp or list", Destination: &v.planner},
+		&cli.DurationFlag{Name: "time-limit", Value: 30 * time.Second, Usage: "how long a search (aeh-etaa, lp, list) may take, at most 10m", Destination: &v.timeLimit},
 		&cli.DurationFlag{Name: "est", Value: time.Minute, Usage: "runtime assumed for jobs that declare none (mqsub -e) and whose command never ran", Destination: &v.est},
 		&cli.StringFlag{Name: "site-speed", Usage: "sites' relative speeds, SITE=F,... (runtime at speed 1 over F); default: learned from the accounting, else 1", Destination: &v.siteSpeed},
 		&cli.BoolFlag{Name: "no-learn", Usage: "ignore the accounting: declared estimates (or --est) over the sites' speeds", Destination: &v.noLearn},

@@ -359,3 +359,47 @@ func TestReplicaNoCopyAfterClaim(t *testing.T) {
 	_ = a1
 	e.check()
 }
+
+// TestReplicaOptOutJobFile: "no_replicate": true in a job file (mqsub -f,
+// parsed by protocol.ReadJobFile and spooled through a bulk submission)
+// opts the job out as --no-replicate does; its neighbour without the key
+// is copied.
+func TestReplicaOptOutJobFile(t *testing.T) {
+	e := newEnv(t)
+	e.setQueue("b", "wqr", 2) // one copy a job: a third placeholder could copy only the opted-out one
+	file := `{"queue": "b", "target": "t", "command": "true", "no_replicate": true}
+{"queue": "b", "target": "u", "command": "true"}
+`
+	var specs []protocol.JobSpec
+	if err := protocol.ReadJobFile(strings.NewReader(file), protocol.JobSpec{Cwd: "/w"}, func(_ int, js protocol.JobSpec) error {
+		specs = append(specs, js)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(specs) != 2 || !specs[0].NoReplicate || specs[1].NoReplicate {
+		t.Fatalf("parsed %+v", specs)
+	}
+	bulk, err := e.s.NewBulk()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bulk.Add(1, specs); err != nil {
+		t.Fatal(err)
+	}
+	first, err := bulk.Commit(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph1, ph2 := e.register("s1"), e.register("s2")
+	as := e.next(ph1, 2)
+	if len(as) != 2 || as[0].ID != first || as[0].Scratch || !as[1].Scratch {
+		t.Fatalf("got %+v; want job %d outside scratch, its neighbour in scratch", as, first)
+	}
+	if c := e.next(ph2, 1); len(c) != 1 || c[0].ID != first+1 {
+		t.Fatalf("got %+v, want a copy of job %d (never of %d, which opted out)", c, first+1, first)
+	}
+	if c := e.next(e.register("s3"), 1); len(c) != 0 {
+		t.Fatalf("the job that opted out in its job file was copied: %+v", c)
+	}
+}

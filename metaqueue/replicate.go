@@ -443,7 +443,11 @@ func (s *Store) pickCopy(p *parkedNext) (int64, *queue, error) {
 		if !fits(j.Est, q, p.req.WalltimeLeft) || !s.affordable(q, j, p.site) {
 			continue
 		}
-		byQueue[q] = append(byQueue[q], policy.Running{ID: id, Replicas: n, LocalBytes: s.localBytes(id, cur, to), Est: j.Est})
+		var local int64
+		if q.pol.Needs&policy.NeedsFiles != 0 {
+			local = s.localBytes(id, cur, to) // only SA looks at it: the look is linear in the running jobs
+		}
+		byQueue[q] = append(byQueue[q], policy.Running{ID: id, Replicas: n, LocalBytes: local, Est: j.Est})
 	}
 	for _, q := range s.qlist {
 		runs := byQueue[q]

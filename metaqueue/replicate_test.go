@@ -71,6 +71,8 @@ func TestReplicaRace(t *testing.T) {
 		{"fcfs", 2, 1, true},
 		{"wqr", -1, 2, true},
 		{"wqr", 1, 0, false},
+		{"wqr", 2, 1, true}, // the cap: two asking, one copy
+		{"sjf", 2, 1, true}, // an opt-in straggler remedy for sjf too
 		{"sa", -1, 0, true}, // SA copies only jobs with input bytes at the asking site
 		{"xsufferage", -1, 0, false},
 	} {

@@ -140,6 +140,9 @@ type run struct {
 	queue   int32
 	reserve float64
 	costed  bool
+	// apart: the attempt runs in a scratch directory of its own and has
+	// not won a race, so copies may run beside it (replicate.go).
+	apart bool
 }
 
 // Open opens (creating if needed) the metaqueue at opt.Path, loads its

@@ -404,7 +404,7 @@ func (s *Store) readyEntry(q *queue, id int64, est float32, t dag.TargetID) poli
 // agent's size and checksum; an output not reported is taken to be at the
 // producer's place (as before staging) when it is site-local or was made
 // where the CLS host's filesystem is seen, and is skipped otherwise.
-func (s *Store) jobDone(id int64, target string, ph int64, started, finished time.Time, outs []protocol.FileSum) error {
+func (s *Store) jobDone(id int64, q int32, target string, ph int64, started, finished time.Time, outs []protocol.FileSum) error {
 	if !started.IsZero() && finished.After(started) { // kept for any queue: one may turn SJF or DC later
 		s.data.expect.Observe(target, finished.Sub(started).Seconds())
 	}
@@ -419,6 +419,12 @@ func (s *Store) jobDone(id int64, target string, ph int64, started, finished tim
 	pl := s.data.places[at]
 	legacy := s.opt.Stager == nil && len(outs) == 0
 	shared := s.isShared(pl.site)
+	wrote, known := 0.0, false
+	defer func() {
+		if known {
+			s.noteWrote(q, wrote)
+		}
+	}()
 	for _, f := range jf.out {
 		size, sha := f.size, ""
 		i := slices.IndexFunc(outs, func(o protocol.FileSum) bool { return o.Path == f.path })
@@ -431,6 +437,10 @@ func (s *Store) jobDone(id int64, target string, ph int64, started, finished tim
 			// filesystem is seen. DC still locates it at its producer.
 		default:
 			continue // not made (the agent fails such a job), or not said well
+		}
+		if size >= 0 {
+			wrote += float64(size)
+			known = true
 		}
 		if sha == "" {
 			// A declared size is a hint for DC, not a fact the agent may

@@ -649,12 +649,7 @@ func (s *Store) econStart(q *queue, j dag.Node, ru *run, site string) {
 	}
 	ru.site, ru.queue, ru.costed = site, q.id, true
 	if q.costed() || capped {
-		m := s.econ.execAt[q.id]
-		if m == nil {
-			m = map[string]int{}
-			s.econ.execAt[q.id] = m
-		}
-		m[site]++
+		s.count(ru)
 	}
 	if q.costed() {
 		if s.econ.price[site] > 0 {
@@ -665,13 +660,65 @@ func (s *Store) econStart(q *queue, j dag.Node, ru *run, site string) {
 	}
 }
 
+// count adds ru to what its queue runs at its site.
+func (s *Store) count(ru *run) {
+	m := s.econ.execAt[ru.queue]
+	if m == nil {
+		m = map[string]int{}
+		s.econ.execAt[ru.queue] = m
+	}
+	m[ru.site]++
+	ru.counted = true
+}
+
+// countRunning counts the attempts of queue q running now that are not
+// counted yet (the queue is capped for the first time: they started
+// while nothing held it, or before a restart), so its caps hold from the
+// first plan on.
+func (s *Store) countRunning(q *queue) error {
+	add := func(id int64, ru *run) error {
+		if ru.counted {
+			return nil
+		}
+		if j, ok := s.g.Node(id); !ok || j.Queue != q.id {
+			return nil
+		}
+		if ru.site == "" {
+			site, err := s.siteName(ru.placeholder)
+			if err != nil {
+				return err
+			}
+			ru.site = site
+		}
+		ru.queue = q.id
+		s.count(ru)
+		return nil
+	}
+	for id, ru := range s.running {
+		if err := add(id, ru); err != nil {
+			return err
+		}
+	}
+	for id, cs := range s.repl.copies {
+		for _, ru := range cs {
+			if err := add(id, ru); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // econStop releases what ru reserved.
 func (s *Store) econStop(ru *run) {
+	if ru.counted {
+		if m := s.econ.execAt[ru.queue]; m[ru.site] > 0 {
+			m[ru.site]--
+		}
+		ru.counted = false
+	}
 	if !ru.costed {
 		return
-	}
-	if m := s.econ.execAt[ru.queue]; m[ru.site] > 0 {
-		m[ru.site]--
 	}
 	if s.econ.price[ru.site] > 0 || ru.reserve > 0 {
 		s.econ.reserved[ru.queue] = max(s.econ.reserved[ru.queue]-ru.reserve, 0)
@@ -695,7 +742,7 @@ func (s *Store) charge(id int64, q *queue, ru *run, started, finished time.Time,
 	price := s.econ.price[site]
 	secs := max(finished.Sub(started).Seconds(), 0)
 	if price == 0 && !q.costed() {
-		if ok && ru.costed {
+		if ok && ru.counted {
 			// Nothing to charge, but a queue the LP caps (an uncosted
 			// stage) is planned from its measured rates all the same,
 			// since the CLS started.
@@ -728,6 +775,7 @@ type dyingRun struct {
 // reports it stopped (econDied), or a lease from now.
 func (s *Store) econDying(ref protocol.JobRef, ru *run) {
 	if !ru.costed {
+		s.econStop(ru) // counted only (a capped queue): nothing to charge
 		return
 	}
 	s.econ.dying[ref] = dyingRun{ru, s.now().Add(s.opt.Lease)}
@@ -843,11 +891,16 @@ func (s *Store) StageQueues(ctx context.Context, sites []string) ([]policy.EconQ
 	var out []policy.EconQueue
 	links := make(map[string]float64, len(sites))
 	err := s.do(ctx, func() error {
+		var ids []int32
 		for _, q := range s.stageOrder() {
 			c := s.countsFor(q.id)
 			if c[job.Queued]+c[job.Waiting]+c[job.Executing] > 0 {
 				out = append(out, s.econQueue(q))
+				ids = append(ids, q.id)
 			}
+		}
+		for i := 1; i < len(ids); i++ {
+			out[i-1].FeedsNext = s.stages.feeds[[2]int32{ids[i-1], ids[i]}]
 		}
 		for _, name := range sites {
 			links[name] = s.linkOf(name).Bandwidth
@@ -887,6 +940,9 @@ func (s *Store) econQueue(q *queue) policy.EconQueue {
 			e.Est = s.data.expect.Estimate(s.g.Name(j.Target), float64(j.Est))
 		}
 	}
+	if e.Est == 0 && q.estN > 0 {
+		e.Est = q.estSum / float64(q.estN) // all waiting: what they declared
+	}
 	if e.Est == 0 {
 		e.Est = q.Ceiling
 	}
@@ -896,18 +952,21 @@ func (s *Store) econQueue(q *queue) policy.EconQueue {
 // stageOrder lists the queues so that a queue whose jobs name targets of
 // another queue's jobs as prerequisites comes after it (BLAST, then
 // Parse); queues unordered by that, or in a cycle of feeds, by creation.
-// A target belongs to the queue of its first job. It walks every target,
-// so the order is kept until a job is added.
+// A target belongs to the queue of its first job. It walks every target
+// (a million: tens of milliseconds of the core), so the order is kept
+// until a job is added, and then for stageOrderAge while jobs keep coming.
 func (s *Store) stageOrder() []*queue {
 	key := [2]int64{s.nextID, int64(s.g.NextTargetID())}
-	if s.stages.key == key && len(s.stages.order) == len(s.qlist) {
+	if len(s.stages.order) == len(s.qlist) && (s.stages.key == key || s.now().Sub(s.stages.at) < stageOrderAge) {
 		return s.stages.order
 	}
+	s.stages.at = s.now()
 	ids := make(map[int32]int, len(s.qlist)) // queue id -> index in qlist
 	for i, q := range s.qlist {
 		ids[q.id] = i
 	}
 	feeds := make([]map[int]bool, len(s.qlist)) // i -> the queues i feeds
+	s.stages.feeds = map[[2]int32]bool{}
 	in := make([]int, len(s.qlist))
 	for t := dag.TargetID(1); t < s.g.NextTargetID(); t++ {
 		qt, ok := s.g.TargetQueue(t)
@@ -930,6 +989,7 @@ func (s *Store) stageOrder() []*queue {
 			if !feeds[from][to] {
 				feeds[from][to] = true
 				in[to]++
+				s.stages.feeds[[2]int32{qp, qt}] = true
 			}
 		}
 	}
@@ -961,6 +1021,10 @@ func (s *Store) stageOrder() []*queue {
 	s.stages.key, s.stages.order = key, order
 	return order
 }
+
+// stageOrderAge is how long stageOrder keeps an order while jobs are
+// added.
+const stageOrderAge = 30 * time.Second
 
 // lastJobSlack is what dispatch asks of the budget beyond a job's
 // expected cost: it reserves the queue's ceiling, so the last job to
@@ -1002,6 +1066,11 @@ func (s *Store) SetEconPlan(ctx context.Context, queue string, caps map[string]i
 		if caps == nil {
 			delete(s.econ.caps, q.id)
 		} else {
+			if _, had := s.econ.caps[q.id]; !had {
+				if err := s.countRunning(q); err != nil {
+					return err
+				}
+			}
 			s.econ.caps[q.id] = caps
 		}
 		s.econ.unfinishable[q.id] = unfinishable
@@ -1037,32 +1106,14 @@ type wrote struct {
 	n     int
 }
 
-// noteWrote counts what Done job id of queue q wrote: the sizes its
-// placeholder reported, else the sizes it declared.
-func (s *Store) noteWrote(q int32, id int64, outs []protocol.FileSum) {
-	jf := s.data.files[id]
-	if jf == nil || len(jf.out) == 0 {
-		return
-	}
-	n, known := 0.0, false
-	for _, f := range jf.out {
-		size := f.size
-		if i := slices.IndexFunc(outs, func(o protocol.FileSum) bool { return o.Path == f.path }); i >= 0 && outs[i].Size >= 0 {
-			size = outs[i].Size
-		}
-		if size >= 0 {
-			n += float64(size)
-			known = true
-		}
-	}
-	if !known {
-		return
-	}
+// noteWrote counts bytes a Done job of queue q wrote (jobDone: the
+// sizes its placeholder reported, else those it declared).
+func (s *Store) noteWrote(q int32, bytes float64) {
 	w := s.econ.wrote[q]
 	if w == nil {
 		w = &wrote{}
 		s.econ.wrote[q] = w
 	}
-	w.bytes += n
+	w.bytes += bytes
 	w.n++
 }

@@ -40,25 +40,29 @@ func TestStageQueues(t *testing.T) {
 	if len(qs) != 2 || qs[0].Queue != "blast" || qs[1].Queue != "parse" {
 		t.Fatalf("stages %+v: want blast then parse (idle has no jobs)", qs)
 	}
-	if qs[0].Ready != 3 || qs[1].Waiting != 3 || qs[1].Ready != 0 {
+	if qs[0].Ready != 3 || qs[1].Waiting != 3 || qs[1].Ready != 0 || !qs[0].FeedsNext || qs[1].FeedsNext {
 		t.Errorf("counts: blast %+v, parse %+v", qs[0], qs[1])
 	}
 	if links["local"] != DefaultLocalLink.Bandwidth || links["far"] != DefaultSiteLink.Bandwidth {
 		t.Errorf("links %v: want the defaults", links)
 	}
 
-	// The plan caps parse at local to 0 and blast to 1: an uncosted
-	// queue is held to it.
+	// A blast job starts before any plan; then the plan caps parse at
+	// local to 0 and blast to 1: an uncosted queue is held to it, and the
+	// job already running counts.
+	ph := e.register("local")
+	got := e.next(ph, 1)
+	if len(got) != 1 {
+		t.Fatalf("got %v: one blast job", ids(got))
+	}
 	if err := e.s.SetEconPlan(ctx, "blast", map[string]int{"local": 1}, 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.s.SetEconPlan(ctx, "parse", map[string]int{"local": 0}, 0); err != nil {
 		t.Fatal(err)
 	}
-	ph := e.register("local")
-	got := e.next(ph, 4)
-	if len(got) != 1 {
-		t.Fatalf("got %v: blast is capped at 1 job at local", ids(got))
+	if more := e.next(ph, 4); len(more) != 0 {
+		t.Fatalf("got %v: blast's cap (1) is taken by the job that started before it", ids(more))
 	}
 	e.report(ph, ok(got[0]))
 	qs, _, err = e.s.StageQueues(ctx, nil)

@@ -89,7 +89,9 @@ type Store struct {
 	// stages caches stageOrder until a job or target is added.
 	stages struct {
 		key   [2]int64
+		at    time.Time
 		order []*queue
+		feeds map[[2]int32]bool // queue ids: the first's jobs feed the second's
 	}
 	rr           int // round-robin position over queues for dispatch
 	running      map[int64]*run
@@ -126,6 +128,18 @@ type queue struct {
 	id    int32
 	pol   policy.Info  // from QueueInfo.Policy, looked up once
 	ready *policy.Heap // in pol's order
+	// estSum and estN sum the runtimes its jobs declared (submitted since
+	// the CLS started, or not ended when it did): provisioning's estimate
+	// for a queue none of whose jobs is ready or measured.
+	estSum float64
+	estN   int
+}
+
+func (q *queue) noteEst(est float64) {
+	if est > 0 {
+		q.estSum += est
+		q.estN++
+	}
 }
 
 type run struct {
@@ -143,6 +157,9 @@ type run struct {
 	// apart: the attempt runs in a scratch directory of its own and has
 	// not won a race, so copies may run beside it (replicate.go).
 	apart bool
+	// counted: it is in econ.execAt (its queue is costed or capped), so
+	// it leaves it when it stops.
+	counted bool
 }
 
 // Open opens (creating if needed) the metaqueue at opt.Path, loads its
@@ -725,6 +742,9 @@ func (s *Store) loadJobs(ctx context.Context, prereqs map[int64][]dag.TargetID, 
 			continue
 		}
 		s.g.LoadJob(id, dag.Node{Target: dag.TargetID(t), Queue: q, Est: float32(est.Float64), State: state, Prereqs: prereqs[id]})
+		if eq := s.queueIDs[q]; eq != nil {
+			eq.noteEst(est.Float64)
+		}
 		s.countsFor(q)[state]++
 		switch state {
 		case job.Queued:

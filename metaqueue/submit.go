@@ -212,6 +212,7 @@ func (in *inserter) add(js *protocol.JobSpec) error {
 		}
 	}
 	ch := s.g.AddJob(id, dag.Node{Target: t, Queue: q.id, Est: float32(js.Est), Prereqs: prereqs})
+	q.noteEst(js.Est)
 	if s.bl.on {
 		s.noteJob(t, float32(js.Est))
 	}

@@ -99,10 +99,14 @@ type Demand struct {
 	// Out is the mean bytes one job writes (measured from the files its
 	// ended jobs reported; 0: unknown or none): what a stage sends the
 	// next (LP).
-	Out      float64
-	Sites    []SiteView
-	Deadline time.Time // zero: none
-	Budget   float64   // money left; 0: no budget (see Budgeted)
+	Out float64
+	// FeedsNext: the next stage listed reads what this one writes (its
+	// jobs name this one's targets); else Out crosses no link between
+	// them (LP).
+	FeedsNext bool
+	Sites     []SiteView
+	Deadline  time.Time // zero: none
+	Budget    float64   // money left; 0: no budget (see Budgeted)
 	// Budgeted: the budget is Budget even when 0 (all spent).
 	Budgeted bool
 	// Est is the expected seconds of a job where no rate is measured: a
@@ -119,9 +123,10 @@ type EconQueue struct {
 	Deadline       time.Time // zero: none
 	Budgeted       bool      // it has a budget (Budget may be 0: spent)
 	Budget         float64   // left: less what ended and running attempts cost
-	// Waiting and Out: as Demand's.
-	Waiting int
-	Out     float64
+	// Waiting, Out and FeedsNext: as Demand's.
+	Waiting   int
+	Out       float64
+	FeedsNext bool
 	// PerJob is the mean seconds a job of the queue took at each site it
 	// succeeded at; Est the expected seconds of a job where none is
 	// measured (0: unknown).

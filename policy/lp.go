@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"time"
 
@@ -56,19 +57,21 @@ func (p LP) Provision(now time.Time, d Demand) map[string]int {
 // one (as DBC does). A stage with no jobs left holds only its busy slots.
 // Each site's want is within its min and max.
 func (p LP) ProvisionStages(now time.Time, stages []Demand) (map[string]int, []map[string]int) {
-	want, slots, _ := p.PlanStages(now, stages)
+	want, slots, _, _ := p.PlanStages(now, stages)
 	return want, slots
 }
 
 // PlanStages is ProvisionStages with the pipeline's predicted rate, in
 // jobs of its first planned stage per second (0: nothing planned), for
-// those who show the plan.
-func (p LP) PlanStages(now time.Time, stages []Demand) (map[string]int, []map[string]int, float64) {
+// those who show the plan, and why no LP plan was found, if none was: the
+// planned stages are then uncapped (nil slots) and the sites hold what
+// their work needs, first sites first.
+func (p LP) PlanStages(now time.Time, stages []Demand) (map[string]int, []map[string]int, float64, error) {
 	want := map[string]int{}
 	slots := make([]map[string]int, len(stages))
 	rate := 0.0
 	if len(stages) == 0 {
-		return want, slots, rate
+		return want, slots, rate, nil
 	}
 	sites := stages[0].Sites
 	for k := range slots {
@@ -122,24 +125,40 @@ func (p LP) PlanStages(now time.Time, stages []Demand) (map[string]int, []map[st
 		for i := range st.Times {
 			st.Times[i] *= per
 		}
-		if d.Out > 0 && !math.IsInf(d.Out, 0) {
+		if d.FeedsNext && d.Out > 0 && !math.IsInf(d.Out, 0) {
 			st.Out = d.Out * per
 		}
 		prob.Stages = append(prob.Stages, st)
 		planned = append(planned, k)
 	}
+	// A stage's output crosses links only to the stage it feeds: none when
+	// the next one planned is another (unrelated, or one between them had
+	// nothing to plan).
+	for i, k := range planned {
+		if i+1 == len(planned) || planned[i+1] != k+1 {
+			prob.Stages[i].Out = 0
+		}
+	}
+	var failed error
 	if len(prob.Stages) > 0 {
 		limit := p.TimeLimit
 		if limit <= 0 {
 			limit = 2 * time.Second
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), limit)
-		defer cancel()
 		prob.MaxNodes = p.MaxNodes
 		if prob.MaxNodes == 0 {
 			prob.MaxNodes = 200
 		}
-		if pl, err := prob.Plan(ctx); err == nil {
+		// Whole counts by branch and bound only where the LPs are small:
+		// gonum's dense simplex cannot be interrupted, and one LP of
+		// many sites and stages outlasts any limit.
+		prob.Relaxed = len(sites)*len(prob.Stages) > MaxLPWholeCells
+		pl, err := planWithin(&prob, limit)
+		if err != nil && !prob.Relaxed {
+			prob.Relaxed = true // no whole plan in time: the relaxation's, rounded up
+			pl, err = planWithin(&prob, limit)
+		}
+		if err == nil {
 			rate = pl.Rate // an item is one job of the first stage planned
 			for i, k := range planned {
 				for s, site := range sites {
@@ -147,12 +166,21 @@ func (p LP) PlanStages(now time.Time, stages []Demand) (map[string]int, []map[st
 				}
 			}
 		} else {
-			// No plan (no capacity, or no time to find one): each
-			// stage keeps what it runs.
+			// No plan at all: the planned stages run uncapped, and the
+			// sites hold what their work needs, the first sites first
+			// (the seed's Total), rather than nothing.
+			failed = fmt.Errorf("lp: %w", err)
+			left := 0
 			for _, k := range planned {
-				for _, s := range stages[k].Sites {
-					slots[k][s.Name] = max(s.Busy, 0)
-				}
+				slots[k] = nil
+				d := stages[k]
+				left += max(d.Ready, 0) + max(d.Waiting, 0) + max(d.Running, 0)
+			}
+			for _, s := range sites {
+				per := max(s.Slots, 1)
+				take := min(left, max(s.Max, 0)*per)
+				left -= take
+				want[s.Name] = (take + per - 1) / per
 			}
 		}
 	}
@@ -162,7 +190,18 @@ func (p LP) PlanStages(now time.Time, stages []Demand) (map[string]int, []map[st
 			n += slots[k][s.Name]
 		}
 		per := max(s.Slots, 1)
-		want[s.Name] = clamp((n+per-1)/per, s.Min, s.Max)
+		want[s.Name] = clamp(max((n+per-1)/per, want[s.Name]), s.Min, s.Max)
 	}
-	return want, slots, rate
+	return want, slots, rate, failed
+}
+
+// MaxLPWholeCells bounds sites x stages planned with whole counts; larger
+// problems are planned relaxed (counts rounded up).
+const MaxLPWholeCells = 64
+
+// planWithin plans prob within limit.
+func planWithin(prob *lpsched.Problem, limit time.Duration) (lpsched.Plan, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	return prob.Plan(ctx)
 }

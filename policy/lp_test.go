@@ -84,18 +84,25 @@ func TestLPProvisionLinksAndWaiting(t *testing.T) {
 	for _, tt := range []struct {
 		name        string
 		link        float64
+		feeds       bool
 		parseAtB    bool
 		parseAtSome bool
 	}{
-		{"fast links", 100e6, true, true},
-		{"slow links", 1e3, false, true},
+		{"fast links", 100e6, true, true, true},
+		{"slow links", 1e3, true, false, true},
+		// Unrelated queues: BLAST's output goes to no stage listed, so
+		// it crosses no link and the slow links change nothing.
+		{"slow links, unrelated", 1e3, false, true, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			stages := []Demand{
-				{Ready: 8, Out: 1e6, Sites: sites(tt.link, true)},
+				{Ready: 8, Out: 1e6, FeedsNext: tt.feeds, Sites: sites(tt.link, true)},
 				{Waiting: 8, Sites: sites(tt.link, false)},
 			}
-			_, slots, rate := LP{}.PlanStages(time.Now(), stages)
+			_, slots, rate, err := LP{}.PlanStages(time.Now(), stages)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if rate <= 0 {
 				t.Fatalf("no rate: slots %v", slots)
 			}
@@ -106,5 +113,24 @@ func TestLPProvisionLinksAndWaiting(t *testing.T) {
 				t.Errorf("Parse planned: %v (slots %v): its 8 waiting jobs are to come", got, slots)
 			}
 		})
+	}
+}
+
+// An LP with no plan (here: no time to find one) leaves the stages uncapped and the sites holding what their work
+// needs, first sites first (the seed's Total), and says why; it does not
+// cap every queue at nothing.
+func TestLPProvisionNoPlan(t *testing.T) {
+	sites := []SiteView{{Name: "a", Max: 2, Slots: 2, Rate: 0.2}, {Name: "b", Max: 4, Slots: 2, Rate: 0.2}}
+	stages := []Demand{{Ready: 6, Sites: sites}, {Waiting: 6, Sites: sites}}
+	want, slots, rate, err := LP{TimeLimit: time.Nanosecond}.PlanStages(time.Now(), stages)
+	if err == nil {
+		t.Fatalf("the LP found a plan in 1ns (rate %v, slots %v)", rate, slots)
+	}
+	if slots[0] != nil || slots[1] != nil {
+		t.Errorf("slots %v: want no caps", slots)
+	}
+	// 12 jobs left: a's 2x2 slots, then 8 of b's: 2 and 4 placeholders.
+	if want["a"] != 2 || want["b"] != 4 {
+		t.Errorf("want %v, expected a 2, b 4", want)
 	}
 }

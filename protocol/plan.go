@@ -109,6 +109,9 @@ type ProvisionShown struct {
 	// More counts the queues planned beyond the MaxProvisionQueuesShown
 	// listed.
 	More int `json:"more,omitempty"`
+	// Error says why the policy found no plan (lp: its stages then run
+	// uncapped).
+	Error string `json:"error,omitempty"`
 }
 
 // MaxProvisionQueuesShown bounds the queues a ProvisionShown lists.

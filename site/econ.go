@@ -37,10 +37,13 @@ type econPlan struct {
 	err  error
 	// last logged, per queue: the plan's want and unfinishable jobs.
 	logged map[string]string
-	// shown is each policy's last plan, for cls plan show.
+	// shown is each policy's last plan, for cls plan show (under
+	// Manager.shownMu, so a plan being made never holds the show up).
 	shown []protocol.ProvisionShown
 	// capped are the queues the last plan capped.
 	capped map[string]bool
+	// failed is the last lp plan's error (logged when it changes).
+	failed string
 }
 
 // econWant is how many placeholders site ms should hold under its
@@ -114,7 +117,7 @@ func (m *Manager) planEcon(ctx context.Context, now time.Time) (map[string]int, 
 				views[i].Busy = q.Busy[views[i].Name]
 				views[i].Link = links[views[i].Name]
 			}
-			return policy.Demand{Ready: q.Ready, Running: q.Running, Waiting: q.Waiting, Out: q.Out, Sites: views,
+			return policy.Demand{Ready: q.Ready, Running: q.Running, Waiting: q.Waiting, Out: q.Out, FeedsNext: q.FeedsNext, Sites: views,
 				Deadline: q.Deadline, Budget: q.Budget, Budgeted: q.Budgeted, Est: q.Est}
 		}
 		if sp, ok := prov.(policy.StageProvisioner); ok {
@@ -143,14 +146,22 @@ func (m *Manager) planEcon(ctx context.Context, now time.Time) (map[string]int, 
 			var got map[string]int
 			var slots []map[string]int
 			rate := 0.0
+			var failed error
 			if rp, ok := sp.(interface {
-				PlanStages(time.Time, []policy.Demand) (map[string]int, []map[string]int, float64)
+				PlanStages(time.Time, []policy.Demand) (map[string]int, []map[string]int, float64, error)
 			}); ok {
-				got, slots, rate = rp.PlanStages(now, ds)
+				got, slots, rate, failed = rp.PlanStages(now, ds)
 			} else {
 				got, slots = sp.ProvisionStages(now, ds)
 			}
 			shown := protocol.ProvisionShown{Policy: name, Made: now.UTC().Format(time.RFC3339), Rate: rate, Placeholders: got}
+			if failed != nil {
+				shown.Error = protocol.ClipText(failed.Error(), 200)
+				if m.econ.failed != shown.Error {
+					m.log().Warn("lp provisioning found no plan: the stages run uncapped", "err", failed)
+				}
+			}
+			m.econ.failed = shown.Error
 			for i, q := range stages {
 				if err := es.SetEconPlan(ctx, q.Queue, slots[i], 0); err != nil {
 					return nil, fmt.Errorf("metaqueue: %w", err)
@@ -194,7 +205,9 @@ func (m *Manager) planEcon(ctx context.Context, now time.Time) (map[string]int, 
 		}
 		shownPlans = append(shownPlans, shown)
 	}
+	m.shownMu.Lock()
 	m.econ.shown = shownPlans
+	m.shownMu.Unlock()
 	// A queue no plan holds now (its work ended, or its sites stopped
 	// following a policy) is held no more.
 	if err := m.uncap(ctx, es, capped); err != nil {
@@ -232,14 +245,17 @@ func (m *Manager) dropPlans(ctx context.Context) error {
 	m.mu.Unlock()
 	m.econMu.Lock()
 	defer m.econMu.Unlock()
-	if len(m.econ.capped) == 0 && m.econ.shown == nil {
+	if len(m.econ.capped) == 0 && m.econ.want == nil {
 		return nil
 	}
 	es, ok := m.Store.(EconStore)
 	if !ok {
 		return nil
 	}
-	m.econ.shown, m.econ.want = nil, nil
+	m.shownMu.Lock()
+	m.econ.shown = nil
+	m.shownMu.Unlock()
+	m.econ.want = nil
 	return m.uncap(ctx, es, nil)
 }
 
@@ -252,8 +268,8 @@ func provisionQueue(q policy.EconQueue, caps map[string]int, unfinishable int) p
 // ProvisionShown returns the last plan of each provisioning policy the
 // sites follow (cls plan show), oldest policy name first.
 func (m *Manager) ProvisionShown() []protocol.ProvisionShown {
-	m.econMu.Lock()
-	defer m.econMu.Unlock()
+	m.shownMu.Lock()
+	defer m.shownMu.Unlock()
 	return slices.Clone(m.econ.shown)
 }
 

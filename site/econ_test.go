@@ -230,7 +230,7 @@ func TestManagerLPPipeline(t *testing.T) {
 	st := &pipeStore{stageStore: &stageStore{fakeStore: &fakeStore{ready: 16}, caps: map[string]map[string]int{}},
 		links: map[string]float64{"a": 1e3, "b": 1e3}}
 	st.qs = []policy.EconQueue{
-		{Queue: "blast", Ready: 8, Out: 1e6, PerJob: map[string]float64{"a": 10}},
+		{Queue: "blast", Ready: 8, Out: 1e6, FeedsNext: true, PerJob: map[string]float64{"a": 10}},
 		{Queue: "parse", Waiting: 8, PerJob: map[string]float64{"a": 20, "b": 1}},
 	}
 	m, ctx := startLPSites(t, st, sites)

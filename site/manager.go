@@ -68,6 +68,9 @@ type Manager struct {
 	// taken before mu, never under it.
 	econMu sync.Mutex
 	econ   econPlan
+	// shownMu guards econ.shown alone: cls plan show reads it while a
+	// plan is being made.
+	shownMu sync.Mutex
 	// setMu serialises Set and Remove, which stop and restart site loops.
 	setMu sync.Mutex
 

@@ -233,6 +233,9 @@ func writeProvision(w io.Writer, p protocol.ProvisionShown) {
 		fmt.Fprintf(w, ": predicted %.3g jobs/s through the first stage", p.Rate)
 	}
 	fmt.Fprintln(w)
+	if p.Error != "" {
+		fmt.Fprintf(w, "  no plan found (%s): the queues run uncapped\n", protocol.ClipText(p.Error, 200))
+	}
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "  SITE\tPLACEHOLDERS")
 	for _, site := range slices.Sorted(maps.Keys(p.Placeholders)) {

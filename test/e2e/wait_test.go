@@ -124,13 +124,24 @@ func TestMqwait(t *testing.T) {
 	}
 	h.ok("mqdel", fmt.Sprint(w))
 
-	// A terminal: a bar redrawn in place, with rate and counts.
+	// A terminal: a bar redrawn in place, with rate and counts. The jobs
+	// wait for a file the test makes once the bar is drawn, so the bar is
+	// drawn before they end and again after, however busy the machine.
 	needScript(t)
-	var more []string
+	gate := filepath.Join(h.dir, "bar-go")
 	for i := 0; i < 6; i++ {
-		more = append(more, fmt.Sprint(h.submit("-q", "w", "bar", "sleep 0.5")))
+		h.submit("-q", "w", "bar", "until [ -e "+shellQuote(gate)+" ]; do sleep 0.1; done")
 	}
 	b := h.start(true, "mqwait", "--interval", "100ms", "-t", "bar")
+	waitFor(t, 90*time.Second, func() error {
+		if !strings.Contains(b.out.String(), "0/6 [") {
+			return fmt.Errorf("no bar yet: %q", b.out.String())
+		}
+		return nil
+	})
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if code := b.wait(t); code != 0 {
 		t.Fatalf("mqwait under a pty: exit %d, output %q", code, b.out.String())
 	}

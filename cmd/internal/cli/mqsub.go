@@ -62,7 +62,7 @@ where its inputs were produced.`
 		&cli.StringFlag{Name: "s", Aliases: []string{"states"}, Usage: "with --rerun: only jobs in these states, e.g. F"},
 		&cli.BoolFlag{Name: "all", Usage: "with --rerun: every ended job (in the states -s gives)"},
 		&cli.BoolFlag{Name: "Q", Aliases: []string{"quiet"}, Usage: "with --rerun: print nothing but errors"},
-		&cli.GenericFlag{Name: "v", Value: &envList{}, Usage: "set `NAME=VALUE` in the job's environment (repeat); with -f, every job's, unless its line's \"env\" sets NAME"},
+		&cli.GenericFlag{Name: "v", Aliases: []string{"env"}, Value: &envList{}, Usage: "set `NAME=VALUE` in the job's environment (repeat); with -f, every job's, unless its line's \"env\" sets NAME"},
 		&cli.BoolFlag{Name: "no-replicate", Usage: "never run the job as more than one attempt at once (queues that copy running jobs: sa, wqr, --max-copies); in a file, \"no_replicate\": true"},
 		&cli.StringFlag{Name: "array", Usage: "submit an array of jobs, one per index of `FIRST-LAST[:STEP]`, each with MQ_ARRAY_INDEX and {} in COMMAND replaced by its index"},
 		&cli.DurationFlag{Name: "timeout", Usage: "with -b: stop waiting (exit 1) after `DURATION`; the jobs go on"},
@@ -546,7 +546,18 @@ func (l *fileList) String() string {
 // commas and '=').
 type envList struct{ env map[string]string }
 
+// aliasCopy is what urfave/cli hands Set when it copies a set flag to its
+// aliases (-v to --env): no argument can hold a NUL byte, so it is never a
+// variable someone gave.
+const aliasCopy = "\x00alias copy"
+
+// Serialize is what urfave/cli copies to the flag's aliases.
+func (l *envList) Serialize() string { return aliasCopy }
+
 func (l *envList) Set(v string) error {
+	if v == aliasCopy {
+		return nil
+	}
 	k, val, ok := strings.Cut(v, "=")
 	if !ok {
 		return fmt.Errorf("%q is not NAME=VALUE", v)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +33,7 @@ var badValues = map[string]string{
 func TestExitCodesWalk(t *testing.T) {
 	t.Setenv("MQ_HOME", t.TempDir()) // cls serve must never get as far as starting
 	apps := map[string]func(mqcli.Env) *cli.App{
-		"mqsub": mqcli.Mqsub, "mqstat": mqcli.Mqstat, "mqdel": mqcli.Mqdel, "cls": Cls, "mqsim": simcmd.Mqsim,
+		"mqsub": mqcli.Mqsub, "mqstat": mqcli.Mqstat, "mqdel": mqcli.Mqdel, "mqwait": mqcli.Mqwait, "cls": Cls, "mqsim": simcmd.Mqsim,
 	}
 	dialled := false
 	env := func(o, e io.Writer) mqcli.Env {
@@ -71,6 +72,10 @@ func TestExitCodesWalk(t *testing.T) {
 					fn := f.Names()[0]
 					if fn == "help" || fn == "version" {
 						continue
+					}
+					// Every flag has a long name beside any letter (issue 14).
+					if !slices.ContainsFunc(f.Names(), func(n string) bool { return len(n) > 1 }) {
+						t.Errorf("%s %s: flag -%s has no long name", name, strings.Join(path, " "), fn)
 					}
 					flag := "--" + fn
 					if len(fn) == 1 {

@@ -262,7 +262,7 @@ func (c *connectedPHs) snapshot() map[int64]phInfo {
 }
 
 // followOutput is the dashboard's web.Follow: a running job's output from
-// its start, as mqstat --output --follow gets it (CLS.Output).
+// its start, as mqstat --cat --follow gets it (CLS.Output).
 func (c *CLS) followOutput(ctx context.Context, id int64, stderr bool) (<-chan []byte, error) {
 	stream := "stdout"
 	if stderr {

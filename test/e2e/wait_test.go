@@ -191,6 +191,19 @@ func TestMqsubWaits(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "prerequisite target later has no jobs yet: waiting for them") || !strings.Contains(r.stderr, "timed out after 1s") {
 		t.Fatalf("mqsub -b --timeout: %s", r)
 	}
+	// So do -b --array and -b -f, once per missing target.
+	r = h.run("mqsub", "-b", "--timeout", "1s", "--array", "1-3", "-p", "later2", "xa", "true")
+	if r.code != 1 || strings.Count(r.stderr, "prerequisite target later2 has no jobs yet: waiting for them") != 1 || !strings.Contains(r.stderr, "timed out after 1s") {
+		t.Fatalf("mqsub -b --array --timeout: %s", r)
+	}
+	os.WriteFile(file, []byte(`{"target":"xf","prereqs":["later3"],"command":"true"}
+{"target":"xf","prereqs":["later3"],"command":"true"}
+{"target":"xg","prereqs":["later4","xf"],"command":"true"}
+`), 0o644)
+	r = h.run("mqsub", "-b", "--timeout", "1s", "-f", file)
+	if r.code != 1 || strings.Count(r.stderr, "prerequisite target later3 has no jobs yet") != 1 || strings.Count(r.stderr, "prerequisite target later4 has no jobs yet") != 1 || strings.Contains(r.stderr, "target xf has no jobs") {
+		t.Fatalf("mqsub -b -f --timeout: %s", r)
+	}
 	if r = h.run("mqsub", "--timeout", "1s", "x", "true"); r.code != 2 {
 		t.Fatalf("mqsub --timeout without -b: %s", r)
 	}

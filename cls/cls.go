@@ -84,6 +84,8 @@ type Config struct {
 	SitePoll       time.Duration
 	SiteThrottle   time.Duration
 	ConnectTimeout time.Duration
+	// LPMinUtil is seed 001's W_MIN for sites that follow lp, in [0, 1).
+	LPMinUtil float64
 
 	// LogLevel filters what goes to Home/cls.log; LogFormat is text (the
 	// default) or json. ReopenLog reopens the file (logrotate).
@@ -289,6 +291,7 @@ func (c *CLS) open(ctx context.Context) (err error) {
 		return err
 	}
 	c.sites.mgr.ConnectTimeout = cfg.ConnectTimeout
+	c.sites.mgr.LPMinUtil = cfg.LPMinUtil
 	// Local is the site "local", run by the same Manager as every other:
 	// its placeholders are children of this process, replaced when they
 	// end (their jobs requeued at once), stopped with the CLS. The Config

@@ -9,3 +9,18 @@ func (g *Graph) Prereqs(t TargetID) []TargetID { return g.prereqsOf(g.targets.at
 func (g *Graph) Each(f func(id int64, j Node)) {
 	g.jobs.each(func(id int64, n *slot) { f(id, g.jobs.node(n, &g.targets)) })
 }
+
+// TargetQueue returns the queue of the first job target t was given (as
+// loaded: LoadJob and NoteQueue), and false when it has none.
+func (g *Graph) TargetQueue(t TargetID) (int32, bool) {
+	q := g.targets.at(t).queue
+	return q - 1, q != 0
+}
+
+// NoteQueue records q as target t's queue if it has none yet: for jobs
+// loaded as counts (LoadCounts), not one by one.
+func (g *Graph) NoteQueue(t TargetID, q int32) {
+	if tg := g.targets.at(t); tg.queue == 0 {
+		tg.queue = q + 1
+	}
+}

@@ -316,6 +316,7 @@ func (s *Store) endAttempt(id int64, j dag.Node, ru *run, out outcome, r protoco
 		return fatalError{err}
 	}
 	if next == job.Done {
+		s.noteWrote(j.Queue, id, r.Outputs)
 		if err := s.jobDone(id, s.g.Name(j.Target), ru.placeholder, started, finished, r.Outputs); err != nil {
 			return err
 		}

@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -195,6 +197,9 @@ func planShow(c *cli.Context, cl *client.Client, _ []string, v planValues) error
 // line for jobs of plans made before timelines were stored (which have
 // none to show), then each plan's timeline.
 func writePlanShow(w io.Writer, r protocol.PlanShowReply) error {
+	for _, p := range r.Provision {
+		writeProvision(w, p)
+	}
 	if len(r.Sites) == 0 {
 		fmt.Fprintln(w, "no plans: jobs bind late (cls plan make TARGET to plan one)")
 		return nil
@@ -217,6 +222,45 @@ func writePlanShow(w io.Writer, r protocol.PlanShowReply) error {
 		writePlanTimeline(w, p)
 	}
 	return nil
+}
+
+// writeProvision prints a provisioning policy's last plan: placeholders
+// per site, then each queue (an lp plan's stages, in order) with the jobs
+// each site may run of it at once.
+func writeProvision(w io.Writer, p protocol.ProvisionShown) {
+	fmt.Fprintf(w, "provisioning by %s, planned %s", protocol.ClipText(p.Policy, 32), protocol.ClipText(p.Made, 40))
+	if p.Rate > 0 {
+		fmt.Fprintf(w, ": predicted %.3g jobs/s through the first stage", p.Rate)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "  SITE\tPLACEHOLDERS")
+	for _, site := range slices.Sorted(maps.Keys(p.Placeholders)) {
+		fmt.Fprintf(tw, "  %s\t%d\n", protocol.ClipText(site, 64), p.Placeholders[site])
+	}
+	tw.Flush()
+	tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "  #\tQUEUE\tREADY\tWAITING\tRUNNING\tOUT/JOB\tJOBS AT ONCE PER SITE")
+	for i, q := range p.Queues {
+		var caps []string
+		for _, site := range slices.Sorted(maps.Keys(q.Slots)) {
+			caps = append(caps, fmt.Sprintf("%s=%d", protocol.ClipText(site, 64), q.Slots[site]))
+		}
+		out := "-"
+		if q.OutBytes > 0 {
+			out = protocol.FormatBytes(q.OutBytes)
+		}
+		line := strings.Join(caps, " ")
+		if q.Unfinishable > 0 {
+			line += fmt.Sprintf(" (%d cannot end within deadline and budget)", q.Unfinishable)
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t%d\t%d\t%d\t%s\t%s\n", i+1, protocol.ClipText(q.Queue, 64), q.Ready, q.Waiting, q.Running, out, line)
+	}
+	tw.Flush()
+	if p.More > 0 {
+		fmt.Fprintf(w, "  ... and %d more queues\n", p.More)
+	}
+	fmt.Fprintln(w)
 }
 
 // writePlanTimeline prints one plan: what it predicts, each site's load,

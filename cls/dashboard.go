@@ -266,7 +266,7 @@ func (c *connectedPHs) snapshot() map[int64]phInfo {
 const followTail = 64 << 10
 
 // followOutput is the dashboard's web.Follow: a running job's output, as
-// mqstat --output --follow gets it (CLS.Output), from its last followTail
+// mqstat --cat --follow gets it (CLS.Output), from its last followTail
 // bytes: a page of a job that wrote gigabytes is not sent them all.
 func (c *CLS) followOutput(ctx context.Context, id int64, stderr bool) (<-chan []byte, error) {
 	stream := "stdout"

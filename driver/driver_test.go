@@ -644,3 +644,32 @@ func TestBarrierFlushesGroup(t *testing.T) {
 		t.Fatalf("WaitForAll: %v %v", rs, err)
 	}
 }
+
+// TestConfigHomeLikeCommands: an empty Home means what mqsub uses
+// ($MQ_HOME, else ~/.mq), and a driver without a CLS there fails at Start
+// instead of running the jobs here: local mode only when asked for.
+func TestConfigHomeLikeCommands(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("MQ_HOME", filepath.Join(dir, "home"))
+	d, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := d.Config().Home; got != filepath.Join(dir, "home") || d.Local() {
+		t.Fatalf("with MQ_HOME set: Home %q, local %v", got, d.Local())
+	}
+	if err := d.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "cannot reach the CLS") {
+		t.Fatalf("Start without a CLS: %v, want an error", err)
+	}
+	t.Setenv("MQ_HOME", "")
+	t.Setenv("HOME", dir)
+	if d, err = New(Config{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.Config().Home; got != filepath.Join(dir, ".mq") || d.Local() {
+		t.Fatalf("without MQ_HOME: Home %q, local %v; want %s", got, d.Local(), filepath.Join(dir, ".mq"))
+	}
+	if d, err = New(Config{Local: true}); err != nil || !d.Local() || d.Config().Home != "" {
+		t.Fatalf("Config{Local: true}: %v, %+v", err, d)
+	}
+}

@@ -18,7 +18,7 @@ import (
 // Live output. A remote placeholder copies each job's stdout and stderr to
 // the CLS when the job ends (stage, in run.go). A job whose output someone
 // follows (the CLS says which in its heartbeat replies) has them shipped
-// while it runs, too, so that `mqstat --output ID --follow` shows them as
+// while it runs, too, so that `mqstat --cat ID --follow` shows them as
 // they are written: every liveEvery, what the job wrote since, at most
 // liveChunk per stream and liveBudget in all (1 MiB/s per agent); what is
 // left goes when the job ends, from where live shipping stopped, so no

@@ -36,6 +36,6 @@ mqsub -b -q pa -p "$prereqs" summary 'echo "hits: $(cat p*.parsed | awk "{s += \
 id=$(cat summary.id)
 mqstat -j "$id"
 echo "== summary job output:"
-mqstat --output "$id"
+mqstat --cat "$id"
 mqstat --summary
 echo "== done; MQ_HOME=$MQ_HOME (the CLS stops now)"

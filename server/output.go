@@ -13,7 +13,7 @@ import (
 )
 
 // readOutput serves output.read: a piece of one attempt's stdout or
-// stderr, read where mqstat --output reads it (the CLS's staged copy of a
+// stderr, read where mqstat --cat reads it (the CLS's staged copy of a
 // remote placeholder's output, else the placeholder's own file, which is
 // on this host for a local placeholder).
 func readOutput(ctx context.Context, c *conn, b protocol.OutputRead) (protocol.OutputData, error) {

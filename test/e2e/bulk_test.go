@@ -86,6 +86,14 @@ func TestBulkSelectorsEnvArrays(t *testing.T) {
 	if d := h.job(mustID(t, w[0])); d.State != "W" {
 		t.Fatalf("job %s is %s after a refused mqdel", w[0], d.State)
 	}
+	// So is mqsub --rerun: the done job is not rerun beside a waiting one.
+	r = h.run("mqsub", "--rerun", ids[0], w[0])
+	if r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, "nothing rerun") || !strings.Contains(r.stderr, "job "+w[0]+" is waiting") {
+		t.Fatalf("mqsub --rerun with a culprit: %s", r)
+	}
+	if d := h.job(mustID(t, ids[0])); d.State != "D" || d.Attempts != 1 {
+		t.Fatalf("job %s is %s (attempts %d) after a refused rerun", ids[0], d.State, d.Attempts)
+	}
 	// -q selects; a line per deleted job.
 	r = h.run("mqdel", "-q", "sel", "-s", "W")
 	if r.code != 0 || r.stdout != fmt.Sprintf("deleted job %s\ndeleted job %s\ndeleted job %s\n", w[0], w[1], w[2]) {

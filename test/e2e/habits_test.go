@@ -109,13 +109,45 @@ func TestAccounting(t *testing.T) {
 	}
 }
 
-// TestVersion: every binary says which build it is.
+// TestVersion: every binary says which build it is, and `go install
+// ./cmd/...` (the README's install) gives exactly the commands, working.
 func TestVersion(t *testing.T) {
 	h := newHarness(t)
-	for _, name := range []string{"cls", "mqsub", "mqstat", "mqdel", "mqsim", "mqagent"} {
+	names := []string{"cls", "mqagent", "mqdel", "mqsim", "mqstat", "mqsub", "mqwait"}
+	for _, name := range names {
 		r := h.run(name, "--version")
 		if r.code != 0 || !strings.HasPrefix(r.stdout, name+" version ") || !strings.Contains(r.stdout, "go1.") {
 			t.Errorf("%s --version: %s", name, r)
+		}
+	}
+	// The README names the Go version go.mod requires.
+	gomod := readFile(t, filepath.Join("..", "..", "go.mod"))
+	_, goLine, _ := strings.Cut(gomod, "\ngo ")
+	goVersion, _, _ := strings.Cut(goLine, "\n")
+	if readme := readFile(t, filepath.Join("..", "..", "README.md")); goVersion == "" || !strings.Contains(readme, "With Go "+goVersion+" (what go.mod requires)") {
+		t.Errorf("README.md does not name go.mod's Go version %q", goVersion)
+	}
+	gobin := t.TempDir()
+	install := exec.Command("go", "install", "./cmd/...")
+	install.Dir, install.Env = filepath.Join("..", ".."), append(os.Environ(), "GOBIN="+gobin)
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Fatalf("go install ./cmd/...: %v\n%s", err, out)
+	}
+	ents, err := os.ReadDir(gobin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range ents {
+		got = append(got, e.Name())
+	}
+	if strings.Join(got, " ") != strings.Join(names, " ") {
+		t.Fatalf("go install ./cmd/... made %v, want %v", got, names)
+	}
+	for _, name := range names {
+		out, err := exec.Command(filepath.Join(gobin, name), "--version").Output()
+		if err != nil || !strings.HasPrefix(string(out), name+" version ") {
+			t.Errorf("installed %s --version: %v, %q", name, err, out)
 		}
 	}
 }
@@ -234,6 +266,9 @@ func TestCancelNotError(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 || !strings.Contains(out.String(), "interrupted; job 1 stays") {
 		t.Errorf("mqsub -b after SIGINT: %v, %q; want exit 130 saying the job stays", err, out.String())
 	}
+	// It stays executing: free the one placeholder for the next job (else
+	// that one waits out this one's 60 s).
+	h.ok("mqdel", "1")
 	cmd, out = waiter("b")
 	h.stopCLS(syscall.SIGTERM, time.Minute)
 	err = cmd.Wait()

@@ -124,13 +124,24 @@ func TestMqwait(t *testing.T) {
 	}
 	h.ok("mqdel", fmt.Sprint(w))
 
-	// A terminal: a bar redrawn in place, with rate and counts.
+	// A terminal: a bar redrawn in place, with rate and counts. The jobs
+	// wait for a file the test makes once the bar is drawn, so the bar is
+	// drawn before they end and again after, however busy the machine.
 	needScript(t)
-	var more []string
+	gate := filepath.Join(h.dir, "bar-go")
 	for i := 0; i < 6; i++ {
-		more = append(more, fmt.Sprint(h.submit("-q", "w", "bar", "sleep 0.5")))
+		h.submit("-q", "w", "bar", "until [ -e "+shellQuote(gate)+" ]; do sleep 0.1; done")
 	}
 	b := h.start(true, "mqwait", "--interval", "100ms", "-t", "bar")
+	waitFor(t, 90*time.Second, func() error {
+		if !strings.Contains(b.out.String(), "0/6 [") {
+			return fmt.Errorf("no bar yet: %q", b.out.String())
+		}
+		return nil
+	})
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if code := b.wait(t); code != 0 {
 		t.Fatalf("mqwait under a pty: exit %d, output %q", code, b.out.String())
 	}
@@ -179,6 +190,19 @@ func TestMqsubWaits(t *testing.T) {
 	r = h.run("mqsub", "-b", "--timeout", "1s", "-p", "later", "x", "true")
 	if r.code != 1 || !strings.Contains(r.stderr, "prerequisite target later has no jobs yet: waiting for them") || !strings.Contains(r.stderr, "timed out after 1s") {
 		t.Fatalf("mqsub -b --timeout: %s", r)
+	}
+	// So do -b --array and -b -f, once per missing target.
+	r = h.run("mqsub", "-b", "--timeout", "1s", "--array", "1-3", "-p", "later2", "xa", "true")
+	if r.code != 1 || strings.Count(r.stderr, "prerequisite target later2 has no jobs yet: waiting for them") != 1 || !strings.Contains(r.stderr, "timed out after 1s") {
+		t.Fatalf("mqsub -b --array --timeout: %s", r)
+	}
+	os.WriteFile(file, []byte(`{"target":"xf","prereqs":["later3"],"command":"true"}
+{"target":"xf","prereqs":["later3"],"command":"true"}
+{"target":"xg","prereqs":["later4","xf"],"command":"true"}
+`), 0o644)
+	r = h.run("mqsub", "-b", "--timeout", "1s", "-f", file)
+	if r.code != 1 || strings.Count(r.stderr, "prerequisite target later3 has no jobs yet") != 1 || strings.Count(r.stderr, "prerequisite target later4 has no jobs yet") != 1 || strings.Contains(r.stderr, "target xf has no jobs") {
+		t.Fatalf("mqsub -b -f --timeout: %s", r)
 	}
 	if r = h.run("mqsub", "--timeout", "1s", "x", "true"); r.code != 2 {
 		t.Fatalf("mqsub --timeout without -b: %s", r)

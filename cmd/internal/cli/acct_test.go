@@ -93,3 +93,25 @@ func TestSeconds(t *testing.T) {
 		}
 	}
 }
+
+// TestShortTime: times of today show the clock only, of another day their
+// date too, of another year the year as well (mqstat, mqstat --acct).
+func TestShortTime(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 4, 12, 0, 0, 0, time.Local)
+	at := func(y int, m time.Month, d, h, min int) string {
+		return time.Date(y, m, d, h, min, 7, 0, time.Local).UTC().Format(time.RFC3339Nano)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{at(2026, 3, 4, 5, 6), "05:06:07"},
+		{at(2026, 3, 3, 23, 59), "Mar 03 23:59"},
+		{at(2026, 12, 25, 1, 2), "Dec 25 01:02"},
+		{at(2025, 3, 4, 5, 6), "2025-03-04 05:06"},
+		{"", "-"},
+		{"not a time\x1b[2J", `not a time\x1b[2J`},
+	} {
+		if got := shortTime(tc.in, now); got != tc.want {
+			t.Errorf("shortTime(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

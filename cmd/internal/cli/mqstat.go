@@ -290,7 +290,7 @@ func printOutput(w io.Writer, d protocol.JobDetail, stderr bool) error {
 		f, err := os.Open(cp)
 		if errors.Is(err, os.ErrNotExist) {
 			if d.State == string(job.Executing) {
-				return fmt.Errorf("job %d is running on host %s; none of its output has reached here yet (mqstat --output %d --follow waits for it; meanwhile: %s there)", d.ID, d.Host, d.ID, path)
+				return fmt.Errorf("job %d is running on host %s; none of its output has reached here yet (mqstat --cat %d --follow waits for it; meanwhile: %s there)", d.ID, d.Host, d.ID, path)
 			}
 			return nil // nothing was staged: the job wrote nothing
 		}

@@ -62,7 +62,7 @@ where its inputs were produced.`
 		&cli.StringFlag{Name: "s", Aliases: []string{"states"}, Usage: "with --rerun: only jobs in these states, e.g. F"},
 		&cli.BoolFlag{Name: "all", Usage: "with --rerun: every ended job (in the states -s gives)"},
 		&cli.BoolFlag{Name: "Q", Aliases: []string{"quiet"}, Usage: "with --rerun: print nothing but errors"},
-		&cli.GenericFlag{Name: "v", Value: &envList{}, Usage: "set `NAME=VALUE` in the job's environment (repeat); with -f, every job's, unless its line's \"env\" sets NAME"},
+		&cli.GenericFlag{Name: "v", Aliases: []string{"env"}, Value: &envList{}, Usage: "set `NAME=VALUE` in the job's environment (repeat); with -f, every job's, unless its line's \"env\" sets NAME"},
 		&cli.BoolFlag{Name: "no-replicate", Usage: "never run the job as more than one attempt at once (queues that copy running jobs: sa, wqr, --max-copies); in a file, \"no_replicate\": true"},
 		&cli.StringFlag{Name: "array", Usage: "submit an array of jobs, one per index of `FIRST-LAST[:STEP]`, each with MQ_ARRAY_INDEX and {} in COMMAND replaced by its index"},
 		&cli.DurationFlag{Name: "timeout", Usage: "with -b: stop waiting (exit 1) after `DURATION`; the jobs go on"},
@@ -166,7 +166,7 @@ where its inputs were produced.`
 			return nil
 		}
 		if len(js.Prereqs) > 0 {
-			warnNoJobs(c, cl, id)
+			warnNoJobs(c, cl, []int64{id})
 		}
 		timeout := c.Duration("timeout")
 		w, err := client.Do(c.Context, cl, protocol.OpWait, protocol.Wait{IDs: []int64{id}, TimeoutMS: int(timeout / time.Millisecond)})
@@ -181,22 +181,47 @@ where its inputs were produced.`
 	return app
 }
 
-// warnNoJobs says on stderr which prerequisite targets of job id have no
-// jobs yet: mqsub -b would otherwise wait for them without a word.
-func warnNoJobs(c *cli.Context, cl *client.Client, id int64) {
-	d, err := client.Do(c.Context, cl, protocol.OpJob, protocol.JobQuery{ID: id})
-	if err != nil {
-		return // the wait says what is wrong
-	}
-	for _, ts := range d.WaitingOn {
-		total := 0
-		for _, n := range ts.Counts {
-			total += n
+// warnNoJobs says on stderr, once per target, which prerequisite targets
+// of the jobs ids have no jobs yet: mqsub -b would otherwise wait for them
+// without a word.
+func warnNoJobs(c *cli.Context, cl *client.Client, ids []int64) {
+	said := map[string]bool{}
+	for _, id := range ids {
+		d, err := client.Do(c.Context, cl, protocol.OpJob, protocol.JobQuery{ID: id})
+		if err != nil {
+			return // the wait says what is wrong
 		}
-		if total == 0 {
-			fmt.Fprintf(c.App.ErrWriter, "mqsub: prerequisite target %s has no jobs yet: waiting for them\n", protocol.Printable(ts.Target))
+		for _, ts := range d.WaitingOn {
+			total := 0
+			for _, n := range ts.Counts {
+				total += n
+			}
+			if total == 0 && !said[ts.Target] {
+				said[ts.Target] = true
+				fmt.Fprintf(c.App.ErrWriter, "mqsub: prerequisite target %s has no jobs yet: waiting for them\n", protocol.Printable(ts.Target))
+			}
 		}
 	}
+}
+
+// warnNoJobsRange is warnNoJobs for mqsub -b of a file or an array: it
+// asks about one waiting job per target among the first waitSample
+// waiting jobs of first..last (jobs of a target mostly share their
+// prerequisites; this is a warning, not a proof), at most 100 targets.
+func warnNoJobsRange(c *cli.Context, cl *client.Client, first, last int64) {
+	const waitSample = 2000
+	var ids []int64
+	seen := map[string]bool{}
+	client.Stream(c.Context, cl, protocol.OpStat, protocol.Stat{States: "W", From: first, To: last, Limit: waitSample}, func(r protocol.StatReply) error {
+		for _, j := range r.Jobs {
+			if !seen[j.Target] && len(ids) < 100 {
+				seen[j.Target] = true
+				ids = append(ids, j.ID)
+			}
+		}
+		return nil
+	})
+	warnNoJobs(c, cl, ids)
 }
 
 // waitError says why mqsub -b stopped waiting: an interrupt (Ctrl-C) or
@@ -368,6 +393,7 @@ func submitBulk(c *cli.Context, env Env, cl *client.Client, what string, upload 
 // the jobs First..Last, with a bar on stderr if that is a terminal, and
 // fails naming the jobs that did not end done.
 func waitRange(c *cli.Context, cl *client.Client, first, last int64) error {
+	warnNoJobsRange(c, cl, first, last)
 	v := &progressView{out: c.App.ErrWriter, tty: isTerminal(c.App.ErrWriter)}
 	end, err := follow(c.Context, cl, protocol.Progress{First: first, Last: last}, v, c.Duration("timeout"))
 	if err != nil {
@@ -546,7 +572,18 @@ func (l *fileList) String() string {
 // commas and '=').
 type envList struct{ env map[string]string }
 
+// aliasCopy is what urfave/cli hands Set when it copies a set flag to its
+// aliases (-v to --env): no argument can hold a NUL byte, so it is never a
+// variable someone gave.
+const aliasCopy = "\x00alias copy"
+
+// Serialize is what urfave/cli copies to the flag's aliases.
+func (l *envList) Serialize() string { return aliasCopy }
+
 func (l *envList) Set(v string) error {
+	if v == aliasCopy {
+		return nil
+	}
 	k, val, ok := strings.Cut(v, "=")
 	if !ok {
 		return fmt.Errorf("%q is not NAME=VALUE", v)

@@ -290,3 +290,46 @@ func TestMqsubFiles(t *testing.T) {
 		t.Errorf("a file named twice: exit %d, %q", code, e.String())
 	}
 }
+
+// TestMqsubEnvFlags: -v and its long name --env set each variable once,
+// values with spaces and '=' kept whole (urfave/cli copies a set flag to
+// its aliases; that must add or change nothing).
+func TestMqsubEnvFlags(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	reg, err := tb.store.RegisterAs(ctx, protocol.Register{Site: "s", Host: "h", Slots: 1, OutDir: t.TempDir()}, "socket")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"-v", "A=1"}, []string{"A=1"}},
+		{[]string{"-v", "A=1", "-v", "B=x y=z"}, []string{"A=1", "B=x y=z"}},
+		{[]string{"--env", "A=1 B=2", "--env", "C=3"}, []string{"A=1 B=2", "C=3"}},
+		{[]string{"--env", "A=1", "--env", "A=2"}, []string{"A=2"}},
+	} {
+		var o, e bytes.Buffer
+		args := append(append([]string{"mqsub", "-d", dir}, tc.args...), "t", "true")
+		if code := Run(ctx, Mqsub(tb.env(&o, &e)), args); code != 0 {
+			t.Fatalf("%v: exit %d, %s", tc.args, code, e.String())
+		}
+		var id int64
+		fmt.Sscan(o.String(), &id)
+		// The environment is what the placeholder gets with the job.
+		nr, err := tb.store.Next(ctx, protocol.Next{Placeholder: reg.ID, Free: 1})
+		if err != nil || len(nr.Jobs) != 1 || nr.Jobs[0].ID != id {
+			t.Fatalf("%v: next %+v, %v; want job %d", tc.args, nr, err, id)
+		}
+		if got := nr.Jobs[0].Env; !slices.Equal(got, tc.want) {
+			t.Errorf("%v: env %q, want %q", tc.args, got, tc.want)
+		}
+	}
+	var o, e bytes.Buffer
+	if code := Run(ctx, Mqsub(tb.env(&o, &e)), []string{"mqsub", "--env", "noequals", "t", "true"}); code != ExitUsage || !strings.Contains(e.String(), "not NAME=VALUE") {
+		t.Errorf("--env noequals: exit %d, %q", code, e.String())
+	}
+}

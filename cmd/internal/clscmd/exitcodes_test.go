@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +33,7 @@ var badValues = map[string]string{
 func TestExitCodesWalk(t *testing.T) {
 	t.Setenv("MQ_HOME", t.TempDir()) // cls serve must never get as far as starting
 	apps := map[string]func(mqcli.Env) *cli.App{
-		"mqsub": mqcli.Mqsub, "mqstat": mqcli.Mqstat, "mqdel": mqcli.Mqdel, "cls": Cls, "mqsim": simcmd.Mqsim,
+		"mqsub": mqcli.Mqsub, "mqstat": mqcli.Mqstat, "mqdel": mqcli.Mqdel, "mqwait": mqcli.Mqwait, "cls": Cls, "mqsim": simcmd.Mqsim,
 	}
 	dialled := false
 	env := func(o, e io.Writer) mqcli.Env {
@@ -65,12 +66,23 @@ func TestExitCodesWalk(t *testing.T) {
 		mqcli.Tidy(app)
 		var walk func(path []string, flags []cli.Flag, cmds []*cli.Command, leaf bool)
 		walk = func(path []string, flags []cli.Flag, cmds []*cli.Command, leaf bool) {
+			helpText(t, name, path, func(args []string) (int, string) {
+				var o bytes.Buffer
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				code := mqcli.Run(ctx, apps[name](env(&o, io.Discard)), append([]string{name}, args...))
+				return code, o.String()
+			})
 			if leaf {
 				check(name, append(append([]string{}, path...), "--no-such-flag"))
 				for _, f := range flags {
 					fn := f.Names()[0]
 					if fn == "help" || fn == "version" {
 						continue
+					}
+					// Every flag has a long name beside any letter (issue 14).
+					if !slices.ContainsFunc(f.Names(), func(n string) bool { return len(n) > 1 }) {
+						t.Errorf("%s %s: flag -%s has no long name", name, strings.Join(path, " "), fn)
 					}
 					flag := "--" + fn
 					if len(fn) == 1 {
@@ -116,5 +128,23 @@ func TestExitCodesWalk(t *testing.T) {
 	}
 	if cases < 60 {
 		t.Fatalf("only %d cases: the walk missed commands", cases)
+	}
+}
+
+// helpText checks the --help of one command (issue 14's rough edges): no
+// "(default: false)" on booleans, no help command listed, no placeholder
+// left in backticks.
+func helpText(t *testing.T, name string, path []string, run func(args []string) (int, string)) {
+	t.Helper()
+	code, out := run(append(append([]string{}, path...), "--help"))
+	what := strings.TrimSpace(name + " " + strings.Join(path, " "))
+	if code != 0 || !strings.Contains(out, "USAGE:") {
+		t.Errorf("%s --help: exit %d, %q", what, code, out)
+		return
+	}
+	for _, bad := range []string{"(default: false)", "help, h ", "`"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("%s --help shows %q:\n%s", what, bad, out)
+		}
 	}
 }

@@ -21,7 +21,8 @@
 # Usage: scripts/bench/dag.sh            DAG_ONLY="1 2" DAG_JOBS=1000000 ...
 # Knobs: DAG_JOBS (200000), DAG_PIPES (500), DAG_ONLY ("1 2 3 4"), DAG_REPEAT
 # (step 3's alternating rounds, 3),
-# DAG_BOUND (seconds each trace's bound is scaled to, 5), DAG_POLICY, DAG_PLANNER, DAG_BIN (use these
+# DAG_BOUND (seconds each trace's bound is scaled to, 5), DAG_POLICY, DAG_PLANNER,
+# DAG_TRACES (step 4's trace files; default all), DAG_BIN (use these
 # binaries instead of building). Not for CI: it wants a quiet machine.
 set -euo pipefail
 
@@ -146,7 +147,7 @@ fi
 
 if has 4; then
 	echo "== 4. live replay of real traces, 8 slots, each scaled to a ${BOUND}s bound"
-	traces=$(ls "$ROOT"/../shared/data/wfinstances/*.json 2>/dev/null || true)
+	traces=${DAG_TRACES:-$(ls "$ROOT"/../shared/data/wfinstances/*.json 2>/dev/null || true)}
 	if [ -z "$traces" ]; then
 		echo "skipped: no traces in ../shared/data/wfinstances"
 	else

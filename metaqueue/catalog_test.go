@@ -508,3 +508,48 @@ func TestStagingDCStagesOnlyChosen(t *testing.T) {
 	}
 	e.check()
 }
+
+// TestStagingOutsideAttemptsAndCeiling: staging happens before the job's
+// attempt: failed transfers and time spent staging use neither its
+// attempts (a queue allowing one still runs it after two failed
+// transfers) nor its walltime (the assignment carries the whole ceiling
+// though staging took longer than it).
+func TestStagingOutsideAttemptsAndCeiling(t *testing.T) {
+	t.Parallel()
+	e, st := newStagingEnv(t)
+	one, ceiling := 1, 10.0
+	if _, err := e.s.SetQueue(context.Background(), protocol.QueueSet{Name: "dq", MaxAttempts: &one, Ceiling: &ceiling}); err != nil {
+		t.Fatal(err)
+	}
+	a := e.submit(withFiles("a", "x", []protocol.File{userIn("/w/in", 5)}, nil))[0]
+	b := e.registerAt("siteB", "b1")
+	for i := range maxStageTries - 1 {
+		if got := e.next(b, 1); len(got) != 0 {
+			t.Fatalf("try %d: got %v before the input was there", i+1, ids(got))
+		}
+		reqs := st.requests()
+		if len(reqs) != i+1 {
+			t.Fatalf("try %d: requests %+v", i+1, reqs)
+		}
+		e.clock.Advance(time.Minute) // staging outlasts the ceiling
+		e.staged(reqs[i], Place{Site: LocalSite}, errors.New("connection reset"), false)
+		e.mustBe(a, job.Queued)
+		if d := e.job(a); len(d.History) != 0 {
+			t.Fatalf("try %d: attempts %+v before the job ran", i+1, d.History)
+		}
+	}
+	e.next(b, 1)
+	reqs := st.requests()
+	e.staged(reqs[len(reqs)-1], Place{Site: LocalSite}, nil, false)
+	var got []protocol.Assignment
+	waitFor(t, func() bool { got = e.next(b, 1); return len(got) == 1 })
+	if got[0].ID != a || got[0].Attempt != 1 || got[0].Ceiling != ceiling {
+		t.Fatalf("assignment %+v; want job %d, attempt 1, ceiling %g", got[0], a, ceiling)
+	}
+	e.report(b, ok(got[0]))
+	e.mustBe(a, job.Done)
+	if d := e.job(a); len(d.Transfers) != maxStageTries || d.Transfers[0].Error == "" || d.Transfers[maxStageTries-1].Error != "" {
+		t.Fatalf("transfers %+v; want two failed, then one done", d.Transfers)
+	}
+	e.check()
+}

@@ -141,6 +141,44 @@ func TestStagingAcrossSites(t *testing.T) {
 	if got, err := os.ReadFile(dest); err != nil || !bytes.Equal(got, final) {
 		t.Errorf("cls files get: %q, %v; want %q", got, err, final)
 	}
+	// The catalog lists p1's output at both sites; cls files rm drops
+	// grid's replica, its file in grid's data root with it, and the
+	// catalog then lists slurmy's alone.
+	catalog := func() map[string]protocol.CatalogFile {
+		var files []protocol.CatalogFile
+		if err := json.Unmarshal([]byte(c.must("cls", "files", "list", "--json", c.work+"/")), &files); err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]protocol.CatalogFile{}
+		for _, f := range files {
+			m[f.Path] = f
+		}
+		return m
+	}
+	places := func(f protocol.CatalogFile) string {
+		var ps []string
+		for _, r := range f.Replicas {
+			ps = append(ps, r.Site)
+		}
+		return strings.Join(ps, ",")
+	}
+	if f := catalog()[abs("mid/p1.out")]; f.SHA256 != sum(mid) || !strings.Contains(places(f), "grid") || !strings.Contains(places(f), "slurmy") {
+		t.Errorf("cls files list: mid/p1.out %+v; want its checksum, at grid and slurmy", f)
+	}
+	if _, err := os.Stat(gridRoot + abs("mid/p1.out")); err != nil {
+		t.Fatalf("p1's output is not in grid's data root: %v", err)
+	}
+	c.must("cls", "files", "rm", abs("mid/p1.out"), "--site", "grid")
+	if f := catalog()[abs("mid/p1.out")]; places(f) != "slurmy" {
+		t.Errorf("after cls files rm --site grid: replicas at %q; want slurmy", places(f))
+	}
+	if _, err := os.Stat(gridRoot + abs("mid/p1.out")); !os.IsNotExist(err) {
+		t.Errorf("cls files rm left grid's copy in its data root (%v)", err)
+	}
+	if _, err := os.Stat(slurmyRoot + abs("mid/p1.out")); err != nil {
+		t.Errorf("cls files rm --site grid took slurmy's copy too: %v", err)
+	}
+
 	// Three transfers: the input to grid, p1's output to slurmy, and the
 	// final output back (mqstat --summary --json keeps its queues array;
 	// the totals are in the text form).

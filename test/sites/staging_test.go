@@ -351,3 +351,58 @@ func TestStagingNodeLocal(t *testing.T) {
 		t.Errorf("cls files get from the host: %d bytes, %v", len(got), err)
 	}
 }
+
+// TestStagingInputDeletedAtSite: a user's input staged to an SGE site for
+// one job is deleted there behind the CLS's back; a second job reading it
+// at that site is not failed and does not run on nothing: its agent finds
+// the file missing, the CLS forgets that replica and hands the job back
+// unstarted, stages the file again from the CLS host, and the job runs,
+// with no attempt used up.
+func TestStagingInputDeletedAtSite(t *testing.T) {
+	need(t, "sge")
+	l := newLogin(t, "127.0.0.1")
+	c := startCLS(t)
+	gridRoot := privateRoot(t, "mquser", ".mq-data-stale")
+	t.Cleanup(func() { os.RemoveAll(gridRoot + c.work) })
+	data := []byte("the shared input\n")
+	if err := os.WriteFile(filepath.Join(c.work, "in.txt"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.addSite("grid", "sge", l, "--max", "1", "--walltime", "2m", "--idle", "30s", "--data-root", ".mq-data-stale")
+	byTarget := func() map[string]protocol.JobInfo {
+		m := map[string]protocol.JobInfo{}
+		for _, j := range c.jobs("") {
+			if j.State == "F" {
+				t.Fatalf("%s failed: %+v", j.Target, j)
+			}
+			m[j.Target] = j
+		}
+		return m
+	}
+	c.must("mqsub", "-i", "in.txt", "-o", "first.out", "first", "cat in.txt > first.out")
+	eventually(t, 3*time.Minute, "first done", func() bool { return byTarget()["first"].State == "D" })
+	staged := gridRoot + filepath.Join(c.work, "in.txt")
+	if err := os.Remove(staged); err != nil {
+		t.Fatalf("the staged copy at grid: %v", err)
+	}
+	c.must("mqsub", "-i", "in.txt", "-o", "second.out", "second", "cat in.txt > second.out")
+	eventually(t, 3*time.Minute, "second done", func() bool { return byTarget()["second"].State == "D" })
+	j := byTarget()["second"]
+	var d protocol.JobDetail
+	if err := json.Unmarshal([]byte(c.must("mqstat", "-j", strconv.FormatInt(j.ID, 10), "--json")), &d); err != nil {
+		t.Fatal(err)
+	}
+	if j.Site != "grid" || len(d.History) != 0 {
+		t.Errorf("second: at %q, earlier attempts %+v; want done at grid, no attempt used up", j.Site, d.History)
+	}
+	var again bool
+	for _, tr := range d.Transfers {
+		again = again || tr.Error == "" && tr.From == "local" && tr.To == "grid" && tr.Bytes == int64(len(data))
+	}
+	if !again {
+		t.Errorf("second's transfers %+v; want the input staged to grid again", d.Transfers)
+	}
+	if got, err := os.ReadFile(gridRoot + filepath.Join(c.work, "second.out")); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("second's output at grid: %q, %v; want %q", got, err, data)
+	}
+}

@@ -84,6 +84,8 @@ type Config struct {
 	SitePoll       time.Duration
 	SiteThrottle   time.Duration
 	ConnectTimeout time.Duration
+	// LPMinUtil is seed 001's W_MIN for sites that follow lp, in [0, 1).
+	LPMinUtil float64
 
 	// LogLevel filters what goes to Home/cls.log; LogFormat is text (the
 	// default) or json. ReopenLog reopens the file (logrotate).
@@ -289,11 +291,13 @@ func (c *CLS) open(ctx context.Context) (err error) {
 		return err
 	}
 	c.sites.mgr.ConnectTimeout = cfg.ConnectTimeout
+	c.sites.mgr.LPMinUtil = cfg.LPMinUtil
 	// Local is the site "local", run by the same Manager as every other:
 	// its placeholders are children of this process, replaced when they
 	// end (their jobs requeued at once), stopped with the CLS. The Config
 	// is the whole truth about it; it is never stored.
 	c.sites.agentLog, c.sites.noop, c.sites.umask, c.sites.agentExe = logf, cfg.NoOp, c.umask, cfg.AgentExe
+	c.sites.logJSON = cfg.LogFormat == "json"
 	if cfg.Local > 0 {
 		c.sites.mgr.Embedded = []protocol.SiteSpec{{Name: site.EmbeddedName, Type: site.Local, Min: cfg.Local, Max: cfg.Local, Slots: cfg.Slots}}
 	}

@@ -261,8 +261,13 @@ func (c *connectedPHs) snapshot() map[int64]phInfo {
 	return out
 }
 
-// followOutput is the dashboard's web.Follow: a running job's output from
-// its start, as mqstat --output --follow gets it (CLS.Output).
+// followTail is where a job page's stream of a running job's output starts:
+// the last followTail bytes written (the page is served the same tail).
+const followTail = 64 << 10
+
+// followOutput is the dashboard's web.Follow: a running job's output, as
+// mqstat --output --follow gets it (CLS.Output), from its last followTail
+// bytes: a page of a job that wrote gigabytes is not sent them all.
 func (c *CLS) followOutput(ctx context.Context, id int64, stderr bool) (<-chan []byte, error) {
 	stream := "stdout"
 	if stderr {
@@ -271,7 +276,7 @@ func (c *CLS) followOutput(ctx context.Context, id int64, stderr bool) (<-chan [
 	ch := make(chan []byte, 4)
 	go func() {
 		defer close(ch)
-		for f, err := range c.Output(ctx, protocol.OutputQuery{ID: id, Stream: stream, Follow: true}) {
+		for f, err := range c.outputs.seq(ctx, protocol.OutputQuery{ID: id, Stream: stream, Follow: true}, followTail) {
 			if err != nil {
 				return
 			}

@@ -61,7 +61,9 @@ type watch struct {
 }
 
 func (o *outputs) install(srv *server.Server) {
-	server.RouteStream(srv, protocol.OpOutputStream, o.read)
+	server.RouteStream(srv, protocol.OpOutputStream, func(ctx context.Context, q protocol.OutputQuery, send func(protocol.OutputFrame) error) error {
+		return o.read(ctx, q, 0, send)
+	})
 	srv.OnOutput = o.staged
 	srv.Followed = o.followed
 }
@@ -208,8 +210,10 @@ func tail(path string, attempt int, off int64, buf []byte, send func(protocol.Ou
 // read streams q's output: what the job's latest attempt has written and,
 // with q.Follow, what it writes until the job ends, then a frame with End.
 // send blocks while the receiver is slow: a follower holds one frame
-// buffer, whatever the job writes.
-func (o *outputs) read(ctx context.Context, q protocol.OutputQuery, send func(protocol.OutputFrame) error) error {
+// buffer, whatever the job writes. A followed stream with last > 0 starts
+// at the last bytes written so far (the dashboard's page shows no
+// more), not at the start.
+func (o *outputs) read(ctx context.Context, q protocol.OutputQuery, last int64, send func(protocol.OutputFrame) error) error {
 	stream, err := checkStream(q)
 	if err != nil {
 		return err
@@ -255,6 +259,11 @@ func (o *outputs) read(ctx context.Context, q protocol.OutputQuery, send func(pr
 	defer tick.Stop()
 	checked := time.Now()
 	var off int64
+	if last > 0 {
+		if fi, err := os.Stat(outputPath(d, stream)); err == nil && fi.Size() > last {
+			off = fi.Size() - last
+		}
+	}
 	attempt := d.Attempts
 	for {
 		woken := wake() // before reading: a chunk staged meanwhile wakes us again
@@ -317,15 +326,17 @@ func endFrame(d protocol.JobDetail, stream string) protocol.OutputFrame {
 // loop stops following. Memory held is one frame buffer, whatever the
 // job writes.
 func (c *CLS) Output(ctx context.Context, q protocol.OutputQuery) iter.Seq2[protocol.OutputFrame, error] {
-	return c.outputs.seq(ctx, q)
+	return c.outputs.seq(ctx, q, 0)
 }
 
-func (o *outputs) seq(ctx context.Context, q protocol.OutputQuery) iter.Seq2[protocol.OutputFrame, error] {
+// seq is Output; a followed stream with last > 0 starts at the last bytes
+// written so far (see read).
+func (o *outputs) seq(ctx context.Context, q protocol.OutputQuery, last int64) iter.Seq2[protocol.OutputFrame, error] {
 	return func(yield func(protocol.OutputFrame, error) bool) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		stop := errors.New("stopped")
-		err := o.read(ctx, q, func(f protocol.OutputFrame) error {
+		err := o.read(ctx, q, last, func(f protocol.OutputFrame) error {
 			if !yield(f, nil) {
 				return stop
 			}

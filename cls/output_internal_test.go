@@ -1,8 +1,13 @@
 package cls
 
 import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -56,5 +61,89 @@ func TestOutputsFollowers(t *testing.T) {
 		t.Errorf("a follower after the others left: %v", err)
 	} else {
 		leave()
+	}
+}
+
+// tailStore is a job running (E) until end is closed, then done, whose
+// stdout is the file out.
+type tailStore struct {
+	out string
+	end chan struct{}
+}
+
+func (s *tailStore) Job(context.Context, int64) (protocol.JobDetail, error) {
+	st := "E"
+	select {
+	case <-s.end:
+		st = "D"
+	default:
+	}
+	return protocol.JobDetail{JobInfo: protocol.JobInfo{ID: 1, State: st, Attempts: 1}, Stdout: s.out}, nil
+}
+
+func (s *tailStore) WaitFor(ctx context.Context, _ protocol.Wait) (protocol.WaitReply, error) {
+	select {
+	case <-s.end:
+		return protocol.WaitReply{}, nil
+	case <-ctx.Done():
+		return protocol.WaitReply{}, ctx.Err()
+	}
+}
+
+// The dashboard's stream of a running job starts at the last bytes written
+// (followTail), not at the start of gigabytes, then follows what comes;
+// mqstat's (tail 0) starts at the start.
+func TestOutputFollowTail(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "1.1.out")
+	old := bytes.Repeat([]byte("x"), 200000)
+	if err := os.WriteFile(out, append(old, "last line\n"...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		tail      int64
+		wantFirst int64 // offset of the first frame
+	}{{1000, 200010 - 1000}, {0, 0}, {1 << 20, 0}} {
+		st := &tailStore{out: out, end: make(chan struct{})}
+		o := &outputs{store: st, poll: 10 * time.Millisecond}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		var got bytes.Buffer
+		first := int64(-1)
+		ended := false
+		appended := false
+		for f, err := range o.seq(ctx, protocol.OutputQuery{ID: 1, Follow: true}, tc.tail) {
+			if err != nil {
+				t.Fatalf("tail %d: %v", tc.tail, err)
+			}
+			if f.End != nil {
+				ended = true
+				break
+			}
+			if first < 0 {
+				first = f.Offset
+			}
+			got.Write(f.Data)
+			if !appended && bytes.HasSuffix(got.Bytes(), []byte("last line\n")) {
+				appended = true
+				fh, err := os.OpenFile(out, os.O_APPEND|os.O_WRONLY, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fh.WriteString("more\n")
+				fh.Close()
+			}
+			if bytes.HasSuffix(got.Bytes(), []byte("more\n")) {
+				close(st.end)
+			}
+		}
+		cancel()
+		wantLen := 200010 + 5 - tc.wantFirst
+		if first != tc.wantFirst || int64(got.Len()) != wantLen || !ended {
+			t.Errorf("tail %d: first frame at %d (want %d), %d bytes (want %d), ended %v", tc.tail, first, tc.wantFirst, got.Len(), wantLen, ended)
+		}
+		// Restore the file for the next case.
+		if err := os.WriteFile(out, append(old, "last line\n"...), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

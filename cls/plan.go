@@ -31,7 +31,17 @@ func (c *plans) install(srv *server.Server) {
 		if req.Limit < 0 || req.Limit > protocol.MaxPlanShowLimit {
 			return protocol.PlanShowReply{}, protocol.Errorf(protocol.CodeBadRequest, "limit %d: want 0 (the default, %d) to %d", req.Limit, protocol.DefaultPlanShowLimit, protocol.MaxPlanShowLimit)
 		}
-		return c.store.PlanShow(ctx, req.Limit)
+		reply, err := c.store.PlanShow(ctx, req.Limit)
+		if err != nil || c.sites == nil || c.sites.mgr == nil {
+			return reply, err
+		}
+		for _, p := range c.sites.mgr.ProvisionShown() {
+			if n := len(p.Queues); n > protocol.MaxProvisionQueuesShown {
+				p.Queues, p.More = p.Queues[:protocol.MaxProvisionQueuesShown], n-protocol.MaxProvisionQueuesShown
+			}
+			reply.Provision = append(reply.Provision, p)
+		}
+		return reply, nil
 	})
 	server.Route(srv, protocol.OpPlanClear, func(ctx context.Context, _ protocol.Empty) (protocol.PlanClearReply, error) {
 		n, err := c.store.ClearPlans(ctx)

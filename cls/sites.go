@@ -40,6 +40,9 @@ type sites struct {
 	// agentLog, the CLS's log; noop makes the CLS's own ones (--local)
 	// report jobs without running them.
 	agentLog io.Writer
+	// logJSON: the log is JSON lines (cls serve --log-format json), so
+	// local placeholders write theirs as JSON too.
+	logJSON bool
 	// connected are the placeholders connected now (the dashboard).
 	connected connectedPHs
 	noop      bool
@@ -156,6 +159,9 @@ func (s *sites) open(spec protocol.SiteSpec, exited func(pid int)) (site.Site, e
 		args = append(args, "--out", filepath.Join(s.home, "output"), "--orphan-exit", "--umask", fmt.Sprintf("%03o", s.umask))
 		if spec.Embedded && s.noop {
 			args = append(args, "--noop")
+		}
+		if s.logJSON {
+			args = append(args, "--log-format", "json")
 		}
 		return &site.Processes{Exited: exited, Command: func() *exec.Cmd {
 			cmd := exec.Command(exe, args...)

@@ -28,7 +28,10 @@ func TestLocalAgentCommand(t *testing.T) {
 			"agent --site local --host " + host + " --slots 4 --out /mq/output --orphan-exit --umask 022 --noop"},
 		{protocol.SiteSpec{Name: "here", Type: "local", Max: 2, Slots: 1, Walltime: 3600, Idle: 60},
 			"agent --site here --host " + host + " --slots 1 --walltime 57m0s --idle 1m0s --out /mq/output --orphan-exit --umask 022"},
+		{protocol.SiteSpec{Name: "json", Type: "local", Max: 1, Slots: 1, Embedded: true},
+			"agent --site json --host " + host + " --slots 1 --out /mq/output --orphan-exit --umask 022 --noop --log-format json"},
 	} {
+		s.logJSON = tc.spec.Name == "json" // cls serve --log-format json
 		st, err := s.open(tc.spec, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -58,6 +58,10 @@ type target struct {
 	pre             TargetID
 	preList         int32
 	complete, isBad bool // last status seen by dependents
+	// queue is 1 + the queue of its first job (0: none seen, or a queue
+	// id past 65534): how the metaqueue tells which queues feed which (LP
+	// stages). 16 bits keep a target in 48 bytes.
+	queue uint16
 }
 
 // Graph is the dependency state of a metaqueue. Not safe for concurrent
@@ -353,6 +357,7 @@ func (g *Graph) AddJob(id int64, j Node) []Change {
 	g.listDeps(id, j.Prereqs)
 	tg := g.targets.at(j.Target)
 	tg.total++
+	tg.noteQueue(j.Queue)
 	g.count(tg, 0, j.State)
 	g.changes = append(g.changes, Change{ID: id, Queue: j.Queue, Target: j.Target, Est: j.Est, To: j.State})
 	g.touch(j.Target)
@@ -416,6 +421,7 @@ func (g *Graph) Revive(id int64, j Node, from job.State) ([]Change, error) {
 func (g *Graph) LoadJob(id int64, j Node) {
 	tg := g.targets.at(j.Target)
 	tg.total++
+	tg.noteQueue(j.Queue)
 	g.count(tg, 0, j.State)
 	if j.State.Terminal() {
 		return

@@ -461,3 +461,93 @@ func TestDCUsesMeasuredLinks(t *testing.T) {
 	}
 	e.check()
 }
+
+// TestLiveStorageAffinity: a live sa queue gives the asking placeholder
+// the ready job with the most input bytes at its site, not the oldest
+// (FCFS would give A the job reading y).
+func TestLiveStorageAffinity(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.setPolicy("dq", "sa")
+	a, b := e.registerAt("A", "ha"), e.registerAt("B", "hb")
+	e.produceAt(a, "/d/x", 100<<20)
+	e.produceAt(b, "/d/y", 100<<20)
+	jy := e.submit(withFiles("c", "needs y", []protocol.File{{Path: "/d/y"}}, nil))[0]
+	jx := e.submit(withFiles("c", "needs x", []protocol.File{{Path: "/d/x"}}, nil))[0]
+	if got := e.next(a, 1); len(got) != 1 || got[0].ID != jx {
+		t.Fatalf("A got %v, want job %d (its input is at A)", ids(got), jx)
+	}
+	if got := e.next(b, 1); len(got) != 1 || got[0].ID != jy {
+		t.Fatalf("B got %v, want job %d", ids(got), jy)
+	}
+	e.check()
+}
+
+// TestLiveXSufferage: a live xsufferage queue prices moving a job's input
+// at the links' rates, measured ones over configured ones. B asks for a
+// job whose 1 MB input is at A, A being expected in some seconds: over a
+// 10 kB/s link B is told to wait (and gets the job once it has waited
+// past choosePatience); over a measured fast link B gets it at once.
+func TestLiveXSufferage(t *testing.T) {
+	t.Parallel()
+	for _, measuredFast := range []bool{false, true} {
+		t.Run(fmt.Sprintf("measured fast %v", measuredFast), func(t *testing.T) {
+			t.Parallel()
+			e := newEnvWith(t, func(o *Options) {
+				o.Lease = time.Hour // keep A predicted while the clock jumps
+				o.Links = map[string]Link{"A": {Latency: 0.1, Bandwidth: 1e4}, "B": {Latency: 0.1, Bandwidth: 1e4}}
+			})
+			e.setPolicy("dq", "xsufferage")
+			a, b := e.registerAt("A", "ha"), e.registerAt("B", "hb")
+			e.produceAt(a, "/d/x", 1e6)
+			// A asks every few seconds: it is expected back in seconds,
+			// far sooner than 1 MB crosses a 10 kB/s link.
+			e.clock.Advance(30 * time.Second)
+			e.next(a, 1)
+			if measuredFast {
+				for _, site := range []string{"A", "B"} {
+					e.s.MeasuredLink(site, Link{Latency: 0.01, Bandwidth: 1e12})
+				}
+			}
+			id := e.submit(withFiles("c", "needs x", []protocol.File{{Path: "/d/x"}}, nil))[0]
+			if measuredFast {
+				if got := e.next(b, 1); len(got) != 1 || got[0].ID != id {
+					t.Fatalf("B got %v over a fast link, want job %d", ids(got), id)
+				}
+				return
+			}
+			done := make(chan []protocol.Assignment, 1)
+			go func() {
+				r, err := e.s.Next(context.Background(), protocol.Next{Placeholder: b, Free: 1, WaitMS: 60000})
+				if err != nil {
+					t.Error(err)
+				}
+				done <- r.Jobs
+			}()
+			e.parkedAtLeast(1, 0)
+			deadline := time.Now().Add(30 * time.Second)
+			for e.dcWaits() < 1 {
+				if time.Now().After(deadline) {
+					t.Fatal("XSufferage never told B to wait")
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			select {
+			case got := <-done:
+				t.Fatalf("B got %v while A is expected", ids(got))
+			default:
+			}
+			e.mustBe(id, job.Queued)
+			e.clock.Advance(choosePatience + time.Second)
+			select {
+			case got := <-done:
+				if len(got) != 1 || got[0].ID != id {
+					t.Fatalf("B got %v, want %d", ids(got), id)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("the held job never went to B past the patience bound")
+			}
+			e.check()
+		})
+	}
+}

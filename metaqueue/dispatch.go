@@ -286,6 +286,9 @@ func (s *Store) endAttempt(id int64, j dag.Node, ru *run, out outcome, r protoco
 	if err := s.stopCopies(id, "stopped: the job's attempt "+fmt.Sprint(ru.attempt)+" ended it"); err != nil {
 		return err
 	}
+	if err := s.setApart(id, ru, false); err != nil {
+		return err
+	}
 	s.stopRun(id)
 	next := nextState(q, used, out)
 	if o := s.opt.Observer; o != nil {
@@ -328,6 +331,7 @@ func (s *Store) endAttempt(id int64, j dag.Node, ru *run, out outcome, r protoco
 		return fatalError{err}
 	}
 	if next == job.Done {
+		s.noteWrote(j.Queue, id, r.Outputs)
 		if err := s.jobDone(id, s.g.Name(j.Target), ru.placeholder, started, finished, r.Outputs); err != nil {
 			return err
 		}
@@ -634,6 +638,9 @@ func (s *Store) dispatch(p *parkedNext) error {
 		// A job that may be copied later runs apart from the start: its
 		// outputs must not be overwritten by a copy that loses.
 		a.Scratch = s.repl.on > 0 && s.copyable(pk.id, pk.q)
+		if err := s.setApart(pk.id, ru, a.Scratch); err != nil {
+			return err
+		}
 		p.reply.Jobs = append(p.reply.Jobs, a)
 		if o := s.opt.Observer; o != nil {
 			o.Dispatched(now.Sub(p.asked), now.Sub(time.UnixMicro(r.submitted)))

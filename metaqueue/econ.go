@@ -38,6 +38,10 @@ type econState struct {
 	// ran is each queue's succeeded attempts' runtimes per site: the
 	// planner's measured rates.
 	ran map[int32]map[string]*runtimes
+	// wrote is the bytes each queue's Done jobs wrote (their outputs'
+	// reported sizes, else declared ones), counted since the CLS started:
+	// what a stage sends the next (LP provisioning).
+	wrote map[int32]*wrote
 	// caps and execAt: a queue's jobs each site may run at once, as the
 	// planner last said (a site absent: no cap), and runs now.
 	caps         map[int32]map[string]int
@@ -73,7 +77,7 @@ type econState struct {
 
 func (e *econState) reset() {
 	*e = econState{price: map[string]float64{}, spent: map[int32]map[string]float64{}, reserved: map[int32]float64{},
-		priced: map[int32]int{}, ran: map[int32]map[string]*runtimes{}, caps: map[int32]map[string]int{},
+		priced: map[int32]int{}, ran: map[int32]map[string]*runtimes{}, wrote: map[int32]*wrote{}, caps: map[int32]map[string]int{},
 		execAt: map[int32]map[string]int{}, unfinishable: map[int32]int{}, sites: map[string]bool{},
 		infeasible: map[int64]string{}, parked: map[int64]parkedReady{}, infeasibleN: map[int32]int{}, overBudget: map[int32]int{}, overBudgetWhy: map[int32]string{}, infeasibleGen: 1, dying: map[protocol.JobRef]dyingRun{}}
 }
@@ -149,7 +153,7 @@ func (s *Store) ranAt(q int32, site string) *runtimes {
 // econCosting says whether any queue is costed or any site priced: only
 // then does dispatch need the asking placeholder's site.
 func (s *Store) econCosting() bool {
-	if len(s.econ.price) > 0 {
+	if len(s.econ.price) > 0 || len(s.econ.caps) > 0 {
 		return true
 	}
 	for _, q := range s.qlist {
@@ -222,15 +226,13 @@ func (s *Store) reserveFor(q *queue, j dag.Node, site string) float64 {
 // risked.
 func (s *Store) affordable(q *queue, j dag.Node, site string) bool {
 	if !q.costed() {
-		return true
+		return len(s.econ.caps) == 0 || !s.atCap(q, site)
 	}
 	if q.Deadline > 0 && !s.inTime(q, j, site) {
 		return false
 	}
-	if caps, ok := s.econ.caps[q.id]; ok {
-		if c, ok := caps[site]; ok && s.econ.execAt[q.id][site] >= c {
-			return false
-		}
+	if s.atCap(q, site) {
+		return false
 	}
 	if q.Budget <= 0 || s.econ.price[site] == 0 {
 		return true
@@ -240,6 +242,17 @@ func (s *Store) affordable(q *queue, j dag.Node, site string) bool {
 		return s.econ.priced[q.id] == 0 && s.econ.spentBy(q.id) < q.Budget
 	}
 	return s.econ.spentBy(q.id)+s.econ.reserved[q.id]+need <= q.Budget*(1+1e-9)
+}
+
+// atCap says whether site runs as many of q's jobs as the provisioning
+// plan lets it (deadline-and-budget or LP stage caps).
+func (s *Store) atCap(q *queue, site string) bool {
+	caps, ok := s.econ.caps[q.id]
+	if !ok {
+		return false
+	}
+	c, ok := caps[site]
+	return ok && s.econ.execAt[q.id][site] >= c
 }
 
 // deadlineOf is q's deadline as a time (zero: none).
@@ -630,17 +643,20 @@ func (s *Store) knowSite(site string) {
 // econStart records that ru (job j of q) started at site.
 func (s *Store) econStart(q *queue, j dag.Node, ru *run, site string) {
 	s.knowSite(site)
-	if !q.costed() && s.econ.price[site] == 0 {
+	_, capped := s.econ.caps[q.id] // an LP stage's caps hold uncosted queues too
+	if !q.costed() && !capped && s.econ.price[site] == 0 {
 		return
 	}
 	ru.site, ru.queue, ru.costed = site, q.id, true
-	if q.costed() {
+	if q.costed() || capped {
 		m := s.econ.execAt[q.id]
 		if m == nil {
 			m = map[string]int{}
 			s.econ.execAt[q.id] = m
 		}
 		m[site]++
+	}
+	if q.costed() {
 		if s.econ.price[site] > 0 {
 			ru.reserve = s.reserveFor(q, j, site)
 			s.econ.reserved[q.id] += ru.reserve
@@ -677,10 +693,18 @@ func (s *Store) charge(id int64, q *queue, ru *run, started, finished time.Time,
 		}
 	}
 	price := s.econ.price[site]
+	secs := max(finished.Sub(started).Seconds(), 0)
 	if price == 0 && !q.costed() {
+		if ok && ru.costed {
+			// Nothing to charge, but a queue the LP caps (an uncosted
+			// stage) is planned from its measured rates all the same,
+			// since the CLS started.
+			r := s.ranAt(q.id, site)
+			r.secs += secs
+			r.n++
+		}
 		return nil
 	}
-	secs := max(finished.Sub(started).Seconds(), 0)
 	cost := price * secs / 3600
 	if _, err := s.w.ExecContext(context.Background(), `INSERT OR REPLACE INTO charges (job_id, attempt, queue_id, site, seconds, price, cost, ok)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, id, ru.attempt, q.id, site, secs, price, cost, ok); err != nil {
@@ -802,42 +826,140 @@ func (s *Store) EconQueues(ctx context.Context) ([]policy.EconQueue, error) {
 	var out []policy.EconQueue
 	err := s.do(ctx, func() error {
 		for _, q := range s.qlist {
-			if !q.costed() {
-				continue
+			if q.costed() {
+				out = append(out, s.econQueue(q))
 			}
-			c := s.countsFor(q.id)
-			e := policy.EconQueue{Queue: q.Name, Ready: c[job.Queued], Running: c[job.Executing], PerJob: map[string]float64{},
-				Busy: maps.Clone(s.econ.execAt[q.id])}
-			if q.Deadline > 0 {
-				e.Deadline = time.Unix(0, int64(q.Deadline*1e9))
-			}
-			if q.Budget > 0 {
-				e.Budget = max(q.Budget-s.econ.spentBy(q.id)-s.econ.reserved[q.id]-s.lastJobSlack(q), 0)
-				e.Budgeted = true
-			}
-			var all runtimes
-			for site, r := range s.econ.ran[q.id] {
-				if r.n > 0 {
-					e.PerJob[site] = r.secs / float64(r.n)
-					all.secs += r.secs
-					all.n += r.n
-				}
-			}
-			if all.n > 0 {
-				e.Est = all.secs / float64(all.n)
-			} else if r, ok := q.ready.Peek(); ok {
-				if j, ok := s.g.Node(r.ID); ok {
-					e.Est = s.data.expect.Estimate(s.g.Name(j.Target), float64(j.Est))
-				}
-			}
-			if e.Est == 0 {
-				e.Est = q.Ceiling
-			}
-			out = append(out, e)
 		}
 		return nil
 	})
 	return out, err
+}
+
+// StageQueues is what LP provisioning plans: every queue with jobs not
+// ended, as the stages of one pipeline in the order its jobs feed each
+// other (stageOrder), and each named site's link in bytes per second
+// (measured by staging, else configured).
+func (s *Store) StageQueues(ctx context.Context, sites []string) ([]policy.EconQueue, map[string]float64, error) {
+	var out []policy.EconQueue
+	links := make(map[string]float64, len(sites))
+	err := s.do(ctx, func() error {
+		for _, q := range s.stageOrder() {
+			c := s.countsFor(q.id)
+			if c[job.Queued]+c[job.Waiting]+c[job.Executing] > 0 {
+				out = append(out, s.econQueue(q))
+			}
+		}
+		for _, name := range sites {
+			links[name] = s.linkOf(name).Bandwidth
+		}
+		return nil
+	})
+	return out, links, err
+}
+
+// econQueue is queue q as provisioning sees it.
+func (s *Store) econQueue(q *queue) policy.EconQueue {
+	c := s.countsFor(q.id)
+	e := policy.EconQueue{Queue: q.Name, Ready: c[job.Queued], Running: c[job.Executing], Waiting: c[job.Waiting],
+		PerJob: map[string]float64{}, Busy: maps.Clone(s.econ.execAt[q.id])}
+	if w := s.econ.wrote[q.id]; w != nil && w.n > 0 {
+		e.Out = w.bytes / float64(w.n)
+	}
+	if q.Deadline > 0 {
+		e.Deadline = time.Unix(0, int64(q.Deadline*1e9))
+	}
+	if q.Budget > 0 {
+		e.Budget = max(q.Budget-s.econ.spentBy(q.id)-s.econ.reserved[q.id]-s.lastJobSlack(q), 0)
+		e.Budgeted = true
+	}
+	var all runtimes
+	for site, r := range s.econ.ran[q.id] {
+		if r.n > 0 {
+			e.PerJob[site] = r.secs / float64(r.n)
+			all.secs += r.secs
+			all.n += r.n
+		}
+	}
+	if all.n > 0 {
+		e.Est = all.secs / float64(all.n)
+	} else if r, ok := q.ready.Peek(); ok {
+		if j, ok := s.g.Node(r.ID); ok {
+			e.Est = s.data.expect.Estimate(s.g.Name(j.Target), float64(j.Est))
+		}
+	}
+	if e.Est == 0 {
+		e.Est = q.Ceiling
+	}
+	return e
+}
+
+// stageOrder lists the queues so that a queue whose jobs name targets of
+// another queue's jobs as prerequisites comes after it (BLAST, then
+// Parse); queues unordered by that, or in a cycle of feeds, by creation.
+// A target belongs to the queue of its first job. It walks every target,
+// so the order is kept until a job is added.
+func (s *Store) stageOrder() []*queue {
+	key := [2]int64{s.nextID, int64(s.g.NextTargetID())}
+	if s.stages.key == key && len(s.stages.order) == len(s.qlist) {
+		return s.stages.order
+	}
+	ids := make(map[int32]int, len(s.qlist)) // queue id -> index in qlist
+	for i, q := range s.qlist {
+		ids[q.id] = i
+	}
+	feeds := make([]map[int]bool, len(s.qlist)) // i -> the queues i feeds
+	in := make([]int, len(s.qlist))
+	for t := dag.TargetID(1); t < s.g.NextTargetID(); t++ {
+		qt, ok := s.g.TargetQueue(t)
+		if !ok {
+			continue
+		}
+		to, ok := ids[qt]
+		if !ok {
+			continue
+		}
+		for _, p := range s.g.Prereqs(t) {
+			qp, ok := s.g.TargetQueue(p)
+			from, known := ids[qp]
+			if !ok || !known || from == to {
+				continue
+			}
+			if feeds[from] == nil {
+				feeds[from] = map[int]bool{}
+			}
+			if !feeds[from][to] {
+				feeds[from][to] = true
+				in[to]++
+			}
+		}
+	}
+	// Kahn's, the lowest index first; what a cycle leaves, by index.
+	order := make([]*queue, 0, len(s.qlist))
+	done := make([]bool, len(s.qlist))
+	for len(order) < len(s.qlist) {
+		next := -1
+		for i := range s.qlist {
+			if !done[i] && in[i] == 0 {
+				next = i
+				break
+			}
+		}
+		if next < 0 {
+			for i := range s.qlist {
+				if !done[i] {
+					next = i
+					break
+				}
+			}
+		}
+		done[next] = true
+		order = append(order, s.qlist[next])
+		for to := range feeds[next] {
+			in[to]--
+		}
+	}
+	s.stages.key, s.stages.order = key, order
+	return order
 }
 
 // lastJobSlack is what dispatch asks of the budget beyond a job's
@@ -908,4 +1030,39 @@ func (s *Store) econInfo(q *queue) protocol.QueueInfo {
 type runtimes struct {
 	secs float64
 	n    int
+}
+
+type wrote struct {
+	bytes float64
+	n     int
+}
+
+// noteWrote counts what Done job id of queue q wrote: the sizes its
+// placeholder reported, else the sizes it declared.
+func (s *Store) noteWrote(q int32, id int64, outs []protocol.FileSum) {
+	jf := s.data.files[id]
+	if jf == nil || len(jf.out) == 0 {
+		return
+	}
+	n, known := 0.0, false
+	for _, f := range jf.out {
+		size := f.size
+		if i := slices.IndexFunc(outs, func(o protocol.FileSum) bool { return o.Path == f.path }); i >= 0 && outs[i].Size >= 0 {
+			size = outs[i].Size
+		}
+		if size >= 0 {
+			n += float64(size)
+			known = true
+		}
+	}
+	if !known {
+		return
+	}
+	w := s.econ.wrote[q]
+	if w == nil {
+		w = &wrote{}
+		s.econ.wrote[q] = w
+	}
+	w.bytes += n
+	w.n++
 }

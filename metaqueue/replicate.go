@@ -164,6 +164,11 @@ func (s *Store) win(id int64, ru *run) error {
 			others = append(others, c)
 		}
 	}
+	// The winner moves its outputs into place: no copy may start beside
+	// it any more (a later one could claim and win again).
+	if err := s.setApart(id, ru, false); err != nil {
+		return err
+	}
 	if s.running[id] != ru {
 		s.running[id] = ru
 		if _, err := s.w.ExecContext(context.Background(), "UPDATE jobs SET row_attempt = ?, placeholder_id = ?, started = ? WHERE id = ?",
@@ -254,6 +259,9 @@ func (s *Store) dropRun(id int64, ru *run) error {
 	next := cs[0]
 	s.setCopies(id, cs[1:])
 	s.running[id] = next
+	if err := s.setApart(id, next, next.apart); err != nil {
+		return err
+	}
 	if _, err := s.w.ExecContext(context.Background(), "DELETE FROM job_copies WHERE job_id = ? AND attempt = ?", id, next.attempt); err != nil {
 		return fatalError{err}
 	}
@@ -270,6 +278,26 @@ func (s *Store) setCopies(id int64, cs []*run) {
 		return
 	}
 	s.repl.copies[id] = cs
+}
+
+// setApart records whether ru, the attempt job id's row describes, runs
+// apart and may have copies beside it (job_apart: a restart must know).
+// Only a change is written, so jobs of queues that never copy cost
+// nothing.
+func (s *Store) setApart(id int64, ru *run, apart bool) error {
+	was := ru.apart
+	ru.apart = apart
+	var err error
+	switch {
+	case apart:
+		_, err = s.w.ExecContext(context.Background(), "INSERT OR REPLACE INTO job_apart (job_id, attempt) VALUES (?, ?)", id, ru.attempt)
+	case was:
+		_, err = s.w.ExecContext(context.Background(), "DELETE FROM job_apart WHERE job_id = ?", id)
+	}
+	if err != nil {
+		return fatalError{err}
+	}
+	return nil
 }
 
 // stopCopies ends every copy of job id, which stops executing for another
@@ -400,7 +428,10 @@ func (s *Store) pickCopy(p *parkedNext) (int64, *queue, error) {
 			continue
 		}
 		q := s.queueIDs[j.Queue]
-		if q == nil || q.ready.Len() > 0 || !s.copyable(id, q) || s.runsOn(id, ph) {
+		// Only beside an attempt kept apart in scratch that has not won:
+		// one run in the working directory (dispatched before its queue
+		// copied) would write its outputs over the winner's.
+		if q == nil || !ru.apart || q.ready.Len() > 0 || !s.copyable(id, q) || s.runsOn(id, ph) {
 			continue
 		}
 		n := 1 + len(s.repl.copies[id])
@@ -412,8 +443,11 @@ func (s *Store) pickCopy(p *parkedNext) (int64, *queue, error) {
 		if !fits(j.Est, q, p.req.WalltimeLeft) || !s.affordable(q, j, p.site) {
 			continue
 		}
-		_ = ru
-		byQueue[q] = append(byQueue[q], policy.Running{ID: id, Replicas: n, LocalBytes: s.localBytes(id, cur, to), Est: j.Est})
+		var local int64
+		if q.pol.Needs&policy.NeedsFiles != 0 {
+			local = s.localBytes(id, cur, to) // only SA looks at it: the look is linear in the running jobs
+		}
+		byQueue[q] = append(byQueue[q], policy.Running{ID: id, Replicas: n, LocalBytes: local, Est: j.Est})
 	}
 	for _, q := range s.qlist {
 		runs := byQueue[q]
@@ -463,7 +497,7 @@ func (s *Store) dispatchCopy(p *parkedNext, id int64, q *queue) error {
 		id, r.attempt, p.req.Placeholder, micros(now)); err != nil {
 		return fatalError{err}
 	}
-	ru := &run{attempt: r.attempt, used: 1, placeholder: p.req.Placeholder, lease: now.Add(s.opt.Lease), started: now}
+	ru := &run{attempt: r.attempt, used: 1, placeholder: p.req.Placeholder, lease: now.Add(s.opt.Lease), started: now, apart: true}
 	s.repl.copies[id] = append(s.repl.copies[id], ru)
 	s.repl.gen++
 	if j, ok := s.g.Node(id); ok {
@@ -497,7 +531,7 @@ func (s *Store) loadCopies(ctx context.Context, now time.Time) error {
 		if s.running[id] == nil {
 			continue
 		}
-		s.repl.copies[id] = append(s.repl.copies[id], &run{attempt: attempt, used: 1, placeholder: ph, lease: now.Add(s.opt.Lease), started: time.UnixMicro(started)})
+		s.repl.copies[id] = append(s.repl.copies[id], &run{attempt: attempt, used: 1, placeholder: ph, lease: now.Add(s.opt.Lease), started: time.UnixMicro(started), apart: true})
 		s.phs[ph] = true
 	}
 	if err := closeRows(rows); err != nil {
@@ -518,6 +552,26 @@ func (s *Store) loadCopies(ctx context.Context, now time.Time) error {
 			}
 			s.econStart(q, n, c, site)
 		}
+	}
+	// Which job rows' attempts run apart (job_apart; a row for another
+	// attempt is stale).
+	rows, err = s.w.QueryContext(ctx, "SELECT a.job_id, a.attempt FROM job_apart a JOIN jobs j ON j.id = a.job_id WHERE j.state = 'E'")
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var id int64
+		var attempt int
+		if err := rows.Scan(&id, &attempt); err != nil {
+			rows.Close()
+			return err
+		}
+		if ru := s.running[id]; ru != nil && ru.attempt == attempt {
+			ru.apart = true
+		}
+	}
+	if err := closeRows(rows); err != nil {
+		return err
 	}
 	rows, err = s.w.QueryContext(ctx, "SELECT job_id FROM job_no_replicate")
 	if err != nil {

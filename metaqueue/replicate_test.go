@@ -71,6 +71,8 @@ func TestReplicaRace(t *testing.T) {
 		{"fcfs", 2, 1, true},
 		{"wqr", -1, 2, true},
 		{"wqr", 1, 0, false},
+		{"wqr", 2, 1, true}, // the cap: two asking, one copy
+		{"sjf", 2, 1, true}, // an opt-in straggler remedy for sjf too
 		{"sa", -1, 0, true}, // SA copies only jobs with input bytes at the asking site
 		{"xsufferage", -1, 0, false},
 	} {
@@ -288,4 +290,118 @@ func TestReplicaStorageAffinity(t *testing.T) {
 	}
 	e.report(near2, ok(c[0]))
 	e.mustBe(id, job.Done)
+}
+
+// TestReplicaOnlyBesideScratch: a job dispatched while its queue did not
+// copy runs in its working directory, not in a scratch directory of its
+// own; if the queue starts copying, it must not get a copy (a losing
+// original would write its outputs over the winner's), also after a
+// restart. A job dispatched once the queue copies may be copied.
+func TestReplicaOnlyBesideScratch(t *testing.T) {
+	e := newEnv(t)
+	e.setQueue("b", "fcfs", -1)
+	id := e.submit(protocol.JobSpec{Queue: "b", Target: "t", Command: "true", Cwd: "/w"})[0]
+	ph1, ph2 := e.register("s1"), e.register("s2")
+	a := e.next(ph1, 1)
+	if len(a) != 1 || a[0].ID != id || a[0].Scratch {
+		t.Fatalf("got %+v, want job %d in its working directory", a, id)
+	}
+	e.setQueue("b", "wqr", -1)
+	if c := e.next(ph2, 1); len(c) != 0 {
+		t.Fatalf("a job running outside scratch was copied: %+v", c)
+	}
+	e.reopen()
+	ph2 = e.register("s2")
+	if c := e.next(ph2, 1); len(c) != 0 {
+		t.Fatalf("after a restart a job running outside scratch was copied: %+v", c)
+	}
+	id2 := e.submit(protocol.JobSpec{Queue: "b", Target: "u", Command: "true", Cwd: "/w"})[0]
+	ph3 := e.register("s3")
+	if a := e.next(ph3, 1); len(a) != 1 || a[0].ID != id2 || !a[0].Scratch {
+		t.Fatalf("got %+v, want job %d in scratch", a, id2)
+	}
+	e.reopen()
+	ph2 = e.register("s2")
+	if c := e.next(ph2, 1); len(c) != 1 || c[0].ID != id2 || !c[0].Scratch {
+		t.Fatalf("after a restart the job running in scratch was not copied: %+v", c)
+	}
+}
+
+// TestReplicaNoCopyAfterClaim: once an attempt has claimed the win it
+// moves its outputs into place; no new copy may start beside it (one that
+// claimed later would win again and move its own files over them), also
+// after a restart.
+func TestReplicaNoCopyAfterClaim(t *testing.T) {
+	e := newEnv(t)
+	e.setQueue("b", "wqr", -1)
+	id := e.submit(protocol.JobSpec{Queue: "b", Target: "t", Command: "true", Cwd: "/w"})[0]
+	ph1, ph2, ph3 := e.register("s1"), e.register("s2"), e.register("s3")
+	a1 := e.next(ph1, 1)[0]
+	a2 := e.next(ph2, 1)[0]
+	if r := e.heartbeat(ph2, []protocol.JobRef{refOf(a2)}, refOf(a2)); !contains(r.Won, refOf(a2)) {
+		t.Fatalf("claim: %+v", r)
+	}
+	if c := e.next(ph3, 1); len(c) != 0 {
+		t.Fatalf("a copy started beside a claimed winner: %+v", c)
+	}
+	if c := e.next(ph1, 1); len(c) != 0 {
+		t.Fatalf("the killed original's placeholder got a copy of the claimed winner: %+v", c)
+	}
+	e.reopen()
+	ph3 = e.register("s3")
+	if c := e.next(ph3, 1); len(c) != 0 {
+		t.Fatalf("after a restart a copy started beside a claimed winner: %+v", c)
+	}
+	e.register("s2")
+	e.report(ph2, ok(a2))
+	e.mustBe(id, job.Done)
+	if d := e.job(id); d.Placeholder != ph2 || d.Attempts != a2.Attempt {
+		t.Fatalf("job row describes placeholder %d attempt %d, want the claimed winner", d.Placeholder, d.Attempts)
+	}
+	_ = a1
+	e.check()
+}
+
+// TestReplicaOptOutJobFile: "no_replicate": true in a job file (mqsub -f,
+// parsed by protocol.ReadJobFile and spooled through a bulk submission)
+// opts the job out as --no-replicate does; its neighbour without the key
+// is copied.
+func TestReplicaOptOutJobFile(t *testing.T) {
+	e := newEnv(t)
+	e.setQueue("b", "wqr", 2) // one copy a job: a third placeholder could copy only the opted-out one
+	file := `{"queue": "b", "target": "t", "command": "true", "no_replicate": true}
+{"queue": "b", "target": "u", "command": "true"}
+`
+	var specs []protocol.JobSpec
+	if err := protocol.ReadJobFile(strings.NewReader(file), protocol.JobSpec{Cwd: "/w"}, func(_ int, js protocol.JobSpec) error {
+		specs = append(specs, js)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(specs) != 2 || !specs[0].NoReplicate || specs[1].NoReplicate {
+		t.Fatalf("parsed %+v", specs)
+	}
+	bulk, err := e.s.NewBulk()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bulk.Add(1, specs); err != nil {
+		t.Fatal(err)
+	}
+	first, err := bulk.Commit(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph1, ph2 := e.register("s1"), e.register("s2")
+	as := e.next(ph1, 2)
+	if len(as) != 2 || as[0].ID != first || as[0].Scratch || !as[1].Scratch {
+		t.Fatalf("got %+v; want job %d outside scratch, its neighbour in scratch", as, first)
+	}
+	if c := e.next(ph2, 1); len(c) != 1 || c[0].ID != first+1 {
+		t.Fatalf("got %+v, want a copy of job %d (never of %d, which opted out)", c, first+1, first)
+	}
+	if c := e.next(e.register("s3"), 1); len(c) != 0 {
+		t.Fatalf("the job that opted out in its job file was copied: %+v", c)
+	}
 }

@@ -82,11 +82,16 @@ type Store struct {
 	closeMu sync.Once
 
 	// Owned by the core goroutine.
-	g            *dag.Graph
-	queues       map[string]*queue
-	queueIDs     map[int32]*queue
-	qlist        []*queue // by id, for round-robin dispatch
-	rr           int      // round-robin position over queues for dispatch
+	g        *dag.Graph
+	queues   map[string]*queue
+	queueIDs map[int32]*queue
+	qlist    []*queue // by id, for round-robin dispatch
+	// stages caches stageOrder until a job or target is added.
+	stages struct {
+		key   [2]int64
+		order []*queue
+	}
+	rr           int // round-robin position over queues for dispatch
 	running      map[int64]*run
 	phs          map[int64]bool // placeholders known: registered, or holding jobs at load
 	parked       []*parkedNext
@@ -135,6 +140,9 @@ type run struct {
 	queue   int32
 	reserve float64
 	costed  bool
+	// apart: the attempt runs in a scratch directory of its own and has
+	// not won a race, so copies may run beside it (replicate.go).
+	apart bool
 }
 
 // Open opens (creating if needed) the metaqueue at opt.Path, loads its
@@ -571,6 +579,7 @@ func (s *Store) resetIndex() {
 	s.queues = map[string]*queue{}
 	s.queueIDs = map[int32]*queue{}
 	s.qlist = nil
+	s.stages.order = nil
 	s.running = map[int64]*run{}
 	s.repl.reset()
 	s.arrays = arrays{}
@@ -748,6 +757,7 @@ func (s *Store) loadJobs(ctx context.Context, prereqs map[int64][]dag.TargetID, 
 	}
 	for c, n := range ended {
 		s.g.LoadCounts(dag.TargetID(c.t), c.st, n)
+		s.g.NoteQueue(dag.TargetID(c.t), c.q)
 		s.countsFor(c.q)[c.st] += n
 	}
 	for t, l := range learned {

@@ -183,6 +183,9 @@ func TestPlansAreValid(t *testing.T) {
 			if info.Name == "aeh-etaa" {
 				planner = AEHETAA{Stall: 20} // enough to beat its seeds here, and quick
 			}
+			if info.Name == "list" {
+				planner = ListSearch{Evals: 5000}
+			}
 			pl, err := planner.Plan(ctx, p)
 			if err != nil {
 				t.Fatalf("problem %d, %s: %v", k, info.Name, err)

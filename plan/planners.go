@@ -23,6 +23,8 @@ var planners = []Info{
 		New: func(time.Duration) policy.Planner { return MinMin{} }},
 	{Name: "aeh-etaa", Summary: "AEH-ETAA (seed 003): evolutionary search over job sites, file sites and order",
 		New: func(limit time.Duration) policy.Planner { return AEHETAA{TimeLimit: limit} }},
+	{Name: "list", Summary: "a search over priority lists for the sites' slots pooled as one (one site, or sites alike): forward-backward passes and late-acceptance hill climbing from cp's list",
+		New: func(limit time.Duration) policy.Planner { return ListSearch{TimeLimit: limit} }},
 	{Name: "lp", Summary: "LPSched (seed 001): the DAG's depths as pipeline stages, each site's slots per stage by linear programming",
 		New: func(limit time.Duration) policy.Planner { return LP{TimeLimit: limit} }},
 }

@@ -93,9 +93,16 @@ type Provisioner interface {
 // Demand is what a Provisioner sees.
 type Demand struct {
 	Ready, Running int // jobs
-	Sites          []SiteView
-	Deadline       time.Time // zero: none
-	Budget         float64   // money left; 0: no budget (see Budgeted)
+	// Waiting counts jobs whose prerequisites have not ended: a later
+	// stage of a pipeline (LP) is planned for the jobs it will get.
+	Waiting int
+	// Out is the mean bytes one job writes (measured from the files its
+	// ended jobs reported; 0: unknown or none): what a stage sends the
+	// next (LP).
+	Out      float64
+	Sites    []SiteView
+	Deadline time.Time // zero: none
+	Budget   float64   // money left; 0: no budget (see Budgeted)
 	// Budgeted: the budget is Budget even when 0 (all spent).
 	Budgeted bool
 	// Est is the expected seconds of a job where no rate is measured: a
@@ -103,14 +110,18 @@ type Demand struct {
 	Est float64
 }
 
-// EconQueue is a queue with a deadline or a budget as the site manager's
-// deadline-and-budget planning sees it.
+// EconQueue is a queue as the site manager's provisioning sees it: one
+// with a deadline or a budget (deadline-and-budget planning), or one stage
+// of a pipeline (LP).
 type EconQueue struct {
 	Queue          string
 	Ready, Running int       // jobs
 	Deadline       time.Time // zero: none
 	Budgeted       bool      // it has a budget (Budget may be 0: spent)
 	Budget         float64   // left: less what ended and running attempts cost
+	// Waiting and Out: as Demand's.
+	Waiting int
+	Out     float64
 	// PerJob is the mean seconds a job of the queue took at each site it
 	// succeeded at; Est the expected seconds of a job where none is
 	// measured (0: unknown).
@@ -129,4 +140,9 @@ type SiteView struct {
 	Price           float64 // per core-hour; 0: free
 	Rate            float64 // measured jobs per second per placeholder; 0: unknown
 	Busy            int     // the demand's jobs running there now
+	// Link is the bytes per second of the site's link to the CLS (what
+	// staging measured, else what the site was configured with): a file
+	// made at one site and read at another crosses both sites' links. 0:
+	// unbounded.
+	Link float64
 }

@@ -18,8 +18,10 @@ import (
 // each site's share of a queue's jobs at the slots the plan gives that
 // queue's stage there: the placeholders are bound to the stages, as
 // Trellis's were to queues, by what dispatch lets them take. Registered as
-// lp. Data volumes and links are not known at this level: the LP plans
-// compute only (docs/seed001.md).
+// lp. A stage's jobs still waiting on the one before count toward it (they
+// are the items to come); a stage's Out is what one item sends the next,
+// priced on the sites' Links, so a slow link keeps a stage at the site of
+// the stage that feeds it (docs/seed001.md).
 type LP struct {
 	MinUtil float64 // W_MIN
 	// MaxNodes bounds the branch and bound over whole slot counts; 0: 200.
@@ -54,10 +56,19 @@ func (p LP) Provision(now time.Time, d Demand) map[string]int {
 // one (as DBC does). A stage with no jobs left holds only its busy slots.
 // Each site's want is within its min and max.
 func (p LP) ProvisionStages(now time.Time, stages []Demand) (map[string]int, []map[string]int) {
+	want, slots, _ := p.PlanStages(now, stages)
+	return want, slots
+}
+
+// PlanStages is ProvisionStages with the pipeline's predicted rate, in
+// jobs of its first planned stage per second (0: nothing planned), for
+// those who show the plan.
+func (p LP) PlanStages(now time.Time, stages []Demand) (map[string]int, []map[string]int, float64) {
 	want := map[string]int{}
 	slots := make([]map[string]int, len(stages))
+	rate := 0.0
 	if len(stages) == 0 {
-		return want, slots
+		return want, slots, rate
 	}
 	sites := stages[0].Sites
 	for k := range slots {
@@ -66,13 +77,17 @@ func (p LP) ProvisionStages(now time.Time, stages []Demand) (map[string]int, []m
 	var prob lpsched.Problem
 	prob.MinUtil = p.MinUtil
 	for _, s := range sites {
-		prob.Sites = append(prob.Sites, lpsched.Site{Name: s.Name, Speed: 1, Max: max(s.Max, 0) * max(s.Slots, 1)})
+		link := 0.0
+		if s.Link > 0 && !math.IsInf(s.Link, 0) {
+			link = s.Link
+		}
+		prob.Sites = append(prob.Sites, lpsched.Site{Name: s.Name, Speed: 1, Max: max(s.Max, 0) * max(s.Slots, 1), Link: link})
 	}
 	var planned []int // prob.Stages[i] is stages[planned[i]]
 	first := 0.0
 	for k, d := range stages {
-		left := max(d.Ready, 0) + max(d.Running, 0)
-		if d.Ready <= 0 || len(d.Sites) != len(sites) {
+		left := max(d.Ready, 0) + max(d.Waiting, 0) + max(d.Running, 0)
+		if d.Ready+max(d.Waiting, 0) <= 0 || len(d.Sites) != len(sites) {
 			for _, s := range d.Sites {
 				slots[k][s.Name] = max(s.Busy, 0)
 			}
@@ -107,6 +122,9 @@ func (p LP) ProvisionStages(now time.Time, stages []Demand) (map[string]int, []m
 		for i := range st.Times {
 			st.Times[i] *= per
 		}
+		if d.Out > 0 && !math.IsInf(d.Out, 0) {
+			st.Out = d.Out * per
+		}
 		prob.Stages = append(prob.Stages, st)
 		planned = append(planned, k)
 	}
@@ -122,6 +140,7 @@ func (p LP) ProvisionStages(now time.Time, stages []Demand) (map[string]int, []m
 			prob.MaxNodes = 200
 		}
 		if pl, err := prob.Plan(ctx); err == nil {
+			rate = pl.Rate // an item is one job of the first stage planned
 			for i, k := range planned {
 				for s, site := range sites {
 					slots[k][site.Name] = max(pl.Count[i][s], stages[k].Sites[s].Busy)
@@ -145,5 +164,5 @@ func (p LP) ProvisionStages(now time.Time, stages []Demand) (map[string]int, []m
 		per := max(s.Slots, 1)
 		want[s.Name] = clamp((n+per-1)/per, s.Min, s.Max)
 	}
-	return want, slots
+	return want, slots, rate
 }

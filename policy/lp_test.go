@@ -66,3 +66,45 @@ func TestLPProvision(t *testing.T) {
 		t.Error("lp plans no stages")
 	}
 }
+
+// A later stage is planned for the jobs still waiting on the one before
+// (they are the items to come), and what one stage sends the next is
+// priced on the sites' links: BLAST runs only at a (10 s; nothing
+// measured or estimated at b), Parse well only at b (1 s; 20 s at a). With links that carry BLAST's
+// 1 MB a job, Parse goes to b; over links of 1 kB/s, shipping an item
+// would take 1,000 s, so the plan keeps Parse at a, beside BLAST.
+func TestLPProvisionLinksAndWaiting(t *testing.T) {
+	sites := func(link float64, blast bool) []SiteView {
+		a, b := 1/20.0, 1.0 // Parse
+		if blast {
+			a, b = 1/10.0, 0
+		}
+		return []SiteView{{Name: "a", Max: 4, Slots: 1, Rate: a, Link: link}, {Name: "b", Max: 4, Slots: 1, Rate: b, Link: link}}
+	}
+	for _, tt := range []struct {
+		name        string
+		link        float64
+		parseAtB    bool
+		parseAtSome bool
+	}{
+		{"fast links", 100e6, true, true},
+		{"slow links", 1e3, false, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			stages := []Demand{
+				{Ready: 8, Out: 1e6, Sites: sites(tt.link, true)},
+				{Waiting: 8, Sites: sites(tt.link, false)},
+			}
+			_, slots, rate := LP{}.PlanStages(time.Now(), stages)
+			if rate <= 0 {
+				t.Fatalf("no rate: slots %v", slots)
+			}
+			if got := slots[1]["b"] > 0; got != tt.parseAtB {
+				t.Errorf("Parse at b: %v (slots %v), want %v", got, slots, tt.parseAtB)
+			}
+			if got := slots[1]["a"]+slots[1]["b"] > 0; got != tt.parseAtSome {
+				t.Errorf("Parse planned: %v (slots %v): its 8 waiting jobs are to come", got, slots)
+			}
+		})
+	}
+}

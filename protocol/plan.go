@@ -91,6 +91,42 @@ type PlanShowReply struct {
 	Untimed int `json:"untimed,omitempty"`
 	// Older counts the plans in force older than those listed.
 	Older int `json:"older,omitempty"`
+	// Provision is the last plan of each provisioning policy sites follow
+	// (cls site add --provision): placeholders per site, and per queue
+	// the jobs each site may run at once.
+	Provision []ProvisionShown `json:"provision,omitempty"`
+}
+
+// ProvisionShown is a provisioning policy's last plan.
+type ProvisionShown struct {
+	Policy string `json:"policy"`
+	Made   string `json:"made"` // RFC 3339
+	// Rate is the pipeline's predicted rate, in jobs of its first stage
+	// per second (lp; 0: not predicted).
+	Rate         float64          `json:"rate,omitempty"`
+	Placeholders map[string]int   `json:"placeholders"` // per site
+	Queues       []ProvisionQueue `json:"queues"`       // lp: in stage order
+	// More counts the queues planned beyond the MaxProvisionQueuesShown
+	// listed.
+	More int `json:"more,omitempty"`
+}
+
+// MaxProvisionQueuesShown bounds the queues a ProvisionShown lists.
+const MaxProvisionQueuesShown = 200
+
+// ProvisionQueue is one queue's part of a provisioning plan.
+type ProvisionQueue struct {
+	Queue   string `json:"queue"`
+	Ready   int    `json:"ready"`
+	Waiting int    `json:"waiting"`
+	Running int    `json:"running"`
+	// OutBytes is the mean bytes its ended jobs wrote (what a stage sends
+	// the next; 0: unknown).
+	OutBytes int64          `json:"out_bytes,omitempty"`
+	Slots    map[string]int `json:"slots"` // jobs each site may run at once
+	// Unfinishable counts ready jobs no plan ends within the queue's
+	// deadline and budget.
+	Unfinishable int `json:"unfinishable,omitempty"`
 }
 
 // PlanShown is one plan in force: what it predicted when made, and per

@@ -19,4 +19,5 @@ go build -o "$OUT/mqsim" "$ROOT/cmd/mqsim"
 if [ -d "$WFDIR" ]; then
 	traces=$(ls "$WFDIR"/*.json | paste -sd, -)
 	"$OUT/mqsim" grid --seeds 1-5 --trace "$traces" | tee "$OUT/traces.txt"
+	"$OUT/mqsim" grid --seeds 1-5 --trace "$traces" --policy fcfs,sjf,cp,sa,wqr,xsufferage | tee "$OUT/traces-all.txt"
 fi

@@ -172,6 +172,7 @@ type gridModel struct {
 	// aware policies (NeedsFiles) use inputs already at a site; the others
 	// stage every copy's inputs from home, as the seed's WQR does
 	aware      bool
+	qorder     policy.Ordering // queue order of an Ordered policy (nil: a chooser's)
 	chooser    policy.Chooser
 	replicator policy.Replicator
 	buf        []policy.Input
@@ -216,6 +217,9 @@ func RunGrid(cfg GridConfig) (GridResult, error) {
 		return GridResult{}, fmt.Errorf("grid: granularity must be > 0 and at most the total input")
 	}
 	m := &gridModel{cfg: cfg, bw: cfg.LinkBits / 8, aware: pol.Needs&policy.NeedsFiles != 0, load: newRand(cfg.Seed ^ 0x10ad)}
+	if pol.Kind == policy.Ordered {
+		m.qorder = pol.Order
+	}
 	if pol.NewChooser != nil {
 		m.chooser = pol.NewChooser()
 		switch ch := m.chooser.(type) { // the simulator looks at every ready task, as the seed
@@ -360,6 +364,22 @@ func (m *gridModel) execute() error {
 		for _, f := range m.tasks[i].inputs {
 			m.inBytes += m.files[f]
 		}
+	}
+	if m.qorder != nil {
+		// The queue order of an ordered policy (sjf: shortest first; cp:
+		// in a bag each task's b-level is its own cost, so longest first),
+		// with the task's cost on a speed-1 host as its estimate.
+		slices.SortStableFunc(m.pending, func(a, b int32) int {
+			ra := policy.Ready{ID: int64(a), Est: float32(m.tasks[a].cost), Prio: float32(m.tasks[a].cost)}
+			rb := policy.Ready{ID: int64(b), Est: float32(m.tasks[b].cost), Prio: float32(m.tasks[b].cost)}
+			switch {
+			case m.qorder.Less(ra, rb):
+				return -1
+			case m.qorder.Less(rb, ra):
+				return 1
+			}
+			return 0
+		})
 	}
 	m.left = len(m.tasks)
 	m.schedule()

@@ -131,3 +131,39 @@ func TestGridMaxCopies(t *testing.T) {
 		}
 	}
 }
+
+// Ordered policies keep their own queue order in the grid model (sjf
+// shortest first; cp, in a bag, longest first): three tasks on two equal
+// hosts, by hand. They once all ran as FCFS.
+func TestGridOrdered(t *testing.T) {
+	t.Parallel()
+	bag := func(costs ...float64) []GridTask {
+		var ts []GridTask
+		for _, c := range costs {
+			ts = append(ts, GridTask{Cost: c})
+		}
+		return ts
+	}
+	for _, tc := range []struct {
+		name     string
+		policy   string
+		tasks    []GridTask
+		makespan float64
+	}{
+		{"fcfs 1,2,1", "fcfs", bag(100, 200, 100), 20}, // 1 and 2 at once, then 1 beside 2
+		{"sjf 1,2,1", "sjf", bag(100, 200, 100), 30},   // both 1s first, then 2 alone
+		{"cp 1,2,1", "cp", bag(100, 200, 100), 20},
+		{"fcfs 1,1,2", "fcfs", bag(100, 100, 200), 30},
+		{"cp 1,1,2", "cp", bag(100, 100, 200), 20}, // 2 first, the 1s beside it
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := RunGrid(GridConfig{Policy: tc.policy, Sites: 1, GridHet: 1, Power: 20, Runs: 1, Tasks: tc.tasks})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Hosts != 2 || r.Makespan < tc.makespan-1e-6 || r.Makespan > tc.makespan+1e-6 {
+				t.Fatalf("%d hosts, makespan %g; want 2 hosts, %g", r.Hosts, r.Makespan, tc.makespan)
+			}
+		})
+	}
+}

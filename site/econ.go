@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/policy"
+	"github.com/mq-hpc/mq/protocol"
 )
 
 // EconStore is what deadline-and-budget provisioning needs of the
@@ -21,6 +22,13 @@ type EconStore interface {
 	SetEconPlan(ctx context.Context, queue string, caps map[string]int, unfinishable int) error
 }
 
+// StageStore is what LP provisioning needs beyond EconStore: every queue
+// with jobs not ended, as the stages of one pipeline in the order their
+// jobs feed each other, and the sites' links in bytes per second.
+type StageStore interface {
+	StageQueues(ctx context.Context, sites []string) ([]policy.EconQueue, map[string]float64, error)
+}
+
 // econPlan is the last joint plan of the sites that follow a
 // Provisioning policy: placeholders per site.
 type econPlan struct {
@@ -29,6 +37,10 @@ type econPlan struct {
 	err  error
 	// last logged, per queue: the plan's want and unfinishable jobs.
 	logged map[string]string
+	// shown is each policy's last plan, for cls plan show.
+	shown []protocol.ProvisionShown
+	// capped are the queues the last plan capped.
+	capped map[string]bool
 }
 
 // econWant is how many placeholders site ms should hold under its
@@ -78,14 +90,21 @@ func (m *Manager) planEcon(ctx context.Context, now time.Time) (map[string]int, 
 	}
 	m.mu.Unlock()
 	want := map[string]int{}
+	var shownPlans []protocol.ProvisionShown
+	capped := map[string]bool{}
 	for _, name := range slices.Sorted(maps.Keys(groups)) {
 		p, err := policy.Lookup(name)
 		if err != nil || p.NewProvisioner == nil {
 			return nil, fmt.Errorf("provisioning policy %q: %v", name, err)
 		}
 		prov := p.NewProvisioner()
+		if lp, ok := prov.(policy.LP); ok {
+			lp.MinUtil = m.LPMinUtil
+			prov = lp
+		}
 		sites := groups[name]
 		slices.SortFunc(sites, func(a, b policy.SiteView) int { return strings.Compare(a.Name, b.Name) })
+		var links map[string]float64
 		demand := func(q policy.EconQueue) policy.Demand {
 			views := slices.Clone(sites)
 			for i := range views {
@@ -93,27 +112,58 @@ func (m *Manager) planEcon(ctx context.Context, now time.Time) (map[string]int, 
 					views[i].Rate = float64(views[i].Slots) / secs
 				}
 				views[i].Busy = q.Busy[views[i].Name]
+				views[i].Link = links[views[i].Name]
 			}
-			return policy.Demand{Ready: q.Ready, Running: q.Running, Sites: views, Deadline: q.Deadline, Budget: q.Budget, Budgeted: q.Budgeted, Est: q.Est}
+			return policy.Demand{Ready: q.Ready, Running: q.Running, Waiting: q.Waiting, Out: q.Out, Sites: views,
+				Deadline: q.Deadline, Budget: q.Budget, Budgeted: q.Budgeted, Est: q.Est}
 		}
-		if sp, ok := prov.(policy.StageProvisioner); ok && len(qs) > 0 {
+		if sp, ok := prov.(policy.StageProvisioner); ok {
 			// The queues are the stages of one pipeline, planned
 			// together (LPSched): each queue's jobs at a site capped at
-			// the slots its stage holds there.
-			ds := make([]policy.Demand, len(qs))
-			for i, q := range qs {
+			// the slots its stage holds there. Every queue with work is a
+			// stage, costed or not, when the store can say how they feed
+			// each other and what the links carry.
+			stages := qs
+			if ss, ok := m.Store.(StageStore); ok {
+				names := make([]string, len(sites))
+				for i, v := range sites {
+					names[i] = v.Name
+				}
+				if stages, links, err = ss.StageQueues(ctx, names); err != nil {
+					return nil, fmt.Errorf("metaqueue: %w", err)
+				}
+			}
+			if len(stages) == 0 {
+				continue
+			}
+			ds := make([]policy.Demand, len(stages))
+			for i, q := range stages {
 				ds[i] = demand(q)
 			}
-			got, slots := sp.ProvisionStages(now, ds)
-			for i, q := range qs {
+			var got map[string]int
+			var slots []map[string]int
+			rate := 0.0
+			if rp, ok := sp.(interface {
+				PlanStages(time.Time, []policy.Demand) (map[string]int, []map[string]int, float64)
+			}); ok {
+				got, slots, rate = rp.PlanStages(now, ds)
+			} else {
+				got, slots = sp.ProvisionStages(now, ds)
+			}
+			shown := protocol.ProvisionShown{Policy: name, Made: now.UTC().Format(time.RFC3339), Rate: rate, Placeholders: got}
+			for i, q := range stages {
 				if err := es.SetEconPlan(ctx, q.Queue, slots[i], 0); err != nil {
 					return nil, fmt.Errorf("metaqueue: %w", err)
 				}
+				capped[q.Queue] = true
 				m.logEcon(q, name, slots[i], 0)
+				shown.Queues = append(shown.Queues, provisionQueue(q, slots[i], 0))
 			}
+			shownPlans = append(shownPlans, shown)
 			maps.Copy(want, got)
 			continue
 		}
+		shown := protocol.ProvisionShown{Policy: name, Made: now.UTC().Format(time.RFC3339), Placeholders: map[string]int{}}
 		for _, q := range qs {
 			d := demand(q)
 			views := d.Sites
@@ -134,13 +184,77 @@ func (m *Manager) planEcon(ctx context.Context, now time.Time) (map[string]int, 
 			if err := es.SetEconPlan(ctx, q.Queue, caps, unfinishable); err != nil {
 				return nil, fmt.Errorf("metaqueue: %w", err)
 			}
+			capped[q.Queue] = true
 			m.logEcon(q, name, got, unfinishable)
+			shown.Queues = append(shown.Queues, provisionQueue(q, caps, unfinishable))
 		}
 		for _, v := range sites {
 			want[v.Name] = clampInt(want[v.Name], v.Min, v.Max)
+			shown.Placeholders[v.Name] = want[v.Name]
 		}
+		shownPlans = append(shownPlans, shown)
+	}
+	m.econ.shown = shownPlans
+	// A queue no plan holds now (its work ended, or its sites stopped
+	// following a policy) is held no more.
+	if err := m.uncap(ctx, es, capped); err != nil {
+		return nil, err
 	}
 	return want, nil
+}
+
+// uncap lifts the caps of the queues the last plan capped that are not in
+// keep. Called with econMu held.
+func (m *Manager) uncap(ctx context.Context, es EconStore, keep map[string]bool) error {
+	for q := range m.econ.capped {
+		if keep[q] {
+			continue
+		}
+		if err := es.SetEconPlan(ctx, q, nil, 0); err != nil && !protocol.IsCode(err, protocol.CodeNotFound) {
+			return fmt.Errorf("metaqueue: %w", err)
+		}
+	}
+	m.econ.capped = keep
+	return nil
+}
+
+// dropPlans lifts every cap and forgets the plans once no site follows a
+// provisioning policy (the last one removed or set to none): else the
+// queues would stay held at those sites for good.
+func (m *Manager) dropPlans(ctx context.Context) error {
+	m.mu.Lock()
+	for _, ms := range m.sites {
+		if ms.spec.Provision != "" {
+			m.mu.Unlock()
+			return nil
+		}
+	}
+	m.mu.Unlock()
+	m.econMu.Lock()
+	defer m.econMu.Unlock()
+	if len(m.econ.capped) == 0 && m.econ.shown == nil {
+		return nil
+	}
+	es, ok := m.Store.(EconStore)
+	if !ok {
+		return nil
+	}
+	m.econ.shown, m.econ.want = nil, nil
+	return m.uncap(ctx, es, nil)
+}
+
+// provisionQueue is queue q's part of a provisioning plan, as shown.
+func provisionQueue(q policy.EconQueue, caps map[string]int, unfinishable int) protocol.ProvisionQueue {
+	return protocol.ProvisionQueue{Queue: q.Queue, Ready: q.Ready, Waiting: q.Waiting, Running: q.Running,
+		OutBytes: int64(q.Out), Slots: maps.Clone(caps), Unfinishable: unfinishable}
+}
+
+// ProvisionShown returns the last plan of each provisioning policy the
+// sites follow (cls plan show), oldest policy name first.
+func (m *Manager) ProvisionShown() []protocol.ProvisionShown {
+	m.econMu.Lock()
+	defer m.econMu.Unlock()
+	return slices.Clone(m.econ.shown)
 }
 
 // logEcon logs a queue's plan when it changes.

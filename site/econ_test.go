@@ -141,6 +141,29 @@ func (s *stageStore) plan(queue string) map[string]int {
 	return maps.Clone(s.caps[queue])
 }
 
+// startLPSites starts a Manager over st with the fake SGE sites a and b,
+// each of 4 placeholders and following lp; it stops with the test.
+func startLPSites(t *testing.T, st Store, sites map[string]*fakeSite) (*Manager, context.Context) {
+	t.Helper()
+	m := &Manager{Store: st, Poll: 5 * time.Millisecond,
+		Open: func(spec protocol.SiteSpec, _ func(int)) (Site, error) { return sites[spec.Name], nil }}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Stop)
+	for _, s := range []protocol.SiteSpec{
+		{Name: "a", Type: SGE, SSH: "u@h", Max: 4, Provision: "lp"},
+		{Name: "b", Type: SGE, SSH: "u@h", Max: 4, Provision: "lp"},
+	} {
+		if _, err := m.Add(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return m, ctx
+}
+
 // Two sites that follow lp, two queues as the stages BLAST (10 s a job
 // at a, 20 s at b, measured) then Parse (1 s): the site manager holds
 // the LP's placeholders (policy.TestLPProvision works them out: all 4 at
@@ -153,22 +176,7 @@ func TestManagerLP(t *testing.T) {
 		{Queue: "blast", Ready: 8, PerJob: map[string]float64{"a": 10, "b": 20}},
 		{Queue: "parse", Ready: 8, PerJob: map[string]float64{"a": 1, "b": 1}},
 	}
-	m := &Manager{Store: st, Poll: 5 * time.Millisecond,
-		Open: func(spec protocol.SiteSpec, _ func(int)) (Site, error) { return sites[spec.Name], nil }}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if err := m.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer m.Stop()
-	for _, s := range []protocol.SiteSpec{
-		{Name: "a", Type: SGE, SSH: "u@h", Max: 4, Provision: "lp"},
-		{Name: "b", Type: SGE, SSH: "u@h", Max: 4, Provision: "lp"},
-	} {
-		if _, err := m.Add(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
+	startLPSites(t, st, sites)
 	eventually(t, "4 queued at each site", func() bool {
 		return sites["a"].count(batch.Queued) == 4 && sites["b"].count(batch.Queued) == 4
 	})
@@ -186,5 +194,68 @@ func TestManagerLP(t *testing.T) {
 	})
 	if p := st.plan("parse"); !maps.Equal(p, map[string]int{"a": 2, "b": 0}) {
 		t.Errorf("parse caps %v", p)
+	}
+}
+
+// pipeStore is a stageStore that also says how the queues feed each
+// other and what the links carry (metaqueue.Store.StageQueues): EconQueues
+// has none of them (no queue is costed), StageQueues both.
+type pipeStore struct {
+	*stageStore
+	links map[string]float64
+}
+
+func (s *pipeStore) EconQueues(context.Context) ([]policy.EconQueue, error) { return nil, nil }
+
+func (s *pipeStore) UpdateSite(context.Context, protocol.SiteSpec) error { return nil }
+
+func (s *pipeStore) StageQueues(_ context.Context, sites []string) ([]policy.EconQueue, map[string]float64, error) {
+	s.emu.Lock()
+	defer s.emu.Unlock()
+	links := map[string]float64{}
+	for _, n := range sites {
+		links[n] = s.links[n]
+	}
+	return slices.Clone(s.qs), links, nil
+}
+
+// With a store that lists the pipeline's stages (uncosted queues, Parse's
+// jobs still waiting) and the links, the site manager plans them with the
+// data BLAST sends Parse priced on the links, and shows the plan:
+// BLAST runs only at a; over a 1 kB/s link its 1 MB a job cannot reach
+// b, so Parse is planned at a too, and cls plan show lists the stages in
+// order with a predicted rate.
+func TestManagerLPPipeline(t *testing.T) {
+	sites := map[string]*fakeSite{"a": {jobs: map[string]batch.State{}}, "b": {jobs: map[string]batch.State{}}}
+	st := &pipeStore{stageStore: &stageStore{fakeStore: &fakeStore{ready: 16}, caps: map[string]map[string]int{}},
+		links: map[string]float64{"a": 1e3, "b": 1e3}}
+	st.qs = []policy.EconQueue{
+		{Queue: "blast", Ready: 8, Out: 1e6, PerJob: map[string]float64{"a": 10}},
+		{Queue: "parse", Waiting: 8, PerJob: map[string]float64{"a": 20, "b": 1}},
+	}
+	m, ctx := startLPSites(t, st, sites)
+	eventually(t, "a plan for both stages", func() bool { return st.plan("parse") != nil && st.plan("blast") != nil })
+	if p := st.plan("parse"); p["b"] != 0 || p["a"] == 0 {
+		t.Errorf("parse caps %v: over the slow link it runs at a, beside blast", p)
+	}
+	shown := m.ProvisionShown()
+	if len(shown) != 1 || shown[0].Policy != "lp" || shown[0].Rate <= 0 || len(shown[0].Queues) != 2 ||
+		shown[0].Queues[0].Queue != "blast" || shown[0].Queues[1].Waiting != 8 || shown[0].Queues[0].OutBytes != 1e6 {
+		t.Fatalf("shown %+v", shown)
+	}
+	if shown[0].Placeholders["a"] == 0 {
+		t.Errorf("placeholders %v", shown[0].Placeholders)
+	}
+	// Once no site follows a policy, the caps go: they would hold the
+	// queues at a and b for good.
+	none := ""
+	for _, name := range []string{"a", "b"} {
+		if _, err := m.Set(ctx, protocol.SiteSet{Name: name, Provision: &none}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "caps lifted", func() bool { return st.plan("blast") == nil && st.plan("parse") == nil })
+	if shown := m.ProvisionShown(); len(shown) != 0 {
+		t.Errorf("still shown: %+v", shown)
 	}
 }

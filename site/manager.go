@@ -48,7 +48,11 @@ type Manager struct {
 	// may take to connect before it is cancelled and its site marked
 	// degraded (default 2 min; a site's own ConnectTimeout overrides it).
 	ConnectTimeout time.Duration
-	Log            *slog.Logger
+	// LPMinUtil is seed 001's W_MIN for the sites that follow lp: every
+	// job slot the LP plans for a stage is busy at least this share of
+	// the time (0: no minimum).
+	LPMinUtil float64
+	Log       *slog.Logger
 	// Embedded are sites of this run only, never stored: the CLS's own
 	// local placeholders (cls serve --local N, Spec.Embedded). They start
 	// with the Manager, shadow a stored site of the same name, and cannot
@@ -501,6 +505,8 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 		if econWant, err = m.econWant(ctx, ms); err != nil {
 			return err
 		}
+	} else if err := m.dropPlans(ctx); err != nil {
+		return err
 	}
 	// With no work and no placeholders there is nothing to watch: look at
 	// the batch system only now and then (placeholders of an earlier CLS).

@@ -22,9 +22,24 @@ const pageSize = 100
 type overviewData struct {
 	S     sample
 	Plots map[string]template.HTML
+	Queue string // the queue whose jobs per state are plotted ("" = all)
+}
+
+// plotQueue reads ?queue=, the queue a page plots the jobs per state of.
+func plotQueue(w http.ResponseWriter, r *http.Request) (string, bool) {
+	q := r.URL.Query().Get("queue")
+	if len(q) > 256 {
+		http.Error(w, "a queue name is at most 256 bytes", http.StatusBadRequest)
+		return "", false
+	}
+	return q, true
 }
 
 func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
+	queue, ok := plotQueue(w, r)
+	if !ok {
+		return
+	}
 	hist := s.smp.snapshot()
 	if len(hist) == 0 {
 		s.smp.sample(r.Context())
@@ -34,7 +49,7 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 	if len(hist) > 0 {
 		d.S = hist[len(hist)-1]
 	}
-	d.Plots = renderPlots(hist)
+	d.Plots, d.Queue = renderPlots(hist, queue), queue
 	s.page(w, "overview.html", d)
 }
 
@@ -175,9 +190,13 @@ func (s *Server) target(w http.ResponseWriter, r *http.Request) {
 // events streams the overview's updates (server-sent events) until the
 // page goes away.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
-	ch, ok := s.smp.subscribe()
+	queue, ok := plotQueue(w, r)
 	if !ok {
-		http.Error(w, "too many dashboard pages are open", http.StatusServiceUnavailable)
+		return
+	}
+	ch, err := s.smp.subscribe(queue)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
 	defer s.smp.unsubscribe(ch)
@@ -206,7 +225,8 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 }
 
 // outputEvents streams a running job's output through Config.Follow, as
-// "chunk" events whose data is the escaped text, and "end" when it ends.
+// "chunk" events whose data is the escaped text, and "end" when it ends,
+// with the job's state then (the page shows it without a reload).
 func (s *Server) outputEvents(w http.ResponseWriter, r *http.Request) {
 	id, err := parseID(r.PathValue("id"))
 	if err != nil {
@@ -230,7 +250,11 @@ func (s *Server) outputEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		case b, ok := <-ch:
 			if !ok {
-				io.WriteString(w, "event: end\ndata: \n\n")
+				var end []byte
+				if d, err := s.cfg.Source.Job(r.Context(), id); err == nil && len(d.State) == 1 {
+					end, _ = json.Marshal(map[string]string{"state": d.State, "name": job.State(d.State[0]).Name()})
+				}
+				fmt.Fprintf(w, "event: end\ndata: %s\n\n", end)
 				rc.Flush()
 				return
 			}

@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"html/template"
 	"log/slog"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,10 +57,20 @@ type sampler struct {
 
 	mu      sync.Mutex
 	history []sample
-	last    []byte // the latest update event, for new subscribers
-	subs    map[chan []byte]struct{}
+	last    map[string][]byte      // the latest update event per queue plotted, for new subscribers
+	subs    map[chan []byte]string // the queue each page plots ("" = all)
 	maxSubs int
 }
+
+// maxPlotted bounds the queues plotted at once: each is rendered every
+// interval while a page follows it.
+const maxPlotted = 8
+
+// Why a page cannot follow the updates.
+var (
+	errTooManyPages  = errors.New("too many dashboard pages are open")
+	errTooManyQueues = fmt.Errorf("at most %d queues are plotted at once: follow all queues, or close a page", maxPlotted)
+)
 
 func (s *sampler) run(ctx context.Context) {
 	t := time.NewTicker(s.interval)
@@ -113,39 +127,48 @@ func (s *sampler) sample(ctx context.Context) {
 	s.mu.Unlock()
 	hist := s.snapshot()
 
-	if !s.watched() {
-		s.broadcast(nil) // no page open: nothing to render, nothing stale kept
-		return
+	// No page open: nothing to render, nothing stale kept. Otherwise one
+	// update per queue plotted (at most maxPlotted).
+	evs := map[string][]byte{}
+	for _, queue := range s.plotted() {
+		u := update{Time: cur.T.UTC().Format(time.RFC3339), Queues: cur.Queues, Totals: cur.Totals, Sites: cur.Sites,
+			Throughput: cur.Throughput, Moved: cur.Moved, Plots: renderPlots(hist, queue)}
+		b, err := json.Marshal(u)
+		if err != nil {
+			s.log.Warn("dashboard: update", "err", err)
+			return
+		}
+		var ev bytes.Buffer
+		ev.WriteString("event: update\ndata: ")
+		ev.Write(b) // JSON has no raw newlines
+		ev.WriteString("\n\n")
+		evs[queue] = ev.Bytes()
 	}
-	u := update{Time: cur.T.UTC().Format(time.RFC3339), Queues: cur.Queues, Totals: cur.Totals, Sites: cur.Sites,
-		Throughput: cur.Throughput, Moved: cur.Moved, Plots: renderPlots(hist)}
-	b, err := json.Marshal(u)
-	if err != nil {
-		s.log.Warn("dashboard: update", "err", err)
-		return
-	}
-	var ev bytes.Buffer
-	ev.WriteString("event: update\ndata: ")
-	ev.Write(b) // JSON has no raw newlines
-	ev.WriteString("\n\n")
-	s.broadcast(ev.Bytes())
+	s.broadcast(evs)
 }
 
-// watched says whether a page follows the updates.
-func (s *sampler) watched() bool {
+// plotted lists the queues the open pages plot ("" = all queues).
+func (s *sampler) plotted() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.subs) > 0
+	var qs []string
+	for _, q := range s.subs {
+		if !slices.Contains(qs, q) {
+			qs = append(qs, q)
+		}
+	}
+	return qs
 }
 
-func (s *sampler) broadcast(ev []byte) {
+func (s *sampler) broadcast(evs map[string][]byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.last = ev
-	if ev == nil {
-		return
-	}
-	for ch := range s.subs {
+	s.last = evs
+	for ch, q := range s.subs {
+		ev := evs[q]
+		if ev == nil {
+			continue // subscribed after the sample began: the next one
+		}
 		select {
 		case ch <- ev:
 		default: // a slow page misses this update, not the next
@@ -153,23 +176,31 @@ func (s *sampler) broadcast(ev []byte) {
 	}
 }
 
-// subscribe returns a channel of update events, the latest first; ok is
-// false when too many pages are connected.
-func (s *sampler) subscribe() (ch chan []byte, ok bool) {
+// subscribe returns a channel of update events whose jobs-per-state plot
+// is of queue ("" = all queues), the latest first. It refuses a page too
+// many, or a queue beyond maxPlotted.
+func (s *sampler) subscribe(queue string) (ch chan []byte, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.subs) >= s.maxSubs {
-		return nil, false
+		return nil, errTooManyPages
+	}
+	queues := map[string]bool{queue: true}
+	for _, q := range s.subs {
+		queues[q] = true
+	}
+	if len(queues) > maxPlotted {
+		return nil, errTooManyQueues
 	}
 	ch = make(chan []byte, 1)
-	if s.last != nil {
-		ch <- s.last
+	if ev := s.last[queue]; ev != nil {
+		ch <- ev
 	}
 	if s.subs == nil {
-		s.subs = map[chan []byte]struct{}{}
+		s.subs = map[chan []byte]string{}
 	}
-	s.subs[ch] = struct{}{}
-	return ch, true
+	s.subs[ch] = queue
+	return ch, nil
 }
 
 func (s *sampler) unsubscribe(ch chan []byte) {
@@ -191,16 +222,31 @@ var stateColors = map[job.State]string{
 	job.Done: "#43a047", job.Failed: "#e53935", job.Blocked: "#8e24aa", job.Deleted: "#5d4037",
 }
 
-// renderPlots draws the overview's plots from the history.
-func renderPlots(hist []sample) map[string]template.HTML {
+// renderPlots draws the overview's plots from the history: jobs per state
+// of one queue, or of all ("").
+func renderPlots(hist []sample, queue string) map[string]template.HTML {
+	counts := make([]map[string]int, len(hist))
+	for i, h := range hist {
+		counts[i] = h.Totals
+		if queue != "" {
+			counts[i] = nil // the queue did not exist yet
+			if k, ok := slices.BinarySearchFunc(h.Queues, queue, func(q protocol.QueueCounts, name string) int {
+				return strings.Compare(q.Queue, name)
+			}); ok {
+				counts[i] = h.Queues[k].Counts
+			}
+		}
+	}
 	var lines []series
 	for _, st := range job.States {
 		if st == job.Deleted {
 			continue
 		}
 		sr := seriesOf(st.Name(), stateColors[st])
-		for _, h := range hist {
-			sr.add(h.T, float64(h.Totals[st.String()]))
+		for i, h := range hist {
+			if counts[i] != nil {
+				sr.add(h.T, float64(counts[i][st.String()]))
+			}
 		}
 		lines = append(lines, sr)
 	}
@@ -213,8 +259,15 @@ func renderPlots(hist []sample) map[string]template.HTML {
 		}
 	}
 	return map[string]template.HTML{
-		"states":     plotSVG("Jobs per state", lines),
+		"states":     plotSVG(statesTitle(queue), lines),
 		"throughput": plotSVG("Throughput (jobs ended per second)", []series{thr}),
 		"wait":       plotSVG("Queue wait (submission to dispatch, mean per interval)", []series{wait}),
 	}
+}
+
+func statesTitle(queue string) string {
+	if queue == "" {
+		return "Jobs per state (all queues)"
+	}
+	return "Jobs per state in queue " + protocol.ClipText(queue, 40)
 }

@@ -40,7 +40,8 @@ type Site struct {
 }
 
 // Follow streams a job's output as it is written: chunks of stdout (or
-// stderr) from its start until the job ends or ctx ends, when the channel
-// closes (the page replaces what it was served with). Nil: the job page
+// stderr) from its last OutputTail bytes so far (or its start) until the
+// job ends or ctx ends, when the channel closes (the page replaces what it
+// was served with). Nil: the job page
 // shows output as the CLS has it when the page is loaded.
 type Follow func(ctx context.Context, id int64, stderr bool) (<-chan []byte, error)

@@ -3,12 +3,16 @@ package web
 import (
 	"bufio"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -367,11 +371,169 @@ func TestFollowHook(t *testing.T) {
 		return ch, nil
 	}})
 	code, body := b.get(t, "/job/7/output/events")
-	if code != 200 || !strings.Contains(body, `data: "line one\npart"`) || !strings.Contains(body, "event: end") {
+	if code != 200 || !strings.Contains(body, `data: "line one\npart"`) || !strings.Contains(body, "event: end\ndata: {\"name\":\"done\",\"state\":\"D\"}\n\n") {
 		t.Errorf("%d %q", code, body)
 	}
 	if strings.Contains(body, "<script>") {
 		t.Error("a chunk carries raw peer text")
+	}
+}
+
+// listingSource is a Source whose per-job reads count: the overview, its
+// live updates and /metrics must use aggregates only.
+type listingSource struct {
+	*fakeSource
+	mu    sync.Mutex
+	calls []string
+}
+
+func (l *listingSource) note(what string) {
+	l.mu.Lock()
+	l.calls = append(l.calls, what)
+	l.mu.Unlock()
+}
+
+func (l *listingSource) JobsPage(ctx context.Context, st protocol.Stat, after int64, limit int) ([]protocol.JobInfo, error) {
+	l.note("JobsPage")
+	return l.fakeSource.JobsPage(ctx, st, after, limit)
+}
+
+func (l *listingSource) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
+	l.note("Job")
+	return l.fakeSource.Job(ctx, id)
+}
+
+func (l *listingSource) TargetGraph(ctx context.Context, name string, limit int) ([]metaqueue.TargetNode, bool, error) {
+	l.note("TargetGraph")
+	return l.fakeSource.TargetGraph(ctx, name, limit)
+}
+
+// TestRefreshReadsNoJobs: what costs the same at a million jobs as at ten
+// (the overview, its updates every interval while a page follows them, and
+// /metrics) never lists jobs or reads one; a listing reads one page.
+func TestRefreshReadsNoJobs(t *testing.T) {
+	t.Parallel()
+	src := &listingSource{fakeSource: &fakeSource{counts: map[string]int{"Q": 5, "D": 3}}}
+	m := NewMetrics()
+	m.SetSource(src)
+	srv, err := New(Config{Source: src, Metrics: m, Interval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { srv.Run(ctx); close(done) }()
+	ts := httptest.NewServer(srv.Handler())
+	defer func() { ts.Close(); cancel(); <-done }()
+	get := func(path string) string {
+		t.Helper()
+		resp, err := ts.Client().Get(ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d", path, resp.StatusCode)
+		}
+		return string(b)
+	}
+	get("/")
+	// A page following the updates: several samples rendered and sent.
+	resp, err := ts.Client().Get(ts.URL + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for n := 0; n < 5 && sc.Scan(); {
+		if strings.HasPrefix(sc.Text(), "data: ") {
+			n++
+		}
+	}
+	resp.Body.Close()
+	for range 3 {
+		get("/metrics")
+	}
+	get("/")
+	src.mu.Lock()
+	calls := slices.Clone(src.calls)
+	src.mu.Unlock()
+	if len(calls) > 0 {
+		t.Errorf("the overview, its updates and /metrics read jobs: %v", calls)
+	}
+	get("/jobs")
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	if !slices.Equal(src.calls, []string{"JobsPage"}) {
+		t.Errorf("a listing page made %v, want one JobsPage", src.calls)
+	}
+}
+
+// TestQueuePlot: the overview plots the jobs per state of one queue when
+// asked (?queue=), live too: its updates carry that queue's plot, not all
+// queues'; a page plots all queues by default. At most maxPlotted queues
+// are followed at once.
+func TestQueuePlot(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	code, body := b.get(t, "/?queue=default")
+	if code != 200 || !strings.Contains(body, "Jobs per state in queue default") || !strings.Contains(body, `data-queue="default"`) {
+		t.Fatalf("/?queue=default: %d %.300s", code, body)
+	}
+	if !strings.Contains(body, `<a href="/">all queues</a>`) {
+		t.Error("a queue's overview does not link back to all queues")
+	}
+	if _, body := b.get(t, "/"); !strings.Contains(body, "Jobs per state (all queues)") || !strings.Contains(body, `href="/?queue=default"`) {
+		t.Errorf("the overview does not plot all queues, or offer a queue's plot")
+	}
+	if code, _ := b.get(t, "/?queue="+strings.Repeat("q", 300)); code != 400 {
+		t.Errorf("a 300-byte queue name: %d, want 400", code)
+	}
+	// The queue's counts over time: the hostile queue has 1 job queued, the
+	// default 5; the plot's y axis says which was drawn.
+	updates := func(q string) string {
+		t.Helper()
+		resp, err := b.ts.Client().Get(b.ts.URL + "/events?queue=" + url.QueryEscape(q))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var u update
+				if err := json.Unmarshal([]byte(d), &u); err != nil {
+					t.Fatal(err)
+				}
+				return string(u.Plots["states"])
+			}
+		}
+		t.Fatalf("no update for queue %q", q)
+		return ""
+	}
+	if p := updates("default"); !strings.Contains(p, "in queue default") || !strings.Contains(p, ">5</text>") || strings.Contains(p, ">10</text>") {
+		t.Errorf("queue default's live plot: %.400s", p)
+	}
+	if p := updates(hostile); !strings.Contains(p, "in queue &lt;script&gt;") || !strings.Contains(p, ">1</text>") || strings.Contains(p, "<script>") {
+		t.Errorf("the hostile queue's live plot: %.400s", p)
+	}
+	if p := updates(""); !strings.Contains(p, "(all queues)") || !strings.Contains(p, ">10</text>") {
+		t.Errorf("all queues' live plot (6 queued at most: axis 10): %.400s", p)
+	}
+
+	s := &sampler{maxSubs: 64}
+	for i := range maxPlotted {
+		if _, err := s.subscribe(fmt.Sprint("q", i)); err != nil {
+			t.Fatalf("queue %d: %v", i, err)
+		}
+	}
+	if _, err := s.subscribe("q0"); err != nil {
+		t.Errorf("a second page of a plotted queue: %v", err)
+	}
+	if _, err := s.subscribe("one-more"); err != errTooManyQueues {
+		t.Errorf("queue %d: %v, want %v", maxPlotted+1, err, errTooManyQueues)
 	}
 }
 
@@ -398,7 +560,7 @@ func BenchmarkSample(b *testing.B) {
 	for i := 0; i < 900; i++ {
 		s.sample(ctx)
 	}
-	ch, _ := s.subscribe()
+	ch, _ := s.subscribe("")
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		s.sample(ctx)

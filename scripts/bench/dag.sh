@@ -15,12 +15,13 @@
 #      (mqbench wfreplay, 8 slots): makespan against max(critical path,
 #      work/slots), and the ideal list schedules of the same DAGs with
 #      no overhead (mqbench wfideal: FCFS and cp). DAG_POLICY="fcfs,cp"
-#      replays each trace under each policy in turn, estimates declared.
+#      replays each trace under each policy in turn, estimates declared;
+#      DAG_PLANNER=list plans each replay first (cls plan make --planner).
 #
 # Usage: scripts/bench/dag.sh            DAG_ONLY="1 2" DAG_JOBS=1000000 ...
 # Knobs: DAG_JOBS (200000), DAG_PIPES (500), DAG_ONLY ("1 2 3 4"), DAG_REPEAT
 # (step 3's alternating rounds, 3),
-# DAG_BOUND (seconds each trace's bound is scaled to, 5), DAG_POLICY, DAG_BIN (use these
+# DAG_BOUND (seconds each trace's bound is scaled to, 5), DAG_POLICY, DAG_PLANNER, DAG_BIN (use these
 # binaries instead of building). Not for CI: it wants a quiet machine.
 set -euo pipefail
 
@@ -151,7 +152,7 @@ if has 4; then
 	else
 		start_cls --local 1 --slots 8
 		# shellcheck disable=SC2086
-		mqbench wfreplay -slots 8 -bound "${BOUND}s" ${DAG_POLICY:+-policy "$DAG_POLICY" -est} $traces
+		mqbench wfreplay -slots 8 -bound "${BOUND}s" ${DAG_POLICY:+-policy "$DAG_POLICY" -est} ${DAG_PLANNER:+-planner "$DAG_PLANNER"} $traces
 		stop_cls
 		# shellcheck disable=SC2086
 		mqbench wfideal -slots 8 $traces

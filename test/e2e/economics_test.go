@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mq-hpc/mq/protocol"
 )
 
 // TestQueueDeadlineBudget: cls queue set --deadline --budget and cls site
@@ -245,4 +247,41 @@ func TestLPSites(t *testing.T) {
 	if sites, _ := h.ranAt("stage"); sites["a"] != 4 || sites["b"] != 0 {
 		t.Errorf("jobs ran at %v, want all 4 at a as the LP planned", sites)
 	}
+
+	// A queue with neither deadline nor budget is a stage too, planned for
+	// jobs still waiting on their prerequisites, and cls plan show says
+	// what the LP decided.
+	b.Reset()
+	for i := range 2 {
+		fmt.Fprintf(&b, `{"queue":"late","target":"l%d","command":"true","est":1,"prereqs":["gate"]}`+"\n", i)
+	}
+	if r := h.runIn(h.dir, strings.NewReader(b.String()), "mqsub", "-f", "-"); r.code != 0 {
+		t.Fatalf("mqsub -f: %v", r)
+	}
+	waitFor(t, 60*time.Second, func() error {
+		var r protocol.PlanShowReply
+		if err := json.Unmarshal([]byte(h.ok("cls", "plan", "show", "--json")), &r); err != nil {
+			return err
+		}
+		for _, p := range r.Provision {
+			for _, q := range p.Queues {
+				if p.Policy == "lp" && q.Queue == "late" && q.Waiting == 2 && q.Slots["a"]+q.Slots["b"] > 0 {
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("no lp plan for late's 2 waiting jobs: %+v", r.Provision)
+	})
+	out := h.ok("cls", "plan", "show")
+	t.Logf("cls plan show:\n%s", out)
+	if !strings.Contains(out, "provisioning by lp") || !strings.Contains(out, "late") {
+		t.Errorf("cls plan show:\n%s", out)
+	}
+	h.ok("mqsub", "gate", "true")
+	waitFor(t, 120*time.Second, func() error {
+		if c := h.summary()["late"]; c["D"] != 2 {
+			return fmt.Errorf("queue late: %v, want 2 done", c)
+		}
+		return nil
+	})
 }

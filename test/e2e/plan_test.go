@@ -13,12 +13,13 @@ import (
 )
 
 // TestPlanFollowed plans a DAG over two local sites (the embedded one and
-// a second local site) with HEFT, and with LPSched (seed 001), and runs
+// a second local site) with HEFT, with LPSched (seed 001) and with the
+// list search, and runs
 // it: every job the plan placed before it started runs at its planned
 // site, `cls plan show` counts them as followed and `mqstat -j` says so.
 // Planning refuses bad input with one-line errors.
 func TestPlanFollowed(t *testing.T) {
-	for _, planner := range []string{"heft", "lp"} {
+	for _, planner := range []string{"heft", "lp", "list"} {
 		t.Run(planner, func(t *testing.T) { testPlanFollowed(t, planner) })
 	}
 }

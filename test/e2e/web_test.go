@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -56,8 +58,9 @@ func chromiumPath(t *testing.T) string {
 // artifact directory (go test -artifacts keeps them; the path is logged).
 func TestDashboardInBrowser(t *testing.T) {
 	chrome := chromiumPath(t)
-	const canary = "dashboard-canary-4f1d9e" // in the CLS's environment only
-	t.Setenv("DASH_CANARY", canary)          // the CLS inherits it
+	const canary = "dashboard-canary-4f1d9e"  // in the CLS's environment only
+	const jobCanary = "job-env-canary-8c2a71" // in one job's environment (mqsub -v)
+	t.Setenv("DASH_CANARY", canary)           // the CLS inherits it
 	h := newHarness(t)
 	h.startCLS("--local", "2", "--http", "127.0.0.1:0", "--ssh", "127.0.0.1:0")
 	addr := h.dashboardAddr()
@@ -179,6 +182,24 @@ func TestDashboardInBrowser(t *testing.T) {
 	})
 	shot("overview-after.png")
 
+	// One queue's jobs per state over time, live: its plot stays that
+	// queue's through the updates.
+	load("/?queue=work", "#counts")
+	waitFor(t, 60*time.Second, func() error {
+		if live := attr("#updated", "data-live"); live != "on" {
+			return fmt.Errorf("the queue's overview has had no update (data-live=%q)", live)
+		}
+		ctx, cancel := step()
+		defer cancel()
+		// An SVG text has no innerText: its textContent.
+		title, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#plot-states .ptitle").textContent`))
+		if err != nil || title != "Jobs per state in queue work" {
+			return fmt.Errorf("the queue's plot is titled %q (%v)", title, err)
+		}
+		return nil
+	})
+	shot("overview-queue.png")
+
 	// A job page shows its output, escaped, and its attempt.
 	load(fmt.Sprintf("/job/%d", hello), "#stdout")
 	if got := text("#stdout"); got != "hello from the dashboard test <b>&" {
@@ -192,9 +213,62 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	shot("job.png")
 
+	// A running job's page follows its output as it is written (the
+	// stream mqstat --output --follow reads): the second line shows up on
+	// the page as it was loaded, never reloaded. The job's environment
+	// holds a value no page may show.
+	liveGate := filepath.Join(h.dir, "go-live")
+	live := h.submit("-v", "DASH_JOB_SECRET="+jobCanary, "live",
+		fmt.Sprintf("echo live one; while [ ! -e %s ]; do sleep 0.05; done; echo live two", liveGate))
+	h.waitState(live, "E", 60*time.Second)
+	load(fmt.Sprintf("/job/%d", live), "#stdout")
+	if f := attr("#stdout", "data-follow"); !strings.Contains(f, "/output/events") {
+		t.Fatalf("a running job's page does not follow its output (data-follow=%q)", f)
+	}
+	waitFor(t, 60*time.Second, func() error {
+		if got := text("#stdout"); got != "live one" {
+			return fmt.Errorf("the running job's page shows %q, want its first line", got)
+		}
+		return nil
+	})
+	mctx, cancelMark := step()
+	_, err := chromedp.Run(mctx, chromedp.Evaluate[bool](`window.mqSamePage = true`))
+	cancelMark()
+	if err != nil {
+		t.Fatalf("mark the page: %v", err)
+	}
+	if d := h.job(live); d.State != "E" {
+		t.Fatalf("job %d is %s while its gate is shut", live, d.State)
+	}
+	shot("job-live.png")
+	if err := os.WriteFile(liveGate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, func() error {
+		if got := text("#stdout"); got != "live one\nlive two" {
+			return fmt.Errorf("the followed page shows %q, want both lines", got)
+		}
+		return nil
+	})
+	h.waitState(live, "D", 60*time.Second)
+	// The stream's end tells the page the job's state.
+	waitFor(t, 60*time.Second, func() error {
+		if got := text("#state"); got != "D done" {
+			return fmt.Errorf("the ended job's page says %q, want D done", got)
+		}
+		return nil
+	})
+	ctx, cancelEval := step()
+	same, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.mqSamePage === true`))
+	cancelEval()
+	if err != nil || !same {
+		t.Errorf("the job page was reloaded to show the new line or the end (%v)", err)
+	}
+	shot("job-live-ended.png")
+
 	// The target page draws summary's prerequisites, all complete.
 	load("/target/summary", "#dag")
-	ctx, cancelEval := step()
+	ctx, cancelEval = step()
 	nodes, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#dag g.node.complete").length`))
 	cancelEval()
 	if err != nil {
@@ -213,8 +287,9 @@ func TestDashboardInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the SSH host key: %v", err)
 	}
-	secrets := []string{canary, keyBody(hostKey)}
-	for _, p := range []string{"/", "/jobs", "/jobs?queue=work", fmt.Sprintf("/job/%d", hello), "/job/1", "/target/summary", "/metrics", "/static/app.js"} {
+	secrets := []string{canary, jobCanary, keyBody(hostKey)}
+	for _, p := range []string{"/", "/jobs", "/jobs?queue=work", fmt.Sprintf("/job/%d", hello), "/job/1", fmt.Sprintf("/job/%d", live),
+		"/jobs?target=live", "/target/live", "/metrics", "/static/app.js"} {
 		body := httpGet(t, base+p, http.StatusOK)
 		for _, s := range secrets {
 			if s != "" && strings.Contains(body, s) {
@@ -397,5 +472,70 @@ func TestDashboardRefusesPublicWithoutFlag(t *testing.T) {
 	}
 	if strings.Contains(h.cls.stderr.String(), strings.TrimSpace(string(tok))) {
 		t.Error("cls printed the token")
+	}
+}
+
+// TestLogJSONReopenOnSIGHUP: cls serve --log-format json writes cls.log as
+// one JSON object a line (its local placeholders are told to log so too),
+// and SIGHUP makes it reopen cls.log after
+// logrotate moved it away (the CLS goes on serving); a bad format is a
+// usage error.
+func TestLogJSONReopenOnSIGHUP(t *testing.T) {
+	h := newHarness(t)
+	if r := h.run("cls", "serve", "--local", "0", "--log-format", "xml"); r.code != 2 || !strings.Contains(r.stderr, "--log-format") {
+		t.Errorf("--log-format xml: %s", r)
+	}
+	h.startCLS("--local", "1", "--log-format", "json")
+	log := filepath.Join(h.home, "cls.log")
+	first := h.submit("before", "true")
+	h.waitState(first, "D", 60*time.Second)
+	// The local placeholder writes its warnings to cls.log: as JSON too.
+	agents := h.agents()
+	if len(agents) == 0 {
+		t.Fatal("no local placeholder process")
+	}
+	for _, pid := range agents {
+		if c := cmdline(pid); !strings.Contains(c, " --log-format json") {
+			t.Errorf("a local placeholder logs to cls.log as text: %s", c)
+		}
+	}
+	if err := os.Rename(log, log+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(h.cls.pid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, func() error {
+		b, err := os.ReadFile(log)
+		if err != nil || !strings.Contains(string(b), "log reopened") {
+			return fmt.Errorf("no new cls.log saying it was reopened: %q %v", b, err)
+		}
+		return nil
+	})
+	if h.cls.exited() {
+		t.Fatal("SIGHUP stopped the CLS")
+	}
+	second := h.submit("after", "true")
+	h.waitState(second, "D", 60*time.Second)
+	for _, p := range []string{log + ".1", log} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(l), &m); err != nil {
+				t.Errorf("%s: %q is not a JSON log line: %v", filepath.Base(p), l, err)
+				continue
+			}
+			if m["time"] == nil || m["level"] == nil || m["msg"] == nil {
+				t.Errorf("%s: %q lacks time, level or msg", filepath.Base(p), l)
+			}
+			n++
+		}
+		if n == 0 {
+			t.Errorf("%s has no JSON line", filepath.Base(p))
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,9 +29,12 @@ import (
 // output's only replica is slurmy's, its content the copy's; a job that
 // reads it (submitted with --no-replicate, so never copied although an
 // idle placeholder is there) sees the winner's file and runs once; mqstat
-// shows the killed copy in a's history and the waste in --summary. Under
+// shows the killed copy in a's history and the waste in --summary (its
+// CPU seconds, and the 1 MiB input staged to grid for it alone). Under
 // wqr the CLS is SIGKILLed while both attempts run and restarted: the
 // race still ends with one winner.
+var wasteLine = regexp.MustCompile(`replication waste: 1 killed copies, ([0-9.e+-]+) CPU s, [0-9.e+-]+ s held, 1 MiB staged for them`)
+
 func TestReplicationRace(t *testing.T) {
 	need(t, "sge", "slurm")
 	for _, pol := range []string{"wqr", "sa"} {
@@ -80,7 +84,9 @@ func replicationRace(t *testing.T, pol string, killCLS bool) {
 		return n
 	}
 	a := id(c.must("mqsub", "-q", "bot", "-i", "in/data", "-o", "out/a.txt", "a", cmdA))
-	reader := id(c.must("mqsub", "-q", "bot", "--no-replicate", "-p", "a", "-i", "out/a.txt", "-o", "out/r.txt", "r", "cp out/a.txt out/r.txt"))
+	// The reader runs long enough for the other site's idle placeholder to
+	// ask: under wqr it would get a copy but for --no-replicate.
+	reader := id(c.must("mqsub", "-q", "bot", "--no-replicate", "-p", "a", "-i", "out/a.txt", "-o", "out/r.txt", "r", "sleep 6; cp out/a.txt out/r.txt"))
 	detail := func(id int64) protocol.JobDetail {
 		var d protocol.JobDetail
 		if err := json.Unmarshal([]byte(c.must("mqstat", "-j", strconv.FormatInt(id, 10), "--json")), &d); err != nil {
@@ -167,10 +173,18 @@ func replicationRace(t *testing.T, pol string, killCLS bool) {
 	if got, err := os.ReadFile(dest); err != nil || string(got) != want {
 		t.Fatalf("the reader's output %q, %v; want the winner's %q", got, err, want)
 	}
-	sum := c.must("mqstat", "--summary")
-	if !strings.Contains(sum, "replication waste: 1 killed copies") {
-		t.Fatalf("mqstat --summary:\n%s", sum)
-	}
+	// Seed 000's waste: the killed original's CPU seconds (from its late
+	// report) and the input staged to grid for it alone (1 MiB).
+	var sum string
+	eventually(t, time.Minute, "the killed copy's CPU seconds and staged bytes in mqstat --summary", func() bool {
+		sum = c.must("mqstat", "--summary")
+		m := wasteLine.FindStringSubmatch(sum)
+		if m == nil {
+			return false
+		}
+		cpu, err := strconv.ParseFloat(m[1], 64)
+		return err == nil && cpu > 0
+	})
 	if txt := c.must("mqstat", "-j", strconv.FormatInt(a, 10)); !strings.Contains(txt, "killed: attempt 2 of the job finished first") {
 		t.Fatalf("mqstat -j:\n%s", txt)
 	}

@@ -46,6 +46,7 @@ const (
 type flags struct {
 	cls, hostKey, key, user, via, viaHostKey string
 	site, host, out, logLevel, dataRoot      string
+	logFormat                                string
 	slots                                    int
 	walltime, idle, reconnect                time.Duration
 	// Local only.
@@ -74,6 +75,7 @@ func (f *flags) register(fs *flag.FlagSet, mode Mode) {
 	fs.DurationVar(&f.idle, "idle", 0, "exit after this long without work (0 = never)")
 	fs.DurationVar(&f.reconnect, "reconnect", 10*time.Minute, "give up after the CLS is unreachable this long")
 	fs.StringVar(&f.logLevel, "log-level", "warn", "debug, info, warn or error (to stderr)")
+	fs.StringVar(&f.logFormat, "log-format", "text", "text or json (one JSON object a line; the CLS passes its own to local placeholders, which write to cls.log)")
 	if mode == Local {
 		fs.BoolVar(&f.orphanExit, "orphan-exit", false, "exit when idle if the parent process dies")
 		fs.BoolVar(&f.noop, "noop", false, "report jobs done without running them (benchmarks only)")
@@ -116,6 +118,9 @@ func Run(ctx context.Context, name string, mode Mode, args []string, stderr io.W
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return usagef("--log-level: %v", err)
+	}
+	if f.logFormat != "text" && f.logFormat != "json" {
+		return usagef("--log-format must be text or json, not %q", f.logFormat)
 	}
 	if f.umask != "" {
 		u, err := strconv.ParseUint(f.umask, 8, 32)
@@ -178,7 +183,11 @@ func Run(ctx context.Context, name string, mode Mode, args []string, stderr io.W
 		}
 		defer func() { pprof.StopCPUProfile(); pf.Close() }()
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("pid", os.Getpid())
+	var handler slog.Handler = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})
+	if f.logFormat == "json" {
+		handler = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})
+	}
+	log := slog.New(handler).With("pid", os.Getpid())
 	placeholder.OneProc()
 	a := placeholder.New(placeholder.Config{
 		Dial: dial, Site: f.site, Host: f.host, Slots: f.slots, OutDir: f.out,

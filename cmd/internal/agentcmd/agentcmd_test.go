@@ -25,6 +25,7 @@ func TestUsage(t *testing.T) {
 		{Local, "--slots 5000", "--slots must be 1..4096"},
 		{Local, "--walltime -1s", "walltime"},
 		{Local, "--log-level loud", "--log-level"},
+		{Local, "--log-format xml", "--log-format must be text or json"},
 		{Local, "--umask 999", "--umask must be octal"},
 		{Local, "--key k", "--key is only for --cls"},
 		{Local, "--via u@h:22", "--via is only for --cls"},

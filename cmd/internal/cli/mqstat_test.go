@@ -181,3 +181,59 @@ func TestMqstatFollow(t *testing.T) {
 		t.Errorf("--follow alone: exit %d, %q", code, e.String())
 	}
 }
+
+// Job replication in mqstat: -j lists a copy running beside the job's
+// attempt, then, once the copy won, the original among the attempts as
+// killed for it with its times (the attempts ran side by side); --summary
+// has the waste line.
+func TestMqstatReplicas(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	ctx := context.Background()
+	pol := "wqr"
+	if _, err := tb.store.SetQueue(ctx, protocol.QueueSet{Name: "bot", Policy: &pol}); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := tb.store.Submit(ctx, []protocol.JobSpec{{Queue: "bot", Target: "t", Command: "true", Cwd: "/tmp"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var phs []int64
+	for _, site := range []string{"grid", "slurmy"} {
+		reg, err := tb.store.RegisterAs(ctx, protocol.Register{Site: site, Host: "h-" + site, Slots: 1, OutDir: t.TempDir()}, "socket")
+		if err != nil {
+			t.Fatal(err)
+		}
+		nr, err := tb.store.Next(ctx, protocol.Next{Placeholder: reg.ID, Free: 1})
+		if err != nil || len(nr.Jobs) != 1 || nr.Jobs[0].Attempt != len(phs)+1 {
+			t.Fatalf("next at %s: %+v, %v", site, nr, err)
+		}
+		phs = append(phs, reg.ID)
+	}
+	run := func(args ...string) string {
+		var o, e bytes.Buffer
+		if code := Run(ctx, Mqstat(tb.env(&o, &e)), append([]string{"mqstat"}, args...)); code != 0 {
+			t.Fatalf("mqstat %v: exit %d, %s", args, code, e.String())
+		}
+		return o.String()
+	}
+	if o := run("-j", "1"); !strings.Contains(o, "attempt 2") || !strings.Contains(o, "slurmy on h-slurmy, since") || !strings.Contains(o, "a copy running beside the job's attempt") {
+		t.Fatalf("mqstat -j 1 while the copy runs:\n%s", o)
+	}
+	now := time.Now()
+	if err := tb.store.Report(ctx, phs[1], []protocol.Report{{ID: ids[0], Attempt: 2, Started: now, Finished: now}}); err != nil {
+		t.Fatal(err)
+	}
+	o := run("-j", "1")
+	for _, want := range []string{"placeholder", "site slurmy", "attempt 1", "grid on h-grid", "killed: attempt 2 of the job finished first"} {
+		if !strings.Contains(o, want) {
+			t.Fatalf("mqstat -j 1 after the race: no %q in\n%s", want, o)
+		}
+	}
+	if strings.Contains(o, "a copy running beside") {
+		t.Fatalf("mqstat -j 1 still lists a running copy:\n%s", o)
+	}
+	if s := run("--summary"); !strings.Contains(s, "replication waste: 1 killed copies") {
+		t.Fatalf("mqstat --summary:\n%s", s)
+	}
+}

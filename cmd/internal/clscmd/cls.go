@@ -72,6 +72,7 @@ from local placeholders).`,
 			&cli.StringFlag{Name: "agents", Usage: "directory of placeholder agents for remote sites (mqagent-linux-amd64, ...; default: beside cls)"},
 			&cli.DurationFlag{Name: "site-poll", Usage: "how often each site's placeholders are looked at", Value: 2 * time.Second},
 			&cli.DurationFlag{Name: "site-throttle", Usage: "a site whose placeholder waits this long in its batch queue is throttled: it keeps one queued and submits no more, so the work goes to sites whose placeholders start sooner", Value: 5 * time.Minute},
+			&cli.Float64Flag{Name: "lp-min-util", Usage: "seed 001's minimum utilisation W_MIN for sites that follow --provision lp: each job slot the LP plans for a stage is busy at least this share of the time (0 to 0.99)", Value: 0},
 			&cli.DurationFlag{Name: "connect-timeout", Usage: "a remote site's placeholder that runs this long without connecting is cancelled and its site marked degraded (cls site add --connect-timeout sets it per site)", Value: 2 * time.Minute},
 		},
 		Action: serve,
@@ -114,6 +115,9 @@ func serve(c *cli.Context) error {
 	default:
 		return mqcli.Usagef("--sync must be submit, full or normal, not %q", c.String("sync"))
 	}
+	if u := c.Float64("lp-min-util"); !(u >= 0 && u < 1) {
+		return mqcli.Usagef("--lp-min-util must be at least 0 and below 1, not %v", u)
+	}
 	if c.Duration("connect-timeout") < time.Second {
 		return mqcli.Usagef("--connect-timeout must be at least 1s, not %s", c.Duration("connect-timeout"))
 	}
@@ -131,6 +135,7 @@ func serve(c *cli.Context) error {
 		SiteThrottle: c.Duration("site-throttle"), ConnectTimeout: c.Duration("connect-timeout"),
 		LogLevel: level, LogFormat: c.String("log-format"), Notes: c.App.ErrWriter, Version: mqcli.Version,
 		HTTPAddr: c.String("http"), HTTPPublic: c.Bool("http-public"),
+		LPMinUtil: c.Float64("lp-min-util"),
 	}
 	stopProfile, err := startProfile(c.String("cpuprofile"))
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -28,7 +30,7 @@ func clsPlan(env mqcli.Env) *cli.Command {
 	}
 	return &cli.Command{
 		Name:  "plan",
-		Usage: "plan a target's jobs and files over the sites ahead (HEFT, MinMin, AEH-ETAA, LPSched); late binding stays the fallback",
+		Usage: "plan a target's jobs and files over the sites ahead (HEFT, MinMin, AEH-ETAA, LPSched, a list search); late binding stays the fallback",
 		Subcommands: []*cli.Command{
 			planCmd(env, "make", "plan TARGET and the targets it needs with a planner ("+strings.Join(names, ", ")+"), and follow the plan", "TARGET", planMakeFlags, planMake),
 			planCmd(env, "show", "explain the plans in force: predicted makespan and bytes moved, each site's timeline (jobs in predicted start order, their slots, busy time), and where the jobs ran", "", planShowFlags, planShow),
@@ -58,8 +60,8 @@ func planShowFlags(v *planValues) []cli.Flag {
 
 func planMakeFlags(v *planValues) []cli.Flag {
 	return append(planJSONFlags(v),
-		&cli.StringFlag{Name: "planner", Value: "heft", Usage: "heft, minmin, aeh-etaa or lp", Destination: &v.planner},
-		&cli.DurationFlag{Name: "time-limit", Value: 30 * time.Second, Usage: "how long a search (aeh-etaa, lp) may take, at most 10m", Destination: &v.timeLimit},
+		&cli.StringFlag{Name: "planner", Value: "heft", Usage: "heft, minmin, aeh-etaa, lp or list", Destination: &v.planner},
+		&cli.DurationFlag{Name: "time-limit", Value: 30 * time.Second, Usage: "how long a search (aeh-etaa, lp, list) may take, at most 10m", Destination: &v.timeLimit},
 		&cli.DurationFlag{Name: "est", Value: time.Minute, Usage: "runtime assumed for jobs that declare none (mqsub -e) and whose command never ran", Destination: &v.est},
 		&cli.StringFlag{Name: "site-speed", Usage: "sites' relative speeds, SITE=F,... (runtime at speed 1 over F); default: learned from the accounting, else 1", Destination: &v.siteSpeed},
 		&cli.BoolFlag{Name: "no-learn", Usage: "ignore the accounting: declared estimates (or --est) over the sites' speeds", Destination: &v.noLearn},
@@ -195,6 +197,9 @@ func planShow(c *cli.Context, cl *client.Client, _ []string, v planValues) error
 // line for jobs of plans made before timelines were stored (which have
 // none to show), then each plan's timeline.
 func writePlanShow(w io.Writer, r protocol.PlanShowReply) error {
+	for _, p := range r.Provision {
+		writeProvision(w, p)
+	}
 	if len(r.Sites) == 0 {
 		fmt.Fprintln(w, "no plans: jobs bind late (cls plan make TARGET to plan one)")
 		return nil
@@ -217,6 +222,45 @@ func writePlanShow(w io.Writer, r protocol.PlanShowReply) error {
 		writePlanTimeline(w, p)
 	}
 	return nil
+}
+
+// writeProvision prints a provisioning policy's last plan: placeholders
+// per site, then each queue (an lp plan's stages, in order) with the jobs
+// each site may run of it at once.
+func writeProvision(w io.Writer, p protocol.ProvisionShown) {
+	fmt.Fprintf(w, "provisioning by %s, planned %s", protocol.ClipText(p.Policy, 32), protocol.ClipText(p.Made, 40))
+	if p.Rate > 0 {
+		fmt.Fprintf(w, ": predicted %.3g jobs/s through the first stage", p.Rate)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "  SITE\tPLACEHOLDERS")
+	for _, site := range slices.Sorted(maps.Keys(p.Placeholders)) {
+		fmt.Fprintf(tw, "  %s\t%d\n", protocol.ClipText(site, 64), p.Placeholders[site])
+	}
+	tw.Flush()
+	tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "  #\tQUEUE\tREADY\tWAITING\tRUNNING\tOUT/JOB\tJOBS AT ONCE PER SITE")
+	for i, q := range p.Queues {
+		var caps []string
+		for _, site := range slices.Sorted(maps.Keys(q.Slots)) {
+			caps = append(caps, fmt.Sprintf("%s=%d", protocol.ClipText(site, 64), q.Slots[site]))
+		}
+		out := "-"
+		if q.OutBytes > 0 {
+			out = protocol.FormatBytes(q.OutBytes)
+		}
+		line := strings.Join(caps, " ")
+		if q.Unfinishable > 0 {
+			line += fmt.Sprintf(" (%d cannot end within deadline and budget)", q.Unfinishable)
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t%d\t%d\t%d\t%s\t%s\n", i+1, protocol.ClipText(q.Queue, 64), q.Ready, q.Waiting, q.Running, out, line)
+	}
+	tw.Flush()
+	if p.More > 0 {
+		fmt.Fprintf(w, "  ... and %d more queues\n", p.More)
+	}
+	fmt.Fprintln(w)
 }
 
 // writePlanTimeline prints one plan: what it predicts, each site's load,

@@ -60,6 +60,10 @@ func TestWritePlanShow(t *testing.T) {
 			[]string{"plan 1: heft of \"z\""}, []string{"no timeline"}},
 		{"untimed and older", protocol.PlanShowReply{Sites: sites, Untimed: 2, Older: 1, Plans: []protocol.PlanShown{{ID: 2, Planner: "heft", Target: "z"}}},
 			[]string{untimed, "1 older plans in force are not shown (the newest 1 are)", "plan 2:"}, nil},
+		{"provisioning", protocol.PlanShowReply{Provision: []protocol.ProvisionShown{{Policy: "lp", Made: "2026-11-24T15:00:00Z", Rate: 0.55,
+			Placeholders: map[string]int{"a": 4, "b\x1b[2J": 4},
+			Queues:       []protocol.ProvisionQueue{{Queue: "blast", Ready: 8, OutBytes: 1 << 20, Slots: map[string]int{"a": 4, "b": 3}}, {Queue: "parse", Waiting: 8, Slots: map[string]int{"a": 0, "b": 1}}}}}},
+			[]string{"provisioning by lp", "0.55 jobs/s", "1  blast", "a=4 b=3", "2  parse", "a=0 b=1", "1.0 MiB", "no plans: jobs bind late"}, []string{"\x1b"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b bytes.Buffer

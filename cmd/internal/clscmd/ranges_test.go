@@ -56,6 +56,8 @@ func TestDurationAndSizeFlagRanges(t *testing.T) {
 		{[]string{"cls", "serve", "--site-throttle", "-1m"}, "--site-throttle must be 1s.."},
 		{[]string{"cls", "serve", "--site-net", "a=1e10,10M"}, "latency"},
 		{[]string{"cls", "serve", "--site-net", "a=1,1e30"}, "bandwidth"},
+		{[]string{"cls", "serve", "--lp-min-util", "1"}, "--lp-min-util must be at least 0 and below 1, not 1"},
+		{[]string{"cls", "serve", "--lp-min-util", "NaN"}, "--lp-min-util must be at least 0 and below 1"},
 		{[]string{"cls", "agent", "--walltime", "-1s"}, "--walltime must be 0.."},
 		{[]string{"cls", "agent", "--idle", "-1s"}, "--idle must be 0.."},
 		{[]string{"cls", "agent", "--reconnect", "-1s"}, "--reconnect must be 0.."},

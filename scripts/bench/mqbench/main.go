@@ -11,8 +11,9 @@
 //	mqbench rounds -rounds R -targets T -per K [-prereqs]
 //	mqbench ready                         wait until the CLS answers
 //	mqbench hops [-rounds R] [-width W] [-cmd C]  dependency hop latency, slots idle
-//	mqbench wfreplay [-slots N] [-bound D] [-policy P] [-est] TRACE...  replay WfFormat traces as sleeps
+//	mqbench wfreplay [-slots N] [-bound D] [-policy P] [-est] [-gate] [-planner NAME] TRACE...  replay WfFormat traces as sleeps
 //	mqbench wfideal [-slots N] TRACE...  FCFS and cp list schedules of WfFormat traces, no overhead
+//	mqbench wfsearch [-slots N] [-seed S] [-evals E] [-time D] [-order DIR] TRACE...  search priority lists, no overhead
 //	mqbench stage -addr H:P -user U -key K -known-hosts F -src DIR ...  staging throughput
 //
 // Results are printed as key=value lines for the script to parse.
@@ -38,7 +39,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fatalf("usage: mqbench gen|times|drain|rate|rounds|ready|hops|wfreplay|wfideal|stage ...")
+		fatalf("usage: mqbench gen|times|drain|rate|rounds|ready|hops|wfreplay|wfideal|wfsearch|stage ...")
 	}
 	cmd, args := os.Args[1], os.Args[2:]
 	var err error
@@ -59,6 +60,8 @@ func main() {
 		err = wfreplay(args)
 	case "wfideal":
 		err = wfideal(args)
+	case "wfsearch":
+		err = wfsearch(args)
 	case "hops":
 		err = hops(args)
 	case "stage":

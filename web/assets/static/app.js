@@ -106,8 +106,11 @@ function onUpdate(u) {
 }
 
 function followOverview() {
-  if (!document.getElementById("counts")) return;
-  const es = new EventSource("/events");
+  const counts = document.getElementById("counts");
+  if (!counts) return;
+  // The jobs-per-state plot is of one queue, or of all.
+  const q = counts.dataset.queue;
+  const es = new EventSource("/events" + (q ? "?queue=" + encodeURIComponent(q) : ""));
   es.addEventListener("update", (ev) => onUpdate(JSON.parse(ev.data)));
   es.onerror = () => {
     const up = document.getElementById("updated");
@@ -118,14 +121,26 @@ function followOverview() {
 function followOutput() {
   for (const pre of document.querySelectorAll("pre[data-follow]")) {
     const es = new EventSource(pre.dataset.follow);
-    // The stream replays the output from its start (again after a
-    // reconnect): it replaces what the page was served with.
+    // The stream replays the output's last 64 KiB so far (again after a
+    // reconnect), then follows: it replaces what the page was served with.
     es.addEventListener("open", () => { pre.textContent = ""; });
     es.addEventListener("chunk", (ev) => {
-      pre.textContent += JSON.parse(ev.data);
+      let text = pre.textContent + JSON.parse(ev.data);
+      // Keep the page small however long the job writes: its last 256 KiB.
+      if (text.length > 262144) text = text.slice(-196608);
+      pre.textContent = text;
       pre.scrollTop = pre.scrollHeight;
     });
-    es.addEventListener("end", () => es.close());
+    es.addEventListener("end", (ev) => {
+      es.close();
+      // The job has ended: its state as the stream's end found it.
+      const st = document.getElementById("state");
+      if (st && ev.data) {
+        const end = JSON.parse(ev.data);
+        st.textContent = end.state + " " + end.name;
+        st.className = "st-" + end.state;
+      }
+    });
   }
 }
 

@@ -1,0 +1,173 @@
+package placeholder
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// TestAgentLiveOutputBounded: jobs someone follows have their output
+// shipped while they run, but never faster than liveBudget a liveEvery
+// tick for the whole agent (1 MiB/s), however much they have written: four
+// jobs that each write 512 KiB to stdout and to stderr at once, then wait,
+// reach the CLS over at least 4 MiB / liveBudget ticks. Checked at every
+// chunk the CLS stages: the bytes it has are within the ticks the agent's
+// ticker can have fired since the agent started (a busy machine only makes
+// the agent slower). Without a follower nothing is shipped before the end.
+func TestAgentLiveOutputBounded(t *testing.T) {
+	t.Parallel()
+	c := newCLS(t)
+	staged := t.TempDir()
+	c.srv.OutputDir = staged
+	var follow sync.Mutex
+	following := false
+	c.srv.Followed = func(running []protocol.JobRef) []protocol.JobRef {
+		follow.Lock()
+		defer follow.Unlock()
+		if !following {
+			return nil
+		}
+		return running
+	}
+	dir := t.TempDir()
+	gate := filepath.Join(dir, "gate")
+	const jobs, each = 4, 512 << 10
+	var specs []protocol.JobSpec
+	for range jobs {
+		specs = append(specs, protocol.JobSpec{Target: "t", Cwd: dir, Command: fmt.Sprintf(
+			"head -c %d /dev/zero; head -c %d /dev/zero >&2; while [ ! -e %s ]; do sleep 0.02; done", each, each, gate)})
+	}
+	ids := c.submit(specs...)
+	size := func() int64 {
+		var n int64
+		for _, id := range ids {
+			out, errp := job.OutputPaths(staged, id, 1)
+			for _, p := range []string{out, errp} {
+				if fi, err := os.Stat(p); err == nil {
+					n += fi.Size()
+				}
+			}
+		}
+		return n
+	}
+	var mu sync.Mutex
+	var start time.Time
+	var over []string
+	chunks := 0
+	c.srv.OnOutput = func(int64) {
+		mu.Lock()
+		defer mu.Unlock()
+		chunks++
+		// The ticker fires at most once a liveEvery after the agent
+		// started; each tick ships at most liveBudget, plus one job's
+		// share (the budget is checked before each job).
+		ticks := int64(time.Since(start)/liveEvery) + 1
+		if n, most := size(), ticks*liveBudget+2*liveChunk; n > most {
+			over = append(over, fmt.Sprintf("%d bytes after %v (at most %d)", n, time.Since(start), most))
+		}
+	}
+
+	mu.Lock()
+	start = time.Now()
+	mu.Unlock()
+	out := t.TempDir()
+	a := New(Config{Dial: c.dial, Site: "test", Host: "h", Slots: jobs, OutDir: out, StageOutput: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+
+	// Every job has written all it will before the gate, and is running.
+	waitUntil(t, 2*time.Minute, func() error {
+		var n int64
+		for _, id := range ids {
+			o, e := job.OutputPaths(out, id, 1)
+			for _, p := range []string{o, e} {
+				if fi, err := os.Stat(p); err == nil {
+					n += fi.Size()
+				}
+			}
+		}
+		if n < jobs*2*each {
+			return fmt.Errorf("the jobs have written %d bytes of %d", n, jobs*2*each)
+		}
+		return nil
+	})
+	// Nobody follows: two heartbeats later (each answered with no one to
+	// follow, and many ticks of the shipper between them), nothing has
+	// reached the CLS.
+	hb := c.count(protocol.OpHeartbeat.Name, false)
+	waitUntil(t, 2*time.Minute, func() error {
+		if n := c.count(protocol.OpHeartbeat.Name, false); n < hb+2 {
+			return fmt.Errorf("%d heartbeats since the jobs wrote their output, want 2", n-hb)
+		}
+		return nil
+	})
+	if n := size(); n != 0 {
+		t.Fatalf("%d bytes shipped with nobody following", n)
+	}
+	mu.Lock()
+	start = time.Now() // the bound counts from here: before, nothing went
+	mu.Unlock()
+	follow.Lock()
+	following = true
+	follow.Unlock()
+	waitUntil(t, 2*time.Minute, func() error {
+		if n := size(); n < jobs*2*each {
+			return fmt.Errorf("%d bytes staged live of %d", n, jobs*2*each)
+		}
+		return nil
+	})
+	mu.Lock()
+	took, n := time.Since(start), chunks
+	mu.Unlock()
+	// The agent learns of the followers at a heartbeat: the time counts
+	// from before that, so it can only be longer than the ticks needed.
+	if least := time.Duration(jobs*2*each/liveBudget-1) * liveEvery; took < least {
+		t.Errorf("%d bytes shipped live in %v; at most %d a %v means at least %v", jobs*2*each, took, liveBudget, liveEvery, least)
+	}
+	mu.Lock()
+	for _, o := range over {
+		t.Errorf("faster than the bound: %s", o)
+	}
+	mu.Unlock()
+	t.Logf("%d bytes in %d chunks over %v", jobs*2*each, n, took)
+
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for id, e := range c.wait(ids...) {
+		if e.State != "D" {
+			t.Errorf("job %d ended %+v, want D", id, e)
+		}
+	}
+	if n := size(); n != jobs*2*each {
+		t.Errorf("the CLS has %d bytes of the jobs' output, want %d (nothing twice, nothing lost)", n, jobs*2*each)
+	}
+}
+
+// waitUntil polls cond until it returns nil or timeout passes.
+func waitUntil(t *testing.T, timeout time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %v", timeout, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -859,6 +859,57 @@ func (s *Store) RemoveReplicas(ctx context.Context, path, site string, force boo
 	return left, dropped, err
 }
 
+// dropStale forgets the replicas at placeholder ph's place of the inputs
+// of job id its agent did not find whole there (Report.Missing: deleted
+// or damaged behind the CLS's back), so that they are staged again, and
+// says whether any was: the job is then handed back unstarted, to wait
+// for them, rather than failed. Paths that are not the job's movable
+// inputs, places sharing the CLS host's filesystem (the user's own files,
+// which staging never writes) and replicas the catalog did not have there
+// change nothing; neither does a job handed back for this
+// protocol.MaxStaleReturns times already (the CLS and the agent would
+// disagree about the data root forever): it fails as the agent said.
+func (s *Store) dropStale(id, ph int64, paths []string) (bool, error) {
+	jf := s.data.files[id]
+	if s.opt.Stager == nil || jf == nil || len(paths) == 0 || jf.staleReturns >= protocol.MaxStaleReturns {
+		return false, nil
+	}
+	to, err := s.storePlace(ph)
+	if err != nil || to == shared {
+		return false, err
+	}
+	dropped := false
+	for _, p := range paths {
+		if !slices.ContainsFunc(jf.in, func(f fileDecl) bool { return f.path == p && f.rel }) {
+			continue
+		}
+		c := s.data.cat[p]
+		i := -1
+		if c != nil {
+			i = slices.Index(c.reps, to)
+		}
+		if i < 0 {
+			continue
+		}
+		if err := s.begin(); err != nil {
+			return false, err
+		}
+		if _, err := s.w.ExecContext(context.Background(), "DELETE FROM replicas WHERE path = ? AND site = ? AND host = ?", p, to.Site, to.Host); err != nil {
+			return false, fatalError{err}
+		}
+		c.reps = slices.Delete(c.reps, i, i+1)
+		if len(c.reps) == 0 {
+			delete(s.data.where, p)
+		}
+		s.data.gen++
+		dropped = true
+	}
+	if dropped {
+		jf.staleReturns++
+	}
+	return dropped, nil
+}
+
 // RecordTransfer accounts a copy made outside a job (files.get).
 func (s *Store) RecordTransfer(ctx context.Context, t protocol.TransferInfo) error {
 	started, err := time.Parse(time.RFC3339Nano, t.Started)

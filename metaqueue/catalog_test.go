@@ -508,3 +508,111 @@ func TestStagingDCStagesOnlyChosen(t *testing.T) {
 	}
 	e.check()
 }
+
+// TestStagingOutsideAttemptsAndCeiling: staging happens before the job's
+// attempt: failed transfers and time spent staging use neither its
+// attempts (a queue allowing one still runs it after two failed
+// transfers) nor its walltime (the assignment carries the whole ceiling
+// though staging took longer than it).
+func TestStagingOutsideAttemptsAndCeiling(t *testing.T) {
+	t.Parallel()
+	e, st := newStagingEnv(t)
+	one, ceiling := 1, 10.0
+	if _, err := e.s.SetQueue(context.Background(), protocol.QueueSet{Name: "dq", MaxAttempts: &one, Ceiling: &ceiling}); err != nil {
+		t.Fatal(err)
+	}
+	a := e.submit(withFiles("a", "x", []protocol.File{userIn("/w/in", 5)}, nil))[0]
+	b := e.registerAt("siteB", "b1")
+	for i := range maxStageTries - 1 {
+		if got := e.next(b, 1); len(got) != 0 {
+			t.Fatalf("try %d: got %v before the input was there", i+1, ids(got))
+		}
+		reqs := st.requests()
+		if len(reqs) != i+1 {
+			t.Fatalf("try %d: requests %+v", i+1, reqs)
+		}
+		e.clock.Advance(time.Minute) // staging outlasts the ceiling
+		e.staged(reqs[i], Place{Site: LocalSite}, errors.New("connection reset"), false)
+		e.mustBe(a, job.Queued)
+		if d := e.job(a); len(d.History) != 0 {
+			t.Fatalf("try %d: attempts %+v before the job ran", i+1, d.History)
+		}
+	}
+	e.next(b, 1)
+	reqs := st.requests()
+	e.staged(reqs[len(reqs)-1], Place{Site: LocalSite}, nil, false)
+	var got []protocol.Assignment
+	waitFor(t, func() bool { got = e.next(b, 1); return len(got) == 1 })
+	if got[0].ID != a || got[0].Attempt != 1 || got[0].Ceiling != ceiling {
+		t.Fatalf("assignment %+v; want job %d, attempt 1, ceiling %g", got[0], a, ceiling)
+	}
+	e.report(b, ok(got[0]))
+	e.mustBe(a, job.Done)
+	if d := e.job(a); len(d.Transfers) != maxStageTries || d.Transfers[0].Error == "" || d.Transfers[maxStageTries-1].Error != "" {
+		t.Fatalf("transfers %+v; want two failed, then one done", d.Transfers)
+	}
+	e.check()
+}
+
+// TestStagingStaleReplica: an input whose copy at a site was deleted
+// behind the CLS's back is found missing by the agent there
+// (Report.Missing): the CLS forgets that replica, hands the job back
+// unstarted (no attempt used) and stages the file again, and the job
+// waits for it; a path the job does not read changes nothing; after
+// protocol.MaxStaleReturns hand-backs the job fails with the agent's
+// reason.
+func TestStagingStaleReplica(t *testing.T) {
+	t.Parallel()
+	e, st := newStagingEnv(t)
+	a := e.submit(withFiles("a", "x", []protocol.File{userIn("/w/in", 5)}, nil))[0]
+	b := e.registerAt("siteB", "b1")
+	const why = "input: /w/in missing at site siteB (not staged there, or deleted behind the CLS's back)"
+	dispatch := func(round int) protocol.Assignment {
+		t.Helper()
+		if got := e.next(b, 1); len(got) != 0 {
+			t.Fatalf("round %d: got %v before the input was staged (again)", round, ids(got))
+		}
+		reqs := st.requests()
+		if len(reqs) != round+1 || reqs[round].To != (Place{Site: "siteB"}) {
+			t.Fatalf("round %d: requests %+v; want the input staged to siteB again", round, reqs)
+		}
+		e.staged(reqs[round], Place{Site: LocalSite}, nil, false)
+		var got []protocol.Assignment
+		waitFor(t, func() bool { got = e.next(b, 1); return len(got) == 1 })
+		return got[0]
+	}
+	for round := range protocol.MaxStaleReturns {
+		asg := dispatch(round)
+		if asg.ID != a {
+			t.Fatalf("round %d: assignment %+v; want job %d", round, asg, a)
+		}
+		rep := exit(asg, 127)
+		rep.Reason, rep.Missing = why, []string{"/w/in", "/w/not-its-input"}
+		e.report(b, rep)
+		e.mustBe(a, job.Queued)
+		d := e.job(a)
+		if len(d.History) != 0 || len(d.Inputs[0].Replicas) != 1 || d.Inputs[0].Replicas[0].Site != LocalSite {
+			t.Fatalf("round %d: history %+v, replicas %+v; want no attempt, the CLS host's copy alone", round, d.History, d.Inputs[0].Replicas)
+		}
+	}
+	asg := dispatch(protocol.MaxStaleReturns)
+	rep := exit(asg, 127)
+	rep.Reason, rep.Missing = why, []string{"/w/in"}
+	e.report(b, rep)
+	e.mustBe(a, job.Failed)
+	if d := e.job(a); d.Reason != why || len(d.History) != 0 {
+		t.Fatalf("reason %q, earlier attempts %+v; want the agent's reason, the hand-backs not counted", d.Reason, d.History)
+	}
+
+	// Missing naming no input of the job: it fails at once.
+	c := e.submit(withFiles("c", "y", nil, nil))[0]
+	got := e.next(b, 1)
+	if len(got) != 1 || got[0].ID != c {
+		t.Fatalf("got %v, want %d", ids(got), c)
+	}
+	rep = exit(got[0], 127)
+	rep.Reason, rep.Missing = "input: /w/in missing", []string{"/w/in"}
+	e.report(b, rep)
+	e.mustBe(c, job.Failed)
+	e.check()
+}

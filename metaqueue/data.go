@@ -98,6 +98,9 @@ type jobFiles struct {
 	// working directory, so its attempts cannot keep it apart (never
 	// copied; replicate.go).
 	outsideCwd bool
+	// staleReturns counts the times the job was handed back for inputs
+	// its agent found missing where the catalog had them (dropStale).
+	staleReturns int
 }
 
 type fileLoc struct {

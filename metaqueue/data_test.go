@@ -402,6 +402,66 @@ func TestMigrateFrom3(t *testing.T) {
 	e.check()
 }
 
+// TestDCUsesMeasuredLinks: DC prices transfers with the links measured
+// from real transfers once there are any, the configured ones (the
+// prior) until then. With the configured 1 MB/s a job whose 1 MB input is
+// at A is held from B's placeholder for 275 s of queue time; once the
+// links measure 1 TB/s it costs 2.5 s to move and goes to B at once (at
+// 30 s in the queue, past the 25 s it then needs).
+func TestDCUsesMeasuredLinks(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, func(o *Options) {
+		o.Lease = time.Hour // keep A predicted while the clock jumps
+		o.Links = map[string]Link{"A": {Latency: 0.1, Bandwidth: 1e6}, "B": {Latency: 0.1, Bandwidth: 1e6}}
+	})
+	e.setPolicy("dq", "dc")
+	a, b := e.registerAt("A", "ha"), e.registerAt("B", "hb")
+	e.produceAt(a, "/d/x", 1e6)
+	e.next(a, 1)
+	id := e.submit(withFiles("c", "needs x", []protocol.File{{Path: "/d/x"}}, nil))[0]
+	done := make(chan []protocol.Assignment, 1)
+	go func() {
+		r, err := e.s.Next(context.Background(), protocol.Next{Placeholder: b, Free: 1, WaitMS: 60000})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r.Jobs
+	}()
+	e.parkedAtLeast(1, 0)
+	deadline := time.Now().Add(10 * time.Second)
+	redecided := func(after int64) {
+		t.Helper()
+		for e.dcWaits() <= after {
+			if time.Now().After(deadline) {
+				t.Fatal("DC did not decide (again)")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	redecided(0)
+	e.clock.Advance(30 * time.Second)
+	redecided(e.dcWaits())
+	select {
+	case got := <-done:
+		t.Fatalf("B got %v with the configured 1 MB/s links", ids(got))
+	default:
+	}
+	e.mustBe(id, job.Queued)
+	fast := Link{Latency: 0.1, Bandwidth: 1e12}
+	e.s.MeasuredLink("A", fast)
+	e.s.MeasuredLink("B", fast)
+	e.clock.Advance(1100 * time.Millisecond)
+	select {
+	case got := <-done:
+		if len(got) != 1 || got[0].ID != id {
+			t.Fatalf("B got %v, want %d", ids(got), id)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("DC kept holding the job after the links measured fast")
+	}
+	e.check()
+}
+
 // TestLiveStorageAffinity: a live sa queue gives the asking placeholder
 // the ready job with the most input bytes at its site, not the oldest
 // (FCFS would give A the job reading y).

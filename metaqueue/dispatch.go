@@ -183,7 +183,19 @@ func (s *Store) report(ph int64, reports []protocol.Report) error {
 		if protocol.CheckUsage(r.Usage) != nil {
 			r.Usage = protocol.Usage{} // the server checks; a figure no process has is not kept
 		}
-		if err := s.attemptEnded(r.ID, j, ru, outcomeOf(r), r); err != nil {
+		out := outcomeOf(r)
+		if out == failed && len(r.Missing) > 0 {
+			// Inputs deleted or damaged at the placeholder's place behind
+			// the CLS's back: staged again, the job waits for them.
+			stale, err := s.dropStale(r.ID, ph, r.Missing)
+			if err != nil {
+				return err
+			}
+			if stale {
+				out = returned
+			}
+		}
+		if err := s.attemptEnded(r.ID, j, ru, out, r); err != nil {
 			return err
 		}
 	}

@@ -1,6 +1,7 @@
 package placeholder
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -73,22 +74,33 @@ func (a *Agent) workDir(cwd string) (string, error) {
 }
 
 // checkInputs says why the job must not start ("" when every declared
-// input is there, whole as far as its size tells).
-func (a *Agent) checkInputs(ctx context.Context, asg protocol.Assignment) string {
+// input is there, whole as far as its size tells: the first one that is
+// not), and lists the movable inputs not found whole (Report.Missing:
+// the CLS stages them again), with a data root only: without one the
+// files are the user's own, which staging never writes.
+func (a *Agent) checkInputs(ctx context.Context, asg protocol.Assignment) (why string, missing []string) {
 	for _, f := range asg.Inputs {
 		info, err := a.place(f.Local).Stat(ctx, f.Path)
+		bad := ""
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return fmt.Sprintf("%s%s missing at %s (not staged there, or deleted behind the CLS's back)", reasonInput, f.Path, a.where())
+			bad = fmt.Sprintf("%s%s missing at %s (not staged there, or deleted behind the CLS's back)", reasonInput, f.Path, a.where())
 		case err != nil:
-			return fmt.Sprintf("%s%s at %s: %v", reasonInput, f.Path, a.where(), err)
+			why = cmp.Or(why, fmt.Sprintf("%s%s at %s: %v", reasonInput, f.Path, a.where(), err))
+			continue // not the file's fault (a path refused, a permission): staging again would not help
 		case !info.Regular:
-			return fmt.Sprintf("%s%s at %s is not a regular file", reasonInput, f.Path, a.where())
+			bad = fmt.Sprintf("%s%s at %s is not a regular file", reasonInput, f.Path, a.where())
 		case f.Size >= 0 && info.Size != f.Size:
-			return fmt.Sprintf("%s%s at %s has %d bytes, not the %d expected (changed or cut behind the CLS's back)", reasonInput, f.Path, a.where(), info.Size, f.Size)
+			bad = fmt.Sprintf("%s%s at %s has %d bytes, not the %d expected (changed or cut behind the CLS's back)", reasonInput, f.Path, a.where(), info.Size, f.Size)
+		default:
+			continue
+		}
+		why = cmp.Or(why, bad)
+		if !f.Local && a.cfg.DataRoot != "" {
+			missing = append(missing, f.Path)
 		}
 	}
-	return ""
+	return why, missing
 }
 
 // sumOutputs hashes the job's declared outputs that are not Local. why is

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,6 +65,7 @@ func TestRunData(t *testing.T) {
 		reason  string // prefix; "" = none
 		ran     bool   // the command ran (made its marker)
 		sums    map[string]string
+		missing []string // Report.Missing ("LOCAL" stands for the host's directory)
 	}{
 		{
 			name:  "inputs present, outputs hashed",
@@ -82,6 +84,18 @@ func TestRunData(t *testing.T) {
 			command: "true",
 			exit:    exitInput,
 			reason:  "input: " + cwd + "/in/a.txt missing at site s1 (host n1)",
+			missing: []string{cwd + "/in/a.txt"},
+		},
+		{
+			name:  "two inputs not whole: the first is the reason, both are named",
+			setup: func(root, _ string) { write(t, root+cwd+"/ok.txt", "fine"); write(t, root+cwd+"/cut.txt", "c") },
+			inputs: func(string) []protocol.AssignedFile {
+				return []protocol.AssignedFile{in("ok.txt", 4), in("gone.txt", 5), in("cut.txt", 9)}
+			},
+			command: "true",
+			exit:    exitInput,
+			reason:  "input: " + cwd + "/gone.txt missing at site s1 (host n1)",
+			missing: []string{cwd + "/gone.txt", cwd + "/cut.txt"},
 		},
 		{
 			name:    "input of another size",
@@ -90,6 +104,7 @@ func TestRunData(t *testing.T) {
 			command: "true",
 			exit:    exitInput,
 			reason:  "input: " + cwd + "/in/a.txt at site s1 (host n1) has 3 bytes, not the 5 expected",
+			missing: []string{cwd + "/in/a.txt"},
 		},
 		{
 			name:    "input that is a directory",
@@ -98,6 +113,7 @@ func TestRunData(t *testing.T) {
 			command: "true",
 			exit:    exitInput,
 			reason:  "input: " + cwd + "/in/a.txt at site s1 (host n1) is not a regular file",
+			missing: []string{cwd + "/in/a.txt"},
 		},
 		{
 			name:  "input present only on the host, not under the root",
@@ -108,6 +124,7 @@ func TestRunData(t *testing.T) {
 			command: "true",
 			exit:    exitInput,
 			reason:  "input: ",
+			missing: []string{"LOCAL/a.txt"},
 		},
 		{
 			name:  "local input at its own path, local output untouched",
@@ -177,6 +194,13 @@ func TestRunData(t *testing.T) {
 			rep := runner(t, root).run(context.Background(), asg)
 			if rep.Exit != tc.exit || !strings.HasPrefix(rep.Reason, tc.reason) || (tc.reason == "") != (rep.Reason == "") {
 				t.Errorf("exit %d, reason %q; want %d, %q", rep.Exit, rep.Reason, tc.exit, tc.reason)
+			}
+			var missing []string
+			for _, m := range tc.missing {
+				missing = append(missing, strings.Replace(m, "LOCAL", local, 1))
+			}
+			if fmt.Sprint(rep.Missing) != fmt.Sprint(missing) {
+				t.Errorf("missing %q, want %q", rep.Missing, missing)
 			}
 			if ran := exists(local + "/marker"); ran != tc.ran {
 				t.Errorf("command ran: %v, want %v", ran, tc.ran)

@@ -257,10 +257,12 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 	if err != nil {
 		return fail(err)
 	}
-	if why := a.checkInputs(ctx, asg); why != "" {
+	if why, missing := a.checkInputs(ctx, asg); why != "" {
 		// The command would read a missing or partial file: it does not
-		// run, and the attempt fails with the reason.
+		// run, and the attempt fails with the reason; the movable inputs
+		// not found whole are named, for the CLS to stage them again.
 		rep.Exit, rep.Finished, rep.Reason = exitInput, time.Now(), protocol.ClipText(why, protocol.MaxReasonBytes)
+		rep.Missing = missing
 		return rep
 	}
 	runDir := dir

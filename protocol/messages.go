@@ -574,6 +574,12 @@ type Report struct {
 	// Outputs are the declared outputs the job created, as the agent saw
 	// them (size, SHA-256): they become replicas at its place.
 	Outputs []FileSum `json:"outputs,omitempty"`
+	// Missing names the declared movable inputs the agent did not find
+	// whole at its place (absent, not a regular file, or of another size)
+	// when it did not start the command for them. The CLS forgets its
+	// replicas of them there and hands the job back unstarted, to be
+	// staged again (at most MaxStaleReturns times a job).
+	Missing []string `json:"missing,omitempty"`
 	// Usage is what the job's process used (its rusage), when it ran.
 	Usage
 }
@@ -741,6 +747,12 @@ const (
 	ReasonKilled  = "killed"
 	ReasonLost    = "lost"
 )
+
+// MaxStaleReturns is how many times a job is handed back for inputs its
+// agent found missing where the CLS had replicas of them
+// (Report.Missing) before it fails for them: a data root the CLS and the
+// agent see differently would otherwise stage and hand back forever.
+const MaxStaleReturns = 3
 
 // ReasonReturned reports a job handed back unstarted (a placeholder that
 // fetched it ahead of a free slot and then could not start it soon): it is

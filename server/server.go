@@ -727,6 +727,14 @@ func checkReports(reps []protocol.Report) error {
 		if err := protocol.CheckUsage(r.Usage); err != nil {
 			return protocol.Errorf(protocol.CodeBadRequest, "job %d's usage: %v", r.ID, err)
 		}
+		if len(r.Missing) > protocol.MaxFiles {
+			return protocol.Errorf(protocol.CodeBadRequest, "job %d's missing inputs: %d, at most %d", r.ID, len(r.Missing), protocol.MaxFiles)
+		}
+		for _, p := range r.Missing {
+			if err := protocol.CheckText(fmt.Sprintf("job %d's missing input", r.ID), p, protocol.MaxPathBytes); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -6,7 +6,13 @@
 # jobs, each reading its own DC_MIB MiB input that lives only at the SGE
 # site grid (account mquser) and running DC_RUN_S s; the Slurm site slurmy
 # (account mquser2, its own data root) can run any job once its input is
-# staged there. One placeholder per site, both up before the workload
+# staged there. With DC_SHAPE=pa the workload is the thesis's PA pipeline
+# with inflated files instead: DC_JOBS pipelines, each a BLAST-like job
+# reading a small sequence file that exists only on the CLS host and
+# writing a DC_MIB MiB homologue file after DC_RUN_S s, then a parsing job
+# reading it for DC_PARSE_S s, either stage at either site (mqsim: the
+# same jobs and files, the sequence files outside the sites).
+# One placeholder per site, both up before the workload
 # arrives; once under FCFS, once under DC, each in a fresh CLS. Then runs
 # mqsim on the same workload (2 hosts, the inputs on host 0) on two
 # platforms: "configured", the link the live DC priced transfers with
@@ -16,7 +22,8 @@
 #
 # Usage (root, with scripts/setup.sh done; it starts SGE and Slurm):
 #   flock /tmp/mq-sites.lock scripts/bench/dc.sh
-# Knobs: DC_JOBS (24), DC_MIB (32), DC_RUN_S (3), DC_SEEDS (1-5).
+# Knobs: DC_SHAPE (bag; or pa), DC_JOBS (24), DC_MIB (32), DC_RUN_S (3),
+# DC_PARSE_S (1, pa only), DC_SEEDS (1-5).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -24,13 +31,19 @@ export PATH=/usr/local/go/bin:$PATH
 JOBS=${DC_JOBS:-24}
 MIB=${DC_MIB:-32}
 RUN_S=${DC_RUN_S:-3}
+SHAPE=${DC_SHAPE:-bag}
+PARSE_S=${DC_PARSE_S:-1}
 SEEDS=${DC_SEEDS:-1-5}
 OUT=$(mktemp -d /tmp/mqdc.XXXXXX)
 trap 'rm -rf "$OUT"' EXIT
 cd "$ROOT"
 
-echo "dc.sh: $JOBS jobs x $MIB MiB inputs at grid, $RUN_S s each; load $(cut -d' ' -f1-3 /proc/loadavg)"
-MQ_DC_JOBS=$JOBS MQ_DC_MIB=$MIB MQ_DC_RUN_S=$RUN_S MQ_DC_OUT=$OUT \
+if [ "$SHAPE" = pa ]; then
+	echo "dc.sh: PA, $JOBS pipelines: BLAST-like $RUN_S s writing $MIB MiB, parsing $PARSE_S s; load $(cut -d' ' -f1-3 /proc/loadavg)"
+else
+	echo "dc.sh: $JOBS jobs x $MIB MiB inputs at grid, $RUN_S s each; load $(cut -d' ' -f1-3 /proc/loadavg)"
+fi
+MQ_DC_SHAPE=$SHAPE MQ_DC_JOBS=$JOBS MQ_DC_MIB=$MIB MQ_DC_RUN_S=$RUN_S MQ_DC_PARSE_S=$PARSE_S MQ_DC_OUT=$OUT \
 	go test -tags e2e ./test/sites -run 'TestStagingDCMovesLessThanFCFS$' -count=1 -v -timeout 60m 2>&1 |
 	grep -E 'dc_test.go|^(--- |ok|FAIL)' || true
 [ -s "$OUT/live.json" ] || { echo "dc.sh: the live runs wrote nothing" >&2; exit 1; }

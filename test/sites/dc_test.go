@@ -16,12 +16,25 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
-// A PA-style data-heavy workload on two sites that share nothing, run
-// once under FCFS and once under DC through real SGE and Slurm sites:
-// every job reads one large input that lives only at the SGE site (grid,
-// account mquser) and runs a fixed time; the Slurm site (slurmy, account
-// mquser2) can run any of them but must have the input staged first. Both
-// sites have one placeholder, up and asking before the workload arrives.
+// A data-heavy workload on two sites that share nothing, run once under
+// FCFS and once under DC through real SGE and Slurm sites. In the default
+// shape ("bag") every job reads one large input that lives only at the SGE
+// site (grid, account mquser) and runs a fixed time; the Slurm site
+// (slurmy, account mquser2) can run any of them but must have the input
+// staged first. Both sites have one placeholder, up and asking before the
+// workload arrives.
+//
+// With MQ_DC_SHAPE=pa the workload is the thesis's PA pipeline with
+// inflated files instead (sim.PA's shape, one pipeline per job pair): for
+// each of MQ_DC_JOBS pipelines a BLAST-like job reads a small sequence
+// file that exists only on the CLS host and writes a homologue file of
+// MQ_DC_MIB MiB (the inflation) after MQ_DC_RUN_S s; its parsing job
+// (-p) reads that file and runs MQ_DC_PARSE_S s. Either site may run
+// either stage: a parsing job runs with its data only at the site its
+// BLAST job ran at, and no BLAST job ever does (its input is outside the
+// sites), so at most half the jobs are placed with their data, as in the
+// thesis. This shape is for dc.sh; it records, and fails only if a job
+// fails.
 // FCFS hands slurmy's placeholder the oldest jobs and stages their inputs
 // there (some of those jobs are then run by grid's placeholder, which had
 // the data all along, before slurmy's asks again); DC prices the transfer
@@ -36,7 +49,15 @@ import (
 // workload) and DIR/measured.json (the links measured in the FCFS run).
 func TestStagingDCMovesLessThanFCFS(t *testing.T) {
 	need(t, "sge", "slurm")
-	w := dcWorkload{jobs: envInt(t, "MQ_DC_JOBS", 8), mib: envInt(t, "MQ_DC_MIB", 8), runS: envInt(t, "MQ_DC_RUN_S", 2)}
+	w := dcWorkload{jobs: envInt(t, "MQ_DC_JOBS", 8), mib: envInt(t, "MQ_DC_MIB", 8), runS: envInt(t, "MQ_DC_RUN_S", 2),
+		parseS: envInt(t, "MQ_DC_PARSE_S", 1), shape: os.Getenv("MQ_DC_SHAPE")}
+	switch w.shape {
+	case "":
+		w.shape = "bag"
+	case "bag", "pa":
+	default:
+		t.Fatalf("MQ_DC_SHAPE=%q: want bag or pa", w.shape)
+	}
 	l := newLogin(t, "127.0.0.1")
 	res := map[string]dcRun{}
 	for _, pol := range []string{"fcfs", "dc"} {
@@ -44,8 +65,14 @@ func TestStagingDCMovesLessThanFCFS(t *testing.T) {
 		if !t.Run(pol, func(t *testing.T) { res[pol] = runDCWorkload(t, l, pol, w) }) {
 			t.FailNow()
 		}
-		t.Logf("%s: makespan %.1f s, %d bytes moved in %d transfers (%.2f s), %d of %d jobs at grid",
-			pol, res[pol].MakespanS, res[pol].Bytes, res[pol].Transfers, res[pol].TransferS, res[pol].WithData, w.jobs)
+		t.Logf("%s (%s): makespan %.1f s, %d bytes moved in %d transfers (%.2f s), %d of %d jobs placed with their data",
+			pol, w.shape, res[pol].MakespanS, res[pol].Bytes, res[pol].Transfers, res[pol].TransferS, res[pol].WithData, res[pol].Jobs)
+	}
+	if out := os.Getenv("MQ_DC_OUT"); out != "" {
+		w.write(t, out, res)
+	}
+	if w.shape == "pa" {
+		return
 	}
 	if res["fcfs"].Bytes == 0 {
 		t.Fatalf("FCFS moved nothing to slurmy: the comparison says nothing (%+v)", res["fcfs"])
@@ -53,12 +80,29 @@ func TestStagingDCMovesLessThanFCFS(t *testing.T) {
 	if res["dc"].Bytes >= res["fcfs"].Bytes {
 		t.Errorf("DC moved %d bytes, FCFS %d: DC must move fewer", res["dc"].Bytes, res["fcfs"].Bytes)
 	}
-	if out := os.Getenv("MQ_DC_OUT"); out != "" {
-		w.write(t, out, res)
-	}
 }
 
-type dcWorkload struct{ jobs, mib, runS int }
+// dcWorkload is the live workload: jobs (pipelines, for "pa") reading or
+// writing mib MiB each, running runS s (a BLAST-like job's time, for
+// "pa"; parseS is a parsing job's).
+type dcWorkload struct {
+	jobs, mib, runS, parseS int
+	shape                   string // "bag" or "pa"
+}
+
+// total is how many jobs the workload has.
+func (w dcWorkload) total() int {
+	if w.shape == "pa" {
+		return 2 * w.jobs
+	}
+	return w.jobs
+}
+
+// seqFile is pipeline i's sequence file in the "pa" shape: 250-850
+// bytes, as sim.PA's.
+func seqFile(i int) []byte {
+	return []byte(">p" + strconv.Itoa(i) + "\n" + strings.Repeat("MKV", (250+(i*37)%601)/3) + "\n")
+}
 
 // dcRun is what one policy's live run did.
 type dcRun struct {
@@ -66,7 +110,7 @@ type dcRun struct {
 	Bytes     int64   `json:"bytes_moved"`
 	Transfers int     `json:"transfers"`
 	TransferS float64 `json:"transfer_s"` // the transfers' time, summed
-	WithData  int     `json:"with_data"`  // jobs that ran at grid, where their input was
+	WithData  int     `json:"with_data"`  // jobs that ran where their inputs were
 	Jobs      int     `json:"jobs"`
 }
 
@@ -115,21 +159,25 @@ func runDCWorkload(t *testing.T, l *login, pol string, w dcWorkload) dcRun {
 		return s["grid"].Connected > 0 && s["slurmy"].Connected > 0
 	})
 
-	// The inputs, made at grid as its account and registered there.
-	dir := gridRoot + filepath.Join(c.work, "db")
-	script := fmt.Sprintf("mkdir -p %s && for i in $(seq %d); do head -c %d /dev/urandom > %s/f$i; done", dir, w.jobs, w.mib<<20, dir)
-	if out, err := runAs("mquser", script); err != nil {
-		t.Fatalf("making the inputs at grid: %v %s", err, out)
-	}
-	for i := 1; i <= w.jobs; i++ {
-		c.must("cls", "files", "add", fmt.Sprintf("db/f%d", i), "--site", "grid")
-	}
-	for i := 1; i <= w.jobs; i++ {
-		c.must("mqsub", "-q", "work", "-e", strconv.Itoa(w.runS), "-i", fmt.Sprintf("db/f%d", i), "-o", fmt.Sprintf("out/r%d", i),
-			fmt.Sprintf("job%d", i), fmt.Sprintf("sleep %d && mkdir -p out && cksum db/f%d > out/r%d", w.runS, i, i))
+	if w.shape == "pa" {
+		submitPA(t, c, w)
+	} else {
+		// The inputs, made at grid as its account and registered there.
+		dir := gridRoot + filepath.Join(c.work, "db")
+		script := fmt.Sprintf("mkdir -p %s && for i in $(seq %d); do head -c %d /dev/urandom > %s/f$i; done", dir, w.jobs, w.mib<<20, dir)
+		if out, err := runAs("mquser", script); err != nil {
+			t.Fatalf("making the inputs at grid: %v %s", err, out)
+		}
+		for i := 1; i <= w.jobs; i++ {
+			c.must("cls", "files", "add", fmt.Sprintf("db/f%d", i), "--site", "grid")
+		}
+		for i := 1; i <= w.jobs; i++ {
+			c.must("mqsub", "-q", "work", "-e", strconv.Itoa(w.runS), "-i", fmt.Sprintf("db/f%d", i), "-o", fmt.Sprintf("out/r%d", i),
+				fmt.Sprintf("job%d", i), fmt.Sprintf("sleep %d && mkdir -p out && cksum db/f%d > out/r%d", w.runS, i, i))
+		}
 	}
 	var jobs []protocol.JobInfo
-	eventually(t, time.Duration(w.jobs*(w.runS+20))*time.Second+3*time.Minute, "the workload done", func() bool {
+	eventually(t, time.Duration(w.total()*(w.runS+20))*time.Second+3*time.Minute, "the workload done", func() bool {
 		jobs = jobs[:0]
 		for _, j := range c.jobs("") {
 			if j.Queue != "work" {
@@ -143,10 +191,14 @@ func runDCWorkload(t *testing.T, l *login, pol string, w dcWorkload) dcRun {
 			}
 			jobs = append(jobs, j)
 		}
-		return len(jobs) == w.jobs
+		return len(jobs) == w.total()
 	})
 
 	r := dcRun{Jobs: len(jobs)}
+	siteOf := map[string]string{}
+	for _, j := range jobs {
+		siteOf[j.Target] = j.Site
+	}
 	var first, last time.Time
 	for _, j := range jobs {
 		sub, err1 := time.Parse(time.RFC3339Nano, j.Submitted)
@@ -160,8 +212,11 @@ func runDCWorkload(t *testing.T, l *login, pol string, w dcWorkload) dcRun {
 		if fin.After(last) {
 			last = fin
 		}
-		if j.Site == "grid" {
+		switch {
+		case w.shape == "bag" && j.Site == "grid":
 			r.WithData++
+		case strings.HasPrefix(j.Target, "parse-") && j.Site == siteOf["blast-"+strings.TrimPrefix(j.Target, "parse-")]:
+			r.WithData++ // where its BLAST job wrote the homologue file
 		}
 		var d protocol.JobDetail
 		if err := json.Unmarshal([]byte(c.must("mqstat", "-j", strconv.FormatInt(j.ID, 10), "--json")), &d); err != nil {
@@ -193,6 +248,31 @@ func runDCWorkload(t *testing.T, l *login, pol string, w dcWorkload) dcRun {
 	return r
 }
 
+// submitPA submits the "pa" shape: per pipeline i, blast-i reads
+// seqs/pi.fa (on the CLS host only) and writes hom/pi.tsv (mib MiB);
+// parse-i, after it, reads hom/pi.tsv.
+func submitPA(t *testing.T, c *cls, w dcWorkload) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(c.work, "seqs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= w.jobs; i++ {
+		if err := os.WriteFile(filepath.Join(c.work, "seqs", fmt.Sprintf("p%d.fa", i)), seqFile(i), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 1; i <= w.jobs; i++ {
+		c.must("mqsub", "-q", "work", "-e", strconv.Itoa(w.runS), "-i", fmt.Sprintf("seqs/p%d.fa", i), "-o", fmt.Sprintf("hom/p%d.tsv", i),
+			fmt.Sprintf("blast-%d", i), fmt.Sprintf("sleep %d && mkdir -p hom && (cat seqs/p%d.fa; head -c %d /dev/urandom) > hom/p%d.tsv",
+				w.runS, i, w.mib<<20, i))
+	}
+	for i := 1; i <= w.jobs; i++ {
+		c.must("mqsub", "-q", "work", "-e", strconv.Itoa(w.parseS), "-p", fmt.Sprintf("blast-%d", i), "-i", fmt.Sprintf("hom/p%d.tsv", i),
+			"-o", fmt.Sprintf("parsed/p%d.txt", i), fmt.Sprintf("parse-%d", i),
+			fmt.Sprintf("sleep %d && mkdir -p parsed && cksum hom/p%d.tsv > parsed/p%d.txt", w.parseS, i, i))
+	}
+}
+
 // runAs runs a shell command as account name.
 func runAs(name, script string) ([]byte, error) {
 	return exec.Command("su", name, "-c", script).CombinedOutput()
@@ -219,7 +299,20 @@ func (w dcWorkload) write(t *testing.T, dir string, res map[string]dcRun) {
 		Files []file `json:"files"`
 		Jobs  []job  `json:"jobs"`
 	}
-	for i := 1; i <= w.jobs; i++ {
+	for i := 1; w.shape == "pa" && i <= w.jobs; i++ {
+		// The sequence files are outside the sites (no host); the
+		// homologue files appear where their BLAST job runs.
+		seq, hom := fmt.Sprintf("seq-%d", i), fmt.Sprintf("hom-%d", i)
+		n := int64(len(seqFile(i)))
+		wl.Files = append(wl.Files, file{Name: seq, Bytes: n})
+		wl.Jobs = append(wl.Jobs, job{Name: fmt.Sprintf("blast-%d", i), Runtime: float64(w.runS), Estimate: float64(w.runS),
+			In: []string{seq}, Out: []file{{Name: hom, Bytes: n + int64(w.mib)<<20}}})
+	}
+	for i := 1; w.shape == "pa" && i <= w.jobs; i++ {
+		wl.Jobs = append(wl.Jobs, job{Name: fmt.Sprintf("parse-%d", i), Runtime: float64(w.parseS), Estimate: float64(w.parseS),
+			In: []string{fmt.Sprintf("hom-%d", i)}, Out: []file{{Name: fmt.Sprintf("parsed-%d", i), Bytes: 20}}})
+	}
+	for i := 1; w.shape == "bag" && i <= w.jobs; i++ {
 		f := fmt.Sprintf("f%d", i)
 		wl.Files = append(wl.Files, file{Name: f, Bytes: int64(w.mib) << 20, Host: &grid})
 		wl.Jobs = append(wl.Jobs, job{Name: fmt.Sprintf("job%d", i), Runtime: float64(w.runS), Estimate: float64(w.runS),

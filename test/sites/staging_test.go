@@ -141,6 +141,44 @@ func TestStagingAcrossSites(t *testing.T) {
 	if got, err := os.ReadFile(dest); err != nil || !bytes.Equal(got, final) {
 		t.Errorf("cls files get: %q, %v; want %q", got, err, final)
 	}
+	// The catalog lists p1's output at both sites; cls files rm drops
+	// grid's replica, its file in grid's data root with it, and the
+	// catalog then lists slurmy's alone.
+	catalog := func() map[string]protocol.CatalogFile {
+		var files []protocol.CatalogFile
+		if err := json.Unmarshal([]byte(c.must("cls", "files", "list", "--json", c.work+"/")), &files); err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]protocol.CatalogFile{}
+		for _, f := range files {
+			m[f.Path] = f
+		}
+		return m
+	}
+	places := func(f protocol.CatalogFile) string {
+		var ps []string
+		for _, r := range f.Replicas {
+			ps = append(ps, r.Site)
+		}
+		return strings.Join(ps, ",")
+	}
+	if f := catalog()[abs("mid/p1.out")]; f.SHA256 != sum(mid) || !strings.Contains(places(f), "grid") || !strings.Contains(places(f), "slurmy") {
+		t.Errorf("cls files list: mid/p1.out %+v; want its checksum, at grid and slurmy", f)
+	}
+	if _, err := os.Stat(gridRoot + abs("mid/p1.out")); err != nil {
+		t.Fatalf("p1's output is not in grid's data root: %v", err)
+	}
+	c.must("cls", "files", "rm", abs("mid/p1.out"), "--site", "grid")
+	if f := catalog()[abs("mid/p1.out")]; places(f) != "slurmy" {
+		t.Errorf("after cls files rm --site grid: replicas at %q; want slurmy", places(f))
+	}
+	if _, err := os.Stat(gridRoot + abs("mid/p1.out")); !os.IsNotExist(err) {
+		t.Errorf("cls files rm left grid's copy in its data root (%v)", err)
+	}
+	if _, err := os.Stat(slurmyRoot + abs("mid/p1.out")); err != nil {
+		t.Errorf("cls files rm --site grid took slurmy's copy too: %v", err)
+	}
+
 	// Three transfers: the input to grid, p1's output to slurmy, and the
 	// final output back (mqstat --summary --json keeps its queues array;
 	// the totals are in the text form).
@@ -311,5 +349,60 @@ func TestStagingNodeLocal(t *testing.T) {
 	c.must("cls", "files", "get", abs("mid/n1.out"), dest)
 	if got, err := os.ReadFile(dest); err != nil || !bytes.Equal(got, mid) {
 		t.Errorf("cls files get from the host: %d bytes, %v", len(got), err)
+	}
+}
+
+// TestStagingInputDeletedAtSite: a user's input staged to an SGE site for
+// one job is deleted there behind the CLS's back; a second job reading it
+// at that site is not failed and does not run on nothing: its agent finds
+// the file missing, the CLS forgets that replica and hands the job back
+// unstarted, stages the file again from the CLS host, and the job runs,
+// with no attempt used up.
+func TestStagingInputDeletedAtSite(t *testing.T) {
+	need(t, "sge")
+	l := newLogin(t, "127.0.0.1")
+	c := startCLS(t)
+	gridRoot := privateRoot(t, "mquser", ".mq-data-stale")
+	t.Cleanup(func() { os.RemoveAll(gridRoot + c.work) })
+	data := []byte("the shared input\n")
+	if err := os.WriteFile(filepath.Join(c.work, "in.txt"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.addSite("grid", "sge", l, "--max", "1", "--walltime", "2m", "--idle", "30s", "--data-root", ".mq-data-stale")
+	byTarget := func() map[string]protocol.JobInfo {
+		m := map[string]protocol.JobInfo{}
+		for _, j := range c.jobs("") {
+			if j.State == "F" {
+				t.Fatalf("%s failed: %+v", j.Target, j)
+			}
+			m[j.Target] = j
+		}
+		return m
+	}
+	c.must("mqsub", "-i", "in.txt", "-o", "first.out", "first", "cat in.txt > first.out")
+	eventually(t, 3*time.Minute, "first done", func() bool { return byTarget()["first"].State == "D" })
+	staged := gridRoot + filepath.Join(c.work, "in.txt")
+	if err := os.Remove(staged); err != nil {
+		t.Fatalf("the staged copy at grid: %v", err)
+	}
+	c.must("mqsub", "-i", "in.txt", "-o", "second.out", "second", "cat in.txt > second.out")
+	eventually(t, 3*time.Minute, "second done", func() bool { return byTarget()["second"].State == "D" })
+	j := byTarget()["second"]
+	var d protocol.JobDetail
+	if err := json.Unmarshal([]byte(c.must("mqstat", "-j", strconv.FormatInt(j.ID, 10), "--json")), &d); err != nil {
+		t.Fatal(err)
+	}
+	if j.Site != "grid" || len(d.History) != 0 {
+		t.Errorf("second: at %q, earlier attempts %+v; want done at grid, no attempt used up", j.Site, d.History)
+	}
+	var again bool
+	for _, tr := range d.Transfers {
+		again = again || tr.Error == "" && tr.From == "local" && tr.To == "grid" && tr.Bytes == int64(len(data))
+	}
+	if !again {
+		t.Errorf("second's transfers %+v; want the input staged to grid again", d.Transfers)
+	}
+	if got, err := os.ReadFile(gridRoot + filepath.Join(c.work, "second.out")); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("second's output at grid: %q, %v; want %q", got, err, data)
 	}
 }

@@ -218,8 +218,15 @@ func printSites(w io.Writer, sites []protocol.SiteInfo) {
 		case s.Type == site.Local:
 		case s.SharedFS:
 			where += " (shared fs)"
-		case s.DataRoot != "":
-			where += " (data " + s.DataRoot + ")"
+		default:
+			root := s.DataRoot
+			if root == "" {
+				root = site.DefaultDataRoot + "/CLSID" // what the CLS gives a site added without one
+			}
+			if s.NodeLocal {
+				root += " on each node" // a place per host: replicas, staging and DC's unit
+			}
+			where += " (data " + root + ")"
 		}
 		if s.Price > 0 {
 			where += fmt.Sprintf(" (%g per core-hour)", s.Price)

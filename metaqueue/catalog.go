@@ -944,6 +944,20 @@ func (s *Store) MeasuredLink(site string, l Link) {
 	}
 	m[site] = l
 	s.measured.Store(&m)
+	var best *Link
+	for name, l := range m {
+		if name == LocalSite {
+			continue
+		}
+		if best == nil {
+			b := l
+			best = &b
+			continue
+		}
+		best.Latency = min(best.Latency, l.Latency)
+		best.Bandwidth = max(best.Bandwidth, l.Bandwidth)
+	}
+	s.bestMeasured.Store(best)
 }
 
 // Moved totals the transfers made (nil when none were).

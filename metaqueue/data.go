@@ -176,7 +176,8 @@ func (d *dataState) site(p place) policy.Site {
 }
 
 // link returns the link of a place's site: measured from real transfers
-// when it has been (MeasuredLink), else the configured one.
+// when it has been (MeasuredLink), else the configured one, else (a remote
+// site) the best measured to any other.
 func (s *Store) link(at policy.Site) Link { return s.linkOf(s.data.places[at].site) }
 
 func (s *Store) linkOf(name string) Link {
@@ -193,6 +194,15 @@ func (s *Store) linkOf(name string) Link {
 	}
 	if s.opt.DefaultLink.valid() {
 		return s.opt.DefaultLink
+	}
+	// A remote site not measured yet, beside others that are, is priced
+	// as the best of them, not at the fixed prior: DC weighs the prior's
+	// 0.5 s a file against a few measured milliseconds and would keep the
+	// site's placeholders idle for good, and a site given no transfer is
+	// never measured. Optimism it pays for once: its first transfer
+	// measures it.
+	if b := s.bestMeasured.Load(); b != nil && b.valid() {
+		return *b
 	}
 	return DefaultSiteLink
 }

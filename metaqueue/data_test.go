@@ -551,3 +551,44 @@ func TestLiveXSufferage(t *testing.T) {
 		})
 	}
 }
+
+// TestDCPricesUnmeasuredSiteAsBestMeasured: an input on the CLS host, a
+// site A whose link staging measured at milliseconds and a site B not
+// measured yet. B's placeholder asks: priced at the fixed prior (0.5 s a
+// file, times DC's penalty), B would wait for A for good, and, given no
+// transfer, never be measured. Priced as the best measured site, it gets
+// the job.
+func TestDCPricesUnmeasuredSiteAsBestMeasured(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, func(o *Options) { o.Lease = time.Hour })
+	e.setPolicy("dq", "dc")
+	loc, a, b := e.registerAt(LocalSite, "hl"), e.registerAt("A", "ha"), e.registerAt("B", "hb")
+	e.produceAt(loc, "/d/x", 300)
+	e.next(a, 1)
+	e.next(a, 1)
+	e.s.MeasuredLink("A", Link{Latency: 0.003, Bandwidth: 1e8})
+	id := e.submit(withFiles("c", "needs x", []protocol.File{{Path: "/d/x"}}, nil))[0]
+	done := make(chan []protocol.Assignment, 1)
+	go func() {
+		r, err := e.s.Next(context.Background(), protocol.Next{Placeholder: b, Free: 1, WaitMS: 60000})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r.Jobs
+	}()
+	select {
+	case got := <-done:
+		if len(got) != 1 || got[0].ID != id {
+			t.Fatalf("B got %v, want %d", ids(got), id)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("DC held the job from B, not measured yet, for A (%d waits)", e.dcWaits())
+	}
+	if l := e.s.linkOf("B"); l.Latency != 0.003 || l.Bandwidth != 1e8 {
+		t.Errorf("B's link %+v: want A's, the best measured", l)
+	}
+	if l := e.s.linkOf(LocalSite); l != DefaultLocalLink {
+		t.Errorf("the local site's link %+v changed", l)
+	}
+	e.check()
+}

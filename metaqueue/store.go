@@ -121,6 +121,9 @@ type Store struct {
 	// replaced whole under measuredMu, read without a lock by the core.
 	measured   atomic.Pointer[map[string]Link]
 	measuredMu sync.Mutex
+	// bestMeasured is the best latency and bandwidth measured to any
+	// remote site: the prior of a remote site not measured yet (linkOf).
+	bestMeasured atomic.Pointer[Link]
 }
 
 type queue struct {

@@ -206,14 +206,7 @@ func TestDCWaitIsRedecided(t *testing.T) {
 	id := e.submit(withFiles("c", "needs x", []protocol.File{{Path: "/d/x"}}, nil))[0]
 	// B asks: A is predicted back at once, and moving 1 MB to B costs
 	// 25 x 1.1 s: wait.
-	done := make(chan []protocol.Assignment, 1)
-	go func() {
-		r, err := e.s.Next(context.Background(), protocol.Next{Placeholder: b, Free: 1, WaitMS: 60000})
-		if err != nil {
-			t.Error(err)
-		}
-		done <- r.Jobs
-	}()
+	done := e.nextAsync(b)
 	e.parkedAtLeast(1, 0)
 	deadline := time.Now().Add(5 * time.Second)
 	for e.dcWaits() < 1 {
@@ -419,14 +412,7 @@ func TestDCUsesMeasuredLinks(t *testing.T) {
 	e.produceAt(a, "/d/x", 1e6)
 	e.next(a, 1)
 	id := e.submit(withFiles("c", "needs x", []protocol.File{{Path: "/d/x"}}, nil))[0]
-	done := make(chan []protocol.Assignment, 1)
-	go func() {
-		r, err := e.s.Next(context.Background(), protocol.Next{Placeholder: b, Free: 1, WaitMS: 60000})
-		if err != nil {
-			t.Error(err)
-		}
-		done <- r.Jobs
-	}()
+	done := e.nextAsync(b)
 	e.parkedAtLeast(1, 0)
 	deadline := time.Now().Add(10 * time.Second)
 	redecided := func(after int64) {
@@ -516,14 +502,7 @@ func TestLiveXSufferage(t *testing.T) {
 				}
 				return
 			}
-			done := make(chan []protocol.Assignment, 1)
-			go func() {
-				r, err := e.s.Next(context.Background(), protocol.Next{Placeholder: b, Free: 1, WaitMS: 60000})
-				if err != nil {
-					t.Error(err)
-				}
-				done <- r.Jobs
-			}()
+			done := e.nextAsync(b)
 			e.parkedAtLeast(1, 0)
 			deadline := time.Now().Add(30 * time.Second)
 			for e.dcWaits() < 1 {
@@ -568,14 +547,7 @@ func TestDCPricesUnmeasuredSiteAsBestMeasured(t *testing.T) {
 	e.next(a, 1)
 	e.s.MeasuredLink("A", Link{Latency: 0.003, Bandwidth: 1e8})
 	id := e.submit(withFiles("c", "needs x", []protocol.File{{Path: "/d/x"}}, nil))[0]
-	done := make(chan []protocol.Assignment, 1)
-	go func() {
-		r, err := e.s.Next(context.Background(), protocol.Next{Placeholder: b, Free: 1, WaitMS: 60000})
-		if err != nil {
-			t.Error(err)
-		}
-		done <- r.Jobs
-	}()
+	done := e.nextAsync(b)
 	select {
 	case got := <-done:
 		if len(got) != 1 || got[0].ID != id {

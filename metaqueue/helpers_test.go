@@ -129,6 +129,20 @@ func (e *env) next(ph int64, free int, reports ...protocol.Report) []protocol.As
 	return r.Jobs
 }
 
+// nextAsync asks for one job on ph's behalf, waiting up to a minute (a
+// long poll that parks), and delivers what it got on the channel.
+func (e *env) nextAsync(ph int64) <-chan []protocol.Assignment {
+	done := make(chan []protocol.Assignment, 1)
+	go func() {
+		r, err := e.s.Next(context.Background(), protocol.Next{Placeholder: ph, Free: 1, WaitMS: 60000})
+		if err != nil {
+			e.t.Error(err)
+		}
+		done <- r.Jobs
+	}()
+	return done
+}
+
 func (e *env) nextWalltime(ph int64, free int, walltime float64) []protocol.Assignment {
 	e.t.Helper()
 	r, err := e.s.Next(context.Background(), protocol.Next{Placeholder: ph, Free: free, WalltimeLeft: walltime})

@@ -24,6 +24,7 @@ const (
 	evArrive                    // a placeholder's request reaches the CLS
 	evServed                    // the CLS finished serving the request at the head of its queue
 	evReply                     // the CLS's reply reaches a placeholder
+	evStaged                    // live staging: a transfer ended (who: its index)
 )
 
 // clock is the virtual clock and its pending events: a binary heap of

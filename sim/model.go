@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"strings"
 
 	"github.com/mq-hpc/mq/policy"
 )
@@ -20,7 +21,20 @@ type Config struct {
 	// MaxTime stops a run that has not finished by then (virtual seconds);
 	// 0 means 10^9.
 	MaxTime float64
+	// Staging is how inputs move: StagingInline ("" means it), the
+	// thesis's placeholder copying its job's inputs within its turn, or
+	// StagingLive, the live CLS's asynchronous staging (staging.go).
+	Staging string
 }
+
+// The staging modes of Config.Staging.
+const (
+	StagingInline = "inline"
+	StagingLive   = "live"
+)
+
+// StagingModes lists the modes, the default first.
+var StagingModes = []string{StagingInline, StagingLive}
 
 // Result is what one run measured.
 type Result struct {
@@ -39,6 +53,11 @@ type phState struct {
 	host      int32
 	job       int32 // the job it holds, or -1
 	reporting bool  // its next request reports job instead of asking for one
+	// Live staging: parked is a placeholder told "no job" whose next turn
+	// has not started (its long poll, decided again when data lands or a
+	// job ends); wakeSeen is m.wakes when the CLS told it so.
+	parked   bool
+	wakeSeen uint64
 }
 
 type jobState struct {
@@ -47,6 +66,12 @@ type jobState struct {
 	pending        int // dependencies not finished
 	taken, done    bool
 	inputs         []policy.Input
+	// Live staging: mark is the host its inputs are being brought to
+	// (noMark: none), xfers the transfers it waits for, stagedTo the
+	// hosts a transfer was asked for on its behalf.
+	mark     policy.Site
+	xfers    int32
+	stagedTo []policy.Site
 }
 
 type model struct {
@@ -88,6 +113,8 @@ type model struct {
 	localTask int
 	allTasks  int
 	respSum   float64
+
+	live liveState // Config.Staging == StagingLive
 }
 
 // Run simulates workload w on platform p. It is deterministic: the same
@@ -108,7 +135,13 @@ func Run(w *Workload, p Platform, cfg Config) (Result, error) {
 	if cfg.MaxTime == 0 {
 		cfg.MaxTime = 1e9
 	}
+	switch cfg.Staging {
+	case "", StagingInline, StagingLive:
+	default:
+		return Result{}, fmt.Errorf("unknown staging mode %q (known: %s)", cfg.Staging, strings.Join(StagingModes, ", "))
+	}
 	m := &model{w: w, p: p, cfg: cfg, oneWay: p.OneWay()}
+	m.live.on = cfg.Staging == StagingLive
 	pol, err := policy.Lookup(cfg.Policy)
 	if err != nil {
 		return Result{}, err
@@ -192,11 +225,14 @@ func (m *model) setup() error {
 	for j, job := range m.w.Jobs {
 		m.phases[job.Phase] = append(m.phases[job.Phase], int32(j))
 	}
+	if m.live.on {
+		m.setupLive(nh)
+	}
 	// Each host starts at a random point of its other user's job, so the
 	// placeholders do not all ask in the same instant.
 	rng := newRand(m.cfg.Seed)
 	for h := range m.hosts {
-		m.c.at(rng.Float64()*m.p.OtherJob, evHostTurn, int32(h))
+		m.turn(int32(h), rng.Float64()*m.p.OtherJob)
 	}
 	return nil
 }
@@ -245,6 +281,9 @@ func (m *model) submitPhase() {
 func (m *model) makeReady(j int32) {
 	js := &m.jobs[j]
 	job := &m.w.Jobs[j]
+	if m.live.on {
+		js.mark = noMark
+	}
 	if m.heap != nil {
 		est := m.expect.Estimate(job.Group, job.Estimate)
 		r := policy.Ready{ID: js.sub, Est: float32(est)}
@@ -255,6 +294,10 @@ func (m *model) makeReady(j int32) {
 		}
 		m.heap.Push(r)
 		return
+	}
+	m.insertReady(js.sub)
+	if m.live.on {
+		return // priced at each decision: replicas come and go
 	}
 	// DC prices data per site: add up the inputs by where they are now.
 	js.inputs = js.inputs[:0]
@@ -268,11 +311,24 @@ func (m *model) makeReady(j int32) {
 		js.inputs[i].Bytes += m.fileSize[f]
 		js.inputs[i].Files++
 	}
-	if n := len(m.ready); n == 0 || m.ready[n-1] < js.sub {
-		m.ready = append(m.ready, js.sub)
+}
+
+// insertReady adds submission number sub to DC's ready list, in order.
+func (m *model) insertReady(sub int64) {
+	if n := len(m.ready); n == 0 || m.ready[n-1] < sub {
+		m.ready = append(m.ready, sub)
 	} else {
-		i, _ := slices.BinarySearch(m.ready, js.sub)
-		m.ready = slices.Insert(m.ready, i, js.sub)
+		i, _ := slices.BinarySearch(m.ready, sub)
+		m.ready = slices.Insert(m.ready, i, sub)
+	}
+}
+
+// turn schedules host h's next turn at t. With live staging an earlier
+// turn it replaces is ignored when it comes (the event's seq says which).
+func (m *model) turn(h int32, t float64) {
+	m.c.at(t, evHostTurn, h)
+	if m.live.on {
+		m.live.turnSeq[h] = m.c.seq
 	}
 }
 
@@ -280,6 +336,9 @@ func (m *model) handle(e event) {
 	switch e.kind {
 	case evHostTurn:
 		h := e.who
+		if m.live.on && !m.liveTurn(h, e.seq) {
+			return // cancelled: a parked placeholder was given a job
+		}
 		ph := m.hosts[h][m.nextPh[h]]
 		m.nextPh[h] = (m.nextPh[h] + 1) % len(m.hosts[h])
 		m.phs[ph].reporting = false
@@ -307,6 +366,8 @@ func (m *model) handle(e event) {
 		}
 	case evReply:
 		m.reply(e.who)
+	case evStaged:
+		m.staged(e.who)
 	}
 }
 
@@ -322,7 +383,16 @@ func (m *model) serve(ph int32) {
 		return
 	}
 	m.res.Requests++
-	p.job = m.choose(ph)
+	if m.live.on {
+		var waited bool
+		p.job, waited = m.chooseLive(ph)
+		if waited {
+			m.res.Waits++
+		}
+		p.wakeSeen = m.live.wakes
+	} else {
+		p.job = m.choose(ph)
+	}
 	if p.job < 0 {
 		m.res.Empty++
 	}
@@ -354,13 +424,19 @@ func (m *model) choose(ph int32) int32 {
 		return -1
 	}
 	j := m.subs[d.Job.ID-1]
+	m.takeReady(j)
+	return j
+}
+
+// takeReady marks job j taken off DC's ready list, compacting the list
+// when taken jobs make up most of it.
+func (m *model) takeReady(j int32) {
 	m.jobs[j].taken = true
 	m.nTaken++
 	if m.nTaken > 64 && 2*m.nTaken > len(m.ready) {
 		m.ready = slices.DeleteFunc(m.ready, func(s int64) bool { return m.jobs[m.subs[s-1]].taken })
 		m.nTaken = 0
 	}
-	return j
 }
 
 // readySeq yields the ready jobs oldest first, as DC sees them.
@@ -389,25 +465,40 @@ func (m *model) readySeq() iter.Seq[policy.Candidate] {
 // reply is the CLS's answer reaching placeholder ph.
 func (m *model) reply(ph int32) {
 	p := &m.phs[ph]
-	if p.reporting || p.job < 0 {
-		// The placeholder's turn ends; the other user's job runs next.
-		m.c.after(m.p.OtherJob, evHostTurn, p.host)
+	if m.live.on && !p.reporting && p.job < 0 && m.parkOrRun(ph) {
 		return
 	}
-	// Fetch every input that is elsewhere, one scp per file, then run.
+	if p.reporting || p.job < 0 {
+		// The placeholder's turn ends; the other user's job runs next.
+		m.turn(p.host, m.c.now+m.p.OtherJob)
+		return
+	}
+	m.run(ph)
+}
+
+// run starts placeholder ph's job: with inline staging it first fetches
+// every input that is elsewhere, one scp per file; with live staging they
+// are all there already.
+func (m *model) run(ph int32) {
+	p := &m.phs[ph]
 	j := p.job
 	job := &m.w.Jobs[j]
 	here := policy.Site(p.host)
 	var t float64
 	local := true
-	for _, f := range job.In {
-		if m.fileHost[f] == here {
-			continue
+	if m.live.on {
+		// With its data unless something was brought here for it.
+		local = !slices.Contains(m.jobs[j].stagedTo, here)
+	} else {
+		for _, f := range job.In {
+			if m.fileHost[f] == here {
+				continue
+			}
+			local = false
+			t += m.p.Transfer(m.fileHost[f], here, m.fileSize[f], 1)
+			m.res.BytesMoved += m.fileSize[f]
+			m.res.Transfers++
 		}
-		local = false
-		t += m.p.Transfer(m.fileHost[f], here, m.fileSize[f], 1)
-		m.res.BytesMoved += m.fileSize[f]
-		m.res.Transfers++
 	}
 	if local {
 		m.localTask += job.Tasks
@@ -429,6 +520,9 @@ func (m *model) complete(j, h int32) {
 	m.expect.Observe(job.Group, job.Runtime)
 	for _, f := range job.Out {
 		m.fileHost[f] = policy.Site(h)
+		if m.live.on {
+			m.live.reps[f] = append(m.live.reps[f][:0], policy.Site(h)) // older copies are of older content
+		}
 	}
 	for _, u := range m.users[j] {
 		us := &m.jobs[u]
@@ -438,6 +532,9 @@ func (m *model) complete(j, h int32) {
 	}
 	if m.left == 0 {
 		m.submitPhase()
+	}
+	if m.live.on {
+		m.wake()
 	}
 }
 

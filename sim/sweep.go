@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -22,6 +23,7 @@ type Sweep struct {
 	// result is shared by concurrent runs, which only read it.
 	Workload func(seed uint64) (*Workload, error)
 	DC       policy.DC // as Config.DC
+	Staging  string    // as Config.Staging, for every run
 }
 
 // Outcome is one run of a sweep.
@@ -31,6 +33,7 @@ type Outcome struct {
 	Inflation    float64
 	Network      string
 	Seed         uint64
+	Staging      string // the run's staging mode (StagingInline for "")
 	Result
 }
 
@@ -50,7 +53,7 @@ func (s Sweep) config(i int) (Platform, Config) {
 	i /= len(s.Placeholders)
 	inf := s.Inflations[i%len(s.Inflations)]
 	i /= len(s.Inflations)
-	return s.Networks[i], Config{Policy: pol, Placeholders: ph, Inflation: inf, Seed: seed, DC: s.DC}
+	return s.Networks[i], Config{Policy: pol, Placeholders: ph, Inflation: inf, Seed: seed, DC: s.DC, Staging: s.Staging}
 }
 
 // Run runs the sweep on workers goroutines (0: GOMAXPROCS) and calls emit
@@ -101,7 +104,7 @@ func (s Sweep) Run(ctx context.Context, workers int, emit func(Outcome) error) e
 					err = fmt.Errorf("%s/%s x%g %d placeholders seed %d: %w", cfg.Policy, p.Name, cfg.Inflation, cfg.Placeholders, cfg.Seed, err)
 				}
 				out[i] = Outcome{Policy: cfg.Policy, Placeholders: cfg.Placeholders, Inflation: cfg.Inflation,
-					Network: p.Name, Seed: cfg.Seed, Result: r}
+					Network: p.Name, Seed: cfg.Seed, Staging: cmp.Or(cfg.Staging, StagingInline), Result: r}
 				errs[i] = err
 				close(done[i])
 			}

@@ -25,7 +25,7 @@ import (
 func Mqsim(env mqcli.Env) *cli.App {
 	app := mqcli.NewApp("mqsim", "simulate placeholder scheduling policies before spending allocation", env)
 	app.UsageText = `mqsim [--policy ` + strings.Join(sim.WorkflowPolicies(), ",") + `] [--placeholders 2,4,8,16,32] [--inflation 1,10,100]
-         [--network lan,wan] [--seeds 1-10] [--workload FILE] [--json] [--plot DIR]`
+         [--network lan,wan] [--seeds 1-10] [--staging inline|live] [--workload FILE] [--json] [--plot DIR]`
 	app.Description = `Runs the discrete-event simulation of thesis 004 chapter 6 for every
 combination of the lists (each flag takes one value or a comma list; seeds
 also take ranges like 1-10), in parallel, deterministically per seed.
@@ -35,6 +35,9 @@ per 10 ms, which is what the thesis's own results imply (lan-itu and wan-itu
 are older names for them); lan-printed and wan-printed are the table as
 printed (100x slower copies); or give a platform JSON file. Without --workload the thesis's synthetic PA
 workload is used (1,000 pipelines, batches of 16, generated per seed).
+--staging inline (the default) is the thesis's model: a placeholder copies
+its job's inputs within its turn; --staging live is the live CLS's: the
+CLS brings inputs beforehand, 4 files at a time, and keeps every copy.
 File formats and the model: docs/simulation.md.
 
 Output: a table per network and file inflation (mean over seeds), or with
@@ -45,6 +48,7 @@ Output: a table per network and file inflation (mean over seeds), or with
 		&cli.StringFlag{Name: "inflation", Value: "1,10,100", Usage: "factors on the size of files jobs write"},
 		&cli.StringFlag{Name: "network", Value: "lan,wan", Usage: "lan, wan, lan-printed, wan-printed or platform JSON files"},
 		&cli.StringFlag{Name: "seeds", Value: "1-10", Usage: "seeds, e.g. 1-10 or 1,3,5"},
+		&cli.StringFlag{Name: "staging", Value: sim.StagingInline, Usage: "how inputs move: inline (the thesis: the placeholder copies them in its turn) or live (the CLS stages them, as mq does)"},
 		&cli.StringFlag{Name: "workload", Usage: "workload JSON `FILE` instead of the thesis's PA workload", TakesFile: true},
 		&cli.BoolFlag{Name: "json", Usage: "print one JSON object per run"},
 		&cli.StringFlag{Name: "plot", Usage: "write SVG plots and index.html into `DIR`", TakesFile: true},
@@ -73,7 +77,7 @@ Output: a table per network and file inflation (mean over seeds), or with
 		}
 		sums := sim.Summarize(runs)
 		if !c.Bool("json") {
-			writeTables(out, sums)
+			writeTables(out, sums, s.Staging)
 		}
 		if dir := c.String("plot"); dir != "" {
 			files, err := sim.WritePlots(dir, sums)
@@ -130,6 +134,10 @@ func sweepFlags(c *cli.Context) (sim.Sweep, error) {
 			return s, mqcli.Usagef("--network: %q given twice", p.Name)
 		}
 		names[p.Name] = true
+	}
+	s.Staging = c.String("staging")
+	if !slices.Contains(sim.StagingModes, s.Staging) {
+		return s, mqcli.Usagef("--staging: %q is not a staging mode (inline or live)", s.Staging)
 	}
 	if s.Seeds, err = parseSeeds(c.String("seeds")); err != nil {
 		return s, mqcli.Usagef("--seeds: %v", err)
@@ -204,6 +212,7 @@ type runJSON struct {
 	Inflation    float64 `json:"inflation"`
 	Network      string  `json:"network"`
 	Seed         uint64  `json:"seed"`
+	Staging      string  `json:"staging"`
 	Makespan     float64 `json:"makespan_s"`
 	DataAffinity float64 `json:"data_affinity"`
 	MeanResponse float64 `json:"mean_response_s"`
@@ -217,7 +226,7 @@ type runJSON struct {
 
 func writeRunJSON(w io.Writer, o sim.Outcome) error {
 	b, err := json.Marshal(runJSON{
-		Policy: o.Policy, Placeholders: o.Placeholders, Inflation: o.Inflation, Network: o.Network, Seed: o.Seed,
+		Policy: o.Policy, Placeholders: o.Placeholders, Inflation: o.Inflation, Network: o.Network, Seed: o.Seed, Staging: o.Staging,
 		Makespan: round(o.Makespan, 3), DataAffinity: round(o.DataAffinity, 4), MeanResponse: round(o.MeanResponse, 3),
 		BytesMoved: o.BytesMoved, Transfers: o.Transfers, Requests: o.Requests, Empty: o.Empty, Waits: o.Waits, Events: o.Events,
 	})
@@ -234,7 +243,7 @@ func round(v float64, digits int) float64 {
 }
 
 // writeTables prints one table per network and inflation.
-func writeTables(w io.Writer, sums []sim.Summary) {
+func writeTables(w io.Writer, sums []sim.Summary, staging string) {
 	type panel struct {
 		net string
 		inf float64
@@ -260,7 +269,11 @@ func writeTables(w io.Writer, sums []sim.Summary) {
 			}
 		}
 		slices.SortStableFunc(rows, func(a, b sim.Summary) int { return a.Placeholders - b.Placeholders })
-		fmt.Fprintf(w, "network %s, files x%g, mean (sd) over %d seeds\n", p.net, p.inf, rows[0].Seeds)
+		fmt.Fprintf(w, "network %s, files x%g, mean (sd) over %d seeds", p.net, p.inf, rows[0].Seeds)
+		if staging == sim.StagingLive {
+			fmt.Fprint(w, ", live staging")
+		}
+		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprint(tw, "placeholders\tpolicy\tmakespan_s\t(sd)\tvs_fcfs\tdata_affinity\tmean_response_s\tMB_moved\t\n")
 		for _, s := range rows {

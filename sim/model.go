@@ -57,6 +57,7 @@ type phState struct {
 	// has not started (its long poll, decided again when data lands or a
 	// job ends); wakeSeen is m.wakes when the CLS told it so.
 	parked   bool
+	listed   bool // in m.live.parked
 	wakeSeen uint64
 }
 
@@ -120,53 +121,11 @@ type model struct {
 // Run simulates workload w on platform p. It is deterministic: the same
 // inputs give the same Result.
 func Run(w *Workload, p Platform, cfg Config) (Result, error) {
-	if err := p.Validate(); err != nil {
-		return Result{}, err
-	}
-	if cfg.Placeholders < 1 {
-		return Result{}, fmt.Errorf("placeholders must be >= 1")
-	}
-	if cfg.Inflation == 0 {
-		cfg.Inflation = 1
-	}
-	if cfg.Inflation < 0 {
-		return Result{}, fmt.Errorf("inflation must be > 0")
-	}
-	if cfg.MaxTime == 0 {
-		cfg.MaxTime = 1e9
-	}
-	switch cfg.Staging {
-	case "", StagingInline, StagingLive:
-	default:
-		return Result{}, fmt.Errorf("unknown staging mode %q (known: %s)", cfg.Staging, strings.Join(StagingModes, ", "))
-	}
-	m := &model{w: w, p: p, cfg: cfg, oneWay: p.OneWay()}
-	m.live.on = cfg.Staging == StagingLive
-	pol, err := policy.Lookup(cfg.Policy)
+	m, err := newModel(w, p, cfg)
 	if err != nil {
 		return Result{}, err
 	}
-	if !Workflow(pol) {
-		return Result{}, fmt.Errorf("policy %q runs in the grid model (mqsim grid), not the workflow model", cfg.Policy)
-	}
-	switch pol.Kind {
-	case policy.Ordered:
-		m.heap = policy.NewHeap(pol.Order)
-	case policy.Choosing:
-		m.dc = cfg.DC
-		if m.dc == (policy.DC{}) {
-			m.dc = pol.NewDC(m.oneWay)
-		}
-	default:
-		return Result{}, fmt.Errorf("policy %q cannot be simulated yet", cfg.Policy)
-	}
-	if err := m.setup(); err != nil {
-		return Result{}, err
-	}
-	if pol.Needs&policy.NeedsBLevels != 0 {
-		m.rankChains()
-	}
-	m.submitPhase()
+	cfg = m.cfg
 	for m.done < len(w.Jobs) {
 		e, ok := m.c.next()
 		if !ok {
@@ -182,6 +141,59 @@ func Run(w *Workload, p Platform, cfg Config) (Result, error) {
 	m.res.MeanResponse = m.respSum / float64(len(w.Jobs))
 	m.res.Events = m.c.fired
 	return m.res, nil
+}
+
+// newModel checks a run's parameters and sets it up at time 0, the first
+// phase submitted.
+func newModel(w *Workload, p Platform, cfg Config) (*model, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Placeholders < 1 {
+		return nil, fmt.Errorf("placeholders must be >= 1")
+	}
+	if cfg.Inflation == 0 {
+		cfg.Inflation = 1
+	}
+	if cfg.Inflation < 0 {
+		return nil, fmt.Errorf("inflation must be > 0")
+	}
+	if cfg.MaxTime == 0 {
+		cfg.MaxTime = 1e9
+	}
+	switch cfg.Staging {
+	case "", StagingInline, StagingLive:
+	default:
+		return nil, fmt.Errorf("unknown staging mode %q (known: %s)", cfg.Staging, strings.Join(StagingModes, ", "))
+	}
+	m := &model{w: w, p: p, cfg: cfg, oneWay: p.OneWay()}
+	m.live.on = cfg.Staging == StagingLive
+	pol, err := policy.Lookup(cfg.Policy)
+	if err != nil {
+		return nil, err
+	}
+	if !Workflow(pol) {
+		return nil, fmt.Errorf("policy %q runs in the grid model (mqsim grid), not the workflow model", cfg.Policy)
+	}
+	switch pol.Kind {
+	case policy.Ordered:
+		m.heap = policy.NewHeap(pol.Order)
+	case policy.Choosing:
+		m.dc = cfg.DC
+		if m.dc == (policy.DC{}) {
+			m.dc = pol.NewDC(m.oneWay)
+		}
+	default:
+		return nil, fmt.Errorf("policy %q cannot be simulated yet", cfg.Policy)
+	}
+	if err := m.setup(); err != nil {
+		return nil, err
+	}
+	if pol.Needs&policy.NeedsBLevels != 0 {
+		m.rankChains()
+	}
+	m.submitPhase()
+	return m, nil
 }
 
 func (m *model) setup() error {

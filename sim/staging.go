@@ -64,7 +64,7 @@ type liveState struct {
 	queue    []int32 // transfers waiting for a worker, from qHead on
 	qHead    int
 	running  int
-	parked   []int32 // placeholders parked, in the order they parked
+	parked   []int32 // placeholders parked (and some whose turn came since: phState.listed)
 	spare    []int32 // wake's next parked list
 	wakes    uint64  // times the state changed for parked placeholders
 
@@ -366,11 +366,14 @@ func (m *model) parkOrRun(ph int32) bool {
 		}
 	}
 	p.parked = true
-	m.live.parked = append(m.live.parked, ph)
+	if !p.listed {
+		p.listed = true
+		m.live.parked = append(m.live.parked, ph)
+	}
 	return false // the turn ends as usual
 }
 
-// wake decides again, in the order they parked, for every parked
+// wake decides again, in the order they first parked, for every parked
 // placeholder: a transfer landed or a job ended. One given a job gets the
 // reply and its host's next turn is cancelled: it is still in its turn.
 func (m *model) wake() {
@@ -381,6 +384,7 @@ func (m *model) wake() {
 	for _, ph := range l.parked {
 		p := &m.phs[ph]
 		if !p.parked {
+			p.listed = false
 			continue // its turn came
 		}
 		j, _ := m.chooseLive(ph)
@@ -388,7 +392,7 @@ func (m *model) wake() {
 			kept = append(kept, ph)
 			continue
 		}
-		p.parked = false
+		p.parked, p.listed = false, false
 		p.job = j
 		l.turnSeq[p.host] = 0
 		m.c.after(m.oneWay, evReply, ph)

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -98,6 +100,36 @@ func TestMqsimFiles(t *testing.T) {
 	}
 }
 
+// TestMqsimStaging: --staging live runs the live CLS's staging model and
+// says so; the default is inline.
+func TestMqsimStaging(t *testing.T) {
+	args := []string{"--policy", "fcfs", "--placeholders", "2", "--inflation", "100", "--network", "wan", "--seeds", "1"}
+	runs := map[string]map[string]any{}
+	for _, mode := range []string{"", "inline", "live"} {
+		a := append(slices.Clone(args), "--json")
+		if mode != "" {
+			a = append(a, "--staging", mode)
+		}
+		code, out, errOut := runMqsim(t, a...)
+		if code != 0 {
+			t.Fatalf("%q: exit %d: %s", mode, code, errOut)
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(out), &m); err != nil {
+			t.Fatalf("%q: %v: %s", mode, err, out)
+		}
+		runs[mode] = m
+	}
+	if runs[""]["staging"] != "inline" || runs["live"]["staging"] != "live" || !reflect.DeepEqual(runs[""], runs["inline"]) ||
+		runs["live"]["bytes_moved"] == runs["inline"]["bytes_moved"] {
+		t.Fatalf("runs %v", runs)
+	}
+	code, out, errOut := runMqsim(t, append(args, "--staging", "live")...)
+	if code != 0 || !strings.Contains(out, "network wan, files x100, mean (sd) over 1 seeds, live staging\n") {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+}
+
 func TestMqsimBadFlags(t *testing.T) {
 	dir := t.TempDir()
 	badWL := filepath.Join(dir, "bad.json")
@@ -121,6 +153,8 @@ func TestMqsimBadFlags(t *testing.T) {
 		{[]string{"--seeds", "1-1000000"}, "more than"},
 		{[]string{"--workload", badWL}, `unknown file "nope"`},
 		{[]string{"--workload", filepath.Join(dir, "missing.json")}, "no such file"},
+		{[]string{"--staging", "later"}, `--staging: "later" is not a staging mode`},
+		{[]string{"--staging", "inline,live"}, "not a staging mode"},
 		{[]string{"--bogus"}, "unknown flag"},
 		{[]string{"stray"}, "unexpected argument"},
 	}

@@ -281,3 +281,21 @@ func TestStagingModes(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRunLive is BenchmarkRun with live staging.
+func BenchmarkRunLive(b *testing.B) {
+	for _, pol := range []string{"fcfs", "dc"} {
+		b.Run(pol, func(b *testing.B) {
+			w := PA(1, 1000, 16)
+			var events uint64
+			for b.Loop() {
+				r, err := Run(w, WAN, Config{Policy: pol, Placeholders: 32, Inflation: 100, Seed: 1, Staging: StagingLive})
+				if err != nil {
+					b.Fatal(err)
+				}
+				events += r.Events
+			}
+			b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
+}

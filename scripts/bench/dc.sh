@@ -7,11 +7,12 @@
 # site grid (account mquser) and running DC_RUN_S s; the Slurm site slurmy
 # (account mquser2, its own data root) can run any job once its input is
 # staged there. With DC_SHAPE=pa the workload is the thesis's PA pipeline
-# with inflated files instead: DC_JOBS pipelines, each a BLAST-like job
-# reading a small sequence file that exists only on the CLS host and
-# writing a DC_MIB MiB homologue file after DC_RUN_S s, then a parsing job
-# reading it for DC_PARSE_S s, either stage at either site (mqsim: the
-# same jobs and files, the sequence files outside the sites).
+# with inflated files instead, sim.PA's (seed 1): DC_JOBS pipelines, each a
+# BLAST-like job reading a 250-850 B sequence file that exists only on the
+# CLS host and writing, after 2-8 s, a homologue file of 5,000-85,000 B
+# times DC_INFLATE, then a parsing job reading it for 0.5-0.7 s, either
+# stage at either site (mqsim: the same jobs and files, the sequence files
+# outside the sites).
 # One placeholder per site, both up before the workload
 # arrives; once under FCFS, once under DC, each in a fresh CLS. Then runs
 # mqsim on the same workload (2 hosts, the inputs on host 0) on two
@@ -22,8 +23,9 @@
 #
 # Usage (root, with scripts/setup.sh done; it starts SGE and Slurm):
 #   flock /tmp/mq-sites.lock scripts/bench/dc.sh
-# Knobs: DC_SHAPE (bag; or pa), DC_JOBS (24), DC_MIB (32), DC_RUN_S (3),
-# DC_PARSE_S (1, pa only), DC_SEEDS (1-5).
+# Knobs: DC_SHAPE (bag; or pa), DC_JOBS (24), DC_MIB (32, bag only),
+# DC_RUN_S (3, bag only), DC_INFLATE (100, pa only), DC_SEEDS (1-5),
+# DC_KEEP (a directory to keep the CLS logs' staging lines in).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -32,18 +34,18 @@ JOBS=${DC_JOBS:-24}
 MIB=${DC_MIB:-32}
 RUN_S=${DC_RUN_S:-3}
 SHAPE=${DC_SHAPE:-bag}
-PARSE_S=${DC_PARSE_S:-1}
+INFLATE=${DC_INFLATE:-100}
 SEEDS=${DC_SEEDS:-1-5}
 OUT=$(mktemp -d /tmp/mqdc.XXXXXX)
 trap 'rm -rf "$OUT"' EXIT
 cd "$ROOT"
 
 if [ "$SHAPE" = pa ]; then
-	echo "dc.sh: PA, $JOBS pipelines: BLAST-like $RUN_S s writing $MIB MiB, parsing $PARSE_S s; load $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "dc.sh: PA, $JOBS pipelines, homologue files inflated $INFLATE times; load $(cut -d' ' -f1-3 /proc/loadavg)"
 else
 	echo "dc.sh: $JOBS jobs x $MIB MiB inputs at grid, $RUN_S s each; load $(cut -d' ' -f1-3 /proc/loadavg)"
 fi
-MQ_DC_SHAPE=$SHAPE MQ_DC_JOBS=$JOBS MQ_DC_MIB=$MIB MQ_DC_RUN_S=$RUN_S MQ_DC_PARSE_S=$PARSE_S MQ_DC_OUT=$OUT \
+MQ_DC_SHAPE=$SHAPE MQ_DC_JOBS=$JOBS MQ_DC_MIB=$MIB MQ_DC_RUN_S=$RUN_S MQ_DC_INFLATE=$INFLATE MQ_DC_OUT=$OUT \
 	go test -tags e2e ./test/sites -run 'TestStagingDCMovesLessThanFCFS$' -count=1 -v -timeout 60m 2>&1 |
 	grep -E 'dc_test.go|^(--- |ok|FAIL)' || true
 [ -s "$OUT/live.json" ] || { echo "dc.sh: the live runs wrote nothing" >&2; exit 1; }
@@ -59,13 +61,21 @@ python3 - "$OUT" <<'PY'
 import json, sys
 out = sys.argv[1]
 m = json.load(open(f"{out}/measured.json"))
-rate = m.get("rate_Bps") or 100e6
+# The FCFS run's own transfers: small ones (<= 64 KiB) give the per-file
+# latency, big ones the bandwidth beyond it.
+each = m.get("each") or []
+small = sorted(s for b, s in each if b <= 64 << 10)
+big = [(b, s) for b, s in each if b > 64 << 10]
+lat = small[len(small) // 2] if small else 0.01
+rate = 100e6  # no big transfer to measure: loopback SFTP's order
+if big:
+    rate = sum(b for b, _ in big) / max(sum(s - lat for _, s in big), 1e-3)
 json.dump({"name": "configured", "cls_invocation_s": 1.0, "queuing_delay_s": 0, "scp_latency_s": 0.5,
            "scp_rate_Bps": 10e6, "other_job_s": 0}, open(f"{out}/configured.json", "w"))
-json.dump({"name": "measured", "cls_invocation_s": 0.01, "queuing_delay_s": 0.001, "scp_latency_s": 0.01,
+json.dump({"name": "measured", "cls_invocation_s": 0.01, "queuing_delay_s": 0.001, "scp_latency_s": max(lat, 1e-4),
            "scp_rate_Bps": rate, "other_job_s": 0}, open(f"{out}/measured-net.json", "w"))
-print(f"measured in the FCFS run: {m['transfers']:.0f} transfers, {m['bytes']/2**20:.0f} MiB in {m['seconds']:.2f} s"
-      + (f" ({rate/1e6:.0f} MB/s per transfer)" if "rate_Bps" in m else ""))
+print(f"measured in the FCFS run: {m['transfers']:.0f} transfers, {m['bytes']/2**20:.0f} MiB in {m['seconds']:.2f} s;"
+      f" fitted: {lat*1e3:.1f} ms a file ({len(small)} small), {rate/1e6:.0f} MB/s ({len(big)} big)")
 PY
 for net in configured measured-net; do
 	"$OUT/mqsim" --workload "$OUT/workload.json" --network "$OUT/$net.json" --placeholders 2 --inflation 1 \

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/protocol"
+	"github.com/mq-hpc/mq/sim"
 )
 
 // A data-heavy workload on two sites that share nothing, run once under
@@ -25,16 +26,16 @@ import (
 // workload arrives.
 //
 // With MQ_DC_SHAPE=pa the workload is the thesis's PA pipeline with
-// inflated files instead (sim.PA's shape, one pipeline per job pair): for
-// each of MQ_DC_JOBS pipelines a BLAST-like job reads a small sequence
-// file that exists only on the CLS host and writes a homologue file of
-// MQ_DC_MIB MiB (the inflation) after MQ_DC_RUN_S s; its parsing job
-// (-p) reads that file and runs MQ_DC_PARSE_S s. Either site may run
-// either stage: a parsing job runs with its data only at the site its
-// BLAST job ran at, and no BLAST job ever does (its input is outside the
-// sites), so at most half the jobs are placed with their data, as in the
-// thesis. This shape is for dc.sh; it records, and fails only if a job
-// fails.
+// inflated files instead, exactly sim.PA's (MQ_DC_JOBS pipelines, seed 1,
+// table 6.1 of the thesis): pipeline i's BLAST-like job reads its sequence
+// file (250-850 B, on the CLS host only), sleeps its 2-8 s and writes a
+// homologue file of 5,000-85,000 B times MQ_DC_INFLATE; its parsing job
+// (-p) reads that file and sleeps 0.5-0.7 s. Estimates are exact. Either
+// site may run either stage: a parsing job runs with its data only at the
+// site its BLAST job ran at, and no BLAST job ever does (its input is
+// outside the sites), so at most half the jobs are placed with their data,
+// as in the thesis. This shape is for dc.sh; it records, and fails only if
+// a job fails.
 // FCFS hands slurmy's placeholder the oldest jobs and stages their inputs
 // there (some of those jobs are then run by grid's placeholder, which had
 // the data all along, before slurmy's asks again); DC prices the transfer
@@ -50,7 +51,7 @@ import (
 func TestStagingDCMovesLessThanFCFS(t *testing.T) {
 	need(t, "sge", "slurm")
 	w := dcWorkload{jobs: envInt(t, "MQ_DC_JOBS", 8), mib: envInt(t, "MQ_DC_MIB", 8), runS: envInt(t, "MQ_DC_RUN_S", 2),
-		parseS: envInt(t, "MQ_DC_PARSE_S", 1), shape: os.Getenv("MQ_DC_SHAPE")}
+		inflate: envInt(t, "MQ_DC_INFLATE", 100), shape: os.Getenv("MQ_DC_SHAPE")}
 	switch w.shape {
 	case "":
 		w.shape = "bag"
@@ -82,12 +83,24 @@ func TestStagingDCMovesLessThanFCFS(t *testing.T) {
 	}
 }
 
-// dcWorkload is the live workload: jobs (pipelines, for "pa") reading or
-// writing mib MiB each, running runS s (a BLAST-like job's time, for
-// "pa"; parseS is a parsing job's).
+// dcWorkload is the live workload: for "bag", jobs jobs reading mib MiB
+// each and running runS s; for "pa", jobs pipelines of sim.PA with their
+// homologue files inflate times larger.
 type dcWorkload struct {
-	jobs, mib, runS, parseS int
-	shape                   string // "bag" or "pa"
+	jobs, mib, runS, inflate int
+	shape                    string // "bag" or "pa"
+}
+
+// pa is the "pa" shape's workload: sim.PA's, seed 1, one job per task,
+// with every file a job writes inflate times larger.
+func (w dcWorkload) pa() *sim.Workload {
+	pa := sim.PA(1, w.jobs, 1)
+	for _, j := range pa.Jobs {
+		for _, f := range j.Out {
+			pa.Files[f].Bytes *= int64(w.inflate)
+		}
+	}
+	return pa
 }
 
 // total is how many jobs the workload has.
@@ -98,12 +111,6 @@ func (w dcWorkload) total() int {
 	return w.jobs
 }
 
-// seqFile is pipeline i's sequence file in the "pa" shape: 250-850
-// bytes, as sim.PA's.
-func seqFile(i int) []byte {
-	return []byte(">p" + strconv.Itoa(i) + "\n" + strings.Repeat("MKV", (250+(i*37)%601)/3) + "\n")
-}
-
 // dcRun is what one policy's live run did.
 type dcRun struct {
 	MakespanS float64 `json:"makespan_s"` // first submission to last completion
@@ -112,6 +119,8 @@ type dcRun struct {
 	TransferS float64 `json:"transfer_s"` // the transfers' time, summed
 	WithData  int     `json:"with_data"`  // jobs that ran where their inputs were
 	Jobs      int     `json:"jobs"`
+	// Each transfer's bytes and seconds, for fitting the link (dc.sh).
+	Each [][2]float64 `json:"-"`
 }
 
 func envInt(t *testing.T, name string, def int) int {
@@ -229,6 +238,7 @@ func runDCWorkload(t *testing.T, l *login, pol string, w dcWorkload) dcRun {
 			}
 			moved += tr.Bytes
 			r.Transfers++
+			r.Each = append(r.Each, [2]float64{float64(tr.Bytes), tr.Seconds})
 			r.TransferS += tr.Seconds
 		}
 		r.Bytes += moved
@@ -249,27 +259,37 @@ func runDCWorkload(t *testing.T, l *login, pol string, w dcWorkload) dcRun {
 }
 
 // submitPA submits the "pa" shape: per pipeline i, blast-i reads
-// seqs/pi.fa (on the CLS host only) and writes hom/pi.tsv (mib MiB);
-// parse-i, after it, reads hom/pi.tsv.
+// seqs/pi.fa (on the CLS host only) and writes hom/pi.tsv; parse-i, after
+// it, reads hom/pi.tsv. All BLAST jobs first, then all parsing jobs, as
+// sim.PA's phases (here without the barrier: a parsing job is ready once
+// its BLAST job is done, as in the workload dc.sh gives mqsim).
 func submitPA(t *testing.T, c *cls, w dcWorkload) {
 	t.Helper()
+	pa := w.pa()
 	if err := os.MkdirAll(filepath.Join(c.work, "seqs"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for i := 1; i <= w.jobs; i++ {
-		if err := os.WriteFile(filepath.Join(c.work, "seqs", fmt.Sprintf("p%d.fa", i)), seqFile(i), 0o644); err != nil {
-			t.Fatal(err)
+	secs := func(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) }
+	for _, j := range pa.Jobs {
+		in := pa.Files[j.In[0]]
+		if j.Group == "blast" {
+			out := pa.Files[j.Out[0]]
+			// seq-N is pipeline N's sequence file, at its declared size.
+			seq := "seqs/p" + strings.TrimPrefix(in.Name, "seq-") + ".fa"
+			head := ">" + in.Name + "\n"
+			body := head + strings.Repeat("M", int(in.Bytes)-len(head)-1) + "\n"
+			if err := os.WriteFile(filepath.Join(c.work, seq), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			hom := "hom/p" + strings.TrimPrefix(out.Name, "hom-") + ".tsv"
+			c.must("mqsub", "-q", "work", "-e", secs(j.Runtime), "-i", seq, "-o", hom, j.Name,
+				fmt.Sprintf("cat %s >/dev/null && sleep %s && mkdir -p hom && head -c %d /dev/urandom > %s", seq, secs(j.Runtime), out.Bytes, hom))
+			continue
 		}
-	}
-	for i := 1; i <= w.jobs; i++ {
-		c.must("mqsub", "-q", "work", "-e", strconv.Itoa(w.runS), "-i", fmt.Sprintf("seqs/p%d.fa", i), "-o", fmt.Sprintf("hom/p%d.tsv", i),
-			fmt.Sprintf("blast-%d", i), fmt.Sprintf("sleep %d && mkdir -p hom && (cat seqs/p%d.fa; head -c %d /dev/urandom) > hom/p%d.tsv",
-				w.runS, i, w.mib<<20, i))
-	}
-	for i := 1; i <= w.jobs; i++ {
-		c.must("mqsub", "-q", "work", "-e", strconv.Itoa(w.parseS), "-p", fmt.Sprintf("blast-%d", i), "-i", fmt.Sprintf("hom/p%d.tsv", i),
-			"-o", fmt.Sprintf("parsed/p%d.txt", i), fmt.Sprintf("parse-%d", i),
-			fmt.Sprintf("sleep %d && mkdir -p parsed && cksum hom/p%d.tsv > parsed/p%d.txt", w.parseS, i, i))
+		n := strings.TrimPrefix(in.Name, "hom-")
+		hom, parsed := "hom/p"+n+".tsv", "parsed/p"+n+".txt"
+		c.must("mqsub", "-q", "work", "-e", secs(j.Runtime), "-p", "blast-"+n, "-i", hom, "-o", parsed, j.Name,
+			fmt.Sprintf("sleep %s && mkdir -p parsed && cksum %s > %s", secs(j.Runtime), hom, parsed))
 	}
 }
 
@@ -289,6 +309,7 @@ func (w dcWorkload) write(t *testing.T, dir string, res map[string]dcRun) {
 	}
 	type job struct {
 		Name     string   `json:"name"`
+		Group    string   `json:"group,omitempty"`
 		Runtime  float64  `json:"runtime_s"`
 		Estimate float64  `json:"estimate_s"`
 		In       []string `json:"in"`
@@ -299,18 +320,26 @@ func (w dcWorkload) write(t *testing.T, dir string, res map[string]dcRun) {
 		Files []file `json:"files"`
 		Jobs  []job  `json:"jobs"`
 	}
-	for i := 1; w.shape == "pa" && i <= w.jobs; i++ {
-		// The sequence files are outside the sites (no host); the
+	if w.shape == "pa" {
+		// The same jobs and files as submitPA's, without sim.PA's phase
+		// barrier; the sequence files are outside the sites (no host), the
 		// homologue files appear where their BLAST job runs.
-		seq, hom := fmt.Sprintf("seq-%d", i), fmt.Sprintf("hom-%d", i)
-		n := int64(len(seqFile(i)))
-		wl.Files = append(wl.Files, file{Name: seq, Bytes: n})
-		wl.Jobs = append(wl.Jobs, job{Name: fmt.Sprintf("blast-%d", i), Runtime: float64(w.runS), Estimate: float64(w.runS),
-			In: []string{seq}, Out: []file{{Name: hom, Bytes: n + int64(w.mib)<<20}}})
-	}
-	for i := 1; w.shape == "pa" && i <= w.jobs; i++ {
-		wl.Jobs = append(wl.Jobs, job{Name: fmt.Sprintf("parse-%d", i), Runtime: float64(w.parseS), Estimate: float64(w.parseS),
-			In: []string{fmt.Sprintf("hom-%d", i)}, Out: []file{{Name: fmt.Sprintf("parsed-%d", i), Bytes: 20}}})
+		pa := w.pa()
+		for _, j := range pa.Jobs {
+			in := pa.Files[j.In[0]]
+			if j.Group == "blast" {
+				wl.Files = append(wl.Files, file{Name: in.Name, Bytes: in.Bytes})
+			}
+			var outs []file
+			for _, o := range j.Out {
+				outs = append(outs, file{Name: pa.Files[o].Name, Bytes: pa.Files[o].Bytes})
+			}
+			if j.Group == "parse" {
+				outs = []file{{Name: "parsed-" + strings.TrimPrefix(in.Name, "hom-"), Bytes: 20}}
+			}
+			wl.Jobs = append(wl.Jobs, job{Name: j.Name, Group: j.Group, Runtime: j.Runtime, Estimate: j.Estimate,
+				In: []string{in.Name}, Out: outs})
+		}
 	}
 	for i := 1; w.shape == "bag" && i <= w.jobs; i++ {
 		f := fmt.Sprintf("f%d", i)
@@ -319,7 +348,7 @@ func (w dcWorkload) write(t *testing.T, dir string, res map[string]dcRun) {
 			In: []string{f}, Out: []file{{Name: fmt.Sprintf("r%d", i), Bytes: 20}}})
 	}
 	fc := res["fcfs"]
-	measured := map[string]float64{"transfers": float64(fc.Transfers), "bytes": float64(fc.Bytes), "seconds": fc.TransferS}
+	measured := map[string]any{"transfers": fc.Transfers, "bytes": fc.Bytes, "seconds": fc.TransferS, "each": fc.Each}
 	if fc.Transfers > 0 && fc.TransferS > 0 {
 		measured["mean_transfer_s"] = fc.TransferS / float64(fc.Transfers)
 		measured["rate_Bps"] = float64(fc.Bytes) / fc.TransferS

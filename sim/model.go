@@ -55,7 +55,7 @@ type phState struct {
 	reporting bool  // its next request reports job instead of asking for one
 	// Live staging: parked is a placeholder told "no job" whose next turn
 	// has not started (its long poll, decided again when data lands or a
-	// job ends); wakeSeen is m.wakes when the CLS told it so.
+	// job ends); wakeSeen is m.live.wakes when the CLS told it so.
 	parked   bool
 	listed   bool // in m.live.parked
 	wakeSeen uint64
@@ -293,9 +293,6 @@ func (m *model) submitPhase() {
 func (m *model) makeReady(j int32) {
 	js := &m.jobs[j]
 	job := &m.w.Jobs[j]
-	if m.live.on {
-		js.mark = noMark
-	}
 	if m.heap != nil {
 		est := m.expect.Estimate(job.Group, job.Estimate)
 		r := policy.Ready{ID: js.sub, Est: float32(est)}

@@ -18,14 +18,18 @@
 # mqsim on the same workload (2 hosts, the inputs on host 0) on two
 # platforms: "configured", the link the live DC priced transfers with
 # (cls serve's default --site-net for a site: 0.5 s, 10 MB/s, and 0.5 s
-# one way to the CLS), and "measured", the FCFS run's own transfers
-# (loopback SFTP) and a 10 ms round trip to the CLS. Prints one table.
+# one way to the CLS), and "measured", fitted to the FCFS run's own
+# transfers (loopback SFTP), with a 10 ms round trip to the CLS; both with
+# the thesis's staging (--staging inline: a placeholder copies its job's
+# inputs within its turn), and "measured" with the live CLS's as well
+# (--staging live). Prints one table.
 #
 # Usage (root, with scripts/setup.sh done; it starts SGE and Slurm):
 #   flock /tmp/mq-sites.lock scripts/bench/dc.sh
 # Knobs: DC_SHAPE (bag; or pa), DC_JOBS (24), DC_MIB (32, bag only),
 # DC_RUN_S (3, bag only), DC_INFLATE (100, pa only), DC_SEEDS (1-5),
-# DC_KEEP (a directory to keep the CLS logs' staging lines in).
+# DC_KEEP (a directory to keep the CLS logs' staging lines, the live
+# results, mqsim's workload and platforms and its runs in).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -54,7 +58,6 @@ if [ -s "$OUT/dc-log.txt" ]; then
 	echo "dc: $(grep -c 'dc: staging' "$OUT/dc-log.txt" || true) staging decisions:"
 	grep 'dc: staging' "$OUT/dc-log.txt" | sed -E 's/.*(job=[0-9]+).*(queue_s=[0-9.]+).*(arrivals=.*)$/  \1 \2 \3/' || true
 fi
-if [ -n "${DC_KEEP:-}" ]; then cp "$OUT"/*-log.txt "$DC_KEEP"/ 2>/dev/null || true; fi
 go build -o "$OUT/mqsim" ./cmd/mqsim
 
 python3 - "$OUT" <<'PY'
@@ -77,9 +80,13 @@ json.dump({"name": "measured", "cls_invocation_s": 0.01, "queuing_delay_s": 0.00
 print(f"measured in the FCFS run: {m['transfers']:.0f} transfers, {m['bytes']/2**20:.0f} MiB in {m['seconds']:.2f} s;"
       f" fitted: {lat*1e3:.1f} ms a file ({len(small)} small), {rate/1e6:.0f} MB/s ({len(big)} big)")
 PY
-for net in configured measured-net; do
+# The thesis's model (a placeholder copies its job's inputs within its
+# turn) on both platforms, and the live CLS's (--staging live: the CLS
+# copies beside the jobs and keeps replicas) on the measured one.
+for run in configured:inline measured-net:inline measured-net:live; do
+	net=${run%:*} staging=${run#*:}
 	"$OUT/mqsim" --workload "$OUT/workload.json" --network "$OUT/$net.json" --placeholders 2 --inflation 1 \
-		--policy fcfs,dc --seeds "$SEEDS" --json >"$OUT/sim-$net.jsonl"
+		--staging "$staging" --policy fcfs,dc --seeds "$SEEDS" --json >"$OUT/sim-$net-$staging.jsonl"
 done
 
 python3 - "$OUT" <<'PY'
@@ -93,14 +100,17 @@ def sim(net):
         runs.setdefault(r["policy"], []).append(r)
     return {p: (st.mean(r["makespan_s"] for r in rs), st.mean(r["bytes_moved"] for r in rs), st.mean(r["data_affinity"] for r in rs))
             for p, rs in runs.items()}
-sims = {"configured": sim("configured"), "measured": sim("measured-net")}
-print("| policy | live makespan (s) | live MiB moved | live with data | sim configured: makespan, MiB, affinity | sim measured: makespan, MiB, affinity |")
-print("|---|---|---|---|---|---|")
+cols = {"configured, inline": sim("configured-inline"), "measured, inline": sim("measured-net-inline"),
+        "measured, live": sim("measured-net-live")}
+print("| policy | live makespan (s) | live MiB moved | live with data | "
+      + " | ".join(f"mqsim {c}: makespan, MiB, affinity" for c in cols) + " |")
+print("|---" * (4 + len(cols)) + "|")
 for p in ("fcfs", "dc"):
     l = live[p]
     cells = [f"{l['makespan_s']:.1f}", f"{l['bytes_moved']/2**20:.0f} ({l['transfers']} transfers)", f"{l['with_data']}/{l['jobs']}"]
-    for net in ("configured", "measured"):
-        mk, b, a = sims[net][p]
+    for c in cols:
+        mk, b, a = cols[c][p]
         cells.append(f"{mk:.1f}, {b/2**20:.0f}, {a:.2f}")
     print(f"| {p} | " + " | ".join(cells) + " |")
 PY
+if [ -n "${DC_KEEP:-}" ]; then cp "$OUT"/*.txt "$OUT"/*.json "$OUT"/*.jsonl "$DC_KEEP"/ 2>/dev/null || true; fi

@@ -64,7 +64,8 @@ type phState struct {
 type jobState struct {
 	sub            int64 // submission order, from 1; 0 = not submitted yet
 	submit, finish float64
-	pending        int // dependencies not finished
+	ready          float64 // when it became ready (live staging's DC queue time)
+	pending        int     // dependencies not finished
 	taken, done    bool
 	inputs         []policy.Input
 	// Live staging: mark is the host its inputs are being brought to
@@ -293,6 +294,7 @@ func (m *model) submitPhase() {
 func (m *model) makeReady(j int32) {
 	js := &m.jobs[j]
 	job := &m.w.Jobs[j]
+	js.ready = m.c.now
 	if m.heap != nil {
 		est := m.expect.Estimate(job.Group, job.Estimate)
 		r := policy.Ready{ID: js.sub, Est: float32(est)}

@@ -170,8 +170,11 @@ func (m *model) chooseDCLive(ph int32) (int32, bool) {
 		ins = m.price(ins, j, here)
 		job := &m.w.Jobs[j]
 		cands = append(cands, policy.Candidate{
-			ID:        s,
-			QueueTime: m.c.now - js.submit,
+			ID: s,
+			// From readiness, as the live CLS counts it (readyAt): a
+			// dependent job does not arrive at DC with its wait for
+			// its producers already on its clock.
+			QueueTime: m.c.now - js.ready,
 			Runtime:   m.expect.Estimate(job.Group, job.Estimate),
 			Inputs:    ins[start:len(ins):len(ins)],
 		})

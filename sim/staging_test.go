@@ -299,3 +299,31 @@ func BenchmarkRunLive(b *testing.B) {
 		})
 	}
 }
+
+// TestLiveDCQueueTimeFromReadiness: live DC counts a job's queue time
+// from when it became ready, as the CLS does. A parsing job ready only
+// now, after its 1,000 s producer, with the producer's host asking again
+// at once, waits for that host; counted from its submission, its queue
+// time alone would send its 50 MB input to the other host.
+func TestLiveDCQueueTimeFromReadiness(t *testing.T) {
+	t.Parallel()
+	fast := Platform{Name: "fast", CLSInvocation: 0.02, QueuingDelay: 0.001, SCPLatency: 0.01, SCPRate: 50e6}
+	m, err := newModel(mustWorkload(t, `{"files":[],"jobs":[
+		{"name":"p","runtime_s":1000,"out":[{"name":"f","bytes":50000000}]},
+		{"name":"c","runtime_s":1,"in":["f"]}]}`), fast, Config{Policy: "dc", Placeholders: 2, Seed: 1, Staging: StagingLive})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at0, at1 := m.hosts[0][0], m.hosts[1][0]
+	if j, _ := m.chooseLive(at0); m.name(j) != "p" {
+		t.Fatalf("host 0 got %s, want p", m.name(j))
+	}
+	m.c.now = 1000
+	m.complete(m.jobNamed(t, "p"), 0)
+	// Host 0's placeholder is asking now (parked), host 1's asks too.
+	m.phs[at0].parked = true
+	m.live.parked = append(m.live.parked, at0)
+	if j, waited := m.chooseLive(at1); j >= 0 || !waited || len(m.live.xfers) != 0 {
+		t.Fatalf("host 1 got %s (waited %v, %d transfers); want a wait for host 0, where f is", m.name(j), waited, len(m.live.xfers))
+	}
+}

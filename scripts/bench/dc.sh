@@ -21,8 +21,10 @@
 # one way to the CLS), and "measured", fitted to the FCFS run's own
 # transfers (loopback SFTP), with a 10 ms round trip to the CLS; both with
 # the thesis's staging (--staging inline: a placeholder copies its job's
-# inputs within its turn), and "measured" with the live CLS's as well
-# (--staging live). Prints one table.
+# inputs within its turn) and with the live CLS's (--staging live: the
+# CLS copies beside the jobs and keeps replicas). Prints one table.
+# DC_FROM=DIR runs mqsim and the table again on what an earlier run kept
+# in DIR (DC_KEEP=DIR).
 #
 # Usage (root, with scripts/setup.sh done; it starts SGE and Slurm):
 #   flock /tmp/mq-sites.lock scripts/bench/dc.sh
@@ -40,9 +42,16 @@ RUN_S=${DC_RUN_S:-3}
 SHAPE=${DC_SHAPE:-bag}
 INFLATE=${DC_INFLATE:-100}
 SEEDS=${DC_SEEDS:-1-5}
+cd "$ROOT"
+if [ -n "${DC_FROM:-}" ]; then
+	# mqsim and the table again on a DC_KEEP directory of an earlier run.
+	OUT=$(mktemp -d /tmp/mqdc.XXXXXX)
+	trap 'rm -rf "$OUT"' EXIT
+	cp "$DC_FROM"/live.json "$DC_FROM"/workload.json "$DC_FROM"/measured.json "$OUT"/
+	unset DC_KEEP
+else
 OUT=$(mktemp -d /tmp/mqdc.XXXXXX)
 trap 'rm -rf "$OUT"' EXIT
-cd "$ROOT"
 
 if [ "$SHAPE" = pa ]; then
 	echo "dc.sh: PA, $JOBS pipelines, homologue files inflated $INFLATE times; load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -57,6 +66,7 @@ MQ_DC_SHAPE=$SHAPE MQ_DC_JOBS=$JOBS MQ_DC_MIB=$MIB MQ_DC_RUN_S=$RUN_S MQ_DC_INFL
 if [ -s "$OUT/dc-log.txt" ]; then
 	echo "dc: $(grep -c 'dc: staging' "$OUT/dc-log.txt" || true) staging decisions:"
 	grep 'dc: staging' "$OUT/dc-log.txt" | sed -E 's/.*(job=[0-9]+).*(queue_s=[0-9.]+).*(arrivals=.*)$/  \1 \2 \3/' || true
+fi
 fi
 go build -o "$OUT/mqsim" ./cmd/mqsim
 
@@ -81,9 +91,8 @@ print(f"measured in the FCFS run: {m['transfers']:.0f} transfers, {m['bytes']/2*
       f" fitted: {lat*1e3:.1f} ms a file ({len(small)} small), {rate/1e6:.0f} MB/s ({len(big)} big)")
 PY
 # The thesis's model (a placeholder copies its job's inputs within its
-# turn) on both platforms, and the live CLS's (--staging live: the CLS
-# copies beside the jobs and keeps replicas) on the measured one.
-for run in configured:inline measured-net:inline measured-net:live; do
+# turn) and the live CLS's (--staging live), on both platforms.
+for run in configured:inline configured:live measured-net:inline measured-net:live; do
 	net=${run%:*} staging=${run#*:}
 	"$OUT/mqsim" --workload "$OUT/workload.json" --network "$OUT/$net.json" --placeholders 2 --inflation 1 \
 		--staging "$staging" --policy fcfs,dc --seeds "$SEEDS" --json >"$OUT/sim-$net-$staging.jsonl"
@@ -100,8 +109,8 @@ def sim(net):
         runs.setdefault(r["policy"], []).append(r)
     return {p: (st.mean(r["makespan_s"] for r in rs), st.mean(r["bytes_moved"] for r in rs), st.mean(r["data_affinity"] for r in rs))
             for p, rs in runs.items()}
-cols = {"configured, inline": sim("configured-inline"), "measured, inline": sim("measured-net-inline"),
-        "measured, live": sim("measured-net-live")}
+cols = {"configured, inline": sim("configured-inline"), "configured, live": sim("configured-live"),
+        "measured, inline": sim("measured-net-inline"), "measured, live": sim("measured-net-live")}
 print("| policy | live makespan (s) | live MiB moved | live with data | "
       + " | ".join(f"mqsim {c}: makespan, MiB, affinity" for c in cols) + " |")
 print("|---" * (4 + len(cols)) + "|")

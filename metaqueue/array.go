@@ -83,6 +83,7 @@ func (s *Store) stopRun(id int64) {
 	}
 	s.econStop(ru)
 	delete(s.running, id)
+	s.syncCopy(id)
 	s.repl.gen++
 	ar := s.arrays.of(id)
 	if ar == nil {

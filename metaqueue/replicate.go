@@ -36,10 +36,12 @@ type replication struct {
 	killed map[protocol.JobRef]int64
 	on     int    // queues that copy
 	gen    uint64 // bumped when running attempts change (copy decisions may change)
+	idx    copyIndex
 }
 
 func (r *replication) reset() {
 	*r = replication{copies: map[int64][]*run{}, noCopy: map[int64]bool{}, killed: map[protocol.JobRef]int64{}}
+	r.idx.reset()
 }
 
 // maxKilledKept bounds the killed copies whose late report is awaited.
@@ -177,6 +179,7 @@ func (s *Store) win(id int64, ru *run) error {
 		}
 	}
 	delete(s.repl.copies, id)
+	s.syncCopy(id)
 	s.repl.gen++
 	if _, err := s.w.ExecContext(context.Background(), "DELETE FROM job_copies WHERE job_id = ?", id); err != nil {
 		return fatalError{err}
@@ -275,9 +278,10 @@ func (s *Store) dropRun(id int64, ru *run) error {
 func (s *Store) setCopies(id int64, cs []*run) {
 	if len(cs) == 0 {
 		delete(s.repl.copies, id)
-		return
+	} else {
+		s.repl.copies[id] = cs
 	}
-	s.repl.copies[id] = cs
+	s.syncCopy(id)
 }
 
 // setApart records whether ru, the attempt job id's row describes, runs
@@ -287,6 +291,7 @@ func (s *Store) setCopies(id int64, cs []*run) {
 func (s *Store) setApart(id int64, ru *run, apart bool) error {
 	was := ru.apart
 	ru.apart = apart
+	s.syncCopy(id)
 	var err error
 	switch {
 	case apart:
@@ -316,6 +321,7 @@ func (s *Store) stopCopies(id int64, reason string) error {
 		s.killedCopy(id, c)
 	}
 	delete(s.repl.copies, id)
+	s.syncCopy(id)
 	s.repl.gen++
 	if _, err := s.w.ExecContext(context.Background(), "DELETE FROM job_copies WHERE job_id = ?", id); err != nil {
 		return fatalError{err}
@@ -403,7 +409,8 @@ func (s *Store) localBytes(id int64, cur policy.Site, to Place) int64 {
 const maxCopyTries = 8
 
 // pickCopy chooses a running job to copy for placeholder p, from the
-// queues that copy and have no ready job. It returns 0 for none.
+// queues that copy and have no ready job. It returns 0 for none. It looks
+// at the copy candidates (copyIndex), not every running job.
 func (s *Store) pickCopy(p *parkedNext) (int64, *queue, error) {
 	if p.copyLooked && p.copyGen == s.repl.gen && p.copyDataGen == s.data.gen {
 		return 0, nil, nil // nothing changed since the last look
@@ -420,44 +427,27 @@ func (s *Store) pickCopy(p *parkedNext) (int64, *queue, error) {
 			return 0, nil, err
 		}
 	}
-	site := s.data.places[cur].site
-	byQueue := map[*queue][]policy.Running{}
-	for id, ru := range s.running {
-		j, ok := s.g.Node(id)
-		if !ok || j.State != job.Executing {
-			continue
-		}
-		q := s.queueIDs[j.Queue]
-		// Only beside an attempt kept apart in scratch that has not won:
-		// one run in the working directory (dispatched before its queue
-		// copied) would write its outputs over the winner's.
-		if q == nil || !ru.apart || q.ready.Len() > 0 || !s.copyable(id, q) || s.runsOn(id, ph) {
-			continue
-		}
-		n := 1 + len(s.repl.copies[id])
-		if _, most := q.copying(); most > 0 && n >= most {
-			continue
-		}
-		// A copy spends as a first run does: the same budget and
-		// deadline gate (and the planner's cap at the asking site).
-		if !fits(j.Est, q, p.req.WalltimeLeft) || !s.affordable(q, j, p.site) {
-			continue
-		}
-		var local int64
-		if q.pol.Needs&policy.NeedsFiles != 0 {
-			local = s.localBytes(id, cur, to) // only SA looks at it: the look is linear in the running jobs
-		}
-		byQueue[q] = append(byQueue[q], policy.Running{ID: id, Replicas: n, LocalBytes: local, Est: j.Est})
+	x := &s.repl.idx
+	k := siteKey{cur: cur, to: to}
+	key, ok := x.keys[k]
+	if !ok {
+		key = uint32(len(x.keys) + 1)
+		x.keys[k] = key
 	}
+	a := &copyAsk{p: p, ph: ph, cur: cur, to: to, key: key}
 	for _, q := range s.qlist {
-		runs := byQueue[q]
-		if len(runs) == 0 {
+		// Only beside an attempt kept apart in scratch that has not won
+		// (the index holds those): one run in the working directory
+		// (dispatched before its queue copied) would write its outputs
+		// over the winner's.
+		if on, _ := q.copying(); !on || q.ready.Len() > 0 || x.queues[q.id] == nil {
 			continue
 		}
 		rep := q.replicator()
-		for try := 0; try < maxCopyTries && len(runs) > 0; try++ {
-			id, ok := rep.Replicate(site, runs)
-			if !ok {
+		a.skip = a.skip[:0]
+		for try := 0; try < maxCopyTries; try++ {
+			id := s.chooseCopy(q, rep, a)
+			if id == 0 {
 				break
 			}
 			here := true
@@ -471,7 +461,7 @@ func (s *Store) pickCopy(p *parkedNext) (int64, *queue, error) {
 			}
 			// Its inputs are on their way here: it may be copied once
 			// they land (data.gen moves on then).
-			runs = slices.DeleteFunc(runs, func(r policy.Running) bool { return r.ID == id })
+			a.skip = append(a.skip, id)
 		}
 	}
 	return 0, nil, nil
@@ -499,6 +489,7 @@ func (s *Store) dispatchCopy(p *parkedNext, id int64, q *queue) error {
 	}
 	ru := &run{attempt: r.attempt, used: 1, placeholder: p.req.Placeholder, lease: now.Add(s.opt.Lease), started: now, apart: true}
 	s.repl.copies[id] = append(s.repl.copies[id], ru)
+	s.syncCopy(id)
 	s.repl.gen++
 	if j, ok := s.g.Node(id); ok {
 		s.econStart(q, j, ru, p.site)

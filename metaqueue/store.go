@@ -589,6 +589,7 @@ func (s *Store) load(ctx context.Context) error {
 	if queued, err = s.reconcile(ctx, queued); err != nil {
 		return err
 	}
+	s.rebuildCopies()
 	s.fillReady(queued, now)
 	return s.loadPlans(ctx)
 }

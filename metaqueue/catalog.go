@@ -283,6 +283,7 @@ func (s *Store) userFile(path string, size, mtime int64) error {
 	if _, ok := s.data.where[path]; !ok {
 		s.data.where[path] = fileLoc{at: s.data.site(s.data.placeOf(LocalSite, "")), size: size}
 	}
+	s.repl.idx.moved(path) // running jobs reading it see its new size
 	return nil
 }
 
@@ -595,7 +596,7 @@ func (s *Store) addReplica(path string, p Place, size int64, sha string) error {
 	if !slices.Contains(c.reps, p) {
 		c.reps = append(c.reps, p)
 	}
-	s.data.gen++
+	s.dataMoved1(path)
 	return nil
 }
 

@@ -17,7 +17,9 @@ import (
 // conditions (copyable, not at the asking placeholder, walltime, budget)
 // only for a job that would beat the best so far. Storage Affinity's
 // local bytes of each job are cached per asking site while data.gen does
-// not move (no replica came or went, no output was made).
+// not move; when it moves, dataMoved (an output made, a replica added)
+// says which files did, and only the candidates reading those forget
+// theirs; any other bump of data.gen (dataChanged excepted) forgets all.
 //
 // syncCopy keeps it: every change of s.running, of a run's apart or of
 // s.repl.copies calls it for the job (setApart, setCopies, stopRun,
@@ -28,6 +30,13 @@ type copyIndex struct {
 	at     map[int64]copyAt // job -> its entry
 	queues map[int32]*copyBuckets
 	keys   map[siteKey]uint32 // asking sites seen, numbered for the local bytes cache
+	// readers: the candidates reading each input file, whose local bytes
+	// a move of the file makes stale.
+	readers map[string]map[int64]struct{}
+	// epoch numbers the local bytes valid now; untold is data.gen's
+	// bumps that said nothing of what moved, when epoch was last moved on.
+	epoch  uint64
+	untold uint64
 }
 
 // copyAt places a job's entry: its queue, attempts running and index in
@@ -50,14 +59,16 @@ const localSlots = 4
 // copyCand is a candidate job and its local bytes at recent asking sites.
 type copyCand struct {
 	id    int64
+	in    []fileDecl // its inputs (readers), as when it came in
 	local [localSlots]localBytesAt
 }
 
 // localBytesAt is a job's local bytes at site key (numbered in
-// copyIndex.keys), valid while data.gen is gen.
+// copyIndex.keys), valid while the index's epoch is epoch and none of the
+// job's inputs moved.
 type localBytesAt struct {
 	key   uint32 // 0: none
-	gen   uint64
+	epoch uint64
 	bytes int64
 }
 
@@ -68,7 +79,69 @@ type siteKey struct {
 }
 
 func (x *copyIndex) reset() {
-	*x = copyIndex{at: map[int64]copyAt{}, queues: map[int32]*copyBuckets{}, keys: map[siteKey]uint32{}}
+	*x = copyIndex{at: map[int64]copyAt{}, queues: map[int32]*copyBuckets{}, keys: map[siteKey]uint32{},
+		readers: map[string]map[int64]struct{}{}, epoch: 1}
+}
+
+// dataMoved bumps data.gen for outputs made or replicas added at the
+// files of fs: the copy candidates reading them forget their local bytes.
+func (s *Store) dataMoved(fs []fileDecl) {
+	for _, f := range fs {
+		s.repl.idx.moved(f.path)
+	}
+	s.data.gen++
+	s.data.told++
+}
+
+// dataMoved1 is dataMoved for one path.
+func (s *Store) dataMoved1(path string) {
+	s.repl.idx.moved(path)
+	s.data.gen++
+	s.data.told++
+}
+
+// dataChanged bumps data.gen for a change that moved no file (the ready
+// set, the placeholders predicted).
+func (s *Store) dataChanged() {
+	s.data.gen++
+	s.data.told++
+}
+
+// moved forgets the local bytes of the candidates reading path.
+func (x *copyIndex) moved(path string) {
+	for id := range x.readers[path] {
+		if at, ok := x.at[id]; ok {
+			x.queues[at.q].by[at.n-1][at.i].local = [localSlots]localBytesAt{}
+		}
+	}
+}
+
+// fresh forgets every candidate's local bytes if data.gen moved on for a
+// reason not told (a replica dropped, a site's filesystem changed...).
+func (x *copyIndex) fresh(s *Store) {
+	if untold := s.data.gen - s.data.told; untold != x.untold {
+		x.untold = untold
+		x.epoch++
+	}
+}
+
+// read notes that candidate c reads its inputs, or (in false) forgets it.
+func (x *copyIndex) read(c copyCand, in bool) {
+	for _, f := range c.in {
+		r := x.readers[f.path]
+		if in {
+			if r == nil {
+				r = map[int64]struct{}{}
+				x.readers[f.path] = r
+			}
+			r[c.id] = struct{}{}
+			continue
+		}
+		delete(r, c.id)
+		if len(r) == 0 {
+			delete(x.readers, f.path)
+		}
+	}
 }
 
 // syncCopy makes job id's entry agree with s.running and s.repl.copies:
@@ -87,9 +160,14 @@ func (s *Store) syncCopy(id int64) {
 	n := 1 + len(s.repl.copies[id])
 	switch {
 	case !in && had:
-		x.remove(id, at)
+		x.read(x.remove(id, at), false)
 	case in && !had:
-		x.insert(q, n, copyCand{id: id})
+		c := copyCand{id: id}
+		if jf := s.data.files[id]; jf != nil {
+			c.in = jf.in
+		}
+		x.insert(q, n, c)
+		x.read(c, true)
 	case in && (at.n != n || at.q != q):
 		x.insert(q, n, x.remove(id, at))
 	}
@@ -156,15 +234,15 @@ func (s *Store) candidate(id int64, q *queue, a *copyAsk) bool {
 	return fits(j.Est, q, a.p.req.WalltimeLeft) && s.affordable(q, j, a.p.site)
 }
 
-// localAt is candidate c's local bytes at a's site, cached while data.gen
-// stays.
+// localAt is candidate c's local bytes at a's site, cached while neither
+// the epoch nor its inputs moved.
 func (s *Store) localAt(c *copyCand, a *copyAsk) int64 {
-	gen := s.data.gen
+	epoch := s.repl.idx.epoch
 	slot := -1
 	for i := range c.local {
 		l := &c.local[i]
 		if l.key == a.key {
-			if l.gen == gen {
+			if l.epoch == epoch {
 				return l.bytes
 			}
 			slot = i
@@ -174,13 +252,13 @@ func (s *Store) localAt(c *copyCand, a *copyAsk) int64 {
 	if slot < 0 { // an empty slot, else the one computed longest ago
 		slot = 0
 		for i := range c.local {
-			if l, o := &c.local[i], &c.local[slot]; o.key != 0 && (l.key == 0 || l.gen < o.gen) {
+			if l, o := &c.local[i], &c.local[slot]; o.key != 0 && (l.key == 0 || l.epoch < o.epoch) {
 				slot = i
 			}
 		}
 	}
 	b := s.localBytes(c.id, a.cur, a.to)
-	c.local[slot] = localBytesAt{key: a.key, gen: gen, bytes: b}
+	c.local[slot] = localBytesAt{key: a.key, epoch: epoch, bytes: b}
 	return b
 }
 

@@ -119,7 +119,9 @@ func (s *Store) pickCopyScan(p *parkedNext) (int64, *queue, error) {
 
 // TestCopyIndexModel: after every step of random sequences of submits,
 // dispatches and copies, wins (by report and by claim), failures, mqdel,
-// leases running out, policy changes, file moves and CLS restarts, the
+// leases running out, policy changes, file moves (outputs made, replicas
+// added, data.gen bumped with and without word of what moved) and CLS
+// restarts, the
 // copy candidates index agrees with a full scan of the running jobs, and
 // pickCopy chooses what the full scan chooses for every placeholder at
 // every walltime asked.
@@ -136,7 +138,7 @@ func copyIndexModel(t *testing.T, seed uint64) {
 	queues := []string{"w", "a", "f"}
 	e.setQueue("w", "wqr", -1)
 	e.setQueue("a", "sa", -1)
-	e.setQueue("f", "fcfs", 3)
+	e.setQueue("f", "sa", 3)
 	sites := []string{"s1", "s2", "s3"}
 	var phs []int64
 	phSite := map[int64]string{}
@@ -150,6 +152,8 @@ func copyIndexModel(t *testing.T, seed uint64) {
 	// live: attempts handed out and not yet reported, by placeholder.
 	live := map[int64][]protocol.JobRef{}
 	var jobs []int64
+	added := 0   // /w/g0.. the catalog has a replica of
+	saPicks := 0 // copies Storage Affinity chose
 	drop := func(ph int64, r protocol.JobRef) {
 		live[ph] = slices.DeleteFunc(live[ph], func(x protocol.JobRef) bool { return x == r })
 	}
@@ -185,6 +189,9 @@ func copyIndexModel(t *testing.T, seed uint64) {
 						if err != nil {
 							return err
 						}
+						if got != 0 && gq.pol.Name == "sa" {
+							saPicks++
+						}
 						if got != want || gq != wq {
 							return fmt.Errorf("placeholder %d walltime %g: index chose job %d, a full scan %d", ph, wall, got, want)
 						}
@@ -197,48 +204,55 @@ func copyIndexModel(t *testing.T, seed uint64) {
 			t.Fatalf("step %d (%s): %v", step, op, err)
 		}
 	}
-	for step := 0; step < 300; step++ {
+	for step := 0; step < 400; step++ {
 		var op string
 		switch k := rng.IntN(100); {
-		case k < 15:
+		case k < 10:
 			op = "submit"
 			var specs []protocol.JobSpec
 			for range 1 + rng.IntN(3) {
-				specs = append(specs, protocol.JobSpec{Queue: queues[rng.IntN(len(queues))], Target: "t", Cwd: "/w",
+				// Some make a file others read: a report moves it.
+				in := rng.IntN(files)
+				sp := protocol.JobSpec{Queue: queues[rng.IntN(len(queues))], Target: "t", Cwd: "/w",
 					Command: fmt.Sprint("run ", len(jobs)), Est: float64(rng.IntN(3) * 10), NoReplicate: rng.IntN(8) == 0,
-					Inputs: []protocol.File{{Path: fmt.Sprintf("/data/f%d", rng.IntN(files))}}})
+					Inputs: []protocol.File{{Path: fmt.Sprintf("/w/f%d", in)}, {Path: fmt.Sprintf("/w/g%d", rng.IntN(files))}}}
+				if rng.IntN(2) == 0 {
+					size := int64(1 + rng.IntN(5)*100)
+					sp.Outputs = []protocol.File{{Path: fmt.Sprintf("/w/f%d", (in+1)%files), Size: &size}}
+				}
+				specs = append(specs, sp)
 			}
 			jobs = append(jobs, e.submit(specs...)...)
-		case k < 45:
+		case k < 40:
 			op = "next"
 			ph := phs[rng.IntN(len(phs))]
 			for _, a := range e.next(ph, 1+rng.IntN(2)) {
 				live[ph] = append(live[ph], refOf(a))
 			}
-		case k < 60:
+		case k < 52:
 			op = "report ok"
 			if ph, r, ok := randLive(); ok {
 				e.report(ph, protocol.Report{ID: r.ID, Attempt: r.Attempt})
 				drop(ph, r)
 			}
-		case k < 68:
+		case k < 58:
 			op = "report failed"
 			if ph, r, ok := randLive(); ok {
 				e.report(ph, protocol.Report{ID: r.ID, Attempt: r.Attempt, Exit: 1})
 				drop(ph, r)
 			}
-		case k < 74:
+		case k < 63:
 			op = "claim"
 			if ph, r, ok := randLive(); ok {
 				e.heartbeat(ph, live[ph], r)
 			}
-		case k < 80:
+		case k < 68:
 			op = "heartbeat"
 			ph := phs[rng.IntN(len(phs))]
 			for _, r := range e.heartbeat(ph, live[ph]).Kill {
 				drop(ph, r)
 			}
-		case k < 85:
+		case k < 72:
 			op = "mqdel"
 			if len(jobs) > 0 {
 				id := jobs[rng.IntN(len(jobs))]
@@ -246,7 +260,7 @@ func copyIndexModel(t *testing.T, seed uint64) {
 					t.Fatal(err)
 				}
 			}
-		case k < 88:
+		case k < 74:
 			op = "lease expires"
 			lost := phs[rng.IntN(len(phs))]
 			for range 5 {
@@ -259,7 +273,7 @@ func copyIndexModel(t *testing.T, seed uint64) {
 				e.tick()
 			}
 			live[lost] = nil
-		case k < 93:
+		case k < 78:
 			op = "policy"
 			pols := []struct {
 				pol    string
@@ -271,13 +285,25 @@ func copyIndexModel(t *testing.T, seed uint64) {
 			op = "file moves"
 			if err := e.s.do(ctx, func() error {
 				d := &e.s.data
-				path := fmt.Sprintf("/data/f%d", rng.IntN(files))
-				if rng.IntN(4) == 0 {
+				path := fmt.Sprintf("/w/f%d", rng.IntN(files))
+				site := sites[rng.IntN(len(sites))]
+				switch rng.IntN(4) {
+				case 0: // forgotten, data.gen bumped with no word of what moved
 					delete(d.where, path)
-				} else {
-					d.where[path] = fileLoc{at: d.site(d.placeOf(sites[rng.IntN(len(sites))], "")), size: int64(1 + rng.IntN(3)*1000)}
+					d.gen++
+				case 1:
+					d.where[path] = fileLoc{at: d.site(d.placeOf(site, "")), size: int64(1 + rng.IntN(3)*1000)}
+					d.gen++
+				case 2: // moved, and said so
+					d.where[path] = fileLoc{at: d.site(d.placeOf(site, "")), size: int64(1 + rng.IntN(3)*1000)}
+					e.s.dataMoved1(path)
+				default: // a replica of a file the catalog did not have
+					if added == files {
+						return nil
+					}
+					added++
+					return e.s.addReplica(fmt.Sprintf("/w/g%d", added-1), Place{Site: site}, int64(1+rng.IntN(3)*1000), "")
 				}
-				d.gen++
 				return nil
 			}); err != nil {
 				t.Fatal(err)
@@ -298,8 +324,8 @@ func copyIndexModel(t *testing.T, seed uint64) {
 	if err := e.s.rdb.QueryRow("SELECT count(*), coalesce(sum(killed_copy), 0) FROM attempts").Scan(&copies, &killed); err != nil {
 		t.Fatal(err)
 	}
-	if killed == 0 {
-		t.Fatalf("no copy was killed for a winner in %d attempts", copies)
+	if killed == 0 || saPicks == 0 {
+		t.Fatalf("%d copies killed for a winner in %d attempts, %d copies chosen by SA", killed, copies, saPicks)
 	}
 	e.check()
 }
@@ -313,7 +339,7 @@ func TestCopyIndexSAOrder(t *testing.T) {
 	var specs []protocol.JobSpec
 	for i := range 6 {
 		specs = append(specs, protocol.JobSpec{Queue: "a", Target: "t", Cwd: "/w", Command: fmt.Sprint("run ", i),
-			Inputs: []protocol.File{{Path: fmt.Sprintf("/data/f%d", i%3)}}})
+			Inputs: []protocol.File{{Path: fmt.Sprintf("/w/f%d", i%3)}}})
 	}
 	ids := e.submit(specs...)
 	busy, idle := e.register("s1"), e.register("s1")
@@ -325,7 +351,7 @@ func TestCopyIndexSAOrder(t *testing.T) {
 		at := d.site(d.placeOf("s1", ""))
 		// f1 is the biggest at s1: the second and fifth jobs read it.
 		for i, size := range []int64{100, 300, 200} {
-			d.where[fmt.Sprintf("/data/f%d", i)] = fileLoc{at: at, size: size}
+			d.where[fmt.Sprintf("/w/f%d", i)] = fileLoc{at: at, size: size}
 		}
 		d.gen++
 		// Reverse each bucket so the best comes last.

@@ -147,7 +147,10 @@ type dataState struct {
 	ndc     int       // queues with policy dc
 	nsjf    int       // queues with policy sjf (they order by learned runtimes too)
 	gen     uint64    // bumped when a dc decision may change (ready set, locations)
-	waits   int64     // DC "wait" decisions, for tests and logs
+	// told counts the bumps of gen made by dataMoved and dataChanged,
+	// which say what moved: any other bump may have moved any file.
+	told  uint64
+	waits int64 // DC "wait" decisions, for tests and logs
 
 	// Scratch for one decision, kept to avoid allocating per request.
 	popped []policy.Ready
@@ -278,7 +281,7 @@ func (s *Store) forgetPlaceholder(ph int64) {
 	if _, ok := s.data.lastAsk[ph]; ok {
 		s.data.arr.Forget(ph)
 		delete(s.data.lastAsk, ph)
-		s.data.gen++
+		s.dataChanged()
 	}
 }
 
@@ -472,7 +475,7 @@ func (s *Store) jobDone(id int64, q int32, target string, ph int64, started, fin
 			return err
 		}
 	}
-	s.data.gen++
+	s.dataMoved(jf.out)
 	return nil
 }
 
@@ -725,6 +728,6 @@ func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err 
 		}
 		return 0, false, false, nil
 	}
-	d.gen++
+	s.dataChanged() // the ready set, not where files are
 	return dec.Job.ID, true, false, nil
 }

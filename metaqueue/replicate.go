@@ -428,6 +428,7 @@ func (s *Store) pickCopy(p *parkedNext) (int64, *queue, error) {
 		}
 	}
 	x := &s.repl.idx
+	x.fresh(s)
 	k := siteKey{cur: cur, to: to}
 	key, ok := x.keys[k]
 	if !ok {

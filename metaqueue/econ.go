@@ -38,10 +38,18 @@ type econState struct {
 	// ran is each queue's succeeded attempts' runtimes per site: the
 	// planner's measured rates.
 	ran map[int32]map[string]*runtimes
+	// free is the part of ran not in charges (succeeded attempts of a
+	// queue the LP caps, uncosted, at an unpriced site): kept in
+	// stage_runtimes, so a restarted CLS plans from it too.
+	free map[int32]map[string]*runtimes
 	// wrote is the bytes each queue's Done jobs wrote (their outputs'
-	// reported sizes, else declared ones), counted since the CLS started:
-	// what a stage sends the next (LP provisioning).
+	// reported sizes, else declared ones), kept in stage_output: what a
+	// stage sends the next (LP provisioning).
 	wrote map[int32]*wrote
+	// dirtyFree and dirtyWrote are the rows of free and wrote changed in
+	// the batch's transaction, written before it commits (flushMeasures).
+	dirtyFree  map[ranKey]bool
+	dirtyWrote map[int32]bool
 	// caps and execAt: a queue's jobs each site may run at once, as the
 	// planner last said (a site absent: no cap), and runs now.
 	caps         map[int32]map[string]int
@@ -77,7 +85,8 @@ type econState struct {
 
 func (e *econState) reset() {
 	*e = econState{price: map[string]float64{}, spent: map[int32]map[string]float64{}, reserved: map[int32]float64{},
-		priced: map[int32]int{}, ran: map[int32]map[string]*runtimes{}, wrote: map[int32]*wrote{}, caps: map[int32]map[string]int{},
+		priced: map[int32]int{}, ran: map[int32]map[string]*runtimes{}, free: map[int32]map[string]*runtimes{}, wrote: map[int32]*wrote{},
+		dirtyFree: map[ranKey]bool{}, dirtyWrote: map[int32]bool{}, caps: map[int32]map[string]int{},
 		execAt: map[int32]map[string]int{}, unfinishable: map[int32]int{}, sites: map[string]bool{},
 		infeasible: map[int64]string{}, parked: map[int64]parkedReady{}, infeasibleN: map[int32]int{}, overBudget: map[int32]int{}, overBudgetWhy: map[int32]string{}, infeasibleGen: 1, dying: map[protocol.JobRef]dyingRun{}}
 }
@@ -124,7 +133,85 @@ func (s *Store) loadEcon(ctx context.Context) error {
 			s.ranAt(q, site).n += n
 		}
 	}
+	if err := closeRows(rows); err != nil {
+		return err
+	}
+	return s.loadMeasures(ctx)
+}
+
+// ranKey is a queue at a site.
+type ranKey struct {
+	queue int32
+	site  string
+}
+
+// loadMeasures reads what LP provisioning measured beyond charges: the
+// uncharged runtimes (stage_runtimes) and the bytes written per queue
+// (stage_output). A row per queue and site: nothing to speak of at load.
+func (s *Store) loadMeasures(ctx context.Context) error {
+	rows, err := s.w.QueryContext(ctx, "SELECT queue_id, site, seconds, runs FROM stage_runtimes")
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var q int32
+		var site string
+		var r runtimes
+		if err := rows.Scan(&q, &site, &r.secs, &r.n); err != nil {
+			rows.Close()
+			return err
+		}
+		*s.freeAt(q, site) = r
+		s.ranAt(q, site).secs += r.secs
+		s.ranAt(q, site).n += r.n
+	}
+	if err := closeRows(rows); err != nil {
+		return err
+	}
+	rows, err = s.w.QueryContext(ctx, "SELECT queue_id, bytes, jobs FROM stage_output")
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var q int32
+		w := &wrote{}
+		if err := rows.Scan(&q, &w.bytes, &w.n); err != nil {
+			rows.Close()
+			return err
+		}
+		s.econ.wrote[q] = w
+	}
 	return closeRows(rows)
+}
+
+// flushMeasures writes the rows of stage_runtimes and stage_output the
+// batch changed, in its transaction (before it commits): a row per queue
+// (and site) however many of its jobs ended.
+func (s *Store) flushMeasures() error {
+	e := &s.econ
+	if len(e.dirtyFree) == 0 && len(e.dirtyWrote) == 0 {
+		return nil
+	}
+	if err := s.begin(); err != nil {
+		return err
+	}
+	for k := range e.dirtyFree {
+		r := s.freeAt(k.queue, k.site)
+		if _, err := s.w.ExecContext(context.Background(), "INSERT OR REPLACE INTO stage_runtimes (queue_id, site, seconds, runs) VALUES (?, ?, ?, ?)",
+			k.queue, k.site, r.secs, r.n); err != nil {
+			return fatalError{err}
+		}
+	}
+	for q := range e.dirtyWrote {
+		w := e.wrote[q]
+		if _, err := s.w.ExecContext(context.Background(), "INSERT OR REPLACE INTO stage_output (queue_id, bytes, jobs) VALUES (?, ?, ?)",
+			q, w.bytes, w.n); err != nil {
+			return fatalError{err}
+		}
+	}
+	clear(e.dirtyFree)
+	clear(e.dirtyWrote)
+	return nil
 }
 
 func (s *Store) addSpent(q int32, site string, cost float64) {
@@ -136,11 +223,15 @@ func (s *Store) addSpent(q int32, site string, cost float64) {
 	m[site] += cost
 }
 
-func (s *Store) ranAt(q int32, site string) *runtimes {
-	m := s.econ.ran[q]
+func (s *Store) ranAt(q int32, site string) *runtimes { return runtimesAt(s.econ.ran, q, site) }
+
+func (s *Store) freeAt(q int32, site string) *runtimes { return runtimesAt(s.econ.free, q, site) }
+
+func runtimesAt(all map[int32]map[string]*runtimes, q int32, site string) *runtimes {
+	m := all[q]
 	if m == nil {
 		m = map[string]*runtimes{}
-		s.econ.ran[q] = m
+		all[q] = m
 	}
 	r := m[site]
 	if r == nil {
@@ -745,10 +836,14 @@ func (s *Store) charge(id int64, q *queue, ru *run, started, finished time.Time,
 		if ok && ru.counted {
 			// Nothing to charge, but a queue the LP caps (an uncosted
 			// stage) is planned from its measured rates all the same,
-			// since the CLS started.
+			// kept in stage_runtimes (charges has none of them).
 			r := s.ranAt(q.id, site)
 			r.secs += secs
 			r.n++
+			f := s.freeAt(q.id, site)
+			f.secs += secs
+			f.n++
+			s.econ.dirtyFree[ranKey{q.id, site}] = true
 		}
 		return nil
 	}
@@ -1116,4 +1211,5 @@ func (s *Store) noteWrote(q int32, bytes float64) {
 	}
 	w.bytes += bytes
 	w.n++
+	s.econ.dirtyWrote[q] = true
 }

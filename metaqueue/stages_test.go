@@ -3,8 +3,11 @@ package metaqueue
 import (
 	"context"
 	"fmt"
+	"maps"
 	"testing"
+	"time"
 
+	"github.com/mq-hpc/mq/policy"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -97,4 +100,73 @@ func TestStageQueues(t *testing.T) {
 	if err != nil || len(qs) != 2 || qs[0].Queue != "blast" || qs[1].Queue != "parse" {
 		t.Fatalf("after a restart: %+v, %v; want blast then parse", qs, err)
 	}
+}
+
+// What LP provisioning measured of an uncosted queue (its runtimes per
+// site while capped, the bytes its Done jobs wrote) survives restarts:
+// a reopened store gives the same measures, and adds to them.
+func TestStageMeasuresSurviveRestart(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	var specs []protocol.JobSpec
+	for i := range 5 {
+		s := spec(fmt.Sprintf("s%d", i), "stage")
+		s.Queue, s.Outputs = "stage", []protocol.File{file(fmt.Sprintf("/data/s%d", i), int64(1000*(i+1)))}
+		specs = append(specs, s)
+	}
+	e.submit(specs...)
+	local, far := e.register("local"), e.register("far")
+	capped := func() {
+		t.Helper()
+		if err := e.s.SetEconPlan(ctx, "stage", map[string]int{"local": 4, "far": 4}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// run runs one job at ph for secs seconds.
+	run := func(ph int64, secs float64) {
+		t.Helper()
+		got := e.next(ph, 1)
+		if len(got) != 1 {
+			t.Fatalf("got %v: one job", ids(got))
+		}
+		r := ok(got[0])
+		r.Started = e.clock.Now()
+		r.Finished = r.Started.Add(time.Duration(secs * float64(time.Second)))
+		e.report(ph, r)
+	}
+	measures := func() policy.EconQueue {
+		t.Helper()
+		qs, _, err := e.s.StageQueues(ctx, nil)
+		if err != nil || len(qs) != 1 {
+			t.Fatalf("stages %+v, %v", qs, err)
+		}
+		return qs[0]
+	}
+	same := func(when string, a, b policy.EconQueue) {
+		t.Helper()
+		if !maps.Equal(a.PerJob, b.PerJob) || a.Out != b.Out || a.Est != b.Est {
+			t.Errorf("%s: per job %v, %g bytes, est %g; before %v, %g bytes, est %g", when, b.PerJob, b.Out, b.Est, a.PerJob, a.Out, a.Est)
+		}
+	}
+	capped()
+	run(local, 10)
+	run(local, 20)
+	run(far, 5)
+	before := measures()
+	if want := map[string]float64{"local": 15, "far": 5}; !maps.Equal(before.PerJob, want) || before.Out != 2000 {
+		t.Fatalf("measured %v, %g bytes a job; want %v, 2000", before.PerJob, before.Out, want)
+	}
+	e.reopen()
+	same("after a restart", before, measures())
+	// More is measured after it, and kept through the next.
+	capped()
+	local = e.register("local")
+	run(local, 30)
+	before = measures()
+	if before.PerJob["local"] != 20 || before.Out != 2500 {
+		t.Fatalf("measured %v, %g bytes a job; want local 20, 2500", before.PerJob, before.Out)
+	}
+	e.reopen()
+	same("after a second restart", before, measures())
 }

@@ -363,6 +363,9 @@ func (s *Store) runBatch(batch []*call, ticked bool) {
 	if failed == nil {
 		filled, failed = s.matchParked()
 	}
+	if failed == nil {
+		failed = s.flushMeasures() // what the batch's job ends measured, in its transaction
+	}
 	if failed == nil && s.inTx {
 		start := time.Now()
 		if _, err := s.w.ExecContext(context.Background(), "COMMIT"); err != nil {

@@ -35,7 +35,7 @@ type econPlan struct {
 	at   time.Time
 	want map[string]int
 	err  error
-	// last logged, per queue: the plan's want and unfinishable jobs.
+	// last logged, per policy and queue: the plan's want and unfinishable jobs.
 	logged map[string]string
 	// shown is each policy's last plan, for cls plan show (under
 	// Manager.shownMu, so a plan being made never holds the show up).
@@ -94,7 +94,7 @@ func (m *Manager) planEcon(ctx context.Context, now time.Time) (map[string]int, 
 	m.mu.Unlock()
 	want := map[string]int{}
 	var shownPlans []protocol.ProvisionShown
-	capped := map[string]bool{}
+	capped := planCaps{}
 	for _, name := range slices.Sorted(maps.Keys(groups)) {
 		p, err := policy.Lookup(name)
 		if err != nil || p.NewProvisioner == nil {
@@ -163,10 +163,7 @@ func (m *Manager) planEcon(ctx context.Context, now time.Time) (map[string]int, 
 			}
 			m.econ.failed = shown.Error
 			for i, q := range stages {
-				if err := es.SetEconPlan(ctx, q.Queue, slots[i], 0); err != nil {
-					return nil, fmt.Errorf("metaqueue: %w", err)
-				}
-				capped[q.Queue] = true
+				capped.add(q.Queue, slots[i], 0)
 				m.logEcon(q, name, slots[i], 0)
 				shown.Queues = append(shown.Queues, provisionQueue(q, slots[i], 0))
 			}
@@ -192,10 +189,7 @@ func (m *Manager) planEcon(ctx context.Context, now time.Time) (map[string]int, 
 				caps[v.Name] = got[v.Name] * v.Slots
 				want[v.Name] += got[v.Name]
 			}
-			if err := es.SetEconPlan(ctx, q.Queue, caps, unfinishable); err != nil {
-				return nil, fmt.Errorf("metaqueue: %w", err)
-			}
-			capped[q.Queue] = true
+			capped.add(q.Queue, caps, unfinishable)
 			m.logEcon(q, name, got, unfinishable)
 			shown.Queues = append(shown.Queues, provisionQueue(q, caps, unfinishable))
 		}
@@ -208,12 +202,61 @@ func (m *Manager) planEcon(ctx context.Context, now time.Time) (map[string]int, 
 	m.shownMu.Lock()
 	m.econ.shown = shownPlans
 	m.shownMu.Unlock()
+	// Each queue's caps are the tightest every plan holding it gives (a
+	// queue can be both a dbc plan's and an lp plan's, at their own sites).
+	keep := make(map[string]bool, len(capped))
+	for _, q := range slices.Sorted(maps.Keys(capped)) {
+		c := capped[q]
+		if err := es.SetEconPlan(ctx, q, c.caps, c.unfinishable); err != nil {
+			return nil, fmt.Errorf("metaqueue: %w", err)
+		}
+		keep[q] = true
+	}
 	// A queue no plan holds now (its work ended, or its sites stopped
 	// following a policy) is held no more.
-	if err := m.uncap(ctx, es, capped); err != nil {
+	if err := m.uncap(ctx, es, keep); err != nil {
 		return nil, err
 	}
 	return want, nil
+}
+
+// queueCaps is what the plans of one round say of a queue: the jobs each
+// site may run of it at once (nil: no plan caps it anywhere) and the
+// ready jobs a plan found cannot end within its deadline and budget.
+type queueCaps struct {
+	caps         map[string]int
+	unfinishable int
+}
+
+// planCaps merges the caps each provisioning policy's plan puts on the
+// queues, by queue.
+type planCaps map[string]*queueCaps
+
+// add merges a plan's caps on queue q: where two plans cap the same site,
+// the lower cap holds (both plans' promises hold: a dbc plan's budget and
+// an lp plan's slots); a site only one plan caps keeps that plan's cap,
+// so a plan left out of the next round (its sites follow another policy
+// or none) takes only its own caps with it. nil caps (an lp plan that
+// found none) cap nothing.
+func (pc planCaps) add(q string, caps map[string]int, unfinishable int) {
+	c := pc[q]
+	if c == nil {
+		c = &queueCaps{}
+		pc[q] = c
+	}
+	c.unfinishable = max(c.unfinishable, unfinishable)
+	if caps == nil {
+		return
+	}
+	if c.caps == nil {
+		c.caps = make(map[string]int, len(caps))
+	}
+	for site, n := range caps {
+		if had, ok := c.caps[site]; ok {
+			n = min(n, had)
+		}
+		c.caps[site] = n
+	}
 }
 
 // uncap lifts the caps of the queues the last plan capped that are not in
@@ -279,10 +322,11 @@ func (m *Manager) logEcon(q policy.EconQueue, pol string, got map[string]int, un
 	if m.econ.logged == nil {
 		m.econ.logged = map[string]string{}
 	}
-	if m.econ.logged[q.Queue] == key {
+	at := pol + "\x00" + q.Queue // a queue two policies plan is logged per plan
+	if m.econ.logged[at] == key {
 		return
 	}
-	m.econ.logged[q.Queue] = key
+	m.econ.logged[at] = key
 	args := []any{"queue", q.Queue, "policy", pol, "ready", q.Ready, "running", q.Running, "placeholders", got, "budget_left", q.Budget}
 	if !q.Deadline.IsZero() {
 		args = append(args, "deadline_in", q.Deadline.Sub(m.now()).Round(time.Second))

@@ -259,3 +259,110 @@ func TestManagerLPPipeline(t *testing.T) {
 		t.Errorf("still shown: %+v", shown)
 	}
 }
+
+// A queue two plans cap: where both cap a site the lower cap holds, a
+// site one plan caps keeps that plan's cap, a plan with no caps (nil)
+// adds none, and the unfinishable count is the larger.
+func TestPlanCapsMerge(t *testing.T) {
+	type plan struct {
+		caps  map[string]int
+		unfin int
+	}
+	for _, c := range []struct {
+		name  string
+		plans []plan
+		want  map[string]int
+		unfin int
+	}{
+		{"one", []plan{{map[string]int{"a": 2}, 1}}, map[string]int{"a": 2}, 1},
+		{"disjoint", []plan{{map[string]int{"c": 4}, 2}, {map[string]int{"a": 3, "b": 1}, 0}}, map[string]int{"a": 3, "b": 1, "c": 4}, 2},
+		{"overlap: the lower", []plan{{map[string]int{"a": 2, "c": 4}, 0}, {map[string]int{"a": 3, "b": 1, "c": 0}, 0}}, map[string]int{"a": 2, "b": 1, "c": 0}, 0},
+		{"nil caps nothing", []plan{{nil, 0}, {map[string]int{"a": 1}, 0}}, map[string]int{"a": 1}, 0},
+		{"only nil", []plan{{nil, 3}}, nil, 3},
+		{"empty stays capped", []plan{{map[string]int{}, 0}, {nil, 0}}, map[string]int{}, 0},
+	} {
+		pc := planCaps{}
+		for _, p := range c.plans {
+			pc.add("q", p.caps, p.unfin)
+		}
+		got := pc["q"]
+		if (got.caps == nil) != (c.want == nil) || !maps.Equal(got.caps, c.want) || got.unfinishable != c.unfin {
+			t.Errorf("%s: caps %v, %d unfinishable; want %v, %d", c.name, got.caps, got.unfinishable, c.want, c.unfin)
+		}
+	}
+}
+
+// bothStore has one costed queue that is also the one stage of a
+// pipeline: dbc plans it (EconQueues) and so does lp (StageQueues).
+type bothStore struct{ *stageStore }
+
+func (s *bothStore) UpdateSite(context.Context, protocol.SiteSpec) error { return nil }
+
+func (s *bothStore) StageQueues(_ context.Context, sites []string) ([]policy.EconQueue, map[string]float64, error) {
+	s.emu.Lock()
+	defer s.emu.Unlock()
+	links := map[string]float64{}
+	for _, n := range sites {
+		links[n] = 1e9
+	}
+	return slices.Clone(s.qs), links, nil
+}
+
+// Site c follows dbc-cost, a and b follow lp, and both plans cap the same
+// costed queue, each at its own sites: the queue is held at all three
+// (each plan's caps, merged), not only by the plan made last; once either
+// plan's sites follow no policy, the other's caps stay.
+func TestManagerDBCAndLPCapOneQueue(t *testing.T) {
+	sites := map[string]*fakeSite{"a": {jobs: map[string]batch.State{}}, "b": {jobs: map[string]batch.State{}}, "c": {jobs: map[string]batch.State{}}}
+	st := &bothStore{&stageStore{fakeStore: &fakeStore{ready: 8}, caps: map[string]map[string]int{}}}
+	st.qs = []policy.EconQueue{{Queue: "q", Ready: 8, Deadline: time.Now().Add(time.Hour), Budgeted: true, Budget: 1000, Est: 10,
+		PerJob: map[string]float64{"a": 10, "b": 10, "c": 10}}}
+	m, ctx := startLPSites(t, st, sites)
+	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "c", Type: SGE, SSH: "u@h", Max: 4, Price: 1, Provision: "dbc-cost"}); err != nil {
+		t.Fatal(err)
+	}
+	// Each plan's own caps are what cls plan show lists for it.
+	own := func(pol string) map[string]int {
+		for _, p := range m.ProvisionShown() {
+			if p.Policy == pol && len(p.Queues) == 1 {
+				return p.Queues[0].Slots
+			}
+		}
+		return nil
+	}
+	merged := func() map[string]int {
+		d, l := own("dbc-cost"), own("lp")
+		if d == nil || l == nil {
+			return nil
+		}
+		out := maps.Clone(d)
+		maps.Copy(out, l) // disjoint sites
+		return out
+	}
+	eventually(t, "q capped at a, b and c by both plans", func() bool {
+		want := merged()
+		return want != nil && len(want) == 3 && maps.Equal(st.plan("q"), want)
+	})
+	none, lp := "", "lp"
+	set := func(name string, pol *string) {
+		t.Helper()
+		if _, err := m.Set(ctx, protocol.SiteSet{Name: name, Provision: pol}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// lp's sites leave it: dbc's cap at c stays, a and b are free.
+	set("a", &none)
+	set("b", &none)
+	eventually(t, "only dbc's caps", func() bool {
+		d := own("dbc-cost")
+		return own("lp") == nil && d != nil && maps.Equal(st.plan("q"), d)
+	})
+	// lp back, dbc's site leaves it: lp's caps at a and b stay.
+	set("a", &lp)
+	set("b", &lp)
+	set("c", &none)
+	eventually(t, "only lp's caps", func() bool {
+		l := own("lp")
+		return own("dbc-cost") == nil && len(l) == 2 && maps.Equal(st.plan("q"), l)
+	})
+}

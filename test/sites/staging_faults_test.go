@@ -328,6 +328,11 @@ func TestStagingCLSKilledMidTransfer(t *testing.T) {
 // nor lost but waits, and it runs at another site that can be reached.
 func TestStagingSiteDown(t *testing.T) {
 	need(t, "sge")
+	// grid's login host starts before the CLS, so it is still up when the
+	// CLS's cleanup cancels grid's placeholder (cleanups run last first;
+	// started later, it was gone and the placeholder held an SGE slot
+	// until its walltime).
+	grid := newLogin(t, "127.0.0.1")
 	f := newFaultSetup(t)
 	out := f.bigInput(t, "in/small", 64<<10)
 	f.login.stop()
@@ -364,7 +369,6 @@ func TestStagingSiteDown(t *testing.T) {
 		}
 	}
 	// Another site comes: the job runs there.
-	grid := newLogin(t, "127.0.0.1")
 	f.c.addSite("grid", "sge", grid, "--max", "1", "--walltime", "5m", "--idle", "3s", "--data-root", ".mq-data-faults-grid")
 	eventually(t, 4*time.Minute, "the job done at grid", func() bool {
 		for _, x := range f.c.jobs("") {

@@ -195,6 +195,8 @@ type CLS struct {
 
 	runOnce   sync.Once
 	closeOnce sync.Once
+
+	beforeStart func() // a test's hook: runs in Run before the sites start
 }
 
 // New opens the CLS of cfg.Home: it takes the home's lock (one CLS per
@@ -374,6 +376,18 @@ func (c *CLS) run(ctx context.Context) (err error) {
 	// The server outlives ctx by the time the sites need to stop.
 	srvCtx, stopSrv := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopSrv()
+	// Everything a request may reach is started before anything is
+	// served: a client that waits for the socket to answer (mqstat in a
+	// script, the tests) may then do anything else at once, `cls site add`
+	// included. The listeners were opened by New, so a client connecting
+	// meanwhile waits in the backlog; it is not refused.
+	if c.beforeStart != nil {
+		c.beforeStart()
+	}
+	if err := c.sites.start(srvCtx); err != nil {
+		c.sites.stop()
+		return err
+	}
 	serveErr := make(chan error, 3)
 	go func() { serveErr <- c.srv.Serve(srvCtx, c.ln, protocol.RoleAdmin) }() // the socket is the owner's
 	if c.sshSrv != nil {
@@ -400,11 +414,6 @@ func (c *CLS) run(ctx context.Context) (err error) {
 		close(dashDone)
 	}
 	defer func() { stopDash(); <-dashDone }()
-	if err := c.sites.start(srvCtx); err != nil {
-		stopSrv()
-		c.srv.Wait()
-		return err
-	}
 	c.log.Info("CLS started", "home", c.home, "local", c.cfg.Local, "version", c.cfg.Version)
 
 	select {

@@ -155,3 +155,69 @@ func TestRefusesWritableHome(t *testing.T) {
 		t.Errorf("refused (%v), but mq.db was made", err)
 	}
 }
+
+// The CLS answers nothing before it can take every request: a client that
+// reaches the socket while Run is still starting (a script waiting for
+// mqstat, then adding a site) waits, and its `site add` then succeeds; it
+// never gets "sites are not being managed".
+func TestNoAnswerBeforeStarted(t *testing.T) {
+	home := shortHome(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := cls.New(ctx, cls.Config{Home: home, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		info protocol.SiteInfo
+		err  error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		cl, err := client.Dial(ctx, c.Home(), "", "early")
+		if err != nil {
+			answered <- answer{err: err}
+			return
+		}
+		defer cl.Close()
+		info, err := client.Do(ctx, cl, protocol.OpSiteAdd, protocol.SiteSpec{Name: "a", Type: "local", Max: 1})
+		answered <- answer{info, err}
+	}()
+	// Run is held before the sites start until the early client is
+	// answered; a CLS that serves only once started cannot answer it
+	// there, and goes on after a while. The wait only decides whether the
+	// old race shows; the test passes on a fixed CLS however slow it is.
+	var early *answer
+	cls.SetBeforeStart(c, func() {
+		select {
+		case a := <-answered:
+			early = &a
+		case <-time.After(2 * time.Second):
+		}
+	})
+	runCtx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(runCtx) }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		c.Close()
+	}()
+	a := early
+	if a == nil {
+		select {
+		case got := <-answered:
+			a = &got
+		case <-ctx.Done():
+			t.Fatal("the early client was never answered")
+		}
+	}
+	if a.err != nil {
+		t.Fatalf("site add sent while the CLS was starting: %v", a.err)
+	}
+	if a.info.Name != "a" {
+		t.Fatalf("site add answered %+v", a.info)
+	}
+}

@@ -187,7 +187,7 @@ func (h *harness) startCLS(args ...string) *clsProc {
 		close(c.done)
 	}()
 	h.cls = c
-	waitFor(h.t, 20*time.Second, func() error {
+	waitFor(h.t, 60*time.Second, func() error {
 		if c.exited() {
 			return fmt.Errorf("cls exited early (%v): %s", cmd.ProcessState, c.stderr.String())
 		}

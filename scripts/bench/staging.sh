@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Data staging throughput (issue 13): the numbers in BENCHMARKS.md, "Data
-# staging (issue 13)". Starts its own sshd on loopback (port STAGE_PORT,
+# staging". Starts its own sshd on loopback (port STAGE_PORT,
 # account STAGE_USER, key-only, internal-sftp), then, in the same run:
 #
 #   1. one STAGE_BIG_MB MiB file from the CLS host to the account's home:

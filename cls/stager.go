@@ -59,7 +59,7 @@ type stager struct {
 }
 
 // DefaultStageWorkers is how many files the CLS moves at once by default.
-const DefaultStageWorkers = 4
+const DefaultStageWorkers = stage.DefaultWorkers
 
 func newStager(workers int, places placeFunc, prior func(string) metaqueue.Link, log *slog.Logger) *stager {
 	if workers < 1 {

@@ -592,7 +592,7 @@ func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err 
 	}
 	popped, cands, ins := d.popped[:0], d.cands[:0], d.inBuf[:0]
 	var seen []int64 // bundles already among the candidates
-	for examined := 0; examined < window; {
+	for examined := 0; examined < policy.Window; {
 		r, ok := q.ready.Pop()
 		if !ok {
 			break
@@ -641,9 +641,8 @@ func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err 
 			d.readyAt[r.ID] = now
 		}
 		start := len(ins)
-		if q.pol.Name == "sa" {
-			// Storage Affinity needs only the bytes already here: with
-			// staging, every replica counts, not only the producer's.
+		if q.pol.Needs&policy.NeedsBytesHere != 0 {
+			// With staging, every replica counts, not only the producer's.
 			var b int64
 			for _, m := range members {
 				b += s.localBytes(m, cur, to)

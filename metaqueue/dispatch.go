@@ -29,10 +29,6 @@ func need(est float32, q *queue) float64 {
 	return q.Ceiling
 }
 
-// window is how many ready jobs of a queue one pick examines looking for
-// one that fits the placeholder's remaining walltime.
-const window = 128
-
 // Register records a placeholder (or renews one reconnecting with its id)
 // and returns its id.
 func (s *Store) Register(ctx context.Context, r protocol.Register) (protocol.RegisterReply, error) {
@@ -726,7 +722,7 @@ func (s *Store) pickFrom(q *queue, p *parkedNext) (int64, bool, error) {
 			q.ready.Push(r)
 		}
 	}()
-	for examined := 0; examined < window; {
+	for examined := 0; examined < policy.Window; {
 		r, ok := q.ready.Pop()
 		if !ok {
 			return 0, false, nil

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/policy"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -747,9 +748,9 @@ func TestProgressSpending(t *testing.T) {
 	}
 }
 
-// TestInfeasibleJobsDoNotHideFeasible: more than a window of jobs that
+// TestInfeasibleJobsDoNotHideFeasible: more than a policy.Window of jobs that
 // cannot end by the deadline at the head of a queue once hid the one
-// behind them that can (pickFrom looks at a window of ready jobs); they
+// behind them that can (pickFrom looks at a policy.Window of ready jobs); they
 // are taken off the heap while infeasible, and put back when a later
 // deadline makes them feasible.
 func TestInfeasibleJobsDoNotHideFeasible(t *testing.T) {
@@ -762,7 +763,7 @@ func TestInfeasibleJobsDoNotHideFeasible(t *testing.T) {
 		t.Fatal(err)
 	}
 	var specs []protocol.JobSpec
-	for i := range 2 * window {
+	for i := range 2 * policy.Window {
 		sp := spec(fmt.Sprintf("long%d", i), "true")
 		sp.Queue, sp.Est = "q", 1000
 		specs = append(specs, sp)

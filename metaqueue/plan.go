@@ -213,7 +213,7 @@ func (s *Store) pickPlanned(p *parkedNext) (*queue, int64, error) {
 	s.plans.bySite[site] = ids
 	examined := 0
 	for k, id := range ids {
-		if k >= planScan || examined >= window {
+		if k >= planScan || examined >= policy.Window {
 			break
 		}
 		if e, ok := s.plans.job[id]; !ok || e.site != site {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/policy"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -1090,13 +1091,13 @@ func TestWalltimeSkipsMoreThanAWindow(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	var specs []protocol.JobSpec
-	for i := 0; i < window+10; i++ {
+	for i := 0; i < policy.Window+10; i++ {
 		specs = append(specs, protocol.JobSpec{Target: "t", Command: "big", Est: 1000})
 	}
 	specs = append(specs, protocol.JobSpec{Target: "t", Command: "small", Est: 1})
 	got := e.submit(specs...)
 	ph := e.register("s")
-	// The small job lies beyond the window: it need not be found, but no
+	// The small job lies beyond the policy.Window: it need not be found, but no
 	// big job may be handed out and none may be lost.
 	for _, a := range e.nextWalltime(ph, 5, 10) {
 		if a.Command != "small" {

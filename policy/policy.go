@@ -3,6 +3,12 @@
 // the same code.
 package policy
 
+// Window is how many of a queue's ready jobs, in the policy's order, one
+// live decision examines for one that fits the asking placeholder (its
+// walltime, its data, its plan): the CLS and the simulator's model of it
+// look as far.
+const Window = 128
+
 // Ready is a job that may run now, as a policy sees it.
 type Ready struct {
 	ID  int64   // submission order: lower is older

@@ -58,7 +58,7 @@ func TestLookup(t *testing.T) {
 		{"sjf", Ordered, NeedsEstimates},
 		{"cp", Ordered, NeedsEstimates | NeedsBLevels},
 		{"dc", Choosing, NeedsEstimates | NeedsFiles | NeedsArrivals},
-		{"sa", Choosing, NeedsFiles},
+		{"sa", Choosing, NeedsFiles | NeedsBytesHere},
 		{"wqr", Ordered, 0},
 		{"xsufferage", Choosing, NeedsEstimates | NeedsFiles | NeedsArrivals},
 	} {

@@ -42,6 +42,10 @@ const (
 	// NeedsBLevels: each ready job's b-level in Ready.Prio (CP), from the
 	// job DAG and declared or learned runtimes.
 	NeedsBLevels
+	// NeedsBytesHere: of each candidate's inputs only the bytes already at
+	// the asking site, every replica counted, not what moving the rest
+	// would cost (Storage Affinity).
+	NeedsBytesHere
 )
 
 // Info describes one policy: the single place a policy is named. The CLS,
@@ -102,7 +106,7 @@ var registry = []Info{
 	{Name: "dc", Summary: "data-conscious, thesis 004: run jobs where their input files are", Kind: Choosing,
 		Needs: NeedsEstimates | NeedsFiles | NeedsArrivals, Order: dcOrder{}, NewDC: DefaultDC},
 	{Name: "sa", Summary: "storage affinity, seed 000: the job with the most input bytes at the placeholder's site; copies of running jobs for idle placeholders",
-		Kind: Choosing, Needs: NeedsFiles, Order: namedFCFS("sa"),
+		Kind: Choosing, Needs: NeedsFiles | NeedsBytesHere, Order: namedFCFS("sa"),
 		NewChooser:    func() Chooser { return StorageAffinity{MaxExamined: DefaultMaxExamined} },
 		NewReplicator: func() Replicator { return StorageAffinity{} }},
 	{Name: "wqr", Summary: "workqueue with replication, seed 000: fcfs, then copies of running jobs for idle placeholders",

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/mq-hpc/mq/policy"
+	"github.com/mq-hpc/mq/stage"
 )
 
 // Live staging (Config.Staging == StagingLive) models how the live CLS
@@ -12,12 +13,12 @@ import (
 // thesis's placeholder copying them within its turn:
 //
 //   - A file has replicas at any number of hosts; a copy leaves the
-//     original. The CLS makes the copies, stageWorkers at a time, each
+//     original. The CLS makes the copies, stage.DefaultWorkers at a time, each
 //     from the cheapest replica; two jobs wanting one file at one host
 //     share one transfer. A finished transfer adds a replica and wakes
 //     the parked placeholders.
 //   - A job runs only where all its inputs are. An ordered queue gives
-//     the asking placeholder the first job (policy order, examineWindow
+//     the asking placeholder the first job (policy order, policy.Window
 //     looked at) whose inputs are all at its host; a job looked at whose
 //     inputs are missing there gets them brought ("marked" to the host),
 //     but only while fewer jobs are marked to that host than the
@@ -31,14 +32,6 @@ import (
 //   - A placeholder told "no job" is parked until its next turn: a
 //     transfer landing or a job ending decides its request again at once
 //     (the live long poll, without the CLS's per-request service time).
-
-// stageWorkers is how many files the CLS moves at once (cls's
-// DefaultStageWorkers).
-const stageWorkers = 4
-
-// examineWindow is how many ready jobs one decision looks at (metaqueue's
-// window).
-const examineWindow = 128
 
 // noMark is a job whose inputs are not being brought anywhere.
 const noMark policy.Site = -2
@@ -114,7 +107,7 @@ func (m *model) chooseOrderedLive(ph int32) int32 {
 	here := policy.Site(m.phs[ph].host)
 	aside := m.live.aside[:0]
 	j := int32(-1)
-	for range examineWindow {
+	for range policy.Window {
 		r, ok := m.heap.Pop()
 		if !ok {
 			break
@@ -154,7 +147,7 @@ func (m *model) chooseDCLive(ph int32) (int32, bool) {
 	cands, ins := l.cands[:0], l.ins[:0]
 	examined := 0
 	for _, s := range m.ready {
-		if examined == examineWindow {
+		if examined == policy.Window {
 			break
 		}
 		j := m.subs[s-1]
@@ -311,7 +304,7 @@ func (m *model) requestStage(f int32, to policy.Site, j int32) {
 // copy that is cheapest to move (the first of equals: the origin).
 func (m *model) startTransfers() {
 	l := &m.live
-	for l.running < stageWorkers && l.qHead < len(l.queue) {
+	for l.running < stage.DefaultWorkers && l.qHead < len(l.queue) {
 		x := l.queue[l.qHead]
 		l.qHead++
 		if l.qHead == len(l.queue) {

@@ -14,3 +14,8 @@
 // absolute, has no "..", and maps to root+path; places also refuse
 // symbolic links that lead out of their root.
 package stage
+
+// DefaultWorkers is how many files the CLS moves at once unless told
+// otherwise (cls serve --stage-workers); the simulator's model of live
+// staging moves as many.
+const DefaultWorkers = 4

@@ -17,7 +17,14 @@ work=$(mktemp -d /tmp/mq-demo-work.XXXXXX)
 cls serve --local "${LOCAL:-4}" &
 cls_pid=$!
 trap 'kill $cls_pid 2>/dev/null; wait $cls_pid 2>/dev/null; rm -rf "$work"' EXIT
-for _ in $(seq 100); do [ -S "$MQ_HOME/cls.sock" ] && break; sleep 0.05; done
+# The socket exists once the CLS has opened its home; a request sent then
+# waits until the CLS can take it. A busy machine may take a while.
+for _ in $(seq 1200); do
+	[ -S "$MQ_HOME/cls.sock" ] && break
+	kill -0 $cls_pid 2>/dev/null || { echo "demo: cls serve exited" >&2; exit 1; }
+	sleep 0.05
+done
+[ -S "$MQ_HOME/cls.sock" ] || { echo "demo: the CLS did not open $MQ_HOME/cls.sock in 60 s" >&2; exit 1; }
 
 proteins=${PROTEINS:-20}
 cd "$work"

@@ -455,7 +455,7 @@ func (c *cls) serve() {
 			}
 		}
 	}()
-	deadline := time.After(20 * time.Second)
+	deadline := time.After(60 * time.Second) // a busy machine
 	for ready := false; !ready; {
 		select {
 		case l := <-lines:

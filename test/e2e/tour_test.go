@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -95,4 +96,45 @@ func TestReadmeTour(t *testing.T) {
 	if t.Failed() {
 		t.Logf("the tour's output:\n%s", out)
 	}
+}
+
+// TestReadmeDemo runs README.md's first command, scripts/demo.sh, as
+// written (fewer proteins), and checks it ends with the summary job's
+// output: every Parse found its BLAST's three hits.
+func TestReadmeDemo(t *testing.T) {
+	h := newHarness(t)
+	script, err := filepath.Abs(filepath.Join("..", "..", "scripts", "demo.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(script)
+	cmd.Env = append([]string{"TMPDIR=" + h.dir, "PROTEINS=4", "LOCAL=2"}, withoutVars(h.env(), "MQ_HOME", "TMPDIR")...)
+	done := make(chan struct{})
+	var out []byte
+	go func() { out, err = cmd.CombinedOutput(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Minute): // it builds mq first
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("scripts/demo.sh did not end in 10 minutes:\n%s", out)
+	}
+	if err != nil {
+		t.Fatalf("scripts/demo.sh: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "hits: 12") || !strings.Contains(string(out), "== done") {
+		t.Fatalf("scripts/demo.sh did not print the summary (hits: 12 for 4 proteins):\n%s", out)
+	}
+}
+
+// withoutVars is env less the variables named.
+func withoutVars(env []string, names ...string) []string {
+	var kept []string
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(names, name) {
+			kept = append(kept, kv)
+		}
+	}
+	return kept
 }

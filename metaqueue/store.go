@@ -116,6 +116,9 @@ type Store struct {
 	stg          staging     // transfers in flight (catalog.go): memory only, kept across reloads
 	repl         replication // copies of running jobs (replicate.go)
 	moved        protocol.MovedTotals
+	// commitFault, when set, fails a commit before it reaches SQLite: the
+	// tests' stand-in for a full disk (SQLITE_FULL at COMMIT). Core-owned.
+	commitFault func() error
 
 	// measured are links measured from real transfers (MeasuredLink),
 	// replaced whole under measuredMu, read without a lock by the core.
@@ -360,6 +363,10 @@ func (s *Store) runBatch(batch []*call, ticked bool) {
 		failed = s.pruneTokens()
 	}
 	var filled []*parkedNext
+	// matchParked takes the calls it answers off s.parked; if the batch
+	// then fails (a full disk fails the COMMIT), they must wait on, not be
+	// dropped unanswered: the placeholder's long poll would hang for good.
+	parked := s.parked
 	if failed == nil {
 		filled, failed = s.matchParked()
 	}
@@ -368,7 +375,7 @@ func (s *Store) runBatch(batch []*call, ticked bool) {
 	}
 	if failed == nil && s.inTx {
 		start := time.Now()
-		if _, err := s.w.ExecContext(context.Background(), "COMMIT"); err != nil {
+		if err := s.commit(); err != nil {
 			failed = err // the transaction may still be open: recover rolls it back
 		} else {
 			s.inTx = false
@@ -378,6 +385,7 @@ func (s *Store) runBatch(batch []*call, ticked bool) {
 		}
 	}
 	if failed != nil {
+		s.parked = parked
 		s.recover(failed, batch)
 		filled = nil
 	}
@@ -393,6 +401,17 @@ func (s *Store) runBatch(batch []*call, ticked bool) {
 		s.notifyWaiters(ticked)
 	}
 	s.ended = s.ended[:0]
+}
+
+// commit commits the batch's transaction.
+func (s *Store) commit() error {
+	if s.commitFault != nil {
+		if err := s.commitFault(); err != nil {
+			return err
+		}
+	}
+	_, err := s.w.ExecContext(context.Background(), "COMMIT")
+	return err
 }
 
 // syncFor sets how hard this batch's commit goes to disk: fsync'd if a
@@ -473,6 +492,11 @@ func (s *Store) recover(cause error, batch []*call) {
 		s.log.Error("reload after failure failed; stopping", "err", err)
 		s.closeMu.Do(func() { close(s.stop) })
 		return
+	}
+	// The placeholders still parked registered in batches that committed:
+	// they stay known, so their next heartbeat is not refused.
+	for _, p := range s.parked {
+		s.phs[p.req.Placeholder] = true
 	}
 	s.rewatch()
 }

@@ -2254,3 +2254,51 @@ func TestBulkToken(t *testing.T) {
 	}
 	e.check()
 }
+
+// failCommits makes the store's commits fail (as on a full disk) until the
+// returned func is called.
+func (e *env) failCommits() (restore func()) {
+	e.t.Helper()
+	set := func(f func() error) {
+		if err := e.s.do(context.Background(), func() error { e.s.commitFault = f; return nil }); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	set(func() error { return errors.New("database or disk is full (SQLITE_FULL)") })
+	return func() { set(nil) }
+}
+
+func TestCommitFailureKeepsParkedNext(t *testing.T) {
+	t.Parallel()
+	// A placeholder's long poll is parked when a submit's commit fails
+	// (a full disk): the failed batch handed it the new job before the
+	// COMMIT. The poll must wait on and get the next job submitted once
+	// commits work again.
+	e := newEnv(t)
+	ctx := context.Background()
+	ph := e.register("s")
+	got := e.nextAsync(ph)
+	e.parkedAtLeast(1, 0)
+	restore := e.failCommits()
+	_, err := e.s.Submit(ctx, []protocol.JobSpec{spec("a", "true")})
+	errCode(t, err, protocol.CodeInternal)
+	restore()
+	e.parkedAtLeast(1, 0)
+	b := e.submit1("b", "true")
+	var as []protocol.Assignment
+	select {
+	case as = <-got:
+		if !slices.Equal(ids(as), []int64{b}) {
+			t.Fatalf("parked Next after the failed commit got %v, want [%d]", ids(as), b)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("parked Next never answered after a failed commit")
+	}
+	// Its placeholder is still known: it heartbeats and reports as before.
+	if _, err := e.s.Heartbeat(ctx, protocol.Heartbeat{Placeholder: ph}); err != nil {
+		t.Fatalf("Heartbeat after the failed commit: %v", err)
+	}
+	e.next(ph, 0, ok(as[0]))
+	e.mustBe(b, job.Done)
+	e.check()
+}

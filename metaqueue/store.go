@@ -65,6 +65,13 @@ type Options struct {
 	// from job.State, so a running CLS skips them (they cost ~20% of a bulk
 	// submit); the package's tests turn them on to catch a bad write.
 	CheckConstraints bool
+	// OnFull is called on the core when a batch fails because the disk is
+	// full (SQLITE_FULL); it frees what space it can (the CLS's reserve
+	// file) and says whether it freed any. The batch is rolled back as
+	// any failed one; deletes and reruns then try once more, so that they
+	// go through on a full disk (SQLite rolls back a COMMIT that failed
+	// so: it cannot simply be committed again).
+	OnFull func() bool
 }
 
 // Store is an open metaqueue.
@@ -119,6 +126,8 @@ type Store struct {
 	// commitFault, when set, fails a commit before it reaches SQLite: the
 	// tests' stand-in for a full disk (SQLITE_FULL at COMMIT). Core-owned.
 	commitFault func() error
+	// released counts the times OnFull freed space (actOnSelected retries).
+	released atomic.Int64
 
 	// measured are links measured from real transfers (MeasuredLink),
 	// replaced whole under measuredMu, read without a lock by the core.
@@ -414,6 +423,12 @@ func (s *Store) commit() error {
 	return err
 }
 
+// isFull says whether err is SQLite's "database or disk is full".
+func isFull(err error) bool {
+	var ce interface{ Code() int }
+	return errors.As(err, &ce) && ce.Code()&0xff == 13 // SQLITE_FULL
+}
+
 // syncFor sets how hard this batch's commit goes to disk: fsync'd if a
 // call in it changes users' work, else not. SQLite takes the setting only
 // between transactions, and the batch has not begun one yet. The WAL is
@@ -450,6 +465,9 @@ func (e fatalError) Unwrap() error { return e.err }
 // the database, so memory never disagrees with what was committed.
 func (s *Store) recover(cause error, batch []*call) {
 	s.log.Error("transaction failed; rolling back and reloading state", "err", cause)
+	if isFull(cause) && s.opt.OnFull != nil && s.opt.OnFull() {
+		s.released.Add(1) // room for the next try: deletes try again at once
+	}
 	if s.inTx {
 		s.w.ExecContext(context.Background(), "ROLLBACK")
 		s.inTx = false

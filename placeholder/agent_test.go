@@ -646,18 +646,17 @@ func TestOneProc(t *testing.T) {
 }
 
 // TestAgentOutputLost: a job whose output cannot be written (a full disk:
-// the stdout file fails with ENOSPC after 4 KiB) still ends as it ran, but
-// the loss is recorded on its attempt and the job's detail says it. The
-// job is not blocked by its pipe, nor killed by it.
+// the stdout file fails with ENOSPC after 4 KiB) is stopped and fails with
+// the reason, not blocked by its pipe; the loss is recorded on its attempt.
 func TestAgentOutputLost(t *testing.T) {
 	t.Parallel()
 	c := newCLS(t)
 	dir := t.TempDir()
 	// Much more than a pipe holds, so a sink that stopped reading would
 	// block the job.
-	ids := c.submit(protocol.JobSpec{Target: "t", Command: "head -c 1000000 /dev/zero; echo ok >&2", Cwd: dir})
+	ids := c.submit(protocol.JobSpec{Target: "t", Command: "head -c 1000000 /dev/zero; sleep 600", Cwd: dir})
 	out := t.TempDir()
-	stdout, stderr := job.OutputPaths(out, ids[0], 1)
+	stdout, _ := job.OutputPaths(out, ids[0], 1)
 	a := New(Config{Dial: c.dial, Site: "test", Host: "h", Slots: 1, OutDir: out})
 	a.create = func(path string) (io.WriteCloser, error) {
 		f, err := createOutput(path)
@@ -674,8 +673,8 @@ func TestAgentOutputLost(t *testing.T) {
 		<-done
 	}()
 	e := c.wait(ids...)[ids[0]]
-	if e.State != "D" || e.Exit == nil || *e.Exit != 0 {
-		t.Errorf("job ended %+v, want done, exit 0", e)
+	if e.State != "F" || !strings.Contains(e.Reason, "output: could not be written") || !strings.Contains(e.Reason, "no space left on device") {
+		t.Errorf("job ended %+v, want failed for its output", e)
 	}
 	d, err := c.store.Job(context.Background(), ids[0])
 	if err != nil {
@@ -684,8 +683,63 @@ func TestAgentOutputLost(t *testing.T) {
 	if !strings.Contains(d.OutputLost, "stdout: ") || !strings.Contains(d.OutputLost, "no space left on device") {
 		t.Errorf("output_lost %q, want the stdout's write error", d.OutputLost)
 	}
-	if b, err := os.ReadFile(stderr); err != nil || string(b) != "ok\n" {
-		t.Errorf("stderr %q, %v; want ok", b, err)
+}
+
+// TestAgentOutputCap: a job writing more than MaxOutput to stdout and
+// stderr together is stopped at the cap and fails with the reason; what it
+// wrote up to the cap is kept.
+func TestAgentOutputCap(t *testing.T) {
+	t.Parallel()
+	c := newCLS(t)
+	ids := c.submit(protocol.JobSpec{Target: "t", Command: "head -c 60000 /dev/zero >&2; head -c 100000 /dev/zero; sleep 600", Cwd: t.TempDir()})
+	out := t.TempDir()
+	a := New(Config{Dial: c.dial, Site: "test", Host: "h", Slots: 1, OutDir: out, MaxOutput: 100000})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	e := c.wait(ids...)[ids[0]]
+	if e.State != "F" || !strings.Contains(e.Reason, "cap of 100000 bytes") {
+		t.Errorf("job ended %+v, want failed over the output cap", e)
+	}
+	stdout, stderr := job.OutputPaths(out, ids[0], 1)
+	var total int64
+	for _, p := range []string{stdout, stderr} {
+		if fi, err := os.Stat(p); err == nil {
+			total += fi.Size()
+		}
+	}
+	if total != 100000 {
+		t.Errorf("stdout and stderr hold %d bytes, want the cap, 100000", total)
+	}
+}
+
+// TestOutputLimitReserve: the limit stops writing where the filesystem
+// would keep less than the reserve free.
+func TestOutputLimitReserve(t *testing.T) {
+	t.Parallel()
+	free := int64(10000)
+	l := &outputLimit{reserve: 4000, statfs: func(string) (int64, error) { return free, nil }, over: make(chan struct{})}
+	if n := l.take(5000); n != 5000 {
+		t.Fatalf("take(5000) with 10000 free = %d", n)
+	}
+	free -= 5000
+	if n := l.take(5000); n != 1000 {
+		t.Fatalf("take(5000) with 5000 free and 4000 kept = %d, want 1000", n)
+	}
+	select {
+	case <-l.over:
+	default:
+		t.Fatal("the limit was reached but not said")
+	}
+	if !strings.Contains(l.why(), "nearly full") {
+		t.Errorf("reason %q", l.why())
+	}
+	if n := l.take(1); n != 0 {
+		t.Errorf("take after the limit = %d", n)
 	}
 }
 

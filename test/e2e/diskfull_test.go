@@ -123,3 +123,59 @@ func TestDiskFullThenDispatch(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestOutputOverCap: a local job that writes more than cls serve
+// --max-output is stopped and fails with the reason, once.
+func TestOutputOverCap(t *testing.T) {
+	h := newHarness(t)
+	h.tmpfsHome(20 << 20)
+	h.startCLS("--local", "1", "--max-output", "1M")
+	id := h.submit("big", "head -c 5000000 /dev/zero; sleep 600")
+	d := h.waitState(id, "FD", 90*time.Second)
+	if d.State != "F" || !strings.Contains(d.Reason, "cap of 1048576 bytes") || d.Attempts != 1 {
+		t.Fatalf("job %d ended %s after %d attempts, reason %q; want failed once over the cap", id, d.State, d.Attempts, d.Reason)
+	}
+	fi, err := os.Stat(d.Stdout)
+	if err != nil || fi.Size() != 1<<20 {
+		t.Errorf("stdout %s: %v, %v; want the cap, 1 MiB", d.Stdout, fi, err)
+	}
+	if r := h.run("mqwait", strconv.FormatInt(id, 10)); r.code != 1 || !strings.Contains(r.stderr, "cap of 1048576 bytes") {
+		t.Errorf("mqwait of the job: %s; want exit 1 and the reason", r)
+	}
+}
+
+// TestOutputFillsDisk: a job whose output would fill MQ_HOME's small disk
+// is stopped where the reserve begins and fails with the reason, not
+// rerun; mqwait returns, mqstat answers, and mqdel works even once the
+// disk is full.
+func TestOutputFillsDisk(t *testing.T) {
+	h := newHarness(t)
+	h.tmpfsHome(3 << 20)
+	h.startCLS("--local", "1", "--max-output", "0")
+	held := h.submit("-p", "never", "held", "true")
+	id := h.submit("big", "head -c 5000000 /dev/zero; sleep 600")
+	r := h.run("mqwait", strconv.FormatInt(id, 10))
+	if r.code == 0 {
+		t.Errorf("mqwait of a failed job exited 0: %s", r)
+	}
+	d := h.job(id)
+	if d.State != "F" || !strings.Contains(d.Reason, "nearly full") || d.Attempts != 1 {
+		t.Fatalf("job %d is %s after %d attempts, reason %q; want failed once for its output", id, d.State, d.Attempts, d.Reason)
+	}
+	t.Logf("reason: %s; free %d bytes", d.Reason, freeBytes(t, h.home))
+	// Now fill what is left, as anything else writing there would.
+	p := fill(t, h.home)
+	t.Logf("free after the fill: %d bytes", freeBytes(t, h.home))
+	if r := h.run("mqdel", strconv.FormatInt(held, 10)); r.code != 0 {
+		t.Fatalf("mqdel on a full disk: %s", r)
+	}
+	h.waitState(held, "X", 30*time.Second)
+	h.ok("mqstat")
+	if p != "" {
+		os.Remove(p)
+	}
+	// Not rerun: still one attempt, well after a lease.
+	if d := h.job(id); d.Attempts != 1 || d.State != "F" {
+		t.Errorf("job %d is %s after %d attempts; want failed once", id, d.State, d.Attempts)
+	}
+}

@@ -170,6 +170,9 @@ func TestOutputFillsDisk(t *testing.T) {
 		t.Fatalf("mqdel on a full disk: %s", r)
 	}
 	h.waitState(held, "X", 30*time.Second)
+	if _, err := os.Stat(filepath.Join(h.home, "reserve")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the reserve file is still there after a delete on a full disk (%v): was the delete in the space the output left?", err)
+	}
 	h.ok("mqstat")
 	if p != "" {
 		os.Remove(p)

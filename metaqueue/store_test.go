@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -2300,5 +2301,45 @@ func TestCommitFailureKeepsParkedNext(t *testing.T) {
 	}
 	e.next(ph, 0, ok(as[0]))
 	e.mustBe(b, job.Done)
+	e.check()
+}
+
+// sqliteFull is an error with SQLite's code for "database or disk is full".
+type sqliteFull struct{}
+
+func (sqliteFull) Error() string { return "database or disk is full (13)" }
+func (sqliteFull) Code() int     { return 13 }
+
+func TestDeleteOnFullDiskUsesReserve(t *testing.T) {
+	t.Parallel()
+	// The disk is full: the first commit fails with SQLITE_FULL, OnFull
+	// frees the reserve, and the delete goes through on its second try.
+	var released atomic.Int32
+	e := newEnvWith(t, func(o *Options) {
+		o.OnFull = func() bool { return released.Add(1) == 1 }
+	})
+	ctx := context.Background()
+	id := e.submit1("t", "true")
+	fails := 1
+	if err := e.s.do(ctx, func() error {
+		e.s.commitFault = func() error {
+			if fails > 0 {
+				fails--
+				return sqliteFull{}
+			}
+			return nil
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.s.Delete(ctx, protocol.Select{IDs: []int64{id}})
+	if err != nil || !slices.Equal(r.IDs, []int64{id}) || len(r.Errors) > 0 {
+		t.Fatalf("Delete on a full disk = %+v, %v; want job %d deleted", r, err, id)
+	}
+	if released.Load() != 1 {
+		t.Errorf("OnFull called %d times, want 1", released.Load())
+	}
+	e.mustBe(id, job.Deleted)
 	e.check()
 }

@@ -200,15 +200,6 @@ func (l *outputLimit) take(n int) int {
 	return int(ok)
 }
 
-// fail stops the job because its output could not be written.
-func (l *outputLimit) fail(err error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.reason == "" {
-		l.stop("output: could not be written, the job was stopped: " + err.Error())
-	}
-}
-
 func (l *outputLimit) stop(reason string) {
 	l.reason = reason
 	close(l.over)
@@ -234,8 +225,7 @@ func (lw limitedWriter) Write(p []byte) (int, error) {
 	n := lw.lim.take(len(p))
 	m, err := lw.w.Write(p[:n])
 	if err != nil {
-		lw.lim.fail(err)
-		return m, err
+		return m, err // output lost (reported), the job goes on: see drain
 	}
 	if n < len(p) {
 		return m, errOverLimit
@@ -283,7 +273,6 @@ func (a *Agent) drain(r *os.File, path string, lim *outputLimit) error {
 	}
 	fc, err := create(path)
 	if err != nil {
-		lim.fail(err)
 		io.Copy(io.Discard, r)
 		return err
 	}
@@ -295,8 +284,10 @@ func (a *Agent) drain(r *os.File, path string, lim *outputLimit) error {
 	}
 	_, err = io.CopyBuffer(f, onlyReader{r}, buf)
 	if err != nil {
-		// The job is stopped (its report says why); drain what it still
-		// writes meanwhile, so it does not block on (or die of) its pipe.
+		// A write error (EIO, EFBIG, ENOSPC from something else filling
+		// the disk) loses the output, not the job; at the limit the job
+		// is being stopped. Either way keep draining, so the job does not
+		// block on (or die of) its pipe.
 		io.Copy(io.Discard, r)
 	}
 	if cerr := fc.Close(); err == nil {

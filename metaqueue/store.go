@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"sort"
 	"sync"
@@ -473,6 +474,9 @@ func (s *Store) recover(cause error, batch []*call) {
 		s.inTx = false
 	}
 	perr := protocol.Errorf(protocol.CodeInternal, "metaqueue storage failure: %v", cause)
+	if isFull(cause) {
+		perr = protocol.Errorf(protocol.CodeInternal, "metaqueue storage failure: %v: nothing was changed; free space on the filesystem of %s and try again", cause, filepath.Dir(s.opt.Path))
+	}
 	inBatch := map[*call]bool{}
 	for _, c := range batch {
 		inBatch[c] = true

@@ -99,7 +99,7 @@ func TestDiskFullThenDispatch(t *testing.T) {
 			failed = true
 			t.Logf("mqsub on a full disk: %s", strings.TrimSpace(r.stderr))
 			oneLineErr(t, "mqsub", r)
-			if !strings.Contains(r.stderr, "full") {
+			if !strings.Contains(r.stderr, "full") || !strings.Contains(r.stderr, "free space on the filesystem of "+h.home) {
 				t.Errorf("mqsub on a full disk: want the reason (full), got %q", r.stderr)
 			}
 		}

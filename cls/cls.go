@@ -27,6 +27,7 @@ import (
 	"github.com/mq-hpc/mq/client"
 	"github.com/mq-hpc/mq/internal/mqhome"
 	"github.com/mq-hpc/mq/metaqueue"
+	"github.com/mq-hpc/mq/placeholder"
 	"github.com/mq-hpc/mq/protocol"
 	"github.com/mq-hpc/mq/server"
 	"github.com/mq-hpc/mq/site"
@@ -61,6 +62,14 @@ type Config struct {
 	// Links and DefaultLink price transfers for dc queues (--site-net).
 	Links       map[string]metaqueue.Link
 	DefaultLink metaqueue.Link
+
+	// MaxOutput is the most a job attempt run by a local placeholder may
+	// write to stdout and stderr together (0: placeholder.DefaultMaxOutput;
+	// negative: no cap). OutputReserve is the free space jobs' output
+	// leaves on MQ_HOME's filesystem, for the database (0:
+	// DefaultOutputReserve; negative: none). See reserve.go.
+	MaxOutput     int64
+	OutputReserve int64
 
 	// StageWorkers is how many files the CLS moves at once for data
 	// staging (default DefaultStageWorkers).
@@ -265,10 +274,24 @@ func (c *CLS) open(ctx context.Context) (err error) {
 		c.metrics = web.NewMetrics()
 		observer = c.metrics
 	}
+	outReserve := cfg.OutputReserve
+	if outReserve == 0 {
+		if outReserve, err = DefaultOutputReserve(home); err != nil {
+			return err
+		}
+	}
+	outReserve = max(outReserve, 0)
+	reserve, err := newDiskReserve(filepath.Join(home, "reserve"), c.log)
+	if err != nil {
+		return err
+	}
+	keepDone := make(chan struct{})
+	go reserve.keep(keepDone, 10*time.Second)
+	c.closers = append(c.closers, func() { close(keepDone) })
 	c.store, err = metaqueue.Open(ctx, metaqueue.Options{
 		Path: filepath.Join(home, "mq.db"), Sync: cfg.Sync, Lease: cfg.Lease,
 		Logger: c.log, OutputDir: outDir, Links: cfg.Links, DefaultLink: cfg.DefaultLink,
-		Stager: c.stager, Observer: observer,
+		Stager: c.stager, Observer: observer, OnFull: reserve.release,
 	})
 	if err != nil {
 		return err
@@ -288,7 +311,7 @@ func (c *CLS) open(ctx context.Context) (err error) {
 	}
 	c.closers = append(c.closers, func() { c.ln.Close(); os.Remove(sock) })
 
-	c.srv = &server.Server{Store: c.store, Log: c.log, Version: cfg.Version, OutputDir: outDir}
+	c.srv = &server.Server{Store: c.store, Log: c.log, Version: cfg.Version, OutputDir: outDir, OutputReserve: outReserve}
 	if c.sites, err = newSites(home, c.store, c.log, cfg.SitePoll, cfg.SiteThrottle, cfg.Agents); err != nil {
 		return err
 	}
@@ -300,6 +323,10 @@ func (c *CLS) open(ctx context.Context) (err error) {
 	// is the whole truth about it; it is never stored.
 	c.sites.agentLog, c.sites.noop, c.sites.umask, c.sites.agentExe = logf, cfg.NoOp, c.umask, cfg.AgentExe
 	c.sites.logJSON = cfg.LogFormat == "json"
+	c.sites.maxOutput, c.sites.outputReserve = max(cfg.MaxOutput, 0), outReserve
+	if cfg.MaxOutput == 0 {
+		c.sites.maxOutput = placeholder.DefaultMaxOutput
+	}
 	if cfg.Local > 0 {
 		c.sites.mgr.Embedded = []protocol.SiteSpec{{Name: site.EmbeddedName, Type: site.Local, Min: cfg.Local, Max: cfg.Local, Slots: cfg.Slots}}
 	}

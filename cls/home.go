@@ -16,7 +16,7 @@ var homeEntries = map[string]fs.FileMode{
 	"cls.log": 0, "cls.lock": 0, "cls.sock": fs.ModeSocket,
 	sshserver.KeyFileName: 0, sshserver.KeyFileName + ".lock": 0,
 	sshserver.HostKeyFileName: 0, sshserver.HostKeyFileName + ".pub": 0,
-	"output": fs.ModeDir, "sites": fs.ModeDir,
+	"output": fs.ModeDir, "sites": fs.ModeDir, "reserve": 0,
 }
 
 // OpenHome returns the real path of an MQ_HOME, made (mode 0700) if

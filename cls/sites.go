@@ -46,8 +46,11 @@ type sites struct {
 	// connected are the placeholders connected now (the dashboard).
 	connected connectedPHs
 	noop      bool
-	umask     int    // local placeholders run their jobs with it
-	agentExe  string // what local placeholders run (default: this executable)
+	umask     int // local placeholders run their jobs with it
+	// maxOutput (0: no cap) and outputReserve bound local jobs' output
+	// (Config.MaxOutput, Config.OutputReserve).
+	maxOutput, outputReserve int64
+	agentExe                 string // what local placeholders run (default: this executable)
 
 	sshAddr net.Addr // the CLS's SSH endpoint; nil without --ssh
 	hostFP  string
@@ -156,7 +159,8 @@ func (s *sites) open(spec protocol.SiteSpec, exited func(pid int)) (site.Site, e
 			args = append(args, "--walltime", site.AgentWalltime(wall).String(),
 				"--idle", protocol.Duration(spec.Idle).String())
 		}
-		args = append(args, "--out", filepath.Join(s.home, "output"), "--orphan-exit", "--umask", fmt.Sprintf("%03o", s.umask))
+		args = append(args, "--out", filepath.Join(s.home, "output"), "--orphan-exit", "--umask", fmt.Sprintf("%03o", s.umask),
+			"--max-output", strconv.FormatInt(s.maxOutput, 10), "--output-reserve", strconv.FormatInt(s.outputReserve, 10))
 		if spec.Embedded && s.noop {
 			args = append(args, "--noop")
 		}

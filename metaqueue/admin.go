@@ -428,7 +428,9 @@ func (s *Store) Rerun(ctx context.Context, sel protocol.Select) (protocol.Action
 func (s *Store) actOnSelected(ctx context.Context, sel protocol.Select, states string,
 	check func(id int64) (string, error), apply func(id int64) error) (protocol.ActionReply, error) {
 	var reply protocol.ActionReply
-	err := s.doDurable(ctx, func() error {
+	released := s.released.Load()
+	fn := func() error {
+		reply = protocol.ActionReply{} // afresh if tried again
 		ids, err := s.selectIDs(sel, states)
 		if err != nil {
 			return err
@@ -462,7 +464,14 @@ func (s *Store) actOnSelected(ctx context.Context, sel protocol.Select, states s
 			reply.IDs = append(reply.IDs, id)
 		}
 		return nil
-	})
+	}
+	err := s.doDurable(ctx, fn)
+	if err != nil && s.released.Load() != released {
+		// The disk was full and the reserve is now free: a delete must
+		// go through on a full disk (a batch failed so was rolled back
+		// whole, so trying again does nothing twice).
+		err = s.doDurable(ctx, fn)
+	}
 	return reply, err
 }
 

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"sort"
 	"sync"
@@ -65,6 +66,13 @@ type Options struct {
 	// from job.State, so a running CLS skips them (they cost ~20% of a bulk
 	// submit); the package's tests turn them on to catch a bad write.
 	CheckConstraints bool
+	// OnFull is called on the core when a batch fails because the disk is
+	// full (SQLITE_FULL); it frees what space it can (the CLS's reserve
+	// file) and says whether it freed any. The batch is rolled back as
+	// any failed one; deletes and reruns then try once more, so that they
+	// go through on a full disk (SQLite rolls back a COMMIT that failed
+	// so: it cannot simply be committed again).
+	OnFull func() bool
 }
 
 // Store is an open metaqueue.
@@ -116,6 +124,11 @@ type Store struct {
 	stg          staging     // transfers in flight (catalog.go): memory only, kept across reloads
 	repl         replication // copies of running jobs (replicate.go)
 	moved        protocol.MovedTotals
+	// commitFault, when set, fails a commit before it reaches SQLite: the
+	// tests' stand-in for a full disk (SQLITE_FULL at COMMIT). Core-owned.
+	commitFault func() error
+	// released counts the times OnFull freed space (actOnSelected retries).
+	released atomic.Int64
 
 	// measured are links measured from real transfers (MeasuredLink),
 	// replaced whole under measuredMu, read without a lock by the core.
@@ -360,6 +373,10 @@ func (s *Store) runBatch(batch []*call, ticked bool) {
 		failed = s.pruneTokens()
 	}
 	var filled []*parkedNext
+	// matchParked takes the calls it answers off s.parked; if the batch
+	// then fails (a full disk fails the COMMIT), they must wait on, not be
+	// dropped unanswered: the placeholder's long poll would hang for good.
+	parked := s.parked
 	if failed == nil {
 		filled, failed = s.matchParked()
 	}
@@ -368,7 +385,7 @@ func (s *Store) runBatch(batch []*call, ticked bool) {
 	}
 	if failed == nil && s.inTx {
 		start := time.Now()
-		if _, err := s.w.ExecContext(context.Background(), "COMMIT"); err != nil {
+		if err := s.commit(); err != nil {
 			failed = err // the transaction may still be open: recover rolls it back
 		} else {
 			s.inTx = false
@@ -378,6 +395,7 @@ func (s *Store) runBatch(batch []*call, ticked bool) {
 		}
 	}
 	if failed != nil {
+		s.parked = parked
 		s.recover(failed, batch)
 		filled = nil
 	}
@@ -393,6 +411,23 @@ func (s *Store) runBatch(batch []*call, ticked bool) {
 		s.notifyWaiters(ticked)
 	}
 	s.ended = s.ended[:0]
+}
+
+// commit commits the batch's transaction.
+func (s *Store) commit() error {
+	if s.commitFault != nil {
+		if err := s.commitFault(); err != nil {
+			return err
+		}
+	}
+	_, err := s.w.ExecContext(context.Background(), "COMMIT")
+	return err
+}
+
+// isFull says whether err is SQLite's "database or disk is full".
+func isFull(err error) bool {
+	var ce interface{ Code() int }
+	return errors.As(err, &ce) && ce.Code()&0xff == 13 // SQLITE_FULL
 }
 
 // syncFor sets how hard this batch's commit goes to disk: fsync'd if a
@@ -431,11 +466,17 @@ func (e fatalError) Unwrap() error { return e.err }
 // the database, so memory never disagrees with what was committed.
 func (s *Store) recover(cause error, batch []*call) {
 	s.log.Error("transaction failed; rolling back and reloading state", "err", cause)
+	if isFull(cause) && s.opt.OnFull != nil && s.opt.OnFull() {
+		s.released.Add(1) // room for the next try: deletes try again at once
+	}
 	if s.inTx {
 		s.w.ExecContext(context.Background(), "ROLLBACK")
 		s.inTx = false
 	}
 	perr := protocol.Errorf(protocol.CodeInternal, "metaqueue storage failure: %v", cause)
+	if isFull(cause) {
+		perr = protocol.Errorf(protocol.CodeInternal, "metaqueue storage failure: %v: nothing was changed; free space on the filesystem of %s and try again", cause, filepath.Dir(s.opt.Path))
+	}
 	inBatch := map[*call]bool{}
 	for _, c := range batch {
 		inBatch[c] = true
@@ -473,6 +514,11 @@ func (s *Store) recover(cause error, batch []*call) {
 		s.log.Error("reload after failure failed; stopping", "err", err)
 		s.closeMu.Do(func() { close(s.stop) })
 		return
+	}
+	// The placeholders still parked registered in batches that committed:
+	// they stay known, so their next heartbeat is not refused.
+	for _, p := range s.parked {
+		s.phs[p.req.Placeholder] = true
 	}
 	s.rewatch()
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -2253,5 +2254,93 @@ func TestBulkToken(t *testing.T) {
 	if f, c, found, err := e.s.BulkOutcome(ctx, "tok"); err != nil || !found || f != first || c != 50 {
 		t.Fatalf("BulkOutcome = %d, %d, %v, %v", f, c, found, err)
 	}
+	e.check()
+}
+
+// failCommits makes the store's commits fail (as on a full disk) until the
+// returned func is called.
+func (e *env) failCommits() (restore func()) {
+	e.t.Helper()
+	set := func(f func() error) {
+		if err := e.s.do(context.Background(), func() error { e.s.commitFault = f; return nil }); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	set(func() error { return errors.New("database or disk is full (SQLITE_FULL)") })
+	return func() { set(nil) }
+}
+
+func TestCommitFailureKeepsParkedNext(t *testing.T) {
+	t.Parallel()
+	// A placeholder's long poll is parked when a submit's commit fails
+	// (a full disk): the failed batch handed it the new job before the
+	// COMMIT. The poll must wait on and get the next job submitted once
+	// commits work again.
+	e := newEnv(t)
+	ctx := context.Background()
+	ph := e.register("s")
+	got := e.nextAsync(ph)
+	e.parkedAtLeast(1, 0)
+	restore := e.failCommits()
+	_, err := e.s.Submit(ctx, []protocol.JobSpec{spec("a", "true")})
+	errCode(t, err, protocol.CodeInternal)
+	restore()
+	e.parkedAtLeast(1, 0)
+	b := e.submit1("b", "true")
+	var as []protocol.Assignment
+	select {
+	case as = <-got:
+		if !slices.Equal(ids(as), []int64{b}) {
+			t.Fatalf("parked Next after the failed commit got %v, want [%d]", ids(as), b)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("parked Next never answered after a failed commit")
+	}
+	// Its placeholder is still known: it heartbeats and reports as before.
+	if _, err := e.s.Heartbeat(ctx, protocol.Heartbeat{Placeholder: ph}); err != nil {
+		t.Fatalf("Heartbeat after the failed commit: %v", err)
+	}
+	e.next(ph, 0, ok(as[0]))
+	e.mustBe(b, job.Done)
+	e.check()
+}
+
+// sqliteFull is an error with SQLite's code for "database or disk is full".
+type sqliteFull struct{}
+
+func (sqliteFull) Error() string { return "database or disk is full (13)" }
+func (sqliteFull) Code() int     { return 13 }
+
+func TestDeleteOnFullDiskUsesReserve(t *testing.T) {
+	t.Parallel()
+	// The disk is full: the first commit fails with SQLITE_FULL, OnFull
+	// frees the reserve, and the delete goes through on its second try.
+	var released atomic.Int32
+	e := newEnvWith(t, func(o *Options) {
+		o.OnFull = func() bool { return released.Add(1) == 1 }
+	})
+	ctx := context.Background()
+	id := e.submit1("t", "true")
+	fails := 1
+	if err := e.s.do(ctx, func() error {
+		e.s.commitFault = func() error {
+			if fails > 0 {
+				fails--
+				return sqliteFull{}
+			}
+			return nil
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.s.Delete(ctx, protocol.Select{IDs: []int64{id}})
+	if err != nil || !slices.Equal(r.IDs, []int64{id}) || len(r.Errors) > 0 {
+		t.Fatalf("Delete on a full disk = %+v, %v; want job %d deleted", r, err, id)
+	}
+	if released.Load() != 1 {
+		t.Errorf("OnFull called %d times, want 1", released.Load())
+	}
+	e.mustBe(id, job.Deleted)
 	e.check()
 }

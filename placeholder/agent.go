@@ -35,6 +35,13 @@ type Config struct {
 	Slots int
 	// OutDir receives jobs' stdout and stderr files.
 	OutDir string
+	// MaxOutput is the most a job attempt may write to stdout and stderr
+	// together (0: DefaultMaxOutput; negative: no cap). OutputReserve is
+	// the free space kept on OutDir's filesystem (0: none). A job that
+	// would go past either is killed and fails with the reason: its output
+	// must not fill the disk the CLS's database may share.
+	MaxOutput     int64
+	OutputReserve int64
 	// Walltime is the placeholder's own time limit (0 = none): it never
 	// takes a job expected to outlast it.
 	Walltime time.Duration

@@ -689,6 +689,64 @@ func TestAgentOutputLost(t *testing.T) {
 	}
 }
 
+// TestAgentOutputCap: a job writing more than MaxOutput to stdout and
+// stderr together is stopped at the cap and fails with the reason; what it
+// wrote up to the cap is kept.
+func TestAgentOutputCap(t *testing.T) {
+	t.Parallel()
+	c := newCLS(t)
+	ids := c.submit(protocol.JobSpec{Target: "t", Command: "head -c 60000 /dev/zero >&2; head -c 100000 /dev/zero; sleep 600", Cwd: t.TempDir()})
+	out := t.TempDir()
+	a := New(Config{Dial: c.dial, Site: "test", Host: "h", Slots: 1, OutDir: out, MaxOutput: 100000})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	e := c.wait(ids...)[ids[0]]
+	if e.State != "F" || !strings.Contains(e.Reason, "cap of 100000 bytes") {
+		t.Errorf("job ended %+v, want failed over the output cap", e)
+	}
+	stdout, stderr := job.OutputPaths(out, ids[0], 1)
+	var total int64
+	for _, p := range []string{stdout, stderr} {
+		if fi, err := os.Stat(p); err == nil {
+			total += fi.Size()
+		}
+	}
+	if total != 100000 {
+		t.Errorf("stdout and stderr hold %d bytes, want the cap, 100000", total)
+	}
+}
+
+// TestOutputLimitReserve: the limit stops writing where the filesystem
+// would keep less than the reserve free.
+func TestOutputLimitReserve(t *testing.T) {
+	t.Parallel()
+	free := int64(10000)
+	l := &outputLimit{reserve: 4000, statfs: func(string) (int64, error) { return free, nil }, over: make(chan struct{})}
+	if n := l.take(5000); n != 5000 {
+		t.Fatalf("take(5000) with 10000 free = %d", n)
+	}
+	free -= 5000
+	if n := l.take(5000); n != 1000 {
+		t.Fatalf("take(5000) with 5000 free and 4000 kept = %d, want 1000", n)
+	}
+	select {
+	case <-l.over:
+	default:
+		t.Fatal("the limit was reached but not said")
+	}
+	if !strings.Contains(l.why(), "nearly full") {
+		t.Errorf("reason %q", l.why())
+	}
+	if n := l.take(1); n != 0 {
+		t.Errorf("take after the limit = %d", n)
+	}
+}
+
 // fullDisk is a file on a disk with room bytes left.
 type fullDisk struct {
 	f    io.WriteCloser

@@ -128,7 +128,7 @@ type sink struct {
 	err  error
 }
 
-func (a *Agent) newSink(path string) (s *sink, w *os.File, err error) {
+func (a *Agent) newSink(path string, lim *outputLimit) (s *sink, w *os.File, err error) {
 	r, w, err := pipe()
 	if err != nil {
 		return nil, nil, err
@@ -136,9 +136,101 @@ func (a *Agent) newSink(path string) (s *sink, w *os.File, err error) {
 	s = &sink{path: path, r: r, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
-		s.err = a.drain(s.r, s.path)
+		s.err = a.drain(s.r, s.path, lim)
 	}()
 	return s, w, nil
+}
+
+// DefaultMaxOutput is Config.MaxOutput's default: 1 GiB per job attempt.
+const DefaultMaxOutput = 1 << 30
+
+// outputLimit is what one attempt's two streams may still write: the cap
+// on their sum, and the free space kept on the output filesystem. The
+// first stream that would pass either stops writing, says why, and
+// closes over, for the run to kill the job.
+type outputLimit struct {
+	max, reserve int64
+	dir          string // on the output filesystem (for the reserve)
+	statfs       func(dir string) (free int64, err error)
+
+	mu      sync.Mutex
+	written int64
+	reason  string
+	over    chan struct{} // closed once reason is set
+}
+
+func (a *Agent) newOutputLimit(dir string) *outputLimit {
+	l := &outputLimit{max: a.cfg.MaxOutput, reserve: a.cfg.OutputReserve, dir: dir, statfs: freeSpace, over: make(chan struct{})}
+	if l.max == 0 {
+		l.max = DefaultMaxOutput
+	}
+	return l
+}
+
+// freeSpace is the space an unprivileged process may still write on
+// dir's filesystem.
+func freeSpace(dir string) (int64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, err
+	}
+	return int64(st.Bavail) * st.Bsize, nil
+}
+
+// take says how many of n more bytes may be written; fewer than n means
+// the limit was reached (and the job is to be stopped).
+func (l *outputLimit) take(n int) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.reason != "" {
+		return 0
+	}
+	ok := int64(n)
+	if l.max > 0 && l.written+ok > l.max {
+		ok = l.max - l.written
+		l.stop(fmt.Sprintf("output: stdout and stderr passed the cap of %d bytes per job (cls serve --max-output); the job was stopped", l.max))
+	}
+	if l.reserve > 0 {
+		if free, err := l.statfs(l.dir); err == nil && free-ok < l.reserve {
+			ok = max(0, min(ok, free-l.reserve))
+			l.stop(fmt.Sprintf("output: the disk of %s is nearly full (%d bytes free; %d are kept for the CLS, cls serve --output-reserve); the job was stopped", l.dir, free, l.reserve))
+		}
+	}
+	l.written += ok
+	return int(ok)
+}
+
+func (l *outputLimit) stop(reason string) {
+	l.reason = reason
+	close(l.over)
+}
+
+// why is the reason the job was stopped ("" if it was not).
+func (l *outputLimit) why() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.reason
+}
+
+// limitedWriter writes to w what the limit allows; past it, it says so
+// with errOverLimit.
+type limitedWriter struct {
+	w   io.Writer
+	lim *outputLimit
+}
+
+var errOverLimit = errors.New("output limit reached")
+
+func (lw limitedWriter) Write(p []byte) (int, error) {
+	n := lw.lim.take(len(p))
+	m, err := lw.w.Write(p[:n])
+	if err != nil {
+		return m, err // output lost (reported), the job goes on: see drain
+	}
+	if n < len(p) {
+		return m, errOverLimit
+	}
+	return m, nil
 }
 
 // pipe is os.Pipe with only the read end in the runtime's poller: the write
@@ -157,7 +249,7 @@ func pipe() (r, w *os.File, err error) {
 	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
 }
 
-func (a *Agent) drain(r *os.File, path string) error {
+func (a *Agent) drain(r *os.File, path string, lim *outputLimit) error {
 	defer r.Close()
 	buf := make([]byte, 32<<10)
 	n, err := r.Read(buf)
@@ -179,27 +271,43 @@ func (a *Agent) drain(r *os.File, path string) error {
 	if create == nil {
 		create = createOutput
 	}
-	f, err := create(path)
+	fc, err := create(path)
 	if err != nil {
 		io.Copy(io.Discard, r)
 		return err
 	}
+	f := limitedWriter{fc, lim}
 	if _, err := f.Write(buf[:n]); err != nil {
-		f.Close()
+		fc.Close()
 		io.Copy(io.Discard, r)
-		return err
+		return overLimit(err)
 	}
-	_, err = io.CopyBuffer(f, r, buf)
+	_, err = io.CopyBuffer(f, onlyReader{r}, buf)
 	if err != nil {
-		// A full disk loses the output, not the job: keep draining so the
-		// job does not block on (or die of) its pipe.
+		// A write error (EIO, EFBIG, ENOSPC from something else filling
+		// the disk) loses the output, not the job; at the limit the job
+		// is being stopped. Either way keep draining, so the job does not
+		// block on (or die of) its pipe.
 		io.Copy(io.Discard, r)
 	}
-	if cerr := f.Close(); err == nil {
+	if cerr := fc.Close(); err == nil {
 		err = cerr
+	}
+	return overLimit(err)
+}
+
+// overLimit is nil for errOverLimit: reaching the limit is the job's
+// outcome (its reason), not output lost.
+func overLimit(err error) error {
+	if errors.Is(err, errOverLimit) {
+		return nil
 	}
 	return err
 }
+
+// onlyReader hides a reader's WriterTo, so io.CopyBuffer goes through
+// the limited writer's Write.
+type onlyReader struct{ io.Reader }
 
 // createOutput creates a job's output file.
 func createOutput(path string) (io.WriteCloser, error) {
@@ -277,11 +385,12 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 		runDir = sc.dir
 	}
 	outPath, errPath := job.OutputPaths(a.cfg.OutDir, asg.ID, asg.Attempt)
-	outSink, stdout, err := a.newSink(outPath)
+	lim := a.newOutputLimit(filepath.Dir(outPath))
+	outSink, stdout, err := a.newSink(outPath, lim)
 	if err != nil {
 		return fail(err)
 	}
-	errSink, stderr, err := a.newSink(errPath)
+	errSink, stderr, err := a.newSink(errPath, lim)
 	if err != nil {
 		stdout.Close()
 		<-outSink.done
@@ -368,6 +477,9 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 	case <-ceiling:
 		p.kill(protocol.ReasonCeiling)
 		werr = <-waited
+	case <-lim.over:
+		p.kill(lim.why())
+		werr = <-waited
 	case <-ctx.Done():
 		p.kill(protocol.ReasonInterrupted)
 		werr = <-waited
@@ -396,6 +508,14 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 	// before pidfds).
 	p.reaped()
 	lost := a.waitSinks(asg, outSink, errSink)
+	if why := lim.why(); why != "" && (rep.Reason == "" || rep.Reason == why) {
+		// Stopped for its output, or it ended on its own as the limit was
+		// reached: either way its output is not whole, and it fails.
+		rep.Reason = protocol.ClipText(why, protocol.MaxReasonBytes)
+		if rep.Exit == 0 {
+			rep.Exit = 1
+		}
+	}
 	if sc != nil && rep.Exit == 0 && rep.Reason == "" {
 		// Still listed as running, so the claim renews the lease too.
 		won, err := a.claim(ctx, asg)

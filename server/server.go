@@ -36,6 +36,9 @@ type Server struct {
 	// OutputDir receives the output that remote placeholders stage
 	// (op output), at the same paths local placeholders write.
 	OutputDir string
+	// OutputReserve is the free space staged output leaves on OutputDir's
+	// filesystem, for the database beside it (0: none).
+	OutputReserve int64
 
 	// OnPlaceholder, if set, is told when a placeholder registers on a
 	// connection and when that connection closes.
@@ -663,7 +666,11 @@ func (c *conn) stage(ctx context.Context, b protocol.OutputChunk) error {
 	if b.Stream == "stderr" {
 		path = errPath
 	}
-	if err := writeAt(path, b.Data, b.Offset); err != nil {
+	err = c.s.roomFor(int64(len(b.Data)))
+	if err == nil {
+		err = writeAt(path, b.Data, b.Offset)
+	}
+	if err != nil {
 		// The job's outcome is its own; that its output is not whole here
 		// is recorded beside it, for mqstat to say.
 		why := fmt.Sprintf("%s not copied to the CLS: %v", b.Stream, err)
@@ -674,6 +681,22 @@ func (c *conn) stage(ctx context.Context, b protocol.OutputChunk) error {
 	}
 	if c.s.OnOutput != nil {
 		c.s.OnOutput(b.ID)
+	}
+	return nil
+}
+
+// roomFor refuses n bytes of output that would leave less than
+// OutputReserve free on OutputDir's filesystem (kept for the database).
+func (s *Server) roomFor(n int64) error {
+	if s.OutputReserve <= 0 {
+		return nil
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(s.OutputDir, &st); err != nil {
+		return err
+	}
+	if free := int64(st.Bavail) * st.Bsize; free-n < s.OutputReserve {
+		return fmt.Errorf("the disk is nearly full (%d bytes free; %d are kept for the CLS, cls serve --output-reserve)", free, s.OutputReserve)
 	}
 	return nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/mq-hpc/mq/client"
 	"github.com/mq-hpc/mq/internal/sshkey"
 	"github.com/mq-hpc/mq/placeholder"
+	"github.com/mq-hpc/mq/protocol"
 )
 
 // UsageError is a wrong command line (exit status 2); other errors are
@@ -47,6 +48,7 @@ type flags struct {
 	cls, hostKey, key, user, via, viaHostKey string
 	site, host, out, logLevel, dataRoot      string
 	logFormat                                string
+	maxOutput, outputReserve                 string
 	slots                                    int
 	walltime, idle, reconnect                time.Duration
 	// Local only.
@@ -71,6 +73,8 @@ func (f *flags) register(fs *flag.FlagSet, mode Mode) {
 	fs.IntVar(&f.slots, "slots", 1, "jobs to run at once")
 	fs.StringVar(&f.dataRoot, "data-root", "", "where this site keeps staged files, `DIR` (relative: to $HOME); declared path P is DIR/P and jobs run in DIR/CWD (default: none, the CLS host's filesystem is shared)")
 	fs.StringVar(&f.out, "out", "", outUsage)
+	fs.StringVar(&f.maxOutput, "max-output", "1G", "most a job may write to stdout and stderr together, `SIZE` (512K, 1G; 0 = no cap): a job that writes more is stopped and fails")
+	fs.StringVar(&f.outputReserve, "output-reserve", "0", "free space to keep on the filesystem of --out, `SIZE`: a job whose output would leave less is stopped and fails (the CLS passes its own to local placeholders)")
 	fs.DurationVar(&f.walltime, "walltime", 0, "this placeholder's own time limit (0 = none)")
 	fs.DurationVar(&f.idle, "idle", 0, "exit after this long without work (0 = never)")
 	fs.DurationVar(&f.reconnect, "reconnect", 10*time.Minute, "give up after the CLS is unreachable this long")
@@ -108,6 +112,17 @@ func Run(ctx context.Context, name string, mode Mode, args []string, stderr io.W
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	if mode == Remote && (f.cls == "" || f.site == "" || f.out == "") {
 		return usagef("--cls, --host-key, --key, --site and --out are required")
+	}
+	maxOutput, err := protocol.ParseSize(f.maxOutput)
+	if err != nil || maxOutput < 0 {
+		return usagef("--max-output must be a size such as 512K or 1G (0 = no cap), not %q", f.maxOutput)
+	}
+	if maxOutput == 0 {
+		maxOutput = -1 // no cap
+	}
+	reserve, err := protocol.ParseSize(f.outputReserve)
+	if err != nil || reserve < 0 {
+		return usagef("--output-reserve must be a size such as 64M, not %q", f.outputReserve)
 	}
 	if f.slots < 1 || f.slots > 4096 {
 		return usagef("--slots must be 1..4096, not %d", f.slots)
@@ -191,6 +206,7 @@ func Run(ctx context.Context, name string, mode Mode, args []string, stderr io.W
 	placeholder.OneProc()
 	a := placeholder.New(placeholder.Config{
 		Dial: dial, Site: f.site, Host: f.host, Slots: f.slots, OutDir: f.out,
+		MaxOutput: maxOutput, OutputReserve: reserve,
 		BatchID:  placeholder.BatchJobID(os.Getenv),
 		Walltime: f.walltime, IdleTimeout: f.idle, Reconnect: f.reconnect,
 		ExitWhenOrphaned: f.orphanExit, NoOp: f.noop, StageOutput: remote, DataRoot: dataRoot, Log: log,

@@ -59,6 +59,8 @@ from local placeholders).`,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "local", Usage: "local placeholders to keep running, the site local of cls site list (0 = none)", Value: runtime.NumCPU(), DefaultText: "number of CPUs"},
 			&cli.IntFlag{Name: "slots", Usage: "jobs each local placeholder runs at once", Value: 1},
+			&cli.StringFlag{Name: "max-output", Usage: "most a job run by a local placeholder may write to stdout and stderr together, `SIZE` (512K, 1G; 0 = no cap); a job that writes more is stopped and fails", Value: "1G"},
+			&cli.StringFlag{Name: "output-reserve", Usage: "free space jobs' output leaves on MQ_HOME's filesystem for the database, `SIZE` (0 = none); a job whose output would leave less is stopped and fails", DefaultText: "a tenth of the filesystem, at most 64M"},
 			&cli.DurationFlag{Name: "lease", Usage: "requeue a job when its placeholder is silent this long", Value: 30 * time.Second},
 			&cli.StringFlag{Name: "sync", Usage: "commit durability: submit (users' changes survive power loss; placeholder traffic survives a crash of the CLS, so after a power loss jobs that just ended may rerun), full (every commit survives power loss) or normal (every commit survives a crash of the CLS)", Value: string(metaqueue.SyncSubmit)},
 			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error", Value: "info"},
@@ -90,6 +92,22 @@ func serve(c *cli.Context) error {
 	slots := c.Int("slots")
 	if slots < 1 || slots > 4096 {
 		return mqcli.Usagef("--slots must be 1..4096, not %d", slots)
+	}
+	maxOutput, err := protocol.ParseSize(c.String("max-output"))
+	if err != nil || maxOutput < 0 {
+		return mqcli.Usagef("--max-output must be a size such as 512K or 1G (0 = no cap), not %q", c.String("max-output"))
+	}
+	if maxOutput == 0 {
+		maxOutput = -1 // no cap
+	}
+	var outReserve int64 // the default
+	if c.IsSet("output-reserve") {
+		if outReserve, err = protocol.ParseSize(c.String("output-reserve")); err != nil || outReserve < 0 {
+			return mqcli.Usagef("--output-reserve must be a size such as 64M (0 = none), not %q", c.String("output-reserve"))
+		}
+		if outReserve == 0 {
+			outReserve = -1 // none
+		}
 	}
 	if err := checkDurations(c, map[string][2]time.Duration{
 		"lease":         {time.Second, 24 * time.Hour},
@@ -128,6 +146,7 @@ func serve(c *cli.Context) error {
 	nets := c.Generic("site-net").(*siteNets)
 	cfg := cls.Config{
 		Home: home, Local: n, Slots: slots, NoOp: c.Bool("noop"),
+		MaxOutput: maxOutput, OutputReserve: outReserve,
 		Lease: c.Duration("lease"), Sync: metaqueue.Sync(c.String("sync")),
 		Links: nets.links, DefaultLink: nets.def,
 		SSHAddr: c.String("ssh"), Commands: sshExec,

@@ -1,0 +1,184 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// tmpfsHome mounts a tmpfs of size bytes on the harness's MQ_HOME (before
+// the CLS starts), unmounted after the harness's processes are gone. It
+// skips the test when that cannot be done (not root, no mount).
+func (h *harness) tmpfsHome(size int64) {
+	h.t.Helper()
+	if os.Geteuid() != 0 {
+		h.t.Skip("needs root to mount a tmpfs for MQ_HOME")
+	}
+	if _, err := exec.LookPath("mount"); err != nil {
+		h.t.Skip("no mount command")
+	}
+	out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+strconv.FormatInt(size, 10)+",mode=0700", "tmpfs", h.home).CombinedOutput()
+	if err != nil {
+		h.t.Skipf("cannot mount a tmpfs: %v: %s", err, out)
+	}
+	h.t.Cleanup(func() {
+		h.killAll()
+		if out, err := exec.Command("umount", h.home).CombinedOutput(); err != nil {
+			h.t.Errorf("umount %s: %v: %s", h.home, err, out)
+			exec.Command("umount", "-l", h.home).Run()
+		}
+	})
+}
+
+// fill writes a file in dir until the filesystem is full and returns its
+// path.
+func fill(t *testing.T, dir string) string {
+	t.Helper()
+	f, err := os.CreateTemp(dir, "fill-")
+	if err != nil {
+		if errors.Is(err, syscall.ENOSPC) {
+			return ""
+		}
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("filling %s: %v", dir, err)
+			}
+			break
+		}
+	}
+	// The last bytes a block at a time, so nothing is left.
+	for _, err := f.Write(buf[:512]); err == nil; _, err = f.Write(buf[:512]) {
+	}
+	return f.Name()
+}
+
+func freeBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	return int64(st.Bavail) * st.Bsize
+}
+
+// TestDiskFullThenDispatch: a submit that fails because MQ_HOME's disk is
+// full must not stop dispatch. Once space is back, the next job runs on
+// the placeholder that was waiting all along.
+func TestDiskFullThenDispatch(t *testing.T) {
+	h := newHarness(t)
+	h.tmpfsHome(20 << 20)
+	h.startCLS("--local", "1")
+	first := h.submit("-b", "r1", "true")
+	d1 := h.waitState(first, "D", 60*time.Second)
+	agents := h.agents()
+	if len(agents) != 1 {
+		t.Fatalf("want 1 local placeholder, have %v", agents)
+	}
+	var fills []string
+	failed := false
+	for i := 0; i < 4 && !failed; i++ {
+		if p := fill(t, h.home); p != "" {
+			fills = append(fills, p)
+		}
+		r := h.run("mqsub", "r2", "true")
+		if r.code != 0 {
+			failed = true
+			t.Logf("mqsub on a full disk: %s", strings.TrimSpace(r.stderr))
+			oneLineErr(t, "mqsub", r)
+			if !strings.Contains(r.stderr, "full") || !strings.Contains(r.stderr, "free space on the filesystem of "+h.home) {
+				t.Errorf("mqsub on a full disk: want the reason (full), got %q", r.stderr)
+			}
+		}
+	}
+	if !failed {
+		t.Fatal("mqsub kept succeeding on a full disk")
+	}
+	for _, p := range fills {
+		os.Remove(p)
+	}
+	t.Logf("free after the fill is removed: %d bytes", freeBytes(t, h.home))
+	r3 := h.submit("r3", "true")
+	d3 := h.waitState(r3, "D", 90*time.Second)
+	if d3.Placeholder != d1.Placeholder {
+		t.Errorf("r3 ran on placeholder %d, want the waiting one, %d", d3.Placeholder, d1.Placeholder)
+	}
+	if now := h.agents(); !slices.Equal(now, agents) {
+		t.Errorf("local placeholders were %v, now %v: the waiting one should have taken r3", agents, now)
+	}
+	if _, err := os.Stat(filepath.Join(h.home, "mq.db")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOutputOverCap: a local job that writes more than cls serve
+// --max-output is stopped and fails with the reason, once.
+func TestOutputOverCap(t *testing.T) {
+	h := newHarness(t)
+	h.tmpfsHome(20 << 20)
+	h.startCLS("--local", "1", "--max-output", "1M")
+	id := h.submit("big", "head -c 5000000 /dev/zero; sleep 600")
+	d := h.waitState(id, "FD", 90*time.Second)
+	if d.State != "F" || !strings.Contains(d.Reason, "cap of 1048576 bytes") || d.Attempts != 1 {
+		t.Fatalf("job %d ended %s after %d attempts, reason %q; want failed once over the cap", id, d.State, d.Attempts, d.Reason)
+	}
+	fi, err := os.Stat(d.Stdout)
+	if err != nil || fi.Size() != 1<<20 {
+		t.Errorf("stdout %s: %v, %v; want the cap, 1 MiB", d.Stdout, fi, err)
+	}
+	if r := h.run("mqwait", strconv.FormatInt(id, 10)); r.code != 1 || !strings.Contains(r.stderr, "cap of 1048576 bytes") {
+		t.Errorf("mqwait of the job: %s; want exit 1 and the reason", r)
+	}
+}
+
+// TestOutputFillsDisk: a job whose output would fill MQ_HOME's small disk
+// is stopped where the reserve begins and fails with the reason, not
+// rerun; mqwait returns, mqstat answers, and mqdel works even once the
+// disk is full.
+func TestOutputFillsDisk(t *testing.T) {
+	h := newHarness(t)
+	h.tmpfsHome(3 << 20)
+	h.startCLS("--local", "1", "--max-output", "0")
+	held := h.submit("-p", "never", "held", "true")
+	id := h.submit("big", "head -c 5000000 /dev/zero; sleep 600")
+	r := h.run("mqwait", strconv.FormatInt(id, 10))
+	if r.code == 0 {
+		t.Errorf("mqwait of a failed job exited 0: %s", r)
+	}
+	d := h.job(id)
+	if d.State != "F" || !strings.Contains(d.Reason, "nearly full") || d.Attempts != 1 {
+		t.Fatalf("job %d is %s after %d attempts, reason %q; want failed once for its output", id, d.State, d.Attempts, d.Reason)
+	}
+	t.Logf("reason: %s; free %d bytes", d.Reason, freeBytes(t, h.home))
+	// Now fill what is left, as anything else writing there would.
+	p := fill(t, h.home)
+	t.Logf("free after the fill: %d bytes", freeBytes(t, h.home))
+	if r := h.run("mqdel", strconv.FormatInt(held, 10)); r.code != 0 {
+		t.Fatalf("mqdel on a full disk: %s", r)
+	}
+	h.waitState(held, "X", 30*time.Second)
+	if _, err := os.Stat(filepath.Join(h.home, "reserve")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the reserve file is still there after a delete on a full disk (%v): was the delete in the space the output left?", err)
+	}
+	h.ok("mqstat")
+	if p != "" {
+		os.Remove(p)
+	}
+	// Not rerun: still one attempt, well after a lease.
+	if d := h.job(id); d.Attempts != 1 || d.State != "F" {
+		t.Errorf("job %d is %s after %d attempts; want failed once", id, d.State, d.Attempts)
+	}
+}

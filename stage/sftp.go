@@ -132,15 +132,21 @@ func (s SFTP) check(p string, mkdir bool) (string, os.FileInfo, error) {
 func (s SFTP) mkdir(dir string, first bool) error {
 	err := s.Client.Mkdir(dir)
 	if err != nil && first {
-		if s.Client.MkdirAll(path.Dir(dir)) == nil {
+		// The data root itself is missing: made private too.
+		root := path.Dir(dir)
+		_, lerr := s.Client.Lstat(root)
+		if errors.Is(lerr, fs.ErrNotExist) && s.Client.MkdirAll(root) == nil && s.Client.Chmod(root, dataDirMode) == nil {
 			err = s.Client.Mkdir(dir)
 		}
 	}
-	if err != nil {
-		fi, lerr := s.Client.Lstat(dir)
-		if lerr != nil || !fi.IsDir() {
-			return fmt.Errorf("mkdir %s: %w", dir, err)
-		}
+	if err == nil {
+		// SFTP's mkdir takes the server's umask; what is below a data
+		// root is the user's alone.
+		return s.Client.Chmod(dir, dataDirMode)
+	}
+	fi, lerr := s.Client.Lstat(dir)
+	if lerr != nil || !fi.IsDir() {
+		return fmt.Errorf("mkdir %s: %w", dir, err)
 	}
 	return nil
 }
@@ -207,6 +213,14 @@ func (s SFTP) Create(ctx context.Context, p string) (Temp, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", tmp, err)
+	}
+	if !s.identity() {
+		// Before any byte is written: the file is private as a Dir's.
+		if err := f.Chmod(dataFileMode); err != nil {
+			f.Close()
+			s.Client.Remove(tmp)
+			return nil, fmt.Errorf("chmod %s: %w", tmp, err)
+		}
 	}
 	return &sftpTemp{s: s, f: f, tmp: tmp, full: full}, nil
 }

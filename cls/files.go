@@ -145,8 +145,11 @@ func (f *files) install(srv *server.Server) {
 }
 
 func badPath(p string) error {
-	if _, err := stage.Rooted("/", p); err != nil {
+	if err := protocol.CheckPath("path", p); err != nil {
 		return protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+	}
+	if _, err := stage.Rooted("/", p); err != nil {
+		return protocol.Errorf(protocol.CodeBadRequest, "%s", protocol.Printable(err.Error()))
 	}
 	return nil
 }

@@ -41,7 +41,7 @@ type cls struct {
 	fail  int            // report requests still to answer with a storage failure
 	// failCode, if set, is the code of those answers instead (a refusal).
 	failCode string
-	busy  int            // replies refusing a request as busy
+	busy     int // replies refusing a request as busy
 }
 
 func newCLS(t *testing.T) *cls { return newCLSLease(t, 5*time.Second) }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/internal/mqhome"
 	"github.com/mq-hpc/mq/internal/sshkey"
 	"github.com/mq-hpc/mq/placeholder"
 )
@@ -172,6 +173,17 @@ func Run(ctx context.Context, name string, mode Mode, args []string, stderr io.W
 		}
 		dial = func(ctx context.Context) (io.ReadWriteCloser, error) { return client.DialSocket(ctx, home) }
 	}
+	// Whoever else could write the data root could swap a staged input for
+	// bytes of their own before a job reads it; the output directory, a
+	// job's output. Both are checked as MQ_HOME is.
+	if dataRoot != "" {
+		if dataRoot, err = privateDir("--data-root", dataRoot); err != nil {
+			return err
+		}
+	}
+	if f.out, err = privateDir("--out", f.out); err != nil {
+		return err
+	}
 	if f.cpuprofile != "" {
 		pf, err := os.Create(f.cpuprofile)
 		if err != nil {
@@ -199,6 +211,16 @@ func Run(ctx context.Context, name string, mode Mode, args []string, stderr io.W
 		return err
 	}
 	return nil
+}
+
+// privateDir makes dir (mode 0700, with its missing parents) and checks
+// that it is the user's alone (mqhome.CheckPrivate); it returns its real
+// path.
+func privateDir(what, dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("%s: %w", what, err)
+	}
+	return mqhome.CheckPrivate(what, dir)
 }
 
 // resolveDataRoot makes --data-root absolute: a relative one is under the

@@ -56,7 +56,7 @@ type flags struct {
 }
 
 func (f *flags) register(fs *flag.FlagSet, mode Mode) {
-	clsUsage, siteDefault, outUsage := "the CLS's SSH endpoint `HOST:PORT` (required)", "", "directory for jobs' stdout/stderr (required)"
+	clsUsage, siteDefault, outUsage := "the CLS's SSH endpoint `HOST:PORT` (required)", "", "directory for jobs' stdout/stderr (required; made 0700, refused if others can write it)"
 	if mode == Local {
 		clsUsage = "reach the CLS over SSH at `HOST:PORT` (default: the Unix socket of $MQ_HOME)"
 		siteDefault, outUsage = "local", "directory for jobs' stdout/stderr (default $MQ_HOME/output)"
@@ -70,7 +70,7 @@ func (f *flags) register(fs *flag.FlagSet, mode Mode) {
 	fs.StringVar(&f.site, "site", siteDefault, "site name reported to the CLS")
 	fs.StringVar(&f.host, "host", "", "host name reported to the CLS (default: this host's)")
 	fs.IntVar(&f.slots, "slots", 1, "jobs to run at once")
-	fs.StringVar(&f.dataRoot, "data-root", "", "where this site keeps staged files, `DIR` (relative: to $HOME); declared path P is DIR/P and jobs run in DIR/CWD (default: none, the CLS host's filesystem is shared)")
+	fs.StringVar(&f.dataRoot, "data-root", "", "where this site keeps staged files, `DIR` (relative: to $HOME; made 0700, refused if others can write it); declared path P is DIR/P and jobs run in DIR/CWD (default: none, the CLS host's filesystem is shared)")
 	fs.StringVar(&f.out, "out", "", outUsage)
 	fs.DurationVar(&f.walltime, "walltime", 0, "this placeholder's own time limit (0 = none)")
 	fs.DurationVar(&f.idle, "idle", 0, "exit after this long without work (0 = never)")

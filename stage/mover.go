@@ -324,12 +324,12 @@ const copyBuf = 256 << 10
 
 // copyHashed copies src, of size bytes (-1: unknown), to dst through h and
 // returns the bytes copied. A source that has more than size bytes fails
-// the copy with ErrMismatch before any byte past size reaches dst. SFTP files pipeline their requests only
-// through WriteTo (reading) and ReadFrom (writing), so the copy uses them
-// when present, with a pipe between the two when both ends are remote.
-// A file known to be small is copied with one buffer (a read of it is one
-// request, and WriteTo would first ask for its size). Every step checks
-// ctx.
+// the copy with ErrMismatch before any byte past size reaches dst. SFTP
+// files pipeline their requests only through WriteTo (reading) and
+// ReadFrom (writing), so the copy uses them when present, with a pipe
+// between the two when both ends are remote. A file known to be small is
+// copied with one buffer (a read of it is one request, and WriteTo would
+// first ask for its size). Every step checks ctx.
 func copyHashed(ctx context.Context, dst io.Writer, src io.Reader, size int64, h hash.Hash) (int64, error) {
 	wt, srcPipelines := src.(io.WriterTo)
 	rf, dstPipelines := dst.(io.ReaderFrom)
@@ -457,7 +457,7 @@ func HashFile(ctx context.Context, place Place, p string) (string, int64, error)
 	defer r.Close()
 	h := sha256.New()
 	var n int64
-	// A file that grows while it is read stops at its size and a byte.
+	// A file that grows while it is read is refused past its size.
 	if wt, ok := r.(io.WriterTo); ok {
 		n, err = wt.WriteTo(ctxWriter{ctx, capped(h, info.Size)})
 	} else {

@@ -358,7 +358,16 @@ func TestStagingNodeLocal(t *testing.T) {
 // the file missing, the CLS forgets that replica and hands the job back
 // unstarted, stages the file again from the CLS host, and the job runs,
 // with no attempt used up.
-func TestStagingInputDeletedAtSite(t *testing.T) {
+func TestStagingInputDeletedAtSite(t *testing.T) { staleAtSite(t, false) }
+
+// TestStagingInputSwappedAtSite: the same, with the staged copy replaced
+// by other bytes of the same size (as whoever could write the data root
+// would): the agent's hash before the command starts tells it apart, the
+// job never reads it and runs on the input staged again. What staging
+// wrote there is private (0600).
+func TestStagingInputSwappedAtSite(t *testing.T) { staleAtSite(t, true) }
+
+func staleAtSite(t *testing.T, swap bool) {
 	need(t, "sge")
 	l := newLogin(t, "127.0.0.1")
 	c := startCLS(t)
@@ -382,7 +391,15 @@ func TestStagingInputDeletedAtSite(t *testing.T) {
 	c.must("mqsub", "-i", "in.txt", "-o", "first.out", "first", "cat in.txt > first.out")
 	eventually(t, 3*time.Minute, "first done", func() bool { return byTarget()["first"].State == "D" })
 	staged := gridRoot + filepath.Join(c.work, "in.txt")
-	if err := os.Remove(staged); err != nil {
+	if fi, err := os.Stat(staged); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the staged copy at grid: %v, %v; want mode 0600", fi.Mode(), err)
+	}
+	if swap {
+		// Same size, other bytes, through the same inode's owner.
+		if err := os.WriteFile(staged, bytes.ToUpper(data), 0o600); err != nil {
+			t.Fatalf("swapping the staged copy at grid: %v", err)
+		}
+	} else if err := os.Remove(staged); err != nil {
 		t.Fatalf("the staged copy at grid: %v", err)
 	}
 	c.must("mqsub", "-i", "in.txt", "-o", "second.out", "second", "cat in.txt > second.out")

@@ -310,6 +310,8 @@ func checkChunk(r protocol.FileChunk, size int64) error {
 	switch {
 	case r.Size < 0:
 		return protocol.Errorf(protocol.CodeBadRequest, "transfer %d: size %d is negative", r.Xfer, r.Size)
+	case r.Size > protocol.MaxFileBytes:
+		return protocol.Errorf(protocol.CodeBadRequest, "transfer %d: size %d, at most %d", r.Xfer, r.Size, int64(protocol.MaxFileBytes))
 	case size >= 0 && r.Size != size:
 		return protocol.Errorf(protocol.CodeBadRequest, "transfer %d: size %d, earlier chunks said %d", r.Xfer, r.Size, size)
 	case len(r.Data) > protocol.MaxFileChunk:

@@ -23,6 +23,7 @@ func TestAgentPushRefusesBadChunks(t *testing.T) {
 		{"size changed", []protocol.FileChunk{{Size: 2 << 20, Data: data}, {Offset: 1 << 20, Size: 300 << 20, Data: data}}},
 		{"end short of the size", []protocol.FileChunk{{Size: 10, Data: data[:5], EOF: true}}},
 		{"negative size, empty", []protocol.FileChunk{{Size: -5, EOF: true}}},
+		{"absurd size", []protocol.FileChunk{{Size: 1 << 62, Data: data}}},
 		{"chunk too big", []protocol.FileChunk{{Size: 4 << 20, Data: make([]byte, protocol.MaxFileChunk+1)}}},
 	}
 	for _, c := range cases {

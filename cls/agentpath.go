@@ -66,6 +66,7 @@ type agentXfer struct {
 
 	mu      sync.Mutex
 	off     int64 // next offset expected
+	size    int64 // put: the file's size, as its first chunk said (-1 before)
 	last    *protocol.FileData
 	lastOff int64
 }
@@ -140,7 +141,7 @@ func (h *agentHub) order(ctx context.Context, site, host string, o protocol.File
 	}
 	h.next++
 	o.Xfer = h.next
-	x := &agentXfer{id: o.Xfer, box: b, order: o, taken: make(chan struct{}), ended: make(chan struct{}),
+	x := &agentXfer{id: o.Xfer, box: b, order: o, size: -1, taken: make(chan struct{}), ended: make(chan struct{}),
 		chunks: make(chan protocol.FileData, 1), pushed: make(chan protocol.FileChunk, 1), done: make(chan protocol.FileDone, 1)}
 	h.xfers[x.id] = x
 	b.orders = append(b.orders, x)
@@ -279,6 +280,10 @@ func (h *agentHub) Push(ctx context.Context, r protocol.FileChunk) error {
 	if r.Offset != x.off {
 		return protocol.Errorf(protocol.CodeBadRequest, "transfer %d: offset %d, expected %d", r.Xfer, r.Offset, x.off)
 	}
+	if err := checkChunk(r, x.size); err != nil {
+		return err
+	}
+	x.size = r.Size
 	t := time.NewTimer(agentWait)
 	defer t.Stop()
 	select {
@@ -293,6 +298,30 @@ func (h *agentHub) Push(ctx context.Context, r protocol.FileChunk) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// checkChunk refuses a pushed chunk that does not fit the file it is of:
+// every chunk says the file's size (size, -1 before the first), at least
+// 0 and the same each time, and no chunk reaches past it, so the reader
+// on the CLS's side knows at once how many bytes may come and a Mover
+// stops at the catalog's size (stage.Mover).
+func checkChunk(r protocol.FileChunk, size int64) error {
+	end := r.Offset + int64(len(r.Data))
+	switch {
+	case r.Size < 0:
+		return protocol.Errorf(protocol.CodeBadRequest, "transfer %d: size %d is negative", r.Xfer, r.Size)
+	case r.Size > protocol.MaxFileBytes:
+		return protocol.Errorf(protocol.CodeBadRequest, "transfer %d: size %d, at most %d", r.Xfer, r.Size, int64(protocol.MaxFileBytes))
+	case size >= 0 && r.Size != size:
+		return protocol.Errorf(protocol.CodeBadRequest, "transfer %d: size %d, earlier chunks said %d", r.Xfer, r.Size, size)
+	case len(r.Data) > protocol.MaxFileChunk:
+		return protocol.Errorf(protocol.CodeBadRequest, "transfer %d: a chunk of %d bytes, at most %d", r.Xfer, len(r.Data), protocol.MaxFileChunk)
+	case end > r.Size:
+		return protocol.Errorf(protocol.CodeBadRequest, "transfer %d: bytes up to %d of a file of %d", r.Xfer, end, r.Size)
+	case r.EOF && end != r.Size:
+		return protocol.Errorf(protocol.CodeBadRequest, "transfer %d: the end at %d of a file of %d", r.Xfer, end, r.Size)
+	}
+	return nil
 }
 
 // Done serves files.done.

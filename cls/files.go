@@ -59,8 +59,35 @@ func (s *sites) place(ctx context.Context, p metaqueue.Place) (stage.Place, bool
 		return nil, false, fmt.Errorf("site %s has no data root", p.Site)
 	}
 	pl := stage.SFTP{Client: c, Root: root, Writer: p.Site}
+	if err := s.checkRoot(ctx, p.Site, pl); err != nil {
+		return nil, false, err
+	}
 	s.sweepOnce(ctx, p.Site, pl)
 	return pl, false, nil
+}
+
+// checkRoot checks a site's data root on its login host before the CLS
+// first writes there in this run (stage.SFTP.CheckRoot), and again at
+// every transfer until it passes: a data root others could write is
+// refused, its transfers fail with the reason.
+func (s *sites) checkRoot(ctx context.Context, name string, pl stage.SFTP) error {
+	s.sweepMu.Lock()
+	ok := s.rootOK[name]
+	s.sweepMu.Unlock()
+	if ok {
+		return nil
+	}
+	if err := pl.CheckRoot(ctx); err != nil {
+		s.log.Warn("refusing a site's data root", "site", name, "err", err)
+		return fmt.Errorf("site %s: %w", name, err)
+	}
+	s.sweepMu.Lock()
+	if s.rootOK == nil {
+		s.rootOK = map[string]bool{}
+	}
+	s.rootOK[name] = true
+	s.sweepMu.Unlock()
+	return nil
 }
 
 // agentAlt is a place's second path: a site's data root, shared by its
@@ -145,8 +172,11 @@ func (f *files) install(srv *server.Server) {
 }
 
 func badPath(p string) error {
-	if _, err := stage.Rooted("/", p); err != nil {
+	if err := protocol.CheckPath("path", p); err != nil {
 		return protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+	}
+	if _, err := stage.Rooted("/", p); err != nil {
+		return protocol.Errorf(protocol.CodeBadRequest, "%s", protocol.Printable(err.Error()))
 	}
 	return nil
 }

@@ -60,6 +60,9 @@ type sites struct {
 	// temporary files (files.go, sweepOnce).
 	sweepMu sync.Mutex
 	swept   map[string]*sync.Once
+	// rootOK: sites whose data roots passed stage.SFTP.CheckRoot in
+	// this run (a failed check is made again at the next transfer).
+	rootOK map[string]bool
 
 	// hub moves files over placeholders' own connections (agentpath.go).
 	hub *agentHub

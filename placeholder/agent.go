@@ -645,6 +645,9 @@ func (w *workLoop) gotReport(r protocol.Report) {
 	if r.ID == 0 {
 		return // a bundle's end: its jobs reported through progress
 	}
+	// Whatever a job's files or errors put in it, the report is one the
+	// CLS takes (escaped, clipped): never a refusal that costs the batch.
+	protocol.CleanReport(&r)
 	w.reports = append(w.reports, r)
 	if d := r.Finished.Sub(r.Started); w.meanRun == 0 {
 		w.meanRun = max(d, time.Microsecond)
@@ -905,6 +908,17 @@ func (w *workLoop) onPoll(p polled) {
 		var ewr errWithReports
 		if errors.As(p.err, &ewr) {
 			w.reports = append(ewr.reports, w.reports...)
+			var pe *protocol.Error
+			if len(ewr.reports) > 0 && errors.As(ewr.err, &pe) && pe.Code == protocol.CodeBadRequest {
+				// Refused, perhaps for what a report says (a CLS that
+				// refuses a whole batch for one bad item): the reports go
+				// on their own (dropped if refused again: their jobs'
+				// leases run out) and the agent polls on. A poll refused
+				// with no reports on it still stops the agent.
+				w.a.log.Warn("the CLS refused a poll carrying reports; sending them apart", "reports", len(ewr.reports), "err", p.err)
+				w.sendReports(0)
+				return
+			}
 		}
 		w.nextErr = p.err
 		return

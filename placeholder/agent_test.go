@@ -39,7 +39,9 @@ type cls struct {
 	seen  map[string]int // requests read, by op
 	lost  map[string]int // requests that vanished into a silent connection, by op
 	fail  int            // report requests still to answer with a storage failure
-	busy  int            // replies refusing a request as busy
+	// failCode, if set, is the code of those answers instead (a refusal).
+	failCode string
+	busy     int // replies refusing a request as busy
 }
 
 func newCLS(t *testing.T) *cls { return newCLSLease(t, 5*time.Second) }
@@ -137,7 +139,11 @@ func (p *peerConn) Read(b []byte) (int, error) {
 			if perr != nil {
 				return 0, perr
 			}
-			resp, _ := json.Marshal(protocol.Response{ID: req.ID, Err: protocol.Errorf(protocol.CodeInternal, "metaqueue storage failure: disk I/O error")})
+			e := protocol.Errorf(protocol.CodeInternal, "metaqueue storage failure: disk I/O error")
+			if p.c.failCode != "" {
+				e = protocol.Errorf(p.c.failCode, "job 1's missing input \"a\\nb\" has a control character")
+			}
+			resp, _ := json.Marshal(protocol.Response{ID: req.ID, Err: e})
 			if _, err := p.Conn.Write(append(resp, '\n')); err != nil {
 				return 0, err
 			}
@@ -380,6 +386,49 @@ func TestAgentResendsRefusedReport(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "ran.txt")); string(b) != "ran\n" {
 		t.Fatalf("ran.txt = %q: the job ran other than once", b)
+	}
+}
+
+// TestAgentSurvivesRefusedReports: a CLS that refuses a request for what
+// one of its reports says (as one did for a path with control
+// characters) costs the agent neither its life nor the other jobs: the
+// reports go again on their own, the agent polls on, every job ends.
+func TestAgentSurvivesRefusedReports(t *testing.T) {
+	t.Parallel()
+	c := newCLSLease(t, 3*time.Second)
+	c.mu.Lock()
+	c.fail, c.failCode = 1, protocol.CodeBadRequest
+	c.mu.Unlock()
+	var ids []int64
+	for _, tg := range []string{"a", "b", "c", "d"} {
+		ids = append(ids, c.submit(protocol.JobSpec{Target: tg, Command: "true"})...)
+	}
+	a := New(Config{Dial: c.dial, Site: "test", Host: "h", Slots: 1, OutDir: t.TempDir()})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	exited := make(chan error, 1)
+	go func() { exited <- a.Run(ctx) }()
+	wctx, wcancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer wcancel()
+	go func() {
+		select {
+		case err := <-exited:
+			t.Errorf("the agent exited: %v", err)
+			wcancel()
+		case <-wctx.Done():
+		}
+	}()
+	r, err := c.store.Wait(wctx, ids, 0)
+	if err != nil {
+		t.Fatalf("waiting: %v", err)
+	}
+	for _, e := range r.Jobs {
+		if e.State != "D" {
+			t.Errorf("job %d ended %+v", e.ID, e)
+		}
+	}
+	if c.count(carried, false) < 2 {
+		t.Errorf("%d requests carried reports; want the refused one and more", c.count(carried, false))
 	}
 }
 

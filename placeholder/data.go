@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 
 	"github.com/mq-hpc/mq/protocol"
 	"github.com/mq-hpc/mq/stage"
@@ -23,8 +24,10 @@ import (
 // --shared-fs sites) every path is used as it is.
 //
 // Before the command starts, every declared input must be a regular file
-// of the expected size where the job will read it; otherwise the command
-// does not run and the attempt fails with a reason starting "input:".
+// of the expected size where the job will read it, and, below a data
+// root, of the SHA-256 the CLS staged when it knows it (checkSum);
+// otherwise the command does not run and the attempt fails with a reason
+// starting "input:".
 // After the command exits 0, each declared output that is not Local is
 // hashed where it was made and reported (Report.Outputs); one that is
 // missing fails the attempt with a reason starting "output:". Hashing runs
@@ -93,7 +96,10 @@ func (a *Agent) checkInputs(ctx context.Context, asg protocol.Assignment) (why s
 		case f.Size >= 0 && info.Size != f.Size:
 			bad = fmt.Sprintf("%s%s at %s has %d bytes, not the %d expected (changed or cut behind the CLS's back)", reasonInput, f.Path, a.where(), info.Size, f.Size)
 		default:
-			continue
+			bad = a.checkSum(ctx, f)
+			if bad == "" {
+				continue
+			}
 		}
 		why = cmp.Or(why, bad)
 		if !f.Local && a.cfg.DataRoot != "" {
@@ -101,6 +107,26 @@ func (a *Agent) checkInputs(ctx context.Context, asg protocol.Assignment) (why s
 		}
 	}
 	return why, missing
+}
+
+// checkSum says why a staged input is not the one the CLS staged ("" when
+// it is): with a data root, an input the CLS knows the SHA-256 of is
+// hashed before the command starts, so a file swapped for other bytes of
+// the same size (by whoever could write the data root) is staged again,
+// never read. The CLS host's own files (no data root, Local) are the
+// user's, and not hashed.
+func (a *Agent) checkSum(ctx context.Context, f protocol.AssignedFile) string {
+	if f.Local || a.cfg.DataRoot == "" || f.SHA256 == "" {
+		return ""
+	}
+	sum, _, err := stage.HashFile(ctx, a.place(false), f.Path)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("%s%s at %s: %v", reasonInput, f.Path, a.where(), err)
+	case !strings.EqualFold(sum, f.SHA256):
+		return fmt.Sprintf("%s%s at %s has SHA-256 %s, not the %s staged (changed behind the CLS's back)", reasonInput, f.Path, a.where(), sum, protocol.ClipText(f.SHA256, 64))
+	}
+	return ""
 }
 
 // sumOutputs hashes the job's declared outputs that are not Local. why is

@@ -107,6 +107,26 @@ func TestRunData(t *testing.T) {
 			missing: []string{cwd + "/in/a.txt"},
 		},
 		{
+			name:  "input swapped for bytes of the same size: not read, staged again",
+			setup: func(root, _ string) { write(t, root+cwd+"/in/a.txt", "HELLO") },
+			inputs: func(string) []protocol.AssignedFile {
+				return []protocol.AssignedFile{{Path: cwd + "/in/a.txt", Size: 5, SHA256: sumOf("hello")}}
+			},
+			command: "true",
+			exit:    exitInput,
+			reason:  "input: " + cwd + "/in/a.txt at site s1 (host n1) has SHA-256 " + sumOf("HELLO") + ", not the " + sumOf("hello") + " staged",
+			missing: []string{cwd + "/in/a.txt"},
+		},
+		{
+			name:  "input of the SHA-256 staged",
+			setup: func(root, _ string) { write(t, root+cwd+"/in/a.txt", "hello") },
+			inputs: func(string) []protocol.AssignedFile {
+				return []protocol.AssignedFile{{Path: cwd + "/in/a.txt", Size: 5, SHA256: sumOf("hello")}}
+			},
+			command: "true",
+			ran:     true,
+		},
+		{
 			name:    "input that is a directory",
 			setup:   func(root, _ string) { os.MkdirAll(root+cwd+"/in/a.txt", 0o700) },
 			inputs:  func(string) []protocol.AssignedFile { return []protocol.AssignedFile{in("in/a.txt", -1)} },

@@ -13,6 +13,10 @@ package protocol
 // request carries.
 const MaxFileChunk = 1 << 20
 
+// MaxFileBytes is the largest file size a files.push may announce (1 PiB):
+// a size past it is a lie, refused before any byte is taken.
+const MaxFileBytes = 1 << 50
+
 // Kinds of FileOrder.
 const (
 	FileGet    = "get"    // the agent writes Path in its data root, pulling the bytes

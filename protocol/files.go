@@ -25,15 +25,14 @@ func validateFiles(kind string, files []File, cwd string) error {
 	seen := make(map[string]bool, len(files))
 	for i := range files {
 		f := &files[i]
-		switch {
-		case f.Path == "":
+		if f.Path == "" {
 			return fmt.Errorf("%s %d has an empty path", kind, i+1)
-		case len(f.Path) > maxPath:
+		}
+		if len(f.Path) > maxPath {
 			return fmt.Errorf("%s %d: path is %d bytes; the limit is %d", kind, i+1, len(f.Path), maxPath)
-		case strings.IndexByte(f.Path, 0) >= 0:
-			return fmt.Errorf("%s %q contains a NUL byte", kind, f.Path)
-		case !utf8.ValidString(f.Path):
-			return fmt.Errorf("%s %q is not valid UTF-8 (mq cannot carry such a path exactly)", kind, f.Path)
+		}
+		if err := CheckPath(kind, f.Path); err != nil {
+			return err
 		}
 		if !filepath.IsAbs(f.Path) {
 			if cwd == "" {
@@ -43,6 +42,9 @@ func validateFiles(kind string, files []File, cwd string) error {
 			f.Rel = true
 		}
 		f.Path = filepath.Clean(f.Path)
+		if len(f.Path) > maxPath {
+			return fmt.Errorf("%s %d: path is %d bytes with the working directory; the limit is %d", kind, i+1, len(f.Path), maxPath)
+		}
 		if f.Size != nil && *f.Size < 0 {
 			return fmt.Errorf("%s %q: size %d is negative", kind, f.Path, *f.Size)
 		}
@@ -50,6 +52,33 @@ func validateFiles(kind string, files []File, cwd string) error {
 			return fmt.Errorf("%s %q is listed twice", kind, f.Path)
 		}
 		seen[f.Path] = true
+	}
+	return nil
+}
+
+// CheckPath is the rule every declared file path follows (a job's inputs
+// and outputs, from mqsub, job files, bulk adds and the driver; the
+// catalog's files.* ops): at most PATH_MAX bytes of valid UTF-8 without
+// NUL, control characters (C0, DEL, C1) or other unprintable runes (bidi
+// overrides). Such a path is a mistake or an attack: it would reach
+// agents' reports, logs and terminals, where a peer's text must pass
+// CheckText. The error quotes the path escaped, on one line; what names
+// the path ("input").
+func CheckPath(what, p string) error {
+	switch {
+	case p == "":
+		return fmt.Errorf("%s: empty path", what)
+	case len(p) > maxPath:
+		return fmt.Errorf("%s path is %d bytes; the limit is %d", what, len(p), maxPath)
+	case strings.IndexByte(p, 0) >= 0:
+		return fmt.Errorf("%s %s contains a NUL byte", what, Quote(p))
+	case !utf8.ValidString(p):
+		return fmt.Errorf("%s %s is not valid UTF-8 (mq cannot carry such a path exactly)", what, Quote(p))
+	}
+	for _, r := range p {
+		if !printableRune(r) {
+			return fmt.Errorf("%s %s has a control character; rename the file (mq refuses control characters in paths)", what, Quote(p))
+		}
 	}
 	return nil
 }

@@ -29,7 +29,15 @@ func TestValidateFiles(t *testing.T) {
 		{"twice after resolving", "/", []File{{Path: "/a"}, {Path: "a"}}, nil, `input "/a" is listed twice`, nil},
 		{"NUL", "/w", []File{{Path: "/a\x00b"}}, nil, "NUL", nil},
 		{"newline stays quoted", "/w", nil, []File{{Path: "/a\nb", Size: size(-5)}}, `"/a\nb"`, nil},
+		{"escape sequence", "/w", []File{{Path: "a\nb\u001b[31m"}}, nil, `input "a\nb\x1b[31m" has a control character`, nil},
+		{"tab", "/w", []File{{Path: "/a\tb"}}, nil, "control character", nil},
+		{"DEL", "/w", nil, []File{{Path: "/a\x7f"}}, "control character", nil},
+		{"C1", "/w", []File{{Path: "/a\u0085b"}}, nil, "control character", nil},
+		{"bidi override", "/w", []File{{Path: "/a\u202eb"}}, nil, "control character", nil},
+		{"not UTF-8", "/w", []File{{Path: "/a\xffb"}}, nil, "not valid UTF-8", nil},
+		{"space and non-ASCII fine", "/w", []File{{Path: "/d/ü b.txt"}}, nil, "", []string{"/d/ü b.txt"}},
 		{"too long", "/w", []File{{Path: "/" + strings.Repeat("x", 5000)}}, nil, "the limit is 4096", nil},
+		{"too long with the working directory", "/" + strings.Repeat("w", 100), []File{{Path: strings.Repeat("x", 4050)}}, nil, "with the working directory", nil},
 		{"too many", "/w", make([]File, MaxFiles+1), nil, "the limit is 10000", nil},
 	}
 	for _, tc := range tests {
@@ -37,7 +45,7 @@ func TestValidateFiles(t *testing.T) {
 			js := JobSpec{Target: "t", Command: "x", Cwd: tc.cwd, Inputs: tc.in, Outputs: tc.out}
 			err := ValidateSpec(&js)
 			if tc.errHas != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.errHas) || strings.ContainsAny(err.Error(), "\n\x00") {
+				if err == nil || !strings.Contains(err.Error(), tc.errHas) || strings.ContainsAny(err.Error(), "\n\x00\x1b") {
 					t.Fatalf("error %v, want one line containing %q", err, tc.errHas)
 				}
 				return
@@ -151,4 +159,28 @@ func TestReadJobFileWithFiles(t *testing.T) {
 			t.Errorf("%s: error %v", bad, err)
 		}
 	}
+}
+
+// FuzzCheckPath: a path ValidateSpec accepts (input or output, relative
+// or not) is one an agent can report back (CheckText passes: reports
+// naming it are never refused), and a refusal is one printable line.
+func FuzzCheckPath(f *testing.F) {
+	for _, s := range []string{"/a", "rel/b", "a\nb\x1b[31m", "/a\u202e", "/ü b", "/a\x00", "\xff", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		js := JobSpec{Target: "t", Command: "x", Cwd: "/w", Inputs: []File{{Path: p}}, Outputs: []File{{Path: p + ".out"}}}
+		err := ValidateSpec(&js)
+		if err != nil {
+			if msg := err.Error(); Printable(msg) != msg {
+				t.Fatalf("error %q is not printable", msg)
+			}
+			return
+		}
+		for _, f := range append(js.Inputs, js.Outputs...) {
+			if err := CheckText("path", f.Path, MaxPathBytes); err != nil {
+				t.Fatalf("accepted %q, which a report could not carry: %v", f.Path, err)
+			}
+		}
+	})
 }

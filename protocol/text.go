@@ -2,7 +2,9 @@ package protocol
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -118,4 +120,38 @@ func FormatBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// CleanReport makes a report acceptable whatever its agent put in it, so
+// that one bad item never costs the batch it came in (the others' jobs
+// would be lost with it, and the agent would stop): its reason and
+// output_lost escaped and clipped (ClipText), usage no process can have
+// dropped, and missing inputs that are no declared path (CheckPath; none
+// can be) or past MaxFiles dropped. It says what it changed ("" when
+// nothing), for the log.
+func CleanReport(r *Report) string {
+	var fixed []string
+	if err := CheckText("reason", r.Reason, MaxReasonBytes); err != nil {
+		r.Reason = ClipText(r.Reason, MaxReasonBytes)
+		fixed = append(fixed, "reason")
+	}
+	if err := CheckText("output_lost", r.OutputLost, MaxReasonBytes); err != nil {
+		r.OutputLost = ClipText(r.OutputLost, MaxReasonBytes)
+		fixed = append(fixed, "output_lost")
+	}
+	if err := CheckUsage(r.Usage); err != nil {
+		r.Usage = Usage{}
+		fixed = append(fixed, "usage")
+	}
+	n := len(r.Missing)
+	if n > MaxFiles {
+		r.Missing = r.Missing[:MaxFiles]
+	}
+	r.Missing = slices.DeleteFunc(r.Missing, func(p string) bool {
+		return CheckPath("missing input", p) != nil
+	})
+	if len(r.Missing) != n {
+		fixed = append(fixed, fmt.Sprintf("%d missing inputs", n-len(r.Missing)))
+	}
+	return strings.Join(fixed, ", ")
 }

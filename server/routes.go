@@ -88,18 +88,14 @@ var builtin = routeTable(
 		if err := c.owns(b.Placeholder); err != nil {
 			return protocol.NextReply{}, err
 		}
-		if err := checkReports(b.Reports); err != nil {
-			return protocol.NextReply{}, err
-		}
+		c.cleanReports(b.Reports)
 		return c.s.Store.Next(ctx, b)
 	})),
 	handle(protocol.OpReport, func(ctx context.Context, c *conn, b protocol.ReportBatch) (protocol.Empty, error) {
 		if err := c.owns(b.Placeholder); err != nil {
 			return protocol.Empty{}, err
 		}
-		if err := checkReports(b.Reports); err != nil {
-			return protocol.Empty{}, err
-		}
+		c.cleanReports(b.Reports)
 		return protocol.Empty{}, c.s.Store.Report(ctx, b.Placeholder, b.Reports)
 	}),
 	handle(protocol.OpHeartbeat, func(ctx context.Context, c *conn, b protocol.Heartbeat) (protocol.HeartbeatReply, error) {

@@ -737,29 +737,23 @@ func checkRegister(r protocol.Register) error {
 	return protocol.CheckText("out_dir", r.OutDir, protocol.MaxPathBytes)
 }
 
-// checkReports refuses reports whose reasons are too long or hold control
-// characters (agents escape their own; see protocol.ClipText).
-func checkReports(reps []protocol.Report) error {
-	for _, r := range reps {
-		if err := protocol.CheckText(fmt.Sprintf("job %d's reason", r.ID), r.Reason, protocol.MaxReasonBytes); err != nil {
-			return err
-		}
-		if err := protocol.CheckText(fmt.Sprintf("job %d's output_lost", r.ID), r.OutputLost, protocol.MaxReasonBytes); err != nil {
-			return err
-		}
-		if err := protocol.CheckUsage(r.Usage); err != nil {
-			return protocol.Errorf(protocol.CodeBadRequest, "job %d's usage: %v", r.ID, err)
-		}
-		if len(r.Missing) > protocol.MaxFiles {
-			return protocol.Errorf(protocol.CodeBadRequest, "job %d's missing inputs: %d, at most %d", r.ID, len(r.Missing), protocol.MaxFiles)
-		}
-		for _, p := range r.Missing {
-			if err := protocol.CheckText(fmt.Sprintf("job %d's missing input", r.ID), p, protocol.MaxPathBytes); err != nil {
-				return err
+// cleanReports makes every report of a batch acceptable (CleanReport):
+// an item with bad text is escaped or loses what cannot be kept, never
+// refused with the batch, whose other jobs would be lost, and the agent
+// with them. One line says so, per batch.
+func (c *conn) cleanReports(reps []protocol.Report) {
+	n, first, what := 0, int64(0), ""
+	for i := range reps {
+		if fixed := protocol.CleanReport(&reps[i]); fixed != "" {
+			if n == 0 {
+				first, what = reps[i].ID, fixed
 			}
+			n++
 		}
 	}
-	return nil
+	if n > 0 {
+		c.log.Warn("cleaned reports a placeholder sent", "reports", n, "first_job", first, "fixed", what)
+	}
 }
 
 // owns checks that a placeholder speaks only for itself: it must have

@@ -785,9 +785,60 @@ func TestPeerTextIsChecked(t *testing.T) {
 	}
 	var reg protocol.RegisterReply
 	p.do(protocol.OpRegister.Name, good, &reg)
-	bad := []protocol.Report{{ID: 1, Attempt: 1, Reason: "oops\x1b[2J"}}
-	p.fails(protocol.OpReport.Name, protocol.ReportBatch{Placeholder: reg.ID, Reports: bad}, protocol.CodeBadRequest)
-	p.fails(protocol.OpNext.Name, protocol.Next{Placeholder: reg.ID, Reports: bad}, protocol.CodeBadRequest)
-	long := []protocol.Report{{ID: 1, Attempt: 1, Reason: strings.Repeat("r", protocol.MaxReasonBytes+1)}}
-	p.fails(protocol.OpReport.Name, protocol.ReportBatch{Placeholder: reg.ID, Reports: long}, protocol.CodeBadRequest)
+}
+
+// TestBadReportItemKeepsBatch: a report with a reason holding an escape
+// sequence, a reason too long, and a missing input with control
+// characters comes in one batch with good ones: the batch is taken, every
+// job ends, the bad texts stored escaped and clipped.
+func TestBadReportItemKeepsBatch(t *testing.T) {
+	t.Parallel()
+	srv := &Server{Store: newStore(t)}
+	user := connect(t, srv, protocol.RoleUser)
+	user.hello("")
+	var sub protocol.SubmitReply
+	var jobs []protocol.JobSpec
+	for _, tg := range []string{"a", "b", "c", "d", "e", "f"} {
+		jobs = append(jobs, protocol.JobSpec{Target: tg, Command: "true"})
+	}
+	user.do(protocol.OpSubmit.Name, protocol.Submit{Jobs: jobs}, &sub)
+	p := connect(t, srv, protocol.RolePlaceholder)
+	p.hello(protocol.RolePlaceholder)
+	var reg protocol.RegisterReply
+	p.do(protocol.OpRegister.Name, protocol.Register{Site: "s", Host: "h", PID: 1, Slots: 6, OutDir: "/o"}, &reg)
+	var next protocol.NextReply
+	p.do(protocol.OpNext.Name, protocol.Next{Placeholder: reg.ID, Free: 6}, &next)
+	if len(next.Jobs) != 6 {
+		t.Fatalf("got %d jobs, want 6", len(next.Jobs))
+	}
+	rep := func(i int) protocol.Report {
+		return protocol.Report{ID: next.Jobs[i].ID, Attempt: next.Jobs[i].Attempt}
+	}
+	r0, r1, r2, r3, r4, r5 := rep(0), rep(1), rep(2), rep(3), rep(4), rep(5)
+	r1.Exit, r1.Reason, r1.Missing = 127, "input: a\nb\x1b[31m missing", []string{"a\nb\u001b[31m", "/fine"}
+	r2.Exit, r2.Reason = 1, strings.Repeat("r", protocol.MaxReasonBytes+1)
+	r4.Exit, r4.Reason = 1, "oops\x1b[2J"
+	r4.OutputLost = "lost\u009b"
+	p.do(protocol.OpReport.Name, protocol.ReportBatch{Placeholder: reg.ID, Reports: []protocol.Report{r0, r1, r2}}, nil)
+	p.do(protocol.OpNext.Name, protocol.Next{Placeholder: reg.ID, Reports: []protocol.Report{r3, r4, r5}}, &protocol.NextReply{})
+	var w protocol.WaitReply
+	user.do(protocol.OpWait.Name, protocol.Wait{IDs: sub.IDs, TimeoutMS: int(patience / time.Millisecond)}, &w)
+	if len(w.Jobs) != 6 {
+		t.Fatalf("wait: %+v", w)
+	}
+	for i, j := range w.Jobs {
+		want := "D"
+		if i == 1 || i == 2 || i == 4 {
+			want = "F"
+		}
+		if j.State != want {
+			t.Errorf("job %d (%s): state %s, want %s", j.ID, jobs[i].Target, j.State, want)
+		}
+	}
+	var info protocol.JobDetail
+	user.do(protocol.OpJob.Name, protocol.JobQuery{ID: next.Jobs[4].ID}, &info)
+	raw, _ := json.Marshal(info)
+	if strings.Contains(string(raw), `\u001b`) || !strings.Contains(string(raw), `oops\\x1b[2J`) {
+		t.Errorf("job 5's record: %s, want its reason escaped", raw)
+	}
 }

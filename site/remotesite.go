@@ -161,7 +161,10 @@ func (s *Remote) prepare(ctx context.Context, r Runner) error {
 	root := path.Join(lines[1], dir)
 	s.base = path.Join(root, s.Spec.Name)
 	s.dataRoot = DataRoot(s.Spec, lines[1])
-	mkdir := "mkdir -p -m 700 " + Quote(root) + " " + Quote(s.base+"/log") + " " + Quote(s.base+"/out")
+	// umask 077: the parents mkdir -p makes (the data root's .mq-data)
+	// are private too; the agent refuses a data root or --out that others
+	// could write or rename away.
+	mkdir := "umask 077 && mkdir -p -m 700 " + Quote(root) + " " + Quote(s.base+"/log") + " " + Quote(s.base+"/out")
 	if s.dataRoot != "" {
 		mkdir += " " + Quote(s.dataRoot)
 	}

@@ -11,6 +11,13 @@ import (
 	"syscall"
 )
 
+// Modes of what staging makes below a data root (Dir and SFTP with a
+// Root): private, as jobs' output is. A umask can only take bits away.
+const (
+	dataDirMode  fs.FileMode = 0o700
+	dataFileMode fs.FileMode = 0o600
+)
+
 // Dir is a Place on the local filesystem. Root "" or "/" is the identity:
 // the CLS host's own files, where no symbolic link can lead anywhere but
 // the CLS host, so links are followed as any program would. Any other Root
@@ -61,7 +68,7 @@ func (d Dir) open(p string, create bool) (fsys, string, error) {
 	}
 	r, err := os.OpenRoot(d.Root)
 	if errors.Is(err, fs.ErrNotExist) && create {
-		if err = os.MkdirAll(d.Root, 0o777); err == nil {
+		if err = os.MkdirAll(d.Root, dataDirMode); err == nil {
 			r, err = os.OpenRoot(d.Root)
 		}
 	}
@@ -163,18 +170,25 @@ func (d Dir) Create(ctx context.Context, p string) (Temp, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A data root's files are the user's alone, whatever the umask; the
+	// CLS host's own files (the identity) follow the user's umask as any
+	// file the user makes.
+	dirMode, fileMode := fs.FileMode(0o777), fs.FileMode(0o666)
+	if !d.identity() {
+		dirMode, fileMode = dataDirMode, dataFileMode
+	}
 	if dir := path.Dir(rel); dir != "." {
-		if err := f.MkdirAll(dir, 0o777); err != nil {
+		if err := f.MkdirAll(dir, dirMode); err != nil {
 			f.Close()
 			return nil, d.refuse(p, err)
 		}
 	}
 	tmp := path.Join(path.Dir(rel), tempName(path.Base(rel), d.Writer))
-	file, err := f.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+	file, err := f.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode)
 	if errors.Is(err, fs.ErrExist) {
 		// Left by an interrupted transfer: take it over.
 		if err = f.Remove(tmp); err == nil || errors.Is(err, fs.ErrNotExist) {
-			file, err = f.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+			file, err = f.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode)
 		}
 	}
 	if err != nil {

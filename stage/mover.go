@@ -266,8 +266,14 @@ func (m *Mover) move(ctx context.Context, t Transfer) (res Result) {
 	if err != nil {
 		return Result{Err: fmt.Errorf("create at %s: %w", t.To, err)}
 	}
+	// Every byte past what is expected is refused as it arrives: a source
+	// that sends more than its size (or the catalog's) fills no disk.
+	want := t.Size
+	if want < 0 {
+		want = info.Size
+	}
 	h := sha256.New()
-	n, err := copyHashed(ctx, dst, src, info.Size, h)
+	n, err := copyHashed(ctx, dst, src, want, h)
 	res = Result{Bytes: n, SHA256: hex.EncodeToString(h.Sum(nil))}
 	if err == nil && info.Size >= 0 && n != info.Size {
 		err = fmt.Errorf("%w: read %d bytes of a file of %d (changed while read?)", ErrMismatch, n, info.Size)
@@ -317,12 +323,13 @@ func (m *Mover) record(t Transfer, res Result) {
 const copyBuf = 256 << 10
 
 // copyHashed copies src, of size bytes (-1: unknown), to dst through h and
-// returns the bytes copied. SFTP files pipeline their requests only
-// through WriteTo (reading) and ReadFrom (writing), so the copy uses them
-// when present, with a pipe between the two when both ends are remote.
-// A file known to be small is copied with one buffer (a read of it is one
-// request, and WriteTo would first ask for its size). Every step checks
-// ctx.
+// returns the bytes copied. A source that has more than size bytes fails
+// the copy with ErrMismatch before any byte past size reaches dst. SFTP
+// files pipeline their requests only through WriteTo (reading) and
+// ReadFrom (writing), so the copy uses them when present, with a pipe
+// between the two when both ends are remote. A file known to be small is
+// copied with one buffer (a read of it is one request, and WriteTo would
+// first ask for its size). Every step checks ctx.
 func copyHashed(ctx context.Context, dst io.Writer, src io.Reader, size int64, h hash.Hash) (int64, error) {
 	wt, srcPipelines := src.(io.WriterTo)
 	rf, dstPipelines := dst.(io.ReaderFrom)
@@ -347,20 +354,73 @@ func copyHashed(ctx context.Context, dst io.Writer, src io.Reader, size int64, h
 	case dstPipelines:
 		return rf.ReadFrom(limit(io.TeeReader(ctxReader{ctx, src}, h), size))
 	case srcPipelines:
-		return wt.WriteTo(ctxWriter{ctx, io.MultiWriter(dst, h)})
+		return wt.WriteTo(ctxWriter{ctx, capped(io.MultiWriter(dst, h), size)})
 	default:
-		return io.CopyBuffer(ctxWriter{ctx, io.MultiWriter(dst, h)}, ctxReader{ctx, src}, make([]byte, copyBuf))
+		return io.CopyBuffer(ctxWriter{ctx, capped(io.MultiWriter(dst, h), size)}, ctxReader{ctx, src}, make([]byte, copyBuf))
 	}
 }
 
 // limit tells a ReaderFrom r's size when known, so it keeps as many
-// requests in flight as the size needs; one byte more than the size still
-// shows a file that grew while it was read.
+// requests in flight as the size needs (an *io.LimitedReader is what
+// pkg/sftp looks for); a byte past the size fails the read (capReader).
 func limit(r io.Reader, size int64) io.Reader {
 	if size < 0 {
 		return r
 	}
-	return &io.LimitedReader{R: r, N: size + 1}
+	return &io.LimitedReader{R: &capReader{r: r, left: size, size: size}, N: size + 1}
+}
+
+// tooLong is the error of a source with more bytes than expected.
+func tooLong(size int64) error {
+	return fmt.Errorf("%w: the source sent more than the %d bytes expected", ErrMismatch, size)
+}
+
+// capReader reads at most left bytes from r; a byte more is an error,
+// never returned.
+type capReader struct {
+	r    io.Reader
+	left int64
+	size int64
+}
+
+func (c *capReader) Read(b []byte) (int, error) {
+	if c.left <= 0 {
+		var one [1]byte
+		n, err := c.r.Read(one[:])
+		if n > 0 {
+			return 0, tooLong(c.size)
+		}
+		return 0, err
+	}
+	if int64(len(b)) > c.left {
+		b = b[:c.left]
+	}
+	n, err := c.r.Read(b)
+	c.left -= int64(n)
+	return n, err
+}
+
+// capped is w refusing (writing nothing of) a write that would take it
+// past size bytes; size < 0 is no bound.
+func capped(w io.Writer, size int64) io.Writer {
+	if size < 0 {
+		return w
+	}
+	return &capWriter{w: w, size: size}
+}
+
+type capWriter struct {
+	w       io.Writer
+	n, size int64
+}
+
+func (c *capWriter) Write(b []byte) (int, error) {
+	if c.n+int64(len(b)) > c.size {
+		return 0, tooLong(c.size)
+	}
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
 }
 
 type ctxReader struct {
@@ -397,10 +457,11 @@ func HashFile(ctx context.Context, place Place, p string) (string, int64, error)
 	defer r.Close()
 	h := sha256.New()
 	var n int64
+	// A file that grows while it is read is refused past its size.
 	if wt, ok := r.(io.WriterTo); ok {
-		n, err = wt.WriteTo(ctxWriter{ctx, h})
+		n, err = wt.WriteTo(ctxWriter{ctx, capped(h, info.Size)})
 	} else {
-		n, err = io.CopyBuffer(h, ctxReader{ctx, r}, make([]byte, copyBuf))
+		n, err = io.CopyBuffer(capped(h, info.Size), ctxReader{ctx, r}, make([]byte, copyBuf))
 	}
 	if err != nil {
 		return "", 0, fmt.Errorf("hashing %s: %w", p, err)

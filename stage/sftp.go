@@ -132,15 +132,21 @@ func (s SFTP) check(p string, mkdir bool) (string, os.FileInfo, error) {
 func (s SFTP) mkdir(dir string, first bool) error {
 	err := s.Client.Mkdir(dir)
 	if err != nil && first {
-		if s.Client.MkdirAll(path.Dir(dir)) == nil {
+		// The data root itself is missing: made private too.
+		root := path.Dir(dir)
+		_, lerr := s.Client.Lstat(root)
+		if errors.Is(lerr, fs.ErrNotExist) && s.Client.MkdirAll(root) == nil && s.Client.Chmod(root, dataDirMode) == nil {
 			err = s.Client.Mkdir(dir)
 		}
 	}
-	if err != nil {
-		fi, lerr := s.Client.Lstat(dir)
-		if lerr != nil || !fi.IsDir() {
-			return fmt.Errorf("mkdir %s: %w", dir, err)
-		}
+	if err == nil {
+		// SFTP's mkdir takes the server's umask; what is below a data
+		// root is the user's alone.
+		return s.Client.Chmod(dir, dataDirMode)
+	}
+	fi, lerr := s.Client.Lstat(dir)
+	if lerr != nil || !fi.IsDir() {
+		return fmt.Errorf("mkdir %s: %w", dir, err)
 	}
 	return nil
 }
@@ -207,6 +213,14 @@ func (s SFTP) Create(ctx context.Context, p string) (Temp, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", tmp, err)
+	}
+	if !s.identity() {
+		// Before any byte is written: the file is private as a Dir's.
+		if err := f.Chmod(dataFileMode); err != nil {
+			f.Close()
+			s.Client.Remove(tmp)
+			return nil, fmt.Errorf("chmod %s: %w", tmp, err)
+		}
 	}
 	return &sftpTemp{s: s, f: f, tmp: tmp, full: full}, nil
 }
@@ -312,4 +326,76 @@ func (s SFTP) Sweep(ctx context.Context) (int, error) {
 		}
 	}
 	return removed, nil
+}
+
+// CheckRoot checks the data root on the login host as the agent checks
+// its own (mqhome.CheckPrivate), since the CLS writes staged inputs there:
+// whoever else could write it, or rename it away, could swap an input
+// for bytes of their own before a job reads it. The root, if it exists,
+// must be a directory owned by the login user (the owner of the login
+// directory) and not writable by group or others; every directory above
+// it owned by root or that user and not writable by others unless
+// sticky. A missing root is fine: staging makes it, mode 0700.
+func (s SFTP) CheckRoot(ctx context.Context) error {
+	if s.identity() {
+		return nil
+	}
+	wd, err := s.Client.Getwd()
+	if err != nil {
+		return err
+	}
+	root := s.Root
+	if !path.IsAbs(root) {
+		root = path.Join(wd, root)
+	}
+	home, err := s.Client.Stat(wd)
+	if err != nil {
+		return err
+	}
+	me, ok := sftpUID(home)
+	if !ok {
+		return nil // the server tells no owners: nothing to compare
+	}
+	fi, err := s.Client.Stat(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("data root %s: %w", root, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("data root %s is not a directory", root)
+	}
+	if uid, _ := sftpUID(fi); uid != me {
+		return fmt.Errorf("data root %s is owned by uid %d, not by the login user (uid %d): they could replace staged inputs; give the site a data root of its own (cls site add --data-root)", root, uid, me)
+	}
+	if fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("data root %s is writable by others (mode %04o): they could replace staged inputs; chmod 700 %s on the login host", root, uint32(fi.Mode().Perm()), root)
+	}
+	for d := path.Dir(root); ; d = path.Dir(d) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		fi, err := s.Client.Lstat(d)
+		if err != nil {
+			return fmt.Errorf("data root %s: %w", root, err)
+		}
+		if uid, _ := sftpUID(fi); uid != 0 && uid != me {
+			return fmt.Errorf("data root %s is inside %s, owned by uid %d (not the login user or root): they could replace it; give the site a data root of its own", root, d, uid)
+		}
+		if fi.Mode().Perm()&0o022 != 0 && fi.Mode()&fs.ModeSticky == 0 {
+			return fmt.Errorf("data root %s is inside %s, writable by others and not sticky (mode %04o): they could replace it; give the site a data root of its own", root, d, uint32(fi.Mode().Perm()))
+		}
+		if d == path.Dir(d) {
+			return nil
+		}
+	}
+}
+
+func sftpUID(fi os.FileInfo) (int, bool) {
+	st, ok := fi.Sys().(*sftp.FileStat)
+	if !ok {
+		return 0, false
+	}
+	return int(st.UID), true
 }

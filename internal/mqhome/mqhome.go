@@ -205,3 +205,47 @@ func typeName(t fs.FileMode) string {
 	}
 	return "special file"
 }
+
+// CheckPrivate checks a directory besides MQ_HOME that holds what jobs
+// read or what they wrote (a placeholder's --data-root and --out) by
+// MQ_HOME's rules: whoever else could write it, or rename it away, could
+// swap a staged input for bytes of their choosing, or a job's output. It
+// must be a directory owned by this user and not writable by group or
+// others, and every directory above it owned by root or this user and not
+// writable by others unless sticky. what names it in errors, each one line
+// naming the fix. It returns the real path (links resolved).
+func CheckPrivate(what, dir string) (string, error) {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", what, err)
+	}
+	fi, err := os.Lstat(real)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", what, err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("%s %s is not a directory", what, dir)
+	}
+	if uid := owner(fi); uid != os.Geteuid() {
+		return "", fmt.Errorf("%s %s (mode %04o) is owned by uid %d, not by you (uid %d): they could replace its files; use a directory of your own (mkdir -m 700 DIR)", what, dir, perm(fi.Mode()), uid, os.Geteuid())
+	}
+	if fi.Mode().Perm()&0o022 != 0 {
+		return "", fmt.Errorf("%s %s is writable by others (mode %04o): they could replace its files; chmod 700 %s", what, dir, perm(fi.Mode()), dir)
+	}
+	for d := filepath.Dir(real); ; d = filepath.Dir(d) {
+		fi, err := os.Lstat(d)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", what, err)
+		}
+		if uid := owner(fi); uid != 0 && uid != os.Geteuid() {
+			return "", fmt.Errorf("%s %s is inside %s, owned by uid %d (not you or root): they could replace it; use a directory of your own", what, dir, d, uid)
+		}
+		if fi.Mode().Perm()&0o022 != 0 && fi.Mode()&fs.ModeSticky == 0 {
+			return "", fmt.Errorf("%s %s is inside %s, writable by others and not sticky (mode %04o): they could replace it; use a directory of your own, or chmod go-w %s", what, dir, d, perm(fi.Mode()), d)
+		}
+		if d == filepath.Dir(d) {
+			break
+		}
+	}
+	return real, nil
+}

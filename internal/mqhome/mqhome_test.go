@@ -164,3 +164,68 @@ func TestCheckResolvesLinks(t *testing.T) {
 		t.Errorf("Check(link to a world-writable directory) = %v; want refused", err)
 	}
 }
+
+// TestCheckPrivate: a data root or output directory others can write, or
+// rename away, is refused with one line naming it and the fix.
+func TestCheckPrivate(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		mode       fs.FileMode
+		parentMode fs.FileMode // 0: 0700
+		chown      bool        // owned by another user (root only)
+		file       bool        // a file, not a directory
+		wantErr    string
+	}{
+		{name: "private", mode: 0o700},
+		{name: "readable", mode: 0o755},
+		{name: "world-writable", mode: 0o777, wantErr: "is writable by others (mode 0777): they could replace its files; chmod 700"},
+		{name: "group-writable", mode: 0o770, wantErr: "(mode 0770)"},
+		{name: "sticky world-writable", mode: 0o777 | fs.ModeSticky, wantErr: "mode 1777"},
+		{name: "parent writable", mode: 0o700, parentMode: 0o777, wantErr: "writable by others and not sticky (mode 0777)"},
+		{name: "parent sticky", mode: 0o700, parentMode: 0o777 | fs.ModeSticky},
+		{name: "foreign owner", mode: 0o777, chown: true, wantErr: "is owned by uid 65534, not by you"},
+		{name: "a file", file: true, wantErr: "is not a directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if tc.chown && os.Geteuid() != 0 {
+				t.Skip("needs root to give the directory to another user")
+			}
+			parent := filepath.Join(t.TempDir(), "p")
+			dir := filepath.Join(parent, "data")
+			if err := os.MkdirAll(parent, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if tc.file {
+				if err := os.WriteFile(dir, nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				if err := os.Mkdir(dir, 0o700); err != nil {
+					t.Fatal(err)
+				}
+				mustChmod(t, dir, tc.mode)
+			}
+			pm := tc.parentMode
+			if pm == 0 {
+				pm = 0o700
+			}
+			mustChmod(t, parent, pm)
+			if tc.chown {
+				if err := os.Chown(dir, nobody, nobody); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := CheckPrivate("--data-root", dir)
+			switch {
+			case tc.wantErr != "":
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "--data-root "+dir) || strings.Contains(err.Error(), "\n") {
+					t.Errorf("CheckPrivate: %v; want one line naming --data-root %s with %q", err, dir, tc.wantErr)
+				}
+			case err != nil:
+				t.Errorf("CheckPrivate: %v", err)
+			}
+		})
+	}
+}

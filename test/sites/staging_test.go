@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -358,7 +360,16 @@ func TestStagingNodeLocal(t *testing.T) {
 // the file missing, the CLS forgets that replica and hands the job back
 // unstarted, stages the file again from the CLS host, and the job runs,
 // with no attempt used up.
-func TestStagingInputDeletedAtSite(t *testing.T) {
+func TestStagingInputDeletedAtSite(t *testing.T) { staleAtSite(t, false) }
+
+// TestStagingInputSwappedAtSite: the same, with the staged copy replaced
+// by other bytes of the same size (as whoever could write the data root
+// would): the agent's hash before the command starts tells it apart, the
+// job never reads it and runs on the input staged again. What staging
+// wrote there is private (0600).
+func TestStagingInputSwappedAtSite(t *testing.T) { staleAtSite(t, true) }
+
+func staleAtSite(t *testing.T, swap bool) {
 	need(t, "sge")
 	l := newLogin(t, "127.0.0.1")
 	c := startCLS(t)
@@ -382,7 +393,15 @@ func TestStagingInputDeletedAtSite(t *testing.T) {
 	c.must("mqsub", "-i", "in.txt", "-o", "first.out", "first", "cat in.txt > first.out")
 	eventually(t, 3*time.Minute, "first done", func() bool { return byTarget()["first"].State == "D" })
 	staged := gridRoot + filepath.Join(c.work, "in.txt")
-	if err := os.Remove(staged); err != nil {
+	if fi, err := os.Stat(staged); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the staged copy at grid: %v, %v; want mode 0600", fi.Mode(), err)
+	}
+	if swap {
+		// Same size, other bytes, through the same inode's owner.
+		if err := os.WriteFile(staged, bytes.ToUpper(data), 0o600); err != nil {
+			t.Fatalf("swapping the staged copy at grid: %v", err)
+		}
+	} else if err := os.Remove(staged); err != nil {
 		t.Fatalf("the staged copy at grid: %v", err)
 	}
 	c.must("mqsub", "-i", "in.txt", "-o", "second.out", "second", "cat in.txt > second.out")
@@ -404,5 +423,38 @@ func TestStagingInputDeletedAtSite(t *testing.T) {
 	}
 	if got, err := os.ReadFile(gridRoot + filepath.Join(c.work, "second.out")); err != nil || !bytes.Equal(got, data) {
 		t.Errorf("second's output at grid: %q, %v; want %q", got, err, data)
+	}
+}
+
+// TestStagingRefusesForeignDataRoot: a site whose data root on its login
+// host is a directory another local user (mquser2) owns and anyone can
+// write (they could swap a staged input before a job reads it) is refused
+// by the CLS: `cls files add` there fails naming the directory, its owner
+// and the fix, and nothing is written in it.
+func TestStagingRefusesForeignDataRoot(t *testing.T) {
+	need(t, "sge")
+	u, err := user.Lookup(secondUser)
+	if err != nil {
+		t.Skipf("no user %s: run scripts/setup.sh as root", secondUser)
+	}
+	l := newLogin(t, "127.0.0.1")
+	root := filepath.Join("/var/tmp", fmt.Sprintf("mq-foreign-%d", time.Now().UnixNano()))
+	if out, err := exec.Command("su", secondUser, "-c", "umask 0 && mkdir -m 777 "+root).CombinedOutput(); err != nil {
+		t.Fatalf("making %s as %s: %v %s", root, secondUser, err, out)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	c := startCLS(t)
+	c.addSite("grid", "sge", l, "--max", "1", "--walltime", "2m", "--idle", "3s", "--data-root", root)
+	in := filepath.Join(c.work, "in.txt")
+	if err := os.WriteFile(in, []byte("input\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.run("cls", "files", "add", in, "--site", "grid")
+	want := "data root " + root + " is owned by uid " + u.Uid + ", not by the login user"
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "cls site add --data-root") {
+		t.Fatalf("cls files add at a foreign data root: %v; want refused with %q", err, want)
+	}
+	if ents, err := os.ReadDir(root); err != nil || len(ents) != 0 {
+		t.Errorf("the foreign data root holds %v (%v); want nothing written", ents, err)
 	}
 }

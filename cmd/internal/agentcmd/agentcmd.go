@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/internal/mqhome"
 	"github.com/mq-hpc/mq/internal/sshkey"
 	"github.com/mq-hpc/mq/placeholder"
 	"github.com/mq-hpc/mq/protocol"
@@ -57,7 +58,7 @@ type flags struct {
 }
 
 func (f *flags) register(fs *flag.FlagSet, mode Mode) {
-	clsUsage, siteDefault, outUsage := "the CLS's SSH endpoint `HOST:PORT` (required)", "", "directory for jobs' stdout/stderr (required)"
+	clsUsage, siteDefault, outUsage := "the CLS's SSH endpoint `HOST:PORT` (required)", "", "directory for jobs' stdout/stderr (required; made 0700, refused if others can write it)"
 	if mode == Local {
 		clsUsage = "reach the CLS over SSH at `HOST:PORT` (default: the Unix socket of $MQ_HOME)"
 		siteDefault, outUsage = "local", "directory for jobs' stdout/stderr (default $MQ_HOME/output)"
@@ -71,7 +72,7 @@ func (f *flags) register(fs *flag.FlagSet, mode Mode) {
 	fs.StringVar(&f.site, "site", siteDefault, "site name reported to the CLS")
 	fs.StringVar(&f.host, "host", "", "host name reported to the CLS (default: this host's)")
 	fs.IntVar(&f.slots, "slots", 1, "jobs to run at once")
-	fs.StringVar(&f.dataRoot, "data-root", "", "where this site keeps staged files, `DIR` (relative: to $HOME); declared path P is DIR/P and jobs run in DIR/CWD (default: none, the CLS host's filesystem is shared)")
+	fs.StringVar(&f.dataRoot, "data-root", "", "where this site keeps staged files, `DIR` (relative: to $HOME; made 0700, refused if others can write it); declared path P is DIR/P and jobs run in DIR/CWD (default: none, the CLS host's filesystem is shared)")
 	fs.StringVar(&f.out, "out", "", outUsage)
 	fs.StringVar(&f.maxOutput, "max-output", "1G", "most a job may write to stdout and stderr together, `SIZE` (512K, 1G; 0 = no cap): a job that writes more is stopped and fails")
 	fs.StringVar(&f.outputReserve, "output-reserve", "0", "free space to keep on the filesystem of --out, `SIZE`: a job whose output would leave less is stopped and fails (the CLS passes its own to local placeholders)")
@@ -187,6 +188,17 @@ func Run(ctx context.Context, name string, mode Mode, args []string, stderr io.W
 		}
 		dial = func(ctx context.Context) (io.ReadWriteCloser, error) { return client.DialSocket(ctx, home) }
 	}
+	// Whoever else could write the data root could swap a staged input for
+	// bytes of their own before a job reads it; the output directory, a
+	// job's output. Both are checked as MQ_HOME is.
+	if dataRoot != "" {
+		if dataRoot, err = privateDir("--data-root", dataRoot); err != nil {
+			return err
+		}
+	}
+	if f.out, err = privateDir("--out", f.out); err != nil {
+		return err
+	}
 	if f.cpuprofile != "" {
 		pf, err := os.Create(f.cpuprofile)
 		if err != nil {
@@ -215,6 +227,16 @@ func Run(ctx context.Context, name string, mode Mode, args []string, stderr io.W
 		return err
 	}
 	return nil
+}
+
+// privateDir makes dir (mode 0700, with its missing parents) and checks
+// that it is the user's alone (mqhome.CheckPrivate); it returns its real
+// path.
+func privateDir(what, dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("%s: %w", what, err)
+	}
+	return mqhome.CheckPrivate(what, dir)
 }
 
 // resolveDataRoot makes --data-root absolute: a relative one is under the

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestUsage: both commands check their command line the same way, before
@@ -59,6 +62,42 @@ func TestResolveDataRoot(t *testing.T) {
 		got, err := resolveDataRoot(tc.in, tc.home)
 		if got != tc.want || (err != nil) != tc.err {
 			t.Errorf("resolveDataRoot(%q) = %q, %v; want %q, error %v", tc.in, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+// TestRefusesSharedDirs: a --data-root or --out others can write is
+// refused before the agent connects, with one line naming the fix; a
+// missing one is made private.
+func TestRefusesSharedDirs(t *testing.T) {
+	t.Setenv("MQ_HOME", t.TempDir())
+	base := t.TempDir()
+	shared := filepath.Join(base, "shared")
+	if err := os.Mkdir(shared, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ args, want string }{
+		{"--data-root " + shared, "--data-root " + shared + " is writable by others (mode 0777): they could replace its files; chmod 700 " + shared},
+		{"--out " + shared, "--out " + shared + " is writable by others"},
+	} {
+		// Bounded: an agent that took the directory would go on to connect.
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		err := Run(ctx, "test", Local, strings.Fields(tc.args), io.Discard)
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v, want one line with %q", tc.args, err, tc.want)
+		}
+	}
+	made := filepath.Join(base, "new", "root")
+	if _, err := privateDir("--data-root", made); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{made, filepath.Dir(made)} {
+		if fi, err := os.Stat(d); err != nil || fi.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s: %v, %v; want a private directory", d, fi.Mode(), err)
 		}
 	}
 }

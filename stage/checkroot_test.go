@@ -1,0 +1,50 @@
+package stage
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestSFTPCheckRoot: a site's data root others can write, or inside a
+// directory others can write, is refused; a private one, or one not made
+// yet, is taken.
+func TestSFTPCheckRoot(t *testing.T) {
+	c := sftpClient(t)
+	for _, tc := range []struct {
+		name             string
+		mode, parentMode fs.FileMode // 0: not made / 0700
+		want             string
+	}{
+		{"private", 0o700, 0, ""},
+		{"readable", 0o755, 0, ""},
+		{"missing", 0, 0, ""},
+		{"world-writable", 0o777, 0, "is writable by others (mode 0777): they could replace staged inputs; chmod 700"},
+		{"group-writable", 0o770, 0, "(mode 0770)"},
+		{"parent writable", 0o700, 0o777, "writable by others and not sticky"},
+		{"parent sticky", 0o700, 0o777 | fs.ModeSticky, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			parent := filepath.Join(t.TempDir(), "p")
+			root := filepath.Join(parent, "root")
+			must(t, os.MkdirAll(parent, 0o700))
+			if tc.mode != 0 {
+				must(t, os.Mkdir(root, 0o700))
+				must(t, os.Chmod(root, tc.mode))
+			}
+			if tc.parentMode != 0 {
+				must(t, os.Chmod(parent, tc.parentMode))
+			}
+			err := SFTP{Client: c, Root: root}.CheckRoot(context.Background())
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatal(err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), root)):
+				t.Fatalf("%v, want an error naming %s with %q", err, root, tc.want)
+			}
+		})
+	}
+}

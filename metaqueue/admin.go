@@ -440,10 +440,10 @@ func (s *Store) actOnSelected(ctx context.Context, sel protocol.Select, states s
 					return err
 				}
 				if msg != "" {
-					reply.Errors = append(reply.Errors, msg)
+					reply.AddError(msg)
 				}
 			}
-			if len(reply.Errors) > 0 {
+			if reply.Refused() > 0 {
 				return nil
 			}
 		}
@@ -453,13 +453,13 @@ func (s *Store) actOnSelected(ctx context.Context, sel protocol.Select, states s
 				return err
 			}
 			if msg != "" {
-				reply.Errors = append(reply.Errors, msg)
+				reply.AddError(msg)
 				continue
 			}
 			if err := apply(id); err != nil {
 				return err
 			}
-			reply.IDs = append(reply.IDs, id)
+			reply.AddID(id)
 		}
 		return nil
 	})

@@ -484,13 +484,24 @@ func (c *conn) ended() bool {
 	}
 }
 
+// write sends resp. One that does not fit in a frame (or cannot be
+// encoded) is answered with an error instead, so that no reply exceeds the
+// frame and the client is never left waiting.
 func (c *conn) write(resp *protocol.Response) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	var err error
 	c.wbuf, err = protocol.AppendFrame(c.wbuf[:0], resp)
 	if err != nil {
-		return
+		c.log.Error("reply not sent", "id", resp.ID, "err", err)
+		code := protocol.CodeInternal
+		if errors.Is(err, protocol.ErrFrameTooLarge) {
+			code = protocol.CodeTooLarge
+		}
+		e := protocol.Errorf(code, "the reply could not be sent: %v; ask for less", err)
+		if c.wbuf, err = protocol.AppendFrame(c.wbuf[:0], &protocol.Response{ID: resp.ID, Err: e}); err != nil {
+			return
+		}
 	}
 	c.rwc.Write(c.wbuf)
 	if cap(c.wbuf) > 1<<20 {

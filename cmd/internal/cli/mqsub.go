@@ -516,11 +516,7 @@ func mqsubRerun(c *cli.Context, env Env) error {
 		return err
 	}
 	if !c.Bool("Q") {
-		w := bufio.NewWriter(c.App.Writer)
-		for _, id := range reply.IDs {
-			fmt.Fprintln(w, id)
-		}
-		return w.Flush()
+		return listActed(c, "rerun", reply, "%d\n")
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"log/slog"
 	"strings"
@@ -33,5 +34,26 @@ func TestReplyNeverExceedsFrame(t *testing.T) {
 	}
 	if resp, err = r.ReadResponse(); err != nil || resp.ID != 8 || resp.Err != nil {
 		t.Fatalf("next reply: %+v, %v", resp, err)
+	}
+}
+
+// TestStageRefusalTexts: each refused output chunk names what is wrong.
+func TestStageRefusalTexts(t *testing.T) {
+	t.Parallel()
+	c := &conn{s: &Server{OutputDir: t.TempDir()}, log: slog.New(slog.DiscardHandler)}
+	for _, tc := range []struct {
+		chunk protocol.OutputChunk
+		want  string
+	}{
+		{protocol.OutputChunk{Stream: "stdin"}, `stream must be stdout or stderr, not "stdin"`},
+		{protocol.OutputChunk{Stream: "stdout", Offset: -1}, "output offset -1 is negative"},
+		{protocol.OutputChunk{Stream: "stdout", Offset: -1 << 62, Data: []byte("x")}, "output offset -4611686018427387904 is negative"},
+		{protocol.OutputChunk{Stream: "stderr", Offset: protocol.MaxStaged + 64<<10, Data: []byte("x")}, "output beyond 67108864 bytes is not staged"},
+		{protocol.OutputChunk{Stream: "stderr", Offset: 1<<63 - 1, Data: []byte("x")}, "output beyond 67108864 bytes is not staged"},
+	} {
+		err := c.stage(context.Background(), tc.chunk)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("stage(%s at %d): %v, want %q", tc.chunk.Stream, tc.chunk.Offset, err, tc.want)
+		}
 	}
 }

@@ -644,7 +644,7 @@ func (c *conn) bulkOutcome(ctx context.Context, token string) (protocol.SubmitRe
 		return protocol.SubmitReply{}, err
 	}
 	if !found {
-		return protocol.SubmitReply{}, protocol.Errorf(protocol.CodeNotFound, "no bulk submission was committed with token %q: nothing was added", token)
+		return protocol.SubmitReply{}, protocol.Errorf(protocol.CodeNotFound, "no bulk submission was committed with token %q", token)
 	}
 	return protocol.SubmitReply{First: first, Count: n}, nil
 }
@@ -658,7 +658,10 @@ func (c *conn) stage(ctx context.Context, b protocol.OutputChunk) error {
 	if b.Stream != "stdout" && b.Stream != "stderr" {
 		return protocol.Errorf(protocol.CodeBadRequest, "stream must be stdout or stderr, not %q", b.Stream)
 	}
-	if b.Offset < 0 || b.Offset+int64(len(b.Data)) > protocol.MaxStaged+64<<10 {
+	if b.Offset < 0 {
+		return protocol.Errorf(protocol.CodeBadRequest, "output offset %d is negative", b.Offset)
+	}
+	if b.Offset > protocol.MaxStaged+64<<10-int64(len(b.Data)) {
 		return protocol.Errorf(protocol.CodeBadRequest, "output beyond %d bytes is not staged", protocol.MaxStaged)
 	}
 	ok, err := c.s.Store.Holds(ctx, b.Placeholder, b.ID, b.Attempt)

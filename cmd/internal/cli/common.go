@@ -130,6 +130,13 @@ func Tidy(app *cli.App) {
 	walk = func(cs []*cli.Command) {
 		for _, c := range cs {
 			c.HideHelpCommand = true
+			if c.OnUsageError == nil {
+				// Else urfave/cli prints the whole help after a bad flag
+				// value (cls serve --lease 1e308): one line is the rule.
+				c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
+					return usageError{FlagMessage(err)}
+				}
+			}
 			tidyFlags(c.Flags)
 			walk(c.Subcommands)
 		}
@@ -158,6 +165,19 @@ func FlagMessage(err error) string {
 	s := err.Error()
 	if f, ok := strings.CutPrefix(s, "flag provided but not defined: "); ok {
 		return "unknown flag " + f
+	}
+	// invalid value "V" for flag -NAME: REASON, with the dashes the help shows.
+	if rest, ok := strings.CutPrefix(s, "invalid value "); ok {
+		if v, name, ok := strings.Cut(rest, " for flag -"); ok {
+			name, reason, _ := strings.Cut(name, ": ")
+			if len(name) > 1 {
+				name = "-" + name
+			}
+			if reason == "parse error" {
+				reason = "not a valid value"
+			}
+			return fmt.Sprintf("-%s: %s: %s", name, v, reason)
+		}
 	}
 	return s
 }

@@ -125,7 +125,8 @@ func (s *Store) jobEnd(id int64) (protocol.JobEnd, error) {
 	var st string
 	var exit, started, finished sql.NullInt64
 	var reason sql.NullString
-	err := s.stmts.jobEnd.QueryRow(id).Scan(&st, &exit, &reason, &end.Attempt, &end.Site, &end.Host, &started, &finished)
+	var u usageCols
+	err := s.stmts.jobEnd.QueryRow(id).Scan(&st, &exit, &reason, &end.Attempt, &end.Site, &end.Host, &started, &finished, &u.user, &u.sys, &u.rss)
 	if errors.Is(err, sql.ErrNoRows) {
 		return end, protocol.Errorf(protocol.CodeNotFound, "job %d does not exist", id)
 	}
@@ -134,6 +135,9 @@ func (s *Store) jobEnd(id int64) (protocol.JobEnd, error) {
 	}
 	end.State, end.Reason = st, reason.String
 	end.Started, end.Finished = formatMicros(started), formatMicros(finished)
+	if a := u.accounting(started, finished); a.Measured() {
+		end.Usage = &a.Usage
+	}
 	if exit.Valid {
 		e := int(exit.Int64)
 		end.Exit = &e

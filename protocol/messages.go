@@ -462,6 +462,9 @@ type JobEnd struct {
 	Host     string `json:"host,omitempty"`
 	Started  string `json:"started,omitempty"`
 	Finished string `json:"finished,omitempty"`
+	// Usage is what that attempt used, where measured (as mqstat --acct
+	// shows it); absent when not.
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // QueueInfo is a queue's properties.

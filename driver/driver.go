@@ -923,12 +923,15 @@ func (d *Driver) WaitForOne(ctx context.Context, k Key) (Result, error) {
 // WaitForAll waits for every job issued by any producer and not yet
 // collected, and returns their results in issue order. The error, if any,
 // counts the jobs without an exit status and names the first. If ctx ends
-// first, the jobs not yet ended are deleted, as with WaitForOne.
+// first, the jobs not yet ended are deleted, as with WaitForOne; jobs an
+// earlier wait gave up on that way are not waited for again.
 func (d *Driver) WaitForAll(ctx context.Context) ([]Result, error) {
 	d.mu.Lock()
 	rs := make([]*record, 0, len(d.records))
 	for _, r := range d.records {
-		rs = append(rs, r)
+		if !r.abandoned { // given up by an earlier wait: not waited for again
+			rs = append(rs, r)
+		}
 	}
 	d.mu.Unlock()
 	slices.SortFunc(rs, func(a, b *record) int { return int(a.key - b.key) })
@@ -942,7 +945,7 @@ func (p *Producer) WaitForAll(ctx context.Context) ([]Result, error) {
 	d.mu.Lock()
 	rs := make([]*record, 0, p.live)
 	for _, k := range p.keys {
-		if r := d.records[k]; r != nil {
+		if r := d.records[k]; r != nil && !r.abandoned {
 			rs = append(rs, r)
 		}
 	}

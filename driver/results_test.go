@@ -48,6 +48,13 @@ func TestResultsAfterCancelledWaitForAll(t *testing.T) {
 			case <-time.After(time.Minute):
 				t.Fatalf("Results still running a minute after a cancelled WaitForAll (pending %d)", d.Pending())
 			}
+			// Nor does a WaitForAll wait for them again.
+			wctx, wcancel := context.WithTimeout(context.Background(), time.Minute)
+			rs, err := d.WaitForAll(wctx)
+			wcancel()
+			if err != nil || len(rs) != 0 {
+				t.Errorf("WaitForAll after: %d results, %v; want none", len(rs), err)
+			}
 			// The driver still works.
 			if code, err := d.ExecSync(context.Background(), "exit 3"); err != nil || code != 3 {
 				t.Fatalf("ExecSync after: %d, %v", code, err)

@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -82,7 +83,7 @@ func Run(ctx context.Context, app *cli.App, args []string) int {
 	Tidy(app)
 	app.ExitErrHandler = func(*cli.Context, error) {} // we map errors ourselves
 	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
-		return usageError{FlagMessage(err)}
+		return usageError{flagMessageIn(app.Flags, err)}
 	}
 	if f, ok := app.Metadata[rewriteArgs].(func([]string) []string); ok {
 		args = f(args)
@@ -133,8 +134,9 @@ func Tidy(app *cli.App) {
 			if c.OnUsageError == nil {
 				// Else urfave/cli prints the whole help after a bad flag
 				// value (cls serve --lease 1e308): one line is the rule.
+				flags := c.Flags
 				c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
-					return usageError{FlagMessage(err)}
+					return usageError{flagMessageIn(flags, err)}
 				}
 			}
 			tidyFlags(c.Flags)
@@ -158,6 +160,31 @@ func isFlagError(err error) bool {
 	s := err.Error()
 	return strings.HasPrefix(s, "invalid value") || strings.HasPrefix(s, "invalid boolean value") || strings.HasPrefix(s, "Required flag") ||
 		strings.Contains(s, "flag needs an argument") || strings.HasPrefix(s, "flag provided but not defined")
+}
+
+// flagMessageIn is FlagMessage saying what a value of the flag among flags
+// must be, where the flag package says only "parse error".
+func flagMessageIn(flags []cli.Flag, err error) string {
+	msg := FlagMessage(err)
+	head, ok := strings.CutSuffix(msg, ": not a valid value")
+	if !ok {
+		return msg
+	}
+	name, _, _ := strings.Cut(strings.TrimLeft(head, "-"), ":")
+	for _, f := range flags {
+		if !slices.Contains(f.Names(), name) {
+			continue
+		}
+		switch f.(type) {
+		case *cli.DurationFlag:
+			return head + ": not a duration (e.g. 30s, 5m, 1h30m)"
+		case *cli.IntFlag, *cli.Int64Flag, *cli.UintFlag, *cli.Uint64Flag:
+			return head + ": not a whole number in range"
+		case *cli.Float64Flag:
+			return head + ": not a number"
+		}
+	}
+	return msg
 }
 
 // FlagMessage rewords the flag package's errors.

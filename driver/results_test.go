@@ -12,7 +12,7 @@ import (
 // ends at once (nothing is pending), it does not wait for ever.
 func TestResultsAfterCancelledWaitForAll(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []string{"cls", "local"} {
+	for _, mode := range []string{"cls", "local", "producer"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			var d *Driver
@@ -21,21 +21,38 @@ func TestResultsAfterCancelledWaitForAll(t *testing.T) {
 			} else {
 				d = startLocal(t, Config{Dir: t.TempDir()})
 			}
+			p := d.Producer()
+			// A job of another producer, collected by nobody, must not keep
+			// the producer's Results loop waiting.
+			if mode == "producer" {
+				if _, err := d.Exec(context.Background(), "true"); err != nil {
+					t.Fatal(err)
+				}
+			}
 			for range 3 {
-				if _, err := d.Exec(context.Background(), "sleep 30"); err != nil {
+				if _, err := p.Exec(context.Background(), "sleep 30"); err != nil {
 					t.Fatal(err)
 				}
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-			_, err := d.WaitForAll(ctx)
+			var err error
+			if mode == "producer" {
+				_, err = p.WaitForAll(ctx)
+			} else {
+				_, err = d.WaitForAll(ctx)
+			}
 			cancel()
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("WaitForAll: %v, want the deadline", err)
 			}
 			done := make(chan int)
 			go func() {
+				results := d.Results
+				if mode == "producer" {
+					results = p.Results
+				}
 				n := 0
-				for range d.Results(context.Background()) {
+				for range results(context.Background()) {
 					n++
 				}
 				done <- n
@@ -50,7 +67,7 @@ func TestResultsAfterCancelledWaitForAll(t *testing.T) {
 			}
 			// Nor does a WaitForAll wait for them again.
 			wctx, wcancel := context.WithTimeout(context.Background(), time.Minute)
-			rs, err := d.WaitForAll(wctx)
+			rs, err := p.WaitForAll(wctx)
 			wcancel()
 			if err != nil || len(rs) != 0 {
 				t.Errorf("WaitForAll after: %d results, %v; want none", len(rs), err)

@@ -373,7 +373,11 @@ func (b *clsBackend) watch(ctx context.Context, ids []int64, ents []*entry) {
 			if ji, ok := info[je.ID]; ok {
 				b.fill(&res, ji)
 			} else if je.Started != "" {
-				b.fill(&res, protocol.JobInfo{Attempts: je.Attempt, Site: je.Site, Host: je.Host, Started: je.Started, Finished: je.Finished})
+				ji := protocol.JobInfo{Attempts: je.Attempt, Site: je.Site, Host: je.Host, Started: je.Started, Finished: je.Finished}
+				if je.Usage != nil {
+					ji.Accounting.Usage = *je.Usage
+				}
+				b.fill(&res, ji)
 			}
 			b.d.finish(e.rec, res)
 		}
@@ -430,6 +434,9 @@ func (b *clsBackend) fill(res *Result, ji protocol.JobInfo) {
 	res.Attempt, res.Site, res.Host = ji.Attempts, ji.Site, ji.Host
 	res.Started, _ = time.Parse(time.RFC3339Nano, ji.Started)
 	res.Finished, _ = time.Parse(time.RFC3339Nano, ji.Finished)
+	if u := ji.Accounting.Usage; u.Measured() {
+		res.Usage = Usage{CPU: time.Duration((u.CPUUser + u.CPUSys) * float64(time.Second)), MaxRSS: u.MaxRSS}
+	}
 }
 
 // open reads a job's output from the CLS (op output.read), a piece at a

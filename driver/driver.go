@@ -24,7 +24,9 @@
 // (or CommandContext, ExecSync, a wait) bounds the job's life as
 // exec.CommandContext's does: when it ends the job is deleted, killed if
 // running, through a CLS as here; Stop is the graceful end, waiting for
-// issued jobs.
+// issued jobs. A wait whose context ends gives up its jobs the same way:
+// nobody waits for them any more, so a Results loop after it ends as soon
+// as the other jobs are collected, and the driver goes on taking jobs.
 package driver
 
 import (
@@ -207,8 +209,8 @@ type Result struct {
 }
 
 // Usage is the resources a job's attempt used. Local mode fills it from
-// the process's rusage. Through a CLS it stays zero until the metaqueue's
-// accounting reports it (being added: see DESIGN.md, "Driver library").
+// the process's rusage; through a CLS it is what the placeholder measured
+// and mqstat --acct shows (zero where nothing was measured).
 type Usage struct {
 	CPU    time.Duration // user plus system CPU time of the job's processes
 	MaxRSS int64         // largest resident set of any of its processes, bytes
@@ -270,6 +272,7 @@ type Driver struct {
 	records  map[Key]*record
 	nextKey  Key
 	live     int // records whose job has not ended
+	dropped  int // records abandoned by a wait whose job has not ended: no Results loop waits for them
 	allEnded *sync.Cond
 	def      *Producer
 	subs     map[*subscription]bool // Results iterators running
@@ -573,7 +576,14 @@ func (d *Driver) finish(r *record, res Result) {
 		d.allEnded.Broadcast()
 	}
 	if r.abandoned {
+		d.dropped--
+		r.prod.dropped--
 		d.forget(r) // its waiter gave up on it: nobody will collect it
+		// Results loops waiting for it must look again: it may have been
+		// the last job they were waiting for.
+		for s := range d.subs {
+			s.poke()
+		}
 	} else {
 		for s := range d.subs {
 			s.push(r)
@@ -618,7 +628,11 @@ func (d *Driver) abandon(rs []*record, cause error) {
 			continue // ended: its result stays to be collected
 		default:
 		}
-		r.abandoned = true
+		if !r.abandoned {
+			r.abandoned = true
+			d.dropped++
+			r.prod.dropped++
+		}
 		open = append(open, r)
 	}
 	d.mu.Unlock()
@@ -640,9 +654,10 @@ func (r *record) cancelled() bool {
 // Producer is a part of a program that issues jobs and waits for its own
 // (the thesis's prod_id): WaitForAll on a producer waits only for its jobs.
 type Producer struct {
-	d    *Driver
-	keys []Key // issued and not yet collected (may hold collected ones until compacted)
-	live int   // records of this producer not yet collected
+	d       *Driver
+	keys    []Key // issued and not yet collected (may hold collected ones until compacted)
+	live    int   // records of this producer not yet collected
+	dropped int   // of them, abandoned and not yet ended (Driver.dropped)
 }
 
 // Producer returns a new producer handle.
@@ -908,12 +923,15 @@ func (d *Driver) WaitForOne(ctx context.Context, k Key) (Result, error) {
 // WaitForAll waits for every job issued by any producer and not yet
 // collected, and returns their results in issue order. The error, if any,
 // counts the jobs without an exit status and names the first. If ctx ends
-// first, the jobs not yet ended are deleted, as with WaitForOne.
+// first, the jobs not yet ended are deleted, as with WaitForOne; jobs an
+// earlier wait gave up on that way are not waited for again.
 func (d *Driver) WaitForAll(ctx context.Context) ([]Result, error) {
 	d.mu.Lock()
 	rs := make([]*record, 0, len(d.records))
 	for _, r := range d.records {
-		rs = append(rs, r)
+		if !r.abandoned { // given up by an earlier wait: not waited for again
+			rs = append(rs, r)
+		}
 	}
 	d.mu.Unlock()
 	slices.SortFunc(rs, func(a, b *record) int { return int(a.key - b.key) })
@@ -927,7 +945,7 @@ func (p *Producer) WaitForAll(ctx context.Context) ([]Result, error) {
 	d.mu.Lock()
 	rs := make([]*record, 0, p.live)
 	for _, k := range p.keys {
-		if r := d.records[k]; r != nil {
+		if r := d.records[k]; r != nil && !r.abandoned {
 			rs = append(rs, r)
 		}
 	}

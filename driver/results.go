@@ -24,6 +24,11 @@ func (s *subscription) push(r *record) {
 	s.mu.Lock()
 	s.q = append(s.q, r)
 	s.mu.Unlock()
+	s.poke()
+}
+
+// poke wakes the iterator to look at what is left.
+func (s *subscription) poke() {
 	select {
 	case s.wake <- struct{}{}:
 	default:
@@ -46,7 +51,8 @@ func (s *subscription) pop() *record {
 // producer) and not yet collected, in the order the jobs end: a future for
 // each job, consumed as they complete. Each result is collected as it is
 // yielded; the error beside it is its Err. Jobs issued while the loop runs
-// are included. The loop ends when no uncollected job remains (so a
+// are included; jobs a wait gave up on (its context ended) are not, and
+// are not waited for. The loop ends when no uncollected job remains (so a
 // program that issues from another goroutine while it reads counts the
 // results it expects rather than waiting for the end), or, if ctx
 // ends, with one (Result{Exit: -1}, ctx.Err()) after deleting the jobs it
@@ -102,15 +108,17 @@ func (d *Driver) results(ctx context.Context, p *Producer) iter.Seq2[Result, err
 				continue
 			}
 			d.mu.Lock()
-			left := len(d.records)
+			// Jobs a wait gave up on are being deleted and their results
+			// dropped: nothing to wait for.
+			left := len(d.records) - d.dropped
 			if p != nil {
-				left = p.live
+				left = p.live - p.dropped
 			}
 			if left > 0 && d.state == 1 {
 				// When all that is left waits in incomplete group bundles,
 				// send them: nothing else would end first. (Sooner would
 				// cut the bundles of a program issuing while it reads.)
-				held, mine := 0, func(e *entry) bool { return p == nil || e.rec.prod == p }
+				held, mine := 0, func(e *entry) bool { return (p == nil || e.rec.prod == p) && !e.rec.abandoned }
 				for _, g := range d.groups {
 					for _, e := range g.pending {
 						if mine(e) {

@@ -125,7 +125,8 @@ func (s *Store) jobEnd(id int64) (protocol.JobEnd, error) {
 	var st string
 	var exit, started, finished sql.NullInt64
 	var reason sql.NullString
-	err := s.stmts.jobEnd.QueryRow(id).Scan(&st, &exit, &reason, &end.Attempt, &end.Site, &end.Host, &started, &finished)
+	var u usageCols
+	err := s.stmts.jobEnd.QueryRow(id).Scan(&st, &exit, &reason, &end.Attempt, &end.Site, &end.Host, &started, &finished, &u.user, &u.sys, &u.rss)
 	if errors.Is(err, sql.ErrNoRows) {
 		return end, protocol.Errorf(protocol.CodeNotFound, "job %d does not exist", id)
 	}
@@ -134,6 +135,9 @@ func (s *Store) jobEnd(id int64) (protocol.JobEnd, error) {
 	}
 	end.State, end.Reason = st, reason.String
 	end.Started, end.Finished = formatMicros(started), formatMicros(finished)
+	if a := u.accounting(started, finished); a.Measured() {
+		end.Usage = &a.Usage
+	}
 	if exit.Valid {
 		e := int(exit.Int64)
 		end.Exit = &e
@@ -442,10 +446,10 @@ func (s *Store) actOnSelected(ctx context.Context, sel protocol.Select, states s
 					return err
 				}
 				if msg != "" {
-					reply.Errors = append(reply.Errors, msg)
+					reply.AddError(msg)
 				}
 			}
-			if len(reply.Errors) > 0 {
+			if reply.Refused() > 0 {
 				return nil
 			}
 		}
@@ -455,13 +459,13 @@ func (s *Store) actOnSelected(ctx context.Context, sel protocol.Select, states s
 				return err
 			}
 			if msg != "" {
-				reply.Errors = append(reply.Errors, msg)
+				reply.AddError(msg)
 				continue
 			}
 			if err := apply(id); err != nil {
 				return err
 			}
-			reply.IDs = append(reply.IDs, id)
+			reply.AddID(id)
 		}
 		return nil
 	}

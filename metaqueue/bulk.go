@@ -2,6 +2,7 @@ package metaqueue
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -24,6 +25,7 @@ type Bulk struct {
 	f     *os.File
 	w     *bufio.Writer
 	n     int
+	size  int64 // bytes spooled
 	edges edgeSet
 	buf   []byte
 	// A job array (Array): its --array text and cap.
@@ -31,6 +33,13 @@ type Bulk struct {
 	arraySpec  string
 	arrayLimit int
 }
+
+// Defaults of Options.MaxBulkJobs and MaxBulkBytes: the largest job array
+// (mqsub --array) and room for it with long commands.
+const (
+	DefaultMaxBulkJobs  = 10_000_000
+	DefaultMaxBulkBytes = 4 << 30
+)
 
 // bigCommit is the size of a bulk commit after which the heap is given
 // back to the OS at once.
@@ -55,6 +64,11 @@ func (b *Bulk) Len() int { return b.n }
 
 // Add validates and spools jobs; line is the input line of specs[0].
 func (b *Bulk) Add(line int, specs []protocol.JobSpec) error {
+	maxJobs := cmp.Or(b.s.opt.MaxBulkJobs, DefaultMaxBulkJobs)
+	if len(specs) > maxJobs-b.n {
+		return protocol.Errorf(protocol.CodeTooLarge, "line %d: a bulk submission holds at most %d jobs", line+max(0, maxJobs-b.n), maxJobs)
+	}
+	maxBytes := cmp.Or(b.s.opt.MaxBulkBytes, DefaultMaxBulkBytes)
 	for i := range specs {
 		js := &specs[i]
 		if err := protocol.ValidateSpec(js); err != nil {
@@ -62,6 +76,9 @@ func (b *Bulk) Add(line int, specs []protocol.JobSpec) error {
 		}
 		b.edges.add(js)
 		b.buf = appendSpec(b.buf[:0], js)
+		if b.size += int64(len(b.buf)); b.size > maxBytes {
+			return protocol.Errorf(protocol.CodeTooLarge, "line %d: a bulk submission spools at most %d bytes on the CLS", line+i, maxBytes)
+		}
 		if _, err := b.w.Write(b.buf); err != nil {
 			return fmt.Errorf("bulk submit: spool: %w", err)
 		}

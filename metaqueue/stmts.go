@@ -77,7 +77,7 @@ func (st *stmts) prepare(ctx context.Context, c *sql.Conn) error {
 		{&st.jobRow, "SELECT state, queue_id, target_id, est, attempts, attempt_base FROM jobs WHERE id = ?"},
 		{&st.jobPrereqs, "SELECT target_id FROM job_prereqs WHERE job_id = ?"},
 		{&st.jobEnd, `SELECT j.state, j.exit, j.reason, coalesce(j.row_attempt, j.attempts), coalesce(p.site, ''), coalesce(p.host, ''),
-			j.started, j.finished FROM jobs j LEFT JOIN placeholders p ON p.id = j.placeholder_id WHERE j.id = ?`},
+			j.started, j.finished, j.cpu_user, j.cpu_sys, j.max_rss FROM jobs j LEFT JOIN placeholders p ON p.id = j.placeholder_id WHERE j.id = ?`},
 		{&st.insEnv, "INSERT INTO job_env (job_id, env) VALUES (?, ?)"},
 		{&st.insFile, "INSERT INTO job_files (job_id, kind, seq, path, size, rel) VALUES (?, ?, ?, ?, ?, ?)"},
 		// A user's file on the CLS host; a changed one forgets its checksum.

@@ -45,6 +45,12 @@ type Options struct {
 	Logger    *slog.Logger
 	// SpoolDir holds bulk submissions while they upload. Default: beside Path.
 	SpoolDir string
+	// MaxBulkJobs and MaxBulkBytes bound one bulk submission's spool (jobs,
+	// and bytes in SpoolDir); a chunk past either is refused and the bulk
+	// dropped, so no client can grow the spool without bound. Defaults
+	// DefaultMaxBulkJobs and DefaultMaxBulkBytes.
+	MaxBulkJobs  int
+	MaxBulkBytes int64
 	// OutputDir is where remote placeholders' output is copied on this host
 	// (see server.Server.OutputDir); job details name the copies.
 	OutputDir string

@@ -129,6 +129,9 @@ func AppendRequest(dst []byte, id uint64, op string, body []byte) ([]byte, error
 	if err != nil {
 		return dst, err
 	}
+	if n := len(`{"id":,"op":,"body":}`) + 20 + len(qop) + len(body); n > MaxFrame {
+		return dst, fmt.Errorf("%w (%s request of %d bytes)", ErrFrameTooLarge, op, n)
+	}
 	dst = append(dst, `{"id":`...)
 	dst = strconv.AppendUint(dst, id, 10)
 	dst = append(dst, `,"op":`...)
@@ -140,11 +143,16 @@ func AppendRequest(dst []byte, id uint64, op string, body []byte) ([]byte, error
 	return append(dst, '}', '\n'), nil
 }
 
-// AppendFrame appends v as one JSON line to dst.
+// AppendFrame appends v as one JSON line to dst. A line longer than
+// MaxFrame is refused (ErrFrameTooLarge, dst unchanged): the peer would
+// drop the connection on it.
 func AppendFrame(dst []byte, v any) ([]byte, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return dst, err
+	}
+	if len(b) > MaxFrame {
+		return dst, fmt.Errorf("%w (%d bytes)", ErrFrameTooLarge, len(b))
 	}
 	dst = append(dst, b...)
 	return append(dst, '\n'), nil

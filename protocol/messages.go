@@ -391,10 +391,45 @@ type Select struct {
 }
 
 // ActionReply lists what a delete or rerun did, and one error line per job
-// it could not act on.
+// it could not act on. Both lists are bounded so that the reply fits in a
+// frame however many jobs were named: IDs holds the first MaxActionIDs
+// jobs acted on and Count all of them; Errors the first MaxActionErrors
+// refusals and ErrorCount all of them. A Count or ErrorCount of 0 means
+// the list is whole (as older servers sent it).
 type ActionReply struct {
-	IDs    []int64  `json:"ids"`
-	Errors []string `json:"errors,omitempty"`
+	IDs        []int64  `json:"ids"`
+	Count      int      `json:"count,omitempty"`
+	Errors     []string `json:"errors,omitempty"`
+	ErrorCount int      `json:"error_count,omitempty"`
+}
+
+// Bounds of an ActionReply's lists: 100,000 ids of up to 19 digits and
+// 1,000 error lines stay well under MaxFrame.
+const (
+	MaxActionIDs    = 100_000
+	MaxActionErrors = 1_000
+)
+
+// Acted is how many jobs the reply says were acted on.
+func (r ActionReply) Acted() int { return max(r.Count, len(r.IDs)) }
+
+// Refused is how many jobs the reply says were refused.
+func (r ActionReply) Refused() int { return max(r.ErrorCount, len(r.Errors)) }
+
+// AddID records a job acted on, keeping IDs within MaxActionIDs.
+func (r *ActionReply) AddID(id int64) {
+	r.Count = r.Acted() + 1
+	if len(r.IDs) < MaxActionIDs {
+		r.IDs = append(r.IDs, id)
+	}
+}
+
+// AddError records a refusal, keeping Errors within MaxActionErrors.
+func (r *ActionReply) AddError(msg string) {
+	r.ErrorCount = r.Refused() + 1
+	if len(r.Errors) < MaxActionErrors {
+		r.Errors = append(r.Errors, msg)
+	}
 }
 
 // Wait blocks until every listed job has ended (Done, Failed, Deleted) or is
@@ -427,6 +462,9 @@ type JobEnd struct {
 	Host     string `json:"host,omitempty"`
 	Started  string `json:"started,omitempty"`
 	Finished string `json:"finished,omitempty"`
+	// Usage is what that attempt used, where measured (as mqstat --acct
+	// shows it); absent when not.
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // QueueInfo is a queue's properties.

@@ -487,13 +487,24 @@ func (c *conn) ended() bool {
 	}
 }
 
+// write sends resp. One that does not fit in a frame (or cannot be
+// encoded) is answered with an error instead, so that no reply exceeds the
+// frame and the client is never left waiting.
 func (c *conn) write(resp *protocol.Response) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	var err error
 	c.wbuf, err = protocol.AppendFrame(c.wbuf[:0], resp)
 	if err != nil {
-		return
+		c.log.Error("reply not sent", "id", resp.ID, "err", err)
+		code := protocol.CodeInternal
+		if errors.Is(err, protocol.ErrFrameTooLarge) {
+			code = protocol.CodeTooLarge
+		}
+		e := protocol.Errorf(code, "the reply could not be sent: %v; ask for less", err)
+		if c.wbuf, err = protocol.AppendFrame(c.wbuf[:0], &protocol.Response{ID: resp.ID, Err: e}); err != nil {
+			return
+		}
 	}
 	c.rwc.Write(c.wbuf)
 	if cap(c.wbuf) > 1<<20 {
@@ -636,7 +647,7 @@ func (c *conn) bulkOutcome(ctx context.Context, token string) (protocol.SubmitRe
 		return protocol.SubmitReply{}, err
 	}
 	if !found {
-		return protocol.SubmitReply{}, protocol.Errorf(protocol.CodeNotFound, "no bulk submission was committed with token %q: nothing was added", token)
+		return protocol.SubmitReply{}, protocol.Errorf(protocol.CodeNotFound, "no bulk submission was committed with token %q", token)
 	}
 	return protocol.SubmitReply{First: first, Count: n}, nil
 }
@@ -650,7 +661,10 @@ func (c *conn) stage(ctx context.Context, b protocol.OutputChunk) error {
 	if b.Stream != "stdout" && b.Stream != "stderr" {
 		return protocol.Errorf(protocol.CodeBadRequest, "stream must be stdout or stderr, not %q", b.Stream)
 	}
-	if b.Offset < 0 || b.Offset+int64(len(b.Data)) > protocol.MaxStaged+64<<10 {
+	if b.Offset < 0 {
+		return protocol.Errorf(protocol.CodeBadRequest, "output offset %d is negative", b.Offset)
+	}
+	if b.Offset > protocol.MaxStaged+64<<10-int64(len(b.Data)) {
 		return protocol.Errorf(protocol.CodeBadRequest, "output beyond %d bytes is not staged", protocol.MaxStaged)
 	}
 	ok, err := c.s.Store.Holds(ctx, b.Placeholder, b.ID, b.Attempt)

@@ -19,7 +19,13 @@ type arraySpec struct {
 	limit             int
 }
 
+// len is the number of members. parseArray keeps it within maxArray;
+// last-first cannot overflow as 0 <= first <= last.
 func (a arraySpec) len() int64 { return (a.last-a.first)/a.step + 1 }
+
+// index is the k-th member's index (0 <= k < len): computed from k, not by
+// stepping past last, which overflows near math.MaxInt64.
+func (a arraySpec) index(k int64) int64 { return a.first + k*a.step }
 
 // parseArray parses FIRST-LAST[:STEP][%LIMIT] (or a single index N);
 // LIMIT, as in Slurm, caps the members executing at once.
@@ -47,8 +53,10 @@ func parseArray(s string) (arraySpec, error) {
 	if err1 != nil || err2 != nil || err3 != nil || a.first < 0 || a.last < a.first || a.step <= 0 {
 		return a, Usagef("--array %q is not FIRST-LAST[:STEP] (0 <= FIRST <= LAST, STEP >= 1)", s)
 	}
-	if a.len() > maxArray {
-		return a, Usagef("--array %s has %d members; the limit is %d", s, a.len(), maxArray)
+	// Compare before adding 1: FIRST-LAST spanning all of int64 would
+	// overflow len() to a negative count and slip past the limit.
+	if span := (a.last - a.first) / a.step; span >= maxArray {
+		return a, Usagef("--array %s has %d members; the limit is %d", s, uint64(span)+1, maxArray)
 	}
 	return a, nil
 }
@@ -88,9 +96,9 @@ func mqsubArray(c *cli.Context, env Env, js protocol.JobSpec) error {
 			jobs = nil
 			return nil
 		}
-		for i := a.first; i <= a.last; i += a.step {
+		for k := range a.len() {
 			m := js
-			idx := strconv.FormatInt(i, 10)
+			idx := strconv.FormatInt(a.index(k), 10)
 			m.Command = strings.ReplaceAll(js.Command, "{}", idx)
 			m.Env = maps.Clone(js.Env)
 			if m.Env == nil {

@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -82,7 +83,7 @@ func Run(ctx context.Context, app *cli.App, args []string) int {
 	Tidy(app)
 	app.ExitErrHandler = func(*cli.Context, error) {} // we map errors ourselves
 	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
-		return usageError{FlagMessage(err)}
+		return usageError{flagMessageIn(app.Flags, err)}
 	}
 	if f, ok := app.Metadata[rewriteArgs].(func([]string) []string); ok {
 		args = f(args)
@@ -130,6 +131,14 @@ func Tidy(app *cli.App) {
 	walk = func(cs []*cli.Command) {
 		for _, c := range cs {
 			c.HideHelpCommand = true
+			if c.OnUsageError == nil {
+				// Else urfave/cli prints the whole help after a bad flag
+				// value (cls serve --lease 1e308): one line is the rule.
+				flags := c.Flags
+				c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
+					return usageError{flagMessageIn(flags, err)}
+				}
+			}
 			tidyFlags(c.Flags)
 			walk(c.Subcommands)
 		}
@@ -153,11 +162,49 @@ func isFlagError(err error) bool {
 		strings.Contains(s, "flag needs an argument") || strings.HasPrefix(s, "flag provided but not defined")
 }
 
+// flagMessageIn is FlagMessage saying what a value of the flag among flags
+// must be, where the flag package says only "parse error".
+func flagMessageIn(flags []cli.Flag, err error) string {
+	msg := FlagMessage(err)
+	head, ok := strings.CutSuffix(msg, ": not a valid value")
+	if !ok {
+		return msg
+	}
+	name, _, _ := strings.Cut(strings.TrimLeft(head, "-"), ":")
+	for _, f := range flags {
+		if !slices.Contains(f.Names(), name) {
+			continue
+		}
+		switch f.(type) {
+		case *cli.DurationFlag:
+			return head + ": not a duration (e.g. 30s, 5m, 1h30m)"
+		case *cli.IntFlag, *cli.Int64Flag, *cli.UintFlag, *cli.Uint64Flag:
+			return head + ": not a whole number in range"
+		case *cli.Float64Flag:
+			return head + ": not a number"
+		}
+	}
+	return msg
+}
+
 // FlagMessage rewords the flag package's errors.
 func FlagMessage(err error) string {
 	s := err.Error()
 	if f, ok := strings.CutPrefix(s, "flag provided but not defined: "); ok {
 		return "unknown flag " + f
+	}
+	// invalid value "V" for flag -NAME: REASON, with the dashes the help shows.
+	if rest, ok := strings.CutPrefix(s, "invalid value "); ok {
+		if v, name, ok := strings.Cut(rest, " for flag -"); ok {
+			name, reason, _ := strings.Cut(name, ": ")
+			if len(name) > 1 {
+				name = "-" + name
+			}
+			if reason == "parse error" {
+				reason = "not a valid value"
+			}
+			return fmt.Sprintf("-%s: %s: %s", name, v, reason)
+		}
 	}
 	return s
 }

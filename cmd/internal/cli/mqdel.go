@@ -44,11 +44,7 @@ Prints a line per deleted job unless -Q.`
 			return err
 		}
 		if !c.Bool("Q") {
-			w := bufio.NewWriter(c.App.Writer)
-			for _, id := range reply.IDs {
-				fmt.Fprintf(w, "deleted job %d\n", id)
-			}
-			return w.Flush()
+			return listActed(c, "deleted", reply, "deleted job %d\n")
 		}
 		return nil
 	}
@@ -111,6 +107,23 @@ func selection(c *cli.Context, allowed string) (protocol.Select, error) {
 	return sel, nil
 }
 
+// listActed prints each job id in reply with format; a reply that names
+// only the first jobs of many (protocol.MaxActionIDs) is followed by a
+// note on stderr of how many more there were.
+func listActed(c *cli.Context, verb string, reply protocol.ActionReply, format string) error {
+	w := bufio.NewWriter(c.App.Writer)
+	for _, id := range reply.IDs {
+		fmt.Fprintf(w, format, id)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if more := reply.Acted() - len(reply.IDs); more > 0 {
+		fmt.Fprintf(c.App.ErrWriter, "%s: %s %d more jobs, not listed (%d in all)\n", c.App.Name, verb, more, reply.Acted())
+	}
+	return nil
+}
+
 // atomicErrors turns an atomic action's refusals into one error naming
 // every culprit (at most 20 of them, and how many more).
 func atomicErrors(verb string, reply protocol.ActionReply) error {
@@ -118,10 +131,10 @@ func atomicErrors(verb string, reply protocol.ActionReply) error {
 		return nil
 	}
 	errs := reply.Errors
-	more := 0
 	if len(errs) > 20 {
-		errs, more = errs[:20], len(errs)-20
+		errs = errs[:20]
 	}
+	more := reply.Refused() - len(errs)
 	msg := "nothing " + verb + ": " + strings.Join(errs, "; ")
 	if more > 0 {
 		msg += fmt.Sprintf("; and %d more", more)

@@ -356,7 +356,9 @@ func submitBulk(c *cli.Context, env Env, cl *client.Client, what string, upload 
 		}
 		return nil
 	}
+	sent := false
 	add := func(req protocol.BulkAdd) error {
+		sent = true
 		k, err := client.Go(cl, protocol.OpBulkAdd, req)
 		if err != nil {
 			return err
@@ -367,6 +369,10 @@ func submitBulk(c *cli.Context, env Env, cl *client.Client, what string, upload 
 	err := upload(add)
 	if err == nil {
 		err = wait(0)
+	}
+	if err == nil && !sent {
+		// Committing nothing with a token would ask what became of it.
+		return fmt.Errorf("%s: no jobs to submit", what)
 	}
 	if err != nil {
 		client.Do(context.WithoutCancel(c.Context), cl, protocol.OpBulkAbort, protocol.Empty{})
@@ -516,11 +522,7 @@ func mqsubRerun(c *cli.Context, env Env) error {
 		return err
 	}
 	if !c.Bool("Q") {
-		w := bufio.NewWriter(c.App.Writer)
-		for _, id := range reply.IDs {
-			fmt.Fprintln(w, id)
-		}
-		return w.Flush()
+		return listActed(c, "rerun", reply, "%d\n")
 	}
 	return nil
 }

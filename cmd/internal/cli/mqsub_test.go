@@ -333,3 +333,28 @@ func TestMqsubEnvFlags(t *testing.T) {
 		t.Errorf("--env noequals: exit %d, %q", code, e.String())
 	}
 }
+
+// TestMqsubFileErrorTexts: the exact one-line errors of mqsub -f on files
+// with no jobs ("nothing was added" once, never twice).
+func TestMqsubFileErrorTexts(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	for _, tc := range []struct {
+		name, content, want string
+	}{
+		{"empty", "", "mqsub: %s: no jobs to submit\n"},
+		{"blank lines", "\n\n", "mqsub: %s: no jobs to submit; nothing was added\n"},
+		{"comments", "# nothing yet\n", "mqsub: %s: no jobs to submit; nothing was added\n"},
+		{"bad line", "{\"target\": \"t\"}\n", "mqsub: %s: line 1: missing command; nothing was added\n"},
+	} {
+		path := filepath.Join(t.TempDir(), "jobs")
+		if err := os.WriteFile(path, []byte(tc.content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var stdout, stderr bytes.Buffer
+		code := Run(context.Background(), Mqsub(tb.env(&stdout, &stderr)), []string{"mqsub", "-f", path})
+		if want := fmt.Sprintf(tc.want, path); code != ExitFailed || stderr.String() != want || stdout.Len() > 0 {
+			t.Errorf("%s: exit %d, stderr %q, stdout %q; want exit %d, %q", tc.name, code, stderr.String(), stdout.String(), ExitFailed, want)
+		}
+	}
+}

@@ -57,6 +57,9 @@ func TestDurationAndSizeFlagRanges(t *testing.T) {
 		{[]string{"cls", "serve", "--site-net", "a=1e10,10M"}, "latency"},
 		{[]string{"cls", "serve", "--site-net", "a=1,1e30"}, "bandwidth"},
 		{[]string{"cls", "serve", "--lp-min-util", "1"}, "--lp-min-util must be at least 0 and below 1, not 1"},
+		// A value the flag package cannot parse: one line, not the help.
+		{[]string{"cls", "serve", "--lease", "1e308"}, `cls: --lease: "1e308": not a duration (e.g. 30s, 5m, 1h30m) (see cls --help)`},
+		{[]string{"cls", "serve", "--local", "1e3"}, `cls: --local: "1e3": not a whole number in range (see cls --help)`},
 		{[]string{"cls", "serve", "--lp-min-util", "NaN"}, "--lp-min-util must be at least 0 and below 1"},
 		{[]string{"cls", "agent", "--walltime", "-1s"}, "--walltime must be 0.."},
 		{[]string{"cls", "agent", "--idle", "-1s"}, "--idle must be 0.."},

@@ -20,7 +20,11 @@ import (
 
 // planCommand is `mqsim plan`: the planners of seed 003 against late
 // binding on WfFormat traces, in the planners' schedule model.
-func planCommand() *cli.Command {
+func planCommand() *cli.Command { return planCommandWith(plan.Planners) }
+
+// planCommandWith is planCommand comparing the given planners (tests
+// inject one that fails).
+func planCommandWith(planners func() []plan.Info) *cli.Command {
 	return &cli.Command{
 		Name:      "plan",
 		Usage:     "compare planners (HEFT, MinMin, AEH-ETAA, LP) with late binding on WfFormat traces",
@@ -31,6 +35,9 @@ linked by --bandwidth and --latency, and prints each way's predicted
 makespan and bytes moved between sites: late binding taking the job ready
 longest (late-fcfs) or the one with most input bytes at the asking site
 (late-local), MinMin, HEFT, AEH-ETAA and LP (seed 001). The model is the planners' (docs/planning.md).
+A planner that fails does not stop the comparison: its column shows
+HEFT's plan (else MinMin's, else the list search's), marked * and explained
+under the table ("fallback" in --json).
 
 --gen SHAPE:TASKS,... adds generated Pegasus-shaped workflows (montage,
 cybershake, epigenomics, inspiral; runtimes and file sizes per task type
@@ -88,13 +95,14 @@ and --slots.`,
 			if c.String("platform") == "ec2" {
 				sites = []int{4}
 			}
+			var notes []string // under the table: planners that failed
 			for _, src := range append(c.Args().Slice(), gens...) {
 				w, name, err := loadWorkflow(src, c.Uint64("seed"))
 				if err != nil {
 					return err
 				}
 				for _, n := range sites {
-					row, err := comparePlans(c, w, n)
+					row, err := comparePlans(c, w, n, planners())
 					if err != nil {
 						return fmt.Errorf("%s: %w", name, err)
 					}
@@ -104,20 +112,43 @@ and --slots.`,
 						fmt.Fprintf(out, "%s\n", b)
 						continue
 					}
+					// cell is a planner's figure, * if another planner's
+					// stands in for it, - if none could.
+					cell := func(k, format string, v float64) string {
+						if _, ok := row.Makespan[k]; !ok {
+							return "-"
+						}
+						s := fmt.Sprintf(format, v)
+						if row.Fallback[k] != "" {
+							s += "*"
+						}
+						return s
+					}
 					fmt.Fprintf(tw, "%s\t%d\t%d\t", row.Trace, row.Tasks, row.Sites)
 					for _, k := range planWays {
-						fmt.Fprintf(tw, "%.0f\t", row.Makespan[k])
+						fmt.Fprintf(tw, "%s\t", cell(k, "%.0f", row.Makespan[k]))
 					}
 					for _, k := range planWays {
-						fmt.Fprintf(tw, "%.2f\t", float64(row.Moved[k])/1e9)
+						fmt.Fprintf(tw, "%s\t", cell(k, "%.2f", float64(row.Moved[k])/1e9))
 					}
 					for _, k := range planWays[2:] {
 						fmt.Fprintf(tw, "%.2f\t", row.PlanningS[k])
 					}
 					fmt.Fprintf(tw, "%d (%s)\t\n", row.AEH.Iterations, row.AEH.Stopped)
+					for _, k := range planWays {
+						if row.Fallback[k] != "" {
+							notes = append(notes, fmt.Sprintf("* %s, %d sites: %s", row.Trace, row.Sites, row.Fallback[k]))
+						}
+					}
 				}
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if len(notes) > 0 {
+				fmt.Fprintf(out, "\n%s\n", strings.Join(notes, "\n"))
+			}
+			return nil
 		},
 	}
 }
@@ -133,7 +164,17 @@ type planRow struct {
 	// PlanningS is each planner's time to plan; AEH how its search went.
 	PlanningS map[string]float64 `json:"planning_s"`
 	AEH       plan.AEHStats      `json:"aeh"`
+	// Fallback says, for a planner that failed, why and whose plan its
+	// Makespan and Moved are ("lp failed: ...; list's plan shown"); a
+	// planner with no entry in Makespan had no stand-in.
+	Fallback map[string]string `json:"fallback,omitempty"`
 }
+
+// fallbacks are the planners whose plan stands in for one that failed, in
+// order: a failing planner must not abort the comparison. HEFT first: it
+// always plans, fast, for sites alike or not (the list search pools the
+// sites' slots as one, which unlike sites such as ec2's are not).
+var fallbacks = []string{"heft", "minmin", "list"}
 
 func readTrace(path string) (*wfformat.Workflow, error) {
 	f, err := os.Open(path)
@@ -158,7 +199,7 @@ func loadWorkflow(src string, seed uint64) (*wfformat.Workflow, string, error) {
 	return w, strings.TrimSuffix(filepath.Base(src), ".json"), err
 }
 
-func comparePlans(c *cli.Context, w *wfformat.Workflow, sites int) (planRow, error) {
+func comparePlans(c *cli.Context, w *wfformat.Workflow, sites int, planners []plan.Info) (planRow, error) {
 	pl := plan.GenPlatform(sites, c.Int("slots"), c.Float64("bandwidth"), c.Float64("latency"), c.Uint64("seed"))
 	if c.String("platform") == "ec2" {
 		pl = plan.EC2Platform(c.Float64("bandwidth"), c.Float64("latency"))
@@ -176,18 +217,46 @@ func comparePlans(c *cli.Context, w *wfformat.Workflow, sites int) (planRow, err
 		}
 		row.Makespan[k], row.Moved[k] = ms, mv
 	}
-	for _, info := range plan.Planners() {
+	failed := map[string]error{}
+	for _, info := range planners {
 		pl := info.New(c.Duration("time-limit"))
 		if info.Name == "aeh-etaa" {
 			pl = plan.AEHETAA{TimeLimit: c.Duration("time-limit"), Stats: &row.AEH}
 		}
 		start := time.Now()
 		pp, err := pl.Plan(c.Context, p)
-		if err != nil {
-			return row, fmt.Errorf("%s: %w", info.Name, err)
-		}
 		row.PlanningS[info.Name] = time.Since(start).Seconds()
+		if err != nil {
+			if c.Context.Err() != nil {
+				return row, err // interrupted: no table to finish
+			}
+			failed[info.Name] = err
+			continue
+		}
 		row.Makespan[info.Name], row.Moved[info.Name] = pp.Makespan, pp.Moved
 	}
+	for name, err := range failed {
+		if row.Fallback == nil {
+			row.Fallback = map[string]string{}
+		}
+		why := fmt.Sprintf("%s failed: %s", name, oneLine(err.Error()))
+		row.Fallback[name] = why + "; no planner could stand in"
+		for _, f := range fallbacks {
+			if ms, ok := row.Makespan[f]; ok && failed[f] == nil {
+				row.Makespan[name], row.Moved[name] = ms, row.Moved[f]
+				row.Fallback[name] = fmt.Sprintf("%s; %s's plan shown", why, f)
+				break
+			}
+		}
+	}
 	return row, nil
+}
+
+// oneLine keeps an error to one line of at most 200 bytes for the notes.
+func oneLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return s
 }

@@ -1,11 +1,21 @@
 package simcmd
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
+	"github.com/mq-hpc/mq/plan"
+	"github.com/mq-hpc/mq/policy"
 )
 
 const tinyTrace = `{"name":"w","schemaVersion":"1.5","workflow":{
@@ -64,5 +74,56 @@ func TestMqsimPlan(t *testing.T) {
 	}
 	if code, _, errOut := runMqsim(t, "plan", filepath.Join(t.TempDir(), "missing.json")); code != 1 || errOut == "" {
 		t.Errorf("a missing trace: exit %d, %q", code, errOut)
+	}
+}
+
+// failing is a planner that always fails, as LP did on cybershake_100.
+type failing struct{}
+
+func (failing) Plan(context.Context, policy.Problem) (policy.Plan, error) {
+	return policy.Plan{}, errors.New("simplex: bland: all replacements are negative or cause ill-conditioned")
+}
+
+// TestMqsimPlanFallback: a planner that fails does not abort the
+// comparison; its column shows HEFT's plan, marked and
+// explained under the table (and in --json).
+func TestMqsimPlanFallback(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tiny.json")
+	if err := os.WriteFile(path, []byte(tinyTrace), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var ps []plan.Info
+	for _, p := range plan.Planners() {
+		if p.Name == "lp" {
+			p.New = func(time.Duration) policy.Planner { return failing{} }
+		}
+		ps = append(ps, p)
+	}
+	run := func(args ...string) (int, string, string) {
+		var out, errOut bytes.Buffer
+		env := mqcli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Getwd: os.Getwd}
+		app := mqcli.NewApp("mqsim", "test", env)
+		app.Commands = []*cli.Command{planCommandWith(func() []plan.Info { return ps })}
+		code := mqcli.Main(context.Background(), app, append([]string{"mqsim", "plan"}, args...))
+		return code, out.String(), errOut.String()
+	}
+	code, out, errOut := run("--sites", "2", path)
+	want := "* tiny, 2 sites: lp failed: simplex: bland: all replacements are negative or cause ill-conditioned; heft's plan shown"
+	if code != 0 || !strings.Contains(out, want) || !strings.Contains(out, "tiny") {
+		t.Fatalf("exit %d, stderr %q; stdout lacks %q:\n%s", code, errOut, want, out)
+	}
+	code, out, errOut = run("--sites", "2", "--json", path)
+	var row planRow
+	if code != 0 || json.Unmarshal([]byte(out), &row) != nil {
+		t.Fatalf("--json: exit %d, %s\n%s", code, errOut, out)
+	}
+	if row.Makespan["lp"] != row.Makespan["heft"] || row.Moved["lp"] != row.Moved["heft"] || !strings.HasSuffix(row.Fallback["lp"], "heft's plan shown") {
+		t.Errorf("--json: lp %v (heft %v), fallback %q", row.Makespan["lp"], row.Makespan["heft"], row.Fallback["lp"])
+	}
+	// Nothing to stand in: the column says so, the rest is there.
+	ps = []plan.Info{{Name: "lp", New: func(time.Duration) policy.Planner { return failing{} }}}
+	code, out, errOut = run("--sites", "2", path)
+	if code != 0 || !strings.Contains(out, "lp failed: simplex") || !strings.Contains(out, "no planner could stand in") {
+		t.Fatalf("no stand-in: exit %d, %s\n%s", code, errOut, out)
 	}
 }

@@ -24,19 +24,19 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// dashboardAddr waits for `cls serve --http` to say where it listens.
-func (h *harness) dashboardAddr() string {
+// dashboardAddr waits for `cls serve --http` to say where it listens,
+// with the token every request needs.
+func (h *harness) dashboardAddr() (addr, token string) {
 	h.t.Helper()
-	re := regexp.MustCompile(`dashboard on http://([^/\s]+)/`)
-	var addr string
+	re := regexp.MustCompile(`dashboard on http://([^/\s]+)/\?token=([0-9a-f]+)\n`)
 	waitFor(h.t, 20*time.Second, func() error {
 		if m := re.FindStringSubmatch(h.cls.stderr.String()); m != nil {
-			addr = m[1]
+			addr, token = m[1], m[2]
 			return nil
 		}
 		return fmt.Errorf("cls has not said where its dashboard is: %q", h.cls.stderr.String())
 	})
-	return addr
+	return addr, token
 }
 
 func chromiumPath(t *testing.T) string {
@@ -63,8 +63,19 @@ func TestDashboardInBrowser(t *testing.T) {
 	t.Setenv("DASH_CANARY", canary)           // the CLS inherits it
 	h := newHarness(t)
 	h.startCLS("--local", "2", "--http", "127.0.0.1:0", "--ssh", "127.0.0.1:0")
-	addr := h.dashboardAddr()
+	addr, token := h.dashboardAddr()
 	base := "http://" + addr
+	// cls dashboard url says the address cls serve printed.
+	if r := h.run("cls", "dashboard", "url"); r.code != 0 || r.stdout != base+"/?token="+token+"\n" {
+		t.Fatalf("cls dashboard url: %s", r)
+	}
+	// Without the token, nothing (other users of the machine reach the
+	// loopback port too).
+	for _, p := range []string{"/", "/jobs", "/job/1", "/events", "/metrics"} {
+		if body := httpGet(t, base+p, "", http.StatusUnauthorized); strings.Contains(body, "mq_jobs") || strings.Contains(body, "<table") {
+			t.Errorf("GET %s without the token: %.200s", p, body)
+		}
+	}
 	shots := t.ArtifactDir()
 	t.Logf("screenshots in %s", shots)
 
@@ -105,6 +116,18 @@ func TestDashboardInBrowser(t *testing.T) {
 	load := func(path, sel string) {
 		t.Helper()
 		do("load "+path, chromedp.Navigate(base+path), chromedp.WaitVisible(chromedp.CSS(sel)))
+	}
+	// The browser opens the tokenized URL once: it lands on the overview,
+	// with the token gone from the address, and keeps a session cookie
+	// (HttpOnly: the page's script cannot read it).
+	do("open the tokenized URL", chromedp.Navigate(base+"/?token="+token), chromedp.WaitVisible(chromedp.CSS("#counts")))
+	{
+		ctx, cancel := step()
+		loc, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + " " + document.cookie`))
+		cancel()
+		if err != nil || strings.TrimSpace(loc) != base+"/" {
+			t.Errorf("after the tokenized URL the browser is at %q (%v), want %s/ and no cookie a script can read", loc, err, base)
+		}
 	}
 	shot := func(name string) {
 		t.Helper()
@@ -290,7 +313,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	secrets := []string{canary, jobCanary, keyBody(hostKey)}
 	for _, p := range []string{"/", "/jobs", "/jobs?queue=work", fmt.Sprintf("/job/%d", hello), "/job/1", fmt.Sprintf("/job/%d", live),
 		"/jobs?target=live", "/target/live", "/metrics", "/static/app.js"} {
-		body := httpGet(t, base+p, http.StatusOK)
+		body := httpGet(t, base+p, token, http.StatusOK)
 		for _, s := range secrets {
 			if s != "" && strings.Contains(body, s) {
 				t.Errorf("%s shows secret material (%.12s...)", p, s)
@@ -316,7 +339,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 
 	// /metrics agrees with mqstat --summary.
-	checkMetrics(t, h, base)
+	checkMetrics(t, h, base, token)
 }
 
 // keyBody is the base64 body of a PEM private key: what must never show.
@@ -333,9 +356,17 @@ func keyBody(pem []byte) string {
 	return body.String()[:40]
 }
 
-func httpGet(t *testing.T, url string, want int) string {
+// httpGet gets url, with the dashboard's token unless it is "".
+func httpGet(t *testing.T, url, token string, want int) string {
 	t.Helper()
-	resp, err := http.Get(url)
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,11 +381,11 @@ func httpGet(t *testing.T, url string, want int) string {
 // checkMetrics parses /metrics with the Prometheus text parser and checks
 // its jobs per queue and state against mqstat --summary (the workflow has
 // ended: the counts stand still), and the rates against the jobs run.
-func checkMetrics(t *testing.T, h *harness, base string) {
+func checkMetrics(t *testing.T, h *harness, base, token string) {
 	t.Helper()
 	sum := h.summary()
 	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(strings.NewReader(httpGet(t, base+"/metrics", http.StatusOK)))
+	fams, err := p.TextToMetricFamilies(strings.NewReader(httpGet(t, base+"/metrics", token, http.StatusOK)))
 	if err != nil {
 		t.Fatalf("parse /metrics: %v", err)
 	}
@@ -446,14 +477,14 @@ func TestDashboardRefusesPublicWithoutFlag(t *testing.T) {
 		t.Errorf("--http-public alone: exit %d, want 2: %q", r.code, r.stderr)
 	}
 	h.startCLS("--local", "0", "--http", "0.0.0.0:0", "--http-public")
-	addr := h.dashboardAddr()
+	addr, printed := h.dashboardAddr()
 	_, port, _ := strings.Cut(addr, "]:")
 	if port == "" {
 		_, port, _ = strings.Cut(addr, ":")
 	}
 	url := "http://127.0.0.1:" + port
-	httpGet(t, url+"/", http.StatusUnauthorized)
-	httpGet(t, url+"/metrics", http.StatusUnauthorized)
+	httpGet(t, url+"/", "", http.StatusUnauthorized)
+	httpGet(t, url+"/metrics", "", http.StatusUnauthorized)
 	tokPath := filepath.Join(h.home, "http.token")
 	fi, err := os.Stat(tokPath)
 	if err != nil || fi.Mode().Perm() != 0o600 {
@@ -470,8 +501,8 @@ func TestDashboardRefusesPublicWithoutFlag(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Errorf("with the token: %d", resp.StatusCode)
 	}
-	if strings.Contains(h.cls.stderr.String(), strings.TrimSpace(string(tok))) {
-		t.Error("cls printed the token")
+	if printed != strings.TrimSpace(string(tok)) {
+		t.Errorf("cls printed the token %q, the file has %q", printed, tok)
 	}
 }
 

@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -568,5 +570,104 @@ func TestLogJSONReopenOnSIGHUP(t *testing.T) {
 		if n == 0 {
 			t.Errorf("%s has no JSON line", filepath.Base(p))
 		}
+	}
+}
+
+// TestDashboardOtherUserAndFlood: another user of the machine reaches the
+// loopback dashboard and gets nothing of a job (nor can read the token or
+// run cls dashboard url on the owner's home); a flood of 2,000 held
+// connections costs the CLS at most its connection cap in descriptors,
+// and the owner's browser session and mqstat --cat --follow go on
+// meanwhile.
+func TestDashboardOtherUserAndFlood(t *testing.T) {
+	h := newHarness(t)
+	h.startCLS("--local", "1", "--http", "127.0.0.1:0")
+	addr, token := h.dashboardAddr()
+	base := "http://" + addr
+	const canary = "Bearer-canary-e2e-77c1"
+	gate := filepath.Join(h.dir, "go-flood")
+	id := h.submit("flood", fmt.Sprintf("echo %s; while [ ! -e %s ]; do sleep 0.05; done; echo after", canary, gate))
+	h.waitState(id, "E", 60*time.Second)
+
+	if _, err := exec.LookPath("curl"); err == nil && os.Geteuid() == 0 {
+		u, _, _ := otherUser(t)
+		for _, p := range []string{"/", "/jobs", fmt.Sprintf("/job/%d", id), "/events", "/metrics"} {
+			out, err := exec.Command("runuser", "-u", u.Username, "--", "curl", "-s", "-m", "20", "-w", "\n%{http_code}", base+p).CombinedOutput()
+			if err != nil {
+				t.Fatalf("curl %s as %s: %v: %s", p, u.Username, err, out)
+			}
+			if !strings.HasSuffix(string(out), "\n401") || strings.Contains(string(out), canary) || strings.Contains(string(out), "mq_jobs") {
+				t.Errorf("%s as %s: %.300s", p, u.Username, out)
+			}
+		}
+		env := []string{"MQ_HOME=" + h.home, "PATH=" + os.Getenv("PATH")}
+		cmd := exec.Command("runuser", "-u", u.Username, "--", filepath.Join(binDir, "cls"), "dashboard", "url")
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err == nil || strings.Contains(string(out), token) {
+			t.Errorf("cls dashboard url as %s on the owner's home: %v %s", u.Username, err, out)
+		}
+	} else {
+		t.Log("not root or no curl: the other user's requests are not tried")
+	}
+
+	fds := func() int {
+		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", h.cls.pid()))
+		if err != nil {
+			t.Fatalf("the CLS's descriptors: %v", err)
+		}
+		return len(ents)
+	}
+	before := fds()
+	const flood = 2000
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range flood {
+		c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+		if err != nil {
+			break // the kernel's backlog is full: the CLS holds no more for it
+		}
+		conns = append(conns, c)
+	}
+	t.Logf("%d connections held", len(conns))
+	// The owner's browser session still gets pages (a connection that
+	// made no request with the token is closed when 2 s old to make room).
+	jar, _ := cookiejar.New(nil)
+	br := &http.Client{Jar: jar, Timeout: 2 * time.Minute}
+	resp, err := br.Get(base + "/?token=" + token)
+	if err != nil {
+		t.Fatalf("the owner during the flood: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("the owner during the flood: %d", resp.StatusCode)
+	}
+	if n := fds() - before; n > 256+16 {
+		t.Errorf("%d held connections cost the CLS %d descriptors, want at most the cap (256) and a few", len(conns), n)
+	}
+	// mqstat --cat --follow is not the dashboard's to refuse.
+	follow := exec.Command(filepath.Join(binDir, "mqstat"), "--cat", strconv.FormatInt(id, 10), "--follow")
+	follow.Env = h.env()
+	var out strings.Builder
+	follow.Stdout = &out
+	if err := follow.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- follow.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil || !strings.Contains(out.String(), "after") {
+			t.Errorf("mqstat --cat --follow during the flood: %v %q", err, out.String())
+		}
+	case <-time.After(2 * time.Minute):
+		follow.Process.Kill()
+		t.Fatal("mqstat --cat --follow did not end")
 	}
 }

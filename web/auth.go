@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -81,8 +82,9 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) (client strin
 	if q := r.URL.Query(); q.Has("token") && s.tokenOK(q.Get("token")) {
 		http.SetCookie(w, &http.Cookie{Name: name, Value: s.newSession(), Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 		q.Del("token")
-		u := *r.URL
-		u.RawQuery = q.Encode()
+		// A path of this server's only: "//host/..." would send the
+		// browser elsewhere.
+		u := url.URL{Path: "/" + strings.TrimLeft(r.URL.Path, "/"), RawQuery: q.Encode()}
 		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
 		return "", false
 	}

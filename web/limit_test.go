@@ -57,6 +57,20 @@ func TestTokenRequired(t *testing.T) {
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" {
 		t.Fatalf("tokenized URL: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
+	// Only to a path of this server's.
+	for _, p := range []string{"//evil.example/x", "///evil.example", "/%2F%2Fevil.example/x", "/%2f/evil.example"} {
+		req, _ := http.NewRequest("GET", b.ts.URL+"/", nil)
+		req.URL.Opaque = p // sent as is
+		req.URL.RawQuery = "token=" + testToken
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if loc := resp.Header.Get("Location"); resp.StatusCode == http.StatusSeeOther && strings.HasPrefix(loc, "//") {
+			t.Errorf("GET %s?token= redirects to %q", p, loc)
+		}
+	}
 	var session *http.Cookie
 	for _, ck := range resp.Cookies() {
 		if ck.Name == sessionCookie(host) {

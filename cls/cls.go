@@ -103,11 +103,14 @@ type Config struct {
 
 	// HTTPAddr, when set, is where the read-only dashboard and /metrics
 	// listen (package web); an empty host (":8642") is 127.0.0.1. A
-	// loopback address serves without a token;
-	// any other needs HTTPPublic, and then every request needs the token
-	// in Home/http.token (made, mode 0600, when missing).
+	// non-loopback address needs HTTPPublic. Every request needs the
+	// token in Home/http.token (made, mode 0600, when missing), on
+	// loopback too; DashboardURL says the address with it.
 	HTTPAddr   string
 	HTTPPublic bool
+	// HTTPConns bounds the dashboard's connections open at once (0:
+	// web.DefaultMaxConns).
+	HTTPConns int
 	// Follow, when set, replaces how a running job's output streams to
 	// its dashboard page (default: the CLS's own, CLS.Output).
 	Follow web.Follow
@@ -350,12 +353,7 @@ func (c *CLS) open(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	if cfg.HTTPAddr != "" {
-		if err := c.listenHTTP(); err != nil {
-			return err
-		}
-	}
-	return nil
+	return c.listenHTTP() // or says there is no dashboard
 }
 
 // listenSSH opens the SSH endpoint; Run serves it.

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,7 +23,7 @@ import (
 )
 
 // TokenFileName is the dashboard's token in MQ_HOME, made (mode 0600)
-// the first time a CLS serves HTTP beyond loopback.
+// the first time a CLS serves its dashboard, and kept.
 const TokenFileName = "http.token"
 
 // dashboard is the HTTP side of a CLS (cls serve --http): the read-only
@@ -91,13 +92,29 @@ func loadToken(home string) (tok, path string, err error) {
 	return tok, path, nil
 }
 
-// listenHTTP opens the dashboard: on loopback without a token (any local
-// user could connect, as to any loopback port, but sees only what
-// mqstat shows the owner; DESIGN.md says why that is the default), beyond
-// loopback only with HTTPPublic and the token.
+// listenHTTP opens the dashboard, on loopback or, with HTTPPublic, beyond
+// it; every request needs the token (other users of the machine can reach
+// a loopback port too). It writes the dashboard's address to
+// MQ_HOME/http.url for DashboardURL, and removes a stale one when there is
+// no dashboard.
 func (c *CLS) listenHTTP() error {
 	cfg := c.cfg
+	urlFile := filepath.Join(c.home, URLFileName)
+	if cfg.HTTPAddr == "" {
+		if err := os.Remove(urlFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("dashboard: %w", err)
+		}
+		return nil
+	}
 	addr, loopback, err := checkHTTPAddr(cfg.HTTPAddr)
+	if err != nil {
+		return err
+	}
+	if !loopback && !cfg.HTTPPublic {
+		return fmt.Errorf("--http %s is not a loopback address: add --http-public to serve the dashboard beyond this machine (it then requires the token in %s, as on loopback)",
+			cfg.HTTPAddr, filepath.Join(c.home, TokenFileName))
+	}
+	tok, _, err := loadToken(c.home)
 	if err != nil {
 		return err
 	}
@@ -106,19 +123,7 @@ func (c *CLS) listenHTTP() error {
 		follow = c.followOutput
 	}
 	wc := web.Config{Source: &dashSource{store: c.store, sites: c.sites}, Metrics: c.metrics,
-		Loopback: loopback, Follow: follow, Log: c.log}
-	if !loopback {
-		if !cfg.HTTPPublic {
-			return fmt.Errorf("--http %s is not a loopback address: add --http-public to serve the dashboard beyond this machine (it then requires the token in %s)",
-				cfg.HTTPAddr, filepath.Join(c.home, TokenFileName))
-		}
-		tok, path, err := loadToken(c.home)
-		if err != nil {
-			return err
-		}
-		wc.Token = tok
-		fmt.Fprintf(cfg.Notes, "cls: the dashboard requires the token in %s (Authorization: Bearer, or ?token= once in a browser)\n", path)
-	}
+		Loopback: loopback, Follow: follow, Log: c.log, Token: tok}
 	c.metrics.SetSource(wc.Source)
 	ws, err := web.New(wc)
 	if err != nil {
@@ -129,11 +134,92 @@ func (c *CLS) listenHTTP() error {
 		return fmt.Errorf("dashboard: %w", err)
 	}
 	c.closers = append(c.closers, func() { ln.Close() })
-	c.dash = &dashboard{ln: ln, web: ws, srv: &http.Server{Handler: ws.Handler(), ReadHeaderTimeout: 10 * time.Second,
-		MaxHeaderBytes: 16 << 10, ErrorLog: nil}}
-	c.log.Info("dashboard listening", "addr", ln.Addr().String(), "public", !loopback)
-	fmt.Fprintf(cfg.Notes, "cls: dashboard on http://%s/\n", ln.Addr())
+	base := dashboardBase(ln.Addr())
+	if err := writeURLFile(urlFile, base); err != nil {
+		return err
+	}
+	c.closers = append(c.closers, func() { os.Remove(urlFile) })
+	c.dash = &dashboard{ln: web.LimitListener(ln, cfg.HTTPConns), web: ws, srv: ws.HTTPServer()}
+	// The tokenized address goes where only the owner reads: the log
+	// (0600) and the terminal of cls serve.
+	c.log.Info("dashboard listening", "addr", ln.Addr().String(), "public", !loopback, "url", base+"?token="+tok)
+	fmt.Fprintf(cfg.Notes, "cls: dashboard on %s?token=%s\n", base, tok)
 	return nil
+}
+
+// URLFileName is where a CLS serving a dashboard writes its address (no
+// token), for DashboardURL.
+const URLFileName = "http.url"
+
+// dashboardBase is the dashboard's address for a browser on this machine:
+// a wildcard listener is reached on loopback.
+func dashboardBase(a net.Addr) string {
+	host, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return "http://" + a.String() + "/"
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+		if ip.To4() == nil {
+			host = "::1"
+		}
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/"
+}
+
+func writeURLFile(path, base string) error {
+	f, err := mqhome.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err == nil {
+		_, err = f.WriteString(base + "\n")
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("dashboard: %w", err)
+	}
+	return nil
+}
+
+// DashboardURL returns the address of the dashboard of the CLS serving
+// home, with its token (http://127.0.0.1:PORT/?token=...): what cls
+// serve printed when it started. It fails when no CLS serves home, or
+// when that CLS has no dashboard: an address left by a CLS that is gone
+// could be another user's server by now, which must not get the token.
+func DashboardURL(home string) (string, error) {
+	home, _, err := mqhome.Check(home)
+	if err != nil {
+		return "", err
+	}
+	for name, typ := range homeEntries {
+		if err := mqhome.CheckEntry(filepath.Join(home, name), typ); err != nil {
+			return "", err
+		}
+	}
+	// A CLS is serving home when its socket answers (a socket file a
+	// killed CLS left refuses connections); nobody else can listen there.
+	conn, err := net.DialTimeout("unix", filepath.Join(home, "cls.sock"), 5*time.Second)
+	if err != nil {
+		return "", fmt.Errorf("no CLS is serving %s (start one with cls serve --http 127.0.0.1:8642)", home)
+	}
+	conn.Close()
+	b, err := mqhome.ReadFile(filepath.Join(home, URLFileName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("the CLS serving %s has no dashboard (start it with cls serve --http 127.0.0.1:8642)", home)
+	}
+	if err != nil {
+		return "", fmt.Errorf("dashboard address: %w", err)
+	}
+	base := strings.TrimSpace(string(b))
+	if !strings.HasPrefix(base, "http://") || strings.ContainsAny(base, " ?#\t\r\n") || len(base) > 300 {
+		return "", fmt.Errorf("%s does not hold a dashboard address", filepath.Join(home, URLFileName))
+	}
+	tok, _, err := loadToken(home)
+	if err != nil {
+		return "", err
+	}
+	// The token is hex; a hand-made one is escaped for the URL.
+	return base + "?token=" + url.QueryEscape(tok), nil
 }
 
 // HTTPAddr is the address the dashboard listens on (nil without one).
@@ -276,7 +362,7 @@ func (c *CLS) followOutput(ctx context.Context, id int64, stderr bool) (<-chan [
 	ch := make(chan []byte, 4)
 	go func() {
 		defer close(ch)
-		for f, err := range c.outputs.seq(ctx, protocol.OutputQuery{ID: id, Stream: stream, Follow: true}, followTail) {
+		for f, err := range c.outputs.seq(ctx, protocol.OutputQuery{ID: id, Stream: stream, Follow: true}, followTail, true) {
 			if err != nil {
 				return
 			}

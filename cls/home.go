@@ -17,6 +17,7 @@ var homeEntries = map[string]fs.FileMode{
 	sshserver.KeyFileName: 0, sshserver.KeyFileName + ".lock": 0,
 	sshserver.HostKeyFileName: 0, sshserver.HostKeyFileName + ".pub": 0,
 	"output": fs.ModeDir, "sites": fs.ModeDir, "reserve": 0,
+	TokenFileName: 0, URLFileName: 0,
 }
 
 // OpenHome returns the real path of an MQ_HOME, made (mode 0700) if

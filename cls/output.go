@@ -13,6 +13,7 @@ import (
 
 	"github.com/mq-hpc/mq/protocol"
 	"github.com/mq-hpc/mq/server"
+	"github.com/mq-hpc/mq/web"
 )
 
 // Following a job's output. The CLS keeps nothing of it in memory: a local
@@ -29,9 +30,13 @@ import (
 const (
 	pollEvery    = 200 * time.Millisecond
 	recheckEvery = time.Second
-	// maxFollowers bounds the streams followed at once: each holds a
-	// goroutine, a frame buffer and a parked wait in the store.
-	maxFollowers = 1024
+	// maxFollowers bounds the streams followed at once through the
+	// socket and SSH (mqstat --cat --follow): each holds a goroutine, a
+	// frame buffer and a parked wait in the store. maxDashFollowers bounds
+	// the dashboard's apart (its pages also pass web's stream limits), so
+	// however many pages follow output, mqstat still may.
+	maxFollowers     = 1024
+	maxDashFollowers = web.DefaultMaxStreams
 )
 
 // outputStore is what reading jobs' output needs of the store.
@@ -46,9 +51,11 @@ type outputs struct {
 	poll    time.Duration // 0: pollEvery
 	recheck time.Duration // 0: recheckEvery
 	max     int           // 0: maxFollowers
+	dashMax int           // 0: maxDashFollowers
 
 	mu        sync.Mutex
-	followers int
+	followers int              // through the socket and SSH
+	dash      int              // the dashboard's
 	watch     map[int64]*watch // followed jobs only
 	nwatch    atomic.Int32     // len(watch), read without mu by followed
 }
@@ -62,7 +69,7 @@ type watch struct {
 
 func (o *outputs) install(srv *server.Server) {
 	server.RouteStream(srv, protocol.OpOutputStream, func(ctx context.Context, q protocol.OutputQuery, send func(protocol.OutputFrame) error) error {
-		return o.read(ctx, q, 0, send)
+		return o.read(ctx, q, 0, false, send)
 	})
 	srv.OnOutput = o.staged
 	srv.Followed = o.followed
@@ -96,16 +103,23 @@ func (o *outputs) staged(id int64) {
 	}
 }
 
-// join counts a follower of job id in, or refuses one too many.
-func (o *outputs) join(id int64) (wake func() <-chan struct{}, leave func(), err error) {
+// join counts a follower of job id in, or refuses one too many: of the
+// dashboard's when dash, else of the socket's and SSH's.
+func (o *outputs) join(id int64, dash bool) (wake func() <-chan struct{}, leave func(), err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	limit := o.max
+	n, limit := &o.followers, o.max
 	if limit <= 0 {
 		limit = maxFollowers
 	}
-	if o.followers >= limit {
-		return nil, nil, protocol.Errorf(protocol.CodeBusy, "%d streams of output are followed already; try again later", o.followers)
+	if dash {
+		n, limit = &o.dash, o.dashMax
+		if limit <= 0 {
+			limit = maxDashFollowers
+		}
+	}
+	if *n >= limit {
+		return nil, nil, protocol.Errorf(protocol.CodeBusy, "%d streams of output are followed already; try again later", *n)
 	}
 	if o.watch == nil {
 		o.watch = map[int64]*watch{}
@@ -117,7 +131,7 @@ func (o *outputs) join(id int64) (wake func() <-chan struct{}, leave func(), err
 		o.nwatch.Store(int32(len(o.watch)))
 	}
 	w.n++
-	o.followers++
+	*n++
 	wake = func() <-chan struct{} {
 		o.mu.Lock()
 		defer o.mu.Unlock()
@@ -126,7 +140,7 @@ func (o *outputs) join(id int64) (wake func() <-chan struct{}, leave func(), err
 	leave = func() {
 		o.mu.Lock()
 		defer o.mu.Unlock()
-		o.followers--
+		*n--
 		if w.n--; w.n == 0 {
 			delete(o.watch, id)
 			o.nwatch.Store(int32(len(o.watch)))
@@ -212,8 +226,8 @@ func tail(path string, attempt int, off int64, buf []byte, send func(protocol.Ou
 // send blocks while the receiver is slow: a follower holds one frame
 // buffer, whatever the job writes. A followed stream with last > 0 starts
 // at the last bytes written so far (the dashboard's page shows no
-// more), not at the start.
-func (o *outputs) read(ctx context.Context, q protocol.OutputQuery, last int64, send func(protocol.OutputFrame) error) error {
+// more), not at the start. dash says whose follower it is (join).
+func (o *outputs) read(ctx context.Context, q protocol.OutputQuery, last int64, dash bool, send func(protocol.OutputFrame) error) error {
 	stream, err := checkStream(q)
 	if err != nil {
 		return err
@@ -233,7 +247,7 @@ func (o *outputs) read(ctx context.Context, q protocol.OutputQuery, last int64, 
 		return nil
 	}
 
-	wake, leave, err := o.join(q.ID)
+	wake, leave, err := o.join(q.ID, dash)
 	if err != nil {
 		return err
 	}
@@ -326,17 +340,17 @@ func endFrame(d protocol.JobDetail, stream string) protocol.OutputFrame {
 // loop stops following. Memory held is one frame buffer, whatever the
 // job writes.
 func (c *CLS) Output(ctx context.Context, q protocol.OutputQuery) iter.Seq2[protocol.OutputFrame, error] {
-	return c.outputs.seq(ctx, q, 0)
+	return c.outputs.seq(ctx, q, 0, false)
 }
 
 // seq is Output; a followed stream with last > 0 starts at the last bytes
-// written so far (see read).
-func (o *outputs) seq(ctx context.Context, q protocol.OutputQuery, last int64) iter.Seq2[protocol.OutputFrame, error] {
+// written so far, and one with dash counts as the dashboard's (see read).
+func (o *outputs) seq(ctx context.Context, q protocol.OutputQuery, last int64, dash bool) iter.Seq2[protocol.OutputFrame, error] {
 	return func(yield func(protocol.OutputFrame, error) bool) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		stop := errors.New("stopped")
-		err := o.read(ctx, q, last, func(f protocol.OutputFrame) error {
+		err := o.read(ctx, q, last, dash, func(f protocol.OutputFrame) error {
 			if !yield(f, nil) {
 				return stop
 			}

@@ -22,18 +22,18 @@ func TestOutputsFollowers(t *testing.T) {
 	if got := o.followed(running); got != nil {
 		t.Errorf("followed with no follower: %v", got)
 	}
-	wake, leave1, err := o.join(2)
+	wake, leave1, err := o.join(2, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, leave2, err := o.join(2)
+	_, leave2, err := o.join(2, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := o.followed(running); !slices.Equal(got, running[1:]) {
 		t.Errorf("followed: %v, want job 2's attempt", got)
 	}
-	if _, _, err := o.join(1); err == nil || protocol.AsError(err).Code != protocol.CodeBusy {
+	if _, _, err := o.join(1, false); err == nil || protocol.AsError(err).Code != protocol.CodeBusy {
 		t.Errorf("a third follower: %v, want busy", err)
 	}
 	ch := wake()
@@ -57,10 +57,45 @@ func TestOutputsFollowers(t *testing.T) {
 	if got := o.followed(running); got != nil || len(o.watch) != 0 || o.followers != 0 {
 		t.Errorf("after both left: followed %v, watch %v, followers %d", got, o.watch, o.followers)
 	}
-	if _, leave, err := o.join(1); err != nil {
+	if _, leave, err := o.join(1, false); err != nil {
 		t.Errorf("a follower after the others left: %v", err)
 	} else {
 		leave()
+	}
+}
+
+// The dashboard's followers have a budget of their own: however many pages
+// follow output, mqstat --cat --follow (the socket's) still may, and the
+// other way round.
+func TestOutputsDashboardBudget(t *testing.T) {
+	t.Parallel()
+	o := &outputs{max: 3, dashMax: 2}
+	var leaves []func()
+	for i := range 2 {
+		_, leave, err := o.join(int64(i+1), true)
+		if err != nil {
+			t.Fatalf("dashboard follower %d: %v", i, err)
+		}
+		leaves = append(leaves, leave)
+	}
+	if _, _, err := o.join(1, true); err == nil || protocol.AsError(err).Code != protocol.CodeBusy {
+		t.Errorf("a dashboard follower past its budget: %v, want busy", err)
+	}
+	for i := range 3 {
+		_, leave, err := o.join(1, false)
+		if err != nil {
+			t.Fatalf("socket follower %d with the dashboard's budget taken: %v", i, err)
+		}
+		leaves = append(leaves, leave)
+	}
+	if _, _, err := o.join(1, false); err == nil {
+		t.Error("a socket follower past its bound")
+	}
+	for _, l := range leaves {
+		l()
+	}
+	if o.followers != 0 || o.dash != 0 || len(o.watch) != 0 {
+		t.Errorf("after all left: %d socket, %d dashboard, watch %v", o.followers, o.dash, o.watch)
 	}
 }
 
@@ -111,7 +146,7 @@ func TestOutputFollowTail(t *testing.T) {
 		first := int64(-1)
 		ended := false
 		appended := false
-		for f, err := range o.seq(ctx, protocol.OutputQuery{ID: 1, Follow: true}, tc.tail) {
+		for f, err := range o.seq(ctx, protocol.OutputQuery{ID: 1, Follow: true}, tc.tail, true) {
 			if err != nil {
 				t.Fatalf("tail %d: %v", tc.tail, err)
 			}

@@ -194,6 +194,12 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	release, err := s.strm.acquire(clientOf(r.Context()))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusTooManyRequests)
+		return
+	}
+	defer release()
 	ch, err := s.smp.subscribe(queue)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
@@ -237,6 +243,12 @@ func (s *Server) outputEvents(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "this CLS does not stream output", http.StatusNotFound)
 		return
 	}
+	release, err := s.strm.acquire(clientOf(r.Context()))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusTooManyRequests)
+		return
+	}
+	defer release()
 	ch, err := s.cfg.Follow(r.Context(), id, r.URL.Query().Get("stream") == "stderr")
 	if err != nil {
 		s.fail(w, err)
@@ -244,6 +256,7 @@ func (s *Server) outputEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	sse(w)
 	rc := http.NewResponseController(w)
+	rc.Flush() // the page knows it follows before the first chunk
 	for {
 		select {
 		case <-r.Context().Done():

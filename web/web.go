@@ -12,7 +12,6 @@ package web
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/subtle"
 	"embed"
 	"errors"
 	"fmt"
@@ -40,8 +39,9 @@ type Config struct {
 	Source  Source
 	Metrics *Metrics // nil: no /metrics, and no rates in the plots
 	// Token, when set, is required of every request (Authorization:
-	// Bearer, or a cookie set by visiting a page with ?token=). A CLS
-	// listening beyond loopback always has one.
+	// Bearer, or the session cookie a browser gets by visiting a page
+	// once with ?token=). A CLS always has one, on loopback too: other
+	// users of the machine can reach a loopback port.
 	Token string
 	// Loopback refuses requests whose Host is not a loopback name or
 	// address (DNS rebinding: a web page the user visits cannot reach the
@@ -53,8 +53,11 @@ type Config struct {
 	// Keep how many samples its plots show (default 900).
 	Interval time.Duration
 	Keep     int
-	// MaxStreams bounds the event streams open at once (default 64).
-	MaxStreams int
+	// MaxStreams bounds the event streams (overview updates and followed
+	// output) open at once (default DefaultMaxStreams), MaxClientStreams
+	// those of one client (default DefaultMaxClientStreams).
+	MaxStreams       int
+	MaxClientStreams int
 	// OutputTail is the most of a job's output a page shows (default
 	// 64 KiB, the end of it).
 	OutputTail int64
@@ -68,6 +71,7 @@ type Server struct {
 	smp   *sampler
 	token [sha256.Size]byte
 	mux   *http.ServeMux
+	strm  *streamGate
 }
 
 // New makes a dashboard for cfg.
@@ -82,7 +86,10 @@ func New(cfg Config) (*Server, error) {
 		cfg.Keep = 900
 	}
 	if cfg.MaxStreams <= 0 {
-		cfg.MaxStreams = 64
+		cfg.MaxStreams = DefaultMaxStreams
+	}
+	if cfg.MaxClientStreams <= 0 {
+		cfg.MaxClientStreams = DefaultMaxClientStreams
 	}
 	if cfg.OutputTail <= 0 {
 		cfg.OutputTail = 64 << 10
@@ -95,7 +102,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, tmpl: tmpl, token: sha256.Sum256([]byte(cfg.Token)),
-		smp: &sampler{src: cfg.Source, metrics: cfg.Metrics, interval: cfg.Interval, keep: cfg.Keep, log: cfg.Log, maxSubs: cfg.MaxStreams}}
+		strm: &streamGate{max: cfg.MaxStreams, perClient: cfg.MaxClientStreams},
+		smp:  &sampler{src: cfg.Source, metrics: cfg.Metrics, interval: cfg.Interval, keep: cfg.Keep, log: cfg.Log, maxSubs: cfg.MaxStreams}}
 	static, _ := fs.Sub(assets, "assets/static")
 	m := http.NewServeMux()
 	m.HandleFunc("GET /{$}", s.overview)
@@ -117,6 +125,7 @@ func (s *Server) Run(ctx context.Context) { s.smp.run(ctx) }
 
 // Handler serves the dashboard: only GET and HEAD, with the token when
 // there is one, and headers that keep the pages to themselves.
+// HTTPServer serves it with timeouts.
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
@@ -134,41 +143,13 @@ func (s *Server) Handler() http.Handler {
 			http.Error(w, "this dashboard answers only to a loopback host name", http.StatusMisdirectedRequest)
 			return
 		}
-		if s.cfg.Token != "" && !s.authorized(w, r) {
+		client, ok := s.authorize(w, r)
+		if !ok {
 			return
 		}
-		s.mux.ServeHTTP(w, r)
+		trust(r.Context())
+		s.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), clientKey{}, client)))
 	})
-}
-
-// authorized checks the token (in constant time), from the Authorization
-// header, the cookie, or ?token= (which sets the cookie and redirects to
-// the same page without it, so the token stays out of the history).
-func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
-	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && s.tokenOK(tok) {
-		return true
-	}
-	if c, err := r.Cookie(cookieName); err == nil && s.tokenOK(c.Value) {
-		return true
-	}
-	if q := r.URL.Query(); q.Has("token") && s.tokenOK(q.Get("token")) {
-		http.SetCookie(w, &http.Cookie{Name: cookieName, Value: q.Get("token"), Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-		q.Del("token")
-		u := *r.URL
-		u.RawQuery = q.Encode()
-		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
-		return false
-	}
-	w.Header().Set("WWW-Authenticate", `Bearer realm="mq"`)
-	http.Error(w, "a token is required (MQ_HOME/http.token): Authorization: Bearer TOKEN, or ?token=TOKEN once", http.StatusUnauthorized)
-	return false
-}
-
-const cookieName = "mq_token"
-
-func (s *Server) tokenOK(tok string) bool {
-	h := sha256.Sum256([]byte(tok))
-	return subtle.ConstantTimeCompare(h[:], s.token[:]) == 1
 }
 
 // loopbackHost says whether a request's Host names this machine's

@@ -222,12 +222,15 @@ func TestToken(t *testing.T) {
 	}
 	var cookie *http.Cookie
 	for _, ck := range resp.Cookies() {
-		if ck.Name == cookieName {
+		if ck.Name == sessionCookie(strings.TrimPrefix(b.ts.URL, "http://")) {
 			cookie = ck
 		}
 	}
-	if cookie == nil || !cookie.HttpOnly {
-		t.Fatalf("no HttpOnly cookie: %v", resp.Cookies())
+	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode {
+		t.Fatalf("no HttpOnly, SameSite=Strict cookie: %v", resp.Cookies())
+	}
+	if strings.Contains(cookie.Value, "s3cret-token") {
+		t.Errorf("the cookie holds the token: %q", cookie.Value)
 	}
 	req, _ = http.NewRequest("GET", b.ts.URL+loc, nil)
 	req.AddCookie(cookie)

@@ -11,7 +11,7 @@
 #         mqsub -f, submit to all Done (mqbench drain).
 #   "watched": the CLS runs with --http 127.0.0.1:0, one client follows
 #         /events (the overview's server-sent events, as an open page does)
-#         and another scrapes /metrics every second.
+#         and another scrapes /metrics every second, both with the token.
 #
 # Usage: scripts/bench/dash.sh     Knobs: DASH_REPEAT (5), DASH_TRUE_JOBS
 # (2000), DASH_WINDOW (seconds, 10), DASH_BIN (use these binaries instead
@@ -75,9 +75,10 @@ start() {
 		local addr
 		addr=$(sed -n 's|.*dashboard on http://\([^/]*\)/.*|\1|p' "$home/serve.err" | tail -1)
 		[ -n "$addr" ] || { echo "dash: no dashboard address in $home/serve.err" >&2; exit 1; }
-		curl -sN "http://$addr/events" </dev/null >"$home/events.out" 2>/dev/null &
+		local auth="Authorization: Bearer $(cat "$home/http.token")"
+		curl -sN -H "$auth" "http://$addr/events" </dev/null >"$home/events.out" 2>/dev/null &
 		PIDS+=($!)
-		(while sleep 1; do curl -s -o /dev/null "http://$addr/metrics"; done) </dev/null >/dev/null 2>&1 &
+		(while sleep 1; do curl -s -o /dev/null -H "$auth" "http://$addr/metrics"; done) </dev/null >/dev/null 2>&1 &
 		PIDS+=($!)
 	fi
 }

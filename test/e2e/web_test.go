@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,19 +26,19 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// dashboardAddr waits for `cls serve --http` to say where it listens.
-func (h *harness) dashboardAddr() string {
+// dashboardAddr waits for `cls serve --http` to say where it listens,
+// with the token every request needs.
+func (h *harness) dashboardAddr() (addr, token string) {
 	h.t.Helper()
-	re := regexp.MustCompile(`dashboard on http://([^/\s]+)/`)
-	var addr string
+	re := regexp.MustCompile(`dashboard on http://([^/\s]+)/\?token=([0-9a-f]+)\n`)
 	waitFor(h.t, 20*time.Second, func() error {
 		if m := re.FindStringSubmatch(h.cls.stderr.String()); m != nil {
-			addr = m[1]
+			addr, token = m[1], m[2]
 			return nil
 		}
 		return fmt.Errorf("cls has not said where its dashboard is: %q", h.cls.stderr.String())
 	})
-	return addr
+	return addr, token
 }
 
 func chromiumPath(t *testing.T) string {
@@ -63,8 +65,19 @@ func TestDashboardInBrowser(t *testing.T) {
 	t.Setenv("DASH_CANARY", canary)           // the CLS inherits it
 	h := newHarness(t)
 	h.startCLS("--local", "2", "--http", "127.0.0.1:0", "--ssh", "127.0.0.1:0")
-	addr := h.dashboardAddr()
+	addr, token := h.dashboardAddr()
 	base := "http://" + addr
+	// cls dashboard url says the address cls serve printed.
+	if r := h.run("cls", "dashboard", "url"); r.code != 0 || r.stdout != base+"/?token="+token+"\n" {
+		t.Fatalf("cls dashboard url: %s", r)
+	}
+	// Without the token, nothing (other users of the machine reach the
+	// loopback port too).
+	for _, p := range []string{"/", "/jobs", "/job/1", "/events", "/metrics"} {
+		if body := httpGet(t, base+p, "", http.StatusUnauthorized); strings.Contains(body, "mq_jobs") || strings.Contains(body, "<table") {
+			t.Errorf("GET %s without the token: %.200s", p, body)
+		}
+	}
 	shots := t.ArtifactDir()
 	t.Logf("screenshots in %s", shots)
 
@@ -105,6 +118,18 @@ func TestDashboardInBrowser(t *testing.T) {
 	load := func(path, sel string) {
 		t.Helper()
 		do("load "+path, chromedp.Navigate(base+path), chromedp.WaitVisible(chromedp.CSS(sel)))
+	}
+	// The browser opens the tokenized URL once: it lands on the overview,
+	// with the token gone from the address, and keeps a session cookie
+	// (HttpOnly: the page's script cannot read it).
+	do("open the tokenized URL", chromedp.Navigate(base+"/?token="+token), chromedp.WaitVisible(chromedp.CSS("#counts")))
+	{
+		ctx, cancel := step()
+		loc, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + " " + document.cookie`))
+		cancel()
+		if err != nil || strings.TrimSpace(loc) != base+"/" {
+			t.Errorf("after the tokenized URL the browser is at %q (%v), want %s/ and no cookie a script can read", loc, err, base)
+		}
 	}
 	shot := func(name string) {
 		t.Helper()
@@ -290,7 +315,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	secrets := []string{canary, jobCanary, keyBody(hostKey)}
 	for _, p := range []string{"/", "/jobs", "/jobs?queue=work", fmt.Sprintf("/job/%d", hello), "/job/1", fmt.Sprintf("/job/%d", live),
 		"/jobs?target=live", "/target/live", "/metrics", "/static/app.js"} {
-		body := httpGet(t, base+p, http.StatusOK)
+		body := httpGet(t, base+p, token, http.StatusOK)
 		for _, s := range secrets {
 			if s != "" && strings.Contains(body, s) {
 				t.Errorf("%s shows secret material (%.12s...)", p, s)
@@ -316,7 +341,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 
 	// /metrics agrees with mqstat --summary.
-	checkMetrics(t, h, base)
+	checkMetrics(t, h, base, token)
 }
 
 // keyBody is the base64 body of a PEM private key: what must never show.
@@ -333,9 +358,17 @@ func keyBody(pem []byte) string {
 	return body.String()[:40]
 }
 
-func httpGet(t *testing.T, url string, want int) string {
+// httpGet gets url, with the dashboard's token unless it is "".
+func httpGet(t *testing.T, url, token string, want int) string {
 	t.Helper()
-	resp, err := http.Get(url)
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,11 +383,11 @@ func httpGet(t *testing.T, url string, want int) string {
 // checkMetrics parses /metrics with the Prometheus text parser and checks
 // its jobs per queue and state against mqstat --summary (the workflow has
 // ended: the counts stand still), and the rates against the jobs run.
-func checkMetrics(t *testing.T, h *harness, base string) {
+func checkMetrics(t *testing.T, h *harness, base, token string) {
 	t.Helper()
 	sum := h.summary()
 	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(strings.NewReader(httpGet(t, base+"/metrics", http.StatusOK)))
+	fams, err := p.TextToMetricFamilies(strings.NewReader(httpGet(t, base+"/metrics", token, http.StatusOK)))
 	if err != nil {
 		t.Fatalf("parse /metrics: %v", err)
 	}
@@ -446,14 +479,14 @@ func TestDashboardRefusesPublicWithoutFlag(t *testing.T) {
 		t.Errorf("--http-public alone: exit %d, want 2: %q", r.code, r.stderr)
 	}
 	h.startCLS("--local", "0", "--http", "0.0.0.0:0", "--http-public")
-	addr := h.dashboardAddr()
+	addr, printed := h.dashboardAddr()
 	_, port, _ := strings.Cut(addr, "]:")
 	if port == "" {
 		_, port, _ = strings.Cut(addr, ":")
 	}
 	url := "http://127.0.0.1:" + port
-	httpGet(t, url+"/", http.StatusUnauthorized)
-	httpGet(t, url+"/metrics", http.StatusUnauthorized)
+	httpGet(t, url+"/", "", http.StatusUnauthorized)
+	httpGet(t, url+"/metrics", "", http.StatusUnauthorized)
 	tokPath := filepath.Join(h.home, "http.token")
 	fi, err := os.Stat(tokPath)
 	if err != nil || fi.Mode().Perm() != 0o600 {
@@ -470,8 +503,8 @@ func TestDashboardRefusesPublicWithoutFlag(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Errorf("with the token: %d", resp.StatusCode)
 	}
-	if strings.Contains(h.cls.stderr.String(), strings.TrimSpace(string(tok))) {
-		t.Error("cls printed the token")
+	if printed != strings.TrimSpace(string(tok)) {
+		t.Errorf("cls printed the token %q, the file has %q", printed, tok)
 	}
 }
 
@@ -537,5 +570,104 @@ func TestLogJSONReopenOnSIGHUP(t *testing.T) {
 		if n == 0 {
 			t.Errorf("%s has no JSON line", filepath.Base(p))
 		}
+	}
+}
+
+// TestDashboardOtherUserAndFlood: another user of the machine reaches the
+// loopback dashboard and gets nothing of a job (nor can read the token or
+// run cls dashboard url on the owner's home); a flood of 2,000 held
+// connections costs the CLS at most its connection cap in descriptors,
+// and the owner's browser session and mqstat --cat --follow go on
+// meanwhile.
+func TestDashboardOtherUserAndFlood(t *testing.T) {
+	h := newHarness(t)
+	h.startCLS("--local", "1", "--http", "127.0.0.1:0")
+	addr, token := h.dashboardAddr()
+	base := "http://" + addr
+	const canary = "Bearer-canary-e2e-77c1"
+	gate := filepath.Join(h.dir, "go-flood")
+	id := h.submit("flood", fmt.Sprintf("echo %s; while [ ! -e %s ]; do sleep 0.05; done; echo after", canary, gate))
+	h.waitState(id, "E", 60*time.Second)
+
+	if _, err := exec.LookPath("curl"); err == nil && os.Geteuid() == 0 {
+		u, _, _ := otherUser(t)
+		for _, p := range []string{"/", "/jobs", fmt.Sprintf("/job/%d", id), "/events", "/metrics"} {
+			out, err := exec.Command("runuser", "-u", u.Username, "--", "curl", "-s", "-m", "20", "-w", "\n%{http_code}", base+p).CombinedOutput()
+			if err != nil {
+				t.Fatalf("curl %s as %s: %v: %s", p, u.Username, err, out)
+			}
+			if !strings.HasSuffix(string(out), "\n401") || strings.Contains(string(out), canary) || strings.Contains(string(out), "mq_jobs") {
+				t.Errorf("%s as %s: %.300s", p, u.Username, out)
+			}
+		}
+		env := []string{"MQ_HOME=" + h.home, "PATH=" + os.Getenv("PATH")}
+		cmd := exec.Command("runuser", "-u", u.Username, "--", filepath.Join(binDir, "cls"), "dashboard", "url")
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err == nil || strings.Contains(string(out), token) {
+			t.Errorf("cls dashboard url as %s on the owner's home: %v %s", u.Username, err, out)
+		}
+	} else {
+		t.Log("not root or no curl: the other user's requests are not tried")
+	}
+
+	fds := func() int {
+		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", h.cls.pid()))
+		if err != nil {
+			t.Fatalf("the CLS's descriptors: %v", err)
+		}
+		return len(ents)
+	}
+	before := fds()
+	const flood = 2000
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range flood {
+		c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+		if err != nil {
+			break // the kernel's backlog is full: the CLS holds no more for it
+		}
+		conns = append(conns, c)
+	}
+	t.Logf("%d connections held", len(conns))
+	// The owner's browser session still gets pages (a connection that
+	// made no request with the token is closed when 2 s old to make room).
+	jar, _ := cookiejar.New(nil)
+	br := &http.Client{Jar: jar, Timeout: 2 * time.Minute}
+	resp, err := br.Get(base + "/?token=" + token)
+	if err != nil {
+		t.Fatalf("the owner during the flood: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("the owner during the flood: %d", resp.StatusCode)
+	}
+	if n := fds() - before; n > 256+16 {
+		t.Errorf("%d held connections cost the CLS %d descriptors, want at most the cap (256) and a few", len(conns), n)
+	}
+	// mqstat --cat --follow is not the dashboard's to refuse.
+	follow := exec.Command(filepath.Join(binDir, "mqstat"), "--cat", strconv.FormatInt(id, 10), "--follow")
+	follow.Env = h.env()
+	var out strings.Builder
+	follow.Stdout = &out
+	if err := follow.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- follow.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil || !strings.Contains(out.String(), "after") {
+			t.Errorf("mqstat --cat --follow during the flood: %v %q", err, out.String())
+		}
+	case <-time.After(2 * time.Minute):
+		follow.Process.Kill()
+		t.Fatal("mqstat --cat --follow did not end")
 	}
 }

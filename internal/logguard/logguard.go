@@ -23,11 +23,15 @@ const MaxText = 64
 // rune, with the full length said), escaped by protocol.Printable so no
 // control character or invalid UTF-8 reaches the file. An SSH user name is
 // whatever the client sends (200 KB was seen, once per refused key).
-func Text(s string) string {
-	if len(s) <= MaxText {
+func Text(s string) string { return Clip(s, MaxText) }
+
+// Clip is Text with another bound, for longer strings that may hold
+// peer-supplied parts (an error from the SSH handshake).
+func Clip(s string, n int) string {
+	if len(s) <= n {
 		return protocol.Printable(s)
 	}
-	cut := MaxText
+	cut := n
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}

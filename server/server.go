@@ -248,6 +248,8 @@ func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) 
 			c.bulk.Abort()
 		}
 		for id, reg := range c.phs {
+			// Its row goes once it is gone for good (metaqueue/phsweep.go).
+			s.Store.PlaceholderDisconnected(context.Background(), id)
 			if s.OnPlaceholder != nil {
 				s.OnPlaceholder(id, reg, false)
 			}

@@ -235,11 +235,16 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn, admission *server.T
 	admission.Done()
 	key := sc.Permissions.Extensions[extKey]
 	if ok, why := s.admitKey(key); !ok {
-		s.refused("conns\x00"+key, "ssh: closed a connection over "+why, "key", key, "addr", sourceOf(sc.RemoteAddr()))
-		sc.Close()
+		// Its first channel is refused saying why, then the connection
+		// closes (closing at once raced the client's channel open: an
+		// x/crypto client could wait forever for its answer).
+		s.refused("conns\x00"+key, "ssh: refused a connection over "+why, "key", key, "addr", sourceOf(sc.RemoteAddr()))
+		limit := time.AfterFunc(s.handshakeTimeout(), func() { sc.Close() })
+		defer limit.Stop()
 		go ssh.DiscardRequests(reqs)
 		for nch := range chans {
-			nch.Reject(ssh.ResourceShortage, "too many connections")
+			nch.Reject(ssh.ResourceShortage, why+" is reached; try again later")
+			sc.Close()
 		}
 		return
 	}

@@ -342,7 +342,7 @@ func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) 
 			if errors.Is(err, protocol.ErrFrameTooLarge) {
 				c.reply(0, nil, protocol.Errorf(protocol.CodeBadRequest, "%v; closing the connection", err))
 			} else if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && ctx.Err() == nil {
-				log.Debug("connection read failed", "err", err)
+				log.Debug("connection read failed", "err", logguard.Clip(err.Error(), 256))
 			}
 			return
 		}
@@ -465,7 +465,7 @@ func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) 
 func (c *conn) safe(req *protocol.Request, f func() (any, error)) (body any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			c.log.Error("request panicked", "op", req.Op, "panic", p, "stack", string(debug.Stack()))
+			c.log.Error("request panicked", "op", req.Op, "panic", logguard.Clip(fmt.Sprint(p), 1024), "stack", string(debug.Stack()))
 			body, err = nil, protocol.Errorf(protocol.CodeInternal, "internal error handling %s", req.Op)
 		}
 	}()
@@ -518,7 +518,7 @@ func (c *conn) reply(id uint64, body any, err error) {
 				c.log.Debug("request ended with its connection", "id", id, "err", err)
 				return
 			}
-			c.log.Error("request failed", "id", id, "err", err)
+			c.log.Error("request failed", "id", id, "err", logguard.Clip(err.Error(), 1024)) // may quote a peer's path
 		}
 	} else if body != nil {
 		b, merr := json.Marshal(body)

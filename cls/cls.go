@@ -100,6 +100,9 @@ type Config struct {
 	// default) or json. ReopenLog reopens the file (logrotate).
 	LogLevel  slog.Level
 	LogFormat string
+	// LogMax bounds cls.log: a write that would take it past this moves
+	// it to cls.log.1 first (0: DefaultLogMax; negative: no bound).
+	LogMax int64
 
 	// HTTPAddr, when set, is where the read-only dashboard and /metrics
 	// listen (package web); an empty host (":8642") is 127.0.0.1. A
@@ -247,7 +250,11 @@ func (c *CLS) open(ctx context.Context) (err error) {
 		return err
 	}
 	c.closers = append(c.closers, unlock)
-	logf, err := openLogFile(filepath.Join(home, "cls.log"))
+	logMax := cfg.LogMax
+	if logMax == 0 {
+		logMax = DefaultLogMax
+	}
+	logf, err := openLogFile(filepath.Join(home, "cls.log"), max(logMax, 0))
 	if err != nil {
 		return err
 	}
@@ -454,8 +461,10 @@ func (c *CLS) run(ctx context.Context) (err error) {
 	c.ln.Close()
 	c.store.Close()
 	c.srv.Wait()
+	c.srv.FlushLog()
 	if c.sshSrv != nil {
 		c.sshSrv.Wait()
+		c.sshSrv.FlushLog()
 	}
 	c.log.Info("CLS stopped")
 	if err != nil {

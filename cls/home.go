@@ -13,7 +13,7 @@ import (
 // homeEntries are what a CLS keeps in MQ_HOME besides the database (which
 // metaqueue checks), with the type each must be.
 var homeEntries = map[string]fs.FileMode{
-	"cls.log": 0, "cls.lock": 0, "cls.sock": fs.ModeSocket,
+	"cls.log": 0, "cls.log.1": 0, "cls.lock": 0, "cls.sock": fs.ModeSocket,
 	sshserver.KeyFileName: 0, sshserver.KeyFileName + ".lock": 0,
 	sshserver.HostKeyFileName: 0, sshserver.HostKeyFileName + ".pub": 0,
 	"output": fs.ModeDir, "sites": fs.ModeDir, "reserve": 0,

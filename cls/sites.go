@@ -126,7 +126,7 @@ func (s *sites) prepare(spec protocol.SiteSpec) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	comment := "mq-site-" + spec.Name
+	comment := sshserver.SiteKeyPrefix + spec.Name
 	pk, err := sshkey.NewKeyPair(filepath.Join(dir, "placeholder_key"), comment)
 	if err != nil {
 		return err
@@ -141,7 +141,7 @@ func (s *sites) prepare(spec protocol.SiteSpec) error {
 
 func (s *sites) forget(spec protocol.SiteSpec) {
 	kf := sshserver.NewKeyFile(filepath.Join(s.home, sshserver.KeyFileName))
-	kf.Remove("mq-site-" + spec.Name)
+	kf.Remove(sshserver.SiteKeyPrefix + spec.Name)
 	os.RemoveAll(s.dir(spec.Name))
 }
 

@@ -64,11 +64,13 @@ func (s *Store) RegisterAs(ctx context.Context, r protocol.Register, identity st
 				id = r.ID
 			}
 		}
-		if id == 0 {
+		isNew := id == 0
+		if isNew {
 			if err := s.stmts.insPlaceholder.QueryRow(r.Site, r.Host, r.PID, r.OutDir, r.Slots, now, now, identity).Scan(&id); err != nil {
 				return fatalError{err}
 			}
 		}
+		s.phRegistered(id, isNew)
 		s.phs[id] = true
 		s.data.phPlace[id] = s.data.site(s.data.placeOf(r.Site, r.Host))
 		s.knowSite(r.Site)
@@ -436,6 +438,9 @@ func (s *Store) expire() error {
 		}
 	}
 	s.forgetSilent(now)
+	if err := s.sweepPlaceholders(now); err != nil {
+		return err
+	}
 	s.expireDying(now)
 	s.checkInfeasible(now)
 	return nil
@@ -591,6 +596,7 @@ func (s *Store) dispatch(p *parkedNext) error {
 	if err := s.begin(); err != nil {
 		return err
 	}
+	s.phWorked(p.req.Placeholder)
 	stmt, err := s.stmts.dispatchN(context.Background(), s.w, len(picks))
 	if err != nil {
 		return fatalError{err}

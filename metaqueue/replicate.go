@@ -484,6 +484,7 @@ func (s *Store) dispatchCopy(p *parkedNext, id int64, q *queue) error {
 	if err != nil {
 		return fatalError{fmt.Errorf("copy job %d: %w", id, err)}
 	}
+	s.phWorked(p.req.Placeholder)
 	if _, err := s.w.ExecContext(context.Background(), "INSERT INTO job_copies (job_id, attempt, placeholder_id, started) VALUES (?, ?, ?, ?)",
 		id, r.attempt, p.req.Placeholder, micros(now)); err != nil {
 		return fatalError{err}

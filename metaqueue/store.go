@@ -110,6 +110,7 @@ type Store struct {
 	rr           int // round-robin position over queues for dispatch
 	running      map[int64]*run
 	phs          map[int64]bool // placeholders known: registered, or holding jobs at load
+	sweep        phSweep        // placeholder rows to delete once gone for good (phsweep.go)
 	parked       []*parkedNext
 	waiters      map[int64][]*waitCall
 	watches      map[*watch]struct{} // progress streams (progress.go)
@@ -226,6 +227,10 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	if err := s.load(ctx); err != nil {
 		s.closeDB()
 		return nil, fmt.Errorf("load metaqueue: %w", err)
+	}
+	if err := s.sweepOldPlaceholders(ctx); err != nil {
+		s.closeDB()
+		return nil, fmt.Errorf("delete the rows of placeholders gone: %w", err)
 	}
 	go s.loop()
 	return s, nil

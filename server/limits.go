@@ -43,6 +43,11 @@ const (
 	// an agent has a poll, a heartbeat and a few reports or output chunks
 	// out at a time.
 	DefaultPlaceholderInFlight = 64
+	// DefaultRegistrations bounds the placeholders registered on one
+	// connection: an agent registers one (again after a reconnect, with
+	// the same id). 20,000 registrations on one connection added 20,000
+	// rows before.
+	DefaultRegistrations = 4
 	// DefaultNexts bounds the next requests in progress on one connection:
 	// an agent's long poll and the reports that ask for work, which it
 	// keeps within protocol.NextsPerConn.

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/logguard"
+	"github.com/mq-hpc/mq/metaqueue"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -296,17 +298,26 @@ func (s *Server) route(op string) *route {
 // only the placeholder-role ops, and only admin the admin-role ones.
 // Refusals are logged with the peer.
 func (c *conn) allowed(op string, rt *route) error {
+	if c.noPH && rt != nil && rt.op.Role == protocol.RolePlaceholder && op != protocol.OpHello.Name {
+		c.refused("placeholder:"+op, "refused a placeholder request from a key that is not a placeholder's", "op", op)
+		return protocol.Errorf(protocol.CodeForbidden,
+			"%s is for placeholders, and only a site's placeholder key may act as one (this connection has role %s)", op, c.role)
+	}
 	if rt != nil && rt.op.Allows(c.role) {
 		return nil
 	}
 	if c.role == protocol.RolePlaceholder {
-		c.log.Warn("refused request outside the placeholder role", "op", op)
-		return protocol.Errorf(protocol.CodeForbidden, "a placeholder may not %s", op)
+		kind := "op:" + op // declared ops are few; the rest are counted together
+		if rt == nil {
+			kind = "op?"
+		}
+		c.refused(kind, "refused request outside the placeholder role", "op", logguard.Text(op))
+		return protocol.Errorf(protocol.CodeForbidden, "a placeholder may not %s", protocol.ClipText(op, 256))
 	}
 	if rt == nil {
 		return nil // unknown: the handler answers unsupported
 	}
-	c.log.Warn("refused an admin request", "op", op, "role", c.role)
+	c.refused("admin:"+op, "refused an admin request", "op", op, "role", c.role)
 	return protocol.Errorf(protocol.CodeForbidden,
 		"%s needs the admin role (the CLS owner's own socket, or a key added with `cls key add --role admin`); this connection has role %s", op, c.role)
 }
@@ -316,6 +327,26 @@ func register(ctx context.Context, c *conn, b protocol.Register) (protocol.Regis
 	if err := checkRegister(b); err != nil {
 		return protocol.RegisterReply{}, err
 	}
+	if c.site != "" && b.Site != c.site {
+		c.refused("site", "refused a registration as another site than the key's", "site", logguard.Text(b.Site), "key_site", c.site)
+		return protocol.RegisterReply{}, protocol.Errorf(protocol.CodeForbidden, "this key is site %s's; it may not register as site %s", protocol.Quote(c.site), protocol.Quote(b.Site))
+	}
+	if c.site == "" && c.identity != "socket" && b.Site == metaqueue.LocalSite {
+		// The CLS's own placeholders come through its socket.
+		c.refused("site", "refused a registration as the local site over SSH")
+		return protocol.RegisterReply{}, protocol.Errorf(protocol.CodeForbidden, "site %s is the CLS's own placeholders; a key may not register as it", metaqueue.LocalSite)
+	}
+	// One connection registers one placeholder (an agent's); a few more
+	// are let through for a reconnect's re-registration.
+	bound := orDefault(c.s.Limits.Registrations, DefaultRegistrations)
+	c.phMu.Lock()
+	_, again := c.phs[b.ID]
+	if !again && len(c.phs) >= bound {
+		c.phMu.Unlock()
+		c.refused("register", "refused a registration beyond the connection's bound", "bound", bound)
+		return protocol.RegisterReply{}, protocol.Errorf(protocol.CodeBusy, "%d placeholders are registered on this connection already", bound)
+	}
+	c.phMu.Unlock()
 	r, err := c.s.Store.RegisterAs(ctx, b, c.identity)
 	if err != nil {
 		return protocol.RegisterReply{}, err

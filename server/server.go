@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/logguard"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/metaqueue"
 	"github.com/mq-hpc/mq/protocol"
@@ -65,6 +66,12 @@ type Server struct {
 	Gate   Gate
 
 	wg sync.WaitGroup
+
+	// refusals aggregates the log lines of refused requests, per peer and
+	// kind: a key that sends 100,000 refused requests gets one line and
+	// then one count a minute, not 100,000 lines.
+	refusalsOnce sync.Once
+	refusals     *logguard.Limiter
 
 	// committing lists, per token, the bulk commits under way, so that a
 	// question about a token's outcome (from a client whose connection
@@ -116,13 +123,38 @@ func (s *Server) awaitCommits(ctx context.Context, token string) error {
 	return nil
 }
 
+// refused logs a refused request through the server's aggregating
+// limiter, keyed by the peer and kind.
+func (c *conn) refused(kind, msg string, args ...any) {
+	c.s.refusalsOnce.Do(func() {
+		log := c.s.Log
+		if log == nil {
+			log = slog.New(slog.DiscardHandler)
+		}
+		c.s.refusals = &logguard.Limiter{Log: log, Window: c.s.Limits.LogWindow}
+	})
+	c.s.refusals.Warn(c.identity+"\x00"+kind, msg, append([]any{"peer", c.identity}, args...)...)
+}
+
+// FlushLog logs the counts of refusals not yet logged (at shutdown).
+func (s *Server) FlushLog() {
+	s.refusalsOnce.Do(func() {})
+	s.refusals.Flush()
+}
+
 // Limits bound what one connection may hold. Zero fields take the
 // defaults (DefaultHelloTimeout, ...).
 type Limits struct {
 	HelloTimeout time.Duration // from connecting to hello
-	// Idle closes a connection that sent nothing while none of its
-	// requests was in progress for this long.
+	// Idle closes a connection that said hello and then sent nothing
+	// while none of its requests was in progress for this long.
 	Idle time.Duration
+	// Registrations bounds the placeholders registered on one connection
+	// (an agent registers one); one more is refused with busy.
+	Registrations int
+	// LogWindow is how long like refusals from one peer are counted
+	// before their number is logged (0: logguard.DefaultWindow).
+	LogWindow time.Duration
 	// InFlight and PlaceholderInFlight bound the requests served at once
 	// on a user and a placeholder connection: at the bound the server
 	// stops reading the connection until one ends (backpressure).
@@ -163,6 +195,15 @@ type Peer struct {
 	// Admission, if set, is the connection's place in its listener's
 	// Gate, given up once the peer says hello.
 	Admission *Ticket
+	// NoPlaceholder refuses the placeholder role to the peer: the
+	// placeholder ops (register, next, report, heartbeat, output, files.*)
+	// and a hello asking for it. SSH user and admin keys are so: a
+	// placeholder is handed files from the CLS host (files.pull), jobs
+	// and their commands, which no one but site placeholders should get.
+	NoPlaceholder bool
+	// Site, if set, is the one site the peer may register placeholders
+	// of (a site's own placeholder key, mq-site-NAME).
+	Site string
 }
 
 type conn struct {
@@ -171,6 +212,8 @@ type conn struct {
 	role     string
 	maxRole  string
 	identity string
+	noPH     bool   // Peer.NoPlaceholder
+	site     string // Peer.Site
 	hello    bool
 	wmu      sync.Mutex
 	wbuf     []byte
@@ -198,7 +241,7 @@ func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) 
 	// the log says which key asked.
 	log = log.With("peer", p.Identity)
 	ctx, cancel := context.WithCancel(ctx)
-	c := &conn{s: s, rwc: rwc, maxRole: p.MaxRole, identity: p.Identity, phs: map[int64]protocol.Register{}, log: log, closed: ctx.Done()}
+	c := &conn{s: s, rwc: rwc, maxRole: p.MaxRole, identity: p.Identity, noPH: p.NoPlaceholder, site: p.Site, phs: map[int64]protocol.Register{}, log: log, closed: ctx.Done()}
 	var reqs sync.WaitGroup
 	defer func() {
 		cancel()
@@ -208,6 +251,8 @@ func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) 
 			c.bulk.Abort()
 		}
 		for id, reg := range c.phs {
+			// Its row goes once it is gone for good (metaqueue/phsweep.go).
+			s.Store.PlaceholderDisconnected(context.Background(), id)
 			if s.OnPlaceholder != nil {
 				s.OnPlaceholder(id, reg, false)
 			}
@@ -215,19 +260,24 @@ func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) 
 	}()
 	lim := s.Limits
 	var (
-		active  atomic.Uint64 // lines read plus requests ended
-		busy    atomic.Int64  // requests in progress
-		greeted atomic.Bool
+		lastActive atomic.Int64 // unix nanoseconds of the last line read or request ended
+		busy       atomic.Int64 // requests in progress
+		greeted    atomic.Bool
 	)
+	touch := func() { lastActive.Store(time.Now().UnixNano()) }
+	touch()
 	// The watchdog closes the connection when it ends, when no hello came
-	// in time, and when it has been idle: nothing read and no request in
-	// progress for a whole period (so between Idle and twice that).
+	// within HelloTimeout, and, once it said hello, when it has been idle
+	// for Idle: nothing read and no request in progress. It keeps the
+	// time of the last activity rather than comparing counts between two
+	// ticks: those counts, taken when the goroutine first ran, closed a
+	// connection at the hello deadline (15 s) when its hello had been read
+	// before the watchdog's first look.
 	go func() {
 		idle := orDefault(lim.Idle, DefaultIdle)
 		helloBy := time.Now().Add(orDefault(lim.HelloTimeout, DefaultHelloTimeout))
-		t := time.NewTimer(min(time.Until(helloBy), idle))
+		t := time.NewTimer(time.Until(helloBy))
 		defer t.Stop()
-		seen := active.Load()
 		for {
 			select {
 			case <-ctx.Done():
@@ -235,20 +285,27 @@ func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) 
 				return
 			case <-t.C:
 			}
-			n := active.Load()
-			next := idle
+			now := time.Now()
 			switch {
-			case !greeted.Load() && time.Until(helloBy) <= 0:
+			case !greeted.Load():
+				if left := helloBy.Sub(now); left > 0 {
+					t.Reset(left)
+					continue
+				}
 				log.Debug("closing a connection that sent no hello in time")
 				cancel()
-			case !greeted.Load():
-				next = min(time.Until(helloBy), idle)
-			case n == seen && busy.Load() == 0:
+				continue
+			case busy.Load() > 0:
+				t.Reset(idle) // a request in progress is activity
+				continue
+			}
+			quiet := now.Sub(time.Unix(0, lastActive.Load()))
+			if quiet >= idle {
 				log.Debug("closing an idle connection", "idle", idle)
 				cancel()
+				continue
 			}
-			seen = n
-			t.Reset(next)
+			t.Reset(idle - quiet)
 		}
 	}()
 	var bulkQ chan *bulkItem
@@ -277,9 +334,9 @@ func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) 
 		}
 	}
 	release := func() {
+		touch()
 		<-slots
 		busy.Add(-1)
-		active.Add(1)
 	}
 	r := protocol.NewReader(rwc)
 	for {
@@ -288,11 +345,11 @@ func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) 
 			if errors.Is(err, protocol.ErrFrameTooLarge) {
 				c.reply(0, nil, protocol.Errorf(protocol.CodeBadRequest, "%v; closing the connection", err))
 			} else if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && ctx.Err() == nil {
-				log.Debug("connection read failed", "err", err)
+				log.Debug("connection read failed", "err", logguard.Clip(err.Error(), 256))
 			}
 			return
 		}
-		active.Add(1)
+		touch()
 		var req *protocol.Request
 		var add *protocol.BulkAdd // a bulk.add body already decoded
 		if id, a, ok := protocol.FastBulkAdd(line); ok && c.hello {
@@ -380,7 +437,7 @@ func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) 
 			// A placeholder parks one poll at a time; many would each hold
 			// a goroutine and a place in the core's queue.
 			if nexts.Load() >= maxNexts {
-				log.Warn("refused a next beyond the connection's bound", "bound", maxNexts)
+				c.refused("busy-next", "refused a next beyond the connection's bound", "bound", maxNexts)
 				c.reply(req.ID, nil, protocol.Errorf(protocol.CodeBusy, "%d next requests are already in progress on this connection", maxNexts))
 				continue
 			}
@@ -411,7 +468,7 @@ func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) 
 func (c *conn) safe(req *protocol.Request, f func() (any, error)) (body any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			c.log.Error("request panicked", "op", req.Op, "panic", p, "stack", string(debug.Stack()))
+			c.log.Error("request panicked", "op", req.Op, "panic", logguard.Clip(fmt.Sprint(p), 1024), "stack", string(debug.Stack()))
 			body, err = nil, protocol.Errorf(protocol.CodeInternal, "internal error handling %s", req.Op)
 		}
 	}()
@@ -431,9 +488,9 @@ func (c *conn) doHello(raw json.RawMessage) (any, error) {
 	}
 	role := c.maxRole
 	if h.Role != "" {
-		if !protocol.RoleAllows(c.maxRole, h.Role) { // narrowing is always allowed
-			c.log.Warn("refused a role the connection does not allow", "role", h.Role, "allowed", c.maxRole)
-			return nil, protocol.Errorf(protocol.CodeForbidden, "role %q is not allowed on this connection", h.Role)
+		if !protocol.RoleAllows(c.maxRole, h.Role) || (c.noPH && h.Role == protocol.RolePlaceholder) { // narrowing is allowed but to placeholder
+			c.refused("role", "refused a role the connection does not allow", "role", logguard.Text(h.Role), "allowed", c.maxRole)
+			return nil, protocol.Errorf(protocol.CodeForbidden, "role %s is not allowed on this connection", protocol.Quote(h.Role))
 		}
 		role = h.Role
 	}
@@ -464,7 +521,7 @@ func (c *conn) reply(id uint64, body any, err error) {
 				c.log.Debug("request ended with its connection", "id", id, "err", err)
 				return
 			}
-			c.log.Error("request failed", "id", id, "err", err)
+			c.log.Error("request failed", "id", id, "err", logguard.Clip(err.Error(), 1024)) // may quote a peer's path
 		}
 	} else if body != nil {
 		b, merr := json.Marshal(body)
@@ -672,7 +729,7 @@ func (c *conn) stage(ctx context.Context, b protocol.OutputChunk) error {
 		return err
 	}
 	if !ok {
-		c.log.Warn("refused output for an attempt the placeholder does not hold", "placeholder", b.Placeholder, "job", b.ID, "attempt", b.Attempt)
+		c.refused("output", "refused output for an attempt the placeholder does not hold", "placeholder", b.Placeholder, "job", b.ID, "attempt", b.Attempt)
 		return protocol.Errorf(protocol.CodeForbidden, "placeholder %d does not hold job %d attempt %d", b.Placeholder, b.ID, b.Attempt)
 	}
 	out, errPath := job.OutputPaths(c.s.OutputDir, b.ID, b.Attempt)

@@ -65,8 +65,9 @@ func TestUnauthenticatedBoundPerSource(t *testing.T) {
 	}
 }
 
-// A connection with no channel open is closed after the idle bound; one
-// serving a protocol session is not.
+// A connection with no channel open is closed after the idle bound, once
+// a session has said what it was for; one serving a protocol session is
+// not.
 func TestIdleSSHConnectionClosed(t *testing.T) {
 	const idle = 50 * time.Millisecond
 	c := newCLS(t, func(s *Server) { s.Idle = idle })
@@ -80,6 +81,14 @@ func TestIdleSSHConnectionClosed(t *testing.T) {
 	defer sc.Close()
 	closed := make(chan error, 1)
 	go func() { closed <- sc.Wait() }()
+	sess, err := sc.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.RequestSubsystem(Subsystem); err != nil {
+		t.Fatal(err)
+	}
+	sess.Close()
 	select {
 	case <-closed:
 	case <-time.After(10 * time.Second):
@@ -93,6 +102,26 @@ func TestIdleSSHConnectionClosed(t *testing.T) {
 	time.Sleep(10 * idle)
 	if _, err := client.Do(t.Context(), cl, protocol.OpSummary, protocol.Empty{}); err != nil {
 		t.Fatalf("a connection with its session open was closed: %v", err)
+	}
+}
+
+// A connection that opens no session (`ssh -N`) is closed within the
+// handshake timeout, not held for Idle.
+func TestNoSessionSSHConnectionClosed(t *testing.T) {
+	c := newCLS(t, func(s *Server) { s.HandshakeTimeout, s.Idle = 2*time.Second, time.Hour })
+	signer, _ := c.key("user")
+	sc, err := ssh.Dial("tcp", c.addr, &ssh.ClientConfig{User: "u", Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)},
+		HostKeyCallback: c.sshConfig(signer).HostKey, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	closed := make(chan error, 1)
+	go func() { closed <- sc.Wait() }()
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("an ssh connection that opened no session stayed open past the handshake timeout")
 	}
 }
 

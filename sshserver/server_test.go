@@ -34,6 +34,7 @@ type cls struct {
 	keys    *KeyFile
 	outDir  string
 	proto   *server.Server
+	ssh     *Server
 	ctx     context.Context
 
 	mu    sync.Mutex
@@ -71,6 +72,7 @@ func newCLS(t testing.TB, opts ...func(*Server)) *cls {
 	for _, o := range opts {
 		o(ss)
 	}
+	c.ssh = ss
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,81 @@
+package metaqueue
+
+import (
+	"context"
+	"testing"
+
+	"github.com/mq-hpc/mq/protocol"
+)
+
+func (e *env) placeholderRows() int {
+	e.t.Helper()
+	var n int
+	if err := e.s.rdb.QueryRow("SELECT count(*) FROM placeholders").Scan(&n); err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
+// The rows of placeholders gone for good (disconnected for over a lease,
+// never handed work) are deleted; one still connected, one that ran a
+// job, and one that reconnects within the lease keep theirs. Rows of an
+// earlier run that ran nothing go a lease after the store opens unless
+// they register again.
+func TestPlaceholderRowsSwept(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	const flood = 500
+	for range flood {
+		id := e.register("s")
+		if err := e.s.PlaceholderDisconnected(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	connected := e.register("s")
+	worker := e.register("s")
+	e.submit1("t", "true")
+	as := e.next(worker, 1)
+	if len(as) != 1 {
+		t.Fatalf("worker got %d jobs", len(as))
+	}
+	e.next(worker, 1, ok(as[0]))
+	e.s.PlaceholderDisconnected(ctx, worker)
+	back := e.register("s")
+	e.s.PlaceholderDisconnected(ctx, back)
+	if n := e.placeholderRows(); n != flood+3 {
+		t.Fatalf("%d rows before the sweep, want %d", n, flood+3)
+	}
+	e.advance(testLease / 2)
+	if _, err := e.s.Register(ctx, registerAgain(back)); err != nil {
+		t.Fatal(err)
+	}
+	e.advance(2 * testLease)
+	if n := e.placeholderRows(); n != 3 {
+		t.Fatalf("%d rows after the sweep, want 3 (connected, worker, back)", n)
+	}
+	e.check()
+	if r, err := e.s.Heartbeat(ctx, heartbeat(connected)); err != nil {
+		t.Fatalf("a connected placeholder lost its place: %v %+v", err, r)
+	}
+
+	// Across a restart: the one connected before registers again; the
+	// worker's row stays for its job's history; back (no longer
+	// registered anywhere after the restart) goes.
+	e.reopen()
+	if _, err := e.s.Register(ctx, registerAgain(connected)); err != nil {
+		t.Fatal(err)
+	}
+	e.advance(2 * testLease)
+	if n := e.placeholderRows(); n != 2 {
+		t.Fatalf("%d rows after a restart's sweep, want 2 (connected, worker)", n)
+	}
+	if d := e.job(as[0].ID); d.Host != "h-s" || d.Site != "s" {
+		t.Fatalf("the job lost where it ran: site %q host %q", d.Site, d.Host)
+	}
+}
+
+func registerAgain(id int64) protocol.Register {
+	return protocol.Register{ID: id, Site: "s", Host: "h-s", PID: 42, Slots: 4, OutDir: "/out/s"}
+}
+
+func heartbeat(id int64) protocol.Heartbeat { return protocol.Heartbeat{Placeholder: id} }

@@ -1,0 +1,160 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// lockedBuf is a log destination safe for concurrent handlers.
+type lockedBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A connection that said hello is closed after Idle, not at the hello
+// deadline: the watchdog once compared counts taken when it first ran, so
+// a hello read before that closed the connection at HelloTimeout (15 s)
+// where the docs say 10 minutes.
+func TestIdleAfterHelloIsIdleNotHelloTimeout(t *testing.T) {
+	t.Parallel()
+	const hello = 200 * time.Millisecond
+	srv := &Server{Store: newStore(t), Limits: Limits{HelloTimeout: hello, Idle: time.Hour}}
+	var ps []*peer
+	for range 20 {
+		p := connect(t, srv, protocol.RoleUser)
+		p.hello("")
+		ps = append(ps, p)
+	}
+	time.Sleep(8 * hello) // several hello deadlines, far from Idle
+	for i, p := range ps {
+		r, _ := p.call(protocol.OpSummary.Name, nil)
+		if r == nil || r.Err != nil {
+			t.Fatalf("connection %d, idle %v after its hello, was closed (Idle is an hour): %+v", i, 8*hello, r)
+		}
+	}
+}
+
+// An SSH user or admin key does not act as a placeholder: the placeholder
+// role and every placeholder op are refused, so such a key cannot be
+// handed jobs or files from the CLS host (files.poll/files.pull).
+func TestNoPlaceholderRole(t *testing.T) {
+	t.Parallel()
+	srv := &Server{Store: newStore(t), Files: noFiles{}}
+	for _, role := range []string{protocol.RoleUser, protocol.RoleAdmin} {
+		who := Peer{MaxRole: role, Identity: "ssh-key:SHA256:u", NoPlaceholder: true}
+		p := connectAs(t, srv, who)
+		r, _ := p.call(protocol.OpHello.Name, protocol.Hello{Proto: protocol.Version, Role: protocol.RolePlaceholder})
+		if r.Err == nil || r.Err.Code != protocol.CodeForbidden {
+			t.Fatalf("%s key: hello as placeholder: %+v, want forbidden", role, r)
+		}
+		p = connectAs(t, srv, who)
+		p.hello("")
+		p.fails(protocol.OpRegister.Name, protocol.Register{Site: "s", Host: "h", Slots: 1}, protocol.CodeForbidden)
+		for _, op := range []string{protocol.OpNext.Name, protocol.OpReport.Name, protocol.OpHeartbeat.Name, protocol.OpOutput.Name,
+			protocol.OpFilesPoll.Name, protocol.OpFilesPull.Name, protocol.OpFilesPush.Name, protocol.OpFilesDone.Name} {
+			p.fails(op, map[string]any{"placeholder": 1}, protocol.CodeForbidden)
+		}
+		p.do(protocol.OpSummary.Name, nil, nil) // the rest of the role stays
+	}
+}
+
+// A site's placeholder key registers only as its site, and no key as the
+// CLS's own local site.
+func TestPlaceholderKeyBoundToSite(t *testing.T) {
+	t.Parallel()
+	srv := &Server{Store: newStore(t)}
+	grid := connectAs(t, srv, Peer{MaxRole: protocol.RolePlaceholder, Identity: "ssh-key:SHA256:g", Site: "grid"})
+	grid.hello(protocol.RolePlaceholder)
+	grid.fails(protocol.OpRegister.Name, protocol.Register{Site: "other", Host: "h", Slots: 1}, protocol.CodeForbidden)
+	grid.fails(protocol.OpRegister.Name, protocol.Register{Site: "local", Host: "h", Slots: 1}, protocol.CodeForbidden)
+	grid.do(protocol.OpRegister.Name, protocol.Register{Site: "grid", Host: "h", Slots: 1}, nil)
+
+	manual := connectAs(t, srv, Peer{MaxRole: protocol.RolePlaceholder, Identity: "ssh-key:SHA256:m"})
+	manual.hello(protocol.RolePlaceholder)
+	manual.fails(protocol.OpRegister.Name, protocol.Register{Site: "local", Host: "h", Slots: 1}, protocol.CodeForbidden)
+	manual.do(protocol.OpRegister.Name, protocol.Register{Site: "clusterA", Host: "h", Slots: 1}, nil)
+}
+
+// One connection registers a bounded number of placeholders; a reconnect's
+// re-registration of one of them is not counted again.
+func TestRegistrationsBounded(t *testing.T) {
+	t.Parallel()
+	srv := &Server{Store: newStore(t)}
+	p := connect(t, srv, protocol.RolePlaceholder)
+	p.hello(protocol.RolePlaceholder)
+	var first protocol.RegisterReply
+	for i := range DefaultRegistrations {
+		var r protocol.RegisterReply
+		p.do(protocol.OpRegister.Name, protocol.Register{Site: "s", Host: "h", Slots: 1}, &r)
+		if i == 0 {
+			first = r
+		}
+	}
+	for range 100 {
+		p.fails(protocol.OpRegister.Name, protocol.Register{Site: "s", Host: "h", Slots: 1}, protocol.CodeBusy)
+	}
+	p.do(protocol.OpRegister.Name, protocol.Register{ID: first.ID, Site: "s", Host: "h", Slots: 1}, nil)
+}
+
+// N refused requests from one peer make O(1) log lines that say N.
+func TestRefusalsAggregated(t *testing.T) {
+	t.Parallel()
+	var buf lockedBuf
+	srv := &Server{Store: newStore(t), Log: slog.New(slog.NewTextHandler(&buf, nil)), Limits: Limits{LogWindow: time.Hour}}
+	p := connect(t, srv, protocol.RolePlaceholder)
+	p.hello(protocol.RolePlaceholder)
+	var reg protocol.RegisterReply
+	p.do(protocol.OpRegister.Name, protocol.Register{Site: "s", Host: "h", Slots: 1}, &reg)
+	const n = 2000
+	for range n {
+		p.fails(protocol.OpStat.Name, protocol.Stat{}, protocol.CodeForbidden)
+	}
+	poll := protocol.Next{Placeholder: reg.ID, Free: 1, WaitMS: 60_000}
+	for range DefaultNexts {
+		p.send(protocol.OpNext.Name, poll)
+	}
+	for range n {
+		p.fails(protocol.OpNext.Name, poll, protocol.CodeBusy)
+	}
+	srv.FlushLog()
+	log := buf.String()
+	if lines := strings.Count(log, "\n"); lines > 10 {
+		t.Fatalf("%d refused requests made %d log lines:\n%.2000s", 2*n, lines, log)
+	}
+	for _, want := range []string{"more=1999", "refused request outside the placeholder role", "refused a next beyond"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("no %q in the log:\n%s", want, log)
+		}
+	}
+}
+
+// noFiles serves no transfers: the refusals come first.
+type noFiles struct{}
+
+func (noFiles) Poll(context.Context, int64, time.Duration) (protocol.FileOrder, error) {
+	return protocol.FileOrder{}, nil
+}
+func (noFiles) Pull(context.Context, protocol.FilePull) (protocol.FileData, error) {
+	return protocol.FileData{}, nil
+}
+func (noFiles) Push(context.Context, protocol.FileChunk) error { return nil }
+func (noFiles) Done(context.Context, protocol.FileDone) error  { return nil }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -303,5 +304,70 @@ func TestSSHPlaceholderKeyFloodBounded(t *testing.T) {
 	}
 	if grew := logSize(t, h) - before; grew > 64<<10 {
 		t.Fatalf("the flood grew cls.log by %d bytes; want at most 64 KiB", grew)
+	}
+}
+
+// A placeholder key that pipelines refused requests (polls past its
+// parked one answered busy, admin ops it may not call) leaves a few lines
+// with counts in cls.log, not one a request: 100,000 pipelined nexts once
+// wrote 99,996 busy warnings, 16.4 MB in 25 s.
+func TestSSHRefusedRequestsLogBounded(t *testing.T) {
+	h := newHarness(t)
+	s := h.startSSHCLS("--local", "0")
+	ph := loadSigner(t, h.newKey("placeholder", "mq-site-grid"))
+	m, err := dialMQ(s.addr, ph)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.c.Close()
+	if code, err := m.call(1, "hello", map[string]any{"proto": 1, "role": "placeholder"}); err != nil || code != "" {
+		t.Fatalf("hello: %q %v", code, err)
+	}
+	_, body, err := m.callBody(2, "register", map[string]any{"site": "grid", "host": "h", "slots": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reg struct {
+		Placeholder int64 `json:"id"`
+	}
+	if err := json.Unmarshal(body, &reg); err != nil || reg.Placeholder == 0 {
+		t.Fatalf("register: %s %v", body, err)
+	}
+	before := logSize(t, h)
+	const each = 3000
+	// Pipelined: written without reading, as the attacker did; a reader
+	// drains the replies so the CLS is never stalled writing them.
+	var answered atomic.Int64
+	go func() {
+		for {
+			if _, err := m.r.ReadBytes('\n'); err != nil {
+				return
+			}
+			answered.Add(1)
+		}
+	}()
+	for i := range each {
+		if err := m.send(10+2*i, "next", map[string]any{"placeholder": reg.Placeholder, "wait_ms": 60000}); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.send(11+2*i, "site.list", map[string]any{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Every request but the one parked poll is answered, refused.
+	waitFor(t, 2*time.Minute, func() error {
+		if n := answered.Load(); n < 2*each-1 {
+			return fmt.Errorf("%d of %d refused requests answered", n, 2*each-1)
+		}
+		return nil
+	})
+	h.ok("mqstat")                             // the owner is served meanwhile
+	h.stopCLS(syscall.SIGTERM, 30*time.Second) // logs the counts not yet logged
+	if grew := logSize(t, h) - before; grew > 32<<10 {
+		t.Fatalf("%d refused requests grew cls.log by %d bytes; want at most 32 KiB", 2*each, grew)
+	}
+	log := readFile(t, filepath.Join(h.home, "cls.log"))
+	if !strings.Contains(log, "more=") {
+		t.Errorf("cls.log does not count the refused requests:\n%s", clip(log))
 	}
 }

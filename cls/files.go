@@ -78,6 +78,12 @@ func (s *sites) checkRoot(ctx context.Context, name string, pl stage.SFTP) error
 		return nil
 	}
 	if err := pl.CheckRoot(ctx); err != nil {
+		var unsafe *stage.UnsafeRootError
+		if !errors.As(err, &unsafe) {
+			// The connection failed meanwhile, not the check: the site
+			// is unreachable, as any other transfer there would say.
+			return &unreachableError{name, err}
+		}
 		s.log.Warn("refusing a site's data root", "site", name, "err", err)
 		return fmt.Errorf("site %s: %w", name, err)
 	}

@@ -2,6 +2,7 @@ package stage
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -45,6 +46,22 @@ func TestSFTPCheckRoot(t *testing.T) {
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), root)):
 				t.Fatalf("%v, want an error naming %s with %q", err, root, tc.want)
 			}
+			var unsafe *UnsafeRootError
+			if tc.want != "" && !errors.As(err, &unsafe) {
+				t.Fatalf("a refusal is %T, not an UnsafeRootError: the CLS would take it for a lost connection", err)
+			}
 		})
+	}
+}
+
+// An error of the connection is no refusal: the CLS reports the site
+// unreachable, as any transfer there would.
+func TestSFTPCheckRootConnectionLost(t *testing.T) {
+	c := sftpClient(t)
+	c.Close()
+	err := SFTP{Client: c, Root: "data"}.CheckRoot(context.Background())
+	var unsafe *UnsafeRootError
+	if err == nil || errors.As(err, &unsafe) {
+		t.Fatalf("CheckRoot on a closed connection: %v, want an error that is not a refusal", err)
 	}
 }

@@ -364,13 +364,13 @@ func (s SFTP) CheckRoot(ctx context.Context) error {
 		return fmt.Errorf("data root %s: %w", root, err)
 	}
 	if !fi.IsDir() {
-		return fmt.Errorf("data root %s is not a directory", root)
+		return unsafeRoot("data root %s is not a directory", root)
 	}
 	if uid, _ := sftpUID(fi); uid != me {
-		return fmt.Errorf("data root %s is owned by uid %d, not by the login user (uid %d): they could replace staged inputs; give the site a data root of its own (cls site add --data-root)", root, uid, me)
+		return unsafeRoot("data root %s is owned by uid %d, not by the login user (uid %d): they could replace staged inputs; give the site a data root of its own (cls site add --data-root)", root, uid, me)
 	}
 	if fi.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("data root %s is writable by others (mode %04o): they could replace staged inputs; chmod 700 %s on the login host", root, uint32(fi.Mode().Perm()), root)
+		return unsafeRoot("data root %s is writable by others (mode %04o): they could replace staged inputs; chmod 700 %s on the login host", root, uint32(fi.Mode().Perm()), root)
 	}
 	for d := path.Dir(root); ; d = path.Dir(d) {
 		if err := ctx.Err(); err != nil {
@@ -381,10 +381,10 @@ func (s SFTP) CheckRoot(ctx context.Context) error {
 			return fmt.Errorf("data root %s: %w", root, err)
 		}
 		if uid, _ := sftpUID(fi); uid != 0 && uid != me {
-			return fmt.Errorf("data root %s is inside %s, owned by uid %d (not the login user or root): they could replace it; give the site a data root of its own", root, d, uid)
+			return unsafeRoot("data root %s is inside %s, owned by uid %d (not the login user or root): they could replace it; give the site a data root of its own", root, d, uid)
 		}
 		if fi.Mode().Perm()&0o022 != 0 && fi.Mode()&fs.ModeSticky == 0 {
-			return fmt.Errorf("data root %s is inside %s, writable by others and not sticky (mode %04o): they could replace it; give the site a data root of its own", root, d, uint32(fi.Mode().Perm()))
+			return unsafeRoot("data root %s is inside %s, writable by others and not sticky (mode %04o): they could replace it; give the site a data root of its own", root, d, uint32(fi.Mode().Perm()))
 		}
 		if d == path.Dir(d) {
 			return nil
@@ -398,4 +398,15 @@ func sftpUID(fi os.FileInfo) (int, bool) {
 		return 0, false
 	}
 	return int(st.UID), true
+}
+
+// UnsafeRootError is CheckRoot's refusal of a data root that others could
+// write: what it says is the reason and the mend. Any other error of
+// CheckRoot is the connection's or the server's.
+type UnsafeRootError struct{ Reason string }
+
+func (e *UnsafeRootError) Error() string { return e.Reason }
+
+func unsafeRoot(format string, args ...any) error {
+	return &UnsafeRootError{Reason: fmt.Sprintf(format, args...)}
 }

@@ -33,8 +33,9 @@ func TableI() []econ.Resource {
 	}
 }
 
-// EconConfig is one seed 002 experiment.
-type EconConfig struct {
+// BrokerConfig is one experiment of a deadline-and-budget broker: a bag
+// of jobs over priced resources (seed 002's section 5).
+type BrokerConfig struct {
 	Strategy  econ.Strategy
 	Resources []econ.Resource // nil: TableI
 	Jobs      int             // 0: 200
@@ -45,8 +46,8 @@ type EconConfig struct {
 	Seed      uint64          // draws the job lengths, the same for every strategy
 }
 
-// EconResult is what one experiment did.
-type EconResult struct {
+// BrokerResult is what one experiment did.
+type BrokerResult struct {
 	Strategy         econ.Strategy
 	Deadline, Budget float64
 	Seed             uint64
@@ -66,12 +67,12 @@ type econRun struct {
 	cost  float64
 }
 
-// RunEcon simulates one experiment: dedicated resources (a job of L MI
+// RunBroker simulates one experiment: dedicated resources (a job of L MI
 // runs L/MIPS time units on one PE and costs that times the price), a
 // scheduling event at the start and whenever jobs end, the dispatcher
 // starting at most one job per PE (the seed's default policy), and the
 // broker measuring each resource's MI per PE time unit from ended jobs.
-func RunEcon(cfg EconConfig) (EconResult, error) {
+func RunBroker(cfg BrokerConfig) (BrokerResult, error) {
 	rs := cfg.Resources
 	if rs == nil {
 		rs = TableI()
@@ -88,19 +89,19 @@ func RunEcon(cfg EconConfig) (EconResult, error) {
 	}
 	switch {
 	case n < 0 || minMI < 0 || spread < 0:
-		return EconResult{}, fmt.Errorf("econ: negative jobs, length or spread")
+		return BrokerResult{}, fmt.Errorf("econ: negative jobs, length or spread")
 	case cfg.Deadline <= 0 || cfg.Budget < 0 || math.IsNaN(cfg.Deadline) || math.IsNaN(cfg.Budget):
-		return EconResult{}, fmt.Errorf("econ: deadline %g and budget %g: want a positive deadline and a budget >= 0", cfg.Deadline, cfg.Budget)
+		return BrokerResult{}, fmt.Errorf("econ: deadline %g and budget %g: want a positive deadline and a budget >= 0", cfg.Deadline, cfg.Budget)
 	}
 	if _, err := econ.ParseStrategy(cfg.Strategy.String()); err != nil {
-		return EconResult{}, err
+		return BrokerResult{}, err
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x5eed002))
 	pending := make([]econ.Job, n)
 	for i := range pending {
 		pending[i] = econ.Job{ID: i, MI: minMI * (1 + spread*rng.Float64())}
 	}
-	res := EconResult{Strategy: cfg.Strategy, Deadline: cfg.Deadline, Budget: cfg.Budget, Seed: cfg.Seed,
+	res := BrokerResult{Strategy: cfg.Strategy, Deadline: cfg.Deadline, Budget: cfg.Budget, Seed: cfg.Seed,
 		PerResource: make([]int, len(rs)), Names: make([]string, len(rs))}
 	for i, r := range rs {
 		res.Names[i] = r.Name
@@ -192,12 +193,12 @@ func allIdle(running [][]econRun) bool {
 	return true
 }
 
-// EconSweep runs every strategy at every deadline and budget.
-type EconSweep struct {
+// BrokerSweep runs every strategy at every deadline and budget.
+type BrokerSweep struct {
 	Strategies []econ.Strategy
 	Deadlines  []float64
 	Budgets    []float64
-	Base       EconConfig // Jobs, Seed, Resources...
+	Base       BrokerConfig // Jobs, Seed, Resources...
 }
 
 // SeedDeadlines and SeedBudgets are the seed's sweep: deadlines 100 to
@@ -215,14 +216,14 @@ func steps(from, to, step float64) []float64 {
 
 // Run runs the sweep on workers goroutines (0: GOMAXPROCS); results come
 // in sweep order (deadline, budget, strategy; the last varies fastest).
-func (s EconSweep) Run(ctx context.Context, workers int) ([]EconResult, error) {
+func (s BrokerSweep) Run(ctx context.Context, workers int) ([]BrokerResult, error) {
 	n := len(s.Strategies) * len(s.Deadlines) * len(s.Budgets)
-	return runIndexed(ctx, n, workers, func(i int) (EconResult, error) {
+	return runIndexed(ctx, n, workers, func(i int) (BrokerResult, error) {
 		cfg := s.Base
 		cfg.Strategy = s.Strategies[i%len(s.Strategies)]
 		j := i / len(s.Strategies)
 		cfg.Budget = s.Budgets[j%len(s.Budgets)]
 		cfg.Deadline = s.Deadlines[j/len(s.Budgets)]
-		return RunEcon(cfg)
+		return RunBroker(cfg)
 	})
 }

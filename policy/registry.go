@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/mq-hpc/mq/econ"
+	"github.com/mq-hpc/mq/dbc"
 )
 
 // Kind is what a policy decides when a placeholder asks for work.
@@ -146,11 +146,11 @@ var registry = []Info{
 		Kind: Choosing, Needs: NeedsEstimates | NeedsFiles | NeedsArrivals, Order: namedFCFS("xsufferage"),
 		NewChooser: func() Chooser { return XSufferage{MaxExamined: DefaultXSufferageExamined} }},
 	{Name: "dbc-cost", Summary: "deadline and budget, seed 002: the cheapest sites' placeholders, dearer ones only as the deadline needs (cost optimisation)",
-		Kind: Provisioning, NewProvisioner: func() Provisioner { return DBC{Strategy: econ.Cost} }},
+		Kind: Provisioning, NewProvisioner: func() Provisioner { return DBC{Strategy: dbc.Cost} }},
 	{Name: "dbc-costtime", Summary: "deadline and budget, seed 002: as dbc-cost, spreading jobs over sites of equal cost to end earlier (cost-time optimisation)",
-		Kind: Provisioning, NewProvisioner: func() Provisioner { return DBC{Strategy: econ.CostTime} }},
+		Kind: Provisioning, NewProvisioner: func() Provisioner { return DBC{Strategy: dbc.CostTime} }},
 	{Name: "dbc-time", Summary: "deadline and budget, seed 002: the sites that end each job soonest within the budget (time optimisation)",
-		Kind: Provisioning, NewProvisioner: func() Provisioner { return DBC{Strategy: econ.Time} }},
+		Kind: Provisioning, NewProvisioner: func() Provisioner { return DBC{Strategy: dbc.Time} }},
 	{Name: "lp", Summary: "LP-planned placement, seed 001: the planned queues as stages of a pipeline, job slots per stage per site from measured runtimes (LPSched)",
 		Kind: Provisioning, NewProvisioner: func() Provisioner { return LP{} }},
 }

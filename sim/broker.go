@@ -6,19 +6,19 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/mq-hpc/mq/econ"
+	"github.com/mq-hpc/mq/dbc"
 )
 
 // Seed 002 (Buyya et al. 2005, section 5): a broker runs a bag of jobs
 // over priced resources under a deadline and a budget, re-planning with
-// econ.Schedule at every job end.
+// dbc.Schedule at every job end.
 
 // TableI is the seed's Table I (the GridSim model of the World-Wide Grid
 // testbed): PEs, MIPS per PE (SPEC CINT2000) and price in G$ per PE time
 // unit. docs/seed002.md says how each value was read from the garbled
 // extraction; every row's MIPS/price matches the table's MIPS per G$ column.
-func TableI() []econ.Resource {
-	return []econ.Resource{
+func TableI() []dbc.Resource {
+	return []dbc.Resource{
 		{Name: "R0", PEs: 4, MIPS: 515, Price: 8},  // Compaq AlphaServer, grendel.vpac.org
 		{Name: "R1", PEs: 4, MIPS: 377, Price: 4},  // Sun Ultra, hpc420.hpcc.jp
 		{Name: "R2", PEs: 4, MIPS: 377, Price: 3},  // Sun Ultra, hpc420-1.hpcc.jp
@@ -36,19 +36,19 @@ func TableI() []econ.Resource {
 // BrokerConfig is one experiment of a deadline-and-budget broker: a bag
 // of jobs over priced resources (seed 002's section 5).
 type BrokerConfig struct {
-	Strategy  econ.Strategy
-	Resources []econ.Resource // nil: TableI
-	Jobs      int             // 0: 200
-	MinMI     float64         // 0: 10,000
-	Spread    float64         // jobs are MinMI*(1+U(0,Spread)); 0: 0.1
-	Deadline  float64         // time units from the start
-	Budget    float64         // G$
-	Seed      uint64          // draws the job lengths, the same for every strategy
+	Strategy  dbc.Strategy
+	Resources []dbc.Resource // nil: TableI
+	Jobs      int            // 0: 200
+	MinMI     float64        // 0: 10,000
+	Spread    float64        // jobs are MinMI*(1+U(0,Spread)); 0: 0.1
+	Deadline  float64        // time units from the start
+	Budget    float64        // G$
+	Seed      uint64         // draws the job lengths, the same for every strategy
 }
 
 // BrokerResult is what one experiment did.
 type BrokerResult struct {
-	Strategy         econ.Strategy
+	Strategy         dbc.Strategy
 	Deadline, Budget float64
 	Seed             uint64
 	Completed        int
@@ -93,13 +93,13 @@ func RunBroker(cfg BrokerConfig) (BrokerResult, error) {
 	case cfg.Deadline <= 0 || cfg.Budget < 0 || math.IsNaN(cfg.Deadline) || math.IsNaN(cfg.Budget):
 		return BrokerResult{}, fmt.Errorf("econ: deadline %g and budget %g: want a positive deadline and a budget >= 0", cfg.Deadline, cfg.Budget)
 	}
-	if _, err := econ.ParseStrategy(cfg.Strategy.String()); err != nil {
+	if _, err := dbc.ParseStrategy(cfg.Strategy.String()); err != nil {
 		return BrokerResult{}, err
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x5eed002))
-	pending := make([]econ.Job, n)
+	pending := make([]dbc.Job, n)
 	for i := range pending {
-		pending[i] = econ.Job{ID: i, MI: minMI * (1 + spread*rng.Float64())}
+		pending[i] = dbc.Job{ID: i, MI: minMI * (1 + spread*rng.Float64())}
 	}
 	res := BrokerResult{Strategy: cfg.Strategy, Deadline: cfg.Deadline, Budget: cfg.Budget, Seed: cfg.Seed,
 		PerResource: make([]int, len(rs)), Names: make([]string, len(rs))}
@@ -112,7 +112,7 @@ func RunBroker(cfg BrokerConfig) (BrokerResult, error) {
 	now, committed := 0.0, 0.0
 	for {
 		// A scheduling event: plan every job not yet dispatched.
-		view := make([]econ.Resource, len(rs))
+		view := make([]dbc.Resource, len(rs))
 		for i, r := range rs {
 			view[i] = r
 			view[i].Busy = nil
@@ -123,9 +123,9 @@ func RunBroker(cfg BrokerConfig) (BrokerResult, error) {
 				view[i].Busy = append(view[i].Busy, j.start+j.mi/view[i].Speed())
 			}
 		}
-		plan := econ.Schedule(cfg.Strategy, econ.Event{Now: now, Deadline: cfg.Deadline, Budget: cfg.Budget - res.Spent - committed}, view, pending)
+		plan := dbc.Schedule(cfg.Strategy, dbc.Event{Now: now, Deadline: cfg.Deadline, Budget: cfg.Budget - res.Spent - committed}, view, pending)
 		res.Events++
-		byID := make(map[int]econ.Job, len(pending))
+		byID := make(map[int]dbc.Job, len(pending))
 		for _, j := range pending {
 			byID[j.ID] = j
 		}
@@ -195,7 +195,7 @@ func allIdle(running [][]econRun) bool {
 
 // BrokerSweep runs every strategy at every deadline and budget.
 type BrokerSweep struct {
-	Strategies []econ.Strategy
+	Strategies []dbc.Strategy
 	Deadlines  []float64
 	Budgets    []float64
 	Base       BrokerConfig // Jobs, Seed, Resources...

@@ -13,7 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
-	"github.com/mq-hpc/mq/econ"
+	"github.com/mq-hpc/mq/dbc"
 	"github.com/mq-hpc/mq/sim"
 )
 
@@ -54,24 +54,24 @@ live run (docs/seed002.md, "Live").`,
 }
 
 // parseResource reads NAME:PES:SPEED:PRICE.
-func parseResource(v string) (econ.Resource, error) {
+func parseResource(v string) (dbc.Resource, error) {
 	f := strings.Split(v, ":")
 	if len(f) != 4 || f[0] == "" {
-		return econ.Resource{}, fmt.Errorf("%q is not NAME:PES:SPEED:PRICE", v)
+		return dbc.Resource{}, fmt.Errorf("%q is not NAME:PES:SPEED:PRICE", v)
 	}
 	pes, err := strconv.Atoi(f[1])
 	if err != nil || pes < 1 || pes > 1_000_000 {
-		return econ.Resource{}, fmt.Errorf("%q: PES must be 1..1000000", v)
+		return dbc.Resource{}, fmt.Errorf("%q: PES must be 1..1000000", v)
 	}
 	speed, err := positive("speed")(f[2])
 	if err != nil {
-		return econ.Resource{}, err
+		return dbc.Resource{}, err
 	}
 	price, err := strconv.ParseFloat(f[3], 64)
 	if err != nil || !(price >= 0 && price <= 1e12) {
-		return econ.Resource{}, fmt.Errorf("%q: PRICE must be 0..1e12", v)
+		return dbc.Resource{}, fmt.Errorf("%q: PRICE must be 0..1e12", v)
 	}
-	return econ.Resource{Name: f[0], PEs: pes, MIPS: speed, Price: price}, nil
+	return dbc.Resource{Name: f[0], PEs: pes, MIPS: speed, Price: price}, nil
 }
 
 func joinFloats(v []float64) string {
@@ -98,7 +98,7 @@ func runEcon(c *cli.Context) error {
 	}
 	var s sim.BrokerSweep
 	var err error
-	if s.Strategies, err = parseList(c, "strategy", econ.ParseStrategy); err != nil {
+	if s.Strategies, err = parseList(c, "strategy", dbc.ParseStrategy); err != nil {
 		return err
 	}
 	if s.Deadlines, err = parseList(c, "deadline", positive("deadline")); err != nil {

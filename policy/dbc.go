@@ -4,10 +4,10 @@ import (
 	"math"
 	"time"
 
-	"github.com/mq-hpc/mq/econ"
+	"github.com/mq-hpc/mq/dbc"
 )
 
-// DBC is a deadline-and-budget strategy of seed 002 (econ.Schedule) as a
+// DBC is a deadline-and-budget strategy of seed 002 (dbc.Schedule) as a
 // Provisioner: how many placeholders each priced site should hold so that
 // a queue's ready jobs end within its deadline and its budget. It sees
 // jobs only as a count, so every job is one unit of work; a site's speed
@@ -17,7 +17,7 @@ import (
 // and dbc-costtime) and caps each site's share of the queue's jobs at the
 // slots it plans there.
 type DBC struct {
-	Strategy econ.Strategy
+	Strategy dbc.Strategy
 }
 
 var _ Provisioner = DBC{}
@@ -78,7 +78,7 @@ func (p DBC) Plan(now time.Time, d Demand) (map[string]int, int) {
 	if d.Budget > 0 || d.Budgeted {
 		budget = max(d.Budget, 0)
 	}
-	rs := make([]econ.Resource, len(d.Sites))
+	rs := make([]dbc.Resource, len(d.Sites))
 	for i, s := range d.Sites {
 		slots := max(s.Slots, 1)
 		rate := s.Rate / float64(slots)
@@ -93,13 +93,13 @@ func (p DBC) Plan(now time.Time, d Demand) (map[string]int, int) {
 		for k := range busy {
 			busy[k] = 1 / rate
 		}
-		rs[i] = econ.Resource{Name: s.Name, PEs: pes, MIPS: rate, Price: s.Price / 3600, Busy: busy}
+		rs[i] = dbc.Resource{Name: s.Name, PEs: pes, MIPS: rate, Price: s.Price / 3600, Busy: busy}
 	}
-	jobs := make([]econ.Job, max(d.Ready, 0))
+	jobs := make([]dbc.Job, max(d.Ready, 0))
 	for i := range jobs {
-		jobs[i] = econ.Job{ID: i, MI: 1}
+		jobs[i] = dbc.Job{ID: i, MI: 1}
 	}
-	plan := econ.Schedule(p.Strategy, econ.Event{Deadline: deadline, Budget: budget}, rs, jobs)
+	plan := dbc.Schedule(p.Strategy, dbc.Event{Deadline: deadline, Budget: budget}, rs, jobs)
 	for i, s := range d.Sites {
 		slots := max(s.Slots, 1)
 		used := min(len(plan.Assigned[i])+len(rs[i].Busy), rs[i].PEs)

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mq-hpc/mq/econ"
+	"github.com/mq-hpc/mq/dbc"
 )
 
 func TestProvisioner(t *testing.T) {
@@ -26,24 +26,24 @@ func TestProvisioner(t *testing.T) {
 	}
 	tests := []struct {
 		name       string
-		s          econ.Strategy
+		s          dbc.Strategy
 		d          Demand
 		want       map[string]int
 		unassigned int
 	}{
-		{"cost: the first cheap site does all by a relaxed deadline", econ.Cost,
+		{"cost: the first cheap site does all by a relaxed deadline", dbc.Cost,
 			Demand{Ready: 8, Sites: sites(), Deadline: now.Add(10 * time.Second)}, map[string]int{"cheap": 4, "cheap2": 0, "dear": 0}, 0},
-		{"costtime: both cheap sites", econ.CostTime,
+		{"costtime: both cheap sites", dbc.CostTime,
 			Demand{Ready: 8, Sites: sites(), Deadline: now.Add(10 * time.Second)}, map[string]int{"cheap": 4, "cheap2": 4, "dear": 0}, 0},
-		{"costtime: a tight deadline buys dear placeholders", econ.CostTime,
+		{"costtime: a tight deadline buys dear placeholders", dbc.CostTime,
 			Demand{Ready: 20, Sites: sites(), Deadline: now.Add(1 * time.Second)}, map[string]int{"cheap": 4, "cheap2": 4, "dear": 6}, 0},
-		{"budget caps it (8 cheap jobs cost 0.08; a dear one 0.02 more) and the rest is reported", econ.CostTime,
+		{"budget caps it (8 cheap jobs cost 0.08; a dear one 0.02 more) and the rest is reported", dbc.CostTime,
 			Demand{Ready: 20, Sites: sites(), Deadline: now.Add(1 * time.Second), Budget: 0.09}, map[string]int{"cheap": 4, "cheap2": 4, "dear": 0}, 12},
-		{"a spent budget plans nothing", econ.CostTime,
+		{"a spent budget plans nothing", dbc.CostTime,
 			Demand{Ready: 3, Sites: sites(), Budget: 0, Budgeted: true}, map[string]int{"cheap": 0, "cheap2": 0, "dear": 0}, 3},
-		{"busy slots are held and end a job from now: 3 running at cheap, 4 more end by 1 s only by adding cheap2", econ.Cost,
+		{"busy slots are held and end a job from now: 3 running at cheap, 4 more end by 1 s only by adding cheap2", dbc.Cost,
 			Demand{Ready: 4, Sites: busy(sites(), 0, 3), Deadline: now.Add(1 * time.Second)}, map[string]int{"cheap": 4, "cheap2": 3, "dear": 0}, 0},
-		{"nothing ready: each site's min", econ.CostTime,
+		{"nothing ready: each site's min", dbc.CostTime,
 			Demand{Sites: sites()}, map[string]int{"cheap": 0, "cheap2": 0, "dear": 0}, 0},
 	}
 	for _, tt := range tests {
@@ -60,18 +60,18 @@ func TestProvisioner(t *testing.T) {
 		vs[i].Rate = 0
 	}
 	vs[2].Min = 2
-	if got := (DBC{Strategy: econ.Cost}).Provision(now, Demand{Ready: 5, Sites: vs}); !maps.Equal(got, map[string]int{"cheap": 1, "cheap2": 1, "dear": 2}) {
+	if got := (DBC{Strategy: dbc.Cost}).Provision(now, Demand{Ready: 5, Sites: vs}); !maps.Equal(got, map[string]int{"cheap": 1, "cheap2": 1, "dear": 2}) {
 		t.Errorf("unmeasured: %v", got)
 	}
 	// Nothing ready and nothing measured: no probes, only busy slots held.
 	vs[0].Busy = 1
-	if got := (DBC{Strategy: econ.Cost}).Provision(now, Demand{Sites: vs}); !maps.Equal(got, map[string]int{"cheap": 1, "cheap2": 0, "dear": 2}) {
+	if got := (DBC{Strategy: dbc.Cost}).Provision(now, Demand{Sites: vs}); !maps.Equal(got, map[string]int{"cheap": 1, "cheap2": 0, "dear": 2}) {
 		t.Errorf("nothing ready: %v", got)
 	}
 	vs[0].Busy = 0
 	// Nothing measured but a runtime expected: every site at Slots/Est,
 	// so cost fills cheap alone by a relaxed deadline (no probe at dear).
-	if got := (DBC{Strategy: econ.Cost}).Provision(now, Demand{Ready: 4, Sites: vs, Est: 1, Deadline: now.Add(10 * time.Second)}); !maps.Equal(got, map[string]int{"cheap": 4, "cheap2": 0, "dear": 2}) {
+	if got := (DBC{Strategy: dbc.Cost}).Provision(now, Demand{Ready: 4, Sites: vs, Est: 1, Deadline: now.Add(10 * time.Second)}); !maps.Equal(got, map[string]int{"cheap": 4, "cheap2": 0, "dear": 2}) {
 		t.Errorf("expected runtime: %v", got)
 	}
 }

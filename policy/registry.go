@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/mq-hpc/mq/econ"
+	"github.com/mq-hpc/mq/dbc"
 )
 
 // Kind is what a policy decides when a placeholder asks for work.
@@ -74,6 +74,35 @@ type Info struct {
 	NewProvisioner func() Provisioner
 	// SimOnly policies run in mqsim but not yet in a live queue.
 	SimOnly bool
+	// ComparedWith names the policy a results table sets this one
+	// against, as its seed's tables do; "" compares it with none.
+	ComparedWith string
+}
+
+// An Unbounder is a Chooser whose live form examines only the oldest ready
+// jobs, to keep a decision fast; the simulator examines all of them, as
+// the seeds do.
+type Unbounder interface {
+	Unbounded() Chooser
+}
+
+// A ReplicaLimiter is a Replicator whose copies of one running job can be
+// bounded (mqsim grid --max-copies); n counts the original, 0 is unbounded.
+type ReplicaLimiter interface {
+	LimitReplicas(n int) Replicator
+}
+
+// baseline is the policy the others are measured against.
+const baseline = "fcfs"
+
+// Baseline returns the policy the others are measured against: the one a
+// queue falls back to and the column a comparison is relative to.
+func Baseline() Info {
+	p, err := Lookup(baseline)
+	if err != nil {
+		panic(err)
+	}
+	return p
 }
 
 // ForQueues reports whether a queue may use the policy (cls queue set
@@ -108,7 +137,8 @@ var registry = []Info{
 	{Name: "sa", Summary: "storage affinity, seed 000: the job with the most input bytes at the placeholder's site; copies of running jobs for idle placeholders",
 		Kind: Choosing, Needs: NeedsFiles | NeedsBytesHere, Order: namedFCFS("sa"),
 		NewChooser:    func() Chooser { return StorageAffinity{MaxExamined: DefaultMaxExamined} },
-		NewReplicator: func() Replicator { return StorageAffinity{} }},
+		NewReplicator: func() Replicator { return StorageAffinity{} },
+		ComparedWith:  "xsufferage"},
 	{Name: "wqr", Summary: "workqueue with replication, seed 000: fcfs, then copies of running jobs for idle placeholders",
 		Kind: Ordered, Order: namedFCFS("wqr"),
 		NewReplicator: func() Replicator { return WQR{} }},
@@ -116,11 +146,11 @@ var registry = []Info{
 		Kind: Choosing, Needs: NeedsEstimates | NeedsFiles | NeedsArrivals, Order: namedFCFS("xsufferage"),
 		NewChooser: func() Chooser { return XSufferage{MaxExamined: DefaultXSufferageExamined} }},
 	{Name: "dbc-cost", Summary: "deadline and budget, seed 002: the cheapest sites' placeholders, dearer ones only as the deadline needs (cost optimisation)",
-		Kind: Provisioning, NewProvisioner: func() Provisioner { return DBC{Strategy: econ.Cost} }},
+		Kind: Provisioning, NewProvisioner: func() Provisioner { return DBC{Strategy: dbc.Cost} }},
 	{Name: "dbc-costtime", Summary: "deadline and budget, seed 002: as dbc-cost, spreading jobs over sites of equal cost to end earlier (cost-time optimisation)",
-		Kind: Provisioning, NewProvisioner: func() Provisioner { return DBC{Strategy: econ.CostTime} }},
+		Kind: Provisioning, NewProvisioner: func() Provisioner { return DBC{Strategy: dbc.CostTime} }},
 	{Name: "dbc-time", Summary: "deadline and budget, seed 002: the sites that end each job soonest within the budget (time optimisation)",
-		Kind: Provisioning, NewProvisioner: func() Provisioner { return DBC{Strategy: econ.Time} }},
+		Kind: Provisioning, NewProvisioner: func() Provisioner { return DBC{Strategy: dbc.Time} }},
 	{Name: "lp", Summary: "LP-planned placement, seed 001: the planned queues as stages of a pipeline, job slots per stage per site from measured runtimes (LPSched)",
 		Kind: Provisioning, NewProvisioner: func() Provisioner { return LP{} }},
 }

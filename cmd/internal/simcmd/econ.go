@@ -13,7 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
-	"github.com/mq-hpc/mq/econ"
+	"github.com/mq-hpc/mq/dbc"
 	"github.com/mq-hpc/mq/sim"
 )
 
@@ -54,24 +54,24 @@ live run (docs/seed002.md, "Live").`,
 }
 
 // parseResource reads NAME:PES:SPEED:PRICE.
-func parseResource(v string) (econ.Resource, error) {
+func parseResource(v string) (dbc.Resource, error) {
 	f := strings.Split(v, ":")
 	if len(f) != 4 || f[0] == "" {
-		return econ.Resource{}, fmt.Errorf("%q is not NAME:PES:SPEED:PRICE", v)
+		return dbc.Resource{}, fmt.Errorf("%q is not NAME:PES:SPEED:PRICE", v)
 	}
 	pes, err := strconv.Atoi(f[1])
 	if err != nil || pes < 1 || pes > 1_000_000 {
-		return econ.Resource{}, fmt.Errorf("%q: PES must be 1..1000000", v)
+		return dbc.Resource{}, fmt.Errorf("%q: PES must be 1..1000000", v)
 	}
 	speed, err := positive("speed")(f[2])
 	if err != nil {
-		return econ.Resource{}, err
+		return dbc.Resource{}, err
 	}
 	price, err := strconv.ParseFloat(f[3], 64)
 	if err != nil || !(price >= 0 && price <= 1e12) {
-		return econ.Resource{}, fmt.Errorf("%q: PRICE must be 0..1e12", v)
+		return dbc.Resource{}, fmt.Errorf("%q: PRICE must be 0..1e12", v)
 	}
-	return econ.Resource{Name: f[0], PEs: pes, MIPS: speed, Price: price}, nil
+	return dbc.Resource{Name: f[0], PEs: pes, MIPS: speed, Price: price}, nil
 }
 
 func joinFloats(v []float64) string {
@@ -96,9 +96,9 @@ func runEcon(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return mqcli.Usagef("unexpected argument %q", c.Args().First())
 	}
-	var s sim.EconSweep
+	var s sim.BrokerSweep
 	var err error
-	if s.Strategies, err = parseList(c, "strategy", econ.ParseStrategy); err != nil {
+	if s.Strategies, err = parseList(c, "strategy", dbc.ParseStrategy); err != nil {
 		return err
 	}
 	if s.Deadlines, err = parseList(c, "deadline", positive("deadline")); err != nil {
@@ -111,12 +111,12 @@ func runEcon(c *cli.Context) error {
 	if jobs < 1 || jobs > 1_000_000 {
 		return mqcli.Usagef("--jobs: %d is not in 1-1000000", jobs)
 	}
-	s.Base = sim.EconConfig{Jobs: jobs, Seed: c.Uint64("seed"), MinMI: c.Float64("mi"), Spread: c.Float64("spread")}
+	s.Base = sim.BrokerConfig{Jobs: jobs, Seed: c.Uint64("seed"), MinMI: c.Float64("mi"), Spread: c.Float64("spread")}
 	if !(s.Base.MinMI > 0 && s.Base.MinMI <= 1e12) || !(s.Base.Spread >= 0 && s.Base.Spread <= 100) {
 		return mqcli.Usagef("--mi must be > 0 and --spread 0..100")
 	}
 	if s.Base.Spread == 0 {
-		s.Base.Spread = 1e-12 // 0 is RunEcon's default (0.1)
+		s.Base.Spread = 1e-12 // 0 is RunBroker's default (0.1)
 	}
 	for _, v := range c.StringSlice("resource") {
 		r, err := parseResource(v)
@@ -150,7 +150,7 @@ func runEcon(c *cli.Context) error {
 
 // writeEconTable prints one row per deadline and budget, the strategies
 // side by side (rs is in sweep order: strategies vary fastest).
-func writeEconTable(w io.Writer, s sim.EconSweep, rs []sim.EconResult, byResource bool) {
+func writeEconTable(w io.Writer, s sim.BrokerSweep, rs []sim.BrokerResult, byResource bool) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "deadline\tbudget\t")
 	for _, st := range s.Strategies {
@@ -174,7 +174,7 @@ func writeEconTable(w io.Writer, s sim.EconSweep, rs []sim.EconResult, byResourc
 }
 
 // onResources is "R4:184,R8:16": the resources that ran jobs.
-func onResources(r sim.EconResult) string {
+func onResources(r sim.BrokerResult) string {
 	var parts []string
 	for i, n := range r.PerResource {
 		if n > 0 {
@@ -199,7 +199,7 @@ type econJSON struct {
 	Events      int            `json:"events"`
 }
 
-func writeEconJSON(w io.Writer, r sim.EconResult) error {
+func writeEconJSON(w io.Writer, r sim.BrokerResult) error {
 	per := map[string]int{}
 	for i, n := range r.PerResource {
 		if n > 0 {

@@ -259,12 +259,13 @@ func writeTables(w io.Writer, sums []sim.Summary, staging string) {
 			fmt.Fprintln(w)
 		}
 		var rows []sim.Summary
-		fcfs := map[int]sim.Summary{}
+		baseline := policy.Baseline().Name
+		base := map[int]sim.Summary{}
 		for _, s := range sums {
 			if s.Network == p.net && s.Inflation == p.inf {
 				rows = append(rows, s)
-				if s.Policy == "fcfs" {
-					fcfs[s.Placeholders] = s
+				if s.Policy == baseline {
+					base[s.Placeholders] = s
 				}
 			}
 		}
@@ -275,10 +276,10 @@ func writeTables(w io.Writer, sums []sim.Summary, staging string) {
 		}
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprint(tw, "placeholders\tpolicy\tmakespan_s\t(sd)\tvs_fcfs\tdata_affinity\tmean_response_s\tMB_moved\t\n")
+		fmt.Fprint(tw, "placeholders\tpolicy\tmakespan_s\t(sd)\tvs_"+baseline+"\tdata_affinity\tmean_response_s\tMB_moved\t\n")
 		for _, s := range rows {
 			vs := "-"
-			if f, ok := fcfs[s.Placeholders]; ok && s.Policy != "fcfs" && f.Makespan.Mean > 0 {
+			if f, ok := base[s.Placeholders]; ok && s.Policy != baseline && f.Makespan.Mean > 0 {
 				vs = fmt.Sprintf("%+.1f%%", 100*(s.Makespan.Mean/f.Makespan.Mean-1))
 			}
 			fmt.Fprintf(tw, "%d\t%s\t%.0f\t(%.0f)\t%s\t%.3f\t%.1f\t%.1f\t\n", s.Placeholders, s.Policy,

@@ -112,6 +112,19 @@ func GridPolicies() []string {
 	return names
 }
 
+// GridDefault lists the policies made for bags of tasks, those with a
+// chooser of their own or replication (the seed's three heuristics), in
+// registry order.
+func GridDefault() []string {
+	var names []string
+	for _, p := range policy.All() {
+		if p.NewChooser != nil || p.NewReplicator != nil {
+			names = append(names, p.Name)
+		}
+	}
+	return names
+}
+
 const (
 	evGridDone eventKind = 100 + iota // a copy finished computing (who: copy)
 	evGridLink                        // the next transfer on the link ends (who: link version)
@@ -171,7 +184,13 @@ type gridModel struct {
 
 	// aware policies (NeedsFiles) use inputs already at a site; the others
 	// stage every copy's inputs from home, as the seed's WQR does
-	aware      bool
+	aware bool
+	// a policy that predicts completions (NeedsArrivals) sees the other
+	// hosts' next asks, and hosts ask fastest first
+	arrivals bool
+	// a policy that counts the bytes here (NeedsBytesHere) sees each copy
+	// of an input; the others see each file once with the sites holding it
+	bytesHere  bool
 	qorder     policy.Ordering // queue order of an Ordered policy (nil: a chooser's)
 	chooser    policy.Chooser
 	replicator policy.Replicator
@@ -216,30 +235,21 @@ func RunGrid(cfg GridConfig) (GridResult, error) {
 	case cfg.Tasks == nil && (cfg.Granularity <= 0 || cfg.TotalBytes < cfg.Granularity):
 		return GridResult{}, fmt.Errorf("grid: granularity must be > 0 and at most the total input")
 	}
-	m := &gridModel{cfg: cfg, bw: cfg.LinkBits / 8, aware: pol.Needs&policy.NeedsFiles != 0, load: newRand(cfg.Seed ^ 0x10ad)}
+	m := &gridModel{cfg: cfg, bw: cfg.LinkBits / 8, aware: pol.Needs&policy.NeedsFiles != 0,
+		arrivals: pol.Needs&policy.NeedsArrivals != 0, bytesHere: pol.Needs&policy.NeedsBytesHere != 0, load: newRand(cfg.Seed ^ 0x10ad)}
 	if pol.Kind == policy.Ordered {
 		m.qorder = pol.Order
 	}
 	if pol.NewChooser != nil {
 		m.chooser = pol.NewChooser()
-		switch ch := m.chooser.(type) { // the simulator looks at every ready task, as the seed
-		case policy.StorageAffinity:
-			ch.MaxExamined = 0
-			m.chooser = ch
-		case policy.XSufferage:
-			ch.MaxExamined = 0
-			m.chooser = ch
+		if u, ok := m.chooser.(policy.Unbounder); ok {
+			m.chooser = u.Unbounded() // every ready task, as the seed
 		}
 	}
 	if pol.NewReplicator != nil {
 		m.replicator = pol.NewReplicator()
-		switch r := m.replicator.(type) {
-		case policy.StorageAffinity:
-			r.MaxReplicas = cfg.MaxCopies
-			m.replicator = r
-		case policy.WQR:
-			r.MaxReplicas = cfg.MaxCopies
-			m.replicator = r
+		if l, ok := m.replicator.(policy.ReplicaLimiter); ok {
+			m.replicator = l.LimitReplicas(cfg.MaxCopies)
 		}
 	}
 	m.generate()
@@ -303,7 +313,7 @@ func (m *gridModel) generate() {
 		m.order[i] = int32(i)
 	}
 	rng.Shuffle(len(m.order), func(i, j int) { m.order[i], m.order[j] = m.order[j], m.order[i] })
-	if _, ok := m.chooser.(policy.XSufferage); ok {
+	if m.arrivals {
 		// fastest first: a slower idle host at a site where a faster one
 		// waited would wait too, so schedule skips it
 		slices.SortStableFunc(m.order, func(a, b int32) int { return cmp.Compare(m.hosts[b].speed, m.hosts[a].speed) })
@@ -601,10 +611,9 @@ func (m *gridModel) choose(h int32) (int, bool) {
 		return 0, true // ordered: queue order
 	}
 	site := m.hosts[h].site
-	_, xs := m.chooser.(policy.XSufferage)
 	avail := 1 - m.cfg.Load/2
 	s := policy.Snapshot{Current: policy.Site(site), CurrentSpeed: m.hosts[h].speed * avail, Net: gridNet{m}}
-	if xs {
+	if m.arrivals {
 		m.future = m.future[:0]
 		for i := range m.hosts {
 			if int32(i) != h {
@@ -618,7 +627,7 @@ func (m *gridModel) choose(h int32) (int, bool) {
 			t := &m.tasks[task]
 			m.buf = m.buf[:0]
 			for _, f := range t.inputs {
-				if xs {
+				if !m.bytesHere {
 					// one input per file: the set of sites holding it
 					m.buf = append(m.buf, policy.Input{Site: policy.Site(-1 - int64(m.at[f])), Bytes: m.files[f], Files: 1})
 					continue

@@ -25,7 +25,7 @@ func gridCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "grid",
 		Usage: "seed 000: bags of tasks over reused inputs on a grid behind one home link (Storage Affinity, WQR, XSufferage)",
-		UsageText: `mqsim grid [--policy ` + strings.Join(gridDefault(), ",") + `] [--granularity 3,15,75] [--seeds 1-10]
+		UsageText: `mqsim grid [--policy ` + strings.Join(sim.GridDefault(), ",") + `] [--granularity 3,15,75] [--seeds 1-10]
          [--runs 6] [--load 0.5] [--max-copies N] [--trace FILE,...] [--json]`,
 		Description: `Simulates seed 000's grid (Santos-Neto 2004, chapter 4): U(2,12) sites,
 hosts of mean speed 10 added until the grid's power is 1,000, every input
@@ -39,7 +39,7 @@ level of each WfFormat file with at least --min-tasks tasks is the bag of
 tasks instead (traced runtimes taken on a host of speed 10).
 docs/seed000.md compares the results with the seed's.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "policy", Value: strings.Join(gridDefault(), ","), Usage: "policies: " + strings.Join(sim.GridPolicies(), ", ")},
+			&cli.StringFlag{Name: "policy", Value: strings.Join(sim.GridDefault(), ","), Usage: "policies: " + strings.Join(sim.GridPolicies(), ", ")},
 			&cli.StringFlag{Name: "granularity", Value: "3,15,75", Usage: "mean task input sizes in MiB"},
 			&cli.StringFlag{Name: "seeds", Value: "1-10", Usage: "seeds, e.g. 1-10 or 1,3,5"},
 			&cli.IntFlag{Name: "runs", Value: 6, Usage: "executions over the same inputs"},
@@ -52,9 +52,6 @@ docs/seed000.md compares the results with the seed's.`,
 		Action: runGrid,
 	}
 }
-
-// gridDefault is the seed's three heuristics.
-func gridDefault() []string { return []string{"sa", "wqr", "xsufferage"} }
 
 func runGrid(c *cli.Context) error {
 	if c.NArg() > 0 {
@@ -174,20 +171,19 @@ func runTraces(c *cli.Context, s sim.GridSweep, out io.Writer) error {
 	return tw.Flush()
 }
 
-// writeGridTable prints each granularity, then all of them, with SA's
-// improvement over XSufferage as the seed's table 4.5 gives it.
+// writeGridTable prints each granularity, then all of them, with each
+// policy's improvement over the one the registry compares it with (SA's
+// over XSufferage, as the seed's table 4.5 gives it).
 func writeGridTable(w io.Writer, sums []sim.GridSummary) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "granularity\tpolicy\tmakespan_s\tfirst_s\tlater_s\tcpu_waste\tnet_waste\tcopies\tsa_vs_xs\t")
-	xs := map[int64]float64{}
-	sa := map[int64]float64{}
+	type key struct {
+		policy      string
+		granularity int64
+	}
+	makespan := map[key]float64{}
 	for _, s := range sums {
-		switch s.Policy {
-		case "xsufferage":
-			xs[s.Granularity] = s.Makespan
-		case "sa":
-			sa[s.Granularity] = s.Makespan
-		}
+		makespan[key{s.Policy, s.Granularity}] = s.Makespan
 	}
 	for _, s := range sums {
 		g := "all"
@@ -195,8 +191,10 @@ func writeGridTable(w io.Writer, sums []sim.GridSummary) {
 			g = fmt.Sprintf("%gMiB", float64(s.Granularity)/(1<<20))
 		}
 		vs := "-"
-		if s.Policy == "sa" && xs[s.Granularity] > 0 {
-			vs = fmt.Sprintf("%+.1f%%", 100*(xs[s.Granularity]-sa[s.Granularity])/xs[s.Granularity])
+		if p, err := policy.Lookup(s.Policy); err == nil && p.ComparedWith != "" {
+			if base := makespan[key{p.ComparedWith, s.Granularity}]; base > 0 {
+				vs = fmt.Sprintf("%+.1f%%", 100*(base-makespan[key{s.Policy, s.Granularity}])/base)
+			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%.0f (%.0f)\t%.0f\t%.0f\t%.1f%% (%.1f)\t%.1f%% (%.1f)\t%.0f\t%s\t\n", g, s.Policy,
 			s.Makespan, s.MakespanSD, s.FirstRun, s.LaterRuns, 100*s.CPUWaste, 100*s.CPUWasteSD, 100*s.NetWaste, 100*s.NetWasteSD, s.Copies, vs)

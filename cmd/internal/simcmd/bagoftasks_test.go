@@ -73,3 +73,18 @@ func TestMqsimGridBadFlags(t *testing.T) {
 		t.Errorf("missing trace: exit %d %q", code, errOut)
 	}
 }
+
+// Only SA has a policy to be compared with (the seed's table 4.5).
+func TestMqsimGridComparison(t *testing.T) {
+	code, out, errOut := runMqsim(t, "grid", "--granularity", "75", "--seeds", "1", "--runs", "2")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n")[2:] {
+		f := strings.Fields(line)
+		vs := f[len(f)-1]
+		if want := f[1] == "sa"; strings.HasSuffix(vs, "%") != want {
+			t.Errorf("%s: sa_vs_xs %q", f[1], vs)
+		}
+	}
+}

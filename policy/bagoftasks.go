@@ -19,11 +19,15 @@ type Chooser interface {
 }
 
 var (
-	_ Chooser    = DC{}
-	_ Chooser    = StorageAffinity{}
-	_ Chooser    = XSufferage{}
-	_ Replicator = StorageAffinity{}
-	_ Replicator = WQR{}
+	_ Chooser        = DC{}
+	_ Chooser        = StorageAffinity{}
+	_ Chooser        = XSufferage{}
+	_ Replicator     = StorageAffinity{}
+	_ Replicator     = WQR{}
+	_ Unbounder      = StorageAffinity{}
+	_ Unbounder      = XSufferage{}
+	_ ReplicaLimiter = StorageAffinity{}
+	_ ReplicaLimiter = WQR{}
 )
 
 // StorageAffinity is seed 000's heuristic (section 3.3.3, algorithm 3).
@@ -77,6 +81,12 @@ func (a StorageAffinity) Choose(s Snapshot) Decision {
 	return best
 }
 
+// Unbounded examines every ready job.
+func (a StorageAffinity) Unbounded() Chooser { a.MaxExamined = 0; return a }
+
+// LimitReplicas bounds the copies of one job at n.
+func (a StorageAffinity) LimitReplicas(n int) Replicator { a.MaxReplicas = n; return a }
+
 // Replicate is the second phase: among running jobs with positive affinity
 // to the asking site (Running.LocalBytes) and under MaxReplicas copies,
 // the lowest replication degree first, then the highest affinity, then
@@ -94,6 +104,9 @@ type WQR struct {
 	// original included; 0 is unbounded.
 	MaxReplicas int
 }
+
+// LimitReplicas bounds the copies of one job at n.
+func (w WQR) LimitReplicas(n int) Replicator { w.MaxReplicas = n; return w }
 
 // Replicate picks the running job to copy for the asking placeholder.
 func (w WQR) Replicate(_ string, running []Running) (int64, bool) {
@@ -145,6 +158,9 @@ type XSufferage struct {
 	// first; 0 looks at all of them (the seed's rule).
 	MaxExamined int
 }
+
+// Unbounded examines every ready job.
+func (x XSufferage) Unbounded() Chooser { x.MaxExamined = 0; return x }
 
 // Choose applies the rule to one asking placeholder.
 func (x XSufferage) Choose(s Snapshot) Decision {

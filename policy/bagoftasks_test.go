@@ -215,3 +215,43 @@ func BenchmarkReplicate1000(b *testing.B) {
 		StorageAffinity{}.Replicate("s", running)
 	}
 }
+
+// The simulator drops the live bound on examined jobs and bounds the
+// copies through these, without knowing the policies' types.
+func TestUnboundedAndLimitReplicas(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"sa", "xsufferage"} {
+		p, _ := Lookup(name)
+		ch := p.NewChooser()
+		u, ok := ch.(Unbounder)
+		if !ok {
+			t.Fatalf("%s: %T is not an Unbounder", name, ch)
+		}
+		switch got := u.Unbounded().(type) {
+		case StorageAffinity:
+			if got.MaxExamined != 0 || ch.(StorageAffinity).MaxExamined != DefaultMaxExamined {
+				t.Errorf("sa: unbounded %+v from %+v", got, ch)
+			}
+		case XSufferage:
+			if got.MaxExamined != 0 || ch.(XSufferage).MaxExamined != DefaultXSufferageExamined {
+				t.Errorf("xsufferage: unbounded %+v from %+v", got, ch)
+			}
+		default:
+			t.Errorf("%s: unbounded is %T", name, got)
+		}
+	}
+	for _, name := range []string{"sa", "wqr"} {
+		p, _ := Lookup(name)
+		l, ok := p.NewReplicator().(ReplicaLimiter)
+		if !ok {
+			t.Fatalf("%s: replicator is not a ReplicaLimiter", name)
+		}
+		running := []Running{{ID: 1, Replicas: 2, LocalBytes: 1}}
+		if _, ok := l.LimitReplicas(2).Replicate("", running); ok {
+			t.Errorf("%s: a job with 2 copies was copied under a limit of 2", name)
+		}
+		if id, ok := l.LimitReplicas(3).Replicate("", running); !ok || id != 1 {
+			t.Errorf("%s: limit 3 gave %d, %v; want job 1", name, id, ok)
+		}
+	}
+}

@@ -4,13 +4,13 @@ import (
 	"context"
 	"testing"
 
-	"github.com/mq-hpc/mq/econ"
+	"github.com/mq-hpc/mq/dbc"
 )
 
 // TestEconSeedClaims checks seed 002's claims over its whole sweep (8
 // deadlines x 18 budgets x 2 strategies; well under a second).
 func TestEconSeedClaims(t *testing.T) {
-	s := EconSweep{Strategies: []econ.Strategy{econ.Cost, econ.CostTime}, Deadlines: SeedDeadlines(), Budgets: SeedBudgets(), Base: EconConfig{Seed: 1}}
+	s := BrokerSweep{Strategies: []dbc.Strategy{dbc.Cost, dbc.CostTime}, Deadlines: SeedDeadlines(), Budgets: SeedBudgets(), Base: BrokerConfig{Seed: 1}}
 	rs, err := s.Run(context.Background(), 0)
 	if err != nil {
 		t.Fatal(err)
@@ -23,10 +23,10 @@ func TestEconSeedClaims(t *testing.T) {
 	const slack = 11000.0 / 380
 	for i := 0; i < len(rs); i += 2 {
 		cost, ct := rs[i], rs[i+1]
-		if cost.Strategy != econ.Cost || ct.Strategy != econ.CostTime {
+		if cost.Strategy != dbc.Cost || ct.Strategy != dbc.CostTime {
 			t.Fatalf("sweep order: %v %v", cost.Strategy, ct.Strategy)
 		}
-		for _, r := range []EconResult{cost, ct} {
+		for _, r := range []BrokerResult{cost, ct} {
 			if r.Spent > r.Budget || r.Time > r.Deadline {
 				t.Errorf("%v d=%g b=%g: spent %.1f by %.1f, beyond the budget or the deadline", r.Strategy, r.Deadline, r.Budget, r.Spent, r.Time)
 			}
@@ -67,13 +67,13 @@ func TestEconSeedClaims(t *testing.T) {
 }
 
 func TestEconBadConfig(t *testing.T) {
-	for _, cfg := range []EconConfig{
-		{Strategy: econ.Cost, Deadline: 0, Budget: 1},
-		{Strategy: econ.Cost, Deadline: 10, Budget: -1},
+	for _, cfg := range []BrokerConfig{
+		{Strategy: dbc.Cost, Deadline: 0, Budget: 1},
+		{Strategy: dbc.Cost, Deadline: 10, Budget: -1},
 		{Strategy: 0, Deadline: 10, Budget: 1},
-		{Strategy: econ.Cost, Deadline: 10, Budget: 1, Jobs: -1},
+		{Strategy: dbc.Cost, Deadline: 10, Budget: 1, Jobs: -1},
 	} {
-		if _, err := RunEcon(cfg); err == nil {
+		if _, err := RunBroker(cfg); err == nil {
 			t.Errorf("%+v: no error", cfg)
 		}
 	}
@@ -81,7 +81,7 @@ func TestEconBadConfig(t *testing.T) {
 
 // With no budget nothing runs and the jobs are not lost from the count.
 func TestEconNoBudget(t *testing.T) {
-	r, err := RunEcon(EconConfig{Strategy: econ.CostTime, Deadline: 1000, Budget: 0, Jobs: 5})
+	r, err := RunBroker(BrokerConfig{Strategy: dbc.CostTime, Deadline: 1000, Budget: 0, Jobs: 5})
 	if err != nil || r.Completed != 0 || r.Spent != 0 || r.Events != 1 {
 		t.Errorf("%+v %v", r, err)
 	}

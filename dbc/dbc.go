@@ -1,6 +1,7 @@
-// Package econ is seed 002's deadline-and-budget-constrained (DBC)
-// scheduling (Buyya, Murshed, Abramson, Venugopal 2005): cost, time and
-// cost-time optimisation of independent jobs over priced resources.
+// Package dbc is deadline-and-budget-constrained (DBC) scheduling: cost,
+// time and cost-time optimisation of independent jobs over priced
+// resources, as seed 002 defines it (Buyya, Murshed, Abramson, Venugopal
+// 2005).
 //
 // A broker calls Schedule at every scheduling event (a job ends, or a
 // period passes) with every job not yet dispatched: the plan is remade
@@ -8,7 +9,7 @@
 // the seed's step 4(d) taken to its limit (every undispatched job returns
 // to the unassigned list). Schedule is a pure function; the dispatcher
 // (the caller) starts at most one job per free processing element.
-package econ
+package dbc
 
 import (
 	"fmt"
@@ -168,7 +169,7 @@ func Schedule(s Strategy, ev Event, rs []Resource, jobs []Job) Plan {
 			g = e
 		}
 	default:
-		panic(fmt.Sprintf("econ: unknown strategy %d", int(s)))
+		panic(fmt.Sprintf("dbc: unknown strategy %d", int(s)))
 	}
 	for _, j := range left {
 		p.plan.Unassigned = append(p.plan.Unassigned, j.ID)

@@ -2,6 +2,8 @@ package sim
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -165,5 +167,16 @@ func TestGridOrdered(t *testing.T) {
 				t.Fatalf("%d hosts, makespan %g; want 2 hosts, %g", r.Hosts, r.Makespan, tc.makespan)
 			}
 		})
+	}
+}
+
+func TestGridDefault(t *testing.T) {
+	if got := strings.Join(GridDefault(), " "); got != "sa wqr xsufferage" {
+		t.Errorf("GridDefault() = %s, want the seed's three heuristics", got)
+	}
+	for _, name := range GridDefault() {
+		if !slices.Contains(GridPolicies(), name) {
+			t.Errorf("%s is a default the grid model does not run", name)
+		}
 	}
 }

@@ -6,19 +6,19 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/mq-hpc/mq/econ"
+	"github.com/mq-hpc/mq/dbc"
 )
 
 // Seed 002 (Buyya et al. 2005, section 5): a broker runs a bag of jobs
 // over priced resources under a deadline and a budget, re-planning with
-// econ.Schedule at every job end.
+// dbc.Schedule at every job end.
 
 // TableI is the seed's Table I (the GridSim model of the World-Wide Grid
 // testbed): PEs, MIPS per PE (SPEC CINT2000) and price in G$ per PE time
 // unit. docs/seed002.md says how each value was read from the garbled
 // extraction; every row's MIPS/price matches the table's MIPS per G$ column.
-func TableI() []econ.Resource {
-	return []econ.Resource{
+func TableI() []dbc.Resource {
+	return []dbc.Resource{
 		{Name: "R0", PEs: 4, MIPS: 515, Price: 8},  // Compaq AlphaServer, grendel.vpac.org
 		{Name: "R1", PEs: 4, MIPS: 377, Price: 4},  // Sun Ultra, hpc420.hpcc.jp
 		{Name: "R2", PEs: 4, MIPS: 377, Price: 3},  // Sun Ultra, hpc420-1.hpcc.jp
@@ -33,21 +33,22 @@ func TableI() []econ.Resource {
 	}
 }
 
-// EconConfig is one seed 002 experiment.
-type EconConfig struct {
-	Strategy  econ.Strategy
-	Resources []econ.Resource // nil: TableI
-	Jobs      int             // 0: 200
-	MinMI     float64         // 0: 10,000
-	Spread    float64         // jobs are MinMI*(1+U(0,Spread)); 0: 0.1
-	Deadline  float64         // time units from the start
-	Budget    float64         // G$
-	Seed      uint64          // draws the job lengths, the same for every strategy
+// BrokerConfig is one experiment of a deadline-and-budget broker: a bag
+// of jobs over priced resources (seed 002's section 5).
+type BrokerConfig struct {
+	Strategy  dbc.Strategy
+	Resources []dbc.Resource // nil: TableI
+	Jobs      int            // 0: 200
+	MinMI     float64        // 0: 10,000
+	Spread    float64        // jobs are MinMI*(1+U(0,Spread)); 0: 0.1
+	Deadline  float64        // time units from the start
+	Budget    float64        // G$
+	Seed      uint64         // draws the job lengths, the same for every strategy
 }
 
-// EconResult is what one experiment did.
-type EconResult struct {
-	Strategy         econ.Strategy
+// BrokerResult is what one experiment did.
+type BrokerResult struct {
+	Strategy         dbc.Strategy
 	Deadline, Budget float64
 	Seed             uint64
 	Completed        int
@@ -66,12 +67,12 @@ type econRun struct {
 	cost  float64
 }
 
-// RunEcon simulates one experiment: dedicated resources (a job of L MI
+// RunBroker simulates one experiment: dedicated resources (a job of L MI
 // runs L/MIPS time units on one PE and costs that times the price), a
 // scheduling event at the start and whenever jobs end, the dispatcher
 // starting at most one job per PE (the seed's default policy), and the
 // broker measuring each resource's MI per PE time unit from ended jobs.
-func RunEcon(cfg EconConfig) (EconResult, error) {
+func RunBroker(cfg BrokerConfig) (BrokerResult, error) {
 	rs := cfg.Resources
 	if rs == nil {
 		rs = TableI()
@@ -88,19 +89,19 @@ func RunEcon(cfg EconConfig) (EconResult, error) {
 	}
 	switch {
 	case n < 0 || minMI < 0 || spread < 0:
-		return EconResult{}, fmt.Errorf("econ: negative jobs, length or spread")
+		return BrokerResult{}, fmt.Errorf("econ: negative jobs, length or spread")
 	case cfg.Deadline <= 0 || cfg.Budget < 0 || math.IsNaN(cfg.Deadline) || math.IsNaN(cfg.Budget):
-		return EconResult{}, fmt.Errorf("econ: deadline %g and budget %g: want a positive deadline and a budget >= 0", cfg.Deadline, cfg.Budget)
+		return BrokerResult{}, fmt.Errorf("econ: deadline %g and budget %g: want a positive deadline and a budget >= 0", cfg.Deadline, cfg.Budget)
 	}
-	if _, err := econ.ParseStrategy(cfg.Strategy.String()); err != nil {
-		return EconResult{}, err
+	if _, err := dbc.ParseStrategy(cfg.Strategy.String()); err != nil {
+		return BrokerResult{}, err
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x5eed002))
-	pending := make([]econ.Job, n)
+	pending := make([]dbc.Job, n)
 	for i := range pending {
-		pending[i] = econ.Job{ID: i, MI: minMI * (1 + spread*rng.Float64())}
+		pending[i] = dbc.Job{ID: i, MI: minMI * (1 + spread*rng.Float64())}
 	}
-	res := EconResult{Strategy: cfg.Strategy, Deadline: cfg.Deadline, Budget: cfg.Budget, Seed: cfg.Seed,
+	res := BrokerResult{Strategy: cfg.Strategy, Deadline: cfg.Deadline, Budget: cfg.Budget, Seed: cfg.Seed,
 		PerResource: make([]int, len(rs)), Names: make([]string, len(rs))}
 	for i, r := range rs {
 		res.Names[i] = r.Name
@@ -111,7 +112,7 @@ func RunEcon(cfg EconConfig) (EconResult, error) {
 	now, committed := 0.0, 0.0
 	for {
 		// A scheduling event: plan every job not yet dispatched.
-		view := make([]econ.Resource, len(rs))
+		view := make([]dbc.Resource, len(rs))
 		for i, r := range rs {
 			view[i] = r
 			view[i].Busy = nil
@@ -122,9 +123,9 @@ func RunEcon(cfg EconConfig) (EconResult, error) {
 				view[i].Busy = append(view[i].Busy, j.start+j.mi/view[i].Speed())
 			}
 		}
-		plan := econ.Schedule(cfg.Strategy, econ.Event{Now: now, Deadline: cfg.Deadline, Budget: cfg.Budget - res.Spent - committed}, view, pending)
+		plan := dbc.Schedule(cfg.Strategy, dbc.Event{Now: now, Deadline: cfg.Deadline, Budget: cfg.Budget - res.Spent - committed}, view, pending)
 		res.Events++
-		byID := make(map[int]econ.Job, len(pending))
+		byID := make(map[int]dbc.Job, len(pending))
 		for _, j := range pending {
 			byID[j.ID] = j
 		}
@@ -192,12 +193,12 @@ func allIdle(running [][]econRun) bool {
 	return true
 }
 
-// EconSweep runs every strategy at every deadline and budget.
-type EconSweep struct {
-	Strategies []econ.Strategy
+// BrokerSweep runs every strategy at every deadline and budget.
+type BrokerSweep struct {
+	Strategies []dbc.Strategy
 	Deadlines  []float64
 	Budgets    []float64
-	Base       EconConfig // Jobs, Seed, Resources...
+	Base       BrokerConfig // Jobs, Seed, Resources...
 }
 
 // SeedDeadlines and SeedBudgets are the seed's sweep: deadlines 100 to
@@ -215,14 +216,14 @@ func steps(from, to, step float64) []float64 {
 
 // Run runs the sweep on workers goroutines (0: GOMAXPROCS); results come
 // in sweep order (deadline, budget, strategy; the last varies fastest).
-func (s EconSweep) Run(ctx context.Context, workers int) ([]EconResult, error) {
+func (s BrokerSweep) Run(ctx context.Context, workers int) ([]BrokerResult, error) {
 	n := len(s.Strategies) * len(s.Deadlines) * len(s.Budgets)
-	return runIndexed(ctx, n, workers, func(i int) (EconResult, error) {
+	return runIndexed(ctx, n, workers, func(i int) (BrokerResult, error) {
 		cfg := s.Base
 		cfg.Strategy = s.Strategies[i%len(s.Strategies)]
 		j := i / len(s.Strategies)
 		cfg.Budget = s.Budgets[j%len(s.Budgets)]
 		cfg.Deadline = s.Deadlines[j/len(s.Budgets)]
-		return RunEcon(cfg)
+		return RunBroker(cfg)
 	})
 }

@@ -1,11 +1,11 @@
 package sim
 
 import (
-	"container/heap"
 	"context"
 	"fmt"
 	"math"
 
+	"github.com/mq-hpc/mq/internal/heap"
 	"github.com/mq-hpc/mq/lpsched"
 )
 
@@ -261,7 +261,7 @@ func RunLP(p *lpsched.Problem, alloc [][]int, items int) (LPResult, error) {
 	if len(alloc) != K {
 		return LPResult{}, fmt.Errorf("allocation has %d stages, problem %d", len(alloc), K)
 	}
-	m := &pipe{p: p, ready: make([][]pipeItem, K), free: make([][]int32, K), linkUsers: make([]int, S)}
+	m := &pipe{p: p, ready: make([][]pipeItem, K), free: make([][]int32, K), linkUsers: make([]int, S), events: heap.New(pipeEventBefore)}
 	used := make([]int, S)
 	for k := range alloc {
 		if len(alloc[k]) != S {
@@ -322,19 +322,8 @@ type pipeEvent struct {
 	done bool // compute done (else: local staging done, compute next)
 }
 
-type pipeEvents []pipeEvent
-
-func (h pipeEvents) Len() int { return len(h) }
-func (h pipeEvents) Less(i, j int) bool {
-	return h[i].t < h[j].t || h[i].t == h[j].t && h[i].seq < h[j].seq
-}
-func (h pipeEvents) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *pipeEvents) Push(x any)   { *h = append(*h, x.(pipeEvent)) }
-func (h *pipeEvents) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+func pipeEventBefore(a, b pipeEvent) bool {
+	return a.t < b.t || a.t == b.t && a.seq < b.seq
 }
 
 type pipe struct {
@@ -342,7 +331,7 @@ type pipe struct {
 	phs       []pipePH
 	ready     [][]pipeItem
 	free      [][]int32 // idle placeholders per stage, oldest first
-	events    pipeEvents
+	events    *heap.Heap[pipeEvent]
 	xfers     []pipeXfer
 	linkUsers []int
 	now       float64
@@ -353,7 +342,7 @@ type pipe struct {
 
 func (m *pipe) at(t float64, ph int32, done bool) {
 	m.seq++
-	heap.Push(&m.events, pipeEvent{t: t, seq: m.seq, ph: ph, done: done})
+	m.events.Push(pipeEvent{t: t, seq: m.seq, ph: ph, done: done})
 }
 
 func (m *pipe) run() error {
@@ -366,8 +355,8 @@ func (m *pipe) run() error {
 				next, xi = t, i
 			}
 		}
-		if len(m.events) > 0 && m.events[0].t <= next {
-			next, xi = m.events[0].t, -1
+		if e, ok := m.events.Peek(); ok && e.t <= next {
+			next, xi = e.t, -1
 		}
 		if math.IsInf(next, 1) {
 			return fmt.Errorf("pipeline stalled with %d items left", m.left) // every stage has a placeholder: not expected
@@ -384,7 +373,7 @@ func (m *pipe) run() error {
 			m.relink()
 			m.compute(x.ph)
 		} else {
-			e := heap.Pop(&m.events).(pipeEvent)
+			e, _ := m.events.Pop()
 			if e.done {
 				m.finish(e.ph)
 			} else {

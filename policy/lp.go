@@ -6,10 +6,10 @@ import (
 	"math"
 	"time"
 
-	"github.com/mq-hpc/mq/lpsched"
+	"github.com/mq-hpc/mq/lpplace"
 )
 
-// LP is seed 001's LPSched (package lpsched) as a Provisioner: the queues
+// LP is seed 001's LPSched (package lpplace) as a Provisioner: the queues
 // a site manager plans are the stages of a pipeline (BLAST, then Parse),
 // in the order it lists them, and the LP chooses how many job slots each
 // stage holds at each site from the jobs' measured seconds per job there,
@@ -109,15 +109,15 @@ func (p LP) PlanStages(now time.Time, stages []Demand) (map[string]int, []map[st
 // known times, with the sites of the first stage, and the index in
 // stages of each of its stages. Stages left out get their slots here:
 // what they hold, or one at each site to measure them.
-func stagesProblem(stages []Demand, slots []map[string]int) (lpsched.Problem, []int) {
-	var prob lpsched.Problem
+func stagesProblem(stages []Demand, slots []map[string]int) (lpplace.Problem, []int) {
+	var prob lpplace.Problem
 	sites := stages[0].Sites
 	for _, s := range sites {
 		link := 0.0
 		if s.Link > 0 && !math.IsInf(s.Link, 0) {
 			link = s.Link
 		}
-		prob.Sites = append(prob.Sites, lpsched.Site{Name: s.Name, Speed: 1, Max: max(s.Max, 0) * max(s.Slots, 1), Link: link})
+		prob.Sites = append(prob.Sites, lpplace.Site{Name: s.Name, Speed: 1, Max: max(s.Max, 0) * max(s.Slots, 1), Link: link})
 	}
 	var planned []int // prob.Stages[i] is stages[planned[i]]
 	first := 0.0
@@ -140,7 +140,7 @@ func stagesProblem(stages []Demand, slots []map[string]int) (lpsched.Problem, []
 		if first == 0 {
 			first = float64(left)
 		}
-		st := lpsched.Stage{Name: "stage", Times: times, MaxCopies: left}
+		st := lpplace.Stage{Name: "stage", Times: times, MaxCopies: left}
 		per := float64(left) / first // jobs per item
 		for i := range st.Times {
 			st.Times[i] *= per
@@ -184,7 +184,7 @@ func stageTimes(d Demand) (times []float64, known bool) {
 
 // solve plans prob, over nsites sites, within the time limit: with whole
 // counts where the LPs are small enough, else (or if that fails) relaxed.
-func (p LP) solve(prob *lpsched.Problem, nsites int) (lpsched.Plan, error) {
+func (p LP) solve(prob *lpplace.Problem, nsites int) (lpplace.Plan, error) {
 	limit := p.TimeLimit
 	if limit <= 0 {
 		limit = 2 * time.Second
@@ -229,7 +229,7 @@ func uncapped(stages []Demand, planned []int, slots []map[string]int, want map[s
 const MaxLPWholeCells = 64
 
 // planWithin plans prob within limit.
-func planWithin(prob *lpsched.Problem, limit time.Duration) (lpsched.Plan, error) {
+func planWithin(prob *lpplace.Problem, limit time.Duration) (lpplace.Plan, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	return prob.Plan(ctx)

@@ -1,4 +1,4 @@
-package lpsched
+package lpplace
 
 import (
 	"context"
@@ -103,7 +103,7 @@ func (f *formulation) capacities() error {
 				continue
 			}
 			if math.IsInf(c, 1) {
-				return fmt.Errorf("lpsched: stage %s takes no time at %s: give it work", st.Name, si.Name)
+				return fmt.Errorf("lpplace: stage %s takes no time at %s: give it work", st.Name, si.Name)
 			}
 			f.cap[k][s] = c
 			total += c * float64(si.Max)
@@ -289,7 +289,7 @@ func (f *formulation) relax(b bounds) (opt float64, x []float64, err error) {
 	// peers' numbers must not.
 	defer func() {
 		if r := recover(); r != nil {
-			opt, x, err = 0, nil, fmt.Errorf("lpsched: simplex: %v", r)
+			opt, x, err = 0, nil, fmt.Errorf("lpplace: simplex: %v", r)
 		}
 	}()
 	lo := make([]float64, f.nvar)
@@ -408,7 +408,7 @@ func lpSolve(nvar int, obj []float64, in []row, lo []float64, rng *rand.Rand) (o
 	case errors.Is(err, lp.ErrInfeasible):
 		return 0, nil, errInfeasible
 	case err != nil:
-		return 0, nil, fmt.Errorf("lpsched: simplex: %w", err)
+		return 0, nil, fmt.Errorf("lpplace: simplex: %w", err)
 	}
 	x = x[:nvar]
 	for v := range x {
@@ -507,13 +507,13 @@ func (f *formulation) solve(ctx context.Context) (Plan, error) {
 	}
 	if best == nil {
 		if err := ctx.Err(); err != nil {
-			return Plan{}, fmt.Errorf("lpsched: no plan found before: %w", err)
+			return Plan{}, fmt.Errorf("lpplace: no plan found before: %w", err)
 		}
-		return Plan{}, fmt.Errorf("lpsched: no integer plan within %d linear programs", limit)
+		return Plan{}, fmt.Errorf("lpplace: no integer plan within %d linear programs", limit)
 	}
 	pl := f.plan(best, complete)
 	if pl.Rate <= 1e-9*f.u {
-		return Plan{}, fmt.Errorf("lpsched: no plan carries any items (is the minimum utilisation %g too high?)", p.MinUtil)
+		return Plan{}, fmt.Errorf("lpplace: no plan carries any items (is the minimum utilisation %g too high?)", p.MinUtil)
 	}
 	return pl, nil
 }

@@ -1,4 +1,4 @@
-package lpsched
+package lpplace
 
 import (
 	"errors"
@@ -53,7 +53,7 @@ const (
 	lpEps                 = 1e-9 // the perturbation that keeps gonum's simplex from cycling
 )
 
-var errUncertified = errors.New("lpsched: decomposition: optimum not certified")
+var errUncertified = errors.New("lpplace: decomposition: optimum not certified")
 
 type dwCol struct {
 	site int       // -1: x (or another variable of no site)

@@ -1,10 +1,10 @@
 package plan
 
 import (
-	"container/heap"
 	"errors"
 	"math"
 
+	"github.com/mq-hpc/mq/internal/heap"
 	"github.com/mq-hpc/mq/policy"
 )
 
@@ -42,13 +42,14 @@ func LateBinding(p policy.Problem, b Binding) (makespan float64, moved int64, er
 			ready = append(ready, int32(i))
 		}
 	}
-	slots := &heapOf[slotFree]{less: slotBefore}
+	var free []slotFree
 	for s, st := range m.sites {
 		for range st.Slots {
-			slots.items = append(slots.items, slotFree{site: int32(s)})
+			free = append(free, slotFree{site: int32(s)})
 		}
 	}
-	running := &heapOf[jobEnd]{less: endBefore}
+	slots := heap.From(slotBefore, free)
+	running := heap.New(endBefore)
 	done := 0
 	cost := func(t int32, s int) (float64, int64) {
 		d := m.exec[t][s] + m.staticCost[t][s]
@@ -71,11 +72,11 @@ func LateBinding(p policy.Problem, b Binding) (makespan float64, moved int64, er
 		return b
 	}
 	for done < n {
-		sl := heap.Pop(slots).(slotFree)
+		sl, _ := slots.Pop()
 		now := sl.at
 		// Jobs that ended by now make their dependents ready.
-		for running.Len() > 0 && running.items[0].at <= now {
-			e := heap.Pop(running).(jobEnd)
+		for e, ok := running.Peek(); ok && e.at <= now; e, ok = running.Peek() {
+			running.Pop()
 			for _, j := range m.succ[e.job] {
 				if waiting[j]--; waiting[j] == 0 {
 					ready = append(ready, j)
@@ -101,8 +102,9 @@ func LateBinding(p policy.Problem, b Binding) (makespan float64, moved int64, er
 			if running.Len() == 0 {
 				return 0, 0, errors.New("plan: late binding stalled: ready jobs run at no free site")
 			}
-			sl.at = running.items[0].at
-			heap.Push(slots, sl)
+			e, _ := running.Peek()
+			sl.at = e.at
+			slots.Push(sl)
 			continue
 		}
 		t := ready[pick]
@@ -113,9 +115,9 @@ func LateBinding(p policy.Problem, b Binding) (makespan float64, moved int64, er
 		moved += mv
 		makespan = max(makespan, ft[t])
 		done++
-		heap.Push(running, jobEnd{at: ft[t], job: t})
+		running.Push(jobEnd{at: ft[t], job: t})
 		sl.at = ft[t]
-		heap.Push(slots, sl)
+		slots.Push(sl)
 	}
 	return makespan, moved, nil
 }
@@ -133,19 +135,3 @@ type jobEnd struct {
 }
 
 func endBefore(a, b jobEnd) bool { return a.at < b.at || (a.at == b.at && a.job < b.job) }
-
-// heapOf is a container/heap of T ordered by less.
-type heapOf[T any] struct {
-	items []T
-	less  func(a, b T) bool
-}
-
-func (h *heapOf[T]) Len() int           { return len(h.items) }
-func (h *heapOf[T]) Less(i, j int) bool { return h.less(h.items[i], h.items[j]) }
-func (h *heapOf[T]) Swap(i, j int)      { h.items[i], h.items[j] = h.items[j], h.items[i] }
-func (h *heapOf[T]) Push(x any)         { h.items = append(h.items, x.(T)) }
-func (h *heapOf[T]) Pop() any {
-	x := h.items[len(h.items)-1]
-	h.items = h.items[:len(h.items)-1]
-	return x
-}

@@ -1,10 +1,10 @@
 package plan
 
 import (
-	"container/heap"
 	"context"
 	"math"
 
+	"github.com/mq-hpc/mq/internal/heap"
 	"github.com/mq-hpc/mq/policy"
 )
 
@@ -155,26 +155,26 @@ func heft(m *model) schedule {
 	}
 	ps := newPartial(m)
 	waiting := make([]int, len(m.ids))
-	q := &heapOf[int32]{less: func(a, b int32) bool {
+	var entries []int32
+	for i := range m.ids {
+		waiting[i] = len(m.pred[i])
+		if waiting[i] == 0 {
+			entries = append(entries, int32(i))
+		}
+	}
+	q := heap.From(func(a, b int32) bool {
 		if rank[a] != rank[b] {
 			return rank[a] > rank[b]
 		}
 		return pos[a] < pos[b]
-	}}
-	for i := range m.ids {
-		waiting[i] = len(m.pred[i])
-		if waiting[i] == 0 {
-			q.items = append(q.items, int32(i))
-		}
-	}
-	heap.Init(q)
+	}, entries)
 	for q.Len() > 0 {
-		t := heap.Pop(q).(int32)
+		t, _ := q.Pop()
 		s, _ := ps.best(t)
 		ps.place(t, s)
 		for _, j := range m.succ[t] {
 			if waiting[j]--; waiting[j] == 0 {
-				heap.Push(q, j)
+				q.Push(j)
 			}
 		}
 	}

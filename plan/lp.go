@@ -7,12 +7,12 @@ import (
 	"slices"
 	"time"
 
-	"github.com/mq-hpc/mq/lpsched"
+	"github.com/mq-hpc/mq/lpplace"
 	"github.com/mq-hpc/mq/policy"
 )
 
 // LP is seed 001's LPSched over a target DAG: the jobs at each depth of
-// the DAG form a stage (BLAST, then Parse), lpsched chooses how many of
+// the DAG form a stage (BLAST, then Parse), lpplace chooses how many of
 // each site's slots each stage holds from the jobs' runtimes per site,
 // their output sizes and the sites' links, and each stage's jobs go to
 // the sites in proportion to the flow the plan sends there. The placeholder
@@ -90,7 +90,7 @@ func (l LP) Plan(ctx context.Context, p policy.Problem) (policy.Plan, error) {
 // lpProblem is the DAG as a pipeline: stage k is the jobs whose longest
 // chain of prerequisites has k jobs; an item is one job of the first
 // stage, so a stage with r times as many jobs does r jobs per item.
-func lpProblem(m *model) (lpsched.Problem, []int, [][]int32) {
+func lpProblem(m *model) (lpplace.Problem, []int, [][]int32) {
 	n := len(m.ids)
 	stageOf := make([]int, n)
 	depth := 0
@@ -104,7 +104,7 @@ func lpProblem(m *model) (lpsched.Problem, []int, [][]int32) {
 	for i := range n {
 		stages[stageOf[i]] = append(stages[stageOf[i]], int32(i))
 	}
-	var p lpsched.Problem
+	var p lpplace.Problem
 	for s, site := range m.sites {
 		link := 0.0 // the fastest way out of the site; +Inf: unbounded
 		for t := range m.sites {
@@ -115,12 +115,12 @@ func lpProblem(m *model) (lpsched.Problem, []int, [][]int32) {
 		if math.IsInf(link, 1) {
 			link = 0
 		}
-		p.Sites = append(p.Sites, lpsched.Site{Name: site.Name, Speed: 1, Max: site.Slots, Link: link})
+		p.Sites = append(p.Sites, lpplace.Site{Name: site.Name, Speed: 1, Max: site.Slots, Link: link})
 	}
 	first := float64(len(stages[0]))
 	for k, jobs := range stages {
 		per := float64(len(jobs)) / first // jobs per item
-		st := lpsched.Stage{Name: fmt.Sprintf("depth%d", k), Times: make([]float64, len(m.sites))}
+		st := lpplace.Stage{Name: fmt.Sprintf("depth%d", k), Times: make([]float64, len(m.sites))}
 		for s := range m.sites {
 			sum := 0.0
 			for _, j := range jobs {

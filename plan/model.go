@@ -55,8 +55,48 @@ func compile(p policy.Problem) (*model, error) {
 		return nil, ErrNoSites
 	}
 	m := &model{sites: p.Sites}
-	siteIdx := make(map[string]int, len(p.Sites))
-	for i, s := range p.Sites {
+	siteIdx, err := indexSites(p.Sites)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.links(p); err != nil {
+		return nil, err
+	}
+	idx, err := m.indexJobs(p.Jobs)
+	if err != nil {
+		return nil, err
+	}
+	fileIdx, err := m.indexOutputs(p.Jobs)
+	if err != nil {
+		return nil, err
+	}
+	n, ns := len(p.Jobs), len(p.Sites)
+	m.exec = make([][]float64, n)
+	m.pred, m.succ = make([][]int32, n), make([][]int32, n)
+	m.ins, m.outs = make([][]int32, n), make([][]int32, n)
+	m.staticCost, m.staticBytes = make([][]float64, n), make([][]int64, n)
+	for i, j := range p.Jobs {
+		m.exec[i] = make([]float64, ns)
+		if !m.runtimes(i, j) {
+			return nil, fmt.Errorf("plan: job %d has a runtime at no site", j.ID)
+		}
+		if err := m.edges(i, j, idx, fileIdx, siteIdx); err != nil {
+			return nil, err
+		}
+		for _, o := range j.Outputs {
+			m.outs[i] = append(m.outs[i], fileIdx[o.Path])
+		}
+	}
+	if err := m.order(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// indexSites checks the sites and maps their names to their indexes.
+func indexSites(sites []policy.PlanSite) (map[string]int, error) {
+	siteIdx := make(map[string]int, len(sites))
+	for i, s := range sites {
 		if s.Slots < 1 {
 			return nil, fmt.Errorf("plan: site %q has %d slots", s.Name, s.Slots)
 		}
@@ -65,6 +105,11 @@ func compile(p policy.Problem) (*model, error) {
 		}
 		siteIdx[s.Name] = i
 	}
+	return siteIdx, nil
+}
+
+// links fills the bandwidth and latency between every two sites.
+func (m *model) links(p policy.Problem) error {
 	ns := len(p.Sites)
 	m.bw, m.lat = make([][]float64, ns), make([][]float64, ns)
 	for i := range ns {
@@ -82,23 +127,33 @@ func compile(p policy.Problem) (*model, error) {
 				lat = p.Latency(p.Sites[i].Name, p.Sites[j].Name)
 			}
 			if !(bw > 0) || lat < 0 || math.IsNaN(lat) {
-				return nil, fmt.Errorf("plan: link %s->%s: bandwidth %g, latency %g", p.Sites[i].Name, p.Sites[j].Name, bw, lat)
+				return fmt.Errorf("plan: link %s->%s: bandwidth %g, latency %g", p.Sites[i].Name, p.Sites[j].Name, bw, lat)
 			}
 			m.bw[i][j], m.lat[i][j] = bw, lat
 		}
 	}
-	n := len(p.Jobs)
-	idx := make(map[int64]int32, n)
-	m.ids = make([]int64, n)
-	for i, j := range p.Jobs {
+	return nil
+}
+
+// indexJobs fills m.ids and maps each job's ID to its index.
+func (m *model) indexJobs(jobs []policy.PlanJob) (map[int64]int32, error) {
+	idx := make(map[int64]int32, len(jobs))
+	m.ids = make([]int64, len(jobs))
+	for i, j := range jobs {
 		if _, dup := idx[j.ID]; dup {
 			return nil, fmt.Errorf("plan: job %d listed twice", j.ID)
 		}
 		idx[j.ID] = int32(i)
 		m.ids[i] = j.ID
 	}
+	return idx, nil
+}
+
+// indexOutputs numbers the dynamic files, the jobs' outputs, and maps
+// each path to its number.
+func (m *model) indexOutputs(jobs []policy.PlanJob) (map[string]int32, error) {
 	fileIdx := map[string]int32{}
-	for i, j := range p.Jobs {
+	for i, j := range jobs {
 		for _, o := range j.Outputs {
 			if prev, dup := fileIdx[o.Path]; dup {
 				return nil, fmt.Errorf("plan: %s is an output of jobs %d and %d", o.Path, m.ids[m.fileProd[prev]], j.ID)
@@ -109,85 +164,86 @@ func compile(p policy.Problem) (*model, error) {
 			m.filePath = append(m.filePath, o.Path)
 		}
 	}
-	m.exec = make([][]float64, n)
-	m.pred, m.succ = make([][]int32, n), make([][]int32, n)
-	m.ins, m.outs = make([][]int32, n), make([][]int32, n)
-	m.staticCost, m.staticBytes = make([][]float64, n), make([][]int64, n)
-	for i, j := range p.Jobs {
-		m.exec[i] = make([]float64, ns)
-		runnable := false
-		for s, site := range p.Sites {
-			e, ok := j.Est[site.Name]
-			switch {
-			case !ok || math.IsNaN(e) || e < 0:
-				m.exec[i][s] = math.Inf(1)
-			default:
-				m.exec[i][s] = e
-				runnable = runnable || !math.IsInf(e, 1)
-			}
+	return fileIdx, nil
+}
+
+// runtimes fills job i's runtime per site (+Inf where it has none) and
+// reports whether it can run anywhere.
+func (m *model) runtimes(i int, j policy.PlanJob) (runnable bool) {
+	for s, site := range m.sites {
+		e, ok := j.Est[site.Name]
+		switch {
+		case !ok || math.IsNaN(e) || e < 0:
+			m.exec[i][s] = math.Inf(1)
+		default:
+			m.exec[i][s] = e
+			runnable = runnable || !math.IsInf(e, 1)
 		}
-		if !runnable {
-			return nil, fmt.Errorf("plan: job %d has a runtime at no site", j.ID)
+	}
+	return runnable
+}
+
+// edges fills job i's prerequisites (declared, and the producers of its
+// inputs), its dynamic inputs, and the cost of its static ones.
+func (m *model) edges(i int, j policy.PlanJob, idx map[int64]int32, fileIdx map[string]int32, siteIdx map[string]int) error {
+	seen := map[int32]bool{}
+	addPred := func(q int32) {
+		if q != int32(i) && !seen[q] {
+			seen[q] = true
+			m.pred[i] = append(m.pred[i], q)
+			m.succ[q] = append(m.succ[q], int32(i))
 		}
-		seen := map[int32]bool{}
-		addPred := func(q int32) {
-			if q != int32(i) && !seen[q] {
-				seen[q] = true
-				m.pred[i] = append(m.pred[i], q)
-				m.succ[q] = append(m.succ[q], int32(i))
-			}
+	}
+	for _, pr := range j.Prereqs {
+		q, ok := idx[pr]
+		if !ok {
+			return fmt.Errorf("plan: job %d needs job %d, which the problem does not list", j.ID, pr)
 		}
-		for _, pr := range j.Prereqs {
-			q, ok := idx[pr]
-			if !ok {
-				return nil, fmt.Errorf("plan: job %d needs job %d, which the problem does not list", j.ID, pr)
+		addPred(q)
+	}
+	ns := len(m.sites)
+	m.staticCost[i], m.staticBytes[i] = make([]float64, ns), make([]int64, ns)
+	for _, in := range j.Inputs {
+		if f, ok := fileIdx[in.Path]; ok {
+			if m.fileProd[f] == int32(i) {
+				return fmt.Errorf("plan: job %d reads its own output %s", j.ID, in.Path)
 			}
-			addPred(q)
+			m.ins[i] = append(m.ins[i], f)
+			addPred(m.fileProd[f])
+			continue
 		}
-		m.staticCost[i], m.staticBytes[i] = make([]float64, ns), make([]int64, ns)
-		for _, in := range j.Inputs {
-			if f, ok := fileIdx[in.Path]; ok {
-				if m.fileProd[f] == int32(i) {
-					return nil, fmt.Errorf("plan: job %d reads its own output %s", j.ID, in.Path)
-				}
-				m.ins[i] = append(m.ins[i], f)
-				addPred(m.fileProd[f])
-				continue
-			}
-			// A file already somewhere: read from its cheapest replica.
-			// One held nowhere the Problem knows is taken as present.
-			var at []int
-			for _, a := range in.At {
-				if s, ok := siteIdx[a]; ok {
-					at = append(at, s)
-				}
-			}
-			for s := range ns {
-				best, bytes := 0.0, int64(0)
-				if len(at) > 0 {
-					best = math.Inf(1)
-					for _, a := range at {
-						if c := m.transfer(in.Size, a, s); c < best {
-							best = c
-							bytes = 0
-							if a != s {
-								bytes = in.Size
-							}
-						}
+		m.addStaticInput(i, in, siteIdx)
+	}
+	return nil
+}
+
+// addStaticInput adds to job i's static cost per site that of reading
+// input in, a file already somewhere, from its cheapest replica. One held
+// nowhere the Problem knows is taken as present.
+func (m *model) addStaticInput(i int, in policy.PlanFile, siteIdx map[string]int) {
+	var at []int
+	for _, a := range in.At {
+		if s, ok := siteIdx[a]; ok {
+			at = append(at, s)
+		}
+	}
+	for s := range m.sites {
+		best, bytes := 0.0, int64(0)
+		if len(at) > 0 {
+			best = math.Inf(1)
+			for _, a := range at {
+				if c := m.transfer(in.Size, a, s); c < best {
+					best = c
+					bytes = 0
+					if a != s {
+						bytes = in.Size
 					}
 				}
-				m.staticCost[i][s] += best
-				m.staticBytes[i][s] += bytes
 			}
 		}
-		for _, o := range j.Outputs {
-			m.outs[i] = append(m.outs[i], fileIdx[o.Path])
-		}
+		m.staticCost[i][s] += best
+		m.staticBytes[i][s] += bytes
 	}
-	if err := m.order(); err != nil {
-		return nil, err
-	}
-	return m, nil
 }
 
 // transfer is the seconds to move size bytes from site a to site b.

@@ -6,10 +6,10 @@ import (
 	"math"
 	"time"
 
-	"github.com/mq-hpc/mq/lpsched"
+	"github.com/mq-hpc/mq/lpplace"
 )
 
-// LP is seed 001's LPSched (package lpsched) as a Provisioner: the queues
+// LP is seed 001's LPSched (package lpplace) as a Provisioner: the queues
 // a site manager plans are the stages of a pipeline (BLAST, then Parse),
 // in the order it lists them, and the LP chooses how many job slots each
 // stage holds at each site from the jobs' measured seconds per job there,
@@ -77,14 +77,47 @@ func (p LP) PlanStages(now time.Time, stages []Demand) (map[string]int, []map[st
 	for k := range slots {
 		slots[k] = map[string]int{}
 	}
-	var prob lpsched.Problem
+	prob, planned := stagesProblem(stages, slots)
 	prob.MinUtil = p.MinUtil
+	var failed error
+	if len(prob.Stages) > 0 {
+		pl, err := p.solve(&prob, len(sites))
+		if err == nil {
+			rate = pl.Rate // an item is one job of the first stage planned
+			for i, k := range planned {
+				for s, site := range sites {
+					slots[k][site.Name] = max(pl.Count[i][s], stages[k].Sites[s].Busy)
+				}
+			}
+		} else {
+			failed = fmt.Errorf("lp: %w", err)
+			uncapped(stages, planned, slots, want)
+		}
+	}
+	for _, s := range sites {
+		n := 0
+		for k := range stages {
+			n += slots[k][s.Name]
+		}
+		per := max(s.Slots, 1)
+		want[s.Name] = clamp(max((n+per-1)/per, want[s.Name]), s.Min, s.Max)
+	}
+	return want, slots, rate, failed
+}
+
+// stagesProblem is the pipeline problem of the stages that have work and
+// known times, with the sites of the first stage, and the index in
+// stages of each of its stages. Stages left out get their slots here:
+// what they hold, or one at each site to measure them.
+func stagesProblem(stages []Demand, slots []map[string]int) (lpplace.Problem, []int) {
+	var prob lpplace.Problem
+	sites := stages[0].Sites
 	for _, s := range sites {
 		link := 0.0
 		if s.Link > 0 && !math.IsInf(s.Link, 0) {
 			link = s.Link
 		}
-		prob.Sites = append(prob.Sites, lpsched.Site{Name: s.Name, Speed: 1, Max: max(s.Max, 0) * max(s.Slots, 1), Link: link})
+		prob.Sites = append(prob.Sites, lpplace.Site{Name: s.Name, Speed: 1, Max: max(s.Max, 0) * max(s.Slots, 1), Link: link})
 	}
 	var planned []int // prob.Stages[i] is stages[planned[i]]
 	first := 0.0
@@ -96,21 +129,7 @@ func (p LP) PlanStages(now time.Time, stages []Demand) (map[string]int, []map[st
 			}
 			continue
 		}
-		st := lpsched.Stage{Name: "stage", Times: make([]float64, len(sites)), MaxCopies: left}
-		known := false
-		for i, s := range d.Sites {
-			secs := 0.0
-			switch {
-			case s.Rate > 0:
-				secs = float64(max(s.Slots, 1)) / s.Rate
-			case d.Est > 0:
-				secs = d.Est
-			}
-			if secs > 0 && !math.IsInf(secs, 0) && !math.IsNaN(secs) {
-				st.Times[i] = secs
-				known = true
-			}
-		}
+		times, known := stageTimes(d)
 		if !known {
 			// Nothing to plan from: a slot at each site measures it.
 			for _, s := range d.Sites {
@@ -121,6 +140,7 @@ func (p LP) PlanStages(now time.Time, stages []Demand) (map[string]int, []map[st
 		if first == 0 {
 			first = float64(left)
 		}
+		st := lpplace.Stage{Name: "stage", Times: times, MaxCopies: left}
 		per := float64(left) / first // jobs per item
 		for i := range st.Times {
 			st.Times[i] *= per
@@ -139,60 +159,69 @@ func (p LP) PlanStages(now time.Time, stages []Demand) (map[string]int, []map[st
 			prob.Stages[i].Out = 0
 		}
 	}
-	var failed error
-	if len(prob.Stages) > 0 {
-		limit := p.TimeLimit
-		if limit <= 0 {
-			limit = 2 * time.Second
+	return prob, planned
+}
+
+// stageTimes is the seconds a job of stage d takes at each of its sites,
+// measured or estimated (0: unknown), and whether any is known.
+func stageTimes(d Demand) (times []float64, known bool) {
+	times = make([]float64, len(d.Sites))
+	for i, s := range d.Sites {
+		secs := 0.0
+		switch {
+		case s.Rate > 0:
+			secs = float64(max(s.Slots, 1)) / s.Rate
+		case d.Est > 0:
+			secs = d.Est
 		}
-		prob.MaxNodes = p.MaxNodes
-		if prob.MaxNodes == 0 {
-			prob.MaxNodes = 200
-		}
-		// Whole counts by branch and bound only where the LPs are small:
-		// gonum's dense simplex cannot be interrupted, and one LP of
-		// many sites and stages outlasts any limit.
-		prob.Relaxed = len(sites)*len(prob.Stages) > MaxLPWholeCells
-		pl, err := planWithin(&prob, limit)
-		if err != nil && !prob.Relaxed {
-			prob.Relaxed = true // no whole plan in time: the relaxation's, rounded up
-			pl, err = planWithin(&prob, limit)
-		}
-		if err == nil {
-			rate = pl.Rate // an item is one job of the first stage planned
-			for i, k := range planned {
-				for s, site := range sites {
-					slots[k][site.Name] = max(pl.Count[i][s], stages[k].Sites[s].Busy)
-				}
-			}
-		} else {
-			// No plan at all: the planned stages run uncapped, and the
-			// sites hold what their work needs, the first sites first
-			// (the seed's Total), rather than nothing.
-			failed = fmt.Errorf("lp: %w", err)
-			left := 0
-			for _, k := range planned {
-				slots[k] = nil
-				d := stages[k]
-				left += max(d.Ready, 0) + max(d.Waiting, 0) + max(d.Running, 0)
-			}
-			for _, s := range sites {
-				per := max(s.Slots, 1)
-				take := min(left, max(s.Max, 0)*per)
-				left -= take
-				want[s.Name] = (take + per - 1) / per
-			}
+		if secs > 0 && !math.IsInf(secs, 0) && !math.IsNaN(secs) {
+			times[i] = secs
+			known = true
 		}
 	}
-	for _, s := range sites {
-		n := 0
-		for k := range stages {
-			n += slots[k][s.Name]
-		}
+	return times, known
+}
+
+// solve plans prob, over nsites sites, within the time limit: with whole
+// counts where the LPs are small enough, else (or if that fails) relaxed.
+func (p LP) solve(prob *lpplace.Problem, nsites int) (lpplace.Plan, error) {
+	limit := p.TimeLimit
+	if limit <= 0 {
+		limit = 2 * time.Second
+	}
+	prob.MaxNodes = p.MaxNodes
+	if prob.MaxNodes == 0 {
+		prob.MaxNodes = 200
+	}
+	// Whole counts by branch and bound only where the LPs are small:
+	// gonum's dense simplex cannot be interrupted, and one LP of
+	// many sites and stages outlasts any limit.
+	prob.Relaxed = nsites*len(prob.Stages) > MaxLPWholeCells
+	pl, err := planWithin(prob, limit)
+	if err != nil && !prob.Relaxed {
+		prob.Relaxed = true // no whole plan in time: the relaxation's, rounded up
+		pl, err = planWithin(prob, limit)
+	}
+	return pl, err
+}
+
+// uncapped is what to want when there is no plan at all: the planned
+// stages run uncapped (their slots nil), and the sites hold what their
+// work needs, the first sites first (the seed's Total), rather than
+// nothing.
+func uncapped(stages []Demand, planned []int, slots []map[string]int, want map[string]int) {
+	left := 0
+	for _, k := range planned {
+		slots[k] = nil
+		d := stages[k]
+		left += max(d.Ready, 0) + max(d.Waiting, 0) + max(d.Running, 0)
+	}
+	for _, s := range stages[0].Sites {
 		per := max(s.Slots, 1)
-		want[s.Name] = clamp(max((n+per-1)/per, want[s.Name]), s.Min, s.Max)
+		take := min(left, max(s.Max, 0)*per)
+		left -= take
+		want[s.Name] = (take + per - 1) / per
 	}
-	return want, slots, rate, failed
 }
 
 // MaxLPWholeCells bounds sites x stages planned with whole counts; larger
@@ -200,7 +229,7 @@ func (p LP) PlanStages(now time.Time, stages []Demand) (map[string]int, []map[st
 const MaxLPWholeCells = 64
 
 // planWithin plans prob within limit.
-func planWithin(prob *lpsched.Problem, limit time.Duration) (lpsched.Plan, error) {
+func planWithin(prob *lpplace.Problem, limit time.Duration) (lpplace.Plan, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	return prob.Plan(ctx)

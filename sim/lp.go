@@ -1,12 +1,12 @@
 package sim
 
 import (
-	"container/heap"
 	"context"
 	"fmt"
 	"math"
 
-	"github.com/mq-hpc/mq/lpsched"
+	"github.com/mq-hpc/mq/internal/heap"
+	"github.com/mq-hpc/mq/lpplace"
 )
 
 // Seed 001 (do Nascimento et al., LPSched, section 5): a pipeline of
@@ -20,7 +20,7 @@ import (
 type LPScenario struct {
 	Name    string
 	Summary string
-	Problem lpsched.Problem
+	Problem lpplace.Problem
 	Items   []int // input sizes swept, items through the pipeline
 }
 
@@ -30,8 +30,8 @@ const fastEthernet = 12.5e6
 // The seed's machines (section 5.1): UFMG's three clusters (MG7 and MG8
 // left out, as in section 5.2), Maryland's and the Ohio Supercomputer
 // Center's, with their processing units as speeds.
-func ufmg() []lpsched.Site {
-	return []lpsched.Site{
+func ufmg() []lpplace.Site {
+	return []lpplace.Site{
 		{Name: "mg1-6", Speed: 1.4745, Max: 6, NIC: fastEthernet, Link: fastEthernet},
 		{Name: "mg9-12", Speed: 0.9912, Max: 4, NIC: fastEthernet, Link: fastEthernet},
 		{Name: "mg13-19", Speed: 0.9912, Max: 7, NIC: fastEthernet, Link: fastEthernet},
@@ -41,18 +41,18 @@ func ufmg() []lpsched.Site {
 // slowLink is the shared link between Maryland and Ohio, bytes/s.
 const slowLink = 1e6
 
-func md() lpsched.Site {
-	return lpsched.Site{Name: "md", Speed: 1.29105, Max: 48, NIC: fastEthernet, Link: slowLink}
+func md() lpplace.Site {
+	return lpplace.Site{Name: "md", Speed: 1.29105, Max: 48, NIC: fastEthernet, Link: slowLink}
 }
-func oh() lpsched.Site {
-	return lpsched.Site{Name: "oh", Speed: 1.85466, Max: 24, NIC: fastEthernet, Link: slowLink}
+func oh() lpplace.Site {
+	return lpplace.Site{Name: "oh", Speed: 1.85466, Max: 24, NIC: fastEthernet, Link: slowLink}
 }
 
 // gridArrayAverager is the modified GridArrayAverager: a reader of
 // 100 kB blocks on the first fast machine, an adder demanding imbalance
 // times the reader's processing, an averager.
-func gridArrayAverager(imbalance float64) []lpsched.Stage {
-	return []lpsched.Stage{
+func gridArrayAverager(imbalance float64) []lpplace.Stage {
+	return []lpplace.Stage{
 		{Name: "reader", Work: 0.2, Out: 1e5, Sites: []string{"mg1-6"}, MaxCopies: 1},
 		{Name: "adder", Work: 0.2 * imbalance, Out: 1e3},
 		{Name: "averager", Work: 0.2},
@@ -63,8 +63,8 @@ func gridArrayAverager(imbalance float64) []lpsched.Stage {
 // compressed chunks at MD1, a decompress filter that dominates the work
 // and makes 2.5 MB of image per chunk, clip, zoom and view. The works
 // are in the ratio of the seed's Total allocation (35:6:5:1 at MD).
-func virtualMicroscope() []lpsched.Stage {
-	return []lpsched.Stage{
+func virtualMicroscope() []lpplace.Stage {
+	return []lpplace.Stage{
 		{Name: "reader", Work: 0.12, Out: 0.5e6, Sites: []string{"md"}, MaxCopies: 1},
 		{Name: "decompress", Work: 3.05, Out: 2.5e6},
 		{Name: "clip", Work: 0.65, Out: 1e6},
@@ -81,13 +81,13 @@ func LPScenarios() []LPScenario {
 	chunks := []int{50, 100, 200, 400}
 	return []LPScenario{
 		{Name: "1x2x1", Summary: "GridArrayAverager, adder 2x the reader, UFMG's 17 machines (5.2, Figure 5)",
-			Problem: lpsched.Problem{Stages: gridArrayAverager(2), Sites: ufmg()}, Items: sizes},
+			Problem: lpplace.Problem{Stages: gridArrayAverager(2), Sites: ufmg()}, Items: sizes},
 		{Name: "1x5x1", Summary: "GridArrayAverager, adder 5x the reader, UFMG's 17 machines (5.2, Figure 6)",
-			Problem: lpsched.Problem{Stages: gridArrayAverager(5), Sites: ufmg()}, Items: sizes},
+			Problem: lpplace.Problem{Stages: gridArrayAverager(5), Sites: ufmg()}, Items: sizes},
 		{Name: "intra", Summary: "virtual microscope on Maryland's 48 machines (5.5, Figure 8)",
-			Problem: lpsched.Problem{Stages: virtualMicroscope(), Sites: []lpsched.Site{md()}}, Items: chunks},
+			Problem: lpplace.Problem{Stages: virtualMicroscope(), Sites: []lpplace.Site{md()}}, Items: chunks},
 		{Name: "inter", Summary: "virtual microscope on Maryland + Ohio over a slow shared link, W_MIN 0.7 (5.6, Figure 9)",
-			Problem: lpsched.Problem{Stages: virtualMicroscope(), Sites: []lpsched.Site{md(), oh()}, MinUtil: 0.7}, Items: chunks},
+			Problem: lpplace.Problem{Stages: virtualMicroscope(), Sites: []lpplace.Site{md(), oh()}, MinUtil: 0.7}, Items: chunks},
 	}
 }
 
@@ -139,7 +139,7 @@ func ParseLPStrategy(s string) (LPStrategy, error) {
 
 // Allocate returns the placeholders per stage per site the strategy
 // holds, and for LPSched the plan.
-func (s LPStrategy) Allocate(ctx context.Context, p *lpsched.Problem) ([][]int, *lpsched.Plan, error) {
+func (s LPStrategy) Allocate(ctx context.Context, p *lpplace.Problem) ([][]int, *lpplace.Plan, error) {
 	if err := p.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -250,7 +250,7 @@ type LPResult struct {
 // stage k-1 has finished (one at the item's site first), stages its
 // input in (over its NIC from its own site, over the two sites' shared
 // links, fairly shared, from another), then computes.
-func RunLP(p *lpsched.Problem, alloc [][]int, items int) (LPResult, error) {
+func RunLP(p *lpplace.Problem, alloc [][]int, items int) (LPResult, error) {
 	if err := p.Validate(); err != nil {
 		return LPResult{}, err
 	}
@@ -261,7 +261,7 @@ func RunLP(p *lpsched.Problem, alloc [][]int, items int) (LPResult, error) {
 	if len(alloc) != K {
 		return LPResult{}, fmt.Errorf("allocation has %d stages, problem %d", len(alloc), K)
 	}
-	m := &pipe{p: p, ready: make([][]pipeItem, K), free: make([][]int32, K), linkUsers: make([]int, S)}
+	m := &pipe{p: p, ready: make([][]pipeItem, K), free: make([][]int32, K), linkUsers: make([]int, S), events: heap.New(pipeEventBefore)}
 	used := make([]int, S)
 	for k := range alloc {
 		if len(alloc[k]) != S {
@@ -322,27 +322,16 @@ type pipeEvent struct {
 	done bool // compute done (else: local staging done, compute next)
 }
 
-type pipeEvents []pipeEvent
-
-func (h pipeEvents) Len() int { return len(h) }
-func (h pipeEvents) Less(i, j int) bool {
-	return h[i].t < h[j].t || h[i].t == h[j].t && h[i].seq < h[j].seq
-}
-func (h pipeEvents) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *pipeEvents) Push(x any)   { *h = append(*h, x.(pipeEvent)) }
-func (h *pipeEvents) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+func pipeEventBefore(a, b pipeEvent) bool {
+	return a.t < b.t || a.t == b.t && a.seq < b.seq
 }
 
 type pipe struct {
-	p         *lpsched.Problem
+	p         *lpplace.Problem
 	phs       []pipePH
 	ready     [][]pipeItem
 	free      [][]int32 // idle placeholders per stage, oldest first
-	events    pipeEvents
+	events    *heap.Heap[pipeEvent]
 	xfers     []pipeXfer
 	linkUsers []int
 	now       float64
@@ -353,7 +342,7 @@ type pipe struct {
 
 func (m *pipe) at(t float64, ph int32, done bool) {
 	m.seq++
-	heap.Push(&m.events, pipeEvent{t: t, seq: m.seq, ph: ph, done: done})
+	m.events.Push(pipeEvent{t: t, seq: m.seq, ph: ph, done: done})
 }
 
 func (m *pipe) run() error {
@@ -366,8 +355,8 @@ func (m *pipe) run() error {
 				next, xi = t, i
 			}
 		}
-		if len(m.events) > 0 && m.events[0].t <= next {
-			next, xi = m.events[0].t, -1
+		if e, ok := m.events.Peek(); ok && e.t <= next {
+			next, xi = e.t, -1
 		}
 		if math.IsInf(next, 1) {
 			return fmt.Errorf("pipeline stalled with %d items left", m.left) // every stage has a placeholder: not expected
@@ -384,7 +373,7 @@ func (m *pipe) run() error {
 			m.relink()
 			m.compute(x.ph)
 		} else {
-			e := heap.Pop(&m.events).(pipeEvent)
+			e, _ := m.events.Pop()
 			if e.done {
 				m.finish(e.ph)
 			} else {

@@ -114,79 +114,15 @@ func Read(r io.Reader) (*Workflow, error) {
 	w := &Workflow{Name: doc.Name, FileSizes: map[string]int64{}}
 	var tasks []Task
 	children := map[string][]string{} // parent -> children, from "children" lists
-	if spec := doc.Workflow.Specification; len(spec.Tasks) > 0 {
-		if len(spec.Tasks) > MaxTasks {
-			return nil, fmt.Errorf("wfformat: %d tasks; the limit is %d", len(spec.Tasks), MaxTasks)
-		}
-		for _, f := range spec.Files {
-			if f.Size != nil {
-				w.FileSizes[f.ID] = *f.Size
-			}
-		}
-		exec := map[string]int{}
-		for i, t := range doc.Workflow.Execution.Tasks {
-			exec[t.ID] = i
-		}
-		for _, st := range spec.Tasks {
-			t := Task{ID: st.ID, Name: st.Name, Parents: st.Parents, Inputs: st.InputFiles, Outputs: st.OutputFiles, Cores: 1}
-			i, ok := exec[st.ID]
-			if !ok || doc.Workflow.Execution.Tasks[i].Runtime == nil {
-				return nil, fmt.Errorf("wfformat: task %q has no runtimeInSeconds in workflow.execution", st.ID)
-			}
-			et := doc.Workflow.Execution.Tasks[i]
-			t.Runtime = *et.Runtime
-			if et.CoreCount > 0 {
-				t.Cores = et.CoreCount
-			}
-			for _, c := range st.Children {
-				children[st.ID] = append(children[st.ID], c)
-			}
-			tasks = append(tasks, t)
-		}
+	if len(doc.Workflow.Specification.Tasks) > 0 {
+		tasks, err = doc.specTasks(w.FileSizes, children)
 		w.Makespan = doc.Workflow.Execution.Makespan
 	} else {
-		if len(doc.Workflow.Tasks) > MaxTasks {
-			return nil, fmt.Errorf("wfformat: %d tasks; the limit is %d", len(doc.Workflow.Tasks), MaxTasks)
-		}
-		for _, ot := range doc.Workflow.Tasks {
-			id := ot.ID
-			if id == "" {
-				id = ot.Name
-			}
-			t := Task{ID: id, Name: ot.Name, Parents: ot.Parents, Cores: max(ot.Cores, 1)}
-			switch {
-			case ot.RuntimeSeconds != nil:
-				t.Runtime = *ot.RuntimeSeconds
-			case ot.Runtime != nil:
-				t.Runtime = *ot.Runtime
-			default:
-				return nil, fmt.Errorf("wfformat: task %q has no runtime", id)
-			}
-			for _, f := range ot.Files {
-				name := f.Name
-				if name == "" {
-					name = f.ID
-				}
-				switch f.Link {
-				case "input":
-					t.Inputs = append(t.Inputs, name)
-				case "output":
-					t.Outputs = append(t.Outputs, name)
-				default:
-					return nil, fmt.Errorf("wfformat: task %q: file %q has link %q, want input or output", id, name, f.Link)
-				}
-				if f.SizeInBytes != nil {
-					w.FileSizes[name] = *f.SizeInBytes
-				} else if f.Size != nil {
-					w.FileSizes[name] = *f.Size
-				}
-			}
-			for _, c := range ot.Children {
-				children[id] = append(children[id], c)
-			}
-			tasks = append(tasks, t)
-		}
+		tasks, err = doc.flatTasks(w.FileSizes, children)
 		w.Makespan = doc.Workflow.Makespan
+	}
+	if err != nil {
+		return nil, err
 	}
 	if len(tasks) == 0 {
 		return nil, errors.New("wfformat: no tasks (neither workflow.specification.tasks nor workflow.tasks)")
@@ -196,6 +132,112 @@ func Read(r io.Reader) (*Workflow, error) {
 			return nil, fmt.Errorf("wfformat: file %q has size %d", name, size)
 		}
 	}
+	byID, err := indexTasks(tasks)
+	if err != nil {
+		return nil, err
+	}
+	if err := linkParents(tasks, byID, children); err != nil {
+		return nil, err
+	}
+	order, err := topoOrder(tasks, byID)
+	if err != nil {
+		return nil, err
+	}
+	w.Tasks = make([]Task, len(tasks))
+	for i, j := range order {
+		w.Tasks[i] = tasks[j]
+	}
+	return w, nil
+}
+
+// specTasks reads the tasks of a schema 1.5 document (the DAG in
+// workflow.specification, runtimes in workflow.execution), adding file
+// sizes to sizes and each task's "children" list to children.
+func (doc *document) specTasks(sizes map[string]int64, children map[string][]string) ([]Task, error) {
+	spec := doc.Workflow.Specification
+	var tasks []Task
+	if len(spec.Tasks) > MaxTasks {
+		return nil, fmt.Errorf("wfformat: %d tasks; the limit is %d", len(spec.Tasks), MaxTasks)
+	}
+	for _, f := range spec.Files {
+		if f.Size != nil {
+			sizes[f.ID] = *f.Size
+		}
+	}
+	exec := map[string]int{}
+	for i, t := range doc.Workflow.Execution.Tasks {
+		exec[t.ID] = i
+	}
+	for _, st := range spec.Tasks {
+		t := Task{ID: st.ID, Name: st.Name, Parents: st.Parents, Inputs: st.InputFiles, Outputs: st.OutputFiles, Cores: 1}
+		i, ok := exec[st.ID]
+		if !ok || doc.Workflow.Execution.Tasks[i].Runtime == nil {
+			return nil, fmt.Errorf("wfformat: task %q has no runtimeInSeconds in workflow.execution", st.ID)
+		}
+		et := doc.Workflow.Execution.Tasks[i]
+		t.Runtime = *et.Runtime
+		if et.CoreCount > 0 {
+			t.Cores = et.CoreCount
+		}
+		for _, c := range st.Children {
+			children[st.ID] = append(children[st.ID], c)
+		}
+		tasks = append(tasks, t)
+	}
+	return tasks, nil
+}
+
+// flatTasks reads the tasks of a schema 1.3/1.4 document (workflow.tasks
+// with their files), adding file sizes to sizes and each task's
+// "children" list to children.
+func (doc *document) flatTasks(sizes map[string]int64, children map[string][]string) ([]Task, error) {
+	var tasks []Task
+	if len(doc.Workflow.Tasks) > MaxTasks {
+		return nil, fmt.Errorf("wfformat: %d tasks; the limit is %d", len(doc.Workflow.Tasks), MaxTasks)
+	}
+	for _, ot := range doc.Workflow.Tasks {
+		id := ot.ID
+		if id == "" {
+			id = ot.Name
+		}
+		t := Task{ID: id, Name: ot.Name, Parents: ot.Parents, Cores: max(ot.Cores, 1)}
+		switch {
+		case ot.RuntimeSeconds != nil:
+			t.Runtime = *ot.RuntimeSeconds
+		case ot.Runtime != nil:
+			t.Runtime = *ot.Runtime
+		default:
+			return nil, fmt.Errorf("wfformat: task %q has no runtime", id)
+		}
+		for _, f := range ot.Files {
+			name := f.Name
+			if name == "" {
+				name = f.ID
+			}
+			switch f.Link {
+			case "input":
+				t.Inputs = append(t.Inputs, name)
+			case "output":
+				t.Outputs = append(t.Outputs, name)
+			default:
+				return nil, fmt.Errorf("wfformat: task %q: file %q has link %q, want input or output", id, name, f.Link)
+			}
+			if f.SizeInBytes != nil {
+				sizes[name] = *f.SizeInBytes
+			} else if f.Size != nil {
+				sizes[name] = *f.Size
+			}
+		}
+		for _, c := range ot.Children {
+			children[id] = append(children[id], c)
+		}
+		tasks = append(tasks, t)
+	}
+	return tasks, nil
+}
+
+// indexTasks checks each task's id and runtime and maps ids to indexes.
+func indexTasks(tasks []Task) (map[string]int, error) {
 	byID := make(map[string]int, len(tasks))
 	for i, t := range tasks {
 		if t.ID == "" {
@@ -209,13 +251,18 @@ func Read(r io.Reader) (*Workflow, error) {
 		}
 		byID[t.ID] = i
 	}
-	// Parents are the union of the task's own list and every task naming
-	// it as a child: instances fill one list, the other, or both.
+	return byID, nil
+}
+
+// linkParents makes each task's parents the union of its own list and
+// every task naming it as a child (instances fill one list, the other,
+// or both), without duplicates, and checks that they exist.
+func linkParents(tasks []Task, byID map[string]int, children map[string][]string) error {
 	for p, cs := range children {
 		for _, c := range cs {
 			i, ok := byID[c]
 			if !ok {
-				return nil, fmt.Errorf("wfformat: task %q names unknown child %q", p, c)
+				return fmt.Errorf("wfformat: task %q names unknown child %q", p, c)
 			}
 			tasks[i].Parents = append(tasks[i].Parents, p)
 		}
@@ -235,22 +282,14 @@ func Read(r io.Reader) (*Workflow, error) {
 	for _, t := range tasks {
 		for _, p := range t.Parents {
 			if _, ok := byID[p]; !ok {
-				return nil, fmt.Errorf("wfformat: task %q names unknown parent %q", t.ID, p)
+				return fmt.Errorf("wfformat: task %q names unknown parent %q", t.ID, p)
 			}
 			if p == t.ID {
-				return nil, fmt.Errorf("wfformat: task %q is its own parent", t.ID)
+				return fmt.Errorf("wfformat: task %q is its own parent", t.ID)
 			}
 		}
 	}
-	order, err := topoOrder(tasks, byID)
-	if err != nil {
-		return nil, err
-	}
-	w.Tasks = make([]Task, len(tasks))
-	for i, j := range order {
-		w.Tasks[i] = tasks[j]
-	}
-	return w, nil
+	return nil
 }
 
 // topoOrder returns task indexes with every task after its parents, in

@@ -3,6 +3,7 @@ package wfformat
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -155,4 +156,51 @@ func FuzzRead(f *testing.F) {
 		}
 		_ = w.LowerBound(8)
 	})
+}
+
+// linkParents merges each task's own parents with the tasks that name it
+// as a child, once each, and refuses names of no task.
+func TestLinkParents(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		parents  [][]string // per task a, b, c
+		children map[string][]string
+		want     [][]string
+		err      string
+	}{
+		{"own lists", [][]string{nil, {"a"}, {"a", "b"}}, nil, [][]string{nil, {"a"}, {"a", "b"}}, ""},
+		{"children lists", [][]string{nil, nil, nil}, map[string][]string{"a": {"b", "c"}, "b": {"c"}}, [][]string{nil, {"a"}, {"a", "b"}}, ""},
+		{"both, once each", [][]string{nil, {"a"}, {"b"}}, map[string][]string{"a": {"b"}, "b": {"c", "c"}}, [][]string{nil, {"a"}, {"b"}}, ""},
+		{"unknown child", [][]string{nil, nil, nil}, map[string][]string{"a": {"z"}}, nil, `unknown child "z"`},
+		{"unknown parent", [][]string{nil, {"z"}, nil}, nil, nil, `unknown parent "z"`},
+		{"own parent", [][]string{{"a"}, nil, nil}, nil, nil, "its own parent"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var tasks []Task
+			for i, ps := range tc.parents {
+				tasks = append(tasks, Task{ID: string(rune('a' + i)), Parents: ps})
+			}
+			byID, err := indexTasks(tasks)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = linkParents(tasks, byID, tc.children)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want one saying %s", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, task := range tasks {
+				// Children lists come from a map: their order is not kept.
+				got, want := slices.Sorted(slices.Values(task.Parents)), slices.Sorted(slices.Values(tc.want[i]))
+				if !slices.Equal(got, want) {
+					t.Fatalf("task %s: parents %v, want %v", task.ID, task.Parents, tc.want[i])
+				}
+			}
+		})
+	}
 }

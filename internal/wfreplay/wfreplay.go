@@ -88,106 +88,22 @@ func New(w *wfformat.Workflow, o Options) (*Replay, error) {
 	if o.Dir != "" && (strings.HasPrefix(o.Dir, "/") || strings.Contains(o.Dir, "..") || unsafe.MatchString(strings.ReplaceAll(o.Dir, "/", "_"))) {
 		return nil, fmt.Errorf("directory %q: want a plain relative path", o.Dir)
 	}
-	r := &Replay{}
-	target := func(id string) string { return o.TargetPrefix + id }
-	// Each file gets a name safe in a shell word and on any filesystem;
-	// two trace names that clean up alike get distinct ones.
-	paths := map[string]string{}
-	taken := map[string]bool{}
-	path := func(name string) string {
-		if p, ok := paths[name]; ok {
-			return p
-		}
-		base := unsafe.ReplaceAllString(name, "_")
-		if base == "" || base[0] == '-' || base[0] == '.' {
-			base = "f" + base
-		}
-		p := base
-		for k := 2; taken[p]; k++ {
-			p = base + "." + strconv.Itoa(k)
-		}
-		taken[p] = true
-		if o.Dir != "" {
-			p = o.Dir + "/" + p
-		}
-		paths[name] = p
-		return p
-	}
 	w = Scale(w, o)
-	size := func(name string) int64 { return w.FileSizes[name] }
-	producer := map[string]string{}
+	b := &builder{o: o, w: w, r: &Replay{}, paths: map[string]string{}, taken: map[string]bool{},
+		producer: map[string]string{}, needed: map[string]bool{}, inputSeen: map[string]bool{}}
 	for _, t := range w.Tasks {
 		for _, f := range t.Outputs {
-			if _, ok := producer[f]; !ok {
-				producer[f] = t.ID
+			if _, ok := b.producer[f]; !ok {
+				b.producer[f] = t.ID
 			}
 		}
 	}
-	needed := map[string]bool{}
-	inputSeen := map[string]bool{}
+	r := b.r
 	for _, t := range w.Tasks {
-		js := protocol.JobSpec{Target: target(t.ID)}
-		if err := job.ValidName("target", js.Target); err != nil {
-			return nil, fmt.Errorf("task %q: %w", t.ID, err)
+		js, err := b.job(t)
+		if err != nil {
+			return nil, err
 		}
-		pre := map[string]bool{}
-		addPre := func(id string) {
-			if id != t.ID && !pre[id] {
-				pre[id] = true
-				js.Prereqs = append(js.Prereqs, target(id))
-				needed[id] = true
-			}
-		}
-		for _, p := range t.Parents {
-			addPre(p)
-		}
-		rt := t.Runtime
-		if o.Est {
-			js.Est = rt
-		}
-		var cmd []string
-		if o.Files {
-			var reads []string
-			seen := map[string]bool{}
-			for _, f := range t.Inputs {
-				if p, ok := producer[f]; ok {
-					if p == t.ID {
-						continue // it reads what it writes: not an input
-					}
-					addPre(p)
-				} else if !inputSeen[f] {
-					inputSeen[f] = true
-					r.Inputs = append(r.Inputs, File{Path: path(f), Size: size(f)})
-				}
-				if seen[f] {
-					continue
-				}
-				seen[f] = true
-				sz := size(f)
-				js.Inputs = append(js.Inputs, protocol.File{Path: path(f), Size: &sz})
-				reads = append(reads, path(f))
-			}
-			if len(reads) > 0 {
-				cmd = append(cmd, "cat "+strings.Join(reads, " ")+" > /dev/null")
-			}
-		}
-		cmd = append(cmd, "sleep "+strconv.FormatFloat(rt, 'f', 3, 64))
-		if o.Files {
-			if o.Dir != "" && len(t.Outputs) > 0 {
-				cmd = append(cmd, "mkdir -p "+o.Dir)
-			}
-			seen := map[string]bool{}
-			for _, f := range t.Outputs {
-				if producer[f] != t.ID || seen[f] {
-					continue // written by an earlier task: that one makes it
-				}
-				seen[f] = true
-				sz := size(f)
-				js.Outputs = append(js.Outputs, protocol.File{Path: path(f), Size: &sz})
-				cmd = append(cmd, fmt.Sprintf("head -c %d /dev/zero > %s", sz, path(f)))
-			}
-		}
-		js.Command = strings.Join(cmd, " && ")
 		if len(js.Prereqs) == 0 {
 			r.Roots = append(r.Roots, js.Target)
 		}
@@ -195,11 +111,136 @@ func New(w *wfformat.Workflow, o Options) (*Replay, error) {
 		r.Jobs = append(r.Jobs, js)
 	}
 	for _, t := range w.Tasks {
-		if !needed[t.ID] {
-			r.Leaves = append(r.Leaves, target(t.ID))
+		if !b.needed[t.ID] {
+			r.Leaves = append(r.Leaves, b.target(t.ID))
 		}
 	}
 	return r, nil
+}
+
+// builder turns a scaled workflow's tasks into jobs, one at a time.
+type builder struct {
+	o         Options
+	w         *wfformat.Workflow
+	r         *Replay
+	paths     map[string]string // trace file name -> path
+	taken     map[string]bool   // paths given
+	producer  map[string]string // file -> the first task that writes it
+	needed    map[string]bool   // tasks some job waits for
+	inputSeen map[string]bool   // workflow inputs listed in r.Inputs
+}
+
+func (b *builder) target(id string) string { return b.o.TargetPrefix + id }
+
+func (b *builder) size(name string) int64 { return b.w.FileSizes[name] }
+
+// path is the path of trace file name: a name safe in a shell word and
+// on any filesystem; two trace names that clean up alike get distinct
+// ones.
+func (b *builder) path(name string) string {
+	if p, ok := b.paths[name]; ok {
+		return p
+	}
+	base := unsafe.ReplaceAllString(name, "_")
+	if base == "" || base[0] == '-' || base[0] == '.' {
+		base = "f" + base
+	}
+	p := base
+	for k := 2; b.taken[p]; k++ {
+		p = base + "." + strconv.Itoa(k)
+	}
+	b.taken[p] = true
+	if b.o.Dir != "" {
+		p = b.o.Dir + "/" + p
+	}
+	b.paths[name] = p
+	return p
+}
+
+// job is task t's job: after its parents and the producers of its
+// inputs, reading its inputs, sleeping its runtime and writing its
+// outputs.
+func (b *builder) job(t wfformat.Task) (protocol.JobSpec, error) {
+	js := protocol.JobSpec{Target: b.target(t.ID)}
+	if err := job.ValidName("target", js.Target); err != nil {
+		return js, fmt.Errorf("task %q: %w", t.ID, err)
+	}
+	pre := map[string]bool{}
+	addPre := func(id string) {
+		if id != t.ID && !pre[id] {
+			pre[id] = true
+			js.Prereqs = append(js.Prereqs, b.target(id))
+			b.needed[id] = true
+		}
+	}
+	for _, p := range t.Parents {
+		addPre(p)
+	}
+	rt := t.Runtime
+	if b.o.Est {
+		js.Est = rt
+	}
+	var cmd []string
+	if b.o.Files {
+		cmd = b.reads(t, &js, addPre)
+	}
+	cmd = append(cmd, "sleep "+strconv.FormatFloat(rt, 'f', 3, 64))
+	if b.o.Files {
+		cmd = append(cmd, b.writes(t, &js)...)
+	}
+	js.Command = strings.Join(cmd, " && ")
+	return js, nil
+}
+
+// reads adds task t's inputs to js, and the producers of those made by
+// other tasks as prerequisites through addPre, and returns the command
+// that reads them. Inputs no task makes are the workflow's: listed once
+// in r.Inputs.
+func (b *builder) reads(t wfformat.Task, js *protocol.JobSpec, addPre func(string)) []string {
+	var reads []string
+	seen := map[string]bool{}
+	for _, f := range t.Inputs {
+		if p, ok := b.producer[f]; ok {
+			if p == t.ID {
+				continue // it reads what it writes: not an input
+			}
+			addPre(p)
+		} else if !b.inputSeen[f] {
+			b.inputSeen[f] = true
+			b.r.Inputs = append(b.r.Inputs, File{Path: b.path(f), Size: b.size(f)})
+		}
+		if seen[f] {
+			continue
+		}
+		seen[f] = true
+		sz := b.size(f)
+		js.Inputs = append(js.Inputs, protocol.File{Path: b.path(f), Size: &sz})
+		reads = append(reads, b.path(f))
+	}
+	if len(reads) == 0 {
+		return nil
+	}
+	return []string{"cat " + strings.Join(reads, " ") + " > /dev/null"}
+}
+
+// writes adds to js the outputs task t is the first to write and returns
+// the commands that write them.
+func (b *builder) writes(t wfformat.Task, js *protocol.JobSpec) []string {
+	var cmd []string
+	if b.o.Dir != "" && len(t.Outputs) > 0 {
+		cmd = append(cmd, "mkdir -p "+b.o.Dir)
+	}
+	seen := map[string]bool{}
+	for _, f := range t.Outputs {
+		if b.producer[f] != t.ID || seen[f] {
+			continue // written by an earlier task: that one makes it
+		}
+		seen[f] = true
+		sz := b.size(f)
+		js.Outputs = append(js.Outputs, protocol.File{Path: b.path(f), Size: &sz})
+		cmd = append(cmd, fmt.Sprintf("head -c %d /dev/zero > %s", sz, b.path(f)))
+	}
+	return cmd
 }
 
 // maxFile bounds a scaled size (1 PiB), so that a hostile trace cannot

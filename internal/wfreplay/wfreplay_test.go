@@ -136,3 +136,27 @@ func FuzzNew(f *testing.F) {
 		}
 	})
 }
+
+// A trace name becomes a path safe in a shell word, the same one each
+// time it is asked for, distinct from another name that cleans up alike,
+// and under the directory when one is given.
+func TestBuilderPath(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		dir   string
+		names []string
+		want  []string
+	}{
+		{"", []string{"a.out", "a.out"}, []string{"a.out", "a.out"}},
+		{"", []string{"raw in", "raw_in", "raw?in"}, []string{"raw_in", "raw_in.2", "raw_in.3"}},
+		{"", []string{"-x", ".hidden", ""}, []string{"f-x", "f.hidden", "f"}},
+		{"data/w1", []string{"raw in", "b"}, []string{"data/w1/raw_in", "data/w1/b"}},
+	} {
+		b := &builder{o: Options{Dir: tc.dir}, paths: map[string]string{}, taken: map[string]bool{}}
+		for i, name := range tc.names {
+			if got := b.path(name); got != tc.want[i] {
+				t.Errorf("dir %q: path(%q) = %q, want %q", tc.dir, name, got, tc.want[i])
+			}
+		}
+	}
+}

@@ -12,7 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
-	"github.com/mq-hpc/mq/lpsched"
+	"github.com/mq-hpc/mq/lpplace"
 	"github.com/mq-hpc/mq/sim"
 )
 
@@ -147,7 +147,7 @@ func writeLPPlans(w io.Writer, s sim.LPSweep, rs []sim.LPResult) {
 	}
 }
 
-func scenarioProblem(s sim.LPSweep, name string) *lpsched.Problem {
+func scenarioProblem(s sim.LPSweep, name string) *lpplace.Problem {
 	for i := range s.Scenarios {
 		if s.Scenarios[i].Name == name {
 			return &s.Scenarios[i].Problem
@@ -157,7 +157,7 @@ func scenarioProblem(s sim.LPSweep, name string) *lpsched.Problem {
 }
 
 // allocString is "reader mg1-6:1; adder mg1-6:3; ...".
-func allocString(p *lpsched.Problem, alloc [][]int) string {
+func allocString(p *lpplace.Problem, alloc [][]int) string {
 	var parts []string
 	for k, st := range p.Stages {
 		var on []string

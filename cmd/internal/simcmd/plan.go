@@ -55,102 +55,123 @@ and --slots.`,
 			&cli.StringFlag{Name: "platform", Value: "random", Usage: "random (--sites, --slots, speeds per --seed) or ec2 (the seed's four VMs)"},
 			&cli.BoolFlag{Name: "json", Usage: "one JSON object per trace and site count"},
 		},
-		Action: func(c *cli.Context) error {
-			if c.NArg() == 0 && c.String("gen") == "" {
-				return mqcli.Usagef("mqsim plan: name WfFormat trace files or --gen SHAPE:TASKS")
-			}
-			var gens []string
-			if c.String("gen") != "" {
-				for _, spec := range strings.Split(c.String("gen"), ",") {
-					if _, _, err := plan.ParseGen(spec); err != nil {
-						return mqcli.Usagef("--gen: %v", err)
-					}
-					gens = append(gens, spec)
-				}
-			}
-			switch c.String("platform") {
-			case "random", "ec2":
-			default:
-				return mqcli.Usagef("--platform must be random or ec2, not %q", c.String("platform"))
-			}
-			sites, err := parseList(c, "sites", func(v string) (int, error) {
-				n, err := strconv.Atoi(v)
-				if err != nil || n < 1 || n > 64 {
-					return 0, fmt.Errorf("%q is not a site count 1..64", v)
-				}
-				return n, nil
-			})
-			if err != nil {
-				return err
-			}
-			if c.Int("slots") < 1 || c.Int("slots") > 4096 {
-				return mqcli.Usagef("--slots must be 1..4096, not %d", c.Int("slots"))
-			}
-			out := bufio.NewWriter(c.App.Writer)
-			defer out.Flush()
-			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-			if !c.Bool("json") {
-				fmt.Fprintln(tw, "trace\ttasks\tsites\tlate-fcfs\tlate-local\tminmin\theft\taeh-etaa\tlp\tGB moved: late-fcfs\tlate-local\tminmin\theft\taeh-etaa\tlp\ts to plan: minmin\theft\taeh-etaa\tlp\taeh iterations\t")
-			}
-			if c.String("platform") == "ec2" {
-				sites = []int{4}
-			}
-			var notes []string // under the table: planners that failed
-			for _, src := range append(c.Args().Slice(), gens...) {
-				w, name, err := loadWorkflow(src, c.Uint64("seed"))
-				if err != nil {
-					return err
-				}
-				for _, n := range sites {
-					row, err := comparePlans(c, w, n, planners())
-					if err != nil {
-						return fmt.Errorf("%s: %w", name, err)
-					}
-					row.Trace = name
-					if c.Bool("json") {
-						b, _ := json.Marshal(row)
-						fmt.Fprintf(out, "%s\n", b)
-						continue
-					}
-					// cell is a planner's figure, * if another planner's
-					// stands in for it, - if none could.
-					cell := func(k, format string, v float64) string {
-						if _, ok := row.Makespan[k]; !ok {
-							return "-"
-						}
-						s := fmt.Sprintf(format, v)
-						if row.Fallback[k] != "" {
-							s += "*"
-						}
-						return s
-					}
-					fmt.Fprintf(tw, "%s\t%d\t%d\t", row.Trace, row.Tasks, row.Sites)
-					for _, k := range planWays {
-						fmt.Fprintf(tw, "%s\t", cell(k, "%.0f", row.Makespan[k]))
-					}
-					for _, k := range planWays {
-						fmt.Fprintf(tw, "%s\t", cell(k, "%.2f", float64(row.Moved[k])/1e9))
-					}
-					for _, k := range planWays[2:] {
-						fmt.Fprintf(tw, "%.2f\t", row.PlanningS[k])
-					}
-					fmt.Fprintf(tw, "%d (%s)\t\n", row.AEH.Iterations, row.AEH.Stopped)
-					for _, k := range planWays {
-						if row.Fallback[k] != "" {
-							notes = append(notes, fmt.Sprintf("* %s, %d sites: %s", row.Trace, row.Sites, row.Fallback[k]))
-						}
-					}
-				}
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			if len(notes) > 0 {
-				fmt.Fprintf(out, "\n%s\n", strings.Join(notes, "\n"))
-			}
-			return nil
-		},
+		Action: func(c *cli.Context) error { return runPlans(c, planners) },
 	}
+}
+
+// runPlans is mqsim plan: each trace and generated workflow at each site
+// count, every planner compared, as a table (failures explained under
+// it) or JSON.
+func runPlans(c *cli.Context, planners func() []plan.Info) error {
+	gens, sites, err := planArgs(c)
+	if err != nil {
+		return err
+	}
+	out := bufio.NewWriter(c.App.Writer)
+	defer out.Flush()
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	if !c.Bool("json") {
+		fmt.Fprintln(tw, "trace\ttasks\tsites\tlate-fcfs\tlate-local\tminmin\theft\taeh-etaa\tlp\tGB moved: late-fcfs\tlate-local\tminmin\theft\taeh-etaa\tlp\ts to plan: minmin\theft\taeh-etaa\tlp\taeh iterations\t")
+	}
+	if c.String("platform") == "ec2" {
+		sites = []int{4}
+	}
+	var notes []string // under the table: planners that failed
+	for _, src := range append(c.Args().Slice(), gens...) {
+		w, name, err := loadWorkflow(src, c.Uint64("seed"))
+		if err != nil {
+			return err
+		}
+		for _, n := range sites {
+			row, err := comparePlans(c, w, n, planners())
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			row.Trace = name
+			if c.Bool("json") {
+				b, _ := json.Marshal(row)
+				fmt.Fprintf(out, "%s\n", b)
+				continue
+			}
+			notes = append(notes, writePlanRow(tw, row)...)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(notes) > 0 {
+		fmt.Fprintf(out, "\n%s\n", strings.Join(notes, "\n"))
+	}
+	return nil
+}
+
+// planArgs checks mqsim plan's arguments and returns the generated
+// workflows' specs and the site counts.
+func planArgs(c *cli.Context) (gens []string, sites []int, err error) {
+	if c.NArg() == 0 && c.String("gen") == "" {
+		return nil, nil, mqcli.Usagef("mqsim plan: name WfFormat trace files or --gen SHAPE:TASKS")
+	}
+	if c.String("gen") != "" {
+		for _, spec := range strings.Split(c.String("gen"), ",") {
+			if _, _, err := plan.ParseGen(spec); err != nil {
+				return nil, nil, mqcli.Usagef("--gen: %v", err)
+			}
+			gens = append(gens, spec)
+		}
+	}
+	switch c.String("platform") {
+	case "random", "ec2":
+	default:
+		return nil, nil, mqcli.Usagef("--platform must be random or ec2, not %q", c.String("platform"))
+	}
+	sites, err = parseList(c, "sites", func(v string) (int, error) {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 64 {
+			return 0, fmt.Errorf("%q is not a site count 1..64", v)
+		}
+		return n, nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if c.Int("slots") < 1 || c.Int("slots") > 4096 {
+		return nil, nil, mqcli.Usagef("--slots must be 1..4096, not %d", c.Int("slots"))
+	}
+	return gens, sites, nil
+}
+
+// writePlanRow writes row to the table and returns the notes for under
+// it: the planners another planner stood in for.
+func writePlanRow(tw *tabwriter.Writer, row planRow) (notes []string) {
+	// cell is a planner's figure, * if another planner's stands in for
+	// it, - if none could.
+	cell := func(k, format string, v float64) string {
+		if _, ok := row.Makespan[k]; !ok {
+			return "-"
+		}
+		s := fmt.Sprintf(format, v)
+		if row.Fallback[k] != "" {
+			s += "*"
+		}
+		return s
+	}
+	fmt.Fprintf(tw, "%s\t%d\t%d\t", row.Trace, row.Tasks, row.Sites)
+	for _, k := range planWays {
+		fmt.Fprintf(tw, "%s\t", cell(k, "%.0f", row.Makespan[k]))
+	}
+	for _, k := range planWays {
+		fmt.Fprintf(tw, "%s\t", cell(k, "%.2f", float64(row.Moved[k])/1e9))
+	}
+	for _, k := range planWays[2:] {
+		fmt.Fprintf(tw, "%.2f\t", row.PlanningS[k])
+	}
+	fmt.Fprintf(tw, "%d (%s)\t\n", row.AEH.Iterations, row.AEH.Stopped)
+	for _, k := range planWays {
+		if row.Fallback[k] != "" {
+			notes = append(notes, fmt.Sprintf("* %s, %d sites: %s", row.Trace, row.Sites, row.Fallback[k]))
+		}
+	}
+	return notes
 }
 
 var planWays = []string{"late-fcfs", "late-local", "minmin", "heft", "aeh-etaa", "lp"}

@@ -1,10 +1,11 @@
-// Package lpsched is seed 001's LPSched (do Nascimento et al., "Scheduling
-// data flow applications using linear programming") as a pure planner: how
-// many placeholders each stage of a pipeline should hold at each site, from
-// the stages' measured work and data volumes, the sites' speeds and sizes,
-// and their network bandwidth, with the seed's knobs (a cost per
-// placeholder W_X, a cost per cross-site byte W_C, a minimum utilisation
-// W_MIN, extra capacity W_F).
+// Package lpplace is the LP placement planner: it places a pipeline's
+// placeholders, deciding by linear programming how many each stage should
+// hold at each site, from the stages' measured work and data volumes, the
+// sites' speeds and sizes, and their network bandwidth. It is seed 001's
+// LPSched (do Nascimento et al., "Scheduling data flow applications using
+// linear programming") as a pure planner, with the seed's knobs (a cost
+// per placeholder W_X, a cost per cross-site byte W_C, a minimum
+// utilisation W_MIN, extra capacity W_F).
 //
 // The seed's hosts are mq's placeholders and its clusters mq's sites: a
 // site holds up to Max placeholders of equal speed, one stage per
@@ -17,7 +18,7 @@
 // The linear programs are solved by gonum's simplex; placeholder counts
 // are integers, found by a depth-first branch and bound over those
 // relaxations (the seed hands its mixed-integer problem to CPLEX).
-package lpsched
+package lpplace
 
 import (
 	"context"
@@ -113,7 +114,7 @@ type Plan struct {
 }
 
 // ErrNoCapacity is returned when some stage can run nowhere.
-var ErrNoCapacity = errors.New("lpsched: a stage has no site it can run at")
+var ErrNoCapacity = errors.New("lpplace: a stage has no site it can run at")
 
 // Capacity is the items per second one placeholder of site s processes of
 // stage k: it stages the previous stage's output in, then computes.
@@ -157,50 +158,50 @@ func (p *Problem) allowed(k, s int) bool {
 // Validate reports the first bad field, in one line.
 func (p *Problem) Validate() error {
 	if len(p.Stages) == 0 || len(p.Sites) == 0 {
-		return errors.New("lpsched: need at least one stage and one site")
+		return errors.New("lpplace: need at least one stage and one site")
 	}
 	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 }
 	names := map[string]bool{}
 	for _, s := range p.Sites {
 		switch {
 		case s.Name == "" || names[s.Name]:
-			return fmt.Errorf("lpsched: site name %q empty or repeated", s.Name)
+			return fmt.Errorf("lpplace: site name %q empty or repeated", s.Name)
 		case !finite(s.Speed) || !finite(s.NIC) || !finite(s.Link) || s.Max < 0:
-			return fmt.Errorf("lpsched: site %s: speed, max, nic and link must be finite and >= 0", s.Name)
+			return fmt.Errorf("lpplace: site %s: speed, max, nic and link must be finite and >= 0", s.Name)
 		}
 		names[s.Name] = true
 	}
 	for _, st := range p.Stages {
 		if !finite(st.Work) || !finite(st.Out) || st.MaxCopies < 0 {
-			return fmt.Errorf("lpsched: stage %s: work, out and max copies must be finite and >= 0", st.Name)
+			return fmt.Errorf("lpplace: stage %s: work, out and max copies must be finite and >= 0", st.Name)
 		}
 		if st.Times != nil && len(st.Times) != len(p.Sites) {
-			return fmt.Errorf("lpsched: stage %s: %d times for %d sites", st.Name, len(st.Times), len(p.Sites))
+			return fmt.Errorf("lpplace: stage %s: %d times for %d sites", st.Name, len(st.Times), len(p.Sites))
 		}
 		for _, t := range st.Times {
 			if math.IsNaN(t) || t < 0 {
-				return fmt.Errorf("lpsched: stage %s: time %g must be >= 0", st.Name, t)
+				return fmt.Errorf("lpplace: stage %s: time %g must be >= 0", st.Name, t)
 			}
 		}
 		for _, n := range st.Sites {
 			if !names[n] {
-				return fmt.Errorf("lpsched: stage %s: unknown site %q", st.Name, n)
+				return fmt.Errorf("lpplace: stage %s: unknown site %q", st.Name, n)
 			}
 		}
 	}
 	for name, v := range map[string]float64{"node cost": p.NodeCost, "extra": p.Extra} {
 		if !finite(v) {
-			return fmt.Errorf("lpsched: %s %g must be finite and >= 0", name, v)
+			return fmt.Errorf("lpplace: %s %g must be finite and >= 0", name, v)
 		}
 	}
 	if math.IsNaN(p.CrossCost) || math.IsInf(p.CrossCost, 0) {
-		return fmt.Errorf("lpsched: cross cost %g must be finite", p.CrossCost)
+		return fmt.Errorf("lpplace: cross cost %g must be finite", p.CrossCost)
 	}
 	if !(p.MinUtil >= 0 && p.MinUtil < 1) {
-		return fmt.Errorf("lpsched: min utilisation %g must be in [0, 1)", p.MinUtil)
+		return fmt.Errorf("lpplace: min utilisation %g must be in [0, 1)", p.MinUtil)
 	}
 	if p.MaxNodes < 0 {
-		return fmt.Errorf("lpsched: max nodes %d must be >= 0", p.MaxNodes)
+		return fmt.Errorf("lpplace: max nodes %d must be >= 0", p.MaxNodes)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package lpsched
+package lpplace
 
 import (
 	"context"
@@ -64,6 +64,35 @@ func formulate(p *Problem) (*formulation, error) {
 	f := &formulation{p: p}
 	f.x = f.newVar()
 	f.r, f.n, f.cap = grid(K, S), grid(K, S), make([][]float64, K)
+	if err := f.capacities(); err != nil {
+		return nil, err
+	}
+	f.newVars()
+	f.obj = make([]float64, f.nvar)
+	nodeCost, crossCost := p.NodeCost, p.CrossCost
+	if nodeCost == 0 {
+		nodeCost = DefaultNodeCost
+	}
+	if crossCost == 0 {
+		crossCost = DefaultCrossCost
+	}
+	crossCost = max(crossCost, 0)
+	f.nodeCost = nodeCost
+	f.obj[f.x] = -1
+	f.stageRows(nodeCost)
+	f.siteRows(crossCost)
+	for len(f.owner) < f.nvar {
+		f.owner = append(f.owner, -1)
+	}
+	f.decompose = len(p.Sites) >= decomposeSites && len(f.rows) >= decomposeRows
+	return f, nil
+}
+
+// capacities sets each stage's capacity per placeholder at each site and
+// the unit u of the flow x: the most items per second the stage that can
+// take the fewest can take.
+func (f *formulation) capacities() error {
+	p, S := f.p, len(f.p.Sites)
 	f.u = math.Inf(1)
 	for k, st := range p.Stages {
 		f.cap[k] = make([]float64, S)
@@ -74,7 +103,7 @@ func formulate(p *Problem) (*formulation, error) {
 				continue
 			}
 			if math.IsInf(c, 1) {
-				return nil, fmt.Errorf("lpsched: stage %s takes no time at %s: give it work", st.Name, si.Name)
+				return fmt.Errorf("lpplace: stage %s takes no time at %s: give it work", st.Name, si.Name)
 			}
 			f.cap[k][s] = c
 			total += c * float64(si.Max)
@@ -87,10 +116,18 @@ func formulate(p *Problem) (*formulation, error) {
 			total = min(total, best*float64(st.MaxCopies))
 		}
 		if total == 0 {
-			return nil, fmt.Errorf("%w: %s", ErrNoCapacity, st.Name)
+			return fmt.Errorf("%w: %s", ErrNoCapacity, st.Name)
 		}
 		f.u = min(f.u, total)
 	}
+	return nil
+}
+
+// newVars makes the variables: per stage and site where the stage can
+// run, its rate r and its placeholders n; per edge and site, the rate l
+// that stays local.
+func (f *formulation) newVars() {
+	p, K, S := f.p, len(f.p.Stages), len(f.p.Sites)
 	for k := range p.Stages {
 		for s := range p.Sites {
 			if f.cap[k][s] > 0 {
@@ -107,17 +144,13 @@ func formulate(p *Problem) (*formulation, error) {
 			}
 		}
 	}
-	f.obj = make([]float64, f.nvar)
-	nodeCost, crossCost := p.NodeCost, p.CrossCost
-	if nodeCost == 0 {
-		nodeCost = DefaultNodeCost
-	}
-	if crossCost == 0 {
-		crossCost = DefaultCrossCost
-	}
-	crossCost = max(crossCost, 0)
-	f.nodeCost = nodeCost
-	f.obj[f.x] = -1
+}
+
+// stageRows adds the rows of each stage (its rate against its
+// placeholders, utilisation, its flow equal to x, extra capacity,
+// copies) and the placeholders' cost.
+func (f *formulation) stageRows(nodeCost float64) {
+	p := f.p
 	for k := range p.Stages {
 		eq := row{coef: map[int]float64{f.x: -1}}
 		extra := row{coef: map[int]float64{f.x: -(1 + p.Extra)}, sign: 1}
@@ -147,6 +180,12 @@ func formulate(p *Problem) (*formulation, error) {
 			f.rows = append(f.rows, copies)
 		}
 	}
+}
+
+// siteRows adds the rows of each site (its slots, its link, what stays
+// local) and the cost of crossing sites.
+func (f *formulation) siteRows(crossCost float64) {
+	p, K := f.p, len(f.p.Stages)
 	for s, si := range p.Sites {
 		slots := row{coef: map[int]float64{}, rhs: float64(si.Max), sign: -1}
 		link := row{coef: map[int]float64{}, rhs: si.Link / 1e6, sign: -1}
@@ -194,11 +233,6 @@ func formulate(p *Problem) (*formulation, error) {
 			f.rows = append(f.rows, link)
 		}
 	}
-	for len(f.owner) < f.nvar {
-		f.owner = append(f.owner, -1)
-	}
-	f.decompose = len(p.Sites) >= decomposeSites && len(f.rows) >= decomposeRows
-	return f, nil
 }
 
 func grid(a, b int) [][]int {
@@ -255,7 +289,7 @@ func (f *formulation) relax(b bounds) (opt float64, x []float64, err error) {
 	// peers' numbers must not.
 	defer func() {
 		if r := recover(); r != nil {
-			opt, x, err = 0, nil, fmt.Errorf("lpsched: simplex: %v", r)
+			opt, x, err = 0, nil, fmt.Errorf("lpplace: simplex: %v", r)
 		}
 	}()
 	lo := make([]float64, f.nvar)
@@ -374,7 +408,7 @@ func lpSolve(nvar int, obj []float64, in []row, lo []float64, rng *rand.Rand) (o
 	case errors.Is(err, lp.ErrInfeasible):
 		return 0, nil, errInfeasible
 	case err != nil:
-		return 0, nil, fmt.Errorf("lpsched: simplex: %w", err)
+		return 0, nil, fmt.Errorf("lpplace: simplex: %w", err)
 	}
 	x = x[:nvar]
 	for v := range x {
@@ -473,13 +507,13 @@ func (f *formulation) solve(ctx context.Context) (Plan, error) {
 	}
 	if best == nil {
 		if err := ctx.Err(); err != nil {
-			return Plan{}, fmt.Errorf("lpsched: no plan found before: %w", err)
+			return Plan{}, fmt.Errorf("lpplace: no plan found before: %w", err)
 		}
-		return Plan{}, fmt.Errorf("lpsched: no integer plan within %d linear programs", limit)
+		return Plan{}, fmt.Errorf("lpplace: no integer plan within %d linear programs", limit)
 	}
 	pl := f.plan(best, complete)
 	if pl.Rate <= 1e-9*f.u {
-		return Plan{}, fmt.Errorf("lpsched: no plan carries any items (is the minimum utilisation %g too high?)", p.MinUtil)
+		return Plan{}, fmt.Errorf("lpplace: no plan carries any items (is the minimum utilisation %g too high?)", p.MinUtil)
 	}
 	return pl, nil
 }

@@ -1,4 +1,4 @@
-package lpsched
+package lpplace
 
 import (
 	"context"

@@ -64,7 +64,7 @@ type Manager struct {
 	// It may be called from several goroutines.
 	Now func() time.Time
 
-	// econMu guards econ, the last deadline-and-budget plan (econ.go);
+	// econMu guards econ, the last deadline-and-budget plan (budget.go);
 	// taken before mu, never under it.
 	econMu sync.Mutex
 	econ   econPlan

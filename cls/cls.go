@@ -235,7 +235,33 @@ func New(ctx context.Context, cfg Config) (*CLS, error) {
 }
 
 // open does New's work; on error, release undoes what it did.
-func (c *CLS) open(ctx context.Context) (err error) {
+func (c *CLS) open(ctx context.Context) error {
+	if err := c.openHome(); err != nil {
+		return err
+	}
+	outReserve, err := c.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	if err := c.listenSocket(); err != nil {
+		return err
+	}
+	if err := c.serveSites(outReserve); err != nil {
+		return err
+	}
+	if c.cfg.SSHAddr != "" {
+		if err := c.listenSSH(); err != nil {
+			return err
+		}
+	}
+	return c.listenHTTP() // or says there is no dashboard
+}
+
+// outputDir is where jobs' output is kept.
+func (c *CLS) outputDir() string { return filepath.Join(c.home, "output") }
+
+// openHome sets the umask, takes the home's lock, and opens the log.
+func (c *CLS) openHome() error {
 	cfg := c.cfg
 	c.umask = syscall.Umask(0o077)
 	c.closers = append(c.closers, func() { syscall.Umask(c.umask) })
@@ -267,11 +293,14 @@ func (c *CLS) open(ctx context.Context) (err error) {
 		c.log.Warn(warning)
 		fmt.Fprintf(cfg.Notes, "cls: warning: %s\n", warning)
 	}
-	outDir := filepath.Join(home, "output")
-	if err := mqhome.MkdirAll(outDir); err != nil {
-		return err
-	}
+	return mqhome.MkdirAll(c.outputDir())
+}
 
+// openStore opens the metaqueue, with the stager it reports to and the
+// disk reserve it frees when the disk fills. It returns the free space
+// staged output leaves on the output directory's filesystem.
+func (c *CLS) openStore(ctx context.Context) (outReserve int64, err error) {
+	cfg := c.cfg
 	// The stager serves the store, and reports to it: it is made first,
 	// finds places through the sites (made after the store) and starts
 	// once both exist. Whatever the sites, it is there: with only the
@@ -284,45 +313,58 @@ func (c *CLS) open(ctx context.Context) (err error) {
 		c.metrics = web.NewMetrics()
 		observer = c.metrics
 	}
-	outReserve := cfg.OutputReserve
+	outReserve = cfg.OutputReserve
 	if outReserve == 0 {
-		if outReserve, err = DefaultOutputReserve(home); err != nil {
-			return err
+		if outReserve, err = DefaultOutputReserve(c.home); err != nil {
+			return 0, err
 		}
 	}
 	outReserve = max(outReserve, 0)
-	reserve, err := newDiskReserve(filepath.Join(home, "reserve"), c.log)
+	reserve, err := newDiskReserve(filepath.Join(c.home, "reserve"), c.log)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	keepDone := make(chan struct{})
 	go reserve.keep(keepDone, 10*time.Second)
 	c.closers = append(c.closers, func() { close(keepDone) })
 	c.store, err = metaqueue.Open(ctx, metaqueue.Options{
-		Path: filepath.Join(home, "mq.db"), Sync: cfg.Sync, Lease: cfg.Lease,
-		Logger: c.log, OutputDir: outDir, Links: cfg.Links, DefaultLink: cfg.DefaultLink,
+		Path: filepath.Join(c.home, "mq.db"), Sync: cfg.Sync, Lease: cfg.Lease,
+		Logger: c.log, OutputDir: c.outputDir(), Links: cfg.Links, DefaultLink: cfg.DefaultLink,
 		Stager: c.stager, Observer: observer, OnFull: reserve.release,
 	})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	c.closers = append(c.closers, func() { c.store.Close() })
 	// Loading a large metaqueue leaves garbage of its scan behind: give it
 	// back now rather than carry it until the heap grows into it.
 	debug.FreeOSMemory()
+	return outReserve, nil
+}
 
-	sock := client.SocketPath(home)
+// listenSocket listens on the home's Unix socket; Run serves it.
+func (c *CLS) listenSocket() error {
+	sock := client.SocketPath(c.home)
 	if len(sock) > 100 {
 		return fmt.Errorf("socket path %s is too long for a Unix socket; use a shorter MQ_HOME", sock)
 	}
 	os.Remove(sock) // the lock says no live CLS owns it
+	var err error
 	if c.ln, err = net.Listen("unix", sock); err != nil {
 		return fmt.Errorf("cannot listen on %s: %w", sock, err)
 	}
 	c.closers = append(c.closers, func() { c.ln.Close(); os.Remove(sock) })
+	return nil
+}
 
-	c.srv = &server.Server{Store: c.store, Log: c.log, Version: cfg.Version, OutputDir: outDir, OutputReserve: outReserve}
-	if c.sites, err = newSites(home, c.store, c.log, cfg.SitePoll, cfg.SiteThrottle, cfg.Agents); err != nil {
+// serveSites makes the request server and the sites, installs the ops
+// beyond the metaqueue's (sites, plans, files, output), and starts the
+// stager.
+func (c *CLS) serveSites(outReserve int64) error {
+	cfg := c.cfg
+	c.srv = &server.Server{Store: c.store, Log: c.log, Version: cfg.Version, OutputDir: c.outputDir(), OutputReserve: outReserve}
+	var err error
+	if c.sites, err = newSites(c.home, c.store, c.log, cfg.SitePoll, cfg.SiteThrottle, cfg.Agents); err != nil {
 		return err
 	}
 	c.sites.mgr.ConnectTimeout = cfg.ConnectTimeout
@@ -331,7 +373,7 @@ func (c *CLS) open(ctx context.Context) (err error) {
 	// its placeholders are children of this process, replaced when they
 	// end (their jobs requeued at once), stopped with the CLS. The Config
 	// is the whole truth about it; it is never stored.
-	c.sites.agentLog, c.sites.noop, c.sites.umask, c.sites.agentExe = logf, cfg.NoOp, c.umask, cfg.AgentExe
+	c.sites.agentLog, c.sites.noop, c.sites.umask, c.sites.agentExe = c.logf, cfg.NoOp, c.umask, cfg.AgentExe
 	c.sites.logJSON = cfg.LogFormat == "json"
 	c.sites.maxOutput, c.sites.outputReserve = max(cfg.MaxOutput, 0), outReserve
 	if cfg.MaxOutput == 0 {
@@ -347,20 +389,14 @@ func (c *CLS) open(ctx context.Context) (err error) {
 		c.sites.connected.set(id, reg, connected)
 	}
 	(&plans{store: c.store, sites: c.sites, log: c.log}).install(c.srv)
-	fl := &files{store: c.store, places: c.sites.place, home: home, stager: c.stager, log: c.log, now: time.Now}
+	fl := &files{store: c.store, places: c.sites.place, home: c.home, stager: c.stager, log: c.log, now: time.Now}
 	fl.install(c.srv)
 	c.outputs = &outputs{store: c.store}
 	c.outputs.install(c.srv)
 	c.stager.alt = c.sites.agentAlt
 	c.stager.start(c.store)
 	c.closers = append(c.closers, c.stager.stop) // runs before the store closes
-
-	if cfg.SSHAddr != "" {
-		if err := c.listenSSH(); err != nil {
-			return err
-		}
-	}
-	return c.listenHTTP() // or says there is no dashboard
+	return nil
 }
 
 // listenSSH opens the SSH endpoint; Run serves it.

@@ -24,7 +24,7 @@ import (
 // and sites sharing the CLS host's filesystem are that filesystem; a site
 // whose nodes share no filesystem (NodeLocal) is a place per host, the
 // data root on that host, reached through a placeholder there over its
-// own connection (agentpath.go); any other site is its data root on its
+// own connection (agentplace.go); any other site is its data root on its
 // login host, over the SFTP session of the connection the site manager
 // keeps (made again when lost).
 func (s *sites) place(ctx context.Context, p metaqueue.Place) (stage.Place, bool, error) {

@@ -64,7 +64,7 @@ type sites struct {
 	// this run (a failed check is made again at the next transfer).
 	rootOK map[string]bool
 
-	// hub moves files over placeholders' own connections (agentpath.go).
+	// hub moves files over placeholders' own connections (agentplace.go).
 	hub *agentHub
 }
 

@@ -41,7 +41,7 @@ type stager struct {
 	mover stage.Mover
 	rates stage.Rates
 	// alt, if set, is a place's second path: its data root through the
-	// connection of one of its placeholders (agentpath.go), when the place
+	// connection of one of its placeholders (agentplace.go), when the place
 	// is a site's shared data root (reached over SFTP otherwise) and a
 	// placeholder there takes files now.
 	alt func(p metaqueue.Place) (stage.Place, bool)

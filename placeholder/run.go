@@ -347,55 +347,103 @@ func joinLost(lost, why string) string {
 	return lost + "; " + why
 }
 
+// attempt is one job's run as it goes: what prepare made for it (its
+// directory and output) and the process startProcess launched.
+type attempt struct {
+	asg protocol.Assignment
+	rep protocol.Report
+
+	dir    string   // the working directory asked for ("" = the agent's)
+	runDir string   // where the command runs: dir, or its scratch copy
+	sc     *scratch // nil unless the attempt runs in a scratch copy
+	lim    *outputLimit
+
+	outSink, errSink *sink
+	stdout, stderr   *os.File // the write ends the job's process gets
+
+	cmd   *exec.Cmd
+	pidfd int // -1: none to wait on
+	p     *proc
+}
+
+// fail ends the attempt before its command ran, and returns false.
+func (t *attempt) fail(err error) bool {
+	// The error may name a path with any bytes in it; the CLS takes
+	// reasons only printable and bounded.
+	t.rep.Exit, t.rep.Finished, t.rep.Reason = 127, time.Now(), protocol.ClipText("could not start: "+err.Error(), protocol.MaxReasonBytes)
+	return false
+}
+
 // run runs one job to its end and says how it ended. Exit status is the
 // shell's convention: 128+N for a job killed by signal N.
 func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Report {
-	rep := protocol.Report{ID: asg.ID, Attempt: asg.Attempt, Started: time.Now()}
+	t := &attempt{asg: asg, rep: protocol.Report{ID: asg.ID, Attempt: asg.Attempt, Started: time.Now()}, pidfd: -1}
 	if a.cfg.NoOp {
-		rep.Finished = rep.Started
-		return rep
+		t.rep.Finished = t.rep.Started
+		return t.rep
 	}
-	fail := func(err error) protocol.Report {
-		// The error may name a path with any bytes in it; the CLS takes
-		// reasons only printable and bounded.
-		rep.Exit, rep.Finished, rep.Reason = 127, time.Now(), protocol.ClipText("could not start: "+err.Error(), protocol.MaxReasonBytes)
-		return rep
+	ok := a.prepare(ctx, t)
+	if t.sc != nil {
+		defer t.sc.remove()
 	}
+	if !ok || !a.startProcess(t) {
+		return t.rep
+	}
+	a.runMu.Lock()
+	a.running[asg.ID] = t.p
+	a.runMu.Unlock()
+	defer func() {
+		a.runMu.Lock()
+		delete(a.running, asg.ID)
+		a.runMu.Unlock()
+	}()
+	a.wait(ctx, t)
+	a.finish(ctx, t)
+	return t.rep
+}
+
+// prepare checks the attempt's directory and inputs and opens its output;
+// false if the job cannot run (t.rep says why).
+func (a *Agent) prepare(ctx context.Context, t *attempt) bool {
+	asg := t.asg
 	dir, err := a.workDir(asg.Cwd)
 	if err != nil {
-		return fail(err)
+		return t.fail(err)
 	}
 	if why, missing := a.checkInputs(ctx, asg); why != "" {
 		// The command would read a missing or partial file: it does not
 		// run, and the attempt fails with the reason; the movable inputs
 		// not found whole are named, for the CLS to stage them again.
-		rep.Exit, rep.Finished, rep.Reason = exitInput, time.Now(), protocol.ClipText(why, protocol.MaxReasonBytes)
-		rep.Missing = missing
-		return rep
+		t.rep.Exit, t.rep.Finished, t.rep.Reason = exitInput, time.Now(), protocol.ClipText(why, protocol.MaxReasonBytes)
+		t.rep.Missing = missing
+		return false
 	}
-	runDir := dir
-	var sc *scratch
+	t.dir, t.runDir = dir, dir
 	if asg.Scratch && dir != "" {
 		// Other attempts of the job may run at once: this one makes its
 		// files apart, and keeps them only if it wins (scratch.go).
-		if sc, err = a.newScratch(dir, asg); err != nil {
-			return fail(err)
+		if t.sc, err = a.newScratch(dir, asg); err != nil {
+			return t.fail(err)
 		}
-		defer sc.remove()
-		runDir = sc.dir
+		t.runDir = t.sc.dir
 	}
 	outPath, errPath := job.OutputPaths(a.cfg.OutDir, asg.ID, asg.Attempt)
-	lim := a.newOutputLimit(filepath.Dir(outPath))
-	outSink, stdout, err := a.newSink(outPath, lim)
-	if err != nil {
-		return fail(err)
+	t.lim = a.newOutputLimit(filepath.Dir(outPath))
+	if t.outSink, t.stdout, err = a.newSink(outPath, t.lim); err != nil {
+		return t.fail(err)
 	}
-	errSink, stderr, err := a.newSink(errPath, lim)
-	if err != nil {
-		stdout.Close()
-		<-outSink.done
-		return fail(err)
+	if t.errSink, t.stderr, err = a.newSink(errPath, t.lim); err != nil {
+		t.stdout.Close()
+		<-t.outSink.done
+		return t.fail(err)
 	}
+	return true
+}
+
+// startProcess launches the attempt's command; false if it did not start
+// (t.rep says why).
+func (a *Agent) startProcess(t *attempt) bool {
+	asg := t.asg
 	line := protocol.CommandOf(asg.Command, asg.CommandBytes)
 	env := append(append(os.Environ(), asg.Env...),
 		"MQ_JOB_ID="+strconv.FormatInt(asg.ID, 10),
@@ -403,70 +451,71 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 		"MQ_TARGET="+asg.Target,
 		"MQ_QUEUE="+asg.Queue,
 	)
-	cmd, direct := jobexec.Command(line, env, runDir)
-	pidfd := -1
-	start := func(cmd *exec.Cmd) error {
-		cmd.Dir = runDir
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = a.devNull, stdout, stderr
-		// Pdeathsig: a job whose placeholder is killed dies with it
-		// instead of running on unseen while its lease expires and it
-		// reruns elsewhere (its own children die through the group kill
-		// when the placeholder can still do it).
-		pidfd = -1
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, PidFD: &pidfd}
-		err := cmd.Start()
-		if err != nil {
-			pidfd = -1 // nothing to wait for
-		}
-		return err
-	}
+	cmd, direct := jobexec.Command(line, env, t.runDir)
 	// Started is stamped at the launch, as time(1) starts its clock, and
 	// Finished once the process is reaped: the job's time includes its
 	// fork and exec, and a dependency hop is the time its slot held no
 	// process.
-	rep.Started = time.Now()
-	err = start(cmd)
+	t.rep.Started = time.Now()
+	err := a.launch(t, cmd)
 	if err != nil && direct {
 		// Nothing ran: let the shell try, and say why it cannot.
 		cmd = jobexec.Shell(line, env)
-		err = start(cmd)
+		err = a.launch(t, cmd)
 	}
 	// The child has its own copies of the write ends; ours must close so the
 	// sinks see EOF when the job's processes are gone.
-	stdout.Close()
-	stderr.Close()
+	t.stdout.Close()
+	t.stderr.Close()
 	if err != nil {
-		a.waitSinks(asg, outSink, errSink)
+		a.waitSinks(asg, t.outSink, t.errSink)
 		// A chdir failing in the child is reported as fork/exec of /bin/sh;
 		// name the directory instead when it is the culprit.
-		if dir != "" {
-			if fi, serr := os.Stat(dir); serr != nil {
-				return fail(fmt.Errorf("working directory %s: %w", dir, errors.Unwrap(serr)))
+		if t.dir != "" {
+			if fi, serr := os.Stat(t.dir); serr != nil {
+				return t.fail(fmt.Errorf("working directory %s: %w", t.dir, errors.Unwrap(serr)))
 			} else if !fi.IsDir() {
-				return fail(fmt.Errorf("working directory %s is not a directory", dir))
+				return t.fail(fmt.Errorf("working directory %s is not a directory", t.dir))
 			}
 		}
-		return fail(err)
+		return t.fail(err)
 	}
-	p := &proc{ref: protocol.JobRef{ID: asg.ID, Attempt: asg.Attempt}, pgid: cmd.Process.Pid, started: rep.Started}
-	a.runMu.Lock()
-	a.running[asg.ID] = p
-	a.runMu.Unlock()
-	defer func() {
-		a.runMu.Lock()
-		delete(a.running, asg.ID)
-		a.runMu.Unlock()
-	}()
+	t.cmd = cmd
+	t.p = &proc{ref: protocol.JobRef{ID: asg.ID, Attempt: asg.Attempt}, pgid: cmd.Process.Pid, started: t.rep.Started}
+	return true
+}
 
+// launch starts cmd in its own process group, in the attempt's directory
+// and with its output.
+func (a *Agent) launch(t *attempt, cmd *exec.Cmd) error {
+	cmd.Dir = t.runDir
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = a.devNull, t.stdout, t.stderr
+	// Pdeathsig: a job whose placeholder is killed dies with it
+	// instead of running on unseen while its lease expires and it
+	// reruns elsewhere (its own children die through the group kill
+	// when the placeholder can still do it).
+	t.pidfd = -1
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, PidFD: &t.pidfd}
+	err := cmd.Start()
+	if err != nil {
+		t.pidfd = -1 // nothing to wait for
+	}
+	return err
+}
+
+// wait waits for the attempt's process to end, killing it at its ceiling,
+// at its output limit or when ctx ends, and notes how it ended.
+func (a *Agent) wait(ctx context.Context, t *attempt) {
+	p, cmd := t.p, t.cmd
 	var ceiling <-chan time.Time
-	if asg.Ceiling > 0 {
-		t := time.NewTimer(protocol.Duration(asg.Ceiling))
-		defer t.Stop()
-		ceiling = t.C
+	if t.asg.Ceiling > 0 {
+		tm := time.NewTimer(protocol.Duration(t.asg.Ceiling))
+		defer tm.Stop()
+		ceiling = tm.C
 	}
 	waited := make(chan error, 1)
 	go func() {
-		if jobexec.AwaitExit(pidfd) {
+		if jobexec.AwaitExit(t.pidfd) {
 			p.reaped() // before Wait reaps the leader
 		}
 		waited <- cmd.Wait()
@@ -477,20 +526,27 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 	case <-ceiling:
 		p.kill(protocol.ReasonCeiling)
 		werr = <-waited
-	case <-lim.over:
-		p.kill(lim.why())
+	case <-t.lim.over:
+		p.kill(t.lim.why())
 		werr = <-waited
 	case <-ctx.Done():
 		p.kill(protocol.ReasonInterrupted)
 		werr = <-waited
 	}
-	rep.Finished = time.Now()
-	rep.Exit = exitStatus(cmd.ProcessState, werr)
-	rep.Usage = usageOf(cmd.ProcessState)
+	t.rep.Finished = time.Now()
+	t.rep.Exit = exitStatus(cmd.ProcessState, werr)
+	t.rep.Usage = usageOf(cmd.ProcessState)
 	p.mu.Lock()
-	rep.Reason = p.reason
+	t.rep.Reason = p.reason
 	p.mu.Unlock()
-	if rep.Reason == "" && killedByStop(cmd.ProcessState) {
+}
+
+// finish completes the report of an attempt whose process has ended: why
+// it ended, its output, and, for a scratch attempt or one with declared
+// outputs, whether what it made is kept.
+func (a *Agent) finish(ctx context.Context, t *attempt) {
+	asg, rep, p := t.asg, &t.rep, t.p
+	if rep.Reason == "" && killedByStop(t.cmd.ProcessState) {
 		// A batch system stopping the placeholder (scancel, qdel, the end of
 		// its walltime) signals every process of the batch job at once, the
 		// job's too: that is the placeholder being stopped, not the job
@@ -507,8 +563,8 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 	// already where the kernel gave a pidfd; else racing pid reuse, as
 	// before pidfds).
 	p.reaped()
-	lost := a.waitSinks(asg, outSink, errSink)
-	if why := lim.why(); why != "" && (rep.Reason == "" || rep.Reason == why) {
+	lost := a.waitSinks(asg, t.outSink, t.errSink)
+	if why := t.lim.why(); why != "" && (rep.Reason == "" || rep.Reason == why) {
 		// Stopped for its output, or it ended on its own as the limit was
 		// reached: either way its output is not whole, and it fails.
 		rep.Reason = protocol.ClipText(why, protocol.MaxReasonBytes)
@@ -516,20 +572,20 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 			rep.Exit = 1
 		}
 	}
-	if sc != nil && rep.Exit == 0 && rep.Reason == "" {
+	if t.sc != nil && rep.Exit == 0 && rep.Reason == "" {
 		// Still listed as running, so the claim renews the lease too.
 		won, err := a.claim(ctx, asg)
 		switch {
 		case err != nil:
 			rep.Reason = protocol.ReasonInterrupted // nothing kept: run again
-			return rep
+			return
 		case !won:
 			// Another attempt finished first: the CLS has killed this one
 			// already. Its files go with the scratch directory.
 			rep.Reason = protocol.ReasonKilled
-			return rep
+			return
 		}
-		if err := sc.commit(); err != nil {
+		if err := t.sc.commit(); err != nil {
 			rep.Exit, rep.Reason = 1, protocol.ClipText(reasonOutput+err.Error(), protocol.MaxReasonBytes)
 		}
 	}
@@ -552,7 +608,6 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 		lost = joinLost(lost, a.stage(ctx, asg, p.live.finish()))
 	}
 	rep.OutputLost = protocol.ClipText(lost, protocol.MaxReasonBytes)
-	return rep
 }
 
 // stageChunk is the most output sent in one request (well under the 4 MiB

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"syscall"
 
 	"github.com/mq-hpc/mq/job"
@@ -96,4 +97,88 @@ func readOutput(ctx context.Context, c *conn, b protocol.OutputRead) (protocol.O
 	out.Data = buf[:n]
 	out.EOF = b.Offset+int64(n) >= out.Size
 	return out, nil
+}
+
+// stage writes a chunk of a job's output. A placeholder may stage only
+// attempts it holds, and only within MaxStaged (plus room for the note).
+func (c *conn) stage(ctx context.Context, b protocol.OutputChunk) error {
+	if c.s.OutputDir == "" {
+		return protocol.Errorf(protocol.CodeUnsupported, "this CLS does not keep staged output")
+	}
+	if b.Stream != "stdout" && b.Stream != "stderr" {
+		return protocol.Errorf(protocol.CodeBadRequest, "stream must be stdout or stderr, not %q", b.Stream)
+	}
+	if b.Offset < 0 {
+		return protocol.Errorf(protocol.CodeBadRequest, "output offset %d is negative", b.Offset)
+	}
+	if b.Offset > protocol.MaxStaged+64<<10-int64(len(b.Data)) {
+		return protocol.Errorf(protocol.CodeBadRequest, "output beyond %d bytes is not staged", protocol.MaxStaged)
+	}
+	ok, err := c.s.Store.Holds(ctx, b.Placeholder, b.ID, b.Attempt)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		c.refused("output", "refused output for an attempt the placeholder does not hold", "placeholder", b.Placeholder, "job", b.ID, "attempt", b.Attempt)
+		return protocol.Errorf(protocol.CodeForbidden, "placeholder %d does not hold job %d attempt %d", b.Placeholder, b.ID, b.Attempt)
+	}
+	out, errPath := job.OutputPaths(c.s.OutputDir, b.ID, b.Attempt)
+	path := out
+	if b.Stream == "stderr" {
+		path = errPath
+	}
+	err = c.s.roomFor(int64(len(b.Data)))
+	if err == nil {
+		err = writeAt(path, b.Data, b.Offset)
+	}
+	if err != nil {
+		// The job's outcome is its own; that its output is not whole here
+		// is recorded beside it, for mqstat to say.
+		why := fmt.Sprintf("%s not copied to the CLS: %v", b.Stream, err)
+		if rerr := c.s.Store.OutputLost(ctx, b.Placeholder, b.ID, b.Attempt, why); rerr != nil {
+			c.log.Error("could not record lost output", "job", b.ID, "err", rerr)
+		}
+		return fmt.Errorf("staging output: %w", err)
+	}
+	if c.s.OnOutput != nil {
+		c.s.OnOutput(b.ID)
+	}
+	return nil
+}
+
+// roomFor refuses n bytes of output that would leave less than
+// OutputReserve free on OutputDir's filesystem (kept for the database).
+func (s *Server) roomFor(n int64) error {
+	if s.OutputReserve <= 0 {
+		return nil
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(s.OutputDir, &st); err != nil {
+		return err
+	}
+	if free := int64(st.Bavail) * st.Bsize; free-n < s.OutputReserve {
+		return fmt.Errorf("the disk is nearly full (%d bytes free; %d are kept for the CLS, cls serve --output-reserve)", free, s.OutputReserve)
+	}
+	return nil
+}
+
+// writeAt writes data at off in the file path, creating it (and its
+// directory); offset 0 starts the file anew.
+func writeAt(path string, data []byte, off int64) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	flags := os.O_WRONLY | os.O_CREATE | syscall.O_NOFOLLOW // never write through a link
+	if off == 0 {
+		flags |= os.O_TRUNC
+	}
+	f, err := os.OpenFile(path, flags, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteAt(data, off)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

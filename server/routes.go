@@ -153,7 +153,7 @@ var builtin = routeTable(
 const maxFilePollMS = 25_000
 
 // AgentFiles serves the agents' side of file transfers over their own
-// connections (cls/agentpath.go). Each call is for a placeholder that
+// connections (cls/agentplace.go). Each call is for a placeholder that
 // registered on the calling connection.
 type AgentFiles interface {
 	// Poll waits up to wait for an order for placeholder ph; a zero

@@ -64,7 +64,7 @@ type Manager struct {
 	// It may be called from several goroutines.
 	Now func() time.Time
 
-	// econMu guards econ, the last deadline-and-budget plan (econ.go);
+	// econMu guards econ, the last deadline-and-budget plan (budget.go);
 	// taken before mu, never under it.
 	econMu sync.Mutex
 	econ   econPlan
@@ -485,35 +485,17 @@ func (m *Manager) loop(ctx context.Context, ms *managed) {
 	}
 }
 
-// step looks at a site once and acts.
+// step looks at a site once and acts: it observes the work the metaqueue
+// has for the site and the placeholders the batch system lists, decides
+// what to submit and cancel, and does it.
 func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) error {
-	m.mu.Lock()
-	spec := ms.spec
-	phs := make([]int64, 0, len(ms.connected))
-	for id := range ms.connected {
-		phs = append(phs, id)
-	}
-	idle := len(ms.known) == 0 && ms.state != StateDegraded && ms.state != StateStarting && !spec.Embedded
-	elsewhere := m.elsewhereLocked(ms)
-	m.mu.Unlock()
-	// Count far enough to see this site's share beyond what other sites take.
-	limit := spec.Max*spec.Slots + elsewhere + 1
-	ready, executing, err := m.Store.SiteDemand(ctx, AgentWalltime(protocol.Duration(spec.Walltime)).Seconds(), phs, limit)
+	w, err := m.workFor(ctx, ms)
 	if err != nil {
-		return fmt.Errorf("metaqueue: %w", err)
-	}
-	// A site that follows a Provisioning policy holds what its plan says.
-	econWant := -1
-	if spec.Provision != "" {
-		if econWant, err = m.econWant(ctx, ms); err != nil {
-			return err
-		}
-	} else if err := m.dropPlans(ctx); err != nil {
 		return err
 	}
 	// With no work and no placeholders there is nothing to watch: look at
 	// the batch system only now and then (placeholders of an earlier CLS).
-	if ready == 0 && idle && m.now().Sub(*lastList) < 30*time.Second {
+	if w.ready == 0 && w.idle && m.now().Sub(*lastList) < 30*time.Second {
 		return nil
 	}
 	tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
@@ -526,8 +508,74 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 	*lastList = now
 
 	m.mu.Lock()
+	var acts siteActions
+	acts.broken = m.observeLocked(ms, ps, now)
+	if w.spec.Type != Local {
+		acts.connects, acts.timeout = ms.connects, m.connectTimeout(w.spec)
+		acts.stalled = m.stalledLocked(ms, now, acts.timeout)
+	}
+	m.decideLocked(ms, w, &acts, now)
+	m.mu.Unlock()
+
+	return m.act(tctx, ms, w, acts)
+}
+
+// siteWork is what the metaqueue has for a site at one step.
+type siteWork struct {
+	spec             protocol.SiteSpec
+	ready, executing int
+	// want is the count a Provisioning plan holds, or -1: the site has
+	// no plan.
+	want int
+	// idle: no placeholders known and nothing amiss, so the batch system
+	// need not be listed at every step.
+	idle bool
+}
+
+// siteActions is what one step found wrong and decided to do.
+type siteActions struct {
+	broken   []string      // placeholders in the batch system's error state
+	stalled  []string      // placeholders that ran without connecting
+	connects int           // ms.connects when stalled was found
+	timeout  time.Duration // how long they had to connect
+	cancel   []string      // broken, stalled and the queued ones to cancel
+	submit   int           // placeholders to submit
+}
+
+// workFor observes the work the metaqueue has for the site.
+func (m *Manager) workFor(ctx context.Context, ms *managed) (siteWork, error) {
+	m.mu.Lock()
+	w := siteWork{spec: ms.spec, want: -1}
+	phs := make([]int64, 0, len(ms.connected))
+	for id := range ms.connected {
+		phs = append(phs, id)
+	}
+	w.idle = len(ms.known) == 0 && ms.state != StateDegraded && ms.state != StateStarting && !w.spec.Embedded
+	elsewhere := m.elsewhereLocked(ms)
+	m.mu.Unlock()
+	// Count far enough to see this site's share beyond what other sites take.
+	limit := w.spec.Max*w.spec.Slots + elsewhere + 1
+	var err error
+	w.ready, w.executing, err = m.Store.SiteDemand(ctx, AgentWalltime(protocol.Duration(w.spec.Walltime)).Seconds(), phs, limit)
+	if err != nil {
+		return w, fmt.Errorf("metaqueue: %w", err)
+	}
+	// A site that follows a Provisioning policy holds what its plan says.
+	if w.spec.Provision != "" {
+		if w.want, err = m.econWant(ctx, ms); err != nil {
+			return w, err
+		}
+	} else if err := m.dropPlans(ctx); err != nil {
+		return w, err
+	}
+	return w, nil
+}
+
+// observeLocked brings the site's placeholders up to date with the batch
+// system's listing ps, forgets those gone, and returns those in its error
+// state.
+func (m *Manager) observeLocked(ms *managed, ps []batch.Placeholder, now time.Time) (broken []string) {
 	seen := map[string]bool{}
-	var broken []string
 	for _, p := range ps {
 		seen[p.ID] = true
 		t, ok := ms.known[p.ID]
@@ -565,36 +613,43 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 			ms.exited++
 		}
 	}
-	// Placeholders that run but never connect burn their allocation for
-	// nothing (a CLS address the compute nodes cannot reach, a firewall):
-	// cancel them, and keep only a probe until one connects.
-	var stalled []string
-	connects := ms.connects
-	timeout := m.connectTimeout(spec)
-	if spec.Type != Local {
-		var started []Started
-		for id, t := range ms.known {
-			if t.state == batch.Running {
-				started = append(started, Started{ID: id, Running: now.Sub(t.started), Connected: ms.batch[id]})
-			}
-		}
-		anonymous := 0
-		for _, b := range ms.connBatch {
-			if b == "" {
-				anonymous++
-			}
-		}
-		stalled = NeverConnected(started, anonymous, timeout)
-		for _, id := range stalled {
-			// Forgotten now, as cancelled queued ones are: a listing that
-			// still shows it would otherwise revive its state.
-			delete(ms.known, id)
-			delete(ms.batch, id)
-			ms.exited++
+	return broken
+}
+
+// stalledLocked finds and forgets the placeholders that have run timeout
+// without connecting. They burn their allocation for nothing (a CLS
+// address the compute nodes cannot reach, a firewall): they are
+// cancelled, and only a probe is kept until one connects.
+func (m *Manager) stalledLocked(ms *managed, now time.Time, timeout time.Duration) []string {
+	var started []Started
+	for id, t := range ms.known {
+		if t.state == batch.Running {
+			started = append(started, Started{ID: id, Running: now.Sub(t.started), Connected: ms.batch[id]})
 		}
 	}
-	c := Counts{Ready: ready, Executing: executing, Slots: spec.Slots, Min: spec.Min, Max: spec.Max, ThrottleAfter: m.throttleAfter(), Steady: spec.Embedded,
-		Stalled: ms.stall != "" || len(stalled) > 0}
+	anonymous := 0
+	for _, b := range ms.connBatch {
+		if b == "" {
+			anonymous++
+		}
+	}
+	stalled := NeverConnected(started, anonymous, timeout)
+	for _, id := range stalled {
+		// Forgotten now, as cancelled queued ones are: a listing that
+		// still shows it would otherwise revive its state.
+		delete(ms.known, id)
+		delete(ms.batch, id)
+		ms.exited++
+	}
+	return stalled
+}
+
+// decideLocked counts the site's placeholders, decides (Decide) what to
+// submit and which queued ones to cancel, and notes the site's state.
+func (m *Manager) decideLocked(ms *managed, w siteWork, acts *siteActions, now time.Time) {
+	spec := w.spec
+	c := Counts{Ready: w.ready, Executing: w.executing, Slots: spec.Slots, Min: spec.Min, Max: spec.Max, ThrottleAfter: m.throttleAfter(), Steady: spec.Embedded,
+		Stalled: ms.stall != "" || len(acts.stalled) > 0}
 	var queued []string
 	for id, t := range ms.known {
 		switch t.state {
@@ -606,12 +661,12 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 			c.Running++
 		}
 	}
-	if econWant >= 0 {
+	if w.want >= 0 {
 		// The plan already shares the work among the sites that follow
 		// it: hold exactly its count (queued ones beyond it are cancelled;
 		// running ones take none of the planned queues' jobs past the
 		// site's cap and exit on their idle timeout).
-		c.Min, c.Max = econWant, econWant
+		c.Min, c.Max = w.want, w.want
 	}
 	// Decisions are made one at a time under m.mu, each seeing the others'
 	// latest supply.
@@ -620,8 +675,8 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 	ms.supply = supplyOf(c)
 	ms.throttled = d.Throttled
 	switch {
-	case len(stalled) > 0:
-		// Set below, with what the placeholder's log says.
+	case len(acts.stalled) > 0:
+		// Set by act, with what the placeholder's log says.
 	case ms.stall != "":
 		ms.state, ms.err = StateDegraded, ms.stall
 	case d.Throttled:
@@ -631,42 +686,32 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 	}
 	// Cancel the newest queued first: the oldest are nearest to starting.
 	slices.SortFunc(queued, func(a, b string) int { return ms.known[b].submitted.Compare(ms.known[a].submitted) })
-	cancelIDs := append(append(broken, stalled...), queued[:d.Cancel]...)
+	acts.cancel = append(append(acts.broken, acts.stalled...), queued[:d.Cancel]...)
 	for _, id := range queued[:d.Cancel] {
 		delete(ms.known, id)
 	}
-	m.mu.Unlock()
+	acts.submit = d.Submit
+}
 
-	if len(broken) > 0 {
-		m.log().Warn("placeholders in the batch system's error state; cancelling them", "site", spec.Name, "ids", broken)
+// act does what the step decided: it says why placeholders are cancelled,
+// cancels them, and submits new ones.
+func (m *Manager) act(ctx context.Context, ms *managed, w siteWork, acts siteActions) error {
+	spec := w.spec
+	if len(acts.broken) > 0 {
+		m.log().Warn("placeholders in the batch system's error state; cancelling them", "site", spec.Name, "ids", acts.broken)
 	}
-	if len(stalled) > 0 {
-		// Read why before cancelling: the batch system may clean up.
-		msg := fmt.Sprintf("%d placeholder(s) ran %s without connecting to the CLS and were cancelled (%s); one at a time is tried until one connects",
-			len(stalled), timeout, strings.Join(stalled, ", "))
-		if d, ok := ms.site.(interface {
-			Diagnose(ctx context.Context, id string) string
-		}); ok {
-			if why := d.Diagnose(tctx, stalled[0]); why != "" {
-				msg += "; " + why
-			}
-		}
-		m.mu.Lock()
-		if ms.connects == connects { // else one connected meanwhile: the site works
-			ms.stall, ms.state, ms.err = msg, StateDegraded, msg
-		}
-		m.mu.Unlock()
-		m.log().Warn("placeholders ran without connecting to the CLS; cancelling them, site degraded", "site", spec.Name, "ids", stalled, "after", timeout, "why", msg)
+	if len(acts.stalled) > 0 {
+		m.degradeStalled(ctx, ms, spec.Name, acts)
 	}
-	if len(cancelIDs) > 0 {
-		if err := ms.site.Cancel(tctx, cancelIDs); err != nil {
-			m.log().Warn("cancel failed", "site", spec.Name, "ids", cancelIDs, "err", err)
+	if len(acts.cancel) > 0 {
+		if err := ms.site.Cancel(ctx, acts.cancel); err != nil {
+			m.log().Warn("cancel failed", "site", spec.Name, "ids", acts.cancel, "err", err)
 		} else {
-			m.log().Info("cancelled placeholders", "site", spec.Name, "ids", cancelIDs, "ready", ready)
+			m.log().Info("cancelled placeholders", "site", spec.Name, "ids", acts.cancel, "ready", w.ready)
 		}
 	}
-	if d.Submit > 0 {
-		ids, err := ms.site.Submit(tctx, d.Submit)
+	if acts.submit > 0 {
+		ids, err := ms.site.Submit(ctx, acts.submit)
 		m.mu.Lock()
 		now := m.now()
 		for _, id := range ids {
@@ -678,13 +723,35 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 		}
 		m.mu.Unlock()
 		if len(ids) > 0 {
-			m.log().Info("submitted placeholders", "site", spec.Name, "ids", ids, "ready", ready, "executing", executing)
+			m.log().Info("submitted placeholders", "site", spec.Name, "ids", ids, "ready", w.ready, "executing", w.executing)
 		}
 		if err != nil {
 			return fmt.Errorf("submit: %w", err)
 		}
 	}
 	return nil
+}
+
+// degradeStalled marks the site degraded for the placeholders that ran
+// without connecting, saying why where the site can tell. It reads why
+// before they are cancelled: the batch system may clean up.
+func (m *Manager) degradeStalled(ctx context.Context, ms *managed, site string, acts siteActions) {
+	stalled := acts.stalled
+	msg := fmt.Sprintf("%d placeholder(s) ran %s without connecting to the CLS and were cancelled (%s); one at a time is tried until one connects",
+		len(stalled), acts.timeout, strings.Join(stalled, ", "))
+	if d, ok := ms.site.(interface {
+		Diagnose(ctx context.Context, id string) string
+	}); ok {
+		if why := d.Diagnose(ctx, stalled[0]); why != "" {
+			msg += "; " + why
+		}
+	}
+	m.mu.Lock()
+	if ms.connects == acts.connects { // else one connected meanwhile: the site works
+		ms.stall, ms.state, ms.err = msg, StateDegraded, msg
+	}
+	m.mu.Unlock()
+	m.log().Warn("placeholders ran without connecting to the CLS; cancelling them, site degraded", "site", site, "ids", stalled, "after", acts.timeout, "why", msg)
 }
 
 // elsewhereLocked is Counts.Elsewhere for ms: what the other sites'

@@ -92,107 +92,23 @@ func (f *flags) register(fs *flag.FlagSet, mode Mode) {
 // Run parses args (after the command's name) and runs the agent until ctx
 // ends or the agent stops. Help goes to stderr and returns nil.
 func Run(ctx context.Context, name string, mode Mode, args []string, stderr io.Writer) error {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	// A mistake is one line (the caller prints it); the flag list is for
-	// -help only.
-	fs.SetOutput(io.Discard)
-	var f flags
-	f.register(fs, mode)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stderr)
-			fs.Usage()
-			return nil
-		}
-		return UsageError{err.Error() + " (see " + name + " -help)"}
+	f, set, err := parse(name, mode, args, stderr)
+	if f == nil || err != nil {
+		return err // nil: help was asked for
 	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
-	}
-	set := map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	if mode == Remote && (f.cls == "" || f.site == "" || f.out == "") {
-		return usagef("--cls, --host-key, --key, --site and --out are required")
-	}
-	maxOutput, err := protocol.ParseSize(f.maxOutput)
-	if err != nil || maxOutput < 0 {
-		return usagef("--max-output must be a size such as 512K or 1G (0 = no cap), not %q", f.maxOutput)
-	}
-	if maxOutput == 0 {
-		maxOutput = -1 // no cap
-	}
-	reserve, err := protocol.ParseSize(f.outputReserve)
-	if err != nil || reserve < 0 {
-		return usagef("--output-reserve must be a size such as 64M, not %q", f.outputReserve)
-	}
-	if f.slots < 1 || f.slots > 4096 {
-		return usagef("--slots must be 1..4096, not %d", f.slots)
-	}
-	if err := placeholder.CheckTimes(f.walltime, f.idle, f.reconnect); err != nil {
-		return usagef("%v", err)
-	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return usagef("--log-level: %v", err)
-	}
-	if f.logFormat != "text" && f.logFormat != "json" {
-		return usagef("--log-format must be text or json, not %q", f.logFormat)
-	}
-	if f.umask != "" {
-		u, err := strconv.ParseUint(f.umask, 8, 32)
-		if err != nil || u > 0o777 {
-			return usagef("--umask must be octal 0..777, not %q", f.umask)
-		}
-		syscall.Umask(int(u))
-	}
-	if f.host == "" {
-		f.host, _ = os.Hostname()
-	}
-	dataRoot, err := resolveDataRoot(f.dataRoot, os.UserHomeDir)
+	o, err := f.check(mode)
 	if err != nil {
 		return err
 	}
-	var dial func(ctx context.Context) (io.ReadWriteCloser, error)
-	remote := f.cls != ""
-	if remote {
-		if f.key == "" || f.hostKey == "" {
-			return usagef("--cls needs --key (a placeholder key) and --host-key (the CLS's, from `cls key host`)")
-		}
-		signer, err := sshkey.LoadSigner(f.key)
-		if err != nil {
-			return err
-		}
-		pin, err := sshkey.Pin(f.hostKey)
-		if err != nil {
-			return err
-		}
-		cfg := client.SSH{Addr: f.cls, User: f.user, Signer: signer, HostKey: pin}
-		if f.via != "" || f.viaHostKey != "" {
-			if cfg.Via, err = client.ParseHop(f.via, f.viaHostKey); err != nil {
-				return usagef("%v", err)
-			}
-		}
-		dial = func(ctx context.Context) (io.ReadWriteCloser, error) { return client.DialSSH(ctx, cfg) }
-	} else {
-		for _, name := range []string{"host-key", "key", "via", "via-host-key"} {
-			if set[name] {
-				return usagef("--%s is only for --cls", name)
-			}
-		}
-		home, err := client.Home()
-		if err != nil {
-			return err
-		}
-		if f.out == "" {
-			f.out = filepath.Join(home, "output")
-		}
-		dial = func(ctx context.Context) (io.ReadWriteCloser, error) { return client.DialSocket(ctx, home) }
+	dial, err := f.dialer(set)
+	if err != nil {
+		return err
 	}
 	// Whoever else could write the data root could swap a staged input for
 	// bytes of their own before a job reads it; the output directory, a
 	// job's output. Both are checked as MQ_HOME is.
-	if dataRoot != "" {
-		if dataRoot, err = privateDir("--data-root", dataRoot); err != nil {
+	if o.dataRoot != "" {
+		if o.dataRoot, err = privateDir("--data-root", o.dataRoot); err != nil {
 			return err
 		}
 	}
@@ -210,23 +126,140 @@ func Run(ctx context.Context, name string, mode Mode, args []string, stderr io.W
 		}
 		defer func() { pprof.StopCPUProfile(); pf.Close() }()
 	}
-	var handler slog.Handler = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})
+	var handler slog.Handler = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: o.level})
 	if f.logFormat == "json" {
-		handler = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})
+		handler = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: o.level})
 	}
 	log := slog.New(handler).With("pid", os.Getpid())
 	placeholder.OneProc()
 	a := placeholder.New(placeholder.Config{
 		Dial: dial, Site: f.site, Host: f.host, Slots: f.slots, OutDir: f.out,
-		MaxOutput: maxOutput, OutputReserve: reserve,
+		MaxOutput: o.maxOutput, OutputReserve: o.reserve,
 		BatchID:  placeholder.BatchJobID(os.Getenv),
 		Walltime: f.walltime, IdleTimeout: f.idle, Reconnect: f.reconnect,
-		ExitWhenOrphaned: f.orphanExit, NoOp: f.noop, StageOutput: remote, DataRoot: dataRoot, Log: log,
+		ExitWhenOrphaned: f.orphanExit, NoOp: f.noop, StageOutput: f.cls != "", DataRoot: o.dataRoot, Log: log,
 	})
 	if err := a.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	return nil
+}
+
+// parse parses args into flags; set holds the flags given. A nil f with
+// a nil error means help was asked for (and printed to stderr).
+func parse(name string, mode Mode, args []string, stderr io.Writer) (f *flags, set map[string]bool, err error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	// A mistake is one line (the caller prints it); the flag list is for
+	// -help only.
+	fs.SetOutput(io.Discard)
+	f = new(flags)
+	f.register(fs, mode)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fs.Usage()
+			return nil, nil, nil
+		}
+		return nil, nil, UsageError{err.Error() + " (see " + name + " -help)"}
+	}
+	if fs.NArg() > 0 {
+		return nil, nil, usagef("unexpected argument %q", fs.Arg(0))
+	}
+	set = map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	return f, set, nil
+}
+
+// options are the flags' values the agent takes in another form.
+type options struct {
+	maxOutput int64 // negative: no cap
+	reserve   int64
+	level     slog.Level
+	dataRoot  string // absolute, or "" for none
+}
+
+// check checks the flags' values, sets the umask --umask asks for and
+// fills in the host name.
+func (f *flags) check(mode Mode) (options, error) {
+	var o options
+	if mode == Remote && (f.cls == "" || f.site == "" || f.out == "") {
+		return o, usagef("--cls, --host-key, --key, --site and --out are required")
+	}
+	var err error
+	o.maxOutput, err = protocol.ParseSize(f.maxOutput)
+	if err != nil || o.maxOutput < 0 {
+		return o, usagef("--max-output must be a size such as 512K or 1G (0 = no cap), not %q", f.maxOutput)
+	}
+	if o.maxOutput == 0 {
+		o.maxOutput = -1 // no cap
+	}
+	o.reserve, err = protocol.ParseSize(f.outputReserve)
+	if err != nil || o.reserve < 0 {
+		return o, usagef("--output-reserve must be a size such as 64M, not %q", f.outputReserve)
+	}
+	if f.slots < 1 || f.slots > 4096 {
+		return o, usagef("--slots must be 1..4096, not %d", f.slots)
+	}
+	if err := placeholder.CheckTimes(f.walltime, f.idle, f.reconnect); err != nil {
+		return o, usagef("%v", err)
+	}
+	if err := o.level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return o, usagef("--log-level: %v", err)
+	}
+	if f.logFormat != "text" && f.logFormat != "json" {
+		return o, usagef("--log-format must be text or json, not %q", f.logFormat)
+	}
+	if f.umask != "" {
+		u, err := strconv.ParseUint(f.umask, 8, 32)
+		if err != nil || u > 0o777 {
+			return o, usagef("--umask must be octal 0..777, not %q", f.umask)
+		}
+		syscall.Umask(int(u))
+	}
+	if f.host == "" {
+		f.host, _ = os.Hostname()
+	}
+	o.dataRoot, err = resolveDataRoot(f.dataRoot, os.UserHomeDir)
+	return o, err
+}
+
+// dialer is how the agent reaches the CLS: over SSH with --cls, else
+// through the Unix socket of $MQ_HOME (whose output directory is then
+// --out's default).
+func (f *flags) dialer(set map[string]bool) (func(ctx context.Context) (io.ReadWriteCloser, error), error) {
+	if f.cls != "" {
+		if f.key == "" || f.hostKey == "" {
+			return nil, usagef("--cls needs --key (a placeholder key) and --host-key (the CLS's, from `cls key host`)")
+		}
+		signer, err := sshkey.LoadSigner(f.key)
+		if err != nil {
+			return nil, err
+		}
+		pin, err := sshkey.Pin(f.hostKey)
+		if err != nil {
+			return nil, err
+		}
+		cfg := client.SSH{Addr: f.cls, User: f.user, Signer: signer, HostKey: pin}
+		if f.via != "" || f.viaHostKey != "" {
+			if cfg.Via, err = client.ParseHop(f.via, f.viaHostKey); err != nil {
+				return nil, usagef("%v", err)
+			}
+		}
+		return func(ctx context.Context) (io.ReadWriteCloser, error) { return client.DialSSH(ctx, cfg) }, nil
+	}
+	for _, name := range []string{"host-key", "key", "via", "via-host-key"} {
+		if set[name] {
+			return nil, usagef("--%s is only for --cls", name)
+		}
+	}
+	home, err := client.Home()
+	if err != nil {
+		return nil, err
+	}
+	if f.out == "" {
+		f.out = filepath.Join(home, "output")
+	}
+	return func(ctx context.Context) (io.ReadWriteCloser, error) { return client.DialSocket(ctx, home) }, nil
 }
 
 // privateDir makes dir (mode 0700, with its missing parents) and checks

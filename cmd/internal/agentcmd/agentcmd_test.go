@@ -101,3 +101,36 @@ func TestRefusesSharedDirs(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckOptions: the flags' values the agent takes in another form
+// (sizes in bytes, no cap as negative, the log level) come out of check.
+func TestCheckOptions(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args               string
+		maxOutput, reserve int64
+		level              string
+	}{
+		{"", 1 << 30, 0, "WARN"},
+		{"--max-output 0 --output-reserve 64M --log-level debug", -1, 64 << 20, "DEBUG"},
+		{"--max-output 512K", 512 << 10, 0, "WARN"},
+	} {
+		f, _, err := parse("test", Local, strings.Fields(tc.args), io.Discard)
+		if err != nil {
+			t.Fatalf("%q: parse: %v", tc.args, err)
+		}
+		o, err := f.check(Local)
+		if err != nil {
+			t.Fatalf("%q: check: %v", tc.args, err)
+		}
+		if o.maxOutput != tc.maxOutput || o.reserve != tc.reserve || o.level.String() != tc.level || o.dataRoot != "" {
+			t.Errorf("%q: %+v, want max output %d, reserve %d, level %s, no data root", tc.args, o, tc.maxOutput, tc.reserve, tc.level)
+		}
+		if f.host == "" {
+			t.Errorf("%q: no host name filled in", tc.args)
+		}
+	}
+	if f, _, err := parse("test", Local, []string{"-help"}, io.Discard); f != nil || err != nil {
+		t.Errorf("-help: %v, %v; want nothing to run and no error", f, err)
+	}
+}

@@ -124,155 +124,180 @@ func catJob(c *cli.Context) (int64, bool) {
 // mqstatView prints one view of mqstat's (a listing of at most limit jobs
 // unless 0, a job, a summary, an output) to w.
 func mqstatView(c *cli.Context, cl *client.Client, w io.Writer, limit int) error {
-	{
-		catID, catSet := catJob(c)
-		switch {
-		case catSet && c.Bool("f"):
-			stream := "stdout"
-			if c.Bool("stderr") {
-				stream = "stderr"
-			}
-			bw, ok := w.(*bufio.Writer) // flushed after each frame
-			if !ok {
-				bw = bufio.NewWriter(w)
-				defer bw.Flush()
-			}
-			return followOutput(c.Context, cl, bw, c.App.ErrWriter, catID, stream)
-		case catSet:
-			d, err := client.Do(c.Context, cl, protocol.OpJob, protocol.JobQuery{ID: catID})
-			if err != nil {
-				return err
-			}
-			if err := printOutput(w, d, c.Bool("stderr")); err != nil {
-				return err
-			}
-			stream := "stdout"
-			if c.Bool("stderr") {
-				stream = "stderr"
-			}
-			if lost := protocol.LostFor(d.OutputLost, stream); lost != "" {
-				// Whatever was kept is printed; that it is not all must not
-				// pass for an empty or short output.
-				return fmt.Errorf("job %d's %s was lost: %s", d.ID, stream, lost)
-			}
-			return nil
-		case c.Bool("summary"):
-			r, err := client.Do(c.Context, cl, protocol.OpSummary, protocol.Empty{})
-			if err != nil {
-				return err
-			}
-			if c.IsSet("q") || c.IsSet("t") {
-				if r.Queues, err = filteredSummary(c, cl, r.Queues); err != nil {
-					return err
-				}
-				r.Moved, r.Waste = nil, nil
-			}
-			if c.Bool("json") {
-				return writeJSON(w, r.Queues)
-			}
-			printSummary(w, r.Queues)
-			if r.Moved != nil {
-				fmt.Fprintln(w, MovedLine(*r.Moved))
-			}
-			if r.Waste != nil {
-				fmt.Fprintln(w, WasteLine(*r.Waste))
-			}
-			return nil
-		case c.IsSet("j"):
-			d, err := client.Do(c.Context, cl, protocol.OpJob, protocol.JobQuery{ID: c.Int64("j")})
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				return writeJSON(w, d)
-			}
-			printJob(w, d)
-			return nil
+	catID, catSet := catJob(c)
+	switch {
+	case catSet && c.Bool("f"):
+		return mqstatFollow(c, cl, w, catID)
+	case catSet:
+		return mqstatCat(c, cl, w, catID)
+	case c.Bool("summary"):
+		return mqstatSummary(c, cl, w)
+	case c.IsSet("j"):
+		return mqstatJob(c, cl, w)
+	}
+	return mqstatList(c, cl, w, limit)
+}
+
+// mqstatFollow is --cat ID -f: the job's output as it is written.
+func mqstatFollow(c *cli.Context, cl *client.Client, w io.Writer, catID int64) error {
+	stream := "stdout"
+	if c.Bool("stderr") {
+		stream = "stderr"
+	}
+	bw, ok := w.(*bufio.Writer) // flushed after each frame
+	if !ok {
+		bw = bufio.NewWriter(w)
+		defer bw.Flush()
+	}
+	return followOutput(c.Context, cl, bw, c.App.ErrWriter, catID, stream)
+}
+
+// mqstatCat is --cat ID: the job's output.
+func mqstatCat(c *cli.Context, cl *client.Client, w io.Writer, catID int64) error {
+	d, err := client.Do(c.Context, cl, protocol.OpJob, protocol.JobQuery{ID: catID})
+	if err != nil {
+		return err
+	}
+	if err := printOutput(w, d, c.Bool("stderr")); err != nil {
+		return err
+	}
+	stream := "stdout"
+	if c.Bool("stderr") {
+		stream = "stderr"
+	}
+	if lost := protocol.LostFor(d.OutputLost, stream); lost != "" {
+		// Whatever was kept is printed; that it is not all must not
+		// pass for an empty or short output.
+		return fmt.Errorf("job %d's %s was lost: %s", d.ID, stream, lost)
+	}
+	return nil
+}
+
+// mqstatSummary is --summary: the jobs per queue and state.
+func mqstatSummary(c *cli.Context, cl *client.Client, w io.Writer) error {
+	r, err := client.Do(c.Context, cl, protocol.OpSummary, protocol.Empty{})
+	if err != nil {
+		return err
+	}
+	if c.IsSet("q") || c.IsSet("t") {
+		if r.Queues, err = filteredSummary(c, cl, r.Queues); err != nil {
+			return err
 		}
-		st := protocol.Stat{Queue: c.String("q"), Target: c.String("t"), TargetPrefix: c.String("target-prefix"), States: strings.ToUpper(c.String("s")), Limit: limit}
-		asJSON := c.Bool("json")
-		acct := c.Bool("acct")
-		var sums acctSums
-		st.Earlier = acct
-		// The table shows a job array as one line; --json, --acct and
-		// --array list every member.
-		var arrs []protocol.ArrayInfo
-		if id := c.Int64("array"); id > 0 {
-			r, err := client.Do(c.Context, cl, protocol.OpArrays, protocol.ArrayQuery{Job: id})
-			if err != nil {
-				return err
-			}
-			if len(r.Arrays) == 0 {
-				return fmt.Errorf("job %d is in no job array", id)
-			}
-			st.From, st.To = r.Arrays[0].First, r.Arrays[0].Last
-		} else if !asJSON && !acct && st.TargetPrefix == "" {
-			r, err := client.Do(c.Context, cl, protocol.OpArrays, protocol.ArrayQuery{Queue: st.Queue, Target: st.Target, States: st.States})
-			if err != nil {
-				return err
-			}
-			arrs, st.Collapse = r.Arrays, true
-		}
-		var tw *tabwriter.Writer
-		first := true
-		if asJSON {
-			io.WriteString(w, "[")
-		} else {
-			tw = tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
-			if acct {
-				fmt.Fprintln(tw, acctHeader)
-			} else {
-				fmt.Fprintln(tw, "ID\tQUEUE\tTARGET\tS\tATT\tHOST\tSUBMITTED\tSTARTED\tFINISHED\tEXIT\tCOMMAND")
-			}
-		}
-		now := time.Now()
-		err := client.Stream(c.Context, cl, protocol.OpStat, st, func(r protocol.StatReply) error {
-			for _, j := range r.Jobs {
-				if asJSON {
-					if !first {
-						io.WriteString(w, ",\n")
-					}
-					first = false
-					b, _ := json.Marshal(j)
-					w.Write(b)
-					continue
-				}
-				if acct {
-					printAcct(tw, j, now)
-					sums.add(j)
-					continue
-				}
-				for len(arrs) > 0 && arrs[0].First < j.ID {
-					printArrayRow(tw, arrs[0])
-					arrs = arrs[1:]
-				}
-				printRow(tw, j, now, c.Bool("w"))
-			}
-			if tw != nil {
-				return tw.Flush() // one tabwriter block per frame keeps memory bounded
-			}
-			return nil
-		})
+		r.Moved, r.Waste = nil, nil
+	}
+	if c.Bool("json") {
+		return writeJSON(w, r.Queues)
+	}
+	printSummary(w, r.Queues)
+	if r.Moved != nil {
+		fmt.Fprintln(w, MovedLine(*r.Moved))
+	}
+	if r.Waste != nil {
+		fmt.Fprintln(w, WasteLine(*r.Waste))
+	}
+	return nil
+}
+
+// mqstatJob is -j ID: one job in detail.
+func mqstatJob(c *cli.Context, cl *client.Client, w io.Writer) error {
+	d, err := client.Do(c.Context, cl, protocol.OpJob, protocol.JobQuery{ID: c.Int64("j")})
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return writeJSON(w, d)
+	}
+	printJob(w, d)
+	return nil
+}
+
+// mqstatList is the listing: at most limit jobs (unless 0) as a table,
+// as --acct accounting or as --json, a job array as one line unless
+// every member is asked for.
+func mqstatList(c *cli.Context, cl *client.Client, w io.Writer, limit int) error {
+	st := protocol.Stat{Queue: c.String("q"), Target: c.String("t"), TargetPrefix: c.String("target-prefix"), States: strings.ToUpper(c.String("s")), Limit: limit}
+	asJSON := c.Bool("json")
+	acct := c.Bool("acct")
+	var sums acctSums
+	st.Earlier = acct
+	// The table shows a job array as one line; --json, --acct and
+	// --array list every member.
+	var arrs []protocol.ArrayInfo
+	if id := c.Int64("array"); id > 0 {
+		r, err := client.Do(c.Context, cl, protocol.OpArrays, protocol.ArrayQuery{Job: id})
 		if err != nil {
 			return err
 		}
-		if tw != nil && len(arrs) > 0 {
-			for _, a := range arrs {
-				printArrayRow(tw, a)
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
+		if len(r.Arrays) == 0 {
+			return fmt.Errorf("job %d is in no job array", id)
 		}
-		if asJSON {
-			io.WriteString(w, "]\n")
+		st.From, st.To = r.Arrays[0].First, r.Arrays[0].Last
+	} else if !asJSON && !acct && st.TargetPrefix == "" {
+		r, err := client.Do(c.Context, cl, protocol.OpArrays, protocol.ArrayQuery{Queue: st.Queue, Target: st.Target, States: st.States})
+		if err != nil {
+			return err
 		}
-		if acct && !asJSON {
-			fmt.Fprintln(w)
-			sums.print(w)
+		arrs, st.Collapse = r.Arrays, true
+	}
+	var tw *tabwriter.Writer
+	first := true
+	if asJSON {
+		io.WriteString(w, "[")
+	} else {
+		tw = tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
+		if acct {
+			fmt.Fprintln(tw, acctHeader)
+		} else {
+			fmt.Fprintln(tw, "ID\tQUEUE\tTARGET\tS\tATT\tHOST\tSUBMITTED\tSTARTED\tFINISHED\tEXIT\tCOMMAND")
+		}
+	}
+	now := time.Now()
+	err := client.Stream(c.Context, cl, protocol.OpStat, st, func(r protocol.StatReply) error {
+		for _, j := range r.Jobs {
+			if asJSON {
+				if !first {
+					io.WriteString(w, ",\n")
+				}
+				first = false
+				b, _ := json.Marshal(j)
+				w.Write(b)
+				continue
+			}
+			if acct {
+				printAcct(tw, j, now)
+				sums.add(j)
+				continue
+			}
+			for len(arrs) > 0 && arrs[0].First < j.ID {
+				printArrayRow(tw, arrs[0])
+				arrs = arrs[1:]
+			}
+			printRow(tw, j, now, c.Bool("w"))
+		}
+		if tw != nil {
+			return tw.Flush() // one tabwriter block per frame keeps memory bounded
 		}
 		return nil
+	})
+	if err != nil {
+		return err
 	}
+	if tw != nil && len(arrs) > 0 {
+		for _, a := range arrs {
+			printArrayRow(tw, a)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if asJSON {
+		io.WriteString(w, "]\n")
+	}
+	if acct && !asJSON {
+		fmt.Fprintln(w)
+		sums.print(w)
+	}
+	return nil
 }
 
 // printOutput copies a job's stdout (or stderr). Local placeholders write

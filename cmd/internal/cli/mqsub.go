@@ -45,7 +45,15 @@ file's size now, if it exists): a queue with policy dc runs the job near
 where its inputs were produced.`
 	// -v is the job's environment (qsub's habit), not --version.
 	app.HideVersion = true
-	app.Flags = []cli.Flag{
+	app.Flags = mqsubFlags()
+	app.Action = func(c *cli.Context) error { return mqsubAction(c, env) }
+	return app
+}
+
+// mqsubFlags are mqsub's flags, made anew for each app (the lists
+// gather values).
+func mqsubFlags() []cli.Flag {
+	return []cli.Flag{
 		&cli.BoolFlag{Name: "version", Usage: "print the version"},
 		&cli.StringFlag{Name: "q", Aliases: []string{"queue"}, Usage: "queue (created on first use)", Value: protocol.DefaultQueue},
 		&cli.StringSliceFlag{Name: "p", Aliases: []string{"prereq"}, Usage: "prerequisite target (repeat, or a comma list)"},
@@ -71,114 +79,122 @@ where its inputs were produced.`
 		&cli.Float64Flag{Name: "size-scale", Value: 1, Usage: "with --wfformat: file sizes x `Y`"},
 		&cli.StringFlag{Name: "target-prefix", Usage: "with --wfformat: each task's target is `P` then its id"},
 	}
-	app.Action = func(c *cli.Context) error {
-		if c.Bool("version") {
-			cli.ShowVersion(c)
-			return nil
-		}
-		if c.IsSet("timeout") && !c.Bool("b") {
-			return Usagef("--timeout goes with -b")
-		}
-		if c.Duration("timeout") < 0 {
-			return Usagef("--timeout must not be negative")
-		}
-		if !c.IsSet("wfformat") {
-			for _, f := range []string{"time-scale", "size-scale", "target-prefix"} {
-				if c.IsSet(f) {
-					return Usagef("--%s goes with --wfformat", f)
-				}
-			}
-		}
-		switch {
-		case c.Bool("rerun"):
-			return mqsubRerun(c, env)
-		case c.IsSet("wfformat"):
-			return mqsubWfformat(c, env)
-		case c.IsSet("f"):
-			if c.NArg() > 0 {
-				return Usagef("-f takes no TARGET or COMMAND (got %q)", c.Args().First())
-			}
-			if c.IsSet("i") || c.IsSet("o") {
-				return Usagef("-i and -o go with one job; in a file give \"inputs\" and \"outputs\" on its lines")
-			}
-			if c.IsSet("array") {
-				return Usagef("--array goes with TARGET COMMAND; a file lists its jobs itself")
-			}
-			return mqsubFile(c, env)
-		}
-		if c.IsSet("t") {
-			return Usagef("-t is only for --rerun; the target is the first argument")
-		}
-		for _, f := range []string{"s", "all", "Q"} {
-			if c.IsSet(f) {
-				return Usagef("%s is only for --rerun", map[string]string{"s": "-s", "all": "--all", "Q": "-Q"}[f])
-			}
-		}
-		if c.NArg() < 1 {
-			return Usagef("missing TARGET and COMMAND")
-		}
-		if c.NArg() < 2 {
-			return Usagef("missing COMMAND after target %s", c.Args().First())
-		}
-		dir, err := jobDir(c, env)
-		if err != nil {
-			return err
-		}
-		var est float64
-		if c.IsSet("e") {
-			if est, err = walltime.Parse(c.String("e")); err != nil {
-				return Usagef("-e: %v", err)
-			}
-		}
-		js := protocol.JobSpec{
-			Queue:   c.String("q"),
-			Target:  c.Args().First(),
-			Prereqs: splitList(c.StringSlice("p")),
-			Command: strings.Join(c.Args().Tail(), " "),
-			Cwd:     dir,
-			Est:     est,
-			Inputs:  c.Generic("i").(*fileList).files,
-			Outputs: c.Generic("o").(*fileList).files,
-			Env:     c.Generic("v").(*envList).env,
+}
 
-			NoReplicate: c.Bool("no-replicate"),
+// mqsubAction checks the flags that go together and runs the mode they
+// ask for: --rerun, --wfformat, -f, or one job (or array).
+func mqsubAction(c *cli.Context, env Env) error {
+	if c.Bool("version") {
+		cli.ShowVersion(c)
+		return nil
+	}
+	if c.IsSet("timeout") && !c.Bool("b") {
+		return Usagef("--timeout goes with -b")
+	}
+	if c.Duration("timeout") < 0 {
+		return Usagef("--timeout must not be negative")
+	}
+	if !c.IsSet("wfformat") {
+		for _, f := range []string{"time-scale", "size-scale", "target-prefix"} {
+			if c.IsSet(f) {
+				return Usagef("--%s goes with --wfformat", f)
+			}
+		}
+	}
+	switch {
+	case c.Bool("rerun"):
+		return mqsubRerun(c, env)
+	case c.IsSet("wfformat"):
+		return mqsubWfformat(c, env)
+	case c.IsSet("f"):
+		if c.NArg() > 0 {
+			return Usagef("-f takes no TARGET or COMMAND (got %q)", c.Args().First())
+		}
+		if c.IsSet("i") || c.IsSet("o") {
+			return Usagef("-i and -o go with one job; in a file give \"inputs\" and \"outputs\" on its lines")
 		}
 		if c.IsSet("array") {
-			return mqsubArray(c, env, js)
+			return Usagef("--array goes with TARGET COMMAND; a file lists its jobs itself")
 		}
-		if err := protocol.ValidateSpec(&js); err != nil {
-			return Usagef("%v", err)
-		}
-		protocol.FillSizes(&js, os.Stat)
-		protocol.EncodeCommand(&js)
-		cl, err := Dial(c.Context, env, "mqsub")
-		if err != nil {
-			return err
-		}
-		defer cl.Close()
-		reply, err := client.Do(c.Context, cl, protocol.OpSubmit, protocol.Submit{Jobs: []protocol.JobSpec{js}})
-		if err != nil {
-			return err
-		}
-		id := reply.IDs[0]
-		fmt.Fprintln(c.App.Writer, id)
-		if !c.Bool("b") {
-			return nil
-		}
-		if len(js.Prereqs) > 0 {
-			warnNoJobs(c, cl, []int64{id})
-		}
-		timeout := c.Duration("timeout")
-		w, err := client.Do(c.Context, cl, protocol.OpWait, protocol.Wait{IDs: []int64{id}, TimeoutMS: int(timeout / time.Millisecond)})
-		if err != nil {
-			return waitError(c.Context, id, err)
-		}
-		if len(w.Jobs) == 0 {
-			return exitError{code: ExitFailed, msg: fmt.Sprintf("timed out after %s: job %d has not ended (see mqstat -j %d)", timeout, id, id)}
-		}
-		return jobExit(w.Jobs[0])
+		return mqsubFile(c, env)
 	}
-	return app
+	return mqsubJob(c, env)
+}
+
+// mqsubJob submits the job of the command line, or its array, and with
+// -b waits for it to end.
+func mqsubJob(c *cli.Context, env Env) error {
+	if c.IsSet("t") {
+		return Usagef("-t is only for --rerun; the target is the first argument")
+	}
+	for _, f := range []string{"s", "all", "Q"} {
+		if c.IsSet(f) {
+			return Usagef("%s is only for --rerun", map[string]string{"s": "-s", "all": "--all", "Q": "-Q"}[f])
+		}
+	}
+	if c.NArg() < 1 {
+		return Usagef("missing TARGET and COMMAND")
+	}
+	if c.NArg() < 2 {
+		return Usagef("missing COMMAND after target %s", c.Args().First())
+	}
+	dir, err := jobDir(c, env)
+	if err != nil {
+		return err
+	}
+	var est float64
+	if c.IsSet("e") {
+		if est, err = walltime.Parse(c.String("e")); err != nil {
+			return Usagef("-e: %v", err)
+		}
+	}
+	js := protocol.JobSpec{
+		Queue:   c.String("q"),
+		Target:  c.Args().First(),
+		Prereqs: splitList(c.StringSlice("p")),
+		Command: strings.Join(c.Args().Tail(), " "),
+		Cwd:     dir,
+		Est:     est,
+		Inputs:  c.Generic("i").(*fileList).files,
+		Outputs: c.Generic("o").(*fileList).files,
+		Env:     c.Generic("v").(*envList).env,
+
+		NoReplicate: c.Bool("no-replicate"),
+	}
+	if c.IsSet("array") {
+		return mqsubArray(c, env, js)
+	}
+	if err := protocol.ValidateSpec(&js); err != nil {
+		return Usagef("%v", err)
+	}
+	protocol.FillSizes(&js, os.Stat)
+	protocol.EncodeCommand(&js)
+	cl, err := Dial(c.Context, env, "mqsub")
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	reply, err := client.Do(c.Context, cl, protocol.OpSubmit, protocol.Submit{Jobs: []protocol.JobSpec{js}})
+	if err != nil {
+		return err
+	}
+	id := reply.IDs[0]
+	fmt.Fprintln(c.App.Writer, id)
+	if !c.Bool("b") {
+		return nil
+	}
+	if len(js.Prereqs) > 0 {
+		warnNoJobs(c, cl, []int64{id})
+	}
+	timeout := c.Duration("timeout")
+	w, err := client.Do(c.Context, cl, protocol.OpWait, protocol.Wait{IDs: []int64{id}, TimeoutMS: int(timeout / time.Millisecond)})
+	if err != nil {
+		return waitError(c.Context, id, err)
+	}
+	if len(w.Jobs) == 0 {
+		return exitError{code: ExitFailed, msg: fmt.Sprintf("timed out after %s: job %d has not ended (see mqstat -j %d)", timeout, id, id)}
+	}
+	return jobExit(w.Jobs[0])
 }
 
 // warnNoJobs says on stderr, once per target, which prerequisite targets

@@ -25,8 +25,6 @@ import (
 // $MQ_HOME/authorized_keys directly, so it works whether or not the CLS
 // runs, and a running CLS sees changes at the next connection.
 func clsKey(env mqcli.Env) *cli.Command {
-	roleFlag := &cli.StringFlag{Name: "role", Usage: "user (may run mqsub/mqstat/mqdel/cls queue), admin (also cls site: makes the CLS start processes and log in to clusters with your keys) or placeholder (may only pull and report work)", Required: true}
-	nameFlag := &cli.StringFlag{Name: "name", Usage: "a `NAME` for the key in cls key list (default: the key file's comment)"}
 	return &cli.Command{
 		Name:  "key",
 		Usage: "manage the SSH keys the CLS accepts, and show its host key",
@@ -35,127 +33,26 @@ func clsKey(env mqcli.Env) *cli.Command {
 				Name:      "add",
 				Usage:     "accept a public key with a role",
 				ArgsUsage: "PUBKEY_FILE (- = stdin)",
-				Flags:     []cli.Flag{roleFlag, nameFlag},
-				Action: func(c *cli.Context) error {
-					if c.NArg() != 1 {
-						return mqcli.Usagef("key add takes one PUBKEY_FILE")
-					}
-					role := c.String("role")
-					if !sshserver.ValidRole(role) {
-						return mqcli.Usagef("--role must be admin, user or placeholder, not %q", role)
-					}
-					var data []byte
-					var err error
-					if c.Args().First() == "-" {
-						data, err = io.ReadAll(io.LimitReader(env.Stdin, 64*1024))
-					} else {
-						data, err = os.ReadFile(c.Args().First())
-					}
-					if err != nil {
-						return fmt.Errorf("public key: %w", err)
-					}
-					if strings.Contains(string(data), "PRIVATE KEY") {
-						return fmt.Errorf("%s is a private key; give the .pub file", c.Args().First())
-					}
-					pk, comment, err := sshserver.ParsePublicKey(data)
-					if err != nil {
-						return err
-					}
-					if c.IsSet("name") {
-						comment = c.String("name")
-					}
-					kf, err := keyFile()
-					if err != nil {
-						return err
-					}
-					k, err := kf.Add(role, pk, comment)
-					if err != nil {
-						return err
-					}
-					fmt.Fprintf(c.App.Writer, "added %s key %s %s\n", protocol.Printable(k.Role), k.Fingerprint, protocol.Printable(k.Comment))
-					return nil
-				},
+				Flags:     keyFlags(),
+				Action:    func(c *cli.Context) error { return keyAdd(c, env.Stdin) },
 			},
 			{
 				Name:      "new",
 				Usage:     "create a key pair (private key mode 0600) and accept it with a role",
 				ArgsUsage: "PRIVATE_KEY_FILE (the public key goes beside it with .pub)",
-				Flags:     []cli.Flag{roleFlag, nameFlag},
-				Action: func(c *cli.Context) error {
-					if c.NArg() != 1 {
-						return mqcli.Usagef("key new takes one PRIVATE_KEY_FILE")
-					}
-					role := c.String("role")
-					if !sshserver.ValidRole(role) {
-						return mqcli.Usagef("--role must be admin, user or placeholder, not %q", role)
-					}
-					path := c.Args().First()
-					name := c.String("name")
-					if name == "" {
-						name = "mq-" + role + "-" + filepath.Base(path)
-					}
-					kf, err := keyFile()
-					if err != nil {
-						return err
-					}
-					pk, err := sshkey.NewKeyPair(path, name)
-					if err != nil {
-						return err
-					}
-					k, err := kf.Add(role, pk, name)
-					if err != nil {
-						return err
-					}
-					fmt.Fprintf(c.App.Writer, "created %s and %s.pub; added %s key %s %s\n", path, path, protocol.Printable(k.Role), k.Fingerprint, protocol.Printable(k.Comment))
-					return nil
-				},
+				Flags:     keyFlags(),
+				Action:    keyNew,
 			},
 			{
-				Name:  "list",
-				Usage: "list the accepted keys",
-				Action: func(c *cli.Context) error {
-					if c.NArg() > 0 {
-						return mqcli.Usagef("key list takes no arguments")
-					}
-					kf, err := keyFile()
-					if err != nil {
-						return err
-					}
-					keys, err := kf.List()
-					if err != nil {
-						return err
-					}
-					tw := tabwriter.NewWriter(c.App.Writer, 0, 8, 2, ' ', 0)
-					fmt.Fprintln(tw, "ROLE\tFINGERPRINT\tTYPE\tNAME")
-					for _, k := range keys {
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", protocol.Printable(k.Role), k.Fingerprint, k.Key.Type(), protocol.Printable(k.Comment))
-					}
-					return tw.Flush()
-				},
+				Name:   "list",
+				Usage:  "list the accepted keys",
+				Action: keyList,
 			},
 			{
 				Name:      "remove",
 				Usage:     "stop accepting keys (new connections are refused; open ones keep running)",
 				ArgsUsage: "FINGERPRINT|NAME...",
-				Action: func(c *cli.Context) error {
-					if c.NArg() == 0 {
-						return mqcli.Usagef("key remove takes FINGERPRINT or NAME arguments")
-					}
-					kf, err := keyFile()
-					if err != nil {
-						return err
-					}
-					for _, sel := range c.Args().Slice() {
-						removed, err := kf.Remove(sel)
-						if err != nil {
-							return err
-						}
-						for _, k := range removed {
-							fmt.Fprintf(c.App.Writer, "removed %s key %s %s\n", protocol.Printable(k.Role), k.Fingerprint, protocol.Printable(k.Comment))
-						}
-					}
-					return nil
-				},
+				Action:    keyRemove,
 			},
 			{
 				Name:  "host",
@@ -163,31 +60,165 @@ func clsKey(env mqcli.Env) *cli.Command {
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "known-hosts", Usage: "print a known_hosts line for `HOST:PORT` instead (for OpenSSH clients)"},
 				},
-				Action: func(c *cli.Context) error {
-					if c.NArg() > 0 {
-						return mqcli.Usagef("key host takes no arguments")
-					}
-					home, err := mqHome()
-					if err != nil {
-						return err
-					}
-					signer, err := sshserver.LoadOrCreateHostKey(filepath.Join(home, sshserver.HostKeyFileName))
-					if err != nil {
-						return err
-					}
-					pk := signer.PublicKey()
-					line := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(pk)))
-					if hp := c.String("known-hosts"); hp != "" {
-						fmt.Fprintf(c.App.Writer, "%s %s\n", knownHostsName(hp), line)
-						return nil
-					}
-					fmt.Fprintln(c.App.Writer, ssh.FingerprintSHA256(pk))
-					fmt.Fprintln(c.App.Writer, line)
-					return nil
-				},
+				Action: keyHost,
 			},
 		},
 	}
+}
+
+// keyFlags are the flags of key add and key new.
+func keyFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "role", Usage: "user (may run mqsub/mqstat/mqdel/cls queue), admin (also cls site: makes the CLS start processes and log in to clusters with your keys) or placeholder (may only pull and report work)", Required: true},
+		&cli.StringFlag{Name: "name", Usage: "a `NAME` for the key in cls key list (default: the key file's comment)"},
+	}
+}
+
+// keyRole is the --role of key add or key new, checked.
+func keyRole(c *cli.Context) (string, error) {
+	role := c.String("role")
+	if !sshserver.ValidRole(role) {
+		return "", mqcli.Usagef("--role must be admin, user or placeholder, not %q", role)
+	}
+	return role, nil
+}
+
+// keyAdd is key add: it accepts the public key in the file named (or
+// read from stdin, for -) with a role.
+func keyAdd(c *cli.Context, stdin io.Reader) error {
+	if c.NArg() != 1 {
+		return mqcli.Usagef("key add takes one PUBKEY_FILE")
+	}
+	role, err := keyRole(c)
+	if err != nil {
+		return err
+	}
+	var data []byte
+	if c.Args().First() == "-" {
+		data, err = io.ReadAll(io.LimitReader(stdin, 64*1024))
+	} else {
+		data, err = os.ReadFile(c.Args().First())
+	}
+	if err != nil {
+		return fmt.Errorf("public key: %w", err)
+	}
+	if strings.Contains(string(data), "PRIVATE KEY") {
+		return fmt.Errorf("%s is a private key; give the .pub file", c.Args().First())
+	}
+	pk, comment, err := sshserver.ParsePublicKey(data)
+	if err != nil {
+		return err
+	}
+	if c.IsSet("name") {
+		comment = c.String("name")
+	}
+	kf, err := keyFile()
+	if err != nil {
+		return err
+	}
+	k, err := kf.Add(role, pk, comment)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "added %s key %s %s\n", protocol.Printable(k.Role), k.Fingerprint, protocol.Printable(k.Comment))
+	return nil
+}
+
+// keyNew is key new: it creates a key pair and accepts it with a role.
+func keyNew(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return mqcli.Usagef("key new takes one PRIVATE_KEY_FILE")
+	}
+	role, err := keyRole(c)
+	if err != nil {
+		return err
+	}
+	path := c.Args().First()
+	name := c.String("name")
+	if name == "" {
+		name = "mq-" + role + "-" + filepath.Base(path)
+	}
+	kf, err := keyFile()
+	if err != nil {
+		return err
+	}
+	pk, err := sshkey.NewKeyPair(path, name)
+	if err != nil {
+		return err
+	}
+	k, err := kf.Add(role, pk, name)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "created %s and %s.pub; added %s key %s %s\n", path, path, protocol.Printable(k.Role), k.Fingerprint, protocol.Printable(k.Comment))
+	return nil
+}
+
+// keyList is key list.
+func keyList(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return mqcli.Usagef("key list takes no arguments")
+	}
+	kf, err := keyFile()
+	if err != nil {
+		return err
+	}
+	keys, err := kf.List()
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(c.App.Writer, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "ROLE\tFINGERPRINT\tTYPE\tNAME")
+	for _, k := range keys {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", protocol.Printable(k.Role), k.Fingerprint, k.Key.Type(), protocol.Printable(k.Comment))
+	}
+	return tw.Flush()
+}
+
+// keyRemove is key remove: it stops accepting the keys each argument
+// names.
+func keyRemove(c *cli.Context) error {
+	if c.NArg() == 0 {
+		return mqcli.Usagef("key remove takes FINGERPRINT or NAME arguments")
+	}
+	kf, err := keyFile()
+	if err != nil {
+		return err
+	}
+	for _, sel := range c.Args().Slice() {
+		removed, err := kf.Remove(sel)
+		if err != nil {
+			return err
+		}
+		for _, k := range removed {
+			fmt.Fprintf(c.App.Writer, "removed %s key %s %s\n", protocol.Printable(k.Role), k.Fingerprint, protocol.Printable(k.Comment))
+		}
+	}
+	return nil
+}
+
+// keyHost is key host: it prints the CLS's host key, made on first use.
+func keyHost(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return mqcli.Usagef("key host takes no arguments")
+	}
+	home, err := mqHome()
+	if err != nil {
+		return err
+	}
+	signer, err := sshserver.LoadOrCreateHostKey(filepath.Join(home, sshserver.HostKeyFileName))
+	if err != nil {
+		return err
+	}
+	pk := signer.PublicKey()
+	line := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(pk)))
+	if hp := c.String("known-hosts"); hp != "" {
+		fmt.Fprintf(c.App.Writer, "%s %s\n", knownHostsName(hp), line)
+		return nil
+	}
+	fmt.Fprintln(c.App.Writer, ssh.FingerprintSHA256(pk))
+	fmt.Fprintln(c.App.Writer, line)
+	return nil
 }
 
 // knownHostsName writes host:port the way known_hosts wants it.

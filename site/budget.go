@@ -76,10 +76,45 @@ func (m *Manager) planEcon(ctx context.Context, now time.Time) (map[string]int, 
 	if err != nil {
 		return nil, fmt.Errorf("metaqueue: %w", err)
 	}
-	// Sites by policy. A degraded or stalled site can provide nothing now:
-	// planned at no placeholders, so the others take its share.
+	groups := m.provisionGroups()
+	want := map[string]int{}
+	var shownPlans []protocol.ProvisionShown
+	capped := planCaps{}
+	for _, name := range slices.Sorted(maps.Keys(groups)) {
+		prov, err := m.provisioner(name)
+		if err != nil {
+			return nil, err
+		}
+		sites := groups[name]
+		slices.SortFunc(sites, func(a, b policy.SiteView) int { return strings.Compare(a.Name, b.Name) })
+		if sp, ok := prov.(policy.StageProvisioner); ok {
+			shown, err := m.planStages(ctx, now, name, sp, sites, qs, capped, want)
+			if err != nil {
+				return nil, err
+			}
+			if shown != nil {
+				shownPlans = append(shownPlans, *shown)
+			}
+			continue
+		}
+		shownPlans = append(shownPlans, m.planQueues(now, name, prov, sites, qs, capped, want))
+	}
+	m.shownMu.Lock()
+	m.econ.shown = shownPlans
+	m.shownMu.Unlock()
+	if err := m.setCaps(ctx, es, capped); err != nil {
+		return nil, err
+	}
+	return want, nil
+}
+
+// provisionGroups is the sites that follow a Provisioning policy, by
+// policy. A degraded or stalled site can provide nothing now: planned at
+// no placeholders, so the others take its share.
+func (m *Manager) provisionGroups() map[string][]policy.SiteView {
 	groups := map[string][]policy.SiteView{}
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	for _, ms := range m.sites {
 		spec := ms.spec
 		if spec.Provision == "" {
@@ -91,133 +126,141 @@ func (m *Manager) planEcon(ctx context.Context, now time.Time) (map[string]int, 
 		}
 		groups[spec.Provision] = append(groups[spec.Provision], v)
 	}
-	m.mu.Unlock()
-	want := map[string]int{}
-	var shownPlans []protocol.ProvisionShown
-	capped := planCaps{}
-	for _, name := range slices.Sorted(maps.Keys(groups)) {
-		p, err := policy.Lookup(name)
-		if err != nil || p.NewProvisioner == nil {
-			return nil, fmt.Errorf("provisioning policy %q: %v", name, err)
-		}
-		prov := p.NewProvisioner()
-		if lp, ok := prov.(policy.LP); ok {
-			lp.MinUtil = m.LPMinUtil
-			prov = lp
-		}
-		sites := groups[name]
-		slices.SortFunc(sites, func(a, b policy.SiteView) int { return strings.Compare(a.Name, b.Name) })
-		var links map[string]float64
-		demand := func(q policy.EconQueue) policy.Demand {
-			views := slices.Clone(sites)
-			for i := range views {
-				if secs := q.PerJob[views[i].Name]; secs > 0 {
-					views[i].Rate = float64(views[i].Slots) / secs
-				}
-				views[i].Busy = q.Busy[views[i].Name]
-				views[i].Link = links[views[i].Name]
-			}
-			return policy.Demand{Ready: q.Ready, Running: q.Running, Waiting: q.Waiting, Out: q.Out, FeedsNext: q.FeedsNext, Sites: views,
-				Deadline: q.Deadline, Budget: q.Budget, Budgeted: q.Budgeted, Est: q.Est}
-		}
-		if sp, ok := prov.(policy.StageProvisioner); ok {
-			// The queues are the stages of one pipeline, planned
-			// together (LPSched): each queue's jobs at a site capped at
-			// the slots its stage holds there. Every queue with work is a
-			// stage, costed or not, when the store can say how they feed
-			// each other and what the links carry.
-			stages := qs
-			if ss, ok := m.Store.(StageStore); ok {
-				names := make([]string, len(sites))
-				for i, v := range sites {
-					names[i] = v.Name
-				}
-				if stages, links, err = ss.StageQueues(ctx, names); err != nil {
-					return nil, fmt.Errorf("metaqueue: %w", err)
-				}
-			}
-			if len(stages) == 0 {
-				continue
-			}
-			ds := make([]policy.Demand, len(stages))
-			for i, q := range stages {
-				ds[i] = demand(q)
-			}
-			var got map[string]int
-			var slots []map[string]int
-			rate := 0.0
-			var failed error
-			if rp, ok := sp.(interface {
-				PlanStages(time.Time, []policy.Demand) (map[string]int, []map[string]int, float64, error)
-			}); ok {
-				got, slots, rate, failed = rp.PlanStages(now, ds)
-			} else {
-				got, slots = sp.ProvisionStages(now, ds)
-			}
-			shown := protocol.ProvisionShown{Policy: name, Made: now.UTC().Format(time.RFC3339), Rate: rate, Placeholders: got}
-			if failed != nil {
-				shown.Error = protocol.ClipText(failed.Error(), 200)
-				if m.econ.failed != shown.Error {
-					m.log().Warn("lp provisioning found no plan: the stages run uncapped", "err", failed)
-				}
-			}
-			m.econ.failed = shown.Error
-			for i, q := range stages {
-				capped.add(q.Queue, slots[i], 0)
-				m.logEcon(q, name, slots[i], 0)
-				shown.Queues = append(shown.Queues, provisionQueue(q, slots[i], 0))
-			}
-			shownPlans = append(shownPlans, shown)
-			maps.Copy(want, got)
-			continue
-		}
-		shown := protocol.ProvisionShown{Policy: name, Made: now.UTC().Format(time.RFC3339), Placeholders: map[string]int{}}
-		for _, q := range qs {
-			d := demand(q)
-			views := d.Sites
-			var got map[string]int
-			unfinishable := 0
-			if pl, ok := prov.(interface {
-				Plan(time.Time, policy.Demand) (map[string]int, int)
-			}); ok {
-				got, unfinishable = pl.Plan(now, d)
-			} else {
-				got = prov.Provision(now, d)
-			}
-			caps := make(map[string]int, len(views))
-			for _, v := range views {
-				caps[v.Name] = got[v.Name] * v.Slots
-				want[v.Name] += got[v.Name]
-			}
-			capped.add(q.Queue, caps, unfinishable)
-			m.logEcon(q, name, got, unfinishable)
-			shown.Queues = append(shown.Queues, provisionQueue(q, caps, unfinishable))
-		}
-		for _, v := range sites {
-			want[v.Name] = clampInt(want[v.Name], v.Min, v.Max)
-			shown.Placeholders[v.Name] = want[v.Name]
-		}
-		shownPlans = append(shownPlans, shown)
+	return groups
+}
+
+// provisioner returns the named Provisioning policy's planner, with the
+// manager's settings.
+func (m *Manager) provisioner(name string) (policy.Provisioner, error) {
+	p, err := policy.Lookup(name)
+	if err != nil || p.NewProvisioner == nil {
+		return nil, fmt.Errorf("provisioning policy %q: %v", name, err)
 	}
-	m.shownMu.Lock()
-	m.econ.shown = shownPlans
-	m.shownMu.Unlock()
-	// Each queue's caps are the tightest every plan holding it gives (a
-	// queue can be both a dbc plan's and an lp plan's, at their own sites).
+	prov := p.NewProvisioner()
+	if lp, ok := prov.(policy.LP); ok {
+		lp.MinUtil = m.LPMinUtil
+		prov = lp
+	}
+	return prov, nil
+}
+
+// demandOf is queue q's demand on sites, with each site's measured rate
+// and busy slots for q and its link (links may be nil).
+func demandOf(q policy.EconQueue, sites []policy.SiteView, links map[string]float64) policy.Demand {
+	views := slices.Clone(sites)
+	for i := range views {
+		if secs := q.PerJob[views[i].Name]; secs > 0 {
+			views[i].Rate = float64(views[i].Slots) / secs
+		}
+		views[i].Busy = q.Busy[views[i].Name]
+		views[i].Link = links[views[i].Name]
+	}
+	return policy.Demand{Ready: q.Ready, Running: q.Running, Waiting: q.Waiting, Out: q.Out, FeedsNext: q.FeedsNext, Sites: views,
+		Deadline: q.Deadline, Budget: q.Budget, Budgeted: q.Budgeted, Est: q.Est}
+}
+
+// planStages plans one stage policy's sites. The queues are the stages of
+// one pipeline, planned together (LPSched): each queue's jobs at a site
+// capped at the slots its stage holds there. Every queue with work is a
+// stage, costed or not, when the store can say how they feed each other
+// and what the links carry; otherwise the stages are qs. It adds the plan
+// to capped and want, and returns what cls plan show shows of it (nil:
+// there were no stages).
+func (m *Manager) planStages(ctx context.Context, now time.Time, name string, sp policy.StageProvisioner, sites []policy.SiteView, qs []policy.EconQueue, capped planCaps, want map[string]int) (*protocol.ProvisionShown, error) {
+	stages := qs
+	var links map[string]float64
+	if ss, ok := m.Store.(StageStore); ok {
+		names := make([]string, len(sites))
+		for i, v := range sites {
+			names[i] = v.Name
+		}
+		var err error
+		if stages, links, err = ss.StageQueues(ctx, names); err != nil {
+			return nil, fmt.Errorf("metaqueue: %w", err)
+		}
+	}
+	if len(stages) == 0 {
+		return nil, nil
+	}
+	ds := make([]policy.Demand, len(stages))
+	for i, q := range stages {
+		ds[i] = demandOf(q, sites, links)
+	}
+	var got map[string]int
+	var slots []map[string]int
+	rate := 0.0
+	var failed error
+	if rp, ok := sp.(interface {
+		PlanStages(time.Time, []policy.Demand) (map[string]int, []map[string]int, float64, error)
+	}); ok {
+		got, slots, rate, failed = rp.PlanStages(now, ds)
+	} else {
+		got, slots = sp.ProvisionStages(now, ds)
+	}
+	shown := protocol.ProvisionShown{Policy: name, Made: now.UTC().Format(time.RFC3339), Rate: rate, Placeholders: got}
+	if failed != nil {
+		shown.Error = protocol.ClipText(failed.Error(), 200)
+		if m.econ.failed != shown.Error {
+			m.log().Warn("lp provisioning found no plan: the stages run uncapped", "err", failed)
+		}
+	}
+	m.econ.failed = shown.Error
+	for i, q := range stages {
+		capped.add(q.Queue, slots[i], 0)
+		m.logEcon(q, name, slots[i], 0)
+		shown.Queues = append(shown.Queues, provisionQueue(q, slots[i], 0))
+	}
+	maps.Copy(want, got)
+	return &shown, nil
+}
+
+// planQueues plans one policy's sites for each costed queue apart, adds
+// the plans to capped and want (clamped to each site's bounds), and
+// returns what cls plan show shows of them.
+func (m *Manager) planQueues(now time.Time, name string, prov policy.Provisioner, sites []policy.SiteView, qs []policy.EconQueue, capped planCaps, want map[string]int) protocol.ProvisionShown {
+	shown := protocol.ProvisionShown{Policy: name, Made: now.UTC().Format(time.RFC3339), Placeholders: map[string]int{}}
+	for _, q := range qs {
+		d := demandOf(q, sites, nil)
+		views := d.Sites
+		var got map[string]int
+		unfinishable := 0
+		if pl, ok := prov.(interface {
+			Plan(time.Time, policy.Demand) (map[string]int, int)
+		}); ok {
+			got, unfinishable = pl.Plan(now, d)
+		} else {
+			got = prov.Provision(now, d)
+		}
+		caps := make(map[string]int, len(views))
+		for _, v := range views {
+			caps[v.Name] = got[v.Name] * v.Slots
+			want[v.Name] += got[v.Name]
+		}
+		capped.add(q.Queue, caps, unfinishable)
+		m.logEcon(q, name, got, unfinishable)
+		shown.Queues = append(shown.Queues, provisionQueue(q, caps, unfinishable))
+	}
+	for _, v := range sites {
+		want[v.Name] = clampInt(want[v.Name], v.Min, v.Max)
+		shown.Placeholders[v.Name] = want[v.Name]
+	}
+	return shown
+}
+
+// setCaps sets each queue's caps to the tightest every plan holding it
+// gives (a queue can be both a dbc plan's and an lp plan's, at their own
+// sites), and uncaps the queues no plan holds now (their work ended, or
+// their sites stopped following a policy).
+func (m *Manager) setCaps(ctx context.Context, es EconStore, capped planCaps) error {
 	keep := make(map[string]bool, len(capped))
 	for _, q := range slices.Sorted(maps.Keys(capped)) {
 		c := capped[q]
 		if err := es.SetEconPlan(ctx, q, c.caps, c.unfinishable); err != nil {
-			return nil, fmt.Errorf("metaqueue: %w", err)
+			return fmt.Errorf("metaqueue: %w", err)
 		}
 		keep[q] = true
 	}
-	// A queue no plan holds now (its work ended, or its sites stopped
-	// following a policy) is held no more.
-	if err := m.uncap(ctx, es, keep); err != nil {
-		return nil, err
-	}
-	return want, nil
+	return m.uncap(ctx, es, keep)
 }
 
 // queueCaps is what the plans of one round say of a queue: the jobs each

@@ -1,0 +1,228 @@
+package placeholder
+
+import (
+	"errors"
+	"time"
+
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// reportHold is how long a report waits for the outstanding poll to carry
+// it before it is sent on its own. With no poll out, it may wait half the
+// prefetch window for the refill that carries it (see prefetchDepth).
+const reportHold = 2 * time.Millisecond
+
+// parkedAfter is how long a long poll must have been out to count as
+// parked at the CLS (no work for it): a report then goes at once, since it
+// may be what makes work ready (a dependent job), and the parked poll is
+// what would take that work. A poll that returns with work comes back in
+// well under this on a loaded machine's loopback.
+const parkedAfter = 5 * time.Millisecond
+
+// reportTiming is when reports just gathered go out.
+type reportTiming int
+
+const (
+	reportNow        reportTiming = iota // on their own, at once
+	reportSoon                           // with the poll out if it returns within reportHold, else on their own
+	reportWithRefill                     // with the next poll, within half the prefetch window
+)
+
+// whenToReport decides when reports just gathered go out, from whether a
+// long poll (one that may park at the CLS) is out and for how long, whether
+// the reply before it found the CLS dry (fewer jobs than asked for), and
+// how many jobs still run here.
+func whenToReport(longPollOut bool, pollAge time.Duration, afterDry bool, running int) reportTiming {
+	switch {
+	case longPollOut && running == 0:
+		// Nothing else is running: no request is coming soon.
+		return reportNow
+	case longPollOut && (pollAge >= parkedAfter || afterDry):
+		// The poll has parked, or will: the CLS has no work for it (the
+		// reply before it took all there was), and these reports may make
+		// some (a dependent job), which that very poll would take.
+		// Reporting now makes a dependency hop one round trip. (Two
+		// pipelines' stages ending a moment apart: the first report's
+		// dependent comes back on the parked poll, the next poll goes out,
+		// and the second report must not wait for it to return.)
+		return reportNow
+	case longPollOut:
+		// Under load it returns at once and the next request carries
+		// these reports; if it parked, they go on their own soon.
+		return reportSoon
+	default:
+		// No poll out, or a prefetch that returns at once: the next poll
+		// carries them, when the prefetch runs low; bound the wait.
+		return reportWithRefill
+	}
+}
+
+// reported is a report request's answer: the batch back if the CLS did
+// not take it (it goes out again), and the jobs it handed out with it.
+type reported struct {
+	back  []protocol.Report
+	took  int // free slots the request asked for
+	jobs  []protocol.Assignment
+	exit  bool
+	asked bool // the request asked for work (a next); false: a plain report
+}
+
+// sendReports reports on its own, without waiting for work. The batch
+// stays this agent's until the CLS acknowledges it: one that failed comes
+// back through unacked and goes out again.
+//
+// take > 0 asks the CLS to hand over, with the acknowledgement, up to take
+// jobs ready at once (a next request that does not wait): the jobs these
+// very reports may make ready (a dependent), when the long poll that would
+// take them was answered already and the next one is still on its way.
+// A poll parked at the CLS was there first and is served first, so this
+// takes only what no parked poll wanted: a dependency hop costs one round
+// trip however the reports and polls interleave.
+func (w *workLoop) sendReports(take int) {
+	if len(w.reports) == 0 {
+		return
+	}
+	take = reportTake(take, w.asking)
+	batch := w.reports
+	w.reports = nil
+	w.sending++
+	w.taking += take
+	if take > 0 {
+		w.asking++
+	}
+	w.reporters.Add(1)
+	go func() {
+		defer w.reporters.Done()
+		// No deadline while the agent runs: a CLS that is slow or
+		// stopped answers late, and a broken connection is re-dialled
+		// and the batch sent again (call).
+		ans := reported{took: take, asked: take > 0}
+		var err error
+		if take > 0 {
+			var reply protocol.NextReply
+			err = call(w.rctx, w.a, protocol.OpNext, func(id int64) protocol.Next {
+				return protocol.Next{Placeholder: id, Reports: batch, Free: take, WalltimeLeft: w.a.walltimeLeft()}
+			}, &reply)
+			if err == nil {
+				ans.jobs, ans.exit = reply.Jobs, reply.Exit
+			}
+		} else {
+			err = call(w.rctx, w.a, protocol.OpReport, func(id int64) protocol.ReportBatch {
+				return protocol.ReportBatch{Placeholder: id, Reports: batch}
+			}, nil)
+		}
+		if err != nil {
+			if resend(err) {
+				ans.back = batch
+			} else {
+				w.a.log.Warn("the CLS refused a report", "err", err)
+			}
+		}
+		select {
+		case w.unacked <- ans:
+		case <-w.quit:
+			if ans.back != nil {
+				w.a.log.Warn("could not report; the CLS will requeue after the lease", "err", err)
+			}
+			// Jobs it handed out now are never started: their leases
+			// expire and the CLS runs them elsewhere.
+		}
+	}()
+}
+
+// reportTake is how many jobs a report request may ask for, wanting take,
+// with asking such requests out already: none once they, the long poll
+// and one more would fill the CLS's bound on next requests per
+// connection. The one more is a margin: the CLS counts a request until
+// its handler returns, which may be just after its answer arrived here.
+// Past the bound the report goes as a plain report (a refused one would
+// wait for its resend), and the work it makes ready goes to the long poll.
+func reportTake(take, asking int) int {
+	if take <= 0 || asking+3 > protocol.NextsPerConn {
+		return 0
+	}
+	return take
+}
+
+// onReported takes a report request's answer.
+func (w *workLoop) onReported(ans reported) {
+	w.sending--
+	w.taking -= ans.took
+	if ans.asked {
+		w.asking--
+	}
+	// Not acknowledged: the next request carries it (a poll, or the
+	// tick's report at the latest).
+	w.reports = append(ans.back, w.reports...)
+	if ans.exit {
+		w.exiting = true
+	}
+	w.take(ans.jobs)
+}
+
+// uncovered is how many free slots no request out asks work for (see
+// slotsUncovered).
+func (w *workLoop) uncovered() int {
+	longPollOut := w.poll != nil && !w.pollPrefetch && !w.exiting && !w.a.cfg.NoOp
+	return slotsUncovered(longPollOut, w.free, len(w.held), w.pollCovers, w.taking)
+}
+
+// slotsUncovered is how many of the free slots no request out asks work
+// for: a long poll out covers the free slots it asked for, report requests
+// out the ones they asked for, held jobs fill theirs. Only with a long
+// poll out: without one, the next poll carries the reports and asks; a
+// prefetch returns at once.
+func slotsUncovered(longPollOut bool, free, held, pollCovers, taking int) int {
+	if !longPollOut {
+		return 0
+	}
+	return max(0, free-held-pollCovers-taking)
+}
+
+// scheduleReports decides when reports just gathered go out.
+func (w *workLoop) scheduleReports() {
+	var age time.Duration
+	if w.poll != nil {
+		age = w.a.now().Sub(w.pollSent)
+	}
+	switch whenToReport(w.poll != nil && !w.pollPrefetch, age, w.pollDry, w.running) {
+	case reportNow:
+		w.sendReports(w.uncovered())
+	case reportSoon:
+		w.holdReports(reportHold)
+	case reportWithRefill:
+		w.holdReports(w.a.cfg.prefetchWindow / 2)
+	}
+}
+
+func (w *workLoop) holdReports(d time.Duration) {
+	if !w.holding {
+		w.holding = true
+		w.hold.Reset(d)
+	}
+}
+
+// reportGrace is how long reports may still take once the agent is told
+// to stop.
+const reportGrace = 10 * time.Second
+
+// resend reports whether a report that failed with err may yet be taken:
+// anything but the CLS refusing it (a bad request stays bad).
+func resend(err error) bool {
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		// Busy: too many requests in progress on the connection; the
+		// batch is fine and goes again.
+		return pe.Code == protocol.CodeInternal || pe.Code == protocol.CodeShutdown || pe.Code == protocol.CodeBusy
+	}
+	return true
+}
+
+type errWithReports struct {
+	err     error
+	reports []protocol.Report
+}
+
+func (e errWithReports) Error() string { return e.err.Error() }
+
+func (e errWithReports) Unwrap() error { return e.err }

@@ -1,0 +1,145 @@
+package placeholder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/internal/backoff"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// session returns the current connection, (re)connecting and registering
+// with backoff while the CLS is unreachable.
+func (a *Agent) session(ctx context.Context) (*client.Client, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cl != nil {
+		select {
+		case <-a.cl.Done():
+			a.cl = nil
+		default:
+			return a.cl, nil
+		}
+	}
+	deadline := a.now().Add(a.cfg.Reconnect)
+	retry := backoff.Backoff{Min: 50 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.5}
+	for {
+		cl, err := a.connect(ctx)
+		if err == nil {
+			a.cl = cl
+			return cl, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		var pe *protocol.Error
+		if errors.As(err, &pe) && (pe.Code == protocol.CodeBadRequest || pe.Code == protocol.CodeForbidden || pe.Code == protocol.CodeUnsupported) {
+			return nil, fmt.Errorf("the CLS refused this placeholder: %w", err)
+		}
+		if client.Permanent(err) { // an impostor, or a key the CLS does not take
+			return nil, err
+		}
+		if a.now().After(deadline) {
+			return nil, fmt.Errorf("the CLS has been unreachable for %s: %w", a.cfg.Reconnect, err)
+		}
+		d := retry.Next()
+		a.log.Warn("cannot reach the CLS; retrying", "err", err, "in", d)
+		// Unlocked while sleeping so ID() and friends do not block. An
+		// ended ctx is seen by the next connect.
+		a.mu.Unlock()
+		backoff.Sleep(ctx, d)
+		a.mu.Lock()
+		if a.cl != nil {
+			return a.cl, nil
+		}
+	}
+}
+
+func (a *Agent) connect(ctx context.Context) (*client.Client, error) {
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	rwc, err := a.cfg.Dial(dctx)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := client.New(dctx, rwc, protocol.RolePlaceholder, "mq-placeholder")
+	if err != nil {
+		rwc.Close()
+		return nil, err
+	}
+	reg, err := client.Do(dctx, cl, protocol.OpRegister, protocol.Register{
+		ID: a.id, Site: a.cfg.Site, Host: a.cfg.Host, PID: os.Getpid(), Slots: a.cfg.Slots,
+		OutDir: a.cfg.OutDir, Walltime: a.cfg.Walltime.Seconds(), Batch: a.cfg.BatchID,
+	})
+	if err != nil {
+		cl.Close()
+		return nil, err
+	}
+	if a.id != 0 && reg.ID != a.id {
+		a.log.Warn("the CLS did not know this placeholder; registered anew", "old", a.id, "new", reg.ID)
+	}
+	a.id = reg.ID
+	if reg.HeartbeatS > 0 {
+		a.hbEvery = protocol.Duration(reg.HeartbeatS)
+	}
+	a.log.Info("connected to the CLS", "placeholder", a.id)
+	return cl, nil
+}
+
+// dropped marks a connection broken so the next session() reconnects.
+func (a *Agent) dropped(cl *client.Client) {
+	a.mu.Lock()
+	if a.cl == cl {
+		a.cl = nil
+	}
+	a.mu.Unlock()
+	cl.Close()
+}
+
+// call runs one typed request, reconnecting until it goes through. Requests are
+// idempotent on the CLS (reports carry attempt numbers), so resending one
+// whose reply was lost is harmless.
+func call[Req, Resp any](ctx context.Context, a *Agent, op protocol.Op[Req, Resp], body func(id int64) Req, out *Resp) error {
+	busy := backoff.Backoff{Min: 5 * time.Millisecond, Max: 500 * time.Millisecond, Jitter: 0.5}
+	for {
+		cl, err := a.session(ctx)
+		if err != nil {
+			return err
+		}
+		var resp Resp
+		resp, err = client.Do(ctx, cl, op, body(a.ID()))
+		if err == nil {
+			if out != nil {
+				*out = resp
+			}
+			return nil
+		}
+		var pe *protocol.Error
+		if errors.As(err, &pe) {
+			if pe.Code == protocol.CodeNotFound {
+				// The CLS lost track of us (new database): register again.
+				a.dropped(cl)
+				continue
+			}
+			if pe.Code == protocol.CodeBusy {
+				// Too many such requests in progress on the connection (the
+				// agent stays within the bound, with a margin; a CLS with a
+				// lower one is met here): the request is fine, later.
+				if err := busy.Wait(ctx); err != nil {
+					return err
+				}
+				continue
+			}
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		a.log.Warn("lost the CLS connection", "op", op.Name, "err", err)
+		a.dropped(cl)
+	}
+}

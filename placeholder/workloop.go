@@ -1,0 +1,509 @@
+package placeholder
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// Prefetch settings. While jobs average under prefetchBelow windows, an
+// agent holds jobs beyond its free slots: about prefetchWindow of work per
+// slot (at least one job, at most maxPrefetch), and refills when half of
+// that is used, so one round trip reports and fetches many short jobs. A
+// held job is given back after maxHold windows. Both are multiples of the
+// window, so a wider one (a test on a slow machine) keeps them consistent:
+// held work stays well under maxHold.
+const (
+	prefetchWindow = 20 * time.Millisecond
+	prefetchBelow  = 25 // windows: 500 ms
+	maxPrefetch    = 64
+	maxHold        = 100 // windows: 2 s
+)
+
+// prefetchDepth is how many jobs to hold beyond the free slots when jobs
+// run meanRun on average (0 = not known yet) and the longest running one
+// has run longest.
+func (a *Agent) prefetchDepth(meanRun time.Duration) int {
+	below := prefetchBelow * a.cfg.prefetchWindow
+	if meanRun <= 0 || meanRun >= below || a.longestRunning() >= below {
+		return 0
+	}
+	d := int(a.cfg.prefetchWindow * time.Duration(a.cfg.Slots) / max(meanRun, time.Microsecond))
+	return min(max(d, 1), maxPrefetch)
+}
+
+type heldJob struct {
+	unit  []protocol.Assignment // one job, or a bundle's jobs
+	since time.Time
+}
+
+// hold records a job fetched ahead of a free slot, so heartbeats renew its
+// lease and the CLS can take it back.
+func (a *Agent) hold(asg protocol.Assignment) {
+	a.runMu.Lock()
+	a.held[asg.ID] = protocol.JobRef{ID: asg.ID, Attempt: asg.Attempt}
+	a.runMu.Unlock()
+}
+
+// unhold removes a held job before it starts; false if the CLS took it back.
+func (a *Agent) unhold(id int64) bool {
+	a.runMu.Lock()
+	defer a.runMu.Unlock()
+	_, ok := a.held[id]
+	delete(a.held, id)
+	return ok
+}
+
+// giveBack returns held jobs unstarted: the CLS requeues them without
+// counting an attempt.
+func (a *Agent) giveBack(hs []heldJob) []protocol.Report {
+	var out []protocol.Report
+	now := time.Now()
+	for _, h := range hs {
+		for _, asg := range h.unit {
+			if a.unhold(asg.ID) {
+				out = append(out, protocol.Report{ID: asg.ID, Attempt: asg.Attempt, Started: now, Finished: now, Reason: protocol.ReasonReturned})
+			}
+		}
+	}
+	return out
+}
+
+// loopState is what the work loop's next move depends on: a snapshot taken
+// at the top of each round.
+type loopState struct {
+	Exiting   bool // already draining (told to exit, or decided before)
+	Cancelled bool // the agent's context ended
+	Orphaned  bool // ExitWhenOrphaned, and the parent process changed
+	// NextFailed: the last next request failed for good (the CLS refused
+	// the agent or stayed unreachable).
+	NextFailed  bool
+	IdleTimeout time.Duration // Config.IdleTimeout (0 = never)
+	IdleFor     time.Duration // since a job last started or ended
+	Orphanable  bool          // Config.ExitWhenOrphaned: a poll must return to look
+	NoOp        bool
+
+	Free, Running int  // slots free, jobs (or bundles) running
+	Held          int  // units fetched ahead, not started
+	Depth         int  // how many to hold beyond the free slots (prefetchDepth)
+	Sending       int  // report requests out on their own
+	PollOut       bool // a next request is out
+	PrefetchDry   bool // a prefetch found nothing: no more until a job ends
+	ReportsDue    bool // reports have waited long enough for a poll to carry them
+}
+
+// move is what the work loop does next, in this order.
+type move struct {
+	Exiting     bool // drain: take no more jobs, end when everything out is back
+	Abort       bool // next failed for good: kill the jobs and return its error
+	GiveBack    bool // hand the held jobs back unstarted
+	Finish      bool // nothing is out: send the last reports and return
+	ReportAlone bool // send the reports on their own: there is nothing to ask for
+	// Poll asks for Want jobs, waiting up to Wait for them at the CLS (a
+	// long poll that may park); a Prefetch (Wait 0) takes what is ready.
+	Poll     bool
+	Want     int
+	Wait     time.Duration
+	Prefetch bool
+}
+
+// decide is the work loop's policy, a pure function of its state: when to
+// stop, and whether to ask for jobs, how many and how long to wait for
+// them. (When reports go out once gathered is whenToReport.)
+//
+// Ask when a slot would idle otherwise (starving), when half the prefetch
+// is used up (refill), or when reports have waited long enough: under load
+// one request then carries many reports and fetches many jobs. Only a poll
+// for an idle slot may park at the CLS, and it asks for the free slots plus
+// one: a parked poll takes what arrives first, perhaps a burst of long jobs
+// that other placeholders should share.
+func decide(s loopState) move {
+	var m move
+	if s.NextFailed && !s.Cancelled {
+		// Results could never be reported: stop the jobs too.
+		return move{Exiting: true, Abort: true}
+	}
+	m.Exiting = s.Exiting || s.Cancelled || s.Orphaned ||
+		(s.IdleTimeout > 0 && s.Running == 0 && s.Held == 0 && s.IdleFor >= s.IdleTimeout)
+	held := s.Held
+	if m.Exiting && held > 0 {
+		m.GiveBack = true
+		held = 0
+	}
+	if m.Exiting && s.Running == 0 && !s.PollOut && s.Sending == 0 {
+		m.Finish = true
+		return m
+	}
+	want := s.Free + s.Depth - held
+	starving := s.Free > held
+	refill := want > s.Depth/2 && !s.PrefetchDry
+	if s.ReportsDue && !s.PollOut && want <= 0 {
+		m.ReportAlone = true
+		return m
+	}
+	if s.PollOut || m.Exiting || want <= 0 || !(starving || refill || s.ReportsDue) {
+		return m
+	}
+	m.Poll, m.Want = true, want
+	if !starving {
+		// Only prefetching: take what is ready now. Parked, this poll
+		// would catch jobs that arrive while every slot is busy, maybe
+		// with a job that turned out long.
+		m.Prefetch = true
+		return m
+	}
+	m.Wait = 30 * time.Second
+	if s.IdleTimeout > 0 {
+		m.Wait = min(m.Wait, max(s.IdleTimeout-s.IdleFor, 10*time.Millisecond))
+	}
+	if s.Orphanable {
+		m.Wait = min(m.Wait, 5*time.Second)
+	}
+	if !s.NoOp {
+		// A long poll takes what arrives first, maybe a burst of long
+		// jobs: ask for the free slots and one ahead, no deeper, so other
+		// placeholders get their share. (No-op jobs take no time, so a
+		// no-op agent never holds any: it asks for its whole prefetch.)
+		m.Want = min(want, s.Free-held+1)
+	}
+	return m
+}
+
+type polled struct {
+	reply protocol.NextReply
+	err   error
+}
+
+// workLoop is the state of Agent.work: the slots, the jobs held ahead, the
+// reports not yet sent, the poll out and the timer that bounds how long
+// reports wait. Only work's goroutine touches it; the goroutines it starts
+// (jobs, polls, report requests) answer through its channels.
+type workLoop struct {
+	a    *Agent
+	ctx  context.Context // the agent's: jobs and polls end with it
+	rctx context.Context // reports: detached from ctx until reportGrace after it ends
+
+	ended     chan protocol.Report // a slot's job (or bundle: an empty report) ended
+	progress  chan protocol.Report // a bundle's jobs; unbuffered, so each is in before its slot frees
+	quit      chan struct{}        // work has returned: nobody reads progress or unacked
+	unacked   chan reported        // a report request's answer: its batch back if the CLS did not take it, jobs it took
+	reporters sync.WaitGroup
+
+	free, running int
+	// Prefetch: while jobs are short, hold jobs beyond the free slots, so
+	// the round trip that reports a job and fetches the next overlaps the
+	// jobs still running.
+	held      []heldJob
+	reports   []protocol.Report
+	meanRun   time.Duration // moving average of job run times; 0 = none yet
+	sending   int           // report requests out
+	asking    int           // of those, the ones that ask for work (next requests)
+	idleSince time.Time
+
+	poll         chan polled // non-nil while a next request is out
+	pollSent     time.Time
+	pollPrefetch bool  // the poll out only prefetches (it does not wait for work)
+	asked        int   // jobs the poll out asked for
+	pollCovers   int   // free slots the poll out asks for (it may ask one more, ahead)
+	taking       int   // free slots the report requests out ask for (see uncovered)
+	lastDry      bool  // the last poll's reply had fewer jobs than asked: the CLS is out of work
+	pollDry      bool  // the poll out went after such a reply
+	prefetchDry  bool  // a prefetch found nothing: no more until a job ends
+	nextErr      error // the last poll's failure, until decide has seen it
+
+	hold       *time.Timer // bounds how long gathered reports wait for a poll
+	holding    bool
+	reportsDue bool // reports have waited long enough: the next poll goes now
+	exiting    bool
+}
+
+// state is the snapshot decide works from.
+func (w *workLoop) state() loopState {
+	a := w.a
+	s := loopState{
+		Exiting:     w.exiting,
+		Cancelled:   w.ctx.Err() != nil,
+		NextFailed:  w.nextErr != nil,
+		IdleTimeout: a.cfg.IdleTimeout,
+		IdleFor:     a.now().Sub(w.idleSince),
+		Orphanable:  a.cfg.ExitWhenOrphaned,
+		NoOp:        a.cfg.NoOp,
+		Free:        w.free,
+		Running:     w.running,
+		Held:        len(w.held),
+		Depth:       a.prefetchDepth(w.meanRun),
+		Sending:     w.sending,
+		PollOut:     w.poll != nil,
+		PrefetchDry: w.prefetchDry,
+		ReportsDue:  w.reportsDue,
+	}
+	if !w.exiting && a.cfg.ExitWhenOrphaned {
+		s.Orphaned = os.Getppid() != a.ppid
+	}
+	return s
+}
+
+func (w *workLoop) gotReport(r protocol.Report) {
+	if r.ID == 0 {
+		return // a bundle's end: its jobs reported through progress
+	}
+	// Whatever a job's files or errors put in it, the report is one the
+	// CLS takes (escaped, clipped): never a refusal that costs the batch.
+	protocol.CleanReport(&r)
+	w.reports = append(w.reports, r)
+	if d := r.Finished.Sub(r.Started); w.meanRun == 0 {
+		w.meanRun = max(d, time.Microsecond)
+	} else {
+		w.meanRun = max((4*w.meanRun+d)/5, time.Microsecond) // never 0 (unknown) again
+	}
+}
+
+func (w *workLoop) start(u []protocol.Assignment) {
+	a := w.a
+	if a.cfg.NoOp && !isBundle(u) {
+		// Ends as it starts: the report rides on the next request, and
+		// no goroutine or channel stands between the two (the no-op
+		// executor measures the scheduling path, not this loop).
+		w.gotReport(a.run(w.ctx, u[0]))
+		return
+	}
+	w.free--
+	w.running++
+	if isBundle(u) {
+		// Its jobs report through progress; the empty report frees the slot.
+		go func() {
+			a.runBundle(w.ctx, u, w.progress, w.quit)
+			select {
+			case w.ended <- protocol.Report{}:
+			case <-w.quit:
+			}
+		}()
+		return
+	}
+	go func() {
+		r := a.run(w.ctx, u[0])
+		select {
+		case w.ended <- r:
+		case <-w.quit: // work returned (aborted): nobody reads ended
+		}
+	}()
+}
+
+func (w *workLoop) startHeld() {
+	for w.free > 0 && len(w.held) > 0 {
+		h := w.held[0]
+		w.held = w.held[1:]
+		if isBundle(h.unit) || w.a.unhold(h.unit[0].ID) { // false if the CLS took it back meanwhile
+			w.start(h.unit)
+		}
+	}
+}
+
+// sendPoll sends a next request carrying the reports gathered so far.
+func (w *workLoop) sendPoll(m move) {
+	w.reportsDue = false
+	if w.holding { // the poll carries the reports
+		w.hold.Stop()
+		w.holding = false
+	}
+	w.pollPrefetch = m.Prefetch
+	sent, n, wait := w.reports, m.Want, m.Wait
+	w.reports = nil
+	w.poll, w.pollSent = make(chan polled, 1), w.a.now()
+	w.asked, w.pollDry = n, w.lastDry
+	w.pollCovers = min(n, max(0, w.free-len(w.held)))
+	go func(ch chan polled) {
+		var p polled
+		p.err = call(w.ctx, w.a, protocol.OpNext, func(id int64) protocol.Next {
+			return protocol.Next{Placeholder: id, Reports: sent, Free: n, WalltimeLeft: w.a.walltimeLeft(), WaitMS: int(wait / time.Millisecond)}
+		}, &p.reply)
+		if p.err != nil {
+			p.reply.Jobs = nil
+			// Keep the reports: they go out with the next request.
+			p.reply.Exit = false
+			p.err = errWithReports{p.err, sent}
+		}
+		ch <- p
+	}(w.poll)
+}
+
+// ended takes the report of a slot's job, and of any others that ended
+// with it: jobs often end together, and one request serves them all.
+func (w *workLoop) onEnded(r protocol.Report) {
+	w.free++
+	w.running--
+	w.prefetchDry = false
+	w.gotReport(r)
+drain:
+	for {
+		select {
+		case r := <-w.ended:
+			w.free++
+			w.running--
+			w.gotReport(r)
+		default:
+			break drain
+		}
+	}
+	w.idleSince = w.a.now()
+	w.startHeld()
+	w.scheduleReports()
+}
+
+func (w *workLoop) onHoldExpired() {
+	w.holding = false
+	if w.poll != nil && !w.pollPrefetch {
+		w.sendReports(w.uncovered()) // the poll out has parked
+	} else if len(w.reports) > 0 {
+		w.reportsDue = true // the next poll goes at once (see decide)
+	}
+}
+
+func (w *workLoop) onPoll(p polled) {
+	w.poll = nil
+	if p.err != nil {
+		var ewr errWithReports
+		if errors.As(p.err, &ewr) {
+			w.reports = append(ewr.reports, w.reports...)
+			var pe *protocol.Error
+			if len(ewr.reports) > 0 && errors.As(ewr.err, &pe) && pe.Code == protocol.CodeBadRequest {
+				// Refused, perhaps for what a report says (a CLS that
+				// refuses a whole batch for one bad item): the reports go
+				// on their own (dropped if refused again: their jobs'
+				// leases run out) and the agent polls on. A poll refused
+				// with no reports on it still stops the agent.
+				w.a.log.Warn("the CLS refused a poll carrying reports; sending them apart", "reports", len(ewr.reports), "err", p.err)
+				w.sendReports(0)
+				return
+			}
+		}
+		w.nextErr = p.err
+		return
+	}
+	if p.reply.Exit {
+		w.exiting = true
+	}
+	w.lastDry = len(p.reply.Jobs) < w.asked
+	if w.pollPrefetch && len(p.reply.Jobs) == 0 {
+		w.prefetchDry = true
+	}
+	w.take(p.reply.Jobs)
+}
+
+// take starts the jobs a request brought, or holds those beyond the free
+// slots.
+func (w *workLoop) take(jobs []protocol.Assignment) {
+	for _, u := range units(jobs) {
+		w.idleSince = w.a.now()
+		if isBundle(u) {
+			w.a.holdAll(u) // runBundle takes each job out as it starts it
+		}
+		if w.free > 0 {
+			w.start(u)
+			continue
+		}
+		if !isBundle(u) {
+			w.a.hold(u[0])
+		}
+		w.held = append(w.held, heldJob{u, w.a.now()})
+	}
+}
+
+// onTick gives back a held job that waited long: the running ones are not
+// short after all, and another placeholder can run it.
+func (w *workLoop) onTick() {
+	var keep []heldJob
+	for _, h := range w.held {
+		if w.a.now().Sub(h.since) > maxHold*w.a.cfg.prefetchWindow {
+			w.reports = append(w.reports, w.a.giveBack([]heldJob{h})...)
+		} else {
+			keep = append(keep, h)
+		}
+	}
+	w.held = keep
+	w.sendReports(0) // a returned job must not wait for a slot or a long poll
+}
+
+// work runs the slots from one loop. Each request reports every job that
+// ended since the last one and asks for as many jobs as slots are free, so
+// under load one round trip serves several jobs. While a long poll is out,
+// a job that ends is reported with a separate request after reportHold, so
+// waiting for work never delays a report for long. What to ask for is
+// decide's; when reports go, whenToReport's.
+func (a *Agent) work(ctx context.Context) error {
+	w := &workLoop{
+		a: a, ctx: ctx,
+		ended:     make(chan protocol.Report, a.cfg.Slots),
+		progress:  make(chan protocol.Report),
+		quit:      make(chan struct{}),
+		unacked:   make(chan reported),
+		free:      a.cfg.Slots,
+		idleSince: a.now(),
+		hold:      time.NewTimer(time.Hour),
+	}
+	w.hold.Stop()
+	// Reports go out detached from ctx, so a job killed at shutdown is
+	// still reported, until reportGrace after ctx ends.
+	rctx, stopReporting := context.WithCancel(context.WithoutCancel(ctx))
+	w.rctx = rctx
+	stopGrace := context.AfterFunc(ctx, func() { time.AfterFunc(reportGrace, stopReporting) })
+	defer func() {
+		close(w.quit)
+		stopGrace()
+		stopReporting()
+		w.reporters.Wait()
+	}()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	stopped := ctx.Done()
+	for {
+		m := decide(w.state())
+		w.exiting = m.Exiting
+		if m.Abort {
+			a.killAll()
+			return w.nextErr
+		}
+		w.nextErr = nil // seen: the agent is stopping anyway
+		if m.GiveBack {
+			w.reports = append(w.reports, a.giveBack(w.held)...)
+			w.held = nil
+		}
+		if m.Finish {
+			if len(w.reports) == 0 {
+				return nil
+			}
+			// Final report: deliver it even though ctx has ended.
+			return call(rctx, a, protocol.OpReport, func(id int64) protocol.ReportBatch {
+				return protocol.ReportBatch{Placeholder: id, Reports: w.reports}
+			}, nil)
+		}
+		if m.ReportAlone {
+			w.sendReports(0)
+			w.reportsDue = false
+		}
+		if m.Poll {
+			w.sendPoll(m)
+		}
+		select {
+		case r := <-w.progress:
+			w.gotReport(r)
+			w.scheduleReports()
+		case r := <-w.ended:
+			w.onEnded(r)
+		case ans := <-w.unacked:
+			w.onReported(ans)
+		case <-w.hold.C:
+			w.onHoldExpired()
+		case p := <-w.poll:
+			w.onPoll(p)
+		case <-tick.C:
+			w.onTick()
+		case <-stopped:
+			stopped = nil // closed for good: selecting it again would spin while jobs and reports finish; decide sees ctx ended
+		}
+	}
+}

@@ -1,0 +1,149 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"os"
+
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// bulkItem is one bulk step; an add's raw lines are parsed as soon as it is
+// read, while earlier steps are still being spooled.
+type bulkItem struct {
+	rt     *route
+	req    *protocol.Request
+	parsed chan struct{} // closed when add and err are set
+	add    protocol.BulkAdd
+	err    error
+
+	commit protocol.BulkCommit // the body of a bulk.commit
+	lookup bool                // a commit with a token and nothing spooled: asks for the token's outcome
+	finish func()              // ends the commit's entry in Server.committing
+}
+
+// newBulkItem starts parsing a bulk step; add is its body if the read loop
+// decoded it already (protocol.FastBulkAdd), else nil.
+func newBulkItem(rt *route, req *protocol.Request, add *protocol.BulkAdd) *bulkItem {
+	it := &bulkItem{rt: rt, req: req, parsed: make(chan struct{})}
+	if req.Op != protocol.OpBulkAdd.Name {
+		close(it.parsed)
+		return it
+	}
+	go func() {
+		defer close(it.parsed)
+		if add != nil {
+			it.add = *add
+		} else if it.err = DecodeBody(req.Body, &it.add); it.err != nil {
+			return
+		}
+		b := &it.add
+		if len(b.Data) == 0 {
+			return
+		}
+		if len(b.Jobs) > 0 {
+			it.err = protocol.Errorf(protocol.CodeBadRequest, "bulk.add takes jobs or data, not both")
+			return
+		}
+		def := protocol.JobSpec{Queue: b.Queue, Cwd: b.Cwd, Env: b.Env}
+		err := protocol.ReadJobLines(bytes.NewReader(b.Data), b.Line, def, func(_ int, js protocol.JobSpec) error {
+			// mqsub -f sends raw lines from this host: inputs of no declared
+			// size take the file's, as mqsub -i does.
+			protocol.FillSizes(&js, os.Stat)
+			b.Jobs = append(b.Jobs, js)
+			return nil
+		})
+		if err != nil {
+			it.err = protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+		}
+		b.Data = nil
+	}()
+	return it
+}
+
+// bulkAdd spools a parsed chunk; a failed one poisons the bulk until abort.
+func bulkAdd(_ context.Context, c *conn, it *bulkItem) (protocol.Empty, error) {
+	if c.bulkErr != nil {
+		return protocol.Empty{}, c.bulkErr
+	}
+	if it.err != nil {
+		if c.bulk != nil {
+			c.bulk.Abort()
+		}
+		c.bulk, c.bulkErr = nil, it.err
+		return protocol.Empty{}, it.err
+	}
+	if c.bulk == nil {
+		bulk, err := c.s.Store.NewBulk()
+		if err != nil {
+			return protocol.Empty{}, err
+		}
+		c.bulk = bulk
+	}
+	if err := c.bulk.Add(it.add.Line, it.add.Jobs); err != nil {
+		c.bulk.Abort()
+		c.bulk, c.bulkErr = nil, err
+		return protocol.Empty{}, err
+	}
+	return protocol.Empty{}, nil
+}
+
+// bulkCommit commits the spooled jobs, or answers a question about a
+// token's commit.
+func bulkCommit(ctx context.Context, c *conn, it *bulkItem) (protocol.SubmitReply, error) {
+	if it.finish != nil {
+		defer it.finish()
+	}
+	if it.err != nil {
+		return protocol.SubmitReply{}, it.err
+	}
+	if err := c.bulkErr; err != nil {
+		c.bulkErr = nil
+		return protocol.SubmitReply{}, err
+	}
+	if c.bulk == nil {
+		if it.lookup {
+			return c.bulkOutcome(ctx, it.commit.Token)
+		}
+		return protocol.SubmitReply{}, protocol.Errorf(protocol.CodeBadRequest, "no jobs to submit")
+	}
+	b := c.bulk
+	c.bulk = nil
+	if it.commit.Array != "" || it.commit.ArrayLimit != 0 {
+		if err := b.Array(it.commit.Array, it.commit.ArrayLimit); err != nil {
+			b.Abort()
+			return protocol.SubmitReply{}, err
+		}
+	}
+	first, n, err := b.CommitToken(ctx, it.commit.Token)
+	if err != nil {
+		return protocol.SubmitReply{}, err
+	}
+	return protocol.SubmitReply{First: first, Count: n}, nil
+}
+
+func bulkAbort(_ context.Context, c *conn, _ *bulkItem) (protocol.Empty, error) {
+	c.bulkErr = nil
+	if c.bulk != nil {
+		c.bulk.Abort()
+		c.bulk = nil
+	}
+	return protocol.Empty{}, nil
+}
+
+// bulkOutcome answers a commit that only names a token: the ids of the
+// bulk committed with it, once no commit with it is under way, or
+// not_found.
+func (c *conn) bulkOutcome(ctx context.Context, token string) (protocol.SubmitReply, error) {
+	if err := c.s.awaitCommits(ctx, token); err != nil {
+		return protocol.SubmitReply{}, err
+	}
+	first, n, found, err := c.s.Store.BulkOutcome(ctx, token)
+	if err != nil {
+		return protocol.SubmitReply{}, err
+	}
+	if !found {
+		return protocol.SubmitReply{}, protocol.Errorf(protocol.CodeNotFound, "no bulk submission was committed with token %q", token)
+	}
+	return protocol.SubmitReply{First: first, Count: n}, nil
+}

@@ -6,6 +6,7 @@
 # (http:, https:, mailto:) are not fetched. Exit 1 naming each broken link.
 #
 # Usage: scripts/checklinks.sh [FILE.md...]   (default: every tracked *.md)
+# cmd/internal/clscmd's TestDocLinks runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,7 +16,11 @@ anchors() { # the anchors of a Markdown file's headings, one a line
 }
 
 if [ $# -eq 0 ]; then
-	mapfile -t files < <(git ls-files '*.md')
+	if git rev-parse --git-dir >/dev/null 2>&1; then
+		mapfile -t files < <(git ls-files '*.md')
+	else # a tree without its history (a release tarball)
+		mapfile -t files < <(find . -name '*.md' -not -path './.git/*' | sed 's|^\./||')
+	fi
 else
 	files=("$@")
 fi

@@ -3,6 +3,7 @@ package clscmd
 import (
 	"flag"
 	"os"
+	"os/exec"
 	"testing"
 )
 
@@ -27,5 +28,20 @@ func TestCLIReference(t *testing.T) {
 	}
 	if string(got) != md {
 		t.Errorf("%s differs from what the flags generate: run go test ./cmd/internal/clscmd -run TestCLIReference -update", path)
+	}
+}
+
+// TestDocLinks runs scripts/checklinks.sh: every relative link in the
+// repository's Markdown files, this reference's included, must resolve.
+func TestDocLinks(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash:", err)
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git:", err)
+	}
+	out, err := exec.Command("bash", "../../../scripts/checklinks.sh").CombinedOutput()
+	if err != nil {
+		t.Errorf("scripts/checklinks.sh: %v\n%s", err, out)
 	}
 }

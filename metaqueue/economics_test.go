@@ -362,7 +362,7 @@ func (b *syncBuffer) String() string {
 	return b.b.String()
 }
 
-// The deadline at dispatch (issue 18, docs/seed002.md): a job starts at a
+// The deadline at dispatch (docs/policies/dbc.md): a job starts at a
 // site only if now plus its estimated runtime there (the queue's measured
 // mean at the site) is within the queue's deadline; otherwise it waits
 // for a faster site. Once no known site can end it in time it is

@@ -9,9 +9,9 @@ import (
 	"testing"
 )
 
-var update = flag.Bool("update", false, "rewrite the op table in docs/protocol.md")
+var update = flag.Bool("update", false, "rewrite the op table in docs/reference/protocol.md")
 
-// renderOps renders the declared ops as the Markdown table docs/protocol.md
+// renderOps renders the declared ops as the Markdown table docs/reference/protocol.md
 // holds between its ops markers.
 func renderOps() string {
 	var b strings.Builder
@@ -35,10 +35,10 @@ const (
 	opsEnd   = "<!-- ops:end -->\n"
 )
 
-// TestProtocolDoc checks that docs/protocol.md lists exactly the declared
+// TestProtocolDoc checks that docs/reference/protocol.md lists exactly the declared
 // ops; -update rewrites its table.
 func TestProtocolDoc(t *testing.T) {
-	const path = "../docs/protocol.md"
+	const path = "../docs/reference/protocol.md"
 	doc, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +89,7 @@ func TestOpsDeclared(t *testing.T) {
 		delete(seen, name)
 	}
 	for name := range seen {
-		t.Errorf("op %s is new: add it to this list and to docs/protocol.md", name)
+		t.Errorf("op %s is new: add it to this list and to docs/reference/protocol.md", name)
 	}
 	if OpBulkAdd.Name != bulkAddName {
 		t.Errorf("FastBulkAdd matches %q, not %q", bulkAddName, OpBulkAdd.Name)

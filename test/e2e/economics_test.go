@@ -90,7 +90,7 @@ func (h *harness) ranAt(queue string) (map[string]int, int) {
 //     (less what running ones may cost, price x ceiling) cannot pay for,
 //     spending never passes it, and the planner reports the rest.
 //
-// Numbers (docs/seed002.md, "Live"): cheap 36 and dear 360 per core-hour,
+// Numbers (docs/policies/dbc.md, "Live"): cheap 36 and dear 360 per core-hour,
 // 4 one-slot placeholders at most each.
 func TestDeadlineBudgetSites(t *testing.T) {
 	t.Parallel()

@@ -18,7 +18,7 @@ import (
 // The workflow-system tests run the real Snakemake 7 and Makeflow (Debian's
 // snakemake and coop-computing-tools, installed by scripts/setup.sh) on a CLS
 // with local placeholders, through the profile in examples/snakemake/profile
-// and scripts/mq-makeflow (docs/workflows.md).
+// and scripts/mq-makeflow (docs/guide/workflows.md).
 
 // wfSamples is the number of samples of the three-stage workflows: per sample
 // a blast-like and a parse-like job, then one summary job: 101 jobs.
@@ -291,7 +291,7 @@ func TestMakeflowFailedRule(t *testing.T) {
 	}
 	// No rule depends on a failing one: with -T cluster Makeflow then spins
 	// for ever after the failure, with a plain background-launch submit
-	// command too (with -T local it ends); docs/workflows.md.
+	// command too (with -T local it ends); docs/guide/workflows.md.
 	mf := "ok.txt:\n\techo ok > ok.txt\n\nbad.txt: ok.txt\n\tsh -c 'exit 3' && touch bad.txt\n\nworse.txt: ok.txt\n\texit 4\n"
 	if err := os.WriteFile(filepath.Join(dir, "wf.mf"), []byte(mf), 0o644); err != nil {
 		t.Fatal(err)

@@ -18,7 +18,7 @@ import (
 )
 
 // Seed 000's bag of tasks live, set beside mqsim grid's prediction for the
-// same small workload (scripts/bench/seed000-live.sh; docs/seed000.md):
+// same small workload (scripts/bench/seed000-live.sh; docs/policies/bag-of-tasks.md):
 // two sites that share no filesystem, one placeholder each, grid (SGE,
 // mquser) twice as fast as slurmy (Slurm, mquser2: each task sleeps twice
 // as long there); S000_TASKS tasks, each reading its own S000_MIB MiB

@@ -17,12 +17,14 @@ import (
 // from their urfave/cli definitions, so help, man pages and completion
 // never disagree: `cls docs DIR` (hidden; scripts/install-shell.sh runs it)
 // writes them. bash and zsh completion ask the command itself (urfave/cli's
-// --generate-bash-completion); fish's is static.
+// --generate-bash-completion); fish's is static. The same definitions give
+// the committed CLI reference, docs/reference/cli.md (cliMarkdown; a test
+// fails when the file and the flags disagree).
 
 func clsDocs() *cli.Command {
 	return &cli.Command{
 		Name:      "docs",
-		Usage:     "write man pages and bash, zsh and fish completion for mq's commands into DIR",
+		Usage:     "write man pages, bash, zsh and fish completion and the Markdown reference for mq's commands into DIR",
 		ArgsUsage: "DIR",
 		Hidden:    true,
 		Action: func(c *cli.Context) error {
@@ -45,8 +47,19 @@ func docApps() []*cli.App {
 }
 
 // writeDocs writes every command's man page and completion scripts into
-// dir: man1/NAME.1, bash/NAME, zsh/_NAME, fish/NAME.fish.
+// dir: man1/NAME.1, bash/NAME, zsh/_NAME, fish/NAME.fish, and the Markdown
+// reference of them all, cli.md.
 func writeDocs(dir string) error {
+	md, err := cliMarkdown()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cli.md"), []byte(md), 0o644); err != nil {
+		return err
+	}
 	for _, a := range docApps() {
 		man, err := a.ToManWithSection(1)
 		if err != nil {
@@ -72,6 +85,48 @@ func writeDocs(dir string) error {
 		}
 	}
 	return nil
+}
+
+// cliMarkdown renders every command's flags and subcommands as one
+// Markdown page, a section per binary, as urfave/cli's ToMarkdown writes
+// them. The version is left out: the page must not change per build.
+func cliMarkdown() (string, error) {
+	var b strings.Builder
+	b.WriteString("# Command-line reference\n\n")
+	b.WriteString("Generated from the commands' flag definitions by `cls docs DIR` (its `cli.md`);\n")
+	b.WriteString("`go test ./cmd/internal/clscmd -run TestCLIReference -update` rewrites this file.\n")
+	b.WriteString("The guide ([docs/guide](../guide/)) says when to use what.\n")
+	for _, a := range docApps() {
+		a.Version = ""
+		md, err := a.ToMarkdown()
+		if err != nil {
+			return "", fmt.Errorf("%s: markdown: %w", a.Name, err)
+		}
+		b.WriteString("\n## " + a.Name + "\n")
+		b.WriteString(demote(md) + "\n")
+	}
+	return b.String(), nil
+}
+
+// demote puts ToMarkdown's headings two levels down, under the page's
+// title and the command's section, and drops its NAME heading (the
+// section is the name).
+func demote(md string) string {
+	var out []string
+	fence := false
+	for _, l := range strings.Split(strings.TrimSpace(md), "\n") {
+		switch {
+		case strings.HasPrefix(l, "```"):
+			fence = !fence
+		case fence:
+		case l == "# NAME":
+			continue
+		case strings.HasPrefix(l, "#"):
+			l = "##" + l
+		}
+		out = append(out, l)
+	}
+	return strings.TrimSpace(strings.Join(out, "\n"))
 }
 
 // fixFish gives fish each flag name as the kind it is: urfave/cli takes a

@@ -18,7 +18,7 @@ import (
 // the sites in proportion to the flow the plan sends there. The placeholder
 // counts are what the plan is for; the job sites follow from them so that
 // the CLS, which follows job sites, runs the stages where the plan put
-// them. docs/seed001.md says what is approximated.
+// them. docs/policies/lp.md says what is approximated.
 type LP struct {
 	MinUtil   float64       // W_MIN
 	TimeLimit time.Duration // bounds the solve; 0: 30 s

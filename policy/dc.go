@@ -74,7 +74,7 @@ type Snapshot struct {
 // in simulation time units"), and CostUnit keeps that by default: the cost
 // term weighs 100 times more than it would in seconds. That reproduces the
 // thesis's "maximum data affinity at every placeholder count" on a WAN; in
-// seconds DC gives up a little affinity on a WAN too (docs/simulation.md).
+// seconds DC gives up a little affinity on a WAN too (docs/policies/simulator.md).
 //
 // Waiting cannot starve a job: its queue-time term grows by 1/latency per
 // second, so any job is dispatched after at most

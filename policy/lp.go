@@ -22,7 +22,7 @@ import (
 // lp. A stage's jobs still waiting on the one before count toward it (they
 // are the items to come); a stage's Out is what one item sends the next,
 // priced on the sites' Links, so a slow link keeps a stage at the site of
-// the stage that feeds it (docs/seed001.md).
+// the stage that feeds it (docs/policies/lp.md).
 type LP struct {
 	MinUtil float64 // W_MIN
 	// MaxNodes bounds the branch and bound over whole slot counts; 0: 200.

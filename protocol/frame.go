@@ -2,7 +2,7 @@
 // mqstat, mqdel, placeholders, the driver) speaks it to the CLS over a Unix
 // socket or an SSH channel. Frames are single-line JSON objects; requests
 // carry an id, so a client may pipeline many and read replies in any order.
-// docs/protocol.md describes it for people.
+// docs/reference/protocol.md describes it for people.
 package protocol
 
 import (

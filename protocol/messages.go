@@ -108,7 +108,7 @@ type Submit struct {
 	Jobs []JobSpec `json:"jobs"`
 	// Bundle makes the request's jobs one bundle: one placeholder runs them
 	// one after another in this order, each keeping its own id, state, exit
-	// status and output (see docs/protocol.md).
+	// status and output (see docs/reference/protocol.md).
 	Bundle bool `json:"bundle,omitempty"`
 	// Token, if set, makes the request idempotent: a submit repeating a
 	// token the metaqueue has already committed adds nothing and returns
@@ -282,7 +282,7 @@ type JobDetail struct {
 	Plan      *JobPlan       `json:"plan,omitempty"`      // where a plan (cls plan make) put it
 	// Infeasible says why a job not started (ready, or waiting on
 	// prerequisites) cannot end by its queue's deadline at any known site
-	// (it waits; docs/seed002.md); OverBudget, for a job not started,
+	// (it waits; docs/policies/dbc.md); OverBudget, for a job not started,
 	// that its queue's budget left cannot pay for all such jobs.
 	Infeasible string `json:"infeasible,omitempty"`
 	OverBudget string `json:"over_budget,omitempty"`
@@ -478,7 +478,7 @@ type QueueInfo struct {
 	// seconds; Budget what they may cost, in the sites' price unit. 0:
 	// none. Sites that follow a deadline-and-budget planner provision for
 	// them, and dispatch never starts a job the budget left cannot pay
-	// for (docs/seed002.md).
+	// for (docs/policies/dbc.md).
 	Deadline float64 `json:"deadline,omitempty"`
 	Budget   float64 `json:"budget,omitempty"`
 	// Spent is what the queue's ended attempts cost (site price x

@@ -11,7 +11,7 @@ import (
 // commit, and a line of documentation, with the request and reply body
 // types as type parameters. The server's routes and role checks, the typed
 // client calls (client.Do, client.Stream, client.Go) and the table in
-// docs/protocol.md all derive from these declarations, so a request sent
+// docs/reference/protocol.md all derive from these declarations, so a request sent
 // with the wrong body or read into the wrong reply type does not compile.
 
 // Spec is what an operation declares besides its body types.
@@ -24,7 +24,7 @@ type Spec struct {
 	// Durable ops change users' work and reply only after the change is
 	// committed, fsync'd even under --sync submit.
 	Durable bool
-	Doc     string // one line, for docs/protocol.md
+	Doc     string // one line, for docs/reference/protocol.md
 }
 
 // Op is an operation whose reply is one Resp.

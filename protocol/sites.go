@@ -39,7 +39,7 @@ type SiteSpec struct {
 	NodeLocal bool `json:"node_local,omitempty"`
 	// Price is what one core-hour at the site costs, in the unit queue
 	// budgets are in; 0: free. Attempts there are charged at it
-	// (docs/seed002.md).
+	// (docs/policies/dbc.md).
 	Price float64 `json:"price,omitempty"`
 	// Provision names the Provisioning policy the site's placeholders
 	// follow (dbc-cost, dbc-costtime, dbc-time, lp): "" is the demand rule

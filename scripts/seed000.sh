@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Seed 000 reproduced full size (docs/seed000.md): mqsim grid at 3, 15 and
+# Seed 000 reproduced full size (docs/policies/bag-of-tasks.md): mqsim grid at 3, 15 and
 # 75 MiB over SEEDS seeds with the seed's six executions, with shared
 # hosts (--load 0.5, the default) and dedicated ones (--load 0), then every
 # bag-of-tasks level of the traces in WFDIR. Output in OUT (default

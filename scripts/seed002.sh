@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Seed 002 reproduced full size (docs/seed002.md): mqsim econ over the
+# Seed 002 reproduced full size (docs/policies/dbc.md): mqsim econ over the
 # seed's 8 deadlines x 18 budgets for cost, cost-time and time
 # optimisation, the same sweep with the jobs per resource, and seeds 1-5 at
 # budget 22,000 (Figures 7 and 8) to show the job lengths drawn do not

@@ -14,7 +14,7 @@ import (
 // run several times over the same inputs on sites of heterogeneous hosts,
 // every input first at the user's home machine behind one shared link,
 // with job replication (the first copy to finish wins, the others are
-// killed). docs/seed000.md compares its results with the seed's and lists
+// killed). docs/policies/bag-of-tasks.md compares its results with the seed's and lists
 // how each ambiguity of the seed was resolved.
 
 // GridConfig is one simulation: a platform and an application drawn from
@@ -98,7 +98,7 @@ type GridResult struct {
 
 // SeedCostPerByte converts input bytes to reference seconds as the seed's
 // prose does (3 MB of input costs about 5,000 s: 0.001602171 s a byte-KB
-// ratio read as 1.602171 s per KiB; docs/seed000.md).
+// ratio read as 1.602171 s per KiB; docs/policies/bag-of-tasks.md).
 const SeedCostPerByte = 1.602171 / 1024
 
 // GridPolicies lists the policies RunGrid simulates, in registry order.

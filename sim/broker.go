@@ -15,7 +15,7 @@ import (
 
 // TableI is the seed's Table I (the GridSim model of the World-Wide Grid
 // testbed): PEs, MIPS per PE (SPEC CINT2000) and price in G$ per PE time
-// unit. docs/seed002.md says how each value was read from the garbled
+// unit. docs/policies/dbc.md says how each value was read from the garbled
 // extraction; every row's MIPS/price matches the table's MIPS per G$ column.
 func TableI() []dbc.Resource {
 	return []dbc.Resource{

@@ -13,7 +13,7 @@ import (
 // stages run by placeholders bound to a stage, each pulling the next item
 // its stage has ready, under three allocations: Trivial (one placeholder
 // per stage), Total (every placeholder, split among the stages by their
-// work) and LPSched (lpsched's plan). docs/seed001.md says what the seed
+// work) and LPSched (lpsched's plan). docs/policies/lp.md says what the seed
 // does not give and what was chosen.
 
 // LPScenario is one of the seed's experiments.

@@ -33,7 +33,7 @@ type Platform struct {
 // Smurph time unit (10 ms), with the section 2.3.2 batch queue (another
 // user's 1 s job between two of our placeholders). They are the defaults
 // because the thesis's own results only add up with these rates (see
-// docs/simulation.md): its 2-placeholder FCFS makespans grow by 550 s (LAN)
+// docs/policies/simulator.md): its 2-placeholder FCFS makespans grow by 550 s (LAN)
 // and 2,550 s (WAN) from original to x100 files, which is about 500 remote
 // 4.5 MB files at 2 MB/s and 0.5 MB/s, not at 20 kB/s and 5 kB/s (that
 // would be 110,000 s and more).

@@ -174,7 +174,7 @@ func (w *Workload) link() error {
 	return nil
 }
 
-// The workload file format (see docs/simulation.md).
+// The workload file format (see docs/policies/simulator.md).
 type workloadJSON struct {
 	Files []struct {
 		Name  string `json:"name"`

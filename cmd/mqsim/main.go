@@ -1,4 +1,4 @@
-// Command mqsim: see `mqsim --help`, the README and docs/simulation.md.
+// Command mqsim: see `mqsim --help`, the README and docs/policies/simulator.md.
 package main
 
 import (

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Seed 000's bag of tasks live (job replication, issue 17), set beside
-# mqsim grid's prediction for the same workload (docs/seed000.md, "Live").
+# mqsim grid's prediction for the same workload (docs/policies/bag-of-tasks.md, "Live").
 #
 # Runs the sites suite's TestSeed000LiveVsSim: two real sites that share
 # no filesystem (grid: SGE as mquser; slurmy: Slurm as mquser2, each with

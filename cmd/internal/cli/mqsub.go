@@ -74,7 +74,7 @@ func mqsubFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "no-replicate", Usage: "never run the job as more than one attempt at once (queues that copy running jobs: sa, wqr, --max-copies); in a file, \"no_replicate\": true"},
 		&cli.StringFlag{Name: "array", Usage: "submit an array of jobs, one per index of `FIRST-LAST[:STEP]`, each with MQ_ARRAY_INDEX and {} in COMMAND replaced by its index"},
 		&cli.DurationFlag{Name: "timeout", Usage: "with -b: stop waiting (exit 1) after `DURATION`; the jobs go on"},
-		&cli.StringFlag{Name: "wfformat", Usage: "replay the WfFormat workflow trace `TRACE` live: a job per task sleeping its runtime, reading and writing its files (docs/workflows.md)", TakesFile: true},
+		&cli.StringFlag{Name: "wfformat", Usage: "replay the WfFormat workflow trace `TRACE` live: a job per task sleeping its runtime, reading and writing its files (docs/guide/workflows.md)", TakesFile: true},
 		&cli.Float64Flag{Name: "time-scale", Value: 1, Usage: "with --wfformat: runtimes x `X`"},
 		&cli.Float64Flag{Name: "size-scale", Value: 1, Usage: "with --wfformat: file sizes x `Y`"},
 		&cli.StringFlag{Name: "target-prefix", Usage: "with --wfformat: each task's target is `P` then its id"},

@@ -37,7 +37,7 @@ the same for every policy. --load draws each copy's host availability
 U(1-load, 1), standing in for the seed's NWS traces. With --trace, each
 level of each WfFormat file with at least --min-tasks tasks is the bag of
 tasks instead (traced runtimes taken on a host of speed 10).
-docs/seed000.md compares the results with the seed's.`,
+docs/policies/bag-of-tasks.md compares the results with the seed's.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "policy", Value: strings.Join(sim.GridDefault(), ","), Usage: "policies: " + strings.Join(sim.GridPolicies(), ", ")},
 			&cli.StringFlag{Name: "granularity", Value: "3,15,75", Usage: "mean task input sizes in MiB"},

@@ -32,11 +32,11 @@ of the seed's Table I under each deadline (time units) and budget (G$),
 re-planning with the strategy at every job end. Prints, per deadline and
 budget, each strategy's jobs completed, time spent (when the last job
 ended) and budget spent; --by-resource adds how many jobs each resource
-ran. docs/seed002.md compares the results with the seed's.
+ran. docs/policies/dbc.md compares the results with the seed's.
 
 --resource (repeat) replaces Table I: PES jobs at once, SPEED MI per time
 unit per PE, PRICE per PE time unit; with --mi and --spread it predicts a
-live run (docs/seed002.md, "Live").`,
+live run (docs/policies/dbc.md, "Live").`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "strategy", Value: "cost,costtime,time", Usage: "strategies: cost, costtime, time"},
 			&cli.StringFlag{Name: "deadline", Value: joinFloats(sim.SeedDeadlines()), Usage: "deadlines, time units from the start"},

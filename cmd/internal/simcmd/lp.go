@@ -35,7 +35,7 @@ GridArrayAverager, adder 2x and 5x the reader, on UFMG's 17 machines),
 intra (the virtual microscope on Maryland's 48) and inter (Maryland and
 Ohio joined by a slow shared link, minimum utilisation 0.7). Prints, per
 scenario and input size, each strategy's time and placeholders; --plan
-prints where each strategy puts them. docs/seed001.md compares with the
+prints where each strategy puts them. docs/policies/lp.md compares with the
 seed.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "scenario", Value: strings.Join(names, ","), Usage: "scenarios: " + strings.Join(names, ", ")},

@@ -38,7 +38,7 @@ workload is used (1,000 pipelines, batches of 16, generated per seed).
 --staging inline (the default) is the thesis's model: a placeholder copies
 its job's inputs within its turn; --staging live is the live CLS's: the
 CLS brings inputs beforehand, 4 files at a time, and keeps every copy.
-File formats and the model: docs/simulation.md.
+File formats and the model: docs/policies/simulator.md.
 
 Output: a table per network and file inflation (mean over seeds), or with
 --json one object per run. --plot DIR writes SVG charts and DIR/index.html.`

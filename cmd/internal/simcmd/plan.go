@@ -34,7 +34,7 @@ drawn per --seed (the first, which holds the workflow's inputs, at speed 1),
 linked by --bandwidth and --latency, and prints each way's predicted
 makespan and bytes moved between sites: late binding taking the job ready
 longest (late-fcfs) or the one with most input bytes at the asking site
-(late-local), MinMin, HEFT, AEH-ETAA and LP (seed 001). The model is the planners' (docs/planning.md).
+(late-local), MinMin, HEFT, AEH-ETAA and LP (seed 001). The model is the planners' (docs/policies/planners.md).
 A planner that fails does not stop the comparison: its column shows
 HEFT's plan (else MinMin's, else the list search's), marked * and explained
 under the table ("fallback" in --json).

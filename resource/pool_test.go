@@ -1,0 +1,225 @@
+package resource
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+func mustPool(t testing.TB, c Capacity) *Pool {
+	t.Helper()
+	p, err := NewPool(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestPoolPacksMixedJobs(t *testing.T) {
+	// 16 cores and 64 GiB run one 8-core 30 GiB job beside eight 1-core jobs.
+	p := mustPool(t, Capacity{CPUs: 16, Mem: 64 * GiB})
+	if _, ok := p.Take(Request{CPUs: 8, Mem: 30 * GiB}); !ok {
+		t.Fatal("big job does not fit an empty pool")
+	}
+	for i := range 8 {
+		if _, ok := p.Take(Request{CPUs: 1, Mem: GiB}); !ok {
+			t.Fatalf("small job %d does not fit", i)
+		}
+	}
+	if p.Fits(Request{}) {
+		t.Errorf("a 17th core fits: free %v", p.Free())
+	}
+}
+
+func TestPoolSlots(t *testing.T) {
+	// No declared cores, memory or GPUs: today's placeholder of 3 slots.
+	p := mustPool(t, Capacity{CPUs: 3})
+	var gs []Grant
+	for range 3 {
+		g, ok := p.Take(Request{Mem: 100 * GiB}) // memory not counted when not known
+		if !ok || g.Cores() != nil || g.GPUs() != nil {
+			t.Fatalf("Take = %+v, %v", g, ok)
+		}
+		gs = append(gs, g)
+	}
+	if _, ok := p.Take(Request{}); ok {
+		t.Fatal("a 4th slot was taken")
+	}
+	if p.Fits(Request{GPUs: 1}) || p.Fits(Request{Named: map[string]int{"lic": 1}}) {
+		t.Error("GPU or named request fits a pool with none")
+	}
+	p.Give(gs[1])
+	if _, ok := p.Take(Request{}); !ok {
+		t.Fatal("a slot given back cannot be taken")
+	}
+}
+
+func TestPoolChoosesLowestIDs(t *testing.T) {
+	// The GPU ids are declared here: there is no GPU on the test machine.
+	p := mustPool(t, Capacity{CPUs: 4, CoreIDs: []int{2, 3, 6, 7}, GPUIDs: []string{"0", "1", "2", "3"}})
+	a, _ := p.Take(Request{CPUs: 2, GPUs: 1})
+	b, _ := p.Take(Request{CPUs: 1, GPUs: 2})
+	if got := a.Cores(); !slices.Equal(got, []int{2, 3}) {
+		t.Errorf("a cores %v", got)
+	}
+	if got := a.GPUs(); !slices.Equal(got, []string{"0"}) {
+		t.Errorf("a GPUs %v", got)
+	}
+	if got := b.Cores(); !slices.Equal(got, []int{6}) {
+		t.Errorf("b cores %v", got)
+	}
+	if got := b.GPUs(); !slices.Equal(got, []string{"1", "2"}) {
+		t.Errorf("b GPUs %v", got)
+	}
+	p.Give(a)
+	c, _ := p.Take(Request{CPUs: 3, GPUs: 2})
+	if got := c.Cores(); !slices.Equal(got, []int{2, 3, 7}) {
+		t.Errorf("c cores %v", got)
+	}
+	if got := c.GPUs(); !slices.Equal(got, []string{"0", "3"}) {
+		t.Errorf("c GPUs %v", got)
+	}
+	if p.Fits(Request{}) {
+		t.Errorf("a core fits a full pool: free %v", p.Free())
+	}
+}
+
+func TestPoolGiveTwicePanics(t *testing.T) {
+	p := mustPool(t, Capacity{CPUs: 2, GPUIDs: []string{"0"}})
+	g, _ := p.Take(Request{GPUs: 1})
+	p.Give(g)
+	defer func() {
+		if recover() == nil {
+			t.Error("second Give did not panic")
+		}
+	}()
+	p.Give(g)
+}
+
+func TestCapacityValidate(t *testing.T) {
+	bad := []Capacity{
+		{CPUs: 0},
+		{CPUs: 2, CoreIDs: []int{1}},
+		{CPUs: 2, CoreIDs: []int{1, 1}},
+		{CPUs: 1, GPUIDs: []string{""}},
+		{CPUs: 1, GPUIDs: []string{"0", "0"}},
+		{CPUs: 1, Mem: -1},
+		{CPUs: 1, Named: map[string]int{"a-b": 1}},
+	}
+	for _, c := range bad {
+		if _, err := NewPool(c); err == nil {
+			t.Errorf("NewPool(%+v): no error", c)
+		}
+	}
+}
+
+// TestPoolModel takes and gives at random and checks the pool against a
+// model: never more taken than held, never a core or GPU in two grants,
+// and everything back when all is given.
+func TestPoolModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 30))
+	for round := range 200 {
+		ncore := 1 + rng.IntN(70)
+		c := Capacity{CPUs: ncore, Mem: int64(1+rng.IntN(64)) * GiB, Named: map[string]int{"lic": rng.IntN(4)}}
+		if rng.IntN(2) == 0 {
+			for i := range ncore {
+				c.CoreIDs = append(c.CoreIDs, 2*i+1)
+			}
+		}
+		for i := range rng.IntN(9) {
+			c.GPUIDs = append(c.GPUIDs, string(rune('a'+i)))
+		}
+		p := mustPool(t, c)
+		var held []Grant
+		for range 300 {
+			if len(held) > 0 && rng.IntN(3) == 0 {
+				i := rng.IntN(len(held))
+				p.Give(held[i])
+				held = slices.Delete(held, i, i+1)
+			} else {
+				r := Request{CPUs: rng.IntN(5), Mem: int64(rng.IntN(8)) * GiB, GPUs: rng.IntN(3)}
+				if rng.IntN(4) == 0 {
+					r.Named = map[string]int{"lic": 1}
+				}
+				fits := p.Fits(r)
+				g, ok := p.Take(r)
+				if ok != fits {
+					t.Fatalf("round %d: Fits %v but Take %v", round, fits, ok)
+				}
+				if ok {
+					held = append(held, g)
+				}
+			}
+			cores, gpus, mem, lic := map[int]bool{}, map[string]bool{}, int64(0), 0
+			ncpu := 0
+			for _, g := range held {
+				ncpu += g.CPUs
+				mem += g.Mem
+				lic += g.Named["lic"]
+				if c.CoreIDs != nil && len(g.Cores()) != g.CPUs {
+					t.Fatalf("grant of %d cpus names cores %v", g.CPUs, g.Cores())
+				}
+				for _, id := range g.Cores() {
+					if cores[id] {
+						t.Fatalf("core %d granted twice", id)
+					}
+					cores[id] = true
+				}
+				for _, id := range g.GPUs() {
+					if gpus[id] {
+						t.Fatalf("GPU %s granted twice", id)
+					}
+					gpus[id] = true
+				}
+			}
+			if ncpu > c.CPUs || mem > c.Mem || len(gpus) > len(c.GPUIDs) || lic > c.Named["lic"] {
+				t.Fatalf("over-allocated: %d cpus, %d mem, %d GPUs, %d lic of %v", ncpu, mem, len(gpus), lic, c)
+			}
+			if f := p.Free(); f.CPUs != c.CPUs-ncpu || len(f.GPUIDs) != len(c.GPUIDs)-len(gpus) {
+				t.Fatalf("free %v, model %d cpus %d GPUs", f, c.CPUs-ncpu, len(c.GPUIDs)-len(gpus))
+			}
+		}
+		for _, g := range held {
+			p.Give(g)
+		}
+		if !p.Idle() {
+			t.Fatalf("round %d: not idle after giving all back: %v", round, p.Free())
+		}
+	}
+}
+
+// BenchmarkFitTakeGive is one dispatch decision's work on a placeholder:
+// Fits, Take and Give, cycling over 8 request shapes.
+func BenchmarkFitTakeGive(b *testing.B) {
+	ids := make([]int, 64)
+	for i := range ids {
+		ids[i] = i
+	}
+	for _, bc := range []struct {
+		name string
+		c    Capacity
+	}{
+		{"slots", Capacity{CPUs: 64, Mem: 256 * GiB}},
+		{"cores+gpus", Capacity{CPUs: 64, CoreIDs: ids, Mem: 256 * GiB, GPUIDs: []string{"0", "1", "2", "3"}}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			p := mustPool(b, bc.c)
+			shapes := make([]Request, 8)
+			for i := range shapes {
+				shapes[i] = Request{CPUs: 1 << (i % 4), Mem: int64(i+1) * GiB}
+				if len(bc.c.GPUIDs) > 0 {
+					shapes[i].GPUs = i / 6
+				}
+			}
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				r := shapes[i%8]
+				if !p.Fits(r) {
+					b.Fatal("no fit")
+				}
+				g, _ := p.Take(r)
+				p.Give(g)
+			}
+		})
+	}
+}

@@ -121,6 +121,12 @@ func (g Grant) Cores() []int {
 	return ids
 }
 
+// PoolHasGPUs reports whether the pool g came from holds GPUs, granted
+// to g or not: a job there must be told which are its own, even none.
+func (g Grant) PoolHasGPUs() bool {
+	return g.pool != nil && len(g.pool.c.GPUIDs) > 0
+}
+
 // GPUs returns the ids of the GPUs granted, in the pool's order.
 func (g Grant) GPUs() []string {
 	if g.gpus == 0 {

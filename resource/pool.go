@@ -218,16 +218,17 @@ func (p *Pool) Idle() bool {
 	return true
 }
 
-// Fits reports whether r fits what is free now.
+// Fits reports whether r fits what is free now. A request with a
+// negative amount fits nowhere.
 func (p *Pool) Fits(r Request) bool {
-	if r.Cores() > p.cpus || r.GPUs > p.ngpu {
+	if r.Cores() > p.cpus || r.GPUs > p.ngpu || r.GPUs < 0 || r.Mem < 0 {
 		return false
 	}
 	if p.c.Mem > 0 && r.Mem > p.mem {
 		return false
 	}
 	for name, n := range r.Named {
-		if n > p.named[name] {
+		if n > p.named[name] || n < 0 {
 			return false
 		}
 	}
@@ -266,7 +267,9 @@ func (p *Pool) Take(r Request) (Grant, bool) {
 	}
 	p.ngpu -= r.GPUs
 	for name, n := range r.Named {
-		p.named[name] -= n
+		if n != 0 {
+			p.named[name] -= n
+		}
 	}
 	return g, true
 }
@@ -293,7 +296,9 @@ func (p *Pool) Give(g Grant) {
 	p.gpus |= g.gpus
 	p.ngpu += bits.OnesCount64(g.gpus)
 	for name, n := range g.Named {
-		p.named[name] += n
+		if n != 0 {
+			p.named[name] += n
+		}
 	}
 	if p.cpus > p.c.CPUs || p.mem > p.c.Mem {
 		panic("resource: Give of more than was taken")

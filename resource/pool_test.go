@@ -84,6 +84,24 @@ func TestPoolChoosesLowestIDs(t *testing.T) {
 	}
 }
 
+func TestPoolOddRequests(t *testing.T) {
+	p := mustPool(t, Capacity{CPUs: 2, Mem: GiB})
+	for _, r := range []Request{{GPUs: -1}, {Mem: -1}, {Named: map[string]int{"lic": -1}}} {
+		if p.Fits(r) {
+			t.Errorf("%+v fits", r)
+		}
+	}
+	// A named amount of zero asks for nothing, even of a name the pool lacks.
+	g, ok := p.Take(Request{Named: map[string]int{"lic": 0}})
+	if !ok {
+		t.Fatal("zero named amount does not fit")
+	}
+	p.Give(g)
+	if !p.Idle() {
+		t.Errorf("not idle: %v", p.Free())
+	}
+}
+
 func TestPoolGiveTwicePanics(t *testing.T) {
 	p := mustPool(t, Capacity{CPUs: 2, GPUIDs: []string{"0"}})
 	g, _ := p.Take(Request{GPUs: 1})
@@ -263,4 +281,56 @@ func BenchmarkWindowFirstFit(b *testing.B) {
 		}
 		at = (at + 1) % ready
 	}
+}
+
+// FuzzPool drives a pool with take and give operations from the fuzzer's
+// bytes and checks it never grants more than it holds, nor a core or GPU
+// twice, and is whole again once everything is given back.
+func FuzzPool(f *testing.F) {
+	f.Add([]byte{0x12, 0x34, 0x80, 0x07, 0xff, 0x81})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		c := Capacity{CPUs: 8, CoreIDs: []int{0, 1, 2, 3, 4, 5, 6, 7}, Mem: 16 * GiB, GPUIDs: []string{"0", "1", "2"}, Named: map[string]int{"lic": 2}}
+		p := mustPool(t, c)
+		var held []Grant
+		for _, op := range ops {
+			if op&0x80 != 0 && len(held) > 0 {
+				i := int(op&0x7f) % len(held)
+				p.Give(held[i])
+				held = slices.Delete(held, i, i+1)
+				continue
+			}
+			r := Request{CPUs: int(op & 7), Mem: int64(op>>3&3) * 4 * GiB, GPUs: int(op >> 5 & 3)}
+			if op&0x40 != 0 {
+				r.Named = map[string]int{"lic": 1}
+			}
+			if g, ok := p.Take(r); ok {
+				held = append(held, g)
+			}
+			cores, gpus, ncpu := map[int]bool{}, map[string]bool{}, 0
+			for _, g := range held {
+				ncpu += g.CPUs
+				for _, id := range g.Cores() {
+					if cores[id] {
+						t.Fatalf("core %d granted twice", id)
+					}
+					cores[id] = true
+				}
+				for _, id := range g.GPUs() {
+					if gpus[id] {
+						t.Fatalf("GPU %s granted twice", id)
+					}
+					gpus[id] = true
+				}
+			}
+			if ncpu > c.CPUs || len(cores) != ncpu {
+				t.Fatalf("%d cpus granted as %d cores of %d", ncpu, len(cores), c.CPUs)
+			}
+		}
+		for _, g := range held {
+			p.Give(g)
+		}
+		if !p.Idle() {
+			t.Fatalf("not idle after giving all back: %v", p.Free())
+		}
+	})
 }

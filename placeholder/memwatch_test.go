@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"regexp"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -171,4 +172,68 @@ func TestNewMemLimiterFallsBack(t *testing.T) {
 	}
 	// NewMemLimiter itself is not called: where it succeeds it moves
 	// the calling process into a new cgroup.
+}
+
+// TestCgroupLimiterFiles checks the files the cgroup limiter writes, on a
+// plain directory standing in for a cgroup v2 (the test machine has no
+// writable one): the agent moved to a leaf, the memory controller
+// enabled for children, a job's limit, and the kernel's OOM kill read
+// back as the reason.
+func TestCgroupLimiterFiles(t *testing.T) {
+	dir := t.TempDir()
+	self := dir + "/self"
+	os.WriteFile(self, []byte("1:name=systemd:/\n0::/user/agent42\n"), 0o644)
+	cg := dir + "/root/user/agent42"
+	os.MkdirAll(cg, 0o755)
+	os.WriteFile(cg+"/cgroup.controllers", []byte("cpu memory pids\n"), 0o644)
+	c, err := NewCgroupLimiter(dir+"/root", self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(name string) string {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if got := read(cg + "/agent/cgroup.procs"); got != strconv.Itoa(os.Getpid()) {
+		t.Errorf("agent leaf's cgroup.procs = %q", got)
+	}
+	if got := read(cg + "/cgroup.subtree_control"); got != "+memory" {
+		t.Errorf("cgroup.subtree_control = %q", got)
+	}
+
+	attr := &syscall.SysProcAttr{}
+	mw, err := c.Prepare(attr, 8*resource.GiB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := mw.(*cgroupWatch).dir
+	if got := read(job + "/memory.max"); got != strconv.FormatInt(8*resource.GiB, 10) {
+		t.Errorf("memory.max = %q", got)
+	}
+	if got := read(job + "/memory.oom.group"); got != "1" {
+		t.Errorf("memory.oom.group = %q", got)
+	}
+	if !attr.UseCgroupFD || attr.CgroupFD <= 0 {
+		t.Errorf("job not started in its cgroup: %+v", attr)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	os.WriteFile(job+"/memory.events", []byte("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n"), 0o644)
+	reason, killed := mw.Watch(ctx, 1)
+	if !killed || reason != "memory reached its request of 8 GiB (killed by the kernel)" {
+		t.Errorf("Watch = %q, %v", reason, killed)
+	}
+	for _, f := range []string{"memory.max", "memory.oom.group", "memory.swap.max", "memory.events"} {
+		os.Remove(job + "/" + f) // a real cgroup's files go with it
+	}
+	if err := mw.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if _, err := os.Stat(job); !os.IsNotExist(err) {
+		t.Errorf("job cgroup left: %v", err)
+	}
 }

@@ -512,31 +512,11 @@ func (s *Store) failStaging(k stageKey, st *stagingFile, cause error) error {
 	reason := protocol.ClipText(fmt.Sprintf("input %s could not be staged to %s: %v", k.path, k.to, cause), protocol.MaxReasonBytes)
 	s.stg.end(k)
 	for _, id := range slices.Sorted(maps.Keys(st.jobs)) {
-		if err := s.failQueued(id, reason); err != nil {
+		if err := s.failUnstageable(id, reason); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// failQueued ends a Queued job Failed with reason.
-func (s *Store) failQueued(id int64, reason string) error {
-	j, ok := s.g.Node(id)
-	if !ok || j.State != job.Queued {
-		return nil
-	}
-	if err := s.begin(); err != nil {
-		return err
-	}
-	if _, err := s.stmts.finish.Exec(string(job.Failed), nil, nil, micros(s.now()), reason, nil, nil, nil, id); err != nil {
-		return fatalError{err}
-	}
-	ch, err := s.g.Set(id, job.Failed)
-	if err != nil {
-		return err
-	}
-	s.log.Warn("job failed: an input could not be staged", "job", id, "reason", reason)
-	return s.applyChanges(ch, id, nil)
 }
 
 // record stores a transfer and adds it to the totals.

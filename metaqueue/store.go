@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -550,46 +549,6 @@ func (s *Store) now() time.Time { return s.opt.Now() }
 
 func micros(t time.Time) int64 { return t.UnixMicro() }
 
-// applyChanges makes storage, counters, ready heaps and waiters follow the
-// graph's changes. The row of self (the job the caller writes itself) is
-// not updated here, nor are rows still buffered in in (patched there).
-func (s *Store) applyChanges(ch []dag.Change, self int64, in *inserter) error {
-	if len(s.watches) > 0 {
-		s.watchChanges(ch)
-	}
-	for _, c := range ch {
-		cnt := s.countsFor(c.Queue)
-		if c.From != 0 {
-			cnt[c.From]--
-		}
-		cnt[c.To]++
-		if c.ID != self && !in.patch(c.ID, c.To) {
-			if _, err := s.stmts.setState.Exec(string(c.To), c.ID); err != nil {
-				return fatalError{err}
-			}
-		}
-		if c.To == job.Queued {
-			if len(s.plans.job) > 0 {
-				s.planReady(c.ID)
-			}
-			if q := s.queueIDs[c.Queue]; q != nil && !s.deferRank(q, c.ID, in) {
-				q.ready.Push(s.readyEntry(q, c.ID, c.Est, c.Target))
-				if q.isDC() {
-					s.becameReady(c.ID, s.now())
-				}
-			}
-		}
-		if c.To.Terminal() || c.To == job.Blocked {
-			s.ended = append(s.ended, c.ID)
-		}
-		if c.To.Terminal() {
-			s.bundles.ended(c.ID)
-			s.jobEnded(c.ID)
-		}
-	}
-	return nil
-}
-
 func (s *Store) addQueue(q *queue) {
 	s.queues[q.Name], s.queueIDs[q.id] = q, q
 	s.qlist = append(s.qlist, q)
@@ -854,36 +813,6 @@ func (s *Store) loadJobs(ctx context.Context, prereqs map[int64][]dag.TargetID, 
 	if s.nextID == 0 {
 		s.nextID = 1
 	}
-	return queued, nil
-}
-
-// reconcile makes stored pending states agree with the graph (they should
-// already), writing any it fixes, and returns queued with the jobs that
-// became Queued added, still in id order.
-func (s *Store) reconcile(ctx context.Context, queued []int64) ([]int64, error) {
-	ch := s.g.Reconcile()
-	if len(ch) == 0 {
-		return queued, nil
-	}
-	s.log.Warn("stored job states disagreed with prerequisites; fixing", "jobs", len(ch))
-	if err := s.begin(); err != nil {
-		return nil, err
-	}
-	for _, c := range ch {
-		s.countsFor(c.Queue)[c.From]--
-		s.countsFor(c.Queue)[c.To]++
-		if _, err := s.stmts.setState.Exec(string(c.To), c.ID); err != nil {
-			return nil, err
-		}
-		if c.To == job.Queued {
-			queued = append(queued, c.ID)
-		}
-	}
-	slices.Sort(queued)
-	if _, err := s.w.ExecContext(ctx, "COMMIT"); err != nil {
-		return nil, err
-	}
-	s.inTx = false
 	return queued, nil
 }
 

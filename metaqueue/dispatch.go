@@ -657,10 +657,9 @@ func (s *Store) pick(p *parkedNext, skipDC bool) (q *queue, id int64, waited boo
 // (a job whose inputs are being brought waits aside, so the placeholder
 // gets other ready work meanwhile).
 func (s *Store) pickFrom(q *queue, p *parkedNext) (int64, bool, error) {
-	walltime := p.req.WalltimeLeft
-	var aside []policy.Ready
+	var later []policy.Ready
 	defer func() {
-		for _, r := range aside {
+		for _, r := range later {
 			q.ready.Push(r)
 		}
 	}()
@@ -673,19 +672,13 @@ func (s *Store) pickFrom(q *queue, p *parkedNext) (int64, bool, error) {
 		if !ok || j.State != job.Queued {
 			continue // stale entry
 		}
-		if len(s.arrays.limited) > 0 && s.capped(r.ID) {
-			continue // held by its array until a member stops
-		}
-		if s.park(q, r) {
-			continue // no site can end it by the deadline: off the heap until one can
-		}
-		examined++
-		if !fits(j.Est, q, walltime) || (len(s.plans.job) > 0 && s.keepForPlan(r.ID, p.site)) || !s.affordable(q, j, p.site) {
-			aside = append(aside, r)
+		v, err := s.feasible(orderedChecks, asking{q, r, j, p})
+		if v == held {
 			continue
 		}
-		if here, err := s.dataReady(r.ID, p); err != nil || !here {
-			aside = append(aside, r)
+		examined++
+		if v == aside {
+			later = append(later, r)
 			if err != nil {
 				return 0, false, err
 			}

@@ -639,6 +639,10 @@ func (c *dcRound) membersOf(id int64) []int64 {
 func (s *Store) dcCandidates(c *dcRound) error {
 	d := &s.data
 	q, p := c.q, c.p
+	// Locals in the loop, c's fields after it: this runs for every job
+	// examined.
+	popped, cands, ins := c.popped, c.cands, c.ins
+	defer func() { c.popped, c.cands, c.ins = popped, cands, ins }()
 	var seen []int64 // bundles already among the candidates
 	for examined := 0; examined < policy.Window; {
 		r, ok := q.ready.Pop()
@@ -649,7 +653,7 @@ func (s *Store) dcCandidates(c *dcRound) error {
 		if !ok || j.State != job.Queued {
 			continue // stale entry
 		}
-		v, err := s.feasible(dcChecks, asking{q, r, j, p})
+		v, err := s.feasible(dcChecks, &asking{q, r, j, p})
 		if err != nil {
 			return err
 		}
@@ -658,14 +662,14 @@ func (s *Store) dcCandidates(c *dcRound) error {
 		}
 		examined++
 		if v == aside {
-			c.popped = append(c.popped, r)
+			popped = append(popped, r)
 			continue
 		}
 		one := [1]int64{r.ID}
 		members := one[:]
 		if bid, inBundle := s.bundles.of[r.ID]; inBundle {
 			if slices.Contains(seen, bid) {
-				c.popped = append(c.popped, r)
+				popped = append(popped, r)
 				continue
 			}
 			if members, _ = s.bundlePick(r.ID, p.req.WalltimeLeft); len(members) == 0 {
@@ -673,7 +677,7 @@ func (s *Store) dcCandidates(c *dcRound) error {
 			}
 			seen = append(seen, bid)
 		}
-		c.popped = append(c.popped, r)
+		popped = append(popped, r)
 		if s.opt.Stager != nil {
 			// DC prices the inputs that are elsewhere: only the job it
 			// chooses is staged here (below), not every job examined.
@@ -692,7 +696,7 @@ func (s *Store) dcCandidates(c *dcRound) error {
 			ready = c.now
 			d.readyAt[r.ID] = c.now
 		}
-		start := len(c.ins)
+		start := len(ins)
 		if q.pol.Needs&policy.NeedsBytesHere != 0 {
 			// With staging, every replica counts, not only the producer's.
 			var b int64
@@ -700,16 +704,16 @@ func (s *Store) dcCandidates(c *dcRound) error {
 				b += s.localBytes(m, c.cur, c.to)
 			}
 			if b > 0 {
-				c.ins = append(c.ins, policy.Input{Site: c.cur, Bytes: b})
+				ins = append(ins, policy.Input{Site: c.cur, Bytes: b})
 			}
 		} else {
-			c.ins = s.inputs(c.ins, members, c.cur, c.to)
+			ins = s.inputs(ins, members, c.cur, c.to)
 		}
-		c.cands = append(c.cands, policy.Candidate{
+		cands = append(cands, policy.Candidate{
 			ID:        r.ID,
 			QueueTime: max(c.now.Sub(ready).Seconds(), 0),
 			Runtime:   d.expect.Estimate(s.g.Name(j.Target), float64(j.Est)),
-			Inputs:    c.ins[start:len(c.ins):len(c.ins)],
+			Inputs:    ins[start:len(ins):len(ins)],
 		})
 	}
 	return nil

@@ -672,7 +672,7 @@ func (s *Store) pickFrom(q *queue, p *parkedNext) (int64, bool, error) {
 		if !ok || j.State != job.Queued {
 			continue // stale entry
 		}
-		v, err := s.feasible(orderedChecks, asking{q, r, j, p})
+		v, err := s.feasible(orderedChecks, &asking{q, r, j, p})
 		if v == held {
 			continue
 		}

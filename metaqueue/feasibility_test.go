@@ -1,59 +1,56 @@
 package metaqueue
 
 import (
-	"errors"
-	"reflect"
-	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/mq-hpc/mq/dag"
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
 )
 
-func TestFeasibleFirstNoDecides(t *testing.T) {
-	var ran []string
-	check := func(name string, v verdict, err error) feasibility {
-		return func(*Store, asking) (verdict, error) {
-			ran = append(ran, name)
-			return v, err
-		}
-	}
-	boom := errors.New("boom")
+// A job that does not fit the placeholder's walltime is set aside by
+// either chain; one that fits passes every check of a store with no
+// arrays, deadlines, plans or staging.
+func TestFeasibleWalltime(t *testing.T) {
+	s := &Store{}
+	q := &queue{}
 	for _, c := range []struct {
-		checks []feasibility
-		want   verdict
-		err    error
-		ran    string
+		est, walltime float64
+		want          verdict
 	}{
-		{nil, feasible, nil, ""},
-		{[]feasibility{check("a", feasible, nil), check("b", feasible, nil)}, feasible, nil, "a b"},
-		{[]feasibility{check("a", held, nil), check("b", aside, nil)}, held, nil, "a"},
-		{[]feasibility{check("a", feasible, nil), check("b", aside, nil), check("c", held, nil)}, aside, nil, "a b"},
-		{[]feasibility{check("a", aside, boom), check("b", feasible, nil)}, aside, boom, "a"},
+		{10, 0, feasible}, // unlimited
+		{10, 20, feasible},
+		{10, 5, aside},
 	} {
-		ran = nil
-		v, err := (&Store{}).feasible(c.checks, asking{})
-		if v != c.want || err != c.err || strings.Join(ran, " ") != c.ran {
-			t.Errorf("got %v, %v after %q; want %v, %v after %q", v, err, ran, c.want, c.err, c.ran)
+		a := &asking{q: q, j: dag.Node{Est: float32(c.est), State: job.Queued},
+			p: &parkedNext{req: protocol.Next{WalltimeLeft: c.walltime}}}
+		for _, chain := range [][]feasibility{orderedChecks, dcChecks} {
+			if v, err := s.feasible(chain, a); v != c.want || err != nil {
+				t.Errorf("est %g, walltime %g, %v: got %v, %v; want %v", c.est, c.walltime, chain, v, err, c.want)
+			}
 		}
 	}
 }
 
 // The two picks run their checks in one order: the dc chain is the ordered
-// chain less the checks DC does without.
+// chain less the checks DC does without, and the checks that hold a job
+// come before those that set one aside.
 func TestFeasibilityChainsAgree(t *testing.T) {
-	name := func(f feasibility) string {
-		n := runtime.FuncForPC(reflect.ValueOf(f).Pointer()).Name()
-		return n[strings.LastIndex(n, ".")+1:]
-	}
 	i := 0
 	for _, f := range dcChecks {
-		for i < len(orderedChecks) && name(orderedChecks[i]) != name(f) {
+		for i < len(orderedChecks) && orderedChecks[i] != f {
 			i++
 		}
 		if i == len(orderedChecks) {
-			t.Fatalf("dc check %s is not in the ordered chain, or out of its order", name(f))
+			t.Fatalf("dc check %v is not in the ordered chain, or out of its order", f)
 		}
 	}
-	if got := name(orderedChecks[0]) + " " + name(orderedChecks[1]); got != "heldByArray parkedInfeasible" {
-		t.Errorf("the checks that hold a job come first; got %s", got)
+	var names []string
+	for _, f := range orderedChecks {
+		names = append(names, f.String())
+	}
+	if got := strings.Join(names, " "); got != "heldByArray parkedInfeasible fitsWalltime keptForPlan withinBudget inputsHere" {
+		t.Errorf("ordered chain %s", got)
 	}
 }

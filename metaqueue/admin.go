@@ -344,14 +344,7 @@ func (s *Store) Delete(ctx context.Context, sel protocol.Select) (protocol.Actio
 			}
 			s.stopRun(id)
 		}
-		if _, err := s.w.ExecContext(context.Background(), "UPDATE jobs SET state = 'X', finished = ?, reason = ? WHERE id = ?", micros(s.now()), reason, id); err != nil {
-			return fatalError{err}
-		}
-		ch, err := s.g.Set(id, job.Deleted)
-		if err != nil {
-			return err
-		}
-		return s.applyChanges(ch, id, nil)
+		return s.deleteJob(id, reason)
 	}
 	return s.actOnSelected(ctx, sel, "WQEB", check, apply)
 }
@@ -403,22 +396,7 @@ func (s *Store) Rerun(ctx context.Context, sel protocol.Select) (protocol.Action
 		if err := s.begin(); err != nil {
 			return err
 		}
-		// The attempt being replaced goes to the history first.
-		if _, err := s.stmts.keepAttempt.Exec(id); err != nil {
-			return fatalError{err}
-		}
-		ch, err := s.g.Revive(id, dag.Node{Target: dag.TargetID(sj.target), Queue: sj.queue, Est: float32(sj.est), Prereqs: prereqs}, sj.state)
-		if err != nil {
-			return err
-		}
-		j, _ := s.g.Node(id)
-		if _, err := s.stmts.rerun.Exec(string(j.State), id); err != nil {
-			return fatalError{err}
-		}
-		if err := s.loadFiles(context.Background(), id); err != nil {
-			return fatalError{err}
-		}
-		return s.applyChanges(ch, id, nil)
+		return s.rerun(id, dag.Node{Target: dag.TargetID(sj.target), Queue: sj.queue, Est: float32(sj.est), Prereqs: prereqs}, sj.state)
 	}
 	return s.actOnSelected(ctx, sel, "DFX", check, apply)
 }

@@ -575,22 +575,74 @@ func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err 
 	if err != nil {
 		return 0, false, false, err
 	}
-	now := s.now()
-	walltime := p.req.WalltimeLeft
-	var to Place
+	c := dcRound{q: q, p: p, cur: cur, now: s.now()}
 	if s.opt.Stager != nil {
-		if to, err = s.storePlace(p.req.Placeholder); err != nil {
+		if c.to, err = s.storePlace(p.req.Placeholder); err != nil {
 			return 0, false, false, err
 		}
 	}
-	var groups map[int64][]int64 // bundles among the candidates: their members
-	membersOf := func(id int64) []int64 {
-		if m, ok := groups[id]; ok {
-			return m
-		}
-		return []int64{id}
+	c.popped, c.cands, c.ins = d.popped[:0], d.cands[:0], d.inBuf[:0]
+	if err := s.dcCandidates(&c); err != nil {
+		return 0, false, false, err
 	}
-	popped, cands, ins := d.popped[:0], d.cands[:0], d.inBuf[:0]
+	var dec policy.Decision
+	if len(c.cands) > 0 {
+		if dec, err = s.dcDecide(&c); err != nil {
+			return 0, false, false, err
+		}
+	} else {
+		dec.Wait = true
+	}
+	for _, r := range c.popped {
+		if dec.Wait || r.ID != dec.Job.ID {
+			q.ready.Push(r)
+		}
+	}
+	clear(c.cands) // drop references to input slices
+	d.popped, d.cands, d.inBuf = c.popped[:0], c.cands[:0], c.ins[:0]
+	if dec.Wait {
+		if len(c.cands) > 0 {
+			d.waits++
+			return 0, false, true, nil
+		}
+		return 0, false, false, nil
+	}
+	s.dataChanged() // the ready set, not where files are
+	return dec.Job.ID, true, false, nil
+}
+
+// dcRound is one pickDC: the asking placeholder, where it is, and the
+// candidates DC chooses among.
+type dcRound struct {
+	q   *queue
+	p   *parkedNext
+	cur policy.Site
+	to  Place // the placeholder's place, with staging
+	now time.Time
+
+	popped []policy.Ready     // off the heap, back unless chosen
+	cands  []policy.Candidate // what DC chooses among
+	ins    []policy.Input     // the candidates' inputs, one buffer
+	groups map[int64][]int64  // bundles among the candidates: their members
+}
+
+// membersOf is the jobs candidate id stands for: its bundle, or itself.
+func (c *dcRound) membersOf(id int64) []int64 {
+	if m, ok := c.groups[id]; ok {
+		return m
+	}
+	return []int64{id}
+}
+
+// dcCandidates pops up to policy.Window feasible ready jobs of c.q and
+// makes them DC's candidates, a bundle as one.
+func (s *Store) dcCandidates(c *dcRound) error {
+	d := &s.data
+	q, p := c.q, c.p
+	// Locals in the loop, c's fields after it: this runs for every job
+	// examined.
+	popped, cands, ins := c.popped, c.cands, c.ins
+	defer func() { c.popped, c.cands, c.ins = popped, cands, ins }()
 	var seen []int64 // bundles already among the candidates
 	for examined := 0; examined < policy.Window; {
 		r, ok := q.ready.Pop()
@@ -601,11 +653,15 @@ func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err 
 		if !ok || j.State != job.Queued {
 			continue // stale entry
 		}
-		if len(s.arrays.limited) > 0 && s.capped(r.ID) {
-			continue // held by its array until a member stops
+		v, err := s.feasible(dcChecks, &asking{q, r, j, p})
+		if err != nil {
+			return err
+		}
+		if v == held {
+			continue
 		}
 		examined++
-		if !fits(j.Est, q, walltime) || !s.affordable(q, j, p.site) {
+		if v == aside {
 			popped = append(popped, r)
 			continue
 		}
@@ -616,7 +672,7 @@ func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err 
 				popped = append(popped, r)
 				continue
 			}
-			if members, _ = s.bundlePick(r.ID, walltime); len(members) == 0 {
+			if members, _ = s.bundlePick(r.ID, p.req.WalltimeLeft); len(members) == 0 {
 				continue // held back; pushed again when its state changes
 			}
 			seen = append(seen, bid)
@@ -625,108 +681,98 @@ func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err 
 		if s.opt.Stager != nil {
 			// DC prices the inputs that are elsewhere: only the job it
 			// chooses is staged here (below), not every job examined.
-			if s.stagingElsewhere(members, to) {
+			if s.stagingElsewhere(members, c.to) {
 				continue // another place is bringing its inputs
 			}
 			if len(members) > 1 {
-				if groups == nil {
-					groups = map[int64][]int64{}
+				if c.groups == nil {
+					c.groups = map[int64][]int64{}
 				}
-				groups[r.ID] = members
+				c.groups[r.ID] = members
 			}
 		}
 		ready, known := d.readyAt[r.ID]
 		if !known {
-			ready = now
-			d.readyAt[r.ID] = now
+			ready = c.now
+			d.readyAt[r.ID] = c.now
 		}
 		start := len(ins)
 		if q.pol.Needs&policy.NeedsBytesHere != 0 {
 			// With staging, every replica counts, not only the producer's.
 			var b int64
 			for _, m := range members {
-				b += s.localBytes(m, cur, to)
+				b += s.localBytes(m, c.cur, c.to)
 			}
 			if b > 0 {
-				ins = append(ins, policy.Input{Site: cur, Bytes: b})
+				ins = append(ins, policy.Input{Site: c.cur, Bytes: b})
 			}
 		} else {
-			ins = s.inputs(ins, members, cur, to)
+			ins = s.inputs(ins, members, c.cur, c.to)
 		}
 		cands = append(cands, policy.Candidate{
 			ID:        r.ID,
-			QueueTime: max(now.Sub(ready).Seconds(), 0),
+			QueueTime: max(c.now.Sub(ready).Seconds(), 0),
 			Runtime:   d.expect.Estimate(s.g.Name(j.Target), float64(j.Est)),
 			Inputs:    ins[start:len(ins):len(ins)],
 		})
 	}
-	var dec policy.Decision
-	if len(cands) > 0 {
-		fut := d.arr.Predict(s.secs(now), p.req.Placeholder, d.fut[:0])
-		// Placeholders parked now are asking now, whatever their history.
-		for _, o := range s.parked {
-			if o != p && o.req.Placeholder != p.req.Placeholder {
-				at, err := s.phSite(o.req.Placeholder)
-				if err != nil {
-					return 0, false, false, err
-				}
-				fut = append(fut, policy.Arrival{Site: at, In: 0})
-			}
-		}
-		d.fut = fut
-		var dc policy.Chooser
-		if q.pol.NewDC != nil {
-			dc = q.pol.NewDC(s.link(cur).Latency)
-		} else {
-			dc = q.pol.NewChooser()
-		}
-		dec = dc.Choose(policy.Snapshot{Current: cur, Future: fut, Ready: slices.Values(cands), Net: network{s}})
-		if !dec.Wait && s.opt.Stager != nil {
-			here, err := s.inputsAt(membersOf(dec.Job.ID), to)
+	return nil
+}
+
+// dcDecide asks the queue's chooser for one of c's candidates (there is
+// at least one), given the placeholders expected to ask soon. With
+// staging, a choice whose inputs are not here yet is staged and the
+// placeholder gets one whose inputs are, or waits.
+func (s *Store) dcDecide(c *dcRound) (policy.Decision, error) {
+	d := &s.data
+	q, p, cur, to, cands := c.q, c.p, c.cur, c.to, c.cands
+	fut := d.arr.Predict(s.secs(c.now), p.req.Placeholder, d.fut[:0])
+	// Placeholders parked now are asking now, whatever their history.
+	for _, o := range s.parked {
+		if o != p && o.req.Placeholder != p.req.Placeholder {
+			at, err := s.phSite(o.req.Placeholder)
 			if err != nil {
-				return 0, false, false, err
+				return policy.Decision{}, err
 			}
-			if !here {
-				s.logStaging(dec, to, fut)
-				// DC wants it here and its inputs are on their way: the
-				// placeholder meanwhile gets one DC accepts among those
-				// whose inputs are here already, or waits.
-				chosen := dec.Job.ID
-				rest := slices.DeleteFunc(slices.Clone(cands), func(c policy.Candidate) bool {
-					return c.ID == chosen || !s.inputsPresent(membersOf(c.ID), to)
-				})
-				dec = policy.Decision{Wait: true}
-				if len(rest) > 0 {
-					dec = dc.Choose(policy.Snapshot{Current: cur, Future: fut, Ready: slices.Values(rest), Net: network{s}})
-				}
-			}
+			fut = append(fut, policy.Arrival{Site: at, In: 0})
 		}
-		if dec.Wait && q.pol.NewDC == nil && len(cands) > 0 {
-			// XSufferage waits for a placeholder it predicts elsewhere;
-			// a prediction that does not come true must not hold a job
-			// forever: the oldest that waited past patience goes here.
-			if oldest := slices.MinFunc(cands, func(a, b policy.Candidate) int { return cmpID(a.ID, b.ID) }); oldest.QueueTime >= choosePatience.Seconds() &&
-				(s.opt.Stager == nil || s.inputsPresent(membersOf(oldest.ID), to)) {
-				dec = policy.Decision{Job: oldest}
-			}
-		}
+	}
+	d.fut = fut
+	var dc policy.Chooser
+	if q.pol.NewDC != nil {
+		dc = q.pol.NewDC(s.link(cur).Latency)
 	} else {
-		dec.Wait = true
+		dc = q.pol.NewChooser()
 	}
-	for _, r := range popped {
-		if dec.Wait || r.ID != dec.Job.ID {
-			q.ready.Push(r)
+	dec := dc.Choose(policy.Snapshot{Current: cur, Future: fut, Ready: slices.Values(cands), Net: network{s}})
+	if !dec.Wait && s.opt.Stager != nil {
+		here, err := s.inputsAt(c.membersOf(dec.Job.ID), to)
+		if err != nil {
+			return policy.Decision{}, err
+		}
+		if !here {
+			s.logStaging(dec, to, fut)
+			// DC wants it here and its inputs are on their way: the
+			// placeholder meanwhile gets one DC accepts among those
+			// whose inputs are here already, or waits.
+			chosen := dec.Job.ID
+			rest := slices.DeleteFunc(slices.Clone(cands), func(cd policy.Candidate) bool {
+				return cd.ID == chosen || !s.inputsPresent(c.membersOf(cd.ID), to)
+			})
+			dec = policy.Decision{Wait: true}
+			if len(rest) > 0 {
+				dec = dc.Choose(policy.Snapshot{Current: cur, Future: fut, Ready: slices.Values(rest), Net: network{s}})
+			}
 		}
 	}
-	clear(cands) // drop references to input slices
-	d.popped, d.cands, d.inBuf = popped[:0], cands[:0], ins[:0]
-	if dec.Wait {
-		if len(cands) > 0 {
-			d.waits++
-			return 0, false, true, nil
+	if dec.Wait && q.pol.NewDC == nil {
+		// XSufferage waits for a placeholder it predicts elsewhere;
+		// a prediction that does not come true must not hold a job
+		// forever: the oldest that waited past patience goes here.
+		if oldest := slices.MinFunc(cands, func(a, b policy.Candidate) int { return cmpID(a.ID, b.ID) }); oldest.QueueTime >= choosePatience.Seconds() &&
+			(s.opt.Stager == nil || s.inputsPresent(c.membersOf(oldest.ID), to)) {
+			dec = policy.Decision{Job: oldest}
 		}
-		return 0, false, false, nil
 	}
-	s.dataChanged() // the ready set, not where files are
-	return dec.Job.ID, true, false, nil
+	return dec, nil
 }

@@ -248,36 +248,29 @@ func nextState(q *queue, used int, out outcome) job.State {
 // endAttempt moves an executing job on after an attempt that ended as r
 // says (its exit, times, reason, outputs and usage).
 func (s *Store) endAttempt(id int64, j dag.Node, ru *run, out outcome, r protocol.Report) error {
-	exit, started, finished, reason := r.Exit, r.Started, r.Finished, r.Reason
-	var cpuUser, cpuSys, maxRSS any // NULL: not measured
-	if r.Usage.Measured() {
-		cpuUser, cpuSys, maxRSS = r.CPUUser, r.CPUSys, r.MaxRSS
-	}
 	if err := s.begin(); err != nil {
 		return err
 	}
 	q := s.queueIDs[j.Queue]
-	used := ru.used
-	if started.IsZero() {
-		started = ru.started
+	e := attemptEnd{attempt: ru.attempt, placeholder: ru.placeholder, started: r.Started, finished: r.Finished,
+		exit: r.Exit, reason: r.Reason, usage: r.Usage, outputs: r.Outputs}
+	if e.started.IsZero() {
+		e.started = ru.started
 	}
-	if finished.IsZero() {
-		finished = s.now()
+	if e.finished.IsZero() {
+		e.finished = s.now()
 	}
 	switch out {
 	case overCeiling:
-		reason = fmt.Sprintf("killed after running past the queue's ceiling of %gs", q.Ceiling)
+		e.reason = fmt.Sprintf("killed after running past the queue's ceiling of %gs", q.Ceiling)
 	case lost:
-		if reason == protocol.ReasonInterrupted {
-			reason = "interrupted: its placeholder was stopped"
+		if e.reason == protocol.ReasonInterrupted {
+			e.reason = "interrupted: its placeholder was stopped"
 		}
-	}
-	var exitArg any = exit
-	if out == lost {
-		exitArg = nil
+		e.exit = nil
 	}
 	if out != returned {
-		if err := s.charge(id, q, ru, started, finished, out == succeeded); err != nil {
+		if err := s.charge(id, q, ru, e.started, e.finished, out == succeeded); err != nil {
 			return err
 		}
 	}
@@ -288,56 +281,22 @@ func (s *Store) endAttempt(id int64, j dag.Node, ru *run, out outcome, r protoco
 		return err
 	}
 	s.stopRun(id)
-	next := nextState(q, used, out)
+	next := nextState(q, ru.used, out)
 	if o := s.opt.Observer; o != nil {
 		o.Ended(next)
 	}
-	if next == job.Queued {
-		// Keep this attempt's record (a job returned unstarted has none, and
-		// its attempt is not counted), then let the graph re-derive the state.
-		requeue := s.stmts.requeue
-		if out == returned {
-			requeue = s.stmts.unclaim
-		} else if _, err := s.stmts.history.Exec(id, ru.attempt, ru.placeholder, micros(started), micros(finished), exitArg, reason,
-			cpuUser, cpuSys, maxRSS); err != nil {
-			return fatalError{err}
-		}
-		ch, err := s.g.Requeue(id)
-		if err != nil {
-			return err
-		}
-		st := job.Queued
-		if j2, ok := s.g.Node(id); ok {
-			st = j2.State
-		}
-		if _, err := requeue.Exec(string(st), id); err != nil {
-			return fatalError{err}
-		}
-		return s.applyChanges(ch, id, nil)
-	}
-	if next == job.Failed && reason == "" {
-		reason = fmt.Sprintf("exit status %d", exit)
-		if used > 1 {
-			reason += fmt.Sprintf(" (after %d attempts)", used)
+	switch {
+	case next == job.Queued && out == returned:
+		return s.unclaim(id)
+	case next == job.Queued:
+		return s.requeue(id, e)
+	case next == job.Failed && e.reason == "":
+		e.reason = fmt.Sprintf("exit status %d", r.Exit)
+		if ru.used > 1 {
+			e.reason += fmt.Sprintf(" (after %d attempts)", ru.used)
 		}
 	}
-	var reasonArg any
-	if reason != "" {
-		reasonArg = reason
-	}
-	if _, err := s.stmts.finish.Exec(string(next), exitArg, micros(started), micros(finished), reasonArg, cpuUser, cpuSys, maxRSS, id); err != nil {
-		return fatalError{err}
-	}
-	if next == job.Done {
-		if err := s.jobDone(id, j.Queue, s.g.Name(j.Target), ru.placeholder, started, finished, r.Outputs); err != nil {
-			return err
-		}
-	}
-	ch, err := s.g.Set(id, next)
-	if err != nil {
-		return err
-	}
-	return s.applyChanges(ch, id, nil)
+	return s.finish(id, j, next, e)
 }
 
 // Heartbeat renews the leases of the attempts a placeholder runs and
@@ -556,15 +515,10 @@ func (s *Store) dispatch(p *parkedNext) error {
 		for _, id := range ids {
 			// Executing in memory at once, so a duplicate heap entry of the
 			// same job cannot be picked again in this loop.
-			j, _ := s.g.Node(id)
-			ch, err := s.g.Set(id, job.Executing)
+			j, err := s.claim(id)
 			if err != nil {
 				return err
 			}
-			if err := s.applyChanges(ch, id, nil); err != nil {
-				return err
-			}
-			s.runStarted(id)
 			seq := 0
 			if bundle != 0 {
 				seq = int(id - bundle)
@@ -597,31 +551,13 @@ func (s *Store) dispatch(p *parkedNext) error {
 		return err
 	}
 	s.phWorked(p.req.Placeholder)
-	stmt, err := s.stmts.dispatchN(context.Background(), s.w, len(picks))
+	ids := make([]int64, len(picks))
+	for i, pk := range picks {
+		ids[i] = pk.id
+	}
+	got, err := s.claimRows(p.req.Placeholder, now, ids)
 	if err != nil {
-		return fatalError{err}
-	}
-	args := make([]any, 0, 2+len(picks))
-	args = append(args, p.req.Placeholder, micros(now))
-	for _, pk := range picks {
-		args = append(args, pk.id)
-	}
-	rows, err := stmt.Query(args...)
-	if err != nil {
-		return fatalError{err}
-	}
-	got := make(map[int64]assignRow, len(picks))
-	for rows.Next() {
-		var id int64
-		var r assignRow
-		if err := rows.Scan(&id, &r.attempt, &r.base, &r.command, &r.cwd, &r.submitted, &r.env); err != nil {
-			rows.Close()
-			return fatalError{err}
-		}
-		got[id] = r
-	}
-	if err := closeRows(rows); err != nil {
-		return fatalError{err}
+		return err
 	}
 	lease := now.Add(s.opt.Lease)
 	for _, pk := range picks {
@@ -721,10 +657,9 @@ func (s *Store) pick(p *parkedNext, skipDC bool) (q *queue, id int64, waited boo
 // (a job whose inputs are being brought waits aside, so the placeholder
 // gets other ready work meanwhile).
 func (s *Store) pickFrom(q *queue, p *parkedNext) (int64, bool, error) {
-	walltime := p.req.WalltimeLeft
-	var aside []policy.Ready
+	var later []policy.Ready
 	defer func() {
-		for _, r := range aside {
+		for _, r := range later {
 			q.ready.Push(r)
 		}
 	}()
@@ -737,19 +672,13 @@ func (s *Store) pickFrom(q *queue, p *parkedNext) (int64, bool, error) {
 		if !ok || j.State != job.Queued {
 			continue // stale entry
 		}
-		if len(s.arrays.limited) > 0 && s.capped(r.ID) {
-			continue // held by its array until a member stops
-		}
-		if s.park(q, r) {
-			continue // no site can end it by the deadline: off the heap until one can
-		}
-		examined++
-		if !fits(j.Est, q, walltime) || (len(s.plans.job) > 0 && s.keepForPlan(r.ID, p.site)) || !s.affordable(q, j, p.site) {
-			aside = append(aside, r)
+		v, err := s.feasible(orderedChecks, &asking{q, r, j, p})
+		if v == held {
 			continue
 		}
-		if here, err := s.dataReady(r.ID, p); err != nil || !here {
-			aside = append(aside, r)
+		examined++
+		if v == aside {
+			later = append(later, r)
 			if err != nil {
 				return 0, false, err
 			}

@@ -284,6 +284,23 @@ func (s *Store) PlanJobs(ctx context.Context, target string, est PlanEstimate) (
 	if err != nil {
 		return nil, err
 	}
+	jobs, err := s.planGraph(ctx, target, root, est)
+	if err != nil {
+		return nil, err
+	}
+	if len(jobs) == 0 {
+		return nil, protocol.Errorf(protocol.CodeBadRequest, "target %q and what it needs have no jobs left to run", target)
+	}
+	if err := s.planFiles(ctx, jobs); err != nil {
+		return nil, err
+	}
+	return jobs, nil
+}
+
+// planGraph reads the jobs not ended of target (root) and of every target
+// it needs, directly or not, breadth first, with their prerequisites as
+// jobs.
+func (s *Store) planGraph(ctx context.Context, target string, root int64, est PlanEstimate) ([]policy.PlanJob, error) {
 	var jobs []policy.PlanJob
 	byTarget := map[int64][]int64{}
 	seen := map[int64]bool{root: true}
@@ -337,23 +354,25 @@ func (s *Store) PlanJobs(ctx context.Context, target string, est PlanEstimate) (
 			return nil, protocol.Errorf(protocol.CodeBadRequest, "target %q needs more than %d jobs: too many to plan", target, MaxPlanJobs)
 		}
 	}
-	if len(jobs) == 0 {
-		return nil, protocol.Errorf(protocol.CodeBadRequest, "target %q and what it needs have no jobs left to run", target)
-	}
-	idx := make(map[int64]int, len(jobs))
-	for i, j := range jobs {
-		idx[j.ID] = i
-	}
 	for i := range jobs {
 		for _, pt := range jobPre[jobs[i].ID] {
 			jobs[i].Prereqs = append(jobs[i].Prereqs, byTarget[pt]...)
 		}
 	}
-	// Files.
+	return jobs, nil
+}
+
+// planFiles gives jobs their declared files; an input no job of the
+// problem writes is placed at the sites holding a replica.
+func (s *Store) planFiles(ctx context.Context, jobs []policy.PlanJob) error {
+	idx := make(map[int64]int, len(jobs))
+	for i, j := range jobs {
+		idx[j.ID] = i
+	}
 	written := map[string]bool{}
 	frows, err := s.rdb.QueryContext(ctx, "SELECT job_id, kind, path, coalesce(size, 0) FROM job_files ORDER BY job_id, kind, seq")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	type decl struct {
 		job  int
@@ -366,7 +385,7 @@ func (s *Store) PlanJobs(ctx context.Context, target string, est PlanEstimate) (
 		var d decl
 		if err := frows.Scan(&id, &d.kind, &d.f.Path, &size); err != nil {
 			frows.Close()
-			return nil, err
+			return err
 		}
 		i, ok := idx[id]
 		if !ok {
@@ -382,7 +401,7 @@ func (s *Store) PlanJobs(ctx context.Context, target string, est PlanEstimate) (
 		decls = append(decls, d)
 	}
 	if err := closeRows(frows); err != nil {
-		return nil, err
+		return err
 	}
 	for _, d := range decls {
 		if d.kind == "o" {
@@ -392,13 +411,13 @@ func (s *Store) PlanJobs(ctx context.Context, target string, est PlanEstimate) (
 		if !written[d.f.Path] {
 			at, err := s.replicaSites(ctx, d.f.Path)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			d.f.At = at
 		}
 		jobs[d.job].Inputs = append(jobs[d.job].Inputs, d.f)
 	}
-	return jobs, nil
+	return nil
 }
 
 // RuntimeSamples calls add for each of the last limit jobs that ended

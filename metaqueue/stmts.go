@@ -10,8 +10,6 @@ import (
 // bulkRows is how many jobs one multi-row INSERT carries.
 const bulkRows = 64
 
-const jobCols = "(id, queue_id, target_id, state, command, cwd, est, submitted)"
-
 // stmts are the writer's prepared statements.
 type stmts struct {
 	insEnv, insJob, insJobs, insPrereq, insPrereqs, insTargets, insQueue                    *sql.Stmt
@@ -29,10 +27,7 @@ func (st *stmts) dispatchN(ctx context.Context, c *sql.Conn, n int) (*sql.Stmt, 
 	if s := st.dispatchBy[n]; s != nil {
 		return s, nil
 	}
-	s, err := c.PrepareContext(ctx, `UPDATE jobs SET state = 'E', attempts = attempts + 1, row_attempt = NULL, placeholder_id = ?1, started = ?2,
-		finished = NULL, exit = NULL, reason = NULL
-		WHERE id IN (`+strings.TrimSuffix(strings.Repeat("?,", n), ",")+`) RETURNING id, attempts, attempt_base, command, cwd, submitted,
-		coalesce((SELECT env FROM job_env WHERE job_id = jobs.id), '')`)
+	s, err := c.PrepareContext(ctx, claimSQL(n))
 	if err != nil {
 		return nil, err
 	}
@@ -45,32 +40,25 @@ func (st *stmts) dispatchN(ctx context.Context, c *sql.Conn, n int) (*sql.Stmt, 
 }
 
 func (st *stmts) prepare(ctx context.Context, c *sql.Conn) error {
-	values := strings.TrimSuffix(strings.Repeat("(?,?,?,?,?,?,?,?),", bulkRows), ",")
 	for _, p := range []struct {
 		s   **sql.Stmt
 		sql string
 	}{
-		{&st.insJob, "INSERT INTO jobs " + jobCols + " VALUES (?,?,?,?,?,?,?,?)"},
-		{&st.insJobs, "INSERT INTO jobs " + jobCols + " VALUES " + values},
+		{&st.insJob, insJobSQL},
+		{&st.insJobs, insJobsSQL},
 		{&st.insPrereq, "INSERT OR IGNORE INTO job_prereqs (job_id, target_id) VALUES (?, ?)"},
 		{&st.insPrereqs, "INSERT OR IGNORE INTO job_prereqs (job_id, target_id) VALUES " + strings.TrimSuffix(strings.Repeat("(?,?),", bulkRows), ",")},
 		// New targets have consecutive ids: ?1 is the first, ?2 a JSON
 		// array of their names (one bound value, not two per row).
 		{&st.insTargets, "INSERT INTO targets (id, name) SELECT ?1 + key, value FROM json_each(?2)"},
 		{&st.insQueue, "INSERT INTO queues (name, created) VALUES (?, ?) RETURNING id, ceiling_s, max_attempts, retry_failed, policy"},
-		{&st.setState, "UPDATE jobs SET state = ? WHERE id = ?"},
-		{&st.finish, `UPDATE jobs SET state = ?, exit = ?, started = ?, finished = ?, reason = ?,
-			cpu_user = ?, cpu_sys = ?, max_rss = ? WHERE id = ?`},
+		{&st.setState, setStateSQL},
+		{&st.finish, finishSQL},
 		{&st.history, `INSERT OR REPLACE INTO attempts (job_id, attempt, placeholder_id, started, finished, exit, reason,
 			cpu_user, cpu_sys, max_rss) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
-		// Every way back to W/Q forgets the last attempt's figures (kept
-		// in attempts first, where that attempt counts).
-		{&st.requeue, `UPDATE jobs SET state = ?, row_attempt = NULL, placeholder_id = NULL, started = NULL, finished = NULL,
-			exit = NULL, reason = NULL, cpu_user = NULL, cpu_sys = NULL, max_rss = NULL WHERE id = ?`},
-		{&st.unclaim, `UPDATE jobs SET state = ?, attempt_base = attempt_base + 1, row_attempt = NULL, placeholder_id = NULL, started = NULL,
-			finished = NULL, exit = NULL, reason = NULL, cpu_user = NULL, cpu_sys = NULL, max_rss = NULL WHERE id = ?`},
-		{&st.rerun, `UPDATE jobs SET state = ?, attempt_base = attempts, row_attempt = NULL, placeholder_id = NULL, started = NULL,
-			finished = NULL, exit = NULL, reason = NULL, cpu_user = NULL, cpu_sys = NULL, max_rss = NULL WHERE id = ?`},
+		{&st.requeue, requeueSQL},
+		{&st.unclaim, unclaimSQL},
+		{&st.rerun, rerunSQL},
 		{&st.insPlaceholder, `INSERT INTO placeholders (site, host, pid, out_dir, slots, started, last_seen, identity)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`},
 		{&st.touchPlaceholder, "UPDATE placeholders SET pid = ?, slots = ?, last_seen = ? WHERE id = ? AND site = ? AND host = ? AND identity = ?"},

@@ -211,12 +211,7 @@ func (in *inserter) add(js *protocol.JobSpec) error {
 			return fatalError{err}
 		}
 	}
-	ch := s.g.AddJob(id, dag.Node{Target: t, Queue: q.id, Est: float32(js.Est), Prereqs: prereqs})
-	q.noteEst(js.Est)
-	if s.bl.on {
-		s.noteJob(t, float32(js.Est))
-	}
-	if err := s.applyChanges(ch, -1, in); err != nil {
+	if err := s.submitted(id, dag.Node{Target: t, Queue: q.id, Est: float32(js.Est), Prereqs: prereqs}, q, js.Est, in); err != nil {
 		return err
 	}
 	if len(in.rows) == bulkRows {
@@ -301,15 +296,6 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// has reports whether job id is still in the buffer, and patches its state.
-func (in *inserter) patch(id int64, st job.State) bool {
-	if in == nil || id < in.bufStart || id >= in.bufStart+int64(len(in.rows)) {
-		return false
-	}
-	in.rows[id-in.bufStart].state = st
-	return true
-}
-
 // flushPrereqs inserts the buffered prerequisite pairs: a full buffer in
 // one statement, a final partial one row by row.
 func (in *inserter) flushPrereqs() error {
@@ -341,38 +327,6 @@ func (in *inserter) flush() error {
 		return err
 	}
 	return in.flushJobs()
-}
-
-// flushJobs inserts the buffered job rows. Rows, prerequisite pairs and
-// targets are flushed independently (the schema has no foreign keys), so
-// each fills its own multi-row statement.
-func (in *inserter) flushJobs() error {
-	if len(in.rows) == 0 {
-		return nil
-	}
-	in.args = in.args[:0]
-	for i, r := range in.rows {
-		var est any
-		if r.est > 0 {
-			est = r.est
-		}
-		in.args = append(in.args, in.bufStart+int64(i), r.queue, int32(r.target), string(r.state), r.command, r.cwd, est, in.now)
-	}
-	var err error
-	if len(in.rows) == bulkRows {
-		_, err = in.s.stmts.insJobs.Exec(in.args...)
-	} else {
-		for i := 0; i < len(in.args) && err == nil; i += 8 {
-			_, err = in.s.stmts.insJob.Exec(in.args[i : i+8]...)
-		}
-	}
-	if err != nil {
-		return fatalError{err}
-	}
-	in.bufStart += int64(len(in.rows))
-	clear(in.rows)
-	in.rows = in.rows[:0]
-	return nil
 }
 
 // queueFor returns a queue, creating it on first use.

@@ -111,11 +111,11 @@ type fileLoc struct {
 
 // setPolicy gives a new queue its policy and an empty ready heap in the
 // policy's order. A stored name this build does not know (a newer
-// version's) falls back to FCFS.
+// version's) falls back to the registry's baseline (FCFS).
 func (q *queue) setPolicy(name string) {
 	p, err := policy.Lookup(name)
 	if err != nil {
-		p, _ = policy.Lookup("fcfs")
+		p = policy.Baseline()
 	}
 	q.pol = p
 	q.ready = policy.NewHeap(p.Order)

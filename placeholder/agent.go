@@ -106,6 +106,7 @@ type Agent struct {
 	held    map[int64]protocol.JobRef // fetched ahead, not started
 
 	dirs sync.Map // output shard dirs already made
+	sums sumCache // staged inputs already hashed, by identity
 	// create opens a job's output file; nil is createOutput (tests make
 	// writes fail with it).
 	create  func(path string) (io.WriteCloser, error)

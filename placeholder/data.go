@@ -119,12 +119,23 @@ func (a *Agent) checkSum(ctx context.Context, f protocol.AssignedFile) string {
 	if f.Local || a.cfg.DataRoot == "" || f.SHA256 == "" {
 		return ""
 	}
+	full, err := stage.Rooted(a.cfg.DataRoot, f.Path)
+	if err != nil {
+		return fmt.Sprintf("%s%s at %s: %v", reasonInput, f.Path, a.where(), err)
+	}
+	before, known := identify(full)
+	if known && a.sums.checked(full, before, strings.ToLower(f.SHA256)) {
+		return ""
+	}
 	sum, _, err := stage.HashFile(ctx, a.place(false), f.Path)
 	switch {
 	case err != nil:
 		return fmt.Sprintf("%s%s at %s: %v", reasonInput, f.Path, a.where(), err)
 	case !strings.EqualFold(sum, f.SHA256):
 		return fmt.Sprintf("%s%s at %s has SHA-256 %s, not the %s staged (changed behind the CLS's back)", reasonInput, f.Path, a.where(), sum, protocol.ClipText(f.SHA256, 64))
+	}
+	if after, ok := identify(full); known && ok && after == before {
+		a.sums.remember(full, before, strings.ToLower(sum))
 	}
 	return ""
 }

@@ -41,7 +41,7 @@ type Change struct {
 	From, To job.State // From is 0 for a new job
 }
 
-// target is kept small and pointer-free (issue 21: a million targets):
+// target is kept small and pointer-free (a million targets):
 // its name is in the arena, and a dependent or prerequisite list of one
 // is inline, a longer one in the Graph's side lists.
 type target struct {

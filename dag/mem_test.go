@@ -10,7 +10,7 @@ import (
 // BenchmarkPipelineTargets adds n/2 two-stage pipelines (targets a{i} and
 // b{i}, b{i}'s job needing a{i}) the way a bulk submit does and reports the
 // live heap per target after a GC (its job's slot and name included):
-// issue 21's memory case in the graph alone. 200,000 jobs keep it quick;
+// The million-job memory case in the graph alone. 200,000 jobs keep it quick;
 // the bytes per target hardly depend on n.
 func BenchmarkPipelineTargets(b *testing.B) {
 	const n = 200000

@@ -9,7 +9,7 @@ import (
 // through an open-addressing table of ids, not a map[string]TargetID: a
 // bulk submit may name a million targets, and a string header, a separate
 // allocation and a map entry per name cost ~60 bytes more than the name's
-// bytes and an 8-byte table slot (issue 21).
+// bytes and an 8-byte table slot.
 
 const nameChunk = 1 << 16
 

@@ -256,7 +256,7 @@ func benchSlot(s *metaqueue.Store, ph int64, stop *atomic.Bool) {
 	}
 }
 
-// shapeSpecs is the workload of issue 21's table: n jobs as one target
+// shapeSpecs is the workload of the million-job table: n jobs as one target
 // ("flat"), each its own target ("targets"), n/2 two-stage pipelines whose
 // second stages share one target ("pipes-shared", a{i} then b with
 // prerequisite a{i}), or per-pipeline targets ("pipes", a{i} then b{i}).

@@ -164,7 +164,7 @@ func (b *Bulk) CommitToken(ctx context.Context, token string) (first int64, coun
 			// So did the commit's garbage (the spooled specs read back, the
 			// edge set, grown tables): the heap peaked near twice what
 			// stays live, and the runtime would hold that peak for minutes
-			// (issue 21: 1,000,000 jobs). One collection is a small part
+			// (1,000,000 jobs). One collection is a small part
 			// of such a commit.
 			b.edges = edgeSet{}
 			debug.FreeOSMemory()

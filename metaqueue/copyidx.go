@@ -7,7 +7,7 @@ import (
 	"github.com/mq-hpc/mq/policy"
 )
 
-// The copy candidates (issue 17): a copy decision used to walk every
+// The copy candidates: a copy decision used to walk every
 // running job (s.running) on every look by an idle placeholder, 2-3 ms at
 // 10,000 running jobs. copyIndex keeps apart the running jobs a copy may
 // start beside, those whose row's attempt runs apart (run.apart), by

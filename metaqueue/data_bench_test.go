@@ -24,7 +24,7 @@ import (
 func BenchmarkDCDecision(b *testing.B) { benchChooseDecision(b, "dc", true) }
 
 // BenchmarkBoTDecision is BenchmarkDCDecision for the live choosing
-// policies of seed 000 (issue 17: <= 1 ms a request at 100,000 ready
+// policies of seed 000 (<= 1 ms a request at 100,000 ready
 // jobs): Storage Affinity gives a placeholder at either site a job (at B
 // the oldest, no job having bytes there), XSufferage tells B to wait for
 // A. Run beside BenchmarkDCDecision for a same-run ratio:

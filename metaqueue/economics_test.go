@@ -173,7 +173,7 @@ func (e *env) chargeOf(id int64, attempt int) float64 {
 	return c
 }
 
-// Copies are attempts like any other (issue 18): each passes the budget
+// Copies are attempts like any other: each passes the budget
 // check at dispatch and reserves its bound, so replication cannot take a
 // queue past its budget, and each is charged when it ends, a killed copy
 // too (up to when its placeholder says it stopped). Before, a copy ran

@@ -15,7 +15,7 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
-// Job replication (issue 17, seed 000's WQR and Storage Affinity end
+// Job replication (seed 000's WQR and Storage Affinity end
 // game). When a placeholder asks and a queue that copies has no ready job,
 // the queue's policy.Replicator picks a running job to copy: a new attempt
 // of it runs at the asking placeholder beside the others (job_copies).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# DAG-shaped workloads (issue 21): the numbers in BENCHMARKS.md, "DAG-shaped
+# DAG-shaped workloads: the numbers in BENCHMARKS.md, "DAG-shaped
 # workloads". Builds the binaries, then, each against a fresh CLS:
 #
 #   1. bulk submit of DAG_JOBS jobs through one `mqsub -f` (--local 0), by

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The cost of watching (issue 16): the core's no-op and `true` benchmarks
+# The cost of watching: the core's no-op and `true` benchmarks
 # with the dashboard open and /metrics scraped every second, against the
 # same benchmarks without them, in the same run. Each repetition runs both
 # variants back to back, alternating which goes first, so a busy machine

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Live FCFS vs DC on two real sites, set beside mqsim's prediction for the
-# same workload (issue 13; BENCHMARKS.md, "FCFS vs DC, live and simulated").
+# same workload (BENCHMARKS.md, "FCFS vs DC, live and simulated").
 #
 # Runs the sites suite's TestStagingDCMovesLessThanFCFS larger: DC_JOBS
 # jobs, each reading its own DC_MIB MiB input that lives only at the SGE

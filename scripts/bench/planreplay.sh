@@ -2,7 +2,7 @@
 # Live replay of one real workflow trace on two sites (SGE grid + Slurm
 # slurmy, one one-slot placeholder each, data roots of their own), bound
 # late (FCFS), following a HEFT plan and an AEH-ETAA one, beside the planners' model's
-# prediction for the same setup (issue 19; docs/policies/planners.md, "Live").
+# prediction for the same setup (docs/policies/planners.md, "Live").
 #
 # Runs the sites suite's TestPlanReplayHEFTvsFCFS and prints one table.
 # Usage (root, with scripts/setup.sh done; it starts SGE and Slurm):

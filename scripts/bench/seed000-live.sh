@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Seed 000's bag of tasks live (job replication, issue 17), set beside
+# Seed 000's bag of tasks live (job replication), set beside
 # mqsim grid's prediction for the same workload (docs/policies/bag-of-tasks.md, "Live").
 #
 # Runs the sites suite's TestSeed000LiveVsSim: two real sites that share

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Snakemake 7 through mq against Snakemake's own executors (issue 15): the
+# Snakemake 7 through mq against Snakemake's own executors: the
 # numbers in BENCHMARKS.md, "Snakemake and Makeflow on mq". In one run, on one
 # CLS (`cls serve --local SLOTS`), the three-stage workflow of
 # examples/snakemake (SMK_N samples: a blast-like and a parse-like job each,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Data staging throughput (issue 13): the numbers in BENCHMARKS.md, "Data
+# Data staging throughput: the numbers in BENCHMARKS.md, "Data
 # staging". Starts its own sshd on loopback (port STAGE_PORT,
 # account STAGE_USER, key-only, internal-sftp), then, in the same run:
 #

@@ -14,7 +14,7 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
-// Deadline-and-budget economics (seed 002, issue 18) on real batch
+// Deadline-and-budget economics (seed 002) on real batch
 // sites: grid (SGE, mquser) at 36 and slurmy (Slurm, mquser2) at 360 per
 // core-hour (0.01 and 0.1 a second), both provisioned by dbc-cost. Each
 // case runs in a CLS of its own (a subtest), so its placeholders are

@@ -16,7 +16,7 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
-// Job replication across two sites that share no filesystem (issue 17):
+// Job replication across two sites that share no filesystem:
 // an SGE site as mquser and a Slurm site as mquser2, each with a data
 // root only its account may enter. Job a reads an input that lives on the
 // CLS host and writes out/a.txt; its first attempt would run for five

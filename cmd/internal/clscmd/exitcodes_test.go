@@ -80,7 +80,7 @@ func TestExitCodesWalk(t *testing.T) {
 					if fn == "help" || fn == "version" {
 						continue
 					}
-					// Every flag has a long name beside any letter (issue 14).
+					// Every flag has a long name beside any letter.
 					if !slices.ContainsFunc(f.Names(), func(n string) bool { return len(n) > 1 }) {
 						t.Errorf("%s %s: flag -%s has no long name", name, strings.Join(path, " "), fn)
 					}
@@ -131,7 +131,7 @@ func TestExitCodesWalk(t *testing.T) {
 	}
 }
 
-// helpText checks the --help of one command (issue 14's rough edges): no
+// helpText checks the --help of one command for the rough edges: no
 // "(default: false)" on booleans, no help command listed, no placeholder
 // left in backticks.
 func helpText(t *testing.T, name string, path []string, run func(args []string) (int, string)) {

@@ -158,3 +158,23 @@ func (noFiles) Pull(context.Context, protocol.FilePull) (protocol.FileData, erro
 }
 func (noFiles) Push(context.Context, protocol.FileChunk) error { return nil }
 func (noFiles) Done(context.Context, protocol.FileDone) error  { return nil }
+
+// Reports that need cleaning, batch after batch, leave a few log lines
+// with a count, not one a batch.
+func TestCleanedReportsLogBounded(t *testing.T) {
+	t.Parallel()
+	var buf lockedBuf
+	srv := &Server{Store: newStore(t), Log: slog.New(slog.NewTextHandler(&buf, nil))}
+	p := connect(t, srv, protocol.RolePlaceholder)
+	p.hello(protocol.RolePlaceholder)
+	var reg protocol.RegisterReply
+	p.do(protocol.OpRegister.Name, protocol.Register{Site: "s", Host: "h", PID: 1, Slots: 1, OutDir: "/o"}, &reg)
+	const batches = 500
+	for i := range batches {
+		bad := protocol.Report{ID: int64(1_000_000 + i), Attempt: 1, Exit: 1, Reason: "x\x1b[2J"}
+		p.call(protocol.OpReport.Name, protocol.ReportBatch{Placeholder: reg.ID, Reports: []protocol.Report{bad}})
+	}
+	if n := strings.Count(buf.String(), "cleaned reports"); n == 0 || n > 5 {
+		t.Fatalf("%d batches of reports to clean logged %d lines about it; want 1 to 5:\n%s", batches, n, buf.String())
+	}
+}

@@ -140,9 +140,9 @@ func (c *CLS) listenHTTP() error {
 	}
 	c.closers = append(c.closers, func() { os.Remove(urlFile) })
 	c.dash = &dashboard{ln: web.LimitListener(ln, cfg.HTTPConns), web: ws, srv: ws.HTTPServer()}
-	// The tokenized address goes where only the owner reads: the log
-	// (0600) and the terminal of cls serve.
-	c.log.Info("dashboard listening", "addr", ln.Addr().String(), "public", !loopback, "url", base+"?token="+tok)
+	// The tokenized address goes to the terminal of cls serve only; the
+	// log, which gets copied into bug reports, keeps no secret.
+	c.log.Info("dashboard listening", "addr", ln.Addr().String(), "public", !loopback, "url", base, "token", "MQ_HOME/"+TokenFileName+" (cls dashboard url)")
 	fmt.Fprintf(cfg.Notes, "cls: dashboard on %s?token=%s\n", base, tok)
 	return nil
 }

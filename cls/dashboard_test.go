@@ -203,8 +203,11 @@ func TestDashboardLoopbackNeedsToken(t *testing.T) {
 		t.Errorf("cls serve did not print %s: %q", u, notes.String())
 	}
 	log, _ := os.ReadFile(filepath.Join(c.Home(), "cls.log"))
-	if !strings.Contains(string(log), u) {
-		t.Errorf("cls.log does not say %s", u)
+	if !strings.Contains(string(log), base+"/") {
+		t.Errorf("cls.log does not say the dashboard's address %s", base)
+	}
+	if tok, _, _ := strings.Cut(strings.TrimPrefix(u, base+"/?token="), "&"); tok == "" || strings.Contains(string(log), tok) {
+		t.Errorf("cls.log holds the dashboard's token (or there is none: %q)", u)
 	}
 	jar, _ := cookiejar.New(nil)
 	var redirected []string

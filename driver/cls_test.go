@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mq-hpc/mq/metaqueue"
-	"github.com/mq-hpc/mq/placeholder"
+	"github.com/mq-hpc/mq/internal/metaqueue"
+	"github.com/mq-hpc/mq/internal/placeholder"
+	"github.com/mq-hpc/mq/internal/server"
 	"github.com/mq-hpc/mq/protocol"
-	"github.com/mq-hpc/mq/server"
 )
 
 // testCLS is an in-process CLS (Store and Server over net.Pipe) with

@@ -18,9 +18,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mq-hpc/mq/internal/wfformat"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
-	"github.com/mq-hpc/mq/wfformat"
 )
 
 // MaxScale bounds a scale: a replay scales a trace down (or a little up),

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mq-hpc/mq/internal/wfformat"
 	"github.com/mq-hpc/mq/protocol"
-	"github.com/mq-hpc/mq/wfformat"
 )
 
 // diamond: a reads raw; b and c read a's output (c raw too); d reads

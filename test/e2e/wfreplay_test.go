@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mq-hpc/mq/wfformat"
+	"github.com/mq-hpc/mq/internal/wfformat"
 )
 
 // TestMqsubWfformat replays a small real trace (srasearch, 22 tasks,

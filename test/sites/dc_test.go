@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/sim"
 	"github.com/mq-hpc/mq/protocol"
-	"github.com/mq-hpc/mq/sim"
 )
 
 // A data-heavy workload on two sites that share nothing, run once under

@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/plan"
+	"github.com/mq-hpc/mq/internal/policy"
+	"github.com/mq-hpc/mq/internal/wfformat"
 	"github.com/mq-hpc/mq/internal/wfreplay"
-	"github.com/mq-hpc/mq/plan"
-	"github.com/mq-hpc/mq/policy"
 	"github.com/mq-hpc/mq/protocol"
-	"github.com/mq-hpc/mq/wfformat"
 )
 
 // TestPlanReplayHEFTvsFCFS replays one real workflow trace live on two

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/sim"
 	"github.com/mq-hpc/mq/protocol"
-	"github.com/mq-hpc/mq/sim"
 )
 
 // Seed 000's bag of tasks live, set beside mqsim grid's prediction for the

@@ -21,8 +21,8 @@ import (
 
 	"github.com/mq-hpc/mq/client"
 	"github.com/mq-hpc/mq/internal/mqhome"
+	"github.com/mq-hpc/mq/internal/placeholder"
 	"github.com/mq-hpc/mq/internal/sshkey"
-	"github.com/mq-hpc/mq/placeholder"
 	"github.com/mq-hpc/mq/protocol"
 )
 

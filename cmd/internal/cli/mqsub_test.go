@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mq-hpc/mq/metaqueue"
+	"github.com/mq-hpc/mq/internal/metaqueue"
+	"github.com/mq-hpc/mq/internal/server"
 	"github.com/mq-hpc/mq/protocol"
-	"github.com/mq-hpc/mq/server"
 )
 
 // testBundle is a metaqueue served in-process and an Env whose Dial reaches

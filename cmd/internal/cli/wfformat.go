@@ -11,9 +11,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/mq-hpc/mq/internal/wfformat"
 	"github.com/mq-hpc/mq/internal/wfreplay"
 	"github.com/mq-hpc/mq/protocol"
-	"github.com/mq-hpc/mq/wfformat"
 )
 
 // maxReplayBytes bounds the bytes mqsub --wfformat makes on disk for a

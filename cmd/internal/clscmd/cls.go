@@ -26,13 +26,13 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/client"
-	"github.com/mq-hpc/mq/cls"
 	"github.com/mq-hpc/mq/cmd/internal/agentcmd"
 	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
+	"github.com/mq-hpc/mq/internal/cls"
+	"github.com/mq-hpc/mq/internal/metaqueue"
+	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/internal/walltime"
 	"github.com/mq-hpc/mq/job"
-	"github.com/mq-hpc/mq/metaqueue"
-	"github.com/mq-hpc/mq/policy"
 	"github.com/mq-hpc/mq/protocol"
 )
 

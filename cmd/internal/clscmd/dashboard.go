@@ -6,8 +6,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/client"
-	"github.com/mq-hpc/mq/cls"
 	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
+	"github.com/mq-hpc/mq/internal/cls"
 )
 
 // clsDashboard prints the dashboard's address with its token, as cls

@@ -13,12 +13,12 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/mq-hpc/mq/client"
-	"github.com/mq-hpc/mq/cls"
 	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
+	"github.com/mq-hpc/mq/internal/cls"
+	"github.com/mq-hpc/mq/internal/server"
 	"github.com/mq-hpc/mq/internal/sshkey"
+	"github.com/mq-hpc/mq/internal/sshserver"
 	"github.com/mq-hpc/mq/protocol"
-	"github.com/mq-hpc/mq/server"
-	"github.com/mq-hpc/mq/sshserver"
 )
 
 // clsKey manages the keys the SSH endpoint accepts. It edits

@@ -17,7 +17,7 @@ import (
 
 	"github.com/mq-hpc/mq/client"
 	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
-	"github.com/mq-hpc/mq/plan"
+	"github.com/mq-hpc/mq/internal/plan"
 	"github.com/mq-hpc/mq/protocol"
 )
 

@@ -15,9 +15,9 @@ import (
 
 	"github.com/mq-hpc/mq/client"
 	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
-	"github.com/mq-hpc/mq/policy"
+	"github.com/mq-hpc/mq/internal/policy"
+	"github.com/mq-hpc/mq/internal/site"
 	"github.com/mq-hpc/mq/protocol"
-	"github.com/mq-hpc/mq/site"
 )
 
 // clsSite manages sites through the running CLS (ops site.add, site.list,

@@ -13,10 +13,10 @@ import (
 	"github.com/urfave/cli/v2"
 
 	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
-	"github.com/mq-hpc/mq/policy"
+	"github.com/mq-hpc/mq/internal/policy"
+	"github.com/mq-hpc/mq/internal/sim"
+	"github.com/mq-hpc/mq/internal/wfformat"
 	"github.com/mq-hpc/mq/protocol"
-	"github.com/mq-hpc/mq/sim"
-	"github.com/mq-hpc/mq/wfformat"
 )
 
 // gridCommand is `mqsim grid`: seed 000's bag-of-tasks grid with job

@@ -13,8 +13,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
-	"github.com/mq-hpc/mq/dbc"
-	"github.com/mq-hpc/mq/sim"
+	"github.com/mq-hpc/mq/internal/dbc"
+	"github.com/mq-hpc/mq/internal/sim"
 )
 
 // econCommand is `mqsim econ`: seed 002's deadline-and-budget-constrained

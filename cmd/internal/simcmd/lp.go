@@ -12,8 +12,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
-	"github.com/mq-hpc/mq/lpplace"
-	"github.com/mq-hpc/mq/sim"
+	"github.com/mq-hpc/mq/internal/lpplace"
+	"github.com/mq-hpc/mq/internal/sim"
 )
 
 // lpCommand is `mqsim lp`: seed 001's LPSched against Trivial and Total.

@@ -17,8 +17,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
-	"github.com/mq-hpc/mq/policy"
-	"github.com/mq-hpc/mq/sim"
+	"github.com/mq-hpc/mq/internal/policy"
+	"github.com/mq-hpc/mq/internal/sim"
 )
 
 // Mqsim returns the mqsim command: the scheduling simulator.

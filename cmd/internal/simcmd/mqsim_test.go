@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
-	"github.com/mq-hpc/mq/sim"
+	"github.com/mq-hpc/mq/internal/sim"
 )
 
 // runMqsim runs mqsim in-process and returns its exit status and output.

@@ -14,8 +14,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
-	"github.com/mq-hpc/mq/plan"
-	"github.com/mq-hpc/mq/wfformat"
+	"github.com/mq-hpc/mq/internal/plan"
+	"github.com/mq-hpc/mq/internal/wfformat"
 )
 
 // planCommand is `mqsim plan`: the planners of seed 003 against late

@@ -14,8 +14,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
-	"github.com/mq-hpc/mq/plan"
-	"github.com/mq-hpc/mq/policy"
+	"github.com/mq-hpc/mq/internal/plan"
+	"github.com/mq-hpc/mq/internal/policy"
 )
 
 const tinyTrace = `{"name":"w","schemaVersion":"1.5","workflow":{

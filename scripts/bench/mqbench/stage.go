@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/mq-hpc/mq/site"
-	"github.com/mq-hpc/mq/stage"
+	"github.com/mq-hpc/mq/internal/site"
+	"github.com/mq-hpc/mq/internal/stage"
 )
 
 // stageBench measures package stage between the CLS host and a login

@@ -12,8 +12,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mq-hpc/mq/policy"
-	"github.com/mq-hpc/mq/wfformat"
+	"github.com/mq-hpc/mq/internal/policy"
+	"github.com/mq-hpc/mq/internal/wfformat"
 )
 
 // wfideal schedules WfFormat traces on -slots ideal slots (no overhead:

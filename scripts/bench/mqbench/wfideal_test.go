@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/mq-hpc/mq/policy"
+	"github.com/mq-hpc/mq/internal/policy"
 )
 
 // On 2 slots, four 1 s tasks listed before a chain of three 10 s tasks:

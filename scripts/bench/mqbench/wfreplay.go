@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/internal/wfformat"
 	replay "github.com/mq-hpc/mq/internal/wfreplay"
 	"github.com/mq-hpc/mq/protocol"
-	"github.com/mq-hpc/mq/wfformat"
 )
 
 // wfreplay replays real workflow traces (WfFormat) through a running CLS:

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mq-hpc/mq/plan"
-	"github.com/mq-hpc/mq/policy"
-	"github.com/mq-hpc/mq/wfformat"
+	"github.com/mq-hpc/mq/internal/plan"
+	"github.com/mq-hpc/mq/internal/policy"
+	"github.com/mq-hpc/mq/internal/wfformat"
 )
 
 // wfsearch looks for a better priority list than cp's for each WfFormat

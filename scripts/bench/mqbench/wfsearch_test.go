@@ -4,8 +4,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/mq-hpc/mq/plan"
-	"github.com/mq-hpc/mq/policy"
+	"github.com/mq-hpc/mq/internal/plan"
+	"github.com/mq-hpc/mq/internal/policy"
 )
 
 // Decoding wfideal's cp list the way plan.SearchList does gives

@@ -1,0 +1,243 @@
+package cls
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/mq-hpc/mq/internal/metaqueue"
+	"github.com/mq-hpc/mq/internal/mqhome"
+	"github.com/mq-hpc/mq/internal/server"
+	"github.com/mq-hpc/mq/internal/site"
+	"github.com/mq-hpc/mq/internal/sshkey"
+	"github.com/mq-hpc/mq/internal/sshserver"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// sites is the CLS's side of `cls site`: the site Manager, wired to the
+// store, the protocol server (ops site.*) and the SSH endpoint.
+type sites struct {
+	home   string
+	store  *metaqueue.Store
+	log    *slog.Logger
+	agents string // directory of mqagent-OS-ARCH binaries
+	mgr    *site.Manager
+	// Local placeholders' stdout and stderr (their warnings) go to
+	// agentLog, the CLS's log; noop makes the CLS's own ones (--local)
+	// report jobs without running them.
+	agentLog io.Writer
+	// logJSON: the log is JSON lines (cls serve --log-format json), so
+	// local placeholders write theirs as JSON too.
+	logJSON bool
+	// connected are the placeholders connected now (the dashboard).
+	connected connectedPHs
+	noop      bool
+	umask     int // local placeholders run their jobs with it
+	// maxOutput (0: no cap) and outputReserve bound local jobs' output
+	// (Config.MaxOutput, Config.OutputReserve).
+	maxOutput, outputReserve int64
+	agentExe                 string // what local placeholders run (default: this executable)
+
+	sshAddr net.Addr // the CLS's SSH endpoint; nil without --ssh
+	hostFP  string
+	clsID   string
+
+	// swept: sites whose data roots were swept of an earlier run's
+	// temporary files (files.go, sweepOnce).
+	sweepMu sync.Mutex
+	swept   map[string]*sync.Once
+	// rootOK: sites whose data roots passed stage.SFTP.CheckRoot in
+	// this run (a failed check is made again at the next transfer).
+	rootOK map[string]bool
+
+	// hub moves files over placeholders' own connections (agentplace.go).
+	hub *agentHub
+}
+
+func newSites(home string, store *metaqueue.Store, log *slog.Logger, poll, throttle time.Duration, agents string) (*sites, error) {
+	s := &sites{home: home, store: store, log: log, agents: agents, hub: newAgentHub()}
+	hk, err := sshserver.LoadOrCreateHostKey(filepath.Join(home, sshserver.HostKeyFileName))
+	if err != nil {
+		return nil, err
+	}
+	s.hostFP = ssh.FingerprintSHA256(hk.PublicKey())
+	sum := sha256.Sum256([]byte(s.hostFP))
+	s.clsID = hex.EncodeToString(sum[:3])
+	if s.agents == "" {
+		if exe, err := os.Executable(); err == nil {
+			s.agents = filepath.Dir(exe)
+		}
+	}
+	s.mgr = &site.Manager{Store: store, Open: s.open, Prepare: s.prepare, Forget: s.forget,
+		Poll: poll, ThrottleAfter: throttle, Log: log}
+	return s, nil
+}
+
+// install serves the site ops on srv and tells the manager about
+// placeholders that come and go. Call before srv serves.
+func (s *sites) install(srv *server.Server) {
+	prev := srv.OnPlaceholder
+	srv.OnPlaceholder = func(id int64, reg protocol.Register, connected bool) {
+		if prev != nil {
+			prev(id, reg, connected)
+		}
+		s.mgr.Placeholder(id, reg, connected)
+		s.hub.placeholder(id, reg.Site, reg.Host, connected)
+	}
+	srv.Files = s.hub
+	server.Route(srv, protocol.OpSiteAdd, s.mgr.Add)
+	server.Route(srv, protocol.OpSiteList, func(context.Context, protocol.Empty) (protocol.SiteList, error) {
+		return protocol.SiteList{Sites: s.mgr.List()}, nil
+	})
+	server.Route(srv, protocol.OpSiteRemove, func(ctx context.Context, r protocol.SiteRemove) (protocol.SiteInfo, error) {
+		return s.mgr.Remove(ctx, r.Name)
+	})
+	server.Route(srv, protocol.OpSiteSet, s.mgr.Set)
+}
+
+func (s *sites) start(ctx context.Context) error { return s.mgr.Start(ctx) }
+func (s *sites) stop()                           { s.mgr.Stop() }
+
+func (s *sites) dir(name string) string { return filepath.Join(s.home, "sites", name) }
+
+// prepare makes a site's placeholder key and accepts it. A remote site is
+// refused on a CLS without an SSH endpoint: its placeholders could never
+// connect, in either connect mode.
+func (s *sites) prepare(spec protocol.SiteSpec) error {
+	if spec.Type != site.Local && s.sshAddr == nil {
+		return protocol.Errorf(protocol.CodeBadRequest, "site %s (--connect %s): %v", spec.Name, spec.Connect, site.ErrNoEndpoint)
+	}
+	dir := s.dir(spec.Name)
+	os.RemoveAll(dir) // left by an add that failed
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	comment := sshserver.SiteKeyPrefix + spec.Name
+	pk, err := sshkey.NewKeyPair(filepath.Join(dir, "placeholder_key"), comment)
+	if err != nil {
+		return err
+	}
+	kf := sshserver.NewKeyFile(filepath.Join(s.home, sshserver.KeyFileName))
+	kf.Remove(comment)
+	if _, err := kf.Add(protocol.RolePlaceholder, pk, comment); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (s *sites) forget(spec protocol.SiteSpec) {
+	kf := sshserver.NewKeyFile(filepath.Join(s.home, sshserver.KeyFileName))
+	kf.Remove(sshserver.SiteKeyPrefix + spec.Name)
+	os.RemoveAll(s.dir(spec.Name))
+}
+
+// open makes the Site of a spec.
+func (s *sites) open(spec protocol.SiteSpec, exited func(pid int)) (site.Site, error) {
+	wall := protocol.Duration(spec.Walltime)
+	if spec.Type == site.Local {
+		exe := s.agentExe
+		if exe == "" {
+			var err error
+			if exe, err = os.Executable(); err != nil {
+				return nil, fmt.Errorf("cannot find the cls executable for local placeholders: %w", err)
+			}
+		}
+		host, _ := os.Hostname()
+		args := []string{"agent", "--site", spec.Name, "--host", host, "--slots", strconv.Itoa(spec.Slots)}
+		if !spec.Embedded { // the CLS's own are always there: no time limit, never idle out
+			args = append(args, "--walltime", site.AgentWalltime(wall).String(),
+				"--idle", protocol.Duration(spec.Idle).String())
+		}
+		args = append(args, "--out", filepath.Join(s.home, "output"), "--orphan-exit", "--umask", fmt.Sprintf("%03o", s.umask),
+			"--max-output", strconv.FormatInt(s.maxOutput, 10), "--output-reserve", strconv.FormatInt(s.outputReserve, 10))
+		if spec.Embedded && s.noop {
+			args = append(args, "--noop")
+		}
+		if s.logJSON {
+			args = append(args, "--log-format", "json")
+		}
+		return &site.Processes{Exited: exited, Command: func() *exec.Cmd {
+			cmd := exec.Command(exe, args...)
+			cmd.Env = append(os.Environ(), "MQ_HOME="+s.home)
+			cmd.Dir = s.home
+			w := s.agentLog
+			if lf, ok := w.(*logFile); ok {
+				w = lf.file() // the file itself, as it is now (ReopenLog)
+			}
+			cmd.Stdout, cmd.Stderr = w, w
+			return cmd
+		}}, nil
+	}
+	key, err := mqhome.ReadFile(filepath.Join(s.dir(spec.Name), "placeholder_key"))
+	if err != nil {
+		return nil, fmt.Errorf("site %s: placeholder key: %w", spec.Name, err)
+	}
+	if spec.DataRoot == "" && !spec.SharedFS {
+		spec.DataRoot = site.DefaultDataRoot + "/" + s.clsID // two CLSs never share a data root
+	}
+	user, addr, err := site.ParseSSH(spec.SSH)
+	if err != nil {
+		return nil, err
+	}
+	r := &site.Remote{Spec: spec, Batch: site.ForType(spec.Type), Key: key, HostKey: s.hostFP,
+		JobName: site.JobName(spec.Name, s.clsID), Dir: ".mq-sites/" + s.clsID, Log: s.log,
+		Agent: s.agentBinary,
+		Dial: func(ctx context.Context) (site.Runner, error) {
+			return site.DialSSH(ctx, site.SSHConfig{User: user, Addr: addr, KeyFile: spec.Key, KnownHosts: spec.KnownHosts})
+		},
+	}
+	if s.sshAddr != nil {
+		r.CLSAddr = advertised(s.sshAddr)
+		local := s.sshAddr.String()
+		r.DialCLS = func() (net.Conn, error) { return net.DialTimeout("tcp", local, 10*time.Second) }
+	}
+	return r, nil
+}
+
+// advertised is the address placeholders dial for a listening address: a
+// wildcard listener is reached by this host's name.
+func advertised(a net.Addr) string {
+	host, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		if h, err := os.Hostname(); err == nil {
+			host = h
+		}
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// agentBinary finds the agent to upload for a platform: mqagent-OS-ARCH in
+// the agents directory; for this host's own platform also mqagent there,
+// or this cls binary itself (it runs `cls agent` just the same).
+func (s *sites) agentBinary(goos, goarch string) (string, error) {
+	cands := []string{filepath.Join(s.agents, "mqagent-"+goos+"-"+goarch)}
+	if goos == runtime.GOOS && goarch == runtime.GOARCH {
+		cands = append(cands, filepath.Join(s.agents, "mqagent"))
+		if exe, err := os.Executable(); err == nil {
+			cands = append(cands, exe)
+		}
+	}
+	for _, c := range cands {
+		if fi, err := os.Stat(c); err == nil && fi.Mode().IsRegular() {
+			return c, nil
+		}
+	}
+	return "", errors.New("no agent binary for " + goos + "/" + goarch + ": build one with scripts/build-agents.sh into " + s.agents + " (mqagent-" + goos + "-" + goarch + ")")
+}

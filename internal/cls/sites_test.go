@@ -1,0 +1,70 @@
+package cls
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mq-hpc/mq/internal/site"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// The CLS's own placeholders run the agent as they always have (no
+// walltime, no idle timeout, --noop when asked); an on-demand local site's
+// get its walltime and idle timeout. Both log to the CLS's log, and bound
+// jobs' output as the CLS says (cls serve --max-output, --output-reserve).
+func TestLocalAgentCommand(t *testing.T) {
+	var logw bytes.Buffer
+	s := &sites{home: "/mq", noop: true, agentLog: &logw, umask: 0o022, maxOutput: 1 << 30, outputReserve: 5 << 20}
+	host, _ := os.Hostname()
+	for _, tc := range []struct {
+		spec protocol.SiteSpec
+		want string
+	}{
+		{protocol.SiteSpec{Name: "local", Type: "local", Min: 2, Max: 2, Slots: 4, Embedded: true},
+			"agent --site local --host " + host + " --slots 4 --out /mq/output --orphan-exit --umask 022 --max-output 1073741824 --output-reserve 5242880 --noop"},
+		{protocol.SiteSpec{Name: "here", Type: "local", Max: 2, Slots: 1, Walltime: 3600, Idle: 60},
+			"agent --site here --host " + host + " --slots 1 --walltime 57m0s --idle 1m0s --out /mq/output --orphan-exit --umask 022 --max-output 1073741824 --output-reserve 5242880"},
+		{protocol.SiteSpec{Name: "json", Type: "local", Max: 1, Slots: 1, Embedded: true},
+			"agent --site json --host " + host + " --slots 1 --out /mq/output --orphan-exit --umask 022 --max-output 1073741824 --output-reserve 5242880 --noop --log-format json"},
+	} {
+		s.logJSON = tc.spec.Name == "json" // cls serve --log-format json
+		st, err := s.open(tc.spec, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, ok := st.(*site.Processes)
+		if !ok {
+			t.Fatalf("%s: a %T, want *site.Processes", tc.spec.Name, st)
+		}
+		cmd := p.Command()
+		if got := strings.Join(cmd.Args[1:], " "); got != tc.want {
+			t.Errorf("%s: %s\nwant %s", tc.spec.Name, got, tc.want)
+		}
+		if cmd.Dir != "/mq" || !slices.Contains(cmd.Env, "MQ_HOME=/mq") || cmd.Stderr != io.Writer(&logw) {
+			t.Errorf("%s: dir %q, MQ_HOME set %v, stderr to the log %v", tc.spec.Name, cmd.Dir, slices.Contains(cmd.Env, "MQ_HOME=/mq"), cmd.Stderr == io.Writer(&logw))
+		}
+	}
+}
+
+// A remote site added to a CLS started without --ssh is refused, saying
+// what is missing and how to start the CLS; the old message
+// ("tunnel: this connection cannot forward ports") named neither.
+func TestSiteAddNeedsSSHEndpoint(t *testing.T) {
+	for _, connect := range []string{site.Tunnel, site.Direct} {
+		s := &sites{home: t.TempDir()}
+		err := s.prepare(protocol.SiteSpec{Name: "c", Type: site.Slurm, SSH: "u@h", Connect: connect})
+		var pe *protocol.Error
+		if !errors.As(err, &pe) || pe.Code != protocol.CodeBadRequest ||
+			!strings.Contains(err.Error(), "has no SSH endpoint") || !strings.Contains(err.Error(), "cls serve --ssh ADDR") {
+			t.Errorf("--connect %s: %v; want a bad request naming the missing endpoint and cls serve --ssh ADDR", connect, err)
+		}
+		if _, err := os.Stat(s.dir("c")); err == nil {
+			t.Errorf("--connect %s: a key was made for a refused site", connect)
+		}
+	}
+}

@@ -1,0 +1,358 @@
+package cls
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mq-hpc/mq/internal/metaqueue"
+	"github.com/mq-hpc/mq/internal/stage"
+)
+
+// fakeStore records what the stager reports.
+type fakeStore struct {
+	staged chan metaqueue.StageResult
+	mu     sync.Mutex
+	links  map[string]metaqueue.Link
+}
+
+func newFakeStore() *fakeStore {
+	return &fakeStore{staged: make(chan metaqueue.StageResult, 100), links: map[string]metaqueue.Link{}}
+}
+
+func (f *fakeStore) Staged(_ context.Context, r metaqueue.StageResult) error {
+	f.staged <- r
+	return nil
+}
+
+func (f *fakeStore) MeasuredLink(site string, l metaqueue.Link) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.links[site] = l
+}
+
+func (f *fakeStore) link(site string) (metaqueue.Link, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l, ok := f.links[site]
+	return l, ok
+}
+
+func (f *fakeStore) next(t *testing.T) metaqueue.StageResult {
+	t.Helper()
+	select {
+	case r := <-f.staged:
+		return r
+	case <-time.After(time.Minute):
+		t.Fatal("no stage result within a minute")
+		return metaqueue.StageResult{}
+	}
+}
+
+// testPlaces are sites whose data roots are temporary directories; "local"
+// is the CLS host's own (host), rooted in a directory too. wrap, if set,
+// wraps a site's place.
+type testPlaces struct {
+	roots map[string]string
+	wrap  func(site string, p stage.Place) stage.Place
+}
+
+func newTestPlaces(t *testing.T, sites ...string) *testPlaces {
+	tp := &testPlaces{roots: map[string]string{}}
+	for _, s := range append([]string{metaqueue.LocalSite}, sites...) {
+		tp.roots[s] = t.TempDir()
+	}
+	return tp
+}
+
+func (tp *testPlaces) place(_ context.Context, p metaqueue.Place) (stage.Place, bool, error) {
+	root, ok := tp.roots[p.Site]
+	if strings.HasPrefix(p.Site, "down") {
+		return nil, false, &unreachableError{p.Site, errors.New("dial tcp: connection refused")}
+	}
+	if !ok {
+		return nil, false, fmt.Errorf("no site %s", p.Site)
+	}
+	var pl stage.Place = stage.Dir{Root: root}
+	if tp.wrap != nil {
+		pl = tp.wrap(p.Site, pl)
+	}
+	return pl, p.Site == metaqueue.LocalSite, nil
+}
+
+// put writes a file at a site and returns its SHA-256.
+func (tp *testPlaces) put(t *testing.T, site, p string, data []byte) string {
+	t.Helper()
+	full := filepath.Join(tp.roots[site], p)
+	if err := os.MkdirAll(filepath.Dir(full), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(full, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+func (tp *testPlaces) read(site, p string) ([]byte, error) {
+	return os.ReadFile(filepath.Join(tp.roots[site], p))
+}
+
+func startStager(t *testing.T, workers int, tp *testPlaces) (*stager, *fakeStore) {
+	st := newStager(workers, tp.place, func(string) metaqueue.Link { return metaqueue.Link{Latency: 7, Bandwidth: 7e6} }, nil)
+	fs := newFakeStore()
+	st.start(fs)
+	t.Cleanup(st.stop)
+	return st, fs
+}
+
+func at(site string) metaqueue.Place { return metaqueue.Place{Site: site} }
+
+// A staged file arrives complete at the target place, and its transfer is
+// reported with the bytes, checksum and source; the sites' measured links
+// reach the store, the prior kept for what is not measured yet.
+func TestStagerMoves(t *testing.T) {
+	tp := newTestPlaces(t, "a", "b")
+	data := []byte("seqs of p1\n")
+	sum := tp.put(t, "a", "/w/seqs/p1.fa", data)
+	st, fs := startStager(t, 2, tp)
+	st.Stage(metaqueue.StageRequest{Path: "/w/seqs/p1.fa", To: at("b"), From: []metaqueue.Place{at("a")}, Size: int64(len(data)), Job: 7})
+	r := fs.next(t)
+	if r.Err != nil || r.Bytes != int64(len(data)) || r.SHA256 != sum || r.From != at("a") || r.To != at("b") || r.Job != 7 || r.Path != "/w/seqs/p1.fa" || r.Started.IsZero() {
+		t.Fatalf("result %+v", r)
+	}
+	if got, err := tp.read("b", "/w/seqs/p1.fa"); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("at b: %q %v", got, err)
+	}
+	for _, s := range []string{"a", "b"} {
+		l, ok := fs.link(s)
+		if !ok || l.Latency <= 0 || l.Bandwidth != 7e6 {
+			t.Errorf("link of %s: %+v %v; want a measured latency and the prior bandwidth", s, l, ok)
+		}
+	}
+
+	// The hash is computed when unknown and checked when known.
+	st.Stage(metaqueue.StageRequest{Path: "/w/seqs/p1.fa", To: at("local"), From: []metaqueue.Place{at("b")}, Size: -1, SHA256: strings.Repeat("0", 64)})
+	if r := fs.next(t); r.Err == nil || r.Permanent {
+		t.Errorf("a wrong checksum: %+v", r)
+	}
+	if _, err := tp.read("local", "/w/seqs/p1.fa"); err == nil {
+		t.Error("a file with the wrong checksum appeared")
+	}
+}
+
+// A user's file on the CLS host that changed since submit is never staged:
+// the request ends Permanent with the reason.
+func TestStagerChangedInput(t *testing.T) {
+	tp := newTestPlaces(t, "a")
+	data := []byte("version 1\n")
+	tp.put(t, "local", "/in.txt", data)
+	fi, err := os.Stat(filepath.Join(tp.roots["local"], "in.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, fs := startStager(t, 1, tp)
+	for _, tc := range []struct {
+		name    string
+		size    int64
+		mtime   time.Time
+		changed bool
+	}{
+		{"same", int64(len(data)), fi.ModTime(), false},
+		{"same to the second", int64(len(data)), fi.ModTime().Truncate(time.Second), false},
+		{"older", int64(len(data)), fi.ModTime().Add(-time.Hour), true},
+		{"other size", 3, fi.ModTime(), true},
+	} {
+		os.RemoveAll(filepath.Join(tp.roots["a"], "in.txt"))
+		st.Stage(metaqueue.StageRequest{Path: "/in.txt", To: at("a"), From: []metaqueue.Place{at("local")}, Size: tc.size, ModTime: tc.mtime})
+		r := fs.next(t)
+		_, rerr := tp.read("a", "/in.txt")
+		if tc.changed {
+			if r.Err == nil || !r.Permanent || !strings.Contains(r.Err.Error(), "changed after submission") || rerr == nil {
+				t.Errorf("%s: %+v (at a: %v); want a permanent failure, no file", tc.name, r, rerr)
+			}
+		} else if r.Err != nil || rerr != nil {
+			t.Errorf("%s: %+v (at a: %v)", tc.name, r, rerr)
+		}
+	}
+}
+
+// A source that lacks the file gives way to the next; lacking everywhere
+// is permanent.
+func TestStagerNextSource(t *testing.T) {
+	tp := newTestPlaces(t, "a", "b", "c")
+	data := []byte("out of job 1\n")
+	sum := tp.put(t, "c", "/o/x", data)
+	st, fs := startStager(t, 1, tp)
+	st.Stage(metaqueue.StageRequest{Path: "/o/x", To: at("b"), From: []metaqueue.Place{at("a"), at("gone"), at("c")}, Size: -1, SHA256: sum})
+	if r := fs.next(t); r.Err != nil || r.From != at("c") || r.Bytes != int64(len(data)) {
+		t.Fatalf("result %+v", r)
+	}
+	if got, _ := tp.read("b", "/o/x"); !bytes.Equal(got, data) {
+		t.Fatalf("at b: %q", got)
+	}
+	st.Stage(metaqueue.StageRequest{Path: "/o/y", To: at("b"), From: []metaqueue.Place{at("a"), at("c")}, Size: -1})
+	if r := fs.next(t); r.Err == nil || !r.Permanent {
+		t.Errorf("missing everywhere: %+v", r)
+	}
+	// An unreachable place is not proof the file is gone.
+	st.Stage(metaqueue.StageRequest{Path: "/o/y", To: at("b"), From: []metaqueue.Place{at("a"), at("gone")}, Size: -1})
+	if r := fs.next(t); r.Err == nil || r.Permanent {
+		t.Errorf("missing at one place, another unreachable: %+v", r)
+	}
+	st.Stage(metaqueue.StageRequest{Path: "/o/x", To: at("b"), Size: -1})
+	if r := fs.next(t); r.Err == nil || !r.Permanent {
+		t.Errorf("no source: %+v", r)
+	}
+}
+
+// gate is a place whose Open waits until released (or cancelled),
+// counting the opens waiting at once.
+type gate struct {
+	stage.Place
+	release   chan struct{}
+	cur, high atomic.Int32
+}
+
+func (g *gate) Open(ctx context.Context, p string) (io.ReadCloser, stage.Info, error) {
+	n := g.cur.Add(1)
+	for {
+		h := g.high.Load()
+		if n <= h || g.high.CompareAndSwap(h, n) {
+			break
+		}
+	}
+	defer g.cur.Add(-1)
+	select {
+	case <-g.release:
+	case <-ctx.Done():
+		return nil, stage.Info{}, ctx.Err()
+	}
+	return g.Place.Open(ctx, p)
+}
+
+// gate makes site's place a gate.
+func (tp *testPlaces) gate(site string) *gate {
+	g := &gate{Place: stage.Dir{Root: tp.roots[site]}, release: make(chan struct{})}
+	tp.wrap = func(s string, p stage.Place) stage.Place {
+		if s != site {
+			return p
+		}
+		return g
+	}
+	return g
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// No more transfers run at once than the stager has workers; the others
+// wait their turn, queued without blocking the caller.
+func TestStagerBound(t *testing.T) {
+	tp := newTestPlaces(t, "a", "b")
+	g := tp.gate("a")
+	const n = 7
+	for i := range n {
+		tp.put(t, "a", fmt.Sprintf("/f%d", i), []byte{byte(i)})
+	}
+	st, fs := startStager(t, 2, tp)
+	for i := range n {
+		st.Stage(metaqueue.StageRequest{Path: fmt.Sprintf("/f%d", i), To: at("b"), From: []metaqueue.Place{at("a")}, Size: 1})
+	}
+	waitFor(t, "two transfers", func() bool { return g.cur.Load() == 2 })
+	close(g.release)
+	for range n {
+		if r := fs.next(t); r.Err != nil {
+			t.Error(r.Err)
+		}
+	}
+	if h := g.high.Load(); h != 2 {
+		t.Errorf("%d transfers at once; want 2", h)
+	}
+}
+
+// stop cancels the transfers running without reporting them, drops the
+// queue, and returns; a request after it is ignored.
+func TestStagerStop(t *testing.T) {
+	tp := newTestPlaces(t, "a", "b")
+	g := tp.gate("a")
+	tp.put(t, "a", "/f", []byte("x"))
+	st := newStager(1, tp.place, nil, nil)
+	fs := newFakeStore()
+	// Queued before start: served once started.
+	for range 3 {
+		st.Stage(metaqueue.StageRequest{Path: "/f", To: at("b"), From: []metaqueue.Place{at("a")}, Size: -1})
+	}
+	st.start(fs)
+	waitFor(t, "a transfer", func() bool { return g.cur.Load() == 1 })
+	done := make(chan struct{})
+	go func() { st.stop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("stop did not return")
+	}
+	st.Stage(metaqueue.StageRequest{Path: "/f", To: at("b"), From: []metaqueue.Place{at("a")}, Size: -1})
+	select {
+	case r := <-fs.staged:
+		t.Errorf("reported after stop: %+v", r)
+	default:
+	}
+	if _, err := tp.read("b", "/f"); err == nil {
+		t.Error("a cancelled transfer left the file")
+	}
+	entries, _ := os.ReadDir(tp.roots["b"])
+	if len(entries) != 0 {
+		t.Errorf("left at b: %v", entries)
+	}
+}
+
+// A site whose login host cannot be reached is named in the result's
+// Unreachable, as the target or as a source, and nothing else is.
+func TestStagerUnreachable(t *testing.T) {
+	tp := newTestPlaces(t, "a", "b")
+	tp.put(t, "a", "/o/x", []byte("x"))
+	st, fs := startStager(t, 1, tp)
+	for _, tc := range []struct {
+		to   string
+		from []string
+		want []metaqueue.Place
+	}{
+		{"down1", []string{"a"}, []metaqueue.Place{at("down1")}},
+		{"b", []string{"down1", "gone", "down2"}, []metaqueue.Place{at("down1"), at("down2")}},
+		{"b", []string{"gone"}, nil},
+	} {
+		var from []metaqueue.Place
+		for _, f := range tc.from {
+			from = append(from, at(f))
+		}
+		st.Stage(metaqueue.StageRequest{Path: "/o/x", To: at(tc.to), From: from, Size: -1})
+		r := fs.next(t)
+		if r.Err == nil || !slices.Equal(r.Unreachable, tc.want) {
+			t.Errorf("to %s from %v: err %v, unreachable %v; want %v", tc.to, tc.from, r.Err, r.Unreachable, tc.want)
+		}
+		if len(tc.want) > 0 && !strings.Contains(r.Err.Error(), "cannot be reached: dial tcp: connection refused") {
+			t.Errorf("to %s from %v: error %q does not say why", tc.to, tc.from, r.Err)
+		}
+	}
+}

@@ -1,0 +1,764 @@
+package metaqueue
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/internal/policy"
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// fits reports whether a job expected to run est seconds (0 = unknown:
+// the queue's ceiling, if any) fits a placeholder's remaining walltime
+// (0 = unlimited).
+func fits(est float32, q *queue, walltime float64) bool {
+	return walltime <= 0 || need(est, q) <= walltime
+}
+
+// need is how long a job is expected to take: its estimate, else its
+// queue's ceiling (0 = unknown).
+func need(est float32, q *queue) float64 {
+	if est > 0 || q == nil {
+		return float64(est)
+	}
+	return q.Ceiling
+}
+
+// Register records a placeholder (or renews one reconnecting with its id)
+// and returns its id.
+func (s *Store) Register(ctx context.Context, r protocol.Register) (protocol.RegisterReply, error) {
+	return s.RegisterAs(ctx, r, "")
+}
+
+// RegisterAs is Register for a peer with an identity (the credential its
+// transport proved). A placeholder reclaims its id after a reconnect only
+// with the same site, host and identity, so one key cannot take over the
+// jobs of a placeholder that another key started.
+func (s *Store) RegisterAs(ctx context.Context, r protocol.Register, identity string) (protocol.RegisterReply, error) {
+	if r.Site == "" || r.Host == "" {
+		return protocol.RegisterReply{}, protocol.Errorf(protocol.CodeBadRequest, "register needs a site and a host")
+	}
+	if r.Slots < 1 || r.Slots > 4096 {
+		return protocol.RegisterReply{}, protocol.Errorf(protocol.CodeBadRequest, "slots must be 1..4096, not %d", r.Slots)
+	}
+	if err := protocol.CheckSeconds("walltime_s", r.Walltime); err != nil {
+		return protocol.RegisterReply{}, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+	}
+	var id int64
+	err := s.do(ctx, func() error {
+		if err := s.begin(); err != nil {
+			return err
+		}
+		now := micros(s.now())
+		if r.ID > 0 {
+			res, err := s.stmts.touchPlaceholder.Exec(r.PID, r.Slots, now, r.ID, r.Site, r.Host, identity)
+			if err != nil {
+				return fatalError{err}
+			}
+			if n, _ := res.RowsAffected(); n == 1 {
+				id = r.ID
+			}
+		}
+		isNew := id == 0
+		if isNew {
+			if err := s.stmts.insPlaceholder.QueryRow(r.Site, r.Host, r.PID, r.OutDir, r.Slots, now, now, identity).Scan(&id); err != nil {
+				return fatalError{err}
+			}
+		}
+		s.phRegistered(id, isNew)
+		s.phs[id] = true
+		s.data.phPlace[id] = s.data.site(s.data.placeOf(r.Site, r.Host))
+		s.knowSite(r.Site)
+		return nil
+	})
+	return protocol.RegisterReply{ID: id, LeaseS: s.opt.Lease.Seconds(), HeartbeatS: s.opt.Heartbeat.Seconds()}, err
+}
+
+type parkedNext struct {
+	call     *call
+	req      protocol.Next
+	reply    *protocol.NextReply
+	deadline time.Time
+	asked    time.Time // when the request reached the core (dispatch latency)
+	// A DC "wait" for this request stands until the dc queues change
+	// (data.gen moves on) or redecide passes.
+	dcWaited bool
+	dcGen    uint64
+	dcAt     time.Time
+	// site is the asking placeholder's site name, once plans needed it
+	// (pickPlanned).
+	site string
+	// What pickCopy last looked at: it looks again once running attempts
+	// or data locations changed.
+	copyLooked           bool
+	copyGen, copyDataGen uint64
+}
+
+// Next applies a placeholder's reports and hands it up to req.Free jobs,
+// waiting up to req.WaitMS for work. Reports are committed even if no work
+// comes.
+func (s *Store) Next(ctx context.Context, req protocol.Next) (protocol.NextReply, error) {
+	var reply protocol.NextReply
+	if req.Free < 0 || req.Free > 4096 {
+		return reply, protocol.Errorf(protocol.CodeBadRequest, "free slots must be 0..4096, not %d", req.Free)
+	}
+	if err := protocol.CheckMillis("wait_ms", int64(req.WaitMS)); err != nil {
+		return reply, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+	}
+	if err := protocol.CheckSeconds("walltime_left_s", req.WalltimeLeft); err != nil {
+		return reply, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+	}
+	wait := min(time.Duration(req.WaitMS)*time.Millisecond, 5*time.Minute)
+	c := &call{ctx: ctx, done: make(chan struct{})}
+	c.fn = func() error {
+		if _, ok := s.phs[req.Placeholder]; !ok {
+			return protocol.Errorf(protocol.CodeNotFound, "unknown placeholder %d: register first", req.Placeholder)
+		}
+		if err := s.report(req.Placeholder, req.Reports); err != nil {
+			return err
+		}
+		if req.Free == 0 {
+			return nil
+		}
+		if err := s.observeRequest(req.Placeholder); err != nil {
+			return err
+		}
+		// Every asker queues behind those already waiting (FIFO fairness);
+		// matchParked serves them all at the end of the batch.
+		c.parked = true
+		s.parked = append(s.parked, &parkedNext{call: c, req: req, reply: &reply, asked: s.now(), deadline: s.now().Add(wait)})
+		return nil
+	}
+	select {
+	case s.calls <- c:
+	case <-s.stop:
+		return reply, ErrClosed
+	case <-ctx.Done():
+		return reply, ctx.Err()
+	}
+	select {
+	case <-c.done:
+	case <-s.stopped:
+		select {
+		case <-c.done:
+		default:
+			return reply, ErrClosed
+		}
+	}
+	return reply, c.err
+}
+
+// Report records finished job attempts without asking for work.
+func (s *Store) Report(ctx context.Context, placeholder int64, reports []protocol.Report) error {
+	return s.do(ctx, func() error { return s.report(placeholder, reports) })
+}
+
+func (s *Store) report(ph int64, reports []protocol.Report) error {
+	for _, r := range reports {
+		ru := s.runOf(r.ID, r.Attempt, ph)
+		if ru == nil {
+			// Late, duplicate, or not this placeholder's: changes nothing,
+			// but a killed copy's CPU figures are kept.
+			if err := s.lateReport(ph, r); err != nil {
+				return err
+			}
+			continue
+		}
+		j, ok := s.g.Node(r.ID)
+		if !ok || j.State != job.Executing {
+			continue
+		}
+		if r.OutputLost != "" && r.Reason != protocol.ReasonReturned {
+			if err := s.saveOutputLost(r.ID, r.Attempt, r.OutputLost); err != nil {
+				return err
+			}
+		}
+		if protocol.CheckUsage(r.Usage) != nil {
+			r.Usage = protocol.Usage{} // the server checks; a figure no process has is not kept
+		}
+		out := outcomeOf(r)
+		if out == failed && len(r.Missing) > 0 {
+			// Inputs deleted or damaged at the placeholder's place behind
+			// the CLS's back: staged again, the job waits for them.
+			stale, err := s.dropStale(r.ID, ph, r.Missing)
+			if err != nil {
+				return err
+			}
+			if stale {
+				out = returned
+			}
+		}
+		if err := s.attemptEnded(r.ID, j, ru, out, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// outcome classifies how an attempt ended.
+type outcome int
+
+const (
+	succeeded   outcome = iota
+	failed              // non-zero exit or could not start: the job's fault
+	overCeiling         // killed for running past its queue's ceiling: the job's fault
+	lost                // lease expired: the placeholder vanished, not the job's fault
+	returned            // handed back unstarted by a placeholder that fetched it ahead
+)
+
+func outcomeOf(r protocol.Report) outcome {
+	switch {
+	case r.Reason == protocol.ReasonCeiling:
+		return overCeiling
+	case r.Reason == protocol.ReasonInterrupted:
+		return lost
+	case r.Reason == protocol.ReasonReturned:
+		return returned
+	case r.Exit == 0 && r.Reason == "":
+		return succeeded
+	}
+	return failed
+}
+
+// nextState is the one place that decides what follows an attempt: Done,
+// Failed, or Queued again (requeue) while attempts remain.
+func nextState(q *queue, used int, out outcome) job.State {
+	switch out {
+	case succeeded:
+		return job.Done
+	case returned:
+		return job.Queued
+	case lost:
+		if used < q.MaxAttempts {
+			return job.Queued
+		}
+	case failed:
+		if q.RetryFailed && used < q.MaxAttempts {
+			return job.Queued
+		}
+	}
+	return job.Failed
+}
+
+// endAttempt moves an executing job on after an attempt that ended as r
+// says (its exit, times, reason, outputs and usage).
+func (s *Store) endAttempt(id int64, j dag.Node, ru *run, out outcome, r protocol.Report) error {
+	if err := s.begin(); err != nil {
+		return err
+	}
+	q := s.queueIDs[j.Queue]
+	e := attemptEnd{attempt: ru.attempt, placeholder: ru.placeholder, started: r.Started, finished: r.Finished,
+		exit: r.Exit, reason: r.Reason, usage: r.Usage, outputs: r.Outputs}
+	if e.started.IsZero() {
+		e.started = ru.started
+	}
+	if e.finished.IsZero() {
+		e.finished = s.now()
+	}
+	switch out {
+	case overCeiling:
+		e.reason = fmt.Sprintf("killed after running past the queue's ceiling of %gs", q.Ceiling)
+	case lost:
+		if e.reason == protocol.ReasonInterrupted {
+			e.reason = "interrupted: its placeholder was stopped"
+		}
+		e.exit = nil
+	}
+	if out != returned {
+		if err := s.charge(id, q, ru, e.started, e.finished, out == succeeded); err != nil {
+			return err
+		}
+	}
+	if err := s.stopCopies(id, "stopped: the job's attempt "+fmt.Sprint(ru.attempt)+" ended it"); err != nil {
+		return err
+	}
+	if err := s.setApart(id, ru, false); err != nil {
+		return err
+	}
+	s.stopRun(id)
+	next := nextState(q, ru.used, out)
+	if o := s.opt.Observer; o != nil {
+		o.Ended(next)
+	}
+	switch {
+	case next == job.Queued && out == returned:
+		return s.unclaim(id)
+	case next == job.Queued:
+		return s.requeue(id, e)
+	case next == job.Failed && e.reason == "":
+		e.reason = fmt.Sprintf("exit status %d", r.Exit)
+		if ru.used > 1 {
+			e.reason += fmt.Sprintf(" (after %d attempts)", ru.used)
+		}
+	}
+	return s.finish(id, j, next, e)
+}
+
+// Heartbeat renews the leases of the attempts a placeholder runs and
+// returns those it must kill: any it runs that the metaqueue does not have
+// Executing with it (deleted, requeued after a lost lease, or another
+// placeholder's). A placeholder can only renew or report its own jobs.
+func (s *Store) Heartbeat(ctx context.Context, hb protocol.Heartbeat) (protocol.HeartbeatReply, error) {
+	var reply protocol.HeartbeatReply
+	err := s.do(ctx, func() error {
+		if !s.phs[hb.Placeholder] {
+			return protocol.Errorf(protocol.CodeNotFound, "unknown placeholder %d: register first", hb.Placeholder)
+		}
+		if len(s.plans.job) > 0 {
+			if err := s.planAlive(hb.Placeholder); err != nil {
+				return err
+			}
+		}
+		lease := s.now().Add(s.opt.Lease)
+		for _, c := range hb.Claim {
+			// The first attempt of a job to claim wins; the others are
+			// killed below (a loser's claim finds its attempt gone).
+			if ru := s.runOf(c.ID, c.Attempt, hb.Placeholder); ru != nil {
+				if err := s.win(c.ID, ru); err != nil {
+					return err
+				}
+				reply.Won = append(reply.Won, c)
+			} else if !slices.Contains(hb.Running, c) {
+				reply.Kill = append(reply.Kill, c)
+			}
+		}
+		for _, r := range hb.Running {
+			ru := s.runOf(r.ID, r.Attempt, hb.Placeholder)
+			if ru == nil {
+				// Deleted, requeued, lost a race, or never this
+				// placeholder's: stop it.
+				reply.Kill = append(reply.Kill, r)
+				continue
+			}
+			ru.lease = lease
+		}
+		return nil
+	})
+	return reply, err
+}
+
+// Holds reports whether placeholder ph holds attempt of job id now: the
+// only time it may stage that attempt's output.
+func (s *Store) Holds(ctx context.Context, ph, id int64, attempt int) (bool, error) {
+	var ok bool
+	err := s.do(ctx, func() error {
+		ok = s.runOf(id, attempt, ph) != nil
+		return nil
+	})
+	return ok, err
+}
+
+// expire requeues (or fails) jobs whose lease ran out and answers parked
+// requests whose wait is over. It runs on the core's tick.
+func (s *Store) expire() error {
+	now := s.now()
+	s.noticeStall(now)
+	for id, ru := range s.running {
+		if now.Before(ru.lease) {
+			continue
+		}
+		j, ok := s.g.Node(id)
+		if !ok {
+			s.stopRun(id)
+			continue
+		}
+		s.log.Warn("lease expired; requeueing", "job", id, "attempt", ru.attempt, "placeholder", ru.placeholder)
+		reason := fmt.Sprintf("lost: no heartbeat from placeholder %d for %s", ru.placeholder, s.opt.Lease)
+		if err := s.attemptEnded(id, j, ru, lost, protocol.Report{Finished: now, Reason: reason}); err != nil {
+			return err
+		}
+	}
+	for id, cs := range s.repl.copies {
+		for _, c := range slices.Clone(cs) {
+			if now.Before(c.lease) {
+				continue
+			}
+			j, ok := s.g.Node(id)
+			if !ok {
+				continue
+			}
+			s.log.Warn("lease of a copy expired", "job", id, "attempt", c.attempt, "placeholder", c.placeholder)
+			reason := fmt.Sprintf("lost: no heartbeat from placeholder %d for %s", c.placeholder, s.opt.Lease)
+			if err := s.attemptEnded(id, j, c, lost, protocol.Report{Finished: now, Reason: reason}); err != nil {
+				return err
+			}
+		}
+	}
+	for _, ws := range s.waiters {
+		for _, w := range ws {
+			if !w.deadline.IsZero() && now.After(w.deadline) {
+				w.timeout()
+			}
+		}
+	}
+	s.forgetSilent(now)
+	if err := s.sweepPlaceholders(now); err != nil {
+		return err
+	}
+	s.expireDying(now)
+	s.checkInfeasible(now)
+	return nil
+}
+
+// stallAfter is the longest gap between two lease checks that is still
+// the CLS running. Within it, a lease renewed up to a heartbeat before the
+// gap has more than Lease/2 - Heartbeat left after it (0.4 leases or more
+// at the default heartbeat): time for the heartbeats that waited to be
+// read. A longer gap is the CLS's own
+// stall (the process was stopped, starved, or held by a long batch), during
+// which it could not have read a heartbeat either.
+func (s *Store) stallAfter() time.Duration {
+	return max(s.opt.Lease/2, 3*tickEvery)
+}
+
+// noticeStall gives every executing job a fresh lease, as after a restart,
+// when the core has not checked leases for longer than stallAfter: the
+// placeholders' silence was then the CLS's own, and their heartbeats and
+// reports (finished jobs among them) are still on their way, or on their
+// way back after a reconnect.
+func (s *Store) noticeStall(now time.Time) {
+	gap := now.Sub(s.checked)
+	s.checked = now
+	if gap <= s.stallAfter() {
+		return
+	}
+	s.log.Warn("the CLS did not run for a while; every executing job gets a fresh lease", "stalled", gap.Round(time.Millisecond), "jobs", len(s.running))
+	lease := now.Add(s.opt.Lease)
+	for _, ru := range s.running {
+		ru.lease = lease
+	}
+	for _, cs := range s.repl.copies {
+		for _, c := range cs {
+			c.lease = lease
+		}
+	}
+}
+
+// matchParked hands ready jobs to waiting placeholders in arrival order and
+// returns those answered (they are told after the commit).
+func (s *Store) matchParked() ([]*parkedNext, error) {
+	if len(s.parked) == 0 {
+		return nil, nil
+	}
+	now := s.now()
+	var filled []*parkedNext
+	// A fresh slice, not s.parked[:0]: if dispatch fails midway the batch is
+	// rolled back and s.parked must still list every parked call.
+	kept := make([]*parkedNext, 0, len(s.parked))
+	for _, p := range s.parked {
+		if p.call.ctx.Err() != nil {
+			p.call.err = p.call.ctx.Err()
+			filled = append(filled, p)
+			continue
+		}
+		if err := s.dispatch(p); err != nil {
+			return nil, err
+		}
+		if len(p.reply.Jobs) > 0 || !now.Before(p.deadline) {
+			filled = append(filled, p)
+			continue
+		}
+		kept = append(kept, p)
+	}
+	s.parked = kept
+	return filled, nil
+}
+
+// dispatch picks up to p.req.Free ready jobs for the placeholder, going
+// round the queues, and marks them Executing under a lease with one UPDATE.
+func (s *Store) dispatch(p *parkedNext) error {
+	if len(s.qlist) == 0 || p.req.Free <= len(p.reply.Jobs) {
+		return nil
+	}
+	type picked struct {
+		id     int64
+		q      *queue
+		bundle int64
+		seq    int
+		ru     *run
+	}
+	var picks []picked
+	// Economics needs the asking placeholder's site (its price, the
+	// planner's caps): known once per request.
+	if s.econCosting() && p.site == "" {
+		site, err := s.siteName(p.req.Placeholder)
+		if err != nil {
+			return err
+		}
+		p.site = site
+	}
+	// A DC wait stands until something it depends on changed, or for at
+	// most redecide: queue time alone moves it on slowly.
+	now := s.now()
+	skipDC := p.dcWaited && p.dcGen == s.data.gen && now.Before(p.dcAt.Add(redecide))
+	waited := false
+	// A bundle takes one slot however many jobs it has.
+	for slots := slotsUsed(p.reply.Jobs); slots < p.req.Free; {
+		_, id, w, err := s.pick(p, skipDC)
+		if err != nil {
+			return err
+		}
+		waited = waited || w
+		if id == 0 {
+			break
+		}
+		ids, bundle := s.bundlePick(id, p.req.WalltimeLeft)
+		if len(ids) == 0 {
+			continue // held back: a job of its bundle is waiting
+		}
+		slots++
+		for _, id := range ids {
+			// Executing in memory at once, so a duplicate heap entry of the
+			// same job cannot be picked again in this loop.
+			j, err := s.claim(id)
+			if err != nil {
+				return err
+			}
+			seq := 0
+			if bundle != 0 {
+				seq = int(id - bundle)
+			}
+			// Reserved now, so the next pick of this request sees it.
+			ru := &run{}
+			s.econStart(s.queueIDs[j.Queue], j, ru, p.site)
+			picks = append(picks, picked{id, s.queueIDs[j.Queue], bundle, seq, ru})
+		}
+	}
+	switch {
+	case waited && len(picks) == 0:
+		p.dcWaited, p.dcGen, p.dcAt = true, s.data.gen, now
+	case !skipDC:
+		p.dcWaited = false
+	}
+	if len(picks) == 0 {
+		if s.repl.on == 0 || len(p.reply.Jobs) > 0 {
+			return nil
+		}
+		// Nothing ready for it: a queue that copies may give it a copy
+		// of a running job (one per request).
+		id, q, err := s.pickCopy(p)
+		if err != nil || id == 0 {
+			return err
+		}
+		return s.dispatchCopy(p, id, q)
+	}
+	if err := s.begin(); err != nil {
+		return err
+	}
+	s.phWorked(p.req.Placeholder)
+	ids := make([]int64, len(picks))
+	for i, pk := range picks {
+		ids[i] = pk.id
+	}
+	got, err := s.claimRows(p.req.Placeholder, now, ids)
+	if err != nil {
+		return err
+	}
+	lease := now.Add(s.opt.Lease)
+	for _, pk := range picks {
+		r, ok := got[pk.id]
+		if !ok {
+			return fatalError{fmt.Errorf("ready job %d has no row", pk.id)}
+		}
+		ru := pk.ru
+		ru.attempt, ru.used, ru.placeholder, ru.lease, ru.started = r.attempt, r.attempt-r.base, p.req.Placeholder, lease, now
+		s.running[pk.id] = ru
+		a, err := s.assignment(pk.id, pk.q, r, pk.bundle, pk.seq)
+		if err != nil {
+			return err
+		}
+		// A job that may be copied later runs apart from the start: its
+		// outputs must not be overwritten by a copy that loses.
+		a.Scratch = s.repl.on > 0 && s.copyable(pk.id, pk.q)
+		if err := s.setApart(pk.id, ru, a.Scratch); err != nil {
+			return err
+		}
+		p.reply.Jobs = append(p.reply.Jobs, a)
+		if o := s.opt.Observer; o != nil {
+			o.Dispatched(now.Sub(p.asked), now.Sub(time.UnixMicro(r.submitted)))
+		}
+	}
+	return nil
+}
+
+// assignRow is what dispatch reads back of a job it marks Executing.
+type assignRow struct {
+	attempt, base     int
+	command, cwd, env string
+	submitted         int64
+}
+
+// assignment is how attempt r of job id travels to its placeholder.
+func (s *Store) assignment(id int64, q *queue, r assignRow, bundle int64, seq int) (protocol.Assignment, error) {
+	j, _ := s.g.Node(id)
+	text, raw := protocol.WireCommand(r.command)
+	a := protocol.Assignment{
+		ID: id, Attempt: r.attempt, Command: text, CommandBytes: raw, Cwd: r.cwd,
+		Target: s.g.Name(j.Target), Queue: q.Name, Ceiling: q.Ceiling,
+		Bundle: bundle, Seq: seq,
+	}
+	if r.env != "" {
+		var env map[string]string
+		if err := json.Unmarshal([]byte(r.env), &env); err != nil {
+			return a, fatalError{fmt.Errorf("job %d's environment: %w", id, err)}
+		}
+		a.Env = protocol.EnvList(env)
+	}
+	if jf := s.data.files[id]; jf != nil {
+		a.Inputs, a.Outputs = s.assigned(jf.in, true), s.assigned(jf.out, false)
+	}
+	return a, nil
+}
+
+// pick removes the next job to run from the ready heaps: queues take turns;
+// within a queue its policy orders jobs, skipping any whose estimate (or the
+// queue's ceiling) exceeds the placeholder's remaining walltime. A dc queue
+// asks policy.DC (pickDC), unless skipDC; waited reports that DC told the
+// placeholder to wait for a job of some queue.
+func (s *Store) pick(p *parkedNext, skipDC bool) (q *queue, id int64, waited bool, err error) {
+	if q, id, err := s.pickPlanned(p); err != nil || id != 0 {
+		return q, id, false, err
+	}
+	n := len(s.qlist)
+	for k := 0; k < n; k++ {
+		q := s.qlist[(s.rr+k)%n]
+		var ok bool
+		if q.isDC() {
+			if skipDC {
+				continue
+			}
+			var w bool
+			id, ok, w, err = s.pickDC(q, p)
+			if err != nil {
+				return nil, 0, false, err
+			}
+			waited = waited || w
+		} else {
+			id, ok, err = s.pickFrom(q, p)
+			if err != nil {
+				return nil, 0, false, err
+			}
+		}
+		if ok {
+			s.rr = (s.rr + k + 1) % n
+			return q, id, waited, nil
+		}
+	}
+	return nil, 0, waited, nil
+}
+
+// pickFrom takes the first ready job of an ordered queue that fits the
+// placeholder and, with staging, has its inputs at the placeholder's place
+// (a job whose inputs are being brought waits aside, so the placeholder
+// gets other ready work meanwhile).
+func (s *Store) pickFrom(q *queue, p *parkedNext) (int64, bool, error) {
+	var later []policy.Ready
+	defer func() {
+		for _, r := range later {
+			q.ready.Push(r)
+		}
+	}()
+	for examined := 0; examined < policy.Window; {
+		r, ok := q.ready.Pop()
+		if !ok {
+			return 0, false, nil
+		}
+		j, ok := s.g.Node(r.ID)
+		if !ok || j.State != job.Queued {
+			continue // stale entry
+		}
+		v, err := s.feasible(orderedChecks, &asking{q, r, j, p})
+		if v == held {
+			continue
+		}
+		examined++
+		if v == aside {
+			later = append(later, r)
+			if err != nil {
+				return 0, false, err
+			}
+			continue
+		}
+		return r.ID, true, nil
+	}
+	return 0, false, nil
+}
+
+// dataReady says whether job id (with its bundle) has its movable inputs
+// at p's placeholder's place, asking for them when not.
+func (s *Store) dataReady(id int64, p *parkedNext) (bool, error) {
+	if s.opt.Stager == nil || len(s.data.files) == 0 {
+		return true, nil
+	}
+	bid, inBundle := s.bundles.of[id]
+	if !inBundle && s.data.files[id] == nil {
+		return true, nil // no declared files: the common case, on every dispatch
+	}
+	to, err := s.storePlace(p.req.Placeholder)
+	if err != nil {
+		return false, err
+	}
+	ids := []int64{id}
+	if inBundle {
+		ids = s.bundles.members[bid]
+	}
+	// Bring inputs here for no more jobs than the asking placeholder has
+	// free slots: staging every job examined (up to the window) moved
+	// files for jobs that other places, holding their data, then ran
+	// (BENCHMARKS.md, "FCFS vs DC, live and simulated").
+	if _, marked := s.stg.to[ids[0]]; !marked && s.stagingTo(to) >= max(p.req.Free-len(p.reply.Jobs), 1) && !s.inputsPresent(ids, to) {
+		return false, nil
+	}
+	return s.inputsAt(ids, to)
+}
+
+// PlaceholderGone requeues (or fails) at once every job a placeholder was
+// running: its process is known to have ended, so waiting for the lease
+// would only waste time.
+func (s *Store) PlaceholderGone(ctx context.Context, id int64) error {
+	return s.do(ctx, func() error {
+		now := s.now()
+		for jid, ru := range s.running {
+			if ru.placeholder != id {
+				continue
+			}
+			j, ok := s.g.Node(jid)
+			if !ok {
+				s.stopRun(jid)
+				continue
+			}
+			s.log.Warn("placeholder ended while running a job; requeueing", "job", jid, "placeholder", id)
+			reason := fmt.Sprintf("lost: placeholder %d ended while running it", id)
+			if err := s.attemptEnded(jid, j, ru, lost, protocol.Report{Finished: now, Reason: reason}); err != nil {
+				return err
+			}
+		}
+		for jid, cs := range s.repl.copies {
+			for _, c := range slices.Clone(cs) {
+				if c.placeholder != id {
+					continue
+				}
+				if j, ok := s.g.Node(jid); ok {
+					reason := fmt.Sprintf("lost: placeholder %d ended while running it", id)
+					if err := s.attemptEnded(jid, j, c, lost, protocol.Report{Finished: now, Reason: reason}); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		// Its killed copies stopped with it.
+		for ref, d := range s.econ.dying {
+			if d.ru.placeholder == id {
+				s.econDied(ref)
+			}
+		}
+		delete(s.phs, id)
+		s.forgetPlaceholder(id)
+		return nil
+	})
+}

@@ -1,0 +1,368 @@
+package metaqueue
+
+import (
+	"context"
+	"database/sql"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// Every write of a job's state, in its row and in the graph, is one of the
+// transitions in this file, so the whole lifecycle reads in one place:
+//
+//	submitted        new job -> Waiting, Queued or Blocked
+//	claim, claimRows Queued -> Executing, for one placeholder's request
+//	finish           Executing -> Done or Failed, the attempt over
+//	requeue          Executing -> Queued, the attempt counted and kept
+//	unclaim          Executing -> Queued, returned unstarted (not counted)
+//	deleteJob        Waiting, Queued, Executing or Blocked -> Deleted
+//	rerun            Done, Failed or Deleted -> Waiting, Queued or Blocked
+//	failUnstageable  Queued -> Failed, an input no transfer could bring
+//	applyChanges     the jobs that depend on a moved one follow it
+//	reconcile        stored pending states fixed to the graph's at load
+//
+// Callers do a feature's own bookkeeping first (the ledger's charge,
+// copies stopped, the run forgotten); a transition writes the row, moves
+// the job in the graph and lets applyChanges carry the consequences to
+// counters, ready heaps, dependents and waiters.
+
+// jobCols are the columns a new job's row is inserted with.
+const jobCols = "(id, queue_id, target_id, state, command, cwd, est, submitted)"
+
+// The statements that write jobs.state (prepared in stmts).
+const (
+	insJobSQL   = "INSERT INTO jobs " + jobCols + " VALUES (?,?,?,?,?,?,?,?)"
+	setStateSQL = "UPDATE jobs SET state = ? WHERE id = ?"
+	finishSQL   = `UPDATE jobs SET state = ?, exit = ?, started = ?, finished = ?, reason = ?,
+			cpu_user = ?, cpu_sys = ?, max_rss = ? WHERE id = ?`
+	// Every way back to W/Q forgets the last attempt's figures (kept
+	// in attempts first, where that attempt counts).
+	requeueSQL = `UPDATE jobs SET state = ?, row_attempt = NULL, placeholder_id = NULL, started = NULL, finished = NULL,
+			exit = NULL, reason = NULL, cpu_user = NULL, cpu_sys = NULL, max_rss = NULL WHERE id = ?`
+	unclaimSQL = `UPDATE jobs SET state = ?, attempt_base = attempt_base + 1, row_attempt = NULL, placeholder_id = NULL, started = NULL,
+			finished = NULL, exit = NULL, reason = NULL, cpu_user = NULL, cpu_sys = NULL, max_rss = NULL WHERE id = ?`
+	rerunSQL = `UPDATE jobs SET state = ?, attempt_base = attempts, row_attempt = NULL, placeholder_id = NULL, started = NULL,
+			finished = NULL, exit = NULL, reason = NULL, cpu_user = NULL, cpu_sys = NULL, max_rss = NULL WHERE id = ?`
+	deleteSQL = "UPDATE jobs SET state = 'X', finished = ?, reason = ? WHERE id = ?"
+)
+
+// insJobsSQL inserts bulkRows new jobs in one statement.
+var insJobsSQL = "INSERT INTO jobs " + jobCols + " VALUES " + strings.TrimSuffix(strings.Repeat("(?,?,?,?,?,?,?,?),", bulkRows), ",")
+
+// claimSQL marks n jobs Executing for one placeholder (?1) from ?2 on and
+// returns what their assignments need.
+func claimSQL(n int) string {
+	return `UPDATE jobs SET state = 'E', attempts = attempts + 1, row_attempt = NULL, placeholder_id = ?1, started = ?2,
+		finished = NULL, exit = NULL, reason = NULL
+		WHERE id IN (` + strings.TrimSuffix(strings.Repeat("?,", n), ",") + `) RETURNING id, attempts, attempt_base, command, cwd, submitted,
+		coalesce((SELECT env FROM job_env WHERE job_id = jobs.id), '')`
+}
+
+// submitted enters new job id, its row buffered in in, into the graph
+// and the estimates that rank it.
+func (s *Store) submitted(id int64, n dag.Node, q *queue, est float64, in *inserter) error {
+	ch := s.g.AddJob(id, n)
+	q.noteEst(est)
+	if s.bl.on {
+		s.noteJob(n.Target, n.Est)
+	}
+	return s.applyChanges(ch, -1, in)
+}
+
+// patch reports whether job id is still in the buffer, and patches its
+// state.
+func (in *inserter) patch(id int64, st job.State) bool {
+	if in == nil || id < in.bufStart || id >= in.bufStart+int64(len(in.rows)) {
+		return false
+	}
+	in.rows[id-in.bufStart].state = st
+	return true
+}
+
+// flushJobs inserts the buffered job rows. Rows, prerequisite pairs and
+// targets are flushed independently (the schema has no foreign keys), so
+// each fills its own multi-row statement.
+func (in *inserter) flushJobs() error {
+	if len(in.rows) == 0 {
+		return nil
+	}
+	in.args = in.args[:0]
+	for i, r := range in.rows {
+		var est any
+		if r.est > 0 {
+			est = r.est
+		}
+		in.args = append(in.args, in.bufStart+int64(i), r.queue, int32(r.target), string(r.state), r.command, r.cwd, est, in.now)
+	}
+	var err error
+	if len(in.rows) == bulkRows {
+		_, err = in.s.stmts.insJobs.Exec(in.args...)
+	} else {
+		for i := 0; i < len(in.args) && err == nil; i += 8 {
+			_, err = in.s.stmts.insJob.Exec(in.args[i : i+8]...)
+		}
+	}
+	if err != nil {
+		return fatalError{err}
+	}
+	in.bufStart += int64(len(in.rows))
+	clear(in.rows)
+	in.rows = in.rows[:0]
+	return nil
+}
+
+// claim marks ready job id Executing in memory at once, so a duplicate
+// heap entry of the same job cannot be picked again by the same request;
+// claimRows writes the request's rows afterwards. It returns the job as it
+// was.
+func (s *Store) claim(id int64) (dag.Node, error) {
+	j, _ := s.g.Node(id)
+	ch, err := s.g.Set(id, job.Executing)
+	if err != nil {
+		return j, err
+	}
+	if err := s.applyChanges(ch, id, nil); err != nil {
+		return j, err
+	}
+	s.runStarted(id)
+	return j, nil
+}
+
+// claimRows marks the claimed jobs ids Executing for placeholder ph from
+// now on in one UPDATE, and returns what each job's assignment needs.
+func (s *Store) claimRows(ph int64, now time.Time, ids []int64) (map[int64]assignRow, error) {
+	stmt, err := s.stmts.dispatchN(context.Background(), s.w, len(ids))
+	if err != nil {
+		return nil, fatalError{err}
+	}
+	args := make([]any, 0, 2+len(ids))
+	args = append(args, ph, micros(now))
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	rows, err := stmt.Query(args...)
+	if err != nil {
+		return nil, fatalError{err}
+	}
+	got := make(map[int64]assignRow, len(ids))
+	for rows.Next() {
+		var id int64
+		var r assignRow
+		if err := rows.Scan(&id, &r.attempt, &r.base, &r.command, &r.cwd, &r.submitted, &r.env); err != nil {
+			rows.Close()
+			return nil, fatalError{err}
+		}
+		got[id] = r
+	}
+	if err := closeRows(rows); err != nil {
+		return nil, fatalError{err}
+	}
+	return got, nil
+}
+
+// attemptEnd is how an attempt ended: what the job's row, or its history
+// in attempts, keeps of it.
+type attemptEnd struct {
+	attempt           int
+	placeholder       int64
+	started, finished time.Time
+	exit              any // nil: none (the attempt was lost)
+	reason            string
+	usage             protocol.Usage     // not measured: stored as NULLs
+	outputs           []protocol.FileSum // a Done job's outputs
+}
+
+func (e *attemptEnd) usageArgs() (cpuUser, cpuSys, maxRSS any) {
+	if !e.usage.Measured() {
+		return nil, nil, nil
+	}
+	return e.usage.CPUUser, e.usage.CPUSys, e.usage.MaxRSS
+}
+
+// finish ends executing job id (j as the graph has it) Done or Failed
+// after attempt e. A Done job's outputs enter the catalog before its
+// dependents are released.
+func (s *Store) finish(id int64, j dag.Node, next job.State, e attemptEnd) error {
+	var reason any
+	if e.reason != "" {
+		reason = e.reason
+	}
+	cpuUser, cpuSys, maxRSS := e.usageArgs()
+	if _, err := s.stmts.finish.Exec(string(next), e.exit, micros(e.started), micros(e.finished), reason, cpuUser, cpuSys, maxRSS, id); err != nil {
+		return fatalError{err}
+	}
+	if next == job.Done {
+		if err := s.jobDone(id, j.Queue, s.g.Name(j.Target), e.placeholder, e.started, e.finished, e.outputs); err != nil {
+			return err
+		}
+	}
+	ch, err := s.g.Set(id, next)
+	if err != nil {
+		return err
+	}
+	return s.applyChanges(ch, id, nil)
+}
+
+// requeue puts executing job id back after attempt e, which counts: its
+// record goes to the history first.
+func (s *Store) requeue(id int64, e attemptEnd) error {
+	cpuUser, cpuSys, maxRSS := e.usageArgs()
+	if _, err := s.stmts.history.Exec(id, e.attempt, e.placeholder, micros(e.started), micros(e.finished), e.exit, e.reason,
+		cpuUser, cpuSys, maxRSS); err != nil {
+		return fatalError{err}
+	}
+	return s.backToQueue(id, s.stmts.requeue)
+}
+
+// unclaim puts back executing job id that its placeholder returned
+// unstarted: the attempt has no record and does not count.
+func (s *Store) unclaim(id int64) error {
+	return s.backToQueue(id, s.stmts.unclaim)
+}
+
+// backToQueue lets the graph re-derive job id's pending state (Waiting if
+// a prerequisite was rerun meanwhile) and writes it with stmt.
+func (s *Store) backToQueue(id int64, stmt *sql.Stmt) error {
+	ch, err := s.g.Requeue(id)
+	if err != nil {
+		return err
+	}
+	st := job.Queued
+	if j, ok := s.g.Node(id); ok {
+		st = j.State
+	}
+	if _, err := stmt.Exec(string(st), id); err != nil {
+		return fatalError{err}
+	}
+	return s.applyChanges(ch, id, nil)
+}
+
+// deleteJob ends live job id Deleted for reason.
+func (s *Store) deleteJob(id int64, reason string) error {
+	if _, err := s.w.ExecContext(context.Background(), deleteSQL, micros(s.now()), reason, id); err != nil {
+		return fatalError{err}
+	}
+	ch, err := s.g.Set(id, job.Deleted)
+	if err != nil {
+		return err
+	}
+	return s.applyChanges(ch, id, nil)
+}
+
+// rerun brings ended job id back into the graph as n (it was in state
+// was) with a fresh attempt budget; the attempt it replaces goes to the
+// history first, and its files are loaded again before it can be ready.
+func (s *Store) rerun(id int64, n dag.Node, was job.State) error {
+	if _, err := s.stmts.keepAttempt.Exec(id); err != nil {
+		return fatalError{err}
+	}
+	ch, err := s.g.Revive(id, n, was)
+	if err != nil {
+		return err
+	}
+	j, _ := s.g.Node(id)
+	if _, err := s.stmts.rerun.Exec(string(j.State), id); err != nil {
+		return fatalError{err}
+	}
+	if err := s.loadFiles(context.Background(), id); err != nil {
+		return fatalError{err}
+	}
+	return s.applyChanges(ch, id, nil)
+}
+
+// failUnstageable ends Queued job id Failed: an input it waited for could
+// not be staged (reason says which and why). It never ran: no exit, start
+// or usage.
+func (s *Store) failUnstageable(id int64, reason string) error {
+	j, ok := s.g.Node(id)
+	if !ok || j.State != job.Queued {
+		return nil
+	}
+	if err := s.begin(); err != nil {
+		return err
+	}
+	if _, err := s.stmts.finish.Exec(string(job.Failed), nil, nil, micros(s.now()), reason, nil, nil, nil, id); err != nil {
+		return fatalError{err}
+	}
+	ch, err := s.g.Set(id, job.Failed)
+	if err != nil {
+		return err
+	}
+	s.log.Warn("job failed: an input could not be staged", "job", id, "reason", reason)
+	return s.applyChanges(ch, id, nil)
+}
+
+// applyChanges makes storage, counters, ready heaps and waiters follow the
+// graph's changes. The row of self (the job the caller writes itself) is
+// not updated here, nor are rows still buffered in in (patched there).
+func (s *Store) applyChanges(ch []dag.Change, self int64, in *inserter) error {
+	if len(s.watches) > 0 {
+		s.watchChanges(ch)
+	}
+	for _, c := range ch {
+		cnt := s.countsFor(c.Queue)
+		if c.From != 0 {
+			cnt[c.From]--
+		}
+		cnt[c.To]++
+		if c.ID != self && !in.patch(c.ID, c.To) {
+			if _, err := s.stmts.setState.Exec(string(c.To), c.ID); err != nil {
+				return fatalError{err}
+			}
+		}
+		if c.To == job.Queued {
+			if len(s.plans.job) > 0 {
+				s.planReady(c.ID)
+			}
+			if q := s.queueIDs[c.Queue]; q != nil && !s.deferRank(q, c.ID, in) {
+				q.ready.Push(s.readyEntry(q, c.ID, c.Est, c.Target))
+				if q.isDC() {
+					s.becameReady(c.ID, s.now())
+				}
+			}
+		}
+		if c.To.Terminal() || c.To == job.Blocked {
+			s.ended = append(s.ended, c.ID)
+		}
+		if c.To.Terminal() {
+			s.bundles.ended(c.ID)
+			s.jobEnded(c.ID)
+		}
+	}
+	return nil
+}
+
+// reconcile makes stored pending states agree with the graph (they should
+// already), writing any it fixes, and returns queued with the jobs that
+// became Queued added, still in id order.
+func (s *Store) reconcile(ctx context.Context, queued []int64) ([]int64, error) {
+	ch := s.g.Reconcile()
+	if len(ch) == 0 {
+		return queued, nil
+	}
+	s.log.Warn("stored job states disagreed with prerequisites; fixing", "jobs", len(ch))
+	if err := s.begin(); err != nil {
+		return nil, err
+	}
+	for _, c := range ch {
+		s.countsFor(c.Queue)[c.From]--
+		s.countsFor(c.Queue)[c.To]++
+		if _, err := s.stmts.setState.Exec(string(c.To), c.ID); err != nil {
+			return nil, err
+		}
+		if c.To == job.Queued {
+			queued = append(queued, c.ID)
+		}
+	}
+	slices.Sort(queued)
+	if _, err := s.w.ExecContext(ctx, "COMMIT"); err != nil {
+		return nil, err
+	}
+	s.inTx = false
+	return queued, nil
+}

@@ -1,0 +1,280 @@
+package metaqueue
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/job"
+)
+
+// load (re)builds the in-memory state from the database, in dependency
+// order: queues and targets before the jobs that name them, the jobs'
+// prerequisites before the jobs enter the graph, the graph whole before its
+// derived states are checked and the ready heaps filled.
+func (s *Store) load(ctx context.Context) error {
+	s.resetIndex()
+	if err := s.loadBundles(ctx); err != nil {
+		return err
+	}
+	if err := s.loadFiles(ctx, 0); err != nil {
+		return err
+	}
+	if err := s.loadQueues(ctx); err != nil {
+		return err
+	}
+	if err := s.loadEcon(ctx); err != nil {
+		return err
+	}
+	if err := s.loadTargets(ctx); err != nil {
+		return err
+	}
+	if err := s.loadEdges(ctx); err != nil {
+		return err
+	}
+	if err := s.loadArrays(ctx); err != nil {
+		return err
+	}
+	prereqs, err := s.livePrereqs(ctx)
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	queued, err := s.loadJobs(ctx, prereqs, now)
+	if err != nil {
+		return err
+	}
+	if err := s.loadCopies(ctx, now); err != nil {
+		return err
+	}
+	if queued, err = s.reconcile(ctx, queued); err != nil {
+		return err
+	}
+	s.rebuildCopies()
+	s.fillReady(queued, now)
+	return s.loadPlans(ctx)
+}
+
+// resetIndex empties the in-memory index before a load.
+func (s *Store) resetIndex() {
+	s.g = dag.New()
+	s.queues = map[string]*queue{}
+	s.queueIDs = map[int32]*queue{}
+	s.qlist = nil
+	s.stages.order = nil
+	s.running = map[int64]*run{}
+	s.repl.reset()
+	s.arrays = arrays{}
+	s.econ.reset()
+	s.phs = map[int64]bool{}
+	s.counts = map[int32]*[128]int{}
+	s.nextID = 0
+	s.data.reset(s.now())
+	s.bl = blevels{}
+}
+
+// loadQueues loads every queue with its settings and policy.
+func (s *Store) loadQueues(ctx context.Context) error {
+	rows, err := s.w.QueryContext(ctx, `SELECT q.id, q.name, q.ceiling_s, q.max_attempts, q.retry_failed, q.policy, COALESCE(e.deadline, 0), COALESCE(e.budget, 0), q.max_copies
+		FROM queues q LEFT JOIN queue_economics e ON e.queue_id = q.id`)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		q := &queue{}
+		if err := rows.Scan(&q.id, &q.Name, &q.Ceiling, &q.MaxAttempts, &q.RetryFailed, &q.Policy, &q.Deadline, &q.Budget, &q.MaxCopies); err != nil {
+			rows.Close()
+			return err
+		}
+		q.setPolicy(q.Policy)
+		s.addQueue(q)
+	}
+	return closeRows(rows)
+}
+
+// loadTargets gives the graph every target, with its stored id.
+func (s *Store) loadTargets(ctx context.Context) error {
+	rows, err := s.w.QueryContext(ctx, "SELECT id, name FROM targets ORDER BY id")
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var id int32
+		var name string
+		if err := rows.Scan(&id, &name); err != nil {
+			rows.Close()
+			return err
+		}
+		if _, dup := s.g.Lookup(name); dup {
+			rows.Close()
+			return fmt.Errorf("target %q is stored twice", name)
+		}
+		s.g.LoadTarget(dag.TargetID(id), name)
+	}
+	return closeRows(rows)
+}
+
+// loadEdges gives the graph every target-to-prerequisite edge any job, live
+// or ended, ever named: edges are never removed (cycle checks stay
+// conservative, as a deleted job may be rerun).
+func (s *Store) loadEdges(ctx context.Context) error {
+	rows, err := s.w.QueryContext(ctx, "SELECT DISTINCT j.target_id, p.target_id FROM job_prereqs p JOIN jobs j ON j.id = p.job_id")
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var t, p int32
+		if err := rows.Scan(&t, &p); err != nil {
+			rows.Close()
+			return err
+		}
+		s.g.AddEdges(dag.TargetID(t), []dag.TargetID{dag.TargetID(p)})
+	}
+	return closeRows(rows)
+}
+
+// livePrereqs returns the prerequisite targets of every live job, by job id.
+func (s *Store) livePrereqs(ctx context.Context) (map[int64][]dag.TargetID, error) {
+	prereqs := map[int64][]dag.TargetID{}
+	rows, err := s.w.QueryContext(ctx, `SELECT p.job_id, p.target_id FROM job_prereqs p JOIN jobs j ON j.id = p.job_id
+		WHERE j.state IN ('W','Q','E','B')`)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var id int64
+		var t int32
+		if err := rows.Scan(&id, &t); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		prereqs[id] = append(prereqs[id], dag.TargetID(t))
+	}
+	return prereqs, closeRows(rows)
+}
+
+// loadJobs makes one pass over every job: ended jobs only count toward
+// their target and queue (and Done ones teach the estimator their
+// runtimes); live ones enter the graph, and Executing ones get a fresh
+// lease from now with their placeholder known. It returns the Queued jobs
+// in id order.
+func (s *Store) loadJobs(ctx context.Context, prereqs map[int64][]dag.TargetID, now time.Time) ([]int64, error) {
+	type count struct {
+		t, q int32
+		st   job.State
+	}
+	ended := map[count]int{}
+	phIDs := map[int64]bool{}
+	var queued []int64 // in id order
+	s.checked = now    // every lease is fresh
+	// Runtimes of Done jobs, by target: SJF and DC go on from what earlier
+	// runs learned rather than from nothing.
+	type sum struct {
+		secs float64
+		n    int
+	}
+	learned := map[int32]*sum{}
+	var costedRuns []int64
+	rows, err := s.w.QueryContext(ctx, `SELECT id, queue_id, target_id, state, est, coalesce(row_attempt, attempts), attempt_base, placeholder_id, started, finished
+		FROM jobs ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var id int64
+		var q, t int32
+		var st string
+		var est sql.NullFloat64
+		var attempts, base int
+		var ph, started, finished sql.NullInt64
+		if err := rows.Scan(&id, &q, &t, &st, &est, &attempts, &base, &ph, &started, &finished); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		state := job.State(st[0])
+		s.nextID = id + 1
+		if state.Terminal() {
+			ended[count{t, q, state}]++
+			if state == job.Done && started.Valid && finished.Valid && finished.Int64 > started.Int64 {
+				l := learned[t]
+				if l == nil {
+					l = &sum{}
+					learned[t] = l
+				}
+				l.secs += float64(finished.Int64-started.Int64) / 1e6
+				l.n++
+			}
+			continue
+		}
+		s.g.LoadJob(id, dag.Node{Target: dag.TargetID(t), Queue: q, Est: float32(est.Float64), State: state, Prereqs: prereqs[id]})
+		if eq := s.queueIDs[q]; eq != nil {
+			eq.noteEst(est.Float64)
+		}
+		s.countsFor(q)[state]++
+		switch state {
+		case job.Queued:
+			queued = append(queued, id)
+		case job.Executing:
+			// A fresh lease: the placeholder may still be running it and will
+			// report or heartbeat once it reconnects.
+			ru := &run{attempt: attempts, used: max(attempts-base, 1), placeholder: ph.Int64, lease: now.Add(s.opt.Lease), started: time.UnixMicro(started.Int64)}
+			s.running[id] = ru
+			s.runStarted(id)
+			costedRuns = append(costedRuns, id)
+			phIDs[ph.Int64] = true
+		}
+	}
+	if err := closeRows(rows); err != nil {
+		return nil, err
+	}
+	// Executing attempts take their reservations and places under the
+	// planner's caps again (their sites are read now, the scan closed).
+	for _, id := range costedRuns {
+		n, _ := s.g.Node(id)
+		ru := s.running[id]
+		if eq := s.queueIDs[n.Queue]; eq != nil && (eq.costed() || len(s.econ.price) > 0) {
+			site, err := s.siteName(ru.placeholder)
+			if err != nil {
+				return nil, err
+			}
+			s.econStart(eq, n, ru, site)
+		}
+	}
+	for c, n := range ended {
+		s.g.LoadCounts(dag.TargetID(c.t), c.st, n)
+		s.g.NoteQueue(dag.TargetID(c.t), c.q)
+		s.countsFor(c.q)[c.st] += n
+	}
+	for t, l := range learned {
+		s.data.expect.Load(s.g.Name(dag.TargetID(t)), l.secs, l.n)
+	}
+
+	// Placeholders holding jobs are known at once, so they may heartbeat and
+	// report after a restart; others are known when they register again.
+	s.phs = phIDs
+	if s.nextID == 0 {
+		s.nextID = 1
+	}
+	return queued, nil
+}
+
+// fillReady pushes the Queued jobs onto their queues' ready heaps, in id
+// order (cheap pushes for FCFS). A DC queue counts their queue time from
+// now, this run's start.
+func (s *Store) fillReady(queued []int64, now time.Time) {
+	if s.bl.on {
+		s.rankAll() // now that the jobs are loaded
+	}
+	for _, id := range queued {
+		if j, ok := s.g.Node(id); ok && j.State == job.Queued {
+			if q := s.queueIDs[j.Queue]; q != nil {
+				q.ready.Push(s.readyEntry(q, id, j.Est, j.Target))
+				if q.isDC() {
+					s.data.readyAt[id] = now
+				}
+			}
+		}
+	}
+}

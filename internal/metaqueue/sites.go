@@ -1,0 +1,199 @@
+package metaqueue
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/mq-hpc/mq/internal/policy"
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// maxExamined bounds how many ready entries SiteDemand looks at, so a huge
+// backlog of jobs too long for a site never stalls the core.
+const maxExamined = 100_000
+
+// AddSite stores a new site.
+func (s *Store) AddSite(ctx context.Context, spec protocol.SiteSpec) error {
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		return err
+	}
+	return s.doDurable(ctx, func() error {
+		if err := s.begin(); err != nil {
+			return err
+		}
+		var n int
+		if err := s.w.QueryRowContext(context.Background(), "SELECT count(*) FROM sites WHERE name = ?", spec.Name).Scan(&n); err != nil {
+			return fatalError{err}
+		}
+		if n > 0 {
+			return protocol.Errorf(protocol.CodeBadRequest, "site %s already exists", spec.Name)
+		}
+		if _, err := s.w.ExecContext(context.Background(), "INSERT INTO sites(name, spec, created) VALUES (?, ?, ?)", spec.Name, string(raw), micros(s.now())); err != nil {
+			return fatalError{err}
+		}
+		if hasDataRoot(spec) {
+			s.data.rooted[spec.Name] = true
+			s.data.perHost[spec.Name] = spec.NodeLocal
+			s.data.gen++
+		}
+		s.setPrice(spec.Name, spec.Price)
+		return nil
+	})
+}
+
+// UpdateSite stores a site's changed settings.
+func (s *Store) UpdateSite(ctx context.Context, spec protocol.SiteSpec) error {
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		return err
+	}
+	return s.doDurable(ctx, func() error {
+		if err := s.begin(); err != nil {
+			return err
+		}
+		res, err := s.w.ExecContext(context.Background(), "UPDATE sites SET spec = ? WHERE name = ?", string(raw), spec.Name)
+		if err != nil {
+			return fatalError{err}
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return protocol.Errorf(protocol.CodeNotFound, "no site %s", spec.Name)
+		}
+		s.setPrice(spec.Name, spec.Price)
+		return nil
+	})
+}
+
+// RemoveSite deletes a site.
+func (s *Store) RemoveSite(ctx context.Context, name string) error {
+	return s.doDurable(ctx, func() error {
+		if err := s.begin(); err != nil {
+			return err
+		}
+		res, err := s.w.ExecContext(context.Background(), "DELETE FROM sites WHERE name = ?", name)
+		if err != nil {
+			return fatalError{err}
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return protocol.Errorf(protocol.CodeNotFound, "no site %s", name)
+		}
+		delete(s.data.rooted, name)
+		delete(s.data.perHost, name)
+		s.setPrice(name, 0)
+		delete(s.econ.sites, name)
+		s.econ.infeasibleGen++
+		return nil
+	})
+}
+
+// Sites lists the stored sites by name.
+func (s *Store) Sites(ctx context.Context) ([]protocol.SiteSpec, error) {
+	var out []protocol.SiteSpec
+	err := s.do(ctx, func() error {
+		if err := s.begin(); err != nil {
+			return err
+		}
+		rows, err := s.w.QueryContext(context.Background(), "SELECT name, spec FROM sites ORDER BY name")
+		if err != nil {
+			return fatalError{err}
+		}
+		for rows.Next() {
+			var name, raw string
+			if err := rows.Scan(&name, &raw); err != nil {
+				rows.Close()
+				return fatalError{err}
+			}
+			var spec protocol.SiteSpec
+			if err := json.Unmarshal([]byte(raw), &spec); err != nil {
+				rows.Close()
+				return fmt.Errorf("site %s: stored settings unreadable: %w", name, err)
+			}
+			out = append(out, spec)
+		}
+		if err := closeRows(rows); err != nil {
+			return fatalError{err}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// SiteDemand says how much work a site's placeholders could do: ready jobs
+// a placeholder with walltime seconds left could take (as dispatch would
+// judge: estimate, else the queue's ceiling; walltime 0 takes anything),
+// counted up to limit; and jobs the given placeholders are running. It
+// reads memory only.
+func (s *Store) SiteDemand(ctx context.Context, walltime float64, placeholders []int64, limit int) (ready, executing int, err error) {
+	err = s.do(ctx, func() error {
+		if len(placeholders) > 0 {
+			mine := make(map[int64]bool, len(placeholders))
+			for _, id := range placeholders {
+				mine[id] = true
+			}
+			for _, ru := range s.running {
+				if mine[ru.placeholder] {
+					executing++
+				}
+			}
+			for _, cs := range s.repl.copies {
+				for _, c := range cs {
+					if mine[c.placeholder] {
+						executing++
+					}
+				}
+			}
+		}
+		for _, q := range s.qlist {
+			if ready >= limit {
+				break
+			}
+			n := s.countsFor(q.id)[job.Queued]
+			if n == 0 {
+				continue
+			}
+			if walltime <= 0 {
+				ready += n
+				continue
+			}
+			examined, fit := 0, 0
+			q.ready.Each(func(r policy.Ready) bool {
+				examined++
+				j, ok := s.g.Node(r.ID)
+				if ok && j.State == job.Queued && fits(j.Est, q, walltime) {
+					ready++
+					fit++
+				}
+				// A cp queue may hold a job twice (re-ranked): count at
+				// most the queue's ready jobs.
+				return ready < limit && examined < maxExamined && fit < n
+			})
+		}
+		ready = min(ready, limit)
+		return nil
+	})
+	return ready, executing, err
+}
+
+// eachSiteSpec calls f with every stored site's spec, on the writer's
+// connection (loading); a spec that does not parse is skipped, as the
+// site manager refuses it too.
+func (s *Store) eachSiteSpec(ctx context.Context, f func(name string, spec protocol.SiteSpec)) error {
+	rows, err := s.w.QueryContext(ctx, "SELECT name, spec FROM sites")
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var name, raw string
+		if err := rows.Scan(&name, &raw); err != nil {
+			rows.Close()
+			return err
+		}
+		var spec protocol.SiteSpec
+		if json.Unmarshal([]byte(raw), &spec) == nil {
+			f(name, spec)
+		}
+	}
+	return closeRows(rows)
+}

@@ -1,0 +1,571 @@
+// Package metaqueue is the durable queue of jobs and the only code that
+// changes job state. One goroutine (the core) owns the SQLite writer and the
+// in-memory scheduling state (the dependency graph, ready heaps, leases);
+// every request becomes a call that the core runs inside a transaction,
+// grouping concurrent calls into one commit. A call is acknowledged only
+// after its transaction committed.
+//
+// Reads that need no scheduling state (job listings) go to a pool of
+// read-only connections and never wait for the core.
+package metaqueue
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/internal/policy"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// ErrClosed is returned for calls made after Close.
+var ErrClosed = protocol.Errorf(protocol.CodeShutdown, "the CLS is shutting down")
+
+// Options configure a Store.
+type Options struct {
+	Path string // database file
+	Sync Sync   // default SyncFull
+	// Lease is how long a dispatched job stays with a placeholder without a
+	// heartbeat before it is requeued. Default 30 s.
+	Lease time.Duration
+	// Heartbeat is how often placeholders are told to renew. Default Lease/10,
+	// at most 1 s (it also bounds how fast mqdel kills a running job).
+	Heartbeat time.Duration
+	Now       func() time.Time // default time.Now
+	Logger    *slog.Logger
+	// SpoolDir holds bulk submissions while they upload. Default: beside Path.
+	SpoolDir string
+	// MaxBulkJobs and MaxBulkBytes bound one bulk submission's spool (jobs,
+	// and bytes in SpoolDir); a chunk past either is refused and the bulk
+	// dropped, so no client can grow the spool without bound. Defaults
+	// DefaultMaxBulkJobs and DefaultMaxBulkBytes.
+	MaxBulkJobs  int
+	MaxBulkBytes int64
+	// OutputDir is where remote placeholders' output is copied on this host
+	// (see server.Server.OutputDir); job details name the copies.
+	OutputDir string
+	// Links are the network between sites for the data-conscious policy,
+	// by site name; sites not named get DefaultLink (local:
+	// DefaultLocalLink). Zero or invalid links take the defaults.
+	Links       map[string]Link
+	DefaultLink Link
+	// Stager moves files between places for jobs whose declared inputs
+	// are not where a placeholder asks (DESIGN.md, "Data staging"). Nil:
+	// nothing is moved, and every place is taken to share the CLS host's
+	// filesystem (the behaviour before staging).
+	Stager Stager
+	// Observer, when set, is told about dispatches, reports and commits
+	// (metrics); see Observer.
+	Observer Observer
+	// CheckConstraints makes SQLite verify the schema's CHECK constraints
+	// on every write. The core is the only writer and writes states only
+	// from job.State, so a running CLS skips them (they cost ~20% of a bulk
+	// submit); the package's tests turn them on to catch a bad write.
+	CheckConstraints bool
+	// OnFull is called on the core when a batch fails because the disk is
+	// full (SQLITE_FULL); it frees what space it can (the CLS's reserve
+	// file) and says whether it freed any. The batch is rolled back as
+	// any failed one; deletes and reruns then try once more, so that they
+	// go through on a full disk (SQLite rolls back a COMMIT that failed
+	// so: it cannot simply be committed again).
+	OnFull func() bool
+}
+
+// Store is an open metaqueue.
+type Store struct {
+	opt   Options
+	w     *sql.Conn // the writer; used only by the core goroutine
+	wdb   *sql.DB
+	rdb   *sql.DB
+	stmts stmts
+	log   *slog.Logger
+
+	calls   chan *call
+	stop    chan struct{}
+	stopped chan struct{}
+	closeMu sync.Once
+
+	// Owned by the core goroutine.
+	g        *dag.Graph
+	queues   map[string]*queue
+	queueIDs map[int32]*queue
+	qlist    []*queue // by id, for round-robin dispatch
+	// stages caches stageOrder until a job or target is added.
+	stages struct {
+		key   [2]int64
+		at    time.Time
+		order []*queue
+		feeds map[[2]int32]bool // queue ids: the first's jobs feed the second's
+	}
+	rr           int // round-robin position over queues for dispatch
+	running      map[int64]*run
+	phs          map[int64]bool // placeholders known: registered, or holding jobs at load
+	sweep        phSweep        // placeholder rows to delete once gone for good (phsweep.go)
+	parked       []*parkedNext
+	waiters      map[int64][]*waitCall
+	watches      map[*watch]struct{} // progress streams (progress.go)
+	counts       map[int32]*[128]int // queue -> state letter -> jobs
+	nextID       int64
+	inTx         bool
+	curSync      Sync        // the writer's synchronous setting now (SyncSubmit switches it)
+	synced       int         // batches committed fsync'd under SyncSubmit (tests check which calls are durable)
+	ended        []int64     // jobs that ended or blocked in this batch (for waiters)
+	tokensPruned time.Time   // when submit tokens were last pruned
+	checked      time.Time   // when leases were last checked (stall detection, expire)
+	bundles      bundles     // live bundles (bundle.go)
+	arrays       arrays      // limited job arrays (array.go)
+	data         dataState   // data-conscious scheduling (data.go)
+	plans        planState   // jobs' planned sites (plan.go)
+	econ         econState   // spending, reservations, planner caps (ledger.go)
+	bl           blevels     // b-levels for cp queues (blevel.go)
+	stg          staging     // transfers in flight (transfers.go): memory only, kept across reloads
+	repl         replication // copies of running jobs (replicate.go)
+	moved        protocol.MovedTotals
+	// commitFault, when set, fails a commit before it reaches SQLite: the
+	// tests' stand-in for a full disk (SQLITE_FULL at COMMIT). Core-owned.
+	commitFault func() error
+	// released counts the times OnFull freed space (actOnSelected retries).
+	released atomic.Int64
+
+	// measured are links measured from real transfers (MeasuredLink),
+	// replaced whole under measuredMu, read without a lock by the core.
+	measured   atomic.Pointer[map[string]Link]
+	measuredMu sync.Mutex
+	// bestMeasured is the best latency and bandwidth measured to any
+	// remote site: the prior of a remote site not measured yet (linkOf).
+	bestMeasured atomic.Pointer[Link]
+}
+
+type queue struct {
+	protocol.QueueInfo
+	id    int32
+	pol   policy.Info  // from QueueInfo.Policy, looked up once
+	ready *policy.Heap // in pol's order
+	// estSum and estN sum the runtimes its jobs declared (submitted since
+	// the CLS started, or not ended when it did): provisioning's estimate
+	// for a queue none of whose jobs is ready or measured.
+	estSum float64
+	estN   int
+}
+
+func (q *queue) noteEst(est float64) {
+	if est > 0 {
+		q.estSum += est
+		q.estN++
+	}
+}
+
+type run struct {
+	attempt     int
+	used        int // attempts since the last rerun, this one included
+	placeholder int64
+	lease       time.Time
+	started     time.Time
+	// Economics (ledger.go): the site and queue it is costed at, and what
+	// it reserves of the queue's budget while it runs.
+	site    string
+	queue   int32
+	reserve float64
+	costed  bool
+	// apart: the attempt runs in a scratch directory of its own and has
+	// not won a race, so copies may run beside it (replicate.go).
+	apart bool
+	// counted: it is in econ.execAt (its queue is costed or capped), so
+	// it leaves it when it stops.
+	counted bool
+}
+
+// Open opens (creating if needed) the metaqueue at opt.Path, loads its
+// scheduling state and starts the core. Jobs left Executing by an earlier
+// run get a fresh lease: their placeholders may still report.
+func Open(ctx context.Context, opt Options) (*Store, error) {
+	if opt.Sync == "" {
+		opt.Sync = SyncFull
+	}
+	if opt.Lease <= 0 {
+		opt.Lease = 30 * time.Second
+	}
+	if opt.Heartbeat <= 0 {
+		opt.Heartbeat = min(opt.Lease/10, time.Second)
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	w, wdb, rdb, err := openDB(ctx, opt.Path, opt.Sync, opt.CheckConstraints)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{
+		opt: opt, w: w, wdb: wdb, rdb: rdb, log: opt.Logger,
+		calls:   make(chan *call, 1024),
+		stop:    make(chan struct{}),
+		stopped: make(chan struct{}),
+		waiters: map[int64][]*waitCall{},
+		watches: map[*watch]struct{}{},
+		curSync: opt.Sync,
+	}
+	if opt.Sync == SyncSubmit {
+		s.curSync = SyncFull // as opened
+	}
+	if err := s.stmts.prepare(ctx, w); err != nil {
+		s.closeDB()
+		return nil, err
+	}
+	if err := s.load(ctx); err != nil {
+		s.closeDB()
+		return nil, fmt.Errorf("load metaqueue: %w", err)
+	}
+	if err := s.sweepOldPlaceholders(ctx); err != nil {
+		s.closeDB()
+		return nil, fmt.Errorf("delete the rows of placeholders gone: %w", err)
+	}
+	go s.loop()
+	return s, nil
+}
+
+// Close stops the core after the calls already queued and closes the
+// database. Parked requests are answered empty.
+func (s *Store) Close() error {
+	s.closeMu.Do(func() { close(s.stop) })
+	<-s.stopped
+	return s.closeDB()
+}
+
+func (s *Store) closeDB() error {
+	s.stmts.close()
+	err := errors.Join(s.w.Close(), s.wdb.Close(), s.rdb.Close())
+	return err
+}
+
+// call is one unit of work for the core. fn runs on the core goroutine
+// inside the batch's transaction; its results travel in the closure.
+type call struct {
+	ctx    context.Context
+	fn     func() error
+	err    error
+	done   chan struct{}
+	parked bool // answered later (a long poll), not at this batch's commit
+	// durable marks a call that accepts or changes users' work: under
+	// SyncSubmit its batch's commit is fsync'd.
+	durable bool
+	closed  bool // done has been closed; touched only by the core
+}
+
+// finish answers c once; later calls do nothing.
+func (c *call) finish() {
+	if !c.closed {
+		c.closed = true
+		close(c.done)
+	}
+}
+
+// do runs fn on the core and waits until its transaction committed.
+func (s *Store) do(ctx context.Context, fn func() error) error {
+	return s.doCall(ctx, &call{ctx: ctx, fn: fn, done: make(chan struct{})})
+}
+
+// doDurable is do for a change a user made (submit, delete, rerun, queue
+// settings): under SyncSubmit its commit is fsync'd before the answer.
+func (s *Store) doDurable(ctx context.Context, fn func() error) error {
+	return s.doCall(ctx, &call{ctx: ctx, fn: fn, done: make(chan struct{}), durable: true})
+}
+
+func (s *Store) doCall(ctx context.Context, c *call) error {
+	select {
+	case s.calls <- c:
+	case <-s.stop:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-c.done:
+		return c.err
+	case <-s.stopped:
+		// The core may have finished c just before stopping.
+		select {
+		case <-c.done:
+			return c.err
+		default:
+			return ErrClosed
+		}
+	}
+}
+
+const maxBatch = 512
+
+// tickEvery is how often the core checks leases and deadlines.
+const tickEvery = 100 * time.Millisecond
+
+func (s *Store) loop() {
+	defer close(s.stopped)
+	tick := time.NewTicker(tickEvery)
+	defer tick.Stop()
+	batch := make([]*call, 0, maxBatch)
+	for {
+		batch = batch[:0]
+		ticked := false
+		select {
+		case c := <-s.calls:
+			batch = append(batch, c)
+		drain:
+			for len(batch) < maxBatch {
+				select {
+				case c := <-s.calls:
+					batch = append(batch, c)
+				default:
+					break drain
+				}
+			}
+		case <-tick.C:
+			ticked = true
+		case <-s.stop:
+			// Answer what is queued, then stop.
+			for {
+				select {
+				case c := <-s.calls:
+					batch = append(batch, c)
+					continue
+				default:
+				}
+				break
+			}
+			s.runBatch(batch, false)
+			for _, p := range s.parked {
+				p.call.finish()
+			}
+			s.parked = nil
+			for _, ws := range s.waiters {
+				for _, w := range ws {
+					w.finish(ErrClosed)
+				}
+			}
+			return
+		}
+		s.runBatch(batch, ticked)
+	}
+}
+
+// runBatch runs calls in one transaction (begun lazily, on the first write)
+// and answers them after it commits.
+func (s *Store) runBatch(batch []*call, ticked bool) {
+	var failed error
+	if s.opt.Sync == SyncSubmit {
+		failed = s.syncFor(batch)
+	}
+	for _, c := range batch {
+		if failed != nil {
+			c.err = failed
+			continue
+		}
+		c.err = c.fn()
+		var fe fatalError
+		if errors.As(c.err, &fe) {
+			failed = fe.err
+		}
+	}
+	if failed == nil && ticked {
+		failed = s.expire()
+	}
+	if failed == nil && ticked {
+		failed = s.pruneTokens()
+	}
+	var filled []*parkedNext
+	// matchParked takes the calls it answers off s.parked; if the batch
+	// then fails (a full disk fails the COMMIT), they must wait on, not be
+	// dropped unanswered: the placeholder's long poll would hang for good.
+	parked := s.parked
+	if failed == nil {
+		filled, failed = s.matchParked()
+	}
+	if failed == nil {
+		failed = s.flushMeasures() // what the batch's job ends measured, in its transaction
+	}
+	if failed == nil && s.inTx {
+		start := time.Now()
+		if err := s.commit(); err != nil {
+			failed = err // the transaction may still be open: recover rolls it back
+		} else {
+			s.inTx = false
+			if o := s.opt.Observer; o != nil {
+				o.Committed(time.Since(start), s.curSync == SyncFull)
+			}
+		}
+	}
+	if failed != nil {
+		s.parked = parked
+		s.recover(failed, batch)
+		filled = nil
+	}
+	for _, c := range batch {
+		if !c.parked {
+			c.finish()
+		}
+	}
+	for _, p := range filled {
+		p.call.finish()
+	}
+	if failed == nil {
+		s.notifyWaiters(ticked)
+	}
+	s.ended = s.ended[:0]
+}
+
+// commit commits the batch's transaction.
+func (s *Store) commit() error {
+	if s.commitFault != nil {
+		if err := s.commitFault(); err != nil {
+			return err
+		}
+	}
+	_, err := s.w.ExecContext(context.Background(), "COMMIT")
+	return err
+}
+
+// isFull says whether err is SQLite's "database or disk is full".
+func isFull(err error) bool {
+	var ce interface{ Code() int }
+	return errors.As(err, &ce) && ce.Code()&0xff == 13 // SQLITE_FULL
+}
+
+// syncFor sets how hard this batch's commit goes to disk: fsync'd if a
+// call in it changes users' work, else not. SQLite takes the setting only
+// between transactions, and the batch has not begun one yet. The WAL is
+// recovered as a prefix of its commits, so an fsync'd commit also makes
+// every earlier one durable.
+func (s *Store) syncFor(batch []*call) error {
+	want := SyncNormal
+	for _, c := range batch {
+		if c.durable {
+			want = SyncFull
+			break
+		}
+	}
+	if want == SyncFull {
+		s.synced++
+	}
+	if want == s.curSync {
+		return nil
+	}
+	if _, err := s.w.ExecContext(context.Background(), "PRAGMA synchronous="+string(want)); err != nil {
+		return fatalError{err}
+	}
+	s.curSync = want
+	return nil
+}
+
+// fatalError marks a storage failure: the whole batch is rolled back.
+type fatalError struct{ err error }
+
+func (e fatalError) Error() string { return "metaqueue storage failure: " + e.err.Error() }
+func (e fatalError) Unwrap() error { return e.err }
+
+// recover rolls back a failed batch and reloads the in-memory state from
+// the database, so memory never disagrees with what was committed.
+func (s *Store) recover(cause error, batch []*call) {
+	s.log.Error("transaction failed; rolling back and reloading state", "err", cause)
+	if isFull(cause) && s.opt.OnFull != nil && s.opt.OnFull() {
+		s.released.Add(1) // room for the next try: deletes try again at once
+	}
+	if s.inTx {
+		s.w.ExecContext(context.Background(), "ROLLBACK")
+		s.inTx = false
+	}
+	perr := protocol.Errorf(protocol.CodeInternal, "metaqueue storage failure: %v", cause)
+	if isFull(cause) {
+		perr = protocol.Errorf(protocol.CodeInternal, "metaqueue storage failure: %v: nothing was changed; free space on the filesystem of %s and try again", cause, filepath.Dir(s.opt.Path))
+	}
+	inBatch := map[*call]bool{}
+	for _, c := range batch {
+		inBatch[c] = true
+		if c.err == nil || c.parked {
+			c.err = perr
+			c.parked = false
+		}
+	}
+	// Calls of this batch are answered with the error; earlier parked
+	// placeholders may have been handed jobs in the failed batch: forget
+	// those jobs (rolled back) and let them wait on.
+	kept := s.parked[:0]
+	for _, p := range s.parked {
+		if !inBatch[p.call] {
+			p.reply.Jobs = nil
+			kept = append(kept, p)
+		}
+	}
+	clear(s.parked[len(kept):])
+	s.parked = kept
+	for id, ws := range s.waiters {
+		k := ws[:0]
+		for _, w := range ws {
+			if !inBatch[w.call] {
+				k = append(k, w)
+			}
+		}
+		if len(k) == 0 {
+			delete(s.waiters, id)
+		} else {
+			s.waiters[id] = k
+		}
+	}
+	if err := s.load(context.Background()); err != nil {
+		s.log.Error("reload after failure failed; stopping", "err", err)
+		s.closeMu.Do(func() { close(s.stop) })
+		return
+	}
+	// The placeholders still parked registered in batches that committed:
+	// they stay known, so their next heartbeat is not refused.
+	for _, p := range s.parked {
+		s.phs[p.req.Placeholder] = true
+	}
+	s.rewatch()
+}
+
+// begin starts the batch's transaction if it has not started yet.
+func (s *Store) begin() error {
+	if s.inTx {
+		return nil
+	}
+	if _, err := s.w.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		return fatalError{err}
+	}
+	s.inTx = true
+	return nil
+}
+
+func (s *Store) now() time.Time { return s.opt.Now() }
+
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+func (s *Store) addQueue(q *queue) {
+	s.queues[q.Name], s.queueIDs[q.id] = q, q
+	s.qlist = append(s.qlist, q)
+	sort.Slice(s.qlist, func(i, j int) bool { return s.qlist[i].id < s.qlist[j].id })
+	s.countDC()
+	s.countCopying()
+}
+
+func (s *Store) countsFor(q int32) *[128]int {
+	c := s.counts[q]
+	if c == nil {
+		c = new([128]int)
+		s.counts[q] = c
+	}
+	return c
+}
+
+func closeRows(rows *sql.Rows) error {
+	err := rows.Err()
+	return errors.Join(err, rows.Close())
+}

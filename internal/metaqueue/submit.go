@@ -1,0 +1,349 @@
+package metaqueue
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// DefaultQueue is the queue of jobs that name none.
+const DefaultQueue = protocol.DefaultQueue
+
+// edgeSet collects target -> prerequisite edges of a submission, by name.
+// A target's list is deduplicated by scanning while it is short and through
+// a set once it is long, so a target that many pipelines feed (b after each
+// of a0..a99999) costs linear time, not quadratic.
+type edgeSet struct {
+	out  map[string][]string
+	long map[string]map[string]struct{} // targets past scanLimit prerequisites
+}
+
+const scanLimit = 16
+
+func newEdgeSet() edgeSet { return edgeSet{out: map[string][]string{}} }
+
+func (e *edgeSet) add(js *protocol.JobSpec) {
+	if len(js.Prereqs) == 0 {
+		return
+	}
+	have := e.out[js.Target]
+	set := e.long[js.Target]
+outer:
+	for _, p := range js.Prereqs {
+		if set != nil {
+			if _, dup := set[p]; dup {
+				continue
+			}
+			set[p] = struct{}{}
+		} else {
+			for _, q := range have {
+				if p == q {
+					continue outer
+				}
+			}
+		}
+		have = append(have, p)
+		if set == nil && len(have) > scanLimit {
+			if e.long == nil {
+				e.long = map[string]map[string]struct{}{}
+			}
+			set = make(map[string]struct{}, 2*len(have))
+			for _, q := range have {
+				set[q] = struct{}{}
+			}
+			e.long[js.Target] = set
+		}
+	}
+	e.out[js.Target] = have
+}
+
+// Submit adds jobs in one transaction and returns their ids. Either all are
+// added or none.
+func (s *Store) Submit(ctx context.Context, specs []protocol.JobSpec) ([]int64, error) {
+	return s.SubmitRequest(ctx, protocol.Submit{Jobs: specs})
+}
+
+// SubmitRequest is Submit with the request's options: Bundle makes the jobs
+// one bundle; Token makes a resent request return the first one's ids.
+func (s *Store) SubmitRequest(ctx context.Context, req protocol.Submit) ([]int64, error) {
+	specs := req.Jobs
+	if len(specs) == 0 {
+		return nil, protocol.Errorf(protocol.CodeBadRequest, "no jobs to submit")
+	}
+	edges := newEdgeSet()
+	for i := range specs {
+		if err := protocol.ValidateSpec(&specs[i]); err != nil {
+			if len(specs) == 1 {
+				return nil, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+			}
+			return nil, protocol.Errorf(protocol.CodeBadRequest, "job %d: %v", i+1, err)
+		}
+		edges.add(&specs[i])
+	}
+	if err := checkSubmitOptions(req); err != nil {
+		return nil, err
+	}
+	var ids []int64
+	err := s.doDurable(ctx, func() error {
+		if done, err := s.tokenIDs(req.Token); err != nil || done != nil {
+			ids = done
+			return err
+		}
+		if c := s.g.FindCycle(edges.out); c != "" {
+			return protocol.Errorf(protocol.CodeBadRequest, "prerequisites would form a cycle: %s", c)
+		}
+		ins := s.newInserter()
+		first := s.nextID
+		for i := range specs {
+			if err := ins.add(&specs[i]); err != nil {
+				return err
+			}
+		}
+		if err := ins.flush(); err != nil {
+			return err
+		}
+		ids = make([]int64, len(specs))
+		for i := range ids {
+			ids[i] = first + int64(i)
+		}
+		if req.Bundle && len(ids) > 1 {
+			if err := s.addBundle(first, len(ids)); err != nil {
+				return err
+			}
+		}
+		return s.saveToken(req.Token, first, len(ids))
+	})
+	return ids, err
+}
+
+// inserter adds jobs on the core, buffering rows for multi-row INSERTs. A
+// state change to a job still in the buffer patches the buffer.
+type inserter struct {
+	s        *Store
+	bufStart int64
+	rows     []row
+	now      int64
+	args     []any
+	prereqs  []any // (job id, target id) pairs not yet inserted
+	// New targets not yet inserted: ids from targetFirst on, their names
+	// as a JSON array (targetNames, unterminated) of targetCount.
+	targetFirst dag.TargetID
+	targetNames []byte
+	targetCount int
+	// recent caches the last two names looked up: a job's target is often
+	// the one before's, and a pipeline stage's prerequisite the previous
+	// job's target, so most look-ups skip hashing into a large map.
+	recent [2]recentTarget
+}
+
+type recentTarget struct {
+	name string
+	id   dag.TargetID // 0: empty
+}
+
+type row struct {
+	queue   int32
+	target  dag.TargetID
+	state   job.State
+	command string
+	cwd     string
+	est     float64
+}
+
+func (s *Store) newInserter() *inserter {
+	return &inserter{s: s, bufStart: s.nextID, now: micros(s.now()), args: make([]any, 0, 8*bulkRows)}
+}
+
+func (in *inserter) add(js *protocol.JobSpec) error {
+	s := in.s
+	if err := s.begin(); err != nil {
+		return err
+	}
+	q, err := s.queueFor(js.Queue)
+	if err != nil {
+		return err
+	}
+	t, err := in.target(js.Target)
+	if err != nil {
+		return err
+	}
+	var prereqs []dag.TargetID
+	if len(js.Prereqs) > 0 {
+		prereqs = make([]dag.TargetID, 0, len(js.Prereqs))
+		for _, name := range js.Prereqs {
+			p, err := in.target(name)
+			if err != nil {
+				return err
+			}
+			prereqs = append(prereqs, p)
+		}
+		s.g.AddEdges(t, prereqs)
+	}
+	id := s.nextID
+	s.nextID++
+	in.rows = append(in.rows, row{queue: q.id, target: t, command: js.Command, cwd: js.Cwd, est: js.Est})
+	for _, p := range prereqs {
+		in.prereqs = append(in.prereqs, id, int32(p))
+		if len(in.prereqs) == 2*bulkRows {
+			if err := in.flushPrereqs(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := s.addFiles(id, js); err != nil {
+		return err
+	}
+	if js.NoReplicate {
+		if _, err := s.w.ExecContext(context.Background(), "INSERT OR IGNORE INTO job_no_replicate (job_id) VALUES (?)", id); err != nil {
+			return fatalError{err}
+		}
+		s.repl.noCopy[id] = true
+	}
+	if len(js.Env) > 0 {
+		env, err := json.Marshal(js.Env)
+		if err != nil {
+			return err
+		}
+		if _, err := s.stmts.insEnv.Exec(id, string(env)); err != nil {
+			return fatalError{err}
+		}
+	}
+	if err := s.submitted(id, dag.Node{Target: t, Queue: q.id, Est: float32(js.Est), Prereqs: prereqs}, q, js.Est, in); err != nil {
+		return err
+	}
+	if len(in.rows) == bulkRows {
+		return in.flushJobs()
+	}
+	return nil
+}
+
+// target returns a target's id, creating it on first use (a prerequisite
+// may name a target before any of its jobs arrive). New targets' rows are
+// buffered for multi-row INSERTs: a bulk file may name 100,000 targets.
+func (in *inserter) target(name string) (dag.TargetID, error) {
+	for _, r := range in.recent {
+		if r.id != 0 && r.name == name {
+			return r.id, nil
+		}
+	}
+	t, ok := in.s.g.Lookup(name)
+	if !ok {
+		t = in.s.g.AddTarget(name)
+		if err := in.newTarget(t, name); err != nil {
+			return 0, err
+		}
+	}
+	in.recent[1], in.recent[0] = in.recent[0], recentTarget{name, t}
+	return t, nil
+}
+
+// newTarget buffers a new target's row.
+func (in *inserter) newTarget(t dag.TargetID, name string) error {
+	if in.targetCount > 0 && t != in.targetFirst+dag.TargetID(in.targetCount) {
+		if err := in.flushTargets(); err != nil { // not consecutive (never, today)
+			return err
+		}
+	}
+	if in.targetCount == 0 {
+		in.targetFirst = t
+		in.targetNames = append(in.targetNames[:0], '[')
+	} else {
+		in.targetNames = append(in.targetNames, ',')
+	}
+	in.targetNames = appendJSONString(in.targetNames, name)
+	in.targetCount++
+	if in.targetCount == targetRows {
+		return in.flushTargets()
+	}
+	return nil
+}
+
+// targetRows is how many new targets one INSERT carries.
+const targetRows = 4096
+
+func (in *inserter) flushTargets() error {
+	if in.targetCount == 0 {
+		return nil
+	}
+	in.targetNames = append(in.targetNames, ']')
+	_, err := in.s.stmts.insTargets.Exec(int64(in.targetFirst), string(in.targetNames)) // text: a blob would be JSONB
+	in.targetCount = 0
+	if err != nil {
+		return fatalError{err}
+	}
+	return nil
+}
+
+// appendJSONString appends s as a JSON string. Target names are printable
+// and have no spaces; quotes and backslashes are escaped, and control
+// characters too should one ever get here.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
+}
+
+// flushPrereqs inserts the buffered prerequisite pairs: a full buffer in
+// one statement, a final partial one row by row.
+func (in *inserter) flushPrereqs() error {
+	var err error
+	if len(in.prereqs) == 2*bulkRows {
+		_, err = in.s.stmts.insPrereqs.Exec(in.prereqs...)
+	} else {
+		for i := 0; i < len(in.prereqs) && err == nil; i += 2 {
+			_, err = in.s.stmts.insPrereq.Exec(in.prereqs[i : i+2]...)
+		}
+	}
+	in.prereqs = in.prereqs[:0]
+	if err != nil {
+		return fatalError{err}
+	}
+	return nil
+}
+
+// flush inserts everything still buffered and ranks the added jobs' chains
+// for cp queues; the inserter is done after it.
+func (in *inserter) flush() error {
+	if in.s.bl.on {
+		in.s.settle()
+	}
+	if err := in.flushTargets(); err != nil {
+		return err
+	}
+	if err := in.flushPrereqs(); err != nil {
+		return err
+	}
+	return in.flushJobs()
+}
+
+// queueFor returns a queue, creating it on first use.
+func (s *Store) queueFor(name string) (*queue, error) {
+	if q := s.queues[name]; q != nil {
+		return q, nil
+	}
+	if err := s.begin(); err != nil {
+		return nil, err
+	}
+	q := &queue{}
+	q.Name = name
+	err := s.stmts.insQueue.QueryRow(name, micros(s.now())).Scan(&q.id, &q.Ceiling, &q.MaxAttempts, &q.RetryFailed, &q.Policy)
+	if err != nil {
+		return nil, fatalError{err}
+	}
+	q.setPolicy(q.Policy)
+	s.addQueue(q)
+	return q, nil
+}

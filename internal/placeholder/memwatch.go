@@ -1,0 +1,296 @@
+package placeholder
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mq-hpc/mq/internal/resource"
+	"golang.org/x/sys/unix"
+)
+
+// A MemLimiter enforces jobs' memory requests.
+type MemLimiter interface {
+	// Prepare readies a limit of limit bytes for a job about to start;
+	// it may change attr, the job's SysProcAttr, so the process starts
+	// already limited.
+	Prepare(attr *syscall.SysProcAttr, limit int64) (MemWatch, error)
+}
+
+// A MemWatch enforces one job's limit.
+type MemWatch interface {
+	// Watch watches the started job's process group until ctx ends or
+	// the group goes over its limit. In the second case it kills the
+	// group and returns why, and true: "max RSS 9.1 GiB over its
+	// request of 8 GiB" from the watchdog, "memory reached its request
+	// of 8 GiB (killed by the kernel)" from a cgroup.
+	Watch(ctx context.Context, pgid int) (reason string, killed bool)
+	// Close releases what Prepare took; call it after the job was reaped.
+	Close() error
+}
+
+// NewMemLimiter returns the cgroup v2 limiter when the agent may create
+// child cgroups with the memory controller, else the RSS watchdog, and
+// says which.
+func NewMemLimiter() (MemLimiter, string) {
+	c, err := NewCgroupLimiter("/sys/fs/cgroup", "/proc/self/cgroup")
+	if err != nil {
+		return &Watchdog{}, "RSS watchdog (" + err.Error() + ")"
+	}
+	return c, "cgroup v2 " + c.dir
+}
+
+func overReason(rss, limit int64) string {
+	return fmt.Sprintf("max RSS %s over its request of %s", resource.FormatMem(rss), resource.FormatMem(limit))
+}
+
+// A Watchdog samples the resident memory of a job's process group and
+// kills the group when the sum goes over the limit.
+type Watchdog struct {
+	Interval time.Duration // between samples; default 250ms
+	Grace    time.Duration // between SIGTERM and SIGKILL; default 5s
+	Proc     string        // procfs; default "/proc"
+}
+
+func (w *Watchdog) Prepare(_ *syscall.SysProcAttr, limit int64) (MemWatch, error) {
+	return &rssWatch{w: w, limit: limit}, nil
+}
+
+type rssWatch struct {
+	w     *Watchdog
+	limit int64
+}
+
+func (r *rssWatch) Close() error { return nil }
+
+func (r *rssWatch) Watch(ctx context.Context, pgid int) (string, bool) {
+	every := cmpOr(r.w.Interval, 250*time.Millisecond)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	var peak int64
+	for {
+		rss, _ := GroupRSS(r.w.proc(), pgid)
+		peak = max(peak, rss)
+		if peak > r.limit {
+			killGroup(ctx, r.w.proc(), pgid, cmpOr(r.w.Grace, 5*time.Second), every)
+			return overReason(peak, r.limit), true
+		}
+		select {
+		case <-ctx.Done():
+			return "", false
+		case <-tick.C:
+		}
+	}
+}
+
+func (w *Watchdog) proc() string { return cmpOr(w.Proc, "/proc") }
+
+// killGroup sends SIGTERM to the group and SIGKILL after grace if any
+// member is still alive.
+func killGroup(ctx context.Context, proc string, pgid int, grace, every time.Duration) {
+	syscall.Kill(-pgid, syscall.SIGTERM)
+	deadline := time.NewTimer(grace)
+	defer deadline.Stop()
+	tick := time.NewTicker(min(every, grace))
+	defer tick.Stop()
+	for {
+		if n, _ := groupAlive(proc, pgid); n == 0 {
+			return
+		}
+		select {
+		case <-deadline.C:
+			syscall.Kill(-pgid, syscall.SIGKILL)
+			return
+		case <-ctx.Done():
+			syscall.Kill(-pgid, syscall.SIGKILL)
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// GroupRSS returns the summed resident memory, in bytes, of the live
+// members of process group pgid, from each /proc/PID/stat.
+func GroupRSS(proc string, pgid int) (int64, error) {
+	var sum int64
+	err := eachMember(proc, pgid, func(state byte, rssPages int64) {
+		sum += rssPages
+	})
+	return sum * int64(os.Getpagesize()), err
+}
+
+func groupAlive(proc string, pgid int) (int, error) {
+	n := 0
+	err := eachMember(proc, pgid, func(byte, int64) { n++ })
+	return n, err
+}
+
+// eachMember calls f for each process of group pgid that is not a zombie.
+func eachMember(proc string, pgid int, f func(state byte, rssPages int64)) error {
+	ents, err := os.ReadDir(proc)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if c := e.Name()[0]; c < '0' || c > '9' {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(proc, e.Name(), "stat"))
+		if err != nil {
+			continue // gone
+		}
+		// pid (comm) state ppid pgrp ... : comm may hold spaces and
+		// parentheses, so fields are counted after the last ')'.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		fields := strings.Fields(string(b[i+1:]))
+		if len(fields) < 22 {
+			continue
+		}
+		if g, err := strconv.Atoi(fields[2]); err != nil || g != pgid {
+			continue
+		}
+		state := fields[0][0]
+		if state == 'Z' || state == 'X' {
+			continue
+		}
+		rss, _ := strconv.ParseInt(fields[21], 10, 64)
+		f(state, rss)
+	}
+	return nil
+}
+
+func cmpOr[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// A CgroupLimiter starts each limited job in a child cgroup v2 of the
+// agent's own, with memory.max set to the request, swap off and
+// memory.oom.group set, so the kernel kills the job's processes, all of
+// them, when it goes over. The agent must have moved itself out of its
+// cgroup first (a cgroup v2 with children may hold no processes), which
+// NewCgroupLimiter does: it moves the agent into a leaf "agent" child.
+type CgroupLimiter struct {
+	dir  string
+	Poll time.Duration // memory.events is read this often; default 250ms
+}
+
+// NewCgroupLimiter checks that the agent's cgroup v2 (found from
+// selfCgroup under root) is writable and offers the memory controller,
+// and sets it up for job children. Any failure leaves the agent where it
+// was and is an error: use the Watchdog.
+func NewCgroupLimiter(root, selfCgroup string) (*CgroupLimiter, error) {
+	b, err := os.ReadFile(selfCgroup)
+	if err != nil {
+		return nil, err
+	}
+	rel := ""
+	found := false
+	for _, line := range strings.Split(string(b), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			rel, found = p, true
+		}
+	}
+	if !found {
+		return nil, errors.New("no cgroup v2")
+	}
+	dir := filepath.Join(root, filepath.Clean("/"+rel))
+	ctrl, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
+	if err != nil {
+		return nil, fmt.Errorf("no cgroup v2 at %s", dir)
+	}
+	if !strings.Contains(" "+string(bytes.TrimSpace(ctrl))+" ", " memory ") {
+		return nil, fmt.Errorf("cgroup %s has no memory controller", dir)
+	}
+	if err := unix.Access(dir, unix.W_OK); err != nil {
+		return nil, fmt.Errorf("cgroup %s not writable", dir)
+	}
+	leaf := filepath.Join(dir, "agent")
+	if err := os.Mkdir(leaf, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
+		os.Remove(leaf)
+		return nil, fmt.Errorf("moving the agent to %s: %w", leaf, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+memory"), 0); err != nil {
+		return nil, fmt.Errorf("enabling memory in %s: %w", dir, err)
+	}
+	return &CgroupLimiter{dir: dir}, nil
+}
+
+func (c *CgroupLimiter) Prepare(attr *syscall.SysProcAttr, limit int64) (MemWatch, error) {
+	dir, err := os.MkdirTemp(c.dir, "job-")
+	if err != nil {
+		return nil, err
+	}
+	set := func(file, val string) error {
+		return os.WriteFile(filepath.Join(dir, file), []byte(val), 0)
+	}
+	if err := set("memory.max", strconv.FormatInt(limit, 10)); err != nil {
+		os.Remove(dir)
+		return nil, err
+	}
+	set("memory.swap.max", "0") // absent without swap accounting
+	set("memory.oom.group", "1")
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		os.Remove(dir)
+		return nil, err
+	}
+	attr.UseCgroupFD, attr.CgroupFD = true, fd
+	return &cgroupWatch{dir: dir, fd: fd, limit: limit, poll: cmpOr(c.Poll, 250*time.Millisecond)}, nil
+}
+
+type cgroupWatch struct {
+	dir   string
+	fd    int
+	limit int64
+	poll  time.Duration
+}
+
+func (w *cgroupWatch) Watch(ctx context.Context, pgid int) (string, bool) {
+	tick := time.NewTicker(w.poll)
+	defer tick.Stop()
+	for {
+		if w.oomKills() > 0 {
+			// The kernel held the job at its limit, so there is no
+			// figure over it to give.
+			return fmt.Sprintf("memory reached its request of %s (killed by the kernel)", resource.FormatMem(w.limit)), true
+		}
+		select {
+		case <-ctx.Done():
+			return "", false
+		case <-tick.C:
+		}
+	}
+}
+
+func (w *cgroupWatch) oomKills() int {
+	b, _ := os.ReadFile(filepath.Join(w.dir, "memory.events"))
+	for _, line := range strings.Split(string(b), "\n") {
+		if n, ok := strings.CutPrefix(line, "oom_kill "); ok {
+			k, _ := strconv.Atoi(n)
+			return k
+		}
+	}
+	return 0
+}
+
+func (w *cgroupWatch) Close() error {
+	unix.Close(w.fd)
+	return os.Remove(w.dir)
+}

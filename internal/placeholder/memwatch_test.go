@@ -1,0 +1,239 @@
+package placeholder
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"os/signal"
+	"regexp"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mq-hpc/mq/internal/resource"
+)
+
+// TestHelperMemHog is not a test: run by the tests below as a child
+// process (the test binary re-executed), it grows its resident memory
+// by 8 MiB steps up to MQ_TEST_HOG_MIB, then sleeps; with
+// MQ_TEST_HOG_TERM=ignore it ignores SIGTERM.
+func TestHelperMemHog(t *testing.T) {
+	mib := os.Getenv("MQ_TEST_HOG_MIB")
+	if mib == "" {
+		return
+	}
+	if os.Getenv("MQ_TEST_HOG_TERM") == "ignore" {
+		signal.Ignore(syscall.SIGTERM)
+	}
+	var n int
+	for _, c := range mib {
+		n = n*10 + int(c-'0')
+	}
+	var keep [][]byte
+	for len(keep)*8 < n {
+		b := make([]byte, 8<<20)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1 // touch every page: resident, not just reserved
+		}
+		keep = append(keep, b)
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(time.Minute)
+	_ = keep
+	os.Exit(0)
+}
+
+// startGroup starts the helper in its own process group.
+func startGroup(t *testing.T, mib string, extraEnv ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperMemHog$")
+	cmd.Env = append(os.Environ(), append([]string{"MQ_TEST_HOG_MIB=" + mib}, extraEnv...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+	})
+	return cmd
+}
+
+func TestWatchdogKillsOnlyTheGroupOver(t *testing.T) {
+	for _, term := range []string{"", "ignore"} {
+		t.Run("sigterm="+term, func(t *testing.T) {
+			neighbour := startGroup(t, "16")
+			hog := startGroup(t, "512", "MQ_TEST_HOG_TERM="+term)
+			limit := 64 * resource.MiB
+			w := &Watchdog{Interval: 20 * time.Millisecond, Grace: 300 * time.Millisecond}
+			mw, err := w.Prepare(&syscall.SysProcAttr{}, limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer mw.Close()
+
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			reason, killed := mw.Watch(ctx, hog.Process.Pid)
+			if !killed {
+				t.Fatalf("not killed before the deadline")
+			}
+			if !regexp.MustCompile(`^max RSS \d+(\.\d)? MiB over its request of 64 MiB$`).MatchString(reason) {
+				t.Errorf("reason %q", reason)
+			}
+			err = hog.Wait()
+			ws, _ := hog.ProcessState.Sys().(syscall.WaitStatus)
+			want := syscall.SIGTERM
+			if term == "ignore" {
+				want = syscall.SIGKILL
+			}
+			if err == nil || !ws.Signaled() || ws.Signal() != want {
+				t.Errorf("hog ended with %v; want killed by %v", err, want)
+			}
+			if err := neighbour.Process.Signal(syscall.Signal(0)); err != nil {
+				t.Errorf("neighbour is gone: %v", err)
+			}
+			if rss, _ := GroupRSS("/proc", neighbour.Process.Pid); rss == 0 {
+				t.Errorf("neighbour's group has no live member")
+			}
+		})
+	}
+}
+
+func TestWatchdogStopsWithContext(t *testing.T) {
+	job := startGroup(t, "8")
+	w := &Watchdog{Interval: 10 * time.Millisecond}
+	mw, _ := w.Prepare(nil, resource.GiB)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan bool)
+	go func() {
+		_, killed := mw.Watch(ctx, job.Process.Pid)
+		done <- killed
+	}()
+	cancel()
+	select {
+	case killed := <-done:
+		if killed {
+			t.Error("killed a job under its limit")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Watch did not return when its context ended")
+	}
+	if err := job.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("job under its limit is gone: %v", err)
+	}
+}
+
+func TestGroupRSSSumsMembers(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "sleep 30 & sleep 30 & wait")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Skip(err)
+	}
+	defer func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		n, err := groupAlive("/proc", cmd.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group has %d members; want 3", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	rss, err := GroupRSS("/proc", cmd.Process.Pid)
+	if err != nil || rss <= 0 {
+		t.Errorf("GroupRSS = %d, %v", rss, err)
+	}
+	if rss, _ := GroupRSS("/proc", 1<<30); rss != 0 {
+		t.Errorf("RSS of a group that does not exist: %d", rss)
+	}
+}
+
+func TestNewMemLimiterFallsBack(t *testing.T) {
+	dir := t.TempDir()
+	self := dir + "/cgroup"
+	// cgroup v1 only, and v2 without the memory controller: the watchdog.
+	for _, tc := range []struct{ cgroup, controllers string }{
+		{"4:memory:/x\n", ""},
+		{"0::/job\n", "cpu io"},
+	} {
+		os.WriteFile(self, []byte(tc.cgroup), 0o644)
+		os.MkdirAll(dir+"/root/job", 0o755)
+		os.WriteFile(dir+"/root/job/cgroup.controllers", []byte(tc.controllers), 0o644)
+		if _, err := NewCgroupLimiter(dir+"/root", self); err == nil {
+			t.Errorf("cgroup %q controllers %q: no error", tc.cgroup, tc.controllers)
+		}
+	}
+	// NewMemLimiter itself is not called: where it succeeds it moves
+	// the calling process into a new cgroup.
+}
+
+// TestCgroupLimiterFiles checks the files the cgroup limiter writes, on a
+// plain directory standing in for a cgroup v2 (the test machine has no
+// writable one): the agent moved to a leaf, the memory controller
+// enabled for children, a job's limit, and the kernel's OOM kill read
+// back as the reason.
+func TestCgroupLimiterFiles(t *testing.T) {
+	dir := t.TempDir()
+	self := dir + "/self"
+	os.WriteFile(self, []byte("1:name=systemd:/\n0::/user/agent42\n"), 0o644)
+	cg := dir + "/root/user/agent42"
+	os.MkdirAll(cg, 0o755)
+	os.WriteFile(cg+"/cgroup.controllers", []byte("cpu memory pids\n"), 0o644)
+	c, err := NewCgroupLimiter(dir+"/root", self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(name string) string {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if got := read(cg + "/agent/cgroup.procs"); got != strconv.Itoa(os.Getpid()) {
+		t.Errorf("agent leaf's cgroup.procs = %q", got)
+	}
+	if got := read(cg + "/cgroup.subtree_control"); got != "+memory" {
+		t.Errorf("cgroup.subtree_control = %q", got)
+	}
+
+	attr := &syscall.SysProcAttr{}
+	mw, err := c.Prepare(attr, 8*resource.GiB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := mw.(*cgroupWatch).dir
+	if got := read(job + "/memory.max"); got != strconv.FormatInt(8*resource.GiB, 10) {
+		t.Errorf("memory.max = %q", got)
+	}
+	if got := read(job + "/memory.oom.group"); got != "1" {
+		t.Errorf("memory.oom.group = %q", got)
+	}
+	if !attr.UseCgroupFD || attr.CgroupFD <= 0 {
+		t.Errorf("job not started in its cgroup: %+v", attr)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	os.WriteFile(job+"/memory.events", []byte("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n"), 0o644)
+	reason, killed := mw.Watch(ctx, 1)
+	if !killed || reason != "memory reached its request of 8 GiB (killed by the kernel)" {
+		t.Errorf("Watch = %q, %v", reason, killed)
+	}
+	for _, f := range []string{"memory.max", "memory.oom.group", "memory.swap.max", "memory.events"} {
+		os.Remove(job + "/" + f) // a real cgroup's files go with it
+	}
+	if err := mw.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if _, err := os.Stat(job); !os.IsNotExist(err) {
+		t.Errorf("job cgroup left: %v", err)
+	}
+}

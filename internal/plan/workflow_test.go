@@ -1,0 +1,80 @@
+package plan
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/mq-hpc/mq/internal/wfformat"
+)
+
+func readTraces(t testing.TB) map[string]*wfformat.Workflow {
+	dir := filepath.Join("..", "..", "..", "shared", "data", "wfinstances")
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	if len(files) == 0 {
+		t.Skipf("no WfFormat traces in %s", dir)
+	}
+	out := map[string]*wfformat.Workflow{}
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := wfformat.Read(fh)
+		fh.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		out[filepath.Base(f)] = w
+	}
+	return out
+}
+
+// TestRealTracesPlan: every real trace becomes a problem every planner and
+// both late-binding picks can schedule; no schedule beats the critical
+// path at the fastest site, and AEH-ETAA (a few iterations) is never
+// worse than the heuristics it starts from.
+func TestRealTracesPlan(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pl := GenPlatform(4, 2, 10e6, 0.05, 1)
+	fastest := 0.0
+	for _, s := range pl.Speed {
+		fastest = max(fastest, s)
+	}
+	for name, w := range readTraces(t) {
+		p, err := FromWorkflow(w, pl)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		floor := w.CriticalPath() / fastest
+		h, err := HEFT{}.Plan(ctx, p)
+		if err != nil {
+			t.Fatalf("%s: HEFT: %v", name, err)
+		}
+		mm, err := MinMin{}.Plan(ctx, p)
+		if err != nil {
+			t.Fatalf("%s: MinMin: %v", name, err)
+		}
+		a, err := AEHETAA{MaxIter: 3, SearchBudget: 32, TimeLimit: time.Minute}.Plan(ctx, p)
+		if err != nil {
+			t.Fatalf("%s: AEH-ETAA: %v", name, err)
+		}
+		for _, b := range []Binding{FirstReady, MostLocal} {
+			ms, _, err := LateBinding(p, b)
+			if err != nil || ms < floor*0.999 {
+				t.Errorf("%s: late binding %d: makespan %v (floor %v), %v", name, b, ms, floor, err)
+			}
+		}
+		for who, got := range map[string]float64{"heft": h.Makespan, "minmin": mm.Makespan, "aeh": a.Makespan} {
+			if got < floor*0.999 {
+				t.Errorf("%s: %s makespan %v below the critical path at the fastest site %v", name, who, got, floor)
+			}
+		}
+		if a.Makespan > min(h.Makespan, mm.Makespan)+1e-6 {
+			t.Errorf("%s: AEH-ETAA %v worse than HEFT %v or MinMin %v", name, a.Makespan, h.Makespan, mm.Makespan)
+		}
+	}
+}

@@ -1,0 +1,510 @@
+package site
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/pkg/sftp"
+	"golang.org/x/crypto/ssh"
+
+	"github.com/mq-hpc/mq/internal/site/batch"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// Remote is a site whose placeholders are batch jobs on a cluster reached
+// over SSH. The first call connects and prepares the login host: it finds
+// the platform (uname -sm), uploads the agent for it, the placeholder's key
+// and the batch script (each only if changed), and in tunnel mode opens
+// the reverse forward. A lost connection is re-made, and the preparation
+// redone (cheaply: unchanged files are not sent), at the next call.
+type Remote struct {
+	Spec  protocol.SiteSpec
+	Batch batch.System
+	// Dial connects to the login host (DialSSH in production).
+	Dial func(ctx context.Context) (Runner, error)
+	// Agent returns the path of an agent binary for a platform.
+	Agent func(goos, goarch string) (string, error)
+	// Key is the placeholders' private key (OpenSSH PEM).
+	Key []byte
+	// HostKey is the CLS's host key fingerprint, pinned by placeholders.
+	HostKey string
+	// CLSAddr is where placeholders reach the CLS in direct mode.
+	CLSAddr string
+	// DialCLS connects to the CLS's SSH endpoint (the far end of a tunnel).
+	DialCLS func() (net.Conn, error)
+	// Dir is this CLS's directory on the login host, relative to the
+	// home directory ("" = .mq-sites/ID); JobName the placeholders' name.
+	Dir, JobName string
+	Log          *slog.Logger
+
+	mu       sync.Mutex
+	r        Runner
+	platform string
+	base     string // absolute: the site's directory on the login host
+	script   string
+	dataRoot string // absolute: where staged files live on the login host; "" with SharedFS
+	tunnel   int    // port of the reverse forward on the login host
+	addr     string // where placeholders dial the CLS (through the login host in tunnel mode)
+}
+
+var _ Site = (*Remote)(nil)
+
+// Platform is "linux/amd64" and so on once connected.
+func (s *Remote) Platform() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.platform
+}
+
+// runner returns a prepared connection, making one if needed.
+func (s *Remote) runner(ctx context.Context) (Runner, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.r != nil {
+		if d, ok := s.r.(interface{ Done() <-chan struct{} }); ok {
+			select {
+			case <-d.Done():
+				s.r.Close()
+				s.r = nil
+			default:
+			}
+		}
+	}
+	if s.r != nil {
+		return s.r, nil
+	}
+	r, err := s.Dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.prepare(ctx, r); err != nil {
+		r.Close()
+		return nil, err
+	}
+	s.r = r
+	return r, nil
+}
+
+// drop forgets a connection that failed, so the next call reconnects.
+func (s *Remote) drop(r Runner, err error) {
+	var ce *ConnError
+	if !errors.As(err, &ce) {
+		return
+	}
+	s.mu.Lock()
+	if s.r == r {
+		s.r = nil
+	}
+	s.mu.Unlock()
+	r.Close()
+}
+
+// Platforms maps `uname -sm` to Go's names.
+func Platforms(uname string) (goos, goarch string, err error) {
+	f := strings.Fields(uname)
+	if len(f) != 2 {
+		return "", "", fmt.Errorf("uname -sm printed %q", truncate(uname, 100))
+	}
+	switch strings.ToLower(f[0]) {
+	case "linux":
+		goos = "linux"
+	case "darwin":
+		goos = "darwin"
+	case "freebsd":
+		goos = "freebsd"
+	default:
+		return "", "", fmt.Errorf("unsupported system %q (uname -s)", f[0])
+	}
+	switch f[1] {
+	case "x86_64", "amd64":
+		goarch = "amd64"
+	case "aarch64", "arm64":
+		goarch = "arm64"
+	case "ppc64le":
+		goarch = "ppc64le"
+	case "s390x":
+		goarch = "s390x"
+	case "riscv64":
+		goarch = "riscv64"
+	default:
+		return "", "", fmt.Errorf("unsupported machine %q (uname -m)", f[1])
+	}
+	return goos, goarch, nil
+}
+
+func (s *Remote) prepare(ctx context.Context, r Runner) error {
+	out, err := r.Run(ctx, `uname -sm; printf '%s\n' "$HOME"`)
+	if err != nil {
+		return fmt.Errorf("platform: %w", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[1], "/") {
+		return fmt.Errorf("platform: uname -sm and $HOME printed %q", truncate(string(out), 200))
+	}
+	goos, goarch, err := Platforms(lines[0])
+	if err != nil {
+		return err
+	}
+	s.platform = goos + "/" + goarch
+	dir := s.Dir
+	if dir == "" {
+		dir = ".mq-sites"
+	}
+	root := path.Join(lines[1], dir)
+	s.base = path.Join(root, s.Spec.Name)
+	s.dataRoot = DataRoot(s.Spec, lines[1])
+	// umask 077: the parents mkdir -p makes (the data root's .mq-data)
+	// are private too; the agent refuses a data root or --out that others
+	// could write or rename away.
+	mkdir := "umask 077 && mkdir -p -m 700 " + Quote(root) + " " + Quote(s.base+"/log") + " " + Quote(s.base+"/out")
+	if s.dataRoot != "" {
+		mkdir += " " + Quote(s.dataRoot)
+	}
+	if _, err := r.Run(ctx, mkdir); err != nil {
+		return err
+	}
+	agentPath, err := s.Agent(goos, goarch)
+	if err != nil {
+		return err
+	}
+	bin, err := os.ReadFile(agentPath)
+	if err != nil {
+		return fmt.Errorf("agent for %s: %w", s.platform, err)
+	}
+	remoteBin := path.Join(root, "bin", "mqagent-"+goos+"-"+goarch)
+	if _, err := r.Put(ctx, remoteBin, bin, 0o755); err != nil {
+		return err
+	}
+	if _, err := r.Put(ctx, path.Join(s.base, "key"), s.Key, 0o600); err != nil {
+		return err
+	}
+	addr := s.CLSAddr
+	var via []string
+	if s.Spec.Connect == Tunnel {
+		if via, err = s.openTunnel(ctx, r); err != nil {
+			return err
+		}
+		addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.tunnel))
+	}
+	if addr == "" {
+		return ErrNoEndpoint
+	}
+	s.addr = addr
+	wall := protocol.Duration(s.Spec.Walltime)
+	args := []string{
+		"--cls", addr, "--host-key", s.HostKey, "--key", path.Join(s.base, "key"),
+		"--site", s.Spec.Name, "--slots", strconv.Itoa(s.Spec.Slots),
+		"--walltime", AgentWalltime(wall).String(),
+		"--idle", protocol.Duration(s.Spec.Idle).String(),
+		"--out", path.Join(s.base, "out"),
+	}
+	if s.dataRoot != "" {
+		args = append(args, "--data-root", s.dataRoot)
+	}
+	args = append(args, via...)
+	req := batch.Request{Name: s.JobName, Queue: s.Spec.Queue, Walltime: wall, Slots: s.Spec.Slots, PE: s.Spec.PE, LogDir: path.Join(s.base, "log")}
+	s.script = path.Join(s.base, "placeholder.sh")
+	if _, err := r.Put(ctx, s.script, []byte(batch.Script(s.Batch, req, remoteBin, args)), 0o700); err != nil {
+		return err
+	}
+	return nil
+}
+
+// DefaultDataRoot is the data root of a site without --data-root or
+// --shared-fs, relative to the login home; the CLS adds its id
+// (.mq-data/CLSID) so that two CLSs never share one.
+const DefaultDataRoot = ".mq-data"
+
+// DataRoot is the absolute data root of a site on its login host whose
+// home is home: spec.DataRoot, relative to home unless absolute
+// (DefaultDataRoot when empty); "" for a site that shares the CLS host's
+// filesystem.
+func DataRoot(spec protocol.SiteSpec, home string) string {
+	if spec.SharedFS || spec.Type == Local {
+		return ""
+	}
+	root := spec.DataRoot
+	if root == "" {
+		root = DefaultDataRoot
+	}
+	if !path.IsAbs(root) {
+		root = path.Join(home, root)
+	}
+	return path.Clean(root)
+}
+
+// Files returns the SFTP session of the connection to the login host and
+// the site's data root there (absolute; "" when the site shares the CLS
+// host's filesystem), connecting and preparing the login host first if
+// needed: data staging moves files through it (package stage).
+func (s *Remote) Files(ctx context.Context) (*sftp.Client, string, error) {
+	r, err := s.runner(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	f, ok := r.(interface{ SFTP() (*sftp.Client, error) })
+	if !ok {
+		return nil, "", fmt.Errorf("site %s: the connection to the login host has no SFTP", s.Spec.Name)
+	}
+	c, err := f.SFTP()
+	if err != nil {
+		s.drop(r, err)
+		return nil, "", err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return c, s.dataRoot, nil
+}
+
+// ErrNoEndpoint: a remote site's placeholders reach the CLS over SSH, in
+// either connect mode, and the CLS was started without an SSH endpoint.
+var ErrNoEndpoint = errors.New("the CLS has no SSH endpoint for placeholders to reach (direct or through a tunnel): restart it with cls serve --ssh ADDR (e.g. --ssh 127.0.0.1:0 for --connect tunnel)")
+
+// Tunneler is a Runner that can carry a tunnel: SSH.
+type Tunneler interface {
+	// Forward listens on bind on the login host and joins each
+	// connection made there to dial; it returns the port bound.
+	Forward(bind string, dial func() (net.Conn, error)) (int, error)
+	// HostKey is the key the login host showed (and known_hosts vouched for).
+	HostKey() ssh.PublicKey
+}
+
+// openTunnel makes the way in for tunnel mode and returns the agent's
+// arguments for it. The CLS's connection asks the login host for a reverse
+// forward on its loopback, where any sshd binds one (GatewayPorts no, the
+// default, binds every forward there): compute nodes cannot dial it
+// directly, so each placeholder logs in to the login host with its own key
+// and opens a direct-tcpip channel to that port. authorized_keys lets this
+// key do nothing else: no shell, command, pty, agent or X11 forwarding,
+// no listening, and connections only to the forward's port.
+func (s *Remote) openTunnel(ctx context.Context, r Runner) ([]string, error) {
+	if s.DialCLS == nil {
+		return nil, ErrNoEndpoint
+	}
+	t, ok := r.(Tunneler)
+	if !ok {
+		return nil, errors.New("tunnel: this connection to the login host cannot forward ports")
+	}
+	// Ask for the port we had, so placeholders started before a
+	// reconnect find the CLS again.
+	port, err := t.Forward(net.JoinHostPort("127.0.0.1", strconv.Itoa(s.tunnel)), s.DialCLS)
+	if err != nil && s.tunnel != 0 {
+		port, err = t.Forward("127.0.0.1:0", s.DialCLS)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.tunnel = port
+	signer, err := ssh.ParsePrivateKey(s.Key)
+	if err != nil {
+		return nil, fmt.Errorf("placeholder key: %w", err)
+	}
+	line := TunnelKeyLine(signer.PublicKey(), port, s.JobName)
+	if _, err := r.Run(ctx, authorizeCommand(line, s.JobName)); err != nil {
+		return nil, fmt.Errorf("tunnel: cannot authorize the placeholder key on the login host: %w", err)
+	}
+	user, login, _ := ParseSSH(s.Spec.SSH)
+	hk := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(t.HostKey())))
+	return []string{"--via", user + "@" + login, "--via-host-key", hk}, nil
+}
+
+// TunnelKeyLine is the authorized_keys line on the login host for a tunnel
+// site's placeholder key: restrict takes every right away, port-forwarding
+// gives back forwarding, permitopen keeps only the CLS's port, permitlisten
+// to port 1 (privileged: a user's sshd cannot bind it) leaves no listening,
+// and the forced command runs nothing if a session is asked for anyway.
+// The comment marks it as this site's.
+func TunnelKeyLine(pub ssh.PublicKey, port int, jobName string) string {
+	key := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(pub)))
+	return fmt.Sprintf(`restrict,port-forwarding,permitopen="127.0.0.1:%d",permitlisten="127.0.0.1:1",command="/bin/false" %s %s`, port, key, tunnelMark(jobName))
+}
+
+func tunnelMark(jobName string) string { return "mq-tunnel:" + jobName }
+
+// authorizeCommand puts line in ~/.ssh/authorized_keys in place of this
+// site's earlier one (unless it is there already), under a lock where
+// flock(1) exists so two sites of one CLS do not lose each other's lines.
+func authorizeCommand(line, jobName string) string {
+	return `f="$HOME/.ssh/authorized_keys"; umask 077; mkdir -p "$HOME/.ssh" || exit 1; ` +
+		`grep -q -x -F ` + Quote(line) + ` "$f" 2>/dev/null && exit 0; ` +
+		`if command -v flock >/dev/null 2>&1; then exec 9>>"$HOME/.ssh/.mq-lock"; flock 9; fi; ` +
+		`t="$f.mq-$$"; { [ -f "$f" ] && grep -v ' '` + Quote(tunnelMark(jobName)) + `'$' "$f"; printf '%s
+' ` + Quote(line) + `; } >"$t" && mv -f "$t" "$f"`
+}
+
+// unauthorizeCommand removes this site's line from authorized_keys.
+func unauthorizeCommand(jobName string) string {
+	return `f="$HOME/.ssh/authorized_keys"; [ -f "$f" ] || exit 0; grep -q ' '` + Quote(tunnelMark(jobName)) + `'$' "$f" || exit 0; umask 077; ` +
+		`if command -v flock >/dev/null 2>&1; then exec 9>>"$HOME/.ssh/.mq-lock"; flock 9; fi; ` +
+		`t="$f.mq-$$"; { grep -v ' '` + Quote(tunnelMark(jobName)) + `'$' "$f"; true; } >"$t" && mv -f "$t" "$f"`
+}
+
+// Retire undoes what the site set up on the login host that would outlive
+// it: a tunnel site's authorized_keys line. Called when the site is removed.
+func (s *Remote) Retire(ctx context.Context) error {
+	if s.Spec.Connect != Tunnel {
+		return nil
+	}
+	r, err := s.runner(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = r.Run(ctx, unauthorizeCommand(s.JobName))
+	s.drop(r, err)
+	return err
+}
+
+// Diagnose says why a placeholder that runs may not have connected: the
+// end of its log on the login host (where the batch system writes the
+// agent's warnings, e.g. "cannot reach the CLS ...: connection refused")
+// and what its way to the CLS depends on.
+func (s *Remote) Diagnose(ctx context.Context, id string) string {
+	r, rerr := s.runner(ctx) // prepared: base and addr are known
+	s.mu.Lock()
+	logDir, mode, addr := path.Join(s.base, "log"), s.Spec.Connect, s.addr
+	s.mu.Unlock()
+	var hint string
+	if mode == Tunnel {
+		_, login, _ := ParseSSH(s.Spec.SSH)
+		hint = fmt.Sprintf("placeholders reach the CLS through the login host's sshd at %s (a forward to %s there): check that compute nodes can reach %s and that its sshd allows TCP forwarding (AllowTcpForwarding)", login, addr, login)
+	} else {
+		hint = fmt.Sprintf("placeholders dial the CLS at %s (cls serve --ssh): check that compute nodes can reach it, or use --connect tunnel", addr)
+	}
+	if rerr != nil {
+		return hint
+	}
+	out, err := r.Run(ctx, logTailCommand(logDir, id))
+	if err != nil {
+		s.drop(r, err)
+		return hint
+	}
+	file, last := parseLogTail(out)
+	if file == "" {
+		return fmt.Sprintf("no log of placeholder %s in %s; %s", id, logDir, hint)
+	}
+	if last == "" {
+		return fmt.Sprintf("its log %s is empty; %s", file, hint)
+	}
+	return fmt.Sprintf("its log %s ends: %s; %s", file, truncate(last, 300), hint)
+}
+
+// logTailCommand prints the path of a placeholder's batch log in dir
+// (whatever the batch system named it: SGE NAME.oID, Slurm NAME-ID.out,
+// PBS ID.OU...) and its last lines.
+func logTailCommand(dir, id string) string {
+	q := Quote(id)
+	// The last 8 KiB at most: the log is the batch job's, and a line of it
+	// could be as long as the job liked.
+	show := `) printf '%s\n' "$PWD/$f"; tail -c 8192 "$f" | tail -n 5; exit 0;; esac; done; `
+	// The names we know first: a loose match could hit a job name's digits.
+	return `cd ` + Quote(dir) + ` 2>/dev/null || exit 0; ` +
+		`for f in *; do case "$f" in *.o` + q + `|*-` + q + `.out|` + q + `.*` + show +
+		`for f in *; do case "$f" in *[!0-9]` + q + `|*[!0-9]` + q + `[!0-9]*|` + q + `[!0-9]*` + show
+}
+
+// parseLogTail reads logTailCommand's output: the file, and its last line
+// that says something (a warning, preferably).
+func parseLogTail(out []byte) (file, last string) {
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	if len(lines) == 0 || lines[0] == "" {
+		return "", ""
+	}
+	file = lines[0]
+	for i := len(lines) - 1; i >= 1; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" {
+			if last == "" {
+				last = l
+			}
+			if strings.Contains(l, "level=WARN") || strings.Contains(l, "level=ERROR") || strings.Contains(l, "mqagent:") {
+				return file, l
+			}
+		}
+	}
+	return file, last
+}
+
+// Submit submits n placeholders in one round trip.
+func (s *Remote) Submit(ctx context.Context, n int) ([]string, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	r, err := s.runner(ctx)
+	if err != nil {
+		return nil, err
+	}
+	words, err := SplitArgs(s.Spec.SubmitArgs)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	cmd := s.Batch.SubmitCommand(s.script, words)
+	s.mu.Unlock()
+	// One submission per line of output; stop at the first failure.
+	out, err := r.Run(ctx, "i=0; while [ $i -lt "+strconv.Itoa(n)+" ]; do "+cmd+" || exit $?; echo; i=$((i+1)); done")
+	var ids []string
+	for _, chunk := range strings.Split(string(out), "\n\n") {
+		if strings.TrimSpace(chunk) == "" {
+			continue
+		}
+		id, perr := s.Batch.ParseSubmit([]byte(chunk))
+		if perr != nil {
+			return ids, perr
+		}
+		ids = append(ids, id)
+	}
+	if err != nil {
+		s.drop(r, err)
+		return ids, err
+	}
+	if len(ids) != n {
+		return ids, fmt.Errorf("submitted %d placeholders, the batch system printed %d ids", n, len(ids))
+	}
+	return ids, nil
+}
+
+// List lists this site's placeholders that have not ended.
+func (s *Remote) List(ctx context.Context) ([]batch.Placeholder, error) {
+	r, err := s.runner(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, err := r.Run(ctx, s.Batch.ListCommand(s.JobName))
+	if err != nil {
+		s.drop(r, err)
+		return nil, err
+	}
+	return s.Batch.ParseList(out, s.JobName)
+}
+
+// Cancel cancels placeholders.
+func (s *Remote) Cancel(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	r, err := s.runner(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = r.Run(ctx, s.Batch.CancelCommand(ids))
+	s.drop(r, err)
+	return err
+}
+
+// Close closes the connection; placeholders keep running.
+func (s *Remote) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.r != nil {
+		s.r.Close()
+		s.r = nil
+	}
+	return nil
+}

@@ -1,0 +1,129 @@
+package site
+
+import (
+	"context"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mq-hpc/mq/internal/site/batch"
+)
+
+// Processes is a local site: placeholders are agent processes on this
+// machine, children of the CLS. They start at once, so they are never
+// queued.
+type Processes struct {
+	// Command returns a placeholder's command line.
+	Command func() *exec.Cmd
+	// Exited, if set, is told the pid of a placeholder that ended, so its
+	// jobs are requeued at once.
+	Exited func(pid int)
+
+	mu    sync.Mutex
+	procs map[int]*exec.Cmd
+	wg    sync.WaitGroup
+}
+
+var _ Site = (*Processes)(nil)
+
+// Retarget makes placeholders started from now on run as next's do
+// (cls site set changed their slots, walltime or idle timeout); the
+// running ones go on, still watched here. It reports whether next is a
+// local site too.
+func (p *Processes) Retarget(next Site) bool {
+	n, ok := next.(*Processes)
+	if !ok {
+		return false
+	}
+	p.mu.Lock()
+	p.Command = n.Command
+	p.mu.Unlock()
+	return true
+}
+
+// Submit starts n placeholder processes.
+func (p *Processes) Submit(_ context.Context, n int) ([]string, error) {
+	var ids []string
+	p.mu.Lock()
+	command := p.Command
+	p.mu.Unlock()
+	for range n {
+		cmd := command()
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			return ids, err
+		}
+		pid := cmd.Process.Pid
+		p.mu.Lock()
+		if p.procs == nil {
+			p.procs = map[int]*exec.Cmd{}
+		}
+		p.procs[pid] = cmd
+		p.mu.Unlock()
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			cmd.Wait()
+			p.mu.Lock()
+			delete(p.procs, pid)
+			p.mu.Unlock()
+			if p.Exited != nil {
+				p.Exited(pid)
+			}
+		}()
+		ids = append(ids, strconv.Itoa(pid))
+	}
+	return ids, nil
+}
+
+// List returns the placeholders alive, all running.
+func (p *Processes) List(context.Context) ([]batch.Placeholder, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var ps []batch.Placeholder
+	for pid := range p.procs {
+		ps = append(ps, batch.Placeholder{ID: strconv.Itoa(pid), State: batch.Running})
+	}
+	return ps, nil
+}
+
+// Cancel stops placeholders with SIGTERM: they kill their jobs and report
+// them interrupted (requeued).
+func (p *Processes) Cancel(_ context.Context, ids []string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, id := range ids {
+		pid, _ := strconv.Atoi(id)
+		if c, ok := p.procs[pid]; ok {
+			c.Process.Signal(syscall.SIGTERM)
+		}
+	}
+	return nil
+}
+
+// Close stops every placeholder and waits (up to 5 s, then kills).
+func (p *Processes) Close() error {
+	p.mu.Lock()
+	for _, c := range p.procs {
+		c.Process.Signal(syscall.SIGTERM)
+	}
+	p.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		p.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		p.mu.Lock()
+		for _, c := range p.procs {
+			c.Process.Kill()
+		}
+		p.mu.Unlock()
+		<-done
+	}
+	return nil
+}

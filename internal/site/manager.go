@@ -1,0 +1,797 @@
+package site
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mq-hpc/mq/internal/backoff"
+	"github.com/mq-hpc/mq/internal/site/batch"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// Store is what the Manager needs of the metaqueue.
+type Store interface {
+	AddSite(ctx context.Context, spec protocol.SiteSpec) error
+	RemoveSite(ctx context.Context, name string) error
+	Sites(ctx context.Context) ([]protocol.SiteSpec, error)
+	// SiteDemand counts ready jobs whose estimate fits walltime (0 = any),
+	// stopping at limit, and jobs the listed placeholders are running.
+	SiteDemand(ctx context.Context, walltime float64, placeholders []int64, limit int) (ready, executing int, err error)
+	PlaceholderGone(ctx context.Context, id int64) error
+}
+
+// Manager provisions every site: one loop per site lists its placeholders,
+// asks the metaqueue how much work they could take, and submits or cancels
+// placeholders as Decide says.
+type Manager struct {
+	Store Store
+	// Open makes the Site of a spec. It should be cheap: connections are
+	// made by the Site's calls. exited, for local sites, reports a
+	// placeholder process that ended.
+	Open func(spec protocol.SiteSpec, exited func(pid int)) (Site, error)
+	// Prepare, if set, runs when a site is added (it makes the site's
+	// placeholder key); Forget when it is removed.
+	Prepare func(spec protocol.SiteSpec) error
+	Forget  func(spec protocol.SiteSpec)
+	// Poll is how often a site is looked at (default 2 s).
+	Poll time.Duration
+	// ThrottleAfter is how long a placeholder may wait in a batch queue
+	// before its site counts as slow (default 5 min).
+	ThrottleAfter time.Duration
+	// ConnectTimeout is how long a running placeholder of a remote site
+	// may take to connect before it is cancelled and its site marked
+	// degraded (default 2 min; a site's own ConnectTimeout overrides it).
+	ConnectTimeout time.Duration
+	// LPMinUtil is seed 001's W_MIN for the sites that follow lp: every
+	// job slot the LP plans for a stage is busy at least this share of
+	// the time (0: no minimum).
+	LPMinUtil float64
+	Log       *slog.Logger
+	// Embedded are sites of this run only, never stored: the CLS's own
+	// local placeholders (cls serve --local N, Spec.Embedded). They start
+	// with the Manager, shadow a stored site of the same name, and cannot
+	// be added or removed.
+	Embedded []protocol.SiteSpec
+	// Now is the clock of the Manager's decisions: queue waits, throttling,
+	// the connect timeout, how often an idle site is listed and how fast
+	// local placeholders are respawned (default time.Now; tests move it).
+	// It may be called from several goroutines.
+	Now func() time.Time
+
+	// econMu guards econ, the last deadline-and-budget plan (budget.go);
+	// taken before mu, never under it.
+	econMu sync.Mutex
+	econ   econPlan
+	// shownMu guards econ.shown alone: cls plan show reads it while a
+	// plan is being made.
+	shownMu sync.Mutex
+	// setMu serialises Set and Remove, which stop and restart site loops.
+	setMu sync.Mutex
+
+	mu    sync.Mutex
+	ctx   context.Context
+	sites map[string]*managed
+	wg    sync.WaitGroup
+}
+
+type managed struct {
+	spec   protocol.SiteSpec
+	site   Site
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	kick chan struct{} // a local placeholder process ended: look now
+
+	// Guarded by Manager.mu.
+	known     map[string]*tracked // batch id -> placeholder
+	connected map[int64]int       // placeholder id -> pid, while connected
+	// pids of a local site's placeholders (id -> pid) from registration
+	// until the process ends: its disconnect may come before the exit.
+	pids      map[int64]int
+	exited    int
+	waits     []time.Duration // recent queue waits
+	state     string
+	err       string
+	throttled bool
+	// supply is how many ready jobs this site's running placeholders will
+	// take at once, as of its last decision (see Counts.Elsewhere).
+	supply int
+	// batch: batch job ids of placeholders that have connected (by the id
+	// they registered with); connBatch: that id per connected placeholder.
+	batch     map[string]bool
+	connBatch map[int64]string
+	// stall says why the site is degraded after placeholders ran without
+	// connecting (NeverConnected); "" once one connects.
+	stall string
+	// connects counts registrations: a stall found before one is stale.
+	connects int
+}
+
+type tracked struct {
+	state     batch.State
+	submitted time.Time // by the CLS's clock when we submitted it
+	started   time.Time
+}
+
+// Site states in SiteInfo.State.
+const (
+	StateStarting  = "starting"
+	StateOK        = "ok"
+	StateThrottled = "throttled"
+	StateDegraded  = "degraded"
+)
+
+func (m *Manager) log() *slog.Logger {
+	if m.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return m.Log
+}
+
+func (m *Manager) now() time.Time {
+	if m.Now == nil {
+		return time.Now()
+	}
+	return m.Now()
+}
+
+func (m *Manager) poll() time.Duration {
+	if m.Poll <= 0 {
+		return 2 * time.Second
+	}
+	return m.Poll
+}
+
+// Start loads the sites from the metaqueue and starts provisioning them
+// until ctx ends or Stop.
+func (m *Manager) Start(ctx context.Context) error {
+	specs, err := m.Store.Sites(ctx)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.ctx = ctx
+	m.sites = map[string]*managed{}
+	for _, spec := range m.Embedded {
+		spec.Embedded = true
+		if err := m.startLocked(spec); err != nil {
+			return fmt.Errorf("site %s: %w", spec.Name, err)
+		}
+	}
+	for _, spec := range specs {
+		if ms, ok := m.sites[spec.Name]; ok && ms.spec.Embedded {
+			m.log().Warn("a stored site has the name of the CLS's own; it is not run", "site", spec.Name)
+			continue
+		}
+		if err := m.startLocked(spec); err != nil {
+			m.log().Error("cannot start site", "site", spec.Name, "err", err)
+		}
+	}
+	return nil
+}
+
+func (m *Manager) startLocked(spec protocol.SiteSpec) error {
+	ms := &managed{spec: spec, known: map[string]*tracked{}, connected: map[int64]int{}, pids: map[int64]int{},
+		batch: map[string]bool{}, connBatch: map[int64]string{},
+		state: StateStarting, done: make(chan struct{}), kick: make(chan struct{}, 1)}
+	name := spec.Name
+	s, err := m.Open(spec, func(pid int) { m.localExited(name, pid) })
+	if err != nil {
+		return err
+	}
+	ms.site = s
+	ctx, cancel := context.WithCancel(m.ctx)
+	ms.cancel = cancel
+	m.sites[name] = ms
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		defer close(ms.done)
+		m.loop(ctx, ms)
+	}()
+	return nil
+}
+
+// Stop ends every site's loop and closes their connections. Placeholders
+// keep running (a remote one reconnects to the next CLS); local ones are
+// stopped.
+func (m *Manager) Stop() {
+	m.mu.Lock()
+	sites := m.sites
+	for _, ms := range sites {
+		ms.cancel()
+	}
+	m.mu.Unlock()
+	m.wg.Wait()
+	// At once: local sites wait for their placeholders to report and exit.
+	var wg sync.WaitGroup
+	for _, ms := range sites {
+		wg.Go(func() { ms.site.Close() })
+	}
+	wg.Wait()
+}
+
+// Add validates a site, stores it and starts provisioning it.
+func (m *Manager) Add(ctx context.Context, spec protocol.SiteSpec) (protocol.SiteInfo, error) {
+	if err := Validate(&spec); err != nil {
+		return protocol.SiteInfo{}, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.sites == nil {
+		return protocol.SiteInfo{}, protocol.Errorf(protocol.CodeShutdown, "sites are not being managed")
+	}
+	if ms, ok := m.sites[spec.Name]; ok {
+		if ms.spec.Embedded {
+			return protocol.SiteInfo{}, protocol.Errorf(protocol.CodeBadRequest, "%s", embeddedMsg(ms.spec))
+		}
+		return protocol.SiteInfo{}, protocol.Errorf(protocol.CodeBadRequest, "site %s already exists (cls site remove it first)", spec.Name)
+	}
+	if m.Prepare != nil {
+		if err := m.Prepare(spec); err != nil {
+			return protocol.SiteInfo{}, err
+		}
+	}
+	if err := m.Store.AddSite(ctx, spec); err != nil {
+		if m.Forget != nil {
+			m.Forget(spec)
+		}
+		return protocol.SiteInfo{}, err
+	}
+	if err := m.startLocked(spec); err != nil {
+		return protocol.SiteInfo{}, err
+	}
+	m.log().Info("site added", "site", spec.Name, "type", spec.Type, "ssh", spec.SSH)
+	return m.infoLocked(m.sites[spec.Name]), nil
+}
+
+// Remove stops provisioning a site, cancels its placeholders (queued and
+// running: their jobs are requeued at once) and forgets it.
+func (m *Manager) Remove(ctx context.Context, name string) (protocol.SiteInfo, error) {
+	m.setMu.Lock()
+	defer m.setMu.Unlock()
+	m.mu.Lock()
+	ms, ok := m.sites[name]
+	if ok && ms.spec.Embedded {
+		m.mu.Unlock()
+		return protocol.SiteInfo{}, protocol.Errorf(protocol.CodeBadRequest, "%s", embeddedMsg(ms.spec))
+	}
+	if ok {
+		delete(m.sites, name)
+	}
+	m.mu.Unlock()
+	if !ok {
+		return protocol.SiteInfo{}, protocol.Errorf(protocol.CodeNotFound, "no site %s", name)
+	}
+	ms.cancel()
+	<-ms.done
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var cancelErr error
+	var queued, running int
+	ps, err := ms.site.List(cctx)
+	if err == nil {
+		var ids []string
+		for _, p := range ps {
+			ids = append(ids, p.ID)
+			switch p.State {
+			case batch.Queued:
+				queued++
+			case batch.Running:
+				running++
+			}
+		}
+		err = ms.site.Cancel(cctx, ids)
+	}
+	if r, ok := ms.site.(interface{ Retire(context.Context) error }); ok && err == nil {
+		if rerr := r.Retire(cctx); rerr != nil {
+			m.log().Warn("could not undo the site's setup on its login host", "site", name, "err", rerr)
+		}
+	}
+	if err != nil {
+		cancelErr = fmt.Errorf("could not cancel its placeholders (cancel them by hand): %w", err)
+	}
+	m.mu.Lock()
+	gone := make([]int64, 0, len(ms.connected))
+	for id := range ms.connected {
+		gone = append(gone, id)
+	}
+	info := m.infoLocked(ms)
+	info.Queued, info.Running = queued, running // what was cancelled
+	m.mu.Unlock()
+	for _, id := range gone {
+		m.Store.PlaceholderGone(ctx, id)
+	}
+	ms.site.Close()
+	if err := m.Store.RemoveSite(ctx, name); err != nil {
+		return info, err
+	}
+	if m.Forget != nil {
+		m.Forget(ms.spec)
+	}
+	if cancelErr != nil {
+		info.Error = cancelErr.Error()
+		m.log().Warn("site removed", "site", name, "err", cancelErr)
+	} else {
+		m.log().Info("site removed; placeholders cancelled", "site", name)
+	}
+	return info, nil
+}
+
+// embeddedMsg says why the CLS's own site cannot be added or removed.
+func embeddedMsg(spec protocol.SiteSpec) string {
+	return fmt.Sprintf("site %s is the CLS's own placeholders (cls serve --local %d): they run while the CLS runs; restart it with another --local (0 = none) to change them", spec.Name, spec.Max)
+}
+
+// List describes every site.
+func (m *Manager) List() []protocol.SiteInfo {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []protocol.SiteInfo
+	for _, ms := range m.sites {
+		out = append(out, m.infoLocked(ms))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Site returns a running site's spec and Site (a *Remote for remote
+// sites: data staging reaches its login host through it), ok false when
+// no site has that name.
+func (m *Manager) Site(name string) (spec protocol.SiteSpec, s Site, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ms, ok := m.sites[name]
+	if !ok {
+		return protocol.SiteSpec{}, nil, false
+	}
+	return ms.spec, ms.site, true
+}
+
+func (m *Manager) infoLocked(ms *managed) protocol.SiteInfo {
+	info := protocol.SiteInfo{SiteSpec: ms.spec, Exited: ms.exited, Connected: len(ms.connected), State: ms.state, Error: ms.err}
+	now := m.now()
+	for _, t := range ms.known {
+		switch t.state {
+		case batch.Queued:
+			info.Queued++
+			info.OldestQueuedS = max(info.OldestQueuedS, now.Sub(t.submitted).Seconds())
+		case batch.Running:
+			info.Running++
+		}
+	}
+	if len(ms.waits) > 0 {
+		var sum time.Duration
+		for _, w := range ms.waits {
+			sum += w
+		}
+		info.QueueWaitS = (sum / time.Duration(len(ms.waits))).Seconds()
+	}
+	if p, ok := ms.site.(interface{ Platform() string }); ok {
+		info.Platform = p.Platform()
+	}
+	return info
+}
+
+// Placeholder is told when a placeholder registers or disconnects (see
+// server.Server.OnPlaceholder).
+func (m *Manager) Placeholder(id int64, reg protocol.Register, connected bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ms, ok := m.sites[reg.Site]
+	if !ok {
+		return
+	}
+	if connected {
+		ms.connected[id] = reg.PID
+		ms.connBatch[id] = reg.Batch
+		if reg.Batch != "" {
+			ms.batch[reg.Batch] = true
+		}
+		if ms.spec.Type == Local {
+			ms.pids[id] = reg.PID
+		}
+		ms.connects++
+		if ms.stall != "" {
+			ms.stall = ""
+			m.log().Info("a placeholder connected; the site is no longer stalled", "site", ms.spec.Name, "batch", reg.Batch)
+		}
+	} else {
+		delete(ms.connected, id)
+		delete(ms.connBatch, id)
+	}
+}
+
+// localExited requeues the jobs of a local placeholder process that ended
+// and wakes its site's loop to replace it.
+func (m *Manager) localExited(site string, pid int) {
+	m.mu.Lock()
+	var ids []int64
+	ms, ok := m.sites[site]
+	if ok {
+		// By pid since registration: the server may have seen the
+		// connection close (and the disconnect) before we saw the exit.
+		for id, p := range ms.pids {
+			if p == pid {
+				ids = append(ids, id)
+				delete(ms.pids, id)
+				delete(ms.connected, id)
+			}
+		}
+	}
+	m.mu.Unlock()
+	for _, id := range ids {
+		m.Store.PlaceholderGone(context.Background(), id)
+	}
+	if ok {
+		select {
+		case ms.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (m *Manager) loop(ctx context.Context, ms *managed) {
+	// A failing site is looked at less often: twice the poll, doubling up
+	// to 32 polls (at most 30 s).
+	retry := backoff.Backoff{Min: 2 * m.poll(), Max: min(32*m.poll(), 30*time.Second)}
+	// A local placeholder that ended is replaced at once, backing off (up
+	// to 10 s) while they keep ending within a minute, so a placeholder
+	// that cannot start does not spin.
+	respawn := backoff.Backoff{Min: 100 * time.Millisecond, Max: 10 * time.Second}
+	failing := false
+	var lastList, lastKick time.Time
+	for {
+		wait := m.poll()
+		if err := m.step(ctx, ms, &lastList); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			failing = true
+			wait = retry.Next()
+			m.mu.Lock()
+			changed := ms.state != StateDegraded || ms.err != err.Error()
+			ms.state, ms.err = StateDegraded, err.Error()
+			ms.supply = 0 // unknown: let other sites provide for the work
+			m.mu.Unlock()
+			if changed {
+				m.log().Warn("site degraded", "site", ms.spec.Name, "err", err)
+			}
+		} else if failing {
+			failing = false
+			retry.Reset()
+			m.log().Info("site recovered", "site", ms.spec.Name)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		case <-ms.kick:
+			if m.now().Sub(lastKick) > time.Minute {
+				respawn.Reset()
+			}
+			lastKick = m.now()
+			if backoff.Sleep(ctx, respawn.Next()) != nil {
+				return
+			}
+		}
+	}
+}
+
+// step looks at a site once and acts: it observes the work the metaqueue
+// has for the site and the placeholders the batch system lists, decides
+// what to submit and cancel, and does it.
+func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) error {
+	w, err := m.workFor(ctx, ms)
+	if err != nil {
+		return err
+	}
+	// With no work and no placeholders there is nothing to watch: look at
+	// the batch system only now and then (placeholders of an earlier CLS).
+	if w.ready == 0 && w.idle && m.now().Sub(*lastList) < 30*time.Second {
+		return nil
+	}
+	tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	ps, err := ms.site.List(tctx)
+	if err != nil {
+		return err
+	}
+	now := m.now()
+	*lastList = now
+
+	m.mu.Lock()
+	var acts siteActions
+	acts.broken = m.observeLocked(ms, ps, now)
+	if w.spec.Type != Local {
+		acts.connects, acts.timeout = ms.connects, m.connectTimeout(w.spec)
+		acts.stalled = m.stalledLocked(ms, now, acts.timeout)
+	}
+	m.decideLocked(ms, w, &acts, now)
+	m.mu.Unlock()
+
+	return m.act(tctx, ms, w, acts)
+}
+
+// siteWork is what the metaqueue has for a site at one step.
+type siteWork struct {
+	spec             protocol.SiteSpec
+	ready, executing int
+	// want is the count a Provisioning plan holds, or -1: the site has
+	// no plan.
+	want int
+	// idle: no placeholders known and nothing amiss, so the batch system
+	// need not be listed at every step.
+	idle bool
+}
+
+// siteActions is what one step found wrong and decided to do.
+type siteActions struct {
+	broken   []string      // placeholders in the batch system's error state
+	stalled  []string      // placeholders that ran without connecting
+	connects int           // ms.connects when stalled was found
+	timeout  time.Duration // how long they had to connect
+	cancel   []string      // broken, stalled and the queued ones to cancel
+	submit   int           // placeholders to submit
+}
+
+// workFor observes the work the metaqueue has for the site.
+func (m *Manager) workFor(ctx context.Context, ms *managed) (siteWork, error) {
+	m.mu.Lock()
+	w := siteWork{spec: ms.spec, want: -1}
+	phs := make([]int64, 0, len(ms.connected))
+	for id := range ms.connected {
+		phs = append(phs, id)
+	}
+	w.idle = len(ms.known) == 0 && ms.state != StateDegraded && ms.state != StateStarting && !w.spec.Embedded
+	elsewhere := m.elsewhereLocked(ms)
+	m.mu.Unlock()
+	// Count far enough to see this site's share beyond what other sites take.
+	limit := w.spec.Max*w.spec.Slots + elsewhere + 1
+	var err error
+	w.ready, w.executing, err = m.Store.SiteDemand(ctx, AgentWalltime(protocol.Duration(w.spec.Walltime)).Seconds(), phs, limit)
+	if err != nil {
+		return w, fmt.Errorf("metaqueue: %w", err)
+	}
+	// A site that follows a Provisioning policy holds what its plan says.
+	if w.spec.Provision != "" {
+		if w.want, err = m.econWant(ctx, ms); err != nil {
+			return w, err
+		}
+	} else if err := m.dropPlans(ctx); err != nil {
+		return w, err
+	}
+	return w, nil
+}
+
+// observeLocked brings the site's placeholders up to date with the batch
+// system's listing ps, forgets those gone, and returns those in its error
+// state.
+func (m *Manager) observeLocked(ms *managed, ps []batch.Placeholder, now time.Time) (broken []string) {
+	seen := map[string]bool{}
+	for _, p := range ps {
+		seen[p.ID] = true
+		t, ok := ms.known[p.ID]
+		if !ok { // not ours this run: an earlier CLS submitted it
+			t = &tracked{state: p.State, submitted: p.Submitted}
+			if t.submitted.IsZero() {
+				t.submitted = now
+			}
+			if p.State == batch.Running {
+				t.started = now // by our clock: the connect check counts from here
+			}
+			ms.known[p.ID] = t
+		}
+		switch p.State {
+		case batch.Running:
+			if t.state == batch.Queued {
+				t.started = now
+				ms.waits = append(ms.waits, now.Sub(t.submitted))
+				if len(ms.waits) > 20 {
+					ms.waits = ms.waits[1:]
+				}
+			}
+			t.state = batch.Running
+		case batch.Error:
+			broken = append(broken, p.ID)
+			t.state = batch.Exited
+		case batch.Exited:
+			t.state = batch.Exited
+		}
+	}
+	for id, t := range ms.known {
+		if !seen[id] || t.state == batch.Exited {
+			delete(ms.known, id)
+			delete(ms.batch, id)
+			ms.exited++
+		}
+	}
+	return broken
+}
+
+// stalledLocked finds and forgets the placeholders that have run timeout
+// without connecting. They burn their allocation for nothing (a CLS
+// address the compute nodes cannot reach, a firewall): they are
+// cancelled, and only a probe is kept until one connects.
+func (m *Manager) stalledLocked(ms *managed, now time.Time, timeout time.Duration) []string {
+	var started []Started
+	for id, t := range ms.known {
+		if t.state == batch.Running {
+			started = append(started, Started{ID: id, Running: now.Sub(t.started), Connected: ms.batch[id]})
+		}
+	}
+	anonymous := 0
+	for _, b := range ms.connBatch {
+		if b == "" {
+			anonymous++
+		}
+	}
+	stalled := NeverConnected(started, anonymous, timeout)
+	for _, id := range stalled {
+		// Forgotten now, as cancelled queued ones are: a listing that
+		// still shows it would otherwise revive its state.
+		delete(ms.known, id)
+		delete(ms.batch, id)
+		ms.exited++
+	}
+	return stalled
+}
+
+// decideLocked counts the site's placeholders, decides (Decide) what to
+// submit and which queued ones to cancel, and notes the site's state.
+func (m *Manager) decideLocked(ms *managed, w siteWork, acts *siteActions, now time.Time) {
+	spec := w.spec
+	c := Counts{Ready: w.ready, Executing: w.executing, Slots: spec.Slots, Min: spec.Min, Max: spec.Max, ThrottleAfter: m.throttleAfter(), Steady: spec.Embedded,
+		Stalled: ms.stall != "" || len(acts.stalled) > 0}
+	var queued []string
+	for id, t := range ms.known {
+		switch t.state {
+		case batch.Queued:
+			c.Queued++
+			c.OldestQueued = max(c.OldestQueued, now.Sub(t.submitted))
+			queued = append(queued, id)
+		case batch.Running:
+			c.Running++
+		}
+	}
+	if w.want >= 0 {
+		// The plan already shares the work among the sites that follow
+		// it: hold exactly its count (queued ones beyond it are cancelled;
+		// running ones take none of the planned queues' jobs past the
+		// site's cap and exit on their idle timeout).
+		c.Min, c.Max = w.want, w.want
+	}
+	// Decisions are made one at a time under m.mu, each seeing the others'
+	// latest supply.
+	c.Elsewhere = m.elsewhereLocked(ms)
+	d := Decide(c)
+	ms.supply = supplyOf(c)
+	ms.throttled = d.Throttled
+	switch {
+	case len(acts.stalled) > 0:
+		// Set by act, with what the placeholder's log says.
+	case ms.stall != "":
+		ms.state, ms.err = StateDegraded, ms.stall
+	case d.Throttled:
+		ms.state, ms.err = StateThrottled, ""
+	default:
+		ms.state, ms.err = StateOK, ""
+	}
+	// Cancel the newest queued first: the oldest are nearest to starting.
+	slices.SortFunc(queued, func(a, b string) int { return ms.known[b].submitted.Compare(ms.known[a].submitted) })
+	acts.cancel = append(append(acts.broken, acts.stalled...), queued[:d.Cancel]...)
+	for _, id := range queued[:d.Cancel] {
+		delete(ms.known, id)
+	}
+	acts.submit = d.Submit
+}
+
+// act does what the step decided: it says why placeholders are cancelled,
+// cancels them, and submits new ones.
+func (m *Manager) act(ctx context.Context, ms *managed, w siteWork, acts siteActions) error {
+	spec := w.spec
+	if len(acts.broken) > 0 {
+		m.log().Warn("placeholders in the batch system's error state; cancelling them", "site", spec.Name, "ids", acts.broken)
+	}
+	if len(acts.stalled) > 0 {
+		m.degradeStalled(ctx, ms, spec.Name, acts)
+	}
+	if len(acts.cancel) > 0 {
+		if err := ms.site.Cancel(ctx, acts.cancel); err != nil {
+			m.log().Warn("cancel failed", "site", spec.Name, "ids", acts.cancel, "err", err)
+		} else {
+			m.log().Info("cancelled placeholders", "site", spec.Name, "ids", acts.cancel, "ready", w.ready)
+		}
+	}
+	if acts.submit > 0 {
+		ids, err := ms.site.Submit(ctx, acts.submit)
+		m.mu.Lock()
+		now := m.now()
+		for _, id := range ids {
+			t := &tracked{state: batch.Queued, submitted: now}
+			if spec.Type == Local { // processes start at once: no queue wait
+				t.state, t.started = batch.Running, now
+			}
+			ms.known[id] = t
+		}
+		m.mu.Unlock()
+		if len(ids) > 0 {
+			m.log().Info("submitted placeholders", "site", spec.Name, "ids", ids, "ready", w.ready, "executing", w.executing)
+		}
+		if err != nil {
+			return fmt.Errorf("submit: %w", err)
+		}
+	}
+	return nil
+}
+
+// degradeStalled marks the site degraded for the placeholders that ran
+// without connecting, saying why where the site can tell. It reads why
+// before they are cancelled: the batch system may clean up.
+func (m *Manager) degradeStalled(ctx context.Context, ms *managed, site string, acts siteActions) {
+	stalled := acts.stalled
+	msg := fmt.Sprintf("%d placeholder(s) ran %s without connecting to the CLS and were cancelled (%s); one at a time is tried until one connects",
+		len(stalled), acts.timeout, strings.Join(stalled, ", "))
+	if d, ok := ms.site.(interface {
+		Diagnose(ctx context.Context, id string) string
+	}); ok {
+		if why := d.Diagnose(ctx, stalled[0]); why != "" {
+			msg += "; " + why
+		}
+	}
+	m.mu.Lock()
+	if ms.connects == acts.connects { // else one connected meanwhile: the site works
+		ms.stall, ms.state, ms.err = msg, StateDegraded, msg
+	}
+	m.mu.Unlock()
+	m.log().Warn("placeholders ran without connecting to the CLS; cancelling them, site degraded", "site", site, "ids", stalled, "after", acts.timeout, "why", msg)
+}
+
+// elsewhereLocked is Counts.Elsewhere for ms: what the other sites'
+// running placeholders will take of the ready work at once.
+func (m *Manager) elsewhereLocked(ms *managed) int {
+	n := 0
+	for _, o := range m.sites {
+		if o != ms {
+			n += o.supply
+		}
+	}
+	return n
+}
+
+// supplyOf is how many ready jobs a site's placeholders will take at once:
+// the free slots of the running ones, no more than the ready jobs that fit
+// there (idle slots take nothing they cannot run). Queued ones do not
+// count, at a fast site or a slow one: a batch queue gives no start time.
+func supplyOf(c Counts) int {
+	free := max(c.Running*max(c.Slots, 1)-max(c.Executing, 0), 0)
+	return min(free, max(c.Ready, 0))
+}
+
+func (m *Manager) connectTimeout(spec protocol.SiteSpec) time.Duration {
+	if spec.ConnectTimeout > 0 {
+		return time.Duration(spec.ConnectTimeout * float64(time.Second))
+	}
+	if m.ConnectTimeout <= 0 {
+		return 2 * time.Minute
+	}
+	return m.ConnectTimeout
+}
+
+func (m *Manager) throttleAfter() time.Duration {
+	if m.ThrottleAfter <= 0 {
+		return 5 * time.Minute
+	}
+	return m.ThrottleAfter
+}
+
+// JobName is the batch job name of a site's placeholders: the site and an
+// id of this CLS, so two CLSs of one user never take each other's.
+func JobName(site, clsID string) string { return "mq-" + site + "-" + clsID }

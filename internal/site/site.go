@@ -1,0 +1,308 @@
+// Package site is about sites: the places placeholders run. A site is the
+// local machine, or a cluster reached over SSH whose own batch system (Son
+// of Grid Engine, Slurm, PBS) runs placeholders as ordinary batch jobs. The
+// CLS's Manager keeps each site supplied with placeholders while there is
+// work they can take; Decide is the pure rule it follows. What differs
+// between batch systems is package site/batch.
+package site
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/mq-hpc/mq/internal/policy"
+	"github.com/mq-hpc/mq/internal/shellwords"
+	"github.com/mq-hpc/mq/internal/site/batch"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// Types of site.
+const (
+	Local = "local"
+	SGE   = "sge"
+	Slurm = "slurm"
+	PBS   = "pbs"
+)
+
+// EmbeddedName is the name of the CLS's own site of local placeholders
+// (cls serve --local N). It is reserved: no stored site may take it.
+const EmbeddedName = "local"
+
+// Connect modes of a remote site.
+const (
+	Direct = "direct" // compute nodes reach the CLS's SSH port
+	Tunnel = "tunnel" // they reach it through a reverse forward on the login host
+)
+
+// Site is where placeholders are started, watched and cancelled. Calls
+// may block on the network; ctx bounds them.
+type Site interface {
+	// Submit starts n more placeholders and returns their ids.
+	Submit(ctx context.Context, n int) ([]string, error)
+	// List returns the placeholders of this site that have not ended. An
+	// error means the list is unknown, never that it is empty.
+	List(ctx context.Context) ([]batch.Placeholder, error)
+	// Cancel stops placeholders by id (queued ones never start).
+	Cancel(ctx context.Context, ids []string) error
+	// Close releases connections; placeholders keep running.
+	Close() error
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,31}$`)
+
+// ProvisionNames lists the policies a site may follow (--provision).
+func ProvisionNames() []string {
+	var out []string
+	for _, p := range policy.All() {
+		if p.Kind == policy.Provisioning {
+			out = append(out, p.Name)
+		}
+	}
+	return out
+}
+
+// Validate checks a site's settings and fills defaults. Errors name the
+// setting as the command-line flag that sets it.
+func Validate(s *protocol.SiteSpec) error {
+	if !nameRE.MatchString(s.Name) {
+		return fmt.Errorf("site name %q: want a letter then up to 31 letters, digits, '-' or '_'", s.Name)
+	}
+	if s.Embedded {
+		return errors.New("an embedded site is made only by cls serve --local N")
+	}
+	if s.Name == EmbeddedName {
+		return fmt.Errorf("site name %s is reserved for the CLS's own placeholders (cls serve --local N); choose another name", EmbeddedName)
+	}
+	switch s.Type {
+	case Local, SGE, Slurm, PBS:
+	case "":
+		return errors.New("--type is required (local, sge, slurm or pbs)")
+	default:
+		return fmt.Errorf("--type %q: want local, sge, slurm or pbs", s.Type)
+	}
+	if s.Type == Local {
+		for flag, v := range map[string]string{"ssh": s.SSH, "key": s.Key, "known-hosts": s.KnownHosts, "queue": s.Queue, "submit-args": s.SubmitArgs, "connect": s.Connect} {
+			if v != "" {
+				return fmt.Errorf("--%s is only for remote sites (sge, slurm, pbs)", flag)
+			}
+		}
+	} else {
+		if s.SSH == "" {
+			return fmt.Errorf("--ssh user@login-host[:port] is required for a %s site", s.Type)
+		}
+		if _, _, err := ParseSSH(s.SSH); err != nil {
+			return err
+		}
+		switch s.Connect {
+		case "":
+			s.Connect = Direct
+		case Direct, Tunnel:
+		default:
+			return fmt.Errorf("--connect %q: want direct or tunnel", s.Connect)
+		}
+		if strings.ContainsAny(s.Queue, " \t\n'\"\\$`;|&<>") {
+			return fmt.Errorf("--queue %q: not a queue name", s.Queue)
+		}
+		if _, err := SplitArgs(s.SubmitArgs); err != nil {
+			return fmt.Errorf("--submit-args: %w", err)
+		}
+	}
+	if err := validDataRoot(s); err != nil {
+		return err
+	}
+	if s.Max == 0 {
+		s.Max = max(s.Min, 1)
+	}
+	if s.Min < 0 || s.Max < 1 || s.Min > s.Max || s.Max > 10000 {
+		return fmt.Errorf("--min %d --max %d: want 0 <= min <= max, 1 <= max <= 10000", s.Min, s.Max)
+	}
+	if s.Slots == 0 {
+		s.Slots = 1
+	}
+	if s.Slots < 1 || s.Slots > 4096 {
+		return fmt.Errorf("--slots must be 1..4096, not %d", s.Slots)
+	}
+	if !(s.Price >= 0 && s.Price <= protocol.MaxBudget) { // also NaN
+		return fmt.Errorf("--price must be 0..%g per core-hour (0 = free), not %g", float64(protocol.MaxBudget), s.Price)
+	}
+	if s.Provision != "" {
+		p, err := policy.Lookup(s.Provision)
+		if err != nil || p.Kind != policy.Provisioning {
+			return fmt.Errorf("--provision %q: want one of %s (or none: the demand rule)", protocol.Printable(s.Provision), strings.Join(ProvisionNames(), ", "))
+		}
+	}
+	if s.PE != "" {
+		if s.Type != SGE {
+			return errors.New("--pe is only for sge sites (the parallel environment of a placeholder with --slots > 1)")
+		}
+		if s.Slots <= 1 {
+			return errors.New("--pe needs --slots > 1 (a placeholder with one slot asks for no parallel environment)")
+		}
+		if err := validPE(s.PE); err != nil {
+			return err
+		}
+	} else if s.Type == SGE && s.Slots > 1 {
+		s.PE = batch.DefaultPE
+	}
+	if s.Walltime == 0 {
+		s.Walltime = 3600
+	}
+	if !(s.Walltime >= 60 && s.Walltime <= 366*24*3600) { // also NaN
+		return fmt.Errorf("--walltime must be between 1m and 366 days, not %gs", s.Walltime)
+	}
+	if s.Idle == 0 {
+		s.Idle = 60
+	}
+	if !(s.Idle >= 1 && s.Idle <= s.Walltime) {
+		return fmt.Errorf("--idle must be between 1s and the walltime, not %gs", s.Idle)
+	}
+	if s.ConnectTimeout != 0 && !(s.ConnectTimeout >= 1 && s.ConnectTimeout <= s.Walltime) { // also NaN
+		return fmt.Errorf("--connect-timeout must be between 1s and the walltime, not %gs", s.ConnectTimeout)
+	}
+	return nil
+}
+
+// MaxDataRoot bounds --data-root (PATH_MAX).
+const MaxDataRoot = 4096
+
+// validDataRoot checks where a site keeps staged files (DESIGN.md, "Data
+// staging"). A local site runs on the CLS host, so it always shares its
+// filesystem; a remote one either shares it (--shared-fs) or has a data
+// root on its login host, absolute or relative to the login home ("" =
+// .mq-data/CLSID). The root is given to the agent on a command line and
+// used as a prefix of every staged path: no control characters, no "..".
+func validDataRoot(s *protocol.SiteSpec) error {
+	if s.NodeLocal && (s.Type == Local || s.SharedFS) {
+		return errors.New("--node-local is for remote sites with a data root (not local, not --shared-fs): their nodes keep files on their own disks")
+	}
+	if s.Type == Local {
+		if s.DataRoot != "" {
+			return errors.New("--data-root is only for remote sites (a local site shares the CLS host's filesystem)")
+		}
+		s.SharedFS = true
+		return nil
+	}
+	if s.DataRoot == "" {
+		return nil
+	}
+	if s.SharedFS {
+		return errors.New("--data-root and --shared-fs exclude each other (a site that shares the CLS host's filesystem keeps files where they are)")
+	}
+	if len(s.DataRoot) > MaxDataRoot {
+		return fmt.Errorf("--data-root: %d bytes, at most %d", len(s.DataRoot), MaxDataRoot)
+	}
+	for i := 0; i < len(s.DataRoot); i++ {
+		if c := s.DataRoot[i]; c < ' ' || c == 0x7f {
+			return fmt.Errorf("--data-root %q: control character %q", s.DataRoot, c)
+		}
+	}
+	for _, e := range strings.Split(s.DataRoot, "/") {
+		if e == ".." {
+			return fmt.Errorf("--data-root %q: no \"..\" please", s.DataRoot)
+		}
+	}
+	if path.Clean(s.DataRoot) == "/" || path.Clean(s.DataRoot) == "." {
+		return fmt.Errorf("--data-root %q: the data root must be a directory of its own (use --shared-fs for a site that shares the CLS host's filesystem)", s.DataRoot)
+	}
+	return nil
+}
+
+// validPE checks a parallel environment name as sge_types(5) defines an
+// object name (up to 512 printable ASCII characters but space and
+// /:'\[]{}|()@%," ), where qsub -pe also takes the wildcards * and ?.
+func validPE(pe string) error {
+	if len(pe) > 512 {
+		return fmt.Errorf("--pe: a parallel environment name has at most 512 characters, not %d", len(pe))
+	}
+	for i := 0; i < len(pe); i++ {
+		if c := pe[i]; c <= ' ' || c >= 0x7f || strings.IndexByte(`/:'\[]{}|()@%,"`, c) >= 0 {
+			return fmt.Errorf("--pe %q: not a parallel environment name (%q is not allowed)", pe, c)
+		}
+	}
+	return nil
+}
+
+// ParseSSH splits user@host[:port] into the user and a dialable address.
+func ParseSSH(s string) (user, addr string, err error) {
+	user, host, ok := strings.Cut(s, "@")
+	if !ok || user == "" || host == "" {
+		return "", "", fmt.Errorf("--ssh %q: want user@login-host[:port]", s)
+	}
+	port := "22"
+	if h, p, ok := strings.Cut(host, ":"); ok && !strings.Contains(p, ":") {
+		host, port = h, p
+	} else if strings.HasPrefix(host, "[") { // [v6]:port
+		if i := strings.LastIndex(host, "]:"); i > 0 {
+			host, port = host[1:i], host[i+2:]
+		}
+	}
+	if host == "" || strings.ContainsAny(host, " /@") || strings.ContainsAny(user, " :/") {
+		return "", "", fmt.Errorf("--ssh %q: want user@login-host[:port]", s)
+	}
+	if n, err := parsePort(port); err != nil || n == 0 {
+		return "", "", fmt.Errorf("--ssh %q: bad port %q", s, port)
+	}
+	if strings.Contains(host, ":") {
+		return user, "[" + host + "]:" + port, nil
+	}
+	return user, host + ":" + port, nil
+}
+
+func parsePort(p string) (int, error) {
+	n := 0
+	if p == "" || len(p) > 5 {
+		return 0, errors.New("bad port")
+	}
+	for _, c := range p {
+		if c < '0' || c > '9' {
+			return 0, errors.New("bad port")
+		}
+		n = n*10 + int(c-'0')
+	}
+	if n > 65535 {
+		return 0, errors.New("bad port")
+	}
+	return n, nil
+}
+
+// ForType returns the batch system of a site type (nil for local).
+func ForType(typ string) batch.System {
+	switch typ {
+	case SGE:
+		return batch.SGE{}
+	case Slurm:
+		return batch.Slurm{}
+	case PBS:
+		return batch.PBS{}
+	}
+	return nil
+}
+
+// AgentWalltime is how long a placeholder's agent may take work for a batch
+// walltime: a margin (5%, between 30 s and 5 min) is left to report and exit.
+func AgentWalltime(wall time.Duration) time.Duration {
+	margin := min(max(wall/20, 30*time.Second), 5*time.Minute)
+	return max(wall-margin, wall/2)
+}
+
+// Quote quotes s for a POSIX shell (shellwords.Quote).
+func Quote(s string) string { return shellwords.Quote(s) }
+
+// SplitArgs splits --submit-args into words like a shell would, without
+// expanding anything (shellwords.Split): the words are passed to
+// qsub/sbatch quoted, so they can never run as commands on the login host.
+// Control characters other than blanks are refused: they have no place in
+// a batch system's options.
+func SplitArgs(s string) ([]string, error) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < ' ' && c != '\t' && c != '\n') || c == 0x7f {
+			return nil, fmt.Errorf("control character %q", c)
+		}
+	}
+	return shellwords.Split(s)
+}

@@ -1,0 +1,289 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/mq-hpc/mq/internal/metaqueue"
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// pageSize is how many jobs a listing page shows.
+const pageSize = 100
+
+type overviewData struct {
+	S     sample
+	Plots map[string]template.HTML
+	Queue string // the queue whose jobs per state are plotted ("" = all)
+}
+
+// plotQueue reads ?queue=, the queue a page plots the jobs per state of.
+func plotQueue(w http.ResponseWriter, r *http.Request) (string, bool) {
+	q := r.URL.Query().Get("queue")
+	if len(q) > 256 {
+		http.Error(w, "a queue name is at most 256 bytes", http.StatusBadRequest)
+		return "", false
+	}
+	return q, true
+}
+
+func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
+	queue, ok := plotQueue(w, r)
+	if !ok {
+		return
+	}
+	hist := s.smp.snapshot()
+	if len(hist) == 0 {
+		s.smp.sample(r.Context())
+		hist = s.smp.snapshot()
+	}
+	var d overviewData
+	if len(hist) > 0 {
+		d.S = hist[len(hist)-1]
+	}
+	d.Plots, d.Queue = renderPlots(hist, queue), queue
+	s.page(w, "overview.html", d)
+}
+
+type jobsData struct {
+	Queue, Target, States string
+	After                 int64
+	Jobs                  []protocol.JobInfo
+	Next                  string // query of the next page, "" at the end
+}
+
+func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	d := jobsData{Queue: q.Get("queue"), Target: q.Get("target"), States: strings.ToUpper(q.Get("state"))}
+	if a := q.Get("after"); a != "" {
+		id, err := parseID(a)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		d.After = id
+	}
+	if _, err := job.ParseStates(d.States); d.States != "" && err != nil {
+		http.Error(w, protocol.ClipText(err.Error(), 200), http.StatusBadRequest)
+		return
+	}
+	jobs, err := s.cfg.Source.JobsPage(r.Context(), protocol.Stat{Queue: d.Queue, Target: d.Target, States: d.States}, d.After, pageSize+1)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	if len(jobs) > pageSize {
+		jobs = jobs[:pageSize]
+		nq := r.URL.Query()
+		nq.Set("after", fmt.Sprint(jobs[len(jobs)-1].ID))
+		d.Next = "/jobs?" + nq.Encode()
+	}
+	d.Jobs = jobs
+	s.page(w, "jobs.html", d)
+}
+
+type jobData struct {
+	D protocol.JobDetail
+	// Output as the CLS has it now (its last OutputTail bytes), and why
+	// there is none.
+	Stdout, Stderr         string
+	StdoutNote, StderrNote string
+	Truncated              bool
+	Follow                 bool // the page streams output while the job runs
+}
+
+func (s *Server) job(w http.ResponseWriter, r *http.Request) {
+	id, err := parseID(r.PathValue("id"))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	d, err := s.cfg.Source.Job(r.Context(), id)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	jd := jobData{D: d, Follow: s.cfg.Follow != nil && d.State == string(job.Executing)}
+	var t1, t2 bool
+	jd.Stdout, jd.StdoutNote, t1 = s.output(d, d.Stdout, d.StdoutCopy)
+	jd.Stderr, jd.StderrNote, t2 = s.output(d, d.Stderr, d.StderrCopy)
+	jd.Truncated = t1 || t2
+	s.page(w, "job.html", jd)
+}
+
+// output reads the end of one of a job's output files where the CLS has
+// it: its own copy of a remote placeholder's output, or the file a local
+// placeholder writes. The hook for output followed live is Config.Follow.
+func (s *Server) output(d protocol.JobDetail, path, cp string) (text, note string, truncated bool) {
+	switch {
+	case path == "":
+		return "", "no output yet", false
+	case cp != "":
+		path = cp
+	case d.Site != "" && d.Site != "local":
+		return "", "", false
+	}
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		if cp != "" && d.State == string(job.Executing) {
+			return "", fmt.Sprintf("running on host %s: its output is copied here when it ends", protocol.ClipText(d.Host, 200)), false
+		}
+		return "", "no output", false
+	}
+	if err != nil {
+		return "", "cannot read the output", false
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return "", "cannot read the output", false
+	}
+	if st.Size() > s.cfg.OutputTail {
+		truncated = true
+		f.Seek(st.Size()-s.cfg.OutputTail, io.SeekStart)
+	}
+	b, _ := io.ReadAll(io.LimitReader(f, s.cfg.OutputTail))
+	// Shown as text: html/template escapes it; invalid UTF-8 and control
+	// characters are made visible, newlines and tabs kept.
+	return printableOutput(b), "", truncated
+}
+
+// printableOutput keeps newlines and tabs, escapes other controls and
+// invalid UTF-8 the way mq shows peer text.
+func printableOutput(b []byte) string {
+	lines := strings.Split(string(b), "\n")
+	for i, l := range lines {
+		parts := strings.Split(l, "\t")
+		for k, p := range parts {
+			parts[k] = protocol.Printable(p)
+		}
+		lines[i] = strings.Join(parts, "\t")
+	}
+	return strings.Join(lines, "\n")
+}
+
+type targetData struct {
+	Name      string
+	Nodes     []metaqueue.TargetNode
+	Truncated bool
+	SVG       dagSVG
+}
+
+func (s *Server) target(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	nodes, trunc, err := s.cfg.Source.TargetGraph(r.Context(), name, 200)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	s.page(w, "target.html", targetData{Name: name, Nodes: nodes, Truncated: trunc, SVG: layoutDAG(nodes)})
+}
+
+// events streams the overview's updates (server-sent events) until the
+// page goes away.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	queue, ok := plotQueue(w, r)
+	if !ok {
+		return
+	}
+	release, err := s.strm.acquire(clientOf(r.Context()))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusTooManyRequests)
+		return
+	}
+	defer release()
+	ch, err := s.smp.subscribe(queue)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	defer s.smp.unsubscribe(ch)
+	sse(w)
+	rc := http.NewResponseController(w)
+	rc.Flush()
+	keep := time.NewTicker(15 * time.Second)
+	defer keep.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case ev := <-ch:
+			if _, err := w.Write(ev); err != nil {
+				return
+			}
+		case <-keep.C:
+			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
+				return
+			}
+		}
+		if rc.Flush() != nil {
+			return
+		}
+	}
+}
+
+// outputEvents streams a running job's output through Config.Follow, as
+// "chunk" events whose data is the escaped text, and "end" when it ends,
+// with the job's state then (the page shows it without a reload).
+func (s *Server) outputEvents(w http.ResponseWriter, r *http.Request) {
+	id, err := parseID(r.PathValue("id"))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if s.cfg.Follow == nil {
+		http.Error(w, "this CLS does not stream output", http.StatusNotFound)
+		return
+	}
+	release, err := s.strm.acquire(clientOf(r.Context()))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusTooManyRequests)
+		return
+	}
+	defer release()
+	ch, err := s.cfg.Follow(r.Context(), id, r.URL.Query().Get("stream") == "stderr")
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	sse(w)
+	rc := http.NewResponseController(w)
+	rc.Flush() // the page knows it follows before the first chunk
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case b, ok := <-ch:
+			if !ok {
+				var end []byte
+				if d, err := s.cfg.Source.Job(r.Context(), id); err == nil && len(d.State) == 1 {
+					end, _ = json.Marshal(map[string]string{"state": d.State, "name": job.State(d.State[0]).Name()})
+				}
+				fmt.Fprintf(w, "event: end\ndata: %s\n\n", end)
+				rc.Flush()
+				return
+			}
+			// The text as a JSON string: one data line, exact.
+			js, _ := json.Marshal(printableOutput(b))
+			fmt.Fprintf(w, "event: chunk\ndata: %s\n\n", js)
+			if rc.Flush() != nil {
+				return
+			}
+		}
+	}
+}
+
+func sse(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+}

@@ -1,0 +1,598 @@
+package web
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/mq-hpc/mq/internal/metaqueue"
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// hostile is peer-supplied text that must never reach a page unescaped.
+const hostile = `<script>alert(1)</script>"'&`
+
+type fakeSource struct {
+	mu     sync.Mutex
+	counts map[string]int
+	out    string // a job's stdout file
+}
+
+func (f *fakeSource) Summary(context.Context) ([]protocol.QueueCounts, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := map[string]int{}
+	for k, v := range f.counts {
+		c[k] = v
+	}
+	return []protocol.QueueCounts{{Queue: "default", Policy: "fcfs", Counts: c}, {Queue: hostile, Counts: map[string]int{"Q": 1}}}, nil
+}
+
+func (f *fakeSource) Moved(context.Context) (*protocol.MovedTotals, error) {
+	return &protocol.MovedTotals{Transfers: 2, Bytes: 3000, Seconds: 1.5}, nil
+}
+
+func (f *fakeSource) Sites(context.Context) ([]Site, error) {
+	return []Site{{Name: "local", Type: "local", State: "ok", Running: 2, Idle: 1, Busy: 1, Slots: 2, SlotsBusy: 1, Min: 2, Max: 2},
+		{Name: "grid", Type: "sge", State: "degraded", Error: hostile, Queued: 3}}, nil
+}
+
+func (f *fakeSource) JobsPage(_ context.Context, st protocol.Stat, after int64, limit int) ([]protocol.JobInfo, error) {
+	var out []protocol.JobInfo
+	for id := after + 1; id <= 250 && len(out) < limit; id++ {
+		out = append(out, protocol.JobInfo{ID: id, Queue: "default", Target: hostile, State: "Q", Command: hostile})
+	}
+	return out, nil
+}
+
+func (f *fakeSource) Job(_ context.Context, id int64) (protocol.JobDetail, error) {
+	if id != 7 {
+		return protocol.JobDetail{}, protocol.Errorf(protocol.CodeNotFound, "job %d does not exist", id)
+	}
+	exit := 0
+	return protocol.JobDetail{JobInfo: protocol.JobInfo{ID: 7, Queue: "default", Target: hostile, State: "D", Attempts: 2, Exit: &exit,
+		Site: "local", Host: "h", Command: hostile, Prereqs: []string{"pre"},
+		Accounting: protocol.Accounting{Elapsed: 12.5, Usage: protocol.Usage{CPUUser: 1.25, CPUSys: 0.5, MaxRSS: 3 << 20}}},
+		Stdout:    f.out,
+		History:   []protocol.AttemptInfo{{Attempt: 1, Site: "local", Reason: "lost: " + hostile}},
+		Transfers: []protocol.TransferInfo{{Path: "in.fa", From: "local", To: "grid", Bytes: 1 << 20, Seconds: 0.5}},
+	}, nil
+}
+
+func (f *fakeSource) TargetGraph(_ context.Context, name string, limit int) ([]metaqueue.TargetNode, bool, error) {
+	if name == "missing" {
+		return nil, false, protocol.Errorf(protocol.CodeNotFound, "target %q does not exist", name)
+	}
+	return []metaqueue.TargetNode{{Name: name, Total: 1, Prereqs: []int{1, 2}},
+		{Name: "a", Total: 2, Done: 2, Depth: 1}, {Name: hostile, Total: 1, Bad: 1, Depth: 1}}, false, nil
+}
+
+type testBundle struct {
+	src *fakeSource
+	srv *Server
+	ts  *httptest.Server
+	m   *Metrics
+}
+
+func setup(t *testing.T, cfg Config) *testBundle {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "7.2.out")
+	if err := os.WriteFile(out, []byte("hello from job 7\n"+hostile+"\x1b[31m\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := &testBundle{src: &fakeSource{counts: map[string]int{"Q": 5, "D": 3}, out: out}, m: NewMetrics()}
+	cfg.Source, cfg.Metrics = b.src, b.m
+	b.m.SetSource(b.src)
+	if cfg.Interval == 0 {
+		cfg.Interval = 20 * time.Millisecond
+	}
+	srv, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.srv = srv
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { srv.Run(ctx); close(done) }()
+	b.ts = httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { b.ts.Close(); cancel(); <-done })
+	return b
+}
+
+func (b *testBundle) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	resp, err := b.ts.Client().Get(b.ts.URL + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+func TestPages(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{Loopback: true})
+	for _, tc := range []struct {
+		path string
+		code int
+		want []string
+	}{
+		{"/", 200, []string{`id="total-Q">6<`, `id="total-D">3<`, "Jobs per state", "degraded", `<svg`, "moved 2 files"}},
+		{"/jobs", 200, []string{`href="/job/1"`, `id="next"`, "after=100"}},
+		{"/jobs?after=200", 200, []string{`href="/job/250"`}},
+		{"/jobs?state=Z", 400, nil},
+		{"/jobs?after=x", 400, nil},
+		{"/job/7", 200, []string{"hello from job 7", "lost: ", "1.0 MiB", `href="/target/pre"`, `\x1b`, "12.5s", "1.25s user, 0.50s sys", "3.0 MiB"}},
+		{"/job/8", 404, nil},
+		{"/job/abc", 400, nil},
+		{"/target/t1", 200, []string{"<svg", "class=\"node complete\"", "class=\"node bad\"", "2/2 done"}},
+		{"/target/missing", 404, nil},
+		{"/static/app.js", 200, []string{"EventSource"}},
+		{"/metrics", 200, []string{"mq_jobs"}},
+		{"/nope", 404, nil},
+	} {
+		code, body := b.get(t, tc.path)
+		if code != tc.code {
+			t.Errorf("GET %s: %d, want %d: %.200s", tc.path, code, tc.code, body)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(body, w) {
+				t.Errorf("GET %s: no %q in the page", tc.path, w)
+			}
+		}
+		// /metrics is text/plain (with nosniff): its labels are as given.
+		if tc.path != "/metrics" && strings.Contains(body, "<script>alert") {
+			t.Errorf("GET %s: peer text reached the page unescaped", tc.path)
+		}
+	}
+}
+
+func TestReadOnly(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	for _, m := range []string{"POST", "PUT", "DELETE", "PATCH"} {
+		for _, p := range []string{"/", "/jobs", "/job/7", "/metrics", "/events"} {
+			req, _ := http.NewRequest(m, b.ts.URL+p, strings.NewReader("x"))
+			resp, err := b.ts.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusMethodNotAllowed {
+				t.Errorf("%s %s: %d, want 405", m, p, resp.StatusCode)
+			}
+		}
+	}
+	// No page offers a form that posts.
+	for _, p := range []string{"/", "/jobs", "/job/7", "/target/x"} {
+		if _, body := b.get(t, p); strings.Contains(strings.ToLower(body), `method="post"`) {
+			t.Errorf("%s has a form that posts", p)
+		}
+	}
+}
+
+func TestToken(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{Token: "s3cret-token"})
+	if code, _ := b.get(t, "/"); code != http.StatusUnauthorized {
+		t.Errorf("no token: %d, want 401", code)
+	}
+	if code, _ := b.get(t, "/metrics"); code != http.StatusUnauthorized {
+		t.Errorf("/metrics with no token: %d, want 401", code)
+	}
+	req, _ := http.NewRequest("GET", b.ts.URL+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer wrong")
+	if resp, err := b.ts.Client().Do(req); err != nil || resp.StatusCode != 401 {
+		t.Errorf("wrong token: %v %v", resp.StatusCode, err)
+	}
+	req.Header.Set("Authorization", "Bearer s3cret-token")
+	if resp, err := b.ts.Client().Do(req); err != nil || resp.StatusCode != 200 {
+		t.Errorf("right token: %v %v", resp.StatusCode, err)
+	}
+	// ?token= sets a cookie and redirects to the page without it.
+	c := b.ts.Client()
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := c.Get(b.ts.URL + "/jobs?token=s3cret-token&state=Q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode != http.StatusSeeOther || strings.Contains(loc, "token") || !strings.Contains(loc, "state=Q") {
+		t.Errorf("?token=: %d to %q", resp.StatusCode, loc)
+	}
+	var cookie *http.Cookie
+	for _, ck := range resp.Cookies() {
+		if ck.Name == sessionCookie(strings.TrimPrefix(b.ts.URL, "http://")) {
+			cookie = ck
+		}
+	}
+	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode {
+		t.Fatalf("no HttpOnly, SameSite=Strict cookie: %v", resp.Cookies())
+	}
+	if strings.Contains(cookie.Value, "s3cret-token") {
+		t.Errorf("the cookie holds the token: %q", cookie.Value)
+	}
+	req, _ = http.NewRequest("GET", b.ts.URL+loc, nil)
+	req.AddCookie(cookie)
+	if resp, err := b.ts.Client().Do(req); err != nil || resp.StatusCode != 200 {
+		t.Errorf("with the cookie: %v %v", resp.StatusCode, err)
+	}
+}
+
+func TestLoopbackHost(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{Loopback: true})
+	req, _ := http.NewRequest("GET", b.ts.URL+"/", nil)
+	req.Host = "evil.example:8642"
+	resp, err := b.ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMisdirectedRequest {
+		t.Errorf("Host evil.example: %d, want 421", resp.StatusCode)
+	}
+	for _, h := range []string{"localhost:1", "127.0.0.1:8642", "[::1]:80", "LOCALHOST"} {
+		if !loopbackHost(h) {
+			t.Errorf("%s is loopback", h)
+		}
+	}
+	for _, h := range []string{"10.0.0.1:80", "example.com", "localhost.evil.com"} {
+		if loopbackHost(h) {
+			t.Errorf("%s is not loopback", h)
+		}
+	}
+}
+
+// TestEvents: the overview's event stream sends updates as counts change.
+func TestEvents(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	resp, err := b.ts.Client().Get(b.ts.URL + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	deadline := time.Now().Add(30 * time.Second)
+	b.src.mu.Lock()
+	b.src.counts["D"] = 41
+	b.src.mu.Unlock()
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "data: ") && strings.Contains(sc.Text(), `"D":41`) {
+			if strings.Contains(sc.Text(), "<script>") {
+				t.Error("an update carries peer text unescaped in its plots")
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+	}
+	t.Fatal("no update with the new count")
+}
+
+func TestMetricsParse(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	b.m.Dispatched(3*time.Millisecond, 2*time.Second)
+	b.m.Ended(job.Done)
+	b.m.Ended(job.Failed)
+	b.m.Committed(time.Millisecond, true)
+	_, body := b.get(t, "/metrics")
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	val := func(name string, labels map[string]string) float64 {
+		f := fams[name]
+		if f == nil {
+			t.Fatalf("no %s", name)
+		}
+	next:
+		for _, m := range f.Metric {
+			for _, l := range m.Label {
+				if w, ok := labels[l.GetName()]; ok && w != l.GetValue() {
+					continue next
+				}
+			}
+			switch {
+			case m.Counter != nil:
+				return m.Counter.GetValue()
+			case m.Gauge != nil:
+				return m.Gauge.GetValue()
+			case m.Histogram != nil:
+				return float64(m.Histogram.GetSampleCount())
+			}
+		}
+		t.Fatalf("no %s%v", name, labels)
+		return 0
+	}
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"mq_jobs", map[string]string{"queue": "default", "state": "Q"}, 5},
+		{"mq_jobs", map[string]string{"queue": "default", "state": "D"}, 3},
+		{"mq_jobs", map[string]string{"queue": hostile, "state": "Q"}, 1},
+		{"mq_dispatched_jobs_total", nil, 1},
+		{"mq_attempts_ended_total", map[string]string{"to": "done"}, 1},
+		{"mq_attempts_ended_total", map[string]string{"to": "failed"}, 1},
+		{"mq_dispatch_latency_seconds", nil, 1},
+		{"mq_job_wait_seconds", nil, 1},
+		{"mq_commit_seconds", map[string]string{"durable": "true"}, 1},
+		{"mq_placeholders", map[string]string{"site": "grid", "state": "queued"}, 3},
+		{"mq_placeholders", map[string]string{"site": "local", "state": "idle"}, 1},
+		{"mq_site_slots", map[string]string{"site": "local"}, 2},
+		{"mq_site_up", map[string]string{"site": "grid", "state": "degraded"}, 1},
+		{"mq_transfer_bytes_total", nil, 3000},
+	} {
+		if got := val(tc.name, tc.labels); got != tc.want {
+			t.Errorf("%s%v = %v, want %v", tc.name, tc.labels, got, tc.want)
+		}
+	}
+	for _, name := range []string{"go_goroutines", "process_resident_memory_bytes"} {
+		if fams[name] == nil {
+			t.Errorf("no %s", name)
+		}
+	}
+}
+
+func TestFollowHook(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{Follow: func(ctx context.Context, id int64, stderr bool) (<-chan []byte, error) {
+		ch := make(chan []byte, 2)
+		ch <- []byte("line one\npart")
+		ch <- []byte(hostile)
+		close(ch)
+		return ch, nil
+	}})
+	code, body := b.get(t, "/job/7/output/events")
+	if code != 200 || !strings.Contains(body, `data: "line one\npart"`) || !strings.Contains(body, "event: end\ndata: {\"name\":\"done\",\"state\":\"D\"}\n\n") {
+		t.Errorf("%d %q", code, body)
+	}
+	if strings.Contains(body, "<script>") {
+		t.Error("a chunk carries raw peer text")
+	}
+}
+
+// listingSource is a Source whose per-job reads count: the overview, its
+// live updates and /metrics must use aggregates only.
+type listingSource struct {
+	*fakeSource
+	mu    sync.Mutex
+	calls []string
+}
+
+func (l *listingSource) note(what string) {
+	l.mu.Lock()
+	l.calls = append(l.calls, what)
+	l.mu.Unlock()
+}
+
+func (l *listingSource) JobsPage(ctx context.Context, st protocol.Stat, after int64, limit int) ([]protocol.JobInfo, error) {
+	l.note("JobsPage")
+	return l.fakeSource.JobsPage(ctx, st, after, limit)
+}
+
+func (l *listingSource) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
+	l.note("Job")
+	return l.fakeSource.Job(ctx, id)
+}
+
+func (l *listingSource) TargetGraph(ctx context.Context, name string, limit int) ([]metaqueue.TargetNode, bool, error) {
+	l.note("TargetGraph")
+	return l.fakeSource.TargetGraph(ctx, name, limit)
+}
+
+// TestRefreshReadsNoJobs: what costs the same at a million jobs as at ten
+// (the overview, its updates every interval while a page follows them, and
+// /metrics) never lists jobs or reads one; a listing reads one page.
+func TestRefreshReadsNoJobs(t *testing.T) {
+	t.Parallel()
+	src := &listingSource{fakeSource: &fakeSource{counts: map[string]int{"Q": 5, "D": 3}}}
+	m := NewMetrics()
+	m.SetSource(src)
+	srv, err := New(Config{Source: src, Metrics: m, Interval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { srv.Run(ctx); close(done) }()
+	ts := httptest.NewServer(srv.Handler())
+	defer func() { ts.Close(); cancel(); <-done }()
+	get := func(path string) string {
+		t.Helper()
+		resp, err := ts.Client().Get(ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d", path, resp.StatusCode)
+		}
+		return string(b)
+	}
+	get("/")
+	// A page following the updates: several samples rendered and sent.
+	resp, err := ts.Client().Get(ts.URL + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for n := 0; n < 5 && sc.Scan(); {
+		if strings.HasPrefix(sc.Text(), "data: ") {
+			n++
+		}
+	}
+	resp.Body.Close()
+	for range 3 {
+		get("/metrics")
+	}
+	get("/")
+	src.mu.Lock()
+	calls := slices.Clone(src.calls)
+	src.mu.Unlock()
+	if len(calls) > 0 {
+		t.Errorf("the overview, its updates and /metrics read jobs: %v", calls)
+	}
+	get("/jobs")
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	if !slices.Equal(src.calls, []string{"JobsPage"}) {
+		t.Errorf("a listing page made %v, want one JobsPage", src.calls)
+	}
+}
+
+// TestQueuePlot: the overview plots the jobs per state of one queue when
+// asked (?queue=), live too: its updates carry that queue's plot, not all
+// queues'; a page plots all queues by default. At most maxPlotted queues
+// are followed at once.
+func TestQueuePlot(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	code, body := b.get(t, "/?queue=default")
+	if code != 200 || !strings.Contains(body, "Jobs per state in queue default") || !strings.Contains(body, `data-queue="default"`) {
+		t.Fatalf("/?queue=default: %d %.300s", code, body)
+	}
+	if !strings.Contains(body, `<a href="/">all queues</a>`) {
+		t.Error("a queue's overview does not link back to all queues")
+	}
+	if _, body := b.get(t, "/"); !strings.Contains(body, "Jobs per state (all queues)") || !strings.Contains(body, `href="/?queue=default"`) {
+		t.Errorf("the overview does not plot all queues, or offer a queue's plot")
+	}
+	if code, _ := b.get(t, "/?queue="+strings.Repeat("q", 300)); code != 400 {
+		t.Errorf("a 300-byte queue name: %d, want 400", code)
+	}
+	// The queue's counts over time: the hostile queue has 1 job queued, the
+	// default 5; the plot's y axis says which was drawn.
+	updates := func(q string) string {
+		t.Helper()
+		resp, err := b.ts.Client().Get(b.ts.URL + "/events?queue=" + url.QueryEscape(q))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var u update
+				if err := json.Unmarshal([]byte(d), &u); err != nil {
+					t.Fatal(err)
+				}
+				return string(u.Plots["states"])
+			}
+		}
+		t.Fatalf("no update for queue %q", q)
+		return ""
+	}
+	if p := updates("default"); !strings.Contains(p, "in queue default") || !strings.Contains(p, ">5</text>") || strings.Contains(p, ">10</text>") {
+		t.Errorf("queue default's live plot: %.400s", p)
+	}
+	if p := updates(hostile); !strings.Contains(p, "in queue &lt;script&gt;") || !strings.Contains(p, ">1</text>") || strings.Contains(p, "<script>") {
+		t.Errorf("the hostile queue's live plot: %.400s", p)
+	}
+	if p := updates(""); !strings.Contains(p, "(all queues)") || !strings.Contains(p, ">10</text>") {
+		t.Errorf("all queues' live plot (6 queued at most: axis 10): %.400s", p)
+	}
+
+	s := &sampler{maxSubs: 64}
+	for i := range maxPlotted {
+		if _, err := s.subscribe(fmt.Sprint("q", i)); err != nil {
+			t.Fatalf("queue %d: %v", i, err)
+		}
+	}
+	if _, err := s.subscribe("q0"); err != nil {
+		t.Errorf("a second page of a plotted queue: %v", err)
+	}
+	if _, err := s.subscribe("one-more"); err != errTooManyQueues {
+		t.Errorf("queue %d: %v, want %v", maxPlotted+1, err, errTooManyQueues)
+	}
+}
+
+// A plot of one point still shows it; a plot of nothing says so.
+func TestPlotSVG(t *testing.T) {
+	t.Parallel()
+	one := seriesOf("w", "#000")
+	one.add(time.Unix(100, 0), 2.5)
+	if svg := string(plotSVG("t", []series{one})); !strings.Contains(svg, "<circle") {
+		t.Errorf("a single point is not drawn: %s", svg)
+	}
+	if svg := string(plotSVG("t <b>", nil)); !strings.Contains(svg, "no data yet") || strings.Contains(svg, "<b>") {
+		t.Errorf("empty plot: %s", svg)
+	}
+}
+
+// BenchmarkSample: one sample with a full history (900 samples) and a page
+// open: what the dashboard costs the CLS each second.
+func BenchmarkSample(b *testing.B) {
+	src := &fakeSource{counts: map[string]int{"Q": 5, "D": 3}}
+	m := NewMetrics()
+	s := &sampler{src: src, metrics: m, interval: time.Second, keep: 900, log: slogDiscard(), maxSubs: 2}
+	ctx := context.Background()
+	for i := 0; i < 900; i++ {
+		s.sample(ctx)
+	}
+	ch, _ := s.subscribe("")
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s.sample(ctx)
+		select {
+		case <-ch:
+		default:
+		}
+	}
+}
+
+// BenchmarkScrape: one /metrics scrape.
+func BenchmarkScrape(b *testing.B) {
+	src := &fakeSource{counts: map[string]int{"Q": 5, "D": 3}}
+	m := NewMetrics()
+	m.SetSource(src)
+	srv, err := New(Config{Source: src, Metrics: m})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := srv.Handler()
+	req := httptest.NewRequest("GET", "/metrics", nil)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != 200 {
+			b.Fatal(w.Code)
+		}
+	}
+}
+
+func slogDiscard() *slog.Logger { return slog.New(slog.DiscardHandler) }

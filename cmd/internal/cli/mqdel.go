@@ -26,6 +26,7 @@ target and states (-s, among W Q E B), or all of them. All or none: if one
 named job cannot be deleted, nothing is, and the error names each culprit.
 Prints a line per deleted job unless -Q.`
 	app.Flags = selectFlags("delete")
+	app.Metadata = map[string]any{rewriteArgs: flagsFirst(app.Flags)}
 	app.Action = func(c *cli.Context) error {
 		sel, err := selection(c, "WQEB")
 		if err != nil {

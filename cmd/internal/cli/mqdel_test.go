@@ -3,9 +3,12 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/cmd/internal/cli/clitest"
 	"github.com/mq-hpc/mq/protocol"
@@ -40,5 +43,59 @@ func TestMqdelManyListsSample(t *testing.T) {
 				t.Errorf("stdout %q, stderr %q\nwant %q, %q", o.String(), e.String(), c.stdout, c.stderr)
 			}
 		})
+	}
+}
+
+// TestFlagsAfterSelection: the README's forms "mqdel 720-723 -Q" and
+// "mqwait 720-723 --timeout 2h" parse their flags although they follow the
+// range (they were taken as job ids and refused).
+func TestFlagsAfterSelection(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		app  func(Env) *cli.App
+		args []string
+		op   string
+		body protocol.ActionReply
+		want string // in the request's body
+		out  string
+	}{
+		{"mqdel quiet", Mqdel, []string{"mqdel", "720-723", "-Q"}, protocol.OpDelete.Name,
+			protocol.ActionReply{IDs: []int64{720, 721, 722, 723}}, `"first":720,"last":723`, ""},
+		{"mqdel queue after ids", Mqdel, []string{"mqdel", "5", "6", "-q", "batch"}, protocol.OpDelete.Name,
+			protocol.ActionReply{IDs: []int64{5, 6}}, `"ids":[5,6],"queue":"batch"`, "deleted job 5\ndeleted job 6\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var seen string
+			replies := map[string]clitest.Reply{c.op: {Body: c.body, Seen: func(b json.RawMessage) { seen = string(b) }}}
+			var o, e bytes.Buffer
+			env := Env{Stdin: strings.NewReader(""), Stdout: &o, Stderr: &e, Getwd: os.Getwd, Dial: clitest.Dial(replies)}
+			if code := Run(context.Background(), c.app(env), c.args); code != 0 {
+				t.Fatalf("exit %d; %s", code, e.String())
+			}
+			if !strings.Contains(seen, c.want) {
+				t.Errorf("request %s, want it to hold %s", seen, c.want)
+			}
+			if o.String() != c.out {
+				t.Errorf("stdout %q, want %q", o.String(), c.out)
+			}
+		})
+	}
+}
+
+func TestMqwaitFlagsAfterRange(t *testing.T) {
+	t.Parallel()
+	var seen string
+	final := protocol.ProgressReply{}
+	replies := map[string]clitest.Reply{protocol.OpProgress.Name: {Body: final, Seen: func(b json.RawMessage) { seen = string(b) }}}
+	var o, e bytes.Buffer
+	env := Env{Stdin: strings.NewReader(""), Stdout: &o, Stderr: &e, Getwd: os.Getwd, Dial: clitest.Dial(replies)}
+	code := Run(context.Background(), Mqwait(env), []string{"mqwait", "720-723", "--timeout", "2h", "-Q"})
+	if code == ExitUsage || strings.Contains(e.String(), "not both") {
+		t.Fatalf("exit %d: %s", code, e.String())
+	}
+	if !strings.Contains(seen, `"first":720,"last":723`) {
+		t.Errorf("request %s, want the range 720-723", seen)
 	}
 }

@@ -29,6 +29,7 @@ for named jobs, deleted). Deleted jobs do not count in a queue or target.`
 		&cli.DurationFlag{Name: "timeout", Usage: "give up (exit 1) after this long; 0 = never"},
 		&cli.BoolFlag{Name: "Q", Aliases: []string{"quiet"}, Usage: "show no progress, only the failures"},
 	}
+	app.Metadata = map[string]any{rewriteArgs: flagsFirst(app.Flags)}
 	app.Action = func(c *cli.Context) error {
 		req := protocol.Progress{Queue: c.String("q"), Target: c.String("t"), IntervalMS: int(c.Duration("interval") / time.Millisecond)}
 		if c.Duration("interval") < 100*time.Millisecond {

@@ -1,0 +1,60 @@
+package cli
+
+import (
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// flagsFirst returns a rewrite (see rewriteArgs) that moves the flags
+// written after positional arguments ahead of them, so that
+// "mqwait 720-723 --timeout 2h" means what it says: urfave/cli, like package
+// flag, stops parsing flags at the first argument that is not one, and
+// would take "--timeout" and "2h" as job ids. A value flag keeps the
+// argument after it (one written last, with no value, is left for the
+// parser to refuse); everything after "--" stays where it is. args[0] is
+// the program's name.
+func flagsFirst(flags []cli.Flag) func([]string) []string {
+	takesValue := map[string]bool{}
+	for _, f := range flags {
+		v := true
+		if d, ok := f.(cli.DocGenerationFlag); ok {
+			v = d.TakesValue()
+		}
+		for _, n := range f.Names() {
+			takesValue[n] = v
+		}
+	}
+	return func(args []string) []string {
+		if len(args) < 2 {
+			return args
+		}
+		out := make([]string, 1, len(args))
+		out[0] = args[0]
+		var positional []string
+		rest := args[1:]
+		for i := 0; i < len(rest); i++ {
+			a := rest[i]
+			if a == "--" {
+				positional = append(positional, rest[i:]...)
+				break
+			}
+			if len(a) < 2 || a[0] != '-' {
+				positional = append(positional, a)
+				continue
+			}
+			out = append(out, a)
+			name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			if !hasValue && takesValue[name] {
+				if i+1 == len(rest) {
+					// A value flag with no value: left where it was, so
+					// the error names what the user wrote last.
+					return args
+				}
+				i++
+				out = append(out, rest[i])
+			}
+		}
+		return append(out, positional...)
+	}
+}

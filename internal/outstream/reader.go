@@ -1,0 +1,178 @@
+package outstream
+
+import (
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+)
+
+// readChunk reads the chunk at off: its header and, if payload is not nil,
+// its payload into payload[:n] (payload must hold MaxChunk bytes).
+func readChunk(r io.ReaderAt, off int64, payload []byte) (chunk, []byte, error) {
+	var h [HeaderSize]byte
+	if _, err := r.ReadAt(h[:], off); err != nil {
+		return chunk{}, nil, fmt.Errorf("offset %d: %w", off, ErrTorn)
+	}
+	c, err := parseHeader(h[:], off)
+	if err != nil {
+		return chunk{}, nil, err
+	}
+	if payload == nil {
+		return c, nil, nil
+	}
+	p := payload[:c.n]
+	if _, err := r.ReadAt(p, off+HeaderSize); err != nil {
+		return chunk{}, nil, fmt.Errorf("offset %d: payload: %w", off, ErrTorn)
+	}
+	if crc32.Update(crc32.Checksum(h[:32], castagnoli), castagnoli, p) != c.crc {
+		return chunk{}, nil, fmt.Errorf("offset %d: checksum: %w", off, ErrTorn)
+	}
+	return c, p, nil
+}
+
+// Read writes the output t whose Extent is ext, from stream file r, to dst.
+// It checks every chunk (its tag, its CRC, the last one marked last, the
+// byte count) and returns an error wrapping ErrTorn, having written
+// nothing, if one is not as recorded.
+func Read(dst io.Writer, r io.ReaderAt, t Tag, ext Extent) (int64, error) {
+	if ext.Last < 0 {
+		if ext.Bytes != 0 {
+			return 0, fmt.Errorf("%s: %d bytes and no chunk: %w", t, ext.Bytes, ErrTorn)
+		}
+		return 0, nil
+	}
+	// Walk back from the last chunk: every chunk but the last holds a
+	// byte at least, so an output has at most Bytes+1 chunks.
+	var offs []int64
+	var total int64
+	for off := ext.Last; off >= 0; {
+		if int64(len(offs)) > ext.Bytes {
+			return 0, fmt.Errorf("%s: more chunks than bytes: %w", t, ErrTorn)
+		}
+		c, _, err := readChunk(r, off, nil)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", t, err)
+		}
+		switch {
+		case c.tag != t:
+			return 0, fmt.Errorf("%s: chunk at %d is %s's: %w", t, off, c.tag, ErrTorn)
+		case (off == ext.Last) != (c.flags&flagLast != 0):
+			return 0, fmt.Errorf("%s: chunk at %d not where the output ends: %w", t, off, ErrTorn)
+		case off != ext.Last && c.n == 0:
+			return 0, fmt.Errorf("%s: empty chunk at %d: %w", t, off, ErrTorn)
+		}
+		offs = append(offs, off)
+		total += int64(c.n)
+		off = c.prev
+	}
+	if total != ext.Bytes {
+		return 0, fmt.Errorf("%s: %d bytes in chunks, %d recorded: %w", t, total, ext.Bytes, ErrTorn)
+	}
+	buf := make([]byte, MaxChunk)
+	var n int64
+	for i := len(offs) - 1; i >= 0; i-- {
+		_, p, err := readChunk(r, offs[i], buf)
+		if err != nil {
+			return n, fmt.Errorf("%s: %w", t, err)
+		}
+		k, err := dst.Write(p)
+		n += int64(k)
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// A Piece is one chunk as a Scanner finds it.
+type Piece struct {
+	Tag    Tag
+	Offset int64
+	Data   []byte // valid until the next call of Next
+	Last   bool   // the output's last chunk
+	Cut    bool   // the output passed its cap
+}
+
+// A Scanner reads a stream file's chunks in file order: for a follower
+// reading outputs as they are written, for a summary, for Recover.
+type Scanner struct {
+	r   io.ReaderAt
+	off int64
+	end int64
+	buf []byte
+	err error
+}
+
+// NewScanner scans the size bytes of r, from its first chunk.
+func NewScanner(r io.ReaderAt, size int64) *Scanner {
+	s := &Scanner{r: r, off: int64(len(Magic)), end: size}
+	var m [len(Magic)]byte
+	if size < int64(len(Magic)) {
+		s.err = fmt.Errorf("not a stream file (%d bytes, short of its header)", size)
+	} else if _, err := r.ReadAt(m[:], 0); err != nil || string(m[:]) != Magic {
+		s.err = errors.New("not a stream file (no " + Magic + " header)")
+	}
+	return s
+}
+
+// Resume makes the next chunk scanned the one at off, an offset a chunk
+// began at (a follower resumes where it stopped).
+func (s *Scanner) Resume(off int64) { s.off = off }
+
+// Offset is where the scan stands: the end of the last whole chunk read.
+func (s *Scanner) Offset() int64 { return s.off }
+
+// Next returns the next chunk; io.EOF at the end of the scanned bytes, an
+// error wrapping ErrTorn at a chunk cut short or damaged (the offset then
+// stays before it, where a writer that died left its tail).
+func (s *Scanner) Next() (Piece, error) {
+	if s.err != nil {
+		return Piece{}, s.err
+	}
+	if s.off >= s.end {
+		return Piece{}, io.EOF
+	}
+	if s.end-s.off < HeaderSize {
+		return Piece{}, fmt.Errorf("offset %d: %d bytes, short of a header: %w", s.off, s.end-s.off, ErrTorn)
+	}
+	if s.buf == nil {
+		s.buf = make([]byte, MaxChunk)
+	}
+	c, p, err := readChunk(s.r, s.off, s.buf)
+	if err != nil {
+		return Piece{}, err
+	}
+	if s.off+HeaderSize+int64(c.n) > s.end {
+		return Piece{}, fmt.Errorf("offset %d: chunk runs past the end: %w", s.off, ErrTorn)
+	}
+	pc := Piece{Tag: c.tag, Offset: s.off, Data: p, Last: c.flags&flagLast != 0, Cut: c.flags&flagCut != 0}
+	s.off += HeaderSize + int64(c.n)
+	return pc, nil
+}
+
+// recoverFile finds the end of f's last whole chunk and cuts anything
+// after it.
+func recoverFile(f *os.File) (size int64, torn bool, err error) {
+	st, err := f.Stat()
+	if err != nil {
+		return 0, false, err
+	}
+	s := NewScanner(f, st.Size())
+	for {
+		_, err := s.Next()
+		if err == io.EOF {
+			return s.Offset(), false, nil
+		}
+		if errors.Is(err, ErrTorn) && s.Offset() >= int64(len(Magic)) {
+			if err := f.Truncate(s.Offset()); err != nil {
+				return 0, false, err
+			}
+			return s.Offset(), true, f.Sync()
+		}
+		if err != nil {
+			return 0, false, err
+		}
+	}
+}

@@ -253,6 +253,11 @@ func mqstatList(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 	}
 	now := time.Now()
 	err := client.Stream(c.Context, cl, protocol.OpStat, st, func(r protocol.StatReply) error {
+		// A frame with no row (an all-arrays listing's) is not flushed: the
+		// header would be aligned alone, apart from the rows that follow.
+		if len(r.Jobs) == 0 {
+			return nil
+		}
 		for _, j := range r.Jobs {
 			if asJSON {
 				if !first {
@@ -409,7 +414,7 @@ func printRow(tw io.Writer, j protocol.JobInfo, now time.Time, wide bool) {
 		host = "-"
 	}
 	if (j.State == "W" || j.State == "B") && len(j.Prereqs) > 0 {
-		host = "<- " + protocol.Printable(strings.Join(j.Prereqs, ","))
+		host = "<- " + prereqCell(j.Prereqs, wide)
 	}
 	exit := "-"
 	if j.Exit != nil {
@@ -421,6 +426,29 @@ func printRow(tw io.Writer, j protocol.JobInfo, now time.Time, wide bool) {
 	}
 	fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, protocol.Printable(j.Queue), protocol.Printable(j.Target), protocol.Printable(j.State), j.Attempts, host,
 		shortTime(j.Submitted, now), shortTime(j.Started, now), shortTime(j.Finished, now), exit, cmd)
+}
+
+// prereqCell names a waiting or blocked job's prerequisites in the HOST
+// column: those that fit in about 30 columns and how many more ("a,b +3"),
+// all of them with -w. -j lists them all.
+func prereqCell(prereqs []string, wide bool) string {
+	const width = 30
+	var b strings.Builder
+	for i, p := range prereqs {
+		p = protocol.Printable(p)
+		if !wide && i > 0 && b.Len()+1+len(p) > width {
+			fmt.Fprintf(&b, " +%d", len(prereqs)-i)
+			break
+		}
+		if !wide && i == 0 && len(p) > width {
+			p = protocol.ClipText(p, width)
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(p)
+	}
+	return b.String()
 }
 
 // printArrayRow prints a job array as one line of the listing: its id

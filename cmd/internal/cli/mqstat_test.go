@@ -1,17 +1,17 @@
 package cli
 
 import (
-	"encoding/json"
-
 	"bytes"
 	"context"
-	"github.com/mq-hpc/mq/cmd/internal/cli/clitest"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/cmd/internal/cli/clitest"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -236,4 +236,55 @@ func TestMqstatReplicas(t *testing.T) {
 	if s := run("--summary"); !strings.Contains(s, "replication waste: 1 killed copies") {
 		t.Fatalf("mqstat --summary:\n%s", s)
 	}
+}
+
+// TestMqstatListingShape: a blocked job's HOST cell names a few of its
+// prerequisites and counts the rest (it held all 40, 200 columns), and an
+// all-arrays listing's header is aligned with its rows.
+func TestMqstatListingShape(t *testing.T) {
+	t.Parallel()
+	var prereqs []string
+	for i := range 40 {
+		prereqs = append(prereqs, fmt.Sprintf("stage%02d", i))
+	}
+	run := func(t *testing.T, replies map[string]clitest.Reply, args ...string) string {
+		t.Helper()
+		var o, e bytes.Buffer
+		env := Env{Stdin: strings.NewReader(""), Stdout: &o, Stderr: &e, Getwd: os.Getwd, Dial: clitest.Dial(replies)}
+		if code := Run(context.Background(), Mqstat(env), append([]string{"mqstat"}, args...)); code != 0 {
+			t.Fatalf("exit %d: %s", code, e.String())
+		}
+		return o.String()
+	}
+	t.Run("prerequisites", func(t *testing.T) {
+		replies := map[string]clitest.Reply{
+			protocol.OpArrays.Name: {Body: protocol.ArraysReply{}},
+			protocol.OpStat.Name:   {Stream: []any{protocol.StatReply{Jobs: []protocol.JobInfo{{ID: 9, Queue: "default", Target: "merge", State: "B", Prereqs: prereqs, Command: "true"}}}}, Body: protocol.StatReply{}},
+		}
+		out := run(t, replies)
+		row := strings.Split(strings.TrimSpace(out), "\n")[1]
+		if !strings.Contains(row, "<- stage00,stage01,stage02 +37") {
+			t.Errorf("row %q, want the HOST cell to name three prerequisites and count 37 more", row)
+		}
+		if wide := run(t, replies, "-w"); !strings.Contains(wide, "stage39") {
+			t.Errorf("-w: %q, want every prerequisite", wide)
+		}
+	})
+	t.Run("arrays only", func(t *testing.T) {
+		replies := map[string]clitest.Reply{
+			protocol.OpArrays.Name: {Body: protocol.ArraysReply{Arrays: []protocol.ArrayInfo{
+				{First: 1, Last: 1000, Queue: "default", Target: "blast", Spec: "1-1000", Counts: map[string]int{"Q": 1000}},
+				{First: 1001, Last: 1010, Queue: "default", Target: "merge", Spec: "1-10", Counts: map[string]int{"D": 10}},
+			}}},
+			protocol.OpStat.Name: {Stream: []any{protocol.StatReply{}}, Body: protocol.StatReply{}},
+		}
+		lines := strings.Split(strings.TrimRight(run(t, replies), "\n"), "\n")
+		if len(lines) != 3 {
+			t.Fatalf("%d lines: %q", len(lines), lines)
+		}
+		col := func(line, word string) int { return strings.Index(line, word) }
+		if h, r := col(lines[0], "QUEUE"), col(lines[1], "default"); h != r {
+			t.Errorf("QUEUE at column %d, the rows' queue at %d:\n%s", h, r, strings.Join(lines, "\n"))
+		}
+	})
 }

@@ -1,0 +1,268 @@
+// Package packing is the metaqueue's module for resources per job: what
+// each job asks (cores, memory, GPUs, named amounts), what each
+// placeholder holds and has free, the grants of running attempts, and the
+// reservation that keeps a big job from starving behind a stream of small
+// ones. The core calls it at its hooks: a placeholder registered or gone,
+// a job's request known, the feasibility check for an asking placeholder,
+// an attempt started or stopped. The fit rule itself is package resource's,
+// which mqsim calls too.
+//
+// A placeholder that does not say what it holds has no pool: it runs
+// one-core jobs as slots, as before, and nothing bigger. A job with no
+// request is the zero resource.Request: one core.
+package packing
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/mq-hpc/mq/internal/resource"
+)
+
+// DefaultStarveAfter is how long a job that a placeholder could hold, but
+// whose need is never free there, waits before the placeholder reserves
+// itself for it (takes only jobs that leave its need free).
+const DefaultStarveAfter = 5 * time.Minute
+
+// Run names one attempt of a job.
+type Run struct {
+	Job     int64
+	Attempt int
+}
+
+// Packing is the module's state. It is owned by the core goroutine.
+type Packing struct {
+	// StarveAfter is the reservation bound (DefaultStarveAfter if zero).
+	StarveAfter time.Duration
+
+	pools  map[int64]*resource.Pool     // placeholder -> what it has free
+	reqs   map[int64]resource.Request   // job -> its request, when not the zero one
+	grants map[Run]granted              // running attempts' grants
+	since  map[int64]time.Time          // job -> when it first did not fit a pool that could hold it
+	holds  map[int64]int64              // placeholder -> the job it is reserved for
+	sites  map[string]resource.Capacity // site -> what its placeholders are asked to hold
+}
+
+type granted struct {
+	ph int64
+	g  resource.Grant
+}
+
+// New returns an empty module.
+func New() *Packing {
+	return &Packing{
+		pools:  map[int64]*resource.Pool{},
+		reqs:   map[int64]resource.Request{},
+		grants: map[Run]granted{},
+		since:  map[int64]time.Time{},
+		holds:  map[int64]int64{},
+		sites:  map[string]resource.Capacity{},
+	}
+}
+
+// Placeholder records what placeholder ph holds (registered, or known
+// again after a restart). A capacity that does not validate is refused.
+func (p *Packing) Placeholder(ph int64, c resource.Capacity) error {
+	if old, ok := p.pools[ph]; ok && !old.Idle() {
+		return fmt.Errorf("placeholder %d: capacity changed while it runs jobs", ph)
+	}
+	pool, err := resource.NewPool(c)
+	if err != nil {
+		return fmt.Errorf("placeholder %d: %w", ph, err)
+	}
+	p.pools[ph] = pool
+	return nil
+}
+
+// PlaceholderGone forgets placeholder ph (its attempts were stopped first).
+func (p *Packing) PlaceholderGone(ph int64) {
+	delete(p.pools, ph)
+	delete(p.holds, ph)
+}
+
+// Site records what site's placeholders are asked to hold, for Why.
+func (p *Packing) Site(name string, c resource.Capacity) {
+	if c.CPUs == 0 {
+		delete(p.sites, name)
+		return
+	}
+	p.sites[name] = c
+}
+
+// Job records job id's request; the zero request needs no record.
+func (p *Packing) Job(id int64, r resource.Request) {
+	if isZero(r) {
+		delete(p.reqs, id)
+		return
+	}
+	p.reqs[id] = r
+}
+
+// Request returns job id's request (the zero one when none was recorded).
+func (p *Packing) Request(id int64) resource.Request { return p.reqs[id] }
+
+// JobEnded forgets job id's wait and any reservation for it; its request
+// stays while it may run again (Forget drops it).
+func (p *Packing) JobEnded(id int64) {
+	delete(p.since, id)
+	for ph, j := range p.holds {
+		if j == id {
+			delete(p.holds, ph)
+		}
+	}
+}
+
+// Forget drops everything about job id (deleted, or gone from memory).
+func (p *Packing) Forget(id int64) {
+	p.JobEnded(id)
+	delete(p.reqs, id)
+}
+
+func isZero(r resource.Request) bool {
+	return r.CPUs <= 1 && r.Mem == 0 && r.GPUs == 0 && len(r.Named) == 0 && !r.AutoCPUs && !r.AutoMem
+}
+
+// Fits is the feasibility check: may job id start on placeholder ph now?
+// Its request must fit what ph has free and, while ph is reserved for a
+// starving job, leave that job's whole need free. A job that does not fit
+// a placeholder that could hold it starts its wait; once it has waited
+// StarveAfter, that placeholder is reserved for it.
+func (p *Packing) Fits(id, ph int64, now time.Time) bool {
+	r := p.reqs[id]
+	pool := p.pools[ph]
+	if pool == nil {
+		return isZero(r) // a slot
+	}
+	if big, ok := p.holds[ph]; ok && big != id {
+		if !resource.Admits(pool, p.reqs[big], r) {
+			return false
+		}
+	}
+	if pool.Fits(r) {
+		return true
+	}
+	if pool.Capacity().Holds(r) {
+		t, ok := p.since[id]
+		if !ok {
+			p.since[id] = now
+			t = now
+		}
+		if _, held := p.holds[ph]; !held && resource.Starving(pool, r, now.Sub(t), p.starveAfter()) {
+			p.holds[ph] = id
+		}
+	}
+	return false
+}
+
+func (p *Packing) starveAfter() time.Duration {
+	if p.StarveAfter > 0 {
+		return p.StarveAfter
+	}
+	return DefaultStarveAfter
+}
+
+// Start takes attempt ru's request from its placeholder's pool and returns
+// the grant (ok false: it does not fit, which Fits said it did, or the
+// placeholder has no pool: then the job runs as a slot, grant zero).
+func (p *Packing) Start(ru Run, ph int64) (resource.Grant, bool) {
+	pool := p.pools[ph]
+	if pool == nil {
+		return resource.Grant{}, isZero(p.reqs[ru.Job])
+	}
+	g, ok := pool.Take(p.reqs[ru.Job])
+	if !ok {
+		return resource.Grant{}, false
+	}
+	p.grants[ru] = granted{ph: ph, g: g}
+	delete(p.since, ru.Job)
+	if p.holds[ph] == ru.Job {
+		delete(p.holds, ph)
+	}
+	return g, true
+}
+
+// Stop gives attempt ru's grant back (it ended, was requeued, lost its
+// lease, or was killed). Stopping an attempt with no grant does nothing.
+func (p *Packing) Stop(ru Run) {
+	gr, ok := p.grants[ru]
+	if !ok {
+		return
+	}
+	delete(p.grants, ru)
+	if pool := p.pools[gr.ph]; pool != nil {
+		pool.Give(gr.g)
+	}
+}
+
+// Free returns what placeholder ph has free (ok false: it has no pool).
+func (p *Packing) Free(ph int64) (resource.Capacity, bool) {
+	pool := p.pools[ph]
+	if pool == nil {
+		return resource.Capacity{}, false
+	}
+	return pool.Free(), true
+}
+
+// Why says why job id, queued, is not running for lack of resources, or
+// "" when some placeholder or site could hold it: its request against the
+// largest placeholder or site there is ("needs 4 GPUs; the largest
+// placeholder or site holds 2").
+func (p *Packing) Why(id int64) string {
+	r := p.reqs[id]
+	if isZero(r) {
+		return ""
+	}
+	return p.Unholdable(r)
+}
+
+// Unholdable says why no placeholder registered and no site declared
+// could ever hold r, or "" if one could. mqsub warns with it at submit.
+func (p *Packing) Unholdable(r resource.Request) string {
+	var most resource.Capacity
+	known := false
+	consider := func(c resource.Capacity) bool {
+		if c.Holds(r) {
+			return true
+		}
+		known = true
+		most.CPUs = max(most.CPUs, c.CPUs)
+		most.Mem = max(most.Mem, c.Mem)
+		if len(c.GPUIDs) > len(most.GPUIDs) {
+			most.GPUIDs = c.GPUIDs
+		}
+		for n, v := range c.Named {
+			if most.Named == nil {
+				most.Named = map[string]int{}
+			}
+			most.Named[n] = max(most.Named[n], v)
+		}
+		return false
+	}
+	for _, pool := range p.pools {
+		if consider(pool.Capacity()) {
+			return ""
+		}
+	}
+	for _, c := range p.sites {
+		if consider(c) {
+			return ""
+		}
+	}
+	if !known {
+		return "" // nothing is known yet: a site may be added
+	}
+	switch {
+	case r.Cores() > most.CPUs:
+		return fmt.Sprintf("needs %d cores; the largest placeholder or site holds %d", r.Cores(), most.CPUs)
+	case r.GPUs > len(most.GPUIDs):
+		return fmt.Sprintf("needs %d GPUs; the largest placeholder or site holds %d", r.GPUs, len(most.GPUIDs))
+	case most.Mem > 0 && r.Mem > most.Mem:
+		return fmt.Sprintf("needs %s of memory; the largest placeholder or site holds %s", resource.FormatMem(r.Mem), resource.FormatMem(most.Mem))
+	}
+	for _, n := range sortedKeys(r.Named) {
+		if r.Named[n] > most.Named[n] {
+			return fmt.Sprintf("needs %s=%d; the most any placeholder or site holds is %d", n, r.Named[n], most.Named[n])
+		}
+	}
+	return "no single placeholder or site holds all it needs at once"
+}

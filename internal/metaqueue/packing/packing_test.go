@@ -1,0 +1,147 @@
+package packing
+
+import (
+	"testing"
+	"time"
+
+	"github.com/mq-hpc/mq/internal/resource"
+)
+
+const gib = int64(1) << 30
+
+// TestPacked: a placeholder of 16 cores and 64 GiB runs one 8-core 30 GiB
+// job beside eight 1-core jobs, and no ninth; a job's end frees its share.
+func TestPacked(t *testing.T) {
+	p := New()
+	if err := p.Placeholder(1, resource.Capacity{CPUs: 16, Mem: 64 * gib}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1000, 0)
+	p.Job(100, resource.Request{CPUs: 8, Mem: 30 * gib})
+	if !p.Fits(100, 1, now) {
+		t.Fatal("the 8-core job does not fit an empty placeholder")
+	}
+	if _, ok := p.Start(Run{100, 1}, 1); !ok {
+		t.Fatal("Start refused")
+	}
+	for id := int64(1); id <= 8; id++ {
+		if !p.Fits(id, 1, now) {
+			t.Fatalf("1-core job %d does not fit", id)
+		}
+		p.Start(Run{id, 1}, 1)
+	}
+	if p.Fits(9, 1, now) {
+		t.Error("a ninth 1-core job fits a full placeholder")
+	}
+	p.Stop(Run{3, 1})
+	p.Stop(Run{3, 1}) // twice: nothing more
+	if !p.Fits(9, 1, now) {
+		t.Error("a job's end did not free its core")
+	}
+	if free, _ := p.Free(1); free.CPUs != 1 || free.Mem != 34*gib {
+		t.Errorf("free %v, want 1 core and 34 GiB", free)
+	}
+}
+
+func TestSlotsWithoutPool(t *testing.T) {
+	p := New()
+	p.Job(2, resource.Request{CPUs: 4})
+	for _, tc := range []struct {
+		id   int64
+		want bool
+	}{{1, true}, {2, false}} {
+		if got := p.Fits(tc.id, 7, time.Time{}); got != tc.want {
+			t.Errorf("job %d on a placeholder with no pool: fits %v, want %v", tc.id, got, tc.want)
+		}
+	}
+	if g, ok := p.Start(Run{1, 1}, 7); !ok || g.CPUs != 0 {
+		t.Errorf("a slot job's start: %+v, %v", g, ok)
+	}
+}
+
+// TestStarvationReserves: a 4-core job behind an endless stream of 1-core
+// jobs gets the placeholder once it has waited StarveAfter; meanwhile only
+// jobs that leave its need free are let in.
+func TestStarvationReserves(t *testing.T) {
+	p := New()
+	p.StarveAfter = time.Minute
+	p.Placeholder(1, resource.Capacity{CPUs: 4})
+	t0 := time.Unix(0, 0)
+	big := int64(1000)
+	p.Job(big, resource.Request{CPUs: 4})
+	next := int64(1)
+	running := []Run{}
+	startSmall := func(now time.Time) bool {
+		if !p.Fits(next, 1, now) {
+			return false
+		}
+		ru := Run{next, 1}
+		p.Start(ru, 1)
+		running = append(running, ru)
+		next++
+		return true
+	}
+	for i := 0; i < 4; i++ {
+		startSmall(t0)
+	}
+	started := false
+	for step := 0; step < 100 && !started; step++ {
+		now := t0.Add(time.Duration(step) * 10 * time.Second)
+		// One small job ends; the big one asks first, then a small one.
+		p.Stop(running[0])
+		running = running[1:]
+		if p.Fits(big, 1, now) {
+			p.Start(Run{big, 1}, 1)
+			started = true
+			if now.Sub(t0) > 2*time.Minute {
+				t.Errorf("the big job started after %v; want about the bound", now.Sub(t0))
+			}
+			break
+		}
+		startSmall(now)
+	}
+	if !started {
+		t.Fatal("the big job never started: starved")
+	}
+	if len(p.holds) != 0 {
+		t.Errorf("reservation kept after the big job started: %v", p.holds)
+	}
+}
+
+func TestWhy(t *testing.T) {
+	p := New()
+	p.Job(1, resource.Request{GPUs: 4})
+	if why := p.Why(1); why != "" {
+		t.Errorf("with nothing known: %q, want none (a site may be added)", why)
+	}
+	p.Placeholder(1, resource.Capacity{CPUs: 8, Mem: 16 * gib, GPUIDs: []string{"0", "1"}})
+	p.Site("gpu", resource.Capacity{CPUs: 4, Mem: 8 * gib, GPUIDs: []string{"0"}})
+	for _, tc := range []struct {
+		r    resource.Request
+		want string
+	}{
+		{resource.Request{GPUs: 4}, "needs 4 GPUs; the largest placeholder or site holds 2"},
+		{resource.Request{CPUs: 32}, "needs 32 cores; the largest placeholder or site holds 8"},
+		{resource.Request{Mem: 20 * gib}, "needs 20 GiB of memory; the largest placeholder or site holds 16 GiB"},
+		{resource.Request{Named: map[string]int{"matlab": 1}}, "needs matlab=1; the most any placeholder or site holds is 0"},
+		{resource.Request{CPUs: 8, GPUs: 2}, ""},
+		{resource.Request{}, ""},
+	} {
+		p.Job(2, tc.r)
+		if got := p.Why(2); got != tc.want {
+			t.Errorf("%v: %q, want %q", tc.r, got, tc.want)
+		}
+	}
+}
+
+func TestCapacityChangeWhileRunning(t *testing.T) {
+	p := New()
+	p.Placeholder(1, resource.Capacity{CPUs: 2})
+	p.Start(Run{1, 1}, 1)
+	if err := p.Placeholder(1, resource.Capacity{CPUs: 4}); err == nil {
+		t.Error("capacity changed under a running job")
+	}
+	if err := p.Placeholder(2, resource.Capacity{CPUs: 0}); err == nil {
+		t.Error("a capacity of 0 cores accepted")
+	}
+}

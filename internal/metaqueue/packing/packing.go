@@ -35,28 +35,35 @@ type Packing struct {
 	// StarveAfter is the reservation bound (DefaultStarveAfter if zero).
 	StarveAfter time.Duration
 
-	pools  map[int64]*resource.Pool     // placeholder -> what it has free
-	reqs   map[int64]resource.Request   // job -> its request, when not the zero one
-	grants map[Run]granted              // running attempts' grants
-	since  map[int64]time.Time          // job -> when it first did not fit a pool that could hold it
-	holds  map[int64]int64              // placeholder -> the job it is reserved for
-	sites  map[string]resource.Capacity // site -> what its placeholders are asked to hold
+	pools   map[int64]*resource.Pool     // placeholder -> what it has free
+	reqs    map[int64]resource.Request   // job -> its request, when not the zero one
+	cats    map[int64]resource.Category  // job -> its category, for auto requests
+	grants  map[Run]granted              // running attempts' grants
+	since   map[int64]time.Time          // job -> when it first did not fit a pool that could hold it
+	holds   map[int64]int64              // placeholder -> the job it is reserved for
+	sites   map[string]resource.Capacity // site -> what its placeholders are asked to hold
+	learn   *resource.Learner
+	retried map[int64]bool // jobs run again at twice their memory once
 }
 
 type granted struct {
-	ph int64
-	g  resource.Grant
+	ph  int64
+	g   resource.Grant
+	req resource.Request // what was taken (an auto request resolved)
 }
 
 // New returns an empty module.
 func New() *Packing {
 	return &Packing{
-		pools:  map[int64]*resource.Pool{},
-		reqs:   map[int64]resource.Request{},
-		grants: map[Run]granted{},
-		since:  map[int64]time.Time{},
-		holds:  map[int64]int64{},
-		sites:  map[string]resource.Capacity{},
+		pools:   map[int64]*resource.Pool{},
+		reqs:    map[int64]resource.Request{},
+		cats:    map[int64]resource.Category{},
+		grants:  map[Run]granted{},
+		since:   map[int64]time.Time{},
+		holds:   map[int64]int64{},
+		sites:   map[string]resource.Capacity{},
+		learn:   resource.NewLearner(),
+		retried: map[int64]bool{},
 	}
 }
 
@@ -89,13 +96,60 @@ func (p *Packing) Site(name string, c resource.Capacity) {
 	p.sites[name] = c
 }
 
-// Job records job id's request; the zero request needs no record.
-func (p *Packing) Job(id int64, r resource.Request) {
+// Job records job id's request and its category (queue and target, whose
+// finished jobs teach an auto request its size); the zero request needs no
+// record.
+func (p *Packing) Job(id int64, r resource.Request, c resource.Category) {
 	if isZero(r) {
 		delete(p.reqs, id)
+		delete(p.cats, id)
 		return
 	}
 	p.reqs[id] = r
+	if r.AutoCPUs || r.AutoMem {
+		p.cats[id] = c
+	}
+}
+
+// request is what job id takes from pool: its request, with auto sizes
+// resolved from its category's finished jobs, bounded by the pool's whole
+// capacity (the first jobs of a category run with the whole placeholder).
+func (p *Packing) request(id int64, pool *resource.Pool) resource.Request {
+	r := p.reqs[id]
+	if !r.AutoCPUs && !r.AutoMem {
+		return r
+	}
+	c := pool.Capacity()
+	return p.learn.Resolve(p.cats[id], r, resource.Request{CPUs: c.CPUs, Mem: c.Mem})
+}
+
+// Observe teaches the job's category what a finished attempt used.
+func (p *Packing) Observe(c resource.Category, maxRSS int64, cpu, elapsed time.Duration) {
+	p.learn.Observe(c, maxRSS, cpu, elapsed)
+}
+
+// KilledForMemory is told that attempt ru was killed over its memory. It
+// returns whether the job runs once more at twice the memory it had, up
+// to its placeholder's (resource.MemRetry), not counted as an attempt; its
+// request is raised to that.
+func (p *Packing) KilledForMemory(ru Run) bool {
+	gr, ok := p.grants[ru]
+	if !ok || gr.req.Mem == 0 {
+		return false
+	}
+	var most int64
+	if pool := p.pools[gr.ph]; pool != nil {
+		most = pool.Capacity().Mem
+	}
+	next, retry := resource.MemRetry(gr.req.Mem, most, p.retried[ru.Job])
+	if !retry {
+		return false
+	}
+	p.retried[ru.Job] = true
+	r := p.reqs[ru.Job]
+	r.Mem, r.AutoMem = next, false
+	p.reqs[ru.Job] = r
+	return true
 }
 
 // Request returns job id's request (the zero one when none was recorded).
@@ -116,6 +170,8 @@ func (p *Packing) JobEnded(id int64) {
 func (p *Packing) Forget(id int64) {
 	p.JobEnded(id)
 	delete(p.reqs, id)
+	delete(p.cats, id)
+	delete(p.retried, id)
 }
 
 func isZero(r resource.Request) bool {
@@ -128,13 +184,13 @@ func isZero(r resource.Request) bool {
 // a placeholder that could hold it starts its wait; once it has waited
 // StarveAfter, that placeholder is reserved for it.
 func (p *Packing) Fits(id, ph int64, now time.Time) bool {
-	r := p.reqs[id]
 	pool := p.pools[ph]
 	if pool == nil {
-		return isZero(r) // a slot
+		return isZero(p.reqs[id]) // a slot
 	}
+	r := p.request(id, pool)
 	if big, ok := p.holds[ph]; ok && big != id {
-		if !resource.Admits(pool, p.reqs[big], r) {
+		if !resource.Admits(pool, p.request(big, pool), r) {
 			return false
 		}
 	}
@@ -169,11 +225,12 @@ func (p *Packing) Start(ru Run, ph int64) (resource.Grant, bool) {
 	if pool == nil {
 		return resource.Grant{}, isZero(p.reqs[ru.Job])
 	}
-	g, ok := pool.Take(p.reqs[ru.Job])
+	r := p.request(ru.Job, pool)
+	g, ok := pool.Take(r)
 	if !ok {
 		return resource.Grant{}, false
 	}
-	p.grants[ru] = granted{ph: ph, g: g}
+	p.grants[ru] = granted{ph: ph, g: g, req: r}
 	delete(p.since, ru.Job)
 	if p.holds[ph] == ru.Job {
 		delete(p.holds, ph)

@@ -17,7 +17,7 @@ func TestPacked(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Unix(1000, 0)
-	p.Job(100, resource.Request{CPUs: 8, Mem: 30 * gib})
+	p.Job(100, resource.Request{CPUs: 8, Mem: 30 * gib}, resource.Category{})
 	if !p.Fits(100, 1, now) {
 		t.Fatal("the 8-core job does not fit an empty placeholder")
 	}
@@ -45,7 +45,7 @@ func TestPacked(t *testing.T) {
 
 func TestSlotsWithoutPool(t *testing.T) {
 	p := New()
-	p.Job(2, resource.Request{CPUs: 4})
+	p.Job(2, resource.Request{CPUs: 4}, resource.Category{})
 	for _, tc := range []struct {
 		id   int64
 		want bool
@@ -68,7 +68,7 @@ func TestStarvationReserves(t *testing.T) {
 	p.Placeholder(1, resource.Capacity{CPUs: 4})
 	t0 := time.Unix(0, 0)
 	big := int64(1000)
-	p.Job(big, resource.Request{CPUs: 4})
+	p.Job(big, resource.Request{CPUs: 4}, resource.Category{})
 	next := int64(1)
 	running := []Run{}
 	startSmall := func(now time.Time) bool {
@@ -110,7 +110,7 @@ func TestStarvationReserves(t *testing.T) {
 
 func TestWhy(t *testing.T) {
 	p := New()
-	p.Job(1, resource.Request{GPUs: 4})
+	p.Job(1, resource.Request{GPUs: 4}, resource.Category{})
 	if why := p.Why(1); why != "" {
 		t.Errorf("with nothing known: %q, want none (a site may be added)", why)
 	}
@@ -127,7 +127,7 @@ func TestWhy(t *testing.T) {
 		{resource.Request{CPUs: 8, GPUs: 2}, ""},
 		{resource.Request{}, ""},
 	} {
-		p.Job(2, tc.r)
+		p.Job(2, tc.r, resource.Category{})
 		if got := p.Why(2); got != tc.want {
 			t.Errorf("%v: %q, want %q", tc.r, got, tc.want)
 		}
@@ -143,5 +143,40 @@ func TestCapacityChangeWhileRunning(t *testing.T) {
 	}
 	if err := p.Placeholder(2, resource.Capacity{CPUs: 0}); err == nil {
 		t.Error("a capacity of 0 cores accepted")
+	}
+}
+
+// TestAutoSizes: an auto request first runs with the whole placeholder,
+// then with what its category's finished jobs used; a job killed for its
+// memory runs once more at twice it, then not again.
+func TestAutoSizes(t *testing.T) {
+	p := New()
+	p.Placeholder(1, resource.Capacity{CPUs: 16, Mem: 64 * gib})
+	cat := resource.Category{Queue: "default", Target: "assemble"}
+	auto := resource.Request{AutoCPUs: true, AutoMem: true}
+	p.Job(1, auto, cat)
+	g, ok := p.Start(Run{1, 1}, 1)
+	if !ok || g.CPUs != 16 || g.Mem != 64*gib {
+		t.Fatalf("first auto job got %+v, want the whole placeholder", g)
+	}
+	p.Stop(Run{1, 1})
+	for i := 0; i < 10; i++ {
+		p.Observe(cat, 3*gib, 2*time.Second, time.Second) // 2 cores, 3 GiB
+	}
+	p.Job(2, auto, cat)
+	g, _ = p.Start(Run{2, 1}, 1)
+	if g.CPUs != 2 || g.Mem < 3*gib || g.Mem > 4*gib {
+		t.Fatalf("learned auto job got %d cores, %s; want 2 cores and 3 GiB with headroom", g.CPUs, resource.FormatMem(g.Mem))
+	}
+	if !p.KilledForMemory(Run{2, 1}) {
+		t.Fatal("a job killed for memory is not retried")
+	}
+	p.Stop(Run{2, 1})
+	if r := p.Request(2); r.Mem != 2*g.Mem || r.AutoMem {
+		t.Errorf("retry request %v, want twice %s", r, resource.FormatMem(g.Mem))
+	}
+	p.Start(Run{2, 2}, 1)
+	if p.KilledForMemory(Run{2, 2}) {
+		t.Error("retried for memory twice")
 	}
 }

@@ -39,7 +39,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case err == nil:
 		return 0
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "mqagent: %v\n", err)
+		fmt.Fprintf(stderr, "mqagent: %v (see mqagent -help)\n", err)
 		return 2
 	default:
 		fmt.Fprintf(stderr, "mqagent: %v\n", err)

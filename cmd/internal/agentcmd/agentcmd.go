@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/cmd/internal/flagmsg"
 	"github.com/mq-hpc/mq/internal/mqhome"
 	"github.com/mq-hpc/mq/internal/placeholder"
 	"github.com/mq-hpc/mq/internal/sshkey"
@@ -160,7 +161,7 @@ func parse(name string, mode Mode, args []string, stderr io.Writer) (f *flags, s
 			fs.Usage()
 			return nil, nil, nil
 		}
-		return nil, nil, UsageError{err.Error() + " (see " + name + " -help)"}
+		return nil, nil, UsageError{flagmsg.Reword(err)}
 	}
 	if fs.NArg() > 0 {
 		return nil, nil, usagef("unexpected argument %q", fs.Arg(0))

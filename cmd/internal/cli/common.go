@@ -20,6 +20,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/cmd/internal/flagmsg"
 	"github.com/mq-hpc/mq/internal/version"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -39,12 +40,18 @@ const (
 	exitUnknown     = 1
 )
 
-// usageError is a mistake on the command line (exit 2).
-type usageError struct{ msg string }
+// usageError is a mistake on the command line (exit 2). help is the
+// command whose --help the message points to ("cls serve"); the program's
+// name when empty.
+type usageError struct{ msg, help string }
 
 func (e usageError) Error() string { return e.msg }
 
-func Usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+func Usagef(format string, args ...any) error { return usageError{msg: fmt.Sprintf(format, args...)} }
+
+// UsageOf is a usage error of the (sub)command help, e.g. "cls agent",
+// whose own parser found it.
+func UsageOf(help, msg string) error { return usageError{msg: msg, help: help} }
 
 // exitError carries a specific exit status (mqsub -b passes the job's).
 type exitError struct {
@@ -83,7 +90,7 @@ func Run(ctx context.Context, app *cli.App, args []string) int {
 	Tidy(app)
 	app.ExitErrHandler = func(*cli.Context, error) {} // we map errors ourselves
 	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
-		return usageError{flagMessageIn(app.Flags, err)}
+		return usageError{msg: flagMessageIn(app.Flags, err)}
 	}
 	if f, ok := app.Metadata[rewriteArgs].(func([]string) []string); ok {
 		args = f(args)
@@ -104,7 +111,11 @@ func Run(ctx context.Context, app *cli.App, args []string) int {
 		}
 		return ee.code
 	case errors.As(err, &ue):
-		fmt.Fprintf(app.ErrWriter, "%s: %s (see %s --help)\n", name, protocol.Printable(oneLine(ue.msg)), name)
+		help := name
+		if ue.help != "" {
+			help = ue.help
+		}
+		fmt.Fprintf(app.ErrWriter, "%s: %s (see %s --help)\n", name, protocol.Printable(oneLine(ue.msg)), help)
 		return ExitUsage
 	case isFlagError(err):
 		fmt.Fprintf(app.ErrWriter, "%s: %s (see %s --help)\n", name, protocol.Printable(oneLine(FlagMessage(err))), name)
@@ -135,8 +146,21 @@ func Tidy(app *cli.App) {
 				// Else urfave/cli prints the whole help after a bad flag
 				// value (cls serve --lease 1e308): one line is the rule.
 				flags := c.Flags
-				c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
-					return usageError{flagMessageIn(flags, err)}
+				c.OnUsageError = func(cc *cli.Context, err error, _ bool) error {
+					return usageError{msg: flagMessageIn(flags, err), help: cc.Command.HelpName}
+				}
+			}
+			if act := c.Action; act != nil {
+				// A usage error found by the command's action points to
+				// that command's help, not the program's.
+				c.Action = func(cc *cli.Context) error {
+					err := act(cc)
+					var ue usageError
+					if errors.As(err, &ue) && ue.help == "" {
+						ue.help = cc.Command.HelpName
+						return ue
+					}
+					return err
 				}
 			}
 			tidyFlags(c.Flags)
@@ -188,26 +212,7 @@ func flagMessageIn(flags []cli.Flag, err error) string {
 }
 
 // FlagMessage rewords the flag package's errors.
-func FlagMessage(err error) string {
-	s := err.Error()
-	if f, ok := strings.CutPrefix(s, "flag provided but not defined: "); ok {
-		return "unknown flag " + f
-	}
-	// invalid value "V" for flag -NAME: REASON, with the dashes the help shows.
-	if rest, ok := strings.CutPrefix(s, "invalid value "); ok {
-		if v, name, ok := strings.Cut(rest, " for flag -"); ok {
-			name, reason, _ := strings.Cut(name, ": ")
-			if len(name) > 1 {
-				name = "-" + name
-			}
-			if reason == "parse error" {
-				reason = "not a valid value"
-			}
-			return fmt.Sprintf("-%s: %s: %s", name, v, reason)
-		}
-	}
-	return s
-}
+func FlagMessage(err error) string { return flagmsg.Reword(err) }
 
 func oneLine(s string) string {
 	s = strings.TrimSpace(s)

@@ -220,7 +220,7 @@ mqagent's, declared once in cmd/internal/agentcmd).`,
 			err := agentcmd.Run(c.Context, "cls agent", agentcmd.Local, c.Args().Slice(), c.App.ErrWriter)
 			var ue agentcmd.UsageError
 			if errors.As(err, &ue) {
-				return mqcli.Usagef("%s", ue.Msg)
+				return mqcli.UsageOf("cls agent", ue.Msg)
 			}
 			return err
 		},

@@ -58,8 +58,8 @@ func TestDurationAndSizeFlagRanges(t *testing.T) {
 		{[]string{"cls", "serve", "--site-net", "a=1,1e30"}, "bandwidth"},
 		{[]string{"cls", "serve", "--lp-min-util", "1"}, "--lp-min-util must be at least 0 and below 1, not 1"},
 		// A value the flag package cannot parse: one line, not the help.
-		{[]string{"cls", "serve", "--lease", "1e308"}, `cls: --lease: "1e308": not a duration (e.g. 30s, 5m, 1h30m) (see cls --help)`},
-		{[]string{"cls", "serve", "--local", "1e3"}, `cls: --local: "1e3": not a whole number in range (see cls --help)`},
+		{[]string{"cls", "serve", "--lease", "1e308"}, `cls: --lease: "1e308": not a duration (e.g. 30s, 5m, 1h30m) (see cls serve --help)`},
+		{[]string{"cls", "serve", "--local", "1e3"}, `cls: --local: "1e3": not a whole number in range (see cls serve --help)`},
 		{[]string{"cls", "serve", "--lp-min-util", "NaN"}, "--lp-min-util must be at least 0 and below 1"},
 		{[]string{"cls", "agent", "--walltime", "-1s"}, "--walltime must be 0.."},
 		{[]string{"cls", "agent", "--idle", "-1s"}, "--idle must be 0.."},
@@ -91,6 +91,34 @@ func TestDurationAndSizeFlagRanges(t *testing.T) {
 		if code != 2 || !strings.Contains(errOut.String(), tc.want) || strings.Count(errOut.String(), "\n") != 1 || dialled {
 			t.Errorf("%s: exit %d, stderr %q, dialled %v; want exit 2 and one line with %q",
 				strings.Join(tc.args, " "), code, errOut.String(), dialled, tc.want)
+		}
+	}
+}
+
+// TestUsageErrorNamesItsCommand: a usage error is one line pointing to the
+// help of the command that was mistyped (it pointed to cls --help, and
+// cls agent's said "(see cls agent -help) (see cls --help)").
+func TestUsageErrorNamesItsCommand(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"cls", "serve", "--foo"}, "cls: unknown flag -foo (see cls serve --help)\n"},
+		{[]string{"cls", "agent", "--foo"}, "cls: unknown flag -foo (see cls agent --help)\n"},
+		{[]string{"cls", "agent", "-slots", "x"}, "cls: --slots: \"x\": not a valid value (see cls agent --help)\n"},
+		{[]string{"cls", "site", "add", "--foo"}, "cls: unknown flag -foo (see cls site add --help)\n"},
+		{[]string{"cls", "queue", "set"}, "(see cls queue set --help)\n"},
+		{[]string{"cls", "bogus"}, "(see cls --help)\n"},
+	} {
+		var out, errOut bytes.Buffer
+		env := mqcli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Getwd: os.Getwd,
+			Dial: func(context.Context) (io.ReadWriteCloser, error) { return nil, errors.New("no CLS in this test") }}
+		if tc.args[1] == "serve" || tc.args[1] == "agent" {
+			env.Dial = nil
+		}
+		code := mqcli.Run(context.Background(), Cls(env), tc.args)
+		if code != 2 || !strings.HasSuffix(errOut.String(), tc.want) || strings.Count(errOut.String(), "\n") != 1 {
+			t.Errorf("%s: exit %d, stderr %q; want exit 2 and one line ending %q", strings.Join(tc.args, " "), code, errOut.String(), tc.want)
 		}
 	}
 }

@@ -1,0 +1,32 @@
+// Package flagmsg rewords the flag package's parse errors into the one-line
+// messages every mq command prints ("unknown flag -foo", "-slots: "x": not
+// a valid value"). It is apart so mqagent, which does not link urfave/cli,
+// words them as the other commands do.
+package flagmsg
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Reword returns the message for a flag parse error.
+func Reword(err error) string {
+	s := err.Error()
+	if f, ok := strings.CutPrefix(s, "flag provided but not defined: "); ok {
+		return "unknown flag " + f
+	}
+	// invalid value "V" for flag -NAME: REASON, with the dashes the help shows.
+	if rest, ok := strings.CutPrefix(s, "invalid value "); ok {
+		if v, name, ok := strings.Cut(rest, " for flag -"); ok {
+			name, reason, _ := strings.Cut(name, ": ")
+			if len(name) > 1 {
+				name = "-" + name
+			}
+			if reason == "parse error" {
+				reason = "not a valid value"
+			}
+			return fmt.Sprintf("-%s: %s: %s", name, v, reason)
+		}
+	}
+	return s
+}

@@ -235,7 +235,7 @@ func (s *Store) selectIDs(sel protocol.Select, states string) ([]int64, error) {
 		}
 		states = string(both)
 	}
-	q := base(jobsSQL, "SelectIDs")
+	q := baseQuery(jobsSQL, "SelectIDs")
 	args := []any{states}
 	if sel.Target != "" {
 		t, ok := s.g.Lookup(sel.Target)

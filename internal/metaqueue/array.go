@@ -162,10 +162,10 @@ func (s *Store) Arrays(ctx context.Context, q protocol.ArrayQuery) ([]protocol.A
 	if err != nil {
 		return nil, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
 	}
-	sel := base(arraysSQL, "List")
+	sel := baseQuery(arraysSQL, "List")
 	var args []any
 	if q.Job > 0 {
-		sel = base(arraysSQL, "ListOfJob")
+		sel = baseQuery(arraysSQL, "ListOfJob")
 		args = append(args, q.Job, q.Job)
 	} else {
 		var where []string

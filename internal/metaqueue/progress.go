@@ -140,7 +140,7 @@ func (s *Store) initWatch(w *watch) error {
 			return protocol.Errorf(protocol.CodeNotFound, "target %s does not exist", w.req.Target)
 		}
 		w.target, w.hasT = t, true
-		q := base(jobsSQL, "TargetStates")
+		q := baseQuery(jobsSQL, "TargetStates")
 		args := []any{int32(t)}
 		if w.hasQ {
 			q += " AND queue_id = ?"
@@ -278,7 +278,7 @@ func (s *Store) notDone(ctx context.Context, w *watch) ([]protocol.JobEnd, int, 
 		}
 	}
 	where = append(where, "state IN ("+states+")")
-	rows, err := s.rdb.QueryContext(ctx, base(jobsSQL, "NotDone")+" WHERE "+strings.Join(where, " AND ")+" ORDER BY id LIMIT ?", append(args, protocol.MaxNotDone)...)
+	rows, err := s.rdb.QueryContext(ctx, baseQuery(jobsSQL, "NotDone")+" WHERE "+strings.Join(where, " AND ")+" ORDER BY id LIMIT ?", append(args, protocol.MaxNotDone)...)
 	if err != nil {
 		return nil, 0, err
 	}

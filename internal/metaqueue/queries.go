@@ -56,9 +56,9 @@ var (
 // or optional conditions: the file keeps one complete statement, which the
 // tests prepare as it is.
 
-// base is query name of q without its final ";", for a builder to append
-// clauses to (WHERE, AND ..., ORDER BY, LIMIT).
-func base(q sqlfile.Queries, name string) string {
+// baseQuery is query name of q without its final ";", for a builder to
+// append clauses to (WHERE, AND ..., ORDER BY, LIMIT).
+func baseQuery(q sqlfile.Queries, name string) string {
 	return strings.TrimSuffix(q.Get(name), ";")
 }
 

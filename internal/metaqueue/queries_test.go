@@ -87,7 +87,7 @@ func TestQueriesPrepare(t *testing.T) {
 				t.Errorf("%s %s: want one statement ending in \";\", got %q", file, name, text)
 			}
 			if wrap, ok := fragments[file+" "+name]; ok {
-				text = strings.Replace(wrap, "%s", base(f.q, name), 1)
+				text = strings.Replace(wrap, "%s", baseQuery(f.q, name), 1)
 			}
 			prepare(file+" "+name, text)
 			n++
@@ -175,7 +175,7 @@ func goFiles(t *testing.T) (*token.FileSet, map[string]*ast.File) {
 }
 
 // queryRef is a Go file's use of a named query: file.Get("Name") or
-// base(file, "Name").
+// baseQuery(file, "Name").
 type queryRef struct {
 	file, name string // file is the .sql file
 	pos        token.Position
@@ -201,7 +201,7 @@ func queryRefs(t *testing.T, fset *token.FileSet, f *ast.File) []queryRef {
 				recv, name = fn.X, call.Args[0]
 			}
 		case *ast.Ident:
-			if fn.Name == "base" && len(call.Args) == 2 {
+			if fn.Name == "baseQuery" && len(call.Args) == 2 {
 				recv, name = call.Args[0], call.Args[1]
 			}
 		}

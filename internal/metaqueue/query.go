@@ -46,7 +46,7 @@ func (u usageCols) accounting(started, finished sql.NullInt64) protocol.Accounti
 }
 
 // statSelect is a listing's query, which stat and Job complete.
-var statSelect = base(jobsSQL, "Stat")
+var statSelect = baseQuery(jobsSQL, "Stat")
 
 type statRow struct {
 	protocol.JobInfo
@@ -134,7 +134,7 @@ func (s *Store) stat(ctx context.Context, st protocol.Stat, after int64, emit fu
 		args = append(args, st.From, st.To)
 	}
 	if st.Collapse {
-		where = append(where, "NOT EXISTS ("+base(arraysSQL, "InArray")+")")
+		where = append(where, "NOT EXISTS ("+baseQuery(arraysSQL, "InArray")+")")
 	}
 	if len(st.IDs) > 0 {
 		if len(st.IDs) > 10000 {

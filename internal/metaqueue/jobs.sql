@@ -1,6 +1,6 @@
 -- jobs: a job's row and the rows only it owns (prerequisites, environment,
 -- declared files, opting out of copies). Every statement that writes
--- jobs.state is named in lifecycle.go alone (TestStateWrittenOnlyInLifecycle).
+-- jobs.state is named in lifecycle.go alone (TestStateQueriesOnlyInLifecycle).
 
 -- name: InsertJob
 -- One new job. The bulk path inserts bulkRows at once: its statement repeats

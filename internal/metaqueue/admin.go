@@ -235,7 +235,7 @@ func (s *Store) selectIDs(sel protocol.Select, states string) ([]int64, error) {
 		}
 		states = string(both)
 	}
-	q := "SELECT id FROM jobs WHERE instr(?, state) > 0"
+	q := baseQuery(jobsSQL, "SelectIDs")
 	args := []any{states}
 	if sel.Target != "" {
 		t, ok := s.g.Lookup(sel.Target)
@@ -537,13 +537,12 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 		if err := s.begin(); err != nil {
 			return err
 		}
-		if _, err := s.w.ExecContext(context.Background(), "UPDATE queues SET ceiling_s = ?, max_attempts = ?, retry_failed = ?, policy = ?, max_copies = ? WHERE id = ?",
+		if _, err := s.w.ExecContext(context.Background(), queuesSQL.Get("UpdateQueue"),
 			next.Ceiling, next.MaxAttempts, next.RetryFailed, next.Policy, next.MaxCopies, q.id); err != nil {
 			return fatalError{err}
 		}
 		if qs.Deadline != nil || qs.Budget != nil {
-			if _, err := s.w.ExecContext(context.Background(), `INSERT INTO queue_economics (queue_id, deadline, budget) VALUES (?, ?, ?)
-				ON CONFLICT (queue_id) DO UPDATE SET deadline = excluded.deadline, budget = excluded.budget`,
+			if _, err := s.w.ExecContext(context.Background(), queuesSQL.Get("SetEconomics"),
 				q.id, next.Deadline, next.Budget); err != nil {
 				return fatalError{err}
 			}

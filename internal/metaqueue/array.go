@@ -110,8 +110,7 @@ func (s *Store) stopRun(id int64) {
 
 // loadArrays loads the limited arrays (before the jobs, which count in them).
 func (s *Store) loadArrays(ctx context.Context) error {
-	rows, err := s.w.QueryContext(ctx, `SELECT a.id, a.first_job, a.last_job, a.max_running FROM arrays a
-		WHERE a.max_running > 0 ORDER BY a.first_job`)
+	rows, err := s.w.QueryContext(ctx, arraysSQL.Get("LoadLimited"))
 	if err != nil {
 		return err
 	}
@@ -143,17 +142,13 @@ func (b *Bulk) Array(spec string, limit int) error {
 // saveArray records the array of a bulk commit's ids first..last.
 func (s *Store) saveArray(first, last int64, spec string, limit int) error {
 	var id int64
-	if err := s.w.QueryRowContext(context.Background(), "INSERT INTO arrays(first_job, last_job, max_running, spec) VALUES (?, ?, ?, ?) RETURNING id",
+	if err := s.w.QueryRowContext(context.Background(), arraysSQL.Get("InsertArray"),
 		first, last, limit, spec).Scan(&id); err != nil {
 		return fatalError{fmt.Errorf("array: %w", err)}
 	}
 	s.arrays.add(&array{id: id, first: first, last: last, limit: limit})
 	return nil
 }
-
-// arrayOf selects the array holding job j.id: the one with the greatest
-// first id at or below it (an index lookup), if its last id reaches it.
-const arrayOf = `SELECT 1 FROM arrays a WHERE a.first_job = (SELECT max(first_job) FROM arrays WHERE first_job <= j.id) AND a.last_job >= j.id`
 
 // Arrays lists the job arrays q selects, each with its members counted by
 // state. Counting reads each array's members by id range; an array whose
@@ -167,11 +162,10 @@ func (s *Store) Arrays(ctx context.Context, q protocol.ArrayQuery) ([]protocol.A
 	if err != nil {
 		return nil, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
 	}
-	sel := `SELECT a.first_job, a.last_job, a.spec, a.max_running, qu.name, t.name FROM arrays a
-		JOIN jobs j ON j.id = a.first_job JOIN queues qu ON qu.id = j.queue_id JOIN targets t ON t.id = j.target_id`
+	sel := baseQuery(arraysSQL, "List")
 	var args []any
 	if q.Job > 0 {
-		sel += " WHERE a.first_job = (SELECT max(first_job) FROM arrays WHERE first_job <= ?) AND a.last_job >= ?"
+		sel = baseQuery(arraysSQL, "ListOfJob")
 		args = append(args, q.Job, q.Job)
 	} else {
 		var where []string
@@ -212,7 +206,7 @@ func (s *Store) Arrays(ctx context.Context, q protocol.ArrayQuery) ([]protocol.A
 	kept := out[:0]
 	for _, a := range out {
 		a.Counts = map[string]int{}
-		rows, err := tx.QueryContext(ctx, "SELECT state, count(*) FROM jobs WHERE id BETWEEN ? AND ? GROUP BY state", a.First, a.Last)
+		rows, err := tx.QueryContext(ctx, arraysSQL.Get("MemberStates"), a.First, a.Last)
 		if err != nil {
 			return nil, err
 		}

@@ -157,7 +157,7 @@ func (b *Bulk) CommitToken(ctx context.Context, token string) (first int64, coun
 	if err == nil && inserted {
 		// A large transaction filled the page cache; give the memory back.
 		s.do(ctx, func() error {
-			_, err := s.w.ExecContext(ctx, "PRAGMA shrink_memory")
+			_, err := s.w.ExecContext(ctx, connSQL.Get("ShrinkMemory"))
 			return err
 		})
 		if b.n >= bigCommit {

@@ -95,7 +95,7 @@ func checkSubmitOptions(req protocol.Submit) error {
 // addBundle records jobs first..first+n-1 as one bundle, in the batch's
 // transaction.
 func (s *Store) addBundle(first int64, n int) error {
-	if _, err := s.w.ExecContext(context.Background(), "UPDATE jobs SET bundle = ?1 WHERE id BETWEEN ?1 AND ?2", first, first+int64(n)-1); err != nil {
+	if _, err := s.w.ExecContext(context.Background(), jobsSQL.Get("SetBundle"), first, first+int64(n)-1); err != nil {
 		return fatalError{err}
 	}
 	s.bundles.add(first, n)
@@ -109,7 +109,7 @@ func (s *Store) tokenIDs(token string) ([]int64, error) {
 	}
 	var first int64
 	var n int
-	err := s.w.QueryRowContext(context.Background(), "SELECT first, count FROM submits WHERE token = ?", token).Scan(&first, &n)
+	err := s.w.QueryRowContext(context.Background(), submitsSQL.Get("ByToken"), token).Scan(&first, &n)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -128,7 +128,7 @@ func (s *Store) saveToken(token string, first int64, n int) error {
 	if token == "" {
 		return nil
 	}
-	if _, err := s.w.ExecContext(context.Background(), "INSERT INTO submits (token, first, count, created) VALUES (?, ?, ?, ?)",
+	if _, err := s.w.ExecContext(context.Background(), submitsSQL.Get("InsertSubmit"),
 		token, first, n, micros(s.now())); err != nil {
 		return fatalError{err}
 	}
@@ -151,7 +151,7 @@ func (s *Store) pruneTokens() error {
 	if err := s.begin(); err != nil {
 		return err
 	}
-	if _, err := s.w.ExecContext(context.Background(), "DELETE FROM submits WHERE created < ?", micros(now.Add(-tokenTTL))); err != nil {
+	if _, err := s.w.ExecContext(context.Background(), submitsSQL.Get("Expire"), micros(now.Add(-tokenTTL))); err != nil {
 		return fatalError{err}
 	}
 	return nil
@@ -160,7 +160,7 @@ func (s *Store) pruneTokens() error {
 // loadBundles rebuilds the bundles of live jobs from the database.
 func (s *Store) loadBundles(ctx context.Context) error {
 	s.bundles.reset()
-	rows, err := s.w.QueryContext(ctx, "SELECT id, bundle FROM jobs WHERE bundle <> 0 AND state IN ('W','Q','E','B') ORDER BY id")
+	rows, err := s.w.QueryContext(ctx, jobsSQL.Get("LiveBundles"))
 	if err != nil {
 		return err
 	}

@@ -88,7 +88,7 @@ func openDB(ctx context.Context, path string, sync Sync, checks bool) (w *sql.Co
 		return nil, nil, nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	var mode string
-	if err := w.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+	if err := w.QueryRowContext(ctx, connSQL.Get("JournalMode")).Scan(&mode); err != nil {
 		cleanup()
 		return nil, nil, nil, fmt.Errorf("open %s: %w", path, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
@@ -31,36 +30,24 @@ import (
 // the job in the graph and lets applyChanges carry the consequences to
 // counters, ready heaps, dependents and waiters.
 
-// jobCols are the columns a new job's row is inserted with.
-const jobCols = "(id, queue_id, target_id, state, command, cwd, est, submitted)"
-
-// The statements that write jobs.state (prepared in stmts).
-const (
-	insJobSQL   = "INSERT INTO jobs " + jobCols + " VALUES (?,?,?,?,?,?,?,?)"
-	setStateSQL = "UPDATE jobs SET state = ? WHERE id = ?"
-	finishSQL   = `UPDATE jobs SET state = ?, exit = ?, started = ?, finished = ?, reason = ?,
-			cpu_user = ?, cpu_sys = ?, max_rss = ? WHERE id = ?`
-	// Every way back to W/Q forgets the last attempt's figures (kept
-	// in attempts first, where that attempt counts).
-	requeueSQL = `UPDATE jobs SET state = ?, row_attempt = NULL, placeholder_id = NULL, started = NULL, finished = NULL,
-			exit = NULL, reason = NULL, cpu_user = NULL, cpu_sys = NULL, max_rss = NULL WHERE id = ?`
-	unclaimSQL = `UPDATE jobs SET state = ?, attempt_base = attempt_base + 1, row_attempt = NULL, placeholder_id = NULL, started = NULL,
-			finished = NULL, exit = NULL, reason = NULL, cpu_user = NULL, cpu_sys = NULL, max_rss = NULL WHERE id = ?`
-	rerunSQL = `UPDATE jobs SET state = ?, attempt_base = attempts, row_attempt = NULL, placeholder_id = NULL, started = NULL,
-			finished = NULL, exit = NULL, reason = NULL, cpu_user = NULL, cpu_sys = NULL, max_rss = NULL WHERE id = ?`
-	deleteSQL = "UPDATE jobs SET state = 'X', finished = ?, reason = ? WHERE id = ?"
+// The statements that write jobs.state, from jobs.sql (prepared in
+// stmts, but for the rare delete); no other Go file names them.
+var (
+	insJobSQL   = jobsSQL.Get("InsertJob")
+	setStateSQL = jobsSQL.Get("SetState")
+	finishSQL   = jobsSQL.Get("Finish")
+	requeueSQL  = jobsSQL.Get("Requeue")
+	unclaimSQL  = jobsSQL.Get("Unclaim")
+	rerunSQL    = jobsSQL.Get("Rerun")
+	deleteSQL   = jobsSQL.Get("Delete")
+	// insJobsSQL inserts bulkRows new jobs in one statement.
+	insJobsSQL = multiRow(insJobSQL, bulkRows)
 )
-
-// insJobsSQL inserts bulkRows new jobs in one statement.
-var insJobsSQL = "INSERT INTO jobs " + jobCols + " VALUES " + strings.TrimSuffix(strings.Repeat("(?,?,?,?,?,?,?,?),", bulkRows), ",")
 
 // claimSQL marks n jobs Executing for one placeholder (?1) from ?2 on and
 // returns what their assignments need.
 func claimSQL(n int) string {
-	return `UPDATE jobs SET state = 'E', attempts = attempts + 1, row_attempt = NULL, placeholder_id = ?1, started = ?2,
-		finished = NULL, exit = NULL, reason = NULL
-		WHERE id IN (` + strings.TrimSuffix(strings.Repeat("?,", n), ",") + `) RETURNING id, attempts, attempt_base, command, cwd, submitted,
-		coalesce((SELECT env FROM job_env WHERE job_id = jobs.id), '')`
+	return inList(jobsSQL.Get("Claim"), "ids", n)
 }
 
 // submitted enters new job id, its row buffered in in, into the graph
@@ -360,7 +347,7 @@ func (s *Store) reconcile(ctx context.Context, queued []int64) ([]int64, error) 
 		}
 	}
 	slices.Sort(queued)
-	if _, err := s.w.ExecContext(ctx, "COMMIT"); err != nil {
+	if _, err := s.w.ExecContext(ctx, connSQL.Get("Commit")); err != nil {
 		return nil, err
 	}
 	s.inTx = false

@@ -77,8 +77,7 @@ func (s *Store) resetIndex() {
 
 // loadQueues loads every queue with its settings and policy.
 func (s *Store) loadQueues(ctx context.Context) error {
-	rows, err := s.w.QueryContext(ctx, `SELECT q.id, q.name, q.ceiling_s, q.max_attempts, q.retry_failed, q.policy, COALESCE(e.deadline, 0), COALESCE(e.budget, 0), q.max_copies
-		FROM queues q LEFT JOIN queue_economics e ON e.queue_id = q.id`)
+	rows, err := s.w.QueryContext(ctx, queuesSQL.Get("LoadQueues"))
 	if err != nil {
 		return err
 	}
@@ -96,7 +95,7 @@ func (s *Store) loadQueues(ctx context.Context) error {
 
 // loadTargets gives the graph every target, with its stored id.
 func (s *Store) loadTargets(ctx context.Context) error {
-	rows, err := s.w.QueryContext(ctx, "SELECT id, name FROM targets ORDER BY id")
+	rows, err := s.w.QueryContext(ctx, targetsSQL.Get("LoadTargets"))
 	if err != nil {
 		return err
 	}
@@ -120,7 +119,7 @@ func (s *Store) loadTargets(ctx context.Context) error {
 // or ended, ever named: edges are never removed (cycle checks stay
 // conservative, as a deleted job may be rerun).
 func (s *Store) loadEdges(ctx context.Context) error {
-	rows, err := s.w.QueryContext(ctx, "SELECT DISTINCT j.target_id, p.target_id FROM job_prereqs p JOIN jobs j ON j.id = p.job_id")
+	rows, err := s.w.QueryContext(ctx, jobsSQL.Get("LoadEdges"))
 	if err != nil {
 		return err
 	}
@@ -138,8 +137,7 @@ func (s *Store) loadEdges(ctx context.Context) error {
 // livePrereqs returns the prerequisite targets of every live job, by job id.
 func (s *Store) livePrereqs(ctx context.Context) (map[int64][]dag.TargetID, error) {
 	prereqs := map[int64][]dag.TargetID{}
-	rows, err := s.w.QueryContext(ctx, `SELECT p.job_id, p.target_id FROM job_prereqs p JOIN jobs j ON j.id = p.job_id
-		WHERE j.state IN ('W','Q','E','B')`)
+	rows, err := s.w.QueryContext(ctx, jobsSQL.Get("LivePrereqs"))
 	if err != nil {
 		return nil, err
 	}
@@ -177,8 +175,7 @@ func (s *Store) loadJobs(ctx context.Context, prereqs map[int64][]dag.TargetID, 
 	}
 	learned := map[int32]*sum{}
 	var costedRuns []int64
-	rows, err := s.w.QueryContext(ctx, `SELECT id, queue_id, target_id, state, est, coalesce(row_attempt, attempts), attempt_base, placeholder_id, started, finished
-		FROM jobs ORDER BY id`)
+	rows, err := s.w.QueryContext(ctx, jobsSQL.Get("LoadJobs"))
 	if err != nil {
 		return nil, err
 	}

@@ -87,7 +87,7 @@ func migrate(ctx context.Context, w *sql.Conn) error {
 	}
 	have := 0
 	var v string
-	switch err := w.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = 'schema'").Scan(&v); {
+	switch err := w.QueryRowContext(ctx, metaSQL.Get("SchemaVersion")).Scan(&v); {
 	case err == nil:
 		if have, err = strconv.Atoi(v); err != nil || have < 1 {
 			return fmt.Errorf("metaqueue schema version %q is not a version number", v)
@@ -109,12 +109,12 @@ func migrate(ctx context.Context, w *sql.Conn) error {
 }
 
 func apply(ctx context.Context, w *sql.Conn, m migration) (err error) {
-	if _, err := w.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+	if _, err := w.ExecContext(ctx, connSQL.Get("Begin")); err != nil {
 		return err
 	}
 	defer func() {
 		if err != nil {
-			w.ExecContext(ctx, "ROLLBACK")
+			w.ExecContext(ctx, connSQL.Get("Rollback"))
 		}
 	}()
 	if m.before != nil {
@@ -125,10 +125,10 @@ func apply(ctx context.Context, w *sql.Conn, m migration) (err error) {
 	if _, err := w.ExecContext(ctx, m.sql); err != nil {
 		return err
 	}
-	if _, err := w.ExecContext(ctx, "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema', ?)", strconv.Itoa(m.version)); err != nil {
+	if _, err := w.ExecContext(ctx, metaSQL.Get("SetSchemaVersion"), strconv.Itoa(m.version)); err != nil {
 		return err
 	}
-	_, err = w.ExecContext(ctx, "COMMIT")
+	_, err = w.ExecContext(ctx, connSQL.Get("Commit"))
 	return err
 }
 
@@ -136,7 +136,7 @@ func apply(ctx context.Context, w *sql.Conn, m migration) (err error) {
 // databases made before placeholders recorded it.
 func addPlaceholderIdentity(ctx context.Context, w *sql.Conn) error {
 	var has int
-	if err := w.QueryRowContext(ctx, "SELECT count(*) FROM pragma_table_info('placeholders') WHERE name = 'identity'").Scan(&has); err != nil {
+	if err := w.QueryRowContext(ctx, metaSQL.Get("HasColumn"), "placeholders", "identity").Scan(&has); err != nil {
 		return err
 	}
 	if has > 0 {
@@ -150,7 +150,7 @@ func addPlaceholderIdentity(ctx context.Context, w *sql.Conn) error {
 // the step before has it.
 func addFileRel(ctx context.Context, w *sql.Conn) error {
 	var has int
-	if err := w.QueryRowContext(ctx, "SELECT count(*) FROM pragma_table_info('job_files') WHERE name = 'rel'").Scan(&has); err != nil {
+	if err := w.QueryRowContext(ctx, metaSQL.Get("HasColumn"), "job_files", "rel").Scan(&has); err != nil {
 		return err
 	}
 	if has > 0 {
@@ -193,7 +193,7 @@ func addColumns(ctx context.Context, w *sql.Conn, cols [][2]string) error {
 	for _, c := range cols {
 		name := strings.Fields(c[1])[0]
 		var has int
-		if err := w.QueryRowContext(ctx, "SELECT count(*) FROM pragma_table_info(?) WHERE name = ?", c[0], name).Scan(&has); err != nil {
+		if err := w.QueryRowContext(ctx, metaSQL.Get("HasColumn"), c[0], name).Scan(&has); err != nil {
 			return err
 		}
 		if has > 0 {
@@ -213,7 +213,7 @@ func addAccounting(ctx context.Context, w *sql.Conn) error {
 		for _, col := range []string{"cpu_user REAL", "cpu_sys REAL", "max_rss INTEGER"} {
 			name := strings.Fields(col)[0]
 			var has int
-			if err := w.QueryRowContext(ctx, "SELECT count(*) FROM pragma_table_info(?) WHERE name = ?", table, name).Scan(&has); err != nil {
+			if err := w.QueryRowContext(ctx, metaSQL.Get("HasColumn"), table, name).Scan(&has); err != nil {
 				return err
 			}
 			if has > 0 {

@@ -12,7 +12,7 @@ func (s *Store) saveOutputLost(id int64, attempt int, why string) error {
 	if err := s.begin(); err != nil {
 		return err
 	}
-	if _, err := s.w.ExecContext(context.Background(), "INSERT OR IGNORE INTO output_lost (job_id, attempt, error) VALUES (?, ?, ?)", id, attempt, why); err != nil {
+	if _, err := s.w.ExecContext(context.Background(), attemptsSQL.Get("InsertOutputLost"), id, attempt, why); err != nil {
 		return fatalError{err}
 	}
 	return nil
@@ -33,7 +33,7 @@ func (s *Store) OutputLost(ctx context.Context, placeholder, id int64, attempt i
 
 // outputLost reads why each attempt of a job lost its output, by attempt.
 func (s *Store) outputLost(ctx context.Context, id int64) (map[int]string, error) {
-	rows, err := s.rdb.QueryContext(ctx, "SELECT attempt, error FROM output_lost WHERE job_id = ?", id)
+	rows, err := s.rdb.QueryContext(ctx, attemptsSQL.Get("OutputLost"), id)
 	if err != nil {
 		return nil, err
 	}

@@ -75,7 +75,7 @@ func (s *Store) sweepPlaceholders(now time.Time) error {
 		return err
 	}
 	for _, id := range gone {
-		if _, err := s.w.ExecContext(context.Background(), "DELETE FROM placeholders WHERE id = ?", id); err != nil {
+		if _, err := s.w.ExecContext(context.Background(), placeholdersSQL.Get("DeletePlaceholder"), id); err != nil {
 			return fatalError{err}
 		}
 		delete(s.sweep.fresh, id)
@@ -92,10 +92,7 @@ func (s *Store) sweepPlaceholders(now time.Time) error {
 // lease (a placeholder connected when the CLS stopped), the tick deletes
 // them.
 func (s *Store) sweepOldPlaceholders(ctx context.Context) error {
-	rows, err := s.w.QueryContext(ctx, `SELECT id FROM placeholders
-		WHERE id NOT IN (SELECT placeholder_id FROM jobs WHERE placeholder_id IS NOT NULL)
-		AND id NOT IN (SELECT placeholder_id FROM attempts WHERE placeholder_id IS NOT NULL)
-		AND id NOT IN (SELECT placeholder_id FROM job_copies)`)
+	rows, err := s.w.QueryContext(ctx, placeholdersSQL.Get("Unreferenced"))
 	if err != nil {
 		return err
 	}

@@ -118,7 +118,7 @@ func (s *Store) initWatch(w *watch) error {
 		}
 		if gone > 0 {
 			// Ended jobs are not in memory: one scan of the range.
-			if err := s.countRows(w, "SELECT state, count(*) FROM jobs WHERE id BETWEEN ? AND ? AND state IN ('D','F','X') GROUP BY state", w.req.First, w.req.Last); err != nil {
+			if err := s.countRows(w, jobsSQL.Get("EndedStates"), w.req.First, w.req.Last); err != nil {
 				return err
 			}
 		}
@@ -140,7 +140,7 @@ func (s *Store) initWatch(w *watch) error {
 			return protocol.Errorf(protocol.CodeNotFound, "target %s does not exist", w.req.Target)
 		}
 		w.target, w.hasT = t, true
-		q := "SELECT state, count(*) FROM jobs WHERE target_id = ?"
+		q := baseQuery(jobsSQL, "TargetStates")
 		args := []any{int32(t)}
 		if w.hasQ {
 			q += " AND queue_id = ?"
@@ -171,20 +171,20 @@ func (s *Store) spending(w *watch, r *protocol.ProgressReply) error {
 	case w.ids != nil:
 		return nil
 	case w.hasT || w.req.First > 0:
-		q := "SELECT c.site, sum(c.cost) FROM charges c JOIN jobs j ON j.id = c.job_id WHERE "
+		var q string
 		var args []any
 		if w.hasT {
-			q += "j.target_id = ?"
+			q = attemptsSQL.Get("SpentByTarget")
 			args = append(args, int32(w.target))
 			if w.hasQ {
-				q += " AND j.queue_id = ?"
+				q = attemptsSQL.Get("SpentByTargetQueue")
 				args = append(args, w.queue)
 			}
 		} else {
-			q += "j.id BETWEEN ? AND ?"
+			q = attemptsSQL.Get("SpentByRange")
 			args = append(args, w.req.First, w.req.Last)
 		}
-		rows, err := s.w.QueryContext(context.Background(), q+" GROUP BY c.site", args...)
+		rows, err := s.w.QueryContext(context.Background(), q, args...)
 		if err != nil {
 			return fatalError{err}
 		}
@@ -278,7 +278,7 @@ func (s *Store) notDone(ctx context.Context, w *watch) ([]protocol.JobEnd, int, 
 		}
 	}
 	where = append(where, "state IN ("+states+")")
-	rows, err := s.rdb.QueryContext(ctx, "SELECT id, state, exit, reason FROM jobs WHERE "+strings.Join(where, " AND ")+" ORDER BY id LIMIT ?", append(args, protocol.MaxNotDone)...)
+	rows, err := s.rdb.QueryContext(ctx, baseQuery(jobsSQL, "NotDone")+" WHERE "+strings.Join(where, " AND ")+" ORDER BY id LIMIT ?", append(args, protocol.MaxNotDone)...)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -45,13 +45,8 @@ func (u usageCols) accounting(started, finished sql.NullInt64) protocol.Accounti
 	return a
 }
 
-const statSelect = `SELECT j.id, q.name, t.name, j.state, j.attempts, j.exit, coalesce(p.site, ''),
-	coalesce(p.host, ''), j.submitted, j.started, j.finished, j.command, j.cwd, j.est, coalesce(j.reason, ''),
-	coalesce((SELECT group_concat(t2.name, char(10)) FROM job_prereqs jp JOIN targets t2 ON t2.id = jp.target_id WHERE jp.job_id = j.id), ''),
-	coalesce(j.placeholder_id, 0), coalesce(p.out_dir, ''), coalesce(j.row_attempt, j.attempts), j.cpu_user, j.cpu_sys, j.max_rss,
-	(SELECT c.cost FROM charges c WHERE c.job_id = j.id AND c.attempt = coalesce(j.row_attempt, j.attempts))
-FROM jobs j JOIN queues q ON q.id = j.queue_id JOIN targets t ON t.id = j.target_id
-LEFT JOIN placeholders p ON p.id = j.placeholder_id`
+// statSelect is a listing's query, which stat and Job complete.
+var statSelect = baseQuery(jobsSQL, "Stat")
 
 type statRow struct {
 	protocol.JobInfo
@@ -139,7 +134,7 @@ func (s *Store) stat(ctx context.Context, st protocol.Stat, after int64, emit fu
 		args = append(args, st.From, st.To)
 	}
 	if st.Collapse {
-		where = append(where, "NOT EXISTS ("+arrayOf+")")
+		where = append(where, "NOT EXISTS ("+baseQuery(arraysSQL, "InArray")+")")
 	}
 	if len(st.IDs) > 0 {
 		if len(st.IDs) > 10000 {
@@ -250,9 +245,7 @@ func (s *Store) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
 	for _, name := range r.Prereqs {
 		ts := protocol.TargetStatus{Target: name, Counts: map[string]int{}}
 		// By the job's own prerequisite rows: target names have no index.
-		crow, err := s.rdb.QueryContext(ctx, `SELECT j.state, count(*) FROM jobs j WHERE j.target_id =
-			(SELECT jp.target_id FROM job_prereqs jp JOIN targets t ON t.id = jp.target_id WHERE jp.job_id = ? AND t.name = ?)
-			GROUP BY j.state`, id, name)
+		crow, err := s.rdb.QueryContext(ctx, jobsSQL.Get("PrereqStates"), id, name)
 		if err != nil {
 			return d, err
 		}
@@ -319,8 +312,7 @@ func (s *Store) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
 // (as stored: a read that does not wait for the core).
 func (s *Store) costedQueue(ctx context.Context, name string) bool {
 	var costed bool
-	err := s.rdb.QueryRowContext(ctx, `SELECT e.deadline > 0 OR e.budget > 0 FROM queue_economics e
-		JOIN queues q ON q.id = e.queue_id WHERE q.name = ?`, name).Scan(&costed)
+	err := s.rdb.QueryRowContext(ctx, queuesSQL.Get("Costed"), name).Scan(&costed)
 	return err == nil && costed
 }
 
@@ -333,9 +325,7 @@ func (s *Store) blockedBy(ctx context.Context, id int64) (*protocol.JobRefState,
 	for len(frontier) > 0 && len(seen) < 10000 {
 		cur := frontier[0]
 		frontier = frontier[1:]
-		rows, err := s.rdb.QueryContext(ctx, `SELECT j.id, t.name, j.state FROM job_prereqs jp
-			JOIN jobs j ON j.target_id = jp.target_id JOIN targets t ON t.id = j.target_id
-			WHERE jp.job_id = ? AND j.state IN ('F', 'X', 'B') ORDER BY j.state = 'B', j.id LIMIT 1000`, cur)
+		rows, err := s.rdb.QueryContext(ctx, jobsSQL.Get("Blockers"), cur)
 		if err != nil {
 			return nil, err
 		}
@@ -373,10 +363,7 @@ type querier interface {
 // history returns a job's earlier attempts, oldest first; lost is the
 // job's lost-output records by attempt.
 func (s *Store) history(ctx context.Context, db querier, id int64, lost map[int]string) ([]protocol.AttemptInfo, error) {
-	rows, err := db.QueryContext(ctx, `SELECT a.attempt, coalesce(p.site, ''), coalesce(p.host, ''), a.started, a.finished, a.exit, a.reason,
-			coalesce(p.out_dir, ''), a.cpu_user, a.cpu_sys, a.max_rss,
-			(SELECT c.cost FROM charges c WHERE c.job_id = a.job_id AND c.attempt = a.attempt)
-		FROM attempts a LEFT JOIN placeholders p ON p.id = a.placeholder_id WHERE a.job_id = ? ORDER BY a.attempt`, id)
+	rows, err := db.QueryContext(ctx, attemptsSQL.Get("History"), id)
 	if err != nil {
 		return nil, err
 	}
@@ -409,9 +396,7 @@ func (s *Store) history(ctx context.Context, db querier, id int64, lost map[int]
 // jobFiles adds a job's declared files with the catalog's record of each
 // (where it was produced, checksum, replicas) and the job's transfers.
 func (s *Store) jobFiles(ctx context.Context, d *protocol.JobDetail) error {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT f.kind, f.path, f.size, coalesce(c.size, -1), coalesce(c.site, ''), coalesce(c.host, ''),
-			coalesce(c.producer, 0), coalesce(c.sha256, '')
-		FROM job_files f LEFT JOIN files c ON c.path = f.path WHERE f.job_id = ? ORDER BY f.kind, f.seq`, d.ID)
+	rows, err := s.rdb.QueryContext(ctx, filesSQL.Get("JobFiles"), d.ID)
 	if err != nil {
 		return err
 	}
@@ -446,8 +431,7 @@ func (s *Store) jobFiles(ctx context.Context, d *protocol.JobDetail) error {
 			}
 		}
 	}
-	trows, err := s.rdb.QueryContext(ctx, `SELECT path, from_site, from_host, to_site, to_host, bytes, seconds, started, error, via
-		FROM transfers WHERE job_id = ? ORDER BY id`, d.ID)
+	trows, err := s.rdb.QueryContext(ctx, filesSQL.Get("JobTransfers"), d.ID)
 	if err != nil {
 		return err
 	}

@@ -25,13 +25,13 @@ func (s *Store) AddSite(ctx context.Context, spec protocol.SiteSpec) error {
 			return err
 		}
 		var n int
-		if err := s.w.QueryRowContext(context.Background(), "SELECT count(*) FROM sites WHERE name = ?", spec.Name).Scan(&n); err != nil {
+		if err := s.w.QueryRowContext(context.Background(), sitesSQL.Get("CountByName"), spec.Name).Scan(&n); err != nil {
 			return fatalError{err}
 		}
 		if n > 0 {
 			return protocol.Errorf(protocol.CodeBadRequest, "site %s already exists", spec.Name)
 		}
-		if _, err := s.w.ExecContext(context.Background(), "INSERT INTO sites(name, spec, created) VALUES (?, ?, ?)", spec.Name, string(raw), micros(s.now())); err != nil {
+		if _, err := s.w.ExecContext(context.Background(), sitesSQL.Get("InsertSite"), spec.Name, string(raw), micros(s.now())); err != nil {
 			return fatalError{err}
 		}
 		if hasDataRoot(spec) {
@@ -54,7 +54,7 @@ func (s *Store) UpdateSite(ctx context.Context, spec protocol.SiteSpec) error {
 		if err := s.begin(); err != nil {
 			return err
 		}
-		res, err := s.w.ExecContext(context.Background(), "UPDATE sites SET spec = ? WHERE name = ?", string(raw), spec.Name)
+		res, err := s.w.ExecContext(context.Background(), sitesSQL.Get("UpdateSpec"), string(raw), spec.Name)
 		if err != nil {
 			return fatalError{err}
 		}
@@ -72,7 +72,7 @@ func (s *Store) RemoveSite(ctx context.Context, name string) error {
 		if err := s.begin(); err != nil {
 			return err
 		}
-		res, err := s.w.ExecContext(context.Background(), "DELETE FROM sites WHERE name = ?", name)
+		res, err := s.w.ExecContext(context.Background(), sitesSQL.Get("DeleteSite"), name)
 		if err != nil {
 			return fatalError{err}
 		}
@@ -95,7 +95,7 @@ func (s *Store) Sites(ctx context.Context) ([]protocol.SiteSpec, error) {
 		if err := s.begin(); err != nil {
 			return err
 		}
-		rows, err := s.w.QueryContext(context.Background(), "SELECT name, spec FROM sites ORDER BY name")
+		rows, err := s.w.QueryContext(context.Background(), sitesSQL.Get("List"))
 		if err != nil {
 			return fatalError{err}
 		}
@@ -180,7 +180,7 @@ func (s *Store) SiteDemand(ctx context.Context, walltime float64, placeholders [
 // connection (loading); a spec that does not parse is skipped, as the
 // site manager refuses it too.
 func (s *Store) eachSiteSpec(ctx context.Context, f func(name string, spec protocol.SiteSpec)) error {
-	rows, err := s.w.QueryContext(ctx, "SELECT name, spec FROM sites")
+	rows, err := s.w.QueryContext(ctx, sitesSQL.Get("Specs"))
 	if err != nil {
 		return err
 	}

@@ -429,7 +429,7 @@ func (s *Store) commit() error {
 			return err
 		}
 	}
-	_, err := s.w.ExecContext(context.Background(), "COMMIT")
+	_, err := s.w.ExecContext(context.Background(), connSQL.Get("Commit"))
 	return err
 }
 
@@ -458,7 +458,11 @@ func (s *Store) syncFor(batch []*call) error {
 	if want == s.curSync {
 		return nil
 	}
-	if _, err := s.w.ExecContext(context.Background(), "PRAGMA synchronous="+string(want)); err != nil {
+	pragma := connSQL.Get("SynchronousNormal")
+	if want == SyncFull {
+		pragma = connSQL.Get("SynchronousFull")
+	}
+	if _, err := s.w.ExecContext(context.Background(), pragma); err != nil {
 		return fatalError{err}
 	}
 	s.curSync = want
@@ -479,7 +483,7 @@ func (s *Store) recover(cause error, batch []*call) {
 		s.released.Add(1) // room for the next try: deletes try again at once
 	}
 	if s.inTx {
-		s.w.ExecContext(context.Background(), "ROLLBACK")
+		s.w.ExecContext(context.Background(), connSQL.Get("Rollback"))
 		s.inTx = false
 	}
 	perr := protocol.Errorf(protocol.CodeInternal, "metaqueue storage failure: %v", cause)
@@ -537,7 +541,7 @@ func (s *Store) begin() error {
 	if s.inTx {
 		return nil
 	}
-	if _, err := s.w.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+	if _, err := s.w.ExecContext(context.Background(), connSQL.Get("Begin")); err != nil {
 		return fatalError{err}
 	}
 	s.inTx = true

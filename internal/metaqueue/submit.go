@@ -197,7 +197,7 @@ func (in *inserter) add(js *protocol.JobSpec) error {
 		return err
 	}
 	if js.NoReplicate {
-		if _, err := s.w.ExecContext(context.Background(), "INSERT OR IGNORE INTO job_no_replicate (job_id) VALUES (?)", id); err != nil {
+		if _, err := s.w.ExecContext(context.Background(), jobsSQL.Get("NoReplicate"), id); err != nil {
 			return fatalError{err}
 		}
 		s.repl.noCopy[id] = true

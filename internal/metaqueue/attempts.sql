@@ -1,0 +1,46 @@
+-- attempts: each earlier attempt of a job (the current one is on its jobs
+-- row), what it cost (charges) and why its output was lost (output_lost).
+
+-- name: InsertAttempt
+INSERT OR REPLACE INTO attempts (job_id, attempt, placeholder_id, started, finished, exit, reason,
+	cpu_user, cpu_sys, max_rss)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+
+-- name: KeepAttempt
+-- A rerun keeps the job's last attempt, as its row has it, in attempts.
+INSERT OR REPLACE INTO attempts (job_id, attempt, placeholder_id, started, finished, exit, reason,
+	cpu_user, cpu_sys, max_rss)
+SELECT id, coalesce(row_attempt, attempts), placeholder_id, started, finished, exit,
+	coalesce(reason, CASE state WHEN 'D' THEN 'done' WHEN 'X' THEN 'deleted by user' ELSE 'ended' END) || '; rerun by user',
+	cpu_user, cpu_sys, max_rss
+FROM jobs WHERE id = ? AND attempts > 0;
+
+-- name: History
+-- A job's earlier attempts, oldest first, with what each cost.
+SELECT a.attempt, coalesce(p.site, ''), coalesce(p.host, ''), a.started, a.finished, a.exit, a.reason,
+	coalesce(p.out_dir, ''), a.cpu_user, a.cpu_sys, a.max_rss,
+	(SELECT c.cost FROM charges c WHERE c.job_id = a.job_id AND c.attempt = a.attempt)
+FROM attempts a LEFT JOIN placeholders p ON p.id = a.placeholder_id
+WHERE a.job_id = ? ORDER BY a.attempt;
+
+-- name: SpentByTarget
+-- What the attempts of a target's jobs cost, per site.
+SELECT c.site, sum(c.cost) FROM charges c JOIN jobs j ON j.id = c.job_id
+WHERE j.target_id = ? GROUP BY c.site;
+
+-- name: SpentByTargetQueue
+-- What the attempts of a target's jobs in one queue cost, per site.
+SELECT c.site, sum(c.cost) FROM charges c JOIN jobs j ON j.id = c.job_id
+WHERE j.target_id = ? AND j.queue_id = ? GROUP BY c.site;
+
+-- name: SpentByRange
+-- What the attempts of an id range's jobs cost, per site.
+SELECT c.site, sum(c.cost) FROM charges c JOIN jobs j ON j.id = c.job_id
+WHERE j.id BETWEEN ? AND ? GROUP BY c.site;
+
+-- name: InsertOutputLost
+-- The first cause recorded stays.
+INSERT OR IGNORE INTO output_lost (job_id, attempt, error) VALUES (?, ?, ?);
+
+-- name: OutputLost
+SELECT attempt, error FROM output_lost WHERE job_id = ?;

@@ -1,0 +1,12 @@
+-- meta: facts about the database itself (the schema version migrate keeps).
+
+-- name: SchemaVersion
+SELECT value FROM meta WHERE key = 'schema';
+
+-- name: SetSchemaVersion
+INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?);
+
+-- name: HasColumn
+-- Whether table ?1 has column ?2: a migration adds a column only where an
+-- older database lacks it.
+SELECT count(*) FROM pragma_table_info(?) WHERE name = ?;

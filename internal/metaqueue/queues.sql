@@ -1,0 +1,22 @@
+-- queues: a queue's settings and its deadline and budget (queue_economics).
+
+-- name: InsertQueue
+INSERT INTO queues (name, created) VALUES (?, ?)
+RETURNING id, ceiling_s, max_attempts, retry_failed, policy;
+
+-- name: UpdateQueue
+UPDATE queues SET ceiling_s = ?, max_attempts = ?, retry_failed = ?, policy = ?, max_copies = ? WHERE id = ?;
+
+-- name: SetEconomics
+INSERT INTO queue_economics (queue_id, deadline, budget) VALUES (?, ?, ?)
+ON CONFLICT (queue_id) DO UPDATE SET deadline = excluded.deadline, budget = excluded.budget;
+
+-- name: LoadQueues
+SELECT q.id, q.name, q.ceiling_s, q.max_attempts, q.retry_failed, q.policy,
+	COALESCE(e.deadline, 0), COALESCE(e.budget, 0), q.max_copies
+FROM queues q LEFT JOIN queue_economics e ON e.queue_id = q.id;
+
+-- name: Costed
+-- Whether the queue named has a deadline or a budget.
+SELECT e.deadline > 0 OR e.budget > 0 FROM queue_economics e
+JOIN queues q ON q.id = e.queue_id WHERE q.name = ?;

@@ -1,0 +1,10 @@
+-- submits: submit idempotency tokens, kept for a while after their commit.
+
+-- name: ByToken
+SELECT first, count FROM submits WHERE token = ?;
+
+-- name: InsertSubmit
+INSERT INTO submits (token, first, count, created) VALUES (?, ?, ?, ?);
+
+-- name: Expire
+DELETE FROM submits WHERE created < ?;

@@ -547,7 +547,7 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 				return fatalError{err}
 			}
 			s.repl.gen++ // copies refused for the budget or deadline may now fit
-			s.econ.infeasibleGen++
+			s.ledger.Changed()
 		}
 		if pol != nil && pol.Name != q.pol.Name {
 			old := q.ready

@@ -81,7 +81,7 @@ func (s *Store) stopRun(id int64) {
 	if !ok {
 		return
 	}
-	s.econStop(ru)
+	s.ledger.Stop(protocol.JobRef{ID: id, Attempt: ru.attempt})
 	delete(s.running, id)
 	s.syncCopy(id)
 	s.repl.gen++

@@ -73,7 +73,7 @@ func (s *Store) RegisterAs(ctx context.Context, r protocol.Register, identity st
 		s.phRegistered(id, isNew)
 		s.phs[id] = true
 		s.data.phPlace[id] = s.data.site(s.data.placeOf(r.Site, r.Host))
-		s.knowSite(r.Site)
+		s.ledger.KnowSite(r.Site)
 		return nil
 	})
 	return protocol.RegisterReply{ID: id, LeaseS: s.opt.Lease.Seconds(), HeartbeatS: s.opt.Heartbeat.Seconds()}, err
@@ -400,9 +400,18 @@ func (s *Store) expire() error {
 	if err := s.sweepPlaceholders(now); err != nil {
 		return err
 	}
-	s.expireDying(now)
+	s.ledger.Expire(now)
 	s.checkInfeasible(now)
 	return nil
+}
+
+// siteName is placeholder ph's site.
+func (s *Store) siteName(ph int64) (string, error) {
+	at, err := s.phSite(ph)
+	if err != nil {
+		return "", err
+	}
+	return s.data.places[at].site, nil
 }
 
 // stallAfter is the longest gap between two lease checks that is still
@@ -525,7 +534,7 @@ func (s *Store) dispatch(p *parkedNext) error {
 			}
 			// Reserved now, so the next pick of this request sees it.
 			ru := &run{}
-			s.econStart(s.queueIDs[j.Queue], j, ru, p.site)
+			s.ledger.Start(protocol.JobRef{ID: id}, s.queueIDs[j.Queue].account(), j, p.site, s.guess)
 			picks = append(picks, picked{id, s.queueIDs[j.Queue], bundle, seq, ru})
 		}
 	}
@@ -567,6 +576,7 @@ func (s *Store) dispatch(p *parkedNext) error {
 		}
 		ru := pk.ru
 		ru.attempt, ru.used, ru.placeholder, ru.lease, ru.started = r.attempt, r.attempt-r.base, p.req.Placeholder, lease, now
+		s.ledger.Numbered(pk.id, r.attempt)
 		s.running[pk.id] = ru
 		a, err := s.assignment(pk.id, pk.q, r, pk.bundle, pk.seq)
 		if err != nil {
@@ -752,11 +762,7 @@ func (s *Store) PlaceholderGone(ctx context.Context, id int64) error {
 			}
 		}
 		// Its killed copies stopped with it.
-		for ref, d := range s.econ.dying {
-			if d.ru.placeholder == id {
-				s.econDied(ref)
-			}
-		}
+		s.ledger.PlaceholderGone(id)
 		delete(s.phs, id)
 		s.forgetPlaceholder(id)
 		return nil

@@ -100,7 +100,7 @@ func (s *Store) check(f feasibility, a *asking) (verdict, error) {
 			return held, nil
 		}
 	case parkedInfeasible:
-		if s.park(a.q, a.r) {
+		if s.ledger.Park(a.q.id, a.r) {
 			return held, nil
 		}
 	case fitsWalltime:
@@ -112,7 +112,7 @@ func (s *Store) check(f feasibility, a *asking) (verdict, error) {
 			return aside, nil
 		}
 	case withinBudget:
-		if !s.affordable(a.q, a.j, a.p.site) {
+		if !s.ledger.Affordable(a.q.account(), a.j, a.p.site, s.now, s.guess) {
 			return aside, nil
 		}
 	case inputsHere:

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
 )
 
 // load (re)builds the in-memory state from the database, in dependency
@@ -25,7 +26,7 @@ func (s *Store) load(ctx context.Context) error {
 	if err := s.loadQueues(ctx); err != nil {
 		return err
 	}
-	if err := s.loadEcon(ctx); err != nil {
+	if err := s.loadLedger(ctx); err != nil {
 		return err
 	}
 	if err := s.loadTargets(ctx); err != nil {
@@ -63,11 +64,10 @@ func (s *Store) resetIndex() {
 	s.queues = map[string]*queue{}
 	s.queueIDs = map[int32]*queue{}
 	s.qlist = nil
-	s.stages.order = nil
 	s.running = map[int64]*run{}
 	s.repl.reset()
 	s.arrays = arrays{}
-	s.econ.reset()
+	s.ledger.Reset(s.log)
 	s.phs = map[int64]bool{}
 	s.counts = map[int32]*[128]int{}
 	s.nextID = 0
@@ -231,12 +231,12 @@ func (s *Store) loadJobs(ctx context.Context, prereqs map[int64][]dag.TargetID, 
 	for _, id := range costedRuns {
 		n, _ := s.g.Node(id)
 		ru := s.running[id]
-		if eq := s.queueIDs[n.Queue]; eq != nil && (eq.costed() || len(s.econ.price) > 0) {
+		if eq := s.queueIDs[n.Queue]; eq != nil && (eq.costed() || s.ledger.Priced()) {
 			site, err := s.siteName(ru.placeholder)
 			if err != nil {
 				return nil, err
 			}
-			s.econStart(eq, n, ru, site)
+			s.ledger.Start(protocol.JobRef{ID: id, Attempt: ru.attempt}, eq.account(), n, site, s.guess)
 		}
 	}
 	for c, n := range ended {

@@ -201,14 +201,11 @@ func (s *Store) spending(w *watch, r *protocol.ProgressReply) error {
 			return fatalError{err}
 		}
 	default:
-		for qid, m := range s.econ.spent {
-			if w.hasQ && qid != w.queue {
-				continue
-			}
-			for site, v := range m {
+		s.ledger.EachSpent(func(qid int32, site string, v float64) {
+			if !w.hasQ || qid == w.queue {
 				by[site] += v
 			}
-		}
+		})
 	}
 	for site, v := range by {
 		if r.SpentBySite == nil {

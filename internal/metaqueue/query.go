@@ -293,9 +293,9 @@ func (s *Store) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
 		// Only a queue with a deadline or budget has marks to read, and
 		// reading them waits for the core.
 		if err := s.do(ctx, func() error {
-			d.Infeasible = s.econ.infeasible[id]
+			d.Infeasible = s.ledger.Infeasible(id)
 			if j, ok := s.g.Node(id); ok {
-				d.OverBudget = s.econ.overBudgetWhy[j.Queue]
+				d.OverBudget = s.ledger.OverBudget(j.Queue)
 			}
 			return nil
 		}); err != nil {

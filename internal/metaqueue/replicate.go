@@ -245,7 +245,7 @@ func (s *Store) dropRun(id int64, ru *run) error {
 		return err
 	}
 	s.repl.gen++
-	s.econStop(ru)
+	s.econStop(id, ru)
 	cs := s.repl.copies[id]
 	if i := slices.Index(cs, ru); i >= 0 {
 		cs = slices.Delete(cs, i, i+1)
@@ -335,7 +335,7 @@ func (s *Store) stopCopies(id int64, reason string) error {
 // maxKilledKept, it is charged up to the kill only.
 func (s *Store) killedCopy(id int64, o *run) {
 	if len(s.repl.killed) >= maxKilledKept {
-		s.econStop(o)
+		s.econStop(id, o)
 		return
 	}
 	ref := protocol.JobRef{ID: id, Attempt: o.attempt}
@@ -494,7 +494,7 @@ func (s *Store) dispatchCopy(p *parkedNext, id int64, q *queue) error {
 	s.syncCopy(id)
 	s.repl.gen++
 	if j, ok := s.g.Node(id); ok {
-		s.econStart(q, j, ru, p.site)
+		s.econStart(id, q, j, ru, p.site)
 	}
 	a, err := s.assignment(id, q, r, 0, 0)
 	if err != nil {
@@ -535,7 +535,7 @@ func (s *Store) loadCopies(ctx context.Context, now time.Time) error {
 	for id, cs := range s.repl.copies {
 		n, _ := s.g.Node(id)
 		q := s.queueIDs[n.Queue]
-		if q == nil || (!q.costed() && len(s.econ.price) == 0) {
+		if q == nil || (!q.costed() && !s.ledger.Priced()) {
 			continue
 		}
 		for _, c := range cs {
@@ -543,7 +543,7 @@ func (s *Store) loadCopies(ctx context.Context, now time.Time) error {
 			if err != nil {
 				return err
 			}
-			s.econStart(q, n, c, site)
+			s.econStart(id, q, n, c, site)
 		}
 	}
 	// Which job rows' attempts run apart (job_apart; a row for another

@@ -39,7 +39,7 @@ func (s *Store) AddSite(ctx context.Context, spec protocol.SiteSpec) error {
 			s.data.perHost[spec.Name] = spec.NodeLocal
 			s.data.gen++
 		}
-		s.setPrice(spec.Name, spec.Price)
+		s.ledger.SetPrice(spec.Name, spec.Price)
 		return nil
 	})
 }
@@ -61,7 +61,7 @@ func (s *Store) UpdateSite(ctx context.Context, spec protocol.SiteSpec) error {
 		if n, _ := res.RowsAffected(); n == 0 {
 			return protocol.Errorf(protocol.CodeNotFound, "no site %s", spec.Name)
 		}
-		s.setPrice(spec.Name, spec.Price)
+		s.ledger.SetPrice(spec.Name, spec.Price)
 		return nil
 	})
 }
@@ -81,9 +81,7 @@ func (s *Store) RemoveSite(ctx context.Context, name string) error {
 		}
 		delete(s.data.rooted, name)
 		delete(s.data.perHost, name)
-		s.setPrice(name, 0)
-		delete(s.econ.sites, name)
-		s.econ.infeasibleGen++
+		s.ledger.RemoveSite(name)
 		return nil
 	})
 }

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/internal/metaqueue/ledger"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -98,13 +99,7 @@ type Store struct {
 	queues   map[string]*queue
 	queueIDs map[int32]*queue
 	qlist    []*queue // by id, for round-robin dispatch
-	// stages caches stageOrder until a job or target is added.
-	stages struct {
-		key   [2]int64
-		at    time.Time
-		order []*queue
-		feeds map[[2]int32]bool // queue ids: the first's jobs feed the second's
-	}
+
 	rr           int // round-robin position over queues for dispatch
 	running      map[int64]*run
 	phs          map[int64]bool // placeholders known: registered, or holding jobs at load
@@ -124,11 +119,15 @@ type Store struct {
 	arrays       arrays      // limited job arrays (array.go)
 	data         dataState   // data-conscious scheduling (data.go)
 	plans        planState   // jobs' planned sites (plan.go)
-	econ         econState   // spending, reservations, planner caps (ledger.go)
 	bl           blevels     // b-levels for cp queues (blevel.go)
 	stg          staging     // transfers in flight (transfers.go): memory only, kept across reloads
 	repl         replication // copies of running jobs (replicate.go)
 	moved        protocol.MovedTotals
+
+	// ledger keeps costs, spending, budgets, deadlines and the planners'
+	// caps (internal/metaqueue/ledger; its hooks: ledger_hooks.go).
+	ledger ledger.Ledger
+
 	// commitFault, when set, fails a commit before it reaches SQLite: the
 	// tests' stand-in for a full disk (SQLITE_FULL at COMMIT). Core-owned.
 	commitFault func() error
@@ -156,6 +155,14 @@ type queue struct {
 	estN   int
 }
 
+// account is q's settings as the ledger reads them.
+func (q *queue) account() ledger.Queue {
+	return ledger.Queue{ID: q.id, Name: q.Name, Budget: q.Budget, Deadline: q.Deadline, Ceiling: q.Ceiling}
+}
+
+// costed says whether a queue's attempts are charged wherever they run.
+func (q *queue) costed() bool { return q.Budget > 0 || q.Deadline > 0 }
+
 func (q *queue) noteEst(est float64) {
 	if est > 0 {
 		q.estSum += est
@@ -169,18 +176,9 @@ type run struct {
 	placeholder int64
 	lease       time.Time
 	started     time.Time
-	// Economics (ledger.go): the site and queue it is costed at, and what
-	// it reserves of the queue's budget while it runs.
-	site    string
-	queue   int32
-	reserve float64
-	costed  bool
 	// apart: the attempt runs in a scratch directory of its own and has
 	// not won a race, so copies may run beside it (replicate.go).
 	apart bool
-	// counted: it is in econ.execAt (its queue is costed or capped), so
-	// it leaves it when it stops.
-	counted bool
 }
 
 // Open opens (creating if needed) the metaqueue at opt.Path, loads its
@@ -549,6 +547,12 @@ func (s *Store) begin() error {
 }
 
 func (s *Store) now() time.Time { return s.opt.Now() }
+
+// guess is the core's runtime estimate of job j, beyond what the ledger
+// measured per site: declared, or learned for its target (ledger.Estimator).
+func (s *Store) guess(j dag.Node) float64 {
+	return s.data.expect.Estimate(s.g.Name(j.Target), float64(j.Est))
+}
 
 func micros(t time.Time) int64 { return t.UnixMicro() }
 

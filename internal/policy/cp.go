@@ -42,7 +42,7 @@ func BLevels(est []float64, prereqs [][]int32) (b []float64, ok bool) {
 // nothing) and its level is w[i] plus the largest level among the nodes
 // that list i in their prereqs. Given the graph reversed (prereqs[i]
 // naming the nodes that need i), a node's level is the longest chain of
-// weights ending with it: the metaqueue's earliest ends (metaqueue/infeasible.go).
+// weights ending with it: the metaqueue's earliest ends (metaqueue/ledger/infeasible.go).
 func Levels(w []float64, prereqs [][]int32) (b []float64, ok bool) {
 	n := len(prereqs)
 	users := make([]int32, n) // dependents not yet ranked

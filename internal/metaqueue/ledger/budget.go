@@ -1,4 +1,4 @@
-package metaqueue
+package ledger
 
 import (
 	"time"
@@ -11,8 +11,8 @@ import (
 
 // expectAt is how long job j of queue q is expected to run at site
 // (estimateAt), else the queue's ceiling; 0: unknown.
-func (s *Store) expectAt(q *queue, j dag.Node, site string) float64 {
-	if e := s.estimateAt(q, j, site); e > 0 {
+func (l *Ledger) expectAt(q Queue, j dag.Node, site string, est Estimator) float64 {
+	if e := l.estimateAt(q, j, site, est); e > 0 {
 		return e
 	}
 	return q.Ceiling
@@ -20,22 +20,22 @@ func (s *Store) expectAt(q *queue, j dag.Node, site string) float64 {
 
 // estimateAt is how long job j of queue q is expected to run at site: the
 // queue's mean there, else the job's declared or learned (per target)
-// runtime, else the queue's mean anywhere; 0: unknown. Not the ceiling,
-// which bounds a runtime but does not estimate it.
-func (s *Store) estimateAt(q *queue, j dag.Node, site string) float64 {
-	if r := s.econ.ran[q.id][site]; r != nil && r.n > 0 {
-		return r.secs / float64(r.n)
+// runtime (est), else the queue's mean anywhere; 0: unknown. Not the
+// ceiling, which bounds a runtime but does not estimate it.
+func (l *Ledger) estimateAt(q Queue, j dag.Node, site string, est Estimator) float64 {
+	if r := l.ran[q.ID][site]; r != nil && r.n > 0 {
+		return r.mean()
 	}
-	if e := s.data.expect.Estimate(s.g.Name(j.Target), float64(j.Est)); e > 0 {
+	if e := est(j); e > 0 {
 		return e
 	}
 	var all runtimes
-	for _, r := range s.econ.ran[q.id] {
+	for _, r := range l.ran[q.ID] {
 		all.secs += r.secs
 		all.n += r.n
 	}
 	if all.n > 0 {
-		return all.secs / float64(all.n)
+		return all.mean()
 	}
 	return 0
 }
@@ -43,60 +43,53 @@ func (s *Store) estimateAt(q *queue, j dag.Node, site string) float64 {
 // reserveFor is what an attempt of j at site reserves of q's budget: the
 // site's price times the queue's ceiling (a job is killed past it), else
 // times its expected runtime; unknown (0) when neither is known.
-func (s *Store) reserveFor(q *queue, j dag.Node, site string) float64 {
-	price := s.econ.price[site]
+func (l *Ledger) reserveFor(q Queue, j dag.Node, site string, est Estimator) float64 {
+	price := l.price[site]
 	bound := q.Ceiling
 	if bound <= 0 {
-		bound = s.expectAt(q, j, site)
+		bound = l.expectAt(q, j, site, est)
 	}
 	return price * bound / 3600
 }
 
-// affordable says whether a placeholder at site may start an attempt of
-// job j of q now (a first run, a retry or a copy alike): it can end by
+// Affordable says whether a placeholder at site may start an attempt of
+// job j of q now (the core's clock says when: a first run, a retry or a
+// copy alike): it can end by
 // the queue's deadline there (inTime), the planner's cap for the site is
 // not reached, and the budget left (less what running attempts reserve)
 // covers what it would reserve. A job whose cost cannot be foreseen (no
 // runtime known anywhere) starts at a priced site only while no other of
 // its queue runs at one, so its runtime is measured before more are
 // risked.
-func (s *Store) affordable(q *queue, j dag.Node, site string) bool {
-	if !q.costed() {
-		return len(s.econ.caps) == 0 || !s.atCap(q, site)
+func (l *Ledger) Affordable(q Queue, j dag.Node, site string, now func() time.Time, est Estimator) bool {
+	if !q.Costed() {
+		return len(l.caps) == 0 || !l.atCap(q.ID, site)
 	}
-	if q.Deadline > 0 && !s.inTime(q, j, site) {
+	if q.Deadline > 0 && !l.inTime(q, j, site, now(), est) {
 		return false
 	}
-	if s.atCap(q, site) {
+	if l.atCap(q.ID, site) {
 		return false
 	}
-	if q.Budget <= 0 || s.econ.price[site] == 0 {
+	if q.Budget <= 0 || l.price[site] == 0 {
 		return true
 	}
-	need := s.reserveFor(q, j, site)
+	need := l.reserveFor(q, j, site, est)
 	if need == 0 {
-		return s.econ.priced[q.id] == 0 && s.econ.spentBy(q.id) < q.Budget
+		return l.priced[q.ID] == 0 && l.spentBy(q.ID) < q.Budget
 	}
-	return s.econ.spentBy(q.id)+s.econ.reserved[q.id]+need <= q.Budget*(1+1e-9)
+	return l.spentBy(q.ID)+l.reserved[q.ID]+need <= q.Budget*(1+1e-9)
 }
 
-// atCap says whether site runs as many of q's jobs as the provisioning
-// plan lets it (deadline-and-budget or LP stage caps).
-func (s *Store) atCap(q *queue, site string) bool {
-	caps, ok := s.econ.caps[q.id]
+// atCap says whether site runs as many of queue q's jobs as the
+// provisioning plan lets it (deadline-and-budget or LP stage caps).
+func (l *Ledger) atCap(q int32, site string) bool {
+	caps, ok := l.caps[q]
 	if !ok {
 		return false
 	}
 	c, ok := caps[site]
-	return ok && s.econ.execAt[q.id][site] >= c
-}
-
-// deadlineOf is q's deadline as a time (zero: none).
-func (q *queue) deadlineOf() time.Time {
-	if q.Deadline <= 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, int64(q.Deadline*1e9))
+	return ok && l.execAt[q][site] >= c
 }
 
 // inTime is the deadline rule at dispatch (seed 002's DBC schedulers
@@ -105,12 +98,12 @@ func (q *queue) deadlineOf() time.Time {
 // there (estimateAt) is no later than q's deadline. With no estimate at
 // all, it starts while the deadline is ahead: its runtime is learned
 // from it.
-func (s *Store) inTime(q *queue, j dag.Node, site string) bool {
-	left := q.deadlineOf().Sub(s.now()).Seconds()
+func (l *Ledger) inTime(q Queue, j dag.Node, site string, now time.Time, est Estimator) bool {
+	left := q.deadline().Sub(now).Seconds()
 	if left <= 0 {
 		return false
 	}
-	return s.estimateAt(q, j, site) <= left
+	return l.estimateAt(q, j, site, est) <= left
 }
 
 // lastJobSlack is what dispatch asks of the budget beyond a job's
@@ -118,22 +111,14 @@ func (s *Store) inTime(q *queue, j dag.Node, site string) bool {
 // start needs price x ceiling left, not price x its runtime. The planner
 // prices jobs at their expected cost, so it is given the budget less this
 // (at the priced site where it is least), or it would plan jobs dispatch
-// will not start.
-func (s *Store) lastJobSlack(q *queue) float64 {
-	if q.Ceiling <= 0 {
-		return 0
-	}
-	r, ok := q.ready.Peek()
-	if !ok {
+// will not start. head is the queue's next ready job (nil: none).
+func (l *Ledger) lastJobSlack(q Queue, head *dag.Node, est Estimator) float64 {
+	if q.Ceiling <= 0 || head == nil {
 		return 0 // nothing to plan
 	}
-	j, ok := s.g.Node(r.ID)
-	if !ok {
-		return 0
-	}
 	slack := -1.0
-	for site, price := range s.econ.price {
-		v := price * max(q.Ceiling-s.expectAt(q, j, site), 0) / 3600
+	for site, price := range l.price {
+		v := price * max(q.Ceiling-l.expectAt(q, *head, site, est), 0) / 3600
 		if slack < 0 || v < slack {
 			slack = v
 		}

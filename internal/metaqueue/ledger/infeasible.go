@@ -1,4 +1,4 @@
-package metaqueue
+package ledger
 
 import (
 	"cmp"
@@ -22,6 +22,61 @@ import (
 // this pace.
 const infeasibleEvery = time.Second
 
+// checkState is what the check found, and when.
+type checkState struct {
+	// infeasible are the ready jobs no site can end by their queue's
+	// deadline, with why; infeasibleN counts them per queue. at and
+	// checkedGen are when they were last checked and gen what the check
+	// depends on beyond the clock; took is the last check's own time.
+	infeasible  map[int64]string
+	infeasibleN map[int32]int
+	// parked are ready jobs taken off their queue's heap while infeasible
+	// (Park): left there, more than a window of them at its head hid the
+	// jobs behind that could end in time. A check that finds one feasible
+	// again gives it back.
+	parked map[int64]Parked
+	// overBudget counts per queue the jobs not started that its budget
+	// left cannot pay for, with why.
+	overBudget      map[int32]int
+	overBudgetWhy   map[int32]string
+	at              time.Time
+	took            time.Duration
+	checkedGen, gen uint64
+}
+
+func newCheckState() checkState {
+	return checkState{infeasible: map[int64]string{}, infeasibleN: map[int32]int{}, parked: map[int64]Parked{},
+		overBudget: map[int32]int{}, overBudgetWhy: map[int32]string{}, gen: 1}
+}
+
+// Parked is a ready job off its queue's heap, and the queue it goes back
+// to.
+type Parked struct {
+	Queue int32
+	Ready policy.Ready
+}
+
+// Park takes ready job r of queue q off the heap while it is infeasible:
+// it reports whether it did.
+func (l *Ledger) Park(q int32, r policy.Ready) bool {
+	if len(l.check.infeasible) == 0 {
+		return false
+	}
+	if _, no := l.check.infeasible[r.ID]; !no {
+		return false
+	}
+	l.check.parked[r.ID] = Parked{q, r}
+	return true
+}
+
+// Infeasible says why job id cannot end by its queue's deadline ("": it
+// may), as the last check found.
+func (l *Ledger) Infeasible(id int64) string { return l.check.infeasible[id] }
+
+// OverBudget says why queue q's budget left cannot pay for all its jobs
+// not started ("": it can), as the last check found.
+func (l *Ledger) OverBudget(q int32) string { return l.check.overBudgetWhy[q] }
+
 // econKey groups jobs the checks treat alike: one queue and declared
 // runtime, and, for jobs that declared none, one target (whose learned
 // runtime is theirs; estimateAt).
@@ -31,23 +86,52 @@ type econKey struct {
 	est    float32
 }
 
-func keyOf(q *queue, j dag.Node) econKey {
+func keyOf(q int32, j dag.Node) econKey {
 	if j.Est > 0 {
-		return econKey{q.id, 0, j.Est}
+		return econKey{q, 0, j.Est}
 	}
-	return econKey{q.id, j.Target, 0}
+	return econKey{q, j.Target, 0}
 }
 
-// checkInfeasible reports early the jobs that cannot finish within their
-// queue's deadline and budget (seed 002), without failing them:
+// QueueCounts is a queue's settings and how many of its jobs are in the
+// states the check reads.
+type QueueCounts struct {
+	Queue
+	Counts
+}
+
+// View is what the check reads of the core, read-only.
+type View struct {
+	Graph  *dag.Graph
+	Queues []QueueCounts // every queue
+	// Started is when running job id's earliest running attempt (itself
+	// or a copy) started; zero: none.
+	Started  func(id int64) time.Time
+	Estimate Estimator
+}
+
+// Due says whether the check should run now: its inputs changed, or
+// infeasibleEvery passed (or more, so it stays under 5% of the core's
+// time however many jobs wait: about 25 ms for 100,000 ready jobs).
+func (l *Ledger) Due(now time.Time) bool {
+	c := &l.check
+	return c.checkedGen != c.gen || now.Sub(c.at) >= max(infeasibleEvery, 20*c.took)
+}
+
+// Took is how long the last check took the core (its pace: Due).
+func (l *Ledger) Took(d time.Duration) { l.check.took = d }
+
+// Check reports early the jobs that cannot finish within their queue's
+// deadline and budget (seed 002), without failing them, and returns the
+// parked jobs found feasible again, for their queues' heaps:
 //
 //   - The deadline: jobs no known site can end by it (whyInfeasible),
 //     ready ones and those still waiting on prerequisites, whose earliest
 //     start is when their unfinished prerequisites can have ended at the
 //     earliest (earliestEnds). They wait, so a later deadline (cls queue
 //     set) lets them run; mqstat -j says why, --summary and cls queue
-//     list count them, and the CLS logs one line per queue and check for
-//     the jobs newly found.
+//     list count them, and it logs one line per queue and check for the
+//     jobs newly found.
 //   - The budget: how many of a queue's jobs not started its budget left
 //     (less what running attempts reserve) cannot pay for even at their
 //     cheapest site's expected cost (overBudget).
@@ -55,36 +139,29 @@ func keyOf(q *queue, j dag.Node) econKey {
 // It walks the live jobs once (twice when a deadline queue has waiting
 // jobs); jobs of one queue, target and declared runtime are alike to it,
 // so beyond a map lookup its work is per such group, not per job.
-func (s *Store) checkInfeasible(now time.Time) {
-	e := &s.econ
-	if e.checkedGen == e.infeasibleGen && now.Sub(e.checkedAt) < max(infeasibleEvery, 20*e.checkTook) {
-		return
-	}
-	e.checkedAt, e.checkedGen = now, e.infeasibleGen
-	// Its pace keeps it under 5% of the core's time however many jobs
-	// wait (about 25 ms for 100,000 ready jobs).
-	t0 := time.Now()
-	defer func() { e.checkTook = time.Since(t0) }()
+func (l *Ledger) Check(v View, now time.Time) []Parked {
+	c := &l.check
+	c.at, c.checkedGen = now, c.gen
 	next := map[int64]string{}
-	clear(e.infeasibleN)
-	before := e.overBudget
-	e.overBudget, e.overBudgetWhy = map[int32]int{}, map[int32]string{}
+	clear(c.infeasibleN)
+	before := c.overBudget
+	c.overBudget, c.overBudgetWhy = map[int32]int{}, map[int32]string{}
+	queues := make(map[int32]Queue, len(v.Queues))
 	checked, waiting := false, false
-	for _, q := range s.qlist {
-		c := s.countsFor(q.id)
-		if q.costed() && c[job.Queued]+c[job.Waiting] > 0 {
+	for _, q := range v.Queues {
+		queues[q.ID] = q.Queue
+		if q.Costed() && q.Queued+q.Waiting > 0 {
 			checked = true
-			waiting = waiting || (q.Deadline > 0 && c[job.Waiting] > 0)
+			waiting = waiting || (q.Deadline > 0 && q.Waiting > 0)
 		}
 	}
 	if !checked {
-		e.infeasible = next
-		s.unpark()
-		return
+		c.infeasible = next
+		return l.unpark()
 	}
 	var ends []float64
 	if waiting {
-		ends = s.earliestEnds(now)
+		ends = l.earliestEnds(v, queues, now)
 	}
 	type whyKey struct {
 		econKey
@@ -92,21 +169,21 @@ func (s *Store) checkInfeasible(now time.Time) {
 	}
 	whys := map[whyKey]string{}
 	unstarted := map[int32]map[econKey]int{} // budgeted queues' jobs not started
-	fresh := map[*queue][]int64{}
-	s.g.Each(func(id int64, j dag.Node) {
+	fresh := map[int32][]int64{}
+	v.Graph.Each(func(id int64, j dag.Node) {
 		if j.State != job.Queued && j.State != job.Waiting {
 			return
 		}
-		q := s.queueIDs[j.Queue]
-		if q == nil || !q.costed() {
+		q, ok := queues[j.Queue]
+		if !ok || !q.Costed() {
 			return
 		}
-		k := keyOf(q, j)
+		k := keyOf(q.ID, j)
 		if q.Budget > 0 {
-			m := unstarted[q.id]
+			m := unstarted[q.ID]
 			if m == nil {
 				m = map[econKey]int{}
-				unstarted[q.id] = m
+				unstarted[q.ID] = m
 			}
 			m[k]++
 		}
@@ -127,67 +204,50 @@ func (s *Store) checkInfeasible(now time.Time) {
 		wk := whyKey{k, wait}
 		w, ok := whys[wk]
 		if !ok {
-			w = s.whyInfeasible(q, j, wait, q.deadlineOf().Sub(now).Seconds())
+			w = l.whyInfeasible(q, j, wait, q.deadline().Sub(now).Seconds(), v.Estimate)
 			whys[wk] = w
 		}
 		if w == "" {
 			return
 		}
 		next[id] = w
-		e.infeasibleN[q.id]++
-		if _, was := e.infeasible[id]; !was {
-			fresh[q] = append(fresh[q], id)
+		c.infeasibleN[q.ID]++
+		if _, was := c.infeasible[id]; !was {
+			fresh[q.ID] = append(fresh[q.ID], id)
 		}
 	})
-	for q, ids := range fresh {
-		s.log.Warn("jobs cannot end by their queue's deadline at any site; they wait (a later deadline, cls queue set, lets them run)",
-			"queue", q.Name, "jobs", len(ids), "first", ids[:min(len(ids), 5)], "why", next[ids[0]])
+	for qid, ids := range fresh {
+		l.log.Warn("jobs cannot end by their queue's deadline at any site; they wait (a later deadline, cls queue set, lets them run)",
+			"queue", queues[qid].Name, "jobs", len(ids), "first", ids[:min(len(ids), 5)], "why", next[ids[0]])
 	}
-	e.infeasible = next
-	s.unpark()
+	c.infeasible = next
+	back := l.unpark()
 	for qid, groups := range unstarted {
-		q := s.queueIDs[qid]
-		if n, why := s.overBudget(q, groups); n > 0 {
-			e.overBudget[qid], e.overBudgetWhy[qid] = n, why
+		q := queues[qid]
+		if n, why := l.overBudget(q, groups, v.Estimate); n > 0 {
+			c.overBudget[qid], c.overBudgetWhy[qid] = n, why
 			if before[qid] == 0 {
-				s.log.Warn("the budget left cannot pay for every job not started; dispatch starts none it cannot pay for",
+				l.log.Warn("the budget left cannot pay for every job not started; dispatch starts none it cannot pay for",
 					"queue", q.Name, "jobs", n, "why", why)
 			}
 		}
 	}
+	return back
 }
 
-// parkedReady is a ready job off its queue's heap, and where it goes back.
-type parkedReady struct {
-	q *queue
-	r policy.Ready
-}
-
-// park takes ready job r of q off the heap while it is infeasible: it
-// reports whether it did.
-func (s *Store) park(q *queue, r policy.Ready) bool {
-	if len(s.econ.infeasible) == 0 {
-		return false
-	}
-	if _, no := s.econ.infeasible[r.ID]; !no {
-		return false
-	}
-	s.econ.parked[r.ID] = parkedReady{q, r}
-	return true
-}
-
-// unpark puts back on their heaps the parked jobs the last check did not
-// find infeasible (a later deadline, a faster site), if still queued.
-func (s *Store) unpark() {
-	for id, p := range s.econ.parked {
-		if _, still := s.econ.infeasible[id]; still {
+// unpark returns the parked jobs the last check did not find infeasible
+// (a later deadline, a faster site): the core puts those still queued
+// back on their heaps.
+func (l *Ledger) unpark() []Parked {
+	var back []Parked
+	for id, p := range l.check.parked {
+		if _, still := l.check.infeasible[id]; still {
 			continue
 		}
-		delete(s.econ.parked, id)
-		if j, ok := s.g.Node(id); ok && j.State == job.Queued {
-			p.q.ready.Push(p.r)
-		}
+		delete(l.check.parked, id)
+		back = append(back, p)
 	}
+	return back
 }
 
 // earliestEnds is, per target, how soon (seconds from now) its
@@ -200,12 +260,13 @@ func (s *Store) unpark() {
 // over the live jobs and their targets with the edges reversed: a job
 // leads to its target, a target to the jobs that need it. O(live jobs +
 // their prerequisite lists); nil if the graph has a cycle.
-func (s *Store) earliestEnds(now time.Time) []float64 {
-	nt := int(s.g.NextTargetID())
-	tnode := make([]int32, nt)             // target -> its node + 1; 0: none yet
-	w := make([]float64, 0, s.g.Live()+nt) // a node per job and target
-	next := make([][]int32, 0, s.g.Live()+nt)
-	own := make([]int32, 0, s.g.Live()) // each job's one next, its target
+func (l *Ledger) earliestEnds(v View, queues map[int32]Queue, now time.Time) []float64 {
+	g := v.Graph
+	nt := int(g.NextTargetID())
+	tnode := make([]int32, nt)           // target -> its node + 1; 0: none yet
+	w := make([]float64, 0, g.Live()+nt) // a node per job and target
+	next := make([][]int32, 0, g.Live()+nt)
+	own := make([]int32, 0, g.Live()) // each job's one next, its target
 	node := func(t dag.TargetID) int32 {
 		if tnode[t] == 0 {
 			w, next = append(w, 0), append(next, nil)
@@ -214,22 +275,22 @@ func (s *Store) earliestEnds(now time.Time) []float64 {
 		return tnode[t] - 1
 	}
 	best := map[econKey]float64{}
-	s.g.Each(func(id int64, j dag.Node) {
+	g.Each(func(id int64, j dag.Node) {
 		if j.State != job.Waiting && j.State != job.Queued && j.State != job.Executing {
 			return // Blocked: it and its dependents wait on a rerun
 		}
-		q := s.queueIDs[j.Queue]
-		if q == nil || int(j.Target) >= nt {
+		q, ok := queues[j.Queue]
+		if !ok || int(j.Target) >= nt {
 			return
 		}
-		k := keyOf(q, j)
+		k := keyOf(q.ID, j)
 		b, ok := best[k]
 		if !ok {
-			b, _ = s.bestEstimate(q, j)
+			b, _ = l.bestEstimate(q, j, v.Estimate)
 			best[k] = b
 		}
 		if j.State == job.Executing {
-			b = max(b-s.ranFor(id, now), 0)
+			b = max(b-ranFor(v.Started(id), now), 0)
 		}
 		t := node(j.Target)
 		x := int32(len(w))
@@ -239,7 +300,7 @@ func (s *Store) earliestEnds(now time.Time) []float64 {
 			return
 		}
 		for _, p := range j.Prereqs {
-			if int(p) < nt && !s.g.Complete(p) {
+			if int(p) < nt && !g.Complete(p) {
 				tp := node(p)
 				next[tp] = append(next[tp], x)
 			}
@@ -258,42 +319,33 @@ func (s *Store) earliestEnds(now time.Time) []float64 {
 	return ends
 }
 
-// ranFor is how long running job id has run: since its earliest running
-// attempt (itself or a copy) started.
-func (s *Store) ranFor(id int64, now time.Time) float64 {
-	var first time.Time
-	if ru := s.running[id]; ru != nil {
-		first = ru.started
-	}
-	for _, c := range s.repl.copies[id] {
-		if first.IsZero() || c.started.Before(first) {
-			first = c.started
-		}
-	}
+// ranFor is how long a job whose earliest running attempt started at
+// first has run (zero: none).
+func ranFor(first, now time.Time) float64 {
 	if first.IsZero() {
 		return 0
 	}
 	return max(now.Sub(first).Seconds(), 0)
 }
 
-// econSites are the sites a job could run at (the checks' candidates):
+// candidates are the sites a job could run at (the checks' candidates):
 // the stored ones and those placeholders registered from, or, with none
 // known, the nameless one.
-func (s *Store) econSites() map[string]bool {
-	if len(s.econ.sites) == 0 {
+func (l *Ledger) candidates() map[string]bool {
+	if len(l.sites) == 0 {
 		return map[string]bool{"": true}
 	}
-	return s.econ.sites
+	return l.sites
 }
 
 // bestEstimate is job j's shortest estimated runtime at any known site,
 // and that site (the first by name among equals); 0: unknown.
-func (s *Store) bestEstimate(q *queue, j dag.Node) (float64, string) {
+func (l *Ledger) bestEstimate(q Queue, j dag.Node, est Estimator) (float64, string) {
 	best, at := math.Inf(1), ""
-	for site := range s.econSites() {
-		est := s.estimateAt(q, j, site)
-		if est < best || (est == best && site < at) {
-			best, at = est, site
+	for site := range l.candidates() {
+		e := l.estimateAt(q, j, site, est)
+		if e < best || (e == best && site < at) {
+			best, at = e, site
 		}
 	}
 	if math.IsInf(best, 1) {
@@ -306,14 +358,14 @@ func (s *Store) bestEstimate(q *queue, j dag.Node) (float64, string) {
 // now at the earliest (0: ready), with left seconds to q's deadline,
 // cannot end by it at any known site ("" when some site can, or when
 // neither its prerequisites nor its own runtime rule it out: it may).
-func (s *Store) whyInfeasible(q *queue, j dag.Node, wait, left float64) string {
+func (l *Ledger) whyInfeasible(q Queue, j dag.Node, wait, left float64, est Estimator) string {
 	if left <= 0 {
 		return "its queue's deadline has passed"
 	}
 	if wait >= left {
 		return fmt.Sprintf("its prerequisites end in %.4gs at the earliest, %.4gs left to its queue's deadline", wait, left)
 	}
-	best, at := s.bestEstimate(q, j)
+	best, at := l.bestEstimate(q, j, est)
 	if wait+best <= left {
 		return ""
 	}
@@ -332,8 +384,8 @@ func (s *Store) whyInfeasible(q *queue, j dag.Node, wait, left float64) string {
 // pay for even at each job's cheapest known site's expected cost (price x
 // estimateAt), the cheapest jobs paid first, and why. A free site, or a
 // job of unknown runtime, costs nothing: no job is counted then.
-func (s *Store) overBudget(q *queue, groups map[econKey]int) (int, string) {
-	left := max(q.Budget-s.econ.spentBy(q.id)-s.econ.reserved[q.id], 0)
+func (l *Ledger) overBudget(q Queue, groups map[econKey]int, est Estimator) (int, string) {
+	left := max(q.Budget-l.spentBy(q.ID)-l.reserved[q.ID], 0)
 	type kind struct {
 		cost float64
 		n    int
@@ -343,8 +395,8 @@ func (s *Store) overBudget(q *queue, groups map[econKey]int) (int, string) {
 	for k, n := range groups {
 		j := dag.Node{Target: k.target, Est: k.est, Queue: k.queue}
 		cost := math.Inf(1)
-		for site := range s.econSites() {
-			cost = min(cost, s.econ.price[site]*s.estimateAt(q, j, site)/3600)
+		for site := range l.candidates() {
+			cost = min(cost, l.price[site]*l.estimateAt(q, j, site, est)/3600)
 		}
 		kinds = append(kinds, kind{cost, n})
 		total += n

@@ -316,8 +316,8 @@ func (s *Store) applyChanges(ch []dag.Change, self int64, in *inserter) error {
 			}
 		}
 		if c.To == job.Queued {
-			if len(s.plans.job) > 0 {
-				s.planReady(c.ID)
+			if s.plans.Active() {
+				s.plans.Ready(c.ID, s.now())
 			}
 			if q := s.queueIDs[c.Queue]; q != nil && !s.deferRank(q, c.ID, in) {
 				q.ready.Push(s.readyEntry(q, c.ID, c.Est, c.Target))

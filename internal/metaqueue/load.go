@@ -54,7 +54,7 @@ func (s *Store) load(ctx context.Context) error {
 	}
 	s.rebuildCopies()
 	s.fillReady(queued, now)
-	return s.loadPlans(ctx)
+	return s.plans.Load(ctx, s.w, s.g, s.now())
 }
 
 // resetIndex empties the in-memory index before a load.

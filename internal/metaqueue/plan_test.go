@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/metaqueue/plans"
 	"github.com/mq-hpc/mq/internal/plan"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/job"
@@ -19,7 +20,7 @@ import (
 
 // TestPlanFollowed: a placeholder at a job's planned site gets it first;
 // one elsewhere leaves it while the planned site asks for work, and takes
-// it (a deviation) once it has waited planPatience. Plans survive a
+// it (a deviation) once it has waited plans.Patience. Plans survive a
 // restart and show in the job's detail.
 func TestPlanFollowed(t *testing.T) {
 	t.Parallel()
@@ -48,7 +49,7 @@ func TestPlanFollowed(t *testing.T) {
 	}
 	e.report(b, ok(gotB[0]))
 	e.report(a, ok(gotA[0]), ok(gotA[1]))
-	e.clock.Advance(planPatience + time.Second)
+	e.clock.Advance(plans.Patience + time.Second)
 	if got := ids(e.next(a, 4)); !slices.Equal(got, []int64{id[1]}) {
 		t.Fatalf("after b's patience ran out, a got %v, want %d", got, id[1])
 	}
@@ -308,9 +309,9 @@ func TestPlanShowBounded(t *testing.T) {
 }
 
 // TestPlanPatienceCountsPlannedWait: a job the plan queues at its site
-// behind another for longer than planPatience stays for that site while
-// the site is alive and the job is within planPatience of its predicted
-// wait; past that, another site takes it. (With planPatience alone the
+// behind another for longer than plans.Patience stays for that site while
+// the site is alive and the job is within plans.Patience of its predicted
+// wait; past that, another site takes it. (With plans.Patience alone the
 // job went to the other site as soon as it had been ready for 30 s.)
 func TestPlanPatienceCountsPlannedWait(t *testing.T) {
 	t.Parallel()
@@ -338,15 +339,15 @@ func TestPlanPatienceCountsPlannedWait(t *testing.T) {
 			e.heartbeat(b, []protocol.JobRef{refOf(gotB[0])})
 		}
 	}
-	for _, after := range []time.Duration{0, planPatience + 10*time.Second, 80 * time.Second} { // 0, 40 and 120 s after ready
+	for _, after := range []time.Duration{0, plans.Patience + 10*time.Second, 80 * time.Second} { // 0, 40 and 120 s after ready
 		wait(after)
 		if got := ids(e.next(a, 1)); len(got) != 0 {
 			t.Fatalf("%s on, a got %v; b is alive and the plan has x wait 100 s for it", after, got)
 		}
 	}
-	wait(planPatience)
+	wait(plans.Patience)
 	if got := ids(e.next(a, 1)); !slices.Equal(got, []int64{id[1]}) {
-		t.Fatalf("past the predicted wait and planPatience, a got %v, want %d", got, id[1])
+		t.Fatalf("past the predicted wait and plans.Patience, a got %v, want %d", got, id[1])
 	}
 }
 

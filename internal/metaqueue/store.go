@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/internal/metaqueue/plans"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -123,7 +124,7 @@ type Store struct {
 	bundles      bundles     // live bundles (bundle.go)
 	arrays       arrays      // limited job arrays (array.go)
 	data         dataState   // data-conscious scheduling (data.go)
-	plans        planState   // jobs' planned sites (plan.go)
+	plans        plans.Plans // jobs' planned sites (plans/, plans_hooks.go)
 	econ         econState   // spending, reservations, planner caps (ledger.go)
 	bl           blevels     // b-levels for cp queues (blevel.go)
 	stg          staging     // transfers in flight (transfers.go): memory only, kept across reloads

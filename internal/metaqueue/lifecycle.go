@@ -68,8 +68,8 @@ func claimSQL(n int) string {
 func (s *Store) submitted(id int64, n dag.Node, q *queue, est float64, in *inserter) error {
 	ch := s.g.AddJob(id, n)
 	q.noteEst(est)
-	if s.bl.on {
-		s.noteJob(n.Target, n.Est)
+	if s.bl.On() {
+		s.bl.Note(n.Target, n.Est)
 	}
 	return s.applyChanges(ch, -1, in)
 }

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/internal/metaqueue/blevel"
 	"github.com/mq-hpc/mq/internal/metaqueue/plans"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/protocol"
@@ -126,10 +127,11 @@ type Store struct {
 	data         dataState   // data-conscious scheduling (data.go)
 	plans        plans.Plans // jobs' planned sites (plans/, plans_hooks.go)
 	econ         econState   // spending, reservations, planner caps (ledger.go)
-	bl           blevels     // b-levels for cp queues (blevel.go)
 	stg          staging     // transfers in flight (transfers.go): memory only, kept across reloads
 	repl         replication // copies of running jobs (replicate.go)
 	moved        protocol.MovedTotals
+	// bl is the b-levels for cp queues (blevel/, blevel_hooks.go).
+	bl blevel.Levels
 	// commitFault, when set, fails a commit before it reaches SQLite: the
 	// tests' stand-in for a full disk (SQLITE_FULL at COMMIT). Core-owned.
 	commitFault func() error

@@ -3,6 +3,7 @@ package metaqueue
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -375,5 +376,46 @@ func TestPlanShowUntimed(t *testing.T) {
 	r, err := e.s.PlanShow(ctx, 0)
 	if err != nil || r.Untimed != 2 || len(r.Plans) != 0 || len(r.Sites) != 1 || r.Sites[0].Jobs != 2 {
 		t.Fatalf("PlanShow = %+v, %v; want 2 untimed jobs counted at site a, no plan", r, err)
+	}
+}
+
+// TestPlanRefusedWritesNothing: a plan that orders a job it places
+// nowhere, or has no planner's name, is a bad request that leaves no plan,
+// no planned job and no planned file behind, in the database or in what
+// dispatch follows.
+func TestPlanRefusedWritesNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	id := e.submit(spec("r", "true"), spec("r", "true"))
+	for _, tc := range []struct {
+		name    string
+		planner string
+		pl      policy.Plan
+	}{
+		{"placed nowhere", "heft", policy.Plan{Site: map[int64]string{id[0]: "b"}, Order: []int64{id[0], id[1]}, FileSite: map[string]string{"/f": "b"}}},
+		{"no planner", "", policy.Plan{Site: map[int64]string{id[0]: "b"}, Order: []int64{id[0]}}},
+	} {
+		_, err := e.s.RecordPlan(ctx, PlanRecord{Target: "r", Planner: tc.planner}, tc.pl)
+		var pe *protocol.Error
+		if !errors.As(err, &pe) || pe.Code != protocol.CodeBadRequest {
+			t.Fatalf("%s: RecordPlan = %v, want a bad request", tc.name, err)
+		}
+		r, err := e.s.PlanShow(ctx, 0)
+		if err != nil || len(r.Plans) != 0 || len(r.Sites) != 0 || r.Untimed != 0 {
+			t.Fatalf("%s: PlanShow = %+v, %v; want no plan", tc.name, r, err)
+		}
+		var files int
+		if err := e.s.rdb.QueryRowContext(ctx, "SELECT count(*) FROM plan_files").Scan(&files); err != nil || files != 0 {
+			t.Fatalf("%s: %d planned files, %v", tc.name, files, err)
+		}
+	}
+	// Nothing holds job 0 for site b, alive as it is: a takes both,
+	// oldest first.
+	b := e.register("b")
+	e.heartbeat(b, nil)
+	a := e.register("a")
+	if got := ids(e.next(a, 2)); !slices.Equal(got, []int64{id[0], id[1]}) {
+		t.Fatalf("a got %v, want both jobs", got)
 	}
 }

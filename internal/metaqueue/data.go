@@ -401,15 +401,14 @@ func (s *Store) loadFiles(ctx context.Context, id int64) error {
 // queue orders a job that declared no estimate by the mean runtime of its
 // target's jobs finished so far in this run (policy.Expect), known when it
 // became ready; unknown still goes last. A cp queue ranks it by its
-// b-level (blevel.go).
+// b-level (blevel.Levels.Rank).
 func (s *Store) readyEntry(q *queue, id int64, est float32, t dag.TargetID) policy.Ready {
 	if est == 0 && s.data.nsjf > 0 && q.learnsEstimates() {
 		est = float32(s.data.expect.Estimate(s.g.Name(t), 0))
 	}
 	r := policy.Ready{ID: id, Est: est}
-	if s.bl.on && q.needsBLevels() {
-		r.Prio = s.expected(t, est) + s.bl.downOf(t)
-		s.track(t, id)
+	if s.bl.On() && q.needsBLevels() {
+		r.Prio = s.bl.Rank(s.g, &s.data.expect, t, id, est)
 	}
 	return r
 }

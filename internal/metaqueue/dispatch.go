@@ -309,7 +309,7 @@ func (s *Store) Heartbeat(ctx context.Context, hb protocol.Heartbeat) (protocol.
 		if !s.phs[hb.Placeholder] {
 			return protocol.Errorf(protocol.CodeNotFound, "unknown placeholder %d: register first", hb.Placeholder)
 		}
-		if len(s.plans.job) > 0 {
+		if s.plans.Active() {
 			if err := s.planAlive(hb.Placeholder); err != nil {
 				return err
 			}

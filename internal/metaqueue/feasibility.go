@@ -108,7 +108,7 @@ func (s *Store) check(f feasibility, a *asking) (verdict, error) {
 			return aside, nil
 		}
 	case keptForPlan:
-		if len(s.plans.job) > 0 && s.keepForPlan(a.r.ID, a.p.site) {
+		if s.plans.Active() && s.plans.Keep(a.r.ID, a.p.site, s.now()) {
 			return aside, nil
 		}
 	case withinBudget:

@@ -55,8 +55,8 @@ func claimSQL(n int) string {
 func (s *Store) submitted(id int64, n dag.Node, q *queue, est float64, in *inserter) error {
 	ch := s.g.AddJob(id, n)
 	q.noteEst(est)
-	if s.bl.on {
-		s.noteJob(n.Target, n.Est)
+	if s.bl.On() {
+		s.bl.Note(n.Target, n.Est)
 	}
 	return s.applyChanges(ch, -1, in)
 }
@@ -303,8 +303,8 @@ func (s *Store) applyChanges(ch []dag.Change, self int64, in *inserter) error {
 			}
 		}
 		if c.To == job.Queued {
-			if len(s.plans.job) > 0 {
-				s.planReady(c.ID)
+			if s.plans.Active() {
+				s.plans.Ready(c.ID, s.now())
 			}
 			if q := s.queueIDs[c.Queue]; q != nil && !s.deferRank(q, c.ID, in) {
 				q.ready.Push(s.readyEntry(q, c.ID, c.Est, c.Target))

@@ -55,7 +55,7 @@ func (s *Store) load(ctx context.Context) error {
 	}
 	s.rebuildCopies()
 	s.fillReady(queued, now)
-	return s.loadPlans(ctx)
+	return s.plans.Load(ctx, s.w, s.g, s.now())
 }
 
 // resetIndex empties the in-memory index before a load.
@@ -72,7 +72,7 @@ func (s *Store) resetIndex() {
 	s.counts = map[int32]*[128]int{}
 	s.nextID = 0
 	s.data.reset(s.now())
-	s.bl = blevels{}
+	s.bl.Off()
 }
 
 // loadQueues loads every queue with its settings and policy.
@@ -261,7 +261,7 @@ func (s *Store) loadJobs(ctx context.Context, prereqs map[int64][]dag.TargetID, 
 // order (cheap pushes for FCFS). A DC queue counts their queue time from
 // now, this run's start.
 func (s *Store) fillReady(queued []int64, now time.Time) {
-	if s.bl.on {
+	if s.bl.On() {
 		s.rankAll() // now that the jobs are loaded
 	}
 	for _, id := range queued {

@@ -3,6 +3,7 @@ package metaqueue
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/metaqueue/plans"
 	"github.com/mq-hpc/mq/internal/plan"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/job"
@@ -19,7 +21,7 @@ import (
 
 // TestPlanFollowed: a placeholder at a job's planned site gets it first;
 // one elsewhere leaves it while the planned site asks for work, and takes
-// it (a deviation) once it has waited planPatience. Plans survive a
+// it (a deviation) once it has waited plans.Patience. Plans survive a
 // restart and show in the job's detail.
 func TestPlanFollowed(t *testing.T) {
 	t.Parallel()
@@ -48,7 +50,7 @@ func TestPlanFollowed(t *testing.T) {
 	}
 	e.report(b, ok(gotB[0]))
 	e.report(a, ok(gotA[0]), ok(gotA[1]))
-	e.clock.Advance(planPatience + time.Second)
+	e.clock.Advance(plans.Patience + time.Second)
 	if got := ids(e.next(a, 4)); !slices.Equal(got, []int64{id[1]}) {
 		t.Fatalf("after b's patience ran out, a got %v, want %d", got, id[1])
 	}
@@ -308,9 +310,9 @@ func TestPlanShowBounded(t *testing.T) {
 }
 
 // TestPlanPatienceCountsPlannedWait: a job the plan queues at its site
-// behind another for longer than planPatience stays for that site while
-// the site is alive and the job is within planPatience of its predicted
-// wait; past that, another site takes it. (With planPatience alone the
+// behind another for longer than plans.Patience stays for that site while
+// the site is alive and the job is within plans.Patience of its predicted
+// wait; past that, another site takes it. (With plans.Patience alone the
 // job went to the other site as soon as it had been ready for 30 s.)
 func TestPlanPatienceCountsPlannedWait(t *testing.T) {
 	t.Parallel()
@@ -338,15 +340,15 @@ func TestPlanPatienceCountsPlannedWait(t *testing.T) {
 			e.heartbeat(b, []protocol.JobRef{refOf(gotB[0])})
 		}
 	}
-	for _, after := range []time.Duration{0, planPatience + 10*time.Second, 80 * time.Second} { // 0, 40 and 120 s after ready
+	for _, after := range []time.Duration{0, plans.Patience + 10*time.Second, 80 * time.Second} { // 0, 40 and 120 s after ready
 		wait(after)
 		if got := ids(e.next(a, 1)); len(got) != 0 {
 			t.Fatalf("%s on, a got %v; b is alive and the plan has x wait 100 s for it", after, got)
 		}
 	}
-	wait(planPatience)
+	wait(plans.Patience)
 	if got := ids(e.next(a, 1)); !slices.Equal(got, []int64{id[1]}) {
-		t.Fatalf("past the predicted wait and planPatience, a got %v, want %d", got, id[1])
+		t.Fatalf("past the predicted wait and plans.Patience, a got %v, want %d", got, id[1])
 	}
 }
 
@@ -374,5 +376,46 @@ func TestPlanShowUntimed(t *testing.T) {
 	r, err := e.s.PlanShow(ctx, 0)
 	if err != nil || r.Untimed != 2 || len(r.Plans) != 0 || len(r.Sites) != 1 || r.Sites[0].Jobs != 2 {
 		t.Fatalf("PlanShow = %+v, %v; want 2 untimed jobs counted at site a, no plan", r, err)
+	}
+}
+
+// TestPlanRefusedWritesNothing: a plan that orders a job it places
+// nowhere, or has no planner's name, is a bad request that leaves no plan,
+// no planned job and no planned file behind, in the database or in what
+// dispatch follows.
+func TestPlanRefusedWritesNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	id := e.submit(spec("r", "true"), spec("r", "true"))
+	for _, tc := range []struct {
+		name    string
+		planner string
+		pl      policy.Plan
+	}{
+		{"placed nowhere", "heft", policy.Plan{Site: map[int64]string{id[0]: "b"}, Order: []int64{id[0], id[1]}, FileSite: map[string]string{"/f": "b"}}},
+		{"no planner", "", policy.Plan{Site: map[int64]string{id[0]: "b"}, Order: []int64{id[0]}}},
+	} {
+		_, err := e.s.RecordPlan(ctx, PlanRecord{Target: "r", Planner: tc.planner}, tc.pl)
+		var pe *protocol.Error
+		if !errors.As(err, &pe) || pe.Code != protocol.CodeBadRequest {
+			t.Fatalf("%s: RecordPlan = %v, want a bad request", tc.name, err)
+		}
+		r, err := e.s.PlanShow(ctx, 0)
+		if err != nil || len(r.Plans) != 0 || len(r.Sites) != 0 || r.Untimed != 0 {
+			t.Fatalf("%s: PlanShow = %+v, %v; want no plan", tc.name, r, err)
+		}
+		var files int
+		if err := e.s.rdb.QueryRowContext(ctx, "SELECT count(*) FROM plan_files").Scan(&files); err != nil || files != 0 {
+			t.Fatalf("%s: %d planned files, %v", tc.name, files, err)
+		}
+	}
+	// Nothing holds job 0 for site b, alive as it is: a takes both,
+	// oldest first.
+	b := e.register("b")
+	e.heartbeat(b, nil)
+	a := e.register("a")
+	if got := ids(e.next(a, 2)); !slices.Equal(got, []int64{id[0], id[1]}) {
+		t.Fatalf("a got %v, want both jobs", got)
 	}
 }

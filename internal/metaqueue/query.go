@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/metaqueue/plans"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -302,7 +303,7 @@ func (s *Store) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
 			return d, err
 		}
 	}
-	if err := s.jobPlan(ctx, &d); err != nil {
+	if d.Plan, err = plans.JobPlan(ctx, s.rdb, d.ID); err != nil {
 		return d, err
 	}
 	return d, s.jobFiles(ctx, &d)

@@ -22,7 +22,9 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/internal/metaqueue/blevel"
 	"github.com/mq-hpc/mq/internal/metaqueue/ledger"
+	"github.com/mq-hpc/mq/internal/metaqueue/plans"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -118,11 +120,12 @@ type Store struct {
 	bundles      bundles     // live bundles (bundle.go)
 	arrays       arrays      // limited job arrays (array.go)
 	data         dataState   // data-conscious scheduling (data.go)
-	plans        planState   // jobs' planned sites (plan.go)
-	bl           blevels     // b-levels for cp queues (blevel.go)
+	plans        plans.Plans // jobs' planned sites (plans/, plans_hooks.go)
 	stg          staging     // transfers in flight (transfers.go): memory only, kept across reloads
 	repl         replication // copies of running jobs (replicate.go)
 	moved        protocol.MovedTotals
+	// bl is the b-levels for cp queues (blevel/, blevel_hooks.go).
+	bl blevel.Levels
 
 	// ledger keeps costs, spending, budgets, deadlines and the planners'
 	// caps (internal/metaqueue/ledger; its hooks: ledger_hooks.go).

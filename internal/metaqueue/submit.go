@@ -317,7 +317,7 @@ func (in *inserter) flushPrereqs() error {
 // flush inserts everything still buffered and ranks the added jobs' chains
 // for cp queues; the inserter is done after it.
 func (in *inserter) flush() error {
-	if in.s.bl.on {
+	if in.s.bl.On() {
 		in.s.settle()
 	}
 	if err := in.flushTargets(); err != nil {

@@ -1,0 +1,64 @@
+package metaqueue
+
+import (
+	"github.com/mq-hpc/mq/internal/policy"
+	"github.com/mq-hpc/mq/job"
+)
+
+// The core's side of the cp policy's b-levels (internal/metaqueue/blevel):
+// the core notes jobs as they are added, settles after a submission, and
+// pushes onto its queues' heaps what the b-levels re-rank.
+
+func (q *queue) needsBLevels() bool { return q.pol.Needs&policy.NeedsBLevels != 0 }
+
+// setCP turns b-levels on when a queue needs them and off (freeing them)
+// when none does. Turning on ranks every live job.
+func (s *Store) setCP() {
+	on := false
+	for _, q := range s.qlist {
+		on = on || q.needsBLevels()
+	}
+	switch {
+	case on && !s.bl.On():
+		s.rankAll()
+	case !on && s.bl.On():
+		s.bl.Off()
+	}
+}
+
+// rankAll computes every target's b-level afresh from the live jobs.
+func (s *Store) rankAll() { s.bl.Start(s.g, s.nextID, &s.data.expect, s.pushRanked) }
+
+// settle ranks the chains the jobs noted since the last settle add, then
+// enters the jobs deferRank held back into their heaps.
+func (s *Store) settle() {
+	for _, id := range s.bl.Settle(s.g, &s.data.expect, s.pushRanked) {
+		if j, ok := s.g.Node(id); ok && j.State == job.Queued {
+			if q := s.queueIDs[j.Queue]; q != nil {
+				q.ready.Push(s.readyEntry(q, id, j.Est, j.Target))
+			}
+		}
+	}
+}
+
+// pushRanked pushes a job re-ranked by its b-level onto its queue's heap,
+// if that queue still ranks by b-level.
+func (s *Store) pushRanked(queue int32, r policy.Ready) bool {
+	q := s.queueIDs[queue]
+	if q == nil || !q.needsBLevels() {
+		return false
+	}
+	q.ready.Push(r)
+	return true
+}
+
+// deferRank reports whether a job of q that became ready while a
+// submission inserts (in) waits for the submission's settle to enter q's
+// heap, ranked once with the chains the whole submission adds.
+func (s *Store) deferRank(q *queue, id int64, in *inserter) bool {
+	if in == nil || !s.bl.On() || !q.needsBLevels() {
+		return false
+	}
+	s.bl.Defer(id)
+	return true
+}

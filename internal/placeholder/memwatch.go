@@ -273,6 +273,11 @@ func (w *cgroupWatch) Watch(ctx context.Context, pgid int) (string, bool) {
 		}
 		select {
 		case <-ctx.Done():
+			// The job has ended (or the agent stops): if the kernel
+			// killed it since the last look, that is why it ended.
+			if w.oomKills() > 0 {
+				return fmt.Sprintf("memory reached its request of %s (killed by the kernel)", resource.FormatMem(w.limit)), true
+			}
 			return "", false
 		case <-tick.C:
 		}

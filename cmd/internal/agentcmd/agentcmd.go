@@ -54,10 +54,10 @@ type flags struct {
 	slots                                    int
 	// What the placeholder was asked for (its site's --cpus, --mem,
 	// --gpus, --resource); see capacity.
-	cpus, gpus int
-	mem        string
-	named      []string
-	walltime, idle, reconnect                time.Duration
+	cpus, gpus                int
+	mem                       string
+	named                     []string
+	walltime, idle, reconnect time.Duration
 	// Local only.
 	orphanExit, noop  bool
 	cpuprofile, umask string

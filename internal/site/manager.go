@@ -106,6 +106,9 @@ type managed struct {
 	// they registered with); connBatch: that id per connected placeholder.
 	batch     map[string]bool
 	connBatch map[int64]string
+	// given: the connected placeholders given other than they asked
+	// (Register.CapacityNote), by id.
+	given map[int64]string
 	// stall says why the site is degraded after placeholders ran without
 	// connecting (NeverConnected); "" once one connects.
 	stall string
@@ -179,7 +182,7 @@ func (m *Manager) Start(ctx context.Context) error {
 
 func (m *Manager) startLocked(spec protocol.SiteSpec) error {
 	ms := &managed{spec: spec, known: map[string]*tracked{}, connected: map[int64]int{}, pids: map[int64]int{},
-		batch: map[string]bool{}, connBatch: map[int64]string{},
+		batch: map[string]bool{}, connBatch: map[int64]string{}, given: map[int64]string{},
 		state: StateStarting, done: make(chan struct{}), kick: make(chan struct{}, 1)}
 	name := spec.Name
 	s, err := m.Open(spec, func(pid int) { m.localExited(name, pid) })
@@ -377,7 +380,26 @@ func (m *Manager) infoLocked(ms *managed) protocol.SiteInfo {
 	if p, ok := ms.site.(interface{ Platform() string }); ok {
 		info.Platform = p.Platform()
 	}
+	info.Given = givenNote(ms.given)
 	return info
+}
+
+// givenNote is each distinct note of placeholders given other than they
+// asked, once, with how many say it when more than one does.
+func givenNote(given map[int64]string) string {
+	n := map[string]int{}
+	for _, note := range given {
+		n[note]++
+	}
+	notes := make([]string, 0, len(n))
+	for note, k := range n {
+		if k > 1 {
+			note = fmt.Sprintf("%s (%d placeholders)", note, k)
+		}
+		notes = append(notes, note)
+	}
+	sort.Strings(notes)
+	return strings.Join(notes, "; ")
 }
 
 // Placeholder is told when a placeholder registers or disconnects (see
@@ -392,6 +414,9 @@ func (m *Manager) Placeholder(id int64, reg protocol.Register, connected bool) {
 	if connected {
 		ms.connected[id] = reg.PID
 		ms.connBatch[id] = reg.Batch
+		if reg.CapacityNote != "" {
+			ms.given[id] = reg.CapacityNote
+		}
 		if reg.Batch != "" {
 			ms.batch[reg.Batch] = true
 		}
@@ -406,6 +431,7 @@ func (m *Manager) Placeholder(id int64, reg protocol.Register, connected bool) {
 	} else {
 		delete(ms.connected, id)
 		delete(ms.connBatch, id)
+		delete(ms.given, id)
 	}
 }
 
@@ -423,6 +449,7 @@ func (m *Manager) localExited(site string, pid int) {
 				ids = append(ids, id)
 				delete(ms.pids, id)
 				delete(ms.connected, id)
+				delete(ms.given, id)
 			}
 		}
 	}

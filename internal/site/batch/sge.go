@@ -40,6 +40,20 @@ func (SGE) Directives(r Request) []string {
 		}
 		d = append(d, "#$ -pe "+pe+" "+strconv.Itoa(r.Slots))
 	}
+	if r.Mem > 0 {
+		// Grid Engine's memory complexes are per slot: the job gets
+		// slots times this. h_vmem is the limit it enforces (on each
+		// process's virtual size), mem_free what it schedules by.
+		per := strconv.FormatInt((mebibytes(r.Mem)+int64(max(r.Slots, 1))-1)/int64(max(r.Slots, 1)), 10) + "M"
+		d = append(d, "#$ -l h_vmem="+per+",mem_free="+per)
+	}
+	if r.GPUs > 0 {
+		// No Grid Engine has a GPU resource of its own; "gpu" is the
+		// consumable complex most clusters define (per host, so asked
+		// once for the job). A cluster that names it otherwise asks with
+		// --submit-args.
+		d = append(d, "#$ -l gpu="+strconv.Itoa(r.GPUs))
+	}
 	return d
 }
 

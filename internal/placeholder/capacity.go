@@ -158,7 +158,12 @@ func Advertise(asked resource.Capacity, given Given) (resource.Capacity, string)
 		}
 		c.CPUs = min(asked.CPUs, given.CPUs)
 	}
-	if len(given.CoreIDs) >= c.CPUs {
+	// Core ids are offered for pinning only when they are this
+	// placeholder's own (a batch system's or cgroup's cpuset): the
+	// machine's, when nothing narrowed them, are shared with every other
+	// placeholder on it, and pinning each one's jobs to the same first
+	// cores would be worse than not pinning.
+	if len(given.CoreIDs) >= c.CPUs && !machine {
 		c.CoreIDs = given.CoreIDs[:c.CPUs]
 	}
 	switch {

@@ -164,8 +164,8 @@ func TestAdvertiseOversubscribed(t *testing.T) {
 		t.Errorf("NSLOTS=2 for 16 asked: %d cpus; want 2", c.CPUs)
 	}
 	c, note := Advertise(resource.Capacity{CPUs: 2}, Given{Capacity: resource.Capacity{CPUs: 8, CoreIDs: []int{0, 1, 2, 3, 4, 5, 6, 7}}, CPUsFrom: "CPU affinity"})
-	if c.CPUs != 2 || !slices.Equal(c.CoreIDs, []int{0, 1}) || note != "" {
-		t.Errorf("2 of the machine's 8 cores: %v, %q; want 2 pinned, nothing to say", c, note)
+	if c.CPUs != 2 || c.CoreIDs != nil || note != "" {
+		t.Errorf("2 of the machine's 8 cores: %v, %q; want 2, not pinned (other placeholders share the machine), nothing to say", c, note)
 	}
 	c, note = Advertise(resource.Capacity{CPUs: 1, Mem: 4 * resource.GiB}, Given{Capacity: resource.Capacity{CPUs: 8, Mem: 32 * resource.GiB}, CPUsFrom: "CPU affinity", MemFrom: "/proc/meminfo"})
 	if c.Mem != 4*resource.GiB || note != "" {

@@ -278,8 +278,10 @@ func TestScriptsResources(t *testing.T) {
 		{"pbs cores only", PBS{}, Request{Slots: 4}, []string{"#PBS -l select=1:ncpus=4"}},
 		// SGE's memory is per slot: 10 GiB over 4 slots is 2560M each.
 		{"sge", SGE{}, Request{Slots: 4, Mem: 10 * gib, GPUs: 2}, []string{"#$ -pe smp 4", "#$ -l h_vmem=2560M,mem_free=2560M", "#$ -l gpu=2"}},
-		{"sge per slot rounded up", SGE{}, Request{Slots: 3, Mem: gib}, []string{"#$ -pe smp 3", "#$ -l h_vmem=342M,mem_free=342M"}},
-		{"sge one slot", SGE{}, Request{Slots: 1, Mem: 2 * gib}, []string{"#$ -l h_vmem=2048M,mem_free=2048M"}},
+		{"sge per slot rounded up", SGE{}, Request{Slots: 3, Mem: 5 * gib}, []string{"#$ -pe smp 3", "#$ -l h_vmem=1707M,mem_free=1707M"}},
+		{"sge one slot", SGE{}, Request{Slots: 1, Mem: 4 * gib}, []string{"#$ -l h_vmem=4096M,mem_free=4096M"}},
+		// Under 4 GiB h_vmem could stop the agent itself: mem_free only.
+		{"sge small", SGE{}, Request{Slots: 2, Mem: 2 * gib}, []string{"#$ -pe smp 2", "#$ -l mem_free=1024M"}},
 		{"sge cores only", SGE{}, Request{Slots: 4}, []string{"#$ -pe smp 4"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,6 +14,10 @@ import (
 // slot ask for unless the site names another (cls site add --pe).
 const DefaultPE = "smp"
 
+// SGEVmemFloor is the least memory a placeholder asks h_vmem for: under
+// it the limit could stop the agent itself.
+const SGEVmemFloor = 4 << 30
+
 // SGE is Son of Grid Engine (and other Grid Engines: qsub, qstat -xml,
 // qdel).
 type SGE struct{}
@@ -42,10 +46,17 @@ func (SGE) Directives(r Request) []string {
 	}
 	if r.Mem > 0 {
 		// Grid Engine's memory complexes are per slot: the job gets
-		// slots times this. h_vmem is the limit it enforces (on each
-		// process's virtual size), mem_free what it schedules by.
+		// slots times this. mem_free is what it schedules by; h_vmem the
+		// limit it enforces, on each process's virtual size, which the
+		// agent's own (a Go program reserves address space: about 1.6 GB)
+		// would pass under a small one. The agent enforces each job's
+		// memory itself, so below SGEVmemFloor only mem_free is asked.
 		per := strconv.FormatInt((mebibytes(r.Mem)+int64(max(r.Slots, 1))-1)/int64(max(r.Slots, 1)), 10) + "M"
-		d = append(d, "#$ -l h_vmem="+per+",mem_free="+per)
+		if r.Mem >= SGEVmemFloor {
+			d = append(d, "#$ -l h_vmem="+per+",mem_free="+per)
+		} else {
+			d = append(d, "#$ -l mem_free="+per)
+		}
 	}
 	if r.GPUs > 0 {
 		// No Grid Engine has a GPU resource of its own; "gpu" is the

@@ -24,7 +24,7 @@ func siteSetFlags() ([]cli.Flag, *siteSetValues) {
 		&cli.StringFlag{Name: "provision", Usage: "how many placeholders to hold: " + provisionHelp() + "; none: as many as the ready work warrants", Destination: &v.provision},
 		&cli.StringFlag{Name: "walltime", Usage: "each placeholder's batch time limit, for placeholders submitted from now on", Destination: &v.walltime},
 		&cli.StringFlag{Name: "idle", Usage: "a placeholder exits after this long without work, for placeholders submitted from now on", Destination: &v.idle},
-	}, v.size.flags("; for placeholders submitted from now on (--resource replaces them all; --resource none: no more)")...), v
+	}, v.size.flags(", for placeholders submitted from now on")...), v
 }
 
 type siteSetValues struct {

@@ -35,7 +35,7 @@ const (
 	MaxCapacityCPUs  = 1 << 16
 	MaxCapacityCores = 512 // core ids listed one by one
 	MaxCapacityGPUs  = 64
-	MaxGPUIDBytes    = 64
+	MaxGPUIDBytes    = 128 // a MIG device's id is about 60
 	MaxNamed         = 32
 	MaxNamedBytes    = 64
 )

@@ -166,3 +166,20 @@ func TestSiteSizeBadInput(t *testing.T) {
 		}
 	}
 }
+
+// cls site list says what each placeholder of a site holds besides its
+// slots, and where the placeholders connected were given other than
+// asked; a site of slots alone reads as before.
+func TestPrintSitesSize(t *testing.T) {
+	var b bytes.Buffer
+	printSites(&b, []protocol.SiteInfo{
+		{SiteSpec: protocol.SiteSpec{Name: "big", Type: "slurm", SSH: "u@h", Max: 2, Slots: 16, Mem: 64 << 30, GPUs: 2, Resources: "lic=3", SharedFS: true},
+			State: "ok", Given: "asked 16 cpus, given 8 (SLURM_CPUS_ON_NODE) (2 placeholders)"},
+		{SiteSpec: protocol.SiteSpec{Name: "plain", Type: "slurm", SSH: "u@h", Max: 1, Slots: 4, SharedFS: true}, State: "ok"},
+	})
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 || !strings.HasSuffix(lines[1], "u@h (shared fs) (each 16 cpus, 64 GiB, 2 GPUs, lic=3) (asked 16 cpus, given 8 (SLURM_CPUS_ON_NODE) (2 placeholders))") ||
+		!strings.HasSuffix(lines[2], "u@h (shared fs)") {
+		t.Errorf("cls site list:\n%s", b.String())
+	}
+}

@@ -84,7 +84,7 @@ func CheckCapacity(what string, c Capacity) error {
 	return nil
 }
 
-// String formats c as "cpus=16 mem=64.0GiB gpus=0,1 licence=2", for logs
+// String formats c as "cpus=16 mem=64 GiB gpus=0,1 licence=2", for logs
 // and listings.
 func (c Capacity) String() string {
 	var b strings.Builder
@@ -109,7 +109,7 @@ func (c Capacity) String() string {
 	return b.String()
 }
 
-// formatBytes is "8GiB", "9.1GiB", "500MiB": binary units, one decimal.
+// formatBytes is "8 GiB", "9.1 GiB", "500 MiB": binary units, one decimal.
 func formatBytes(n int64) string {
 	for _, u := range []struct {
 		size int64
@@ -117,10 +117,10 @@ func formatBytes(n int64) string {
 	}{{1 << 40, "TiB"}, {1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
 		if n >= u.size {
 			s := fmt.Sprintf("%.1f", float64(n)/float64(u.size))
-			return strings.TrimSuffix(s, ".0") + u.name
+			return strings.TrimSuffix(s, ".0") + " " + u.name
 		}
 	}
-	return fmt.Sprintf("%dB", n)
+	return fmt.Sprintf("%d B", n)
 }
 
 func isIdentifier(s string) bool {

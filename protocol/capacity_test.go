@@ -54,7 +54,7 @@ func TestCapacityWire(t *testing.T) {
 	if err := json.Unmarshal(b, &out); err != nil || out.Grant == nil || out.Grant.String() != in.Grant.String() {
 		t.Fatalf("round trip %s: %+v, %v", b, out.Grant, err)
 	}
-	if got, want := in.Grant.String(), "cpus=4 mem=8GiB gpus=1 lic=1"; got != want {
+	if got, want := in.Grant.String(), "cpus=4 mem=8 GiB gpus=1 lic=1"; got != want {
 		t.Errorf("String() = %q; want %q", got, want)
 	}
 }

@@ -80,6 +80,10 @@ type SiteInfo struct {
 	// than what they asked for ("asked 16 cpus, given 8
 	// (SLURM_CPUS_ON_NODE)"), each distinct note once; "" when none was.
 	Given string `json:"given,omitempty"`
+	// Offered is what the placeholders connected now offer their jobs
+	// (Register.Capacity: "cpus=16 mem=64 GiB gpus=0,1"), each distinct
+	// one once.
+	Offered string `json:"offered,omitempty"`
 }
 
 // SiteList lists sites.

@@ -92,6 +92,9 @@ func (c *cls) silence() {
 // carried counts requests that carried reports, whatever their op.
 const carried = "(reports)"
 
+// available counts next requests that said what the placeholder has free.
+const available = "(available)"
+
 func (c *cls) count(op string, lost bool) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -120,6 +123,7 @@ func (p *peerConn) Read(b []byte) (int, error) {
 				p.c.lost[op] += k
 			}
 		}
+		p.c.seen[available] += strings.Count(string(b[:n]), `"available":{`)
 		// A report goes on its own, or on a next that does not wait
 		// (when it may take the work it makes ready): both carry reports.
 		reports := strings.Contains(string(b[:n]), `"op":"`+protocol.OpReport.Name+`"`) ||

@@ -223,3 +223,42 @@ func TestAgentCountsCores(t *testing.T) {
 		t.Errorf("a job granted 8 cores of 4 ended %s %q; want failed, saying so", big.State, big.Reason)
 	}
 }
+
+// TestAgentRegistersCapacity: the agent tells the CLS what it offers,
+// what its site asked and why they differ, and with each request for
+// work what it has free; the CLS takes the registration.
+func TestAgentRegistersCapacity(t *testing.T) {
+	t.Parallel()
+	c := newCLS(t)
+	regs := make(chan protocol.Register, 4)
+	c.srv.OnPlaceholder = func(_ int64, reg protocol.Register, connected bool) {
+		if connected {
+			regs <- reg
+		}
+	}
+	dir := t.TempDir()
+	id := c.submit(protocol.JobSpec{Target: "t", Cwd: dir, Command: "true"})[0]
+	startAgentWith(t, c, Config{
+		Capacity:     resource.Capacity{CPUs: 2, Mem: resource.GiB, GPUIDs: []string{"0", "1"}, Named: map[string]int{"lic": 1}},
+		Asked:        resource.Capacity{CPUs: 4, Mem: resource.GiB, GPUIDs: []string{"0", "1"}, Named: map[string]int{"lic": 1}},
+		CapacityNote: "asked 4 cpus, given 2 (NSLOTS)",
+	})
+	var reg protocol.Register
+	select {
+	case reg = <-regs:
+	case <-time.After(time.Minute):
+		t.Fatal("the agent did not register")
+	}
+	if reg.Capacity == nil || reg.Capacity.String() != "cpus=2 mem=1 GiB gpus=0,1 lic=1" || reg.Slots != 2 {
+		t.Errorf("registered capacity %v, slots %d; want cpus=2 mem=1 GiB gpus=0,1 lic=1, 2 slots", reg.Capacity, reg.Slots)
+	}
+	if reg.Asked == nil || reg.Asked.CPUs != 4 || reg.CapacityNote != "asked 4 cpus, given 2 (NSLOTS)" {
+		t.Errorf("registered asked %v, note %q", reg.Asked, reg.CapacityNote)
+	}
+	if e := c.wait(id)[id]; e.State != "D" {
+		t.Errorf("job ended %+v", e)
+	}
+	if n := c.count(available, false); n == 0 {
+		t.Error("no next request said what the placeholder has free")
+	}
+}

@@ -81,14 +81,18 @@ func TestGivenNote(t *testing.T) {
 	m := &Manager{}
 	m.sites = map[string]*managed{}
 	ms := &managed{spec: protocol.SiteSpec{Name: "c", Type: Slurm}, connected: map[int64]int{}, connBatch: map[int64]string{},
-		batch: map[string]bool{}, given: map[int64]string{}, known: map[string]*tracked{}}
+		batch: map[string]bool{}, given: map[int64]string{}, offered: map[int64]string{}, known: map[string]*tracked{}}
 	m.sites["c"] = ms
 	note := "asked 16 cpus, given 8 (SLURM_CPUS_ON_NODE)"
-	m.Placeholder(1, protocol.Register{Site: "c", CapacityNote: note}, true)
-	m.Placeholder(2, protocol.Register{Site: "c", CapacityNote: note}, true)
-	m.Placeholder(3, protocol.Register{Site: "c"}, true)
+	eight := &protocol.Capacity{CPUs: 8, Mem: 32 << 30}
+	m.Placeholder(1, protocol.Register{Site: "c", CapacityNote: note, Capacity: eight}, true)
+	m.Placeholder(2, protocol.Register{Site: "c", CapacityNote: note, Capacity: eight}, true)
+	m.Placeholder(3, protocol.Register{Site: "c", Capacity: &protocol.Capacity{CPUs: 16}}, true)
 	if got := m.infoLocked(ms).Given; got != note+" (2 placeholders)" {
 		t.Errorf("Given = %q", got)
+	}
+	if got := m.infoLocked(ms).Offered; got != "cpus=16; cpus=8 mem=32 GiB (2 placeholders)" {
+		t.Errorf("Offered = %q", got)
 	}
 	m.Placeholder(1, protocol.Register{Site: "c"}, false)
 	m.Placeholder(2, protocol.Register{Site: "c"}, false)

@@ -237,3 +237,32 @@ func TestCgroupLimiterFiles(t *testing.T) {
 		t.Errorf("job cgroup left: %v", err)
 	}
 }
+
+// TestCgroupWatchSeesLateKill: the kernel killed the job between two
+// looks at memory.events, and the job ended (its watch stopped) before
+// the next one: the last look, at the stop, still says why it ended.
+func TestCgroupWatchSeesLateKill(t *testing.T) {
+	dir := t.TempDir()
+	events := dir + "/memory.events"
+	if err := os.WriteFile(events, []byte("low 0\nhigh 0\nmax 3\noom 0\noom_kill 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := &cgroupWatch{dir: dir, fd: -1, limit: 8 * resource.GiB, poll: time.Hour}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan string, 1)
+	go func() {
+		why, killed := w.Watch(ctx, 0)
+		if !killed {
+			why = ""
+		}
+		done <- why
+	}()
+	time.Sleep(10 * time.Millisecond) // let it look once (a miss only skips the late case)
+	if err := os.WriteFile(events, []byte("low 0\nhigh 0\nmax 9\noom 1\noom_kill 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if why := <-done; why != "memory reached its request of 8 GiB (killed by the kernel)" {
+		t.Errorf("Watch = %q; want the kernel's kill", why)
+	}
+}

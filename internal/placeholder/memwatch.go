@@ -227,6 +227,11 @@ func NewCgroupLimiter(root, selfCgroup string) (*CgroupLimiter, error) {
 		return nil, fmt.Errorf("moving the agent to %s: %w", leaf, err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+memory"), 0); err != nil {
+		// Typically EBUSY: another process (the CLS, for its local
+		// placeholders) lives in dir, and a cgroup with processes may
+		// not give its children controllers. Back where it was.
+		os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0)
+		os.Remove(leaf) // fails, harmlessly, while other agents share it
 		return nil, fmt.Errorf("enabling memory in %s: %w", dir, err)
 	}
 	return &CgroupLimiter{dir: dir}, nil

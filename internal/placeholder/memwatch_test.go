@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -264,5 +265,23 @@ func TestCgroupWatchSeesLateKill(t *testing.T) {
 	cancel()
 	if why := <-done; why != "memory reached its request of 8 GiB (killed by the kernel)" {
 		t.Errorf("Watch = %q; want the kernel's kill", why)
+	}
+}
+
+// TestCgroupLimiterUndoesMove: where the memory controller cannot be
+// given to children (a process, such as the CLS, lives in the agent's
+// cgroup), the limiter fails and the agent is moved back where it was.
+func TestCgroupLimiterUndoesMove(t *testing.T) {
+	dir := t.TempDir()
+	self := dir + "/self"
+	os.WriteFile(self, []byte("0::/user/agent43\n"), 0o644)
+	cg := dir + "/root/user/agent43"
+	os.MkdirAll(cg+"/cgroup.subtree_control", 0o755) // a directory: writing it fails
+	os.WriteFile(cg+"/cgroup.controllers", []byte("cpu memory pids\n"), 0o644)
+	if _, err := NewCgroupLimiter(dir+"/root", self); err == nil || !strings.Contains(err.Error(), "enabling memory") {
+		t.Fatalf("NewCgroupLimiter: %v; want the failure to enable memory", err)
+	}
+	if b, err := os.ReadFile(cg + "/cgroup.procs"); err != nil || string(b) != strconv.Itoa(os.Getpid()) {
+		t.Errorf("the agent was not moved back: cgroup.procs %q, %v", b, err)
 	}
 }

@@ -285,3 +285,38 @@ func TestCgroupLimiterUndoesMove(t *testing.T) {
 		t.Errorf("the agent was not moved back: cgroup.procs %q, %v", b, err)
 	}
 }
+
+// TestWatchdogSharesScans: the jobs a watchdog watches are sampled from
+// one scan of /proc per half interval, not one each.
+func TestWatchdogSharesScans(t *testing.T) {
+	proc := t.TempDir()
+	stat := func(pid, pgid int, rssPages int64) {
+		// pid (comm) state ppid pgrp session tty tpgid flags minflt
+		// cminflt majflt cmajflt utime stime cutime cstime priority nice
+		// threads itrealvalue starttime vsize rss
+		f := []string{"S", "1", strconv.Itoa(pgid)}
+		for len(f) < 21 {
+			f = append(f, "0")
+		}
+		f = append(f, strconv.FormatInt(rssPages, 10), "0", "0")
+		os.MkdirAll(proc+"/"+strconv.Itoa(pid), 0o755)
+		os.WriteFile(proc+"/"+strconv.Itoa(pid)+"/stat", []byte(strconv.Itoa(pid)+" (a job) "+strings.Join(f, " ")), 0o644)
+	}
+	stat(100, 100, 10)
+	stat(101, 100, 5)
+	stat(200, 200, 7)
+	page := int64(os.Getpagesize())
+	w := &Watchdog{Proc: proc}
+	const every = time.Hour // the window never ends during the test
+	if got := w.groupRSS(100, every); got != 15*page {
+		t.Fatalf("group 100: %d bytes; want %d", got, 15*page)
+	}
+	os.RemoveAll(proc + "/200") // gone from /proc: a second scan would say 0
+	if got := w.groupRSS(200, every); got != 7*page {
+		t.Errorf("group 200: %d bytes; want %d, from the scan group 100's sample made", got, 7*page)
+	}
+	w.scanned = time.Time{} // the window ended
+	if got := w.groupRSS(200, every); got != 0 {
+		t.Errorf("group 200 after a new scan: %d bytes; want 0", got)
+	}
+}

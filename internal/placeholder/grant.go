@@ -19,9 +19,7 @@ import (
 // agent disagree: running it would oversubscribe).
 
 // wireCapacity is c as the protocol carries it.
-func wireCapacity(c resource.Capacity) *protocol.Capacity {
-	return &protocol.Capacity{CPUs: c.CPUs, CoreIDs: c.CoreIDs, Mem: c.Mem, GPUs: len(c.GPUIDs), GPUIDs: c.GPUIDs, Named: c.Named}
-}
+func wireCapacity(c resource.Capacity) *protocol.Capacity { return c.Wire() }
 
 // wireAsked is what the site asked for, nil when nothing was.
 func wireAsked(c resource.Capacity) *protocol.Capacity {
@@ -33,13 +31,7 @@ func wireAsked(c resource.Capacity) *protocol.Capacity {
 
 // requestOf is what a unit (a job, or a bundle's jobs, which share the
 // first one's grant) asks of the pool.
-func requestOf(u []protocol.Assignment) resource.Request {
-	g := u[0].Grant
-	if g == nil {
-		return resource.Request{}
-	}
-	return resource.Request{CPUs: g.CPUs, Mem: g.Mem, GPUs: g.GPUs, Named: g.Named}
-}
+func requestOf(u []protocol.Assignment) resource.Request { return resource.RequestOf(u[0].Grant) }
 
 // never says why a unit's grant can never run here ("" if it can).
 func (w *workLoop) never(u []protocol.Assignment) string {

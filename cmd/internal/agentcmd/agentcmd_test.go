@@ -35,7 +35,7 @@ func TestUsage(t *testing.T) {
 		{Local, "extra", `unexpected argument "extra"`},
 		{Local, "--cpus 0", "--cpus must be 1..4096, not 0"},
 		{Local, "--cpus -2", "--cpus must be 1..4096"},
-		{Local, "--cpus 1.5", `invalid value "1.5" for flag -cpus`},
+		{Local, "--cpus 1.5", `"1.5"`}, // worded by the flag package (or by flagmsg)
 		{Local, "--cpus 4 --slots 2", "--cpus 4 and --slots 2 say the same thing"},
 		{Local, "--mem 8X", `--mem: memory "8X": unknown unit`},
 		{Local, "--mem 1e30", `--mem: memory "1e30"`},

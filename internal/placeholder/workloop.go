@@ -343,7 +343,7 @@ func (w *workLoop) startHeld() {
 	w.held = keep
 }
 
-// ended frees what a unit held and takes its report.
+// unitEnded frees what a unit held and takes its report.
 func (w *workLoop) unitEnded(e endedUnit) {
 	w.free += e.grant.CPUs
 	w.running--

@@ -155,7 +155,13 @@ func Run(ctx context.Context, name string, mode Mode, args []string, stderr io.W
 	}
 	offered, note := placeholder.Advertise(o.asked, given)
 	if note != "" {
-		log.Warn("this placeholder offers what it was given, not what it was asked", "asked", o.asked.String(), "offers", offered.String(), "why", note)
+		// Less than asked is news for the site's owner; more jobs than
+		// the machine has cores (asked so) is only worth a line at info.
+		level := slog.LevelInfo
+		if offered.CPUs < o.asked.CPUs || offered.Mem < o.asked.Mem || len(offered.GPUIDs) < len(o.asked.GPUIDs) {
+			level = slog.LevelWarn
+		}
+		log.Log(ctx, level, "this placeholder offers what it was given, not what it was asked", "asked", o.asked.String(), "offers", offered.String(), "why", note)
 	}
 	a := placeholder.New(placeholder.Config{
 		Dial: dial, Site: f.site, Host: f.host, Slots: f.slots, OutDir: f.out,

@@ -534,6 +534,15 @@ type Register struct {
 	// Batch is the placeholder's batch job id where a batch system runs
 	// it: how the CLS knows which of a site's jobs have connected.
 	Batch string `json:"batch,omitempty"`
+	// Capacity is what the placeholder offers its jobs: the smaller of
+	// what its site asked for (Asked) and what it found it was given
+	// (the batch system's variables, its cgroup, the machine), in each
+	// dimension; CapacityNote says where asked and given differ ("asked
+	// 16 cpus, given 8 (SLURM_CPUS_ON_NODE)"). Nil: Slots cores, nothing
+	// else known (an agent from before resources).
+	Capacity     *Capacity `json:"capacity,omitempty"`
+	Asked        *Capacity `json:"asked,omitempty"`
+	CapacityNote string    `json:"capacity_note,omitempty"`
 }
 
 // RegisterReply gives the placeholder its id and timing.
@@ -552,6 +561,10 @@ type Next struct {
 	Free         int      `json:"free"`
 	WalltimeLeft float64  `json:"walltime_left_s,omitempty"` // 0 = unlimited
 	WaitMS       int      `json:"wait_ms,omitempty"`
+	// Available is what the placeholder has free now, when it holds
+	// more than cores (memory, GPUs, named resources): jobs given it
+	// must fit, each within its Assignment.Grant. Nil: Free cores.
+	Available *Capacity `json:"available,omitempty"`
 }
 
 // NextReply hands out jobs. Exit asks the placeholder to finish what it runs
@@ -592,6 +605,11 @@ type Assignment struct {
 	// (Heartbeat.Claim) before it moves them into place. A loser's
 	// outputs are removed with its directory.
 	Scratch bool `json:"scratch,omitempty"`
+	// Grant is what the job may use of the placeholder: its cores (and
+	// which, for pinning), memory (enforced: over it the job is killed
+	// with a ReasonMemory reason), GPUs (which: the only ones it sees)
+	// and named amounts. Nil: one core, as before resources.
+	Grant *Capacity `json:"grant,omitempty"`
 }
 
 // Report says how one job attempt ended.

@@ -11,7 +11,19 @@ type SiteSpec struct {
 	Min        int     `json:"min"`
 	Max        int     `json:"max"`
 	Walltime   float64 `json:"walltime_s"` // each placeholder's time limit, seconds
-	Slots      int     `json:"slots"`
+	// Slots is each placeholder's cores (cls site add --slots or
+	// --cpus): what it asks its batch system for, and as many 1-core
+	// jobs as it runs at once.
+	Slots int `json:"slots"`
+	// Mem (bytes; 0: not asked, the batch system's default) and GPUs
+	// are what each placeholder asks its batch system for besides its
+	// cores and offers its jobs; Resources are site-declared amounts
+	// (licences, scratch) each placeholder offers, which no batch system
+	// is asked for, as "NAME=N,NAME=N" sorted by name (a string, so that
+	// a SiteSpec stays comparable).
+	Mem        int64   `json:"mem,omitempty"`
+	GPUs       int     `json:"gpus,omitempty"`
+	Resources  string  `json:"resources,omitempty"`
 	SubmitArgs string  `json:"submit_args,omitempty"`
 	Connect    string  `json:"connect,omitempty"` // direct or tunnel
 	Idle       float64 `json:"idle_s"`            // a placeholder exits after this long without work
@@ -64,6 +76,14 @@ type SiteInfo struct {
 	State         string  `json:"state"`           // starting, ok, throttled, degraded, removing
 	Error         string  `json:"error,omitempty"` // why degraded
 	Platform      string  `json:"platform,omitempty"`
+	// Given says where the placeholders connected now were given other
+	// than what they asked for ("asked 16 cpus, given 8
+	// (SLURM_CPUS_ON_NODE)"), each distinct note once; "" when none was.
+	Given string `json:"given,omitempty"`
+	// Offered is what the placeholders connected now offer their jobs
+	// (Register.Capacity: "cpus=16 mem=64 GiB gpus=0,1"), each distinct
+	// one once.
+	Offered string `json:"offered,omitempty"`
 }
 
 // SiteList lists sites.
@@ -83,6 +103,10 @@ type SiteSet struct {
 	Provision *string  `json:"provision,omitempty"` // "" = the demand rule
 	Walltime  *float64 `json:"walltime_s,omitempty"`
 	Idle      *float64 `json:"idle_s,omitempty"`
+	Mem       *int64   `json:"mem,omitempty"` // 0: not asked
+	GPUs      *int     `json:"gpus,omitempty"`
+	// Resources replaces the site's named amounts ("": none).
+	Resources *string `json:"resources,omitempty"`
 }
 
 // SiteRemove names a site to remove.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/mq-hpc/mq/internal/metaqueue"
 	"github.com/mq-hpc/mq/internal/mqhome"
+	"github.com/mq-hpc/mq/internal/placeholder"
 	"github.com/mq-hpc/mq/internal/server"
 	"github.com/mq-hpc/mq/internal/site"
 	"github.com/mq-hpc/mq/internal/sshkey"
@@ -157,7 +158,7 @@ func (s *sites) open(spec protocol.SiteSpec, exited func(pid int)) (site.Site, e
 			}
 		}
 		host, _ := os.Hostname()
-		args := []string{"agent", "--site", spec.Name, "--host", host, "--slots", strconv.Itoa(spec.Slots)}
+		args := append([]string{"agent", "--site", spec.Name, "--host", host}, site.AgentArgs(spec, localMem(spec))...)
 		if !spec.Embedded { // the CLS's own are always there: no time limit, never idle out
 			args = append(args, "--walltime", site.AgentWalltime(wall).String(),
 				"--idle", protocol.Duration(spec.Idle).String())
@@ -206,6 +207,18 @@ func (s *sites) open(spec protocol.SiteSpec, exited func(pid int)) (site.Site, e
 		r.DialCLS = func() (net.Conn, error) { return net.DialTimeout("tcp", local, 10*time.Second) }
 	}
 	return r, nil
+}
+
+// localMem is the memory each placeholder of a local site asks for: the
+// site's --mem, else, for the CLS's own (cls serve --local N), an equal
+// share of this machine's, so that N of them never promise its memory N
+// times over. 0: not asked (the agent then offers what it detects).
+func localMem(spec protocol.SiteSpec) int64 {
+	if spec.Mem > 0 || !spec.Embedded || spec.Max < 1 {
+		return spec.Mem
+	}
+	g := placeholder.DetectCapacity(os.Getenv, os.DirFS("/"), nil)
+	return g.Mem / int64(spec.Max)
 }
 
 // advertised is the address placeholders dial for a listening address: a

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mq-hpc/mq/internal/placeholder"
 	"github.com/mq-hpc/mq/internal/site"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -17,20 +18,27 @@ import (
 // walltime, no idle timeout, --noop when asked); an on-demand local site's
 // get its walltime and idle timeout. Both log to the CLS's log, and bound
 // jobs' output as the CLS says (cls serve --max-output, --output-reserve).
+// Each says what it holds: the site's cores and GPUs (none), and for the
+// CLS's own an equal share of this machine's memory.
 func TestLocalAgentCommand(t *testing.T) {
 	var logw bytes.Buffer
 	s := &sites{home: "/mq", noop: true, agentLog: &logw, umask: 0o022, maxOutput: 1 << 30, outputReserve: 5 << 20}
 	host, _ := os.Hostname()
+	machine := placeholder.DetectCapacity(os.Getenv, os.DirFS("/"), nil).Mem
+	if machine == 0 {
+		t.Skip("this machine's memory is not known")
+	}
+	share := func(n int64) string { return " --mem " + site.MemArg(machine/n) }
 	for _, tc := range []struct {
 		spec protocol.SiteSpec
 		want string
 	}{
 		{protocol.SiteSpec{Name: "local", Type: "local", Min: 2, Max: 2, Slots: 4, Embedded: true},
-			"agent --site local --host " + host + " --slots 4 --out /mq/output --orphan-exit --umask 022 --max-output 1073741824 --output-reserve 5242880 --noop"},
+			"agent --site local --host " + host + " --slots 4 --gpus 0" + share(2) + " --out /mq/output --orphan-exit --umask 022 --max-output 1073741824 --output-reserve 5242880 --noop"},
 		{protocol.SiteSpec{Name: "here", Type: "local", Max: 2, Slots: 1, Walltime: 3600, Idle: 60},
-			"agent --site here --host " + host + " --slots 1 --walltime 57m0s --idle 1m0s --out /mq/output --orphan-exit --umask 022 --max-output 1073741824 --output-reserve 5242880"},
+			"agent --site here --host " + host + " --slots 1 --gpus 0 --walltime 57m0s --idle 1m0s --out /mq/output --orphan-exit --umask 022 --max-output 1073741824 --output-reserve 5242880"},
 		{protocol.SiteSpec{Name: "json", Type: "local", Max: 1, Slots: 1, Embedded: true},
-			"agent --site json --host " + host + " --slots 1 --out /mq/output --orphan-exit --umask 022 --max-output 1073741824 --output-reserve 5242880 --noop --log-format json"},
+			"agent --site json --host " + host + " --slots 1 --gpus 0" + share(1) + " --out /mq/output --orphan-exit --umask 022 --max-output 1073741824 --output-reserve 5242880 --noop --log-format json"},
 	} {
 		s.logJSON = tc.spec.Name == "json" // cls serve --log-format json
 		st, err := s.open(tc.spec, nil)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -29,8 +30,21 @@ type Config struct {
 	// BatchID is the batch job this placeholder is, if a batch system
 	// started it (see BatchJobID).
 	BatchID string
-	// Slots is how many jobs run at once (default 1).
+	// Slots is how many jobs run at once (default 1) when Capacity is
+	// not given; with it, Slots is its cores.
 	Slots int
+	// Capacity is what the placeholder offers its jobs (Advertise's
+	// result); zero: Slots cores and nothing else. Jobs are admitted by
+	// what they were granted (Assignment.Grant; none is one core) against
+	// what is free, not by slots. Asked and CapacityNote go to the CLS
+	// with it, for cls site list.
+	Capacity     resource.Capacity
+	Asked        resource.Capacity
+	CapacityNote string
+	// MemLimiter enforces jobs' memory grants; nil: NewMemLimiter's
+	// choice, made when the first job with a memory grant starts (the
+	// cgroup limiter moves the agent into a child cgroup).
+	MemLimiter MemLimiter
 	// OutDir receives jobs' stdout and stderr files.
 	OutDir string
 	// MaxOutput is the most a job attempt may write to stdout and stderr
@@ -105,6 +119,9 @@ type Agent struct {
 	running map[int64]*proc
 	held    map[int64]protocol.JobRef // fetched ahead, not started
 
+	memOnce sync.Once
+	memLim  MemLimiter
+
 	dirs sync.Map // output shard dirs already made
 	sums sumCache // staged inputs already hashed, by identity
 	// create opens a job's output file; nil is createOutput (tests make
@@ -117,6 +134,11 @@ type Agent struct {
 func New(cfg Config) *Agent {
 	if cfg.Slots < 1 {
 		cfg.Slots = 1
+	}
+	if cfg.Capacity.CPUs > 0 {
+		cfg.Slots = cfg.Capacity.CPUs
+	} else {
+		cfg.Capacity.CPUs = cfg.Slots
 	}
 	if cfg.Reconnect <= 0 {
 		cfg.Reconnect = 10 * time.Minute
@@ -148,6 +170,9 @@ func (a *Agent) ID() int64 {
 func (a *Agent) Run(ctx context.Context) error {
 	a.start = a.now()
 	a.ppid = os.Getppid()
+	if err := a.cfg.Capacity.Validate(); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(a.cfg.OutDir, 0o700); err != nil {
 		return fmt.Errorf("placeholder output directory: %w", err)
 	}

@@ -42,6 +42,9 @@ type cls struct {
 	// failCode, if set, is the code of those answers instead (a refusal).
 	failCode string
 	busy     int // replies refusing a request as busy
+	// grant, if set, adds a grant to each job the CLS hands out, as a
+	// CLS that packs by resources does (nil: none for that job).
+	grant func(protocol.Assignment) *protocol.Capacity
 }
 
 func newCLS(t *testing.T) *cls { return newCLSLease(t, 5*time.Second) }
@@ -89,6 +92,9 @@ func (c *cls) silence() {
 // carried counts requests that carried reports, whatever their op.
 const carried = "(reports)"
 
+// available counts next requests that said what the placeholder has free.
+const available = "(available)"
+
 func (c *cls) count(op string, lost bool) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -117,6 +123,7 @@ func (p *peerConn) Read(b []byte) (int, error) {
 				p.c.lost[op] += k
 			}
 		}
+		p.c.seen[available] += strings.Count(string(b[:n]), `"available":{`)
 		// A report goes on its own, or on a next that does not wait
 		// (when it may take the work it makes ready): both carry reports.
 		reports := strings.Contains(string(b[:n]), `"op":"`+protocol.OpReport.Name+`"`) ||
@@ -164,7 +171,40 @@ func (p *peerConn) Write(b []byte) (int, error) {
 		p.c.busy += k
 		p.c.mu.Unlock()
 	}
+	p.c.mu.Lock()
+	grant := p.c.grant
+	p.c.mu.Unlock()
+	if grant != nil && strings.Contains(string(b), `"jobs":[`) {
+		if _, err := p.Conn.Write(withGrants(p.c.t, b, grant)); err != nil {
+			return 0, err
+		}
+		return len(b), nil
+	}
 	return p.Conn.Write(b)
+}
+
+// withGrants adds grants to the assignments in the next replies among
+// frames b.
+func withGrants(t *testing.T, b []byte, grant func(protocol.Assignment) *protocol.Capacity) []byte {
+	var out []byte
+	for _, line := range strings.SplitAfter(string(b), "\n") {
+		var resp protocol.Response
+		var reply protocol.NextReply
+		if !strings.Contains(line, `"jobs":[`) || json.Unmarshal([]byte(line), &resp) != nil || json.Unmarshal(resp.Body, &reply) != nil {
+			out = append(out, line...)
+			continue
+		}
+		for i := range reply.Jobs {
+			reply.Jobs[i].Grant = grant(reply.Jobs[i])
+		}
+		resp.Body, _ = json.Marshal(reply)
+		frame, err := json.Marshal(resp)
+		if err != nil {
+			t.Error(err)
+		}
+		out = append(append(out, frame...), '\n')
+	}
+	return out
 }
 
 // busyReplies is how many requests the CLS refused as busy.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -43,7 +44,7 @@ func (a *Agent) holdAll(u []protocol.Assignment) {
 // as the job ends. A job the CLS took back while it waited is skipped; once
 // ctx ends, the jobs not started are handed back (requeued, attempt not
 // counted).
-func (a *Agent) runBundle(ctx context.Context, u []protocol.Assignment, progress chan<- protocol.Report, quit <-chan struct{}) {
+func (a *Agent) runBundle(ctx context.Context, u []protocol.Assignment, g resource.Grant, progress chan<- protocol.Report, quit <-chan struct{}) {
 	for _, asg := range u {
 		if !a.unhold(asg.ID) {
 			continue
@@ -53,7 +54,7 @@ func (a *Agent) runBundle(ctx context.Context, u []protocol.Assignment, progress
 			now := time.Now()
 			r = protocol.Report{ID: asg.ID, Attempt: asg.Attempt, Started: now, Finished: now, Reason: protocol.ReasonReturned}
 		} else {
-			r = a.run(ctx, asg)
+			r = a.runGranted(ctx, asg, &g)
 		}
 		select {
 		case progress <- r:

@@ -136,17 +136,34 @@ func DetectCapacity(env func(string) string, fsys fs.FS, affinity func() ([]int,
 // Advertise returns the capacity to offer the CLS: the smaller of what
 // the site asked for and what was given, in each dimension, and a note
 // saying where they differ ("" when they agree). Memory and GPUs that
-// were not detected are taken as asked.
+// were not detected are taken as asked. Cores counted from the machine
+// alone (its CPU affinity, /proc/cpuinfo) do not cap the cores asked:
+// no batch system or cgroup limits the placeholder, and more 1-core jobs
+// than cores (`--slots 16` on a 4-core host, for jobs that wait on I/O)
+// is the operator's choice; the note says so.
 func Advertise(asked resource.Capacity, given Given) (resource.Capacity, string) {
 	c := resource.Capacity{CPUs: given.CPUs, Mem: given.Mem, GPUIDs: given.GPUIDs, Named: asked.Named}
 	var notes []string
-	if asked.CPUs > 0 {
+	machine := given.CPUsFrom == "CPU affinity" || given.CPUsFrom == "/proc/cpuinfo"
+	switch {
+	case asked.CPUs <= 0:
+	case machine && asked.CPUs > given.CPUs:
+		notes = append(notes, fmt.Sprintf("asked %d cpus, the machine has %d (%s): jobs share them", asked.CPUs, given.CPUs, given.CPUsFrom))
+		c.CPUs = asked.CPUs
+	case machine:
+		c.CPUs = asked.CPUs // a part of the machine, as asked: nothing to say
+	default:
 		if asked.CPUs != given.CPUs {
 			notes = append(notes, fmt.Sprintf("asked %d cpus, given %d (%s)", asked.CPUs, given.CPUs, given.CPUsFrom))
 		}
 		c.CPUs = min(asked.CPUs, given.CPUs)
 	}
-	if len(given.CoreIDs) >= c.CPUs {
+	// Core ids are offered for pinning only when they are this
+	// placeholder's own (a batch system's or cgroup's cpuset): the
+	// machine's, when nothing narrowed them, are shared with every other
+	// placeholder on it, and pinning each one's jobs to the same first
+	// cores would be worse than not pinning.
+	if len(given.CoreIDs) >= c.CPUs && !machine {
 		c.CoreIDs = given.CoreIDs[:c.CPUs]
 	}
 	switch {
@@ -154,7 +171,8 @@ func Advertise(asked resource.Capacity, given Given) (resource.Capacity, string)
 	case given.MemFrom == "":
 		c.Mem = asked.Mem
 	default:
-		if asked.Mem != given.Mem {
+		// The machine's memory is not a grant: a part of it is no news.
+		if asked.Mem != given.Mem && (given.MemFrom != "/proc/meminfo" || asked.Mem > given.Mem) {
 			notes = append(notes, fmt.Sprintf("asked %s, given %s (%s)", resource.FormatMem(asked.Mem), resource.FormatMem(given.Mem), given.MemFrom))
 		}
 		c.Mem = min(asked.Mem, given.Mem)

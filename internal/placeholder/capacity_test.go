@@ -148,6 +148,35 @@ func TestAdvertise(t *testing.T) {
 	}
 }
 
+// TestAdvertiseOversubscribed: cores the machine alone counts do not
+// cap the cores asked (a local placeholder of 16 slots on 2 cores runs
+// 16 jobs, as before resources), but the note says so and no job is
+// pinned; a batch system's count does cap them.
+func TestAdvertiseOversubscribed(t *testing.T) {
+	for _, from := range []string{"CPU affinity", "/proc/cpuinfo"} {
+		c, note := Advertise(resource.Capacity{CPUs: 16}, Given{Capacity: resource.Capacity{CPUs: 2, CoreIDs: []int{0, 1}}, CPUsFrom: from})
+		if c.CPUs != 16 || c.CoreIDs != nil || !strings.Contains(note, "asked 16 cpus, the machine has 2 ("+from+")") {
+			t.Errorf("from %s: %v, %q; want 16 cpus, unpinned, noted", from, c, note)
+		}
+	}
+	c, _ := Advertise(resource.Capacity{CPUs: 16}, Given{Capacity: resource.Capacity{CPUs: 2}, CPUsFrom: "NSLOTS"})
+	if c.CPUs != 2 {
+		t.Errorf("NSLOTS=2 for 16 asked: %d cpus; want 2", c.CPUs)
+	}
+	c, note := Advertise(resource.Capacity{CPUs: 2}, Given{Capacity: resource.Capacity{CPUs: 8, CoreIDs: []int{0, 1, 2, 3, 4, 5, 6, 7}}, CPUsFrom: "CPU affinity"})
+	if c.CPUs != 2 || c.CoreIDs != nil || note != "" {
+		t.Errorf("2 of the machine's 8 cores: %v, %q; want 2, not pinned (other placeholders share the machine), nothing to say", c, note)
+	}
+	c, note = Advertise(resource.Capacity{CPUs: 1, Mem: 4 * resource.GiB}, Given{Capacity: resource.Capacity{CPUs: 8, Mem: 32 * resource.GiB}, CPUsFrom: "CPU affinity", MemFrom: "/proc/meminfo"})
+	if c.Mem != 4*resource.GiB || note != "" {
+		t.Errorf("4 GiB of the machine's 32: %v, %q; want 4 GiB, nothing to say", c, note)
+	}
+	c, note = Advertise(resource.Capacity{CPUs: 1, Mem: 64 * resource.GiB}, Given{Capacity: resource.Capacity{CPUs: 8, Mem: 32 * resource.GiB}, CPUsFrom: "CPU affinity", MemFrom: "/proc/meminfo"})
+	if c.Mem != 32*resource.GiB || !strings.Contains(note, "asked 64 GiB, given 32 GiB (/proc/meminfo)") {
+		t.Errorf("64 GiB on a machine of 32: %v, %q", c, note)
+	}
+}
+
 func TestAffinityReal(t *testing.T) {
 	ids, err := Affinity()
 	if err != nil || len(ids) == 0 {

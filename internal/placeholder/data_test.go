@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -284,7 +285,7 @@ func TestRunBundleData(t *testing.T) {
 	}
 	a.holdAll(u)
 	progress := make(chan protocol.Report, len(u))
-	a.runBundle(context.Background(), u, progress, make(chan struct{}))
+	a.runBundle(context.Background(), u, resource.Grant{}, progress, make(chan struct{}))
 	r1, r2 := <-progress, <-progress
 	if r1.Exit != exitInput || !strings.HasPrefix(r1.Reason, "input: /w/none missing") || exists(root+"/w/ran1") {
 		t.Errorf("job 1: %+v (ran: %v)", r1, exists(root+"/w/ran1"))

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -52,11 +53,38 @@ func overReason(rss, limit int64) string {
 }
 
 // A Watchdog samples the resident memory of a job's process group and
-// kills the group when the sum goes over the limit.
+// kills the group when the sum goes over the limit. One scan of /proc
+// serves every job it watches within half an interval: a placeholder
+// running many jobs reads each process's stat once a sample, not once
+// per job.
 type Watchdog struct {
 	Interval time.Duration // between samples; default 250ms
 	Grace    time.Duration // between SIGTERM and SIGKILL; default 5s
 	Proc     string        // procfs; default "/proc"
+
+	mu      sync.Mutex
+	scanned time.Time
+	rss     map[int]int64 // bytes by process group, as of scanned
+}
+
+// groupRSS is the resident memory of process group pgid, from a scan of
+// /proc at most half an interval old.
+func (w *Watchdog) groupRSS(pgid int, every time.Duration) int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.rss == nil || time.Since(w.scanned) >= every/2 {
+		w.rss, w.scanned = allGroupsRSS(w.proc()), time.Now()
+	}
+	return w.rss[pgid]
+}
+
+// allGroupsRSS sums the resident memory of live processes by process
+// group.
+func allGroupsRSS(proc string) map[int]int64 {
+	m := map[int]int64{}
+	page := int64(os.Getpagesize())
+	eachProc(proc, func(pgid int, _ byte, rssPages int64) { m[pgid] += rssPages * page })
+	return m
 }
 
 func (w *Watchdog) Prepare(_ *syscall.SysProcAttr, limit int64) (MemWatch, error) {
@@ -76,8 +104,7 @@ func (r *rssWatch) Watch(ctx context.Context, pgid int) (string, bool) {
 	defer tick.Stop()
 	var peak int64
 	for {
-		rss, _ := GroupRSS(r.w.proc(), pgid)
-		peak = max(peak, rss)
+		peak = max(peak, r.w.groupRSS(pgid, every))
 		if peak > r.limit {
 			killGroup(ctx, r.w.proc(), pgid, cmpOr(r.w.Grace, 5*time.Second), every)
 			return overReason(peak, r.limit), true
@@ -134,6 +161,16 @@ func groupAlive(proc string, pgid int) (int, error) {
 
 // eachMember calls f for each process of group pgid that is not a zombie.
 func eachMember(proc string, pgid int, f func(state byte, rssPages int64)) error {
+	return eachProc(proc, func(g int, state byte, rssPages int64) {
+		if g == pgid {
+			f(state, rssPages)
+		}
+	})
+}
+
+// eachProc calls f for each process that is not a zombie, with its
+// process group.
+func eachProc(proc string, f func(pgid int, state byte, rssPages int64)) error {
 	ents, err := os.ReadDir(proc)
 	if err != nil {
 		return err
@@ -156,7 +193,8 @@ func eachMember(proc string, pgid int, f func(state byte, rssPages int64)) error
 		if len(fields) < 22 {
 			continue
 		}
-		if g, err := strconv.Atoi(fields[2]); err != nil || g != pgid {
+		g, err := strconv.Atoi(fields[2])
+		if err != nil {
 			continue
 		}
 		state := fields[0][0]
@@ -164,7 +202,7 @@ func eachMember(proc string, pgid int, f func(state byte, rssPages int64)) error
 			continue
 		}
 		rss, _ := strconv.ParseInt(fields[21], 10, 64)
-		f(state, rss)
+		f(g, state, rss)
 	}
 	return nil
 }
@@ -227,6 +265,11 @@ func NewCgroupLimiter(root, selfCgroup string) (*CgroupLimiter, error) {
 		return nil, fmt.Errorf("moving the agent to %s: %w", leaf, err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+memory"), 0); err != nil {
+		// Typically EBUSY: another process (the CLS, for its local
+		// placeholders) lives in dir, and a cgroup with processes may
+		// not give its children controllers. Back where it was.
+		os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0)
+		os.Remove(leaf) // fails, harmlessly, while other agents share it
 		return nil, fmt.Errorf("enabling memory in %s: %w", dir, err)
 	}
 	return &CgroupLimiter{dir: dir}, nil
@@ -273,6 +316,11 @@ func (w *cgroupWatch) Watch(ctx context.Context, pgid int) (string, bool) {
 		}
 		select {
 		case <-ctx.Done():
+			// The job has ended (or the agent stops): if the kernel
+			// killed it since the last look, that is why it ended.
+			if w.oomKills() > 0 {
+				return fmt.Sprintf("memory reached its request of %s (killed by the kernel)", resource.FormatMem(w.limit)), true
+			}
 			return "", false
 		case <-tick.C:
 		}

@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -235,5 +236,87 @@ func TestCgroupLimiterFiles(t *testing.T) {
 	}
 	if _, err := os.Stat(job); !os.IsNotExist(err) {
 		t.Errorf("job cgroup left: %v", err)
+	}
+}
+
+// TestCgroupWatchSeesLateKill: the kernel killed the job between two
+// looks at memory.events, and the job ended (its watch stopped) before
+// the next one: the last look, at the stop, still says why it ended.
+func TestCgroupWatchSeesLateKill(t *testing.T) {
+	dir := t.TempDir()
+	events := dir + "/memory.events"
+	if err := os.WriteFile(events, []byte("low 0\nhigh 0\nmax 3\noom 0\noom_kill 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := &cgroupWatch{dir: dir, fd: -1, limit: 8 * resource.GiB, poll: time.Hour}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan string, 1)
+	go func() {
+		why, killed := w.Watch(ctx, 0)
+		if !killed {
+			why = ""
+		}
+		done <- why
+	}()
+	time.Sleep(10 * time.Millisecond) // let it look once (a miss only skips the late case)
+	if err := os.WriteFile(events, []byte("low 0\nhigh 0\nmax 9\noom 1\noom_kill 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if why := <-done; why != "memory reached its request of 8 GiB (killed by the kernel)" {
+		t.Errorf("Watch = %q; want the kernel's kill", why)
+	}
+}
+
+// TestCgroupLimiterUndoesMove: where the memory controller cannot be
+// given to children (a process, such as the CLS, lives in the agent's
+// cgroup), the limiter fails and the agent is moved back where it was.
+func TestCgroupLimiterUndoesMove(t *testing.T) {
+	dir := t.TempDir()
+	self := dir + "/self"
+	os.WriteFile(self, []byte("0::/user/agent43\n"), 0o644)
+	cg := dir + "/root/user/agent43"
+	os.MkdirAll(cg+"/cgroup.subtree_control", 0o755) // a directory: writing it fails
+	os.WriteFile(cg+"/cgroup.controllers", []byte("cpu memory pids\n"), 0o644)
+	if _, err := NewCgroupLimiter(dir+"/root", self); err == nil || !strings.Contains(err.Error(), "enabling memory") {
+		t.Fatalf("NewCgroupLimiter: %v; want the failure to enable memory", err)
+	}
+	if b, err := os.ReadFile(cg + "/cgroup.procs"); err != nil || string(b) != strconv.Itoa(os.Getpid()) {
+		t.Errorf("the agent was not moved back: cgroup.procs %q, %v", b, err)
+	}
+}
+
+// TestWatchdogSharesScans: the jobs a watchdog watches are sampled from
+// one scan of /proc per half interval, not one each.
+func TestWatchdogSharesScans(t *testing.T) {
+	proc := t.TempDir()
+	stat := func(pid, pgid int, rssPages int64) {
+		// pid (comm) state ppid pgrp session tty tpgid flags minflt
+		// cminflt majflt cmajflt utime stime cutime cstime priority nice
+		// threads itrealvalue starttime vsize rss
+		f := []string{"S", "1", strconv.Itoa(pgid)}
+		for len(f) < 21 {
+			f = append(f, "0")
+		}
+		f = append(f, strconv.FormatInt(rssPages, 10), "0", "0")
+		os.MkdirAll(proc+"/"+strconv.Itoa(pid), 0o755)
+		os.WriteFile(proc+"/"+strconv.Itoa(pid)+"/stat", []byte(strconv.Itoa(pid)+" (a job) "+strings.Join(f, " ")), 0o644)
+	}
+	stat(100, 100, 10)
+	stat(101, 100, 5)
+	stat(200, 200, 7)
+	page := int64(os.Getpagesize())
+	w := &Watchdog{Proc: proc}
+	const every = time.Hour // the window never ends during the test
+	if got := w.groupRSS(100, every); got != 15*page {
+		t.Fatalf("group 100: %d bytes; want %d", got, 15*page)
+	}
+	os.RemoveAll(proc + "/200") // gone from /proc: a second scan would say 0
+	if got := w.groupRSS(200, every); got != 7*page {
+		t.Errorf("group 200: %d bytes; want %d, from the scan group 100's sample made", got, 7*page)
+	}
+	w.scanned = time.Time{} // the window ended
+	if got := w.groupRSS(200, every); got != 0 {
+		t.Errorf("group 200 after a new scan: %d bytes; want 0", got)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/jobexec"
+	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -364,6 +365,12 @@ type attempt struct {
 	cmd   *exec.Cmd
 	pidfd int // -1: none to wait on
 	p     *proc
+
+	// grant is what the job holds (nil: a caller that does not count,
+	// such as a test); mem enforces its memory grant (nil: none).
+	grant *resource.Grant
+	mem   MemWatch
+	cgFD  int // a cgroup to start in, from mem (-1: none)
 }
 
 // fail ends the attempt before its command ran, and returns false.
@@ -377,7 +384,13 @@ func (t *attempt) fail(err error) bool {
 // run runs one job to its end and says how it ended. Exit status is the
 // shell's convention: 128+N for a job killed by signal N.
 func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Report {
-	t := &attempt{asg: asg, rep: protocol.Report{ID: asg.ID, Attempt: asg.Attempt, Started: time.Now()}, pidfd: -1}
+	return a.runGranted(ctx, asg, nil)
+}
+
+// runGranted is run for a job holding g: it sees what g holds (BindEnv),
+// runs on g's cores (Pin) and within its memory (MemLimiter).
+func (a *Agent) runGranted(ctx context.Context, asg protocol.Assignment, g *resource.Grant) protocol.Report {
+	t := &attempt{asg: asg, rep: protocol.Report{ID: asg.ID, Attempt: asg.Attempt, Started: time.Now()}, pidfd: -1, grant: g, cgFD: -1}
 	if a.cfg.NoOp {
 		t.rep.Finished = t.rep.Started
 		return t.rep
@@ -385,6 +398,22 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 	ok := a.prepare(ctx, t)
 	if t.sc != nil {
 		defer t.sc.remove()
+	}
+	if ok && asg.Grant != nil && asg.Grant.Mem > 0 {
+		var attr syscall.SysProcAttr
+		mw, err := a.memLimiter().Prepare(&attr, asg.Grant.Mem)
+		if err != nil {
+			t.stdout.Close()
+			t.stderr.Close()
+			a.waitSinks(asg, t.outSink, t.errSink)
+			t.fail(fmt.Errorf("memory limit: %w", err))
+			return t.rep
+		}
+		defer mw.Close()
+		t.mem = mw
+		if attr.UseCgroupFD {
+			t.cgFD = attr.CgroupFD
+		}
 	}
 	if !ok || !a.startProcess(t) {
 		return t.rep
@@ -445,7 +474,15 @@ func (a *Agent) prepare(ctx context.Context, t *attempt) bool {
 func (a *Agent) startProcess(t *attempt) bool {
 	asg := t.asg
 	line := protocol.CommandOf(asg.Command, asg.CommandBytes)
-	env := append(append(os.Environ(), asg.Env...),
+	var env []string
+	if g := t.grant; g != nil && (asg.Grant != nil || g.PoolHasGPUs()) {
+		// A job granted resources sees them; on a placeholder with GPUs
+		// even one granted none (it must not see the others').
+		env = boundEnv(*g, asg.Env)
+	} else {
+		env = append(os.Environ(), asg.Env...)
+	}
+	env = append(env,
 		"MQ_JOB_ID="+strconv.FormatInt(asg.ID, 10),
 		"MQ_ATTEMPT="+strconv.Itoa(asg.Attempt),
 		"MQ_TARGET="+asg.Target,
@@ -482,6 +519,15 @@ func (a *Agent) startProcess(t *attempt) bool {
 	}
 	t.cmd = cmd
 	t.p = &proc{ref: protocol.JobRef{ID: asg.ID, Attempt: asg.Attempt}, pgid: cmd.Process.Pid, started: t.rep.Started}
+	if asg.Grant != nil && t.grant != nil {
+		// Straight after the start, before the job has had time to
+		// start threads or children of its own (they inherit the set).
+		if cores := t.grant.Cores(); cores != nil {
+			if err := Pin(cmd.Process.Pid, cores); err != nil {
+				a.log.Warn("could not pin a job to its cores; it runs unpinned", "job", asg.ID, "err", err)
+			}
+		}
+	}
 	return true
 }
 
@@ -496,6 +542,10 @@ func (a *Agent) launch(t *attempt, cmd *exec.Cmd) error {
 	// when the placeholder can still do it).
 	t.pidfd = -1
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, PidFD: &t.pidfd}
+	if t.cgFD >= 0 {
+		// Born in its memory cgroup: nothing it allocates escapes the limit.
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, t.cgFD
+	}
 	err := cmd.Start()
 	if err != nil {
 		t.pidfd = -1 // nothing to wait for
@@ -520,6 +570,21 @@ func (a *Agent) wait(ctx context.Context, t *attempt) {
 		}
 		waited <- cmd.Wait()
 	}()
+	type memEnd struct {
+		why    string
+		killed bool
+	}
+	var memDone chan memEnd
+	stopMem := func() {}
+	if t.mem != nil {
+		mctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		memDone, stopMem = make(chan memEnd, 1), cancel
+		go func() {
+			why, killed := t.mem.Watch(mctx, p.pgid)
+			memDone <- memEnd{why, killed}
+		}()
+	}
+	defer stopMem()
 	var werr error
 	select {
 	case werr = <-waited:
@@ -536,6 +601,18 @@ func (a *Agent) wait(ctx context.Context, t *attempt) {
 	t.rep.Finished = time.Now()
 	t.rep.Exit = exitStatus(cmd.ProcessState, werr)
 	t.rep.Usage = usageOf(cmd.ProcessState)
+	if memDone != nil {
+		// The watch killed the job, or sees now that the kernel did:
+		// that is why it ended, unless it was being killed already.
+		stopMem()
+		if m := <-memDone; m.killed {
+			p.mu.Lock()
+			if p.reason == "" {
+				p.reason = protocol.MemoryReason(m.why)
+			}
+			p.mu.Unlock()
+		}
+	}
 	p.mu.Lock()
 	t.rep.Reason = p.reason
 	p.mu.Unlock()

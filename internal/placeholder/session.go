@@ -74,6 +74,7 @@ func (a *Agent) connect(ctx context.Context) (*client.Client, error) {
 	reg, err := client.Do(dctx, cl, protocol.OpRegister, protocol.Register{
 		ID: a.id, Site: a.cfg.Site, Host: a.cfg.Host, PID: os.Getpid(), Slots: a.cfg.Slots,
 		OutDir: a.cfg.OutDir, Walltime: a.cfg.Walltime.Seconds(), Batch: a.cfg.BatchID,
+		Capacity: wireCapacity(a.cfg.Capacity), Asked: wireAsked(a.cfg.Asked), CapacityNote: a.cfg.CapacityNote,
 	})
 	if err != nil {
 		cl.Close()

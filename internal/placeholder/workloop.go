@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -87,7 +88,7 @@ type loopState struct {
 	Orphanable  bool          // Config.ExitWhenOrphaned: a poll must return to look
 	NoOp        bool
 
-	Free, Running int  // slots free, jobs (or bundles) running
+	Free, Running int  // cores free, jobs (or bundles) running
 	Held          int  // units fetched ahead, not started
 	Depth         int  // how many to hold beyond the free slots (prefetchDepth)
 	Sending       int  // report requests out on their own
@@ -187,12 +188,15 @@ type workLoop struct {
 	ctx  context.Context // the agent's: jobs and polls end with it
 	rctx context.Context // reports: detached from ctx until reportGrace after it ends
 
-	ended     chan protocol.Report // a slot's job (or bundle: an empty report) ended
+	ended     chan endedUnit       // a job (or bundle: an empty report) ended, with what it held
 	progress  chan protocol.Report // a bundle's jobs; unbuffered, so each is in before its slot frees
 	quit      chan struct{}        // work has returned: nobody reads progress or unacked
 	unacked   chan reported        // a report request's answer: its batch back if the CLS did not take it, jobs it took
 	reporters sync.WaitGroup
 
+	// pool is what the placeholder holds and has free; free is its free
+	// cores, the "slots" the loop asks for work with.
+	pool          *resource.Pool
 	free, running int
 	// Prefetch: while jobs are short, hold jobs beyond the free slots, so
 	// the round trip that reports a job and fetches the next overlaps the
@@ -262,45 +266,89 @@ func (w *workLoop) gotReport(r protocol.Report) {
 	}
 }
 
-func (w *workLoop) start(u []protocol.Assignment) {
+// endedUnit is a unit's end: its report (empty for a bundle, whose jobs
+// report through progress) and what it held.
+type endedUnit struct {
+	rep   protocol.Report
+	grant resource.Grant
+}
+
+// tryStart starts a unit if what it was granted fits what is free.
+func (w *workLoop) tryStart(u []protocol.Assignment) bool {
 	a := w.a
 	if a.cfg.NoOp && !isBundle(u) {
 		// Ends as it starts: the report rides on the next request, and
 		// no goroutine or channel stands between the two (the no-op
 		// executor measures the scheduling path, not this loop).
 		w.gotReport(a.run(w.ctx, u[0]))
-		return
+		return true
 	}
-	w.free--
+	g, ok := w.admit(u)
+	if !ok {
+		return false
+	}
+	w.start(u, g)
+	return true
+}
+
+// start runs a unit that holds g.
+func (w *workLoop) start(u []protocol.Assignment, g resource.Grant) {
+	a := w.a
+	w.free -= g.CPUs
 	w.running++
 	if isBundle(u) {
-		// Its jobs report through progress; the empty report frees the slot.
+		// Its jobs report through progress; the empty report frees what
+		// it holds.
 		go func() {
-			a.runBundle(w.ctx, u, w.progress, w.quit)
+			a.runBundle(w.ctx, u, g, w.progress, w.quit)
 			select {
-			case w.ended <- protocol.Report{}:
+			case w.ended <- endedUnit{grant: g}:
 			case <-w.quit:
 			}
 		}()
 		return
 	}
 	go func() {
-		r := a.run(w.ctx, u[0])
+		r := a.runGranted(w.ctx, u[0], &g)
 		select {
-		case w.ended <- r:
+		case w.ended <- endedUnit{r, g}:
 		case <-w.quit: // work returned (aborted): nobody reads ended
 		}
 	}()
 }
 
+// startHeld starts the held units that fit what is free now, in the
+// order they came; the others wait on.
 func (w *workLoop) startHeld() {
-	for w.free > 0 && len(w.held) > 0 {
-		h := w.held[0]
-		w.held = w.held[1:]
-		if isBundle(h.unit) || w.a.unhold(h.unit[0].ID) { // false if the CLS took it back meanwhile
-			w.start(h.unit)
+	if w.free == 0 || len(w.held) == 0 {
+		return
+	}
+	keep := w.held[:0]
+	for _, h := range w.held {
+		if w.free == 0 {
+			keep = append(keep, h)
+			continue
+		}
+		g, ok := w.admit(h.unit)
+		switch {
+		case !ok:
+			keep = append(keep, h)
+		case isBundle(h.unit) || w.a.unhold(h.unit[0].ID):
+			w.start(h.unit, g)
+		default: // the CLS took it back meanwhile
+			w.pool.Give(g)
 		}
 	}
+	clear(w.held[len(keep):])
+	w.held = keep
+}
+
+// unitEnded frees what a unit held and takes its report.
+func (w *workLoop) unitEnded(e endedUnit) {
+	w.free += e.grant.CPUs
+	w.running--
+	w.pool.Give(e.grant)
+	w.gotReport(e.rep)
 }
 
 // sendPoll sends a next request carrying the reports gathered so far.
@@ -316,10 +364,11 @@ func (w *workLoop) sendPoll(m move) {
 	w.poll, w.pollSent = make(chan polled, 1), w.a.now()
 	w.asked, w.pollDry = n, w.lastDry
 	w.pollCovers = min(n, max(0, w.free-len(w.held)))
+	avail := w.available()
 	go func(ch chan polled) {
 		var p polled
 		p.err = call(w.ctx, w.a, protocol.OpNext, func(id int64) protocol.Next {
-			return protocol.Next{Placeholder: id, Reports: sent, Free: n, WalltimeLeft: w.a.walltimeLeft(), WaitMS: int(wait / time.Millisecond)}
+			return protocol.Next{Placeholder: id, Reports: sent, Free: n, WalltimeLeft: w.a.walltimeLeft(), WaitMS: int(wait / time.Millisecond), Available: avail}
 		}, &p.reply)
 		if p.err != nil {
 			p.reply.Jobs = nil
@@ -333,18 +382,14 @@ func (w *workLoop) sendPoll(m move) {
 
 // ended takes the report of a slot's job, and of any others that ended
 // with it: jobs often end together, and one request serves them all.
-func (w *workLoop) onEnded(r protocol.Report) {
-	w.free++
-	w.running--
+func (w *workLoop) onEnded(e endedUnit) {
 	w.prefetchDry = false
-	w.gotReport(r)
+	w.unitEnded(e)
 drain:
 	for {
 		select {
-		case r := <-w.ended:
-			w.free++
-			w.running--
-			w.gotReport(r)
+		case e := <-w.ended:
+			w.unitEnded(e)
 		default:
 			break drain
 		}
@@ -399,11 +444,14 @@ func (w *workLoop) onPoll(p polled) {
 func (w *workLoop) take(jobs []protocol.Assignment) {
 	for _, u := range units(jobs) {
 		w.idleSince = w.a.now()
+		if why := w.never(u); why != "" {
+			w.refuse(u, why)
+			continue
+		}
 		if isBundle(u) {
 			w.a.holdAll(u) // runBundle takes each job out as it starts it
 		}
-		if w.free > 0 {
-			w.start(u)
+		if w.tryStart(u) {
 			continue
 		}
 		if !isBundle(u) {
@@ -435,9 +483,13 @@ func (w *workLoop) onTick() {
 // waiting for work never delays a report for long. What to ask for is
 // decide's; when reports go, whenToReport's.
 func (a *Agent) work(ctx context.Context) error {
+	pool, err := resource.NewPool(a.cfg.Capacity)
+	if err != nil {
+		return err
+	}
 	w := &workLoop{
-		a: a, ctx: ctx,
-		ended:     make(chan protocol.Report, a.cfg.Slots),
+		a: a, ctx: ctx, pool: pool,
+		ended:     make(chan endedUnit, a.cfg.Slots),
 		progress:  make(chan protocol.Report),
 		quit:      make(chan struct{}),
 		unacked:   make(chan reported),
@@ -492,8 +544,8 @@ func (a *Agent) work(ctx context.Context) error {
 		case r := <-w.progress:
 			w.gotReport(r)
 			w.scheduleReports()
-		case r := <-w.ended:
-			w.onEnded(r)
+		case e := <-w.ended:
+			w.onEnded(e)
 		case ans := <-w.unacked:
 			w.onReported(ans)
 		case <-w.hold.C:

@@ -194,5 +194,15 @@ func checkRegister(r protocol.Register) error {
 	if err := protocol.CheckText("batch", r.Batch, protocol.MaxHostBytes); err != nil {
 		return err // kept in the site manager's memory and logged
 	}
+	for what, c := range map[string]*protocol.Capacity{"capacity": r.Capacity, "asked": r.Asked} {
+		if c != nil {
+			if err := protocol.CheckCapacity(what, *c); err != nil {
+				return err
+			}
+		}
+	}
+	if err := protocol.CheckText("capacity_note", r.CapacityNote, protocol.MaxReasonBytes); err != nil {
+		return err // kept in the site manager's memory and shown by cls site list
+	}
 	return protocol.CheckText("out_dir", r.OutDir, protocol.MaxPathBytes)
 }

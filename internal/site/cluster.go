@@ -201,16 +201,19 @@ func (s *Remote) prepare(ctx context.Context, r Runner) error {
 	wall := protocol.Duration(s.Spec.Walltime)
 	args := []string{
 		"--cls", addr, "--host-key", s.HostKey, "--key", path.Join(s.base, "key"),
-		"--site", s.Spec.Name, "--slots", strconv.Itoa(s.Spec.Slots),
+		"--site", s.Spec.Name,
+	}
+	args = append(args, AgentArgs(s.Spec, s.Spec.Mem)...)
+	args = append(args,
 		"--walltime", AgentWalltime(wall).String(),
 		"--idle", protocol.Duration(s.Spec.Idle).String(),
 		"--out", path.Join(s.base, "out"),
-	}
+	)
 	if s.dataRoot != "" {
 		args = append(args, "--data-root", s.dataRoot)
 	}
 	args = append(args, via...)
-	req := batch.Request{Name: s.JobName, Queue: s.Spec.Queue, Walltime: wall, Slots: s.Spec.Slots, PE: s.Spec.PE, LogDir: path.Join(s.base, "log")}
+	req := batch.Request{Name: s.JobName, Queue: s.Spec.Queue, Walltime: wall, Slots: s.Spec.Slots, Mem: s.Spec.Mem, GPUs: s.Spec.GPUs, PE: s.Spec.PE, LogDir: path.Join(s.base, "log")}
 	s.script = path.Join(s.base, "placeholder.sh")
 	if _, err := r.Put(ctx, s.script, []byte(batch.Script(s.Batch, req, remoteBin, args)), 0o700); err != nil {
 		return err

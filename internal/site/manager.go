@@ -106,6 +106,11 @@ type managed struct {
 	// they registered with); connBatch: that id per connected placeholder.
 	batch     map[string]bool
 	connBatch map[int64]string
+	// given: the connected placeholders given other than they asked
+	// (Register.CapacityNote), by id.
+	given map[int64]string
+	// offered: what each connected placeholder offers (Register.Capacity).
+	offered map[int64]string
 	// stall says why the site is degraded after placeholders ran without
 	// connecting (NeverConnected); "" once one connects.
 	stall string
@@ -179,7 +184,7 @@ func (m *Manager) Start(ctx context.Context) error {
 
 func (m *Manager) startLocked(spec protocol.SiteSpec) error {
 	ms := &managed{spec: spec, known: map[string]*tracked{}, connected: map[int64]int{}, pids: map[int64]int{},
-		batch: map[string]bool{}, connBatch: map[int64]string{},
+		batch: map[string]bool{}, connBatch: map[int64]string{}, given: map[int64]string{}, offered: map[int64]string{},
 		state: StateStarting, done: make(chan struct{}), kick: make(chan struct{}, 1)}
 	name := spec.Name
 	s, err := m.Open(spec, func(pid int) { m.localExited(name, pid) })
@@ -377,7 +382,27 @@ func (m *Manager) infoLocked(ms *managed) protocol.SiteInfo {
 	if p, ok := ms.site.(interface{ Platform() string }); ok {
 		info.Platform = p.Platform()
 	}
+	info.Given, info.Offered = distinctNotes(ms.given), distinctNotes(ms.offered)
 	return info
+}
+
+// distinctNotes is each distinct note of the placeholders (how they were
+// given other than they asked, what they offer), once, with how many say
+// it when more than one does.
+func distinctNotes(given map[int64]string) string {
+	n := map[string]int{}
+	for _, note := range given {
+		n[note]++
+	}
+	notes := make([]string, 0, len(n))
+	for note, k := range n {
+		if k > 1 {
+			note = fmt.Sprintf("%s (%d placeholders)", note, k)
+		}
+		notes = append(notes, note)
+	}
+	sort.Strings(notes)
+	return strings.Join(notes, "; ")
 }
 
 // Placeholder is told when a placeholder registers or disconnects (see
@@ -392,6 +417,12 @@ func (m *Manager) Placeholder(id int64, reg protocol.Register, connected bool) {
 	if connected {
 		ms.connected[id] = reg.PID
 		ms.connBatch[id] = reg.Batch
+		if reg.CapacityNote != "" {
+			ms.given[id] = reg.CapacityNote
+		}
+		if reg.Capacity != nil {
+			ms.offered[id] = reg.Capacity.String()
+		}
 		if reg.Batch != "" {
 			ms.batch[reg.Batch] = true
 		}
@@ -406,6 +437,8 @@ func (m *Manager) Placeholder(id int64, reg protocol.Register, connected bool) {
 	} else {
 		delete(ms.connected, id)
 		delete(ms.connBatch, id)
+		delete(ms.given, id)
+		delete(ms.offered, id)
 	}
 }
 
@@ -423,6 +456,8 @@ func (m *Manager) localExited(site string, pid int) {
 				ids = append(ids, id)
 				delete(ms.pids, id)
 				delete(ms.connected, id)
+				delete(ms.given, id)
+				delete(ms.offered, id)
 			}
 		}
 	}

@@ -66,10 +66,20 @@ func (m *Manager) Set(ctx context.Context, set protocol.SiteSet) (protocol.SiteI
 	if set.Idle != nil {
 		spec.Idle = *set.Idle
 	}
+	if set.Mem != nil {
+		spec.Mem = *set.Mem
+	}
+	if set.GPUs != nil {
+		spec.GPUs = *set.GPUs
+	}
+	if set.Resources != nil {
+		spec.Resources = *set.Resources
+	}
 	if err := Validate(&spec); err != nil {
 		return protocol.SiteInfo{}, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
 	}
-	reopen := spec.Slots != old.Slots || spec.Walltime != old.Walltime || spec.Idle != old.Idle || spec.PE != old.PE
+	reopen := spec.Slots != old.Slots || spec.Walltime != old.Walltime || spec.Idle != old.Idle || spec.PE != old.PE ||
+		spec.Mem != old.Mem || spec.GPUs != old.GPUs || spec.Resources != old.Resources
 	var next Site
 	if reopen {
 		var err error

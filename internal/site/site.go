@@ -12,10 +12,13 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/mq-hpc/mq/internal/policy"
+	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/internal/shellwords"
 	"github.com/mq-hpc/mq/internal/site/batch"
 	"github.com/mq-hpc/mq/protocol"
@@ -127,6 +130,9 @@ func Validate(s *protocol.SiteSpec) error {
 	if s.Slots < 1 || s.Slots > 4096 {
 		return fmt.Errorf("--slots must be 1..4096, not %d", s.Slots)
 	}
+	if err := validResources(s); err != nil {
+		return err
+	}
 	if !(s.Price >= 0 && s.Price <= protocol.MaxBudget) { // also NaN
 		return fmt.Errorf("--price must be 0..%g per core-hour (0 = free), not %g", float64(protocol.MaxBudget), s.Price)
 	}
@@ -165,6 +171,102 @@ func Validate(s *protocol.SiteSpec) error {
 		return fmt.Errorf("--connect-timeout must be between 1s and the walltime, not %gs", s.ConnectTimeout)
 	}
 	return nil
+}
+
+// MaxSiteMem bounds --mem: larger is a typo, not a node.
+const MaxSiteMem = 1 << 50 // 1 PiB
+
+// validResources checks what each placeholder asks for besides its
+// cores: --mem, --gpus, --resource.
+func validResources(s *protocol.SiteSpec) error {
+	if s.Mem < 0 || s.Mem > MaxSiteMem {
+		return fmt.Errorf("--mem must be 0..1P (0 = the batch system's default), not %d bytes", s.Mem)
+	}
+	if s.GPUs < 0 || s.GPUs > resource.MaxGPUs {
+		return fmt.Errorf("--gpus must be 0..%d, not %d", resource.MaxGPUs, s.GPUs)
+	}
+	if s.Type == Local && s.GPUs > 0 && s.Max > 1 {
+		// Each placeholder would offer the same GPUs of the one machine.
+		return fmt.Errorf("--gpus on a local site needs --max 1 (its placeholders share this machine's GPUs), not --max %d", s.Max)
+	}
+	named, err := ParseResources(s.Resources)
+	if err != nil {
+		return err
+	}
+	s.Resources = FormatResources(named)
+	return nil
+}
+
+// ParseResources reads a site's named amounts, "NAME=N,NAME=N".
+func ParseResources(s string) (map[string]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var r resource.Request
+	for _, kv := range strings.Split(s, ",") {
+		if err := r.AddNamed(kv); err != nil {
+			return nil, fmt.Errorf("--resource: %v", err)
+		}
+		name, _, _ := strings.Cut(kv, "=")
+		if len(name) > protocol.MaxNamedBytes {
+			return nil, fmt.Errorf("--resource %s: a name has at most %d characters", protocol.Printable(name), protocol.MaxNamedBytes)
+		}
+	}
+	if len(r.Named) > protocol.MaxNamed {
+		return nil, fmt.Errorf("--resource: %d names; at most %d", len(r.Named), protocol.MaxNamed)
+	}
+	return r.Named, nil
+}
+
+// FormatResources writes named amounts as SiteSpec.Resources keeps them:
+// "NAME=N,NAME=N", by name.
+func FormatResources(named map[string]int) string {
+	names := make([]string, 0, len(named))
+	for name := range named {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for i, name := range names {
+		names[i] = name + "=" + strconv.Itoa(named[name])
+	}
+	return strings.Join(names, ",")
+}
+
+// Capacity is what each of a site's placeholders asks for: its cores
+// (Slots), memory, GPUs (ids 0..N-1 until the placeholder detects its
+// own) and named amounts.
+func Capacity(s protocol.SiteSpec) resource.Capacity {
+	named, _ := ParseResources(s.Resources) // checked by Validate
+	c := resource.Capacity{CPUs: s.Slots, Mem: s.Mem, Named: named}
+	for i := range s.GPUs {
+		c.GPUIDs = append(c.GPUIDs, strconv.Itoa(i))
+	}
+	return c
+}
+
+// AgentArgs are the agent's flags for what a placeholder of s asks for,
+// so that it offers no more than its site says (--gpus 0 included: GPUs
+// a variable names are not the site's).
+func AgentArgs(s protocol.SiteSpec, mem int64) []string {
+	args := []string{"--slots", strconv.Itoa(s.Slots), "--gpus", strconv.Itoa(s.GPUs)}
+	if mem > 0 {
+		args = append(args, "--mem", MemArg(mem))
+	}
+	if s.Resources != "" {
+		for _, kv := range strings.Split(s.Resources, ",") {
+			args = append(args, "--resource", kv)
+		}
+	}
+	return args
+}
+
+// MemArg writes a byte count as the agent's --mem reads it, exactly
+// where it can: "8192M", else KiB rounded up.
+func MemArg(n int64) string {
+	if n%resource.MiB == 0 {
+		return strconv.FormatInt(n/resource.MiB, 10) + "M"
+	}
+	return strconv.FormatInt((n+resource.KiB-1)/resource.KiB, 10) + "K"
 }
 
 // MaxDataRoot bounds --data-root (PATH_MAX).

@@ -23,6 +23,7 @@ import (
 	"github.com/mq-hpc/mq/cmd/internal/flagmsg"
 	"github.com/mq-hpc/mq/internal/mqhome"
 	"github.com/mq-hpc/mq/internal/placeholder"
+	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/internal/sshkey"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -52,10 +53,17 @@ type flags struct {
 	logFormat                                string
 	maxOutput, outputReserve                 string
 	slots                                    int
-	walltime, idle, reconnect                time.Duration
+	// What the placeholder was asked for (its site's --cpus, --mem,
+	// --gpus, --resource); see capacity.
+	cpus, gpus                int
+	mem                       string
+	named                     []string
+	walltime, idle, reconnect time.Duration
 	// Local only.
 	orphanExit, noop  bool
 	cpuprofile, umask string
+
+	set map[string]bool // the flags given
 }
 
 func (f *flags) register(fs *flag.FlagSet, mode Mode) {
@@ -72,7 +80,14 @@ func (f *flags) register(fs *flag.FlagSet, mode Mode) {
 	fs.StringVar(&f.viaHostKey, "via-host-key", "", "with --via: its host public key (\"ssh-ed25519 AAAA...\")")
 	fs.StringVar(&f.site, "site", siteDefault, "site name reported to the CLS")
 	fs.StringVar(&f.host, "host", "", "host name reported to the CLS (default: this host's)")
-	fs.IntVar(&f.slots, "slots", 1, "jobs to run at once")
+	fs.IntVar(&f.slots, "slots", 1, "cores this placeholder holds: as many 1-core jobs run at once (--cpus is the same)")
+	fs.IntVar(&f.cpus, "cpus", 0, "cores this placeholder was asked for (default --slots); it offers fewer if its batch system or cgroup gave fewer")
+	fs.StringVar(&f.mem, "mem", "", "memory this placeholder was asked for, `SIZE` (8G, 500M; default: what it was given, else the machine's); jobs are granted parts of it")
+	fs.IntVar(&f.gpus, "gpus", 0, "GPUs this placeholder was asked for (default: those CUDA_VISIBLE_DEVICES or SLURM_JOB_GPUS name; 0 = none); their ids come from those variables, else 0..N-1")
+	fs.Func("resource", "a site-declared amount this placeholder holds, `NAME=N` (licences, scratch; repeat)", func(s string) error {
+		f.named = append(f.named, s)
+		return nil
+	})
 	fs.StringVar(&f.dataRoot, "data-root", "", "where this site keeps staged files, `DIR` (relative: to $HOME; made 0700, refused if others can write it); declared path P is DIR/P and jobs run in DIR/CWD (default: none, the CLS host's filesystem is shared)")
 	fs.StringVar(&f.out, "out", "", outUsage)
 	fs.StringVar(&f.maxOutput, "max-output", "1G", "most a job may write to stdout and stderr together, `SIZE` (512K, 1G; 0 = no cap): a job that writes more is stopped and fails")
@@ -133,8 +148,25 @@ func Run(ctx context.Context, name string, mode Mode, args []string, stderr io.W
 	}
 	log := slog.New(handler).With("pid", os.Getpid())
 	placeholder.OneProc()
+	given := placeholder.DetectCapacity(os.Getenv, os.DirFS("/"), placeholder.Affinity)
+	if !set["gpus"] && len(given.GPUIDs) > 0 {
+		o.asked.GPUIDs = given.GPUIDs // none asked: the GPUs it was given
+	} else if set["gpus"] && o.asked.GPUIDs == nil {
+		given.GPUIDs, given.GPUsFrom = nil, "" // --gpus 0: none, whatever a variable says
+	}
+	offered, note := placeholder.Advertise(o.asked, given)
+	if note != "" {
+		// Less than asked is news for the site's owner; more jobs than
+		// the machine has cores (asked so) is only worth a line at info.
+		level := slog.LevelInfo
+		if offered.CPUs < o.asked.CPUs || offered.Mem < o.asked.Mem || len(offered.GPUIDs) < len(o.asked.GPUIDs) {
+			level = slog.LevelWarn
+		}
+		log.Log(ctx, level, "this placeholder offers what it was given, not what it was asked", "asked", o.asked.String(), "offers", offered.String(), "why", note)
+	}
 	a := placeholder.New(placeholder.Config{
 		Dial: dial, Site: f.site, Host: f.host, Slots: f.slots, OutDir: f.out,
+		Capacity: offered, Asked: o.asked, CapacityNote: note,
 		MaxOutput: o.maxOutput, OutputReserve: o.reserve,
 		BatchID:  placeholder.BatchJobID(os.Getenv),
 		Walltime: f.walltime, IdleTimeout: f.idle, Reconnect: f.reconnect,
@@ -168,6 +200,7 @@ func parse(name string, mode Mode, args []string, stderr io.Writer) (f *flags, s
 	}
 	set = map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	f.set = set
 	return f, set, nil
 }
 
@@ -176,7 +209,8 @@ type options struct {
 	maxOutput int64 // negative: no cap
 	reserve   int64
 	level     slog.Level
-	dataRoot  string // absolute, or "" for none
+	dataRoot  string            // absolute, or "" for none
+	asked     resource.Capacity // what the flags ask for (cores, memory, GPUs, named)
 }
 
 // check checks the flags' values, sets the umask --umask asks for and
@@ -201,6 +235,9 @@ func (f *flags) check(mode Mode) (options, error) {
 	if f.slots < 1 || f.slots > 4096 {
 		return o, usagef("--slots must be 1..4096, not %d", f.slots)
 	}
+	if o.asked, err = f.askedCapacity(f.set); err != nil {
+		return o, err
+	}
 	if err := placeholder.CheckTimes(f.walltime, f.idle, f.reconnect); err != nil {
 		return o, usagef("%v", err)
 	}
@@ -222,6 +259,52 @@ func (f *flags) check(mode Mode) (options, error) {
 	}
 	o.dataRoot, err = resolveDataRoot(f.dataRoot, os.UserHomeDir)
 	return o, err
+}
+
+// askedCapacity is what the flags ask for: --cpus (or --slots) cores,
+// --mem, --gpus (ids 0..N-1 until detection names them) and each
+// --resource.
+func (f *flags) askedCapacity(set map[string]bool) (resource.Capacity, error) {
+	c := resource.Capacity{CPUs: f.slots}
+	if set["cpus"] {
+		if f.cpus < 1 || f.cpus > 4096 {
+			return c, usagef("--cpus must be 1..4096, not %d", f.cpus)
+		}
+		if set["slots"] && f.slots != f.cpus {
+			return c, usagef("--cpus %d and --slots %d say the same thing (the cores this placeholder holds) differently; give one", f.cpus, f.slots)
+		}
+		c.CPUs, f.slots = f.cpus, f.cpus
+	}
+	if f.mem != "" {
+		n, err := resource.ParseMem(f.mem)
+		if err != nil {
+			return c, usagef("--mem: %v", err)
+		}
+		c.Mem = n
+	}
+	if set["mem"] && f.mem == "" {
+		return c, usagef("--mem: empty; want a size such as 8G or 500M")
+	}
+	if f.gpus < 0 || f.gpus > resource.MaxGPUs {
+		return c, usagef("--gpus must be 0..%d, not %d", resource.MaxGPUs, f.gpus)
+	}
+	for i := range f.gpus {
+		c.GPUIDs = append(c.GPUIDs, strconv.Itoa(i))
+	}
+	for _, s := range f.named {
+		name, n, err := resource.ParseNamed(s)
+		if err != nil {
+			return c, usagef("--resource: %v", err)
+		}
+		if _, dup := c.Named[name]; dup {
+			return c, usagef("--resource %s given twice", name)
+		}
+		if c.Named == nil {
+			c.Named = map[string]int{}
+		}
+		c.Named[name] = n
+	}
+	return c, nil
 }
 
 // dialer is how the agent reaches the CLS: over SSH with --cls, else

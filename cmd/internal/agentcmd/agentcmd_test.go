@@ -33,6 +33,18 @@ func TestUsage(t *testing.T) {
 		{Local, "--key k", "--key is only for --cls"},
 		{Local, "--via u@h:22", "--via is only for --cls"},
 		{Local, "extra", `unexpected argument "extra"`},
+		{Local, "--cpus 0", "--cpus must be 1..4096, not 0"},
+		{Local, "--cpus -2", "--cpus must be 1..4096"},
+		{Local, "--cpus 1.5", `"1.5"`}, // worded by the flag package (or by flagmsg)
+		{Local, "--cpus 4 --slots 2", "--cpus 4 and --slots 2 say the same thing"},
+		{Local, "--mem 8X", `--mem: memory "8X": unknown unit`},
+		{Local, "--mem 1e30", `--mem: memory "1e30"`},
+		{Local, "--mem=", "--mem: empty"},
+		{Local, "--gpus -1", "--gpus must be 0..64"},
+		{Local, "--resource 9lives=1", `"9lives" is not a name`},
+		{Local, "--resource lic=0", "--resource"},
+		{Local, "--resource lic=1 --resource lic=2", "--resource lic given twice"},
+		{Remote, "--mem 8X", "required"}, // the required flags first, as before
 	} {
 		err := Run(context.Background(), "test", tc.mode, strings.Fields(tc.args), io.Discard)
 		var ue UsageError
@@ -132,5 +144,37 @@ func TestCheckOptions(t *testing.T) {
 	}
 	if f, _, err := parse("test", Local, []string{"-help"}, io.Discard); f != nil || err != nil {
 		t.Errorf("-help: %v, %v; want nothing to run and no error", f, err)
+	}
+}
+
+// TestAskedCapacity: what the flags ask for, as the agent compares it
+// with what it detects.
+func TestAskedCapacity(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args string
+		want string
+	}{
+		{"", "cpus=1"},
+		{"--slots 4", "cpus=4"},
+		{"--cpus 4", "cpus=4"},
+		{"--cpus 4 --slots 4", "cpus=4"},
+		{"--cpus 16 --mem 64G --gpus 2 --resource lic=3 --resource scratch=100", "cpus=16 mem=64 GiB gpus=0,1 lic=3 scratch=100"},
+		{"--mem 1.5G", "cpus=1 mem=1.5 GiB"},
+	} {
+		f, _, err := parse("test", Local, strings.Fields(tc.args), io.Discard)
+		if err != nil {
+			t.Fatalf("%q: parse: %v", tc.args, err)
+		}
+		o, err := f.check(Local)
+		if err != nil {
+			t.Fatalf("%q: check: %v", tc.args, err)
+		}
+		if got := o.asked.String(); got != tc.want {
+			t.Errorf("%q asks %q; want %q", tc.args, got, tc.want)
+		}
+		if f.slots != o.asked.CPUs {
+			t.Errorf("%q: %d slots for %d cpus", tc.args, f.slots, o.asked.CPUs)
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/mq-hpc/mq/client"
 	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
 	"github.com/mq-hpc/mq/internal/policy"
+	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/internal/site"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -89,7 +90,7 @@ func clsSite(env mqcli.Env) *cli.Command {
 // need checking.
 func siteAddFlags() ([]cli.Flag, *siteAddValues) {
 	v := &siteAddValues{}
-	return []cli.Flag{
+	flags := []cli.Flag{
 		&cli.StringFlag{Name: "type", Usage: "local, sge, slurm or pbs (required)", Destination: &v.spec.Type},
 		&cli.StringFlag{Name: "ssh", Usage: "`user@login-host[:port]` of a remote site", Destination: &v.spec.SSH},
 		&cli.StringFlag{Name: "key", Usage: "private key `FILE` for the login host (default: ssh-agent, then ~/.ssh/id_*)", Destination: &v.key, TakesFile: true},
@@ -99,6 +100,9 @@ func siteAddFlags() ([]cli.Flag, *siteAddValues) {
 		&cli.IntFlag{Name: "max", Usage: "most placeholders queued+running", Value: 1, Destination: &v.spec.Max},
 		&cli.StringFlag{Name: "walltime", Usage: "each placeholder's batch time limit, e.g. 2h", Value: "1h", Destination: &v.walltime},
 		&cli.IntFlag{Name: "slots", Usage: "jobs (cores) per placeholder, all on one host (Slurm --cpus-per-task, PBS select=1:ncpus, SGE -pe PE K)", Value: 1, Destination: &v.spec.Slots},
+	}
+	flags = append(flags, v.size.flags("")...)
+	return append(flags,
 		&cli.StringFlag{Name: "pe", Usage: "SGE with --slots > 1: the parallel environment to ask for (default smp); it must exist on the cluster, be in the queue's pe_list and put all slots on one host (allocation_rule $pe_slots)", Destination: &v.spec.PE},
 		&cli.StringFlag{Name: "submit-args", Usage: "extra qsub/sbatch arguments, e.g. \"-A project\"", Destination: &v.spec.SubmitArgs},
 		&cli.StringFlag{Name: "connect", Usage: "direct (compute nodes reach the CLS; the default) or tunnel (through the login host)", Destination: &v.spec.Connect},
@@ -109,12 +113,13 @@ func siteAddFlags() ([]cli.Flag, *siteAddValues) {
 		&cli.Float64Flag{Name: "price", Usage: "what one core-hour at the site costs, in the unit of queue budgets (0 = free); each attempt there is charged price x elapsed hours", Destination: &v.spec.Price},
 		&cli.StringFlag{Name: "provision", Usage: "how many placeholders to hold: " + provisionHelp() + "; default: as many as the ready work warrants", Destination: &v.spec.Provision},
 		&cli.StringFlag{Name: "connect-timeout", Usage: "a placeholder that has run this long without connecting to the CLS is cancelled and the site marked degraded (default: cls serve --connect-timeout)", Destination: &v.connectTimeout},
-	}, v
+	), v
 }
 
 type siteAddValues struct {
 	spec                                            protocol.SiteSpec
 	key, knownHosts, walltime, idle, connectTimeout string
+	size                                            siteSize
 }
 
 // siteAdd parses its own flags so they may come before or after NAME.
@@ -128,7 +133,7 @@ func siteAdd(env mqcli.Env) *cli.Command {
 		Flags:           flags,
 		Action: func(c *cli.Context) error {
 			flags, v := siteAddFlags()
-			names, _, err := parseFlags(c, flags)
+			names, set, err := parseFlags(c, flags)
 			if errors.Is(err, flag.ErrHelp) {
 				return cli.ShowSubcommandHelp(c)
 			}
@@ -136,6 +141,20 @@ func siteAdd(env mqcli.Env) *cli.Command {
 				return err
 			}
 			spec := v.spec
+			if spec.Slots, _, err = v.size.slots(set, spec.Slots); err != nil {
+				return err
+			}
+			if set["mem"] {
+				if spec.Mem, err = v.size.memory(); err != nil {
+					return err
+				}
+			}
+			spec.GPUs = v.size.gpus
+			named, err := v.size.named()
+			if err != nil {
+				return err
+			}
+			spec.Resources = site.FormatResources(named)
 			if len(names) != 1 {
 				return mqcli.Usagef("site add takes exactly one NAME")
 			}
@@ -200,6 +219,25 @@ func provisionHelp() string {
 	return strings.Join(parts, "; ")
 }
 
+// siteSizeText says what each placeholder of a site asks for besides its
+// slots, "" when nothing: "16 cpus, 64 GiB, 2 GPUs, lic=3".
+func siteSizeText(s protocol.SiteSpec) string {
+	if s.Mem == 0 && s.GPUs == 0 && s.Resources == "" {
+		return ""
+	}
+	parts := []string{fmt.Sprintf("%d cpus", s.Slots)}
+	if s.Mem > 0 {
+		parts = append(parts, resource.FormatMem(s.Mem))
+	}
+	if s.GPUs > 0 {
+		parts = append(parts, fmt.Sprintf("%d GPUs", s.GPUs))
+	}
+	if s.Resources != "" {
+		parts = append(parts, strings.Split(s.Resources, ",")...)
+	}
+	return strings.Join(parts, ", ")
+}
+
 func printSites(w io.Writer, sites []protocol.SiteInfo) {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "SITE\tTYPE\tSTATE\tMIN-MAX\tQUEUED\tRUNNING\tEXITED\tCONNECTED\tQUEUE WAIT\tWHERE")
@@ -233,6 +271,14 @@ func printSites(w io.Writer, sites []protocol.SiteInfo) {
 		}
 		if s.Provision != "" {
 			where += " (" + s.Provision + ")"
+		}
+		if size := siteSizeText(s.SiteSpec); size != "" {
+			where += " (each " + size + ")"
+		}
+		if s.Given != "" {
+			// What the placeholders found they were given, where it is
+			// not what the site asked: they offer the smaller.
+			where += " (" + s.Given + ")"
 		}
 		if s.Error != "" {
 			where += ": " + strings.ReplaceAll(s.Error, "\n", " ")

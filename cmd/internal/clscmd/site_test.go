@@ -107,6 +107,11 @@ func TestInterspersedFlags(t *testing.T) {
 			protocol.OpSiteAdd.Name, `"shared_fs":true`},
 		{[]string{"cls", "site", "add", "c", "--type", "local", "--price", "0.5"},
 			protocol.OpSiteAdd.Name, `"price":0.5`},
+		{[]string{"cls", "site", "add", "c", "--type", "slurm", "--ssh", "u@h", "--cpus", "16", "--mem", "64G", "--gpus", "2", "--resource", "lic=3", "--resource", "scratch=100"},
+			protocol.OpSiteAdd.Name, `"slots":16,"mem":68719476736,"gpus":2,"resources":"lic=3,scratch=100"`},
+		{[]string{"cls", "site", "set", "c", "--mem", "500M", "--cpus", "4"}, protocol.OpSiteSet.Name, `{"name":"c","slots":4,"mem":524288000}`},
+		{[]string{"cls", "site", "set", "c", "--gpus", "0", "--resource", "none"}, protocol.OpSiteSet.Name, `{"name":"c","gpus":0,"resources":""}`},
+		{[]string{"cls", "site", "set", "c", "--resource", "lic=2"}, protocol.OpSiteSet.Name, `{"name":"c","resources":"lic=2"}`},
 		{[]string{"cls", "queue", "set", "q", "--ceiling", "90"}, protocol.OpQueueSet.Name, `{"name":"q","ceiling_s":90}`},
 		{[]string{"cls", "queue", "set", "--policy", "sjf", "q", "--retry-failed"}, protocol.OpQueueSet.Name, `{"name":"q","retry_failed":true,"policy":"sjf"}`},
 		{[]string{"cls", "queue", "set", "q", "--budget", "5000", "--deadline", "2026-01-02T03:04:05Z"}, protocol.OpQueueSet.Name, `{"name":"q","deadline":1767323045,"budget":5000}`},
@@ -120,5 +125,61 @@ func TestInterspersedFlags(t *testing.T) {
 		if !strings.Contains(got, tc.want) {
 			t.Errorf("%s: sent %s\nwant it to hold %s (stderr %q)", strings.Join(tc.args, " "), got, tc.want, errOut.String())
 		}
+	}
+}
+
+// Bad sizes of cls site add and set are one line each, exit 2, and
+// nothing reaches the CLS.
+func TestSiteSizeBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--cpus", "0"}, "--cpus must be 1..4096, not 0"},
+		{[]string{"--cpus", "-3"}, "--cpus must be 1..4096"},
+		{[]string{"--cpus", "1.5"}, "1.5"},
+		{[]string{"--cpus", "4", "--slots", "2"}, "--cpus 4 and --slots 2 say the same thing"},
+		{[]string{"--mem", "8X"}, `--mem: memory "8X": unknown unit`},
+		{[]string{"--mem", "1e30"}, `--mem: memory "1e30"`},
+		{[]string{"--gpus", "-1"}, "--gpus must be 0..64"},
+		{[]string{"--resource", "9lives=1"}, `"9lives" is not a name`},
+		{[]string{"--resource", "lic=x"}, "want a positive integer"},
+		{[]string{"--resource", "lic=1", "--resource", "lic=2"}, `resource "lic" given twice`},
+	} {
+		for _, cmd := range [][]string{{"cls", "site", "add", "c", "--type", "slurm", "--ssh", "u@h"}, {"cls", "site", "set", "c"}} {
+			args := append(append([]string{}, cmd...), tc.args...)
+			if cmd[2] == "set" && strings.Contains(tc.want, "--gpus must be") {
+				continue // checked by the CLS, which has the site (Validate)
+			}
+			sent := false
+			replies := map[string]clitest.Reply{
+				protocol.OpSiteAdd.Name: {Body: struct{}{}, Seen: func(json.RawMessage) { sent = true }},
+				protocol.OpSiteSet.Name: {Body: struct{}{}, Seen: func(json.RawMessage) { sent = true }},
+			}
+			var out, errOut bytes.Buffer
+			env := mqcli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Getwd: os.Getwd, Dial: clitest.Dial(replies)}
+			code := mqcli.Run(context.Background(), Cls(env), args)
+			lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
+			if code != mqcli.ExitUsage || sent || len(lines) != 1 || !strings.Contains(lines[0], tc.want) {
+				t.Errorf("%s: exit %d, sent %v, stderr %q; want exit 2, nothing sent, one line with %q", strings.Join(args, " "), code, sent, errOut.String(), tc.want)
+			}
+		}
+	}
+}
+
+// cls site list says what each placeholder of a site holds besides its
+// slots, and where the placeholders connected were given other than
+// asked; a site of slots alone reads as before.
+func TestPrintSitesSize(t *testing.T) {
+	var b bytes.Buffer
+	printSites(&b, []protocol.SiteInfo{
+		{SiteSpec: protocol.SiteSpec{Name: "big", Type: "slurm", SSH: "u@h", Max: 2, Slots: 16, Mem: 64 << 30, GPUs: 2, Resources: "lic=3", SharedFS: true},
+			State: "ok", Given: "asked 16 cpus, given 8 (SLURM_CPUS_ON_NODE) (2 placeholders)"},
+		{SiteSpec: protocol.SiteSpec{Name: "plain", Type: "slurm", SSH: "u@h", Max: 1, Slots: 4, SharedFS: true}, State: "ok"},
+	})
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 || !strings.HasSuffix(lines[1], "u@h (shared fs) (each 16 cpus, 64 GiB, 2 GPUs, lic=3) (asked 16 cpus, given 8 (SLURM_CPUS_ON_NODE) (2 placeholders))") ||
+		!strings.HasSuffix(lines[2], "u@h (shared fs)") {
+		t.Errorf("cls site list:\n%s", b.String())
 	}
 }

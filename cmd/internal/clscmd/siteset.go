@@ -8,6 +8,7 @@ import (
 
 	"github.com/mq-hpc/mq/client"
 	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
+	"github.com/mq-hpc/mq/internal/site"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -15,7 +16,7 @@ import (
 // change while it runs.
 func siteSetFlags() ([]cli.Flag, *siteSetValues) {
 	v := &siteSetValues{}
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.Float64Flag{Name: "price", Usage: "what one core-hour at the site costs (0 = free)", Destination: &v.price},
 		&cli.IntFlag{Name: "slots", Usage: "jobs (cores) per placeholder, for placeholders submitted from now on", Destination: &v.slots},
 		&cli.IntFlag{Name: "min", Usage: "placeholders to keep queued+running while there is work", Destination: &v.min},
@@ -23,13 +24,14 @@ func siteSetFlags() ([]cli.Flag, *siteSetValues) {
 		&cli.StringFlag{Name: "provision", Usage: "how many placeholders to hold: " + provisionHelp() + "; none: as many as the ready work warrants", Destination: &v.provision},
 		&cli.StringFlag{Name: "walltime", Usage: "each placeholder's batch time limit, for placeholders submitted from now on", Destination: &v.walltime},
 		&cli.StringFlag{Name: "idle", Usage: "a placeholder exits after this long without work, for placeholders submitted from now on", Destination: &v.idle},
-	}, v
+	}, v.size.flags(", for placeholders submitted from now on")...), v
 }
 
 type siteSetValues struct {
 	price                     float64
 	slots, min, max           int
 	provision, walltime, idle string
+	size                      siteSize
 }
 
 // siteSet changes a site's settings without removing it (op site.set);
@@ -55,14 +57,39 @@ func siteSet(env mqcli.Env) *cli.Command {
 				return mqcli.Usagef("site set takes exactly one NAME")
 			}
 			if len(set) == 0 {
-				return mqcli.Usagef("site set %s: nothing to change (--price, --slots, --min, --max, --provision, --walltime, --idle)", protocol.Printable(names[0]))
+				return mqcli.Usagef("site set %s: nothing to change (--price, --slots, --cpus, --mem, --gpus, --resource, --min, --max, --provision, --walltime, --idle)", protocol.Printable(names[0]))
 			}
 			req := protocol.SiteSet{Name: names[0]}
 			if set["price"] {
 				req.Price = &v.price
 			}
-			if set["slots"] {
-				req.Slots = &v.slots
+			slots, ok, err := v.size.slots(set, v.slots)
+			if err != nil {
+				return err
+			}
+			if ok {
+				req.Slots = &slots
+			}
+			if set["mem"] {
+				mem, err := v.size.memory()
+				if err != nil {
+					return err
+				}
+				req.Mem = &mem
+			}
+			if set["gpus"] {
+				req.GPUs = &v.size.gpus
+			}
+			if set["resource"] {
+				named := ""
+				if vals := v.size.resources.Value(); len(vals) != 1 || vals[0] != "none" {
+					m, err := v.size.named()
+					if err != nil {
+						return err
+					}
+					named = site.FormatResources(m)
+				}
+				req.Resources = &named
 			}
 			if set["min"] {
 				req.Min = &v.min

@@ -42,6 +42,8 @@ type Request struct {
 	Queue    string        // queue or partition ("" = the site's default)
 	Walltime time.Duration // the batch system kills the job after this
 	Slots    int           // cores
+	Mem      int64         // bytes for the whole job (0 = the batch system's default)
+	GPUs     int           // whole GPUs (0 = none)
 	PE       string        // SGE: the parallel environment for Slots > 1 ("" = DefaultPE)
 	LogDir   string        // the batch system's stdout/stderr of the job go here
 }
@@ -67,6 +69,11 @@ func Script(b System, r Request, agent string, agentArgs []string) string {
 }
 
 func quoteAll(words []string) string { return shellwords.Join(words) }
+
+// mebibytes is n bytes in MiB, rounded up: every batch system takes a
+// memory request in whole MiB, and asking a little more than the
+// placeholder offers is harmless where a little less is not.
+func mebibytes(n int64) int64 { return (n + 1<<20 - 1) >> 20 }
 
 // hms formats a duration as H:MM:SS, rounding up to whole seconds.
 func hms(d time.Duration) string {

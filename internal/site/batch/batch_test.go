@@ -260,6 +260,45 @@ func TestScripts(t *testing.T) {
 	}
 }
 
+// TestScriptsResources: a placeholder's memory and GPUs become each
+// system's request, and one that asks for neither asks as before.
+func TestScriptsResources(t *testing.T) {
+	const gib = 1 << 30
+	for _, tc := range []struct {
+		name  string
+		batch System
+		r     Request
+		want  []string // directives, in order, that mention memory or GPUs (or PBS's select)
+	}{
+		{"slurm", Slurm{}, Request{Slots: 16, Mem: 64 * gib, GPUs: 2}, []string{"#SBATCH --cpus-per-task=16", "#SBATCH --mem=65536M", "#SBATCH --gres=gpu:2"}},
+		{"slurm mem rounded up", Slurm{}, Request{Slots: 1, Mem: 1500 * 1000 * 1000}, []string{"#SBATCH --cpus-per-task=1", "#SBATCH --mem=1431M"}},
+		{"slurm cores only", Slurm{}, Request{Slots: 4}, []string{"#SBATCH --cpus-per-task=4"}},
+		{"pbs", PBS{}, Request{Slots: 8, Mem: 30 * gib, GPUs: 1}, []string{"#PBS -l select=1:ncpus=8:mem=30720mb:ngpus=1"}},
+		{"pbs memory only", PBS{}, Request{Slots: 2, Mem: gib / 2}, []string{"#PBS -l select=1:ncpus=2:mem=512mb"}},
+		{"pbs cores only", PBS{}, Request{Slots: 4}, []string{"#PBS -l select=1:ncpus=4"}},
+		// SGE's memory is per slot: 10 GiB over 4 slots is 2560M each.
+		{"sge", SGE{}, Request{Slots: 4, Mem: 10 * gib, GPUs: 2}, []string{"#$ -pe smp 4", "#$ -l h_vmem=2560M,mem_free=2560M", "#$ -l gpu=2"}},
+		{"sge per slot rounded up", SGE{}, Request{Slots: 3, Mem: 5 * gib}, []string{"#$ -pe smp 3", "#$ -l h_vmem=1707M,mem_free=1707M"}},
+		{"sge one slot", SGE{}, Request{Slots: 1, Mem: 4 * gib}, []string{"#$ -l h_vmem=4096M,mem_free=4096M"}},
+		// Under 4 GiB h_vmem could stop the agent itself: mem_free only.
+		{"sge small", SGE{}, Request{Slots: 2, Mem: 2 * gib}, []string{"#$ -pe smp 2", "#$ -l mem_free=1024M"}},
+		{"sge cores only", SGE{}, Request{Slots: 4}, []string{"#$ -pe smp 4"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.r.Name, tc.r.Walltime, tc.r.LogDir = "mq-a-1", time.Hour, "/l"
+			var got []string
+			for _, l := range strings.Split(Script(tc.batch, tc.r, "a", nil), "\n") {
+				if strings.Contains(l, "mem") || strings.Contains(l, "gpu") || strings.Contains(l, "select=") || strings.Contains(l, "cpus-per-task") || strings.Contains(l, "-pe ") {
+					got = append(got, l)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("directives %q; want %q", got, tc.want)
+			}
+		})
+	}
+}
+
 func FuzzParseList(f *testing.F) {
 	for _, name := range []string{"sge_qstat_mixed.xml", "sge_qstat_eqw.xml", "slurm_squeue_mixed.txt", "pbs_qstat_f.json", "pbs_qstat_f_badjson.json", "pbs_qstat_f.txt"} {
 		b, err := os.ReadFile(filepath.Join("testdata", name))

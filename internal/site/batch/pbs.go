@@ -22,12 +22,26 @@ func (PBS) Directives(r Request) []string {
 		"#PBS -j oe",
 		"#PBS -o " + r.LogDir + "/",
 		"#PBS -l walltime=" + hms(r.Walltime),
-		"#PBS -l select=1:ncpus=" + strconv.Itoa(max(r.Slots, 1)),
+		"#PBS -l " + pbsSelect(r),
 	}
 	if r.Queue != "" {
 		d = append(d, "#PBS -q "+r.Queue)
 	}
 	return d
+}
+
+// pbsSelect is the one chunk a placeholder asks for: its cores, and its
+// memory and GPUs when it asks for them (ngpus is the resource OpenPBS
+// and PBS Pro schedule GPUs by).
+func pbsSelect(r Request) string {
+	s := "select=1:ncpus=" + strconv.Itoa(max(r.Slots, 1))
+	if r.Mem > 0 {
+		s += ":mem=" + strconv.FormatInt(mebibytes(r.Mem), 10) + "mb"
+	}
+	if r.GPUs > 0 {
+		s += ":ngpus=" + strconv.Itoa(r.GPUs)
+	}
+	return s
 }
 
 func (PBS) SubmitCommand(script string, args []string) string {

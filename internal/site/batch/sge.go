@@ -14,6 +14,10 @@ import (
 // slot ask for unless the site names another (cls site add --pe).
 const DefaultPE = "smp"
 
+// SGEVmemFloor is the least memory a placeholder asks h_vmem for: under
+// it the limit could stop the agent itself.
+const SGEVmemFloor = 4 << 30
+
 // SGE is Son of Grid Engine (and other Grid Engines: qsub, qstat -xml,
 // qdel).
 type SGE struct{}
@@ -39,6 +43,27 @@ func (SGE) Directives(r Request) []string {
 			pe = DefaultPE
 		}
 		d = append(d, "#$ -pe "+pe+" "+strconv.Itoa(r.Slots))
+	}
+	if r.Mem > 0 {
+		// Grid Engine's memory complexes are per slot: the job gets
+		// slots times this. mem_free is what it schedules by; h_vmem the
+		// limit it enforces, on each process's virtual size, which the
+		// agent's own (a Go program reserves address space: about 1.6 GB)
+		// would pass under a small one. The agent enforces each job's
+		// memory itself, so below SGEVmemFloor only mem_free is asked.
+		per := strconv.FormatInt((mebibytes(r.Mem)+int64(max(r.Slots, 1))-1)/int64(max(r.Slots, 1)), 10) + "M"
+		if r.Mem >= SGEVmemFloor {
+			d = append(d, "#$ -l h_vmem="+per+",mem_free="+per)
+		} else {
+			d = append(d, "#$ -l mem_free="+per)
+		}
+	}
+	if r.GPUs > 0 {
+		// No Grid Engine has a GPU resource of its own; "gpu" is the
+		// consumable complex most clusters define (per host, so asked
+		// once for the job). A cluster that names it otherwise asks with
+		// --submit-args.
+		d = append(d, "#$ -l gpu="+strconv.Itoa(r.GPUs))
 	}
 	return d
 }

@@ -19,6 +19,12 @@ func (Slurm) Directives(r Request) []string {
 		"#SBATCH --ntasks=1",
 		"#SBATCH --cpus-per-task=" + strconv.Itoa(max(r.Slots, 1)),
 	}
+	if r.Mem > 0 {
+		d = append(d, "#SBATCH --mem="+strconv.FormatInt(mebibytes(r.Mem), 10)+"M") // per node, and the job has one
+	}
+	if r.GPUs > 0 {
+		d = append(d, "#SBATCH --gres=gpu:"+strconv.Itoa(r.GPUs))
+	}
 	if r.Queue != "" {
 		d = append(d, "#SBATCH --partition="+r.Queue)
 	}

@@ -74,6 +74,9 @@ type JobSpec struct {
 	// once in a queue that copies running jobs (sa, wqr, --max-copies):
 	// for a command that is not idempotent.
 	NoReplicate bool `json:"no_replicate,omitempty"`
+	// Resources is what the job asks of a placeholder (mqsub -c, --mem,
+	// --gpus, --resource); its keys sit at the top level of the object.
+	Resources
 }
 
 // File is a file a job reads or writes. Path is absolute once validated
@@ -230,6 +233,8 @@ type JobInfo struct {
 	Cwd          string  `json:"cwd,omitempty"`
 	Est          float64 `json:"est,omitempty"`
 	Reason       string  `json:"reason,omitempty"`
+	// Resources is what the job asked for, its queue's defaults applied.
+	Resources
 	Accounting
 	// Earlier are the job's earlier attempts, oldest first, when the
 	// listing asked for them (Stat.Attempts).
@@ -502,6 +507,9 @@ type QueueInfo struct {
 	// copy; 2 or more also makes an fcfs, sjf or cp queue copy running
 	// jobs for idle placeholders when nothing is ready.
 	MaxCopies int `json:"max_copies,omitempty"`
+	// Defaults is what a job of the queue asks for where it asks for
+	// nothing itself (cls queue set --cpus, --mem, --gpus, --resource).
+	Defaults Resources `json:"defaults,omitzero"`
 }
 
 // QueueList lists queues.
@@ -519,6 +527,9 @@ type QueueSet struct {
 	Deadline    *float64 `json:"deadline,omitempty"` // Unix seconds; 0 clears
 	Budget      *float64 `json:"budget,omitempty"`   // 0 clears
 	MaxCopies   *int     `json:"max_copies,omitempty"`
+	// Defaults, when set, replaces the queue's defaults as a whole (the
+	// zero Resources clears them).
+	Defaults *Resources `json:"defaults,omitempty"`
 }
 
 // Register introduces a placeholder. A placeholder reconnecting after a

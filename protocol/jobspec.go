@@ -160,8 +160,9 @@ func CommandOf(text string, raw []byte) string {
 // emit with its 1-based line number; the first bad line stops the read with
 // an error naming the line and the problem. Unknown keys are errors, so a
 // misspelt "prereqs" is not silently dropped. def supplies the queue and
-// working directory of lines that name none, and environment variables
-// every line gets unless it sets the same name itself.
+// working directory of lines that name none, environment variables
+// every line gets unless it sets the same name itself, and resources a
+// line gets where it asks for none of the kind.
 func ReadJobFile(r io.Reader, def JobSpec, emit func(line int, js JobSpec) error) error {
 	return ReadJobLines(r, 1, def, emit)
 }
@@ -202,6 +203,9 @@ func ReadJobLines(r io.Reader, first int, def JobSpec, emit func(line int, js Jo
 					js.Queue = def.Queue
 				}
 				js.Env = mergeEnv(def.Env, js.Env)
+				if def.Resources.Asks() {
+					js.Resources = js.Resources.WithDefaults(def.Resources)
+				}
 				perr = ValidateSpec(&js)
 			}
 			if perr != nil {

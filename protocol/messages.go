@@ -126,6 +126,10 @@ type SubmitReply struct {
 	// For bulk commits, ids are contiguous: First..First+Count-1.
 	First int64 `json:"first,omitempty"`
 	Count int   `json:"count,omitempty"`
+	// Warnings are things the submitter should know about jobs that were
+	// added (a request no site can hold, one the CLS does not honour), one
+	// line each.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // BulkAdd spools one chunk of a bulk submission on the server: either Jobs,
@@ -134,6 +138,7 @@ type SubmitReply struct {
 // chunk's first job or line, used in error messages; Queue and Cwd fill
 // lines of Data that name none, and Env (mqsub -f -v) is added to every
 // line's environment, the line's own "env" winning for the same name.
+// Defaults likewise fills the resources a line leaves unset.
 type BulkAdd struct {
 	Line  int               `json:"line"`
 	Jobs  []JobSpec         `json:"jobs,omitempty"`
@@ -141,6 +146,9 @@ type BulkAdd struct {
 	Queue string            `json:"queue,omitempty"`
 	Cwd   string            `json:"cwd,omitempty"`
 	Env   map[string]string `json:"env,omitempty"`
+	// Defaults is what lines of Data that ask for no resources of a kind
+	// ask for (mqsub -f --cpus ...).
+	Defaults Resources `json:"defaults,omitzero"`
 }
 
 // BulkCommit commits the jobs spooled on the connection. Token, if set

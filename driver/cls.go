@@ -283,6 +283,9 @@ func (b *clsBackend) submit(ctx context.Context, reqs []*request) {
 			var pe *protocol.Error
 			switch {
 			case err == nil && len(reply.IDs) == len(r.ents):
+				for _, w := range reply.Warnings {
+					b.d.cfg.Log.Warn("driver: the CLS warns about submitted jobs", "warning", w)
+				}
 				var cancelled []int64
 				b.d.mu.Lock()
 				for i, e := range r.ents {

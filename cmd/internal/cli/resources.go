@@ -95,7 +95,6 @@ var hints = []hint{
 	{names: []string{"gres"}, from: "Slurm", say: gresHint},
 	{names: []string{"gpus-per-task"}, from: "Slurm", say: gpusHint},
 	{names: []string{"gpus-per-node"}, from: "Slurm", say: gpusHint},
-	{names: []string{"G"}, from: "Slurm", say: gpusHint},
 	{names: []string{"cpus-per-gpu"}, from: "Slurm", say: func(string) string {
 		return "mq asks for the job's cores and GPUs apart: --cpus N --gpus M"
 	}},
@@ -106,7 +105,7 @@ var hints = []hint{
 	{names: []string{"exclusive"}, bool: true, from: "Slurm", say: func(string) string {
 		return "ask for all of a placeholder's cores with --cpus N (and its memory with --mem SIZE)"
 	}},
-	{names: []string{"l"}, from: "qsub", say: qsubLHint},
+	{names: []string{"l", "resource-list"}, from: "qsub", say: qsubLHint}, // qsub's man page calls it resource_list
 	{names: []string{"pe"}, from: "SGE", say: nil}, // hintError: its N is the next argument
 }
 

@@ -194,7 +194,6 @@ func TestMqsubResourceErrors(t *testing.T) {
 		{[]string{"--gres", "gpu:a100:2,lic:3"}, "mq writes --gpus 2 --resource lic=3"},
 		{[]string{"--gpus-per-task", "2"}, "--gpus 2"},
 		{[]string{"--gpus-per-node", "v100:4"}, "--gpus 4"},
-		{[]string{"-G", "2"}, "--gpus 2"},
 		{[]string{"--cpus-per-gpu", "4"}, "--cpus N --gpus M"},
 		{[]string{"--licenses", "matlab:2"}, "--resource matlab=2"},
 		{[]string{"-L", "abaqus"}, "--resource abaqus=1"},

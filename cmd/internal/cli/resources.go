@@ -106,7 +106,7 @@ var hints = []hint{
 		return "ask for all of a placeholder's cores with --cpus N (and its memory with --mem SIZE)"
 	}},
 	{names: []string{"l", "resource-list"}, from: "qsub", say: qsubLHint}, // qsub's man page calls it resource_list
-	{names: []string{"pe"}, from: "SGE", say: nil}, // hintError: its N is the next argument
+	{names: []string{"pe"}, from: "SGE", say: nil},                        // hintError: its N is the next argument
 }
 
 // hintFlags are the hidden flags of hints.

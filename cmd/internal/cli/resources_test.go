@@ -253,3 +253,24 @@ func TestMqsubResourcesNotDropped(t *testing.T) {
 		}
 	}
 }
+
+// TestMqstatJobResources: mqstat -j shows what a job asked for, and
+// nothing for a job that asked for nothing.
+func TestMqstatJobResources(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		r    protocol.Resources
+		want string
+	}{
+		{protocol.Resources{CPUs: 4, Mem: 8 << 30, GPUs: 1, Named: map[string]int{"lic": 2}}, "resources: cpus=4 mem=8 GiB gpus=1 lic=2\n"},
+		{protocol.Resources{CPUsAuto: true, MemAuto: true}, "resources: cpus=auto mem=auto\n"},
+		{protocol.Resources{}, ""},
+	} {
+		var b bytes.Buffer
+		d := protocol.JobDetail{JobInfo: protocol.JobInfo{ID: 1, Queue: "q", Target: "t", State: "Q", Command: "x", Resources: c.r}}
+		printJob(&b, d)
+		if c.want == "" && strings.Contains(b.String(), "resources:") || !strings.Contains(b.String(), c.want) {
+			t.Errorf("%+v:\n%s", c.r, b.String())
+		}
+	}
+}

@@ -31,7 +31,8 @@ const bulkChunkBytes = 1 << 20
 func Mqsub(env Env) *cli.App {
 	app := NewApp("mqsub", "add a job to the metaqueue", env)
 	app.UsageText = `mqsub [-q QUEUE] [-p PREREQ_TARGET]... [-b] [-e EST_SECONDS] [-d DIR]
-         [-i PATH[:SIZE]]... [-o PATH[:SIZE]]... TARGET COMMAND...
+         [-i PATH[:SIZE]]... [-o PATH[:SIZE]]... [-c N] [--mem SIZE] [--gpus N]
+         [--resource NAME=N]... TARGET COMMAND...
    mqsub -f FILE [-v NAME=VALUE]...   (one JSON job per line; - reads stdin)
    mqsub --wfformat TRACE [--time-scale X] [--size-scale Y] [--target-prefix P] [-p PREREQ] [-q QUEUE]
    mqsub --rerun [-Q] ID... | FIRST-LAST

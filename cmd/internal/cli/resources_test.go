@@ -236,7 +236,18 @@ func TestMqsubResourcesNotDropped(t *testing.T) {
 		{[]string{"-c", "4", "t", "true"}, "1 job asks for cores"},
 		{[]string{"t", "true"}, ""},
 		{[]string{"--array", "1-3", "--gpus", "1", "t", "true"}, "3 jobs ask"},
+		{[]string{"-f", "FILE"}, "2 jobs ask"},
+		{[]string{"-f", "FILE", "--mem", "1G"}, "3 jobs ask"},
 	} {
+		for i, a := range c.args {
+			if a == "FILE" {
+				c.args[i] = filepath.Join(t.TempDir(), "jobs")
+				os.WriteFile(c.args[i], []byte(`{"target":"a","command":"true","cpus":2}
+{"target":"b","command":"true","mem":"1G"}
+{"target":"c","command":"true"}
+`), 0o644)
+			}
+		}
 		var o, e bytes.Buffer
 		before := tb.jobs()
 		if code := Run(context.Background(), Mqsub(tb.env(&o, &e)), append([]string{"mqsub"}, c.args...)); code != ExitOK {
@@ -251,6 +262,15 @@ func TestMqsubResourcesNotDropped(t *testing.T) {
 		case c.warn != "" && (!strings.Contains(e.String(), "mqsub: warning: "+c.warn) || !strings.Contains(e.String(), "one slot")):
 			t.Errorf("%v: stderr %q, want the warning %q", c.args, e.String(), c.warn)
 		}
+	}
+	// A bad request in a file: one line naming the line, nothing added.
+	bad := filepath.Join(t.TempDir(), "bad")
+	os.WriteFile(bad, []byte("{\"target\":\"a\",\"command\":\"true\"}\n{\"target\":\"b\",\"command\":\"true\",\"mem\":\"8X\"}\n"), 0o644)
+	var o, e bytes.Buffer
+	before := tb.jobs()
+	code := Run(context.Background(), Mqsub(tb.env(&o, &e)), []string{"mqsub", "-f", bad})
+	if code == ExitOK || !strings.Contains(e.String(), `line 2: memory "8X": unknown unit`) || strings.Count(e.String(), "\n") != 1 || tb.jobs() != before {
+		t.Errorf("bad file: exit %d, stderr %q, jobs %d -> %d", code, e.String(), before, tb.jobs())
 	}
 }
 

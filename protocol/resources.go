@@ -97,11 +97,17 @@ func checkResourceName(name string) error {
 	if len(name) > maxResourceName {
 		return fmt.Errorf("resource name %s...: longer than %d bytes", Printable(name[:20]), maxResourceName)
 	}
-	if _, _, err := resource.ParseNamed(name + "=1"); err != nil {
-		if strings.Contains(name, "=") {
-			return fmt.Errorf("resource name %s is not a name (%s)", Quote(name), resourceNameHint)
-		}
-		return err
+	ok := name != ""
+	for i := 0; i < len(name) && ok; i++ {
+		c := name[i]
+		ok = c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' && i > 0
+	}
+	if !ok {
+		return fmt.Errorf("resource name %s is not a name (%s)", Quote(name), resourceNameHint)
+	}
+	switch strings.ToLower(name) {
+	case "cpus", "mem", "gpus":
+		return fmt.Errorf("resource %s has its own key, %q", name, strings.ToLower(name))
 	}
 	return nil
 }

@@ -31,6 +31,9 @@ func resourcesFrom(c *cli.Context) (protocol.Resources, error) {
 		}
 	}
 	if c.IsSet("mem") {
+		if v := c.String("mem"); strings.Trim(v, "0") == "" && v != "" {
+			return r, Usagef("--mem %s is Slurm's \"all of the node's memory\"; mq asks for a size (--mem 8G) or learns it (--mem auto)", v)
+		}
 		if err := r.SetMem(c.String("mem")); err != nil {
 			return r, Usagef("--mem: %v", err)
 		}

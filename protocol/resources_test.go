@@ -189,3 +189,30 @@ func TestResourcesDefaultsAndDescribe(t *testing.T) {
 		t.Errorf("no defaults made a map: %+v", got)
 	}
 }
+
+// FuzzResourceSetters: whatever a person types into --cpus, --mem, --gpus
+// or --resource is accepted as a request CheckResources passes, or refused
+// in one line.
+func FuzzResourceSetters(f *testing.F) {
+	for _, s := range []string{"4", "auto", "8G", "1.5g", "500", "0", "-1", "1e30", "8X", "lic=2", "9x=1", "a=b=1", "99999999999999999999T", ".5K", "1.M", "cpus=1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, set := range []func(*Resources, string) error{(*Resources).SetCPUs, (*Resources).SetMem, (*Resources).SetGPUs, (*Resources).AddNamed} {
+			var r Resources
+			err := set(&r, s)
+			if err != nil {
+				if strings.ContainsAny(err.Error(), "\n\r") {
+					t.Fatalf("%q: error %q is not one line", s, err)
+				}
+				continue
+			}
+			if cerr := CheckResources(r); cerr != nil {
+				t.Fatalf("%q accepted as %+v, which CheckResources refuses: %v", s, r, cerr)
+			}
+			if !r.Asks() {
+				t.Fatalf("%q accepted as the empty request", s)
+			}
+		}
+	})
+}

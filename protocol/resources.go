@@ -50,7 +50,7 @@ const (
 )
 
 // Asks reports whether r asks for anything beyond one slot's default.
-// (Not IsZero, nor String below, because Resources is embedded in JobSpec
+// (Its methods are not IsZero or String: Resources is embedded in JobSpec
 // and JobInfo, whose encoding and printing must not change.)
 func (r Resources) Asks() bool {
 	return !r.none()
@@ -86,8 +86,11 @@ func CheckResources(r Resources) error {
 		if err := checkResourceName(name); err != nil {
 			return err
 		}
-		if n := r.Named[name]; n < 1 {
+		switch n := r.Named[name]; {
+		case n < 1:
 			return fmt.Errorf("resource %s=%d: must be at least 1", name, n)
+		case n > MaxNamedAmount:
+			return fmt.Errorf("resource %s=%d: more than %d", name, n, MaxNamedAmount)
 		}
 	}
 	return nil

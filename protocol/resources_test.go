@@ -51,6 +51,7 @@ func TestJobFileResources(t *testing.T) {
 		{"named with =", pre + `"resources":{"a=b":1}}`, Resources{}, "not a name"},
 		{"named own key", pre + `"resources":{"cpus":1}}`, Resources{}, `resource cpus has its own key, "cpus"`},
 		{"named zero", pre + `"resources":{"licence":0}}`, Resources{}, "at least 1"},
+		{"named huge", pre + `"resources":{"licence":4294967296}}`, Resources{}, "more than 2147483647"},
 		{"named not int", pre + `"resources":{"licence":"x"}}`, Resources{}, `field "resources" must be int`},
 		{"named long", pre + `"resources":{"` + strings.Repeat("a", 65) + `":1}}`, Resources{}, "longer than 64"},
 	} {

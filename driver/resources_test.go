@@ -2,10 +2,12 @@ package driver
 
 import (
 	"context"
+	"log/slog"
 	"reflect"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -80,5 +82,44 @@ func TestCmdResources(t *testing.T) {
 		if err := bad.Start(); err == nil || strings.Contains(err.Error(), "\n") {
 			t.Errorf("Start with %+v: %v, want a one-line error", r, err)
 		}
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a logger's concurrent writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestCLSResourcesWarned: a CLS that does not honour requests yet runs
+// the job all the same and its warning reaches Config.Log, once.
+func TestCLSResourcesWarned(t *testing.T) {
+	t.Parallel()
+	c := newTestCLS(t, 1, 2)
+	var log lockedBuffer
+	d := startCLSDriver(t, c, Config{Dir: t.TempDir(), Log: slog.New(slog.NewTextHandler(&log, nil))})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for range 3 {
+		cmd := d.CommandContext(ctx, "true")
+		cmd.Resources = protocol.Resources{CPUs: 2}
+		if err := cmd.Run(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := strings.Count(log.String(), "does not keep or honour"); got != 1 {
+		t.Errorf("%d warnings logged:\n%s", got, log.String())
 	}
 }

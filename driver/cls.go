@@ -42,6 +42,9 @@ type clsBackend struct {
 	cl *client.Client
 
 	watchers sync.WaitGroup
+	// warned keeps the CLS's submit warnings to one log line per run:
+	// every request of a workflow would repeat them.
+	warned sync.Once
 }
 
 func newCLS(ctx context.Context, d *Driver) (*clsBackend, error) {
@@ -283,6 +286,11 @@ func (b *clsBackend) submit(ctx context.Context, reqs []*request) {
 			var pe *protocol.Error
 			switch {
 			case err == nil && len(reply.IDs) == len(r.ents):
+				if len(reply.Warnings) > 0 {
+					b.warned.Do(func() {
+						b.d.cfg.Log.Warn("driver: the CLS warns about submitted jobs (logged once a run)", "warning", reply.Warnings[0])
+					})
+				}
 				var cancelled []int64
 				b.d.mu.Lock()
 				for i, e := range r.ents {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/mq-hpc/mq/protocol"
 )
 
 // Cmd is a job built like an exec.Cmd: a program and its arguments (no
@@ -36,6 +38,11 @@ type Cmd struct {
 	// Options adds what else the job needs (Target, Group, Prereqs, Input,
 	// ...).
 	Options []Option
+	// Resources is what the job asks of a placeholder: its cores, memory,
+	// GPUs and named amounts (mqsub -c, --mem, --gpus, --resource). The
+	// zero value is one slot. Like exec.Cmd's SysProcAttr, it says how the
+	// job is run, not what it runs.
+	Resources protocol.Resources
 
 	// Key is the job's key once Start has issued it.
 	Key Key
@@ -119,6 +126,9 @@ func (c *Cmd) line() (string, []Option, error) {
 	opts := append([]Option{}, c.Options...)
 	if c.Dir != "" {
 		opts = append(opts, Dir(c.Dir))
+	}
+	if c.Resources.Asks() {
+		opts = append(opts, Resources(c.Resources))
 	}
 	opts = append(opts, func(o *execOptions) { o.wrap = wrap{} }) // already in script
 	return script, opts, nil

@@ -33,6 +33,7 @@ type execOptions struct {
 	inputs  []protocol.File
 	outputs []protocol.File
 	wrap    wrap
+	res     protocol.Resources
 }
 
 // Env adds environment variables, each "NAME=value", to the job's
@@ -101,6 +102,11 @@ func Output(path string, size int64) Option {
 	return func(o *execOptions) { o.outputs = append(o.outputs, declared(path, size)) }
 }
 
+// Resources says what the job asks of a placeholder: cores, memory,
+// GPUs, named amounts (as mqsub -c, --mem, --gpus, --resource). A Cmd has
+// it as a field. In local mode it is checked, not enforced.
+func Resources(r protocol.Resources) Option { return func(o *execOptions) { o.res = r } }
+
 func declared(path string, size int64) protocol.File {
 	f := protocol.File{Path: path}
 	if size >= 0 {
@@ -140,7 +146,7 @@ func (p *Producer) Exec(ctx context.Context, command string, opts ...Option) (Ke
 		return 0, fmt.Errorf("driver: %w", err)
 	}
 	spec := protocol.JobSpec{Queue: d.cfg.Queue, Target: o.target, Prereqs: o.prereqs, Command: command, Cwd: o.dir, Est: o.est.Seconds(),
-		Inputs: o.inputs, Outputs: o.outputs}
+		Inputs: o.inputs, Outputs: o.outputs, Resources: o.res}
 	if spec.Target == "" {
 		spec.Target = d.cfg.Target
 	}

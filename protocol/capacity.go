@@ -36,8 +36,8 @@ const (
 	MaxCapacityCores = 512 // core ids listed one by one
 	MaxCapacityGPUs  = 64
 	MaxGPUIDBytes    = 128 // a MIG device's id is about 60
-	MaxNamed         = 32
 	MaxNamedBytes    = 64
+	// MaxNamed (resources.go) bounds the named amounts, as of a request.
 )
 
 // CheckCapacity reports the first thing wrong with c, in one line. what

@@ -60,6 +60,26 @@ func fastJobLine(b []byte) (js JobSpec, ok bool) {
 				return js, false
 			}
 			js.Est, i = f, n
+		case "cpus", "gpus", "mem":
+			// As a person writes them: a count, or a string ("auto",
+			// "8G"), set through the same setters as the slow path's.
+			v, n, ok := fastWord(b, i)
+			if !ok {
+				return js, false
+			}
+			var err error
+			switch key {
+			case "cpus":
+				err = js.SetCPUs(v)
+			case "gpus":
+				err = js.SetGPUs(v)
+			default:
+				err = js.SetMem(v)
+			}
+			if err != nil {
+				return js, false // the slow path words the error
+			}
+			i = n
 		case "prereqs":
 			if i >= len(b) || b[i] != '[' {
 				return js, false
@@ -101,6 +121,21 @@ func fastJobLine(b []byte) (js JobSpec, ok bool) {
 		}
 		return js, false
 	}
+}
+
+// fastWord reads a run of digits or a string fastString takes.
+func fastWord(b []byte, i int) (string, int, bool) {
+	if i < len(b) && b[i] == '"' {
+		return fastString(b, i)
+	}
+	n := i
+	for n < len(b) && b[n] >= '0' && b[n] <= '9' {
+		n++
+	}
+	if n == i {
+		return "", 0, false
+	}
+	return string(b[i:n]), n, true
 }
 
 func skipSpace(b []byte, i int) int {

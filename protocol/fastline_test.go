@@ -33,6 +33,15 @@ func TestFastJobLine(t *testing.T) {
 		{"{\"target\":\"t\",\"command\":\"\xff\"}", false},                        // invalid UTF-8
 		{`{"target":"t","command":"x","inputs":[{"path":"/a","size":1}]}`, false}, // files: encoding/json's
 		{`{"target":"t","command":"x","outputs":[]}`, false},
+		{`{"target":"t","command":"x","cpus":4,"mem":"8G","gpus":1}`, true},
+		{`{"target":"t","command":"x","cpus":"auto","mem":"auto"}`, true},
+		{`{"target":"t","command":"x","mem":500,"cpus":"2"}`, true},
+		{`{"target":"t","command":"x","cpus":0}`, false},   // an error: the slow path's words
+		{`{"target":"t","command":"x","cpus":4.5}`, false}, // not a count
+		{`{"target":"t","command":"x","mem":"8X"}`, false},
+		{`{"target":"t","command":"x","gpus":"auto"}`, false},
+		{`{"target":"t","command":"x","cpus":2,"cpus_auto":true}`, false}, // wire keys: encoding/json's
+		{`{"target":"t","command":"x","resources":{"lic":1}}`, false},
 	} {
 		_, ok := fastJobLine([]byte(tc.line))
 		if ok != tc.fast {
@@ -69,10 +78,32 @@ func FuzzFastJobLine(f *testing.F) {
 		`{"est":-0.5}`,
 		`{"target":"t","command":"x","inputs":[{"path":"/a","size":10}],"outputs":[{"path":"/b"}]}`,
 		`{"target":"t","command":"x","inputs":[]}`,
+		`{"target":"t","command":"x","cpus":4,"mem":"8G","gpus":1,"cpus":"auto","mem":1.5}`,
+		`{"cpus":"1","gpus":64,"mem":"1.5t"}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
 		checkSame(t, line)
+	})
+}
+
+// BenchmarkJobLineResources compares a job-file line that asks for
+// resources on the fast path and on encoding/json's.
+func BenchmarkJobLineResources(b *testing.B) {
+	line := []byte(`{"target":"t1","command":"blastp -num_threads 4 -query q.fa","cpus":4,"mem":"8G"}`)
+	b.Run("fast", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := parseJobLineWith(line, true); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("slow", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := parseJobLineWith(line, false); err != nil {
+				b.Fatal(err)
+			}
+		}
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 )
 
 // Version is the protocol version spoken by this build. A hello naming
@@ -158,6 +159,10 @@ func AppendFrame(dst []byte, v any) ([]byte, error) {
 	return append(dst, '\n'), nil
 }
 
+// embeddedNames drops the names of embedded structs from a field's path,
+// which encoding/json puts there but the JSON does not have.
+var embeddedNames = strings.NewReplacer("JobSpec.", "", "Resources.", "", "fileResources.", "")
+
 func trimJSONError(err error) string {
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
@@ -166,7 +171,7 @@ func trimJSONError(err error) string {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		if te.Field != "" {
-			return fmt.Sprintf("field %q must be %s", te.Field, te.Type)
+			return fmt.Sprintf("field %q must be %s", embeddedNames.Replace(te.Field), te.Type)
 		}
 		return fmt.Sprintf("expected %s", te.Type)
 	}

@@ -74,6 +74,9 @@ func ValidateSpec(js *JobSpec) error {
 	if err := ValidateEnv(js.Env); err != nil {
 		return err
 	}
+	if err := CheckResources(js.Resources); err != nil {
+		return err
+	}
 	return validateFiles("output", js.Outputs, js.Cwd)
 }
 
@@ -157,8 +160,9 @@ func CommandOf(text string, raw []byte) string {
 // emit with its 1-based line number; the first bad line stops the read with
 // an error naming the line and the problem. Unknown keys are errors, so a
 // misspelt "prereqs" is not silently dropped. def supplies the queue and
-// working directory of lines that name none, and environment variables
-// every line gets unless it sets the same name itself.
+// working directory of lines that name none, environment variables
+// every line gets unless it sets the same name itself, and resources a
+// line gets where it asks for none of the kind.
 func ReadJobFile(r io.Reader, def JobSpec, emit func(line int, js JobSpec) error) error {
 	return ReadJobLines(r, 1, def, emit)
 }
@@ -199,6 +203,9 @@ func ReadJobLines(r io.Reader, first int, def JobSpec, emit func(line int, js Jo
 					js.Queue = def.Queue
 				}
 				js.Env = mergeEnv(def.Env, js.Env)
+				if def.Resources.Asks() {
+					js.Resources = js.Resources.WithDefaults(def.Resources)
+				}
 				perr = ValidateSpec(&js)
 			}
 			if perr != nil {
@@ -222,9 +229,10 @@ func parseJobLineWith(line []byte, fast bool) (JobSpec, error) {
 			return js, nil
 		}
 	}
-	var js JobSpec
+	var jl jobLine
+	js := &jl.JobSpec
 	if !bytes.HasPrefix(line, []byte("{")) {
-		return js, errors.New("not a JSON object")
+		return *js, errors.New("not a JSON object")
 	}
 	if !utf8.Valid(line) {
 		// encoding/json would replace the bad bytes and run another
@@ -237,17 +245,28 @@ func parseJobLineWith(line []byte, fast bool) (JobSpec, error) {
 			}
 			col += n
 		}
-		return js, fmt.Errorf("byte 0x%02x at column %d is not UTF-8; give a command with such bytes as \"command_bytes\": its bytes in base64", line[col], col+1)
+		return *js, fmt.Errorf("byte 0x%02x at column %d is not UTF-8; give a command with such bytes as \"command_bytes\": its bytes in base64", line[col], col+1)
 	}
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&js); err != nil {
-		return js, errors.New(trimJSONError(err))
+	if err := dec.Decode(&jl); err != nil {
+		return *js, errors.New(trimJSONError(err))
 	}
 	if dec.More() {
-		return js, errors.New("more than one JSON value on the line")
+		return *js, errors.New("more than one JSON value on the line")
 	}
-	return js, nil
+	if err := jl.fileResources.apply(&js.Resources); err != nil {
+		return *js, err
+	}
+	return *js, nil
+}
+
+// jobLine is a job-file line: a JobSpec whose "cpus", "mem" and "gpus"
+// may be written as mqsub's flags take them ("cpus": "auto", "mem":
+// "8G"). The keys of fileResources, one level up, shadow JobSpec's own.
+type jobLine struct {
+	JobSpec
+	fileResources
 }
 
 // mergeEnv is base with own laid over it (own wins for the same name); it

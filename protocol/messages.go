@@ -74,6 +74,9 @@ type JobSpec struct {
 	// once in a queue that copies running jobs (sa, wqr, --max-copies):
 	// for a command that is not idempotent.
 	NoReplicate bool `json:"no_replicate,omitempty"`
+	// Resources is what the job asks of a placeholder (mqsub -c, --mem,
+	// --gpus, --resource); its keys sit at the top level of the object.
+	Resources
 }
 
 // File is a file a job reads or writes. Path is absolute once validated
@@ -123,6 +126,10 @@ type SubmitReply struct {
 	// For bulk commits, ids are contiguous: First..First+Count-1.
 	First int64 `json:"first,omitempty"`
 	Count int   `json:"count,omitempty"`
+	// Warnings are things the submitter should know about jobs that were
+	// added (a request no site can hold, one the CLS does not honour), one
+	// line each.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // BulkAdd spools one chunk of a bulk submission on the server: either Jobs,
@@ -131,6 +138,7 @@ type SubmitReply struct {
 // chunk's first job or line, used in error messages; Queue and Cwd fill
 // lines of Data that name none, and Env (mqsub -f -v) is added to every
 // line's environment, the line's own "env" winning for the same name.
+// Defaults likewise fills the resources a line leaves unset.
 type BulkAdd struct {
 	Line  int               `json:"line"`
 	Jobs  []JobSpec         `json:"jobs,omitempty"`
@@ -138,6 +146,9 @@ type BulkAdd struct {
 	Queue string            `json:"queue,omitempty"`
 	Cwd   string            `json:"cwd,omitempty"`
 	Env   map[string]string `json:"env,omitempty"`
+	// Defaults is what lines of Data that ask for no resources of a kind
+	// ask for (mqsub -f --cpus ...).
+	Defaults Resources `json:"defaults,omitzero"`
 }
 
 // BulkCommit commits the jobs spooled on the connection. Token, if set
@@ -230,6 +241,8 @@ type JobInfo struct {
 	Cwd          string  `json:"cwd,omitempty"`
 	Est          float64 `json:"est,omitempty"`
 	Reason       string  `json:"reason,omitempty"`
+	// Resources is what the job asked for, its queue's defaults applied.
+	Resources
 	Accounting
 	// Earlier are the job's earlier attempts, oldest first, when the
 	// listing asked for them (Stat.Attempts).
@@ -502,6 +515,9 @@ type QueueInfo struct {
 	// copy; 2 or more also makes an fcfs, sjf or cp queue copy running
 	// jobs for idle placeholders when nothing is ready.
 	MaxCopies int `json:"max_copies,omitempty"`
+	// Defaults is what a job of the queue asks for where it asks for
+	// nothing itself (cls queue set --cpus, --mem, --gpus, --resource).
+	Defaults Resources `json:"defaults,omitzero"`
 }
 
 // QueueList lists queues.
@@ -519,6 +535,9 @@ type QueueSet struct {
 	Deadline    *float64 `json:"deadline,omitempty"` // Unix seconds; 0 clears
 	Budget      *float64 `json:"budget,omitempty"`   // 0 clears
 	MaxCopies   *int     `json:"max_copies,omitempty"`
+	// Defaults, when set, replaces the queue's defaults as a whole (the
+	// zero Resources clears them).
+	Defaults *Resources `json:"defaults,omitempty"`
 }
 
 // Register introduces a placeholder. A placeholder reconnecting after a

@@ -510,6 +510,9 @@ func FuzzReadJobFile(f *testing.F) {
 		"{\"target\":\"a\"}", "{\"x\":1}", "{", "\r\n\r\n{\"target\":\"a\",\"command\":\"x\"}\r\n", "\xff",
 		"{\"target\":\"a\",\"command\":\"x\"} {}",
 		"{\"target\":\"a\",\"command\":\"x\",\"inputs\":[{\"path\":\"in\",\"size\":3}],\"outputs\":[{\"path\":\"/o\"}]}\n",
+		"{\"target\":\"a\",\"command\":\"x\",\"cpus\":4,\"mem\":\"8G\",\"gpus\":1,\"resources\":{\"lic\":2}}\n",
+		"{\"target\":\"a\",\"command\":\"x\",\"cpus\":\"auto\",\"mem\":500}\n{\"target\":\"b\",\"command\":\"x\",\"mem_bytes\":7,\"mem_auto\":true}\n",
+		"{\"target\":\"a\",\"command\":\"x\",\"mem\":\"1.5e3G\",\"cpus\":-0}\n",
 	} {
 		f.Add([]byte(s))
 	}

@@ -507,6 +507,11 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 	if qs.MaxAttempts != nil && (*qs.MaxAttempts < 1 || *qs.MaxAttempts > 1000) {
 		return info, protocol.Errorf(protocol.CodeBadRequest, "max attempts must be 1..1000")
 	}
+	if qs.Defaults != nil {
+		if err := protocol.CheckResources(*qs.Defaults); err != nil {
+			return info, protocol.Errorf(protocol.CodeBadRequest, "defaults: %v", err)
+		}
+	}
 	err := s.doDurable(ctx, func() error {
 		q, err := s.queueFor(qs.Name)
 		if err != nil {
@@ -540,6 +545,12 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 		if _, err := s.w.ExecContext(context.Background(), queuesSQL.Get("UpdateQueue"),
 			next.Ceiling, next.MaxAttempts, next.RetryFailed, next.Policy, next.MaxCopies, q.id); err != nil {
 			return fatalError{err}
+		}
+		if qs.Defaults != nil {
+			next.Defaults = *qs.Defaults
+			if err := s.saveQueueDefaults(q, next.Defaults); err != nil {
+				return err
+			}
 		}
 		if qs.Deadline != nil || qs.Budget != nil {
 			if _, err := s.w.ExecContext(context.Background(), queuesSQL.Get("SetEconomics"),

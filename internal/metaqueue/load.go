@@ -26,6 +26,9 @@ func (s *Store) load(ctx context.Context) error {
 	if err := s.loadQueues(ctx); err != nil {
 		return err
 	}
+	if err := s.loadQueueDefaults(ctx); err != nil {
+		return err
+	}
 	if err := s.loadLedger(ctx); err != nil {
 		return err
 	}

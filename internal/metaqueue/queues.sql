@@ -20,3 +20,13 @@ FROM queues q LEFT JOIN queue_economics e ON e.queue_id = q.id;
 -- Whether the queue named has a deadline or a budget.
 SELECT e.deadline > 0 OR e.budget > 0 FROM queue_economics e
 JOIN queues q ON q.id = e.queue_id WHERE q.name = ?;
+
+-- name: DeleteDefaults
+DELETE FROM queue_defaults WHERE queue_id = ?;
+
+-- name: SetDefaults
+INSERT INTO queue_defaults (queue_id, resources) VALUES (?, ?)
+ON CONFLICT (queue_id) DO UPDATE SET resources = excluded.resources;
+
+-- name: LoadDefaults
+SELECT queue_id, resources FROM queue_defaults;

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/resource"
+	"github.com/mq-hpc/mq/internal/resource/wire"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -19,7 +20,7 @@ import (
 // agent disagree: running it would oversubscribe).
 
 // wireCapacity is c as the protocol carries it.
-func wireCapacity(c resource.Capacity) *protocol.Capacity { return c.Wire() }
+func wireCapacity(c resource.Capacity) *protocol.Capacity { return wire.Capacity(c) }
 
 // wireAsked is what the site asked for, nil when nothing was.
 func wireAsked(c resource.Capacity) *protocol.Capacity {
@@ -31,7 +32,7 @@ func wireAsked(c resource.Capacity) *protocol.Capacity {
 
 // requestOf is what a unit (a job, or a bundle's jobs, which share the
 // first one's grant) asks of the pool.
-func requestOf(u []protocol.Assignment) resource.Request { return resource.RequestOf(u[0].Grant) }
+func requestOf(u []protocol.Assignment) resource.Request { return wire.RequestOfGrant(u[0].Grant) }
 
 // never says why a unit's grant can never run here ("" if it can).
 func (w *workLoop) never(u []protocol.Assignment) string {

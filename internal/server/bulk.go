@@ -45,7 +45,7 @@ func newBulkItem(rt *route, req *protocol.Request, add *protocol.BulkAdd) *bulkI
 			it.err = protocol.Errorf(protocol.CodeBadRequest, "bulk.add takes jobs or data, not both")
 			return
 		}
-		def := protocol.JobSpec{Queue: b.Queue, Cwd: b.Cwd, Env: b.Env}
+		def := protocol.JobSpec{Queue: b.Queue, Cwd: b.Cwd, Env: b.Env, Resources: b.Defaults}
 		err := protocol.ReadJobLines(bytes.NewReader(b.Data), b.Line, def, func(_ int, js protocol.JobSpec) error {
 			// mqsub -f sends raw lines from this host: inputs of no declared
 			// size take the file's, as mqsub -i does.
@@ -78,8 +78,9 @@ func bulkAdd(_ context.Context, c *conn, it *bulkItem) (protocol.Empty, error) {
 		if err != nil {
 			return protocol.Empty{}, err
 		}
-		c.bulk = bulk
+		c.bulk, c.bulkAsking = bulk, 0
 	}
+	c.bulkAsking += countAsking(it.add.Jobs)
 	if err := c.bulk.Add(it.add.Line, it.add.Jobs); err != nil {
 		c.bulk.Abort()
 		c.bulk, c.bulkErr = nil, err
@@ -115,15 +116,17 @@ func bulkCommit(ctx context.Context, c *conn, it *bulkItem) (protocol.SubmitRepl
 			return protocol.SubmitReply{}, err
 		}
 	}
+	asking := c.bulkAsking
+	c.bulkAsking = 0
 	first, n, err := b.CommitToken(ctx, it.commit.Token)
 	if err != nil {
 		return protocol.SubmitReply{}, err
 	}
-	return protocol.SubmitReply{First: first, Count: n}, nil
+	return protocol.SubmitReply{First: first, Count: n, Warnings: c.s.resourceWarnings(asking)}, nil
 }
 
 func bulkAbort(_ context.Context, c *conn, _ *bulkItem) (protocol.Empty, error) {
-	c.bulkErr = nil
+	c.bulkErr, c.bulkAsking = nil, 0
 	if c.bulk != nil {
 		c.bulk.Abort()
 		c.bulk = nil

@@ -50,6 +50,9 @@ type conn struct {
 	bulkQ    chan *bulkItem // bulk steps waiting for runBulk
 	bulkDone chan struct{}  // closed when runBulk returns
 	spooled  bool           // a bulk.add was read since the last commit or abort
+
+	// bulkAsking counts the spooled jobs that ask for resources.
+	bulkAsking int
 }
 
 // ServeConn serves one connection from the Unix socket (or a test pipe)

@@ -36,7 +36,10 @@ var builtin = routeTable(
 	}),
 	handle(protocol.OpSubmit, func(ctx context.Context, c *conn, b protocol.Submit) (protocol.SubmitReply, error) {
 		ids, err := c.s.Store.SubmitRequest(ctx, b)
-		return protocol.SubmitReply{IDs: ids}, err
+		if err != nil {
+			return protocol.SubmitReply{}, err
+		}
+		return protocol.SubmitReply{IDs: ids, Warnings: c.s.resourceWarnings(countAsking(b.Jobs))}, nil
 	}),
 	handleBulk(protocol.OpBulkAdd, bulkAdd),
 	handleBulk(protocol.OpBulkCommit, bulkCommit),

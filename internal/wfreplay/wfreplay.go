@@ -43,6 +43,8 @@ type Options struct {
 	Dir string
 	// Est declares each job's scaled runtime as its estimate (mqsub -e).
 	Est bool
+	// Cores asks for each task's cores (mqsub --cpus).
+	Cores bool
 }
 
 // Replay is a trace as jobs.
@@ -175,6 +177,9 @@ func (b *builder) job(t wfformat.Task) (protocol.JobSpec, error) {
 	}
 	for _, p := range t.Parents {
 		addPre(p)
+	}
+	if b.o.Cores {
+		js.CPUs = max(t.Cores, 1)
 	}
 	rt := t.Runtime
 	if b.o.Est {

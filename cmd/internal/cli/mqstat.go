@@ -584,6 +584,7 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 	if d.Est > 0 {
 		p("estimate", fmt.Sprintf("%gs", d.Est))
 	}
+	p("resources", d.Resources.Describe())
 	if len(d.Prereqs) > 0 {
 		p("prerequisites", strings.Join(d.Prereqs, ", "))
 	}

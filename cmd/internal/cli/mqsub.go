@@ -31,7 +31,8 @@ const bulkChunkBytes = 1 << 20
 func Mqsub(env Env) *cli.App {
 	app := NewApp("mqsub", "add a job to the metaqueue", env)
 	app.UsageText = `mqsub [-q QUEUE] [-p PREREQ_TARGET]... [-b] [-e EST_SECONDS] [-d DIR]
-         [-i PATH[:SIZE]]... [-o PATH[:SIZE]]... TARGET COMMAND...
+         [-i PATH[:SIZE]]... [-o PATH[:SIZE]]... [-c N] [--mem SIZE] [--gpus N]
+         [--resource NAME=N]... TARGET COMMAND...
    mqsub -f FILE [-v NAME=VALUE]...   (one JSON job per line; - reads stdin)
    mqsub --wfformat TRACE [--time-scale X] [--size-scale Y] [--target-prefix P] [-p PREREQ] [-q QUEUE]
    mqsub --rerun [-Q] ID... | FIRST-LAST
@@ -42,7 +43,9 @@ command runs under /bin/sh -c in DIR (default: the current directory).
 -i and -o declare files the job reads and writes (relative paths are in DIR;
 SIZE in bytes or with a unit, 10M = 10 MiB; an input's size defaults to the
 file's size now, if it exists): a queue with policy dc runs the job near
-where its inputs were produced.`
+where its inputs were produced.
+
+` + resourcesHelp
 	// -v is the job's environment (qsub's habit), not --version.
 	app.HideVersion = true
 	app.Flags = mqsubFlags()
@@ -53,7 +56,7 @@ where its inputs were produced.`
 // mqsubFlags are mqsub's flags, made anew for each app (the lists
 // gather values).
 func mqsubFlags() []cli.Flag {
-	return []cli.Flag{
+	flags := []cli.Flag{
 		&cli.BoolFlag{Name: "version", Usage: "print the version"},
 		&cli.StringFlag{Name: "q", Aliases: []string{"queue"}, Usage: "queue (created on first use)", Value: protocol.DefaultQueue},
 		&cli.StringSliceFlag{Name: "p", Aliases: []string{"prereq"}, Usage: "prerequisite target (repeat, or a comma list)"},
@@ -79,6 +82,8 @@ func mqsubFlags() []cli.Flag {
 		&cli.Float64Flag{Name: "size-scale", Value: 1, Usage: "with --wfformat: file sizes x `Y`"},
 		&cli.StringFlag{Name: "target-prefix", Usage: "with --wfformat: each task's target is `P` then its id"},
 	}
+	flags = append(flags, resourceFlags()...)
+	return append(flags, hintFlags()...)
 }
 
 // mqsubAction checks the flags that go together and runs the mode they
@@ -87,6 +92,9 @@ func mqsubAction(c *cli.Context, env Env) error {
 	if c.Bool("version") {
 		cli.ShowVersion(c)
 		return nil
+	}
+	if err := hintError(c); err != nil {
+		return err
 	}
 	if c.IsSet("timeout") && !c.Bool("b") {
 		return Usagef("--timeout goes with -b")
@@ -101,11 +109,21 @@ func mqsubAction(c *cli.Context, env Env) error {
 			}
 		}
 	}
+	res, err := resourcesFrom(c)
+	if err != nil {
+		return err
+	}
 	switch {
 	case c.Bool("rerun"):
+		if f, ok := resourceSet(c); ok {
+			return Usagef("%s does not go with --rerun: a job runs again as it was submitted", f)
+		}
 		return mqsubRerun(c, env)
 	case c.IsSet("wfformat"):
-		return mqsubWfformat(c, env)
+		if c.IsSet("c") {
+			return Usagef("--cpus does not go with --wfformat: each job asks for its task's cores in the trace")
+		}
+		return mqsubWfformat(c, env, res)
 	case c.IsSet("f"):
 		if c.NArg() > 0 {
 			return Usagef("-f takes no TARGET or COMMAND (got %q)", c.Args().First())
@@ -116,14 +134,14 @@ func mqsubAction(c *cli.Context, env Env) error {
 		if c.IsSet("array") {
 			return Usagef("--array goes with TARGET COMMAND; a file lists its jobs itself")
 		}
-		return mqsubFile(c, env)
+		return mqsubFile(c, env, res)
 	}
-	return mqsubJob(c, env)
+	return mqsubJob(c, env, res)
 }
 
 // mqsubJob submits the job of the command line, or its array, and with
 // -b waits for it to end.
-func mqsubJob(c *cli.Context, env Env) error {
+func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
 	if c.IsSet("t") {
 		return Usagef("-t is only for --rerun; the target is the first argument")
 	}
@@ -160,6 +178,7 @@ func mqsubJob(c *cli.Context, env Env) error {
 		Env:     c.Generic("v").(*envList).env,
 
 		NoReplicate: c.Bool("no-replicate"),
+		Resources:   res,
 	}
 	if c.IsSet("array") {
 		return mqsubArray(c, env, js)
@@ -180,6 +199,7 @@ func mqsubJob(c *cli.Context, env Env) error {
 	}
 	id := reply.IDs[0]
 	fmt.Fprintln(c.App.Writer, id)
+	warn(c, reply.Warnings)
 	if !c.Bool("b") {
 		return nil
 	}
@@ -195,6 +215,13 @@ func mqsubJob(c *cli.Context, env Env) error {
 		return exitError{code: ExitFailed, msg: fmt.Sprintf("timed out after %s: job %d has not ended (see mqstat -j %d)", timeout, id, id)}
 	}
 	return jobExit(w.Jobs[0])
+}
+
+// warn prints the CLS's warnings about a submission on stderr.
+func warn(c *cli.Context, warnings []string) {
+	for _, w := range warnings {
+		fmt.Fprintf(c.App.ErrWriter, "mqsub: warning: %s\n", protocol.Printable(w))
+	}
 }
 
 // warnNoJobs says on stderr, once per target, which prerequisite targets
@@ -319,7 +346,7 @@ func splitList(vs []string) []string {
 	return out
 }
 
-func mqsubFile(c *cli.Context, env Env) error {
+func mqsubFile(c *cli.Context, env Env, res protocol.Resources) error {
 	name := c.String("f")
 	var r io.Reader
 	if name == "-" {
@@ -350,7 +377,7 @@ func mqsubFile(c *cli.Context, env Env) error {
 	vars := c.Generic("v").(*envList).env
 	upload := func(add func(protocol.BulkAdd) error) error {
 		return splitLines(r, bulkChunkBytes, func(first int, data []byte) error {
-			return add(protocol.BulkAdd{Line: first, Data: data, Queue: c.String("q"), Cwd: cwd, Env: vars})
+			return add(protocol.BulkAdd{Line: first, Data: data, Queue: c.String("q"), Cwd: cwd, Env: vars, Defaults: res})
 		})
 	}
 	return submitBulk(c, env, cl, displayName(name), upload, protocol.BulkCommit{Token: newToken()})
@@ -405,7 +432,9 @@ func submitBulk(c *cli.Context, env Env, cl *client.Client, what string, upload 
 		b = append(b, '\n')
 		w.Write(b)
 	}
-	if err := w.Flush(); err != nil || !c.Bool("b") || reply.Count == 0 {
+	err = w.Flush()
+	warn(c, reply.Warnings)
+	if err != nil || !c.Bool("b") || reply.Count == 0 {
 		return err
 	}
 	return waitRange(c, cl, reply.First, reply.First+int64(reply.Count)-1)

@@ -24,7 +24,7 @@ const maxReplayBytes = 64 << 30
 // mqsubWfformat is mqsub --wfformat: the trace's tasks as jobs
 // (wfreplay), its own inputs made in the current directory at their
 // scaled sizes, then every job in one transaction, as mqsub -f.
-func mqsubWfformat(c *cli.Context, env Env) error {
+func mqsubWfformat(c *cli.Context, env Env, res protocol.Resources) error {
 	if c.NArg() > 0 {
 		return Usagef("--wfformat takes no TARGET or COMMAND (got %q)", c.Args().First())
 	}
@@ -33,7 +33,7 @@ func mqsubWfformat(c *cli.Context, env Env) error {
 			return Usagef("%s does not go with --wfformat: the trace gives each job its files, runtime and place", f[1])
 		}
 	}
-	o := wfreplay.Options{TimeScale: c.Float64("time-scale"), SizeScale: c.Float64("size-scale"), TargetPrefix: c.String("target-prefix"), Files: true, Est: true}
+	o := wfreplay.Options{TimeScale: c.Float64("time-scale"), SizeScale: c.Float64("size-scale"), TargetPrefix: c.String("target-prefix"), Files: true, Est: true, Cores: true}
 	if err := wfreplay.CheckScale(o.TimeScale); err != nil {
 		return Usagef("--time-scale: %v", err)
 	}
@@ -87,7 +87,7 @@ func mqsubWfformat(c *cli.Context, env Env) error {
 	vars := c.Generic("v").(*envList).env
 	upload := func(add func(protocol.BulkAdd) error) error {
 		return splitLines(&buf, bulkChunkBytes, func(first int, data []byte) error {
-			return add(protocol.BulkAdd{Line: first, Data: data, Queue: c.String("q"), Cwd: cwd, Env: vars})
+			return add(protocol.BulkAdd{Line: first, Data: data, Queue: c.String("q"), Cwd: cwd, Env: vars, Defaults: res})
 		})
 	}
 	return submitBulk(c, env, cl, name, upload, protocol.BulkCommit{Token: newToken()})

@@ -331,11 +331,18 @@ func queueSet(env mqcli.Env) *cli.Command {
 				}
 				qs.Budget = &b
 			}
+			res, err := v.resources(set)
+			if err != nil {
+				return err
+			}
 			cl, err := mqcli.Dial(c.Context, env, "cls")
 			if err != nil {
 				return err
 			}
 			defer cl.Close()
+			if qs.Defaults, err = queueDefaults(c.Context, cl, qs.Name, res, set["no-defaults"]); err != nil {
+				return err
+			}
 			qi, err := client.Do(c.Context, cl, protocol.OpQueueSet, qs)
 			if err != nil {
 				return err
@@ -357,6 +364,11 @@ func queueSetFlags(v *queueSetValues) []cli.Flag {
 		&cli.StringFlag{Name: "policy", Usage: "scheduling policy: " + policyHelp(), Destination: &v.policy},
 		&cli.StringFlag{Name: "deadline", Usage: "when the queue's jobs should have ended: a duration from now (2h) or an RFC 3339 time (none or 0 = no deadline); stored for deadline-and-budget planning", Destination: &v.deadline},
 		&cli.StringFlag{Name: "budget", Usage: "what the queue's jobs may cost, in the sites' price unit (0 = no budget); stored for deadline-and-budget planning", Destination: &v.budget},
+		&cli.StringFlag{Name: "cpus", Usage: "cores a job of the queue asks for unless it says (mqsub -c): `N`, or auto", Destination: &v.cpus},
+		&cli.StringFlag{Name: "mem", Usage: "memory a job of the queue asks for unless it says (mqsub --mem): `SIZE` (8G, 500M), or auto", Destination: &v.mem},
+		&cli.StringFlag{Name: "gpus", Usage: "GPUs a job of the queue asks for unless it says (mqsub --gpus): `N`", Destination: &v.gpus},
+		&cli.GenericFlag{Name: "resource", Usage: "an amount of a named resource a job of the queue asks for unless it says, `NAME=N` (repeat)", Value: &v.named},
+		&cli.BoolFlag{Name: "no-defaults", Usage: "clear the queue's resource defaults (before any --cpus, --mem, --gpus, --resource given with it)", Destination: &v.noDefaults},
 	}
 }
 
@@ -366,6 +378,10 @@ type queueSetValues struct {
 	maxAttempts      int
 	maxCopies        int
 	retryFailed      bool
+
+	cpus, mem, gpus string
+	named           namedList
+	noDefaults      bool
 }
 
 // parseFlags parses a command's flags (declared once, as urfave/cli
@@ -445,7 +461,18 @@ func checkDurations(c *cli.Context, ranges map[string][2]time.Duration) error {
 	return nil
 }
 
+// printQueues prints the queues' table, then a line for each queue with
+// resource defaults.
 func printQueues(w io.Writer, qs []protocol.QueueInfo) {
+	printQueueTable(w, qs)
+	for _, q := range qs {
+		if q.Defaults.Asks() {
+			fmt.Fprintf(w, "%s: a job asks for %s unless it says\n", protocol.Printable(q.Name), q.Defaults.Describe())
+		}
+	}
+}
+
+func printQueueTable(w io.Writer, qs []protocol.QueueInfo) {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "QUEUE\tCEILING\tMAX ATTEMPTS\tRETRY FAILED\tPOLICY\tDEADLINE\tBUDGET\tSPENT\tUNFINISHABLE\tINFEASIBLE\tOVER BUDGET\tMAX COPIES")
 	for _, q := range qs {

@@ -1,31 +1,32 @@
-package resource
+package wire
 
 import (
 	"slices"
 	"testing"
 
+	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/protocol"
 )
 
 // A grant goes over the wire and is taken again, with the same ids, by
 // a pool of the capacity that was registered.
 func TestWireRoundTrip(t *testing.T) {
-	c := Capacity{CPUs: 4, CoreIDs: []int{2, 3, 4, 5}, Mem: 8 * GiB, GPUIDs: []string{"0", "1"}, Named: map[string]int{"lic": 2}}
-	reg := c.Wire()
+	c := resource.Capacity{CPUs: 4, CoreIDs: []int{2, 3, 4, 5}, Mem: 8 * resource.GiB, GPUIDs: []string{"0", "1"}, Named: map[string]int{"lic": 2}}
+	reg := Capacity(c)
 	if err := protocol.CheckCapacity("capacity", *reg); err != nil {
 		t.Fatal(err)
 	}
-	cls, _ := NewPool(CapacityOf(reg, 0))
-	g, ok := cls.Take(Request{CPUs: 2, Mem: GiB, GPUs: 1, Named: map[string]int{"lic": 1}})
+	cls, _ := resource.NewPool(CapacityOf(reg, 0))
+	g, ok := cls.Take(resource.Request{CPUs: 2, Mem: resource.GiB, GPUs: 1, Named: map[string]int{"lic": 1}})
 	if !ok {
 		t.Fatal("does not fit")
 	}
-	w := g.Wire()
+	w := Grant(g)
 	if err := protocol.CheckCapacity("grant", *w); err != nil {
 		t.Fatal(err)
 	}
-	agent, _ := NewPool(c)
-	got, err := agent.TakeExact(RequestOf(w), w.CoreIDs, w.GPUIDs)
+	agent, _ := resource.NewPool(c)
+	got, err := agent.TakeExact(RequestOfGrant(w), w.CoreIDs, w.GPUIDs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func TestWireRoundTrip(t *testing.T) {
 	if c := CapacityOf(nil, 3); c.CPUs != 3 || c.Mem != 0 {
 		t.Errorf("no capacity registered, 3 slots: %v", c)
 	}
-	if r := RequestOf(nil); r.Cores() != 1 {
+	if r := RequestOfGrant(nil); r.Cores() != 1 {
 		t.Errorf("no grant: %v", r)
 	}
 }

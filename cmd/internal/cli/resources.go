@@ -1,0 +1,279 @@
+package cli
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// resourceFlags are mqsub's flags for what a job asks of a placeholder.
+// --cpus-per-task is Slurm's name for -c with the same meaning (an mq job
+// is one task), so it is accepted; the other batch systems' spellings are
+// hidden flags that only explain (hintFlags).
+func resourceFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "c", Aliases: []string{"cpus", "cpus-per-task"}, Usage: "cores the job runs on: `N`, or auto (learned from its queue and target's finished jobs)"},
+		&cli.StringFlag{Name: "mem", Usage: "memory the job may use: `SIZE` as Slurm writes it (8G, 500M, 1.5G; a bare number is MiB), or auto"},
+		&cli.StringFlag{Name: "gpus", Usage: "whole GPUs the job is given: `N`"},
+		&cli.StringSliceFlag{Name: "resource", Usage: "an amount of a resource the site declares, `NAME=N` (repeat, or a comma list): licences, scratch, ..."},
+	}
+}
+
+// resourcesFrom reads the resource flags set on c.
+func resourcesFrom(c *cli.Context) (protocol.Resources, error) {
+	var r protocol.Resources
+	if c.IsSet("c") {
+		if err := r.SetCPUs(c.String("c")); err != nil {
+			return r, Usagef("--cpus: %v", err)
+		}
+	}
+	if c.IsSet("mem") {
+		if v := c.String("mem"); strings.Trim(v, "0") == "" && v != "" {
+			return r, Usagef("--mem %s is Slurm's \"all of the node's memory\"; mq asks for a size (--mem 8G) or learns it (--mem auto)", v)
+		}
+		if err := r.SetMem(c.String("mem")); err != nil {
+			return r, Usagef("--mem: %v", err)
+		}
+	}
+	if c.IsSet("gpus") {
+		v := c.String("gpus")
+		if err := r.SetGPUs(v); err != nil {
+			if _, n, ok := strings.Cut(v, ":"); ok {
+				return r, Usagef("--gpus %s: mq asks for a count, --gpus %s; a GPU model is a site's (give such GPUs a site of their own)", v, n)
+			}
+			return r, Usagef("--gpus: %v", err)
+		}
+	}
+	for _, v := range splitList(c.StringSlice("resource")) {
+		if err := r.AddNamed(v); err != nil {
+			return r, Usagef("--resource: %v", err)
+		}
+	}
+	return r, nil
+}
+
+// resourceSet reports whether any resource flag is set on c, and the
+// first one's name as given.
+func resourceSet(c *cli.Context) (string, bool) {
+	for _, f := range [][2]string{{"c", "--cpus"}, {"mem", "--mem"}, {"gpus", "--gpus"}, {"resource", "--resource"}} {
+		if c.IsSet(f[0]) {
+			return f[1], true
+		}
+	}
+	return "", false
+}
+
+// A hint is a batch system's spelling of a request that mqsub does not
+// take: its flag (hidden) and what to write instead, given its value.
+type hint struct {
+	names []string // the first is what the message calls it
+	bool  bool     // takes no value
+	from  string   // the system whose spelling it is
+	say   func(v string) string
+}
+
+// hints are the spellings users of Slurm (sbatch), PBS, Torque and SGE
+// (qsub) type out of habit; each is refused with one line naming the
+// mq flag, never "unknown flag" alone.
+var hints = []hint{
+	{names: []string{"ntasks", "n"}, from: "Slurm", say: func(v string) string {
+		return "an mq job is one task: ask for its cores with --cpus " + orN(v) + ", or for many jobs with --array"
+	}},
+	{names: []string{"ntasks-per-node"}, from: "Slurm", say: func(v string) string {
+		return "an mq job is one task: ask for its cores with --cpus " + orN(v)
+	}},
+	{names: []string{"nodes", "N"}, from: "Slurm", say: func(string) string {
+		return "an mq job runs on one node, in one placeholder: ask for its cores with --cpus N"
+	}},
+	{names: []string{"mincpus"}, from: "Slurm", say: func(v string) string { return "mq writes --cpus " + orN(v) }},
+	{names: []string{"mem-per-cpu"}, from: "Slurm", say: func(v string) string {
+		return "mq asks for the job's whole memory: --mem SIZE, the cores times " + orSize(v)
+	}},
+	{names: []string{"mem-per-gpu"}, from: "Slurm", say: func(v string) string {
+		return "mq asks for the job's whole memory: --mem SIZE, the GPUs times " + orSize(v)
+	}},
+	{names: []string{"gres"}, from: "Slurm", say: gresHint},
+	{names: []string{"gpus-per-task"}, from: "Slurm", say: gpusHint},
+	{names: []string{"gpus-per-node"}, from: "Slurm", say: gpusHint},
+	{names: []string{"cpus-per-gpu"}, from: "Slurm", say: func(string) string {
+		return "mq asks for the job's cores and GPUs apart: --cpus N --gpus M"
+	}},
+	{names: []string{"licenses", "L"}, from: "Slurm", say: licenseHint},
+	{names: []string{"tmp"}, from: "Slurm", say: func(string) string {
+		return "mq counts scratch space as a site-declared resource: --resource NAME=N (cls site set --resource)"
+	}},
+	{names: []string{"exclusive"}, bool: true, from: "Slurm", say: func(string) string {
+		return "ask for all of a placeholder's cores with --cpus N (and its memory with --mem SIZE)"
+	}},
+	{names: []string{"l", "resource-list"}, from: "qsub", say: qsubLHint}, // qsub's man page calls it resource_list
+	{names: []string{"pe"}, from: "SGE", say: nil},                        // hintError: its N is the next argument
+}
+
+// hintFlags are the hidden flags of hints.
+func hintFlags() []cli.Flag {
+	var fs []cli.Flag
+	for _, h := range hints {
+		if h.bool {
+			fs = append(fs, &cli.BoolFlag{Name: h.names[0], Aliases: h.names[1:], Hidden: true})
+			continue
+		}
+		fs = append(fs, &cli.StringFlag{Name: h.names[0], Aliases: h.names[1:], Hidden: true})
+	}
+	return fs
+}
+
+// hintError is the one-line refusal of the first hint flag set on c, or
+// nil.
+func hintError(c *cli.Context) error {
+	for _, h := range hints {
+		if !c.IsSet(h.names[0]) {
+			continue
+		}
+		given := dashed(h.names[0])
+		if h.bool {
+			return Usagef("%s is %s's spelling; %s", given, h.from, h.say(""))
+		}
+		v := c.String(h.names[0])
+		if h.say == nil { // -pe PE N
+			n := c.Args().First()
+			return Usagef("%s %s %s is SGE's spelling; mq writes --cpus %s for a job of that many slots on one node", given, v, n, orN(n))
+		}
+		return Usagef("%s %s is %s's spelling; %s", given, v, h.from, h.say(v))
+	}
+	return nil
+}
+
+func dashed(name string) string {
+	if len(name) == 1 || name == "pe" {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+func orN(v string) string {
+	if n, err := strconv.Atoi(v); err == nil && n > 0 {
+		return v
+	}
+	return "N"
+}
+
+func orSize(v string) string {
+	if v == "" {
+		return "SIZE"
+	}
+	return v
+}
+
+// gresHint translates Slurm's --gres=gpu[:TYPE]:N (several comma
+// separated) into mq's flags where it can.
+func gresHint(v string) string {
+	var out []string
+	for _, g := range strings.Split(v, ",") {
+		parts := strings.Split(g, ":")
+		name, n := parts[0], "1"
+		if len(parts) > 1 {
+			n = parts[len(parts)-1]
+		}
+		if name == "gpu" {
+			out = append(out, "--gpus "+orN(n))
+		} else {
+			out = append(out, "--resource "+name+"="+orN(n))
+		}
+	}
+	return "mq writes " + strings.Join(out, " ")
+}
+
+// gpusHint translates Slurm's GPU counts ([TYPE:]N): an mq job's GPUs
+// are on one node, given to it alone.
+func gpusHint(v string) string {
+	n := v
+	if i := strings.LastIndexByte(v, ':'); i >= 0 {
+		n = v[i+1:]
+	}
+	return "mq writes --gpus " + orN(n) + " (all of a job's GPUs are on one node)"
+}
+
+// licenseHint translates Slurm's --licenses=NAME[:N] (comma separated).
+func licenseHint(v string) string {
+	var out []string
+	for _, l := range strings.Split(v, ",") {
+		name, n, ok := strings.Cut(l, ":")
+		if !ok {
+			n = "1"
+		}
+		if name == "" {
+			name = "NAME"
+		}
+		out = append(out, "--resource "+name+"="+orN(n))
+	}
+	return "mq writes " + strings.Join(out, " ") + " (a resource the site declares)"
+}
+
+// qsubLHint translates qsub's -l resource lists (PBS/Torque nodes=1:ppn=4,
+// mem=8gb; PBS Pro select=1:ncpus=4:mem=8gb:ngpus=1; SGE h_vmem=2G,
+// per slot) into mq's flags.
+func qsubLHint(v string) string {
+	var flags, notes []string
+	for _, item := range strings.Split(v, ",") {
+		// select=1:ncpus=4:mem=8gb and nodes=1:ppn=4 chain pairs with ':';
+		// walltime=01:00:00 has ':' in its value.
+		var pairs []string
+		for _, tok := range strings.Split(item, ":") {
+			if !strings.Contains(tok, "=") && len(pairs) > 0 {
+				pairs[len(pairs)-1] += ":" + tok
+				continue
+			}
+			pairs = append(pairs, tok)
+		}
+		for _, pair := range pairs {
+			k, val, _ := strings.Cut(pair, "=")
+			switch strings.ToLower(k) {
+			case "ppn", "ncpus":
+				flags = append(flags, "--cpus "+orN(val))
+			case "mem":
+				flags = append(flags, "--mem "+qsubSize(val))
+			case "ngpus", "gpus":
+				flags = append(flags, "--gpus "+orN(val))
+			case "nodes", "select":
+				if n, err := strconv.Atoi(val); err == nil && n > 1 {
+					notes = append(notes, "an mq job runs on one node")
+				}
+			case "h_vmem", "mem_free", "vmem", "pmem", "pvmem":
+				notes = append(notes, k+" is per slot or process, --mem the job's whole memory")
+				if len(flags) == 0 {
+					flags = append(flags, "--mem SIZE")
+				}
+			case "walltime", "h_rt":
+				flags = append(flags, "-e "+val)
+			}
+		}
+	}
+	if len(flags) == 0 {
+		flags = []string{"--cpus N --mem SIZE --gpus N"}
+	}
+	s := "mq writes " + strings.Join(flags, " ")
+	if len(notes) > 0 {
+		s += " (" + strings.Join(notes, "; ") + ")"
+	}
+	return s
+}
+
+// qsubSize is a PBS size (8gb, 500mb) as --mem takes it (8G, 500M).
+func qsubSize(v string) string {
+	u := strings.ToUpper(v)
+	u = strings.TrimSuffix(u, "B")
+	if u == "" {
+		return "SIZE"
+	}
+	return u
+}
+
+// resourcesHelp is mqsub's help paragraph about requests.
+const resourcesHelp = `-c/--cpus, --mem, --gpus and --resource say what the job needs of a
+placeholder (docs/guide/submitting.md, "Resources"); with -f they are
+the default of lines that do not say. Slurm's and qsub's spellings
+(--ntasks, --gres, --mem-per-cpu, -l nodes=1:ppn=4, ...) are answered with
+the mq flag to write.`

@@ -1,0 +1,52 @@
+// Package wire converts between package resource's types and the plain
+// types the protocol carries (protocol.Capacity for what a placeholder
+// holds, has free or was granted; protocol.Resources for what a job asks),
+// for the CLS and the agent alike. It is apart from resource so that the
+// protocol, which uses resource's parsing, and resource do not import
+// each other.
+package wire
+
+import (
+	"github.com/mq-hpc/mq/internal/resource"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// CapacityOf is what a placeholder registered as its capacity: c, or,
+// when it sent none (an agent from before resources), slots cores.
+func CapacityOf(c *protocol.Capacity, slots int) resource.Capacity {
+	if c == nil {
+		return resource.Capacity{CPUs: max(slots, 1)}
+	}
+	return resource.Capacity{CPUs: c.CPUs, CoreIDs: c.CoreIDs, Mem: c.Mem, GPUIDs: c.GPUIDs, Named: c.Named}
+}
+
+// Capacity is c as the protocol carries it.
+func Capacity(c resource.Capacity) *protocol.Capacity {
+	return &protocol.Capacity{CPUs: c.CPUs, CoreIDs: c.CoreIDs, Mem: c.Mem, GPUs: len(c.GPUIDs), GPUIDs: c.GPUIDs, Named: c.Named}
+}
+
+// Grant is g as an assignment carries it (Assignment.Grant): its amounts,
+// and the ids of its cores (when the pool knows them) and GPUs.
+func Grant(g resource.Grant) *protocol.Capacity {
+	gpus := g.GPUs()
+	return &protocol.Capacity{CPUs: g.CPUs, CoreIDs: g.Cores(), Mem: g.Mem, GPUs: len(gpus), GPUIDs: gpus, Named: g.Named}
+}
+
+// RequestOfGrant is what a grant takes of a pool (nil: one core, as
+// before resources).
+func RequestOfGrant(g *protocol.Capacity) resource.Request {
+	if g == nil {
+		return resource.Request{}
+	}
+	return resource.Request{CPUs: g.CPUs, Mem: g.Mem, GPUs: g.GPUs, Named: g.Named}
+}
+
+// Request is what a job asks, as resource's fit rule takes it.
+func Request(r protocol.Resources) resource.Request {
+	return resource.Request{CPUs: r.CPUs, Mem: r.Mem, GPUs: r.GPUs, Named: r.Named, AutoCPUs: r.CPUsAuto, AutoMem: r.MemAuto}
+}
+
+// Resources is r as the protocol carries a job's request.
+func Resources(r resource.Request) protocol.Resources {
+	return protocol.Resources{CPUs: r.CPUs, Mem: r.Mem, GPUs: r.GPUs, Named: r.Named, CPUsAuto: r.AutoCPUs, MemAuto: r.AutoMem}
+}

@@ -1,0 +1,147 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// mqsubShim makes a directory with an mqsub that appends its arguments,
+// one line per call (each argument in brackets), to log, then runs the
+// real mqsub: put it first on PATH to see what a wrapper asks for.
+func mqsubShim(t *testing.T, log string) string {
+	t.Helper()
+	dir := t.TempDir()
+	script := "#!/bin/sh\n{ for a; do printf '[%s] ' \"$a\"; done; echo; } >>'" + log + "'\nexec '" + filepath.Join(binDir, "mqsub") + "' \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "mqsub"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestWorkflowWrappersResources: the Snakemake profile's mq-submit turns
+// a rule's {threads} and {resources.mem_mb} into mqsub -c and --mem, and
+// mq-makeflow-submit Makeflow's CORES, MEMORY and GPUS into -c, --mem and
+// --gpus; one core and no memory ask for nothing.
+func TestWorkflowWrappersResources(t *testing.T) {
+	root := repoRoot(t)
+	h := newHarness(t)
+	h.startCLS("--local", "1")
+	log := filepath.Join(h.dir, "mqsub.log")
+	shim := mqsubShim(t, log)
+	smk := filepath.Join(root, "examples", "snakemake", "profile", "mq-submit")
+	mf := filepath.Join(root, "scripts", "mq-makeflow-submit")
+	js := filepath.Join(h.dir, "snakejob.x.1.sh")
+	os.WriteFile(js, []byte("true\n"), 0o644)
+	for _, c := range []struct {
+		name string
+		argv []string
+		env  []string
+		want []string // in the mqsub call
+		not  []string // not in it
+	}{
+		{"snakemake threads and mem", []string{smk, "-c", "4", "-m", "300", js}, nil, []string{"[-c] [4] [--mem] [300M]"}, nil},
+		{"snakemake defaults", []string{smk, "-c", "1", "-m", "0", js}, nil, nil, []string{"[-c]", "[--mem]"}},
+		{"snakemake threads only", []string{smk, "-q", "q1", "-c", "2", "-m", "0", js}, nil, []string{"[-q] [q1] [-c] [2]"}, []string{"[--mem]"}},
+		{"makeflow cores memory gpus", []string{mf, "-N", "r1", "./mq.wrapper"}, []string{"BATCH_JOB_COMMAND=true", "CORES=2", "MEMORY=500", "GPUS=1"},
+			[]string{"[-c] [2] [--mem] [500M] [--gpus] [1]"}, nil},
+		{"makeflow empty", []string{mf, "-N", "r2", "./mq.wrapper"}, []string{"BATCH_JOB_COMMAND=true", "CORES=1", "MEMORY=", "GPUS="},
+			nil, []string{"[-c]", "[--mem]", "[--gpus]"}},
+		{"makeflow unset", []string{mf, "-N", "r3", "./mq.wrapper"}, []string{"BATCH_JOB_COMMAND=true"}, nil, []string{"[-c]", "[--mem]", "[--gpus]"}},
+	} {
+		os.Remove(log)
+		cmd := exec.Command(c.argv[0], c.argv[1:]...)
+		env := []string{"PATH=" + shim + string(os.PathListSeparator) + binDir + string(os.PathListSeparator) + os.Getenv("PATH")}
+		for _, kv := range h.env() {
+			if !strings.HasPrefix(kv, "PATH=") && !strings.HasPrefix(kv, "CORES=") && !strings.HasPrefix(kv, "MEMORY=") && !strings.HasPrefix(kv, "GPUS=") {
+				env = append(env, kv)
+			}
+		}
+		cmd.Env = append(env, c.env...)
+		cmd.Dir = h.dir
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			t.Errorf("%s: %v: %s", c.name, err, errb.String())
+			continue
+		}
+		call := readFile(t, log)
+		for _, w := range c.want {
+			if !strings.Contains(call, w) {
+				t.Errorf("%s: mqsub %s, want %s", c.name, call, w)
+			}
+		}
+		for _, n := range c.not {
+			if strings.Contains(call, n) {
+				t.Errorf("%s: mqsub %s, want no %s", c.name, call, n)
+			}
+		}
+	}
+}
+
+// TestSnakemakeProfileResources runs the real Snakemake 7 through the
+// profile: a rule with threads: 2 and mem_mb=300 asks mq for 2 cores and
+// 300 MiB, one that declares neither asks for nothing (the profile's
+// default mem_mb of 0, not Snakemake's 1000).
+func TestSnakemakeProfileResources(t *testing.T) {
+	needTool(t, "snakemake", "snakemake")
+	root := repoRoot(t)
+	h := newHarness(t)
+	h.startCLS("--local", "2")
+	dir := filepath.Join(h.dir, "smk")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "Snakefile"), []byte(`rule all:
+    input: "big.txt", "small.txt"
+localrules: all
+rule big:
+    output: "big.txt"
+    threads: 2
+    resources: mem_mb=300
+    shell: "echo big > {output}"
+rule small:
+    output: "small.txt"
+    shell: "echo small > {output}"
+`), 0o644)
+	log := filepath.Join(h.dir, "mqsub.log")
+	shim := mqsubShim(t, log)
+	cmd := exec.Command("snakemake", "--profile", filepath.Join(root, "examples", "snakemake", "profile"), "--directory", dir, "-s", filepath.Join(dir, "Snakefile"))
+	cmd.Env = append([]string{"PATH=" + shim + string(os.PathListSeparator) + binDir + string(os.PathListSeparator) + os.Getenv("PATH")}, h.wfEnv()[1:]...)
+	cmd.Dir = h.dir
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	done := make(chan error, 1)
+	go func() { done <- cmd.Run() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("snakemake: %v\n%s", err, tail(errb.String()))
+		}
+	case <-time.After(10 * time.Minute):
+		cmd.Process.Kill()
+		t.Fatalf("snakemake: no end after 10 minutes\n%s", tail(errb.String()))
+	}
+	calls := strings.Split(strings.TrimSpace(readFile(t, log)), "\n")
+	if len(calls) != 2 {
+		t.Fatalf("%d mqsub calls:\n%s", len(calls), strings.Join(calls, "\n"))
+	}
+	for _, call := range calls {
+		switch {
+		case strings.Contains(call, ".big."):
+			if !strings.Contains(call, "[-c] [2] [--mem] [300M]") {
+				t.Errorf("rule big: mqsub %s", call)
+			}
+		case strings.Contains(call, ".small."):
+			if strings.Contains(call, "[-c]") || strings.Contains(call, "[--mem]") {
+				t.Errorf("rule small: mqsub %s", call)
+			}
+		default:
+			t.Errorf("an mqsub call of no rule: %s", call)
+		}
+	}
+}

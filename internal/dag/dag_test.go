@@ -299,38 +299,65 @@ func TestReadiness(t *testing.T) {
 	}
 }
 
-func TestLateArrivingPrerequisite(t *testing.T) {
-	t.Parallel()
-	f := newFx(t)
-	b := f.add("B", "A") // A has no jobs yet
-	f.mustBe(b, job.Waiting)
-	if f.g.Complete(f.tid("A")) {
-		t.Fatal("a target with no jobs must not be complete")
-	}
-	a1 := f.add("A")
-	f.mustBe(b, job.Waiting)
-	a2 := f.add("A")
-	f.run(a1, job.Done)
-	f.mustBe(b, job.Waiting) // a2 still to run
-	f.set(a2, job.Executing)
-	f.mustBe(b, job.Waiting)
-	f.set(a2, job.Done)
-	f.mustBe(b, job.Queued)
+// scenario is a named sequence of graph operations and the checks between
+// them, run on a fresh fixture.
+type scenario struct {
+	name string
+	run  func(f *fx)
 }
 
-func TestTwoLateTargetsChain(t *testing.T) {
+func runScenarios(t *testing.T, tests []scenario) {
+	t.Helper()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.run(newFx(t))
+		})
+	}
+}
+
+// TestLateTargets: a job naming a target that has no jobs yet waits for
+// it, and follows the target's status once its jobs arrive.
+func TestLateTargets(t *testing.T) {
 	t.Parallel()
-	f := newFx(t)
-	c := f.add("C", "B")
-	b := f.add("B", "A")
-	f.mustBe(c, job.Waiting)
-	f.mustBe(b, job.Waiting)
-	a := f.add("A")
-	f.run(a, job.Done)
-	f.mustBe(b, job.Queued)
-	f.mustBe(c, job.Waiting)
-	f.run(b, job.Done)
-	f.mustBe(c, job.Queued)
+	runScenarios(t, []scenario{
+		{"prerequisite arriving late", func(f *fx) {
+			b := f.add("B", "A") // A has no jobs yet
+			f.mustBe(b, job.Waiting)
+			if f.g.Complete(f.tid("A")) {
+				f.t.Fatal("a target with no jobs must not be complete")
+			}
+			a1 := f.add("A")
+			f.mustBe(b, job.Waiting)
+			a2 := f.add("A")
+			f.run(a1, job.Done)
+			f.mustBe(b, job.Waiting) // a2 still to run
+			f.set(a2, job.Executing)
+			f.mustBe(b, job.Waiting)
+			f.set(a2, job.Done)
+			f.mustBe(b, job.Queued)
+		}},
+		{"two late targets in a chain", func(f *fx) {
+			c := f.add("C", "B")
+			b := f.add("B", "A")
+			f.mustBe(c, job.Waiting)
+			f.mustBe(b, job.Waiting)
+			a := f.add("A")
+			f.run(a, job.Done)
+			f.mustBe(b, job.Queued)
+			f.mustBe(c, job.Waiting)
+			f.run(b, job.Done)
+			f.mustBe(c, job.Queued)
+		}},
+		{"blocked job added late blocks waiting dependents", func(f *fx) {
+			l := f.add("T3", "T2") // T2 has no jobs
+			f.mustBe(l, job.Waiting)
+			f.run(f.add("T1"), job.Failed)
+			k := f.add("T2", "T1")
+			f.mustBe(k, job.Blocked)
+			f.mustBe(l, job.Blocked)
+		}},
+	})
 }
 
 func TestFailureBlocksTransitively(t *testing.T) {
@@ -365,23 +392,12 @@ func TestFailureBlocksTransitively(t *testing.T) {
 	}
 }
 
-func TestBlockedJobAddedLateBlocksWaitingDependents(t *testing.T) {
+// TestRevive: a revived job takes the state the rules give it, and its
+// target's dependents follow.
+func TestRevive(t *testing.T) {
 	t.Parallel()
-	f := newFx(t)
-	l := f.add("T3", "T2") // T2 has no jobs
-	f.mustBe(l, job.Waiting)
-	f.run(f.add("T1"), job.Failed)
-	k := f.add("T2", "T1")
-	f.mustBe(k, job.Blocked)
-	f.mustBe(l, job.Blocked)
-}
-
-func TestReviveUnblocksChain(t *testing.T) {
-	t.Parallel()
-	for _, end := range []job.State{job.Failed, job.Deleted} {
-		t.Run(end.Name(), func(t *testing.T) {
-			t.Parallel()
-			f := newFx(t)
+	unblocksChain := func(end job.State) func(f *fx) {
+		return func(f *fx) {
 			a := f.add("T1")
 			b := f.add("T2", "T1")
 			c := f.add("T3", "T2")
@@ -397,47 +413,42 @@ func TestReviveUnblocksChain(t *testing.T) {
 			f.mustBe(b, job.Queued)
 			f.run(b, job.Done)
 			f.mustBe(c, job.Queued)
-		})
+		}
 	}
-}
-
-func TestReviveOneOfTwoFailures(t *testing.T) {
-	t.Parallel()
-	f := newFx(t)
-	a1, a2 := f.add("T1"), f.add("T1")
-	b := f.add("T2", "T1")
-	f.run(a1, job.Failed)
-	f.run(a2, job.Failed)
-	f.revive(a1)
-	f.mustBe(b, job.Blocked) // a2 still failed
-	f.revive(a2)
-	f.mustBe(b, job.Waiting)
-}
-
-func TestReviveDoneReopensTarget(t *testing.T) {
-	t.Parallel()
-	f := newFx(t)
-	a := f.add("T1")
-	f.run(a, job.Done)
-	b := f.add("T2", "T1")
-	f.mustBe(b, job.Queued)
-	f.revive(a)
-	f.mustBe(a, job.Queued)
-	f.mustBe(b, job.Waiting)
-}
-
-func TestReviveWaitsOnItsOwnPrereqs(t *testing.T) {
-	t.Parallel()
-	f := newFx(t)
-	a := f.add("T1")
-	f.run(a, job.Done)
-	b := f.add("T2", "T1")
-	f.run(b, job.Failed)
-	f.revive(a) // T1 incomplete again
-	f.revive(b)
-	f.mustBe(b, job.Waiting)
-	f.run(a, job.Failed)
-	f.mustBe(b, job.Blocked)
+	runScenarios(t, []scenario{
+		{"unblocks chain after " + job.Failed.Name(), unblocksChain(job.Failed)},
+		{"unblocks chain after " + job.Deleted.Name(), unblocksChain(job.Deleted)},
+		{"one of two failures", func(f *fx) {
+			a1, a2 := f.add("T1"), f.add("T1")
+			b := f.add("T2", "T1")
+			f.run(a1, job.Failed)
+			f.run(a2, job.Failed)
+			f.revive(a1)
+			f.mustBe(b, job.Blocked) // a2 still failed
+			f.revive(a2)
+			f.mustBe(b, job.Waiting)
+		}},
+		{"done reopens target", func(f *fx) {
+			a := f.add("T1")
+			f.run(a, job.Done)
+			b := f.add("T2", "T1")
+			f.mustBe(b, job.Queued)
+			f.revive(a)
+			f.mustBe(a, job.Queued)
+			f.mustBe(b, job.Waiting)
+		}},
+		{"waits on its own prereqs", func(f *fx) {
+			a := f.add("T1")
+			f.run(a, job.Done)
+			b := f.add("T2", "T1")
+			f.run(b, job.Failed)
+			f.revive(a) // T1 incomplete again
+			f.revive(b)
+			f.mustBe(b, job.Waiting)
+			f.run(a, job.Failed)
+			f.mustBe(b, job.Blocked)
+		}},
+	})
 }
 
 func TestReopenedTarget(t *testing.T) {
@@ -1081,19 +1092,12 @@ func TestIDsAcrossPages(t *testing.T) {
 		f.next = start
 		ids = append(ids, f.add("A"), f.add("B", "A"), f.add("C", "B", "A"))
 	}
-	for _, id := range ids {
-		if f.state(id) == job.Queued {
-			f.run(id, job.Done)
-		}
-	}
-	for _, id := range ids {
-		if f.state(id) == job.Queued {
-			f.run(id, job.Done)
-		}
-	}
-	for _, id := range ids {
-		if f.state(id) == job.Queued {
-			f.run(id, job.Done)
+	// Each pass runs what is queued now: the A jobs, then B, then C.
+	for range 3 {
+		for _, id := range ids {
+			if f.state(id) == job.Queued {
+				f.run(id, job.Done)
+			}
 		}
 	}
 	for _, id := range ids {

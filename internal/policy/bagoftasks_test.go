@@ -22,6 +22,20 @@ func cand(id int64, runtime float64, in ...Input) Candidate {
 	return Candidate{ID: id, Runtime: runtime, Inputs: in}
 }
 
+// checkChoice fails unless d picks job want, or waits when want is 0.
+func checkChoice(t *testing.T, d Decision, want int64) {
+	t.Helper()
+	if want == 0 {
+		if !d.Wait {
+			t.Fatalf("chose %d, want wait", d.Job.ID)
+		}
+		return
+	}
+	if d.Wait || d.Job.ID != want {
+		t.Fatalf("decision %+v, want job %d", d, want)
+	}
+}
+
 func TestStorageAffinityChoose(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -51,15 +65,7 @@ func TestStorageAffinityChoose(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			d := StorageAffinity{MaxExamined: tc.max}.Choose(Snapshot{Current: tc.cur, Ready: slices.Values(tc.ready)})
-			if tc.want == 0 {
-				if !d.Wait {
-					t.Fatalf("chose %d, want wait", d.Job.ID)
-				}
-				return
-			}
-			if d.Wait || d.Job.ID != tc.want {
-				t.Fatalf("decision %+v, want job %d", d, tc.want)
-			}
+			checkChoice(t, d, tc.want)
 		})
 	}
 }
@@ -145,15 +151,7 @@ func TestXSufferageChoose(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			d := XSufferage{}.Choose(Snapshot{Current: tc.cur, CurrentSpeed: tc.speed, Future: tc.future, Ready: slices.Values(tc.ready), Net: net})
-			if tc.want == 0 {
-				if !d.Wait {
-					t.Fatalf("chose %d, want wait", d.Job.ID)
-				}
-				return
-			}
-			if d.Wait || d.Job.ID != tc.want {
-				t.Fatalf("decision %+v, want job %d", d, tc.want)
-			}
+			checkChoice(t, d, tc.want)
 		})
 	}
 }

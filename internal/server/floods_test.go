@@ -1,34 +1,14 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/mq-hpc/mq/protocol"
 )
-
-// lockedBuf is a log destination safe for concurrent handlers.
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // A connection that said hello is closed after Idle, not at the hello
 // deadline: the watchdog once compared counts taken when it first ran, so
@@ -118,7 +98,7 @@ func TestRegistrationsBounded(t *testing.T) {
 // N refused requests from one peer make O(1) log lines that say N.
 func TestRefusalsAggregated(t *testing.T) {
 	t.Parallel()
-	var buf lockedBuf
+	var buf syncBuf
 	srv := &Server{Store: newStore(t), Log: slog.New(slog.NewTextHandler(&buf, nil)), Limits: Limits{LogWindow: time.Hour}}
 	p := connect(t, srv, protocol.RolePlaceholder)
 	p.hello(protocol.RolePlaceholder)
@@ -163,7 +143,7 @@ func (noFiles) Done(context.Context, protocol.FileDone) error  { return nil }
 // with a count, not one a batch.
 func TestCleanedReportsLogBounded(t *testing.T) {
 	t.Parallel()
-	var buf lockedBuf
+	var buf syncBuf
 	srv := &Server{Store: newStore(t), Log: slog.New(slog.NewTextHandler(&buf, nil))}
 	p := connect(t, srv, protocol.RolePlaceholder)
 	p.hello(protocol.RolePlaceholder)

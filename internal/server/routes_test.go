@@ -13,41 +13,27 @@ import (
 // routeCLS routes the ops the CLS serves (sites and files) as it does,
 // with handlers that only answer.
 func routeCLS(srv *Server) {
-	Route(srv, protocol.OpFilesList, func(context.Context, protocol.FilesQuery) (protocol.FilesReply, error) {
-		return protocol.FilesReply{}, nil
-	})
-	Route(srv, protocol.OpFilesGet, func(context.Context, protocol.FilesGet) (protocol.TransferInfo, error) {
-		return protocol.TransferInfo{}, nil
-	})
-	Route(srv, protocol.OpFilesAdd, func(context.Context, protocol.FilesAdd) (protocol.CatalogFile, error) {
-		return protocol.CatalogFile{}, nil
-	})
-	Route(srv, protocol.OpFilesRemove, func(context.Context, protocol.FilesRemove) (protocol.CatalogFile, error) {
-		return protocol.CatalogFile{}, nil
-	})
-	Route(srv, protocol.OpSiteAdd, func(context.Context, protocol.SiteSpec) (protocol.SiteInfo, error) {
-		return protocol.SiteInfo{}, nil
-	})
-	Route(srv, protocol.OpSiteList, func(context.Context, protocol.Empty) (protocol.SiteList, error) {
-		return protocol.SiteList{}, nil
-	})
-	Route(srv, protocol.OpSiteRemove, func(context.Context, protocol.SiteRemove) (protocol.SiteInfo, error) {
-		return protocol.SiteInfo{}, nil
-	})
-	Route(srv, protocol.OpSiteSet, func(context.Context, protocol.SiteSet) (protocol.SiteInfo, error) {
-		return protocol.SiteInfo{}, nil
-	})
-	Route(srv, protocol.OpPlanMake, func(context.Context, protocol.PlanMake) (protocol.PlanSummary, error) {
-		return protocol.PlanSummary{}, nil
-	})
-	Route(srv, protocol.OpPlanShow, func(context.Context, protocol.PlanShow) (protocol.PlanShowReply, error) {
-		return protocol.PlanShowReply{}, nil
-	})
-	Route(srv, protocol.OpPlanClear, func(context.Context, protocol.Empty) (protocol.PlanClearReply, error) {
-		return protocol.PlanClearReply{}, nil
-	})
+	answerZero(srv, protocol.OpFilesList)
+	answerZero(srv, protocol.OpFilesGet)
+	answerZero(srv, protocol.OpFilesAdd)
+	answerZero(srv, protocol.OpFilesRemove)
+	answerZero(srv, protocol.OpSiteAdd)
+	answerZero(srv, protocol.OpSiteList)
+	answerZero(srv, protocol.OpSiteRemove)
+	answerZero(srv, protocol.OpSiteSet)
+	answerZero(srv, protocol.OpPlanMake)
+	answerZero(srv, protocol.OpPlanShow)
+	answerZero(srv, protocol.OpPlanClear)
 	RouteStream(srv, protocol.OpOutputStream, func(context.Context, protocol.OutputQuery, func(protocol.OutputFrame) error) error {
 		return nil
+	})
+}
+
+// answerZero routes op to a handler that answers its zero reply.
+func answerZero[Req, Resp any](srv *Server, op protocol.Op[Req, Resp]) {
+	Route(srv, op, func(context.Context, Req) (Resp, error) {
+		var zero Resp
+		return zero, nil
 	})
 }
 

@@ -72,13 +72,7 @@ func TestIdleSSHConnectionClosed(t *testing.T) {
 	const idle = 50 * time.Millisecond
 	c := newCLS(t, func(s *Server) { s.Idle = idle })
 	signer, _ := c.key("user")
-	pin := c.sshConfig(signer).HostKey
-	sc, err := ssh.Dial("tcp", c.addr, &ssh.ClientConfig{User: "u", Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)},
-		HostKeyCallback: pin, Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
+	sc := c.dial(t, signer)
 	closed := make(chan error, 1)
 	go func() { closed <- sc.Wait() }()
 	sess, err := sc.NewSession()
@@ -110,12 +104,7 @@ func TestIdleSSHConnectionClosed(t *testing.T) {
 func TestNoSessionSSHConnectionClosed(t *testing.T) {
 	c := newCLS(t, func(s *Server) { s.HandshakeTimeout, s.Idle = 2*time.Second, time.Hour })
 	signer, _ := c.key("user")
-	sc, err := ssh.Dial("tcp", c.addr, &ssh.ClientConfig{User: "u", Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)},
-		HostKeyCallback: c.sshConfig(signer).HostKey, Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
+	sc := c.dial(t, signer)
 	closed := make(chan error, 1)
 	go func() { closed <- sc.Wait() }()
 	select {
@@ -132,12 +121,7 @@ func TestUndecidedSessionClosed(t *testing.T) {
 	// machine.
 	c := newCLS(t, func(s *Server) { s.HandshakeTimeout = 3 * time.Second })
 	signer, _ := c.key("user")
-	sc, err := ssh.Dial("tcp", c.addr, &ssh.ClientConfig{User: "u", Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)},
-		HostKeyCallback: c.sshConfig(signer).HostKey, Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
+	sc := c.dial(t, signer)
 	ch, reqs, err := sc.OpenChannel("session", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -153,6 +137,19 @@ func TestUndecidedSessionClosed(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("a session that asked for nothing stayed open")
 	}
+}
+
+// dial opens an SSH connection as signer, the CLS's host key pinned; the
+// test's end closes it.
+func (c *cls) dial(t *testing.T, signer ssh.Signer) *ssh.Client {
+	t.Helper()
+	sc, err := ssh.Dial("tcp", c.addr, &ssh.ClientConfig{User: "u", Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)},
+		HostKeyCallback: c.sshConfig(signer).HostKey, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sc.Close() })
+	return sc
 }
 
 // waitFor retries f until it succeeds or 10 s pass.

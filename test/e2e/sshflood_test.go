@@ -89,6 +89,18 @@ func dialMQ(addr string, signer ssh.Signer) (*mqConn, error) {
 	return &mqConn{c: c, in: in, r: bufio.NewReader(out)}, nil
 }
 
+// mustDialMQ is dialMQ for a login that must succeed; the test's end
+// closes the connection.
+func mustDialMQ(t *testing.T, addr string, signer ssh.Signer) *mqConn {
+	t.Helper()
+	m, err := dialMQ(addr, signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.c.Close() })
+	return m
+}
+
 // call sends one request and returns its reply's error code ("" for none).
 func (m *mqConn) call(id int, op string, body any) (string, error) {
 	code, _, err := m.callBody(id, op, body)
@@ -196,19 +208,11 @@ func TestSSHUserKeyRefusedPlaceholderRole(t *testing.T) {
 	h := newHarness(t)
 	s := h.startSSHCLS("--local", "0")
 	user := loadSigner(t, h.newKey("user", "alice"))
-	m, err := dialMQ(s.addr, user)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.c.Close()
+	m := mustDialMQ(t, s.addr, user)
 	if code, err := m.call(1, "hello", map[string]any{"proto": 1, "role": "placeholder"}); err != nil || code != "forbidden" {
 		t.Fatalf("hello as a placeholder with a user key: %q %v, want forbidden", code, err)
 	}
-	m, err = dialMQ(s.addr, user)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.c.Close()
+	m = mustDialMQ(t, s.addr, user)
 	if code, err := m.call(1, "hello", map[string]any{"proto": 1}); err != nil || code != "" {
 		t.Fatalf("hello: %q %v", code, err)
 	}
@@ -226,11 +230,7 @@ func TestSSHSiteKeyBoundToSite(t *testing.T) {
 	h := newHarness(t)
 	s := h.startSSHCLS("--local", "0")
 	grid := loadSigner(t, h.newKey("placeholder", "mq-site-grid"))
-	m, err := dialMQ(s.addr, grid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.c.Close()
+	m := mustDialMQ(t, s.addr, grid)
 	if code, err := m.call(1, "hello", map[string]any{"proto": 1, "role": "placeholder"}); err != nil || code != "" {
 		t.Fatalf("hello: %q %v", code, err)
 	}
@@ -315,11 +315,7 @@ func TestSSHRefusedRequestsLogBounded(t *testing.T) {
 	h := newHarness(t)
 	s := h.startSSHCLS("--local", "0")
 	ph := loadSigner(t, h.newKey("placeholder", "mq-site-grid"))
-	m, err := dialMQ(s.addr, ph)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.c.Close()
+	m := mustDialMQ(t, s.addr, ph)
 	if code, err := m.call(1, "hello", map[string]any{"proto": 1, "role": "placeholder"}); err != nil || code != "" {
 		t.Fatalf("hello: %q %v", code, err)
 	}

@@ -82,6 +82,7 @@ func (s *Store) stopRun(id int64) {
 		return
 	}
 	s.ledger.Stop(protocol.JobRef{ID: id, Attempt: ru.attempt})
+	s.packStop(id, ru)
 	delete(s.running, id)
 	s.syncCopy(id)
 	s.repl.gen++

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -231,7 +232,16 @@ func appendSpec(b []byte, js *protocol.JobSpec) []byte {
 	if js.NoReplicate {
 		flags |= 1
 	}
-	return binary.AppendUvarint(b, flags)
+	var res []byte
+	if js.Resources.Asks() {
+		flags |= 2
+		res, _ = json.Marshal(js.Resources) // plain values: cannot fail
+	}
+	b = binary.AppendUvarint(b, flags)
+	if flags&2 != 0 {
+		b = appendString(b, string(res))
+	}
+	return b
 }
 
 func readString(r *bufio.Reader) (string, error) {
@@ -335,5 +345,14 @@ func readSpec(r *bufio.Reader, js *protocol.JobSpec) (err error) {
 		return err
 	}
 	js.NoReplicate = flags&1 != 0
+	if flags&2 != 0 {
+		res, err := readString(r)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal([]byte(res), &js.Resources); err != nil {
+			return errors.New("corrupt spool")
+		}
+	}
 	return nil
 }

@@ -72,6 +72,7 @@ func (s *Store) RegisterAs(ctx context.Context, r protocol.Register, identity st
 		}
 		s.phRegistered(id, isNew)
 		s.phs[id] = true
+		s.phCapacity(id, r)
 		s.data.phPlace[id] = s.data.site(s.data.placeOf(r.Site, r.Host))
 		s.ledger.KnowSite(r.Site)
 		return nil
@@ -763,6 +764,7 @@ func (s *Store) PlaceholderGone(ctx context.Context, id int64) error {
 		}
 		// Its killed copies stopped with it.
 		s.ledger.PlaceholderGone(id)
+		s.pack.PlaceholderGone(id)
 		delete(s.phs, id)
 		s.forgetPlaceholder(id)
 		return nil

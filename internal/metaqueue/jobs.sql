@@ -54,6 +54,28 @@ INSERT OR IGNORE INTO job_prereqs (job_id, target_id) VALUES (?, ?);
 -- name: InsertEnv
 INSERT INTO job_env (job_id, env) VALUES (?, ?);
 
+-- name: InsertResources
+-- A job's request (protocol.Resources as JSON), for a job that asks.
+INSERT INTO job_resources (job_id, resources) VALUES (?, ?);
+
+-- name: LoadResources
+-- The requests of the jobs not ended, at load.
+SELECT r.job_id, r.resources FROM job_resources r JOIN jobs j ON j.id = r.job_id
+WHERE j.state NOT IN ('D', 'F', 'X');
+
+-- name: JobResources
+SELECT resources FROM job_resources WHERE job_id = ?;
+
+-- name: LoadUsage
+-- The measured usage of Done attempts of the categories (queue, target) of
+-- jobs not ended that ask for an auto size, newest first, for the learner.
+SELECT q.name, t.name, j.max_rss, j.cpu_user + j.cpu_sys, j.finished - j.started
+FROM jobs j JOIN queues q ON q.id = j.queue_id JOIN targets t ON t.id = j.target_id
+WHERE j.state = 'D' AND j.max_rss > 0 AND j.finished > j.started
+	AND (j.queue_id, j.target_id) IN (SELECT j2.queue_id, j2.target_id FROM jobs j2
+		JOIN job_resources r2 ON r2.job_id = j2.id WHERE j2.state NOT IN ('D', 'F', 'X'))
+ORDER BY j.id DESC LIMIT ?;
+
 -- name: InsertFile
 INSERT INTO job_files (job_id, kind, seq, path, size, rel) VALUES (?, ?, ?, ?, ?, ?);
 
@@ -118,7 +140,8 @@ SELECT j.id, q.name, t.name, j.state, j.attempts, j.exit, coalesce(p.site, ''),
 	coalesce(p.host, ''), j.submitted, j.started, j.finished, j.command, j.cwd, j.est, coalesce(j.reason, ''),
 	coalesce((SELECT group_concat(t2.name, char(10)) FROM job_prereqs jp JOIN targets t2 ON t2.id = jp.target_id WHERE jp.job_id = j.id), ''),
 	coalesce(j.placeholder_id, 0), coalesce(p.out_dir, ''), coalesce(j.row_attempt, j.attempts), j.cpu_user, j.cpu_sys, j.max_rss,
-	(SELECT c.cost FROM charges c WHERE c.job_id = j.id AND c.attempt = coalesce(j.row_attempt, j.attempts))
+	(SELECT c.cost FROM charges c WHERE c.job_id = j.id AND c.attempt = coalesce(j.row_attempt, j.attempts)),
+	coalesce((SELECT r.resources FROM job_resources r WHERE r.job_id = j.id), '')
 FROM jobs j JOIN queues q ON q.id = j.queue_id JOIN targets t ON t.id = j.target_id
 LEFT JOIN placeholders p ON p.id = j.placeholder_id;
 

@@ -259,6 +259,9 @@ func (s *Store) rerun(id int64, n dag.Node, was job.State) error {
 	if err := s.loadFiles(context.Background(), id); err != nil {
 		return fatalError{err}
 	}
+	if err := s.loadRequest(id); err != nil {
+		return fatalError{err}
+	}
 	return s.applyChanges(ch, id, nil)
 }
 
@@ -319,6 +322,7 @@ func (s *Store) applyChanges(ch []dag.Change, self int64, in *inserter) error {
 		if c.To.Terminal() {
 			s.bundles.ended(c.ID)
 			s.jobEnded(c.ID)
+			s.pack.Forget(c.ID)
 		}
 	}
 	return nil

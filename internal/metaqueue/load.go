@@ -53,6 +53,9 @@ func (s *Store) load(ctx context.Context) error {
 	if err := s.loadCopies(ctx, now); err != nil {
 		return err
 	}
+	if err := s.loadRequests(ctx); err != nil {
+		return err
+	}
 	if queued, err = s.reconcile(ctx, queued); err != nil {
 		return err
 	}

@@ -3,6 +3,8 @@ package metaqueue
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"time"
@@ -60,13 +62,18 @@ func scanStat(rows *sql.Rows) (statRow, error) {
 	var r statRow
 	var exit, submitted, started, finished sql.NullInt64
 	var est sql.NullFloat64
-	var st, prereqs string
+	var st, prereqs, res string
 	var use usageCols
 	err := rows.Scan(&r.ID, &r.Queue, &r.Target, &st, &r.Attempts, &exit, &r.Site, &r.Host, &submitted, &started,
 		&finished, &r.Command, &r.Cwd, &est, &r.Reason, &prereqs, &r.placeholder, &r.outDir, &r.attempt,
-		&use.user, &use.sys, &use.rss, &use.cost)
+		&use.user, &use.sys, &use.rss, &use.cost, &res)
 	if err != nil {
 		return r, err
+	}
+	if res != "" {
+		if err := json.Unmarshal([]byte(res), &r.Resources); err != nil {
+			return r, fmt.Errorf("job %d: stored request: %w", r.ID, err)
+		}
 	}
 	r.Accounting = use.accounting(started, finished)
 	r.State = st

@@ -11,7 +11,7 @@ const bulkRows = 64
 
 // stmts are the writer's prepared statements.
 type stmts struct {
-	insEnv, insJob, insJobs, insPrereq, insPrereqs, insTargets, insQueue                    *sql.Stmt
+	insEnv, insResources, insJob, insJobs, insPrereq, insPrereqs, insTargets, insQueue      *sql.Stmt
 	setState, finish, history, requeue, unclaim, rerun                                      *sql.Stmt
 	insPlaceholder, touchPlaceholder, jobRow, jobPrereqs                                    *sql.Stmt
 	jobEnd, keepAttempt, insFile, userFile, userReplica, produced, dropReplicas, putReplica *sql.Stmt
@@ -62,6 +62,7 @@ func (st *stmts) prepare(ctx context.Context, c *sql.Conn) error {
 		{&st.jobPrereqs, "JobPrereqs", jobsSQL.Get("JobPrereqs")},
 		{&st.jobEnd, "JobEnd", jobsSQL.Get("JobEnd")},
 		{&st.insEnv, "InsertEnv", jobsSQL.Get("InsertEnv")},
+		{&st.insResources, "InsertResources", jobsSQL.Get("InsertResources")},
 		{&st.insFile, "InsertFile", jobsSQL.Get("InsertFile")},
 		{&st.userFile, "UserFile", filesSQL.Get("UserFile")},
 		{&st.userReplica, "UserReplica", filesSQL.Get("UserReplica")},

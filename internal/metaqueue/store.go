@@ -24,6 +24,7 @@ import (
 	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/metaqueue/blevel"
 	"github.com/mq-hpc/mq/internal/metaqueue/ledger"
+	"github.com/mq-hpc/mq/internal/metaqueue/packing"
 	"github.com/mq-hpc/mq/internal/metaqueue/plans"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/protocol"
@@ -131,6 +132,10 @@ type Store struct {
 	// caps (internal/metaqueue/ledger; its hooks: ledger_hooks.go).
 	ledger ledger.Ledger
 
+	// pack keeps jobs' requests, placeholders' pools and running
+	// attempts' grants (internal/metaqueue/packing; packing_hooks.go).
+	pack *packing.Packing
+
 	// commitFault, when set, fails a commit before it reaches SQLite: the
 	// tests' stand-in for a full disk (SQLITE_FULL at COMMIT). Core-owned.
 	commitFault func() error
@@ -215,6 +220,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		waiters: map[int64][]*waitCall{},
 		watches: map[*watch]struct{}{},
 		curSync: opt.Sync,
+		pack:    packing.New(),
 	}
 	if opt.Sync == SyncSubmit {
 		s.curSync = SyncFull // as opened

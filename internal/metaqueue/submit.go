@@ -202,6 +202,9 @@ func (in *inserter) add(js *protocol.JobSpec) error {
 		}
 		s.repl.noCopy[id] = true
 	}
+	if err := s.keepRequest(id, q, js); err != nil {
+		return err
+	}
 	if len(js.Env) > 0 {
 		env, err := json.Marshal(js.Env)
 		if err != nil {

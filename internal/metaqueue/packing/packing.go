@@ -323,3 +323,36 @@ func (p *Packing) Unholdable(r resource.Request) string {
 	}
 	return "no single placeholder or site holds all it needs at once"
 }
+
+// Numbered renames the grant job id took before its attempt number was
+// known (Start with attempt 0, as dispatch takes grants before it writes
+// the claim) to attempt.
+func (p *Packing) Numbered(id int64, attempt int) {
+	if gr, ok := p.grants[Run{Job: id}]; ok {
+		delete(p.grants, Run{Job: id})
+		p.grants[Run{Job: id, Attempt: attempt}] = gr
+	}
+}
+
+// Has reports whether placeholder ph has a pool.
+func (p *Packing) Has(ph int64) bool { return p.pools[ph] != nil }
+
+// Reload forgets every grant, request and wait, keeping each placeholder's
+// pool (emptied) and what the learner learned: the core rebuilds its state
+// from the database and re-takes its running attempts' grants.
+func (p *Packing) Reload() {
+	for ph, pool := range p.pools {
+		fresh, err := resource.NewPool(pool.Capacity())
+		if err != nil {
+			delete(p.pools, ph) // validated when it was made
+			continue
+		}
+		p.pools[ph] = fresh
+	}
+	clear(p.reqs)
+	clear(p.cats)
+	clear(p.grants)
+	clear(p.since)
+	clear(p.holds)
+	clear(p.retried)
+}

@@ -180,3 +180,31 @@ func TestAutoSizes(t *testing.T) {
 		t.Error("retried for memory twice")
 	}
 }
+
+func TestNumberedAndReload(t *testing.T) {
+	p := New()
+	if err := p.Placeholder(1, resource.Capacity{CPUs: 4}); err != nil {
+		t.Fatal(err)
+	}
+	p.Job(7, resource.Request{CPUs: 3}, resource.Category{})
+	if _, ok := p.Start(Run{Job: 7}, 1); !ok {
+		t.Fatal("a 3-core job does not start on an idle 4-core placeholder")
+	}
+	p.Numbered(7, 2)
+	p.Stop(Run{Job: 7}) // the unnumbered grant is gone: nothing given back
+	if f, _ := p.Free(1); f.CPUs != 1 {
+		t.Fatalf("free after stopping the old name: %d cores, want 1", f.CPUs)
+	}
+	p.Stop(Run{Job: 7, Attempt: 2})
+	if f, _ := p.Free(1); f.CPUs != 4 {
+		t.Fatalf("free after stopping attempt 2: %d cores, want 4", f.CPUs)
+	}
+	p.Start(Run{Job: 7, Attempt: 3}, 1)
+	p.Reload()
+	if f, _ := p.Free(1); f.CPUs != 4 || !p.Has(1) {
+		t.Fatalf("after Reload: free %d cores (pool kept %v), want 4", f.CPUs, p.Has(1))
+	}
+	if r := p.Request(7); r.CPUs != 0 {
+		t.Errorf("after Reload the request is kept: %v", r)
+	}
+}

@@ -1,0 +1,163 @@
+package metaqueue
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mq-hpc/mq/internal/metaqueue/packing"
+	"github.com/mq-hpc/mq/internal/resource"
+	"github.com/mq-hpc/mq/internal/resource/wire"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// The core's side of resources per job (internal/metaqueue/packing): a
+// job's request is stored at submit with its queue's defaults applied and
+// loaded at open; a placeholder's registered capacity is its pool; the
+// dispatch decision asks packing whether a job fits (the fitsResources
+// check) and claiming takes the grant the assignment carries; every way
+// an attempt stops gives it back.
+
+// KeepsResources reports that the store keeps and honours jobs' resource
+// requests (the server then warns of none).
+func (s *Store) KeepsResources() bool { return true }
+
+// keepRequest stores the request of new job id (spec js of queue q), its
+// queue's defaults applied, when it asks for anything.
+func (s *Store) keepRequest(id int64, q *queue, js *protocol.JobSpec) error {
+	r := js.Resources.WithDefaults(q.Defaults)
+	if !r.Asks() {
+		return nil
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	if _, err := s.stmts.insResources.Exec(id, string(b)); err != nil {
+		return fatalError{err}
+	}
+	s.pack.Job(id, wire.Request(r), resource.Category{Queue: q.Name, Target: js.Target})
+	return nil
+}
+
+// loadRequests gives packing the requests of the jobs not ended, and
+// takes again the grants of the attempts running on placeholders it
+// knows (after a reload; after a restart, when they register).
+func (s *Store) loadRequests(ctx context.Context) error {
+	s.pack.Reload()
+	rows, err := s.w.QueryContext(ctx, jobsSQL.Get("LoadResources"))
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var id int64
+		var text string
+		if err := rows.Scan(&id, &text); err != nil {
+			rows.Close()
+			return err
+		}
+		var r protocol.Resources
+		if err := json.Unmarshal([]byte(text), &r); err != nil {
+			rows.Close()
+			return fmt.Errorf("job %d: stored request: %w", id, err)
+		}
+		j, ok := s.g.Node(id)
+		if !ok {
+			continue
+		}
+		c := resource.Category{Target: s.g.Name(j.Target)}
+		if q := s.queueIDs[j.Queue]; q != nil {
+			c.Queue = q.Name
+		}
+		s.pack.Job(id, wire.Request(r), c)
+	}
+	if err := closeRows(rows); err != nil {
+		return err
+	}
+	for id, ru := range s.running {
+		if s.pack.Has(ru.placeholder) {
+			s.pack.Start(packing.Run{Job: id, Attempt: ru.attempt}, ru.placeholder)
+		}
+	}
+	return s.loadUsage(ctx)
+}
+
+// learnedAtOpen bounds the finished attempts read back into the learner.
+const learnedAtOpen = 10000
+
+// loadUsage teaches the learner what the newest Done jobs of the
+// categories still asking for auto sizes used.
+func (s *Store) loadUsage(ctx context.Context) error {
+	rows, err := s.w.QueryContext(ctx, jobsSQL.Get("LoadUsage"), learnedAtOpen)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var c resource.Category
+		var rss, elapsed int64
+		var cpu float64
+		if err := rows.Scan(&c.Queue, &c.Target, &rss, &cpu, &elapsed); err != nil {
+			rows.Close()
+			return err
+		}
+		s.pack.Observe(c, rss, time.Duration(cpu*float64(time.Second)), time.Duration(elapsed)*time.Microsecond)
+	}
+	return closeRows(rows)
+}
+
+// phCapacity makes what placeholder ph registered its pool. A placeholder
+// registering again keeps its pool; one new to this CLS (after a restart)
+// takes again what its running attempts hold.
+func (s *Store) phCapacity(ph int64, r protocol.Register) {
+	if s.pack.Has(ph) {
+		return
+	}
+	if err := s.pack.Placeholder(ph, wire.CapacityOf(r.Capacity, r.Slots)); err != nil {
+		s.log.Warn("placeholder's capacity refused; it runs one-core jobs as slots", "placeholder", ph, "err", err)
+		return
+	}
+	for id, ru := range s.running {
+		if ru.placeholder == ph {
+			s.pack.Start(packing.Run{Job: id, Attempt: ru.attempt}, ph)
+		}
+	}
+}
+
+// packStop gives back what attempt ru of job id holds.
+func (s *Store) packStop(id int64, ru *run) {
+	s.pack.Stop(packing.Run{Job: id, Attempt: ru.attempt})
+}
+
+// packFits is the fitsResources check: job id fits what p's placeholder
+// has free now.
+func (s *Store) packFits(id int64, p *parkedNext) bool {
+	return s.pack.Fits(id, p.req.Placeholder, s.now())
+}
+
+// loadRequest gives packing the stored request of job id again (rerun).
+func (s *Store) loadRequest(id int64) error {
+	var text string
+	err := s.w.QueryRowContext(context.Background(), jobsSQL.Get("JobResources"), id).Scan(&text)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var r protocol.Resources
+	if err := json.Unmarshal([]byte(text), &r); err != nil {
+		return fmt.Errorf("job %d: stored request: %w", id, err)
+	}
+	c := resource.Category{}
+	if j, ok := s.g.Node(id); ok {
+		c.Target = s.g.Name(j.Target)
+		if q := s.queueIDs[j.Queue]; q != nil {
+			c.Queue = q.Name
+		}
+	}
+	s.pack.Job(id, wire.Request(r), c)
+	return nil
+}

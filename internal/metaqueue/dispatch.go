@@ -491,6 +491,7 @@ func (s *Store) dispatch(p *parkedNext) error {
 		bundle int64
 		seq    int
 		ru     *run
+		grant  *protocol.Capacity // nil: none sent (one core, as before)
 	}
 	var picks []picked
 	// Economics needs the asking placeholder's site (its price, the
@@ -536,7 +537,11 @@ func (s *Store) dispatch(p *parkedNext) error {
 			// Reserved now, so the next pick of this request sees it.
 			ru := &run{}
 			s.ledger.Start(protocol.JobRef{ID: id}, s.queueIDs[j.Queue].account(), j, p.site, s.guess)
-			picks = append(picks, picked{id, s.queueIDs[j.Queue], bundle, seq, ru})
+			var grant *protocol.Capacity
+			if id == ids[0] { // a bundle runs its jobs in turn, in one grant
+				grant = s.packStart(id, p.req.Placeholder)
+			}
+			picks = append(picks, picked{id, s.queueIDs[j.Queue], bundle, seq, ru, grant})
 		}
 	}
 	switch {
@@ -578,11 +583,13 @@ func (s *Store) dispatch(p *parkedNext) error {
 		ru := pk.ru
 		ru.attempt, ru.used, ru.placeholder, ru.lease, ru.started = r.attempt, r.attempt-r.base, p.req.Placeholder, lease, now
 		s.ledger.Numbered(pk.id, r.attempt)
+		s.pack.Numbered(pk.id, r.attempt)
 		s.running[pk.id] = ru
 		a, err := s.assignment(pk.id, pk.q, r, pk.bundle, pk.seq)
 		if err != nil {
 			return err
 		}
+		a.Grant = pk.grant
 		// A job that may be copied later runs apart from the start: its
 		// outputs must not be overwritten by a copy that loses.
 		a.Scratch = s.repl.on > 0 && s.copyable(pk.id, pk.q)

@@ -51,6 +51,10 @@ const (
 	parkedInfeasible
 	// fitsWalltime sets aside a job expected to outlast the placeholder.
 	fitsWalltime
+	// fitsResources sets aside a job whose cores, memory, GPUs and named
+	// amounts are not free on the placeholder now (or that a starving job
+	// reserved it against).
+	fitsResources
 	// keptForPlan sets aside a job a plan leaves to another site.
 	keptForPlan
 	// withinBudget sets aside a job the placeholder's site may not start
@@ -62,7 +66,7 @@ const (
 	inputsHere
 )
 
-var feasibilityNames = [...]string{"heldByArray", "parkedInfeasible", "fitsWalltime", "keptForPlan", "withinBudget", "inputsHere"}
+var feasibilityNames = [...]string{"heldByArray", "parkedInfeasible", "fitsWalltime", "fitsResources", "keptForPlan", "withinBudget", "inputsHere"}
 
 func (f feasibility) String() string {
 	if int(f) < len(feasibilityNames) {
@@ -75,10 +79,10 @@ func (f feasibility) String() string {
 // before any that sets one aside: a held job is not examined.
 var (
 	// orderedChecks are the checks of an ordered queue's pick.
-	orderedChecks = []feasibility{heldByArray, parkedInfeasible, fitsWalltime, keptForPlan, withinBudget, inputsHere}
+	orderedChecks = []feasibility{heldByArray, parkedInfeasible, fitsWalltime, fitsResources, keptForPlan, withinBudget, inputsHere}
 	// dcChecks are the checks of a dc queue's pick: DC weighs where the
 	// inputs are itself, and DC queues are not planned.
-	dcChecks = []feasibility{heldByArray, fitsWalltime, withinBudget}
+	dcChecks = []feasibility{heldByArray, fitsWalltime, fitsResources, withinBudget}
 )
 
 // feasible runs checks over a in order and returns the first verdict
@@ -105,6 +109,10 @@ func (s *Store) check(f feasibility, a *asking) (verdict, error) {
 		}
 	case fitsWalltime:
 		if !fits(a.j.Est, a.q, a.p.req.WalltimeLeft) {
+			return aside, nil
+		}
+	case fitsResources:
+		if !s.packFits(a.r.ID, a.p) {
 			return aside, nil
 		}
 	case keptForPlan:

@@ -50,7 +50,7 @@ func TestFeasibilityChainsAgree(t *testing.T) {
 	for _, f := range orderedChecks {
 		names = append(names, f.String())
 	}
-	if got := strings.Join(names, " "); got != "heldByArray parkedInfeasible fitsWalltime keptForPlan withinBudget inputsHere" {
+	if got := strings.Join(names, " "); got != "heldByArray parkedInfeasible fitsWalltime fitsResources keptForPlan withinBudget inputsHere" {
 		t.Errorf("ordered chain %s", got)
 	}
 }

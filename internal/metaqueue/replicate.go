@@ -246,6 +246,7 @@ func (s *Store) dropRun(id int64, ru *run) error {
 	}
 	s.repl.gen++
 	s.econStop(id, ru)
+	s.packStop(id, ru)
 	cs := s.repl.copies[id]
 	if i := slices.Index(cs, ru); i >= 0 {
 		cs = slices.Delete(cs, i, i+1)
@@ -334,6 +335,7 @@ func (s *Store) stopCopies(id int64, reason string) error {
 // reservation held (and that time charged) until then (econDying). Past
 // maxKilledKept, it is charged up to the kill only.
 func (s *Store) killedCopy(id int64, o *run) {
+	s.packStop(id, o)
 	if len(s.repl.killed) >= maxKilledKept {
 		s.econStop(id, o)
 		return

@@ -356,3 +356,6 @@ func (p *Packing) Reload() {
 	clear(p.holds)
 	clear(p.retried)
 }
+
+// Asks reports whether job id asks for more than one core.
+func (p *Packing) Asks(id int64) bool { return !isZero(p.reqs[id]) }

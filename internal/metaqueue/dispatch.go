@@ -281,12 +281,21 @@ func (s *Store) endAttempt(id int64, j dag.Node, ru *run, out outcome, r protoco
 	if err := s.setApart(id, ru, false); err != nil {
 		return err
 	}
+	retry, err := s.packEnded(id, j, q, ru, out, e)
+	if err != nil {
+		return err
+	}
 	s.stopRun(id)
 	next := nextState(q, ru.used, out)
+	if retry {
+		next = job.Queued
+	}
 	if o := s.opt.Observer; o != nil {
 		o.Ended(next)
 	}
 	switch {
+	case retry:
+		return s.retryForMemory(id, e)
 	case next == job.Queued && out == returned:
 		return s.unclaim(id)
 	case next == job.Queued:

@@ -63,6 +63,10 @@ INSERT INTO job_resources (job_id, resources) VALUES (?, ?);
 SELECT r.job_id, r.resources FROM job_resources r JOIN jobs j ON j.id = r.job_id
 WHERE j.state NOT IN ('D', 'F', 'X');
 
+-- name: SetResources
+-- A job's request raised (a memory retry).
+INSERT OR REPLACE INTO job_resources (job_id, resources) VALUES (?, ?);
+
 -- name: JobResources
 SELECT resources FROM job_resources WHERE job_id = ?;
 

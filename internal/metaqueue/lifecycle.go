@@ -19,6 +19,7 @@ import (
 //	finish           Executing -> Done or Failed, the attempt over
 //	requeue          Executing -> Queued, the attempt counted and kept
 //	unclaim          Executing -> Queued, returned unstarted (not counted)
+//	retryForMemory   Executing -> Queued, killed over its memory: kept, not counted
 //	deleteJob        Waiting, Queued, Executing or Blocked -> Deleted
 //	rerun            Done, Failed or Deleted -> Waiting, Queued or Blocked
 //	failUnstageable  Queued -> Failed, an input no transfer could bring
@@ -204,6 +205,21 @@ func (s *Store) requeue(id int64, e attemptEnd) error {
 		return fatalError{err}
 	}
 	return s.backToQueue(id, s.stmts.requeue)
+}
+
+// retryForMemory puts executing job id back after attempt e, which was
+// killed for going over the memory it asked for and runs again with more
+// (packing.KilledForMemory): the attempt goes to the history, as
+// requeue's does, but does not count, as unclaim's does not: its base
+// moves past it (attempt_base + 1), so a job on its last attempt still
+// gets the retry and one with attempts left keeps them all.
+func (s *Store) retryForMemory(id int64, e attemptEnd) error {
+	cpuUser, cpuSys, maxRSS := e.usageArgs()
+	if _, err := s.stmts.history.Exec(id, e.attempt, e.placeholder, micros(e.started), micros(e.finished), e.exit, e.reason,
+		cpuUser, cpuSys, maxRSS); err != nil {
+		return fatalError{err}
+	}
+	return s.backToQueue(id, s.stmts.unclaim)
 }
 
 // unclaim puts back executing job id that its placeholder returned

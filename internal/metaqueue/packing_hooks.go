@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/metaqueue/packing"
 	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/internal/resource/wire"
@@ -182,4 +183,33 @@ func (s *Store) packStart(id, ph int64) *protocol.Capacity {
 		return nil
 	}
 	return wire.Grant(g)
+}
+
+// packEnded tells packing how attempt ru of job id (j, of queue q) ended,
+// before its grant is given back: a Done attempt's usage teaches its
+// category's auto sizes; one killed over its memory may run once more at
+// twice the memory (retry), its raised request stored.
+func (s *Store) packEnded(id int64, j dag.Node, q *queue, ru *run, out outcome, e attemptEnd) (retry bool, err error) {
+	switch {
+	case out == succeeded && e.usage.Measured():
+		c := resource.Category{Queue: q.Name, Target: s.g.Name(j.Target)}
+		if s.pack.Learns(c) {
+			cpu := time.Duration((e.usage.CPUUser + e.usage.CPUSys) * float64(time.Second))
+			s.pack.Observe(c, e.usage.MaxRSS, cpu, e.finished.Sub(e.started))
+		}
+	case out == failed && protocol.IsMemoryReason(e.reason):
+		if !s.pack.KilledForMemory(packing.Run{Job: id, Attempt: ru.attempt}) {
+			return false, nil
+		}
+		b, err := json.Marshal(wire.Resources(s.pack.Request(id)))
+		if err != nil {
+			return false, err
+		}
+		if _, err := s.w.ExecContext(context.Background(), jobsSQL.Get("SetResources"), id, string(b)); err != nil {
+			return false, fatalError{err}
+		}
+		s.log.Info("job killed over its memory runs again with more", "job", id, "attempt", ru.attempt, "reason", e.reason)
+		return true, nil
+	}
+	return false, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/mq-hpc/mq/internal/resource/wire"
 	"github.com/mq-hpc/mq/job"
@@ -215,5 +216,73 @@ func TestGrantRetakenAfterRestart(t *testing.T) {
 	}
 	if more := e.next(ph, 4, ok(got[0])); len(more) != 1 || more[0].ID != two {
 		t.Fatalf("after the 3-core job ended: %v", ids(more))
+	}
+}
+
+// TestMemoryRetryOnce: an attempt killed over its memory runs once more at
+// twice the memory without using an attempt (the queue allows one); killed
+// again, the job fails with that reason.
+func TestMemoryRetryOnce(t *testing.T) {
+	e := newEnv(t)
+	id := e.submit(asks("a", protocol.Resources{CPUs: 1, Mem: 4 * gib}))[0]
+	ph := e.registerSized("s", protocol.Capacity{CPUs: 4, Mem: 16 * gib})
+	killed := func(a protocol.Assignment) protocol.Report {
+		x := -9
+		return protocol.Report{ID: a.ID, Attempt: a.Attempt, Exit: x, Reason: protocol.MemoryReason("max RSS 5 GiB over its request of 4 GiB")}
+	}
+	got := e.next(ph, 4)
+	if len(got) != 1 || got[0].Grant == nil || got[0].Grant.Mem != 4*gib {
+		t.Fatalf("first attempt: %+v", got)
+	}
+	again := e.next(ph, 4, killed(got[0]))
+	if len(again) != 1 || again[0].ID != id || again[0].Grant == nil || again[0].Grant.Mem != 8*gib {
+		t.Fatalf("after a kill over memory: %+v, want the job again with 8 GiB", again)
+	}
+	if d := e.job(id); d.Resources.Mem != 8*gib || len(d.History) != 1 {
+		t.Errorf("while retried: request %s, %d attempts in the history", d.Resources.Describe(), len(d.History))
+	}
+	e.report(ph, killed(again[0]))
+	e.mustBe(id, job.Failed)
+	if d := e.job(id); !protocol.IsMemoryReason(d.Reason) {
+		t.Errorf("failed with reason %q, want the memory reason", d.Reason)
+	}
+	if f := e.free(ph); f.Mem != 16*gib {
+		t.Errorf("free after the job failed: %v", f)
+	}
+}
+
+// TestAutoMemLearned: jobs asking for --mem auto first take the whole
+// placeholder's memory; once five of their category finished, the next
+// asks what they used (plus headroom), and so after a restart too.
+func TestAutoMemLearned(t *testing.T) {
+	e := newEnv(t)
+	var jobs []int64
+	for range 8 {
+		jobs = append(jobs, e.submit(asks("t", protocol.Resources{MemAuto: true}))[0])
+	}
+	c := protocol.Capacity{CPUs: 1, Mem: 16 * gib}
+	ph := e.registerSized("s", c)
+	var reports []protocol.Report
+	for i := range 5 {
+		got := e.next(ph, 1, reports...)
+		if len(got) != 1 || got[0].ID != jobs[i] || got[0].Grant == nil || got[0].Grant.Mem != 16*gib {
+			t.Fatalf("job %d of the category: %+v, want it with the whole 16 GiB", i, got)
+		}
+		r := ok(got[0])
+		r.Started = e.clock.Now()
+		r.Finished = r.Started.Add(10 * time.Second)
+		r.Usage = protocol.Usage{CPUUser: 9, MaxRSS: gib}
+		reports = []protocol.Report{r}
+	}
+	got := e.next(ph, 1, reports...)
+	if len(got) != 1 || got[0].Grant == nil || got[0].Grant.Mem >= 2*gib || got[0].Grant.Mem < gib {
+		t.Fatalf("the sixth job: %+v, want about 1.2 GiB learned", got)
+	}
+	learned := got[0].Grant.Mem
+	e.report(ph, ok(got[0]))
+	e.reopen()
+	ph = e.registerSized("s", c)
+	if got := e.next(ph, 1); len(got) != 1 || got[0].Grant == nil || got[0].Grant.Mem != learned {
+		t.Fatalf("after a restart: %+v, want %d bytes learned from the stored attempts", got, learned)
 	}
 }

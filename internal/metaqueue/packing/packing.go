@@ -44,6 +44,10 @@ type Packing struct {
 	sites   map[string]resource.Capacity // site -> what its placeholders are asked to hold
 	learn   *resource.Learner
 	retried map[int64]bool // jobs run again at twice their memory once
+	// autos counts the jobs known per category that ask for an auto
+	// size: only those categories are taught (Observe), so the learner
+	// holds no sample for the many that never need one.
+	autos map[resource.Category]int
 }
 
 type granted struct {
@@ -64,6 +68,7 @@ func New() *Packing {
 		sites:   map[string]resource.Capacity{},
 		learn:   resource.NewLearner(),
 		retried: map[int64]bool{},
+		autos:   map[resource.Category]int{},
 	}
 }
 
@@ -100,16 +105,33 @@ func (p *Packing) Site(name string, c resource.Capacity) {
 // finished jobs teach an auto request its size); the zero request needs no
 // record.
 func (p *Packing) Job(id int64, r resource.Request, c resource.Category) {
+	p.dropCat(id)
 	if isZero(r) {
 		delete(p.reqs, id)
-		delete(p.cats, id)
 		return
 	}
 	p.reqs[id] = r
 	if r.AutoCPUs || r.AutoMem {
 		p.cats[id] = c
+		p.autos[c]++
 	}
 }
+
+// dropCat forgets job id's category.
+func (p *Packing) dropCat(id int64) {
+	c, ok := p.cats[id]
+	if !ok {
+		return
+	}
+	delete(p.cats, id)
+	if p.autos[c]--; p.autos[c] <= 0 {
+		delete(p.autos, c)
+	}
+}
+
+// Learns reports whether category c has jobs that ask for an auto size:
+// what its finished jobs used is worth Observe.
+func (p *Packing) Learns(c resource.Category) bool { return p.autos[c] > 0 }
 
 // request is what job id takes from pool: its request, with auto sizes
 // resolved from its category's finished jobs, bounded by the pool's whole
@@ -170,7 +192,7 @@ func (p *Packing) JobEnded(id int64) {
 func (p *Packing) Forget(id int64) {
 	p.JobEnded(id)
 	delete(p.reqs, id)
-	delete(p.cats, id)
+	p.dropCat(id)
 	delete(p.retried, id)
 }
 
@@ -351,6 +373,7 @@ func (p *Packing) Reload() {
 	}
 	clear(p.reqs)
 	clear(p.cats)
+	clear(p.autos)
 	clear(p.grants)
 	clear(p.since)
 	clear(p.holds)

@@ -103,8 +103,9 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// TestCLSResourcesWarned: a CLS that does not honour requests yet runs
-// the job all the same and its warning reaches Config.Log, once.
+// TestCLSResourcesWarned: the CLS's warning about submitted jobs (here,
+// that no placeholder or site can ever hold a request) reaches
+// Config.Log, once a run; jobs that fit run all the same.
 func TestCLSResourcesWarned(t *testing.T) {
 	t.Parallel()
 	c := newTestCLS(t, 1, 2)
@@ -119,7 +120,25 @@ func TestCLSResourcesWarned(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := strings.Count(log.String(), "does not keep or honour"); got != 1 {
+	bctx, bcancel := context.WithCancel(ctx)
+	var bigs []*Cmd
+	for range 2 {
+		big := d.CommandContext(bctx, "true")
+		big.Resources = protocol.Resources{CPUs: 64}
+		if err := big.Start(); err != nil {
+			t.Fatal(err)
+		}
+		bigs = append(bigs, big)
+	}
+	// Submitted after the big ones: once it ran, they were submitted.
+	if err := d.CommandContext(ctx, "true").Run(); err != nil {
+		t.Fatal(err)
+	}
+	bcancel() // they would wait for a placeholder of 64 cores
+	for _, big := range bigs {
+		big.Wait()
+	}
+	if got := strings.Count(log.String(), "needs 64 cores; the largest placeholder or site holds 2"); got != 1 {
 		t.Errorf("%d warnings logged:\n%s", got, log.String())
 	}
 }

@@ -299,6 +299,10 @@ type JobDetail struct {
 	// that its queue's budget left cannot pay for all such jobs.
 	Infeasible string `json:"infeasible,omitempty"`
 	OverBudget string `json:"over_budget,omitempty"`
+	// Unfit says why a job not started asks for more than any placeholder
+	// or site holds ("needs 4 GPUs; the largest placeholder or site holds
+	// 2"): it waits for one that can.
+	Unfit string `json:"unfit,omitempty"`
 }
 
 // JobRefState names a job with its target and state letter.

@@ -12,6 +12,7 @@ import (
 	"github.com/mq-hpc/mq/internal/metaqueue/packing"
 	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/internal/resource/wire"
+	"github.com/mq-hpc/mq/internal/site"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -82,6 +83,11 @@ func (s *Store) loadRequests(ctx context.Context) error {
 		if s.pack.Has(ru.placeholder) {
 			s.pack.Start(packing.Run{Job: id, Attempt: ru.attempt}, ru.placeholder)
 		}
+	}
+	if err := s.eachSiteSpec(ctx, func(name string, spec protocol.SiteSpec) {
+		s.pack.Site(name, site.Capacity(spec))
+	}); err != nil {
+		return err
 	}
 	return s.loadUsage(ctx)
 }
@@ -212,4 +218,54 @@ func (s *Store) packEnded(id int64, j dag.Node, q *queue, ru *run, out outcome, 
 		return true, nil
 	}
 	return false, nil
+}
+
+// maxUnholdableLines bounds the warnings of one submission.
+const maxUnholdableLines = 5
+
+// Unholdable says, for the jobs first..first+n-1 just submitted, which ask
+// for more than any placeholder registered or site declared can ever hold,
+// and why: one line per reason ("jobs 5-7 wait: needs 4 GPUs; the largest
+// placeholder or site holds 2"). They wait: a site may be added.
+func (s *Store) Unholdable(ctx context.Context, first int64, n int) ([]string, error) {
+	var out []string
+	err := s.do(ctx, func() error {
+		type span struct{ lo, hi, n int64 }
+		spans := map[string]*span{}
+		var order []string
+		for id := first; id < first+int64(n); id++ {
+			if !s.pack.Asks(id) {
+				continue
+			}
+			why := s.pack.Why(id)
+			if why == "" {
+				continue
+			}
+			sp := spans[why]
+			if sp == nil {
+				sp = &span{lo: id}
+				spans[why] = sp
+				order = append(order, why)
+			}
+			sp.hi = id
+			sp.n++
+		}
+		for i, why := range order {
+			if i == maxUnholdableLines {
+				out = append(out, fmt.Sprintf("and %d more reasons jobs wait for a placeholder that can hold them", len(order)-i))
+				break
+			}
+			sp := spans[why]
+			who := fmt.Sprintf("job %d waits", sp.lo)
+			switch {
+			case sp.n == sp.hi-sp.lo+1 && sp.n > 1:
+				who = fmt.Sprintf("jobs %d-%d wait", sp.lo, sp.hi)
+			case sp.n > 1:
+				who = fmt.Sprintf("%d jobs from %d to %d wait", sp.n, sp.lo, sp.hi)
+			}
+			out = append(out, who+": "+why+" (a site that holds it may be added)")
+		}
+		return nil
+	})
+	return out, err
 }

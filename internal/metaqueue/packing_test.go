@@ -286,3 +286,41 @@ func TestAutoMemLearned(t *testing.T) {
 		t.Fatalf("after a restart: %+v, want %d bytes learned from the stored attempts", got, learned)
 	}
 }
+
+// TestUnholdableWaits: a job asking for more than any placeholder or site
+// holds is warned of at submit and says why in its details, and waits; a
+// site declared big enough later ends the warning.
+func TestUnholdableWaits(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	ph := e.registerSized("s", protocol.Capacity{CPUs: 8, GPUs: 2, GPUIDs: []string{"0", "1"}})
+	jobs := e.submit(asks("big", protocol.Resources{GPUs: 4}), asks("big", protocol.Resources{GPUs: 4}), asks("small", protocol.Resources{GPUs: 1}))
+	w, err := e.s.Unholdable(ctx, jobs[0], len(jobs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("jobs %d-%d wait: needs 4 GPUs; the largest placeholder or site holds 2 (a site that holds it may be added)", jobs[0], jobs[1])
+	if len(w) != 1 || w[0] != want {
+		t.Errorf("warnings %q, want [%q]", w, want)
+	}
+	if got := e.job(jobs[0]).Unfit; got != "needs 4 GPUs; the largest placeholder or site holds 2" {
+		t.Errorf("mqstat -j says %q", got)
+	}
+	if got := e.job(jobs[2]).Unfit; got != "" {
+		t.Errorf("a job that fits says %q", got)
+	}
+	if got := e.next(ph, 8); len(got) != 1 || got[0].ID != jobs[2] {
+		t.Fatalf("dispatched %v, want only the 1-GPU job", ids(got))
+	}
+	e.mustBe(jobs[0], job.Queued)
+	if err := e.s.AddSite(ctx, protocol.SiteSpec{Name: "gpus", Type: "local", Slots: 16, GPUs: 4}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.job(jobs[0]).Unfit; got != "" {
+		t.Errorf("with a site of 4 GPUs: %q", got)
+	}
+	e.reopen()
+	if w, _ := e.s.Unholdable(ctx, jobs[0], 2); len(w) != 0 {
+		t.Errorf("after reopen, with the site loaded: %q", w)
+	}
+}

@@ -310,6 +310,11 @@ func (s *Store) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
 			return d, err
 		}
 	}
+	if (d.State == string(job.Queued) || d.State == string(job.Waiting)) && d.Resources.Asks() {
+		if err := s.do(ctx, func() error { d.Unfit = s.pack.Why(id); return nil }); err != nil {
+			return d, err
+		}
+	}
 	if d.Plan, err = plans.JobPlan(ctx, s.rdb, d.ID); err != nil {
 		return d, err
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/mq-hpc/mq/internal/policy"
+	"github.com/mq-hpc/mq/internal/resource"
+	"github.com/mq-hpc/mq/internal/site"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -40,6 +42,7 @@ func (s *Store) AddSite(ctx context.Context, spec protocol.SiteSpec) error {
 			s.data.gen++
 		}
 		s.ledger.SetPrice(spec.Name, spec.Price)
+		s.pack.Site(spec.Name, site.Capacity(spec))
 		return nil
 	})
 }
@@ -62,6 +65,7 @@ func (s *Store) UpdateSite(ctx context.Context, spec protocol.SiteSpec) error {
 			return protocol.Errorf(protocol.CodeNotFound, "no site %s", spec.Name)
 		}
 		s.ledger.SetPrice(spec.Name, spec.Price)
+		s.pack.Site(spec.Name, site.Capacity(spec))
 		return nil
 	})
 }
@@ -82,6 +86,7 @@ func (s *Store) RemoveSite(ctx context.Context, name string) error {
 		delete(s.data.rooted, name)
 		delete(s.data.perHost, name)
 		s.ledger.RemoveSite(name)
+		s.pack.Site(name, resource.Capacity{})
 		return nil
 	})
 }

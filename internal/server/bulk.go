@@ -122,7 +122,7 @@ func bulkCommit(ctx context.Context, c *conn, it *bulkItem) (protocol.SubmitRepl
 	if err != nil {
 		return protocol.SubmitReply{}, err
 	}
-	return protocol.SubmitReply{First: first, Count: n, Warnings: c.s.resourceWarnings(asking)}, nil
+	return protocol.SubmitReply{First: first, Count: n, Warnings: c.s.resourceWarnings(ctx, asking, first, n)}, nil
 }
 
 func bulkAbort(_ context.Context, c *conn, _ *bulkItem) (protocol.Empty, error) {

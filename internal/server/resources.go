@@ -1,31 +1,28 @@
 package server
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/mq-hpc/mq/protocol"
 )
 
 // Jobs reach the CLS with what they ask of a placeholder
-// (protocol.Resources), but until the metaqueue stores those requests and
-// packs by them every job runs in one slot. The server does not drop a
-// request silently: a submission with jobs that ask for resources gets a
-// warning in its reply, which mqsub prints.
-//
-// TODO(resources): the hook for the integrator. Once internal/metaqueue
-// keeps JobSpec.Resources with each job (its inserter, JobInfo) and
-// dispatch packs by them, give *metaqueue.Store the method of
-// resourceKeeper returning true: the warning stops, nothing else here
-// changes.
+// (protocol.Resources). A store that keeps and honours requests says so
+// (KeepsResources) and warns of jobs no placeholder or site can ever hold
+// (Unholdable: they wait, as a site may be added); with one that does
+// not, every job runs in one slot and the submission is warned of it, so
+// that no request is dropped silently. mqsub prints the warnings.
 type resourceKeeper interface {
 	KeepsResources() bool
+	Unholdable(ctx context.Context, first int64, n int) ([]string, error)
 }
 
 // keepsResources reports whether the store keeps and honours jobs'
 // resource requests.
-func (s *Server) keepsResources() bool {
+func (s *Server) keepsResources() (resourceKeeper, bool) {
 	k, ok := any(s.Store).(resourceKeeper)
-	return ok && k.KeepsResources()
+	return k, ok && k.KeepsResources()
 }
 
 // countAsking counts the jobs of specs that ask for resources.
@@ -39,10 +36,20 @@ func countAsking(specs []protocol.JobSpec) int {
 	return n
 }
 
-// resourceWarnings are the warnings of a submission of which asking jobs
-// ask for resources: none when the store honours them.
-func (s *Server) resourceWarnings(asking int) []string {
-	if asking == 0 || s.keepsResources() {
+// resourceWarnings are the warnings of a submission of n jobs from id
+// first on, of which asking ask for resources themselves.
+func (s *Server) resourceWarnings(ctx context.Context, asking int, first int64, n int) []string {
+	if k, ok := s.keepsResources(); ok {
+		if n == 0 {
+			return nil
+		}
+		w, err := k.Unholdable(ctx, first, n)
+		if err != nil {
+			return nil // the jobs are in: a warning is not worth failing the reply
+		}
+		return w
+	}
+	if asking == 0 {
 		return nil
 	}
 	jobs := "1 job asks"

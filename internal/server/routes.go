@@ -39,7 +39,11 @@ var builtin = routeTable(
 		if err != nil {
 			return protocol.SubmitReply{}, err
 		}
-		return protocol.SubmitReply{IDs: ids, Warnings: c.s.resourceWarnings(countAsking(b.Jobs))}, nil
+		var first int64
+		if len(ids) > 0 {
+			first = ids[0]
+		}
+		return protocol.SubmitReply{IDs: ids, Warnings: c.s.resourceWarnings(ctx, countAsking(b.Jobs), first, len(ids))}, nil
 	}),
 	handleBulk(protocol.OpBulkAdd, bulkAdd),
 	handleBulk(protocol.OpBulkCommit, bulkCommit),

@@ -600,6 +600,7 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 	}
 	p("infeasible", d.Infeasible)
 	p("over budget", d.OverBudget)
+	p("cannot run", d.Unfit)
 	p("submitted", d.Submitted)
 	p("started", d.Started)
 	p("finished", d.Finished)

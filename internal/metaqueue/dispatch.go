@@ -711,7 +711,7 @@ func (s *Store) dataReady(id int64, p *parkedNext) (bool, error) {
 	// free slots: staging every job examined (up to the window) moved
 	// files for jobs that other places, holding their data, then ran
 	// (BENCHMARKS.md, "FCFS vs DC, live and simulated").
-	if _, marked := s.stg.to[ids[0]]; !marked && s.stagingTo(to) >= max(p.req.Free-len(p.reply.Jobs), 1) && !s.inputsPresent(ids, to) {
+	if !s.cat.Marked(ids[0]) && s.cat.StagingTo(to) >= max(p.req.Free-len(p.reply.Jobs), 1) && !s.cat.InputsPresent(ids, to) {
 		return false, nil
 	}
 	return s.inputsAt(ids, to)

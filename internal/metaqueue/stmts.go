@@ -12,13 +12,12 @@ const bulkRows = 64
 
 // stmts are the writer's prepared statements.
 type stmts struct {
-	insEnv, insJob, insJobs, insPrereq, insPrereqs, insTargets, insQueue                    *sql.Stmt
-	setState, finish, history, requeue, unclaim, rerun                                      *sql.Stmt
-	insPlaceholder, touchPlaceholder, jobRow, jobPrereqs                                    *sql.Stmt
-	jobEnd, keepAttempt, insFile, userFile, userReplica, produced, dropReplicas, putReplica *sql.Stmt
-	insTransfer                                                                             *sql.Stmt
-	all                                                                                     []*sql.Stmt
-	dispatchBy                                                                              map[int]*sql.Stmt
+	insEnv, insJob, insJobs, insPrereq, insPrereqs, insTargets, insQueue *sql.Stmt
+	setState, finish, history, requeue, unclaim, rerun                   *sql.Stmt
+	insPlaceholder, touchPlaceholder, jobRow, jobPrereqs                 *sql.Stmt
+	jobEnd, keepAttempt, insFile                                         *sql.Stmt
+	all                                                                  []*sql.Stmt
+	dispatchBy                                                           map[int]*sql.Stmt
 }
 
 // dispatchN returns the statement that marks n jobs Executing for one
@@ -68,18 +67,6 @@ func (st *stmts) prepare(ctx context.Context, c *sql.Conn) error {
 			j.started, j.finished, j.cpu_user, j.cpu_sys, j.max_rss FROM jobs j LEFT JOIN placeholders p ON p.id = j.placeholder_id WHERE j.id = ?`},
 		{&st.insEnv, "INSERT INTO job_env (job_id, env) VALUES (?, ?)"},
 		{&st.insFile, "INSERT INTO job_files (job_id, kind, seq, path, size, rel) VALUES (?, ?, ?, ?, ?, ?)"},
-		// A user's file on the CLS host; a changed one forgets its checksum.
-		{&st.userFile, `INSERT INTO files (path, size, site, host, cls_mtime_ns, cls_size) VALUES (?1, ?2, 'local', '', ?3, ?2)
-			ON CONFLICT (path) DO UPDATE SET size = excluded.size, cls_mtime_ns = excluded.cls_mtime_ns, cls_size = excluded.cls_size,
-				sha256 = CASE WHEN cls_mtime_ns IS excluded.cls_mtime_ns AND cls_size IS excluded.cls_size THEN sha256 ELSE '' END
-			WHERE producer = 0`},
-		{&st.userReplica, `INSERT INTO replicas (path, site, host, size, made) VALUES (?, 'local', '', ?, ?)
-			ON CONFLICT DO UPDATE SET size = excluded.size`},
-		{&st.produced, `INSERT OR REPLACE INTO files (path, size, sha256, producer, site, host) VALUES (?, ?, ?, ?, ?, ?)`},
-		{&st.dropReplicas, "DELETE FROM replicas WHERE path = ?"},
-		{&st.putReplica, "INSERT OR REPLACE INTO replicas (path, site, host, size, sha256, made) VALUES (?, ?, ?, ?, ?, ?)"},
-		{&st.insTransfer, `INSERT INTO transfers (job_id, path, from_site, from_host, to_site, to_host, bytes, seconds, started, error, via)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&st.keepAttempt, `INSERT OR REPLACE INTO attempts (job_id, attempt, placeholder_id, started, finished, exit, reason,
 				cpu_user, cpu_sys, max_rss)
 			SELECT id, coalesce(row_attempt, attempts), placeholder_id, started, finished, exit,

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -126,9 +127,9 @@ type Store struct {
 	plans        planState   // jobs' planned sites (plan.go)
 	econ         econState   // spending, reservations, planner caps (ledger.go)
 	bl           blevels     // b-levels for cp queues (blevel.go)
-	stg          staging     // transfers in flight (transfers.go): memory only, kept across reloads
 	repl         replication // copies of running jobs (replicate.go)
-	moved        protocol.MovedTotals
+	// cat is the data-staging catalog (catalog/, catalog_hooks.go).
+	cat *catalog.Catalog
 	// commitFault, when set, fails a commit before it reaches SQLite: the
 	// tests' stand-in for a full disk (SQLITE_FULL at COMMIT). Core-owned.
 	commitFault func() error
@@ -222,6 +223,10 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		s.closeDB()
 		return nil, err
 	}
+	if s.cat, err = catalog.New(ctx, w, opt.Stager); err != nil {
+		s.closeDB()
+		return nil, err
+	}
 	if err := s.load(ctx); err != nil {
 		s.closeDB()
 		return nil, fmt.Errorf("load metaqueue: %w", err)
@@ -244,6 +249,9 @@ func (s *Store) Close() error {
 
 func (s *Store) closeDB() error {
 	s.stmts.close()
+	if s.cat != nil {
+		s.cat.Close()
+	}
 	err := errors.Join(s.w.Close(), s.wdb.Close(), s.rdb.Close())
 	return err
 }

@@ -359,21 +359,34 @@ type Outcome struct {
 // after MaxStageTries failures, or one that cannot be helped (Permanent),
 // the jobs waiting for the file there fail (Outcome.Fail).
 func (c *Catalog) Staged(ctx context.Context, db Execer, r StageResult, now time.Time) (Outcome, error) {
-	var out Outcome
 	errText := ""
 	if r.Err != nil {
 		errText = r.Err.Error()
 	}
 	if err := c.Record(Transfer{Job: r.Job, Path: r.Path, From: r.From, To: r.To, Bytes: r.Bytes, Started: r.Started, Duration: r.Duration, Err: errText, Via: r.Via}); err != nil {
-		return out, err
+		return Outcome{}, err
 	}
+	out := c.stageEnded(r, now)
+	if out.Arrived {
+		isNew, err := c.addReplica(ctx, db, r.Path, r.To, r.Bytes, r.SHA256, now)
+		if err != nil {
+			return Outcome{}, err
+		}
+		out.New = isNew
+	}
+	return out, nil
+}
+
+// stageEnded is Staged's decision, in memory: the transfer in flight
+// ends, or is tried again, or gives up.
+func (c *Catalog) stageEnded(r StageResult, now time.Time) Outcome {
+	var out Outcome
 	k := stageKey{r.Path, r.To}
 	st := c.stg.inflight[k]
 	if r.Err == nil {
 		c.stg.end(k)
-		isNew, err := c.addReplica(ctx, db, r.Path, r.To, r.Bytes, r.SHA256, now)
-		out.Arrived, out.New = err == nil, isNew
-		return out, err
+		out.Arrived = true
+		return out
 	}
 	if len(r.Unreachable) > 0 {
 		until := now.Add(PlaceDownFor)
@@ -385,11 +398,11 @@ func (c *Catalog) Staged(ctx context.Context, db Execer, r StageResult, now time
 			// where it can be brought.
 			c.stg.end(k)
 			out.Changed = true
-			return out, nil
+			return out
 		}
 	}
 	if st == nil {
-		return out, nil // not asked in this run: jobs ask again
+		return out // not asked in this run: jobs ask again
 	}
 	st.fails++
 	st.tried = append(slices.DeleteFunc(st.tried, func(p Place) bool { return p == r.From }), r.From)
@@ -399,5 +412,5 @@ func (c *Catalog) Staged(ctx context.Context, db Execer, r StageResult, now time
 	} else {
 		out.Fail = c.failStaging(k, st, r.Err)
 	}
-	return out, nil
+	return out
 }

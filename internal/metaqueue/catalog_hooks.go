@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
-	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -86,15 +85,6 @@ func (s *Store) userFile(path string, size, mtime int64) error {
 	return nil
 }
 
-// produced records that job made path at p (at is DC's place of it).
-func (s *Store) produced(path string, p Place, at policy.Site, size int64, sha string, job int64, when time.Time) error {
-	if err := s.cat.Produced(path, p, size, sha, job, when); err != nil {
-		return fatalError{err}
-	}
-	s.data.where[path] = fileLoc{at: at, size: size, job: job}
-	return nil
-}
-
 // addReplica records a copy of path at p, in the batch's transaction.
 func (s *Store) addReplica(path string, p Place, size int64, sha string) error {
 	if err := s.begin(); err != nil {
@@ -145,20 +135,10 @@ func (s *Store) failJobs(u *catalog.Unstageable) error {
 // isShared says whether a site sees the CLS host's filesystem.
 func (s *Store) isShared(site string) bool { return s.cat.IsShared(site) }
 
-// storePlace is where a placeholder's jobs find their files.
-func (s *Store) storePlace(ph int64) (Place, error) {
-	at, err := s.phSite(ph)
-	if err != nil {
-		return Place{}, err
-	}
-	pl := s.data.places[at]
-	return s.cat.StorePlace(pl.site, pl.host), nil
-}
-
 // inputsAt says whether jobs ids have every movable input at place to,
 // asking the stager for the missing ones.
 func (s *Store) inputsAt(ids []int64, to Place) (bool, error) {
-	return s.cat.InputsAt(ids, to, s.now(), s.isQueued)
+	return s.cat.InputsAt(ids, to, s.now(), s.isQueued), nil
 }
 
 func (s *Store) isQueued(id int64) bool {
@@ -176,7 +156,8 @@ func (s *Store) stagingElsewhere(ids []int64, to Place) bool { return s.cat.Stag
 
 // requestStage asks for path at to on behalf of job id.
 func (s *Store) requestStage(path string, to Place, id int64) error {
-	return s.failJobs(s.cat.RequestStage(path, to, id))
+	u := s.cat.RequestStage(path, to, id)
+	return s.failJobs(u)
 }
 
 // dropStale forgets the replicas at placeholder ph's place of the inputs
@@ -206,26 +187,22 @@ func (s *Store) dropStale(id, ph int64, missing []string) (bool, error) {
 	return true, nil
 }
 
-// assigned is how an assignment carries a job's declared files: inputs
+// assigned is how an assignment carries a job's declared files, inputs
 // with the catalog's size and checksum.
-func (s *Store) assigned(files []fileDecl, inputs bool) []protocol.AssignedFile {
-	if len(files) == 0 {
-		return nil
-	}
-	out := make([]protocol.AssignedFile, len(files))
-	for i, f := range files {
-		a := protocol.AssignedFile{Path: f.path, Size: f.size, Local: !f.rel}
-		if inputs {
-			if size, sha, ok := s.cat.Sum(f.path); ok {
-				if size >= 0 {
-					a.Size = size
-				}
-				a.SHA256 = sha
-			}
+func (s *Store) assigned(jf *jobFiles) (in, out []protocol.AssignedFile) {
+	conv := func(files []fileDecl) []protocol.AssignedFile {
+		if len(files) == 0 {
+			return nil
 		}
-		out[i] = a
+		a := make([]protocol.AssignedFile, len(files))
+		for i, f := range files {
+			a[i] = protocol.AssignedFile{Path: f.path, Size: f.size, Local: !f.rel}
+		}
+		return a
 	}
-	return out
+	in, out = conv(jf.in), conv(jf.out)
+	s.cat.AddSums(in)
+	return in, out
 }
 
 // Files pages through the catalog.

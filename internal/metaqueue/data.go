@@ -266,6 +266,17 @@ func (s *Store) phSite(ph int64) (policy.Site, error) {
 	return at, nil
 }
 
+// storePlace is where a placeholder's jobs find their files (the
+// catalog's place for where it runs).
+func (s *Store) storePlace(ph int64) (catalog.Place, error) {
+	at, err := s.phSite(ph)
+	if err != nil {
+		return catalog.Place{}, err
+	}
+	pl := s.data.places[at]
+	return s.cat.StorePlace(pl.site, pl.host), nil
+}
+
 func (s *Store) countDC() {
 	n, sjf := 0, 0
 	for _, q := range s.qlist {
@@ -496,20 +507,22 @@ func (s *Store) jobDone(id int64, q int32, target string, ph int64, started, fin
 			wrote += float64(size)
 			known = true
 		}
+		// A declared size is a hint for DC, not a fact the agent may check
+		// a dependent's input against: without a checksum the catalog
+		// leaves it unknown.
+		catSize := size
 		if sha == "" {
-			// A declared size is a hint for DC, not a fact the agent may
-			// check a dependent's input against: the catalog leaves it
-			// unknown.
-			if err := s.produced(f.path, Place{Site: pl.site, Host: pl.host}, at, -1, "", id, finished); err != nil {
-				return err
-			}
-			s.data.where[f.path] = fileLoc{at: at, size: size, job: id}
+			catSize = -1
+		}
+		p := catalog.Place{Site: pl.site, Host: pl.host}
+		if err := s.cat.Produced(f.path, p, catSize, sha, id, finished); err != nil {
+			return fatalError{err}
+		}
+		s.data.where[f.path] = fileLoc{at: at, size: size, job: id}
+		if sha == "" {
 			continue
 		}
-		if err := s.produced(f.path, Place{Site: pl.site, Host: pl.host}, at, size, sha, id, finished); err != nil {
-			return err
-		}
-		if err := s.planKeep(f.path, Place{Site: pl.site, Host: pl.host}, id); err != nil {
+		if err := s.planKeep(f.path, p, id); err != nil {
 			return err
 		}
 	}

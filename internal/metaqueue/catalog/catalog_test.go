@@ -3,6 +3,7 @@ package catalog
 import (
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -264,10 +265,10 @@ func TestInputsAt(t *testing.T) {
 	}
 
 	c, st := setup()
-	if here, err := c.InputsAt([]int64{3}, rooted, now, queued); !here || err != nil || len(st.reqs) != 0 {
-		t.Fatalf("inputs there: %v, %v, %d requests", here, err, len(st.reqs))
+	if here := c.InputsAt([]int64{3}, rooted, now, queued); !here || len(st.reqs) != 0 {
+		t.Fatalf("inputs there: %v, %d requests", here, len(st.reqs))
 	}
-	if here, _ := c.InputsAt([]int64{1}, rooted, now, queued); here {
+	if here := c.InputsAt([]int64{1}, rooted, now, queued); here {
 		t.Fatal("/in is not at rooted, yet here")
 	}
 	want := StageRequest{Path: "/in", To: rooted, From: []Place{Shared}, Size: 5, Job: 1, ModTime: time.Unix(0, 42)}
@@ -278,14 +279,14 @@ func TestInputsAt(t *testing.T) {
 		t.Errorf("job 1 not marked as staging to rooted (%d)", c.StagingTo(rooted))
 	}
 	// Another job wanting the same file there waits for the same transfer.
-	if here, _ := c.InputsAt([]int64{2}, rooted, now, func(int64) bool { return false }); here || len(st.reqs) != 1 {
+	if here := c.InputsAt([]int64{2}, rooted, now, func(int64) bool { return false }); here || len(st.reqs) != 1 {
 		t.Errorf("job 2: here %v, %d requests", here, len(st.reqs))
 	}
 	if c.Marked(2) {
 		t.Error("job 2 is not queued, yet marked")
 	}
 	// Elsewhere, job 1 is left to the place bringing its inputs.
-	if here, _ := c.InputsAt([]int64{1}, n1, now, queued); here || len(st.reqs) != 1 || !c.StagingElsewhere([]int64{1}, n1) {
+	if here := c.InputsAt([]int64{1}, n1, now, queued); here || len(st.reqs) != 1 || !c.StagingElsewhere([]int64{1}, n1) {
 		t.Errorf("job 1 at n1: here %v, %d requests", here, len(st.reqs))
 	}
 	if c.InputsPresent([]int64{1}, rooted) || !c.InputsPresent([]int64{1}, Shared) || !c.InputsPresent([]int64{3, 4}, rooted) {
@@ -295,21 +296,21 @@ func TestInputsAt(t *testing.T) {
 	// A place left alone is asked nothing.
 	c, st = setup()
 	c.stg.down[rooted] = now.Add(time.Second)
-	if here, _ := c.InputsAt([]int64{1}, rooted, now, queued); here || len(st.reqs) != 0 {
+	if here := c.InputsAt([]int64{1}, rooted, now, queued); here || len(st.reqs) != 0 {
 		t.Errorf("down: here %v, %d requests", here, len(st.reqs))
 	}
-	if here, _ := c.InputsAt([]int64{1}, rooted, now.Add(time.Second), queued); here || len(st.reqs) != 1 {
+	if here := c.InputsAt([]int64{1}, rooted, now.Add(time.Second), queued); here || len(st.reqs) != 1 {
 		t.Errorf("back: here %v, %d requests", here, len(st.reqs))
 	}
 	// A file whose every replica is at a place left alone waits for it.
 	c, st = setup()
 	c.stg.down[Shared] = now.Add(time.Second)
-	if here, _ := c.InputsAt([]int64{2}, rooted, now, queued); here || len(st.reqs) != 0 || c.Marked(2) {
+	if here := c.InputsAt([]int64{2}, rooted, now, queued); here || len(st.reqs) != 0 || c.Marked(2) {
 		t.Errorf("sources down: here %v, %d requests, marked %v", here, len(st.reqs), c.Marked(2))
 	}
 
-	if here, err := newTest(nil).InputsAt([]int64{1}, rooted, now, queued); !here || err != nil {
-		t.Errorf("without a stager every place has everything: %v, %v", here, err)
+	if here := newTest(nil).InputsAt([]int64{1}, rooted, now, queued); !here {
+		t.Errorf("without a stager every place has everything: %v", here)
 	}
 }
 
@@ -325,7 +326,7 @@ func TestStagingMarks(t *testing.T) {
 	c.files["/b"] = &file{reps: []Place{Shared}}
 	c.SetInputs(1, []Input{{Path: "/a", Movable: true}, {Path: "/b", Movable: true}})
 	now := time.Unix(1000, 0)
-	if here, _ := c.InputsAt([]int64{1}, rooted, now, func(int64) bool { return true }); here || len(st.reqs) != 2 {
+	if here := c.InputsAt([]int64{1}, rooted, now, func(int64) bool { return true }); here || len(st.reqs) != 2 {
 		t.Fatalf("here %v, %d requests", here, len(st.reqs))
 	}
 	c.stageEnded(StageResult{Path: "/a", To: rooted}, now)
@@ -439,5 +440,51 @@ func TestValidSHA(t *testing.T) {
 		if ValidSHA(h) != want {
 			t.Errorf("ValidSHA(%q) = %v", h, !want)
 		}
+	}
+}
+
+func TestReady(t *testing.T) {
+	now := time.Unix(1000, 0)
+	queued := func(int64) bool { return true }
+	st := &fakeStager{}
+	c := newTest(st)
+	for i := int64(1); i <= 3; i++ {
+		path := "/in" + strconv.FormatInt(i, 10)
+		c.files[path] = &file{reps: []Place{Shared}}
+		c.SetInputs(i, []Input{{Path: path, Movable: true}})
+	}
+	c.files["/here"] = &file{reps: []Place{rooted}}
+	c.SetInputs(4, []Input{{Path: "/here", Movable: true}})
+	// One free slot: one job's inputs are brought; the next waits without
+	// a request, unless its inputs are there already.
+	if c.Ready([]int64{1}, rooted, 1, now, queued) || len(st.reqs) != 1 {
+		t.Fatalf("job 1: %d requests", len(st.reqs))
+	}
+	if c.Ready([]int64{2}, rooted, 1, now, queued) || len(st.reqs) != 1 {
+		t.Errorf("job 2 asked for beyond the free slots: %d requests", len(st.reqs))
+	}
+	if !c.Ready([]int64{4}, rooted, 1, now, queued) {
+		t.Error("job 4's inputs are there, yet not ready")
+	}
+	// A marked job asks again (its transfers are in flight: no new one);
+	// more free slots ask for more jobs.
+	if c.Ready([]int64{1}, rooted, 1, now, queued) || len(st.reqs) != 1 {
+		t.Errorf("job 1 again: %d requests", len(st.reqs))
+	}
+	if c.Ready([]int64{3}, rooted, 2, now, queued) || len(st.reqs) != 2 {
+		t.Errorf("job 3 with 2 free slots: %d requests", len(st.reqs))
+	}
+}
+
+func TestAddSums(t *testing.T) {
+	c := newTest(nil)
+	sha := strings.Repeat("c", 64)
+	c.files["/sized"] = &file{size: 9, sha: sha}
+	c.files["/unsized"] = &file{size: -1}
+	in := []protocol.AssignedFile{{Path: "/sized", Size: 1}, {Path: "/unsized", Size: 2, SHA256: "x"}, {Path: "/unknown", Size: 3}}
+	c.AddSums(in)
+	want := []protocol.AssignedFile{{Path: "/sized", Size: 9, SHA256: sha}, {Path: "/unsized", Size: 2}, {Path: "/unknown", Size: 3}}
+	if !slices.Equal(in, want) {
+		t.Errorf("AddSums: %+v, want %+v", in, want)
 	}
 }

@@ -2,7 +2,6 @@ package metaqueue
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
@@ -29,16 +28,6 @@ type (
 
 // shared is the place of every site sharing the CLS host's filesystem.
 var shared = catalog.Shared
-
-// catalogErr passes on a refusal the catalog explains (a protocol error);
-// anything else is the writer's failure: the batch is rolled back.
-func catalogErr(err error) error {
-	var pe *protocol.Error
-	if err == nil || errors.As(err, &pe) {
-		return err
-	}
-	return fatalError{err}
-}
 
 // loadCatalog reads the sites keeping files of their own, the catalog and
 // the transfer totals (after resetIndex).
@@ -323,8 +312,11 @@ func (s *Store) RecordTransfer(ctx context.Context, t protocol.TransferInfo) err
 		if err := s.begin(); err != nil {
 			return err
 		}
-		return catalogErr(s.cat.Record(catalog.Transfer{Job: t.Job, Path: t.Path, From: catalog.ParsePlace(t.From), To: catalog.ParsePlace(t.To),
-			Bytes: t.Bytes, Started: started, Duration: d, Err: t.Error, Via: t.Via}))
+		if err := s.cat.Record(catalog.Transfer{Job: t.Job, Path: t.Path, From: catalog.ParsePlace(t.From), To: catalog.ParsePlace(t.To),
+			Bytes: t.Bytes, Started: started, Duration: d, Err: t.Error, Via: t.Via}); err != nil {
+			return fatalError{err}
+		}
+		return nil
 	})
 }
 

@@ -64,6 +64,14 @@ type Execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
+// The writer connection, a transaction and the reader pool serve.
+var (
+	_ Preparer = (*sql.Conn)(nil)
+	_ Execer   = (*sql.Conn)(nil)
+	_ Execer   = (*sql.Tx)(nil)
+	_ Querier  = (*sql.DB)(nil)
+)
+
 // file is the catalog's memory of one file.
 type file struct {
 	size     int64  // -1 = unknown

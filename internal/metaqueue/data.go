@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
@@ -48,7 +49,7 @@ var (
 // LocalSite is the site name of the CLS's own placeholders. Files there are
 // located per host for DC; at other sites per site (a cluster shares its
 // file system), but per host at sites whose nodes share none (NodeLocal).
-const LocalSite = "local"
+const LocalSite = catalog.LocalSite
 
 func (l Link) valid() bool {
 	ok := func(f float64) bool { return f > 0 && !math.IsInf(f, 0) && !math.IsNaN(f) }
@@ -98,9 +99,6 @@ type jobFiles struct {
 	// working directory, so its attempts cannot keep it apart (never
 	// copied; replicate.go).
 	outsideCwd bool
-	// staleReturns counts the times the job was handed back for inputs
-	// its agent found missing where the catalog had them (dropStale).
-	staleReturns int
 }
 
 type fileLoc struct {
@@ -133,9 +131,7 @@ func (q *queue) learnsEstimates() bool {
 type dataState struct {
 	files   map[int64]*jobFiles // live jobs that declared files
 	where   map[string]fileLoc  // path -> where it was last produced (or the CLS host, for users' files)
-	cat     map[string]*catFile // the catalog (catalog.go)
-	rooted  map[string]bool     // configured sites with a data root of their own (not SharedFS, not local)
-	perHost map[string]bool     // of those, sites whose nodes share no filesystem: places per host
+	perHost map[string]bool     // sites with a data root whose nodes share no filesystem: places per host
 	places  []place             // indexed by policy.Site
 	placeID map[place]policy.Site
 	phPlace map[int64]policy.Site // placeholder -> where it runs
@@ -161,7 +157,7 @@ type dataState struct {
 
 func (d *dataState) reset(now time.Time) {
 	*d = dataState{
-		files: map[int64]*jobFiles{}, where: map[string]fileLoc{}, cat: map[string]*catFile{}, rooted: map[string]bool{}, perHost: map[string]bool{},
+		files: map[int64]*jobFiles{}, where: map[string]fileLoc{}, perHost: map[string]bool{},
 		placeID: map[place]policy.Site{},
 		phPlace: map[int64]policy.Site{}, readyAt: map[int64]time.Time{}, lastAsk: map[int64]time.Time{},
 		epoch: now,
@@ -210,6 +206,36 @@ func (s *Store) linkOf(name string) Link {
 	return DefaultSiteLink
 }
 
+// MeasuredLink replaces a site's configured link (--site-net) with one
+// measured from real transfers, for DC's pricing.
+func (s *Store) MeasuredLink(site string, l Link) {
+	if !l.valid() {
+		return
+	}
+	s.measuredMu.Lock()
+	defer s.measuredMu.Unlock()
+	m := map[string]Link{}
+	if old := s.measured.Load(); old != nil {
+		m = maps.Clone(*old)
+	}
+	m[site] = l
+	s.measured.Store(&m)
+	var best *Link
+	for name, l := range m {
+		if name == LocalSite {
+			continue
+		}
+		if best == nil {
+			b := l
+			best = &b
+			continue
+		}
+		best.Latency = min(best.Latency, l.Latency)
+		best.Bandwidth = max(best.Bandwidth, l.Bandwidth)
+	}
+	s.bestMeasured.Store(best)
+}
+
 // network implements policy.Network over the store's places: a copy
 // between two sites goes as slowly as the slower of their links.
 type network struct{ s *Store }
@@ -238,6 +264,17 @@ func (s *Store) phSite(ph int64) (policy.Site, error) {
 	at := s.data.site(s.data.placeOf(site, host))
 	s.data.phPlace[ph] = at
 	return at, nil
+}
+
+// storePlace is where a placeholder's jobs find their files (the
+// catalog's place for where it runs).
+func (s *Store) storePlace(ph int64) (catalog.Place, error) {
+	at, err := s.phSite(ph)
+	if err != nil {
+		return catalog.Place{}, err
+	}
+	pl := s.data.places[at]
+	return s.cat.StorePlace(pl.site, pl.host), nil
 }
 
 func (s *Store) countDC() {
@@ -348,6 +385,7 @@ func (s *Store) addFiles(id int64, js *protocol.JobSpec) error {
 		jf.outsideCwd = jf.outsideCwd || !f.rel || !under(js.Cwd, f.path)
 	}
 	s.data.files[id] = jf
+	s.cat.SetInputs(id, catInputs(jf.in))
 	return nil
 }
 
@@ -391,8 +429,19 @@ func (s *Store) loadFiles(ctx context.Context, id int64) error {
 			jf.outsideCwd = jf.outsideCwd || !rel || !under(cwd, path)
 		}
 	}
-	if err := closeRows(rows); err != nil || id != 0 {
+	if err := closeRows(rows); err != nil {
 		return err
+	}
+	if id != 0 {
+		var in []fileDecl
+		if jf := s.data.files[id]; jf != nil {
+			in = jf.in
+		}
+		s.cat.SetInputs(id, catInputs(in))
+		return nil
+	}
+	for jid, jf := range s.data.files {
+		s.cat.SetInputs(jid, catInputs(jf.in))
 	}
 	return s.loadCatalog(ctx)
 }
@@ -433,7 +482,7 @@ func (s *Store) jobDone(id int64, q int32, target string, ph int64, started, fin
 	}
 	pl := s.data.places[at]
 	legacy := s.opt.Stager == nil && len(outs) == 0
-	shared := s.isShared(pl.site)
+	shared := s.cat.IsShared(pl.site)
 	wrote, known := 0.0, false
 	defer func() {
 		if known {
@@ -444,7 +493,7 @@ func (s *Store) jobDone(id int64, q int32, target string, ph int64, started, fin
 		size, sha := f.size, ""
 		i := slices.IndexFunc(outs, func(o protocol.FileSum) bool { return o.Path == f.path })
 		switch {
-		case i >= 0 && outs[i].Size >= 0 && validSHA(outs[i].SHA256):
+		case i >= 0 && outs[i].Size >= 0 && catalog.ValidSHA(outs[i].SHA256):
 			size, sha = outs[i].Size, outs[i].SHA256
 		case legacy || !f.rel || shared:
 			// Not reported but there: a site-local output (declared
@@ -457,20 +506,22 @@ func (s *Store) jobDone(id int64, q int32, target string, ph int64, started, fin
 			wrote += float64(size)
 			known = true
 		}
+		// A declared size is a hint for DC, not a fact the agent may check
+		// a dependent's input against: without a checksum the catalog
+		// leaves it unknown.
+		catSize := size
 		if sha == "" {
-			// A declared size is a hint for DC, not a fact the agent may
-			// check a dependent's input against: the catalog leaves it
-			// unknown.
-			if err := s.produced(f.path, Place{pl.site, pl.host}, at, -1, "", id, finished); err != nil {
-				return err
-			}
-			s.data.where[f.path] = fileLoc{at: at, size: size, job: id}
+			catSize = -1
+		}
+		p := catalog.Place{Site: pl.site, Host: pl.host}
+		if err := s.cat.Produced(f.path, p, catSize, sha, id, finished); err != nil {
+			return fatalError{err}
+		}
+		s.data.where[f.path] = fileLoc{at: at, size: size, job: id}
+		if sha == "" {
 			continue
 		}
-		if err := s.produced(f.path, Place{pl.site, pl.host}, at, size, sha, id, finished); err != nil {
-			return err
-		}
-		if err := s.planKeep(f.path, Place{pl.site, pl.host}, id); err != nil {
+		if err := s.planKeep(f.path, p, id); err != nil {
 			return err
 		}
 	}
@@ -489,7 +540,7 @@ func (s *Store) becameReady(id int64, now time.Time) {
 
 // jobEnded forgets a job that reached a terminal state.
 func (s *Store) jobEnded(id int64) {
-	s.stg.forget(id)
+	s.cat.JobEnded(id)
 	delete(s.data.files, id)
 	delete(s.data.readyAt, id)
 	s.planEnded(id)
@@ -517,10 +568,8 @@ func (s *Store) inputs(dst []policy.Input, ids []int64, cur policy.Site, here Pl
 			// Only at a place with a data root of its own: at one sharing
 			// the CLS host's filesystem every file is "present", and DC's
 			// places there are where it was made (cache affinity).
-			if s.opt.Stager != nil && f.rel && loc.at != cur && here != shared {
-				if c := s.data.cat[f.path]; c != nil && s.present(c, here) {
-					loc.at = cur
-				}
+			if s.opt.Stager != nil && f.rel && loc.at != cur && here != catalog.Shared && s.cat.Present(f.path, here) {
+				loc.at = cur
 			}
 			size := f.size
 			if size < 0 {

@@ -620,7 +620,7 @@ func (s *Store) assignment(id int64, q *queue, r assignRow, bundle int64, seq in
 		a.Env = protocol.EnvList(env)
 	}
 	if jf := s.data.files[id]; jf != nil {
-		a.Inputs, a.Outputs = s.assigned(jf.in, true), s.assigned(jf.out, false)
+		a.Inputs, a.Outputs = s.assigned(jf)
 	}
 	return a, nil
 }
@@ -717,14 +717,7 @@ func (s *Store) dataReady(id int64, p *parkedNext) (bool, error) {
 	if inBundle {
 		ids = s.bundles.members[bid]
 	}
-	// Bring inputs here for no more jobs than the asking placeholder has
-	// free slots: staging every job examined (up to the window) moved
-	// files for jobs that other places, holding their data, then ran
-	// (BENCHMARKS.md, "FCFS vs DC, live and simulated").
-	if _, marked := s.stg.to[ids[0]]; !marked && s.stagingTo(to) >= max(p.req.Free-len(p.reply.Jobs), 1) && !s.inputsPresent(ids, to) {
-		return false, nil
-	}
-	return s.inputsAt(ids, to)
+	return s.cat.Ready(ids, to, p.req.Free-len(p.reply.Jobs), s.now(), s.isQueued), nil
 }
 
 // PlaceholderGone requeues (or fails) at once every job a placeholder was

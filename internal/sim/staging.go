@@ -9,9 +9,10 @@ import (
 )
 
 // Live staging (Config.Staging == StagingLive) models how the live CLS
-// moves inputs (metaqueue/dispatch.go pickFrom and dataReady,
-// metaqueue/data.go pickDC, metaqueue/catalog.go inputsAt), instead of the
-// thesis's placeholder copying them within its turn:
+// moves inputs, instead of the thesis's placeholder copying them within
+// its turn. Which job a placeholder gets is decided by the live CLS's own
+// code, package dispatch, over the model's replicas (liveAsk); moving
+// files follows metaqueue/catalog.go inputsAt and the CLS's stager:
 //
 //   - A file has replicas at any number of hosts; a copy leaves the
 //     original. The CLS makes the copies, stage.DefaultWorkers at a time, each

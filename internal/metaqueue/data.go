@@ -138,6 +138,7 @@ type dataState struct {
 	waits int64 // DC "wait" decisions, for tests and logs
 
 	// Scratch for one decision, kept to avoid allocating per request.
+	ask    asking // the pick's view of the world (dispatch.World)
 	popped []policy.Ready
 	cands  []policy.Candidate
 	inBuf  []policy.Input
@@ -643,7 +644,7 @@ func (s *Store) dcCandidates(c *dcRound) error {
 	q, p := c.q, c.p
 	cands, ins := c.cands, c.ins
 	var seen []int64 // bundles already among the candidates
-	a := &asking{s: s, q: q, p: p}
+	a := s.asking(q, p)
 	popped, err := dispatch.Examine(a, q.ready, dispatch.Choosing, c.popped, func(r policy.Ready) (bool, error) {
 		one := [1]int64{r.ID}
 		members := one[:]

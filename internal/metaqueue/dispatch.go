@@ -658,7 +658,7 @@ func (s *Store) pick(p *parkedNext, skipDC bool) (q *queue, id int64, waited boo
 // being brought waits aside, so the placeholder gets other ready work
 // meanwhile).
 func (s *Store) pickFrom(q *queue, p *parkedNext) (int64, bool, error) {
-	r, ok, err := dispatch.First(&asking{s: s, q: q, p: p}, q.ready, dispatch.Ordered)
+	r, ok, err := dispatch.First(s.asking(q, p), q.ready, dispatch.Ordered)
 	return r.ID, ok, err
 }
 

@@ -24,6 +24,16 @@ type asking struct {
 
 var _ dispatch.World = (*asking)(nil)
 
+// asking returns the store's view of the world for the placeholder of p
+// picking from q: the store's one, reused (the core picks for one
+// placeholder at a time), as an interface value would otherwise be
+// allocated for every pick.
+func (s *Store) asking(q *queue, p *parkedNext) *asking {
+	a := &s.data.ask
+	*a = asking{s: s, q: q, p: p}
+	return a
+}
+
 // Current says whether heap entry r is still a Queued job.
 func (a *asking) Current(r policy.Ready) bool {
 	j, ok := a.s.g.Node(r.ID)

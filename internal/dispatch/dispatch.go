@@ -10,6 +10,7 @@
 package dispatch
 
 import (
+	"math/bits"
 	"strconv"
 
 	"github.com/mq-hpc/mq/internal/policy"
@@ -38,8 +39,8 @@ const (
 	// now: past the deadline there, at the planner's cap, or over budget.
 	WithinBudget
 	// InputsHere sets aside a job whose inputs are not yet at the
-	// placeholder's place (asking for them, see InputsReady), so the
-	// placeholder gets other ready work meanwhile.
+	// placeholder's place (asking for them within MayStage's bound), so
+	// the placeholder gets other ready work meanwhile.
 	InputsHere
 
 	numChecks
@@ -141,35 +142,41 @@ var _ Ready = (*policy.Heap)(nil)
 // Run runs chain over ready job r and returns the first verdict
 // other than Feasible (with the error of a check that failed: then Aside).
 func Run(w World, chain Chain, r policy.Ready) (Verdict, error) {
-	for c := range numChecks {
-		if !chain.Has(c) {
-			continue
+	for rest := chain & All; rest != 0; rest &= rest - 1 {
+		c := Check(bits.TrailingZeros32(uint32(rest)))
+		if ok, err := w.Allows(c, r); !ok || err != nil {
+			return refused(c, err), err
 		}
-		ok, err := w.Allows(c, r)
-		switch {
-		case err != nil:
-			return Aside, err
-		case ok:
-			continue
-		case holds[c]:
-			return Held, nil
-		}
-		return Aside, nil
 	}
 	return Feasible, nil
+}
+
+// refused is the verdict on a job check c refused (with err: it failed).
+func refused(c Check, err error) Verdict {
+	if err == nil && holds[c] {
+		return Held
+	}
+	return Aside
+}
+
+// Scratch is memory a caller keeps from one pick to the next, so that a
+// pick allocates nothing; the zero value is ready to use.
+type Scratch struct {
+	aside []policy.Ready
 }
 
 // First is an ordered queue's pick: it pops q in the policy's order and
 // returns the first job chain lets go to the asking placeholder, looking
 // at no more than policy.Window jobs (held and stale ones not counted).
-// Jobs set aside go back on q before it returns; held ones stay off.
-func First(w World, q Ready, chain Chain) (r policy.Ready, ok bool, err error) {
-	var buf [16]policy.Ready
-	later := buf[:0]
+// Jobs set aside go back on q before it returns; held ones stay off. sc
+// is the caller's scratch (not nil).
+func First(w World, q *policy.Heap, chain Chain, sc *Scratch) (r policy.Ready, ok bool, err error) {
+	later := sc.aside[:0]
 	defer func() {
 		for _, r := range later {
 			q.Push(r)
 		}
+		sc.aside = later[:0]
 	}()
 	for examined := 0; examined < policy.Window; {
 		r, ok := q.Pop()

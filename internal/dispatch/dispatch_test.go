@@ -105,7 +105,7 @@ func TestFirst(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			q := heap(tc.n)
 			h := &Harness{Jobs: tc.jobs}
-			r, ok, err := dispatch.First(h, q, dispatch.Ordered)
+			r, ok, err := dispatch.First(h, q, dispatch.Ordered, &dispatch.Scratch{})
 			if got := map[bool]int64{true: r.ID}[ok]; got != tc.want || (err != nil) != tc.err {
 				t.Fatalf("got %d (%v), %v; want %d, error %v", r.ID, ok, err, tc.want, tc.err)
 			}
@@ -171,31 +171,26 @@ func TestExamine(t *testing.T) {
 }
 
 // Inputs are asked for at the placeholder's place for no more jobs than
-// it has free slots; a job already marked keeps going, one whose inputs
-// are here is ready whatever the count.
-func TestInputsReady(t *testing.T) {
+// it has free slots (no free slot counts as one); a job already marked
+// keeps going.
+func TestMayStage(t *testing.T) {
 	for _, tc := range []struct {
-		name      string
-		job       Job
-		here      int // jobs marked here already
-		free      int
-		want      bool
-		asked     bool
-		hereAfter int
+		name   string
+		marked bool
+		here   int // jobs marked here already
+		free   int
+		want   bool
 	}{
-		{"inputs here", Job{}, 5, 1, true, false, 5},
-		{"asked for", Job{Absent: true}, 0, 1, false, true, 1},
-		{"no free slot counts as one", Job{Absent: true}, 0, 0, false, true, 1},
-		{"as many marked as free slots", Job{Absent: true}, 2, 2, false, false, 2},
-		{"fewer marked than free slots", Job{Absent: true}, 1, 2, false, true, 2},
-		{"marked here keeps going", Job{Absent: true, Marked: "here"}, 3, 1, false, true, 3},
-		{"marked elsewhere", Job{Absent: true, Marked: "elsewhere"}, 0, 1, false, false, 0},
+		{"none marked", false, 0, 1, true},
+		{"no free slot counts as one", false, 0, 0, true},
+		{"as many marked as free slots", false, 2, 2, false},
+		{"fewer marked than free slots", false, 1, 2, true},
+		{"one marked, no free slot", false, 1, 0, false},
+		{"marked keeps going", true, 3, 1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := &Harness{Jobs: map[int64]*Job{7: &tc.job}, Here: tc.here}
-			got, err := dispatch.InputsReady(h, 7, tc.free)
-			if got != tc.want || err != nil || (len(h.Asked) > 0) != tc.asked || h.Here != tc.hereAfter {
-				t.Errorf("got %v, %v, asked %v, %d marked here; want %v, asked %v, %d", got, err, h.Asked, h.Here, tc.want, tc.asked, tc.hereAfter)
+			if got := dispatch.MayStage(tc.marked, tc.here, tc.free); got != tc.want {
+				t.Errorf("MayStage(%v, %d, %d) = %v, want %v", tc.marked, tc.here, tc.free, got, tc.want)
 			}
 		})
 	}

@@ -14,7 +14,7 @@ import (
 // what the decision asked of it, so a test says what was staged.
 type Harness struct {
 	Jobs map[int64]*Job
-	// MarkedHere counts jobs whose inputs are being brought here.
+	// Here counts the jobs whose inputs are being brought here.
 	Here int
 	// Asked lists the jobs whose inputs were asked for here (InputsAt
 	// on a job whose inputs are not here), in order.
@@ -31,8 +31,8 @@ type Job struct {
 }
 
 var (
-	_ dispatch.World   = (*Harness)(nil)
-	_ dispatch.Staging = (*Harness)(nil)
+	_ dispatch.World     = (*Harness)(nil)
+	_ dispatch.Placement = (*Harness)(nil)
 )
 
 // errCheck is the error of a check that fails.
@@ -54,9 +54,6 @@ func (h *Harness) Allows(c dispatch.Check, r policy.Ready) (bool, error) {
 	}
 	return !j.Refuse.Has(c), nil
 }
-
-func (h *Harness) Marked(id int64) bool { return h.job(id).Marked != "" }
-func (h *Harness) MarkedHere() int      { return h.Here }
 
 func (h *Harness) InputsPresent(id int64) bool { return !h.job(id).Absent }
 

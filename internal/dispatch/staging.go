@@ -21,28 +21,17 @@ type Placement interface {
 	InputsAt(id int64) (bool, error)
 }
 
-// Staging is a Placement that also knows which jobs are marked: whose
-// inputs some place is bringing.
-type Staging interface {
-	Placement
-	// Marked says whether some place is bringing job id's inputs.
-	Marked(id int64) bool
-	// MarkedHere counts the jobs whose inputs are being brought to the
-	// asking placeholder's place.
-	MarkedHere() int
-}
-
-// InputsReady is the InputsHere rule: whether job id has its inputs at
-// the asking placeholder's place, asking for them when not, but for no
-// more jobs than the placeholder has free slots (at least one). Staging
-// every job examined (up to the window) moved files for jobs that other
-// places, holding their data, then ran (BENCHMARKS.md, "FCFS vs DC, live
-// and simulated"); a job already marked keeps its transfers going.
-func InputsReady(st Staging, id int64, free int) (bool, error) {
-	if !st.Marked(id) && st.MarkedHere() >= max(free, 1) && !st.InputsPresent(id) {
-		return false, nil
-	}
-	return st.InputsAt(id)
+// MayStage is the InputsHere rule's bound: whether a pick may ask for a
+// job's missing inputs at the asking placeholder's place, given whether
+// some place is bringing them already (marked: its transfers keep going)
+// and how many jobs' inputs are being brought there (markedHere). It asks
+// for no more jobs than the placeholder has free slots, at least one:
+// staging every job examined (up to the window) moved files for jobs that
+// other places, holding their data, then ran (BENCHMARKS.md, "FCFS vs
+// DC, live and simulated"). A job it may not stage is still ready if its
+// inputs are all here; one it may is asked for (Placement.InputsAt).
+func MayStage(marked bool, markedHere, free int) bool {
+	return marked || markedHere < max(free, 1)
 }
 
 // ChoosePatience is how long a ready job of a queue whose chooser has no

@@ -138,11 +138,12 @@ type dataState struct {
 	waits int64 // DC "wait" decisions, for tests and logs
 
 	// Scratch for one decision, kept to avoid allocating per request.
-	ask    asking // the pick's view of the world (dispatch.World)
-	popped []policy.Ready
-	cands  []policy.Candidate
-	inBuf  []policy.Input
-	fut    []policy.Arrival
+	ask     asking // the pick's view of the world (dispatch.World)
+	scratch dispatch.Scratch
+	popped  []policy.Ready
+	cands   []policy.Candidate
+	inBuf   []policy.Input
+	fut     []policy.Arrival
 }
 
 func (d *dataState) reset(now time.Time) {

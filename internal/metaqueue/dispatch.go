@@ -658,13 +658,13 @@ func (s *Store) pick(p *parkedNext, skipDC bool) (q *queue, id int64, waited boo
 // being brought waits aside, so the placeholder gets other ready work
 // meanwhile).
 func (s *Store) pickFrom(q *queue, p *parkedNext) (int64, bool, error) {
-	r, ok, err := dispatch.First(s.asking(q, p), q.ready, dispatch.Ordered)
+	r, ok, err := dispatch.First(s.asking(q, p), q.ready, dispatch.Ordered, &s.data.scratch)
 	return r.ID, ok, err
 }
 
 // dataReady says whether job id (with its bundle) has its movable inputs
 // at p's placeholder's place, asking for them when not, for no more jobs
-// than the placeholder has free slots (dispatch.InputsReady).
+// than the placeholder has free slots (dispatch.MayStage).
 func (s *Store) dataReady(id int64, p *parkedNext) (bool, error) {
 	if s.opt.Stager == nil || len(s.data.files) == 0 {
 		return true, nil
@@ -681,25 +681,12 @@ func (s *Store) dataReady(id int64, p *parkedNext) (bool, error) {
 	if inBundle {
 		ids = s.bundles.members[bid]
 	}
-	return dispatch.InputsReady(staged{s, to, ids}, id, p.req.Free-len(p.reply.Jobs))
+	_, marked := s.stg.to[ids[0]] // a bundle is marked by its first member
+	if !dispatch.MayStage(marked, s.stagingTo(to), p.req.Free-len(p.reply.Jobs)) && !s.inputsPresent(ids, to) {
+		return false, nil
+	}
+	return s.inputsAt(ids, to)
 }
-
-// staged answers dispatch.Staging for jobs ids (one job, or a bundle's
-// members) at place to: the job dispatch asks about stands for them all,
-// and its bundle is marked by its first member.
-type staged struct {
-	s   *Store
-	to  Place
-	ids []int64
-}
-
-func (st staged) Marked(int64) bool {
-	_, marked := st.s.stg.to[st.ids[0]]
-	return marked
-}
-func (st staged) MarkedHere() int              { return st.s.stagingTo(st.to) }
-func (st staged) InputsPresent(int64) bool     { return st.s.inputsPresent(st.ids, st.to) }
-func (st staged) InputsAt(int64) (bool, error) { return st.s.inputsAt(st.ids, st.to) }
 
 // PlaceholderGone requeues (or fails) at once every job a placeholder was
 // running: its process is known to have ended, so waiting for the lease

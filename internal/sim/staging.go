@@ -66,6 +66,7 @@ type liveState struct {
 	// The pick's scratch: the view of the world it asks, DC's list,
 	// candidates and their inputs, and what decides among them.
 	ask      liveAsk
+	scratch  dispatch.Scratch
 	list     readyList
 	cands    []policy.Candidate
 	ins      []policy.Input
@@ -107,7 +108,7 @@ func (m *model) liveTurn(h int32, seq uint64) bool {
 // (liveAsk).
 func (m *model) chooseLive(ph int32) (int32, bool) {
 	a := &m.live.ask
-	*a = liveAsk{m: m, here: policy.Site(m.phs[ph].host)}
+	*a = liveAsk{m: m, here: policy.Site(m.phs[ph].host), list: m.heap == nil}
 	if m.heap != nil {
 		return m.chooseOrderedLive(a), false
 	}
@@ -115,42 +116,54 @@ func (m *model) chooseLive(ph int32) (int32, bool) {
 }
 
 // liveAsk is the model's view of the world for one placeholder's pick
-// with live staging (a dispatch.World and dispatch.Staging): jobs are
+// with live staging (a dispatch.World and dispatch.Placement): jobs are
 // named by their submission number, as on the ready heap and list.
 type liveAsk struct {
 	m    *model
 	here policy.Site
+	// list: the jobs come from DC's ready list, which keeps taken jobs;
+	// the ordered heap holds none (a job leaves it when taken).
+	list bool
 }
 
+// simulated is the checks the model answers (liveAsk.Allows); it allows
+// every other one, so the picks ask it only these.
+const simulated = dispatch.Chain(1 << dispatch.InputsHere)
+
 var (
-	_ dispatch.World   = (*liveAsk)(nil)
-	_ dispatch.Staging = (*liveAsk)(nil)
+	_ dispatch.World     = (*liveAsk)(nil)
+	_ dispatch.Placement = (*liveAsk)(nil)
 )
 
 func (a *liveAsk) job(sub int64) int32 { return a.m.subs[sub-1] }
 
 // Current says whether a ready job is still untaken.
-func (a *liveAsk) Current(r policy.Ready) bool { return !a.m.jobs[a.job(r.ID)].taken }
+func (a *liveAsk) Current(r policy.Ready) bool { return !a.list || !a.m.jobs[a.job(r.ID)].taken }
 
 // Allows answers the checks the model simulates: whether a job's inputs
-// are here. Arrays, deadlines, walltimes, plans and budgets are not
-// simulated: they allow every job.
+// are here (asking for them within dispatch.MayStage's bound: a
+// placeholder runs one job per turn, one free slot). Arrays, deadlines,
+// walltimes, plans and budgets are not simulated: they allow every job.
 func (a *liveAsk) Allows(c dispatch.Check, r policy.Ready) (bool, error) {
-	if c == dispatch.InputsHere && len(a.m.w.Jobs[a.job(r.ID)].In) > 0 {
-		// A placeholder runs one job per turn: one free slot.
-		return dispatch.InputsReady(a, r.ID, 1)
+	if c != dispatch.InputsHere {
+		return true, nil
 	}
-	return true, nil
+	m, j := a.m, a.job(r.ID)
+	if len(m.w.Jobs[j].In) == 0 {
+		return true, nil
+	}
+	if !dispatch.MayStage(m.jobs[j].mark != noMark, int(m.live.marks[a.here]), 1) && !m.inputsPresent(j, a.here) {
+		return false, nil
+	}
+	return m.inputsAt(j, a.here), nil
 }
 
-func (a *liveAsk) Marked(sub int64) bool            { return a.m.jobs[a.job(sub)].mark != noMark }
-func (a *liveAsk) MarkedHere() int                  { return int(a.m.live.marks[a.here]) }
 func (a *liveAsk) InputsPresent(sub int64) bool     { return a.m.inputsPresent(a.job(sub), a.here) }
 func (a *liveAsk) InputsAt(sub int64) (bool, error) { return a.m.inputsAt(a.job(sub), a.here), nil }
 
 // chooseOrderedLive is an ordered queue's pick (dispatch.First).
 func (m *model) chooseOrderedLive(a *liveAsk) int32 {
-	r, ok, _ := dispatch.First(a, m.heap, dispatch.Ordered)
+	r, ok, _ := dispatch.First(a, m.heap, dispatch.Ordered&simulated, &m.live.scratch)
 	if !ok {
 		return -1
 	}
@@ -185,7 +198,7 @@ func (m *model) chooseDCLive(ph int32, a *liveAsk) (int32, bool) {
 	l.list = readyList{ready: m.ready}
 	// Examine's popped list is not kept: a look removes nothing from the
 	// list.
-	_, _ = dispatch.Examine(a, &l.list, dispatch.Choosing, nil, func(r policy.Ready) (bool, error) {
+	_, _ = dispatch.Examine(a, &l.list, dispatch.Choosing&simulated, nil, func(r policy.Ready) (bool, error) {
 		j := a.job(r.ID)
 		js := &m.jobs[j]
 		if js.mark != noMark && js.mark != here {

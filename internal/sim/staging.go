@@ -108,7 +108,7 @@ func (m *model) liveTurn(h int32, seq uint64) bool {
 // (liveAsk).
 func (m *model) chooseLive(ph int32) (int32, bool) {
 	a := &m.live.ask
-	*a = liveAsk{m: m, here: policy.Site(m.phs[ph].host), list: m.heap == nil}
+	*a = liveAsk{m: m, here: policy.Site(m.phs[ph].host)}
 	if m.heap != nil {
 		return m.chooseOrderedLive(a), false
 	}
@@ -121,9 +121,6 @@ func (m *model) chooseLive(ph int32) (int32, bool) {
 type liveAsk struct {
 	m    *model
 	here policy.Site
-	// list: the jobs come from DC's ready list, which keeps taken jobs;
-	// the ordered heap holds none (a job leaves it when taken).
-	list bool
 }
 
 // simulated is the checks the model answers (liveAsk.Allows); it allows
@@ -137,8 +134,9 @@ var (
 
 func (a *liveAsk) job(sub int64) int32 { return a.m.subs[sub-1] }
 
-// Current says whether a ready job is still untaken.
-func (a *liveAsk) Current(r policy.Ready) bool { return !a.list || !a.m.jobs[a.job(r.ID)].taken }
+// Current is always true: the ordered heap holds no taken job (a job
+// leaves it when taken) and DC's readyList skips them.
+func (a *liveAsk) Current(policy.Ready) bool { return true }
 
 // Allows answers the checks the model simulates: whether a job's inputs
 // are here (asking for them within dispatch.MayStage's bound: a
@@ -172,19 +170,22 @@ func (m *model) chooseOrderedLive(a *liveAsk) int32 {
 	return j
 }
 
-// readyList is DC's ready list as dispatch pops it: oldest first, taken
-// jobs still in it (Current skips them), nothing removed by a look.
+// readyList is DC's ready list as dispatch pops it: oldest first, the
+// taken jobs still in the list skipped, nothing removed by a look.
 type readyList struct {
-	ready []int64
-	next  int
+	m    *model
+	next int
 }
 
 func (l *readyList) Pop() (policy.Ready, bool) {
-	if l.next == len(l.ready) {
-		return policy.Ready{}, false
+	for l.next < len(l.m.ready) {
+		s := l.m.ready[l.next]
+		l.next++
+		if !l.m.jobs[l.m.subs[s-1]].taken {
+			return policy.Ready{ID: s}, true
+		}
 	}
-	l.next++
-	return policy.Ready{ID: l.ready[l.next-1]}, true
+	return policy.Ready{}, false
 }
 
 func (l *readyList) Push(policy.Ready) {}
@@ -195,7 +196,7 @@ func (m *model) chooseDCLive(ph int32, a *liveAsk) (int32, bool) {
 	here := a.here
 	l := &m.live
 	cands, ins := l.cands[:0], l.ins[:0]
-	l.list = readyList{ready: m.ready}
+	l.list = readyList{m: m}
 	// Examine's popped list is not kept: a look removes nothing from the
 	// list.
 	_, _ = dispatch.Examine(a, &l.list, dispatch.Choosing&simulated, nil, func(r policy.Ready) (bool, error) {

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/internal/dispatch"
 	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
 	"github.com/mq-hpc/mq/internal/policy"
-	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -58,21 +58,6 @@ func (l Link) valid() bool {
 
 // redecide is the longest a DC "wait" stands without being decided again.
 const redecide = time.Second
-
-// choosePatience is how long a ready job of a queue whose chooser is not
-// DC (xsufferage) may be held by "wait" decisions before a placeholder
-// that asks gets it anyway: the chooser has no queue-time term of its own.
-const choosePatience = 10 * time.Second
-
-func cmpID(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
 
 // place is where files live and placeholders run.
 type place struct{ site, host string }
@@ -149,10 +134,12 @@ type dataState struct {
 	waits int64 // DC "wait" decisions, for tests and logs
 
 	// Scratch for one decision, kept to avoid allocating per request.
-	popped []policy.Ready
-	cands  []policy.Candidate
-	inBuf  []policy.Input
-	fut    []policy.Arrival
+	ask     asking // the pick's view of the world (dispatch.World)
+	scratch dispatch.Scratch
+	popped  []policy.Ready
+	cands   []policy.Candidate
+	inBuf   []policy.Input
+	fut     []policy.Arrival
 }
 
 func (d *dataState) reset(now time.Time) {
@@ -614,16 +601,17 @@ func (s *Store) logStaging(dec policy.Decision, to Place, fut []policy.Arrival) 
 		"priority", dec.Priority, "queue_s", dec.Job.QueueTime, "arrivals", arr)
 }
 
-// pickDC asks policy.DC which of a dc queue's oldest ready jobs the
-// placeholder of p should get. It returns false when the queue has none
-// that fits or DC decided the placeholder should wait (then waited is set).
+// pickDC asks the queue's chooser (policy.DC, SA, XSufferage) which of a
+// choosing queue's oldest ready jobs the placeholder of p should get. It
+// returns false when the queue has none that fits or the chooser decided
+// the placeholder should wait (then waited is set).
 func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err error) {
 	d := &s.data
 	cur, err := s.phSite(p.req.Placeholder)
 	if err != nil {
 		return 0, false, false, err
 	}
-	c := dcRound{q: q, p: p, cur: cur, now: s.now()}
+	c := dcRound{s: s, q: q, p: p, cur: cur, now: s.now()}
 	if s.opt.Stager != nil {
 		if c.to, err = s.storePlace(p.req.Placeholder); err != nil {
 			return 0, false, false, err
@@ -641,11 +629,11 @@ func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err 
 	} else {
 		dec.Wait = true
 	}
-	for _, r := range c.popped {
-		if dec.Wait || r.ID != dec.Job.ID {
-			q.ready.Push(r)
-		}
+	var chosen int64
+	if !dec.Wait {
+		chosen = dec.Job.ID
 	}
+	dispatch.Restore(q.ready, c.popped, chosen)
 	clear(c.cands) // drop references to input slices
 	d.popped, d.cands, d.inBuf = c.popped[:0], c.cands[:0], c.ins[:0]
 	if dec.Wait {
@@ -660,8 +648,10 @@ func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err 
 }
 
 // dcRound is one pickDC: the asking placeholder, where it is, and the
-// candidates DC chooses among.
+// candidates the chooser chooses among. It answers dispatch.Placement for
+// the candidates, a bundle by its members.
 type dcRound struct {
+	s   *Store
 	q   *queue
 	p   *parkedNext
 	cur policy.Site
@@ -669,7 +659,7 @@ type dcRound struct {
 	now time.Time
 
 	popped []policy.Ready     // off the heap, back unless chosen
-	cands  []policy.Candidate // what DC chooses among
+	cands  []policy.Candidate // what the chooser chooses among
 	ins    []policy.Input     // the candidates' inputs, one buffer
 	groups map[int64][]int64  // bundles among the candidates: their members
 }
@@ -682,55 +672,46 @@ func (c *dcRound) membersOf(id int64) []int64 {
 	return []int64{id}
 }
 
-// dcCandidates pops up to policy.Window feasible ready jobs of c.q and
-// makes them DC's candidates, a bundle as one.
+// InputsPresent says whether candidate id's inputs are all at c.to.
+func (c *dcRound) InputsPresent(id int64) bool {
+	return c.s.opt.Stager == nil || c.s.inputsPresent(c.membersOf(id), c.to)
+}
+
+// InputsAt says the same, asking for the missing ones.
+func (c *dcRound) InputsAt(id int64) (bool, error) {
+	if c.s.opt.Stager == nil {
+		return true, nil
+	}
+	return c.s.inputsAt(c.membersOf(id), c.to)
+}
+
+// dcCandidates looks at up to policy.Window ready jobs of c.q that the
+// choosing chain lets go (dispatch.Examine) and makes them the chooser's
+// candidates, a bundle as one.
 func (s *Store) dcCandidates(c *dcRound) error {
 	d := &s.data
 	q, p := c.q, c.p
-	// Locals in the loop, c's fields after it: this runs for every job
-	// examined.
-	popped, cands, ins := c.popped, c.cands, c.ins
-	defer func() { c.popped, c.cands, c.ins = popped, cands, ins }()
+	cands, ins := c.cands, c.ins
 	var seen []int64 // bundles already among the candidates
-	for examined := 0; examined < policy.Window; {
-		r, ok := q.ready.Pop()
-		if !ok {
-			break
-		}
-		j, ok := s.g.Node(r.ID)
-		if !ok || j.State != job.Queued {
-			continue // stale entry
-		}
-		v, err := s.feasible(dcChecks, &asking{q, r, j, p})
-		if err != nil {
-			return err
-		}
-		if v == held {
-			continue
-		}
-		examined++
-		if v == aside {
-			popped = append(popped, r)
-			continue
-		}
+	a := s.asking(q, p)
+	popped, err := dispatch.Examine(a, q.ready, dispatch.Choosing, c.popped, func(r policy.Ready) (bool, error) {
 		one := [1]int64{r.ID}
 		members := one[:]
 		if bid, inBundle := s.bundles.of[r.ID]; inBundle {
 			if slices.Contains(seen, bid) {
-				popped = append(popped, r)
-				continue
+				return true, nil
 			}
 			if members, _ = s.bundlePick(r.ID, p.req.WalltimeLeft); len(members) == 0 {
-				continue // held back; pushed again when its state changes
+				return false, nil // held back; pushed again when its state changes
 			}
 			seen = append(seen, bid)
 		}
-		popped = append(popped, r)
 		if s.opt.Stager != nil {
-			// DC prices the inputs that are elsewhere: only the job it
-			// chooses is staged here (below), not every job examined.
+			// The chooser prices the inputs that are elsewhere: only the
+			// job it chooses is staged here (dcDecide), not every job
+			// examined.
 			if s.stagingElsewhere(members, c.to) {
-				continue // another place is bringing its inputs
+				return true, nil // another place is bringing its inputs
 			}
 			if len(members) > 1 {
 				if c.groups == nil {
@@ -760,20 +741,22 @@ func (s *Store) dcCandidates(c *dcRound) error {
 		cands = append(cands, policy.Candidate{
 			ID:        r.ID,
 			QueueTime: max(c.now.Sub(ready).Seconds(), 0),
-			Runtime:   d.expect.Estimate(s.g.Name(j.Target), float64(j.Est)),
+			Runtime:   d.expect.Estimate(s.g.Name(a.j.Target), float64(a.j.Est)),
 			Inputs:    ins[start:len(ins):len(ins)],
 		})
-	}
-	return nil
+		return true, nil
+	})
+	c.popped, c.cands, c.ins = popped, cands, ins
+	return err
 }
 
 // dcDecide asks the queue's chooser for one of c's candidates (there is
-// at least one), given the placeholders expected to ask soon. With
-// staging, a choice whose inputs are not here yet is staged and the
-// placeholder gets one whose inputs are, or waits.
+// at least one), given the placeholders expected to ask soon, by
+// dispatch.Choose: with staging, a choice whose inputs are not here yet is
+// staged and the placeholder gets one whose inputs are, or waits.
 func (s *Store) dcDecide(c *dcRound) (policy.Decision, error) {
 	d := &s.data
-	q, p, cur, to, cands := c.q, c.p, c.cur, c.to, c.cands
+	q, p, cur, to := c.q, c.p, c.cur, c.to
 	fut := d.arr.Predict(s.secs(c.now), p.req.Placeholder, d.fut[:0])
 	// Placeholders parked now are asking now, whatever their history.
 	for _, o := range s.parked {
@@ -786,41 +769,15 @@ func (s *Store) dcDecide(c *dcRound) (policy.Decision, error) {
 		}
 	}
 	d.fut = fut
-	var dc policy.Chooser
+	var ch policy.Chooser
 	if q.pol.NewDC != nil {
-		dc = q.pol.NewDC(s.link(cur).Latency)
+		ch = q.pol.NewDC(s.link(cur).Latency)
 	} else {
-		dc = q.pol.NewChooser()
+		ch = q.pol.NewChooser()
 	}
-	dec := dc.Choose(policy.Snapshot{Current: cur, Future: fut, Ready: slices.Values(cands), Net: network{s}})
-	if !dec.Wait && s.opt.Stager != nil {
-		here, err := s.inputsAt(c.membersOf(dec.Job.ID), to)
-		if err != nil {
-			return policy.Decision{}, err
-		}
-		if !here {
-			s.logStaging(dec, to, fut)
-			// DC wants it here and its inputs are on their way: the
-			// placeholder meanwhile gets one DC accepts among those
-			// whose inputs are here already, or waits.
-			chosen := dec.Job.ID
-			rest := slices.DeleteFunc(slices.Clone(cands), func(cd policy.Candidate) bool {
-				return cd.ID == chosen || !s.inputsPresent(c.membersOf(cd.ID), to)
-			})
-			dec = policy.Decision{Wait: true}
-			if len(rest) > 0 {
-				dec = dc.Choose(policy.Snapshot{Current: cur, Future: fut, Ready: slices.Values(rest), Net: network{s}})
-			}
-		}
+	choice, err := dispatch.Choose(ch, policy.Snapshot{Current: cur, Future: fut, Net: network{s}}, c.cands, c, dispatch.Patience(q.pol))
+	if choice.Staged {
+		s.logStaging(choice.Staging, to, fut)
 	}
-	if dec.Wait && q.pol.NewDC == nil {
-		// XSufferage waits for a placeholder it predicts elsewhere;
-		// a prediction that does not come true must not hold a job
-		// forever: the oldest that waited past patience goes here.
-		if oldest := slices.MinFunc(cands, func(a, b policy.Candidate) int { return cmpID(a.ID, b.ID) }); oldest.QueueTime >= choosePatience.Seconds() &&
-			(s.opt.Stager == nil || s.inputsPresent(c.membersOf(oldest.ID), to)) {
-			dec = policy.Decision{Job: oldest}
-		}
-	}
-	return dec, nil
+	return choice.Decision, err
 }

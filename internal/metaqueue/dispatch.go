@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
-	"github.com/mq-hpc/mq/internal/policy"
+	"github.com/mq-hpc/mq/internal/dispatch"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -662,45 +662,19 @@ func (s *Store) pick(p *parkedNext, skipDC bool) (q *queue, id int64, waited boo
 	return nil, 0, waited, nil
 }
 
-// pickFrom takes the first ready job of an ordered queue that fits the
-// placeholder and, with staging, has its inputs at the placeholder's place
-// (a job whose inputs are being brought waits aside, so the placeholder
-// gets other ready work meanwhile).
+// pickFrom takes the first ready job of an ordered queue that the
+// ordered chain lets go to the placeholder (dispatch.First): with staging,
+// one whose inputs are at the placeholder's place (a job whose inputs are
+// being brought waits aside, so the placeholder gets other ready work
+// meanwhile).
 func (s *Store) pickFrom(q *queue, p *parkedNext) (int64, bool, error) {
-	var later []policy.Ready
-	defer func() {
-		for _, r := range later {
-			q.ready.Push(r)
-		}
-	}()
-	for examined := 0; examined < policy.Window; {
-		r, ok := q.ready.Pop()
-		if !ok {
-			return 0, false, nil
-		}
-		j, ok := s.g.Node(r.ID)
-		if !ok || j.State != job.Queued {
-			continue // stale entry
-		}
-		v, err := s.feasible(orderedChecks, &asking{q, r, j, p})
-		if v == held {
-			continue
-		}
-		examined++
-		if v == aside {
-			later = append(later, r)
-			if err != nil {
-				return 0, false, err
-			}
-			continue
-		}
-		return r.ID, true, nil
-	}
-	return 0, false, nil
+	r, ok, err := dispatch.First(s.asking(q, p), q.ready, dispatch.Ordered, &s.data.scratch)
+	return r.ID, ok, err
 }
 
 // dataReady says whether job id (with its bundle) has its movable inputs
-// at p's placeholder's place, asking for them when not.
+// at p's placeholder's place, asking for them when not, for no more jobs
+// than the placeholder has free slots (dispatch.MayStage).
 func (s *Store) dataReady(id int64, p *parkedNext) (bool, error) {
 	if s.opt.Stager == nil || len(s.data.files) == 0 {
 		return true, nil

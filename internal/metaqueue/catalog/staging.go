@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/dispatch"
+
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -282,7 +284,7 @@ func (c *Catalog) InputsAt(ids []int64, to Place, now time.Time, queued func(id 
 // places, holding their data, then ran (BENCHMARKS.md, "FCFS vs DC, live
 // and simulated").
 func (c *Catalog) Ready(ids []int64, to Place, free int, now time.Time, queued func(id int64) bool) bool {
-	if !c.Marked(ids[0]) && c.StagingTo(to) >= max(free, 1) && !c.InputsPresent(ids, to) {
+	if !dispatch.MayStage(c.Marked(ids[0]), c.StagingTo(to), free) && !c.InputsPresent(ids, to) {
 		return false
 	}
 	return c.InputsAt(ids, to, now, queued)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -445,7 +446,7 @@ func TestStagingPlaceUnreachable(t *testing.T) {
 	a := e.submit(withFiles("a", "x", []protocol.File{userIn("/w/in", 5)}, nil))[0]
 	b := e.registerAt("siteB", "b1")
 	siteB := Place{Site: "siteB"}
-	for i := range maxStageTries + 2 {
+	for i := range catalog.MaxStageTries + 2 {
 		e.next(b, 1)
 		reqs := st.requests()
 		if len(reqs) != i+1 || reqs[i].To != siteB {
@@ -461,9 +462,9 @@ func TestStagingPlaceUnreachable(t *testing.T) {
 		if n := len(st.requests()); n != i+1 {
 			t.Fatalf("round %d: siteB was asked for again at once (%d requests)", i, n)
 		}
-		e.clock.Advance(placeDownFor)
+		e.clock.Advance(catalog.PlaceDownFor)
 	}
-	e.clock.Advance(-placeDownFor / 2) // siteB down again for a while
+	e.clock.Advance(-catalog.PlaceDownFor / 2) // siteB down again for a while
 	e.next(b, 1)
 	n := len(st.requests())
 	res := StageResult{Path: "/w/in", To: siteB, From: Place{Site: LocalSite}, Job: a, Started: e.clock.Now(),
@@ -479,7 +480,7 @@ func TestStagingPlaceUnreachable(t *testing.T) {
 	}
 	e.staged(reqs[n], Place{Site: LocalSite}, nil, false)
 	waitFor(t, func() bool { got := e.next(x, 1); return len(got) == 1 && got[0].ID == a })
-	if m, err := e.s.Moved(context.Background()); err != nil || m.Failed != maxStageTries+3 {
+	if m, err := e.s.Moved(context.Background()); err != nil || m.Failed != catalog.MaxStageTries+3 {
 		t.Fatalf("moved %+v, %v; want every unreachable try recorded failed", m, err)
 	}
 	e.check()
@@ -523,7 +524,7 @@ func TestStagingOutsideAttemptsAndCeiling(t *testing.T) {
 	}
 	a := e.submit(withFiles("a", "x", []protocol.File{userIn("/w/in", 5)}, nil))[0]
 	b := e.registerAt("siteB", "b1")
-	for i := range maxStageTries - 1 {
+	for i := range catalog.MaxStageTries - 1 {
 		if got := e.next(b, 1); len(got) != 0 {
 			t.Fatalf("try %d: got %v before the input was there", i+1, ids(got))
 		}
@@ -548,7 +549,7 @@ func TestStagingOutsideAttemptsAndCeiling(t *testing.T) {
 	}
 	e.report(b, ok(got[0]))
 	e.mustBe(a, job.Done)
-	if d := e.job(a); len(d.Transfers) != maxStageTries || d.Transfers[0].Error == "" || d.Transfers[maxStageTries-1].Error != "" {
+	if d := e.job(a); len(d.Transfers) != catalog.MaxStageTries || d.Transfers[0].Error == "" || d.Transfers[catalog.MaxStageTries-1].Error != "" {
 		t.Fatalf("transfers %+v; want two failed, then one done", d.Transfers)
 	}
 	e.check()

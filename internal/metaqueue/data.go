@@ -12,8 +12,9 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/internal/dispatch"
+	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
 	"github.com/mq-hpc/mq/internal/policy"
-	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -48,7 +49,7 @@ var (
 // LocalSite is the site name of the CLS's own placeholders. Files there are
 // located per host for DC; at other sites per site (a cluster shares its
 // file system), but per host at sites whose nodes share none (NodeLocal).
-const LocalSite = "local"
+const LocalSite = catalog.LocalSite
 
 func (l Link) valid() bool {
 	ok := func(f float64) bool { return f > 0 && !math.IsInf(f, 0) && !math.IsNaN(f) }
@@ -57,21 +58,6 @@ func (l Link) valid() bool {
 
 // redecide is the longest a DC "wait" stands without being decided again.
 const redecide = time.Second
-
-// choosePatience is how long a ready job of a queue whose chooser is not
-// DC (xsufferage) may be held by "wait" decisions before a placeholder
-// that asks gets it anyway: the chooser has no queue-time term of its own.
-const choosePatience = 10 * time.Second
-
-func cmpID(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
 
 // place is where files live and placeholders run.
 type place struct{ site, host string }
@@ -98,9 +84,6 @@ type jobFiles struct {
 	// working directory, so its attempts cannot keep it apart (never
 	// copied; replicate.go).
 	outsideCwd bool
-	// staleReturns counts the times the job was handed back for inputs
-	// its agent found missing where the catalog had them (dropStale).
-	staleReturns int
 }
 
 type fileLoc struct {
@@ -133,9 +116,7 @@ func (q *queue) learnsEstimates() bool {
 type dataState struct {
 	files   map[int64]*jobFiles // live jobs that declared files
 	where   map[string]fileLoc  // path -> where it was last produced (or the CLS host, for users' files)
-	cat     map[string]*catFile // the catalog (catalog.go)
-	rooted  map[string]bool     // configured sites with a data root of their own (not SharedFS, not local)
-	perHost map[string]bool     // of those, sites whose nodes share no filesystem: places per host
+	perHost map[string]bool     // sites with a data root whose nodes share no filesystem: places per host
 	places  []place             // indexed by policy.Site
 	placeID map[place]policy.Site
 	phPlace map[int64]policy.Site // placeholder -> where it runs
@@ -153,15 +134,17 @@ type dataState struct {
 	waits int64 // DC "wait" decisions, for tests and logs
 
 	// Scratch for one decision, kept to avoid allocating per request.
-	popped []policy.Ready
-	cands  []policy.Candidate
-	inBuf  []policy.Input
-	fut    []policy.Arrival
+	ask     asking // the pick's view of the world (dispatch.World)
+	scratch dispatch.Scratch
+	popped  []policy.Ready
+	cands   []policy.Candidate
+	inBuf   []policy.Input
+	fut     []policy.Arrival
 }
 
 func (d *dataState) reset(now time.Time) {
 	*d = dataState{
-		files: map[int64]*jobFiles{}, where: map[string]fileLoc{}, cat: map[string]*catFile{}, rooted: map[string]bool{}, perHost: map[string]bool{},
+		files: map[int64]*jobFiles{}, where: map[string]fileLoc{}, perHost: map[string]bool{},
 		placeID: map[place]policy.Site{},
 		phPlace: map[int64]policy.Site{}, readyAt: map[int64]time.Time{}, lastAsk: map[int64]time.Time{},
 		epoch: now,
@@ -210,6 +193,36 @@ func (s *Store) linkOf(name string) Link {
 	return DefaultSiteLink
 }
 
+// MeasuredLink replaces a site's configured link (--site-net) with one
+// measured from real transfers, for DC's pricing.
+func (s *Store) MeasuredLink(site string, l Link) {
+	if !l.valid() {
+		return
+	}
+	s.measuredMu.Lock()
+	defer s.measuredMu.Unlock()
+	m := map[string]Link{}
+	if old := s.measured.Load(); old != nil {
+		m = maps.Clone(*old)
+	}
+	m[site] = l
+	s.measured.Store(&m)
+	var best *Link
+	for name, l := range m {
+		if name == LocalSite {
+			continue
+		}
+		if best == nil {
+			b := l
+			best = &b
+			continue
+		}
+		best.Latency = min(best.Latency, l.Latency)
+		best.Bandwidth = max(best.Bandwidth, l.Bandwidth)
+	}
+	s.bestMeasured.Store(best)
+}
+
 // network implements policy.Network over the store's places: a copy
 // between two sites goes as slowly as the slower of their links.
 type network struct{ s *Store }
@@ -238,6 +251,17 @@ func (s *Store) phSite(ph int64) (policy.Site, error) {
 	at := s.data.site(s.data.placeOf(site, host))
 	s.data.phPlace[ph] = at
 	return at, nil
+}
+
+// storePlace is where a placeholder's jobs find their files (the
+// catalog's place for where it runs).
+func (s *Store) storePlace(ph int64) (catalog.Place, error) {
+	at, err := s.phSite(ph)
+	if err != nil {
+		return catalog.Place{}, err
+	}
+	pl := s.data.places[at]
+	return s.cat.StorePlace(pl.site, pl.host), nil
 }
 
 func (s *Store) countDC() {
@@ -348,6 +372,7 @@ func (s *Store) addFiles(id int64, js *protocol.JobSpec) error {
 		jf.outsideCwd = jf.outsideCwd || !f.rel || !under(js.Cwd, f.path)
 	}
 	s.data.files[id] = jf
+	s.cat.SetInputs(id, catInputs(jf.in))
 	return nil
 }
 
@@ -391,8 +416,19 @@ func (s *Store) loadFiles(ctx context.Context, id int64) error {
 			jf.outsideCwd = jf.outsideCwd || !rel || !under(cwd, path)
 		}
 	}
-	if err := closeRows(rows); err != nil || id != 0 {
+	if err := closeRows(rows); err != nil {
 		return err
+	}
+	if id != 0 {
+		var in []fileDecl
+		if jf := s.data.files[id]; jf != nil {
+			in = jf.in
+		}
+		s.cat.SetInputs(id, catInputs(in))
+		return nil
+	}
+	for jid, jf := range s.data.files {
+		s.cat.SetInputs(jid, catInputs(jf.in))
 	}
 	return s.loadCatalog(ctx)
 }
@@ -433,7 +469,7 @@ func (s *Store) jobDone(id int64, q int32, target string, ph int64, started, fin
 	}
 	pl := s.data.places[at]
 	legacy := s.opt.Stager == nil && len(outs) == 0
-	shared := s.isShared(pl.site)
+	shared := s.cat.IsShared(pl.site)
 	wrote, known := 0.0, false
 	defer func() {
 		if known {
@@ -444,7 +480,7 @@ func (s *Store) jobDone(id int64, q int32, target string, ph int64, started, fin
 		size, sha := f.size, ""
 		i := slices.IndexFunc(outs, func(o protocol.FileSum) bool { return o.Path == f.path })
 		switch {
-		case i >= 0 && outs[i].Size >= 0 && validSHA(outs[i].SHA256):
+		case i >= 0 && outs[i].Size >= 0 && catalog.ValidSHA(outs[i].SHA256):
 			size, sha = outs[i].Size, outs[i].SHA256
 		case legacy || !f.rel || shared:
 			// Not reported but there: a site-local output (declared
@@ -457,20 +493,22 @@ func (s *Store) jobDone(id int64, q int32, target string, ph int64, started, fin
 			wrote += float64(size)
 			known = true
 		}
+		// A declared size is a hint for DC, not a fact the agent may check
+		// a dependent's input against: without a checksum the catalog
+		// leaves it unknown.
+		catSize := size
 		if sha == "" {
-			// A declared size is a hint for DC, not a fact the agent may
-			// check a dependent's input against: the catalog leaves it
-			// unknown.
-			if err := s.produced(f.path, Place{pl.site, pl.host}, at, -1, "", id, finished); err != nil {
-				return err
-			}
-			s.data.where[f.path] = fileLoc{at: at, size: size, job: id}
+			catSize = -1
+		}
+		p := catalog.Place{Site: pl.site, Host: pl.host}
+		if err := s.cat.Produced(f.path, p, catSize, sha, id, finished); err != nil {
+			return fatalError{err}
+		}
+		s.data.where[f.path] = fileLoc{at: at, size: size, job: id}
+		if sha == "" {
 			continue
 		}
-		if err := s.produced(f.path, Place{pl.site, pl.host}, at, size, sha, id, finished); err != nil {
-			return err
-		}
-		if err := s.planKeep(f.path, Place{pl.site, pl.host}, id); err != nil {
+		if err := s.planKeep(f.path, p, id); err != nil {
 			return err
 		}
 	}
@@ -489,7 +527,7 @@ func (s *Store) becameReady(id int64, now time.Time) {
 
 // jobEnded forgets a job that reached a terminal state.
 func (s *Store) jobEnded(id int64) {
-	s.stg.forget(id)
+	s.cat.JobEnded(id)
 	delete(s.data.files, id)
 	delete(s.data.readyAt, id)
 	s.planEnded(id)
@@ -517,10 +555,8 @@ func (s *Store) inputs(dst []policy.Input, ids []int64, cur policy.Site, here Pl
 			// Only at a place with a data root of its own: at one sharing
 			// the CLS host's filesystem every file is "present", and DC's
 			// places there are where it was made (cache affinity).
-			if s.opt.Stager != nil && f.rel && loc.at != cur && here != shared {
-				if c := s.data.cat[f.path]; c != nil && s.present(c, here) {
-					loc.at = cur
-				}
+			if s.opt.Stager != nil && f.rel && loc.at != cur && here != catalog.Shared && s.cat.Present(f.path, here) {
+				loc.at = cur
 			}
 			size := f.size
 			if size < 0 {
@@ -565,16 +601,17 @@ func (s *Store) logStaging(dec policy.Decision, to Place, fut []policy.Arrival) 
 		"priority", dec.Priority, "queue_s", dec.Job.QueueTime, "arrivals", arr)
 }
 
-// pickDC asks policy.DC which of a dc queue's oldest ready jobs the
-// placeholder of p should get. It returns false when the queue has none
-// that fits or DC decided the placeholder should wait (then waited is set).
+// pickDC asks the queue's chooser (policy.DC, SA, XSufferage) which of a
+// choosing queue's oldest ready jobs the placeholder of p should get. It
+// returns false when the queue has none that fits or the chooser decided
+// the placeholder should wait (then waited is set).
 func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err error) {
 	d := &s.data
 	cur, err := s.phSite(p.req.Placeholder)
 	if err != nil {
 		return 0, false, false, err
 	}
-	c := dcRound{q: q, p: p, cur: cur, now: s.now()}
+	c := dcRound{s: s, q: q, p: p, cur: cur, now: s.now()}
 	if s.opt.Stager != nil {
 		if c.to, err = s.storePlace(p.req.Placeholder); err != nil {
 			return 0, false, false, err
@@ -592,11 +629,11 @@ func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err 
 	} else {
 		dec.Wait = true
 	}
-	for _, r := range c.popped {
-		if dec.Wait || r.ID != dec.Job.ID {
-			q.ready.Push(r)
-		}
+	var chosen int64
+	if !dec.Wait {
+		chosen = dec.Job.ID
 	}
+	dispatch.Restore(q.ready, c.popped, chosen)
 	clear(c.cands) // drop references to input slices
 	d.popped, d.cands, d.inBuf = c.popped[:0], c.cands[:0], c.ins[:0]
 	if dec.Wait {
@@ -611,8 +648,10 @@ func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err 
 }
 
 // dcRound is one pickDC: the asking placeholder, where it is, and the
-// candidates DC chooses among.
+// candidates the chooser chooses among. It answers dispatch.Placement for
+// the candidates, a bundle by its members.
 type dcRound struct {
+	s   *Store
 	q   *queue
 	p   *parkedNext
 	cur policy.Site
@@ -620,7 +659,7 @@ type dcRound struct {
 	now time.Time
 
 	popped []policy.Ready     // off the heap, back unless chosen
-	cands  []policy.Candidate // what DC chooses among
+	cands  []policy.Candidate // what the chooser chooses among
 	ins    []policy.Input     // the candidates' inputs, one buffer
 	groups map[int64][]int64  // bundles among the candidates: their members
 }
@@ -633,55 +672,46 @@ func (c *dcRound) membersOf(id int64) []int64 {
 	return []int64{id}
 }
 
-// dcCandidates pops up to policy.Window feasible ready jobs of c.q and
-// makes them DC's candidates, a bundle as one.
+// InputsPresent says whether candidate id's inputs are all at c.to.
+func (c *dcRound) InputsPresent(id int64) bool {
+	return c.s.opt.Stager == nil || c.s.inputsPresent(c.membersOf(id), c.to)
+}
+
+// InputsAt says the same, asking for the missing ones.
+func (c *dcRound) InputsAt(id int64) (bool, error) {
+	if c.s.opt.Stager == nil {
+		return true, nil
+	}
+	return c.s.inputsAt(c.membersOf(id), c.to)
+}
+
+// dcCandidates looks at up to policy.Window ready jobs of c.q that the
+// choosing chain lets go (dispatch.Examine) and makes them the chooser's
+// candidates, a bundle as one.
 func (s *Store) dcCandidates(c *dcRound) error {
 	d := &s.data
 	q, p := c.q, c.p
-	// Locals in the loop, c's fields after it: this runs for every job
-	// examined.
-	popped, cands, ins := c.popped, c.cands, c.ins
-	defer func() { c.popped, c.cands, c.ins = popped, cands, ins }()
+	cands, ins := c.cands, c.ins
 	var seen []int64 // bundles already among the candidates
-	for examined := 0; examined < policy.Window; {
-		r, ok := q.ready.Pop()
-		if !ok {
-			break
-		}
-		j, ok := s.g.Node(r.ID)
-		if !ok || j.State != job.Queued {
-			continue // stale entry
-		}
-		v, err := s.feasible(dcChecks, &asking{q, r, j, p})
-		if err != nil {
-			return err
-		}
-		if v == held {
-			continue
-		}
-		examined++
-		if v == aside {
-			popped = append(popped, r)
-			continue
-		}
+	a := s.asking(q, p)
+	popped, err := dispatch.Examine(a, q.ready, dispatch.Choosing, c.popped, func(r policy.Ready) (bool, error) {
 		one := [1]int64{r.ID}
 		members := one[:]
 		if bid, inBundle := s.bundles.of[r.ID]; inBundle {
 			if slices.Contains(seen, bid) {
-				popped = append(popped, r)
-				continue
+				return true, nil
 			}
 			if members, _ = s.bundlePick(r.ID, p.req.WalltimeLeft); len(members) == 0 {
-				continue // held back; pushed again when its state changes
+				return false, nil // held back; pushed again when its state changes
 			}
 			seen = append(seen, bid)
 		}
-		popped = append(popped, r)
 		if s.opt.Stager != nil {
-			// DC prices the inputs that are elsewhere: only the job it
-			// chooses is staged here (below), not every job examined.
+			// The chooser prices the inputs that are elsewhere: only the
+			// job it chooses is staged here (dcDecide), not every job
+			// examined.
 			if s.stagingElsewhere(members, c.to) {
-				continue // another place is bringing its inputs
+				return true, nil // another place is bringing its inputs
 			}
 			if len(members) > 1 {
 				if c.groups == nil {
@@ -711,20 +741,22 @@ func (s *Store) dcCandidates(c *dcRound) error {
 		cands = append(cands, policy.Candidate{
 			ID:        r.ID,
 			QueueTime: max(c.now.Sub(ready).Seconds(), 0),
-			Runtime:   d.expect.Estimate(s.g.Name(j.Target), float64(j.Est)),
+			Runtime:   d.expect.Estimate(s.g.Name(a.j.Target), float64(a.j.Est)),
 			Inputs:    ins[start:len(ins):len(ins)],
 		})
-	}
-	return nil
+		return true, nil
+	})
+	c.popped, c.cands, c.ins = popped, cands, ins
+	return err
 }
 
 // dcDecide asks the queue's chooser for one of c's candidates (there is
-// at least one), given the placeholders expected to ask soon. With
-// staging, a choice whose inputs are not here yet is staged and the
-// placeholder gets one whose inputs are, or waits.
+// at least one), given the placeholders expected to ask soon, by
+// dispatch.Choose: with staging, a choice whose inputs are not here yet is
+// staged and the placeholder gets one whose inputs are, or waits.
 func (s *Store) dcDecide(c *dcRound) (policy.Decision, error) {
 	d := &s.data
-	q, p, cur, to, cands := c.q, c.p, c.cur, c.to, c.cands
+	q, p, cur, to := c.q, c.p, c.cur, c.to
 	fut := d.arr.Predict(s.secs(c.now), p.req.Placeholder, d.fut[:0])
 	// Placeholders parked now are asking now, whatever their history.
 	for _, o := range s.parked {
@@ -737,41 +769,15 @@ func (s *Store) dcDecide(c *dcRound) (policy.Decision, error) {
 		}
 	}
 	d.fut = fut
-	var dc policy.Chooser
+	var ch policy.Chooser
 	if q.pol.NewDC != nil {
-		dc = q.pol.NewDC(s.link(cur).Latency)
+		ch = q.pol.NewDC(s.link(cur).Latency)
 	} else {
-		dc = q.pol.NewChooser()
+		ch = q.pol.NewChooser()
 	}
-	dec := dc.Choose(policy.Snapshot{Current: cur, Future: fut, Ready: slices.Values(cands), Net: network{s}})
-	if !dec.Wait && s.opt.Stager != nil {
-		here, err := s.inputsAt(c.membersOf(dec.Job.ID), to)
-		if err != nil {
-			return policy.Decision{}, err
-		}
-		if !here {
-			s.logStaging(dec, to, fut)
-			// DC wants it here and its inputs are on their way: the
-			// placeholder meanwhile gets one DC accepts among those
-			// whose inputs are here already, or waits.
-			chosen := dec.Job.ID
-			rest := slices.DeleteFunc(slices.Clone(cands), func(cd policy.Candidate) bool {
-				return cd.ID == chosen || !s.inputsPresent(c.membersOf(cd.ID), to)
-			})
-			dec = policy.Decision{Wait: true}
-			if len(rest) > 0 {
-				dec = dc.Choose(policy.Snapshot{Current: cur, Future: fut, Ready: slices.Values(rest), Net: network{s}})
-			}
-		}
+	choice, err := dispatch.Choose(ch, policy.Snapshot{Current: cur, Future: fut, Net: network{s}}, c.cands, c, dispatch.Patience(q.pol))
+	if choice.Staged {
+		s.logStaging(choice.Staging, to, fut)
 	}
-	if dec.Wait && q.pol.NewDC == nil {
-		// XSufferage waits for a placeholder it predicts elsewhere;
-		// a prediction that does not come true must not hold a job
-		// forever: the oldest that waited past patience goes here.
-		if oldest := slices.MinFunc(cands, func(a, b policy.Candidate) int { return cmpID(a.ID, b.ID) }); oldest.QueueTime >= choosePatience.Seconds() &&
-			(s.opt.Stager == nil || s.inputsPresent(c.membersOf(oldest.ID), to)) {
-			dec = policy.Decision{Job: oldest}
-		}
-	}
-	return dec, nil
+	return choice.Decision, err
 }

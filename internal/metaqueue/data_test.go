@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/dispatch"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -473,7 +474,7 @@ func TestLiveStorageAffinity(t *testing.T) {
 // at the links' rates, measured ones over configured ones. B asks for a
 // job whose 1 MB input is at A, A being expected in some seconds: over a
 // 10 kB/s link B is told to wait (and gets the job once it has waited
-// past choosePatience); over a measured fast link B gets it at once.
+// past dispatch.ChoosePatience); over a measured fast link B gets it at once.
 func TestLiveXSufferage(t *testing.T) {
 	t.Parallel()
 	for _, measuredFast := range []bool{false, true} {
@@ -517,7 +518,7 @@ func TestLiveXSufferage(t *testing.T) {
 			default:
 			}
 			e.mustBe(id, job.Queued)
-			e.clock.Advance(choosePatience + time.Second)
+			e.clock.Advance(dispatch.ChoosePatience + time.Second)
 			select {
 			case got := <-done:
 				if len(got) != 1 || got[0].ID != id {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
-	"github.com/mq-hpc/mq/internal/policy"
+	"github.com/mq-hpc/mq/internal/dispatch"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -637,7 +637,7 @@ func (s *Store) assignment(id int64, q *queue, r assignRow, bundle int64, seq in
 		a.Env = protocol.EnvList(env)
 	}
 	if jf := s.data.files[id]; jf != nil {
-		a.Inputs, a.Outputs = s.assigned(jf.in, true), s.assigned(jf.out, false)
+		a.Inputs, a.Outputs = s.assigned(jf)
 	}
 	return a, nil
 }
@@ -679,45 +679,19 @@ func (s *Store) pick(p *parkedNext, skipDC bool) (q *queue, id int64, waited boo
 	return nil, 0, waited, nil
 }
 
-// pickFrom takes the first ready job of an ordered queue that fits the
-// placeholder and, with staging, has its inputs at the placeholder's place
-// (a job whose inputs are being brought waits aside, so the placeholder
-// gets other ready work meanwhile).
+// pickFrom takes the first ready job of an ordered queue that the
+// ordered chain lets go to the placeholder (dispatch.First): with staging,
+// one whose inputs are at the placeholder's place (a job whose inputs are
+// being brought waits aside, so the placeholder gets other ready work
+// meanwhile).
 func (s *Store) pickFrom(q *queue, p *parkedNext) (int64, bool, error) {
-	var later []policy.Ready
-	defer func() {
-		for _, r := range later {
-			q.ready.Push(r)
-		}
-	}()
-	for examined := 0; examined < policy.Window; {
-		r, ok := q.ready.Pop()
-		if !ok {
-			return 0, false, nil
-		}
-		j, ok := s.g.Node(r.ID)
-		if !ok || j.State != job.Queued {
-			continue // stale entry
-		}
-		v, err := s.feasible(orderedChecks, &asking{q, r, j, p})
-		if v == held {
-			continue
-		}
-		examined++
-		if v == aside {
-			later = append(later, r)
-			if err != nil {
-				return 0, false, err
-			}
-			continue
-		}
-		return r.ID, true, nil
-	}
-	return 0, false, nil
+	r, ok, err := dispatch.First(s.asking(q, p), q.ready, dispatch.Ordered, &s.data.scratch)
+	return r.ID, ok, err
 }
 
 // dataReady says whether job id (with its bundle) has its movable inputs
-// at p's placeholder's place, asking for them when not.
+// at p's placeholder's place, asking for them when not, for no more jobs
+// than the placeholder has free slots (dispatch.MayStage).
 func (s *Store) dataReady(id int64, p *parkedNext) (bool, error) {
 	if s.opt.Stager == nil || len(s.data.files) == 0 {
 		return true, nil
@@ -734,14 +708,7 @@ func (s *Store) dataReady(id int64, p *parkedNext) (bool, error) {
 	if inBundle {
 		ids = s.bundles.members[bid]
 	}
-	// Bring inputs here for no more jobs than the asking placeholder has
-	// free slots: staging every job examined (up to the window) moved
-	// files for jobs that other places, holding their data, then ran
-	// (BENCHMARKS.md, "FCFS vs DC, live and simulated").
-	if _, marked := s.stg.to[ids[0]]; !marked && s.stagingTo(to) >= max(p.req.Free-len(p.reply.Jobs), 1) && !s.inputsPresent(ids, to) {
-		return false, nil
-	}
-	return s.inputsAt(ids, to)
+	return s.cat.Ready(ids, to, p.req.Free-len(p.reply.Jobs), s.now(), s.isQueued), nil
 }
 
 // PlaceholderGone requeues (or fails) at once every job a placeholder was

@@ -1,10 +1,11 @@
 package metaqueue
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/internal/dispatch"
+	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -17,40 +18,30 @@ func TestFeasibleWalltime(t *testing.T) {
 	q := &queue{}
 	for _, c := range []struct {
 		est, walltime float64
-		want          verdict
+		want          dispatch.Verdict
 	}{
-		{10, 0, feasible}, // unlimited
-		{10, 20, feasible},
-		{10, 5, aside},
+		{10, 0, dispatch.Feasible}, // unlimited
+		{10, 20, dispatch.Feasible},
+		{10, 5, dispatch.Aside},
 	} {
-		a := &asking{q: q, j: dag.Node{Est: float32(c.est), State: job.Queued},
+		a := &asking{s: s, q: q, j: dag.Node{Est: float32(c.est), State: job.Queued},
 			p: &parkedNext{req: protocol.Next{WalltimeLeft: c.walltime}}}
-		for _, chain := range [][]feasibility{orderedChecks, dcChecks} {
-			if v, err := s.feasible(chain, a); v != c.want || err != nil {
-				t.Errorf("est %g, walltime %g, %v: got %v, %v; want %v", c.est, c.walltime, chain, v, err, c.want)
+		for _, chain := range []dispatch.Chain{dispatch.Ordered, dispatch.Choosing} {
+			if v, err := dispatch.Run(a, chain, policy.Ready{ID: 1}); v != c.want || err != nil {
+				t.Errorf("est %g, walltime %g, %v: got %v, %v; want %v", c.est, c.walltime, chain.Checks(), v, err, c.want)
 			}
 		}
 	}
 }
 
-// The two picks run their checks in one order: the dc chain is the ordered
-// chain less the checks DC does without, and the checks that hold a job
-// come before those that set one aside.
-func TestFeasibilityChainsAgree(t *testing.T) {
-	i := 0
-	for _, f := range dcChecks {
-		for i < len(orderedChecks) && orderedChecks[i] != f {
-			i++
+// The store answers every check dispatch knows (it panics on one it does
+// not): a new check is answered here before it can be put in a chain.
+func TestStoreAnswersEveryCheck(t *testing.T) {
+	s := &Store{}
+	a := &asking{s: s, q: &queue{}, j: dag.Node{State: job.Queued}, p: &parkedNext{}}
+	for _, c := range dispatch.All.Checks() {
+		if ok, err := a.Allows(c, policy.Ready{ID: 1}); !ok || err != nil {
+			t.Errorf("%v of an empty store: %v, %v; want allowed", c, ok, err)
 		}
-		if i == len(orderedChecks) {
-			t.Fatalf("dc check %v is not in the ordered chain, or out of its order", f)
-		}
-	}
-	var names []string
-	for _, f := range orderedChecks {
-		names = append(names, f.String())
-	}
-	if got := strings.Join(names, " "); got != "heldByArray parkedInfeasible fitsWalltime fitsResources keptForPlan withinBudget inputsHere" {
-		t.Errorf("ordered chain %s", got)
 	}
 }

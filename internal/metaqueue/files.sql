@@ -1,30 +1,6 @@
--- files: the data-staging catalog as the core writes and shows it: where each
--- file was produced (files), its copies (replicas), and the transfers of a
--- job's files (transfers, job_files).
-
--- name: UserFile
--- A user's file on the CLS host; a changed one forgets its checksum.
-INSERT INTO files (path, size, site, host, cls_mtime_ns, cls_size) VALUES (?1, ?2, 'local', '', ?3, ?2)
-ON CONFLICT (path) DO UPDATE SET size = excluded.size, cls_mtime_ns = excluded.cls_mtime_ns, cls_size = excluded.cls_size,
-	sha256 = CASE WHEN cls_mtime_ns IS excluded.cls_mtime_ns AND cls_size IS excluded.cls_size THEN sha256 ELSE '' END
-WHERE producer = 0;
-
--- name: UserReplica
-INSERT INTO replicas (path, site, host, size, made) VALUES (?, 'local', '', ?, ?)
-ON CONFLICT DO UPDATE SET size = excluded.size;
-
--- name: Produced
-INSERT OR REPLACE INTO files (path, size, sha256, producer, site, host) VALUES (?, ?, ?, ?, ?, ?);
-
--- name: DropReplicas
-DELETE FROM replicas WHERE path = ?;
-
--- name: PutReplica
-INSERT OR REPLACE INTO replicas (path, site, host, size, sha256, made) VALUES (?, ?, ?, ?, ?, ?);
-
--- name: InsertTransfer
-INSERT INTO transfers (job_id, path, from_site, from_host, to_site, to_host, bytes, seconds, started, error, via)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+-- files: what the core shows of the data-staging catalog: a job's declared
+-- files with the catalog's record of each, and the transfers of its files
+-- (the catalog module writes them: catalog/catalog.sql).
 
 -- name: JobFiles
 -- A job's declared files with the catalog's record of each.

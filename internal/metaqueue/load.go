@@ -78,6 +78,7 @@ func (s *Store) resetIndex() {
 	s.counts = map[int32]*[128]int{}
 	s.nextID = 0
 	s.data.reset(s.now())
+	s.cat.Reset()
 	s.bl.Off()
 }
 

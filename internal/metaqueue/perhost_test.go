@@ -48,7 +48,7 @@ func TestStagingPerHost(t *testing.T) {
 		t.Fatalf("n2 got %v though the input is on n1 only", ids(got))
 	}
 	reqs := st.requests()
-	if len(reqs) != 1 || reqs[0].To != (Place{"nodes", "n2"}) || !slices.Equal(reqs[0].From, []Place{{"nodes", "n1"}}) {
+	if len(reqs) != 1 || reqs[0].To != (Place{Site: "nodes", Host: "n2"}) || !slices.Equal(reqs[0].From, []Place{{Site: "nodes", Host: "n1"}}) {
 		t.Fatalf("requests %+v, want one to nodes:n2 from nodes:n1", reqs)
 	}
 	e.staged(reqs[0], reqs[0].From[0], nil, false)
@@ -68,7 +68,7 @@ func TestStagingPerHost(t *testing.T) {
 	}
 	reqs = st.requests()
 	last := reqs[len(reqs)-1]
-	if last.To != (Place{"nodes", "n3"}) || len(last.From) != 2 || !slices.Contains(last.From, Place{"nodes", "n2"}) {
+	if last.To != (Place{Site: "nodes", Host: "n3"}) || len(last.From) != 2 || !slices.Contains(last.From, Place{Site: "nodes", Host: "n2"}) {
 		t.Fatalf("request %+v, want to nodes:n3 from n1 and n2", last)
 	}
 	_ = c3
@@ -79,9 +79,9 @@ func TestStagingPerHost(t *testing.T) {
 		if !e.s.data.perHost["nodes"] {
 			t.Error("after a reopen nodes is not per host")
 		}
-		c := e.s.data.cat[out.Path]
-		if c == nil || !e.s.present(c, Place{"nodes", "n2"}) || e.s.present(c, Place{"nodes", "n3"}) || e.s.present(c, Place{Site: "nodes"}) {
-			t.Errorf("after a reopen the replicas are %+v", c)
+		if c := e.s.cat; !c.Present(out.Path, Place{Site: "nodes", Host: "n2"}) || c.Present(out.Path, Place{Site: "nodes", Host: "n3"}) || c.Present(out.Path, Place{Site: "nodes"}) {
+			r, _ := e.s.Replicas(context.Background(), out.Path)
+			t.Errorf("after a reopen the replicas are %+v", r)
 		}
 		return nil
 	})
@@ -110,7 +110,7 @@ func TestDCPricesPerHost(t *testing.T) {
 	for _, r := range []struct {
 		path, host string
 	}{{f1, "n1"}, {f2, "n2"}} {
-		if _, err := e.s.AddReplica(context.Background(), r.path, Place{"nodes", r.host}, size, ""); err != nil {
+		if _, err := e.s.AddReplica(context.Background(), r.path, Place{Site: "nodes", Host: r.host}, size, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -181,7 +181,7 @@ func TestDCPricesPerHost(t *testing.T) {
 		})
 	}
 	// A copy on n2 prices j1's input there.
-	if _, err := e.s.AddReplica(context.Background(), f1, Place{"nodes", "n2"}, size, ""); err != nil {
+	if _, err := e.s.AddReplica(context.Background(), f1, Place{Site: "nodes", Host: "n2"}, size, ""); err != nil {
 		t.Fatal(err)
 	}
 	if in := price(n2, j1); len(in) != 1 || in[0].Site != -1 {

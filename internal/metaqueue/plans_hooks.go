@@ -42,8 +42,7 @@ func (s *Store) planKeep(path string, p Place, id int64) error {
 	if s.isShared(site) {
 		to = shared
 	}
-	c := s.data.cat[path]
-	if c == nil || s.present(c, to) {
+	if !s.cat.Known(path) || s.cat.Present(path, to) {
 		return nil
 	}
 	return s.requestStage(path, to, id)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
 	"github.com/mq-hpc/mq/internal/metaqueue/plans"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
@@ -439,7 +440,7 @@ func (s *Store) jobFiles(ctx context.Context, d *protocol.JobDetail) error {
 	}
 	for _, fs := range [][]protocol.FileInfo{d.Inputs, d.Outputs} {
 		for i := range fs {
-			if fs[i].Replicas, err = replicasOf(ctx, s.rdb, fs[i].Path); err != nil {
+			if fs[i].Replicas, err = catalog.Replicas(ctx, s.rdb, fs[i].Path); err != nil {
 				return err
 			}
 		}

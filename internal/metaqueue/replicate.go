@@ -385,12 +385,12 @@ func (s *Store) localBytes(id int64, cur policy.Site, to Place) int64 {
 	for _, f := range jf.in {
 		size := f.size
 		if s.opt.Stager != nil {
-			c := s.data.cat[f.path]
-			if c == nil || !s.present(c, to) {
+			n, ok := s.cat.SizeAt(f.path, to)
+			if !ok {
 				continue
 			}
-			if c.size >= 0 {
-				size = c.size
+			if n >= 0 {
+				size = n
 			}
 		} else {
 			loc, ok := s.data.where[f.path]

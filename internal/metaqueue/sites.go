@@ -36,8 +36,7 @@ func (s *Store) AddSite(ctx context.Context, spec protocol.SiteSpec) error {
 		if _, err := s.w.ExecContext(context.Background(), sitesSQL.Get("InsertSite"), spec.Name, string(raw), micros(s.now())); err != nil {
 			return fatalError{err}
 		}
-		if hasDataRoot(spec) {
-			s.data.rooted[spec.Name] = true
+		if s.cat.AddSite(spec.Name, spec) {
 			s.data.perHost[spec.Name] = spec.NodeLocal
 			s.data.gen++
 		}
@@ -83,7 +82,7 @@ func (s *Store) RemoveSite(ctx context.Context, name string) error {
 		if n, _ := res.RowsAffected(); n == 0 {
 			return protocol.Errorf(protocol.CodeNotFound, "no site %s", name)
 		}
-		delete(s.data.rooted, name)
+		s.cat.RemoveSite(name)
 		delete(s.data.perHost, name)
 		s.ledger.RemoveSite(name)
 		s.pack.Site(name, resource.Capacity{})

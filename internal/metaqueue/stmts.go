@@ -11,13 +11,12 @@ const bulkRows = 64
 
 // stmts are the writer's prepared statements.
 type stmts struct {
-	insEnv, insResources, insJob, insJobs, insPrereq, insPrereqs, insTargets, insQueue      *sql.Stmt
-	setState, finish, history, requeue, unclaim, rerun                                      *sql.Stmt
-	insPlaceholder, touchPlaceholder, jobRow, jobPrereqs                                    *sql.Stmt
-	jobEnd, keepAttempt, insFile, userFile, userReplica, produced, dropReplicas, putReplica *sql.Stmt
-	insTransfer                                                                             *sql.Stmt
-	all                                                                                     []*sql.Stmt
-	dispatchBy                                                                              map[int]*sql.Stmt
+	insEnv, insResources, insJob, insJobs, insPrereq, insPrereqs, insTargets, insQueue *sql.Stmt
+	setState, finish, history, requeue, unclaim, rerun                                 *sql.Stmt
+	insPlaceholder, touchPlaceholder, jobRow, jobPrereqs                               *sql.Stmt
+	jobEnd, keepAttempt, insFile                                                       *sql.Stmt
+	all                                                                                []*sql.Stmt
+	dispatchBy                                                                         map[int]*sql.Stmt
 }
 
 // dispatchN returns the statement that marks n jobs Executing for one
@@ -64,12 +63,6 @@ func (st *stmts) prepare(ctx context.Context, c *sql.Conn) error {
 		{&st.insEnv, "InsertEnv", jobsSQL.Get("InsertEnv")},
 		{&st.insResources, "InsertResources", jobsSQL.Get("InsertResources")},
 		{&st.insFile, "InsertFile", jobsSQL.Get("InsertFile")},
-		{&st.userFile, "UserFile", filesSQL.Get("UserFile")},
-		{&st.userReplica, "UserReplica", filesSQL.Get("UserReplica")},
-		{&st.produced, "Produced", filesSQL.Get("Produced")},
-		{&st.dropReplicas, "DropReplicas", filesSQL.Get("DropReplicas")},
-		{&st.putReplica, "PutReplica", filesSQL.Get("PutReplica")},
-		{&st.insTransfer, "InsertTransfer", filesSQL.Get("InsertTransfer")},
 		{&st.keepAttempt, "KeepAttempt", attemptsSQL.Get("KeepAttempt")},
 	} {
 		s, err := c.PrepareContext(ctx, p.sql)

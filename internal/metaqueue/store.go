@@ -23,6 +23,7 @@ import (
 
 	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/metaqueue/blevel"
+	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
 	"github.com/mq-hpc/mq/internal/metaqueue/ledger"
 	"github.com/mq-hpc/mq/internal/metaqueue/packing"
 	"github.com/mq-hpc/mq/internal/metaqueue/plans"
@@ -122,11 +123,11 @@ type Store struct {
 	arrays       arrays      // limited job arrays (array.go)
 	data         dataState   // data-conscious scheduling (data.go)
 	plans        plans.Plans // jobs' planned sites (plans/, plans_hooks.go)
-	stg          staging     // transfers in flight (transfers.go): memory only, kept across reloads
 	repl         replication // copies of running jobs (replicate.go)
-	moved        protocol.MovedTotals
 	// bl is the b-levels for cp queues (blevel/, blevel_hooks.go).
 	bl blevel.Levels
+	// cat is the data-staging catalog (catalog/, catalog_hooks.go).
+	cat *catalog.Catalog
 
 	// ledger keeps costs, spending, budgets, deadlines and the planners'
 	// caps (internal/metaqueue/ledger; its hooks: ledger_hooks.go).
@@ -229,6 +230,10 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		s.closeDB()
 		return nil, err
 	}
+	if s.cat, err = catalog.New(ctx, w, opt.Stager); err != nil {
+		s.closeDB()
+		return nil, err
+	}
 	if err := s.load(ctx); err != nil {
 		s.closeDB()
 		return nil, fmt.Errorf("load metaqueue: %w", err)
@@ -251,6 +256,9 @@ func (s *Store) Close() error {
 
 func (s *Store) closeDB() error {
 	s.stmts.close()
+	if s.cat != nil {
+		s.cat.Close()
+	}
 	err := errors.Join(s.w.Close(), s.wdb.Close(), s.rdb.Close())
 	return err
 }

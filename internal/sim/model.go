@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mq-hpc/mq/internal/dispatch"
 	"github.com/mq-hpc/mq/internal/policy"
 )
 
@@ -186,6 +187,9 @@ func newModel(w *Workload, p Platform, cfg Config) (*model, error) {
 		}
 	default:
 		return nil, fmt.Errorf("policy %q cannot be simulated yet", cfg.Policy)
+	}
+	if m.live.on {
+		m.live.chooser, m.live.patience = m.dc, dispatch.Patience(pol)
 	}
 	if err := m.setup(); err != nil {
 		return nil, err

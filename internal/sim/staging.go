@@ -3,14 +3,16 @@ package sim
 import (
 	"slices"
 
+	"github.com/mq-hpc/mq/internal/dispatch"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/internal/stage"
 )
 
 // Live staging (Config.Staging == StagingLive) models how the live CLS
-// moves inputs (metaqueue/dispatch.go pickFrom and dataReady,
-// metaqueue/data.go pickDC, metaqueue/catalog.go inputsAt), instead of the
-// thesis's placeholder copying them within its turn:
+// moves inputs, instead of the thesis's placeholder copying them within
+// its turn. Which job a placeholder gets is decided by the live CLS's own
+// code, package dispatch, over the model's replicas (liveAsk); moving
+// files follows metaqueue/catalog.go inputsAt and the CLS's stager:
 //
 //   - A file has replicas at any number of hosts; a copy leaves the
 //     original. The CLS makes the copies, stage.DefaultWorkers at a time, each
@@ -61,9 +63,15 @@ type liveState struct {
 	spare    []int32 // wake's next parked list
 	wakes    uint64  // times the state changed for parked placeholders
 
-	aside []policy.Ready
-	cands []policy.Candidate
-	ins   []policy.Input
+	// The pick's scratch: the view of the world it asks, DC's list,
+	// candidates and their inputs, and what decides among them.
+	ask      liveAsk
+	scratch  dispatch.Scratch
+	list     readyList
+	cands    []policy.Candidate
+	ins      []policy.Input
+	chooser  policy.Chooser
+	patience float64 // dispatch.Patience of the policy
 }
 
 func (m *model) setupLive(hosts int) {
@@ -95,75 +103,113 @@ func (m *model) liveTurn(h int32, seq uint64) bool {
 }
 
 // chooseLive picks a job for placeholder ph by the live rule, or returns
-// -1; waited says DC decided to wait with jobs ready.
+// -1; waited says DC decided to wait with jobs ready. The rule is package
+// dispatch's, the one the live CLS runs; the model answers its checks
+// (liveAsk).
 func (m *model) chooseLive(ph int32) (int32, bool) {
+	a := &m.live.ask
+	*a = liveAsk{m: m, here: policy.Site(m.phs[ph].host)}
 	if m.heap != nil {
-		return m.chooseOrderedLive(ph), false
+		return m.chooseOrderedLive(a), false
 	}
-	return m.chooseDCLive(ph)
+	return m.chooseDCLive(ph, a)
 }
 
-func (m *model) chooseOrderedLive(ph int32) int32 {
-	here := policy.Site(m.phs[ph].host)
-	aside := m.live.aside[:0]
-	j := int32(-1)
-	for range policy.Window {
-		r, ok := m.heap.Pop()
-		if !ok {
-			break
-		}
-		c := m.subs[r.ID-1]
-		if m.dataReady(c, here) {
-			j = c
-			break
-		}
-		aside = append(aside, r)
+// liveAsk is the model's view of the world for one placeholder's pick
+// with live staging (a dispatch.World and dispatch.Placement): jobs are
+// named by their submission number, as on the ready heap and list.
+type liveAsk struct {
+	m    *model
+	here policy.Site
+}
+
+// simulated is the checks the model answers (liveAsk.Allows); it allows
+// every other one, so the picks ask it only these.
+const simulated = dispatch.Chain(1 << dispatch.InputsHere)
+
+var (
+	_ dispatch.World     = (*liveAsk)(nil)
+	_ dispatch.Placement = (*liveAsk)(nil)
+)
+
+func (a *liveAsk) job(sub int64) int32 { return a.m.subs[sub-1] }
+
+// Current is always true: the ordered heap holds no taken job (a job
+// leaves it when taken) and DC's readyList skips them.
+func (a *liveAsk) Current(policy.Ready) bool { return true }
+
+// Allows answers the checks the model simulates: whether a job's inputs
+// are here (asking for them within dispatch.MayStage's bound: a
+// placeholder runs one job per turn, one free slot). Arrays, deadlines,
+// walltimes, plans and budgets are not simulated: they allow every job.
+func (a *liveAsk) Allows(c dispatch.Check, r policy.Ready) (bool, error) {
+	if c != dispatch.InputsHere {
+		return true, nil
 	}
-	for _, r := range aside {
-		m.heap.Push(r)
+	m, j := a.m, a.job(r.ID)
+	if len(m.w.Jobs[j].In) == 0 {
+		return true, nil
 	}
-	m.live.aside = aside[:0]
-	if j >= 0 {
-		m.jobs[j].taken = true
+	if !dispatch.MayStage(m.jobs[j].mark != noMark, int(m.live.marks[a.here]), 1) && !m.inputsPresent(j, a.here) {
+		return false, nil
 	}
+	return m.inputsAt(j, a.here), nil
+}
+
+func (a *liveAsk) InputsPresent(sub int64) bool     { return a.m.inputsPresent(a.job(sub), a.here) }
+func (a *liveAsk) InputsAt(sub int64) (bool, error) { return a.m.inputsAt(a.job(sub), a.here), nil }
+
+// chooseOrderedLive is an ordered queue's pick (dispatch.First).
+func (m *model) chooseOrderedLive(a *liveAsk) int32 {
+	r, ok, _ := dispatch.First(a, m.heap, dispatch.Ordered&simulated, &m.live.scratch)
+	if !ok {
+		return -1
+	}
+	j := a.job(r.ID)
+	m.jobs[j].taken = true
 	return j
 }
 
-// dataReady says whether job j has its inputs at here, asking for them
-// when not, for no more jobs than the placeholder's free slots (one).
-func (m *model) dataReady(j int32, here policy.Site) bool {
-	if len(m.w.Jobs[j].In) == 0 {
-		return true
-	}
-	if m.jobs[j].mark == noMark && m.live.marks[here] >= 1 && !m.inputsPresent(j, here) {
-		return false
-	}
-	return m.inputsAt(j, here)
+// readyList is DC's ready list as dispatch pops it: oldest first, the
+// taken jobs still in the list skipped, nothing removed by a look.
+type readyList struct {
+	m    *model
+	next int
 }
 
-func (m *model) chooseDCLive(ph int32) (int32, bool) {
-	here := policy.Site(m.phs[ph].host)
+func (l *readyList) Pop() (policy.Ready, bool) {
+	for l.next < len(l.m.ready) {
+		s := l.m.ready[l.next]
+		l.next++
+		if !l.m.jobs[l.m.subs[s-1]].taken {
+			return policy.Ready{ID: s}, true
+		}
+	}
+	return policy.Ready{}, false
+}
+
+func (l *readyList) Push(policy.Ready) {}
+
+// chooseDCLive is a choosing queue's pick: the candidates dispatch.Examine
+// lets go, priced where DC sees their inputs, and dispatch.Choose.
+func (m *model) chooseDCLive(ph int32, a *liveAsk) (int32, bool) {
+	here := a.here
 	l := &m.live
 	cands, ins := l.cands[:0], l.ins[:0]
-	examined := 0
-	for _, s := range m.ready {
-		if examined == policy.Window {
-			break
-		}
-		j := m.subs[s-1]
+	l.list = readyList{m: m}
+	// Examine's popped list is not kept: a look removes nothing from the
+	// list.
+	_, _ = dispatch.Examine(a, &l.list, dispatch.Choosing&simulated, nil, func(r policy.Ready) (bool, error) {
+		j := a.job(r.ID)
 		js := &m.jobs[j]
-		if js.taken {
-			continue
-		}
-		examined++
 		if js.mark != noMark && js.mark != here {
-			continue // another host is bringing its inputs
+			return false, nil // another host is bringing its inputs
 		}
 		start := len(ins)
 		ins = m.price(ins, j, here)
 		job := &m.w.Jobs[j]
 		cands = append(cands, policy.Candidate{
-			ID: s,
+			ID: r.ID,
 			// From readiness, as the live CLS counts it (readyAt): a
 			// dependent job does not arrive at DC with its wait for
 			// its producers already on its clock.
@@ -171,10 +217,12 @@ func (m *model) chooseDCLive(ph int32) (int32, bool) {
 			Runtime:   m.expect.Estimate(job.Group, job.Estimate),
 			Inputs:    ins[start:len(ins):len(ins)],
 		})
-	}
+		return false, nil
+	})
 	defer func() {
 		clear(cands)
 		l.cands, l.ins = cands[:0], ins[:0]
+		l.list = readyList{}
 	}()
 	if len(cands) == 0 {
 		return -1, false
@@ -186,27 +234,11 @@ func (m *model) chooseDCLive(ph int32) (int32, bool) {
 			m.future = append(m.future, policy.Arrival{Site: policy.Site(m.phs[o].host)})
 		}
 	}
-	snap := policy.Snapshot{Current: here, Future: m.future, Ready: slices.Values(cands), Net: m.p}
-	d := m.dc.Choose(snap)
-	if !d.Wait {
-		chosen := m.subs[d.Job.ID-1]
-		if !m.inputsAt(chosen, here) {
-			// Its inputs are on their way here: meanwhile the
-			// placeholder gets DC's choice among those already here.
-			rest := slices.DeleteFunc(slices.Clone(cands), func(c policy.Candidate) bool {
-				return c.ID == d.Job.ID || !m.inputsPresent(m.subs[c.ID-1], here)
-			})
-			d = policy.Decision{Wait: true}
-			if len(rest) > 0 {
-				snap.Ready = slices.Values(rest)
-				d = m.dc.Choose(snap)
-			}
-		}
-	}
+	d, _ := dispatch.Choose(l.chooser, policy.Snapshot{Current: here, Future: m.future, Net: m.p}, cands, a, l.patience)
 	if d.Wait {
 		return -1, true
 	}
-	j := m.subs[d.Job.ID-1]
+	j := a.job(d.Job.ID)
 	m.takeReady(j)
 	return j, false
 }

@@ -547,7 +547,7 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 				q.id, next.Deadline, next.Budget); err != nil {
 				return fatalError{err}
 			}
-			s.repl.gen++ // copies refused for the budget or deadline may now fit
+			s.repl.Changed() // copies refused for the budget or deadline may now fit
 			s.econ.infeasibleGen++
 		}
 		if pol != nil && pol.Name != q.pol.Name {

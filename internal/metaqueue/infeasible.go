@@ -265,7 +265,7 @@ func (s *Store) ranFor(id int64, now time.Time) float64 {
 	if ru := s.running[id]; ru != nil {
 		first = ru.started
 	}
-	for _, c := range s.repl.copies[id] {
+	for _, c := range s.copyRuns[id] {
 		if first.IsZero() || c.started.Before(first) {
 			first = c.started
 		}

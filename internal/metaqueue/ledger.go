@@ -324,7 +324,7 @@ func (s *Store) countRunning(q *queue) error {
 			return err
 		}
 	}
-	for id, cs := range s.repl.copies {
+	for id, cs := range s.copyRuns {
 		for _, ru := range cs {
 			if err := add(id, ru); err != nil {
 				return err

@@ -65,7 +65,8 @@ func (s *Store) resetIndex() {
 	s.qlist = nil
 	s.stages.order = nil
 	s.running = map[int64]*run{}
-	s.repl.reset()
+	s.copyRuns = map[int64][]*run{}
+	s.repl.Reset()
 	s.arrays = arrays{}
 	s.econ.reset()
 	s.phs = map[int64]bool{}

@@ -1,0 +1,536 @@
+package metaqueue
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mq-hpc/mq/internal/metaqueue/copies"
+	"github.com/mq-hpc/mq/internal/policy"
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// The core's side of job replication (package copies): the copies of a
+// job are attempts the core runs as any other (s.copyRuns beside
+// s.running, leases, placeholders); the module keeps what replication
+// alone knows and writes its tables. What a copy spends goes to the
+// ledger and what it reads is asked of the catalog from here, with the
+// facts the module returns.
+
+// copying reports whether q copies running jobs, and its bound on the
+// attempts of one job running at once (0: none).
+func (q *queue) copying() (on bool, most int) {
+	return copies.Limit(q.pol.NewReplicator != nil, q.MaxCopies)
+}
+
+// replicator is q's end game: its policy's, or WQR's for a queue that
+// copies by --max-copies alone.
+func (q *queue) replicator() policy.Replicator {
+	return copies.Replicator(q.pol.NewReplicator)
+}
+
+func (s *Store) countCopying() {
+	n := 0
+	for _, q := range s.qlist {
+		if on, _ := q.copying(); on {
+			n++
+		}
+	}
+	s.repl.SetCopying(n)
+}
+
+// copyable says whether job id of queue q may run as several attempts at
+// once: q copies, the job did not opt out, is not part of a bundle (a
+// bundle's jobs share one slot), and every output it declared is a
+// relative path inside its working directory (the agent makes those in a
+// per-attempt directory; an absolute one it could not keep apart).
+func (s *Store) copyable(id int64, q *queue) bool {
+	if on, _ := q.copying(); !on || s.repl.OptedOut(id) {
+		return false
+	}
+	if _, ok := s.bundles.of[id]; ok {
+		return false
+	}
+	if jf := s.data.files[id]; jf != nil && jf.outsideCwd {
+		return false
+	}
+	return true
+}
+
+// under says whether path p lies strictly inside directory dir.
+func under(dir, p string) bool {
+	if dir == "" {
+		return false
+	}
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
+}
+
+// win makes ru the attempt the job row describes and ends every other
+// attempt of the job as a killed copy.
+func (s *Store) win(id int64, ru *run) error {
+	if err := s.begin(); err != nil {
+		return err
+	}
+	var others []*run
+	if p := s.running[id]; p != nil && p != ru {
+		others = append(others, p)
+	}
+	for _, c := range s.copyRuns[id] {
+		if c != ru {
+			others = append(others, c)
+		}
+	}
+	// The winner moves its outputs into place: no copy may start beside
+	// it any more (a later one could claim and win again).
+	if err := s.setApart(id, ru, false); err != nil {
+		return err
+	}
+	if s.running[id] != ru {
+		s.running[id] = ru
+		if _, err := s.w.ExecContext(context.Background(), "UPDATE jobs SET row_attempt = ?, placeholder_id = ?, started = ? WHERE id = ?",
+			ru.attempt, ru.placeholder, micros(ru.started), id); err != nil {
+			return fatalError{err}
+		}
+	}
+	delete(s.copyRuns, id)
+	s.syncCopy(id)
+	if err := s.repl.AllLeft(context.Background(), s.w, id); err != nil {
+		return fatalError{err}
+	}
+	now := s.now()
+	reason := copies.KilledReason(ru.attempt)
+	for _, o := range others {
+		if err := s.keepCopy(id, o, protocol.Report{Finished: now, Reason: reason}, true); err != nil {
+			return err
+		}
+		s.killedCopy(id, o)
+	}
+	if len(others) > 0 {
+		s.log.Info("an attempt finished first; the other attempts are killed", "job", id, "attempt", ru.attempt, "killed", len(others))
+	}
+	return nil
+}
+
+// keepCopy records an attempt that ended while the job goes on (or ended
+// by another attempt) and charges what it ran: spent, whether it lost,
+// failed or was lost, as any attempt (the budget counts every attempt).
+func (s *Store) keepCopy(id int64, ru *run, r protocol.Report, killed bool) error {
+	if err := s.begin(); err != nil {
+		return err
+	}
+	now := r.Finished
+	if now.IsZero() {
+		now = s.now()
+	}
+	a := copies.Run{Job: id, Attempt: ru.attempt, Placeholder: ru.placeholder, Started: ru.started}
+	started, finished, err := s.repl.End(context.Background(), s.w, a, r, killed, now)
+	if err != nil {
+		return fatalError{err}
+	}
+	if j, ok := s.g.Node(id); ok {
+		if q := s.queueIDs[j.Queue]; q != nil {
+			return s.charge(id, q, ru, started, finished, false)
+		}
+	}
+	return nil
+}
+
+// dropRun forgets attempt ru of job id, which ended while the job goes on:
+// a copy leaves job_copies; the job row's own gives way to the oldest
+// copy, which the row then describes.
+func (s *Store) dropRun(id int64, ru *run) error {
+	if err := s.begin(); err != nil {
+		return err
+	}
+	s.repl.Changed()
+	s.econStop(ru)
+	cs := s.copyRuns[id]
+	if i := slices.Index(cs, ru); i >= 0 {
+		cs = slices.Delete(cs, i, i+1)
+		s.setCopies(id, cs)
+		if err := s.repl.Left(context.Background(), s.w, id, ru.attempt); err != nil {
+			return fatalError{err}
+		}
+		return nil
+	}
+	if s.running[id] != ru || len(cs) == 0 {
+		return nil
+	}
+	next := cs[0]
+	s.setCopies(id, cs[1:])
+	s.running[id] = next
+	// A copy runs apart: the row's attempt now, copies may start beside it.
+	if err := s.setApart(id, next, true); err != nil {
+		return err
+	}
+	if err := s.repl.Left(context.Background(), s.w, id, next.attempt); err != nil {
+		return fatalError{err}
+	}
+	if _, err := s.w.ExecContext(context.Background(), "UPDATE jobs SET row_attempt = ?, placeholder_id = ?, started = ? WHERE id = ?",
+		next.attempt, next.placeholder, micros(next.started), id); err != nil {
+		return fatalError{err}
+	}
+	return nil
+}
+
+func (s *Store) setCopies(id int64, cs []*run) {
+	if len(cs) == 0 {
+		delete(s.copyRuns, id)
+	} else {
+		s.copyRuns[id] = cs
+	}
+	s.syncCopy(id)
+}
+
+// setApart records whether ru, the attempt job id's row describes, runs
+// apart and may have copies beside it.
+func (s *Store) setApart(id int64, ru *run, apart bool) error {
+	if err := s.repl.SetApart(context.Background(), s.w, id, ru.attempt, apart); err != nil {
+		return fatalError{err}
+	}
+	s.syncCopy(id)
+	return nil
+}
+
+// stopCopies ends every copy of job id, which stops executing for another
+// reason (deleted, or its own attempt ended it): they are killed at their
+// placeholders' next heartbeat.
+func (s *Store) stopCopies(id int64, reason string) error {
+	cs := s.copyRuns[id]
+	if len(cs) == 0 {
+		return nil
+	}
+	now := s.now()
+	for _, c := range cs {
+		if err := s.keepCopy(id, c, protocol.Report{Finished: now, Reason: reason}, true); err != nil {
+			return err
+		}
+		s.killedCopy(id, c)
+	}
+	delete(s.copyRuns, id)
+	s.syncCopy(id)
+	if err := s.repl.AllLeft(context.Background(), s.w, id); err != nil {
+		return fatalError{err}
+	}
+	return nil
+}
+
+// killedCopy remembers a copy of job id just killed, which runs on until
+// its placeholder's next heartbeat: its late report is kept and its
+// reservation held (and that time charged) until then (econDying). Past
+// copies.MaxKilledKept, it is charged up to the kill only.
+func (s *Store) killedCopy(id int64, o *run) {
+	ref := protocol.JobRef{ID: id, Attempt: o.attempt}
+	if !s.repl.Kill(ref, o.placeholder) {
+		s.econStop(o)
+		return
+	}
+	s.econDying(ref, o)
+}
+
+// lateReport keeps the CPU figures of a killed copy's report, which came
+// after another attempt won, charges it up to when it stopped and
+// releases its reservation.
+func (s *Store) lateReport(ph int64, r protocol.Report) error {
+	ref := protocol.JobRef{ID: r.ID, Attempt: r.Attempt}
+	if !s.repl.TakeKilled(ref, ph) {
+		return nil
+	}
+	if err := s.begin(); err != nil {
+		return err
+	}
+	err := s.extendCharge(r.ID, r.Attempt, r.Finished)
+	s.econDied(ref)
+	if err != nil {
+		return err
+	}
+	if err := s.repl.LateUsage(context.Background(), s.w, r); err != nil {
+		return fatalError{err}
+	}
+	return nil
+}
+
+// localBytes is how many bytes of job id's inputs are at the asking
+// placeholder's site (cur, with storage place to): with staging, those
+// the catalog has a replica of there; without, those produced there.
+func (s *Store) localBytes(id int64, cur policy.Site, to Place) int64 {
+	jf := s.data.files[id]
+	if jf == nil {
+		return 0
+	}
+	var b int64
+	for _, f := range jf.in {
+		size := f.size
+		if s.opt.Stager != nil {
+			c := s.data.cat[f.path]
+			if c == nil || !s.present(c, to) {
+				continue
+			}
+			if c.size >= 0 {
+				size = c.size
+			}
+		} else {
+			loc, ok := s.data.where[f.path]
+			if !ok || loc.at != cur {
+				continue
+			}
+			if size < 0 {
+				size = loc.size
+			}
+		}
+		b += max(size, 0)
+	}
+	return b
+}
+
+// maxCopyTries bounds the jobs one request looks at to copy whose inputs
+// turn out not to be at the asking placeholder's place.
+const maxCopyTries = 8
+
+// pickCopy chooses a running job to copy for placeholder p, from the
+// queues that copy and have no ready job. It returns 0 for none.
+func (s *Store) pickCopy(p *parkedNext) (int64, *queue, error) {
+	gen := s.repl.Gen()
+	if p.copyLooked && p.copyGen == gen && p.copyDataGen == s.data.gen {
+		return 0, nil, nil // nothing changed since the last look
+	}
+	p.copyLooked, p.copyGen, p.copyDataGen = true, gen, s.data.gen
+	ph := p.req.Placeholder
+	cur, err := s.phSite(ph)
+	if err != nil {
+		return 0, nil, err
+	}
+	var to Place
+	if s.opt.Stager != nil {
+		if to, err = s.storePlace(ph); err != nil {
+			return 0, nil, err
+		}
+	}
+	look := s.repl.Look(copies.Where{Site: cur, StoreSite: to.Site, StoreHost: to.Host}, s.data.places[cur].site, s.data.gen-s.data.told)
+	a := &copyAsk{s: s, p: p, cur: cur, to: to}
+	for _, q := range s.qlist {
+		// Only beside an attempt kept apart in scratch that has not won
+		// (the index holds those): one run in the working directory
+		// (dispatched before its queue copied) would write its outputs
+		// over the winner's.
+		on, most := q.copying()
+		if !on || q.ready.Len() > 0 || !s.repl.Has(q.id) {
+			continue
+		}
+		a.q = q
+		look.Unskip()
+		cq := copies.Queue{ID: q.id, Rep: q.replicator(), Most: most, NeedsFiles: q.pol.Needs&policy.NeedsFiles != 0}
+		for try := 0; try < maxCopyTries; try++ {
+			id := s.repl.Choose(look, cq, a)
+			if id == 0 {
+				break
+			}
+			here := true
+			if s.opt.Stager != nil {
+				if here, err = s.inputsAt([]int64{id}, to); err != nil {
+					return 0, nil, err
+				}
+			}
+			if here {
+				return id, q, nil
+			}
+			// Its inputs are on their way here: it may be copied once
+			// they land (data.gen moves on then).
+			look.Skip(id)
+		}
+	}
+	return 0, nil, nil
+}
+
+// copyAsk is the core's side of one look for a copy: the asking
+// placeholder, its site and the queue looked at.
+type copyAsk struct {
+	s   *Store
+	p   *parkedNext
+	q   *queue
+	cur policy.Site
+	to  Place
+}
+
+var _ copies.Ask = (*copyAsk)(nil)
+
+// Copyable says whether job id, in a.q's index, may be copied for a.
+func (a *copyAsk) Copyable(id int64) bool {
+	s := a.s
+	j, ok := s.g.Node(id)
+	if !ok || j.State != job.Executing || s.queueIDs[j.Queue] != a.q {
+		return false
+	}
+	if ru := s.running[id]; ru == nil || !s.repl.Apart(id, ru.attempt) || !s.copyable(id, a.q) || s.runsOn(id, a.p.req.Placeholder) {
+		return false
+	}
+	// A copy spends as a first run does: the same budget and deadline
+	// gate (and the planner's cap at the asking site).
+	return fits(j.Est, a.q, a.p.req.WalltimeLeft) && s.affordable(a.q, j, a.p.site)
+}
+
+// LocalBytes is how many bytes of job id's inputs are at a's site.
+func (a *copyAsk) LocalBytes(id int64) int64 { return a.s.localBytes(id, a.cur, a.to) }
+
+// Est is job id's expected runtime.
+func (a *copyAsk) Est(id int64) float32 {
+	j, _ := a.s.g.Node(id)
+	return j.Est
+}
+
+// dispatchCopy starts a copy of running job id for placeholder p: a new
+// attempt number, recorded in job_copies, its lease renewed by p's
+// heartbeats as any attempt's.
+func (s *Store) dispatchCopy(p *parkedNext, id int64, q *queue) error {
+	if err := s.begin(); err != nil {
+		return err
+	}
+	now := s.now()
+	var r assignRow
+	err := s.w.QueryRowContext(context.Background(), `UPDATE jobs SET row_attempt = coalesce(row_attempt, attempts), attempts = attempts + 1,
+		attempt_base = attempt_base + 1 WHERE id = ? AND state = 'E'
+		RETURNING attempts, command, cwd, submitted, coalesce((SELECT env FROM job_env WHERE job_id = jobs.id), '')`, id).
+		Scan(&r.attempt, &r.command, &r.cwd, &r.submitted, &r.env)
+	if err != nil {
+		return fatalError{fmt.Errorf("copy job %d: %w", id, err)}
+	}
+	s.phWorked(p.req.Placeholder)
+	if err := s.repl.Started(context.Background(), s.w, copies.Run{Job: id, Attempt: r.attempt, Placeholder: p.req.Placeholder, Started: now}); err != nil {
+		return fatalError{err}
+	}
+	ru := &run{attempt: r.attempt, used: 1, placeholder: p.req.Placeholder, lease: now.Add(s.opt.Lease), started: now}
+	s.copyRuns[id] = append(s.copyRuns[id], ru)
+	s.syncCopy(id)
+	if j, ok := s.g.Node(id); ok {
+		s.econStart(q, j, ru, p.site)
+	}
+	a, err := s.assignment(id, q, r, 0, 0)
+	if err != nil {
+		return err
+	}
+	a.Scratch = true
+	p.reply.Jobs = append(p.reply.Jobs, a)
+	s.log.Info("copy of a running job dispatched", "job", id, "attempt", r.attempt, "placeholder", p.req.Placeholder, "copies", len(s.copyRuns[id]))
+	return nil
+}
+
+// loadCopies reads the copies running beside executing jobs (each with a
+// fresh lease, as the job rows' own), which row attempts run apart and
+// the jobs that opted out.
+func (s *Store) loadCopies(ctx context.Context, now time.Time) error {
+	runs, err := s.repl.Load(ctx, s.w)
+	if err != nil {
+		return err
+	}
+	for _, r := range runs {
+		if s.running[r.Job] == nil {
+			continue
+		}
+		s.copyRuns[r.Job] = append(s.copyRuns[r.Job], &run{attempt: r.Attempt, used: 1, placeholder: r.Placeholder, lease: now.Add(s.opt.Lease), started: r.Started})
+		s.phs[r.Placeholder] = true
+	}
+	// Running copies take their reservations and places under the
+	// planner's caps again, as the job rows' own attempts do (loadJobs).
+	for id, cs := range s.copyRuns {
+		n, _ := s.g.Node(id)
+		q := s.queueIDs[n.Queue]
+		if q == nil || (!q.costed() && len(s.econ.price) == 0) {
+			continue
+		}
+		for _, c := range cs {
+			site, err := s.siteName(c.placeholder)
+			if err != nil {
+				return err
+			}
+			s.econStart(q, n, c, site)
+		}
+	}
+	return nil
+}
+
+// rebuildCopies makes the copy candidates afresh from s.running (after a
+// load).
+func (s *Store) rebuildCopies() {
+	s.repl.Rebuild()
+	for id := range s.running {
+		s.syncCopy(id)
+	}
+}
+
+// syncCopy tells the copy candidates index of job id's attempts running:
+// every change of s.running, of the row's apartness or of s.copyRuns
+// calls it for the job.
+func (s *Store) syncCopy(id int64) {
+	j := copies.Job{ID: id}
+	if ru := s.running[id]; ru != nil && s.repl.Apart(id, ru.attempt) {
+		if n, ok := s.g.Node(id); ok {
+			j.Row, j.Queue, j.Runs = ru.attempt, n.Queue, 1+len(s.copyRuns[id])
+			j.Inputs = func() []string { return s.inputPaths(id) }
+		}
+	}
+	s.repl.Sync(j)
+}
+
+// inputPaths lists the files job id reads.
+func (s *Store) inputPaths(id int64) []string {
+	jf := s.data.files[id]
+	if jf == nil || len(jf.in) == 0 {
+		return nil
+	}
+	out := make([]string, len(jf.in))
+	for i, f := range jf.in {
+		out[i] = f.path
+	}
+	return out
+}
+
+// dataMoved bumps data.gen for outputs made or replicas added at the
+// files of fs: the copy candidates reading them forget their local bytes.
+func (s *Store) dataMoved(fs []fileDecl) {
+	for _, f := range fs {
+		s.repl.Moved(f.path)
+	}
+	s.data.gen++
+	s.data.told++
+}
+
+// dataMoved1 is dataMoved for one path.
+func (s *Store) dataMoved1(path string) {
+	s.repl.Moved(path)
+	s.data.gen++
+	s.data.told++
+}
+
+// dataChanged bumps data.gen for a change that moved no file (the ready
+// set, the placeholders predicted).
+func (s *Store) dataChanged() {
+	s.data.gen++
+	s.data.told++
+}
+
+// runningCopies lists the copies of job id running now.
+func (s *Store) runningCopies(ctx context.Context, id int64) ([]protocol.AttemptInfo, error) {
+	cs, err := copies.Running(ctx, s.rdb, id)
+	if err != nil {
+		return nil, err
+	}
+	var out []protocol.AttemptInfo
+	for _, c := range cs {
+		a := protocol.AttemptInfo{Attempt: c.Attempt, Site: c.Site, Host: c.Host, Started: formatMicros(c.Started)}
+		if c.OutDir != "" {
+			a.Stdout, a.Stderr = job.OutputPaths(c.OutDir, id, c.Attempt)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// Waste totals what killed copies used (nil when none was killed).
+func (s *Store) Waste(ctx context.Context) (*protocol.WasteTotals, error) {
+	return copies.Waste(ctx, s.rdb)
+}

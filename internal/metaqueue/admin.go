@@ -338,9 +338,6 @@ func (s *Store) Delete(ctx context.Context, sel protocol.Select) (protocol.Actio
 				if err := s.charge(id, s.queueIDs[j.Queue], ru, ru.started, s.now(), false); err != nil {
 					return err
 				}
-				if err := s.setApart(id, ru, false); err != nil {
-					return err
-				}
 			}
 			s.stopRun(id)
 		}

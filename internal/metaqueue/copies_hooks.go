@@ -85,11 +85,6 @@ func (s *Store) win(id int64, ru *run) error {
 			others = append(others, c)
 		}
 	}
-	// The winner moves its outputs into place: no copy may start beside
-	// it any more (a later one could claim and win again).
-	if err := s.setApart(id, ru, false); err != nil {
-		return err
-	}
 	if s.running[id] != ru {
 		s.running[id] = ru
 		if _, err := s.w.ExecContext(context.Background(), "UPDATE jobs SET row_attempt = ?, placeholder_id = ?, started = ? WHERE id = ?",
@@ -98,17 +93,17 @@ func (s *Store) win(id int64, ru *run) error {
 		}
 	}
 	delete(s.copyRuns, id)
-	s.syncCopy(id)
-	if err := s.repl.AllLeft(context.Background(), s.w, id); err != nil {
+	j := s.copyJob(id)
+	var now time.Time
+	if len(others) > 0 {
+		now = s.now()
+	}
+	ends, err := s.repl.Win(context.Background(), s.w, j, ru.attempt, copyRunsOf(id, others), now)
+	if err != nil {
 		return fatalError{err}
 	}
-	now := s.now()
-	reason := copies.KilledReason(ru.attempt)
-	for _, o := range others {
-		if err := s.keepCopy(id, o, protocol.Report{Finished: now, Reason: reason}, true); err != nil {
-			return err
-		}
-		s.killedCopy(id, o)
+	if err := s.chargeKilled(id, others, ends); err != nil {
+		return err
 	}
 	if len(others) > 0 {
 		s.log.Info("an attempt finished first; the other attempts are killed", "job", id, "attempt", ru.attempt, "killed", len(others))
@@ -116,121 +111,126 @@ func (s *Store) win(id int64, ru *run) error {
 	return nil
 }
 
-// keepCopy records an attempt that ended while the job goes on (or ended
-// by another attempt) and charges what it ran: spent, whether it lost,
-// failed or was lost, as any attempt (the budget counts every attempt).
-func (s *Store) keepCopy(id int64, ru *run, r protocol.Report, killed bool) error {
+// copyRunsOf is rs, attempts of job id, as the module sees them.
+func copyRunsOf(id int64, rs []*run) []copies.Run {
+	out := make([]copies.Run, len(rs))
+	for i, r := range rs {
+		out[i] = copies.Run{Job: id, Attempt: r.attempt, Placeholder: r.placeholder, Started: r.started}
+	}
+	return out
+}
+
+// chargeKilled charges what the killed attempts rs of job id ran (ends,
+// in the same order, from the module) and holds the reservation of each
+// whose late report is awaited until it comes (econDying), or releases it.
+func (s *Store) chargeKilled(id int64, rs []*run, ends []copies.Ended) error {
+	if len(ends) == 0 {
+		return nil
+	}
+	var q *queue
+	if j, ok := s.g.Node(id); ok {
+		q = s.queueIDs[j.Queue]
+	}
+	for i, e := range ends {
+		o := rs[i]
+		if q != nil {
+			if err := s.charge(id, q, o, e.Started, e.Finished, false); err != nil {
+				return err
+			}
+		}
+		if e.Kept {
+			s.econDying(protocol.JobRef{ID: id, Attempt: o.attempt}, o)
+		} else {
+			s.econStop(o)
+		}
+	}
+	return nil
+}
+
+// endAlone ends attempt ru of job id, which ended as out while another
+// runs on: it is recorded (unless handed back unstarted) and charged as
+// any attempt (the budget counts every attempt, failed or lost), and
+// forgotten: a copy leaves the job's copies; the row's own gives way to
+// the oldest copy, which the row then describes.
+func (s *Store) endAlone(id int64, ru *run, out outcome, r protocol.Report) error {
 	if err := s.begin(); err != nil {
 		return err
 	}
+	cs := s.copyRuns[id]
+	promoted := false
+	if i := slices.Index(cs, ru); i >= 0 {
+		s.setCopies(id, slices.Delete(cs, i, i+1))
+	} else if s.running[id] == ru && len(cs) > 0 {
+		next := cs[0]
+		s.setCopies(id, cs[1:])
+		s.running[id] = next
+		promoted = true
+		if _, err := s.w.ExecContext(context.Background(), "UPDATE jobs SET row_attempt = ?, placeholder_id = ?, started = ? WHERE id = ?",
+			next.attempt, next.placeholder, micros(next.started), id); err != nil {
+			return fatalError{err}
+		}
+	}
+	record := out != returned
 	now := r.Finished
-	if now.IsZero() {
+	if record && now.IsZero() {
 		now = s.now()
 	}
+	j := s.copyJob(id)
 	a := copies.Run{Job: id, Attempt: ru.attempt, Placeholder: ru.placeholder, Started: ru.started}
-	started, finished, err := s.repl.End(context.Background(), s.w, a, r, killed, now)
+	started, finished, err := s.repl.EndAlone(context.Background(), s.w, j, a, r, record, promoted, now)
 	if err != nil {
 		return fatalError{err}
 	}
-	if j, ok := s.g.Node(id); ok {
-		if q := s.queueIDs[j.Queue]; q != nil {
-			return s.charge(id, q, ru, started, finished, false)
+	if record {
+		if n, ok := s.g.Node(id); ok {
+			if q := s.queueIDs[n.Queue]; q != nil {
+				if err := s.charge(id, q, ru, started, finished, false); err != nil {
+					return err
+				}
+			}
 		}
 	}
-	return nil
-}
-
-// dropRun forgets attempt ru of job id, which ended while the job goes on:
-// a copy leaves job_copies; the job row's own gives way to the oldest
-// copy, which the row then describes.
-func (s *Store) dropRun(id int64, ru *run) error {
-	if err := s.begin(); err != nil {
-		return err
-	}
-	s.repl.Changed()
 	s.econStop(ru)
-	cs := s.copyRuns[id]
-	if i := slices.Index(cs, ru); i >= 0 {
-		cs = slices.Delete(cs, i, i+1)
-		s.setCopies(id, cs)
-		if err := s.repl.Left(context.Background(), s.w, id, ru.attempt); err != nil {
-			return fatalError{err}
-		}
-		return nil
-	}
-	if s.running[id] != ru || len(cs) == 0 {
-		return nil
-	}
-	next := cs[0]
-	s.setCopies(id, cs[1:])
-	s.running[id] = next
-	// A copy runs apart: the row's attempt now, copies may start beside it.
-	if err := s.setApart(id, next, true); err != nil {
-		return err
-	}
-	if err := s.repl.Left(context.Background(), s.w, id, next.attempt); err != nil {
-		return fatalError{err}
-	}
-	if _, err := s.w.ExecContext(context.Background(), "UPDATE jobs SET row_attempt = ?, placeholder_id = ?, started = ? WHERE id = ?",
-		next.attempt, next.placeholder, micros(next.started), id); err != nil {
-		return fatalError{err}
-	}
 	return nil
 }
 
+// setCopies makes cs the copies of job id running (the caller tells the
+// module).
 func (s *Store) setCopies(id int64, cs []*run) {
 	if len(cs) == 0 {
 		delete(s.copyRuns, id)
 	} else {
 		s.copyRuns[id] = cs
 	}
-	s.syncCopy(id)
 }
 
-// setApart records whether ru, the attempt job id's row describes, runs
-// apart and may have copies beside it.
-func (s *Store) setApart(id int64, ru *run, apart bool) error {
-	if err := s.repl.SetApart(context.Background(), s.w, id, ru.attempt, apart); err != nil {
+// setApart records whether the attempt job id's row describes runs apart
+// and may have copies beside it.
+func (s *Store) setApart(id int64, apart bool) error {
+	j := s.copyJob(id)
+	if err := s.repl.SetApart(context.Background(), s.w, j, apart); err != nil {
 		return fatalError{err}
 	}
-	s.syncCopy(id)
 	return nil
 }
 
-// stopCopies ends every copy of job id, which stops executing for another
-// reason (deleted, or its own attempt ended it): they are killed at their
-// placeholders' next heartbeat.
+// stopCopies is the end of the attempt job id's row describes, for
+// replication: it no longer runs apart, and every copy of the job, which
+// stops executing for another reason (deleted, or its own attempt ended
+// it), is killed at its placeholder's next heartbeat.
 func (s *Store) stopCopies(id int64, reason string) error {
 	cs := s.copyRuns[id]
-	if len(cs) == 0 {
-		return nil
-	}
-	now := s.now()
-	for _, c := range cs {
-		if err := s.keepCopy(id, c, protocol.Report{Finished: now, Reason: reason}, true); err != nil {
-			return err
-		}
-		s.killedCopy(id, c)
-	}
 	delete(s.copyRuns, id)
-	s.syncCopy(id)
-	if err := s.repl.AllLeft(context.Background(), s.w, id); err != nil {
+	j := s.copyJob(id)
+	var now time.Time
+	if len(cs) > 0 {
+		now = s.now()
+	}
+	ends, err := s.repl.Stop(context.Background(), s.w, j, copyRunsOf(id, cs), reason, now)
+	if err != nil {
 		return fatalError{err}
 	}
-	return nil
-}
-
-// killedCopy remembers a copy of job id just killed, which runs on until
-// its placeholder's next heartbeat: its late report is kept and its
-// reservation held (and that time charged) until then (econDying). Past
-// copies.MaxKilledKept, it is charged up to the kill only.
-func (s *Store) killedCopy(id int64, o *run) {
-	ref := protocol.JobRef{ID: id, Attempt: o.attempt}
-	if !s.repl.Kill(ref, o.placeholder) {
-		s.econStop(o)
-		return
-	}
-	s.econDying(ref, o)
+	return s.chargeKilled(id, cs, ends)
 }
 
 // lateReport keeps the CPU figures of a killed copy's report, which came
@@ -377,6 +377,19 @@ func (a *copyAsk) Copyable(id int64) bool {
 // LocalBytes is how many bytes of job id's inputs are at a's site.
 func (a *copyAsk) LocalBytes(id int64) int64 { return a.s.localBytes(id, a.cur, a.to) }
 
+// Inputs lists the files job id reads.
+func (a *copyAsk) Inputs(id int64) []string {
+	jf := a.s.data.files[id]
+	if jf == nil || len(jf.in) == 0 {
+		return nil
+	}
+	out := make([]string, len(jf.in))
+	for i, f := range jf.in {
+		out[i] = f.path
+	}
+	return out
+}
+
 // Est is job id's expected runtime.
 func (a *copyAsk) Est(id int64) float32 {
 	j, _ := a.s.g.Node(id)
@@ -400,12 +413,12 @@ func (s *Store) dispatchCopy(p *parkedNext, id int64, q *queue) error {
 		return fatalError{fmt.Errorf("copy job %d: %w", id, err)}
 	}
 	s.phWorked(p.req.Placeholder)
-	if err := s.repl.Started(context.Background(), s.w, copies.Run{Job: id, Attempt: r.attempt, Placeholder: p.req.Placeholder, Started: now}); err != nil {
-		return fatalError{err}
-	}
 	ru := &run{attempt: r.attempt, used: 1, placeholder: p.req.Placeholder, lease: now.Add(s.opt.Lease), started: now}
 	s.copyRuns[id] = append(s.copyRuns[id], ru)
-	s.syncCopy(id)
+	cj := s.copyJob(id)
+	if err := s.repl.Started(context.Background(), s.w, copies.Run{Job: id, Attempt: r.attempt, Placeholder: p.req.Placeholder, Started: now}, cj); err != nil {
+		return fatalError{err}
+	}
 	if j, ok := s.g.Node(id); ok {
 		s.econStart(q, j, ru, p.site)
 	}
@@ -463,30 +476,22 @@ func (s *Store) rebuildCopies() {
 }
 
 // syncCopy tells the copy candidates index of job id's attempts running:
-// every change of s.running, of the row's apartness or of s.copyRuns
-// calls it for the job.
+// every change of s.running or of s.copyRuns the module is not told of
+// otherwise calls it for the job.
 func (s *Store) syncCopy(id int64) {
-	j := copies.Job{ID: id}
-	if ru := s.running[id]; ru != nil && s.repl.Apart(id, ru.attempt) {
-		if n, ok := s.g.Node(id); ok {
-			j.Row, j.Queue, j.Runs = ru.attempt, n.Queue, 1+len(s.copyRuns[id])
-			j.Inputs = func() []string { return s.inputPaths(id) }
-		}
-	}
+	j := s.copyJob(id)
 	s.repl.Sync(j)
 }
 
-// inputPaths lists the files job id reads.
-func (s *Store) inputPaths(id int64) []string {
-	jf := s.data.files[id]
-	if jf == nil || len(jf.in) == 0 {
-		return nil
+// copyJob is what the module needs of job id's attempts running now.
+func (s *Store) copyJob(id int64) copies.Job {
+	j := copies.Job{ID: id, Runs: 1 + len(s.copyRuns[id])}
+	if ru := s.running[id]; ru != nil {
+		if n, ok := s.g.Node(id); ok {
+			j.Row, j.Queue = ru.attempt, n.Queue
+		}
 	}
-	out := make([]string, len(jf.in))
-	for i, f := range jf.in {
-		out[i] = f.path
-	}
-	return out
+	return j
 }
 
 // dataMoved bumps data.gen for outputs made or replicas added at the

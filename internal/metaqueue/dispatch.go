@@ -277,9 +277,6 @@ func (s *Store) endAttempt(id int64, j dag.Node, ru *run, out outcome, r protoco
 	if err := s.stopCopies(id, "stopped: the job's attempt "+fmt.Sprint(ru.attempt)+" ended it"); err != nil {
 		return err
 	}
-	if err := s.setApart(id, ru, false); err != nil {
-		return err
-	}
 	s.stopRun(id)
 	next := nextState(q, ru.used, out)
 	if o := s.opt.Observer; o != nil {
@@ -340,12 +337,7 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out outcome, r proto
 		}
 		return s.endAttempt(id, j, ru, out, r)
 	}
-	if out != returned {
-		if err := s.keepCopy(id, ru, r, false); err != nil {
-			return err
-		}
-	}
-	return s.dropRun(id, ru)
+	return s.endAlone(id, ru, out, r)
 }
 
 // Heartbeat renews the leases of the attempts a placeholder runs and
@@ -624,7 +616,7 @@ func (s *Store) dispatch(p *parkedNext) error {
 		// A job that may be copied later runs apart from the start: its
 		// outputs must not be overwritten by a copy that loses.
 		a.Scratch = s.repl.On() && s.copyable(pk.id, pk.q)
-		if err := s.setApart(pk.id, ru, a.Scratch); err != nil {
+		if err := s.setApart(pk.id, a.Scratch); err != nil {
 			return err
 		}
 		p.reply.Jobs = append(p.reply.Jobs, a)

@@ -25,6 +25,7 @@ import (
 	"database/sql"
 	_ "embed"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -131,25 +132,26 @@ func (c *Copies) Apart(id int64, attempt int) bool {
 	return ok && a == attempt
 }
 
-// SetApart records whether attempt of job id, the one its row describes,
-// runs apart (job_apart: a restart must know). Only a change is written,
-// so jobs of queues that never copy cost nothing. The caller syncs the
-// index after.
-func (c *Copies) SetApart(ctx context.Context, ex Execer, id int64, attempt int, apart bool) error {
+// SetApart records whether j.Row, the attempt job j's row describes,
+// runs apart (job_apart: a restart must know), and syncs j's entry in the
+// index. Only a change is written, so jobs of queues that never copy cost
+// nothing.
+func (c *Copies) SetApart(ctx context.Context, ex Execer, j Job, apart bool) error {
 	// Any attempt's row goes: the attempt that wins a race is a copy
 	// whose job row described another until now.
-	_, was := c.apart[id]
+	_, was := c.apart[j.ID]
 	var err error
 	switch {
-	case apart:
-		c.apart[id] = attempt
-		_, err = ex.ExecContext(ctx, queries.Get("SetApart"), id, attempt)
-	case was:
-		delete(c.apart, id)
-		_, err = ex.ExecContext(ctx, queries.Get("ClearApart"), id)
+	case apart && j.Row != 0:
+		c.apart[j.ID] = j.Row
+		_, err = ex.ExecContext(ctx, queries.Get("SetApart"), j.ID, j.Row)
+	case !apart && was:
+		delete(c.apart, j.ID)
+		_, err = ex.ExecContext(ctx, queries.Get("ClearApart"), j.ID)
 	}
+	c.Sync(j)
 	if err != nil {
-		return fmt.Errorf("job %d apart: %w", id, err)
+		return fmt.Errorf("job %d apart: %w", j.ID, err)
 	}
 	return nil
 }
@@ -162,33 +164,65 @@ type Run struct {
 	Started     time.Time
 }
 
-// Started records a copy that starts beside job r.Job's other attempts.
-func (c *Copies) Started(ctx context.Context, ex Execer, r Run) error {
+// Started records a copy r that starts beside job j's other attempts
+// (j counts it).
+func (c *Copies) Started(ctx context.Context, ex Execer, r Run, j Job) error {
 	c.gen++
+	c.Sync(j)
 	if _, err := ex.ExecContext(ctx, queries.Get("InsertCopy"), r.Job, r.Attempt, r.Placeholder, r.Started.UnixMicro()); err != nil {
 		return fmt.Errorf("copy %d of job %d: %w", r.Attempt, r.Job, err)
 	}
 	return nil
 }
 
-// Left records that copy attempt of job id no longer runs beside the
-// row's: it ended, or the row describes it now.
-func (c *Copies) Left(ctx context.Context, ex Execer, id int64, attempt int) error {
+// Left records that copy attempt of job j no longer runs beside the
+// row's: it ended, or the row describes it now (j counts it no more).
+func (c *Copies) Left(ctx context.Context, ex Execer, j Job, attempt int) error {
 	c.gen++
-	if _, err := ex.ExecContext(ctx, queries.Get("DeleteCopy"), id, attempt); err != nil {
-		return fmt.Errorf("copy %d of job %d: %w", attempt, id, err)
+	c.Sync(j)
+	if _, err := ex.ExecContext(ctx, queries.Get("DeleteCopy"), j.ID, attempt); err != nil {
+		return fmt.Errorf("copy %d of job %d: %w", attempt, j.ID, err)
 	}
 	return nil
 }
 
-// AllLeft records that no copy of job id runs any more (one won, or the
+// AllLeft records that no copy of job j runs any more (one won, or the
 // job stopped).
-func (c *Copies) AllLeft(ctx context.Context, ex Execer, id int64) error {
+func (c *Copies) AllLeft(ctx context.Context, ex Execer, j Job) error {
 	c.gen++
-	if _, err := ex.ExecContext(ctx, queries.Get("DeleteCopies"), id); err != nil {
-		return fmt.Errorf("copies of job %d: %w", id, err)
+	c.Sync(j)
+	if _, err := ex.ExecContext(ctx, queries.Get("DeleteCopies"), j.ID); err != nil {
+		return fmt.Errorf("copies of job %d: %w", j.ID, err)
 	}
 	return nil
+}
+
+// Promote records that copy j.Row of job j, the oldest, is the attempt
+// the row describes now that the row's own ended: it leaves job_copies
+// and runs apart, so copies may start beside it.
+func (c *Copies) Promote(ctx context.Context, ex Execer, j Job) error {
+	c.gen++
+	if _, err := ex.ExecContext(ctx, queries.Get("DeleteCopy"), j.ID, j.Row); err != nil {
+		return fmt.Errorf("copy %d of job %d: %w", j.Row, j.ID, err)
+	}
+	return c.SetApart(ctx, ex, j, true)
+}
+
+// EndAlone records attempt a of job j, which ended as r says while
+// another attempt runs on (record false: handed back unstarted, there is
+// nothing to record). A copy leaves job_copies; with promoted, a was the
+// row's own and copy j.Row, the oldest, is the row's now. It returns when
+// a ran, for the charge of what it spent.
+func (c *Copies) EndAlone(ctx context.Context, ex Execer, j Job, a Run, r protocol.Report, record, promoted bool, now time.Time) (started, finished time.Time, err error) {
+	if record {
+		if started, finished, err = c.End(ctx, ex, a, r, false, now); err != nil {
+			return started, finished, err
+		}
+	}
+	if promoted {
+		return started, finished, c.Promote(ctx, ex, j)
+	}
+	return started, finished, c.Left(ctx, ex, j, a.Attempt)
 }
 
 // KilledReason is why the attempts that lost to attempt won were killed.
@@ -226,6 +260,49 @@ func (c *Copies) End(ctx context.Context, ex Execer, a Run, r protocol.Report, k
 	return started, finished, nil
 }
 
+// Ended is a copy just killed, as the core charges it: its run, when it
+// ran, and whether its late report is awaited (Kept; past MaxKilledKept
+// it is charged up to the kill only).
+type Ended struct {
+	Run               Run
+	Started, Finished time.Time
+	Kept              bool
+}
+
+// Win records that attempt won of job j (j.Row is it now): no copy may
+// start beside it any more (a later one could claim and win again), and
+// the losers, every other attempt that ran, are ended as killed copies.
+// It returns them, in order, for the core to charge.
+func (c *Copies) Win(ctx context.Context, ex Execer, j Job, won int, losers []Run, now time.Time) ([]Ended, error) {
+	return c.Stop(ctx, ex, j, losers, KilledReason(won), now)
+}
+
+// Stop records that the attempt job j's row describes no longer runs
+// apart (it won, ended, or the job was deleted) and ends the copies
+// killed beside it (j counts none now), for reason. It returns them, in
+// order, for the core to charge.
+func (c *Copies) Stop(ctx context.Context, ex Execer, j Job, killed []Run, reason string, now time.Time) ([]Ended, error) {
+	if err := c.SetApart(ctx, ex, j, false); err != nil {
+		return nil, err
+	}
+	if len(killed) == 0 {
+		return nil, nil
+	}
+	if err := c.AllLeft(ctx, ex, j); err != nil {
+		return nil, err
+	}
+	ends := make([]Ended, len(killed))
+	for i, r := range killed {
+		started, finished, err := c.End(ctx, ex, r, protocol.Report{Finished: now, Reason: reason}, true, now)
+		if err != nil {
+			return nil, err
+		}
+		ends[i] = Ended{Run: r, Started: started, Finished: finished,
+			Kept: c.Kill(protocol.JobRef{ID: r.Job, Attempt: r.Attempt}, r.Placeholder)}
+	}
+	return ends, nil
+}
+
 // Kill remembers copy ref, just killed at placeholder ph, which runs on
 // until that placeholder's next heartbeat: its late report is kept. It
 // returns false, remembering nothing, past MaxKilledKept.
@@ -259,97 +336,402 @@ func (c *Copies) LateUsage(ctx context.Context, ex Execer, r protocol.Report) er
 	return nil
 }
 
-// Load reads which row attempts run apart and which jobs opted out, and
-// returns the copies running beside executing jobs, by job and attempt.
-// The caller resets first and syncs the index after.
-func (c *Copies) Load(ctx context.Context, ex Execer) ([]Run, error) {
-	var runs []Run
-	err := each(ctx, ex, "LoadCopies", func(rows *sql.Rows) error {
-		var r Run
-		var started int64
-		if err := rows.Scan(&r.Job, &r.Attempt, &r.Placeholder, &started); err != nil {
-			return err
-		}
-		r.Started = time.UnixMicro(started)
-		runs = append(runs, r)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	// A row for an attempt other than the one running is stale: Apart
-	// compares attempts.
-	err = each(ctx, ex, "LoadApart", func(rows *sql.Rows) error {
-		var id int64
-		var attempt int
-		if err := rows.Scan(&id, &attempt); err != nil {
-			return err
-		}
-		c.apart[id] = attempt
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	err = each(ctx, ex, "LoadOptedOut", func(rows *sql.Rows) error {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return err
-		}
-		c.noCopy[id] = true
-		return nil
-	})
-	return runs, err
+// The copy candidates: a copy decision used to walk every running job on
+// every look by an idle placeholder, 2-3 ms at 10,000 running jobs. The
+// index keeps apart the running jobs a copy may start beside, those whose
+// row's attempt runs apart, by queue and by how many attempts of each run
+// (1 + its copies): WQR and Storage Affinity copy from the
+// fewest-attempts bucket first, so a look walks that bucket only, in a
+// tight loop, and asks the core's other conditions (Ask.Copyable) only
+// for a job that would beat the best so far. Storage Affinity's local
+// bytes of each job are cached per asking site while the core's data
+// generation does not move; when it moves, Moved says which files did,
+// and only the candidates reading those forget theirs; any other move
+// (Fresh) forgets all.
+//
+// Sync keeps it: the core calls it (or SetApart, Started, Left, AllLeft,
+// which sync) for a job whenever its row's attempt, that attempt's
+// apartness or its copies change, and for every running job after a
+// load.
+
+// index is the candidates of every queue.
+type index struct {
+	at     map[int64]entryAt // job -> its entry
+	queues map[int32]*buckets
+	keys   map[Where]uint32 // asking sites seen, numbered for the local bytes cache
+	// readers: the candidates reading each input file, whose local bytes
+	// a move of the file makes stale.
+	readers map[string]map[int64]struct{}
+	// epoch numbers the local bytes valid now; untold is the data
+	// generation's moves that said nothing of what moved, when epoch was
+	// last moved on.
+	epoch  uint64
+	untold uint64
 }
 
-// each runs the named query and calls f for each row.
-func each(ctx context.Context, ex Execer, name string, f func(*sql.Rows) error, args ...any) error {
-	rows, err := ex.QueryContext(ctx, queries.Get(name), args...)
-	if err != nil {
-		return fmt.Errorf("copies: %s: %w", name, err)
+// entryAt places a job's entry: its queue, attempts running and index in
+// the bucket.
+type entryAt struct {
+	q    int32
+	n, i int
+}
+
+// buckets is one queue's candidates: by[n-1] holds the jobs with n
+// attempts running, in no order (entries move by swapping).
+type buckets struct {
+	by [][]cand
+}
+
+// localSlots is how many asking sites a candidate remembers its local
+// bytes for.
+const localSlots = 4
+
+// cand is a candidate job and its local bytes at recent asking sites.
+type cand struct {
+	id    int64
+	in    []string // its inputs (readers), once its local bytes were asked
+	known bool     // in was asked
+	local [localSlots]localBytesAt
+}
+
+// localBytesAt is a job's local bytes at site key (numbered in
+// index.keys), valid while the index's epoch is epoch and none of the
+// job's inputs moved.
+type localBytesAt struct {
+	key   uint32 // 0: none
+	epoch uint64
+	bytes int64
+}
+
+// Where is what a job's local bytes depend on of the asking placeholder:
+// its site and, with staging, the storage place it reads from.
+type Where struct {
+	Site                 policy.Site
+	StoreSite, StoreHost string
+}
+
+func (x *index) reset() {
+	*x = index{at: map[int64]entryAt{}, queues: map[int32]*buckets{}, keys: map[Where]uint32{},
+		readers: map[string]map[int64]struct{}{}, epoch: 1}
+}
+
+// Job is what the index needs of a job whose attempts changed.
+type Job struct {
+	ID int64
+	// Row is the attempt the job row describes, running; 0 if none runs
+	// (or the core no longer knows the job).
+	Row   int
+	Queue int32
+	Runs  int // attempts running: the row's and its copies
+}
+
+// Sync makes job j's entry agree with the core: present while its row's
+// attempt runs apart, in the bucket of its attempts running.
+func (c *Copies) Sync(j Job) {
+	x := &c.idx
+	if j.Row == 0 {
+		delete(c.apart, j.ID) // the attempt it described stopped
 	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := f(rows); err != nil {
-			return fmt.Errorf("copies: %s: %w", name, err)
+	a, ok := c.apart[j.ID]
+	in := ok && j.Row != 0 && a == j.Row
+	at, had := x.at[j.ID]
+	switch {
+	case !in && had:
+		x.read(x.remove(j.ID, at), false)
+	case in && !had:
+		x.insert(j.Queue, j.Runs, cand{id: j.ID})
+	case in && (at.n != j.Runs || at.q != j.Queue):
+		x.insert(j.Queue, j.Runs, x.remove(j.ID, at))
+	}
+}
+
+// Rebuild empties the index, for the core to Sync every running job
+// (after a load).
+func (c *Copies) Rebuild() { c.idx.reset() }
+
+// Moved forgets the local bytes of the candidates reading path: an output
+// was made there, or a replica added.
+func (c *Copies) Moved(path string) {
+	x := &c.idx
+	for id := range x.readers[path] {
+		if at, ok := x.at[id]; ok {
+			x.queues[at.q].by[at.n-1][at.i].local = [localSlots]localBytesAt{}
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("copies: %s: %w", name, err)
-	}
-	return rows.Close()
 }
 
-// Copy is a copy of a job running now, as mqstat shows it.
-type Copy struct {
-	Attempt    int
-	Site, Host string
-	Started    sql.NullInt64 // microseconds since the epoch
-	OutDir     string        // its placeholder's output directory, if any
-}
-
-// Running lists the copies of job id running now.
-func Running(ctx context.Context, ex Execer, id int64) ([]Copy, error) {
-	var out []Copy
-	err := each(ctx, ex, "RunningCopies", func(rows *sql.Rows) error {
-		var c Copy
-		if err := rows.Scan(&c.Attempt, &c.Site, &c.Host, &c.Started, &c.OutDir); err != nil {
-			return err
+// read notes that candidate e reads its inputs, or (in false) forgets it.
+func (x *index) read(e cand, in bool) {
+	for _, path := range e.in {
+		r := x.readers[path]
+		if in {
+			if r == nil {
+				r = map[int64]struct{}{}
+				x.readers[path] = r
+			}
+			r[e.id] = struct{}{}
+			continue
 		}
-		out = append(out, c)
-		return nil
-	}, id)
-	return out, err
+		delete(r, e.id)
+		if len(r) == 0 {
+			delete(x.readers, path)
+		}
+	}
 }
 
-// Waste totals what killed copies used (nil when none was killed).
-func Waste(ctx context.Context, ex Execer) (*protocol.WasteTotals, error) {
-	var w protocol.WasteTotals
-	err := ex.QueryRowContext(ctx, queries.Get("Waste")).Scan(&w.Killed, &w.CPUSeconds, &w.WallSeconds)
-	if err != nil || w.Killed == 0 {
-		return nil, err
+// remove takes job id's entry out of its bucket.
+func (x *index) remove(id int64, at entryAt) cand {
+	bk := x.queues[at.q].by[at.n-1]
+	e := bk[at.i]
+	last := len(bk) - 1
+	if at.i != last {
+		bk[at.i] = bk[last]
+		x.at[bk[at.i].id] = entryAt{q: at.q, n: at.n, i: at.i}
 	}
-	// Bytes staged for a job to a site where only a killed copy of it ran.
-	err = ex.QueryRowContext(ctx, queries.Get("WasteBytes")).Scan(&w.Bytes)
-	return &w, err
+	x.queues[at.q].by[at.n-1] = bk[:last]
+	delete(x.at, id)
+	return e
+}
+
+// insert adds e to queue q's bucket of n attempts.
+func (x *index) insert(q int32, n int, e cand) {
+	b := x.queues[q]
+	if b == nil {
+		b = &buckets{}
+		x.queues[q] = b
+	}
+	for len(b.by) < n {
+		b.by = append(b.by, nil)
+	}
+	b.by[n-1] = append(b.by[n-1], e)
+	x.at[e.id] = entryAt{q: q, n: n, i: len(b.by[n-1]) - 1}
+}
+
+// Has says whether queue q has a job a copy may start beside.
+func (c *Copies) Has(q int32) bool { return c.idx.queues[q] != nil }
+
+// Ask is the core's side of one look for a copy, for one asking
+// placeholder: the conditions the index does not keep.
+type Ask interface {
+	// Copyable says whether job id, a candidate of the queue looked at,
+	// may be copied for the asker now: it executes in that queue, may run
+	// as several attempts, runs apart and not at the asker, fits the
+	// asker's walltime and is affordable at its site.
+	Copyable(id int64) bool
+	// LocalBytes is how many bytes of job id's inputs are at the asker's
+	// site.
+	LocalBytes(id int64) int64
+	// Inputs lists the files job id reads, whose moves make its local
+	// bytes stale: asked once, when they are first computed.
+	Inputs(id int64) []string
+	// Est is job id's expected runtime in seconds (0: unknown).
+	Est(id int64) float32
+}
+
+// Look is one look for a copy by one asking placeholder.
+type Look struct {
+	key  uint32 // its Where, numbered
+	site string // its site's name, as a Replicator sees it
+	skip []int64
+}
+
+// Look starts a look for a copy at w (site named site). untold counts the
+// core's data generation moves that said nothing of what moved: when it
+// changed since the last look, every local bytes figure is forgotten.
+func (c *Copies) Look(w Where, site string, untold uint64) *Look {
+	x := &c.idx
+	if untold != x.untold {
+		x.untold = untold
+		x.epoch++
+	}
+	key, ok := x.keys[w]
+	if !ok {
+		key = uint32(len(x.keys) + 1)
+		x.keys[w] = key
+	}
+	return &Look{key: key, site: site}
+}
+
+// Unskip forgets the jobs skipped: the look moves on to another queue.
+func (l *Look) Unskip() { l.skip = l.skip[:0] }
+
+// Skip leaves job id out of the rest of the look (its inputs are not at
+// the asker's place yet).
+func (l *Look) Skip(id int64) { l.skip = append(l.skip, id) }
+
+// Queue is what a choice needs of the queue looked at.
+type Queue struct {
+	ID         int32
+	Rep        policy.Replicator
+	Most       int  // the bound on attempts running at once (0: none)
+	NeedsFiles bool // its policy reads local bytes
+}
+
+// Choose is what q's Replicator would choose among q's candidates for
+// look l (less those skipped), or 0 for none. WQR and Storage Affinity
+// walk the fewest-attempts bucket that has a candidate; another
+// Replicator is shown every candidate.
+func (c *Copies) Choose(l *Look, q Queue, a Ask) int64 {
+	b := c.idx.queues[q.ID]
+	if b == nil {
+		return 0
+	}
+	var affinity bool
+	var maxRep int
+	switch r := q.Rep.(type) {
+	case policy.WQR:
+		maxRep = r.MaxReplicas
+	case policy.StorageAffinity:
+		affinity, maxRep = true, r.MaxReplicas
+	default:
+		return c.chooseAny(l, q, b, a)
+	}
+	if affinity && !q.NeedsFiles {
+		return 0 // no job has local bytes as the policy sees them
+	}
+	for n := 1; n <= len(b.by); n++ {
+		if q.Most > 0 && n >= q.Most || maxRep > 0 && n >= maxRep {
+			break
+		}
+		bk := b.by[n-1]
+		var best, bestLocal int64
+		for i := range bk {
+			e := &bk[i]
+			if best > 0 && !affinity && e.id > best {
+				continue
+			}
+			var local int64
+			if affinity {
+				if local = c.localAt(e, l, a); local <= 0 {
+					continue
+				}
+				if best > 0 && (local < bestLocal || local == bestLocal && e.id > best) {
+					continue
+				}
+			}
+			if slices.Contains(l.skip, e.id) || !a.Copyable(e.id) {
+				continue
+			}
+			best, bestLocal = e.id, local
+		}
+		if best > 0 {
+			return best
+		}
+	}
+	return 0
+}
+
+// chooseAny shows q's Replicator every candidate of q.
+func (c *Copies) chooseAny(l *Look, q Queue, b *buckets, a Ask) int64 {
+	var runs []policy.Running
+	for n, bk := range b.by {
+		n++
+		if q.Most > 0 && n >= q.Most {
+			break
+		}
+		for i := range bk {
+			e := &bk[i]
+			if slices.Contains(l.skip, e.id) || !a.Copyable(e.id) {
+				continue
+			}
+			var local int64
+			if q.NeedsFiles {
+				local = c.localAt(e, l, a)
+			}
+			runs = append(runs, policy.Running{ID: e.id, Replicas: n, LocalBytes: local, Est: a.Est(e.id)})
+		}
+	}
+	if len(runs) == 0 {
+		return 0
+	}
+	id, ok := q.Rep.Replicate(l.site, runs)
+	if !ok {
+		return 0
+	}
+	return id
+}
+
+// localAt is candidate e's local bytes at l's site, cached while neither
+// the epoch nor its inputs moved.
+func (c *Copies) localAt(e *cand, l *Look, a Ask) int64 {
+	epoch := c.idx.epoch
+	slot := -1
+	for i := range e.local {
+		lb := &e.local[i]
+		if lb.key == l.key {
+			if lb.epoch == epoch {
+				return lb.bytes
+			}
+			slot = i
+			break
+		}
+	}
+	if slot < 0 { // an empty slot, else the one computed longest ago
+		slot = 0
+		for i := range e.local {
+			if lb, o := &e.local[i], &e.local[slot]; o.key != 0 && (lb.key == 0 || lb.epoch < o.epoch) {
+				slot = i
+			}
+		}
+	}
+	if !e.known {
+		e.in, e.known = a.Inputs(e.id), true
+		c.idx.read(*e, true)
+	}
+	bytes := a.LocalBytes(e.id)
+	e.local[slot] = localBytesAt{key: l.key, epoch: epoch, bytes: bytes}
+	return bytes
+}
+
+// Entry is where the index holds a job: its queue and attempts running.
+type Entry struct {
+	Queue int32
+	Runs  int
+}
+
+// Check says how the index disagrees with want, the entries a full scan
+// of the core's running jobs finds, or with itself; nil if it does not.
+// The core's tests hold the index to a scan with it.
+func (c *Copies) Check(want map[int64]Entry) error {
+	x := &c.idx
+	if len(want) != len(x.at) {
+		return fmt.Errorf("index holds %d jobs, a scan finds %d", len(x.at), len(want))
+	}
+	total := 0
+	for q, b := range x.queues {
+		for n, bk := range b.by {
+			total += len(bk)
+			for i, e := range bk {
+				if at := x.at[e.id]; at != (entryAt{q: q, n: n + 1, i: i}) {
+					return fmt.Errorf("job %d in queue %d bucket %d at %d, its entry says %+v", e.id, q, n+1, i, at)
+				}
+			}
+		}
+	}
+	if total != len(x.at) {
+		return fmt.Errorf("buckets hold %d entries, the index %d jobs", total, len(x.at))
+	}
+	for id, w := range want {
+		at, ok := x.at[id]
+		if !ok || at.q != w.Queue || at.n != w.Runs {
+			return fmt.Errorf("job %d: index %+v (present %v), scan queue %d with %d attempts", id, at, ok, w.Queue, w.Runs)
+		}
+	}
+	return nil
+}
+
+// Reverse reverses every bucket's order, keeping the index whole: for
+// tests that a choice does not depend on the order candidates came in.
+func (c *Copies) Reverse() {
+	x := &c.idx
+	for _, b := range x.queues {
+		for _, bk := range b.by {
+			slices.Reverse(bk)
+			for i, e := range bk {
+				at := x.at[e.id]
+				at.i = i
+				x.at[e.id] = at
+			}
+		}
+	}
 }

@@ -126,23 +126,23 @@ func TestTables(t *testing.T) {
 	c := New()
 	t0 := time.UnixMicro(1_000_000)
 	for _, r := range []Run{{1, 2, 11, t0}, {1, 3, 10, t0}, {2, 2, 11, t0}, {3, 2, 11, t0}} {
-		if err := c.Started(ctx, db, r); err != nil {
+		if err := c.Started(ctx, db, r, Job{ID: r.Job}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := c.Left(ctx, db, 1, 3); err != nil {
+	if err := c.Left(ctx, db, Job{ID: 1}, 3); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.AllLeft(ctx, db, 2); err != nil {
+	if err := c.AllLeft(ctx, db, Job{ID: 2}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.SetApart(ctx, db, 1, 1, true); err != nil {
+	if err := c.SetApart(ctx, db, Job{ID: 1, Row: 1, Runs: 2}, true); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.SetApart(ctx, db, 2, 1, true); err != nil {
+	if err := c.SetApart(ctx, db, Job{ID: 2, Row: 1, Runs: 1}, true); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.SetApart(ctx, db, 2, 1, false); err != nil {
+	if err := c.SetApart(ctx, db, Job{ID: 2, Row: 1, Runs: 1}, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.OptOut(ctx, db, 2); err != nil {
@@ -275,30 +275,28 @@ func TestApartSync(t *testing.T) {
 		}
 	}
 	sync := func(id int64, row int, q int32, runs int) {
-		t.Helper()
-		if row != 0 && !c.Apart(id, row) {
-			row = 0 // as the core passes it: no attempt runs apart
-		}
 		c.Sync(Job{ID: id, Row: row, Queue: q, Runs: runs})
 	}
-	for id := int64(1); id <= 5; id++ {
-		if err := c.SetApart(ctx, db, id, 1, true); err != nil {
+	for id := int64(1); id <= 6; id++ {
+		if err := c.SetApart(ctx, db, Job{ID: id, Row: 1, Queue: int32(id % 2), Runs: 1}, id <= 5); err != nil {
 			t.Fatal(err)
 		}
-		sync(id, 1, int32(id%2), 1)
-		want[id] = Entry{Queue: int32(id % 2), Runs: 1}
+		if id <= 5 {
+			want[id] = Entry{Queue: int32(id % 2), Runs: 1}
+		}
 	}
-	check("five apart")
+	check("five apart, one not")
+	sync(6, 1, 0, 2) // copies only beside an attempt apart
+	check("job 6 not apart")
 	sync(2, 1, 0, 3)
 	want[2] = Entry{Queue: 0, Runs: 3}
 	check("copies of job 2")
 	sync(3, 1, 0, 1) // another queue
 	want[3] = Entry{Queue: 0, Runs: 1}
 	check("job 3 moved queue")
-	if err := c.SetApart(ctx, db, 4, 1, false); err != nil {
+	if err := c.SetApart(ctx, db, Job{ID: 4, Row: 1, Queue: 0, Runs: 1}, false); err != nil {
 		t.Fatal(err)
 	}
-	sync(4, 1, 0, 1)
 	delete(want, 4)
 	check("job 4 won")
 	sync(5, 0, 0, 0) // its attempt stopped
@@ -315,11 +313,16 @@ func TestApartSync(t *testing.T) {
 }
 
 // ask is a core as the choice sees it: the jobs it allows, their local
-// bytes and estimates, and how often local bytes were computed.
+// bytes and estimates, and how often local bytes and inputs were asked.
 type ask struct {
-	no       map[int64]bool
-	local    map[int64]int64
-	computed int
+	no             map[int64]bool
+	local          map[int64]int64
+	computed, read int
+}
+
+func (a *ask) Inputs(id int64) []string {
+	a.read++
+	return []string{"/f" + strconv.FormatInt(id, 10)}
 }
 
 func (a *ask) Copyable(id int64) bool { return !a.no[id] }
@@ -345,14 +348,9 @@ func TestChoose(t *testing.T) {
 	setup := func() *Copies {
 		c := New()
 		for id := int64(1); id <= 6; id++ {
-			if err := c.SetApart(ctx, db, id, 1, true); err != nil {
+			if err := c.SetApart(ctx, db, Job{ID: id, Row: 1, Queue: 7, Runs: runs[id]}, true); err != nil {
 				t.Fatal(err)
 			}
-			in := "/a"
-			if id > 3 {
-				in = "/b"
-			}
-			c.Sync(Job{ID: id, Row: 1, Queue: 7, Runs: runs[id], Inputs: func() []string { return []string{in} }})
 		}
 		return c
 	}
@@ -403,11 +401,9 @@ func TestLocalCache(t *testing.T) {
 	db := testDB(t)
 	c := New()
 	for id := int64(1); id <= 2; id++ {
-		if err := c.SetApart(ctx, db, id, 1, true); err != nil {
+		if err := c.SetApart(ctx, db, Job{ID: id, Row: 1, Queue: 1, Runs: 1}, true); err != nil {
 			t.Fatal(err)
 		}
-		in := []string{"/f" + strconv.Itoa(int(id))}
-		c.Sync(Job{ID: id, Row: 1, Queue: 1, Runs: 1, Inputs: func() []string { return in }})
 	}
 	q := Queue{ID: 1, Rep: policy.StorageAffinity{}, NeedsFiles: true}
 	a := &ask{local: map[int64]int64{1: 5, 2: 9}}
@@ -437,6 +433,9 @@ func TestLocalCache(t *testing.T) {
 			t.Errorf("%s: local bytes computed %d times, want %d", tc.name, a.computed, tc.computed)
 		}
 	}
+	if a.read != 2 {
+		t.Errorf("inputs asked %d times for 2 candidates, want once each", a.read)
+	}
 }
 
 func TestCopyingAndGen(t *testing.T) {
@@ -456,5 +455,93 @@ func TestCopyingAndGen(t *testing.T) {
 	c.Reset()
 	if c.On() {
 		t.Fatal("on after Reset")
+	}
+}
+
+// TestRace: what a win, a stop and a promotion leave in the tables and the
+// index.
+func TestRace(t *testing.T) {
+	ctx := context.Background()
+	t0, now := time.UnixMicro(1_000_000), time.UnixMicro(5_000_000)
+	type counts struct{ copies, apart, killed, ended int }
+	for _, tc := range []struct {
+		name string
+		// the job row's attempt 1 runs apart with copies 2 and 3
+		do      func(c *Copies, db *sql.DB) ([]Ended, error)
+		ends    int
+		want    counts
+		indexed bool // job 1 still a candidate
+		apart   int  // the attempt apart after, 0 none
+	}{
+		{"copy 3 wins", func(c *Copies, db *sql.DB) ([]Ended, error) {
+			return c.Win(ctx, db, Job{ID: 1, Row: 3, Queue: 1, Runs: 1}, 3, []Run{{1, 1, 10, t0}, {1, 2, 11, t0}}, now)
+		}, 2, counts{0, 0, 2, 2}, false, 0},
+		{"the row's attempt ends", func(c *Copies, db *sql.DB) ([]Ended, error) {
+			return c.Stop(ctx, db, Job{ID: 1, Row: 1, Queue: 1, Runs: 1}, []Run{{1, 2, 11, t0}, {1, 3, 12, t0}}, "stopped", now)
+		}, 2, counts{0, 0, 2, 2}, false, 0},
+		{"the row's attempt fails, copy 2 goes on as the row", func(c *Copies, db *sql.DB) ([]Ended, error) {
+			_, _, err := c.EndAlone(ctx, db, Job{ID: 1, Row: 2, Queue: 1, Runs: 2}, Run{1, 1, 10, t0}, protocol.Report{Exit: 1}, true, true, now)
+			return nil, err
+		}, 0, counts{1, 1, 0, 1}, true, 2},
+		{"copy 3 fails", func(c *Copies, db *sql.DB) ([]Ended, error) {
+			_, _, err := c.EndAlone(ctx, db, Job{ID: 1, Row: 1, Queue: 1, Runs: 2}, Run{1, 3, 12, t0}, protocol.Report{Exit: 1}, true, false, now)
+			return nil, err
+		}, 0, counts{1, 1, 0, 1}, true, 1},
+		{"copy 3 handed back unstarted", func(c *Copies, db *sql.DB) ([]Ended, error) {
+			_, _, err := c.EndAlone(ctx, db, Job{ID: 1, Row: 1, Queue: 1, Runs: 2}, Run{1, 3, 12, t0}, protocol.Report{Reason: protocol.ReasonReturned}, false, false, now)
+			return nil, err
+		}, 0, counts{1, 1, 0, 0}, true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := testDB(t)
+			c := New()
+			if err := c.SetApart(ctx, db, Job{ID: 1, Row: 1, Queue: 1, Runs: 1}, true); err != nil {
+				t.Fatal(err)
+			}
+			for i, a := range []int{2, 3} {
+				if err := c.Started(ctx, db, Run{1, a, int64(11 + i), t0}, Job{ID: 1, Row: 1, Queue: 1, Runs: 2 + i}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			gen := c.Gen()
+			ends, err := tc.do(c, db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ends) != tc.ends {
+				t.Fatalf("%d ended, want %d", len(ends), tc.ends)
+			}
+			for _, e := range ends {
+				if !e.Kept || !e.Started.Equal(t0) || !e.Finished.Equal(now) {
+					t.Errorf("ended %+v", e)
+				}
+				if !c.TakeKilled(protocol.JobRef{ID: 1, Attempt: e.Run.Attempt}, e.Run.Placeholder) {
+					t.Errorf("killed attempt %d not awaited", e.Run.Attempt)
+				}
+			}
+			var got counts
+			if err := db.QueryRow(`SELECT (SELECT count(*) FROM job_copies), (SELECT count(*) FROM job_apart),
+				(SELECT count(*) FROM attempts WHERE killed_copy = 1), (SELECT count(*) FROM attempts)`).Scan(&got.copies, &got.apart, &got.killed, &got.ended); err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("rows %+v, want %+v", got, tc.want)
+			}
+			want := map[int64]Entry{}
+			if tc.indexed {
+				want[1] = Entry{Queue: 1, Runs: 2}
+			}
+			if err := c.Check(want); err != nil {
+				t.Error(err)
+			}
+			for a := 1; a <= 3; a++ {
+				if c.Apart(1, a) != (a == tc.apart) {
+					t.Errorf("attempt %d apart: %v", a, c.Apart(1, a))
+				}
+			}
+			if c.Gen() == gen {
+				t.Error("the generation did not move")
+			}
+		})
 	}
 }

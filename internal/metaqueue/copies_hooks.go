@@ -21,6 +21,9 @@ import (
 // ledger and what it reads is asked of the catalog from here, with the
 // facts the module returns.
 
+// replication is the copies module's state as the Store holds it.
+type replication = copies.Copies
+
 // copying reports whether q copies running jobs, and its bound on the
 // attempts of one job running at once (0: none).
 func (q *queue) copying() (on bool, most int) {

@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
-	"github.com/mq-hpc/mq/internal/metaqueue/copies"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -106,36 +105,39 @@ type Store struct {
 		order []*queue
 		feeds map[[2]int32]bool // queue ids: the first's jobs feed the second's
 	}
-	rr           int              // round-robin position over queues for dispatch
-	running      map[int64]*run   // job -> the attempt its row describes
-	copyRuns     map[int64][]*run // job -> attempts running beside running[job] (copies_hooks.go)
-	phs          map[int64]bool   // placeholders known: registered, or holding jobs at load
-	sweep        phSweep          // placeholder rows to delete once gone for good (phsweep.go)
+	rr           int // round-robin position over queues for dispatch
+	running      map[int64]*run
+	phs          map[int64]bool // placeholders known: registered, or holding jobs at load
+	sweep        phSweep        // placeholder rows to delete once gone for good (phsweep.go)
 	parked       []*parkedNext
 	waiters      map[int64][]*waitCall
 	watches      map[*watch]struct{} // progress streams (progress.go)
 	counts       map[int32]*[128]int // queue -> state letter -> jobs
 	nextID       int64
 	inTx         bool
-	curSync      Sync          // the writer's synchronous setting now (SyncSubmit switches it)
-	synced       int           // batches committed fsync'd under SyncSubmit (tests check which calls are durable)
-	ended        []int64       // jobs that ended or blocked in this batch (for waiters)
-	tokensPruned time.Time     // when submit tokens were last pruned
-	checked      time.Time     // when leases were last checked (stall detection, expire)
-	bundles      bundles       // live bundles (bundle.go)
-	arrays       arrays        // limited job arrays (array.go)
-	data         dataState     // data-conscious scheduling (data.go)
-	plans        planState     // jobs' planned sites (plan.go)
-	econ         econState     // spending, reservations, planner caps (ledger.go)
-	bl           blevels       // b-levels for cp queues (blevel.go)
-	stg          staging       // transfers in flight (transfers.go): memory only, kept across reloads
-	repl         copies.Copies // copies of running jobs (copies_hooks.go)
+	curSync      Sync        // the writer's synchronous setting now (SyncSubmit switches it)
+	synced       int         // batches committed fsync'd under SyncSubmit (tests check which calls are durable)
+	ended        []int64     // jobs that ended or blocked in this batch (for waiters)
+	tokensPruned time.Time   // when submit tokens were last pruned
+	checked      time.Time   // when leases were last checked (stall detection, expire)
+	bundles      bundles     // live bundles (bundle.go)
+	arrays       arrays      // limited job arrays (array.go)
+	data         dataState   // data-conscious scheduling (data.go)
+	plans        planState   // jobs' planned sites (plan.go)
+	econ         econState   // spending, reservations, planner caps (ledger.go)
+	bl           blevels     // b-levels for cp queues (blevel.go)
+	stg          staging     // transfers in flight (transfers.go): memory only, kept across reloads
+	repl         replication // copies of running jobs (copies_hooks.go)
 	moved        protocol.MovedTotals
 	// commitFault, when set, fails a commit before it reaches SQLite: the
 	// tests' stand-in for a full disk (SQLITE_FULL at COMMIT). Core-owned.
 	commitFault func() error
 	// released counts the times OnFull freed space (actOnSelected retries).
 	released atomic.Int64
+
+	// copyRuns are the attempts running beside running[job], its copies,
+	// leased and ended as the job rows' own are (copies_hooks.go).
+	copyRuns map[int64][]*run
 
 	// measured are links measured from real transfers (MeasuredLink),
 	// replaced whole under measuredMu, read without a lock by the core.

@@ -315,7 +315,8 @@ func (s *Store) pickCopy(p *parkedNext) (int64, *queue, error) {
 		}
 	}
 	look := s.repl.Look(copies.Where{Site: cur, StoreSite: to.Site, StoreHost: to.Host}, s.data.places[cur].site, s.data.gen-s.data.told)
-	a := &copyAsk{s: s, p: p, cur: cur, to: to}
+	a := &p.copyAsk
+	*a = copyAsk{s: s, p: p, cur: cur, to: to}
 	for _, q := range s.qlist {
 		// Only beside an attempt kept apart in scratch that has not won
 		// (the index holds those): one run in the working directory
@@ -329,7 +330,7 @@ func (s *Store) pickCopy(p *parkedNext) (int64, *queue, error) {
 		look.Unskip()
 		cq := copies.Queue{ID: q.id, Rep: q.replicator(), Most: most, NeedsFiles: q.pol.Needs&policy.NeedsFiles != 0}
 		for try := 0; try < maxCopyTries; try++ {
-			id := s.repl.Choose(look, cq, a)
+			id := s.repl.Choose(&look, cq, a)
 			if id == 0 {
 				break
 			}

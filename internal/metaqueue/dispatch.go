@@ -97,6 +97,7 @@ type parkedNext struct {
 	// or data locations changed.
 	copyLooked           bool
 	copyGen, copyDataGen uint64
+	copyAsk              copyAsk // the core's side of its looks, kept so a look allocates nothing
 }
 
 // Next applies a placeholder's reports and hands it up to req.Free jobs,

@@ -538,7 +538,7 @@ type Look struct {
 // Look starts a look for a copy at w (site named site). untold counts the
 // core's data generation moves that said nothing of what moved: when it
 // changed since the last look, every local bytes figure is forgotten.
-func (c *Copies) Look(w Where, site string, untold uint64) *Look {
+func (c *Copies) Look(w Where, site string, untold uint64) Look {
 	x := &c.idx
 	if untold != x.untold {
 		x.untold = untold
@@ -549,7 +549,7 @@ func (c *Copies) Look(w Where, site string, untold uint64) *Look {
 		key = uint32(len(x.keys) + 1)
 		x.keys[w] = key
 	}
-	return &Look{key: key, site: site}
+	return Look{key: key, site: site}
 }
 
 // Unskip forgets the jobs skipped: the look moves on to another queue.

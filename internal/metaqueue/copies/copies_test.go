@@ -387,7 +387,7 @@ func TestChoose(t *testing.T) {
 			for _, id := range tc.skip {
 				l.Skip(id)
 			}
-			if got := c.Choose(l, tc.q, a); got != tc.want {
+			if got := c.Choose(&l, tc.q, a); got != tc.want {
 				t.Errorf("chose %d, want %d", got, tc.want)
 			}
 		})
@@ -426,7 +426,8 @@ func TestLocalCache(t *testing.T) {
 			tc.before()
 		}
 		a.computed = 0
-		if got := c.Choose(c.Look(tc.where, "s", tc.untold), q, a); got != 2 {
+		l := c.Look(tc.where, "s", tc.untold)
+		if got := c.Choose(&l, q, a); got != 2 {
 			t.Fatalf("%s: chose %d, want 2 (most local bytes)", tc.name, got)
 		}
 		if a.computed != tc.computed {

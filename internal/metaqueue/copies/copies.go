@@ -1,9 +1,9 @@
 // Package copies runs a job as several attempts at once: the end game of
-// WQR (Silva et al., "Trading cycles for information", Euro-Par 2003) and
-// Storage Affinity (Santos-Neto et al., JSSPP 2004). When a placeholder
-// asks and a queue that copies has no ready job, the queue's
-// policy.Replicator picks a running job to copy: a new attempt of it runs
-// at the asking placeholder beside the others (job_copies). The first
+// Workqueue with Replication (WQR) and Storage Affinity, the bag-of-tasks
+// schedulers of Santos-Neto's 2004 thesis (docs/policies/bag-of-tasks.md).
+// When a placeholder asks and a queue that copies has no ready job, the
+// queue's policy.Replicator picks a running job to copy: a new attempt of
+// it runs at the asking placeholder beside the others (job_copies). The first
 // attempt to finish wins: a copy that ends 0 (its report, or its agent's
 // claim before it moves outputs into place) ends every other attempt of
 // the job as a killed copy (attempts.killed_copy) and becomes the attempt
@@ -16,8 +16,8 @@
 // placeholder) and calls this package where they change; Copies keeps
 // what replication alone knows: which jobs opted out, which row attempts
 // run apart in scratch, the copies killed whose late report is awaited,
-// and the index of jobs a copy may start beside (index.go). It writes its
-// own tables inside the core's write transaction, through an Execer.
+// and the index of jobs a copy may start beside (Sync, Choose). It writes
+// its own tables inside the core's write transaction, through an Execer.
 package copies
 
 import (

@@ -338,9 +338,6 @@ func (s *Store) Delete(ctx context.Context, sel protocol.Select) (protocol.Actio
 				if err := s.charge(id, s.queueIDs[j.Queue], ru, ru.started, s.now(), false); err != nil {
 					return err
 				}
-				if err := s.setApart(id, ru, false); err != nil {
-					return err
-				}
 			}
 			s.stopRun(id)
 		}
@@ -557,7 +554,7 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 				q.id, next.Deadline, next.Budget); err != nil {
 				return fatalError{err}
 			}
-			s.repl.gen++ // copies refused for the budget or deadline may now fit
+			s.repl.Changed() // copies refused for the budget or deadline may now fit
 			s.ledger.Changed()
 		}
 		if pol != nil && pol.Name != q.pol.Name {

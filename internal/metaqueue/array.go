@@ -66,7 +66,7 @@ func (s *Store) capped(id int64) bool {
 
 // runStarted counts job id as executing in its array.
 func (s *Store) runStarted(id int64) {
-	s.repl.gen++
+	s.repl.Changed()
 	if ar := s.arrays.of(id); ar != nil {
 		ar.running++
 	}
@@ -85,7 +85,7 @@ func (s *Store) stopRun(id int64) {
 	s.packStop(id, ru)
 	delete(s.running, id)
 	s.syncCopy(id)
-	s.repl.gen++
+	s.repl.Changed()
 	ar := s.arrays.of(id)
 	if ar == nil {
 		return

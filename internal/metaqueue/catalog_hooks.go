@@ -70,7 +70,7 @@ func (s *Store) userFile(path string, size, mtime int64) error {
 	if _, ok := s.data.where[path]; !ok {
 		s.data.where[path] = fileLoc{at: s.data.site(s.data.placeOf(LocalSite, "")), size: size}
 	}
-	s.repl.idx.moved(path) // running jobs reading it see its new size
+	s.repl.Moved(path) // running jobs reading it see its new size
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mq-hpc/mq/internal/metaqueue/copies"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
@@ -15,42 +16,18 @@ import (
 // checkCopyIndex (on the core) says how the copy candidates index
 // disagrees with a full scan of the running jobs, or nil.
 func (s *Store) checkCopyIndex() error {
-	x := &s.repl.idx
-	want := map[int64]copyAt{}
+	want := map[int64]copies.Entry{}
 	for id, ru := range s.running {
-		if !ru.apart {
+		if !s.repl.Apart(id, ru.attempt) {
 			continue
 		}
 		j, ok := s.g.Node(id)
 		if !ok {
 			continue
 		}
-		want[id] = copyAt{q: j.Queue, n: 1 + len(s.repl.copies[id])}
+		want[id] = copies.Entry{Queue: j.Queue, Runs: 1 + len(s.copyRuns[id])}
 	}
-	if len(want) != len(x.at) {
-		return fmt.Errorf("index holds %d jobs, a scan finds %d", len(x.at), len(want))
-	}
-	total := 0
-	for q, b := range x.queues {
-		for n, bk := range b.by {
-			total += len(bk)
-			for i, c := range bk {
-				if at := x.at[c.id]; at != (copyAt{q: q, n: n + 1, i: i}) {
-					return fmt.Errorf("job %d in queue %d bucket %d at %d, its entry says %+v", c.id, q, n+1, i, at)
-				}
-			}
-		}
-	}
-	if total != len(x.at) {
-		return fmt.Errorf("buckets hold %d entries, the index %d jobs", total, len(x.at))
-	}
-	for id, w := range want {
-		at, ok := x.at[id]
-		if !ok || at.q != w.q || at.n != w.n {
-			return fmt.Errorf("job %d: index %+v (present %v), scan queue %d with %d attempts", id, at, ok, w.q, w.n)
-		}
-	}
-	return nil
+	return s.repl.Check(want)
 }
 
 // pickCopyScan is pickCopy as it was before the index: every running job
@@ -75,10 +52,10 @@ func (s *Store) pickCopyScan(p *parkedNext) (int64, *queue, error) {
 			continue
 		}
 		q := s.queueIDs[j.Queue]
-		if q == nil || !ru.apart || q.ready.Len() > 0 || !s.copyable(id, q) || s.runsOn(id, ph) {
+		if q == nil || !s.repl.Apart(id, ru.attempt) || q.ready.Len() > 0 || !s.copyable(id, q) || s.runsOn(id, ph) {
 			continue
 		}
-		n := 1 + len(s.repl.copies[id])
+		n := 1 + len(s.copyRuns[id])
 		if _, most := q.copying(); most > 0 && n >= most {
 			continue
 		}
@@ -355,16 +332,7 @@ func TestCopyIndexSAOrder(t *testing.T) {
 		}
 		d.gen++
 		// Reverse each bucket so the best comes last.
-		for _, b := range e.s.repl.idx.queues {
-			for _, bk := range b.by {
-				slices.Reverse(bk)
-				for i, c := range bk {
-					at := e.s.repl.idx.at[c.id]
-					at.i = i
-					e.s.repl.idx.at[c.id] = at
-				}
-			}
-		}
+		e.s.repl.Reverse()
 		return e.s.checkCopyIndex()
 	})
 	if err != nil {

@@ -98,6 +98,7 @@ type parkedNext struct {
 	// or data locations changed.
 	copyLooked           bool
 	copyGen, copyDataGen uint64
+	copyAsk              copyAsk // the core's side of its looks, kept so a look allocates nothing
 }
 
 // Next applies a placeholder's reports and hands it up to req.Free jobs,
@@ -278,9 +279,6 @@ func (s *Store) endAttempt(id int64, j dag.Node, ru *run, out outcome, r protoco
 	if err := s.stopCopies(id, "stopped: the job's attempt "+fmt.Sprint(ru.attempt)+" ended it"); err != nil {
 		return err
 	}
-	if err := s.setApart(id, ru, false); err != nil {
-		return err
-	}
 	retry, err := s.packEnded(id, j, q, ru, out, e)
 	if err != nil {
 		return err
@@ -307,6 +305,50 @@ func (s *Store) endAttempt(id int64, j dag.Node, ru *run, out outcome, r protoco
 		}
 	}
 	return s.finish(id, j, next, e)
+}
+
+// runOf finds the attempt of job id that placeholder ph runs, the job
+// row's own or a copy (nil if none).
+func (s *Store) runOf(id int64, attempt int, ph int64) *run {
+	if ru := s.running[id]; ru != nil && ru.attempt == attempt && ru.placeholder == ph {
+		return ru
+	}
+	for _, c := range s.copyRuns[id] {
+		if c.attempt == attempt && c.placeholder == ph {
+			return c
+		}
+	}
+	return nil
+}
+
+// runsOn says whether placeholder ph runs an attempt of job id.
+func (s *Store) runsOn(id, ph int64) bool {
+	if ru := s.running[id]; ru != nil && ru.placeholder == ph {
+		return true
+	}
+	for _, c := range s.copyRuns[id] {
+		if c.placeholder == ph {
+			return true
+		}
+	}
+	return false
+}
+
+// attemptEnded moves a job on after one of its attempts ended as out,
+// minding the other attempts running beside it: the first to succeed
+// wins (unless another's agent claimed first) and the job ends with it;
+// another that ends while one runs on ends alone.
+func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out outcome, r protocol.Report) error {
+	if len(s.copyRuns[id]) == 0 {
+		return s.endAttempt(id, j, ru, out, r)
+	}
+	if out == succeeded {
+		if err := s.win(id, ru); err != nil {
+			return err
+		}
+		return s.endAttempt(id, j, ru, out, r)
+	}
+	return s.endAlone(id, ru, out, r)
 }
 
 // Heartbeat renews the leases of the attempts a placeholder runs and
@@ -383,7 +425,7 @@ func (s *Store) expire() error {
 			return err
 		}
 	}
-	for id, cs := range s.repl.copies {
+	for id, cs := range s.copyRuns {
 		for _, c := range slices.Clone(cs) {
 			if now.Before(c.lease) {
 				continue
@@ -451,7 +493,7 @@ func (s *Store) noticeStall(now time.Time) {
 	for _, ru := range s.running {
 		ru.lease = lease
 	}
-	for _, cs := range s.repl.copies {
+	for _, cs := range s.copyRuns {
 		for _, c := range cs {
 			c.lease = lease
 		}
@@ -560,7 +602,7 @@ func (s *Store) dispatch(p *parkedNext) error {
 		p.dcWaited = false
 	}
 	if len(picks) == 0 {
-		if s.repl.on == 0 || len(p.reply.Jobs) > 0 {
+		if !s.repl.On() || len(p.reply.Jobs) > 0 {
 			return nil
 		}
 		// Nothing ready for it: a queue that copies may give it a copy
@@ -601,8 +643,8 @@ func (s *Store) dispatch(p *parkedNext) error {
 		a.Grant = pk.grant
 		// A job that may be copied later runs apart from the start: its
 		// outputs must not be overwritten by a copy that loses.
-		a.Scratch = s.repl.on > 0 && s.copyable(pk.id, pk.q)
-		if err := s.setApart(pk.id, ru, a.Scratch); err != nil {
+		a.Scratch = s.repl.On() && s.copyable(pk.id, pk.q)
+		if err := s.setApart(pk.id, a.Scratch); err != nil {
 			return err
 		}
 		p.reply.Jobs = append(p.reply.Jobs, a)
@@ -732,7 +774,7 @@ func (s *Store) PlaceholderGone(ctx context.Context, id int64) error {
 				return err
 			}
 		}
-		for jid, cs := range s.repl.copies {
+		for jid, cs := range s.copyRuns {
 			for _, c := range slices.Clone(cs) {
 				if c.placeholder != id {
 					continue

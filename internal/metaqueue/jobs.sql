@@ -83,9 +83,6 @@ ORDER BY j.id DESC LIMIT ?;
 -- name: InsertFile
 INSERT INTO job_files (job_id, kind, seq, path, size, rel) VALUES (?, ?, ?, ?, ?, ?);
 
--- name: NoReplicate
-INSERT OR IGNORE INTO job_no_replicate (job_id) VALUES (?);
-
 -- name: SetBundle
 -- Jobs ?1..?2 dispatch together: the bundle is named by its first job.
 UPDATE jobs SET bundle = ?1 WHERE id BETWEEN ?1 AND ?2;
@@ -163,3 +160,14 @@ SELECT j.id, t.name, j.state FROM job_prereqs jp
 JOIN jobs j ON j.target_id = jp.target_id JOIN targets t ON t.id = j.target_id
 WHERE jp.job_id = ? AND j.state IN ('F', 'X', 'B')
 ORDER BY j.state = 'B', j.id LIMIT 1000;
+
+-- name: SetRowAttempt
+-- The attempt the job's row shows (a copy that won, or took the lead).
+UPDATE jobs SET row_attempt = ?, placeholder_id = ?, started = ? WHERE id = ?;
+
+-- name: NewCopyAttempt
+-- A copy of a running job takes the next attempt number; the row keeps
+-- showing the attempt it showed.
+UPDATE jobs SET row_attempt = coalesce(row_attempt, attempts), attempts = attempts + 1,
+	attempt_base = attempt_base + 1 WHERE id = ? AND state = 'E'
+RETURNING attempts, command, cwd, submitted, coalesce((SELECT env FROM job_env WHERE job_id = jobs.id), '');

@@ -150,7 +150,7 @@ func (s *Store) firstStarted(id int64) time.Time {
 	if ru := s.running[id]; ru != nil {
 		first = ru.started
 	}
-	for _, c := range s.repl.copies[id] {
+	for _, c := range s.copyRuns[id] {
 		if first.IsZero() || c.started.Before(first) {
 			first = c.started
 		}
@@ -279,7 +279,7 @@ func (s *Store) countRunning(q *queue) error {
 			return err
 		}
 	}
-	for id, cs := range s.repl.copies {
+	for id, cs := range s.copyRuns {
 		for _, ru := range cs {
 			if err := add(id, ru); err != nil {
 				return err

@@ -71,7 +71,8 @@ func (s *Store) resetIndex() {
 	s.queueIDs = map[int32]*queue{}
 	s.qlist = nil
 	s.running = map[int64]*run{}
-	s.repl.reset()
+	s.copyRuns = map[int64][]*run{}
+	s.repl.Reset()
 	s.arrays = arrays{}
 	s.ledger.Reset(s.log)
 	s.phs = map[int64]bool{}

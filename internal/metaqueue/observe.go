@@ -109,7 +109,7 @@ func (s *Store) RunningByPlaceholder(ctx context.Context) (map[int64]int, error)
 		for _, r := range s.running {
 			m[r.placeholder]++
 		}
-		for _, cs := range s.repl.copies {
+		for _, cs := range s.copyRuns {
 			for _, c := range cs {
 				m[c.placeholder]++
 			}

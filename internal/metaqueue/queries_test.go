@@ -245,16 +245,9 @@ func TestQueriesNamed(t *testing.T) {
 	}
 }
 
-// featureFiles are the feature files whose SQL moves with the feature into
-// its module (internal/metaqueue/<module>/<module>.sql), and data.go and
-// feasibility.go, which the dispatch decision's own change reshapes.
-var featureFiles = []string{
-	"ledger.go", "budget.go", "provision.go", "infeasible.go", // ledger
-	"plan.go", "blevel.go", // plans
-	"catalog.go", "transfers.go", // catalog
-	"replicate.go", "copyidx.go", // copies
-	"data.go", "feasibility.go",
-}
+// featureFiles are the core files whose SQL moves with their feature into
+// a module (internal/metaqueue/<module>/<module>.sql): data.go, DC's state.
+var featureFiles = []string{"data.go"}
 
 // TestNoSQLInCoreGo keeps the core's SQL in its .sql files: no string in
 // a core Go file holds a statement. Builders keep clauses (WHERE, AND,

@@ -139,7 +139,7 @@ func (s *Store) SiteDemand(ctx context.Context, walltime float64, placeholders [
 					executing++
 				}
 			}
-			for _, cs := range s.repl.copies {
+			for _, cs := range s.copyRuns {
 				for _, c := range cs {
 					if mine[c.placeholder] {
 						executing++

@@ -123,7 +123,7 @@ type Store struct {
 	arrays       arrays      // limited job arrays (array.go)
 	data         dataState   // data-conscious scheduling (data.go)
 	plans        plans.Plans // jobs' planned sites (plans/, plans_hooks.go)
-	repl         replication // copies of running jobs (replicate.go)
+	repl         replication // copies of running jobs (copies/, copies_hooks.go)
 	// bl is the b-levels for cp queues (blevel/, blevel_hooks.go).
 	bl blevel.Levels
 	// cat is the data-staging catalog (catalog/, catalog_hooks.go).
@@ -142,6 +142,10 @@ type Store struct {
 	commitFault func() error
 	// released counts the times OnFull freed space (actOnSelected retries).
 	released atomic.Int64
+
+	// copyRuns are the attempts running beside running[job], its copies,
+	// leased and ended as the job rows' own are (copies_hooks.go).
+	copyRuns map[int64][]*run
 
 	// measured are links measured from real transfers (MeasuredLink),
 	// replaced whole under measuredMu, read without a lock by the core.
@@ -185,9 +189,6 @@ type run struct {
 	placeholder int64
 	lease       time.Time
 	started     time.Time
-	// apart: the attempt runs in a scratch directory of its own and has
-	// not won a race, so copies may run beside it (replicate.go).
-	apart bool
 }
 
 // Open opens (creating if needed) the metaqueue at opt.Path, loads its

@@ -197,10 +197,9 @@ func (in *inserter) add(js *protocol.JobSpec) error {
 		return err
 	}
 	if js.NoReplicate {
-		if _, err := s.w.ExecContext(context.Background(), jobsSQL.Get("NoReplicate"), id); err != nil {
+		if err := s.repl.OptOut(context.Background(), s.w, id); err != nil {
 			return fatalError{err}
 		}
-		s.repl.noCopy[id] = true
 	}
 	if err := s.keepRequest(id, q, js); err != nil {
 		return err

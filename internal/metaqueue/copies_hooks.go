@@ -406,6 +406,9 @@ func (a *copyAsk) Est(id int64) float32 {
 // attempt number, recorded in job_copies, its lease renewed by p's
 // heartbeats as any attempt's.
 func (s *Store) dispatchCopy(p *parkedNext, id int64, q *queue) error {
+	if !s.packFits(id, p) {
+		return nil // its resources are not free here now
+	}
 	if err := s.begin(); err != nil {
 		return err
 	}
@@ -431,6 +434,7 @@ func (s *Store) dispatchCopy(p *parkedNext, id int64, q *queue) error {
 		return err
 	}
 	a.Scratch = true
+	a.Grant = s.packStartAttempt(id, r.attempt, p.req.Placeholder)
 	p.reply.Jobs = append(p.reply.Jobs, a)
 	s.log.Info("copy of a running job dispatched", "job", id, "attempt", r.attempt, "placeholder", p.req.Placeholder, "copies", len(s.copyRuns[id]))
 	return nil

@@ -178,7 +178,13 @@ func (s *Store) loadRequest(id int64) error {
 // its assignment carries it: nil for a job that asks for nothing (one
 // core, which the agent takes itself, as before resources).
 func (s *Store) packStart(id, ph int64) *protocol.Capacity {
-	g, ok := s.pack.Start(packing.Run{Job: id}, ph)
+	return s.packStartAttempt(id, 0, ph)
+}
+
+// packStartAttempt is packStart for an attempt whose number is known (a
+// copy).
+func (s *Store) packStartAttempt(id int64, attempt int, ph int64) *protocol.Capacity {
+	g, ok := s.pack.Start(packing.Run{Job: id, Attempt: attempt}, ph)
 	if !ok {
 		// Fits said it fits: the pool changed in between, which the core
 		// alone does. The job runs as before, in one core.

@@ -324,3 +324,36 @@ func TestUnholdableWaits(t *testing.T) {
 		t.Errorf("after reopen, with the site loaded: %q", w)
 	}
 }
+
+// TestCopyGrants: a copy of a running job takes its request on its own
+// placeholder (not sent where it does not fit), and every attempt gives
+// its grant back when one wins: the loser's killed, the winner's done.
+func TestCopyGrants(t *testing.T) {
+	e := newEnv(t)
+	e.setQueue("b", "wqr", -1)
+	js := asks("t", protocol.Resources{CPUs: 3})
+	js.Queue, js.Cwd = "b", "/w"
+	e.submit(js)
+	c := protocol.Capacity{CPUs: 4}
+	ph1, small, ph2 := e.registerSized("s1", c), e.registerSized("s2", protocol.Capacity{CPUs: 2}), e.registerSized("s3", c)
+	first := e.next(ph1, 4)
+	if len(first) != 1 {
+		t.Fatalf("first: %v", ids(first))
+	}
+	if got := e.next(small, 2); len(got) != 0 {
+		t.Fatalf("a 2-core placeholder got a copy of a 3-core job: %+v", got)
+	}
+	cp := e.next(ph2, 4)
+	if len(cp) != 1 || cp[0].Grant == nil || cp[0].Grant.CPUs != 3 {
+		t.Fatalf("copy: %+v, want one with a 3-core grant", cp)
+	}
+	if f := e.free(ph2); f.CPUs != 1 {
+		t.Fatalf("the copy's placeholder has %d cores free, want 1", f.CPUs)
+	}
+	e.report(ph2, ok(cp[0]))
+	for _, ph := range []int64{ph1, ph2} {
+		if f := e.free(ph); f.CPUs != 4 {
+			t.Errorf("placeholder %d after the copy won: %d cores free, want 4", ph, f.CPUs)
+		}
+	}
+}

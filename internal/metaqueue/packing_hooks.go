@@ -141,12 +141,12 @@ func (s *Store) packStop(id int64, ru *run) {
 }
 
 // packFits is the fitsResources check: job id fits what p's placeholder
-// has free now.
+// has free now (the time of the decision, which dispatch gives packing).
 func (s *Store) packFits(id int64, p *parkedNext) bool {
 	if s.pack == nil {
 		return true // a bare store: the chains' own tests
 	}
-	return s.pack.Fits(id, p.req.Placeholder, s.now())
+	return s.pack.FitsNow(id, p.req.Placeholder)
 }
 
 // loadRequest gives packing the stored request of job id again (rerun).

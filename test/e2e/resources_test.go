@@ -5,6 +5,10 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -72,5 +76,85 @@ func TestPlaceholderSize(t *testing.T) {
 		if r.code == 0 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
 			t.Errorf("cls site set g %s: %s; want refused in one line", strings.Join(bad, " "), r)
 		}
+	}
+}
+
+// TestFakeGPUs: a local placeholder told it has GPUs 0-3 (this machine
+// has none) runs four jobs asking --gpus 1 at once, each seeing one GPU in
+// CUDA_VISIBLE_DEVICES, no two the same; a fifth waits for one of them.
+func TestFakeGPUs(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.startCLS("--local", "0")
+	h.ok("cls", "site", "add", "g", "--type", "local", "--max", "1", "--cpus", "8", "--gpus", "4", "--idle", "30s")
+	dir := t.TempDir()
+	cmd := fmt.Sprintf(`echo "$CUDA_VISIBLE_DEVICES" > %s/$MQ_JOB_ID.gpu; date +%%s%%N > %s/$MQ_JOB_ID.start; sleep 3; date +%%s%%N > %s/$MQ_JOB_ID.end`, dir, dir, dir)
+	var ids []int64
+	for range 5 {
+		ids = append(ids, h.submit("--gpus", "1", "gpu", cmd))
+	}
+	for _, id := range ids {
+		if d := h.waitState(id, "DF", 2*time.Minute); d.State != "D" {
+			t.Fatalf("job %d ended %s: %s", id, d.State, d.Reason)
+		}
+	}
+	read := func(id int64, ext string) string {
+		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("%d.%s", id, ext)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	stamp := func(id int64, ext string) int64 {
+		n, err := strconv.ParseInt(read(id, ext), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// At any moment, the jobs running hold different GPUs.
+	for i, a := range ids {
+		ga := read(a, "gpu")
+		if !slices.Contains([]string{"0", "1", "2", "3"}, ga) {
+			t.Errorf("job %d saw CUDA_VISIBLE_DEVICES=%q, want one GPU of 0-3", a, ga)
+		}
+		for _, b := range ids[i+1:] {
+			overlap := stamp(a, "start") < stamp(b, "end") && stamp(b, "start") < stamp(a, "end")
+			if overlap && ga == read(b, "gpu") {
+				t.Errorf("jobs %d and %d ran at once on GPU %s", a, b, ga)
+			}
+		}
+	}
+	concurrent := 0
+	for _, a := range ids[:4] {
+		if stamp(a, "start") < stamp(ids[0], "end") {
+			concurrent++
+		}
+	}
+	if concurrent < 2 {
+		t.Errorf("only %d jobs ran beside the first: the placeholder's 4 GPUs were not shared out", concurrent)
+	}
+}
+
+// TestMemoryKill: a job allocating past its --mem is killed with the
+// reason (after its one retry at twice the memory), while its neighbour
+// on the same placeholder finishes.
+func TestMemoryKill(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.startCLS("--local", "0")
+	h.ok("cls", "site", "add", "m", "--type", "local", "--max", "1", "--cpus", "2", "--mem", "2G", "--idle", "30s")
+	// The shell keeps what it substitutes: 400 MiB, held while it sleeps.
+	hog := h.submit("--mem", "100M", "hog", `x=$(head -c 400M /dev/zero | tr '\0' a); sleep 20`)
+	calm := h.submit("--mem", "100M", "calm", "sleep 4")
+	d := h.waitState(hog, "DF", 3*time.Minute)
+	if d.State != "F" || !strings.HasPrefix(d.Reason, protocol.ReasonMemory) || !strings.Contains(d.Reason, "over its request") {
+		t.Errorf("the hog ended %s with %q; want failed over its memory", d.State, d.Reason)
+	}
+	if len(d.History) != 1 || !strings.HasPrefix(d.History[0].Reason, protocol.ReasonMemory) {
+		t.Errorf("the hog's history %+v; want its first attempt killed over memory, retried", d.History)
+	}
+	if c := h.waitState(calm, "DF", 3*time.Minute); c.State != "D" {
+		t.Errorf("its neighbour ended %s: %s", c.State, c.Reason)
 	}
 }

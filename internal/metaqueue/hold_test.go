@@ -6,7 +6,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -242,6 +244,8 @@ func TestPriorityOrders(t *testing.T) {
 		{"sjf", []job{{10, 0}, {100, 1}, {5, 0}, {50, 1}}, []int{3, 1, 2, 0}},
 		{"cp", []job{{10, 0}, {1, 2}, {100, 0}}, []int{1, 2, 0}},
 		{"wqr", []job{{0, -1}, {0, 0}}, []int{1, 0}},
+		{"sa", []job{{0, 0}, {0, 1}}, []int{1, 0}},
+		{"xsufferage", []job{{5, 0}, {50, 1}}, []int{1, 0}},
 	} {
 		t.Run(tc.policy, func(t *testing.T) {
 			t.Parallel()
@@ -293,5 +297,57 @@ func TestPriorityBounds(t *testing.T) {
 	}
 	if js := e.stat(protocol.Stat{States: "WQHEDFBX"}); len(js) != 0 {
 		t.Fatalf("a refused submit added %d jobs", len(js))
+	}
+}
+
+// TestPriorityPlanned: among the jobs a plan gives a site, a higher
+// priority goes first, the plan's order after it.
+func TestPriorityPlanned(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	id := e.submit(spec("t", "true"), spec("t", "true"), protocol.JobSpec{Target: "t", Command: "true", Priority: 3})
+	pl := policy.Plan{Site: map[int64]string{id[0]: "a", id[1]: "a", id[2]: "a"}, Order: []int64{id[0], id[1], id[2]}}
+	if _, err := e.s.SetPlan(context.Background(), "heft", pl); err != nil {
+		t.Fatal(err)
+	}
+	a := e.register("a")
+	var got []int64
+	for range id {
+		as := e.next(a, 1)
+		if len(as) != 1 {
+			t.Fatalf("next gave %v", ids(as))
+		}
+		got = append(got, as[0].ID)
+		e.report(a, ok(as[0]))
+	}
+	if want := []int64{id[2], id[0], id[1]}; !slices.Equal(got, want) {
+		t.Fatalf("planned jobs ran %v, want %v", got, want)
+	}
+}
+
+// TestPriorityDC: DC chooses among the highest priority present, though
+// an older job of a lower priority would win on queue time alone.
+func TestPriorityDC(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	dc := "dc"
+	if _, err := e.s.SetQueue(context.Background(), protocol.QueueSet{Name: "d", Policy: &dc}); err != nil {
+		t.Fatal(err)
+	}
+	old := e.submit(protocol.JobSpec{Queue: "d", Target: "old", Command: "x"})[0]
+	e.clock.Advance(time.Hour)
+	high := e.submit(protocol.JobSpec{Queue: "d", Target: "high", Command: "x", Priority: 1})[0]
+	ph := e.register("s")
+	var got []int64
+	for range 2 {
+		as := e.next(ph, 1)
+		if len(as) != 1 {
+			t.Fatalf("next gave %v", ids(as))
+		}
+		got = append(got, as[0].ID)
+		e.report(ph, ok(as[0]))
+	}
+	if want := []int64{high, old}; !slices.Equal(got, want) {
+		t.Fatalf("dc ran %v, want %v", got, want)
 	}
 }

@@ -18,8 +18,9 @@ held (H), is never dispatched, and its dependents wait for it (W) as for
 any unfinished prerequisite, until mqrls releases it. A held job can be
 deleted with mqdel. Jobs are named by id, by a range FIRST-LAST (a job
 array), or selected by queue, target and states (-s, among W Q), or all of
-them. All or none: if one named job cannot be held (it is executing or
-has ended), nothing is, and the error names each culprit. mqsub -H submits
+them. Jobs named by id are held all or none: if one cannot be held (it is
+executing or has ended), nothing is, and the error names each culprit; a
+range or selection takes those of its jobs that can be. mqsub -H submits
 jobs held. Prints a line per held job unless -Q.`
 	app.Flags = selectFlags("hold")
 	app.Metadata = map[string]any{rewriteArgs: flagsFirst(app.Flags)}
@@ -38,9 +39,10 @@ func Mqrls(env Env) *cli.App {
 	app.Description = `Releases held (H) jobs, from mqhold or mqsub -H: each becomes queued (Q),
 waiting (W) or blocked (B), as its prerequisites say now. Jobs are named
 by id, by a range FIRST-LAST (a job array), or selected by queue and
-target, or all held jobs. All or none: if one named job is not held,
-nothing is released, and the error names each culprit. Prints a line per
-released job unless -Q.`
+target, or all held jobs. Jobs named by id are released all or none: if
+one is not held, nothing is released, and the error names each culprit; a
+range or selection takes its held jobs. Prints a line per released job
+unless -Q.`
 	app.Flags = selectFlags("release")
 	app.Metadata = map[string]any{rewriteArgs: flagsFirst(app.Flags)}
 	app.Action = func(c *cli.Context) error {

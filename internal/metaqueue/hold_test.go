@@ -165,6 +165,18 @@ func TestHoldRelease(t *testing.T) {
 				t.Fatalf("stat -s H lists %d jobs, want 4", len(js))
 			}
 		}},
+		{"a held job holds its bundle back; released, the bundle goes whole", func(t *testing.T, e *env) {
+			b := e.submitReq(bundleOf("x", "y", "z"))
+			hold(e, b[1])
+			ph := e.register("s")
+			if as := e.next(ph, 4); len(as) != 0 {
+				t.Fatalf("dispatched %v while a job of the bundle is held", ids(as))
+			}
+			release(e, b[1])
+			if as := e.next(ph, 4); !slices.Equal(ids(as), b) {
+				t.Fatalf("dispatched %v, want the whole bundle %v", ids(as), b)
+			}
+		}},
 		{"hold and release refuse jobs they cannot take, all or none, naming each", func(t *testing.T, e *env) {
 			a := e.submit1("a", "a")
 			q := e.submit1("q", "q")

@@ -346,7 +346,7 @@ func (s *Store) Delete(ctx context.Context, sel protocol.Select) (protocol.Actio
 		}
 		return s.deleteJob(id, reason)
 	}
-	return s.actOnSelected(ctx, sel, "WQEB", check, apply)
+	return s.actOnSelected(ctx, sel, "WQHEB", check, apply)
 }
 
 // Rerun brings ended jobs (Done, Failed, Deleted) back: they run again once

@@ -123,6 +123,13 @@ func TestHoldRelease(t *testing.T) {
 				t.Fatal(err)
 			}
 			e.mustBe(a, job.Queued)
+			// A selection deletes held jobs too.
+			c := e.submit(protocol.JobSpec{Target: "c", Command: "c", Hold: true})[0]
+			r, err = e.s.Delete(ctx, protocol.Select{States: "H", Atomic: true})
+			if err != nil || !slices.Equal(r.IDs, []int64{c}) {
+				t.Fatalf("Delete -s H = %+v, %v", r, err)
+			}
+			e.mustBe(c, job.Deleted)
 		}},
 		{"a held job stays held across a restart", func(t *testing.T, e *env) {
 			a := e.submit1("a", "a")

@@ -370,3 +370,22 @@ func TestPriorityDC(t *testing.T) {
 		t.Fatalf("dc ran %v, want %v", got, want)
 	}
 }
+
+// TestPriorityKeptOnRerun: a rerun job keeps its priority (an ended job's
+// is only stored, not in memory).
+func TestPriorityKeptOnRerun(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	id := e.submit(protocol.JobSpec{Target: "a", Command: "a"}, protocol.JobSpec{Target: "b", Command: "b", Priority: 5})
+	ph := e.register("s")
+	for _, a := range e.next(ph, 2) {
+		e.report(ph, ok(a))
+	}
+	if _, err := e.s.Rerun(context.Background(), protocol.Select{IDs: id, Atomic: true}); err != nil {
+		t.Fatal(err)
+	}
+	if as := e.next(ph, 1); !slices.Equal(ids(as), []int64{id[1]}) {
+		t.Fatalf("after a rerun next gave %v, want the priority 5 job %d", ids(as), id[1])
+	}
+	e.check()
+}

@@ -231,7 +231,11 @@ func appendSpec(b []byte, js *protocol.JobSpec) []byte {
 	if js.NoReplicate {
 		flags |= 1
 	}
-	return binary.AppendUvarint(b, flags)
+	if js.Hold {
+		flags |= 2
+	}
+	b = binary.AppendUvarint(b, flags)
+	return binary.AppendVarint(b, int64(js.Priority))
 }
 
 func readString(r *bufio.Reader) (string, error) {
@@ -335,5 +339,11 @@ func readSpec(r *bufio.Reader, js *protocol.JobSpec) (err error) {
 		return err
 	}
 	js.NoReplicate = flags&1 != 0
+	js.Hold = flags&2 != 0
+	p, err := binary.ReadVarint(r)
+	if err != nil {
+		return err
+	}
+	js.Priority = int(p)
 	return nil
 }

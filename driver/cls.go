@@ -425,7 +425,7 @@ func (b *clsBackend) details(ctx context.Context, cl *client.Client, ends []prot
 	out := make(map[int64]protocol.JobInfo, len(ids))
 	// Every state: the CLS then looks the ids up by key, with no state
 	// filter that could pick the state index over millions of done jobs.
-	err := client.Stream(ctx, cl, protocol.OpStat, protocol.Stat{IDs: ids, States: "WQEDFBX"}, func(r protocol.StatReply) error {
+	err := client.Stream(ctx, cl, protocol.OpStat, protocol.Stat{IDs: ids, States: "WQHEDFBX"}, func(r protocol.StatReply) error {
 		for _, j := range r.Jobs {
 			out[j.ID] = j
 		}

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -34,6 +35,8 @@ type execOptions struct {
 	outputs []protocol.File
 	wrap    wrap
 	res     protocol.Resources
+	hold    bool
+	prio    int
 }
 
 // Env adds environment variables, each "NAME=value", to the job's
@@ -74,6 +77,16 @@ func Prereqs(targets ...string) Option {
 
 // Dir sets the job's working directory (absolute).
 func Dir(dir string) Option { return func(o *execOptions) { o.dir = dir } }
+
+// Hold submits the job held (mqsub -H): it does not run, and jobs that
+// need its target wait, until mqrls releases it. It needs a CLS: local
+// mode refuses it, as nothing there could release the job.
+func Hold() Option { return func(o *execOptions) { o.hold = true } }
+
+// Priority orders the job among its queue's ready jobs (mqsub --priority):
+// higher first, in -1024..1023. Local mode runs jobs in its own order and
+// ignores it.
+func Priority(p int) Option { return func(o *execOptions) { o.prio = p } }
 
 // Estimate is the job's expected runtime, for scheduling.
 func Estimate(d time.Duration) Option { return func(o *execOptions) { o.est = d } }
@@ -146,7 +159,7 @@ func (p *Producer) Exec(ctx context.Context, command string, opts ...Option) (Ke
 		return 0, fmt.Errorf("driver: %w", err)
 	}
 	spec := protocol.JobSpec{Queue: d.cfg.Queue, Target: o.target, Prereqs: o.prereqs, Command: command, Cwd: o.dir, Est: o.est.Seconds(),
-		Inputs: o.inputs, Outputs: o.outputs, Resources: o.res}
+		Inputs: o.inputs, Outputs: o.outputs, Resources: o.res, Hold: o.hold, Priority: o.prio}
 	if spec.Target == "" {
 		spec.Target = d.cfg.Target
 	}
@@ -155,6 +168,9 @@ func (p *Producer) Exec(ctx context.Context, command string, opts ...Option) (Ke
 	}
 	if err := protocol.ValidateSpec(&spec); err != nil {
 		return 0, fmt.Errorf("driver: %w", err)
+	}
+	if _, local := d.be.(*localBackend); local && o.hold {
+		return 0, errors.New("driver: Hold needs a CLS; local mode has nothing to release the job")
 	}
 	protocol.FillSizes(&spec, os.Stat)
 	if err := d.checkGroup(o.group); err != nil {

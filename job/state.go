@@ -29,16 +29,22 @@ const (
 	Blocked State = 'B'
 	// Deleted by mqdel. Terminal unless rerun; dependents become Blocked.
 	Deleted State = 'X'
+	// Held: kept from running by mqhold (or submitted with mqsub -H) until
+	// mqrls releases it to whatever its prerequisites say (Queued, Waiting
+	// or Blocked). Never dispatched; its target is incomplete, so its
+	// dependents wait. Only Waiting and Queued jobs can be held; mqdel
+	// deletes a held job as any other live one.
+	Held State = 'H'
 )
 
 // States lists every state in display order.
-var States = []State{Waiting, Queued, Executing, Done, Failed, Blocked, Deleted}
+var States = []State{Waiting, Queued, Held, Executing, Done, Failed, Blocked, Deleted}
 
 // ParseState reads one state letter.
 func ParseState(c byte) (State, error) {
 	s := State(c)
 	if !s.Valid() {
-		return 0, fmt.Errorf("unknown job state %q (want one of WQEDFBX)", string(c))
+		return 0, fmt.Errorf("unknown job state %q (want one of WQHEDFBX)", string(c))
 	}
 	return s, nil
 }
@@ -46,7 +52,7 @@ func ParseState(c byte) (State, error) {
 // ParseStates reads a set of state letters such as "QE".
 func ParseStates(s string) ([]State, error) {
 	if s == "" {
-		return nil, fmt.Errorf("empty state list (want letters from WQEDFBX)")
+		return nil, fmt.Errorf("empty state list (want letters from WQHEDFBX)")
 	}
 	var out []State
 	for i := 0; i < len(s); i++ {
@@ -62,7 +68,7 @@ func ParseStates(s string) ([]State, error) {
 // Valid reports whether s is one of the declared states.
 func (s State) Valid() bool {
 	switch s {
-	case Waiting, Queued, Executing, Done, Failed, Blocked, Deleted:
+	case Waiting, Queued, Held, Executing, Done, Failed, Blocked, Deleted:
 		return true
 	}
 	return false
@@ -87,6 +93,8 @@ func (s State) Name() string {
 		return "blocked"
 	case Deleted:
 		return "deleted"
+	case Held:
+		return "held"
 	}
 	return "unknown"
 }

@@ -57,6 +57,9 @@ func ValidateSpec(js *JobSpec) error {
 	if !(js.Est >= 0 && js.Est <= MaxSeconds) {
 		return CheckSeconds("estimate", js.Est)
 	}
+	if err := CheckPriority(js.Priority); err != nil {
+		return err
+	}
 	if len(js.Prereqs) > 10000 {
 		return fmt.Errorf("%d prerequisites; the limit is 10000", len(js.Prereqs))
 	}

@@ -67,3 +67,17 @@ func Duration(s float64) time.Duration {
 // the work they make ready. The CLS refuses more (CodeBusy), by default
 // at exactly this bound; an agent stays within it.
 const NextsPerConn = 4
+
+// The range of a job's priority (qsub -p's): higher runs first.
+const (
+	MinPriority = -1024
+	MaxPriority = 1023
+)
+
+// CheckPriority checks a job's priority.
+func CheckPriority(p int) error {
+	if p < MinPriority || p > MaxPriority {
+		return fmt.Errorf("priority must be %d..%d, not %d", MinPriority, MaxPriority, p)
+	}
+	return nil
+}

@@ -74,6 +74,13 @@ type JobSpec struct {
 	// once in a queue that copies running jobs (sa, wqr, --max-copies):
 	// for a command that is not idempotent.
 	NoReplicate bool `json:"no_replicate,omitempty"`
+	// Hold submits the job held (mqsub -H): it never runs until released
+	// (OpRelease), and its dependents wait for it.
+	Hold bool `json:"hold,omitempty"`
+	// Priority orders the job among its queue's ready jobs (mqsub -p):
+	// higher first, MinPriority..MaxPriority, 0 by default. Every ordered
+	// policy takes it as its first key.
+	Priority int `json:"priority,omitempty"`
 	// Resources is what the job asks of a placeholder (mqsub -c, --mem,
 	// --gpus, --resource); its keys sit at the top level of the object.
 	Resources
@@ -241,6 +248,7 @@ type JobInfo struct {
 	Cwd          string  `json:"cwd,omitempty"`
 	Est          float64 `json:"est,omitempty"`
 	Reason       string  `json:"reason,omitempty"`
+	Priority     int     `json:"priority,omitempty"`
 	// Resources is what the job asked for, its queue's defaults applied.
 	Resources
 	Accounting
@@ -407,7 +415,7 @@ type Select struct {
 	Atomic bool `json:"atomic,omitempty"`
 }
 
-// ActionReply lists what a delete or rerun did, and one error line per job
+// ActionReply lists what a delete, rerun, hold or release did, and one error line per job
 // it could not act on. Both lists are bounded so that the reply fits in a
 // frame however many jobs were named: IDs holds the first MaxActionIDs
 // jobs acted on and Count all of them; Errors the first MaxActionErrors

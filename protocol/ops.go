@@ -138,6 +138,10 @@ var (
 		Doc: "deletes jobs (running ones are killed)"})
 	OpRerun = op[Select, ActionReply](Spec{Name: "rerun", Role: RoleUser, Durable: true,
 		Doc: "runs ended jobs again"})
+	OpHold = op[Select, ActionReply](Spec{Name: "hold", Role: RoleUser, Durable: true,
+		Doc: "holds waiting or queued jobs: they do not run until released"})
+	OpRelease = op[Select, ActionReply](Spec{Name: "release", Role: RoleUser, Durable: true,
+		Doc: "releases held jobs to the state their prerequisites give them"})
 	OpWait = op[Wait, WaitReply](Spec{Name: "wait", Role: RoleUser,
 		Doc: "long poll until the jobs have ended (or any has), or a timeout"})
 	OpProgress = streamOp[Progress, ProgressReply](Spec{Name: "progress", Role: RoleUser,

@@ -348,13 +348,18 @@ func (g *Graph) Counts(t TargetID) (total, done, bad int) {
 	return int(tg.total), int(tg.done), int(tg.bad)
 }
 
-// AddJob adds a new job (its State is ignored and derived) and returns every
-// state change that follows, the new job's own first (From 0).
+// AddJob adds a new job and returns every state change that follows, the
+// new job's own first (From 0). Its State is derived, unless it is Held:
+// a job submitted held stays so until Release.
 func (g *Graph) AddJob(id int64, j Node) []Change {
 	g.changes = g.changes[:0]
-	j.State = g.eval(j.Prereqs)
+	if j.State != job.Held {
+		j.State = g.eval(j.Prereqs)
+	}
 	g.jobs.put(id, j)
-	g.listDeps(id, j.Prereqs)
+	if j.State != job.Held {
+		g.listDeps(id, j.Prereqs)
+	}
 	tg := g.targets.at(j.Target)
 	tg.total++
 	tg.noteQueue(j.Queue)
@@ -366,7 +371,8 @@ func (g *Graph) AddJob(id int64, j Node) []Change {
 }
 
 // Set moves a live job to a new state: Executing (dispatched), or an end
-// state (Done, Failed, Deleted). Pending states are derived; use Requeue.
+// state (Done, Failed, Deleted). Pending states are derived; use Requeue,
+// Hold and Release.
 // It returns the change and every change that follows.
 func (g *Graph) Set(id int64, to job.State) ([]Change, error) {
 	j, ok := g.Node(id)
@@ -375,6 +381,9 @@ func (g *Graph) Set(id int64, to job.State) ([]Change, error) {
 	}
 	if to.Pending() {
 		return nil, fmt.Errorf("job %d: state %s is derived, not set", id, to)
+	}
+	if to == job.Held {
+		return nil, fmt.Errorf("job %d: use Hold to hold it", id)
 	}
 	g.changes = g.changes[:0]
 	g.move(id, j, to)
@@ -389,6 +398,33 @@ func (g *Graph) Requeue(id int64) ([]Change, error) {
 	j, ok := g.Node(id)
 	if !ok || j.State != job.Executing {
 		return nil, fmt.Errorf("job %d is not executing", id)
+	}
+	g.changes = g.changes[:0]
+	g.listDeps(id, j.Prereqs)
+	g.move(id, j, g.eval(j.Prereqs))
+	g.settle()
+	return g.changes, nil
+}
+
+// Hold keeps a Waiting or Queued job from running until Release. Its
+// target stays incomplete, so its dependents keep waiting.
+func (g *Graph) Hold(id int64) ([]Change, error) {
+	j, ok := g.Node(id)
+	if !ok || (j.State != job.Waiting && j.State != job.Queued) {
+		return nil, fmt.Errorf("job %d is not waiting or queued", id)
+	}
+	g.changes = g.changes[:0]
+	g.move(id, j, job.Held)
+	g.settle()
+	return g.changes, nil
+}
+
+// Release returns a held job to the state its prerequisites give it
+// (Queued, Waiting, or Blocked if one failed meanwhile).
+func (g *Graph) Release(id int64) ([]Change, error) {
+	j, ok := g.Node(id)
+	if !ok || j.State != job.Held {
+		return nil, fmt.Errorf("job %d is not held", id)
 	}
 	g.changes = g.changes[:0]
 	g.listDeps(id, j.Prereqs)

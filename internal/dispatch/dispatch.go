@@ -217,6 +217,11 @@ func First(w World, q *policy.Heap, chain Chain, sc *Scratch) (r policy.Ready, o
 // caller puts them back (Restore) once it has decided. An error ends the
 // look; the jobs popped are then returned as far as they go.
 func Examine(w World, q Ready, chain Chain, popped []policy.Ready, take func(policy.Ready) (back bool, err error)) ([]policy.Ready, error) {
+	// A chooser chooses among the highest priority present (mqsub
+	// --priority): the heap gives it first, and the first job of a lower
+	// one ends the look.
+	var top int16
+	some := false
 	for examined := 0; examined < policy.Window; {
 		r, ok := q.Pop()
 		if !ok {
@@ -232,11 +237,16 @@ func Examine(w World, q Ready, chain Chain, popped []policy.Ready, take func(pol
 		if v == Held {
 			continue
 		}
+		if some && r.Priority < top {
+			popped = append(popped, r)
+			break
+		}
 		examined++
 		if v == Aside {
 			popped = append(popped, r)
 			continue
 		}
+		top, some = r.Priority, true
 		back, err := take(r)
 		if err != nil {
 			return popped, err

@@ -343,7 +343,7 @@ func (s *Store) Delete(ctx context.Context, sel protocol.Select) (protocol.Actio
 		}
 		return s.deleteJob(id, reason)
 	}
-	return s.actOnSelected(ctx, sel, "WQEB", check, apply)
+	return s.actOnSelected(ctx, sel, "WQHEB", check, apply)
 }
 
 // Rerun brings ended jobs (Done, Failed, Deleted) back: they run again once
@@ -597,7 +597,11 @@ func (s *Store) Summary(ctx context.Context) ([]protocol.QueueCounts, error) {
 			qc := protocol.QueueCounts{Queue: q.Name, Policy: q.Policy, Counts: map[string]int{}}
 			c := s.countsFor(q.id)
 			for _, st := range job.States {
-				qc.Counts[st.String()] = c[st]
+				// H only when some job is held: a client that predates it
+				// sees the counts it knew.
+				if st != job.Held || c[st] > 0 {
+					qc.Counts[st.String()] = c[st]
+				}
 			}
 			if info := s.econInfo(q); info.Spent > 0 || q.costed() {
 				qc.Spent, qc.SpentBySite, qc.Infeasible, qc.OverBudget = info.Spent, info.SpentBySite, info.Infeasible, info.OverBudget

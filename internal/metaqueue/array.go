@@ -157,7 +157,7 @@ func (s *Store) saveArray(first, last int64, spec string, limit int) error {
 func (s *Store) Arrays(ctx context.Context, q protocol.ArrayQuery) ([]protocol.ArrayInfo, error) {
 	states := q.States
 	if states == "" {
-		states = "WQEDFB"
+		states = "WQHEDFB"
 	}
 	parsed, err := job.ParseStates(states)
 	if err != nil {

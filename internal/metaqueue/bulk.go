@@ -232,13 +232,17 @@ func appendSpec(b []byte, js *protocol.JobSpec) []byte {
 	if js.NoReplicate {
 		flags |= 1
 	}
+	if js.Hold {
+		flags |= 2
+	}
 	var res []byte
 	if js.Resources.Asks() {
-		flags |= 2
+		flags |= 4
 		res, _ = json.Marshal(js.Resources) // plain values: cannot fail
 	}
 	b = binary.AppendUvarint(b, flags)
-	if flags&2 != 0 {
+	b = binary.AppendVarint(b, int64(js.Priority))
+	if flags&4 != 0 {
 		b = appendString(b, string(res))
 	}
 	return b
@@ -345,7 +349,13 @@ func readSpec(r *bufio.Reader, js *protocol.JobSpec) (err error) {
 		return err
 	}
 	js.NoReplicate = flags&1 != 0
-	if flags&2 != 0 {
+	js.Hold = flags&2 != 0
+	p, err := binary.ReadVarint(r)
+	if err != nil {
+		return err
+	}
+	js.Priority = int(p)
+	if flags&4 != 0 {
 		res, err := readString(r)
 		if err != nil {
 			return err

@@ -178,9 +178,9 @@ func (s *Store) loadBundles(ctx context.Context) error {
 
 // bundlePick expands a job picked for dispatch to what goes with it: the
 // job alone if it is in no bundle, every Queued job of its bundle in order,
-// or nothing if the bundle is held back (a job of it is Waiting; the job
-// is pushed again when its state changes, so nothing is lost by dropping
-// this heap entry). A bundle runs its jobs one after another, so with a
+// or nothing if the bundle is held back (a job of it is Waiting or Held;
+// the job is pushed again when its state changes, so nothing is lost by
+// dropping this heap entry). A bundle runs its jobs one after another, so with a
 // placeholder walltime (> 0) it takes only as many as fit in it together:
 // the picked job (which fits alone), then the others in order while they
 // fit. Those left out stay Queued and go with a later request.
@@ -191,7 +191,7 @@ func (s *Store) bundlePick(id int64, walltime float64) (ids []int64, bundle int6
 	}
 	members := s.bundles.members[bid]
 	for _, m := range members {
-		if j, ok := s.g.Node(m); ok && j.State == job.Waiting {
+		if j, ok := s.g.Node(m); ok && (j.State == job.Waiting || j.State == job.Held) {
 			return nil, bid
 		}
 	}

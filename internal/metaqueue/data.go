@@ -380,7 +380,7 @@ func (s *Store) addFiles(id int64, js *protocol.JobSpec) error {
 // id is 0) and every known file location.
 func (s *Store) loadFiles(ctx context.Context, id int64) error {
 	q := `SELECT f.job_id, f.kind, f.path, f.size, f.rel, j.cwd FROM job_files f JOIN jobs j ON j.id = f.job_id
-		WHERE j.state IN ('W','Q','E','B') ORDER BY f.job_id, f.kind, f.seq`
+		WHERE j.state IN ('W','Q','H','E','B') ORDER BY f.job_id, f.kind, f.seq`
 	args := []any{}
 	if id != 0 {
 		q = "SELECT f.job_id, f.kind, f.path, f.size, f.rel, j.cwd FROM job_files f JOIN jobs j ON j.id = f.job_id WHERE f.job_id = ? ORDER BY f.kind, f.seq"
@@ -442,7 +442,7 @@ func (s *Store) readyEntry(q *queue, id int64, est float32, t dag.TargetID) poli
 	if est == 0 && s.data.nsjf > 0 && q.learnsEstimates() {
 		est = float32(s.data.expect.Estimate(s.g.Name(t), 0))
 	}
-	r := policy.Ready{ID: id, Est: est}
+	r := policy.Ready{ID: id, Est: est, Priority: s.prio[id]}
 	if s.bl.On() && q.needsBLevels() {
 		r.Prio = s.bl.Rank(s.g, &s.data.expect, t, id, est)
 	}

@@ -88,7 +88,7 @@ INSERT INTO job_files (job_id, kind, seq, path, size, rel) VALUES (?, ?, ?, ?, ?
 UPDATE jobs SET bundle = ?1 WHERE id BETWEEN ?1 AND ?2;
 
 -- name: LiveBundles
-SELECT id, bundle FROM jobs WHERE bundle <> 0 AND state IN ('W','Q','E','B') ORDER BY id;
+SELECT id, bundle FROM jobs WHERE bundle <> 0 AND state IN ('W','Q','H','E','B') ORDER BY id;
 
 -- name: JobRow
 SELECT state, queue_id, target_id, est, attempts, attempt_base FROM jobs WHERE id = ?;
@@ -113,7 +113,7 @@ SELECT DISTINCT j.target_id, p.target_id FROM job_prereqs p JOIN jobs j ON j.id 
 
 -- name: LivePrereqs
 SELECT p.job_id, p.target_id FROM job_prereqs p JOIN jobs j ON j.id = p.job_id
-WHERE j.state IN ('W','Q','E','B');
+WHERE j.state IN ('W','Q','H','E','B');
 
 -- name: SelectIDs
 -- The jobs a selector names, in the states given as one string (e.g.
@@ -142,6 +142,7 @@ SELECT j.id, q.name, t.name, j.state, j.attempts, j.exit, coalesce(p.site, ''),
 	coalesce((SELECT group_concat(t2.name, char(10)) FROM job_prereqs jp JOIN targets t2 ON t2.id = jp.target_id WHERE jp.job_id = j.id), ''),
 	coalesce(j.placeholder_id, 0), coalesce(p.out_dir, ''), coalesce(j.row_attempt, j.attempts), j.cpu_user, j.cpu_sys, j.max_rss,
 	(SELECT c.cost FROM charges c WHERE c.job_id = j.id AND c.attempt = coalesce(j.row_attempt, j.attempts)),
+	coalesce((SELECT pr.priority FROM job_priority pr WHERE pr.job_id = j.id), 0),
 	coalesce((SELECT r.resources FROM job_resources r WHERE r.job_id = j.id), '')
 FROM jobs j JOIN queues q ON q.id = j.queue_id JOIN targets t ON t.id = j.target_id
 LEFT JOIN placeholders p ON p.id = j.placeholder_id;
@@ -171,3 +172,14 @@ UPDATE jobs SET row_attempt = ?, placeholder_id = ?, started = ? WHERE id = ?;
 UPDATE jobs SET row_attempt = coalesce(row_attempt, attempts), attempts = attempts + 1,
 	attempt_base = attempt_base + 1 WHERE id = ? AND state = 'E'
 RETURNING attempts, command, cwd, submitted, coalesce((SELECT env FROM job_env WHERE job_id = jobs.id), '');
+
+-- name: InsertPriority
+-- A job's priority, kept only when it is not 0 (mqsub -p).
+INSERT INTO job_priority (job_id, priority) VALUES (?, ?);
+
+-- name: LivePriorities
+SELECT p.job_id, p.priority FROM job_priority p JOIN jobs j ON j.id = p.job_id
+WHERE j.state IN ('W','Q','H','E','B');
+
+-- name: JobPriority
+SELECT priority FROM job_priority WHERE job_id = ?;

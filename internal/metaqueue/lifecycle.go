@@ -14,13 +14,15 @@ import (
 // Every write of a job's state, in its row and in the graph, is one of the
 // transitions in this file, so the whole lifecycle reads in one place:
 //
-//	submitted        new job -> Waiting, Queued or Blocked
+//	submitted        new job -> Waiting, Queued or Blocked (or Held, submitted so)
+//	hold             Waiting or Queued -> Held
+//	release          Held -> Waiting, Queued or Blocked
 //	claim, claimRows Queued -> Executing, for one placeholder's request
 //	finish           Executing -> Done or Failed, the attempt over
 //	requeue          Executing -> Queued, the attempt counted and kept
 //	unclaim          Executing -> Queued, returned unstarted (not counted)
 //	retryForMemory   Executing -> Queued, killed over its memory: kept, not counted
-//	deleteJob        Waiting, Queued, Executing or Blocked -> Deleted
+//	deleteJob        Waiting, Queued, Held, Executing or Blocked -> Deleted
 //	rerun            Done, Failed or Deleted -> Waiting, Queued or Blocked
 //	failUnstageable  Queued -> Failed, an input no transfer could bring
 //	applyChanges     the jobs that depend on a moved one follow it
@@ -245,6 +247,27 @@ func (s *Store) backToQueue(id int64, stmt *sql.Stmt) error {
 	return s.applyChanges(ch, id, nil)
 }
 
+// hold keeps Waiting or Queued job id from running: Held. A ready heap's
+// entry of it goes stale (dispatch skips a job that is not Queued); its
+// dependents keep waiting, its target being incomplete.
+func (s *Store) hold(id int64) error {
+	ch, err := s.g.Hold(id)
+	if err != nil {
+		return err
+	}
+	return s.applyChanges(ch, -1, nil)
+}
+
+// release returns held job id to the state its prerequisites give it; a
+// Queued one enters its ready heap again.
+func (s *Store) release(id int64) error {
+	ch, err := s.g.Release(id)
+	if err != nil {
+		return err
+	}
+	return s.applyChanges(ch, -1, nil)
+}
+
 // deleteJob ends live job id Deleted for reason.
 func (s *Store) deleteJob(id int64, reason string) error {
 	if _, err := s.w.ExecContext(context.Background(), deleteSQL, micros(s.now()), reason, id); err != nil {
@@ -263,6 +286,9 @@ func (s *Store) deleteJob(id int64, reason string) error {
 func (s *Store) rerun(id int64, n dag.Node, was job.State) error {
 	if _, err := s.stmts.keepAttempt.Exec(id); err != nil {
 		return fatalError{err}
+	}
+	if err := s.revivePriority(id); err != nil {
+		return err
 	}
 	ch, err := s.g.Revive(id, n, was)
 	if err != nil {
@@ -336,6 +362,7 @@ func (s *Store) applyChanges(ch []dag.Change, self int64, in *inserter) error {
 			s.ended = append(s.ended, c.ID)
 		}
 		if c.To.Terminal() {
+			delete(s.prio, c.ID)
 			s.bundles.ended(c.ID)
 			s.jobEnded(c.ID)
 			s.pack.Forget(c.ID)

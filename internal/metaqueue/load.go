@@ -45,6 +45,9 @@ func (s *Store) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := s.loadPriorities(ctx); err != nil {
+		return err
+	}
 	now := s.now()
 	queued, err := s.loadJobs(ctx, prereqs, now)
 	if err != nil {
@@ -81,6 +84,7 @@ func (s *Store) resetIndex() {
 	s.data.reset(s.now())
 	s.cat.Reset()
 	s.bl.Off()
+	s.prio = map[int64]int16{}
 }
 
 // loadQueues loads every queue with its settings and policy.

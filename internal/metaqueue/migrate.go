@@ -62,6 +62,8 @@ func migrations() ([]migration, error) {
 			m.before = addTransferVia
 		case 17:
 			m.before = addPlanTimeline
+		case 21:
+			m.before = allowHeld
 		}
 		out = append(out, m)
 	}
@@ -186,6 +188,33 @@ func addReplication(ctx context.Context, w *sql.Conn) error {
 		{"queues", "max_copies INTEGER NOT NULL DEFAULT 0 CHECK (max_copies >= 0)"},
 		{"attempts", "killed_copy INTEGER NOT NULL DEFAULT 0"},
 	})
+}
+
+// allowHeld makes the table that widens jobs.state's CHECK to the held
+// state 'H' (version 20): SQLite cannot alter a constraint, so the step
+// rebuilds jobs (SQLite's documented way). This half creates jobs_rebuilt
+// from jobs' own stored definition, so columns earlier steps added come
+// along; the step's SQL copies the rows into it, drops jobs and renames
+// it. A database whose check already allows 'H' is copied all the same.
+func allowHeld(ctx context.Context, w *sql.Conn) error {
+	const (
+		old  = "CHECK (state IN ('W','Q','E','D','F','B','X'))"
+		wide = "CHECK (state IN ('W','Q','H','E','D','F','B','X'))"
+	)
+	var def string
+	if err := w.QueryRowContext(ctx, metaSQL.Get("TableSQL"), "jobs").Scan(&def); err != nil {
+		return fmt.Errorf("read the jobs table's definition: %w", err)
+	}
+	if !strings.Contains(def, old) && !strings.Contains(def, wide) {
+		return fmt.Errorf("the jobs table has an unexpected state check: %.200s", def)
+	}
+	// The stored name may be quoted ("jobs" after an earlier rebuild).
+	i := strings.IndexByte(def, '(')
+	if i < 0 || !strings.HasPrefix(def, "CREATE TABLE ") {
+		return fmt.Errorf("the jobs table has an unexpected definition: %.60s", def)
+	}
+	_, err := w.ExecContext(ctx, "CREATE TABLE jobs_rebuilt "+strings.Replace(def[i:], old, wide, 1))
+	return err
 }
 
 // addColumns adds each (table, column definition) the table lacks.

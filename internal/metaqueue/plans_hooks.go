@@ -1,7 +1,9 @@
 package metaqueue
 
 import (
+	"cmp"
 	"context"
+	"slices"
 
 	"github.com/mq-hpc/mq/internal/metaqueue/plans"
 	"github.com/mq-hpc/mq/internal/policy"
@@ -74,6 +76,11 @@ func (s *Store) pickPlanned(p *parkedNext) (*queue, int64, error) {
 	p.site = s.data.places[at].site
 	s.plans.Seen(p.site, s.now())
 	examined := 0
+	type cand struct {
+		q  *queue
+		id int64
+	}
+	var cands []cand
 	for id := range s.plans.At(p.site) {
 		if examined >= policy.Window {
 			break
@@ -90,12 +97,18 @@ func (s *Store) pickPlanned(p *parkedNext) (*queue, int64, error) {
 		if q == nil || !fits(j.Est, q, p.req.WalltimeLeft) || !s.affordable(q, j, p.site) {
 			continue
 		}
-		here, err := s.dataReady(id, p)
+		cands = append(cands, cand{q, id})
+	}
+	// A job's priority comes before the plan's order (stable: among equal
+	// priorities, the plan's).
+	slices.SortStableFunc(cands, func(a, b cand) int { return cmp.Compare(s.prio[b.id], s.prio[a.id]) })
+	for _, c := range cands {
+		here, err := s.dataReady(c.id, p)
 		if err != nil {
 			return nil, 0, err
 		}
 		if here {
-			return q, id, nil
+			return c.q, c.id, nil
 		}
 	}
 	return nil, 0, nil

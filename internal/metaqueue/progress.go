@@ -52,7 +52,7 @@ func (w *watch) apply(c dag.Change) {
 }
 
 func (w *watch) pending() int {
-	return w.counts[job.Waiting] + w.counts[job.Queued] + w.counts[job.Executing]
+	return w.counts[job.Waiting] + w.counts[job.Queued] + w.counts[job.Held] + w.counts[job.Executing]
 }
 
 // named reports whether the watch is over named jobs (a range or list),

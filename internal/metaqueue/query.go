@@ -67,7 +67,7 @@ func scanStat(rows *sql.Rows) (statRow, error) {
 	var use usageCols
 	err := rows.Scan(&r.ID, &r.Queue, &r.Target, &st, &r.Attempts, &exit, &r.Site, &r.Host, &submitted, &started,
 		&finished, &r.Command, &r.Cwd, &est, &r.Reason, &prereqs, &r.placeholder, &r.outDir, &r.attempt,
-		&use.user, &use.sys, &use.rss, &use.cost, &res)
+		&use.user, &use.sys, &use.rss, &use.cost, &r.Priority, &res)
 	if err != nil {
 		return r, err
 	}
@@ -125,7 +125,7 @@ func (s *Store) stat(ctx context.Context, st protocol.Stat, after int64, emit fu
 	}
 	states := st.States
 	if states == "" {
-		states = "WQEDFB"
+		states = "WQHEDFB"
 	}
 	parsed, err := job.ParseStates(states)
 	if err != nil {

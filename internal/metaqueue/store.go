@@ -114,16 +114,17 @@ type Store struct {
 	counts       map[int32]*[128]int // queue -> state letter -> jobs
 	nextID       int64
 	inTx         bool
-	curSync      Sync        // the writer's synchronous setting now (SyncSubmit switches it)
-	synced       int         // batches committed fsync'd under SyncSubmit (tests check which calls are durable)
-	ended        []int64     // jobs that ended or blocked in this batch (for waiters)
-	tokensPruned time.Time   // when submit tokens were last pruned
-	checked      time.Time   // when leases were last checked (stall detection, expire)
-	bundles      bundles     // live bundles (bundle.go)
-	arrays       arrays      // limited job arrays (array.go)
-	data         dataState   // data-conscious scheduling (data.go)
-	plans        plans.Plans // jobs' planned sites (plans/, plans_hooks.go)
-	repl         replication // copies of running jobs (copies/, copies_hooks.go)
+	curSync      Sync            // the writer's synchronous setting now (SyncSubmit switches it)
+	synced       int             // batches committed fsync'd under SyncSubmit (tests check which calls are durable)
+	ended        []int64         // jobs that ended or blocked in this batch (for waiters)
+	tokensPruned time.Time       // when submit tokens were last pruned
+	checked      time.Time       // when leases were last checked (stall detection, expire)
+	bundles      bundles         // live bundles (bundle.go)
+	arrays       arrays          // limited job arrays (array.go)
+	data         dataState       // data-conscious scheduling (data.go)
+	plans        plans.Plans     // jobs' planned sites (plans/, plans_hooks.go)
+	repl         replication     // copies of running jobs (copies/, copies_hooks.go)
+	prio         map[int64]int16 // live jobs' priorities that are not 0 (hold.go)
 	// bl is the b-levels for cp queues (blevel/, blevel_hooks.go).
 	bl blevel.Levels
 	// cat is the data-staging catalog (catalog/, catalog_hooks.go).

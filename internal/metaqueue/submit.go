@@ -213,7 +213,14 @@ func (in *inserter) add(js *protocol.JobSpec) error {
 			return fatalError{err}
 		}
 	}
-	if err := s.submitted(id, dag.Node{Target: t, Queue: q.id, Est: float32(js.Est), Prereqs: prereqs}, q, js.Est, in); err != nil {
+	if err := s.setPriority(id, js.Priority); err != nil {
+		return err
+	}
+	n := dag.Node{Target: t, Queue: q.id, Est: float32(js.Est), Prereqs: prereqs}
+	if js.Hold {
+		n.State = job.Held
+	}
+	if err := s.submitted(id, n, q, js.Est, in); err != nil {
 		return err
 	}
 	if len(in.rows) == bulkRows {

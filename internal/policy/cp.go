@@ -5,10 +5,14 @@ package policy
 // largest b-level of the jobs that need it, carried in Ready.Prio by
 // whoever keeps the DAG (the metaqueue, the simulator). Among equals the
 // older job goes first. Jobs with no estimate count as UnknownRuntime.
+// A job's own priority comes before all that.
 type CP struct{}
 
 func (CP) Name() string { return "cp" }
 func (CP) Less(a, b Ready) bool {
+	if differ, less := byPriority(a, b); differ {
+		return less
+	}
 	if a.Prio != b.Prio {
 		return a.Prio > b.Prio
 	}

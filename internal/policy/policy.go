@@ -16,6 +16,15 @@ type Ready struct {
 	// Prio is a rank the keeper of the DAG computes for orderings that
 	// need one (CP: the job's b-level in seconds); 0 otherwise.
 	Prio float32
+	// Priority is the job's own (mqsub -p): every ordering runs a higher
+	// one first, whatever its own keys say (byPriority).
+	Priority int16
+}
+
+// byPriority is every ordering's first key: it reports whether a's
+// priority differs from b's and, if so, whether a goes first.
+func byPriority(a, b Ready) (differ, less bool) {
+	return a.Priority != b.Priority, a.Priority > b.Priority
 }
 
 // Ordering is a policy that ranks ready jobs by a fixed order, so the
@@ -26,18 +35,26 @@ type Ordering interface {
 	Less(a, b Ready) bool
 }
 
-// FCFS runs the oldest ready job first.
+// FCFS runs the oldest ready job first (of the highest priority).
 type FCFS struct{}
 
-func (FCFS) Name() string         { return "fcfs" }
-func (FCFS) Less(a, b Ready) bool { return a.ID < b.ID }
+func (FCFS) Name() string { return "fcfs" }
+func (FCFS) Less(a, b Ready) bool {
+	if differ, less := byPriority(a, b); differ {
+		return less
+	}
+	return a.ID < b.ID
+}
 
-// SJF runs the shortest expected job first; jobs with no estimate go last,
-// oldest first among equals.
+// SJF runs the shortest expected job first (of the highest priority);
+// jobs with no estimate go last, oldest first among equals.
 type SJF struct{}
 
 func (SJF) Name() string { return "sjf" }
 func (SJF) Less(a, b Ready) bool {
+	if differ, less := byPriority(a, b); differ {
+		return less
+	}
 	switch {
 	case a.Est == b.Est:
 		return a.ID < b.ID

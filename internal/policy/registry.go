@@ -169,7 +169,7 @@ const (
 type namedFCFS string
 
 func (n namedFCFS) Name() string       { return string(n) }
-func (namedFCFS) Less(a, b Ready) bool { return a.ID < b.ID }
+func (namedFCFS) Less(a, b Ready) bool { return FCFS{}.Less(a, b) }
 
 // dcOrder keeps a dc queue's ready jobs oldest first, the order DC
 // examines them in, under DC's own name.

@@ -75,6 +75,12 @@ var builtin = routeTable(
 	handle(protocol.OpDelete, func(ctx context.Context, c *conn, b protocol.Select) (protocol.ActionReply, error) {
 		return c.s.Store.Delete(ctx, b)
 	}),
+	handle(protocol.OpHold, func(ctx context.Context, c *conn, b protocol.Select) (protocol.ActionReply, error) {
+		return c.s.Store.Hold(ctx, b)
+	}),
+	handle(protocol.OpRelease, func(ctx context.Context, c *conn, b protocol.Select) (protocol.ActionReply, error) {
+		return c.s.Store.Release(ctx, b)
+	}),
 	handle(protocol.OpRerun, func(ctx context.Context, c *conn, b protocol.Select) (protocol.ActionReply, error) {
 		return c.s.Store.Rerun(ctx, b)
 	}),

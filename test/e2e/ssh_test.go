@@ -160,6 +160,8 @@ func TestSSHUserCommands(t *testing.T) {
 		{"rm -rf /", 127, `mq: unknown command "rm"`},
 		{"cls serve", 2, "only `cls queue` and `cls files` run over SSH"},
 		{`mqsub t "unterminated`, 2, "unterminated double quote"},
+		{"mqhold 999999", 1, "job 999999 does not exist"},
+		{"mqrls --bogus", 2, "unknown flag -bogus"},
 	} {
 		r := s.ssh(user, c.cmd)
 		if r.code != c.code || !strings.Contains(r.stderr, c.msg) || strings.Count(r.stderr, "\n") != 1 {

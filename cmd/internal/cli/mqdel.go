@@ -22,13 +22,13 @@ func Mqdel(env Env) *cli.App {
 placeholder. Jobs waiting on a deleted job's target become blocked (B);
 mqsub --rerun brings a deleted job back. Jobs are named by id, by a range
 FIRST-LAST (a job array, as mqsub --array prints it), or selected by queue,
-target and states (-s, among W Q E B), or all of them. All or none: if one
+target and states (-s, among W Q H E B), or all of them. All or none: if one
 named job cannot be deleted, nothing is, and the error names each culprit.
 Prints a line per deleted job unless -Q.`
 	app.Flags = selectFlags("delete")
 	app.Metadata = map[string]any{rewriteArgs: flagsFirst(app.Flags)}
 	app.Action = func(c *cli.Context) error {
-		sel, err := selection(c, "WQEB")
+		sel, err := selection(c, "WQHEB")
 		if err != nil {
 			return err
 		}

@@ -31,8 +31,9 @@ func Mqstat(env Env) *cli.App {
    mqstat --cat ID [--stderr] [--follow]
    mqstat --summary [-q QUEUE] [-t TARGET] [--json]
    mqstat --watch [INTERVAL] [any of the above but --cat]`
-	app.Description = `States: W waiting on prerequisites, Q queued (ready), E executing, D done,
-F failed, B blocked by a failed or deleted prerequisite, X deleted.
+	app.Description = `States: W waiting on prerequisites, Q queued (ready), H held (mqhold, mqsub -H;
+mqrls releases it), E executing, D done, F failed, B blocked by a failed or
+deleted prerequisite, X deleted. --summary has an H column when a job is held.
 Without -s every job but deleted ones is listed. --watch shows the view again
 every INTERVAL (default 2s; seconds or a duration such as 500ms), in place
 on a terminal (cut to its height), one after another otherwise, until
@@ -478,8 +479,9 @@ func arrayLine(a protocol.ArrayInfo) string {
 
 func printSummary(w io.Writer, qs []protocol.QueueCounts) {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.AlignRight)
+	states := summaryStates(qs)
 	fmt.Fprint(tw, "QUEUE\t")
-	for _, s := range job.States {
+	for _, s := range states {
 		fmt.Fprintf(tw, "%s\t", s)
 	}
 	fmt.Fprintln(tw, "TOTAL\tPOLICY\t")
@@ -491,7 +493,7 @@ func printSummary(w io.Writer, qs []protocol.QueueCounts) {
 		}
 		fmt.Fprintf(tw, "%s\t", protocol.Printable(label))
 		n := 0
-		for _, s := range job.States {
+		for _, s := range states {
 			fmt.Fprintf(tw, "%d\t", q.Counts[s.String()])
 			n += q.Counts[s.String()]
 			total[s.String()] += q.Counts[s.String()]
@@ -501,7 +503,7 @@ func printSummary(w io.Writer, qs []protocol.QueueCounts) {
 	if len(qs) > 1 {
 		fmt.Fprint(tw, "all\t")
 		n := 0
-		for _, s := range job.States {
+		for _, s := range states {
 			fmt.Fprintf(tw, "%d\t", total[s.String()])
 			n += total[s.String()]
 		}
@@ -513,6 +515,17 @@ func printSummary(w io.Writer, qs []protocol.QueueCounts) {
 			fmt.Fprintln(w, line)
 		}
 	}
+}
+
+// summaryStates are --summary's state columns: H only when some job is
+// held (a metaqueue that never holds shows the columns it always had).
+func summaryStates(qs []protocol.QueueCounts) []job.State {
+	for _, q := range qs {
+		if q.Counts[job.Held.String()] > 0 {
+			return job.States
+		}
+	}
+	return slices.DeleteFunc(slices.Clone(job.States), func(s job.State) bool { return s == job.Held })
 }
 
 // SpendingLine is a queue's economics in mqstat --summary: what its
@@ -579,6 +592,12 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 		p("array", fmt.Sprintf("jobs %d-%d, %s (mqstat --array %d lists them)", a.First, a.Last, arrayLine(*a), d.ID))
 	}
 	p("state", stateName(d.State))
+	if d.State == string(job.Held) {
+		p("held", fmt.Sprintf("not run until released: mqrls %d", d.ID))
+	}
+	if d.Priority != 0 {
+		p("priority", fmt.Sprint(d.Priority))
+	}
 	p("command", protocol.CommandOf(d.Command, d.CommandBytes))
 	p("directory", d.Cwd)
 	if d.Est > 0 {

@@ -30,7 +30,7 @@ const bulkChunkBytes = 1 << 20
 // Mqsub returns the mqsub command.
 func Mqsub(env Env) *cli.App {
 	app := NewApp("mqsub", "add a job to the metaqueue", env)
-	app.UsageText = `mqsub [-q QUEUE] [-p PREREQ_TARGET]... [-b] [-e EST_SECONDS] [-d DIR]
+	app.UsageText = `mqsub [-q QUEUE] [-p PREREQ_TARGET]... [-b] [-H] [--priority N] [-e EST_SECONDS] [-d DIR]
          [-i PATH[:SIZE]]... [-o PATH[:SIZE]]... [-c N] [--mem SIZE] [--gpus N]
          [--resource NAME=N]... TARGET COMMAND...
    mqsub -f FILE [-v NAME=VALUE]...   (one JSON job per line; - reads stdin)
@@ -75,6 +75,10 @@ func mqsubFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "Q", Aliases: []string{"quiet"}, Usage: "with --rerun: print nothing but errors"},
 		&cli.GenericFlag{Name: "v", Aliases: []string{"env"}, Value: &envList{}, Usage: "set `NAME=VALUE` in the job's environment (repeat); with -f, every job's, unless its line's \"env\" sets NAME"},
 		&cli.BoolFlag{Name: "no-replicate", Usage: "never run the job as more than one attempt at once (queues that copy running jobs: sa, wqr, --max-copies); in a file, \"no_replicate\": true"},
+		// -H is sbatch's: -h is help in every mq command.
+		&cli.BoolFlag{Name: "H", Aliases: []string{"hold"}, Usage: "submit held: the job does not run until mqrls releases it, and its dependents wait; in a file, \"hold\": true"},
+		// No -p: it is --prereq's.
+		&cli.StringFlag{Name: "priority", Usage: "run before the queue's lower-priority ready jobs: `N` in -1024..1023, higher first (default 0); in a file, \"priority\": N"},
 		&cli.StringFlag{Name: "array", Usage: "submit an array of jobs, one per index of `FIRST-LAST[:STEP]`, each with MQ_ARRAY_INDEX and {} in COMMAND replaced by its index"},
 		&cli.DurationFlag{Name: "timeout", Usage: "with -b: stop waiting (exit 1) after `DURATION`; the jobs go on"},
 		&cli.StringFlag{Name: "wfformat", Usage: "replay the WfFormat workflow trace `TRACE` live: a job per task sleeping its runtime, reading and writing its files (docs/guide/workflows.md)", TakesFile: true},
@@ -134,6 +138,9 @@ func mqsubAction(c *cli.Context, env Env) error {
 		if c.IsSet("array") {
 			return Usagef("--array goes with TARGET COMMAND; a file lists its jobs itself")
 		}
+		if c.IsSet("H") || c.IsSet("priority") {
+			return Usagef("-H and --priority go with one job or an array; in a file give \"hold\" and \"priority\" on its lines")
+		}
 		return mqsubFile(c, env, res)
 	}
 	return mqsubJob(c, env, res)
@@ -166,6 +173,10 @@ func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
 			return Usagef("-e: %v", err)
 		}
 	}
+	prio, err := priorityFlag(c)
+	if err != nil {
+		return err
+	}
 	js := protocol.JobSpec{
 		Queue:   c.String("q"),
 		Target:  c.Args().First(),
@@ -179,6 +190,8 @@ func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
 
 		NoReplicate: c.Bool("no-replicate"),
 		Resources:   res,
+		Hold:        c.Bool("H"),
+		Priority:    prio,
 	}
 	if c.IsSet("array") {
 		return mqsubArray(c, env, js)
@@ -643,3 +656,17 @@ func (l *envList) Set(v string) error {
 }
 
 func (l *envList) String() string { return strings.Join(protocol.EnvList(l.env), " ") }
+
+// priorityFlag reads --priority: a whole number in the range qsub -p
+// takes (0 when not given).
+func priorityFlag(c *cli.Context) (int, error) {
+	if !c.IsSet("priority") {
+		return 0, nil
+	}
+	v := c.String("priority")
+	p, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || protocol.CheckPriority(p) != nil {
+		return 0, Usagef("--priority: want a whole number in %d..%d (higher runs first), not %q", protocol.MinPriority, protocol.MaxPriority, v)
+	}
+	return p, nil
+}

@@ -15,7 +15,7 @@ func Mqwait(env Env) *cli.App {
 	app := NewApp("mqwait", "wait for jobs to end, showing progress", env)
 	app.UsageText = `mqwait [-q QUEUE] [-t TARGET] [--timeout DURATION] [-Q]
    mqwait ID... | FIRST-LAST`
-	app.Description = `Follows a set of jobs until none is waiting, queued or executing: the jobs
+	app.Description = `Follows a set of jobs until none is waiting, queued, held or executing: the jobs
 named (ids, or one range FIRST-LAST as mqsub -f and --array print them), or
 every job of a queue and/or target, or without any of these every job. On a
 terminal it shows a bar with the jobs ended, the rate, the done/failed

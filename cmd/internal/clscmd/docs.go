@@ -39,7 +39,7 @@ func clsDocs() *cli.Command {
 // apps are the commands documented, each built as its binary builds it.
 func docApps() []*cli.App {
 	env := mqcli.Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard}
-	out := []*cli.App{mqcli.Mqsub(env), mqcli.Mqstat(env), mqcli.Mqdel(env), mqcli.Mqwait(env), Cls(env), simcmd.Mqsim(env)}
+	out := []*cli.App{mqcli.Mqsub(env), mqcli.Mqstat(env), mqcli.Mqdel(env), mqcli.Mqhold(env), mqcli.Mqrls(env), mqcli.Mqwait(env), Cls(env), simcmd.Mqsim(env)}
 	for _, a := range out {
 		mqcli.Tidy(a)
 	}

@@ -85,7 +85,7 @@ func waitEnded(ctx context.Context, cl *client.Client, ids []int64) ([]protocol.
 		}
 	}
 	var jobs []protocol.JobInfo
-	err := client.Stream(ctx, cl, protocol.OpStat, protocol.Stat{IDs: ids, States: "WQEDFBX"}, func(r protocol.StatReply) error {
+	err := client.Stream(ctx, cl, protocol.OpStat, protocol.Stat{IDs: ids, States: "WQHEDFBX"}, func(r protocol.StatReply) error {
 		jobs = append(jobs, r.Jobs...)
 		return nil
 	})

@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mq-hpc/mq/cmd/internal/cli/clitest"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// TestHoldCommands runs mqhold, mqrls and mqsub's -H and --priority
+// against the fake CLS: what each sends, prints and exits with, and that
+// bad input is one line, exit 2, and sends nothing.
+func TestHoldCommands(t *testing.T) {
+	t.Parallel()
+	acted := protocol.ActionReply{IDs: []int64{5, 6}}
+	for _, c := range []struct {
+		name   string
+		app    func(Env) *cli.App
+		args   []string
+		op     string
+		reply  clitest.Reply
+		code   int
+		want   string // in the request's body ("" : no request is sent)
+		stdout string
+		stderr string // its start
+	}{
+		{"hold ids", Mqhold, []string{"mqhold", "5", "6"}, protocol.OpHold.Name, clitest.Reply{Body: acted}, 0,
+			`"ids":[5,6]`, "held job 5\nheld job 6\n", ""},
+		{"hold a range, quiet after it", Mqhold, []string{"mqhold", "720-723", "-Q"}, protocol.OpHold.Name, clitest.Reply{Body: acted}, 0,
+			`"first":720,"last":723`, "", ""},
+		{"hold by target and states", Mqhold, []string{"mqhold", "-t", "sim", "-s", "W"}, protocol.OpHold.Name, clitest.Reply{Body: acted}, 0,
+			`"target":"sim","states":"W"`, "held job 5\nheld job 6\n", ""},
+		{"hold refused names every culprit", Mqhold, []string{"mqhold", "5", "6"}, protocol.OpHold.Name,
+			clitest.Reply{Body: protocol.ActionReply{Errors: []string{"job 5 is executing; only waiting or queued jobs can be held", "job 6 has already ended (done)"}}}, ExitFailed,
+			`"atomic":true`, "", "mqhold: nothing held: job 5 is executing; only waiting or queued jobs can be held; job 6 has already ended (done)\n"},
+		{"hold -s E is a usage error", Mqhold, []string{"mqhold", "-s", "E"}, protocol.OpHold.Name, clitest.Reply{Body: acted}, ExitUsage,
+			"", "", "mqhold: -s E: only jobs in states WQ can be acted on here"},
+		{"hold with nothing named", Mqhold, []string{"mqhold"}, protocol.OpHold.Name, clitest.Reply{Body: acted}, ExitUsage,
+			"", "", "mqhold: missing job ids"},
+		{"release all in a queue", Mqrls, []string{"mqrls", "-q", "batch"}, protocol.OpRelease.Name, clitest.Reply{Body: acted}, 0,
+			`"queue":"batch"`, "released job 5\nreleased job 6\n", ""},
+		{"release refused", Mqrls, []string{"mqrls", "7"}, protocol.OpRelease.Name,
+			clitest.Reply{Body: protocol.ActionReply{Errors: []string{"job 7 is queued; only held jobs can be released"}}}, ExitFailed,
+			`"ids":[7]`, "", "mqrls: nothing released: job 7 is queued; only held jobs can be released\n"},
+		{"submit held with a priority", Mqsub, []string{"mqsub", "-H", "--priority", "-5", "t", "true"}, protocol.OpSubmit.Name,
+			clitest.Reply{Body: protocol.SubmitReply{IDs: []int64{9}}}, 0, `"hold":true,"priority":-5`, "9\n", ""},
+		{"submit --hold", Mqsub, []string{"mqsub", "--hold", "t", "true"}, protocol.OpSubmit.Name,
+			clitest.Reply{Body: protocol.SubmitReply{IDs: []int64{9}}}, 0, `"hold":true`, "9\n", ""},
+		{"priority 1e9", Mqsub, []string{"mqsub", "--priority", "1e9", "t", "true"}, protocol.OpSubmit.Name,
+			clitest.Reply{Body: protocol.SubmitReply{IDs: []int64{9}}}, ExitUsage, "", "",
+			"mqsub: --priority: want a whole number in -1024..1023 (higher runs first), not \"1e9\""},
+		{"priority 1024", Mqsub, []string{"mqsub", "--priority", "1024", "t", "true"}, protocol.OpSubmit.Name,
+			clitest.Reply{Body: protocol.SubmitReply{IDs: []int64{9}}}, ExitUsage, "", "", "mqsub: --priority: want a whole number"},
+		{"-H with -f", Mqsub, []string{"mqsub", "-H", "-f", "jobs.jsonl"}, protocol.OpSubmit.Name,
+			clitest.Reply{Body: protocol.SubmitReply{IDs: []int64{9}}}, ExitUsage, "", "", "mqsub: -H and --priority go with one job or an array"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			sent := ""
+			r := c.reply
+			r.Seen = func(b json.RawMessage) { sent = string(b) }
+			var o, e bytes.Buffer
+			env := Env{Stdin: strings.NewReader(""), Stdout: &o, Stderr: &e, Getwd: os.Getwd,
+				Dial: clitest.Dial(map[string]clitest.Reply{c.op: r})}
+			if code := Run(context.Background(), c.app(env), c.args); code != c.code {
+				t.Fatalf("exit %d, want %d; stderr %s", code, c.code, e.String())
+			}
+			if c.want == "" && sent != "" {
+				t.Errorf("sent %s, want nothing sent", sent)
+			}
+			if !strings.Contains(sent, c.want) {
+				t.Errorf("request %s, want it to hold %s", sent, c.want)
+			}
+			if o.String() != c.stdout {
+				t.Errorf("stdout %q, want %q", o.String(), c.stdout)
+			}
+			if !strings.HasPrefix(e.String(), c.stderr) || strings.Count(e.String(), "\n") > 1 {
+				t.Errorf("stderr %q, want one line starting %q", e.String(), c.stderr)
+			}
+		})
+	}
+}
+
+// TestSummaryHeldColumn: --summary shows an H column only when a job is
+// held, and -j shows a held job's way out and its priority.
+func TestSummaryHeldColumn(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	printSummary(&b, []protocol.QueueCounts{{Queue: "default", Policy: "fcfs", Counts: map[string]int{"Q": 2}}})
+	if head := strings.Fields(strings.SplitN(b.String(), "\n", 2)[0]); strings.Join(head, " ") != "QUEUE W Q E D F B X TOTAL POLICY" {
+		t.Errorf("header without held jobs: %q", head)
+	}
+	b.Reset()
+	printSummary(&b, []protocol.QueueCounts{{Queue: "default", Policy: "fcfs", Counts: map[string]int{"Q": 2, "H": 3}}})
+	lines := strings.Split(b.String(), "\n")
+	if head := strings.Join(strings.Fields(lines[0]), " "); head != "QUEUE W Q H E D F B X TOTAL POLICY" {
+		t.Errorf("header with held jobs: %q", head)
+	}
+	if row := strings.Join(strings.Fields(lines[1]), " "); row != "default 0 2 3 0 0 0 0 0 5 fcfs" {
+		t.Errorf("row: %q", row)
+	}
+	b.Reset()
+	printJob(&b, protocol.JobDetail{JobInfo: protocol.JobInfo{ID: 4, State: "H", Priority: 7}})
+	for _, want := range []string{"state:  H (held)", "held:   not run until released: mqrls 4", "priority: 7"} {
+		if !strings.Contains(strings.Join(strings.Fields(b.String()), " "), strings.Join(strings.Fields(want), " ")) {
+			t.Errorf("mqstat -j lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// TestProgressCountsHeld: mqwait counts a held job as not ended and names
+// it among the counts.
+func TestProgressCountsHeld(t *testing.T) {
+	t.Parallel()
+	r := protocol.ProgressReply{Total: 4, Counts: map[string]int{"D": 2, "H": 1, "Q": 1}}
+	if n := ended(r); n != 2 {
+		t.Errorf("ended = %d, want 2 (a held job has not ended)", n)
+	}
+	if got := countsText(r); got != "2 done, 1 queued, 1 held" {
+		t.Errorf("countsText = %q", got)
+	}
+}

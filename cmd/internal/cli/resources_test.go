@@ -225,20 +225,26 @@ func TestMqsubResourceErrors(t *testing.T) {
 	}
 }
 
-// TestMqsubResourcesNotDropped: a CLS that does not keep requests yet
-// says so, and mqsub passes it on; the job is added all the same.
+// TestMqsubResourcesNotDropped: the CLS keeps requests and warns of jobs
+// no placeholder or site can ever hold (here one placeholder of one
+// core, no GPUs), and mqsub passes the warning on; the job is added all
+// the same, and waits.
 func TestMqsubResourcesNotDropped(t *testing.T) {
 	t.Parallel()
 	tb := setup(t)
+	if _, err := tb.store.Register(context.Background(), protocol.Register{Site: "s", Host: "h", PID: 1, Slots: 1, OutDir: "/o",
+		Capacity: &protocol.Capacity{CPUs: 1}}); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		warn string // "" for none
 	}{
-		{[]string{"-c", "4", "t", "true"}, "1 job asks for cores"},
+		{[]string{"-c", "4", "t", "true"}, "waits: needs 4 cores; the largest placeholder or site holds 1"},
 		{[]string{"t", "true"}, ""},
-		{[]string{"--array", "1-3", "--gpus", "1", "t", "true"}, "3 jobs ask"},
-		{[]string{"-f", "FILE"}, "2 jobs ask"},
-		{[]string{"-f", "FILE", "--mem", "1G"}, "3 jobs ask"},
+		{[]string{"--array", "1-3", "--gpus", "1", "t", "true"}, "wait: needs 1 GPU; the largest placeholder or site holds 0"},
+		{[]string{"-f", "FILE"}, "waits: needs 2 cores; the largest placeholder or site holds 1"},
+		{[]string{"-f", "FILE", "--mem", "1G"}, "waits: needs 2 cores; the largest placeholder or site holds 1"},
 	} {
 		for i, a := range c.args {
 			if a == "FILE" {
@@ -260,8 +266,8 @@ func TestMqsubResourcesNotDropped(t *testing.T) {
 		switch {
 		case c.warn == "" && e.Len() > 0:
 			t.Errorf("%v: stderr %q", c.args, e.String())
-		case c.warn != "" && (!strings.Contains(e.String(), "mqsub: warning: "+c.warn) || !strings.Contains(e.String(), "one slot")):
-			t.Errorf("%v: stderr %q, want the warning %q", c.args, e.String(), c.warn)
+		case c.warn != "" && (!strings.Contains(e.String(), "mqsub: warning: ") || !strings.Contains(e.String(), c.warn) || strings.Count(e.String(), "\n") != 1):
+			t.Errorf("%v: stderr %q, want the one warning %q", c.args, e.String(), c.warn)
 		}
 	}
 	// A bad request in a file: one line naming the line, nothing added.

@@ -344,7 +344,11 @@ func (p *Packing) Unholdable(r resource.Request) string {
 	case r.Cores() > most.CPUs:
 		return fmt.Sprintf("needs %d cores; the largest placeholder or site holds %d", r.Cores(), most.CPUs)
 	case r.GPUs > len(most.GPUIDs):
-		return fmt.Sprintf("needs %d GPUs; the largest placeholder or site holds %d", r.GPUs, len(most.GPUIDs))
+		gpus := "GPUs"
+		if r.GPUs == 1 {
+			gpus = "GPU"
+		}
+		return fmt.Sprintf("needs %d %s; the largest placeholder or site holds %d", r.GPUs, gpus, len(most.GPUIDs))
 	case most.Mem > 0 && r.Mem > most.Mem:
 		return fmt.Sprintf("needs %s of memory; the largest placeholder or site holds %s", resource.FormatMem(r.Mem), resource.FormatMem(most.Mem))
 	}

@@ -557,7 +557,7 @@ func (s *Store) dispatch(p *parkedNext) error {
 	// A DC wait stands until something it depends on changed, or for at
 	// most redecide: queue time alone moves it on slowly.
 	now := s.now()
-	s.pack.SetNow(now)
+	s.pack.Begin(now, p.req.Placeholder, p.req.Free-len(p.reply.Jobs))
 	skipDC := p.dcWaited && p.dcGen == s.data.gen && now.Before(p.dcAt.Add(redecide))
 	waited := false
 	// A bundle takes one slot however many jobs it has.

@@ -71,7 +71,7 @@ func BenchmarkPackDecision(b *testing.B) {
 				}
 				q := s.queues["default"]
 				p := &parkedNext{req: protocol.Next{Placeholder: r.ID, Free: 16 - tc.taken}}
-				s.pack.SetNow(s.now())
+				s.pack.Begin(s.now(), r.ID, 16-tc.taken)
 				b.ResetTimer()
 				for b.Loop() {
 					id, ok, err := s.pickFrom(q, p)

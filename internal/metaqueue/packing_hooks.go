@@ -141,7 +141,7 @@ func (s *Store) packStop(id int64, ru *run) {
 }
 
 // packFits is the fitsResources check: job id fits what p's placeholder
-// has free now (the time of the decision, which dispatch gives packing).
+// has free now (the decision dispatch began with packing.Begin).
 func (s *Store) packFits(id int64, p *parkedNext) bool {
 	if s.pack == nil {
 		return true // a bare store: the chains' own tests

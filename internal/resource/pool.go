@@ -205,6 +205,9 @@ func (p *Pool) Free() Capacity {
 	return f
 }
 
+// FreeCPUs is the cores free now (Free's CPUs, without its copies).
+func (p *Pool) FreeCPUs() int { return p.cpus }
+
 // Idle reports whether nothing is taken.
 func (p *Pool) Idle() bool {
 	if p.cpus != p.c.CPUs || p.mem != p.c.Mem || p.ngpu != len(p.c.GPUIDs) {

@@ -48,16 +48,28 @@ type Packing struct {
 	// size: only those categories are taught (Observe), so the learner
 	// holds no sample for the many that never need one.
 	autos map[resource.Category]int
-	// now is the time of the decision being made (SetNow): reading the
+	// now is the time of the decision being made (Begin): reading the
 	// clock for every job examined cost a tenth of a decision.
 	now time.Time
+	// ahead: the placeholder of the decision asks for more jobs than it
+	// has free cores, fetching ahead to run them in turn (Begin).
+	ahead bool
 }
 
-// SetNow sets the time FitsNow takes as now: the core sets it once per
-// dispatch decision.
-func (p *Packing) SetNow(t time.Time) { p.now = t }
+// Begin starts a dispatch decision at now for placeholder ph, which asks
+// for want jobs. Asking for more than it has free cores is fetching
+// ahead, as agents do to run short jobs in turn without a round trip:
+// then jobs that ask for nothing go to it beyond its free cores, as
+// before resources, without a grant (the agent runs them as cores free
+// up); jobs that ask must still fit what is free.
+func (p *Packing) Begin(now time.Time, ph int64, want int) {
+	p.now, p.ahead = now, false
+	if pool := p.pools[ph]; pool != nil {
+		p.ahead = want > pool.FreeCPUs()
+	}
+}
 
-// FitsNow is Fits at the time SetNow set.
+// FitsNow is Fits for the decision Begin started.
 func (p *Packing) FitsNow(id, ph int64) bool { return p.Fits(id, ph, p.now) }
 
 type granted struct {
@@ -221,6 +233,9 @@ func (p *Packing) Fits(id, ph int64, now time.Time) bool {
 		return isZero(p.reqs[id]) // a slot
 	}
 	r := p.request(id, pool)
+	if p.ahead && isZero(r) {
+		return true
+	}
 	if big, ok := p.holds[ph]; ok && big != id {
 		if !resource.Admits(pool, p.request(big, pool), r) {
 			return false
@@ -260,7 +275,8 @@ func (p *Packing) Start(ru Run, ph int64) (resource.Grant, bool) {
 	r := p.request(ru.Job, pool)
 	g, ok := pool.Take(r)
 	if !ok {
-		return resource.Grant{}, false
+		// Fetched ahead, it runs in turn: nothing to take.
+		return resource.Grant{}, p.ahead && isZero(r)
 	}
 	p.grants[ru] = granted{ph: ph, g: g, req: r}
 	delete(p.since, ru.Job)

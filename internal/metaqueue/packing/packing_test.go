@@ -208,3 +208,34 @@ func TestNumberedAndReload(t *testing.T) {
 		t.Errorf("after Reload the request is kept: %v", r)
 	}
 }
+
+// TestFetchAhead: a placeholder asking for more jobs than it has free
+// cores gets jobs that ask for nothing beyond them (without a grant), but
+// never a job that asks for more than is free.
+func TestFetchAhead(t *testing.T) {
+	p := New()
+	p.Placeholder(1, resource.Capacity{CPUs: 1})
+	p.Job(9, resource.Request{CPUs: 2}, resource.Category{})
+	now := time.Unix(0, 0)
+	p.Begin(now, 1, 1)
+	if _, ok := p.Start(Run{Job: 1, Attempt: 1}, 1); !ok {
+		t.Fatal("a 1-core job does not start on an idle 1-core placeholder")
+	}
+	if p.FitsNow(2, 1) {
+		t.Error("a second 1-core job fits a full placeholder asking for no more than its cores")
+	}
+	p.Begin(now, 1, 5)
+	if !p.FitsNow(2, 1) {
+		t.Error("fetching ahead, a 1-core job does not go beyond the free cores")
+	}
+	if g, ok := p.Start(Run{Job: 2, Attempt: 1}, 1); !ok || g.CPUs != 0 {
+		t.Errorf("fetched ahead: grant %+v, %v; want none, ok", g, ok)
+	}
+	if p.FitsNow(9, 1) {
+		t.Error("fetching ahead let in a job that asks for 2 cores")
+	}
+	p.Stop(Run{Job: 2, Attempt: 1})
+	if f, _ := p.Free(1); f.CPUs != 0 {
+		t.Errorf("stopping a job fetched ahead gave back cores: %d free", f.CPUs)
+	}
+}

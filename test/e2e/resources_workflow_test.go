@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -143,5 +144,52 @@ rule small:
 		default:
 			t.Errorf("an mqsub call of no rule: %s", call)
 		}
+	}
+}
+
+// TestSnakemakeThreadsPacked: two rules of threads: 2 on the CLS's one
+// placeholder of 2 cores never run at once, as their own start and end
+// stamps show; a snakemake run without mq would not know.
+func TestSnakemakeThreadsPacked(t *testing.T) {
+	needTool(t, "snakemake", "snakemake")
+	root := repoRoot(t)
+	h := newHarness(t)
+	h.startCLS("--local", "1", "--slots", "2")
+	dir := filepath.Join(h.dir, "smk")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "Snakefile"), []byte(`rule all:
+    input: "a.txt", "b.txt"
+localrules: all
+rule two:
+    output: "{x}.txt"
+    threads: 2
+    shell: "date +%s%N > {wildcards.x}.start; sleep 2; date +%s%N > {wildcards.x}.end; echo {wildcards.x} > {output}"
+`), 0o644)
+	cmd := exec.Command("snakemake", "--profile", filepath.Join(root, "examples", "snakemake", "profile"), "--directory", dir, "-s", filepath.Join(dir, "Snakefile"))
+	cmd.Env = h.wfEnv()
+	cmd.Dir = h.dir
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	done := make(chan error, 1)
+	go func() { done <- cmd.Run() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("snakemake: %v\n%s", err, tail(errb.String()))
+		}
+	case <-time.After(10 * time.Minute):
+		cmd.Process.Kill()
+		t.Fatalf("snakemake: no end after 10 minutes\n%s", tail(errb.String()))
+	}
+	stamp := func(name string) int64 {
+		n, err := strconv.ParseInt(strings.TrimSpace(readFile(t, filepath.Join(dir, name))), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if stamp("a.start") < stamp("b.end") && stamp("b.start") < stamp("a.end") {
+		t.Errorf("the two 2-thread rules overlapped on a 2-core placeholder: a %d-%d, b %d-%d",
+			stamp("a.start"), stamp("a.end"), stamp("b.start"), stamp("b.end"))
 	}
 }

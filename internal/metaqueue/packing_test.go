@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/metaqueue/packing"
 	"github.com/mq-hpc/mq/internal/resource/wire"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
@@ -352,6 +353,46 @@ func TestCopyGrants(t *testing.T) {
 	for _, ph := range []int64{ph1, ph2} {
 		if f := e.free(ph); f.CPUs != 4 {
 			t.Errorf("placeholder %d after the copy won: %d cores free, want 4", ph, f.CPUs)
+		}
+	}
+}
+
+// TestStarvationBoundedThroughStore: a 4-core job behind an endless
+// stream of 1-core jobs on a 4-core placeholder (one small job ending
+// every 2 s, the placeholder asking for one job each time) starts within
+// the starvation bound plus the small jobs' drain, not never.
+func TestStarvationBoundedThroughStore(t *testing.T) {
+	e := newEnv(t)
+	var small []int64
+	for i := range 4 {
+		small = append(small, e.submit1(fmt.Sprint("s", i), "true"))
+	}
+	ph := e.registerSized("s", protocol.Capacity{CPUs: 4})
+	running := e.next(ph, 4)
+	if len(running) != 4 {
+		t.Fatalf("first: %v", ids(running))
+	}
+	big := e.submit(asks("big", protocol.Resources{CPUs: 4}))[0]
+	submitted := e.clock.Now()
+	for i := 0; ; i++ {
+		if d := e.clock.Now().Sub(submitted); d > packing.DefaultStarveAfter+time.Minute {
+			t.Fatalf("the 4-core job still waits after %v", d)
+		}
+		e.submit1(fmt.Sprint("more", i), "true") // the stream never dries up
+		e.clock.Advance(2 * time.Second)
+		var got []protocol.Assignment
+		if len(running) > 0 {
+			got = e.next(ph, 1, ok(running[0]))
+			running = append(running[1:], got...)
+		} else {
+			got = e.next(ph, 1) // drained for the reservation
+			running = got
+		}
+		if len(got) == 1 && got[0].ID == big {
+			if d := e.clock.Now().Sub(submitted); d < packing.DefaultStarveAfter {
+				t.Errorf("the 4-core job started after %v, before the bound: it could not have fitted", d)
+			}
+			return
 		}
 	}
 }

@@ -70,6 +70,12 @@ type JobSpec struct {
 	// Env adds variables to the job's environment (mqsub -v NAME=VALUE),
 	// after the placeholder's own and before the MQ_ ones it sets.
 	Env map[string]string `json:"env,omitempty"`
+	// Stdout and Stderr name files the job's stdout and stderr are also
+	// written to, on the host it runs on (mqsub -o, -e: sbatch's patterns,
+	// see ExpandStdio); a Stderr left empty goes with Stdout. ValidateSpec
+	// moves them into Env (EnvStdout, EnvStderr), where they travel.
+	Stdout string `json:"stdout,omitempty"`
+	Stderr string `json:"stderr,omitempty"`
 	// NoReplicate keeps the job from running as more than one attempt at
 	// once in a queue that copies running jobs (sa, wqr, --max-copies):
 	// for a command that is not idempotent.

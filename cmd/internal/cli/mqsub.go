@@ -30,9 +30,9 @@ const bulkChunkBytes = 1 << 20
 // Mqsub returns the mqsub command.
 func Mqsub(env Env) *cli.App {
 	app := NewApp("mqsub", "add a job to the metaqueue", env)
-	app.UsageText = `mqsub [-q QUEUE] [-p PREREQ_TARGET]... [-b] [-e EST_SECONDS] [-d DIR]
-         [-i PATH[:SIZE]]... [-o PATH[:SIZE]]... [-c N] [--mem SIZE] [--gpus N]
-         [--resource NAME=N]... TARGET COMMAND...
+	app.UsageText = `mqsub [-q QUEUE] [-p PREREQ_TARGET]... [-b] [--est SECONDS] [-d DIR]
+         [-o PATH] [-e PATH] [--in PATH[:SIZE]]... [--out PATH[:SIZE]]...
+         [-c N] [--mem SIZE] [--gpus N] [--resource NAME=N]... TARGET COMMAND...
    mqsub -f FILE [-v NAME=VALUE]...   (one JSON job per line; - reads stdin)
    mqsub --wfformat TRACE [--time-scale X] [--size-scale Y] [--target-prefix P] [-p PREREQ] [-q QUEUE]
    mqsub --rerun [-Q] ID... | FIRST-LAST
@@ -40,10 +40,14 @@ func Mqsub(env Env) *cli.App {
 	app.Description = `Adds a job to TARGET and prints its id. The job runs once every job of each
 prerequisite target is done. Several COMMAND words are joined with spaces; the
 command runs under /bin/sh -c in DIR (default: the current directory).
--i and -o declare files the job reads and writes (relative paths are in DIR;
-SIZE in bytes or with a unit, 10M = 10 MiB; an input's size defaults to the
-file's size now, if it exists): a queue with policy dc runs the job near
-where its inputs were produced.
+-o and -e write the job's stdout and stderr also to files, as qsub and sbatch
+do (on the host the job runs on, relative to DIR; without -e, stderr goes to
+-o's file; mq keeps every attempt's output too).
+--in and --out declare files the job reads and writes (relative paths are in
+DIR; SIZE in bytes or with a unit, 10M = 10 MiB; an input's size defaults to
+the file's size now, if it exists): a queue with policy dc runs the job near
+where its inputs were produced. mq's old -i, --output and -e SECONDS are
+refused with the flag to write.
 
 ` + resourcesHelp
 	// -v is the job's environment (qsub's habit), not --version.
@@ -61,12 +65,8 @@ func mqsubFlags() []cli.Flag {
 		&cli.StringFlag{Name: "q", Aliases: []string{"queue"}, Usage: "queue (created on first use)", Value: protocol.DefaultQueue},
 		&cli.StringSliceFlag{Name: "p", Aliases: []string{"prereq"}, Usage: "prerequisite target (repeat, or a comma list)"},
 		&cli.BoolFlag{Name: "b", Aliases: []string{"block"}, Usage: "wait for the job to end and exit with its exit status"},
-		&cli.StringFlag{Name: "e", Aliases: []string{"est"}, Usage: "expected runtime: seconds, or 2h, 04:00:00, 1-12:00:00"},
+		&cli.StringFlag{Name: "est", Aliases: []string{"estimate"}, Usage: "expected runtime: seconds, or 2h, 04:00:00, 1-12:00:00"},
 		&cli.StringFlag{Name: "d", Aliases: []string{"dir"}, Usage: "working directory of the job", TakesFile: true},
-		// No long aliases: urfave/cli would Set a generic flag's value again
-		// through each alias.
-		&cli.GenericFlag{Name: "i", Aliases: []string{"input"}, Value: &fileList{}, Usage: "a file the job reads, `PATH[:SIZE]` (repeat)", TakesFile: true},
-		&cli.GenericFlag{Name: "o", Aliases: []string{"output"}, Value: &fileList{}, Usage: "a file the job writes, `PATH[:SIZE]` (repeat)", TakesFile: true},
 		&cli.StringFlag{Name: "f", Aliases: []string{"file"}, Usage: "add the jobs in `FILE` (JSON lines) in one transaction", TakesFile: true},
 		&cli.BoolFlag{Name: "rerun", Usage: "run ended jobs (done, failed, deleted) again"},
 		&cli.StringFlag{Name: "t", Aliases: []string{"target"}, Usage: "with --rerun: every ended job of this target"},
@@ -82,6 +82,7 @@ func mqsubFlags() []cli.Flag {
 		&cli.Float64Flag{Name: "size-scale", Value: 1, Usage: "with --wfformat: file sizes x `Y`"},
 		&cli.StringFlag{Name: "target-prefix", Usage: "with --wfformat: each task's target is `P` then its id"},
 	}
+	flags = append(flags, stdioFlags()...)
 	flags = append(flags, resourceFlags()...)
 	return append(flags, hintFlags()...)
 }
@@ -94,6 +95,9 @@ func mqsubAction(c *cli.Context, env Env) error {
 		return nil
 	}
 	if err := hintError(c); err != nil {
+		return err
+	}
+	if err := stdioHabits(c); err != nil {
 		return err
 	}
 	if c.IsSet("timeout") && !c.Bool("b") {
@@ -118,6 +122,9 @@ func mqsubAction(c *cli.Context, env Env) error {
 		if f, ok := resourceSet(c); ok {
 			return Usagef("%s does not go with --rerun: a job runs again as it was submitted", f)
 		}
+		if f := stdioSet(c); f != "" {
+			return Usagef("%s does not go with --rerun: a job runs again as it was submitted", f)
+		}
 		return mqsubRerun(c, env)
 	case c.IsSet("wfformat"):
 		if c.IsSet("c") {
@@ -128,8 +135,11 @@ func mqsubAction(c *cli.Context, env Env) error {
 		if c.NArg() > 0 {
 			return Usagef("-f takes no TARGET or COMMAND (got %q)", c.Args().First())
 		}
-		if c.IsSet("i") || c.IsSet("o") {
-			return Usagef("-i and -o go with one job; in a file give \"inputs\" and \"outputs\" on its lines")
+		if c.IsSet("in") || c.IsSet("out") {
+			return Usagef("--in and --out go with one job; in a file give \"inputs\" and \"outputs\" on its lines")
+		}
+		if f := stdioSet(c); f != "" {
+			return Usagef("%s goes with one job or an array; in a file give \"stdout\" and \"stderr\" on its lines", f)
 		}
 		if c.IsSet("array") {
 			return Usagef("--array goes with TARGET COMMAND; a file lists its jobs itself")
@@ -161,9 +171,9 @@ func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
 		return err
 	}
 	var est float64
-	if c.IsSet("e") {
-		if est, err = walltime.Parse(c.String("e")); err != nil {
-			return Usagef("-e: %v", err)
+	if c.IsSet("est") {
+		if est, err = walltime.Parse(c.String("est")); err != nil {
+			return Usagef("--est: %v", err)
 		}
 	}
 	js := protocol.JobSpec{
@@ -173,13 +183,14 @@ func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
 		Command: strings.Join(c.Args().Tail(), " "),
 		Cwd:     dir,
 		Est:     est,
-		Inputs:  c.Generic("i").(*fileList).files,
-		Outputs: c.Generic("o").(*fileList).files,
+		Inputs:  c.Generic("in").(*fileList).files,
+		Outputs: c.Generic("out").(*fileList).files,
 		Env:     c.Generic("v").(*envList).env,
 
 		NoReplicate: c.Bool("no-replicate"),
 		Resources:   res,
 	}
+	stdioSpec(c, &js)
 	if c.IsSet("array") {
 		return mqsubArray(c, env, js)
 	}
@@ -589,13 +600,13 @@ func parseIDs(args []string) ([]int64, error) {
 	return ids, nil
 }
 
-// fileList collects repeated -i/-o PATH[:SIZE] values. Unlike a string
+// fileList collects repeated --in/--out PATH[:SIZE] values. Unlike a string
 // slice flag it does not split at commas, which paths may contain.
 type fileList struct{ files []protocol.File }
 
 func (l *fileList) Set(v string) error {
 	if len(l.files) > 0 && v == l.String() {
-		// urfave/cli copies a set flag to its aliases (-i to --input) by
+		// urfave/cli copies a set flag to its aliases (--in to --input) by
 		// setting each to the value's String(): that is no new file.
 		return nil
 	}

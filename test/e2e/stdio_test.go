@@ -1,0 +1,59 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestStdioFiles: mqsub -o and -e as sbatch users type them. The job's
+// stdout and stderr are also written to the files named, in its working
+// directory, with %j and %x expanded (and, without -e, stderr with
+// stdout); mqstat still shows the attempt's own output. An -o into a
+// directory that does not exist fails the job with that reason; the old
+// meanings of the letters are refused in one line.
+func TestStdioFiles(t *testing.T) {
+	h := newHarness(t)
+	h.startCLS("--local", "1")
+	both := h.submit("-o", "both-%j.log", "t", "echo out; echo err >&2")
+	apart := h.submit("-o", "%x-%j.out", "-e", "%x-%j.err", "apart", "echo out; echo err >&2")
+	nodir := h.submit("-o", "nodir/x.log", "nodir", "echo never")
+	for _, id := range []int64{both, apart} {
+		if d := h.waitState(id, "DF", time.Minute); d.State != "D" {
+			t.Fatalf("job %d ended %s (%s)", id, d.State, d.Reason)
+		}
+	}
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(h.dir, name))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		return string(b)
+	}
+	if got := read("both-" + strconv.FormatInt(both, 10) + ".log"); !strings.Contains(got, "out\n") || !strings.Contains(got, "err\n") {
+		t.Errorf("-o alone: the file holds %q, want both streams", got)
+	}
+	a := strconv.FormatInt(apart, 10)
+	if out, errs := read("apart-"+a+".out"), read("apart-"+a+".err"); out != "out\n" || errs != "err\n" {
+		t.Errorf("-o and -e: %q and %q", out, errs)
+	}
+	if out := h.ok("mqstat", "--cat", a); out != "out\n" {
+		t.Errorf("mqstat --cat %s: %q; mq keeps the attempt's output too", a, out)
+	}
+	d := h.waitState(nodir, "DF", time.Minute)
+	if d.State != "F" || !strings.Contains(d.Reason, "nodir/x.log: no such file or directory") {
+		t.Errorf("-o into a missing directory: %s %q, want F naming the path", d.State, d.Reason)
+	}
+	for _, args := range [][]string{{"-e", "2h"}, {"-o", "x.dat:10M"}, {"-i", "in.txt"}, {"--output", "x"}} {
+		r := h.run("mqsub", append(args, "t", "true")...)
+		oneLineErr(t, "mqsub", r)
+		if r.code != 2 {
+			t.Errorf("mqsub %v: exit %d, want 2", args, r.code)
+		}
+	}
+}

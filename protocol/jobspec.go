@@ -74,6 +74,9 @@ func ValidateSpec(js *JobSpec) error {
 	if err := foldStdio(js); err != nil {
 		return err
 	}
+	if err := foldTime(js); err != nil {
+		return err
+	}
 	if err := ValidateEnv(js.Env); err != nil {
 		return err
 	}
@@ -105,6 +108,11 @@ func ValidateEnv(env map[string]string) error {
 		if k == EnvStdout || k == EnvStderr {
 			if err := CheckStdioPattern(v); err != nil {
 				return fmt.Errorf("%s: %v", k, err)
+			}
+		}
+		if k == EnvTimeLimit {
+			if err := checkTimeLimitEnv(v); err != nil {
+				return err
 			}
 		}
 		n += len(k) + len(v) + 2

@@ -76,6 +76,11 @@ type JobSpec struct {
 	// moves them into Env (EnvStdout, EnvStderr), where they travel.
 	Stdout string `json:"stdout,omitempty"`
 	Stderr string `json:"stderr,omitempty"`
+	// Time is the job's time limit in seconds (mqsub --time): the agent
+	// kills it then, and it fails; a queue's ceiling still caps it. It is
+	// the estimate when Est is 0. ValidateSpec moves it into Env
+	// (EnvTimeLimit).
+	Time float64 `json:"time,omitempty"`
 	// NoReplicate keeps the job from running as more than one attempt at
 	// once in a queue that copies running jobs (sa, wqr, --max-copies):
 	// for a command that is not idempotent.

@@ -544,13 +544,15 @@ func (a *Agent) launch(t *attempt, cmd *exec.Cmd) error {
 	return err
 }
 
-// wait waits for the attempt's process to end, killing it at its ceiling,
-// at its output limit or when ctx ends, and notes how it ended.
+// wait waits for the attempt's process to end, killing it at its ceiling
+// or time limit, at its output limit or when ctx ends, and notes how it
+// ended.
 func (a *Agent) wait(ctx context.Context, t *attempt) {
 	p, cmd := t.p, t.cmd
 	var ceiling <-chan time.Time
-	if t.asg.Ceiling > 0 {
-		tm := time.NewTimer(protocol.Duration(t.asg.Ceiling))
+	limit, why := runLimit(t.asg)
+	if limit > 0 {
+		tm := time.NewTimer(limit)
 		defer tm.Stop()
 		ceiling = tm.C
 	}
@@ -580,7 +582,7 @@ func (a *Agent) wait(ctx context.Context, t *attempt) {
 	select {
 	case werr = <-waited:
 	case <-ceiling:
-		p.kill(protocol.ReasonCeiling)
+		p.kill(why)
 		werr = <-waited
 	case <-t.lim.over:
 		p.kill(t.lim.why())

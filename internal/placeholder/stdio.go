@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -155,4 +156,15 @@ func joinLost(lost, why string) string {
 		return lost
 	}
 	return lost + "; " + why
+}
+
+// runLimit is how long the attempt may run and the reason it is killed
+// with after that: its queue's ceiling or its own --time, whichever is
+// sooner (0: no limit).
+func runLimit(asg protocol.Assignment) (time.Duration, string) {
+	c, lim := asg.Ceiling, protocol.TimeLimit(asg.Env)
+	if lim > 0 && (c <= 0 || lim < c) {
+		return protocol.Duration(lim), protocol.TimeLimitReason(lim)
+	}
+	return protocol.Duration(c), protocol.ReasonCeiling
 }

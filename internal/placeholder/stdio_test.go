@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
@@ -95,4 +96,32 @@ func sortedLines(s string) string {
 	l := strings.Split(s, "\n")
 	slices.Sort(l)
 	return strings.Join(l, "\n")
+}
+
+// TestRunTimeLimit: a job is killed at its --time and fails with that
+// reason; a queue ceiling shorter than the limit still stops it first,
+// as a ceiling; a job within its limit is untouched.
+func TestRunTimeLimit(t *testing.T) {
+	t.Parallel()
+	a := runner(t, "")
+	for _, tc := range []struct {
+		name    string
+		ceiling float64
+		env     []string
+		cmd     string
+		reason  string
+	}{
+		{"limit", 0, []string{"MQ_TIME_LIMIT=0.3"}, "sleep 60", "time limit: killed after 300ms (mqsub --time)"},
+		{"ceiling sooner", 0.3, []string{"MQ_TIME_LIMIT=60"}, "sleep 60", protocol.ReasonCeiling},
+		{"limit sooner", 60, []string{"MQ_TIME_LIMIT=0.3"}, "sleep 60", "time limit: killed after 300ms (mqsub --time)"},
+		{"within", 0, []string{"MQ_TIME_LIMIT=60"}, "true", ""},
+	} {
+		rep := a.run(context.Background(), protocol.Assignment{ID: 30, Attempt: 1, Command: tc.cmd, Target: "t", Queue: "q", Ceiling: tc.ceiling, Env: tc.env})
+		if rep.Reason != tc.reason || (tc.reason != "" && rep.Exit == 0) {
+			t.Errorf("%s: exit %d reason %q, want reason %q", tc.name, rep.Exit, rep.Reason, tc.reason)
+		}
+		if d := rep.Finished.Sub(rep.Started); tc.reason != "" && d > 30*time.Second {
+			t.Errorf("%s: ran %v", tc.name, d)
+		}
+	}
 }

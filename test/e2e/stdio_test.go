@@ -57,3 +57,27 @@ func TestStdioFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestTimeLimit: mqsub --time kills the job at its limit and it ends F
+// with that reason; a queue's shorter ceiling still stops it first; bad
+// limits are one line, exit 2.
+func TestTimeLimit(t *testing.T) {
+	h := newHarness(t)
+	h.startCLS("--local", "2")
+	h.ok("cls", "queue", "set", "short", "--ceiling", "1")
+	limited := h.submit("--time", "1", "limited", "sleep 120")
+	capped := h.submit("-q", "short", "--time", "1h", "capped", "sleep 120")
+	if d := h.waitState(limited, "DF", time.Minute); d.State != "F" || !strings.Contains(d.Reason, "time limit") {
+		t.Errorf("--time 1: %s %q, want F for its time limit", d.State, d.Reason)
+	}
+	if d := h.waitState(capped, "DF", time.Minute); d.State != "F" || !strings.Contains(d.Reason, "ceiling") {
+		t.Errorf("--time 1h in a queue with --ceiling 1: %s %q, want F at the ceiling", d.State, d.Reason)
+	}
+	for _, v := range []string{"0", "-5"} {
+		r := h.run("mqsub", "--time", v, "t", "true")
+		oneLineErr(t, "mqsub", r)
+		if r.code != 2 {
+			t.Errorf("mqsub --time %s: exit %d, want 2", v, r.code)
+		}
+	}
+}

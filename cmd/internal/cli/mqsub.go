@@ -66,6 +66,8 @@ func mqsubFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "p", Aliases: []string{"prereq"}, Usage: "prerequisite target (repeat, or a comma list)"},
 		&cli.BoolFlag{Name: "b", Aliases: []string{"block"}, Usage: "wait for the job to end and exit with its exit status"},
 		&cli.StringFlag{Name: "est", Aliases: []string{"estimate"}, Usage: "expected runtime: seconds, or 2h, 04:00:00, 1-12:00:00"},
+		// No letter: sbatch's -t is --rerun's target here.
+		&cli.StringFlag{Name: "time", Usage: "kill the job after `LIMIT` and fail it (sbatch's --time; forms as --est), also its estimate unless --est gives one; a queue's --ceiling still caps it"},
 		&cli.StringFlag{Name: "d", Aliases: []string{"dir"}, Usage: "working directory of the job", TakesFile: true},
 		&cli.StringFlag{Name: "f", Aliases: []string{"file"}, Usage: "add the jobs in `FILE` (JSON lines) in one transaction", TakesFile: true},
 		&cli.BoolFlag{Name: "rerun", Usage: "run ended jobs (done, failed, deleted) again"},
@@ -125,6 +127,9 @@ func mqsubAction(c *cli.Context, env Env) error {
 		if f := stdioSet(c); f != "" {
 			return Usagef("%s does not go with --rerun: a job runs again as it was submitted", f)
 		}
+		if c.IsSet("time") {
+			return Usagef("--time does not go with --rerun: a job runs again as it was submitted")
+		}
 		return mqsubRerun(c, env)
 	case c.IsSet("wfformat"):
 		if c.IsSet("c") {
@@ -141,6 +146,9 @@ func mqsubAction(c *cli.Context, env Env) error {
 		if f := stdioSet(c); f != "" {
 			return Usagef("%s goes with one job or an array; in a file give \"stdout\" and \"stderr\" on its lines", f)
 		}
+		if c.IsSet("time") {
+			return Usagef("--time goes with one job or an array; in a file give \"time\" (seconds) on its lines")
+		}
 		if c.IsSet("array") {
 			return Usagef("--array goes with TARGET COMMAND; a file lists its jobs itself")
 		}
@@ -153,6 +161,9 @@ func mqsubAction(c *cli.Context, env Env) error {
 // -b waits for it to end.
 func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
 	if c.IsSet("t") {
+		if _, err := walltime.Parse(c.String("t")); err == nil {
+			return Usagef("-t %s: mqsub's -t is --rerun's target; a time limit is --time %s", c.String("t"), c.String("t"))
+		}
 		return Usagef("-t is only for --rerun; the target is the first argument")
 	}
 	for _, f := range []string{"s", "all", "Q"} {
@@ -176,6 +187,10 @@ func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
 			return Usagef("--est: %v", err)
 		}
 	}
+	limit, err := timeLimit(c)
+	if err != nil {
+		return err
+	}
 	js := protocol.JobSpec{
 		Queue:   c.String("q"),
 		Target:  c.Args().First(),
@@ -183,6 +198,7 @@ func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
 		Command: strings.Join(c.Args().Tail(), " "),
 		Cwd:     dir,
 		Est:     est,
+		Time:    limit,
 		Inputs:  c.Generic("in").(*fileList).files,
 		Outputs: c.Generic("out").(*fileList).files,
 		Env:     c.Generic("v").(*envList).env,

@@ -100,3 +100,20 @@ func (s *countedString) String() string { return s.v }
 
 // Serialize is what urfave/cli copies to the flag's aliases (-e to --error).
 func (s *countedString) Serialize() string { return aliasCopy }
+
+// timeLimit is mqsub --time in seconds (0: not given): a span as --est
+// takes it, more than 0.
+func timeLimit(c *cli.Context) (float64, error) {
+	if !c.IsSet("time") {
+		return 0, nil
+	}
+	v := c.String("time")
+	limit, err := walltime.Parse(v)
+	if err != nil {
+		return 0, Usagef("--time: %v", err)
+	}
+	if limit <= 0 {
+		return 0, Usagef("--time %s: a time limit is more than 0 (no limit: leave --time out)", v)
+	}
+	return limit, nil
+}

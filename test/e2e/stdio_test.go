@@ -81,3 +81,26 @@ func TestTimeLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestStdinRefused: `echo data | mqsub t cat` is refused in one line
+// (mq would otherwise drop the data: the job reads /dev/null), nothing is
+// added; with stdin at /dev/null, or a pipe at its end, mqsub submits.
+func TestStdinRefused(t *testing.T) {
+	h := newHarness(t)
+	h.startCLS("--local", "1")
+	r := h.runIn(h.dir, strings.NewReader("data\n"), "mqsub", "t", "cat")
+	oneLineErr(t, "mqsub", r)
+	if r.code != 2 || !strings.Contains(r.stderr, "stdin has data") {
+		t.Errorf("echo data | mqsub t cat: %s; want exit 2, stdin has data", r)
+	}
+	if js := h.jobs(); len(js) != 0 {
+		t.Errorf("a refused mqsub added %d jobs", len(js))
+	}
+	id := h.submit("t", "cat")
+	if r := h.runIn(h.dir, strings.NewReader(""), "mqsub", "t", "cat"); r.code != 0 {
+		t.Errorf("mqsub with an empty pipe: %s", r)
+	}
+	if d := h.waitState(id, "DF", time.Minute); d.State != "D" {
+		t.Errorf("mqsub t cat < /dev/null: %s %q", d.State, d.Reason)
+	}
+}

@@ -48,6 +48,8 @@ DIR; SIZE in bytes or with a unit, 10M = 10 MiB; an input's size defaults to
 the file's size now, if it exists): a queue with policy dc runs the job near
 where its inputs were produced. mq's old -i, --output and -e SECONDS are
 refused with the flag to write.
+The job's stdin is /dev/null: data on mqsub's stdin is refused rather than
+dropped (redirect in COMMAND instead; in a while-read loop, mqsub </dev/null).
 
 ` + resourcesHelp
 	// -v is the job's environment (qsub's habit), not --version.
@@ -176,6 +178,9 @@ func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
 	}
 	if c.NArg() < 2 {
 		return Usagef("missing COMMAND after target %s", c.Args().First())
+	}
+	if why := stdinRefusal(env.Stdin); why != "" {
+		return Usagef("%s", why)
 	}
 	dir, err := jobDir(c, env)
 	if err != nil {

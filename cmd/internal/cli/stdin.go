@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"errors"
+	"io"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// stdinWait is how long mqsub waits for a pipe on its stdin to show data
+// or its end. A pipe still open and empty after it is refused as well:
+// mqsub cannot tell a producer that is slow to start from a pipe that is
+// never written, and reading on could hang.
+const stdinWait = time.Second
+
+// stdinRefusal is why mqsub TARGET COMMAND refuses its stdin ("" if it
+// need not): mq runs the job later and elsewhere and gives it /dev/null,
+// so data piped or redirected to mqsub would be dropped silently. A
+// terminal or a character device (/dev/null) is nobody's input; a
+// regular file at its end (a redirection fully read) or a pipe at its
+// end gives nothing.
+func stdinRefusal(r io.Reader) string {
+	const fix = "mq does not give a job mqsub's stdin: put the data in a file the command redirects (mqsub T 'CMD < FILE'), or run mqsub < /dev/null (in a while-read loop, too)"
+	switch r := r.(type) {
+	case nil:
+		return ""
+	case interface{ Len() int }: // an in-memory reader: what tests give
+		if r.Len() > 0 {
+			return "stdin has data; " + fix
+		}
+		return ""
+	case *os.File:
+		fi, err := r.Stat()
+		if err != nil {
+			return ""
+		}
+		switch m := fi.Mode(); {
+		case m&os.ModeCharDevice != 0:
+			return ""
+		case m.IsRegular():
+			off, err := r.Seek(0, io.SeekCurrent)
+			if err == nil && fi.Size() > off {
+				return "stdin is a file with data; " + fix
+			}
+			return ""
+		case m&(os.ModeNamedPipe|os.ModeSocket) != 0:
+			return pipeRefusal(r, fix)
+		}
+	}
+	return ""
+}
+
+// pipeRefusal waits up to stdinWait for pipe f to be readable: data, or
+// still open with none, is refused; its end (the writer closed, nothing
+// written) is not.
+func pipeRefusal(f *os.File, fix string) string {
+	fds := []unix.PollFd{{Fd: int32(f.Fd()), Events: unix.POLLIN}}
+	deadline := time.Now().Add(stdinWait)
+	for {
+		n, err := unix.Poll(fds, int(time.Until(deadline)/time.Millisecond))
+		if errors.Is(err, unix.EINTR) && time.Now().Before(deadline) {
+			continue
+		}
+		switch {
+		case err != nil:
+			return ""
+		case n == 0:
+			return "stdin is a pipe still open after " + stdinWait.String() + " with nothing in it yet; " + fix
+		case fds[0].Revents&unix.POLLIN != 0:
+			// Readable: data, or (on some systems) the end with POLLIN.
+			var b [1]byte
+			if k, _ := f.Read(b[:]); k > 0 {
+				return "stdin has data; " + fix
+			}
+			return ""
+		}
+		return "" // POLLHUP alone: the writer closed, nothing written
+	}
+}

@@ -3,7 +3,9 @@
 package e2e
 
 import (
+	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -102,5 +104,66 @@ func TestStdinRefused(t *testing.T) {
 	}
 	if d := h.waitState(id, "DF", time.Minute); d.State != "D" {
 		t.Errorf("mqsub t cat < /dev/null: %s %q", d.State, d.Reason)
+	}
+}
+
+// TestExport: the submitter's environment goes with the job only when
+// asked (-V, --export=NAME): by default the job sees none of it; the
+// values are not in mqstat's output or the CLS's log; an environment
+// over the limit is one line, exit 2, nothing added.
+func TestExport(t *testing.T) {
+	h := newHarness(t)
+	h.startCLS("--local", "2")
+	submit := func(extra []string, args ...string) result {
+		cmd := exec.Command(filepath.Join(binDir, "mqsub"), args...)
+		cmd.Env = append(h.env(), extra...)
+		cmd.Dir = h.dir
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		r := result{stdout: out.String(), stderr: errb.String()}
+		if ee, ok := err.(*exec.ExitError); ok {
+			r.code = ee.ExitCode()
+		}
+		return r
+	}
+	const secret = "MYVAR=s3cret-value"
+	ids := map[string]int64{}
+	for _, c := range []struct{ name, flag string }{{"default", ""}, {"V", "-V"}, {"named", "--export=MYVAR"}} {
+		args := []string{"envt-" + c.name, "echo [$MYVAR]"}
+		if c.flag != "" {
+			args = append([]string{c.flag}, args...)
+		}
+		r := submit([]string{secret}, args...)
+		id, err := strconv.ParseInt(strings.TrimSpace(r.stdout), 10, 64)
+		if r.code != 0 || err != nil {
+			t.Fatalf("mqsub %v: %s", args, r)
+		}
+		ids[c.name] = id
+	}
+	want := map[string]string{"default": "[]\n", "V": "[s3cret-value]\n", "named": "[s3cret-value]\n"}
+	for name, id := range ids {
+		if d := h.waitState(id, "DF", time.Minute); d.State != "D" {
+			t.Fatalf("%s: %s %q", name, d.State, d.Reason)
+		}
+		if out := h.ok("mqstat", "--cat", strconv.FormatInt(id, 10)); out != want[name] {
+			t.Errorf("%s: the job printed %q, want %q", name, out, want[name])
+		}
+		if out := h.ok("mqstat", "-j", strconv.FormatInt(id, 10)); strings.Contains(out, "s3cret") {
+			t.Errorf("mqstat -j shows the exported value:\n%s", out)
+		}
+	}
+	big := "BIG=" + strings.Repeat("x", 100<<10)
+	r := submit([]string{big}, "--export=BIG", "t", "true")
+	oneLineErr(t, "mqsub", r)
+	if r.code != 2 || !strings.Contains(r.stderr, "the limit is 65536") {
+		t.Errorf("--export of 100 KiB: %s", r)
+	}
+	if js := h.jobs(); len(js) != 3 {
+		t.Errorf("%d jobs, want the 3 submitted", len(js))
+	}
+	h.ok("mqstat", "--json")
+	if b, _ := os.ReadFile(filepath.Join(h.home, "cls.log")); bytes.Contains(b, []byte("s3cret")) {
+		t.Error("the CLS's log holds an exported value")
 	}
 }

@@ -50,6 +50,8 @@ where its inputs were produced. mq's old -i, --output and -e SECONDS are
 refused with the flag to write.
 The job's stdin is /dev/null: data on mqsub's stdin is refused rather than
 dropped (redirect in COMMAND instead; in a while-read loop, mqsub </dev/null).
+The job gets none of mqsub's environment unless -V (all of it, one job
+only) or --export=NAME,... says so; -v sets a variable.
 
 ` + resourcesHelp
 	// -v is the job's environment (qsub's habit), not --version.
@@ -87,6 +89,7 @@ func mqsubFlags() []cli.Flag {
 		&cli.StringFlag{Name: "target-prefix", Usage: "with --wfformat: each task's target is `P` then its id"},
 	}
 	flags = append(flags, stdioFlags()...)
+	flags = append(flags, exportFlags()...)
 	flags = append(flags, resourceFlags()...)
 	return append(flags, hintFlags()...)
 }
@@ -131,6 +134,9 @@ func mqsubAction(c *cli.Context, env Env) error {
 		}
 		if c.IsSet("time") {
 			return Usagef("--time does not go with --rerun: a job runs again as it was submitted")
+		}
+		if c.Bool("V") || c.IsSet("export") {
+			return Usagef("-V and --export do not go with --rerun: a job runs again as it was submitted")
 		}
 		return mqsubRerun(c, env)
 	case c.IsSet("wfformat"):
@@ -212,6 +218,13 @@ func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
 		Resources:   res,
 	}
 	stdioSpec(c, &js)
+	many := ""
+	if c.IsSet("array") {
+		many = "--array"
+	}
+	if err := exportInto(c, env.Environ, &js, many); err != nil {
+		return err
+	}
 	if c.IsSet("array") {
 		return mqsubArray(c, env, js)
 	}
@@ -379,6 +392,14 @@ func splitList(vs []string) []string {
 }
 
 func mqsubFile(c *cli.Context, env Env, res protocol.Resources) error {
+	vars := c.Generic("v").(*envList).env
+	if c.Bool("V") || c.IsSet("export") {
+		js := protocol.JobSpec{Env: vars}
+		if err := exportInto(c, env.Environ, &js, "-f"); err != nil {
+			return err
+		}
+		vars = js.Env
+	}
 	name := c.String("f")
 	var r io.Reader
 	if name == "-" {
@@ -406,7 +427,6 @@ func mqsubFile(c *cli.Context, env Env, res protocol.Resources) error {
 	// The file goes up as raw lines in chunks of about 1 MiB, and the
 	// server parses and validates them (naming the line of any error): one
 	// parse instead of parse, encode and decode.
-	vars := c.Generic("v").(*envList).env
 	upload := func(add func(protocol.BulkAdd) error) error {
 		return splitLines(r, bulkChunkBytes, func(first int, data []byte) error {
 			return add(protocol.BulkAdd{Line: first, Data: data, Queue: c.String("q"), Cwd: cwd, Env: vars, Defaults: res})

@@ -17,7 +17,7 @@ import (
 func exportFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.BoolFlag{Name: "V", Aliases: []string{"export-all"}, Usage: "the job gets mqsub's whole environment (qsub's -V; --export=ALL)"},
-		&cli.StringFlag{Name: "export", Usage: "what of mqsub's environment the job gets, as sbatch writes it: `NONE` (the default), ALL, or NAME[=VALUE],... (with ALL, first: ALL,NAME=VALUE)"},
+		&cli.StringFlag{Name: "export", Usage: "what of mqsub's environment the job gets, `SPEC` as sbatch writes it: NONE (the default), ALL, or NAME[=VALUE],... (ALL first: ALL,NAME=VALUE)"},
 	}
 }
 

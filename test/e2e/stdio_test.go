@@ -167,3 +167,27 @@ func TestExport(t *testing.T) {
 		t.Error("the CLS's log holds an exported value")
 	}
 }
+
+// TestSSHStdinRefused: `echo data | ssh cls-host mqsub t cat` is refused
+// as on the CLS's host; with no stdin data (ssh's stdin at its end) it
+// submits; -V over SSH, which has none of the user's environment, is
+// refused.
+func TestSSHStdinRefused(t *testing.T) {
+	requireSSH(t)
+	h := newHarness(t)
+	s := h.startSSHCLS("--local", "0")
+	user := h.newKey("user", "alice")
+	r := s.sshIn(user, nil, strings.NewReader("data\n"), "mqsub", "t", "cat")
+	if r.code != 2 || !strings.Contains(r.stderr, "stdin has data") {
+		t.Errorf("echo data | ssh mqsub t cat: %s; want exit 2, stdin has data", r)
+	}
+	if r := s.ssh(user, "mqsub", "t", "cat"); r.code != 0 {
+		t.Errorf("ssh mqsub t cat: %s", r)
+	}
+	if r := s.ssh(user, "mqsub", "-V", "t", "true"); r.code != 2 || !strings.Contains(r.stderr, "over SSH give the variables with -v") {
+		t.Errorf("ssh mqsub -V: %s", r)
+	}
+	if js := h.jobs(); len(js) != 1 {
+		t.Errorf("%d jobs, want 1", len(js))
+	}
+}

@@ -20,7 +20,7 @@ const stdinWait = time.Second
 // so data piped or redirected to mqsub would be dropped silently. A
 // terminal or a character device (/dev/null) is nobody's input; a
 // regular file at its end (a redirection fully read) or a pipe at its
-// end gives nothing.
+// end gives nothing. Over SSH (another reader) only data is refused.
 func stdinRefusal(r io.Reader) string {
 	const fix = "mq does not give a job mqsub's stdin: put the data in a file the command redirects (mqsub T 'CMD < FILE'), or run mqsub < /dev/null (in a while-read loop, too)"
 	switch r := r.(type) {
@@ -32,22 +32,54 @@ func stdinRefusal(r io.Reader) string {
 		}
 		return ""
 	case *os.File:
-		fi, err := r.Stat()
-		if err != nil {
-			return ""
+		return fileRefusal(r, fix)
+	}
+	return streamRefusal(r, fix)
+}
+
+// fileRefusal is stdinRefusal for a file descriptor.
+func fileRefusal(r *os.File, fix string) string {
+	fi, err := r.Stat()
+	if err != nil {
+		return ""
+	}
+	switch m := fi.Mode(); {
+	case m&os.ModeCharDevice != 0:
+		return ""
+	case m.IsRegular():
+		off, err := r.Seek(0, io.SeekCurrent)
+		if err == nil && fi.Size() > off {
+			return "stdin is a file with data; " + fix
 		}
-		switch m := fi.Mode(); {
-		case m&os.ModeCharDevice != 0:
-			return ""
-		case m.IsRegular():
-			off, err := r.Seek(0, io.SeekCurrent)
-			if err == nil && fi.Size() > off {
-				return "stdin is a file with data; " + fix
-			}
-			return ""
-		case m&(os.ModeNamedPipe|os.ModeSocket) != 0:
-			return pipeRefusal(r, fix)
+		return ""
+	case m&(os.ModeNamedPipe|os.ModeSocket) != 0:
+		return pipeRefusal(r, fix)
+	}
+	return ""
+}
+
+// streamWait is how long mqsub run in-process over SSH waits for the
+// session's stdin: a client whose stdin is a terminal sends nothing and
+// keeps the channel open, and must not be refused (nor wait long).
+const streamWait = 100 * time.Millisecond
+
+// streamRefusal is stdinRefusal for another reader (an SSH session's
+// stdin): data arriving within streamWait is refused; its end, or
+// nothing yet (an interactive client), is not. A byte read is not the
+// job's anyway: mq gives a job no stdin.
+func streamRefusal(r io.Reader, fix string) string {
+	got := make(chan int, 1)
+	go func() {
+		var b [1]byte
+		n, _ := r.Read(b[:])
+		got <- n
+	}()
+	select {
+	case n := <-got:
+		if n > 0 {
+			return "stdin has data; " + fix
 		}
+	case <-time.After(streamWait):
 	}
 	return ""
 }

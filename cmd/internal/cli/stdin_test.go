@@ -41,6 +41,14 @@ func TestStdinRefusal(t *testing.T) {
 		f.Seek(skip, io.SeekStart)
 		return f
 	}
+	stream := func(data string, open bool) io.Reader { // an SSH session's stdin
+		if open {
+			r, w := io.Pipe() // nothing written, never closed
+			t.Cleanup(func() { w.Close() })
+			return r
+		}
+		return struct{ io.Reader }{strings.NewReader(data)} // no Len: not taken for memory
+	}
 	devNull, err := os.Open(os.DevNull)
 	if err != nil {
 		t.Fatal(err)
@@ -62,6 +70,9 @@ func TestStdinRefusal(t *testing.T) {
 		{"file with data", file("data\n", 0), "a file with data"},
 		{"file read to its end", file("data\n", 5), ""},
 		{"empty file", file("", 0), ""},
+		{"stream with data", stream("data", false), "stdin has data"},
+		{"stream at its end", stream("", false), ""},
+		{"stream open and empty (an interactive SSH client)", stream("", true), ""},
 	} {
 		got := stdinRefusal(tc.r)
 		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) || strings.Contains(got, "\n") {

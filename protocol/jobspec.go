@@ -74,6 +74,12 @@ func ValidateSpec(js *JobSpec) error {
 	if err := validateFiles("input", js.Inputs, js.Cwd); err != nil {
 		return err
 	}
+	if err := foldStdio(js); err != nil {
+		return err
+	}
+	if err := foldTime(js); err != nil {
+		return err
+	}
 	if err := ValidateEnv(js.Env); err != nil {
 		return err
 	}
@@ -101,6 +107,16 @@ func ValidateEnv(env map[string]string) error {
 		}
 		if strings.IndexByte(v, 0) >= 0 || !utf8.ValidString(v) {
 			return fmt.Errorf("environment variable %s: the value has a NUL byte or is not UTF-8", k)
+		}
+		if k == EnvStdout || k == EnvStderr {
+			if err := CheckStdioPattern(v); err != nil {
+				return fmt.Errorf("%s: %v", k, err)
+			}
+		}
+		if k == EnvTimeLimit {
+			if err := checkTimeLimitEnv(v); err != nil {
+				return err
+			}
 		}
 		n += len(k) + len(v) + 2
 	}

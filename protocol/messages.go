@@ -70,6 +70,17 @@ type JobSpec struct {
 	// Env adds variables to the job's environment (mqsub -v NAME=VALUE),
 	// after the placeholder's own and before the MQ_ ones it sets.
 	Env map[string]string `json:"env,omitempty"`
+	// Stdout and Stderr name files the job's stdout and stderr are also
+	// written to, on the host it runs on (mqsub -o, -e: sbatch's patterns,
+	// see ExpandStdio); a Stderr left empty goes with Stdout. ValidateSpec
+	// moves them into Env (EnvStdout, EnvStderr), where they travel.
+	Stdout string `json:"stdout,omitempty"`
+	Stderr string `json:"stderr,omitempty"`
+	// Time is the job's time limit in seconds (mqsub --time): the agent
+	// kills it then, and it fails; a queue's ceiling still caps it. It is
+	// the estimate when Est is 0. ValidateSpec moves it into Env
+	// (EnvTimeLimit).
+	Time float64 `json:"time,omitempty"`
 	// NoReplicate keeps the job from running as more than one attempt at
 	// once in a queue that copies running jobs (sa, wqr, --max-copies):
 	// for a command that is not idempotent.

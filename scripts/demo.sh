@@ -34,7 +34,7 @@ for i in $(seq "$proteins"); do
 	mqsub -q pa -p "p${i}BLAST" "p${i}Parse" "grep -c hit p$i.blast > p$i.parsed" >/dev/null
 done
 for i in $(seq "$proteins"); do
-	mqsub -q pa -e 0.2 "p${i}BLAST" "sleep 0.$((RANDOM % 5)); for h in 1 2 3; do echo hit \$h of protein $i; done > p$i.blast" >/dev/null
+	mqsub -q pa --est 0.2 "p${i}BLAST" "sleep 0.$((RANDOM % 5)); for h in 1 2 3; do echo hit \$h of protein $i; done > p$i.blast" >/dev/null
 done
 prereqs=$(seq -s, -f 'p%gParse' "$proteins")
 mqstat --summary

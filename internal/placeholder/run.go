@@ -129,7 +129,7 @@ type sink struct {
 	err  error
 }
 
-func (a *Agent) newSink(path string, lim *outputLimit) (s *sink, w *os.File, err error) {
+func (a *Agent) newSink(path string, lim *outputLimit, also io.Writer) (s *sink, w *os.File, err error) {
 	r, w, err := pipe()
 	if err != nil {
 		return nil, nil, err
@@ -137,7 +137,7 @@ func (a *Agent) newSink(path string, lim *outputLimit) (s *sink, w *os.File, err
 	s = &sink{path: path, r: r, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
-		s.err = a.drain(s.r, s.path, lim)
+		s.err = a.drain(s.r, s.path, lim, also)
 	}()
 	return s, w, nil
 }
@@ -250,7 +250,7 @@ func pipe() (r, w *os.File, err error) {
 	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
 }
 
-func (a *Agent) drain(r *os.File, path string, lim *outputLimit) error {
+func (a *Agent) drain(r *os.File, path string, lim *outputLimit, also io.Writer) error {
 	defer r.Close()
 	buf := make([]byte, 32<<10)
 	n, err := r.Read(buf)
@@ -276,6 +276,9 @@ func (a *Agent) drain(r *os.File, path string, lim *outputLimit) error {
 	if err != nil {
 		io.Copy(io.Discard, r)
 		return err
+	}
+	if also != nil { // mqsub -o, -e
+		fc = teeCloser{fc, also}
 	}
 	f := limitedWriter{fc, lim}
 	if _, err := f.Write(buf[:n]); err != nil {
@@ -306,15 +309,6 @@ func overLimit(err error) error {
 	return err
 }
 
-// onlyReader hides a reader's WriterTo, so io.CopyBuffer goes through
-// the limited writer's Write.
-type onlyReader struct{ io.Reader }
-
-// createOutput creates a job's output file.
-func createOutput(path string) (io.WriteCloser, error) {
-	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600) // never write through a link
-}
-
 // sinkWait bounds how long a report waits for a job's output to be written
 // after the job ended: only a process that escaped the job's process group
 // can hold the pipe open longer.
@@ -340,14 +334,6 @@ func (a *Agent) waitSinks(asg protocol.Assignment, sinks ...*sink) (lost string)
 	return lost
 }
 
-// joinLost adds one cause of lost output to the others.
-func joinLost(lost, why string) string {
-	if lost == "" {
-		return why
-	}
-	return lost + "; " + why
-}
-
 // attempt is one job's run as it goes: what prepare made for it (its
 // directory and output) and the process startProcess launched.
 type attempt struct {
@@ -360,7 +346,8 @@ type attempt struct {
 	lim    *outputLimit
 
 	outSink, errSink *sink
-	stdout, stderr   *os.File // the write ends the job's process gets
+	stdout, stderr   *os.File  // the write ends the job's process gets
+	user             userStdio // mqsub -o, -e: where the streams also go
 
 	cmd   *exec.Cmd
 	pidfd int // -1: none to wait on
@@ -396,6 +383,7 @@ func (a *Agent) runGranted(ctx context.Context, asg protocol.Assignment, g *reso
 		return t.rep
 	}
 	ok := a.prepare(ctx, t)
+	defer t.user.close() // in finish, unless the job did not start
 	if t.sc != nil {
 		defer t.sc.remove()
 	}
@@ -456,12 +444,15 @@ func (a *Agent) prepare(ctx context.Context, t *attempt) bool {
 		}
 		t.runDir = t.sc.dir
 	}
-	outPath, errPath := job.OutputPaths(a.cfg.OutDir, asg.ID, asg.Attempt)
-	t.lim = a.newOutputLimit(filepath.Dir(outPath))
-	if t.outSink, t.stdout, err = a.newSink(outPath, t.lim); err != nil {
+	if t.user, err = openUserStdio(asg, dir); err != nil {
 		return t.fail(err)
 	}
-	if t.errSink, t.stderr, err = a.newSink(errPath, t.lim); err != nil {
+	outPath, errPath := job.OutputPaths(a.cfg.OutDir, asg.ID, asg.Attempt)
+	t.lim = a.newOutputLimit(filepath.Dir(outPath))
+	if t.outSink, t.stdout, err = a.newSink(outPath, t.lim, t.user.out.writer()); err != nil {
+		return t.fail(err)
+	}
+	if t.errSink, t.stderr, err = a.newSink(errPath, t.lim, t.user.err.writer()); err != nil {
 		t.stdout.Close()
 		<-t.outSink.done
 		return t.fail(err)
@@ -553,13 +544,15 @@ func (a *Agent) launch(t *attempt, cmd *exec.Cmd) error {
 	return err
 }
 
-// wait waits for the attempt's process to end, killing it at its ceiling,
-// at its output limit or when ctx ends, and notes how it ended.
+// wait waits for the attempt's process to end, killing it at its ceiling
+// or time limit, at its output limit or when ctx ends, and notes how it
+// ended.
 func (a *Agent) wait(ctx context.Context, t *attempt) {
 	p, cmd := t.p, t.cmd
 	var ceiling <-chan time.Time
-	if t.asg.Ceiling > 0 {
-		tm := time.NewTimer(protocol.Duration(t.asg.Ceiling))
+	limit, why := runLimit(t.asg)
+	if limit > 0 {
+		tm := time.NewTimer(limit)
 		defer tm.Stop()
 		ceiling = tm.C
 	}
@@ -589,7 +582,7 @@ func (a *Agent) wait(ctx context.Context, t *attempt) {
 	select {
 	case werr = <-waited:
 	case <-ceiling:
-		p.kill(protocol.ReasonCeiling)
+		p.kill(why)
 		werr = <-waited
 	case <-t.lim.over:
 		p.kill(t.lim.why())
@@ -640,7 +633,7 @@ func (a *Agent) finish(ctx context.Context, t *attempt) {
 	// already where the kernel gave a pidfd; else racing pid reuse, as
 	// before pidfds).
 	p.reaped()
-	lost := a.waitSinks(asg, t.outSink, t.errSink)
+	lost := joinLost(a.waitSinks(asg, t.outSink, t.errSink), t.user.close())
 	if why := t.lim.why(); why != "" && (rep.Reason == "" || rep.Reason == why) {
 		// Stopped for its output, or it ended on its own as the limit was
 		// reached: either way its output is not whole, and it fails.

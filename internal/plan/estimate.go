@@ -72,7 +72,7 @@ func CommandClass(command string) string {
 //  1. the mean of its class's runs at that site (accounting);
 //  2. its class's mean elsewhere, brought to speed 1 by those sites'
 //     speeds, over the site's speed;
-//  3. its declared estimate (mqsub -e) over the site's speed;
+//  3. its declared estimate (mqsub --est) over the site's speed;
 //  4. Default over the site's speed.
 //
 // A site's speed is the given one (Speed, e.g. cls plan make --site-speed)

@@ -48,7 +48,7 @@ func newBulkItem(rt *route, req *protocol.Request, add *protocol.BulkAdd) *bulkI
 		def := protocol.JobSpec{Queue: b.Queue, Cwd: b.Cwd, Env: b.Env, Resources: b.Defaults}
 		err := protocol.ReadJobLines(bytes.NewReader(b.Data), b.Line, def, func(_ int, js protocol.JobSpec) error {
 			// mqsub -f sends raw lines from this host: inputs of no declared
-			// size take the file's, as mqsub -i does.
+			// size take the file's, as mqsub --in does.
 			protocol.FillSizes(&js, os.Stat)
 			b.Jobs = append(b.Jobs, js)
 			return nil

@@ -41,7 +41,7 @@ type Options struct {
 	// Dir is the relative directory the files are in ("": the job's
 	// working directory); jobs make it.
 	Dir string
-	// Est declares each job's scaled runtime as its estimate (mqsub -e).
+	// Est declares each job's scaled runtime as its estimate (mqsub --est).
 	Est bool
 	// Cores asks for each task's cores (mqsub --cpus).
 	Cores bool

@@ -79,7 +79,7 @@ func TestDataRootOtherUser(t *testing.T) {
 func TestControlCharPathRefused(t *testing.T) {
 	h := newHarness(t)
 	h.startCLS("--local", "0")
-	r := h.run("mqsub", "-i", "a\nb\x1b[31m", "t", "true")
+	r := h.run("mqsub", "--in", "a\nb\x1b[31m", "t", "true")
 	oneLineErr(t, "mqsub", r)
 	if !strings.Contains(r.stderr, `"a\nb\x1b[31m"`) || !strings.Contains(r.stderr, "control character") {
 		t.Errorf("mqsub -i: stderr %q; want the path quoted and the reason", r.stderr)

@@ -42,7 +42,7 @@ func TestDCAffinity(t *testing.T) {
 	}
 	h.startAgent("A", "hostA")
 	data := filepath.Join(h.dir, "hom.dat")
-	prod := h.submit("-q", "dq", "-o", data+":20M", "produce", "head -c 20000000 /dev/zero > hom.dat")
+	prod := h.submit("-q", "dq", "--out", data+":20M", "produce", "head -c 20000000 /dev/zero > hom.dat")
 	h.ok("mqsub", "-q", "dq", "-b", "wait-for-producer", "true") // runs at A after prod: A has asked twice
 	if d := h.job(prod); d.State != "D" || d.Site != "A" {
 		t.Fatalf("producer: %+v", d.jobInfo)
@@ -51,7 +51,7 @@ func TestDCAffinity(t *testing.T) {
 	time.Sleep(500 * time.Millisecond) // B registers and parks its poll
 	var consumers []int64
 	for i := 0; i < 6; i++ {
-		consumers = append(consumers, h.submit("-q", "dq", "-i", "hom.dat", "consume", "sleep 0.3; wc -c < hom.dat"))
+		consumers = append(consumers, h.submit("-q", "dq", "--in", "hom.dat", "consume", "sleep 0.3; wc -c < hom.dat"))
 	}
 	free := h.submit("-q", "dq", "free", "sleep 0.3")
 	waitFor(t, 60*time.Second, func() error {

@@ -51,7 +51,7 @@ func TestAccounting(t *testing.T) {
 	h := newHarness(t)
 	h.startCLS("--local", "1")
 	// CPU in a child of the job's shell, 50 MB in dd's buffer.
-	burn := h.submit("-e", "0:30", "burn", `sh -c 'i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done'; dd if=/dev/zero of=/dev/null bs=50M count=1 2>/dev/null`)
+	burn := h.submit("--est", "0:30", "burn", `sh -c 'i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done'; dd if=/dev/zero of=/dev/null bs=50M count=1 2>/dev/null`)
 	fail := h.submit("bad", "exit 3")
 	blocked := h.submit("-p", "bad", "after", "true")
 	h.waitState(burn, "D", 3*time.Minute)
@@ -62,7 +62,7 @@ func TestAccounting(t *testing.T) {
 		t.Fatalf("accounting of job %d: %+v; want CPU > 0.05 s, max RSS about 50 MB, on %s", burn, d, host)
 	}
 	if est := h.job(burn).Est; est != 30 {
-		t.Errorf("mqsub -e 0:30: estimate %v, want 30", est)
+		t.Errorf("mqsub --est 0:30: estimate %v, want 30", est)
 	}
 	text := h.ok("mqstat", "-j", strconv.FormatInt(burn, 10))
 	if !strings.Contains(text, "usage:") || !strings.Contains(text, "max RSS ") {
@@ -200,7 +200,7 @@ func TestHabits(t *testing.T) {
 		{2, "cls", []string{"serve", "--sync", "sometimes"}, "--sync"},
 		{2, "mqsub", []string{"-d", "/nonexistent", "t", "true"}, "no such file"},
 		{2, "mqsub", []string{"--no-such", "t", "true"}, "unknown flag"},
-		{2, "mqsub", []string{"-e", "1:99", "t", "true"}, "below 60"},
+		{2, "mqsub", []string{"--est", "1:99", "t", "true"}, "below 60"},
 		{2, "mqstat", []string{"-s", "Z"}, "-s"},
 		{2, "mqstat", []string{"--json=maybe"}, "invalid boolean"},
 		{1, "mqstat", []string{"-j", "999"}, "does not exist"},

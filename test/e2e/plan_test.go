@@ -58,9 +58,9 @@ func testPlanFollowed(t *testing.T, planner string) {
 	})
 	var ids []int64
 	for i := range 6 {
-		ids = append(ids, h.submit("-p", "gate", "-e", "1", fmt.Sprintf("a%d", i), fmt.Sprintf("echo %d > %s/a%d.out", i, h.dir, i)))
+		ids = append(ids, h.submit("-p", "gate", "--est", "1", fmt.Sprintf("a%d", i), fmt.Sprintf("echo %d > %s/a%d.out", i, h.dir, i)))
 	}
-	ids = append(ids, h.submit("-p", "a0", "-p", "a1", "-p", "a2", "-p", "a3", "-p", "a4", "-p", "a5", "-e", "1", "z", "cat "+h.dir+"/a*.out"))
+	ids = append(ids, h.submit("-p", "a0", "-p", "a1", "-p", "a2", "-p", "a3", "-p", "a4", "-p", "a5", "--est", "1", "z", "cat "+h.dir+"/a*.out"))
 
 	out := h.ok("cls", "plan", "make", "z", "--planner", planner)
 	if !strings.Contains(out, "planned 10 jobs") || !strings.Contains(out, planner) {

@@ -766,8 +766,8 @@ func TestSSHWalltime(t *testing.T) {
 	h := newHarness(t)
 	s := h.startSSHCLS("--local", "0")
 	a := s.startAgent(agentOpts{key: h.newKey("placeholder", "ph"), args: []string{"--walltime", "5s"}})
-	long := h.submit("-e", "100", "long", "echo ran")
-	short := h.submit("-e", "1", "short", "echo ran")
+	long := h.submit("--est", "100", "long", "echo ran")
+	short := h.submit("--est", "1", "short", "echo ran")
 	a.waitConnected(t, 1, 5*time.Second)
 	h.waitState(short, "D", 5*time.Second)
 	time.Sleep(time.Second) // time for a wrong dispatch to show

@@ -158,10 +158,10 @@ func runDCWorkload(t *testing.T, l *login, pol string, w dcWorkload) dcRun {
 	// Grid's placeholder first (a job only it takes, before slurmy
 	// exists), then slurmy's (a job too long for grid's walltime).
 	c.addSite("grid", "sge", l, "--max", "1", "--walltime", "5m", "--idle", "2m", "--data-root", ".mq-data-dc-grid")
-	c.must("mqsub", "-e", "1", "warm-grid", "true")
+	c.must("mqsub", "--est", "1", "warm-grid", "true")
 	eventually(t, 3*time.Minute, "warm-grid done", func() bool { return done("warm-grid").State == "D" })
 	c.addSite("slurmy", "slurm", l2, "--max", "1", "--walltime", "20m", "--idle", "2m", "--data-root", ".mq-data-dc-slurmy")
-	c.must("mqsub", "-e", "600", "warm-slurmy", "true")
+	c.must("mqsub", "--est", "600", "warm-slurmy", "true")
 	eventually(t, 3*time.Minute, "warm-slurmy done", func() bool { return done("warm-slurmy").State == "D" })
 	eventually(t, time.Minute, "both placeholders connected", func() bool {
 		s := c.sites()
@@ -181,7 +181,7 @@ func runDCWorkload(t *testing.T, l *login, pol string, w dcWorkload) dcRun {
 			c.must("cls", "files", "add", fmt.Sprintf("db/f%d", i), "--site", "grid")
 		}
 		for i := 1; i <= w.jobs; i++ {
-			c.must("mqsub", "-q", "work", "-e", strconv.Itoa(w.runS), "-i", fmt.Sprintf("db/f%d", i), "-o", fmt.Sprintf("out/r%d", i),
+			c.must("mqsub", "-q", "work", "--est", strconv.Itoa(w.runS), "--in", fmt.Sprintf("db/f%d", i), "--out", fmt.Sprintf("out/r%d", i),
 				fmt.Sprintf("job%d", i), fmt.Sprintf("sleep %d && mkdir -p out && cksum db/f%d > out/r%d", w.runS, i, i))
 		}
 	}
@@ -282,13 +282,13 @@ func submitPA(t *testing.T, c *cls, w dcWorkload) {
 				t.Fatal(err)
 			}
 			hom := "hom/p" + strings.TrimPrefix(out.Name, "hom-") + ".tsv"
-			c.must("mqsub", "-q", "work", "-e", secs(j.Runtime), "-i", seq, "-o", hom, j.Name,
+			c.must("mqsub", "-q", "work", "--est", secs(j.Runtime), "--in", seq, "--out", hom, j.Name,
 				fmt.Sprintf("cat %s >/dev/null && sleep %s && mkdir -p hom && head -c %d /dev/urandom > %s", seq, secs(j.Runtime), out.Bytes, hom))
 			continue
 		}
 		n := strings.TrimPrefix(in.Name, "hom-")
 		hom, parsed := "hom/p"+n+".tsv", "parsed/p"+n+".txt"
-		c.must("mqsub", "-q", "work", "-e", secs(j.Runtime), "-p", "blast-"+n, "-i", hom, "-o", parsed, j.Name,
+		c.must("mqsub", "-q", "work", "--est", secs(j.Runtime), "-p", "blast-"+n, "--in", hom, "--out", parsed, j.Name,
 			fmt.Sprintf("sleep %s && mkdir -p parsed && cksum %s > %s", secs(j.Runtime), hom, parsed))
 	}
 }

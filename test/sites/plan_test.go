@@ -176,7 +176,7 @@ func runReplay(t *testing.T, l *login, way string, w *wfformat.Workflow, opt wfr
 	}
 
 	gate := filepath.Join(c.work, "go")
-	c.must("mqsub", "-q", "work", "-e", "1", "gate", "while [ ! -e "+gate+" ]; do sleep 0.2; done")
+	c.must("mqsub", "-q", "work", "--est", "1", "gate", "while [ ! -e "+gate+" ]; do sleep 0.2; done")
 	for i := range rp.Jobs {
 		if len(rp.Jobs[i].Prereqs) == 0 {
 			rp.Jobs[i].Prereqs = []string{"gate"}
@@ -192,7 +192,7 @@ func runReplay(t *testing.T, l *login, way string, w *wfformat.Workflow, opt wfr
 	}
 	f.Close()
 	c.must("mqsub", "-q", "work", "-f", jobs)
-	end := []string{"-q", "work", "-e", "0.1"}
+	end := []string{"-q", "work", "--est", "0.1"}
 	for _, leaf := range rp.Leaves {
 		end = append(end, "-p", leaf)
 	}
@@ -277,10 +277,10 @@ func twoPlanSites(t *testing.T, c *cls, l *login, tag string) (gridRoot, slurmyR
 		return ""
 	}
 	c.addSite("grid", "sge", l, "--max", "1", "--walltime", "10m", "--idle", "2m", "--data-root", ".mq-data-"+tag+"-grid")
-	c.must("mqsub", "-e", "1", "warm-grid", "true")
+	c.must("mqsub", "--est", "1", "warm-grid", "true")
 	eventually(t, 3*time.Minute, "warm-grid done", func() bool { return state("warm-grid") == "D" })
 	c.addSite("slurmy", "slurm", l2, "--max", "1", "--walltime", "20m", "--idle", "2m", "--data-root", ".mq-data-"+tag+"-slurmy")
-	c.must("mqsub", "-e", "900", "warm-slurmy", "true")
+	c.must("mqsub", "--est", "900", "warm-slurmy", "true")
 	eventually(t, 3*time.Minute, "warm-slurmy done", func() bool { return state("warm-slurmy") == "D" })
 	eventually(t, time.Minute, "both placeholders connected", func() bool {
 		s := c.sites()

@@ -51,9 +51,9 @@ func planKeepRun(t *testing.T, l *login) {
 
 	// The gate holds p until the plan is made.
 	gate := filepath.Join(c.work, "go")
-	c.must("mqsub", "-q", "work", "-e", "1", "gate", "while [ ! -e "+gate+" ]; do sleep 0.2; done")
+	c.must("mqsub", "-q", "work", "--est", "1", "gate", "while [ ! -e "+gate+" ]; do sleep 0.2; done")
 	// Submitted as JSON lines, declaring the files' sizes (the planner's
-	// costs) as mqsub -i and -o cannot.
+	// costs) as mqsub --in and --out cannot.
 	size := func(n int64) *int64 { return &n }
 	specs := []protocol.JobSpec{{Queue: "work", Target: "p", Prereqs: []string{"gate"}, Est: 0.1,
 		Command: fmt.Sprintf("wc -c < wf/in > /dev/null && head -c %d /dev/urandom > wf/f", fSize),

@@ -83,10 +83,10 @@ func replicationRace(t *testing.T, pol string, killCLS bool) {
 		}
 		return n
 	}
-	a := id(c.must("mqsub", "-q", "bot", "-i", "in/data", "-o", "out/a.txt", "a", cmdA))
+	a := id(c.must("mqsub", "-q", "bot", "--in", "in/data", "--out", "out/a.txt", "a", cmdA))
 	// The reader runs long enough for the other site's idle placeholder to
 	// ask: under wqr it would get a copy but for --no-replicate.
-	reader := id(c.must("mqsub", "-q", "bot", "--no-replicate", "-p", "a", "-i", "out/a.txt", "-o", "out/r.txt", "r", "sleep 6; cp out/a.txt out/r.txt"))
+	reader := id(c.must("mqsub", "-q", "bot", "--no-replicate", "-p", "a", "--in", "out/a.txt", "--out", "out/r.txt", "r", "sleep 6; cp out/a.txt out/r.txt"))
 	detail := func(id int64) protocol.JobDetail {
 		var d protocol.JobDetail
 		if err := json.Unmarshal([]byte(c.must("mqstat", "-j", strconv.FormatInt(id, 10), "--json")), &d); err != nil {
@@ -99,7 +99,7 @@ func replicationRace(t *testing.T, pol string, killCLS bool) {
 		d := detail(a)
 		return d.State == "E" && d.Site == "grid" && exists(pidFile(a, 1))
 	})
-	fill := id(c.must("mqsub", "-q", "bot", "-i", "in/data", "fill", "wc -c < in/data"))
+	fill := id(c.must("mqsub", "-q", "bot", "--in", "in/data", "fill", "wc -c < in/data"))
 	c.addSite("slurmy", "slurm", l2, "--max", "1", "--walltime", "20m", "--idle", "60s", "--data-root", ".mq-data-slurmy"+suffix)
 	eventually(t, 3*time.Minute, "a copy of a at slurmy", func() bool {
 		d := detail(a)

@@ -111,10 +111,10 @@ func runSeed000(t *testing.T, l *login, pol string, runtimes []int, mib, runs in
 	// Both placeholders up and asking before the bag arrives (warm-up jobs
 	// in the default queue: grid's first, then one too long for grid).
 	c.addSite("grid", "sge", l, "--max", "1", "--walltime", "5m", "--idle", "5m", "--data-root", ".mq-data-s000-grid")
-	c.must("mqsub", "-e", "1", "warm-grid", "true")
+	c.must("mqsub", "--est", "1", "warm-grid", "true")
 	eventually(t, 3*time.Minute, "warm-grid done", func() bool { return targetState(t, c, "warm-grid") == "D" })
 	c.addSite("slurmy", "slurm", l2, "--max", "1", "--walltime", "20m", "--idle", "5m", "--data-root", ".mq-data-s000-slurmy")
-	c.must("mqsub", "-e", "600", "warm-slurmy", "true")
+	c.must("mqsub", "--est", "600", "warm-slurmy", "true")
 	eventually(t, 3*time.Minute, "warm-slurmy done", func() bool { return targetState(t, c, "warm-slurmy") == "D" })
 
 	if err := os.MkdirAll(filepath.Join(c.work, "in"), 0o755); err != nil {
@@ -138,7 +138,7 @@ func runSeed000(t *testing.T, l *login, pol string, runtimes []int, mib, runs in
 		for i, rt := range runtimes {
 			// slurmy's host runs at half grid's speed.
 			cmd := fmt.Sprintf(`case "$PWD" in *s000-slurmy*) f=2;; *) f=1;; esac; sleep $((%d*f)); cksum in/f%d > r%d.%d`, rt, i, i, run)
-			out := c.must("mqsub", "-q", "bot", "-i", fmt.Sprintf("in/f%d", i), "-o", fmt.Sprintf("r%d.%d", i, run),
+			out := c.must("mqsub", "-q", "bot", "--in", fmt.Sprintf("in/f%d", i), "--out", fmt.Sprintf("r%d.%d", i, run),
 				fmt.Sprintf("t%d.%d", i, run), cmd)
 			id, err := strconv.ParseInt(strings.TrimSpace(out), 10, 64)
 			if err != nil {

@@ -262,7 +262,7 @@ func TestStagingConnectionCut(t *testing.T) {
 	const size = 48 << 20
 	out := f.bigInput(t, "in/big", size)
 	f.px.cutAfter(4 << 20)
-	f.c.must("mqsub", "-i", "in/big", "-o", "out/sum", "cut", "mkdir -p out && cksum in/big > out/sum")
+	f.c.must("mqsub", "--in", "in/big", "--out", "out/sum", "cut", "mkdir -p out && cksum in/big > out/sum")
 	d := f.checkRanOnce(t, "cut", "in/big", out)
 	if n := f.px.cuts.Load(); n != 1 {
 		t.Fatalf("the proxy cut %d connections; want 1", n)
@@ -292,7 +292,7 @@ func TestStagingCLSKilledMidTransfer(t *testing.T) {
 	const size = 24 << 20
 	out := f.bigInput(t, "in/big", size)
 	f.px.limit(4 << 20) // about 6 s for the input
-	f.c.must("mqsub", "-i", "in/big", "-o", "out/sum", "killed", "mkdir -p out && cksum in/big > out/sum")
+	f.c.must("mqsub", "--in", "in/big", "--out", "out/sum", "killed", "mkdir -p out && cksum in/big > out/sum")
 	eventually(t, 2*time.Minute, "a partial temporary file at slurmy", func() bool {
 		for _, p := range leftovers(t, f.root) {
 			if fi, err := os.Stat(p); err == nil && fi.Size() > 1<<20 && fi.Size() < size {
@@ -342,7 +342,7 @@ func TestStagingSiteDown(t *testing.T) {
 			f.login.start()
 		}
 	})
-	f.c.must("mqsub", "-e", "5", "-i", "in/small", "-o", "out/sum", "down", "mkdir -p out && cksum in/small > out/sum")
+	f.c.must("mqsub", "--est", "5", "--in", "in/small", "--out", "out/sum", "down", "mkdir -p out && cksum in/small > out/sum")
 	var j protocol.JobInfo
 	var d protocol.JobDetail
 	eventually(t, 2*time.Minute, "two failed transfers to slurmy", func() bool {

@@ -64,9 +64,9 @@ func TestStagingAcrossSites(t *testing.T) {
 	// p2's output: sha256sum of p1's.
 	final := []byte(sum(mid) + "  mid/p1.out\n")
 
-	c.must("mqsub", "-e", "1", "-i", "in/seqs.txt", "-o", "mid/p1.out", "p1",
+	c.must("mqsub", "--est", "1", "--in", "in/seqs.txt", "--out", "mid/p1.out", "p1",
 		"mkdir -p mid && sha256sum in/seqs.txt | cut -c1-64 > mid/p1.out && cat in/seqs.txt >> mid/p1.out")
-	c.must("mqsub", "-e", "600", "-p", "p1", "-i", "mid/p1.out", "-o", "out/final.txt", "p2",
+	c.must("mqsub", "--est", "600", "-p", "p1", "--in", "mid/p1.out", "--out", "out/final.txt", "p2",
 		"mkdir -p out && sha256sum mid/p1.out > out/final.txt")
 	byTarget := func() map[string]protocol.JobInfo {
 		m := map[string]protocol.JobInfo{}
@@ -221,10 +221,10 @@ func TestStagingRefusesChangedOrMissingInput(t *testing.T) {
 	write("changed.txt", "first version\n")
 	write("gone.txt", "here at submit\n")
 	write("kept.txt", "stays\n")
-	c.must("mqsub", "-i", "changed.txt", "changed", "cat changed.txt > ran-changed")
-	c.must("mqsub", "-i", "gone.txt", "gone", "cat gone.txt > ran-gone")
-	c.must("mqsub", "-i", "kept.txt", "-o", "ran-kept", "kept", "cat kept.txt > ran-kept")
-	c.must("mqsub", "-o", "never.txt", "noout", "true") // declares an output it does not make
+	c.must("mqsub", "--in", "changed.txt", "changed", "cat changed.txt > ran-changed")
+	c.must("mqsub", "--in", "gone.txt", "gone", "cat gone.txt > ran-gone")
+	c.must("mqsub", "--in", "kept.txt", "--out", "ran-kept", "kept", "cat kept.txt > ran-kept")
+	c.must("mqsub", "--out", "never.txt", "noout", "true") // declares an output it does not make
 	// After submission and before any site exists: one file grows, one
 	// goes.
 	write("changed.txt", "second, longer version\n")
@@ -292,9 +292,9 @@ func TestStagingNodeLocal(t *testing.T) {
 		t.Fatal(err)
 	}
 	mid := append([]byte(sum(input)+"\n"), input...)
-	c.must("mqsub", "-i", "in/n.dat", "-o", "mid/n1.out", "n1",
+	c.must("mqsub", "--in", "in/n.dat", "--out", "mid/n1.out", "n1",
 		"mkdir -p mid && sha256sum in/n.dat | cut -c1-64 > mid/n1.out && cat in/n.dat >> mid/n1.out")
-	c.must("mqsub", "-p", "n1", "-i", "mid/n1.out", "-o", "out/n2.txt", "n2",
+	c.must("mqsub", "-p", "n1", "--in", "mid/n1.out", "--out", "out/n2.txt", "n2",
 		"mkdir -p out && sha256sum mid/n1.out > out/n2.txt")
 	byTarget := func() map[string]protocol.JobInfo {
 		m := map[string]protocol.JobInfo{}
@@ -390,7 +390,7 @@ func staleAtSite(t *testing.T, swap bool) {
 		}
 		return m
 	}
-	c.must("mqsub", "-i", "in.txt", "-o", "first.out", "first", "cat in.txt > first.out")
+	c.must("mqsub", "--in", "in.txt", "--out", "first.out", "first", "cat in.txt > first.out")
 	eventually(t, 3*time.Minute, "first done", func() bool { return byTarget()["first"].State == "D" })
 	staged := gridRoot + filepath.Join(c.work, "in.txt")
 	if fi, err := os.Stat(staged); err != nil || fi.Mode().Perm() != 0o600 {
@@ -404,7 +404,7 @@ func staleAtSite(t *testing.T, swap bool) {
 	} else if err := os.Remove(staged); err != nil {
 		t.Fatalf("the staged copy at grid: %v", err)
 	}
-	c.must("mqsub", "-i", "in.txt", "-o", "second.out", "second", "cat in.txt > second.out")
+	c.must("mqsub", "--in", "in.txt", "--out", "second.out", "second", "cat in.txt > second.out")
 	eventually(t, 3*time.Minute, "second done", func() bool { return byTarget()["second"].State == "D" })
 	j := byTarget()["second"]
 	var d protocol.JobDetail

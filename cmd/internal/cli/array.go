@@ -76,6 +76,7 @@ func mqsubArray(c *cli.Context, env Env, js protocol.JobSpec) error {
 	if err := protocol.ValidateSpec(&js); err != nil {
 		return Usagef("%v", err)
 	}
+	seq := needsArraySeq(js.Env)
 	cl, err := Dial(c.Context, env, "mqsub")
 	if err != nil {
 		return err
@@ -105,6 +106,9 @@ func mqsubArray(c *cli.Context, env Env, js protocol.JobSpec) error {
 				m.Env = map[string]string{}
 			}
 			m.Env["MQ_ARRAY_INDEX"] = idx
+			if seq {
+				m.Env[protocol.EnvArraySeq] = strconv.FormatInt(k, 10)
+			}
 			protocol.EncodeCommand(&m)
 			jobs = append(jobs, m)
 			if len(jobs) == chunk {

@@ -69,11 +69,14 @@ type Env struct {
 	// Dial, if set, opens the connection to the CLS (the SSH endpoint runs
 	// commands in-process over a pipe); else the Unix socket of $MQ_HOME.
 	Dial func(ctx context.Context) (io.ReadWriteCloser, error)
+	// Environ is the user's environment (mqsub -V); nil where the command
+	// has none of the user's (run in-process by the SSH endpoint).
+	Environ func() []string
 }
 
 // OSEnv is the real process environment.
 func OSEnv() Env {
-	return Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getwd: os.Getwd}
+	return Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getwd: os.Getwd, Environ: os.Environ}
 }
 
 // Main runs app with args and returns the exit status, printing any error

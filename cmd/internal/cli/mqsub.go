@@ -30,9 +30,9 @@ const bulkChunkBytes = 1 << 20
 // Mqsub returns the mqsub command.
 func Mqsub(env Env) *cli.App {
 	app := NewApp("mqsub", "add a job to the metaqueue", env)
-	app.UsageText = `mqsub [-q QUEUE] [-p PREREQ_TARGET]... [-b] [-H] [--priority N] [-e EST_SECONDS] [-d DIR]
-         [-i PATH[:SIZE]]... [-o PATH[:SIZE]]... [-c N] [--mem SIZE] [--gpus N]
-         [--resource NAME=N]... TARGET COMMAND...
+	app.UsageText = `mqsub [-q QUEUE] [-p PREREQ_TARGET]... [-b] [-H] [--priority N] [--est SECONDS] [--time LIMIT]
+         [-d DIR] [-o PATH] [-e PATH] [--in PATH[:SIZE]]... [--out PATH[:SIZE]]...
+         [-c N] [--mem SIZE] [--gpus N] [--resource NAME=N]... TARGET COMMAND...
    mqsub -f FILE [-v NAME=VALUE]...   (one JSON job per line; - reads stdin)
    mqsub --wfformat TRACE [--time-scale X] [--size-scale Y] [--target-prefix P] [-p PREREQ] [-q QUEUE]
    mqsub --rerun [-Q] ID... | FIRST-LAST
@@ -40,10 +40,18 @@ func Mqsub(env Env) *cli.App {
 	app.Description = `Adds a job to TARGET and prints its id. The job runs once every job of each
 prerequisite target is done. Several COMMAND words are joined with spaces; the
 command runs under /bin/sh -c in DIR (default: the current directory).
--i and -o declare files the job reads and writes (relative paths are in DIR;
-SIZE in bytes or with a unit, 10M = 10 MiB; an input's size defaults to the
-file's size now, if it exists): a queue with policy dc runs the job near
-where its inputs were produced.
+-o and -e write the job's stdout and stderr also to files, as qsub and sbatch
+do (on the host the job runs on, relative to DIR; without -e, stderr goes to
+-o's file; mq keeps every attempt's output too).
+--in and --out declare files the job reads and writes (relative paths are in
+DIR; SIZE in bytes or with a unit, 10M = 10 MiB; an input's size defaults to
+the file's size now, if it exists): a queue with policy dc runs the job near
+where its inputs were produced. mq's old -i, --output and -e SECONDS are
+refused with the flag to write.
+The job's stdin is /dev/null: data on mqsub's stdin is refused rather than
+dropped (redirect in COMMAND instead; in a while-read loop, mqsub </dev/null).
+The job gets none of mqsub's environment unless -V (all of it, one job
+only) or --export=NAME,... says so; -v sets a variable.
 
 ` + resourcesHelp
 	// -v is the job's environment (qsub's habit), not --version.
@@ -61,12 +69,10 @@ func mqsubFlags() []cli.Flag {
 		&cli.StringFlag{Name: "q", Aliases: []string{"queue"}, Usage: "queue (created on first use)", Value: protocol.DefaultQueue},
 		&cli.StringSliceFlag{Name: "p", Aliases: []string{"prereq"}, Usage: "prerequisite target (repeat, or a comma list)"},
 		&cli.BoolFlag{Name: "b", Aliases: []string{"block"}, Usage: "wait for the job to end and exit with its exit status"},
-		&cli.StringFlag{Name: "e", Aliases: []string{"est"}, Usage: "expected runtime: seconds, or 2h, 04:00:00, 1-12:00:00"},
+		&cli.StringFlag{Name: "est", Aliases: []string{"estimate"}, Usage: "expected runtime: seconds, or 2h, 04:00:00, 1-12:00:00"},
+		// No letter: sbatch's -t is --rerun's target here.
+		&cli.StringFlag{Name: "time", Usage: "kill the job after `LIMIT` and fail it (sbatch's --time; forms as --est), also its estimate unless --est gives one; a queue's --ceiling still caps it"},
 		&cli.StringFlag{Name: "d", Aliases: []string{"dir"}, Usage: "working directory of the job", TakesFile: true},
-		// No long aliases: urfave/cli would Set a generic flag's value again
-		// through each alias.
-		&cli.GenericFlag{Name: "i", Aliases: []string{"input"}, Value: &fileList{}, Usage: "a file the job reads, `PATH[:SIZE]` (repeat)", TakesFile: true},
-		&cli.GenericFlag{Name: "o", Aliases: []string{"output"}, Value: &fileList{}, Usage: "a file the job writes, `PATH[:SIZE]` (repeat)", TakesFile: true},
 		&cli.StringFlag{Name: "f", Aliases: []string{"file"}, Usage: "add the jobs in `FILE` (JSON lines) in one transaction", TakesFile: true},
 		&cli.BoolFlag{Name: "rerun", Usage: "run ended jobs (done, failed, deleted) again"},
 		&cli.StringFlag{Name: "t", Aliases: []string{"target"}, Usage: "with --rerun: every ended job of this target"},
@@ -86,6 +92,8 @@ func mqsubFlags() []cli.Flag {
 		&cli.Float64Flag{Name: "size-scale", Value: 1, Usage: "with --wfformat: file sizes x `Y`"},
 		&cli.StringFlag{Name: "target-prefix", Usage: "with --wfformat: each task's target is `P` then its id"},
 	}
+	flags = append(flags, stdioFlags()...)
+	flags = append(flags, exportFlags()...)
 	flags = append(flags, resourceFlags()...)
 	return append(flags, hintFlags()...)
 }
@@ -98,6 +106,9 @@ func mqsubAction(c *cli.Context, env Env) error {
 		return nil
 	}
 	if err := hintError(c); err != nil {
+		return err
+	}
+	if err := stdioHabits(c); err != nil {
 		return err
 	}
 	if c.IsSet("timeout") && !c.Bool("b") {
@@ -122,6 +133,15 @@ func mqsubAction(c *cli.Context, env Env) error {
 		if f, ok := resourceSet(c); ok {
 			return Usagef("%s does not go with --rerun: a job runs again as it was submitted", f)
 		}
+		if f := stdioSet(c); f != "" {
+			return Usagef("%s does not go with --rerun: a job runs again as it was submitted", f)
+		}
+		if c.IsSet("time") {
+			return Usagef("--time does not go with --rerun: a job runs again as it was submitted")
+		}
+		if c.Bool("V") || c.IsSet("export") {
+			return Usagef("-V and --export do not go with --rerun: a job runs again as it was submitted")
+		}
 		return mqsubRerun(c, env)
 	case c.IsSet("wfformat"):
 		if c.IsSet("c") {
@@ -132,8 +152,14 @@ func mqsubAction(c *cli.Context, env Env) error {
 		if c.NArg() > 0 {
 			return Usagef("-f takes no TARGET or COMMAND (got %q)", c.Args().First())
 		}
-		if c.IsSet("i") || c.IsSet("o") {
-			return Usagef("-i and -o go with one job; in a file give \"inputs\" and \"outputs\" on its lines")
+		if c.IsSet("in") || c.IsSet("out") {
+			return Usagef("--in and --out go with one job; in a file give \"inputs\" and \"outputs\" on its lines")
+		}
+		if f := stdioSet(c); f != "" {
+			return Usagef("%s goes with one job or an array; in a file give \"stdout\" and \"stderr\" on its lines", f)
+		}
+		if c.IsSet("time") {
+			return Usagef("--time goes with one job or an array; in a file give \"time\" (seconds) on its lines")
 		}
 		if c.IsSet("array") {
 			return Usagef("--array goes with TARGET COMMAND; a file lists its jobs itself")
@@ -150,6 +176,9 @@ func mqsubAction(c *cli.Context, env Env) error {
 // -b waits for it to end.
 func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
 	if c.IsSet("t") {
+		if _, err := walltime.Parse(c.String("t")); err == nil {
+			return Usagef("-t %s: mqsub's -t is --rerun's target; a time limit is --time %s", c.String("t"), c.String("t"))
+		}
 		return Usagef("-t is only for --rerun; the target is the first argument")
 	}
 	for _, f := range []string{"s", "all", "Q"} {
@@ -163,17 +192,24 @@ func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
 	if c.NArg() < 2 {
 		return Usagef("missing COMMAND after target %s", c.Args().First())
 	}
+	if why := stdinRefusal(env.Stdin); why != "" {
+		return Usagef("%s", why)
+	}
 	dir, err := jobDir(c, env)
 	if err != nil {
 		return err
 	}
 	var est float64
-	if c.IsSet("e") {
-		if est, err = walltime.Parse(c.String("e")); err != nil {
-			return Usagef("-e: %v", err)
+	if c.IsSet("est") {
+		if est, err = walltime.Parse(c.String("est")); err != nil {
+			return Usagef("--est: %v", err)
 		}
 	}
 	prio, err := priorityFlag(c)
+	if err != nil {
+		return err
+	}
+	limit, err := timeLimit(c)
 	if err != nil {
 		return err
 	}
@@ -184,14 +220,23 @@ func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
 		Command: strings.Join(c.Args().Tail(), " "),
 		Cwd:     dir,
 		Est:     est,
-		Inputs:  c.Generic("i").(*fileList).files,
-		Outputs: c.Generic("o").(*fileList).files,
+		Time:    limit,
+		Inputs:  c.Generic("in").(*fileList).files,
+		Outputs: c.Generic("out").(*fileList).files,
 		Env:     c.Generic("v").(*envList).env,
 
 		NoReplicate: c.Bool("no-replicate"),
 		Resources:   res,
 		Hold:        c.Bool("H"),
 		Priority:    prio,
+	}
+	stdioSpec(c, &js)
+	many := ""
+	if c.IsSet("array") {
+		many = "--array"
+	}
+	if err := exportInto(c, env.Environ, &js, many); err != nil {
+		return err
 	}
 	if c.IsSet("array") {
 		return mqsubArray(c, env, js)
@@ -360,6 +405,14 @@ func splitList(vs []string) []string {
 }
 
 func mqsubFile(c *cli.Context, env Env, res protocol.Resources) error {
+	vars := c.Generic("v").(*envList).env
+	if c.Bool("V") || c.IsSet("export") {
+		js := protocol.JobSpec{Env: vars}
+		if err := exportInto(c, env.Environ, &js, "-f"); err != nil {
+			return err
+		}
+		vars = js.Env
+	}
 	name := c.String("f")
 	var r io.Reader
 	if name == "-" {
@@ -387,7 +440,6 @@ func mqsubFile(c *cli.Context, env Env, res protocol.Resources) error {
 	// The file goes up as raw lines in chunks of about 1 MiB, and the
 	// server parses and validates them (naming the line of any error): one
 	// parse instead of parse, encode and decode.
-	vars := c.Generic("v").(*envList).env
 	upload := func(add func(protocol.BulkAdd) error) error {
 		return splitLines(r, bulkChunkBytes, func(first int, data []byte) error {
 			return add(protocol.BulkAdd{Line: first, Data: data, Queue: c.String("q"), Cwd: cwd, Env: vars, Defaults: res})
@@ -602,13 +654,13 @@ func parseIDs(args []string) ([]int64, error) {
 	return ids, nil
 }
 
-// fileList collects repeated -i/-o PATH[:SIZE] values. Unlike a string
+// fileList collects repeated --in/--out PATH[:SIZE] values. Unlike a string
 // slice flag it does not split at commas, which paths may contain.
 type fileList struct{ files []protocol.File }
 
 func (l *fileList) Set(v string) error {
 	if len(l.files) > 0 && v == l.String() {
-		// urfave/cli copies a set flag to its aliases (-i to --input) by
+		// urfave/cli copies a set flag to its aliases (--in to --input) by
 		// setting each to the value's String(): that is no new file.
 		return nil
 	}

@@ -259,9 +259,9 @@ func TestMqsubFiles(t *testing.T) {
 		args    []string
 		in, out []string
 	}{
-		{[]string{"-i", "a", "-o", "b"}, []string{"a"}, []string{"b"}},
-		{[]string{"--input", "a", "--input", "c", "--output", "b"}, []string{"a", "c"}, []string{"b"}},
-		{[]string{"-i", "a:10", "-i", "c"}, []string{"a", "c"}, nil},
+		{[]string{"--in", "a", "--out", "b"}, []string{"a"}, []string{"b"}},
+		{[]string{"--input", "a", "--input", "c", "--out", "b"}, []string{"a", "c"}, []string{"b"}},
+		{[]string{"--in", "a:10", "--in", "c"}, []string{"a", "c"}, nil},
 	} {
 		var o, e bytes.Buffer
 		args := append(append([]string{"mqsub", "-d", dir}, tc.args...), "t", "true")
@@ -286,7 +286,7 @@ func TestMqsubFiles(t *testing.T) {
 		}
 	}
 	var o, e bytes.Buffer
-	if code := Run(ctx, Mqsub(tb.env(&o, &e)), []string{"mqsub", "-d", dir, "-i", "a", "-i", "b", "-i", "a", "t", "true"}); code != ExitUsage || !strings.Contains(e.String(), "listed twice") {
+	if code := Run(ctx, Mqsub(tb.env(&o, &e)), []string{"mqsub", "-d", dir, "--in", "a", "--in", "b", "--in", "a", "t", "true"}); code != ExitUsage || !strings.Contains(e.String(), "listed twice") {
 		t.Errorf("a file named twice: exit %d, %q", code, e.String())
 	}
 }

@@ -247,7 +247,7 @@ func qsubLHint(v string) string {
 					flags = append(flags, "--mem SIZE")
 				}
 			case "walltime", "h_rt":
-				flags = append(flags, "-e "+val)
+				flags = append(flags, "--time "+val)
 			}
 		}
 	}

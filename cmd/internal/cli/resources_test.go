@@ -201,7 +201,7 @@ func TestMqsubResourceErrors(t *testing.T) {
 		{[]string{"--tmp", "10G"}, "--resource NAME=N"},
 		{[]string{"--exclusive"}, "--cpus N"},
 		// qsub's (PBS, Torque, SGE).
-		{[]string{"-l", "nodes=1:ppn=4,mem=8gb,walltime=01:00:00"}, "-l nodes=1:ppn=4,mem=8gb,walltime=01:00:00 is qsub's spelling; mq writes --cpus 4 --mem 8G -e 01:00:00"},
+		{[]string{"-l", "nodes=1:ppn=4,mem=8gb,walltime=01:00:00"}, "-l nodes=1:ppn=4,mem=8gb,walltime=01:00:00 is qsub's spelling; mq writes --cpus 4 --mem 8G --time 01:00:00"},
 		{[]string{"-l", "select=1:ncpus=8:mem=16gb:ngpus=1"}, "--cpus 8 --mem 16G --gpus 1"},
 		{[]string{"-l", "h_vmem=2G"}, "--mem SIZE (h_vmem is per slot"},
 		{[]string{"-pe", "smp", "4"}, "-pe smp 4 is SGE's spelling; mq writes --cpus 4"},

@@ -28,7 +28,7 @@ func mqsubWfformat(c *cli.Context, env Env, res protocol.Resources) error {
 	if c.NArg() > 0 {
 		return Usagef("--wfformat takes no TARGET or COMMAND (got %q)", c.Args().First())
 	}
-	for _, f := range [][2]string{{"f", "-f"}, {"i", "-i"}, {"o", "-o"}, {"array", "--array"}, {"e", "-e"}, {"d", "-d"}} {
+	for _, f := range [][2]string{{"f", "-f"}, {"in", "--in"}, {"out", "--out"}, {"o", "-o"}, {"e", "-e"}, {"array", "--array"}, {"est", "--est"}, {"time", "--time"}, {"d", "-d"}} {
 		if c.IsSet(f[0]) {
 			return Usagef("%s does not go with --wfformat: the trace gives each job its files, runtime and place", f[1])
 		}

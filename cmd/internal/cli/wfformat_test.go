@@ -63,7 +63,7 @@ func TestMqsubWfformat(t *testing.T) {
 		{dir, []string{"--time-scale", "0.1", "t", "true"}, ExitUsage, "--time-scale goes with --wfformat"},
 		{dir, []string{"--target-prefix", "x", "-f", trace}, ExitUsage, "--target-prefix goes with --wfformat"},
 		{dir, []string{"--wfformat", trace, "t", "true"}, ExitUsage, "takes no TARGET"},
-		{dir, []string{"--wfformat", trace, "-i", "x"}, ExitUsage, "-i does not go with --wfformat"},
+		{dir, []string{"--wfformat", trace, "--in", "x"}, ExitUsage, "--in does not go with --wfformat"},
 		{dir, []string{"--wfformat", trace, "-f", trace}, ExitUsage, "-f does not go with --wfformat"},
 		{dir, []string{"--wfformat", trace, "--target-prefix", "a b"}, ExitFailed, "space"},
 		{dir, []string{"--wfformat", filepath.Join(dir, "nosuch.json")}, ExitFailed, "cannot read"},

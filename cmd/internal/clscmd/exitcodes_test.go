@@ -19,10 +19,10 @@ import (
 // badValues are wrong values of flags that take strings, by flag name;
 // flags of numbers, durations and booleans get "x" (or "=maybe").
 var badValues = map[string]string{
-	"ceiling": "2x", "walltime": "2x", "idle": "2x", "connect-timeout": "2x", "e": "2x",
+	"ceiling": "2x", "walltime": "2x", "idle": "2x", "connect-timeout": "2x", "est": "2x", "e": "%u",
 	"policy": "lifo", "sync": "sometimes", "log-level": "loud", "s": "Z", "type": "lsf",
 	"connect": "pigeon", "role": "king", "site-net": "nonsense", "max-attempts": "x",
-	"slots": "x", "min": "x", "max": "x", "i": ":1", "o": ":1", "seeds": "x",
+	"slots": "x", "min": "x", "max": "x", "i": ":1", "in": ":1", "out": ":1", "o": "%u", "seeds": "x",
 	"placeholders": "x", "inflation": "x",
 }
 

@@ -20,7 +20,7 @@ import (
 // clsFiles is the data-staging catalog's command (ops files.*): the files
 // jobs declared, the places holding a replica of each, copies back to the
 // CLS host. Paths are the CLS host's names; a relative one is resolved
-// against the current directory, as mqsub -i/-o resolve theirs.
+// against the current directory, as mqsub --in/--out resolve theirs.
 func clsFiles(env mqcli.Env) *cli.Command {
 	return &cli.Command{
 		Name:  "files",

@@ -1,0 +1,59 @@
+package protocol
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// EnvTimeLimit is the job environment's name that carries mqsub --time
+// (JobSpec.Time): seconds after which the agent kills the job, which then
+// fails with TimeLimitReason. It travels as -o and -e do (EnvStdout).
+const EnvTimeLimit = "MQ_TIME_LIMIT"
+
+// foldTime moves a spec's Time into its environment and makes it the
+// estimate when the spec gives none: a limit is what sbatch users give
+// for a job's length, and walltime fit needs one.
+func foldTime(js *JobSpec) error {
+	if js.Time == 0 {
+		return nil
+	}
+	if !(js.Time > 0 && js.Time <= MaxSeconds) {
+		return fmt.Errorf("time limit %v is not more than 0 and at most %g seconds", js.Time, float64(MaxSeconds))
+	}
+	if js.Env == nil {
+		js.Env = map[string]string{}
+	}
+	js.Env[EnvTimeLimit] = strconv.FormatFloat(js.Time, 'f', -1, 64)
+	if js.Est == 0 {
+		js.Est = js.Time
+	}
+	js.Time = 0
+	return nil
+}
+
+// TimeLimit is the job's --time in seconds from its environment
+// (NAME=VALUE), 0 for none.
+func TimeLimit(env []string) float64 {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, EnvTimeLimit+"="); ok {
+			if f, err := strconv.ParseFloat(v, 64); err == nil && f > 0 && f <= MaxSeconds {
+				return f
+			}
+		}
+	}
+	return 0
+}
+
+// TimeLimitReason is why a job killed at its --time of secs failed.
+func TimeLimitReason(secs float64) string {
+	return "time limit: killed after " + Duration(secs).Round(time.Millisecond).String() + " (mqsub --time)"
+}
+
+func checkTimeLimitEnv(v string) error {
+	if f, err := strconv.ParseFloat(v, 64); err != nil || !(f > 0 && f <= MaxSeconds) {
+		return fmt.Errorf("%s=%s is not seconds more than 0", EnvTimeLimit, v)
+	}
+	return nil
+}

@@ -581,7 +581,7 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 					s.becameReady(r.ID, now) // queue time counts from the switch
 				}
 			}
-			s.data.gen++
+			s.data.Bump()
 		}
 		q.QueueInfo = next
 		s.countCopying()

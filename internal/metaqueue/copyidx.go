@@ -87,24 +87,21 @@ func (x *copyIndex) reset() {
 // files of fs: the copy candidates reading them forget their local bytes.
 func (s *Store) dataMoved(fs []fileDecl) {
 	for _, f := range fs {
-		s.repl.idx.moved(f.path)
+		s.repl.idx.moved(f.Path)
 	}
-	s.data.gen++
-	s.data.told++
+	s.data.Changed()
 }
 
 // dataMoved1 is dataMoved for one path.
 func (s *Store) dataMoved1(path string) {
 	s.repl.idx.moved(path)
-	s.data.gen++
-	s.data.told++
+	s.data.Changed()
 }
 
 // dataChanged bumps data.gen for a change that moved no file (the ready
 // set, the placeholders predicted).
 func (s *Store) dataChanged() {
-	s.data.gen++
-	s.data.told++
+	s.data.Changed()
 }
 
 // moved forgets the local bytes of the candidates reading path.
@@ -119,7 +116,7 @@ func (x *copyIndex) moved(path string) {
 // fresh forgets every candidate's local bytes if data.gen moved on for a
 // reason not told (a replica dropped, a site's filesystem changed...).
 func (x *copyIndex) fresh(s *Store) {
-	if untold := s.data.gen - s.data.told; untold != x.untold {
+	if untold := s.data.Untold(); untold != x.untold {
 		x.untold = untold
 		x.epoch++
 	}
@@ -128,18 +125,18 @@ func (x *copyIndex) fresh(s *Store) {
 // read notes that candidate c reads its inputs, or (in false) forgets it.
 func (x *copyIndex) read(c copyCand, in bool) {
 	for _, f := range c.in {
-		r := x.readers[f.path]
+		r := x.readers[f.Path]
 		if in {
 			if r == nil {
 				r = map[int64]struct{}{}
-				x.readers[f.path] = r
+				x.readers[f.Path] = r
 			}
 			r[c.id] = struct{}{}
 			continue
 		}
 		delete(r, c.id)
 		if len(r) == 0 {
-			delete(x.readers, f.path)
+			delete(x.readers, f.Path)
 		}
 	}
 }
@@ -163,8 +160,8 @@ func (s *Store) syncCopy(id int64) {
 		x.read(x.remove(id, at), false)
 	case in && !had:
 		c := copyCand{id: id}
-		if jf := s.data.files[id]; jf != nil {
-			c.in = jf.in
+		if jf := s.data.Job(id); jf != nil {
+			c.in = jf.In
 		}
 		x.insert(q, n, c)
 		x.read(c, true)
@@ -342,7 +339,7 @@ func (s *Store) chooseCopyAny(q *queue, rep policy.Replicator, b *copyBuckets, m
 	if len(runs) == 0 {
 		return 0
 	}
-	id, ok := rep.Replicate(s.data.places[a.cur].site, runs)
+	id, ok := rep.Replicate(s.data.SiteAt(a.cur).Site, runs)
 	if !ok {
 		return 0
 	}

@@ -246,14 +246,14 @@ func TestQueriesNamed(t *testing.T) {
 }
 
 // featureFiles are the feature files whose SQL moves with the feature into
-// its module (internal/metaqueue/<module>/<module>.sql), and data.go and
+// its module (internal/metaqueue/<module>/<module>.sql), and
 // feasibility.go, which the dispatch decision's own change reshapes.
 var featureFiles = []string{
 	"ledger.go", "budget.go", "provision.go", "infeasible.go", // ledger
 	"plan.go", "blevel.go", // plans
 	"catalog.go", "transfers.go", // catalog
 	"replicate.go", "copyidx.go", // copies
-	"data.go", "feasibility.go",
+	"feasibility.go",
 }
 
 // TestNoSQLInCoreGo keeps the core's SQL in its .sql files: no string in

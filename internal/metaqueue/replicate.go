@@ -87,7 +87,7 @@ func (s *Store) copyable(id int64, q *queue) bool {
 	if _, ok := s.bundles.of[id]; ok {
 		return false
 	}
-	if jf := s.data.files[id]; jf != nil && jf.outsideCwd {
+	if jf := s.data.Job(id); jf != nil && jf.OutsideCwd {
 		return false
 	}
 	return true
@@ -375,15 +375,15 @@ func (s *Store) lateReport(ph int64, r protocol.Report) error {
 // placeholder's site (cur, with storage place to): with staging, those
 // the catalog has a replica of there; without, those produced there.
 func (s *Store) localBytes(id int64, cur policy.Site, to Place) int64 {
-	jf := s.data.files[id]
+	jf := s.data.Job(id)
 	if jf == nil {
 		return 0
 	}
 	var b int64
-	for _, f := range jf.in {
-		size := f.size
+	for _, f := range jf.In {
+		size := f.Size
 		if s.opt.Stager != nil {
-			n, ok := s.cat.SizeAt(f.path, to)
+			n, ok := s.cat.SizeAt(f.Path, to)
 			if !ok {
 				continue
 			}
@@ -391,12 +391,12 @@ func (s *Store) localBytes(id int64, cur policy.Site, to Place) int64 {
 				size = n
 			}
 		} else {
-			loc, ok := s.data.where[f.path]
-			if !ok || loc.at != cur {
+			loc, ok := s.data.Where(f.Path)
+			if !ok || loc.At != cur {
 				continue
 			}
 			if size < 0 {
-				size = loc.size
+				size = loc.Size
 			}
 		}
 		b += max(size, 0)
@@ -412,10 +412,10 @@ const maxCopyTries = 8
 // queues that copy and have no ready job. It returns 0 for none. It looks
 // at the copy candidates (copyIndex), not every running job.
 func (s *Store) pickCopy(p *parkedNext) (int64, *queue, error) {
-	if p.copyLooked && p.copyGen == s.repl.gen && p.copyDataGen == s.data.gen {
+	if p.copyLooked && p.copyGen == s.repl.gen && p.copyDataGen == s.data.Gen() {
 		return 0, nil, nil // nothing changed since the last look
 	}
-	p.copyLooked, p.copyGen, p.copyDataGen = true, s.repl.gen, s.data.gen
+	p.copyLooked, p.copyGen, p.copyDataGen = true, s.repl.gen, s.data.Gen()
 	ph := p.req.Placeholder
 	cur, err := s.phSite(ph)
 	if err != nil {

@@ -120,7 +120,7 @@ type Store struct {
 	checked      time.Time   // when leases were last checked (stall detection, expire)
 	bundles      bundles     // live bundles (bundle.go)
 	arrays       arrays      // limited job arrays (array.go)
-	data         dataState   // data-conscious scheduling (data.go)
+	data         dcState     // data-conscious scheduling (dc/, dc_hooks.go)
 	plans        plans.Plans // jobs' planned sites (plans/, plans_hooks.go)
 	repl         replication // copies of running jobs (replicate.go)
 	// bl is the b-levels for cp queues (blevel/, blevel_hooks.go).
@@ -562,7 +562,7 @@ func (s *Store) now() time.Time { return s.opt.Now() }
 // guess is the core's runtime estimate of job j, beyond what the ledger
 // measured per site: declared, or learned for its target (ledger.Estimator).
 func (s *Store) guess(j dag.Node) float64 {
-	return s.data.expect.Estimate(s.g.Name(j.Target), float64(j.Est))
+	return s.data.Estimate(s.g.Name(j.Target), float64(j.Est))
 }
 
 func micros(t time.Time) int64 { return t.UnixMicro() }

@@ -2,7 +2,6 @@ package metaqueue
 
 import (
 	"context"
-	"maps"
 	"slices"
 	"time"
 
@@ -78,65 +77,13 @@ func (q *queue) learnsEstimates() bool {
 // link returns the link of a place's site.
 func (s *Store) link(at policy.Site) Link { return s.linkOf(s.data.SiteAt(at).Site) }
 
-// linkOf is a site's link: measured from real transfers when it has been
-// (MeasuredLink), else the configured one, else (a remote site) the best
-// measured to any other.
-func (s *Store) linkOf(name string) Link {
-	if m := s.measured.Load(); m != nil {
-		if l, ok := (*m)[name]; ok && l.Valid() {
-			return l
-		}
-	}
-	if l, ok := s.opt.Links[name]; ok && l.Valid() {
-		return l
-	}
-	if name == LocalSite {
-		return DefaultLocalLink
-	}
-	if s.opt.DefaultLink.Valid() {
-		return s.opt.DefaultLink
-	}
-	// A remote site not measured yet, beside others that are, is priced
-	// as the best of them, not at the fixed prior: DC weighs the prior's
-	// 0.5 s a file against a few measured milliseconds and would keep the
-	// site's placeholders idle for good, and a site given no transfer is
-	// never measured. Optimism it pays for once: its first transfer
-	// measures it.
-	if b := s.bestMeasured.Load(); b != nil && b.Valid() {
-		return *b
-	}
-	return DefaultSiteLink
-}
+// linkOf is a site's link: measured, else configured, else the default
+// (dc.Links.Of).
+func (s *Store) linkOf(name string) Link { return s.links.Of(name, s.opt.Links, s.opt.DefaultLink) }
 
 // MeasuredLink replaces a site's configured link (--site-net) with one
 // measured from real transfers, for DC's pricing.
-func (s *Store) MeasuredLink(site string, l Link) {
-	if !l.Valid() {
-		return
-	}
-	s.measuredMu.Lock()
-	defer s.measuredMu.Unlock()
-	m := map[string]Link{}
-	if old := s.measured.Load(); old != nil {
-		m = maps.Clone(*old)
-	}
-	m[site] = l
-	s.measured.Store(&m)
-	var best *Link
-	for name, l := range m {
-		if name == LocalSite {
-			continue
-		}
-		if best == nil {
-			b := l
-			best = &b
-			continue
-		}
-		best.Latency = min(best.Latency, l.Latency)
-		best.Bandwidth = max(best.Bandwidth, l.Bandwidth)
-	}
-	s.bestMeasured.Store(best)
-}
+func (s *Store) MeasuredLink(site string, l Link) { s.links.Measured(site, l) }
 
 // network implements policy.Network over the module's places by the
 // sites' links: a copy between two sites goes as slowly as the slower of

@@ -24,6 +24,7 @@ import (
 	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/metaqueue/blevel"
 	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
+	"github.com/mq-hpc/mq/internal/metaqueue/dc"
 	"github.com/mq-hpc/mq/internal/metaqueue/ledger"
 	"github.com/mq-hpc/mq/internal/metaqueue/plans"
 	"github.com/mq-hpc/mq/internal/policy"
@@ -138,13 +139,9 @@ type Store struct {
 	// released counts the times OnFull freed space (actOnSelected retries).
 	released atomic.Int64
 
-	// measured are links measured from real transfers (MeasuredLink),
-	// replaced whole under measuredMu, read without a lock by the core.
-	measured   atomic.Pointer[map[string]Link]
-	measuredMu sync.Mutex
-	// bestMeasured is the best latency and bandwidth measured to any
-	// remote site: the prior of a remote site not measured yet (linkOf).
-	bestMeasured atomic.Pointer[Link]
+	// links are the sites' links measured from real transfers
+	// (MeasuredLink), set and read from any goroutine (dc.Links).
+	links dc.Links
 }
 
 type queue struct {

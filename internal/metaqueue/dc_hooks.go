@@ -236,24 +236,26 @@ func (s *Store) readyEntry(q *queue, id int64, est float32, t dag.TargetID) poli
 }
 
 // jobDone learns a Done job's runtime and records where it produced its
-// outputs (dc.State.Done), in the batch's transaction: in the catalog, at
+// outputs (dc.State.Outputs), in the batch's transaction: in the catalog, at
 // DC's place, at the site a plan keeps them, and for the copy index.
 func (s *Store) jobDone(id int64, q int32, target string, ph int64, started, finished time.Time, outs []protocol.FileSum) error {
+	s.data.Ran(target, started, finished)
 	jf := s.data.Job(id)
-	var pl dc.Place
-	var at policy.Site
-	if jf != nil && len(jf.Out) > 0 {
-		var err error
-		if at, err = s.phSite(ph); err != nil {
-			return err
-		}
-		pl = s.data.SiteAt(at)
-	}
-	rec := s.data.Done(id, target, started, finished, outs, s.opt.Stager != nil || len(outs) > 0, pl.Site != "" && s.cat.IsShared(pl.Site), catalog.ValidSHA)
 	if jf == nil || len(jf.Out) == 0 {
 		return nil
 	}
+	at, err := s.phSite(ph)
+	if err != nil {
+		return err
+	}
+	pl := s.data.SiteAt(at)
+	rec := s.data.Outputs(id, outs, s.opt.Stager != nil || len(outs) > 0, s.cat.IsShared(pl.Site), catalog.ValidSHA)
 	wrote, known := 0.0, false
+	defer func() {
+		if known {
+			s.noteWrote(q, wrote)
+		}
+	}()
 	for _, o := range rec {
 		if o.Size >= 0 {
 			wrote += float64(o.Size)
@@ -277,9 +279,6 @@ func (s *Store) jobDone(id int64, q int32, target string, ph int64, started, fin
 		if err := s.planKeep(o.Path, p, id); err != nil {
 			return err
 		}
-	}
-	if known {
-		s.noteWrote(q, wrote)
 	}
 	s.dataMoved(jf.Out)
 	return nil
@@ -336,17 +335,6 @@ func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err 
 			return 0, false, false, err
 		}
 	}
-	parked := s.data.parked[:0]
-	for _, o := range s.parked {
-		if o != p && o.req.Placeholder != p.req.Placeholder {
-			at, err := s.phSite(o.req.Placeholder)
-			if err != nil {
-				return 0, false, false, err
-			}
-			parked = append(parked, at)
-		}
-	}
-	s.data.parked, a.Parked = parked, parked
 	pool.w = s.asking(q, p)
 	picked, err := s.data.Pick(pool.w, q.ready, dispatch.Choosing, q.pol, a, network{s}, pool)
 	if err != nil {
@@ -421,6 +409,23 @@ func (c *dcPool) LocalBytes(id int64) int64 {
 // Estimate is the target and declared runtime of the job last let go.
 func (c *dcPool) Estimate() (string, float64) {
 	return c.s.g.Name(c.w.j.Target), float64(c.w.j.Est)
+}
+
+// Parked is where the other placeholders parked asking now run.
+func (c *dcPool) Parked() ([]policy.Site, error) {
+	s := c.s
+	parked := s.data.parked[:0]
+	for _, o := range s.parked {
+		if o != c.p && o.req.Placeholder != c.p.req.Placeholder {
+			at, err := s.phSite(o.req.Placeholder)
+			if err != nil {
+				return nil, err
+			}
+			parked = append(parked, at)
+		}
+	}
+	s.data.parked = parked
+	return parked, nil
 }
 
 // Present says whether path has a replica at the placeholder's place.

@@ -273,7 +273,7 @@ func (s *Store) fillReady(queued []int64, now time.Time) {
 			if q := s.queueIDs[j.Queue]; q != nil {
 				q.ready.Push(s.readyEntry(q, id, j.Est, j.Target))
 				if q.isDC() {
-					s.data.BecameReady(id, now)
+					s.data.LoadReady(id, now)
 				}
 			}
 		}

@@ -420,17 +420,21 @@ type Output struct {
 	SHA  string
 }
 
-// Done learns the runtime of a job of target that ran from started to
-// finished and returns its declared outputs as they are recorded. With
+// Ran learns the runtime of a Done job of target that ran from started
+// to finished. Kept for any queue: one may turn SJF or DC later.
+func (d *State) Ran(target string, started, finished time.Time) {
+	if !started.IsZero() && finished.After(started) {
+		d.expect.Observe(target, finished.Sub(started).Seconds())
+	}
+}
+
+// Outputs returns a Done job's declared outputs as they are recorded. With
 // reported (staging, or an agent that reported them) outputs reported
 // well carry the agent's size and checksum; an output not reported counts
 // at its producer's place when it is site-local or was made where the CLS
 // host's filesystem is seen (shared), and is skipped otherwise. valid says
 // whether a checksum is well formed.
-func (d *State) Done(id int64, target string, started, finished time.Time, outs []protocol.FileSum, reported, shared bool, valid func(string) bool) []Output {
-	if !started.IsZero() && finished.After(started) { // kept for any queue: one may turn SJF or DC later
-		d.expect.Observe(target, finished.Sub(started).Seconds())
-	}
+func (d *State) Outputs(id int64, outs []protocol.FileSum, reported, shared bool, valid func(string) bool) []Output {
 	jf := d.files[id]
 	if jf == nil || len(jf.Out) == 0 {
 		return nil
@@ -462,6 +466,10 @@ func (d *State) BecameReady(id int64, now time.Time) {
 	}
 	d.gen++
 }
+
+// LoadReady notes, at load, that a job of a choosing queue is ready
+// since now.
+func (d *State) LoadReady(id int64, now time.Time) { d.readyAt[id] = now }
 
 // Ended forgets a job that reached a terminal state.
 func (d *State) Ended(id int64) {
@@ -561,6 +569,10 @@ type Pool interface {
 	// Estimate is the target and declared runtime of the job the world
 	// last let go (dispatch.World.Current).
 	Estimate() (target string, est float64)
+	// Parked is where the other placeholders parked asking now run:
+	// whatever their history, they arrive now. Asked only when there is
+	// a candidate to decide about.
+	Parked() ([]policy.Site, error)
 }
 
 // Asking is the placeholder a pick is for.
@@ -572,9 +584,6 @@ type Asking struct {
 	// Staging: inputs with a replica at the placeholder's place are
 	// priced there (Pool.Present).
 	Staging bool
-	// Parked is where the other placeholders parked asking now run:
-	// whatever their history, they arrive now.
-	Parked []policy.Site
 }
 
 // Picked is what Pick decided.
@@ -659,9 +668,13 @@ func (d *State) Pick(w dispatch.World, q *policy.Heap, chain dispatch.Chain, pol
 }
 
 // decide asks pol's chooser for one of cands (at least one).
-func (d *State) decide(pol policy.Info, a Asking, net policy.Network, cands []policy.Candidate, pl dispatch.Placement) (dispatch.Choice, error) {
+func (d *State) decide(pol policy.Info, a Asking, net policy.Network, cands []policy.Candidate, pool Pool) (dispatch.Choice, error) {
+	parked, err := pool.Parked()
+	if err != nil {
+		return dispatch.Choice{}, err
+	}
 	fut := d.arr.Predict(d.secs(a.Now), a.Placeholder, d.fut[:0])
-	for _, at := range a.Parked {
+	for _, at := range parked {
 		fut = append(fut, policy.Arrival{Site: at, In: 0})
 	}
 	d.fut = fut
@@ -671,7 +684,7 @@ func (d *State) decide(pol policy.Info, a Asking, net policy.Network, cands []po
 	} else {
 		ch = pol.NewChooser()
 	}
-	return dispatch.Choose(ch, policy.Snapshot{Current: a.Cur, Future: fut, Net: net}, cands, pl, dispatch.Patience(pol))
+	return dispatch.Choose(ch, policy.Snapshot{Current: a.Cur, Future: fut, Net: net}, cands, pool, dispatch.Patience(pol))
 }
 
 // Arrivals says, per place, the soonest placeholder arrival the last

@@ -119,7 +119,7 @@ type present []string
 
 func (p present) Present(path string) bool { return slices.Contains(p, path) }
 
-func TestDone(t *testing.T) {
+func TestOutputs(t *testing.T) {
 	valid := func(sha string) bool { return len(sha) == 3 }
 	outs := []File{{"/w/rel", 5, true}, {"/abs", 6, false}, {"/w/said", 7, true}}
 	for _, tc := range []struct {
@@ -140,18 +140,23 @@ func TestDone(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			d := newState()
 			d.AddJob(1, &Files{Out: outs})
-			got := d.Done(1, "tgt", t0, t0.Add(3*time.Second), tc.sums, tc.reported, tc.shared, valid)
+			got := d.Outputs(1, tc.sums, tc.reported, tc.shared, valid)
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("got %+v, want %+v", got, tc.want)
-			}
-			if e := d.Estimate("tgt", 0); e != 3 {
-				t.Errorf("learned runtime %g, want 3", e)
 			}
 		})
 	}
 	d := newState()
-	if got := d.Done(2, "tgt", time.Time{}, t0, nil, false, false, valid); got != nil || d.Estimate("tgt", 0) != 0 {
-		t.Errorf("a job with no outputs and no start: %v, learned %g", got, d.Estimate("tgt", 0))
+	if got := d.Outputs(2, nil, false, false, valid); got != nil {
+		t.Errorf("a job that declared no outputs: %v", got)
+	}
+	d.Ran("tgt", time.Time{}, t0)
+	if e := d.Estimate("tgt", 0); e != 0 {
+		t.Errorf("a job with no start: learned %g", e)
+	}
+	d.Ran("tgt", t0, t0.Add(3*time.Second))
+	if e := d.Estimate("tgt", 0); e != 3 {
+		t.Errorf("learned runtime %g, want 3", e)
 	}
 }
 

@@ -244,9 +244,9 @@ func (s *Store) jobDone(id int64, q int32, target string, ph int64, started, fin
 	if jf == nil || len(jf.Out) == 0 {
 		return nil
 	}
-	at, err := s.phSite(ph)
+	at, err := s.data.PlaceholderAt(context.Background(), s.w, ph)
 	if err != nil {
-		return err
+		return fatalError{err}
 	}
 	pl := s.data.SiteAt(at)
 	rec := s.data.Outputs(id, outs, s.opt.Stager != nil || len(outs) > 0, s.cat.IsShared(pl.Site), catalog.ValidSHA)
@@ -283,9 +283,6 @@ func (s *Store) jobDone(id int64, q int32, target string, ph int64, started, fin
 	s.dataMoved(jf.Out)
 	return nil
 }
-
-// becameReady notes when a job of a dc queue became ready.
-func (s *Store) becameReady(id int64, now time.Time) { s.data.BecameReady(id, now) }
 
 // jobEnded forgets a job that reached a terminal state.
 func (s *Store) jobEnded(id int64) {

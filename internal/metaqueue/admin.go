@@ -575,10 +575,10 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 				}
 				q.ready.Push(r)
 				if toDC {
-					s.becameReady(r.ID, now) // queue time counts from the switch
+					s.data.BecameReady(r.ID, now) // queue time counts from the switch
 				}
 			}
-			s.data.gen++
+			s.data.Bump()
 		}
 		q.QueueInfo = next
 		s.countCopying()

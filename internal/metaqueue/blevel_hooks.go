@@ -27,12 +27,12 @@ func (s *Store) setCP() {
 }
 
 // rankAll computes every target's b-level afresh from the live jobs.
-func (s *Store) rankAll() { s.bl.Start(s.g, s.nextID, &s.data.expect, s.pushRanked) }
+func (s *Store) rankAll() { s.bl.Start(s.g, s.nextID, s.data.Expect(), s.pushRanked) }
 
 // settle ranks the chains the jobs noted since the last settle add, then
 // enters the jobs deferRank held back into their heaps.
 func (s *Store) settle() {
-	for _, id := range s.bl.Settle(s.g, &s.data.expect, s.pushRanked) {
+	for _, id := range s.bl.Settle(s.g, s.data.Expect(), s.pushRanked) {
 		if j, ok := s.g.Node(id); ok && j.State == job.Queued {
 			if q := s.queueIDs[j.Queue]; q != nil {
 				q.ready.Push(s.readyEntry(q, id, j.Est, j.Target))

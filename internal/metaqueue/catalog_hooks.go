@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
+	"github.com/mq-hpc/mq/internal/metaqueue/dc"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -35,13 +36,13 @@ func (s *Store) loadCatalog(ctx context.Context) error {
 	d := &s.data
 	if err := s.eachSiteSpec(ctx, func(name string, spec protocol.SiteSpec) {
 		if s.cat.AddSite(name, spec) {
-			d.perHost[name] = spec.NodeLocal
+			d.SetNodeLocal(name, spec.NodeLocal, true)
 		}
 	}); err != nil {
 		return err
 	}
 	return s.cat.Load(ctx, s.w, func(l catalog.Located) {
-		d.where[l.Path] = fileLoc{at: d.site(d.placeOf(l.Site, l.Host)), size: l.Size, job: l.Producer}
+		d.Locate(l.Path, dc.Loc{At: d.At(l.Site, l.Host), Size: l.Size, Job: l.Producer})
 	})
 }
 
@@ -52,7 +53,7 @@ func catInputs(in []fileDecl) []catalog.Input {
 	}
 	out := make([]catalog.Input, len(in))
 	for i, f := range in {
-		out[i] = catalog.Input{Path: f.path, Movable: f.rel}
+		out[i] = catalog.Input{Path: f.Path, Movable: f.Rel}
 	}
 	return out
 }
@@ -67,9 +68,7 @@ func (s *Store) userFile(path string, size, mtime int64) error {
 	if !changed {
 		return nil
 	}
-	if _, ok := s.data.where[path]; !ok {
-		s.data.where[path] = fileLoc{at: s.data.site(s.data.placeOf(LocalSite, "")), size: size}
-	}
+	s.data.LocateNew(path, dc.Loc{At: s.data.At(LocalSite, ""), Size: size})
 	s.repl.Moved(path) // running jobs reading it see its new size
 	return nil
 }
@@ -92,9 +91,7 @@ func (s *Store) addReplica(path string, p Place, size int64, sha string) error {
 // forget their local bytes.
 func (s *Store) replicaAdded(path string, p Place, isNew bool, size int64) {
 	if isNew {
-		if _, ok := s.data.where[path]; !ok {
-			s.data.where[path] = fileLoc{at: s.data.site(s.data.placeOf(p.Site, p.Host)), size: size}
-		}
+		s.data.LocateNew(path, dc.Loc{At: s.data.At(p.Site, p.Host), Size: size})
 	}
 	s.dataMoved1(path)
 }
@@ -102,10 +99,7 @@ func (s *Store) replicaAdded(path string, p Place, isNew bool, size int64) {
 // filesGone follows replicas dropped: DC forgets where files no replica
 // is left of, and data-conscious decisions may differ.
 func (s *Store) filesGone(gone []string) {
-	for _, p := range gone {
-		delete(s.data.where, p)
-	}
-	s.data.gen++
+	s.data.Gone(gone)
 }
 
 // failJobs ends Failed the queued jobs among u's (none when u is nil).
@@ -185,11 +179,11 @@ func (s *Store) assigned(jf *jobFiles) (in, out []protocol.AssignedFile) {
 		}
 		a := make([]protocol.AssignedFile, len(files))
 		for i, f := range files {
-			a[i] = protocol.AssignedFile{Path: f.path, Size: f.size, Local: !f.rel}
+			a[i] = protocol.AssignedFile{Path: f.Path, Size: f.Size, Local: !f.Rel}
 		}
 		return a
 	}
-	in, out = conv(jf.in), conv(jf.out)
+	in, out = conv(jf.In), conv(jf.Out)
 	s.cat.AddSums(in)
 	return in, out
 }
@@ -292,7 +286,7 @@ func (s *Store) Staged(ctx context.Context, r StageResult) error {
 			s.replicaAdded(r.Path, r.To, out.New, r.Bytes)
 		}
 		if out.Changed {
-			s.data.gen++
+			s.data.Bump()
 		}
 		return s.failJobs(out.Fail)
 	})

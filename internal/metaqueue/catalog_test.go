@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mq-hpc/mq/internal/metaqueue/dc"
 	"slices"
 	"strings"
 	"sync"
@@ -333,7 +334,7 @@ func TestMeasuredLinkOverrides(t *testing.T) {
 	e := newEnvWith(t, func(o *Options) { o.Links = map[string]Link{"A": {Latency: 1, Bandwidth: 1}} })
 	e.s.MeasuredLink("A", Link{Latency: 2, Bandwidth: 3})
 	var l Link
-	e.s.do(context.Background(), func() error { l = e.s.link(e.s.data.site(e.s.data.placeOf("A", ""))); return nil })
+	e.s.do(context.Background(), func() error { l = e.s.link(e.s.data.At("A", "")); return nil })
 	if l != (Link{Latency: 2, Bandwidth: 3}) {
 		t.Fatalf("link %+v", l)
 	}
@@ -354,14 +355,14 @@ func TestMigrateFrom5(t *testing.T) {
 	if d.Inputs[0].Site != "siteA" || d.Inputs[0].Job != 7 || *d.Inputs[0].Size != 42 || len(d.Inputs[0].Replicas) != 1 {
 		t.Fatalf("after migration %+v", d.Inputs[0])
 	}
-	var loc fileLoc
+	var loc dc.Loc
 	var site string
 	e.s.do(context.Background(), func() error {
-		loc = e.s.data.where["/o/x"]
-		site = e.s.data.places[loc.at].site
+		loc, _ = e.s.data.Where("/o/x")
+		site = e.s.data.SiteAt(loc.At).Site
 		return nil
 	})
-	if loc.job != 7 || site != "siteA" {
+	if loc.Job != 7 || site != "siteA" {
 		t.Fatalf("DC location %+v at %q", loc, site)
 	}
 	e.check()

@@ -58,7 +58,7 @@ func (s *Store) copyable(id int64, q *queue) bool {
 	if _, ok := s.bundles.of[id]; ok {
 		return false
 	}
-	if jf := s.data.files[id]; jf != nil && jf.outsideCwd {
+	if jf := s.data.Job(id); jf != nil && jf.OutsideCwd {
 		return false
 	}
 	return true
@@ -264,15 +264,15 @@ func (s *Store) lateReport(ph int64, r protocol.Report) error {
 // placeholder's site (cur, with storage place to): with staging, those
 // the catalog has a replica of there; without, those produced there.
 func (s *Store) localBytes(id int64, cur policy.Site, to Place) int64 {
-	jf := s.data.files[id]
+	jf := s.data.Job(id)
 	if jf == nil {
 		return 0
 	}
 	var b int64
-	for _, f := range jf.in {
-		size := f.size
+	for _, f := range jf.In {
+		size := f.Size
 		if s.opt.Stager != nil {
-			n, ok := s.cat.SizeAt(f.path, to)
+			n, ok := s.cat.SizeAt(f.Path, to)
 			if !ok {
 				continue
 			}
@@ -280,12 +280,12 @@ func (s *Store) localBytes(id int64, cur policy.Site, to Place) int64 {
 				size = n
 			}
 		} else {
-			loc, ok := s.data.where[f.path]
-			if !ok || loc.at != cur {
+			loc, ok := s.data.Where(f.Path)
+			if !ok || loc.At != cur {
 				continue
 			}
 			if size < 0 {
-				size = loc.size
+				size = loc.Size
 			}
 		}
 		b += max(size, 0)
@@ -301,10 +301,10 @@ const maxCopyTries = 8
 // queues that copy and have no ready job. It returns 0 for none.
 func (s *Store) pickCopy(p *parkedNext) (int64, *queue, error) {
 	gen := s.repl.Gen()
-	if p.copyLooked && p.copyGen == gen && p.copyDataGen == s.data.gen {
+	if p.copyLooked && p.copyGen == gen && p.copyDataGen == s.data.Gen() {
 		return 0, nil, nil // nothing changed since the last look
 	}
-	p.copyLooked, p.copyGen, p.copyDataGen = true, gen, s.data.gen
+	p.copyLooked, p.copyGen, p.copyDataGen = true, gen, s.data.Gen()
 	ph := p.req.Placeholder
 	cur, err := s.phSite(ph)
 	if err != nil {
@@ -316,7 +316,7 @@ func (s *Store) pickCopy(p *parkedNext) (int64, *queue, error) {
 			return 0, nil, err
 		}
 	}
-	look := s.repl.Look(copies.Where{Site: cur, StoreSite: to.Site, StoreHost: to.Host}, s.data.places[cur].site, s.data.gen-s.data.told)
+	look := s.repl.Look(copies.Where{Site: cur, StoreSite: to.Site, StoreHost: to.Host}, s.data.SiteAt(cur).Site, s.data.Untold())
 	a := &p.copyAsk
 	*a = copyAsk{s: s, p: p, cur: cur, to: to}
 	for _, q := range s.qlist {
@@ -385,13 +385,13 @@ func (a *copyAsk) LocalBytes(id int64) int64 { return a.s.localBytes(id, a.cur, 
 
 // Inputs lists the files job id reads.
 func (a *copyAsk) Inputs(id int64) []string {
-	jf := a.s.data.files[id]
-	if jf == nil || len(jf.in) == 0 {
+	jf := a.s.data.Job(id)
+	if jf == nil || len(jf.In) == 0 {
 		return nil
 	}
-	out := make([]string, len(jf.in))
-	for i, f := range jf.in {
-		out[i] = f.path
+	out := make([]string, len(jf.In))
+	for i, f := range jf.In {
+		out[i] = f.Path
 	}
 	return out
 }
@@ -506,24 +506,21 @@ func (s *Store) copyJob(id int64) copies.Job {
 // files of fs: the copy candidates reading them forget their local bytes.
 func (s *Store) dataMoved(fs []fileDecl) {
 	for _, f := range fs {
-		s.repl.Moved(f.path)
+		s.repl.Moved(f.Path)
 	}
-	s.data.gen++
-	s.data.told++
+	s.data.Changed()
 }
 
 // dataMoved1 is dataMoved for one path.
 func (s *Store) dataMoved1(path string) {
 	s.repl.Moved(path)
-	s.data.gen++
-	s.data.told++
+	s.data.Changed()
 }
 
 // dataChanged bumps data.gen for a change that moved no file (the ready
 // set, the placeholders predicted).
 func (s *Store) dataChanged() {
-	s.data.gen++
-	s.data.told++
+	s.data.Changed()
 }
 
 // runningCopies lists the copies of job id running now.

@@ -3,6 +3,7 @@ package metaqueue
 import (
 	"context"
 	"fmt"
+	"github.com/mq-hpc/mq/internal/metaqueue/dc"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -44,7 +45,7 @@ func (s *Store) pickCopyScan(p *parkedNext) (int64, *queue, error) {
 			return 0, nil, err
 		}
 	}
-	site := s.data.places[cur].site
+	site := s.data.SiteAt(cur).Site
 	byQueue := map[*queue][]policy.Running{}
 	for id, ru := range s.running {
 		j, ok := s.g.Node(id)
@@ -266,13 +267,12 @@ func copyIndexModel(t *testing.T, seed uint64) {
 				site := sites[rng.IntN(len(sites))]
 				switch rng.IntN(4) {
 				case 0: // forgotten, data.gen bumped with no word of what moved
-					delete(d.where, path)
-					d.gen++
+					d.Gone([]string{path})
 				case 1:
-					d.where[path] = fileLoc{at: d.site(d.placeOf(site, "")), size: int64(1 + rng.IntN(3)*1000)}
-					d.gen++
+					d.Locate(path, dc.Loc{At: d.At(site, ""), Size: int64(1 + rng.IntN(3)*1000)})
+					d.Bump()
 				case 2: // moved, and said so
-					d.where[path] = fileLoc{at: d.site(d.placeOf(site, "")), size: int64(1 + rng.IntN(3)*1000)}
+					d.Locate(path, dc.Loc{At: d.At(site, ""), Size: int64(1 + rng.IntN(3)*1000)})
 					e.s.dataMoved1(path)
 				default: // a replica of a file the catalog did not have
 					if added == files {
@@ -325,12 +325,12 @@ func TestCopyIndexSAOrder(t *testing.T) {
 	}
 	err := e.s.do(context.Background(), func() error {
 		d := &e.s.data
-		at := d.site(d.placeOf("s1", ""))
+		at := d.At("s1", "")
 		// f1 is the biggest at s1: the second and fifth jobs read it.
 		for i, size := range []int64{100, 300, 200} {
-			d.where[fmt.Sprintf("/w/f%d", i)] = fileLoc{at: at, size: size}
+			d.Locate(fmt.Sprintf("/w/f%d", i), dc.Loc{At: at, Size: size})
 		}
-		d.gen++
+		d.Bump()
 		// Reverse each bucket so the best comes last.
 		e.s.repl.Reverse()
 		return e.s.checkCopyIndex()

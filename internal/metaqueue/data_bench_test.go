@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mq-hpc/mq/internal/metaqueue/dc"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -93,14 +94,14 @@ func benchChooseDecision(b *testing.B, pol string, waitAtB bool) {
 		b.Run(tc.name, func(b *testing.B) {
 			err := s.do(ctx, func() error {
 				d := &s.data
-				a := d.site(d.placeOf("A", ""))
+				a := d.At("A", "")
 				for i := 0; i < files; i++ {
-					d.where[fmt.Sprintf("/data/hom-%d", i)] = fileLoc{at: a, size: 50_000, job: 1}
+					d.Locate(fmt.Sprintf("/data/hom-%d", i), dc.Loc{At: a, Size: 50_000, Job: 1})
 				}
 				for ph := int64(1); ph <= 34; ph++ {
 					at, _ := s.phSite(ph)
-					d.arr.Observe(ph, at, 0)
-					d.arr.Observe(ph, at, float64(ph))
+					d.Asked(ph, at, d.Epoch())
+					d.Asked(ph, at, d.Epoch().Add(time.Duration(ph)*time.Second))
 				}
 				q := s.queues["dq"]
 				p := &parkedNext{req: protocol.Next{Placeholder: *tc.ph, Free: 1}}
@@ -189,14 +190,14 @@ func benchCopyDecision(b *testing.B, pol string, running int) {
 	}
 	err = s.do(ctx, func() error {
 		d := &s.data
-		a := d.site(d.placeOf("A", ""))
+		a := d.At("A", "")
 		for i := 0; i < files; i++ {
-			d.where[fmt.Sprintf("/data/hom-%d", i)] = fileLoc{at: a, size: 50_000, job: 1}
+			d.Locate(fmt.Sprintf("/data/hom-%d", i), dc.Loc{At: a, Size: 50_000, Job: 1})
 		}
 		b.ResetTimer()
 		for b.Loop() {
 			if cold {
-				d.gen++
+				d.Bump()
 			}
 			p := &parkedNext{req: protocol.Next{Placeholder: idle, Free: 1}}
 			id, q, err := s.pickCopy(p)

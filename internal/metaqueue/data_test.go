@@ -42,7 +42,7 @@ func (e *env) setPolicy(q, pol string) {
 
 func (e *env) dcWaits() int64 {
 	var n int64
-	e.s.do(context.Background(), func() error { n = e.s.data.waits; return nil })
+	e.s.do(context.Background(), func() error { n = e.s.data.Waits(); return nil })
 	return n
 }
 

@@ -73,7 +73,7 @@ func (s *Store) RegisterAs(ctx context.Context, r protocol.Register, identity st
 		s.phRegistered(id, isNew)
 		s.phs[id] = true
 		s.phCapacity(id, r)
-		s.data.phPlace[id] = s.data.site(s.data.placeOf(r.Site, r.Host))
+		s.data.SetPlaceholder(id, r.Site, r.Host)
 		s.ledger.KnowSite(r.Site)
 		return nil
 	})
@@ -463,7 +463,7 @@ func (s *Store) siteName(ph int64) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return s.data.places[at].site, nil
+	return s.data.SiteAt(at).Site, nil
 }
 
 // stallAfter is the longest gap between two lease checks that is still
@@ -558,7 +558,7 @@ func (s *Store) dispatch(p *parkedNext) error {
 	// most redecide: queue time alone moves it on slowly.
 	now := s.now()
 	s.pack.Begin(now, p.req.Placeholder, p.req.Free-len(p.reply.Jobs))
-	skipDC := p.dcWaited && p.dcGen == s.data.gen && now.Before(p.dcAt.Add(redecide))
+	skipDC := p.dcWaited && p.dcGen == s.data.Gen() && now.Before(p.dcAt.Add(redecide))
 	waited := false
 	// A bundle takes one slot however many jobs it has.
 	for slots := slotsUsed(p.reply.Jobs); slots < p.req.Free; {
@@ -598,7 +598,7 @@ func (s *Store) dispatch(p *parkedNext) error {
 	}
 	switch {
 	case waited && len(picks) == 0:
-		p.dcWaited, p.dcGen, p.dcAt = true, s.data.gen, now
+		p.dcWaited, p.dcGen, p.dcAt = true, s.data.Gen(), now
 	case !skipDC:
 		p.dcWaited = false
 	}
@@ -679,7 +679,7 @@ func (s *Store) assignment(id int64, q *queue, r assignRow, bundle int64, seq in
 		}
 		a.Env = protocol.EnvList(env)
 	}
-	if jf := s.data.files[id]; jf != nil {
+	if jf := s.data.Job(id); jf != nil {
 		a.Inputs, a.Outputs = s.assigned(jf)
 	}
 	return a, nil
@@ -736,11 +736,11 @@ func (s *Store) pickFrom(q *queue, p *parkedNext) (int64, bool, error) {
 // at p's placeholder's place, asking for them when not, for no more jobs
 // than the placeholder has free slots (dispatch.MayStage).
 func (s *Store) dataReady(id int64, p *parkedNext) (bool, error) {
-	if s.opt.Stager == nil || len(s.data.files) == 0 {
+	if s.opt.Stager == nil || !s.data.AnyFiles() {
 		return true, nil
 	}
 	bid, inBundle := s.bundles.of[id]
-	if !inBundle && s.data.files[id] == nil {
+	if !inBundle && s.data.Job(id) == nil {
 		return true, nil // no declared files: the common case, on every dispatch
 	}
 	to, err := s.storePlace(p.req.Placeholder)

@@ -354,7 +354,7 @@ func (s *Store) applyChanges(ch []dag.Change, self int64, in *inserter) error {
 			if q := s.queueIDs[c.Queue]; q != nil && !s.deferRank(q, c.ID, in) {
 				q.ready.Push(s.readyEntry(q, c.ID, c.Est, c.Target))
 				if q.isDC() {
-					s.becameReady(c.ID, s.now())
+					s.data.BecameReady(c.ID, s.now())
 				}
 			}
 		}

@@ -81,7 +81,7 @@ func (s *Store) resetIndex() {
 	s.phs = map[int64]bool{}
 	s.counts = map[int32]*[128]int{}
 	s.nextID = 0
-	s.data.reset(s.now())
+	s.data.Reset(s.now())
 	s.cat.Reset()
 	s.bl.Off()
 	s.prio = map[int64]int16{}
@@ -257,7 +257,7 @@ func (s *Store) loadJobs(ctx context.Context, prereqs map[int64][]dag.TargetID, 
 		s.countsFor(c.q)[c.st] += n
 	}
 	for t, l := range learned {
-		s.data.expect.Load(s.g.Name(dag.TargetID(t)), l.secs, l.n)
+		s.data.Expect().Load(s.g.Name(dag.TargetID(t)), l.secs, l.n)
 	}
 
 	// Placeholders holding jobs are known at once, so they may heartbeat and
@@ -281,7 +281,7 @@ func (s *Store) fillReady(queued []int64, now time.Time) {
 			if q := s.queueIDs[j.Queue]; q != nil {
 				q.ready.Push(s.readyEntry(q, id, j.Est, j.Target))
 				if q.isDC() {
-					s.data.readyAt[id] = now
+					s.data.LoadReady(id, now)
 				}
 			}
 		}

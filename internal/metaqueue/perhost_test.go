@@ -76,7 +76,7 @@ func TestStagingPerHost(t *testing.T) {
 	// A reopened store knows the site keeps files per host.
 	e.reopen()
 	err := e.s.do(context.Background(), func() error {
-		if !e.s.data.perHost["nodes"] {
+		if !e.s.data.NodeLocal("nodes") {
 			t.Error("after a reopen nodes is not per host")
 		}
 		if c := e.s.cat; !c.Present(out.Path, Place{Site: "nodes", Host: "n2"}) || c.Present(out.Path, Place{Site: "nodes", Host: "n3"}) || c.Present(out.Path, Place{Site: "nodes"}) {
@@ -174,7 +174,7 @@ func TestDCPricesPerHost(t *testing.T) {
 		e.s.do(context.Background(), func() error {
 			at, _ := e.s.phSite(g.ph)
 			want := map[int64]string{j1: "n1", j2: "n2"}[a[0].ID]
-			if host := e.s.data.places[at].host; host != want {
+			if host := e.s.data.SiteAt(at).Host; host != want {
 				t.Errorf("job %d went to %s, want %s where its data is", a[0].ID, host, want)
 			}
 			return nil
@@ -245,10 +245,10 @@ func TestArrivalsKeepBusyPlaceholders(t *testing.T) {
 		e.tick()
 	}
 	e.s.do(context.Background(), func() error {
-		if _, ok := e.s.data.lastAsk[busy]; !ok {
+		if !e.s.data.Asking(busy) {
 			t.Error("a placeholder running a job was dropped from the arrival predictions")
 		}
-		if _, ok := e.s.data.lastAsk[gone]; ok {
+		if e.s.data.Asking(gone) {
 			t.Error("a placeholder silent and idle for a lease is still predicted")
 		}
 		return nil

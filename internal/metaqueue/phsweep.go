@@ -80,8 +80,9 @@ func (s *Store) sweepPlaceholders(now time.Time) error {
 		}
 		delete(s.sweep.fresh, id)
 		delete(s.phs, id)
-		delete(s.data.phPlace, id)
-		s.forgetPlaceholder(id)
+		if s.data.PlaceholderGone(id) {
+			s.dataChanged()
+		}
 	}
 	s.log.Info("deleted the rows of placeholders gone for good", "placeholders", len(gone))
 	return nil

@@ -59,7 +59,7 @@ func (s *Store) planAlive(ph int64) error {
 	if err != nil {
 		return err
 	}
-	s.plans.Seen(s.data.places[at].site, s.now())
+	s.plans.Seen(s.data.SiteAt(at).Site, s.now())
 	return nil
 }
 
@@ -73,7 +73,7 @@ func (s *Store) pickPlanned(p *parkedNext) (*queue, int64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	p.site = s.data.places[at].site
+	p.site = s.data.SiteAt(at).Site
 	s.plans.Seen(p.site, s.now())
 	examined := 0
 	type cand struct {

@@ -37,8 +37,8 @@ func (s *Store) AddSite(ctx context.Context, spec protocol.SiteSpec) error {
 			return fatalError{err}
 		}
 		if s.cat.AddSite(spec.Name, spec) {
-			s.data.perHost[spec.Name] = spec.NodeLocal
-			s.data.gen++
+			s.data.SetNodeLocal(spec.Name, spec.NodeLocal, true)
+			s.data.Bump()
 		}
 		s.ledger.SetPrice(spec.Name, spec.Price)
 		s.pack.Site(spec.Name, site.Capacity(spec))
@@ -83,7 +83,7 @@ func (s *Store) RemoveSite(ctx context.Context, name string) error {
 			return protocol.Errorf(protocol.CodeNotFound, "no site %s", name)
 		}
 		s.cat.RemoveSite(name)
-		delete(s.data.perHost, name)
+		s.data.SetNodeLocal(name, false, false)
 		s.ledger.RemoveSite(name)
 		s.pack.Site(name, resource.Capacity{})
 		return nil

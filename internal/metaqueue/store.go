@@ -24,6 +24,7 @@ import (
 	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/metaqueue/blevel"
 	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
+	"github.com/mq-hpc/mq/internal/metaqueue/dc"
 	"github.com/mq-hpc/mq/internal/metaqueue/ledger"
 	"github.com/mq-hpc/mq/internal/metaqueue/packing"
 	"github.com/mq-hpc/mq/internal/metaqueue/plans"
@@ -121,7 +122,7 @@ type Store struct {
 	checked      time.Time       // when leases were last checked (stall detection, expire)
 	bundles      bundles         // live bundles (bundle.go)
 	arrays       arrays          // limited job arrays (array.go)
-	data         dataState       // data-conscious scheduling (data.go)
+	data         dcState         // data-conscious scheduling (dc/, dc_hooks.go)
 	plans        plans.Plans     // jobs' planned sites (plans/, plans_hooks.go)
 	repl         replication     // copies of running jobs (copies/, copies_hooks.go)
 	prio         map[int64]int16 // live jobs' priorities that are not 0 (hold.go)
@@ -148,13 +149,9 @@ type Store struct {
 	// leased and ended as the job rows' own are (copies_hooks.go).
 	copyRuns map[int64][]*run
 
-	// measured are links measured from real transfers (MeasuredLink),
-	// replaced whole under measuredMu, read without a lock by the core.
-	measured   atomic.Pointer[map[string]Link]
-	measuredMu sync.Mutex
-	// bestMeasured is the best latency and bandwidth measured to any
-	// remote site: the prior of a remote site not measured yet (linkOf).
-	bestMeasured atomic.Pointer[Link]
+	// links are the sites' links measured from real transfers
+	// (MeasuredLink), set and read from any goroutine (dc.Links).
+	links dc.Links
 }
 
 type queue struct {
@@ -570,7 +567,7 @@ func (s *Store) now() time.Time { return s.opt.Now() }
 // guess is the core's runtime estimate of job j, beyond what the ledger
 // measured per site: declared, or learned for its target (ledger.Estimator).
 func (s *Store) guess(j dag.Node) float64 {
-	return s.data.expect.Estimate(s.g.Name(j.Target), float64(j.Est))
+	return s.data.Estimate(s.g.Name(j.Target), float64(j.Est))
 }
 
 func micros(t time.Time) int64 { return t.UnixMicro() }

@@ -1,0 +1,711 @@
+// Package dc is data-conscious scheduling's memory in the live CLS: where
+// each Done job's outputs lie, where placeholders run, when ready jobs of
+// choosing queues became ready, the runtimes learned per target and the
+// placeholders' arrivals. A choosing queue (policy DC, SA, XSufferage;
+// docs/policies/dc.md) prices each candidate's inputs by where they are
+// and the links between sites, and its pick waits when a placeholder
+// expected soon is a better place for the job.
+//
+// The state is owned by the metaqueue's core goroutine, which tells it
+// what happened (a placeholder asked, a job became ready, ended, produced
+// its outputs) and asks it for candidates' inputs and for the decision
+// (dispatch.Choose). It imports no other module: what its decisions mean
+// for the catalog, plans or copies the core carries out.
+package dc
+
+import (
+	"context"
+	"database/sql"
+	_ "embed"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mq-hpc/mq/internal/dispatch"
+	"github.com/mq-hpc/mq/internal/policy"
+	"github.com/mq-hpc/mq/internal/sqlfile"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+//go:embed dc.sql
+var dcSQL string
+
+var queries = sqlfile.MustParse("dc.sql", dcSQL)
+
+// Querier reads in the core's batch (the writer connection or a *sql.Tx).
+type Querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// LocalSite is the site name of the CLS's own placeholders (the catalog's
+// too). Files there are located per host; at other sites per site (a
+// cluster shares its file system), but per host at sites whose nodes
+// share none (node-local).
+const LocalSite = "local"
+
+// Redecide is the longest a "wait" stands without being decided again: a
+// waiting job's queue-time term grows, so it cannot wait forever.
+const Redecide = time.Second
+
+// Link is how fast data moves between a site and the others.
+type Link struct {
+	// Latency is the one-way time in seconds between the site and the CLS:
+	// the start-up cost of one file copy, and DC's placeholder latency for
+	// placeholders there. Must be > 0.
+	Latency float64
+	// Bandwidth is bytes per second of a copy. Must be > 0.
+	Bandwidth float64
+}
+
+// Default links when the options do not say: the local site is a LAN, any
+// other site a WAN.
+var (
+	DefaultLocalLink = Link{Latency: 0.05, Bandwidth: 100e6}
+	DefaultSiteLink  = Link{Latency: 0.5, Bandwidth: 10e6}
+)
+
+// Valid says whether both figures are positive and finite.
+func (l Link) Valid() bool {
+	ok := func(f float64) bool { return f > 0 && !math.IsInf(f, 0) && !math.IsNaN(f) }
+	return ok(l.Latency) && ok(l.Bandwidth)
+}
+
+// Place is where files live and placeholders run: a site, and a host at
+// the local site and at node-local sites.
+type Place struct{ Site, Host string }
+
+// File is one file a job declared.
+type File struct {
+	Path string
+	Size int64 // -1 = unknown
+	Rel  bool  // declared relative: movable (data staging)
+}
+
+// Files is what a job declared it reads and writes.
+type Files struct {
+	In, Out []File
+	// OutsideCwd: an output is declared absolute or outside the job's
+	// working directory, so its attempts cannot keep it apart (never
+	// copied).
+	OutsideCwd bool
+}
+
+// Declared is what a job spec declares, for AddJob.
+func Declared(js *protocol.JobSpec) *Files {
+	jf := &Files{}
+	for _, f := range js.Inputs {
+		jf.In = append(jf.In, fileOf(f))
+	}
+	for _, f := range js.Outputs {
+		jf.Out = append(jf.Out, fileOf(f))
+		jf.OutsideCwd = jf.OutsideCwd || !f.Rel || !under(js.Cwd, f.Path)
+	}
+	return jf
+}
+
+func fileOf(f protocol.File) File {
+	n := int64(-1)
+	if f.Size != nil {
+		n = *f.Size
+	}
+	return File{f.Path, n, f.Rel}
+}
+
+// under says whether path p lies strictly inside directory dir.
+func under(dir, p string) bool {
+	if dir == "" {
+		return false
+	}
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
+}
+
+// Loc is where a file was last produced (or the CLS host, for users'
+// files).
+type Loc struct {
+	At   policy.Site
+	Size int64 // the producer's declared size; -1 = unknown
+	Job  int64
+}
+
+// State is the memory of data-conscious scheduling. The zero value is
+// not ready: Reset it.
+type State struct {
+	files   map[int64]*Files // live jobs that declared files
+	where   map[string]Loc   // path -> where it was last produced
+	perHost map[string]bool  // node-local sites: places per host
+	places  []Place          // indexed by policy.Site
+	placeID map[Place]policy.Site
+	phPlace map[int64]policy.Site // placeholder -> where it runs
+	readyAt map[int64]time.Time   // jobs of choosing queues: when first seen ready
+	expect  policy.Expect         // runtimes by target, of Done jobs (earlier runs' loaded at start)
+	arr     policy.Arrivals       // placeholders' requests, fed while a choosing queue exists
+	lastAsk map[int64]time.Time
+	epoch   time.Time // arrival times are seconds since this
+	ndc     int       // choosing queues
+	nsjf    int       // queues ordering by learned runtimes
+	gen     uint64    // bumped when a decision may change (ready set, locations)
+	// told counts the bumps of gen made by Moved and Changed, which say
+	// what moved: any other bump may have moved any file.
+	told  uint64
+	waits int64 // "wait" decisions, for tests and logs
+
+	// Scratch for one decision, kept to avoid allocating per request.
+	popped []policy.Ready
+	cands  []policy.Candidate
+	inBuf  []policy.Input
+	fut    []policy.Arrival
+}
+
+// Reset empties the state; arrival times count from now.
+func (d *State) Reset(now time.Time) {
+	*d = State{
+		files: map[int64]*Files{}, where: map[string]Loc{}, perHost: map[string]bool{},
+		placeID: map[Place]policy.Site{},
+		phPlace: map[int64]policy.Site{}, readyAt: map[int64]time.Time{}, lastAsk: map[int64]time.Time{},
+		epoch: now,
+	}
+}
+
+// PlaceOf is the place of a placeholder or file at site and host: the
+// host counts at the local site and at node-local sites.
+func (d *State) PlaceOf(site, host string) Place {
+	if site != LocalSite && !d.perHost[site] {
+		host = ""
+	}
+	return Place{site, host}
+}
+
+// Site numbers place p for the choosers.
+func (d *State) Site(p Place) policy.Site {
+	if id, ok := d.placeID[p]; ok {
+		return id
+	}
+	id := policy.Site(len(d.places))
+	d.places = append(d.places, p)
+	d.placeID[p] = id
+	return id
+}
+
+// SiteAt is the site and host of a place numbered by Site.
+func (d *State) SiteAt(at policy.Site) Place { return d.places[at] }
+
+// At numbers the place of site and host.
+func (d *State) At(site, host string) policy.Site { return d.Site(d.PlaceOf(site, host)) }
+
+// SetNodeLocal says whether a site with a data root of its own has nodes
+// that share no filesystem; ok false forgets the site.
+func (d *State) SetNodeLocal(site string, nodeLocal, ok bool) {
+	if !ok {
+		delete(d.perHost, site)
+		return
+	}
+	d.perHost[site] = nodeLocal
+}
+
+// NodeLocal says whether site's places are per host.
+func (d *State) NodeLocal(site string) bool { return d.perHost[site] }
+
+// PlaceholderAt is where placeholder ph runs, reading its row once if it
+// registered before this run; one not found is a place of its own.
+func (d *State) PlaceholderAt(ctx context.Context, db Querier, ph int64) (policy.Site, error) {
+	if at, ok := d.phPlace[ph]; ok {
+		return at, nil
+	}
+	var site, host string
+	err := db.QueryRowContext(ctx, queries.Get("PlaceholderPlace"), ph).Scan(&site, &host)
+	if errors.Is(err, sql.ErrNoRows) {
+		site, host = "", ""
+	} else if err != nil {
+		return 0, err
+	}
+	return d.SetPlaceholder(ph, site, host), nil
+}
+
+// SetPlaceholder records where placeholder ph runs.
+func (d *State) SetPlaceholder(ph int64, site, host string) policy.Site {
+	at := d.At(site, host)
+	d.phPlace[ph] = at
+	return at
+}
+
+// PlaceholderGone forgets placeholder ph: its place and its arrivals. It
+// says whether a decision may differ.
+func (d *State) PlaceholderGone(ph int64) bool {
+	delete(d.phPlace, ph)
+	return d.Forget(ph)
+}
+
+// Count records how many queues choose (ndc) and order by learned
+// runtimes (nsjf). Arrivals are fed only while a queue chooses.
+func (d *State) Count(ndc, nsjf int) {
+	d.nsjf = nsjf
+	if ndc == 0 && d.ndc > 0 {
+		d.arr, d.lastAsk = policy.Arrivals{}, map[int64]time.Time{}
+	}
+	d.ndc = ndc
+}
+
+// Choosing says whether any queue chooses (then placeholders' requests
+// are observed).
+func (d *State) Choosing() bool { return d.ndc > 0 }
+
+// Epoch is when the arrivals' clock started (Reset).
+func (d *State) Epoch() time.Time { return d.epoch }
+
+func (d *State) secs(t time.Time) float64 { return t.Sub(d.epoch).Seconds() }
+
+// Asked feeds a request for work by placeholder ph at place at to the
+// arrival predictor.
+func (d *State) Asked(ph int64, at policy.Site, now time.Time) {
+	d.arr.Observe(ph, at, d.secs(now))
+	d.lastAsk[ph] = now
+}
+
+// Forget drops a placeholder from the arrival predictions, saying whether
+// it was there.
+func (d *State) Forget(ph int64) bool {
+	if _, ok := d.lastAsk[ph]; !ok {
+		return false
+	}
+	d.arr.Forget(ph)
+	delete(d.lastAsk, ph)
+	return true
+}
+
+// Silent returns the placeholders that have not asked for work for
+// longer than lease and are not alive (parked asking now or running a
+// job, whose lease their heartbeats renew): a vanished placeholder would
+// otherwise be predicted to arrive at once, forever. Forgetting busy ones
+// too left DC blind to a placeholder running jobs longer than a lease.
+// alive is called once, when a placeholder is silent.
+func (d *State) Silent(now time.Time, lease time.Duration, alive func() map[int64]bool) []int64 {
+	var live map[int64]bool
+	var out []int64
+	for ph, t := range d.lastAsk {
+		if now.Sub(t) <= lease {
+			continue
+		}
+		if live == nil {
+			live = alive()
+		}
+		if !live[ph] {
+			out = append(out, ph)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Asking says whether placeholder ph is among the arrivals predicted.
+func (d *State) Asking(ph int64) bool {
+	_, ok := d.lastAsk[ph]
+	return ok
+}
+
+// AddJob records a live job's declared files.
+func (d *State) AddJob(id int64, jf *Files) { d.files[id] = jf }
+
+// Job is job id's declared files (nil when it declared none or ended).
+func (d *State) Job(id int64) *Files { return d.files[id] }
+
+// AnyFiles says whether a live job declared files.
+func (d *State) AnyFiles() bool { return len(d.files) > 0 }
+
+// LoadFiles reads the declared files of live jobs (one job, or all when
+// id is 0) and calls each for each job read.
+func (d *State) LoadFiles(ctx context.Context, db Querier, id int64, each func(id int64, jf *Files)) error {
+	q, args := queries.Get("LoadLive"), []any{}
+	if id != 0 {
+		q, args = queries.Get("LoadJob"), []any{id}
+		delete(d.files, id)
+	}
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var jid int64
+		var kind, path, cwd string
+		var size sql.NullInt64
+		var rel bool
+		if err := rows.Scan(&jid, &kind, &path, &size, &rel, &cwd); err != nil {
+			return err
+		}
+		jf := d.files[jid]
+		if jf == nil {
+			jf = &Files{}
+			d.files[jid] = jf
+		}
+		f := File{path, -1, rel}
+		if size.Valid {
+			f.Size = size.Int64
+		}
+		if kind == "i" {
+			jf.In = append(jf.In, f)
+		} else {
+			jf.Out = append(jf.Out, f)
+			jf.OutsideCwd = jf.OutsideCwd || !rel || !under(cwd, path)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	if id != 0 {
+		each(id, d.files[id])
+		return nil
+	}
+	for jid, jf := range d.files {
+		each(jid, jf)
+	}
+	return nil
+}
+
+// Where is where path was last produced.
+func (d *State) Where(path string) (Loc, bool) {
+	l, ok := d.where[path]
+	return l, ok
+}
+
+// Locate records that path is at l.
+func (d *State) Locate(path string, l Loc) { d.where[path] = l }
+
+// LocateNew records that path is at l unless its place is known.
+func (d *State) LocateNew(path string, l Loc) {
+	if _, ok := d.where[path]; !ok {
+		d.where[path] = l
+	}
+}
+
+// Gone forgets where files no replica is left of; a decision may differ.
+func (d *State) Gone(paths []string) {
+	for _, p := range paths {
+		delete(d.where, p)
+	}
+	d.gen++
+}
+
+// Expect is the runtimes learned by target.
+func (d *State) Expect() *policy.Expect { return &d.expect }
+
+// Estimate is a job's expected runtime: its declared estimate, else its
+// target's learned one.
+func (d *State) Estimate(target string, est float64) float64 { return d.expect.Estimate(target, est) }
+
+// Learned is the estimate a queue that orders by learned runtimes gives a
+// job that declared none (est 0): its target's mean so far; unknown (0)
+// goes last.
+func (d *State) Learned(target string, est float32) float32 {
+	if est == 0 && d.nsjf > 0 {
+		est = float32(d.expect.Estimate(target, 0))
+	}
+	return est
+}
+
+// Output is an output of a Done job, as recorded: its size (-1 unknown)
+// and checksum ("" none).
+type Output struct {
+	Path string
+	Size int64
+	SHA  string
+}
+
+// Ran learns the runtime of a Done job of target that ran from started
+// to finished. Kept for any queue: one may turn SJF or DC later.
+func (d *State) Ran(target string, started, finished time.Time) {
+	if !started.IsZero() && finished.After(started) {
+		d.expect.Observe(target, finished.Sub(started).Seconds())
+	}
+}
+
+// Outputs returns a Done job's declared outputs as they are recorded. With
+// reported (staging, or an agent that reported them) outputs reported
+// well carry the agent's size and checksum; an output not reported counts
+// at its producer's place when it is site-local or was made where the CLS
+// host's filesystem is seen (shared), and is skipped otherwise. valid says
+// whether a checksum is well formed.
+func (d *State) Outputs(id int64, outs []protocol.FileSum, reported, shared bool, valid func(string) bool) []Output {
+	jf := d.files[id]
+	if jf == nil || len(jf.Out) == 0 {
+		return nil
+	}
+	var rec []Output
+	for _, f := range jf.Out {
+		size, sha := f.Size, ""
+		i := slices.IndexFunc(outs, func(o protocol.FileSum) bool { return o.Path == f.Path })
+		switch {
+		case i >= 0 && outs[i].Size >= 0 && valid(outs[i].SHA256):
+			size, sha = outs[i].Size, outs[i].SHA256
+		case !reported || !f.Rel || shared:
+			// Not reported but there: a site-local output (declared
+			// absolute, never hashed), or one made where the CLS host's
+			// filesystem is seen. DC still locates it at its producer.
+		default:
+			continue // not made (the agent fails such a job), or not said well
+		}
+		rec = append(rec, Output{f.Path, size, sha})
+	}
+	return rec
+}
+
+// BecameReady notes when a job of a choosing queue became ready (its
+// queue time counts from then; a requeued job keeps its first time).
+func (d *State) BecameReady(id int64, now time.Time) {
+	if _, ok := d.readyAt[id]; !ok {
+		d.readyAt[id] = now
+	}
+	d.gen++
+}
+
+// LoadReady notes, at load, that a job of a choosing queue is ready
+// since now.
+func (d *State) LoadReady(id int64, now time.Time) { d.readyAt[id] = now }
+
+// Ended forgets a job that reached a terminal state.
+func (d *State) Ended(id int64) {
+	delete(d.files, id)
+	delete(d.readyAt, id)
+}
+
+// QueueTime is how long job id has been ready at now; a job not seen
+// ready yet is from now.
+func (d *State) QueueTime(id int64, now time.Time) float64 {
+	ready, known := d.readyAt[id]
+	if !known {
+		ready = now
+		d.readyAt[id] = now
+	}
+	return max(now.Sub(ready).Seconds(), 0)
+}
+
+// Inputs adds up the inputs of jobs ids by where they are, appending to
+// dst. Inputs no job has produced have no known place and weigh nothing;
+// an input of unknown size costs one copy's latency. here, when not nil,
+// says whether a movable input has a replica at the asking placeholder's
+// place (cur): it is then priced there, whoever produced it.
+func (d *State) Inputs(dst []policy.Input, ids []int64, cur policy.Site, here Presence) []policy.Input {
+	start := len(dst)
+	for _, id := range ids {
+		jf := d.files[id]
+		if jf == nil {
+			continue
+		}
+		for _, f := range jf.In {
+			loc, ok := d.where[f.Path]
+			if !ok {
+				continue
+			}
+			if here != nil && f.Rel && loc.At != cur && here.Present(f.Path) {
+				loc.At = cur
+			}
+			size := f.Size
+			if size < 0 {
+				size = loc.Size
+			}
+			i := start
+			for ; i < len(dst) && dst[i].Site != loc.At; i++ {
+			}
+			if i == len(dst) {
+				dst = append(dst, policy.Input{Site: loc.At})
+			}
+			dst[i].Bytes += max(size, 0)
+			dst[i].Files++
+		}
+	}
+	return dst
+}
+
+// Gen is the generation of the decisions: it moves when one may change.
+func (d *State) Gen() uint64 { return d.gen }
+
+// Untold is the bumps of Gen that did not say what moved.
+func (d *State) Untold() uint64 { return d.gen - d.told }
+
+// Bump says a decision may change, any file having perhaps moved.
+func (d *State) Bump() { d.gen++ }
+
+// Changed says a decision may change, with what moved told (or nothing:
+// the ready set).
+func (d *State) Changed() {
+	d.gen++
+	d.told++
+}
+
+// Waits counts the "wait" decisions.
+func (d *State) Waits() int64 { return d.waits }
+
+// Waited counts a "wait" decision.
+func (d *State) Waited() { d.waits++ }
+
+// Presence says whether a file has a replica at the asking placeholder's
+// place (the catalog's answer, with staging).
+type Presence interface {
+	Present(path string) bool
+}
+
+// Pool is the core's side of one pick: what it knows of the ready jobs
+// the pick examines, and where their inputs are (dispatch.Placement: a
+// job id stands for its bundle).
+type Pool interface {
+	dispatch.Placement
+	Presence
+	// Members is the jobs ready job id stands for (itself, or its
+	// bundle), when it is a candidate (take); when not, back says
+	// whether it goes back on the queue after the pick.
+	Members(id int64) (members []int64, take, back bool)
+	// LocalBytes is the bytes of job id's inputs at the asking
+	// placeholder's place, every replica counted.
+	LocalBytes(id int64) int64
+	// Estimate is the target and declared runtime of the job the world
+	// last let go (dispatch.World.Current).
+	Estimate() (target string, est float64)
+	// Parked is where the other placeholders parked asking now run:
+	// whatever their history, they arrive now. Asked only when there is
+	// a candidate to decide about.
+	Parked() ([]policy.Site, error)
+}
+
+// Asking is the placeholder a pick is for.
+type Asking struct {
+	Placeholder int64
+	Cur         policy.Site // where it runs
+	Latency     float64     // its site's link latency (DC's placeholder latency)
+	Now         time.Time
+	// Staging: inputs with a replica at the placeholder's place are
+	// priced there (Pool.Present).
+	Staging bool
+}
+
+// Picked is what Pick decided.
+type Picked struct {
+	ID     int64 // the job chosen; 0: none
+	Waited bool  // the chooser said the placeholder should wait
+	// Staged: the chooser's first choice (Staging) was not at the
+	// placeholder's place and its inputs were asked for.
+	Staged  bool
+	Staging policy.Decision
+}
+
+// Pick asks the queue's chooser (pol: DC, SA, XSufferage) which of its
+// oldest ready jobs (q) the asking placeholder should get. Up to
+// policy.Window jobs that chain lets go (dispatch.Examine over w) become
+// candidates, a bundle as one, priced by where their inputs are (net);
+// the chooser decides given the placeholders expected to ask soon
+// (dispatch.Choose): a choice whose inputs are not here yet is staged and
+// the placeholder gets one whose inputs are, or waits. The jobs examined
+// go back on q, but the one chosen.
+func (d *State) Pick(w dispatch.World, q *policy.Heap, chain dispatch.Chain, pol policy.Info, a Asking, net policy.Network, pool Pool) (Picked, error) {
+	popped, cands, ins := d.popped[:0], d.cands[:0], d.inBuf[:0]
+	var here Presence
+	if a.Staging {
+		here = pool
+	}
+	popped, err := dispatch.Examine(w, q, chain, popped, func(r policy.Ready) (bool, error) {
+		members, take, back := pool.Members(r.ID)
+		if !take {
+			return back, nil
+		}
+		start := len(ins)
+		if pol.Needs&policy.NeedsBytesHere != 0 {
+			var b int64
+			for _, m := range members {
+				b += pool.LocalBytes(m)
+			}
+			if b > 0 {
+				ins = append(ins, policy.Input{Site: a.Cur, Bytes: b})
+			}
+		} else {
+			ins = d.Inputs(ins, members, a.Cur, here)
+		}
+		target, est := pool.Estimate()
+		cands = append(cands, policy.Candidate{
+			ID:        r.ID,
+			QueueTime: d.QueueTime(r.ID, a.Now),
+			Runtime:   d.expect.Estimate(target, est),
+			Inputs:    ins[start:len(ins):len(ins)],
+		})
+		return true, nil
+	})
+	var c dispatch.Choice
+	if err == nil {
+		if len(cands) > 0 {
+			c, err = d.decide(pol, a, net, cands, pool)
+		} else {
+			c.Wait = true
+		}
+	}
+	var chosen int64
+	if err == nil && !c.Wait {
+		chosen = c.Job.ID
+	}
+	dispatch.Restore(q, popped, chosen)
+	n := len(cands)
+	clear(cands) // drop references to input slices
+	d.popped, d.cands, d.inBuf = popped[:0], cands[:0], ins[:0]
+	if err != nil {
+		return Picked{}, err
+	}
+	p := Picked{Staged: c.Staged, Staging: c.Staging}
+	switch {
+	case !c.Wait:
+		p.ID = chosen
+		d.Changed() // the ready set, not where files are
+	case n > 0:
+		d.waits++
+		p.Waited = true
+	}
+	return p, nil
+}
+
+// decide asks pol's chooser for one of cands (at least one).
+func (d *State) decide(pol policy.Info, a Asking, net policy.Network, cands []policy.Candidate, pool Pool) (dispatch.Choice, error) {
+	parked, err := pool.Parked()
+	if err != nil {
+		return dispatch.Choice{}, err
+	}
+	fut := d.arr.Predict(d.secs(a.Now), a.Placeholder, d.fut[:0])
+	for _, at := range parked {
+		fut = append(fut, policy.Arrival{Site: at, In: 0})
+	}
+	d.fut = fut
+	var ch policy.Chooser
+	if pol.NewDC != nil {
+		ch = pol.NewDC(a.Latency)
+	} else {
+		ch = pol.NewChooser()
+	}
+	return dispatch.Choose(ch, policy.Snapshot{Current: a.Cur, Future: fut, Net: net}, cands, pool, dispatch.Patience(pol))
+}
+
+// Arrivals says, per place, the soonest placeholder arrival the last
+// Pick expected, in seconds ("none expected" when none).
+func (d *State) Arrivals() string {
+	soonest := map[string]float64{}
+	for _, a := range d.fut {
+		name := d.places[a.Site].Site
+		if h := d.places[a.Site].Host; h != "" {
+			name += ":" + h
+		}
+		if old, ok := soonest[name]; !ok || a.In < old {
+			soonest[name] = a.In
+		}
+	}
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(soonest)) {
+		fmt.Fprintf(&b, "%s in %.1fs; ", k, soonest[k])
+	}
+	if arr := strings.TrimSuffix(b.String(), "; "); arr != "" {
+		return arr
+	}
+	return "none expected"
+}

@@ -1,0 +1,14 @@
+-- Data-conscious scheduling's queries: the files live jobs declared
+-- (job_files, written at submit by the core), read at load and when a job
+-- is rerun. The schema is the core's (internal/metaqueue/migrations).
+
+-- name: PlaceholderPlace
+SELECT site, host FROM placeholders WHERE id = ?;
+
+-- name: LoadLive
+SELECT f.job_id, f.kind, f.path, f.size, f.rel, j.cwd FROM job_files f JOIN jobs j ON j.id = f.job_id
+WHERE j.state IN ('W','Q','H','E','B') ORDER BY f.job_id, f.kind, f.seq;
+
+-- name: LoadJob
+SELECT f.job_id, f.kind, f.path, f.size, f.rel, j.cwd FROM job_files f JOIN jobs j ON j.id = f.job_id
+WHERE f.job_id = ? ORDER BY f.kind, f.seq;

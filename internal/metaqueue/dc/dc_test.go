@@ -1,0 +1,285 @@
+package dc
+
+import (
+	"os"
+	"regexp"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mq-hpc/mq/internal/policy"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func newState() *State {
+	d := &State{}
+	d.Reset(t0)
+	return d
+}
+
+func TestPlaceOf(t *testing.T) {
+	d := newState()
+	d.SetNodeLocal("nodes", true, true)
+	d.SetNodeLocal("shared", false, true)
+	for _, tc := range []struct {
+		site, host string
+		want       Place
+	}{
+		{LocalSite, "h1", Place{LocalSite, "h1"}}, // the CLS's own: per host
+		{"cluster", "n1", Place{"cluster", ""}},   // a cluster shares its filesystem
+		{"shared", "n1", Place{"shared", ""}},     // a data root on a shared filesystem
+		{"nodes", "n1", Place{"nodes", "n1"}},     // node-local: per host
+		{"", "", Place{}},                         // unknown: a place of its own
+	} {
+		if got := d.PlaceOf(tc.site, tc.host); got != tc.want {
+			t.Errorf("PlaceOf(%q, %q) = %v, want %v", tc.site, tc.host, got, tc.want)
+		}
+	}
+	d.SetNodeLocal("nodes", false, false)
+	if got := d.PlaceOf("nodes", "n1"); got != (Place{"nodes", ""}) {
+		t.Errorf("a site forgotten is per site again: %v", got)
+	}
+}
+
+func TestSiteNumbersPlacesOnce(t *testing.T) {
+	d := newState()
+	a, b := d.At("A", "x"), d.At("B", "")
+	if a == b || d.At("A", "y") != a || d.SiteAt(b) != (Place{"B", ""}) {
+		t.Fatalf("A %d, B %d, A again %d, SiteAt(B) %v", a, b, d.At("A", "y"), d.SiteAt(b))
+	}
+}
+
+func TestDeclared(t *testing.T) {
+	size := int64(7)
+	for _, tc := range []struct {
+		name    string
+		cwd     string
+		out     []protocol.File
+		outside bool
+	}{
+		{"none", "/w", nil, false},
+		{"inside", "/w", []protocol.File{{Path: "/w/o", Rel: true}}, false},
+		{"absolute", "/w", []protocol.File{{Path: "/w/o"}}, true},
+		{"elsewhere", "/w", []protocol.File{{Path: "/x/o", Rel: true}}, true},
+		{"the cwd itself", "/w", []protocol.File{{Path: "/w", Rel: true}}, true},
+		{"no cwd", "", []protocol.File{{Path: "/w/o", Rel: true}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			jf := Declared(&protocol.JobSpec{Cwd: tc.cwd, Inputs: []protocol.File{{Path: "/w/i", Size: &size, Rel: true}}, Outputs: tc.out})
+			if jf.OutsideCwd != tc.outside {
+				t.Errorf("OutsideCwd %v, want %v", jf.OutsideCwd, tc.outside)
+			}
+			if !slices.Equal(jf.In, []File{{"/w/i", 7, true}}) || len(jf.Out) != len(tc.out) {
+				t.Errorf("in %v, out %v", jf.In, jf.Out)
+			}
+			for _, f := range jf.Out {
+				if f.Size != -1 {
+					t.Errorf("an output without a size has size %d, want -1 (unknown)", f.Size)
+				}
+			}
+		})
+	}
+}
+
+// TestInputs: inputs add up by place, an unknown size costs a file and no
+// bytes, an input no job produced weighs nothing, and with staging a
+// movable input present here is priced here.
+func TestInputs(t *testing.T) {
+	d := newState()
+	a, b, here := d.At("A", ""), d.At("B", ""), d.At("C", "")
+	d.Locate("/a1", Loc{At: a, Size: 100})
+	d.Locate("/a2", Loc{At: a, Size: 50})
+	d.Locate("/b", Loc{At: b, Size: -1})
+	d.Locate("/moved", Loc{At: b, Size: 10})
+	d.AddJob(1, &Files{In: []File{{"/a1", -1, true}, {"/a2", 20, true}, {"/b", -1, true}, {"/nowhere", 5, true}}})
+	d.AddJob(2, &Files{In: []File{{"/moved", -1, true}, {"/a1", -1, false}}})
+	for _, tc := range []struct {
+		name string
+		ids  []int64
+		here Presence
+		want []policy.Input
+	}{
+		{"one job", []int64{1}, nil, []policy.Input{{Site: a, Bytes: 120, Files: 2}, {Site: b, Bytes: 0, Files: 1}}},
+		{"two jobs", []int64{1, 2}, nil, []policy.Input{{Site: a, Bytes: 220, Files: 3}, {Site: b, Bytes: 10, Files: 2}}},
+		{"no files", []int64{3}, nil, nil},
+		{"staged here", []int64{2}, present{"/moved", "/a1"}, []policy.Input{{Site: here, Bytes: 10, Files: 1}, {Site: a, Bytes: 100, Files: 1}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := d.Inputs(nil, tc.ids, here, tc.here); !slices.Equal(got, tc.want) {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// present is a Presence of the paths listed.
+type present []string
+
+func (p present) Present(path string) bool { return slices.Contains(p, path) }
+
+func TestOutputs(t *testing.T) {
+	valid := func(sha string) bool { return len(sha) == 3 }
+	outs := []File{{"/w/rel", 5, true}, {"/abs", 6, false}, {"/w/said", 7, true}}
+	for _, tc := range []struct {
+		name     string
+		reported bool
+		shared   bool
+		sums     []protocol.FileSum
+		want     []Output
+	}{
+		{"before staging: all at the producer", false, false, nil,
+			[]Output{{"/w/rel", 5, ""}, {"/abs", 6, ""}, {"/w/said", 7, ""}}},
+		{"staging: only what was said, and site-local ones", true, false,
+			[]protocol.FileSum{{Path: "/w/said", Size: 70, SHA256: "abc"}, {Path: "/w/rel", Size: 1, SHA256: "bad sum"}},
+			[]Output{{"/abs", 6, ""}, {"/w/said", 70, "abc"}}},
+		{"staging on a shared site: all", true, true, nil,
+			[]Output{{"/w/rel", 5, ""}, {"/abs", 6, ""}, {"/w/said", 7, ""}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newState()
+			d.AddJob(1, &Files{Out: outs})
+			got := d.Outputs(1, tc.sums, tc.reported, tc.shared, valid)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+	d := newState()
+	if got := d.Outputs(2, nil, false, false, valid); got != nil {
+		t.Errorf("a job that declared no outputs: %v", got)
+	}
+	d.Ran("tgt", time.Time{}, t0)
+	if e := d.Estimate("tgt", 0); e != 0 {
+		t.Errorf("a job with no start: learned %g", e)
+	}
+	d.Ran("tgt", t0, t0.Add(3*time.Second))
+	if e := d.Estimate("tgt", 0); e != 3 {
+		t.Errorf("learned runtime %g, want 3", e)
+	}
+}
+
+func TestLearnedOnlyWithSJFQueues(t *testing.T) {
+	d := newState()
+	d.Expect().Observe("t", 4)
+	if got := d.Learned("t", 0); got != 0 {
+		t.Errorf("no sjf queue: learned %g, want 0", got)
+	}
+	d.Count(0, 1)
+	if got := d.Learned("t", 0); got != 4 {
+		t.Errorf("learned %g, want 4", got)
+	}
+	if got := d.Learned("t", 2); got != 2 {
+		t.Errorf("declared %g, want 2", got)
+	}
+}
+
+func TestQueueTimeAndReady(t *testing.T) {
+	d := newState()
+	g := d.Gen()
+	d.BecameReady(1, t0)
+	d.BecameReady(1, t0.Add(time.Minute)) // requeued: keeps its first time
+	if d.Gen() == g {
+		t.Error("a job became ready and the decisions' generation did not move")
+	}
+	if q := d.QueueTime(1, t0.Add(10*time.Second)); q != 10 {
+		t.Errorf("queue time %g, want 10", q)
+	}
+	if q := d.QueueTime(2, t0); q != 0 {
+		t.Errorf("a job not seen ready: %g, want 0", q)
+	}
+	if q := d.QueueTime(2, t0.Add(time.Second)); q != 1 {
+		t.Errorf("then seen from its first look: %g, want 1", q)
+	}
+	d.Ended(1)
+	if q := d.QueueTime(1, t0.Add(time.Hour)); q != 0 {
+		t.Errorf("an ended job's time is forgotten: %g", q)
+	}
+}
+
+func TestGenerations(t *testing.T) {
+	d := newState()
+	d.Changed()
+	d.Changed()
+	if d.Untold() != 0 || d.Gen() != 2 {
+		t.Fatalf("told bumps: gen %d, untold %d", d.Gen(), d.Untold())
+	}
+	d.Bump()
+	d.Gone([]string{"/x"})
+	if d.Untold() != 2 || d.Gen() != 4 {
+		t.Fatalf("untold bumps: gen %d, untold %d", d.Gen(), d.Untold())
+	}
+}
+
+// TestSilent: a placeholder silent for longer than a lease is forgotten
+// unless alive; arrivals are kept only while a queue chooses.
+func TestSilent(t *testing.T) {
+	d := newState()
+	d.Count(1, 0)
+	at := d.At("A", "")
+	d.Asked(1, at, t0)
+	d.Asked(2, at, t0)
+	d.Asked(3, at, t0.Add(time.Minute))
+	calls := 0
+	alive := func() map[int64]bool { calls++; return map[int64]bool{2: true} }
+	if got := d.Silent(t0.Add(90*time.Second), time.Minute, alive); !slices.Equal(got, []int64{1}) || calls != 1 {
+		t.Fatalf("silent %v (alive asked %d times), want [1] once", got, calls)
+	}
+	if !d.Forget(1) || d.Forget(1) || !d.Asking(2) {
+		t.Fatal("Forget says whether it knew the placeholder")
+	}
+	d.Count(0, 0)
+	if d.Asking(2) || d.Choosing() {
+		t.Fatal("no choosing queue left: arrivals forgotten")
+	}
+}
+
+func TestLinkValid(t *testing.T) {
+	for _, tc := range []struct {
+		l    Link
+		want bool
+	}{
+		{DefaultLocalLink, true}, {DefaultSiteLink, true}, {Link{}, false},
+		{Link{Latency: 1}, false}, {Link{Latency: -1, Bandwidth: 1}, false},
+	} {
+		if got := tc.l.Valid(); got != tc.want {
+			t.Errorf("%+v valid %v, want %v", tc.l, got, tc.want)
+		}
+	}
+}
+
+func TestArrivals(t *testing.T) {
+	d := newState()
+	if got := d.Arrivals(); got != "none expected" {
+		t.Errorf("no decision yet: %q", got)
+	}
+	a, h := d.At("A", ""), d.At(LocalSite, "h")
+	d.fut = []policy.Arrival{{Site: a, In: 3}, {Site: a, In: 1.25}, {Site: h, In: 0}}
+	if got := d.Arrivals(); got != "A in 1.2s; local:h in 0.0s" {
+		t.Errorf("got %q", got)
+	}
+}
+
+// TestQueriesUsed: every query of dc.sql is asked for by name in the
+// package, and every name asked for is there (the core's tests run them
+// against the schema).
+func TestQueriesUsed(t *testing.T) {
+	src, err := os.ReadFile("dc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := map[string]bool{}
+	for _, m := range regexp.MustCompile(`queries\.Get\("(\w+)"\)`).FindAllStringSubmatch(string(src), -1) {
+		used[m[1]] = true
+	}
+	for _, n := range queries.Names() {
+		if !used[n] {
+			t.Errorf("query %s of dc.sql is not used", n)
+		}
+		delete(used, n)
+	}
+	for n := range used {
+		t.Errorf("query %s is used but not in dc.sql", n)
+	}
+}

@@ -94,7 +94,9 @@ func TestSnakemakeProfileResources(t *testing.T) {
 	needTool(t, "snakemake", "snakemake")
 	root := repoRoot(t)
 	h := newHarness(t)
-	h.startCLS("--local", "2")
+	// Placeholders of 2 cores: the CLS packs, so a threads: 2 rule waits
+	// for one that holds it.
+	h.startCLS("--local", "2", "--slots", "2")
 	dir := filepath.Join(h.dir, "smk")
 	os.MkdirAll(dir, 0o755)
 	os.WriteFile(filepath.Join(dir, "Snakefile"), []byte(`rule all:

@@ -399,11 +399,17 @@ func (g *Graph) Requeue(id int64) ([]Change, error) {
 	if !ok || j.State != job.Executing {
 		return nil, fmt.Errorf("job %d is not executing", id)
 	}
+	return g.toPending(id, j), nil
+}
+
+// toPending moves job id (node j) to the state its prerequisites give it
+// (Queued, Waiting or Blocked) and returns the changes.
+func (g *Graph) toPending(id int64, j Node) []Change {
 	g.changes = g.changes[:0]
 	g.listDeps(id, j.Prereqs)
 	g.move(id, j, g.eval(j.Prereqs))
 	g.settle()
-	return g.changes, nil
+	return g.changes
 }
 
 // Hold keeps a Waiting or Queued job from running until Release. Its
@@ -426,11 +432,7 @@ func (g *Graph) Release(id int64) ([]Change, error) {
 	if !ok || j.State != job.Held {
 		return nil, fmt.Errorf("job %d is not held", id)
 	}
-	g.changes = g.changes[:0]
-	g.listDeps(id, j.Prereqs)
-	g.move(id, j, g.eval(j.Prereqs))
-	g.settle()
-	return g.changes, nil
+	return g.toPending(id, j), nil
 }
 
 // Revive brings a terminal job (from = Done, Failed or Deleted) back as

@@ -15,16 +15,7 @@ import (
 // parser to refuse); everything after "--" stays where it is. args[0] is
 // the program's name.
 func flagsFirst(flags []cli.Flag) func([]string) []string {
-	takesValue := map[string]bool{}
-	for _, f := range flags {
-		v := true
-		if d, ok := f.(cli.DocGenerationFlag); ok {
-			v = d.TakesValue()
-		}
-		for _, n := range f.Names() {
-			takesValue[n] = v
-		}
-	}
+	takesValue := valueFlags(flags)
 	return func(args []string) []string {
 		if len(args) < 2 {
 			return args
@@ -57,4 +48,42 @@ func flagsFirst(flags []cli.Flag) func([]string) []string {
 		}
 		return append(out, positional...)
 	}
+}
+
+// rerunFlagsFirst is flagsFirst for mqsub --rerun only ("mqsub --rerun
+// 720-723 -Q"): in every other form what follows TARGET is the job's
+// command, whose own flags are not mqsub's.
+func rerunFlagsFirst(flags []cli.Flag) func([]string) []string {
+	move := flagsFirst(flags)
+	takesValue := valueFlags(flags)
+	return func(args []string) []string {
+		for i := 1; i < len(args); i++ {
+			a := args[i]
+			switch {
+			case a == "--rerun" || a == "-rerun":
+				return move(args)
+			case a == "--" || len(a) < 2 || a[0] != '-':
+				return args // a positional argument first: TARGET
+			}
+			if name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "="); !hasValue && takesValue[name] {
+				i++ // the flag's value
+			}
+		}
+		return args
+	}
+}
+
+// valueFlags says, by every name of flags, whether the flag takes a value.
+func valueFlags(flags []cli.Flag) map[string]bool {
+	takesValue := map[string]bool{}
+	for _, f := range flags {
+		v := true
+		if d, ok := f.(cli.DocGenerationFlag); ok {
+			v = d.TakesValue()
+		}
+		for _, n := range f.Names() {
+			takesValue[n] = v
+		}
+	}
+	return takesValue
 }

@@ -33,3 +33,19 @@ func TestFlagsFirst(t *testing.T) {
 		}
 	}
 }
+
+func TestRerunFlagsFirst(t *testing.T) {
+	flags := []cli.Flag{&cli.BoolFlag{Name: "rerun"}, &cli.BoolFlag{Name: "Q"}, &cli.StringFlag{Name: "q"}}
+	rewrite := rerunFlagsFirst(flags)
+	for _, tc := range []struct{ in, want []string }{
+		{[]string{"mqsub", "--rerun", "720-723", "-Q"}, []string{"mqsub", "--rerun", "-Q", "720-723"}},
+		{[]string{"mqsub", "-q", "a", "--rerun", "5", "-Q"}, []string{"mqsub", "-q", "a", "--rerun", "-Q", "5"}},
+		// The job's command keeps its own flags.
+		{[]string{"mqsub", "t", "ls", "-Q"}, []string{"mqsub", "t", "ls", "-Q"}},
+		{[]string{"mqsub", "-q", "a", "t", "grep", "--rerun"}, []string{"mqsub", "-q", "a", "t", "grep", "--rerun"}},
+	} {
+		if got := rewrite(slices.Clone(tc.in)); !slices.Equal(got, tc.want) {
+			t.Errorf("rerunFlagsFirst(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -64,6 +64,8 @@ func TestFlagsAfterSelection(t *testing.T) {
 			protocol.ActionReply{IDs: []int64{720, 721, 722, 723}}, `"first":720,"last":723`, ""},
 		{"mqdel queue after ids", Mqdel, []string{"mqdel", "5", "6", "-q", "batch"}, protocol.OpDelete.Name,
 			protocol.ActionReply{IDs: []int64{5, 6}}, `"ids":[5,6],"queue":"batch"`, "deleted job 5\ndeleted job 6\n"},
+		{"mqsub --rerun quiet", Mqsub, []string{"mqsub", "--rerun", "720-723", "-Q"}, protocol.OpRerun.Name,
+			protocol.ActionReply{IDs: []int64{720, 721, 722, 723}}, `"first":720,"last":723`, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

@@ -58,6 +58,7 @@ only) or --export=NAME,... says so; -v sets a variable.
 	app.HideVersion = true
 	app.Flags = mqsubFlags()
 	app.Action = func(c *cli.Context) error { return mqsubAction(c, env) }
+	app.Metadata = map[string]any{rewriteArgs: rerunFlagsFirst(app.Flags)}
 	return app
 }
 

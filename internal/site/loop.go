@@ -1,0 +1,354 @@
+package site
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mq-hpc/mq/internal/backoff"
+	"github.com/mq-hpc/mq/internal/site/batch"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// Each site's provisioning loop: every poll it observes the site (lists its
+// placeholders, notes the stalled and broken), decides (how many to submit
+// or cancel, from the metaqueue's demand and the site's limits) and acts.
+
+func (m *Manager) loop(ctx context.Context, ms *managed) {
+	// A failing site is looked at less often: twice the poll, doubling up
+	// to 32 polls (at most 30 s).
+	retry := backoff.Backoff{Min: 2 * m.poll(), Max: min(32*m.poll(), 30*time.Second)}
+	// A local placeholder that ended is replaced at once, backing off (up
+	// to 10 s) while they keep ending within a minute, so a placeholder
+	// that cannot start does not spin.
+	respawn := backoff.Backoff{Min: 100 * time.Millisecond, Max: 10 * time.Second}
+	failing := false
+	var lastList, lastKick time.Time
+	for {
+		wait := m.poll()
+		if err := m.step(ctx, ms, &lastList); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			failing = true
+			wait = retry.Next()
+			m.mu.Lock()
+			changed := ms.state != StateDegraded || ms.err != err.Error()
+			ms.state, ms.err = StateDegraded, err.Error()
+			ms.supply = 0 // unknown: let other sites provide for the work
+			m.mu.Unlock()
+			if changed {
+				m.log().Warn("site degraded", "site", ms.spec.Name, "err", err)
+			}
+		} else if failing {
+			failing = false
+			retry.Reset()
+			m.log().Info("site recovered", "site", ms.spec.Name)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		case <-ms.kick:
+			if m.now().Sub(lastKick) > time.Minute {
+				respawn.Reset()
+			}
+			lastKick = m.now()
+			if backoff.Sleep(ctx, respawn.Next()) != nil {
+				return
+			}
+		}
+	}
+}
+
+// step looks at a site once and acts: it observes the work the metaqueue
+// has for the site and the placeholders the batch system lists, decides
+// what to submit and cancel, and does it.
+func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) error {
+	w, err := m.workFor(ctx, ms)
+	if err != nil {
+		return err
+	}
+	// With no work and no placeholders there is nothing to watch: look at
+	// the batch system only now and then (placeholders of an earlier CLS).
+	if w.ready == 0 && w.idle && m.now().Sub(*lastList) < 30*time.Second {
+		return nil
+	}
+	tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	ps, err := ms.site.List(tctx)
+	if err != nil {
+		return err
+	}
+	now := m.now()
+	*lastList = now
+
+	m.mu.Lock()
+	var acts siteActions
+	acts.broken = m.observeLocked(ms, ps, now)
+	if w.spec.Type != Local {
+		acts.connects, acts.timeout = ms.connects, m.connectTimeout(w.spec)
+		acts.stalled = m.stalledLocked(ms, now, acts.timeout)
+	}
+	m.decideLocked(ms, w, &acts, now)
+	m.mu.Unlock()
+
+	return m.act(tctx, ms, w, acts)
+}
+
+// siteWork is what the metaqueue has for a site at one step.
+type siteWork struct {
+	spec             protocol.SiteSpec
+	ready, executing int
+	// want is the count a Provisioning plan holds, or -1: the site has
+	// no plan.
+	want int
+	// idle: no placeholders known and nothing amiss, so the batch system
+	// need not be listed at every step.
+	idle bool
+}
+
+// siteActions is what one step found wrong and decided to do.
+type siteActions struct {
+	broken   []string      // placeholders in the batch system's error state
+	stalled  []string      // placeholders that ran without connecting
+	connects int           // ms.connects when stalled was found
+	timeout  time.Duration // how long they had to connect
+	cancel   []string      // broken, stalled and the queued ones to cancel
+	submit   int           // placeholders to submit
+}
+
+// workFor observes the work the metaqueue has for the site.
+func (m *Manager) workFor(ctx context.Context, ms *managed) (siteWork, error) {
+	m.mu.Lock()
+	w := siteWork{spec: ms.spec, want: -1}
+	phs := make([]int64, 0, len(ms.connected))
+	for id := range ms.connected {
+		phs = append(phs, id)
+	}
+	w.idle = len(ms.known) == 0 && ms.state != StateDegraded && ms.state != StateStarting && !w.spec.Embedded
+	elsewhere := m.elsewhereLocked(ms)
+	m.mu.Unlock()
+	// Count far enough to see this site's share beyond what other sites take.
+	limit := w.spec.Max*w.spec.Slots + elsewhere + 1
+	var err error
+	w.ready, w.executing, err = m.Store.SiteDemand(ctx, AgentWalltime(protocol.Duration(w.spec.Walltime)).Seconds(), phs, limit)
+	if err != nil {
+		return w, fmt.Errorf("metaqueue: %w", err)
+	}
+	// A site that follows a Provisioning policy holds what its plan says.
+	if w.spec.Provision != "" {
+		if w.want, err = m.econWant(ctx, ms); err != nil {
+			return w, err
+		}
+	} else if err := m.dropPlans(ctx); err != nil {
+		return w, err
+	}
+	return w, nil
+}
+
+// observeLocked brings the site's placeholders up to date with the batch
+// system's listing ps, forgets those gone, and returns those in its error
+// state.
+func (m *Manager) observeLocked(ms *managed, ps []batch.Placeholder, now time.Time) (broken []string) {
+	seen := map[string]bool{}
+	for _, p := range ps {
+		seen[p.ID] = true
+		t, ok := ms.known[p.ID]
+		if !ok { // not ours this run: an earlier CLS submitted it
+			t = &tracked{state: p.State, submitted: p.Submitted}
+			if t.submitted.IsZero() {
+				t.submitted = now
+			}
+			if p.State == batch.Running {
+				t.started = now // by our clock: the connect check counts from here
+			}
+			ms.known[p.ID] = t
+		}
+		switch p.State {
+		case batch.Running:
+			if t.state == batch.Queued {
+				t.started = now
+				ms.waits = append(ms.waits, now.Sub(t.submitted))
+				if len(ms.waits) > 20 {
+					ms.waits = ms.waits[1:]
+				}
+			}
+			t.state = batch.Running
+		case batch.Error:
+			broken = append(broken, p.ID)
+			t.state = batch.Exited
+		case batch.Exited:
+			t.state = batch.Exited
+		}
+	}
+	for id, t := range ms.known {
+		if !seen[id] || t.state == batch.Exited {
+			delete(ms.known, id)
+			delete(ms.batch, id)
+			ms.exited++
+		}
+	}
+	return broken
+}
+
+// stalledLocked finds and forgets the placeholders that have run timeout
+// without connecting. They burn their allocation for nothing (a CLS
+// address the compute nodes cannot reach, a firewall): they are
+// cancelled, and only a probe is kept until one connects.
+func (m *Manager) stalledLocked(ms *managed, now time.Time, timeout time.Duration) []string {
+	var started []Started
+	for id, t := range ms.known {
+		if t.state == batch.Running {
+			started = append(started, Started{ID: id, Running: now.Sub(t.started), Connected: ms.batch[id]})
+		}
+	}
+	anonymous := 0
+	for _, b := range ms.connBatch {
+		if b == "" {
+			anonymous++
+		}
+	}
+	stalled := NeverConnected(started, anonymous, timeout)
+	for _, id := range stalled {
+		// Forgotten now, as cancelled queued ones are: a listing that
+		// still shows it would otherwise revive its state.
+		delete(ms.known, id)
+		delete(ms.batch, id)
+		ms.exited++
+	}
+	return stalled
+}
+
+// decideLocked counts the site's placeholders, decides (Decide) what to
+// submit and which queued ones to cancel, and notes the site's state.
+func (m *Manager) decideLocked(ms *managed, w siteWork, acts *siteActions, now time.Time) {
+	spec := w.spec
+	c := Counts{Ready: w.ready, Executing: w.executing, Slots: spec.Slots, Min: spec.Min, Max: spec.Max, ThrottleAfter: m.throttleAfter(), Steady: spec.Embedded,
+		Stalled: ms.stall != "" || len(acts.stalled) > 0}
+	var queued []string
+	for id, t := range ms.known {
+		switch t.state {
+		case batch.Queued:
+			c.Queued++
+			c.OldestQueued = max(c.OldestQueued, now.Sub(t.submitted))
+			queued = append(queued, id)
+		case batch.Running:
+			c.Running++
+		}
+	}
+	if w.want >= 0 {
+		// The plan already shares the work among the sites that follow
+		// it: hold exactly its count (queued ones beyond it are cancelled;
+		// running ones take none of the planned queues' jobs past the
+		// site's cap and exit on their idle timeout).
+		c.Min, c.Max = w.want, w.want
+	}
+	// Decisions are made one at a time under m.mu, each seeing the others'
+	// latest supply.
+	c.Elsewhere = m.elsewhereLocked(ms)
+	d := Decide(c)
+	ms.supply = supplyOf(c)
+	ms.throttled = d.Throttled
+	switch {
+	case len(acts.stalled) > 0:
+		// Set by act, with what the placeholder's log says.
+	case ms.stall != "":
+		ms.state, ms.err = StateDegraded, ms.stall
+	case d.Throttled:
+		ms.state, ms.err = StateThrottled, ""
+	default:
+		ms.state, ms.err = StateOK, ""
+	}
+	// Cancel the newest queued first: the oldest are nearest to starting.
+	slices.SortFunc(queued, func(a, b string) int { return ms.known[b].submitted.Compare(ms.known[a].submitted) })
+	acts.cancel = append(append(acts.broken, acts.stalled...), queued[:d.Cancel]...)
+	for _, id := range queued[:d.Cancel] {
+		delete(ms.known, id)
+	}
+	acts.submit = d.Submit
+}
+
+// act does what the step decided: it says why placeholders are cancelled,
+// cancels them, and submits new ones.
+func (m *Manager) act(ctx context.Context, ms *managed, w siteWork, acts siteActions) error {
+	spec := w.spec
+	if len(acts.broken) > 0 {
+		m.log().Warn("placeholders in the batch system's error state; cancelling them", "site", spec.Name, "ids", acts.broken)
+	}
+	if len(acts.stalled) > 0 {
+		m.degradeStalled(ctx, ms, spec.Name, acts)
+	}
+	if len(acts.cancel) > 0 {
+		if err := ms.site.Cancel(ctx, acts.cancel); err != nil {
+			m.log().Warn("cancel failed", "site", spec.Name, "ids", acts.cancel, "err", err)
+		} else {
+			m.log().Info("cancelled placeholders", "site", spec.Name, "ids", acts.cancel, "ready", w.ready)
+		}
+	}
+	if acts.submit > 0 {
+		ids, err := ms.site.Submit(ctx, acts.submit)
+		m.mu.Lock()
+		now := m.now()
+		for _, id := range ids {
+			t := &tracked{state: batch.Queued, submitted: now}
+			if spec.Type == Local { // processes start at once: no queue wait
+				t.state, t.started = batch.Running, now
+			}
+			ms.known[id] = t
+		}
+		m.mu.Unlock()
+		if len(ids) > 0 {
+			m.log().Info("submitted placeholders", "site", spec.Name, "ids", ids, "ready", w.ready, "executing", w.executing)
+		}
+		if err != nil {
+			return fmt.Errorf("submit: %w", err)
+		}
+	}
+	return nil
+}
+
+// degradeStalled marks the site degraded for the placeholders that ran
+// without connecting, saying why where the site can tell. It reads why
+// before they are cancelled: the batch system may clean up.
+func (m *Manager) degradeStalled(ctx context.Context, ms *managed, site string, acts siteActions) {
+	stalled := acts.stalled
+	msg := fmt.Sprintf("%d placeholder(s) ran %s without connecting to the CLS and were cancelled (%s); one at a time is tried until one connects",
+		len(stalled), acts.timeout, strings.Join(stalled, ", "))
+	if d, ok := ms.site.(interface {
+		Diagnose(ctx context.Context, id string) string
+	}); ok {
+		if why := d.Diagnose(ctx, stalled[0]); why != "" {
+			msg += "; " + why
+		}
+	}
+	m.mu.Lock()
+	if ms.connects == acts.connects { // else one connected meanwhile: the site works
+		ms.stall, ms.state, ms.err = msg, StateDegraded, msg
+	}
+	m.mu.Unlock()
+	m.log().Warn("placeholders ran without connecting to the CLS; cancelling them, site degraded", "site", site, "ids", stalled, "after", acts.timeout, "why", msg)
+}
+
+// elsewhereLocked is Counts.Elsewhere for ms: what the other sites'
+// running placeholders will take of the ready work at once.
+func (m *Manager) elsewhereLocked(ms *managed) int {
+	n := 0
+	for _, o := range m.sites {
+		if o != ms {
+			n += o.supply
+		}
+	}
+	return n
+}
+
+// supplyOf is how many ready jobs a site's placeholders will take at once:
+// the free slots of the running ones, no more than the ready jobs that fit
+// there (idle slots take nothing they cannot run). Queued ones do not
+// count, at a fast site or a slow one: a batch queue gives no start time.
+func supplyOf(c Counts) int {
+	free := max(c.Running*max(c.Slots, 1)-max(c.Executing, 0), 0)
+	return min(free, max(c.Ready, 0))
+}

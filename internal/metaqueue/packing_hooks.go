@@ -12,7 +12,6 @@ import (
 	"github.com/mq-hpc/mq/internal/metaqueue/packing"
 	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/internal/resource/wire"
-	"github.com/mq-hpc/mq/internal/site"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -85,7 +84,7 @@ func (s *Store) loadRequests(ctx context.Context) error {
 		}
 	}
 	if err := s.eachSiteSpec(ctx, func(name string, spec protocol.SiteSpec) {
-		s.pack.Site(name, site.Capacity(spec))
+		s.pack.Site(name, wire.SiteCapacity(spec))
 	}); err != nil {
 		return err
 	}

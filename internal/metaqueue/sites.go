@@ -7,7 +7,7 @@ import (
 
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/internal/resource"
-	"github.com/mq-hpc/mq/internal/site"
+	"github.com/mq-hpc/mq/internal/resource/wire"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -41,7 +41,7 @@ func (s *Store) AddSite(ctx context.Context, spec protocol.SiteSpec) error {
 			s.data.Bump()
 		}
 		s.ledger.SetPrice(spec.Name, spec.Price)
-		s.pack.Site(spec.Name, site.Capacity(spec))
+		s.pack.Site(spec.Name, wire.SiteCapacity(spec))
 		return nil
 	})
 }
@@ -64,7 +64,7 @@ func (s *Store) UpdateSite(ctx context.Context, spec protocol.SiteSpec) error {
 			return protocol.Errorf(protocol.CodeNotFound, "no site %s", spec.Name)
 		}
 		s.ledger.SetPrice(spec.Name, spec.Price)
-		s.pack.Site(spec.Name, site.Capacity(spec))
+		s.pack.Site(spec.Name, wire.SiteCapacity(spec))
 		return nil
 	})
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/internal/resource"
+	"github.com/mq-hpc/mq/internal/resource/wire"
 	"github.com/mq-hpc/mq/internal/shellwords"
 	"github.com/mq-hpc/mq/internal/site/batch"
 	"github.com/mq-hpc/mq/protocol"
@@ -198,25 +199,7 @@ func validResources(s *protocol.SiteSpec) error {
 }
 
 // ParseResources reads a site's named amounts, "NAME=N,NAME=N".
-func ParseResources(s string) (map[string]int, error) {
-	if s == "" {
-		return nil, nil
-	}
-	var r resource.Request
-	for _, kv := range strings.Split(s, ",") {
-		if err := r.AddNamed(kv); err != nil {
-			return nil, fmt.Errorf("--resource: %v", err)
-		}
-		name, _, _ := strings.Cut(kv, "=")
-		if len(name) > protocol.MaxNamedBytes {
-			return nil, fmt.Errorf("--resource %s: a name has at most %d characters", protocol.Printable(name), protocol.MaxNamedBytes)
-		}
-	}
-	if len(r.Named) > protocol.MaxNamed {
-		return nil, fmt.Errorf("--resource: %d names; at most %d", len(r.Named), protocol.MaxNamed)
-	}
-	return r.Named, nil
-}
+func ParseResources(s string) (map[string]int, error) { return wire.SiteResources(s) }
 
 // FormatResources writes named amounts as SiteSpec.Resources keeps them:
 // "NAME=N,NAME=N", by name.
@@ -235,14 +218,7 @@ func FormatResources(named map[string]int) string {
 // Capacity is what each of a site's placeholders asks for: its cores
 // (Slots), memory, GPUs (ids 0..N-1 until the placeholder detects its
 // own) and named amounts.
-func Capacity(s protocol.SiteSpec) resource.Capacity {
-	named, _ := ParseResources(s.Resources) // checked by Validate
-	c := resource.Capacity{CPUs: s.Slots, Mem: s.Mem, Named: named}
-	for i := range s.GPUs {
-		c.GPUIDs = append(c.GPUIDs, strconv.Itoa(i))
-	}
-	return c
-}
+func Capacity(s protocol.SiteSpec) resource.Capacity { return wire.SiteCapacity(s) }
 
 // AgentArgs are the agent's flags for what a placeholder of s asks for,
 // so that it offers no more than its site says (--gpus 0 included: GPUs

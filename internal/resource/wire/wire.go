@@ -7,6 +7,10 @@
 package wire
 
 import (
+	"fmt"
+	"strconv"
+	"strings"
+
 	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -49,4 +53,39 @@ func Request(r protocol.Resources) resource.Request {
 // Resources is r as the protocol carries a job's request.
 func Resources(r resource.Request) protocol.Resources {
 	return protocol.Resources{CPUs: r.CPUs, Mem: r.Mem, GPUs: r.GPUs, Named: r.Named, CPUsAuto: r.AutoCPUs, MemAuto: r.AutoMem}
+}
+
+// SiteResources parses a site's named amounts as SiteSpec.Resources keeps
+// them ("NAME=N,NAME=N"), with one-line errors.
+func SiteResources(s string) (map[string]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var r resource.Request
+	for _, kv := range strings.Split(s, ",") {
+		if err := r.AddNamed(kv); err != nil {
+			return nil, fmt.Errorf("--resource: %v", err)
+		}
+		name, _, _ := strings.Cut(kv, "=")
+		if len(name) > protocol.MaxNamedBytes {
+			return nil, fmt.Errorf("--resource %s: a name has at most %d characters", protocol.Printable(name), protocol.MaxNamedBytes)
+		}
+	}
+	if len(r.Named) > protocol.MaxNamed {
+		return nil, fmt.Errorf("--resource: %d names; at most %d", len(r.Named), protocol.MaxNamed)
+	}
+	return r.Named, nil
+}
+
+// SiteCapacity is what a site's placeholders are asked to hold: its
+// spec's cores, memory, GPUs (ids 0..n-1, as a batch system numbers a
+// job's) and named amounts. The CLS packs by it before a placeholder of
+// the site has said what it holds.
+func SiteCapacity(s protocol.SiteSpec) resource.Capacity {
+	named, _ := SiteResources(s.Resources) // checked when the site was added
+	c := resource.Capacity{CPUs: s.Slots, Mem: s.Mem, Named: named}
+	for i := range s.GPUs {
+		c.GPUIDs = append(c.GPUIDs, strconv.Itoa(i))
+	}
+	return c
 }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/metaqueue/packing"
-	"github.com/mq-hpc/mq/internal/resource/wire"
+	"github.com/mq-hpc/mq/internal/wire"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )

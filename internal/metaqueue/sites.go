@@ -7,7 +7,7 @@ import (
 
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/internal/resource"
-	"github.com/mq-hpc/mq/internal/resource/wire"
+	"github.com/mq-hpc/mq/internal/wire"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )

@@ -19,9 +19,9 @@ import (
 
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/internal/resource"
-	"github.com/mq-hpc/mq/internal/resource/wire"
 	"github.com/mq-hpc/mq/internal/shellwords"
 	"github.com/mq-hpc/mq/internal/site/batch"
+	"github.com/mq-hpc/mq/internal/wire"
 	"github.com/mq-hpc/mq/protocol"
 )
 

@@ -532,17 +532,19 @@ func (s *Store) matchParked() ([]*parkedNext, error) {
 
 // dispatch picks up to p.req.Free ready jobs for the placeholder, going
 // round the queues, and marks them Executing under a lease with one UPDATE.
+// picked is a job a request's dispatch chose, before its row is claimed.
+type picked struct {
+	id     int64
+	q      *queue
+	bundle int64
+	seq    int
+	ru     *run
+	grant  *protocol.Capacity // nil: none sent (one core, as before)
+}
+
 func (s *Store) dispatch(p *parkedNext) error {
 	if len(s.qlist) == 0 || p.req.Free <= len(p.reply.Jobs) {
 		return nil
-	}
-	type picked struct {
-		id     int64
-		q      *queue
-		bundle int64
-		seq    int
-		ru     *run
-		grant  *protocol.Capacity // nil: none sent (one core, as before)
 	}
 	var picks []picked
 	// Economics needs the asking placeholder's site (its price, the
@@ -614,6 +616,12 @@ func (s *Store) dispatch(p *parkedNext) error {
 		}
 		return s.dispatchCopy(p, id, q)
 	}
+	return s.handOut(p, picks, now)
+}
+
+// handOut claims the rows of the jobs picked for p and puts their
+// assignments in p's reply.
+func (s *Store) handOut(p *parkedNext, picks []picked, now time.Time) error {
 	if err := s.begin(); err != nil {
 		return err
 	}

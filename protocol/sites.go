@@ -1,5 +1,9 @@
 package protocol
 
+// LocalSite is the site name of the CLS's own placeholders, on the CLS
+// host (cls serve --local).
+const LocalSite = "local"
+
 // SiteSpec is a site's settings, as `cls site add` gives them.
 type SiteSpec struct {
 	Name       string  `json:"name"`

@@ -245,10 +245,6 @@ func TestQueriesNamed(t *testing.T) {
 	}
 }
 
-// featureFiles are core files exempt from TestNoSQLInCoreGo while their
-// SQL moves into a module: none now.
-var featureFiles = []string{}
-
 // TestNoSQLInCoreGo keeps the core's SQL in its .sql files: no string in
 // a core Go file holds a statement. Builders keep clauses (WHERE, AND,
 // ORDER BY, LIMIT) and migrate.go its DDL (ALTER TABLE of a migration's
@@ -261,9 +257,6 @@ func TestNoSQLInCoreGo(t *testing.T) {
 	fset, files := goFiles(t)
 	checked := 0
 	for name, f := range files {
-		if slices.Contains(featureFiles, name) {
-			continue
-		}
 		checked++
 		ast.Inspect(f, func(n ast.Node) bool {
 			lit, ok := n.(*ast.BasicLit)

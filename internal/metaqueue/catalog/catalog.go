@@ -29,7 +29,7 @@ var catalogSQL string
 var queries = sqlfile.MustParse("catalog.sql", catalogSQL)
 
 // LocalSite is the site of the CLS's own placeholders, on the CLS host.
-const LocalSite = "local"
+const LocalSite = protocol.LocalSite
 
 // Place is where a file can be: a site, and a host at sites whose nodes
 // share no filesystem ("" otherwise). The CLS host is Place{Site: LocalSite}.

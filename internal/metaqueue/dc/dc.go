@@ -47,7 +47,7 @@ type Querier interface {
 // too). Files there are located per host; at other sites per site (a
 // cluster shares its file system), but per host at sites whose nodes
 // share none (node-local).
-const LocalSite = "local"
+const LocalSite = protocol.LocalSite
 
 // Redecide is the longest a "wait" stands without being decided again: a
 // waiting job's queue-time term grows, so it cannot wait forever.

@@ -99,21 +99,25 @@ func trust(ctx context.Context) {
 // LimitListener bounds the connections ln's server holds at once to max
 // (DefaultMaxConns when 0). At the bound Accept waits (newcomers wait in
 // the kernel's backlog, holding no descriptor of ours) until one closes,
-// or until the oldest connection that has made no authorized request is
-// older than DefaultConnGrace, which is then closed to make room: a
-// flood of connections without the token cannot lock the owner out for
-// longer than it keeps opening new ones.
+// or until a connection that has made no authorized request is past its
+// grace, which is then closed to make room: a flood of connections
+// without the token cannot lock the owner out for longer than it keeps
+// opening new ones. A silent connection (it has sent nothing) has
+// DefaultConnGrace; one that has sent bytes has readHeaderTimeout, the
+// time its request has to arrive anyway, so the owner's request that
+// waited behind a flood in the backlog is not closed before a busy
+// server has read it.
 func LimitListener(ln net.Listener, max int) net.Listener {
 	if max <= 0 {
 		max = DefaultMaxConns
 	}
-	return &limitListener{Listener: ln, max: max, grace: DefaultConnGrace}
+	return &limitListener{Listener: ln, max: max, grace: DefaultConnGrace, talkGrace: readHeaderTimeout}
 }
 
 type limitListener struct {
 	net.Listener
-	max   int
-	grace time.Duration
+	max              int
+	grace, talkGrace time.Duration
 
 	mu    sync.Mutex
 	conns []*limitedConn // open, oldest first
@@ -127,7 +131,24 @@ type limitedConn struct {
 	l       *limitListener
 	since   time.Time
 	trusted atomic.Bool
+	spoke   atomic.Bool // the server has read a byte of it
 	once    sync.Once
+}
+
+func (c *limitedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 {
+		c.spoke.Store(true)
+	}
+	return n, err
+}
+
+// deadline is when c may be closed to make room for another connection.
+func (c *limitedConn) deadline() time.Time {
+	if c.spoke.Load() || unread(c.Conn) {
+		return c.since.Add(c.l.talkGrace)
+	}
+	return c.since.Add(c.l.grace)
 }
 
 func (c *limitedConn) Close() error {
@@ -176,19 +197,19 @@ func (l *limitListener) wait() error {
 			return nil
 		}
 		var old *limitedConn
-		for _, c := range l.conns {
-			if !c.trusted.Load() {
-				old = c
-				break
-			}
-		}
 		left := time.Hour // all trusted: wait for one to close
-		if old != nil {
-			if left = l.grace - time.Since(old.since); left <= 0 {
-				l.mu.Unlock()
-				old.Close() // its server goroutine fails and ends
+		for _, c := range l.conns {
+			if c.trusted.Load() {
 				continue
 			}
+			if d := time.Until(c.deadline()); d < left {
+				old, left = c, d
+			}
+		}
+		if old != nil && left <= 0 {
+			l.mu.Unlock()
+			old.Close() // its server goroutine fails and ends
+			continue
 		}
 		if l.freed == nil {
 			l.freed = make(chan struct{})

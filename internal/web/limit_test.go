@@ -265,3 +265,96 @@ func TestConnectionCap(t *testing.T) {
 		}
 	}
 }
+
+// At the bound, a connection that has sent bytes the server has not read
+// yet (the owner's request that waited in the backlog behind a flood) is
+// not closed at the silent grace; a silent one is.
+func TestConnectionGraceBySpeech(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		speaks bool
+		closed bool
+	}{
+		{"silent", false, true},
+		{"spoke", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			raw, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ln := LimitListener(raw, 1).(*limitListener)
+			ln.grace, ln.talkGrace = 50*time.Millisecond, time.Hour
+			defer ln.Close()
+			first, err := net.Dial("tcp", raw.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer first.Close()
+			if tc.speaks {
+				if _, err := first.Write([]byte("GET / HTTP/1.1\r\n")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			held, err := ln.Accept()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer held.Close()
+			if tc.speaks {
+				// The bytes are in the kernel before the listener looks.
+				deadline := time.Now().Add(time.Minute)
+				for !unread(held.(*limitedConn).Conn) {
+					if time.Now().After(deadline) {
+						t.Fatal("the first connection's bytes never arrived")
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+			second, err := net.Dial("tcp", raw.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer second.Close()
+			accepted := make(chan net.Conn, 1)
+			go func() {
+				if c, err := ln.Accept(); err == nil {
+					accepted <- c
+				}
+			}()
+			if tc.closed {
+				select {
+				case c := <-accepted:
+					c.Close()
+				case <-time.After(time.Minute):
+					t.Fatal("the silent connection was never closed to make room")
+				}
+				return
+			}
+			// The speaking connection keeps its place: the listener is
+			// waiting on its hour-long grace, not on the 50 ms one.
+			deadline := time.Now().Add(time.Minute)
+			for {
+				ln.mu.Lock()
+				waiting := ln.freed != nil
+				ln.mu.Unlock()
+				if waiting {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the second Accept never waited")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			time.Sleep(200 * time.Millisecond) // four silent graces
+			select {
+			case c := <-accepted:
+				c.Close()
+				t.Fatal("the connection that spoke was closed at the silent grace")
+			default:
+			}
+		})
+	}
+}

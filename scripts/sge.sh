@@ -54,6 +54,16 @@ if ! qconf -sq all.q >/dev/null 2>&1; then
 	qconf -Aq /tmp/mq-all.q >/dev/null
 	rm -f /tmp/mq-all.q
 fi
+# The parallel environment placeholders of several cores ask for (cls
+# site add --cpus N; "smp" is mq's default --pe): all slots on one host.
+if ! qconf -sp smp >/dev/null 2>&1; then
+	printf '%s\n' 'pe_name smp' 'slots 999' 'user_lists NONE' 'xuser_lists NONE' 'start_proc_args NONE' \
+		'stop_proc_args NONE' 'allocation_rule $pe_slots' 'control_slaves FALSE' 'job_is_first_task TRUE' \
+		'urgency_slots min' 'accounting_summary FALSE' 'qsort_args NONE' >/tmp/mq-smp.pe
+	qconf -Ap /tmp/mq-smp.pe >/dev/null
+	rm -f /tmp/mq-smp.pe
+fi
+qconf -sq all.q | grep '^pe_list' | grep -qw smp || qconf -mattr queue pe_list smp all.q >/dev/null
 if ! qconf -ssconf | grep -q '^schedule_interval .*0:0:1$'; then
 	qconf -ssconf | sed -e 's/^schedule_interval .*/schedule_interval 0:0:1/' -e 's/^flush_submit_sec .*/flush_submit_sec 1/' \
 		-e 's/^flush_finish_sec .*/flush_finish_sec 1/' >/tmp/mq-sched.conf

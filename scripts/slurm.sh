@@ -59,7 +59,7 @@ SlurmctldPidFile=/run/slurmctld.pid
 SlurmdPidFile=/run/slurmd.pid
 SlurmctldLogFile=/var/log/slurm/slurmctld.log
 SlurmdLogFile=/var/log/slurm/slurmd.log
-NodeName=$H CPUs=2 State=UNKNOWN
+NodeName=$H CPUs=2 RealMemory=4096 State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOC
 if ! cmp -s "$conf" /etc/slurm/slurm.conf; then

@@ -147,3 +147,121 @@ func usageLine(a protocol.Accounting, ended bool) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// useSums compares what each category's jobs (queue and target, the
+// category --cpus auto and --mem auto learn from) asked for with what
+// their attempts used: the cores left idle and the memory asked but never
+// touched are what a smaller request would give back to other jobs.
+type useSums struct {
+	asked bool // some job of the listing asked for resources
+	order []useKey
+	by    map[useKey]*catUse
+}
+
+type useKey struct{ queue, target string }
+
+type catUse struct {
+	runs                 int     // attempts that ran to an end and were measured
+	cpu, elapsed, coreS  float64 // their CPU seconds, wall seconds, cores asked x wall seconds
+	minCPUs, maxCPUs     int
+	cpusAuto, memAuto    bool
+	minMem, maxMem, peak int64 // memory asked (bytes), the largest max RSS
+}
+
+func (s *useSums) add(j protocol.JobInfo) {
+	r := j.Resources
+	if r.CPUs > 0 || r.CPUsAuto || r.Mem > 0 || r.MemAuto || r.GPUs > 0 || len(r.Named) > 0 {
+		s.asked = true
+	}
+	if s.by == nil {
+		s.by = map[useKey]*catUse{}
+	}
+	k := useKey{j.Queue, j.Target}
+	u := s.by[k]
+	if u == nil {
+		u = &catUse{minCPUs: -1, minMem: -1}
+		s.by[k] = u
+		s.order = append(s.order, k)
+	}
+	cpus := max(r.CPUs, 1)
+	if u.minCPUs < 0 || cpus < u.minCPUs {
+		u.minCPUs = cpus
+	}
+	u.maxCPUs = max(u.maxCPUs, cpus)
+	if u.minMem < 0 || r.Mem < u.minMem {
+		u.minMem = r.Mem
+	}
+	u.maxMem = max(u.maxMem, r.Mem)
+	u.cpusAuto = u.cpusAuto || r.CPUsAuto
+	u.memAuto = u.memAuto || r.MemAuto
+	used := func(finished string, a protocol.Accounting) {
+		if finished == "" || !a.Measured() {
+			return
+		}
+		u.runs++
+		u.cpu += a.CPUUser + a.CPUSys
+		u.elapsed += a.Elapsed
+		u.coreS += float64(cpus) * a.Elapsed
+		u.peak = max(u.peak, a.MaxRSS)
+	}
+	used(j.Finished, j.Accounting)
+	for _, a := range j.Earlier {
+		used(a.Finished, a.Accounting)
+	}
+}
+
+// print writes the table when some job asked for resources: per
+// category, the cores asked and used on average while running, the
+// core-hours asked but idle, the memory asked and the largest max RSS.
+func (s *useSums) print(w io.Writer) {
+	if !s.asked {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
+	fmt.Fprintln(tw, "QUEUE\tTARGET\tRUNS\tREQCPUS\tCPUS_USED\tIDLE_CORE_H\tREQMEM\tMAXRSS\tMAXRSS/REQ")
+	keys := append([]useKey(nil), s.order...)
+	sort.Slice(keys, func(a, b int) bool {
+		if keys[a].queue != keys[b].queue {
+			return keys[a].queue < keys[b].queue
+		}
+		return keys[a].target < keys[b].target
+	})
+	for _, k := range keys {
+		u := s.by[k]
+		cpus := span(int64(u.minCPUs), int64(u.maxCPUs), u.cpusAuto, func(n int64) string { return fmt.Sprint(n) })
+		mem := span(u.minMem, u.maxMem, u.memAuto, func(n int64) string {
+			if n == 0 {
+				return "-"
+			}
+			return HumanBytes(n)
+		})
+		usedCPUs, idle, peak, ratio := "-", "-", "-", "-"
+		if u.runs > 0 {
+			if u.elapsed > 0 {
+				usedCPUs = fmt.Sprintf("%.2f", u.cpu/u.elapsed)
+			}
+			idle = fmt.Sprintf("%.3g", max(u.coreS-u.cpu, 0)/3600)
+			peak = HumanBytes(u.peak)
+			if u.maxMem > 0 {
+				ratio = fmt.Sprintf("%.0f%%", 100*float64(u.peak)/float64(u.maxMem))
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", protocol.Printable(k.queue), protocol.Printable(k.target),
+			u.runs, cpus, usedCPUs, idle, mem, peak, ratio)
+	}
+	tw.Flush()
+}
+
+// span shows a request shared by a category's jobs ("4"), or its range
+// ("2-8") when they differ, "auto" when learned.
+func span(lo, hi int64, auto bool, show func(int64) string) string {
+	switch {
+	case auto:
+		return "auto"
+	case lo == hi:
+		return show(lo)
+	default:
+		return show(lo) + "-" + show(hi)
+	}
+}

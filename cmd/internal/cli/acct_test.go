@@ -115,3 +115,62 @@ func TestShortTime(t *testing.T) {
 		}
 	}
 }
+
+// mqstat --acct adds a table of what each category (queue, target) asked
+// for against what its attempts used, when some job asked for resources.
+func TestMqstatAcctRequestedVsUsed(t *testing.T) {
+	t.Parallel()
+	zero := 0
+	at := time.Date(2020, 3, 4, 5, 6, 7, 0, time.Local).Format(time.RFC3339Nano)
+	ran := func(id int64, target string, r protocol.Resources, elapsed, cpu float64, rss int64, earlier ...protocol.AttemptInfo) protocol.JobInfo {
+		return protocol.JobInfo{ID: id, Queue: "q", Target: target, State: "D", Started: at, Finished: at, Exit: &zero, Resources: r,
+			Accounting: protocol.Accounting{Elapsed: elapsed, Usage: protocol.Usage{CPUUser: cpu, MaxRSS: rss}}, Earlier: earlier}
+	}
+	killed := protocol.AttemptInfo{Attempt: 1, Started: at, Finished: at,
+		Accounting: protocol.Accounting{Elapsed: 3600, Usage: protocol.Usage{CPUUser: 3600, MaxRSS: 9 << 30}}}
+	for _, tc := range []struct {
+		name string
+		jobs []protocol.JobInfo
+		want [][]string // the table's rows after its header; nil: no table
+	}{
+		{"nothing asked", []protocol.JobInfo{ran(1, "a", protocol.Resources{}, 10, 10, 1<<20)}, nil},
+		{"cores and memory", []protocol.JobInfo{
+			// 4 cores asked, 2 used for an hour each: 2 idle core-hours a job.
+			ran(1, "blast", protocol.Resources{CPUs: 4, Mem: 8 << 30}, 3600, 7200, 2<<30),
+			ran(2, "blast", protocol.Resources{CPUs: 4, Mem: 8 << 30}, 3600, 7200, 4<<30),
+			// An earlier attempt over its memory counts as a run too.
+			ran(3, "asm", protocol.Resources{CPUs: 2, Mem: 16 << 30, MemAuto: false}, 3600, 7200, 12<<30, killed),
+			ran(4, "parse", protocol.Resources{CPUsAuto: true}, 360, 36, 1<<20),
+			{ID: 5, Queue: "q", Target: "parse", State: "Q", Resources: protocol.Resources{CPUs: 8}},
+		}, [][]string{
+			{"q", "asm", "2", "2", "1.50", "1", "16", "GiB", "12", "GiB", "75%"},
+			{"q", "blast", "2", "4", "2.00", "4", "8", "GiB", "4", "GiB", "50%"},
+			{"q", "parse", "1", "auto", "0.10", "0.09", "-", "1", "MiB", "-"},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var u useSums
+			for _, j := range tc.jobs {
+				u.add(j)
+			}
+			var b strings.Builder
+			u.print(&b)
+			if tc.want == nil {
+				if b.Len() != 0 {
+					t.Fatalf("a table without requests:\n%s", b.String())
+				}
+				return
+			}
+			lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+			if len(lines) != len(tc.want)+1 || !strings.HasPrefix(lines[0], "QUEUE") {
+				t.Fatalf("table:\n%s", b.String())
+			}
+			for i, w := range tc.want {
+				if got := strings.Fields(lines[i+1]); strings.Join(got, " ") != strings.Join(w, " ") {
+					t.Errorf("row %d: %q, want %q", i, got, w)
+				}
+			}
+		})
+	}
+}

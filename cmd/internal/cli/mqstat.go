@@ -220,6 +220,7 @@ func mqstatList(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 	asJSON := c.Bool("json")
 	acct := c.Bool("acct")
 	var sums acctSums
+	var use useSums
 	st.Earlier = acct
 	// The table shows a job array as one line; --json, --acct and
 	// --array list every member.
@@ -272,6 +273,7 @@ func mqstatList(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 			if acct {
 				printAcct(tw, j, now)
 				sums.add(j)
+				use.add(j)
 				continue
 			}
 			for len(arrs) > 0 && arrs[0].First < j.ID {
@@ -302,6 +304,7 @@ func mqstatList(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 	if acct && !asJSON {
 		fmt.Fprintln(w)
 		sums.print(w)
+		use.print(w)
 	}
 	return nil
 }

@@ -361,6 +361,9 @@ type AttemptInfo struct {
 	StdoutCopy string `json:"stdout_copy,omitempty"`
 	StderrCopy string `json:"stderr_copy,omitempty"`
 	OutputLost string `json:"output_lost,omitempty"`
+	// Command is the command the attempt ran when a rerun gave the job
+	// another since (mqsub --rerun ID --command); "" when it is the job's.
+	Command string `json:"command,omitempty"`
 	Accounting
 }
 

@@ -136,8 +136,8 @@ var (
 		Doc: "counts jobs per queue and state"})
 	OpDelete = op[Select, ActionReply](Spec{Name: "delete", Role: RoleUser, Durable: true,
 		Doc: "deletes jobs (running ones are killed)"})
-	OpRerun = op[Select, ActionReply](Spec{Name: "rerun", Role: RoleUser, Durable: true,
-		Doc: "runs ended jobs again"})
+	OpRerun = op[Rerun, ActionReply](Spec{Name: "rerun", Role: RoleUser, Durable: true,
+		Doc: "runs ended jobs again (one of them with a new command)"})
 	OpHold = op[Select, ActionReply](Spec{Name: "hold", Role: RoleUser, Durable: true,
 		Doc: "holds waiting or queued jobs: they do not run until released"})
 	OpRelease = op[Select, ActionReply](Spec{Name: "release", Role: RoleUser, Durable: true,

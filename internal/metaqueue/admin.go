@@ -350,6 +350,17 @@ func (s *Store) Delete(ctx context.Context, sel protocol.Select) (protocol.Actio
 // their prerequisites allow, with a fresh attempt budget. Jobs Blocked by
 // them follow by themselves.
 func (s *Store) Rerun(ctx context.Context, sel protocol.Select) (protocol.ActionReply, error) {
+	return s.RerunWith(ctx, protocol.Rerun{Select: sel})
+}
+
+// RerunWith is Rerun; a request with a new command gives it to the one
+// job it names (mqsub --rerun ID --command CMD).
+func (s *Store) RerunWith(ctx context.Context, req protocol.Rerun) (protocol.ActionReply, error) {
+	sel := req.Select
+	command, err := req.NewCommand()
+	if err != nil {
+		return protocol.ActionReply{}, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+	}
 	check := func(id int64) (string, error) {
 		if j, live := s.g.Node(id); live {
 			if j.State == job.Blocked {
@@ -393,7 +404,7 @@ func (s *Store) Rerun(ctx context.Context, sel protocol.Select) (protocol.Action
 		if err := s.begin(); err != nil {
 			return err
 		}
-		return s.rerun(id, dag.Node{Target: dag.TargetID(sj.target), Queue: sj.queue, Est: float32(sj.est), Prereqs: prereqs}, sj.state)
+		return s.rerun(id, dag.Node{Target: dag.TargetID(sj.target), Queue: sj.queue, Est: float32(sj.est), Prereqs: prereqs}, sj.state, command)
 	}
 	return s.actOnSelected(ctx, sel, "DFX", check, apply)
 }

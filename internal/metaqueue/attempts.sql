@@ -15,11 +15,17 @@ SELECT id, coalesce(row_attempt, attempts), placeholder_id, started, finished, e
 	cpu_user, cpu_sys, max_rss
 FROM jobs WHERE id = ? AND attempts > 0;
 
+-- name: KeepCommand
+-- A rerun with a new command keeps the old one with the attempt it ran
+-- (after KeepAttempt, before the row is reset).
+UPDATE attempts SET command = (SELECT command FROM jobs WHERE id = ?1), reason = reason || ' with a new command'
+WHERE job_id = ?1 AND attempt = (SELECT coalesce(row_attempt, attempts) FROM jobs WHERE id = ?1);
+
 -- name: History
 -- A job's earlier attempts, oldest first, with what each cost.
 SELECT a.attempt, coalesce(p.site, ''), coalesce(p.host, ''), a.started, a.finished, a.exit, a.reason,
 	coalesce(p.out_dir, ''), a.cpu_user, a.cpu_sys, a.max_rss,
-	(SELECT c.cost FROM charges c WHERE c.job_id = a.job_id AND c.attempt = a.attempt)
+	(SELECT c.cost FROM charges c WHERE c.job_id = a.job_id AND c.attempt = a.attempt), coalesce(a.command, '')
 FROM attempts a LEFT JOIN placeholders p ON p.id = a.placeholder_id
 WHERE a.job_id = ? ORDER BY a.attempt;
 

@@ -34,6 +34,9 @@ UPDATE jobs SET state = ?, attempt_base = attempts, row_attempt = NULL, placehol
 	finished = NULL, exit = NULL, reason = NULL, cpu_user = NULL, cpu_sys = NULL, max_rss = NULL
 WHERE id = ?;
 
+-- name: SetCommand
+UPDATE jobs SET command = ? WHERE id = ?;
+
 -- name: Delete
 UPDATE jobs SET state = 'X', finished = ?, reason = ? WHERE id = ?;
 

@@ -283,9 +283,19 @@ func (s *Store) deleteJob(id int64, reason string) error {
 // rerun brings ended job id back into the graph as n (it was in state
 // was) with a fresh attempt budget; the attempt it replaces goes to the
 // history first, and its files are loaded again before it can be ready.
-func (s *Store) rerun(id int64, n dag.Node, was job.State) error {
+// A command other than "" replaces the job's (mending it in place: same
+// id, target and dependents); the old one stays with the attempt it ran.
+func (s *Store) rerun(id int64, n dag.Node, was job.State, command string) error {
 	if _, err := s.stmts.keepAttempt.Exec(id); err != nil {
 		return fatalError{err}
+	}
+	if command != "" {
+		if _, err := s.stmts.keepCommand.Exec(id); err != nil {
+			return fatalError{err}
+		}
+		if _, err := s.stmts.setCommand.Exec(command, id); err != nil {
+			return fatalError{err}
+		}
 	}
 	if err := s.revivePriority(id); err != nil {
 		return err

@@ -64,6 +64,8 @@ func migrations() ([]migration, error) {
 			m.before = addPlanTimeline
 		case 21:
 			m.before = allowHeld
+		case 23:
+			m.before = addAttemptCommand
 		}
 		out = append(out, m)
 	}
@@ -178,6 +180,12 @@ func addPlanTimeline(ctx context.Context, w *sql.Conn) error {
 		{"job_plans", "ready_s REAL"},
 		{"job_plans", "slot INTEGER"},
 	})
+}
+
+// addAttemptCommand adds attempts.command (version 23), unless a
+// database that ran the step before has it.
+func addAttemptCommand(ctx context.Context, w *sql.Conn) error {
+	return addColumns(ctx, w, [][2]string{{"attempts", "command TEXT"}})
 }
 
 // addReplication adds the job replication columns (version 14), each

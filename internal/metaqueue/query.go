@@ -388,7 +388,7 @@ func (s *Store) history(ctx context.Context, db querier, id int64, lost map[int]
 		var started, finished, exit sql.NullInt64
 		var outDir string
 		var use usageCols
-		if err := rows.Scan(&a.Attempt, &a.Site, &a.Host, &started, &finished, &exit, &a.Reason, &outDir, &use.user, &use.sys, &use.rss, &use.cost); err != nil {
+		if err := rows.Scan(&a.Attempt, &a.Site, &a.Host, &started, &finished, &exit, &a.Reason, &outDir, &use.user, &use.sys, &use.rss, &use.cost, &a.Command); err != nil {
 			return nil, err
 		}
 		a.Started, a.Finished = formatMicros(started), formatMicros(finished)

@@ -14,7 +14,7 @@ type stmts struct {
 	insEnv, insResources, insJob, insJobs, insPrereq, insPrereqs, insTargets, insQueue *sql.Stmt
 	setState, finish, history, requeue, unclaim, rerun                                 *sql.Stmt
 	insPlaceholder, touchPlaceholder, jobRow, jobPrereqs                               *sql.Stmt
-	jobEnd, keepAttempt, insFile                                                       *sql.Stmt
+	jobEnd, keepAttempt, keepCommand, setCommand, insFile                              *sql.Stmt
 	all                                                                                []*sql.Stmt
 	dispatchBy                                                                         map[int]*sql.Stmt
 }
@@ -64,6 +64,8 @@ func (st *stmts) prepare(ctx context.Context, c *sql.Conn) error {
 		{&st.insResources, "InsertResources", jobsSQL.Get("InsertResources")},
 		{&st.insFile, "InsertFile", jobsSQL.Get("InsertFile")},
 		{&st.keepAttempt, "KeepAttempt", attemptsSQL.Get("KeepAttempt")},
+		{&st.keepCommand, "KeepCommand", attemptsSQL.Get("KeepCommand")},
+		{&st.setCommand, "SetCommand", jobsSQL.Get("SetCommand")},
 	} {
 		s, err := c.PrepareContext(ctx, p.sql)
 		if err != nil {

@@ -81,8 +81,8 @@ var builtin = routeTable(
 	handle(protocol.OpRelease, func(ctx context.Context, c *conn, b protocol.Select) (protocol.ActionReply, error) {
 		return c.s.Store.Release(ctx, b)
 	}),
-	handle(protocol.OpRerun, func(ctx context.Context, c *conn, b protocol.Select) (protocol.ActionReply, error) {
-		return c.s.Store.Rerun(ctx, b)
+	handle(protocol.OpRerun, func(ctx context.Context, c *conn, b protocol.Rerun) (protocol.ActionReply, error) {
+		return c.s.Store.RerunWith(ctx, b)
 	}),
 	handle(protocol.OpWait, func(ctx context.Context, c *conn, b protocol.Wait) (protocol.WaitReply, error) {
 		return c.s.Store.WaitFor(ctx, b)

@@ -667,6 +667,9 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 		if a.OutputLost != "" {
 			line += "; output lost: " + a.OutputLost
 		}
+		if a.Command != "" {
+			line += "; it ran: " + protocol.ClipText(a.Command, 200)
+		}
 		p(fmt.Sprintf("attempt %d", a.Attempt), line)
 	}
 	for _, a := range d.Copies {

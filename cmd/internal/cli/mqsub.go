@@ -36,6 +36,7 @@ func Mqsub(env Env) *cli.App {
    mqsub -f FILE [-v NAME=VALUE]...   (one JSON job per line; - reads stdin)
    mqsub --wfformat TRACE [--time-scale X] [--size-scale Y] [--target-prefix P] [-p PREREQ] [-q QUEUE]
    mqsub --rerun [-Q] ID... | FIRST-LAST
+   mqsub --rerun ID --command CMD
    mqsub --rerun [-q QUEUE] [-t TARGET] [-s STATES] [--all] [-Q]`
 	app.Description = `Adds a job to TARGET and prints its id. The job runs once every job of each
 prerequisite target is done. Several COMMAND words are joined with spaces; the
@@ -80,6 +81,7 @@ func mqsubFlags() []cli.Flag {
 		&cli.StringFlag{Name: "s", Aliases: []string{"states"}, Usage: "with --rerun: only jobs in these states, e.g. F"},
 		&cli.BoolFlag{Name: "all", Usage: "with --rerun: every ended job (in the states -s gives)"},
 		&cli.BoolFlag{Name: "Q", Aliases: []string{"quiet"}, Usage: "with --rerun: print nothing but errors"},
+		&cli.StringFlag{Name: "command", Usage: "with --rerun ID: the job runs `CMD` instead of its own command (mending a failed job in place: its dependents then run after it)"},
 		&cli.GenericFlag{Name: "v", Aliases: []string{"env"}, Value: &envList{}, Usage: "set `NAME=VALUE` in the job's environment (repeat); with -f, every job's, unless its line's \"env\" sets NAME"},
 		&cli.BoolFlag{Name: "no-replicate", Usage: "never run the job as more than one attempt at once (queues that copy running jobs: sa, wqr, --max-copies); in a file, \"no_replicate\": true"},
 		// -H is sbatch's: -h is help in every mq command.
@@ -182,9 +184,9 @@ func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
 		}
 		return Usagef("-t is only for --rerun; the target is the first argument")
 	}
-	for _, f := range []string{"s", "all", "Q"} {
+	for _, f := range []string{"s", "all", "Q", "command"} {
 		if c.IsSet(f) {
-			return Usagef("%s is only for --rerun", map[string]string{"s": "-s", "all": "--all", "Q": "-Q"}[f])
+			return Usagef("%s is only for --rerun", map[string]string{"s": "-s", "all": "--all", "Q": "-Q", "command": "--command"}[f])
 		}
 	}
 	if c.NArg() < 1 {
@@ -620,12 +622,25 @@ func mqsubRerun(c *cli.Context, env Env) error {
 	if err != nil {
 		return err
 	}
+	req := protocol.Rerun{Select: sel}
+	if c.IsSet("command") {
+		if len(sel.IDs) != 1 || sel.First != 0 || sel.Queue != "" || sel.Target != "" || sel.States != "" || sel.All {
+			return Usagef("--command reruns one job: name it by its id (mqsub --rerun ID --command CMD)")
+		}
+		if c.String("command") == "" {
+			return Usagef("--command: the new command is empty")
+		}
+		req.Command, req.CommandBytes = protocol.WireCommand(c.String("command"))
+		if _, err := req.NewCommand(); err != nil {
+			return Usagef("--command: %v", err)
+		}
+	}
 	cl, err := Dial(c.Context, env, "mqsub")
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	reply, err := client.Do(c.Context, cl, protocol.OpRerun, sel)
+	reply, err := client.Do(c.Context, cl, protocol.OpRerun, req)
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@
 #          ratio = wait / fair share; the max and the 99th percentile are
 #          printed, with the worst job and the ratio's max per size.
 #
-# Targets (issue 30): util >= 0.90, max ratio <= 3.
+# Targets: util >= 0.90, max ratio <= 3.
 #
 # Usage: scripts/bench-mixed.sh            (2,000 jobs, 1-3 min on a quiet machine)
 #        MIXED_JOBS=400 scripts/bench-mixed.sh

@@ -50,6 +50,11 @@ if ! [[ $JOBS =~ ^[1-9][0-9]*$ && $PH =~ ^[1-9][0-9]*$ && $CORES =~ ^[1-9][0-9]*
 	echo "bench-mixed: MIXED_JOBS and MIXED_PH must be positive integers, MIXED_CORES at least 8" >&2
 	exit 2
 fi
+num='^[0-9]+([.][0-9]+)?$'
+if ! [[ $MIN_S =~ $num && $MAX_S =~ $num && $FLOOR_S =~ $num && $SEED =~ ^[0-9]+$ ]] || [ "$(echo "$MIN_S <= $MAX_S && $FLOOR_S > 0" | bc)" != 1 ]; then
+	echo "bench-mixed: MIXED_MIN_S <= MIXED_MAX_S and MIXED_FLOOR_S > 0 must be seconds, MIXED_SEED an integer" >&2
+	exit 2
+fi
 command -v python3 >/dev/null || { echo "bench-mixed: python3 is needed for the figures" >&2; exit 1; }
 
 WORK=$(mktemp -d /tmp/mqmixed.XXXXXX) # short: MQ_HOME holds a Unix socket

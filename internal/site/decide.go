@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 	"time"
+
+	"github.com/mq-hpc/mq/internal/metaqueue/packing"
 )
 
 // Counts is what the provisioner knows about a site at one moment.
@@ -14,8 +16,14 @@ type Counts struct {
 	// (their estimate fits its walltime); Executing is how many jobs its
 	// placeholders run now.
 	Ready, Executing int
-	Slots            int // jobs one placeholder runs at once
-	Min, Max         int
+	// ReadyNeed and ExecutingNeed are the same jobs measured against the
+	// site's placeholder shape (packing.Need: per resource, placeholders'
+	// worth of their cores, memory, GPUs and named amounts). Ready then
+	// counts only the jobs the shape holds. While neither Asks (every job
+	// one slot, or a Store that counts only jobs), Slots is the rule.
+	ReadyNeed, ExecutingNeed packing.Need
+	Slots                    int // jobs one placeholder runs at once
+	Min, Max                 int
 	// OldestQueued is the longest a placeholder still queued has waited;
 	// ThrottleAfter the wait that marks the site slow.
 	OldestQueued, ThrottleAfter time.Duration
@@ -51,6 +59,14 @@ type Decision struct {
 //     running placeholders elsewhere will not take at once, Slots per
 //     placeholder. Surplus queued placeholders are cancelled; running ones
 //     are never cancelled (they may hold jobs).
+//   - Jobs that ask for more than a slot (Shaped): the work warrants as
+//     many placeholders as its requests need at least, per resource the
+//     larger of their sum over the shape's amount and the jobs that take
+//     more than half of it, the largest over the resources
+//     (packing.Need.Whole) of the running jobs and of the share of the
+//     ready ones left to this site (Elsewhere taken off in proportion).
+//     Ready jobs the shape cannot hold were not counted: a site that can
+//     hold none of the ready jobs has no ready work.
 //   - Throttle: while a placeholder has waited in the batch queue longer
 //     than ThrottleAfter, keep just one queued (a probe, kept while there
 //     is any ready work: when it starts, the site is fast again), cancel
@@ -66,6 +82,13 @@ func Decide(c Counts) Decision {
 	slots := max(c.Slots, 1)
 	share := max(c.Ready-max(c.Elsewhere, 0), 0)
 	warranted := (share + max(c.Executing, 0) + slots - 1) / slots
+	if c.Shaped() {
+		left := 0.0
+		if c.Ready > 0 {
+			left = float64(share) / float64(c.Ready)
+		}
+		warranted = c.ReadyNeed.Scale(left).Plus(c.ExecutingNeed).Whole()
+	}
 	want := min(max(warranted, c.Min), c.Max)
 	have := c.Queued + c.Running
 	d := Decision{}
@@ -86,6 +109,10 @@ func Decide(c Counts) Decision {
 	}
 	return d
 }
+
+// Shaped reports whether some job counted asks for more than a slot:
+// Decide then counts placeholders by the jobs' requests, not by Slots.
+func (c Counts) Shaped() bool { return c.ReadyNeed.Asks || c.ExecutingNeed.Asks }
 
 // Started is a running placeholder as the connect check sees it.
 type Started struct {

@@ -8,7 +8,10 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/backoff"
+	"github.com/mq-hpc/mq/internal/metaqueue/packing"
+	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/internal/site/batch"
+	"github.com/mq-hpc/mq/internal/wire"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -102,6 +105,9 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 type siteWork struct {
 	spec             protocol.SiteSpec
 	ready, executing int
+	// readyNeed and execNeed measure the same jobs against the site's
+	// placeholder shape, when the Store can (shapedStore).
+	readyNeed, execNeed packing.Need
 	// want is the count a Provisioning plan holds, or -1: the site has
 	// no plan.
 	want int
@@ -133,8 +139,14 @@ func (m *Manager) workFor(ctx context.Context, ms *managed) (siteWork, error) {
 	m.mu.Unlock()
 	// Count far enough to see this site's share beyond what other sites take.
 	limit := w.spec.Max*w.spec.Slots + elsewhere + 1
+	walltime := AgentWalltime(protocol.Duration(w.spec.Walltime)).Seconds()
 	var err error
-	w.ready, w.executing, err = m.Store.SiteDemand(ctx, AgentWalltime(protocol.Duration(w.spec.Walltime)).Seconds(), phs, limit)
+	if ss, ok := m.Store.(shapedStore); ok {
+		w.readyNeed, w.execNeed, err = ss.SiteNeed(ctx, wire.SiteCapacity(w.spec), walltime, phs, limit)
+		w.ready, w.executing = min(w.readyNeed.Jobs, limit), w.execNeed.Jobs
+	} else {
+		w.ready, w.executing, err = m.Store.SiteDemand(ctx, walltime, phs, limit)
+	}
 	if err != nil {
 		return w, fmt.Errorf("metaqueue: %w", err)
 	}
@@ -147,6 +159,15 @@ func (m *Manager) workFor(ctx context.Context, ms *managed) (siteWork, error) {
 		return w, err
 	}
 	return w, nil
+}
+
+// shapedStore is a Store that measures the work against a site's
+// placeholder shape, what each placeholder is asked to hold (the
+// metaqueue's does): ready jobs the shape could never hold are not
+// counted, and the others say how many placeholders their cores, memory,
+// GPUs and named amounts need. A Store without it counts jobs as slots.
+type shapedStore interface {
+	SiteNeed(ctx context.Context, shape resource.Capacity, walltime float64, placeholders []int64, limit int) (ready, executing packing.Need, err error)
 }
 
 // observeLocked brings the site's placeholders up to date with the batch
@@ -226,7 +247,7 @@ func (m *Manager) stalledLocked(ms *managed, now time.Time, timeout time.Duratio
 // submit and which queued ones to cancel, and notes the site's state.
 func (m *Manager) decideLocked(ms *managed, w siteWork, acts *siteActions, now time.Time) {
 	spec := w.spec
-	c := Counts{Ready: w.ready, Executing: w.executing, Slots: spec.Slots, Min: spec.Min, Max: spec.Max, ThrottleAfter: m.throttleAfter(), Steady: spec.Embedded,
+	c := Counts{Ready: w.ready, Executing: w.executing, ReadyNeed: w.readyNeed, ExecutingNeed: w.execNeed, Slots: spec.Slots, Min: spec.Min, Max: spec.Max, ThrottleAfter: m.throttleAfter(), Steady: spec.Embedded,
 		Stalled: ms.stall != "" || len(acts.stalled) > 0}
 	var queued []string
 	for id, t := range ms.known {
@@ -346,9 +367,23 @@ func (m *Manager) elsewhereLocked(ms *managed) int {
 
 // supplyOf is how many ready jobs a site's placeholders will take at once:
 // the free slots of the running ones, no more than the ready jobs that fit
-// there (idle slots take nothing they cannot run). Queued ones do not
+// there (idle slots take nothing they cannot fit). Queued ones do not
 // count, at a fast site or a slow one: a batch queue gives no start time.
+// Work measured against the site's shape (Counts.Shaped) counts the
+// running placeholders' worth not taken by the jobs they run, at the
+// ready jobs' own count per placeholder's worth.
 func supplyOf(c Counts) int {
+	if c.Shaped() {
+		per := c.ReadyNeed.Placeholders()
+		if per <= 0 || c.Ready <= 0 {
+			return 0
+		}
+		free := float64(c.Running) - c.ExecutingNeed.Placeholders()
+		if free <= 0 {
+			return 0
+		}
+		return min(int(free*float64(c.Ready)/per), c.Ready)
+	}
 	free := max(c.Running*max(c.Slots, 1)-max(c.Executing, 0), 0)
 	return min(free, max(c.Ready, 0))
 }

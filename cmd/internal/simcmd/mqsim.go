@@ -125,8 +125,16 @@ func sweepFlags(c *cli.Context) (sim.Sweep, error) {
 	}); err != nil {
 		return s, err
 	}
-	if s.Networks, err = parseList(c, "network", sim.LoadPlatform); err != nil {
+	nets, err := parseList(c, "network", func(v string) (string, error) { return v, nil })
+	if err != nil {
 		return s, err
+	}
+	for _, n := range nets {
+		p, err := sim.LoadPlatform(n)
+		if err != nil {
+			return s, mqcli.Usagef("--network: %v", err)
+		}
+		s.Networks = append(s.Networks, p)
 	}
 	names := map[string]bool{}
 	for _, p := range s.Networks {

@@ -60,6 +60,8 @@ type Result struct {
 	// jobs over all the placeholders' cores, over the makespan (0 when not
 	// modelled).
 	CoreUtil float64
+	// Resources says the run modelled resources per job.
+	Resources bool
 }
 
 type phState struct {
@@ -170,6 +172,7 @@ func (m *model) simulate() (Result, error) {
 	m.res.DataAffinity = float64(m.localTask) / float64(m.allTasks)
 	m.res.MeanResponse = m.respSum / float64(runnable)
 	m.res.Events = m.c.fired
+	m.res.Resources = m.rs.on
 	if m.rs.on && m.res.Makespan > 0 {
 		m.res.CoreUtil = m.rs.busy / (float64(m.rs.cores) * m.res.Makespan)
 	}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"github.com/mq-hpc/mq/internal/metaqueue/packing"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/internal/resource"
+	"github.com/mq-hpc/mq/internal/wfformat"
 )
 
 // Resources per job. When a run models them (a placeholder capacity from
@@ -378,4 +380,60 @@ func MixedBag(seed uint64, n int) *Workload {
 		panic("sim: mixed bag: " + err.Error()) // a bug here, not bad input
 	}
 	return w
+}
+
+// TraceWorkload is a WfFormat trace as a workload: one job per task, in
+// one phase, running its measured runtime (its estimate), asking for its
+// cores (wfformat's Task.Cores: "cores", "coreCount"), after its parents.
+// A file a task writes appears where it ran; the others are outside.
+func TraceWorkload(tr *wfformat.Workflow) (*Workload, error) {
+	w := &Workload{}
+	files := map[string]int32{}
+	file := func(name string) int32 {
+		if f, ok := files[name]; ok {
+			return f
+		}
+		f := int32(len(w.Files))
+		files[name] = f
+		w.Files = append(w.Files, File{Name: name, Bytes: tr.FileSizes[name], Host: -1})
+		return f
+	}
+	index := make(map[string]int32, len(tr.Tasks))
+	for i, t := range tr.Tasks {
+		index[t.ID] = int32(i)
+	}
+	for _, t := range tr.Tasks {
+		job := WorkloadJob{Name: t.ID, Group: cmp.Or(t.Name, t.ID), Runtime: t.Runtime, Estimate: t.Runtime, Tasks: 1}
+		if t.Cores > 1 {
+			job.Request.CPUs = t.Cores
+		}
+		for _, p := range t.Parents {
+			if d, ok := index[p]; ok && !slices.Contains(job.deps, d) {
+				job.deps = append(job.deps, d)
+			}
+		}
+		w.Jobs = append(w.Jobs, job)
+	}
+	// Outputs first, so that an input a later task lists is known as
+	// written, whatever the order of the lists.
+	for i, t := range tr.Tasks {
+		for _, name := range t.Outputs {
+			f := file(name)
+			if slices.Contains(w.Jobs[i].Out, f) {
+				continue
+			}
+			w.Jobs[i].Out = append(w.Jobs[i].Out, f)
+		}
+	}
+	for i, t := range tr.Tasks {
+		for _, name := range t.Inputs {
+			if f := file(name); !slices.Contains(w.Jobs[i].In, f) && !slices.Contains(w.Jobs[i].Out, f) {
+				w.Jobs[i].In = append(w.Jobs[i].In, f)
+			}
+		}
+	}
+	if err := w.link(); err != nil {
+		return nil, fmt.Errorf("trace %q: %w", tr.Name, err)
+	}
+	return w, nil
 }

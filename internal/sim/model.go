@@ -177,7 +177,7 @@ func (m *model) simulate() (Result, error) {
 		m.res.CoreUtil = m.rs.busy / (float64(m.rs.cores) * m.res.Makespan)
 	}
 	if m.rs.nBlocked > 0 {
-		return m.res, fmt.Errorf("%w: %d of %d jobs: %s", ErrNeverRuns, m.rs.nBlocked, len(w.Jobs), m.rs.why)
+		return m.res, fmt.Errorf("%d of %d %w: %s", m.rs.nBlocked, len(w.Jobs), ErrNeverRuns, m.rs.why)
 	}
 	return m.res, nil
 }

@@ -398,12 +398,14 @@ func (m *model) staged(x int32) {
 // reply is handled.
 func (m *model) parkOrRun(ph int32) bool {
 	p := &m.phs[ph]
-	if p.wakeSeen != m.live.wakes && m.rs.on {
+	switch {
+	case p.wakeSeen == m.live.wakes:
+	case m.rs.on:
 		if p.got, _ = m.pick(ph, p.got[:0]); len(p.got) > 0 {
 			m.startAll(ph)
 			return true
 		}
-	} else if p.wakeSeen != m.live.wakes {
+	default:
 		if j, _ := m.chooseLive(ph); j >= 0 {
 			p.job = j
 			m.run(ph)

@@ -242,7 +242,7 @@ func TestMqsimResources(t *testing.T) {
 		t.Errorf("core_util without resources modelled:\n%s", out)
 	}
 	code, out, errOut := runMqsim(t, append(slices.Clone(common), "--workload", big, "--ph-cpus", "16", "--network", "lan")...)
-	if code == 0 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, `1 of 2 jobs: job "huge" needs 64 cores; the largest placeholder or site holds 16`) {
+	if code == 0 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, `1 of 2 jobs never ran: job "huge" needs 64 cores; the largest placeholder or site holds 16`) {
 		t.Errorf("a job larger than every placeholder: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }

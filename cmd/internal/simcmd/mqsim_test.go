@@ -246,3 +246,30 @@ func TestMqsimResources(t *testing.T) {
 		t.Errorf("a job larger than every placeholder: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
+
+// TestMqsimGolden: without resources modelled, mqsim prints the same bytes
+// as before resources per job existed (the files were written by that
+// mqsim), inline and live, tables and JSON.
+func TestMqsimGolden(t *testing.T) {
+	grid := []string{"--policy", "fcfs,sjf,cp,dc", "--placeholders", "2,8,32", "--network", "lan,wan"}
+	for _, tc := range []struct {
+		golden string
+		args   []string
+	}{
+		{"live.golden", append(slices.Clone(grid), "--staging", "live", "--seeds", "1", "--inflation", "100")},
+		{"inline.golden", append(slices.Clone(grid), "--seeds", "1-2", "--inflation", "1,100")},
+		{"live-json.golden", []string{"--json", "--staging", "live", "--policy", "fcfs,dc", "--placeholders", "2,8", "--network", "wan", "--seeds", "1", "--inflation", "100"}},
+	} {
+		want, err := os.ReadFile(filepath.Join("testdata", tc.golden))
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := runMqsim(t, tc.args...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", tc.golden, code, errOut)
+		}
+		if out != string(want) {
+			t.Errorf("mqsim %s differs from testdata/%s:\n%s", strings.Join(tc.args, " "), tc.golden, out)
+		}
+	}
+}

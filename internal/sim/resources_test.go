@@ -329,3 +329,49 @@ func clsDispatch(t *testing.T, c resource.Capacity, reqs []resource.Request) []i
 	slices.Sort(got)
 	return got
 }
+
+// TestWorkloadRequests: a workload's cpus, mem and gpus become the jobs'
+// requests, and a bad one is one line naming the job; a platform's hosts
+// are checked the same way.
+func TestWorkloadRequests(t *testing.T) {
+	t.Parallel()
+	w, err := ReadWorkload(strings.NewReader(`{"jobs":[{"name":"a","cpus":4,"mem":"8G","gpus":2},{"name":"b"},{"name":"c","cpus":1,"mem":"500M"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []resource.Request{{CPUs: 4, Mem: 8 * resource.GiB, GPUs: 2}, {}, {Mem: 500 * resource.MiB}}
+	for i, r := range want {
+		if got := w.Jobs[i].Request; got.String() != r.String() || got.CPUs != r.CPUs {
+			t.Errorf("job %d: request %v, want %v", i, got, r)
+		}
+	}
+	for _, tc := range []struct{ job, want string }{
+		{`"cpus":-1`, `job "a": cpus -1`},
+		{`"mem":"8X"`, `job "a": mem "8X"`},
+		{`"mem":"1e30"`, `job "a": mem "1e30"`},
+		{`"mem":"auto"`, `job "a": mem "auto"`},
+		{`"gpus":-1`, `job "a": gpus -1`},
+		{`"gpus":1000`, `job "a": gpus 1000`},
+		{`"cpus":1.5`, `cannot unmarshal number 1.5`},
+	} {
+		_, err := ReadWorkload(strings.NewReader(`{"jobs":[{"name":"a",` + tc.job + `}]}`))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: err %v, want one line with %q", tc.job, err, tc.want)
+		}
+	}
+	for _, tc := range []struct{ hosts, want string }{
+		{`[{"cpus":0}]`, "hosts[0]: capacity: 0 cpus"},
+		{`[{"cpus":4},{"cpus":2,"mem":"lots"}]`, `hosts[1]: memory "lots"`},
+		{`[{"cpus":4,"gpus":-1}]`, "hosts[0]: capacity: -1 GPUs"},
+	} {
+		_, err := ReadPlatform(strings.NewReader(`{"name":"p","hosts":` + tc.hosts + `}`))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("hosts %s: err %v, want %q", tc.hosts, err, tc.want)
+		}
+	}
+	// An auto request in a workload built in Go is refused by Run.
+	auto := bag(1, resource.Request{AutoCPUs: true})
+	if _, err := Run(auto, LAN, Config{Policy: "fcfs", Placeholders: 1}); err == nil || !strings.Contains(err.Error(), "auto sizes are not simulated") {
+		t.Errorf("auto request: %v", err)
+	}
+}

@@ -8,8 +8,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mq-hpc/mq/internal/metaqueue"
+	"github.com/mq-hpc/mq/internal/metaqueue/packing"
 	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -253,64 +255,100 @@ func TestStarvationBoundedSim(t *testing.T) {
 // TestSameFitDecision: for one capacity and one queue of requests, the
 // live CLS (a metaqueue Store asked by a placeholder of that capacity) and
 // the simulator (its model's pick for a placeholder of that capacity)
-// dispatch the same jobs: one fit rule, from the same code.
+// dispatch the same jobs, step after step as jobs end and time passes
+// (the starvation reservation included): one fit rule, from the same code.
 func TestSameFitDecision(t *testing.T) {
 	t.Parallel()
 	gib := resource.GiB
+	type step struct {
+		at   float64 // seconds after the first request
+		ends []int   // jobs (indexes into reqs) that ended since the last step
+		want []int   // the jobs dispatched now
+	}
 	for _, tc := range []struct {
-		name string
-		cap  resource.Capacity
-		reqs []resource.Request
+		name  string
+		cap   resource.Capacity
+		reqs  []resource.Request
+		steps []step
 	}{
-		{"8-core jobs", resource.Capacity{CPUs: 16}, repeat(cores(8), 3)},
-		{"mix", resource.Capacity{CPUs: 16}, append(append([]resource.Request{cores(8)}, repeat(cores(1), 9)...), cores(4))},
-		{"skips what does not fit", resource.Capacity{CPUs: 16}, []resource.Request{cores(12), cores(8), cores(4), cores(2), cores(1)}},
-		{"memory", resource.Capacity{CPUs: 16, Mem: 64 * gib}, []resource.Request{{CPUs: 8, Mem: 30 * gib}, {CPUs: 1, Mem: 40 * gib}, {CPUs: 2, Mem: 30 * gib}, {Mem: 8 * gib}}},
-		{"memory not known", resource.Capacity{CPUs: 4}, []resource.Request{{CPUs: 2, Mem: 300 * gib}, {CPUs: 1, Mem: 1 << 40}, {CPUs: 2}}},
-		{"GPUs", resource.Capacity{CPUs: 8, GPUIDs: []string{"0", "1"}}, []resource.Request{{GPUs: 1}, {CPUs: 4, GPUs: 2}, {CPUs: 2, GPUs: 1}, {GPUs: 1}, cores(2)}},
-		{"larger than the placeholder", resource.Capacity{CPUs: 4}, []resource.Request{cores(8), cores(3), cores(2), cores(1)}},
+		{"8-core jobs", resource.Capacity{CPUs: 16}, repeat(cores(8), 3), []step{
+			{0, nil, []int{0, 1}}, {10, []int{1}, []int{2}}}},
+		{"mix", resource.Capacity{CPUs: 16}, append(append([]resource.Request{cores(8)}, repeat(cores(1), 9)...), cores(4)), []step{
+			{0, nil, []int{0, 1, 2, 3, 4, 5, 6, 7, 8}}, {10, []int{0}, []int{9, 10}}}},
+		{"skips what does not fit", resource.Capacity{CPUs: 16}, []resource.Request{cores(12), cores(8), cores(4), cores(2), cores(1)}, []step{
+			{0, nil, []int{0, 2}}}},
+		{"memory", resource.Capacity{CPUs: 16, Mem: 64 * gib}, []resource.Request{{CPUs: 8, Mem: 30 * gib}, {CPUs: 1, Mem: 40 * gib}, {CPUs: 2, Mem: 30 * gib}, {Mem: 8 * gib}}, []step{
+			{0, nil, []int{0, 2}}, {5, []int{0}, []int{3}}}},
+		{"memory not known", resource.Capacity{CPUs: 4}, []resource.Request{{CPUs: 2, Mem: 300 * gib}, {CPUs: 1, Mem: 1 << 40}, {CPUs: 2}}, []step{
+			{0, nil, []int{0, 1}}}},
+		{"GPUs", resource.Capacity{CPUs: 8, GPUIDs: []string{"0", "1"}}, []resource.Request{{GPUs: 1}, {CPUs: 4, GPUs: 2}, {CPUs: 2, GPUs: 1}, {GPUs: 1}, cores(2)}, []step{
+			{0, nil, []int{0, 2, 4}}, {5, []int{0, 2}, []int{1}}}},
+		{"larger than the placeholder", resource.Capacity{CPUs: 4}, []resource.Request{cores(8), cores(3), cores(2), cores(1)}, []step{
+			{0, nil, []int{1, 3}}}},
+		// The 4-core job does not fit beside the 3-core one; before the
+		// bound 1-core jobs take the core freed, after it the placeholder
+		// is reserved and takes none until the 4-core job fits.
+		{"reservation", resource.Capacity{CPUs: 4}, []resource.Request{cores(3), cores(4), cores(1), cores(1), cores(1), cores(1)}, []step{
+			{0, nil, []int{0, 2}}, {100, []int{2}, []int{3}}, {400, []int{3}, nil}, {450, []int{0}, []int{1}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cls := clsDispatch(t, tc.cap, tc.reqs)
-			w := bag(10, tc.reqs...)
-			m, err := newModel(w, LAN, Config{Policy: "fcfs", Placeholders: 1, Seed: 1, Capacity: tc.cap})
+			cls := newCLSPlaceholder(t, tc.cap, tc.reqs)
+			m, err := newModel(bag(10, tc.reqs...), LAN, Config{Policy: "fcfs", Placeholders: 1, Seed: 1, Capacity: tc.cap})
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, _ := m.pick(0, nil)
-			var sim []int
-			for _, j := range got {
-				sim = append(sim, int(j))
-			}
-			slices.Sort(sim)
-			if !slices.Equal(cls, sim) {
-				t.Errorf("the CLS dispatched jobs %v, the simulator %v", cls, sim)
-			}
-			if len(sim) == 0 {
-				t.Errorf("nothing dispatched: the table should make each case start something")
+			for i, st := range tc.steps {
+				got := cls.next(st.at, st.ends)
+				m.c.now = st.at
+				for _, j := range st.ends {
+					m.rs.pack.Stop(packing.Run{Job: m.jobs[j].sub})
+				}
+				picked, _ := m.pick(0, nil)
+				var sim []int
+				for _, j := range picked {
+					sim = append(sim, int(j))
+				}
+				slices.Sort(sim)
+				if !slices.Equal(got, sim) || !slices.Equal(got, st.want) {
+					t.Fatalf("step %d (t=%gs): the CLS dispatched %v, the simulator %v; want %v", i, st.at, got, sim, st.want)
+				}
 			}
 		})
 	}
 }
 
-// clsDispatch submits one job per request to a fresh metaqueue, registers
-// a placeholder of capacity c that asks for as many jobs as it has cores,
-// and returns the indexes (in reqs) of the jobs it was given.
-func clsDispatch(t *testing.T, c resource.Capacity, reqs []resource.Request) []int {
+// clsPlaceholder is one placeholder of a fresh metaqueue, asking as the
+// agent does.
+type clsPlaceholder struct {
+	t       *testing.T
+	s       *metaqueue.Store
+	ph      int64
+	cap     resource.Capacity
+	reqs    []resource.Request
+	ids     []int64
+	running map[int]protocol.Assignment
+	now     time.Time
+}
+
+// newCLSPlaceholder submits one job per request to a fresh metaqueue and
+// registers a placeholder of capacity c.
+func newCLSPlaceholder(t *testing.T, c resource.Capacity, reqs []resource.Request) *clsPlaceholder {
 	t.Helper()
 	ctx := context.Background()
-	s, err := metaqueue.Open(ctx, metaqueue.Options{Path: filepath.Join(t.TempDir(), "mq.db"), Sync: metaqueue.SyncNormal})
+	p := &clsPlaceholder{t: t, cap: c, reqs: reqs, running: map[int]protocol.Assignment{}, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	s, err := metaqueue.Open(ctx, metaqueue.Options{Path: filepath.Join(t.TempDir(), "mq.db"), Sync: metaqueue.SyncNormal,
+		Lease: time.Hour, Now: func() time.Time { return p.now }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
+	p.s = s
 	specs := make([]protocol.JobSpec, len(reqs))
 	for i, r := range reqs {
 		specs[i] = protocol.JobSpec{Target: fmt.Sprint("t", i), Command: "true",
 			Resources: protocol.Resources{CPUs: r.CPUs, Mem: r.Mem, GPUs: r.GPUs}}
 	}
-	ids, err := s.Submit(ctx, specs)
-	if err != nil {
+	if p.ids, err = s.Submit(ctx, specs); err != nil {
 		t.Fatal(err)
 	}
 	pc := protocol.Capacity{CPUs: c.CPUs, Mem: c.Mem, GPUs: len(c.GPUIDs), GPUIDs: c.GPUIDs}
@@ -318,13 +356,35 @@ func clsDispatch(t *testing.T, c resource.Capacity, reqs []resource.Request) []i
 	if err != nil {
 		t.Fatal(err)
 	}
-	next, err := s.Next(ctx, protocol.Next{Placeholder: reg.ID, Free: c.CPUs})
+	p.ph = reg.ID
+	return p
+}
+
+// next reports the jobs ended (indexes into reqs) at `at` seconds and asks
+// for as many jobs as the placeholder has free cores; it returns the
+// indexes of the jobs given.
+func (p *clsPlaceholder) next(at float64, ended []int) []int {
+	p.t.Helper()
+	p.now = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(at * float64(time.Second)))
+	var reports []protocol.Report
+	for _, j := range ended {
+		a := p.running[j]
+		reports = append(reports, protocol.Report{ID: a.ID, Attempt: a.Attempt, Started: p.now, Finished: p.now})
+		delete(p.running, j)
+	}
+	free := p.cap.CPUs
+	for j := range p.running {
+		free -= p.reqs[j].Cores()
+	}
+	r, err := p.s.Next(context.Background(), protocol.Next{Placeholder: p.ph, Free: free, Reports: reports})
 	if err != nil {
-		t.Fatal(err)
+		p.t.Fatal(err)
 	}
 	var got []int
-	for _, a := range next.Jobs {
-		got = append(got, slices.Index(ids, a.ID))
+	for _, a := range r.Jobs {
+		j := slices.Index(p.ids, a.ID)
+		p.running[j] = a
+		got = append(got, j)
 	}
 	slices.Sort(got)
 	return got

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -43,7 +44,7 @@ import (
 
 // ErrNeverRuns is wrapped by Run's error when jobs could never start: no
 // placeholder holds what one asks for.
-var ErrNeverRuns = fmt.Errorf("jobs never ran")
+var ErrNeverRuns = errors.New("jobs never ran")
 
 // HostSize is what each placeholder of one host holds, as a platform
 // file writes it: "cpus", "mem" as Slurm writes it ("64G"), "gpus".

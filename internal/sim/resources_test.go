@@ -181,18 +181,20 @@ func TestNeverRuns(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := bag(10, cores(4), tc.big, cores(2), cores(1))
-			// Job 5 runs after the big one: it never runs either.
-			w.Jobs = append(w.Jobs, WorkloadJob{Name: "after", Group: "g", Runtime: 1, deps: []int32{1}})
+			// Job 5 runs after the big one, job 6 is of the next phase,
+			// submitted once the first is done: neither ever runs.
+			w.Jobs = append(w.Jobs, WorkloadJob{Name: "after", Group: "g", Runtime: 1, deps: []int32{1}},
+				WorkloadJob{Name: "later", Group: "g", Runtime: 1, Phase: 1})
 			if err := w.link(); err != nil {
 				t.Fatal(err)
 			}
 			for _, staging := range StagingModes {
 				m, r, err := simRes(t, w, resource.Capacity{CPUs: 16, Mem: 64 * resource.GiB}, 2, "fcfs", staging)
-				if !errors.Is(err, ErrNeverRuns) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), `job "j2"`) || !strings.Contains(err.Error(), "2 of 5 jobs") {
-					t.Fatalf("%s: err = %v, want ErrNeverRuns naming j2: %s, 2 of 5", staging, err, tc.want)
+				if !errors.Is(err, ErrNeverRuns) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), `job "j2"`) || !strings.Contains(err.Error(), "3 of 6 jobs") {
+					t.Fatalf("%s: err = %v, want ErrNeverRuns naming j2: %s, 3 of 6", staging, err, tc.want)
 				}
-				if m.done != 3 || m.jobs[1].done || m.jobs[4].done || r.Makespan <= 0 {
-					t.Errorf("%s: %d done (big %v, after %v), makespan %g; want the other 3 done", staging, m.done, m.jobs[1].done, m.jobs[4].done, r.Makespan)
+				if m.done != 3 || m.jobs[1].done || m.jobs[4].done || m.jobs[5].done || r.Makespan <= 0 {
+					t.Errorf("%s: %d done (big %v, after %v, later %v), makespan %g; want the other 3 done", staging, m.done, m.jobs[1].done, m.jobs[4].done, m.jobs[5].done, r.Makespan)
 				}
 			}
 		})

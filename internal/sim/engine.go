@@ -25,6 +25,7 @@ const (
 	evServed                    // the CLS finished serving the request at the head of its queue
 	evReply                     // the CLS's reply reaches a placeholder
 	evStaged                    // live staging: a transfer ended (who: its index)
+	evJobEnd                    // resources modelled: a job ended on its placeholder (who: the job)
 )
 
 // clock is the virtual clock and its pending events: a binary heap of

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mq-hpc/mq/internal/dispatch"
 	"github.com/mq-hpc/mq/internal/policy"
+	"github.com/mq-hpc/mq/internal/resource"
 )
 
 // Config is one simulation run.
@@ -26,6 +27,13 @@ type Config struct {
 	// thesis's placeholder copying its job's inputs within its turn, or
 	// StagingLive, the live CLS's asynchronous staging (staging.go).
 	Staging string
+	// Capacity is what each placeholder holds when resources are
+	// modelled (resources.go); the zero value is one core, the thesis's
+	// one job at a time. A platform's Hosts size the hosts it lists.
+	Capacity resource.Capacity
+	// StarveAfter is the starvation reservation's bound, in virtual
+	// seconds (0: the CLS's, packing.DefaultStarveAfter).
+	StarveAfter float64
 }
 
 // The staging modes of Config.Staging.
@@ -48,6 +56,12 @@ type Result struct {
 	Empty        int     // requests answered with no job
 	Waits        int     // of those, DC decided to wait although jobs were ready
 	Events       uint64  // events simulated
+	// CoreUtil is, when resources are modelled, the cores busy running
+	// jobs over all the placeholders' cores, over the makespan (0 when not
+	// modelled).
+	CoreUtil float64
+	// Resources says the run modelled resources per job.
+	Resources bool
 }
 
 type phState struct {
@@ -60,6 +74,12 @@ type phState struct {
 	parked   bool
 	listed   bool // in m.live.parked
 	wakeSeen uint64
+	// Resources modelled: the jobs the CLS's reply carries, those running,
+	// those ended and not yet reported, and whether a request is out.
+	got     []int32
+	running int
+	ended   []int32
+	asking  bool
 }
 
 type jobState struct {
@@ -75,6 +95,9 @@ type jobState struct {
 	mark     policy.Site
 	xfers    int32
 	stagedTo []policy.Site
+	// Resources modelled: its placeholder and the cores it was granted.
+	ph    int32
+	cores int
 }
 
 type model struct {
@@ -118,6 +141,7 @@ type model struct {
 	respSum   float64
 
 	live liveState // Config.Staging == StagingLive
+	rs   resState  // resources modelled
 }
 
 // Run simulates workload w on platform p. It is deterministic: the same
@@ -127,8 +151,14 @@ func Run(w *Workload, p Platform, cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	cfg = m.cfg
-	for m.done < len(w.Jobs) {
+	return m.simulate()
+}
+
+// simulate runs a model newModel set up to its end.
+func (m *model) simulate() (Result, error) {
+	w, cfg := m.w, m.cfg
+	runnable := len(w.Jobs) - m.rs.nBlocked
+	for m.done < runnable {
 		e, ok := m.c.next()
 		if !ok {
 			return Result{}, fmt.Errorf("simulation stalled with %d of %d jobs done", m.done, len(w.Jobs))
@@ -140,8 +170,15 @@ func Run(w *Workload, p Platform, cfg Config) (Result, error) {
 	}
 	m.res.Makespan = m.c.now
 	m.res.DataAffinity = float64(m.localTask) / float64(m.allTasks)
-	m.res.MeanResponse = m.respSum / float64(len(w.Jobs))
+	m.res.MeanResponse = m.respSum / float64(runnable)
 	m.res.Events = m.c.fired
+	m.res.Resources = m.rs.on
+	if m.rs.on && m.res.Makespan > 0 {
+		m.res.CoreUtil = m.rs.busy / (float64(m.rs.cores) * m.res.Makespan)
+	}
+	if m.rs.nBlocked > 0 {
+		return m.res, fmt.Errorf("%d of %d %w: %s", m.rs.nBlocked, len(w.Jobs), ErrNeverRuns, m.rs.why)
+	}
 	return m.res, nil
 }
 
@@ -170,6 +207,7 @@ func newModel(w *Workload, p Platform, cfg Config) (*model, error) {
 	}
 	m := &model{w: w, p: p, cfg: cfg, oneWay: p.OneWay()}
 	m.live.on = cfg.Staging == StagingLive
+	m.rs.on = modelsResources(w, p, cfg)
 	pol, err := policy.Lookup(cfg.Policy)
 	if err != nil {
 		return nil, err
@@ -193,6 +231,11 @@ func newModel(w *Workload, p Platform, cfg Config) (*model, error) {
 	}
 	if err := m.setup(); err != nil {
 		return nil, err
+	}
+	if m.rs.on {
+		if err := m.setupRes(); err != nil {
+			return nil, err
+		}
 	}
 	if pol.Needs&policy.NeedsBLevels != 0 {
 		m.rankChains()
@@ -288,6 +331,9 @@ func (m *model) submitPhase() {
 		js.sub = int64(len(m.subs))
 		js.submit = m.c.now
 		m.left++
+		if m.rs.on {
+			m.rs.pack.Job(js.sub, m.w.Jobs[j].Request, resource.Category{})
+		}
 		if js.pending == 0 {
 			m.makeReady(j)
 		}
@@ -357,6 +403,10 @@ func (m *model) handle(e event) {
 		ph := m.hosts[h][m.nextPh[h]]
 		m.nextPh[h] = (m.nextPh[h] + 1) % len(m.hosts[h])
 		m.phs[ph].reporting = false
+		if m.rs.on {
+			m.ask(ph)
+			return
+		}
 		m.c.after(m.oneWay, evArrive, ph)
 	case evArrive:
 		ph := e.who
@@ -380,15 +430,25 @@ func (m *model) handle(e event) {
 			m.serve(next)
 		}
 	case evReply:
+		if m.rs.on {
+			m.replyRes(e.who)
+			return
+		}
 		m.reply(e.who)
 	case evStaged:
 		m.staged(e.who)
+	case evJobEnd:
+		m.jobEnd(e.who)
 	}
 }
 
 // serve is the CLS taking a request: it is busy for the queuing delay, and
 // the state changes now.
 func (m *model) serve(ph int32) {
+	if m.rs.on {
+		m.serveRes(ph)
+		return
+	}
 	m.clsBusy = true
 	m.c.after(m.p.QueuingDelay, evServed, ph)
 	p := &m.phs[ph]
@@ -498,7 +558,19 @@ func (m *model) run(ph int32) {
 	p := &m.phs[ph]
 	j := p.job
 	job := &m.w.Jobs[j]
-	here := policy.Site(p.host)
+	t := m.fetchInputs(j, policy.Site(p.host))
+	js := &m.jobs[j]
+	js.finish = m.c.now + t + job.Runtime
+	m.respSum += js.finish - js.submit
+	p.reporting = true
+	m.c.at(js.finish+m.oneWay, evArrive, ph)
+}
+
+// fetchInputs returns how long job j copies its inputs before it runs at
+// host here (inline staging; live staging brought them already), counts
+// what is moved and whether the job ran with its data.
+func (m *model) fetchInputs(j int32, here policy.Site) float64 {
+	job := &m.w.Jobs[j]
 	var t float64
 	local := true
 	if m.live.on {
@@ -518,11 +590,7 @@ func (m *model) run(ph int32) {
 	if local {
 		m.localTask += job.Tasks
 	}
-	js := &m.jobs[j]
-	js.finish = m.c.now + t + job.Runtime
-	m.respSum += js.finish - js.submit
-	p.reporting = true
-	m.c.at(js.finish+m.oneWay, evArrive, ph)
+	return t
 }
 
 // complete records job j done on host h (the CLS processing its report).

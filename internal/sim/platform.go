@@ -27,6 +27,10 @@ type Platform struct {
 	SCPRate      float64 `json:"scp_rate_Bps"`          // bytes per second of a copy
 	OtherJob     float64 `json:"other_job_s"`           // another user's job, run between two of our placeholders
 	PerHost      int     `json:"placeholders_per_host"` // default 1: one placeholder per host
+	// Hosts sizes the placeholders of the first hosts, in host order,
+	// which models resources (resources.go); hosts past the list take
+	// Config.Capacity.
+	Hosts []HostSize `json:"hosts,omitempty"`
 }
 
 // LAN and WAN are thesis table 6.2 with its SCP rates read as bytes per
@@ -99,6 +103,11 @@ func (p Platform) Validate() error {
 		return fmt.Errorf("platform %q: other_job_s must be >= 0", p.Name)
 	case p.PerHost < 0:
 		return fmt.Errorf("platform %q: placeholders_per_host must be >= 1", p.Name)
+	}
+	for i, h := range p.Hosts {
+		if _, err := h.Capacity(); err != nil {
+			return fmt.Errorf("platform %q: hosts[%d]: %w", p.Name, i, err)
+		}
 	}
 	return nil
 }

@@ -72,6 +72,9 @@ type liveState struct {
 	ins      []policy.Input
 	chooser  policy.Chooser
 	patience float64 // dispatch.Patience of the policy
+	// chain is the checks the picks ask: simulated, and FitsResources
+	// when resources are modelled.
+	chain dispatch.Chain
 }
 
 func (m *model) setupLive(hosts int) {
@@ -85,6 +88,7 @@ func (m *model) setupLive(hosts int) {
 	l.marks = make([]int32, hosts)
 	l.turnSeq = make([]uint64, hosts)
 	l.inflight = map[stageKey]int32{}
+	l.chain = simulated
 	for j := range m.jobs {
 		m.jobs[j].mark = noMark
 	}
@@ -108,7 +112,7 @@ func (m *model) liveTurn(h int32, seq uint64) bool {
 // (liveAsk).
 func (m *model) chooseLive(ph int32) (int32, bool) {
 	a := &m.live.ask
-	*a = liveAsk{m: m, here: policy.Site(m.phs[ph].host)}
+	*a = liveAsk{m: m, here: policy.Site(m.phs[ph].host), ph: ph, free: 1}
 	if m.heap != nil {
 		return m.chooseOrderedLive(a), false
 	}
@@ -121,6 +125,8 @@ func (m *model) chooseLive(ph int32) (int32, bool) {
 type liveAsk struct {
 	m    *model
 	here policy.Site
+	ph   int32 // the asking placeholder
+	free int   // its free slots (cores, when resources are modelled)
 }
 
 // simulated is the checks the model answers (liveAsk.Allows); it allows
@@ -140,9 +146,15 @@ func (a *liveAsk) Current(policy.Ready) bool { return true }
 
 // Allows answers the checks the model simulates: whether a job's inputs
 // are here (asking for them within dispatch.MayStage's bound: a
-// placeholder runs one job per turn, one free slot). Arrays, deadlines,
-// walltimes, plans and budgets are not simulated: they allow every job.
+// placeholder runs one job per turn, one free slot, unless resources are
+// modelled) and, when resources are modelled, whether its request fits
+// what the placeholder has free, by the CLS's packing module. Arrays,
+// deadlines, walltimes, plans and budgets are not simulated: they allow
+// every job.
 func (a *liveAsk) Allows(c dispatch.Check, r policy.Ready) (bool, error) {
+	if c == dispatch.FitsResources {
+		return a.m.rs.pack.FitsNow(r.ID, int64(a.ph)), nil
+	}
 	if c != dispatch.InputsHere {
 		return true, nil
 	}
@@ -150,7 +162,7 @@ func (a *liveAsk) Allows(c dispatch.Check, r policy.Ready) (bool, error) {
 	if len(m.w.Jobs[j].In) == 0 {
 		return true, nil
 	}
-	if !dispatch.MayStage(m.jobs[j].mark != noMark, int(m.live.marks[a.here]), 1) && !m.inputsPresent(j, a.here) {
+	if !dispatch.MayStage(m.jobs[j].mark != noMark, int(m.live.marks[a.here]), a.free) && !m.inputsPresent(j, a.here) {
 		return false, nil
 	}
 	return m.inputsAt(j, a.here), nil
@@ -161,7 +173,7 @@ func (a *liveAsk) InputsAt(sub int64) (bool, error) { return a.m.inputsAt(a.job(
 
 // chooseOrderedLive is an ordered queue's pick (dispatch.First).
 func (m *model) chooseOrderedLive(a *liveAsk) int32 {
-	r, ok, _ := dispatch.First(a, m.heap, dispatch.Ordered&simulated, &m.live.scratch)
+	r, ok, _ := dispatch.First(a, m.heap, dispatch.Ordered&m.live.chain, &m.live.scratch)
 	if !ok {
 		return -1
 	}
@@ -199,7 +211,7 @@ func (m *model) chooseDCLive(ph int32, a *liveAsk) (int32, bool) {
 	l.list = readyList{m: m}
 	// Examine's popped list is not kept: a look removes nothing from the
 	// list.
-	_, _ = dispatch.Examine(a, &l.list, dispatch.Choosing&simulated, nil, func(r policy.Ready) (bool, error) {
+	_, _ = dispatch.Examine(a, &l.list, dispatch.Choosing&l.chain, nil, func(r policy.Ready) (bool, error) {
 		j := a.job(r.ID)
 		js := &m.jobs[j]
 		if js.mark != noMark && js.mark != here {
@@ -386,7 +398,14 @@ func (m *model) staged(x int32) {
 // reply is handled.
 func (m *model) parkOrRun(ph int32) bool {
 	p := &m.phs[ph]
-	if p.wakeSeen != m.live.wakes {
+	switch {
+	case p.wakeSeen == m.live.wakes:
+	case m.rs.on:
+		if p.got, _ = m.pick(ph, p.got[:0]); len(p.got) > 0 {
+			m.startAll(ph)
+			return true
+		}
+	default:
 		if j, _ := m.chooseLive(ph); j >= 0 {
 			p.job = j
 			m.run(ph)
@@ -415,13 +434,20 @@ func (m *model) wake() {
 			p.listed = false
 			continue // its turn came
 		}
-		j, _ := m.chooseLive(ph)
-		if j < 0 {
-			kept = append(kept, ph)
-			continue
+		if m.rs.on {
+			if p.got, _ = m.pick(ph, p.got[:0]); len(p.got) == 0 {
+				kept = append(kept, ph)
+				continue
+			}
+		} else {
+			j, _ := m.chooseLive(ph)
+			if j < 0 {
+				kept = append(kept, ph)
+				continue
+			}
+			p.job = j
 		}
 		p.parked, p.listed = false, false
-		p.job = j
 		l.turnSeq[p.host] = 0
 		m.c.after(m.oneWay, evReply, ph)
 	}

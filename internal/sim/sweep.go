@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/mq-hpc/mq/internal/policy"
+	"github.com/mq-hpc/mq/internal/resource"
 )
 
 // Sweep is a grid of runs: every combination of its lists.
@@ -24,6 +25,9 @@ type Sweep struct {
 	Workload func(seed uint64) (*Workload, error)
 	DC       policy.DC // as Config.DC
 	Staging  string    // as Config.Staging, for every run
+	// Capacity and StarveAfter are Config's, for every run.
+	Capacity    resource.Capacity
+	StarveAfter float64
 }
 
 // Outcome is one run of a sweep.
@@ -53,7 +57,8 @@ func (s Sweep) config(i int) (Platform, Config) {
 	i /= len(s.Placeholders)
 	inf := s.Inflations[i%len(s.Inflations)]
 	i /= len(s.Inflations)
-	return s.Networks[i], Config{Policy: pol, Placeholders: ph, Inflation: inf, Seed: seed, DC: s.DC, Staging: s.Staging}
+	return s.Networks[i], Config{Policy: pol, Placeholders: ph, Inflation: inf, Seed: seed, DC: s.DC, Staging: s.Staging,
+		Capacity: s.Capacity, StarveAfter: s.StarveAfter}
 }
 
 // Run runs the sweep on workers goroutines (0: GOMAXPROCS) and calls emit
@@ -146,6 +151,10 @@ type Summary struct {
 	Network                                          string
 	Seeds                                            int
 	Makespan, DataAffinity, MeanResponse, BytesMoved Stat
+	// CoreUtil is Result.CoreUtil's, when the runs modelled resources
+	// (Resources).
+	CoreUtil  Stat
+	Resources bool
 }
 
 // Stat is a mean and a (population) standard deviation.
@@ -190,6 +199,8 @@ func Summarize(runs []Outcome) []Summary {
 			DataAffinity: stat(func(r Outcome) float64 { return r.DataAffinity }),
 			MeanResponse: stat(func(r Outcome) float64 { return r.MeanResponse }),
 			BytesMoved:   stat(func(r Outcome) float64 { return float64(r.BytesMoved) }),
+			CoreUtil:     stat(func(r Outcome) float64 { return r.CoreUtil }),
+			Resources:    g[0].Resources,
 		}
 	}
 	return out

@@ -8,6 +8,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strconv"
+
+	"github.com/mq-hpc/mq/internal/resource"
 )
 
 // Workload is a workflow: files and the jobs that read and write them.
@@ -40,6 +43,9 @@ type WorkloadJob struct {
 	Tasks    int     // tasks in the job, the unit of data affinity
 	In, Out  []int32 // file indices
 	deps     []int32 // jobs that must finish first: input producers and After
+	// Request is what the job asks of a placeholder (resources.go); the
+	// zero value is one core.
+	Request resource.Request
 }
 
 // PA builds the thesis's synthetic Proteome Analyst workload (table 6.1):
@@ -194,6 +200,9 @@ type workloadJSON struct {
 			Bytes int64  `json:"bytes"`
 		} `json:"out"`
 		After []string `json:"after"`
+		CPUs  int      `json:"cpus"`
+		Mem   string   `json:"mem"`
+		GPUs  int      `json:"gpus"`
 	} `json:"jobs"`
 }
 
@@ -250,6 +259,21 @@ func ReadWorkload(r io.Reader) (*Workload, error) {
 	}
 	for _, j := range doc.Jobs {
 		job := WorkloadJob{Name: j.Name, Group: j.Group, Phase: j.Phase, Runtime: j.Runtime, Estimate: j.Estimate, Tasks: j.Tasks}
+		if err := job.Request.SetCPUs(strconv.Itoa(max(j.CPUs, 1))); err != nil || j.CPUs < 0 {
+			return nil, fmt.Errorf("workload: job %q: cpus %d: want 1 or more", j.Name, j.CPUs)
+		}
+		if job.Request.CPUs == 1 {
+			job.Request.CPUs = 0 // one core, as no request
+		}
+		if j.Mem != "" {
+			if err := job.Request.SetMem(j.Mem); err != nil || job.Request.AutoMem {
+				return nil, fmt.Errorf("workload: job %q: mem %q: want a size like 8G or 500M", j.Name, j.Mem)
+			}
+		}
+		if j.GPUs < 0 || j.GPUs > resource.MaxGPUs {
+			return nil, fmt.Errorf("workload: job %q: gpus %d: want 0-%d", j.Name, j.GPUs, resource.MaxGPUs)
+		}
+		job.Request.GPUs = j.GPUs
 		if job.Group == "" {
 			job.Group = j.Name
 		}

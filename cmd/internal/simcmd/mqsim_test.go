@@ -155,6 +155,17 @@ func TestMqsimBadFlags(t *testing.T) {
 		{[]string{"--workload", filepath.Join(dir, "missing.json")}, "no such file"},
 		{[]string{"--staging", "later"}, `--staging: "later" is not a staging mode`},
 		{[]string{"--staging", "inline,live"}, "not a staging mode"},
+		{[]string{"--ph-cpus", "0"}, "--ph-cpus"},
+		{[]string{"--ph-cpus", "-1"}, "--ph-cpus"},
+		{[]string{"--ph-cpus", "1.5"}, "--ph-cpus"},
+		{[]string{"--ph-cpus", "4", "--ph-mem", "8X"}, "--ph-mem"},
+		{[]string{"--ph-cpus", "4", "--ph-mem", "1e30"}, "--ph-mem"},
+		{[]string{"--ph-cpus", "4", "--ph-gpus", "two"}, "--ph-gpus"},
+		{[]string{"--ph-mem", "8G"}, "--ph-mem: give --ph-cpus too"},
+		{[]string{"--mixed", "0"}, "--mixed"},
+		{[]string{"--mixed", "5", "--trace", "x.json"}, "give one workload"},
+		{[]string{"--trace", filepath.Join(dir, "missing.json")}, "no such file"},
+		{[]string{"--starve-after", "-1"}, "--starve-after"},
 		{[]string{"--bogus"}, "unknown flag"},
 		{[]string{"stray"}, "unexpected argument"},
 	}
@@ -173,5 +184,92 @@ func TestParseSeeds(t *testing.T) {
 	}
 	if got, err := parseSeeds("18446744073709551615"); err != nil || got[0] != 1<<64-1 {
 		t.Fatalf("max seed: %v %v", got, err)
+	}
+}
+
+// TestMqsimResources: placeholder sizes and jobs' requests from every
+// source model resources; the tables and JSON then say the core
+// utilisation, and a job no placeholder holds ends the run with one line.
+func TestMqsimResources(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "trace.json")
+	os.WriteFile(trace, []byte(`{"name":"w","schemaVersion":"1.5","workflow":{
+ "specification":{"tasks":[
+   {"id":"a","name":"a","children":["b","c"],"inputFiles":["in"],"outputFiles":["x"]},
+   {"id":"b","name":"b","parents":["a"],"inputFiles":["x"]},
+   {"id":"c","name":"c","parents":["a"]}],
+  "files":[{"id":"in","sizeInBytes":10},{"id":"x","sizeInBytes":20}]},
+ "execution":{"makespanInSeconds":9,"tasks":[
+   {"id":"a","runtimeInSeconds":1},{"id":"b","runtimeInSeconds":5,"coreCount":4},{"id":"c","runtimeInSeconds":2,"coreCount":4}]}}}`), 0o644)
+	wl := filepath.Join(dir, "wl.json")
+	os.WriteFile(wl, []byte(`{"jobs":[{"name":"a","runtime_s":5,"cpus":4,"mem":"8G"},{"name":"b","runtime_s":5,"cpus":4,"gpus":1}]}`), 0o644)
+	big := filepath.Join(dir, "big.json")
+	os.WriteFile(big, []byte(`{"jobs":[{"name":"a","runtime_s":5},{"name":"huge","runtime_s":5,"cpus":64}]}`), 0o644)
+	pf := filepath.Join(dir, "sized.json")
+	os.WriteFile(pf, []byte(`{"name":"sized","hosts":[{"cpus":8,"mem":"32G","gpus":1},{"cpus":4}]}`), 0o644)
+	common := []string{"--policy", "fcfs,dc", "--placeholders", "2", "--inflation", "1", "--seeds", "1"}
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"mixed bag", []string{"--mixed", "50", "--ph-cpus", "16", "--network", "lan"}},
+		{"trace cores", []string{"--trace", trace, "--ph-cpus", "8", "--network", "wan"}},
+		{"workload requests", []string{"--workload", wl, "--ph-cpus", "8", "--ph-mem", "16G", "--ph-gpus", "1", "--network", "lan"}},
+		{"platform hosts", []string{"--workload", wl, "--network", pf}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := runMqsim(t, append(slices.Clone(common), tc.args...)...)
+			if code != 0 || !strings.Contains(out, "core_util") {
+				t.Fatalf("exit %d, stderr %q; want a table with core_util:\n%s", code, errOut, out)
+			}
+			code, out, errOut = runMqsim(t, append(slices.Clone(common), append(tc.args, "--json")...)...)
+			if code != 0 {
+				t.Fatalf("--json: exit %d: %s", code, errOut)
+			}
+			for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+				var m map[string]any
+				if err := json.Unmarshal([]byte(l), &m); err != nil {
+					t.Fatal(err)
+				}
+				if u, ok := m["core_util"].(float64); !ok || u <= 0 || u > 1 {
+					t.Fatalf("core_util in %s", l)
+				}
+			}
+		})
+	}
+	// Without resources, no core_util at all.
+	if _, out, _ := runMqsim(t, append(slices.Clone(common), "--network", "lan", "--json")...); strings.Contains(out, "core_util") {
+		t.Errorf("core_util without resources modelled:\n%s", out)
+	}
+	code, out, errOut := runMqsim(t, append(slices.Clone(common), "--workload", big, "--ph-cpus", "16", "--network", "lan")...)
+	if code == 0 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, `1 of 2 jobs never ran: job "huge" needs 64 cores; the largest placeholder or site holds 16`) {
+		t.Errorf("a job larger than every placeholder: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+// TestMqsimGolden: without resources modelled, mqsim prints the same bytes
+// as before resources per job existed (the files were written by that
+// mqsim), inline and live, tables and JSON.
+func TestMqsimGolden(t *testing.T) {
+	grid := []string{"--policy", "fcfs,sjf,cp,dc", "--placeholders", "2,8,32", "--network", "lan,wan"}
+	for _, tc := range []struct {
+		golden string
+		args   []string
+	}{
+		{"live.golden", append(slices.Clone(grid), "--staging", "live", "--seeds", "1", "--inflation", "100")},
+		{"inline.golden", append(slices.Clone(grid), "--seeds", "1-2", "--inflation", "1,100")},
+		{"live-json.golden", []string{"--json", "--staging", "live", "--policy", "fcfs,dc", "--placeholders", "2,8", "--network", "wan", "--seeds", "1", "--inflation", "100"}},
+	} {
+		want, err := os.ReadFile(filepath.Join("testdata", tc.golden))
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := runMqsim(t, tc.args...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", tc.golden, code, errOut)
+		}
+		if out != string(want) {
+			t.Errorf("mqsim %s differs from testdata/%s:\n%s", strings.Join(tc.args, " "), tc.golden, out)
+		}
 	}
 }

@@ -201,6 +201,9 @@ func (s *Store) packStartAttempt(id int64, attempt int, ph int64) *protocol.Capa
 // category's auto sizes; one killed over its memory may run once more at
 // twice the memory (retry), its raised request stored.
 func (s *Store) packEnded(id int64, j dag.Node, q *queue, ru *run, out outcome, e attemptEnd) (retry bool, err error) {
+	if !e.started.IsZero() {
+		s.pack.Ran(e.finished.Sub(e.started))
+	}
 	switch {
 	case out == succeeded && e.usage.Measured():
 		c := resource.Category{Queue: q.Name, Target: s.g.Name(j.Target)}

@@ -221,6 +221,7 @@ func (m *model) serveRes(ph int32) {
 	m.c.after(m.p.QueuingDelay, evServed, ph)
 	p := &m.phs[ph]
 	for _, j := range p.ended {
+		m.rs.pack.Ran(time.Duration(m.w.Jobs[j].Runtime * float64(time.Second)))
 		m.rs.pack.Stop(packing.Run{Job: m.jobs[j].sub})
 		m.complete(j, p.host)
 	}

@@ -66,7 +66,7 @@ Output: a table per network and file inflation (mean over seeds), or with
 		&cli.StringFlag{Name: "ph-cpus", Usage: "cores of every placeholder (`N`; models resources per job)"},
 		&cli.StringFlag{Name: "ph-mem", Usage: "memory of every placeholder (`SIZE`, e.g. 64G; needs --ph-cpus)"},
 		&cli.StringFlag{Name: "ph-gpus", Usage: "GPUs of every placeholder (`N`; needs --ph-cpus)"},
-		&cli.Float64Flag{Name: "starve-after", Usage: "the starvation reservation's bound in virtual `SECONDS` (0: the CLS's, 300)"},
+		&cli.Float64Flag{Name: "starve-after", Usage: "the starvation reservation's bound in virtual `SECONDS` (0: the CLS's rule, the recent mean run within 1 s and 5 min)"},
 		&cli.BoolFlag{Name: "json", Usage: "print one JSON object per run"},
 		&cli.StringFlag{Name: "plot", Usage: "write SVG plots and index.html into `DIR`", TakesFile: true},
 	}

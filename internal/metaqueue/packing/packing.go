@@ -24,6 +24,13 @@ import (
 // itself for it (takes only jobs that leave its need free).
 const DefaultStarveAfter = 5 * time.Minute
 
+// StarveRuns and MinStarveAfter make the bound when StarveAfter is not
+// set: StarveRuns times the recent mean run, at least MinStarveAfter.
+const (
+	StarveRuns     = 1
+	MinStarveAfter = time.Second
+)
+
 // Run names one attempt of a job.
 type Run struct {
 	Job     int64
@@ -54,6 +61,14 @@ type Packing struct {
 	// ahead: the placeholder of the decision asks for more jobs than it
 	// has free cores, fetching ahead to run them in turn (Begin).
 	ahead bool
+	// first is the first job of the decision, in the policy's order,
+	// that the placeholder could hold but not now (0: none yet): only it
+	// waits for the placeholder, as a backfill reserves for the head of
+	// the queue; the jobs behind it would wait their turn anyway.
+	first int64
+	// meanRun is the recent mean run of ended attempts, in nanoseconds
+	// (Ran; 0: none yet).
+	meanRun float64
 }
 
 // Begin starts a dispatch decision at now for placeholder ph, which asks
@@ -63,7 +78,7 @@ type Packing struct {
 // before resources, without a grant (the agent runs them as cores free
 // up); jobs that ask must still fit what is free.
 func (p *Packing) Begin(now time.Time, ph int64, want int) {
-	p.now, p.ahead = now, false
+	p.now, p.ahead, p.first = now, false, 0
 	if pool := p.pools[ph]; pool != nil {
 		p.ahead = want > pool.FreeCPUs()
 	}
@@ -203,11 +218,27 @@ func (p *Packing) Request(id int64) resource.Request { return p.reqs[id] }
 // stays while it may run again (Forget drops it).
 func (p *Packing) JobEnded(id int64) {
 	delete(p.since, id)
+	p.release(id)
+}
+
+// release ends job id's reservation, if it has one.
+func (p *Packing) release(id int64) {
 	for ph, j := range p.holds {
 		if j == id {
 			delete(p.holds, ph)
 		}
 	}
+}
+
+// reserving says whether job id holds a placeholder already. The holds
+// are at most one per placeholder, so the scan is short.
+func (p *Packing) reserving(id int64) bool {
+	for _, j := range p.holds {
+		if j == id {
+			return true
+		}
+	}
+	return false
 }
 
 // Forget drops everything about job id (deleted, or gone from memory).
@@ -225,8 +256,11 @@ func isZero(r resource.Request) bool {
 // Fits is the feasibility check: may job id start on placeholder ph now?
 // Its request must fit what ph has free and, while ph is reserved for a
 // starving job, leave that job's whole need free. A job that does not fit
-// a placeholder that could hold it starts its wait; once it has waited
-// StarveAfter, that placeholder is reserved for it.
+// a placeholder that could hold it starts its wait if it is the first
+// such job of the decision (Begin); once it has waited StarveAfter, that
+// placeholder is reserved for it, unless the job holds another already:
+// one placeholder drains for it, and its reservation ends when it starts
+// anywhere.
 func (p *Packing) Fits(id, ph int64, now time.Time) bool {
 	pool := p.pools[ph]
 	if pool == nil {
@@ -245,23 +279,52 @@ func (p *Packing) Fits(id, ph int64, now time.Time) bool {
 		return true
 	}
 	if pool.Capacity().Holds(r) {
+		if p.first == 0 {
+			p.first = id
+		}
+		if p.first != id {
+			return false
+		}
 		t, ok := p.since[id]
 		if !ok {
 			p.since[id] = now
 			t = now
 		}
-		if _, held := p.holds[ph]; !held && resource.Starving(pool, r, now.Sub(t), p.starveAfter()) {
+		// One placeholder drains for a starving job, not every one it
+		// asks of: the others keep packing small jobs.
+		if _, held := p.holds[ph]; !held && resource.Starving(pool, r, now.Sub(t), p.starveAfter()) && !p.reserving(id) {
 			p.holds[ph] = id
 		}
 	}
 	return false
 }
 
+// starveAfter is the reservation bound: StarveAfter when set, else
+// StarveRuns times the mean run of the attempts that ended lately (Ran),
+// within [MinStarveAfter, DefaultStarveAfter]; DefaultStarveAfter before
+// any ended. A bound in run times keeps a wide job's wait a few of its
+// neighbours' runs, whether they run a second or an hour.
 func (p *Packing) starveAfter() time.Duration {
 	if p.StarveAfter > 0 {
 		return p.StarveAfter
 	}
-	return DefaultStarveAfter
+	if p.meanRun <= 0 {
+		return DefaultStarveAfter
+	}
+	return min(max(time.Duration(StarveRuns*p.meanRun), MinStarveAfter), DefaultStarveAfter)
+}
+
+// Ran tells how long an attempt that ended ran: the mean run the
+// starvation bound follows (an average that weighs the last 32 most).
+func (p *Packing) Ran(elapsed time.Duration) {
+	if elapsed <= 0 {
+		return
+	}
+	if p.meanRun == 0 {
+		p.meanRun = float64(elapsed)
+		return
+	}
+	p.meanRun += (float64(elapsed) - p.meanRun) / 32
 }
 
 // Start takes attempt ru's request from its placeholder's pool and returns
@@ -280,9 +343,7 @@ func (p *Packing) Start(ru Run, ph int64) (resource.Grant, bool) {
 	}
 	p.grants[ru] = granted{ph: ph, g: g, req: r}
 	delete(p.since, ru.Job)
-	if p.holds[ph] == ru.Job {
-		delete(p.holds, ph)
-	}
+	p.release(ru.Job) // wherever it started, its reservation is done
 	return g, true
 }
 

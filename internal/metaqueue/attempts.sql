@@ -15,32 +15,6 @@ SELECT id, coalesce(row_attempt, attempts), placeholder_id, started, finished, e
 	cpu_user, cpu_sys, max_rss
 FROM jobs WHERE id = ? AND attempts > 0;
 
--- name: History
--- A job's earlier attempts, oldest first, with what each cost.
-SELECT a.attempt, coalesce(p.site, ''), coalesce(p.host, ''), a.started, a.finished, a.exit, a.reason,
-	coalesce(p.out_dir, ''), a.cpu_user, a.cpu_sys, a.max_rss,
-	(SELECT c.cost FROM charges c WHERE c.job_id = a.job_id AND c.attempt = a.attempt)
-FROM attempts a LEFT JOIN placeholders p ON p.id = a.placeholder_id
-WHERE a.job_id = ? ORDER BY a.attempt;
-
--- name: SpentByTarget
--- What the attempts of a target's jobs cost, per site.
-SELECT c.site, sum(c.cost) FROM charges c JOIN jobs j ON j.id = c.job_id
-WHERE j.target_id = ? GROUP BY c.site;
-
--- name: SpentByTargetQueue
--- What the attempts of a target's jobs in one queue cost, per site.
-SELECT c.site, sum(c.cost) FROM charges c JOIN jobs j ON j.id = c.job_id
-WHERE j.target_id = ? AND j.queue_id = ? GROUP BY c.site;
-
--- name: SpentByRange
--- What the attempts of an id range's jobs cost, per site.
-SELECT c.site, sum(c.cost) FROM charges c JOIN jobs j ON j.id = c.job_id
-WHERE j.id BETWEEN ? AND ? GROUP BY c.site;
-
 -- name: InsertOutputLost
 -- The first cause recorded stays.
 INSERT OR IGNORE INTO output_lost (job_id, attempt, error) VALUES (?, ?, ?);
-
--- name: OutputLost
-SELECT attempt, error FROM output_lost WHERE job_id = ?;

@@ -595,15 +595,7 @@ func (s *Store) Summary(ctx context.Context) ([]protocol.QueueCounts, error) {
 	var out []protocol.QueueCounts
 	err := s.do(ctx, func() error {
 		for _, q := range s.qlist {
-			qc := protocol.QueueCounts{Queue: q.Name, Policy: q.Policy, Counts: map[string]int{}}
-			c := s.countsFor(q.id)
-			for _, st := range job.States {
-				// H only when some job is held: a client that predates it
-				// sees the counts it knew.
-				if st != job.Held || c[st] > 0 {
-					qc.Counts[st.String()] = c[st]
-				}
-			}
+			qc := protocol.QueueCounts{Queue: q.Name, Policy: q.Policy, Counts: inspect.Counts(s.countsFor(q.id))}
 			if info := s.econInfo(q); info.Spent > 0 || q.costed() {
 				qc.Spent, qc.SpentBySite, qc.Infeasible, qc.OverBudget = info.Spent, info.SpentBySite, info.Infeasible, info.OverBudget
 				qc.Budget, qc.Deadline = q.Budget, q.Deadline

@@ -3,6 +3,7 @@ package inspect
 import (
 	"database/sql"
 	"errors"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -234,5 +235,25 @@ func TestQueriesUsed(t *testing.T) {
 	}
 	for n := range used {
 		t.Errorf("query %s is used but not in inspect.sql", n)
+	}
+}
+
+func TestCounts(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		c    [128]int
+		want map[string]int
+	}{
+		{"none held", [128]int{job.Queued: 2, job.Done: 1},
+			map[string]int{"W": 0, "Q": 2, "E": 0, "D": 1, "F": 0, "X": 0, "B": 0}},
+		{"some held", [128]int{job.Held: 3},
+			map[string]int{"W": 0, "Q": 0, "H": 3, "E": 0, "D": 0, "F": 0, "X": 0, "B": 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Counts(&tc.c); !maps.Equal(got, tc.want) {
+				t.Errorf("Counts = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

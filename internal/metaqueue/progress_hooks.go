@@ -71,7 +71,7 @@ func (c progressCore) EachCount(f func(int32, *[128]int)) {
 	}
 }
 
-func (c progressCore) Ended(id int64) (job.State, error) {
+func (c progressCore) EndState(id int64) (job.State, error) {
 	end, err := c.s.jobEnd(id)
 	if err != nil {
 		return 0, err

@@ -23,8 +23,8 @@ type State interface {
 	Queue(name string) (int32, bool)
 	// EachCount calls f with each queue's counts by state letter.
 	EachCount(f func(q int32, c *[128]int))
-	// Ended is the state of a job no longer in memory.
-	Ended(id int64) (job.State, error)
+	// EndState is the state of a job no longer in memory.
+	EndState(id int64) (job.State, error)
 	// EachSpent calls f with what each queue spent at each site.
 	EachSpent(f func(q int32, site string, cost float64))
 	// Query reads through the core's writer, in its open transaction.
@@ -57,7 +57,7 @@ func (w *Watch) count(st State) error {
 				w.counts[j.State]++
 				continue
 			}
-			s, err := st.Ended(id)
+			s, err := st.EndState(id)
 			if err != nil {
 				return err
 			}

@@ -46,7 +46,7 @@ func (w *world) EachCount(f func(int32, *[128]int)) {
 		f(q, c)
 	}
 }
-func (w *world) Ended(id int64) (job.State, error) {
+func (w *world) EndState(id int64) (job.State, error) {
 	if s, ok := w.ended[id]; ok {
 		return s, nil
 	}

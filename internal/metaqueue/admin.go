@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/internal/metaqueue/inspect"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
@@ -125,8 +126,8 @@ func (s *Store) jobEnd(id int64) (protocol.JobEnd, error) {
 	var st string
 	var exit, started, finished sql.NullInt64
 	var reason sql.NullString
-	var u usageCols
-	err := s.stmts.jobEnd.QueryRow(id).Scan(&st, &exit, &reason, &end.Attempt, &end.Site, &end.Host, &started, &finished, &u.user, &u.sys, &u.rss)
+	var u inspect.Usage
+	err := s.stmts.jobEnd.QueryRow(id).Scan(&st, &exit, &reason, &end.Attempt, &end.Site, &end.Host, &started, &finished, &u.User, &u.Sys, &u.RSS)
 	if errors.Is(err, sql.ErrNoRows) {
 		return end, protocol.Errorf(protocol.CodeNotFound, "job %d does not exist", id)
 	}
@@ -134,8 +135,8 @@ func (s *Store) jobEnd(id int64) (protocol.JobEnd, error) {
 		return end, fatalError{err}
 	}
 	end.State, end.Reason = st, reason.String
-	end.Started, end.Finished = formatMicros(started), formatMicros(finished)
-	if a := u.accounting(started, finished); a.Measured() {
+	end.Started, end.Finished = inspect.Micros(started), inspect.Micros(finished)
+	if a := u.Accounting(started, finished); a.Measured() {
 		end.Usage = &a.Usage
 	}
 	if exit.Valid {
@@ -605,15 +606,7 @@ func (s *Store) Summary(ctx context.Context) ([]protocol.QueueCounts, error) {
 	var out []protocol.QueueCounts
 	err := s.do(ctx, func() error {
 		for _, q := range s.qlist {
-			qc := protocol.QueueCounts{Queue: q.Name, Policy: q.Policy, Counts: map[string]int{}}
-			c := s.countsFor(q.id)
-			for _, st := range job.States {
-				// H only when some job is held: a client that predates it
-				// sees the counts it knew.
-				if st != job.Held || c[st] > 0 {
-					qc.Counts[st.String()] = c[st]
-				}
-			}
+			qc := protocol.QueueCounts{Queue: q.Name, Policy: q.Policy, Counts: inspect.Counts(s.countsFor(q.id))}
 			if info := s.econInfo(q); info.Spent > 0 || q.costed() {
 				qc.Spent, qc.SpentBySite, qc.Infeasible, qc.OverBudget = info.Spent, info.SpentBySite, info.Infeasible, info.OverBudget
 				qc.Budget, qc.Deadline = q.Budget, q.Deadline

@@ -8,14 +8,6 @@ WHERE a.max_running > 0 ORDER BY a.first_job;
 -- name: InsertArray
 INSERT INTO arrays (first_job, last_job, max_running, spec) VALUES (?, ?, ?, ?) RETURNING id;
 
--- name: InArray
--- A condition's subquery on a listed job j: the array holding j.id is the one
--- with the greatest first id at or below it (an index lookup), if its last id
--- reaches it. The listing's builder puts it in NOT EXISTS (...) to collapse
--- arrays; it names j, so it is prepared only inside a query over jobs j.
-SELECT 1 FROM arrays a
-WHERE a.first_job = (SELECT max(first_job) FROM arrays WHERE first_job <= j.id) AND a.last_job >= j.id;
-
 -- name: List
 -- Every array with its queue and target; the builder appends WHERE (a queue,
 -- a target) and ORDER BY.

@@ -21,32 +21,6 @@ FROM jobs WHERE id = ? AND attempts > 0;
 UPDATE attempts SET command = (SELECT command FROM jobs WHERE id = ?1), reason = reason || ' with a new command'
 WHERE job_id = ?1 AND attempt = (SELECT coalesce(row_attempt, attempts) FROM jobs WHERE id = ?1);
 
--- name: History
--- A job's earlier attempts, oldest first, with what each cost.
-SELECT a.attempt, coalesce(p.site, ''), coalesce(p.host, ''), a.started, a.finished, a.exit, a.reason,
-	coalesce(p.out_dir, ''), a.cpu_user, a.cpu_sys, a.max_rss,
-	(SELECT c.cost FROM charges c WHERE c.job_id = a.job_id AND c.attempt = a.attempt), coalesce(a.command, '')
-FROM attempts a LEFT JOIN placeholders p ON p.id = a.placeholder_id
-WHERE a.job_id = ? ORDER BY a.attempt;
-
--- name: SpentByTarget
--- What the attempts of a target's jobs cost, per site.
-SELECT c.site, sum(c.cost) FROM charges c JOIN jobs j ON j.id = c.job_id
-WHERE j.target_id = ? GROUP BY c.site;
-
--- name: SpentByTargetQueue
--- What the attempts of a target's jobs in one queue cost, per site.
-SELECT c.site, sum(c.cost) FROM charges c JOIN jobs j ON j.id = c.job_id
-WHERE j.target_id = ? AND j.queue_id = ? GROUP BY c.site;
-
--- name: SpentByRange
--- What the attempts of an id range's jobs cost, per site.
-SELECT c.site, sum(c.cost) FROM charges c JOIN jobs j ON j.id = c.job_id
-WHERE j.id BETWEEN ? AND ? GROUP BY c.site;
-
 -- name: InsertOutputLost
 -- The first cause recorded stays.
 INSERT OR IGNORE INTO output_lost (job_id, attempt, error) VALUES (?, ?, ?);
-
--- name: OutputLost
-SELECT attempt, error FROM output_lost WHERE job_id = ?;

@@ -30,25 +30,3 @@ func (s *Store) OutputLost(ctx context.Context, placeholder, id int64, attempt i
 		return s.saveOutputLost(id, attempt, why)
 	})
 }
-
-// outputLost reads why each attempt of a job lost its output, by attempt.
-func (s *Store) outputLost(ctx context.Context, id int64) (map[int]string, error) {
-	rows, err := s.rdb.QueryContext(ctx, attemptsSQL.Get("OutputLost"), id)
-	if err != nil {
-		return nil, err
-	}
-	var m map[int]string
-	for rows.Next() {
-		var a int
-		var why string
-		if err := rows.Scan(&a, &why); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		if m == nil {
-			m = map[int]string{}
-		}
-		m[a] = why
-	}
-	return m, closeRows(rows)
-}

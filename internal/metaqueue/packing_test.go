@@ -360,7 +360,8 @@ func TestCopyGrants(t *testing.T) {
 // TestStarvationBoundedThroughStore: a 4-core job behind an endless
 // stream of 1-core jobs on a 4-core placeholder (one small job ending
 // every 2 s, the placeholder asking for one job each time) starts within
-// the starvation bound plus the small jobs' drain, not never.
+// the starvation bound plus the small jobs' drain, not never. The bound
+// follows the runs that ended: each small job runs 8 s.
 func TestStarvationBoundedThroughStore(t *testing.T) {
 	e := newEnv(t)
 	var small []int64
@@ -374,8 +375,9 @@ func TestStarvationBoundedThroughStore(t *testing.T) {
 	}
 	big := e.submit(asks("big", protocol.Resources{CPUs: 4}))[0]
 	submitted := e.clock.Now()
+	bound := max(packing.StarveRuns*8*time.Second, packing.MinStarveAfter)
 	for i := 0; ; i++ {
-		if d := e.clock.Now().Sub(submitted); d > packing.DefaultStarveAfter+time.Minute {
+		if d := e.clock.Now().Sub(submitted); d > bound+time.Minute {
 			t.Fatalf("the 4-core job still waits after %v", d)
 		}
 		e.submit1(fmt.Sprint("more", i), "true") // the stream never dries up
@@ -389,7 +391,7 @@ func TestStarvationBoundedThroughStore(t *testing.T) {
 			running = got
 		}
 		if len(got) == 1 && got[0].ID == big {
-			if d := e.clock.Now().Sub(submitted); d < packing.DefaultStarveAfter {
+			if d := e.clock.Now().Sub(submitted); d < bound {
 				t.Errorf("the 4-core job started after %v, before the bound: it could not have fitted", d)
 			}
 			return

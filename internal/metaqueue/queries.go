@@ -29,8 +29,6 @@ var (
 	submitsFile string
 	//go:embed sites.sql
 	sitesFile string
-	//go:embed files.sql
-	filesFile string
 	//go:embed meta.sql
 	metaFile string
 	//go:embed conn.sql
@@ -46,7 +44,6 @@ var (
 	arraysSQL       = sqlfile.MustParse("arrays.sql", arraysFile)
 	submitsSQL      = sqlfile.MustParse("submits.sql", submitsFile)
 	sitesSQL        = sqlfile.MustParse("sites.sql", sitesFile)
-	filesSQL        = sqlfile.MustParse("files.sql", filesFile)
 	metaSQL         = sqlfile.MustParse("meta.sql", metaFile)
 	connSQL         = sqlfile.MustParse("conn.sql", connFile)
 )

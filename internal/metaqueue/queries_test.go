@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mq-hpc/mq/internal/metaqueue/inspect"
 	"github.com/mq-hpc/mq/internal/sqlfile"
 )
 
@@ -30,16 +31,13 @@ var coreQueries = map[string]struct {
 	"arrays.sql":       {"arraysSQL", arraysSQL},
 	"submits.sql":      {"submitsSQL", submitsSQL},
 	"sites.sql":        {"sitesSQL", sitesSQL},
-	"files.sql":        {"filesSQL", filesSQL},
 	"meta.sql":         {"metaSQL", metaSQL},
 	"conn.sql":         {"connSQL", connSQL},
 }
 
 // fragments are queries that name a row of an enclosing query, and the
 // query each is prepared inside.
-var fragments = map[string]string{
-	"arrays.sql InArray": "SELECT j.id FROM jobs j WHERE NOT EXISTS (%s)",
-}
+var fragments = map[string]string{}
 
 // TestQueriesPrepare prepares every named query of every core .sql file
 // against a new database, so a typo or a column the schema no longer has
@@ -101,7 +99,7 @@ func TestQueriesPrepare(t *testing.T) {
 		{"InsertPrereq multi-row", multiRow(jobsSQL.Get("InsertPrereq"), bulkRows)},
 		{"claimSQL(1)", claimSQL(1)},
 		{"claimSQL(7)", claimSQL(7)},
-		{"Job's listing", statSelect + " WHERE j.id = ?"},
+		{"Job's listing", inspect.JobQuery()},
 	} {
 		if b.text != strings.TrimSpace(b.text) {
 			t.Errorf("%s: space at an end of %q", b.what, b.text)

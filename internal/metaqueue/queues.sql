@@ -16,11 +16,6 @@ SELECT q.id, q.name, q.ceiling_s, q.max_attempts, q.retry_failed, q.policy,
 	COALESCE(e.deadline, 0), COALESCE(e.budget, 0), q.max_copies
 FROM queues q LEFT JOIN queue_economics e ON e.queue_id = q.id;
 
--- name: Costed
--- Whether the queue named has a deadline or a budget.
-SELECT e.deadline > 0 OR e.budget > 0 FROM queue_economics e
-JOIN queues q ON q.id = e.queue_id WHERE q.name = ?;
-
 -- name: DeleteDefaults
 DELETE FROM queue_defaults WHERE queue_id = ?;
 

@@ -1,0 +1,68 @@
+-- inspect: what mqstat, mqstat -j and the dashboard read of jobs, through
+-- the read pool (a WAL snapshot): the listing, one job's prerequisites,
+-- blockers, attempts, lost output, declared files and transfers. The
+-- schema is in the core's migrations.
+
+-- name: Stat
+-- A listing's columns (scanStat reads them); the listing's builder appends
+-- WHERE, ORDER BY and LIMIT.
+SELECT j.id, q.name, t.name, j.state, j.attempts, j.exit, coalesce(p.site, ''),
+	coalesce(p.host, ''), j.submitted, j.started, j.finished, j.command, j.cwd, j.est, coalesce(j.reason, ''),
+	coalesce((SELECT group_concat(t2.name, char(10)) FROM job_prereqs jp JOIN targets t2 ON t2.id = jp.target_id WHERE jp.job_id = j.id), ''),
+	coalesce(j.placeholder_id, 0), coalesce(p.out_dir, ''), coalesce(j.row_attempt, j.attempts), j.cpu_user, j.cpu_sys, j.max_rss,
+	(SELECT c.cost FROM charges c WHERE c.job_id = j.id AND c.attempt = coalesce(j.row_attempt, j.attempts)),
+	coalesce((SELECT pr.priority FROM job_priority pr WHERE pr.job_id = j.id), 0),
+	coalesce((SELECT r.resources FROM job_resources r WHERE r.job_id = j.id), '')
+FROM jobs j JOIN queues q ON q.id = j.queue_id JOIN targets t ON t.id = j.target_id
+LEFT JOIN placeholders p ON p.id = j.placeholder_id;
+
+-- name: PrereqStates
+-- The jobs of one of job ?1's prerequisite targets (named ?2) by state, found
+-- through the job's own prerequisite rows: target names have no index.
+SELECT j.state, count(*) FROM jobs j
+WHERE j.target_id = (SELECT jp.target_id FROM job_prereqs jp JOIN targets t ON t.id = jp.target_id WHERE jp.job_id = ? AND t.name = ?)
+GROUP BY j.state;
+
+-- name: Blockers
+-- The failed, deleted or blocked jobs of job ?'s prerequisite targets, the
+-- blocked ones last.
+SELECT j.id, t.name, j.state FROM job_prereqs jp
+JOIN jobs j ON j.target_id = jp.target_id JOIN targets t ON t.id = j.target_id
+WHERE jp.job_id = ? AND j.state IN ('F', 'X', 'B')
+ORDER BY j.state = 'B', j.id LIMIT 1000;
+
+-- name: History
+-- A job's earlier attempts, oldest first, with what each cost.
+SELECT a.attempt, coalesce(p.site, ''), coalesce(p.host, ''), a.started, a.finished, a.exit, a.reason,
+	coalesce(p.out_dir, ''), a.cpu_user, a.cpu_sys, a.max_rss,
+	(SELECT c.cost FROM charges c WHERE c.job_id = a.job_id AND c.attempt = a.attempt), coalesce(a.command, '')
+FROM attempts a LEFT JOIN placeholders p ON p.id = a.placeholder_id
+WHERE a.job_id = ? ORDER BY a.attempt;
+
+-- name: OutputLost
+SELECT attempt, error FROM output_lost WHERE job_id = ?;
+
+-- name: JobFiles
+-- A job's declared files with the catalog's record of each.
+SELECT f.kind, f.path, f.size, coalesce(c.size, -1), coalesce(c.site, ''), coalesce(c.host, ''),
+	coalesce(c.producer, 0), coalesce(c.sha256, '')
+FROM job_files f LEFT JOIN files c ON c.path = f.path
+WHERE f.job_id = ? ORDER BY f.kind, f.seq;
+
+-- name: JobTransfers
+SELECT path, from_site, from_host, to_site, to_host, bytes, seconds, started, error, via
+FROM transfers WHERE job_id = ? ORDER BY id;
+
+-- name: Costed
+-- Whether the queue named has a deadline or a budget.
+SELECT e.deadline > 0 OR e.budget > 0 FROM queue_economics e
+JOIN queues q ON q.id = e.queue_id WHERE q.name = ?;
+
+-- name: InArray
+-- A condition's subquery on a listed job j: the array holding j.id is the one
+-- with the greatest first id at or below it (an index lookup), if its last id
+-- reaches it. The listing's builder puts it in NOT EXISTS (...) to collapse
+-- arrays; it names j, so it is prepared only inside a query over jobs j.
+SELECT 1 FROM arrays a
+WHERE a.first_job = (SELECT max(first_job) FROM arrays WHERE first_job <= j.id) AND a.last_job >= j.id;
+

@@ -1,0 +1,259 @@
+package inspect
+
+import (
+	"database/sql"
+	"errors"
+	"maps"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+func TestAccounting(t *testing.T) {
+	t.Parallel()
+	cost := 2.5
+	for _, tc := range []struct {
+		name              string
+		u                 Usage
+		started, finished sql.NullInt64
+		want              protocol.Accounting
+	}{
+		{"nothing", Usage{}, sql.NullInt64{}, sql.NullInt64{}, protocol.Accounting{}},
+		{"elapsed", Usage{}, sql.NullInt64{Int64: 1e6, Valid: true}, sql.NullInt64{Int64: 3.5e6, Valid: true},
+			protocol.Accounting{Elapsed: 2.5}},
+		{"finished before started", Usage{}, sql.NullInt64{Int64: 5e6, Valid: true}, sql.NullInt64{Int64: 1e6, Valid: true},
+			protocol.Accounting{}},
+		{"not finished", Usage{}, sql.NullInt64{Int64: 5e6, Valid: true}, sql.NullInt64{}, protocol.Accounting{}},
+		{"measured", Usage{User: sql.NullFloat64{Float64: 1.5, Valid: true}, Sys: sql.NullFloat64{Float64: 0.5, Valid: true},
+			RSS: sql.NullInt64{Int64: 4096, Valid: true}}, sql.NullInt64{}, sql.NullInt64{},
+			protocol.Accounting{Usage: protocol.Usage{CPUUser: 1.5, CPUSys: 0.5, MaxRSS: 4096}}},
+		{"no rss: not measured", Usage{User: sql.NullFloat64{Float64: 1.5, Valid: true}, RSS: sql.NullInt64{Valid: true}},
+			sql.NullInt64{}, sql.NullInt64{}, protocol.Accounting{}},
+		{"charged", Usage{Cost: sql.NullFloat64{Float64: cost, Valid: true}}, sql.NullInt64{}, sql.NullInt64{},
+			protocol.Accounting{Cost: &cost}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.u.Accounting(tc.started, tc.finished)
+			if got.Elapsed != tc.want.Elapsed || got.Usage != tc.want.Usage ||
+				(got.Cost == nil) != (tc.want.Cost == nil) || (got.Cost != nil && *got.Cost != *tc.want.Cost) {
+				t.Errorf("Accounting = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestMicros(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 1, 12, 0, 0, 123456000, time.Local)
+	for _, tc := range []struct {
+		v    sql.NullInt64
+		want string
+	}{
+		{sql.NullInt64{}, ""},
+		{sql.NullInt64{Int64: at.UnixMicro(), Valid: true}, at.Format(TimeFormat)},
+	} {
+		if got := Micros(tc.v); got != tc.want {
+			t.Errorf("Micros(%v) = %q, want %q", tc.v, got, tc.want)
+		}
+	}
+	if got := Micros(sql.NullInt64{Int64: at.UnixMicro(), Valid: true}); !strings.Contains(got, ".123456") {
+		t.Errorf("Micros keeps microseconds: %q", got)
+	}
+}
+
+func TestStatQuery(t *testing.T) {
+	t.Parallel()
+	many := make([]int64, maxStatIDs+1)
+	for _, tc := range []struct {
+		name   string
+		st     protocol.Stat
+		after  int64
+		has    []string // clauses the query must hold
+		hasNot []string
+		args   []any
+		err    bool
+	}{
+		{name: "default states", st: protocol.Stat{}, has: []string{"j.state IN (?,?,?,?,?,?,?)", "ORDER BY j.id"},
+			hasNot: []string{"LIMIT"}, args: []any{"W", "Q", "H", "E", "D", "F", "B"}},
+		{name: "every state: no condition", st: protocol.Stat{States: "WQHEDFBX"}, hasNot: []string{"WHERE"}},
+		{name: "after and queue", st: protocol.Stat{Queue: "q", States: "WQHEDFBX"}, after: 7,
+			has: []string{"j.id > ?", "q.name = ?"}, args: []any{int64(7), "q"}},
+		{name: "prefix", st: protocol.Stat{TargetPrefix: "a.", States: "E"}, has: []string{"t.name >= ? AND t.name < ?"},
+			args: []any{"a.", "a.\xff", "E"}},
+		{name: "range, ids, limit", st: protocol.Stat{From: 2, To: 4, IDs: []int64{3}, Limit: 9, States: "WQHEDFBX"},
+			has: []string{"j.id BETWEEN ? AND ?", "j.id IN (?)", "LIMIT ?"}, args: []any{int64(2), int64(4), int64(3), 9}},
+		{name: "collapse", st: protocol.Stat{Collapse: true, States: "WQHEDFBX"}, has: []string{"WHERE NOT EXISTS (", "SELECT 1 FROM arrays a"}},
+		{name: "bad state", st: protocol.Stat{States: "Z"}, err: true},
+		{name: "too many ids", st: protocol.Stat{IDs: many}, err: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q, args, err := statQuery(tc.st, tc.after)
+			if tc.err {
+				var pe *protocol.Error
+				if !errors.As(err, &pe) || pe.Code != protocol.CodeBadRequest {
+					t.Fatalf("err = %v, want a bad request", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(q, statSelect) {
+				t.Errorf("query does not start with the listing's select")
+			}
+			for _, h := range tc.has {
+				if !strings.Contains(q, h) {
+					t.Errorf("query lacks %q:\n%s", h, q)
+				}
+			}
+			for _, h := range tc.hasNot {
+				if strings.Contains(q[len(statSelect):], h) {
+					t.Errorf("query has %q:\n%s", h, q)
+				}
+			}
+			if tc.args != nil && !slices.Equal(args, tc.args) {
+				t.Errorf("args = %v, want %v", args, tc.args)
+			}
+			if n := strings.Count(q, "?"); n != len(args) {
+				t.Errorf("%d parameters, %d arguments", n, len(args))
+			}
+		})
+	}
+}
+
+func TestPlace(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		p    place
+		want string
+	}{
+		{place{"local", ""}, "local"},
+		{place{"hpc", "n1"}, "hpc:n1"},
+	} {
+		if got := tc.p.String(); got != tc.want {
+			t.Errorf("%+v = %q, want %q", tc.p, got, tc.want)
+		}
+	}
+}
+
+// TestTargetGraph walks a small graph: a <- b <- d, a <- c <- d (d is
+// reached twice but listed once), with limits that cut it.
+func TestTargetGraph(t *testing.T) {
+	t.Parallel()
+	g := dag.New()
+	a, b, c, d := g.AddTarget("a"), g.AddTarget("b"), g.AddTarget("c"), g.AddTarget("d")
+	g.AddEdges(a, []dag.TargetID{b, c})
+	g.AddEdges(b, []dag.TargetID{d})
+	g.AddEdges(c, []dag.TargetID{d})
+	g.AddJob(1, dag.Node{Target: d})
+	g.AddJob(2, dag.Node{Target: d})
+	g.AddJob(3, dag.Node{Target: a, Prereqs: []dag.TargetID{b, c}})
+	if _, err := g.Set(1, job.Executing); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Set(1, job.Done); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		root      string
+		limit     int
+		want      []TargetNode
+		truncated bool
+		err       bool
+	}{
+		{name: "whole", root: "a", want: []TargetNode{
+			{Name: "a", Total: 1, Prereqs: []int{1, 2}},
+			{Name: "b", Prereqs: []int{3}, Depth: 1},
+			{Name: "c", Prereqs: []int{3}, Depth: 1},
+			{Name: "d", Total: 2, Done: 1, Depth: 2},
+		}},
+		{name: "cut", root: "a", limit: 2, truncated: true, want: []TargetNode{
+			{Name: "a", Total: 1, Prereqs: []int{1}},
+			{Name: "b", Depth: 1},
+		}},
+		{name: "leaf", root: "d", want: []TargetNode{{Name: "d", Total: 2, Done: 1}}},
+		{name: "unknown", root: "z", err: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, truncated, err := TargetGraph(g, tc.root, tc.limit)
+			if tc.err {
+				var pe *protocol.Error
+				if !errors.As(err, &pe) || pe.Code != protocol.CodeNotFound {
+					t.Fatalf("err = %v, want not found", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if truncated != tc.truncated {
+				t.Errorf("truncated = %v, want %v", truncated, tc.truncated)
+			}
+			if !slices.EqualFunc(got, tc.want, func(x, y TargetNode) bool {
+				return x.Name == y.Name && x.Total == y.Total && x.Done == y.Done && x.Bad == y.Bad &&
+					x.Depth == y.Depth && slices.Equal(x.Prereqs, y.Prereqs)
+			}) {
+				t.Errorf("got %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestQueriesUsed: every query of inspect.sql is used by the package and
+// every query it names is in the file.
+func TestQueriesUsed(t *testing.T) {
+	t.Parallel()
+	get := regexp.MustCompile(`(?:Get|base)\("([A-Z][A-Za-z]+)"\)`)
+	used := map[string]bool{}
+	files, _ := os.ReadDir(".")
+	for _, f := range files {
+		name := f.Name()
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range get.FindAllStringSubmatch(string(src), -1) {
+			used[m[1]] = true
+		}
+	}
+	for _, n := range queries.Names() {
+		if !used[n] {
+			t.Errorf("query %s of inspect.sql is not used", n)
+		}
+		delete(used, n)
+	}
+	for n := range used {
+		t.Errorf("query %s is used but not in inspect.sql", n)
+	}
+}
+
+func TestCounts(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		c    [128]int
+		want map[string]int
+	}{
+		{"none held", [128]int{job.Queued: 2, job.Done: 1},
+			map[string]int{"W": 0, "Q": 2, "E": 0, "D": 1, "F": 0, "X": 0, "B": 0}},
+		{"some held", [128]int{job.Held: 3},
+			map[string]int{"W": 0, "Q": 0, "H": 3, "E": 0, "D": 0, "F": 0, "X": 0, "B": 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Counts(&tc.c); !maps.Equal(got, tc.want) {
+				t.Errorf("Counts = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

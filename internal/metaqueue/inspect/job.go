@@ -1,0 +1,320 @@
+package inspect
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"time"
+
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// Job returns everything known about one job.
+func (r *Reader) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
+	var d protocol.JobDetail
+	row, err := r.jobRow(ctx, id)
+	if err != nil {
+		return d, err
+	}
+	d.JobInfo, d.Placeholder = row.JobInfo, row.placeholder
+	if d.Array, err = r.src.Array(ctx, id); err != nil {
+		return d, err
+	}
+	if row.outDir != "" && row.attempt > 0 {
+		d.Stdout, d.Stderr = job.OutputPaths(row.outDir, id, row.attempt)
+		d.StdoutCopy, d.StderrCopy = r.copies(row.outDir, id, row.attempt)
+	}
+	if d.WaitingOn, err = r.waitingOn(ctx, id, row.Prereqs); err != nil {
+		return d, err
+	}
+	if d.State == string(job.Blocked) {
+		if d.BlockedBy, err = r.blockedBy(ctx, id); err != nil {
+			return d, err
+		}
+	}
+	lost, err := r.outputLost(ctx, id)
+	if err != nil {
+		return d, err
+	}
+	if row.attempt > 0 {
+		d.OutputLost = lost[row.attempt]
+	}
+	if d.History, err = r.history(ctx, r.db, id, lost); err != nil {
+		return d, err
+	}
+	if d.State == string(job.Executing) {
+		if d.Copies, err = r.src.RunningCopies(ctx, id); err != nil {
+			return d, err
+		}
+	}
+	if err := r.marks(ctx, &d); err != nil {
+		return d, err
+	}
+	if d.Plan, err = r.src.Plan(ctx, d.ID); err != nil {
+		return d, err
+	}
+	return d, r.files(ctx, &d)
+}
+
+// jobRow reads job id's listing row.
+func (r *Reader) jobRow(ctx context.Context, id int64) (statRow, error) {
+	rows, err := r.db.QueryContext(ctx, JobQuery(), id)
+	if err != nil {
+		return statRow{}, err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return statRow{}, err
+		}
+		return statRow{}, protocol.Errorf(protocol.CodeNotFound, "job %d does not exist", id)
+	}
+	return scanStat(rows)
+}
+
+// marks adds, for a job not started, why it cannot run now: its costed
+// queue's marks and why no placeholder fits its request, both read from
+// the core's memory.
+func (r *Reader) marks(ctx context.Context, d *protocol.JobDetail) error {
+	if d.State != string(job.Queued) && d.State != string(job.Waiting) {
+		return nil
+	}
+	// Only a queue with a deadline or budget has marks to read, and
+	// reading them waits for the core.
+	if r.costedQueue(ctx, d.Queue) {
+		var err error
+		if d.Infeasible, d.OverBudget, err = r.src.CostMarks(ctx, d.ID); err != nil {
+			return err
+		}
+	}
+	if d.Resources.Asks() {
+		var err error
+		if d.Unfit, err = r.src.Unfit(ctx, d.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copies names the CLS's copies of an attempt's output when the
+// placeholder wrote it elsewhere (a remote placeholder stages it here).
+func (r *Reader) copies(outDir string, id int64, attempt int) (stdout, stderr string) {
+	if r.outputDir == "" || filepath.Clean(outDir) == filepath.Clean(r.outputDir) {
+		return "", ""
+	}
+	return job.OutputPaths(r.outputDir, id, attempt)
+}
+
+// waitingOn counts the jobs of each of job id's prerequisite targets by
+// state, by the job's own prerequisite rows: target names have no index.
+func (r *Reader) waitingOn(ctx context.Context, id int64, prereqs []string) ([]protocol.TargetStatus, error) {
+	var out []protocol.TargetStatus
+	for _, name := range prereqs {
+		ts := protocol.TargetStatus{Target: name, Counts: map[string]int{}}
+		rows, err := r.db.QueryContext(ctx, queries.Get("PrereqStates"), id, name)
+		if err != nil {
+			return nil, err
+		}
+		total, done := 0, 0
+		for rows.Next() {
+			var st string
+			var n int
+			if err := rows.Scan(&st, &n); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			ts.Counts[st] = n
+			total += n
+			if st == string(job.Done) {
+				done = n
+			}
+		}
+		if err := closeRows(rows); err != nil {
+			return nil, err
+		}
+		ts.Complete = total > 0 && done == total
+		out = append(out, ts)
+	}
+	return out, nil
+}
+
+// costedQueue says whether the queue named has a deadline or a budget
+// (as stored: a read that does not wait for the core).
+func (r *Reader) costedQueue(ctx context.Context, name string) bool {
+	var costed bool
+	err := r.db.QueryRowContext(ctx, queries.Get("Costed"), name).Scan(&costed)
+	return err == nil && costed
+}
+
+// maxBlockerSearch bounds the jobs blockedBy visits.
+const maxBlockerSearch = 10000
+
+// blockedBy finds the failed or deleted job that blocks job id, following
+// blocked jobs of its prerequisite targets breadth first (nil if none is
+// found within a bounded search).
+func (r *Reader) blockedBy(ctx context.Context, id int64) (*protocol.JobRefState, error) {
+	seen := map[int64]bool{id: true}
+	frontier := []int64{id}
+	for len(frontier) > 0 && len(seen) < maxBlockerSearch {
+		cur := frontier[0]
+		frontier = frontier[1:]
+		rows, err := r.db.QueryContext(ctx, queries.Get("Blockers"), cur)
+		if err != nil {
+			return nil, err
+		}
+		var found *protocol.JobRefState
+		for rows.Next() {
+			var b protocol.JobRefState
+			if err := rows.Scan(&b.Job, &b.Target, &b.State); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			if b.State != string(job.Blocked) {
+				found = &b
+				break
+			}
+			if !seen[b.Job] {
+				seen[b.Job] = true
+				frontier = append(frontier, b.Job)
+			}
+		}
+		if err := closeRows(rows); err != nil {
+			return nil, err
+		}
+		if found != nil {
+			return found, nil
+		}
+	}
+	return nil, nil
+}
+
+// outputLost reads why each attempt of a job lost its output, by attempt.
+func (r *Reader) outputLost(ctx context.Context, id int64) (map[int]string, error) {
+	rows, err := r.db.QueryContext(ctx, queries.Get("OutputLost"), id)
+	if err != nil {
+		return nil, err
+	}
+	var m map[int]string
+	for rows.Next() {
+		var attempt int
+		var why string
+		if err := rows.Scan(&attempt, &why); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if m == nil {
+			m = map[int]string{}
+		}
+		m[attempt] = why
+	}
+	return m, closeRows(rows)
+}
+
+// history returns a job's earlier attempts, oldest first; lost is the
+// job's lost-output records by attempt.
+func (r *Reader) history(ctx context.Context, db Querier, id int64, lost map[int]string) ([]protocol.AttemptInfo, error) {
+	rows, err := db.QueryContext(ctx, queries.Get("History"), id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []protocol.AttemptInfo
+	for rows.Next() {
+		var a protocol.AttemptInfo
+		var started, finished, exit sql.NullInt64
+		var outDir string
+		var use Usage
+		if err := rows.Scan(&a.Attempt, &a.Site, &a.Host, &started, &finished, &exit, &a.Reason, &outDir, &use.User, &use.Sys, &use.RSS, &use.Cost, &a.Command); err != nil {
+			return nil, err
+		}
+		a.Started, a.Finished = Micros(started), Micros(finished)
+		a.Accounting = use.Accounting(started, finished)
+		if exit.Valid {
+			e := int(exit.Int64)
+			a.Exit = &e
+		}
+		if outDir != "" {
+			a.Stdout, a.Stderr = job.OutputPaths(outDir, id, a.Attempt)
+			a.StdoutCopy, a.StderrCopy = r.copies(outDir, id, a.Attempt)
+		}
+		a.OutputLost = lost[a.Attempt]
+		out = append(out, a)
+	}
+	return out, closeRows(rows)
+}
+
+// files adds a job's declared files with the catalog's record of each
+// (where it was produced, checksum, replicas) and the job's transfers.
+func (r *Reader) files(ctx context.Context, d *protocol.JobDetail) error {
+	rows, err := r.db.QueryContext(ctx, queries.Get("JobFiles"), d.ID)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var kind string
+		var f protocol.FileInfo
+		var size sql.NullInt64
+		var catSize int64
+		if err := rows.Scan(&kind, &f.Path, &size, &catSize, &f.Site, &f.Host, &f.Job, &f.SHA256); err != nil {
+			rows.Close()
+			return err
+		}
+		if size.Valid {
+			n := size.Int64
+			f.Size = &n
+		} else if catSize >= 0 {
+			f.Size = &catSize
+		}
+		if kind == "i" {
+			d.Inputs = append(d.Inputs, f)
+		} else {
+			d.Outputs = append(d.Outputs, f)
+		}
+	}
+	if err := closeRows(rows); err != nil {
+		return err
+	}
+	for _, fs := range [][]protocol.FileInfo{d.Inputs, d.Outputs} {
+		for i := range fs {
+			if fs[i].Replicas, err = r.src.Replicas(ctx, fs[i].Path); err != nil {
+				return err
+			}
+		}
+	}
+	d.Transfers, err = r.transfers(ctx, d.ID)
+	return err
+}
+
+// transfers lists the copies made of job id's files.
+func (r *Reader) transfers(ctx context.Context, id int64) ([]protocol.TransferInfo, error) {
+	rows, err := r.db.QueryContext(ctx, queries.Get("JobTransfers"), id)
+	if err != nil {
+		return nil, err
+	}
+	var out []protocol.TransferInfo
+	for rows.Next() {
+		var t protocol.TransferInfo
+		var from, to place
+		var started int64
+		if err := rows.Scan(&t.Path, &from.site, &from.host, &to.site, &to.host, &t.Bytes, &t.Seconds, &started, &t.Error, &t.Via); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		t.Job, t.From, t.To = id, from.String(), to.String()
+		t.Started = time.UnixMicro(started).UTC().Format(time.RFC3339Nano)
+		out = append(out, t)
+	}
+	return out, closeRows(rows)
+}
+
+// place is a site and host as a transfer's row keeps them.
+type place struct{ site, host string }
+
+// String is "site" or "site:host", as the catalog names places.
+func (p place) String() string {
+	if p.host == "" {
+		return p.site
+	}
+	return p.site + ":" + p.host
+}

@@ -1,0 +1,210 @@
+package inspect
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// statSelect is a listing's query, which Stat and Job complete.
+var statSelect = base("Stat")
+
+// base is query name without its final ";", for a builder to append
+// clauses to (WHERE, AND ..., ORDER BY, LIMIT).
+func base(name string) string {
+	return strings.TrimSuffix(queries.Get(name), ";")
+}
+
+// JobQuery is the listing's query of one job, by id.
+func JobQuery() string { return statSelect + " WHERE j.id = ?" }
+
+type statRow struct {
+	protocol.JobInfo
+	placeholder int64
+	outDir      string
+	attempt     int
+}
+
+func scanStat(rows *sql.Rows) (statRow, error) {
+	var r statRow
+	var exit, submitted, started, finished sql.NullInt64
+	var est sql.NullFloat64
+	var st, prereqs, res string
+	var use Usage
+	err := rows.Scan(&r.ID, &r.Queue, &r.Target, &st, &r.Attempts, &exit, &r.Site, &r.Host, &submitted, &started,
+		&finished, &r.Command, &r.Cwd, &est, &r.Reason, &prereqs, &r.placeholder, &r.outDir, &r.attempt,
+		&use.User, &use.Sys, &use.RSS, &use.Cost, &r.Priority, &res)
+	if err != nil {
+		return r, err
+	}
+	if res != "" {
+		if err := json.Unmarshal([]byte(res), &r.Resources); err != nil {
+			return r, fmt.Errorf("job %d: stored request: %w", r.ID, err)
+		}
+	}
+	r.Accounting = use.Accounting(started, finished)
+	r.State = st
+	r.Command, r.CommandBytes = protocol.WireCommand(r.Command)
+	if exit.Valid {
+		e := int(exit.Int64)
+		r.Exit = &e
+	}
+	r.Submitted, r.Started, r.Finished = Micros(submitted), Micros(started), Micros(finished)
+	r.Est = est.Float64
+	r.Prereqs = []string{}
+	if prereqs != "" {
+		r.Prereqs = strings.Split(prereqs, "\n")
+	}
+	return r, nil
+}
+
+// maxBatchBytes bounds the encoded size of one streamed stat frame.
+const maxBatchBytes = 1 << 20
+
+// maxStatIDs bounds the ids a listing names.
+const maxStatIDs = 10000
+
+// statQuery builds the listing of the jobs st selects with ids above
+// after.
+func statQuery(st protocol.Stat, after int64) (string, []any, error) {
+	var where []string
+	var args []any
+	if after > 0 {
+		where = append(where, "j.id > ?")
+		args = append(args, after)
+	}
+	if st.Queue != "" {
+		where = append(where, "q.name = ?")
+		args = append(args, st.Queue)
+	}
+	if st.Target != "" {
+		where = append(where, "t.name = ?")
+		args = append(args, st.Target)
+	}
+	if st.TargetPrefix != "" {
+		// Names are valid UTF-8, which has no 0xff byte, so the names
+		// starting with the prefix are those in [prefix, prefix+0xff).
+		where = append(where, "t.name >= ? AND t.name < ?")
+		args = append(args, st.TargetPrefix, st.TargetPrefix+"\xff")
+	}
+	states := st.States
+	if states == "" {
+		states = "WQHEDFB"
+	}
+	parsed, err := job.ParseStates(states)
+	if err != nil {
+		return "", nil, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+	}
+	if len(parsed) < len(job.States) {
+		where = append(where, "j.state IN ("+params(len(parsed))+")")
+		for _, p := range parsed {
+			args = append(args, string(p))
+		}
+	}
+	if st.To > 0 {
+		where = append(where, "j.id BETWEEN ? AND ?")
+		args = append(args, st.From, st.To)
+	}
+	if st.Collapse {
+		where = append(where, "NOT EXISTS ("+base("InArray")+")")
+	}
+	if len(st.IDs) > 0 {
+		if len(st.IDs) > maxStatIDs {
+			return "", nil, protocol.Errorf(protocol.CodeBadRequest, "at most %d job ids per request", maxStatIDs)
+		}
+		where = append(where, "j.id IN ("+params(len(st.IDs))+")")
+		for _, id := range st.IDs {
+			args = append(args, id)
+		}
+	}
+	q := statSelect
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY j.id"
+	if st.Limit > 0 {
+		q += " LIMIT ?"
+		args = append(args, st.Limit)
+	}
+	return q, args, nil
+}
+
+// params is n comma-separated parameters.
+func params(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
+}
+
+// Stat lists the jobs st selects with ids above after, in id order,
+// calling emit with batches of up to 1,000. It reads a consistent
+// snapshot and never waits for the writer.
+func (r *Reader) Stat(ctx context.Context, st protocol.Stat, after int64, emit func([]protocol.JobInfo) error) error {
+	q, args, err := statQuery(st, after)
+	if err != nil {
+		return err
+	}
+	var db Querier = r.db
+	if st.Earlier {
+		// Earlier attempts are read beside the listing, on its connection
+		// and in its snapshot (a second connection could wait for ever
+		// behind other listings holding the rest).
+		tx, err := r.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		db = tx
+	}
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	// Batches are bounded in bytes as well as jobs so a frame stays far
+	// below protocol.MaxFrame even with 128 KiB commands.
+	batch := make([]protocol.JobInfo, 0, 1000)
+	size := 0
+	for rows.Next() {
+		j, err := scanStat(rows)
+		if err != nil {
+			return err
+		}
+		if st.Earlier && j.Attempts > 0 {
+			if j.Earlier, err = r.history(ctx, db, j.ID, nil); err != nil {
+				return err
+			}
+			size += 256 * len(j.Earlier)
+		}
+		batch = append(batch, j.JobInfo)
+		size += 512 + 2*len(j.Command) + len(j.Cwd) + len(j.Reason)
+		if len(batch) == cap(batch) || size > maxBatchBytes {
+			if err := emit(batch); err != nil {
+				return err
+			}
+			batch, size = batch[:0], 0
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return emit(batch)
+}
+
+// Page lists up to limit jobs matching st with ids above after, in id
+// order: a page of a listing, read from a snapshot like Stat.
+func (r *Reader) Page(ctx context.Context, st protocol.Stat, after int64, limit int) ([]protocol.JobInfo, error) {
+	if limit <= 0 || limit > 1000 {
+		limit = 100
+	}
+	st.Limit = limit
+	var out []protocol.JobInfo
+	err := r.Stat(ctx, st, after, func(b []protocol.JobInfo) error {
+		out = append(out, b...)
+		return nil
+	})
+	return out, err
+}

@@ -1,0 +1,112 @@
+package metaqueue
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
+	"github.com/mq-hpc/mq/internal/metaqueue/inspect"
+	"github.com/mq-hpc/mq/internal/metaqueue/plans"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// The read side (mqstat, mqstat -j, the dashboard) is package inspect: it
+// reads through the read pool and asks the core, through inspectSources,
+// for what the other features keep.
+
+// TargetNode is a target of a prerequisite graph with its jobs' counts.
+type TargetNode = inspect.TargetNode
+
+func (s *Store) reader() *inspect.Reader {
+	return inspect.New(s.rdb, s.opt.OutputDir, inspectSources{s})
+}
+
+// Stat lists jobs matching st in id order, calling emit with batches of up
+// to 1,000. It reads a consistent snapshot and never waits for the writer.
+func (s *Store) Stat(ctx context.Context, st protocol.Stat, emit func([]protocol.JobInfo) error) error {
+	return s.reader().Stat(ctx, st, 0, emit)
+}
+
+// JobsPage lists up to limit jobs matching st with ids above after, in id
+// order: a page of a listing, read from a snapshot like Stat.
+func (s *Store) JobsPage(ctx context.Context, st protocol.Stat, after int64, limit int) ([]protocol.JobInfo, error) {
+	return s.reader().Page(ctx, st, after, limit)
+}
+
+// Job returns everything known about one job.
+func (s *Store) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
+	return s.reader().Job(ctx, id)
+}
+
+// TargetGraph returns target name and its prerequisite targets,
+// transitively, breadth first, at most limit of them (truncated says some
+// were left out), from the core's in-memory graph.
+func (s *Store) TargetGraph(ctx context.Context, name string, limit int) (nodes []TargetNode, truncated bool, err error) {
+	err = s.do(ctx, func() (err error) {
+		nodes, truncated, err = inspect.TargetGraph(s.g, name, limit)
+		return err
+	})
+	return nodes, truncated, err
+}
+
+// RunningByPlaceholder counts executing jobs per placeholder, from memory
+// (its cost is that of the jobs executing now).
+func (s *Store) RunningByPlaceholder(ctx context.Context) (map[int64]int, error) {
+	m := map[int64]int{}
+	err := s.do(ctx, func() error {
+		for _, r := range s.running {
+			m[r.placeholder]++
+		}
+		for _, cs := range s.copyRuns {
+			for _, c := range cs {
+				m[c.placeholder]++
+			}
+		}
+		return nil
+	})
+	return m, err
+}
+
+// inspectSources answers a job's detail from the core and its modules.
+type inspectSources struct{ s *Store }
+
+var _ inspect.Sources = inspectSources{}
+
+func (a inspectSources) Array(ctx context.Context, id int64) (*protocol.ArrayInfo, error) {
+	as, err := a.s.Arrays(ctx, protocol.ArrayQuery{Job: id})
+	if err != nil || len(as) != 1 {
+		return nil, err
+	}
+	return &as[0], nil
+}
+
+func (a inspectSources) RunningCopies(ctx context.Context, id int64) ([]protocol.AttemptInfo, error) {
+	return a.s.runningCopies(ctx, id)
+}
+
+func (a inspectSources) Plan(ctx context.Context, id int64) (*protocol.JobPlan, error) {
+	return plans.JobPlan(ctx, a.s.rdb, id)
+}
+
+func (a inspectSources) Replicas(ctx context.Context, path string) ([]protocol.Replica, error) {
+	return catalog.Replicas(ctx, a.s.rdb, path)
+}
+
+func (a inspectSources) CostMarks(ctx context.Context, id int64) (infeasible, overBudget string, err error) {
+	err = a.s.do(ctx, func() error {
+		infeasible = a.s.ledger.Infeasible(id)
+		if j, ok := a.s.g.Node(id); ok {
+			overBudget = a.s.ledger.OverBudget(j.Queue)
+		}
+		return nil
+	})
+	return infeasible, overBudget, err
+}
+
+func (a inspectSources) Unfit(ctx context.Context, id int64) (why string, err error) {
+	err = a.s.do(ctx, func() error { why = a.s.pack.Why(id); return nil })
+	return why, err
+}
+
+// formatMicros formats a stored time as the read side shows it.
+func formatMicros(v sql.NullInt64) string { return inspect.Micros(v) }

@@ -1,0 +1,226 @@
+package progress
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// State is what counting a watch reads of the core, on the core
+// goroutine.
+type State interface {
+	// Node is a job in memory (not ended), Lookup a target of the graph.
+	Node(id int64) (dag.Node, bool)
+	Lookup(target string) (dag.TargetID, bool)
+	// NextID is the id the next job submitted will get.
+	NextID() int64
+	// Queue is the id of the queue named.
+	Queue(name string) (int32, bool)
+	// EachCount calls f with each queue's counts by state letter.
+	EachCount(f func(q int32, c *[128]int))
+	// EndState is the state of a job no longer in memory.
+	EndState(id int64) (job.State, error)
+	// EachSpent calls f with what each queue spent at each site.
+	EachSpent(f func(q int32, site string, cost float64))
+	// Query reads through the core's writer, in its open transaction.
+	Query(query string, args ...any) (*sql.Rows, error)
+}
+
+// count counts the watch's jobs as they are now.
+func (w *Watch) count(st State) error {
+	w.counts = [128]int{}
+	switch {
+	case w.req.First > 0:
+		if w.req.Last >= st.NextID() {
+			return protocol.Errorf(protocol.CodeNotFound, "job %d does not exist", w.req.Last)
+		}
+		gone := 0
+		for id := w.req.First; id <= w.req.Last; id++ {
+			if j, ok := st.Node(id); ok {
+				w.counts[j.State]++
+			} else {
+				gone++
+			}
+		}
+		if gone > 0 {
+			// Ended jobs are not in memory: one scan of the range.
+			return w.countRows(st, queries.Get("EndedStates"), w.req.First, w.req.Last)
+		}
+	case w.ids != nil:
+		for id := range w.ids {
+			if j, ok := st.Node(id); ok {
+				w.counts[j.State]++
+				continue
+			}
+			s, err := st.EndState(id)
+			if err != nil {
+				return err
+			}
+			w.counts[s]++
+		}
+	case w.req.Target != "":
+		t, ok := st.Lookup(w.req.Target)
+		if !ok {
+			return protocol.Errorf(protocol.CodeNotFound, "target %s does not exist", w.req.Target)
+		}
+		w.target, w.hasT = t, true
+		q := base("TargetStates")
+		args := []any{int32(t)}
+		if w.hasQ {
+			q += " AND queue_id = ?"
+			args = append(args, w.queue)
+		}
+		return w.countRows(st, q+" GROUP BY state", args...)
+	default:
+		st.EachCount(func(qid int32, c *[128]int) {
+			if w.hasQ && qid != w.queue {
+				return
+			}
+			for _, s := range job.States {
+				w.counts[s] += c[s]
+			}
+		})
+	}
+	return nil
+}
+
+func (w *Watch) countRows(st State, q string, args ...any) error {
+	rows, err := st.Query(q, args...)
+	if err != nil {
+		return storage(err)
+	}
+	for rows.Next() {
+		var s string
+		var n int
+		if err := rows.Scan(&s, &n); err != nil {
+			rows.Close()
+			return storage(err)
+		}
+		w.counts[s[0]] += n
+	}
+	return storage(closeRows(rows))
+}
+
+// spending fills what the attempts of w's jobs cost, in all and per
+// site: a target's (or a range's) from the charges table, a queue's or
+// every queue's from the core's memory. Listed ids get none.
+func (w *Watch) spending(st State, r *protocol.ProgressReply) error {
+	by := map[string]float64{}
+	switch {
+	case w.ids != nil:
+		return nil
+	case w.hasT || w.req.First > 0:
+		q, args := queries.Get("SpentByRange"), []any{w.req.First, w.req.Last}
+		if w.hasT {
+			q, args = queries.Get("SpentByTarget"), []any{int32(w.target)}
+			if w.hasQ {
+				q, args = queries.Get("SpentByTargetQueue"), append(args, w.queue)
+			}
+		}
+		rows, err := st.Query(q, args...)
+		if err != nil {
+			return storage(err)
+		}
+		for rows.Next() {
+			var site string
+			var cost float64
+			if err := rows.Scan(&site, &cost); err != nil {
+				rows.Close()
+				return storage(err)
+			}
+			by[site] += cost
+		}
+		if err := closeRows(rows); err != nil {
+			return storage(err)
+		}
+	default:
+		st.EachSpent(func(qid int32, site string, v float64) {
+			if !w.hasQ || qid == w.queue {
+				by[site] += v
+			}
+		})
+	}
+	for site, v := range by {
+		if r.SpentBySite == nil {
+			r.SpentBySite = map[string]float64{}
+		}
+		r.SpentBySite[site] = v
+		r.Spent += v
+	}
+	return nil
+}
+
+// notDone lists up to protocol.MaxNotDone of the watch's jobs that ended
+// otherwise than done (failed, deleted, blocked), and how many more there
+// are. It reads through the read pool db: the core is not held.
+func (w *Watch) notDone(ctx context.Context, db Querier) ([]protocol.JobEnd, int, error) {
+	bad := w.counts[job.Failed] + w.counts[job.Blocked]
+	states := "'F','B'"
+	if w.named() {
+		bad += w.counts[job.Deleted]
+		states = "'F','B','X'"
+	}
+	if bad == 0 {
+		return nil, 0, nil
+	}
+	where, args := w.where()
+	where = append(where, "state IN ("+states+")")
+	rows, err := db.QueryContext(ctx, base("NotDone")+" WHERE "+strings.Join(where, " AND ")+" ORDER BY id LIMIT ?", append(args, protocol.MaxNotDone)...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	var out []protocol.JobEnd
+	for rows.Next() {
+		var e protocol.JobEnd
+		var exit sql.NullInt64
+		var reason sql.NullString
+		if err := rows.Scan(&e.ID, &e.State, &exit, &reason); err != nil {
+			return nil, 0, err
+		}
+		if exit.Valid {
+			x := int(exit.Int64)
+			e.Exit = &x
+		}
+		e.Reason = reason.String
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, err
+	}
+	return out, max(0, bad-len(out)), nil
+}
+
+// where is the conditions on jobs that select the watch's jobs.
+func (w *Watch) where() ([]string, []any) {
+	var where []string
+	var args []any
+	switch {
+	case w.req.First > 0:
+		where, args = append(where, "id BETWEEN ? AND ?"), append(args, w.req.First, w.req.Last)
+	case w.ids != nil:
+		var b strings.Builder
+		n := 0
+		for id := range w.ids {
+			if n > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprint(&b, id)
+			n++
+		}
+		where = append(where, "id IN ("+b.String()+")")
+	default:
+		if w.hasT {
+			where, args = append(where, "target_id = ?"), append(args, int32(w.target))
+		}
+		if w.hasQ {
+			where, args = append(where, "queue_id = ?"), append(args, w.queue)
+		}
+	}
+	return where, args
+}

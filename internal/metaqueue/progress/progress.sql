@@ -1,0 +1,33 @@
+-- progress: what a progress watch counts that is not in the core's memory
+-- (ended jobs, a target's jobs), what its jobs cost, and those that ended
+-- otherwise than done. The schema is in the core's migrations.
+
+-- name: EndedStates
+-- Ended jobs of an id range by state: they are not in memory.
+SELECT state, count(*) FROM jobs WHERE id BETWEEN ? AND ? AND state IN ('D','F','X') GROUP BY state;
+
+-- name: TargetStates
+-- A target's jobs by state; the watch's builder may add AND queue_id = ?
+-- before its GROUP BY state.
+SELECT state, count(*) FROM jobs WHERE target_id = ?;
+
+-- name: NotDone
+-- The jobs of a watch that ended otherwise than done; its builder appends
+-- WHERE, ORDER BY id and LIMIT.
+SELECT id, state, exit, reason FROM jobs;
+
+-- name: SpentByTarget
+-- What the attempts of a target's jobs cost, per site.
+SELECT c.site, sum(c.cost) FROM charges c JOIN jobs j ON j.id = c.job_id
+WHERE j.target_id = ? GROUP BY c.site;
+
+-- name: SpentByTargetQueue
+-- What the attempts of a target's jobs in one queue cost, per site.
+SELECT c.site, sum(c.cost) FROM charges c JOIN jobs j ON j.id = c.job_id
+WHERE j.target_id = ? AND j.queue_id = ? GROUP BY c.site;
+
+-- name: SpentByRange
+-- What the attempts of an id range's jobs cost, per site.
+SELECT c.site, sum(c.cost) FROM charges c JOIN jobs j ON j.id = c.job_id
+WHERE j.id BETWEEN ? AND ? GROUP BY c.site;
+

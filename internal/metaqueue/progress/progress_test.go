@@ -1,0 +1,375 @@
+package progress
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"maps"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// world is a core as State sees it: jobs in memory, ended jobs, queues'
+// counts, what was spent.
+type world struct {
+	nodes  map[int64]dag.Node
+	ended  map[int64]job.State
+	nextID int64
+	queues map[string]int32
+	counts map[int32]*[128]int
+	spent  map[int32]map[string]float64
+	err    error // what Query fails with
+}
+
+func (w *world) Node(id int64) (dag.Node, bool) { n, ok := w.nodes[id]; return n, ok }
+func (w *world) Lookup(name string) (dag.TargetID, bool) {
+	if name == "t" {
+		return 1, true
+	}
+	return 0, false
+}
+func (w *world) NextID() int64 { return w.nextID }
+func (w *world) Queue(name string) (int32, bool) {
+	q, ok := w.queues[name]
+	return q, ok
+}
+func (w *world) EachCount(f func(int32, *[128]int)) {
+	for q, c := range w.counts {
+		f(q, c)
+	}
+}
+func (w *world) EndState(id int64) (job.State, error) {
+	if s, ok := w.ended[id]; ok {
+		return s, nil
+	}
+	return 0, protocol.Errorf(protocol.CodeNotFound, "job %d does not exist", id)
+}
+func (w *world) EachSpent(f func(int32, string, float64)) {
+	for q, m := range w.spent {
+		for site, v := range m {
+			f(q, site, v)
+		}
+	}
+}
+func (w *world) Query(string, ...any) (*sql.Rows, error) { return nil, w.err }
+
+var _ State = (*world)(nil)
+
+func newWorld() *world {
+	return &world{
+		nodes: map[int64]dag.Node{
+			1: {Queue: 1, Target: 1, State: job.Queued},
+			2: {Queue: 1, Target: 1, State: job.Executing},
+			3: {Queue: 2, Target: 2, State: job.Waiting},
+		},
+		ended:  map[int64]job.State{4: job.Done, 5: job.Failed, 6: job.Deleted},
+		nextID: 7,
+		queues: map[string]int32{"a": 1, "b": 2},
+		counts: map[int32]*[128]int{
+			1: {job.Queued: 1, job.Executing: 1, job.Done: 1, job.Failed: 1},
+			2: {job.Waiting: 1, job.Deleted: 1},
+		},
+		spent: map[int32]map[string]float64{1: {"hpc": 2, "local": 1}, 2: {"hpc": 4}},
+		err:   errors.New("disk gone"),
+	}
+}
+
+func TestCheck(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		req  protocol.Progress
+		ok   bool
+	}{
+		{"everything", protocol.Progress{}, true},
+		{"range", protocol.Progress{First: 1, Last: 5}, true},
+		{"ids", protocol.Progress{IDs: []int64{1, 2}}, true},
+		{"queue and target", protocol.Progress{Queue: "a", Target: "t"}, true},
+		{"bad range", protocol.Progress{First: 5, Last: 1}, false},
+		{"range from 0", protocol.Progress{Last: 3}, false},
+		{"range and ids", protocol.Progress{First: 1, Last: 2, IDs: []int64{1}}, false},
+		{"ids and queue", protocol.Progress{IDs: []int64{1}, Queue: "a"}, false},
+		{"too many ids", protocol.Progress{IDs: make([]int64, maxIDs+1)}, false},
+		{"a zero id", protocol.Progress{IDs: []int64{1, 0}}, false},
+		{"negative interval", protocol.Progress{IntervalMS: -1}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(tc.req)
+			if tc.ok != (err == nil) {
+				t.Fatalf("New(%+v) = %v, want ok %v", tc.req, err, tc.ok)
+			}
+			var pe *protocol.Error
+			if err != nil && (!errors.As(err, &pe) || pe.Code != protocol.CodeBadRequest) {
+				t.Errorf("err = %v, want a bad request", err)
+			}
+		})
+	}
+}
+
+// TestCount counts each kind of selection over the world and follows a
+// change; deleted jobs count in the total only when named.
+func TestCount(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		req     protocol.Progress
+		queue   int32
+		want    map[string]int
+		total   int
+		pending int
+		err     string
+	}{
+		{name: "everything", req: protocol.Progress{},
+			want: map[string]int{"Q": 1, "E": 1, "D": 1, "F": 1, "W": 1, "X": 1}, total: 5, pending: 3},
+		{name: "a queue", req: protocol.Progress{Queue: "a"}, queue: 1,
+			want: map[string]int{"Q": 1, "E": 1, "D": 1, "F": 1}, total: 4, pending: 2},
+		{name: "ids", req: protocol.Progress{IDs: []int64{1, 4, 6}},
+			want: map[string]int{"Q": 1, "D": 1, "X": 1}, total: 3, pending: 1},
+		{name: "an unknown id", req: protocol.Progress{IDs: []int64{9}}, err: "does not exist"},
+		{name: "a live range", req: protocol.Progress{First: 1, Last: 3},
+			want: map[string]int{"Q": 1, "E": 1, "W": 1}, total: 3, pending: 3},
+		{name: "a range past the last job", req: protocol.Progress{First: 1, Last: 7}, err: "job 7 does not exist"},
+		{name: "a range with ended jobs reads them", req: protocol.Progress{First: 3, Last: 5}, err: "disk gone"},
+		{name: "an unknown target", req: protocol.Progress{Target: "u"}, err: "target u does not exist"},
+		{name: "a target reads its jobs", req: protocol.Progress{Target: "t"}, err: "disk gone"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := New(tc.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.queue, w.hasQ = tc.queue, tc.queue != 0
+			err = w.count(newWorld())
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("count = %v, want %q", err, tc.err)
+				}
+				if tc.err == "disk gone" {
+					if _, ok := errors.AsType[*StorageError](err); !ok {
+						t.Errorf("a failed read is %T, want a StorageError", err)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := w.reply()
+			if !maps.Equal(r.Counts, tc.want) || r.Total != tc.total || w.pending() != tc.pending {
+				t.Errorf("counts %v total %d pending %d, want %v %d %d", r.Counts, r.Total, w.pending(), tc.want, tc.total, tc.pending)
+			}
+		})
+	}
+}
+
+// TestChanges: a watch follows the changes of its own jobs only and
+// signals when none is pending.
+func TestChanges(t *testing.T) {
+	t.Parallel()
+	world := newWorld()
+	byQueue, _ := New(protocol.Progress{})
+	byQueue.queue, byQueue.hasQ = 2, true
+	byRange, _ := New(protocol.Progress{First: 1, Last: 2})
+	set := Set{byQueue: {}, byRange: {}}
+	if dropped := set.Recount(world); len(dropped) != 0 {
+		t.Fatal(dropped)
+	}
+	set.Changes([]dag.Change{
+		{ID: 1, Queue: 1, Target: 1, From: job.Queued, To: job.Executing},
+		{ID: 3, Queue: 2, Target: 2, From: job.Waiting, To: job.Queued},
+	})
+	if got := byRange.reply().Counts; !maps.Equal(got, map[string]int{"E": 2}) {
+		t.Errorf("range counts %v", got)
+	}
+	if got := byQueue.reply().Counts; !maps.Equal(got, map[string]int{"Q": 1, "X": 1}) {
+		t.Errorf("queue counts %v", got)
+	}
+	set.Changes([]dag.Change{{ID: 3, Queue: 2, Target: 2, From: job.Queued, To: job.Done}})
+	select {
+	case <-byQueue.ended:
+	default:
+		t.Error("the queue's last job ended and its watch was not told")
+	}
+	select {
+	case <-byRange.ended:
+		t.Error("the range's watch was told it ended")
+	default:
+	}
+	// A recount that fails drops the watch.
+	gone, _ := New(protocol.Progress{IDs: []int64{9}})
+	set[gone] = struct{}{}
+	if dropped := set.Recount(world); len(dropped) != 1 || len(set) != 2 {
+		t.Errorf("dropped %v, %d watches left", dropped, len(set))
+	}
+}
+
+func TestSpending(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		req   protocol.Progress
+		queue int32
+		want  map[string]float64
+		err   bool
+	}{
+		{name: "everything", want: map[string]float64{"hpc": 6, "local": 1}},
+		{name: "a queue", queue: 2, want: map[string]float64{"hpc": 4}},
+		{name: "listed ids: none", req: protocol.Progress{IDs: []int64{1}}},
+		{name: "a range reads the charges", req: protocol.Progress{First: 1, Last: 2}, err: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := New(tc.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.queue, w.hasQ = tc.queue, tc.queue != 0
+			var r protocol.ProgressReply
+			err = w.spending(newWorld(), &r)
+			if tc.err != (err != nil) {
+				t.Fatalf("spending = %v", err)
+			}
+			if !maps.Equal(r.SpentBySite, tc.want) {
+				t.Errorf("spent %v, want %v", r.SpentBySite, tc.want)
+			}
+		})
+	}
+}
+
+func TestWhere(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		req    protocol.Progress
+		target bool
+		queue  int32
+		want   string
+		args   int
+	}{
+		{name: "range", req: protocol.Progress{First: 1, Last: 2}, want: "id BETWEEN ? AND ?", args: 2},
+		{name: "ids", req: protocol.Progress{IDs: []int64{7}}, want: "id IN (7)"},
+		{name: "target and queue", target: true, queue: 3, want: "target_id = ? AND queue_id = ?", args: 2},
+		{name: "everything"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := New(tc.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.hasT, w.target = tc.target, 4
+			w.queue, w.hasQ = tc.queue, tc.queue != 0
+			where, args := w.where()
+			if got := strings.Join(where, " AND "); got != tc.want || len(args) != tc.args {
+				t.Errorf("where %q %v, want %q with %d arguments", got, args, tc.want, tc.args)
+			}
+		})
+	}
+}
+
+// core runs Do under a lock, as the core goroutine would one at a time.
+type core struct {
+	mu    sync.Mutex
+	world *world
+	set   Set
+}
+
+func (c *core) Do(_ context.Context, fn func(State, Set) error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return fn(c.world, c.set)
+}
+
+// TestStream: Once sends one frame; a stream sends frames until its jobs
+// end, at once when the last one does, and leaves no watch behind.
+func TestStream(t *testing.T) {
+	t.Parallel()
+	c := &core{world: newWorld(), set: Set{}}
+	var frames []protocol.ProgressReply
+	send := func(r protocol.ProgressReply) error { frames = append(frames, r); return nil }
+	if err := Stream(context.Background(), protocol.Progress{Queue: "a", Once: true, Spending: true}, c, nil, send); err != nil {
+		t.Fatal(err)
+	}
+	if len(frames) != 1 || frames[0].Ended || frames[0].Spent != 3 || len(c.set) != 0 {
+		t.Fatalf("once: frames %+v, %d watches", frames, len(c.set))
+	}
+	if err := Stream(context.Background(), protocol.Progress{Queue: "z"}, c, nil, send); err == nil {
+		t.Fatal("a stream of an unknown queue started")
+	}
+
+	frames = nil
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	var mu sync.Mutex
+	go func() {
+		done <- Stream(ctx, protocol.Progress{IDs: []int64{1, 4}, IntervalMS: 60000}, c, nil, func(r protocol.ProgressReply) error {
+			mu.Lock()
+			defer mu.Unlock()
+			return send(r)
+		})
+	}()
+	// Wait for the watch, then end its last job.
+	for {
+		c.mu.Lock()
+		n := len(c.set)
+		if n == 1 {
+			c.set.Changes([]dag.Change{{ID: 1, Queue: 1, Target: 1, From: job.Queued, To: job.Done}})
+		}
+		c.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("no watch was added")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	last := frames[len(frames)-1]
+	if !last.Ended || !maps.Equal(last.Counts, map[string]int{"D": 2}) || len(c.set) != 0 {
+		t.Errorf("last frame %+v, %d watches", last, len(c.set))
+	}
+}
+
+// TestQueriesUsed: every query of progress.sql is used by the package and
+// every query it names is in the file.
+func TestQueriesUsed(t *testing.T) {
+	t.Parallel()
+	get := regexp.MustCompile(`(?:Get|base)\("([A-Z][A-Za-z]+)"\)`)
+	used := map[string]bool{}
+	files, _ := os.ReadDir(".")
+	for _, f := range files {
+		name := f.Name()
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range get.FindAllStringSubmatch(string(src), -1) {
+			used[m[1]] = true
+		}
+	}
+	for _, n := range queries.Names() {
+		if !used[n] {
+			t.Errorf("query %s of progress.sql is not used", n)
+		}
+		delete(used, n)
+	}
+	for n := range used {
+		t.Errorf("query %s is used but not in progress.sql", n)
+	}
+}

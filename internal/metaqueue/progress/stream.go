@@ -1,0 +1,97 @@
+package progress
+
+import (
+	"context"
+	"time"
+
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// Core runs a function on the core goroutine with the core's state and
+// its watches: a watch is counted, read and dropped there.
+type Core interface {
+	Do(ctx context.Context, fn func(st State, set Set) error) error
+}
+
+// MinInterval is the shortest interval between a stream's frames.
+const MinInterval = 100 * time.Millisecond
+
+// Stream sends the counts by state of the jobs req selects every interval
+// (and at once when the last one ends) until none is waiting, queued or
+// executing; the last frame has Ended set and names jobs that did not end
+// done, read through the read pool db. With req.Once it sends the counts
+// now and returns.
+func Stream(ctx context.Context, req protocol.Progress, core Core, db Querier, send func(protocol.ProgressReply) error) error {
+	w, err := New(req)
+	if err != nil {
+		return err
+	}
+	every := time.Duration(req.IntervalMS) * time.Millisecond
+	if every == 0 {
+		every = time.Second
+	}
+	every = max(every, MinInterval)
+	var snap protocol.ProgressReply
+	pending := 0
+	err = core.Do(ctx, func(st State, set Set) error {
+		if req.Queue != "" {
+			q, ok := st.Queue(req.Queue)
+			if !ok {
+				return protocol.Errorf(protocol.CodeNotFound, "queue %s does not exist", req.Queue)
+			}
+			w.queue, w.hasQ = q, true
+		}
+		if err := w.count(st); err != nil {
+			return err
+		}
+		snap, pending = w.reply(), w.pending()
+		if req.Once && req.Spending {
+			if err := w.spending(st, &snap); err != nil {
+				return err
+			}
+		}
+		if !req.Once && pending > 0 {
+			set[w] = struct{}{}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if req.Once {
+		return send(snap)
+	}
+	defer core.Do(context.WithoutCancel(ctx), func(_ State, set Set) error {
+		delete(set, w)
+		return nil
+	})
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for pending > 0 {
+		if err := send(snap); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		case <-w.ended:
+		}
+		if err := core.Do(ctx, func(_ State, set Set) error {
+			snap, pending = w.reply(), w.pending()
+			if pending == 0 {
+				delete(set, w) // the counts are final
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	snap.Ended = true
+	nd, more, err := w.notDone(ctx, db)
+	if err != nil {
+		return err
+	}
+	snap.NotDone, snap.MoreNotDone = nd, more
+	return send(snap)
+}

@@ -1,0 +1,84 @@
+package metaqueue
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/internal/metaqueue/progress"
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// Progress watches are package progress; the core feeds them the graph's
+// changes (applyChanges) and recounts them after a reload.
+
+type watch = progress.Watch
+
+// Progress sends the counts by state of the selected jobs every interval
+// (and at once when the last one ends) until none is waiting, queued or
+// executing; the last frame has Ended set and names jobs that did not end
+// done. With req.Once it sends the counts now and returns.
+func (s *Store) Progress(ctx context.Context, req protocol.Progress, send func(protocol.ProgressReply) error) error {
+	return progress.Stream(ctx, req, progressCore{s}, s.rdb, send)
+}
+
+// watchChanges updates the watches with a batch of state changes.
+func (s *Store) watchChanges(ch []dag.Change) { progress.Set(s.watches).Changes(ch) }
+
+// rewatch recounts every watch after the state was reloaded.
+func (s *Store) rewatch() {
+	for _, err := range progress.Set(s.watches).Recount(progressCore{s}) {
+		s.log.Warn("progress watch dropped after a reload", "err", err)
+	}
+}
+
+// progressCore is the core as the progress watches see it.
+type progressCore struct{ s *Store }
+
+var (
+	_ progress.Core  = progressCore{}
+	_ progress.State = progressCore{}
+)
+
+// Do runs fn on the core; a storage failure while counting fails the batch.
+func (c progressCore) Do(ctx context.Context, fn func(progress.State, progress.Set) error) error {
+	return c.s.do(ctx, func() error {
+		err := fn(c, c.s.watches)
+		if se, ok := errors.AsType[*progress.StorageError](err); ok {
+			return fatalError{se.Err}
+		}
+		return err
+	})
+}
+
+func (c progressCore) Node(id int64) (dag.Node, bool)           { return c.s.g.Node(id) }
+func (c progressCore) Lookup(name string) (dag.TargetID, bool)  { return c.s.g.Lookup(name) }
+func (c progressCore) NextID() int64                            { return c.s.nextID }
+func (c progressCore) EachSpent(f func(int32, string, float64)) { c.s.ledger.EachSpent(f) }
+
+func (c progressCore) Queue(name string) (int32, bool) {
+	if q := c.s.queues[name]; q != nil {
+		return q.id, true
+	}
+	return 0, false
+}
+
+func (c progressCore) EachCount(f func(int32, *[128]int)) {
+	for q, n := range c.s.counts {
+		f(q, n)
+	}
+}
+
+func (c progressCore) EndState(id int64) (job.State, error) {
+	end, err := c.s.jobEnd(id)
+	if err != nil {
+		return 0, err
+	}
+	return job.State(end.State[0]), nil
+}
+
+func (c progressCore) Query(query string, args ...any) (*sql.Rows, error) {
+	return c.s.w.QueryContext(context.Background(), query, args...)
+}

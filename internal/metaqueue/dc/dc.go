@@ -154,13 +154,15 @@ type State struct {
 	// told counts the bumps of gen made by Moved and Changed, which say
 	// what moved: any other bump may have moved any file.
 	told  uint64
-	waits int64 // "wait" decisions, for tests and logs
+	waits int64     // "wait" decisions, for tests and logs
+	links siteLinks // kept across Reset (UseLinks)
 
 	// Scratch for one decision, kept to avoid allocating per request.
 	popped []policy.Ready
 	cands  []policy.Candidate
 	inBuf  []policy.Input
 	fut    []policy.Arrival
+	pool   corePool
 }
 
 // Reset empties the state; arrival times count from now.
@@ -169,7 +171,7 @@ func (d *State) Reset(now time.Time) {
 		files: map[int64]*Files{}, where: map[string]Loc{}, perHost: map[string]bool{},
 		placeID: map[Place]policy.Site{},
 		phPlace: map[int64]policy.Site{}, readyAt: map[int64]time.Time{}, lastAsk: map[int64]time.Time{},
-		epoch: now,
+		epoch: now, links: d.links,
 	}
 }
 
@@ -584,6 +586,7 @@ type Asking struct {
 	// Staging: inputs with a replica at the placeholder's place are
 	// priced there (Pool.Present).
 	Staging bool
+	To      Place // the placeholder's place for files, with staging
 }
 
 // Picked is what Pick decided.

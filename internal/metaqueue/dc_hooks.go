@@ -46,7 +46,6 @@ type dcState struct {
 	ask     asking // the pick's view of the world (dispatch.World)
 	scratch dispatch.Scratch
 	jobs    dcJobs
-	parked  []policy.Site
 }
 
 // fileDecl and jobFiles are a job's declared files (dc.File, dc.Files).
@@ -249,24 +248,14 @@ func (s *Store) inputs(dst []policy.Input, ids []int64, cur policy.Site, here Pl
 // placeholder should wait (then waited is set).
 func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err error) {
 	a := dc.Asking{Placeholder: p.req.Placeholder, Now: s.now(), Staging: s.opt.Stager != nil}
-	if a.Cur, err = s.phSite(a.Placeholder); err != nil {
-		return 0, false, false, err
-	}
-	if a.Staging {
-		to, err := s.storePlace(a.Placeholder)
-		if err != nil {
-			return 0, false, false, err
-		}
-		a.To = dc.Place(to)
-	}
 	w := s.asking(q, p)
 	s.data.jobs = dcJobs{s: s, p: p, w: w}
-	picked, err := s.data.PickFor(w, q.ready, q.pol, a, &s.data.jobs, dcCatalog{s})
+	picked, err := s.data.PickFor(context.Background(), s.w, w, q.ready, q.pol, a, &s.data.jobs, dcCatalog{s})
 	if err != nil {
 		return 0, false, false, err
 	}
 	if picked.Staged {
-		s.log.Info("dc: staging the chosen job's inputs to the asking placeholder", "job", picked.Staging.Job.ID, "to", catalog.Place(a.To).String(),
+		s.log.Info("dc: staging the chosen job's inputs to the asking placeholder", "job", picked.Staging.Job.ID, "to", catalog.Place(picked.To).String(),
 			"priority", picked.Staging.Priority, "queue_s", picked.Staging.Job.QueueTime, "arrivals", s.data.Arrivals())
 	}
 	return picked.ID, picked.ID != 0, picked.Waited, nil
@@ -299,20 +288,13 @@ func (j *dcJobs) Estimate() (string, float64) {
 	return j.s.g.Name(j.w.j.Target), float64(j.w.j.Est)
 }
 
-func (j *dcJobs) Parked() ([]policy.Site, error) {
-	s := j.s
-	parked := s.data.parked[:0]
-	for _, o := range s.parked {
+func (j *dcJobs) Parked(dst []int64) []int64 {
+	for _, o := range j.s.parked {
 		if o != j.p && o.req.Placeholder != j.p.req.Placeholder {
-			at, err := s.phSite(o.req.Placeholder)
-			if err != nil {
-				return nil, err
-			}
-			parked = append(parked, at)
+			dst = append(dst, o.req.Placeholder)
 		}
 	}
-	s.data.parked = parked
-	return parked, nil
+	return dst
 }
 
 // dcCatalog forwards DC's questions to the catalog (dc.Catalog).
@@ -333,6 +315,10 @@ func (c dcCatalog) InputsAt(ids []int64, to dc.Place) (bool, error) {
 
 func (c dcCatalog) StagingElsewhere(ids []int64, to dc.Place) bool {
 	return c.s.stagingElsewhere(ids, catalog.Place(to))
+}
+
+func (c dcCatalog) StorePlace(site, host string) dc.Place {
+	return dc.Place(c.s.cat.StorePlace(site, host))
 }
 
 func (c dcCatalog) IsShared(site string) bool { return c.s.cat.IsShared(site) }

@@ -1,6 +1,7 @@
 package dc
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -59,6 +60,7 @@ type Picked struct {
 	// placeholder's place and its inputs were asked for.
 	Staged  bool
 	Staging policy.Decision
+	To      Place // where Staging's inputs are asked for (PickFor)
 }
 
 // Pick asks the queue's chooser (pol: DC, SA, XSufferage) which of its
@@ -189,8 +191,8 @@ type Jobs interface {
 	// Estimate is the target and declared runtime of the job the world
 	// last let go (dispatch.World.Current).
 	Estimate() (target string, est float64)
-	// Parked is where the other placeholders parked asking now run.
-	Parked() ([]policy.Site, error)
+	// Parked appends to dst the other placeholders parked asking now.
+	Parked(dst []int64) []int64
 }
 
 // Catalog is what DC asks the file catalog, through the core: whether
@@ -206,29 +208,49 @@ type Catalog interface {
 	// StagingElsewhere says whether another place is bringing the inputs
 	// of jobs ids.
 	StagingElsewhere(ids []int64, to Place) bool
+	// StorePlace is where the jobs of a placeholder at site and host
+	// find their files.
+	StorePlace(site, host string) Place
 	// IsShared says whether a site sees the CLS host's filesystem.
 	IsShared(site string) bool
 	// ValidSHA says whether a checksum is well formed.
 	ValidSHA(sha string) bool
 }
 
-// PickFor is Pick with the choosing chain for the placeholder a asks
-// for, over the core's jobs and the catalog: a bundle is one candidate,
+// PickFor is Pick with the choosing chain for placeholder a.Placeholder,
+// over the core's jobs and the catalog: a bundle is one candidate,
 // answered by its members; with staging, a job whose inputs another
 // place is bringing is passed over, and only the job chosen is staged
-// here, not every job examined. a.Latency is its site's link's.
-func (d *State) PickFor(w dispatch.World, q *policy.Heap, pol policy.Info, a Asking, jobs Jobs, cat Catalog) (Picked, error) {
-	a.Latency = d.Link(a.Cur).Latency
+// here, not every job examined. Where the placeholders run (a.Cur, and
+// the others parked) is read with db for those that registered before
+// this run; a.Latency is its site's link's, a.To the catalog's place
+// for it.
+func (d *State) PickFor(ctx context.Context, db Querier, w dispatch.World, q *policy.Heap, pol policy.Info, a Asking, jobs Jobs, cat Catalog) (Picked, error) {
+	cur, err := d.PlaceholderAt(ctx, db, a.Placeholder)
+	if err != nil {
+		return Picked{}, err
+	}
+	a.Cur, a.Latency = cur, d.Link(cur).Latency
+	if a.Staging {
+		pl := d.SiteAt(cur)
+		a.To = cat.StorePlace(pl.Site, pl.Host)
+	}
 	p := &d.pool
-	*p = corePool{jobs: jobs, cat: cat, a: a, groups: p.groups, seen: p.seen[:0]}
+	*p = corePool{d: d, ctx: ctx, db: db, jobs: jobs, cat: cat, a: a, groups: p.groups, seen: p.seen[:0], phs: p.phs[:0], sites: p.sites[:0]}
 	clear(p.groups)
 	picked, err := d.Pick(w, q, dispatch.Choosing, pol, a, d.Network(), p)
-	p.jobs, p.cat = nil, nil
+	picked.To = a.To
+	p.ctx, p.db, p.jobs, p.cat = nil, nil, nil, nil
 	return picked, err
 }
 
 // corePool is the Pool of PickFor.
 type corePool struct {
+	d      *State
+	ctx    context.Context
+	db     Querier
+	phs    []int64       // Parked's scratch
+	sites  []policy.Site // Parked's answer
 	jobs   Jobs
 	cat    Catalog
 	a      Asking
@@ -279,7 +301,19 @@ func (p *corePool) LocalBytes(id int64) int64 { return p.jobs.LocalBytes(id, p.a
 
 func (p *corePool) Estimate() (string, float64) { return p.jobs.Estimate() }
 
-func (p *corePool) Parked() ([]policy.Site, error) { return p.jobs.Parked() }
+func (p *corePool) Parked() ([]policy.Site, error) {
+	p.phs = p.jobs.Parked(p.phs[:0])
+	sites := p.sites[:0]
+	for _, ph := range p.phs {
+		at, err := p.d.PlaceholderAt(p.ctx, p.db, ph)
+		if err != nil {
+			return nil, err
+		}
+		sites = append(sites, at)
+	}
+	p.sites = sites
+	return sites, nil
+}
 
 func (p *corePool) Present(path string) bool { return p.cat.Present(path, p.a.To) }
 

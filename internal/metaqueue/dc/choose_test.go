@@ -12,6 +12,7 @@ import (
 type jobs struct {
 	bundle map[int64]int64   // job -> its bundle
 	now    map[int64][]int64 // bundle -> members going now (none: held)
+	parked []int64           // the other placeholders parked
 }
 
 func (j jobs) BundleOf(id int64) (int64, bool) {
@@ -21,7 +22,7 @@ func (j jobs) BundleOf(id int64) (int64, bool) {
 func (j jobs) BundleNow(id int64) []int64               { return j.now[j.bundle[id]] }
 func (jobs) LocalBytes(int64, policy.Site, Place) int64 { return 0 }
 func (jobs) Estimate() (string, float64)                { return "t", 10 }
-func (jobs) Parked() ([]policy.Site, error)             { return nil, nil }
+func (j jobs) Parked(dst []int64) []int64               { return append(dst, j.parked...) }
 
 // staging is a Catalog where the jobs listed are being brought elsewhere
 // and the inputs of the jobs here are present.
@@ -74,8 +75,9 @@ func TestPickFor(t *testing.T) {
 				d.BecameReady(id, t0)
 				q.Push(policy.Ready{ID: id})
 			}
-			a := Asking{Placeholder: 7, Cur: d.At("A", ""), Now: t0.Add(time.Second), Staging: tc.staging}
-			got, err := d.PickFor(world{}, q, dcPol, a, tc.jobs, tc.cat)
+			d.SetPlaceholder(7, "A", "")
+			a := Asking{Placeholder: 7, Now: t0.Add(time.Second), Staging: tc.staging}
+			got, err := d.PickFor(t.Context(), nil, world{}, q, dcPol, a, tc.jobs, tc.cat)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -124,5 +126,47 @@ func TestNetwork(t *testing.T) {
 	}
 	if got := newState().LinkOf(LocalSite); got != DefaultLocalLink {
 		t.Errorf("no links told: %+v, want the local default", got)
+	}
+}
+
+// TestPickForParked: the placeholders parked elsewhere are placed where
+// they run; one where a job's data is makes the asking one wait.
+func TestPickForParked(t *testing.T) {
+	dcPol, err := policy.Lookup("dc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		parked []int64
+		want   int64
+		waited bool
+	}{
+		{"none parked: taken here", nil, 1, false},
+		{"parked where the data is: waits", []int64{8}, 0, true},
+		{"parked elsewhere: taken here", []int64{9}, 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newState()
+			d.Count(1, 0)
+			d.SetPlaceholder(7, "A", "")
+			far := d.SetPlaceholder(8, "B", "")
+			d.SetPlaceholder(9, "C", "")
+			d.Locate("/far", Loc{At: far, Size: 1e9})
+			q := policy.NewHeap(dcPol.Order)
+			for _, id := range []int64{1, 3} {
+				d.AddJob(id, &Files{In: []File{{"/far", -1, true}}})
+				d.BecameReady(id, t0)
+				q.Push(policy.Ready{ID: id})
+			}
+			a := Asking{Placeholder: 7, Now: t0.Add(time.Second)}
+			got, err := d.PickFor(t.Context(), nil, world{}, q, dcPol, a, jobs{parked: tc.parked}, staging{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.ID != tc.want || got.Waited != tc.waited {
+				t.Errorf("picked %+v, want %d, waited %v", got, tc.want, tc.waited)
+			}
+		})
 	}
 }

@@ -97,6 +97,7 @@ func (c catalog) Present(path string, _ Place) bool     { return slices.Contains
 func (c catalog) InputsPresent([]int64, Place) bool     { return true }
 func (c catalog) InputsAt([]int64, Place) (bool, error) { return true, nil }
 func (c catalog) StagingElsewhere([]int64, Place) bool  { return false }
+func (c catalog) StorePlace(site, host string) Place    { return Place{site, host} }
 func (c catalog) IsShared(site string) bool             { return slices.Contains(c.shared, site) }
 func (c catalog) ValidSHA(sha string) bool              { return len(sha) == 3 }
 

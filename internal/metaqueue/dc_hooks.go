@@ -45,7 +45,7 @@ type dcState struct {
 	dc.State
 	ask     asking // the pick's view of the world (dispatch.World)
 	scratch dispatch.Scratch
-	jobs    dcJobs
+	jobs    dcJobs // the core's answers to a pick (dc.Jobs), reused: a pick allocates nothing
 }
 
 // fileDecl and jobFiles are a job's declared files (dc.File, dc.Files).

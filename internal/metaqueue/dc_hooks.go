@@ -2,7 +2,6 @@ package metaqueue
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
@@ -14,14 +13,16 @@ import (
 )
 
 // The core's side of data-conscious scheduling (internal/metaqueue/dc):
-// what it tells the module when placeholders ask, jobs become ready, end
-// or produce their outputs, and what it does with the module's answers
-// (the catalog records the outputs, plans keep them, the copy index hears
-// what moved). The choosing pick (DC, SA, XSufferage) is the module's
-// Pick; the core answers it about bundles, the catalog and copies
-// (dcPool). When a chooser says "wait" the placeholder's long poll stays
-// parked and is decided again when the queue changes and at least once
-// per dc.Redecide.
+// the events it tells the module (a placeholder asked or went silent, a
+// job was submitted, ended Done or ended), each one call, and the facts
+// it applies from the answers (the catalog records the outputs, plans
+// keep them, the ledger counts what was written, the copy index hears
+// what moved). A choosing queue's pick (DC, SA, XSufferage) is the
+// module's PickFor; the core answers it about bundles, copies and other
+// placeholders (dcJobs) and forwards its questions to the catalog
+// (dcCatalog). When a chooser says "wait" the placeholder's long poll
+// stays parked and is decided again when the queue changes and at least
+// once per dc.Redecide.
 
 // Link is how fast data moves between a site and the others (dc.Link).
 type Link = dc.Link
@@ -44,8 +45,7 @@ type dcState struct {
 	dc.State
 	ask     asking // the pick's view of the world (dispatch.World)
 	scratch dispatch.Scratch
-	pool    dcPool
-	parked  []policy.Site
+	jobs    dcJobs // the core's answers to a pick (dc.Jobs), reused: a pick allocates nothing
 }
 
 // fileDecl and jobFiles are a job's declared files (dc.File, dc.Files).
@@ -66,37 +66,18 @@ func (q *queue) setPolicy(name string) {
 	q.ready = policy.NewHeap(p.Order)
 }
 
-func (q *queue) isDC() bool { return q.pol.Kind == policy.Choosing }
+func (q *queue) isDC() bool            { return dc.Chooses(q.pol) }
+func (q *queue) learnsEstimates() bool { return dc.LearnsEstimates(q.pol) }
 
-// learnsEstimates says whether the queue orders jobs that declared no
-// runtime by a learned one (SJF); DC prices runtimes on its own.
-func (q *queue) learnsEstimates() bool {
-	return q.pol.Kind == policy.Ordered && q.pol.Needs&policy.NeedsEstimates != 0
-}
+// link returns the link of a place's site, as DC prices it.
+func (s *Store) link(at policy.Site) Link { return s.data.Link(at) }
 
-// link returns the link of a place's site.
-func (s *Store) link(at policy.Site) Link { return s.linkOf(s.data.SiteAt(at).Site) }
-
-// linkOf is a site's link: measured, else configured, else the default
-// (dc.Links.Of).
+// linkOf is a site's link (dc.Links.Of); any goroutine may ask.
 func (s *Store) linkOf(name string) Link { return s.links.Of(name, s.opt.Links, s.opt.DefaultLink) }
 
 // MeasuredLink replaces a site's configured link (--site-net) with one
 // measured from real transfers, for DC's pricing.
 func (s *Store) MeasuredLink(site string, l Link) { s.links.Measured(site, l) }
-
-// network implements policy.Network over the module's places by the
-// sites' links: a copy between two sites goes as slowly as the slower of
-// their links.
-type network struct{ s *Store }
-
-func (n network) Transfer(from, to policy.Site, bytes int64, files int) float64 {
-	if from == to {
-		return 0
-	}
-	a, b := n.s.link(from), n.s.link(to)
-	return float64(files)*max(a.Latency, b.Latency) + float64(bytes)/min(a.Bandwidth, b.Bandwidth)
-}
 
 // phSite returns where a placeholder runs, reading its row once if it
 // registered before this run.
@@ -120,30 +101,20 @@ func (s *Store) storePlace(ph int64) (catalog.Place, error) {
 }
 
 func (s *Store) countDC() {
-	n, sjf := 0, 0
-	for _, q := range s.qlist {
-		if q.isDC() {
-			n++
-		}
-		if q.learnsEstimates() {
-			sjf++
-		}
+	pols := make([]policy.Info, len(s.qlist))
+	for i, q := range s.qlist {
+		pols[i] = q.pol
 	}
-	s.data.Count(n, sjf)
+	s.data.CountQueues(pols)
 	s.setCP()
 }
 
 // observeRequest feeds a placeholder's request for work to the arrival
 // predictor.
 func (s *Store) observeRequest(ph int64) error {
-	if !s.data.Choosing() {
-		return nil
+	if err := s.data.Observe(context.Background(), s.w, ph, s.now()); err != nil {
+		return fatalError{err}
 	}
-	at, err := s.phSite(ph)
-	if err != nil {
-		return err
-	}
-	s.data.Asked(ph, at, s.now())
 	return nil
 }
 
@@ -157,8 +128,8 @@ func (s *Store) forgetPlaceholder(ph int64) {
 // forgetSilent drops placeholders silent for longer than a lease that are
 // neither parked asking now nor running a job (dc.State.Silent).
 func (s *Store) forgetSilent(now time.Time) {
-	for _, ph := range s.data.Silent(now, s.opt.Lease, s.busyPlaceholders) {
-		s.forgetPlaceholder(ph)
+	if s.data.ForgetSilent(now, s.opt.Lease, s.busyPlaceholders) {
+		s.dataChanged()
 	}
 }
 
@@ -174,33 +145,21 @@ func (s *Store) busyPlaceholders() map[int64]bool {
 	return alive
 }
 
-// addFiles records a new job's declared files, in the batch's transaction.
+// addFiles records a new job's declared files, in the batch's
+// transaction, and the user's inputs the catalog learns of.
 func (s *Store) addFiles(id int64, js *protocol.JobSpec) error {
-	if len(js.Inputs) == 0 && len(js.Outputs) == 0 {
-		return nil
+	jf, onHost, err := s.data.Submitted(id, js, s.stmts.insFile)
+	if err != nil {
+		return fatalError{err}
 	}
-	for _, k := range []struct {
-		kind  string
-		files []protocol.File
-	}{{"i", js.Inputs}, {"o", js.Outputs}} {
-		for i, f := range k.files {
-			var size any
-			if f.Size != nil {
-				size = *f.Size
-			}
-			if _, err := s.stmts.insFile.Exec(id, k.kind, i, f.Path, size, f.Rel); err != nil {
-				return fatalError{err}
-			}
-			if k.kind == "i" && f.MTime != 0 && f.Size != nil && *f.Size >= 0 {
-				if err := s.userFile(f.Path, *f.Size, f.MTime); err != nil {
-					return err
-				}
-			}
+	for _, f := range onHost {
+		if err := s.userFile(f.Path, *f.Size, f.MTime); err != nil {
+			return err
 		}
 	}
-	jf := dc.Declared(js)
-	s.data.AddJob(id, jf)
-	s.cat.SetInputs(id, catInputs(jf.In))
+	if jf != nil {
+		s.cat.SetInputs(id, catInputs(jf.In))
+	}
 	return nil
 }
 
@@ -235,52 +194,34 @@ func (s *Store) readyEntry(q *queue, id int64, est float32, t dag.TargetID) poli
 	return r
 }
 
-// jobDone learns a Done job's runtime and records where it produced its
-// outputs (dc.State.Outputs), in the batch's transaction: in the catalog, at
-// DC's place, at the site a plan keeps them, and for the copy index.
+// jobDone tells DC a job ended Done (dc.State.Done) and applies what its
+// outputs mean, in the batch's transaction: the catalog records them,
+// a plan keeps those with a checksum at its site, the ledger counts the
+// bytes written and the copy index hears they moved.
 func (s *Store) jobDone(id int64, q int32, target string, ph int64, started, finished time.Time, outs []protocol.FileSum) error {
-	s.data.Ran(target, started, finished)
-	jf := s.data.Job(id)
-	if jf == nil || len(jf.Out) == 0 {
-		return nil
-	}
-	at, err := s.data.PlaceholderAt(context.Background(), s.w, ph)
+	e := dc.Ended{ID: id, Target: target, Placeholder: ph, Started: started, Finished: finished,
+		Outputs: outs, Reported: s.opt.Stager != nil || len(outs) > 0}
+	made, err := s.data.Done(context.Background(), s.w, e, dcCatalog{s})
 	if err != nil {
 		return fatalError{err}
 	}
-	pl := s.data.SiteAt(at)
-	rec := s.data.Outputs(id, outs, s.opt.Stager != nil || len(outs) > 0, s.cat.IsShared(pl.Site), catalog.ValidSHA)
-	wrote, known := 0.0, false
-	defer func() {
-		if known {
-			s.noteWrote(q, wrote)
-		}
-	}()
-	for _, o := range rec {
-		if o.Size >= 0 {
-			wrote += float64(o.Size)
-			known = true
-		}
-		// A declared size is a hint for DC, not a fact the agent may check
-		// a dependent's input against: without a checksum the catalog
-		// leaves it unknown.
-		catSize := o.Size
-		if o.SHA == "" {
-			catSize = -1
-		}
-		p := catalog.Place{Site: pl.Site, Host: pl.Host}
-		if err := s.cat.Produced(o.Path, p, catSize, o.SHA, id, finished); err != nil {
+	p := catalog.Place(made.Place)
+	for _, o := range made.Outputs {
+		if err := s.cat.Produced(o.Path, p, o.CatalogSize(), o.SHA, id, finished); err != nil {
 			return fatalError{err}
 		}
-		s.data.Locate(o.Path, dc.Loc{At: at, Size: o.Size, Job: id})
-		if o.SHA == "" {
-			continue
-		}
-		if err := s.planKeep(o.Path, p, id); err != nil {
-			return err
+		if o.SHA != "" {
+			if err := s.planKeep(o.Path, p, id); err != nil {
+				return err
+			}
 		}
 	}
-	s.dataMoved(jf.Out)
+	if made.Known {
+		s.noteWrote(q, made.Wrote)
+	}
+	if made.Moved != nil {
+		s.dataMoved(made.Moved)
+	}
 	return nil
 }
 
@@ -296,147 +237,89 @@ func (s *Store) jobEnded(id int64) {
 func (s *Store) inputs(dst []policy.Input, ids []int64, cur policy.Site, here Place) []policy.Input {
 	var pr dc.Presence
 	if s.opt.Stager != nil {
-		pr = presence{s, here}
+		pr = dc.PresentAt(dcCatalog{s}, dc.Place(here))
 	}
 	return s.data.Inputs(dst, ids, cur, pr)
 }
 
-// presence is the catalog's answer whether a file has a replica at a
-// place with a data root of its own: at one sharing the CLS host's
-// filesystem every file is "present", and DC's places there are where
-// it was made (cache affinity).
-type presence struct {
-	s  *Store
-	to Place
-}
-
-func (p presence) Present(path string) bool {
-	return p.to != catalog.Shared && p.s.cat.Present(path, p.to)
-}
-
 // pickDC asks the module which of a choosing queue's oldest ready jobs
-// the placeholder of p should get (dc.State.Pick). It returns false when
-// the queue has none that fits or the chooser decided the placeholder
-// should wait (then waited is set).
+// the placeholder of p should get (dc.State.PickFor). It returns false
+// when the queue has none that fits or the chooser decided the
+// placeholder should wait (then waited is set).
 func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err error) {
-	cur, err := s.phSite(p.req.Placeholder)
-	if err != nil {
-		return 0, false, false, err
-	}
-	a := dc.Asking{Placeholder: p.req.Placeholder, Cur: cur, Latency: s.link(cur).Latency, Now: s.now(), Staging: s.opt.Stager != nil}
-	pool := &s.data.pool
-	*pool = dcPool{s: s, p: p, cur: cur, groups: pool.groups, seen: pool.seen[:0]}
-	clear(pool.groups)
-	if a.Staging {
-		if pool.to, err = s.storePlace(p.req.Placeholder); err != nil {
-			return 0, false, false, err
-		}
-	}
-	pool.w = s.asking(q, p)
-	picked, err := s.data.Pick(pool.w, q.ready, dispatch.Choosing, q.pol, a, network{s}, pool)
+	a := dc.Asking{Placeholder: p.req.Placeholder, Now: s.now(), Staging: s.opt.Stager != nil}
+	w := s.asking(q, p)
+	s.data.jobs = dcJobs{s: s, p: p, w: w}
+	picked, err := s.data.PickFor(context.Background(), s.w, w, q.ready, q.pol, a, &s.data.jobs, dcCatalog{s})
 	if err != nil {
 		return 0, false, false, err
 	}
 	if picked.Staged {
-		s.log.Info("dc: staging the chosen job's inputs to the asking placeholder", "job", picked.Staging.Job.ID, "to", pool.to.String(),
+		s.log.Info("dc: staging the chosen job's inputs to the asking placeholder", "job", picked.Staging.Job.ID, "to", catalog.Place(picked.To).String(),
 			"priority", picked.Staging.Priority, "queue_s", picked.Staging.Job.QueueTime, "arrivals", s.data.Arrivals())
 	}
 	return picked.ID, picked.ID != 0, picked.Waited, nil
 }
 
-// dcPool answers the module's pick (dc.Pool) for the placeholder of p:
-// bundles, the catalog and copies. A bundle is one candidate, answered by
-// its members.
-type dcPool struct {
-	s      *Store
-	p      *parkedNext
-	w      *asking
-	cur    policy.Site       // where the placeholder runs
-	to     Place             // the placeholder's place, with staging
-	one    [1]int64          // Members' answer for a job on its own
-	seen   []int64           // bundles already among the candidates
-	groups map[int64][]int64 // bundles among the candidates: their members
+// dcJobs answers a pick (dc.Jobs) for the placeholder of p, picking
+// through w: its bundles, the copy index's local bytes, the job w last
+// let go, and the other placeholders parked.
+type dcJobs struct {
+	s *Store
+	p *parkedNext
+	w *asking
 }
 
-var _ dc.Pool = (*dcPool)(nil)
-
-// membersOf is the jobs candidate id stands for: its bundle, or itself.
-func (c *dcPool) membersOf(id int64) []int64 {
-	if m, ok := c.groups[id]; ok {
-		return m
-	}
-	return []int64{id}
+func (j *dcJobs) BundleOf(id int64) (int64, bool) {
+	bid, ok := j.s.bundles.of[id]
+	return bid, ok
 }
 
-// Members is the jobs ready job id stands for, when it is a candidate.
-func (c *dcPool) Members(id int64) (members []int64, take, back bool) {
-	s := c.s
-	c.one[0] = id
-	members = c.one[:]
-	if bid, inBundle := s.bundles.of[id]; inBundle {
-		if slices.Contains(c.seen, bid) {
-			return nil, false, true
-		}
-		if members, _ = s.bundlePick(id, c.p.req.WalltimeLeft); len(members) == 0 {
-			return nil, false, false // held back; pushed again when its state changes
-		}
-		c.seen = append(c.seen, bid)
-	}
-	if s.opt.Stager != nil {
-		// The chooser prices the inputs that are elsewhere: only the job
-		// it chooses is staged here, not every job examined.
-		if s.stagingElsewhere(members, c.to) {
-			return nil, false, true // another place is bringing its inputs
-		}
-		if len(members) > 1 {
-			if c.groups == nil {
-				c.groups = map[int64][]int64{}
-			}
-			c.groups[id] = members
+func (j *dcJobs) BundleNow(id int64) []int64 {
+	ids, _ := j.s.bundlePick(id, j.p.req.WalltimeLeft)
+	return ids
+}
+
+func (j *dcJobs) LocalBytes(id int64, cur policy.Site, to dc.Place) int64 {
+	return j.s.localBytes(id, cur, catalog.Place(to))
+}
+
+func (j *dcJobs) Estimate() (string, float64) {
+	return j.s.g.Name(j.w.j.Target), float64(j.w.j.Est)
+}
+
+func (j *dcJobs) Parked(dst []int64) []int64 {
+	for _, o := range j.s.parked {
+		if o != j.p && o.req.Placeholder != j.p.req.Placeholder {
+			dst = append(dst, o.req.Placeholder)
 		}
 	}
-	return members, true, true
+	return dst
 }
 
-// LocalBytes is the bytes of job id's inputs at the placeholder's place.
-func (c *dcPool) LocalBytes(id int64) int64 {
-	return c.s.localBytes(id, c.cur, c.to)
+// dcCatalog forwards DC's questions to the catalog (dc.Catalog).
+type dcCatalog struct{ s *Store }
+
+func (c dcCatalog) Present(path string, to dc.Place) bool {
+	p := catalog.Place(to)
+	return p != catalog.Shared && c.s.cat.Present(path, p)
 }
 
-// Estimate is the target and declared runtime of the job last let go.
-func (c *dcPool) Estimate() (string, float64) {
-	return c.s.g.Name(c.w.j.Target), float64(c.w.j.Est)
+func (c dcCatalog) InputsPresent(ids []int64, to dc.Place) bool {
+	return c.s.inputsPresent(ids, catalog.Place(to))
 }
 
-// Parked is where the other placeholders parked asking now run.
-func (c *dcPool) Parked() ([]policy.Site, error) {
-	s := c.s
-	parked := s.data.parked[:0]
-	for _, o := range s.parked {
-		if o != c.p && o.req.Placeholder != c.p.req.Placeholder {
-			at, err := s.phSite(o.req.Placeholder)
-			if err != nil {
-				return nil, err
-			}
-			parked = append(parked, at)
-		}
-	}
-	s.data.parked = parked
-	return parked, nil
+func (c dcCatalog) InputsAt(ids []int64, to dc.Place) (bool, error) {
+	return c.s.inputsAt(ids, catalog.Place(to))
 }
 
-// Present says whether path has a replica at the placeholder's place.
-func (c *dcPool) Present(path string) bool { return presence{c.s, c.to}.Present(path) }
-
-// InputsPresent says whether candidate id's inputs are all at c.to.
-func (c *dcPool) InputsPresent(id int64) bool {
-	return c.s.opt.Stager == nil || c.s.inputsPresent(c.membersOf(id), c.to)
+func (c dcCatalog) StagingElsewhere(ids []int64, to dc.Place) bool {
+	return c.s.stagingElsewhere(ids, catalog.Place(to))
 }
 
-// InputsAt says the same, asking for the missing ones.
-func (c *dcPool) InputsAt(id int64) (bool, error) {
-	if c.s.opt.Stager == nil {
-		return true, nil
-	}
-	return c.s.inputsAt(c.membersOf(id), c.to)
+func (c dcCatalog) StorePlace(site, host string) dc.Place {
+	return dc.Place(c.s.cat.StorePlace(site, host))
 }
+
+func (c dcCatalog) IsShared(site string) bool { return c.s.cat.IsShared(site) }
+func (c dcCatalog) ValidSHA(sha string) bool  { return catalog.ValidSHA(sha) }

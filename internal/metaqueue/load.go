@@ -82,6 +82,7 @@ func (s *Store) resetIndex() {
 	s.counts = map[int32]*[128]int{}
 	s.nextID = 0
 	s.data.Reset(s.now())
+	s.data.UseLinks(&s.links, s.opt.Links, s.opt.DefaultLink)
 	s.cat.Reset()
 	s.bl.Off()
 	s.prio = map[int64]int16{}

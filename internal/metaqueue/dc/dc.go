@@ -7,10 +7,15 @@
 // expected soon is a better place for the job.
 //
 // The state is owned by the metaqueue's core goroutine, which tells it
-// what happened (a placeholder asked, a job became ready, ended, produced
-// its outputs) and asks it for candidates' inputs and for the decision
-// (dispatch.Choose). It imports no other module: what its decisions mean
-// for the catalog, plans or copies the core carries out.
+// what happened, one call per event (a placeholder asked or went silent,
+// a job was submitted, became ready, ended Done or ended; events.go), and
+// asks it for a choosing queue's pick (PickFor; choose.go), which runs
+// the dispatch chain (dispatch.Examine) and the chooser
+// (dispatch.Choose). It imports no other module: what it needs of the
+// core and the file catalog it asks through Jobs and Catalog, which the
+// core answers, and what its answers mean for the catalog, plans, ledger
+// or copies (Made) the core carries out. The sites' links (links.go)
+// price the copies.
 package dc
 
 import (
@@ -18,15 +23,12 @@ import (
 	"database/sql"
 	_ "embed"
 	"errors"
-	"fmt"
-	"maps"
 	"math"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/mq-hpc/mq/internal/dispatch"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/internal/sqlfile"
 	"github.com/mq-hpc/mq/protocol"
@@ -154,13 +156,15 @@ type State struct {
 	// told counts the bumps of gen made by Moved and Changed, which say
 	// what moved: any other bump may have moved any file.
 	told  uint64
-	waits int64 // "wait" decisions, for tests and logs
+	waits int64     // "wait" decisions, for tests and logs
+	links siteLinks // kept across Reset (UseLinks)
 
 	// Scratch for one decision, kept to avoid allocating per request.
 	popped []policy.Ready
 	cands  []policy.Candidate
 	inBuf  []policy.Input
 	fut    []policy.Arrival
+	pool   corePool
 }
 
 // Reset empties the state; arrival times count from now.
@@ -169,7 +173,7 @@ func (d *State) Reset(now time.Time) {
 		files: map[int64]*Files{}, where: map[string]Loc{}, perHost: map[string]bool{},
 		placeID: map[Place]policy.Site{},
 		phPlace: map[int64]policy.Site{}, readyAt: map[int64]time.Time{}, lastAsk: map[int64]time.Time{},
-		epoch: now,
+		epoch: now, links: d.links,
 	}
 }
 
@@ -546,166 +550,3 @@ func (d *State) Waits() int64 { return d.waits }
 
 // Waited counts a "wait" decision.
 func (d *State) Waited() { d.waits++ }
-
-// Presence says whether a file has a replica at the asking placeholder's
-// place (the catalog's answer, with staging).
-type Presence interface {
-	Present(path string) bool
-}
-
-// Pool is the core's side of one pick: what it knows of the ready jobs
-// the pick examines, and where their inputs are (dispatch.Placement: a
-// job id stands for its bundle).
-type Pool interface {
-	dispatch.Placement
-	Presence
-	// Members is the jobs ready job id stands for (itself, or its
-	// bundle), when it is a candidate (take); when not, back says
-	// whether it goes back on the queue after the pick.
-	Members(id int64) (members []int64, take, back bool)
-	// LocalBytes is the bytes of job id's inputs at the asking
-	// placeholder's place, every replica counted.
-	LocalBytes(id int64) int64
-	// Estimate is the target and declared runtime of the job the world
-	// last let go (dispatch.World.Current).
-	Estimate() (target string, est float64)
-	// Parked is where the other placeholders parked asking now run:
-	// whatever their history, they arrive now. Asked only when there is
-	// a candidate to decide about.
-	Parked() ([]policy.Site, error)
-}
-
-// Asking is the placeholder a pick is for.
-type Asking struct {
-	Placeholder int64
-	Cur         policy.Site // where it runs
-	Latency     float64     // its site's link latency (DC's placeholder latency)
-	Now         time.Time
-	// Staging: inputs with a replica at the placeholder's place are
-	// priced there (Pool.Present).
-	Staging bool
-}
-
-// Picked is what Pick decided.
-type Picked struct {
-	ID     int64 // the job chosen; 0: none
-	Waited bool  // the chooser said the placeholder should wait
-	// Staged: the chooser's first choice (Staging) was not at the
-	// placeholder's place and its inputs were asked for.
-	Staged  bool
-	Staging policy.Decision
-}
-
-// Pick asks the queue's chooser (pol: DC, SA, XSufferage) which of its
-// oldest ready jobs (q) the asking placeholder should get. Up to
-// policy.Window jobs that chain lets go (dispatch.Examine over w) become
-// candidates, a bundle as one, priced by where their inputs are (net);
-// the chooser decides given the placeholders expected to ask soon
-// (dispatch.Choose): a choice whose inputs are not here yet is staged and
-// the placeholder gets one whose inputs are, or waits. The jobs examined
-// go back on q, but the one chosen.
-func (d *State) Pick(w dispatch.World, q *policy.Heap, chain dispatch.Chain, pol policy.Info, a Asking, net policy.Network, pool Pool) (Picked, error) {
-	popped, cands, ins := d.popped[:0], d.cands[:0], d.inBuf[:0]
-	var here Presence
-	if a.Staging {
-		here = pool
-	}
-	popped, err := dispatch.Examine(w, q, chain, popped, func(r policy.Ready) (bool, error) {
-		members, take, back := pool.Members(r.ID)
-		if !take {
-			return back, nil
-		}
-		start := len(ins)
-		if pol.Needs&policy.NeedsBytesHere != 0 {
-			var b int64
-			for _, m := range members {
-				b += pool.LocalBytes(m)
-			}
-			if b > 0 {
-				ins = append(ins, policy.Input{Site: a.Cur, Bytes: b})
-			}
-		} else {
-			ins = d.Inputs(ins, members, a.Cur, here)
-		}
-		target, est := pool.Estimate()
-		cands = append(cands, policy.Candidate{
-			ID:        r.ID,
-			QueueTime: d.QueueTime(r.ID, a.Now),
-			Runtime:   d.expect.Estimate(target, est),
-			Inputs:    ins[start:len(ins):len(ins)],
-		})
-		return true, nil
-	})
-	var c dispatch.Choice
-	if err == nil {
-		if len(cands) > 0 {
-			c, err = d.decide(pol, a, net, cands, pool)
-		} else {
-			c.Wait = true
-		}
-	}
-	var chosen int64
-	if err == nil && !c.Wait {
-		chosen = c.Job.ID
-	}
-	dispatch.Restore(q, popped, chosen)
-	n := len(cands)
-	clear(cands) // drop references to input slices
-	d.popped, d.cands, d.inBuf = popped[:0], cands[:0], ins[:0]
-	if err != nil {
-		return Picked{}, err
-	}
-	p := Picked{Staged: c.Staged, Staging: c.Staging}
-	switch {
-	case !c.Wait:
-		p.ID = chosen
-		d.Changed() // the ready set, not where files are
-	case n > 0:
-		d.waits++
-		p.Waited = true
-	}
-	return p, nil
-}
-
-// decide asks pol's chooser for one of cands (at least one).
-func (d *State) decide(pol policy.Info, a Asking, net policy.Network, cands []policy.Candidate, pool Pool) (dispatch.Choice, error) {
-	parked, err := pool.Parked()
-	if err != nil {
-		return dispatch.Choice{}, err
-	}
-	fut := d.arr.Predict(d.secs(a.Now), a.Placeholder, d.fut[:0])
-	for _, at := range parked {
-		fut = append(fut, policy.Arrival{Site: at, In: 0})
-	}
-	d.fut = fut
-	var ch policy.Chooser
-	if pol.NewDC != nil {
-		ch = pol.NewDC(a.Latency)
-	} else {
-		ch = pol.NewChooser()
-	}
-	return dispatch.Choose(ch, policy.Snapshot{Current: a.Cur, Future: fut, Net: net}, cands, pool, dispatch.Patience(pol))
-}
-
-// Arrivals says, per place, the soonest placeholder arrival the last
-// Pick expected, in seconds ("none expected" when none).
-func (d *State) Arrivals() string {
-	soonest := map[string]float64{}
-	for _, a := range d.fut {
-		name := d.places[a.Site].Site
-		if h := d.places[a.Site].Host; h != "" {
-			name += ":" + h
-		}
-		if old, ok := soonest[name]; !ok || a.In < old {
-			soonest[name] = a.In
-		}
-	}
-	var b strings.Builder
-	for _, k := range slices.Sorted(maps.Keys(soonest)) {
-		fmt.Fprintf(&b, "%s in %.1fs; ", k, soonest[k])
-	}
-	if arr := strings.TrimSuffix(b.String(), "; "); arr != "" {
-		return arr
-	}
-	return "none expected"
-}

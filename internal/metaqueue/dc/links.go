@@ -4,6 +4,8 @@ import (
 	"maps"
 	"sync"
 	"sync/atomic"
+
+	"github.com/mq-hpc/mq/internal/policy"
 )
 
 // Links are the sites' links as measured from real transfers, over the
@@ -76,4 +78,46 @@ func (ls *Links) Measured(site string, l Link) {
 		best.Bandwidth = max(best.Bandwidth, l.Bandwidth)
 	}
 	ls.best.Store(best)
+}
+
+// siteLinks is where State finds the sites' links: measured (ls), else
+// configured, else the default (Links.Of).
+type siteLinks struct {
+	ls         *Links
+	configured map[string]Link
+	def        Link
+}
+
+// UseLinks tells the state the sites' links (measured in ls, configured,
+// the default), for its picks' prices. Reset keeps them.
+func (d *State) UseLinks(ls *Links, configured map[string]Link, def Link) {
+	d.links = siteLinks{ls, configured, def}
+}
+
+// LinkOf is site name's link (Links.Of); without UseLinks, the defaults.
+func (d *State) LinkOf(name string) Link {
+	if d.links.ls == nil {
+		var none Links
+		return none.Of(name, d.links.configured, d.links.def)
+	}
+	return d.links.ls.Of(name, d.links.configured, d.links.def)
+}
+
+// Link is the link of the site of place at.
+func (d *State) Link(at policy.Site) Link { return d.LinkOf(d.SiteAt(at).Site) }
+
+// Network prices a copy between two of d's places by their sites' links
+// (policy.Network).
+func (d *State) Network() policy.Network { return network{d} }
+
+// network is a copy between two sites going as slowly as the slower of
+// their links.
+type network struct{ d *State }
+
+func (n network) Transfer(from, to policy.Site, bytes int64, files int) float64 {
+	if from == to {
+		return 0
+	}
+	a, b := n.d.Link(from), n.d.Link(to)
+	return float64(files)*max(a.Latency, b.Latency) + float64(bytes)/min(a.Bandwidth, b.Bandwidth)
 }

@@ -1,10 +1,9 @@
 package metaqueue
 
 import (
-	"cmp"
 	"context"
-	"slices"
 
+	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
 	"github.com/mq-hpc/mq/internal/metaqueue/plans"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/job"
@@ -28,26 +27,16 @@ type PlanEstimate = plans.Estimate
 // MaxPlanJobs bounds a planning problem.
 const MaxPlanJobs = plans.MaxJobs
 
-// planKeep copies a file job id wrote at place p to the site the plan
-// keeps it at, when that is another place and staging is on: a plan that
-// put the file elsewhere (AEH-ETAA), or a producer that ran elsewhere than
-// planned, still has the file where the plan's consumers run. The copy is
-// the stager's, on behalf of the producer (accounted to it; its failure
-// fails nobody, the producer having ended): consumers that run before it
-// lands stage the file as usual.
+// planKeep has the stager copy a file job id wrote at place p to the
+// site the plan keeps it at, when that is another (catalog.Keep): a plan
+// that put the file elsewhere (AEH-ETAA), or a producer that ran
+// elsewhere than planned, still has the file where the plan's consumers
+// run.
 func (s *Store) planKeep(path string, p Place, id int64) error {
-	site, ok := s.plans.FileSite(path)
-	if !ok || s.opt.Stager == nil || site == p.Site {
-		return nil
+	if site, ok := s.plans.FileSite(path); ok && site != p.Site {
+		return s.catalogChanged(catalog.Change{Fail: s.cat.Keep(path, site, id)})
 	}
-	to := Place{Site: site}
-	if s.isShared(site) {
-		to = shared
-	}
-	if !s.cat.Known(path) || s.cat.Present(path, to) {
-		return nil
-	}
-	return s.requestStage(path, to, id)
+	return nil
 }
 
 // planEnded forgets an ended job's plan (its row stays for mqstat -j).
@@ -64,7 +53,7 @@ func (s *Store) planAlive(ph int64) error {
 }
 
 // pickPlanned takes the first ready job planned for p's site that fits
-// and has its inputs there (plans.Plans.At bounds how far it looks).
+// and has its inputs there (plans.Pick).
 func (s *Store) pickPlanned(p *parkedNext) (*queue, int64, error) {
 	if !s.plans.Active() {
 		return nil, 0, nil
@@ -74,45 +63,34 @@ func (s *Store) pickPlanned(p *parkedNext) (*queue, int64, error) {
 		return nil, 0, err
 	}
 	p.site = s.data.SiteAt(at).Site
-	s.plans.Seen(p.site, s.now())
-	examined := 0
-	type cand struct {
-		q  *queue
-		id int64
+	id, err := s.plans.Pick(p.site, s.now(), planAsking{s, p})
+	if id == 0 || err != nil {
+		return nil, 0, err
 	}
-	var cands []cand
-	for id := range s.plans.At(p.site) {
-		if examined >= policy.Window {
-			break
-		}
-		j, ok := s.g.Node(id)
-		if !ok || j.State != job.Queued {
-			continue
-		}
-		if ar := s.arrays.of(id); ar != nil && ar.running >= ar.limit {
-			continue // its array is at its cap; the queue's pick holds it
-		}
-		examined++
-		q := s.queueIDs[j.Queue]
-		if q == nil || !fits(j.Est, q, p.req.WalltimeLeft) || !s.affordable(q, j, p.site) {
-			continue
-		}
-		cands = append(cands, cand{q, id})
-	}
-	// A job's priority comes before the plan's order (stable: among equal
-	// priorities, the plan's).
-	slices.SortStableFunc(cands, func(a, b cand) int { return cmp.Compare(s.prio[b.id], s.prio[a.id]) })
-	for _, c := range cands {
-		here, err := s.dataReady(c.id, p)
-		if err != nil {
-			return nil, 0, err
-		}
-		if here {
-			return c.q, c.id, nil
-		}
-	}
-	return nil, 0, nil
+	j, _ := s.g.Node(id)
+	return s.queueIDs[j.Queue], id, nil
 }
+
+// planAsking answers plans.Pick for the placeholder of p.
+type planAsking struct {
+	s *Store
+	p *parkedNext
+}
+
+func (a planAsking) Eligible(id int64) bool {
+	j, ok := a.s.g.Node(id)
+	ar := a.s.arrays.of(id)
+	return ok && j.State == job.Queued && (ar == nil || ar.running < ar.limit)
+}
+
+func (a planAsking) Fits(id int64) bool {
+	j, _ := a.s.g.Node(id)
+	q := a.s.queueIDs[j.Queue]
+	return q != nil && fits(j.Est, q, a.p.req.WalltimeLeft) && a.s.affordable(q, j, a.p.site)
+}
+
+func (a planAsking) Priority(id int64) int16           { return a.s.prio[id] }
+func (a planAsking) InputsHere(id int64) (bool, error) { return a.s.dataReady(id, a.p) }
 
 // PlanJobs is the planning problem's jobs for target (plans.Problem).
 func (s *Store) PlanJobs(ctx context.Context, target string, est PlanEstimate) ([]policy.PlanJob, error) {

@@ -130,9 +130,6 @@ func (s *Store) catalogChanged(ch catalog.Change) error {
 	return nil
 }
 
-// isShared says whether a site sees the CLS host's filesystem.
-func (s *Store) isShared(site string) bool { return s.cat.IsShared(site) }
-
 // inputsAt says whether jobs ids have every movable input at place to,
 // asking the stager for the missing ones.
 func (s *Store) inputsAt(ids []int64, to Place) (bool, error) {

@@ -44,12 +44,11 @@ func (s *Store) planEnded(id int64) { s.plans.Ended(id) }
 
 // planAlive notes that a placeholder is alive at its site (a heartbeat).
 func (s *Store) planAlive(ph int64) error {
-	at, err := s.phSite(ph)
-	if err != nil {
-		return err
+	site, err := s.siteName(ph)
+	if err == nil {
+		s.plans.Seen(site, s.now())
 	}
-	s.plans.Seen(s.data.SiteAt(at).Site, s.now())
-	return nil
+	return err
 }
 
 // pickPlanned takes the first ready job planned for p's site that fits
@@ -58,12 +57,12 @@ func (s *Store) pickPlanned(p *parkedNext) (*queue, int64, error) {
 	if !s.plans.Active() {
 		return nil, 0, nil
 	}
-	at, err := s.phSite(p.req.Placeholder)
+	site, err := s.siteName(p.req.Placeholder)
 	if err != nil {
 		return nil, 0, err
 	}
-	p.site = s.data.SiteAt(at).Site
-	id, err := s.plans.Pick(p.site, s.now(), planAsking{s, p})
+	p.site = site
+	id, err := s.plans.Pick(site, s.now(), planAsking{s, p})
 	if id == 0 || err != nil {
 		return nil, 0, err
 	}
@@ -111,38 +110,36 @@ func (s *Store) SetPlan(ctx context.Context, planner string, pl policy.Plan) (in
 // RecordPlan records a plan: each job's planned site, place in the order
 // and predicted slot, start and end, and the plan itself (plans.Record).
 // A plan that cannot be recorded changes nothing.
-func (s *Store) RecordPlan(ctx context.Context, rec PlanRecord, pl policy.Plan) (int, error) {
+func (s *Store) RecordPlan(ctx context.Context, rec PlanRecord, pl policy.Plan) (n int, err error) {
 	if err := plans.Check(rec, pl); err != nil {
 		return 0, err
 	}
-	n := 0
-	err := s.do(ctx, func() error {
-		if err := s.begin(); err != nil {
-			return err
-		}
-		var err error
-		if n, err = s.plans.Record(context.Background(), s.w, s.g, rec, pl, s.now()); err != nil {
-			return fatalError{err}
-		}
-		return nil
+	return n, s.planDo(ctx, func(ctx context.Context, w plans.DB) (err error) {
+		n, err = s.plans.Record(ctx, w, s.g, rec, pl, s.now())
+		return err
 	})
-	return n, err
 }
 
 // ClearPlans forgets every plan: jobs bind late again.
-func (s *Store) ClearPlans(ctx context.Context) (int, error) {
-	n := 0
-	err := s.do(ctx, func() error {
+func (s *Store) ClearPlans(ctx context.Context) (n int, err error) {
+	return n, s.planDo(ctx, func(ctx context.Context, w plans.DB) (err error) {
+		n, err = s.plans.Clear(ctx, w)
+		return err
+	})
+}
+
+// planDo runs write, a change of the plans, in a batch with the
+// transaction open: an error there is a storage failure.
+func (s *Store) planDo(ctx context.Context, write func(context.Context, plans.DB) error) error {
+	return s.do(ctx, func() error {
 		if err := s.begin(); err != nil {
 			return err
 		}
-		var err error
-		if n, err = s.plans.Clear(context.Background(), s.w); err != nil {
+		if err := write(context.Background(), s.w); err != nil {
 			return fatalError{err}
 		}
 		return nil
 	})
-	return n, err
 }
 
 // PlanShow is what cls plan show shows (plans.Show).

@@ -119,13 +119,8 @@ func (s *Store) catalogChanged(ch catalog.Change) error {
 	if ch.Moved {
 		s.data.Gone(ch.Gone)
 	}
-	if ch.Fail == nil {
-		return nil
-	}
-	for _, id := range ch.Fail.Jobs {
-		if err := s.failUnstageable(id, ch.Fail.Reason); err != nil {
-			return err
-		}
+	if u := ch.Fail; u != nil {
+		return s.failUnstageable(u.Jobs, u.Reason)
 	}
 	return nil
 }
@@ -169,7 +164,10 @@ func (s *Store) dropStale(id, ph int64, missing []string) (bool, error) {
 	if err != nil {
 		return false, fatalError{err}
 	}
-	return stale, s.catalogChanged(ch)
+	if ch.Moved {
+		s.data.Gone(ch.Gone) // replicas dropped: nothing arrived, no job fails
+	}
+	return stale, nil
 }
 
 // assigned is how an assignment carries a job's declared files, inputs
@@ -198,7 +196,7 @@ func (s *Store) Files(ctx context.Context, q protocol.FilesQuery) (protocol.File
 // Replicas returns the places holding path, best first, with the
 // catalog's size and checksum of the file.
 func (s *Store) Replicas(ctx context.Context, path string) ([]protocol.Replica, error) {
-	return catalog.Locate(ctx, s.rdb, path)
+	return catalog.Holding(ctx, s.rdb, path)
 }
 
 // AddReplica records that path exists at a place with this size and

@@ -3,7 +3,6 @@ package metaqueue
 import (
 	"context"
 
-	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
 	"github.com/mq-hpc/mq/internal/metaqueue/plans"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/job"
@@ -28,13 +27,15 @@ type PlanEstimate = plans.Estimate
 const MaxPlanJobs = plans.MaxJobs
 
 // planKeep has the stager copy a file job id wrote at place p to the
-// site the plan keeps it at, when that is another (catalog.Keep): a plan
+// site the plan keeps it at, when that is another (catalog.KeepAt): a plan
 // that put the file elsewhere (AEH-ETAA), or a producer that ran
 // elsewhere than planned, still has the file where the plan's consumers
 // run.
 func (s *Store) planKeep(path string, p Place, id int64) error {
 	if site, ok := s.plans.FileSite(path); ok && site != p.Site {
-		return s.catalogChanged(catalog.Change{Fail: s.cat.Keep(path, site, id)})
+		if u := s.cat.KeepAt(path, site, id); u != nil {
+			return s.failUnstageable(u.Jobs, u.Reason)
+		}
 	}
 	return nil
 }

@@ -109,26 +109,3 @@ func (c *Catalog) RecordTransfer(t protocol.TransferInfo, now time.Time) error {
 	return c.Record(Transfer{Job: t.Job, Path: t.Path, From: ParsePlace(t.From), To: ParsePlace(t.To), Bytes: t.Bytes,
 		Started: started, Duration: time.Duration(t.Seconds * float64(time.Second)), Err: t.Error, Via: t.Via})
 }
-
-// DropMissing forgets the replicas at place to of the inputs of job id
-// its agent did not find whole there (Stale, DropStale), and says whether
-// any was: the job is then handed back unstarted, to wait for them,
-// rather than failed.
-func (c *Catalog) DropMissing(ctx context.Context, db Execer, id int64, to Place, missing []string) (bool, Change, error) {
-	drop := c.Stale(id, to, missing)
-	if len(drop) == 0 {
-		return false, Change{}, nil
-	}
-	gone, err := c.DropStale(ctx, db, id, to, drop)
-	return err == nil, Change{Moved: true, Gone: gone}, err
-}
-
-// Locate reads the places holding path, best first: a path with none is
-// not found.
-func Locate(ctx context.Context, db Querier, path string) ([]protocol.Replica, error) {
-	out, err := Replicas(ctx, db, path)
-	if err == nil && len(out) == 0 {
-		err = protocol.Errorf(protocol.CodeNotFound, "no replica of %s is known", path)
-	}
-	return out, err
-}

@@ -9,10 +9,10 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
-// TestKeep: a file a plan keeps at a site is asked for there only with a
+// TestKeepAt: a file a plan keeps at a site is asked for there only with a
 // stager, when the catalog knows it and it is not there yet, at the
 // site's store place.
-func TestKeep(t *testing.T) {
+func TestKeepAt(t *testing.T) {
 	for _, tc := range []struct {
 		name, path, site string
 		stager           bool
@@ -34,7 +34,7 @@ func TestKeep(t *testing.T) {
 		}
 		c.files["/f"] = &file{size: 3, reps: []Place{Shared}}
 		c.files["/g"] = &file{size: 3, reps: []Place{rooted}}
-		if u := c.Keep(tc.path, tc.site, 9); u != nil {
+		if u := c.KeepAt(tc.path, tc.site, 9); u != nil {
 			t.Errorf("%s: fails %+v", tc.name, u)
 		}
 		var got []Place

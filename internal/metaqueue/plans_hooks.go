@@ -53,7 +53,7 @@ func (s *Store) planAlive(ph int64) error {
 }
 
 // pickPlanned takes the first ready job planned for p's site that fits
-// and has its inputs there (plans.Pick).
+// and has its inputs there (plans.PickAt).
 func (s *Store) pickPlanned(p *parkedNext) (*queue, int64, error) {
 	if !s.plans.Active() {
 		return nil, 0, nil
@@ -63,7 +63,7 @@ func (s *Store) pickPlanned(p *parkedNext) (*queue, int64, error) {
 		return nil, 0, err
 	}
 	p.site = site
-	id, err := s.plans.Pick(site, s.now(), planAsking{s, p})
+	id, err := s.plans.PickAt(site, s.now(), planAsking{s, p})
 	if id == 0 || err != nil {
 		return nil, 0, err
 	}
@@ -71,7 +71,7 @@ func (s *Store) pickPlanned(p *parkedNext) (*queue, int64, error) {
 	return s.queueIDs[j.Queue], id, nil
 }
 
-// planAsking answers plans.Pick for the placeholder of p.
+// planAsking answers plans.PickAt for the placeholder of p.
 type planAsking struct {
 	s *Store
 	p *parkedNext

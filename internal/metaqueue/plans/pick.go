@@ -8,7 +8,7 @@ import (
 	"github.com/mq-hpc/mq/internal/policy"
 )
 
-// Asking is what a planned pick needs to know of the jobs planned for the
+// Asking is what a planned pick (PickAt) needs to know of the jobs planned for the
 // site of the placeholder asking: the core answers each from its graph,
 // queues and modules.
 type Asking interface {
@@ -26,11 +26,11 @@ type Asking interface {
 	InputsHere(id int64) (bool, error)
 }
 
-// Pick takes the first job planned for site, in the plan's order among
+// PickAt takes the first job planned for site, in the plan's order among
 // equal priorities, that is eligible, fits and has its inputs there,
 // looking at no more than policy.Window eligible ones (0: none). It notes
 // site as seen at now: a placeholder there asked for work.
-func (p *Plans) Pick(site string, now time.Time, a Asking) (int64, error) {
+func (p *Plans) PickAt(site string, now time.Time, a Asking) (int64, error) {
 	p.Seen(site, now)
 	var cands []int64
 	examined := 0

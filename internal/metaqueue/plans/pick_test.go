@@ -7,7 +7,7 @@ import (
 	"github.com/mq-hpc/mq/internal/policy"
 )
 
-// asking answers Pick from maps: jobs absent from eligible are not, and
+// asking answers PickAt from maps: jobs absent from eligible are not, and
 // so on.
 type asking struct {
 	ineligible, unfit, away map[int64]bool
@@ -37,9 +37,9 @@ func set(ids ...int64) map[int64]bool {
 	return m
 }
 
-// TestPick: the first planned job, in plan order after priority, that is
+// TestPickAt: the first planned job, in plan order after priority, that is
 // eligible, fits and has its inputs there; none elsewhere.
-func TestPick(t *testing.T) {
+func TestPickAt(t *testing.T) {
 	t.Parallel()
 	plan := map[int64]entry{1: {"a", 1, 0}, 2: {"a", 2, 0}, 3: {"a", 3, 0}, 4: {"b", 1, 0}}
 	tests := []struct {
@@ -64,9 +64,9 @@ func TestPick(t *testing.T) {
 	}
 	for _, tc := range tests {
 		p := planned(plan)
-		got, err := p.Pick(tc.site, t0, &tc.a)
+		got, err := p.PickAt(tc.site, t0, &tc.a)
 		if got != tc.want || (err != nil) != tc.wantErr {
-			t.Errorf("%s: Pick = %d, %v; want %d (error %v)", tc.name, got, err, tc.want, tc.wantErr)
+			t.Errorf("%s: PickAt = %d, %v; want %d (error %v)", tc.name, got, err, tc.want, tc.wantErr)
 		}
 		if _, ok := p.lastSeen[tc.site]; !ok {
 			t.Errorf("%s: site %s not seen", tc.name, tc.site)
@@ -93,9 +93,9 @@ func TestPickWindow(t *testing.T) {
 		{"past the window", asking{unfit: set(rangeIDs(1, policy.Window)...)}, 0, policy.Window},
 		{"ineligible ones not counted", asking{ineligible: set(rangeIDs(1, policy.Window)...), unfit: set(rangeIDs(policy.Window+1, 2*policy.Window-1)...)}, 2 * policy.Window, policy.Window},
 	} {
-		got, err := planned(plan).Pick("a", t0, &tc.a)
+		got, err := planned(plan).PickAt("a", t0, &tc.a)
 		if got != tc.want || err != nil || tc.a.fitsAsked != tc.wantAsked {
-			t.Errorf("%s: Pick = %d, %v after %d fits; want %d after %d", tc.name, got, err, tc.a.fitsAsked, tc.want, tc.wantAsked)
+			t.Errorf("%s: PickAt = %d, %v after %d fits; want %d after %d", tc.name, got, err, tc.a.fitsAsked, tc.want, tc.wantAsked)
 		}
 	}
 }

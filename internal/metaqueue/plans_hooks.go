@@ -3,6 +3,8 @@ package metaqueue
 import (
 	"context"
 
+	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/internal/dispatch"
 	"github.com/mq-hpc/mq/internal/metaqueue/plans"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/job"
@@ -63,7 +65,7 @@ func (s *Store) pickPlanned(p *parkedNext) (*queue, int64, error) {
 		return nil, 0, err
 	}
 	p.site = site
-	id, err := s.plans.PickAt(site, s.now(), planAsking{s, p})
+	id, err := s.plans.PickAt(site, s.now(), &planAsking{s: s, p: p})
 	if id == 0 || err != nil {
 		return nil, 0, err
 	}
@@ -71,26 +73,41 @@ func (s *Store) pickPlanned(p *parkedNext) (*queue, int64, error) {
 	return s.queueIDs[j.Queue], id, nil
 }
 
-// planAsking answers plans.PickAt for the placeholder of p.
+// planAsking is the store's view of the world for a planned pick
+// (plans.PickAt, a dispatch.World over the chain plans.Planned): q and j
+// are the queue and node of the job Current last looked at.
 type planAsking struct {
 	s *Store
 	p *parkedNext
+	q *queue
+	j dag.Node
 }
 
-func (a planAsking) Eligible(id int64) bool {
-	j, ok := a.s.g.Node(id)
-	ar := a.s.arrays.of(id)
-	return ok && j.State == job.Queued && (ar == nil || ar.running < ar.limit)
+func (a *planAsking) Current(r policy.Ready) bool {
+	j, ok := a.s.g.Node(r.ID)
+	a.j, a.q = j, a.s.queueIDs[j.Queue]
+	return ok && j.State == job.Queued
 }
 
-func (a planAsking) Fits(id int64) bool {
-	j, _ := a.s.g.Node(id)
-	q := a.s.queueIDs[j.Queue]
-	return q != nil && fits(j.Est, q, a.p.req.WalltimeLeft) && a.s.affordable(q, j, a.p.site)
+// Allows answers the checks of plans.Planned and InputsHere. A job whose
+// array is at its limit is passed without being held: its queue's own
+// pick holds it.
+func (a *planAsking) Allows(c dispatch.Check, r policy.Ready) (bool, error) {
+	switch c {
+	case dispatch.HeldByArray:
+		ar := a.s.arrays.of(r.ID)
+		return ar == nil || ar.running < ar.limit, nil
+	case dispatch.FitsWalltime:
+		return a.q != nil && fits(a.j.Est, a.q, a.p.req.WalltimeLeft), nil
+	case dispatch.WithinBudget:
+		return a.s.affordable(a.q, a.j, a.p.site), nil
+	case dispatch.InputsHere:
+		return a.s.dataReady(r.ID, a.p)
+	}
+	panic("metaqueue: a planned pick asked " + c.String())
 }
 
-func (a planAsking) Priority(id int64) int16           { return a.s.prio[id] }
-func (a planAsking) InputsHere(id int64) (bool, error) { return a.s.dataReady(id, a.p) }
+func (a *planAsking) Priority(id int64) int16 { return a.s.prio[id] }
 
 // PlanJobs is the planning problem's jobs for target (plans.Problem).
 func (s *Store) PlanJobs(ctx context.Context, target string, est PlanEstimate) ([]policy.PlanJob, error) {

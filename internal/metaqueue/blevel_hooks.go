@@ -57,9 +57,5 @@ func (s *Store) pushRanked(queue int32, r policy.Ready) bool {
 // submission inserts (in) waits for the submission's settle to enter q's
 // heap, ranked once with the chains the whole submission adds.
 func (s *Store) deferRank(q *queue, id int64, in *inserter) bool {
-	if in == nil || !s.bl.On() || !q.needsBLevels() {
-		return false
-	}
-	s.bl.Defer(id)
-	return true
+	return in != nil && q.needsBLevels() && s.bl.Defer(id)
 }

@@ -2,6 +2,7 @@ package metaqueue
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
@@ -12,9 +13,9 @@ import (
 
 // The core's side of the data-staging catalog (package catalog): the
 // names the CLS uses, the Store methods it calls, and the glue between the
-// catalog and the rest of the store. The catalog says what changed (a file
-// moved, jobs to fail); the core updates DC's file places, tells the copy
-// index and ends the jobs (lifecycle.go).
+// catalog and the rest of the store. A catalog request is one call in the
+// core's batch returning a catalog.Change; the core tells DC and the copy
+// index what moved and fails the jobs it names (lifecycle.go).
 
 type (
 	// Place is where a file can be (catalog.Place).
@@ -26,9 +27,6 @@ type (
 	// Stager moves files for the store (catalog.Stager).
 	Stager = catalog.Stager
 )
-
-// shared is the place of every site sharing the CLS host's filesystem.
-var shared = catalog.Shared
 
 // loadCatalog reads the sites keeping files of their own, the catalog and
 // the transfer totals (after resetIndex).
@@ -65,11 +63,10 @@ func (s *Store) userFile(path string, size, mtime int64) error {
 	if err != nil {
 		return fatalError{err}
 	}
-	if !changed {
-		return nil
+	if changed {
+		s.data.LocateNew(path, dc.Loc{At: s.data.At(LocalSite, ""), Size: size})
+		s.repl.Moved(path) // running jobs reading it see its new size
 	}
-	s.data.LocateNew(path, dc.Loc{At: s.data.At(LocalSite, ""), Size: size})
-	s.repl.Moved(path) // running jobs reading it see its new size
 	return nil
 }
 
@@ -82,41 +79,51 @@ func (s *Store) addReplica(path string, p Place, size int64, sha string) error {
 	if err != nil {
 		return fatalError{err}
 	}
-	s.replicaAdded(path, p, isNew, size)
-	return nil
+	return s.catalogChanged(catalog.Change{Arrived: &catalog.Arrival{Path: path, At: p, Size: size, New: isNew}})
 }
 
-// replicaAdded follows a replica of path recorded at p: a file the
-// catalog did not know is at p for DC, and the copy candidates reading it
-// forget their local bytes.
-func (s *Store) replicaAdded(path string, p Place, isNew bool, size int64) {
-	if isNew {
-		s.data.LocateNew(path, dc.Loc{At: s.data.At(p.Site, p.Host), Size: size})
+// catalogDo runs req, a catalog request, in a batch (durable: fsync'd as
+// a user's change) with the transaction open, and tells the store what it
+// changed. A refusal (*protocol.Error) changed nothing; any other error
+// is a storage failure.
+func (s *Store) catalogDo(ctx context.Context, durable bool, req func(context.Context, catalog.Execer, time.Time) (catalog.Change, error)) error {
+	do := s.do
+	if durable {
+		do = s.doDurable
 	}
-	s.dataMoved1(path)
-}
-
-// filesGone follows replicas dropped: DC forgets where files no replica
-// is left of, and data-conscious decisions may differ.
-func (s *Store) filesGone(gone []string) {
-	s.data.Gone(gone)
-}
-
-// failJobs ends Failed the queued jobs among u's (none when u is nil).
-func (s *Store) failJobs(u *catalog.Unstageable) error {
-	if u == nil {
-		return nil
-	}
-	for _, id := range u.Jobs {
-		if err := s.failUnstageable(id, u.Reason); err != nil {
+	return do(ctx, func() error {
+		if err := s.begin(); err != nil {
 			return err
 		}
+		ch, err := req(context.Background(), s.w, s.now())
+		if _, refused := errors.AsType[*protocol.Error](err); refused {
+			return err
+		} else if err != nil {
+			return fatalError{err}
+		}
+		return s.catalogChanged(ch)
+	})
+}
+
+// catalogChanged tells the store what the catalog changed: a file that
+// arrived somewhere is there for DC, and the copy candidates reading it
+// forget their local bytes; DC forgets where files no replica is left of;
+// the queued jobs whose inputs cannot be staged fail.
+func (s *Store) catalogChanged(ch catalog.Change) error {
+	if a := ch.Arrived; a != nil {
+		if a.New {
+			s.data.LocateNew(a.Path, dc.Loc{At: s.data.At(a.At.Site, a.At.Host), Size: a.Size})
+		}
+		s.dataMoved1(a.Path)
+	}
+	if ch.Moved {
+		s.data.Gone(ch.Gone)
+	}
+	if u := ch.Fail; u != nil {
+		return s.failUnstageable(u.Jobs, u.Reason)
 	}
 	return nil
 }
-
-// isShared says whether a site sees the CLS host's filesystem.
-func (s *Store) isShared(site string) bool { return s.cat.IsShared(site) }
 
 // inputsAt says whether jobs ids have every movable input at place to,
 // asking the stager for the missing ones.
@@ -137,37 +144,30 @@ func (s *Store) inputsPresent(ids []int64, to Place) bool { return s.cat.InputsP
 // inputs of any of jobs ids.
 func (s *Store) stagingElsewhere(ids []int64, to Place) bool { return s.cat.StagingElsewhere(ids, to) }
 
-// requestStage asks for path at to on behalf of job id.
-func (s *Store) requestStage(path string, to Place, id int64) error {
-	u := s.cat.RequestStage(path, to, id)
-	return s.failJobs(u)
-}
-
 // dropStale forgets the replicas at placeholder ph's place of the inputs
-// of job id its agent did not find whole there (catalog.Stale), and says
-// whether any was: the job is then handed back unstarted, to wait for
-// them, rather than failed.
+// of job id its agent did not find whole there (catalog.DropMissing), and
+// says whether any was: the job is then handed back unstarted. The report
+// writes the attempt's end in this batch anyway, so the transaction is
+// begun here whatever is dropped.
 func (s *Store) dropStale(id, ph int64, missing []string) (bool, error) {
 	if !s.cat.Staging() || len(missing) == 0 {
 		return false, nil
 	}
 	to, err := s.storePlace(ph)
+	if err == nil {
+		err = s.begin()
+	}
 	if err != nil {
 		return false, err
 	}
-	drop := s.cat.Stale(id, to, missing)
-	if len(drop) == 0 {
-		return false, nil
-	}
-	if err := s.begin(); err != nil {
-		return false, err
-	}
-	gone, err := s.cat.DropStale(context.Background(), s.w, id, to, drop)
+	stale, ch, err := s.cat.DropMissing(context.Background(), s.w, id, to, missing)
 	if err != nil {
 		return false, fatalError{err}
 	}
-	s.filesGone(gone)
-	return true, nil
+	if ch.Moved {
+		s.data.Gone(ch.Gone) // replicas dropped: nothing arrived, no job fails
+	}
+	return stale, nil
 }
 
 // assigned is how an assignment carries a job's declared files, inputs
@@ -196,68 +196,24 @@ func (s *Store) Files(ctx context.Context, q protocol.FilesQuery) (protocol.File
 // Replicas returns the places holding path, best first, with the
 // catalog's size and checksum of the file.
 func (s *Store) Replicas(ctx context.Context, path string) ([]protocol.Replica, error) {
-	out, err := catalog.Replicas(ctx, s.rdb, path)
-	if err == nil && len(out) == 0 {
-		err = protocol.Errorf(protocol.CodeNotFound, "no replica of %s is known", path)
-	}
-	return out, err
-}
-
-// catalogFile reads one file of the catalog on the writer (in the batch).
-func (s *Store) catalogFile(path string) (protocol.CatalogFile, error) {
-	f, err := catalog.File(context.Background(), s.w, path)
-	if err != nil {
-		return f, fatalError{err}
-	}
-	return f, nil
+	return catalog.Holding(ctx, s.rdb, path)
 }
 
 // AddReplica records that path exists at a place with this size and
-// checksum (files.add, after the CLS measured it there). A copy whose
-// checksum differs from the catalog's is another file: refused.
-func (s *Store) AddReplica(ctx context.Context, path string, at Place, size int64, sha256 string) (protocol.CatalogFile, error) {
-	var out protocol.CatalogFile
-	if err := catalog.CheckReplica(path, at, sha256); err != nil {
-		return out, err
-	}
-	err := s.doDurable(ctx, func() error {
-		at, err := s.cat.ReplicaPlace(path, at, sha256)
-		if err != nil {
-			return err
-		}
-		if err := s.addReplica(path, at, size, sha256); err != nil {
-			return err
-		}
-		out, err = s.catalogFile(path)
-		return err
+// checksum (catalog.AddFile).
+func (s *Store) AddReplica(ctx context.Context, path string, at Place, size int64, sha256 string) (f protocol.CatalogFile, err error) {
+	return f, s.catalogDo(ctx, true, func(ctx context.Context, w catalog.Execer, now time.Time) (ch catalog.Change, err error) {
+		ch, f, err = s.cat.AddFile(ctx, w, path, at, size, sha256, now)
+		return ch, err
 	})
-	return out, err
 }
 
 // RemoveReplicas drops path's replicas at site ("" = every place) and
-// returns what is left and the places dropped (for the CLS to delete the
-// files there). The last replica of a file that live jobs read goes only
-// with force.
+// returns what is left and the places dropped (catalog.RemoveFile).
 func (s *Store) RemoveReplicas(ctx context.Context, path, site string, force bool) (left protocol.CatalogFile, dropped []Place, err error) {
-	err = s.doDurable(ctx, func() error {
-		if err := s.cat.CheckRemove(path, site, force); err != nil {
-			return err
-		}
-		if err := s.begin(); err != nil {
-			return err
-		}
-		r, err := s.cat.RemoveReplicas(context.Background(), s.w, path, site)
-		if err != nil {
-			return fatalError{err}
-		}
-		dropped = r.Dropped
-		var gone []string
-		if r.Gone {
-			gone = []string{path}
-		}
-		s.filesGone(gone)
-		left, err = s.catalogFile(path)
-		return err
+	err = s.catalogDo(ctx, true, func(ctx context.Context, w catalog.Execer, _ time.Time) (ch catalog.Change, err error) {
+		ch, left, dropped, err = s.cat.RemoveFile(ctx, w, path, site, force)
+		return ch, err
 	})
 	if err != nil {
 		dropped = nil
@@ -265,52 +221,26 @@ func (s *Store) RemoveReplicas(ctx context.Context, path, site string, force boo
 	return left, dropped, err
 }
 
-// Staged records how a stage request ended: the transfer for accounting,
-// and on success the new replica, waking placeholders whose jobs waited
-// for it. A failed transfer is tried again from another replica (the
-// failed ones last); after catalog.MaxStageTries failures, or one that
-// cannot be helped (Permanent), the jobs waiting for the file there fail.
+// Staged records how a stage request ended (catalog.Staged): the
+// transfer, and the new replica, or a try from another, or the jobs
+// waiting for the file there fail.
 func (s *Store) Staged(ctx context.Context, r StageResult) error {
-	return s.do(ctx, func() error {
-		if err := s.begin(); err != nil {
-			return err
-		}
-		if r.Err != nil {
-			s.log.Warn("staging failed", "path", r.Path, "to", r.To.String(), "from", r.From.String(), "err", r.Err, "permanent", r.Permanent)
-		}
-		out, err := s.cat.Staged(context.Background(), s.w, r, s.now())
-		if err != nil {
-			return fatalError{err}
-		}
-		if out.Arrived {
-			s.replicaAdded(r.Path, r.To, out.New, r.Bytes)
-		}
-		if out.Changed {
-			s.data.Bump()
-		}
-		return s.failJobs(out.Fail)
+	if r.Err != nil {
+		s.log.Warn("staging failed", "path", r.Path, "to", r.To.String(), "from", r.From.String(), "err", r.Err, "permanent", r.Permanent)
+	}
+	return s.catalogDo(ctx, false, func(ctx context.Context, w catalog.Execer, now time.Time) (catalog.Change, error) {
+		return s.cat.StageEnded(ctx, w, r, now)
 	})
 }
 
 // RecordTransfer accounts a copy made outside a job (files.get).
 func (s *Store) RecordTransfer(ctx context.Context, t protocol.TransferInfo) error {
-	started, err := time.Parse(time.RFC3339Nano, t.Started)
-	if err != nil {
-		started = s.now()
+	if err := catalog.CheckTransfer(t); err != nil {
+		return err
 	}
-	if t.Bytes < 0 || t.Seconds < 0 {
-		return protocol.Errorf(protocol.CodeBadRequest, "a transfer has no negative bytes or seconds")
-	}
-	d := time.Duration(t.Seconds * float64(time.Second))
-	return s.do(ctx, func() error {
-		if err := s.begin(); err != nil {
-			return err
-		}
-		if err := s.cat.Record(catalog.Transfer{Job: t.Job, Path: t.Path, From: catalog.ParsePlace(t.From), To: catalog.ParsePlace(t.To),
-			Bytes: t.Bytes, Started: started, Duration: d, Err: t.Error, Via: t.Via}); err != nil {
-			return fatalError{err}
-		}
-		return nil
+	now := s.now()
+	return s.catalogDo(ctx, false, func(context.Context, catalog.Execer, time.Time) (catalog.Change, error) {
+		return catalog.Change{}, s.cat.RecordTransfer(t, now)
 	})
 }
 

@@ -317,26 +317,31 @@ func (s *Store) rerun(id int64, n dag.Node, was job.State, command string) error
 	return s.applyChanges(ch, id, nil)
 }
 
-// failUnstageable ends Queued job id Failed: an input it waited for could
-// not be staged (reason says which and why). It never ran: no exit, start
-// or usage.
-func (s *Store) failUnstageable(id int64, reason string) error {
-	j, ok := s.g.Node(id)
-	if !ok || j.State != job.Queued {
-		return nil
+// failUnstageable ends Failed those of jobs ids still Queued: an input
+// they waited for could not be staged (reason says which and why). They
+// never ran: no exit, start or usage.
+func (s *Store) failUnstageable(ids []int64, reason string) error {
+	for _, id := range ids {
+		j, ok := s.g.Node(id)
+		if !ok || j.State != job.Queued {
+			continue
+		}
+		if err := s.begin(); err != nil {
+			return err
+		}
+		if _, err := s.stmts.finish.Exec(string(job.Failed), nil, nil, micros(s.now()), reason, nil, nil, nil, id); err != nil {
+			return fatalError{err}
+		}
+		ch, err := s.g.Set(id, job.Failed)
+		if err != nil {
+			return err
+		}
+		s.log.Warn("job failed: an input could not be staged", "job", id, "reason", reason)
+		if err := s.applyChanges(ch, id, nil); err != nil {
+			return err
+		}
 	}
-	if err := s.begin(); err != nil {
-		return err
-	}
-	if _, err := s.stmts.finish.Exec(string(job.Failed), nil, nil, micros(s.now()), reason, nil, nil, nil, id); err != nil {
-		return fatalError{err}
-	}
-	ch, err := s.g.Set(id, job.Failed)
-	if err != nil {
-		return err
-	}
-	s.log.Warn("job failed: an input could not be staged", "job", id, "reason", reason)
-	return s.applyChanges(ch, id, nil)
+	return nil
 }
 
 // applyChanges makes storage, counters, ready heaps and waiters follow the

@@ -1,10 +1,10 @@
 package metaqueue
 
 import (
-	"cmp"
 	"context"
-	"slices"
 
+	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/internal/dispatch"
 	"github.com/mq-hpc/mq/internal/metaqueue/plans"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/job"
@@ -28,26 +28,18 @@ type PlanEstimate = plans.Estimate
 // MaxPlanJobs bounds a planning problem.
 const MaxPlanJobs = plans.MaxJobs
 
-// planKeep copies a file job id wrote at place p to the site the plan
-// keeps it at, when that is another place and staging is on: a plan that
-// put the file elsewhere (AEH-ETAA), or a producer that ran elsewhere than
-// planned, still has the file where the plan's consumers run. The copy is
-// the stager's, on behalf of the producer (accounted to it; its failure
-// fails nobody, the producer having ended): consumers that run before it
-// lands stage the file as usual.
+// planKeep has the stager copy a file job id wrote at place p to the
+// site the plan keeps it at, when that is another (catalog.KeepAt): a plan
+// that put the file elsewhere (AEH-ETAA), or a producer that ran
+// elsewhere than planned, still has the file where the plan's consumers
+// run.
 func (s *Store) planKeep(path string, p Place, id int64) error {
-	site, ok := s.plans.FileSite(path)
-	if !ok || s.opt.Stager == nil || site == p.Site {
-		return nil
+	if site, ok := s.plans.FileSite(path); ok && site != p.Site {
+		if u := s.cat.KeepAt(path, site, id); u != nil {
+			return s.failUnstageable(u.Jobs, u.Reason)
+		}
 	}
-	to := Place{Site: site}
-	if s.isShared(site) {
-		to = shared
-	}
-	if !s.cat.Known(path) || s.cat.Present(path, to) {
-		return nil
-	}
-	return s.requestStage(path, to, id)
+	return nil
 }
 
 // planEnded forgets an ended job's plan (its row stays for mqstat -j).
@@ -55,64 +47,67 @@ func (s *Store) planEnded(id int64) { s.plans.Ended(id) }
 
 // planAlive notes that a placeholder is alive at its site (a heartbeat).
 func (s *Store) planAlive(ph int64) error {
-	at, err := s.phSite(ph)
-	if err != nil {
-		return err
+	site, err := s.siteName(ph)
+	if err == nil {
+		s.plans.Seen(site, s.now())
 	}
-	s.plans.Seen(s.data.SiteAt(at).Site, s.now())
-	return nil
+	return err
 }
 
 // pickPlanned takes the first ready job planned for p's site that fits
-// and has its inputs there (plans.Plans.At bounds how far it looks).
+// and has its inputs there (plans.PickAt).
 func (s *Store) pickPlanned(p *parkedNext) (*queue, int64, error) {
 	if !s.plans.Active() {
 		return nil, 0, nil
 	}
-	at, err := s.phSite(p.req.Placeholder)
+	site, err := s.siteName(p.req.Placeholder)
 	if err != nil {
 		return nil, 0, err
 	}
-	p.site = s.data.SiteAt(at).Site
-	s.plans.Seen(p.site, s.now())
-	examined := 0
-	type cand struct {
-		q  *queue
-		id int64
+	p.site = site
+	id, err := s.plans.PickAt(site, s.now(), &planAsking{s: s, p: p})
+	if id == 0 || err != nil {
+		return nil, 0, err
 	}
-	var cands []cand
-	for id := range s.plans.At(p.site) {
-		if examined >= policy.Window {
-			break
-		}
-		j, ok := s.g.Node(id)
-		if !ok || j.State != job.Queued {
-			continue
-		}
-		if ar := s.arrays.of(id); ar != nil && ar.running >= ar.limit {
-			continue // its array is at its cap; the queue's pick holds it
-		}
-		examined++
-		q := s.queueIDs[j.Queue]
-		if q == nil || !fits(j.Est, q, p.req.WalltimeLeft) || !s.affordable(q, j, p.site) {
-			continue
-		}
-		cands = append(cands, cand{q, id})
-	}
-	// A job's priority comes before the plan's order (stable: among equal
-	// priorities, the plan's).
-	slices.SortStableFunc(cands, func(a, b cand) int { return cmp.Compare(s.prio[b.id], s.prio[a.id]) })
-	for _, c := range cands {
-		here, err := s.dataReady(c.id, p)
-		if err != nil {
-			return nil, 0, err
-		}
-		if here {
-			return c.q, c.id, nil
-		}
-	}
-	return nil, 0, nil
+	j, _ := s.g.Node(id)
+	return s.queueIDs[j.Queue], id, nil
 }
+
+// planAsking is the store's view of the world for a planned pick
+// (plans.PickAt, a dispatch.World over the chain plans.Planned): q and j
+// are the queue and node of the job Current last looked at.
+type planAsking struct {
+	s *Store
+	p *parkedNext
+	q *queue
+	j dag.Node
+}
+
+func (a *planAsking) Current(r policy.Ready) bool {
+	j, ok := a.s.g.Node(r.ID)
+	a.j, a.q = j, a.s.queueIDs[j.Queue]
+	return ok && j.State == job.Queued
+}
+
+// Allows answers the checks of plans.Planned and InputsHere. A job whose
+// array is at its limit is passed without being held: its queue's own
+// pick holds it.
+func (a *planAsking) Allows(c dispatch.Check, r policy.Ready) (bool, error) {
+	switch c {
+	case dispatch.HeldByArray:
+		ar := a.s.arrays.of(r.ID)
+		return ar == nil || ar.running < ar.limit, nil
+	case dispatch.FitsWalltime:
+		return a.q != nil && fits(a.j.Est, a.q, a.p.req.WalltimeLeft), nil
+	case dispatch.WithinBudget:
+		return a.s.affordable(a.q, a.j, a.p.site), nil
+	case dispatch.InputsHere:
+		return a.s.dataReady(r.ID, a.p)
+	}
+	panic("metaqueue: a planned pick asked " + c.String())
+}
+
+func (a *planAsking) Priority(id int64) int16 { return a.s.prio[id] }
 
 // PlanJobs is the planning problem's jobs for target (plans.Problem).
 func (s *Store) PlanJobs(ctx context.Context, target string, est PlanEstimate) ([]policy.PlanJob, error) {
@@ -133,38 +128,36 @@ func (s *Store) SetPlan(ctx context.Context, planner string, pl policy.Plan) (in
 // RecordPlan records a plan: each job's planned site, place in the order
 // and predicted slot, start and end, and the plan itself (plans.Record).
 // A plan that cannot be recorded changes nothing.
-func (s *Store) RecordPlan(ctx context.Context, rec PlanRecord, pl policy.Plan) (int, error) {
+func (s *Store) RecordPlan(ctx context.Context, rec PlanRecord, pl policy.Plan) (n int, err error) {
 	if err := plans.Check(rec, pl); err != nil {
 		return 0, err
 	}
-	n := 0
-	err := s.do(ctx, func() error {
-		if err := s.begin(); err != nil {
-			return err
-		}
-		var err error
-		if n, err = s.plans.Record(context.Background(), s.w, s.g, rec, pl, s.now()); err != nil {
-			return fatalError{err}
-		}
-		return nil
+	return n, s.planDo(ctx, func(ctx context.Context, w plans.DB) (err error) {
+		n, err = s.plans.Record(ctx, w, s.g, rec, pl, s.now())
+		return err
 	})
-	return n, err
 }
 
 // ClearPlans forgets every plan: jobs bind late again.
-func (s *Store) ClearPlans(ctx context.Context) (int, error) {
-	n := 0
-	err := s.do(ctx, func() error {
+func (s *Store) ClearPlans(ctx context.Context) (n int, err error) {
+	return n, s.planDo(ctx, func(ctx context.Context, w plans.DB) (err error) {
+		n, err = s.plans.Clear(ctx, w)
+		return err
+	})
+}
+
+// planDo runs write, a change of the plans, in a batch with the
+// transaction open: an error there is a storage failure.
+func (s *Store) planDo(ctx context.Context, write func(context.Context, plans.DB) error) error {
+	return s.do(ctx, func() error {
 		if err := s.begin(); err != nil {
 			return err
 		}
-		var err error
-		if n, err = s.plans.Clear(context.Background(), s.w); err != nil {
+		if err := write(context.Background(), s.w); err != nil {
 			return fatalError{err}
 		}
 		return nil
 	})
-	return n, err
 }
 
 // PlanShow is what cls plan show shows (plans.Show).

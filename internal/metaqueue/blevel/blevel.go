@@ -120,9 +120,16 @@ func (l *Levels) Note(t dag.TargetID, est float32) {
 }
 
 // Defer holds back job id, of a cp queue, that became ready while a
-// submission inserts: Settle hands it back to enter its heap ranked once,
-// with the chains the whole submission adds.
-func (l *Levels) Defer(id int64) { l.fresh = append(l.fresh, id) }
+// submission inserts, when b-levels are on, and says whether it did:
+// Settle hands it back to enter its heap ranked once, with the chains
+// the whole submission adds.
+func (l *Levels) Defer(id int64) bool {
+	if !l.on {
+		return false
+	}
+	l.fresh = append(l.fresh, id)
+	return true
+}
 
 // expected is how long a job of t declaring est seconds counts for in a
 // b-level.

@@ -160,14 +160,19 @@ func TestSettleRaisesReady(t *testing.T) {
 }
 
 // TestDefer: jobs held back in a submission are handed back by its Settle,
-// once.
+// once; with b-levels off nothing is held back.
 func TestDefer(t *testing.T) {
 	t.Parallel()
 	w := newWorld()
 	var l Levels
+	if l.Defer(99) || len(l.fresh) != 0 {
+		t.Fatal("b-levels off, yet a job was held back")
+	}
 	l.Start(w.g, w.next, &w.ex, w.push)
 	a := w.add(&l, "a", 1)
-	l.Defer(a)
+	if !l.Defer(a) {
+		t.Fatal("b-levels on, yet the job was not held back")
+	}
 	if got := l.Settle(w.g, &w.ex, w.push); !slices.Equal(got, []int64{a}) {
 		t.Fatalf("Settle handed back %v, want [%d]", got, a)
 	}

@@ -124,3 +124,13 @@ func File(ctx context.Context, db Querier, path string) (protocol.CatalogFile, e
 	}
 	return f, nil
 }
+
+// Holding reads the places holding path, best first: a path with none is
+// not found.
+func Holding(ctx context.Context, db Querier, path string) ([]protocol.Replica, error) {
+	out, err := Replicas(ctx, db, path)
+	if err == nil && len(out) == 0 {
+		err = protocol.Errorf(protocol.CodeNotFound, "no replica of %s is known", path)
+	}
+	return out, err
+}

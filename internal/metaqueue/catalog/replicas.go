@@ -273,3 +273,16 @@ func (c *Catalog) DropStale(ctx context.Context, db Execer, id int64, to Place, 
 	}
 	return gone, nil
 }
+
+// DropMissing forgets the replicas at place to of the inputs of job id
+// its agent did not find whole there (Stale, DropStale), and says whether
+// any was: the job is then handed back unstarted, to wait for them,
+// rather than failed.
+func (c *Catalog) DropMissing(ctx context.Context, db Execer, id int64, to Place, missing []string) (bool, Change, error) {
+	drop := c.Stale(id, to, missing)
+	if len(drop) == 0 {
+		return false, Change{}, nil
+	}
+	gone, err := c.DropStale(ctx, db, id, to, drop)
+	return err == nil, Change{Moved: true, Gone: gone}, err
+}

@@ -372,3 +372,20 @@ func (c *Catalog) AddSums(in []protocol.AssignedFile) {
 		}
 	}
 }
+
+// KeepAt asks for a copy of path, which job made, at the store place of
+// site (a plan keeps the file there), on behalf of job: the copy is
+// accounted to it, and its failure fails no one the producer having
+// ended (consumers that run before it lands stage the file as usual).
+// Nothing is asked without a stager, for a file the catalog does not
+// know, or one already there.
+func (c *Catalog) KeepAt(path, site string, job int64) *Unstageable {
+	if c.stager == nil {
+		return nil
+	}
+	to := c.StorePlace(site, "")
+	if !c.Known(path) || c.Present(path, to) {
+		return nil
+	}
+	return c.RequestStage(path, to, job)
+}

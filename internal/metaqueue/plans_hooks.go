@@ -99,6 +99,8 @@ func (a *planAsking) Allows(c dispatch.Check, r policy.Ready) (bool, error) {
 		return ar == nil || ar.running < ar.limit, nil
 	case dispatch.FitsWalltime:
 		return a.q != nil && fits(a.j.Est, a.q, a.p.req.WalltimeLeft), nil
+	case dispatch.FitsResources:
+		return a.s.packFits(r.ID, a.p), nil
 	case dispatch.WithinBudget:
 		return a.s.affordable(a.q, a.j, a.p.site), nil
 	case dispatch.InputsHere:

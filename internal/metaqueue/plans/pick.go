@@ -12,9 +12,10 @@ import (
 // Planned is the chain a job planned for the asking placeholder's site
 // passes to be a candidate of PickAt: its array below its limit (else it
 // is passed, not counted, and not held: its queue's own pick holds it),
-// the placeholder's walltime and the site's budget. Its inputs are asked
-// for (dispatch.InputsHere) of the candidates only, best first.
-const Planned = dispatch.Chain(1<<dispatch.HeldByArray | 1<<dispatch.FitsWalltime | 1<<dispatch.WithinBudget)
+// the placeholder's walltime and free resources, and the site's budget.
+// Its inputs are asked for (dispatch.InputsHere) of the candidates only,
+// best first.
+const Planned = dispatch.Chain(1<<dispatch.HeldByArray | 1<<dispatch.FitsWalltime | 1<<dispatch.FitsResources | 1<<dispatch.WithinBudget)
 
 // Asking is the core's view of the world for a planned pick (PickAt):
 // the dispatch checks about each job planned for the asking

@@ -11,10 +11,10 @@ import (
 // asking answers PickAt from sets: a job in stale is no longer Queued, in
 // held its array is at its limit, and so on.
 type asking struct {
-	stale, held, unfit, over, away map[int64]bool
-	prio                           map[int64]int16
-	fail                           int64 // InputsHere fails for this job
-	asked                          map[dispatch.Check]int
+	stale, held, unfit, over, away, big map[int64]bool
+	prio                                map[int64]int16
+	fail                                int64 // InputsHere fails for this job
+	asked                               map[dispatch.Check]int
 }
 
 var _ Asking = (*asking)(nil)
@@ -31,6 +31,8 @@ func (a *asking) Allows(c dispatch.Check, r policy.Ready) (bool, error) {
 		return !a.held[r.ID], nil
 	case dispatch.FitsWalltime:
 		return !a.unfit[r.ID], nil
+	case dispatch.FitsResources:
+		return !a.big[r.ID], nil
 	case dispatch.WithinBudget:
 		return !a.over[r.ID], nil
 	case dispatch.InputsHere:
@@ -72,6 +74,7 @@ func TestPickAt(t *testing.T) {
 		{"first's array at its limit", "a", asking{held: set(1)}, 2, false},
 		{"first does not fit", "a", asking{unfit: set(1)}, 2, false},
 		{"first over budget", "a", asking{over: set(1)}, 2, false},
+		{"first needs more than is free", "a", asking{big: set(1)}, 2, false},
 		{"first's inputs away", "a", asking{away: set(1)}, 2, false},
 		{"none fits", "a", asking{unfit: set(1, 2), over: set(3)}, 0, false},
 		{"priority before plan order", "a", asking{prio: map[int64]int16{3: 1}}, 3, false},

@@ -93,12 +93,9 @@ type parkedNext struct {
 	dcAt     time.Time
 	// site is the asking placeholder's site name, once plans needed it
 	// (pickPlanned).
-	site string
-	// What pickCopy last looked at: it looks again once running attempts
-	// or data locations changed.
-	copyLooked           bool
-	copyGen, copyDataGen uint64
-	copyAsk              copyAsk // the core's side of its looks, kept so a look allocates nothing
+	site    string
+	copied  copyAsked // what pickCopy last looked at
+	copyAsk copyAsk   // the core's side of its looks, kept so a look allocates nothing
 }
 
 // Next applies a placeholder's reports and hands it up to req.Free jobs,

@@ -316,6 +316,7 @@ func TestApartSync(t *testing.T) {
 // bytes and estimates, and how often local bytes and inputs were asked.
 type ask struct {
 	no             map[int64]bool
+	away           map[int64]bool // inputs not at the asker's place
 	local          map[int64]int64
 	computed, read int
 }
@@ -325,7 +326,8 @@ func (a *ask) Inputs(id int64) []string {
 	return []string{"/f" + strconv.FormatInt(id, 10)}
 }
 
-func (a *ask) Copyable(id int64) bool { return !a.no[id] }
+func (a *ask) Copyable(_ int32, id int64) bool { return !a.no[id] }
+func (a *ask) Here(id int64) (bool, error)     { return !a.away[id], nil }
 func (a *ask) LocalBytes(id int64) int64 {
 	a.computed++
 	return a.local[id]

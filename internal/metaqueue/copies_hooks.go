@@ -63,76 +63,98 @@ func (s *Store) copyable(id int64, q *queue) bool {
 	return jf == nil || !jf.OutsideCwd
 }
 
+// copiesEnded is replication's part of the end of attempt ru of job id,
+// which ended as out says (copies.Ended): it reports whether the job
+// moves on with ru (it ran alone, or finished first and the others are
+// killed); false when it ended alone and another runs on.
+func (s *Store) copiesEnded(id int64, ru *run, out outcome, r protocol.Report) (bool, error) {
+	return s.copiesEvent(id, ru, copies.Change{Event: copies.Ended, Succeeded: out == succeeded, Returned: out == returned, Report: r})
+}
+
+// win makes ru, whose agent claimed first, the attempt the job row
+// describes and kills every other attempt of the job.
+func (s *Store) win(id int64, ru *run) error {
+	_, err := s.copiesEvent(id, ru, copies.Change{Event: copies.Claimed})
+	return err
+}
+
+// stopCopies kills every copy of job id, which stops executing for
+// reason (deleted).
+func (s *Store) stopCopies(id int64, reason string) error {
+	_, err := s.copiesEvent(id, nil, copies.Change{Event: copies.Stopped, Reason: reason})
+	return err
+}
+
 // copiesEvent applies ch, an event of attempt ru of job id (nil for
-// copies.Stopped), which runs or ran as copies: one call into the module
-// says which attempt the row describes and which copies run on now, and
-// the core writes the row, charges the attempts that ended through the
-// ledger and releases or holds their reservations and grants.
-func (s *Store) copiesEvent(id int64, ru *run, ch copies.Change) error {
+// copies.Stopped): one call into the module says whether the job moves
+// on with ru, which attempt its row describes and which copies run on
+// now, and what ended; the core writes the row, charges what ended
+// through the ledger and releases or holds reservations and grants.
+func (s *Store) copiesEvent(id int64, ru *run, ch copies.Change) (bool, error) {
 	if err := s.begin(); err != nil {
-		return err
+		return false, err
 	}
-	n, known := s.g.Node(id)
-	runs := append([]*run{s.running[id]}, s.copyRuns[id]...)
-	a := copies.Attempts{Job: id, Queue: n.Queue, Copies: copyRunsOf(id, runs[1:])}
-	if runs[0] != nil {
-		a.Row = copyRunsOf(id, runs[:1])[0]
+	row, cs := s.running[id], s.copyRuns[id]
+	a := copies.Attempts{Job: id, Copies: copyRunsOf(id, cs)}
+	if row != nil {
+		a.Row = copies.Run{Job: id, Attempt: row.attempt, Placeholder: row.placeholder, Started: row.started}
 	}
 	if ru != nil {
 		ch.Attempt = ru.attempt
 	}
+	n, known := s.g.Node(id)
+	a.Queue = n.Queue
 	if copies.NeedsNow(a, ch) {
 		ch.Now = s.now()
 	}
 	f, err := s.repl.Apply(context.Background(), s.w, a, ch)
 	if err != nil {
-		return fatalError{err}
+		return false, fatalError{err}
 	}
-	of := func(attempt int) *run {
-		return runs[slices.IndexFunc(runs, func(r *run) bool { return r != nil && r.attempt == attempt })]
+	if len(cs) == 0 && !f.RowMoved {
+		return f.Won, nil // it ran alone: nothing else changed
+	}
+	runs := append([]*run{row}, cs...)
+	of := func(r copies.Run) *run {
+		return runs[slices.IndexFunc(runs, func(ru *run) bool { return ru != nil && ru.attempt == r.Attempt })]
 	}
 	if f.RowMoved {
-		s.running[id] = of(f.Row.Attempt)
+		s.running[id] = of(f.Row)
 		if _, err := s.w.ExecContext(context.Background(), jobsSQL.Get("SetRowAttempt"),
 			f.Row.Attempt, f.Row.Placeholder, micros(f.Row.Started), id); err != nil {
-			return fatalError{err}
+			return false, fatalError{err}
 		}
 	}
 	delete(s.copyRuns, id)
 	for _, c := range f.Copies {
-		s.copyRuns[id] = append(s.copyRuns[id], of(c.Attempt))
+		s.copyRuns[id] = append(s.copyRuns[id], of(c))
 	}
 	var q *queue
 	if known {
 		q = s.queueIDs[n.Queue]
 	}
-	for _, e := range f.Killed {
-		if err := s.copySpent(id, q, of(e.Run.Attempt), e.Started, e.Finished, true, e.Kept); err != nil {
-			return err
+	for _, e := range f.Spent {
+		if err := s.copySpent(id, q, of(e.Run), e); err != nil {
+			return false, err
 		}
 	}
-	if ch.Event == copies.EndedAlone || ch.Event == copies.HandedBack {
-		if err := s.copySpent(id, q, ru, f.Started, f.Finished, f.Charge, false); err != nil {
-			return err
-		}
+	if f.Won && len(f.Spent) > 0 {
+		s.log.Info("an attempt finished first; the other attempts are killed", "job", id, "attempt", ch.Attempt, "killed", len(f.Spent))
 	}
-	if ch.Event == copies.Won && len(f.Killed) > 0 {
-		s.log.Info("an attempt finished first; the other attempts are killed", "job", id, "attempt", ru.attempt, "killed", len(f.Killed))
-	}
-	return nil
+	return f.Won, nil
 }
 
 // copySpent is the end of attempt ru of job id (queue q, nil if unknown)
-// beside others, for the ledger and packing: charged for what it ran
-// (charge), its reservation held until its late report (kept) or
-// released, its grant given back.
-func (s *Store) copySpent(id int64, q *queue, ru *run, started, finished time.Time, charge, kept bool) error {
-	if charge && q != nil {
-		if err := s.charge(id, q, ru, started, finished, false); err != nil {
+// beside others, for the ledger and packing: charged for what it ran,
+// its reservation held until its late report (Kept) or released, its
+// grant given back.
+func (s *Store) copySpent(id int64, q *queue, ru *run, e copies.Spent) error {
+	if e.Charge && q != nil {
+		if err := s.charge(id, q, ru, e.Started, e.Finished, false); err != nil {
 			return err
 		}
 	}
-	if kept {
+	if e.Kept {
 		s.econDying(protocol.JobRef{ID: id, Attempt: ru.attempt}, ru)
 	} else {
 		s.econStop(id, ru)
@@ -143,33 +165,14 @@ func (s *Store) copySpent(id int64, q *queue, ru *run, started, finished time.Ti
 
 // copyRunsOf is rs, attempts of job id, as the module sees them.
 func copyRunsOf(id int64, rs []*run) []copies.Run {
+	if len(rs) == 0 {
+		return nil
+	}
 	out := make([]copies.Run, len(rs))
 	for i, r := range rs {
 		out[i] = copies.Run{Job: id, Attempt: r.attempt, Placeholder: r.placeholder, Started: r.started}
 	}
 	return out
-}
-
-// win makes ru the attempt the job row describes and ends every other
-// attempt of the job as a killed copy.
-func (s *Store) win(id int64, ru *run) error {
-	return s.copiesEvent(id, ru, copies.Change{Event: copies.Won})
-}
-
-// endAlone ends attempt ru of job id, which ended as out while another
-// runs on (copies.EndedAlone, or HandedBack when returned).
-func (s *Store) endAlone(id int64, ru *run, out outcome, r protocol.Report) error {
-	ev := copies.EndedAlone
-	if out == returned {
-		ev = copies.HandedBack
-	}
-	return s.copiesEvent(id, ru, copies.Change{Event: ev, Report: r})
-}
-
-// stopCopies is the end of the attempt job id's row describes, for
-// replication (copies.Stopped): every copy is killed, for reason.
-func (s *Store) stopCopies(id int64, reason string) error {
-	return s.copiesEvent(id, nil, copies.Change{Event: copies.Stopped, Reason: reason})
 }
 
 // setApart records whether the attempt job id's row describes runs apart
@@ -348,7 +351,8 @@ func (s *Store) dispatchCopy(p *parkedNext, id int64, q *queue) error {
 	s.phWorked(p.req.Placeholder)
 	ru := &run{attempt: r.attempt, used: 1, placeholder: p.req.Placeholder, lease: now.Add(s.opt.Lease), started: now}
 	s.copyRuns[id] = append(s.copyRuns[id], ru)
-	if err := s.repl.Started(context.Background(), s.w, copyRunsOf(id, []*run{ru})[0], s.copyJob(id)); err != nil {
+	cr, cj := copyRunsOf(id, []*run{ru})[0], s.copyJob(id)
+	if err := s.repl.Started(context.Background(), s.w, cr, cj); err != nil {
 		return fatalError{err}
 	}
 	if j, ok := s.g.Node(id); ok {

@@ -273,9 +273,6 @@ func (s *Store) endAttempt(id int64, j dag.Node, ru *run, out outcome, r protoco
 			return err
 		}
 	}
-	if err := s.stopCopies(id, "stopped: the job's attempt "+fmt.Sprint(ru.attempt)+" ended it"); err != nil {
-		return err
-	}
 	retry, err := s.packEnded(id, j, q, ru, out, e)
 	if err != nil {
 		return err
@@ -336,16 +333,10 @@ func (s *Store) runsOn(id, ph int64) bool {
 // wins (unless another's agent claimed first) and the job ends with it;
 // another that ends while one runs on ends alone.
 func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out outcome, r protocol.Report) error {
-	if len(s.copyRuns[id]) == 0 {
-		return s.endAttempt(id, j, ru, out, r)
+	if moves, err := s.copiesEnded(id, ru, out, r); err != nil || !moves {
+		return err
 	}
-	if out == succeeded {
-		if err := s.win(id, ru); err != nil {
-			return err
-		}
-		return s.endAttempt(id, j, ru, out, r)
-	}
-	return s.endAlone(id, ru, out, r)
+	return s.endAttempt(id, j, ru, out, r)
 }
 
 // Heartbeat renews the leases of the attempts a placeholder runs and

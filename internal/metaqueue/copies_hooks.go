@@ -256,30 +256,29 @@ func (s *Store) pickCopy(p *parkedNext) (int64, *queue, error) {
 	}
 	look := s.repl.Look(copies.Where{Site: cur, StoreSite: to.Site, StoreHost: to.Host}, s.data.SiteAt(cur).Site, s.data.Untold())
 	a := &p.copyAsk
-	*a = copyAsk{s: s, p: p, cur: cur, to: to, qs: a.qs[:0], of: a.of[:0]}
+	a.s, a.p, a.cur, a.to, a.qs = s, p, cur, to, a.qbuf[:0]
 	for _, q := range s.qlist {
 		if on, most := q.copying(); on && q.ready.Len() == 0 && s.repl.Has(q.id) {
 			a.qs = append(a.qs, copies.Queue{ID: q.id, Rep: q.replicator(), Most: most, NeedsFiles: q.pol.Needs&policy.NeedsFiles != 0})
-			a.of = append(a.of, q)
 		}
 	}
 	id, i, err := s.repl.Pick(&look, a.qs, a)
 	if err != nil || id == 0 {
 		return 0, nil, err
 	}
-	return id, a.of[i], nil
+	return id, s.queueIDs[a.qs[i].ID], nil
 }
 
 // copyAsk is the core's side of one look for a copy: the asking
 // placeholder, its site and the queues looked at (kept in the request so
 // a look allocates nothing).
 type copyAsk struct {
-	s   *Store
-	p   *parkedNext
-	cur policy.Site
-	to  Place
-	qs  []copies.Queue
-	of  []*queue // qs's queues
+	s    *Store
+	p    *parkedNext
+	cur  policy.Site
+	to   Place
+	qs   []copies.Queue
+	qbuf [4]copies.Queue // qs's room in the request, for most looks
 }
 
 var _ copies.Ask = (*copyAsk)(nil)

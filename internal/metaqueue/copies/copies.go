@@ -13,11 +13,15 @@
 // not counted against max_attempts.
 //
 // The metaqueue's core keeps every running attempt (its lease, its
-// placeholder) and calls this package where they change; Copies keeps
-// what replication alone knows: which jobs opted out, which row attempts
-// run apart in scratch, the copies killed whose late report is awaited,
-// and the index of jobs a copy may start beside (Sync, Choose). It writes
-// its own tables inside the core's write transaction, through an Execer.
+// placeholder) and calls this package where they change: each event of a
+// job's attempts is one call, Apply, whose Facts (the row's attempt, the
+// copies left, the attempts to charge and hold) the core applies; a look
+// for a copy is one call, Pick, asking the core through an Ask. Copies
+// keeps what replication alone knows: which jobs opted out, which row
+// attempts run apart in scratch, the copies killed whose late report is
+// awaited, and the index of jobs a copy may start beside (Sync, Choose).
+// It writes its own tables inside the core's write transaction, through
+// an Execer, and calls no other module.
 package copies
 
 import (

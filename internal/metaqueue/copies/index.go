@@ -20,10 +20,9 @@ import (
 // and only the candidates reading those forget theirs; any other move
 // (Fresh) forgets all.
 //
-// Sync keeps it: the core calls it (or SetApart, Started, Left, AllLeft,
-// which sync) for a job whenever its row's attempt, that attempt's
-// apartness or its copies change, and for every running job after a
-// load.
+// Sync keeps it: Apply, SetApart and Started sync the job they change,
+// and the core calls it for a job whenever its row's attempt stops
+// otherwise, and for every running job after a load.
 
 // index is the candidates of every queue.
 type index struct {

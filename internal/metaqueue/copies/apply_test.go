@@ -221,3 +221,20 @@ func TestPick(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyNotRunning: an attempt that does not run cannot end beside
+// others: an error, not a record of another attempt.
+func TestApplyNotRunning(t *testing.T) {
+	ctx := context.Background()
+	db := testDB(t)
+	c := New()
+	t0 := time.UnixMicro(1_000_000)
+	a := Attempts{Job: 1, Queue: 7, Row: Run{1, 1, 10, t0}, Copies: []Run{{1, 2, 11, t0}}}
+	if _, err := c.Apply(ctx, db, a, Change{Event: Ended, Attempt: 9, Report: protocol.Report{Exit: 1, Finished: t0}}); err == nil {
+		t.Fatal("attempt 9 ended without an error")
+	}
+	var n int
+	if err := db.QueryRow("SELECT count(*) FROM attempts").Scan(&n); err != nil || n != 0 {
+		t.Errorf("%d attempts recorded (%v), want none", n, err)
+	}
+}

@@ -163,6 +163,8 @@ func (c *Copies) alone(ctx context.Context, ex Execer, a Attempts, ch Change) (F
 		f.Copies = slices.Delete(slices.Clone(a.Copies), i, i+1)
 	} else if a.Row.Attempt == ch.Attempt && len(a.Copies) > 0 {
 		f.Row, f.Copies, f.RowMoved, promoted = a.Copies[0], a.Copies[1:], true, true
+	} else {
+		return f, Job{ID: a.Job}, fmt.Errorf("attempt %d of job %d ended, but it does not run", ch.Attempt, a.Job)
 	}
 	if len(f.Copies) == 0 {
 		f.Copies = nil

@@ -3,12 +3,11 @@ package metaqueue
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/mq-hpc/mq/internal/metaqueue/copies"
+	"github.com/mq-hpc/mq/internal/metaqueue/inspect"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
@@ -17,12 +16,15 @@ import (
 // The core's side of job replication (package copies): the copies of a
 // job are attempts the core runs as any other (s.copyRuns beside
 // s.running, leases, placeholders); the module keeps what replication
-// alone knows and writes its tables. What a copy spends goes to the
-// ledger and what it reads is asked of the catalog from here, with the
-// facts the module returns.
+// alone knows and writes its tables. An event of a job's attempts is one
+// call into the module (Apply), whose facts the core applies: its own
+// rows, the ledger's charges and reservations, packing's grants.
 
 // replication is the copies module's state as the Store holds it.
 type replication = copies.Copies
+
+// copyAsked is what one placeholder's request last looked at for a copy.
+type copyAsked = copies.Asked
 
 // copying reports whether q copies running jobs, and its bound on the
 // attempts of one job running at once (0: none).
@@ -58,64 +60,115 @@ func (s *Store) copyable(id int64, q *queue) bool {
 	if _, ok := s.bundles.of[id]; ok {
 		return false
 	}
-	if jf := s.data.Job(id); jf != nil && jf.OutsideCwd {
-		return false
-	}
-	return true
+	jf := s.data.Job(id)
+	return jf == nil || !jf.OutsideCwd
 }
 
-// under says whether path p lies strictly inside directory dir.
-func under(dir, p string) bool {
-	if dir == "" {
-		return false
-	}
-	rel, err := filepath.Rel(dir, p)
-	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
+// copiesEnded is replication's part of the end of attempt ru of job id,
+// which ended as out says (copies.Ended): it reports whether the job
+// moves on with ru (it ran alone, or finished first and the others are
+// killed); false when it ended alone and another runs on.
+func (s *Store) copiesEnded(id int64, ru *run, out outcome, r protocol.Report) (bool, error) {
+	return s.copiesEvent(id, ru, copies.Change{Event: copies.Ended, Succeeded: out == succeeded, Returned: out == returned, Report: r})
 }
 
-// win makes ru the attempt the job row describes and ends every other
-// attempt of the job as a killed copy.
+// win makes ru, whose agent claimed first, the attempt the job row
+// describes and kills every other attempt of the job.
 func (s *Store) win(id int64, ru *run) error {
+	_, err := s.copiesEvent(id, ru, copies.Change{Event: copies.Claimed})
+	return err
+}
+
+// stopCopies kills every copy of job id, which stops executing for
+// reason (deleted).
+func (s *Store) stopCopies(id int64, reason string) error {
+	_, err := s.copiesEvent(id, nil, copies.Change{Event: copies.Stopped, Reason: reason})
+	return err
+}
+
+// copiesEvent applies ch, an event of attempt ru of job id (nil for
+// copies.Stopped): one call into the module says whether the job moves
+// on with ru, which attempt its row describes and which copies run on
+// now, and what ended; the core writes the row, charges what ended
+// through the ledger and releases or holds reservations and grants.
+func (s *Store) copiesEvent(id int64, ru *run, ch copies.Change) (bool, error) {
 	if err := s.begin(); err != nil {
-		return err
+		return false, err
 	}
-	var others []*run
-	if p := s.running[id]; p != nil && p != ru {
-		others = append(others, p)
+	row, cs := s.running[id], s.copyRuns[id]
+	a := copies.Attempts{Job: id, Copies: copyRunsOf(id, cs)}
+	if row != nil {
+		a.Row = copies.Run{Job: id, Attempt: row.attempt, Placeholder: row.placeholder, Started: row.started}
 	}
-	for _, c := range s.copyRuns[id] {
-		if c != ru {
-			others = append(others, c)
-		}
+	if ru != nil {
+		ch.Attempt = ru.attempt
 	}
-	if s.running[id] != ru {
-		s.running[id] = ru
+	n, known := s.g.Node(id)
+	a.Queue = n.Queue
+	if copies.NeedsNow(a, ch) {
+		ch.Now = s.now()
+	}
+	f, err := s.repl.Apply(context.Background(), s.w, a, ch)
+	if err != nil {
+		return false, fatalError{err}
+	}
+	if len(cs) == 0 && !f.RowMoved {
+		return f.Won, nil // it ran alone: nothing else changed
+	}
+	runs := append([]*run{row}, cs...)
+	of := func(r copies.Run) *run {
+		return runs[slices.IndexFunc(runs, func(ru *run) bool { return ru != nil && ru.attempt == r.Attempt })]
+	}
+	if f.RowMoved {
+		s.running[id] = of(f.Row)
 		if _, err := s.w.ExecContext(context.Background(), jobsSQL.Get("SetRowAttempt"),
-			ru.attempt, ru.placeholder, micros(ru.started), id); err != nil {
-			return fatalError{err}
+			f.Row.Attempt, f.Row.Placeholder, micros(f.Row.Started), id); err != nil {
+			return false, fatalError{err}
 		}
 	}
 	delete(s.copyRuns, id)
-	j := s.copyJob(id)
-	var now time.Time
-	if len(others) > 0 {
-		now = s.now()
+	for _, c := range f.Copies {
+		s.copyRuns[id] = append(s.copyRuns[id], of(c))
 	}
-	ends, err := s.repl.Win(context.Background(), s.w, j, ru.attempt, copyRunsOf(id, others), now)
-	if err != nil {
-		return fatalError{err}
+	var q *queue
+	if known {
+		q = s.queueIDs[n.Queue]
 	}
-	if err := s.chargeKilled(id, others, ends); err != nil {
-		return err
+	for _, e := range f.Spent {
+		if err := s.copySpent(id, q, of(e.Run), e); err != nil {
+			return false, err
+		}
 	}
-	if len(others) > 0 {
-		s.log.Info("an attempt finished first; the other attempts are killed", "job", id, "attempt", ru.attempt, "killed", len(others))
+	if f.Won && len(f.Spent) > 0 {
+		s.log.Info("an attempt finished first; the other attempts are killed", "job", id, "attempt", ch.Attempt, "killed", len(f.Spent))
 	}
+	return f.Won, nil
+}
+
+// copySpent is the end of attempt ru of job id (queue q, nil if unknown)
+// beside others, for the ledger and packing: charged for what it ran,
+// its reservation held until its late report (Kept) or released, its
+// grant given back.
+func (s *Store) copySpent(id int64, q *queue, ru *run, e copies.Spent) error {
+	if e.Charge && q != nil {
+		if err := s.charge(id, q, ru, e.Started, e.Finished, false); err != nil {
+			return err
+		}
+	}
+	if e.Kept {
+		s.econDying(protocol.JobRef{ID: id, Attempt: ru.attempt}, ru)
+	} else {
+		s.econStop(id, ru)
+	}
+	s.packStop(id, ru)
 	return nil
 }
 
 // copyRunsOf is rs, attempts of job id, as the module sees them.
 func copyRunsOf(id int64, rs []*run) []copies.Run {
+	if len(rs) == 0 {
+		return nil
+	}
 	out := make([]copies.Run, len(rs))
 	for i, r := range rs {
 		out[i] = copies.Run{Job: id, Attempt: r.attempt, Placeholder: r.placeholder, Started: r.started}
@@ -123,119 +176,13 @@ func copyRunsOf(id int64, rs []*run) []copies.Run {
 	return out
 }
 
-// chargeKilled charges what the killed attempts rs of job id ran (ends,
-// in the same order, from the module) and holds the reservation of each
-// whose late report is awaited until it comes (econDying), or releases it.
-func (s *Store) chargeKilled(id int64, rs []*run, ends []copies.Ended) error {
-	if len(ends) == 0 {
-		return nil
-	}
-	var q *queue
-	if j, ok := s.g.Node(id); ok {
-		q = s.queueIDs[j.Queue]
-	}
-	for i, e := range ends {
-		o := rs[i]
-		s.packStop(id, o)
-		if q != nil {
-			if err := s.charge(id, q, o, e.Started, e.Finished, false); err != nil {
-				return err
-			}
-		}
-		if e.Kept {
-			s.econDying(protocol.JobRef{ID: id, Attempt: o.attempt}, o)
-		} else {
-			s.econStop(id, o)
-		}
-	}
-	return nil
-}
-
-// endAlone ends attempt ru of job id, which ended as out while another
-// runs on: it is recorded (unless handed back unstarted) and charged as
-// any attempt (the budget counts every attempt, failed or lost), and
-// forgotten: a copy leaves the job's copies; the row's own gives way to
-// the oldest copy, which the row then describes.
-func (s *Store) endAlone(id int64, ru *run, out outcome, r protocol.Report) error {
-	if err := s.begin(); err != nil {
-		return err
-	}
-	cs := s.copyRuns[id]
-	promoted := false
-	if i := slices.Index(cs, ru); i >= 0 {
-		s.setCopies(id, slices.Delete(cs, i, i+1))
-	} else if s.running[id] == ru && len(cs) > 0 {
-		next := cs[0]
-		s.setCopies(id, cs[1:])
-		s.running[id] = next
-		promoted = true
-		if _, err := s.w.ExecContext(context.Background(), jobsSQL.Get("SetRowAttempt"),
-			next.attempt, next.placeholder, micros(next.started), id); err != nil {
-			return fatalError{err}
-		}
-	}
-	record := out != returned
-	now := r.Finished
-	if record && now.IsZero() {
-		now = s.now()
-	}
-	j := s.copyJob(id)
-	a := copies.Run{Job: id, Attempt: ru.attempt, Placeholder: ru.placeholder, Started: ru.started}
-	started, finished, err := s.repl.EndAlone(context.Background(), s.w, j, a, r, record, promoted, now)
-	if err != nil {
-		return fatalError{err}
-	}
-	if record {
-		if n, ok := s.g.Node(id); ok {
-			if q := s.queueIDs[n.Queue]; q != nil {
-				if err := s.charge(id, q, ru, started, finished, false); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	s.econStop(id, ru)
-	s.packStop(id, ru)
-	return nil
-}
-
-// setCopies makes cs the copies of job id running (the caller tells the
-// module).
-func (s *Store) setCopies(id int64, cs []*run) {
-	if len(cs) == 0 {
-		delete(s.copyRuns, id)
-	} else {
-		s.copyRuns[id] = cs
-	}
-}
-
 // setApart records whether the attempt job id's row describes runs apart
 // and may have copies beside it.
 func (s *Store) setApart(id int64, apart bool) error {
-	j := s.copyJob(id)
-	if err := s.repl.SetApart(context.Background(), s.w, j, apart); err != nil {
+	if err := s.repl.SetApart(context.Background(), s.w, s.copyJob(id), apart); err != nil {
 		return fatalError{err}
 	}
 	return nil
-}
-
-// stopCopies is the end of the attempt job id's row describes, for
-// replication: it no longer runs apart, and every copy of the job, which
-// stops executing for another reason (deleted, or its own attempt ended
-// it), is killed at its placeholder's next heartbeat.
-func (s *Store) stopCopies(id int64, reason string) error {
-	cs := s.copyRuns[id]
-	delete(s.copyRuns, id)
-	j := s.copyJob(id)
-	var now time.Time
-	if len(cs) > 0 {
-		now = s.now()
-	}
-	ends, err := s.repl.Stop(context.Background(), s.w, j, copyRunsOf(id, cs), reason, now)
-	if err != nil {
-		return fatalError{err}
-	}
-	return s.chargeKilled(id, cs, ends)
 }
 
 // lateReport keeps the CPU figures of a killed copy's report, which came
@@ -243,21 +190,18 @@ func (s *Store) stopCopies(id int64, reason string) error {
 // releases its reservation.
 func (s *Store) lateReport(ph int64, r protocol.Report) error {
 	ref := protocol.JobRef{ID: r.ID, Attempt: r.Attempt}
-	if !s.repl.TakeKilled(ref, ph) {
+	if !s.repl.Awaits(ref, ph) {
 		return nil
 	}
 	if err := s.begin(); err != nil {
 		return err
 	}
-	err := s.extendCharge(r.ID, r.Attempt, r.Finished)
-	s.econDied(ref)
-	if err != nil {
-		return err
-	}
-	if err := s.repl.LateUsage(context.Background(), s.w, r); err != nil {
+	if err := s.repl.Late(context.Background(), s.w, ph, r); err != nil {
 		return fatalError{err}
 	}
-	return nil
+	err := s.extendCharge(r.ID, r.Attempt, r.Finished)
+	s.econDied(ref)
+	return err
 }
 
 // localBytes is how many bytes of job id's inputs are at the asking
@@ -293,18 +237,13 @@ func (s *Store) localBytes(id int64, cur policy.Site, to Place) int64 {
 	return b
 }
 
-// maxCopyTries bounds the jobs one request looks at to copy whose inputs
-// turn out not to be at the asking placeholder's place.
-const maxCopyTries = 8
-
 // pickCopy chooses a running job to copy for placeholder p, from the
-// queues that copy and have no ready job. It returns 0 for none.
+// queues that copy and have no ready job (copies.Pick). It returns 0 for
+// none.
 func (s *Store) pickCopy(p *parkedNext) (int64, *queue, error) {
-	gen := s.repl.Gen()
-	if p.copyLooked && p.copyGen == gen && p.copyDataGen == s.data.Gen() {
-		return 0, nil, nil // nothing changed since the last look
+	if !s.repl.Again(&p.copied, s.data.Gen()) {
+		return 0, nil, nil
 	}
-	p.copyLooked, p.copyGen, p.copyDataGen = true, gen, s.data.Gen()
 	ph := p.req.Placeholder
 	cur, err := s.phSite(ph)
 	if err != nil {
@@ -318,66 +257,47 @@ func (s *Store) pickCopy(p *parkedNext) (int64, *queue, error) {
 	}
 	look := s.repl.Look(copies.Where{Site: cur, StoreSite: to.Site, StoreHost: to.Host}, s.data.SiteAt(cur).Site, s.data.Untold())
 	a := &p.copyAsk
-	*a = copyAsk{s: s, p: p, cur: cur, to: to}
+	a.s, a.p, a.cur, a.to, a.qs = s, p, cur, to, a.qbuf[:0]
 	for _, q := range s.qlist {
-		// Only beside an attempt kept apart in scratch that has not won
-		// (the index holds those): one run in the working directory
-		// (dispatched before its queue copied) would write its outputs
-		// over the winner's.
-		on, most := q.copying()
-		if !on || q.ready.Len() > 0 || !s.repl.Has(q.id) {
-			continue
-		}
-		a.q = q
-		look.Unskip()
-		cq := copies.Queue{ID: q.id, Rep: q.replicator(), Most: most, NeedsFiles: q.pol.Needs&policy.NeedsFiles != 0}
-		for try := 0; try < maxCopyTries; try++ {
-			id := s.repl.Choose(&look, cq, a)
-			if id == 0 {
-				break
-			}
-			here := true
-			if s.opt.Stager != nil {
-				if here, err = s.inputsAt([]int64{id}, to); err != nil {
-					return 0, nil, err
-				}
-			}
-			if here {
-				return id, q, nil
-			}
-			// Its inputs are on their way here: it may be copied once
-			// they land (data.gen moves on then).
-			look.Skip(id)
+		if on, most := q.copying(); on && q.ready.Len() == 0 && s.repl.Has(q.id) {
+			a.qs = append(a.qs, copies.Queue{ID: q.id, Rep: q.replicator(), Most: most, NeedsFiles: q.pol.Needs&policy.NeedsFiles != 0})
 		}
 	}
-	return 0, nil, nil
+	id, i, err := s.repl.Pick(&look, a.qs, a)
+	if err != nil || id == 0 {
+		return 0, nil, err
+	}
+	return id, s.queueIDs[a.qs[i].ID], nil
 }
 
 // copyAsk is the core's side of one look for a copy: the asking
-// placeholder, its site and the queue looked at.
+// placeholder, its site and the queues looked at (kept in the request so
+// a look allocates nothing).
 type copyAsk struct {
-	s   *Store
-	p   *parkedNext
-	q   *queue
-	cur policy.Site
-	to  Place
+	s    *Store
+	p    *parkedNext
+	cur  policy.Site
+	to   Place
+	qs   []copies.Queue
+	qbuf [4]copies.Queue // qs's room in the request, for most looks
 }
 
 var _ copies.Ask = (*copyAsk)(nil)
 
-// Copyable says whether job id, in a.q's index, may be copied for a.
-func (a *copyAsk) Copyable(id int64) bool {
+// Copyable says whether job id, of queue qid's candidates, may be copied
+// for a: a copy spends as a first run does, so the same walltime, budget
+// and deadline gate (and the planner's cap at the asking site).
+func (a *copyAsk) Copyable(qid int32, id int64) bool {
 	s := a.s
 	j, ok := s.g.Node(id)
-	if !ok || j.State != job.Executing || s.queueIDs[j.Queue] != a.q {
+	if !ok || j.State != job.Executing || j.Queue != qid {
 		return false
 	}
-	if ru := s.running[id]; ru == nil || !s.repl.Apart(id, ru.attempt) || !s.copyable(id, a.q) || s.runsOn(id, a.p.req.Placeholder) {
+	q := s.queueIDs[qid]
+	if ru := s.running[id]; q == nil || ru == nil || !s.repl.Apart(id, ru.attempt) || !s.copyable(id, q) || s.runsOn(id, a.p.req.Placeholder) {
 		return false
 	}
-	// A copy spends as a first run does: the same budget and deadline
-	// gate (and the planner's cap at the asking site).
-	return fits(j.Est, a.q, a.p.req.WalltimeLeft) && s.affordable(a.q, j, a.p.site)
+	return fits(j.Est, q, a.p.req.WalltimeLeft) && s.affordable(q, j, a.p.site)
 }
 
 // LocalBytes is how many bytes of job id's inputs are at a's site.
@@ -402,6 +322,15 @@ func (a *copyAsk) Est(id int64) float32 {
 	return j.Est
 }
 
+// Here says whether job id's inputs are at a's storage place (always,
+// without staging).
+func (a *copyAsk) Here(id int64) (bool, error) {
+	if a.s.opt.Stager == nil {
+		return true, nil
+	}
+	return a.s.inputsAt([]int64{id}, a.to)
+}
+
 // dispatchCopy starts a copy of running job id for placeholder p: a new
 // attempt number, recorded in job_copies, its lease renewed by p's
 // heartbeats as any attempt's.
@@ -422,8 +351,8 @@ func (s *Store) dispatchCopy(p *parkedNext, id int64, q *queue) error {
 	s.phWorked(p.req.Placeholder)
 	ru := &run{attempt: r.attempt, used: 1, placeholder: p.req.Placeholder, lease: now.Add(s.opt.Lease), started: now}
 	s.copyRuns[id] = append(s.copyRuns[id], ru)
-	cj := s.copyJob(id)
-	if err := s.repl.Started(context.Background(), s.w, copies.Run{Job: id, Attempt: r.attempt, Placeholder: p.req.Placeholder, Started: now}, cj); err != nil {
+	cr, cj := copyRunsOf(id, []*run{ru})[0], s.copyJob(id)
+	if err := s.repl.Started(context.Background(), s.w, cr, cj); err != nil {
 		return fatalError{err}
 	}
 	if j, ok := s.g.Node(id); ok {
@@ -452,23 +381,19 @@ func (s *Store) loadCopies(ctx context.Context, now time.Time) error {
 		if s.running[r.Job] == nil {
 			continue
 		}
-		s.copyRuns[r.Job] = append(s.copyRuns[r.Job], &run{attempt: r.Attempt, used: 1, placeholder: r.Placeholder, lease: now.Add(s.opt.Lease), started: r.Started})
+		c := &run{attempt: r.Attempt, used: 1, placeholder: r.Placeholder, lease: now.Add(s.opt.Lease), started: r.Started}
+		s.copyRuns[r.Job] = append(s.copyRuns[r.Job], c)
 		s.phs[r.Placeholder] = true
-	}
-	// Running copies take their reservations and places under the
-	// planner's caps again, as the job rows' own attempts do (loadJobs).
-	for id, cs := range s.copyRuns {
-		n, _ := s.g.Node(id)
-		q := s.queueIDs[n.Queue]
-		if q == nil || (!q.costed() && !s.ledger.Priced()) {
-			continue
-		}
-		for _, c := range cs {
+		// Running copies take their reservations and places under the
+		// planner's caps again, as the job rows' own attempts do
+		// (loadJobs).
+		n, _ := s.g.Node(r.Job)
+		if q := s.queueIDs[n.Queue]; q != nil && (q.costed() || s.ledger.Priced()) {
 			site, err := s.siteName(c.placeholder)
 			if err != nil {
 				return err
 			}
-			s.econStart(id, q, n, c, site)
+			s.econStart(r.Job, q, n, c, site)
 		}
 	}
 	return nil
@@ -486,10 +411,7 @@ func (s *Store) rebuildCopies() {
 // syncCopy tells the copy candidates index of job id's attempts running:
 // every change of s.running or of s.copyRuns the module is not told of
 // otherwise calls it for the job.
-func (s *Store) syncCopy(id int64) {
-	j := s.copyJob(id)
-	s.repl.Sync(j)
-}
+func (s *Store) syncCopy(id int64) { s.repl.Sync(s.copyJob(id)) }
 
 // copyJob is what the module needs of job id's attempts running now.
 func (s *Store) copyJob(id int64) copies.Job {
@@ -519,25 +441,11 @@ func (s *Store) dataMoved1(path string) {
 
 // dataChanged bumps data.gen for a change that moved no file (the ready
 // set, the placeholders predicted).
-func (s *Store) dataChanged() {
-	s.data.Changed()
-}
+func (s *Store) dataChanged() { s.data.Changed() }
 
 // runningCopies lists the copies of job id running now.
 func (s *Store) runningCopies(ctx context.Context, id int64) ([]protocol.AttemptInfo, error) {
-	cs, err := copies.Running(ctx, s.rdb, id)
-	if err != nil {
-		return nil, err
-	}
-	var out []protocol.AttemptInfo
-	for _, c := range cs {
-		a := protocol.AttemptInfo{Attempt: c.Attempt, Site: c.Site, Host: c.Host, Started: formatMicros(c.Started)}
-		if c.OutDir != "" {
-			a.Stdout, a.Stderr = job.OutputPaths(c.OutDir, id, c.Attempt)
-		}
-		out = append(out, a)
-	}
-	return out, nil
+	return copies.Attempted(ctx, s.rdb, id, inspect.TimeFormat)
 }
 
 // Waste totals what killed copies used (nil when none was killed).

@@ -75,7 +75,7 @@ func (s *Store) pickCopyScan(p *parkedNext) (int64, *queue, error) {
 			continue
 		}
 		rep := q.replicator()
-		for try := 0; try < maxCopyTries && len(runs) > 0; try++ {
+		for try := 0; try < copies.MaxTries && len(runs) > 0; try++ {
 			id, ok := rep.Replicate(site, runs)
 			if !ok {
 				break

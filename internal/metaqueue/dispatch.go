@@ -93,12 +93,9 @@ type parkedNext struct {
 	dcAt     time.Time
 	// site is the asking placeholder's site name, once plans needed it
 	// (pickPlanned).
-	site string
-	// What pickCopy last looked at: it looks again once running attempts
-	// or data locations changed.
-	copyLooked           bool
-	copyGen, copyDataGen uint64
-	copyAsk              copyAsk // the core's side of its looks, kept so a look allocates nothing
+	site    string
+	copied  copyAsked // what pickCopy last looked at
+	copyAsk copyAsk   // the core's side of its looks, kept so a look allocates nothing
 }
 
 // Next applies a placeholder's reports and hands it up to req.Free jobs,
@@ -276,9 +273,6 @@ func (s *Store) endAttempt(id int64, j dag.Node, ru *run, out outcome, r protoco
 			return err
 		}
 	}
-	if err := s.stopCopies(id, "stopped: the job's attempt "+fmt.Sprint(ru.attempt)+" ended it"); err != nil {
-		return err
-	}
 	retry, err := s.packEnded(id, j, q, ru, out, e)
 	if err != nil {
 		return err
@@ -339,16 +333,10 @@ func (s *Store) runsOn(id, ph int64) bool {
 // wins (unless another's agent claimed first) and the job ends with it;
 // another that ends while one runs on ends alone.
 func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out outcome, r protocol.Report) error {
-	if len(s.copyRuns[id]) == 0 {
-		return s.endAttempt(id, j, ru, out, r)
+	if moves, err := s.copiesEnded(id, ru, out, r); err != nil || !moves {
+		return err
 	}
-	if out == succeeded {
-		if err := s.win(id, ru); err != nil {
-			return err
-		}
-		return s.endAttempt(id, j, ru, out, r)
-	}
-	return s.endAlone(id, ru, out, r)
+	return s.endAttempt(id, j, ru, out, r)
 }
 
 // Heartbeat renews the leases of the attempts a placeholder runs and

@@ -316,6 +316,7 @@ func TestApartSync(t *testing.T) {
 // bytes and estimates, and how often local bytes and inputs were asked.
 type ask struct {
 	no             map[int64]bool
+	away           map[int64]bool // inputs not at the asker's place
 	local          map[int64]int64
 	computed, read int
 }
@@ -325,7 +326,8 @@ func (a *ask) Inputs(id int64) []string {
 	return []string{"/f" + strconv.FormatInt(id, 10)}
 }
 
-func (a *ask) Copyable(id int64) bool { return !a.no[id] }
+func (a *ask) Copyable(_ int32, id int64) bool { return !a.no[id] }
+func (a *ask) Here(id int64) (bool, error)     { return !a.away[id], nil }
 func (a *ask) LocalBytes(id int64) int64 {
 	a.computed++
 	return a.local[id]
@@ -468,27 +470,27 @@ func TestRace(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		// the job row's attempt 1 runs apart with copies 2 and 3
-		do      func(c *Copies, db *sql.DB) ([]Ended, error)
+		do      func(c *Copies, db *sql.DB) ([]Spent, error)
 		ends    int
 		want    counts
 		indexed bool // job 1 still a candidate
 		apart   int  // the attempt apart after, 0 none
 	}{
-		{"copy 3 wins", func(c *Copies, db *sql.DB) ([]Ended, error) {
+		{"copy 3 wins", func(c *Copies, db *sql.DB) ([]Spent, error) {
 			return c.Win(ctx, db, Job{ID: 1, Row: 3, Queue: 1, Runs: 1}, 3, []Run{{1, 1, 10, t0}, {1, 2, 11, t0}}, now)
 		}, 2, counts{0, 0, 2, 2}, false, 0},
-		{"the row's attempt ends", func(c *Copies, db *sql.DB) ([]Ended, error) {
+		{"the row's attempt ends", func(c *Copies, db *sql.DB) ([]Spent, error) {
 			return c.Stop(ctx, db, Job{ID: 1, Row: 1, Queue: 1, Runs: 1}, []Run{{1, 2, 11, t0}, {1, 3, 12, t0}}, "stopped", now)
 		}, 2, counts{0, 0, 2, 2}, false, 0},
-		{"the row's attempt fails, copy 2 goes on as the row", func(c *Copies, db *sql.DB) ([]Ended, error) {
+		{"the row's attempt fails, copy 2 goes on as the row", func(c *Copies, db *sql.DB) ([]Spent, error) {
 			_, _, err := c.EndAlone(ctx, db, Job{ID: 1, Row: 2, Queue: 1, Runs: 2}, Run{1, 1, 10, t0}, protocol.Report{Exit: 1}, true, true, now)
 			return nil, err
 		}, 0, counts{1, 1, 0, 1}, true, 2},
-		{"copy 3 fails", func(c *Copies, db *sql.DB) ([]Ended, error) {
+		{"copy 3 fails", func(c *Copies, db *sql.DB) ([]Spent, error) {
 			_, _, err := c.EndAlone(ctx, db, Job{ID: 1, Row: 1, Queue: 1, Runs: 2}, Run{1, 3, 12, t0}, protocol.Report{Exit: 1}, true, false, now)
 			return nil, err
 		}, 0, counts{1, 1, 0, 1}, true, 1},
-		{"copy 3 handed back unstarted", func(c *Copies, db *sql.DB) ([]Ended, error) {
+		{"copy 3 handed back unstarted", func(c *Copies, db *sql.DB) ([]Spent, error) {
 			_, _, err := c.EndAlone(ctx, db, Job{ID: 1, Row: 1, Queue: 1, Runs: 2}, Run{1, 3, 12, t0}, protocol.Report{Reason: protocol.ReasonReturned}, false, false, now)
 			return nil, err
 		}, 0, counts{1, 1, 0, 0}, true, 1},

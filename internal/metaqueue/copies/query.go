@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -102,4 +103,25 @@ func Waste(ctx context.Context, ex Execer) (*protocol.WasteTotals, error) {
 	// Bytes staged for a job to a site where only a killed copy of it ran.
 	err = ex.QueryRowContext(ctx, queries.Get("WasteBytes")).Scan(&w.Bytes)
 	return &w, err
+}
+
+// Attempted lists the copies of job id running now as mqstat shows them,
+// their start in layout.
+func Attempted(ctx context.Context, ex Execer, id int64, layout string) ([]protocol.AttemptInfo, error) {
+	cs, err := Running(ctx, ex, id)
+	if err != nil {
+		return nil, err
+	}
+	var out []protocol.AttemptInfo
+	for _, c := range cs {
+		a := protocol.AttemptInfo{Attempt: c.Attempt, Site: c.Site, Host: c.Host}
+		if c.Started.Valid {
+			a.Started = time.UnixMicro(c.Started.Int64).Format(layout)
+		}
+		if c.OutDir != "" {
+			a.Stdout, a.Stderr = job.OutputPaths(c.OutDir, id, c.Attempt)
+		}
+		out = append(out, a)
+	}
+	return out, nil
 }

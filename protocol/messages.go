@@ -196,6 +196,9 @@ type Stat struct {
 	States       string  `json:"states,omitempty"` // letters; empty = all but X
 	IDs          []int64 `json:"ids,omitempty"`
 	Limit        int     `json:"limit,omitempty"`
+	// Last keeps only the Last matching jobs of highest ids (the latest),
+	// still listed in id order; Limit then applies to those.
+	Last int `json:"last,omitempty"`
 	// Earlier asks for each job's earlier attempts too (mqstat --acct).
 	Earlier bool `json:"earlier,omitempty"`
 	// Collapse leaves out the members of job arrays (op arrays counts

@@ -126,7 +126,17 @@ func statQuery(st protocol.Stat, after int64) (string, []any, error) {
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	q += " ORDER BY j.id"
+	if st.Last < 0 || st.Limit < 0 {
+		return "", nil, protocol.Errorf(protocol.CodeBadRequest, "limit and last must be 0 or more")
+	}
+	if st.Last > 0 {
+		// The latest Last, from the top of the id order down (cheap:
+		// ended jobs are mostly recent), then in id order again.
+		q = "SELECT * FROM (" + q + " ORDER BY j.id DESC LIMIT ?) ORDER BY 1"
+		args = append(args, st.Last)
+	} else {
+		q += " ORDER BY j.id"
+	}
 	if st.Limit > 0 {
 		q += " LIMIT ?"
 		args = append(args, st.Limit)

@@ -373,7 +373,7 @@ func (c *dcPool) Members(id int64) (members []int64, take, back bool) {
 	s := c.s
 	c.one[0] = id
 	members = c.one[:]
-	if bid, inBundle := s.bundles.of[id]; inBundle {
+	if bid, inBundle := s.bundles.Of(id); inBundle {
 		if slices.Contains(c.seen, bid) {
 			return nil, false, true
 		}

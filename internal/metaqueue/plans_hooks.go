@@ -89,7 +89,7 @@ func (s *Store) pickPlanned(p *parkedNext) (*queue, int64, error) {
 		if !ok || j.State != job.Queued {
 			continue
 		}
-		if ar := s.arrays.of(id); ar != nil && ar.running >= ar.limit {
+		if s.arrays.Full(id) {
 			continue // its array is at its cap; the queue's pick holds it
 		}
 		examined++

@@ -25,8 +25,6 @@ var (
 	attemptsFile string
 	//go:embed arrays.sql
 	arraysFile string
-	//go:embed submits.sql
-	submitsFile string
 	//go:embed sites.sql
 	sitesFile string
 	//go:embed files.sql
@@ -44,7 +42,6 @@ var (
 	placeholdersSQL = sqlfile.MustParse("placeholders.sql", placeholdersFile)
 	attemptsSQL     = sqlfile.MustParse("attempts.sql", attemptsFile)
 	arraysSQL       = sqlfile.MustParse("arrays.sql", arraysFile)
-	submitsSQL      = sqlfile.MustParse("submits.sql", submitsFile)
 	sitesSQL        = sqlfile.MustParse("sites.sql", sitesFile)
 	filesSQL        = sqlfile.MustParse("files.sql", filesFile)
 	metaSQL         = sqlfile.MustParse("meta.sql", metaFile)

@@ -28,7 +28,6 @@ var coreQueries = map[string]struct {
 	"placeholders.sql": {"placeholdersSQL", placeholdersSQL},
 	"attempts.sql":     {"attemptsSQL", attemptsSQL},
 	"arrays.sql":       {"arraysSQL", arraysSQL},
-	"submits.sql":      {"submitsSQL", submitsSQL},
 	"sites.sql":        {"sitesSQL", sitesSQL},
 	"files.sql":        {"filesSQL", filesSQL},
 	"meta.sql":         {"metaSQL", metaSQL},

@@ -17,7 +17,7 @@ import (
 // runStarted counts job id as executing in its array.
 func (s *Store) runStarted(id int64) {
 	s.repl.Changed()
-	s.arrays.Started(id)
+	s.arrays.Enter(id)
 }
 
 // stopRun forgets job id's attempt (it no longer executes) and gives the
@@ -32,7 +32,7 @@ func (s *Store) stopRun(id int64) {
 	delete(s.running, id)
 	s.syncCopy(id)
 	s.repl.Changed()
-	for _, h := range s.arrays.Stopped(id, (*arrayJobs)(s)) {
+	for _, h := range s.arrays.Leave(id, (*arrayJobs)(s)) {
 		j, _ := s.g.Node(h)
 		q := s.queueIDs[j.Queue]
 		q.ready.Push(s.readyEntry(q, h, j.Est, j.Target))
@@ -42,8 +42,8 @@ func (s *Store) stopRun(id int64) {
 // arrayJobs answers the arrays module's questions about jobs.
 type arrayJobs Store
 
-// Ready says whether job id is Queued in a known queue.
-func (a *arrayJobs) Ready(id int64) bool {
+// Queued says whether job id is Queued in a known queue.
+func (a *arrayJobs) Queued(id int64) bool {
 	j, ok := a.g.Node(id)
 	return ok && j.State == job.Queued && a.queueIDs[j.Queue] != nil
 }

@@ -24,9 +24,9 @@ func (s *Store) addBundle(first int64, n int) error {
 func (s *Store) loadBundles(ctx context.Context) error { return s.bundles.Load(ctx, s.w) }
 
 // bundlePick expands a job picked for dispatch to what goes with it
-// (bundles.Pick): nothing if its bundle is held back.
+// (bundles.Expand): nothing if its bundle is held back.
 func (s *Store) bundlePick(id int64, walltime float64) (ids []int64, bundle int64) {
-	return s.bundles.Pick(id, walltime, (*bundleJobs)(s))
+	return s.bundles.Expand(id, walltime, (*bundleJobs)(s))
 }
 
 // bundleJobs answers the bundles module's questions about jobs.

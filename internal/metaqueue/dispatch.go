@@ -573,7 +573,7 @@ func (s *Store) dispatch(p *parkedNext) error {
 		if id == 0 {
 			break
 		}
-		ids, bundle := s.bundlePick(id, p.req.WalltimeLeft)
+		ids, bundle := s.bundles.Expand(id, p.req.WalltimeLeft, (*bundleJobs)(s))
 		if len(ids) == 0 {
 			continue // held back: a job of its bundle is waiting
 		}

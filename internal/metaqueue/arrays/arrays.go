@@ -4,7 +4,7 @@
 // members execute; dispatch asks Capped, which sets a member of an array at
 // its cap aside on the array (held), off its queue's heap, and a member that
 // stops executing gives back as many held members as there are free places
-// (Stopped), for the core to push again. Jobs in no limited array cost one
+// (Leave), for the core to push again. Jobs in no limited array cost one
 // length check.
 //
 // The metaqueue's core calls Arrays where attempts start and stop, at
@@ -45,11 +45,11 @@ type Snapshot interface {
 	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
 }
 
-// Jobs is what Stopped asks the core about a held member.
+// Jobs is what Leave asks the core about a held member.
 type Jobs interface {
-	// Ready says whether job id is Queued in a queue the core knows, so
+	// Queued says whether job id is Queued in a queue the core knows, so
 	// that, given back, it goes on that queue's heap.
-	Ready(id int64) bool
+	Queued(id int64) bool
 }
 
 // MaxSpec is the longest --array text kept, in bytes.
@@ -69,7 +69,7 @@ type array struct {
 // one commit's ids), owned by the core goroutine. The zero value has none.
 type Arrays struct {
 	limited []*array
-	out     []int64 // Stopped's answer, reused
+	out     []int64 // Leave's answer, reused
 }
 
 // Reset forgets every array (before a load).
@@ -126,20 +126,20 @@ func (a *Arrays) Running(id int64) (n int, ok bool) {
 	return 0, false
 }
 
-// Started counts job id as executing in its array.
-func (a *Arrays) Started(id int64) {
+// Enter counts job id, entering Executing, in its array.
+func (a *Arrays) Enter(id int64) {
 	if ar := a.of(id); ar != nil {
 		ar.running++
 	}
 }
 
-// Stopped counts job id as no longer executing and, below its array's cap,
+// Leave counts job id, leaving Executing, out of its array and, below its array's cap,
 // returns the held members to put back on their queues: as many as there
 // are free places, first held first, so a member's end costs O(1) however
 // many wait. Held members no longer ready (ended, deleted or already back)
 // are dropped without taking a place. The slice is valid until the next
 // call.
-func (a *Arrays) Stopped(id int64, jobs Jobs) []int64 {
+func (a *Arrays) Leave(id int64, jobs Jobs) []int64 {
 	ar := a.of(id)
 	if ar == nil {
 		return nil
@@ -150,7 +150,7 @@ func (a *Arrays) Stopped(id int64, jobs Jobs) []int64 {
 	for free > 0 && len(ar.held) > 0 {
 		h := ar.held[0]
 		ar.held = ar.held[1:]
-		if !jobs.Ready(h) {
+		if !jobs.Queued(h) {
 			continue // its entry is stale
 		}
 		a.out = append(a.out, h)

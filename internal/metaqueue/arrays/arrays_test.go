@@ -95,18 +95,18 @@ func TestOf(t *testing.T) {
 	}
 }
 
-// ready is the core's answer to Stopped: the jobs Queued in a known queue.
+// ready is the core's answer to Leave: the jobs Queued in a known queue.
 type ready map[int64]bool
 
-func (r ready) Ready(id int64) bool { return r[id] }
+func (r ready) Queued(id int64) bool { return r[id] }
 
 // TestCap runs one array of ids 1..5 with a limit of 2 through starts,
 // picks at the cap and stops, checking what is held and given back.
 func TestCap(t *testing.T) {
 	type step struct {
-		op   string // "start", "pick" (Capped), "stop"
+		op   string // "start" (Enter), "pick" (Capped), "stop" (Leave)
 		id   int64
-		want any // Capped's bool, Stopped's ids
+		want any // Capped's bool, Leave's ids
 	}
 	for _, tc := range []struct {
 		name  string
@@ -142,14 +142,14 @@ func TestCap(t *testing.T) {
 			for i, s := range tc.steps {
 				switch s.op {
 				case "start":
-					a.Started(s.id)
+					a.Enter(s.id)
 				case "pick":
 					if got := a.Capped(s.id); got != s.want {
 						t.Fatalf("step %d: Capped(%d) = %v, want %v", i, s.id, got, s.want)
 					}
 				case "stop":
-					if got := a.Stopped(s.id, tc.ready); !slices.Equal(got, s.want.([]int64)) {
-						t.Fatalf("step %d: Stopped(%d) = %v, want %v", i, s.id, got, s.want)
+					if got := a.Leave(s.id, tc.ready); !slices.Equal(got, s.want.([]int64)) {
+						t.Fatalf("step %d: Leave(%d) = %v, want %v", i, s.id, got, s.want)
 					}
 				}
 				n, _ := a.Running(1)

@@ -15,7 +15,7 @@
 //
 // Only live jobs' bundles are kept in memory. The metaqueue's core owns the
 // state (its goroutine), tells Bundles when jobs are submitted as one and
-// when one ends, and asks Pick what goes with a job it picked; it writes
+// when one ends, and asks Expand what goes with a job it picked; it writes
 // jobs.bundle inside the core's write transaction, through an Execer.
 package bundles
 
@@ -43,7 +43,7 @@ type Execer interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-// Jobs is what Pick asks the core about a bundle's jobs.
+// Jobs is what Expand asks the core about a bundle's jobs.
 type Jobs interface {
 	// State is live job id's state; false if the core has no such job.
 	State(id int64) (job.State, bool)
@@ -157,7 +157,7 @@ func (b *Bundles) Members(bundle int64) []int64 { return b.members[bundle] }
 // Len counts what is kept in memory: bundles and their jobs.
 func (b *Bundles) Len() int { return len(b.members) + len(b.of) }
 
-// Pick expands a job picked for dispatch to what goes with it: the job
+// Expand expands a job picked for dispatch to what goes with it: the job
 // alone if it is in no bundle, every Queued job of its bundle in order, or
 // nothing if the bundle is held back (a job of it is Waiting or Held; the
 // job is pushed again when its state changes, so nothing is lost by
@@ -165,7 +165,7 @@ func (b *Bundles) Len() int { return len(b.members) + len(b.of) }
 // with a placeholder walltime (> 0) it takes only as many as fit in it
 // together: the picked job (which fits alone), then the others in order
 // while they fit. Those left out stay Queued and go with a later request.
-func (b *Bundles) Pick(id int64, walltime float64, jobs Jobs) (ids []int64, bundle int64) {
+func (b *Bundles) Expand(id int64, walltime float64, jobs Jobs) (ids []int64, bundle int64) {
 	bid, ok := b.of[id]
 	if !ok {
 		return []int64{id}, 0

@@ -100,7 +100,7 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-// jobs is the core's view of jobs for Pick.
+// jobs is the core's view of jobs for Expand.
 type jobs map[int64]struct {
 	st   job.State
 	need float64
@@ -109,7 +109,7 @@ type jobs map[int64]struct {
 func (j jobs) State(id int64) (job.State, bool) { x, ok := j[id]; return x.st, ok }
 func (j jobs) Need(id int64) float64            { return j[id].need }
 
-func TestPick(t *testing.T) {
+func TestExpand(t *testing.T) {
 	type jb = struct {
 		st   job.State
 		need float64
@@ -138,9 +138,9 @@ func TestPick(t *testing.T) {
 			for _, id := range b.members[10] {
 				b.of[id] = 10
 			}
-			ids, bundle := b.Pick(tc.id, tc.walltime, tc.jobs)
+			ids, bundle := b.Expand(tc.id, tc.walltime, tc.jobs)
 			if !slices.Equal(ids, tc.ids) || bundle != tc.bundle {
-				t.Errorf("Pick(%d, %v) = %v, %d; want %v, %d", tc.id, tc.walltime, ids, bundle, tc.ids, tc.bundle)
+				t.Errorf("Expand(%d, %v) = %v, %d; want %v, %d", tc.id, tc.walltime, ids, bundle, tc.ids, tc.bundle)
 			}
 		})
 	}

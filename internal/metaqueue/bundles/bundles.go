@@ -130,8 +130,8 @@ func (b *Bundles) Load(ctx context.Context, ex Execer) error {
 	return errors.Join(rows.Err(), rows.Close())
 }
 
-// Ended forgets a job that reached a terminal state.
-func (b *Bundles) Ended(id int64) {
+// Drop forgets a job that reached a terminal state.
+func (b *Bundles) Drop(id int64) {
 	bid, ok := b.of[id]
 	if !ok {
 		return

@@ -210,7 +210,7 @@ func TestTables(t *testing.T) {
 		t.Errorf("job 6 is in bundle %d", bid)
 	}
 	for _, id := range []int64{1, 4, 5, 6, 5} {
-		l.Ended(id)
+		l.Drop(id)
 	}
 	if bid, ok := l.Of(2); !ok || bid != 1 {
 		t.Errorf("job 2's bundle: %d, %v", bid, ok)

@@ -46,9 +46,7 @@ func (e *env) executingIn(first, last int64) int {
 	}
 	var mem int
 	e.s.do(context.Background(), func() error {
-		if ar := e.s.arrays.of(first); ar != nil {
-			mem = ar.running
-		}
+		mem, _ = e.s.arrays.Running(first)
 		return nil
 	})
 	if mem != n {

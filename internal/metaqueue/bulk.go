@@ -15,6 +15,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/mq-hpc/mq/internal/metaqueue/tokens"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -109,8 +110,8 @@ func (b *Bulk) CommitToken(ctx context.Context, token string) (first int64, coun
 	if b.n == 0 {
 		return 0, 0, protocol.Errorf(protocol.CodeBadRequest, "no jobs to submit")
 	}
-	if len(token) > maxToken {
-		return 0, 0, protocol.Errorf(protocol.CodeBadRequest, "token is %d bytes; the limit is %d", len(token), maxToken)
+	if err := tokens.Check(token); err != nil {
+		return 0, 0, err
 	}
 	if err := b.w.Flush(); err != nil {
 		return 0, 0, fmt.Errorf("bulk submit: spool: %w", err)
@@ -178,8 +179,8 @@ func (b *Bulk) CommitToken(ctx context.Context, token string) (first int64, coun
 // committed, and if so its ids first..first+count-1. It goes through the
 // core, so a commit already handed to the core is decided first.
 func (s *Store) BulkOutcome(ctx context.Context, token string) (first int64, count int, found bool, err error) {
-	if token == "" || len(token) > maxToken {
-		return 0, 0, false, protocol.Errorf(protocol.CodeBadRequest, "a token of 1 to %d bytes is needed", maxToken)
+	if token == "" || len(token) > tokens.MaxLen {
+		return 0, 0, false, protocol.Errorf(protocol.CodeBadRequest, "a token of 1 to %d bytes is needed", tokens.MaxLen)
 	}
 	err = s.do(ctx, func() error {
 		ids, err := s.tokenIDs(token)

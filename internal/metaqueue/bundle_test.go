@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/metaqueue/bundles"
+	"github.com/mq-hpc/mq/internal/metaqueue/tokens"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -49,8 +51,8 @@ func TestBundleDispatchedWhole(t *testing.T) {
 	if got[0].Bundle != 0 {
 		t.Errorf("a loose job has bundle %d", got[0].Bundle)
 	}
-	if slotsUsed(got) != 2 {
-		t.Errorf("slotsUsed = %d, want 2", slotsUsed(got))
+	if bundles.SlotsUsed(got) != 2 {
+		t.Errorf("slotsUsed = %d, want 2", bundles.SlotsUsed(got))
 	}
 	// Nothing of the bundle is left for the other placeholder.
 	if g2 := e.next(p2, 4); fmt.Sprint(ids(g2)) != fmt.Sprint([]int64{loose2}) {
@@ -74,7 +76,7 @@ func TestBundleDispatchedWhole(t *testing.T) {
 	}
 	e.check()
 	var n int
-	e.s.do(context.Background(), func() error { n = len(e.s.bundles.members) + len(e.s.bundles.of); return nil })
+	e.s.do(context.Background(), func() error { n = e.s.bundles.Len(); return nil })
 	if n != 0 {
 		t.Errorf("ended bundle still in memory (%d entries)", n)
 	}
@@ -261,14 +263,14 @@ func TestBundleFitsWalltime(t *testing.T) {
 	e.check()
 }
 
-// TestSubmitTokenPruned: tokens are forgotten after tokenTTL, so the table
+// TestSubmitTokenPruned: tokens are forgotten after tokens.TTL, so the table
 // does not grow with every driver request forever.
 func TestSubmitTokenPruned(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	req := protocol.Submit{Token: "drv-1-1", Jobs: []protocol.JobSpec{spec("t", "a")}}
 	first := e.submitReq(req)
-	e.clock.Advance(tokenTTL + 2*time.Hour)
+	e.clock.Advance(tokens.TTL + 2*time.Hour)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var n int

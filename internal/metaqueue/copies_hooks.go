@@ -57,7 +57,7 @@ func (s *Store) copyable(id int64, q *queue) bool {
 	if on, _ := q.copying(); !on || s.repl.OptedOut(id) {
 		return false
 	}
-	if _, ok := s.bundles.of[id]; ok {
+	if _, ok := s.bundles.Of(id); ok {
 		return false
 	}
 	jf := s.data.Job(id)

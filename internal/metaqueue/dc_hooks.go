@@ -271,8 +271,7 @@ type dcJobs struct {
 }
 
 func (j *dcJobs) BundleOf(id int64) (int64, bool) {
-	bid, ok := j.s.bundles.of[id]
-	return bid, ok
+	return j.s.bundles.Of(id)
 }
 
 func (j *dcJobs) BundleNow(id int64) []int64 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/dispatch"
+	"github.com/mq-hpc/mq/internal/metaqueue/bundles"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -551,7 +552,7 @@ func (s *Store) dispatch(p *parkedNext) error {
 	skipDC := p.dcWaited && p.dcGen == s.data.Gen() && now.Before(p.dcAt.Add(redecide))
 	waited := false
 	// A bundle takes one slot however many jobs it has.
-	for slots := slotsUsed(p.reply.Jobs); slots < p.req.Free; {
+	for slots := bundles.SlotsUsed(p.reply.Jobs); slots < p.req.Free; {
 		_, id, w, err := s.pick(p, skipDC)
 		if err != nil {
 			return err
@@ -560,7 +561,7 @@ func (s *Store) dispatch(p *parkedNext) error {
 		if id == 0 {
 			break
 		}
-		ids, bundle := s.bundlePick(id, p.req.WalltimeLeft)
+		ids, bundle := s.bundles.Expand(id, p.req.WalltimeLeft, (*bundleJobs)(s))
 		if len(ids) == 0 {
 			continue // held back: a job of its bundle is waiting
 		}
@@ -735,7 +736,7 @@ func (s *Store) dataReady(id int64, p *parkedNext) (bool, error) {
 	if s.opt.Stager == nil || !s.data.AnyFiles() {
 		return true, nil
 	}
-	bid, inBundle := s.bundles.of[id]
+	bid, inBundle := s.bundles.Of(id)
 	if !inBundle && s.data.Job(id) == nil {
 		return true, nil // no declared files: the common case, on every dispatch
 	}
@@ -745,7 +746,7 @@ func (s *Store) dataReady(id int64, p *parkedNext) (bool, error) {
 	}
 	ids := []int64{id}
 	if inBundle {
-		ids = s.bundles.members[bid]
+		ids = s.bundles.Members(bid)
 	}
 	return s.cat.Ready(ids, to, p.req.Free-len(p.reply.Jobs), s.now(), s.isQueued), nil
 }

@@ -46,7 +46,7 @@ func (a *asking) Allows(c dispatch.Check, r policy.Ready) (bool, error) {
 	s := a.s
 	switch c {
 	case dispatch.HeldByArray:
-		return len(s.arrays.limited) == 0 || !s.capped(r.ID), nil
+		return !s.arrays.Capped(r.ID), nil
 	case dispatch.ParkedInfeasible:
 		return !s.ledger.Park(a.q.id, r), nil
 	case dispatch.FitsWalltime:

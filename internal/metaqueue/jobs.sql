@@ -86,13 +86,6 @@ ORDER BY j.id DESC LIMIT ?;
 -- name: InsertFile
 INSERT INTO job_files (job_id, kind, seq, path, size, rel) VALUES (?, ?, ?, ?, ?, ?);
 
--- name: SetBundle
--- Jobs ?1..?2 dispatch together: the bundle is named by its first job.
-UPDATE jobs SET bundle = ?1 WHERE id BETWEEN ?1 AND ?2;
-
--- name: LiveBundles
-SELECT id, bundle FROM jobs WHERE bundle <> 0 AND state IN ('W','Q','H','E','B') ORDER BY id;
-
 -- name: JobRow
 SELECT state, queue_id, target_id, est, attempts, attempt_base FROM jobs WHERE id = ?;
 

@@ -378,7 +378,7 @@ func (s *Store) applyChanges(ch []dag.Change, self int64, in *inserter) error {
 		}
 		if c.To.Terminal() {
 			delete(s.prio, c.ID)
-			s.bundles.ended(c.ID)
+			s.bundles.Drop(c.ID)
 			s.jobEnded(c.ID)
 			s.pack.Forget(c.ID)
 		}

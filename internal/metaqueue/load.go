@@ -38,7 +38,7 @@ func (s *Store) load(ctx context.Context) error {
 	if err := s.loadEdges(ctx); err != nil {
 		return err
 	}
-	if err := s.loadArrays(ctx); err != nil {
+	if err := s.arrays.Load(ctx, s.w); err != nil {
 		return err
 	}
 	prereqs, err := s.livePrereqs(ctx)
@@ -76,7 +76,7 @@ func (s *Store) resetIndex() {
 	s.running = map[int64]*run{}
 	s.copyRuns = map[int64][]*run{}
 	s.repl.Reset()
-	s.arrays = arrays{}
+	s.arrays.Reset()
 	s.ledger.Reset(s.log)
 	s.phs = map[int64]bool{}
 	s.counts = map[int32]*[128]int{}

@@ -95,8 +95,7 @@ func (a *planAsking) Current(r policy.Ready) bool {
 func (a *planAsking) Allows(c dispatch.Check, r policy.Ready) (bool, error) {
 	switch c {
 	case dispatch.HeldByArray:
-		ar := a.s.arrays.of(r.ID)
-		return ar == nil || ar.running < ar.limit, nil
+		return !a.s.arrays.Full(r.ID), nil
 	case dispatch.FitsWalltime:
 		return a.q != nil && fits(a.j.Est, a.q, a.p.req.WalltimeLeft), nil
 	case dispatch.FitsResources:

@@ -23,10 +23,6 @@ var (
 	placeholdersFile string
 	//go:embed attempts.sql
 	attemptsFile string
-	//go:embed arrays.sql
-	arraysFile string
-	//go:embed submits.sql
-	submitsFile string
 	//go:embed sites.sql
 	sitesFile string
 	//go:embed meta.sql
@@ -41,8 +37,6 @@ var (
 	queuesSQL       = sqlfile.MustParse("queues.sql", queuesFile)
 	placeholdersSQL = sqlfile.MustParse("placeholders.sql", placeholdersFile)
 	attemptsSQL     = sqlfile.MustParse("attempts.sql", attemptsFile)
-	arraysSQL       = sqlfile.MustParse("arrays.sql", arraysFile)
-	submitsSQL      = sqlfile.MustParse("submits.sql", submitsFile)
 	sitesSQL        = sqlfile.MustParse("sites.sql", sitesFile)
 	metaSQL         = sqlfile.MustParse("meta.sql", metaFile)
 	connSQL         = sqlfile.MustParse("conn.sql", connFile)

@@ -28,8 +28,6 @@ var coreQueries = map[string]struct {
 	"queues.sql":       {"queuesSQL", queuesSQL},
 	"placeholders.sql": {"placeholdersSQL", placeholdersSQL},
 	"attempts.sql":     {"attemptsSQL", attemptsSQL},
-	"arrays.sql":       {"arraysSQL", arraysSQL},
-	"submits.sql":      {"submitsSQL", submitsSQL},
 	"sites.sql":        {"sitesSQL", sitesSQL},
 	"meta.sql":         {"metaSQL", metaSQL},
 	"conn.sql":         {"connSQL", connSQL},

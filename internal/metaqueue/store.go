@@ -22,12 +22,15 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/internal/metaqueue/arrays"
 	"github.com/mq-hpc/mq/internal/metaqueue/blevel"
+	"github.com/mq-hpc/mq/internal/metaqueue/bundles"
 	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
 	"github.com/mq-hpc/mq/internal/metaqueue/dc"
 	"github.com/mq-hpc/mq/internal/metaqueue/ledger"
 	"github.com/mq-hpc/mq/internal/metaqueue/packing"
 	"github.com/mq-hpc/mq/internal/metaqueue/plans"
+	"github.com/mq-hpc/mq/internal/metaqueue/tokens"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -118,10 +121,10 @@ type Store struct {
 	curSync      Sync            // the writer's synchronous setting now (SyncSubmit switches it)
 	synced       int             // batches committed fsync'd under SyncSubmit (tests check which calls are durable)
 	ended        []int64         // jobs that ended or blocked in this batch (for waiters)
-	tokensPruned time.Time       // when submit tokens were last pruned
+	tokensPruned tokens.Pruner   // when submit tokens were last pruned (tokens/)
 	checked      time.Time       // when leases were last checked (stall detection, expire)
-	bundles      bundles         // live bundles (bundle.go)
-	arrays       arrays          // limited job arrays (array.go)
+	bundles      bundles.Bundles // live bundles (bundles/, bundle.go)
+	arrays       arrays.Arrays   // limited job arrays (arrays/, array.go)
 	data         dcState         // data-conscious scheduling (dc/, dc_hooks.go)
 	plans        plans.Plans     // jobs' planned sites (plans/, plans_hooks.go)
 	repl         replication     // copies of running jobs (copies/, copies_hooks.go)

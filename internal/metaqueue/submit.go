@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 
 	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/internal/metaqueue/bundles"
+	"github.com/mq-hpc/mq/internal/metaqueue/tokens"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -83,7 +85,10 @@ func (s *Store) SubmitRequest(ctx context.Context, req protocol.Submit) ([]int64
 		}
 		edges.add(&specs[i])
 	}
-	if err := checkSubmitOptions(req); err != nil {
+	if err := tokens.Check(req.Token); err != nil {
+		return nil, err
+	}
+	if err := bundles.Check(req); err != nil {
 		return nil, err
 	}
 	var ids []int64

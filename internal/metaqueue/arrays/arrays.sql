@@ -1,4 +1,5 @@
--- arrays: job arrays, each a range of job ids submitted together.
+-- arrays: job arrays, each a range of job ids submitted together (one bulk
+-- commit, mqsub --array).
 
 -- name: LoadLimited
 -- The arrays whose members run at most max_running at once.

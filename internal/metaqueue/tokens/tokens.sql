@@ -1,4 +1,5 @@
--- submits: submit idempotency tokens, kept for a while after their commit.
+-- tokens: submit idempotency tokens (the submits table), kept for a while
+-- after their commit.
 
 -- name: ByToken
 SELECT first, count FROM submits WHERE token = ?;

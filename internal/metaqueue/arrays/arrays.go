@@ -1,0 +1,301 @@
+// Package arrays keeps job arrays: the contiguous ids of one bulk commit
+// (mqsub --array). One with a limit (%LIMIT) has at most that many members
+// Executing at once. Arrays counts, for each limited array, how many of its
+// members execute; dispatch asks Capped, which sets a member of an array at
+// its cap aside on the array (held), off its queue's heap, and a member that
+// stops executing gives back as many held members as there are free places
+// (Leave), for the core to push again. Jobs in no limited array cost one
+// length check.
+//
+// The metaqueue's core calls Arrays where attempts start and stop, at
+// dispatch and at load; it writes the arrays table inside the core's write
+// transaction, through an Execer, and lists arrays (List) on the reader
+// pool's snapshot.
+package arrays
+
+import (
+	"context"
+	"database/sql"
+	_ "embed"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/mq-hpc/mq/internal/sqlfile"
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+//go:embed arrays.sql
+var arraysSQL string
+
+var queries = sqlfile.MustParse("arrays.sql", arraysSQL)
+
+// Execer is the connection the module reads and writes through: the
+// core's writer (*sql.Conn, *sql.Tx) or its reader pool (*sql.DB).
+type Execer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// Snapshot begins a read transaction: the core's reader pool.
+type Snapshot interface {
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+}
+
+// Jobs is what Leave asks the core about a held member.
+type Jobs interface {
+	// Queued says whether job id is Queued in a queue the core knows, so
+	// that, given back, it goes on that queue's heap.
+	Queued(id int64) bool
+}
+
+// MaxSpec is the longest --array text kept, in bytes.
+const MaxSpec = 100
+
+// MaxLimit is the largest %LIMIT.
+const MaxLimit = 1 << 30
+
+// array is one limited array.
+type array struct {
+	id, first, last int64
+	limit, running  int
+	held            []int64 // ready members taken off their heaps while at the cap, in pick order
+}
+
+// Arrays is the limited arrays, by first id (arrays never overlap: each is
+// one commit's ids), owned by the core goroutine. The zero value has none.
+type Arrays struct {
+	limited []*array
+	out     []int64 // Leave's answer, reused
+}
+
+// Reset forgets every array (before a load).
+func (a *Arrays) Reset() { *a = Arrays{} }
+
+// of returns the limited array holding job id, or nil.
+func (a *Arrays) of(id int64) *array {
+	l := a.limited
+	if len(l) == 0 || id < l[0].first || id > l[len(l)-1].last {
+		return nil
+	}
+	i := sort.Search(len(l), func(i int) bool { return l[i].last >= id })
+	if i < len(l) && l[i].first <= id {
+		return l[i]
+	}
+	return nil
+}
+
+// add records a limited array (ids above every earlier array's).
+func (a *Arrays) add(ar *array) {
+	if ar.limit <= 0 {
+		return
+	}
+	a.limited = append(a.limited, ar)
+	if n := len(a.limited); n > 1 && a.limited[n-2].first > ar.first {
+		sort.Slice(a.limited, func(i, j int) bool { return a.limited[i].first < a.limited[j].first })
+	}
+}
+
+// Capped reports whether job id must wait: its array has limit members
+// executing. It then holds the job aside until one stops.
+func (a *Arrays) Capped(id int64) bool {
+	ar := a.of(id)
+	if ar == nil || ar.running < ar.limit {
+		return false
+	}
+	ar.held = append(ar.held, id)
+	return true
+}
+
+// Full says whether job id's array has limit members executing, without
+// holding the job (a look ahead of the pick, as a plan's).
+func (a *Arrays) Full(id int64) bool {
+	ar := a.of(id)
+	return ar != nil && ar.running >= ar.limit
+}
+
+// Running is how many members of the limited array holding job id
+// execute, and whether there is one.
+func (a *Arrays) Running(id int64) (n int, ok bool) {
+	if ar := a.of(id); ar != nil {
+		return ar.running, true
+	}
+	return 0, false
+}
+
+// Enter counts job id, entering Executing, in its array.
+func (a *Arrays) Enter(id int64) {
+	if ar := a.of(id); ar != nil {
+		ar.running++
+	}
+}
+
+// Leave counts job id, leaving Executing, out of its array and, below its array's cap,
+// returns the held members to put back on their queues: as many as there
+// are free places, first held first, so a member's end costs O(1) however
+// many wait. Held members no longer ready (ended, deleted or already back)
+// are dropped without taking a place. The slice is valid until the next
+// call.
+func (a *Arrays) Leave(id int64, jobs Jobs) []int64 {
+	ar := a.of(id)
+	if ar == nil {
+		return nil
+	}
+	ar.running--
+	a.out = a.out[:0]
+	free := ar.limit - ar.running
+	for free > 0 && len(ar.held) > 0 {
+		h := ar.held[0]
+		ar.held = ar.held[1:]
+		if !jobs.Queued(h) {
+			continue // its entry is stale
+		}
+		a.out = append(a.out, h)
+		free--
+	}
+	if len(ar.held) == 0 {
+		ar.held = nil // let the backing array go
+	}
+	return a.out
+}
+
+// Load reads the limited arrays (before the jobs, which count in them).
+func (a *Arrays) Load(ctx context.Context, ex Execer) error {
+	a.Reset()
+	rows, err := ex.QueryContext(ctx, queries.Get("LoadLimited"))
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		ar := &array{}
+		if err := rows.Scan(&ar.id, &ar.first, &ar.last, &ar.limit); err != nil {
+			rows.Close()
+			return err
+		}
+		a.add(ar)
+	}
+	return closeRows(rows)
+}
+
+// Check validates an array's --array text and limit (0 = no cap).
+func Check(spec string, limit int) error {
+	if limit < 0 || limit > MaxLimit {
+		return protocol.Errorf(protocol.CodeBadRequest, "array limit must be 0..%d, not %d", MaxLimit, limit)
+	}
+	if len(spec) > MaxSpec {
+		return protocol.Errorf(protocol.CodeBadRequest, "array spec is %d bytes; the limit is %d", len(spec), MaxSpec)
+	}
+	return nil
+}
+
+// Save records the array of a bulk commit's ids first..last, in the
+// commit's transaction.
+func (a *Arrays) Save(ctx context.Context, ex Execer, first, last int64, spec string, limit int) error {
+	var id int64
+	if err := ex.QueryRowContext(ctx, queries.Get("InsertArray"), first, last, limit, spec).Scan(&id); err != nil {
+		return fmt.Errorf("array: %w", err)
+	}
+	a.add(&array{id: id, first: first, last: last, limit: limit})
+	return nil
+}
+
+// List lists the job arrays q selects, each with its members counted by
+// state, from one snapshot of db. Counting reads each array's members by
+// id range; an array whose queue or target does not match is not counted.
+func List(ctx context.Context, db Snapshot, q protocol.ArrayQuery) ([]protocol.ArrayInfo, error) {
+	states := q.States
+	if states == "" {
+		states = "WQHEDFB"
+	}
+	parsed, err := job.ParseStates(states)
+	if err != nil {
+		return nil, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+	}
+	tx, err := db.BeginTx(ctx, nil) // one snapshot for the list and its counts
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	out, err := list(ctx, tx, q)
+	if err != nil {
+		return nil, err
+	}
+	kept := out[:0]
+	for _, a := range out {
+		if a.Counts, err = memberStates(ctx, tx, a.First, a.Last); err != nil {
+			return nil, err
+		}
+		if q.Job > 0 || slices.ContainsFunc(parsed, func(st job.State) bool { return a.Counts[string(st)] > 0 }) {
+			kept = append(kept, a)
+		}
+	}
+	return kept, nil
+}
+
+// list reads the arrays q names, without their counts.
+func list(ctx context.Context, ex Execer, q protocol.ArrayQuery) ([]protocol.ArrayInfo, error) {
+	sel := baseQuery("List")
+	var args []any
+	if q.Job > 0 {
+		sel = baseQuery("ListOfJob")
+		args = append(args, q.Job, q.Job)
+	} else {
+		var where []string
+		if q.Queue != "" {
+			where = append(where, "qu.name = ?")
+			args = append(args, q.Queue)
+		}
+		if q.Target != "" {
+			where = append(where, "t.name = ?")
+			args = append(args, q.Target)
+		}
+		if len(where) > 0 {
+			sel += " WHERE " + strings.Join(where, " AND ")
+		}
+	}
+	sel += " ORDER BY a.first_job"
+	rows, err := ex.QueryContext(ctx, sel, args...)
+	if err != nil {
+		return nil, err
+	}
+	var out []protocol.ArrayInfo
+	for rows.Next() {
+		var a protocol.ArrayInfo
+		if err := rows.Scan(&a.First, &a.Last, &a.Spec, &a.Limit, &a.Queue, &a.Target); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, closeRows(rows)
+}
+
+// memberStates counts the jobs first..last by state.
+func memberStates(ctx context.Context, ex Execer, first, last int64) (map[string]int, error) {
+	rows, err := ex.QueryContext(ctx, queries.Get("MemberStates"), first, last)
+	if err != nil {
+		return nil, err
+	}
+	counts := map[string]int{}
+	for rows.Next() {
+		var st string
+		var n int
+		if err := rows.Scan(&st, &n); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		counts[st] = n
+	}
+	return counts, closeRows(rows)
+}
+
+// baseQuery is query name without its final ";", for appending clauses.
+func baseQuery(name string) string { return strings.TrimSuffix(queries.Get(name), ";") }
+
+func closeRows(rows *sql.Rows) error {
+	err := rows.Err()
+	return errors.Join(err, rows.Close())
+}

@@ -279,7 +279,7 @@ func (s *Store) endAttempt(id int64, j dag.Node, ru *run, out outcome, r protoco
 	if err := s.stopCopies(id, "stopped: the job's attempt "+fmt.Sprint(ru.attempt)+" ended it"); err != nil {
 		return err
 	}
-	retry, err := s.packEnded(id, j, q, ru, out, e)
+	retry, err := s.packEnded(id, ru, out, e)
 	if err != nil {
 		return err
 	}
@@ -593,7 +593,7 @@ func (s *Store) dispatch(p *parkedNext) error {
 			s.ledger.Start(protocol.JobRef{ID: id}, s.queueIDs[j.Queue].account(), j, p.site, s.guess)
 			var grant *protocol.Capacity
 			if id == ids[0] { // a bundle runs its jobs in turn, in one grant
-				grant = s.packStart(id, p.req.Placeholder)
+				grant = s.packStartAttempt(id, 0, p.req.Placeholder)
 			}
 			picks = append(picks, picked{id, s.queueIDs[j.Queue], bundle, seq, ru, grant})
 		}

@@ -271,10 +271,8 @@ func (s *Store) endAttempt(id int64, j dag.Node, ru *run, out outcome, r protoco
 		}
 		e.exit = nil
 	}
-	if out != returned {
-		if err := s.charge(id, q, ru, e.started, e.finished, out == succeeded); err != nil {
-			return err
-		}
+	if err := s.ledgerEnded(id, q, ru, e, out); err != nil {
+		return err
 	}
 	if err := s.stopCopies(id, "stopped: the job's attempt "+fmt.Sprint(ru.attempt)+" ended it"); err != nil {
 		return err

@@ -271,13 +271,15 @@ func (s *Store) endAttempt(id int64, j dag.Node, ru *run, out outcome, r protoco
 		}
 		e.exit = nil
 	}
-	if err := s.ledgerEnded(id, q, ru, e, out); err != nil {
-		return err
+	if out != returned {
+		if err := s.charge(id, q, ru, e.started, e.finished, out == succeeded); err != nil {
+			return err
+		}
 	}
 	if err := s.stopCopies(id, "stopped: the job's attempt "+fmt.Sprint(ru.attempt)+" ended it"); err != nil {
 		return err
 	}
-	retry, err := s.packEnded(id, ru, out, e)
+	retry, err := s.packEnded(id, j, q, ru, out, e)
 	if err != nil {
 		return err
 	}
@@ -591,7 +593,7 @@ func (s *Store) dispatch(p *parkedNext) error {
 			s.ledger.Start(protocol.JobRef{ID: id}, s.queueIDs[j.Queue].account(), j, p.site, s.guess)
 			var grant *protocol.Capacity
 			if id == ids[0] { // a bundle runs its jobs in turn, in one grant
-				grant = s.packStartAttempt(id, 0, p.req.Placeholder)
+				grant = s.packStart(id, p.req.Placeholder)
 			}
 			picks = append(picks, picked{id, s.queueIDs[j.Queue], bundle, seq, ru, grant})
 		}

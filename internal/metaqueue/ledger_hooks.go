@@ -63,21 +63,12 @@ func (s *Store) econStop(id int64, ru *run) {
 	s.ledger.Stop(protocol.JobRef{ID: id, Attempt: ru.attempt})
 }
 
-// ledgerEnd is attempt ru of job id, of q, that ran from started to finished.
-func ledgerEnd(id int64, q *queue, ru *run, started, finished time.Time, ok bool) ledger.End {
-	return ledger.End{Ref: protocol.JobRef{ID: id, Attempt: ru.attempt}, Queue: q.account(), Placeholder: ru.placeholder,
-		Started: started, Finished: finished, OK: ok}
-}
-
-// charge records what attempt ru of job id cost (ledger.ChargeEnd).
+// charge is the ledger's part of attempt ru's end (ledger.ChargeEnd):
+// what it cost from started to finished, in the batch's transaction.
 func (s *Store) charge(id int64, q *queue, ru *run, started, finished time.Time, ok bool) error {
-	return ledgerErr(s.ledger.ChargeEnd(context.Background(), s.w, ledgerCore{s}, ledgerEnd(id, q, ru, started, finished, ok)))
-}
-
-// ledgerEnded is the ledger's part of attempt ru's end (ledger.Ended).
-func (s *Store) ledgerEnded(id int64, q *queue, ru *run, e attemptEnd, out outcome) error {
-	end := ledgerEnd(id, q, ru, e.started, e.finished, out == succeeded)
-	return ledgerErr(s.ledger.Ended(context.Background(), s.w, ledgerCore{s}, end, out != returned))
+	e := ledger.End{Ref: protocol.JobRef{ID: id, Attempt: ru.attempt}, Queue: q.account(), Placeholder: ru.placeholder,
+		Started: started, Finished: finished, OK: ok}
+	return ledgerErr(s.ledger.ChargeEnd(context.Background(), s.w, ledgerCore{s}, e))
 }
 
 // econDying keeps killed copy ru's reservation until its placeholder

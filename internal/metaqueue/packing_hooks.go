@@ -3,6 +3,7 @@ package metaqueue
 import (
 	"context"
 
+	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/metaqueue/packing"
 	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/internal/wire"
@@ -62,6 +63,9 @@ func (s *Store) packFits(id int64, p *parkedNext) bool {
 	return s.pack == nil || s.pack.FitsNow(id, p.req.Placeholder) // nil: a bare store, the chains' own tests
 }
 
+// packStart takes claimed job id's grant from placeholder ph's pool.
+func (s *Store) packStart(id, ph int64) *protocol.Capacity { return s.packStartAttempt(id, 0, ph) }
+
 // packStartAttempt takes attempt attempt of claimed job id's grant from
 // placeholder ph's pool, as its assignment carries it (packing.Grant).
 func (s *Store) packStartAttempt(id int64, attempt int, ph int64) *protocol.Capacity {
@@ -74,10 +78,10 @@ func (s *Store) packStartAttempt(id int64, attempt int, ph int64) *protocol.Capa
 	return g
 }
 
-// packEnded tells packing how attempt ru of job id (j) ended and gives its
+// packEnded tells packing how attempt ru of job id (j, of q) ended and gives its
 // grant back: retry says it runs once more at twice the memory.
-func (s *Store) packEnded(id int64, ru *run, out outcome, e attemptEnd) (retry bool, err error) {
-	c, _ := s.category(id)
+func (s *Store) packEnded(id int64, j dag.Node, q *queue, ru *run, out outcome, e attemptEnd) (retry bool, err error) {
+	c := resource.Category{Queue: q.Name, Target: s.g.Name(j.Target)}
 	retry, err = s.pack.Ended(context.Background(), s.w, packing.End{Run: packing.Run{Job: id, Attempt: ru.attempt}, Category: c,
 		Succeeded: out == succeeded, Failed: out == failed, Reason: e.reason, Usage: e.usage, Elapsed: e.finished.Sub(e.started)})
 	if err != nil {

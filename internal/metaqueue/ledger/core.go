@@ -47,26 +47,17 @@ func (l *Ledger) siteOf(c Core, e End) (string, error) {
 	return c.SiteOf(e.Placeholder)
 }
 
-// ChargeEnd records what attempt e cost (Charge at the site it ran at),
-// in the core's transaction; its reservation stays (Stop, Dying).
+// ChargeEnd is the ledger's part of an attempt's end, one call: what
+// attempt e cost is charged at the site it ran at (where the ledger
+// costed or counted it, else where its placeholder runs), in the core's
+// transaction. Its reservation is released when it stops (Stop), or held
+// while a killed copy runs on (Dying).
 func (l *Ledger) ChargeEnd(ctx context.Context, x Execer, c Core, e End) error {
 	site, err := l.siteOf(c, e)
 	if err != nil {
 		return err
 	}
 	return l.Charge(ctx, x, e.Ref, e.Queue, site, e.Started, e.Finished, e.OK)
-}
-
-// Ended is an attempt's end, one call: it is charged (unless charge is
-// false: returned unstarted) and what it reserved is released (Stop).
-func (l *Ledger) Ended(ctx context.Context, x Execer, c Core, e End, charge bool) error {
-	if charge {
-		if err := l.ChargeEnd(ctx, x, c, e); err != nil {
-			return err
-		}
-	}
-	l.Stop(e.Ref)
-	return nil
 }
 
 // Plan sets queue q's caps and unfinishable count (SetPlan). A queue

@@ -30,53 +30,44 @@ func (f *fakeCore) SiteOf(ph int64) (string, error) {
 
 func (f *fakeCore) Running() []Running { return f.running }
 
-// An attempt's end is one call: charged at the site the ledger knows,
-// else where its placeholder runs, unless returned; its reservation and
-// place under the caps are released either way.
-func TestEnded(t *testing.T) {
+// An attempt's end is one call: charged at the site the ledger costed it
+// at, else where its placeholder runs; an unknown placeholder is an error
+// and charges nothing.
+func TestChargeEnd(t *testing.T) {
 	ref := protocol.JobRef{ID: 7, Attempt: 1}
 	for _, c := range []struct {
 		name    string
 		q       Queue
 		started bool // the ledger saw it start (knows its site)
-		charge  bool
+		ph      int64
 		writes  int
 		asked   int
 		spent   float64
 		err     bool
-		ph      int64
 	}{
-		{"costed, known site", Queue{ID: 1, Budget: 100}, true, true, 1, 0, 10, false, 1},
-		{"costed, returned", Queue{ID: 1, Budget: 100}, true, false, 0, 0, 0, false, 1},
-		{"priced, site from the placeholder", Queue{ID: 1}, false, true, 1, 1, 10, false, 1},
-		{"unknown placeholder", Queue{ID: 1}, false, true, 0, 1, 0, true, 9},
+		{"costed, known site", Queue{ID: 1, Budget: 100}, true, 1, 1, 0, 10, false},
+		{"priced, site from the placeholder", Queue{ID: 1}, false, 1, 1, 1, 10, false},
+		{"uncosted at a free site", Queue{ID: 1}, false, 2, 0, 1, 0, false},
+		{"unknown placeholder", Queue{ID: 1}, false, 9, 0, 1, 0, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			l := New(nil)
 			l.SetPrice("a", 10)
-			core := &fakeCore{sites: map[int64]string{1: "a"}}
+			core := &fakeCore{sites: map[int64]string{1: "a", 2: "b"}}
 			if c.started {
 				l.Start(ref, c.q, dag.Node{Queue: 1}, "a", noEstimate)
 			}
 			x := &fakeExec{}
-			err := l.Ended(context.Background(), x, core, End{Ref: ref, Queue: c.q, Placeholder: c.ph,
-				Started: t0, Finished: t0.Add(time.Hour), OK: true}, c.charge)
+			err := l.ChargeEnd(context.Background(), x, core, End{Ref: ref, Queue: c.q, Placeholder: c.ph,
+				Started: t0, Finished: t0.Add(time.Hour), OK: true})
 			if (err != nil) != c.err {
-				t.Fatalf("Ended: %v, want an error: %v", err, c.err)
+				t.Fatalf("ChargeEnd: %v, want an error: %v", err, c.err)
 			}
 			if len(x.execs) != c.writes || core.asked != c.asked {
 				t.Errorf("%d writes, %d site look-ups; want %d, %d", len(x.execs), core.asked, c.writes, c.asked)
 			}
 			if got := l.spentBy(1); got != c.spent {
 				t.Errorf("spent %g, want %g", got, c.spent)
-			}
-			if !c.err && l.SiteOf(ref) != "" {
-				t.Error("still followed after its end")
-			}
-			var info protocol.QueueInfo
-			l.Fill(&info, 1)
-			if !c.err && info.Reserved != 0 {
-				t.Errorf("reserved %g after its end", info.Reserved)
 			}
 		})
 	}

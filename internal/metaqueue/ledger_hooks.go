@@ -113,7 +113,7 @@ func (s *Store) checkInfeasible(now time.Time) {
 	}
 	t0 := time.Now() // the check's own time paces it
 	defer func() { s.ledger.Took(time.Since(t0)) }()
-	v := ledger.View{Graph: s.g, Queues: s.ledgerQueues(), Started: ledger.StartedFrom(ledgerCore{s}.Running()), Estimate: s.guess}
+	v := ledger.View{Graph: s.g, Queues: s.ledgerQueues(), Started: ledger.StartedFrom(ledgerCore{s}.Running), Estimate: s.guess}
 	for _, p := range s.ledger.Check(v, now) {
 		q := s.queueIDs[p.Queue]
 		if j, ok := s.g.Node(p.Ready.ID); ok && j.State == job.Queued && q != nil {

@@ -82,15 +82,22 @@ func (l *Ledger) Plan(q int32, caps map[string]int, unfinishable int, c Core) er
 }
 
 // StartedFrom is when each running job's earliest running attempt (itself
-// or a copy) started (View.Started); zero: none.
-func StartedFrom(rs []Running) func(id int64) time.Time {
-	first := make(map[int64]time.Time, len(rs))
-	for _, r := range rs {
-		if f, ok := first[r.Ref.ID]; !ok || f.IsZero() || r.Started.Before(f) {
-			first[r.Ref.ID] = r.Started
+// or a copy) started (View.Started; zero: none), reading running only
+// when first asked: the check seldom needs it.
+func StartedFrom(running func() []Running) func(id int64) time.Time {
+	var first map[int64]time.Time
+	return func(id int64) time.Time {
+		if first == nil {
+			rs := running()
+			first = make(map[int64]time.Time, len(rs))
+			for _, r := range rs {
+				if f, ok := first[r.Ref.ID]; !ok || f.IsZero() || r.Started.Before(f) {
+					first[r.Ref.ID] = r.Started
+				}
+			}
 		}
+		return first[id]
 	}
-	return func(id int64) time.Time { return first[id] }
 }
 
 // EconQueues is what the deadline-and-budget planner needs of every

@@ -112,12 +112,16 @@ func TestPlanCountsRunning(t *testing.T) {
 // A job's earliest running attempt, itself or a copy.
 func TestStartedFrom(t *testing.T) {
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	f := StartedFrom([]Running{
-		{Ref: protocol.JobRef{ID: 1, Attempt: 1}, Started: at(10)},
-		{Ref: protocol.JobRef{ID: 1, Attempt: 2}, Started: at(5)},
-		{Ref: protocol.JobRef{ID: 2, Attempt: 1}, Started: at(7)},
-		{Ref: protocol.JobRef{ID: 3, Attempt: 1}},
-		{Ref: protocol.JobRef{ID: 3, Attempt: 2}, Started: at(3)},
+	asked := 0
+	f := StartedFrom(func() []Running {
+		asked++
+		return []Running{
+			{Ref: protocol.JobRef{ID: 1, Attempt: 1}, Started: at(10)},
+			{Ref: protocol.JobRef{ID: 1, Attempt: 2}, Started: at(5)},
+			{Ref: protocol.JobRef{ID: 2, Attempt: 1}, Started: at(7)},
+			{Ref: protocol.JobRef{ID: 3, Attempt: 1}},
+			{Ref: protocol.JobRef{ID: 3, Attempt: 2}, Started: at(3)},
+		}
 	})
 	for _, c := range []struct {
 		id   int64
@@ -126,6 +130,9 @@ func TestStartedFrom(t *testing.T) {
 		if got := f(c.id); !got.Equal(c.want) {
 			t.Errorf("job %d started %v, want %v", c.id, got, c.want)
 		}
+	}
+	if asked != 1 {
+		t.Errorf("the running attempts read %d times, want once", asked)
 	}
 }
 

@@ -23,7 +23,7 @@ func (s *Store) KeepsResources() bool { return true }
 // queue's defaults applied, when it asks for anything.
 func (s *Store) keepRequest(id int64, q *queue, js *protocol.JobSpec) error {
 	c := resource.Category{Queue: q.Name, Target: js.Target}
-	if err := s.pack.Keep(context.Background(), s.w, id, js.Resources.WithDefaults(q.Defaults), c); err != nil {
+	if err := s.pack.Keep(context.Background(), s.stmts.insResources, id, js.Resources.WithDefaults(q.Defaults), c); err != nil {
 		return fatalError{err}
 	}
 	return nil

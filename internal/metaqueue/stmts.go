@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/mq-hpc/mq/internal/metaqueue/packing"
 )
 
 // bulkRows is how many jobs one multi-row INSERT carries.
@@ -11,12 +13,12 @@ const bulkRows = 64
 
 // stmts are the writer's prepared statements.
 type stmts struct {
-	insEnv, insJob, insJobs, insPrereq, insPrereqs, insTargets, insQueue *sql.Stmt
-	setState, finish, history, requeue, unclaim, rerun                   *sql.Stmt
-	insPlaceholder, touchPlaceholder, jobRow, jobPrereqs                 *sql.Stmt
-	jobEnd, keepAttempt, insFile                                         *sql.Stmt
-	all                                                                  []*sql.Stmt
-	dispatchBy                                                           map[int]*sql.Stmt
+	insEnv, insResources, insJob, insJobs, insPrereq, insPrereqs, insTargets, insQueue *sql.Stmt
+	setState, finish, history, requeue, unclaim, rerun                                 *sql.Stmt
+	insPlaceholder, touchPlaceholder, jobRow, jobPrereqs                               *sql.Stmt
+	jobEnd, keepAttempt, insFile                                                       *sql.Stmt
+	all                                                                                []*sql.Stmt
+	dispatchBy                                                                         map[int]*sql.Stmt
 }
 
 // dispatchN returns the statement that marks n jobs Executing for one
@@ -61,6 +63,7 @@ func (st *stmts) prepare(ctx context.Context, c *sql.Conn) error {
 		{&st.jobPrereqs, "JobPrereqs", jobsSQL.Get("JobPrereqs")},
 		{&st.jobEnd, "JobEnd", jobsSQL.Get("JobEnd")},
 		{&st.insEnv, "InsertEnv", jobsSQL.Get("InsertEnv")},
+		{&st.insResources, "InsertResources", packing.InsertQuery()},
 		{&st.insFile, "InsertFile", jobsSQL.Get("InsertFile")},
 		{&st.keepAttempt, "KeepAttempt", attemptsSQL.Get("KeepAttempt")},
 	} {

@@ -51,9 +51,18 @@ type Held struct {
 // learnedAtOpen bounds the finished attempts read back into the learner.
 const learnedAtOpen = 10000
 
+// Inserter runs InsertQuery: the core prepares it once on its writer (a
+// *sql.Stmt), since submit inserts one row per job that asks.
+type Inserter interface {
+	ExecContext(ctx context.Context, args ...any) (sql.Result, error)
+}
+
+// InsertQuery is the statement Keep runs through its Inserter.
+func InsertQuery() string { return queries.Get("InsertResources") }
+
 // Keep stores new job id's request r (its queue's defaults applied), of
 // category c, in the core's transaction, when it asks for anything.
-func (p *Packing) Keep(ctx context.Context, x Execer, id int64, r protocol.Resources, c resource.Category) error {
+func (p *Packing) Keep(ctx context.Context, ins Inserter, id int64, r protocol.Resources, c resource.Category) error {
 	if !r.Asks() {
 		return nil
 	}
@@ -61,7 +70,7 @@ func (p *Packing) Keep(ctx context.Context, x Execer, id int64, r protocol.Resou
 	if err != nil {
 		return err
 	}
-	if _, err := x.ExecContext(ctx, queries.Get("InsertResources"), id, string(b)); err != nil {
+	if _, err := ins.ExecContext(ctx, id, string(b)); err != nil {
 		return fmt.Errorf("packing: job %d's request: %w", id, err)
 	}
 	p.Job(id, wire.Request(r), c)

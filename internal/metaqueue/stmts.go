@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/mq-hpc/mq/internal/metaqueue/packing"
 )
 
 // bulkRows is how many jobs one multi-row INSERT carries.
@@ -61,7 +63,7 @@ func (st *stmts) prepare(ctx context.Context, c *sql.Conn) error {
 		{&st.jobPrereqs, "JobPrereqs", jobsSQL.Get("JobPrereqs")},
 		{&st.jobEnd, "JobEnd", jobsSQL.Get("JobEnd")},
 		{&st.insEnv, "InsertEnv", jobsSQL.Get("InsertEnv")},
-		{&st.insResources, "InsertResources", jobsSQL.Get("InsertResources")},
+		{&st.insResources, "InsertResources", packing.InsertQuery()},
 		{&st.insFile, "InsertFile", jobsSQL.Get("InsertFile")},
 		{&st.keepAttempt, "KeepAttempt", attemptsSQL.Get("KeepAttempt")},
 		{&st.keepCommand, "KeepCommand", attemptsSQL.Get("KeepCommand")},

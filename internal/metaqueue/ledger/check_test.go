@@ -54,7 +54,7 @@ func TestCheckDeadline(t *testing.T) {
 	l := New(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	q := Queue{ID: 1, Name: "q", Deadline: float64(t0.Unix() + 1000)}
 	view := func(q Queue) View {
-		return View{Graph: g, Queues: []QueueCounts{{q, Counts{Queued: 2, Waiting: 1}}, {Queue{ID: 2}, Counts{Queued: 1}}},
+		return View{Graph: g, Queues: []QueueCounts{{Queue: q, Counts: Counts{Queued: 2, Waiting: 1}}, {Queue: Queue{ID: 2}, Counts: Counts{Queued: 1}}},
 			Started: func(int64) time.Time { return time.Time{} }, Estimate: declared}
 	}
 	if !l.Due(t0) {

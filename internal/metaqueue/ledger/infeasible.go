@@ -93,11 +93,14 @@ func keyOf(q int32, j dag.Node) econKey {
 	return econKey{q, j.Target, 0}
 }
 
-// QueueCounts is a queue's settings and how many of its jobs are in the
-// states the check reads.
+// QueueCounts is a queue's settings, how many of its jobs are in the
+// states the ledger reads, and for the planners (Provision) its next ready
+// job (nil: none) and the mean runtime its jobs declared (0: none).
 type QueueCounts struct {
 	Queue
 	Counts
+	Head     *dag.Node
+	Declared float64
 }
 
 // View is what the check reads of the core, read-only.

@@ -398,3 +398,29 @@ func TestStarvationBoundedThroughStore(t *testing.T) {
 		}
 	}
 }
+
+// TestBundleGrantHeld: a bundle of jobs asking 2 cores runs its jobs in
+// turn in its first job's grant, which the pool keeps until the last of
+// them ends, not only while the first runs.
+func TestBundleGrantHeld(t *testing.T) {
+	e := newEnv(t)
+	req := protocol.Submit{Bundle: true}
+	for i := range 3 {
+		req.Jobs = append(req.Jobs, asks(fmt.Sprint("b", i), protocol.Resources{CPUs: 2}))
+	}
+	e.submitReq(req)
+	ph := e.registerSized("s", protocol.Capacity{CPUs: 4})
+	got := e.next(ph, 4)
+	if len(got) != 3 || got[0].Grant == nil || got[0].Grant.CPUs != 2 {
+		t.Fatalf("the bundle: %+v", got)
+	}
+	for i, a := range got {
+		if f := e.free(ph); f.CPUs != 2 {
+			t.Fatalf("with %d of the bundle's jobs ended: %d cores free, want 2", i, f.CPUs)
+		}
+		e.report(ph, ok(a))
+	}
+	if f := e.free(ph); f.CPUs != 4 {
+		t.Errorf("after the bundle: %d cores free, want 4", f.CPUs)
+	}
+}

@@ -347,6 +347,18 @@ func (p *Packing) Start(ru Run, ph int64) (resource.Grant, bool) {
 	return g, true
 }
 
+// Pass hands attempt from's grant to attempt to, which runs in the same
+// cores after it (the next job of a bundle): the pool keeps it taken.
+// Without a grant for from it does nothing.
+func (p *Packing) Pass(from, to Run) {
+	gr, ok := p.grants[from]
+	if !ok {
+		return
+	}
+	delete(p.grants, from)
+	p.grants[to] = gr
+}
+
 // Stop gives attempt ru's grant back (it ended, was requeued, lost its
 // lease, or was killed). Stopping an attempt with no grant does nothing.
 func (p *Packing) Stop(ru Run) {

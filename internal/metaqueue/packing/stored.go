@@ -215,7 +215,7 @@ type End struct {
 	Failed  bool
 	Reason  string
 	Usage   protocol.Usage
-	Elapsed time.Duration
+	Elapsed time.Duration // 0: the attempt did not run
 }
 
 // Ended is the attempt's end, one call: a Done attempt's usage teaches

@@ -1,0 +1,181 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// recentEnded is how many ended jobs the table shows after those not
+// ended, unless -a or -s asks otherwise: the view is what runs and waits,
+// as squeue's and qstat's, with the latest ends beside it.
+const recentEnded = 20
+
+// mqstatList is the listing: at most limit jobs (unless 0), as a table,
+// as --acct accounting or as --json, a job array as one line unless
+// every member is asked for. The table lists the jobs not ended, then the
+// last recentEnded ended ones (mqstatRecent), unless -a, -s or --array
+// says which.
+func mqstatList(c *cli.Context, cl *client.Client, w io.Writer, limit int) error {
+	st := protocol.Stat{Queue: c.String("q"), Target: c.String("t"), TargetPrefix: c.String("target-prefix"), States: strings.ToUpper(c.String("s")), Limit: limit}
+	asJSON := c.Bool("json")
+	acct := c.Bool("acct")
+	if !asJSON && !acct && !c.Bool("a") && !c.IsSet("s") && !c.IsSet("array") {
+		return mqstatRecent(c, cl, w, st, limit)
+	}
+	var sums acctSums
+	var use useSums
+	st.Earlier = acct
+	// The table shows a job array as one line; --json, --acct and
+	// --array list every member.
+	var arrs []protocol.ArrayInfo
+	if id := c.Int64("array"); id > 0 {
+		r, err := client.Do(c.Context, cl, protocol.OpArrays, protocol.ArrayQuery{Job: id})
+		if err != nil {
+			return err
+		}
+		if len(r.Arrays) == 0 {
+			return fmt.Errorf("job %d is in no job array", id)
+		}
+		st.From, st.To = r.Arrays[0].First, r.Arrays[0].Last
+	} else if !asJSON && !acct && st.TargetPrefix == "" {
+		var err error
+		if arrs, err = collapsed(c, cl, &st); err != nil {
+			return err
+		}
+	}
+	if asJSON {
+		io.WriteString(w, "[")
+		first := true
+		err := client.Stream(c.Context, cl, protocol.OpStat, st, func(r protocol.StatReply) error {
+			for _, j := range r.Jobs {
+				if !first {
+					io.WriteString(w, ",\n")
+				}
+				first = false
+				b, _ := json.Marshal(j)
+				w.Write(b)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		io.WriteString(w, "]\n")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
+	if acct {
+		fmt.Fprintln(tw, acctHeader)
+		now := time.Now()
+		err := client.Stream(c.Context, cl, protocol.OpStat, st, func(r protocol.StatReply) error {
+			for _, j := range r.Jobs {
+				printAcct(tw, j, now)
+				sums.add(j)
+				use.add(j)
+			}
+			return tw.Flush() // one tabwriter block per frame keeps memory bounded
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+		sums.print(w)
+		use.print(w)
+		return nil
+	}
+	fmt.Fprintln(tw, tableHeader)
+	_, err := streamTable(c, cl, tw, st, arrs)
+	return err
+}
+
+// tableHeader is the listing's first line.
+const tableHeader = "ID\tQUEUE\tTARGET\tS\tATT\tHOST\tSUBMITTED\tSTARTED\tFINISHED\tEXIT\tCOMMAND"
+
+// collapsed asks for the job arrays of st's selection, to show each as
+// one line, and makes st leave their members out.
+func collapsed(c *cli.Context, cl *client.Client, st *protocol.Stat) ([]protocol.ArrayInfo, error) {
+	r, err := client.Do(c.Context, cl, protocol.OpArrays, protocol.ArrayQuery{Queue: st.Queue, Target: st.Target, States: st.States})
+	if err != nil {
+		return nil, err
+	}
+	st.Collapse = true
+	return r.Arrays, nil
+}
+
+// mqstatRecent is the default table: the jobs not ended (arrays with a
+// member not ended as one line each), then the last recentEnded ended
+// jobs outside arrays, and a line saying how to see older ones when there
+// may be some. A limit (--limit, or --watch's terminal height) is shared,
+// the jobs not ended first.
+func mqstatRecent(c *cli.Context, cl *client.Client, w io.Writer, st protocol.Stat, limit int) error {
+	live := st
+	live.States = "WQHEB"
+	var arrs []protocol.ArrayInfo
+	if st.TargetPrefix == "" {
+		var err error
+		if arrs, err = collapsed(c, cl, &live); err != nil {
+			return err
+		}
+	}
+	tw := tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
+	fmt.Fprintln(tw, tableHeader)
+	n, err := streamTable(c, cl, tw, live, arrs)
+	if err != nil || (limit > 0 && n >= limit) {
+		return err
+	}
+	ended := st
+	ended.States, ended.Collapse, ended.Limit = "DF", st.TargetPrefix == "", 0
+	ended.Last = recentEnded
+	if limit > 0 {
+		ended.Last = min(recentEnded, limit-n)
+	}
+	m, err := streamTable(c, cl, tw, ended, nil)
+	if err != nil {
+		return err
+	}
+	if m >= ended.Last && limit == 0 {
+		fmt.Fprintf(w, "(the last %d ended jobs; mqstat -a lists every job, -s DF the ended ones)\n", m)
+	}
+	return nil
+}
+
+// streamTable prints the table rows of st's jobs, and the arrays arrs
+// among them by first id, to tw; it returns the rows printed.
+func streamTable(c *cli.Context, cl *client.Client, tw *tabwriter.Writer, st protocol.Stat, arrs []protocol.ArrayInfo) (int, error) {
+	now := time.Now()
+	n := 0
+	err := client.Stream(c.Context, cl, protocol.OpStat, st, func(r protocol.StatReply) error {
+		// A frame with no row (an all-arrays listing's) is not flushed: the
+		// header would be aligned alone, apart from the rows that follow.
+		if len(r.Jobs) == 0 {
+			return nil
+		}
+		for _, j := range r.Jobs {
+			for len(arrs) > 0 && arrs[0].First < j.ID {
+				printArrayRow(tw, arrs[0])
+				arrs = arrs[1:]
+				n++
+			}
+			printRow(tw, j, now, c.Bool("w"))
+			n++
+		}
+		return tw.Flush() // one tabwriter block per frame keeps memory bounded
+	})
+	if err != nil {
+		return n, err
+	}
+	for _, a := range arrs {
+		printArrayRow(tw, a)
+		n++
+	}
+	return n, tw.Flush()
+}

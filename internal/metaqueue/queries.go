@@ -29,8 +29,6 @@ var (
 	submitsFile string
 	//go:embed sites.sql
 	sitesFile string
-	//go:embed meta.sql
-	metaFile string
 	//go:embed conn.sql
 	connFile string
 )
@@ -44,7 +42,6 @@ var (
 	arraysSQL       = sqlfile.MustParse("arrays.sql", arraysFile)
 	submitsSQL      = sqlfile.MustParse("submits.sql", submitsFile)
 	sitesSQL        = sqlfile.MustParse("sites.sql", sitesFile)
-	metaSQL         = sqlfile.MustParse("meta.sql", metaFile)
 	connSQL         = sqlfile.MustParse("conn.sql", connFile)
 )
 

@@ -204,7 +204,7 @@ func TestBefore(t *testing.T) {
 			with = append(with, v)
 		}
 	}
-	if want := []int{2, 7, 9, 14, 16, 17, 21, 23}; !slices.Equal(with, want) || with[len(with)-1] > Version() {
+	if want := []int{2, 7, 10, 14, 16, 17, 21, 23}; !slices.Equal(with, want) || with[len(with)-1] > Version() {
 		t.Fatalf("versions with a Go part %v, want %v (version %d)", with, want, Version())
 	}
 }
@@ -242,5 +242,84 @@ func TestQueries(t *testing.T) {
 	}
 	for name := range used {
 		t.Errorf("query %s is used but not in schema.sql", name)
+	}
+}
+
+// migrateTo runs the first k steps on c as a build of version k did,
+// without the Go part of any version in skip.
+func migrateTo(t *testing.T, c *sql.Conn, k int, skip ...int) {
+	t.Helper()
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms[:k] {
+		if slices.Contains(skip, m.version) {
+			m.before = nil
+		}
+		if err := apply(context.Background(), c, m); err != nil {
+			t.Fatalf("%s: %v", m.name, err)
+		}
+	}
+}
+
+// columns lists every table's columns, sorted: what a database of a
+// version holds, whatever order its steps added them in.
+func columns(t *testing.T, c *sql.Conn) []string {
+	t.Helper()
+	rows, err := c.QueryContext(context.Background(),
+		"SELECT m.name || '.' || p.name FROM sqlite_schema m, pragma_table_info(m.name) p WHERE m.type = 'table' ORDER BY 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestMigrateFromEveryVersion: a database of any earlier version, as that
+// version's build left it, migrates to the columns a new database has.
+// A version-9 database made before accounting (version 10) had a Go part
+// at 9 is one of them.
+func TestMigrateFromEveryVersion(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fresh := conn(t)
+	if err := Migrate(ctx, fresh); err != nil {
+		t.Fatal(err)
+	}
+	want := columns(t, fresh)
+	for _, tc := range []struct {
+		from int
+		skip []int // versions whose Go part that build did not have
+	}{
+		{1, nil}, {5, nil}, {6, nil}, {8, nil}, {9, nil}, {9, []int{9}}, {10, nil},
+		{13, nil}, {16, nil}, {17, nil}, {20, nil}, {21, nil}, {Version() - 1, nil},
+	} {
+		c := conn(t)
+		migrateTo(t, c, tc.from, tc.skip...)
+		if err := Migrate(ctx, c); err != nil {
+			t.Errorf("from %d (skip %v): %v", tc.from, tc.skip, err)
+			continue
+		}
+		if got := columns(t, c); !slices.Equal(got, want) {
+			var miss []string
+			for _, col := range want {
+				if !slices.Contains(got, col) {
+					miss = append(miss, col)
+				}
+			}
+			t.Errorf("from %d (skip %v): lacks %v; has %d columns, a new database %d", tc.from, tc.skip, miss, len(got), len(want))
+		}
 	}
 }

@@ -19,7 +19,8 @@ func addedColumns(version int) []column {
 		return []column{{"placeholders", "identity TEXT NOT NULL DEFAULT ''"}}
 	case 7:
 		return []column{{"job_files", "rel INTEGER NOT NULL DEFAULT 0"}}
-	case 9: // accounting
+	case 10: // accounting; earlier builds added these at 9, so a
+		// database they left at 9 may have them already
 		return []column{
 			{"jobs", "cpu_user REAL"}, {"jobs", "cpu_sys REAL"}, {"jobs", "max_rss INTEGER"},
 			{"attempts", "cpu_user REAL"}, {"attempts", "cpu_sys REAL"}, {"attempts", "max_rss INTEGER"},

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/dispatch"
+	"github.com/mq-hpc/mq/internal/metaqueue/schema"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -124,7 +125,7 @@ func TestMigrateFrom2(t *testing.T) {
 	var v string
 	db := openRaw(t, e.opt.Path)
 	defer db.Close()
-	if err := db.QueryRow("SELECT value FROM meta WHERE key = 'schema'").Scan(&v); err != nil || v != strconv.Itoa(schemaVersion()) {
+	if err := db.QueryRow("SELECT value FROM meta WHERE key = 'schema'").Scan(&v); err != nil || v != strconv.Itoa(schema.Version()) {
 		t.Fatalf("schema version %q, %v", v, err)
 	}
 	e.check()
@@ -390,7 +391,7 @@ func TestMigrateFrom3(t *testing.T) {
 	var v string
 	db := openRaw(t, e.opt.Path)
 	defer db.Close()
-	if err := db.QueryRow("SELECT value FROM meta WHERE key = 'schema'").Scan(&v); err != nil || v != strconv.Itoa(schemaVersion()) {
+	if err := db.QueryRow("SELECT value FROM meta WHERE key = 'schema'").Scan(&v); err != nil || v != strconv.Itoa(schema.Version()) {
 		t.Fatalf("schema version %q, %v", v, err)
 	}
 	e.check()

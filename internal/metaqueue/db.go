@@ -10,6 +10,7 @@ import (
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go)
 
+	"github.com/mq-hpc/mq/internal/metaqueue/schema"
 	"github.com/mq-hpc/mq/internal/mqhome"
 )
 
@@ -96,7 +97,7 @@ func openDB(ctx context.Context, path string, sync Sync, checks bool) (w *sql.Co
 		cleanup()
 		return nil, nil, nil, fmt.Errorf("open %s: journal_mode is %q, not wal (is the file on a network file system?)", path, mode)
 	}
-	if err := migrate(ctx, w); err != nil {
+	if err := schema.Migrate(ctx, w); err != nil {
 		cleanup()
 		return nil, nil, nil, fmt.Errorf("open %s: %w", path, err)
 	}

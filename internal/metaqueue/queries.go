@@ -25,8 +25,6 @@ var (
 	attemptsFile string
 	//go:embed sites.sql
 	sitesFile string
-	//go:embed meta.sql
-	metaFile string
 	//go:embed conn.sql
 	connFile string
 )
@@ -38,7 +36,6 @@ var (
 	placeholdersSQL = sqlfile.MustParse("placeholders.sql", placeholdersFile)
 	attemptsSQL     = sqlfile.MustParse("attempts.sql", attemptsFile)
 	sitesSQL        = sqlfile.MustParse("sites.sql", sitesFile)
-	metaSQL         = sqlfile.MustParse("meta.sql", metaFile)
 	connSQL         = sqlfile.MustParse("conn.sql", connFile)
 )
 

@@ -1,6 +1,6 @@
 -- The data-staging catalog's tables: files (one row a declared file),
 -- replicas (the places holding a copy) and transfers (the copies made).
--- The schema is internal/metaqueue/migrations'.
+-- The schema is internal/metaqueue/schema/migrations'.
 
 -- name: UserFile
 -- A user's file on the CLS host; a changed one forgets its checksum.

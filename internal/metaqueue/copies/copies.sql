@@ -2,7 +2,7 @@
 -- (job_copies), the row's attempt kept apart in scratch (job_apart), the
 -- jobs that opted out (job_no_replicate) and the attempts that ended while
 -- another ran on (attempts.killed_copy). The schema is the core's
--- (internal/metaqueue/migrations).
+-- (internal/metaqueue/schema/migrations).
 
 -- name: InsertCopy
 INSERT INTO job_copies (job_id, attempt, placeholder_id, started) VALUES (?, ?, ?, ?);

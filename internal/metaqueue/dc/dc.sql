@@ -1,6 +1,6 @@
 -- Data-conscious scheduling's queries: the files live jobs declared
 -- (job_files, written at submit by the core), read at load and when a job
--- is rerun. The schema is the core's (internal/metaqueue/migrations).
+-- is rerun. The schema is the core's (internal/metaqueue/schema/migrations).
 
 -- name: PlaceholderPlace
 SELECT site, host FROM placeholders WHERE id = ?;

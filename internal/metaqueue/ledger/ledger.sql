@@ -1,4 +1,4 @@
--- The ledger's tables (schema in internal/metaqueue/migrations): charges,
+-- The ledger's tables (schema in internal/metaqueue/schema/migrations): charges,
 -- one row per charged attempt; stage_runtimes and stage_output, what LP
 -- provisioning measured beyond charges.
 

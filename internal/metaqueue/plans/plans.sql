@@ -1,6 +1,6 @@
 -- The plans' queries (cls plan make, plan show, plan clear, mqstat -j).
 -- The tables are job_plans, plans, plan_sites and plan_files
--- (internal/metaqueue/migrations); the planning problem and the runtime
+-- (internal/metaqueue/schema/migrations); the planning problem and the runtime
 -- samples read the core's and the catalog's tables, never write them.
 
 -- name: LoadLive

@@ -2,7 +2,7 @@
 -- Affinity). A job may run as several attempts at once; the first to
 -- finish wins and the others are killed.
 
--- Columns added ahead of this SQL (see migrate.go, addReplication), each
+-- Columns added ahead of this SQL (see steps.go, addedColumns), each
 -- only when missing:
 -- jobs.row_attempt: the attempt the job row describes when it is not the
 --   last one numbered (attempts): the original while copies with later

@@ -1,4 +1,6 @@
--- meta: facts about the database itself (the schema version migrate keeps).
+-- schema: the statements migrating the database uses: its version in
+-- meta('schema'), what an older database already has, and the
+-- transaction each step runs in (the core keeps its own in conn.sql).
 
 -- name: SchemaVersion
 SELECT value FROM meta WHERE key = 'schema';
@@ -15,3 +17,13 @@ SELECT count(*) FROM pragma_table_info(?) WHERE name = ?;
 -- The CREATE statement of table ?: a migration that changes a constraint
 -- rebuilds the table from it.
 SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?;
+
+-- name: Begin
+-- IMMEDIATE: the write lock is taken here, not at the step's first write.
+BEGIN IMMEDIATE;
+
+-- name: Commit
+COMMIT;
+
+-- name: Rollback
+ROLLBACK;

@@ -2,7 +2,7 @@
 -- is a row of plans: its target, planner, when it was made, the makespan
 -- and bytes moved it predicts; plan_sites keeps the slots it assumed per
 -- site (for utilisation). Columns added ahead of this SQL (see
--- migrate.go, addPlanTimeline), only when missing: job_plans.plan_id (the
+-- steps.go, addedColumns), only when missing: job_plans.plan_id (the
 -- plan the row belongs to; NULL for rows older than this version),
 -- start_s and end_s (the job's predicted start and end, seconds from the
 -- plan's start), slot (which of its site's slots) and ready_s (when its

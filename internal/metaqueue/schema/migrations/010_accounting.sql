@@ -3,6 +3,6 @@
 -- placeholder measured them from the process's rusage; NULL when not
 -- measured (a lost attempt, a job that did not start, a no-op agent, rows
 -- older than this version). The columns are added ahead of this SQL (see
--- migrate.go, addAccounting), each only when missing. Elapsed time is
+-- steps.go, addedColumns), each only when missing. Elapsed time is
 -- finished - started; the host is the placeholder's.
 SELECT 1;

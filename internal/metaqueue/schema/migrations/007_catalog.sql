@@ -1,6 +1,6 @@
 -- Version 7: the data-staging catalog (DESIGN.md, "Data staging").
 
--- job_files gains rel (added ahead of this SQL, see migrate.go): 1 = the
+-- job_files gains rel (added ahead of this SQL, see steps.go): 1 = the
 -- job declared the path relative to its working directory, so the file
 -- may be moved between sites; 0 = absolute, site-local.
 

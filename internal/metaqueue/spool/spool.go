@@ -9,6 +9,7 @@
 package spool
 
 import (
+	"bufio"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -28,12 +29,6 @@ const (
 	flagHold
 	flagResources // followed by the resources as JSON
 )
-
-// Reader is what Read reads from (*bufio.Reader, *bytes.Reader).
-type Reader interface {
-	io.Reader
-	io.ByteReader
-}
 
 // Append appends js's encoding to b. Fields that ValidateSpec has moved
 // into Env (stdio, time limit) travel there.
@@ -91,7 +86,7 @@ func Append(b []byte, js *protocol.JobSpec) []byte {
 
 // Read reads the next spec into js, replacing what it held. At the end of
 // the spool it returns io.EOF; a spec cut short gives an error too.
-func Read(r Reader, js *protocol.JobSpec) (err error) {
+func Read(r *bufio.Reader, js *protocol.JobSpec) (err error) {
 	*js = protocol.JobSpec{}
 	for _, s := range []*string{&js.Queue, &js.Target, &js.Command, &js.Cwd} {
 		if *s, err = readString(r); err != nil {
@@ -156,7 +151,7 @@ func Read(r Reader, js *protocol.JobSpec) (err error) {
 	return nil
 }
 
-func readFiles(r Reader) ([]protocol.File, error) {
+func readFiles(r *bufio.Reader) ([]protocol.File, error) {
 	n, err := readCount(r, protocol.MaxFiles)
 	if err != nil {
 		return nil, err
@@ -189,7 +184,7 @@ func readFiles(r Reader) ([]protocol.File, error) {
 }
 
 // readCount reads a count of at most limit.
-func readCount(r Reader, limit uint64) (uint64, error) {
+func readCount(r *bufio.Reader, limit uint64) (uint64, error) {
 	n, err := binary.ReadUvarint(r)
 	if err != nil {
 		return 0, err
@@ -205,7 +200,7 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-func readString(r Reader) (string, error) {
+func readString(r *bufio.Reader) (string, error) {
 	n, err := readCount(r, protocol.MaxFrame)
 	if err != nil {
 		return "", err

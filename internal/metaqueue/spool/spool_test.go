@@ -82,7 +82,7 @@ func TestReadBad(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var js protocol.JobSpec
-			err := Read(bytes.NewReader(tt.in), &js)
+			err := Read(bufio.NewReader(bytes.NewReader(tt.in)), &js)
 			if err == nil {
 				t.Fatalf("no error; read %+v", js)
 			}
@@ -102,11 +102,11 @@ func FuzzRead(f *testing.F) {
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var js protocol.JobSpec
-		if err := Read(bytes.NewReader(in), &js); err != nil {
+		if err := Read(bufio.NewReader(bytes.NewReader(in)), &js); err != nil {
 			return
 		}
 		var again protocol.JobSpec
-		if err := Read(bytes.NewReader(Append(nil, &js)), &again); err != nil {
+		if err := Read(bufio.NewReader(bytes.NewReader(Append(nil, &js))), &again); err != nil {
 			t.Fatalf("a spec read back does not read again: %v", err)
 		}
 		if !reflect.DeepEqual(Append(nil, &js), Append(nil, &again)) {

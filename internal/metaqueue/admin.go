@@ -10,46 +10,11 @@ import (
 
 	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/metaqueue/inspect"
+	"github.com/mq-hpc/mq/internal/metaqueue/waits"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
-
-// waitCall is a parked Wait: answered when all its jobs have ended (or are
-// Blocked), at its deadline, or when its caller goes away.
-type waitCall struct {
-	call     *call
-	reply    *protocol.WaitReply
-	pending  map[int64]bool
-	deadline time.Time
-	finished bool
-	any      bool // answer as soon as one job has ended
-}
-
-func (w *waitCall) finish(err error) {
-	if w.finished {
-		return
-	}
-	w.finished = true
-	w.call.err = err
-	w.call.finish()
-}
-
-func (w *waitCall) timeout() {
-	// A wait is listed under each of its pending jobs: answer it once, and
-	// never write to a reply already handed back.
-	if w.finished {
-		return
-	}
-	w.listPending()
-	w.finish(nil)
-}
-
-func (w *waitCall) listPending() {
-	for id := range w.pending {
-		w.reply.Pending = append(w.reply.Pending, id)
-	}
-}
 
 // Wait blocks until every job in ids has ended (Done, Failed, Deleted) or is
 // Blocked, or until timeout (0 = no limit), and reports how each ended.
@@ -69,34 +34,13 @@ func (s *Store) WaitFor(ctx context.Context, req protocol.Wait) (protocol.WaitRe
 		return reply, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
 	}
 	c := &call{ctx: ctx, done: make(chan struct{})}
-	c.fn = func() error {
-		w := &waitCall{call: c, reply: &reply, pending: map[int64]bool{}, any: req.Any}
+	c.fn = func() (err error) {
+		wr := waits.Request{IDs: ids, Any: req.Any}
 		if timeout > 0 {
-			w.deadline = s.now().Add(timeout)
+			wr.Deadline = s.now().Add(timeout)
 		}
-		for _, id := range ids {
-			if j, ok := s.g.Node(id); ok && j.State != job.Blocked {
-				w.pending[id] = true
-				continue
-			}
-			end, err := s.jobEnd(id)
-			if err != nil {
-				return err
-			}
-			reply.Jobs = append(reply.Jobs, end)
-		}
-		if len(w.pending) == 0 {
-			return nil
-		}
-		if w.any && len(reply.Jobs) > 0 {
-			w.listPending()
-			return nil
-		}
-		for id := range w.pending {
-			s.waiters[id] = append(s.waiters[id], w)
-		}
-		c.parked = true
-		return nil
+		c.parked, err = s.waits.Start(ctx, c, wr, &reply, s.waiting, s.jobEnd)
+		return err
 	}
 	select {
 	case s.calls <- c:
@@ -146,63 +90,27 @@ func (s *Store) jobEnd(id int64) (protocol.JobEnd, error) {
 	return end, nil
 }
 
+// waiting reports whether a wait on job id waits on: it is live and not
+// Blocked.
+func (s *Store) waiting(id int64) bool {
+	j, ok := s.g.Node(id)
+	return ok && j.State != job.Blocked
+}
+
 // notifyWaiters answers waits whose jobs ended in the batch just committed,
-// and, on the core's tick, drops those whose callers left: not after every
-// batch, since a driver waiting on a million jobs would make each batch
-// walk them all.
+// and, on the core's tick, those whose callers left.
 func (s *Store) notifyWaiters(ticked bool) {
-	// Waits with Any are answered after every job of the batch is in, so
-	// one reply carries all that ended together.
-	var anyDone []*waitCall
-	for _, id := range s.ended {
-		ws := s.waiters[id]
-		if ws == nil {
-			continue
-		}
-		delete(s.waiters, id)
-		end, err := s.jobEnd(id)
-		for _, w := range ws {
-			if w.finished || !w.pending[id] {
-				continue
-			}
-			delete(w.pending, id)
-			if err != nil {
-				w.finish(err)
-				continue
-			}
-			w.reply.Jobs = append(w.reply.Jobs, end)
-			if len(w.pending) == 0 {
-				w.finish(nil)
-			} else if w.any && len(w.reply.Jobs) == 1 {
-				anyDone = append(anyDone, w)
-			}
-		}
+	answerWaits(s.waits.Ended(s.ended, s.jobEnd))
+	if ticked {
+		answerWaits(s.waits.Sweep())
 	}
-	for _, w := range anyDone {
-		if !w.finished {
-			w.listPending()
-			w.finish(nil)
-		}
-	}
-	if !ticked {
-		return
-	}
-	// Drop waits whose callers left or timed out.
-	for id, ws := range s.waiters {
-		kept := ws[:0]
-		for _, w := range ws {
-			if !w.finished && w.call.ctx.Err() != nil {
-				w.finish(w.call.ctx.Err())
-			}
-			if !w.finished {
-				kept = append(kept, w)
-			}
-		}
-		if len(kept) == 0 {
-			delete(s.waiters, id)
-		} else {
-			s.waiters[id] = kept
-		}
+}
+
+// answerWaits answers the calls of the waits the module finished.
+func answerWaits(done []*waits.Wait[*call]) {
+	for _, w := range done {
+		w.Call.err = w.Err()
+		w.Call.finish()
 	}
 }
 

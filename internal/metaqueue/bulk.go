@@ -4,17 +4,13 @@ import (
 	"bufio"
 	"cmp"
 	"context"
-	"encoding/binary"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"strings"
 
+	"github.com/mq-hpc/mq/internal/metaqueue/spool"
 	"github.com/mq-hpc/mq/internal/metaqueue/tokens"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -77,7 +73,7 @@ func (b *Bulk) Add(line int, specs []protocol.JobSpec) error {
 			return protocol.Errorf(protocol.CodeBadRequest, "line %d: %v", line+i, err)
 		}
 		b.edges.add(js)
-		b.buf = appendSpec(b.buf[:0], js)
+		b.buf = spool.Append(b.buf[:0], js)
 		if b.size += int64(len(b.buf)); b.size > maxBytes {
 			return protocol.Errorf(protocol.CodeTooLarge, "line %d: a bulk submission spools at most %d bytes on the CLS", line+i, maxBytes)
 		}
@@ -136,7 +132,7 @@ func (b *Bulk) CommitToken(ctx context.Context, token string) (first int64, coun
 		ins := s.newInserter()
 		var js protocol.JobSpec
 		for i := 0; i < b.n; i++ {
-			if err := readSpec(r, &js); err != nil {
+			if err := spool.Read(r, &js); err != nil {
 				// The spool is ours; a short read means the disk failed us.
 				// Jobs may already be applied in memory: fail the batch.
 				return fatalError{fmt.Errorf("bulk spool: %w", err)}
@@ -190,180 +186,4 @@ func (s *Store) BulkOutcome(ctx context.Context, token string) (first int64, cou
 		return err
 	})
 	return first, count, found, err
-}
-
-func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-func appendSpec(b []byte, js *protocol.JobSpec) []byte {
-	b = appendString(b, js.Queue)
-	b = appendString(b, js.Target)
-	b = appendString(b, js.Command)
-	b = appendString(b, js.Cwd)
-	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(js.Est))
-	b = binary.AppendUvarint(b, uint64(len(js.Prereqs)))
-	for _, p := range js.Prereqs {
-		b = appendString(b, p)
-	}
-	for _, files := range [][]protocol.File{js.Inputs, js.Outputs} {
-		b = binary.AppendUvarint(b, uint64(len(files)))
-		for _, f := range files {
-			b = appendString(b, f.Path)
-			size := uint64(0) // unknown; else size+1
-			if f.Size != nil {
-				size = uint64(*f.Size) + 1
-			}
-			b = binary.AppendUvarint(b, size)
-			var rel uint64
-			if f.Rel {
-				rel = 1
-			}
-			b = binary.AppendUvarint(b, rel)
-			b = binary.AppendVarint(b, f.MTime)
-		}
-	}
-	env := protocol.EnvList(js.Env)
-	b = binary.AppendUvarint(b, uint64(len(env)))
-	for _, kv := range env {
-		b = appendString(b, kv)
-	}
-	var flags uint64
-	if js.NoReplicate {
-		flags |= 1
-	}
-	if js.Hold {
-		flags |= 2
-	}
-	var res []byte
-	if js.Resources.Asks() {
-		flags |= 4
-		res, _ = json.Marshal(js.Resources) // plain values: cannot fail
-	}
-	b = binary.AppendUvarint(b, flags)
-	b = binary.AppendVarint(b, int64(js.Priority))
-	if flags&4 != 0 {
-		b = appendString(b, string(res))
-	}
-	return b
-}
-
-func readString(r *bufio.Reader) (string, error) {
-	n, err := binary.ReadUvarint(r)
-	if err != nil {
-		return "", err
-	}
-	if n > protocol.MaxFrame {
-		return "", errors.New("corrupt spool")
-	}
-	buf := make([]byte, n)
-	_, err = io.ReadFull(r, buf)
-	return string(buf), err
-}
-
-func readSpec(r *bufio.Reader, js *protocol.JobSpec) (err error) {
-	*js = protocol.JobSpec{}
-	if js.Queue, err = readString(r); err != nil {
-		return err
-	}
-	if js.Target, err = readString(r); err != nil {
-		return err
-	}
-	if js.Command, err = readString(r); err != nil {
-		return err
-	}
-	if js.Cwd, err = readString(r); err != nil {
-		return err
-	}
-	var est [8]byte
-	if _, err = io.ReadFull(r, est[:]); err != nil {
-		return err
-	}
-	js.Est = math.Float64frombits(binary.LittleEndian.Uint64(est[:]))
-	n, err := binary.ReadUvarint(r)
-	if err != nil {
-		return err
-	}
-	if n > 10000 {
-		return errors.New("corrupt spool")
-	}
-	for ; n > 0; n-- {
-		p, err := readString(r)
-		if err != nil {
-			return err
-		}
-		js.Prereqs = append(js.Prereqs, p)
-	}
-	for _, files := range []*[]protocol.File{&js.Inputs, &js.Outputs} {
-		n, err := binary.ReadUvarint(r)
-		if err != nil {
-			return err
-		}
-		if n > protocol.MaxFiles {
-			return errors.New("corrupt spool")
-		}
-		for ; n > 0; n-- {
-			f := protocol.File{}
-			if f.Path, err = readString(r); err != nil {
-				return err
-			}
-			size, err := binary.ReadUvarint(r)
-			if err != nil {
-				return err
-			}
-			if size > 0 {
-				v := int64(size - 1)
-				f.Size = &v
-			}
-			rel, err := binary.ReadUvarint(r)
-			if err != nil {
-				return err
-			}
-			f.Rel = rel == 1
-			if f.MTime, err = binary.ReadVarint(r); err != nil {
-				return err
-			}
-			*files = append(*files, f)
-		}
-	}
-	n, err = binary.ReadUvarint(r)
-	if err != nil {
-		return err
-	}
-	if n > protocol.MaxEnvBytes {
-		return errors.New("corrupt spool")
-	}
-	for ; n > 0; n-- {
-		kv, err := readString(r)
-		if err != nil {
-			return err
-		}
-		k, v, _ := strings.Cut(kv, "=")
-		if js.Env == nil {
-			js.Env = map[string]string{}
-		}
-		js.Env[k] = v
-	}
-	flags, err := binary.ReadUvarint(r)
-	if err != nil {
-		return err
-	}
-	js.NoReplicate = flags&1 != 0
-	js.Hold = flags&2 != 0
-	p, err := binary.ReadVarint(r)
-	if err != nil {
-		return err
-	}
-	js.Priority = int(p)
-	if flags&4 != 0 {
-		res, err := readString(r)
-		if err != nil {
-			return err
-		}
-		if err := json.Unmarshal([]byte(res), &js.Resources); err != nil {
-			return errors.New("corrupt spool")
-		}
-	}
-	return nil
 }

@@ -430,13 +430,7 @@ func (s *Store) expire() error {
 			}
 		}
 	}
-	for _, ws := range s.waiters {
-		for _, w := range ws {
-			if !w.deadline.IsZero() && now.After(w.deadline) {
-				w.timeout()
-			}
-		}
-	}
+	answerWaits(s.waits.Expire(now))
 	s.forgetSilent(now)
 	if err := s.sweepPlaceholders(now); err != nil {
 		return err

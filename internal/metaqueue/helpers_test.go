@@ -514,13 +514,7 @@ func (e *env) parkedAtLeast(n, w int) {
 		var np, nw int
 		if err := e.s.do(context.Background(), func() error {
 			np = len(e.s.parked)
-			seen := map[*waitCall]bool{}
-			for _, ws := range e.s.waiters {
-				for _, x := range ws {
-					seen[x] = true
-				}
-			}
-			nw = len(seen)
+			nw = e.s.waits.Len()
 			return nil
 		}); err != nil {
 			e.t.Fatal(err)

@@ -31,6 +31,7 @@ import (
 	"github.com/mq-hpc/mq/internal/metaqueue/packing"
 	"github.com/mq-hpc/mq/internal/metaqueue/plans"
 	"github.com/mq-hpc/mq/internal/metaqueue/tokens"
+	"github.com/mq-hpc/mq/internal/metaqueue/waits"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -113,7 +114,7 @@ type Store struct {
 	phs          map[int64]bool // placeholders known: registered, or holding jobs at load
 	sweep        phSweep        // placeholder rows to delete once gone for good (phsweep.go)
 	parked       []*parkedNext
-	waiters      map[int64][]*waitCall
+	waits        waits.Waits[*call]  // parked waits (waits/, admin.go)
 	watches      map[*watch]struct{} // progress streams (progress.go)
 	counts       map[int32]*[128]int // queue -> state letter -> jobs
 	nextID       int64
@@ -220,7 +221,6 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		calls:   make(chan *call, 1024),
 		stop:    make(chan struct{}),
 		stopped: make(chan struct{}),
-		waiters: map[int64][]*waitCall{},
 		watches: map[*watch]struct{}{},
 		curSync: opt.Sync,
 		pack:    packing.New(),
@@ -363,11 +363,7 @@ func (s *Store) loop() {
 				p.call.finish()
 			}
 			s.parked = nil
-			for _, ws := range s.waiters {
-				for _, w := range ws {
-					w.finish(ErrClosed)
-				}
-			}
+			answerWaits(s.waits.Close(ErrClosed))
 			return
 		}
 		s.runBatch(batch, ticked)
@@ -527,19 +523,7 @@ func (s *Store) recover(cause error, batch []*call) {
 	}
 	clear(s.parked[len(kept):])
 	s.parked = kept
-	for id, ws := range s.waiters {
-		k := ws[:0]
-		for _, w := range ws {
-			if !inBatch[w.call] {
-				k = append(k, w)
-			}
-		}
-		if len(k) == 0 {
-			delete(s.waiters, id)
-		} else {
-			s.waiters[id] = k
-		}
-	}
+	s.waits.Drop(func(c *call) bool { return inBatch[c] })
 	if err := s.load(context.Background()); err != nil {
 		s.log.Error("reload after failure failed; stopping", "err", err)
 		s.closeMu.Do(func() { close(s.stop) })

@@ -55,7 +55,11 @@ type JobSpec struct {
 	Queue   string   `json:"queue,omitempty"`
 	Target  string   `json:"target"`
 	Prereqs []string `json:"prereqs,omitempty"`
-	Command string   `json:"command"`
+	// AfterAny names targets whose jobs must all have ended, in any state
+	// (done, failed, deleted or blocked), before this job runs: sbatch's
+	// afterany (mqsub --after-any). It orders jobs but never blocks one.
+	AfterAny []string `json:"after_any,omitempty"`
+	Command  string   `json:"command"`
 	// CommandBytes carries a command that is not valid UTF-8 (a Latin-1
 	// file name), which a JSON string cannot: base64 of the exact bytes,
 	// with Command empty. See EncodeCommand; ValidateSpec moves it back.

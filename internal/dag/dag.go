@@ -374,6 +374,12 @@ func (g *Graph) Complete(t TargetID) bool {
 	return tg.total > 0 && tg.done == tg.total
 }
 
+// Ended reports whether every job of target t has ended, in any state
+// (Blocked included): what an after-any prerequisite waits for.
+func (g *Graph) Ended(t TargetID) bool {
+	return g.targets.at(t).statusOf()&statusEnded != 0
+}
+
 // Counts returns target t's job total, Done and bad counts.
 func (g *Graph) Counts(t TargetID) (total, done, bad int) {
 	tg := g.targets.at(t)

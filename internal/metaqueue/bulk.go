@@ -207,6 +207,10 @@ func appendSpec(b []byte, js *protocol.JobSpec) []byte {
 	for _, p := range js.Prereqs {
 		b = appendString(b, p)
 	}
+	b = binary.AppendUvarint(b, uint64(len(js.AfterAny)))
+	for _, p := range js.AfterAny {
+		b = appendString(b, p)
+	}
 	for _, files := range [][]protocol.File{js.Inputs, js.Outputs} {
 		b = binary.AppendUvarint(b, uint64(len(files)))
 		for _, f := range files {
@@ -294,6 +298,19 @@ func readSpec(r *bufio.Reader, js *protocol.JobSpec) (err error) {
 			return err
 		}
 		js.Prereqs = append(js.Prereqs, p)
+	}
+	if n, err = binary.ReadUvarint(r); err != nil {
+		return err
+	}
+	if n > 10000 {
+		return errors.New("corrupt spool")
+	}
+	for ; n > 0; n-- {
+		p, err := readString(r)
+		if err != nil {
+			return err
+		}
+		js.AfterAny = append(js.AfterAny, p)
 	}
 	for _, files := range []*[]protocol.File{&js.Inputs, &js.Outputs} {
 		n, err := binary.ReadUvarint(r)

@@ -66,6 +66,8 @@ func migrations() ([]migration, error) {
 			m.before = allowHeld
 		case 23:
 			m.before = addAttemptCommand
+		case 24:
+			m.before = addPrereqKind
 		}
 		out = append(out, m)
 	}
@@ -186,6 +188,12 @@ func addPlanTimeline(ctx context.Context, w *sql.Conn) error {
 // database that ran the step before has it.
 func addAttemptCommand(ctx context.Context, w *sql.Conn) error {
 	return addColumns(ctx, w, [][2]string{{"attempts", "command TEXT"}})
+}
+
+// addPrereqKind adds job_prereqs.kind (version 24), unless a database
+// that ran the step before has it.
+func addPrereqKind(ctx context.Context, w *sql.Conn) error {
+	return addColumns(ctx, w, [][2]string{{"job_prereqs", "kind INTEGER NOT NULL DEFAULT 0 CHECK (kind IN (0, 1))"}})
 }
 
 // addReplication adds the job replication columns (version 14), each

@@ -72,6 +72,7 @@ func TestMqsubAfterAny(t *testing.T) {
 		{"itself", []string{"mqsub", "--after-any", "x", "x", "true"}, ExitUsage, "own after-any"},
 		{"sbatch afterany", []string{"mqsub", "--dependency=afterany:12", "t", "true"}, ExitUsage, "--after-any TARGET"},
 		{"sbatch afterok", []string{"mqsub", "--dependency", "afterok:12:13", "t", "true"}, ExitUsage, "-p TARGET"},
+		{"sbatch -d", []string{"mqsub", "-d", "afterany:12", "t", "true"}, ExitUsage, "--after-any TARGET"},
 		{"with -f", []string{"mqsub", "--after-any", "a", "-f", path}, ExitUsage, `"after_any"`},
 		{"with --rerun", []string{"mqsub", "--rerun", "--after-any", "a", strconv.FormatInt(a, 10)}, ExitUsage, "--after-any"},
 	} {

@@ -372,6 +372,10 @@ func jobExit(e protocol.JobEnd) error {
 
 func jobDir(c *cli.Context, env Env) (string, error) {
 	if d := c.String("d"); d != "" {
+		if kind, _, ok := strings.Cut(d, ":"); (ok && strings.HasPrefix(kind, "after")) || d == "singleton" {
+			// sbatch's -d is --dependency; mqsub's is the directory.
+			return "", Usagef("-d %s is sbatch's dependency; mqsub's -d is the working directory: %s", d, dependencyHint(d))
+		}
 		abs, err := filepath.Abs(d)
 		if err != nil {
 			return "", Usagef("working directory %q: %v", d, err)

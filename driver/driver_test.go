@@ -195,6 +195,8 @@ func TestLocalPrerequisites(t *testing.T) {
 	}
 	bad, _ := d.Exec(ctx, "exit 1", Target("F"))
 	blocked, _ := d.Exec(ctx, "touch ran", Target("G"), Prereqs("F"))
+	// After-any jobs wait for F (and G, blocked) to end, then run.
+	cleanup, _ := d.Exec(ctx, "touch cleaned", Target("C"), AfterAny("F", "G"))
 	for _, k := range deps {
 		if r, err := d.WaitForOne(ctx, k); err != nil || r.Exit != 0 {
 			t.Fatalf("dependent %d: %+v, %v", k, r, err)
@@ -207,6 +209,9 @@ func TestLocalPrerequisites(t *testing.T) {
 	}
 	if r, _ := d.WaitForOne(ctx, bad); r.Exit != 1 || r.State != "F" {
 		t.Errorf("failing job: %+v", r)
+	}
+	if r, err := d.WaitForOne(ctx, cleanup); err != nil || r.State != "D" {
+		t.Errorf("after-any job of a failed and a blocked target: %+v, %v; want it done", r, err)
 	}
 	var je *JobError
 	if r, err := d.WaitForOne(ctx, blocked); !errors.As(err, &je) || je.State != "B" {

@@ -29,6 +29,7 @@ type execOptions struct {
 	group   string
 	target  string
 	prereqs []string
+	after   []string // after-any
 	dir     string
 	est     time.Duration
 	inputs  []protocol.File
@@ -73,6 +74,14 @@ func Target(name string) Option { return func(o *execOptions) { o.target = name 
 // before the job runs: the metaqueue's prerequisites.
 func Prereqs(targets ...string) Option {
 	return func(o *execOptions) { o.prereqs = append(o.prereqs, targets...) }
+}
+
+// AfterAny names targets every job of which must have ended, in any
+// state (done, failed, deleted or blocked), before the job runs: sbatch's
+// afterany (mqsub --after-any). A cleanup job that must run even when the
+// work before it fails; a failure never blocks it.
+func AfterAny(targets ...string) Option {
+	return func(o *execOptions) { o.after = append(o.after, targets...) }
 }
 
 // Dir sets the job's working directory (absolute).
@@ -158,7 +167,7 @@ func (p *Producer) Exec(ctx context.Context, command string, opts ...Option) (Ke
 	if err != nil {
 		return 0, fmt.Errorf("driver: %w", err)
 	}
-	spec := protocol.JobSpec{Queue: d.cfg.Queue, Target: o.target, Prereqs: o.prereqs, Command: command, Cwd: o.dir, Est: o.est.Seconds(),
+	spec := protocol.JobSpec{Queue: d.cfg.Queue, Target: o.target, Prereqs: o.prereqs, AfterAny: o.after, Command: command, Cwd: o.dir, Est: o.est.Seconds(),
 		Inputs: o.inputs, Outputs: o.outputs, Resources: o.res, Hold: o.hold, Priority: o.prio}
 	if spec.Target == "" {
 		spec.Target = d.cfg.Target

@@ -135,7 +135,8 @@ func (b *localBackend) count(target string) *targetCount {
 }
 
 // readiness says whether a unit may run now: every prerequisite of its jobs
-// complete (ready), one bad (blocked), else wait. Call with b.mu held.
+// complete and every after-any one ended (ready), a prerequisite bad
+// (blocked), else wait. Call with b.mu held.
 func (b *localBackend) readiness(u *unit) (ready, blocked bool) {
 	if !slices.ContainsFunc(u.jobs, func(e *entry) bool { return !e.rec.cancelled() }) {
 		return true, false // all cancelled: runUnit ends them
@@ -148,6 +149,11 @@ func (b *localBackend) readiness(u *unit) (ready, blocked bool) {
 			case t != nil && t.bad > 0:
 				return false, true
 			case t == nil || t.total == 0 || t.done < t.total:
+				ready = false
+			}
+		}
+		for _, p := range e.spec.AfterAny {
+			if t := b.targets[p]; t == nil || t.total == 0 || t.done+t.bad < t.total {
 				ready = false
 			}
 		}

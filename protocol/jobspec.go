@@ -60,8 +60,8 @@ func ValidateSpec(js *JobSpec) error {
 	if err := CheckPriority(js.Priority); err != nil {
 		return err
 	}
-	if len(js.Prereqs) > 10000 {
-		return fmt.Errorf("%d prerequisites; the limit is 10000", len(js.Prereqs))
+	if n := len(js.Prereqs) + len(js.AfterAny); n > 10000 {
+		return fmt.Errorf("%d prerequisites; the limit is 10000", n)
 	}
 	for _, p := range js.Prereqs {
 		if err := job.ValidName("prerequisite target", p); err != nil {
@@ -69,6 +69,14 @@ func ValidateSpec(js *JobSpec) error {
 		}
 		if p == js.Target {
 			return fmt.Errorf("target %s cannot be its own prerequisite", p)
+		}
+	}
+	for _, p := range js.AfterAny {
+		if err := job.ValidName("after-any target", p); err != nil {
+			return err
+		}
+		if p == js.Target {
+			return fmt.Errorf("target %s cannot be its own after-any prerequisite", p)
 		}
 	}
 	if err := validateFiles("input", js.Inputs, js.Cwd); err != nil {

@@ -55,7 +55,11 @@ type JobSpec struct {
 	Queue   string   `json:"queue,omitempty"`
 	Target  string   `json:"target"`
 	Prereqs []string `json:"prereqs,omitempty"`
-	Command string   `json:"command"`
+	// AfterAny names targets whose jobs must all have ended, in any state
+	// (done, failed, deleted or blocked), before this job runs: sbatch's
+	// afterany (mqsub --after-any). It orders jobs but never blocks one.
+	AfterAny []string `json:"after_any,omitempty"`
+	Command  string   `json:"command"`
 	// CommandBytes carries a command that is not valid UTF-8 (a Latin-1
 	// file name), which a JSON string cannot: base64 of the exact bytes,
 	// with Command empty. See EncodeCommand; ValidateSpec moves it back.
@@ -243,10 +247,12 @@ type StatReply struct {
 // JobInfo is one job as mqstat shows it. Times are RFC 3339 with
 // sub-second precision, empty when not yet.
 type JobInfo struct {
-	ID        int64    `json:"id"`
-	Queue     string   `json:"queue"`
-	Target    string   `json:"target"`
-	Prereqs   []string `json:"prereqs"`
+	ID      int64    `json:"id"`
+	Queue   string   `json:"queue"`
+	Target  string   `json:"target"`
+	Prereqs []string `json:"prereqs"`
+	// AfterAny are the targets whose jobs must all end, in any state.
+	AfterAny  []string `json:"after_any,omitempty"`
 	State     string   `json:"state"`
 	Attempts  int      `json:"attempts"`
 	Exit      *int     `json:"exit"`
@@ -347,6 +353,10 @@ type TargetStatus struct {
 	Target   string         `json:"target"`
 	Complete bool           `json:"complete"`
 	Counts   map[string]int `json:"counts"` // state letter -> jobs
+	// AfterAny marks an after-any prerequisite: the job waits until the
+	// target has Ended (every job done, failed, deleted or blocked).
+	AfterAny bool `json:"after_any,omitempty"`
+	Ended    bool `json:"ended,omitempty"`
 }
 
 // AttemptInfo is an earlier attempt of a job: requeued (lost, interrupted,

@@ -4,9 +4,16 @@
 // hands it; it never touches the database.
 //
 // A target is complete when it has at least one job and all its jobs are
-// Done. It is bad while any of its jobs is Failed, Deleted or Blocked. A job
-// that has not started is Blocked if a prerequisite target is bad, else
-// Waiting if one is incomplete, else Queued.
+// Done. It is bad while any of its jobs is Failed, Deleted or Blocked. It
+// has ended when it has at least one job and every job is Done or bad: a
+// Blocked job counts as ended, since it cannot run until someone acts and a
+// cleanup job behind it must not wait for ever.
+//
+// A job names two kinds of prerequisite targets: after-ok ones (Prereqs)
+// must be complete, after-any ones (AfterAny) must have ended. A job that
+// has not started is Blocked if an after-ok prerequisite is bad, else
+// Waiting if an after-ok one is incomplete or an after-any one has not
+// ended, else Queued. An after-any prerequisite never blocks.
 package dag
 
 import (
@@ -30,6 +37,8 @@ type Node struct {
 	Est     float32
 	State   job.State
 	Prereqs []TargetID
+	// AfterAny are targets whose jobs must all have ended, in any state.
+	AfterAny []TargetID
 }
 
 // Change is one job state change the graph made or accepted.
@@ -55,13 +64,35 @@ type target struct {
 	depList int32
 	// The union of its jobs' prerequisites (for cycle checks): none if
 	// preList is 0, pre if -1, else Graph.preLists[preList].
-	pre             TargetID
-	preList         int32
-	complete, isBad bool // last status seen by dependents
+	pre     TargetID
+	preList int32
+	status  uint8 // last status seen by dependents: statusComplete|statusBad|statusEnded
 	// queue is 1 + the queue of its first job (0: none seen, or a queue
 	// id past 65534): how the metaqueue tells which queues feed which (LP
 	// stages). 16 bits keep a target in 48 bytes.
 	queue uint16
+}
+
+// A target's status bits, as its dependents last saw them.
+const (
+	statusComplete uint8 = 1 << iota
+	statusBad
+	statusEnded
+)
+
+// statusOf derives a target's status from its counters.
+func (tg *target) statusOf() uint8 {
+	var s uint8
+	if tg.total > 0 && tg.done == tg.total {
+		s |= statusComplete
+	}
+	if tg.bad > 0 {
+		s |= statusBad
+	}
+	if tg.total > 0 && tg.done+tg.bad == tg.total {
+		s |= statusEnded
+	}
+	return s
 }
 
 // Graph is the dependency state of a metaqueue. Not safe for concurrent
@@ -143,7 +174,8 @@ func (g *Graph) LoadTarget(id TargetID, name string) {
 	g.byName.insert(name, id)
 }
 
-// AddEdges records that target t's jobs need prereqs. Edges are never
+// AddEdges records that target t's jobs need prereqs (after-ok or
+// after-any alike: both order jobs, so both count for cycles). Edges are never
 // removed: a deleted job may be rerun, so cycle checks stay conservative.
 // A short list is deduplicated by scanning; past longEdges prerequisites a
 // set takes over, so a target fed by 100,000 pipelines costs linear time.
@@ -342,6 +374,12 @@ func (g *Graph) Complete(t TargetID) bool {
 	return tg.total > 0 && tg.done == tg.total
 }
 
+// Ended reports whether every job of target t has ended, in any state
+// (Blocked included): what an after-any prerequisite waits for.
+func (g *Graph) Ended(t TargetID) bool {
+	return g.targets.at(t).statusOf()&statusEnded != 0
+}
+
 // Counts returns target t's job total, Done and bad counts.
 func (g *Graph) Counts(t TargetID) (total, done, bad int) {
 	tg := g.targets.at(t)
@@ -354,11 +392,12 @@ func (g *Graph) Counts(t TargetID) (total, done, bad int) {
 func (g *Graph) AddJob(id int64, j Node) []Change {
 	g.changes = g.changes[:0]
 	if j.State != job.Held {
-		j.State = g.eval(j.Prereqs)
+		j.State = g.eval(j.Prereqs, j.AfterAny)
 	}
 	g.jobs.put(id, j)
 	if j.State != job.Held {
 		g.listDeps(id, j.Prereqs)
+		g.listDeps(id, j.AfterAny)
 	}
 	tg := g.targets.at(j.Target)
 	tg.total++
@@ -407,7 +446,8 @@ func (g *Graph) Requeue(id int64) ([]Change, error) {
 func (g *Graph) toPending(id int64, j Node) []Change {
 	g.changes = g.changes[:0]
 	g.listDeps(id, j.Prereqs)
-	g.move(id, j, g.eval(j.Prereqs))
+	g.listDeps(id, j.AfterAny)
+	g.move(id, j, g.eval(j.Prereqs, j.AfterAny))
 	g.settle()
 	return g.changes
 }
@@ -449,7 +489,8 @@ func (g *Graph) Revive(id int64, j Node, from job.State) ([]Change, error) {
 	g.jobs.put(id, j)
 	j, _ = g.Node(id) // Prereqs now the interned copy
 	g.listDeps(id, j.Prereqs)
-	g.move(id, j, g.eval(j.Prereqs))
+	g.listDeps(id, j.AfterAny)
+	g.move(id, j, g.eval(j.Prereqs, j.AfterAny))
 	g.settle()
 	return g.changes, nil
 }
@@ -467,6 +508,7 @@ func (g *Graph) LoadJob(id int64, j Node) {
 	g.jobs.put(id, j)
 	if j.State.Pending() {
 		g.listDeps(id, j.Prereqs)
+		g.listDeps(id, j.AfterAny)
 	}
 }
 
@@ -489,17 +531,20 @@ func (g *Graph) Reconcile() []Change {
 	g.changes = g.changes[:0]
 	for t := 1; t < g.targets.len(); t++ {
 		tg := g.targets.at(TargetID(t))
-		tg.complete, tg.isBad = tg.total > 0 && tg.done == tg.total, tg.bad > 0
+		tg.status = tg.statusOf()
 	}
 	var stale []int64
 	g.jobs.each(func(id int64, n *slot) {
-		if n.state.Pending() && g.eval(g.jobs.prereqs(n, &g.targets)) != n.state {
-			stale = append(stale, id)
+		if n.state.Pending() {
+			ok, after := g.jobs.prereqs(n, &g.targets)
+			if g.eval(ok, after) != n.state {
+				stale = append(stale, id)
+			}
 		}
 	})
 	for _, id := range stale {
 		if j, ok := g.Node(id); ok && j.State.Pending() {
-			if s := g.eval(j.Prereqs); s != j.State {
+			if s := g.eval(j.Prereqs, j.AfterAny); s != j.State {
 				g.move(id, j, s)
 			}
 		}
@@ -508,7 +553,9 @@ func (g *Graph) Reconcile() []Change {
 	return g.changes
 }
 
-func (g *Graph) eval(prereqs []TargetID) job.State {
+// eval derives a pending job's state from its after-ok prerequisites
+// (prereqs) and its after-any ones (afterAny).
+func (g *Graph) eval(prereqs, afterAny []TargetID) job.State {
 	s := job.Queued
 	for _, p := range prereqs {
 		tg := g.targets.at(p)
@@ -516,6 +563,11 @@ func (g *Graph) eval(prereqs []TargetID) job.State {
 			return job.Blocked
 		}
 		if tg.total == 0 || tg.done != tg.total {
+			s = job.Waiting
+		}
+	}
+	for _, p := range afterAny {
+		if tg := g.targets.at(p); tg.total == 0 || tg.done+tg.bad != tg.total {
 			s = job.Waiting
 		}
 	}
@@ -571,8 +623,8 @@ func (g *Graph) move(id int64, j Node, to job.State) {
 
 func (g *Graph) touch(t TargetID) {
 	tg := g.targets.at(t)
-	if complete, bad := tg.total > 0 && tg.done == tg.total, tg.bad > 0; complete != tg.complete || bad != tg.isBad {
-		tg.complete, tg.isBad = complete, bad
+	if s := tg.statusOf(); s != tg.status {
+		tg.status = s
 		g.work = append(g.work, t)
 	}
 }
@@ -592,7 +644,7 @@ func (g *Graph) settle() {
 				continue // started or ended: listed again if it ever returns
 			}
 			kept = append(kept, id)
-			if s := g.eval(j.Prereqs); s != j.State {
+			if s := g.eval(j.Prereqs, j.AfterAny); s != j.State {
 				g.move(id, j, s)
 			}
 		}

@@ -25,6 +25,7 @@ type fx struct {
 type fxJob struct {
 	target  TargetID
 	prereqs []TargetID
+	any     []TargetID // after-any prerequisites
 	est     float32
 	queue   int32
 	state   job.State
@@ -70,18 +71,29 @@ func (f *fx) apply(what string, ch []Change) {
 // add submits a job to target with prereq target names; returns its id.
 func (f *fx) add(target string, prereqs ...string) int64 {
 	f.t.Helper()
+	return f.addAny(target, prereqs, nil)
+}
+
+// addAny submits a job to target with after-ok and after-any prerequisite
+// target names; returns its id.
+func (f *fx) addAny(target string, prereqs, afterAny []string) int64 {
+	f.t.Helper()
 	t := f.tid(target)
-	var ps []TargetID
+	var ps, as []TargetID
 	for _, p := range prereqs {
 		ps = append(ps, f.tid(p))
 	}
+	for _, p := range afterAny {
+		as = append(as, f.tid(p))
+	}
 	f.g.AddEdges(t, ps)
+	f.g.AddEdges(t, as)
 	id := f.next
 	f.next++
-	j := &fxJob{target: t, prereqs: ps, est: float32(id), queue: int32(id % 3)}
+	j := &fxJob{target: t, prereqs: ps, any: as, est: float32(id), queue: int32(id % 3)}
 	f.jobs[id] = j
 	f.order = append(f.order, id)
-	ch := f.g.AddJob(id, Node{Target: t, Queue: j.queue, Est: j.est, State: job.Done /* ignored */, Prereqs: ps})
+	ch := f.g.AddJob(id, Node{Target: t, Queue: j.queue, Est: j.est, State: job.Done /* ignored */, Prereqs: ps, AfterAny: as})
 	if len(ch) == 0 || ch[0].ID != id || ch[0].From != 0 {
 		f.t.Fatalf("AddJob(%d): first change must be the new job with From 0, got %+v", id, ch)
 	}
@@ -124,7 +136,7 @@ func (f *fx) requeue(id int64) {
 func (f *fx) revive(id int64) {
 	f.t.Helper()
 	j := f.jobs[id]
-	ch, err := f.g.Revive(id, Node{Target: j.target, Queue: j.queue, Est: j.est, Prereqs: j.prereqs}, j.state)
+	ch, err := f.g.Revive(id, Node{Target: j.target, Queue: j.queue, Est: j.est, Prereqs: j.prereqs, AfterAny: j.any}, j.state)
 	if err != nil {
 		f.t.Fatalf("Revive(%d): %v", id, err)
 	}
@@ -162,13 +174,18 @@ func (f *fx) counts() fxCounts {
 
 // oracle computes, from every job's current state, what the package rules
 // say a pending job's state must be.
-func (c fxCounts) oracle(prereqs []TargetID) job.State {
+func (c fxCounts) oracle(prereqs, afterAny []TargetID) job.State {
 	s := job.Queued
 	for _, p := range prereqs {
 		if c.bad[p] > 0 {
 			return job.Blocked
 		}
 		if c.total[p] == 0 || c.done[p] != c.total[p] {
+			s = job.Waiting
+		}
+	}
+	for _, p := range afterAny {
+		if c.total[p] == 0 || c.done[p]+c.bad[p] != c.total[p] {
 			s = job.Waiting
 		}
 	}
@@ -199,7 +216,10 @@ func (f *fx) check() {
 			f.t.Fatalf("job %d: graph says %s, changes said %s", id, gj.State, j.state)
 		}
 		if j.state.Pending() {
-			if want := c.oracle(j.prereqs); want != j.state {
+			if !slices.Equal(gj.Prereqs, j.prereqs) || !slices.Equal(gj.AfterAny, j.any) {
+				f.t.Fatalf("job %d: graph lists prereqs %v after-any %v, want %v, %v", id, gj.Prereqs, gj.AfterAny, j.prereqs, j.any)
+			}
+			if want := c.oracle(j.prereqs, j.any); want != j.state {
 				f.t.Fatalf("job %d (target %s, prereqs %v) is %s, rules say %s", id, f.g.Name(j.target), f.names(j.prereqs), j.state, want)
 			}
 		}

@@ -10,7 +10,10 @@ import (
 // densely, so a page of 4,096 compact slots replaces a hash map entry per
 // job (20 bytes a job instead of ~130), and a page whose jobs have all
 // ended is freed. Prerequisite lists are interned and reference-counted:
-// the jobs of one target usually share one list.
+// the jobs of one target usually share one list. A job's after-after
+// prerequisites are interned with its after-ok ones, as one list whose
+// first split entries are after-ok: the slot stays 20 bytes, and jobs
+// without after-after prerequisites pay nothing for them.
 const pageBits = 12
 
 type slot struct {
@@ -31,6 +34,7 @@ type jobTable struct {
 	live  int
 
 	lists    [][]TargetID // index 0: the empty list
+	split    []int32      // lists[i][:split[i]] after-ok, the rest after-after
 	refs     []int32
 	byKey    map[string]int32
 	freeList []int32
@@ -49,7 +53,7 @@ func (t *jobTable) get(id int64) *slot {
 	return n
 }
 
-// put stores a live job, replacing any slot with the same id.
+// put stores a live job, replacing after slot with the same id.
 func (t *jobTable) put(id int64, j Node) {
 	p := id >> pageBits
 	for int64(len(t.pages)) <= p {
@@ -67,7 +71,7 @@ func (t *jobTable) put(id int64, j Node) {
 	} else {
 		t.release(n.list)
 	}
-	*n = slot{target: j.Target, queue: j.Queue, est: j.Est, list: t.intern(j.Prereqs), state: j.State}
+	*n = slot{target: j.Target, queue: j.Queue, est: j.Est, list: t.intern(j.Prereqs, j.AfterAny), state: j.State}
 }
 
 func (t *jobTable) remove(id int64) {
@@ -85,17 +89,29 @@ func (t *jobTable) remove(id int64) {
 }
 
 func (t *jobTable) node(n *slot, tt *targetTable) Node {
-	return Node{Target: n.target, Queue: n.queue, Est: n.est, State: n.state, Prereqs: t.prereqs(n, tt)}
+	ok, after := t.prereqs(n, tt)
+	return Node{Target: n.target, Queue: n.queue, Est: n.est, State: n.state, Prereqs: ok, AfterAny: after}
 }
 
-func (t *jobTable) prereqs(n *slot, tt *targetTable) []TargetID {
+// prereqs returns a slot's after-ok and after-after prerequisites, shared.
+// The after-ok slice is capped so an append cannot reach the after-after.
+func (t *jobTable) prereqs(n *slot, tt *targetTable) (ok, after []TargetID) {
 	switch {
 	case n.list == 0:
-		return nil
+		return nil, nil
 	case n.list < 0:
-		return tt.at(TargetID(-n.list)).self[:]
+		return tt.at(TargetID(-n.list)).self[:], nil
 	}
-	return t.lists[n.list]
+	l, k := t.lists[n.list], t.split[n.list]
+	if k == 0 {
+		ok = nil
+	} else {
+		ok = l[:k:k]
+	}
+	if int(k) < len(l) {
+		after = l[k:]
+	}
+	return ok, after
 }
 
 // each calls f for every live job, in id order.
@@ -112,11 +128,11 @@ func (t *jobTable) each(f func(id int64, n *slot)) {
 	}
 }
 
-func (t *jobTable) intern(prereqs []TargetID) int32 {
-	switch len(prereqs) {
-	case 0:
+func (t *jobTable) intern(prereqs, afterAny []TargetID) int32 {
+	switch {
+	case len(prereqs)+len(afterAny) == 0:
 		return 0
-	case 1:
+	case len(prereqs) == 1 && len(afterAny) == 0:
 		// The commonest list (a pipeline stage) is its target's own
 		// one-element slice: nothing to allocate, hash or count.
 		return -int32(prereqs[0])
@@ -124,22 +140,25 @@ func (t *jobTable) intern(prereqs []TargetID) int32 {
 	if t.byKey == nil {
 		t.byKey = map[string]int32{}
 		t.lists = [][]TargetID{nil}
+		t.split = []int32{0}
 		t.refs = []int32{0}
 	}
-	t.scratch = appendKey(t.scratch[:0], prereqs)
+	t.scratch = appendKey(t.scratch[:0], prereqs, afterAny)
 	if i, ok := t.byKey[string(t.scratch)]; ok { // no allocation for the lookup
 		t.refs[i]++
 		return i
 	}
-	own := append([]TargetID(nil), prereqs...)
+	own := make([]TargetID, 0, len(prereqs)+len(afterAny))
+	own = append(append(own, prereqs...), afterAny...)
 	var i int32
 	if n := len(t.freeList); n > 0 {
 		i = t.freeList[n-1]
 		t.freeList = t.freeList[:n-1]
-		t.lists[i], t.refs[i] = own, 1
+		t.lists[i], t.split[i], t.refs[i] = own, int32(len(prereqs)), 1
 	} else {
 		i = int32(len(t.lists))
 		t.lists = append(t.lists, own)
+		t.split = append(t.split, int32(len(prereqs)))
 		t.refs = append(t.refs, 1)
 	}
 	t.byKey[string(t.scratch)] = i
@@ -151,16 +170,26 @@ func (t *jobTable) release(i int32) {
 		return
 	}
 	if t.refs[i]--; t.refs[i] == 0 {
-		t.scratch = appendKey(t.scratch[:0], t.lists[i])
+		k := t.split[i]
+		t.scratch = appendKey(t.scratch[:0], t.lists[i][:k], t.lists[i][k:])
 		delete(t.byKey, string(t.scratch))
 		t.lists[i] = nil
 		t.freeList = append(t.freeList, i)
 	}
 }
 
-func appendKey(b []byte, l []TargetID) []byte {
-	for _, t := range l {
+// appendKey encodes a list pair as its interning key. Target ids are
+// never 0, so a 0 between the halves (only when there is an after-after
+// half) tells [a b] after-ok apart from [a] after-ok, [b] after-after.
+func appendKey(b []byte, ok, after []TargetID) []byte {
+	for _, t := range ok {
 		b = binary.LittleEndian.AppendUint32(b, uint32(t))
+	}
+	if len(after) > 0 {
+		b = binary.LittleEndian.AppendUint32(b, 0)
+		for _, t := range after {
+			b = binary.LittleEndian.AppendUint32(b, uint32(t))
+		}
 	}
 	return b
 }

@@ -3,7 +3,9 @@ package dag
 import "math"
 
 // Prereqs returns the prerequisites of target t: the union of those its
-// jobs name, ever (edges are never removed). It is shared: do not modify.
+// jobs name, ever (edges are never removed), after-ok and after-any alike:
+// both order jobs, which is what the walks over targets (b-levels, the
+// web DAG, queue stages) need. It is shared: do not modify.
 func (g *Graph) Prereqs(t TargetID) []TargetID { return g.prereqsOf(g.targets.at(t)) }
 
 // Each calls f for every live job, in id order. A Node's Prereqs are

@@ -294,18 +294,22 @@ func (s *Store) RerunWith(ctx context.Context, req protocol.Rerun) (protocol.Act
 		if err != nil {
 			return err
 		}
-		var prereqs []dag.TargetID
+		var prereqs, afterAny []dag.TargetID
 		rows, err := s.stmts.jobPrereqs.Query(id)
 		if err != nil {
 			return fatalError{err}
 		}
 		for rows.Next() {
-			var t int32
-			if err := rows.Scan(&t); err != nil {
+			var t, kind int32
+			if err := rows.Scan(&t, &kind); err != nil {
 				rows.Close()
 				return fatalError{err}
 			}
-			prereqs = append(prereqs, dag.TargetID(t))
+			if kind == prereqAfterAny {
+				afterAny = append(afterAny, dag.TargetID(t))
+			} else {
+				prereqs = append(prereqs, dag.TargetID(t))
+			}
 		}
 		if err := closeRows(rows); err != nil {
 			return fatalError{err}
@@ -313,7 +317,7 @@ func (s *Store) RerunWith(ctx context.Context, req protocol.Rerun) (protocol.Act
 		if err := s.begin(); err != nil {
 			return err
 		}
-		return s.rerun(id, dag.Node{Target: dag.TargetID(sj.target), Queue: sj.queue, Est: float32(sj.est), Prereqs: prereqs}, sj.state, command)
+		return s.rerun(id, dag.Node{Target: dag.TargetID(sj.target), Queue: sj.queue, Est: float32(sj.est), Prereqs: prereqs, AfterAny: afterAny}, sj.state, command)
 	}
 	return s.actOnSelected(ctx, sel, "DFX", check, apply)
 }

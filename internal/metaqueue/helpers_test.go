@@ -285,17 +285,21 @@ func (e *env) check() {
 		if err := closeRows(rows); err != nil {
 			return err
 		}
-		prereqs := map[int64][]int32{}
-		rows, err = e.s.w.QueryContext(ctx, "SELECT job_id, target_id FROM job_prereqs")
+		prereqs, afterAny := map[int64][]int32{}, map[int64][]int32{}
+		rows, err = e.s.w.QueryContext(ctx, "SELECT job_id, target_id, kind FROM job_prereqs")
 		if err != nil {
 			return err
 		}
 		for rows.Next() {
 			var id int64
-			var t int32
-			if err := rows.Scan(&id, &t); err != nil {
+			var t, kind int32
+			if err := rows.Scan(&id, &t, &kind); err != nil {
 				rows.Close()
 				return err
+			}
+			if kind == prereqAfterAny {
+				afterAny[id] = append(afterAny[id], t)
+				continue
 			}
 			prereqs[id] = append(prereqs[id], t)
 		}
@@ -331,7 +335,7 @@ func (e *env) check() {
 			if _, ok := targets[r.target]; !ok {
 				terrs = append(terrs, fmt.Sprintf("job %d names target %d, which is not stored", id, r.target))
 			}
-			for _, p := range prereqs[id] {
+			for _, p := range slices.Concat(prereqs[id], afterAny[id]) {
 				if _, ok := targets[p]; !ok {
 					terrs = append(terrs, fmt.Sprintf("job %d waits on target %d, which is not stored", id, p))
 				}
@@ -376,6 +380,11 @@ func (e *env) check() {
 						break
 					}
 					if total[p] == 0 || done[p] != total[p] {
+						want = job.Waiting
+					}
+				}
+				for _, p := range afterAny[id] {
+					if want != job.Blocked && (total[p] == 0 || done[p]+bad[p] != total[p]) {
 						want = job.Waiting
 					}
 				}

@@ -51,8 +51,9 @@ RETURNING id, attempts, attempt_base, command, cwd, submitted,
 	coalesce((SELECT env FROM job_env WHERE job_id = jobs.id), '');
 
 -- name: InsertPrereq
--- One prerequisite pair; the bulk path repeats its row of values (multiRow).
-INSERT OR IGNORE INTO job_prereqs (job_id, target_id) VALUES (?, ?);
+-- One prerequisite: kind 0 after-ok, 1 after-any. The bulk path repeats
+-- its row of values (multiRow).
+INSERT OR IGNORE INTO job_prereqs (job_id, target_id, kind) VALUES (?, ?, ?);
 
 -- name: InsertEnv
 INSERT INTO job_env (job_id, env) VALUES (?, ?);
@@ -64,7 +65,7 @@ INSERT INTO job_files (job_id, kind, seq, path, size, rel) VALUES (?, ?, ?, ?, ?
 SELECT state, queue_id, target_id, est, attempts, attempt_base FROM jobs WHERE id = ?;
 
 -- name: JobPrereqs
-SELECT target_id FROM job_prereqs WHERE job_id = ?;
+SELECT target_id, kind FROM job_prereqs WHERE job_id = ?;
 
 -- name: JobEnd
 SELECT j.state, j.exit, j.reason, coalesce(j.row_attempt, j.attempts), coalesce(p.site, ''), coalesce(p.host, ''),
@@ -78,11 +79,12 @@ SELECT id, queue_id, target_id, state, est, coalesce(row_attempt, attempts), att
 FROM jobs ORDER BY id;
 
 -- name: LoadEdges
--- Every target-to-prerequisite edge any job, live or ended, ever named.
+-- Every target-to-prerequisite edge any job, live or ended, ever named,
+-- after-ok and after-any alike (both order jobs; cycle checks count both).
 SELECT DISTINCT j.target_id, p.target_id FROM job_prereqs p JOIN jobs j ON j.id = p.job_id;
 
 -- name: LivePrereqs
-SELECT p.job_id, p.target_id FROM job_prereqs p JOIN jobs j ON j.id = p.job_id
+SELECT p.job_id, p.target_id, p.kind FROM job_prereqs p JOIN jobs j ON j.id = p.job_id
 WHERE j.state IN ('W','Q','H','E','B');
 
 -- name: SelectIDs

@@ -41,7 +41,7 @@ func (s *Store) load(ctx context.Context) error {
 	if err := s.arrays.Load(ctx, s.w); err != nil {
 		return err
 	}
-	prereqs, err := s.livePrereqs(ctx)
+	prereqs, afterAny, err := s.livePrereqs(ctx)
 	if err != nil {
 		return err
 	}
@@ -49,7 +49,7 @@ func (s *Store) load(ctx context.Context) error {
 		return err
 	}
 	now := s.now()
-	queued, err := s.loadJobs(ctx, prereqs, now)
+	queued, err := s.loadJobs(ctx, prereqs, afterAny, now)
 	if err != nil {
 		return err
 	}
@@ -147,31 +147,42 @@ func (s *Store) loadEdges(ctx context.Context) error {
 	return closeRows(rows)
 }
 
-// livePrereqs returns the prerequisite targets of every live job, by job id.
-func (s *Store) livePrereqs(ctx context.Context) (map[int64][]dag.TargetID, error) {
-	prereqs := map[int64][]dag.TargetID{}
+// livePrereqs returns the after-ok and the after-any prerequisite targets
+// of every live job, by job id.
+func (s *Store) livePrereqs(ctx context.Context) (prereqs, afterAny map[int64][]dag.TargetID, err error) {
+	prereqs, afterAny = map[int64][]dag.TargetID{}, map[int64][]dag.TargetID{}
 	rows, err := s.w.QueryContext(ctx, jobsSQL.Get("LivePrereqs"))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for rows.Next() {
 		var id int64
-		var t int32
-		if err := rows.Scan(&id, &t); err != nil {
+		var t, kind int32
+		if err := rows.Scan(&id, &t, &kind); err != nil {
 			rows.Close()
-			return nil, err
+			return nil, nil, err
 		}
-		prereqs[id] = append(prereqs[id], dag.TargetID(t))
+		if kind == prereqAfterAny {
+			afterAny[id] = append(afterAny[id], dag.TargetID(t))
+		} else {
+			prereqs[id] = append(prereqs[id], dag.TargetID(t))
+		}
 	}
-	return prereqs, closeRows(rows)
+	return prereqs, afterAny, closeRows(rows)
 }
+
+// job_prereqs.kind: what a job needs of a prerequisite target.
+const (
+	prereqAfterOK  = 0 // every job Done
+	prereqAfterAny = 1 // every job ended, in any state
+)
 
 // loadJobs makes one pass over every job: ended jobs only count toward
 // their target and queue (and Done ones teach the estimator their
 // runtimes); live ones enter the graph, and Executing ones get a fresh
 // lease from now with their placeholder known. It returns the Queued jobs
 // in id order.
-func (s *Store) loadJobs(ctx context.Context, prereqs map[int64][]dag.TargetID, now time.Time) ([]int64, error) {
+func (s *Store) loadJobs(ctx context.Context, prereqs, afterAny map[int64][]dag.TargetID, now time.Time) ([]int64, error) {
 	type count struct {
 		t, q int32
 		st   job.State
@@ -218,7 +229,7 @@ func (s *Store) loadJobs(ctx context.Context, prereqs map[int64][]dag.TargetID, 
 			}
 			continue
 		}
-		s.g.LoadJob(id, dag.Node{Target: dag.TargetID(t), Queue: q, Est: float32(est.Float64), State: state, Prereqs: prereqs[id]})
+		s.g.LoadJob(id, dag.Node{Target: dag.TargetID(t), Queue: q, Est: float32(est.Float64), State: state, Prereqs: prereqs[id], AfterAny: afterAny[id]})
 		if eq := s.queueIDs[q]; eq != nil {
 			eq.noteEst(est.Float64)
 		}

@@ -3,6 +3,7 @@ package metaqueue
 import (
 	"context"
 	"encoding/json"
+	"slices"
 
 	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/metaqueue/bundles"
@@ -27,14 +28,16 @@ const scanLimit = 16
 
 func newEdgeSet() edgeSet { return edgeSet{out: map[string][]string{}} }
 
+// add records a job's after-ok and after-any prerequisites alike: both
+// order jobs, so both close cycles.
 func (e *edgeSet) add(js *protocol.JobSpec) {
-	if len(js.Prereqs) == 0 {
+	if len(js.Prereqs)+len(js.AfterAny) == 0 {
 		return
 	}
 	have := e.out[js.Target]
 	set := e.long[js.Target]
 outer:
-	for _, p := range js.Prereqs {
+	for _, p := range slices.Concat(js.Prereqs, js.AfterAny) {
 		if set != nil {
 			if _, dup := set[p]; dup {
 				continue
@@ -132,7 +135,7 @@ type inserter struct {
 	rows     []row
 	now      int64
 	args     []any
-	prereqs  []any // (job id, target id) pairs not yet inserted
+	prereqs  []any // (job id, target id, kind) triples not yet inserted
 	// New targets not yet inserted: ids from targetFirst on, their names
 	// as a JSON array (targetNames, unterminated) of targetCount.
 	targetFirst dag.TargetID
@@ -187,14 +190,31 @@ func (in *inserter) add(js *protocol.JobSpec) error {
 		}
 		s.g.AddEdges(t, prereqs)
 	}
+	var afterAny []dag.TargetID
+	for _, name := range js.AfterAny {
+		p, err := in.target(name)
+		if err != nil {
+			return err
+		}
+		// A target also needed after-ok is needed Done: the stricter
+		// edge is the one kept (and job_prereqs keys a pair once).
+		if !slices.Contains(prereqs, p) && !slices.Contains(afterAny, p) {
+			afterAny = append(afterAny, p)
+		}
+	}
+	if len(afterAny) > 0 {
+		s.g.AddEdges(t, afterAny)
+	}
 	id := s.nextID
 	s.nextID++
 	in.rows = append(in.rows, row{queue: q.id, target: t, command: js.Command, cwd: js.Cwd, est: js.Est})
-	for _, p := range prereqs {
-		in.prereqs = append(in.prereqs, id, int32(p))
-		if len(in.prereqs) == 2*bulkRows {
-			if err := in.flushPrereqs(); err != nil {
-				return err
+	for kind, list := range [][]dag.TargetID{prereqs, afterAny} {
+		for _, p := range list {
+			in.prereqs = append(in.prereqs, id, int32(p), prereqAfterOK+kind)
+			if len(in.prereqs) == 3*bulkRows {
+				if err := in.flushPrereqs(); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -221,7 +241,7 @@ func (in *inserter) add(js *protocol.JobSpec) error {
 	if err := s.setPriority(id, js.Priority); err != nil {
 		return err
 	}
-	n := dag.Node{Target: t, Queue: q.id, Est: float32(js.Est), Prereqs: prereqs}
+	n := dag.Node{Target: t, Queue: q.id, Est: float32(js.Est), Prereqs: prereqs, AfterAny: afterAny}
 	if js.Hold {
 		n.State = job.Held
 	}
@@ -310,15 +330,15 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// flushPrereqs inserts the buffered prerequisite pairs: a full buffer in
+// flushPrereqs inserts the buffered prerequisite rows: a full buffer in
 // one statement, a final partial one row by row.
 func (in *inserter) flushPrereqs() error {
 	var err error
-	if len(in.prereqs) == 2*bulkRows {
+	if len(in.prereqs) == 3*bulkRows {
 		_, err = in.s.stmts.insPrereqs.Exec(in.prereqs...)
 	} else {
-		for i := 0; i < len(in.prereqs) && err == nil; i += 2 {
-			_, err = in.s.stmts.insPrereq.Exec(in.prereqs[i : i+2]...)
+		for i := 0; i < len(in.prereqs) && err == nil; i += 3 {
+			_, err = in.s.stmts.insPrereq.Exec(in.prereqs[i : i+3]...)
 		}
 	}
 	in.prereqs = in.prereqs[:0]

@@ -68,9 +68,10 @@ func (f *fakeSource) Job(_ context.Context, id int64) (protocol.JobDetail, error
 	}
 	exit := 0
 	return protocol.JobDetail{JobInfo: protocol.JobInfo{ID: 7, Queue: "default", Target: hostile, State: "D", Attempts: 2, Exit: &exit,
-		Site: "local", Host: "h", Command: hostile, Prereqs: []string{"pre"},
+		Site: "local", Host: "h", Command: hostile, Prereqs: []string{"pre"}, AfterAny: []string{"work"},
 		Accounting: protocol.Accounting{Elapsed: 12.5, Usage: protocol.Usage{CPUUser: 1.25, CPUSys: 0.5, MaxRSS: 3 << 20}}},
 		Stdout:    f.out,
+		WaitingOn: []protocol.TargetStatus{{Target: "work", AfterAny: true, Ended: true, Counts: map[string]int{"F": 1}}},
 		History:   []protocol.AttemptInfo{{Attempt: 1, Site: "local", Reason: "lost: " + hostile}},
 		Transfers: []protocol.TransferInfo{{Path: "in.fa", From: "local", To: "grid", Bytes: 1 << 20, Seconds: 0.5}},
 	}, nil
@@ -140,7 +141,7 @@ func TestPages(t *testing.T) {
 		{"/jobs?after=200", 200, []string{`href="/job/250"`}},
 		{"/jobs?state=Z", 400, nil},
 		{"/jobs?after=x", 400, nil},
-		{"/job/7", 200, []string{"hello from job 7", "lost: ", "1.0 MiB", `href="/target/pre"`, `\x1b`, "12.5s", "1.25s user, 0.50s sys", "3.0 MiB"}},
+		{"/job/7", 200, []string{"hello from job 7", "lost: ", "1.0 MiB", `href="/target/pre"`, `href="/target/work"`, "after any: ended", `\x1b`, "12.5s", "1.25s user, 0.50s sys", "3.0 MiB"}},
 		{"/job/8", 404, nil},
 		{"/job/abc", 400, nil},
 		{"/target/t1", 200, []string{"<svg", "class=\"node complete\"", "class=\"node bad\"", "2/2 done"}},

@@ -321,8 +321,8 @@ func printRow(tw io.Writer, j protocol.JobInfo, now time.Time, wide bool) {
 	if host == "" {
 		host = "-"
 	}
-	if (j.State == "W" || j.State == "B") && len(j.Prereqs) > 0 {
-		host = "<- " + prereqCell(j.Prereqs, wide)
+	if (j.State == "W" || j.State == "B") && len(j.Prereqs)+len(j.AfterAny) > 0 {
+		host = "<- " + prereqCell(prereqNames(j), wide)
 	}
 	exit := "-"
 	if j.Exit != nil {
@@ -334,6 +334,19 @@ func printRow(tw io.Writer, j protocol.JobInfo, now time.Time, wide bool) {
 	}
 	fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, protocol.Printable(j.Queue), protocol.Printable(j.Target), protocol.Printable(j.State), j.Attempts, host,
 		shortTime(j.Submitted, now), shortTime(j.Started, now), shortTime(j.Finished, now), exit, cmd)
+}
+
+// prereqNames lists a job's prerequisites for the HOST cell, its
+// after-any ones marked "any:".
+func prereqNames(j protocol.JobInfo) []string {
+	if len(j.AfterAny) == 0 {
+		return j.Prereqs
+	}
+	names := slices.Clip(j.Prereqs)
+	for _, t := range j.AfterAny {
+		names = append(names, "any:"+t)
+	}
+	return names
 }
 
 // prereqCell names a waiting or blocked job's prerequisites in the HOST
@@ -515,7 +528,17 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 		p("prerequisites", strings.Join(d.Prereqs, ", "))
 	}
 	for _, ts := range d.WaitingOn {
-		p("  "+ts.Target, targetStatus(ts))
+		if !ts.AfterAny {
+			p("  "+ts.Target, targetStatus(ts))
+		}
+	}
+	if len(d.AfterAny) > 0 {
+		p("after any", strings.Join(d.AfterAny, ", "))
+	}
+	for _, ts := range d.WaitingOn {
+		if ts.AfterAny {
+			p("  "+ts.Target, afterAnyStatus(ts))
+		}
 	}
 	p("attempts", fmt.Sprint(d.Attempts))
 	if d.Site != "" {
@@ -620,6 +643,40 @@ func targetStatus(ts protocol.TargetStatus) string {
 		s += "; " + strings.Join(parts, ", ")
 	}
 	return s
+}
+
+// afterAnyStatus describes an after-any prerequisite target: ended (with
+// how its jobs ended) or how many of its jobs have still to end.
+func afterAnyStatus(ts protocol.TargetStatus) string {
+	total, endedN := 0, 0
+	var ended, left []string
+	keys := make([]string, 0, len(ts.Counts))
+	for k := range ts.Counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		n := ts.Counts[k]
+		total += n
+		part := fmt.Sprintf("%d %s", n, job.State(k[0]).Name())
+		if s := job.State(k[0]); s == job.Done || s.Bad() {
+			ended = append(ended, part)
+			endedN += n
+		} else {
+			left = append(left, part)
+		}
+	}
+	jobs := "jobs"
+	if total == 1 {
+		jobs = "job"
+	}
+	switch {
+	case total == 0:
+		return "waiting: the target has no jobs yet"
+	case ts.Ended:
+		return fmt.Sprintf("ended (%d %s: %s)", total, jobs, strings.Join(ended, ", "))
+	}
+	return fmt.Sprintf("%d of %d ended; %s", endedN, total, strings.Join(left, ", "))
 }
 
 func fileLabel(kind string, i int) string {

@@ -30,7 +30,7 @@ const bulkChunkBytes = 1 << 20
 // Mqsub returns the mqsub command.
 func Mqsub(env Env) *cli.App {
 	app := NewApp("mqsub", "add a job to the metaqueue", env)
-	app.UsageText = `mqsub [-q QUEUE] [-p PREREQ_TARGET]... [-b] [-H] [--priority N] [--est SECONDS] [--time LIMIT]
+	app.UsageText = `mqsub [-q QUEUE] [-p PREREQ_TARGET]... [--after-any TARGET]... [-b] [-H] [--priority N] [--est SECONDS] [--time LIMIT]
          [-d DIR] [-o PATH] [-e PATH] [--in PATH[:SIZE]]... [--out PATH[:SIZE]]...
          [-c N] [--mem SIZE] [--gpus N] [--resource NAME=N]... TARGET COMMAND...
    mqsub -f FILE [-v NAME=VALUE]...   (one JSON job per line; - reads stdin)
@@ -39,8 +39,11 @@ func Mqsub(env Env) *cli.App {
    mqsub --rerun ID --command CMD
    mqsub --rerun [-q QUEUE] [-t TARGET] [-s STATES] [--all] [-Q]`
 	app.Description = `Adds a job to TARGET and prints its id. The job runs once every job of each
-prerequisite target is done. Several COMMAND words are joined with spaces; the
-command runs under /bin/sh -c in DIR (default: the current directory).
+prerequisite target is done (-p: sbatch's afterok), and every job of each
+--after-any target has ended, done or not (sbatch's afterany): a cleanup step
+that must run even when the step before it fails. Several COMMAND words are
+joined with spaces; the command runs under /bin/sh -c in DIR (default: the
+current directory).
 -o and -e write the job's stdout and stderr also to files, as qsub and sbatch
 do (on the host the job runs on, relative to DIR; without -e, stderr goes to
 -o's file; mq keeps every attempt's output too).
@@ -69,7 +72,8 @@ func mqsubFlags() []cli.Flag {
 	flags := []cli.Flag{
 		&cli.BoolFlag{Name: "version", Usage: "print the version"},
 		&cli.StringFlag{Name: "q", Aliases: []string{"queue"}, Usage: "queue (created on first use)", Value: protocol.DefaultQueue},
-		&cli.StringSliceFlag{Name: "p", Aliases: []string{"prereq"}, Usage: "prerequisite target (repeat, or a comma list)"},
+		&cli.StringSliceFlag{Name: "p", Aliases: []string{"prereq"}, Usage: "prerequisite target: every job of it done (repeat, or a comma list)"},
+		&cli.StringSliceFlag{Name: "after-any", Usage: "run after every job of `TARGET` has ended, done, failed, deleted or blocked, as sbatch's --dependency=afterany (repeat, or a comma list); in a file, \"after_any\": [...]"},
 		&cli.BoolFlag{Name: "b", Aliases: []string{"block"}, Usage: "wait for the job to end and exit with its exit status"},
 		&cli.StringFlag{Name: "est", Aliases: []string{"estimate"}, Usage: "expected runtime: seconds, or 2h, 04:00:00, 1-12:00:00"},
 		// No letter: sbatch's -t is --rerun's target here.
@@ -142,6 +146,9 @@ func mqsubAction(c *cli.Context, env Env) error {
 		if c.IsSet("time") {
 			return Usagef("--time does not go with --rerun: a job runs again as it was submitted")
 		}
+		if c.IsSet("p") || c.IsSet("after-any") {
+			return Usagef("-p and --after-any do not go with --rerun: a job runs again with its prerequisites")
+		}
 		if c.Bool("V") || c.IsSet("export") {
 			return Usagef("-V and --export do not go with --rerun: a job runs again as it was submitted")
 		}
@@ -157,6 +164,9 @@ func mqsubAction(c *cli.Context, env Env) error {
 		}
 		if c.IsSet("in") || c.IsSet("out") {
 			return Usagef("--in and --out go with one job; in a file give \"inputs\" and \"outputs\" on its lines")
+		}
+		if c.IsSet("p") || c.IsSet("after-any") {
+			return Usagef("-p and --after-any go with one job or an array; in a file give \"prereqs\" and \"after_any\" on its lines")
 		}
 		if f := stdioSet(c); f != "" {
 			return Usagef("%s goes with one job or an array; in a file give \"stdout\" and \"stderr\" on its lines", f)
@@ -217,16 +227,17 @@ func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
 		return err
 	}
 	js := protocol.JobSpec{
-		Queue:   c.String("q"),
-		Target:  c.Args().First(),
-		Prereqs: splitList(c.StringSlice("p")),
-		Command: strings.Join(c.Args().Tail(), " "),
-		Cwd:     dir,
-		Est:     est,
-		Time:    limit,
-		Inputs:  c.Generic("in").(*fileList).files,
-		Outputs: c.Generic("out").(*fileList).files,
-		Env:     c.Generic("v").(*envList).env,
+		Queue:    c.String("q"),
+		Target:   c.Args().First(),
+		Prereqs:  splitList(c.StringSlice("p")),
+		AfterAny: splitList(c.StringSlice("after-any")),
+		Command:  strings.Join(c.Args().Tail(), " "),
+		Cwd:      dir,
+		Est:      est,
+		Time:     limit,
+		Inputs:   c.Generic("in").(*fileList).files,
+		Outputs:  c.Generic("out").(*fileList).files,
+		Env:      c.Generic("v").(*envList).env,
 
 		NoReplicate: c.Bool("no-replicate"),
 		Resources:   res,
@@ -264,7 +275,7 @@ func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
 	if !c.Bool("b") {
 		return nil
 	}
-	if len(js.Prereqs) > 0 {
+	if len(js.Prereqs)+len(js.AfterAny) > 0 {
 		warnNoJobs(c, cl, []int64{id})
 	}
 	timeout := c.Duration("timeout")
@@ -361,6 +372,10 @@ func jobExit(e protocol.JobEnd) error {
 
 func jobDir(c *cli.Context, env Env) (string, error) {
 	if d := c.String("d"); d != "" {
+		if kind, _, ok := strings.Cut(d, ":"); (ok && strings.HasPrefix(kind, "after")) || d == "singleton" {
+			// sbatch's -d is --dependency; mqsub's is the directory.
+			return "", Usagef("-d %s is sbatch's dependency; mqsub's -d is the working directory: %s", d, dependencyHint(d))
+		}
 		abs, err := filepath.Abs(d)
 		if err != nil {
 			return "", Usagef("working directory %q: %v", d, err)

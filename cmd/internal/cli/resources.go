@@ -108,6 +108,7 @@ var hints = []hint{
 	{names: []string{"exclusive"}, bool: true, from: "Slurm", say: func(string) string {
 		return "ask for all of a placeholder's cores with --cpus N (and its memory with --mem SIZE)"
 	}},
+	{names: []string{"dependency"}, from: "Slurm", say: dependencyHint},
 	{names: []string{"l", "resource-list"}, from: "qsub", say: qsubLHint}, // qsub's man page calls it resource_list
 	{names: []string{"pe"}, from: "SGE", say: nil},                        // hintError: its N is the next argument
 }
@@ -277,3 +278,16 @@ placeholder (docs/guide/submitting.md, "Resources"); with -f they are
 the default of lines that do not say. Slurm's and qsub's spellings
 (--ntasks, --gres, --mem-per-cpu, -l nodes=1:ppn=4, ...) are answered with
 the mq flag to write.`
+
+// dependencyHint answers sbatch's --dependency=TYPE:JOBID[:JOBID...]: mq
+// jobs wait on targets (all of a target's jobs), not on job ids.
+func dependencyHint(v string) string {
+	kind, _, _ := strings.Cut(v, ":")
+	switch kind {
+	case "afterany":
+		return "mq waits on targets, not job ids: --after-any TARGET runs after every job of TARGET has ended, in any state"
+	case "afterok":
+		return "mq waits on targets, not job ids: -p TARGET runs after every job of TARGET is done"
+	}
+	return "mq waits on targets, not job ids: -p TARGET (afterok) or --after-any TARGET (afterany)"
+}

@@ -5,7 +5,9 @@
 // the largest expected runtime among t's jobs (declared, else the
 // target's learned mean, else policy.UnknownRuntime) and down[t] the
 // largest est+down of the targets that list t as a prerequisite; a job of
-// t ranks at its own expected runtime plus down[t].
+// t ranks at its own expected runtime plus down[t]. An after-any
+// prerequisite is a prerequisite here too (dag's Prereqs lists both
+// kinds): its jobs still run before the job that names it.
 //
 // Submissions only add jobs and edges, so b-levels only grow: a submit
 // raises down along the prerequisites of the targets it added jobs to

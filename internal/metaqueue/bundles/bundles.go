@@ -86,7 +86,9 @@ func Check(req protocol.Submit) error {
 		targets[js.Target] = true
 	}
 	for i, js := range req.Jobs {
-		for _, p := range js.Prereqs {
+		// An after-any edge orders jobs too: inside a bundle it could
+		// only wait on the bundle's own run.
+		for _, p := range slices.Concat(js.Prereqs, js.AfterAny) {
 			if targets[p] {
 				return protocol.Errorf(protocol.CodeBadRequest,
 					"job %d: a job of a bundle cannot wait on target %s of the same bundle (the bundle runs in order anyway)", i+1, p)

@@ -55,6 +55,7 @@ func TargetGraph(g Graph, name string, limit int) (nodes []TargetNode, truncated
 		n := &nodes[index[it.id]]
 		n.Depth = it.depth
 		n.Total, n.Done, n.Bad = g.Counts(it.id)
+		// After-any edges are drawn as edges: they order jobs too.
 		for _, p := range g.Prereqs(it.id) {
 			k, seen := index[p]
 			if !seen {

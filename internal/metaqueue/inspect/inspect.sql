@@ -8,11 +8,12 @@
 -- WHERE, ORDER BY and LIMIT.
 SELECT j.id, q.name, t.name, j.state, j.attempts, j.exit, coalesce(p.site, ''),
 	coalesce(p.host, ''), j.submitted, j.started, j.finished, j.command, j.cwd, j.est, coalesce(j.reason, ''),
-	coalesce((SELECT group_concat(t2.name, char(10)) FROM job_prereqs jp JOIN targets t2 ON t2.id = jp.target_id WHERE jp.job_id = j.id), ''),
+	coalesce((SELECT group_concat(t2.name, char(10)) FROM job_prereqs jp JOIN targets t2 ON t2.id = jp.target_id WHERE jp.job_id = j.id AND jp.kind = 0), ''),
 	coalesce(j.placeholder_id, 0), coalesce(p.out_dir, ''), coalesce(j.row_attempt, j.attempts), j.cpu_user, j.cpu_sys, j.max_rss,
 	(SELECT c.cost FROM charges c WHERE c.job_id = j.id AND c.attempt = coalesce(j.row_attempt, j.attempts)),
 	coalesce((SELECT pr.priority FROM job_priority pr WHERE pr.job_id = j.id), 0),
-	coalesce((SELECT r.resources FROM job_resources r WHERE r.job_id = j.id), '')
+	coalesce((SELECT r.resources FROM job_resources r WHERE r.job_id = j.id), ''),
+	coalesce((SELECT group_concat(t2.name, char(10)) FROM job_prereqs jp JOIN targets t2 ON t2.id = jp.target_id WHERE jp.job_id = j.id AND jp.kind = 1), '')
 FROM jobs j JOIN queues q ON q.id = j.queue_id JOIN targets t ON t.id = j.target_id
 LEFT JOIN placeholders p ON p.id = j.placeholder_id;
 
@@ -24,11 +25,11 @@ WHERE j.target_id = (SELECT jp.target_id FROM job_prereqs jp JOIN targets t ON t
 GROUP BY j.state;
 
 -- name: Blockers
--- The failed, deleted or blocked jobs of job ?'s prerequisite targets, the
--- blocked ones last.
+-- The failed, deleted or blocked jobs of job ?'s after-ok prerequisite
+-- targets (an after-any one never blocks), the blocked ones last.
 SELECT j.id, t.name, j.state FROM job_prereqs jp
 JOIN jobs j ON j.target_id = jp.target_id JOIN targets t ON t.id = j.target_id
-WHERE jp.job_id = ? AND j.state IN ('F', 'X', 'B')
+WHERE jp.job_id = ? AND jp.kind = 0 AND j.state IN ('F', 'X', 'B')
 ORDER BY j.state = 'B', j.id LIMIT 1000;
 
 -- name: History

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/mq-hpc/mq/job"
@@ -25,7 +26,7 @@ func (r *Reader) Job(ctx context.Context, id int64) (protocol.JobDetail, error) 
 		d.Stdout, d.Stderr = job.OutputPaths(row.outDir, id, row.attempt)
 		d.StdoutCopy, d.StderrCopy = r.copies(row.outDir, id, row.attempt)
 	}
-	if d.WaitingOn, err = r.waitingOn(ctx, id, row.Prereqs); err != nil {
+	if d.WaitingOn, err = r.waitingOn(ctx, id, row.Prereqs, row.AfterAny); err != nil {
 		return d, err
 	}
 	if d.State == string(job.Blocked) {
@@ -108,15 +109,16 @@ func (r *Reader) copies(outDir string, id int64, attempt int) (stdout, stderr st
 
 // waitingOn counts the jobs of each of job id's prerequisite targets by
 // state, by the job's own prerequisite rows: target names have no index.
-func (r *Reader) waitingOn(ctx context.Context, id int64, prereqs []string) ([]protocol.TargetStatus, error) {
+// The after-any targets come last.
+func (r *Reader) waitingOn(ctx context.Context, id int64, prereqs, afterAny []string) ([]protocol.TargetStatus, error) {
 	var out []protocol.TargetStatus
-	for _, name := range prereqs {
-		ts := protocol.TargetStatus{Target: name, Counts: map[string]int{}}
+	for i, name := range slices.Concat(prereqs, afterAny) {
+		ts := protocol.TargetStatus{Target: name, AfterAny: i >= len(prereqs), Counts: map[string]int{}}
 		rows, err := r.db.QueryContext(ctx, queries.Get("PrereqStates"), id, name)
 		if err != nil {
 			return nil, err
 		}
-		total, done := 0, 0
+		total, done, ended := 0, 0, 0
 		for rows.Next() {
 			var st string
 			var n int
@@ -129,11 +131,15 @@ func (r *Reader) waitingOn(ctx context.Context, id int64, prereqs []string) ([]p
 			if st == string(job.Done) {
 				done = n
 			}
+			if s := job.State(st[0]); s == job.Done || s.Bad() {
+				ended += n
+			}
 		}
 		if err := closeRows(rows); err != nil {
 			return nil, err
 		}
 		ts.Complete = total > 0 && done == total
+		ts.Ended = total > 0 && ended == total
 		out = append(out, ts)
 	}
 	return out, nil

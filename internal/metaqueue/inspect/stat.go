@@ -34,11 +34,11 @@ func scanStat(rows *sql.Rows) (statRow, error) {
 	var r statRow
 	var exit, submitted, started, finished sql.NullInt64
 	var est sql.NullFloat64
-	var st, prereqs, res string
+	var st, prereqs, res, afterAny string
 	var use Usage
 	err := rows.Scan(&r.ID, &r.Queue, &r.Target, &st, &r.Attempts, &exit, &r.Site, &r.Host, &submitted, &started,
 		&finished, &r.Command, &r.Cwd, &est, &r.Reason, &prereqs, &r.placeholder, &r.outDir, &r.attempt,
-		&use.User, &use.Sys, &use.RSS, &use.Cost, &r.Priority, &res)
+		&use.User, &use.Sys, &use.RSS, &use.Cost, &r.Priority, &res, &afterAny)
 	if err != nil {
 		return r, err
 	}
@@ -59,6 +59,9 @@ func scanStat(rows *sql.Rows) (statRow, error) {
 	r.Prereqs = []string{}
 	if prereqs != "" {
 		r.Prereqs = strings.Split(prereqs, "\n")
+	}
+	if afterAny != "" {
+		r.AfterAny = strings.Split(afterAny, "\n")
 	}
 	return r, nil
 }

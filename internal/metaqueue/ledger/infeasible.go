@@ -198,9 +198,13 @@ func (l *Ledger) Check(v View, now time.Time) []Parked {
 			if ends == nil {
 				return
 			}
-			for _, p := range j.Prereqs {
-				if int(p) < len(ends) {
-					wait = max(wait, ends[p])
+			// An after-any prerequisite orders the job as an after-ok one
+			// does: it starts no earlier than the target's jobs end.
+			for _, list := range [2][]dag.TargetID{j.Prereqs, j.AfterAny} {
+				for _, p := range list {
+					if int(p) < len(ends) {
+						wait = max(wait, ends[p])
+					}
 				}
 			}
 		}
@@ -304,6 +308,14 @@ func (l *Ledger) earliestEnds(v View, queues map[int32]Queue, now time.Time) []f
 		}
 		for _, p := range j.Prereqs {
 			if int(p) < nt && !g.Complete(p) {
+				tp := node(p)
+				next[tp] = append(next[tp], x)
+			}
+		}
+		// An after-any target orders the job until it has ended; its
+		// failed jobs are no longer in the walk, so it waits on the rest.
+		for _, p := range j.AfterAny {
+			if int(p) < nt && !g.Ended(p) {
 				tp := node(p)
 				next[tp] = append(next[tp], x)
 			}

@@ -116,6 +116,7 @@ func (l *Ledger) StageOrder(g *dag.Graph, queues []int32, nextJob int64, now tim
 		if !ok {
 			continue
 		}
+		// After-any edges are in Prereqs: a queue feeds the next either way.
 		for _, p := range g.Prereqs(t) {
 			qp, ok := g.TargetQueue(p)
 			from, known := ids[qp]

@@ -79,6 +79,8 @@ func problemGraph(ctx context.Context, db DB, target string, root int64, est Est
 		if err := closeRows(rows); err != nil {
 			return nil, err
 		}
+		// After-any rows (kind 1) come too: a planned job starts after
+		// them as after an after-ok prerequisite.
 		prow, err := db.QueryContext(ctx, queries.Get("TargetPrereqs"), t)
 		if err != nil {
 			return nil, err

@@ -43,6 +43,8 @@ func addedColumns(version int) []column {
 		}
 	case 23:
 		return []column{{"attempts", "command TEXT"}}
+	case 24:
+		return []column{{"job_prereqs", "kind INTEGER NOT NULL DEFAULT 0 CHECK (kind IN (0, 1))"}}
 	}
 	return nil
 }

@@ -42,6 +42,10 @@ func Append(b []byte, js *protocol.JobSpec) []byte {
 	for _, p := range js.Prereqs {
 		b = appendString(b, p)
 	}
+	b = binary.AppendUvarint(b, uint64(len(js.AfterAny)))
+	for _, p := range js.AfterAny {
+		b = appendString(b, p)
+	}
 	for _, files := range [][]protocol.File{js.Inputs, js.Outputs} {
 		b = binary.AppendUvarint(b, uint64(len(files)))
 		for _, f := range files {
@@ -108,6 +112,16 @@ func Read(r *bufio.Reader, js *protocol.JobSpec) (err error) {
 			return err
 		}
 		js.Prereqs = append(js.Prereqs, p)
+	}
+	if n, err = readCount(r, 10000); err != nil {
+		return err
+	}
+	for ; n > 0; n-- {
+		p, err := readString(r)
+		if err != nil {
+			return err
+		}
+		js.AfterAny = append(js.AfterAny, p)
 	}
 	for _, files := range []*[]protocol.File{&js.Inputs, &js.Outputs} {
 		if *files, err = readFiles(r); err != nil {

@@ -19,7 +19,7 @@ func specs() []protocol.JobSpec {
 		{},
 		{Target: "t", Command: "true"},
 		{Queue: "q", Target: "a/b", Command: "echo 'x y'\n", Cwd: "/home/u", Est: 12.5,
-			Prereqs: []string{"p1", "p2"}},
+			Prereqs: []string{"p1", "p2"}, AfterAny: []string{"a1"}},
 		{Target: "files", Command: "cat in > out",
 			Inputs:  []protocol.File{{Path: "/d/in", Size: size(0)}, {Path: "/d/rel", Rel: true, MTime: 1700000000123456789}},
 			Outputs: []protocol.File{{Path: "/d/out", Size: size(1 << 40), MTime: -1}}},
@@ -73,11 +73,12 @@ func TestReadBad(t *testing.T) {
 		{"cut in the resources", good[:len(good)-1], io.ErrUnexpectedEOF},
 		{"string longer than a frame", []byte{0xff, 0xff, 0xff, 0xff, 0x0f}, ErrCorrupt},
 		{"too many prereqs", at(0xff, 0xff, 0x03), ErrCorrupt},
-		{"too many inputs", at(0, 0xff, 0xff, 0x03), ErrCorrupt},
-		{"too many outputs", at(0, 0, 0xff, 0xff, 0x03), ErrCorrupt},
-		{"too many env entries", at(0, 0, 0, 0xff, 0xff, 0x7f), ErrCorrupt},
+		{"too many after-any targets", at(0, 0xff, 0xff, 0x03), ErrCorrupt},
+		{"too many inputs", at(0, 0, 0xff, 0xff, 0x03), ErrCorrupt},
+		{"too many outputs", at(0, 0, 0, 0xff, 0xff, 0x03), ErrCorrupt},
+		{"too many env entries", at(0, 0, 0, 0, 0xff, 0xff, 0x7f), ErrCorrupt},
 		{"varint overflow", bytes.Repeat([]byte{0xff}, 11), nil},
-		{"resources not JSON", at(0, 0, 0, 0, 4, 0, 1, '{'), ErrCorrupt},
+		{"resources not JSON", at(0, 0, 0, 0, 0, 4, 0, 1, '{'), ErrCorrupt},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -19,12 +19,8 @@ var (
 	targetsFile string
 	//go:embed queues.sql
 	queuesFile string
-	//go:embed placeholders.sql
-	placeholdersFile string
 	//go:embed attempts.sql
 	attemptsFile string
-	//go:embed sites.sql
-	sitesFile string
 	//go:embed meta.sql
 	metaFile string
 	//go:embed conn.sql
@@ -32,14 +28,12 @@ var (
 )
 
 var (
-	jobsSQL         = sqlfile.MustParse("jobs.sql", jobsFile)
-	targetsSQL      = sqlfile.MustParse("targets.sql", targetsFile)
-	queuesSQL       = sqlfile.MustParse("queues.sql", queuesFile)
-	placeholdersSQL = sqlfile.MustParse("placeholders.sql", placeholdersFile)
-	attemptsSQL     = sqlfile.MustParse("attempts.sql", attemptsFile)
-	sitesSQL        = sqlfile.MustParse("sites.sql", sitesFile)
-	metaSQL         = sqlfile.MustParse("meta.sql", metaFile)
-	connSQL         = sqlfile.MustParse("conn.sql", connFile)
+	jobsSQL     = sqlfile.MustParse("jobs.sql", jobsFile)
+	targetsSQL  = sqlfile.MustParse("targets.sql", targetsFile)
+	queuesSQL   = sqlfile.MustParse("queues.sql", queuesFile)
+	attemptsSQL = sqlfile.MustParse("attempts.sql", attemptsFile)
+	metaSQL     = sqlfile.MustParse("meta.sql", metaFile)
+	connSQL     = sqlfile.MustParse("conn.sql", connFile)
 )
 
 // The query builders below shape a query from its file at run time, where

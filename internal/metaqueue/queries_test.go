@@ -23,14 +23,12 @@ var coreQueries = map[string]struct {
 	varName string
 	q       sqlfile.Queries
 }{
-	"jobs.sql":         {"jobsSQL", jobsSQL},
-	"targets.sql":      {"targetsSQL", targetsSQL},
-	"queues.sql":       {"queuesSQL", queuesSQL},
-	"placeholders.sql": {"placeholdersSQL", placeholdersSQL},
-	"attempts.sql":     {"attemptsSQL", attemptsSQL},
-	"sites.sql":        {"sitesSQL", sitesSQL},
-	"meta.sql":         {"metaSQL", metaSQL},
-	"conn.sql":         {"connSQL", connSQL},
+	"jobs.sql":     {"jobsSQL", jobsSQL},
+	"targets.sql":  {"targetsSQL", targetsSQL},
+	"queues.sql":   {"queuesSQL", queuesSQL},
+	"attempts.sql": {"attemptsSQL", attemptsSQL},
+	"meta.sql":     {"metaSQL", metaSQL},
+	"conn.sql":     {"connSQL", connSQL},
 }
 
 // fragments are queries that name a row of an enclosing query, and the

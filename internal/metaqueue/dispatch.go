@@ -289,6 +289,15 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out outcome, r proto
 	return s.endAttempt(id, j, ru, out, r)
 }
 
+// siteName is placeholder ph's site.
+func (s *Store) siteName(ph int64) (string, error) {
+	at, err := s.phSite(ph)
+	if err != nil {
+		return "", err
+	}
+	return s.data.SiteAt(at).Site, nil
+}
+
 // matchParked hands ready jobs to waiting placeholders in arrival order and
 // returns those answered (they are told after the commit).
 func (s *Store) matchParked() ([]*parkedNext, error) {

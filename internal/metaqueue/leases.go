@@ -129,15 +129,6 @@ func (s *Store) expire() error {
 	return nil
 }
 
-// siteName is placeholder ph's site.
-func (s *Store) siteName(ph int64) (string, error) {
-	at, err := s.phSite(ph)
-	if err != nil {
-		return "", err
-	}
-	return s.data.SiteAt(at).Site, nil
-}
-
 // noticeStall gives every executing job a fresh lease, as after a restart,
 // when the core has not checked leases for longer than
 // placeholders.StallAfter: the placeholders' silence was then the CLS's

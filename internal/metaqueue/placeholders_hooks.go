@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/metaqueue/placeholders"
-	"github.com/mq-hpc/mq/internal/resource"
-	"github.com/mq-hpc/mq/internal/wire"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -14,8 +12,8 @@ import (
 // (internal/metaqueue/placeholders): the registry, its sweep of rows gone
 // for good, the lease decisions and the sites' specs. The core forwards
 // the public calls, and applies what the module answers: a registration
-// or a site change tells the other features (packing, DC, the ledger, the
-// catalog); a placeholder deleted is forgotten by DC.
+// tells the other features (packing, DC, the ledger); a placeholder
+// deleted is forgotten by DC. Sites are in sites.go, leases in leases.go.
 
 // placeholdersErr makes the module's database failures the core's.
 func placeholdersErr(err error) error {
@@ -96,75 +94,4 @@ func (s *Store) sweepPlaceholders(now time.Time) error {
 	}
 	s.log.Info("deleted the rows of placeholders gone for good", "placeholders", len(gone))
 	return nil
-}
-
-// AddSite stores a new site.
-func (s *Store) AddSite(ctx context.Context, spec protocol.SiteSpec) error {
-	return s.doDurable(ctx, func() error {
-		if err := s.begin(); err != nil {
-			return err
-		}
-		if err := placeholders.AddSite(context.Background(), s.w, spec, s.now()); err != nil {
-			return placeholdersErr(err)
-		}
-		if s.cat.AddSite(spec.Name, spec) {
-			s.data.SetNodeLocal(spec.Name, spec.NodeLocal, true)
-			s.data.Bump()
-		}
-		s.ledger.SetPrice(spec.Name, spec.Price)
-		s.pack.Site(spec.Name, wire.SiteCapacity(spec))
-		return nil
-	})
-}
-
-// UpdateSite stores a site's changed settings.
-func (s *Store) UpdateSite(ctx context.Context, spec protocol.SiteSpec) error {
-	return s.doDurable(ctx, func() error {
-		if err := s.begin(); err != nil {
-			return err
-		}
-		if err := placeholders.UpdateSite(context.Background(), s.w, spec); err != nil {
-			return placeholdersErr(err)
-		}
-		s.ledger.SetPrice(spec.Name, spec.Price)
-		s.pack.Site(spec.Name, wire.SiteCapacity(spec))
-		return nil
-	})
-}
-
-// RemoveSite deletes a site.
-func (s *Store) RemoveSite(ctx context.Context, name string) error {
-	return s.doDurable(ctx, func() error {
-		if err := s.begin(); err != nil {
-			return err
-		}
-		if err := placeholders.RemoveSite(context.Background(), s.w, name); err != nil {
-			return placeholdersErr(err)
-		}
-		s.cat.RemoveSite(name)
-		s.data.SetNodeLocal(name, false, false)
-		s.ledger.RemoveSite(name)
-		s.pack.Site(name, resource.Capacity{})
-		return nil
-	})
-}
-
-// Sites lists the stored sites by name.
-func (s *Store) Sites(ctx context.Context) ([]protocol.SiteSpec, error) {
-	var out []protocol.SiteSpec
-	err := s.do(ctx, func() error {
-		if err := s.begin(); err != nil {
-			return err
-		}
-		var err error
-		out, err = placeholders.Sites(context.Background(), s.w)
-		return placeholdersErr(err)
-	})
-	return out, err
-}
-
-// eachSiteSpec calls f with every stored site's spec, on the writer's
-// connection (loading).
-func (s *Store) eachSiteSpec(ctx context.Context, f func(name string, spec protocol.SiteSpec)) error {
-	return placeholders.EachSite(ctx, s.w, f)
 }

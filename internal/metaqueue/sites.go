@@ -4,14 +4,93 @@ import (
 	"context"
 
 	"github.com/mq-hpc/mq/internal/metaqueue/packing"
+	"github.com/mq-hpc/mq/internal/metaqueue/placeholders"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/internal/resource"
+	"github.com/mq-hpc/mq/internal/wire"
 	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
 )
 
 // maxExamined bounds how many ready entries SiteDemand looks at, so a huge
 // backlog of jobs too long for a site never stalls the core.
 const maxExamined = 100_000
+
+// The sites' specs are the placeholders module's (placeholders.AddSite,
+// ...); the core runs each change in a durable batch and tells the other
+// features what it means: the catalog and DC (node-local storage), the
+// ledger (prices), packing (the placeholders' shape).
+
+// siteChange runs change, the module's write, in a durable batch, and
+// then apply.
+func (s *Store) siteChange(ctx context.Context, change func() error, apply func()) error {
+	return s.doDurable(ctx, func() error {
+		if err := s.begin(); err != nil {
+			return err
+		}
+		if err := change(); err != nil {
+			return placeholdersErr(err)
+		}
+		apply()
+		return nil
+	})
+}
+
+// AddSite stores a new site.
+func (s *Store) AddSite(ctx context.Context, spec protocol.SiteSpec) error {
+	return s.siteChange(ctx, func() error {
+		return placeholders.AddSite(context.Background(), s.w, spec, s.now())
+	}, func() {
+		if s.cat.AddSite(spec.Name, spec) {
+			s.data.SetNodeLocal(spec.Name, spec.NodeLocal, true)
+			s.data.Bump()
+		}
+		s.ledger.SetPrice(spec.Name, spec.Price)
+		s.pack.Site(spec.Name, wire.SiteCapacity(spec))
+	})
+}
+
+// UpdateSite stores a site's changed settings.
+func (s *Store) UpdateSite(ctx context.Context, spec protocol.SiteSpec) error {
+	return s.siteChange(ctx, func() error {
+		return placeholders.UpdateSite(context.Background(), s.w, spec)
+	}, func() {
+		s.ledger.SetPrice(spec.Name, spec.Price)
+		s.pack.Site(spec.Name, wire.SiteCapacity(spec))
+	})
+}
+
+// RemoveSite deletes a site.
+func (s *Store) RemoveSite(ctx context.Context, name string) error {
+	return s.siteChange(ctx, func() error {
+		return placeholders.RemoveSite(context.Background(), s.w, name)
+	}, func() {
+		s.cat.RemoveSite(name)
+		s.data.SetNodeLocal(name, false, false)
+		s.ledger.RemoveSite(name)
+		s.pack.Site(name, resource.Capacity{})
+	})
+}
+
+// Sites lists the stored sites by name.
+func (s *Store) Sites(ctx context.Context) ([]protocol.SiteSpec, error) {
+	var out []protocol.SiteSpec
+	err := s.do(ctx, func() error {
+		if err := s.begin(); err != nil {
+			return err
+		}
+		var err error
+		out, err = placeholders.Sites(context.Background(), s.w)
+		return placeholdersErr(err)
+	})
+	return out, err
+}
+
+// eachSiteSpec calls f with every stored site's spec, on the writer's
+// connection (loading).
+func (s *Store) eachSiteSpec(ctx context.Context, f func(name string, spec protocol.SiteSpec)) error {
+	return placeholders.EachSite(ctx, s.w, f)
+}
 
 // SiteDemand says how much work a site's placeholders could do: ready jobs
 // a placeholder with walltime seconds left could take (as dispatch would

@@ -383,7 +383,7 @@ func (s *Store) loadCopies(ctx context.Context, now time.Time) error {
 		}
 		c := &run{attempt: r.Attempt, used: 1, placeholder: r.Placeholder, lease: now.Add(s.opt.Lease), started: r.Started}
 		s.copyRuns[r.Job] = append(s.copyRuns[r.Job], c)
-		s.phs[r.Placeholder] = true
+		s.phKnow(r.Placeholder)
 		// Running copies take their reservations and places under the
 		// planner's caps again, as the job rows' own attempts do
 		// (loadJobs).

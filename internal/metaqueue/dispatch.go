@@ -30,57 +30,6 @@ func need(est float32, q *queue) float64 {
 	return q.Ceiling
 }
 
-// Register records a placeholder (or renews one reconnecting with its id)
-// and returns its id.
-func (s *Store) Register(ctx context.Context, r protocol.Register) (protocol.RegisterReply, error) {
-	return s.RegisterAs(ctx, r, "")
-}
-
-// RegisterAs is Register for a peer with an identity (the credential its
-// transport proved). A placeholder reclaims its id after a reconnect only
-// with the same site, host and identity, so one key cannot take over the
-// jobs of a placeholder that another key started.
-func (s *Store) RegisterAs(ctx context.Context, r protocol.Register, identity string) (protocol.RegisterReply, error) {
-	if r.Site == "" || r.Host == "" {
-		return protocol.RegisterReply{}, protocol.Errorf(protocol.CodeBadRequest, "register needs a site and a host")
-	}
-	if r.Slots < 1 || r.Slots > 4096 {
-		return protocol.RegisterReply{}, protocol.Errorf(protocol.CodeBadRequest, "slots must be 1..4096, not %d", r.Slots)
-	}
-	if err := protocol.CheckSeconds("walltime_s", r.Walltime); err != nil {
-		return protocol.RegisterReply{}, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
-	}
-	var id int64
-	err := s.do(ctx, func() error {
-		if err := s.begin(); err != nil {
-			return err
-		}
-		now := micros(s.now())
-		if r.ID > 0 {
-			res, err := s.stmts.touchPlaceholder.Exec(r.PID, r.Slots, now, r.ID, r.Site, r.Host, identity)
-			if err != nil {
-				return fatalError{err}
-			}
-			if n, _ := res.RowsAffected(); n == 1 {
-				id = r.ID
-			}
-		}
-		isNew := id == 0
-		if isNew {
-			if err := s.stmts.insPlaceholder.QueryRow(r.Site, r.Host, r.PID, r.OutDir, r.Slots, now, now, identity).Scan(&id); err != nil {
-				return fatalError{err}
-			}
-		}
-		s.phRegistered(id, isNew)
-		s.phs[id] = true
-		s.phCapacity(id, r)
-		s.data.SetPlaceholder(id, r.Site, r.Host)
-		s.ledger.KnowSite(r.Site)
-		return nil
-	})
-	return protocol.RegisterReply{ID: id, LeaseS: s.opt.Lease.Seconds(), HeartbeatS: s.opt.Heartbeat.Seconds()}, err
-}
-
 type parkedNext struct {
 	call     *call
 	req      protocol.Next
@@ -116,7 +65,7 @@ func (s *Store) Next(ctx context.Context, req protocol.Next) (protocol.NextReply
 	wait := min(time.Duration(req.WaitMS)*time.Millisecond, 5*time.Minute)
 	c := &call{ctx: ctx, done: make(chan struct{})}
 	c.fn = func() error {
-		if _, ok := s.phs[req.Placeholder]; !ok {
+		if !s.reg.Known(req.Placeholder) {
 			return protocol.Errorf(protocol.CodeNotFound, "unknown placeholder %d: register first", req.Placeholder)
 		}
 		if err := s.report(req.Placeholder, req.Reports); err != nil {
@@ -340,106 +289,6 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out outcome, r proto
 	return s.endAttempt(id, j, ru, out, r)
 }
 
-// Heartbeat renews the leases of the attempts a placeholder runs and
-// returns those it must kill: any it runs that the metaqueue does not have
-// Executing with it (deleted, requeued after a lost lease, or another
-// placeholder's). A placeholder can only renew or report its own jobs.
-func (s *Store) Heartbeat(ctx context.Context, hb protocol.Heartbeat) (protocol.HeartbeatReply, error) {
-	var reply protocol.HeartbeatReply
-	err := s.do(ctx, func() error {
-		if !s.phs[hb.Placeholder] {
-			return protocol.Errorf(protocol.CodeNotFound, "unknown placeholder %d: register first", hb.Placeholder)
-		}
-		if s.plans.Active() {
-			if err := s.planAlive(hb.Placeholder); err != nil {
-				return err
-			}
-		}
-		lease := s.now().Add(s.opt.Lease)
-		for _, c := range hb.Claim {
-			// The first attempt of a job to claim wins; the others are
-			// killed below (a loser's claim finds its attempt gone).
-			if ru := s.runOf(c.ID, c.Attempt, hb.Placeholder); ru != nil {
-				if err := s.win(c.ID, ru); err != nil {
-					return err
-				}
-				reply.Won = append(reply.Won, c)
-			} else if !slices.Contains(hb.Running, c) {
-				reply.Kill = append(reply.Kill, c)
-			}
-		}
-		for _, r := range hb.Running {
-			ru := s.runOf(r.ID, r.Attempt, hb.Placeholder)
-			if ru == nil {
-				// Deleted, requeued, lost a race, or never this
-				// placeholder's: stop it.
-				reply.Kill = append(reply.Kill, r)
-				continue
-			}
-			ru.lease = lease
-		}
-		return nil
-	})
-	return reply, err
-}
-
-// Holds reports whether placeholder ph holds attempt of job id now: the
-// only time it may stage that attempt's output.
-func (s *Store) Holds(ctx context.Context, ph, id int64, attempt int) (bool, error) {
-	var ok bool
-	err := s.do(ctx, func() error {
-		ok = s.runOf(id, attempt, ph) != nil
-		return nil
-	})
-	return ok, err
-}
-
-// expire requeues (or fails) jobs whose lease ran out and answers parked
-// requests whose wait is over. It runs on the core's tick.
-func (s *Store) expire() error {
-	now := s.now()
-	s.noticeStall(now)
-	for id, ru := range s.running {
-		if now.Before(ru.lease) {
-			continue
-		}
-		j, ok := s.g.Node(id)
-		if !ok {
-			s.stopRun(id)
-			continue
-		}
-		s.log.Warn("lease expired; requeueing", "job", id, "attempt", ru.attempt, "placeholder", ru.placeholder)
-		reason := fmt.Sprintf("lost: no heartbeat from placeholder %d for %s", ru.placeholder, s.opt.Lease)
-		if err := s.attemptEnded(id, j, ru, lost, protocol.Report{Finished: now, Reason: reason}); err != nil {
-			return err
-		}
-	}
-	for id, cs := range s.copyRuns {
-		for _, c := range slices.Clone(cs) {
-			if now.Before(c.lease) {
-				continue
-			}
-			j, ok := s.g.Node(id)
-			if !ok {
-				continue
-			}
-			s.log.Warn("lease of a copy expired", "job", id, "attempt", c.attempt, "placeholder", c.placeholder)
-			reason := fmt.Sprintf("lost: no heartbeat from placeholder %d for %s", c.placeholder, s.opt.Lease)
-			if err := s.attemptEnded(id, j, c, lost, protocol.Report{Finished: now, Reason: reason}); err != nil {
-				return err
-			}
-		}
-	}
-	answerWaits(s.waits.Expire(now))
-	s.forgetSilent(now)
-	if err := s.sweepPlaceholders(now); err != nil {
-		return err
-	}
-	s.ledger.Expire(now)
-	s.checkInfeasible(now)
-	return nil
-}
-
 // siteName is placeholder ph's site.
 func (s *Store) siteName(ph int64) (string, error) {
 	at, err := s.phSite(ph)
@@ -447,40 +296,6 @@ func (s *Store) siteName(ph int64) (string, error) {
 		return "", err
 	}
 	return s.data.SiteAt(at).Site, nil
-}
-
-// stallAfter is the longest gap between two lease checks that is still
-// the CLS running. Within it, a lease renewed up to a heartbeat before the
-// gap has more than Lease/2 - Heartbeat left after it (0.4 leases or more
-// at the default heartbeat): time for the heartbeats that waited to be
-// read. A longer gap is the CLS's own
-// stall (the process was stopped, starved, or held by a long batch), during
-// which it could not have read a heartbeat either.
-func (s *Store) stallAfter() time.Duration {
-	return max(s.opt.Lease/2, 3*tickEvery)
-}
-
-// noticeStall gives every executing job a fresh lease, as after a restart,
-// when the core has not checked leases for longer than stallAfter: the
-// placeholders' silence was then the CLS's own, and their heartbeats and
-// reports (finished jobs among them) are still on their way, or on their
-// way back after a reconnect.
-func (s *Store) noticeStall(now time.Time) {
-	gap := now.Sub(s.checked)
-	s.checked = now
-	if gap <= s.stallAfter() {
-		return
-	}
-	s.log.Warn("the CLS did not run for a while; every executing job gets a fresh lease", "stalled", gap.Round(time.Millisecond), "jobs", len(s.running))
-	lease := now.Add(s.opt.Lease)
-	for _, ru := range s.running {
-		ru.lease = lease
-	}
-	for _, cs := range s.copyRuns {
-		for _, c := range cs {
-			c.lease = lease
-		}
-	}
 }
 
 // matchParked hands ready jobs to waiting placeholders in arrival order and
@@ -782,7 +597,7 @@ func (s *Store) PlaceholderGone(ctx context.Context, id int64) error {
 		// Its killed copies stopped with it.
 		s.ledger.PlaceholderGone(id)
 		s.pack.PlaceholderGone(id)
-		delete(s.phs, id)
+		s.reg.Forget(id)
 		s.forgetPlaceholder(id)
 		return nil
 	})

@@ -78,7 +78,7 @@ func (s *Store) resetIndex() {
 	s.repl.Reset()
 	s.arrays.Reset()
 	s.ledger.Reset(s.log)
-	s.phs = map[int64]bool{}
+	s.reg.Reset()
 	s.counts = map[int32]*[128]int{}
 	s.nextID = 0
 	s.data.Reset(s.now())
@@ -188,9 +188,8 @@ func (s *Store) loadJobs(ctx context.Context, prereqs, afterAny map[int64][]dag.
 		st   job.State
 	}
 	ended := map[count]int{}
-	phIDs := map[int64]bool{}
 	var queued []int64 // in id order
-	s.checked = now    // every lease is fresh
+	s.reg.Checked(now) // every lease is fresh
 	// Runtimes of Done jobs, by target: SJF and DC go on from what earlier
 	// runs learned rather than from nothing.
 	type sum struct {
@@ -244,7 +243,9 @@ func (s *Store) loadJobs(ctx context.Context, prereqs, afterAny map[int64][]dag.
 			s.running[id] = ru
 			s.runStarted(id)
 			costedRuns = append(costedRuns, id)
-			phIDs[ph.Int64] = true
+			// Known at once, so it may heartbeat and report after a
+			// restart; others are known when they register again.
+			s.phKnow(ph.Int64)
 		}
 	}
 	if err := closeRows(rows); err != nil {
@@ -272,9 +273,6 @@ func (s *Store) loadJobs(ctx context.Context, prereqs, afterAny map[int64][]dag.
 		s.data.Expect().Load(s.g.Name(dag.TargetID(t)), l.secs, l.n)
 	}
 
-	// Placeholders holding jobs are known at once, so they may heartbeat and
-	// report after a restart; others are known when they register again.
-	s.phs = phIDs
 	if s.nextID == 0 {
 		s.nextID = 1
 	}

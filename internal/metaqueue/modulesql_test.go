@@ -9,14 +9,15 @@ import (
 	"github.com/mq-hpc/mq/internal/sqlfile"
 )
 
-// TestModuleQueriesPrepare prepares every query of the arrays, bundles
-// and tokens modules' SQL files against the schema the migrations make,
-// as TestQueriesPrepare does the core's: a typo or a column the schema
-// lost fails here, not in the CLS.
+// TestModuleQueriesPrepare prepares every query of the arrays, bundles,
+// tokens and placeholders modules' SQL files against the schema the
+// migrations make, as TestQueriesPrepare does the core's: a typo or a
+// column the schema lost fails here, not in the CLS.
 func TestModuleQueriesPrepare(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	for _, path := range []string{"arrays/arrays.sql", "bundles/bundles.sql", "tokens/tokens.sql"} {
+	for _, path := range []string{"arrays/arrays.sql", "bundles/bundles.sql", "tokens/tokens.sql",
+		"placeholders/placeholders.sql", "placeholders/sites.sql"} {
 		src, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)

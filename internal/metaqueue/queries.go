@@ -19,24 +19,18 @@ var (
 	targetsFile string
 	//go:embed queues.sql
 	queuesFile string
-	//go:embed placeholders.sql
-	placeholdersFile string
 	//go:embed attempts.sql
 	attemptsFile string
-	//go:embed sites.sql
-	sitesFile string
 	//go:embed conn.sql
 	connFile string
 )
 
 var (
-	jobsSQL         = sqlfile.MustParse("jobs.sql", jobsFile)
-	targetsSQL      = sqlfile.MustParse("targets.sql", targetsFile)
-	queuesSQL       = sqlfile.MustParse("queues.sql", queuesFile)
-	placeholdersSQL = sqlfile.MustParse("placeholders.sql", placeholdersFile)
-	attemptsSQL     = sqlfile.MustParse("attempts.sql", attemptsFile)
-	sitesSQL        = sqlfile.MustParse("sites.sql", sitesFile)
-	connSQL         = sqlfile.MustParse("conn.sql", connFile)
+	jobsSQL     = sqlfile.MustParse("jobs.sql", jobsFile)
+	targetsSQL  = sqlfile.MustParse("targets.sql", targetsFile)
+	queuesSQL   = sqlfile.MustParse("queues.sql", queuesFile)
+	attemptsSQL = sqlfile.MustParse("attempts.sql", attemptsFile)
+	connSQL     = sqlfile.MustParse("conn.sql", connFile)
 )
 
 // The query builders below shape a query from its file at run time, where

@@ -23,13 +23,11 @@ var coreQueries = map[string]struct {
 	varName string
 	q       sqlfile.Queries
 }{
-	"jobs.sql":         {"jobsSQL", jobsSQL},
-	"targets.sql":      {"targetsSQL", targetsSQL},
-	"queues.sql":       {"queuesSQL", queuesSQL},
-	"placeholders.sql": {"placeholdersSQL", placeholdersSQL},
-	"attempts.sql":     {"attemptsSQL", attemptsSQL},
-	"sites.sql":        {"sitesSQL", sitesSQL},
-	"conn.sql":         {"connSQL", connSQL},
+	"jobs.sql":     {"jobsSQL", jobsSQL},
+	"targets.sql":  {"targetsSQL", targetsSQL},
+	"queues.sql":   {"queuesSQL", queuesSQL},
+	"attempts.sql": {"attemptsSQL", attemptsSQL},
+	"conn.sql":     {"connSQL", connSQL},
 }
 
 // fragments are queries that name a row of an enclosing query, and the
@@ -88,7 +86,7 @@ func TestQueriesPrepare(t *testing.T) {
 			n++
 		}
 	}
-	if n < 50 {
+	if n < 40 { // the core keeps about 45; the modules prepare theirs
 		t.Errorf("prepared %d queries; want every one of the core's", n)
 	}
 	for _, b := range []struct{ what, text string }{

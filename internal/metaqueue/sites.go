@@ -2,10 +2,9 @@ package metaqueue
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 
 	"github.com/mq-hpc/mq/internal/metaqueue/packing"
+	"github.com/mq-hpc/mq/internal/metaqueue/placeholders"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/internal/wire"
@@ -17,77 +16,59 @@ import (
 // backlog of jobs too long for a site never stalls the core.
 const maxExamined = 100_000
 
-// AddSite stores a new site.
-func (s *Store) AddSite(ctx context.Context, spec protocol.SiteSpec) error {
-	raw, err := json.Marshal(spec)
-	if err != nil {
-		return err
-	}
+// The sites' specs are the placeholders module's (placeholders.AddSite,
+// ...); the core runs each change in a durable batch and tells the other
+// features what it means: the catalog and DC (node-local storage), the
+// ledger (prices), packing (the placeholders' shape).
+
+// siteChange runs change, the module's write, in a durable batch, and
+// then apply.
+func (s *Store) siteChange(ctx context.Context, change func() error, apply func()) error {
 	return s.doDurable(ctx, func() error {
 		if err := s.begin(); err != nil {
 			return err
 		}
-		var n int
-		if err := s.w.QueryRowContext(context.Background(), sitesSQL.Get("CountByName"), spec.Name).Scan(&n); err != nil {
-			return fatalError{err}
+		if err := change(); err != nil {
+			return placeholdersErr(err)
 		}
-		if n > 0 {
-			return protocol.Errorf(protocol.CodeBadRequest, "site %s already exists", spec.Name)
-		}
-		if _, err := s.w.ExecContext(context.Background(), sitesSQL.Get("InsertSite"), spec.Name, string(raw), micros(s.now())); err != nil {
-			return fatalError{err}
-		}
+		apply()
+		return nil
+	})
+}
+
+// AddSite stores a new site.
+func (s *Store) AddSite(ctx context.Context, spec protocol.SiteSpec) error {
+	return s.siteChange(ctx, func() error {
+		return placeholders.AddSite(context.Background(), s.w, spec, s.now())
+	}, func() {
 		if s.cat.AddSite(spec.Name, spec) {
 			s.data.SetNodeLocal(spec.Name, spec.NodeLocal, true)
 			s.data.Bump()
 		}
 		s.ledger.SetPrice(spec.Name, spec.Price)
 		s.pack.Site(spec.Name, wire.SiteCapacity(spec))
-		return nil
 	})
 }
 
 // UpdateSite stores a site's changed settings.
 func (s *Store) UpdateSite(ctx context.Context, spec protocol.SiteSpec) error {
-	raw, err := json.Marshal(spec)
-	if err != nil {
-		return err
-	}
-	return s.doDurable(ctx, func() error {
-		if err := s.begin(); err != nil {
-			return err
-		}
-		res, err := s.w.ExecContext(context.Background(), sitesSQL.Get("UpdateSpec"), string(raw), spec.Name)
-		if err != nil {
-			return fatalError{err}
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return protocol.Errorf(protocol.CodeNotFound, "no site %s", spec.Name)
-		}
+	return s.siteChange(ctx, func() error {
+		return placeholders.UpdateSite(context.Background(), s.w, spec)
+	}, func() {
 		s.ledger.SetPrice(spec.Name, spec.Price)
 		s.pack.Site(spec.Name, wire.SiteCapacity(spec))
-		return nil
 	})
 }
 
 // RemoveSite deletes a site.
 func (s *Store) RemoveSite(ctx context.Context, name string) error {
-	return s.doDurable(ctx, func() error {
-		if err := s.begin(); err != nil {
-			return err
-		}
-		res, err := s.w.ExecContext(context.Background(), sitesSQL.Get("DeleteSite"), name)
-		if err != nil {
-			return fatalError{err}
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return protocol.Errorf(protocol.CodeNotFound, "no site %s", name)
-		}
+	return s.siteChange(ctx, func() error {
+		return placeholders.RemoveSite(context.Background(), s.w, name)
+	}, func() {
 		s.cat.RemoveSite(name)
 		s.data.SetNodeLocal(name, false, false)
 		s.ledger.RemoveSite(name)
 		s.pack.Site(name, resource.Capacity{})
-		return nil
 	})
 }
 
@@ -98,29 +79,17 @@ func (s *Store) Sites(ctx context.Context) ([]protocol.SiteSpec, error) {
 		if err := s.begin(); err != nil {
 			return err
 		}
-		rows, err := s.w.QueryContext(context.Background(), sitesSQL.Get("List"))
-		if err != nil {
-			return fatalError{err}
-		}
-		for rows.Next() {
-			var name, raw string
-			if err := rows.Scan(&name, &raw); err != nil {
-				rows.Close()
-				return fatalError{err}
-			}
-			var spec protocol.SiteSpec
-			if err := json.Unmarshal([]byte(raw), &spec); err != nil {
-				rows.Close()
-				return fmt.Errorf("site %s: stored settings unreadable: %w", name, err)
-			}
-			out = append(out, spec)
-		}
-		if err := closeRows(rows); err != nil {
-			return fatalError{err}
-		}
-		return nil
+		var err error
+		out, err = placeholders.Sites(context.Background(), s.w)
+		return placeholdersErr(err)
 	})
 	return out, err
+}
+
+// eachSiteSpec calls f with every stored site's spec, on the writer's
+// connection (loading).
+func (s *Store) eachSiteSpec(ctx context.Context, f func(name string, spec protocol.SiteSpec)) error {
+	return placeholders.EachSite(ctx, s.w, f)
 }
 
 // SiteDemand says how much work a site's placeholders could do: ready jobs
@@ -197,26 +166,4 @@ func (s *Store) SiteNeed(ctx context.Context, shape resource.Capacity, walltime 
 		return nil
 	})
 	return ready, executing, err
-}
-
-// eachSiteSpec calls f with every stored site's spec, on the writer's
-// connection (loading); a spec that does not parse is skipped, as the
-// site manager refuses it too.
-func (s *Store) eachSiteSpec(ctx context.Context, f func(name string, spec protocol.SiteSpec)) error {
-	rows, err := s.w.QueryContext(ctx, sitesSQL.Get("Specs"))
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		var name, raw string
-		if err := rows.Scan(&name, &raw); err != nil {
-			rows.Close()
-			return err
-		}
-		var spec protocol.SiteSpec
-		if json.Unmarshal([]byte(raw), &spec) == nil {
-			f(name, spec)
-		}
-	}
-	return closeRows(rows)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/mq-hpc/mq/internal/metaqueue/packing"
+	"github.com/mq-hpc/mq/internal/metaqueue/placeholders"
 )
 
 // bulkRows is how many jobs one multi-row INSERT carries.
@@ -57,8 +58,8 @@ func (st *stmts) prepare(ctx context.Context, c *sql.Conn) error {
 		{&st.requeue, "Requeue", requeueSQL},
 		{&st.unclaim, "Unclaim", unclaimSQL},
 		{&st.rerun, "Rerun", rerunSQL},
-		{&st.insPlaceholder, "InsertPlaceholder", placeholdersSQL.Get("InsertPlaceholder")},
-		{&st.touchPlaceholder, "TouchPlaceholder", placeholdersSQL.Get("TouchPlaceholder")},
+		{&st.insPlaceholder, "InsertPlaceholder", placeholders.Query("InsertPlaceholder")},
+		{&st.touchPlaceholder, "TouchPlaceholder", placeholders.Query("TouchPlaceholder")},
 		{&st.jobRow, "JobRow", jobsSQL.Get("JobRow")},
 		{&st.jobPrereqs, "JobPrereqs", jobsSQL.Get("JobPrereqs")},
 		{&st.jobEnd, "JobEnd", jobsSQL.Get("JobEnd")},

@@ -29,6 +29,7 @@ import (
 	"github.com/mq-hpc/mq/internal/metaqueue/dc"
 	"github.com/mq-hpc/mq/internal/metaqueue/ledger"
 	"github.com/mq-hpc/mq/internal/metaqueue/packing"
+	"github.com/mq-hpc/mq/internal/metaqueue/placeholders"
 	"github.com/mq-hpc/mq/internal/metaqueue/plans"
 	"github.com/mq-hpc/mq/internal/metaqueue/tokens"
 	"github.com/mq-hpc/mq/internal/metaqueue/waits"
@@ -111,8 +112,7 @@ type Store struct {
 
 	rr           int // round-robin position over queues for dispatch
 	running      map[int64]*run
-	phs          map[int64]bool // placeholders known: registered, or holding jobs at load
-	sweep        phSweep        // placeholder rows to delete once gone for good (phsweep.go)
+	reg          placeholders.Registry // placeholders known, their connections, rows to sweep, the last lease check
 	parked       []*parkedNext
 	waits        waits.Waits[*call]  // parked waits (waits/, admin.go)
 	watches      map[*watch]struct{} // progress streams (progress.go)
@@ -123,7 +123,6 @@ type Store struct {
 	synced       int             // batches committed fsync'd under SyncSubmit (tests check which calls are durable)
 	ended        []int64         // jobs that ended or blocked in this batch (for waiters)
 	tokensPruned tokens.Pruner   // when submit tokens were last pruned (tokens/)
-	checked      time.Time       // when leases were last checked (stall detection, expire)
 	bundles      bundles.Bundles // live bundles (bundles/, bundle.go)
 	arrays       arrays.Arrays   // limited job arrays (arrays/, array.go)
 	data         dcState         // data-conscious scheduling (dc/, dc_hooks.go)
@@ -240,7 +239,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		s.closeDB()
 		return nil, fmt.Errorf("load metaqueue: %w", err)
 	}
-	if err := s.sweepOldPlaceholders(ctx); err != nil {
+	if err := s.reg.LoadOld(ctx, s.w, s.now()); err != nil {
 		s.closeDB()
 		return nil, fmt.Errorf("delete the rows of placeholders gone: %w", err)
 	}
@@ -532,7 +531,7 @@ func (s *Store) recover(cause error, batch []*call) {
 	// The placeholders still parked registered in batches that committed:
 	// they stay known, so their next heartbeat is not refused.
 	for _, p := range s.parked {
-		s.phs[p.req.Placeholder] = true
+		s.phKnow(p.req.Placeholder)
 	}
 	s.rewatch()
 }

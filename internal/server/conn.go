@@ -94,7 +94,7 @@ func (c *conn) close() {
 		c.bulk.Abort()
 	}
 	for id, reg := range c.phs {
-		// Its row goes once it is gone for good (metaqueue/phsweep.go).
+		// Its row goes once it is gone for good (metaqueue/placeholders).
 		c.s.Store.PlaceholderDisconnected(context.Background(), id)
 		if c.s.OnPlaceholder != nil {
 			c.s.OnPlaceholder(id, reg, false)

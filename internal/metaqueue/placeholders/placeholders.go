@@ -1,0 +1,291 @@
+// Package placeholders keeps the metaqueue's registry of placeholders and
+// the sites they run at: who registered (identity, site, host, slots, out
+// dir, last seen), which are known to this run, which connections they are
+// on, the rows of those gone for good, the lease decisions (which attempts'
+// leases lapsed, whether the CLS itself stalled) and the sites' specs.
+//
+// The core calls it where the event happens (a registration, a connection
+// closed, a placeholder handed work or gone, the tick, open) and applies
+// what it answers: the attempts whose lease lapsed are ended by the core's
+// lifecycle, the placeholders deleted are forgotten by the other features.
+// The module reads and writes its tables through the core's writer, inside
+// the core's open transaction, and takes the time from the core.
+package placeholders
+
+import (
+	"context"
+	"database/sql"
+	_ "embed"
+	"errors"
+	"fmt"
+	"iter"
+	"time"
+
+	"github.com/mq-hpc/mq/internal/sqlfile"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+var (
+	//go:embed placeholders.sql
+	placeholdersFile string
+	//go:embed sites.sql
+	sitesFile string
+
+	placeholdersSQL = sqlfile.MustParse("placeholders.sql", placeholdersFile)
+	sitesSQL        = sqlfile.MustParse("sites.sql", sitesFile)
+)
+
+// Query returns the placeholders.sql query called name, for the core to
+// prepare the registration's statements at open (Stmts).
+func Query(name string) string { return placeholdersSQL.Get(name) }
+
+// Queries are the module's SQL files by name, for the core's tests to
+// prepare against the schema.
+func Queries() map[string]sqlfile.Queries {
+	return map[string]sqlfile.Queries{"placeholders.sql": placeholdersSQL, "sites.sql": sitesSQL}
+}
+
+// Execer is the connection the module writes through: the core's writer
+// (*sql.Conn, *sql.Tx).
+type Execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// A StoreError is a failure of the database, not of the request: the core
+// rolls its batch back. Refusals are *protocol.Error.
+type StoreError struct{ Err error }
+
+func (e StoreError) Error() string { return e.Err.Error() }
+func (e StoreError) Unwrap() error { return e.Err }
+
+// IsStore says whether err is the database's failure.
+func IsStore(err error) bool {
+	var se StoreError
+	return errors.As(err, &se)
+}
+
+// Stmts are the registration's statements, prepared once by the core on its
+// writer (Query("InsertPlaceholder"), Query("TouchPlaceholder")): a
+// registration is on every placeholder's start.
+type Stmts struct {
+	Insert, Touch *sql.Stmt
+}
+
+// Registry is what the core knows of placeholders in this run. Its zero
+// value is ready; the core goroutine owns it.
+//
+// Placeholder rows are kept for what mqstat shows of the jobs they ran
+// (site and host of every attempt). A placeholder that never ran anything
+// needs no row once it is gone for good, and a key that registers in a
+// loop would otherwise add rows forever (20,000 registrations on one
+// connection added 20,000 rows, 90 MB). Gone for good means: registered on
+// no open connection for longer than a lease (a reconnect within a lease
+// reclaims its id), with no job, attempt or copy naming it, and no poll
+// parked. They are swept on the core's tick, at most once a lease; rows of
+// earlier runs that ran nothing count as disconnected when the store opens.
+type Registry struct {
+	known   map[int64]bool      // registered, or holding jobs at load
+	conns   map[int64]int       // registered on open connections: how many
+	fresh   map[int64]time.Time // registered in this run and never handed work: when last seen on a connection (zero: on one now)
+	swept   time.Time
+	checked time.Time // when leases were last checked (Stalled)
+}
+
+// MaxSlots is the most slots a placeholder may offer.
+const MaxSlots = 4096
+
+// Check validates a registration before it reaches the core.
+func Check(r protocol.Register) error {
+	if r.Site == "" || r.Host == "" {
+		return protocol.Errorf(protocol.CodeBadRequest, "register needs a site and a host")
+	}
+	if r.Slots < 1 || r.Slots > MaxSlots {
+		return protocol.Errorf(protocol.CodeBadRequest, "slots must be 1..%d, not %d", MaxSlots, r.Slots)
+	}
+	if err := protocol.CheckSeconds("walltime_s", r.Walltime); err != nil {
+		return protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+	}
+	return nil
+}
+
+// Register records a placeholder, or renews one reconnecting with its id
+// when site, host and identity match (so one key cannot take over the jobs
+// of a placeholder another key started), at now, and returns its id.
+func (g *Registry) Register(st Stmts, r protocol.Register, identity string, now time.Time) (int64, error) {
+	var id int64
+	at := now.UnixMicro()
+	if r.ID > 0 {
+		res, err := st.Touch.Exec(r.PID, r.Slots, at, r.ID, r.Site, r.Host, identity)
+		if err != nil {
+			return 0, StoreError{err}
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			id = r.ID
+		}
+	}
+	isNew := id == 0
+	if isNew {
+		if err := st.Insert.QueryRow(r.Site, r.Host, r.PID, r.OutDir, r.Slots, at, at, identity).Scan(&id); err != nil {
+			return 0, StoreError{err}
+		}
+	}
+	g.registered(id, isNew)
+	return id, nil
+}
+
+// registered notes a registration on a connection; isNew is a new row.
+func (g *Registry) registered(id int64, isNew bool) {
+	if g.conns == nil {
+		g.conns, g.fresh = map[int64]int{}, map[int64]time.Time{}
+	}
+	g.conns[id]++
+	if _, old := g.fresh[id]; isNew || old {
+		g.fresh[id] = time.Time{}
+	}
+	g.Know(id)
+}
+
+// Reset forgets which placeholders are known, before a load; what the
+// sweep knows of connections stays (they are still open).
+func (g *Registry) Reset() { g.known = map[int64]bool{} }
+
+// Know makes placeholder id known: it may heartbeat, ask and report.
+func (g *Registry) Know(id int64) {
+	if g.known == nil {
+		g.known = map[int64]bool{}
+	}
+	g.known[id] = true
+}
+
+// Known says whether placeholder id registered (or held jobs at load).
+func (g *Registry) Known(id int64) bool { return g.known[id] }
+
+// Forget drops a placeholder known to have ended.
+func (g *Registry) Forget(id int64) { delete(g.known, id) }
+
+// Worked notes that a placeholder was handed a job: its row stays.
+func (g *Registry) Worked(id int64) { delete(g.fresh, id) }
+
+// Disconnected notes that a connection placeholder id registered on closed
+// at now.
+func (g *Registry) Disconnected(id int64, now time.Time) {
+	if n := g.conns[id] - 1; n > 0 {
+		g.conns[id] = n
+		return
+	}
+	delete(g.conns, id)
+	if _, ok := g.fresh[id]; ok {
+		g.fresh[id] = now
+	}
+}
+
+// Due says whether to look for placeholders gone at now: some of this
+// run's never worked, and the last look is a lease ago. It counts now as
+// the last look.
+func (g *Registry) Due(now time.Time, lease time.Duration) bool {
+	if len(g.fresh) == 0 || now.Sub(g.swept) < lease {
+		return false
+	}
+	g.swept = now
+	return true
+}
+
+// Gone returns the placeholders of this run gone for good at now (see
+// Registry); parked are those with a poll waiting. Delete removes their
+// rows.
+func (g *Registry) Gone(now time.Time, lease time.Duration, parked map[int64]bool) []int64 {
+	var gone []int64
+	for id, left := range g.fresh {
+		if left.IsZero() || g.conns[id] > 0 || parked[id] || now.Sub(left) < lease {
+			continue
+		}
+		gone = append(gone, id)
+	}
+	return gone
+}
+
+// Delete deletes the rows of placeholders gone, in the core's transaction,
+// and forgets them.
+func (g *Registry) Delete(ctx context.Context, ex Execer, gone []int64) error {
+	for _, id := range gone {
+		if _, err := ex.ExecContext(ctx, placeholdersSQL.Get("DeletePlaceholder"), id); err != nil {
+			return StoreError{err}
+		}
+		delete(g.fresh, id)
+		delete(g.known, id)
+	}
+	return nil
+}
+
+// LoadOld notes, when the store opens at now, the rows of earlier runs'
+// placeholders that ran nothing: unless one registers again within a lease
+// (a placeholder connected when the CLS stopped), Gone names them.
+func (g *Registry) LoadOld(ctx context.Context, ex Execer, now time.Time) error {
+	rows, err := ex.QueryContext(ctx, placeholdersSQL.Get("Unreferenced"))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	g.conns, g.fresh = map[int64]int{}, map[int64]time.Time{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return err
+		}
+		g.fresh[id] = now
+	}
+	return rows.Err()
+}
+
+// A Lease is an attempt's lease: placeholder Placeholder runs attempt
+// Attempt of job Job until Until unless it heartbeats; Copy is a copy's
+// attempt, not the job row's own.
+type Lease struct {
+	Job         int64
+	Attempt     int
+	Placeholder int64
+	Until       time.Time
+	Copy        bool
+}
+
+// Lapsed returns the leases that ran out at now, in the order given.
+func Lapsed(now time.Time, leases iter.Seq[Lease]) []Lease {
+	var out []Lease
+	for l := range leases {
+		if !now.Before(l.Until) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// LostReason is the reason an attempt whose lease of length lease lapsed
+// ended with.
+func (l Lease) LostReason(lease time.Duration) string {
+	return fmt.Sprintf("lost: no heartbeat from placeholder %d for %s", l.Placeholder, lease)
+}
+
+// StallAfter is the longest gap between two lease checks that is still the
+// CLS running, with leases of length lease checked every tick. Within it,
+// a lease renewed up to a heartbeat before the gap has more than
+// lease/2 - heartbeat left after it (0.4 leases or more at the default
+// heartbeat): time for the heartbeats that waited to be read. A longer gap
+// is the CLS's own stall (the process was stopped, starved, or held by a
+// long batch), during which it could not have read a heartbeat either.
+func StallAfter(lease, tick time.Duration) time.Duration {
+	return max(lease/2, 3*tick)
+}
+
+// Checked notes that leases are fresh at now (the store opened).
+func (g *Registry) Checked(now time.Time) { g.checked = now }
+
+// Stalled notes a lease check at now and says whether the gap since the
+// last one is longer than after: the placeholders' silence was then the
+// CLS's own, and every lease is to be renewed.
+func (g *Registry) Stalled(now time.Time, after time.Duration) (gap time.Duration, stalled bool) {
+	gap = now.Sub(g.checked)
+	g.checked = now
+	return gap, gap > after
+}

@@ -1,0 +1,97 @@
+package metaqueue
+
+import (
+	"context"
+	"time"
+
+	"github.com/mq-hpc/mq/internal/metaqueue/placeholders"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// The placeholders and their sites are a module
+// (internal/metaqueue/placeholders): the registry, its sweep of rows gone
+// for good, the lease decisions and the sites' specs. The core forwards
+// the public calls, and applies what the module answers: a registration
+// tells the other features (packing, DC, the ledger); a placeholder
+// deleted is forgotten by DC. Sites are in sites.go, leases in leases.go.
+
+// placeholdersErr makes the module's database failures the core's.
+func placeholdersErr(err error) error {
+	if placeholders.IsStore(err) {
+		return fatalError{err}
+	}
+	return err
+}
+
+// Register records a placeholder (or renews one reconnecting with its id)
+// and returns its id.
+func (s *Store) Register(ctx context.Context, r protocol.Register) (protocol.RegisterReply, error) {
+	return s.RegisterAs(ctx, r, "")
+}
+
+// RegisterAs is Register for a peer with an identity (the credential its
+// transport proved). A placeholder reclaims its id after a reconnect only
+// with the same site, host and identity, so one key cannot take over the
+// jobs of a placeholder that another key started.
+func (s *Store) RegisterAs(ctx context.Context, r protocol.Register, identity string) (protocol.RegisterReply, error) {
+	if err := placeholders.Check(r); err != nil {
+		return protocol.RegisterReply{}, err
+	}
+	var id int64
+	err := s.do(ctx, func() error {
+		if err := s.begin(); err != nil {
+			return err
+		}
+		var err error
+		st := placeholders.Stmts{Insert: s.stmts.insPlaceholder, Touch: s.stmts.touchPlaceholder}
+		if id, err = s.reg.Register(st, r, identity, s.now()); err != nil {
+			return placeholdersErr(err)
+		}
+		s.phCapacity(id, r)
+		s.data.SetPlaceholder(id, r.Site, r.Host)
+		s.ledger.KnowSite(r.Site)
+		return nil
+	})
+	return protocol.RegisterReply{ID: id, LeaseS: s.opt.Lease.Seconds(), HeartbeatS: s.opt.Heartbeat.Seconds()}, err
+}
+
+// PlaceholderDisconnected tells the store that a connection a placeholder
+// registered on has closed (the server calls it for each).
+func (s *Store) PlaceholderDisconnected(ctx context.Context, id int64) error {
+	return s.do(ctx, func() error { s.reg.Disconnected(id, s.now()); return nil })
+}
+
+// phWorked notes that a placeholder was handed a job: its row stays.
+func (s *Store) phWorked(id int64) { s.reg.Worked(id) }
+
+// phKnow makes a placeholder known (one holding jobs at load, or parked).
+func (s *Store) phKnow(id int64) { s.reg.Know(id) }
+
+// sweepPlaceholders deletes the rows of this run's placeholders gone for
+// good, and DC forgets them.
+func (s *Store) sweepPlaceholders(now time.Time) error {
+	if !s.reg.Due(now, s.opt.Lease) {
+		return nil
+	}
+	parked := make(map[int64]bool, len(s.parked))
+	for _, p := range s.parked {
+		parked[p.req.Placeholder] = true
+	}
+	gone := s.reg.Gone(now, s.opt.Lease, parked)
+	if len(gone) == 0 {
+		return nil
+	}
+	if err := s.begin(); err != nil {
+		return err
+	}
+	if err := s.reg.Delete(context.Background(), s.w, gone); err != nil {
+		return placeholdersErr(err)
+	}
+	for _, id := range gone {
+		if s.data.PlaceholderGone(id) {
+			s.dataChanged()
+		}
+	}
+	s.log.Info("deleted the rows of placeholders gone for good", "placeholders", len(gone))
+	return nil
+}

@@ -31,6 +31,7 @@ var coreQueries = map[string]struct {
 	"sites.sql":        {"sitesSQL", sitesSQL},
 	"meta.sql":         {"metaSQL", metaSQL},
 	"conn.sql":         {"connSQL", connSQL},
+	"purge.sql":        {"purgeSQL", purgeSQL},
 }
 
 // fragments are queries that name a row of an enclosing query, and the

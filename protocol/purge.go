@@ -16,6 +16,12 @@ type Purge struct {
 // PurgeStates are the states a job may be purged in.
 const PurgeStates = "DFX"
 
+// DefaultPurgeBatch is how many jobs one purge commit removes by default:
+// about 6 ms of the writer's CPU here (13 µs a job), so dispatch and
+// reports wait at most a few ms per batch; larger batches purge faster
+// (fewer commits) and hold the writer longer.
+const DefaultPurgeBatch = 500
+
 // MaxPurgeBatch bounds Purge.Batch: a batch holds the metaqueue's writer.
 const MaxPurgeBatch = 50_000
 

@@ -1,6 +1,7 @@
 package metaqueue
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	_ "embed"
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,11 +26,6 @@ var purgeFile string
 
 var purgeSQL = sqlfile.MustParse("purge.sql", purgeFile)
 
-// DefaultPurgeBatch is how many jobs one purge commit removes: about
-// 100 ms of the writer's time here, and a batch's commit is fsync'd, so
-// fewer would mostly add fsyncs.
-const DefaultPurgeBatch = 5000
-
 // purgeRow is a candidate read from the snapshot.
 type purgeRow struct {
 	id       int64
@@ -43,11 +40,15 @@ type purgeScope struct {
 	states        string
 	target, queue int64 // 0: any
 	first, last   int64
+	// named are the targets held and executing jobs name: those are not
+	// in the graph's lists of waiting jobs (dag.Graph.Waited), yet a held
+	// job waits once released, and a requeued one again.
+	named map[dag.TargetID]bool
 }
 
 // Purge removes ended jobs older than req.EndedBefore, with every row the
 // metaqueue keeps of them and their output files in the CLS's output
-// area, in batches: the candidates are read from the read pool's
+// area, in batches (protocol.DefaultPurgeBatch): the candidates are read from the read pool's
 // snapshot, and each batch is one durable call on the core, so dispatch
 // and reports go on between batches, and a crash between them leaves
 // every batch whole or absent. A purged job still counts toward its
@@ -60,7 +61,7 @@ func (s *Store) Purge(ctx context.Context, req protocol.Purge) (protocol.PurgeRe
 	}
 	batch := req.Batch
 	if batch == 0 {
-		batch = DefaultPurgeBatch
+		batch = protocol.DefaultPurgeBatch
 	}
 	sc, err := s.purgeScope(ctx, req)
 	if err != nil {
@@ -141,6 +142,14 @@ func (s *Store) purgeScope(ctx context.Context, req protocol.Purge) (purgeScope,
 	}
 	err := s.do(ctx, func() error {
 		sc.cutoff = micros(s.now().Add(-time.Duration(req.EndedBefore * float64(time.Second))))
+		sc.named = map[dag.TargetID]bool{}
+		s.g.Each(func(_ int64, j dag.Node) {
+			if j.State == job.Held || j.State == job.Executing {
+				for _, p := range j.Prereqs {
+					sc.named[p] = true
+				}
+			}
+		})
 		if req.Target != "" {
 			t, ok := s.g.Lookup(req.Target)
 			if !ok {
@@ -206,23 +215,17 @@ func (s *Store) purgeCandidates(ctx context.Context, sc purgeScope, cursor int64
 func (s *Store) purgeBatch(ctx context.Context, sc purgeScope, rows []purgeRow, dry bool) (gone []purgeRow, kept int64, err error) {
 	fn := func() error {
 		gone, kept = gone[:0], 0 // afresh if tried again
-		type counts struct{ done, bad int64 }
-		byTarget := map[int32]*counts{}
-		groups := groupCheck{s: s, live: map[int64]bool{}}
-		var arrays []int64
+		groups, err := s.groupsOf(rows)
+		if err != nil {
+			return err
+		}
+		byID := map[int64]purgeRow{}
+		var ids []int64
 		for _, r := range rows {
 			if _, live := s.g.Node(r.id); live {
 				continue // rerun since the snapshot: no longer ended
 			}
-			if s.g.Waited(dag.TargetID(r.target)) {
-				kept++
-				continue
-			}
-			keep, array, err := groups.keep(r)
-			if err != nil {
-				return err
-			}
-			if keep {
+			if t := dag.TargetID(r.target); sc.named[t] || s.g.Waited(t) || groups.keep(r) {
 				kept++
 				continue
 			}
@@ -230,38 +233,54 @@ func (s *Store) purgeBatch(ctx context.Context, sc purgeScope, rows []purgeRow, 
 				gone = append(gone, r)
 				continue
 			}
-			if err := s.begin(); err != nil {
-				return err
+			byID[r.id] = r
+			ids = append(ids, r.id)
+		}
+		if dry || len(ids) == 0 {
+			return nil
+		}
+		if err := s.begin(); err != nil {
+			return err
+		}
+		idList, err := json.Marshal(ids)
+		if err != nil {
+			return err
+		}
+		type counts struct{ done, bad int64 }
+		byTarget := map[int32]*counts{}
+		res, err := s.w.QueryContext(context.Background(), purgeSQL.Get("DeleteJobs"), string(idList), sc.cutoff)
+		if err != nil {
+			return fatalError{err}
+		}
+		for res.Next() {
+			var id int64
+			var st string
+			var q int32
+			if err := res.Scan(&id, &st, &q); err != nil {
+				res.Close()
+				return fatalError{err}
 			}
-			st, q, ok, err := s.purgeJob(r.id, sc.cutoff)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				continue
-			}
+			r := byID[id]
 			c := byTarget[r.target]
 			if c == nil {
 				c = &counts{}
 				byTarget[r.target] = c
 			}
-			if st == job.Done {
+			if job.State(st[0]) == job.Done {
 				c.done++
 			} else {
 				c.bad++
 			}
-			s.countsFor(q)[st]--
-			if array != 0 && (len(arrays) == 0 || arrays[len(arrays)-1] != array) {
-				arrays = append(arrays, array)
-			}
+			s.countsFor(q)[job.State(st[0])]--
 			gone = append(gone, r)
 		}
-		if dry || len(gone) == 0 {
-			return nil
+		if err := closeRows(res); err != nil {
+			return fatalError{err}
 		}
-		idList, err := json.Marshal(purgedIDs(gone))
-		if err != nil {
-			return err
+		if len(gone) < len(ids) { // some went back to live since: list only those gone
+			if idList, err = json.Marshal(purgedIDs(gone)); err != nil {
+				return err
+			}
 		}
 		for _, q := range purgeRows() {
 			if _, err := s.w.ExecContext(context.Background(), q, string(idList)); err != nil {
@@ -273,8 +292,8 @@ func (s *Store) purgeBatch(ctx context.Context, sc purgeScope, rows []purgeRow, 
 				return fatalError{err}
 			}
 		}
-		for _, a := range arrays {
-			if _, err := s.w.ExecContext(context.Background(), purgeSQL.Get("DropEmptyArray"), a); err != nil {
+		for _, a := range groups.arrays {
+			if _, err := s.w.ExecContext(context.Background(), purgeSQL.Get("DropEmptyArray"), a.id); err != nil {
 				return fatalError{err}
 			}
 		}
@@ -302,52 +321,63 @@ func purgeRows() []string {
 		purgeSQL.Get("DeleteCopies"), purgeSQL.Get("DeleteApart")}
 }
 
-// purgeJob removes job id's row if it is still ended before the cutoff;
-// ok is false when it is not.
-func (s *Store) purgeJob(id, cutoff int64) (st job.State, queue int32, ok bool, err error) {
-	var state string
-	var target int32
-	err = s.w.QueryRowContext(context.Background(), purgeSQL.Get("DeleteJob"), id, cutoff).Scan(&state, &queue, &target)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, 0, false, nil
-	}
-	if err != nil {
-		return 0, 0, false, fatalError{err}
-	}
-	return job.State(state[0]), queue, true, nil
-}
-
 // groupCheck answers, within one batch, whether a job's array or bundle
 // still has live members (such a job is kept: an array's listing and a
 // bundle's dispatch need their ended members).
 type groupCheck struct {
-	s           *Store
-	live        map[int64]bool // array id -> has live members
-	first, last int64          // the last array range found
-	array       int64
+	s      *Store
+	arrays []purgeArray // the batch's arrays, by first job
 }
 
-func (g *groupCheck) keep(r purgeRow) (keep bool, array int64, err error) {
+type purgeArray struct {
+	id, first, last int64
+	live            int8 // 0 unknown, 1 no live member, 2 some
+}
+
+// groupsOf reads the arrays rows' ids may belong to (rows are in id order).
+func (s *Store) groupsOf(rows []purgeRow) (*groupCheck, error) {
+	g := &groupCheck{s: s}
+	if len(rows) == 0 {
+		return g, nil
+	}
+	res, err := s.w.QueryContext(context.Background(), purgeSQL.Get("ArraysIn"), rows[0].id, rows[len(rows)-1].id)
+	if err != nil {
+		return nil, fatalError{err}
+	}
+	for res.Next() {
+		var a purgeArray
+		if err := res.Scan(&a.id, &a.first, &a.last); err != nil {
+			res.Close()
+			return nil, fatalError{err}
+		}
+		g.arrays = append(g.arrays, a)
+	}
+	if err := closeRows(res); err != nil {
+		return nil, fatalError{err}
+	}
+	slices.SortFunc(g.arrays, func(a, b purgeArray) int { return cmp.Compare(a.first, b.first) })
+	return g, nil
+}
+
+func (g *groupCheck) keep(r purgeRow) bool {
 	if r.bundle != 0 && len(g.s.bundles.Members(r.bundle)) > 0 {
-		return true, 0, nil
+		return true
 	}
-	if !(g.array != 0 && r.id >= g.first && r.id <= g.last) {
-		var id, first, last int64
-		err := g.s.w.QueryRowContext(context.Background(), purgeSQL.Get("ArrayOf"), r.id).Scan(&id, &first, &last)
-		if errors.Is(err, sql.ErrNoRows) || (err == nil && last < r.id) {
-			return false, 0, nil
+	i, _ := slices.BinarySearchFunc(g.arrays, r.id, func(a purgeArray, id int64) int { return cmp.Compare(a.first, id+1) })
+	if i == 0 {
+		return false
+	}
+	a := &g.arrays[i-1] // the last array beginning at or before r.id
+	if r.id > a.last {
+		return false
+	}
+	if a.live == 0 {
+		a.live = 1
+		if g.s.g.LiveIn(a.first, a.last) {
+			a.live = 2
 		}
-		if err != nil {
-			return false, 0, fatalError{err}
-		}
-		g.array, g.first, g.last = id, first, last
 	}
-	live, ok := g.live[g.array]
-	if !ok {
-		live = g.s.g.LiveIn(g.first, g.last)
-		g.live[g.array] = live
-	}
-	return live, g.array, nil
+	return a.live == 2
 }
 
 // removeOutput removes (or, dry, measures) the output files the CLS keeps

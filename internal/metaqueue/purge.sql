@@ -10,11 +10,13 @@
 SELECT id, target_id, attempts, bundle FROM jobs
 WHERE instr(?, state) > 0 AND id > ? AND COALESCE(finished, submitted) < ?;
 
--- name: DeleteJob
--- The job row, only while it is still ended and old enough (a rerun
--- between the read and the batch keeps it); RETURNING says what went.
-DELETE FROM jobs WHERE id = ? AND state IN ('D', 'F', 'X') AND COALESCE(finished, submitted) < ?
-RETURNING state, queue_id, target_id;
+-- name: DeleteJobs
+-- The job rows of ids ?1 (a JSON array), only those still ended before ?2
+-- (a rerun between the read and the batch keeps a job); RETURNING says
+-- what went.
+DELETE FROM jobs WHERE id IN (SELECT value FROM json_each(?1))
+	AND state IN ('D', 'F', 'X') AND COALESCE(finished, submitted) < ?2
+RETURNING id, state, queue_id;
 
 -- name: DeleteAttempts
 -- The other rows of the batch's purged jobs, whose ids are a JSON array.
@@ -50,10 +52,13 @@ DELETE FROM job_copies WHERE job_id IN (SELECT value FROM json_each(?));
 -- name: DeleteApart
 DELETE FROM job_apart WHERE job_id IN (SELECT value FROM json_each(?));
 
--- name: ArrayOf
--- The array job ? belongs to, with its range.
-SELECT id, first_job, last_job FROM arrays WHERE first_job <= ?1 AND last_job >= ?1
-ORDER BY first_job DESC LIMIT 1;
+-- name: ArraysIn
+-- The arrays holding any id in ?1..?2: the one that begins last at or
+-- before ?1, and those that begin after it up to ?2 (arrays never overlap).
+SELECT * FROM (SELECT id, first_job, last_job FROM arrays WHERE first_job <= ?1
+	ORDER BY first_job DESC LIMIT 1)
+UNION ALL
+SELECT id, first_job, last_job FROM arrays WHERE first_job > ?1 AND first_job <= ?2;
 
 -- name: DropEmptyArray
 -- An array whose every member was purged.

@@ -154,6 +154,19 @@ func TestPurgeKeeps(t *testing.T) {
 	if r.Purged != 0 || r.Kept != 3 {
 		t.Fatalf("purge = %+v, want 0 purged and 3 kept (f waited on, an array's and a bundle's member)", r)
 	}
+	// A held job is not among the graph's waiting jobs, yet it waits.
+	e.submit1("d", "d")
+	e.runAll(ph)
+	held := e.submit1("h", "x", "d")
+	if _, err := e.s.Hold(context.Background(), protocol.Select{IDs: []int64{held}}); err != nil {
+		t.Fatal(err)
+	}
+	e.reopen()
+	ph = e.register("s")
+	e.advance(time.Hour)
+	if r := e.purge(protocol.Purge{EndedBefore: 60, Select: protocol.Select{Target: "d"}}); r.Purged != 0 || r.Kept != 1 {
+		t.Fatalf("purge of a held job's prerequisite = %+v, want it kept", r)
+	}
 	e.mustBe(f, job.Failed)
 	if _, err := e.s.Delete(context.Background(), protocol.Select{IDs: []int64{dep}}); err != nil {
 		t.Fatal(err)

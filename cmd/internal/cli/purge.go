@@ -18,7 +18,7 @@ func Purge(env Env) *cli.Command {
 	flags := append(selectFlags("purge"),
 		&cli.StringFlag{Name: "ended-before", Usage: "purge jobs that ended at least this long ago: 7d, 2w, 12h, 90m, 04:00:00, 1-12:00:00 (required)"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "count what would go, change nothing"},
-		&cli.IntFlag{Name: "batch", Usage: fmt.Sprintf("jobs removed per commit, 1..%d (the writer is free between batches)", protocol.MaxPurgeBatch), Value: 5000},
+		&cli.IntFlag{Name: "batch", Usage: fmt.Sprintf("jobs removed per commit, 1..%d (each its own commit; the writer is free between them)", protocol.MaxPurgeBatch), Value: protocol.DefaultPurgeBatch},
 	)
 	return &cli.Command{
 		Name:      "purge",

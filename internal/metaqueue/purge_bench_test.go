@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -70,6 +71,8 @@ func BenchmarkPurge(b *testing.B) {
 			b.Fatal(err)
 		}
 		db.Close()
+		commits := &commitLog{}
+		opt.Observer = commits
 		if s, err = Open(ctx, opt); err != nil {
 			b.Fatal(err)
 		}
@@ -118,7 +121,7 @@ func BenchmarkPurge(b *testing.B) {
 		for _, m := range []struct {
 			name string
 			d    []time.Duration
-		}{{"summary", sums}, {"submit", subs}} {
+		}{{"summary", sums}, {"submit", subs}, {"commit", commits.durable()}} {
 			slices.Sort(m.d)
 			if len(m.d) > 0 {
 				b.ReportMetric(float64(m.d[len(m.d)-1].Microseconds())/1000, m.name+"-max-ms")
@@ -134,4 +137,27 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// commitLog keeps the durations of fsync'd commits (a purge batch's, and
+// the probes' submits): how much of a wait is the disk's.
+type commitLog struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (c *commitLog) Dispatched(latency, wait time.Duration) {}
+func (c *commitLog) Ended(to job.State)                     {}
+func (c *commitLog) Committed(d time.Duration, durable bool) {
+	if durable {
+		c.mu.Lock()
+		c.d = append(c.d, d)
+		c.mu.Unlock()
+	}
+}
+
+func (c *commitLog) durable() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.d)
 }

@@ -2,9 +2,11 @@ package metaqueue
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -260,4 +262,63 @@ func (e *env) addPurged(total, done, bad map[int32]int) error {
 		bad[t] += b
 	}
 	return closeRows(rows)
+}
+
+// cancelOnCommit cancels a purge's context at the first fsync'd commit
+// after it is armed: the purge stops between batches, as if killed there.
+type cancelOnCommit struct {
+	mu     sync.Mutex
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnCommit) Dispatched(latency, wait time.Duration) {}
+func (c *cancelOnCommit) Ended(to job.State)                     {}
+func (c *cancelOnCommit) Committed(d time.Duration, durable bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if durable && c.cancel != nil {
+		c.cancel()
+		c.cancel = nil
+	}
+}
+
+// TestPurgeStoppedBetweenBatches: a purge stopped after its first batch
+// leaves that batch whole and the rest untouched, consistent across a
+// reopen; purging again finishes it.
+func TestPurgeStoppedBetweenBatches(t *testing.T) {
+	t.Parallel()
+	obs := &cancelOnCommit{}
+	e := newEnvWith(t, func(o *Options) { o.Observer = obs; o.Sync = SyncSubmit })
+	var all []int64
+	for i := range 6 {
+		all = append(all, e.submit1(fmt.Sprintf("t%d", i%2), "x"))
+	}
+	ph := e.register("s")
+	e.runAll(ph)
+	e.advance(time.Hour)
+	ctx, cancel := context.WithCancel(context.Background())
+	obs.mu.Lock()
+	obs.cancel = cancel
+	obs.mu.Unlock()
+	if _, err := e.s.Purge(ctx, protocol.Purge{EndedBefore: 60, Batch: 2, Select: protocol.Select{All: true}}); err == nil {
+		t.Fatal("a purge whose context ended after one batch reported success")
+	}
+	e.reopen()
+	e.check()
+	for i, id := range all {
+		if i < 2 {
+			e.gone(id)
+		} else {
+			e.mustBe(id, job.Done)
+		}
+	}
+	if got := e.summary()["default"]["D"]; got != 4 {
+		t.Errorf("summary counts %d done, want 4", got)
+	}
+	if r := e.purge(protocol.Purge{EndedBefore: 60, Batch: 2, Select: protocol.Select{All: true}}); r.Purged != 4 || r.Batches != 2 {
+		t.Fatalf("second purge = %+v, want 4 in 2 batches", r)
+	}
+	late := e.submit1("late", "x", "t0", "t1")
+	e.mustBe(late, job.Queued)
+	e.check()
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -15,11 +16,15 @@ import (
 // Purge returns cls purge: it removes ended jobs for good. It lives with
 // the user commands because it selects jobs as mqdel does.
 func Purge(env Env) *cli.Command {
-	flags := append(selectFlags("purge"),
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "q", Aliases: []string{"queue"}, Usage: "with ids: they must be in this queue; else purge its ended jobs"},
+		&cli.StringFlag{Name: "t", Aliases: []string{"target"}, Usage: "purge the ended jobs of this target"},
+		&cli.StringFlag{Name: "s", Aliases: []string{"states"}, Usage: "only jobs in these states, among D F X (e.g. DX; default all three)"},
+		&cli.BoolFlag{Name: "Q", Aliases: []string{"quiet"}, Usage: "print nothing but errors"},
 		&cli.StringFlag{Name: "ended-before", Usage: "purge jobs that ended at least this long ago: 7d, 2w, 12h, 90m, 04:00:00, 1-12:00:00 (required)"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "count what would go, change nothing"},
-		&cli.IntFlag{Name: "batch", Usage: fmt.Sprintf("jobs removed per commit, 1..%d (each its own commit; the writer is free between them)", protocol.MaxPurgeBatch), Value: protocol.DefaultPurgeBatch},
-	)
+		&cli.IntFlag{Name: "batch", Usage: fmt.Sprintf("jobs removed per commit, 1..%d (the writer is free between commits)", protocol.MaxPurgeBatch), Value: protocol.DefaultPurgeBatch},
+	}
 	return &cli.Command{
 		Name:      "purge",
 		Usage:     "remove ended jobs and their output files from the metaqueue for good",
@@ -43,6 +48,24 @@ totals are their sums). Prints how many jobs went, how many were kept and
 the output bytes freed.`,
 		Flags: flags,
 		Action: func(c *cli.Context) error {
+			if args := c.Args().Slice(); slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "-") }) {
+				// Flags after ids (urfave/cli stops at the first): parse
+				// again with every flag first, as the user commands do.
+				again := []string{"purge"}
+				for _, f := range flags {
+					name := f.Names()[0]
+					if !c.IsSet(name) {
+						continue
+					}
+					if _, isBool := f.(*cli.BoolFlag); isBool {
+						again = append(again, "--"+name)
+					} else {
+						again = append(again, "--"+name+"="+fmt.Sprint(c.Value(name)))
+					}
+				}
+				again = flagsFirst(flags)(append(again, args...))
+				return c.App.RunContext(c.Context, append([]string{c.App.Name}, again...))
+			}
 			req, err := purgeRequest(c)
 			if err != nil {
 				return err

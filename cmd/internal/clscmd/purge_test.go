@@ -90,6 +90,10 @@ func TestClsPurge(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "would purge 2 jobs") || count() != 3 {
 		t.Fatalf("dry run: exit %d, %q %q, %d jobs left", code, out, errOut, count())
 	}
+	out, errOut, code = run("purge", "--batch", "1", "--ended-before", "7d", "1-3", "--dry-run", "-s", "X")
+	if code != 0 || !strings.Contains(out, "would purge 2 jobs (0 B of output) in 2 batches") || count() != 3 {
+		t.Fatalf("flags after a range: exit %d, %q %q, %d jobs left", code, out, errOut, count())
+	}
 	out, _, code = run("purge", "--ended-before", "9d")
 	if code != 0 || !strings.Contains(out, "purged 0 jobs") {
 		t.Fatalf("purge older than 9 days: exit %d, %q", code, out)

@@ -150,6 +150,8 @@ var (
 		Doc: "reads part of a job's stdout or stderr (at most MaxOutput of either)"})
 	OpOutputStream = streamOp[OutputQuery, OutputFrame](Spec{Name: "output.stream", Role: RoleUser,
 		Doc: "streams a job's stdout or stderr; with follow, until the job ends"})
+	OpPurge = op[Purge, PurgeReply](Spec{Name: "purge", Role: RoleUser, Durable: true,
+		Doc: "removes ended jobs, their rows and output files, in batches (cls purge)"})
 	OpQueueList = op[Empty, QueueList](Spec{Name: "queue.list", Role: RoleUser,
 		Doc: "lists the queues"})
 	OpQueueSet = op[QueueSet, QueueInfo](Spec{Name: "queue.set", Role: RoleUser, Durable: true,

@@ -359,6 +359,9 @@ func (e *env) check() {
 			}
 			counts[r.queue][r.state]++
 		}
+		if err := e.addPurged(total, done, bad); err != nil {
+			return err
+		}
 		var errs []string
 		for id, r := range all {
 			gj, live := e.s.g.Node(id)

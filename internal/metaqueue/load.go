@@ -269,6 +269,9 @@ func (s *Store) loadJobs(ctx context.Context, prereqs, afterAny map[int64][]dag.
 		s.g.NoteQueue(dag.TargetID(c.t), c.q)
 		s.countsFor(c.q)[c.st] += n
 	}
+	if err := s.loadPurged(ctx); err != nil {
+		return nil, err
+	}
 	for t, l := range learned {
 		s.data.Expect().Load(s.g.Name(dag.TargetID(t)), l.secs, l.n)
 	}

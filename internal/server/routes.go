@@ -75,6 +75,9 @@ var builtin = routeTable(
 	handle(protocol.OpDelete, func(ctx context.Context, c *conn, b protocol.Select) (protocol.ActionReply, error) {
 		return c.s.Store.Delete(ctx, b)
 	}),
+	handle(protocol.OpPurge, func(ctx context.Context, c *conn, b protocol.Purge) (protocol.PurgeReply, error) {
+		return c.s.Store.Purge(ctx, b)
+	}),
 	handle(protocol.OpHold, func(ctx context.Context, c *conn, b protocol.Select) (protocol.ActionReply, error) {
 		return c.s.Store.Hold(ctx, b)
 	}),

@@ -45,6 +45,8 @@ func addedColumns(version int) []column {
 		return []column{{"attempts", "command TEXT"}}
 	case 24:
 		return []column{{"job_prereqs", "kind INTEGER NOT NULL DEFAULT 0 CHECK (kind IN (0, 1))"}}
+	case 25:
+		return []column{{"targets", "purged_done INTEGER NOT NULL DEFAULT 0"}, {"targets", "purged_bad INTEGER NOT NULL DEFAULT 0"}}
 	}
 	return nil
 }

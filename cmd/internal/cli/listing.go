@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -113,9 +114,9 @@ func collapsed(c *cli.Context, cl *client.Client, st *protocol.Stat) ([]protocol
 
 // mqstatRecent is the default table: the jobs not ended (arrays with a
 // member not ended as one line each), then the last recentEnded ended
-// jobs outside arrays, and a line saying how to see older ones when there
-// may be some. A limit (--limit, or --watch's terminal height) is shared,
-// the jobs not ended first.
+// jobs outside arrays with the arrays that ended among them, and a line
+// saying how to see older ones when there may be some. A limit (--limit,
+// or --watch's terminal height) is shared, the jobs not ended first.
 func mqstatRecent(c *cli.Context, cl *client.Client, w io.Writer, st protocol.Stat, limit int) error {
 	live := st
 	live.States = "WQHEB"
@@ -133,17 +134,51 @@ func mqstatRecent(c *cli.Context, cl *client.Client, w io.Writer, st protocol.St
 		return err
 	}
 	ended := st
-	ended.States, ended.Collapse, ended.Limit = "DF", st.TargetPrefix == "", 0
+	ended.States, ended.Limit = "DF", 0
 	ended.Last = recentEnded
 	if limit > 0 {
 		ended.Last = min(recentEnded, limit-n)
 	}
-	m, err := streamTable(c, cl, tw, ended, nil)
-	if err != nil {
+	var done []protocol.ArrayInfo
+	if st.TargetPrefix == "" {
+		if done, err = collapsed(c, cl, &ended); err != nil {
+			return err
+		}
+		done = slices.DeleteFunc(done, func(a protocol.ArrayInfo) bool {
+			return slices.ContainsFunc(arrs, func(b protocol.ArrayInfo) bool { return b.First == a.First })
+		})
+	}
+	var rows []protocol.JobInfo
+	if err := client.Stream(c.Context, cl, protocol.OpStat, ended, func(r protocol.StatReply) error {
+		rows = append(rows, r.Jobs...)
+		return nil
+	}); err != nil {
 		return err
 	}
-	if m >= ended.Last && limit == 0 {
-		fmt.Fprintf(w, "(the last %d ended jobs; mqstat -a lists every job, -s DF the ended ones)\n", m)
+	// The arrays that ended among the rows shown (all of them when the
+	// rows are every ended job there is).
+	if len(rows) >= ended.Last && len(rows) > 0 {
+		done = slices.DeleteFunc(done, func(a protocol.ArrayInfo) bool { return a.Last < rows[0].ID })
+	}
+	if limit > 0 {
+		done = done[:min(len(done), max(limit-n-len(rows), 0))]
+	}
+	now := time.Now()
+	for _, j := range rows {
+		for len(done) > 0 && done[0].First < j.ID {
+			printArrayRow(tw, done[0])
+			done = done[1:]
+		}
+		printRow(tw, j, now, c.Bool("w"))
+	}
+	for _, a := range done {
+		printArrayRow(tw, a)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(rows) >= ended.Last && limit == 0 {
+		fmt.Fprintf(w, "(the last %d ended jobs; mqstat -a lists every job, -s DF the ended ones)\n", len(rows))
 	}
 	return nil
 }

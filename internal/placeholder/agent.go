@@ -54,6 +54,12 @@ type Config struct {
 	// must not fill the disk the CLS's database may share.
 	MaxOutput     int64
 	OutputReserve int64
+	// Streams writes jobs' stdout and stderr as chunks of a few stream
+	// files under OutDir/streams instead of a file per output, and
+	// reports where each lies (streams.go). StreamRotate is the size past
+	// which a stream file is left for a new one (0: DefaultStreamRotate).
+	Streams      bool
+	StreamRotate int64
 	// Walltime is the placeholder's own time limit (0 = none): it never
 	// takes a job expected to outlast it.
 	Walltime time.Duration
@@ -128,6 +134,8 @@ type Agent struct {
 	// writes fail with it).
 	create  func(path string) (io.WriteCloser, error)
 	devNull *os.File // jobs' stdin, opened once rather than per job
+	// streams holds jobs' output with Config.Streams; nil: a file each.
+	streams *streamSet
 }
 
 // New returns an agent; Run starts it.
@@ -152,7 +160,11 @@ func New(cfg Config) *Agent {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Agent{cfg: cfg, log: cfg.Log, running: map[int64]*proc{}, held: map[int64]protocol.JobRef{}, hbEvery: time.Second}
+	a := &Agent{cfg: cfg, log: cfg.Log, running: map[int64]*proc{}, held: map[int64]protocol.JobRef{}, hbEvery: time.Second}
+	if cfg.Streams && !cfg.NoOp {
+		a.streams = newStreamSet(cfg.OutDir, cfg.StreamRotate, cfg.Log)
+	}
+	return a
 }
 
 func (a *Agent) now() time.Time { return a.cfg.Now() }
@@ -175,6 +187,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	if err := os.MkdirAll(a.cfg.OutDir, 0o700); err != nil {
 		return fmt.Errorf("placeholder output directory: %w", err)
+	}
+	if a.streams != nil {
+		defer a.streams.close()
 	}
 	if !a.cfg.NoOp {
 		f, err := os.Open(os.DevNull)

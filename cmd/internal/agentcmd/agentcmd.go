@@ -61,6 +61,7 @@ type flags struct {
 	walltime, idle, reconnect time.Duration
 	// Local only.
 	orphanExit, noop  bool
+	streams           bool
 	cpuprofile, umask string
 
 	set map[string]bool // the flags given
@@ -100,6 +101,7 @@ func (f *flags) register(fs *flag.FlagSet, mode Mode) {
 	if mode == Local {
 		fs.BoolVar(&f.orphanExit, "orphan-exit", false, "exit when idle if the parent process dies")
 		fs.BoolVar(&f.noop, "noop", false, "report jobs done without running them (benchmarks only)")
+		fs.BoolVar(&f.streams, "streams", false, "write jobs' stdout and stderr to a few stream files under --out/streams instead of a file each (the CLS passes it with cls serve --output streams)")
 		fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile to `FILE` (performance work)")
 		fs.StringVar(&f.umask, "umask", "", "the umask jobs run with, octal (the CLS passes its user's to local placeholders)")
 	}
@@ -167,7 +169,7 @@ func Run(ctx context.Context, name string, mode Mode, args []string, stderr io.W
 	a := placeholder.New(placeholder.Config{
 		Dial: dial, Site: f.site, Host: f.host, Slots: f.slots, OutDir: f.out,
 		Capacity: offered, Asked: o.asked, CapacityNote: note,
-		MaxOutput: o.maxOutput, OutputReserve: o.reserve,
+		MaxOutput: o.maxOutput, OutputReserve: o.reserve, Streams: f.streams,
 		BatchID:  placeholder.BatchJobID(os.Getenv),
 		Walltime: f.walltime, IdleTimeout: f.idle, Reconnect: f.reconnect,
 		ExitWhenOrphaned: f.orphanExit, NoOp: f.noop, StageOutput: f.cls != "", DataRoot: o.dataRoot, Log: log,

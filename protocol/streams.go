@@ -26,10 +26,11 @@ type Streamed struct {
 // gives it: the stream file on the host the job ran on and the output's
 // extent in it.
 type StreamExtent struct {
-	Path  string `json:"path"`
-	Last  int64  `json:"last"`
-	Bytes int64  `json:"bytes"`
-	Cut   bool   `json:"cut,omitempty"`
+	Path    string `json:"path"`
+	Attempt int    `json:"attempt"` // the output's tag is (job, Attempt, stream)
+	Last    int64  `json:"last"`
+	Bytes   int64  `json:"bytes"`
+	Cut     bool   `json:"cut,omitempty"`
 }
 
 // StreamDir is the directory, under a placeholder's output directory, of

@@ -16,7 +16,7 @@ import (
 func TestModuleQueriesPrepare(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	for _, path := range []string{"arrays/arrays.sql", "bundles/bundles.sql", "tokens/tokens.sql"} {
+	for _, path := range []string{"arrays/arrays.sql", "bundles/bundles.sql", "tokens/tokens.sql", "extents/extents.sql"} {
 		src, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)

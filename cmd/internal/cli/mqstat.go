@@ -18,6 +18,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/internal/outstream"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -383,12 +384,21 @@ func streamTable(c *cli.Context, cl *client.Client, tw *tabwriter.Writer, st pro
 // where the CLS is; remote ones copy the output here while a long job runs
 // and when it ends.
 func printOutput(w io.Writer, d protocol.JobDetail, stderr bool) error {
-	path, cp := d.Stdout, d.StdoutCopy
+	path, cp, ext, st := d.Stdout, d.StdoutCopy, d.StdoutStream, outstream.Stdout
 	if stderr {
-		path, cp = d.Stderr, d.StderrCopy
+		path, cp, ext, st = d.Stderr, d.StderrCopy, d.StderrStream, outstream.Stderr
 	}
 	if path == "" {
 		return fmt.Errorf("job %d has no output yet (state %s)", d.ID, stateName(d.State))
+	}
+	if ext != nil && cp == "" {
+		// In its placeholder's stream file, checked chunk by chunk: an
+		// output torn by a crash is an error, never printed half.
+		t := outstream.Tag{Job: d.ID, Attempt: ext.Attempt, Stream: st}
+		if _, err := outstream.ReadFile(w, ext.Path, t, outstream.Extent{Last: ext.Last, Bytes: ext.Bytes, Cut: ext.Cut}); err != nil {
+			return fmt.Errorf("job %d's output: %w", d.ID, err)
+		}
+		return nil
 	}
 	if cp != "" {
 		f, err := os.Open(cp)

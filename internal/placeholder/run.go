@@ -657,10 +657,7 @@ func (a *Agent) finish(ctx context.Context, t *attempt) {
 	p.reaped()
 	lost := joinLost(a.waitSinks(asg, t.outSink, t.errSink), t.user.close())
 	if a.streams != nil {
-		// Synced before the report leaves: a reported extent is on disk.
-		var why string
-		rep.Streamed, why = a.streams.streamed(t.outSink, t.errSink)
-		lost = joinLost(lost, why)
+		rep.Streamed = a.streams.streamed(t.outSink, t.errSink) // synced as the report leaves (syncReports)
 	}
 	if why := t.lim.why(); why != "" && (rep.Reason == "" || rep.Reason == why) {
 		// Stopped for its output, or it ended on its own as the limit was

@@ -35,6 +35,7 @@ type streamSet struct {
 	mu        sync.Mutex
 	cur       *streamFile
 	files     []*streamFile // every file this agent wrote to, held locked
+	byName    map[string]*streamFile
 	recovered bool
 }
 
@@ -66,8 +67,7 @@ type streamOut struct {
 	o    *outstream.Output
 	tag  outstream.Tag
 	ext  outstream.Extent
-	end  int64 // the file's size after the last chunk: what must be synced
-	done bool  // closed and written whole
+	done bool // closed and written whole
 }
 
 func (so *streamOut) Write(p []byte) (int, error) { return so.o.Write(p) }
@@ -77,7 +77,7 @@ func (so *streamOut) Close() error {
 	if err != nil {
 		return err
 	}
-	so.ext, so.end, so.done = ext, so.f.w.Size(), true
+	so.ext, so.done = ext, true
 	return nil
 }
 
@@ -104,6 +104,10 @@ func (s *streamSet) output(ph int64, t outstream.Tag) (*streamOut, error) {
 		}
 		s.cur = f
 		s.files = append(s.files, f)
+		if s.byName == nil {
+			s.byName = map[string]*streamFile{}
+		}
+		s.byName[f.name] = f
 	}
 	// The cap is the agent's (outputLimit): it stops the job.
 	return &streamOut{f: s.cur, o: s.cur.w.Output(t, 0), tag: t, ext: outstream.Extent{Last: -1}}, nil
@@ -167,9 +171,10 @@ func (s *streamSet) recoverDead() {
 	}
 }
 
-// syncTo commits f up to end (the end of an output's last chunk). Outputs
-// ending at once share one sync: whoever syncs covers every chunk written
-// before it.
+// syncTo commits f past offset end (an output's last chunk: a chunk is
+// whole in the file once the size passed its offset). Whoever syncs
+// covers every chunk written before it: the outputs of a batch of reports
+// share one sync.
 func (s *streamSet) syncTo(f *streamFile, end int64) error {
 	f.syncMu.Lock()
 	defer f.syncMu.Unlock()
@@ -199,11 +204,11 @@ func (s *streamSet) close() {
 	s.files, s.cur = nil, nil
 }
 
-// streamed syncs the outputs of an attempt's sinks written to stream
-// files and returns their extents for its report, and what was lost.
-// A sink still draining (a process that escaped the job holds its pipe)
-// is not reported: its output is not whole.
-func (s *streamSet) streamed(sinks ...*sink) (out []protocol.Streamed, lost string) {
+// streamed returns the extents of an attempt's outputs written to stream
+// files, for its report (syncReports syncs them before it leaves). A sink
+// still draining (a process that escaped the job holds its pipe) is not
+// reported: its output is not whole.
+func (s *streamSet) streamed(sinks ...*sink) (out []protocol.Streamed) {
 	for _, k := range sinks {
 		if k == nil || k.out == nil {
 			continue
@@ -217,11 +222,40 @@ func (s *streamSet) streamed(sinks ...*sink) (out []protocol.Streamed, lost stri
 		if !so.done || so.ext.Last < 0 {
 			continue
 		}
-		if err := s.syncTo(so.f, so.end); err != nil {
-			lost = joinLost(lost, fmt.Sprintf("%s: sync %s: %v", so.tag.Stream, so.f.name, err))
-			continue
-		}
 		out = append(out, protocol.Streamed{Stream: so.tag.Stream.String(), File: so.f.name, Last: so.ext.Last, Bytes: so.ext.Bytes, Cut: so.ext.Cut})
 	}
-	return out, lost
+	return out
+}
+
+// syncReports commits the stream files holding the outputs a batch of
+// reports names, just before the batch leaves: a reported extent is on
+// disk, and a batch costs one sync a file, not one a job. An output whose
+// file could not be synced is not reported; its report says it was lost.
+func (a *Agent) syncReports(batch []protocol.Report) {
+	s := a.streams
+	if s == nil {
+		return
+	}
+	for i := range batch {
+		r := &batch[i]
+		if len(r.Streamed) == 0 {
+			continue
+		}
+		kept := r.Streamed[:0]
+		for _, st := range r.Streamed {
+			s.mu.Lock()
+			f := s.byName[st.File]
+			s.mu.Unlock()
+			err := errors.New("not a file of this placeholder's")
+			if f != nil {
+				err = s.syncTo(f, st.Last+1)
+			}
+			if err != nil {
+				r.OutputLost = protocol.ClipText(joinLost(r.OutputLost, fmt.Sprintf("%s: sync %s: %v", st.Stream, st.File, err)), protocol.MaxReasonBytes)
+				continue
+			}
+			kept = append(kept, st)
+		}
+		r.Streamed = kept
+	}
 }

@@ -3,6 +3,8 @@ package placeholder
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,7 +62,7 @@ func readStreamed(t *testing.T, out string, rep protocol.Report, stream string) 
 // TestAgentStreams: outputs land in the placeholder's stream file, which
 // the report names with each non-empty output's extent; an empty output
 // writes and reports nothing, and no per-job file is made. The file is
-// synced past an output's last chunk before run returns its report.
+// synced past an output's last chunk as its report leaves.
 func TestAgentStreams(t *testing.T) {
 	t.Parallel()
 	a, out := streamAgent(t, 0)
@@ -96,6 +98,7 @@ func TestAgentStreams(t *testing.T) {
 		if ok != c.hasErr || got != c.stderr {
 			t.Errorf("%q: stderr %q (streamed %v), want %q (%v)", c.cmd, got, ok, c.stderr, c.hasErr)
 		}
+		a.syncReports([]protocol.Report{rep})
 		for _, s := range rep.Streamed {
 			if err := protocol.CheckStreamed(s); err != nil {
 				t.Errorf("%q: %v", c.cmd, err)
@@ -105,7 +108,7 @@ func TestAgentStreams(t *testing.T) {
 			}
 			mu.Lock()
 			if synced < s.Last+outstream.HeaderSize {
-				t.Errorf("%q: reported before the stream was synced past its last chunk (%d < %d)", c.cmd, synced, s.Last+outstream.HeaderSize)
+				t.Errorf("%q: report leaves before the stream was synced past its last chunk (%d < %d)", c.cmd, synced, s.Last+outstream.HeaderSize)
 			}
 			mu.Unlock()
 		}
@@ -216,4 +219,64 @@ func fileSize(t *testing.T, path string) int64 {
 		t.Fatal(err)
 	}
 	return fi.Size()
+}
+
+// TestAgentStreamsReported: through a CLS, the extents reach the job's
+// detail and read back; a stream that cannot be synced is not reported
+// (the report carries the loss instead): the sync is on the report's way.
+func TestAgentStreamsReported(t *testing.T) {
+	t.Parallel()
+	c := newCLS(t)
+	out := t.TempDir()
+	a := New(Config{Dial: c.dial, Site: "test", Host: "h", Slots: 2, OutDir: out, Streams: true})
+	var mu sync.Mutex
+	fail := false
+	a.streams.sync = func(w *outstream.Writer) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if fail {
+			return errors.New("disk gone")
+		}
+		return w.Sync()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	var specs []protocol.JobSpec
+	for i := 0; i < 20; i++ {
+		specs = append(specs, protocol.JobSpec{Target: "t", Command: "echo hi-$MQ_JOB_ID", Cwd: t.TempDir()})
+	}
+	ids := c.submit(specs...)
+	c.wait(ids...)
+	for _, id := range ids {
+		d, err := c.store.Job(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := d.StdoutStream
+		if e == nil {
+			t.Errorf("job %d: no stdout stream in %+v", id, d)
+			continue
+		}
+		var b bytes.Buffer
+		if _, err := outstream.ReadFile(&b, e.Path, outstream.Tag{Job: id, Attempt: e.Attempt}, outstream.Extent{Last: e.Last, Bytes: e.Bytes}); err != nil || b.String() != fmt.Sprintf("hi-%d\n", id) {
+			t.Errorf("job %d: stdout %q, %v", id, b.String(), err)
+		}
+	}
+	mu.Lock()
+	fail = true
+	mu.Unlock()
+	id := c.submit(protocol.JobSpec{Target: "t", Command: "echo lost", Cwd: t.TempDir()})[0]
+	c.wait(id)
+	d, err := c.store.Job(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.StdoutStream != nil || !strings.Contains(d.OutputLost, "disk gone") {
+		t.Errorf("unsynced output: stream %+v, output_lost %q; want none, and the loss", d.StdoutStream, d.OutputLost)
+	}
 }

@@ -427,6 +427,19 @@ func printOutput(w io.Writer, d protocol.JobDetail, stderr bool) error {
 	return err
 }
 
+// outputLine says where an output is: its file, or its extent in a
+// stream file.
+func outputLine(path string, ext *protocol.StreamExtent) string {
+	if ext == nil {
+		return path
+	}
+	cut := ""
+	if ext.Cut {
+		cut = ", cut at its cap"
+	}
+	return fmt.Sprintf("%d bytes in stream %s (last chunk at %d%s)", ext.Bytes, ext.Path, ext.Last, cut)
+}
+
 // followOutput prints a stream of job id's output as the CLS serves it
 // (op output.stream): what was written, then what is written until the job
 // ends. The bytes are the job's, printed as they are, as --output prints
@@ -720,8 +733,8 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 		if d.Host != "" {
 			where = " (on " + d.Host + ")"
 		}
-		p("stdout", d.Stdout+where)
-		p("stderr", d.Stderr+where)
+		p("stdout", outputLine(d.Stdout, d.StdoutStream)+where)
+		p("stderr", outputLine(d.Stderr, d.StderrStream)+where)
 		if d.StdoutCopy != "" {
 			p("copies here", d.StdoutCopy+", "+d.StderrCopy)
 		}

@@ -77,6 +77,15 @@ func TestStreamsManyJobs(t *testing.T) {
 	if got := h.ok("mqstat", "--cat", ids[9], "--follow"); got != "job-"+ids[9]+"\n" {
 		t.Errorf("mqstat --cat %s --follow printed %q", ids[9], got)
 	}
+	// -o and -e files are written beside the stream.
+	o, e := filepath.Join(h.dir, "o.txt"), filepath.Join(h.dir, "e.txt")
+	tee := strconv.FormatInt(h.submit("-b", "-o", o, "-e", e, "tee", "echo to-o; echo to-e >&2"), 10)
+	if got, gotErr := readFile(t, o), readFile(t, e); got != "to-o\n" || gotErr != "to-e\n" {
+		t.Errorf("-o, -e files hold %q, %q", got, gotErr)
+	}
+	if got := h.ok("mqstat", "--cat", tee); got != "to-o\n" {
+		t.Errorf("mqstat --cat of a job with -o printed %q", got)
+	}
 	// Followed from before it starts: the output comes whole at its end.
 	id := h.submit("f", "sleep 1; echo followed")
 	if got := h.ok("mqstat", "--cat", strconv.FormatInt(id, 10), "--follow"); got != "followed\n" {

@@ -5,7 +5,8 @@
 # run: jobs/s, the files left in the output area, and the median of 50
 # `mqstat --cat ID` of random jobs.
 #
-# Usage: [BENCH_STREAMS_JOBS=10000] [BENCH_STREAMS_ROUNDS=2] scripts/bench-streams.sh
+# Usage: [BENCH_STREAMS_JOBS=10000] [BENCH_STREAMS_ROUNDS=2] [BENCH_STREAMS_CMD="echo hi"]
+#   [BENCH_STREAMS_MODES="files streams"] [BENCH_STREAMS_ARGS="--sync full"] scripts/bench-streams.sh
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 N=${BENCH_STREAMS_JOBS:-10000}
@@ -19,11 +20,11 @@ echo "|---|---|---|---|---|---|---|"
 for ((r = 1; r <= ROUNDS; r++)); do
 	for mode in ${BENCH_STREAMS_MODES:-files streams}; do
 		home=$(mktemp -d /tmp/mqstreams-home.XXXXXX)
-		MQ_HOME=$home "$BIN/cls" serve --local 2 --output "$mode" >"$home/serve.out" 2>&1 &
+		MQ_HOME=$home "$BIN/cls" serve --local 2 --output "$mode" ${BENCH_STREAMS_ARGS:-} >"$home/serve.out" 2>&1 &
 		pid=$!
 		for _ in $(seq 100); do [ -S "$home/cls.sock" ] && break; sleep 0.1; done
 		t0=$(now)
-		MQ_HOME=$home "$BIN/mqsub" -b --array "1-$N" t 'echo hi' >"$home/ids"
+		MQ_HOME=$home "$BIN/mqsub" -b --array "1-$N" t "${BENCH_STREAMS_CMD:-echo hi}" >"$home/ids"
 		t1=$(now)
 		files=$(find "$home/output" -type f | wc -l)
 		cats=()

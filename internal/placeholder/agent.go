@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/internal/outstream"
 	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -58,8 +59,14 @@ type Config struct {
 	// files under OutDir/streams instead of a file per output, and
 	// reports where each lies (streams.go). StreamRotate is the size past
 	// which a stream file is left for a new one (0: DefaultStreamRotate).
+	// StreamNoSync leaves out the fsync of a stream file before the reports
+	// naming it leave: what was written survives the agent's crash all the
+	// same (the kernel holds it), not the machine's; a CLS that does not
+	// sync placeholders' reports either (cls serve --sync submit, normal)
+	// asks for it.
 	Streams      bool
 	StreamRotate int64
+	StreamNoSync bool
 	// Walltime is the placeholder's own time limit (0 = none): it never
 	// takes a job expected to outlast it.
 	Walltime time.Duration
@@ -163,6 +170,9 @@ func New(cfg Config) *Agent {
 	a := &Agent{cfg: cfg, log: cfg.Log, running: map[int64]*proc{}, held: map[int64]protocol.JobRef{}, hbEvery: time.Second}
 	if cfg.Streams && !cfg.NoOp {
 		a.streams = newStreamSet(cfg.OutDir, cfg.StreamRotate, cfg.Log)
+		if cfg.StreamNoSync {
+			a.streams.sync = func(*outstream.Writer) error { return nil }
+		}
 	}
 	return a
 }

@@ -306,6 +306,11 @@ type JobDetail struct {
 	// placeholder staged (absent file: no output, or not staged yet).
 	StdoutCopy string `json:"stdout_copy,omitempty"`
 	StderrCopy string `json:"stderr_copy,omitempty"`
+	// StdoutStream and StderrStream say where the current attempt's
+	// output lies when its placeholder wrote it to a stream file
+	// (cls serve --output streams): read it there, not at Stdout.
+	StdoutStream *StreamExtent `json:"stdout_stream,omitempty"`
+	StderrStream *StreamExtent `json:"stderr_stream,omitempty"`
 	// OutputLost says why the current attempt's output was not (wholly)
 	// kept: where the placeholder writes it or in the CLS's copy.
 	OutputLost string         `json:"output_lost,omitempty"`
@@ -373,7 +378,10 @@ type AttemptInfo struct {
 	Stderr     string `json:"stderr,omitempty"`
 	StdoutCopy string `json:"stdout_copy,omitempty"`
 	StderrCopy string `json:"stderr_copy,omitempty"`
-	OutputLost string `json:"output_lost,omitempty"`
+	// StdoutStream, StderrStream: as JobDetail's, for this attempt.
+	StdoutStream *StreamExtent `json:"stdout_stream,omitempty"`
+	StderrStream *StreamExtent `json:"stderr_stream,omitempty"`
+	OutputLost   string        `json:"output_lost,omitempty"`
 	// Command is the command the attempt ran when a rerun gave the job
 	// another since (mqsub --rerun ID --command); "" when it is the job's.
 	Command string `json:"command,omitempty"`
@@ -694,6 +702,11 @@ type Report struct {
 	// replicas of them there and hands the job back unstarted, to be
 	// staged again (at most MaxStaleReturns times a job).
 	Missing []string `json:"missing,omitempty"`
+	// Streamed says where the attempt's non-empty outputs lie in the
+	// placeholder's stream files, when it writes them there (at most
+	// MaxStreamed; the CLS keeps only entries naming the placeholder's
+	// own files).
+	Streamed []Streamed `json:"streamed,omitempty"`
 	// Usage is what the job's process used (its rusage), when it ran.
 	Usage
 }

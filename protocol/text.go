@@ -143,6 +143,17 @@ func CleanReport(r *Report) string {
 		r.Usage = Usage{}
 		fixed = append(fixed, "usage")
 	}
+	if k := len(r.Streamed); k > 0 {
+		seen := map[string]bool{}
+		r.Streamed = slices.DeleteFunc(r.Streamed, func(s Streamed) bool {
+			bad := CheckStreamed(s) != nil || seen[s.Stream]
+			seen[s.Stream] = true
+			return bad
+		})
+		if len(r.Streamed) != k {
+			fixed = append(fixed, fmt.Sprintf("%d streamed outputs", k-len(r.Streamed)))
+		}
+	}
 	n := len(r.Missing)
 	if n > MaxFiles {
 		r.Missing = r.Missing[:MaxFiles]

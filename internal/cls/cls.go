@@ -70,6 +70,10 @@ type Config struct {
 	// DefaultOutputReserve; negative: none). See reserve.go.
 	MaxOutput     int64
 	OutputReserve int64
+	// OutputStreams makes local placeholders write jobs' stdout and
+	// stderr to a few stream files each (output/streams) instead of a
+	// file per output; remote ones write per-job files still.
+	OutputStreams bool
 
 	// StageWorkers is how many files the CLS moves at once for data
 	// staging (default DefaultStageWorkers).
@@ -375,6 +379,9 @@ func (c *CLS) serveSites(outReserve int64) error {
 	// is the whole truth about it; it is never stored.
 	c.sites.agentLog, c.sites.noop, c.sites.umask, c.sites.agentExe = c.logf, cfg.NoOp, c.umask, cfg.AgentExe
 	c.sites.logJSON = cfg.LogFormat == "json"
+	// A stream is synced before its reports leave only where the CLS
+	// syncs their commits: a power loss loses both alike otherwise.
+	c.sites.streams, c.sites.streamsSync = cfg.OutputStreams, cfg.Sync == metaqueue.SyncFull
 	c.sites.maxOutput, c.sites.outputReserve = max(cfg.MaxOutput, 0), outReserve
 	if cfg.MaxOutput == 0 {
 		c.sites.maxOutput = placeholder.DefaultMaxOutput

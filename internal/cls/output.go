@@ -238,7 +238,7 @@ func (o *outputs) read(ctx context.Context, q protocol.OutputQuery, last int64, 
 	}
 	buf := make([]byte, protocol.MaxOutputFrame)
 	if !q.Follow {
-		if _, err := tail(outputPath(d, stream), d.Attempts, 0, buf, send); err != nil {
+		if _, err := tailJob(d, stream, d.Attempts, 0, buf, send); err != nil {
 			return err
 		}
 		if ended(d.State) {
@@ -281,7 +281,7 @@ func (o *outputs) read(ctx context.Context, q protocol.OutputQuery, last int64, 
 	attempt := d.Attempts
 	for {
 		woken := wake() // before reading: a chunk staged meanwhile wakes us again
-		if off, err = tail(outputPath(d, stream), attempt, off, buf, send); err != nil {
+		if off, err = tailJob(d, stream, attempt, off, buf, send); err != nil {
 			return err
 		}
 		select {
@@ -295,7 +295,7 @@ func (o *outputs) read(ctx context.Context, q protocol.OutputQuery, last int64, 
 			if d.Attempts != attempt {
 				attempt, off = d.Attempts, 0
 			}
-			if _, err := tail(outputPath(d, stream), attempt, off, buf, send); err != nil {
+			if _, err := tailJob(d, stream, attempt, off, buf, send); err != nil {
 				return err
 			}
 			return send(endFrame(d, stream))

@@ -51,7 +51,10 @@ type sites struct {
 	// maxOutput (0: no cap) and outputReserve bound local jobs' output
 	// (Config.MaxOutput, Config.OutputReserve).
 	maxOutput, outputReserve int64
-	agentExe                 string // what local placeholders run (default: this executable)
+	// streams: local placeholders write jobs' output to stream files
+	// (Config.OutputStreams).
+	streams, streamsSync bool
+	agentExe             string // what local placeholders run (default: this executable)
 
 	sshAddr net.Addr // the CLS's SSH endpoint; nil without --ssh
 	hostFP  string
@@ -165,6 +168,9 @@ func (s *sites) open(spec protocol.SiteSpec, exited func(pid int)) (site.Site, e
 		}
 		args = append(args, "--out", filepath.Join(s.home, "output"), "--orphan-exit", "--umask", fmt.Sprintf("%03o", s.umask),
 			"--max-output", strconv.FormatInt(s.maxOutput, 10), "--output-reserve", strconv.FormatInt(s.outputReserve, 10))
+		if s.streams {
+			args = append(args, "--streams", "--streams-sync="+strconv.FormatBool(s.streamsSync))
+		}
 		if spec.Embedded && s.noop {
 			args = append(args, "--noop")
 		}

@@ -127,6 +127,11 @@ func (s *Store) report(ph int64, reports []protocol.Report) error {
 				return err
 			}
 		}
+		if len(r.Streamed) > 0 && r.Reason != protocol.ReasonReturned {
+			if err := s.saveStreamed(ph, r); err != nil {
+				return err
+			}
+		}
 		if protocol.CheckUsage(r.Usage) != nil {
 			r.Usage = protocol.Usage{} // the server checks; a figure no process has is not kept
 		}

@@ -44,14 +44,20 @@ func Read(dst io.Writer, r io.ReaderAt, t Tag, ext Extent) (int64, error) {
 		return 0, nil
 	}
 	// Walk back from the last chunk: every chunk but the last holds a
-	// byte at least, so an output has at most Bytes+1 chunks.
+	// byte at least, so an output has at most Bytes+1 chunks. Each
+	// chunk's CRC is checked on the way, so nothing is written of an
+	// output damaged anywhere; the payloads are read again to write them
+	// in order (an output of one chunk, most, is written from this read).
+	buf := make([]byte, MaxChunk)
 	var offs []int64
 	var total int64
+	var first []byte // the payload last read: the output's first chunk's, at the end
 	for off := ext.Last; off >= 0; {
 		if int64(len(offs)) > ext.Bytes {
 			return 0, fmt.Errorf("%s: more chunks than bytes: %w", t, ErrTorn)
 		}
-		c, _, err := readChunk(r, off, nil)
+		c, p, err := readChunk(r, off, buf)
+		first = p
 		if err != nil {
 			return 0, fmt.Errorf("%s: %w", t, err)
 		}
@@ -70,7 +76,10 @@ func Read(dst io.Writer, r io.ReaderAt, t Tag, ext Extent) (int64, error) {
 	if total != ext.Bytes {
 		return 0, fmt.Errorf("%s: %d bytes in chunks, %d recorded: %w", t, total, ext.Bytes, ErrTorn)
 	}
-	buf := make([]byte, MaxChunk)
+	if len(offs) == 1 {
+		k, err := dst.Write(first)
+		return int64(k), err
+	}
 	var n int64
 	for i := len(offs) - 1; i >= 0; i-- {
 		_, p, err := readChunk(r, offs[i], buf)

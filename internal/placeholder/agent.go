@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/internal/outstream"
 	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -54,6 +55,18 @@ type Config struct {
 	// must not fill the disk the CLS's database may share.
 	MaxOutput     int64
 	OutputReserve int64
+	// Streams writes jobs' stdout and stderr as chunks of a few stream
+	// files under OutDir/streams instead of a file per output, and
+	// reports where each lies (streams.go). StreamRotate is the size past
+	// which a stream file is left for a new one (0: DefaultStreamRotate).
+	// StreamNoSync leaves out the fsync of a stream file before the reports
+	// naming it leave: what was written survives the agent's crash all the
+	// same (the kernel holds it), not the machine's; a CLS that does not
+	// sync placeholders' reports either (cls serve --sync submit, normal)
+	// asks for it.
+	Streams      bool
+	StreamRotate int64
+	StreamNoSync bool
 	// Walltime is the placeholder's own time limit (0 = none): it never
 	// takes a job expected to outlast it.
 	Walltime time.Duration
@@ -128,6 +141,8 @@ type Agent struct {
 	// writes fail with it).
 	create  func(path string) (io.WriteCloser, error)
 	devNull *os.File // jobs' stdin, opened once rather than per job
+	// streams holds jobs' output with Config.Streams; nil: a file each.
+	streams *streamSet
 }
 
 // New returns an agent; Run starts it.
@@ -152,7 +167,14 @@ func New(cfg Config) *Agent {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Agent{cfg: cfg, log: cfg.Log, running: map[int64]*proc{}, held: map[int64]protocol.JobRef{}, hbEvery: time.Second}
+	a := &Agent{cfg: cfg, log: cfg.Log, running: map[int64]*proc{}, held: map[int64]protocol.JobRef{}, hbEvery: time.Second}
+	if cfg.Streams && !cfg.NoOp {
+		a.streams = newStreamSet(cfg.OutDir, cfg.StreamRotate, cfg.Log)
+		if cfg.StreamNoSync {
+			a.streams.sync = func(*outstream.Writer) error { return nil }
+		}
+	}
+	return a
 }
 
 func (a *Agent) now() time.Time { return a.cfg.Now() }
@@ -175,6 +197,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	if err := os.MkdirAll(a.cfg.OutDir, 0o700); err != nil {
 		return fmt.Errorf("placeholder output directory: %w", err)
+	}
+	if a.streams != nil {
+		defer a.streams.close()
 	}
 	if !a.cfg.NoOp {
 		f, err := os.Open(os.DevNull)

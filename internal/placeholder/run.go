@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/jobexec"
+	"github.com/mq-hpc/mq/internal/outstream"
 	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
@@ -122,22 +123,27 @@ func (p *proc) reaped() {
 // (ext4 inode allocation is ~150 µs here). An absent file means no output.
 // A pipe also means a job whose placeholder died gets EPIPE instead of
 // writing on unseen; the placeholder's lease expires and it reruns elsewhere.
+//
+// With Config.Streams the output goes to the placeholder's stream file
+// instead (streams.go), and out holds where it lies once done is closed.
 type sink struct {
 	path string
+	tag  outstream.Tag
 	r    *os.File
 	done chan struct{}
 	err  error
+	out  *streamOut // set by drain, for a streamed output that held a byte
 }
 
-func (a *Agent) newSink(path string, lim *outputLimit, also io.Writer) (s *sink, w *os.File, err error) {
+func (a *Agent) newSink(path string, tag outstream.Tag, lim *outputLimit, also io.Writer) (s *sink, w *os.File, err error) {
 	r, w, err := pipe()
 	if err != nil {
 		return nil, nil, err
 	}
-	s = &sink{path: path, r: r, done: make(chan struct{})}
+	s = &sink{path: path, tag: tag, r: r, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
-		s.err = a.drain(s.r, s.path, lim, also)
+		s.err = a.drain(s, lim, also)
 	}()
 	return s, w, nil
 }
@@ -250,7 +256,8 @@ func pipe() (r, w *os.File, err error) {
 	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
 }
 
-func (a *Agent) drain(r *os.File, path string, lim *outputLimit, also io.Writer) error {
+func (a *Agent) drain(s *sink, lim *outputLimit, also io.Writer) error {
+	r := s.r
 	defer r.Close()
 	buf := make([]byte, 32<<10)
 	n, err := r.Read(buf)
@@ -260,21 +267,9 @@ func (a *Agent) drain(r *os.File, path string, lim *outputLimit, also io.Writer)
 		}
 		return err
 	}
-	dir := filepath.Dir(path)
-	if _, ok := a.dirs.Load(dir); !ok {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			io.Copy(io.Discard, r) // keep the job from blocking on a full pipe
-			return err
-		}
-		a.dirs.Store(dir, true)
-	}
-	create := a.create
-	if create == nil {
-		create = createOutput
-	}
-	fc, err := create(path)
+	fc, err := a.openOutput(s)
 	if err != nil {
-		io.Copy(io.Discard, r)
+		io.Copy(io.Discard, r) // keep the job from blocking on a full pipe
 		return err
 	}
 	if also != nil { // mqsub -o, -e
@@ -298,6 +293,31 @@ func (a *Agent) drain(r *os.File, path string, lim *outputLimit, also io.Writer)
 		err = cerr
 	}
 	return overLimit(err)
+}
+
+// openOutput opens where a sink's output goes, at its first byte: its
+// file, or an output in the placeholder's stream file.
+func (a *Agent) openOutput(s *sink) (io.WriteCloser, error) {
+	if a.streams != nil {
+		so, err := a.streams.output(a.ID(), s.tag)
+		if err != nil {
+			return nil, err
+		}
+		s.out = so
+		return so, nil
+	}
+	dir := filepath.Dir(s.path)
+	if _, ok := a.dirs.Load(dir); !ok {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+		a.dirs.Store(dir, true)
+	}
+	create := a.create
+	if create == nil {
+		create = createOutput
+	}
+	return create(s.path)
 }
 
 // overLimit is nil for errOverLimit: reaching the limit is the job's
@@ -449,10 +469,12 @@ func (a *Agent) prepare(ctx context.Context, t *attempt) bool {
 	}
 	outPath, errPath := job.OutputPaths(a.cfg.OutDir, asg.ID, asg.Attempt)
 	t.lim = a.newOutputLimit(filepath.Dir(outPath))
-	if t.outSink, t.stdout, err = a.newSink(outPath, t.lim, t.user.out.writer()); err != nil {
+	tag := outstream.Tag{Job: asg.ID, Attempt: asg.Attempt, Stream: outstream.Stdout}
+	if t.outSink, t.stdout, err = a.newSink(outPath, tag, t.lim, t.user.out.writer()); err != nil {
 		return t.fail(err)
 	}
-	if t.errSink, t.stderr, err = a.newSink(errPath, t.lim, t.user.err.writer()); err != nil {
+	tag.Stream = outstream.Stderr
+	if t.errSink, t.stderr, err = a.newSink(errPath, tag, t.lim, t.user.err.writer()); err != nil {
 		t.stdout.Close()
 		<-t.outSink.done
 		return t.fail(err)
@@ -634,6 +656,9 @@ func (a *Agent) finish(ctx context.Context, t *attempt) {
 	// before pidfds).
 	p.reaped()
 	lost := joinLost(a.waitSinks(asg, t.outSink, t.errSink), t.user.close())
+	if a.streams != nil {
+		rep.Streamed = a.streams.streamed(t.outSink, t.errSink) // synced as the report leaves (syncReports)
+	}
 	if why := t.lim.why(); why != "" && (rep.Reason == "" || rep.Reason == why) {
 		// Stopped for its output, or it ended on its own as the limit was
 		// reached: either way its output is not whole, and it fails.

@@ -60,8 +60,9 @@ type flags struct {
 	named                     []string
 	walltime, idle, reconnect time.Duration
 	// Local only.
-	orphanExit, noop  bool
-	cpuprofile, umask string
+	orphanExit, noop     bool
+	streams, streamsSync bool
+	cpuprofile, umask    string
 
 	set map[string]bool // the flags given
 }
@@ -100,6 +101,8 @@ func (f *flags) register(fs *flag.FlagSet, mode Mode) {
 	if mode == Local {
 		fs.BoolVar(&f.orphanExit, "orphan-exit", false, "exit when idle if the parent process dies")
 		fs.BoolVar(&f.noop, "noop", false, "report jobs done without running them (benchmarks only)")
+		fs.BoolVar(&f.streams, "streams", false, "write jobs' stdout and stderr to a few stream files under --out/streams instead of a file each (the CLS passes it with cls serve --output streams)")
+		fs.BoolVar(&f.streamsSync, "streams-sync", true, "with --streams: fsync a stream file before reporting the jobs whose output it holds, so the output survives a power loss (the CLS passes false unless cls serve --sync full: its reports do not survive one either)")
 		fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile to `FILE` (performance work)")
 		fs.StringVar(&f.umask, "umask", "", "the umask jobs run with, octal (the CLS passes its user's to local placeholders)")
 	}
@@ -167,7 +170,7 @@ func Run(ctx context.Context, name string, mode Mode, args []string, stderr io.W
 	a := placeholder.New(placeholder.Config{
 		Dial: dial, Site: f.site, Host: f.host, Slots: f.slots, OutDir: f.out,
 		Capacity: offered, Asked: o.asked, CapacityNote: note,
-		MaxOutput: o.maxOutput, OutputReserve: o.reserve,
+		MaxOutput: o.maxOutput, OutputReserve: o.reserve, Streams: f.streams, StreamNoSync: !f.streamsSync,
 		BatchID:  placeholder.BatchJobID(os.Getenv),
 		Walltime: f.walltime, IdleTimeout: f.idle, Reconnect: f.reconnect,
 		ExitWhenOrphaned: f.orphanExit, NoOp: f.noop, StageOutput: f.cls != "", DataRoot: o.dataRoot, Log: log,

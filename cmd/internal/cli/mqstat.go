@@ -18,6 +18,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/internal/outstream"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -217,12 +218,21 @@ func mqstatJob(c *cli.Context, cl *client.Client, w io.Writer) error {
 // where the CLS is; remote ones copy the output here while a long job runs
 // and when it ends.
 func printOutput(w io.Writer, d protocol.JobDetail, stderr bool) error {
-	path, cp := d.Stdout, d.StdoutCopy
+	path, cp, ext, st := d.Stdout, d.StdoutCopy, d.StdoutStream, outstream.Stdout
 	if stderr {
-		path, cp = d.Stderr, d.StderrCopy
+		path, cp, ext, st = d.Stderr, d.StderrCopy, d.StderrStream, outstream.Stderr
 	}
 	if path == "" {
 		return fmt.Errorf("job %d has no output yet (state %s)", d.ID, stateName(d.State))
+	}
+	if ext != nil && cp == "" {
+		// In its placeholder's stream file, checked chunk by chunk: an
+		// output torn by a crash is an error, never printed half.
+		t := outstream.Tag{Job: d.ID, Attempt: ext.Attempt, Stream: st}
+		if _, err := outstream.ReadFile(w, ext.Path, t, outstream.Extent{Last: ext.Last, Bytes: ext.Bytes, Cut: ext.Cut}); err != nil {
+			return fmt.Errorf("job %d's output: %w", d.ID, err)
+		}
+		return nil
 	}
 	if cp != "" {
 		f, err := os.Open(cp)
@@ -249,6 +259,19 @@ func printOutput(w io.Writer, d protocol.JobDetail, stderr bool) error {
 	defer f.Close()
 	_, err = io.Copy(w, f)
 	return err
+}
+
+// outputLine says where an output is: its file, or its extent in a
+// stream file.
+func outputLine(path string, ext *protocol.StreamExtent) string {
+	if ext == nil {
+		return path
+	}
+	cut := ""
+	if ext.Cut {
+		cut = ", cut at its cap"
+	}
+	return fmt.Sprintf("%d bytes in stream %s (last chunk at %d%s)", ext.Bytes, ext.Path, ext.Last, cut)
 }
 
 // followOutput prints a stream of job id's output as the CLS serves it
@@ -567,8 +590,8 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 		if d.Host != "" {
 			where = " (on " + d.Host + ")"
 		}
-		p("stdout", d.Stdout+where)
-		p("stderr", d.Stderr+where)
+		p("stdout", outputLine(d.Stdout, d.StdoutStream)+where)
+		p("stderr", outputLine(d.Stderr, d.StderrStream)+where)
 		if d.StdoutCopy != "" {
 			p("copies here", d.StdoutCopy+", "+d.StderrCopy)
 		}

@@ -67,3 +67,9 @@ JOIN queues q ON q.id = e.queue_id WHERE q.name = ?;
 SELECT 1 FROM arrays a
 WHERE a.first_job = (SELECT max(first_job) FROM arrays WHERE first_job <= j.id) AND a.last_job >= j.id;
 
+-- name: Streamed
+-- Where a job's attempts' outputs lie in stream files, and the output
+-- directory of the placeholder that wrote each.
+SELECT e.attempt, e.stream, coalesce(p.out_dir, ''), e.file, e.last, e.bytes, e.cut
+FROM output_extents e LEFT JOIN placeholders p ON p.id = e.placeholder_id
+WHERE e.job_id = ?;

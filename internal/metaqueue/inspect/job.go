@@ -44,6 +44,9 @@ func (r *Reader) Job(ctx context.Context, id int64) (protocol.JobDetail, error) 
 	if d.History, err = r.history(ctx, r.db, id, lost); err != nil {
 		return d, err
 	}
+	if err := r.addStreamed(ctx, &d, row.attempt); err != nil {
+		return d, err
+	}
 	if d.State == string(job.Executing) {
 		if d.Copies, err = r.src.RunningCopies(ctx, id); err != nil {
 			return d, err

@@ -1,0 +1,7 @@
+-- Output streams: where attempts' outputs lie in their placeholders'
+-- stream files (migration 024); the core writes them through Save.
+
+-- name: InsertStreamed
+-- A resent report changes nothing: the first extent recorded stays.
+INSERT OR IGNORE INTO output_extents (job_id, attempt, stream, placeholder_id, file, last, bytes, cut)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?);

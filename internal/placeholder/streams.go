@@ -1,0 +1,261 @@
+package placeholder
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+
+	"github.com/mq-hpc/mq/internal/outstream"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// DefaultStreamRotate is Config.StreamRotate's default: a stream file past
+// it is left for a new one.
+const DefaultStreamRotate = 256 << 20
+
+// streamSet is a placeholder's stream files (Config.Streams): every job's
+// stdout and stderr are chunks appended to the current one, so a million
+// short jobs leave a few files, not a million. Each file is named for the
+// placeholder id it was written under (protocol.StreamFileName), which the
+// CLS checks a report's extents against, and stays flock'ed while the
+// agent lives: a file nobody holds is a dead placeholder's, whose torn
+// tail the next agent cuts.
+type streamSet struct {
+	dir    string
+	rotate int64
+	log    *slog.Logger
+	// sync commits a file (tests watch it); nil is Writer.Sync.
+	sync func(*outstream.Writer) error
+
+	mu        sync.Mutex
+	cur       *streamFile
+	files     []*streamFile // every file this agent wrote to, held locked
+	byName    map[string]*streamFile
+	recovered bool
+}
+
+// streamFile is one open stream file.
+type streamFile struct {
+	w     *outstream.Writer
+	name  string // protocol.StreamFileName
+	owner int64  // the placeholder id in its name
+	lock  *os.File
+
+	syncMu sync.Mutex
+	synced int64 // the file is on disk up to here
+}
+
+func newStreamSet(outDir string, rotate int64, log *slog.Logger) *streamSet {
+	if rotate <= 0 {
+		rotate = DefaultStreamRotate
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &streamSet{dir: filepath.Join(outDir, protocol.StreamDir), rotate: rotate, log: log}
+}
+
+// streamOut is one output being written into a stream file: the sink's
+// writer, which on Close keeps the output's extent for the report.
+type streamOut struct {
+	f    *streamFile
+	o    *outstream.Output
+	tag  outstream.Tag
+	ext  outstream.Extent
+	done bool // closed and written whole
+}
+
+func (so *streamOut) Write(p []byte) (int, error) { return so.o.Write(p) }
+
+func (so *streamOut) Close() error {
+	ext, err := so.o.Close()
+	if err != nil {
+		return err
+	}
+	so.ext, so.done = ext, true
+	return nil
+}
+
+// output starts output t in the current stream file of placeholder ph,
+// opening a new file first when there is none, it is ph's no more (the
+// agent registered anew) or it passed its size.
+func (s *streamSet) output(ph int64, t outstream.Tag) (*streamOut, error) {
+	if ph <= 0 {
+		return nil, errors.New("output stream: the placeholder has no id yet")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.recovered {
+		if err := os.MkdirAll(s.dir, 0o700); err != nil {
+			return nil, fmt.Errorf("output stream: %w", err)
+		}
+		s.recoverDead()
+		s.recovered = true
+	}
+	if s.cur == nil || s.cur.owner != ph || s.cur.w.Size() >= s.rotate {
+		f, err := s.create(ph)
+		if err != nil {
+			return nil, fmt.Errorf("output stream: %w", err)
+		}
+		s.cur = f
+		s.files = append(s.files, f)
+		if s.byName == nil {
+			s.byName = map[string]*streamFile{}
+		}
+		s.byName[f.name] = f
+	}
+	// The cap is the agent's (outputLimit): it stops the job.
+	return &streamOut{f: s.cur, o: s.cur.w.Output(t, 0), tag: t, ext: outstream.Extent{Last: -1}}, nil
+}
+
+// create makes ph's next stream file and locks it.
+func (s *streamSet) create(ph int64) (*streamFile, error) {
+	for seq := len(s.files); ; seq++ {
+		name := protocol.StreamFileName(ph, seq)
+		path := filepath.Join(s.dir, name)
+		w, err := outstream.Create(path)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		lock, err := os.Open(path)
+		if err == nil {
+			// Blocking: an agent recovering dead files may hold it an
+			// instant, seeing a file only just made.
+			err = syscall.Flock(int(lock.Fd()), syscall.LOCK_EX)
+		}
+		if err != nil {
+			w.Close()
+			if lock != nil {
+				lock.Close()
+			}
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		return &streamFile{w: w, name: name, owner: ph, lock: lock}, nil
+	}
+}
+
+// recoverDead cuts the torn tail of every stream file in the directory no
+// live agent holds: a placeholder killed while it wrote. What lay in the
+// tail was never reported; its attempt is run again.
+func (s *streamSet) recoverDead() {
+	names, err := filepath.Glob(filepath.Join(s.dir, "*.mqs"))
+	if err != nil {
+		return
+	}
+	for _, path := range names {
+		lock, err := os.Open(path)
+		if err != nil {
+			continue
+		}
+		if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			w, torn, err := outstream.Append(path)
+			switch {
+			case err != nil:
+				s.log.Warn("a stream file left by a placeholder cannot be read", "file", path, "err", err)
+			case torn:
+				s.log.Warn("cut the torn tail of a stream file left by a placeholder killed while it wrote", "file", path)
+			}
+			if w != nil {
+				w.Close()
+			}
+		}
+		lock.Close() // unlocks
+	}
+}
+
+// syncTo commits f past offset end (an output's last chunk: a chunk is
+// whole in the file once the size passed its offset). Whoever syncs
+// covers every chunk written before it: the outputs of a batch of reports
+// share one sync.
+func (s *streamSet) syncTo(f *streamFile, end int64) error {
+	f.syncMu.Lock()
+	defer f.syncMu.Unlock()
+	if f.synced >= end {
+		return nil
+	}
+	size := f.w.Size()
+	sync := s.sync
+	if sync == nil {
+		sync = (*outstream.Writer).Sync
+	}
+	if err := sync(f.w); err != nil {
+		return err
+	}
+	f.synced = size
+	return nil
+}
+
+// close syncs and closes every file, releasing its lock.
+func (s *streamSet) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, f := range s.files {
+		f.w.Close()
+		f.lock.Close()
+	}
+	s.files, s.cur = nil, nil
+}
+
+// streamed returns the extents of an attempt's outputs written to stream
+// files, for its report (syncReports syncs them before it leaves). A sink
+// still draining (a process that escaped the job holds its pipe) is not
+// reported: its output is not whole.
+func (s *streamSet) streamed(sinks ...*sink) (out []protocol.Streamed) {
+	for _, k := range sinks {
+		if k == nil || k.out == nil {
+			continue
+		}
+		select {
+		case <-k.done:
+		default:
+			continue
+		}
+		so := k.out
+		if !so.done || so.ext.Last < 0 {
+			continue
+		}
+		out = append(out, protocol.Streamed{Stream: so.tag.Stream.String(), File: so.f.name, Last: so.ext.Last, Bytes: so.ext.Bytes, Cut: so.ext.Cut})
+	}
+	return out
+}
+
+// syncReports commits the stream files holding the outputs a batch of
+// reports names, just before the batch leaves: a reported extent is on
+// disk, and a batch costs one sync a file, not one a job. An output whose
+// file could not be synced is not reported; its report says it was lost.
+func (a *Agent) syncReports(batch []protocol.Report) {
+	s := a.streams
+	if s == nil {
+		return
+	}
+	for i := range batch {
+		r := &batch[i]
+		if len(r.Streamed) == 0 {
+			continue
+		}
+		kept := r.Streamed[:0]
+		for _, st := range r.Streamed {
+			s.mu.Lock()
+			f := s.byName[st.File]
+			s.mu.Unlock()
+			err := errors.New("not a file of this placeholder's")
+			if f != nil {
+				err = s.syncTo(f, st.Last+1)
+			}
+			if err != nil {
+				r.OutputLost = protocol.ClipText(joinLost(r.OutputLost, fmt.Sprintf("%s: sync %s: %v", st.Stream, st.File, err)), protocol.MaxReasonBytes)
+				continue
+			}
+			kept = append(kept, st)
+		}
+		r.Streamed = kept
+	}
+}

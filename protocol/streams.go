@@ -1,0 +1,80 @@
+package protocol
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// MaxStreamed bounds Report.Streamed: an attempt has two outputs.
+const MaxStreamed = 2
+
+// Streamed says where one of an attempt's outputs lies in a stream file of
+// the placeholder that ran it (package internal/outstream): the file's
+// name in the placeholder's stream directory, the offset of the output's
+// last chunk, its length, and whether it was cut at its cap. An output
+// that held no byte is not listed.
+type Streamed struct {
+	Stream string `json:"stream"` // "stdout" or "stderr"
+	File   string `json:"file"`   // a StreamFileName of the placeholder's
+	Last   int64  `json:"last"`
+	Bytes  int64  `json:"bytes"`
+	Cut    bool   `json:"cut,omitempty"`
+}
+
+// StreamExtent is where a job attempt's stdout or stderr lies, as JobDetail
+// gives it: the stream file on the host the job ran on and the output's
+// extent in it.
+type StreamExtent struct {
+	Path    string `json:"path"`
+	Attempt int    `json:"attempt"` // the output's tag is (job, Attempt, stream)
+	Last    int64  `json:"last"`
+	Bytes   int64  `json:"bytes"`
+	Cut     bool   `json:"cut,omitempty"`
+}
+
+// StreamDir is the directory, under a placeholder's output directory, of
+// its stream files.
+const StreamDir = "streams"
+
+// StreamFileName names the seq'th stream file of placeholder ph. The
+// placeholder's id in the name is what lets the CLS check that a report
+// names one of the reporting placeholder's own files.
+func StreamFileName(ph int64, seq int) string {
+	return fmt.Sprintf("%d-%d.mqs", ph, seq)
+}
+
+// StreamFileOwner returns the placeholder whose stream file name is, or
+// false if name is not a StreamFileName (no path elements, no other
+// spelling).
+func StreamFileOwner(name string) (int64, bool) {
+	base, ok := strings.CutSuffix(name, ".mqs")
+	if !ok {
+		return 0, false
+	}
+	a, b, ok := strings.Cut(base, "-")
+	if !ok {
+		return 0, false
+	}
+	ph, err1 := strconv.ParseInt(a, 10, 64)
+	seq, err2 := strconv.Atoi(b)
+	if err1 != nil || err2 != nil || ph <= 0 || seq < 0 || StreamFileName(ph, seq) != name {
+		return 0, false
+	}
+	return ph, true
+}
+
+// CheckStreamed checks one entry of Report.Streamed as a placeholder sent
+// it, whatever placeholder it names.
+func CheckStreamed(s Streamed) error {
+	switch {
+	case s.Stream != "stdout" && s.Stream != "stderr":
+		return fmt.Errorf("streamed output: stream must be stdout or stderr, not %q", ClipText(s.Stream, 64))
+	case s.Bytes <= 0 || s.Last < 0:
+		return fmt.Errorf("streamed output: bad extent (last %d, %d bytes)", s.Last, s.Bytes)
+	}
+	if _, ok := StreamFileOwner(s.File); !ok {
+		return fmt.Errorf("streamed output: %q is not a stream file name", ClipText(s.File, 64))
+	}
+	return nil
+}

@@ -1,0 +1,174 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mq-hpc/mq/internal/outstream"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// streamFiles lists the output area's files by the placeholder whose
+// stream file each is; a file that is no stream file fails the test.
+func streamFiles(t *testing.T, home string) map[int64][]string {
+	t.Helper()
+	byPH := map[int64][]string{}
+	out := filepath.Join(home, "output")
+	err := filepath.WalkDir(out, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		ph, ok := protocol.StreamFileOwner(d.Name())
+		if !ok || filepath.Dir(path) != filepath.Join(out, protocol.StreamDir) {
+			t.Errorf("output area holds %s, not a stream file", path)
+		}
+		byPH[ph] = append(byPH[ph], d.Name())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return byPH
+}
+
+// TestStreamsManyJobs: 200 echo jobs on two local placeholders writing
+// streams leave at most 4 files per placeholder in the output area, and
+// mqstat --cat of each prints its line; --stderr and --follow read
+// through the index too.
+func TestStreamsManyJobs(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.startCLS("--local", "2", "--output", "streams")
+	r := h.run("mqsub", "-b", "--array", "1-200", "t", `echo job-$MQ_JOB_ID; [ $MQ_ARRAY_INDEX = 7 ] && echo err-$MQ_JOB_ID >&2; true`)
+	ids := strings.Fields(r.stdout)
+	if r.code != 0 || len(ids) != 200 {
+		t.Fatalf("mqsub --array 1-200: %s", r)
+	}
+	byPH := streamFiles(t, h.home)
+	if len(byPH) == 0 || len(byPH) > 2 {
+		t.Errorf("stream files of %d placeholders, want 1 or 2: %v", len(byPH), byPH)
+	}
+	for ph, files := range byPH {
+		if len(files) > 4 {
+			t.Errorf("placeholder %d left %d files: %v", ph, len(files), files)
+		}
+	}
+	for _, id := range ids {
+		if got := h.ok("mqstat", "--cat", id); got != "job-"+id+"\n" {
+			t.Errorf("mqstat --cat %s printed %q", id, got)
+		}
+	}
+	if got := h.ok("mqstat", "--cat", ids[6], "--stderr"); got != "err-"+ids[6]+"\n" {
+		t.Errorf("mqstat --cat %s --stderr printed %q", ids[6], got)
+	}
+	if got := h.ok("mqstat", "--cat", ids[0], "--stderr"); got != "" {
+		t.Errorf("mqstat --cat %s --stderr of an empty stderr printed %q", ids[0], got)
+	}
+	if got := h.ok("mqstat", "--cat", ids[9], "--follow"); got != "job-"+ids[9]+"\n" {
+		t.Errorf("mqstat --cat %s --follow printed %q", ids[9], got)
+	}
+	// -o and -e files are written beside the stream.
+	o, e := filepath.Join(h.dir, "o.txt"), filepath.Join(h.dir, "e.txt")
+	tee := strconv.FormatInt(h.submit("-b", "-o", o, "-e", e, "tee", "echo to-o; echo to-e >&2"), 10)
+	if got, gotErr := readFile(t, o), readFile(t, e); got != "to-o\n" || gotErr != "to-e\n" {
+		t.Errorf("-o, -e files hold %q, %q", got, gotErr)
+	}
+	if got := h.ok("mqstat", "--cat", tee); got != "to-o\n" {
+		t.Errorf("mqstat --cat of a job with -o printed %q", got)
+	}
+	// Followed from before it starts: the output comes whole at its end.
+	id := h.submit("f", "sleep 1; echo followed")
+	if got := h.ok("mqstat", "--cat", strconv.FormatInt(id, 10), "--follow"); got != "followed\n" {
+		t.Errorf("mqstat --cat --follow of a running job printed %q", got)
+	}
+}
+
+// TestStreamsKill9: a local placeholder killed while its job's output is
+// in its stream file, the file's tail torn: the next placeholder cuts the
+// torn tail on reopening the directory, and the job's attempt, never
+// reported, is run again; mqstat --cat shows the rerun's whole output,
+// never the torn one's.
+func TestStreamsKill9(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.startCLS("--local", "1", "--output", "streams")
+	// Attempt 1 writes two chunks' worth and hangs; attempt 2 says done.
+	id := h.submit("k", `if [ "$MQ_ATTEMPT" = 1 ]; then head -c 150000 /dev/zero | tr '\0' a; sleep 600; fi; echo done-$MQ_ATTEMPT`)
+	ids := strconv.FormatInt(id, 10)
+	dir := filepath.Join(h.home, "output", protocol.StreamDir)
+	var victim string
+	waitFor(t, 30*time.Second, func() error {
+		names, _ := filepath.Glob(filepath.Join(dir, "*.mqs"))
+		for _, n := range names {
+			if fi, err := os.Stat(n); err == nil && fi.Size() >= 2*(outstream.ChunkSize+outstream.HeaderSize) {
+				victim = n
+				return nil
+			}
+		}
+		return errors.New("the job's first chunks are not in a stream file yet")
+	})
+	agents := h.agents()
+	if len(agents) != 1 {
+		t.Fatalf("%d local placeholders, want 1", len(agents))
+	}
+	if err := syscall.Kill(agents[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() error {
+		if alive(agents[0]) {
+			return errors.New("the placeholder still runs")
+		}
+		return nil
+	})
+	// Its last write torn: half a chunk on disk.
+	fi, err := os.Stat(victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	torn := fi.Size() - outstream.ChunkSize/2
+	if err := os.Truncate(victim, torn); err != nil {
+		t.Fatal(err)
+	}
+	d := h.waitState(id, "D", 60*time.Second)
+	if d.Attempts < 2 {
+		t.Errorf("job done in %d attempts, want its torn attempt run again", d.Attempts)
+	}
+	if got := h.ok("mqstat", "--cat", ids); got != fmt.Sprintf("done-%d\n", d.Attempts) {
+		t.Errorf("mqstat --cat printed %q", protocol.ClipText(got, 80))
+	}
+	// The victim's file is cut at its last whole chunk.
+	waitFor(t, 30*time.Second, func() error {
+		fi, err := os.Stat(victim)
+		if err != nil {
+			return err
+		}
+		if fi.Size() >= torn {
+			return fmt.Errorf("%s is %d bytes, its torn tail not cut", victim, fi.Size())
+		}
+		f, err := os.Open(victim)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		s := outstream.NewScanner(f, fi.Size())
+		for {
+			_, err := s.Next()
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("%s after recovery: %w", victim, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,46 @@
+// Package modtest holds the checks every metaqueue module's tests make of
+// the module contract (docs/design/core.md, "The core and its modules").
+package modtest
+
+import (
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Imports checks the package in the current directory (a test's): its
+// non-test files import the standard library, the public job and
+// protocol packages and internal leaf packages only, never the
+// metaqueue core nor another of its modules.
+func Imports(t testing.TB) {
+	t.Helper()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		af, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, im := range af.Imports {
+			p, _ := strconv.Unquote(im.Path.Value)
+			const mq = "github.com/mq-hpc/mq/"
+			switch {
+			case !strings.Contains(p, "."): // the standard library
+			case p == mq+"job", p == mq+"protocol":
+			case strings.HasPrefix(p, mq+"internal/metaqueue"):
+				t.Errorf("%s imports %s: a module never imports the core or another module", f, p)
+			case strings.HasPrefix(p, mq+"internal/"):
+			default:
+				t.Errorf("%s imports %s", f, p)
+			}
+		}
+	}
+}

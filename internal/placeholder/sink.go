@@ -1,0 +1,252 @@
+package placeholder
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mq-hpc/mq/internal/outstream"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// sink copies one output stream of a job from a pipe into its file,
+// creating the file only when the first byte arrives. Most short jobs write
+// nothing, and creating two files per job cost more than running `true`
+// (ext4 inode allocation is ~150 µs here). An absent file means no output.
+// A pipe also means a job whose placeholder died gets EPIPE instead of
+// writing on unseen; the placeholder's lease expires and it reruns elsewhere.
+//
+// With Config.Streams the output goes to the placeholder's stream file
+// instead (streams.go), and out holds where it lies once done is closed.
+type sink struct {
+	path string
+	tag  outstream.Tag
+	r    *os.File
+	done chan struct{}
+	err  error
+	out  *streamOut // set by drain, for a streamed output that held a byte
+}
+
+func (a *Agent) newSink(path string, tag outstream.Tag, lim *outputLimit, also io.Writer) (s *sink, w *os.File, err error) {
+	r, w, err := pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	s = &sink{path: path, tag: tag, r: r, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		s.err = a.drain(s, lim, also)
+	}()
+	return s, w, nil
+}
+
+// DefaultMaxOutput is Config.MaxOutput's default: 1 GiB per job attempt.
+const DefaultMaxOutput = 1 << 30
+
+// outputLimit is what one attempt's two streams may still write: the cap
+// on their sum, and the free space kept on the output filesystem. The
+// first stream that would pass either stops writing, says why, and
+// closes over, for the run to kill the job.
+type outputLimit struct {
+	max, reserve int64
+	dir          string // on the output filesystem (for the reserve)
+	statfs       func(dir string) (free int64, err error)
+
+	mu      sync.Mutex
+	written int64
+	reason  string
+	over    chan struct{} // closed once reason is set
+}
+
+func (a *Agent) newOutputLimit(dir string) *outputLimit {
+	l := &outputLimit{max: a.cfg.MaxOutput, reserve: a.cfg.OutputReserve, dir: dir, statfs: freeSpace, over: make(chan struct{})}
+	if l.max == 0 {
+		l.max = DefaultMaxOutput
+	}
+	return l
+}
+
+// freeSpace is the space an unprivileged process may still write on
+// dir's filesystem.
+func freeSpace(dir string) (int64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, err
+	}
+	return int64(st.Bavail) * st.Bsize, nil
+}
+
+// take says how many of n more bytes may be written; fewer than n means
+// the limit was reached (and the job is to be stopped).
+func (l *outputLimit) take(n int) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.reason != "" {
+		return 0
+	}
+	ok := int64(n)
+	if l.max > 0 && l.written+ok > l.max {
+		ok = l.max - l.written
+		l.stop(fmt.Sprintf("output: stdout and stderr passed the cap of %d bytes per job (cls serve --max-output); the job was stopped", l.max))
+	}
+	if l.reserve > 0 {
+		if free, err := l.statfs(l.dir); err == nil && free-ok < l.reserve {
+			ok = max(0, min(ok, free-l.reserve))
+			l.stop(fmt.Sprintf("output: the disk of %s is nearly full (%d bytes free; %d are kept for the CLS, cls serve --output-reserve); the job was stopped", l.dir, free, l.reserve))
+		}
+	}
+	l.written += ok
+	return int(ok)
+}
+
+func (l *outputLimit) stop(reason string) {
+	l.reason = reason
+	close(l.over)
+}
+
+// why is the reason the job was stopped ("" if it was not).
+func (l *outputLimit) why() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.reason
+}
+
+// limitedWriter writes to w what the limit allows; past it, it says so
+// with errOverLimit.
+type limitedWriter struct {
+	w   io.Writer
+	lim *outputLimit
+}
+
+var errOverLimit = errors.New("output limit reached")
+
+func (lw limitedWriter) Write(p []byte) (int, error) {
+	n := lw.lim.take(len(p))
+	m, err := lw.w.Write(p[:n])
+	if err != nil {
+		return m, err // output lost (reported), the job goes on: see drain
+	}
+	if n < len(p) {
+		return m, errOverLimit
+	}
+	return m, nil
+}
+
+// pipe is os.Pipe with only the read end in the runtime's poller: the write
+// end goes to the job and is closed at once, so registering it would cost
+// two epoll_ctl calls per stream per job for nothing.
+func pipe() (r, w *os.File, err error) {
+	var p [2]int
+	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+		return nil, nil, os.NewSyscallError("pipe2", err)
+	}
+	if err := syscall.SetNonblock(p[0], true); err != nil {
+		syscall.Close(p[0])
+		syscall.Close(p[1])
+		return nil, nil, os.NewSyscallError("setnonblock", err)
+	}
+	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
+}
+
+func (a *Agent) drain(s *sink, lim *outputLimit, also io.Writer) error {
+	r := s.r
+	defer r.Close()
+	buf := make([]byte, 32<<10)
+	n, err := r.Read(buf)
+	if n == 0 {
+		if err == io.EOF {
+			return nil
+		}
+		return err
+	}
+	fc, err := a.openOutput(s)
+	if err != nil {
+		io.Copy(io.Discard, r) // keep the job from blocking on a full pipe
+		return err
+	}
+	if also != nil { // mqsub -o, -e
+		fc = teeCloser{fc, also}
+	}
+	f := limitedWriter{fc, lim}
+	if _, err := f.Write(buf[:n]); err != nil {
+		fc.Close()
+		io.Copy(io.Discard, r)
+		return overLimit(err)
+	}
+	_, err = io.CopyBuffer(f, onlyReader{r}, buf)
+	if err != nil {
+		// A write error (EIO, EFBIG, ENOSPC from something else filling
+		// the disk) loses the output, not the job; at the limit the job
+		// is being stopped. Either way keep draining, so the job does not
+		// block on (or die of) its pipe.
+		io.Copy(io.Discard, r)
+	}
+	if cerr := fc.Close(); err == nil {
+		err = cerr
+	}
+	return overLimit(err)
+}
+
+// openOutput opens where a sink's output goes, at its first byte: its
+// file, or an output in the placeholder's stream file.
+func (a *Agent) openOutput(s *sink) (io.WriteCloser, error) {
+	if a.streams != nil {
+		so, err := a.streams.output(a.ID(), s.tag)
+		if err != nil {
+			return nil, err
+		}
+		s.out = so
+		return so, nil
+	}
+	dir := filepath.Dir(s.path)
+	if _, ok := a.dirs.Load(dir); !ok {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+		a.dirs.Store(dir, true)
+	}
+	create := a.create
+	if create == nil {
+		create = createOutput
+	}
+	return create(s.path)
+}
+
+// overLimit is nil for errOverLimit: reaching the limit is the job's
+// outcome (its reason), not output lost.
+func overLimit(err error) error {
+	if errors.Is(err, errOverLimit) {
+		return nil
+	}
+	return err
+}
+
+// sinkWait bounds how long a report waits for a job's output to be written
+// after the job ended: only a process that escaped the job's process group
+// can hold the pipe open longer.
+const sinkWait = 2 * time.Second
+
+// waitSinks waits for the streams to reach their files and says what
+// could not be written ("" if all was).
+func (a *Agent) waitSinks(asg protocol.Assignment, sinks ...*sink) (lost string) {
+	deadline := time.NewTimer(sinkWait)
+	defer deadline.Stop()
+	for i, s := range sinks {
+		select {
+		case <-s.done:
+			if s.err != nil {
+				a.log.Warn("job output lost", "job", asg.ID, "file", s.path, "err", s.err)
+				lost = joinLost(lost, fmt.Sprintf("%s: %v", [...]string{"stdout", "stderr"}[i%2], s.err))
+			}
+		case <-deadline.C:
+			a.log.Warn("a process left by the job still holds its output open; reporting without waiting", "job", asg.ID, "file", s.path)
+			return lost
+		}
+	}
+	return lost
+}

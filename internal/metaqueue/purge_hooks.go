@@ -2,6 +2,7 @@ package metaqueue
 
 import (
 	"context"
+	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/metaqueue/purge"
@@ -46,36 +47,12 @@ type purgeCore struct{ s *Store }
 var (
 	_ purge.Core  = purgeCore{}
 	_ purge.State = purgeCore{}
+	_ purge.Names = purgeCore{}
 )
 
-func (c purgeCore) Resolve(ctx context.Context, req protocol.Purge, sc *purge.Scope) error {
-	s := c.s
-	return s.do(ctx, func() error {
-		sc.Cutoff = purge.Cutoff(s.now(), req.EndedBefore)
-		sc.Named = map[dag.TargetID]bool{}
-		s.g.Each(func(_ int64, j dag.Node) {
-			if j.State == job.Held || j.State == job.Executing {
-				for _, p := range j.Prereqs {
-					sc.Named[p] = true
-				}
-			}
-		})
-		if req.Target != "" {
-			t, ok := s.g.Lookup(req.Target)
-			if !ok {
-				return protocol.Errorf(protocol.CodeNotFound, "target %s does not exist", req.Target)
-			}
-			sc.Target = int64(t)
-		}
-		if req.Queue != "" {
-			q := s.queues[req.Queue]
-			if q == nil {
-				return protocol.Errorf(protocol.CodeNotFound, "queue %s does not exist", req.Queue)
-			}
-			sc.Queue = int64(q.id)
-		}
-		return nil
-	})
+// Do runs fn on the core.
+func (c purgeCore) Do(ctx context.Context, fn func(purge.Names) error) error {
+	return c.s.do(ctx, func() error { return fn(c) })
 }
 
 // Batch plans and deletes one batch in one durable call (dry: only plans).
@@ -115,3 +92,13 @@ func (c purgeCore) Live(id int64) bool            { _, ok := c.s.g.Node(id); ret
 func (c purgeCore) Waited(t dag.TargetID) bool    { return c.s.g.Waited(t) }
 func (c purgeCore) LiveIn(first, last int64) bool { return c.s.g.LiveIn(first, last) }
 func (c purgeCore) BundleLive(bundle int64) bool  { return len(c.s.bundles.Members(bundle)) > 0 }
+
+func (c purgeCore) Now() time.Time                          { return c.s.now() }
+func (c purgeCore) Each(fn func(int64, dag.Node))           { c.s.g.Each(fn) }
+func (c purgeCore) Lookup(name string) (dag.TargetID, bool) { return c.s.g.Lookup(name) }
+func (c purgeCore) Queue(name string) (int64, bool) {
+	if q := c.s.queues[name]; q != nil {
+		return int64(q.id), true
+	}
+	return 0, false
+}

@@ -45,13 +45,19 @@ type Execer interface {
 
 // Core is the metaqueue core as a purge sees it.
 type Core interface {
-	// Resolve fixes sc's cutoff by the core's clock (now - ended) and
-	// resolves the request's target and queue names and the targets
-	// held and executing jobs name.
-	Resolve(ctx context.Context, req protocol.Purge, sc *Scope) error
+	// Do runs fn on the core, with its names and clock.
+	Do(ctx context.Context, fn func(Names) error) error
 	// Batch plans and deletes rows in one durable call (dry: only plans)
 	// and returns the jobs gone and how many were kept.
 	Batch(ctx context.Context, sc Scope, rows []Row, dry bool) (gone []Row, kept int64, err error)
+}
+
+// Names is the core's memory a request is resolved against.
+type Names interface {
+	Now() time.Time
+	Each(fn func(id int64, j dag.Node)) // every live job
+	Lookup(target string) (dag.TargetID, bool)
+	Queue(name string) (int64, bool)
 }
 
 // State is the core's memory a batch's plan asks.
@@ -70,8 +76,8 @@ type Row struct {
 	Bundle   int64
 }
 
-// Scope is the request resolved once: validated here, names and cutoff
-// by the core (Core.Resolve).
+// Scope is the request resolved once: validated (NewScope), then its
+// names and cutoff resolved on the core (Core.Do).
 type Scope struct {
 	Cutoff        int64 // Unix µs
 	States        string
@@ -109,6 +115,36 @@ func NewScope(req protocol.Purge) (Scope, error) {
 	return sc, nil
 }
 
+// resolve fixes the cutoff by the core's clock and resolves the
+// request's target and queue names and the targets held and executing
+// jobs name.
+func (sc *Scope) resolve(req protocol.Purge, n Names) error {
+	sc.Cutoff = Cutoff(n.Now(), req.EndedBefore)
+	sc.Named = map[dag.TargetID]bool{}
+	n.Each(func(_ int64, j dag.Node) {
+		if j.State == job.Held || j.State == job.Executing {
+			for _, p := range j.Prereqs {
+				sc.Named[p] = true
+			}
+		}
+	})
+	if req.Target != "" {
+		t, ok := n.Lookup(req.Target)
+		if !ok {
+			return protocol.Errorf(protocol.CodeNotFound, "target %s does not exist", req.Target)
+		}
+		sc.Target = int64(t)
+	}
+	if req.Queue != "" {
+		q, ok := n.Queue(req.Queue)
+		if !ok {
+			return protocol.Errorf(protocol.CodeNotFound, "queue %s does not exist", req.Queue)
+		}
+		sc.Queue = q
+	}
+	return nil
+}
+
 // Cutoff is the end time before which jobs go, for a purge of jobs ended
 // more than endedBefore seconds before now.
 func Cutoff(now time.Time, endedBefore float64) int64 {
@@ -133,7 +169,7 @@ func Run(ctx context.Context, req protocol.Purge, c Core, rdb Querier, outputDir
 	if err != nil {
 		return reply, err
 	}
-	if err := c.Resolve(ctx, req, &sc); err != nil {
+	if err := c.Do(ctx, func(n Names) error { return sc.resolve(req, n) }); err != nil {
 		return reply, err
 	}
 	ids := append([]int64(nil), req.IDs...)

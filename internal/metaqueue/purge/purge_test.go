@@ -339,3 +339,65 @@ func TestRemoveOutput(t *testing.T) {
 		})
 	}
 }
+
+// fakeNames is the core's names and clock as a request sees them.
+type fakeNames struct {
+	now  time.Time
+	jobs []dag.Node
+}
+
+func (f fakeNames) Now() time.Time { return f.now }
+func (f fakeNames) Each(fn func(int64, dag.Node)) {
+	for i, j := range f.jobs {
+		fn(int64(i+1), j)
+	}
+}
+func (f fakeNames) Lookup(name string) (dag.TargetID, bool) { return 4, name == "a" }
+func (f fakeNames) Queue(name string) (int64, bool)         { return 6, name == "q" }
+
+// TestResolve: the cutoff is the core's now less the age; names resolve
+// or fail as not found; held and executing jobs' prerequisites are named,
+// a waiting job's are not (the graph's Waited answers for those).
+func TestResolve(t *testing.T) {
+	now := time.Unix(5000, 0)
+	jobs := []dag.Node{
+		{State: job.Held, Prereqs: []dag.TargetID{1}},
+		{State: job.Executing, Prereqs: []dag.TargetID{2}},
+		{State: job.Waiting, Prereqs: []dag.TargetID{3}},
+	}
+	for _, tc := range []struct {
+		name          string
+		sel           protocol.Select
+		target, queue int64
+		err           string
+	}{
+		{"all", protocol.Select{All: true}, 0, 0, ""},
+		{"target", protocol.Select{Target: "a"}, 4, 0, ""},
+		{"queue", protocol.Select{Queue: "q"}, 0, 6, ""},
+		{"no target", protocol.Select{Target: "b"}, 0, 0, "target b does not exist"},
+		{"no queue", protocol.Select{Queue: "r"}, 0, 0, "queue r does not exist"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var sc Scope
+			err := sc.resolve(protocol.Purge{EndedBefore: 60, Select: tc.sel}, fakeNames{now, jobs})
+			if tc.err != "" {
+				if e, ok := err.(*protocol.Error); !ok || e.Code != protocol.CodeNotFound || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want not found: %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sc.Target != tc.target || sc.Queue != tc.queue {
+				t.Errorf("target %d queue %d, want %d %d", sc.Target, sc.Queue, tc.target, tc.queue)
+			}
+			if want := now.Add(-time.Minute).UnixMicro(); sc.Cutoff != want {
+				t.Errorf("cutoff %d, want %d", sc.Cutoff, want)
+			}
+			if !sc.Named[1] || !sc.Named[2] || sc.Named[3] {
+				t.Errorf("named %v, want 1 and 2 only", sc.Named)
+			}
+		})
+	}
+}

@@ -28,7 +28,6 @@ var coreQueries = map[string]struct {
 	"queues.sql":   {"queuesSQL", queuesSQL},
 	"attempts.sql": {"attemptsSQL", attemptsSQL},
 	"conn.sql":     {"connSQL", connSQL},
-	"purge.sql":    {"purgeSQL", purgeSQL},
 }
 
 // fragments are queries that name a row of an enclosing query, and the

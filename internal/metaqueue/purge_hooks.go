@@ -1,0 +1,104 @@
+package metaqueue
+
+import (
+	"context"
+	"time"
+
+	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/internal/metaqueue/purge"
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// Purges are package purge; the core resolves names, runs each batch in
+// one durable call and takes the jobs gone off its counts.
+
+// Purge removes ended jobs older than req.EndedBefore, with every row the
+// metaqueue keeps of them and their output files in the CLS's output
+// area (purge.Run). A purged job still counts toward its target
+// (targets.purged_done, purged_bad), and its id is never given again
+// (meta next_job_id).
+func (s *Store) Purge(ctx context.Context, req protocol.Purge) (protocol.PurgeReply, error) {
+	return purge.Run(ctx, req, purgeCore{s}, s.rdb, s.opt.OutputDir)
+}
+
+// loadPurged adds what purges removed to the graph's counts and keeps ids
+// past every id given, when loading.
+func (s *Store) loadPurged(ctx context.Context) error {
+	l, err := purge.Load(ctx, s.w)
+	if err != nil {
+		return err
+	}
+	for _, p := range l.Targets {
+		if p.Done > 0 {
+			s.g.LoadCounts(p.Target, job.Done, p.Done)
+		}
+		if p.Bad > 0 {
+			s.g.LoadCounts(p.Target, job.Failed, p.Bad)
+		}
+	}
+	s.nextID = max(s.nextID, l.NextID)
+	return nil
+}
+
+// purgeCore is the core as a purge sees it.
+type purgeCore struct{ s *Store }
+
+var (
+	_ purge.Core  = purgeCore{}
+	_ purge.State = purgeCore{}
+	_ purge.Names = purgeCore{}
+)
+
+// Do runs fn on the core.
+func (c purgeCore) Do(ctx context.Context, fn func(purge.Names) error) error {
+	return c.s.do(ctx, func() error { return fn(c) })
+}
+
+// Batch plans and deletes one batch in one durable call (dry: only plans).
+func (c purgeCore) Batch(ctx context.Context, sc purge.Scope, rows []purge.Row, dry bool) (gone []purge.Row, kept int64, err error) {
+	s := c.s
+	fn := func() error {
+		p, err := purge.PlanBatch(context.Background(), s.w, c, sc, rows)
+		if err != nil {
+			return fatalError{err}
+		}
+		gone, kept = p.Go, p.Kept // afresh if tried again
+		if dry || len(p.Go) == 0 {
+			return nil
+		}
+		if err := s.begin(); err != nil {
+			return err
+		}
+		d, err := purge.Delete(context.Background(), s.w, p, sc, s.nextID)
+		if err != nil {
+			return fatalError{err}
+		}
+		for _, e := range d.Ended {
+			s.countsFor(e.Queue)[e.State]--
+		}
+		gone = d.Gone
+		return nil
+	}
+	if dry {
+		err = s.do(ctx, fn)
+	} else {
+		err = s.doDurable(ctx, fn)
+	}
+	return gone, kept, err
+}
+
+func (c purgeCore) Live(id int64) bool            { _, ok := c.s.g.Node(id); return ok }
+func (c purgeCore) Waited(t dag.TargetID) bool    { return c.s.g.Waited(t) }
+func (c purgeCore) LiveIn(first, last int64) bool { return c.s.g.LiveIn(first, last) }
+func (c purgeCore) BundleLive(bundle int64) bool  { return len(c.s.bundles.Members(bundle)) > 0 }
+
+func (c purgeCore) Now() time.Time                          { return c.s.now() }
+func (c purgeCore) Each(fn func(int64, dag.Node))           { c.s.g.Each(fn) }
+func (c purgeCore) Lookup(name string) (dag.TargetID, bool) { return c.s.g.Lookup(name) }
+func (c purgeCore) Queue(name string) (int64, bool) {
+	if q := c.s.queues[name]; q != nil {
+		return int64(q.id), true
+	}
+	return 0, false
+}

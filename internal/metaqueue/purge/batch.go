@@ -185,7 +185,7 @@ func Delete(ctx context.Context, ex Execer, p Plan, sc Scope, nextID int64) (Del
 // each given the batch's ids as a JSON array.
 var otherRows = [...]string{"DeleteAttempts", "DeletePrereqs", "DeleteEnv", "DeleteResources",
 	"DeletePriority", "DeleteOutputLost", "DeleteFiles", "DeletePlan", "DeleteNoReplicate",
-	"DeleteCopies", "DeleteApart"}
+	"DeleteCopies", "DeleteApart", "DeleteExtents"}
 
 func ids(rows []Row) []int64 {
 	out := make([]int64, len(rows))

@@ -52,6 +52,11 @@ DELETE FROM job_copies WHERE job_id IN (SELECT value FROM json_each(?));
 -- name: DeleteApart
 DELETE FROM job_apart WHERE job_id IN (SELECT value FROM json_each(?));
 
+-- name: DeleteExtents
+-- Where the jobs' streamed outputs lay (the stream files themselves stay:
+-- other jobs' outputs share them).
+DELETE FROM output_extents WHERE job_id IN (SELECT value FROM json_each(?));
+
 -- name: ArraysIn
 -- The arrays holding any id in ?1..?2: the one that begins last at or
 -- before ?1, and those that begin after it up to ?2 (arrays never overlap).

@@ -3,8 +3,6 @@ package purge
 import (
 	"context"
 	"database/sql"
-	"go/parser"
-	"go/token"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mq-hpc/mq/internal/metaqueue/internal/modtest"
 
 	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/metaqueue/schema"
@@ -24,34 +24,7 @@ import (
 // TestImports: the module imports the standard library, the public
 // job and protocol packages and internal leaf packages only: never the
 // metaqueue core nor another of its modules.
-func TestImports(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		af, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, im := range af.Imports {
-			p, _ := strconv.Unquote(im.Path.Value)
-			const mq = "github.com/mq-hpc/mq/"
-			switch {
-			case !strings.Contains(p, "."): // the standard library
-			case p == mq+"job", p == mq+"protocol":
-			case strings.HasPrefix(p, mq+"internal/metaqueue"):
-				t.Errorf("%s imports %s: a module never imports the core or another module", f, p)
-			case strings.HasPrefix(p, mq+"internal/"):
-			default:
-				t.Errorf("%s imports %s", f, p)
-			}
-		}
-	}
-}
+func TestImports(t *testing.T) { modtest.Imports(t) }
 
 // TestNewScope: the selection is checked before any name is resolved.
 func TestNewScope(t *testing.T) {

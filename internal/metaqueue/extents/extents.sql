@@ -1,5 +1,5 @@
 -- Output streams: where attempts' outputs lie in their placeholders'
--- stream files (migration 024); the core writes them through Save.
+-- stream files (migration 026); the core writes them through Save.
 
 -- name: InsertStreamed
 -- A resent report changes nothing: the first extent recorded stays.

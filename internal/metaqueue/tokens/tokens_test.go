@@ -3,9 +3,7 @@ package tokens
 import (
 	"context"
 	"database/sql"
-	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -26,23 +24,7 @@ func TestImports(t *testing.T) { modtest.Imports(t) }
 // TestQueriesUsed: every query of tokens.sql is asked for by name in the
 // package, and every name asked for is there.
 func TestQueriesUsed(t *testing.T) {
-	src, err := os.ReadFile("tokens.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	used := map[string]bool{}
-	for _, m := range regexp.MustCompile(`queries\.Get\("(\w+)"\)`).FindAllStringSubmatch(string(src), -1) {
-		used[m[1]] = true
-	}
-	for _, n := range queries.Names() {
-		if !used[n] {
-			t.Errorf("query %s of tokens.sql is not used", n)
-		}
-		delete(used, n)
-	}
-	for n := range used {
-		t.Errorf("query %s is used but not in tokens.sql", n)
-	}
+	modtest.QueriesUsed(t, "tokens.go", "tokens.sql", queries.Names())
 }
 
 func TestCheck(t *testing.T) {

@@ -5,7 +5,9 @@ package modtest
 import (
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,5 +44,29 @@ func Imports(t testing.TB) {
 				t.Errorf("%s imports %s", f, p)
 			}
 		}
+	}
+}
+
+// QueriesUsed checks that every query of sqlName (names) is asked for by
+// name, queries.Get("Name"), in the module's file src, and that every
+// name asked for there is one of them.
+func QueriesUsed(t testing.TB, src, sqlName string, names []string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := map[string]bool{}
+	for _, m := range regexp.MustCompile(`queries\.Get\("(\w+)"\)`).FindAllStringSubmatch(string(b), -1) {
+		used[m[1]] = true
+	}
+	for _, n := range names {
+		if !used[n] {
+			t.Errorf("query %s of %s is not used", n, sqlName)
+		}
+		delete(used, n)
+	}
+	for n := range used {
+		t.Errorf("query %s is used but not in %s", n, sqlName)
 	}
 }

@@ -69,6 +69,9 @@ type Packing struct {
 	// meanRun is the recent mean run of ended attempts, in nanoseconds
 	// (Ran; 0: none yet).
 	meanRun float64
+	// firstStart is when the first attempt started (Start): before any
+	// run ends, the runs are known to last at least since then.
+	firstStart time.Time
 }
 
 // Begin starts a dispatch decision at now for placeholder ph, which asks
@@ -301,17 +304,24 @@ func (p *Packing) Fits(id, ph int64, now time.Time) bool {
 
 // starveAfter is the reservation bound: StarveAfter when set, else
 // StarveRuns times the mean run of the attempts that ended lately (Ran),
-// within [MinStarveAfter, DefaultStarveAfter]; DefaultStarveAfter before
-// any ended. A bound in run times keeps a wide job's wait a few of its
-// neighbours' runs, whether they run a second or an hour.
+// within [MinStarveAfter, DefaultStarveAfter]. Before any ended, the
+// runs are known to last at least as long as the first has been running,
+// so that is the bound (in the same range): a wide job submitted with
+// the first ones waits about one of their runs, not the 5-minute ceiling.
+// A bound in run times keeps a wide job's wait a few of its neighbours'
+// runs, whether they run a second or an hour.
 func (p *Packing) starveAfter() time.Duration {
 	if p.StarveAfter > 0 {
 		return p.StarveAfter
 	}
+	run := time.Duration(StarveRuns * p.meanRun)
 	if p.meanRun <= 0 {
-		return DefaultStarveAfter
+		if p.firstStart.IsZero() {
+			return DefaultStarveAfter
+		}
+		run = p.now.Sub(p.firstStart)
 	}
-	return min(max(time.Duration(StarveRuns*p.meanRun), MinStarveAfter), DefaultStarveAfter)
+	return min(max(run, MinStarveAfter), DefaultStarveAfter)
 }
 
 // Ran tells how long an attempt that ended ran: the mean run the
@@ -342,6 +352,9 @@ func (p *Packing) Start(ru Run, ph int64) (resource.Grant, bool) {
 		return resource.Grant{}, p.ahead && isZero(r)
 	}
 	p.grants[ru] = granted{ph: ph, g: g, req: r}
+	if p.firstStart.IsZero() {
+		p.firstStart = p.now
+	}
 	delete(p.since, ru.Job)
 	p.release(ru.Job) // wherever it started, its reservation is done
 	return g, true

@@ -98,27 +98,45 @@ func TestStarvationReservesOne(t *testing.T) {
 }
 
 // The bound follows the runs that ended: StarveRuns times their recent
-// mean, within [MinStarveAfter, DefaultStarveAfter]; DefaultStarveAfter
-// before any; a set StarveAfter wins.
+// mean, within [MinStarveAfter, DefaultStarveAfter]; before any ended,
+// how long the first attempt has run, in the same range;
+// DefaultStarveAfter before any started; a set StarveAfter wins.
 func TestStarveBoundFollowsRuns(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		set  time.Duration
 		runs []time.Duration
-		want time.Duration
+		// running: an attempt started that long before the decision.
+		running time.Duration
+		want    time.Duration
 	}{
-		{"none yet", 0, nil, DefaultStarveAfter},
-		{"seconds", 0, []time.Duration{2 * time.Second, 2 * time.Second}, 2 * StarveRuns * time.Second},
-		{"milliseconds", 0, []time.Duration{time.Millisecond}, MinStarveAfter},
-		{"hours", 0, []time.Duration{time.Hour}, DefaultStarveAfter},
-		{"zero runs ignored", 0, []time.Duration{0, -time.Second}, DefaultStarveAfter},
-		{"set", 10 * time.Second, []time.Duration{time.Hour}, 10 * time.Second},
+		{"none yet", 0, nil, 0, DefaultStarveAfter},
+		{"none ended, first running 3s", 0, nil, 3 * time.Second, 3 * time.Second},
+		{"none ended, first running 10ms", 0, nil, 10 * time.Millisecond, MinStarveAfter},
+		{"none ended, first running an hour", 0, nil, time.Hour, DefaultStarveAfter},
+		{"ended runs win over the running", 0, []time.Duration{2 * time.Second}, time.Hour, 2 * StarveRuns * time.Second},
+		{"seconds", 0, []time.Duration{2 * time.Second, 2 * time.Second}, 0, 2 * StarveRuns * time.Second},
+		{"milliseconds", 0, []time.Duration{time.Millisecond}, 0, MinStarveAfter},
+		{"hours", 0, []time.Duration{time.Hour}, 0, DefaultStarveAfter},
+		{"zero runs ignored", 0, []time.Duration{0, -time.Second}, 0, DefaultStarveAfter},
+		{"set", 10 * time.Second, []time.Duration{time.Hour}, 0, 10 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := New()
 			p.StarveAfter = tc.set
 			for _, d := range tc.runs {
 				p.Ran(d)
+			}
+			if tc.running > 0 {
+				t0 := time.Unix(1_000_000, 0)
+				if err := p.Placeholder(1, resource.Capacity{CPUs: 4}); err != nil {
+					t.Fatal(err)
+				}
+				p.Begin(t0, 1, 1)
+				if _, ok := p.Start(Run{Job: 7, Attempt: 1}, 1); !ok {
+					t.Fatal("a 1-core job did not start on a free 4-core placeholder")
+				}
+				p.Begin(t0.Add(tc.running), 1, 1)
 			}
 			if got := p.starveAfter(); got != tc.want {
 				t.Errorf("bound %v, want %v", got, tc.want)

@@ -499,3 +499,32 @@ func TestPackingKeepsRules(t *testing.T) {
 		t.Errorf("after a member ended: array members %v given, want one", again)
 	}
 }
+
+// TestPlanJobsCores: a planning problem's jobs hold as many slots as
+// they ask for cores (a queue's default counting), so that a plan's job
+// of 4 cores occupies 4 slots in the planners' model; a job that asks
+// for nothing, or for a learned size, holds one.
+func TestPlanJobsCores(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "two", Defaults: &protocol.Resources{CPUs: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	deflt := spec("w", "true")
+	deflt.Queue = "two"
+	ids := e.submit(asks("w", protocol.Resources{CPUs: 4, Mem: gib}), spec("w", "true"), asks("w", protocol.Resources{CPUsAuto: true}), deflt)
+	want := map[int64]int{ids[0]: 4, ids[1]: 1, ids[2]: 1, ids[3]: 2}
+	est := func(int64, string, float64) map[string]float64 { return map[string]float64{"a": 1} }
+	jobs, err := e.s.PlanJobs(ctx, "w", est)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != len(want) {
+		t.Fatalf("%d jobs in the problem, want %d", len(jobs), len(want))
+	}
+	for _, j := range jobs {
+		if j.Slots != want[j.ID] {
+			t.Errorf("job %d holds %d slots, want %d", j.ID, j.Slots, want[j.ID])
+		}
+	}
+}

@@ -628,8 +628,11 @@ type Next struct {
 	WalltimeLeft float64  `json:"walltime_left_s,omitempty"` // 0 = unlimited
 	WaitMS       int      `json:"wait_ms,omitempty"`
 	// Available is what the placeholder has free now, when it holds
-	// more than cores (memory, GPUs, named resources): jobs given it
-	// must fit, each within its Assignment.Grant. Nil: Free cores.
+	// more than cores (memory, GPUs, named resources). Nil: Free cores.
+	// It is informational: the CLS packs from its own pool of the
+	// placeholder's registered capacity, and the placeholder admits each
+	// job by its own, holding one whose grant does not fit what is free
+	// (docs/design/resources.md, "What the agent's free amounts are for").
 	Available *Capacity `json:"available,omitempty"`
 }
 

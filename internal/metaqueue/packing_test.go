@@ -424,3 +424,107 @@ func TestBundleGrantHeld(t *testing.T) {
 		t.Errorf("after the bundle: %d cores free, want 4", f.CPUs)
 	}
 }
+
+// TestPackingKeepsRules: jobs of several cores still meet walltime fit
+// and an array's %LIMIT: on a 16-core placeholder with 100 s left, a
+// 4-core job expected to take 500 s is not given, one of 50 s is; of an
+// array of 2-core members capped at 2, two run however many cores are
+// free, and a third once one ends.
+func TestPackingKeepsRules(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	long := asks("long", protocol.Resources{CPUs: 4})
+	long.Est = 500
+	short := asks("short", protocol.Resources{CPUs: 4})
+	short.Est = 50
+	jobs := e.submit(long, short)
+
+	b, err := e.s.NewBulk()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var members []protocol.JobSpec
+	for i := range 6 {
+		m := asks("arr", protocol.Resources{CPUs: 2})
+		m.Command = fmt.Sprintf("member %d", i)
+		members = append(members, m)
+	}
+	if err := b.Add(1, members); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Array("1-6%2", 2); err != nil {
+		t.Fatal(err)
+	}
+	first, err := b.Commit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ph := e.registerSized("s", protocol.Capacity{CPUs: 16})
+	got := e.nextWalltime(ph, 16, 100)
+	var arr []protocol.Assignment
+	gotShort := false
+	for _, a := range got {
+		switch {
+		case a.ID == jobs[0]:
+			t.Errorf("the 4-core job of 500 s was given to a placeholder with 100 s left")
+		case a.ID == jobs[1]:
+			gotShort = true
+		case a.ID >= first && a.ID < first+6:
+			arr = append(arr, a)
+		}
+	}
+	if !gotShort || len(arr) != 2 {
+		t.Fatalf("dispatched %v: want the 50 s job and 2 array members", ids(got))
+	}
+	if n := e.executingIn(first, first+5); n != 2 {
+		t.Errorf("%d array members executing, want 2", n)
+	}
+	if f := e.free(ph); f.CPUs != 16-4-2*2 {
+		t.Errorf("free cores %d, want 8", f.CPUs)
+	}
+	e.mustBe(jobs[0], job.Queued)
+	more := e.nextWalltime(ph, 8, 100)
+	if len(more) != 0 {
+		t.Fatalf("with the array at its limit: dispatched %v", ids(more))
+	}
+	more = e.next(ph, 10, ok(arr[0]))
+	var again []int64
+	for _, a := range more {
+		if a.ID >= first && a.ID < first+6 {
+			again = append(again, a.ID)
+		}
+	}
+	if len(again) != 1 {
+		t.Errorf("after a member ended: array members %v given, want one", again)
+	}
+}
+
+// TestPlanJobsCores: a planning problem's jobs hold as many slots as
+// they ask for cores (a queue's default counting), so that a plan's job
+// of 4 cores occupies 4 slots in the planners' model; a job that asks
+// for nothing, or for a learned size, holds one.
+func TestPlanJobsCores(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "two", Defaults: &protocol.Resources{CPUs: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	deflt := spec("w", "true")
+	deflt.Queue = "two"
+	ids := e.submit(asks("w", protocol.Resources{CPUs: 4, Mem: gib}), spec("w", "true"), asks("w", protocol.Resources{CPUsAuto: true}), deflt)
+	want := map[int64]int{ids[0]: 4, ids[1]: 1, ids[2]: 1, ids[3]: 2}
+	est := func(int64, string, float64) map[string]float64 { return map[string]float64{"a": 1} }
+	jobs, err := e.s.PlanJobs(ctx, "w", est)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != len(want) {
+		t.Fatalf("%d jobs in the problem, want %d", len(jobs), len(want))
+	}
+	for _, j := range jobs {
+		if j.Slots != want[j.ID] {
+			t.Errorf("job %d holds %d slots, want %d", j.ID, j.Slots, want[j.ID])
+		}
+	}
+}

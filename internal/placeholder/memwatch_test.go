@@ -217,8 +217,20 @@ func TestCgroupLimiterFiles(t *testing.T) {
 	if got := read(job + "/memory.oom.group"); got != "1" {
 		t.Errorf("memory.oom.group = %q", got)
 	}
+	if got := read(job + "/memory.swap.max"); got != "0" {
+		t.Errorf("memory.swap.max = %q", got)
+	}
 	if !attr.UseCgroupFD || attr.CgroupFD <= 0 {
 		t.Errorf("job not started in its cgroup: %+v", attr)
+	}
+
+	// The job reached its limit without the kernel killing it (memory.max
+	// holds it there, reclaiming): it ends on its own, no reason given.
+	os.WriteFile(job+"/memory.events", []byte("low 0\nhigh 0\nmax 3\noom 0\noom_kill 0\n"), 0o644)
+	ended, stop := context.WithCancel(context.Background())
+	stop()
+	if reason, killed := mw.Watch(ended, 1); killed || reason != "" {
+		t.Errorf("Watch with no OOM kill = %q, %v; want none", reason, killed)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

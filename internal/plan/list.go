@@ -39,7 +39,7 @@ func (ps *partial) eft(t int32, s int) float64 {
 	for _, f := range m.ins[t] {
 		d += m.transfer(m.fileSize[f], int(ps.alloc[m.fileProd[f]]), s)
 	}
-	return max(ready, ps.slots[s][0]) + d
+	return max(ready, kthFree(ps.slots[s], m.width[t])) + d
 }
 
 // best is the site where t would end first, and when.
@@ -56,7 +56,7 @@ func (ps *partial) best(t int32) (int, float64) {
 func (ps *partial) place(t int32, s int) {
 	end := ps.eft(t, s)
 	ps.ft[t] = end
-	heapFix0(ps.slots[s], end)
+	setFirst(ps.slots[s], ps.m.width[t], end)
 	ps.alloc[t] = int32(s)
 	ps.order = append(ps.order, t)
 }

@@ -5,7 +5,8 @@
 // A plan is scored by one function, Evaluate, the seed's Algorithm 8
 // generalised from one task at a time per virtual machine to a site with
 // Slots slots: jobs start in the plan's order, each at its planned site
-// as soon as its prerequisites have ended and a slot there is free, and
+// as soon as its prerequisites have ended and a slot there is free (as
+// many as the job holds, PlanJob.Slots: its cores), and
 // takes its runtime there plus the time to read each input from where
 // it is kept and to write each output to where the plan keeps it. A file
 // read or written at its own site costs nothing; between sites, its size
@@ -17,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/mq-hpc/mq/internal/policy"
@@ -29,6 +31,7 @@ import (
 type model struct {
 	ids   []int64
 	sites []policy.PlanSite
+	width []int32     // slots each job holds at once (1 for most)
 	exec  [][]float64 // [job][site] seconds; +Inf where it cannot run
 	pred  [][]int32   // prerequisite jobs: declared, and producers of inputs
 	succ  [][]int32
@@ -75,7 +78,12 @@ func compile(p policy.Problem) (*model, error) {
 	m.pred, m.succ = make([][]int32, n), make([][]int32, n)
 	m.ins, m.outs = make([][]int32, n), make([][]int32, n)
 	m.staticCost, m.staticBytes = make([][]float64, n), make([][]int64, n)
+	m.width = make([]int32, n)
 	for i, j := range p.Jobs {
+		if j.Slots < 0 {
+			return nil, fmt.Errorf("plan: job %d holds %d slots", j.ID, j.Slots)
+		}
+		m.width[i] = int32(max(j.Slots, 1))
 		m.exec[i] = make([]float64, ns)
 		if !m.runtimes(i, j) {
 			return nil, fmt.Errorf("plan: job %d has a runtime at no site", j.ID)
@@ -330,12 +338,10 @@ func (e *eval) run(sc schedule) (makespan float64, moved int64) {
 			}
 			ready = max(ready, e.ft[p])
 		}
-		start := max(ready, e.slots[s][0])
 		d, mv := m.duration(t, sc.alloc)
 		moved += mv
-		end := start + d
+		_, end := takeSlots(e.slots[s], m.width[t], ready, d)
 		e.ft[t] = end
-		heapFix0(e.slots[s], end)
 		makespan = max(makespan, end)
 	}
 	return makespan, moved
@@ -361,6 +367,42 @@ func (m *model) duration(t int32, alloc []int32) (d float64, moved int64) {
 		}
 	}
 	return d, moved
+}
+
+// takeSlots starts a job of width slots lasting d on the min-heap h of
+// a site's slot free times, once ready: when the width-th slot to free
+// does (all of them for a width past the site's), taking that many of the
+// first to free until its end.
+func takeSlots(h []float64, width int32, ready, d float64) (start, end float64) {
+	start = max(ready, kthFree(h, width))
+	end = start + d
+	setFirst(h, width, end)
+	return start, end
+}
+
+// setFirst sets the width first slots of h to free to v, keeping h a
+// min-heap.
+func setFirst(h []float64, width int32, v float64) {
+	if width <= 1 {
+		heapFix0(h, v)
+		return
+	}
+	slices.Sort(h)
+	for i := range min(int(width), len(h)) {
+		h[i] = v
+	}
+	slices.Sort(h)
+}
+
+// kthFree is when the width-th slot of h to free does (all of them for a
+// width past the site's). It sorts h, which a sorted slice leaves a
+// min-heap of the same times.
+func kthFree(h []float64, width int32) float64 {
+	if width <= 1 {
+		return h[0]
+	}
+	slices.Sort(h)
+	return h[min(int(width), len(h))-1]
 }
 
 // heapFix0 replaces the smallest free time of a min-heap with v.

@@ -277,3 +277,78 @@ func BenchmarkHEFT10000(b *testing.B) {
 		}
 	}
 }
+
+// TestWideJobs: a job of 4 cores (PlanJob.Slots 4) holds 4 of its site's
+// slots at once in the model every planner's plan is scored by. On one
+// site of 4 slots, a 1-core job, then the 4-core one, then a 1-core one,
+// 10 s each: the 4-core job waits for the first (10-20) and the last for
+// it (20-30), where as one slot each all three ran at once; the timeline
+// agrees. HEFT places by the same model: two 4-core jobs on two such
+// sites go one to each. A job wider than its site holds all of it.
+func TestWideJobs(t *testing.T) {
+	t.Parallel()
+	one := []policy.PlanSite{{Name: "x", Slots: 4}}
+	jobs := func(slots ...int) []policy.PlanJob {
+		var js []policy.PlanJob
+		for i, s := range slots {
+			js = append(js, policy.PlanJob{ID: int64(i + 1), Est: same(10, "x", "y"), Slots: s})
+		}
+		return js
+	}
+	all := func(p policy.Problem) map[int64]string {
+		m := map[int64]string{}
+		for _, j := range p.Jobs {
+			m[j.ID] = "x"
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		name     string
+		slots    []int
+		makespan float64
+	}{
+		{"one slot each", []int{1, 0, 1}, 10},
+		{"the 4-core job holds the site", []int{1, 4, 1}, 30},
+		{"wider than the site: all of it", []int{1, 9, 1}, 30},
+		{"two 2-core jobs beside each other", []int{2, 2, 1}, 20},
+	} {
+		p := policy.Problem{Jobs: jobs(tc.slots...), Sites: one}
+		pl := policy.Plan{Site: all(p), Order: []int64{1, 2, 3}}
+		got, _, err := Evaluate(p, pl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.makespan {
+			t.Errorf("%s: makespan %v, want %v", tc.name, got, tc.makespan)
+		}
+		tl, err := Timeline(p, pl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		end := 0.0
+		for _, s := range tl {
+			end = max(end, s.End)
+			if want := min(max(tc.slots[s.ID-1], 1), 4); s.Slots != want {
+				t.Errorf("%s: job %d holds %d slots in the timeline, want %d", tc.name, s.ID, s.Slots, want)
+			}
+		}
+		if end != tc.makespan {
+			t.Errorf("%s: timeline ends at %v, Evaluate says %v", tc.name, end, tc.makespan)
+		}
+	}
+
+	two := policy.Problem{Jobs: jobs(4, 4), Sites: []policy.PlanSite{{Name: "x", Slots: 4}, {Name: "y", Slots: 4}}}
+	for _, pl := range []policy.Planner{HEFT{}, MinMin{}} {
+		got, err := pl.Plan(context.Background(), two)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Makespan != 10 || got.Site[1] == got.Site[2] {
+			t.Errorf("%T: sites %v, makespan %v; want one 4-core job at each site, 10", pl, got.Site, got.Makespan)
+		}
+	}
+	bad := policy.Problem{Jobs: jobs(-1), Sites: one}
+	if _, err := (HEFT{}).Plan(context.Background(), bad); err == nil || !strings.Contains(err.Error(), "holds -1 slots") {
+		t.Errorf("negative slots: %v", err)
+	}
+}

@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/mq-hpc/mq/internal/policy"
@@ -11,9 +12,12 @@ import (
 // Scheduled is one job of a plan as the model predicts it runs: on which
 // slot of its site, from when to when (seconds from the plan's start).
 type Scheduled struct {
-	ID    int64
-	Site  string
-	Slot  int
+	ID   int64
+	Site string
+	Slot int // the lowest of its slots
+	// Slots is how many slots it holds (policy.PlanJob.Slots, at most
+	// the site's; 0 reads as 1).
+	Slots int
 	Start float64
 	End   float64
 	// Ready is when its prerequisites are predicted to have ended: from
@@ -48,17 +52,25 @@ func Timeline(p policy.Problem, pl policy.Plan) ([]Scheduled, error) {
 			}
 			ready = max(ready, ft[q])
 		}
-		slot := 0
-		for k, f := range free[s] {
-			if f < free[s][slot] {
-				slot = k
-			}
+		// The slots that free first (the lowest-numbered of equals), as
+		// many as the job holds.
+		taken := make([]int, len(free[s]))
+		for k := range taken {
+			taken[k] = k
 		}
-		start := max(ready, free[s][slot])
+		sort.SliceStable(taken, func(a, b int) bool { return free[s][taken[a]] < free[s][taken[b]] })
+		taken = taken[:min(int(m.width[t]), len(taken))]
+		start := ready
+		for _, k := range taken {
+			start = max(start, free[s][k])
+		}
 		d, _ := m.duration(t, sc.alloc)
 		end := start + d
-		ft[t], free[s][slot] = end, end
-		out = append(out, Scheduled{ID: m.ids[t], Site: m.sites[s].Name, Slot: slot, Start: start, End: end, Ready: ready})
+		ft[t] = end
+		for _, k := range taken {
+			free[s][k] = end
+		}
+		out = append(out, Scheduled{ID: m.ids[t], Site: m.sites[s].Name, Slot: slices.Min(taken), Slots: len(taken), Start: start, End: end, Ready: ready})
 	}
 	return out, nil
 }
@@ -102,7 +114,7 @@ func BySite(sites []policy.PlanSite, jobs []Scheduled, makespan float64, limit i
 		}
 		per[i] = append(per[i], j)
 		out[i].Jobs++
-		out[i].Busy += max(j.End-j.Start, 0)
+		out[i].Busy += max(j.End-j.Start, 0) * float64(max(j.Slots, 1))
 	}
 	for i := range out {
 		js := per[i]

@@ -32,25 +32,25 @@ func TestTimeline(t *testing.T) {
 		site     map[int64]string
 		limit    int
 		makespan float64
-		jobs     []Scheduled // in the plan's order: id, site, slot, start, end, ready
+		jobs     []Scheduled // in the plan's order: id, site, slot, slots, start, end, ready
 		sites    []SiteTimeline
 	}{{
 		// 1 at x 0-2 (slot 0); 2 at y reads f1 from x (2 s) and runs 3 s:
 		// 2-7; 3 at x on the free slot 1: 2-3; 4 at x waits for 2 (7),
 		// reads f2 from y (1 s), runs 2 s: 7-10 on slot 0, free since 2.
 		name: "split", site: map[int64]string{1: "x", 2: "y", 3: "x", 4: "x"}, limit: 2, makespan: 10,
-		jobs: []Scheduled{{1, "x", 0, 0, 2, 0}, {2, "y", 0, 2, 7, 2}, {3, "x", 1, 2, 3, 2}, {4, "x", 0, 7, 10, 7}},
+		jobs: []Scheduled{{1, "x", 0, 1, 0, 2, 0}, {2, "y", 0, 1, 2, 7, 2}, {3, "x", 1, 1, 2, 3, 2}, {4, "x", 0, 1, 7, 10, 7}},
 		sites: []SiteTimeline{
-			{Site: "x", Slots: 2, Jobs: 3, Busy: 6, Util: 0.3, First: []Scheduled{{1, "x", 0, 0, 2, 0}, {3, "x", 1, 2, 3, 2}}, More: 1},
-			{Site: "y", Slots: 1, Jobs: 1, Busy: 5, Util: 0.5, First: []Scheduled{{2, "y", 0, 2, 7, 2}}},
+			{Site: "x", Slots: 2, Jobs: 3, Busy: 6, Util: 0.3, First: []Scheduled{{1, "x", 0, 1, 0, 2, 0}, {3, "x", 1, 1, 2, 3, 2}}, More: 1},
+			{Site: "y", Slots: 1, Jobs: 1, Busy: 5, Util: 0.5, First: []Scheduled{{2, "y", 0, 1, 2, 7, 2}}},
 		},
 	}, {
 		// Everything at y, one slot: back to back, nothing moved.
 		name: "all at y", site: map[int64]string{1: "y", 2: "y", 3: "y", 4: "y"}, makespan: 10,
-		jobs: []Scheduled{{1, "y", 0, 0, 4, 0}, {2, "y", 0, 4, 7, 4}, {3, "y", 0, 7, 8, 4}, {4, "y", 0, 8, 10, 8}},
+		jobs: []Scheduled{{1, "y", 0, 1, 0, 4, 0}, {2, "y", 0, 1, 4, 7, 4}, {3, "y", 0, 1, 7, 8, 4}, {4, "y", 0, 1, 8, 10, 8}},
 		sites: []SiteTimeline{
 			{Site: "x", Slots: 2},
-			{Site: "y", Slots: 1, Jobs: 4, Busy: 10, Util: 1, First: []Scheduled{{1, "y", 0, 0, 4, 0}, {2, "y", 0, 4, 7, 4}, {3, "y", 0, 7, 8, 4}, {4, "y", 0, 8, 10, 8}}},
+			{Site: "y", Slots: 1, Jobs: 4, Busy: 10, Util: 1, First: []Scheduled{{1, "y", 0, 1, 0, 4, 0}, {2, "y", 0, 1, 4, 7, 4}, {3, "y", 0, 1, 7, 8, 4}, {4, "y", 0, 1, 8, 10, 8}}},
 		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {

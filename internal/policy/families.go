@@ -57,6 +57,9 @@ type PlanJob struct {
 	Est     map[string]float64 // expected runtime per site, seconds
 	Inputs  []PlanFile
 	Outputs []PlanFile
+	// Slots is how many of its site's slots the job holds at once: its
+	// cores (0 is 1; more than a site has is all of that site's).
+	Slots int
 }
 
 // PlanFile is a file a job reads or writes; At lists the sites that hold

@@ -100,9 +100,13 @@ func modelsResources(w *Workload, p Platform, cfg Config) bool {
 	return slices.ContainsFunc(w.Jobs, func(j WorkloadJob) bool { return asks(j.Request) })
 }
 
-// asks says whether r asks for more than one core.
+// asks says whether r asks for more than one core of a placeholder whose
+// size nobody gave. Memory alone does not: such a placeholder does not
+// know its memory, so none is counted (resource.Pool), and a trace whose
+// tasks carry their measured memory simulates as it did before traces
+// were read for it, unless a size is given (--ph-mem).
 func asks(r resource.Request) bool {
-	return r.CPUs > 1 || r.Mem != 0 || r.GPUs != 0 || len(r.Named) > 0 || r.AutoCPUs || r.AutoMem
+	return r.CPUs > 1 || r.GPUs != 0 || len(r.Named) > 0 || r.AutoCPUs || r.AutoMem
 }
 
 // capacity is what host h's placeholders hold: the platform's size for
@@ -386,7 +390,8 @@ func MixedBag(seed uint64, n int) *Workload {
 
 // TraceWorkload is a WfFormat trace as a workload: one job per task, in
 // one phase, running its measured runtime (its estimate), asking for its
-// cores (wfformat's Task.Cores: "cores", "coreCount"), after its parents.
+// cores (wfformat's Task.Cores: "cores", "coreCount") and its measured
+// memory (Task.Mem: "memoryInBytes", "memory"), after its parents.
 // A file a task writes appears where it ran; the others are outside.
 func TraceWorkload(tr *wfformat.Workflow) (*Workload, error) {
 	w := &Workload{}
@@ -409,6 +414,7 @@ func TraceWorkload(tr *wfformat.Workflow) (*Workload, error) {
 		if t.Cores > 1 {
 			job.Request.CPUs = t.Cores
 		}
+		job.Request.Mem = t.Mem
 		for _, p := range t.Parents {
 			if d, ok := index[p]; ok && !slices.Contains(job.deps, d) {
 				job.deps = append(job.deps, d)

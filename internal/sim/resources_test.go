@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/mq-hpc/mq/internal/metaqueue"
 	"github.com/mq-hpc/mq/internal/metaqueue/packing"
 	"github.com/mq-hpc/mq/internal/resource"
+	"github.com/mq-hpc/mq/internal/wfformat"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -436,4 +438,86 @@ func TestWorkloadRequests(t *testing.T) {
 	if _, err := Run(auto, LAN, Config{Policy: "fcfs", Placeholders: 1}); err == nil || !strings.Contains(err.Error(), "auto sizes are not simulated") {
 		t.Errorf("auto request: %v", err)
 	}
+}
+
+// TestTraceMemory: a real trace's tasks (BLAST, each with its
+// memoryInBytes) ask for their measured memory, and simulated packing
+// counts it: on a 16-core placeholder of 2 GiB the running jobs never
+// hold more than 2 GiB, so fewer run at once than on one whose memory is
+// not counted, and a run without a size simulates as before (the thesis's
+// model, memory alone does not switch resources on).
+func TestTraceMemory(t *testing.T) {
+	t.Parallel()
+	tr, err := readRealTrace("blast-chameleon-small-001.json")
+	if err != nil {
+		t.Skip(err)
+	}
+	w, err := TraceWorkload(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]int64{}
+	for _, j := range w.Jobs {
+		byName[j.Name] = j.Request.Mem
+	}
+	if byName["split_fasta_ID000001"] != 3000000 || byName["blastall_ID000002"] != 484000000 {
+		t.Fatalf("requests: split_fasta %d, blastall_ID000002 %d bytes", byName["split_fasta_ID000001"], byName["blastall_ID000002"])
+	}
+	if modelsResources(w, LAN, Config{Policy: "fcfs", Placeholders: 1}) {
+		t.Error("memory alone, no size given: resources modelled")
+	}
+
+	most := func(c resource.Capacity) (jobs int, mem int64) {
+		m, _, err := simRes(t, w, c, 1, "fcfs", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		type edge struct {
+			t   float64
+			n   int
+			mem int64
+		}
+		var edges []edge
+		for j := range m.jobs {
+			if !m.jobs[j].done {
+				t.Fatalf("job %s did not run", m.w.Jobs[j].Name)
+			}
+			start := m.jobs[j].finish - m.w.Jobs[j].Runtime
+			edges = append(edges, edge{start, 1, m.w.Jobs[j].Request.Mem}, edge{m.jobs[j].finish, -1, -m.w.Jobs[j].Request.Mem})
+		}
+		slices.SortFunc(edges, func(a, b edge) int {
+			if a.t != b.t {
+				if a.t < b.t {
+					return -1
+				}
+				return 1
+			}
+			return a.n - b.n // ends first
+		})
+		n, held := 0, int64(0)
+		for _, e := range edges {
+			n, held = n+e.n, held+e.mem
+			jobs, mem = max(jobs, n), max(mem, held)
+		}
+		return jobs, mem
+	}
+	const limit = 2 * resource.GiB
+	memJobs, memHeld := most(resource.Capacity{CPUs: 16, Mem: limit})
+	freeJobs, freeHeld := most(resource.Capacity{CPUs: 16})
+	t.Logf("2 GiB: %d jobs, %d bytes; uncounted: %d jobs, %d bytes", memJobs, memHeld, freeJobs, freeHeld)
+	if memHeld > limit || memJobs >= freeJobs || freeHeld <= limit {
+		t.Errorf("with 2 GiB: at most %d jobs holding %d bytes; memory not counted: %d jobs holding %d bytes",
+			memJobs, memHeld, freeJobs, freeHeld)
+	}
+}
+
+// readRealTrace reads one of the WfFormat traces kept beside the
+// repository (../shared/data/wfinstances).
+func readRealTrace(name string) (*wfformat.Workflow, error) {
+	f, err := os.Open(filepath.Join("..", "..", "..", "shared", "data", "wfinstances", name))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return wfformat.Read(f)
 }

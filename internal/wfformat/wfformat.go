@@ -47,6 +47,10 @@ type Task struct {
 	// Runtime is the measured runtime in seconds.
 	Runtime float64
 	Cores   int
+	// Mem is the task's measured memory in bytes (schema 1.5's
+	// memoryInBytes, the older "memory" in KiB), 0 where the trace does
+	// not say.
+	Mem     int64
 	Inputs  []string
 	Outputs []string
 }
@@ -75,6 +79,7 @@ type document struct {
 				ID        string   `json:"id"`
 				Runtime   *float64 `json:"runtimeInSeconds"`
 				CoreCount int      `json:"coreCount"`
+				Memory    *float64 `json:"memoryInBytes"`
 			} `json:"tasks"`
 		} `json:"execution"`
 		// Schema 1.3/1.4.
@@ -87,6 +92,7 @@ type document struct {
 			Runtime        *float64 `json:"runtime"`
 			RuntimeSeconds *float64 `json:"runtimeInSeconds"`
 			Cores          int      `json:"cores"`
+			Memory         *float64 `json:"memory"` // KiB
 			Files          []struct {
 				Link        string `json:"link"`
 				Name        string `json:"name"`
@@ -179,6 +185,11 @@ func (doc *document) specTasks(sizes map[string]int64, children map[string][]str
 		if et.CoreCount > 0 {
 			t.Cores = et.CoreCount
 		}
+		mem, err := memBytes(st.ID, et.Memory, 1)
+		if err != nil {
+			return nil, err
+		}
+		t.Mem = mem
 		for _, c := range st.Children {
 			children[st.ID] = append(children[st.ID], c)
 		}
@@ -201,6 +212,11 @@ func (doc *document) flatTasks(sizes map[string]int64, children map[string][]str
 			id = ot.Name
 		}
 		t := Task{ID: id, Name: ot.Name, Parents: ot.Parents, Cores: max(ot.Cores, 1)}
+		mem, err := memBytes(id, ot.Memory, 1024)
+		if err != nil {
+			return nil, err
+		}
+		t.Mem = mem
 		switch {
 		case ot.RuntimeSeconds != nil:
 			t.Runtime = *ot.RuntimeSeconds
@@ -234,6 +250,23 @@ func (doc *document) flatTasks(sizes map[string]int64, children map[string][]str
 		tasks = append(tasks, t)
 	}
 	return tasks, nil
+}
+
+// MaxMem bounds a task's memory: past it (1 PiB, what a job may ask
+// for) the trace is broken, not a workload.
+const MaxMem = 1 << 50
+
+// memBytes is a task's memory, v units of unit bytes, as whole bytes
+// rounded up; absent is 0.
+func memBytes(id string, v *float64, unit float64) (int64, error) {
+	if v == nil {
+		return 0, nil
+	}
+	b := math.Ceil(*v * unit)
+	if math.IsNaN(b) || b < 0 || b > MaxMem {
+		return 0, fmt.Errorf("wfformat: task %q has memory %v bytes, want 0..%d", id, b, int64(MaxMem))
+	}
+	return int64(b), nil
 }
 
 // indexTasks checks each task's id and runtime and maps ids to indexes.

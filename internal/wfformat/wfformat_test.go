@@ -16,13 +16,13 @@ const spec15 = `{"name":"w","schemaVersion":"1.5","workflow":{
    {"id":"d","name":"d","parents":["b"]}],
   "files":[{"id":"in","sizeInBytes":10},{"id":"x","sizeInBytes":20},{"id":"y"}]},
  "execution":{"makespanInSeconds":9,"tasks":[
-   {"id":"a","runtimeInSeconds":1},{"id":"b","runtimeInSeconds":5,"coreCount":2},
+   {"id":"a","runtimeInSeconds":1},{"id":"b","runtimeInSeconds":5,"coreCount":2,"memoryInBytes":3000000},
    {"id":"c","runtimeInSeconds":2},{"id":"d","runtimeInSeconds":1}]}}}`
 
 const spec14 = `{"name":"old","workflow":{"makespan":7,"tasks":[
   {"name":"d","parents":["b","c"],"runtime":1,"files":[]},
   {"name":"a","runtime":1,"files":[{"link":"input","name":"in","size":10},{"link":"output","name":"x","size":20}]},
-  {"name":"b","parents":["a"],"runtimeInSeconds":5,"files":[{"link":"input","name":"x","size":20}]},
+  {"name":"b","parents":["a"],"runtimeInSeconds":5,"memory":2929.6875,"files":[{"link":"input","name":"x","size":20}]},
   {"name":"c","parents":["a"],"runtime":2}]}}`
 
 func TestRead(t *testing.T) {
@@ -54,8 +54,12 @@ func TestRead(t *testing.T) {
 			if d := w.Tasks[pos["d"]]; len(d.Parents) != 2 {
 				t.Fatalf("d's parents %v, want b and c", d.Parents)
 			}
-			if b := w.Tasks[pos["b"]]; b.Cores != tc.cores || b.Runtime != 5 {
+			// b's memory: 3,000,000 bytes, or 2929.6875 KiB.
+			if b := w.Tasks[pos["b"]]; b.Cores != tc.cores || b.Runtime != 5 || b.Mem != 3000000 {
 				t.Fatalf("b %+v", b)
+			}
+			if a := w.Tasks[pos["a"]]; a.Mem != 0 {
+				t.Fatalf("a has no memory in the trace, read %d", a.Mem)
 			}
 			if w.FileSizes["x"] != 20 || w.FileSizes["in"] != 10 {
 				t.Fatalf("file sizes %v", w.FileSizes)
@@ -91,6 +95,9 @@ func TestReadErrors(t *testing.T) {
 		{doc(`{"name":"a","runtime":1,"files":[{"link":"both","name":"f"}]}`), `link "both"`},
 		{doc(`{"name":"a","runtime":1,"children":["q"]}`), `unknown child "q"`},
 		{`{"workflow":{"specification":{"tasks":[{"id":"a"}]},"execution":{"tasks":[]}}}`, "no runtimeInSeconds"},
+		{doc(`{"name":"a","runtime":1,"memory":-1}`), "memory -1024 bytes"},
+		{doc(`{"name":"a","runtime":1,"memory":1e30}`), `task "a" has memory`},
+		{`{"workflow":{"specification":{"tasks":[{"id":"a"}]},"execution":{"tasks":[{"id":"a","runtimeInSeconds":1,"memoryInBytes":-3}]}}}`, "memory -3 bytes"},
 		{`{"workflow":{"specification":{"tasks":[{"id":"a"}],"files":[{"id":"f","sizeInBytes":-5}]},"execution":{"tasks":[{"id":"a","runtimeInSeconds":1}]}}}`, "size -5"},
 	} {
 		if _, err := Read(strings.NewReader(tc.doc)); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -133,6 +140,34 @@ func TestRealTraces(t *testing.T) {
 			t.Errorf("%s: %d tasks, critical path %.1f s, work %.1f s, measured makespan %.1f s",
 				filepath.Base(f), len(w.Tasks), cp, w.Work(), w.Makespan)
 		}
+	}
+}
+
+// TestRealTraceMemory: the BLAST trace's tasks carry their measured
+// memory (memoryInBytes in workflow.execution), read byte for byte.
+func TestRealTraceMemory(t *testing.T) {
+	t.Parallel()
+	fh, err := os.Open(filepath.Join(traceDir(t), "blast-chameleon-small-001.json"))
+	if err != nil {
+		t.Skip(err)
+	}
+	defer fh.Close()
+	w, err := Read(fh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := map[string]int64{}
+	withMem := 0
+	for _, task := range w.Tasks {
+		mem[task.ID] = task.Mem
+		if task.Mem > 0 {
+			withMem++
+		}
+	}
+	// Two tasks as the trace writes them.
+	if mem["split_fasta_ID000001"] != 3000000 || mem["blastall_ID000002"] != 484000000 || withMem != len(w.Tasks) {
+		t.Errorf("memory of split_fasta %d, blastall_ID000002 %d; %d of %d tasks with memory",
+			mem["split_fasta_ID000001"], mem["blastall_ID000002"], withMem, len(w.Tasks))
 	}
 }
 

@@ -45,7 +45,17 @@ type Options struct {
 	Est bool
 	// Cores asks for each task's cores (mqsub --cpus).
 	Cores bool
+	// Mem asks for each task's measured memory, rounded up to a MiB and
+	// at least MinMem (mqsub --mem); a task the trace gives none asks for
+	// nothing.
+	Mem bool
 }
+
+// MinMem is the least memory a replayed task asks for: its job's shell,
+// sleep, cat and head hold a few MiB between them, more than the
+// smallest tasks of real traces measured (3 MB), and a request below
+// what the job itself holds would have it killed for memory.
+const MinMem = 16 << 20
 
 // Replay is a trace as jobs.
 type Replay struct {
@@ -180,6 +190,10 @@ func (b *builder) job(t wfformat.Task) (protocol.JobSpec, error) {
 	}
 	if b.o.Cores {
 		js.CPUs = max(t.Cores, 1)
+	}
+	if b.o.Mem && t.Mem > 0 {
+		const mib = 1 << 20
+		js.Mem = max((t.Mem+mib-1)/mib*mib, MinMem)
 	}
 	rt := t.Runtime
 	if b.o.Est {

@@ -74,6 +74,43 @@ func TestNew(t *testing.T) {
 	}
 }
 
+// TestNewResources: with Cores and Mem each job asks for its task's
+// cores and memory, the memory rounded up to a MiB and at least MinMem;
+// without them, for nothing.
+func TestNewResources(t *testing.T) {
+	t.Parallel()
+	w := diamond()
+	mems := []int64{0, 3000000, 100<<20 + 1, 8 << 30} // none, under MinMem, just over 100 MiB, 8 GiB
+	for i := range w.Tasks {
+		w.Tasks[i].Cores = i + 1
+		w.Tasks[i].Mem = mems[i]
+	}
+	for _, c := range []struct {
+		o     Options
+		cores []int
+		mem   []int64
+	}{
+		{Options{TimeScale: 1, Cores: true, Mem: true}, []int{1, 2, 3, 4}, []int64{0, MinMem, 101 << 20, 8 << 30}},
+		{Options{TimeScale: 1, Cores: true}, []int{1, 2, 3, 4}, []int64{0, 0, 0, 0}},
+		{Options{TimeScale: 1, Mem: true}, []int{0, 0, 0, 0}, []int64{0, MinMem, 101 << 20, 8 << 30}},
+		{Options{TimeScale: 1}, []int{0, 0, 0, 0}, []int64{0, 0, 0, 0}},
+	} {
+		r, err := New(w, c.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, js := range r.Jobs {
+			if js.CPUs != c.cores[i] || js.Mem != c.mem[i] {
+				t.Errorf("%+v: job %s asks cpus %d mem %d, want %d and %d", c.o, js.Target, js.CPUs, js.Mem, c.cores[i], c.mem[i])
+			}
+			js.Cwd = "/w"
+			if err := protocol.ValidateSpec(&js); err != nil {
+				t.Errorf("job %s: %v", js.Target, err)
+			}
+		}
+	}
+}
+
 // TestNewNames: file names are made shell-safe and kept distinct.
 func TestNewNames(t *testing.T) {
 	t.Parallel()

@@ -19,12 +19,16 @@ func resourceFlags() []cli.Flag {
 		&cli.StringFlag{Name: "mem", Usage: "memory the job may use: `SIZE` as Slurm writes it (8G, 500M, 1.5G; a bare number is MiB), or auto"},
 		&cli.StringFlag{Name: "gpus", Usage: "whole GPUs the job is given: `N`"},
 		&cli.StringSliceFlag{Name: "resource", Usage: "an amount of a resource the site declares, `NAME=N` (repeat, or a comma list): licences, scratch, ..."},
+		&cli.BoolFlag{Name: "no-trace-mem", Usage: "with --wfformat: do not ask for each task's measured memory (its memoryInBytes), for sites whose placeholders cannot hold it; --mem then gives every task's"},
 	}
 }
 
 // resourcesFrom reads the resource flags set on c.
 func resourcesFrom(c *cli.Context) (protocol.Resources, error) {
 	var r protocol.Resources
+	if c.IsSet("no-trace-mem") && !c.IsSet("wfformat") {
+		return r, Usagef("--no-trace-mem goes with --wfformat")
+	}
 	if c.IsSet("c") {
 		if err := r.SetCPUs(c.String("c")); err != nil {
 			return r, Usagef("--cpus: %v", err)

@@ -301,3 +301,23 @@ func TestMqstatJobResources(t *testing.T) {
 		}
 	}
 }
+
+// TestMqstatJobWhyNotRunning: mqstat -j of a queued job no placeholder or
+// site can hold says why it is not running (the CLS's JobDetail.Unfit,
+// from packing.Why), on a line of its own; a job that fits has none.
+func TestMqstatJobWhyNotRunning(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		unfit, want string
+	}{
+		{"needs 4 GPUs; the largest placeholder or site holds 2", "cannot run: needs 4 GPUs; the largest placeholder or site holds 2\n"},
+		{"", ""},
+	} {
+		var b bytes.Buffer
+		d := protocol.JobDetail{JobInfo: protocol.JobInfo{ID: 1, Queue: "q", Target: "t", State: "Q", Command: "x", Resources: protocol.Resources{GPUs: 4}}, Unfit: c.unfit}
+		printJob(&b, d)
+		if c.want == "" && strings.Contains(b.String(), "cannot run") || !strings.Contains(b.String(), c.want) {
+			t.Errorf("unfit %q:\n%s", c.unfit, b.String())
+		}
+	}
+}

@@ -23,7 +23,10 @@ const maxReplayBytes = 64 << 30
 
 // mqsubWfformat is mqsub --wfformat: the trace's tasks as jobs
 // (wfreplay), its own inputs made in the current directory at their
-// scaled sizes, then every job in one transaction, as mqsub -f.
+// scaled sizes, then every job in one transaction, as mqsub -f. Each job
+// asks for its task's cores and, unless --no-trace-mem, its measured
+// memory; res (--mem, --gpus, --resource) is the lines' defaults, so
+// --mem gives the memory of tasks the trace gives none.
 func mqsubWfformat(c *cli.Context, env Env, res protocol.Resources) error {
 	if c.NArg() > 0 {
 		return Usagef("--wfformat takes no TARGET or COMMAND (got %q)", c.Args().First())
@@ -33,7 +36,7 @@ func mqsubWfformat(c *cli.Context, env Env, res protocol.Resources) error {
 			return Usagef("%s does not go with --wfformat: the trace gives each job its files, runtime and place", f[1])
 		}
 	}
-	o := wfreplay.Options{TimeScale: c.Float64("time-scale"), SizeScale: c.Float64("size-scale"), TargetPrefix: c.String("target-prefix"), Files: true, Est: true, Cores: true}
+	o := wfreplay.Options{TimeScale: c.Float64("time-scale"), SizeScale: c.Float64("size-scale"), TargetPrefix: c.String("target-prefix"), Files: true, Est: true, Cores: true, Mem: !c.Bool("no-trace-mem")}
 	if err := wfreplay.CheckScale(o.TimeScale); err != nil {
 		return Usagef("--time-scale: %v", err)
 	}

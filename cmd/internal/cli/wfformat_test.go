@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mq-hpc/mq/internal/wfreplay"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -136,5 +137,67 @@ func TestMqsubWfformat(t *testing.T) {
 	// Run again in the same directory: the input is there at its size.
 	if _, e, code := run(work, "--wfformat", trace, "--time-scale", "0.1", "--size-scale", "0.01", "--target-prefix", "t-"); code != 0 {
 		t.Fatalf("a second replay in the same directory: exit %d, %s", code, e)
+	}
+}
+
+// TestMqsubWfformatMemory: with a real trace (BLAST, every task with its
+// memoryInBytes) each job asks for its task's memory rounded up to a MiB
+// and at least wfreplay.MinMem; --no-trace-mem leaves it out, so --mem
+// gives every task's; --no-trace-mem alone is refused.
+func TestMqsubWfformatMemory(t *testing.T) {
+	t.Parallel()
+	trace, err := filepath.Abs(filepath.Join("..", "..", "..", "..", "shared", "data", "wfinstances", "blast-chameleon-small-001.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(trace); err != nil {
+		t.Skipf("no WfFormat trace: %v", err)
+	}
+	w, err := readTrace(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	traced := map[string]int64{}
+	for _, task := range w.Tasks {
+		traced[task.ID] = max((task.Mem+(1<<20)-1)>>20<<20, wfreplay.MinMem)
+	}
+	// Two as the trace writes them: 3,000,000 bytes; 484,000,000 bytes.
+	if traced["split_fasta_ID000001"] != 16<<20 || traced["blastall_ID000002"] != 462<<20 {
+		t.Fatalf("trace read as %d and %d bytes", traced["split_fasta_ID000001"], traced["blastall_ID000002"])
+	}
+	for _, c := range []struct {
+		args []string
+		want func(id string) int64
+	}{
+		{nil, func(id string) int64 { return traced[id] }},
+		{[]string{"--mem", "2G"}, func(id string) int64 { return traced[id] }}, // every task has its own
+		{[]string{"--no-trace-mem"}, func(string) int64 { return 0 }},
+		{[]string{"--no-trace-mem", "--mem", "1G"}, func(string) int64 { return 1 << 30 }},
+	} {
+		dir := t.TempDir()
+		s, stderr, code := runSeen(t, dir, append([]string{"--wfformat", trace, "--size-scale", "0.001"}, c.args...)...)
+		if code != ExitOK || len(s.adds) == 0 {
+			t.Fatalf("%v: exit %d: %s", c.args, code, stderr)
+		}
+		n := 0
+		for _, a := range s.adds {
+			def := protocol.JobSpec{Cwd: dir, Resources: a.Defaults}
+			if err := protocol.ReadJobLines(bytes.NewReader(a.Data), a.Line, def, func(_ int, js protocol.JobSpec) error {
+				n++
+				if want := c.want(js.Target); js.Mem != want {
+					t.Errorf("%v: job %s asks for %d bytes, want %d", c.args, js.Target, js.Mem, want)
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n != len(w.Tasks) {
+			t.Errorf("%v: %d jobs sent, the trace has %d tasks", c.args, n, len(w.Tasks))
+		}
+	}
+	s, stderr, code := runSeen(t, t.TempDir(), "--no-trace-mem", "t", "true")
+	if code != ExitUsage || stderr != "mqsub: --no-trace-mem goes with --wfformat (see mqsub --help)\n" || len(s.submits) > 0 {
+		t.Errorf("--no-trace-mem without --wfformat: exit %d, %q", code, stderr)
 	}
 }

@@ -48,7 +48,11 @@ SELECT site, seq, planner FROM job_plans WHERE job_id = ?;
 SELECT id FROM targets WHERE name = ?;
 
 -- name: TargetJobs
-SELECT id, state, coalesce(est, 0), command FROM jobs WHERE target_id = ? ORDER BY id;
+-- With each job's request (packing's job_resources, the row of a job that
+-- asks): its cores are the slots it holds in the planners' model.
+SELECT j.id, j.state, coalesce(j.est, 0), j.command,
+	coalesce((SELECT r.resources FROM job_resources r WHERE r.job_id = j.id), '')
+FROM jobs j WHERE j.target_id = ? ORDER BY j.id;
 
 -- name: TargetPrereqs
 SELECT jp.job_id, jp.target_id FROM job_prereqs jp JOIN jobs j ON j.id = jp.job_id

@@ -3,6 +3,7 @@ package plans
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -64,16 +65,16 @@ func problemGraph(ctx context.Context, db DB, target string, root int64, est Est
 		}
 		for rows.Next() {
 			var id int64
-			var st, command string
+			var st, command, res string
 			var e float64
-			if err := rows.Scan(&id, &st, &e, &command); err != nil {
+			if err := rows.Scan(&id, &st, &e, &command, &res); err != nil {
 				rows.Close()
 				return nil, err
 			}
 			if st == "" || job.State(st[0]).Terminal() {
 				continue
 			}
-			jobs = append(jobs, policy.PlanJob{ID: id, Est: est(id, command, max(e, 0))})
+			jobs = append(jobs, policy.PlanJob{ID: id, Est: est(id, command, max(e, 0)), Slots: cores(res)})
 			byTarget[t] = append(byTarget[t], id)
 		}
 		if err := closeRows(rows); err != nil {
@@ -110,6 +111,22 @@ func problemGraph(ctx context.Context, db DB, target string, root int64, est Est
 		}
 	}
 	return jobs, nil
+}
+
+// cores is the cores a stored request (protocol.Resources in JSON, ""
+// for a job that asks for nothing) asks for: the slots the job holds in
+// the planners' model. A learned size (cpus auto) is not known until the
+// job is dispatched, so it plans as one, as does a request that does not
+// read.
+func cores(stored string) int {
+	if stored == "" {
+		return 1
+	}
+	var r protocol.Resources
+	if err := json.Unmarshal([]byte(stored), &r); err != nil || r.CPUs < 1 {
+		return 1
+	}
+	return r.CPUs
 }
 
 // problemFiles gives jobs their declared files; an input no job of the

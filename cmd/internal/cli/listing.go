@@ -94,10 +94,11 @@ func mqstatList(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 		return nil
 	}
 	fmt.Fprintln(tw, tableHeader)
-	if _, err := streamTable(c, cl, tw, st, arrs); err != nil {
-		return err
+	_, err := streamTable(c, cl, tw, st, arrs)
+	if ferr := tw.Flush(); err == nil {
+		err = ferr
 	}
-	return tw.Flush()
+	return err
 }
 
 // tableHeader is the listing's first line.
@@ -133,6 +134,7 @@ func mqstatRecent(c *cli.Context, cl *client.Client, w io.Writer, st protocol.St
 	fmt.Fprintln(tw, tableHeader)
 	n, err := streamTable(c, cl, tw, live, arrs)
 	if err != nil {
+		tw.Flush()
 		return err
 	}
 	if limit > 0 && n >= limit {
@@ -147,6 +149,7 @@ func mqstatRecent(c *cli.Context, cl *client.Client, w io.Writer, st protocol.St
 	var done []protocol.ArrayInfo
 	if st.TargetPrefix == "" {
 		if done, err = collapsed(c, cl, &ended); err != nil {
+			tw.Flush() // the jobs not ended, printed before the error
 			return err
 		}
 		done = slices.DeleteFunc(done, func(a protocol.ArrayInfo) bool {
@@ -158,6 +161,7 @@ func mqstatRecent(c *cli.Context, cl *client.Client, w io.Writer, st protocol.St
 		rows = append(rows, r.Jobs...)
 		return nil
 	}); err != nil {
+		tw.Flush()
 		return err
 	}
 	// The arrays that ended among the rows shown (all of them when the

@@ -123,6 +123,9 @@ func Run(ctx context.Context, name string, mode Mode, args []string, stderr io.W
 	if err != nil {
 		return err
 	}
+	if err := f.defaultOut(); err != nil {
+		return err
+	}
 	// Whoever else could write the data root could swap a staged input for
 	// bytes of their own before a job reads it; the output directory, a
 	// job's output. Both are checked as MQ_HOME is.
@@ -311,8 +314,7 @@ func (f *flags) askedCapacity(set map[string]bool) (resource.Capacity, error) {
 }
 
 // dialer is how the agent reaches the CLS: over SSH with --cls, else
-// through the Unix socket of $MQ_HOME (whose output directory is then
-// --out's default).
+// through the Unix socket of $MQ_HOME.
 func (f *flags) dialer(set map[string]bool) (func(ctx context.Context) (io.ReadWriteCloser, error), error) {
 	if f.cls != "" {
 		if f.key == "" || f.hostKey == "" {
@@ -343,10 +345,21 @@ func (f *flags) dialer(set map[string]bool) (func(ctx context.Context) (io.ReadW
 	if err != nil {
 		return nil, err
 	}
-	if f.out == "" {
-		f.out = filepath.Join(home, "output")
-	}
 	return func(ctx context.Context) (io.ReadWriteCloser, error) { return client.DialSocket(ctx, home) }, nil
+}
+
+// defaultOut gives --out its default, $MQ_HOME/output, when it was not
+// given (mqagent requires it; cls agent, with --cls or not, has it).
+func (f *flags) defaultOut() error {
+	if f.out != "" {
+		return nil
+	}
+	home, err := client.Home()
+	if err != nil {
+		return err
+	}
+	f.out = filepath.Join(home, "output")
+	return nil
 }
 
 // privateDir makes dir (mode 0700, with its missing parents) and checks

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mq-hpc/mq/internal/sshkey"
+	"golang.org/x/crypto/ssh"
 )
 
 // TestUsage: both commands check their command line the same way, before
@@ -176,5 +179,32 @@ func TestAskedCapacity(t *testing.T) {
 		if f.slots != o.asked.CPUs {
 			t.Errorf("%q: %d slots for %d cpus", tc.args, f.slots, o.asked.CPUs)
 		}
+	}
+}
+
+// cls agent's --out defaults to $MQ_HOME/output with --cls too, as its
+// help says: the directory is checked (here refused, others can write
+// it) rather than an empty path failing to be made.
+func TestClsAgentOutDefault(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("MQ_HOME", home)
+	key := filepath.Join(t.TempDir(), "ph")
+	pub, err := sshkey.NewKeyPair(key, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(home, "output")
+	if err := os.Mkdir(out, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(out, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	args := []string{"--cls", "127.0.0.1:1", "--key", key, "--host-key", ssh.FingerprintSHA256(pub)}
+	err = Run(ctx, "test", Local, args, io.Discard)
+	if want := "--out " + out + " is writable by others"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("cls agent %v: %v, want %q", args, err, want)
 	}
 }

@@ -95,6 +95,9 @@ func mqstatList(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 	}
 	fmt.Fprintln(tw, tableHeader)
 	_, err := streamTable(c, cl, tw, st, arrs)
+	if ferr := tw.Flush(); err == nil {
+		err = ferr
+	}
 	return err
 }
 
@@ -130,8 +133,12 @@ func mqstatRecent(c *cli.Context, cl *client.Client, w io.Writer, st protocol.St
 	tw := tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
 	fmt.Fprintln(tw, tableHeader)
 	n, err := streamTable(c, cl, tw, live, arrs)
-	if err != nil || (limit > 0 && n >= limit) {
+	if err != nil {
+		tw.Flush()
 		return err
+	}
+	if limit > 0 && n >= limit {
+		return tw.Flush()
 	}
 	ended := st
 	ended.States, ended.Limit = "DF", 0
@@ -142,6 +149,7 @@ func mqstatRecent(c *cli.Context, cl *client.Client, w io.Writer, st protocol.St
 	var done []protocol.ArrayInfo
 	if st.TargetPrefix == "" {
 		if done, err = collapsed(c, cl, &ended); err != nil {
+			tw.Flush() // the jobs not ended, printed before the error
 			return err
 		}
 		done = slices.DeleteFunc(done, func(a protocol.ArrayInfo) bool {
@@ -153,6 +161,7 @@ func mqstatRecent(c *cli.Context, cl *client.Client, w io.Writer, st protocol.St
 		rows = append(rows, r.Jobs...)
 		return nil
 	}); err != nil {
+		tw.Flush()
 		return err
 	}
 	// The arrays that ended among the rows shown (all of them when the
@@ -184,15 +193,23 @@ func mqstatRecent(c *cli.Context, cl *client.Client, w io.Writer, st protocol.St
 }
 
 // streamTable prints the table rows of st's jobs, and the arrays arrs
-// among them by first id, to tw; it returns the rows printed.
+// among them by first id, to tw; it returns the rows printed. The caller
+// flushes tw.
 func streamTable(c *cli.Context, cl *client.Client, tw *tabwriter.Writer, st protocol.Stat, arrs []protocol.ArrayInfo) (int, error) {
 	now := time.Now()
 	n := 0
 	err := client.Stream(c.Context, cl, protocol.OpStat, st, func(r protocol.StatReply) error {
-		// A frame with no row (an all-arrays listing's) is not flushed: the
-		// header would be aligned alone, apart from the rows that follow.
 		if len(r.Jobs) == 0 {
 			return nil
+		}
+		// The rows so far are flushed when more come, not after each frame:
+		// the last frame's rows stay in tw for the caller's, so a listing
+		// of one frame (the header, the jobs not ended, the ended ones) is
+		// aligned as one table, and memory stays bounded by two frames.
+		if n > 0 {
+			if err := tw.Flush(); err != nil {
+				return err
+			}
 		}
 		for _, j := range r.Jobs {
 			for len(arrs) > 0 && arrs[0].First < j.ID {
@@ -203,7 +220,7 @@ func streamTable(c *cli.Context, cl *client.Client, tw *tabwriter.Writer, st pro
 			printRow(tw, j, now, c.Bool("w"))
 			n++
 		}
-		return tw.Flush() // one tabwriter block per frame keeps memory bounded
+		return nil
 	})
 	if err != nil {
 		return n, err
@@ -212,5 +229,5 @@ func streamTable(c *cli.Context, cl *client.Client, tw *tabwriter.Writer, st pro
 		printArrayRow(tw, a)
 		n++
 	}
-	return n, tw.Flush()
+	return n, nil
 }

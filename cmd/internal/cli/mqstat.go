@@ -720,7 +720,7 @@ func fileLine(f protocol.FileInfo) string {
 		s += ", sha256 " + ShortSum(f.SHA256)
 	}
 	switch {
-	case f.Site == "":
+	case f.Site == "" || f.Job == 0: // the catalog places a user's own file at local, with no producer
 		s += ", not produced by a job"
 	case f.Host != "":
 		s += fmt.Sprintf(", produced by job %d at site %s, host %s", f.Job, f.Site, f.Host)

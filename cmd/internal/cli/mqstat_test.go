@@ -71,7 +71,8 @@ func TestMqstatData(t *testing.T) {
 	detail := protocol.JobDetail{
 		JobInfo: protocol.JobInfo{ID: 7, Queue: "default", Target: "t", State: "D", Cwd: "/w"},
 		Inputs: []protocol.FileInfo{{Path: "/w/in.fa", Size: &size, SHA256: sum,
-			Replicas: []protocol.Replica{{Site: "local", Host: "cls"}, {Site: "sge"}}}},
+			Replicas: []protocol.Replica{{Site: "local", Host: "cls"}, {Site: "sge"}}},
+			{Path: "/w/db.fa", Site: "local", Replicas: []protocol.Replica{{Site: "local"}}}}, // a user's file: placed, no producer
 		Outputs: []protocol.FileInfo{{Path: "/w/out.tsv", Site: "sge", Job: 7, SHA256: sum, Replicas: []protocol.Replica{{Site: "sge"}}}},
 		Transfers: []protocol.TransferInfo{
 			{Job: 7, Path: "/w/in.fa", From: "local", To: "sge", Bytes: size, Seconds: 2, Started: "2026-01-01T00:00:00Z"},
@@ -95,6 +96,7 @@ func TestMqstatData(t *testing.T) {
 	out := run(replies, "-j", "7")
 	for _, want := range []string{
 		"inputs:    /w/in.fa (3 MiB), sha256 0123456789ab, not produced by a job, replicas: local:cls, sge",
+		"           /w/db.fa, not produced by a job, replicas: local",
 		"outputs:   /w/out.tsv, sha256 0123456789ab, produced by job 7 at site sge, replicas: sge",
 		"transfers: /w/in.fa: local -> sge, 3 MiB in 2 s (1.5 MiB/s)",
 		"           /w/in.fa: slurm -> sge, 10 B in 0.5 s (20 B/s), failed: connection lost",

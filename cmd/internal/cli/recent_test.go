@@ -84,3 +84,69 @@ func TestMqstatRecentView(t *testing.T) {
 		}
 	}
 }
+
+// The default table is one table: the jobs not ended and the ended ones
+// below them are aligned under the same header, also when no job is
+// left that has not ended.
+func TestMqstatRecentAligned(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	ctx := context.Background()
+	ids, err := tb.store.Submit(ctx, []protocol.JobSpec{
+		{Target: "a-long-target-name", Command: "true", Cwd: "/tmp", Queue: "a-long-queue"},
+		{Target: "t", Command: "true", Cwd: "/tmp"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := tb.store.RegisterAs(ctx, protocol.Register{Site: "s", Host: "h", Slots: 2}, "socket")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nr, err := tb.store.Next(ctx, protocol.Next{Placeholder: reg.ID, Free: 2})
+	if err != nil || len(nr.Jobs) != 2 {
+		t.Fatalf("next: %d jobs, %v", len(nr.Jobs), err)
+	}
+	table := func() []string {
+		t.Helper()
+		var o, e bytes.Buffer
+		if code := Run(ctx, Mqstat(tb.env(&o, &e)), []string{"mqstat"}); code != 0 {
+			t.Fatalf("mqstat: exit %d, %s", code, e.String())
+		}
+		return strings.Split(strings.TrimSpace(o.String()), "\n")
+	}
+	aligned := func(lines []string) {
+		t.Helper()
+		col := strings.Index(lines[0], "TARGET")
+		for _, l := range lines[1:] {
+			if len(l) <= col || l[col-1] != ' ' || l[col] == ' ' {
+				t.Errorf("row not under the header's TARGET (column %d):\n%s", col, strings.Join(lines, "\n"))
+				return
+			}
+		}
+	}
+	now := time.Now()
+	var done []protocol.Report
+	for _, a := range nr.Jobs {
+		if a.ID == ids[0] { // the long names ended, t executing
+			done = append(done, protocol.Report{ID: a.ID, Attempt: a.Attempt, Started: now, Finished: now})
+		}
+	}
+	if err := tb.store.Report(ctx, reg.ID, done); err != nil {
+		t.Fatal(err)
+	}
+	if lines := table(); len(lines) != 3 {
+		t.Fatalf("want a header and two rows:\n%s", strings.Join(lines, "\n"))
+	} else {
+		aligned(lines)
+	}
+	for _, a := range nr.Jobs {
+		if a.ID == ids[1] {
+			done = []protocol.Report{{ID: a.ID, Attempt: a.Attempt, Started: now, Finished: now}}
+		}
+	}
+	if err := tb.store.Report(ctx, reg.ID, done); err != nil {
+		t.Fatal(err)
+	}
+	aligned(table()) // only ended jobs
+}

@@ -1,0 +1,135 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// guideMarker, on the line before a guide's ```sh block, has the block run
+// as written by a test of this package.
+const guideMarker = "<!-- e2e: run as written -->"
+
+// guideStep is one command of a marked block: its line, what it printed
+// (stdout and stderr) and its exit status.
+type guideStep struct {
+	cmd, out string
+	rc       int
+}
+
+// runGuideBlocks runs the commands of every block of the guide page that
+// guideMarker marks, one shell each, in order, in the harness's job
+// directory with the binaries of this suite first on PATH; a comment
+// (" # ") ends a command. It fails the test if a page has no marked block.
+func runGuideBlocks(t *testing.T, h *harness, page string) []guideStep {
+	t.Helper()
+	text := readFile(t, filepath.Join("..", "..", "docs", "guide", page))
+	var cmds []string
+	for _, part := range strings.Split(text, guideMarker+"\n")[1:] {
+		block, ok := strings.CutPrefix(part, "```sh\n")
+		if !ok {
+			t.Fatalf("%s: %s is not followed by a ```sh block", page, guideMarker)
+		}
+		block, _, _ = strings.Cut(block, "```")
+		for _, line := range strings.Split(block, "\n") {
+			if cmd := strings.TrimSpace(strings.SplitN(line, " # ", 2)[0]); cmd != "" {
+				cmds = append(cmds, cmd)
+			}
+		}
+	}
+	if len(cmds) == 0 {
+		t.Fatalf("%s has no block marked %s", page, guideMarker)
+	}
+	env := append(h.env(), "PATH="+binDir+":"+getenv(h.env(), "PATH"))
+	var steps []guideStep
+	for _, cmd := range cmds {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		c := exec.CommandContext(ctx, "bash", "-c", cmd)
+		c.Env, c.Dir = env, h.dir
+		out, err := c.CombinedOutput()
+		timedOut := ctx.Err() != nil
+		cancel()
+		rc := 0
+		if err != nil {
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || timedOut {
+				t.Fatalf("%s: %v\n%s", cmd, err, out)
+			}
+			rc = ee.ExitCode()
+		}
+		steps = append(steps, guideStep{cmd, string(out), rc})
+	}
+	return steps
+}
+
+// getenv is NAME's value in env.
+func getenv(env []string, name string) string {
+	v := ""
+	for _, kv := range env {
+		if n, val, ok := strings.Cut(kv, "="); ok && n == name {
+			v = val
+		}
+	}
+	return v
+}
+
+// TestGuideSubmitting runs the marked blocks of docs/guide/submitting.md
+// (after-any cleanup jobs, hold and priority) as written and checks what
+// the page says of them: the ids printed, every command's exit status 0,
+// a cleanup job that runs after a failure, a -p dependent blocked by it,
+// a held job and a job waiting for it.
+func TestGuideSubmitting(t *testing.T) {
+	h := newHarness(t)
+	h.startCLS("--local", "2")
+	steps := runGuideBlocks(t, h, "submitting.md")
+	ids := map[string]string{ // the id each submit prints first
+		`mqsub work 'exit 1'`:                          "1",
+		`mqsub --after-any work tidy 'rm -rf scratch'`: "2",
+		`mqsub -p work report 'make report'`:           "3",
+		`mqsub --after-any a,b --after-any c t CMD`:    "4",
+		`mqsub -H A 'make data'`:                       "5",
+		`mqsub -p A B 'make report'`:                   "6",
+		`mqsub --priority 100 T CMD`:                   "7",
+	}
+	for _, s := range steps {
+		if s.rc != 0 {
+			t.Errorf("%s: exit %d:\n%s", s.cmd, s.rc, s.out)
+		}
+		if id, ok := ids[s.cmd]; ok {
+			if first, _, _ := strings.Cut(s.out, "\n"); first != id {
+				t.Errorf("%s printed %q, want the id %s first", s.cmd, s.out, id)
+			}
+			delete(ids, s.cmd)
+		}
+		if s.cmd == "mqstat -s H" && !strings.Contains(s.out, "\n5 ") {
+			t.Errorf("mqstat -s H does not list the held job 5:\n%s", s.out)
+		}
+	}
+	for cmd := range ids {
+		t.Errorf("the page no longer runs %s", cmd)
+	}
+	for _, w := range []struct {
+		id    int64
+		state string
+	}{
+		{1, "F"}, // work fails
+		{2, "D"}, // tidy runs once work has ended, however
+		{3, "B"}, // report is blocked: work failed
+		{4, "W"}, // a, b and c have no jobs yet
+		{5, "H"}, // held until mqrls
+		{6, "W"}, // B waits for A, held
+	} {
+		h.waitState(w.id, w.state, 2*time.Minute)
+	}
+	if t.Failed() {
+		for _, s := range steps {
+			t.Logf("$ %s (exit %d)\n%s", s.cmd, s.rc, s.out)
+		}
+	}
+}

@@ -282,7 +282,7 @@ func TestSameFitDecision(t *testing.T) {
 		{"skips what does not fit", resource.Capacity{CPUs: 16}, []resource.Request{cores(12), cores(8), cores(4), cores(2), cores(1)}, []step{
 			{0, nil, []int{0, 2}}}},
 		{"memory", resource.Capacity{CPUs: 16, Mem: 64 * gib}, []resource.Request{{CPUs: 8, Mem: 30 * gib}, {CPUs: 1, Mem: 40 * gib}, {CPUs: 2, Mem: 30 * gib}, {Mem: 8 * gib}}, []step{
-			{0, nil, []int{0, 2}}, {5, []int{0}, []int{3}}}},
+			{0, nil, []int{0, 2}}, {0.5, []int{0}, []int{3}}}}, // within the 1 s before a reservation
 		{"memory not known", resource.Capacity{CPUs: 4}, []resource.Request{{CPUs: 2, Mem: 300 * gib}, {CPUs: 1, Mem: 1 << 40}, {CPUs: 2}}, []step{
 			{0, nil, []int{0, 1}}}},
 		{"GPUs", resource.Capacity{CPUs: 8, GPUIDs: []string{"0", "1"}}, []resource.Request{{GPUs: 1}, {CPUs: 4, GPUs: 2}, {CPUs: 2, GPUs: 1}, {GPUs: 1}, cores(2)}, []step{
@@ -290,10 +290,11 @@ func TestSameFitDecision(t *testing.T) {
 		{"larger than the placeholder", resource.Capacity{CPUs: 4}, []resource.Request{cores(8), cores(3), cores(2), cores(1)}, []step{
 			{0, nil, []int{1, 3}}}},
 		// The 4-core job does not fit beside the 3-core one; before the
-		// bound 1-core jobs take the core freed, after it the placeholder
-		// is reserved and takes none until the 4-core job fits.
+		// bound (at least 1 s; before any run ended, as long as the first
+		// has been running) 1-core jobs take the core freed, after it the
+		// placeholder is reserved and takes none until the 4-core job fits.
 		{"reservation", resource.Capacity{CPUs: 4}, []resource.Request{cores(3), cores(4), cores(1), cores(1), cores(1), cores(1)}, []step{
-			{0, nil, []int{0, 2}}, {100, []int{2}, []int{3}}, {400, []int{3}, nil}, {450, []int{0}, []int{1}}}},
+			{0, nil, []int{0, 2}}, {0.5, []int{2}, []int{3}}, {100, []int{3}, nil}, {450, []int{0}, []int{1}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cls := newCLSPlaceholder(t, tc.cap, tc.reqs)

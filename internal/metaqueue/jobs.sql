@@ -78,14 +78,14 @@ WHERE j.id = ?;
 SELECT id, queue_id, target_id, state, est, coalesce(row_attempt, attempts), attempt_base, placeholder_id, started, finished
 FROM jobs ORDER BY id;
 
--- name: LoadEdges
--- Every target-to-prerequisite edge any job, live or ended, ever named,
--- after-ok and after-any alike (both order jobs; cycle checks count both).
-SELECT DISTINCT j.target_id, p.target_id FROM job_prereqs p JOIN jobs j ON j.id = p.job_id;
-
--- name: LivePrereqs
-SELECT p.job_id, p.target_id, p.kind FROM job_prereqs p JOIN jobs j ON j.id = p.job_id
-WHERE j.state IN ('W','Q','H','E','B');
+-- name: LoadPrereqs
+-- Every prerequisite any job, live or ended, ever named, with its job's
+-- target and whether the job is live, in job id order: the target edges
+-- (after-ok and after-any alike: both order jobs, so both close cycles)
+-- and the live jobs' prerequisites in one pass, driven from this table
+-- (CROSS JOIN keeps that order; the planner otherwise scanned every job).
+SELECT p.job_id, p.target_id, p.kind, j.target_id, j.state IN ('W','Q','H','E','B')
+FROM job_prereqs p CROSS JOIN jobs j ON j.id = p.job_id ORDER BY p.job_id;
 
 -- name: SelectIDs
 -- The jobs a selector names, in the states given as one string (e.g.
@@ -108,7 +108,8 @@ RETURNING attempts, command, cwd, submitted, coalesce((SELECT env FROM job_env W
 INSERT INTO job_priority (job_id, priority) VALUES (?, ?);
 
 -- name: LivePriorities
-SELECT p.job_id, p.priority FROM job_priority p JOIN jobs j ON j.id = p.job_id
+-- CROSS JOIN: driven from the few rows here, not a scan of every job.
+SELECT p.job_id, p.priority FROM job_priority p CROSS JOIN jobs j ON j.id = p.job_id
 WHERE j.state IN ('W','Q','H','E','B');
 
 -- name: JobPriority

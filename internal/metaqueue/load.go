@@ -35,14 +35,11 @@ func (s *Store) load(ctx context.Context) error {
 	if err := s.loadTargets(ctx); err != nil {
 		return err
 	}
-	if err := s.loadEdges(ctx); err != nil {
+	prereqs, afterAny, err := s.loadPrereqs(ctx)
+	if err != nil {
 		return err
 	}
 	if err := s.arrays.Load(ctx, s.w); err != nil {
-		return err
-	}
-	prereqs, afterAny, err := s.livePrereqs(ctx)
-	if err != nil {
 		return err
 	}
 	if err := s.loadPriorities(ctx); err != nil {
@@ -130,45 +127,65 @@ func (s *Store) loadTargets(ctx context.Context) error {
 
 // loadEdges gives the graph every target-to-prerequisite edge any job, live
 // or ended, ever named: edges are never removed (cycle checks stay
-// conservative, as a deleted job may be rerun).
-func (s *Store) loadEdges(ctx context.Context) error {
-	rows, err := s.w.QueryContext(ctx, jobsSQL.Get("LoadEdges"))
+// loadPrereqs adds every target edge any job ever named to the graph
+// and returns the after-ok and the after-any prerequisite targets of
+// every live job, each in job id order (the table's key order): loadJobs
+// walks them beside the jobs, with no map of millions of small slices.
+// The graph drops repeated edges itself.
+func (s *Store) loadPrereqs(ctx context.Context) (prereqs, afterAny prereqList, err error) {
+	rows, err := s.w.QueryContext(ctx, jobsSQL.Get("LoadPrereqs"))
 	if err != nil {
-		return err
+		return prereqs, afterAny, err
 	}
-	for rows.Next() {
-		var t, p int32
-		if err := rows.Scan(&t, &p); err != nil {
-			rows.Close()
-			return err
-		}
-		s.g.AddEdges(dag.TargetID(t), []dag.TargetID{dag.TargetID(p)})
-	}
-	return closeRows(rows)
-}
-
-// livePrereqs returns the after-ok and the after-any prerequisite targets
-// of every live job, by job id.
-func (s *Store) livePrereqs(ctx context.Context) (prereqs, afterAny map[int64][]dag.TargetID, err error) {
-	prereqs, afterAny = map[int64][]dag.TargetID{}, map[int64][]dag.TargetID{}
-	rows, err := s.w.QueryContext(ctx, jobsSQL.Get("LivePrereqs"))
-	if err != nil {
-		return nil, nil, err
-	}
+	var edge [1]dag.TargetID
 	for rows.Next() {
 		var id int64
-		var t, kind int32
-		if err := rows.Scan(&id, &t, &kind); err != nil {
+		var t, kind, jt int32
+		var live bool
+		if err := rows.Scan(&id, &t, &kind, &jt, &live); err != nil {
 			rows.Close()
-			return nil, nil, err
+			return prereqs, afterAny, err
 		}
-		if kind == prereqAfterAny {
-			afterAny[id] = append(afterAny[id], dag.TargetID(t))
-		} else {
-			prereqs[id] = append(prereqs[id], dag.TargetID(t))
+		edge[0] = dag.TargetID(t)
+		s.g.AddEdges(dag.TargetID(jt), edge[:])
+		switch {
+		case !live:
+		case kind == prereqAfterAny:
+			afterAny.add(id, dag.TargetID(t))
+		default:
+			prereqs.add(id, dag.TargetID(t))
 		}
 	}
 	return prereqs, afterAny, closeRows(rows)
+}
+
+// prereqList holds prerequisite targets by job, in job id order, in two
+// flat slices; next hands them out to jobs taken in id order.
+type prereqList struct {
+	ids     []int64
+	targets []dag.TargetID
+	at      int
+}
+
+func (l *prereqList) add(id int64, t dag.TargetID) {
+	l.ids = append(l.ids, id)
+	l.targets = append(l.targets, t)
+}
+
+// next returns job id's targets (nil if none). Ids must come in
+// ascending order, as the jobs' scan gives them.
+func (l *prereqList) next(id int64) []dag.TargetID {
+	for l.at < len(l.ids) && l.ids[l.at] < id {
+		l.at++ // a job not scanned as live (it cannot be; be safe)
+	}
+	from := l.at
+	for l.at < len(l.ids) && l.ids[l.at] == id {
+		l.at++
+	}
+	if from == l.at {
+		return nil
+	}
+	return l.targets[from:l.at:l.at]
 }
 
 // job_prereqs.kind: what a job needs of a prerequisite target.
@@ -182,7 +199,7 @@ const (
 // runtimes); live ones enter the graph, and Executing ones get a fresh
 // lease from now with their placeholder known. It returns the Queued jobs
 // in id order.
-func (s *Store) loadJobs(ctx context.Context, prereqs, afterAny map[int64][]dag.TargetID, now time.Time) ([]int64, error) {
+func (s *Store) loadJobs(ctx context.Context, prereqs, afterAny prereqList, now time.Time) ([]int64, error) {
 	type count struct {
 		t, q int32
 		st   job.State
@@ -205,13 +222,17 @@ func (s *Store) loadJobs(ctx context.Context, prereqs, afterAny map[int64][]dag.
 	for rows.Next() {
 		var id int64
 		var q, t int32
-		var st string
+		var st sql.RawBytes // one byte, read at once: no string per job
 		var est sql.NullFloat64
 		var attempts, base int
 		var ph, started, finished sql.NullInt64
 		if err := rows.Scan(&id, &q, &t, &st, &est, &attempts, &base, &ph, &started, &finished); err != nil {
 			rows.Close()
 			return nil, err
+		}
+		if len(st) == 0 {
+			rows.Close()
+			return nil, fmt.Errorf("job %d has an empty state", id)
 		}
 		state := job.State(st[0])
 		s.nextID = id + 1
@@ -228,7 +249,7 @@ func (s *Store) loadJobs(ctx context.Context, prereqs, afterAny map[int64][]dag.
 			}
 			continue
 		}
-		s.g.LoadJob(id, dag.Node{Target: dag.TargetID(t), Queue: q, Est: float32(est.Float64), State: state, Prereqs: prereqs[id], AfterAny: afterAny[id]})
+		s.g.LoadJob(id, dag.Node{Target: dag.TargetID(t), Queue: q, Est: float32(est.Float64), State: state, Prereqs: prereqs.next(id), AfterAny: afterAny.next(id)})
 		if eq := s.queueIDs[q]; eq != nil {
 			eq.noteEst(est.Float64)
 		}

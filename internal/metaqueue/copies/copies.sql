@@ -31,11 +31,13 @@ UPDATE attempts SET cpu_user = ?, cpu_sys = ?, max_rss = ?
 	WHERE job_id = ? AND attempt = ? AND killed_copy = 1;
 
 -- name: LoadCopies
-SELECT c.job_id, c.attempt, c.placeholder_id, c.started FROM job_copies c JOIN jobs j ON j.id = c.job_id
+-- CROSS JOIN: driven from the few rows here, not a scan of every job.
+SELECT c.job_id, c.attempt, c.placeholder_id, c.started FROM job_copies c CROSS JOIN jobs j ON j.id = c.job_id
 	WHERE j.state = 'E' ORDER BY c.job_id, c.attempt;
 
 -- name: LoadApart
-SELECT a.job_id, a.attempt FROM job_apart a JOIN jobs j ON j.id = a.job_id WHERE j.state = 'E';
+-- CROSS JOIN: driven from the few rows here, not a scan of every job.
+SELECT a.job_id, a.attempt FROM job_apart a CROSS JOIN jobs j ON j.id = a.job_id WHERE j.state = 'E';
 
 -- name: LoadOptedOut
 SELECT job_id FROM job_no_replicate;

@@ -6,7 +6,8 @@
 SELECT site, host FROM placeholders WHERE id = ?;
 
 -- name: LoadLive
-SELECT f.job_id, f.kind, f.path, f.size, f.rel, j.cwd FROM job_files f JOIN jobs j ON j.id = f.job_id
+-- CROSS JOIN: driven from the few rows here, not a scan of every job.
+SELECT f.job_id, f.kind, f.path, f.size, f.rel, j.cwd FROM job_files f CROSS JOIN jobs j ON j.id = f.job_id
 WHERE j.state IN ('W','Q','H','E','B') ORDER BY f.job_id, f.kind, f.seq;
 
 -- name: LoadJob

@@ -8,7 +8,8 @@ INSERT INTO job_resources (job_id, resources) VALUES (?, ?);
 
 -- name: LoadResources
 -- The requests of the jobs not ended, at load.
-SELECT r.job_id, r.resources FROM job_resources r JOIN jobs j ON j.id = r.job_id
+-- CROSS JOIN: driven from the few rows here, not a scan of every job.
+SELECT r.job_id, r.resources FROM job_resources r CROSS JOIN jobs j ON j.id = r.job_id
 WHERE j.state NOT IN ('D', 'F', 'X');
 
 -- name: SetResources

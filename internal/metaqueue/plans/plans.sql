@@ -4,7 +4,8 @@
 -- samples read the core's and the catalog's tables, never write them.
 
 -- name: LoadLive
-SELECT p.job_id, p.site, p.seq, coalesce(p.start_s - p.ready_s, 0) FROM job_plans p JOIN jobs j ON j.id = p.job_id
+-- CROSS JOIN: driven from the few rows here, not a scan of every job.
+SELECT p.job_id, p.site, p.seq, coalesce(p.start_s - p.ready_s, 0) FROM job_plans p CROSS JOIN jobs j ON j.id = p.job_id
 WHERE j.state NOT IN ('D', 'F', 'X');
 
 -- name: LoadFiles

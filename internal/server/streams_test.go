@@ -1,0 +1,105 @@
+package server
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// TestShipStream: a remote placeholder's pieces land at the end of the
+// CLS's copy of its own stream file; a bad name, another placeholder's
+// file, a wrong offset, an oversize piece, a local placeholder's file and
+// a piece past the output reserve are refused and write nothing, and the
+// CLS answers the copy's size after each.
+func TestShipStream(t *testing.T) {
+	t.Parallel()
+	out := t.TempDir()
+	srv := &Server{Store: newStore(t), OutputDir: out}
+	a := connect(t, srv, protocol.RolePlaceholder)
+	a.hello("")
+	var ra protocol.RegisterReply
+	a.do(protocol.OpRegister.Name, protocol.Register{Site: "s", Host: "h", Slots: 1, OutDir: "/scratch/out"}, &ra)
+	b := connect(t, srv, protocol.RolePlaceholder)
+	b.hello("")
+	var rb protocol.RegisterReply
+	b.do(protocol.OpRegister.Name, protocol.Register{Site: "s", Host: "h2", Slots: 1, OutDir: "/scratch/out2"}, &rb)
+	local := connect(t, srv, protocol.RolePlaceholder)
+	local.hello("")
+	var rl protocol.RegisterReply
+	local.do(protocol.OpRegister.Name, protocol.Register{Site: "local", Host: "h", Slots: 1, OutDir: out}, &rl)
+
+	name := protocol.StreamFileName(ra.ID, 0)
+	copyPath := filepath.Join(out, protocol.StreamDir, name)
+	first := []byte("MQSTRM01 and the first chunks")
+	var rep protocol.StreamPieceReply
+	a.do(protocol.OpOutputShip.Name, protocol.StreamPiece{Placeholder: ra.ID, File: name, Offset: 0, Data: first}, &rep)
+	if rep.Size != int64(len(first)) {
+		t.Fatalf("size after the first piece: %d, want %d", rep.Size, len(first))
+	}
+	second := []byte(" and more")
+	a.do(protocol.OpOutputShip.Name, protocol.StreamPiece{Placeholder: ra.ID, File: name, Offset: rep.Size, Data: second}, &rep)
+	want := append(append([]byte(nil), first...), second...)
+	if rep.Size != int64(len(want)) {
+		t.Fatalf("size after the second piece: %d, want %d", rep.Size, len(want))
+	}
+
+	for _, tc := range []struct {
+		name string
+		p    *peer
+		body protocol.StreamPiece
+		code string
+		msg  string
+	}{
+		{"path elements", a, protocol.StreamPiece{Placeholder: ra.ID, File: "../" + name, Offset: int64(len(want)), Data: []byte("x")}, protocol.CodeBadRequest, "not a stream file name"},
+		{"another spelling", a, protocol.StreamPiece{Placeholder: ra.ID, File: "0" + name, Offset: 0, Data: []byte("x")}, protocol.CodeBadRequest, "not a stream file name"},
+		{"long name", a, protocol.StreamPiece{Placeholder: ra.ID, File: strings.Repeat("1", 100) + "-0.mqs", Data: []byte("x")}, protocol.CodeBadRequest, "not a stream file name"},
+		{"other placeholder's file", b, protocol.StreamPiece{Placeholder: rb.ID, File: name, Offset: int64(len(want)), Data: []byte("x")}, protocol.CodeForbidden, "placeholder"},
+		{"speaking for another", b, protocol.StreamPiece{Placeholder: ra.ID, File: name, Offset: int64(len(want)), Data: []byte("x")}, protocol.CodeForbidden, "did not register on this connection"},
+		{"offset before the end", a, protocol.StreamPiece{Placeholder: ra.ID, File: name, Offset: 3, Data: []byte("x")}, protocol.CodeBadState, "copy is"},
+		{"offset past the end", a, protocol.StreamPiece{Placeholder: ra.ID, File: name, Offset: int64(len(want)) + 1, Data: []byte("x")}, protocol.CodeBadState, "copy is"},
+		{"negative offset", a, protocol.StreamPiece{Placeholder: ra.ID, File: name, Offset: -1, Data: []byte("x")}, protocol.CodeBadRequest, "offset"},
+		{"oversize", a, protocol.StreamPiece{Placeholder: ra.ID, File: name, Offset: int64(len(want)), Data: make([]byte, protocol.MaxStreamPiece+1)}, protocol.CodeBadRequest, "more than"},
+		{"past the copy's bound", a, protocol.StreamPiece{Placeholder: ra.ID, File: name, Offset: protocol.MaxStreamCopy, Data: []byte("x")}, protocol.CodeBadRequest, "outside"},
+		{"local placeholder", local, protocol.StreamPiece{Placeholder: rl.ID, File: protocol.StreamFileName(rl.ID, 0), Data: []byte("x")}, protocol.CodeBadRequest, "nothing to ship"},
+	} {
+		e := tc.p.fails(protocol.OpOutputShip.Name, tc.body, tc.code)
+		if !strings.Contains(e.Msg, tc.msg) {
+			t.Errorf("%s: error %q does not say %q", tc.name, e.Msg, tc.msg)
+		}
+		got, err := os.ReadFile(copyPath)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%s: the copy is %q (%v), want %q", tc.name, got, err, want)
+		}
+	}
+	for _, f := range []string{protocol.StreamFileName(rb.ID, 0), protocol.StreamFileName(rl.ID, 0)} {
+		if _, err := os.Stat(filepath.Join(out, protocol.StreamDir, f)); err == nil {
+			t.Errorf("a refused piece made %s", f)
+		}
+	}
+
+	// Asked its size (a piece without data), the CLS answers it.
+	a.do(protocol.OpOutputShip.Name, protocol.StreamPiece{Placeholder: ra.ID, File: name}, &rep)
+	if rep.Size != int64(len(want)) {
+		t.Fatalf("size asked: %d, want %d", rep.Size, len(want))
+	}
+	a.do(protocol.OpOutputShip.Name, protocol.StreamPiece{Placeholder: ra.ID, File: protocol.StreamFileName(ra.ID, 1)}, &rep)
+	if rep.Size != 0 {
+		t.Fatalf("size of a copy never shipped: %d", rep.Size)
+	}
+
+	// Past the output reserve: refused, nothing written, and the CLS
+	// goes on answering.
+	srv.OutputReserve = 1 << 62
+	e := a.fails(protocol.OpOutputShip.Name, protocol.StreamPiece{Placeholder: ra.ID, File: name, Offset: int64(len(want)), Data: []byte("x")}, protocol.CodeTooLarge)
+	if !strings.Contains(e.Msg, "--output-reserve") {
+		t.Errorf("disk full: %q does not name the setting", e.Msg)
+	}
+	a.do(protocol.OpOutputShip.Name, protocol.StreamPiece{Placeholder: ra.ID, File: name}, &rep)
+	if got, _ := os.ReadFile(copyPath); rep.Size != int64(len(want)) || !bytes.Equal(got, want) {
+		t.Fatalf("after a refusal for room: size %d, copy %q", rep.Size, got)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mq-hpc/mq/client"
@@ -142,7 +143,10 @@ type Agent struct {
 	create  func(path string) (io.WriteCloser, error)
 	devNull *os.File // jobs' stdin, opened once rather than per job
 	// streams holds jobs' output with Config.Streams; nil: a file each.
-	streams *streamSet
+	// filesAsked: the CLS asked for a file each all the same
+	// (RegisterReply.OutputFiles, cls serve --output files).
+	streams    *streamSet
+	filesAsked atomic.Bool
 }
 
 // New returns an agent; Run starts it.

@@ -460,9 +460,10 @@ func (a *Agent) finish(ctx context.Context, t *attempt) {
 			rep.Outputs = sums
 		}
 	}
-	if a.cfg.StageOutput {
+	if a.cfg.StageOutput && t.outSink.out == nil && t.errSink.out == nil {
 		// Still listed as running, so heartbeats keep the lease while the
-		// output travels.
+		// output travels. Streamed output travels with the report instead,
+		// many jobs' at once (syncReports).
 		lost = joinLost(lost, a.stage(ctx, asg, p.live.finish()))
 	}
 	rep.OutputLost = protocol.ClipText(lost, protocol.MaxReasonBytes)

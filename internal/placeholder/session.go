@@ -84,6 +84,7 @@ func (a *Agent) connect(ctx context.Context) (*client.Client, error) {
 		a.log.Warn("the CLS did not know this placeholder; registered anew", "old", a.id, "new", reg.ID)
 	}
 	a.id = reg.ID
+	a.filesAsked.Store(reg.OutputFiles)
 	if reg.HeartbeatS > 0 {
 		a.hbEvery = protocol.Duration(reg.HeartbeatS)
 	}

@@ -147,6 +147,9 @@ type Agent struct {
 	// (RegisterReply.OutputFiles, cls serve --output files).
 	streams    *streamSet
 	filesAsked atomic.Bool
+
+	reqMu sync.Mutex
+	reqs  map[string]int64 // requests sent, by op (session.go)
 }
 
 // New returns an agent; Run starts it.
@@ -241,6 +244,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	<-hbDone
 	<-liveDone
 	<-filesDone
+	a.log.Info("placeholder stopped", "placeholder", a.ID(), "requests", a.requests())
 	a.mu.Lock()
 	if a.cl != nil {
 		a.cl.Close()

@@ -17,7 +17,9 @@ N=${BENCH_SSH_JOBS:-10000}
 ROUNDS=${BENCH_SSH_ROUNDS:-1}
 SLOTS=${BENCH_SSH_SLOTS:-2}
 BIN=$(mktemp -d /tmp/mqshipbench.XXXXXX)
-trap 'rm -rf "$BIN"' EXIT
+pid= agents=() home=
+# A run cut short leaves no CLS, agent or home behind.
+trap 'kill -TERM $pid "${agents[@]}" 2>/dev/null; rm -rf "$BIN" ${home:+"$home"}' EXIT
 (cd "$ROOT" && go build -o "$BIN/" ./cmd/cls ./cmd/mqsub ./cmd/mqstat)
 now() { date +%s.%N; }
 port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
@@ -57,5 +59,6 @@ for ((r = 1; r <= ROUNDS; r++)); do
 		printf '| %s | %d | %d | %.2f | %.0f | %d | %d | %d | %.2f | %.1f %% |\n' "$mode" "$r" "$N" "$(echo "$t1 - $t0" | bc -l)" \
 			"$(echo "$N / ($t1 - $t0)" | bc -l)" "$out" "$ship" "$files" "$lag" "$(echo "100 * $lag / ($t1 - $t0)" | bc -l)"
 		rm -rf "$home"
+		pid= agents=() home=
 	done
 done

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -169,5 +170,112 @@ func TestAgentShipsStreams(t *testing.T) {
 				t.Errorf("job %d %v on the CLS: %q, %v; want %q", id, s.st, buf.String(), err, s.want)
 			}
 		}
+	}
+}
+
+// runShipping starts a remote agent writing streams against c; stop ends
+// it.
+func runShipping(t *testing.T, c *cls, out string) (stop func()) {
+	t.Helper()
+	a := New(Config{Dial: c.dial, Site: "remote", Host: "h", Slots: 2, OutDir: out, Streams: true, StageOutput: true, prefetchWindow: 5 * time.Second})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// echoJobs submits n jobs echoing "tag-i" and waits for them to end.
+func echoJobs(t *testing.T, c *cls, tag string, n int) []int64 {
+	t.Helper()
+	dir := t.TempDir()
+	var specs []protocol.JobSpec
+	for i := range n {
+		specs = append(specs, protocol.JobSpec{Target: "t", Command: fmt.Sprintf("echo %s-%d", tag, i), Cwd: dir})
+	}
+	ids := c.submit(specs...)
+	for id, e := range c.wait(ids...) {
+		if e.State != "D" {
+			t.Errorf("job %d ended %+v, want D", id, e)
+		}
+	}
+	return ids
+}
+
+// TestAgentShipResumes: the CLS's copy is not where the agent left it (cut
+// back, as a CLS restarting cuts a torn tail): the next piece is refused
+// for its offset, the agent asks the copy's size and ships the rest from
+// there, and every job's output, before and after, reads whole from the
+// copy.
+func TestAgentShipResumes(t *testing.T) {
+	t.Parallel()
+	c := newCLS(t)
+	c.srv.OutputDir = t.TempDir()
+	out := t.TempDir()
+	stop := runShipping(t, c, out)
+	first := echoJobs(t, c, "first", 10)
+	copies, err := filepath.Glob(filepath.Join(c.srv.OutputDir, protocol.StreamDir, "*.mqs"))
+	if err != nil || len(copies) != 1 {
+		t.Fatalf("copies %v (%v), want one", copies, err)
+	}
+	if err := os.Truncate(copies[0], int64(len(outstream.Magic))); err != nil {
+		t.Fatal(err)
+	}
+	second := echoJobs(t, c, "second", 10)
+	stop()
+	site, err := os.ReadFile(filepath.Join(out, protocol.StreamDir, filepath.Base(copies[0])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := os.ReadFile(copies[0])
+	if err != nil || !bytes.Equal(site, cp) {
+		t.Fatalf("the copy (%d bytes, %v) is not the agent's file (%d bytes)", len(cp), err, len(site))
+	}
+	for tag, ids := range map[string][]int64{"first": first, "second": second} {
+		for i, id := range ids {
+			d, err := c.store.Job(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ext := d.StdoutStream
+			if ext == nil {
+				t.Fatalf("job %d: no stdout extent (lost: %q)", id, d.OutputLost)
+			}
+			var buf bytes.Buffer
+			_, err = outstream.ReadFile(&buf, copies[0], outstream.Tag{Job: id, Attempt: ext.Attempt, Stream: outstream.Stdout}, outstream.Extent{Last: ext.Last, Bytes: ext.Bytes})
+			if want := fmt.Sprintf("%s-%d\n", tag, i); err != nil || buf.String() != want {
+				t.Errorf("job %d from the copy: %q, %v; want %q", id, buf.String(), err, want)
+			}
+		}
+	}
+}
+
+// TestAgentShipRefusedForRoom: a CLS whose disk is past its output reserve
+// refuses the pieces; the jobs end as they ran, each report saying its
+// output was not copied (and naming no extent), and the CLS goes on
+// answering.
+func TestAgentShipRefusedForRoom(t *testing.T) {
+	t.Parallel()
+	c := newCLS(t)
+	c.srv.OutputDir = t.TempDir()
+	c.srv.OutputReserve = 1 << 62 // more than any disk has free
+	stop := runShipping(t, c, t.TempDir())
+	ids := echoJobs(t, c, "full", 6)
+	stop()
+	for _, id := range ids {
+		d, err := c.store.Job(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.StdoutStream != nil || !strings.Contains(d.OutputLost, "stdout: not copied to the CLS") || !strings.Contains(d.OutputLost, "--output-reserve") {
+			t.Errorf("job %d: extent %+v, output lost %q; want no extent and the reserve named", id, d.StdoutStream, d.OutputLost)
+		}
+	}
+	if copies, _ := filepath.Glob(filepath.Join(c.srv.OutputDir, protocol.StreamDir, "*.mqs")); len(copies) != 0 {
+		t.Errorf("refused pieces left copies %v", copies)
 	}
 }

@@ -55,6 +55,10 @@ func (s *Server) appendCopy(dir string, p protocol.StreamPiece) (int64, error) {
 	path := filepath.Join(dir, p.File)
 	flags := os.O_RDWR | syscall.O_NOFOLLOW // never write through a link
 	if len(p.Data) > 0 {
+		// Before anything is made: a CLS short of room writes nothing.
+		if err := s.roomFor(int64(len(p.Data))); err != nil {
+			return 0, protocol.Errorf(protocol.CodeTooLarge, "stream piece of %s refused: %v", p.File, err)
+		}
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return 0, fmt.Errorf("stream copy: %w", err)
 		}
@@ -93,9 +97,6 @@ func (s *Server) appendCopy(dir string, p protocol.StreamPiece) (int64, error) {
 	}
 	if p.Offset != size {
 		return size, protocol.Errorf(protocol.CodeBadState, "stream piece at %d of %s: the CLS's copy is %d bytes", p.Offset, p.File, size)
-	}
-	if err := s.roomFor(int64(len(p.Data))); err != nil {
-		return size, protocol.Errorf(protocol.CodeTooLarge, "stream piece of %s refused: %v", p.File, err)
 	}
 	if _, err := f.WriteAt(p.Data, size); err != nil {
 		// A piece is in whole or not at all: the offsets stay the

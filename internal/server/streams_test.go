@@ -2,11 +2,13 @@ package server
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/mq-hpc/mq/internal/outstream"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -101,5 +103,68 @@ func TestShipStream(t *testing.T) {
 	a.do(protocol.OpOutputShip.Name, protocol.StreamPiece{Placeholder: ra.ID, File: name}, &rep)
 	if got, _ := os.ReadFile(copyPath); rep.Size != int64(len(want)) || !bytes.Equal(got, want) {
 		t.Fatalf("after a refusal for room: size %d, copy %q", rep.Size, got)
+	}
+	fresh := protocol.StreamFileName(ra.ID, 2)
+	a.fails(protocol.OpOutputShip.Name, protocol.StreamPiece{Placeholder: ra.ID, File: fresh, Data: []byte("MQSTRM01")}, protocol.CodeTooLarge)
+	if _, err := os.Stat(filepath.Join(out, protocol.StreamDir, fresh)); err == nil {
+		t.Errorf("a piece refused for room made the copy %s", fresh)
+	}
+}
+
+// TestShipStreamTornCopy: a copy left torn by a CLS that stopped mid-piece
+// is cut to its last whole chunk at the first piece since the start, its
+// size answered, and the rest shipped again from there reads whole.
+func TestShipStreamTornCopy(t *testing.T) {
+	t.Parallel()
+	site := filepath.Join(t.TempDir(), "site.mqs")
+	w, err := outstream.Create(site)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exts []outstream.Extent
+	for i := range 3 {
+		o := w.Output(outstream.Tag{Job: int64(i + 1), Attempt: 1, Stream: outstream.Stdout}, 0)
+		fmt.Fprintf(o, "job %d\n", i+1)
+		ext, err := o.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		exts = append(exts, ext)
+	}
+	w.Close()
+	whole, err := os.ReadFile(site)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	out := t.TempDir()
+	srv := &Server{Store: newStore(t), OutputDir: out}
+	a := connect(t, srv, protocol.RolePlaceholder)
+	a.hello("")
+	var ra protocol.RegisterReply
+	a.do(protocol.OpRegister.Name, protocol.Register{Site: "s", Host: "h", Slots: 1, OutDir: "/scratch/out"}, &ra)
+	name := protocol.StreamFileName(ra.ID, 0)
+	cp := filepath.Join(out, protocol.StreamDir, name)
+	if err := os.MkdirAll(filepath.Dir(cp), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// The CLS stopped in the middle of the last chunk.
+	cut := exts[2].Last + 10
+	if err := os.WriteFile(cp, whole[:cut], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var rep protocol.StreamPieceReply
+	a.do(protocol.OpOutputShip.Name, protocol.StreamPiece{Placeholder: ra.ID, File: name}, &rep)
+	if rep.Size != exts[2].Last {
+		t.Fatalf("torn copy's size %d, want it cut to the last whole chunk's end %d", rep.Size, exts[2].Last)
+	}
+	a.do(protocol.OpOutputShip.Name, protocol.StreamPiece{Placeholder: ra.ID, File: name, Offset: rep.Size, Data: whole[rep.Size:]}, &rep)
+	got, err := os.ReadFile(cp)
+	if err != nil || !bytes.Equal(got, whole) {
+		t.Fatalf("copy after the rest: %d bytes (%v), want %d", len(got), err, len(whole))
+	}
+	var buf bytes.Buffer
+	if _, err := outstream.ReadFile(&buf, cp, outstream.Tag{Job: 3, Attempt: 1, Stream: outstream.Stdout}, exts[2]); err != nil || buf.String() != "job 3\n" {
+		t.Errorf("job 3 from the copy: %q, %v", buf.String(), err)
 	}
 }

@@ -132,3 +132,55 @@ func recoverCopy(path string, f *os.File) error {
 	}
 	return w.Close()
 }
+
+// readStreamed serves output.read of an output in a stream file (the
+// CLS's copy, for a remote placeholder's), checked chunk by chunk as
+// mqstat --cat reads it: a torn one is an error, never served half.
+func readStreamed(out protocol.OutputData, b protocol.OutputRead, ext *protocol.StreamExtent, max int) (protocol.OutputData, error) {
+	out.Size = ext.Bytes
+	if out.Size > protocol.MaxOutput {
+		return out, protocol.Errorf(protocol.CodeTooLarge, "job %d's %s is %d bytes, more than the %d output.read serves; read it with mqstat --cat %d", b.ID, b.Stream, out.Size, int64(protocol.MaxOutput), b.ID)
+	}
+	if b.Offset >= out.Size {
+		out.EOF = true
+		return out, nil
+	}
+	st := outstream.Stdout
+	if b.Stream == "stderr" {
+		st = outstream.Stderr
+	}
+	w := &window{skip: b.Offset, max: max}
+	_, err := outstream.ReadFile(w, ext.Path, outstream.Tag{Job: b.ID, Attempt: ext.Attempt, Stream: st}, outstream.Extent{Last: ext.Last, Bytes: ext.Bytes, Cut: ext.Cut})
+	if err != nil && !errors.Is(err, errWindowFull) {
+		return out, fmt.Errorf("job %d's %s: %w", b.ID, b.Stream, err)
+	}
+	out.Data = w.buf
+	out.EOF = b.Offset+int64(len(w.buf)) >= out.Size
+	return out, nil
+}
+
+// errWindowFull stops a read once a window holds what was asked.
+var errWindowFull = errors.New("window full")
+
+// window keeps up to max bytes of what is written to it past its first
+// skip.
+type window struct {
+	skip, pos int64
+	max       int
+	buf       []byte
+}
+
+func (w *window) Write(p []byte) (int, error) {
+	n := len(p)
+	if d := w.skip - w.pos; d > 0 {
+		k := min(d, int64(len(p)))
+		p, w.pos = p[k:], w.pos+k
+	}
+	k := min(len(p), w.max-len(w.buf))
+	w.buf = append(w.buf, p[:k]...)
+	w.pos += int64(k)
+	if len(w.buf) == w.max {
+		return n, errWindowFull
+	}
+	return n, nil
+}

@@ -168,3 +168,45 @@ func TestShipStreamTornCopy(t *testing.T) {
 		t.Errorf("job 3 from the copy: %q, %v", buf.String(), err)
 	}
 }
+
+// TestReadStreamed: output.read of a streamed output serves the window
+// asked for, across chunks, with its size and EOF, and refuses a torn one.
+func TestReadStreamed(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "1-0.mqs")
+	w, err := outstream.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("0123456789"), 20000) // 200,000 bytes: several chunks
+	o := w.Output(outstream.Tag{Job: 7, Attempt: 2, Stream: outstream.Stderr}, 0)
+	o.Write(data)
+	ext, err := o.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	se := &protocol.StreamExtent{Path: path, Attempt: 2, Last: ext.Last, Bytes: ext.Bytes}
+	for _, tc := range []struct {
+		off  int64
+		max  int
+		want []byte
+		eof  bool
+	}{
+		{0, 100, data[:100], false},
+		{65530, 20, data[65530:65550], false}, // across a chunk boundary
+		{199990, 100, data[199990:], true},
+		{0, len(data), data, true},
+		{int64(len(data)), 10, nil, true},
+	} {
+		got, err := readStreamed(protocol.OutputData{Attempt: 2}, protocol.OutputRead{ID: 7, Stream: "stderr", Offset: tc.off}, se, tc.max)
+		if err != nil || !bytes.Equal(got.Data, tc.want) || got.EOF != tc.eof || got.Size != int64(len(data)) {
+			t.Errorf("offset %d max %d: %d bytes, eof %v, size %d, %v; want %d bytes, eof %v", tc.off, tc.max, len(got.Data), got.EOF, got.Size, err, len(tc.want), tc.eof)
+		}
+	}
+	torn := *se
+	torn.Bytes++
+	if _, err := readStreamed(protocol.OutputData{}, protocol.OutputRead{ID: 7, Stream: "stderr"}, &torn, 10); err == nil {
+		t.Error("an extent not as the chunks say was served")
+	}
+}

@@ -279,3 +279,23 @@ func TestAgentShipRefusedForRoom(t *testing.T) {
 		t.Errorf("refused pieces left copies %v", copies)
 	}
 }
+
+// TestAgentStreamsReserve: with stream files the output reserve is
+// measured on the output directory (no per-job directory is made), so a
+// job whose output would leave less free is stopped and fails.
+func TestAgentStreamsReserve(t *testing.T) {
+	t.Parallel()
+	c := newCLS(t)
+	ids := c.submit(protocol.JobSpec{Target: "t", Command: "echo hi; sleep 600", Cwd: t.TempDir()})
+	a := New(Config{Dial: c.dial, Site: "test", Host: "h", Slots: 1, OutDir: t.TempDir(), Streams: true, OutputReserve: 1 << 62})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	if e := c.wait(ids...)[ids[0]]; e.State != "F" || !strings.Contains(e.Reason, "nearly full") {
+		t.Errorf("job ended %+v, want failed for the output reserve", e)
+	}
+}

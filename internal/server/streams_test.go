@@ -210,3 +210,26 @@ func TestReadStreamed(t *testing.T) {
 		t.Error("an extent not as the chunks say was served")
 	}
 }
+
+// TestShipStreamSynced: under --sync full (SyncStreams) a piece is synced
+// into the copy before it is answered, and pieces go on from its size.
+func TestShipStreamSynced(t *testing.T) {
+	t.Parallel()
+	out := t.TempDir()
+	srv := &Server{Store: newStore(t), OutputDir: out, SyncStreams: true}
+	a := connect(t, srv, protocol.RolePlaceholder)
+	a.hello("")
+	var ra protocol.RegisterReply
+	a.do(protocol.OpRegister.Name, protocol.Register{Site: "s", Host: "h", Slots: 1, OutDir: "/scratch/out"}, &ra)
+	name := protocol.StreamFileName(ra.ID, 0)
+	var rep protocol.StreamPieceReply
+	var want []byte
+	for _, piece := range []string{"MQSTRM01", "more", "and more"} {
+		a.do(protocol.OpOutputShip.Name, protocol.StreamPiece{Placeholder: ra.ID, File: name, Offset: rep.Size, Data: []byte(piece)}, &rep)
+		want = append(want, piece...)
+	}
+	got, err := os.ReadFile(filepath.Join(out, protocol.StreamDir, name))
+	if err != nil || !bytes.Equal(got, want) || rep.Size != int64(len(want)) {
+		t.Fatalf("copy %q (%v), size %d; want %q", got, err, rep.Size, want)
+	}
+}

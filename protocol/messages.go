@@ -617,6 +617,9 @@ type RegisterReply struct {
 	LeaseS      float64 `json:"lease_s"`
 	HeartbeatS  float64 `json:"heartbeat_s"`
 	IdleTimeout float64 `json:"idle_timeout_s,omitempty"` // 0 = never exit when idle
+	// OutputFiles asks for a file per job's output, not stream files
+	// (cls serve --output files).
+	OutputFiles bool `json:"output_files,omitempty"`
 }
 
 // Next reports finished jobs and asks for up to Free more, waiting up to

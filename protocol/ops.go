@@ -168,6 +168,8 @@ var (
 		Doc: "renews the leases of running jobs; lists those to kill"})
 	OpOutput = op[OutputChunk, Empty](Spec{Name: "output", Role: RolePlaceholder,
 		Doc: "stages part of a job's output on the CLS"})
+	OpOutputShip = op[StreamPiece, StreamPieceReply](Spec{Name: "output.ship", Role: RolePlaceholder,
+		Doc: "appends the next bytes of a remote placeholder's stream file to the CLS's copy"})
 
 	// The agent's file transfers (agentfiles.go).
 	OpFilesPoll = op[FilePoll, FileOrder](Spec{Name: "files.poll", Role: RolePlaceholder,

@@ -82,7 +82,7 @@ func TestOpsDeclared(t *testing.T) {
 		"summary", "delete", "rerun", "wait", "output.read", "queue.list", "queue.set", "register", "next", "report",
 		"heartbeat", "output", "site.add", "site.list", "site.remove", "site.set", "progress",
 		"files.list", "files.get", "files.add", "files.rm", "plan.make", "plan.show", "plan.clear", "output.stream", "arrays",
-		"files.poll", "files.pull", "files.push", "files.done", "hold", "release", "purge"} {
+		"files.poll", "files.pull", "files.push", "files.done", "hold", "release", "purge", "output.ship"} {
 		if !seen[name] {
 			t.Errorf("op %s is not declared", name)
 		}
@@ -100,7 +100,7 @@ func TestOpsDeclared(t *testing.T) {
 // maps: placeholder ops open to all, site.add, site.remove (and site.set) admin only,
 // the rest user and admin.
 func TestOpRoles(t *testing.T) {
-	placeholder := map[string]bool{"hello": true, "register": true, "next": true, "report": true, "heartbeat": true, "output": true,
+	placeholder := map[string]bool{"hello": true, "register": true, "next": true, "report": true, "heartbeat": true, "output": true, "output.ship": true,
 		"files.poll": true, "files.pull": true, "files.push": true, "files.done": true}
 	admin := map[string]bool{"site.add": true, "site.remove": true, "site.set": true}
 	for _, o := range Ops() {

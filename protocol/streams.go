@@ -78,3 +78,50 @@ func CheckStreamed(s Streamed) error {
 	}
 	return nil
 }
+
+// MaxStreamPiece bounds StreamPiece.Data: well under the frame limit once
+// base64 grows it by a third.
+const MaxStreamPiece = 1 << 20
+
+// MaxStreamCopy bounds the CLS's copy of one stream file: a placeholder
+// leaves a stream file for a new one long before (its rotation size).
+const MaxStreamCopy = 4 << 30
+
+// StreamPiece ships the next bytes of one of a remote placeholder's
+// stream files to the CLS's copy of it, in the CLS's own stream directory
+// under the same name (op output.ship): a piece holds whatever bytes the
+// file grew by, many jobs' outputs, and goes before the reports whose
+// extents lie in it, so a reported extent is readable on the CLS host.
+// Offset must be the copy's size; a piece without data writes nothing and
+// asks it (how an agent resumes after a reconnect or a refused offset).
+type StreamPiece struct {
+	Placeholder int64  `json:"placeholder"`
+	File        string `json:"file"` // a StreamFileName of the placeholder's
+	Offset      int64  `json:"offset"`
+	Data        []byte `json:"data,omitempty"` // base64 in JSON
+}
+
+// StreamPieceReply is the size of the CLS's copy once the piece is in it.
+type StreamPieceReply struct {
+	Size int64 `json:"size"`
+}
+
+// CheckStreamPiece checks a piece as placeholder ph sent it: one of its
+// own file names, a piece within the bounds.
+func CheckStreamPiece(ph int64, p StreamPiece) error {
+	if len(p.File) > 64 {
+		return fmt.Errorf("stream piece: file name of %d bytes is not a stream file name", len(p.File))
+	}
+	owner, ok := StreamFileOwner(p.File)
+	switch {
+	case !ok:
+		return fmt.Errorf("stream piece: %q is not a stream file name", ClipText(p.File, 64))
+	case owner != ph:
+		return fmt.Errorf("stream piece: %s is placeholder %d's file, not %d's", p.File, owner, ph)
+	case len(p.Data) > MaxStreamPiece:
+		return fmt.Errorf("stream piece: %d bytes, more than %d", len(p.Data), MaxStreamPiece)
+	case p.Offset < 0 || p.Offset > MaxStreamCopy-int64(len(p.Data)):
+		return fmt.Errorf("stream piece: offset %d with %d bytes is outside 0..%d", p.Offset, len(p.Data), int64(MaxStreamCopy))
+	}
+	return nil
+}

@@ -70,10 +70,12 @@ type Config struct {
 	// DefaultOutputReserve; negative: none). See reserve.go.
 	MaxOutput     int64
 	OutputReserve int64
-	// OutputStreams makes local placeholders write jobs' stdout and
-	// stderr to a few stream files each (output/streams) instead of a
-	// file per output; remote ones write per-job files still.
-	OutputStreams bool
+	// OutputFiles makes placeholders write a file per job's stdout and
+	// stderr (output/) instead of a few stream files each
+	// (output/streams), the default: local ones by their command line,
+	// remote ones told when they register (RegisterReply.OutputFiles),
+	// whose streams are shipped to the CLS's copies (op output.ship).
+	OutputFiles bool
 
 	// StageWorkers is how many files the CLS moves at once for data
 	// staging (default DefaultStageWorkers).
@@ -366,7 +368,8 @@ func (c *CLS) listenSocket() error {
 // stager.
 func (c *CLS) serveSites(outReserve int64) error {
 	cfg := c.cfg
-	c.srv = &server.Server{Store: c.store, Log: c.log, Version: cfg.Version, OutputDir: c.outputDir(), OutputReserve: outReserve}
+	c.srv = &server.Server{Store: c.store, Log: c.log, Version: cfg.Version, OutputDir: c.outputDir(), OutputReserve: outReserve,
+		OutputFiles: cfg.OutputFiles, SyncStreams: cfg.Sync == metaqueue.SyncFull}
 	var err error
 	if c.sites, err = newSites(c.home, c.store, c.log, cfg.SitePoll, cfg.SiteThrottle, cfg.Agents); err != nil {
 		return err
@@ -381,7 +384,7 @@ func (c *CLS) serveSites(outReserve int64) error {
 	c.sites.logJSON = cfg.LogFormat == "json"
 	// A stream is synced before its reports leave only where the CLS
 	// syncs their commits: a power loss loses both alike otherwise.
-	c.sites.streams, c.sites.streamsSync = cfg.OutputStreams, cfg.Sync == metaqueue.SyncFull
+	c.sites.streams, c.sites.streamsSync = !cfg.OutputFiles, cfg.Sync == metaqueue.SyncFull
 	c.sites.maxOutput, c.sites.outputReserve = max(cfg.MaxOutput, 0), outReserve
 	if cfg.MaxOutput == 0 {
 		c.sites.maxOutput = placeholder.DefaultMaxOutput

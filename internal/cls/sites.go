@@ -52,7 +52,7 @@ type sites struct {
 	// (Config.MaxOutput, Config.OutputReserve).
 	maxOutput, outputReserve int64
 	// streams: local placeholders write jobs' output to stream files
-	// (Config.OutputStreams).
+	// (not Config.OutputFiles).
 	streams, streamsSync bool
 	agentExe             string // what local placeholders run (default: this executable)
 
@@ -171,6 +171,8 @@ func (s *sites) open(spec protocol.SiteSpec, exited func(pid int)) (site.Site, e
 		if s.streams {
 			args = append(args, "--streams", "--streams-sync="+strconv.FormatBool(s.streamsSync))
 		}
+		// Under --output files no flag: the agent hears it when it
+		// registers (RegisterReply.OutputFiles), as a remote one does.
 		if spec.Embedded && s.noop {
 			args = append(args, "--noop")
 		}

@@ -6,8 +6,9 @@ import (
 )
 
 // streamOf is where stream of d's current attempt lies in a stream file,
-// when the CLS reads it there: written by a local placeholder (no copy is
-// named), as outputPath reads a per-job file. nil: not streamed.
+// when the CLS reads it there: a local placeholder's own file, or the
+// CLS's copy of a remote one's (a streamed output names no per-job copy),
+// as outputPath reads a per-job file. nil: not streamed.
 func streamOf(d protocol.JobDetail, stream string) *protocol.StreamExtent {
 	if stream == "stderr" {
 		if d.StderrCopy == "" {

@@ -14,6 +14,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mq-hpc/mq/client"
@@ -142,7 +143,13 @@ type Agent struct {
 	create  func(path string) (io.WriteCloser, error)
 	devNull *os.File // jobs' stdin, opened once rather than per job
 	// streams holds jobs' output with Config.Streams; nil: a file each.
-	streams *streamSet
+	// filesAsked: the CLS asked for a file each all the same
+	// (RegisterReply.OutputFiles, cls serve --output files).
+	streams    *streamSet
+	filesAsked atomic.Bool
+
+	reqMu sync.Mutex
+	reqs  map[string]int64 // requests sent, by op (session.go)
 }
 
 // New returns an agent; Run starts it.
@@ -237,6 +244,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	<-hbDone
 	<-liveDone
 	<-filesDone
+	a.log.Info("placeholder stopped", "placeholder", a.ID(), "requests", a.requests())
 	a.mu.Lock()
 	if a.cl != nil {
 		a.cl.Close()

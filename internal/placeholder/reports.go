@@ -97,7 +97,7 @@ func (w *workLoop) sendReports(take int) {
 		// stopped answers late, and a broken connection is re-dialled
 		// and the batch sent again (call).
 		ans := reported{took: take, asked: take > 0}
-		w.a.syncReports(batch)
+		w.a.syncReports(w.rctx, batch)
 		var err error
 		if take > 0 {
 			var reply protocol.NextReply

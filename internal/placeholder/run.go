@@ -231,7 +231,13 @@ func (a *Agent) prepare(ctx context.Context, t *attempt) bool {
 		return t.fail(err)
 	}
 	outPath, errPath := job.OutputPaths(a.cfg.OutDir, asg.ID, asg.Attempt)
-	t.lim = a.newOutputLimit(filepath.Dir(outPath))
+	limDir := filepath.Dir(outPath)
+	if a.streams != nil && !a.filesAsked.Load() {
+		// No shard directory is made for streamed output: the reserve is
+		// measured where the stream files are.
+		limDir = a.cfg.OutDir
+	}
+	t.lim = a.newOutputLimit(limDir)
 	tag := outstream.Tag{Job: asg.ID, Attempt: asg.Attempt, Stream: outstream.Stdout}
 	if t.outSink, t.stdout, err = a.newSink(outPath, tag, t.lim, t.user.out.writer()); err != nil {
 		return t.fail(err)
@@ -460,9 +466,10 @@ func (a *Agent) finish(ctx context.Context, t *attempt) {
 			rep.Outputs = sums
 		}
 	}
-	if a.cfg.StageOutput {
+	if a.cfg.StageOutput && t.outSink.out == nil && t.errSink.out == nil {
 		// Still listed as running, so heartbeats keep the lease while the
-		// output travels.
+		// output travels. Streamed output travels with the report instead,
+		// many jobs' at once (syncReports).
 		lost = joinLost(lost, a.stage(ctx, asg, p.live.finish()))
 	}
 	rep.OutputLost = protocol.ClipText(lost, protocol.MaxReasonBytes)

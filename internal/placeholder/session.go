@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"time"
 
@@ -84,6 +85,7 @@ func (a *Agent) connect(ctx context.Context) (*client.Client, error) {
 		a.log.Warn("the CLS did not know this placeholder; registered anew", "old", a.id, "new", reg.ID)
 	}
 	a.id = reg.ID
+	a.filesAsked.Store(reg.OutputFiles)
 	if reg.HeartbeatS > 0 {
 		a.hbEvery = protocol.Duration(reg.HeartbeatS)
 	}
@@ -112,6 +114,7 @@ func call[Req, Resp any](ctx context.Context, a *Agent, op protocol.Op[Req, Resp
 			return err
 		}
 		var resp Resp
+		a.counted(op.Name)
 		resp, err = client.Do(ctx, cl, op, body(a.ID()))
 		if err == nil {
 			if out != nil {
@@ -143,4 +146,22 @@ func call[Req, Resp any](ctx context.Context, a *Agent, op protocol.Op[Req, Resp
 		a.log.Warn("lost the CLS connection", "op", op.Name, "err", err)
 		a.dropped(cl)
 	}
+}
+
+// counted counts a request of op sent, for the line the agent logs when
+// it stops (how many output requests a placeholder's jobs cost, say).
+func (a *Agent) counted(op string) {
+	a.reqMu.Lock()
+	if a.reqs == nil {
+		a.reqs = map[string]int64{}
+	}
+	a.reqs[op]++
+	a.reqMu.Unlock()
+}
+
+// requests is how many requests of each op the agent sent.
+func (a *Agent) requests() map[string]int64 {
+	a.reqMu.Lock()
+	defer a.reqMu.Unlock()
+	return maps.Clone(a.reqs)
 }

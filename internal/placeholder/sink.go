@@ -195,7 +195,7 @@ func (a *Agent) drain(s *sink, lim *outputLimit, also io.Writer) error {
 // openOutput opens where a sink's output goes, at its first byte: its
 // file, or an output in the placeholder's stream file.
 func (a *Agent) openOutput(s *sink) (io.WriteCloser, error) {
-	if a.streams != nil {
+	if a.streams != nil && !a.filesAsked.Load() {
 		so, err := a.streams.output(a.ID(), s.tag)
 		if err != nil {
 			return nil, err

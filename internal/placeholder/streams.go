@@ -1,6 +1,7 @@
 package placeholder
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -48,6 +49,11 @@ type streamFile struct {
 
 	syncMu sync.Mutex
 	synced int64 // the file is on disk up to here
+
+	// A remote placeholder's file is copied to the CLS (ship.go).
+	shipMu  sync.Mutex
+	shipped int64    // the CLS's copy holds the file up to here
+	rd      *os.File // read to ship, opened at the first piece
 }
 
 func newStreamSet(outDir string, rotate int64, log *slog.Logger) *streamSet {
@@ -200,6 +206,11 @@ func (s *streamSet) close() {
 	for _, f := range s.files {
 		f.w.Close()
 		f.lock.Close()
+		f.shipMu.Lock()
+		if f.rd != nil {
+			f.rd.Close()
+		}
+		f.shipMu.Unlock()
 	}
 	s.files, s.cur = nil, nil
 }
@@ -229,9 +240,12 @@ func (s *streamSet) streamed(sinks ...*sink) (out []protocol.Streamed) {
 
 // syncReports commits the stream files holding the outputs a batch of
 // reports names, just before the batch leaves: a reported extent is on
-// disk, and a batch costs one sync a file, not one a job. An output whose
-// file could not be synced is not reported; its report says it was lost.
-func (a *Agent) syncReports(batch []protocol.Report) {
+// disk, and a batch costs one sync a file, not one a job. A remote
+// placeholder (Config.StageOutput) ships the files' new bytes to the CLS
+// instead (ship.go): the CLS reads its copy, and syncs it under --sync
+// full. An output whose file could not be synced or shipped is not
+// reported; its report says it was lost.
+func (a *Agent) syncReports(ctx context.Context, batch []protocol.Report) {
 	s := a.streams
 	if s == nil {
 		return
@@ -247,11 +261,19 @@ func (a *Agent) syncReports(batch []protocol.Report) {
 			f := s.byName[st.File]
 			s.mu.Unlock()
 			err := errors.New("not a file of this placeholder's")
-			if f != nil {
-				err = s.syncTo(f, st.Last+1)
+			switch {
+			case f != nil && a.cfg.StageOutput:
+				if err = a.shipTo(ctx, f, st.Last+1); err != nil {
+					a.log.Warn("could not copy a stream file to the CLS; it stays on this host", "file", st.File, "err", err)
+					err = fmt.Errorf("not copied to the CLS (whole in %s on %s): %w", filepath.Join(s.dir, st.File), a.cfg.Host, err)
+				}
+			case f != nil:
+				if err = s.syncTo(f, st.Last+1); err != nil {
+					err = fmt.Errorf("sync %s: %w", st.File, err)
+				}
 			}
 			if err != nil {
-				r.OutputLost = protocol.ClipText(joinLost(r.OutputLost, fmt.Sprintf("%s: sync %s: %v", st.Stream, st.File, err)), protocol.MaxReasonBytes)
+				r.OutputLost = protocol.ClipText(joinLost(r.OutputLost, fmt.Sprintf("%s: %v", st.Stream, err)), protocol.MaxReasonBytes)
 				continue
 			}
 			kept = append(kept, st)

@@ -98,7 +98,7 @@ func TestAgentStreams(t *testing.T) {
 		if ok != c.hasErr || got != c.stderr {
 			t.Errorf("%q: stderr %q (streamed %v), want %q (%v)", c.cmd, got, ok, c.stderr, c.hasErr)
 		}
-		a.syncReports([]protocol.Report{rep})
+		a.syncReports(context.Background(), []protocol.Report{rep})
 		for _, s := range rep.Streamed {
 			if err := protocol.CheckStreamed(s); err != nil {
 				t.Errorf("%q: %v", c.cmd, err)

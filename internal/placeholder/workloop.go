@@ -367,7 +367,7 @@ func (w *workLoop) sendPoll(m move) {
 	avail := w.available()
 	go func(ch chan polled) {
 		var p polled
-		w.a.syncReports(sent)
+		w.a.syncReports(w.ctx, sent)
 		p.err = call(w.ctx, w.a, protocol.OpNext, func(id int64) protocol.Next {
 			return protocol.Next{Placeholder: id, Reports: sent, Free: n, WalltimeLeft: w.a.walltimeLeft(), WaitMS: int(wait / time.Millisecond), Available: avail}
 		}, &p.reply)
@@ -530,7 +530,7 @@ func (a *Agent) work(ctx context.Context) error {
 				return nil
 			}
 			// Final report: deliver it even though ctx has ended.
-			a.syncReports(w.reports)
+			a.syncReports(rctx, w.reports)
 			return call(rctx, a, protocol.OpReport, func(id int64) protocol.ReportBatch {
 				return protocol.ReportBatch{Placeholder: id, Reports: w.reports}
 			}, nil)

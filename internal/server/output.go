@@ -33,17 +33,17 @@ func readOutput(ctx context.Context, c *conn, b protocol.OutputRead) (protocol.O
 	if err != nil {
 		return out, err
 	}
-	attempt, path, cp, lost := d.Attempts, d.Stdout, d.StdoutCopy, d.OutputLost
+	attempt, path, cp, lost, ext := d.Attempts, d.Stdout, d.StdoutCopy, d.OutputLost, d.StdoutStream
 	if b.Stream == "stderr" {
-		path, cp = d.Stderr, d.StderrCopy
+		path, cp, ext = d.Stderr, d.StderrCopy, d.StderrStream
 	}
 	if b.Attempt != 0 && b.Attempt != d.Attempts {
 		found := false
 		for _, a := range d.History {
 			if a.Attempt == b.Attempt {
-				attempt, path, cp, lost, found = a.Attempt, a.Stdout, a.StdoutCopy, a.OutputLost, true
+				attempt, path, cp, lost, ext, found = a.Attempt, a.Stdout, a.StdoutCopy, a.OutputLost, a.StdoutStream, true
 				if b.Stream == "stderr" {
-					path, cp = a.Stderr, a.StderrCopy
+					path, cp, ext = a.Stderr, a.StderrCopy, a.StderrStream
 				}
 			}
 		}
@@ -56,6 +56,9 @@ func readOutput(ctx context.Context, c *conn, b protocol.OutputRead) (protocol.O
 		return out, protocol.Errorf(protocol.CodeBadState, "job %d has no output yet (state %s)", b.ID, d.State)
 	}
 	out.Lost = protocol.LostFor(lost, b.Stream)
+	if ext != nil {
+		return readStreamed(out, b, ext, max)
+	}
 	running := d.State == string(job.Executing) && attempt == d.Attempts
 	if cp != "" {
 		if _, err := os.Lstat(cp); errors.Is(err, os.ErrNotExist) && running {

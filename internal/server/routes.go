@@ -156,6 +156,7 @@ var builtin = routeTable(
 		}
 		return protocol.Empty{}, c.s.Files.Done(ctx, b)
 	}),
+	handle(protocol.OpOutputShip, shipStream),
 	handle(protocol.OpOutput, func(ctx context.Context, c *conn, b protocol.OutputChunk) (protocol.Empty, error) {
 		if err := c.owns(b.Placeholder); err != nil {
 			return protocol.Empty{}, err
@@ -373,6 +374,7 @@ func register(ctx context.Context, c *conn, b protocol.Register) (protocol.Regis
 	if c.s.OnPlaceholder != nil {
 		c.s.OnPlaceholder(r.ID, b, true)
 	}
+	r.OutputFiles = c.s.OutputFiles
 	return r, nil
 }
 

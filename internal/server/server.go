@@ -30,6 +30,17 @@ type Server struct {
 	// filesystem, for the database beside it (0: none).
 	OutputReserve int64
 
+	// SyncStreams syncs each piece of a remote placeholder's stream file
+	// into the CLS's copy before answering it (cls serve --sync full), so
+	// the reports after it name bytes on disk. OutputFiles tells
+	// placeholders to write a file per output rather than stream files
+	// (cls serve --output files; RegisterReply).
+	SyncStreams bool
+	OutputFiles bool
+	// shipped holds the names of the stream copies written since start
+	// (output.ship): the first piece of each checks the copy's tail.
+	shipped sync.Map
+
 	// OnPlaceholder, if set, is told when a placeholder registers on a
 	// connection and when that connection closes.
 	OnPlaceholder func(id int64, reg protocol.Register, connected bool)

@@ -129,7 +129,7 @@ func TestDiskFullThenDispatch(t *testing.T) {
 func TestOutputOverCap(t *testing.T) {
 	h := newHarness(t)
 	h.tmpfsHome(20 << 20)
-	h.startCLS("--local", "1", "--max-output", "1M")
+	h.startCLS("--local", "1", "--max-output", "1M", "--output", "files")
 	id := h.submit("big", "head -c 5000000 /dev/zero; sleep 600")
 	d := h.waitState(id, "FD", 90*time.Second)
 	if d.State != "F" || !strings.Contains(d.Reason, "cap of 1048576 bytes") || d.Attempts != 1 {

@@ -16,7 +16,7 @@ import (
 // cwd); and its stdout and stderr land in the files mqstat -j names.
 func TestJobEnvironmentAndOutput(t *testing.T) {
 	h := newHarness(t)
-	h.startCLS("--local", "2")
+	h.startCLS("--local", "2", "--output", "files")
 
 	sub := filepath.Join(h.dir, "sub")
 	other := filepath.Join(h.dir, "other dir") // a space in the path

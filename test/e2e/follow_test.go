@@ -112,7 +112,7 @@ func (h *harness) openGate(i int) {
 func TestFollowLocal(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	h.startCLS("--local", "1")
+	h.startCLS("--local", "1", "--output", "files")
 	id := h.submit("t", gated([]string{"first", "second"}, 4))
 	out := h.startFollow(filepath.Join(binDir, "mqstat"), "--output", idStr(id), "--follow")
 	errs := h.startFollow(filepath.Join(binDir, "mqstat"), "--output", idStr(id), "--follow", "--stderr")
@@ -147,7 +147,7 @@ func TestFollowLocal(t *testing.T) {
 func TestSSHFollow(t *testing.T) {
 	requireSSH(t)
 	h := newHarness(t)
-	s := h.startSSHCLS("--local", "0")
+	s := h.startSSHCLS("--local", "0", "--output", "files")
 	proxy := startProxy(t, s.addr)
 	a := s.startAgent(agentOpts{key: h.newKey("placeholder", "ph"), addr: proxy.addr()})
 	a.waitConnected(t, 1, 10*time.Second)

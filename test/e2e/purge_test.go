@@ -17,7 +17,7 @@ import (
 // kept.
 func TestPurgeEndedJobs(t *testing.T) {
 	h := newHarness(t)
-	h.startCLS("--local", "1")
+	h.startCLS("--local", "1", "--output", "files")
 	userOut := filepath.Join(t.TempDir(), "mine.log")
 	a := h.submit("-o", userOut, "prep", "echo prepared; echo noise >&2")
 	b := h.submit("-p", "prep", "use", "echo used")

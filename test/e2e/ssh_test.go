@@ -464,7 +464,7 @@ func privateKeyForms(t *testing.T, path string) []string {
 // chunks and arrive byte for byte.
 func TestSSHAgentStagesOutput(t *testing.T) {
 	h := newHarness(t)
-	s := h.startSSHCLS("--local", "0")
+	s := h.startSSHCLS("--local", "0", "--output", "files")
 	a := s.startAgent(agentOpts{key: h.newKey("placeholder", "ph"), site: "far"})
 
 	small := h.submit("small", "echo out-$MQ_JOB_ID; echo err-$MQ_ATTEMPT >&2")
@@ -784,7 +784,7 @@ func TestSSHAgentOtherUser(t *testing.T) {
 	name := u.Username
 
 	h := newHarness(t)
-	s := h.startSSHCLS("--local", "0")
+	s := h.startSSHCLS("--local", "0", "--output", "files")
 	ph := h.newKey("placeholder", "ph")
 
 	// The agent's world, owned by mqagent: a directory in its home with the

@@ -61,7 +61,7 @@ type flags struct {
 	walltime, idle, reconnect time.Duration
 	// Local only.
 	orphanExit, noop     bool
-	streams, streamsSync bool
+	streams, streamsSync bool // streams: both modes
 	cpuprofile, umask    string
 
 	set map[string]bool // the flags given
@@ -91,6 +91,7 @@ func (f *flags) register(fs *flag.FlagSet, mode Mode) {
 	})
 	fs.StringVar(&f.dataRoot, "data-root", "", "where this site keeps staged files, `DIR` (relative: to $HOME; made 0700, refused if others can write it); declared path P is DIR/P and jobs run in DIR/CWD (default: none, the CLS host's filesystem is shared)")
 	fs.StringVar(&f.out, "out", "", outUsage)
+	fs.BoolVar(&f.streams, "streams", true, "write jobs' stdout and stderr to a few stream files under --out/streams instead of a file each; with --cls they are shipped to the CLS in bulk (false, or a CLS serving --output files: a file each)")
 	fs.StringVar(&f.maxOutput, "max-output", "1G", "most a job may write to stdout and stderr together, `SIZE` (512K, 1G; 0 = no cap): a job that writes more is stopped and fails")
 	fs.StringVar(&f.outputReserve, "output-reserve", "0", "free space to keep on the filesystem of --out, `SIZE`: a job whose output would leave less is stopped and fails (the CLS passes its own to local placeholders)")
 	fs.DurationVar(&f.walltime, "walltime", 0, "this placeholder's own time limit (0 = none)")
@@ -101,7 +102,6 @@ func (f *flags) register(fs *flag.FlagSet, mode Mode) {
 	if mode == Local {
 		fs.BoolVar(&f.orphanExit, "orphan-exit", false, "exit when idle if the parent process dies")
 		fs.BoolVar(&f.noop, "noop", false, "report jobs done without running them (benchmarks only)")
-		fs.BoolVar(&f.streams, "streams", false, "write jobs' stdout and stderr to a few stream files under --out/streams instead of a file each (the CLS passes it with cls serve --output streams)")
 		fs.BoolVar(&f.streamsSync, "streams-sync", true, "with --streams: fsync a stream file before reporting the jobs whose output it holds, so the output survives a power loss (the CLS passes false unless cls serve --sync full: its reports do not survive one either)")
 		fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile to `FILE` (performance work)")
 		fs.StringVar(&f.umask, "umask", "", "the umask jobs run with, octal (the CLS passes its user's to local placeholders)")

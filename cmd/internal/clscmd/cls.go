@@ -61,7 +61,7 @@ from local placeholders).`,
 			&cli.IntFlag{Name: "slots", Usage: "jobs each local placeholder runs at once", Value: 1},
 			&cli.StringFlag{Name: "max-output", Usage: "most a job run by a local placeholder may write to stdout and stderr together, `SIZE` (512K, 1G; 0 = no cap); a job that writes more is stopped and fails", Value: "1G"},
 			&cli.StringFlag{Name: "output-reserve", Usage: "free space jobs' output leaves on MQ_HOME's filesystem for the database, `SIZE` (0 = none); a job whose output would leave less is stopped and fails", DefaultText: "a tenth of the filesystem, at most 64M"},
-			&cli.StringFlag{Name: "output", Usage: "how local placeholders keep jobs' stdout and stderr: files (one per output, under output/) or streams (a few stream files per placeholder, under output/streams, read through the metaqueue's index); remote placeholders write files", Value: "files"},
+			&cli.StringFlag{Name: "output", Usage: "how placeholders keep jobs' stdout and stderr: streams (a few stream files per placeholder, under output/streams, read through the metaqueue's index; remote placeholders ship theirs to copies there in bulk) or files (one per output, under output/, copied one by one from remote placeholders)", Value: "streams"},
 			&cli.DurationFlag{Name: "lease", Usage: "requeue a job when its placeholder is silent this long", Value: 30 * time.Second},
 			&cli.StringFlag{Name: "sync", Usage: "commit durability: submit (users' changes survive power loss; placeholder traffic survives a crash of the CLS, so after a power loss jobs that just ended may rerun), full (every commit survives power loss) or normal (every commit survives a crash of the CLS)", Value: string(metaqueue.SyncSubmit)},
 			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error", Value: "info"},
@@ -152,7 +152,7 @@ func serve(c *cli.Context) error {
 	nets := c.Generic("site-net").(*siteNets)
 	cfg := cls.Config{
 		Home: home, Local: n, Slots: slots, NoOp: c.Bool("noop"),
-		MaxOutput: maxOutput, OutputReserve: outReserve, OutputStreams: c.String("output") == "streams",
+		MaxOutput: maxOutput, OutputReserve: outReserve, OutputFiles: c.String("output") == "files",
 		Lease: c.Duration("lease"), Sync: metaqueue.Sync(c.String("sync")),
 		Links: nets.links, DefaultLink: nets.def,
 		SSHAddr: c.String("ssh"), Commands: sshExec,

@@ -26,6 +26,11 @@ func (r *Reader) streamed(ctx context.Context, id int64) (map[int][2]*protocol.S
 		if outDir == "" || stream < 0 || stream > 1 {
 			continue // its placeholder's directory is not known: nowhere to read
 		}
+		if r.outputDir != "" && filepath.Clean(outDir) != filepath.Clean(r.outputDir) {
+			// A remote placeholder's: read the CLS's copy, shipped under
+			// the same name before the report (op output.ship).
+			outDir = r.outputDir
+		}
 		e.Path, e.Attempt = filepath.Join(outDir, protocol.StreamDir, file), attempt
 		if m == nil {
 			m = map[int][2]*protocol.StreamExtent{}
@@ -44,12 +49,24 @@ func (r *Reader) addStreamed(ctx context.Context, d *protocol.JobDetail, attempt
 	if err != nil || m == nil {
 		return err
 	}
+	// A streamed output has no per-job copy on the CLS host: readers go
+	// to the stream (the copy's, for a remote placeholder).
 	if attempt > 0 {
 		d.StdoutStream, d.StderrStream = m[attempt][0], m[attempt][1]
+		d.StdoutCopy, d.StderrCopy = noCopy(d.StdoutCopy, d.StdoutStream), noCopy(d.StderrCopy, d.StderrStream)
 	}
 	for i := range d.History {
 		a := &d.History[i]
 		a.StdoutStream, a.StderrStream = m[a.Attempt][0], m[a.Attempt][1]
+		a.StdoutCopy, a.StderrCopy = noCopy(a.StdoutCopy, a.StdoutStream), noCopy(a.StderrCopy, a.StderrStream)
 	}
 	return nil
+}
+
+// noCopy is cp unless the output was streamed.
+func noCopy(cp string, ext *protocol.StreamExtent) string {
+	if ext != nil {
+		return ""
+	}
+	return cp
 }

@@ -1,0 +1,186 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/mq-hpc/mq/internal/outstream"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// shipStream serves output.ship: the next bytes of a remote placeholder's
+// stream file, appended to the CLS's copy of it under the same name in
+// OutputDir/streams, where mqstat --cat reads what the placeholder's
+// reports say lies there. A piece is written whole or not at all, only at
+// the copy's end, only for the placeholder's own files.
+func shipStream(ctx context.Context, c *conn, b protocol.StreamPiece) (protocol.StreamPieceReply, error) {
+	var out protocol.StreamPieceReply
+	if err := c.owns(b.Placeholder); err != nil {
+		return out, err
+	}
+	if c.s.OutputDir == "" {
+		return out, protocol.Errorf(protocol.CodeUnsupported, "this CLS does not keep staged output")
+	}
+	if err := protocol.CheckStreamPiece(b.Placeholder, b); err != nil {
+		c.refused("output", "refused a stream piece", "placeholder", b.Placeholder, "err", err)
+		code := protocol.CodeBadRequest
+		if owner, ok := protocol.StreamFileOwner(b.File); ok && owner != b.Placeholder {
+			code = protocol.CodeForbidden
+		}
+		return out, protocol.Errorf(code, "%v", err)
+	}
+	c.phMu.Lock()
+	reg := c.phs[b.Placeholder]
+	c.phMu.Unlock()
+	if reg.OutDir == "" || filepath.Clean(reg.OutDir) == filepath.Clean(c.s.OutputDir) {
+		// A local placeholder writes the very file the CLS reads: a
+		// piece of it appended there would be its own bytes twice.
+		return out, protocol.Errorf(protocol.CodeBadRequest, "placeholder %d writes its stream files in the CLS's own output directory: nothing to ship", b.Placeholder)
+	}
+	dir := filepath.Join(c.s.OutputDir, protocol.StreamDir)
+	size, err := c.s.appendCopy(dir, b)
+	out.Size = size
+	return out, err
+}
+
+// appendCopy appends p.Data to the copy of p.File in dir if p.Offset is
+// its size, and returns the size after. The copy is flock'ed while it is
+// written: a local agent cutting dead stream files' torn tails in the same
+// directory (streams.go in package placeholder) leaves it alone then.
+func (s *Server) appendCopy(dir string, p protocol.StreamPiece) (int64, error) {
+	path := filepath.Join(dir, p.File)
+	flags := os.O_RDWR | syscall.O_NOFOLLOW // never write through a link
+	if len(p.Data) > 0 {
+		// Before anything is made: a CLS short of room writes nothing.
+		if err := s.roomFor(int64(len(p.Data))); err != nil {
+			return 0, protocol.Errorf(protocol.CodeTooLarge, "stream piece of %s refused: %v", p.File, err)
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return 0, fmt.Errorf("stream copy: %w", err)
+		}
+		flags |= os.O_CREATE
+	}
+	f, err := os.OpenFile(path, flags, 0o600)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil // asked its size: nothing shipped yet
+	}
+	if err != nil {
+		return 0, fmt.Errorf("stream copy: %w", err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		return 0, fmt.Errorf("stream copy: lock %s: %w", p.File, err)
+	}
+	if _, seen := s.shipped.LoadOrStore(p.File, true); !seen {
+		// The first piece since this CLS started: a copy it was writing
+		// when it stopped may end in a torn piece. Cut it to its last
+		// whole chunk; the placeholder ships the rest again from there.
+		if err := recoverCopy(path, f); err != nil {
+			s.shipped.Delete(p.File)
+			return 0, err
+		}
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("stream copy: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return 0, protocol.Errorf(protocol.CodeBadState, "the CLS's copy of %s is not a regular file", p.File)
+	}
+	size := fi.Size()
+	if len(p.Data) == 0 {
+		return size, nil
+	}
+	if p.Offset != size {
+		return size, protocol.Errorf(protocol.CodeBadState, "stream piece at %d of %s: the CLS's copy is %d bytes", p.Offset, p.File, size)
+	}
+	if _, err := f.WriteAt(p.Data, size); err != nil {
+		// A piece is in whole or not at all: the offsets stay the
+		// placeholder's.
+		f.Truncate(size)
+		return size, fmt.Errorf("stream copy %s: %w", p.File, err)
+	}
+	if s.SyncStreams {
+		// Before the reports naming these bytes are committed (they
+		// come after the piece's reply).
+		if err := f.Sync(); err != nil {
+			f.Truncate(size)
+			return size, fmt.Errorf("stream copy %s: %w", p.File, err)
+		}
+	}
+	return size + int64(len(p.Data)), nil
+}
+
+// recoverCopy cuts the copy open as f at path to its last whole chunk;
+// one too short to hold even the format's magic is emptied.
+func recoverCopy(path string, f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil || fi.Size() == 0 {
+		return err
+	}
+	w, _, err := outstream.Append(path)
+	if err != nil {
+		// Not even the magic whole: ship it all again.
+		if terr := f.Truncate(0); terr != nil {
+			return fmt.Errorf("stream copy: %w", terr)
+		}
+		return nil
+	}
+	return w.Close()
+}
+
+// readStreamed serves output.read of an output in a stream file (the
+// CLS's copy, for a remote placeholder's), checked chunk by chunk as
+// mqstat --cat reads it: a torn one is an error, never served half.
+func readStreamed(out protocol.OutputData, b protocol.OutputRead, ext *protocol.StreamExtent, max int) (protocol.OutputData, error) {
+	out.Size = ext.Bytes
+	if out.Size > protocol.MaxOutput {
+		return out, protocol.Errorf(protocol.CodeTooLarge, "job %d's %s is %d bytes, more than the %d output.read serves; read it with mqstat --cat %d", b.ID, b.Stream, out.Size, int64(protocol.MaxOutput), b.ID)
+	}
+	if b.Offset >= out.Size {
+		out.EOF = true
+		return out, nil
+	}
+	st := outstream.Stdout
+	if b.Stream == "stderr" {
+		st = outstream.Stderr
+	}
+	w := &window{skip: b.Offset, max: max}
+	_, err := outstream.ReadFile(w, ext.Path, outstream.Tag{Job: b.ID, Attempt: ext.Attempt, Stream: st}, outstream.Extent{Last: ext.Last, Bytes: ext.Bytes, Cut: ext.Cut})
+	if err != nil && !errors.Is(err, errWindowFull) {
+		return out, fmt.Errorf("job %d's %s: %w", b.ID, b.Stream, err)
+	}
+	out.Data = w.buf
+	out.EOF = b.Offset+int64(len(w.buf)) >= out.Size
+	return out, nil
+}
+
+// errWindowFull stops a read once a window holds what was asked.
+var errWindowFull = errors.New("window full")
+
+// window keeps up to max bytes of what is written to it past its first
+// skip.
+type window struct {
+	skip, pos int64
+	max       int
+	buf       []byte
+}
+
+func (w *window) Write(p []byte) (int, error) {
+	n := len(p)
+	if d := w.skip - w.pos; d > 0 {
+		k := min(d, int64(len(p)))
+		p, w.pos = p[k:], w.pos+k
+	}
+	k := min(len(p), w.max-len(w.buf))
+	w.buf = append(w.buf, p[:k]...)
+	w.pos += int64(k)
+	if len(w.buf) == w.max {
+		return n, errWindowFull
+	}
+	return n, nil
+}

@@ -223,7 +223,7 @@ func TestMigrateFrom1(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	id := e.submit1("t", "old job")
-	e.downgrade("ALTER TABLE jobs DROP COLUMN bundle", "DROP TABLE submits",
+	e.downgrade("DROP INDEX jobs_bundled", "ALTER TABLE jobs DROP COLUMN bundle", "DROP TABLE submits",
 		"ALTER TABLE placeholders DROP COLUMN identity", // the first version 1 had none
 		"UPDATE meta SET value = '1' WHERE key = 'schema'")
 	e.mustBe(id, job.Queued)

@@ -231,7 +231,7 @@ func (a *Agent) prepare(ctx context.Context, t *attempt) bool {
 		return t.fail(err)
 	}
 	outPath, errPath := job.OutputPaths(a.cfg.OutDir, asg.ID, asg.Attempt)
-	t.lim = a.newOutputLimit(filepath.Dir(outPath))
+	t.lim = a.newOutputLimit(filepath.Dir(outPath), asg)
 	tag := outstream.Tag{Job: asg.ID, Attempt: asg.Attempt, Stream: outstream.Stdout}
 	if t.outSink, t.stdout, err = a.newSink(outPath, tag, t.lim, t.user.out.writer()); err != nil {
 		return t.fail(err)

@@ -170,9 +170,9 @@ func mqstatCat(c *cli.Context, cl *client.Client, w io.Writer, catID int64) erro
 		stream = "stderr"
 	}
 	if lost := protocol.LostFor(d.OutputLost, stream); lost != "" {
-		// Whatever was kept is printed; that it is not all must not
-		// pass for an empty or short output.
-		return fmt.Errorf("job %d's %s was lost: %s", d.ID, stream, lost)
+		// Whatever was kept is printed (and kept in -O's file); that it
+		// is not all must not pass for an empty or short output.
+		return partialExport{fmt.Errorf("job %d's %s was lost: %s", d.ID, stream, lost)}
 	}
 	return nil
 }

@@ -281,6 +281,10 @@ func (o *outputs) read(ctx context.Context, q protocol.OutputQuery, last int64, 
 	if last > 0 {
 		if fi, err := os.Stat(outputPath(d, stream)); err == nil && fi.Size() > last {
 			off = fi.Size() - last
+		} else if l := o.live(nil, d, stream, d.Attempts); l != nil {
+			if n := l.size(); n > last {
+				off = n - last
+			}
 		}
 	}
 	attempt := d.Attempts

@@ -1,6 +1,7 @@
 package cls
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -134,6 +135,16 @@ func (l *liveStream) tail(off int64, buf []byte, send func(protocol.OutputFrame)
 		}
 	}
 	return off, nil
+}
+
+// size is how much of the output is written so far (what a follower
+// starting now would be sent): nothing is sent.
+func (l *liveStream) size() int64 {
+	l.tail(math.MaxInt64, nil, nil) // skips everything: send is never called
+	if f := l.files[l.in]; f != nil {
+		return f.Bytes()
+	}
+	return 0
 }
 
 // pollStream reads the followed output's new chunks in the stream file

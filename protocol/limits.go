@@ -40,6 +40,18 @@ func CheckBudget(b float64) error {
 	return nil
 }
 
+// MaxQueueOutput is the largest per-queue output cap: 1 TiB, far above
+// any placeholder's own (the smaller applies).
+const MaxQueueOutput = 1 << 40
+
+// CheckQueueOutput checks a queue's output cap in bytes (0: none).
+func CheckQueueOutput(n int64) error {
+	if n < 0 || n > MaxQueueOutput {
+		return fmt.Errorf("max output must be 0..%d bytes (0 = none but the placeholder's), not %d", int64(MaxQueueOutput), n)
+	}
+	return nil
+}
+
 // CheckMillis checks a duration in milliseconds as CheckSeconds does.
 func CheckMillis(what string, ms int64) error {
 	if ms < 0 || ms > MaxSeconds*1000 {

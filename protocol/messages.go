@@ -562,6 +562,12 @@ type QueueInfo struct {
 	// copy; 2 or more also makes an fcfs, sjf or cp queue copy running
 	// jobs for idle placeholders when nothing is ready.
 	MaxCopies int `json:"max_copies,omitempty"`
+	// MaxOutput caps what one attempt of a job of the queue may write to
+	// stdout and stderr together, in bytes, below the placeholder's own
+	// cap (cls serve --max-output, 1 GiB by default): a job that writes
+	// more is stopped and fails with the reason. 0: none but the
+	// placeholder's.
+	MaxOutput int64 `json:"max_output,omitempty"`
 	// Defaults is what a job of the queue asks for where it asks for
 	// nothing itself (cls queue set --cpus, --mem, --gpus, --resource).
 	Defaults Resources `json:"defaults,omitzero"`
@@ -582,6 +588,7 @@ type QueueSet struct {
 	Deadline    *float64 `json:"deadline,omitempty"` // Unix seconds; 0 clears
 	Budget      *float64 `json:"budget,omitempty"`   // 0 clears
 	MaxCopies   *int     `json:"max_copies,omitempty"`
+	MaxOutput   *int64   `json:"max_output,omitempty"` // 0..MaxQueueOutput bytes; 0 clears
 	// Defaults, when set, replaces the queue's defaults as a whole (the
 	// zero Resources clears them).
 	Defaults *Resources `json:"defaults,omitempty"`
@@ -658,6 +665,11 @@ type Assignment struct {
 	Target       string  `json:"target"`
 	Queue        string  `json:"queue"`
 	Ceiling      float64 `json:"ceiling_s,omitempty"` // kill after this many seconds; 0 = none
+	// MaxOutput is the queue's cap on what the attempt may write to
+	// stdout and stderr together (cls queue set --max-output); 0: none.
+	// The agent applies the smaller of it and its own cap; a value out
+	// of 0..MaxQueueOutput is taken as none.
+	MaxOutput int64 `json:"max_output,omitempty"`
 	// Bundle is the bundle's id (its first job's id) for a job of a bundle,
 	// 0 otherwise. A bundle's jobs come together, in order, and share one
 	// slot: run them one after another. Seq is the job's place in it.

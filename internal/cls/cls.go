@@ -401,7 +401,7 @@ func (c *CLS) serveSites(outReserve int64) error {
 	(&plans{store: c.store, sites: c.sites, log: c.log}).install(c.srv)
 	fl := &files{store: c.store, places: c.sites.place, home: c.home, stager: c.stager, log: c.log, now: time.Now}
 	fl.install(c.srv)
-	c.outputs = &outputs{store: c.store}
+	c.outputs = &outputs{store: c.store, streamDir: filepath.Join(c.outputDir(), protocol.StreamDir)}
 	c.outputs.install(c.srv)
 	c.stager.alt = c.sites.agentAlt
 	c.stager.start(c.store)

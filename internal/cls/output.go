@@ -17,7 +17,8 @@ import (
 )
 
 // Following a job's output. The CLS keeps nothing of it in memory: a local
-// placeholder writes the job's output files where the CLS reads them, and
+// placeholder writes the job's output files, or its stream files, where
+// the CLS reads them (a stream file's chunks as they come: streams.go), and
 // a remote one ships what a followed job writes while it runs (heartbeat
 // replies list the followed attempts; see placeholder/live.go) into the
 // CLS's copy, at the paths mqstat -j names.
@@ -47,11 +48,14 @@ type outputStore interface {
 
 // outputs serves op output.stream and CLS.Output.
 type outputs struct {
-	store   outputStore
-	poll    time.Duration // 0: pollEvery
-	recheck time.Duration // 0: recheckEvery
-	max     int           // 0: maxFollowers
-	dashMax int           // 0: maxDashFollowers
+	store outputStore
+	// streamDir is where local placeholders write stream files (the
+	// CLS's output/streams): a running attempt's output is read there.
+	streamDir string
+	poll      time.Duration // 0: pollEvery
+	recheck   time.Duration // 0: recheckEvery
+	max       int           // 0: maxFollowers
+	dashMax   int           // 0: maxDashFollowers
 
 	mu        sync.Mutex
 	followers int              // through the socket and SSH
@@ -238,7 +242,8 @@ func (o *outputs) read(ctx context.Context, q protocol.OutputQuery, last int64, 
 	}
 	buf := make([]byte, protocol.MaxOutputFrame)
 	if !q.Follow {
-		if _, err := tailJob(d, stream, d.Attempts, 0, buf, send); err != nil {
+		var ls *liveStream
+		if _, err := o.tailAttempt(&ls, d, stream, d.Attempts, 0, buf, send); err != nil {
 			return err
 		}
 		if ended(d.State) {
@@ -276,12 +281,17 @@ func (o *outputs) read(ctx context.Context, q protocol.OutputQuery, last int64, 
 	if last > 0 {
 		if fi, err := os.Stat(outputPath(d, stream)); err == nil && fi.Size() > last {
 			off = fi.Size() - last
+		} else if l := o.live(nil, d, stream, d.Attempts); l != nil {
+			if n := l.size(); n > last {
+				off = n - last
+			}
 		}
 	}
 	attempt := d.Attempts
+	var ls *liveStream
 	for {
 		woken := wake() // before reading: a chunk staged meanwhile wakes us again
-		if off, err = tailJob(d, stream, attempt, off, buf, send); err != nil {
+		if off, err = o.tailAttempt(&ls, d, stream, attempt, off, buf, send); err != nil {
 			return err
 		}
 		select {
@@ -320,6 +330,20 @@ func (o *outputs) read(ctx context.Context, q protocol.OutputQuery, last int64, 
 			return ctx.Err()
 		}
 	}
+}
+
+// tailAttempt is tailJob, and for a running attempt with no output file,
+// what it wrote so far to its placeholder's stream file (*ls follows it
+// from one call to the next).
+func (o *outputs) tailAttempt(ls **liveStream, d protocol.JobDetail, stream string, attempt int, off int64, buf []byte, send func(protocol.OutputFrame) error) (int64, error) {
+	n, err := tailJob(d, stream, attempt, off, buf, send)
+	if err != nil || n != off {
+		return n, err
+	}
+	if *ls = o.live(*ls, d, stream, attempt); *ls != nil {
+		return (*ls).tail(n, buf, send)
+	}
+	return n, nil
 }
 
 // endFrame says how the job of d ended, and what of stream was lost.

@@ -77,19 +77,25 @@ func clipped(s string) string {
 	return s
 }
 
-// startAgent runs a placeholder in-process against c's socket until the
-// test ends: a local one (writing into the CLS's output directory) or,
-// with remote, one that stages its output like an agent on another host.
-func startAgent(t *testing.T, c *cls.CLS, remote bool) {
+// Kinds of placeholders startAgent starts.
+const (
+	localAgent   = "local"   // writes a file per output into the CLS's output directory
+	remoteAgent  = "remote"  // stages its output like an agent on another host
+	streamsAgent = "streams" // local, writing stream files (cls serve --output streams)
+)
+
+// startAgent runs a placeholder of kind in-process against c's socket
+// until the test ends.
+func startAgent(t *testing.T, c *cls.CLS, kind string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out := filepath.Join(c.Home(), "output")
-	if remote {
+	if kind == remoteAgent {
 		out = t.TempDir()
 	}
 	a := placeholder.New(placeholder.Config{
 		Dial: func(ctx context.Context) (io.ReadWriteCloser, error) { return client.DialSocket(ctx, c.Home()) },
-		Site: "s", Host: "test", OutDir: out, StageOutput: remote,
+		Site: "s", Host: "test", OutDir: out, StageOutput: kind == remoteAgent, Streams: kind == streamsAgent,
 	})
 	done := make(chan struct{})
 	go func() {
@@ -120,19 +126,21 @@ func submit(t *testing.T, c *cls.CLS, command string) int64 {
 // Following a running job's output yields what it writes before it ends
 // (the job waits for a file the test makes only after seeing its first
 // line), then the rest and how it ended; for a remote placeholder's job
-// too, whose output reaches the CLS only by live shipping while it waits.
-// The CLS's copy of a remote job's output is whole and exact: what was
-// shipped live is not sent again, nor lost.
+// too, whose output reaches the CLS only by live shipping while it waits,
+// and for a local placeholder writing stream files, whose chunks the CLS
+// reads as they are written. The CLS's copy of a remote job's output is
+// whole and exact: what was shipped live is not sent again, nor lost.
 func TestOutputFollow(t *testing.T) {
-	for _, remote := range []bool{false, true} {
-		t.Run(fmt.Sprintf("remote=%v", remote), func(t *testing.T) {
+	for _, kind := range []string{localAgent, remoteAgent, streamsAgent} {
+		t.Run(kind, func(t *testing.T) {
+			remote := kind == remoteAgent
 			t.Parallel()
 			c := startCLS(t, cls.Config{Version: "test"})
 			gate := filepath.Join(t.TempDir(), "go")
 			// 300 KB before the gate: more than one tick of live shipping.
 			id := submit(t, c, fmt.Sprintf(`echo first; head -c 300000 /dev/zero | tr '\0' a; echo; echo err >&2
 while [ ! -e %s ]; do sleep 0.02; done; echo second; exit 3`, gate))
-			startAgent(t, c, remote)
+			startAgent(t, c, kind)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			f := follow(ctx, c, protocol.OutputQuery{ID: id, Follow: true})
@@ -157,10 +165,18 @@ while [ ! -e %s ]; do sleep 0.02; done; echo second; exit 3`, gate))
 			if _, ok := <-f.frames; ok {
 				t.Error("a frame after the end")
 			}
+			out, _ := job.OutputPaths(filepath.Join(c.Home(), "output"), id, 1)
 			if remote {
-				out, _ := job.OutputPaths(filepath.Join(c.Home(), "output"), id, 1)
 				if b, err := os.ReadFile(out); err != nil || string(b) != before+"second\n" {
 					t.Errorf("the CLS's copy: %q, %v", clipped(string(b)), err)
+				}
+			}
+			if kind == streamsAgent {
+				if _, err := os.Lstat(out); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("a streamed job has an output file: %v", err)
+				}
+				if m, _ := filepath.Glob(filepath.Join(c.Home(), "output", protocol.StreamDir, "*.mqs")); len(m) == 0 {
+					t.Error("no stream file written")
 				}
 			}
 

@@ -425,6 +425,11 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 	if qs.MaxCopies != nil && (*qs.MaxCopies < 0 || *qs.MaxCopies > 1000) {
 		return info, protocol.Errorf(protocol.CodeBadRequest, "max copies must be 0..1000 (0: the policy's default, 1: never copy)")
 	}
+	if qs.MaxOutput != nil {
+		if err := protocol.CheckQueueOutput(*qs.MaxOutput); err != nil {
+			return info, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+		}
+	}
 	if qs.MaxAttempts != nil && (*qs.MaxAttempts < 1 || *qs.MaxAttempts > 1000) {
 		return info, protocol.Errorf(protocol.CodeBadRequest, "max attempts must be 1..1000")
 	}
@@ -460,11 +465,14 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 		if qs.MaxCopies != nil {
 			next.MaxCopies = *qs.MaxCopies
 		}
+		if qs.MaxOutput != nil {
+			next.MaxOutput = *qs.MaxOutput
+		}
 		if err := s.begin(); err != nil {
 			return err
 		}
 		if _, err := s.w.ExecContext(context.Background(), queuesSQL.Get("UpdateQueue"),
-			next.Ceiling, next.MaxAttempts, next.RetryFailed, next.Policy, next.MaxCopies, q.id); err != nil {
+			next.Ceiling, next.MaxAttempts, next.RetryFailed, next.Policy, next.MaxCopies, next.MaxOutput, q.id); err != nil {
 			return fatalError{err}
 		}
 		if qs.Defaults != nil {

@@ -480,7 +480,7 @@ func (s *Store) assignment(id int64, q *queue, r assignRow, bundle int64, seq in
 	text, raw := protocol.WireCommand(r.command)
 	a := protocol.Assignment{
 		ID: id, Attempt: r.attempt, Command: text, CommandBytes: raw, Cwd: r.cwd,
-		Target: s.g.Name(j.Target), Queue: q.Name, Ceiling: q.Ceiling,
+		Target: s.g.Name(j.Target), Queue: q.Name, Ceiling: q.Ceiling, MaxOutput: q.MaxOutput,
 		Bundle: bundle, Seq: seq,
 	}
 	if r.env != "" {

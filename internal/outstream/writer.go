@@ -199,3 +199,6 @@ func (o *Output) Close() (Extent, error) {
 }
 
 var _ io.Writer = (*Output)(nil)
+
+// Buffered is how many bytes Write gathered that no chunk holds yet.
+func (o *Output) Buffered() int { return len(o.buf) }

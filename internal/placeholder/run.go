@@ -237,7 +237,7 @@ func (a *Agent) prepare(ctx context.Context, t *attempt) bool {
 		// measured where the stream files are.
 		limDir = a.cfg.OutDir
 	}
-	t.lim = a.newOutputLimit(limDir)
+	t.lim = a.newOutputLimit(limDir, asg)
 	tag := outstream.Tag{Job: asg.ID, Attempt: asg.Attempt, Stream: outstream.Stdout}
 	if t.outSink, t.stdout, err = a.newSink(outPath, tag, t.lim, t.user.out.writer()); err != nil {
 		return t.fail(err)

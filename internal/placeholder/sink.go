@@ -54,6 +54,7 @@ const DefaultMaxOutput = 1 << 30
 // closes over, for the run to kill the job.
 type outputLimit struct {
 	max, reserve int64
+	capBy        string // where max comes from, for the reason
 	dir          string // on the output filesystem (for the reserve)
 	statfs       func(dir string) (free int64, err error)
 
@@ -63,10 +64,15 @@ type outputLimit struct {
 	over    chan struct{} // closed once reason is set
 }
 
-func (a *Agent) newOutputLimit(dir string) *outputLimit {
-	l := &outputLimit{max: a.cfg.MaxOutput, reserve: a.cfg.OutputReserve, dir: dir, statfs: freeSpace, over: make(chan struct{})}
+// newOutputLimit is the limit of an attempt of asg: the smaller of the
+// agent's cap and the queue's (asg.MaxOutput, when in bounds).
+func (a *Agent) newOutputLimit(dir string, asg protocol.Assignment) *outputLimit {
+	l := &outputLimit{max: a.cfg.MaxOutput, capBy: "cls serve --max-output", reserve: a.cfg.OutputReserve, dir: dir, statfs: freeSpace, over: make(chan struct{})}
 	if l.max == 0 {
 		l.max = DefaultMaxOutput
+	}
+	if q := asg.MaxOutput; q > 0 && q <= protocol.MaxQueueOutput && (l.max < 0 || q < l.max) {
+		l.max, l.capBy = q, "queue "+protocol.ClipText(asg.Queue, 64)+"'s --max-output"
 	}
 	return l
 }
@@ -92,7 +98,7 @@ func (l *outputLimit) take(n int) int {
 	ok := int64(n)
 	if l.max > 0 && l.written+ok > l.max {
 		ok = l.max - l.written
-		l.stop(fmt.Sprintf("output: stdout and stderr passed the cap of %d bytes per job (cls serve --max-output); the job was stopped", l.max))
+		l.stop(fmt.Sprintf("output: stdout and stderr passed the cap of %d bytes per job (%s); the job was stopped", l.max, l.capBy))
 	}
 	if l.reserve > 0 {
 		if free, err := l.statfs(l.dir); err == nil && free-ok < l.reserve {

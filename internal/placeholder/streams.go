@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/mq-hpc/mq/internal/outstream"
 	"github.com/mq-hpc/mq/protocol"
@@ -66,19 +67,53 @@ func newStreamSet(outDir string, rotate int64, log *slog.Logger) *streamSet {
 	return &streamSet{dir: filepath.Join(outDir, protocol.StreamDir), rotate: rotate, log: log}
 }
 
+// streamFlushAfter is how long bytes a job wrote may wait in its
+// output's buffer before they are written as a chunk, for a follower to
+// see them while the job runs (the CLS reads the chunks as they come).
+// A job that ends sooner, most, writes its output as one chunk.
+const streamFlushAfter = 100 * time.Millisecond
+
 // streamOut is one output being written into a stream file: the sink's
 // writer, which on Close keeps the output's extent for the report.
 type streamOut struct {
-	f    *streamFile
-	o    *outstream.Output
-	tag  outstream.Tag
-	ext  outstream.Extent
-	done bool // closed and written whole
+	f   *streamFile
+	tag outstream.Tag
+
+	mu    sync.Mutex // the sink's copy and the flush timer
+	o     *outstream.Output
+	flush *time.Timer // armed while bytes wait in o's buffer
+	ext   outstream.Extent
+	done  bool // closed and written whole
 }
 
-func (so *streamOut) Write(p []byte) (int, error) { return so.o.Write(p) }
+func (so *streamOut) Write(p []byte) (int, error) {
+	so.mu.Lock()
+	defer so.mu.Unlock()
+	n, err := so.o.Write(p)
+	if so.flush == nil && so.o.Buffered() > 0 {
+		so.flush = time.AfterFunc(streamFlushAfter, so.flushNow)
+	}
+	return n, err
+}
+
+// flushNow writes the bytes waiting as a chunk; an error is Close's too
+// (the Writer keeps it).
+func (so *streamOut) flushNow() {
+	so.mu.Lock()
+	defer so.mu.Unlock()
+	so.flush = nil
+	if !so.done {
+		so.o.Flush()
+	}
+}
 
 func (so *streamOut) Close() error {
+	so.mu.Lock()
+	defer so.mu.Unlock()
+	if so.flush != nil {
+		so.flush.Stop()
+		so.flush = nil
+	}
 	ext, err := so.o.Close()
 	if err != nil {
 		return err

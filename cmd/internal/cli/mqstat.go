@@ -29,7 +29,8 @@ func Mqstat(env Env) *cli.App {
 	app.UsageText = `mqstat [-q QUEUE] [-t TARGET | --target-prefix PREFIX] [-s STATES] [--json] [--limit N]
    mqstat --acct [-q QUEUE] [-t TARGET] [-s STATES] [--json]
    mqstat -j ID [--json]
-   mqstat --cat ID [--stderr] [--follow]
+   mqstat --cat ID [--stderr] [--follow] [-O FILE]
+   mqstat --cat FIRST-LAST|ID,ID...|all [ID...] [-q QUEUE] [-t TARGET] [-s STATES] [--stderr] [-O FILE]
    mqstat --summary [-q QUEUE] [-t TARGET] [--json]
    mqstat --watch [INTERVAL] [any of the above but --cat]`
 	app.Description = `States: W waiting on prerequisites, Q queued (ready), H held (mqhold, mqsub -H;
@@ -51,7 +52,8 @@ interrupted.`
 		&cli.IntFlag{Name: "limit", Usage: "list at most N jobs"},
 		&cli.Int64Flag{Name: "array", Usage: "list each member of the job array holding job `ID` (the listing shows an array as one line)"},
 		&cli.BoolFlag{Name: "w", Aliases: []string{"wide"}, Usage: "do not shorten commands"},
-		&cli.Int64Flag{Name: "cat", Usage: "print the stdout of job `ID` (its latest attempt)"},
+		&cli.StringFlag{Name: "cat", Usage: "print the stdout of job `ID` (its latest attempt); of a selection (a range FIRST-LAST, several ids, all; narrowed by -q, -t, -s), each job's in id order after a line \"==> job ID attempt N target T state S stdout <==\""},
+		&cli.StringFlag{Name: "O", Aliases: []string{"output-file"}, Usage: "with --cat: write the output to `FILE` instead of stdout (put in place once whole)"},
 		// The old spelling: -o is mqsub's declared output, so mqstat's
 		// is --cat now (hq job cat); this keeps scripts working.
 		&cli.Int64Flag{Name: "output", Aliases: []string{"o"}, Hidden: true},
@@ -64,7 +66,11 @@ interrupted.`
 	app.Metadata = map[string]any{rewriteArgs: watchArgs}
 	app.Action = func(c *cli.Context) error {
 		every := c.Duration("interval")
-		if c.NArg() > 0 {
+		cat, catSet, err := parseCat(c)
+		if err != nil {
+			return err
+		}
+		if c.NArg() > 0 && !c.IsSet("cat") {
 			return Usagef("unexpected argument %q (job ids go after -j)", c.Args().First())
 		}
 		if every < 100*time.Millisecond {
@@ -90,15 +96,17 @@ interrupted.`
 		if c.Int("limit") < 0 {
 			return Usagef("--limit must be 0 (no limit) or more, not %d", c.Int("limit"))
 		}
-		catID, catSet := catJob(c)
-		if catSet && catID <= 0 {
+		if catSet && cat.ranges == nil && cat.id <= 0 {
 			return Usagef("--cat needs a job id")
 		}
 		if c.Bool("stderr") && !catSet {
 			return Usagef("--stderr goes with --cat ID")
 		}
-		if c.Bool("f") && !catSet {
-			return Usagef("--follow goes with --cat ID")
+		if c.Bool("f") && (!catSet || cat.ranges != nil) {
+			return Usagef("--follow goes with --cat ID (one job)")
+		}
+		if c.IsSet("O") && (!catSet || c.Bool("f")) {
+			return Usagef("-O goes with --cat, not --follow")
 		}
 		cl, err := Dial(c.Context, env, "mqstat")
 		if err != nil {
@@ -115,24 +123,17 @@ interrupted.`
 	return app
 }
 
-// catJob is the job whose output --cat (or its old spelling --output)
-// asks for.
-func catJob(c *cli.Context) (int64, bool) {
-	if c.IsSet("output") {
-		return c.Int64("output"), true
-	}
-	return c.Int64("cat"), c.IsSet("cat")
-}
-
 // mqstatView prints one view of mqstat's (a listing of at most limit jobs
 // unless 0, a job, a summary, an output) to w.
 func mqstatView(c *cli.Context, cl *client.Client, w io.Writer, limit int) error {
-	catID, catSet := catJob(c)
+	cat, catSet, _ := parseCat(c) // checked by the action
 	switch {
 	case catSet && c.Bool("f"):
-		return mqstatFollow(c, cl, w, catID)
+		return mqstatFollow(c, cl, w, cat.id)
+	case catSet && cat.ranges != nil:
+		return catTo(c, w, func(w io.Writer) error { return exportOutputs(c.Context, c, cl, w, c.App.ErrWriter, cat) })
 	case catSet:
-		return mqstatCat(c, cl, w, catID)
+		return catTo(c, w, func(w io.Writer) error { return mqstatCat(c, cl, w, cat.id) })
 	case c.Bool("summary"):
 		return mqstatSummary(c, cl, w)
 	case c.IsSet("j"):
@@ -169,9 +170,9 @@ func mqstatCat(c *cli.Context, cl *client.Client, w io.Writer, catID int64) erro
 		stream = "stderr"
 	}
 	if lost := protocol.LostFor(d.OutputLost, stream); lost != "" {
-		// Whatever was kept is printed; that it is not all must not
-		// pass for an empty or short output.
-		return fmt.Errorf("job %d's %s was lost: %s", d.ID, stream, lost)
+		// Whatever was kept is printed (and kept in -O's file); that it
+		// is not all must not pass for an empty or short output.
+		return partialExport{fmt.Errorf("job %d's %s was lost: %s", d.ID, stream, lost)}
 	}
 	return nil
 }

@@ -59,6 +59,19 @@ func TestMqstatOutputLost(t *testing.T) {
 	if o, e, code := run("--output", "1", "--stderr"); code != 0 || o != "" || e != "" {
 		t.Errorf("mqstat --output 1 --stderr: exit %d, stdout %q, stderr %q; want nothing (only stdout was lost)", code, o, e)
 	}
+	// -O keeps what was kept, and says the rest was lost; so does an
+	// export of a selection, job by job.
+	file := filepath.Join(t.TempDir(), "out.txt")
+	if o, e, code := run("--cat", "1", "-O", file); code != ExitFailed || o != "" || !strings.Contains(e, "job 1's stdout was lost: "+why) {
+		t.Errorf("mqstat --cat 1 -O: exit %d, stdout %q, stderr %q", code, o, e)
+	}
+	if b, err := os.ReadFile(file); err != nil || string(b) != "partial\n" {
+		t.Errorf("-O's file: %q, %v; want the partial output", b, err)
+	}
+	want := "==> job 1 attempt 1 target t state D stdout <==\npartial\n"
+	if o, e, code := run("--cat", "1-5"); code != ExitFailed || o != want || !strings.Contains(e, "mqstat: job 1: stdout was lost: "+why) {
+		t.Errorf("mqstat --cat 1-5: exit %d, stdout %q, stderr %q; want %q and the loss", code, o, e, want)
+	}
 }
 
 // mqstat -j shows each declared file's size, checksum (short) and

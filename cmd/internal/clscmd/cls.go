@@ -314,6 +314,16 @@ func queueSet(env mqcli.Env) *cli.Command {
 				}
 				qs.MaxCopies = &v.maxCopies
 			}
+			if set["max-output"] {
+				n, err := protocol.ParseSize(v.maxOutput)
+				if err == nil {
+					err = protocol.CheckQueueOutput(n)
+				}
+				if err != nil {
+					return mqcli.Usagef("--max-output must be a size such as 1M or 2G, at most 1T (0 = none but the placeholder's), not %q", v.maxOutput)
+				}
+				qs.MaxOutput = &n
+			}
 			if set["policy"] {
 				if _, err := policy.Lookup(v.policy); err != nil {
 					return mqcli.Usagef("--policy: %v", err)
@@ -367,6 +377,7 @@ func queueSetFlags(v *queueSetValues) []cli.Flag {
 		&cli.IntFlag{Name: "max-attempts", Usage: "times a job may be dispatched before it fails", Destination: &v.maxAttempts, DefaultText: "3 for a new queue"},
 		&cli.BoolFlag{Name: "retry-failed", Usage: "retry jobs that exit non-zero (within max-attempts)", Destination: &v.retryFailed},
 		&cli.IntFlag{Name: "max-copies", Usage: "most attempts of one job running at once (job replication: an idle placeholder copies a running job when nothing is ready; the first to finish wins, the others are killed): 0 = the policy's default (sa, wqr: no bound; others: none), 1 = never copy, 2 or more also turns it on for fcfs, sjf and cp", Destination: &v.maxCopies, DefaultText: "0"},
+		&cli.StringFlag{Name: "max-output", Usage: "most one attempt of a job of the queue may write to stdout and stderr together, `SIZE` (1M, 2G; 0 = no cap but the placeholder's, cls serve --max-output, 1G by default); the smaller cap applies, and a job that writes more is stopped and fails with the reason", Destination: &v.maxOutput, DefaultText: "0"},
 		&cli.StringFlag{Name: "policy", Usage: "scheduling policy: " + policyHelp(), Destination: &v.policy},
 		&cli.StringFlag{Name: "deadline", Usage: "when the queue's jobs should have ended: a duration from now (2h) or an RFC 3339 time (none or 0 = no deadline); stored for deadline-and-budget planning", Destination: &v.deadline},
 		&cli.StringFlag{Name: "budget", Usage: "what the queue's jobs may cost, in the sites' price unit (0 = no budget); stored for deadline-and-budget planning", Destination: &v.budget},
@@ -381,6 +392,7 @@ func queueSetFlags(v *queueSetValues) []cli.Flag {
 type queueSetValues struct {
 	ceiling, policy  string
 	deadline, budget string
+	maxOutput        string
 	maxAttempts      int
 	maxCopies        int
 	retryFailed      bool
@@ -468,12 +480,15 @@ func checkDurations(c *cli.Context, ranges map[string][2]time.Duration) error {
 }
 
 // printQueues prints the queues' table, then a line for each queue with
-// resource defaults.
+// resource defaults and one for each with an output cap.
 func printQueues(w io.Writer, qs []protocol.QueueInfo) {
 	printQueueTable(w, qs)
 	for _, q := range qs {
 		if q.Defaults.Asks() {
 			fmt.Fprintf(w, "%s: a job asks for %s unless it says\n", protocol.Printable(q.Name), q.Defaults.Describe())
+		}
+		if q.MaxOutput > 0 {
+			fmt.Fprintf(w, "%s: a job's stdout and stderr are capped at %s together\n", protocol.Printable(q.Name), mqcli.HumanBytes(q.MaxOutput))
 		}
 	}
 }

@@ -155,7 +155,8 @@ func Cutoff(now time.Time, endedBefore float64) int64 {
 // (protocol.DefaultPurgeBatch): each batch is one durable call on the
 // core, so dispatch and reports go on between batches, and a crash
 // between them leaves every batch whole or absent. The output files of
-// the jobs gone are removed from outputDir after each batch's commit.
+// the jobs gone are removed from outputDir after each batch's commit, and
+// the stream files no extent names any more at the end (RemoveStreams).
 func Run(ctx context.Context, req protocol.Purge, c Core, rdb Querier, outputDir string) (protocol.PurgeReply, error) {
 	var reply protocol.PurgeReply
 	if err := req.Check(); err != nil {
@@ -212,6 +213,15 @@ func Run(ctx context.Context, req protocol.Purge, c Core, rdb Querier, outputDir
 		reply.Kept += kept
 		reply.Purged += int64(len(gone))
 		reply.Bytes += RemoveOutput(outputDir, gone, req.DryRun)
+	}
+	if !req.DryRun {
+		// Stream files are shared by many jobs' outputs: one goes when
+		// no extent names it any more, whichever purge dropped the last.
+		n, err := RemoveStreams(ctx, rdb, outputDir, StreamGrace, time.Now())
+		if err != nil {
+			reply.AddError(fmt.Sprintf("stream files not cleaned: %v", err))
+		}
+		reply.Bytes += n
 	}
 	for _, id := range req.IDs {
 		if named[id] {

@@ -53,8 +53,8 @@ DELETE FROM job_copies WHERE job_id IN (SELECT value FROM json_each(?));
 DELETE FROM job_apart WHERE job_id IN (SELECT value FROM json_each(?));
 
 -- name: DeleteExtents
--- Where the jobs' streamed outputs lay (the stream files themselves stay:
--- other jobs' outputs share them).
+-- Where the jobs' streamed outputs lay (a stream file goes at the end of
+-- the purge once no extent names it: RemoveStreams).
 DELETE FROM output_extents WHERE job_id IN (SELECT value FROM json_each(?));
 
 -- name: ArraysIn
@@ -82,3 +82,8 @@ SELECT value FROM meta WHERE key = 'next_job_id';
 
 -- name: SetNextID
 INSERT OR REPLACE INTO meta (key, value) VALUES ('next_job_id', ?);
+
+-- name: StreamFilesNamed
+-- The stream files some extent still names (one scan; a CLS has a few
+-- such files per placeholder).
+SELECT DISTINCT file FROM output_extents;

@@ -47,6 +47,8 @@ func addedColumns(version int) []column {
 		return []column{{"job_prereqs", "kind INTEGER NOT NULL DEFAULT 0 CHECK (kind IN (0, 1))"}}
 	case 25:
 		return []column{{"targets", "purged_done INTEGER NOT NULL DEFAULT 0"}, {"targets", "purged_bad INTEGER NOT NULL DEFAULT 0"}}
+	case 27:
+		return []column{{"queues", "max_output INTEGER NOT NULL DEFAULT 0 CHECK (max_output >= 0)"}}
 	}
 	return nil
 }

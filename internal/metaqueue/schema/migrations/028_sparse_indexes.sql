@@ -1,4 +1,4 @@
--- Version 27: partial indexes over the few rows two load-time queries
+-- Version 28: partial indexes over the few rows two load-time queries
 -- want, so a restart does not scan every job and target for them: the
 -- live jobs of bundles (LiveBundles: most jobs have bundle 0) and the
 -- targets that purged jobs (LoadPurged). A row outside an index's

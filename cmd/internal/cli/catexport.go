@@ -1,0 +1,230 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// Exporting the output of a selection of jobs (mqstat --cat with a
+// range, several ids, all, or -q/-t/-s), as `hq output-log cat` does:
+// each job's output, in id order, preceded by a separator line naming
+// the job, its latest attempt, its target and its state. The jobs are
+// listed a page at a time and each output copied as it is read, so
+// neither the selection nor an output is ever held whole.
+
+// exportPage is how many jobs one listing request of an export asks for.
+const exportPage = 1000
+
+// catSel is what --cat (and the ids after it) selects.
+type catSel struct {
+	id     int64      // one job, printed as it is (no separator)
+	ranges [][2]int64 // otherwise: ids in these ranges, in order
+}
+
+// parseCat reads --cat's value and the arguments after it: ID,
+// FIRST-LAST, several of them (comma- or space-separated) or all. A lone
+// id without -q, -t or -s is today's --cat ID; anything else is a
+// selection, exported with separators.
+func parseCat(c *cli.Context) (catSel, bool, error) {
+	if c.IsSet("output") {
+		return catSel{id: c.Int64("output")}, true, nil
+	}
+	if !c.IsSet("cat") {
+		return catSel{}, false, nil
+	}
+	var sel catSel
+	words := append([]string{c.String("cat")}, c.Args().Slice()...)
+	for _, w := range words {
+		for _, p := range strings.Split(w, ",") {
+			switch first, last, isRange, err := parseRange(p); {
+			case err != nil:
+				return sel, true, Usagef("--cat: %v", err)
+			case isRange:
+				sel.ranges = append(sel.ranges, [2]int64{first, last})
+			case p == "all":
+				if len(words) > 1 || strings.Contains(w, ",") {
+					return sel, true, Usagef("--cat all goes alone (narrow it with -q, -t, -s)")
+				}
+				sel.ranges = append(sel.ranges, [2]int64{1, math.MaxInt64})
+			default:
+				id, err := strconv.ParseInt(p, 10, 64)
+				if err != nil || id <= 0 {
+					return sel, true, Usagef("--cat: %q is not a job id, a range FIRST-LAST or all", p)
+				}
+				sel.ranges = append(sel.ranges, [2]int64{id, id})
+			}
+		}
+	}
+	if len(sel.ranges) == 1 && sel.ranges[0][0] == sel.ranges[0][1] && !c.IsSet("q") && !c.IsSet("t") && !c.IsSet("s") {
+		return catSel{id: sel.ranges[0][0]}, true, nil
+	}
+	return sel, true, nil
+}
+
+// exportSeparator is the line before a job's output in an export.
+func exportSeparator(j protocol.JobInfo, stream string) string {
+	return fmt.Sprintf("==> job %d attempt %d target %s state %s %s <==\n", j.ID, j.Attempts, protocol.Printable(j.Target), protocol.Printable(j.State), stream)
+}
+
+// lineEnd remembers whether what went through it ended a line, so the
+// next separator starts one.
+type lineEnd struct {
+	w    io.Writer
+	open bool // bytes written since the last newline
+}
+
+func (l *lineEnd) Write(p []byte) (int, error) {
+	n, err := l.w.Write(p)
+	if n > 0 {
+		l.open = p[n-1] != '\n'
+	}
+	return n, err
+}
+
+// exportOutputs writes the outputs of the jobs sel selects (narrowed by
+// -q, -t, -s) to w, each after its separator line; an output that does
+// not end a line gets a newline after it, so every separator starts one. A job whose
+// output cannot be read is said on errw and the export goes on; the
+// error returned then counts them.
+func exportOutputs(ctx context.Context, c *cli.Context, cl *client.Client, w io.Writer, errw io.Writer, sel catSel) error {
+	stream := "stdout"
+	if c.Bool("stderr") {
+		stream = "stderr"
+	}
+	st := protocol.Stat{Queue: c.String("q"), Target: c.String("t"), States: strings.ToUpper(c.String("s")), Limit: exportPage}
+	out := &lineEnd{w: w}
+	jobs, failed := 0, 0
+	page := make([]protocol.JobInfo, 0, exportPage)
+	for _, r := range sel.ranges {
+		for from := r[0]; from <= r[1]; {
+			st.From, st.To = from, r[1]
+			page = page[:0]
+			err := client.Stream(ctx, cl, protocol.OpStat, st, func(r protocol.StatReply) error {
+				page = append(page, r.Jobs...)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			for _, j := range page {
+				jobs++
+				if err := exportOne(ctx, cl, out, j, stream); err != nil {
+					failed++
+					fmt.Fprintf(errw, "mqstat: job %d: %s\n", j.ID, protocol.Printable(err.Error()))
+				}
+			}
+			if len(page) < exportPage || page[len(page)-1].ID >= r[1] {
+				break
+			}
+			from = page[len(page)-1].ID + 1
+		}
+	}
+	if out.open {
+		if _, err := io.WriteString(out, "\n"); err != nil {
+			return err
+		}
+	}
+	if failed > 0 {
+		return partialExport{fmt.Errorf("the %s of %d of the %d jobs exported could not be read whole (said above)", stream, failed, jobs)}
+	}
+	return nil
+}
+
+// partialExport is an export written whole but for the outputs it names
+// on stderr: its file is kept, and mqstat exits non-zero.
+type partialExport struct{ error }
+
+// exportOne writes job j's separator and output.
+func exportOne(ctx context.Context, cl *client.Client, out *lineEnd, j protocol.JobInfo, stream string) error {
+	if out.open {
+		if _, err := io.WriteString(out, "\n"); err != nil {
+			return err
+		}
+	}
+	if _, err := io.WriteString(out, exportSeparator(j, stream)); err != nil {
+		return err
+	}
+	if j.Attempts == 0 {
+		return nil // never ran: no output
+	}
+	d, err := client.Do(ctx, cl, protocol.OpJob, protocol.JobQuery{ID: j.ID})
+	if err != nil {
+		return err
+	}
+	path := d.Stdout
+	if stream == "stderr" {
+		path = d.Stderr
+	}
+	if path == "" {
+		return nil // not started yet, or its output was never written
+	}
+	if err := printOutput(out, d, stream == "stderr"); err != nil {
+		return err
+	}
+	if lost := protocol.LostFor(d.OutputLost, stream); lost != "" {
+		return fmt.Errorf("%s was lost: %s", stream, lost)
+	}
+	return nil
+}
+
+// createExport opens --output-file's FILE: written beside it under a
+// temporary name and renamed into place by commit, so a failed export
+// never leaves a file that passes for whole.
+func createExport(path string) (f *os.File, commit func() error, err error) {
+	f, err = os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return nil, nil, fmt.Errorf("--output-file: %w", err)
+	}
+	commit = func() error {
+		if err := f.Sync(); err != nil {
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+		return os.Rename(f.Name(), path)
+	}
+	return f, commit, nil
+}
+
+// catTo runs fn writing to --output-file's FILE when one is given (its
+// content only if fn succeeds), else to w.
+func catTo(c *cli.Context, w io.Writer, fn func(w io.Writer) error) error {
+	path := c.String("O")
+	if path == "" {
+		return fn(w)
+	}
+	f, commit, err := createExport(path)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(f, 64<<10)
+	err = fn(bw)
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
+	}
+	var partial partialExport
+	if err == nil || errors.As(err, &partial) {
+		if cerr := commit(); cerr != nil {
+			err = cerr
+		} else {
+			return err
+		}
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return err
+}

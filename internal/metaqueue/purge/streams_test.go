@@ -1,0 +1,90 @@
+package purge
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// TestRemoveStreams: a stream file goes once no extent names it and no
+// agent holds it; a named, held, recent, header-only, misnamed, linked or
+// non-regular one stays.
+func TestRemoveStreams(t *testing.T) {
+	ctx := context.Background()
+	w := newDB(t)
+	out := t.TempDir()
+	dir := filepath.Join(out, protocol.StreamDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	chunky := "MQSTRM01" + string(make([]byte, 100))
+	old := time.Now().Add(-time.Hour)
+	write := func(name, data string, mtime time.Time) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	gone := write(protocol.StreamFileName(1, 0), chunky, old)
+	gone2 := write(protocol.StreamFileName(2, 3), chunky, old)
+	keep := map[string]string{
+		"named":       write(protocol.StreamFileName(1, 1), chunky, old),
+		"held":        write(protocol.StreamFileName(3, 0), chunky, old),
+		"recent":      write(protocol.StreamFileName(4, 0), chunky, time.Now()),
+		"header only": write(protocol.StreamFileName(5, 0), "MQSTRM01", old),
+		"misnamed":    write("1-01.mqs", chunky, old),
+		"other":       write("notes.txt", chunky, old),
+	}
+	link := filepath.Join(dir, protocol.StreamFileName(6, 0))
+	if err := os.Symlink(gone, link); err != nil {
+		t.Fatal(err)
+	}
+	keep["link"] = link
+	sub := filepath.Join(dir, protocol.StreamFileName(7, 0))
+	if err := os.Mkdir(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	keep["directory"] = sub
+	exec(t, w, "INSERT INTO output_extents (job_id, attempt, stream, placeholder_id, file, last, bytes) VALUES (9, 1, 0, 1, ?, 8, 3)", protocol.StreamFileName(1, 1))
+	holder, err := os.Open(keep["held"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	if err := syscall.Flock(int(holder.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+
+	n, err := RemoveStreams(ctx, w, out, StreamGrace, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(2 * len(chunky)); n != want {
+		t.Errorf("freed %d bytes, want %d", n, want)
+	}
+	for _, p := range []string{gone, gone2} {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Errorf("%s: still there (%v)", filepath.Base(p), err)
+		}
+	}
+	for why, p := range keep {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("%s file %s removed: %v", why, filepath.Base(p), err)
+		}
+	}
+	if n, err := RemoveStreams(ctx, w, "", StreamGrace, time.Now()); n != 0 || err != nil {
+		t.Errorf("no output dir: %d, %v; want 0, nil", n, err)
+	}
+	if n, err := RemoveStreams(ctx, w, t.TempDir(), StreamGrace, time.Now()); n != 0 || err != nil {
+		t.Errorf("no streams dir: %d, %v; want 0, nil", n, err)
+	}
+}

@@ -289,9 +289,13 @@ type Accounting struct {
 	Usage
 }
 
-// JobQuery names one job.
+// JobQuery names one job. With Output, the detail holds only what reading
+// the job's output needs (its row, attempts, where their outputs lie and
+// what was lost of them): no array counts, prerequisites, copies, plan or
+// files, so it stays cheap for a member of an array of a million.
 type JobQuery struct {
-	ID int64 `json:"id"`
+	ID     int64 `json:"id"`
+	Output bool  `json:"output,omitempty"`
 }
 
 // JobDetail is everything known about one job.

@@ -42,7 +42,7 @@ const (
 
 // outputStore is what reading jobs' output needs of the store.
 type outputStore interface {
-	Job(ctx context.Context, id int64) (protocol.JobDetail, error)
+	JobOutput(ctx context.Context, id int64) (protocol.JobDetail, error)
 	WaitFor(ctx context.Context, req protocol.Wait) (protocol.WaitReply, error)
 }
 
@@ -236,7 +236,7 @@ func (o *outputs) read(ctx context.Context, q protocol.OutputQuery, last int64, 
 	if err != nil {
 		return err
 	}
-	d, err := o.store.Job(ctx, q.ID)
+	d, err := o.store.JobOutput(ctx, q.ID)
 	if err != nil {
 		return err
 	}
@@ -299,7 +299,7 @@ func (o *outputs) read(ctx context.Context, q protocol.OutputQuery, last int64, 
 			if err != nil {
 				return err
 			}
-			if d, err = o.store.Job(ctx, q.ID); err != nil {
+			if d, err = o.store.JobOutput(ctx, q.ID); err != nil {
 				return err
 			}
 			if d.Attempts != attempt {
@@ -315,7 +315,7 @@ func (o *outputs) read(ctx context.Context, q protocol.OutputQuery, last int64, 
 				continue
 			}
 			checked = time.Now()
-			nd, err := o.store.Job(ctx, q.ID)
+			nd, err := o.store.JobOutput(ctx, q.ID)
 			if err != nil {
 				return err
 			}

@@ -106,7 +106,7 @@ type tailStore struct {
 	end chan struct{}
 }
 
-func (s *tailStore) Job(context.Context, int64) (protocol.JobDetail, error) {
+func (s *tailStore) JobOutput(context.Context, int64) (protocol.JobDetail, error) {
 	st := "E"
 	select {
 	case <-s.end:

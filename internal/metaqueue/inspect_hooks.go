@@ -38,6 +38,12 @@ func (s *Store) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
 	return s.reader().Job(ctx, id)
 }
 
+// JobOutput is the part of Job that reading the job's output needs
+// (inspect.Reader.JobOutput): cheap for a member of a large array.
+func (s *Store) JobOutput(ctx context.Context, id int64) (protocol.JobDetail, error) {
+	return s.reader().JobOutput(ctx, id)
+}
+
 // TargetGraph returns target name and its prerequisite targets,
 // transitively, breadth first, at most limit of them (truncated says some
 // were left out), from the core's in-memory graph.

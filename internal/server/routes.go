@@ -58,6 +58,9 @@ var builtin = routeTable(
 		return protocol.ArraysReply{Arrays: as}, err
 	}),
 	handle(protocol.OpJob, func(ctx context.Context, c *conn, b protocol.JobQuery) (protocol.JobDetail, error) {
+		if b.Output {
+			return c.s.Store.JobOutput(ctx, b.ID)
+		}
 		return c.s.Store.Job(ctx, b.ID)
 	}),
 	handle(protocol.OpSummary, func(ctx context.Context, c *conn, _ protocol.Empty) (protocol.SummaryReply, error) {

@@ -160,7 +160,7 @@ func exportOne(ctx context.Context, cl *client.Client, out *lineEnd, j protocol.
 	if j.Attempts == 0 {
 		return nil // never ran: no output
 	}
-	d, err := client.Do(ctx, cl, protocol.OpJob, protocol.JobQuery{ID: j.ID})
+	d, err := client.Do(ctx, cl, protocol.OpJob, protocol.JobQuery{ID: j.ID, Output: true})
 	if err != nil {
 		return err
 	}

@@ -158,7 +158,7 @@ func mqstatFollow(c *cli.Context, cl *client.Client, w io.Writer, catID int64) e
 
 // mqstatCat is --cat ID: the job's output.
 func mqstatCat(c *cli.Context, cl *client.Client, w io.Writer, catID int64) error {
-	d, err := client.Do(c.Context, cl, protocol.OpJob, protocol.JobQuery{ID: catID})
+	d, err := client.Do(c.Context, cl, protocol.OpJob, protocol.JobQuery{ID: catID, Output: true})
 	if err != nil {
 		return err
 	}

@@ -13,18 +13,12 @@ import (
 
 // Job returns everything known about one job.
 func (r *Reader) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
-	var d protocol.JobDetail
-	row, err := r.jobRow(ctx, id)
+	d, row, err := r.jobOutput(ctx, id)
 	if err != nil {
 		return d, err
 	}
-	d.JobInfo, d.Placeholder = row.JobInfo, row.placeholder
 	if d.Array, err = r.src.Array(ctx, id); err != nil {
 		return d, err
-	}
-	if row.outDir != "" && row.attempt > 0 {
-		d.Stdout, d.Stderr = job.OutputPaths(row.outDir, id, row.attempt)
-		d.StdoutCopy, d.StderrCopy = r.copies(row.outDir, id, row.attempt)
 	}
 	if d.WaitingOn, err = r.waitingOn(ctx, id, row.Prereqs, row.AfterAny); err != nil {
 		return d, err
@@ -33,19 +27,6 @@ func (r *Reader) Job(ctx context.Context, id int64) (protocol.JobDetail, error) 
 		if d.BlockedBy, err = r.blockedBy(ctx, id); err != nil {
 			return d, err
 		}
-	}
-	lost, err := r.outputLost(ctx, id)
-	if err != nil {
-		return d, err
-	}
-	if row.attempt > 0 {
-		d.OutputLost = lost[row.attempt]
-	}
-	if d.History, err = r.history(ctx, r.db, id, lost); err != nil {
-		return d, err
-	}
-	if err := r.addStreamed(ctx, &d, row.attempt); err != nil {
-		return d, err
 	}
 	if d.State == string(job.Executing) {
 		if d.Copies, err = r.src.RunningCopies(ctx, id); err != nil {
@@ -59,6 +40,40 @@ func (r *Reader) Job(ctx context.Context, id int64) (protocol.JobDetail, error) 
 		return d, err
 	}
 	return d, r.files(ctx, &d)
+}
+
+// JobOutput is the part of job id's detail that reading its output needs:
+// its row, where each attempt's outputs lie and what was lost of them,
+// its attempts. Not its array's counts (a scan of every member: most of
+// a second in an array of a million), prerequisites, copies, plan or
+// files: mqstat --cat, an export and a follower's polls ask this.
+func (r *Reader) JobOutput(ctx context.Context, id int64) (protocol.JobDetail, error) {
+	d, _, err := r.jobOutput(ctx, id)
+	return d, err
+}
+
+func (r *Reader) jobOutput(ctx context.Context, id int64) (protocol.JobDetail, statRow, error) {
+	var d protocol.JobDetail
+	row, err := r.jobRow(ctx, id)
+	if err != nil {
+		return d, row, err
+	}
+	d.JobInfo, d.Placeholder = row.JobInfo, row.placeholder
+	if row.outDir != "" && row.attempt > 0 {
+		d.Stdout, d.Stderr = job.OutputPaths(row.outDir, id, row.attempt)
+		d.StdoutCopy, d.StderrCopy = r.copies(row.outDir, id, row.attempt)
+	}
+	lost, err := r.outputLost(ctx, id)
+	if err != nil {
+		return d, row, err
+	}
+	if row.attempt > 0 {
+		d.OutputLost = lost[row.attempt]
+	}
+	if d.History, err = r.history(ctx, r.db, id, lost); err != nil {
+		return d, row, err
+	}
+	return d, row, r.addStreamed(ctx, &d, row.attempt)
 }
 
 // jobRow reads job id's listing row.

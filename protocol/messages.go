@@ -319,6 +319,9 @@ type JobDetail struct {
 	// blocks it (through other blocked jobs, maybe).
 	BlockedBy *JobRefState  `json:"blocked_by,omitempty"`
 	History   []AttemptInfo `json:"history,omitempty"`
+	// Unstarted are attempts handed back before they started (fetched
+	// ahead, then given back): their numbers are taken, nothing ran.
+	Unstarted []AttemptInfo `json:"unstarted,omitempty"`
 	// Copies are the attempts running now beside the job's own (job
 	// replication); they have no Finished yet.
 	Copies    []AttemptInfo  `json:"copies,omitempty"`
@@ -631,6 +634,13 @@ type Next struct {
 	// more than cores (memory, GPUs, named resources): jobs given it
 	// must fit, each within its Assignment.Grant. Nil: Free cores.
 	Available *Capacity `json:"available,omitempty"`
+	// Ahead is how many of the Free jobs asked for go beyond the free
+	// slots, to be held until one frees (prefetch): the jobs handed out
+	// in those last slots come marked Assignment.Ahead.
+	Ahead int `json:"ahead,omitempty"`
+	// Started lists the attempts handed out Ahead whose process the
+	// placeholder has started since it last said (CheckStarted).
+	Started []JobRef `json:"started,omitempty"`
 }
 
 // NextReply hands out jobs. Exit asks the placeholder to finish what it runs
@@ -642,8 +652,11 @@ type NextReply struct {
 
 // Assignment is one job handed to a placeholder.
 type Assignment struct {
-	ID      int64  `json:"id"`
-	Attempt int    `json:"attempt"`
+	ID      int64 `json:"id"`
+	Attempt int   `json:"attempt"`
+	// Ahead: handed out in a slot Next.Ahead asked for, so shown
+	// prefetched (P) until the placeholder lists it in Started.
+	Ahead   bool   `json:"ahead,omitempty"`
 	Command string `json:"command"`
 	// CommandBytes is the exact command when it is not valid UTF-8
 	// (Command is then empty): run CommandOf(Command, CommandBytes).
@@ -837,6 +850,7 @@ const MaxOutput = MaxStaged
 type ReportBatch struct {
 	Placeholder int64    `json:"placeholder"`
 	Reports     []Report `json:"reports"`
+	Started     []JobRef `json:"started,omitempty"` // as Next's
 }
 
 // JobRef names one attempt of a job.
@@ -853,6 +867,9 @@ type Heartbeat struct {
 	// each also listed in Running): the first copy of a job to claim wins,
 	// and only a winner may move its outputs into place and report Done.
 	Claim []JobRef `json:"claim,omitempty"`
+	// Started is as Next's: a job that starts while no request goes
+	// says so here at the latest.
+	Started []JobRef `json:"started,omitempty"`
 }
 
 // HeartbeatReply lists jobs the placeholder must kill (deleted by the user).

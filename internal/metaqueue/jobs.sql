@@ -44,11 +44,18 @@ UPDATE jobs SET state = 'X', finished = ?, reason = ? WHERE id = ?;
 -- Marks jobs Executing for one placeholder (?1) from ?2 on and returns what
 -- their assignments need. A request claims any number of jobs: claimSQL
 -- expands the id list to that many parameters.
+-- Jobs handed out ahead of the placeholder's free slots are claimed with
+-- prefetched = 1 instead (claimAheadSQL): P until it says it started
+-- them (Started).
 UPDATE jobs SET state = 'E', attempts = attempts + 1, row_attempt = NULL, placeholder_id = ?1, started = ?2,
-	finished = NULL, exit = NULL, reason = NULL
+	finished = NULL, exit = NULL, reason = NULL, prefetched = NULL
 WHERE id IN (/*SLICE:ids*/?)
 RETURNING id, attempts, attempt_base, command, cwd, submitted,
 	coalesce((SELECT env FROM job_env WHERE job_id = jobs.id), '');
+
+-- name: Started
+-- Executing jobs whose placeholders said they started them: P to E.
+UPDATE jobs SET prefetched = NULL WHERE id IN (/*SLICE:ids*/?) AND state = 'E';
 
 -- name: InsertPrereq
 -- One prerequisite: kind 0 after-ok, 1 after-any. The bulk path repeats
@@ -75,7 +82,8 @@ WHERE j.id = ?;
 
 -- name: LoadJobs
 -- Every job, in one pass at load.
-SELECT id, queue_id, target_id, state, est, coalesce(row_attempt, attempts), attempt_base, placeholder_id, started, finished
+SELECT id, queue_id, target_id, state, est, coalesce(row_attempt, attempts), attempt_base, placeholder_id, started, finished,
+	prefetched IS NOT NULL
 FROM jobs ORDER BY id;
 
 -- name: LoadEdges

@@ -109,7 +109,7 @@ var hints = []hint{
 		return "ask for all of a placeholder's cores with --cpus N (and its memory with --mem SIZE)"
 	}},
 	{names: []string{"dependency"}, from: "Slurm", say: dependencyHint},
-	{names: []string{"W"}, from: "qsub", say: qsubWHint},
+	{names: []string{"W", "additional-attributes"}, from: "qsub", say: qsubWHint}, // PBS calls it additional_attributes
 	{names: []string{"hold_jid"}, from: "SGE", say: func(string) string {
 		// SGE starts the job once the named jobs have ended, whatever
 		// their exit status: afterany.

@@ -295,7 +295,7 @@ func (a *Agent) heartbeats(ctx context.Context) {
 		refs := a.runningRefs()
 		if len(refs) > 0 {
 			var reply protocol.HeartbeatReply
-			started := a.started.list()
+			started := a.started.list(a.now())
 			err := call(ctx, a, protocol.OpHeartbeat, func(id int64) protocol.Heartbeat {
 				return protocol.Heartbeat{Placeholder: id, Running: refs, Started: started}
 			}, &reply)

@@ -98,7 +98,7 @@ func (w *workLoop) sendReports(take int) {
 		// and the batch sent again (call).
 		ans := reported{took: take, asked: take > 0}
 		w.a.syncReports(batch)
-		started := w.a.started.list()
+		started := w.a.started.list(w.a.now())
 		var err error
 		if take > 0 {
 			// take is free slots alone: nothing ahead.

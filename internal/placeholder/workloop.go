@@ -297,7 +297,7 @@ func (w *workLoop) start(u []protocol.Assignment, g resource.Grant) {
 	a := w.a
 	w.free -= g.CPUs
 	w.running++
-	a.started.add(u)
+	a.started.add(u, a.now())
 	if isBundle(u) {
 		// Its jobs report through progress; the empty report frees what
 		// it holds.
@@ -374,7 +374,7 @@ func (w *workLoop) sendPoll(m move) {
 		ahead = 0
 	}
 	avail := w.available()
-	started := w.a.started.list()
+	started := w.a.started.list(w.a.now())
 	go func(ch chan polled) {
 		var p polled
 		w.a.syncReports(sent)
@@ -545,7 +545,7 @@ func (a *Agent) work(ctx context.Context) error {
 			// Final report: deliver it even though ctx has ended.
 			a.syncReports(w.reports)
 			return call(rctx, a, protocol.OpReport, func(id int64) protocol.ReportBatch {
-				return protocol.ReportBatch{Placeholder: id, Reports: w.reports, Started: a.started.list()}
+				return protocol.ReportBatch{Placeholder: id, Reports: w.reports, Started: a.started.list(a.now())}
 			}, nil)
 		}
 		if m.ReportAlone {

@@ -185,9 +185,13 @@ type BulkAdd struct {
 // 100 bytes); ArrayLimit caps how many of its members execute at once (0 =
 // no cap).
 type BulkCommit struct {
-	Token      string `json:"token,omitempty"`
-	Array      string `json:"array,omitempty"`
-	ArrayLimit int    `json:"array_limit,omitempty"`
+	Token string `json:"token,omitempty"`
+	Array string `json:"array,omitempty"`
+	// Env is an environment every job of the commit gets, under its own
+	// (mqsub -V with --array or -f): stored once for the commit, bounded
+	// as a job's (MaxEnvBytes).
+	Env        map[string]string `json:"env,omitempty"`
+	ArrayLimit int               `json:"array_limit,omitempty"`
 }
 
 // Stat selects jobs to list.

@@ -2,7 +2,6 @@ package metaqueue
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -508,6 +507,7 @@ func (s *Store) handOut(p *parkedNext, picks []picked, now time.Time) error {
 type assignRow struct {
 	attempt, base     int
 	command, cwd, env string
+	shared            string // the environment its submission's jobs share, under env
 	submitted         int64
 }
 
@@ -520,9 +520,9 @@ func (s *Store) assignment(id int64, q *queue, r assignRow, bundle int64, seq in
 		Target: s.g.Name(j.Target), Queue: q.Name, Ceiling: q.Ceiling,
 		Bundle: bundle, Seq: seq,
 	}
-	if r.env != "" {
-		var env map[string]string
-		if err := json.Unmarshal([]byte(r.env), &env); err != nil {
+	if r.env != "" || r.shared != "" {
+		env, err := jobEnv(r.shared, r.env)
+		if err != nil {
 			return a, fatalError{fmt.Errorf("job %d's environment: %w", id, err)}
 		}
 		a.Env = protocol.EnvList(env)

@@ -51,7 +51,9 @@ UPDATE jobs SET state = 'E', attempts = attempts + 1, row_attempt = NULL, placeh
 	finished = NULL, exit = NULL, reason = NULL, prefetched = NULL
 WHERE id IN (/*SLICE:ids*/?)
 RETURNING id, attempts, attempt_base, command, cwd, submitted,
-	coalesce((SELECT env FROM job_env WHERE job_id = jobs.id), '');
+	coalesce((SELECT env FROM job_env WHERE job_id = jobs.id), ''),
+	coalesce((SELECT e.env FROM submit_env e WHERE e.first_job = (SELECT max(first_job) FROM submit_env WHERE first_job <= jobs.id)
+		AND e.last_job >= jobs.id), '');
 
 -- name: Started
 -- Executing jobs whose placeholders said they started them: P to E.
@@ -64,6 +66,10 @@ INSERT OR IGNORE INTO job_prereqs (job_id, target_id, kind) VALUES (?, ?, ?);
 
 -- name: InsertEnv
 INSERT INTO job_env (job_id, env) VALUES (?, ?);
+
+-- name: InsertSubmitEnv
+-- The environment a bulk commit's jobs first..last share (Bulk.SharedEnv).
+INSERT INTO submit_env (first_job, last_job, env) VALUES (?, ?, ?);
 
 -- name: InsertFile
 INSERT INTO job_files (job_id, kind, seq, path, size, rel) VALUES (?, ?, ?, ?, ?, ?);
@@ -109,7 +115,9 @@ UPDATE jobs SET row_attempt = ?, placeholder_id = ?, started = ? WHERE id = ?;
 -- showing the attempt it showed.
 UPDATE jobs SET row_attempt = coalesce(row_attempt, attempts), attempts = attempts + 1,
 	attempt_base = attempt_base + 1 WHERE id = ? AND state = 'E'
-RETURNING attempts, command, cwd, submitted, coalesce((SELECT env FROM job_env WHERE job_id = jobs.id), '');
+RETURNING attempts, command, cwd, submitted, coalesce((SELECT env FROM job_env WHERE job_id = jobs.id), ''),
+	coalesce((SELECT e.env FROM submit_env e WHERE e.first_job = (SELECT max(first_job) FROM submit_env WHERE first_job <= jobs.id)
+		AND e.last_job >= jobs.id), '');
 
 -- name: InsertPriority
 -- A job's priority, kept only when it is not 0 (mqsub -p).

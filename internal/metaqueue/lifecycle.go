@@ -150,7 +150,7 @@ func (s *Store) claimRows(ph int64, now time.Time, ids []int64, ahead bool, got 
 	for rows.Next() {
 		var id int64
 		var r assignRow
-		if err := rows.Scan(&id, &r.attempt, &r.base, &r.command, &r.cwd, &r.submitted, &r.env); err != nil {
+		if err := rows.Scan(&id, &r.attempt, &r.base, &r.command, &r.cwd, &r.submitted, &r.env, &r.shared); err != nil {
 			rows.Close()
 			return fatalError{err}
 		}

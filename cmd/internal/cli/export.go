@@ -103,11 +103,6 @@ func clipSpec(s string) string {
 	return s
 }
 
-// exportsAll reports whether -V or --export=ALL is given.
-func exportsAll(c *cli.Context) bool {
-	return c.Bool("V") || strings.EqualFold(strings.SplitN(c.String("export"), ",", 2)[0], "ALL")
-}
-
 // exportInto lays the exported environment under the job's own -v
 // variables (-v wins for a name both set), warning of names left out.
 func exportInto(c *cli.Context, environ func() []string, js *protocol.JobSpec) error {

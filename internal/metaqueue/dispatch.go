@@ -452,25 +452,13 @@ func (s *Store) handOut(p *parkedNext, picks []picked, now time.Time) error {
 	}
 	s.phWorked(p.req.Placeholder)
 	ahead := s.aheadOf(p, picks)
-	var ids, held []int64
+	ids := make([]int64, len(picks))
 	for i, pk := range picks {
-		if ahead[i] {
-			held = append(held, pk.id)
-		} else {
-			ids = append(ids, pk.id)
-		}
+		ids[i] = pk.id
 	}
-	got := make(map[int64]assignRow, len(picks))
-	for _, g := range []struct {
-		ids   []int64
-		ahead bool
-	}{{ids, false}, {held, true}} {
-		if len(g.ids) == 0 {
-			continue
-		}
-		if err := s.claimRows(p.req.Placeholder, now, g.ids, g.ahead, got); err != nil {
-			return err
-		}
+	got, err := s.claimRows(p.req.Placeholder, now, ids, ahead)
+	if err != nil {
+		return err
 	}
 	lease := now.Add(s.opt.Lease)
 	for i, pk := range picks {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -59,6 +60,20 @@ func claimSQL(n int) string {
 func claimAheadSQL(n int) string {
 	return strings.Replace(claimSQL(n), "prefetched = NULL", "prefetched = 1", 1)
 }
+
+// claimMixedSQL is claimSQL for a request some of whose jobs are ahead:
+// ?3 lists those (",7,9,"), so one statement claims them all, as without
+// prefetch (a second one cost the CLS about 15% more CPU per `true` job).
+func claimMixedSQL(n int) string {
+	return strings.Replace(claimSQL(n), "prefetched = NULL", "prefetched = CASE WHEN instr(?3, ',' || id || ',') > 0 THEN 1 END", 1)
+}
+
+// Claims by how many of their jobs are ahead (dispatchN).
+const (
+	claimNone = iota
+	claimAll
+	claimSome
+)
 
 // submitted enters new job id, its row buffered in in, into the graph
 // and the estimates that rank it.
@@ -131,35 +146,53 @@ func (s *Store) claim(id int64) (dag.Node, error) {
 }
 
 // claimRows marks the claimed jobs ids Executing for placeholder ph from
-// now on in one UPDATE (prefetched, P, if ahead of its free slots), and
-// adds what each job's assignment needs to got.
-func (s *Store) claimRows(ph int64, now time.Time, ids []int64, ahead bool, got map[int64]assignRow) error {
-	stmt, err := s.stmts.dispatchN(context.Background(), s.w, len(ids), ahead)
-	if err != nil {
-		return fatalError{err}
+// now on in one UPDATE, those ahead of its free slots prefetched (P), and
+// returns what each job's assignment needs.
+func (s *Store) claimRows(ph int64, now time.Time, ids []int64, ahead []bool) (map[int64]assignRow, error) {
+	kind, list, n := claimNone, []byte{','}, 0
+	for i, a := range ahead {
+		if a {
+			list = strconv.AppendInt(list, ids[i], 10)
+			list = append(list, ',')
+			n++
+		}
 	}
-	args := make([]any, 0, 2+len(ids))
+	switch {
+	case n == len(ids):
+		kind = claimAll
+	case n > 0:
+		kind = claimSome
+	}
+	stmt, err := s.stmts.dispatchN(context.Background(), s.w, len(ids), kind)
+	if err != nil {
+		return nil, fatalError{err}
+	}
+	args := make([]any, 0, 3+len(ids))
 	args = append(args, ph, micros(now))
+	if kind == claimSome {
+		args = append(args, string(list))
+	}
 	for _, id := range ids {
 		args = append(args, id)
 	}
 	rows, err := stmt.Query(args...)
 	if err != nil {
-		return fatalError{err}
+		return nil, fatalError{err}
 	}
+	got := make(map[int64]assignRow, len(ids))
 	for rows.Next() {
 		var id int64
 		var r assignRow
 		if err := rows.Scan(&id, &r.attempt, &r.base, &r.command, &r.cwd, &r.submitted, &r.env, &r.shared); err != nil {
 			rows.Close()
-			return fatalError{err}
+			return nil, fatalError{err}
 		}
 		got[id] = r
 	}
 	if err := closeRows(rows); err != nil {
-		return fatalError{err}
+		return nil, fatalError{err}
 	}
-	return nil
+	return got, nil
 }
 
 // attemptEnd is how an attempt ended: what the job's row, or its history

@@ -129,7 +129,8 @@ func TestPrefetchBadInput(t *testing.T) {
 }
 
 // TestClaimAheadSQL: the claim of jobs ahead is the claim's text with the
-// mark set, and the same parameters.
+// mark set, and the same parameters; a mixed claim takes the list of
+// those ahead as ?3.
 func TestClaimAheadSQL(t *testing.T) {
 	t.Parallel()
 	a, c := claimAheadSQL(3), claimSQL(3)
@@ -139,5 +140,8 @@ func TestClaimAheadSQL(t *testing.T) {
 	e := newEnv(t)
 	if _, err := e.s.w.ExecContext(context.Background(), a, 1, 2, 10, 11, 12); err != nil {
 		t.Fatalf("claimAheadSQL(3) with 5 arguments: %v", err)
+	}
+	if _, err := e.s.w.ExecContext(context.Background(), claimMixedSQL(3), 1, 2, ",11,", 10, 11, 12); err != nil {
+		t.Fatalf("claimMixedSQL(3) with 6 arguments: %v", err)
 	}
 }

@@ -19,15 +19,19 @@ type stmts struct {
 	insPlaceholder, touchPlaceholder, jobRow, jobPrereqs                               *sql.Stmt
 	jobEnd, keepAttempt, keepCommand, setCommand, insFile                              *sql.Stmt
 	all                                                                                []*sql.Stmt
-	dispatchBy                                                                         map[int]*sql.Stmt // by n, -n if ahead
+	dispatchBy                                                                         map[int]*sql.Stmt // by 3n + kind
 }
 
 // dispatchN returns the statement that marks n jobs Executing for one
-// placeholder, prefetched if ahead (prepared on first use for each).
-func (st *stmts) dispatchN(ctx context.Context, c *sql.Conn, n int, ahead bool) (*sql.Stmt, error) {
-	key, text := n, claimSQL
-	if ahead {
-		key, text = -n, claimAheadSQL
+// placeholder, none, all or some of them prefetched (kind: claimNone,
+// claimAll, claimSome; prepared on first use for each).
+func (st *stmts) dispatchN(ctx context.Context, c *sql.Conn, n, kind int) (*sql.Stmt, error) {
+	key, text := 3*n+kind, claimSQL
+	switch kind {
+	case claimAll:
+		text = claimAheadSQL
+	case claimSome:
+		text = claimMixedSQL
 	}
 	if s := st.dispatchBy[key]; s != nil {
 		return s, nil

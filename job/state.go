@@ -41,7 +41,8 @@ const (
 	// prefetched mark, set by dispatch and cleared by the placeholder's
 	// next message (or its report). A job handed back unstarted goes to
 	// Queued; one whose placeholder vanishes is treated as any Executing
-	// one. Selectors that act on jobs (mqdel -s) take E, which includes it.
+	// one. Selectors that act on jobs (mqdel -s) take E for both (P alone
+	// is refused: only E can be acted on); mqstat -s P lists P jobs alone.
 	Prefetched State = 'P'
 )
 

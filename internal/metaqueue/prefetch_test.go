@@ -46,7 +46,7 @@ func TestPrefetchedShownP(t *testing.T) {
 	for _, a := range held {
 		e.mustBe(a.ID, job.Prefetched)
 	}
-	if got := e.stat(protocol.Stat{States: "P"}); len(got) != 2 || got[0].ID != held[0].ID || got[0].State != "P" {
+	if got := e.stat(protocol.Stat{States: "P"}); len(got) != 2 || got[0].ID != held[0].ID || got[0].State != "P" || got[0].Started != "" {
 		t.Fatalf("mqstat -s P lists %+v, want the 2 held jobs", got)
 	}
 	if got := e.stat(protocol.Stat{States: "E"}); len(got) != 4 {

@@ -56,6 +56,9 @@ func scanStat(rows *sql.Rows) (statRow, error) {
 		r.Exit = &e
 	}
 	r.Submitted, r.Started, r.Finished = Micros(submitted), Micros(started), Micros(finished)
+	if st == string(job.Prefetched) {
+		r.Started = "" // handed out, not started: the row's time is the hand-out's
+	}
 	r.Est = est.Float64
 	r.Prereqs = []string{}
 	if prereqs != "" {

@@ -35,16 +35,25 @@ const (
 	// dependents wait. Only Waiting and Queued jobs can be held; mqdel
 	// deletes a held job as any other live one.
 	Held State = 'H'
+	// Prefetched: Executing, handed to a placeholder that fetched it
+	// ahead of a free slot and has not said it started it. Shown, never
+	// stored as a state nor in the graph: the row is E with its
+	// prefetched mark, set by dispatch and cleared by the placeholder's
+	// next message (or its report). A job handed back unstarted goes to
+	// Queued; one whose placeholder vanishes is treated as any Executing
+	// one. Selectors that act on jobs (mqdel -s) take E for both (P alone
+	// is refused: only E can be acted on); mqstat -s P lists P jobs alone.
+	Prefetched State = 'P'
 )
 
 // States lists every state in display order.
-var States = []State{Waiting, Queued, Held, Executing, Done, Failed, Blocked, Deleted}
+var States = []State{Waiting, Queued, Held, Prefetched, Executing, Done, Failed, Blocked, Deleted}
 
 // ParseState reads one state letter.
 func ParseState(c byte) (State, error) {
 	s := State(c)
 	if !s.Valid() {
-		return 0, fmt.Errorf("unknown job state %q (want one of WQHEDFBX)", string(c))
+		return 0, fmt.Errorf("unknown job state %q (want one of WQHPEDFBX)", string(c))
 	}
 	return s, nil
 }
@@ -52,7 +61,7 @@ func ParseState(c byte) (State, error) {
 // ParseStates reads a set of state letters such as "QE".
 func ParseStates(s string) ([]State, error) {
 	if s == "" {
-		return nil, fmt.Errorf("empty state list (want letters from WQHEDFBX)")
+		return nil, fmt.Errorf("empty state list (want letters from WQHPEDFBX)")
 	}
 	var out []State
 	for i := 0; i < len(s); i++ {
@@ -68,7 +77,7 @@ func ParseStates(s string) ([]State, error) {
 // Valid reports whether s is one of the declared states.
 func (s State) Valid() bool {
 	switch s {
-	case Waiting, Queued, Held, Executing, Done, Failed, Blocked, Deleted:
+	case Waiting, Queued, Held, Prefetched, Executing, Done, Failed, Blocked, Deleted:
 		return true
 	}
 	return false
@@ -95,6 +104,8 @@ func (s State) Name() string {
 		return "deleted"
 	case Held:
 		return "held"
+	case Prefetched:
+		return "prefetched"
 	}
 	return "unknown"
 }

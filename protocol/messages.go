@@ -185,9 +185,13 @@ type BulkAdd struct {
 // 100 bytes); ArrayLimit caps how many of its members execute at once (0 =
 // no cap).
 type BulkCommit struct {
-	Token      string `json:"token,omitempty"`
-	Array      string `json:"array,omitempty"`
-	ArrayLimit int    `json:"array_limit,omitempty"`
+	Token string `json:"token,omitempty"`
+	Array string `json:"array,omitempty"`
+	// Env is an environment every job of the commit gets, under its own
+	// (mqsub -V with --array or -f): stored once for the commit, bounded
+	// as a job's (MaxEnvBytes).
+	Env        map[string]string `json:"env,omitempty"`
+	ArrayLimit int               `json:"array_limit,omitempty"`
 }
 
 // Stat selects jobs to list.
@@ -323,6 +327,9 @@ type JobDetail struct {
 	// blocks it (through other blocked jobs, maybe).
 	BlockedBy *JobRefState  `json:"blocked_by,omitempty"`
 	History   []AttemptInfo `json:"history,omitempty"`
+	// Unstarted are attempts handed back before they started (fetched
+	// ahead, then given back): their numbers are taken, nothing ran.
+	Unstarted []AttemptInfo `json:"unstarted,omitempty"`
 	// Copies are the attempts running now beside the job's own (job
 	// replication); they have no Finished yet.
 	Copies    []AttemptInfo  `json:"copies,omitempty"`
@@ -648,6 +655,13 @@ type Next struct {
 	// job by its own, holding one whose grant does not fit what is free
 	// (docs/design/resources.md, "What the agent's free amounts are for").
 	Available *Capacity `json:"available,omitempty"`
+	// Ahead is how many of the Free jobs asked for go beyond the free
+	// slots, to be held until one frees (prefetch): the jobs handed out
+	// in those last slots come marked Assignment.Ahead.
+	Ahead int `json:"ahead,omitempty"`
+	// Started lists the attempts handed out Ahead whose process the
+	// placeholder has started since it last said (CheckStarted).
+	Started []JobRef `json:"started,omitempty"`
 }
 
 // NextReply hands out jobs. Exit asks the placeholder to finish what it runs
@@ -659,8 +673,11 @@ type NextReply struct {
 
 // Assignment is one job handed to a placeholder.
 type Assignment struct {
-	ID      int64  `json:"id"`
-	Attempt int    `json:"attempt"`
+	ID      int64 `json:"id"`
+	Attempt int   `json:"attempt"`
+	// Ahead: handed out in a slot Next.Ahead asked for, so shown
+	// prefetched (P) until the placeholder lists it in Started.
+	Ahead   bool   `json:"ahead,omitempty"`
 	Command string `json:"command"`
 	// CommandBytes is the exact command when it is not valid UTF-8
 	// (Command is then empty): run CommandOf(Command, CommandBytes).
@@ -859,6 +876,7 @@ const MaxOutput = MaxStaged
 type ReportBatch struct {
 	Placeholder int64    `json:"placeholder"`
 	Reports     []Report `json:"reports"`
+	Started     []JobRef `json:"started,omitempty"` // as Next's
 }
 
 // JobRef names one attempt of a job.
@@ -875,6 +893,9 @@ type Heartbeat struct {
 	// each also listed in Running): the first copy of a job to claim wins,
 	// and only a winner may move its outputs into place and report Done.
 	Claim []JobRef `json:"claim,omitempty"`
+	// Started is as Next's: a job that starts while no request goes
+	// says so here at the latest.
+	Started []JobRef `json:"started,omitempty"`
 }
 
 // HeartbeatReply lists jobs the placeholder must kill (deleted by the user).

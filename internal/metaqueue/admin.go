@@ -525,8 +525,9 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 func (s *Store) Summary(ctx context.Context) ([]protocol.QueueCounts, error) {
 	var out []protocol.QueueCounts
 	err := s.do(ctx, func() error {
+		pre := s.prefetched()
 		for _, q := range s.qlist {
-			qc := protocol.QueueCounts{Queue: q.Name, Policy: q.Policy, Counts: inspect.Counts(s.countsFor(q.id))}
+			qc := protocol.QueueCounts{Queue: q.Name, Policy: q.Policy, Counts: inspect.Counts(s.countsFor(q.id), pre[q.id])}
 			if info := s.econInfo(q); info.Spent > 0 || q.costed() {
 				qc.Spent, qc.SpentBySite, qc.Infeasible, qc.OverBudget = info.Spent, info.SpentBySite, info.Infeasible, info.OverBudget
 				qc.Budget, qc.Deadline = q.Budget, q.Deadline

@@ -6,6 +6,11 @@ INSERT OR REPLACE INTO attempts (job_id, attempt, placeholder_id, started, finis
 	cpu_user, cpu_sys, max_rss)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
+-- name: InsertUnstarted
+-- An attempt handed back before it started: listed, never run.
+INSERT OR REPLACE INTO attempts (job_id, attempt, placeholder_id, finished, reason, unstarted)
+VALUES (?, ?, ?, ?, ?, 1);
+
 -- name: KeepAttempt
 -- A rerun keeps the job's last attempt, as its row has it, in attempts.
 INSERT OR REPLACE INTO attempts (job_id, attempt, placeholder_id, started, finished, exit, reason,

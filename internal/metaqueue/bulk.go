@@ -30,6 +30,8 @@ type Bulk struct {
 	array      bool
 	arraySpec  string
 	arrayLimit int
+	// env is the environment every job shares, JSON (SharedEnv); "": none.
+	env string
 }
 
 // Defaults of Options.MaxBulkJobs and MaxBulkBytes: the largest job array
@@ -146,6 +148,11 @@ func (b *Bulk) CommitToken(ctx context.Context, token string) (first int64, coun
 		}
 		if b.array {
 			if err := s.saveArray(first, first+int64(b.n)-1, b.arraySpec, b.arrayLimit); err != nil {
+				return err
+			}
+		}
+		if b.env != "" {
+			if err := s.saveSharedEnv(first, first+int64(b.n)-1, b.env); err != nil {
 				return err
 			}
 		}

@@ -344,7 +344,7 @@ func (s *Store) dispatchCopy(p *parkedNext, id int64, q *queue) error {
 	now := s.now()
 	var r assignRow
 	err := s.w.QueryRowContext(context.Background(), jobsSQL.Get("NewCopyAttempt"), id).
-		Scan(&r.attempt, &r.command, &r.cwd, &r.submitted, &r.env)
+		Scan(&r.attempt, &r.command, &r.cwd, &r.submitted, &r.env, &r.shared)
 	if err != nil {
 		return fatalError{fmt.Errorf("copy job %d: %w", id, err)}
 	}

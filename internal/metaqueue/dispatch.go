@@ -2,7 +2,6 @@ package metaqueue
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -62,11 +61,20 @@ func (s *Store) Next(ctx context.Context, req protocol.Next) (protocol.NextReply
 	if err := protocol.CheckSeconds("walltime_left_s", req.WalltimeLeft); err != nil {
 		return reply, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
 	}
+	if err := protocol.CheckStarted(req.Started); err != nil {
+		return reply, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+	}
+	if req.Ahead < 0 || req.Ahead > req.Free {
+		return reply, protocol.Errorf(protocol.CodeBadRequest, "ahead must be 0..free (%d), not %d", req.Free, req.Ahead)
+	}
 	wait := min(time.Duration(req.WaitMS)*time.Millisecond, 5*time.Minute)
 	c := &call{ctx: ctx, done: make(chan struct{})}
 	c.fn = func() error {
 		if !s.reg.Known(req.Placeholder) {
 			return protocol.Errorf(protocol.CodeNotFound, "unknown placeholder %d: register first", req.Placeholder)
+		}
+		if err := s.markStarted(req.Placeholder, req.Started); err != nil {
+			return err
 		}
 		if err := s.report(req.Placeholder, req.Reports); err != nil {
 			return err
@@ -104,7 +112,21 @@ func (s *Store) Next(ctx context.Context, req protocol.Next) (protocol.NextReply
 
 // Report records finished job attempts without asking for work.
 func (s *Store) Report(ctx context.Context, placeholder int64, reports []protocol.Report) error {
-	return s.do(ctx, func() error { return s.report(placeholder, reports) })
+	return s.ReportBatch(ctx, protocol.ReportBatch{Placeholder: placeholder, Reports: reports})
+}
+
+// ReportBatch records the attempts b says started, then those that
+// ended, in one commit.
+func (s *Store) ReportBatch(ctx context.Context, b protocol.ReportBatch) error {
+	if err := protocol.CheckStarted(b.Started); err != nil {
+		return protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+	}
+	return s.do(ctx, func() error {
+		if err := s.markStarted(b.Placeholder, b.Started); err != nil {
+			return err
+		}
+		return s.report(b.Placeholder, b.Reports)
+	})
 }
 
 func (s *Store) report(ph int64, reports []protocol.Report) error {
@@ -244,7 +266,7 @@ func (s *Store) endAttempt(id int64, j dag.Node, ru *run, out outcome, r protoco
 	case retry:
 		return s.retryForMemory(id, e)
 	case next == job.Queued && out == returned:
-		return s.unclaim(id)
+		return s.unclaim(id, e)
 	case next == job.Queued:
 		return s.requeue(id, e)
 	case next == job.Failed && e.reason == "":
@@ -429,22 +451,24 @@ func (s *Store) handOut(p *parkedNext, picks []picked, now time.Time) error {
 		return err
 	}
 	s.phWorked(p.req.Placeholder)
+	ahead := s.aheadOf(p, picks)
 	ids := make([]int64, len(picks))
 	for i, pk := range picks {
 		ids[i] = pk.id
 	}
-	got, err := s.claimRows(p.req.Placeholder, now, ids)
+	got, err := s.claimRows(p.req.Placeholder, now, ids, ahead)
 	if err != nil {
 		return err
 	}
 	lease := now.Add(s.opt.Lease)
-	for _, pk := range picks {
+	for i, pk := range picks {
 		r, ok := got[pk.id]
 		if !ok {
 			return fatalError{fmt.Errorf("ready job %d has no row", pk.id)}
 		}
 		ru := pk.ru
 		ru.attempt, ru.used, ru.placeholder, ru.lease, ru.started = r.attempt, r.attempt-r.base, p.req.Placeholder, lease, now
+		ru.unstarted = ahead[i] // P until the placeholder says it started it (markStarted)
 		s.ledger.Numbered(pk.id, r.attempt)
 		s.pack.Numbered(pk.id, r.attempt)
 		s.running[pk.id] = ru
@@ -452,7 +476,7 @@ func (s *Store) handOut(p *parkedNext, picks []picked, now time.Time) error {
 		if err != nil {
 			return err
 		}
-		a.Grant = pk.grant
+		a.Grant, a.Ahead = pk.grant, ahead[i]
 		// A job that may be copied later runs apart from the start: its
 		// outputs must not be overwritten by a copy that loses.
 		a.Scratch = s.repl.On() && s.copyable(pk.id, pk.q)
@@ -471,6 +495,7 @@ func (s *Store) handOut(p *parkedNext, picks []picked, now time.Time) error {
 type assignRow struct {
 	attempt, base     int
 	command, cwd, env string
+	shared            string // the environment its submission's jobs share, under env
 	submitted         int64
 }
 
@@ -483,9 +508,9 @@ func (s *Store) assignment(id int64, q *queue, r assignRow, bundle int64, seq in
 		Target: s.g.Name(j.Target), Queue: q.Name, Ceiling: q.Ceiling, MaxOutput: q.MaxOutput,
 		Bundle: bundle, Seq: seq,
 	}
-	if r.env != "" {
-		var env map[string]string
-		if err := json.Unmarshal([]byte(r.env), &env); err != nil {
+	if r.env != "" || r.shared != "" {
+		env, err := jobEnv(r.shared, r.env)
+		if err != nil {
 			return a, fatalError{fmt.Errorf("job %d's environment: %w", id, err)}
 		}
 		a.Env = protocol.EnvList(env)

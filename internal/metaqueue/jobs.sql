@@ -44,11 +44,20 @@ UPDATE jobs SET state = 'X', finished = ?, reason = ? WHERE id = ?;
 -- Marks jobs Executing for one placeholder (?1) from ?2 on and returns what
 -- their assignments need. A request claims any number of jobs: claimSQL
 -- expands the id list to that many parameters.
+-- Jobs handed out ahead of the placeholder's free slots are claimed with
+-- prefetched = 1 instead (claimAheadSQL): P until it says it started
+-- them (Started).
 UPDATE jobs SET state = 'E', attempts = attempts + 1, row_attempt = NULL, placeholder_id = ?1, started = ?2,
-	finished = NULL, exit = NULL, reason = NULL
+	finished = NULL, exit = NULL, reason = NULL, prefetched = NULL
 WHERE id IN (/*SLICE:ids*/?)
 RETURNING id, attempts, attempt_base, command, cwd, submitted,
-	coalesce((SELECT env FROM job_env WHERE job_id = jobs.id), '');
+	coalesce((SELECT env FROM job_env WHERE job_id = jobs.id), ''),
+	coalesce((SELECT e.env FROM submit_env e WHERE e.first_job = (SELECT max(first_job) FROM submit_env WHERE first_job <= jobs.id)
+		AND e.last_job >= jobs.id), '');
+
+-- name: Started
+-- Executing jobs whose placeholders said they started them: P to E.
+UPDATE jobs SET prefetched = NULL WHERE id IN (/*SLICE:ids*/?) AND state = 'E';
 
 -- name: InsertPrereq
 -- One prerequisite: kind 0 after-ok, 1 after-any. The bulk path repeats
@@ -57,6 +66,10 @@ INSERT OR IGNORE INTO job_prereqs (job_id, target_id, kind) VALUES (?, ?, ?);
 
 -- name: InsertEnv
 INSERT INTO job_env (job_id, env) VALUES (?, ?);
+
+-- name: InsertSubmitEnv
+-- The environment a bulk commit's jobs first..last share (Bulk.SharedEnv).
+INSERT INTO submit_env (first_job, last_job, env) VALUES (?, ?, ?);
 
 -- name: InsertFile
 INSERT INTO job_files (job_id, kind, seq, path, size, rel) VALUES (?, ?, ?, ?, ?, ?);
@@ -75,7 +88,8 @@ WHERE j.id = ?;
 
 -- name: LoadJobs
 -- Every job, in one pass at load.
-SELECT id, queue_id, target_id, state, est, coalesce(row_attempt, attempts), attempt_base, placeholder_id, started, finished
+SELECT id, queue_id, target_id, state, est, coalesce(row_attempt, attempts), attempt_base, placeholder_id, started, finished,
+	prefetched IS NOT NULL
 FROM jobs ORDER BY id;
 
 -- name: LoadPrereqs
@@ -101,7 +115,9 @@ UPDATE jobs SET row_attempt = ?, placeholder_id = ?, started = ? WHERE id = ?;
 -- showing the attempt it showed.
 UPDATE jobs SET row_attempt = coalesce(row_attempt, attempts), attempts = attempts + 1,
 	attempt_base = attempt_base + 1 WHERE id = ? AND state = 'E'
-RETURNING attempts, command, cwd, submitted, coalesce((SELECT env FROM job_env WHERE job_id = jobs.id), '');
+RETURNING attempts, command, cwd, submitted, coalesce((SELECT env FROM job_env WHERE job_id = jobs.id), ''),
+	coalesce((SELECT e.env FROM submit_env e WHERE e.first_job = (SELECT max(first_job) FROM submit_env WHERE first_job <= jobs.id)
+		AND e.last_job >= jobs.id), '');
 
 -- name: InsertPriority
 -- A job's priority, kept only when it is not 0 (mqsub -p).

@@ -20,6 +20,9 @@ import (
 // placeholder's). A placeholder can only renew or report its own jobs.
 func (s *Store) Heartbeat(ctx context.Context, hb protocol.Heartbeat) (protocol.HeartbeatReply, error) {
 	var reply protocol.HeartbeatReply
+	if err := protocol.CheckStarted(hb.Started); err != nil {
+		return reply, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+	}
 	err := s.do(ctx, func() error {
 		if !s.reg.Known(hb.Placeholder) {
 			return protocol.Errorf(protocol.CodeNotFound, "unknown placeholder %d: register first", hb.Placeholder)
@@ -28,6 +31,9 @@ func (s *Store) Heartbeat(ctx context.Context, hb protocol.Heartbeat) (protocol.
 			if err := s.planAlive(hb.Placeholder); err != nil {
 				return err
 			}
+		}
+		if err := s.markStarted(hb.Placeholder, hb.Started); err != nil {
+			return err
 		}
 		lease := s.now().Add(s.opt.Lease)
 		for _, c := range hb.Claim {

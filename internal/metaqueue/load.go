@@ -226,7 +226,8 @@ func (s *Store) loadJobs(ctx context.Context, prereqs, afterAny prereqList, now 
 		var est sql.NullFloat64
 		var attempts, base int
 		var ph, started, finished sql.NullInt64
-		if err := rows.Scan(&id, &q, &t, &st, &est, &attempts, &base, &ph, &started, &finished); err != nil {
+		var prefetched bool
+		if err := rows.Scan(&id, &q, &t, &st, &est, &attempts, &base, &ph, &started, &finished, &prefetched); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -260,7 +261,7 @@ func (s *Store) loadJobs(ctx context.Context, prereqs, afterAny prereqList, now 
 		case job.Executing:
 			// A fresh lease: the placeholder may still be running it and will
 			// report or heartbeat once it reconnects.
-			ru := &run{attempt: attempts, used: max(attempts-base, 1), placeholder: ph.Int64, lease: now.Add(s.opt.Lease), started: time.UnixMicro(started.Int64)}
+			ru := &run{attempt: attempts, used: max(attempts-base, 1), placeholder: ph.Int64, lease: now.Add(s.opt.Lease), started: time.UnixMicro(started.Int64), unstarted: prefetched}
 			s.running[id] = ru
 			s.runStarted(id)
 			costedRuns = append(costedRuns, id)

@@ -19,23 +19,31 @@ type stmts struct {
 	insPlaceholder, touchPlaceholder, jobRow, jobPrereqs                               *sql.Stmt
 	jobEnd, keepAttempt, keepCommand, setCommand, insFile                              *sql.Stmt
 	all                                                                                []*sql.Stmt
-	dispatchBy                                                                         map[int]*sql.Stmt
+	dispatchBy                                                                         map[int]*sql.Stmt // by 3n + kind
 }
 
 // dispatchN returns the statement that marks n jobs Executing for one
-// placeholder (prepared on first use for each n).
-func (st *stmts) dispatchN(ctx context.Context, c *sql.Conn, n int) (*sql.Stmt, error) {
-	if s := st.dispatchBy[n]; s != nil {
+// placeholder, none, all or some of them prefetched (kind: claimNone,
+// claimAll, claimSome; prepared on first use for each).
+func (st *stmts) dispatchN(ctx context.Context, c *sql.Conn, n, kind int) (*sql.Stmt, error) {
+	key, text := 3*n+kind, claimSQL
+	switch kind {
+	case claimAll:
+		text = claimAheadSQL
+	case claimSome:
+		text = claimMixedSQL
+	}
+	if s := st.dispatchBy[key]; s != nil {
 		return s, nil
 	}
-	s, err := c.PrepareContext(ctx, claimSQL(n))
+	s, err := c.PrepareContext(ctx, text(n))
 	if err != nil {
 		return nil, err
 	}
 	if st.dispatchBy == nil {
 		st.dispatchBy = map[int]*sql.Stmt{}
 	}
-	st.dispatchBy[n] = s
+	st.dispatchBy[key] = s
 	st.all = append(st.all, s)
 	return s, nil
 }

@@ -190,6 +190,9 @@ type run struct {
 	placeholder int64
 	lease       time.Time
 	started     time.Time
+	// unstarted: handed out, and its placeholder has not said it started
+	// it (shown P; the row's prefetched mark). Never set on a copy.
+	unstarted bool
 }
 
 // Open opens (creating if needed) the metaqueue at opt.Path, loads its

@@ -132,6 +132,9 @@ type Agent struct {
 	runMu   sync.Mutex
 	running map[int64]*proc
 	held    map[int64]protocol.JobRef // fetched ahead, not started
+	// started are jobs handed out ahead that started, for the CLS to
+	// hear of on the next message (started.go).
+	started startedSet
 
 	memOnce sync.Once
 	memLim  MemLimiter
@@ -300,10 +303,12 @@ func (a *Agent) heartbeats(ctx context.Context) {
 		refs := a.runningRefs()
 		if len(refs) > 0 {
 			var reply protocol.HeartbeatReply
+			started := a.started.list(a.now())
 			err := call(ctx, a, protocol.OpHeartbeat, func(id int64) protocol.Heartbeat {
-				return protocol.Heartbeat{Placeholder: id, Running: refs}
+				return protocol.Heartbeat{Placeholder: id, Running: refs, Started: started}
 			}, &reply)
 			if err == nil {
+				a.started.sent(started)
 				for _, k := range reply.Kill {
 					a.kill(k, protocol.ReasonKilled)
 				}

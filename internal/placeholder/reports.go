@@ -98,19 +98,24 @@ func (w *workLoop) sendReports(take int) {
 		// and the batch sent again (call).
 		ans := reported{took: take, asked: take > 0}
 		w.a.syncReports(w.rctx, batch)
+		started := w.a.started.list(w.a.now())
 		var err error
 		if take > 0 {
+			// take is free slots alone: nothing ahead.
 			var reply protocol.NextReply
 			err = call(w.rctx, w.a, protocol.OpNext, func(id int64) protocol.Next {
-				return protocol.Next{Placeholder: id, Reports: batch, Free: take, WalltimeLeft: w.a.walltimeLeft()}
+				return protocol.Next{Placeholder: id, Reports: batch, Free: take, WalltimeLeft: w.a.walltimeLeft(), Started: started}
 			}, &reply)
 			if err == nil {
 				ans.jobs, ans.exit = reply.Jobs, reply.Exit
 			}
 		} else {
 			err = call(w.rctx, w.a, protocol.OpReport, func(id int64) protocol.ReportBatch {
-				return protocol.ReportBatch{Placeholder: id, Reports: batch}
+				return protocol.ReportBatch{Placeholder: id, Reports: batch, Started: started}
 			}, nil)
+		}
+		if err == nil {
+			w.a.started.sent(started)
 		}
 		if err != nil {
 			if resend(err) {

@@ -259,6 +259,7 @@ func (w *workLoop) gotReport(r protocol.Report) {
 	// CLS takes (escaped, clipped): never a refusal that costs the batch.
 	protocol.CleanReport(&r)
 	w.reports = append(w.reports, r)
+	w.a.started.ended(r.ID, r.Attempt) // the report says it started
 	if d := r.Finished.Sub(r.Started); w.meanRun == 0 {
 		w.meanRun = max(d, time.Microsecond)
 	} else {
@@ -296,6 +297,7 @@ func (w *workLoop) start(u []protocol.Assignment, g resource.Grant) {
 	a := w.a
 	w.free -= g.CPUs
 	w.running++
+	a.started.add(u, a.now())
 	if isBundle(u) {
 		// Its jobs report through progress; the empty report frees what
 		// it holds.
@@ -364,13 +366,24 @@ func (w *workLoop) sendPoll(m move) {
 	w.poll, w.pollSent = make(chan polled, 1), w.a.now()
 	w.asked, w.pollDry = n, w.lastDry
 	w.pollCovers = min(n, max(0, w.free-len(w.held)))
+	// The jobs beyond the free slots are held when they come: the CLS
+	// shows them P until they start (started.go). A no-op agent runs
+	// every job as it comes.
+	ahead := n - w.pollCovers
+	if w.a.cfg.NoOp {
+		ahead = 0
+	}
 	avail := w.available()
+	started := w.a.started.list(w.a.now())
 	go func(ch chan polled) {
 		var p polled
 		w.a.syncReports(w.ctx, sent)
 		p.err = call(w.ctx, w.a, protocol.OpNext, func(id int64) protocol.Next {
-			return protocol.Next{Placeholder: id, Reports: sent, Free: n, WalltimeLeft: w.a.walltimeLeft(), WaitMS: int(wait / time.Millisecond), Available: avail}
+			return protocol.Next{Placeholder: id, Reports: sent, Free: n, Ahead: ahead, WalltimeLeft: w.a.walltimeLeft(), WaitMS: int(wait / time.Millisecond), Available: avail, Started: started}
 		}, &p.reply)
+		if p.err == nil {
+			w.a.started.sent(started)
+		}
 		if p.err != nil {
 			p.reply.Jobs = nil
 			// Keep the reports: they go out with the next request.
@@ -532,7 +545,7 @@ func (a *Agent) work(ctx context.Context) error {
 			// Final report: deliver it even though ctx has ended.
 			a.syncReports(rctx, w.reports)
 			return call(rctx, a, protocol.OpReport, func(id int64) protocol.ReportBatch {
-				return protocol.ReportBatch{Placeholder: id, Reports: w.reports}
+				return protocol.ReportBatch{Placeholder: id, Reports: w.reports, Started: a.started.list(a.now())}
 			}, nil)
 		}
 		if m.ReportAlone {

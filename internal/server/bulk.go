@@ -119,6 +119,10 @@ func bulkCommit(ctx context.Context, c *conn, it *bulkItem) (protocol.SubmitRepl
 			return protocol.SubmitReply{}, err
 		}
 	}
+	if err := b.SharedEnv(it.commit.Env); err != nil {
+		b.Abort()
+		return protocol.SubmitReply{}, err
+	}
 	asking := c.bulkAsking
 	c.bulkAsking = 0
 	first, n, err := b.CommitToken(ctx, it.commit.Token)

@@ -117,7 +117,7 @@ var builtin = routeTable(
 			return protocol.Empty{}, err
 		}
 		c.cleanReports(b.Reports)
-		return protocol.Empty{}, c.s.Store.Report(ctx, b.Placeholder, b.Reports)
+		return protocol.Empty{}, c.s.Store.ReportBatch(ctx, b)
 	}),
 	handle(protocol.OpHeartbeat, func(ctx context.Context, c *conn, b protocol.Heartbeat) (protocol.HeartbeatReply, error) {
 		if err := c.owns(b.Placeholder); err != nil {

@@ -42,7 +42,7 @@ type WorkloadJob struct {
 	Estimate float64 // declared seconds; 0 = none (SJF then learns from the group)
 	Tasks    int     // tasks in the job, the unit of data affinity
 	In, Out  []int32 // file indices
-	deps     []int32 // jobs that must finish first: input producers and After
+	deps     []int32 // jobs that must finish first: input producers, After and AfterAny
 	// Request is what the job asks of a placeholder (resources.go); the
 	// zero value is one core.
 	Request resource.Request
@@ -200,9 +200,12 @@ type workloadJSON struct {
 			Bytes int64  `json:"bytes"`
 		} `json:"out"`
 		After []string `json:"after"`
-		CPUs  int      `json:"cpus"`
-		Mem   string   `json:"mem"`
-		GPUs  int      `json:"gpus"`
+		// AfterAny orders like After: a simulated job never fails, so
+		// "ended in any state" is "done" here (mqsub --after-any).
+		AfterAny []string `json:"after_any"`
+		CPUs     int      `json:"cpus"`
+		Mem      string   `json:"mem"`
+		GPUs     int      `json:"gpus"`
 	} `json:"jobs"`
 }
 
@@ -287,12 +290,14 @@ func ReadWorkload(r io.Reader) (*Workload, error) {
 		for _, o := range j.Out {
 			job.Out = append(job.Out, files[o.Name])
 		}
-		for _, name := range j.After {
+		for _, name := range slices.Concat(j.After, j.AfterAny) {
 			d, ok := jobs[name]
 			if !ok {
 				return nil, fmt.Errorf("workload: job %q runs after unknown job %q", j.Name, name)
 			}
-			job.deps = append(job.deps, d)
+			if !slices.Contains(job.deps, d) {
+				job.deps = append(job.deps, d)
+			}
 		}
 		w.Jobs = append(w.Jobs, job)
 	}

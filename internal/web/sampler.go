@@ -218,7 +218,7 @@ func (s *sampler) snapshot() []sample {
 
 // stateColors are the plot's colours per state letter.
 var stateColors = map[job.State]string{
-	job.Waiting: "#9e9e9e", job.Queued: "#1e88e5", job.Held: "#fdd835", job.Executing: "#fb8c00",
+	job.Waiting: "#9e9e9e", job.Queued: "#1e88e5", job.Held: "#fdd835", job.Prefetched: "#ffcc80", job.Executing: "#fb8c00",
 	job.Done: "#43a047", job.Failed: "#e53935", job.Blocked: "#8e24aa", job.Deleted: "#5d4037",
 }
 

@@ -73,6 +73,12 @@ func TestMqsubAfterAny(t *testing.T) {
 		{"sbatch afterany", []string{"mqsub", "--dependency=afterany:12", "t", "true"}, ExitUsage, "--after-any TARGET"},
 		{"sbatch afterok", []string{"mqsub", "--dependency", "afterok:12:13", "t", "true"}, ExitUsage, "-p TARGET"},
 		{"sbatch -d", []string{"mqsub", "-d", "afterany:12", "t", "true"}, ExitUsage, "--after-any TARGET"},
+		{"qsub -W afterany", []string{"mqsub", "-W", "depend=afterany:12", "t", "true"}, ExitUsage, "--after-any TARGET"},
+		{"qsub -W afterok", []string{"mqsub", "-W", "depend=afterok:12:13", "t", "true"}, ExitUsage, "--after TARGET"},
+		{"qsub -W other", []string{"mqsub", "-W", "group_list=g", "t", "true"}, ExitUsage, "--after-any TARGET"},
+		{"qsub -W block", []string{"mqsub", "-W", "block=true", "t", "true"}, ExitUsage, "mqsub -b"},
+		{"sbatch -W", []string{"mqsub", "-W", "t", "true"}, ExitUsage, "mqsub -b"},
+		{"sge -hold_jid", []string{"mqsub", "-hold_jid", "12,13", "t", "true"}, ExitUsage, "--after-any TARGET"},
 		{"with -f", []string{"mqsub", "--after-any", "a", "-f", path}, ExitUsage, `"after_any"`},
 		{"with --rerun", []string{"mqsub", "--rerun", "--after-any", "a", strconv.FormatInt(a, 10)}, ExitUsage, "--after-any"},
 	} {

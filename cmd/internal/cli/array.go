@@ -65,7 +65,7 @@ func parseArray(s string) (arraySpec, error) {
 // bulk path: chunks spooled on the CLS, one commit), each with
 // MQ_ARRAY_INDEX set and {} in its command replaced by the index, and
 // prints their ids; with -b it waits for them all.
-func mqsubArray(c *cli.Context, env Env, js protocol.JobSpec) error {
+func mqsubArray(c *cli.Context, env Env, js protocol.JobSpec, shared map[string]string) error {
 	a, err := parseArray(c.String("array"))
 	if err != nil {
 		return err
@@ -119,5 +119,5 @@ func mqsubArray(c *cli.Context, env Env, js protocol.JobSpec) error {
 		}
 		return flush()
 	}
-	return submitBulk(c, env, cl, "--array", upload, protocol.BulkCommit{Token: newToken(), Array: c.String("array"), ArrayLimit: a.limit})
+	return submitBulk(c, env, cl, "--array", upload, protocol.BulkCommit{Token: newToken(), Array: c.String("array"), ArrayLimit: a.limit, Env: shared})
 }

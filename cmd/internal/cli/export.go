@@ -103,38 +103,37 @@ func clipSpec(s string) string {
 	return s
 }
 
-// exportsAll reports whether -V or --export=ALL is given.
-func exportsAll(c *cli.Context) bool {
-	return c.Bool("V") || strings.EqualFold(strings.SplitN(c.String("export"), ",", 2)[0], "ALL")
-}
-
 // exportInto lays the exported environment under the job's own -v
 // variables (-v wins for a name both set), warning of names left out.
-// many names what would store the environment with every job (--array,
-// -f), where the whole of it is refused: named variables are bounded.
-func exportInto(c *cli.Context, environ func() []string, js *protocol.JobSpec, many string) error {
-	if !c.Bool("V") && !c.IsSet("export") {
-		return nil
-	}
-	if many != "" && exportsAll(c) {
-		return Usagef("-V (--export=ALL) with %s would store the whole environment with each job: name the variables the jobs need, --export=NAME,...", many)
-	}
-	if environ == nil {
-		return Usagef("-V and --export take the environment of mqsub run on your host; over SSH give the variables with -v NAME=VALUE")
-	}
-	env, skipped, err := exported(c, environ())
-	if err != nil {
+func exportInto(c *cli.Context, environ func() []string, js *protocol.JobSpec) error {
+	env, err := exportedEnv(c, environ)
+	if err != nil || len(env) == 0 {
 		return err
-	}
-	if len(skipped) > 0 {
-		fmt.Fprintf(c.App.ErrWriter, "mqsub: warning: not exported (mq carries names of letters, digits and _, values of UTF-8 text): %s\n", protocol.Printable(strings.Join(skipped, " ")))
-	}
-	if len(env) == 0 {
-		return nil
 	}
 	for k, v := range js.Env {
 		env[k] = v
 	}
 	js.Env = env
 	return nil
+}
+
+// exportedEnv is what -V or --export gives the job (nil: nothing),
+// warning of names left out. With --array and -f it goes in the bulk
+// commit (protocol.BulkCommit.Env): stored once for all the jobs, under
+// each one's own variables.
+func exportedEnv(c *cli.Context, environ func() []string) (map[string]string, error) {
+	if !c.Bool("V") && !c.IsSet("export") {
+		return nil, nil
+	}
+	if environ == nil {
+		return nil, Usagef("-V and --export take the environment of mqsub run on your host; over SSH give the variables with -v NAME=VALUE")
+	}
+	env, skipped, err := exported(c, environ())
+	if err != nil {
+		return nil, err
+	}
+	if len(skipped) > 0 {
+		fmt.Fprintf(c.App.ErrWriter, "mqsub: warning: not exported (mq carries names of letters, digits and _, values of UTF-8 text): %s\n", protocol.Printable(strings.Join(skipped, " ")))
+	}
+	return env, nil
 }

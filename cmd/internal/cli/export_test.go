@@ -14,9 +14,11 @@ import (
 // TestMqsubExport: -V and --export as qsub and sbatch write them reach the
 // placeholder with the job, -v winning; mq's own names and the shell's
 // bookkeeping and exported functions stay behind; names mq cannot carry are left out with a
-// warning; what would store the whole environment with every job of an
-// array or a file, an environment over the limit, and -V without the
-// user's environment (the SSH endpoint) are refused in one line.
+// warning; with an array or a file the environment is stored once for
+// the submission (each job sees it under its own -v and "env"); an
+// environment over the limit (an array's or a file's too), and -V
+// without the user's environment (the SSH endpoint) are refused in one
+// line.
 func TestMqsubExport(t *testing.T) {
 	t.Parallel()
 	tb := setup(t)
@@ -67,6 +69,10 @@ func TestMqsubExport(t *testing.T) {
 		{[]string{"--export=A", "--array", "1-2", "t", "true"}, "", []map[string]string{{"A": "1", "MQ_ARRAY_INDEX": "1"}, {"A": "1", "MQ_ARRAY_INDEX": "2"}}, ""},
 		{[]string{"--export=B", "-f", "-"}, `{"target":"t","command":"true"}` + "\n" + `{"target":"t","command":"true","env":{"B":"own"}}` + "\n",
 			[]map[string]string{{"B": "two words"}, {"B": "own"}}, ""},
+		{[]string{"-V", "-v", "A=9", "--array", "1-2", "t", "true"}, "", []map[string]string{
+			{"A": "9", "B": "two words", "MQ_HOME": "/h", "MQ_ARRAY_INDEX": "1"}, {"A": "9", "B": "two words", "MQ_HOME": "/h", "MQ_ARRAY_INDEX": "2"}}, warn},
+		{[]string{"--export=ALL,C=3", "-v", "A=9", "-f", "-"}, `{"target":"t","command":"true"}` + "\n" + `{"target":"t","command":"true","env":{"B":"own"}}` + "\n",
+			[]map[string]string{{"A": "9", "B": "two words", "MQ_HOME": "/h", "C": "3"}, {"A": "9", "B": "own", "MQ_HOME": "/h", "C": "3"}}, warn},
 	} {
 		code, out, errs := run(tc.stdin, tc.args...)
 		if code != 0 || errs != tc.warn {
@@ -84,8 +90,8 @@ func TestMqsubExport(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"-V", "--array", "1-2", "t", "true"}, "-V (--export=ALL) with --array would store the whole environment with each job: name the variables the jobs need, --export=NAME,..."},
-		{[]string{"--export=ALL,A", "-f", "-"}, "with -f would store the whole environment"},
+		{[]string{"-V", "--array", "1-2", "t", "true"}, "the limit is 65536: name the variables the job needs"},
+		{[]string{"--export=ALL,A", "-f", "-"}, "the limit is 65536: name the variables the job needs"},
 		{[]string{"--export=BIG", "t", "true"}, fmt.Sprintf("--export BIG: the job's environment is %d bytes; the limit is 65536", 10<<20+5)},
 		{[]string{"-V", "t", "true"}, "the limit is 65536: name the variables the job needs"},
 		{[]string{"--export=A,NONE", "t", "true"}, "NONE goes alone"},

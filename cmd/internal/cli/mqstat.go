@@ -34,8 +34,11 @@ func Mqstat(env Env) *cli.App {
    mqstat --summary [-q QUEUE] [-t TARGET] [--json]
    mqstat --watch [INTERVAL] [any of the above but --cat]`
 	app.Description = `States: W waiting on prerequisites, Q queued (ready), H held (mqhold, mqsub -H;
-mqrls releases it), E executing, D done, F failed, B blocked by a failed or
-deleted prerequisite, X deleted. --summary has an H column when a job is held.
+mqrls releases it), P prefetched (handed to a placeholder that holds it for
+its next free slot, not started), E executing, D done, F failed, B blocked by
+a failed or deleted prerequisite, X deleted. -s E lists P jobs too (both are
+handed out); -s P only those. --summary has an H or P column when a job is
+held or prefetched.
 Without -s every job but deleted ones is listed. --watch shows the view again
 every INTERVAL (default 2s; seconds or a duration such as 500ms), in place
 on a terminal (cut to its height), one after another otherwise, until
@@ -44,7 +47,7 @@ interrupted.`
 		&cli.StringFlag{Name: "q", Aliases: []string{"queue"}, Usage: "only jobs of this queue"},
 		&cli.StringFlag{Name: "t", Aliases: []string{"target"}, Usage: "only jobs of this target"},
 		&cli.StringFlag{Name: "target-prefix", Usage: "only jobs whose target starts with `PREFIX` (listings)"},
-		&cli.StringFlag{Name: "s", Aliases: []string{"states"}, Usage: "only jobs in these states, e.g. QE"},
+		&cli.StringFlag{Name: "s", Aliases: []string{"states"}, Usage: "only jobs in these states, e.g. QE (E takes P too)"},
 		&cli.BoolFlag{Name: "a", Aliases: []string{"all"}, Usage: fmt.Sprintf("list every job (the table lists those not ended, then the last %d ended)", recentEnded)},
 		&cli.Int64Flag{Name: "j", Aliases: []string{"job"}, Usage: "show one job in full"},
 		&cli.BoolFlag{Name: "json", Usage: "print JSON"},
@@ -461,15 +464,21 @@ func printSummary(w io.Writer, qs []protocol.QueueCounts) {
 	}
 }
 
-// summaryStates are --summary's state columns: H only when some job is
-// held (a metaqueue that never holds shows the columns it always had).
+// summaryStates are --summary's state columns: H and P only when some
+// job is held or prefetched (a metaqueue that never holds shows the
+// columns it always had).
 func summaryStates(qs []protocol.QueueCounts) []job.State {
-	for _, q := range qs {
-		if q.Counts[job.Held.String()] > 0 {
-			return job.States
+	return slices.DeleteFunc(slices.Clone(job.States), func(s job.State) bool {
+		if s != job.Held && s != job.Prefetched {
+			return false
 		}
-	}
-	return slices.DeleteFunc(slices.Clone(job.States), func(s job.State) bool { return s == job.Held })
+		for _, q := range qs {
+			if q.Counts[s.String()] > 0 {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // SpendingLine is a queue's economics in mqstat --summary: what its
@@ -606,6 +615,16 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 	for i, t := range d.Transfers {
 		fmt.Fprintf(tw, "%s\t%s\n", fileLabel("transfers", i), protocol.Printable(t.Path+": "+TransferLine(t)))
 	}
+	// Attempts handed back unstarted are listed with the others, in
+	// number order, so the numbers run on without a gap.
+	type attemptLine struct {
+		n    int
+		line string
+	}
+	var lines []attemptLine
+	for _, a := range d.Unstarted {
+		lines = append(lines, attemptLine{a.Attempt, fmt.Sprintf("%s on %s, %s: %s (not counted)", a.Site, a.Host, a.Finished, a.Reason)})
+	}
 	for _, a := range d.History {
 		exit := "-"
 		if a.Exit != nil {
@@ -621,7 +640,11 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 		if a.Command != "" {
 			line += "; it ran: " + protocol.ClipText(a.Command, 200)
 		}
-		p(fmt.Sprintf("attempt %d", a.Attempt), line)
+		lines = append(lines, attemptLine{a.Attempt, line})
+	}
+	slices.SortStableFunc(lines, func(a, b attemptLine) int { return a.n - b.n })
+	for _, l := range lines {
+		p(fmt.Sprintf("attempt %d", l.n), l.line)
 	}
 	for _, a := range d.Copies {
 		p(fmt.Sprintf("attempt %d", a.Attempt), fmt.Sprintf("%s on %s, since %s: a copy running beside the job's attempt", a.Site, a.Host, a.Started))

@@ -54,8 +54,9 @@ where its inputs were produced. mq's old -i, --output and -e SECONDS are
 refused with the flag to write.
 The job's stdin is /dev/null: data on mqsub's stdin is refused rather than
 dropped (redirect in COMMAND instead; in a while-read loop, mqsub </dev/null).
-The job gets none of mqsub's environment unless -V (all of it, one job
-only) or --export=NAME,... says so; -v sets a variable.
+The job gets none of mqsub's environment unless -V (all of it) or
+--export=NAME,... says so; with --array or -f it is stored once for them
+all. -v sets a variable, over what is exported.
 
 ` + resourcesHelp
 	// -v is the job's environment (qsub's habit), not --version.
@@ -72,7 +73,7 @@ func mqsubFlags() []cli.Flag {
 	flags := []cli.Flag{
 		&cli.BoolFlag{Name: "version", Usage: "print the version"},
 		&cli.StringFlag{Name: "q", Aliases: []string{"queue"}, Usage: "queue (created on first use)", Value: protocol.DefaultQueue},
-		&cli.StringSliceFlag{Name: "p", Aliases: []string{"prereq"}, Usage: "prerequisite target: every job of it done (repeat, or a comma list)"},
+		&cli.StringSliceFlag{Name: "p", Aliases: []string{"prereq", "after"}, Usage: "prerequisite target: every job of it done (repeat, or a comma list)"},
 		&cli.StringSliceFlag{Name: "after-any", Usage: "run after every job of `TARGET` has ended, done, failed, deleted or blocked, as sbatch's --dependency=afterany (repeat, or a comma list); in a file, \"after_any\": [...]"},
 		&cli.BoolFlag{Name: "b", Aliases: []string{"block"}, Usage: "wait for the job to end and exit with its exit status"},
 		&cli.StringFlag{Name: "est", Aliases: []string{"estimate"}, Usage: "expected runtime: seconds, or 2h, 04:00:00, 1-12:00:00"},
@@ -245,15 +246,15 @@ func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
 		Priority:    prio,
 	}
 	stdioSpec(c, &js)
-	many := ""
 	if c.IsSet("array") {
-		many = "--array"
+		shared, err := exportedEnv(c, env.Environ)
+		if err != nil {
+			return err
+		}
+		return mqsubArray(c, env, js, shared)
 	}
-	if err := exportInto(c, env.Environ, &js, many); err != nil {
+	if err := exportInto(c, env.Environ, &js); err != nil {
 		return err
-	}
-	if c.IsSet("array") {
-		return mqsubArray(c, env, js)
 	}
 	if err := protocol.ValidateSpec(&js); err != nil {
 		return Usagef("%v", err)
@@ -424,12 +425,9 @@ func splitList(vs []string) []string {
 
 func mqsubFile(c *cli.Context, env Env, res protocol.Resources) error {
 	vars := c.Generic("v").(*envList).env
-	if c.Bool("V") || c.IsSet("export") {
-		js := protocol.JobSpec{Env: vars}
-		if err := exportInto(c, env.Environ, &js, "-f"); err != nil {
-			return err
-		}
-		vars = js.Env
+	shared, err := exportedEnv(c, env.Environ)
+	if err != nil {
+		return err
 	}
 	name := c.String("f")
 	var r io.Reader
@@ -463,7 +461,7 @@ func mqsubFile(c *cli.Context, env Env, res protocol.Resources) error {
 			return add(protocol.BulkAdd{Line: first, Data: data, Queue: c.String("q"), Cwd: cwd, Env: vars, Defaults: res})
 		})
 	}
-	return submitBulk(c, env, cl, displayName(name), upload, protocol.BulkCommit{Token: newToken()})
+	return submitBulk(c, env, cl, displayName(name), upload, protocol.BulkCommit{Token: newToken(), Env: shared})
 }
 
 // submitBulk is the rest of a bulk submission once connected (mqsub -f,

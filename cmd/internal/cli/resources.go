@@ -113,6 +113,12 @@ var hints = []hint{
 		return "ask for all of a placeholder's cores with --cpus N (and its memory with --mem SIZE)"
 	}},
 	{names: []string{"dependency"}, from: "Slurm", say: dependencyHint},
+	{names: []string{"W", "additional-attributes"}, from: "qsub", say: qsubWHint}, // PBS calls it additional_attributes
+	{names: []string{"hold_jid"}, from: "SGE", say: func(string) string {
+		// SGE starts the job once the named jobs have ended, whatever
+		// their exit status: afterany.
+		return "mq waits on targets, not job ids: --after-any TARGET runs after every job of TARGET has ended, in any state (-p/--after TARGET: only once all are done)"
+	}},
 	{names: []string{"l", "resource-list"}, from: "qsub", say: qsubLHint}, // qsub's man page calls it resource_list
 	{names: []string{"pe"}, from: "SGE", say: nil},                        // hintError: its N is the next argument
 }
@@ -152,7 +158,7 @@ func hintError(c *cli.Context) error {
 }
 
 func dashed(name string) string {
-	if len(name) == 1 || name == "pe" {
+	if len(name) == 1 || name == "pe" || name == "hold_jid" {
 		return "-" + name
 	}
 	return "--" + name
@@ -291,7 +297,21 @@ func dependencyHint(v string) string {
 	case "afterany":
 		return "mq waits on targets, not job ids: --after-any TARGET runs after every job of TARGET has ended, in any state"
 	case "afterok":
-		return "mq waits on targets, not job ids: -p TARGET runs after every job of TARGET is done"
+		return "mq waits on targets, not job ids: -p TARGET (or --after TARGET) runs after every job of TARGET is done"
 	}
 	return "mq waits on targets, not job ids: -p TARGET (afterok) or --after-any TARGET (afterany)"
+}
+
+// qsubWHint answers PBS qsub's -W ATTR=VALUE; depend=TYPE:JOBID[:JOBID...]
+// is the one users bring, as sbatch's --dependency.
+func qsubWHint(v string) string {
+	attr, val, ok := strings.Cut(v, "=")
+	switch {
+	case attr == "depend":
+		return dependencyHint(val)
+	case attr == "block" || !ok:
+		// sbatch's -W is --wait, and takes no value.
+		return "mqsub -b (--block) waits for the job to end and exits with its status"
+	}
+	return "mq has no job attributes: dependencies are -p TARGET (afterok) and --after-any TARGET (afterany)"
 }

@@ -228,7 +228,10 @@ func List(ctx context.Context, db Snapshot, q protocol.ArrayQuery) ([]protocol.A
 		if a.Counts, err = memberStates(ctx, tx, a.First, a.Last); err != nil {
 			return nil, err
 		}
-		if q.Job > 0 || slices.ContainsFunc(parsed, func(st job.State) bool { return a.Counts[string(st)] > 0 }) {
+		// E selects the prefetched (P) too, as in the listing.
+		if q.Job > 0 || slices.ContainsFunc(parsed, func(st job.State) bool {
+			return a.Counts[string(st)] > 0 || (st == job.Executing && a.Counts[string(job.Prefetched)] > 0)
+		}) {
 			kept = append(kept, a)
 		}
 	}

@@ -23,5 +23,7 @@ JOIN jobs j ON j.id = a.first_job JOIN queues qu ON qu.id = j.queue_id JOIN targ
 WHERE a.first_job = (SELECT max(first_job) FROM arrays WHERE first_job <= ?) AND a.last_job >= ?;
 
 -- name: MemberStates
--- An array's members (ids ?..?) by state.
-SELECT state, count(*) FROM jobs WHERE id BETWEEN ? AND ? GROUP BY state;
+-- An array's members (ids ?..?) by state, P for an Executing one not
+-- started yet (the prefetched mark, as the listing shows it).
+SELECT CASE WHEN state = 'E' AND prefetched = 1 THEN 'P' ELSE state END AS st, count(*)
+FROM jobs WHERE id BETWEEN ? AND ? GROUP BY st;

@@ -169,13 +169,13 @@ func testDB(t *testing.T) *sql.DB {
 	for _, q := range []string{
 		"CREATE TABLE queues (id INTEGER PRIMARY KEY, name TEXT)",
 		"CREATE TABLE targets (id INTEGER PRIMARY KEY, name TEXT)",
-		"CREATE TABLE jobs (id INTEGER PRIMARY KEY, state TEXT NOT NULL, queue_id INTEGER, target_id INTEGER)",
+		"CREATE TABLE jobs (id INTEGER PRIMARY KEY, state TEXT NOT NULL, queue_id INTEGER, target_id INTEGER, prefetched INTEGER)",
 		`CREATE TABLE arrays (id INTEGER PRIMARY KEY, first_job INTEGER NOT NULL, last_job INTEGER NOT NULL,
 			max_running INTEGER NOT NULL DEFAULT 0, spec TEXT NOT NULL DEFAULT '')`,
 		"INSERT INTO queues VALUES (1, 'default'), (2, 'big')",
 		"INSERT INTO targets VALUES (1, 'a'), (2, 'b')",
 		// Array 1..3 of a in default (one Done), 4..5 of b in big (both Queued), job 6 alone.
-		"INSERT INTO jobs VALUES (1, 'D', 1, 1), (2, 'Q', 1, 1), (3, 'E', 1, 1), (4, 'Q', 2, 2), (5, 'Q', 2, 2), (6, 'Q', 1, 1)",
+		"INSERT INTO jobs (id, state, queue_id, target_id) VALUES (1, 'D', 1, 1), (2, 'Q', 1, 1), (3, 'E', 1, 1), (4, 'Q', 2, 2), (5, 'Q', 2, 2), (6, 'Q', 1, 1)",
 	} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatal(err)
@@ -249,4 +249,30 @@ func fmtCounts(m map[string]int) string {
 		parts = append(parts, k+":"+strconv.Itoa(m[k]))
 	}
 	return "map[" + strings.Join(parts, " ") + "]"
+}
+
+// TestListPrefetched: a member handed out ahead and not started counts as
+// P, and an array of such members is listed for E as for P.
+func TestListPrefetched(t *testing.T) {
+	ctx := context.Background()
+	db := testDB(t)
+	var a Arrays
+	if err := a.Save(ctx, db, 4, 5, "1-2", 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("UPDATE jobs SET state = 'E', prefetched = 1 WHERE id = 4"); err != nil {
+		t.Fatal(err)
+	}
+	for _, states := range []string{"", "E", "P", "QP"} {
+		got, err := List(ctx, db, protocol.ArrayQuery{States: states})
+		if err != nil || len(got) != 1 || fmtCounts(got[0].Counts) != "map[P:1 Q:1]" {
+			t.Errorf("-s %q: %+v, %v; want the array with 1 P and 1 Q", states, got, err)
+		}
+	}
+	if _, err := db.Exec("UPDATE jobs SET state = 'D', prefetched = 1 WHERE id = 5"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := List(ctx, db, protocol.ArrayQuery{States: "E"}); err != nil || len(got) != 1 || fmtCounts(got[0].Counts) != "map[D:1 P:1]" {
+		t.Errorf("-s E: %+v, %v; want the array of a P member and a done one", got, err)
+	}
 }

@@ -5,8 +5,8 @@
 
 -- name: Stat
 -- A listing's columns (scanStat reads them); the listing's builder appends
--- WHERE, ORDER BY and LIMIT.
-SELECT j.id, q.name, t.name, j.state, j.attempts, j.exit, coalesce(p.site, ''),
+-- WHERE, ORDER BY and LIMIT. An Executing job not known started shows P.
+SELECT j.id, q.name, t.name, CASE WHEN j.state = 'E' AND j.prefetched = 1 THEN 'P' ELSE j.state END, j.attempts, j.exit, coalesce(p.site, ''),
 	coalesce(p.host, ''), j.submitted, j.started, j.finished, j.command, j.cwd, j.est, coalesce(j.reason, ''),
 	coalesce((SELECT group_concat(t2.name, char(10)) FROM job_prereqs jp JOIN targets t2 ON t2.id = jp.target_id WHERE jp.job_id = j.id AND jp.kind = 0), ''),
 	coalesce(j.placeholder_id, 0), coalesce(p.out_dir, ''), coalesce(j.row_attempt, j.attempts), j.cpu_user, j.cpu_sys, j.max_rss,
@@ -33,12 +33,13 @@ WHERE jp.job_id = ? AND jp.kind = 0 AND j.state IN ('F', 'X', 'B')
 ORDER BY j.state = 'B', j.id LIMIT 1000;
 
 -- name: History
--- A job's earlier attempts, oldest first, with what each cost.
+-- A job's earlier attempts, oldest first, with what each cost: ?2 0 for
+-- those that ran, 1 for those handed back unstarted.
 SELECT a.attempt, coalesce(p.site, ''), coalesce(p.host, ''), a.started, a.finished, a.exit, a.reason,
 	coalesce(p.out_dir, ''), a.cpu_user, a.cpu_sys, a.max_rss,
 	(SELECT c.cost FROM charges c WHERE c.job_id = a.job_id AND c.attempt = a.attempt), coalesce(a.command, '')
 FROM attempts a LEFT JOIN placeholders p ON p.id = a.placeholder_id
-WHERE a.job_id = ? ORDER BY a.attempt;
+WHERE a.job_id = ?1 AND a.unstarted = ?2 ORDER BY a.attempt;
 
 -- name: OutputLost
 SELECT attempt, error FROM output_lost WHERE job_id = ?;

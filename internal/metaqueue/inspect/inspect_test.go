@@ -90,6 +90,11 @@ func TestStatQuery(t *testing.T) {
 		{name: "range, ids, limit", st: protocol.Stat{From: 2, To: 4, IDs: []int64{3}, Limit: 9, States: "WQHEDFBX"},
 			has: []string{"j.id BETWEEN ? AND ?", "j.id IN (?)", "LIMIT ?"}, args: []any{int64(2), int64(4), int64(3), 9}},
 		{name: "collapse", st: protocol.Stat{Collapse: true, States: "WQHEDFBX"}, has: []string{"WHERE NOT EXISTS (", "SELECT 1 FROM arrays a"}},
+		{name: "every state and P: no condition", st: protocol.Stat{States: "WQHPEDFBX"}, hasNot: []string{"WHERE"}},
+		{name: "P alone: stored E, marked", st: protocol.Stat{States: "P"}, has: []string{"j.state IN (?)", "j.prefetched = 1"}, args: []any{"E"}},
+		{name: "QP: the mark only on E", st: protocol.Stat{States: "QP"}, has: []string{"(j.state IN (?,?) AND (j.state <> 'E' OR j.prefetched = 1))"}, args: []any{"Q", "E"}},
+		{name: "E lists P too", st: protocol.Stat{States: "E"}, hasNot: []string{"prefetched"}, args: []any{"E"}},
+		{name: "PE: as E", st: protocol.Stat{States: "PE"}, hasNot: []string{"prefetched"}, args: []any{"E"}},
 		{name: "bad state", st: protocol.Stat{States: "Z"}, err: true},
 		{name: "too many ids", st: protocol.Stat{IDs: many}, err: true},
 	} {
@@ -241,17 +246,21 @@ func TestQueriesUsed(t *testing.T) {
 func TestCounts(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name string
-		c    [128]int
-		want map[string]int
+		name       string
+		c          [128]int
+		prefetched int
+		want       map[string]int
 	}{
-		{"none held", [128]int{job.Queued: 2, job.Done: 1},
+		{"none held", [128]int{job.Queued: 2, job.Done: 1}, 0,
 			map[string]int{"W": 0, "Q": 2, "E": 0, "D": 1, "F": 0, "X": 0, "B": 0}},
-		{"some held", [128]int{job.Held: 3},
+		{"some held", [128]int{job.Held: 3}, 0,
 			map[string]int{"W": 0, "Q": 0, "H": 3, "E": 0, "D": 0, "F": 0, "X": 0, "B": 0}},
+		// 4 handed out, 2 of them not started: 2 E, 2 P
+		{"some prefetched", [128]int{job.Executing: 4}, 2,
+			map[string]int{"W": 0, "Q": 0, "P": 2, "E": 2, "D": 0, "F": 0, "X": 0, "B": 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Counts(&tc.c); !maps.Equal(got, tc.want) {
+			if got := Counts(&tc.c, tc.prefetched); !maps.Equal(got, tc.want) {
 				t.Errorf("Counts = %v, want %v", got, tc.want)
 			}
 		})

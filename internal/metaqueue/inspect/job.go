@@ -73,6 +73,9 @@ func (r *Reader) jobOutput(ctx context.Context, id int64) (protocol.JobDetail, s
 	if d.History, err = r.history(ctx, r.db, id, lost); err != nil {
 		return d, row, err
 	}
+	if d.Unstarted, err = r.attempts(ctx, r.db, id, nil, true); err != nil {
+		return d, row, err
+	}
 	return d, row, r.addStreamed(ctx, &d, row.attempt)
 }
 
@@ -238,7 +241,17 @@ func (r *Reader) outputLost(ctx context.Context, id int64) (map[int]string, erro
 // history returns a job's earlier attempts, oldest first; lost is the
 // job's lost-output records by attempt.
 func (r *Reader) history(ctx context.Context, db Querier, id int64, lost map[int]string) ([]protocol.AttemptInfo, error) {
-	rows, err := db.QueryContext(ctx, queries.Get("History"), id)
+	return r.attempts(ctx, db, id, lost, false)
+}
+
+// attempts returns a job's earlier attempts that ran, or those handed
+// back unstarted, oldest first.
+func (r *Reader) attempts(ctx context.Context, db Querier, id int64, lost map[int]string, unstarted bool) ([]protocol.AttemptInfo, error) {
+	var un int
+	if unstarted {
+		un = 1
+	}
+	rows, err := db.QueryContext(ctx, queries.Get("History"), id, un)
 	if err != nil {
 		return nil, err
 	}

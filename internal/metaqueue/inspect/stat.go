@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/mq-hpc/mq/job"
@@ -55,6 +56,9 @@ func scanStat(rows *sql.Rows) (statRow, error) {
 		r.Exit = &e
 	}
 	r.Submitted, r.Started, r.Finished = Micros(submitted), Micros(started), Micros(finished)
+	if st == string(job.Prefetched) {
+		r.Started = "" // handed out, not started: the row's time is the hand-out's
+	}
 	r.Est = est.Float64
 	r.Prereqs = []string{}
 	if prereqs != "" {
@@ -97,17 +101,15 @@ func statQuery(st protocol.Stat, after int64) (string, []any, error) {
 	}
 	states := st.States
 	if states == "" {
-		states = "WQHEDFB"
+		states = "WQHPEDFB"
 	}
 	parsed, err := job.ParseStates(states)
 	if err != nil {
 		return "", nil, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
 	}
-	if len(parsed) < len(job.States) {
-		where = append(where, "j.state IN ("+params(len(parsed))+")")
-		for _, p := range parsed {
-			args = append(args, string(p))
-		}
+	if cond, sargs := stateCond(parsed); cond != "" {
+		where = append(where, cond)
+		args = append(args, sargs...)
 	}
 	if st.To > 0 {
 		where = append(where, "j.id BETWEEN ? AND ?")
@@ -145,6 +147,38 @@ func statQuery(st protocol.Stat, after int64) (string, []any, error) {
 		args = append(args, st.Limit)
 	}
 	return q, args, nil
+}
+
+// stateCond is the condition of a listing by states ("" for every one).
+// P is stored as E with the prefetched mark: E selects every job handed
+// out, P among them (a client that predates P still lists them), and P
+// alone only those.
+func stateCond(states []job.State) (string, []any) {
+	var stored []any
+	e, p := false, false
+	for _, s := range states {
+		switch s {
+		case job.Prefetched:
+			p = true
+			continue
+		case job.Executing:
+			e = true
+		}
+		if !slices.Contains(stored, any(string(s))) {
+			stored = append(stored, string(s))
+		}
+	}
+	if p && !e {
+		stored = append(stored, string(job.Executing))
+	}
+	if len(stored) == len(job.States)-1 && (e || !p) {
+		return "", nil // every stored state
+	}
+	cond := "j.state IN (" + params(len(stored)) + ")"
+	if p && !e {
+		cond = "(" + cond + " AND (j.state <> 'E' OR j.prefetched = 1))"
+	}
+	return cond, stored
 }
 
 // params is n comma-separated parameters.

@@ -49,6 +49,11 @@ func addedColumns(version int) []column {
 		return []column{{"targets", "purged_done INTEGER NOT NULL DEFAULT 0"}, {"targets", "purged_bad INTEGER NOT NULL DEFAULT 0"}}
 	case 27:
 		return []column{{"queues", "max_output INTEGER NOT NULL DEFAULT 0 CHECK (max_output >= 0)"}}
+	case 29: // prefetched jobs (mqstat's P), attempts handed back unstarted
+		return []column{
+			{"jobs", "prefetched INTEGER CHECK (prefetched = 1)"},
+			{"attempts", "unstarted INTEGER NOT NULL DEFAULT 0 CHECK (unstarted IN (0, 1))"},
+		}
 	}
 	return nil
 }

@@ -1,0 +1,87 @@
+package metaqueue
+
+import (
+	"context"
+
+	"github.com/mq-hpc/mq/internal/metaqueue/bundles"
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// Agents fetch jobs ahead of their free slots (prefetch), so "handed
+// out" overstates what runs. A request says how many of the jobs it asks
+// for are ahead (Next.Ahead); the jobs handed out in those last slots are
+// Executing in the graph but prefetched (shown P), marked so in their
+// rows as they are claimed (the same UPDATE), until the placeholder says
+// it started them. That word comes on a message the placeholder sends
+// anyway (Next, ReportBatch, Heartbeat: Started), never on one of its
+// own, and a report of the attempt says it too: one UPDATE per message,
+// only for held jobs that started and outlived the next message (short
+// ones report their end on it instead). A restart loads the mark with
+// the job.
+
+// markStarted records that placeholder ph started the listed attempts:
+// those still marked leave P for E. An attempt not (or no longer) ph's,
+// a copy, or one known started already changes nothing.
+func (s *Store) markStarted(ph int64, refs []protocol.JobRef) error {
+	var ids []int64
+	for _, r := range refs {
+		ru := s.running[r.ID]
+		if ru == nil || !ru.unstarted || ru.attempt != r.Attempt || ru.placeholder != ph {
+			continue
+		}
+		ru.unstarted = false
+		ids = append(ids, r.ID)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	if err := s.begin(); err != nil {
+		return err
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	if _, err := s.w.ExecContext(context.Background(), inList(jobsSQL.Get("Started"), "ids", len(ids)), args...); err != nil {
+		return fatalError{err}
+	}
+	return nil
+}
+
+// aheadOf says which of the jobs picked for p are in the slots it asked
+// for ahead of its free ones (the last Ahead of Free): a bundle fills one
+// slot, its jobs alike.
+func (s *Store) aheadOf(p *parkedNext, picks []picked) []bool {
+	out := make([]bool, len(picks))
+	if p.req.Ahead <= 0 {
+		return out
+	}
+	free := p.req.Free - p.req.Ahead
+	slot := bundles.SlotsUsed(p.reply.Jobs) - 1
+	for i, pk := range picks {
+		if pk.bundle == 0 || i == 0 || picks[i-1].bundle != pk.bundle {
+			slot++
+		}
+		out[i] = slot >= free
+	}
+	return out
+}
+
+// prefetched counts the jobs shown P, by queue: from the running jobs,
+// so it costs what the placeholders hold, not the metaqueue's size.
+func (s *Store) prefetched() map[int32]int {
+	var n map[int32]int
+	for id, ru := range s.running {
+		if !ru.unstarted {
+			continue
+		}
+		if j, ok := s.g.Node(id); ok && j.State == job.Executing {
+			if n == nil {
+				n = map[int32]int{}
+			}
+			n[j.Queue]++
+		}
+	}
+	return n
+}

@@ -33,7 +33,7 @@ func TestPurgeEndedJobs(t *testing.T) {
 		t.Fatalf("cls purge --dry-run: %s", r)
 	}
 	r := h.run("cls", "purge", "--ended-before", "0")
-	if r.code != 0 || !strings.Contains(r.stdout, "purged 1 jobs") || !strings.Contains(r.stdout, "kept 1") {
+	if r.code != 0 || !strings.Contains(r.stdout, "purged 1 job (") || !strings.Contains(r.stdout, "kept 1") {
 		t.Fatalf("cls purge: %s", r)
 	}
 	if r := h.run("mqstat", "-j", fmt.Sprint(a)); r.code != 1 || !strings.Contains(r.stderr, "does not exist") {
@@ -63,7 +63,7 @@ func TestPurgeEndedJobs(t *testing.T) {
 	h.ok("mqrls", fmt.Sprint(held))
 	h.waitState(held, "D", time.Minute)
 	h.waitState(next, "D", time.Minute)
-	if r := h.run("cls", "purge", "--ended-before", "0", "-t", "use"); r.code != 0 || !strings.Contains(r.stdout, "purged 1 jobs") {
+	if r := h.run("cls", "purge", "--ended-before", "0", "-t", "use"); r.code != 0 || !strings.Contains(r.stdout, "purged 1 job (") {
 		t.Fatalf("cls purge -t use: %s", r)
 	}
 	if r := h.run("cls", "purge", "--ended-before", "-5"); r.code != 2 || strings.Count(r.stderr, "\n") != 1 {

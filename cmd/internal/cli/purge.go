@@ -84,8 +84,8 @@ the output bytes freed.`,
 				verb = "would purge"
 			}
 			if !c.Bool("Q") || req.DryRun {
-				fmt.Fprintf(c.App.Writer, "%s %d jobs (%s of output) in %d batches; kept %d\n",
-					verb, reply.Purged, HumanBytes(reply.Bytes), reply.Batches, reply.Kept)
+				fmt.Fprintf(c.App.Writer, "%s %s (%s of output) in %s; kept %d\n",
+					verb, plural(reply.Purged, "job"), HumanBytes(reply.Bytes), plural(reply.Batches, "batch"), reply.Kept)
 			}
 			if reply.ErrorCount > 0 {
 				msg := "not purged: " + strings.Join(reply.Errors, "; ")
@@ -146,4 +146,15 @@ func parseAge(s string) (float64, error) {
 		return 0, fmt.Errorf("%q is not an age (e.g. 7d, 2w, 12h, 90m)", s)
 	}
 	return f, nil
+}
+
+// plural is "1 job", "2 jobs", "0 batches".
+func plural[N ~int | ~int64](n N, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "ch") {
+		return fmt.Sprintf("%d %ses", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

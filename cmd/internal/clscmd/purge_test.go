@@ -99,11 +99,11 @@ func TestClsPurge(t *testing.T) {
 		t.Fatalf("purge older than 9 days: exit %d, %q", code, out)
 	}
 	out, errOut, code = run("purge", "--ended-before", "1w", "-s", "X", "-t", "a")
-	if code != 0 || !strings.Contains(out, "purged 1 jobs") || count() != 2 {
+	if code != 0 || !strings.Contains(out, "purged 1 job (") || count() != 2 {
 		t.Fatalf("purge -t a: exit %d, %q %q, %d jobs left", code, out, errOut, count())
 	}
 	out, errOut, code = run("purge", "--ended-before", "7d", strconv.FormatInt(ids[1], 10), strconv.FormatInt(ids[2], 10))
-	if code != 1 || !strings.Contains(out, "purged 1 jobs") || !strings.Contains(errOut, "job 3 does not exist, has not ended") || count() != 1 {
+	if code != 1 || !strings.Contains(out, "purged 1 job (") || !strings.Contains(errOut, "job 3 does not exist, has not ended") || count() != 1 {
 		t.Fatalf("purge of ids: exit %d, %q %q, %d jobs left", code, out, errOut, count())
 	}
 }

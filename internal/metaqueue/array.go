@@ -20,8 +20,8 @@ func (s *Store) runStarted(id int64) {
 	s.arrays.Enter(id)
 }
 
-// stopRun forgets job id's attempt (it no longer executes) and gives the
-// members its array held back to their queues.
+// stopRun forgets job id's attempt, which stopped without ending
+// (attemptEnded): what it holds in the ledger and packing is released.
 func (s *Store) stopRun(id int64) {
 	ru, ok := s.running[id]
 	if !ok {
@@ -29,14 +29,7 @@ func (s *Store) stopRun(id int64) {
 	}
 	s.ledger.Stop(protocol.JobRef{ID: id, Attempt: ru.attempt})
 	s.packStop(id, ru)
-	delete(s.running, id)
-	s.syncCopy(id)
-	s.repl.Changed()
-	for _, h := range s.arrays.Leave(id, (*arrayJobs)(s)) {
-		j, _ := s.g.Node(h)
-		q := s.queueIDs[j.Queue]
-		q.ready.Push(s.readyEntry(q, h, j.Est, j.Target))
-	}
+	s.runGone(id)
 }
 
 // arrayJobs answers the arrays module's questions about jobs.

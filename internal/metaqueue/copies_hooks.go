@@ -64,14 +64,6 @@ func (s *Store) copyable(id int64, q *queue) bool {
 	return jf == nil || !jf.OutsideCwd
 }
 
-// copiesEnded is replication's part of the end of attempt ru of job id,
-// which ended as out says (copies.Ended): it reports whether the job
-// moves on with ru (it ran alone, or finished first and the others are
-// killed); false when it ended alone and another runs on.
-func (s *Store) copiesEnded(id int64, ru *run, out outcome, r protocol.Report) (bool, error) {
-	return s.copiesEvent(id, ru, copies.Change{Event: copies.Ended, Succeeded: out == succeeded, Returned: out == returned, Report: r})
-}
-
 // win makes ru, whose agent claimed first, the attempt the job row
 // describes and kills every other attempt of the job.
 func (s *Store) win(id int64, ru *run) error {
@@ -183,25 +175,6 @@ func (s *Store) setApart(id int64, apart bool) error {
 		return fatalError{err}
 	}
 	return nil
-}
-
-// lateReport keeps the CPU figures of a killed copy's report, which came
-// after another attempt won, charges it up to when it stopped and
-// releases its reservation.
-func (s *Store) lateReport(ph int64, r protocol.Report) error {
-	ref := protocol.JobRef{ID: r.ID, Attempt: r.Attempt}
-	if !s.repl.Awaits(ref, ph) {
-		return nil
-	}
-	if err := s.begin(); err != nil {
-		return err
-	}
-	if err := s.repl.Late(context.Background(), s.w, ph, r); err != nil {
-		return fatalError{err}
-	}
-	err := s.extendCharge(r.ID, r.Attempt, r.Finished)
-	s.econDied(ref)
-	return err
 }
 
 // localBytes is how many bytes of job id's inputs are at the asking

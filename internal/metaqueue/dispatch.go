@@ -7,10 +7,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/dispatch"
 	"github.com/mq-hpc/mq/internal/metaqueue/bundles"
-	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -102,160 +100,6 @@ func (s *Store) Next(ctx context.Context, req protocol.Next) (protocol.NextReply
 	return reply, c.err
 }
 
-// Report records finished job attempts without asking for work.
-func (s *Store) Report(ctx context.Context, placeholder int64, reports []protocol.Report) error {
-	return s.do(ctx, func() error { return s.report(placeholder, reports) })
-}
-
-func (s *Store) report(ph int64, reports []protocol.Report) error {
-	for _, r := range reports {
-		ru := s.runOf(r.ID, r.Attempt, ph)
-		if ru == nil {
-			// Late, duplicate, or not this placeholder's: changes nothing,
-			// but a killed copy's CPU figures are kept.
-			if err := s.lateReport(ph, r); err != nil {
-				return err
-			}
-			continue
-		}
-		j, ok := s.g.Node(r.ID)
-		if !ok || j.State != job.Executing {
-			continue
-		}
-		if r.OutputLost != "" && r.Reason != protocol.ReasonReturned {
-			if err := s.saveOutputLost(r.ID, r.Attempt, r.OutputLost); err != nil {
-				return err
-			}
-		}
-		if len(r.Streamed) > 0 && r.Reason != protocol.ReasonReturned {
-			if err := s.saveStreamed(ph, r); err != nil {
-				return err
-			}
-		}
-		if protocol.CheckUsage(r.Usage) != nil {
-			r.Usage = protocol.Usage{} // the server checks; a figure no process has is not kept
-		}
-		out := outcomeOf(r)
-		if out == failed && len(r.Missing) > 0 {
-			// Inputs deleted or damaged at the placeholder's place behind
-			// the CLS's back: staged again, the job waits for them.
-			stale, err := s.dropStale(r.ID, ph, r.Missing)
-			if err != nil {
-				return err
-			}
-			if stale {
-				out = returned
-			}
-		}
-		if err := s.attemptEnded(r.ID, j, ru, out, r); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// outcome classifies how an attempt ended.
-type outcome int
-
-const (
-	succeeded   outcome = iota
-	failed              // non-zero exit or could not start: the job's fault
-	overCeiling         // killed for running past its queue's ceiling: the job's fault
-	lost                // lease expired: the placeholder vanished, not the job's fault
-	returned            // handed back unstarted by a placeholder that fetched it ahead
-)
-
-func outcomeOf(r protocol.Report) outcome {
-	switch {
-	case r.Reason == protocol.ReasonCeiling:
-		return overCeiling
-	case r.Reason == protocol.ReasonInterrupted:
-		return lost
-	case r.Reason == protocol.ReasonReturned:
-		return returned
-	case r.Exit == 0 && r.Reason == "":
-		return succeeded
-	}
-	return failed
-}
-
-// nextState is the one place that decides what follows an attempt: Done,
-// Failed, or Queued again (requeue) while attempts remain.
-func nextState(q *queue, used int, out outcome) job.State {
-	switch out {
-	case succeeded:
-		return job.Done
-	case returned:
-		return job.Queued
-	case lost:
-		if used < q.MaxAttempts {
-			return job.Queued
-		}
-	case failed:
-		if q.RetryFailed && used < q.MaxAttempts {
-			return job.Queued
-		}
-	}
-	return job.Failed
-}
-
-// endAttempt moves an executing job on after an attempt that ended as r
-// says (its exit, times, reason, outputs and usage).
-func (s *Store) endAttempt(id int64, j dag.Node, ru *run, out outcome, r protocol.Report) error {
-	if err := s.begin(); err != nil {
-		return err
-	}
-	q := s.queueIDs[j.Queue]
-	e := attemptEnd{attempt: ru.attempt, placeholder: ru.placeholder, started: r.Started, finished: r.Finished,
-		exit: r.Exit, reason: r.Reason, usage: r.Usage, outputs: r.Outputs}
-	if e.started.IsZero() {
-		e.started = ru.started
-	}
-	if e.finished.IsZero() {
-		e.finished = s.now()
-	}
-	switch out {
-	case overCeiling:
-		e.reason = fmt.Sprintf("killed after running past the queue's ceiling of %gs", q.Ceiling)
-	case lost:
-		if e.reason == protocol.ReasonInterrupted {
-			e.reason = "interrupted: its placeholder was stopped"
-		}
-		e.exit = nil
-	}
-	if out != returned {
-		if err := s.charge(id, q, ru, e.started, e.finished, out == succeeded); err != nil {
-			return err
-		}
-	}
-	retry, err := s.packEnded(id, j, q, ru, out, e)
-	if err != nil {
-		return err
-	}
-	s.stopRun(id)
-	next := nextState(q, ru.used, out)
-	if retry {
-		next = job.Queued
-	}
-	if o := s.opt.Observer; o != nil {
-		o.Ended(next)
-	}
-	switch {
-	case retry:
-		return s.retryForMemory(id, e)
-	case next == job.Queued && out == returned:
-		return s.unclaim(id)
-	case next == job.Queued:
-		return s.requeue(id, e)
-	case next == job.Failed && e.reason == "":
-		e.reason = fmt.Sprintf("exit status %d", r.Exit)
-		if ru.used > 1 {
-			e.reason += fmt.Sprintf(" (after %d attempts)", ru.used)
-		}
-	}
-	return s.finish(id, j, next, e)
-}
-
 // runOf finds the attempt of job id that placeholder ph runs, the job
 // row's own or a copy (nil if none).
 func (s *Store) runOf(id int64, attempt int, ph int64) *run {
@@ -281,17 +125,6 @@ func (s *Store) runsOn(id, ph int64) bool {
 		}
 	}
 	return false
-}
-
-// attemptEnded moves a job on after one of its attempts ended as out,
-// minding the other attempts running beside it: the first to succeed
-// wins (unless another's agent claimed first) and the job ends with it;
-// another that ends while one runs on ends alone.
-func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out outcome, r protocol.Report) error {
-	if moves, err := s.copiesEnded(id, ru, out, r); err != nil || !moves {
-		return err
-	}
-	return s.endAttempt(id, j, ru, out, r)
 }
 
 // siteName is placeholder ph's site.

@@ -20,18 +20,6 @@ func (s *Store) runStarted(id int64) {
 	s.arrays.Enter(id)
 }
 
-// stopRun forgets job id's attempt, which stopped without ending
-// (attemptEnded): what it holds in the ledger and packing is released.
-func (s *Store) stopRun(id int64) {
-	ru, ok := s.running[id]
-	if !ok {
-		return
-	}
-	s.ledger.Stop(protocol.JobRef{ID: id, Attempt: ru.attempt})
-	s.packStop(id, ru)
-	s.runGone(id)
-}
-
 // arrayJobs answers the arrays module's questions about jobs.
 type arrayJobs Store
 

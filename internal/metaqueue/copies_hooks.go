@@ -3,7 +3,6 @@ package metaqueue
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/mq-hpc/mq/internal/metaqueue/copies"
@@ -76,96 +75,6 @@ func (s *Store) win(id int64, ru *run) error {
 func (s *Store) stopCopies(id int64, reason string) error {
 	_, err := s.copiesEvent(id, nil, copies.Change{Event: copies.Stopped, Reason: reason})
 	return err
-}
-
-// copiesEvent applies ch, an event of attempt ru of job id (nil for
-// copies.Stopped): one call into the module says whether the job moves
-// on with ru, which attempt its row describes and which copies run on
-// now, and what ended; the core writes the row, charges what ended
-// through the ledger and releases or holds reservations and grants.
-func (s *Store) copiesEvent(id int64, ru *run, ch copies.Change) (bool, error) {
-	if err := s.begin(); err != nil {
-		return false, err
-	}
-	row, cs := s.running[id], s.copyRuns[id]
-	a := copies.Attempts{Job: id, Copies: copyRunsOf(id, cs)}
-	if row != nil {
-		a.Row = copies.Run{Job: id, Attempt: row.attempt, Placeholder: row.placeholder, Started: row.started}
-	}
-	if ru != nil {
-		ch.Attempt = ru.attempt
-	}
-	n, known := s.g.Node(id)
-	a.Queue = n.Queue
-	if copies.NeedsNow(a, ch) {
-		ch.Now = s.now()
-	}
-	f, err := s.repl.Apply(context.Background(), s.w, a, ch)
-	if err != nil {
-		return false, fatalError{err}
-	}
-	if len(cs) == 0 && !f.RowMoved {
-		return f.Won, nil // it ran alone: nothing else changed
-	}
-	runs := append([]*run{row}, cs...)
-	of := func(r copies.Run) *run {
-		return runs[slices.IndexFunc(runs, func(ru *run) bool { return ru != nil && ru.attempt == r.Attempt })]
-	}
-	if f.RowMoved {
-		s.running[id] = of(f.Row)
-		if _, err := s.w.ExecContext(context.Background(), jobsSQL.Get("SetRowAttempt"),
-			f.Row.Attempt, f.Row.Placeholder, micros(f.Row.Started), id); err != nil {
-			return false, fatalError{err}
-		}
-	}
-	delete(s.copyRuns, id)
-	for _, c := range f.Copies {
-		s.copyRuns[id] = append(s.copyRuns[id], of(c))
-	}
-	var q *queue
-	if known {
-		q = s.queueIDs[n.Queue]
-	}
-	for _, e := range f.Spent {
-		if err := s.copySpent(id, q, of(e.Run), e); err != nil {
-			return false, err
-		}
-	}
-	if f.Won && len(f.Spent) > 0 {
-		s.log.Info("an attempt finished first; the other attempts are killed", "job", id, "attempt", ch.Attempt, "killed", len(f.Spent))
-	}
-	return f.Won, nil
-}
-
-// copySpent is the end of attempt ru of job id (queue q, nil if unknown)
-// beside others, for the ledger and packing: charged for what it ran,
-// its reservation held until its late report (Kept) or released, its
-// grant given back.
-func (s *Store) copySpent(id int64, q *queue, ru *run, e copies.Spent) error {
-	if e.Charge && q != nil {
-		if err := s.charge(id, q, ru, e.Started, e.Finished, false); err != nil {
-			return err
-		}
-	}
-	if e.Kept {
-		s.econDying(protocol.JobRef{ID: id, Attempt: ru.attempt}, ru)
-	} else {
-		s.econStop(id, ru)
-	}
-	s.packStop(id, ru)
-	return nil
-}
-
-// copyRunsOf is rs, attempts of job id, as the module sees them.
-func copyRunsOf(id int64, rs []*run) []copies.Run {
-	if len(rs) == 0 {
-		return nil
-	}
-	out := make([]copies.Run, len(rs))
-	for i, r := range rs {
-		out[i] = copies.Run{Job: id, Attempt: r.attempt, Placeholder: r.placeholder, Started: r.started}
-	}
-	return out
 }
 
 // setApart records whether the attempt job id's row describes runs apart

@@ -100,33 +100,6 @@ func (s *Store) Next(ctx context.Context, req protocol.Next) (protocol.NextReply
 	return reply, c.err
 }
 
-// runOf finds the attempt of job id that placeholder ph runs, the job
-// row's own or a copy (nil if none).
-func (s *Store) runOf(id int64, attempt int, ph int64) *run {
-	if ru := s.running[id]; ru != nil && ru.attempt == attempt && ru.placeholder == ph {
-		return ru
-	}
-	for _, c := range s.copyRuns[id] {
-		if c.attempt == attempt && c.placeholder == ph {
-			return c
-		}
-	}
-	return nil
-}
-
-// runsOn says whether placeholder ph runs an attempt of job id.
-func (s *Store) runsOn(id, ph int64) bool {
-	if ru := s.running[id]; ru != nil && ru.placeholder == ph {
-		return true
-	}
-	for _, c := range s.copyRuns[id] {
-		if c.placeholder == ph {
-			return true
-		}
-	}
-	return false
-}
-
 // siteName is placeholder ph's site.
 func (s *Store) siteName(ph int64) (string, error) {
 	at, err := s.phSite(ph)

@@ -2,11 +2,15 @@ package metaqueue
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
 	"github.com/mq-hpc/mq/internal/metaqueue/copies"
+	"github.com/mq-hpc/mq/internal/metaqueue/dc"
 	"github.com/mq-hpc/mq/internal/metaqueue/ledger"
 	"github.com/mq-hpc/mq/internal/metaqueue/packing"
 	"github.com/mq-hpc/mq/internal/resource"
@@ -172,6 +176,12 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out outcome, r proto
 		if ru.used > 1 {
 			e.reason += fmt.Sprintf(" (after %d attempts)", ru.used)
 		}
+	case next == job.Done:
+		// A Done job's outputs enter the catalog before its dependents
+		// are released.
+		if err := s.jobDone(id, j.Queue, s.g.Name(j.Target), e.placeholder, e.started, e.finished, e.outputs); err != nil {
+			return err
+		}
 	}
 	return s.finish(id, j, next, e)
 }
@@ -236,13 +246,40 @@ func (s *Store) runGone(id int64) {
 		return
 	}
 	delete(s.running, id)
-	s.syncCopy(id)
+	s.repl.Sync(copies.Job{ID: id, Runs: 1 + len(s.copyRuns[id])})
 	s.repl.Changed()
 	for _, h := range s.arrays.Leave(id, (*arrayJobs)(s)) {
 		j, _ := s.g.Node(h)
 		q := s.queueIDs[j.Queue]
 		q.ready.Push(s.readyEntry(q, h, j.Est, j.Target))
 	}
+}
+
+// runOf finds the attempt of job id that placeholder ph runs, the job
+// row's own or a copy (nil if none).
+func (s *Store) runOf(id int64, attempt int, ph int64) *run {
+	if ru := s.running[id]; ru != nil && ru.attempt == attempt && ru.placeholder == ph {
+		return ru
+	}
+	for _, c := range s.copyRuns[id] {
+		if c.attempt == attempt && c.placeholder == ph {
+			return c
+		}
+	}
+	return nil
+}
+
+// runsOn says whether placeholder ph runs an attempt of job id.
+func (s *Store) runsOn(id, ph int64) bool {
+	if ru := s.running[id]; ru != nil && ru.placeholder == ph {
+		return true
+	}
+	for _, c := range s.copyRuns[id] {
+		if c.placeholder == ph {
+			return true
+		}
+	}
+	return false
 }
 
 // lateReport keeps the CPU figures of a killed copy's report, which came
@@ -259,7 +296,177 @@ func (s *Store) lateReport(ph int64, r protocol.Report) error {
 	if err := s.repl.Late(context.Background(), s.w, ph, r); err != nil {
 		return fatalError{err}
 	}
-	err := s.extendCharge(r.ID, r.Attempt, r.Finished)
-	s.econDied(ref)
+	// Charged up to when its placeholder says it ended, its
+	// reservation released.
+	err := ledgerErr(s.ledger.ExtendCharge(context.Background(), s.w, ref, r.Finished, s.now(), s.opt.Lease))
+	s.ledger.Died(ref)
 	return err
+}
+
+// copiesEvent applies ch, an event of attempt ru of job id (nil for
+// copies.Stopped): one call into the module says whether the job moves
+// on with ru, which attempt its row describes and which copies run on
+// now, and what ended; the core writes the row, charges what ended
+// through the ledger and releases or holds reservations and grants.
+func (s *Store) copiesEvent(id int64, ru *run, ch copies.Change) (bool, error) {
+	if err := s.begin(); err != nil {
+		return false, err
+	}
+	row, cs := s.running[id], s.copyRuns[id]
+	a := copies.Attempts{Job: id, Copies: copyRunsOf(id, cs)}
+	if row != nil {
+		a.Row = copies.Run{Job: id, Attempt: row.attempt, Placeholder: row.placeholder, Started: row.started}
+	}
+	if ru != nil {
+		ch.Attempt = ru.attempt
+	}
+	n, known := s.g.Node(id)
+	a.Queue = n.Queue
+	if copies.NeedsNow(a, ch) {
+		ch.Now = s.now()
+	}
+	f, err := s.repl.Apply(context.Background(), s.w, a, ch)
+	if err != nil {
+		return false, fatalError{err}
+	}
+	if len(cs) == 0 && !f.RowMoved {
+		return f.Won, nil // it ran alone: nothing else changed
+	}
+	runs := append([]*run{row}, cs...)
+	of := func(r copies.Run) *run {
+		return runs[slices.IndexFunc(runs, func(ru *run) bool { return ru != nil && ru.attempt == r.Attempt })]
+	}
+	if f.RowMoved {
+		s.running[id] = of(f.Row)
+		if _, err := s.w.ExecContext(context.Background(), jobsSQL.Get("SetRowAttempt"),
+			f.Row.Attempt, f.Row.Placeholder, micros(f.Row.Started), id); err != nil {
+			return false, fatalError{err}
+		}
+	}
+	delete(s.copyRuns, id)
+	for _, c := range f.Copies {
+		s.copyRuns[id] = append(s.copyRuns[id], of(c))
+	}
+	var q *queue
+	if known {
+		q = s.queueIDs[n.Queue]
+	}
+	for _, e := range f.Spent {
+		if err := s.copySpent(id, q, of(e.Run), e); err != nil {
+			return false, err
+		}
+	}
+	if f.Won && len(f.Spent) > 0 {
+		s.log.Info("an attempt finished first; the other attempts are killed", "job", id, "attempt", ch.Attempt, "killed", len(f.Spent))
+	}
+	return f.Won, nil
+}
+
+// copySpent is the end of attempt ru of job id (queue q, nil if unknown)
+// beside others, for the ledger and packing: charged for what it ran,
+// its reservation held until its late report (Kept) or a lease from now,
+// or released, its grant given back.
+func (s *Store) copySpent(id int64, q *queue, ru *run, e copies.Spent) error {
+	if e.Charge && q != nil {
+		if err := s.charge(id, q, ru, e.Started, e.Finished, false); err != nil {
+			return err
+		}
+	}
+	ref := protocol.JobRef{ID: id, Attempt: ru.attempt}
+	if e.Kept {
+		now := s.now()
+		s.ledger.Dying(ref, ru.placeholder, ru.started, now, now.Add(s.opt.Lease))
+	} else {
+		s.ledger.Stop(ref)
+	}
+	s.packStop(id, ru)
+	return nil
+}
+
+// copyRunsOf is rs, attempts of job id, as the module sees them.
+func copyRunsOf(id int64, rs []*run) []copies.Run {
+	if len(rs) == 0 {
+		return nil
+	}
+	out := make([]copies.Run, len(rs))
+	for i, r := range rs {
+		out[i] = copies.Run{Job: id, Attempt: r.attempt, Placeholder: r.placeholder, Started: r.started}
+	}
+	return out
+}
+
+// charge is the ledger's part of attempt ru's end (ledger.ChargeEnd):
+// what it cost from started to finished, in the batch's transaction.
+func (s *Store) charge(id int64, q *queue, ru *run, started, finished time.Time, ok bool) error {
+	e := ledger.End{Ref: protocol.JobRef{ID: id, Attempt: ru.attempt}, Queue: q.account(), Placeholder: ru.placeholder,
+		Started: started, Finished: finished, OK: ok}
+	return ledgerErr(s.ledger.ChargeEnd(context.Background(), s.w, ledgerCore{s}, e))
+}
+
+// ledgerErr marks a ledger's failure to write a storage failure (once).
+func ledgerErr(err error) error {
+	var f fatalError
+	if err == nil || errors.As(err, &f) {
+		return err
+	}
+	return fatalError{err}
+}
+
+// packStop gives back what attempt ru of job id holds.
+func (s *Store) packStop(id int64, ru *run) {
+	if h := s.bundleHeir(id, ru); h != nil {
+		s.pack.Pass(packing.Run{Job: id, Attempt: ru.attempt}, *h)
+	}
+	s.pack.Stop(packing.Run{Job: id, Attempt: ru.attempt})
+}
+
+// stopRun forgets job id's attempt, which stopped without ending
+// (attemptEnded): what it holds in the ledger and packing is released.
+func (s *Store) stopRun(id int64) {
+	ru, ok := s.running[id]
+	if !ok {
+		return
+	}
+	s.ledger.Stop(protocol.JobRef{ID: id, Attempt: ru.attempt})
+	s.packStop(id, ru)
+	s.runGone(id)
+}
+
+// jobDone is a Done attempt's outputs: it tells DC the job ended Done (dc.State.Done) and applies what its
+// outputs mean, in the batch's transaction: the catalog records them,
+// a plan keeps those with a checksum at its site, the ledger counts the
+// bytes written and the copy index hears they moved.
+func (s *Store) jobDone(id int64, q int32, target string, ph int64, started, finished time.Time, outs []protocol.FileSum) error {
+	e := dc.Ended{ID: id, Target: target, Placeholder: ph, Started: started, Finished: finished,
+		Outputs: outs, Reported: s.opt.Stager != nil || len(outs) > 0}
+	made, err := s.data.Done(context.Background(), s.w, e, dcCatalog{s})
+	if err != nil {
+		return fatalError{err}
+	}
+	p := catalog.Place(made.Place)
+	for _, o := range made.Outputs {
+		if err := s.cat.Produced(o.Path, p, o.CatalogSize(), o.SHA, id, finished); err != nil {
+			return fatalError{err}
+		}
+		if o.SHA == "" {
+			continue
+		}
+		// A plan that put the file elsewhere (AEH-ETAA), or a producer
+		// that ran elsewhere than planned, still has it where the plan's
+		// consumers run (catalog.KeepAt).
+		if site, ok := s.plans.FileSite(o.Path); ok && site != p.Site {
+			if u := s.cat.KeepAt(o.Path, site, id); u != nil {
+				if err := s.failUnstageable(u.Jobs, u.Reason); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if made.Known {
+		s.ledger.Wrote(q, made.Wrote)
+	}
+	if made.Moved != nil {
+		s.dataMoved(made.Moved)
+	}
+	return nil
 }

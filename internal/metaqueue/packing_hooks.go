@@ -53,14 +53,6 @@ func (s *Store) phCapacity(ph int64, r protocol.Register) {
 	}
 }
 
-// packStop gives back what attempt ru of job id holds.
-func (s *Store) packStop(id int64, ru *run) {
-	if h := s.bundleHeir(id, ru); h != nil {
-		s.pack.Pass(packing.Run{Job: id, Attempt: ru.attempt}, *h)
-	}
-	s.pack.Stop(packing.Run{Job: id, Attempt: ru.attempt})
-}
-
 // packFits is the fitsResources check: job id fits what p's placeholder
 // has free now (the decision dispatch began with packing.Begin).
 func (s *Store) packFits(id int64, p *parkedNext) bool {

@@ -28,23 +28,6 @@ type PlanEstimate = plans.Estimate
 // MaxPlanJobs bounds a planning problem.
 const MaxPlanJobs = plans.MaxJobs
 
-// planKeep has the stager copy a file job id wrote at place p to the
-// site the plan keeps it at, when that is another (catalog.KeepAt): a plan
-// that put the file elsewhere (AEH-ETAA), or a producer that ran
-// elsewhere than planned, still has the file where the plan's consumers
-// run.
-func (s *Store) planKeep(path string, p Place, id int64) error {
-	if site, ok := s.plans.FileSite(path); ok && site != p.Site {
-		if u := s.cat.KeepAt(path, site, id); u != nil {
-			return s.failUnstageable(u.Jobs, u.Reason)
-		}
-	}
-	return nil
-}
-
-// planEnded forgets an ended job's plan (its row stays for mqstat -j).
-func (s *Store) planEnded(id int64) { s.plans.Ended(id) }
-
 // planAlive notes that a placeholder is alive at its site (a heartbeat).
 func (s *Store) planAlive(ph int64) error {
 	site, err := s.siteName(ph)

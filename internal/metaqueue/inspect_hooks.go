@@ -17,25 +17,11 @@ import (
 // TargetNode is a target of a prerequisite graph with its jobs' counts.
 type TargetNode = inspect.TargetNode
 
-func (s *Store) reader() *inspect.Reader {
+// Inspect is the read side of the store (package inspect: mqstat's
+// listings and pages, mqstat -j's detail): it reads a consistent snapshot
+// through the read pool and never waits for the writer.
+func (s *Store) Inspect() *inspect.Reader {
 	return inspect.New(s.rdb, s.opt.OutputDir, inspectSources{s})
-}
-
-// Stat lists jobs matching st in id order, calling emit with batches of up
-// to 1,000. It reads a consistent snapshot and never waits for the writer.
-func (s *Store) Stat(ctx context.Context, st protocol.Stat, emit func([]protocol.JobInfo) error) error {
-	return s.reader().Stat(ctx, st, 0, emit)
-}
-
-// JobsPage lists up to limit jobs matching st with ids above after, in id
-// order: a page of a listing, read from a snapshot like Stat.
-func (s *Store) JobsPage(ctx context.Context, st protocol.Stat, after int64, limit int) ([]protocol.JobInfo, error) {
-	return s.reader().Page(ctx, st, after, limit)
-}
-
-// Job returns everything known about one job.
-func (s *Store) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
-	return s.reader().Job(ctx, id)
 }
 
 // TargetGraph returns target name and its prerequisite targets,

@@ -45,7 +45,7 @@ func (e *env) runAll(ph int64, fail ...int64) {
 
 func (e *env) gone(id int64) {
 	e.t.Helper()
-	if _, err := e.s.Job(context.Background(), id); !protocol.IsCode(err, protocol.CodeNotFound) {
+	if _, err := e.s.Inspect().Job(context.Background(), id); !protocol.IsCode(err, protocol.CodeNotFound) {
 		e.t.Fatalf("job %d after purge: %v, want not found", id, err)
 	}
 }

@@ -49,7 +49,7 @@ var builtin = routeTable(
 	handleBulk(protocol.OpBulkCommit, bulkCommit),
 	handleBulk(protocol.OpBulkAbort, bulkAbort),
 	handleStream(protocol.OpStat, func(ctx context.Context, c *conn, b protocol.Stat, send func(protocol.StatReply) error) error {
-		return c.s.Store.Stat(ctx, b, func(jobs []protocol.JobInfo) error {
+		return c.s.Store.Inspect().Stat(ctx, b, 0, func(jobs []protocol.JobInfo) error {
 			return send(protocol.StatReply{Jobs: jobs})
 		})
 	}),
@@ -58,7 +58,7 @@ var builtin = routeTable(
 		return protocol.ArraysReply{Arrays: as}, err
 	}),
 	handle(protocol.OpJob, func(ctx context.Context, c *conn, b protocol.JobQuery) (protocol.JobDetail, error) {
-		return c.s.Store.Job(ctx, b.ID)
+		return c.s.Store.Inspect().Job(ctx, b.ID)
 	}),
 	handle(protocol.OpSummary, func(ctx context.Context, c *conn, _ protocol.Empty) (protocol.SummaryReply, error) {
 		qs, err := c.s.Store.Summary(ctx)

@@ -5,7 +5,6 @@ import (
 
 	"github.com/mq-hpc/mq/internal/metaqueue/arrays"
 	"github.com/mq-hpc/mq/job"
-	"github.com/mq-hpc/mq/protocol"
 )
 
 // Job arrays are a module (internal/metaqueue/arrays): it counts the
@@ -46,10 +45,4 @@ func (s *Store) saveArray(first, last int64, spec string, limit int) error {
 		return fatalError{err}
 	}
 	return nil
-}
-
-// Arrays lists the job arrays q selects, each with its members counted by
-// state.
-func (s *Store) Arrays(ctx context.Context, q protocol.ArrayQuery) ([]protocol.ArrayInfo, error) {
-	return arrays.List(ctx, s.rdb, q)
 }

@@ -188,17 +188,6 @@ func (s *Store) assigned(jf *jobFiles) (in, out []protocol.AssignedFile) {
 	return in, out
 }
 
-// Files pages through the catalog.
-func (s *Store) Files(ctx context.Context, q protocol.FilesQuery) (protocol.FilesReply, error) {
-	return catalog.Files(ctx, s.rdb, q)
-}
-
-// Replicas returns the places holding path, best first, with the
-// catalog's size and checksum of the file.
-func (s *Store) Replicas(ctx context.Context, path string) ([]protocol.Replica, error) {
-	return catalog.Holding(ctx, s.rdb, path)
-}
-
 // AddReplica records that path exists at a place with this size and
 // checksum (catalog.AddFile).
 func (s *Store) AddReplica(ctx context.Context, path string, at Place, size int64, sha256 string) (f protocol.CatalogFile, err error) {

@@ -329,8 +329,3 @@ func (s *Store) dataChanged() { s.data.Changed() }
 func (s *Store) runningCopies(ctx context.Context, id int64) ([]protocol.AttemptInfo, error) {
 	return copies.Attempted(ctx, s.rdb, id, inspect.TimeFormat)
 }
-
-// Waste totals what killed copies used (nil when none was killed).
-func (s *Store) Waste(ctx context.Context) (*protocol.WasteTotals, error) {
-	return copies.Waste(ctx, s.rdb)
-}

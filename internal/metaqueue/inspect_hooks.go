@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 
+	"github.com/mq-hpc/mq/internal/metaqueue/arrays"
 	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
 	"github.com/mq-hpc/mq/internal/metaqueue/inspect"
 	"github.com/mq-hpc/mq/internal/metaqueue/plans"
@@ -16,6 +17,12 @@ import (
 
 // TargetNode is a target of a prerequisite graph with its jobs' counts.
 type TargetNode = inspect.TargetNode
+
+// ReadDB is the read-only pool on the WAL snapshot that the read side
+// uses: the modules' listings (arrays.List, catalog.Files and
+// catalog.Holding, copies.Waste, plans.Show, plans.Problem,
+// plans.RuntimeSamples) read through it and never wait for the core.
+func (s *Store) ReadDB() *sql.DB { return s.rdb }
 
 // Inspect is the read side of the store (package inspect: mqstat's
 // listings and pages, mqstat -j's detail): it reads a consistent snapshot
@@ -59,7 +66,7 @@ type inspectSources struct{ s *Store }
 var _ inspect.Sources = inspectSources{}
 
 func (a inspectSources) Array(ctx context.Context, id int64) (*protocol.ArrayInfo, error) {
-	as, err := a.s.Arrays(ctx, protocol.ArrayQuery{Job: id})
+	as, err := arrays.List(ctx, a.s.rdb, protocol.ArrayQuery{Job: id})
 	if err != nil || len(as) != 1 {
 		return nil, err
 	}

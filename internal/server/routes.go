@@ -9,6 +9,8 @@ import (
 
 	"github.com/mq-hpc/mq/internal/logguard"
 	"github.com/mq-hpc/mq/internal/metaqueue"
+	"github.com/mq-hpc/mq/internal/metaqueue/arrays"
+	"github.com/mq-hpc/mq/internal/metaqueue/copies"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -54,7 +56,7 @@ var builtin = routeTable(
 		})
 	}),
 	handle(protocol.OpArrays, func(ctx context.Context, c *conn, b protocol.ArrayQuery) (protocol.ArraysReply, error) {
-		as, err := c.s.Store.Arrays(ctx, b)
+		as, err := arrays.List(ctx, c.s.Store.ReadDB(), b)
 		return protocol.ArraysReply{Arrays: as}, err
 	}),
 	handle(protocol.OpJob, func(ctx context.Context, c *conn, b protocol.JobQuery) (protocol.JobDetail, error) {
@@ -69,7 +71,7 @@ var builtin = routeTable(
 		if err != nil {
 			return protocol.SummaryReply{}, err
 		}
-		waste, err := c.s.Store.Waste(ctx)
+		waste, err := copies.Waste(ctx, c.s.Store.ReadDB())
 		return protocol.SummaryReply{Queues: qs, Moved: moved, Waste: waste}, err
 	}),
 	handle(protocol.OpDelete, func(ctx context.Context, c *conn, b protocol.Select) (protocol.ActionReply, error) {

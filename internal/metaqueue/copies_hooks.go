@@ -233,7 +233,7 @@ func (s *Store) dispatchCopy(p *parkedNext, id int64, q *queue) error {
 	s.phWorked(p.req.Placeholder)
 	ru := &run{attempt: r.attempt, used: 1, placeholder: p.req.Placeholder, lease: now.Add(s.opt.Lease), started: now}
 	s.copyRuns[id] = append(s.copyRuns[id], ru)
-	cr, cj := copyRunsOf(id, []*run{ru})[0], s.copyJob(id)
+	cr, cj := copies.Run{Job: id, Attempt: ru.attempt, Placeholder: ru.placeholder, Started: ru.started}, s.copyJob(id)
 	if err := s.repl.Started(context.Background(), s.w, cr, cj); err != nil {
 		return fatalError{err}
 	}

@@ -18,11 +18,26 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
-// The end of an attempt, in one place: a placeholder's report (Report),
+// The end of an attempt, in one place. A placeholder's report (Report),
 // a lease lapsed (leases.go) or a placeholder gone (PlaceholderGone)
-// ends an attempt through attemptEnded, which calls copies, the ledger,
-// packing and arrays once each, in order, and then writes the job's next
-// state (lifecycle.go).
+// ends an attempt through attemptEnded, which reads top to bottom:
+//
+//	copies    does the job move on with this attempt? (the first to
+//	          succeed wins; killed copies are charged and released,
+//	          copySpent)
+//	ledger    charged for what it ran, its reservation released (Ended)
+//	packing   its grant back, or to its bundle's heir; usage learned; a
+//	          memory kill runs again with more (Ended)
+//	runGone   the copy index and arrays: it no longer runs; members its
+//	          array held back go to their queues
+//	jobDone   a Done attempt's outputs: dc, then the catalog, the plans'
+//	          kept sites, the ledger's bytes written, the copy index
+//	lifecycle the job's next state written (finish, requeue, unclaim,
+//	          retryForMemory), whose graph changes reach the counters,
+//	          progress, plans, blevel, dc, bundles and packing
+//	          (applyChanges)
+//
+// The adapters it uses are beside it in this file.
 
 // Report records finished job attempts without asking for work.
 func (s *Store) Report(ctx context.Context, placeholder int64, reports []protocol.Report) error {
@@ -122,11 +137,9 @@ func nextState(q *queue, used int, out outcome) job.State {
 }
 
 // attemptEnded is the end of attempt ru of job id (j as the graph has
-// it), which ended as out (r says how), in one place: each module that
-// keeps something of the attempt is called once, in this order, with the
-// facts the ones before it returned, and the job's next state is then
-// written (lifecycle.go), whose graph changes reach dc, plans, bundles
-// and progress (applyChanges).
+// it), which ended as out (r says how): each module that keeps something
+// of the attempt is called once, in the order above, with the facts the
+// ones before it returned, and then the job's next state is written.
 func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out outcome, r protocol.Report) error {
 	// copies: the first attempt to succeed wins (unless another's agent
 	// claimed first) and the others are killed; one that ends while

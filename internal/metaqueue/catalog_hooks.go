@@ -136,14 +136,6 @@ func (s *Store) isQueued(id int64) bool {
 	return ok && j.State == job.Queued
 }
 
-// inputsPresent says, asking for nothing, whether jobs ids have every
-// movable input at to.
-func (s *Store) inputsPresent(ids []int64, to Place) bool { return s.cat.InputsPresent(ids, to) }
-
-// stagingElsewhere says whether another place than to is bringing the
-// inputs of any of jobs ids.
-func (s *Store) stagingElsewhere(ids []int64, to Place) bool { return s.cat.StagingElsewhere(ids, to) }
-
 // dropStale forgets the replicas at placeholder ph's place of the inputs
 // of job id its agent did not find whole there (catalog.DropMissing), and
 // says whether any was: the job is then handed back unstarted. The report

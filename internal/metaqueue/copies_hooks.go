@@ -6,10 +6,8 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/metaqueue/copies"
-	"github.com/mq-hpc/mq/internal/metaqueue/inspect"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/job"
-	"github.com/mq-hpc/mq/protocol"
 )
 
 // The core's side of job replication (package copies): the copies of a
@@ -286,14 +284,9 @@ func (s *Store) loadCopies(ctx context.Context, now time.Time) error {
 func (s *Store) rebuildCopies() {
 	s.repl.Rebuild()
 	for id := range s.running {
-		s.syncCopy(id)
+		s.repl.Sync(s.copyJob(id))
 	}
 }
-
-// syncCopy tells the copy candidates index of job id's attempts running:
-// every change of s.running or of s.copyRuns the module is not told of
-// otherwise calls it for the job.
-func (s *Store) syncCopy(id int64) { s.repl.Sync(s.copyJob(id)) }
 
 // copyJob is what the module needs of job id's attempts running now.
 func (s *Store) copyJob(id int64) copies.Job {
@@ -325,7 +318,3 @@ func (s *Store) dataMoved1(path string) {
 // set, the placeholders predicted).
 func (s *Store) dataChanged() { s.data.Changed() }
 
-// runningCopies lists the copies of job id running now.
-func (s *Store) runningCopies(ctx context.Context, id int64) ([]protocol.AttemptInfo, error) {
-	return copies.Attempted(ctx, s.rdb, id, inspect.TimeFormat)
-}

@@ -251,7 +251,7 @@ func (c dcCatalog) Present(path string, to dc.Place) bool {
 }
 
 func (c dcCatalog) InputsPresent(ids []int64, to dc.Place) bool {
-	return c.s.inputsPresent(ids, catalog.Place(to))
+	return c.s.cat.InputsPresent(ids, catalog.Place(to))
 }
 
 func (c dcCatalog) InputsAt(ids []int64, to dc.Place) (bool, error) {
@@ -259,7 +259,7 @@ func (c dcCatalog) InputsAt(ids []int64, to dc.Place) (bool, error) {
 }
 
 func (c dcCatalog) StagingElsewhere(ids []int64, to dc.Place) bool {
-	return c.s.stagingElsewhere(ids, catalog.Place(to))
+	return c.s.cat.StagingElsewhere(ids, catalog.Place(to))
 }
 
 func (c dcCatalog) StorePlace(site, host string) dc.Place {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/mq-hpc/mq/internal/metaqueue/arrays"
 	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
+	"github.com/mq-hpc/mq/internal/metaqueue/copies"
 	"github.com/mq-hpc/mq/internal/metaqueue/inspect"
 	"github.com/mq-hpc/mq/internal/metaqueue/plans"
 	"github.com/mq-hpc/mq/protocol"
@@ -74,7 +75,7 @@ func (a inspectSources) Array(ctx context.Context, id int64) (*protocol.ArrayInf
 }
 
 func (a inspectSources) RunningCopies(ctx context.Context, id int64) ([]protocol.AttemptInfo, error) {
-	return a.s.runningCopies(ctx, id)
+	return copies.Attempted(ctx, a.s.rdb, id, inspect.TimeFormat)
 }
 
 func (a inspectSources) Plan(ctx context.Context, id int64) (*protocol.JobPlan, error) {
@@ -101,5 +102,3 @@ func (a inspectSources) Unfit(ctx context.Context, id int64) (why string, err er
 	return why, err
 }
 
-// formatMicros formats a stored time as the read side shows it.
-func formatMicros(v sql.NullInt64) string { return inspect.Micros(v) }

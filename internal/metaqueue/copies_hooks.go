@@ -317,4 +317,3 @@ func (s *Store) dataMoved1(path string) {
 // dataChanged bumps data.gen for a change that moved no file (the ready
 // set, the placeholders predicted).
 func (s *Store) dataChanged() { s.data.Changed() }
-

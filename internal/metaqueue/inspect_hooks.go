@@ -101,4 +101,3 @@ func (a inspectSources) Unfit(ctx context.Context, id int64) (why string, err er
 	err = a.s.do(ctx, func() error { why = a.s.pack.Why(id); return nil })
 	return why, err
 }
-

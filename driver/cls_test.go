@@ -333,7 +333,7 @@ func TestCLSGroupsAndPipelinesRunAsBundles(t *testing.T) {
 		ids = append(ids, r.ID)
 	}
 	var infos []protocol.JobInfo
-	c.store.Stat(ctx, protocol.Stat{IDs: ids, States: "DF"}, func(js []protocol.JobInfo) error {
+	c.store.Inspect().Stat(ctx, protocol.Stat{IDs: ids, States: "DF"}, 0, func(js []protocol.JobInfo) error {
 		infos = append(infos, js...)
 		return nil
 	})

@@ -25,7 +25,7 @@ func TestCLSHoldAndPriority(t *testing.T) {
 	var id int64
 	waitUntil(t, func() bool {
 		var got []protocol.JobInfo
-		err := c.store.Stat(ctx, protocol.Stat{States: "H", Target: "held"}, func(js []protocol.JobInfo) error {
+		err := c.store.Inspect().Stat(ctx, protocol.Stat{States: "H", Target: "held"}, 0, func(js []protocol.JobInfo) error {
 			got = append(got, js...)
 			return nil
 		})

@@ -99,7 +99,7 @@ func TestCLSResultUsage(t *testing.T) {
 	if res.Usage.MaxRSS <= 0 {
 		t.Fatalf("Usage %+v: zero through the CLS", res.Usage)
 	}
-	j, err := c.store.Job(ctx, res.ID)
+	j, err := c.store.Inspect().Job(ctx, res.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/mq-hpc/mq/client"
 	"github.com/mq-hpc/mq/internal/metaqueue"
+	"github.com/mq-hpc/mq/internal/metaqueue/inspect"
 	"github.com/mq-hpc/mq/internal/mqhome"
 	"github.com/mq-hpc/mq/internal/placeholder"
 	"github.com/mq-hpc/mq/internal/server"
@@ -399,9 +400,9 @@ func (c *CLS) serveSites(outReserve int64) error {
 		c.sites.connected.set(id, reg, connected)
 	}
 	(&plans{store: c.store, sites: c.sites, log: c.log}).install(c.srv)
-	fl := &files{store: c.store, places: c.sites.place, home: c.home, stager: c.stager, log: c.log, now: time.Now}
+	fl := &files{store: storeFiles{c.store}, places: c.sites.place, home: c.home, stager: c.stager, log: c.log, now: time.Now}
 	fl.install(c.srv)
-	c.outputs = &outputs{store: c.store, streamDir: filepath.Join(c.outputDir(), protocol.StreamDir)}
+	c.outputs = &outputs{store: jobWaiter{c.store.Inspect(), c.store}, streamDir: filepath.Join(c.outputDir(), protocol.StreamDir)}
 	c.outputs.install(c.srv)
 	c.stager.alt = c.sites.agentAlt
 	c.stager.start(c.store)
@@ -551,4 +552,11 @@ func lockHome(home string) (func(), error) {
 	f.Truncate(0)
 	fmt.Fprintf(f, "%d\n", os.Getpid())
 	return func() { f.Close() }, nil
+}
+
+// jobWaiter is the store as reading jobs' output uses it: a job's detail
+// from the read side, waits from the core.
+type jobWaiter struct {
+	*inspect.Reader
+	*metaqueue.Store
 }

@@ -264,11 +264,11 @@ func (d *dashSource) Moved(ctx context.Context) (*protocol.MovedTotals, error) {
 }
 
 func (d *dashSource) JobsPage(ctx context.Context, st protocol.Stat, after int64, limit int) ([]protocol.JobInfo, error) {
-	return d.store.JobsPage(ctx, st, after, limit)
+	return d.store.Inspect().Page(ctx, st, after, limit)
 }
 
 func (d *dashSource) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
-	return d.store.Job(ctx, id)
+	return d.store.Inspect().Job(ctx, id)
 }
 
 func (d *dashSource) TargetGraph(ctx context.Context, name string, limit int) ([]metaqueue.TargetNode, bool, error) {

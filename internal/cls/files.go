@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/metaqueue"
+	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
 	"github.com/mq-hpc/mq/internal/server"
 	"github.com/mq-hpc/mq/internal/site"
 	"github.com/mq-hpc/mq/internal/stage"
@@ -158,6 +159,18 @@ type filesStore interface {
 	AddReplica(ctx context.Context, path string, at metaqueue.Place, size int64, sha256 string) (protocol.CatalogFile, error)
 	RemoveReplicas(ctx context.Context, path, site string, force bool) (protocol.CatalogFile, []metaqueue.Place, error)
 	RecordTransfer(ctx context.Context, t protocol.TransferInfo) error
+}
+
+// storeFiles is the store as the files ops use it: the catalog's
+// listings from the read pool, its changes through the core.
+type storeFiles struct{ *metaqueue.Store }
+
+func (s storeFiles) Files(ctx context.Context, q protocol.FilesQuery) (protocol.FilesReply, error) {
+	return catalog.Files(ctx, s.ReadDB(), q)
+}
+
+func (s storeFiles) Replicas(ctx context.Context, path string) ([]protocol.Replica, error) {
+	return catalog.Holding(ctx, s.ReadDB(), path)
 }
 
 // files serves the files.* ops: the catalog, and copies made for users.

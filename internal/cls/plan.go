@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/metaqueue"
+	mqplans "github.com/mq-hpc/mq/internal/metaqueue/plans" // beside this file's plans, the ops
 	"github.com/mq-hpc/mq/internal/plan"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/internal/server"
@@ -31,7 +32,7 @@ func (c *plans) install(srv *server.Server) {
 		if req.Limit < 0 || req.Limit > protocol.MaxPlanShowLimit {
 			return protocol.PlanShowReply{}, protocol.Errorf(protocol.CodeBadRequest, "limit %d: want 0 (the default, %d) to %d", req.Limit, protocol.DefaultPlanShowLimit, protocol.MaxPlanShowLimit)
 		}
-		reply, err := c.store.PlanShow(ctx, req.Limit)
+		reply, err := mqplans.Show(ctx, c.store.ReadDB(), req.Limit)
 		if err != nil || c.sites == nil || c.sites.mgr == nil {
 			return reply, err
 		}
@@ -94,7 +95,7 @@ func (c *plans) make(ctx context.Context, req protocol.PlanMake) (protocol.PlanS
 	}
 	if !req.NoLearn {
 		est.Learned = &plan.Runtimes{}
-		if err := c.store.RuntimeSamples(ctx, runtimeSamples, func(command, site string, elapsed float64) {
+		if err := mqplans.RuntimeSamples(ctx, c.store.ReadDB(), runtimeSamples, func(command, site string, elapsed float64) {
 			est.Learned.Add(plan.CommandClass(command), site, elapsed)
 		}); err != nil {
 			return sum, err
@@ -114,7 +115,7 @@ func (c *plans) make(ctx context.Context, req protocol.PlanMake) (protocol.PlanS
 		return sum, protocol.Errorf(protocol.CodeBadState, "no sites to plan over: add one (cls site add) or serve with --local N")
 	}
 	srcOf := map[int64][]plan.Source{} // per job, per site (in names' order)
-	jobs, err := c.store.PlanJobs(ctx, req.Target, func(id int64, command string, declared float64) map[string]float64 {
+	jobs, err := mqplans.Problem(ctx, c.store.ReadDB(), req.Target, func(id int64, command string, declared float64) map[string]float64 {
 		class := plan.CommandClass(command)
 		out := make(map[string]float64, len(names))
 		srcs := make([]plan.Source, len(names))

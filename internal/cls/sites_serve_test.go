@@ -27,8 +27,8 @@ func TestEveryOpServed(t *testing.T) {
 	}
 	srv := &server.Server{Store: store, Log: log}
 	st.install(srv)
-	(&files{store: store, places: st.place, home: home, log: log}).install(srv)
-	(&outputs{store: store}).install(srv)
+	(&files{store: storeFiles{store}, places: st.place, home: home, log: log}).install(srv)
+	(&outputs{store: jobWaiter{store.Inspect(), store}}).install(srv)
 	(&plans{store: store, sites: st, log: log}).install(srv)
 	if ops := srv.Unrouted(); len(ops) != 0 {
 		t.Errorf("ops without a handler on the CLS: %v", ops)

@@ -5,7 +5,6 @@ import (
 
 	"github.com/mq-hpc/mq/internal/metaqueue/arrays"
 	"github.com/mq-hpc/mq/job"
-	"github.com/mq-hpc/mq/protocol"
 )
 
 // Job arrays are a module (internal/metaqueue/arrays): it counts the
@@ -18,25 +17,6 @@ import (
 func (s *Store) runStarted(id int64) {
 	s.repl.Changed()
 	s.arrays.Enter(id)
-}
-
-// stopRun forgets job id's attempt (it no longer executes) and gives the
-// members its array held back to their queues.
-func (s *Store) stopRun(id int64) {
-	ru, ok := s.running[id]
-	if !ok {
-		return
-	}
-	s.ledger.Stop(protocol.JobRef{ID: id, Attempt: ru.attempt})
-	s.packStop(id, ru)
-	delete(s.running, id)
-	s.syncCopy(id)
-	s.repl.Changed()
-	for _, h := range s.arrays.Leave(id, (*arrayJobs)(s)) {
-		j, _ := s.g.Node(h)
-		q := s.queueIDs[j.Queue]
-		q.ready.Push(s.readyEntry(q, h, j.Est, j.Target))
-	}
 }
 
 // arrayJobs answers the arrays module's questions about jobs.
@@ -65,10 +45,4 @@ func (s *Store) saveArray(first, last int64, spec string, limit int) error {
 		return fatalError{err}
 	}
 	return nil
-}
-
-// Arrays lists the job arrays q selects, each with its members counted by
-// state.
-func (s *Store) Arrays(ctx context.Context, q protocol.ArrayQuery) ([]protocol.ArrayInfo, error) {
-	return arrays.List(ctx, s.rdb, q)
 }

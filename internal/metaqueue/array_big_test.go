@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/metaqueue/arrays"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -46,7 +47,7 @@ func TestArrayMillionCost(t *testing.T) {
 	e.next(ph, 20, ok(got[0]))
 	t.Logf("next after one ended: %v", time.Since(t0))
 	t0 = time.Now()
-	as, err := e.s.Arrays(context.Background(), protocol.ArrayQuery{})
+	as, err := arrays.List(context.Background(), e.s.ReadDB(), protocol.ArrayQuery{})
 	t.Logf("arrays: %v %+v %v", time.Since(t0), as[0].Counts, err)
 	t0 = time.Now()
 	l := e.stat(protocol.Stat{Collapse: true})

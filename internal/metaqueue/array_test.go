@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/mq-hpc/mq/internal/metaqueue/arrays"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -209,7 +210,7 @@ func TestArraysListing(t *testing.T) {
 	first := e.submitArray("arr", 5, 2)
 	after := e.submit1("solo", "y")
 	e.next(e.register("s"), 8)
-	as, err := e.s.Arrays(context.Background(), protocol.ArrayQuery{})
+	as, err := arrays.List(context.Background(), e.s.ReadDB(), protocol.ArrayQuery{})
 	if err != nil || len(as) != 1 {
 		t.Fatalf("Arrays = %+v, %v", as, err)
 	}
@@ -229,7 +230,7 @@ func TestArraysListing(t *testing.T) {
 		t.Fatalf("listing the array's ids gave %d jobs", n)
 	}
 	for _, q := range []protocol.ArrayQuery{{Target: "solo"}, {States: "D"}} {
-		if as, _ := e.s.Arrays(context.Background(), q); len(as) != 0 {
+		if as, _ := arrays.List(context.Background(), e.s.ReadDB(), q); len(as) != 0 {
 			t.Fatalf("Arrays(%+v) = %+v, want none", q, as)
 		}
 	}

@@ -52,10 +52,3 @@ func (s *Store) pushRanked(queue int32, r policy.Ready) bool {
 	q.ready.Push(r)
 	return true
 }
-
-// deferRank reports whether a job of q that became ready while a
-// submission inserts (in) waits for the submission's settle to enter q's
-// heap, ranked once with the chains the whole submission adds.
-func (s *Store) deferRank(q *queue, id int64, in *inserter) bool {
-	return in != nil && q.needsBLevels() && s.bl.Defer(id)
-}

@@ -136,40 +136,6 @@ func (s *Store) isQueued(id int64) bool {
 	return ok && j.State == job.Queued
 }
 
-// inputsPresent says, asking for nothing, whether jobs ids have every
-// movable input at to.
-func (s *Store) inputsPresent(ids []int64, to Place) bool { return s.cat.InputsPresent(ids, to) }
-
-// stagingElsewhere says whether another place than to is bringing the
-// inputs of any of jobs ids.
-func (s *Store) stagingElsewhere(ids []int64, to Place) bool { return s.cat.StagingElsewhere(ids, to) }
-
-// dropStale forgets the replicas at placeholder ph's place of the inputs
-// of job id its agent did not find whole there (catalog.DropMissing), and
-// says whether any was: the job is then handed back unstarted. The report
-// writes the attempt's end in this batch anyway, so the transaction is
-// begun here whatever is dropped.
-func (s *Store) dropStale(id, ph int64, missing []string) (bool, error) {
-	if !s.cat.Staging() || len(missing) == 0 {
-		return false, nil
-	}
-	to, err := s.storePlace(ph)
-	if err == nil {
-		err = s.begin()
-	}
-	if err != nil {
-		return false, err
-	}
-	stale, ch, err := s.cat.DropMissing(context.Background(), s.w, id, to, missing)
-	if err != nil {
-		return false, fatalError{err}
-	}
-	if ch.Moved {
-		s.data.Gone(ch.Gone) // replicas dropped: nothing arrived, no job fails
-	}
-	return stale, nil
-}
-
 // assigned is how an assignment carries a job's declared files, inputs
 // with the catalog's size and checksum.
 func (s *Store) assigned(jf *jobFiles) (in, out []protocol.AssignedFile) {
@@ -186,17 +152,6 @@ func (s *Store) assigned(jf *jobFiles) (in, out []protocol.AssignedFile) {
 	in, out = conv(jf.In), conv(jf.Out)
 	s.cat.AddSums(in)
 	return in, out
-}
-
-// Files pages through the catalog.
-func (s *Store) Files(ctx context.Context, q protocol.FilesQuery) (protocol.FilesReply, error) {
-	return catalog.Files(ctx, s.rdb, q)
-}
-
-// Replicas returns the places holding path, best first, with the
-// catalog's size and checksum of the file.
-func (s *Store) Replicas(ctx context.Context, path string) ([]protocol.Replica, error) {
-	return catalog.Holding(ctx, s.rdb, path)
 }
 
 // AddReplica records that path exists at a place with this size and

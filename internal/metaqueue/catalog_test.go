@@ -279,7 +279,7 @@ func TestCatalogOps(t *testing.T) {
 	var paths []string
 	after := ""
 	for {
-		r, err := e.s.Files(ctx, protocol.FilesQuery{Prefix: "/d/", After: after, Limit: 2})
+		r, err := catalog.Files(ctx, e.s.ReadDB(), protocol.FilesQuery{Prefix: "/d/", After: after, Limit: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -322,7 +322,7 @@ func TestCatalogOps(t *testing.T) {
 	if m, err := e.s.Moved(ctx); err != nil || m == nil || m.Transfers != 1 || m.Bytes != 3 || m.Seconds != 0.5 {
 		t.Fatalf("moved after reopen %+v %v", m, err)
 	}
-	if reps, err := e.s.Replicas(ctx, "/d/f0"); err != nil || len(reps) != 1 || reps[0].Size != 0 {
+	if reps, err := catalog.Holding(ctx, e.s.ReadDB(), "/d/f0"); err != nil || len(reps) != 1 || reps[0].Size != 0 {
 		t.Fatalf("replicas %+v %v", reps, err)
 	}
 	e.check()

@@ -3,14 +3,11 @@ package metaqueue
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/mq-hpc/mq/internal/metaqueue/copies"
-	"github.com/mq-hpc/mq/internal/metaqueue/inspect"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/job"
-	"github.com/mq-hpc/mq/protocol"
 )
 
 // The core's side of job replication (package copies): the copies of a
@@ -64,14 +61,6 @@ func (s *Store) copyable(id int64, q *queue) bool {
 	return jf == nil || !jf.OutsideCwd
 }
 
-// copiesEnded is replication's part of the end of attempt ru of job id,
-// which ended as out says (copies.Ended): it reports whether the job
-// moves on with ru (it ran alone, or finished first and the others are
-// killed); false when it ended alone and another runs on.
-func (s *Store) copiesEnded(id int64, ru *run, out outcome, r protocol.Report) (bool, error) {
-	return s.copiesEvent(id, ru, copies.Change{Event: copies.Ended, Succeeded: out == succeeded, Returned: out == returned, Report: r})
-}
-
 // win makes ru, whose agent claimed first, the attempt the job row
 // describes and kills every other attempt of the job.
 func (s *Store) win(id int64, ru *run) error {
@@ -86,96 +75,6 @@ func (s *Store) stopCopies(id int64, reason string) error {
 	return err
 }
 
-// copiesEvent applies ch, an event of attempt ru of job id (nil for
-// copies.Stopped): one call into the module says whether the job moves
-// on with ru, which attempt its row describes and which copies run on
-// now, and what ended; the core writes the row, charges what ended
-// through the ledger and releases or holds reservations and grants.
-func (s *Store) copiesEvent(id int64, ru *run, ch copies.Change) (bool, error) {
-	if err := s.begin(); err != nil {
-		return false, err
-	}
-	row, cs := s.running[id], s.copyRuns[id]
-	a := copies.Attempts{Job: id, Copies: copyRunsOf(id, cs)}
-	if row != nil {
-		a.Row = copies.Run{Job: id, Attempt: row.attempt, Placeholder: row.placeholder, Started: row.started}
-	}
-	if ru != nil {
-		ch.Attempt = ru.attempt
-	}
-	n, known := s.g.Node(id)
-	a.Queue = n.Queue
-	if copies.NeedsNow(a, ch) {
-		ch.Now = s.now()
-	}
-	f, err := s.repl.Apply(context.Background(), s.w, a, ch)
-	if err != nil {
-		return false, fatalError{err}
-	}
-	if len(cs) == 0 && !f.RowMoved {
-		return f.Won, nil // it ran alone: nothing else changed
-	}
-	runs := append([]*run{row}, cs...)
-	of := func(r copies.Run) *run {
-		return runs[slices.IndexFunc(runs, func(ru *run) bool { return ru != nil && ru.attempt == r.Attempt })]
-	}
-	if f.RowMoved {
-		s.running[id] = of(f.Row)
-		if _, err := s.w.ExecContext(context.Background(), jobsSQL.Get("SetRowAttempt"),
-			f.Row.Attempt, f.Row.Placeholder, micros(f.Row.Started), id); err != nil {
-			return false, fatalError{err}
-		}
-	}
-	delete(s.copyRuns, id)
-	for _, c := range f.Copies {
-		s.copyRuns[id] = append(s.copyRuns[id], of(c))
-	}
-	var q *queue
-	if known {
-		q = s.queueIDs[n.Queue]
-	}
-	for _, e := range f.Spent {
-		if err := s.copySpent(id, q, of(e.Run), e); err != nil {
-			return false, err
-		}
-	}
-	if f.Won && len(f.Spent) > 0 {
-		s.log.Info("an attempt finished first; the other attempts are killed", "job", id, "attempt", ch.Attempt, "killed", len(f.Spent))
-	}
-	return f.Won, nil
-}
-
-// copySpent is the end of attempt ru of job id (queue q, nil if unknown)
-// beside others, for the ledger and packing: charged for what it ran,
-// its reservation held until its late report (Kept) or released, its
-// grant given back.
-func (s *Store) copySpent(id int64, q *queue, ru *run, e copies.Spent) error {
-	if e.Charge && q != nil {
-		if err := s.charge(id, q, ru, e.Started, e.Finished, false); err != nil {
-			return err
-		}
-	}
-	if e.Kept {
-		s.econDying(protocol.JobRef{ID: id, Attempt: ru.attempt}, ru)
-	} else {
-		s.econStop(id, ru)
-	}
-	s.packStop(id, ru)
-	return nil
-}
-
-// copyRunsOf is rs, attempts of job id, as the module sees them.
-func copyRunsOf(id int64, rs []*run) []copies.Run {
-	if len(rs) == 0 {
-		return nil
-	}
-	out := make([]copies.Run, len(rs))
-	for i, r := range rs {
-		out[i] = copies.Run{Job: id, Attempt: r.attempt, Placeholder: r.placeholder, Started: r.started}
-	}
-	return out
-}
-
 // setApart records whether the attempt job id's row describes runs apart
 // and may have copies beside it.
 func (s *Store) setApart(id int64, apart bool) error {
@@ -183,25 +82,6 @@ func (s *Store) setApart(id int64, apart bool) error {
 		return fatalError{err}
 	}
 	return nil
-}
-
-// lateReport keeps the CPU figures of a killed copy's report, which came
-// after another attempt won, charges it up to when it stopped and
-// releases its reservation.
-func (s *Store) lateReport(ph int64, r protocol.Report) error {
-	ref := protocol.JobRef{ID: r.ID, Attempt: r.Attempt}
-	if !s.repl.Awaits(ref, ph) {
-		return nil
-	}
-	if err := s.begin(); err != nil {
-		return err
-	}
-	if err := s.repl.Late(context.Background(), s.w, ph, r); err != nil {
-		return fatalError{err}
-	}
-	err := s.extendCharge(r.ID, r.Attempt, r.Finished)
-	s.econDied(ref)
-	return err
 }
 
 // localBytes is how many bytes of job id's inputs are at the asking
@@ -351,7 +231,7 @@ func (s *Store) dispatchCopy(p *parkedNext, id int64, q *queue) error {
 	s.phWorked(p.req.Placeholder)
 	ru := &run{attempt: r.attempt, used: 1, placeholder: p.req.Placeholder, lease: now.Add(s.opt.Lease), started: now}
 	s.copyRuns[id] = append(s.copyRuns[id], ru)
-	cr, cj := copyRunsOf(id, []*run{ru})[0], s.copyJob(id)
+	cr, cj := copies.Run{Job: id, Attempt: ru.attempt, Placeholder: ru.placeholder, Started: ru.started}, s.copyJob(id)
 	if err := s.repl.Started(context.Background(), s.w, cr, cj); err != nil {
 		return fatalError{err}
 	}
@@ -404,14 +284,9 @@ func (s *Store) loadCopies(ctx context.Context, now time.Time) error {
 func (s *Store) rebuildCopies() {
 	s.repl.Rebuild()
 	for id := range s.running {
-		s.syncCopy(id)
+		s.repl.Sync(s.copyJob(id))
 	}
 }
-
-// syncCopy tells the copy candidates index of job id's attempts running:
-// every change of s.running or of s.copyRuns the module is not told of
-// otherwise calls it for the job.
-func (s *Store) syncCopy(id int64) { s.repl.Sync(s.copyJob(id)) }
 
 // copyJob is what the module needs of job id's attempts running now.
 func (s *Store) copyJob(id int64) copies.Job {
@@ -442,13 +317,3 @@ func (s *Store) dataMoved1(path string) {
 // dataChanged bumps data.gen for a change that moved no file (the ready
 // set, the placeholders predicted).
 func (s *Store) dataChanged() { s.data.Changed() }
-
-// runningCopies lists the copies of job id running now.
-func (s *Store) runningCopies(ctx context.Context, id int64) ([]protocol.AttemptInfo, error) {
-	return copies.Attempted(ctx, s.rdb, id, inspect.TimeFormat)
-}
-
-// Waste totals what killed copies used (nil when none was killed).
-func (s *Store) Waste(ctx context.Context) (*protocol.WasteTotals, error) {
-	return copies.Waste(ctx, s.rdb)
-}

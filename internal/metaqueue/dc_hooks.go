@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/dispatch"
 	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
 	"github.com/mq-hpc/mq/internal/metaqueue/dc"
@@ -179,59 +178,6 @@ func (s *Store) loadFiles(ctx context.Context, id int64) error {
 	return s.loadCatalog(ctx)
 }
 
-// readyEntry is how a queue's heap sees a job that became ready. An SJF
-// queue orders a job that declared no estimate by its target's learned
-// runtime (dc.State.Learned); a cp queue ranks it by its b-level
-// (blevel.Levels.Rank).
-func (s *Store) readyEntry(q *queue, id int64, est float32, t dag.TargetID) policy.Ready {
-	if est == 0 && q.learnsEstimates() {
-		est = s.data.Learned(s.g.Name(t), est)
-	}
-	r := policy.Ready{ID: id, Est: est, Priority: s.prio[id]}
-	if s.bl.On() && q.needsBLevels() {
-		r.Prio = s.bl.Rank(s.g, s.data.Expect(), t, id, est)
-	}
-	return r
-}
-
-// jobDone tells DC a job ended Done (dc.State.Done) and applies what its
-// outputs mean, in the batch's transaction: the catalog records them,
-// a plan keeps those with a checksum at its site, the ledger counts the
-// bytes written and the copy index hears they moved.
-func (s *Store) jobDone(id int64, q int32, target string, ph int64, started, finished time.Time, outs []protocol.FileSum) error {
-	e := dc.Ended{ID: id, Target: target, Placeholder: ph, Started: started, Finished: finished,
-		Outputs: outs, Reported: s.opt.Stager != nil || len(outs) > 0}
-	made, err := s.data.Done(context.Background(), s.w, e, dcCatalog{s})
-	if err != nil {
-		return fatalError{err}
-	}
-	p := catalog.Place(made.Place)
-	for _, o := range made.Outputs {
-		if err := s.cat.Produced(o.Path, p, o.CatalogSize(), o.SHA, id, finished); err != nil {
-			return fatalError{err}
-		}
-		if o.SHA != "" {
-			if err := s.planKeep(o.Path, p, id); err != nil {
-				return err
-			}
-		}
-	}
-	if made.Known {
-		s.noteWrote(q, made.Wrote)
-	}
-	if made.Moved != nil {
-		s.dataMoved(made.Moved)
-	}
-	return nil
-}
-
-// jobEnded forgets a job that reached a terminal state.
-func (s *Store) jobEnded(id int64) {
-	s.cat.JobEnded(id)
-	s.data.Ended(id)
-	s.planEnded(id)
-}
-
 // inputs adds up the inputs of jobs ids by where they are (dc.State.Inputs),
 // with staging priced at here (cur) where a replica is.
 func (s *Store) inputs(dst []policy.Input, ids []int64, cur policy.Site, here Place) []policy.Input {
@@ -305,7 +251,7 @@ func (c dcCatalog) Present(path string, to dc.Place) bool {
 }
 
 func (c dcCatalog) InputsPresent(ids []int64, to dc.Place) bool {
-	return c.s.inputsPresent(ids, catalog.Place(to))
+	return c.s.cat.InputsPresent(ids, catalog.Place(to))
 }
 
 func (c dcCatalog) InputsAt(ids []int64, to dc.Place) (bool, error) {
@@ -313,7 +259,7 @@ func (c dcCatalog) InputsAt(ids []int64, to dc.Place) (bool, error) {
 }
 
 func (c dcCatalog) StagingElsewhere(ids []int64, to dc.Place) bool {
-	return c.s.stagingElsewhere(ids, catalog.Place(to))
+	return c.s.cat.StagingElsewhere(ids, catalog.Place(to))
 }
 
 func (c dcCatalog) StorePlace(site, host string) dc.Place {

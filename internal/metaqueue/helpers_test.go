@@ -177,7 +177,7 @@ func exit(a protocol.Assignment, code int) protocol.Report {
 
 func (e *env) job(id int64) protocol.JobDetail {
 	e.t.Helper()
-	d, err := e.s.Job(context.Background(), id)
+	d, err := e.s.Inspect().Job(context.Background(), id)
 	if err != nil {
 		e.t.Fatalf("Job(%d): %v", id, err)
 	}
@@ -244,7 +244,7 @@ func (e *env) summary() map[string]map[string]int {
 func (e *env) stat(st protocol.Stat) []protocol.JobInfo {
 	e.t.Helper()
 	var out []protocol.JobInfo
-	err := e.s.Stat(context.Background(), st, func(js []protocol.JobInfo) error {
+	err := e.s.Inspect().Stat(context.Background(), st, 0, func(js []protocol.JobInfo) error {
 		out = append(out, js...)
 		return nil
 	})

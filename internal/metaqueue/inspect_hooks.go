@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 
+	"github.com/mq-hpc/mq/internal/metaqueue/arrays"
 	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
+	"github.com/mq-hpc/mq/internal/metaqueue/copies"
 	"github.com/mq-hpc/mq/internal/metaqueue/inspect"
 	"github.com/mq-hpc/mq/internal/metaqueue/plans"
 	"github.com/mq-hpc/mq/protocol"
@@ -17,31 +19,17 @@ import (
 // TargetNode is a target of a prerequisite graph with its jobs' counts.
 type TargetNode = inspect.TargetNode
 
-func (s *Store) reader() *inspect.Reader {
+// ReadDB is the read-only pool on the WAL snapshot that the read side
+// uses: the modules' listings (arrays.List, catalog.Files and
+// catalog.Holding, copies.Waste, plans.Show, plans.Problem,
+// plans.RuntimeSamples) read through it and never wait for the core.
+func (s *Store) ReadDB() *sql.DB { return s.rdb }
+
+// Inspect is the read side of the store (package inspect: mqstat's
+// listings and pages, mqstat -j's detail): it reads a consistent snapshot
+// through the read pool and never waits for the writer.
+func (s *Store) Inspect() *inspect.Reader {
 	return inspect.New(s.rdb, s.opt.OutputDir, inspectSources{s})
-}
-
-// Stat lists jobs matching st in id order, calling emit with batches of up
-// to 1,000. It reads a consistent snapshot and never waits for the writer.
-func (s *Store) Stat(ctx context.Context, st protocol.Stat, emit func([]protocol.JobInfo) error) error {
-	return s.reader().Stat(ctx, st, 0, emit)
-}
-
-// JobsPage lists up to limit jobs matching st with ids above after, in id
-// order: a page of a listing, read from a snapshot like Stat.
-func (s *Store) JobsPage(ctx context.Context, st protocol.Stat, after int64, limit int) ([]protocol.JobInfo, error) {
-	return s.reader().Page(ctx, st, after, limit)
-}
-
-// Job returns everything known about one job.
-func (s *Store) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
-	return s.reader().Job(ctx, id)
-}
-
-// JobOutput is the part of Job that reading the job's output needs
-// (inspect.Reader.JobOutput): cheap for a member of a large array.
-func (s *Store) JobOutput(ctx context.Context, id int64) (protocol.JobDetail, error) {
-	return s.reader().JobOutput(ctx, id)
 }
 
 // TargetGraph returns target name and its prerequisite targets,
@@ -79,7 +67,7 @@ type inspectSources struct{ s *Store }
 var _ inspect.Sources = inspectSources{}
 
 func (a inspectSources) Array(ctx context.Context, id int64) (*protocol.ArrayInfo, error) {
-	as, err := a.s.Arrays(ctx, protocol.ArrayQuery{Job: id})
+	as, err := arrays.List(ctx, a.s.rdb, protocol.ArrayQuery{Job: id})
 	if err != nil || len(as) != 1 {
 		return nil, err
 	}
@@ -87,7 +75,7 @@ func (a inspectSources) Array(ctx context.Context, id int64) (*protocol.ArrayInf
 }
 
 func (a inspectSources) RunningCopies(ctx context.Context, id int64) ([]protocol.AttemptInfo, error) {
-	return a.s.runningCopies(ctx, id)
+	return copies.Attempted(ctx, a.s.rdb, id, inspect.TimeFormat)
 }
 
 func (a inspectSources) Plan(ctx context.Context, id int64) (*protocol.JobPlan, error) {
@@ -113,6 +101,3 @@ func (a inspectSources) Unfit(ctx context.Context, id int64) (why string, err er
 	err = a.s.do(ctx, func() error { why = a.s.pack.Why(id); return nil })
 	return why, err
 }
-
-// formatMicros formats a stored time as the read side shows it.
-func formatMicros(v sql.NullInt64) string { return inspect.Micros(v) }

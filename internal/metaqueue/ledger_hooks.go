@@ -2,7 +2,6 @@ package metaqueue
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
@@ -57,39 +56,6 @@ func (s *Store) econCosting() bool {
 func (s *Store) econStart(id int64, q *queue, j dag.Node, ru *run, site string) {
 	s.ledger.Start(protocol.JobRef{ID: id, Attempt: ru.attempt}, q.account(), j, site, s.guess)
 }
-
-// econStop releases what attempt ru of job id reserved.
-func (s *Store) econStop(id int64, ru *run) {
-	s.ledger.Stop(protocol.JobRef{ID: id, Attempt: ru.attempt})
-}
-
-// charge is the ledger's part of attempt ru's end (ledger.ChargeEnd):
-// what it cost from started to finished, in the batch's transaction.
-func (s *Store) charge(id int64, q *queue, ru *run, started, finished time.Time, ok bool) error {
-	e := ledger.End{Ref: protocol.JobRef{ID: id, Attempt: ru.attempt}, Queue: q.account(), Placeholder: ru.placeholder,
-		Started: started, Finished: finished, OK: ok}
-	return ledgerErr(s.ledger.ChargeEnd(context.Background(), s.w, ledgerCore{s}, e))
-}
-
-// econDying keeps killed copy ru's reservation until its placeholder
-// reports it stopped (econDied), or a lease from now.
-func (s *Store) econDying(ref protocol.JobRef, ru *run) {
-	now := s.now()
-	s.ledger.Dying(ref, ru.placeholder, ru.started, now, now.Add(s.opt.Lease))
-}
-
-// econDied releases a killed copy's reservation.
-func (s *Store) econDied(ref protocol.JobRef) { s.ledger.Died(ref) }
-
-// extendCharge charges a killed copy up to when its placeholder says it
-// ended (ledger.ExtendCharge).
-func (s *Store) extendCharge(id int64, attempt int, finished time.Time) error {
-	ref := protocol.JobRef{ID: id, Attempt: attempt}
-	return ledgerErr(s.ledger.ExtendCharge(context.Background(), s.w, ref, finished, s.now(), s.opt.Lease))
-}
-
-// noteWrote counts bytes a Done job of queue q wrote.
-func (s *Store) noteWrote(q int32, bytes float64) { s.ledger.Wrote(q, bytes) }
 
 // econInfo fills a queue's spending for listings.
 func (s *Store) econInfo(q *queue) protocol.QueueInfo {
@@ -198,13 +164,4 @@ func (c ledgerCore) Running() []ledger.Running {
 		}
 	}
 	return rs
-}
-
-// ledgerErr marks a ledger's failure to write a storage failure (once).
-func ledgerErr(err error) error {
-	var f fatalError
-	if err == nil || errors.As(err, &f) {
-		return err
-	}
-	return fatalError{err}
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/internal/metaqueue/progress"
+	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -215,8 +217,8 @@ func (e *attemptEnd) usageArgs() (cpuUser, cpuSys, maxRSS any) {
 }
 
 // finish ends executing job id (j as the graph has it) Done or Failed
-// after attempt e. A Done job's outputs enter the catalog before its
-// dependents are released.
+// after attempt e (a Done job's outputs are in the catalog already:
+// jobDone).
 func (s *Store) finish(id int64, j dag.Node, next job.State, e attemptEnd) error {
 	var reason any
 	if e.reason != "" {
@@ -225,11 +227,6 @@ func (s *Store) finish(id int64, j dag.Node, next job.State, e attemptEnd) error
 	cpuUser, cpuSys, maxRSS := e.usageArgs()
 	if _, err := s.stmts.finish.Exec(string(next), e.exit, micros(e.started), micros(e.finished), reason, cpuUser, cpuSys, maxRSS, id); err != nil {
 		return fatalError{err}
-	}
-	if next == job.Done {
-		if err := s.jobDone(id, j.Queue, s.g.Name(j.Target), e.placeholder, e.started, e.finished, e.outputs); err != nil {
-			return err
-		}
 	}
 	ch, err := s.g.Set(id, next)
 	if err != nil {
@@ -404,7 +401,7 @@ func (s *Store) failUnstageable(ids []int64, reason string) error {
 // not updated here, nor are rows still buffered in in (patched there).
 func (s *Store) applyChanges(ch []dag.Change, self int64, in *inserter) error {
 	if len(s.watches) > 0 {
-		s.watchChanges(ch)
+		progress.Set(s.watches).Changes(ch)
 	}
 	for _, c := range ch {
 		cnt := s.countsFor(c.Queue)
@@ -421,7 +418,10 @@ func (s *Store) applyChanges(ch []dag.Change, self int64, in *inserter) error {
 			if s.plans.Active() {
 				s.plans.Ready(c.ID, s.now())
 			}
-			if q := s.queueIDs[c.Queue]; q != nil && !s.deferRank(q, c.ID, in) {
+			// A job that became ready while a submission inserts (in)
+			// waits for the submission's settle to enter a cp queue's
+			// heap, ranked once with the chains it adds.
+			if q := s.queueIDs[c.Queue]; q != nil && !(in != nil && q.needsBLevels() && s.bl.Defer(c.ID)) {
 				q.ready.Push(s.readyEntry(q, c.ID, c.Est, c.Target))
 				if q.isDC() {
 					s.data.BecameReady(c.ID, s.now())
@@ -434,11 +434,28 @@ func (s *Store) applyChanges(ch []dag.Change, self int64, in *inserter) error {
 		if c.To.Terminal() {
 			delete(s.prio, c.ID)
 			s.bundles.Drop(c.ID)
-			s.jobEnded(c.ID)
+			s.cat.JobEnded(c.ID)
+			s.data.Ended(c.ID)
+			s.plans.Ended(c.ID) // its row stays for mqstat -j
 			s.pack.Forget(c.ID)
 		}
 	}
 	return nil
+}
+
+// readyEntry is how a queue's heap sees a job that became ready. An SJF
+// queue orders a job that declared no estimate by its target's learned
+// runtime (dc.State.Learned); a cp queue ranks it by its b-level
+// (blevel.Levels.Rank).
+func (s *Store) readyEntry(q *queue, id int64, est float32, t dag.TargetID) policy.Ready {
+	if est == 0 && q.learnsEstimates() {
+		est = s.data.Learned(s.g.Name(t), est)
+	}
+	r := policy.Ready{ID: id, Est: est, Priority: s.prio[id]}
+	if s.bl.On() && q.needsBLevels() {
+		r.Prio = s.bl.Rank(s.g, s.data.Expect(), t, id, est)
+	}
+	return r
 }
 
 // reconcile makes stored pending states agree with the graph (they should

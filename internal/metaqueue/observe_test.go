@@ -105,11 +105,11 @@ func TestTargetGraphAndJobsPage(t *testing.T) {
 		t.Errorf("unknown target: %v", err)
 	}
 
-	page, err := e.s.JobsPage(ctx, protocol.Stat{Target: "d"}, 0, 2)
+	page, err := e.s.Inspect().Page(ctx, protocol.Stat{Target: "d"}, 0, 2)
 	if err != nil || len(page) != 2 || page[0].ID != 4 || page[1].ID != 5 {
 		t.Fatalf("first page %+v %v", page, err)
 	}
-	page, err = e.s.JobsPage(ctx, protocol.Stat{Target: "d"}, 7, 10)
+	page, err = e.s.Inspect().Page(ctx, protocol.Stat{Target: "d"}, 7, 10)
 	if err != nil || len(page) != 1 || page[0].ID != 8 {
 		t.Fatalf("last page %+v %v", page, err)
 	}

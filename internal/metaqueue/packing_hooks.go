@@ -2,9 +2,7 @@ package metaqueue
 
 import (
 	"context"
-	"time"
 
-	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/metaqueue/packing"
 	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/internal/wire"
@@ -55,29 +53,6 @@ func (s *Store) phCapacity(ph int64, r protocol.Register) {
 	}
 }
 
-// packStop gives back what attempt ru of job id holds.
-func (s *Store) packStop(id int64, ru *run) {
-	s.passBundleGrant(id, ru)
-	s.pack.Stop(packing.Run{Job: id, Attempt: ru.attempt})
-}
-
-// passBundleGrant hands the grant of job id's attempt ru, when it holds
-// its bundle's, to a member of the bundle still running on the same
-// placeholder: a bundle runs its jobs in turn in its first job's grant,
-// which goes back to the pool only with the last of them.
-func (s *Store) passBundleGrant(id int64, ru *run) {
-	bid, ok := s.bundles.Of(id)
-	if !ok {
-		return
-	}
-	for _, m := range s.bundles.Members(bid) {
-		if o := s.running[m]; m != id && o != nil && o.placeholder == ru.placeholder {
-			s.pack.Pass(packing.Run{Job: id, Attempt: ru.attempt}, packing.Run{Job: m, Attempt: o.attempt})
-			return
-		}
-	}
-}
-
 // packFits is the fitsResources check: job id fits what p's placeholder
 // has free now (the decision dispatch began with packing.Begin).
 func (s *Store) packFits(id int64, p *parkedNext) bool {
@@ -97,26 +72,6 @@ func (s *Store) packStartAttempt(id int64, attempt int, ph int64) *protocol.Capa
 		s.log.Warn("a claimed job's grant does not fit its placeholder", "job", id, "placeholder", ph)
 	}
 	return g
-}
-
-// packEnded tells packing how attempt ru of job id (j, of q) ended and gives its
-// grant back: retry says it runs once more at twice the memory.
-func (s *Store) packEnded(id int64, j dag.Node, q *queue, ru *run, out outcome, e attemptEnd) (retry bool, err error) {
-	s.passBundleGrant(id, ru)
-	c := resource.Category{Queue: q.Name, Target: s.g.Name(j.Target)}
-	var elapsed time.Duration // 0: the attempt did not run
-	if !e.started.IsZero() {
-		elapsed = e.finished.Sub(e.started)
-	}
-	retry, err = s.pack.Ended(context.Background(), s.w, packing.End{Run: packing.Run{Job: id, Attempt: ru.attempt}, Category: c,
-		Succeeded: out == succeeded, Failed: out == failed, Reason: e.reason, Usage: e.usage, Elapsed: elapsed})
-	if err != nil {
-		return false, fatalError{err}
-	}
-	if retry {
-		s.log.Info("job killed over its memory runs again with more", "job", id, "attempt", ru.attempt, "reason", e.reason)
-	}
-	return retry, nil
 }
 
 // Unholdable says, for the jobs first..first+n-1 just submitted, which ask

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/metaqueue/packing"
+	"github.com/mq-hpc/mq/internal/metaqueue/plans"
 	"github.com/mq-hpc/mq/internal/wire"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
@@ -515,7 +516,7 @@ func TestPlanJobsCores(t *testing.T) {
 	ids := e.submit(asks("w", protocol.Resources{CPUs: 4, Mem: gib}), spec("w", "true"), asks("w", protocol.Resources{CPUsAuto: true}), deflt)
 	want := map[int64]int{ids[0]: 4, ids[1]: 1, ids[2]: 1, ids[3]: 2}
 	est := func(int64, string, float64) map[string]float64 { return map[string]float64{"a": 1} }
-	jobs, err := e.s.PlanJobs(ctx, "w", est)
+	jobs, err := plans.Problem(ctx, e.s.ReadDB(), "w", est)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
@@ -80,7 +81,7 @@ func TestStagingPerHost(t *testing.T) {
 			t.Error("after a reopen nodes is not per host")
 		}
 		if c := e.s.cat; !c.Present(out.Path, Place{Site: "nodes", Host: "n2"}) || c.Present(out.Path, Place{Site: "nodes", Host: "n3"}) || c.Present(out.Path, Place{Site: "nodes"}) {
-			r, _ := e.s.Replicas(context.Background(), out.Path)
+			r, _ := catalog.Holding(context.Background(), e.s.ReadDB(), out.Path)
 			t.Errorf("after a reopen the replicas are %+v", r)
 		}
 		return nil

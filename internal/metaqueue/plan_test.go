@@ -100,7 +100,7 @@ func TestPlanJobs(t *testing.T) {
 		}
 		return map[string]float64{"a": declared, "b": declared}
 	}
-	jobs, err := e.s.PlanJobs(context.Background(), "y", est)
+	jobs, err := plans.Problem(context.Background(), e.s.ReadDB(), "y", est)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestPlanJobs(t *testing.T) {
 	if len(jx.Outputs) != 1 || jx.Outputs[0].Path != "/tmp/x.dat" || len(jy.Inputs) != 2 {
 		t.Fatalf("files: x %+v, y %+v", jx, jy)
 	}
-	if _, err := e.s.PlanJobs(context.Background(), "nosuch", est); err == nil {
+	if _, err := plans.Problem(context.Background(), e.s.ReadDB(), "nosuch", est); err == nil {
 		t.Fatal("a target without jobs was planned")
 	}
 }
@@ -140,7 +140,7 @@ func TestRuntimeSamples(t *testing.T) {
 	e.report(a, protocol.Report{ID: as.ID, Attempt: as.Attempt, Exit: 1, Started: start, Finished: start.Add(time.Second)})
 	e.next(b, 1) // running: no sample
 	got := map[string]float64{}
-	if err := e.s.RuntimeSamples(ctx, 100, func(command, site string, elapsed float64) {
+	if err := plans.RuntimeSamples(ctx, e.s.ReadDB(), 100, func(command, site string, elapsed float64) {
 		got[command+"@"+site] = elapsed
 	}); err != nil {
 		t.Fatal(err)
@@ -150,7 +150,7 @@ func TestRuntimeSamples(t *testing.T) {
 		t.Fatalf("samples %v, want %v", got, want)
 	}
 	got = map[string]float64{}
-	if err := e.s.RuntimeSamples(ctx, 1, func(command, site string, elapsed float64) { got[command] = elapsed }); err != nil || len(got) != 1 {
+	if err := plans.RuntimeSamples(ctx, e.s.ReadDB(), 1, func(command, site string, elapsed float64) { got[command] = elapsed }); err != nil || len(got) != 1 {
 		t.Fatalf("limit 1: %v, %v", got, err)
 	}
 }
@@ -225,7 +225,7 @@ func TestPlanShowTimeline(t *testing.T) {
 	a := e.register("a")
 	got := e.next(a, 1)
 	e.report(a, ok(got[0]))
-	r, err := e.s.PlanShow(ctx, 1)
+	r, err := plans.Show(ctx, e.s.ReadDB(), 1)
 	if err != nil || len(r.Plans) != 1 {
 		t.Fatalf("PlanShow = %+v, %v", r, err)
 	}
@@ -246,7 +246,7 @@ func TestPlanShowTimeline(t *testing.T) {
 	if _, err := e.s.RecordPlan(ctx, PlanRecord{Target: "t3", Planner: "minmin"}, pl); err != nil {
 		t.Fatal(err)
 	}
-	if r, err := e.s.PlanShow(ctx, 0); err != nil || len(r.Plans) != 2 || r.Plans[0].Jobs != 1 || r.Plans[1].Planner != "minmin" || r.Plans[1].Jobs != 2 {
+	if r, err := plans.Show(ctx, e.s.ReadDB(), 0); err != nil || len(r.Plans) != 2 || r.Plans[0].Jobs != 1 || r.Plans[1].Planner != "minmin" || r.Plans[1].Jobs != 2 {
 		t.Fatalf("after planning again: %+v, %v", r.Plans, err)
 	}
 }
@@ -286,7 +286,7 @@ func TestPlanShowBounded(t *testing.T) {
 	if _, err := e.s.RecordPlan(ctx, rec, pl); err != nil {
 		t.Fatal(err)
 	}
-	r, err := e.s.PlanShow(ctx, protocol.MaxPlanShowLimit)
+	r, err := plans.Show(ctx, e.s.ReadDB(), protocol.MaxPlanShowLimit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +364,7 @@ func TestPlanShowUntimed(t *testing.T) {
 	if _, err := e.s.SetPlan(ctx, "heft", pl); err != nil {
 		t.Fatal(err)
 	}
-	if r, err := e.s.PlanShow(ctx, 0); err != nil || r.Untimed != 0 || len(r.Plans) != 1 {
+	if r, err := plans.Show(ctx, e.s.ReadDB(), 0); err != nil || r.Untimed != 0 || len(r.Plans) != 1 {
 		t.Fatalf("PlanShow = %+v, %v; want one plan, none untimed", r, err)
 	}
 	// As a database from before migration 17 has them.
@@ -373,7 +373,7 @@ func TestPlanShowUntimed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r, err := e.s.PlanShow(ctx, 0)
+	r, err := plans.Show(ctx, e.s.ReadDB(), 0)
 	if err != nil || r.Untimed != 2 || len(r.Plans) != 0 || len(r.Sites) != 1 || r.Sites[0].Jobs != 2 {
 		t.Fatalf("PlanShow = %+v, %v; want 2 untimed jobs counted at site a, no plan", r, err)
 	}
@@ -401,7 +401,7 @@ func TestPlanRefusedWritesNothing(t *testing.T) {
 		if !errors.As(err, &pe) || pe.Code != protocol.CodeBadRequest {
 			t.Fatalf("%s: RecordPlan = %v, want a bad request", tc.name, err)
 		}
-		r, err := e.s.PlanShow(ctx, 0)
+		r, err := plans.Show(ctx, e.s.ReadDB(), 0)
 		if err != nil || len(r.Plans) != 0 || len(r.Sites) != 0 || r.Untimed != 0 {
 			t.Fatalf("%s: PlanShow = %+v, %v; want no plan", tc.name, r, err)
 		}

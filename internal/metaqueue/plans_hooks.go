@@ -8,7 +8,6 @@ import (
 	"github.com/mq-hpc/mq/internal/metaqueue/plans"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/job"
-	"github.com/mq-hpc/mq/protocol"
 )
 
 // The core's side of plans (internal/metaqueue/plans): what it tells the
@@ -27,23 +26,6 @@ type PlanEstimate = plans.Estimate
 
 // MaxPlanJobs bounds a planning problem.
 const MaxPlanJobs = plans.MaxJobs
-
-// planKeep has the stager copy a file job id wrote at place p to the
-// site the plan keeps it at, when that is another (catalog.KeepAt): a plan
-// that put the file elsewhere (AEH-ETAA), or a producer that ran
-// elsewhere than planned, still has the file where the plan's consumers
-// run.
-func (s *Store) planKeep(path string, p Place, id int64) error {
-	if site, ok := s.plans.FileSite(path); ok && site != p.Site {
-		if u := s.cat.KeepAt(path, site, id); u != nil {
-			return s.failUnstageable(u.Jobs, u.Reason)
-		}
-	}
-	return nil
-}
-
-// planEnded forgets an ended job's plan (its row stays for mqstat -j).
-func (s *Store) planEnded(id int64) { s.plans.Ended(id) }
 
 // planAlive notes that a placeholder is alive at its site (a heartbeat).
 func (s *Store) planAlive(ph int64) error {
@@ -110,17 +92,6 @@ func (a *planAsking) Allows(c dispatch.Check, r policy.Ready) (bool, error) {
 
 func (a *planAsking) Priority(id int64) int16 { return a.s.prio[id] }
 
-// PlanJobs is the planning problem's jobs for target (plans.Problem).
-func (s *Store) PlanJobs(ctx context.Context, target string, est PlanEstimate) ([]policy.PlanJob, error) {
-	return plans.Problem(ctx, s.rdb, target, est)
-}
-
-// RuntimeSamples calls add for each of the last limit jobs that ended
-// well with its command, site and elapsed seconds (plans.RuntimeSamples).
-func (s *Store) RuntimeSamples(ctx context.Context, limit int, add func(command, site string, elapsed float64)) error {
-	return plans.RuntimeSamples(ctx, s.rdb, limit, add)
-}
-
 // SetPlan records a plan made by planner, without a timeline.
 func (s *Store) SetPlan(ctx context.Context, planner string, pl policy.Plan) (int, error) {
 	return s.RecordPlan(ctx, PlanRecord{Planner: planner}, pl)
@@ -159,11 +130,6 @@ func (s *Store) planDo(ctx context.Context, write func(context.Context, plans.DB
 		}
 		return nil
 	})
-}
-
-// PlanShow is what cls plan show shows (plans.Show).
-func (s *Store) PlanShow(ctx context.Context, limit int) (protocol.PlanShowReply, error) {
-	return plans.Show(ctx, s.rdb, limit)
 }
 
 // SiteLink is the link of a site by name: measured from real transfers

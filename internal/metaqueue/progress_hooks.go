@@ -24,9 +24,6 @@ func (s *Store) Progress(ctx context.Context, req protocol.Progress, send func(p
 	return progress.Stream(ctx, req, progressCore{s}, s.rdb, send)
 }
 
-// watchChanges updates the watches with a batch of state changes.
-func (s *Store) watchChanges(ch []dag.Change) { progress.Set(s.watches).Changes(ch) }
-
 // rewatch recounts every watch after the state was reloaded.
 func (s *Store) rewatch() {
 	for _, err := range progress.Set(s.watches).Recount(progressCore{s}) {

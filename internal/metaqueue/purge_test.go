@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/metaqueue/arrays"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -45,7 +46,7 @@ func (e *env) runAll(ph int64, fail ...int64) {
 
 func (e *env) gone(id int64) {
 	e.t.Helper()
-	if _, err := e.s.Job(context.Background(), id); !protocol.IsCode(err, protocol.CodeNotFound) {
+	if _, err := e.s.Inspect().Job(context.Background(), id); !protocol.IsCode(err, protocol.CodeNotFound) {
 		e.t.Fatalf("job %d after purge: %v, want not found", id, err)
 	}
 }
@@ -205,7 +206,7 @@ func TestPurgeBatches(t *testing.T) {
 	if r.Purged != 9 || r.Batches != 3 {
 		t.Fatalf("purge = %+v, want 9 jobs in 3 batches", r)
 	}
-	arrays, err := e.s.Arrays(context.Background(), protocol.ArrayQuery{})
+	arrays, err := arrays.List(context.Background(), e.s.ReadDB(), protocol.ArrayQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}

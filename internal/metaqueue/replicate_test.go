@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	mqcopies "github.com/mq-hpc/mq/internal/metaqueue/copies"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -126,7 +127,7 @@ func TestReplicaRace(t *testing.T) {
 			late.Usage = protocol.Usage{CPUUser: 2, CPUSys: 1, MaxRSS: 1 << 20}
 			e.report(ph1, late)
 			e.mustBe(id, job.Done)
-			w, err := e.s.Waste(context.Background())
+			w, err := mqcopies.Waste(context.Background(), e.s.ReadDB())
 			if err != nil || w == nil || w.Killed != len(copies) || w.CPUSeconds != 3 {
 				t.Fatalf("Waste = %+v, %v", w, err)
 			}

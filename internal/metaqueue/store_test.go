@@ -1362,12 +1362,12 @@ func TestStat(t *testing.T) {
 			t.Errorf("Stat(%+v) = %v, want %v", tc.st, got, tc.want)
 		}
 	}
-	err := e.s.Stat(ctx, protocol.Stat{States: "QZ"}, func([]protocol.JobInfo) error { return nil })
+	err := e.s.Inspect().Stat(ctx, protocol.Stat{States: "QZ"}, 0, func([]protocol.JobInfo) error { return nil })
 	errCode(t, err, protocol.CodeBadRequest)
-	err = e.s.Stat(ctx, protocol.Stat{IDs: make([]int64, 10001)}, func([]protocol.JobInfo) error { return nil })
+	err = e.s.Inspect().Stat(ctx, protocol.Stat{IDs: make([]int64, 10001)}, 0, func([]protocol.JobInfo) error { return nil })
 	errCode(t, err, protocol.CodeBadRequest)
 	stop := errors.New("stop")
-	if err := e.s.Stat(ctx, protocol.Stat{}, func([]protocol.JobInfo) error { return stop }); !errors.Is(err, stop) {
+	if err := e.s.Inspect().Stat(ctx, protocol.Stat{}, 0, func([]protocol.JobInfo) error { return stop }); !errors.Is(err, stop) {
 		t.Fatalf("emit error not returned: %v", err)
 	}
 
@@ -1468,7 +1468,7 @@ func TestStatStreamsBatches(t *testing.T) {
 	}
 	e.submit(specs...)
 	var sizes []int
-	err := e.s.Stat(context.Background(), protocol.Stat{}, func(js []protocol.JobInfo) error {
+	err := e.s.Inspect().Stat(context.Background(), protocol.Stat{}, 0, func(js []protocol.JobInfo) error {
 		sizes = append(sizes, len(js))
 		return nil
 	})
@@ -1480,7 +1480,7 @@ func TestStatStreamsBatches(t *testing.T) {
 func TestJobNotFound(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	_, err := e.s.Job(context.Background(), 1)
+	_, err := e.s.Inspect().Job(context.Background(), 1)
 	errCode(t, err, protocol.CodeNotFound)
 }
 

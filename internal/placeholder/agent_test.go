@@ -323,7 +323,7 @@ func TestAgentSurvivesCut(t *testing.T) {
 	if e.State != "D" {
 		t.Fatalf("job ended %+v", e)
 	}
-	d, err := c.store.Job(context.Background(), ids[0])
+	d, err := c.store.Inspect().Job(context.Background(), ids[0])
 	if err != nil || d.Attempts != 1 || len(d.History) != 0 {
 		t.Fatalf("job %+v, %v: want one attempt and no history", d, err)
 	}
@@ -380,7 +380,7 @@ func TestAgentResendsUnansweredReport(t *testing.T) {
 	if e.State != "D" {
 		t.Fatalf("job ended %+v", e)
 	}
-	d, err := c.store.Job(context.Background(), id)
+	d, err := c.store.Inspect().Job(context.Background(), id)
 	if err != nil || d.Attempts != 1 || len(d.History) != 0 {
 		t.Fatalf("job %+v, %v: want one attempt and no history", d, err)
 	}
@@ -420,7 +420,7 @@ func TestAgentResendsRefusedReport(t *testing.T) {
 	if c.count(carried, false) < 2 {
 		t.Fatalf("%d requests carried reports; want the refused one and its resend", c.count(carried, false))
 	}
-	d, err := c.store.Job(context.Background(), id)
+	d, err := c.store.Inspect().Job(context.Background(), id)
 	if err != nil || d.Attempts != 1 || len(d.History) != 0 {
 		t.Fatalf("job %+v, %v: want one attempt and no history", d, err)
 	}
@@ -473,7 +473,7 @@ func TestAgentSurvivesRefusedReports(t *testing.T) {
 }
 
 func stateOf(t *testing.T, c *cls, id int64) string {
-	d, err := c.store.Job(context.Background(), id)
+	d, err := c.store.Inspect().Job(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -551,11 +551,11 @@ func TestAgentGivesBackHeldJob(t *testing.T) {
 	if ends[short].State != "D" {
 		t.Fatalf("short job ended %+v", ends[short])
 	}
-	ls, _ := c.store.Job(context.Background(), long)
+	ls, _ := c.store.Inspect().Job(context.Background(), long)
 	if ls.State == "D" {
 		t.Fatalf("the short job waited for the long one: a held job was not given back")
 	}
-	d, _ := c.store.Job(context.Background(), short)
+	d, _ := c.store.Inspect().Job(context.Background(), short)
 	if d.Attempts != 2 || len(d.History) != 0 {
 		t.Fatalf("short job: attempts %d, history %+v; want it handed back once (attempt 1) and run on attempt 2, with no history", d.Attempts, d.History)
 	}
@@ -610,7 +610,7 @@ func TestAgentStoppedByBatchSystem(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("agent did not stop")
 			}
-			d, err := c.store.Job(context.Background(), id)
+			d, err := c.store.Inspect().Job(context.Background(), id)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -766,7 +766,7 @@ func TestAgentOutputLost(t *testing.T) {
 	if e.State != "D" || e.Exit == nil || *e.Exit != 0 {
 		t.Errorf("job ended %+v, want done, exit 0", e)
 	}
-	d, err := c.store.Job(context.Background(), ids[0])
+	d, err := c.store.Inspect().Job(context.Background(), ids[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -878,7 +878,7 @@ func TestAgentStagedOutputLost(t *testing.T) {
 	if e := c.wait(ids...)[ids[0]]; e.State != "D" {
 		t.Errorf("job ended %+v, want done", e)
 	}
-	d, err := c.store.Job(context.Background(), ids[0])
+	d, err := c.store.Inspect().Job(context.Background(), ids[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1002,7 +1002,7 @@ func TestAgentStaggeredPipelinesStayWithinBound(t *testing.T) {
 		t.Fatalf("the CLS refused %d requests as busy", n)
 	}
 	for _, id := range ids {
-		if d, err := c.store.Job(context.Background(), id); err != nil || d.Attempts != 1 {
+		if d, err := c.store.Inspect().Job(context.Background(), id); err != nil || d.Attempts != 1 {
 			t.Fatalf("job %d: %+v, %v: want one attempt", id, d, err)
 		}
 	}

@@ -107,7 +107,7 @@ func TestAgentRunsBundleInOneSlot(t *testing.T) {
 	}
 	// Each job has its own times.
 	for _, id := range b {
-		d, err := c.store.Job(context.Background(), id)
+		d, err := c.store.Inspect().Job(context.Background(), id)
 		if err != nil || d.Started == "" || d.Finished == "" {
 			t.Errorf("job %d: %+v %v", id, d, err)
 		}
@@ -174,7 +174,7 @@ func TestBundleJobsCarryUsage(t *testing.T) {
 	}
 	var rss [2]int64
 	for i, id := range ids {
-		d, err := c.store.Job(context.Background(), id)
+		d, err := c.store.Inspect().Job(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -152,7 +152,7 @@ func TestAgentShipsStreams(t *testing.T) {
 	}
 	tap.mu.Unlock()
 	for i, id := range ids {
-		d, err := c.store.Job(context.Background(), id)
+		d, err := c.store.Inspect().Job(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -237,7 +237,7 @@ func TestAgentShipResumes(t *testing.T) {
 	}
 	for tag, ids := range map[string][]int64{"first": first, "second": second} {
 		for i, id := range ids {
-			d, err := c.store.Job(context.Background(), id)
+			d, err := c.store.Inspect().Job(context.Background(), id)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -267,7 +267,7 @@ func TestAgentShipRefusedForRoom(t *testing.T) {
 	ids := echoJobs(t, c, "full", 6)
 	stop()
 	for _, id := range ids {
-		d, err := c.store.Job(context.Background(), id)
+		d, err := c.store.Inspect().Job(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -113,7 +113,7 @@ func TestAgentHandBackListed(t *testing.T) {
 	if e := c.wait(short)[short]; e.State != "D" {
 		t.Fatalf("short job ended %+v", e)
 	}
-	d, err := c.store.Job(context.Background(), short)
+	d, err := c.store.Inspect().Job(context.Background(), short)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -253,7 +253,7 @@ func TestAgentStreamsReported(t *testing.T) {
 	ids := c.submit(specs...)
 	c.wait(ids...)
 	for _, id := range ids {
-		d, err := c.store.Job(context.Background(), id)
+		d, err := c.store.Inspect().Job(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -272,7 +272,7 @@ func TestAgentStreamsReported(t *testing.T) {
 	mu.Unlock()
 	id := c.submit(protocol.JobSpec{Target: "t", Command: "echo lost", Cwd: t.TempDir()})[0]
 	c.wait(id)
-	d, err := c.store.Job(context.Background(), id)
+	d, err := c.store.Inspect().Job(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}

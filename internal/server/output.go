@@ -29,7 +29,7 @@ func readOutput(ctx context.Context, c *conn, b protocol.OutputRead) (protocol.O
 	if max == 0 || max > protocol.MaxOutputRead {
 		max = protocol.MaxOutputRead
 	}
-	d, err := c.s.Store.JobOutput(ctx, b.ID)
+	d, err := c.s.Store.Inspect().JobOutput(ctx, b.ID)
 	if err != nil {
 		return out, err
 	}

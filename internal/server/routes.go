@@ -9,6 +9,8 @@ import (
 
 	"github.com/mq-hpc/mq/internal/logguard"
 	"github.com/mq-hpc/mq/internal/metaqueue"
+	"github.com/mq-hpc/mq/internal/metaqueue/arrays"
+	"github.com/mq-hpc/mq/internal/metaqueue/copies"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -49,19 +51,19 @@ var builtin = routeTable(
 	handleBulk(protocol.OpBulkCommit, bulkCommit),
 	handleBulk(protocol.OpBulkAbort, bulkAbort),
 	handleStream(protocol.OpStat, func(ctx context.Context, c *conn, b protocol.Stat, send func(protocol.StatReply) error) error {
-		return c.s.Store.Stat(ctx, b, func(jobs []protocol.JobInfo) error {
+		return c.s.Store.Inspect().Stat(ctx, b, 0, func(jobs []protocol.JobInfo) error {
 			return send(protocol.StatReply{Jobs: jobs})
 		})
 	}),
 	handle(protocol.OpArrays, func(ctx context.Context, c *conn, b protocol.ArrayQuery) (protocol.ArraysReply, error) {
-		as, err := c.s.Store.Arrays(ctx, b)
+		as, err := arrays.List(ctx, c.s.Store.ReadDB(), b)
 		return protocol.ArraysReply{Arrays: as}, err
 	}),
 	handle(protocol.OpJob, func(ctx context.Context, c *conn, b protocol.JobQuery) (protocol.JobDetail, error) {
 		if b.Output {
-			return c.s.Store.JobOutput(ctx, b.ID)
+			return c.s.Store.Inspect().JobOutput(ctx, b.ID)
 		}
-		return c.s.Store.Job(ctx, b.ID)
+		return c.s.Store.Inspect().Job(ctx, b.ID)
 	}),
 	handle(protocol.OpSummary, func(ctx context.Context, c *conn, _ protocol.Empty) (protocol.SummaryReply, error) {
 		qs, err := c.s.Store.Summary(ctx)
@@ -72,7 +74,7 @@ var builtin = routeTable(
 		if err != nil {
 			return protocol.SummaryReply{}, err
 		}
-		waste, err := c.s.Store.Waste(ctx)
+		waste, err := copies.Waste(ctx, c.s.Store.ReadDB())
 		return protocol.SummaryReply{Queues: qs, Moved: moved, Waste: waste}, err
 	}),
 	handle(protocol.OpDelete, func(ctx context.Context, c *conn, b protocol.Select) (protocol.ActionReply, error) {

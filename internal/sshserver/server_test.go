@@ -217,7 +217,7 @@ func TestAgentOverSSHRunsJobsAndStagesOutput(t *testing.T) {
 	if got := read(ids[2], false); got != "" {
 		t.Errorf("empty output staged as %q", got)
 	}
-	d, err := c.store.Job(context.Background(), ids[0])
+	d, err := c.store.Inspect().Job(context.Background(), ids[0])
 	if err != nil {
 		t.Fatal(err)
 	}

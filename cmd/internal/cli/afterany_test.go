@@ -38,7 +38,7 @@ func TestMqsubAfterAny(t *testing.T) {
 	}
 	job := func(id int64) protocol.JobDetail {
 		t.Helper()
-		d, err := tb.store.Job(ctx, id)
+		d, err := tb.store.Inspect().Job(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -219,7 +219,7 @@ func TestMqsubCommandBytes(t *testing.T) {
 		if _, err := fmt.Sscan(out, &id); err != nil {
 			t.Fatalf("%s printed %q", what, out)
 		}
-		d, err := tb.store.Job(ctx, id)
+		d, err := tb.store.Inspect().Job(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -270,7 +270,7 @@ func TestMqsubFiles(t *testing.T) {
 		}
 		var id int64
 		fmt.Sscan(o.String(), &id)
-		d, err := tb.store.Job(ctx, id)
+		d, err := tb.store.Inspect().Job(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}

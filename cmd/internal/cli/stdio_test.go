@@ -107,7 +107,7 @@ func TestMqsubTime(t *testing.T) {
 		}
 		var id int64
 		fmt.Sscan(o.String(), &id)
-		d, err := tb.store.Job(ctx, id)
+		d, err := tb.store.Inspect().Job(ctx, id)
 		if err != nil || d.Est != tc.est {
 			t.Errorf("%v: estimate %v, %v; want %v", tc.args, d.Est, err, tc.est)
 		}

@@ -111,7 +111,7 @@ func TestMqsubWfformat(t *testing.T) {
 		"s-c": {[]string{"s-a"}, []string{"a.out", "raw.txt"}, []string{"c.out"}, 0.1, "cat a.out raw.txt > /dev/null && sleep 0.100 && head -c 0 /dev/zero > c.out"},
 	}
 	for _, id := range ids {
-		d, err := tb.store.Job(ctx, id)
+		d, err := tb.store.Inspect().Job(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -58,7 +58,7 @@ func TestClsPurge(t *testing.T) {
 	count := func() int {
 		t.Helper()
 		n := 0
-		err := st.Stat(ctx, protocol.Stat{States: "WQHEDFBX"}, func(js []protocol.JobInfo) error { n += len(js); return nil })
+		err := st.Inspect().Stat(ctx, protocol.Stat{States: "WQHEDFBX"}, 0, func(js []protocol.JobInfo) error { n += len(js); return nil })
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -36,6 +36,7 @@ type End struct {
 	Placeholder       int64
 	Started, Finished time.Time
 	OK                bool // succeeded: its runtime is a measured rate
+	Returned          bool // handed back unstarted: nothing ran, nothing is charged
 }
 
 // siteOf is where attempt e ran: where the ledger costed or counted it,
@@ -58,6 +59,20 @@ func (l *Ledger) ChargeEnd(ctx context.Context, x Execer, c Core, e End) error {
 		return err
 	}
 	return l.Charge(ctx, x, e.Ref, e.Queue, site, e.Started, e.Finished, e.OK)
+}
+
+// Ended is the ledger's part of an attempt's end that stops it, one
+// call: the attempt is charged (ChargeEnd) unless it was returned
+// unstarted, then what it reserved and its place under the planner's caps
+// are released (Stop).
+func (l *Ledger) Ended(ctx context.Context, x Execer, c Core, e End) error {
+	if !e.Returned {
+		if err := l.ChargeEnd(ctx, x, c, e); err != nil {
+			return err
+		}
+	}
+	l.Stop(e.Ref)
+	return nil
 }
 
 // Plan sets queue q's caps and unfinishable count (SetPlan). A queue

@@ -73,6 +73,40 @@ func TestChargeEnd(t *testing.T) {
 	}
 }
 
+// An attempt's end that stops it charges it (unless it was returned
+// unstarted) and releases what it reserved either way.
+func TestEnded(t *testing.T) {
+	ref := protocol.JobRef{ID: 7, Attempt: 1}
+	for _, c := range []struct {
+		name     string
+		returned bool
+		writes   int
+		spent    float64
+	}{
+		{"ran", false, 1, 10},
+		{"returned unstarted", true, 0, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := New(nil)
+			l.SetPrice("a", 10)
+			q := Queue{ID: 1, Budget: 100}
+			l.Start(ref, q, dag.Node{Queue: 1}, "a", noEstimate)
+			x := &fakeExec{}
+			err := l.Ended(context.Background(), x, &fakeCore{sites: map[int64]string{1: "a"}}, End{Ref: ref, Queue: q, Placeholder: 1,
+				Started: t0, Finished: t0.Add(time.Hour), OK: true, Returned: c.returned})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(x.execs) != c.writes || l.spentBy(1) != c.spent {
+				t.Errorf("%d writes, spent %g; want %d, %g", len(x.execs), l.spentBy(1), c.writes, c.spent)
+			}
+			if l.SiteOf(ref) != "" || l.execAt[1]["a"] != 0 {
+				t.Errorf("still held: site %q, %d running at a", l.SiteOf(ref), l.execAt[1]["a"])
+			}
+		})
+	}
+}
+
 // A queue capped for the first time counts the attempts of its own that
 // run now and are not counted yet; later plans count nothing again.
 func TestPlanCountsRunning(t *testing.T) {

@@ -219,13 +219,20 @@ type End struct {
 	Reason  string
 	Usage   protocol.Usage
 	Elapsed time.Duration // 0: the attempt did not run
+	// Heir: a member of the attempt's bundle running on in the same
+	// grant (nil: none), which takes the grant instead of the pool.
+	Heir *Run
 }
 
 // Ended is the attempt's end, one call: a Done attempt's usage teaches
 // its category's auto sizes; one killed over its memory may run once
 // more at twice the memory (retry), its raised request stored in the
-// core's transaction. Its grant is then given back.
+// core's transaction. Its grant is then given back, or passed to its
+// bundle's heir.
 func (p *Packing) Ended(ctx context.Context, x Execer, e End) (retry bool, err error) {
+	if e.Heir != nil {
+		p.Pass(e.Run, *e.Heir)
+	}
 	defer p.Stop(e.Run)
 	p.Ran(e.Elapsed) // the starvation bound follows the runs (0: it did not run)
 	switch {

@@ -83,6 +83,35 @@ func TestEnded(t *testing.T) {
 	}
 }
 
+// A bundle's attempt that ends while another member runs on in its grant
+// passes the grant on: the pool gets nothing back until the heir ends.
+func TestEndedPassesToHeir(t *testing.T) {
+	p := New()
+	if err := p.Placeholder(1, resource.Capacity{CPUs: 4, Mem: 8 * gib}); err != nil {
+		t.Fatal(err)
+	}
+	cat := resource.Category{Queue: "q", Target: "t"}
+	p.Job(10, resource.Request{CPUs: 2}, cat)
+	first, heir := Run{Job: 10, Attempt: 1}, Run{Job: 11, Attempt: 1}
+	if _, ok := p.Grant(first, 1); !ok {
+		t.Fatal("Grant refused")
+	}
+	for _, c := range []struct {
+		end      End
+		freeCPUs int
+	}{
+		{End{Run: first, Category: cat, Succeeded: true, Heir: &heir}, 2},
+		{End{Run: heir, Category: cat, Succeeded: true}, 4},
+	} {
+		if _, err := p.Ended(context.Background(), &fakeExec{}, c.end); err != nil {
+			t.Fatal(err)
+		}
+		if free, _ := p.Free(1); free.CPUs != c.freeCPUs {
+			t.Errorf("after job %d ended: %d cores free, want %d", c.end.Run.Job, free.CPUs, c.freeCPUs)
+		}
+	}
+}
+
 // Register makes a pool once and takes again what the placeholder's
 // running attempts hold; Grant says nil for a job that asks for nothing.
 func TestRegisterAndGrant(t *testing.T) {

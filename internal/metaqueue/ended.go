@@ -1,0 +1,525 @@
+package metaqueue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
+	"github.com/mq-hpc/mq/internal/metaqueue/copies"
+	"github.com/mq-hpc/mq/internal/metaqueue/dc"
+	"github.com/mq-hpc/mq/internal/metaqueue/ledger"
+	"github.com/mq-hpc/mq/internal/metaqueue/packing"
+	"github.com/mq-hpc/mq/internal/resource"
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// The end of an attempt, in one place. A placeholder's report (Report),
+// a lease lapsed (leases.go) or a placeholder gone (PlaceholderGone)
+// ends an attempt through attemptEnded, which reads top to bottom:
+//
+//	copies    does the job move on with this attempt? (the first to
+//	          succeed wins; killed copies are charged and released,
+//	          copySpent)
+//	ledger    charged for what it ran, its reservation released (Ended)
+//	packing   its grant back, or to its bundle's heir; usage learned; a
+//	          memory kill runs again with more (Ended)
+//	runGone   the copy index and arrays: it no longer runs; members its
+//	          array held back go to their queues
+//	jobDone   a Done attempt's outputs: dc, then the catalog, the plans'
+//	          kept sites, the ledger's bytes written, the copy index
+//	lifecycle the job's next state written (finish, requeue, unclaim,
+//	          retryForMemory), whose graph changes reach the counters,
+//	          progress, plans, blevel, dc, bundles and packing
+//	          (applyChanges)
+//
+// The adapters it uses are beside it in this file.
+
+// Report records finished job attempts without asking for work.
+func (s *Store) Report(ctx context.Context, placeholder int64, reports []protocol.Report) error {
+	return s.ReportBatch(ctx, protocol.ReportBatch{Placeholder: placeholder, Reports: reports})
+}
+
+// ReportBatch records the attempts b says started, then those that
+// ended, in one commit.
+func (s *Store) ReportBatch(ctx context.Context, b protocol.ReportBatch) error {
+	if err := protocol.CheckStarted(b.Started); err != nil {
+		return protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+	}
+	return s.do(ctx, func() error {
+		if err := s.markStarted(b.Placeholder, b.Started); err != nil {
+			return err
+		}
+		return s.report(b.Placeholder, b.Reports)
+	})
+}
+
+func (s *Store) report(ph int64, reports []protocol.Report) error {
+	for _, r := range reports {
+		ru := s.runOf(r.ID, r.Attempt, ph)
+		if ru == nil {
+			// Late, duplicate, or not this placeholder's: changes nothing,
+			// but a killed copy's CPU figures are kept.
+			if err := s.lateReport(ph, r); err != nil {
+				return err
+			}
+			continue
+		}
+		j, ok := s.g.Node(r.ID)
+		if !ok || j.State != job.Executing {
+			continue
+		}
+		if r.OutputLost != "" && r.Reason != protocol.ReasonReturned {
+			if err := s.saveOutputLost(r.ID, r.Attempt, r.OutputLost); err != nil {
+				return err
+			}
+		}
+		if len(r.Streamed) > 0 && r.Reason != protocol.ReasonReturned {
+			if err := s.saveStreamed(ph, r); err != nil {
+				return err
+			}
+		}
+		if protocol.CheckUsage(r.Usage) != nil {
+			r.Usage = protocol.Usage{} // the server checks; a figure no process has is not kept
+		}
+		out := outcomeOf(r)
+		if out == failed && len(r.Missing) > 0 {
+			// Inputs deleted or damaged at the placeholder's place behind
+			// the CLS's back: staged again, the job waits for them.
+			stale, err := s.dropStale(r.ID, ph, r.Missing)
+			if err != nil {
+				return err
+			}
+			if stale {
+				out = returned
+			}
+		}
+		if err := s.attemptEnded(r.ID, j, ru, out, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dropStale forgets the replicas at placeholder ph's place of the inputs
+// of job id its agent did not find whole there (catalog.DropMissing), and
+// says whether any was: the job is then handed back unstarted. The report
+// writes the attempt's end in this batch anyway, so the transaction is
+// begun here whatever is dropped.
+func (s *Store) dropStale(id, ph int64, missing []string) (bool, error) {
+	if !s.cat.Staging() || len(missing) == 0 {
+		return false, nil
+	}
+	to, err := s.storePlace(ph)
+	if err == nil {
+		err = s.begin()
+	}
+	if err != nil {
+		return false, err
+	}
+	stale, ch, err := s.cat.DropMissing(context.Background(), s.w, id, to, missing)
+	if err != nil {
+		return false, fatalError{err}
+	}
+	if ch.Moved {
+		s.data.Gone(ch.Gone) // replicas dropped: nothing arrived, no job fails
+	}
+	return stale, nil
+}
+
+// outcome classifies how an attempt ended.
+type outcome int
+
+const (
+	succeeded   outcome = iota
+	failed              // non-zero exit or could not start: the job's fault
+	overCeiling         // killed for running past its queue's ceiling: the job's fault
+	lost                // lease expired: the placeholder vanished, not the job's fault
+	returned            // handed back unstarted by a placeholder that fetched it ahead
+)
+
+func outcomeOf(r protocol.Report) outcome {
+	switch {
+	case r.Reason == protocol.ReasonCeiling:
+		return overCeiling
+	case r.Reason == protocol.ReasonInterrupted:
+		return lost
+	case r.Reason == protocol.ReasonReturned:
+		return returned
+	case r.Exit == 0 && r.Reason == "":
+		return succeeded
+	}
+	return failed
+}
+
+// nextState is the one place that decides what follows an attempt: Done,
+// Failed, or Queued again (requeue) while attempts remain.
+func nextState(q *queue, used int, out outcome) job.State {
+	switch out {
+	case succeeded:
+		return job.Done
+	case returned:
+		return job.Queued
+	case lost:
+		if used < q.MaxAttempts {
+			return job.Queued
+		}
+	case failed:
+		if q.RetryFailed && used < q.MaxAttempts {
+			return job.Queued
+		}
+	}
+	return job.Failed
+}
+
+// attemptEnded is the end of attempt ru of job id (j as the graph has
+// it), which ended as out (r says how): each module that keeps something
+// of the attempt is called once, in the order above, with the facts the
+// ones before it returned, and then the job's next state is written.
+func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out outcome, r protocol.Report) error {
+	// copies: the first attempt to succeed wins (unless another's agent
+	// claimed first) and the others are killed; one that ends while
+	// another runs on ends alone.
+	moves, err := s.copiesEvent(id, ru, copies.Change{Event: copies.Ended, Succeeded: out == succeeded, Returned: out == returned, Report: r})
+	if err != nil || !moves {
+		return err
+	}
+	if err := s.begin(); err != nil {
+		return err
+	}
+	q := s.queueIDs[j.Queue]
+	e := s.endOf(q, ru, out, r)
+	// ledger: charged for what it ran, its reservation released.
+	if err := ledgerErr(s.ledger.Ended(context.Background(), s.w, ledgerCore{s}, ledger.End{
+		Ref: protocol.JobRef{ID: id, Attempt: ru.attempt}, Queue: q.account(), Placeholder: ru.placeholder,
+		Started: e.started, Finished: e.finished, OK: out == succeeded, Returned: out == returned})); err != nil {
+		return err
+	}
+	// packing: its grant given back (or to its bundle's heir), its usage
+	// learned; retry says a memory kill runs once more with more.
+	retry, err := s.pack.Ended(context.Background(), s.w, s.packEnd(id, j, q, ru, out, e))
+	if err != nil {
+		return fatalError{err}
+	}
+	if retry {
+		s.log.Info("job killed over its memory runs again with more", "job", id, "attempt", ru.attempt, "reason", e.reason)
+	}
+	// copies' index and arrays: it no longer runs.
+	s.runGone(id)
+	next := nextState(q, ru.used, out)
+	if retry {
+		next = job.Queued
+	}
+	if o := s.opt.Observer; o != nil {
+		o.Ended(next)
+	}
+	switch {
+	case retry:
+		return s.retryForMemory(id, e)
+	case next == job.Queued && out == returned:
+		return s.unclaim(id, e)
+	case next == job.Queued:
+		return s.requeue(id, e)
+	case next == job.Failed && e.reason == "":
+		e.reason = fmt.Sprintf("exit status %d", r.Exit)
+		if ru.used > 1 {
+			e.reason += fmt.Sprintf(" (after %d attempts)", ru.used)
+		}
+	case next == job.Done:
+		// A Done job's outputs enter the catalog before its dependents
+		// are released.
+		if err := s.jobDone(id, j.Queue, s.g.Name(j.Target), e.placeholder, e.started, e.finished, e.outputs); err != nil {
+			return err
+		}
+	}
+	return s.finish(id, j, next, e)
+}
+
+// endOf is how attempt ru of q, which ended as out, is recorded: r's
+// exit, times, reason, outputs and usage, with what the core knows in
+// place of what the report lacks.
+func (s *Store) endOf(q *queue, ru *run, out outcome, r protocol.Report) attemptEnd {
+	e := attemptEnd{attempt: ru.attempt, placeholder: ru.placeholder, started: r.Started, finished: r.Finished,
+		exit: r.Exit, reason: r.Reason, usage: r.Usage, outputs: r.Outputs}
+	if e.started.IsZero() {
+		e.started = ru.started
+	}
+	if e.finished.IsZero() {
+		e.finished = s.now()
+	}
+	switch out {
+	case overCeiling:
+		e.reason = fmt.Sprintf("killed after running past the queue's ceiling of %gs", q.Ceiling)
+	case lost:
+		if e.reason == protocol.ReasonInterrupted {
+			e.reason = "interrupted: its placeholder was stopped"
+		}
+		e.exit = nil
+	}
+	return e
+}
+
+// packEnd is how attempt ru of job id (j, of q) ended, as packing needs it.
+func (s *Store) packEnd(id int64, j dag.Node, q *queue, ru *run, out outcome, e attemptEnd) packing.End {
+	var elapsed time.Duration // 0: the attempt did not run
+	if !e.started.IsZero() {
+		elapsed = e.finished.Sub(e.started)
+	}
+	return packing.End{Run: packing.Run{Job: id, Attempt: ru.attempt}, Category: resource.Category{Queue: q.Name, Target: s.g.Name(j.Target)},
+		Succeeded: out == succeeded, Failed: out == failed, Reason: e.reason, Usage: e.usage, Elapsed: elapsed, Heir: s.bundleHeir(id, ru)}
+}
+
+// bundleHeir is the attempt that takes the grant of job id's attempt ru
+// when it holds its bundle's: a member of the bundle still running on the
+// same placeholder (a bundle runs its jobs in turn in its first job's
+// grant, which goes back to the pool only with the last of them); nil
+// when none.
+func (s *Store) bundleHeir(id int64, ru *run) *packing.Run {
+	bid, ok := s.bundles.Of(id)
+	if !ok {
+		return nil
+	}
+	for _, m := range s.bundles.Members(bid) {
+		if o := s.running[m]; m != id && o != nil && o.placeholder == ru.placeholder {
+			return &packing.Run{Job: m, Attempt: o.attempt}
+		}
+	}
+	return nil
+}
+
+// runGone forgets job id's attempt, which no longer executes: the copy
+// candidates are told, and the members its array held back go to their
+// queues. An attempt not running (gone already) changes nothing.
+func (s *Store) runGone(id int64) {
+	if _, ok := s.running[id]; !ok {
+		return
+	}
+	delete(s.running, id)
+	s.repl.Sync(copies.Job{ID: id, Runs: 1 + len(s.copyRuns[id])})
+	s.repl.Changed()
+	for _, h := range s.arrays.Leave(id, (*arrayJobs)(s)) {
+		j, _ := s.g.Node(h)
+		q := s.queueIDs[j.Queue]
+		q.ready.Push(s.readyEntry(q, h, j.Est, j.Target))
+	}
+}
+
+// runOf finds the attempt of job id that placeholder ph runs, the job
+// row's own or a copy (nil if none).
+func (s *Store) runOf(id int64, attempt int, ph int64) *run {
+	if ru := s.running[id]; ru != nil && ru.attempt == attempt && ru.placeholder == ph {
+		return ru
+	}
+	for _, c := range s.copyRuns[id] {
+		if c.attempt == attempt && c.placeholder == ph {
+			return c
+		}
+	}
+	return nil
+}
+
+// runsOn says whether placeholder ph runs an attempt of job id.
+func (s *Store) runsOn(id, ph int64) bool {
+	if ru := s.running[id]; ru != nil && ru.placeholder == ph {
+		return true
+	}
+	for _, c := range s.copyRuns[id] {
+		if c.placeholder == ph {
+			return true
+		}
+	}
+	return false
+}
+
+// lateReport keeps the CPU figures of a killed copy's report, which came
+// after another attempt won, charges it up to when it stopped and
+// releases its reservation.
+func (s *Store) lateReport(ph int64, r protocol.Report) error {
+	ref := protocol.JobRef{ID: r.ID, Attempt: r.Attempt}
+	if !s.repl.Awaits(ref, ph) {
+		return nil
+	}
+	if err := s.begin(); err != nil {
+		return err
+	}
+	if err := s.repl.Late(context.Background(), s.w, ph, r); err != nil {
+		return fatalError{err}
+	}
+	// Charged up to when its placeholder says it ended, its
+	// reservation released.
+	err := ledgerErr(s.ledger.ExtendCharge(context.Background(), s.w, ref, r.Finished, s.now(), s.opt.Lease))
+	s.ledger.Died(ref)
+	return err
+}
+
+// copiesEvent applies ch, an event of attempt ru of job id (nil for
+// copies.Stopped): one call into the module says whether the job moves
+// on with ru, which attempt its row describes and which copies run on
+// now, and what ended; the core writes the row, charges what ended
+// through the ledger and releases or holds reservations and grants.
+func (s *Store) copiesEvent(id int64, ru *run, ch copies.Change) (bool, error) {
+	if err := s.begin(); err != nil {
+		return false, err
+	}
+	row, cs := s.running[id], s.copyRuns[id]
+	a := copies.Attempts{Job: id, Copies: copyRunsOf(id, cs)}
+	if row != nil {
+		a.Row = copies.Run{Job: id, Attempt: row.attempt, Placeholder: row.placeholder, Started: row.started}
+	}
+	if ru != nil {
+		ch.Attempt = ru.attempt
+	}
+	n, known := s.g.Node(id)
+	a.Queue = n.Queue
+	if copies.NeedsNow(a, ch) {
+		ch.Now = s.now()
+	}
+	f, err := s.repl.Apply(context.Background(), s.w, a, ch)
+	if err != nil {
+		return false, fatalError{err}
+	}
+	if len(cs) == 0 && !f.RowMoved {
+		return f.Won, nil // it ran alone: nothing else changed
+	}
+	runs := append([]*run{row}, cs...)
+	of := func(r copies.Run) *run {
+		return runs[slices.IndexFunc(runs, func(ru *run) bool { return ru != nil && ru.attempt == r.Attempt })]
+	}
+	if f.RowMoved {
+		s.running[id] = of(f.Row)
+		if _, err := s.w.ExecContext(context.Background(), jobsSQL.Get("SetRowAttempt"),
+			f.Row.Attempt, f.Row.Placeholder, micros(f.Row.Started), id); err != nil {
+			return false, fatalError{err}
+		}
+	}
+	delete(s.copyRuns, id)
+	for _, c := range f.Copies {
+		s.copyRuns[id] = append(s.copyRuns[id], of(c))
+	}
+	var q *queue
+	if known {
+		q = s.queueIDs[n.Queue]
+	}
+	for _, e := range f.Spent {
+		if err := s.copySpent(id, q, of(e.Run), e); err != nil {
+			return false, err
+		}
+	}
+	if f.Won && len(f.Spent) > 0 {
+		s.log.Info("an attempt finished first; the other attempts are killed", "job", id, "attempt", ch.Attempt, "killed", len(f.Spent))
+	}
+	return f.Won, nil
+}
+
+// copySpent is the end of attempt ru of job id (queue q, nil if unknown)
+// beside others, for the ledger and packing: charged for what it ran,
+// its reservation held until its late report (Kept) or a lease from now,
+// or released, its grant given back.
+func (s *Store) copySpent(id int64, q *queue, ru *run, e copies.Spent) error {
+	if e.Charge && q != nil {
+		if err := s.charge(id, q, ru, e.Started, e.Finished, false); err != nil {
+			return err
+		}
+	}
+	ref := protocol.JobRef{ID: id, Attempt: ru.attempt}
+	if e.Kept {
+		now := s.now()
+		s.ledger.Dying(ref, ru.placeholder, ru.started, now, now.Add(s.opt.Lease))
+	} else {
+		s.ledger.Stop(ref)
+	}
+	s.packStop(id, ru)
+	return nil
+}
+
+// copyRunsOf is rs, attempts of job id, as the module sees them.
+func copyRunsOf(id int64, rs []*run) []copies.Run {
+	if len(rs) == 0 {
+		return nil
+	}
+	out := make([]copies.Run, len(rs))
+	for i, r := range rs {
+		out[i] = copies.Run{Job: id, Attempt: r.attempt, Placeholder: r.placeholder, Started: r.started}
+	}
+	return out
+}
+
+// charge is the ledger's part of attempt ru's end (ledger.ChargeEnd):
+// what it cost from started to finished, in the batch's transaction.
+func (s *Store) charge(id int64, q *queue, ru *run, started, finished time.Time, ok bool) error {
+	e := ledger.End{Ref: protocol.JobRef{ID: id, Attempt: ru.attempt}, Queue: q.account(), Placeholder: ru.placeholder,
+		Started: started, Finished: finished, OK: ok}
+	return ledgerErr(s.ledger.ChargeEnd(context.Background(), s.w, ledgerCore{s}, e))
+}
+
+// ledgerErr marks a ledger's failure to write a storage failure (once).
+func ledgerErr(err error) error {
+	var f fatalError
+	if err == nil || errors.As(err, &f) {
+		return err
+	}
+	return fatalError{err}
+}
+
+// packStop gives back what attempt ru of job id holds.
+func (s *Store) packStop(id int64, ru *run) {
+	if h := s.bundleHeir(id, ru); h != nil {
+		s.pack.Pass(packing.Run{Job: id, Attempt: ru.attempt}, *h)
+	}
+	s.pack.Stop(packing.Run{Job: id, Attempt: ru.attempt})
+}
+
+// stopRun forgets job id's attempt, which stopped without ending
+// (attemptEnded): what it holds in the ledger and packing is released.
+func (s *Store) stopRun(id int64) {
+	ru, ok := s.running[id]
+	if !ok {
+		return
+	}
+	s.ledger.Stop(protocol.JobRef{ID: id, Attempt: ru.attempt})
+	s.packStop(id, ru)
+	s.runGone(id)
+}
+
+// jobDone is a Done attempt's outputs: it tells DC the job ended Done (dc.State.Done) and applies what its
+// outputs mean, in the batch's transaction: the catalog records them,
+// a plan keeps those with a checksum at its site, the ledger counts the
+// bytes written and the copy index hears they moved.
+func (s *Store) jobDone(id int64, q int32, target string, ph int64, started, finished time.Time, outs []protocol.FileSum) error {
+	e := dc.Ended{ID: id, Target: target, Placeholder: ph, Started: started, Finished: finished,
+		Outputs: outs, Reported: s.opt.Stager != nil || len(outs) > 0}
+	made, err := s.data.Done(context.Background(), s.w, e, dcCatalog{s})
+	if err != nil {
+		return fatalError{err}
+	}
+	p := catalog.Place(made.Place)
+	for _, o := range made.Outputs {
+		if err := s.cat.Produced(o.Path, p, o.CatalogSize(), o.SHA, id, finished); err != nil {
+			return fatalError{err}
+		}
+		if o.SHA == "" {
+			continue
+		}
+		// A plan that put the file elsewhere (AEH-ETAA), or a producer
+		// that ran elsewhere than planned, still has it where the plan's
+		// consumers run (catalog.KeepAt).
+		if site, ok := s.plans.FileSite(o.Path); ok && site != p.Site {
+			if u := s.cat.KeepAt(o.Path, site, id); u != nil {
+				if err := s.failUnstageable(u.Jobs, u.Reason); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if made.Known {
+		s.ledger.Wrote(q, made.Wrote)
+	}
+	if made.Moved != nil {
+		s.dataMoved(made.Moved)
+	}
+	return nil
+}

@@ -177,7 +177,7 @@ func (a *copyAsk) Copyable(qid int32, id int64) bool {
 	if ru := s.running[id]; q == nil || ru == nil || !s.repl.Apart(id, ru.attempt) || !s.copyable(id, q) || s.runsOn(id, a.p.req.Placeholder) {
 		return false
 	}
-	return fits(j.Est, q, a.p.req.WalltimeLeft) && s.affordable(q, j, a.p.site)
+	return fits(j.Est, q, a.p.req.WalltimeLeft) && s.affordable(id, q, j, a.p.site)
 }
 
 // LocalBytes is how many bytes of job id's inputs are at a's site.

@@ -60,7 +60,7 @@ func (s *Store) pickCopyScan(p *parkedNext) (int64, *queue, error) {
 		if _, most := q.copying(); most > 0 && n >= most {
 			continue
 		}
-		if !fits(j.Est, q, p.req.WalltimeLeft) || !s.affordable(q, j, p.site) {
+		if !fits(j.Est, q, p.req.WalltimeLeft) || !s.affordable(id, q, j, p.site) {
 			continue
 		}
 		var local int64

@@ -207,7 +207,7 @@ func (s *Store) dispatch(p *parkedNext) error {
 			}
 			// Reserved now, so the next pick of this request sees it.
 			ru := &run{}
-			s.ledger.Start(protocol.JobRef{ID: id}, s.queueIDs[j.Queue].account(), j, p.site, s.guess)
+			s.ledger.Start(protocol.JobRef{ID: id}, s.queueIDs[j.Queue].account(), j, p.site, s.guess, s.jobCores(id))
 			var grant *protocol.Capacity
 			if id == ids[0] { // a bundle runs its jobs in turn, in one grant
 				grant = s.packStart(id, p.req.Placeholder)

@@ -56,7 +56,7 @@ func (a *asking) Allows(c dispatch.Check, r policy.Ready) (bool, error) {
 	case dispatch.KeptForPlan:
 		return !s.plans.Active() || !s.plans.Keep(r.ID, a.p.site, s.now()), nil
 	case dispatch.WithinBudget:
-		return s.ledger.Affordable(a.q.account(), a.j, a.p.site, s.now, s.guess), nil
+		return s.affordable(r.ID, a.q, a.j, a.p.site), nil
 	case dispatch.InputsHere:
 		return s.dataReady(r.ID, a.p)
 	}

@@ -54,7 +54,7 @@ func (s *Store) econCosting() bool {
 
 // econStart records that ru (attempt of job id, j, of q) started at site.
 func (s *Store) econStart(id int64, q *queue, j dag.Node, ru *run, site string) {
-	s.ledger.Start(protocol.JobRef{ID: id, Attempt: ru.attempt}, q.account(), j, site, s.guess)
+	s.ledger.Start(protocol.JobRef{ID: id, Attempt: ru.attempt}, q.account(), j, site, s.guess, s.jobCores(id))
 }
 
 // econInfo fills a queue's spending for listings.
@@ -65,9 +65,19 @@ func (s *Store) econInfo(q *queue) protocol.QueueInfo {
 }
 
 // affordable says whether a placeholder at site may start an attempt of
-// job j of q now (ledger.Affordable).
-func (s *Store) affordable(q *queue, j dag.Node, site string) bool {
-	return s.ledger.Affordable(q.account(), j, site, s.now, s.guess)
+// job id (j) of q now (ledger.Affordable).
+func (s *Store) affordable(id int64, q *queue, j dag.Node, site string) bool {
+	a, cores := q.account(), 1
+	if a.Costed() { // only a budget prices cores: no lookup on the common path
+		cores = s.jobCores(id)
+	}
+	return s.ledger.Affordable(a, j, site, s.now, s.guess, cores)
+}
+
+// jobCores is how many cores job id asks for (at least 1; an auto size
+// counts 1 until learned): what the ledger prices, per core-hour.
+func (s *Store) jobCores(id int64) int {
+	return s.pack.Request(id).Cores()
 }
 
 // checkInfeasible runs the ledger's periodic check (ledger.Check) when it

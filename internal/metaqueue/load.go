@@ -283,7 +283,7 @@ func (s *Store) loadJobs(ctx context.Context, prereqs, afterAny prereqList, now 
 			if err != nil {
 				return nil, err
 			}
-			s.ledger.Start(protocol.JobRef{ID: id, Attempt: ru.attempt}, eq.account(), n, site, s.guess)
+			s.ledger.Start(protocol.JobRef{ID: id, Attempt: ru.attempt}, eq.account(), n, site, s.guess, s.jobCores(id))
 		}
 	}
 	for c, n := range ended {

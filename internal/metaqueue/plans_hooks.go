@@ -83,7 +83,7 @@ func (a *planAsking) Allows(c dispatch.Check, r policy.Ready) (bool, error) {
 	case dispatch.FitsResources:
 		return a.s.packFits(r.ID, a.p), nil
 	case dispatch.WithinBudget:
-		return a.s.affordable(a.q, a.j, a.p.site), nil
+		return a.s.affordable(r.ID, a.q, a.j, a.p.site), nil
 	case dispatch.InputsHere:
 		return a.s.dataReady(r.ID, a.p)
 	}

@@ -110,7 +110,7 @@ func siteAddFlags() ([]cli.Flag, *siteAddValues) {
 		&cli.StringFlag{Name: "data-root", Usage: "remote site: where files staged there live on the login host, `DIR` (relative: to the login home; default .mq-data/CLSID); a declared file P is DIR/P", Destination: &v.spec.DataRoot},
 		&cli.BoolFlag{Name: "node-local", Usage: "remote site whose nodes share no filesystem: each node keeps files in the data root on its own disk, staged to it over its placeholder's connection", Destination: &v.spec.NodeLocal},
 		&cli.BoolFlag{Name: "shared-fs", Usage: "remote site: it sees the CLS host's files at their paths (same home or mount): nothing is staged there", Destination: &v.spec.SharedFS},
-		&cli.Float64Flag{Name: "price", Usage: "what one core-hour at the site costs, in the unit of queue budgets (0 = free); each attempt there is charged price x elapsed hours", Destination: &v.spec.Price},
+		&cli.Float64Flag{Name: "price", Usage: "what one core-hour at the site costs, in the unit of queue budgets (0 = free); each attempt there is charged price x its cores x elapsed hours", Destination: &v.spec.Price},
 		&cli.StringFlag{Name: "provision", Usage: "how many placeholders to hold: " + provisionHelp() + "; default: as many as the ready work warrants", Destination: &v.spec.Provision},
 		&cli.StringFlag{Name: "connect-timeout", Usage: "a placeholder that has run this long without connecting to the CLS is cancelled and the site marked degraded (default: cls serve --connect-timeout)", Destination: &v.connectTimeout},
 	), v

@@ -57,11 +57,11 @@ func (l *Ledger) reserveFor(q Queue, j dag.Node, site string, est Estimator) flo
 // copy alike): it can end by
 // the queue's deadline there (inTime), the planner's cap for the site is
 // not reached, and the budget left (less what running attempts reserve)
-// covers what it would reserve. A job whose cost cannot be foreseen (no
+// covers what it would reserve (for cores: a price is per core-hour). A job whose cost cannot be foreseen (no
 // runtime known anywhere) starts at a priced site only while no other of
 // its queue runs at one, so its runtime is measured before more are
 // risked.
-func (l *Ledger) Affordable(q Queue, j dag.Node, site string, now func() time.Time, est Estimator) bool {
+func (l *Ledger) Affordable(q Queue, j dag.Node, site string, now func() time.Time, est Estimator, cores int) bool {
 	if !q.Costed() {
 		return len(l.caps) == 0 || !l.atCap(q.ID, site)
 	}
@@ -74,7 +74,7 @@ func (l *Ledger) Affordable(q Queue, j dag.Node, site string, now func() time.Ti
 	if q.Budget <= 0 || l.price[site] == 0 {
 		return true
 	}
-	need := l.reserveFor(q, j, site, est)
+	need := l.reserveFor(q, j, site, est) * float64(max(cores, 1))
 	if need == 0 {
 		return l.priced[q.ID] == 0 && l.spentBy(q.ID) < q.Budget
 	}

@@ -55,7 +55,7 @@ func TestChargeEnd(t *testing.T) {
 			l.SetPrice("a", 10)
 			core := &fakeCore{sites: map[int64]string{1: "a", 2: "b"}}
 			if c.started {
-				l.Start(ref, c.q, dag.Node{Queue: 1}, "a", noEstimate)
+				l.Start(ref, c.q, dag.Node{Queue: 1}, "a", noEstimate, 1)
 			}
 			x := &fakeExec{}
 			err := l.ChargeEnd(context.Background(), x, core, End{Ref: ref, Queue: c.q, Placeholder: c.ph,
@@ -90,7 +90,7 @@ func TestEnded(t *testing.T) {
 			l := New(nil)
 			l.SetPrice("a", 10)
 			q := Queue{ID: 1, Budget: 100}
-			l.Start(ref, q, dag.Node{Queue: 1}, "a", noEstimate)
+			l.Start(ref, q, dag.Node{Queue: 1}, "a", noEstimate, 1)
 			x := &fakeExec{}
 			err := l.Ended(context.Background(), x, &fakeCore{sites: map[int64]string{1: "a"}}, End{Ref: ref, Queue: q, Placeholder: 1,
 				Started: t0, Finished: t0.Add(time.Hour), OK: true, Returned: c.returned})

@@ -127,6 +127,9 @@ type attempt struct {
 	queue   int32
 	reserve float64
 	costed  bool
+	// cores is what the attempt holds (at least 1): a site's price is
+	// per core-hour, so an attempt of 8 cores costs 8 times one of 1.
+	cores float64
 	// counted: it is in execAt (its queue is costed or capped), so it
 	// leaves it when it stops.
 	counted bool
@@ -338,21 +341,22 @@ func (l *Ledger) RemoveSite(site string) {
 // again at once.
 func (l *Ledger) Changed() { l.check.gen++ }
 
-// Start records that attempt ref of job j of q started at site (dispatch,
-// or load for attempts that were executing).
-func (l *Ledger) Start(ref protocol.JobRef, q Queue, j dag.Node, site string, est Estimator) {
+// Start records that attempt ref of job j of q, holding cores (0 means
+// 1), started at site (dispatch, or load for attempts that were
+// executing).
+func (l *Ledger) Start(ref protocol.JobRef, q Queue, j dag.Node, site string, est Estimator, cores int) {
 	l.KnowSite(site)
 	_, capped := l.caps[q.ID] // an LP stage's caps hold uncosted queues too
 	if !q.Costed() && !capped && l.price[site] == 0 {
 		return
 	}
-	a := &attempt{site: site, queue: q.ID, costed: true}
+	a := &attempt{site: site, queue: q.ID, costed: true, cores: float64(max(cores, 1))}
 	l.runs[ref] = a
 	if q.Costed() || capped {
 		l.count(a)
 	}
 	if q.Costed() && l.price[site] > 0 {
-		a.reserve = l.reserveFor(q, j, site, est)
+		a.reserve = l.reserveFor(q, j, site, est) * a.cores
 		l.reserved[q.ID] += a.reserve
 		l.priced[q.ID]++
 	}
@@ -437,6 +441,11 @@ func (l *Ledger) Stop(ref protocol.JobRef) {
 // finished cost, in the core's transaction. Called before Stop.
 func (l *Ledger) Charge(ctx context.Context, x Execer, ref protocol.JobRef, q Queue, site string, started, finished time.Time, ok bool) error {
 	price := l.price[site]
+	if a := l.runs[ref]; a != nil && a.cores > 1 {
+		// The charge's price is the attempt's rate: the site's per
+		// core-hour times its cores (ExtendCharge reads it back).
+		price *= a.cores
+	}
 	secs := max(finished.Sub(started).Seconds(), 0)
 	if price == 0 && !q.Costed() {
 		if ok && l.Counted(ref) {
@@ -477,7 +486,7 @@ func (l *Ledger) Dying(ref protocol.JobRef, ph int64, started, now, until time.T
 	}
 	l.dying[ref] = dyingRun{ph, until}
 	// What it was charged at the kill is spent: no longer reserved.
-	l.unreserve(a, l.price[a.site]*max(now.Sub(started).Seconds(), 0)/3600)
+	l.unreserve(a, l.price[a.site]*max(a.cores, 1)*max(now.Sub(started).Seconds(), 0)/3600)
 }
 
 // unreserve moves cost of a's reservation to spent (charged meanwhile).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"go/parser"
 	"go/token"
 	"math"
@@ -73,12 +74,12 @@ func TestAffordable(t *testing.T) {
 		{"budget short", Queue{ID: 1, Budget: 9.99}, j, "a", func(l *Ledger) { l.SetPrice("a", 10) }, false},
 		{"budget reserved by a running attempt", Queue{ID: 1, Budget: 15}, j, "a", func(l *Ledger) {
 			l.SetPrice("a", 10)
-			l.Start(protocol.JobRef{ID: 2, Attempt: 1}, Queue{ID: 1, Budget: 15}, j, "a", declared)
+			l.Start(protocol.JobRef{ID: 2, Attempt: 1}, Queue{ID: 1, Budget: 15}, j, "a", declared, 1)
 		}, false},
 		{"unknown cost, none running", Queue{ID: 1, Budget: 1}, unknown, "a", func(l *Ledger) { l.SetPrice("a", 10) }, true},
 		{"unknown cost, one running at a priced site", Queue{ID: 1, Budget: 100}, unknown, "a", func(l *Ledger) {
 			l.SetPrice("a", 10)
-			l.Start(protocol.JobRef{ID: 2, Attempt: 1}, Queue{ID: 1, Budget: 100}, unknown, "a", noEstimate)
+			l.Start(protocol.JobRef{ID: 2, Attempt: 1}, Queue{ID: 1, Budget: 100}, unknown, "a", noEstimate, 1)
 		}, false},
 		{"ceiling bounds the reservation", Queue{ID: 1, Budget: 5, Ceiling: 1800}, j, "a", func(l *Ledger) { l.SetPrice("a", 10) }, true},
 	} {
@@ -87,7 +88,7 @@ func TestAffordable(t *testing.T) {
 			if c.setup != nil {
 				c.setup(l)
 			}
-			if got := l.Affordable(c.q, c.j, c.site, clock(t0), declared); got != c.want {
+			if got := l.Affordable(c.q, c.j, c.site, clock(t0), declared, 1); got != c.want {
 				t.Errorf("Affordable = %v, want %v", got, c.want)
 			}
 		})
@@ -128,7 +129,7 @@ func TestReserveAndRelease(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			l := New(nil)
 			l.SetPrice("a", 10)
-			l.Start(protocol.JobRef{ID: ref.ID}, q, j, "a", declared)
+			l.Start(protocol.JobRef{ID: ref.ID}, q, j, "a", declared, 1)
 			l.Numbered(ref.ID, ref.Attempt)
 			var info protocol.QueueInfo
 			l.Fill(&info, q.ID)
@@ -176,7 +177,7 @@ func TestCharge(t *testing.T) {
 			if c.capped {
 				l.SetPlan(1, map[string]int{"a": 4}, 0)
 			}
-			l.Start(ref, c.q, dag.Node{Queue: 1}, "a", noEstimate)
+			l.Start(ref, c.q, dag.Node{Queue: 1}, "a", noEstimate, 1)
 			x := &fakeExec{}
 			if err := l.Charge(context.Background(), x, ref, c.q, "a", t0, t0.Add(time.Hour), c.ok); err != nil {
 				t.Fatal(err)
@@ -314,3 +315,43 @@ func TestImportsOnlyLeaves(t *testing.T) {
 }
 
 func readyOf(id int64) policy.Ready { return policy.Ready{ID: id} }
+
+// A site's price is per core-hour: an attempt of several cores reserves,
+// is charged and is admitted against the budget for all its cores.
+func TestCoresPriced(t *testing.T) {
+	q := Queue{ID: 1, Budget: 100, Ceiling: 1800}
+	j := dag.Node{Queue: 1, Est: 600}
+	for _, c := range []struct {
+		cores      int
+		reserved   float64 // 10 per core-hour x the 1800 s ceiling x cores
+		spent      float64 // an hour at 10 per core-hour x cores
+		affordable bool    // a second job of as many cores, with what the first reserves
+	}{
+		{0, 5, 10, true}, // 0 means 1
+		{1, 5, 10, true},
+		{4, 20, 40, true},
+		{12, 60, 120, false},
+	} {
+		t.Run(fmt.Sprint(c.cores), func(t *testing.T) {
+			l := New(nil)
+			l.SetPrice("a", 10)
+			ref := protocol.JobRef{ID: 1, Attempt: 1}
+			l.Start(ref, q, j, "a", declared, c.cores)
+			var info protocol.QueueInfo
+			l.Fill(&info, q.ID)
+			if math.Abs(info.Reserved-c.reserved) > 1e-9 {
+				t.Errorf("reserved %g, want %g", info.Reserved, c.reserved)
+			}
+			if got := l.Affordable(q, j, "a", clock(t0), declared, c.cores); got != c.affordable {
+				t.Errorf("Affordable = %v, want %v", got, c.affordable)
+			}
+			x := &fakeExec{}
+			if err := l.Charge(context.Background(), x, ref, q, "a", t0, t0.Add(time.Hour), true); err != nil {
+				t.Fatal(err)
+			}
+			if got := l.spentBy(1); math.Abs(got-c.spent) > 1e-9 {
+				t.Errorf("spent %g, want %g", got, c.spent)
+			}
+		})
+	}
+}

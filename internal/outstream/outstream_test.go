@@ -275,3 +275,57 @@ func FuzzScan(f *testing.F) {
 		Read(io.Discard, r, Tag{Job: 1, Attempt: 1}, Extent{Last: last, Bytes: n})
 	})
 }
+
+// FuzzFollow: a Follower given any bytes never panics, passes no more
+// bytes than there are, and passes the same bytes whether it polls the
+// file as it grows (cut at any points) or once whole: a chunk is passed
+// only whole, never half, wherever a poll stops.
+func FuzzFollow(f *testing.F) {
+	dir := f.TempDir()
+	w, err := Create(filepath.Join(dir, "seed"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	a, b := w.Output(Tag{Job: 1, Attempt: 1}, 0), w.Output(Tag{Job: 2, Attempt: 1}, 0)
+	a.Write([]byte("hello"))
+	a.Flush()
+	b.Write([]byte("other"))
+	b.Flush()
+	a.Write([]byte(" world"))
+	a.Close()
+	b.Close()
+	w.Close()
+	seed, _ := os.ReadFile(filepath.Join(dir, "seed"))
+	f.Add(seed, uint16(20), uint16(7))
+	f.Add(seed[:len(seed)-3], uint16(0), uint16(1))
+	f.Add([]byte(Magic), uint16(3), uint16(3))
+	f.Fuzz(func(t *testing.T, data []byte, first, step uint16) {
+		follow := func(cuts []int64) ([]byte, error) {
+			fl := NewFollower(Tag{Job: 1, Attempt: 1})
+			var got []byte
+			r := bytes.NewReader(data)
+			for _, size := range cuts {
+				if err := fl.Poll(r, size, func(p []byte) error { got = append(got, p...); return nil }); err != nil {
+					return got, err
+				}
+			}
+			if fl.Bytes() != int64(len(got)) {
+				t.Fatalf("Bytes() = %d, passed %d", fl.Bytes(), len(got))
+			}
+			return got, nil
+		}
+		var cuts []int64
+		for size := int64(first); size < int64(len(data)); size += int64(step) + 1 {
+			cuts = append(cuts, size)
+		}
+		cuts = append(cuts, int64(len(data)))
+		grown, gerr := follow(cuts)
+		whole, werr := follow([]int64{int64(len(data))})
+		if len(grown) > len(data) || len(whole) > len(data) {
+			t.Fatalf("passed %d and %d bytes of %d", len(grown), len(whole), len(data))
+		}
+		if (gerr == nil) == (werr == nil) && !bytes.Equal(grown, whole) {
+			t.Fatalf("polled as it grew: %q; once whole: %q", grown, whole)
+		}
+	})
+}

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -171,4 +172,64 @@ func TestStreamsKill9(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestSiteOutputMode: a site added with --output files has its
+// placeholders keep a file per output though the CLS streams (cls site
+// list says so); set back to streams, its next placeholder writes stream
+// files. mqstat --cat reads either.
+func TestSiteOutputMode(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.startCLS("--local", "0")
+	h.ok("cls", "site", "add", "filesite", "--type", "local", "--max", "1", "--idle", "2s", "--output", "files")
+	if list := h.ok("cls", "site", "list"); !strings.Contains(list, "(output files)") {
+		t.Errorf("cls site list does not show the site's output mode:\n%s", list)
+	}
+	id := h.submit("t", "echo in-a-file")
+	h.waitState(id, "D", 2*time.Minute)
+	if got := h.ok("mqstat", "--cat", idStr(id)); got != "in-a-file\n" {
+		t.Errorf("mqstat --cat %d printed %q", id, got)
+	}
+	if _, err := os.Stat(filepath.Join(h.home, "output", strconv.FormatInt(id/1000, 10), fmt.Sprintf("%d.1.out", id))); err != nil {
+		t.Errorf("the job's output is not a file of its own: %v", err)
+	}
+	if names, _ := filepath.Glob(filepath.Join(h.home, "output", protocol.StreamDir, "*.mqs")); len(names) != 0 {
+		t.Errorf("stream files under --output files: %v", names)
+	}
+
+	h.ok("cls", "site", "set", "filesite", "--output", "streams")
+	if list := h.ok("cls", "site", "list"); !strings.Contains(list, "(output streams)") {
+		t.Errorf("cls site list after set --output streams:\n%s", list)
+	}
+	// The placeholder that ran the first job idles out (2 s); the next
+	// one hears streams when it registers.
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var l protocol.SiteList
+		if err := json.Unmarshal([]byte(h.ok("cls", "site", "list", "--json")), &l); err != nil {
+			t.Fatal(err)
+		}
+		idle := false
+		for _, si := range l.Sites {
+			if si.Name == "filesite" && si.Running == 0 && si.Connected == 0 {
+				idle = true
+			}
+		}
+		if idle {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the site's placeholder has not idled out: %+v", l)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	id2 := h.submit("t", "echo in-a-stream")
+	h.waitState(id2, "D", 2*time.Minute)
+	if got := h.ok("mqstat", "--cat", idStr(id2)); got != "in-a-stream\n" {
+		t.Errorf("mqstat --cat %d printed %q", id2, got)
+	}
+	if js := h.ok("mqstat", "-j", idStr(id2), "--json"); !strings.Contains(js, `"stdout_stream"`) {
+		t.Errorf("job %d ran on a placeholder started after set --output streams, but its stdout is not in a stream: %s", id2, js)
+	}
 }

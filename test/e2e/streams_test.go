@@ -233,3 +233,35 @@ func TestSiteOutputMode(t *testing.T) {
 		t.Errorf("job %d ran on a placeholder started after set --output streams, but its stdout is not in a stream: %s", id2, js)
 	}
 }
+
+// TestQueueOutputFiles: under the default streams, a job of a queue set
+// to --output files keeps a file per output (cls queue list says so),
+// while a job of another queue on the same placeholder streams; mqstat
+// --cat reads both.
+func TestQueueOutputFiles(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.startCLS("--local", "1")
+	h.ok("cls", "queue", "set", "tool", "--output", "files")
+	if list := h.ok("cls", "queue", "list"); !strings.Contains(list, "tool: a job keeps a file per stdout and stderr") {
+		t.Errorf("cls queue list does not show the queue's output mode:\n%s", list)
+	}
+	inFile := h.submit("-q", "tool", "t", "echo in-a-file")
+	inStream := h.submit("t2", "echo in-a-stream")
+	h.waitState(inFile, "D", 2*time.Minute)
+	h.waitState(inStream, "D", 2*time.Minute)
+	for id, want := range map[int64]string{inFile: "in-a-file\n", inStream: "in-a-stream\n"} {
+		if got := h.ok("mqstat", "--cat", idStr(id)); got != want {
+			t.Errorf("mqstat --cat %d printed %q, want %q", id, got, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(h.home, "output", strconv.FormatInt(inFile/1000, 10), fmt.Sprintf("%d.1.out", inFile))); err != nil {
+		t.Errorf("the files queue's job has no output file of its own: %v", err)
+	}
+	if js := h.ok("mqstat", "-j", idStr(inFile), "--json"); strings.Contains(js, `"stdout_stream"`) {
+		t.Errorf("the files queue's job's stdout is in a stream: %s", js)
+	}
+	if js := h.ok("mqstat", "-j", idStr(inStream), "--json"); !strings.Contains(js, `"stdout_stream"`) {
+		t.Errorf("the default queue's job's stdout is not in a stream: %s", js)
+	}
+}

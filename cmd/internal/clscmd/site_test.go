@@ -117,6 +117,8 @@ func TestInterspersedFlags(t *testing.T) {
 		{[]string{"cls", "site", "set", "c", "--output", "streams"}, protocol.OpSiteSet.Name, `{"name":"c","output":"streams"}`},
 		{[]string{"cls", "site", "set", "--output", "default", "c"}, protocol.OpSiteSet.Name, `{"name":"c","output":""}`},
 		{[]string{"cls", "queue", "set", "q", "--ceiling", "90"}, protocol.OpQueueSet.Name, `{"name":"q","ceiling_s":90}`},
+		{[]string{"cls", "queue", "set", "q", "--output", "files"}, protocol.OpQueueSet.Name, `{"name":"q","output":"files"}`},
+		{[]string{"cls", "queue", "set", "--output", "default", "q"}, protocol.OpQueueSet.Name, `{"name":"q","output":""}`},
 		{[]string{"cls", "queue", "set", "--policy", "sjf", "q", "--retry-failed"}, protocol.OpQueueSet.Name, `{"name":"q","retry_failed":true,"policy":"sjf"}`},
 		{[]string{"cls", "queue", "set", "q", "--budget", "5000", "--deadline", "2026-01-02T03:04:05Z"}, protocol.OpQueueSet.Name, `{"name":"q","deadline":1767323045,"budget":5000}`},
 		{[]string{"cls", "queue", "set", "q", "--deadline", "none", "--budget", "0"}, protocol.OpQueueSet.Name, `{"name":"q","deadline":0,"budget":0}`},

@@ -91,7 +91,10 @@ func (a *Agent) shipLive(ctx context.Context) {
 	t := time.NewTicker(liveEvery)
 	defer t.Stop()
 	buf := make([]byte, liveChunk)
-	var streamed time.Time // the stream files' growth last shipped
+	// The stream files' growth goes every streamLiveEvery: counted in
+	// ticks, as a clock read after a ship would skip a tick each time.
+	streamTicks := max(int(streamLiveEvery/liveEvery), 1)
+	streamed := -streamTicks // the turn it last went
 	for turn := 0; ; turn++ {
 		kicked := false
 		select {
@@ -105,9 +108,9 @@ func (a *Agent) shipLive(ctx context.Context) {
 		if len(ps) == 0 {
 			continue
 		}
-		if a.streams != nil && (kicked || time.Since(streamed) >= streamLiveEvery) {
+		if a.streams != nil && (kicked || turn-streamed >= streamTicks) {
 			a.shipGrowth(ctx)
-			streamed = time.Now()
+			streamed = turn
 		}
 		// Each job gets an equal share; the first in line changes every
 		// tick, so that no job waits behind the others for long.

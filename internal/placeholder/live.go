@@ -112,6 +112,9 @@ func (a *Agent) shipLive(ctx context.Context) {
 			a.shipGrowth(ctx)
 			streamed = turn
 		}
+		if kicked {
+			continue // per-job files go at the ticks alone: liveBudget a tick
+		}
 		// Each job gets an equal share; the first in line changes every
 		// tick, so that no job waits behind the others for long.
 		share := min(liveChunk, max(liveBudget/(2*len(ps)), 4<<10))

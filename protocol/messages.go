@@ -579,6 +579,10 @@ type QueueInfo struct {
 	// more is stopped and fails with the reason. 0: none but the
 	// placeholder's.
 	MaxOutput int64 `json:"max_output,omitempty"`
+	// Output is OutputModeFiles when the queue's jobs keep a file per
+	// stdout and stderr wherever they run, for tools that expect them (cls
+	// queue set --output files); "": as their placeholder does.
+	Output string `json:"output,omitempty"`
 	// Defaults is what a job of the queue asks for where it asks for
 	// nothing itself (cls queue set --cpus, --mem, --gpus, --resource).
 	Defaults Resources `json:"defaults,omitzero"`
@@ -600,6 +604,7 @@ type QueueSet struct {
 	Budget      *float64 `json:"budget,omitempty"`   // 0 clears
 	MaxCopies   *int     `json:"max_copies,omitempty"`
 	MaxOutput   *int64   `json:"max_output,omitempty"` // 0..MaxQueueOutput bytes; 0 clears
+	Output      *string  `json:"output,omitempty"`     // OutputModeFiles, or "" to clear
 	// Defaults, when set, replaces the queue's defaults as a whole (the
 	// zero Resources clears them).
 	Defaults *Resources `json:"defaults,omitempty"`
@@ -691,6 +696,10 @@ type Assignment struct {
 	// The agent applies the smaller of it and its own cap; a value out
 	// of 0..MaxQueueOutput is taken as none.
 	MaxOutput int64 `json:"max_output,omitempty"`
+	// OutputFiles asks for the attempt's stdout and stderr as a file
+	// each, not chunks of a stream file, whatever the placeholder's mode
+	// (its queue's cls queue set --output files).
+	OutputFiles bool `json:"output_files,omitempty"`
 	// Bundle is the bundle's id (its first job's id) for a job of a bundle,
 	// 0 otherwise. A bundle's jobs come together, in order, and share one
 	// slot: run them one after another. Seq is the job's place in it.

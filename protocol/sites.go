@@ -63,7 +63,19 @@ type SiteSpec struct {
 	// with a deadline or a budget, as the policy plans them jointly over
 	// every site that follows it.
 	Provision string `json:"provision,omitempty"`
+	// Output is how the site's placeholders keep jobs' stdout and stderr
+	// (cls site add --output): OutputModeFiles, a file per output, or
+	// OutputModeStreams, a few stream files per placeholder; "" is the
+	// CLS's (cls serve --output). Placeholders hear it when they
+	// register (RegisterReply.OutputFiles).
+	Output string `json:"output,omitempty"`
 }
+
+// Output modes (SiteSpec.Output, cls serve --output).
+const (
+	OutputModeFiles   = "files"
+	OutputModeStreams = "streams"
+)
 
 // SiteInfo is a site with what its provisioner knows now.
 type SiteInfo struct {
@@ -111,6 +123,9 @@ type SiteSet struct {
 	GPUs      *int     `json:"gpus,omitempty"`
 	// Resources replaces the site's named amounts ("": none).
 	Resources *string `json:"resources,omitempty"`
+	// Output replaces the site's output mode ("": the CLS's), for
+	// placeholders that register from then on.
+	Output *string `json:"output,omitempty"`
 }
 
 // SiteRemove names a site to remove.

@@ -111,6 +111,17 @@ func (s *sites) install(srv *server.Server) {
 		return s.mgr.Remove(ctx, r.Name)
 	})
 	server.Route(srv, protocol.OpSiteSet, s.mgr.Set)
+	srv.SiteOutputFiles = s.outputFiles
+}
+
+// outputFiles is a site's output mode, when it has one of its own (cls
+// site add --output): a file per output or stream files.
+func (s *sites) outputFiles(name string) (files, ok bool) {
+	spec, _, found := s.mgr.Site(name)
+	if !found || spec.Output == "" {
+		return false, false
+	}
+	return spec.Output == protocol.OutputModeFiles, true
 }
 
 func (s *sites) start(ctx context.Context) error { return s.mgr.Start(ctx) }
@@ -168,11 +179,12 @@ func (s *sites) open(spec protocol.SiteSpec, exited func(pid int)) (site.Site, e
 		}
 		args = append(args, "--out", filepath.Join(s.home, "output"), "--orphan-exit", "--umask", fmt.Sprintf("%03o", s.umask),
 			"--max-output", strconv.FormatInt(s.maxOutput, 10), "--output-reserve", strconv.FormatInt(s.outputReserve, 10))
-		if s.streams {
+		if spec.Output == protocol.OutputModeStreams || spec.Output == "" && s.streams {
 			args = append(args, "--streams", "--streams-sync="+strconv.FormatBool(s.streamsSync))
 		}
 		// Under --output files no flag: the agent hears it when it
-		// registers (RegisterReply.OutputFiles), as a remote one does.
+		// registers (RegisterReply.OutputFiles), as a remote one does
+		// (the site's own --output first).
 		if spec.Embedded && s.noop {
 			args = append(args, "--noop")
 		}

@@ -76,3 +76,30 @@ func TestSiteAddNeedsSSHEndpoint(t *testing.T) {
 		}
 	}
 }
+
+// A local site's placeholders write stream files (--streams) when the
+// site says so or, saying nothing, when the CLS does (cls serve
+// --output); otherwise they hear files when they register.
+func TestLocalAgentOutputMode(t *testing.T) {
+	for _, tc := range []struct {
+		clsStreams bool
+		output     string
+		want       bool
+	}{
+		{true, "", true},
+		{false, "", false},
+		{true, protocol.OutputModeFiles, false},
+		{false, protocol.OutputModeStreams, true},
+		{true, protocol.OutputModeStreams, true},
+	} {
+		s := &sites{home: "/mq", streams: tc.clsStreams, agentExe: "/bin/cls"}
+		st, err := s.open(protocol.SiteSpec{Name: "here", Type: "local", Max: 1, Slots: 1, Walltime: 3600, Idle: 60, Output: tc.output}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := st.(*site.Processes).Command().Args
+		if got := slices.Contains(args, "--streams"); got != tc.want {
+			t.Errorf("cls streams %v, site output %q: --streams %v, want %v (%v)", tc.clsStreams, tc.output, got, tc.want, args)
+		}
+	}
+}

@@ -430,6 +430,9 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 			return info, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
 		}
 	}
+	if qs.Output != nil && *qs.Output != "" && *qs.Output != protocol.OutputModeFiles {
+		return info, protocol.Errorf(protocol.CodeBadRequest, "a queue's output must be files (or empty: as the placeholder does), not %q", protocol.ClipText(*qs.Output, 64))
+	}
 	if qs.MaxAttempts != nil && (*qs.MaxAttempts < 1 || *qs.MaxAttempts > 1000) {
 		return info, protocol.Errorf(protocol.CodeBadRequest, "max attempts must be 1..1000")
 	}
@@ -468,11 +471,14 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 		if qs.MaxOutput != nil {
 			next.MaxOutput = *qs.MaxOutput
 		}
+		if qs.Output != nil {
+			next.Output = *qs.Output
+		}
 		if err := s.begin(); err != nil {
 			return err
 		}
 		if _, err := s.w.ExecContext(context.Background(), queuesSQL.Get("UpdateQueue"),
-			next.Ceiling, next.MaxAttempts, next.RetryFailed, next.Policy, next.MaxCopies, next.MaxOutput, q.id); err != nil {
+			next.Ceiling, next.MaxAttempts, next.RetryFailed, next.Policy, next.MaxCopies, next.MaxOutput, next.Output, q.id); err != nil {
 			return fatalError{err}
 		}
 		if qs.Defaults != nil {

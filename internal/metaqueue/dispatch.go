@@ -297,7 +297,7 @@ func (s *Store) assignment(id int64, q *queue, r assignRow, bundle int64, seq in
 	text, raw := protocol.WireCommand(r.command)
 	a := protocol.Assignment{
 		ID: id, Attempt: r.attempt, Command: text, CommandBytes: raw, Cwd: r.cwd,
-		Target: s.g.Name(j.Target), Queue: q.Name, Ceiling: q.Ceiling, MaxOutput: q.MaxOutput,
+		Target: s.g.Name(j.Target), Queue: q.Name, Ceiling: q.Ceiling, MaxOutput: q.MaxOutput, OutputFiles: q.Output == protocol.OutputModeFiles,
 		Bundle: bundle, Seq: seq,
 	}
 	if r.env != "" || r.shared != "" {

@@ -93,7 +93,7 @@ func (s *Store) loadQueues(ctx context.Context) error {
 	}
 	for rows.Next() {
 		q := &queue{}
-		if err := rows.Scan(&q.id, &q.Name, &q.Ceiling, &q.MaxAttempts, &q.RetryFailed, &q.Policy, &q.Deadline, &q.Budget, &q.MaxCopies, &q.MaxOutput); err != nil {
+		if err := rows.Scan(&q.id, &q.Name, &q.Ceiling, &q.MaxAttempts, &q.RetryFailed, &q.Policy, &q.Deadline, &q.Budget, &q.MaxCopies, &q.MaxOutput, &q.Output); err != nil {
 			rows.Close()
 			return err
 		}

@@ -5,7 +5,7 @@ INSERT INTO queues (name, created) VALUES (?, ?)
 RETURNING id, ceiling_s, max_attempts, retry_failed, policy;
 
 -- name: UpdateQueue
-UPDATE queues SET ceiling_s = ?, max_attempts = ?, retry_failed = ?, policy = ?, max_copies = ?, max_output = ? WHERE id = ?;
+UPDATE queues SET ceiling_s = ?, max_attempts = ?, retry_failed = ?, policy = ?, max_copies = ?, max_output = ?, output = ? WHERE id = ?;
 
 -- name: SetEconomics
 INSERT INTO queue_economics (queue_id, deadline, budget) VALUES (?, ?, ?)
@@ -13,7 +13,7 @@ ON CONFLICT (queue_id) DO UPDATE SET deadline = excluded.deadline, budget = excl
 
 -- name: LoadQueues
 SELECT q.id, q.name, q.ceiling_s, q.max_attempts, q.retry_failed, q.policy,
-	COALESCE(e.deadline, 0), COALESCE(e.budget, 0), q.max_copies, q.max_output
+	COALESCE(e.deadline, 0), COALESCE(e.budget, 0), q.max_copies, q.max_output, q.output
 FROM queues q LEFT JOIN queue_economics e ON e.queue_id = q.id;
 
 -- name: DeleteDefaults

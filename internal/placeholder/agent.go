@@ -150,6 +150,8 @@ type Agent struct {
 	// (RegisterReply.OutputFiles, cls serve --output files).
 	streams    *streamSet
 	filesAsked atomic.Bool
+	// liveKick wakes the live shipper when a job is followed anew (live.go).
+	liveKick chan struct{}
 
 	reqMu sync.Mutex
 	reqs  map[string]int64 // requests sent, by op (session.go)
@@ -177,7 +179,7 @@ func New(cfg Config) *Agent {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	a := &Agent{cfg: cfg, log: cfg.Log, running: map[int64]*proc{}, held: map[int64]protocol.JobRef{}, hbEvery: time.Second}
+	a := &Agent{cfg: cfg, log: cfg.Log, running: map[int64]*proc{}, held: map[int64]protocol.JobRef{}, hbEvery: time.Second, liveKick: make(chan struct{}, 1)}
 	if cfg.Streams && !cfg.NoOp {
 		a.streams = newStreamSet(cfg.OutDir, cfg.StreamRotate, cfg.Log)
 		if cfg.StreamNoSync {

@@ -26,11 +26,21 @@ import (
 // anyway. Jobs nobody follows, and every job of a local placeholder (it
 // writes where the CLS reads), never meet it: it adds no work to their
 // path, and no requests to the CLS.
+//
+// A job writing to a stream file (streams.go) has its output shipped live
+// by the file: every streamLiveEvery while someone follows one of the
+// agent's jobs, each of its stream files' growth goes to the CLS's copy
+// as output.ship pieces (ship.go), which the CLS's follower reads as a
+// local placeholder's file. What goes is what the reports would ship
+// anyway, only sooner: no byte twice, no request for a file that did not
+// grow, one request a piece however many jobs' output it holds.
 const (
 	liveEvery   = 250 * time.Millisecond
 	liveChunk   = 64 << 10
 	liveBudget  = 256 << 10
 	liveTimeout = 10 * time.Second // one chunk's request; the next tick tries again
+
+	streamLiveEvery = 500 * time.Millisecond
 )
 
 // liveOut is what live shipping has sent of one attempt's output.
@@ -43,12 +53,25 @@ type liveOut struct {
 }
 
 // setFollowed marks the running attempts someone follows, as the last
-// heartbeat's reply listed them, and unmarks the others.
+// heartbeat's reply listed them, and unmarks the others. An attempt
+// followed anew wakes the shipper at once: a follower waits a heartbeat
+// already.
 func (a *Agent) setFollowed(refs []protocol.JobRef) {
 	a.runMu.Lock()
 	defer a.runMu.Unlock()
+	anew := false
 	for _, p := range a.running {
-		p.live.followed.Store(slices.Contains(refs, p.ref))
+		f := slices.Contains(refs, p.ref)
+		if f && !p.live.followed.Load() {
+			anew = true
+		}
+		p.live.followed.Store(f)
+	}
+	if anew {
+		select {
+		case a.liveKick <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -68,15 +91,29 @@ func (a *Agent) shipLive(ctx context.Context) {
 	t := time.NewTicker(liveEvery)
 	defer t.Stop()
 	buf := make([]byte, liveChunk)
+	// The stream files' growth goes every streamLiveEvery: counted in
+	// ticks, as a clock read after a ship would skip a tick each time.
+	streamTicks := max(int(streamLiveEvery/liveEvery), 1)
+	streamed := -streamTicks // the turn it last went
 	for turn := 0; ; turn++ {
+		kicked := false
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-a.liveKick:
+			kicked = true
 		}
 		ps := a.followed()
 		if len(ps) == 0 {
 			continue
+		}
+		if a.streams != nil && (kicked || turn-streamed >= streamTicks) {
+			a.shipGrowth(ctx)
+			streamed = turn
+		}
+		if kicked {
+			continue // per-job files go at the ticks alone: liveBudget a tick
 		}
 		// Each job gets an equal share; the first in line changes every
 		// tick, so that no job waits behind the others for long.
@@ -87,6 +124,30 @@ func (a *Agent) shipLive(ctx context.Context) {
 				break
 			}
 			budget -= a.shipSome(ctx, ps[(turn+i)%len(ps)], buf[:share])
+		}
+	}
+}
+
+// shipGrowth ships what each of the agent's stream files grew by since
+// its last piece, while someone follows one of its jobs (the followed
+// job's output is in one of them; the rest would go with the next
+// reports). A file written under an earlier placeholder id cannot be
+// shipped any more (the CLS takes a file from its own placeholder only);
+// a piece that fails goes at the next turn, or with the reports.
+func (a *Agent) shipGrowth(ctx context.Context) {
+	s, id := a.streams, a.ID()
+	s.mu.Lock()
+	files := slices.Clone(s.files)
+	s.mu.Unlock()
+	for _, f := range files {
+		if f.owner != id || ctx.Err() != nil {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, liveTimeout)
+		err := a.shipTo(cctx, f, f.w.Size())
+		cancel()
+		if err != nil {
+			a.log.Debug("could not ship a followed job's stream file; the next turn tries again", "file", f.name, "err", err)
 		}
 	}
 }

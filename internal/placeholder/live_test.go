@@ -1,6 +1,7 @@
 package placeholder
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -169,5 +170,98 @@ func waitUntil(t *testing.T, timeout time.Duration, cond func() error) {
 			t.Fatalf("after %v: %v", timeout, err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestAgentShipsFollowedStreams: a remote agent writing stream files
+// ships nothing between its reports while nobody follows its jobs; once
+// one is followed, the stream file's growth reaches the CLS's copy while
+// the job runs (a line it wrote before waiting on a gate), and nothing
+// more goes while the file does not grow.
+func TestAgentShipsFollowedStreams(t *testing.T) {
+	t.Parallel()
+	c := newCLS(t)
+	staged := t.TempDir()
+	c.srv.OutputDir = staged
+	var follow sync.Mutex
+	following := false
+	c.srv.Followed = func(running []protocol.JobRef) []protocol.JobRef {
+		follow.Lock()
+		defer follow.Unlock()
+		if !following {
+			return nil
+		}
+		return running
+	}
+	dir := t.TempDir()
+	gate := filepath.Join(dir, "gate")
+	ids := c.submit(protocol.JobSpec{Target: "t", Cwd: dir, Command: fmt.Sprintf(
+		"echo first-line; while [ ! -e %s ]; do sleep 0.02; done; echo second-line", gate)})
+	out := t.TempDir()
+	a := New(Config{Dial: c.dial, Site: "test", Host: "h", Slots: 1, OutDir: out, Streams: true, StageOutput: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	holds := func(dir, what string) error {
+		names, _ := filepath.Glob(filepath.Join(dir, protocol.StreamDir, "*.mqs"))
+		for _, n := range names {
+			if b, err := os.ReadFile(n); err == nil && bytes.Contains(b, []byte(what)) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no stream file in %s holds %q (files %v)", dir, what, names)
+	}
+	ships := func() int { return c.count(protocol.OpOutputShip.Name, false) }
+
+	// The job wrote its line to the agent's stream file and waits.
+	waitUntil(t, 2*time.Minute, func() error { return holds(out, "first-line") })
+	// Nobody follows: two heartbeats later (many shipper ticks between
+	// them), not a piece has gone.
+	hb := c.count(protocol.OpHeartbeat.Name, false)
+	waitUntil(t, 2*time.Minute, func() error {
+		if n := c.count(protocol.OpHeartbeat.Name, false); n < hb+2 {
+			return fmt.Errorf("%d heartbeats since the job wrote, want 2", n-hb)
+		}
+		return nil
+	})
+	if n := ships(); n != 0 {
+		t.Fatalf("%d output.ship requests with nobody following; want none", n)
+	}
+
+	follow.Lock()
+	following = true
+	follow.Unlock()
+	waitUntil(t, 2*time.Minute, func() error { return holds(staged, "first-line") })
+	// The file does not grow while the job waits: however many turns of
+	// the shipper pass (two heartbeats' worth), no more pieces go.
+	n := ships()
+	hb = c.count(protocol.OpHeartbeat.Name, false)
+	waitUntil(t, 2*time.Minute, func() error {
+		if m := c.count(protocol.OpHeartbeat.Name, false); m < hb+2 {
+			return fmt.Errorf("%d heartbeats since the line was shipped, want 2", m-hb)
+		}
+		return nil
+	})
+	if m := ships(); m != n {
+		t.Errorf("%d output.ship requests while the followed file did not grow; want none", m-n)
+	}
+	if err := holds(staged, "second-line"); err == nil {
+		t.Fatal("the CLS has the line written after the gate before the gate")
+	}
+
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for id, e := range c.wait(ids...) {
+		if e.State != "D" {
+			t.Errorf("job %d ended %+v, want D", id, e)
+		}
+	}
+	if err := holds(staged, "second-line"); err != nil {
+		t.Error(err)
 	}
 }

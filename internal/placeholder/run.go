@@ -232,18 +232,19 @@ func (a *Agent) prepare(ctx context.Context, t *attempt) bool {
 	}
 	outPath, errPath := job.OutputPaths(a.cfg.OutDir, asg.ID, asg.Attempt)
 	limDir := filepath.Dir(outPath)
-	if a.streams != nil && !a.filesAsked.Load() {
+	streamed := a.streamed(asg)
+	if streamed {
 		// No shard directory is made for streamed output: the reserve is
 		// measured where the stream files are.
 		limDir = a.cfg.OutDir
 	}
 	t.lim = a.newOutputLimit(limDir, asg)
 	tag := outstream.Tag{Job: asg.ID, Attempt: asg.Attempt, Stream: outstream.Stdout}
-	if t.outSink, t.stdout, err = a.newSink(outPath, tag, t.lim, t.user.out.writer()); err != nil {
+	if t.outSink, t.stdout, err = a.newSink(outPath, tag, streamed, t.lim, t.user.out.writer()); err != nil {
 		return t.fail(err)
 	}
 	tag.Stream = outstream.Stderr
-	if t.errSink, t.stderr, err = a.newSink(errPath, tag, t.lim, t.user.err.writer()); err != nil {
+	if t.errSink, t.stderr, err = a.newSink(errPath, tag, streamed, t.lim, t.user.err.writer()); err != nil {
 		t.stdout.Close()
 		<-t.outSink.done
 		return t.fail(err)

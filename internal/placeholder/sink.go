@@ -24,20 +24,21 @@ import (
 // With Config.Streams the output goes to the placeholder's stream file
 // instead (streams.go), and out holds where it lies once done is closed.
 type sink struct {
-	path string
-	tag  outstream.Tag
-	r    *os.File
-	done chan struct{}
-	err  error
-	out  *streamOut // set by drain, for a streamed output that held a byte
+	path   string
+	tag    outstream.Tag
+	stream bool // into a stream file (Agent.streamed), not a file at path
+	r      *os.File
+	done   chan struct{}
+	err    error
+	out    *streamOut // set by drain, for a streamed output that held a byte
 }
 
-func (a *Agent) newSink(path string, tag outstream.Tag, lim *outputLimit, also io.Writer) (s *sink, w *os.File, err error) {
+func (a *Agent) newSink(path string, tag outstream.Tag, stream bool, lim *outputLimit, also io.Writer) (s *sink, w *os.File, err error) {
 	r, w, err := pipe()
 	if err != nil {
 		return nil, nil, err
 	}
-	s = &sink{path: path, tag: tag, r: r, done: make(chan struct{})}
+	s = &sink{path: path, tag: tag, stream: stream, r: r, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		s.err = a.drain(s, lim, also)
@@ -198,10 +199,18 @@ func (a *Agent) drain(s *sink, lim *outputLimit, also io.Writer) error {
 	return overLimit(err)
 }
 
+// streamed says whether an attempt's output goes into the placeholder's
+// stream files: with Config.Streams, unless the CLS asked this placeholder
+// (RegisterReply.OutputFiles) or the job's queue (Assignment.OutputFiles)
+// for a file each. Decided once per attempt, before its output starts.
+func (a *Agent) streamed(asg protocol.Assignment) bool {
+	return a.streams != nil && !a.filesAsked.Load() && !asg.OutputFiles
+}
+
 // openOutput opens where a sink's output goes, at its first byte: its
 // file, or an output in the placeholder's stream file.
 func (a *Agent) openOutput(s *sink) (io.WriteCloser, error) {
-	if a.streams != nil && !a.filesAsked.Load() {
+	if s.stream {
 		so, err := a.streams.output(a.ID(), s.tag)
 		if err != nil {
 			return nil, err

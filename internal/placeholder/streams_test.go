@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/mq-hpc/mq/internal/outstream"
+	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -278,5 +279,31 @@ func TestAgentStreamsReported(t *testing.T) {
 	}
 	if d.StdoutStream != nil || !strings.Contains(d.OutputLost, "disk gone") {
 		t.Errorf("unsynced output: stream %+v, output_lost %q; want none, and the loss", d.StdoutStream, d.OutputLost)
+	}
+}
+
+// TestAgentStreamsQueueFiles: an attempt whose queue asks for files
+// (Assignment.OutputFiles) writes a file per output though the agent
+// writes streams, and its report names no stream; the next attempt
+// without it streams again.
+func TestAgentStreamsQueueFiles(t *testing.T) {
+	t.Parallel()
+	a, out := streamAgent(t, 0)
+	rep := a.run(context.Background(), protocol.Assignment{ID: 1, Attempt: 1, Command: "echo to-a-file; echo err >&2", Target: "t", OutputFiles: true})
+	if rep.Reason != "" || rep.OutputLost != "" || len(rep.Streamed) != 0 {
+		t.Fatalf("reason %q, lost %q, streamed %+v; want a file each", rep.Reason, rep.OutputLost, rep.Streamed)
+	}
+	outPath, errPath := job.OutputPaths(out, 1, 1)
+	for path, want := range map[string]string{outPath: "to-a-file\n", errPath: "err\n"} {
+		if b, err := os.ReadFile(path); err != nil || string(b) != want {
+			t.Errorf("%s: %q, %v; want %q", path, b, err, want)
+		}
+	}
+	if names, _ := filepath.Glob(filepath.Join(out, protocol.StreamDir, "*.mqs")); len(names) != 0 {
+		t.Errorf("stream files %v after a files attempt alone", names)
+	}
+	rep = a.run(context.Background(), protocol.Assignment{ID: 2, Attempt: 1, Command: "echo streamed", Target: "t"})
+	if got, ok := readStreamed(t, out, rep, "stdout"); !ok || got != "streamed\n" {
+		t.Errorf("the next attempt's stdout %q (streamed %v), want it streamed", got, ok)
 	}
 }

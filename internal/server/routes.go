@@ -379,7 +379,7 @@ func register(ctx context.Context, c *conn, b protocol.Register) (protocol.Regis
 	if c.s.OnPlaceholder != nil {
 		c.s.OnPlaceholder(r.ID, b, true)
 	}
-	r.OutputFiles = c.s.OutputFiles
+	r.OutputFiles = c.s.outputFiles(b.Site)
 	return r, nil
 }
 

@@ -34,9 +34,11 @@ type Server struct {
 	// into the CLS's copy before answering it (cls serve --sync full), so
 	// the reports after it name bytes on disk. OutputFiles tells
 	// placeholders to write a file per output rather than stream files
-	// (cls serve --output files; RegisterReply).
-	SyncStreams bool
-	OutputFiles bool
+	// (cls serve --output files; RegisterReply), unless SiteOutputFiles
+	// says otherwise for the placeholder's site (cls site add --output).
+	SyncStreams     bool
+	OutputFiles     bool
+	SiteOutputFiles func(site string) (files, ok bool)
 	// shipped holds the names of the stream copies written since start
 	// (output.ship): the first piece of each checks the copy's tail.
 	shipped sync.Map

@@ -184,3 +184,14 @@ func (w *window) Write(p []byte) (int, error) {
 	}
 	return n, nil
 }
+
+// outputFiles says whether a placeholder of site writes a file per
+// output (RegisterReply.OutputFiles): its site's choice, else the CLS's.
+func (s *Server) outputFiles(site string) bool {
+	if s.SiteOutputFiles != nil {
+		if files, ok := s.SiteOutputFiles(site); ok {
+			return files
+		}
+	}
+	return s.OutputFiles
+}

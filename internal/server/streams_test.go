@@ -233,3 +233,40 @@ func TestShipStreamSynced(t *testing.T) {
 		t.Fatalf("copy %q (%v), size %d; want %q", got, err, rep.Size, want)
 	}
 }
+
+// TestRegisterOutputMode: a placeholder hears at registration how to keep
+// jobs' output: its site's mode when the site has one (cls site add
+// --output), else the CLS's (cls serve --output).
+func TestRegisterOutputMode(t *testing.T) {
+	t.Parallel()
+	site := func(name string) (files, ok bool) {
+		switch name {
+		case "f":
+			return true, true
+		case "s":
+			return false, true
+		}
+		return false, false
+	}
+	for _, tc := range []struct {
+		clsFiles bool
+		site     string
+		want     bool
+	}{
+		{false, "f", true},
+		{false, "s", false},
+		{false, "other", false},
+		{true, "f", true},
+		{true, "s", false},
+		{true, "other", true},
+	} {
+		srv := &Server{Store: newStore(t), OutputDir: t.TempDir(), OutputFiles: tc.clsFiles, SiteOutputFiles: site}
+		p := connect(t, srv, protocol.RolePlaceholder)
+		p.hello("")
+		var r protocol.RegisterReply
+		p.do(protocol.OpRegister.Name, protocol.Register{Site: tc.site, Host: "h", Slots: 1, OutDir: "/scratch/out"}, &r)
+		if r.OutputFiles != tc.want {
+			t.Errorf("cls files %v, site %s: OutputFiles %v, want %v", tc.clsFiles, tc.site, r.OutputFiles, tc.want)
+		}
+	}
+}

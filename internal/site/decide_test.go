@@ -85,6 +85,11 @@ func TestValidate(t *testing.T) {
 	if s := ok(protocol.SiteSpec{Name: "l", Type: Local}); !s.SharedFS {
 		t.Error("a local site does not share the CLS host's filesystem")
 	}
+	for _, out := range []string{"", protocol.OutputModeFiles, protocol.OutputModeStreams} {
+		if s := ok(protocol.SiteSpec{Name: "a", Type: Slurm, SSH: "u@h", Output: out}); s.Output != out {
+			t.Errorf("--output %q became %q", out, s.Output)
+		}
+	}
 	ok(protocol.SiteSpec{Name: "a", Type: SGE, SSH: "u@h", DataRoot: "/scratch/u/mq"})
 	ok(protocol.SiteSpec{Name: "a", Type: SGE, SSH: "u@h", DataRoot: "data/mq"})
 	if s := ok(protocol.SiteSpec{Name: "a", Type: Slurm, SSH: "u@h", SharedFS: true}); !s.SharedFS || s.DataRoot != "" {
@@ -100,6 +105,8 @@ func TestValidate(t *testing.T) {
 		{Name: "a", Type: SGE, SSH: "u@h", DataRoot: "."},
 		{Name: "a", Type: SGE, SSH: "u@h", DataRoot: "/" + strings.Repeat("d", MaxDataRoot)},
 		{Name: "1a", Type: SGE, SSH: "u@h"},
+		{Name: "a", Type: SGE, SSH: "u@h", Output: "file"},
+		{Name: "l", Type: Local, Output: "Streams"},
 		{Name: "a b", Type: SGE, SSH: "u@h"},
 		{Name: "a", Type: "lsf", SSH: "u@h"},
 		{Name: "a", Type: SGE},

@@ -75,11 +75,15 @@ func (m *Manager) Set(ctx context.Context, set protocol.SiteSet) (protocol.SiteI
 	if set.Resources != nil {
 		spec.Resources = *set.Resources
 	}
+	if set.Output != nil {
+		spec.Output = *set.Output
+	}
 	if err := Validate(&spec); err != nil {
 		return protocol.SiteInfo{}, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
 	}
 	reopen := spec.Slots != old.Slots || spec.Walltime != old.Walltime || spec.Idle != old.Idle || spec.PE != old.PE ||
-		spec.Mem != old.Mem || spec.GPUs != old.GPUs || spec.Resources != old.Resources
+		spec.Mem != old.Mem || spec.GPUs != old.GPUs || spec.Resources != old.Resources ||
+		spec.Output != old.Output // a local site's placeholders are started with it
 	var next Site
 	if reopen {
 		var err error

@@ -143,6 +143,11 @@ func Validate(s *protocol.SiteSpec) error {
 			return fmt.Errorf("--provision %q: want one of %s (or none: the demand rule)", protocol.Printable(s.Provision), strings.Join(ProvisionNames(), ", "))
 		}
 	}
+	switch s.Output {
+	case "", protocol.OutputModeFiles, protocol.OutputModeStreams:
+	default:
+		return fmt.Errorf("--output %q: want files or streams", protocol.Printable(s.Output))
+	}
 	if s.PE != "" {
 		if s.Type != SGE {
 			return errors.New("--pe is only for sge sites (the parallel environment of a placeholder with --slots > 1)")

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -81,5 +82,54 @@ func TestStreamsSSHAgents(t *testing.T) {
 	}
 	if got := h.ok("mqstat", "--cat", ids[9], "--follow"); got != "job-"+ids[9]+"\n" {
 		t.Errorf("mqstat --cat %s --follow printed %q", ids[9], got)
+	}
+}
+
+// TestSSHFollowStreams: a job a remote agent (cls agent --cls over SSH)
+// runs under the default output, streams, is followed live by mqstat
+// --cat --follow on the CLS host: while it is followed the agent ships
+// its stream file's growth, so each line arrives while the job waits for
+// its next gate (no report of the placeholder's would ship it: the job is
+// alone), and both followers exit 0 when it ends.
+func TestSSHFollowStreams(t *testing.T) {
+	t.Parallel()
+	requireSSH(t)
+	h := newHarness(t)
+	s := h.startSSHCLS("--local", "0")
+	a := s.startAgent(agentOpts{key: h.newKey("placeholder", "ph")})
+	a.waitConnected(t, 1, 30*time.Second)
+
+	id := h.submit("t", gated([]string{"first", "second", "third"}, 0))
+	out := h.startFollow(filepath.Join(binDir, "mqstat"), "--cat", idStr(id), "--follow")
+	errs := h.startFollow(filepath.Join(binDir, "mqstat"), "--cat", idStr(id), "--follow", "--stderr")
+	out.line(t, "first")
+	errs.line(t, "err-first")
+	if d := h.sshJob(id); d.State != "E" || d.Site != "remote" {
+		t.Fatalf("job %d is %s at site %q while its gate is shut", id, d.State, d.Site)
+	}
+	// How long a line takes to be seen once written (the job prints it
+	// as soon as it sees the gate, polled every 20 ms): logged, not
+	// asserted, on a busy machine.
+	opened := time.Now()
+	h.openGate(1)
+	out.line(t, "second")
+	t.Logf("a line written while followed seen after %v", time.Since(opened).Round(time.Millisecond))
+	errs.line(t, "err-second")
+	if d := h.sshJob(id); d.State != "E" {
+		t.Fatalf("job %d is %s while its second gate is shut", id, d.State)
+	}
+	h.openGate(2)
+	out.line(t, "third")
+	errs.line(t, "err-third")
+	for _, f := range []*followProc{out, errs} {
+		if code := f.exit(t); code != 0 {
+			t.Errorf("%s exited %d; stderr: %s", f.cmd.Args[0], code, f.stderr.String())
+		}
+	}
+	if got := h.ok("mqstat", "--cat", idStr(id)); got != "first\nsecond\nthird\n" {
+		t.Errorf("mqstat --cat printed %q", got)
+	}
+	if js := h.ok("mqstat", "-j", idStr(id), "--json"); !strings.Contains(js, `"stdout_stream"`) {
+		t.Errorf("job %d's stdout is not in a stream: %s", id, js)
 	}
 }

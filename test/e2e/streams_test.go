@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -171,4 +172,96 @@ func TestStreamsKill9(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestSiteOutputMode: a site added with --output files has its
+// placeholders keep a file per output though the CLS streams (cls site
+// list says so); set back to streams, its next placeholder writes stream
+// files. mqstat --cat reads either.
+func TestSiteOutputMode(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.startCLS("--local", "0")
+	h.ok("cls", "site", "add", "filesite", "--type", "local", "--max", "1", "--idle", "2s", "--output", "files")
+	if list := h.ok("cls", "site", "list"); !strings.Contains(list, "(output files)") {
+		t.Errorf("cls site list does not show the site's output mode:\n%s", list)
+	}
+	id := h.submit("t", "echo in-a-file")
+	h.waitState(id, "D", 2*time.Minute)
+	if got := h.ok("mqstat", "--cat", idStr(id)); got != "in-a-file\n" {
+		t.Errorf("mqstat --cat %d printed %q", id, got)
+	}
+	if _, err := os.Stat(filepath.Join(h.home, "output", strconv.FormatInt(id/1000, 10), fmt.Sprintf("%d.1.out", id))); err != nil {
+		t.Errorf("the job's output is not a file of its own: %v", err)
+	}
+	if names, _ := filepath.Glob(filepath.Join(h.home, "output", protocol.StreamDir, "*.mqs")); len(names) != 0 {
+		t.Errorf("stream files under --output files: %v", names)
+	}
+
+	h.ok("cls", "site", "set", "filesite", "--output", "streams")
+	if list := h.ok("cls", "site", "list"); !strings.Contains(list, "(output streams)") {
+		t.Errorf("cls site list after set --output streams:\n%s", list)
+	}
+	// The placeholder that ran the first job idles out (2 s); the next
+	// one hears streams when it registers.
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var l protocol.SiteList
+		if err := json.Unmarshal([]byte(h.ok("cls", "site", "list", "--json")), &l); err != nil {
+			t.Fatal(err)
+		}
+		idle := false
+		for _, si := range l.Sites {
+			if si.Name == "filesite" && si.Running == 0 && si.Connected == 0 {
+				idle = true
+			}
+		}
+		if idle {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the site's placeholder has not idled out: %+v", l)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	id2 := h.submit("t", "echo in-a-stream")
+	h.waitState(id2, "D", 2*time.Minute)
+	if got := h.ok("mqstat", "--cat", idStr(id2)); got != "in-a-stream\n" {
+		t.Errorf("mqstat --cat %d printed %q", id2, got)
+	}
+	if js := h.ok("mqstat", "-j", idStr(id2), "--json"); !strings.Contains(js, `"stdout_stream"`) {
+		t.Errorf("job %d ran on a placeholder started after set --output streams, but its stdout is not in a stream: %s", id2, js)
+	}
+}
+
+// TestQueueOutputFiles: under the default streams, a job of a queue set
+// to --output files keeps a file per output (cls queue list says so),
+// while a job of another queue on the same placeholder streams; mqstat
+// --cat reads both.
+func TestQueueOutputFiles(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.startCLS("--local", "1")
+	h.ok("cls", "queue", "set", "tool", "--output", "files")
+	if list := h.ok("cls", "queue", "list"); !strings.Contains(list, "tool: a job keeps a file per stdout and stderr") {
+		t.Errorf("cls queue list does not show the queue's output mode:\n%s", list)
+	}
+	inFile := h.submit("-q", "tool", "t", "echo in-a-file")
+	inStream := h.submit("t2", "echo in-a-stream")
+	h.waitState(inFile, "D", 2*time.Minute)
+	h.waitState(inStream, "D", 2*time.Minute)
+	for id, want := range map[int64]string{inFile: "in-a-file\n", inStream: "in-a-stream\n"} {
+		if got := h.ok("mqstat", "--cat", idStr(id)); got != want {
+			t.Errorf("mqstat --cat %d printed %q, want %q", id, got, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(h.home, "output", strconv.FormatInt(inFile/1000, 10), fmt.Sprintf("%d.1.out", inFile))); err != nil {
+		t.Errorf("the files queue's job has no output file of its own: %v", err)
+	}
+	if js := h.ok("mqstat", "-j", idStr(inFile), "--json"); strings.Contains(js, `"stdout_stream"`) {
+		t.Errorf("the files queue's job's stdout is in a stream: %s", js)
+	}
+	if js := h.ok("mqstat", "-j", idStr(inStream), "--json"); !strings.Contains(js, `"stdout_stream"`) {
+		t.Errorf("the default queue's job's stdout is not in a stream: %s", js)
+	}
 }

@@ -61,7 +61,7 @@ from local placeholders).`,
 			&cli.IntFlag{Name: "slots", Usage: "jobs each local placeholder runs at once", Value: 1},
 			&cli.StringFlag{Name: "max-output", Usage: "most a job run by a local placeholder may write to stdout and stderr together, `SIZE` (512K, 1G; 0 = no cap); a job that writes more is stopped and fails", Value: "1G"},
 			&cli.StringFlag{Name: "output-reserve", Usage: "free space jobs' output leaves on MQ_HOME's filesystem for the database, `SIZE` (0 = none); a job whose output would leave less is stopped and fails", DefaultText: "a tenth of the filesystem, at most 64M"},
-			&cli.StringFlag{Name: "output", Usage: "how placeholders keep jobs' stdout and stderr: streams (a few stream files per placeholder, under output/streams, read through the metaqueue's index; remote placeholders ship theirs to copies there in bulk) or files (one per output, under output/, copied one by one from remote placeholders)", Value: "streams"},
+			&cli.StringFlag{Name: "output", Usage: "how placeholders keep jobs' stdout and stderr: streams (a few stream files per placeholder, under output/streams, read through the metaqueue's index; remote placeholders ship theirs to copies there in bulk) or files (one per output, under output/, copied one by one from remote placeholders); a site (cls site add --output) or a queue (cls queue set --output files) may choose otherwise", Value: "streams"},
 			&cli.DurationFlag{Name: "lease", Usage: "requeue a job when its placeholder is silent this long", Value: 30 * time.Second},
 			&cli.StringFlag{Name: "sync", Usage: "commit durability: submit (users' changes survive power loss; placeholder traffic survives a crash of the CLS, so after a power loss jobs that just ended may rerun), full (every commit survives power loss) or normal (every commit survives a crash of the CLS)", Value: string(metaqueue.SyncSubmit)},
 			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error", Value: "info"},
@@ -324,6 +324,16 @@ func queueSet(env mqcli.Env) *cli.Command {
 				}
 				qs.MaxOutput = &n
 			}
+			if set["output"] {
+				switch v.output {
+				case protocol.OutputModeFiles:
+				case "default":
+					v.output = ""
+				default:
+					return mqcli.Usagef("--output %q: want files or default (as the placeholder does)", protocol.Printable(v.output))
+				}
+				qs.Output = &v.output
+			}
 			if set["policy"] {
 				if _, err := policy.Lookup(v.policy); err != nil {
 					return mqcli.Usagef("--policy: %v", err)
@@ -378,6 +388,7 @@ func queueSetFlags(v *queueSetValues) []cli.Flag {
 		&cli.BoolFlag{Name: "retry-failed", Usage: "retry jobs that exit non-zero (within max-attempts)", Destination: &v.retryFailed},
 		&cli.IntFlag{Name: "max-copies", Usage: "most attempts of one job running at once (job replication: an idle placeholder copies a running job when nothing is ready; the first to finish wins, the others are killed): 0 = the policy's default (sa, wqr: no bound; others: none), 1 = never copy, 2 or more also turns it on for fcfs, sjf and cp", Destination: &v.maxCopies, DefaultText: "0"},
 		&cli.StringFlag{Name: "max-output", Usage: "most one attempt of a job of the queue may write to stdout and stderr together, `SIZE` (1M, 2G; 0 = no cap but the placeholder's, cls serve --max-output, 1G by default); the smaller cap applies, and a job that writes more is stopped and fails with the reason", Destination: &v.maxOutput, DefaultText: "0"},
+		&cli.StringFlag{Name: "output", Usage: "files: a job of the queue keeps a file per stdout and stderr wherever it runs, for tools that expect them (copied back one by one from remote sites), whatever its placeholder's mode; default (the default): as its placeholder does (cls serve --output, cls site add --output)", Destination: &v.output},
 		&cli.StringFlag{Name: "policy", Usage: "scheduling policy: " + policyHelp(), Destination: &v.policy},
 		&cli.StringFlag{Name: "deadline", Usage: "when the queue's jobs should have ended: a duration from now (2h) or an RFC 3339 time (none or 0 = no deadline); stored for deadline-and-budget planning", Destination: &v.deadline},
 		&cli.StringFlag{Name: "budget", Usage: "what the queue's jobs may cost, in the sites' price unit (0 = no budget); stored for deadline-and-budget planning", Destination: &v.budget},
@@ -393,6 +404,7 @@ type queueSetValues struct {
 	ceiling, policy  string
 	deadline, budget string
 	maxOutput        string
+	output           string
 	maxAttempts      int
 	maxCopies        int
 	retryFailed      bool
@@ -489,6 +501,9 @@ func printQueues(w io.Writer, qs []protocol.QueueInfo) {
 		}
 		if q.MaxOutput > 0 {
 			fmt.Fprintf(w, "%s: a job's stdout and stderr are capped at %s together\n", protocol.Printable(q.Name), mqcli.HumanBytes(q.MaxOutput))
+		}
+		if q.Output == protocol.OutputModeFiles {
+			fmt.Fprintf(w, "%s: a job keeps a file per stdout and stderr (--output files)\n", protocol.Printable(q.Name))
 		}
 	}
 }

@@ -32,3 +32,15 @@ func TestPrintQueuesEconomics(t *testing.T) {
 		}
 	}
 }
+
+// cls queue list says which queues keep a file per output.
+func TestPrintQueuesOutput(t *testing.T) {
+	var b bytes.Buffer
+	printQueues(&b, []protocol.QueueInfo{
+		{Name: "tool", MaxAttempts: 1, Policy: "fcfs", Output: protocol.OutputModeFiles},
+		{Name: "plain", MaxAttempts: 1, Policy: "fcfs"},
+	})
+	if got := b.String(); !strings.Contains(got, "tool: a job keeps a file per stdout and stderr (--output files)\n") || strings.Contains(got, "plain: a job keeps") {
+		t.Errorf("cls queue list:\n%s", got)
+	}
+}

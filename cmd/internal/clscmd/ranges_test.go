@@ -45,6 +45,7 @@ func TestDurationAndSizeFlagRanges(t *testing.T) {
 		{[]string{"cls", "queue", "set", "q", "--max-output", "2T"}, `--max-output must be a size such as 1M or 2G, at most 1T`},
 		{[]string{"cls", "queue", "set", "q", "--max-output", "-1"}, `--max-output must be a size`},
 		{[]string{"cls", "queue", "set", "q", "--max-output", "lots"}, `--max-output must be a size`},
+		{[]string{"cls", "queue", "set", "q", "--output", "streams"}, `--output "streams": want files or default`},
 		{[]string{"cls", "site", "add", "s", "--type", "local", "--walltime", "1e10"}, `--walltime: "1e10" is not 0..`},
 		{[]string{"cls", "site", "add", "s", "--type", "local", "--price", "-1"}, `--price must be 0..`},
 		{[]string{"cls", "site", "add", "s", "--type", "local", "--price", "NaN"}, `--price must be 0..`},

@@ -112,6 +112,7 @@ func siteAddFlags() ([]cli.Flag, *siteAddValues) {
 		&cli.BoolFlag{Name: "shared-fs", Usage: "remote site: it sees the CLS host's files at their paths (same home or mount): nothing is staged there", Destination: &v.spec.SharedFS},
 		&cli.Float64Flag{Name: "price", Usage: "what one core-hour at the site costs, in the unit of queue budgets (0 = free); each attempt there is charged price x its cores x elapsed hours", Destination: &v.spec.Price},
 		&cli.StringFlag{Name: "provision", Usage: "how many placeholders to hold: " + provisionHelp() + "; default: as many as the ready work warrants", Destination: &v.spec.Provision},
+		&cli.StringFlag{Name: "output", Usage: "how the site's placeholders keep jobs' stdout and stderr: streams (a few stream files per placeholder, shipped to the CLS in bulk) or files (one per output, for tools that expect them); default: cls serve --output", Destination: &v.spec.Output},
 		&cli.StringFlag{Name: "connect-timeout", Usage: "a placeholder that has run this long without connecting to the CLS is cancelled and the site marked degraded (default: cls serve --connect-timeout)", Destination: &v.connectTimeout},
 	), v
 }
@@ -271,6 +272,9 @@ func printSites(w io.Writer, sites []protocol.SiteInfo) {
 		}
 		if s.Provision != "" {
 			where += " (" + s.Provision + ")"
+		}
+		if s.Output != "" {
+			where += " (output " + s.Output + ")"
 		}
 		if size := siteSizeText(s.SiteSpec); size != "" {
 			where += " (each " + size + ")"

@@ -31,6 +31,7 @@ func TestSiteAddRefusals(t *testing.T) {
 		{[]string{"a", "--type", "slurm", "--ssh", "u@h", "--data-root", "d/../../etc"}, "--data-root"},
 		{[]string{"a", "--type", "slurm", "--ssh", "u@h", "--node-local", "--shared-fs"}, "--node-local is for remote sites with a data root"},
 		{[]string{"a", "--type", "local", "--node-local"}, "--node-local is for remote sites with a data root"},
+		{[]string{"a", "--type", "local", "--output", "file"}, `--output "file": want files or streams`},
 	} {
 		var out, errOut bytes.Buffer
 		dialled := false
@@ -112,7 +113,12 @@ func TestInterspersedFlags(t *testing.T) {
 		{[]string{"cls", "site", "set", "c", "--mem", "500M", "--cpus", "4"}, protocol.OpSiteSet.Name, `{"name":"c","slots":4,"mem":524288000}`},
 		{[]string{"cls", "site", "set", "c", "--gpus", "0", "--resource", "none"}, protocol.OpSiteSet.Name, `{"name":"c","gpus":0,"resources":""}`},
 		{[]string{"cls", "site", "set", "c", "--resource", "lic=2"}, protocol.OpSiteSet.Name, `{"name":"c","resources":"lic=2"}`},
+		{[]string{"cls", "site", "add", "c", "--type", "slurm", "--ssh", "u@h", "--output", "files"}, protocol.OpSiteAdd.Name, `"output":"files"`},
+		{[]string{"cls", "site", "set", "c", "--output", "streams"}, protocol.OpSiteSet.Name, `{"name":"c","output":"streams"}`},
+		{[]string{"cls", "site", "set", "--output", "default", "c"}, protocol.OpSiteSet.Name, `{"name":"c","output":""}`},
 		{[]string{"cls", "queue", "set", "q", "--ceiling", "90"}, protocol.OpQueueSet.Name, `{"name":"q","ceiling_s":90}`},
+		{[]string{"cls", "queue", "set", "q", "--output", "files"}, protocol.OpQueueSet.Name, `{"name":"q","output":"files"}`},
+		{[]string{"cls", "queue", "set", "--output", "default", "q"}, protocol.OpQueueSet.Name, `{"name":"q","output":""}`},
 		{[]string{"cls", "queue", "set", "--policy", "sjf", "q", "--retry-failed"}, protocol.OpQueueSet.Name, `{"name":"q","retry_failed":true,"policy":"sjf"}`},
 		{[]string{"cls", "queue", "set", "q", "--budget", "5000", "--deadline", "2026-01-02T03:04:05Z"}, protocol.OpQueueSet.Name, `{"name":"q","deadline":1767323045,"budget":5000}`},
 		{[]string{"cls", "queue", "set", "q", "--deadline", "none", "--budget", "0"}, protocol.OpQueueSet.Name, `{"name":"q","deadline":0,"budget":0}`},
@@ -145,6 +151,7 @@ func TestSiteSizeBadInput(t *testing.T) {
 		{[]string{"--resource", "9lives=1"}, `"9lives" is not a name`},
 		{[]string{"--resource", "lic=x"}, "want a positive integer"},
 		{[]string{"--resource", "lic=1", "--resource", "lic=2"}, `resource "lic" given twice`},
+		{[]string{"--output", "stream"}, `--output "stream": want files`},
 	} {
 		for _, cmd := range [][]string{{"cls", "site", "add", "c", "--type", "slurm", "--ssh", "u@h"}, {"cls", "site", "set", "c"}} {
 			args := append(append([]string{}, cmd...), tc.args...)
@@ -180,6 +187,20 @@ func TestPrintSitesSize(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	if len(lines) != 3 || !strings.HasSuffix(lines[1], "u@h (shared fs) (each 16 cpus, 64 GiB, 2 GPUs, lic=3) (asked 16 cpus, given 8 (SLURM_CPUS_ON_NODE) (2 placeholders))") ||
 		!strings.HasSuffix(lines[2], "u@h (shared fs)") {
+		t.Errorf("cls site list:\n%s", b.String())
+	}
+}
+
+// cls site list names a site's own output mode; a site following the
+// CLS's says nothing.
+func TestPrintSitesOutput(t *testing.T) {
+	var b bytes.Buffer
+	printSites(&b, []protocol.SiteInfo{
+		{SiteSpec: protocol.SiteSpec{Name: "files", Type: "slurm", SSH: "u@h", Max: 1, Slots: 1, SharedFS: true, Output: protocol.OutputModeFiles}, State: "ok"},
+		{SiteSpec: protocol.SiteSpec{Name: "plain", Type: "slurm", SSH: "u@h", Max: 1, Slots: 1, SharedFS: true}, State: "ok"},
+	})
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 || !strings.HasSuffix(lines[1], "u@h (shared fs) (output files)") || !strings.HasSuffix(lines[2], "u@h (shared fs)") {
 		t.Errorf("cls site list:\n%s", b.String())
 	}
 }

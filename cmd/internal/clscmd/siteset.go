@@ -24,6 +24,7 @@ func siteSetFlags() ([]cli.Flag, *siteSetValues) {
 		&cli.StringFlag{Name: "provision", Usage: "how many placeholders to hold: " + provisionHelp() + "; none: as many as the ready work warrants", Destination: &v.provision},
 		&cli.StringFlag{Name: "walltime", Usage: "each placeholder's batch time limit, for placeholders submitted from now on", Destination: &v.walltime},
 		&cli.StringFlag{Name: "idle", Usage: "a placeholder exits after this long without work, for placeholders submitted from now on", Destination: &v.idle},
+		&cli.StringFlag{Name: "output", Usage: "streams, files or default (as cls serve --output): how the site's placeholders keep jobs' stdout and stderr, for placeholders that connect from now on", Destination: &v.output},
 	}, v.size.flags(", for placeholders submitted from now on")...), v
 }
 
@@ -31,6 +32,7 @@ type siteSetValues struct {
 	price                     float64
 	slots, min, max           int
 	provision, walltime, idle string
+	output                    string
 	size                      siteSize
 }
 
@@ -40,7 +42,7 @@ func siteSet(env mqcli.Env) *cli.Command {
 	flags, _ := siteSetFlags()
 	return &cli.Command{
 		Name:            "set",
-		Usage:           "change a site's price, slots, min, max, provisioning, walltime or idle timeout; its placeholders keep running",
+		Usage:           "change a site's price, slots, min, max, provisioning, walltime, idle timeout or output mode; its placeholders keep running",
 		ArgsUsage:       "NAME",
 		SkipFlagParsing: true,
 		Flags:           flags,
@@ -57,7 +59,7 @@ func siteSet(env mqcli.Env) *cli.Command {
 				return mqcli.Usagef("site set takes exactly one NAME")
 			}
 			if len(set) == 0 {
-				return mqcli.Usagef("site set %s: nothing to change (--price, --slots, --cpus, --mem, --gpus, --resource, --min, --max, --provision, --walltime, --idle)", protocol.Printable(names[0]))
+				return mqcli.Usagef("site set %s: nothing to change (--price, --slots, --cpus, --mem, --gpus, --resource, --min, --max, --provision, --walltime, --idle, --output)", protocol.Printable(names[0]))
 			}
 			req := protocol.SiteSet{Name: names[0]}
 			if set["price"] {
@@ -96,6 +98,16 @@ func siteSet(env mqcli.Env) *cli.Command {
 			}
 			if set["max"] {
 				req.Max = &v.max
+			}
+			if set["output"] {
+				switch v.output {
+				case protocol.OutputModeFiles, protocol.OutputModeStreams:
+				case "default":
+					v.output = ""
+				default:
+					return mqcli.Usagef("--output %q: want files, streams or default (as cls serve --output)", protocol.Printable(v.output))
+				}
+				req.Output = &v.output
 			}
 			if set["provision"] {
 				if v.provision == "none" {

@@ -54,6 +54,8 @@ func addedColumns(version int) []column {
 			{"jobs", "prefetched INTEGER CHECK (prefetched = 1)"},
 			{"attempts", "unstarted INTEGER NOT NULL DEFAULT 0 CHECK (unstarted IN (0, 1))"},
 		}
+	case 31:
+		return []column{{"queues", "output TEXT NOT NULL DEFAULT '' CHECK (output IN ('', 'files'))"}}
 	}
 	return nil
 }

@@ -29,7 +29,7 @@ func TestPurgeEndedJobs(t *testing.T) {
 	}
 	waitFile(t, da.Stdout, 30*time.Second)
 
-	if r := h.run("cls", "purge", "--ended-before", "0", "--dry-run"); r.code != 0 || !strings.Contains(r.stdout, "would purge 1 jobs") || !strings.Contains(r.stdout, "kept 1") {
+	if r := h.run("cls", "purge", "--ended-before", "0", "--dry-run"); r.code != 0 || !strings.Contains(r.stdout, "would purge 1 job (") || !strings.Contains(r.stdout, "kept 1") {
 		t.Fatalf("cls purge --dry-run: %s", r)
 	}
 	r := h.run("cls", "purge", "--ended-before", "0")

@@ -87,8 +87,9 @@ FROM jobs j LEFT JOIN placeholders p ON p.id = j.placeholder_id
 WHERE j.id = ?;
 
 -- name: LoadJobs
--- Every job, in one pass at load.
-SELECT id, queue_id, target_id, state, est, coalesce(row_attempt, attempts), attempt_base, placeholder_id, started, finished,
+-- Every job, in one pass at load; the state as its letter's code point (an
+-- integer: no string per job).
+SELECT id, queue_id, target_id, unicode(state), est, coalesce(row_attempt, attempts), attempt_base, placeholder_id, started, finished,
 	prefetched IS NOT NULL
 FROM jobs ORDER BY id;
 

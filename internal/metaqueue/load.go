@@ -3,6 +3,7 @@ package metaqueue
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"time"
 
@@ -32,10 +33,17 @@ func (s *Store) load(ctx context.Context) error {
 	if err := s.loadLedger(ctx); err != nil {
 		return err
 	}
+	// The prerequisites are scanned on a reader connection while the
+	// targets load here, and the jobs while the prerequisites go into the
+	// graph: SQLite steps one table as the core builds from another.
+	pre := startPipe(ctx, s.rdb, jobsSQL.Get("LoadPrereqs"), 5, decodePrereqRow)
+	defer pre.stop()
 	if err := s.loadTargets(ctx); err != nil {
 		return err
 	}
-	prereqs, afterAny, err := s.loadPrereqs(ctx)
+	jobs := startPipe(ctx, s.rdb, jobsSQL.Get("LoadJobs"), 11, decodeJobRow)
+	defer jobs.stop()
+	prereqs, afterAny, err := s.loadPrereqs(pre)
 	if err != nil {
 		return err
 	}
@@ -46,7 +54,7 @@ func (s *Store) load(ctx context.Context) error {
 		return err
 	}
 	now := s.now()
-	queued, err := s.loadJobs(ctx, prereqs, afterAny, now)
+	queued, err := s.loadJobs(ctx, jobs, prereqs, afterAny, now)
 	if err != nil {
 		return err
 	}
@@ -105,58 +113,65 @@ func (s *Store) loadQueues(ctx context.Context) error {
 
 // loadTargets gives the graph every target, with its stored id.
 func (s *Store) loadTargets(ctx context.Context) error {
-	rows, err := s.w.QueryContext(ctx, targetsSQL.Get("LoadTargets"))
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		var id int32
-		var name string
-		if err := rows.Scan(&id, &name); err != nil {
-			rows.Close()
+	return rawRows(ctx, s.w, targetsSQL.Get("LoadTargets"), 2, func(row []driver.Value) error {
+		id, _, err := valInt(row[0])
+		if err != nil {
+			return err
+		}
+		name, err := valText(row[1])
+		if err != nil {
 			return err
 		}
 		if _, dup := s.g.Lookup(name); dup {
-			rows.Close()
 			return fmt.Errorf("target %q is stored twice", name)
 		}
 		s.g.LoadTarget(dag.TargetID(id), name)
-	}
-	return closeRows(rows)
+		return nil
+	})
 }
 
-// loadEdges gives the graph every target-to-prerequisite edge any job, live
-// or ended, ever named: edges are never removed (cycle checks stay
 // loadPrereqs adds every target edge any job ever named to the graph
 // and returns the after-ok and the after-any prerequisite targets of
 // every live job, each in job id order (the table's key order): loadJobs
 // walks them beside the jobs, with no map of millions of small slices.
 // The graph drops repeated edges itself.
-func (s *Store) loadPrereqs(ctx context.Context) (prereqs, afterAny prereqList, err error) {
-	rows, err := s.w.QueryContext(ctx, jobsSQL.Get("LoadPrereqs"))
-	if err != nil {
-		return prereqs, afterAny, err
-	}
+func (s *Store) loadPrereqs(rows *rowPipe[prereqRow]) (prereqs, afterAny prereqList, err error) {
 	var edge [1]dag.TargetID
-	for rows.Next() {
-		var id int64
-		var t, kind, jt int32
-		var live bool
-		if err := rows.Scan(&id, &t, &kind, &jt, &live); err != nil {
-			rows.Close()
-			return prereqs, afterAny, err
-		}
-		edge[0] = dag.TargetID(t)
-		s.g.AddEdges(dag.TargetID(jt), edge[:])
+	err = rows.each(func(r *prereqRow) error {
+		edge[0] = r.target
+		s.g.AddEdges(r.jobTarget, edge[:])
 		switch {
-		case !live:
-		case kind == prereqAfterAny:
-			afterAny.add(id, dag.TargetID(t))
+		case !r.live:
+		case r.kind == prereqAfterAny:
+			afterAny.add(r.job, r.target)
 		default:
-			prereqs.add(id, dag.TargetID(t))
+			prereqs.add(r.job, r.target)
 		}
+		return nil
+	})
+	return prereqs, afterAny, err
+}
+
+// prereqRow is a row of LoadPrereqs.
+type prereqRow struct {
+	job       int64
+	target    dag.TargetID
+	jobTarget dag.TargetID
+	kind      int8
+	live      bool
+}
+
+func decodePrereqRow(row []driver.Value, r *prereqRow) error {
+	var v [5]int64
+	for i := range v {
+		n, _, err := valInt(row[i])
+		if err != nil {
+			return err
+		}
+		v[i] = n
 	}
-	return prereqs, afterAny, closeRows(rows)
+	*r = prereqRow{job: v[0], target: dag.TargetID(v[1]), kind: int8(v[2]), jobTarget: dag.TargetID(v[3]), live: v[4] != 0}
+	return nil
 }
 
 // prereqList holds prerequisite targets by job, in job id order, in two
@@ -199,7 +214,7 @@ const (
 // runtimes); live ones enter the graph, and Executing ones get a fresh
 // lease from now with their placeholder known. It returns the Queued jobs
 // in id order.
-func (s *Store) loadJobs(ctx context.Context, prereqs, afterAny prereqList, now time.Time) ([]int64, error) {
+func (s *Store) loadJobs(ctx context.Context, rows *rowPipe[jobRow], prereqs, afterAny prereqList, now time.Time) ([]int64, error) {
 	type count struct {
 		t, q int32
 		st   job.State
@@ -215,44 +230,25 @@ func (s *Store) loadJobs(ctx context.Context, prereqs, afterAny prereqList, now 
 	}
 	learned := map[int32]*sum{}
 	var costedRuns []int64
-	rows, err := s.w.QueryContext(ctx, jobsSQL.Get("LoadJobs"))
-	if err != nil {
-		return nil, err
-	}
-	for rows.Next() {
-		var id int64
-		var q, t int32
-		var st sql.RawBytes // one byte, read at once: no string per job
-		var est sql.NullFloat64
-		var attempts, base int
-		var ph, started, finished sql.NullInt64
-		var prefetched bool
-		if err := rows.Scan(&id, &q, &t, &st, &est, &attempts, &base, &ph, &started, &finished, &prefetched); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		if len(st) == 0 {
-			rows.Close()
-			return nil, fmt.Errorf("job %d has an empty state", id)
-		}
-		state := job.State(st[0])
+	err := rows.each(func(r *jobRow) error {
+		id, q, t, state := r.id, r.queue, r.target, r.state
 		s.nextID = id + 1
 		if state.Terminal() {
 			ended[count{t, q, state}]++
-			if state == job.Done && started.Valid && finished.Valid && finished.Int64 > started.Int64 {
+			if state == job.Done && r.started.Valid && r.finished.Valid && r.finished.Int64 > r.started.Int64 {
 				l := learned[t]
 				if l == nil {
 					l = &sum{}
 					learned[t] = l
 				}
-				l.secs += float64(finished.Int64-started.Int64) / 1e6
+				l.secs += float64(r.finished.Int64-r.started.Int64) / 1e6
 				l.n++
 			}
-			continue
+			return nil
 		}
-		s.g.LoadJob(id, dag.Node{Target: dag.TargetID(t), Queue: q, Est: float32(est.Float64), State: state, Prereqs: prereqs.next(id), AfterAny: afterAny.next(id)})
+		s.g.LoadJob(id, dag.Node{Target: dag.TargetID(t), Queue: q, Est: float32(r.est), State: state, Prereqs: prereqs.next(id), AfterAny: afterAny.next(id)})
 		if eq := s.queueIDs[q]; eq != nil {
-			eq.noteEst(est.Float64)
+			eq.noteEst(r.est)
 		}
 		s.countsFor(q)[state]++
 		switch state {
@@ -261,16 +257,18 @@ func (s *Store) loadJobs(ctx context.Context, prereqs, afterAny prereqList, now 
 		case job.Executing:
 			// A fresh lease: the placeholder may still be running it and will
 			// report or heartbeat once it reconnects.
-			ru := &run{attempt: attempts, used: max(attempts-base, 1), placeholder: ph.Int64, lease: now.Add(s.opt.Lease), started: time.UnixMicro(started.Int64), unstarted: prefetched}
+			attempts, ph := int(r.attempts), r.placeholder
+			ru := &run{attempt: attempts, used: max(attempts-int(r.base), 1), placeholder: ph, lease: now.Add(s.opt.Lease), started: time.UnixMicro(r.started.Int64), unstarted: r.prefetched}
 			s.running[id] = ru
 			s.runStarted(id)
 			costedRuns = append(costedRuns, id)
 			// Known at once, so it may heartbeat and report after a
 			// restart; others are known when they register again.
-			s.phKnow(ph.Int64)
+			s.phKnow(ph)
 		}
-	}
-	if err := closeRows(rows); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	// Executing attempts take their reservations and places under the
@@ -302,6 +300,47 @@ func (s *Store) loadJobs(ctx context.Context, prereqs, afterAny prereqList, now 
 		s.nextID = 1
 	}
 	return queued, nil
+}
+
+// jobRow is a row of LoadJobs.
+type jobRow struct {
+	id                int64
+	est               float64
+	placeholder       int64
+	started, finished sql.NullInt64
+	queue, target     int32
+	attempts, base    int32
+	state             job.State
+	prefetched        bool
+}
+
+func decodeJobRow(row []driver.Value, r *jobRow) error {
+	var v [11]int64
+	var ok [11]bool
+	for i := range v {
+		if i == 4 {
+			continue // est, a real
+		}
+		n, valid, err := valInt(row[i])
+		if err != nil {
+			return err
+		}
+		v[i], ok[i] = n, valid
+	}
+	if !ok[3] || v[3] <= 0 || v[3] > 127 {
+		return fmt.Errorf("job %d has no valid state", v[0])
+	}
+	est, err := valFloat(row[4])
+	if err != nil {
+		return err
+	}
+	*r = jobRow{
+		id: v[0], queue: int32(v[1]), target: int32(v[2]), state: job.State(v[3]), est: est,
+		attempts: int32(v[5]), base: int32(v[6]), placeholder: v[7],
+		started: sql.NullInt64{Int64: v[8], Valid: ok[8]}, finished: sql.NullInt64{Int64: v[9], Valid: ok[9]},
+		prefetched: v[10] != 0,
+	}
+	return nil
 }
 
 // fillReady pushes the Queued jobs onto their queues' ready heaps, in id

@@ -32,6 +32,9 @@ type Bulk struct {
 	arrayLimit int
 	// env is the environment every job shares, JSON (SharedEnv); "": none.
 	env string
+	// free counts, by queue, the jobs needing no prerequisite: at most
+	// that many become Queued, and the queue's heap grows once for them.
+	free map[string]int
 }
 
 // Defaults of Options.MaxBulkJobs and MaxBulkBytes: the largest job array
@@ -56,7 +59,7 @@ func (s *Store) NewBulk() (*Bulk, error) {
 		return nil, fmt.Errorf("bulk submit: %w", err)
 	}
 	os.Remove(f.Name()) // the open file is all we need; nothing to clean up after a crash
-	return &Bulk{s: s, f: f, w: bufio.NewWriterSize(f, 1<<20), edges: newEdgeSet()}, nil
+	return &Bulk{s: s, f: f, w: bufio.NewWriterSize(f, 1<<20), edges: newEdgeSet(), free: map[string]int{}}, nil
 }
 
 // Len is the number of jobs spooled so far.
@@ -75,6 +78,9 @@ func (b *Bulk) Add(line int, specs []protocol.JobSpec) error {
 			return protocol.Errorf(protocol.CodeBadRequest, "line %d: %v", line+i, err)
 		}
 		b.edges.add(js)
+		if len(js.Prereqs)+len(js.AfterAny) == 0 {
+			b.free[js.Queue]++
+		}
 		b.buf = spool.Append(b.buf[:0], js)
 		if b.size += int64(len(b.buf)); b.size > maxBytes {
 			return protocol.Errorf(protocol.CodeTooLarge, "line %d: a bulk submission spools at most %d bytes on the CLS", line+i, maxBytes)
@@ -128,6 +134,12 @@ func (b *Bulk) CommitToken(ctx context.Context, token string) (first int64, coun
 		}
 		if c := s.g.FindCycle(b.edges.out); c != "" {
 			return protocol.Errorf(protocol.CodeBadRequest, "prerequisites would form a cycle: %s", c)
+		}
+		for name, n := range b.free {
+			// An array's members are released a few at a time (its cap).
+			if q := s.queues[name]; q != nil && !b.array {
+				q.ready.Grow(n)
+			}
 		}
 		r := bufio.NewReaderSize(b.f, 1<<20)
 		first, count = s.nextID, b.n

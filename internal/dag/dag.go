@@ -56,20 +56,21 @@ type Change struct {
 type target struct {
 	name        nameRef
 	total, done int32
-	bad         int32       // jobs Failed, Deleted or Blocked
-	self        [1]TargetID // its own id: the prerequisite list of a job needing just it
+	bad         int32 // jobs Failed, Deleted or Blocked
 	// Pending jobs naming this target (lazily pruned): none if depList is
 	// 0, dep[0] if -1, else Graph.depLists[depList].
 	dep     [1]int64
 	depList int32
 	// The union of its jobs' prerequisites (for cycle checks): none if
-	// preList is 0, pre if -1, else Graph.preLists[preList].
-	pre     TargetID
+	// preList is 0, pre if -1, else Graph.preLists[preList]. pre keeps the
+	// first one once set, a list then or not: pre[:] is the one-element
+	// list of the jobs needing just it (a pipeline stage's), shared.
+	pre     [1]TargetID
 	preList int32
 	status  uint8 // last status seen by dependents: statusComplete|statusBad|statusEnded
 	// queue is 1 + the queue of its first job (0: none seen, or a queue
 	// id past 65534): how the metaqueue tells which queues feed which (LP
-	// stages). 16 bits keep a target in 48 bytes.
+	// stages). 16 bits and a 4-byte name keep a target in 40 bytes.
 	queue uint16
 }
 
@@ -141,7 +142,6 @@ func (tt *targetTable) add() TargetID {
 	}
 	id := TargetID(tt.n)
 	tt.n++
-	tt.at(id).self[0] = id
 	return id
 }
 
@@ -198,11 +198,11 @@ outer:
 		}
 		switch tg.preList {
 		case 0:
-			tg.pre, tg.preList = p, -1
+			tg.pre[0], tg.preList = p, -1
 			continue
 		case -1:
-			g.preLists = append(g.preLists, []TargetID{tg.pre, p})
-			tg.pre, tg.preList = 0, int32(len(g.preLists)-1)
+			g.preLists = append(g.preLists, []TargetID{tg.pre[0], p})
+			tg.preList = int32(len(g.preLists) - 1) // pre stays: see target
 			continue
 		}
 		have := append(g.preLists[tg.preList], p)
@@ -221,13 +221,13 @@ outer:
 }
 
 // prereqsOf returns a target's prerequisites; shared, not to be modified.
-// One is its prerequisite's own one-element list.
+// One is the target's own pre[:].
 func (g *Graph) prereqsOf(tg *target) []TargetID {
 	switch tg.preList {
 	case 0:
 		return nil
 	case -1:
-		return g.targets.at(tg.pre).self[:]
+		return tg.pre[:]
 	}
 	return g.preLists[tg.preList]
 }
@@ -394,7 +394,7 @@ func (g *Graph) AddJob(id int64, j Node) []Change {
 	if j.State != job.Held {
 		j.State = g.eval(j.Prereqs, j.AfterAny)
 	}
-	g.jobs.put(id, j)
+	g.jobs.put(id, j, &g.targets)
 	if j.State != job.Held {
 		g.listDeps(id, j.Prereqs)
 		g.listDeps(id, j.AfterAny)
@@ -486,7 +486,7 @@ func (g *Graph) Revive(id int64, j Node, from job.State) ([]Change, error) {
 	}
 	g.changes = g.changes[:0]
 	j.State = from
-	g.jobs.put(id, j)
+	g.jobs.put(id, j, &g.targets)
 	j, _ = g.Node(id) // Prereqs now the interned copy
 	g.listDeps(id, j.Prereqs)
 	g.listDeps(id, j.AfterAny)
@@ -505,7 +505,7 @@ func (g *Graph) LoadJob(id int64, j Node) {
 	if j.State.Terminal() {
 		return
 	}
-	g.jobs.put(id, j)
+	g.jobs.put(id, j, &g.targets)
 	if j.State.Pending() {
 		g.listDeps(id, j.Prereqs)
 		g.listDeps(id, j.AfterAny)

@@ -66,7 +66,14 @@ func (s *Store) NewBulk() (*Bulk, error) {
 func (b *Bulk) Len() int { return b.n }
 
 // Add validates and spools jobs; line is the input line of specs[0].
-func (b *Bulk) Add(line int, specs []protocol.JobSpec) error {
+func (b *Bulk) Add(line int, specs []protocol.JobSpec) error { return b.add(line, specs, true) }
+
+// AddChecked spools jobs that already passed protocol.ValidateSpec (as
+// protocol.ReadJobLines returns them): checking them again was 3 % of a
+// 10,000,000-job mqsub -f.
+func (b *Bulk) AddChecked(line int, specs []protocol.JobSpec) error { return b.add(line, specs, false) }
+
+func (b *Bulk) add(line int, specs []protocol.JobSpec, validate bool) error {
 	maxJobs := cmp.Or(b.s.opt.MaxBulkJobs, DefaultMaxBulkJobs)
 	if len(specs) > maxJobs-b.n {
 		return protocol.Errorf(protocol.CodeTooLarge, "line %d: a bulk submission holds at most %d jobs", line+max(0, maxJobs-b.n), maxJobs)
@@ -74,8 +81,10 @@ func (b *Bulk) Add(line int, specs []protocol.JobSpec) error {
 	maxBytes := cmp.Or(b.s.opt.MaxBulkBytes, DefaultMaxBulkBytes)
 	for i := range specs {
 		js := &specs[i]
-		if err := protocol.ValidateSpec(js); err != nil {
-			return protocol.Errorf(protocol.CodeBadRequest, "line %d: %v", line+i, err)
+		if validate {
+			if err := protocol.ValidateSpec(js); err != nil {
+				return protocol.Errorf(protocol.CodeBadRequest, "line %d: %v", line+i, err)
+			}
 		}
 		b.edges.add(js)
 		if len(js.Prereqs)+len(js.AfterAny) == 0 {

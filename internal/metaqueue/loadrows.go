@@ -162,6 +162,11 @@ func (p *rowPipe[T]) scan(ctx context.Context, db *sql.DB, query string, ncol in
 	if err == nil && len(batch) > 0 {
 		err = send()
 	}
+	if err == nil {
+		// The reader goes back to the pool with its page cache full of
+		// the table scanned: give that back (MBs a connection).
+		_, err = c.ExecContext(ctx, connSQL.Get("ShrinkMemory"))
+	}
 	return err
 }
 

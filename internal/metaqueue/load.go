@@ -33,12 +33,14 @@ func (s *Store) load(ctx context.Context) error {
 	if err := s.loadLedger(ctx); err != nil {
 		return err
 	}
-	// The prerequisites are scanned on a reader connection while the
-	// targets load here, and the jobs while the prerequisites go into the
-	// graph: SQLite steps one table as the core builds from another.
+	// Targets, prerequisites and jobs are scanned on reader connections,
+	// each ahead of the core by a few batches, the jobs once the targets
+	// are in: SQLite steps one table while the graph is built from another.
+	tgts := startPipe(ctx, s.rdb, targetsSQL.Get("LoadTargets"), 2, decodeTargetRow)
+	defer tgts.stop()
 	pre := startPipe(ctx, s.rdb, jobsSQL.Get("LoadPrereqs"), 5, decodePrereqRow)
 	defer pre.stop()
-	if err := s.loadTargets(ctx); err != nil {
+	if err := s.loadTargets(tgts); err != nil {
 		return err
 	}
 	jobs := startPipe(ctx, s.rdb, jobsSQL.Get("LoadJobs"), 11, decodeJobRow)
@@ -112,22 +114,33 @@ func (s *Store) loadQueues(ctx context.Context) error {
 }
 
 // loadTargets gives the graph every target, with its stored id.
-func (s *Store) loadTargets(ctx context.Context) error {
-	return rawRows(ctx, s.w, targetsSQL.Get("LoadTargets"), 2, func(row []driver.Value) error {
-		id, _, err := valInt(row[0])
-		if err != nil {
-			return err
+func (s *Store) loadTargets(rows *rowPipe[targetRow]) error {
+	return rows.each(func(r *targetRow) error {
+		if _, dup := s.g.Lookup(r.name); dup {
+			return fmt.Errorf("target %q is stored twice", r.name)
 		}
-		name, err := valText(row[1])
-		if err != nil {
-			return err
-		}
-		if _, dup := s.g.Lookup(name); dup {
-			return fmt.Errorf("target %q is stored twice", name)
-		}
-		s.g.LoadTarget(dag.TargetID(id), name)
+		s.g.LoadTarget(r.id, r.name)
 		return nil
 	})
+}
+
+// targetRow is a row of LoadTargets.
+type targetRow struct {
+	id   dag.TargetID
+	name string
+}
+
+func decodeTargetRow(row []driver.Value, r *targetRow) error {
+	id, _, err := valInt(row[0])
+	if err != nil {
+		return err
+	}
+	name, err := valText(row[1])
+	if err != nil {
+		return err
+	}
+	*r = targetRow{dag.TargetID(id), name}
+	return nil
 }
 
 // loadPrereqs adds every target edge any job ever named to the graph

@@ -248,20 +248,48 @@ func (g *Graph) depsOf(tg *target) []int64 {
 // keeps a set of them.
 const longEdges = 16
 
+// Edges are the target -> prerequisite edges a submission would add, by
+// target name.
+type Edges interface {
+	// EachTarget calls f with every target given new edges, until f
+	// returns false.
+	EachTarget(f func(target string) bool)
+	// Prereqs returns a target's new prerequisites, nil if none.
+	Prereqs(target string) []string
+}
+
+// EdgeMap is Edges in a map.
+type EdgeMap map[string][]string
+
+func (m EdgeMap) EachTarget(f func(string) bool) {
+	for n := range m {
+		if !f(n) {
+			return
+		}
+	}
+}
+
+func (m EdgeMap) Prereqs(target string) []string { return m[target] }
+
 // FindCycle reports whether adding edges (target name -> prerequisite
 // names) to the graph would make a cycle, and returns one as a readable
 // path ("a -> b -> a"), or "" if none. A long cycle is shortened in the
 // middle, so an error naming it stays one readable line.
+func (g *Graph) FindCycle(edges map[string][]string) string { return g.FindCycleIn(EdgeMap(edges)) }
+
+// FindCycleIn is FindCycle over any Edges.
 //
 // The walk is iterative: a submission may be one chain of a million
 // targets, deeper than a recursive walk should go.
-func (g *Graph) FindCycle(edges map[string][]string) string {
+func (g *Graph) FindCycleIn(edges Edges) string {
 	const (
 		white = 0
 		grey  = 1
 		black = 2
 	)
-	color := make(map[string]uint8, len(edges))
+	// Not sized for every target: most of a big submission's are never
+	// coloured (see sink), and a map of millions was most of its peak.
+	color := map[string]uint8{}
 	// A frame holds a target's prerequisites, looked up once: first the new
 	// edges, then the graph's.
 	type frame struct {
@@ -277,23 +305,23 @@ func (g *Graph) FindCycle(edges map[string][]string) string {
 		}
 		return f
 	}
-	frameOf := func(n string) frame { return frameWith(n, edges[n]) }
+	frameOf := func(n string) frame { return frameWith(n, edges.Prereqs(n)) }
 	sink := func(n string) bool {
 		f := frameOf(n)
 		return len(f.add) == 0 && len(f.have) == 0
 	}
 	var stack []frame
-	for root, add := range edges {
+	walk := func(root string) string {
 		if color[root] != white {
-			continue
+			return ""
 		}
-		f := frameWith(root, add)
+		f := frameWith(root, edges.Prereqs(root))
 		// A target whose prerequisites all need nothing is on no cycle
 		// (nor is anything through it): most of a pipeline submit's
 		// targets are, and need no colouring.
 		if !slices.ContainsFunc(f.add, func(p string) bool { return !sink(p) }) &&
 			!slices.ContainsFunc(f.have, func(p TargetID) bool { return !sink(g.Name(p)) }) {
-			continue
+			return ""
 		}
 		color[root] = grey
 		stack = append(stack[:0], f)
@@ -333,8 +361,14 @@ func (g *Graph) FindCycle(edges map[string][]string) string {
 				stack = append(stack, f)
 			}
 		}
+		return ""
 	}
-	return ""
+	found := ""
+	edges.EachTarget(func(root string) bool {
+		found = walk(root)
+		return found == ""
+	})
+	return found
 }
 
 // cyclePath joins a cycle's targets with arrows, keeping the first and last

@@ -24,7 +24,7 @@ type Bulk struct {
 	w     *bufio.Writer
 	n     int
 	size  int64 // bytes spooled
-	edges edgeSet
+	edges *edgeSet
 	buf   []byte
 	// A job array (Array): its --array text and cap.
 	array      bool
@@ -141,13 +141,13 @@ func (b *Bulk) CommitToken(ctx context.Context, token string) (first int64, coun
 		if _, err := b.f.Seek(0, io.SeekStart); err != nil {
 			return fmt.Errorf("bulk submit: spool: %w", err)
 		}
-		if c := s.g.FindCycle(b.edges.out); c != "" {
+		if c := s.g.FindCycleIn(b.edges); c != "" {
 			return protocol.Errorf(protocol.CodeBadRequest, "prerequisites would form a cycle: %s", c)
 		}
 		// Checked: the edge set (a string and a slice per target, 5,000,000
 		// with as many pipelines) goes before the graph and the rows grow,
 		// and collections during the insert no longer scan it.
-		b.edges = edgeSet{}
+		b.edges = nil
 		for name, n := range b.free {
 			// An array's members are released a few at a time (its cap).
 			if q := s.queues[name]; q != nil && !b.array {

@@ -160,7 +160,8 @@ func (in *inserter) add(js *protocol.JobSpec) error {
 	in.rows = append(in.rows, row{queue: q.id, target: t, command: js.Command, cwd: js.Cwd, est: js.Est})
 	for kind, list := range [][]dag.TargetID{prereqs, afterAny} {
 		for _, p := range list {
-			in.prereqs = append(in.prereqs, id, int32(p), prereqAfterOK+kind)
+			// int64s: database/sql converts other integers by reflection.
+			in.prereqs = append(in.prereqs, id, int64(p), int64(prereqAfterOK+kind))
 			if len(in.prereqs) == 3*bulkRows {
 				if err := in.flushPrereqs(); err != nil {
 					return err

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/job"
@@ -224,6 +226,55 @@ func TestReloadKeepsState(t *testing.T) {
 				}
 			}
 			e.check()
+		})
+	}
+}
+
+// TestLoadFailsCleanly: a row the load cannot take, early in a long scan
+// (found by the core) or late (found by the reader decoding it), fails
+// Open with an error naming it; the scans on reader connections stop and
+// nothing hangs.
+func TestLoadFailsCleanly(t *testing.T) {
+	t.Parallel()
+	const n = 3 * pipeBatch * pipeDepth // the readers fill their queues and block
+	tests := []struct {
+		name, sql, want string
+	}{
+		{"a target stored twice, early", "INSERT INTO targets (id, name) VALUES (0, 't5')", `target "t5" is stored twice`},
+		{"a job row that is not a job's, late", fmt.Sprintf("UPDATE jobs SET attempt_base = 1.5 WHERE id = %d", n-10), "is not an integer"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			specs := make([]protocol.JobSpec, n)
+			for i := range specs {
+				specs[i] = spec(fmt.Sprintf("t%d", i), "true")
+			}
+			e.submit(specs...)
+			if err := e.s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			e.s = nil
+			db := openRaw(t, e.opt.Path)
+			mustExec(t, db, tt.sql)
+			db.Close()
+			done := make(chan error, 1)
+			go func() {
+				s, err := Open(context.Background(), e.opt)
+				if err == nil {
+					s.Close()
+				}
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Fatalf("Open = %v, want an error with %q", err, tt.want)
+				}
+			case <-time.After(2 * time.Minute):
+				t.Fatal("Open hung on a bad row")
+			}
 		})
 	}
 }

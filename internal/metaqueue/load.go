@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
@@ -33,18 +35,18 @@ func (s *Store) load(ctx context.Context) error {
 	if err := s.loadLedger(ctx); err != nil {
 		return err
 	}
-	// Targets, prerequisites and jobs are scanned on reader connections,
-	// each ahead of the core by a few batches, the jobs once the targets
-	// are in: SQLite steps one table while the graph is built from another.
+	// Targets, prerequisites and jobs are scanned on reader connections
+	// at once, each ahead of the core by a few batches: SQLite steps the
+	// tables while the graph is built from them, in order.
 	tgts := startPipe(ctx, s.rdb, targetsSQL.Get("LoadTargets"), 2, decodeTargetRow)
 	defer tgts.stop()
 	pre := startPipe(ctx, s.rdb, jobsSQL.Get("LoadPrereqs"), 5, decodePrereqRow)
 	defer pre.stop()
+	jobs := startPipe(ctx, s.rdb, jobsSQL.Get("LoadJobs"), 7, decodeJobRow)
+	defer jobs.stop()
 	if err := s.loadTargets(tgts); err != nil {
 		return err
 	}
-	jobs := startPipe(ctx, s.rdb, jobsSQL.Get("LoadJobs"), 11, decodeJobRow)
-	defer jobs.stop()
 	prereqs, afterAny, err := s.loadPrereqs(pre)
 	if err != nil {
 		return err
@@ -248,13 +250,13 @@ func (s *Store) loadJobs(ctx context.Context, rows *rowPipe[jobRow], prereqs, af
 		s.nextID = id + 1
 		if state.Terminal() {
 			ended[count{t, q, state}]++
-			if state == job.Done && r.started.Valid && r.finished.Valid && r.finished.Int64 > r.started.Int64 {
+			if state == job.Done && r.ran.Valid {
 				l := learned[t]
 				if l == nil {
 					l = &sum{}
 					learned[t] = l
 				}
-				l.secs += float64(r.finished.Int64-r.started.Int64) / 1e6
+				l.secs += float64(r.ran.Int64) / 1e6
 				l.n++
 			}
 			return nil
@@ -271,7 +273,7 @@ func (s *Store) loadJobs(ctx context.Context, rows *rowPipe[jobRow], prereqs, af
 			// A fresh lease: the placeholder may still be running it and will
 			// report or heartbeat once it reconnects.
 			attempts, ph := int(r.attempts), r.placeholder
-			ru := &run{attempt: attempts, used: max(attempts-int(r.base), 1), placeholder: ph, lease: now.Add(s.opt.Lease), started: time.UnixMicro(r.started.Int64), unstarted: r.prefetched}
+			ru := &run{attempt: attempts, used: max(attempts-int(r.base), 1), placeholder: ph, lease: now.Add(s.opt.Lease), started: time.UnixMicro(r.ran.Int64), unstarted: r.prefetched}
 			s.running[id] = ru
 			s.runStarted(id)
 			costedRuns = append(costedRuns, id)
@@ -317,19 +319,21 @@ func (s *Store) loadJobs(ctx context.Context, rows *rowPipe[jobRow], prereqs, af
 
 // jobRow is a row of LoadJobs.
 type jobRow struct {
-	id                int64
-	est               float64
-	placeholder       int64
-	started, finished sql.NullInt64
-	queue, target     int32
-	attempts, base    int32
-	state             job.State
-	prefetched        bool
+	id  int64
+	est float64
+	// ran is a Done job's runtime in microseconds (if its times say), a
+	// live job's start (Valid false: none).
+	ran            sql.NullInt64
+	placeholder    int64
+	queue, target  int32
+	attempts, base int32
+	state          job.State
+	prefetched     bool
 }
 
 func decodeJobRow(row []driver.Value, r *jobRow) error {
-	var v [11]int64
-	var ok [11]bool
+	var v [6]int64
+	var ok [6]bool
 	for i := range v {
 		if i == 4 {
 			continue // est, a real
@@ -347,12 +351,27 @@ func decodeJobRow(row []driver.Value, r *jobRow) error {
 	if err != nil {
 		return err
 	}
-	*r = jobRow{
-		id: v[0], queue: int32(v[1]), target: int32(v[2]), state: job.State(v[3]), est: est,
-		attempts: int32(v[5]), base: int32(v[6]), placeholder: v[7],
-		started: sql.NullInt64{Int64: v[8], Valid: ok[8]}, finished: sql.NullInt64{Int64: v[9], Valid: ok[9]},
-		prefetched: v[10] != 0,
+	*r = jobRow{id: v[0], queue: int32(v[1]), target: int32(v[2]), state: job.State(v[3]), est: est,
+		ran: sql.NullInt64{Int64: v[5], Valid: ok[5]}}
+	if row[6] == nil {
+		return nil
 	}
+	// An Executing job: "attempt base placeholder prefetched".
+	run, err := valText(row[6])
+	if err != nil {
+		return err
+	}
+	var f [4]int64
+	fields := strings.Fields(run)
+	if len(fields) != len(f) {
+		return fmt.Errorf("job %d: attempt fields %q", r.id, run)
+	}
+	for i, s := range fields {
+		if f[i], err = strconv.ParseInt(s, 10, 64); err != nil {
+			return fmt.Errorf("job %d: attempt fields %q: %w", r.id, run, err)
+		}
+	}
+	r.attempts, r.base, r.placeholder, r.prefetched = int32(f[0]), int32(f[1]), f[2], f[3] != 0
 	return nil
 }
 

@@ -241,7 +241,7 @@ func TestLoadFailsCleanly(t *testing.T) {
 		name, sql, want string
 	}{
 		{"a target stored twice, early", "INSERT INTO targets (id, name) VALUES (0, 't5')", `target "t5" is stored twice`},
-		{"a job row that is not a job's, late", fmt.Sprintf("UPDATE jobs SET attempt_base = 1.5 WHERE id = %d", n-10), "is not an integer"},
+		{"a job row that is not a job's, late", fmt.Sprintf("UPDATE jobs SET target_id = 1.5 WHERE id = %d", n-10), "is not an integer"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -56,20 +56,21 @@ type Change struct {
 type target struct {
 	name        nameRef
 	total, done int32
-	bad         int32       // jobs Failed, Deleted or Blocked
-	self        [1]TargetID // its own id: the prerequisite list of a job needing just it
+	bad         int32 // jobs Failed, Deleted or Blocked
 	// Pending jobs naming this target (lazily pruned): none if depList is
 	// 0, dep[0] if -1, else Graph.depLists[depList].
 	dep     [1]int64
 	depList int32
 	// The union of its jobs' prerequisites (for cycle checks): none if
-	// preList is 0, pre if -1, else Graph.preLists[preList].
-	pre     TargetID
+	// preList is 0, pre if -1, else Graph.preLists[preList]. pre keeps the
+	// first one once set, a list then or not: pre[:] is the one-element
+	// list of the jobs needing just it (a pipeline stage's), shared.
+	pre     [1]TargetID
 	preList int32
 	status  uint8 // last status seen by dependents: statusComplete|statusBad|statusEnded
 	// queue is 1 + the queue of its first job (0: none seen, or a queue
 	// id past 65534): how the metaqueue tells which queues feed which (LP
-	// stages). 16 bits keep a target in 48 bytes.
+	// stages). 16 bits and a 4-byte name keep a target in 40 bytes.
 	queue uint16
 }
 
@@ -141,7 +142,6 @@ func (tt *targetTable) add() TargetID {
 	}
 	id := TargetID(tt.n)
 	tt.n++
-	tt.at(id).self[0] = id
 	return id
 }
 
@@ -198,11 +198,11 @@ outer:
 		}
 		switch tg.preList {
 		case 0:
-			tg.pre, tg.preList = p, -1
+			tg.pre[0], tg.preList = p, -1
 			continue
 		case -1:
-			g.preLists = append(g.preLists, []TargetID{tg.pre, p})
-			tg.pre, tg.preList = 0, int32(len(g.preLists)-1)
+			g.preLists = append(g.preLists, []TargetID{tg.pre[0], p})
+			tg.preList = int32(len(g.preLists) - 1) // pre stays: see target
 			continue
 		}
 		have := append(g.preLists[tg.preList], p)
@@ -221,13 +221,13 @@ outer:
 }
 
 // prereqsOf returns a target's prerequisites; shared, not to be modified.
-// One is its prerequisite's own one-element list.
+// One is the target's own pre[:].
 func (g *Graph) prereqsOf(tg *target) []TargetID {
 	switch tg.preList {
 	case 0:
 		return nil
 	case -1:
-		return g.targets.at(tg.pre).self[:]
+		return tg.pre[:]
 	}
 	return g.preLists[tg.preList]
 }
@@ -248,20 +248,48 @@ func (g *Graph) depsOf(tg *target) []int64 {
 // keeps a set of them.
 const longEdges = 16
 
+// Edges are the target -> prerequisite edges a submission would add, by
+// target name.
+type Edges interface {
+	// EachTarget calls f with every target given new edges, until f
+	// returns false.
+	EachTarget(f func(target string) bool)
+	// Prereqs returns a target's new prerequisites, nil if none.
+	Prereqs(target string) []string
+}
+
+// EdgeMap is Edges in a map.
+type EdgeMap map[string][]string
+
+func (m EdgeMap) EachTarget(f func(string) bool) {
+	for n := range m {
+		if !f(n) {
+			return
+		}
+	}
+}
+
+func (m EdgeMap) Prereqs(target string) []string { return m[target] }
+
 // FindCycle reports whether adding edges (target name -> prerequisite
 // names) to the graph would make a cycle, and returns one as a readable
 // path ("a -> b -> a"), or "" if none. A long cycle is shortened in the
 // middle, so an error naming it stays one readable line.
+func (g *Graph) FindCycle(edges map[string][]string) string { return g.FindCycleIn(EdgeMap(edges)) }
+
+// FindCycleIn is FindCycle over any Edges.
 //
 // The walk is iterative: a submission may be one chain of a million
 // targets, deeper than a recursive walk should go.
-func (g *Graph) FindCycle(edges map[string][]string) string {
+func (g *Graph) FindCycleIn(edges Edges) string {
 	const (
 		white = 0
 		grey  = 1
 		black = 2
 	)
-	color := make(map[string]uint8, len(edges))
+	// Not sized for every target: most of a big submission's are never
+	// coloured (see sink), and a map of millions was most of its peak.
+	color := map[string]uint8{}
 	// A frame holds a target's prerequisites, looked up once: first the new
 	// edges, then the graph's.
 	type frame struct {
@@ -277,23 +305,23 @@ func (g *Graph) FindCycle(edges map[string][]string) string {
 		}
 		return f
 	}
-	frameOf := func(n string) frame { return frameWith(n, edges[n]) }
+	frameOf := func(n string) frame { return frameWith(n, edges.Prereqs(n)) }
 	sink := func(n string) bool {
 		f := frameOf(n)
 		return len(f.add) == 0 && len(f.have) == 0
 	}
 	var stack []frame
-	for root, add := range edges {
+	walk := func(root string) string {
 		if color[root] != white {
-			continue
+			return ""
 		}
-		f := frameWith(root, add)
+		f := frameWith(root, edges.Prereqs(root))
 		// A target whose prerequisites all need nothing is on no cycle
 		// (nor is anything through it): most of a pipeline submit's
 		// targets are, and need no colouring.
 		if !slices.ContainsFunc(f.add, func(p string) bool { return !sink(p) }) &&
 			!slices.ContainsFunc(f.have, func(p TargetID) bool { return !sink(g.Name(p)) }) {
-			continue
+			return ""
 		}
 		color[root] = grey
 		stack = append(stack[:0], f)
@@ -333,8 +361,14 @@ func (g *Graph) FindCycle(edges map[string][]string) string {
 				stack = append(stack, f)
 			}
 		}
+		return ""
 	}
-	return ""
+	found := ""
+	edges.EachTarget(func(root string) bool {
+		found = walk(root)
+		return found == ""
+	})
+	return found
 }
 
 // cyclePath joins a cycle's targets with arrows, keeping the first and last
@@ -394,7 +428,7 @@ func (g *Graph) AddJob(id int64, j Node) []Change {
 	if j.State != job.Held {
 		j.State = g.eval(j.Prereqs, j.AfterAny)
 	}
-	g.jobs.put(id, j)
+	g.jobs.put(id, j, &g.targets)
 	if j.State != job.Held {
 		g.listDeps(id, j.Prereqs)
 		g.listDeps(id, j.AfterAny)
@@ -486,7 +520,7 @@ func (g *Graph) Revive(id int64, j Node, from job.State) ([]Change, error) {
 	}
 	g.changes = g.changes[:0]
 	j.State = from
-	g.jobs.put(id, j)
+	g.jobs.put(id, j, &g.targets)
 	j, _ = g.Node(id) // Prereqs now the interned copy
 	g.listDeps(id, j.Prereqs)
 	g.listDeps(id, j.AfterAny)
@@ -505,7 +539,7 @@ func (g *Graph) LoadJob(id int64, j Node) {
 	if j.State.Terminal() {
 		return
 	}
-	g.jobs.put(id, j)
+	g.jobs.put(id, j, &g.targets)
 	if j.State.Pending() {
 		g.listDeps(id, j.Prereqs)
 		g.listDeps(id, j.AfterAny)

@@ -1,6 +1,7 @@
 package dag
 
 import (
+	"encoding/binary"
 	"hash/maphash"
 	"unsafe"
 )
@@ -13,14 +14,16 @@ import (
 
 const nameChunk = 1 << 16
 
-// nameRef locates a name in the arena: chunk, offset and length. A name
-// longer than a chunk (never valid: names are at most job.MaxNameBytes)
-// has a chunk of its own, at offset 0, and n = 0xffff; its length is the
-// chunk's.
-type nameRef struct {
-	chunk  uint32
-	off, n uint16
-}
+// nameRef locates a name in the arena: its chunk in the high 16 bits, its
+// offset in the low 16. Four bytes, not eight, in every target: the name's
+// length is the arena's, a uvarint before its bytes. A name longer than a
+// chunk (never valid: names are at most job.MaxNameBytes) has a chunk of
+// its own. Ref 0 is the empty name the first chunk starts with (target 0's).
+type nameRef uint32
+
+// maxChunks is how many chunks refs reach: 4 GiB of names, hundreds of
+// millions of targets, far past what the rest of a target costs in memory.
+const maxChunks = 1 << 16
 
 type nameArena struct {
 	chunks [][]byte // every chunk but a long name's has capacity nameChunk
@@ -28,33 +31,50 @@ type nameArena struct {
 }
 
 func (a *nameArena) add(s string) nameRef {
-	if len(s) >= 0xffff {
-		a.chunks = append(a.chunks, []byte(s))
-		return nameRef{chunk: uint32(len(a.chunks) - 1), n: 0xffff}
+	var pre [binary.MaxVarintLen64]byte
+	k := binary.PutUvarint(pre[:], uint64(len(s)))
+	if k+len(s) > nameChunk {
+		a.newChunk(k + len(s))
+		c := a.chunks[len(a.chunks)-1]
+		a.chunks[len(a.chunks)-1] = append(append(c, pre[:k]...), s...)
+		return nameRef(uint32(len(a.chunks)-1) << 16)
 	}
-	if a.cur == 0 || len(a.chunks[a.cur-1])+len(s) > nameChunk {
-		a.chunks = append(a.chunks, make([]byte, 0, nameChunk))
+	if a.cur == 0 || len(a.chunks[a.cur-1])+k+len(s) > nameChunk {
+		a.newChunk(nameChunk)
+		if len(a.chunks) == 1 {
+			a.chunks[0] = append(a.chunks[0], 0) // ref 0: the empty name
+		}
 		a.cur = len(a.chunks)
 	}
 	c := a.chunks[a.cur-1]
 	off := len(c)
 	// Appending within the capacity never moves the bytes names already
 	// returned by get point to, nor changes them.
-	a.chunks[a.cur-1] = append(c, s...)
-	return nameRef{chunk: uint32(a.cur - 1), off: uint16(off), n: uint16(len(s))}
+	a.chunks[a.cur-1] = append(append(c, pre[:k]...), s...)
+	return nameRef(uint32(a.cur-1)<<16 | uint32(off))
+}
+
+// newChunk appends an empty chunk of capacity n.
+func (a *nameArena) newChunk(n int) {
+	if len(a.chunks) >= maxChunks {
+		// Beyond any memory the targets themselves would leave.
+		panic("dag: more than 4 GiB of target names")
+	}
+	a.chunks = append(a.chunks, make([]byte, 0, n))
 }
 
 // get returns the name without copying: arena bytes, once written, are
 // never changed, so the string is immutable as Go requires.
 func (a *nameArena) get(r nameRef) string {
-	if r.n == 0 { // also target 0's, before any name was added
+	if int(r>>16) >= len(a.chunks) { // target 0's, before any name was added
 		return ""
 	}
-	c := a.chunks[r.chunk]
-	if r.n == 0xffff {
-		return unsafe.String(unsafe.SliceData(c), len(c))
+	c := a.chunks[r>>16][r&0xffff:]
+	n, k := binary.Uvarint(c)
+	if n == 0 {
+		return ""
 	}
-	return unsafe.String(&c[r.off], int(r.n))
+	return unsafe.String(&c[k], int(n))
 }
 
 // nameIndex maps names to target ids: linear probing over a power-of-two

@@ -20,7 +20,7 @@ type slot struct {
 	target TargetID
 	queue  int32
 	est    float32
-	list   int32 // interned prerequisite list; 0 = none; -p = just target p
+	list   int32 // interned prerequisite list; 0 = none; -1 = just its target's first (pre[:])
 	state  job.State
 }
 
@@ -54,7 +54,7 @@ func (t *jobTable) get(id int64) *slot {
 }
 
 // put stores a live job, replacing after slot with the same id.
-func (t *jobTable) put(id int64, j Node) {
+func (t *jobTable) put(id int64, j Node, tt *targetTable) {
 	p := id >> pageBits
 	for int64(len(t.pages)) <= p {
 		t.pages = append(t.pages, nil)
@@ -71,7 +71,7 @@ func (t *jobTable) put(id int64, j Node) {
 	} else {
 		t.release(n.list)
 	}
-	*n = slot{target: j.Target, queue: j.Queue, est: j.Est, list: t.intern(j.Prereqs, j.AfterAny), state: j.State}
+	*n = slot{target: j.Target, queue: j.Queue, est: j.Est, list: t.intern(j.Prereqs, j.AfterAny, tt.at(j.Target)), state: j.State}
 }
 
 func (t *jobTable) remove(id int64) {
@@ -100,7 +100,7 @@ func (t *jobTable) prereqs(n *slot, tt *targetTable) (ok, after []TargetID) {
 	case n.list == 0:
 		return nil, nil
 	case n.list < 0:
-		return tt.at(TargetID(-n.list)).self[:], nil
+		return tt.at(n.target).pre[:], nil
 	}
 	l, k := t.lists[n.list], t.split[n.list]
 	if k == 0 {
@@ -128,14 +128,17 @@ func (t *jobTable) each(f func(id int64, n *slot)) {
 	}
 }
 
-func (t *jobTable) intern(prereqs, afterAny []TargetID) int32 {
+// intern returns the list of a job of target tg; prerequisite lists are
+// shared between the jobs naming the same ones.
+func (t *jobTable) intern(prereqs, afterAny []TargetID, tg *target) int32 {
 	switch {
 	case len(prereqs)+len(afterAny) == 0:
 		return 0
-	case len(prereqs) == 1 && len(afterAny) == 0:
-		// The commonest list (a pipeline stage) is its target's own
-		// one-element slice: nothing to allocate, hash or count.
-		return -int32(prereqs[0])
+	case len(prereqs) == 1 && len(afterAny) == 0 && tg.preList != 0 && tg.pre[0] == prereqs[0]:
+		// The commonest list (a pipeline stage) is its target's first
+		// prerequisite's one-element slice: nothing to allocate, hash
+		// or count. -1 marks it (any negative did, when it held the id).
+		return -1
 	}
 	if t.byKey == nil {
 		t.byKey = map[string]int32{}

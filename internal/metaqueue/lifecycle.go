@@ -111,7 +111,8 @@ func (in *inserter) flushJobs() error {
 		if r.est > 0 {
 			est = r.est
 		}
-		in.args = append(in.args, in.bufStart+int64(i), r.queue, int32(r.target), string(r.state), r.command, r.cwd, est, in.now)
+		// int64s: database/sql converts other integers by reflection.
+		in.args = append(in.args, in.bufStart+int64(i), int64(r.queue), int64(r.target), string(r.state), r.command, r.cwd, est, in.now)
 	}
 	var err error
 	if len(in.rows) == bulkRows {

@@ -3,7 +3,10 @@ package metaqueue
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
@@ -32,10 +35,19 @@ func (s *Store) load(ctx context.Context) error {
 	if err := s.loadLedger(ctx); err != nil {
 		return err
 	}
-	if err := s.loadTargets(ctx); err != nil {
+	// Targets, prerequisites and jobs are scanned on reader connections
+	// at once, each ahead of the core by a few batches: SQLite steps the
+	// tables while the graph is built from them, in order.
+	tgts := startPipe(ctx, s.rdb, targetsSQL.Get("LoadTargets"), 2, decodeTargetRow)
+	defer tgts.stop()
+	pre := startPipe(ctx, s.rdb, jobsSQL.Get("LoadPrereqs"), 5, decodePrereqRow)
+	defer pre.stop()
+	jobs := startPipe(ctx, s.rdb, jobsSQL.Get("LoadJobs"), 7, decodeJobRow)
+	defer jobs.stop()
+	if err := s.loadTargets(tgts); err != nil {
 		return err
 	}
-	prereqs, afterAny, err := s.loadPrereqs(ctx)
+	prereqs, afterAny, err := s.loadPrereqs(pre)
 	if err != nil {
 		return err
 	}
@@ -46,7 +58,7 @@ func (s *Store) load(ctx context.Context) error {
 		return err
 	}
 	now := s.now()
-	queued, err := s.loadJobs(ctx, prereqs, afterAny, now)
+	queued, err := s.loadJobs(ctx, jobs, prereqs, afterAny, now)
 	if err != nil {
 		return err
 	}
@@ -104,59 +116,77 @@ func (s *Store) loadQueues(ctx context.Context) error {
 }
 
 // loadTargets gives the graph every target, with its stored id.
-func (s *Store) loadTargets(ctx context.Context) error {
-	rows, err := s.w.QueryContext(ctx, targetsSQL.Get("LoadTargets"))
+func (s *Store) loadTargets(rows *rowPipe[targetRow]) error {
+	return rows.each(func(r *targetRow) error {
+		if _, dup := s.g.Lookup(r.name); dup {
+			return fmt.Errorf("target %q is stored twice", r.name)
+		}
+		s.g.LoadTarget(r.id, r.name)
+		return nil
+	})
+}
+
+// targetRow is a row of LoadTargets.
+type targetRow struct {
+	id   dag.TargetID
+	name string
+}
+
+func decodeTargetRow(row []driver.Value, r *targetRow) error {
+	id, _, err := valInt(row[0])
 	if err != nil {
 		return err
 	}
-	for rows.Next() {
-		var id int32
-		var name string
-		if err := rows.Scan(&id, &name); err != nil {
-			rows.Close()
-			return err
-		}
-		if _, dup := s.g.Lookup(name); dup {
-			rows.Close()
-			return fmt.Errorf("target %q is stored twice", name)
-		}
-		s.g.LoadTarget(dag.TargetID(id), name)
+	name, err := valText(row[1])
+	if err != nil {
+		return err
 	}
-	return closeRows(rows)
+	*r = targetRow{dag.TargetID(id), name}
+	return nil
 }
 
-// loadEdges gives the graph every target-to-prerequisite edge any job, live
-// or ended, ever named: edges are never removed (cycle checks stay
 // loadPrereqs adds every target edge any job ever named to the graph
 // and returns the after-ok and the after-any prerequisite targets of
 // every live job, each in job id order (the table's key order): loadJobs
 // walks them beside the jobs, with no map of millions of small slices.
 // The graph drops repeated edges itself.
-func (s *Store) loadPrereqs(ctx context.Context) (prereqs, afterAny prereqList, err error) {
-	rows, err := s.w.QueryContext(ctx, jobsSQL.Get("LoadPrereqs"))
-	if err != nil {
-		return prereqs, afterAny, err
-	}
+func (s *Store) loadPrereqs(rows *rowPipe[prereqRow]) (prereqs, afterAny prereqList, err error) {
 	var edge [1]dag.TargetID
-	for rows.Next() {
-		var id int64
-		var t, kind, jt int32
-		var live bool
-		if err := rows.Scan(&id, &t, &kind, &jt, &live); err != nil {
-			rows.Close()
-			return prereqs, afterAny, err
-		}
-		edge[0] = dag.TargetID(t)
-		s.g.AddEdges(dag.TargetID(jt), edge[:])
+	err = rows.each(func(r *prereqRow) error {
+		edge[0] = r.target
+		s.g.AddEdges(r.jobTarget, edge[:])
 		switch {
-		case !live:
-		case kind == prereqAfterAny:
-			afterAny.add(id, dag.TargetID(t))
+		case !r.live:
+		case r.kind == prereqAfterAny:
+			afterAny.add(r.job, r.target)
 		default:
-			prereqs.add(id, dag.TargetID(t))
+			prereqs.add(r.job, r.target)
 		}
+		return nil
+	})
+	return prereqs, afterAny, err
+}
+
+// prereqRow is a row of LoadPrereqs.
+type prereqRow struct {
+	job       int64
+	target    dag.TargetID
+	jobTarget dag.TargetID
+	kind      int8
+	live      bool
+}
+
+func decodePrereqRow(row []driver.Value, r *prereqRow) error {
+	var v [5]int64
+	for i := range v {
+		n, _, err := valInt(row[i])
+		if err != nil {
+			return err
+		}
+		v[i] = n
 	}
-	return prereqs, afterAny, closeRows(rows)
+	*r = prereqRow{job: v[0], target: dag.TargetID(v[1]), kind: int8(v[2]), jobTarget: dag.TargetID(v[3]), live: v[4] != 0}
+	return nil
 }
 
 // prereqList holds prerequisite targets by job, in job id order, in two
@@ -199,7 +229,7 @@ const (
 // runtimes); live ones enter the graph, and Executing ones get a fresh
 // lease from now with their placeholder known. It returns the Queued jobs
 // in id order.
-func (s *Store) loadJobs(ctx context.Context, prereqs, afterAny prereqList, now time.Time) ([]int64, error) {
+func (s *Store) loadJobs(ctx context.Context, rows *rowPipe[jobRow], prereqs, afterAny prereqList, now time.Time) ([]int64, error) {
 	type count struct {
 		t, q int32
 		st   job.State
@@ -215,44 +245,25 @@ func (s *Store) loadJobs(ctx context.Context, prereqs, afterAny prereqList, now 
 	}
 	learned := map[int32]*sum{}
 	var costedRuns []int64
-	rows, err := s.w.QueryContext(ctx, jobsSQL.Get("LoadJobs"))
-	if err != nil {
-		return nil, err
-	}
-	for rows.Next() {
-		var id int64
-		var q, t int32
-		var st sql.RawBytes // one byte, read at once: no string per job
-		var est sql.NullFloat64
-		var attempts, base int
-		var ph, started, finished sql.NullInt64
-		var prefetched bool
-		if err := rows.Scan(&id, &q, &t, &st, &est, &attempts, &base, &ph, &started, &finished, &prefetched); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		if len(st) == 0 {
-			rows.Close()
-			return nil, fmt.Errorf("job %d has an empty state", id)
-		}
-		state := job.State(st[0])
+	err := rows.each(func(r *jobRow) error {
+		id, q, t, state := r.id, r.queue, r.target, r.state
 		s.nextID = id + 1
 		if state.Terminal() {
 			ended[count{t, q, state}]++
-			if state == job.Done && started.Valid && finished.Valid && finished.Int64 > started.Int64 {
+			if state == job.Done && r.ran.Valid {
 				l := learned[t]
 				if l == nil {
 					l = &sum{}
 					learned[t] = l
 				}
-				l.secs += float64(finished.Int64-started.Int64) / 1e6
+				l.secs += float64(r.ran.Int64) / 1e6
 				l.n++
 			}
-			continue
+			return nil
 		}
-		s.g.LoadJob(id, dag.Node{Target: dag.TargetID(t), Queue: q, Est: float32(est.Float64), State: state, Prereqs: prereqs.next(id), AfterAny: afterAny.next(id)})
+		s.g.LoadJob(id, dag.Node{Target: dag.TargetID(t), Queue: q, Est: float32(r.est), State: state, Prereqs: prereqs.next(id), AfterAny: afterAny.next(id)})
 		if eq := s.queueIDs[q]; eq != nil {
-			eq.noteEst(est.Float64)
+			eq.noteEst(r.est)
 		}
 		s.countsFor(q)[state]++
 		switch state {
@@ -261,16 +272,18 @@ func (s *Store) loadJobs(ctx context.Context, prereqs, afterAny prereqList, now 
 		case job.Executing:
 			// A fresh lease: the placeholder may still be running it and will
 			// report or heartbeat once it reconnects.
-			ru := &run{attempt: attempts, used: max(attempts-base, 1), placeholder: ph.Int64, lease: now.Add(s.opt.Lease), started: time.UnixMicro(started.Int64), unstarted: prefetched}
+			attempts, ph := int(r.attempts), r.placeholder
+			ru := &run{attempt: attempts, used: max(attempts-int(r.base), 1), placeholder: ph, lease: now.Add(s.opt.Lease), started: time.UnixMicro(r.ran.Int64), unstarted: r.prefetched}
 			s.running[id] = ru
 			s.runStarted(id)
 			costedRuns = append(costedRuns, id)
 			// Known at once, so it may heartbeat and report after a
 			// restart; others are known when they register again.
-			s.phKnow(ph.Int64)
+			s.phKnow(ph)
 		}
-	}
-	if err := closeRows(rows); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	// Executing attempts take their reservations and places under the
@@ -304,12 +317,83 @@ func (s *Store) loadJobs(ctx context.Context, prereqs, afterAny prereqList, now 
 	return queued, nil
 }
 
+// jobRow is a row of LoadJobs.
+type jobRow struct {
+	id  int64
+	est float64
+	// ran is a Done job's runtime in microseconds (if its times say), a
+	// live job's start (Valid false: none).
+	ran            sql.NullInt64
+	placeholder    int64
+	queue, target  int32
+	attempts, base int32
+	state          job.State
+	prefetched     bool
+}
+
+func decodeJobRow(row []driver.Value, r *jobRow) error {
+	var v [6]int64
+	var ok [6]bool
+	for i := range v {
+		if i == 4 {
+			continue // est, a real
+		}
+		n, valid, err := valInt(row[i])
+		if err != nil {
+			return err
+		}
+		v[i], ok[i] = n, valid
+	}
+	if !ok[3] || v[3] <= 0 || v[3] > 127 {
+		return fmt.Errorf("job %d has no valid state", v[0])
+	}
+	est, err := valFloat(row[4])
+	if err != nil {
+		return err
+	}
+	*r = jobRow{id: v[0], queue: int32(v[1]), target: int32(v[2]), state: job.State(v[3]), est: est,
+		ran: sql.NullInt64{Int64: v[5], Valid: ok[5]}}
+	if row[6] == nil {
+		return nil
+	}
+	// An Executing job: "attempt base placeholder prefetched".
+	run, err := valText(row[6])
+	if err != nil {
+		return err
+	}
+	var f [4]int64
+	fields := strings.Fields(run)
+	if len(fields) != len(f) {
+		return fmt.Errorf("job %d: attempt fields %q", r.id, run)
+	}
+	for i, s := range fields {
+		if f[i], err = strconv.ParseInt(s, 10, 64); err != nil {
+			return fmt.Errorf("job %d: attempt fields %q: %w", r.id, run, err)
+		}
+	}
+	r.attempts, r.base, r.placeholder, r.prefetched = int32(f[0]), int32(f[1]), f[2], f[3] != 0
+	return nil
+}
+
 // fillReady pushes the Queued jobs onto their queues' ready heaps, in id
 // order (cheap pushes for FCFS). A DC queue counts their queue time from
 // now, this run's start.
 func (s *Store) fillReady(queued []int64, now time.Time) {
 	if s.bl.On() {
 		s.rankAll() // now that the jobs are loaded
+	}
+	// Each heap is allocated once, to size: appends leave up to a quarter
+	// of it empty (tens of MB at millions of jobs).
+	per := map[int32]int{}
+	for _, id := range queued {
+		if j, ok := s.g.Node(id); ok && j.State == job.Queued {
+			per[j.Queue]++
+		}
+	}
+	for qid, n := range per {
+		if q := s.queueIDs[qid]; q != nil {
+			q.ready.Grow(n)
+		}
 	}
 	for _, id := range queued {
 		if j, ok := s.g.Node(id); ok && j.State == job.Queued {

@@ -15,56 +15,6 @@ import (
 // DefaultQueue is the queue of jobs that name none.
 const DefaultQueue = protocol.DefaultQueue
 
-// edgeSet collects target -> prerequisite edges of a submission, by name.
-// A target's list is deduplicated by scanning while it is short and through
-// a set once it is long, so a target that many pipelines feed (b after each
-// of a0..a99999) costs linear time, not quadratic.
-type edgeSet struct {
-	out  map[string][]string
-	long map[string]map[string]struct{} // targets past scanLimit prerequisites
-}
-
-const scanLimit = 16
-
-func newEdgeSet() edgeSet { return edgeSet{out: map[string][]string{}} }
-
-// add records a job's after-ok and after-any prerequisites alike: both
-// order jobs, so both close cycles.
-func (e *edgeSet) add(js *protocol.JobSpec) {
-	if len(js.Prereqs)+len(js.AfterAny) == 0 {
-		return
-	}
-	have := e.out[js.Target]
-	set := e.long[js.Target]
-outer:
-	for _, p := range slices.Concat(js.Prereqs, js.AfterAny) {
-		if set != nil {
-			if _, dup := set[p]; dup {
-				continue
-			}
-			set[p] = struct{}{}
-		} else {
-			for _, q := range have {
-				if p == q {
-					continue outer
-				}
-			}
-		}
-		have = append(have, p)
-		if set == nil && len(have) > scanLimit {
-			if e.long == nil {
-				e.long = map[string]map[string]struct{}{}
-			}
-			set = make(map[string]struct{}, 2*len(have))
-			for _, q := range have {
-				set[q] = struct{}{}
-			}
-			e.long[js.Target] = set
-		}
-	}
-	e.out[js.Target] = have
-}
-
 // Submit adds jobs in one transaction and returns their ids. Either all are
 // added or none.
 func (s *Store) Submit(ctx context.Context, specs []protocol.JobSpec) ([]int64, error) {
@@ -100,7 +50,7 @@ func (s *Store) SubmitRequest(ctx context.Context, req protocol.Submit) ([]int64
 			ids = done
 			return err
 		}
-		if c := s.g.FindCycle(edges.out); c != "" {
+		if c := s.g.FindCycleIn(edges); c != "" {
 			return protocol.Errorf(protocol.CodeBadRequest, "prerequisites would form a cycle: %s", c)
 		}
 		ins := s.newInserter()
@@ -210,7 +160,8 @@ func (in *inserter) add(js *protocol.JobSpec) error {
 	in.rows = append(in.rows, row{queue: q.id, target: t, command: js.Command, cwd: js.Cwd, est: js.Est})
 	for kind, list := range [][]dag.TargetID{prereqs, afterAny} {
 		for _, p := range list {
-			in.prereqs = append(in.prereqs, id, int32(p), prereqAfterOK+kind)
+			// int64s: database/sql converts other integers by reflection.
+			in.prereqs = append(in.prereqs, id, int64(p), int64(prereqAfterOK+kind))
 			if len(in.prereqs) == 3*bulkRows {
 				if err := in.flushPrereqs(); err != nil {
 					return err

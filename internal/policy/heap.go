@@ -3,36 +3,168 @@ package policy
 // Heap keeps ready jobs in an Ordering's order. Entries may go stale (the
 // job was dispatched or re-waited through another path); the owner skips
 // them when popping, which keeps every operation O(log n).
+//
+// Entries are kept packed in 16 bytes, not Ready's 24: ten million queued
+// jobs are millions of entries. An id too large to pack (past 2^47) turns
+// the heap to plain Ready entries, so nothing is ever misstated.
 type Heap struct {
-	order Ordering
-	items []Ready
+	order  Ordering
+	fcfs   bool // order is FCFS: entries compare by key alone
+	items  []entry
+	wide   []Ready // used instead of items once an id does not pack
+	isWide bool
+}
+
+// entry is a Ready packed. key holds the priority in its top 16 bits,
+// flipped so that a higher priority is a smaller key, over the id: FCFS's
+// order is the keys' order.
+type entry struct {
+	key       uint64
+	est, prio float32
+}
+
+// maxPacked is the largest id an entry holds.
+const maxPacked = 1<<47 - 1
+
+func pack(r Ready) (entry, bool) {
+	if r.ID < 0 || r.ID > maxPacked {
+		return entry{}, false
+	}
+	return entry{key: uint64(uint16(r.Priority)^0x7fff)<<48 | uint64(r.ID), est: r.Est, prio: r.Prio}, true
+}
+
+func (e entry) ready() Ready {
+	return Ready{ID: int64(e.key & (1<<48 - 1)), Priority: int16(uint16(e.key>>48) ^ 0x7fff), Est: e.est, Prio: e.prio}
 }
 
 // NewHeap returns an empty heap ordered by o.
-func NewHeap(o Ordering) *Heap { return &Heap{order: o} }
+func NewHeap(o Ordering) *Heap {
+	_, fcfs := o.(FCFS)
+	return &Heap{order: o, fcfs: fcfs}
+}
 
 // Len is the number of entries, stale ones included.
-func (h *Heap) Len() int { return len(h.items) }
+func (h *Heap) Len() int {
+	if h.isWide {
+		return len(h.wide)
+	}
+	return len(h.items)
+}
 
 // Order returns the heap's policy.
 func (h *Heap) Order() Ordering { return h.order }
 
+// Grow makes room for n more entries, so a load or a bulk submit of
+// millions of jobs allocates the heap once, to size, not by appends that
+// leave it up to a quarter empty.
+func (h *Heap) Grow(n int) {
+	if h.isWide {
+		h.wide = growTo(h.wide, n)
+		return
+	}
+	h.items = growTo(h.items, n)
+}
+
+func growTo[E any](s []E, n int) []E {
+	if n <= cap(s)-len(s) {
+		return s
+	}
+	g := make([]E, len(s), len(s)+n)
+	copy(g, s)
+	return g
+}
+
 // Push adds a ready job.
 func (h *Heap) Push(r Ready) {
-	h.items = append(h.items, r)
-	h.up(len(h.items) - 1)
+	if !h.isWide {
+		if e, ok := pack(r); ok {
+			h.items = append(h.items, e)
+			h.up(len(h.items) - 1)
+			return
+		}
+		h.widen()
+	}
+	h.wide = append(h.wide, r)
+	up(h.wide, len(h.wide)-1, h.order.Less)
+}
+
+// widen turns the heap to plain Ready entries, keeping their order.
+func (h *Heap) widen() {
+	h.wide = make([]Ready, len(h.items), max(len(h.items)+1, 8))
+	for i, e := range h.items {
+		h.wide[i] = e.ready()
+	}
+	h.items = nil
+	h.isWide = true
+}
+
+func (h *Heap) less(a, b entry) bool {
+	if h.fcfs {
+		return a.key < b.key
+	}
+	return h.order.Less(a.ready(), b.ready())
+}
+
+// up and down are pop's and Push's for packed entries, not the generic
+// ones: a compare through a func value cost a quarter of an FCFS
+// dispatch's Pop and Push.
+func (h *Heap) up(i int) {
+	items := h.items
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h.less(items[i], items[p]) {
+			break
+		}
+		items[i], items[p] = items[p], items[i]
+		i = p
+	}
+}
+
+func (h *Heap) down(i int) {
+	items := h.items
+	n := len(items)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && h.less(items[r], items[l]) {
+			m = r
+		}
+		if !h.less(items[m], items[i]) {
+			return
+		}
+		items[i], items[m] = items[m], items[i]
+		i = m
+	}
 }
 
 // Peek returns the first job without removing it.
 func (h *Heap) Peek() (Ready, bool) {
+	if h.isWide {
+		if len(h.wide) == 0 {
+			return Ready{}, false
+		}
+		return h.wide[0], true
+	}
 	if len(h.items) == 0 {
 		return Ready{}, false
 	}
-	return h.items[0], true
+	return h.items[0].ready(), true
 }
 
 // Pop removes and returns the first job.
 func (h *Heap) Pop() (Ready, bool) {
+	if h.isWide {
+		var r Ready
+		var ok bool
+		h.wide, r, ok = pop(h.wide, h.order.Less)
+		if len(h.wide) == 0 {
+			h.wide, h.isWide = nil, false // pack again from empty
+		}
+		return r, ok
+	}
 	n := len(h.items)
 	if n == 0 {
 		return Ready{}, false
@@ -44,37 +176,55 @@ func (h *Heap) Pop() (Ready, bool) {
 		h.down(0)
 	}
 	if cap(h.items) > 1024 && len(h.items) < cap(h.items)/4 {
-		h.items = append([]Ready(nil), h.items...) // give memory back after a drain
+		h.items = append([]entry(nil), h.items...) // give memory back after a drain
 	}
-	return top, true
+	return top.ready(), true
 }
 
-func (h *Heap) up(i int) {
+func pop[E any](items []E, less func(a, b E) bool) ([]E, E, bool) {
+	n := len(items)
+	if n == 0 {
+		var zero E
+		return items, zero, false
+	}
+	top := items[0]
+	items[0] = items[n-1]
+	items = items[:n-1]
+	if n > 1 {
+		down(items, 0, less)
+	}
+	if cap(items) > 1024 && len(items) < cap(items)/4 {
+		items = append([]E(nil), items...) // give memory back after a drain
+	}
+	return items, top, true
+}
+
+func up[E any](items []E, i int, less func(a, b E) bool) {
 	for i > 0 {
 		p := (i - 1) / 2
-		if !h.order.Less(h.items[i], h.items[p]) {
+		if !less(items[i], items[p]) {
 			break
 		}
-		h.items[i], h.items[p] = h.items[p], h.items[i]
+		items[i], items[p] = items[p], items[i]
 		i = p
 	}
 }
 
-func (h *Heap) down(i int) {
-	n := len(h.items)
+func down[E any](items []E, i int, less func(a, b E) bool) {
+	n := len(items)
 	for {
 		l := 2*i + 1
 		if l >= n {
 			return
 		}
 		m := l
-		if r := l + 1; r < n && h.order.Less(h.items[r], h.items[l]) {
+		if r := l + 1; r < n && less(items[r], items[l]) {
 			m = r
 		}
-		if !h.order.Less(h.items[m], h.items[i]) {
+		if !less(items[m], items[i]) {
 			return
 		}
-		h.items[i], h.items[m] = h.items[m], h.items[i]
+		items[i], items[m] = items[m], items[i]
 		i = m
 	}
 }
@@ -82,8 +232,16 @@ func (h *Heap) down(i int) {
 // Each calls f for every entry, stale ones included, in no particular
 // order, until f returns false.
 func (h *Heap) Each(f func(Ready) bool) {
-	for _, r := range h.items {
-		if !f(r) {
+	if h.isWide {
+		for _, r := range h.wide {
+			if !f(r) {
+				return
+			}
+		}
+		return
+	}
+	for _, e := range h.items {
+		if !f(e.ready()) {
 			return
 		}
 	}

@@ -16,6 +16,8 @@ type bulkItem struct {
 	parsed chan struct{} // closed when add and err are set
 	add    protocol.BulkAdd
 	err    error
+	// checked: add.Jobs were parsed from raw lines, each validated as read.
+	checked bool
 
 	commit protocol.BulkCommit // the body of a bulk.commit
 	lookup bool                // a commit with a token and nothing spooled: asks for the token's outcome
@@ -59,6 +61,7 @@ func newBulkItem(rt *route, req *protocol.Request, add *protocol.BulkAdd) *bulkI
 		if err != nil {
 			it.err = protocol.Errorf(protocol.CodeBadRequest, "%v", err)
 		}
+		it.checked = true
 		b.Data = nil
 	}()
 	return it
@@ -84,7 +87,11 @@ func bulkAdd(_ context.Context, c *conn, it *bulkItem) (protocol.Empty, error) {
 		c.bulk, c.bulkAsking = bulk, 0
 	}
 	c.bulkAsking += countAsking(it.add.Jobs)
-	if err := c.bulk.Add(it.add.Line, it.add.Jobs); err != nil {
+	add := c.bulk.Add
+	if it.checked {
+		add = c.bulk.AddChecked
+	}
+	if err := add(it.add.Line, it.add.Jobs); err != nil {
 		c.bulk.Abort()
 		c.bulk, c.bulkErr = nil, err
 		return protocol.Empty{}, err

@@ -72,6 +72,7 @@ from local placeholders).`,
 			&cli.StringFlag{Name: "ssh", Usage: "also accept SSH connections on `ADDR` (host:port), authenticated by the keys of cls key"},
 			&cli.GenericFlag{Name: "site-net", Value: &siteNets{}, Usage: "network of a site for dc queues, `SITE=LATENCY_S,BANDWIDTH` (bytes/s, units allowed: 100M); SITE default applies to sites not named (repeat)"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the CLS to `FILE` (performance work)", Hidden: true},
+			&cli.StringFlag{Name: "memprofile", Usage: "write a heap profile of the CLS to `FILE` as it stops (performance work)", Hidden: true},
 			&cli.StringFlag{Name: "agents", Usage: "directory of placeholder agents for remote sites (mqagent-linux-amd64, ...; default: beside cls)"},
 			&cli.DurationFlag{Name: "site-poll", Usage: "how often each site's placeholders are looked at", Value: 2 * time.Second},
 			&cli.DurationFlag{Name: "site-throttle", Usage: "a site whose placeholder waits this long in its batch queue is throttled: it keeps one queued and submits no more, so the work goes to sites whose placeholders start sooner", Value: 5 * time.Minute},
@@ -172,6 +173,10 @@ func serve(c *cli.Context) error {
 		return err
 	}
 	defer srv.Close()
+	if path := c.String("memprofile"); path != "" {
+		// Before Close, while the metaqueue is still held.
+		defer writeHeapProfile(path, c.App.ErrWriter)
+	}
 	fmt.Fprintf(c.App.ErrWriter, "cls: serving MQ_HOME=%s with %s (log: %s)\n",
 		srv.Home(), plural(n, "local placeholder"), filepath.Join(srv.Home(), "cls.log"))
 	// SIGHUP reopens cls.log, after logrotate moved it away.
@@ -208,6 +213,18 @@ func startProfile(path string) (stop func(), err error) {
 		return nil, err
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// writeHeapProfile writes the live heap to path, after a collection.
+func writeHeapProfile(path string, errw io.Writer) {
+	runtime.GC()
+	f, err := os.Create(path)
+	if err == nil {
+		err = errors.Join(pprof.WriteHeapProfile(f), f.Close())
+	}
+	if err != nil {
+		fmt.Fprintf(errw, "cls: memprofile: %v\n", err)
+	}
 }
 
 func clsAgent() *cli.Command {

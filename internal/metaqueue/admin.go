@@ -393,55 +393,11 @@ func (s *Store) Queues(ctx context.Context) ([]protocol.QueueInfo, error) {
 // SetQueue creates a queue or changes its properties.
 func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.QueueInfo, error) {
 	var info protocol.QueueInfo
-	if err := job.ValidName("queue", qs.Name); err != nil {
-		return info, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+	pol, err := checkQueueSet(qs)
+	if err != nil {
+		return info, err
 	}
-	var pol *policy.Info
-	if qs.Policy != nil {
-		p, err := policy.Lookup(*qs.Policy)
-		if err != nil {
-			return info, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
-		}
-		if !p.ForQueues() {
-			return info, protocol.Errorf(protocol.CodeBadRequest, "policy %s decides how many placeholders sites hold, not which job a queue runs", p.Name)
-		}
-		pol = &p
-	}
-	if qs.Ceiling != nil {
-		if err := protocol.CheckSeconds("ceiling", *qs.Ceiling); err != nil {
-			return info, protocol.Errorf(protocol.CodeBadRequest, "%v (0 = none)", err)
-		}
-	}
-	if qs.Deadline != nil {
-		if err := protocol.CheckDeadline(*qs.Deadline); err != nil {
-			return info, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
-		}
-	}
-	if qs.Budget != nil {
-		if err := protocol.CheckBudget(*qs.Budget); err != nil {
-			return info, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
-		}
-	}
-	if qs.MaxCopies != nil && (*qs.MaxCopies < 0 || *qs.MaxCopies > 1000) {
-		return info, protocol.Errorf(protocol.CodeBadRequest, "max copies must be 0..1000 (0: the policy's default, 1: never copy)")
-	}
-	if qs.MaxOutput != nil {
-		if err := protocol.CheckQueueOutput(*qs.MaxOutput); err != nil {
-			return info, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
-		}
-	}
-	if qs.Output != nil && *qs.Output != "" && *qs.Output != protocol.OutputModeFiles {
-		return info, protocol.Errorf(protocol.CodeBadRequest, "a queue's output must be files (or empty: as the placeholder does), not %q", protocol.ClipText(*qs.Output, 64))
-	}
-	if qs.MaxAttempts != nil && (*qs.MaxAttempts < 1 || *qs.MaxAttempts > 1000) {
-		return info, protocol.Errorf(protocol.CodeBadRequest, "max attempts must be 1..1000")
-	}
-	if qs.Defaults != nil {
-		if err := protocol.CheckResources(*qs.Defaults); err != nil {
-			return info, protocol.Errorf(protocol.CodeBadRequest, "defaults: %v", err)
-		}
-	}
-	err := s.doDurable(ctx, func() error {
+	err = s.doDurable(ctx, func() error {
 		q, err := s.queueFor(qs.Name)
 		if err != nil {
 			return err
@@ -496,27 +452,7 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 			s.ledger.Changed()
 		}
 		if pol != nil && pol.Name != q.pol.Name {
-			old := q.ready
-			q.pol, q.ready = *pol, policy.NewHeap(pol.Order)
-			s.countDC() // ranks every job if this is the first cp queue
-			toDC := pol.Kind == policy.Choosing
-			now := s.now()
-			for {
-				r, ok := old.Pop()
-				if !ok {
-					break
-				}
-				if q.needsBLevels() {
-					if j, ok := s.g.Node(r.ID); ok && j.State == job.Queued {
-						r = s.readyEntry(q, r.ID, j.Est, j.Target)
-					}
-				}
-				q.ready.Push(r)
-				if toDC {
-					s.data.BecameReady(r.ID, now) // queue time counts from the switch
-				}
-			}
-			s.data.Bump()
+			s.switchPolicy(q, *pol)
 		}
 		q.QueueInfo = next
 		s.countCopying()
@@ -524,6 +460,85 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 		return nil
 	})
 	return info, err
+}
+
+// checkQueueSet checks qs's values before anything is written, and
+// resolves its policy (nil: unchanged).
+func checkQueueSet(qs protocol.QueueSet) (*policy.Info, error) {
+	if err := job.ValidName("queue", qs.Name); err != nil {
+		return nil, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+	}
+	var pol *policy.Info
+	if qs.Policy != nil {
+		p, err := policy.Lookup(*qs.Policy)
+		if err != nil {
+			return nil, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+		}
+		if !p.ForQueues() {
+			return nil, protocol.Errorf(protocol.CodeBadRequest, "policy %s decides how many placeholders sites hold, not which job a queue runs", p.Name)
+		}
+		pol = &p
+	}
+	if qs.Ceiling != nil {
+		if err := protocol.CheckSeconds("ceiling", *qs.Ceiling); err != nil {
+			return nil, protocol.Errorf(protocol.CodeBadRequest, "%v (0 = none)", err)
+		}
+	}
+	if qs.Deadline != nil {
+		if err := protocol.CheckDeadline(*qs.Deadline); err != nil {
+			return nil, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+		}
+	}
+	if qs.Budget != nil {
+		if err := protocol.CheckBudget(*qs.Budget); err != nil {
+			return nil, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+		}
+	}
+	if qs.MaxCopies != nil && (*qs.MaxCopies < 0 || *qs.MaxCopies > 1000) {
+		return nil, protocol.Errorf(protocol.CodeBadRequest, "max copies must be 0..1000 (0: the policy's default, 1: never copy)")
+	}
+	if qs.MaxOutput != nil {
+		if err := protocol.CheckQueueOutput(*qs.MaxOutput); err != nil {
+			return nil, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+		}
+	}
+	if qs.Output != nil && *qs.Output != "" && *qs.Output != protocol.OutputModeFiles {
+		return nil, protocol.Errorf(protocol.CodeBadRequest, "a queue's output must be files (or empty: as the placeholder does), not %q", protocol.ClipText(*qs.Output, 64))
+	}
+	if qs.MaxAttempts != nil && (*qs.MaxAttempts < 1 || *qs.MaxAttempts > 1000) {
+		return nil, protocol.Errorf(protocol.CodeBadRequest, "max attempts must be 1..1000")
+	}
+	if qs.Defaults != nil {
+		if err := protocol.CheckResources(*qs.Defaults); err != nil {
+			return nil, protocol.Errorf(protocol.CodeBadRequest, "defaults: %v", err)
+		}
+	}
+	return pol, nil
+}
+
+// switchPolicy moves queue q's ready jobs onto a heap ordered by pol.
+func (s *Store) switchPolicy(q *queue, pol policy.Info) {
+	old := q.ready
+	q.pol, q.ready = pol, policy.NewHeap(pol.Order)
+	s.countDC() // ranks every job if this is the first cp queue
+	toDC := pol.Kind == policy.Choosing
+	now := s.now()
+	for {
+		r, ok := old.Pop()
+		if !ok {
+			break
+		}
+		if q.needsBLevels() {
+			if j, ok := s.g.Node(r.ID); ok && j.State == job.Queued {
+				r = s.readyEntry(q, r.ID, j.Est, j.Target)
+			}
+		}
+		q.ready.Push(r)
+		if toDC {
+			s.data.BecameReady(r.ID, now) // queue time counts from the switch
+		}
+	}
+	s.data.Bump()
 }
 
 // Summary counts jobs per queue and state, from memory: it costs the same

@@ -615,12 +615,24 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 	for i, t := range d.Transfers {
 		fmt.Fprintf(tw, "%s\t%s\n", fileLabel("transfers", i), protocol.Printable(t.Path+": "+TransferLine(t)))
 	}
-	// Attempts handed back unstarted are listed with the others, in
-	// number order, so the numbers run on without a gap.
-	type attemptLine struct {
-		n    int
-		line string
+	for _, l := range attemptLines(d) {
+		p(fmt.Sprintf("attempt %d", l.n), l.line)
 	}
+	for _, a := range d.Copies {
+		p(fmt.Sprintf("attempt %d", a.Attempt), fmt.Sprintf("%s on %s, since %s: a copy running beside the job's attempt", a.Site, a.Host, a.Started))
+	}
+	tw.Flush()
+}
+
+// attemptLine is one attempt in mqstat -j's list.
+type attemptLine struct {
+	n    int
+	line string
+}
+
+// attemptLines lists d's attempts, those handed back unstarted with the
+// others, in number order, so the numbers run on without a gap.
+func attemptLines(d protocol.JobDetail) []attemptLine {
 	var lines []attemptLine
 	for _, a := range d.Unstarted {
 		lines = append(lines, attemptLine{a.Attempt, fmt.Sprintf("%s on %s, %s: %s (not counted)", a.Site, a.Host, a.Finished, a.Reason)})
@@ -643,13 +655,7 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 		lines = append(lines, attemptLine{a.Attempt, line})
 	}
 	slices.SortStableFunc(lines, func(a, b attemptLine) int { return a.n - b.n })
-	for _, l := range lines {
-		p(fmt.Sprintf("attempt %d", l.n), l.line)
-	}
-	for _, a := range d.Copies {
-		p(fmt.Sprintf("attempt %d", a.Attempt), fmt.Sprintf("%s on %s, since %s: a copy running beside the job's attempt", a.Site, a.Host, a.Started))
-	}
-	tw.Flush()
+	return lines
 }
 
 // planLine says where a plan put the job and whether it ran there.

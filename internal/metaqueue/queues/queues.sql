@@ -1,0 +1,19 @@
+-- queues: a queue's settings as `cls queue set` changes them, its deadline
+-- and budget (queue_economics) and its resource defaults (queue_defaults).
+
+-- name: UpdateQueue
+UPDATE queues SET ceiling_s = ?, max_attempts = ?, retry_failed = ?, policy = ?, max_copies = ?, max_output = ?, output = ? WHERE id = ?;
+
+-- name: SetEconomics
+INSERT INTO queue_economics (queue_id, deadline, budget) VALUES (?, ?, ?)
+ON CONFLICT (queue_id) DO UPDATE SET deadline = excluded.deadline, budget = excluded.budget;
+
+-- name: DeleteDefaults
+DELETE FROM queue_defaults WHERE queue_id = ?;
+
+-- name: SetDefaults
+INSERT INTO queue_defaults (queue_id, resources) VALUES (?, ?)
+ON CONFLICT (queue_id) DO UPDATE SET resources = excluded.resources;
+
+-- name: LoadDefaults
+SELECT queue_id, resources FROM queue_defaults;

@@ -71,17 +71,12 @@ func queuesErr(err error) error {
 	return err
 }
 
-// loadQueueDefaults gives each loaded queue its stored defaults.
-func (s *Store) loadQueueDefaults(ctx context.Context) error {
-	name := func(id int32) (string, bool) {
-		q := s.queueIDs[id]
-		if q == nil {
-			return "", false
-		}
-		return q.Name, true
-	}
-	return queues.LoadDefaults(ctx, s.w, name, func(id int32, r protocol.Resources) {
-		s.queueIDs[id].Defaults = r
+// loadQueues loads every queue with its settings and policy.
+func (s *Store) loadQueues(ctx context.Context) error {
+	return queues.Load(ctx, s.w, func(id int32, info protocol.QueueInfo) {
+		q := &queue{QueueInfo: info, id: id}
+		q.setPolicy(q.Policy)
+		s.addQueue(q)
 	})
 }
 

@@ -190,31 +190,27 @@ func saveDefaults(ctx context.Context, ex Execer, id int32, r protocol.Resources
 	return nil
 }
 
-// LoadDefaults calls f with each queue's stored defaults (loading);
-// name names a queue in the error of defaults that do not parse, and
-// says whether the queue is known (those of a queue not known are
-// skipped).
-func LoadDefaults(ctx context.Context, ex Execer, name func(id int32) (string, bool), f func(id int32, r protocol.Resources)) error {
-	rows, err := ex.QueryContext(ctx, queries.Get("LoadDefaults"))
+// Load calls f with every stored queue's id and settings, its deadline,
+// budget and resource defaults with them (loading).
+func Load(ctx context.Context, ex Execer, f func(id int32, info protocol.QueueInfo)) error {
+	rows, err := ex.QueryContext(ctx, queries.Get("LoadQueues"))
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var id int32
-		var text string
-		if err := rows.Scan(&id, &text); err != nil {
+		var q protocol.QueueInfo
+		var defaults sql.NullString
+		if err := rows.Scan(&id, &q.Name, &q.Ceiling, &q.MaxAttempts, &q.RetryFailed, &q.Policy, &q.Deadline, &q.Budget, &q.MaxCopies, &q.MaxOutput, &q.Output, &defaults); err != nil {
 			return err
 		}
-		q, ok := name(id)
-		if !ok {
-			continue
+		if defaults.Valid {
+			if err := json.Unmarshal([]byte(defaults.String), &q.Defaults); err != nil {
+				return fmt.Errorf("queue %s: stored resource defaults: %w", q.Name, err)
+			}
 		}
-		var r protocol.Resources
-		if err := json.Unmarshal([]byte(text), &r); err != nil {
-			return fmt.Errorf("queue %s: stored resource defaults: %w", q, err)
-		}
-		f(id, r)
+		f(id, q)
 	}
 	return rows.Err()
 }

@@ -1,5 +1,6 @@
--- queues: a queue's settings as `cls queue set` changes them, its deadline
--- and budget (queue_economics) and its resource defaults (queue_defaults).
+-- queues: a queue's settings as `cls queue set` changes them and as they
+-- load, its deadline and budget (queue_economics) and its resource
+-- defaults (queue_defaults).
 
 -- name: UpdateQueue
 UPDATE queues SET ceiling_s = ?, max_attempts = ?, retry_failed = ?, policy = ?, max_copies = ?, max_output = ?, output = ? WHERE id = ?;
@@ -15,5 +16,7 @@ DELETE FROM queue_defaults WHERE queue_id = ?;
 INSERT INTO queue_defaults (queue_id, resources) VALUES (?, ?)
 ON CONFLICT (queue_id) DO UPDATE SET resources = excluded.resources;
 
--- name: LoadDefaults
-SELECT queue_id, resources FROM queue_defaults;
+-- name: LoadQueues
+SELECT q.id, q.name, q.ceiling_s, q.max_attempts, q.retry_failed, q.policy,
+	COALESCE(e.deadline, 0), COALESCE(e.budget, 0), q.max_copies, q.max_output, q.output, d.resources
+FROM queues q LEFT JOIN queue_economics e ON e.queue_id = q.id LEFT JOIN queue_defaults d ON d.queue_id = q.id;

@@ -128,7 +128,7 @@ func TestSave(t *testing.T) {
 	if err := w.QueryRowContext(ctx, "INSERT INTO queues (name, created) VALUES ('q', 0) RETURNING id").Scan(&id); err != nil {
 		t.Fatal(err)
 	}
-	cur := protocol.QueueInfo{Name: "q", MaxAttempts: 1, Policy: "fifo"}
+	cur := protocol.QueueInfo{Name: "q", MaxAttempts: 1, Policy: "fcfs"}
 	for _, tc := range []struct {
 		name     string
 		qs       protocol.QueueSet
@@ -159,12 +159,16 @@ func TestSave(t *testing.T) {
 			t.Errorf("%s: stored %+v, want %+v", tc.name, got, cur)
 		}
 		var loaded *protocol.Resources
-		known := func(int32) (string, bool) { return "q", true }
-		if err := LoadDefaults(ctx, w, known, func(qid int32, r protocol.Resources) {
+		if err := Load(ctx, w, func(qid int32, info protocol.QueueInfo) {
 			if qid != id {
-				t.Errorf("%s: defaults of queue %d, want %d", tc.name, qid, id)
+				t.Errorf("%s: loaded queue %d, want %d", tc.name, qid, id)
 			}
-			loaded = &r
+			if info.Defaults.Asks() {
+				loaded = &info.Defaults
+			}
+			if !reflect.DeepEqual(info, cur) {
+				t.Errorf("%s: loaded %+v, want %+v", tc.name, info, cur)
+			}
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -174,34 +178,37 @@ func TestSave(t *testing.T) {
 	}
 }
 
-// TestLoadDefaults: defaults of a queue not known are skipped, and
-// defaults that do not parse are an error naming their queue.
-func TestLoadDefaults(t *testing.T) {
+// TestLoad: every queue loads with its settings, deadline, budget and
+// defaults; defaults that do not parse are an error naming their queue.
+func TestLoad(t *testing.T) {
 	ctx := context.Background()
 	w := newDB(t)
 	for _, q := range []string{
-		`INSERT INTO queues (id, name, created) VALUES (1, 'known', 0), (2, 'gone', 0), (3, 'bad', 0)`,
-		`INSERT INTO queue_defaults (queue_id, resources) VALUES (1, '{"cpus":2}'), (2, '{"cpus":3}')`,
+		`INSERT INTO queues (id, name, created, ceiling_s, max_attempts, policy) VALUES (1, 'a', 0, 60, 2, 'sjf'), (2, 'b', 0, 0, 1, 'fcfs')`,
+		`INSERT INTO queue_economics (queue_id, deadline, budget) VALUES (2, 1e9, 5)`,
+		`INSERT INTO queue_defaults (queue_id, resources) VALUES (1, '{"cpus":2}')`,
 	} {
 		if _, err := w.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
 	}
-	names := map[int32]string{1: "known", 3: "bad"}
-	name := func(id int32) (string, bool) { n, ok := names[id]; return n, ok }
-	got := map[int32]protocol.Resources{}
-	keep := func(id int32, r protocol.Resources) { got[id] = r }
-	if err := LoadDefaults(ctx, w, name, keep); err != nil {
+	got := map[int32]protocol.QueueInfo{}
+	keep := func(id int32, info protocol.QueueInfo) { got[id] = info }
+	if err := Load(ctx, w, keep); err != nil {
 		t.Fatal(err)
 	}
-	if want := map[int32]protocol.Resources{1: {CPUs: 2}}; !reflect.DeepEqual(got, want) {
-		t.Errorf("loaded %v, want %v", got, want)
+	want := map[int32]protocol.QueueInfo{
+		1: {Name: "a", Ceiling: 60, MaxAttempts: 2, Policy: "sjf", Defaults: protocol.Resources{CPUs: 2}},
+		2: {Name: "b", MaxAttempts: 1, Policy: "fcfs", Deadline: 1e9, Budget: 5},
 	}
-	if _, err := w.ExecContext(ctx, `INSERT INTO queue_defaults (queue_id, resources) VALUES (3, '{')`); err != nil {
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("loaded %+v, want %+v", got, want)
+	}
+	if _, err := w.ExecContext(ctx, `INSERT INTO queue_defaults (queue_id, resources) VALUES (2, '{')`); err != nil {
 		t.Fatal(err)
 	}
-	err := LoadDefaults(ctx, w, name, keep)
-	if err == nil || !strings.Contains(err.Error(), "queue bad: stored resource defaults") {
+	err := Load(ctx, w, keep)
+	if err == nil || !strings.Contains(err.Error(), "queue b: stored resource defaults") {
 		t.Errorf("unreadable defaults: %v", err)
 	}
 }

@@ -112,7 +112,7 @@ func (s *Store) Summary(ctx context.Context) ([]protocol.QueueCounts, error) {
 	err := s.do(ctx, func() error {
 		pre := s.prefetched()
 		for _, q := range s.qlist {
-			out = append(out, queues.Counts(s.econInfo(q), inspect.Counts(s.countsFor(q.id), pre[q.id])))
+			out = append(out, queues.Summary(s.econInfo(q), inspect.Counts(s.countsFor(q.id), pre[q.id])))
 		}
 		return nil
 	})

@@ -215,10 +215,10 @@ func Load(ctx context.Context, ex Execer, f func(id int32, info protocol.QueueIn
 	return rows.Err()
 }
 
-// Counts is a queue's row of `mqstat --summary`: info, its settings
+// Summary is a queue's row of `mqstat --summary`: info, its settings
 // with what the ledger filled in, and its jobs counted by state. A
 // queue that spent or has a deadline or budget shows them.
-func Counts(info protocol.QueueInfo, counts map[string]int) protocol.QueueCounts {
+func Summary(info protocol.QueueInfo, counts map[string]int) protocol.QueueCounts {
 	qc := protocol.QueueCounts{Queue: info.Name, Policy: info.Policy, Counts: counts}
 	if info.Spent > 0 || info.Budget > 0 || info.Deadline > 0 {
 		qc.Spent, qc.SpentBySite, qc.Infeasible, qc.OverBudget = info.Spent, info.SpentBySite, info.Infeasible, info.OverBudget

@@ -213,9 +213,9 @@ func TestLoad(t *testing.T) {
 	}
 }
 
-// TestCounts: a queue's summary row shows spending, budget and deadline
+// TestSummary: a queue's summary row shows spending, budget and deadline
 // only for a queue that spent or has a budget or deadline.
-func TestCounts(t *testing.T) {
+func TestSummary(t *testing.T) {
 	counts := map[string]int{"queued": 2}
 	for _, tc := range []struct {
 		name string
@@ -227,14 +227,14 @@ func TestCounts(t *testing.T) {
 		{"budget", protocol.QueueInfo{Name: "q", Policy: "fifo", Budget: 9, OverBudget: 2}, true},
 		{"deadline", protocol.QueueInfo{Name: "q", Policy: "fifo", Deadline: 1e9, Infeasible: 3}, true},
 	} {
-		got := Counts(tc.info, counts)
+		got := Summary(tc.info, counts)
 		want := protocol.QueueCounts{Queue: "q", Policy: "fifo", Counts: counts}
 		if tc.econ {
 			want.Spent, want.SpentBySite, want.Budget, want.Deadline = tc.info.Spent, tc.info.SpentBySite, tc.info.Budget, tc.info.Deadline
 			want.Infeasible, want.OverBudget = tc.info.Infeasible, tc.info.OverBudget
 		}
 		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: Counts = %+v, want %+v", tc.name, got, want)
+			t.Errorf("%s: Summary = %+v, want %+v", tc.name, got, want)
 		}
 	}
 }

@@ -119,6 +119,21 @@ func newDB(t *testing.T) *sql.Conn {
 	return w
 }
 
+// TestQueriesPrepare: every query of queues.sql prepares against the
+// schema the migrations make: a typo or a column the schema lost fails
+// here, not in the CLS.
+func TestQueriesPrepare(t *testing.T) {
+	w := newDB(t)
+	for _, name := range queries.Names() {
+		st, err := w.PrepareContext(context.Background(), queries.Get(name))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		st.Close()
+	}
+}
+
 // TestSave writes changes and reads back the rows: the queue's settings,
 // its deadline and budget, and its defaults, kept, replaced and removed.
 func TestSave(t *testing.T) {

@@ -29,9 +29,6 @@ func (s *Store) load(ctx context.Context) error {
 	if err := s.loadQueues(ctx); err != nil {
 		return err
 	}
-	if err := s.loadQueueDefaults(ctx); err != nil {
-		return err
-	}
 	if err := s.loadLedger(ctx); err != nil {
 		return err
 	}
@@ -95,24 +92,6 @@ func (s *Store) resetIndex() {
 	s.cat.Reset()
 	s.bl.Off()
 	s.prio = map[int64]int16{}
-}
-
-// loadQueues loads every queue with its settings and policy.
-func (s *Store) loadQueues(ctx context.Context) error {
-	rows, err := s.w.QueryContext(ctx, queuesSQL.Get("LoadQueues"))
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		q := &queue{}
-		if err := rows.Scan(&q.id, &q.Name, &q.Ceiling, &q.MaxAttempts, &q.RetryFailed, &q.Policy, &q.Deadline, &q.Budget, &q.MaxCopies, &q.MaxOutput, &q.Output); err != nil {
-			rows.Close()
-			return err
-		}
-		q.setPolicy(q.Policy)
-		s.addQueue(q)
-	}
-	return closeRows(rows)
 }
 
 // loadTargets gives the graph every target, with its stored id.

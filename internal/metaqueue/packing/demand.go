@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/internal/dispatch"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/job"
@@ -224,7 +225,7 @@ func (p *Packing) CountReady(n *Need, d Demand, g *dag.Graph, q ReadyQueue) {
 	q.Heap.Each(func(r policy.Ready) bool {
 		examined++
 		j, ok := g.Node(r.ID)
-		if ok && j.State == job.Queued && fits(j.Est, q.Ceiling, d.Walltime) {
+		if ok && j.State == job.Queued && dispatch.Fits(j.Est, q.Ceiling, d.Walltime) {
 			if !each {
 				n.AddSlots(d.Shape, 1)
 				fit++
@@ -236,16 +237,6 @@ func (p *Packing) CountReady(n *Need, d Demand, g *dag.Graph, q ReadyQueue) {
 		// queue's Queued jobs.
 		return n.Jobs < d.Limit && examined < maxExamined && fit < q.Queued
 	})
-}
-
-// fits says whether a job of estimate est (else the queue's ceiling;
-// neither: any) ends within walltime (0: no limit), as dispatch judges.
-func fits(est float32, ceiling, walltime float64) bool {
-	need := float64(est)
-	if est <= 0 {
-		need = ceiling
-	}
-	return walltime <= 0 || need <= walltime
 }
 
 // AddRunning counts attempt ru against shape by what it took (its grant's

@@ -105,11 +105,6 @@ FROM jobs ORDER BY id;
 SELECT p.job_id, p.target_id, p.kind, j.target_id, j.state IN ('W','Q','H','E','B')
 FROM job_prereqs p CROSS JOIN jobs j ON j.id = p.job_id ORDER BY p.job_id;
 
--- name: SelectIDs
--- The jobs a selector names, in the states given as one string (e.g.
--- 'WQ'). The selector's builder appends its other conditions with AND.
-SELECT id FROM jobs WHERE instr(?, state) > 0;
-
 -- name: SetRowAttempt
 -- The attempt the job's row shows (a copy that won, or took the lead).
 UPDATE jobs SET row_attempt = ?, placeholder_id = ?, started = ? WHERE id = ?;

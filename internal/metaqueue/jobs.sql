@@ -117,15 +117,3 @@ UPDATE jobs SET row_attempt = coalesce(row_attempt, attempts), attempts = attemp
 RETURNING attempts, command, cwd, submitted, coalesce((SELECT env FROM job_env WHERE job_id = jobs.id), ''),
 	coalesce((SELECT e.env FROM submit_env e WHERE e.first_job = (SELECT max(first_job) FROM submit_env WHERE first_job <= jobs.id)
 		AND e.last_job >= jobs.id), '');
-
--- name: InsertPriority
--- A job's priority, kept only when it is not 0 (mqsub -p).
-INSERT INTO job_priority (job_id, priority) VALUES (?, ?);
-
--- name: LivePriorities
--- CROSS JOIN: driven from the few rows here, not a scan of every job.
-SELECT p.job_id, p.priority FROM job_priority p CROSS JOIN jobs j ON j.id = p.job_id
-WHERE j.state IN ('W','Q','H','E','B');
-
--- name: JobPriority
-SELECT priority FROM job_priority WHERE job_id = ?;

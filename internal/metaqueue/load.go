@@ -54,7 +54,7 @@ func (s *Store) load(ctx context.Context) error {
 	if err := s.arrays.Load(ctx, s.w); err != nil {
 		return err
 	}
-	if err := s.loadPriorities(ctx); err != nil {
+	if err := s.prio.Load(ctx, s.w); err != nil {
 		return err
 	}
 	now := s.now()
@@ -94,7 +94,7 @@ func (s *Store) resetIndex() {
 	s.data.UseLinks(&s.links, s.opt.Links, s.opt.DefaultLink)
 	s.cat.Reset()
 	s.bl.Off()
-	s.prio = map[int64]int16{}
+	s.prio.Reset()
 }
 
 // loadQueues loads every queue with its settings and policy.

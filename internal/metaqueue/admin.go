@@ -11,6 +11,7 @@ import (
 	"github.com/mq-hpc/mq/internal/metaqueue/selector"
 	"github.com/mq-hpc/mq/internal/metaqueue/waits"
 	"github.com/mq-hpc/mq/internal/policy"
+	"github.com/mq-hpc/mq/internal/sqlscan"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -116,40 +117,27 @@ func answerWaits(done []*waits.Wait[*call]) {
 // selectIDs resolves a selection for action a to job ids (module
 // selector), reading them on the writer when it names no ids.
 func (s *Store) selectIDs(sel protocol.Select, a selector.Action) ([]int64, error) {
-	q, err := selector.Build(sel, a.States(), selectNames{s})
+	q, err := selector.Build(sel, a.States(), selectNames{s.g, s.queues})
 	if err != nil || q.SQL == "" {
 		return q.IDs, err
 	}
-	rows, err := s.w.QueryContext(context.Background(), q.SQL, q.Args...)
+	ids, err := sqlscan.Int64s(s.w.QueryContext(context.Background(), q.SQL, q.Args...))
 	if err != nil {
-		return nil, fatalError{err}
-	}
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return nil, fatalError{err}
-		}
-		ids = append(ids, id)
-	}
-	if err := closeRows(rows); err != nil {
 		return nil, fatalError{err}
 	}
 	return ids, nil
 }
 
-// selectNames answers selector.Names from the core's memory.
-type selectNames struct{ s *Store }
-
-func (n selectNames) Target(name string) (int32, bool) {
-	t, ok := n.s.g.Lookup(name)
-	return int32(t), ok
+// selectNames answers selector.Names: targets from the graph, queues
+// by name.
+type selectNames struct {
+	*dag.Graph
+	queues map[string]*queue
 }
 
-func (n selectNames) Queue(name string) (int32, bool) {
-	if q := n.s.queues[name]; q != nil {
-		return q.id, true
+func (n selectNames) Queue(name string) (int64, bool) {
+	if q := n.queues[name]; q != nil {
+		return int64(q.id), true
 	}
 	return 0, false
 }
@@ -235,28 +223,34 @@ func (s *Store) RerunWith(ctx context.Context, req protocol.Rerun) (protocol.Act
 		if err != nil {
 			return err
 		}
-		var prereqs, afterAny []dag.TargetID
+		type prereq struct{ target, kind int32 }
 		rows, err := s.stmts.jobPrereqs.Query(id)
+		stored, err := sqlscan.All(rows, err, func(r *sql.Rows, p *prereq) error { return r.Scan(&p.target, &p.kind) })
 		if err != nil {
 			return fatalError{err}
 		}
-		for rows.Next() {
-			var t, kind int32
-			if err := rows.Scan(&t, &kind); err != nil {
-				rows.Close()
-				return fatalError{err}
-			}
-			if kind == prereqAfterAny {
-				afterAny = append(afterAny, dag.TargetID(t))
+		var prereqs, afterAny []dag.TargetID
+		for _, p := range stored {
+			if p.kind == prereqAfterAny {
+				afterAny = append(afterAny, dag.TargetID(p.target))
 			} else {
-				prereqs = append(prereqs, dag.TargetID(t))
+				prereqs = append(prereqs, dag.TargetID(p.target))
 			}
-		}
-		if err := closeRows(rows); err != nil {
-			return fatalError{err}
 		}
 		return s.rerun(id, dag.Node{Target: dag.TargetID(sj.target), Queue: sj.queue, Est: float32(sj.est), Prereqs: prereqs, AfterAny: afterAny}, sj.state, command)
 	})
+}
+
+// Hold keeps jobs from running until Release: Waiting and Queued ones
+// become Held. Their targets stay incomplete, so dependents wait.
+func (s *Store) Hold(ctx context.Context, sel protocol.Select) (protocol.ActionReply, error) {
+	return s.actOnSelected(ctx, sel, selector.Hold, s.hold)
+}
+
+// Release lets held jobs run: each becomes Queued, Waiting or Blocked as
+// its prerequisites say.
+func (s *Store) Release(ctx context.Context, sel protocol.Select) (protocol.ActionReply, error) {
+	return s.actOnSelected(ctx, sel, selector.Release, s.release)
 }
 
 // actOnSelected is the walk mqdel, mqsub --rerun, mqhold and mqrls

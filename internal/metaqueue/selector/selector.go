@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/sqlfile"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
@@ -129,10 +130,11 @@ func (a Action) Walk(ids []int64, sel protocol.Select, facts func(id int64) (Job
 	return reply, nil
 }
 
-// Names answers the builder's lookups from the core's memory.
+// Names answers the builder's lookups from the core's memory: its
+// graph's targets (*dag.Graph) and its queues.
 type Names interface {
-	Target(name string) (id int32, ok bool)
-	Queue(name string) (id int32, ok bool)
+	Lookup(target string) (dag.TargetID, bool)
+	Queue(name string) (id int64, ok bool)
 }
 
 // Query is a selection resolved: the ids it gives (SQL ""), or a
@@ -165,12 +167,12 @@ func Build(sel protocol.Select, states string, names Names) (Query, error) {
 	}
 	q := Query{SQL: strings.TrimSuffix(queries.Get("SelectIDs"), ";"), Args: []any{states}}
 	if sel.Target != "" {
-		t, ok := names.Target(sel.Target)
+		t, ok := names.Lookup(sel.Target)
 		if !ok {
 			return Query{}, protocol.Errorf(protocol.CodeNotFound, "target %s does not exist", protocol.ClipText(sel.Target, job.MaxNameBytes))
 		}
 		q.SQL += " AND target_id = ?"
-		q.Args = append(q.Args, t)
+		q.Args = append(q.Args, int32(t))
 	}
 	if sel.Queue != "" {
 		id, ok := names.Queue(sel.Queue)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/metaqueue/internal/modtest"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
@@ -27,14 +28,17 @@ func TestQueriesUsed(t *testing.T) {
 }
 
 // names is a core's targets and queues.
-type names struct{ targets, queues map[string]int32 }
+type names struct {
+	targets map[string]dag.TargetID
+	queues  map[string]int64
+}
 
-func (n names) Target(name string) (int32, bool) { id, ok := n.targets[name]; return id, ok }
-func (n names) Queue(name string) (int32, bool)  { id, ok := n.queues[name]; return id, ok }
+func (n names) Lookup(name string) (dag.TargetID, bool) { id, ok := n.targets[name]; return id, ok }
+func (n names) Queue(name string) (int64, bool)         { id, ok := n.queues[name]; return id, ok }
 
 var testNames = names{
-	targets: map[string]int32{"t": 7, "x' OR 1=1 --": 8},
-	queues:  map[string]int32{"default": 1, "fast": 2},
+	targets: map[string]dag.TargetID{"t": 7, "x' OR 1=1 --": 8},
+	queues:  map[string]int64{"default": 1, "fast": 2},
 }
 
 var base = strings.TrimSuffix(queries.Get("SelectIDs"), ";")
@@ -63,7 +67,7 @@ func TestBuild(t *testing.T) {
 			sql: " AND target_id = ? ORDER BY id", args: []any{"WQ", int32(8)}},
 		{name: "no such target", sel: protocol.Select{Target: "u"}, states: "WQ", code: protocol.CodeNotFound, msg: "target u does not exist"},
 		{name: "queue alone", sel: protocol.Select{Queue: "fast"}, states: "H",
-			sql: " AND queue_id = ? ORDER BY id", args: []any{"H", int32(2)}},
+			sql: " AND queue_id = ? ORDER BY id", args: []any{"H", int64(2)}},
 		{name: "no such target, one line", sel: protocol.Select{Target: "a\nb"}, states: "WQ", code: protocol.CodeNotFound, msg: `target a\nb does not exist`},
 		{name: "no such queue", sel: protocol.Select{Queue: "slow"}, states: "H", code: protocol.CodeNotFound, msg: "queue slow does not exist"},
 		{name: "range", sel: protocol.Select{First: 5, Last: 9}, states: "WQ",
@@ -79,7 +83,7 @@ func TestBuild(t *testing.T) {
 			msg: "no job in states D can be acted on (only WQ)"},
 		{name: "states unknown", sel: protocol.Select{States: "Z"}, states: "WQ", code: protocol.CodeBadRequest},
 		{name: "everything", sel: protocol.Select{Target: "t", Queue: "default", States: "W", First: 1, Last: 2}, states: "WQ",
-			sql: " AND target_id = ? AND queue_id = ? AND id BETWEEN ? AND ? ORDER BY id", args: []any{"W", int32(7), int32(1), int64(1), int64(2)}},
+			sql: " AND target_id = ? AND queue_id = ? AND id BETWEEN ? AND ? ORDER BY id", args: []any{"W", int32(7), int64(1), int64(1), int64(2)}},
 		// The lookups go before the range's check, as the error says.
 		{name: "target before range", sel: protocol.Select{Target: "u", First: 9, Last: 1}, states: "WQ", code: protocol.CodeNotFound, msg: "target u does not exist"},
 	} {

@@ -51,7 +51,7 @@ func (s *Store) load(ctx context.Context) error {
 	if err := s.arrays.Load(ctx, s.w); err != nil {
 		return err
 	}
-	if err := s.loadPriorities(ctx); err != nil {
+	if err := s.prio.Load(ctx, s.w); err != nil {
 		return err
 	}
 	now := s.now()
@@ -91,7 +91,7 @@ func (s *Store) resetIndex() {
 	s.data.UseLinks(&s.links, s.opt.Links, s.opt.DefaultLink)
 	s.cat.Reset()
 	s.bl.Off()
-	s.prio = map[int64]int16{}
+	s.prio.Reset()
 }
 
 // loadTargets gives the graph every target, with its stored id.

@@ -90,7 +90,7 @@ func (a *planAsking) Allows(c dispatch.Check, r policy.Ready) (bool, error) {
 	panic("metaqueue: a planned pick asked " + c.String())
 }
 
-func (a *planAsking) Priority(id int64) int16 { return a.s.prio[id] }
+func (a *planAsking) Priority(id int64) int16 { return a.s.prio.Of(id) }
 
 // SetPlan records a plan made by planner, without a timeline.
 func (s *Store) SetPlan(ctx context.Context, planner string, pl policy.Plan) (int, error) {

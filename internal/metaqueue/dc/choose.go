@@ -191,15 +191,16 @@ type Jobs interface {
 	// Estimate is the target and declared runtime of the job the world
 	// last let go (dispatch.World.Current).
 	Estimate() (target string, est float64)
-	// Parked appends to dst the other placeholders parked asking now.
-	Parked(dst []int64) []int64
+	// Parked and Running are the placeholders at work: those parked
+	// asking now (the asking one among them) arrive now.
+	Busy
 }
 
 // Catalog is what DC asks the file catalog, through the core: whether
 // files have replicas at a place, and whether they are being brought.
 type Catalog interface {
-	// Present says whether path has a replica at place to; at a place
-	// sharing the CLS host's filesystem, none is "present".
+	// Present says whether path has a replica at place to (never
+	// Shared).
 	Present(path string, to Place) bool
 	// InputsPresent says whether the movable inputs of jobs ids are all at to.
 	InputsPresent(ids []int64, to Place) bool
@@ -208,11 +209,6 @@ type Catalog interface {
 	// StagingElsewhere says whether another place is bringing the inputs
 	// of jobs ids.
 	StagingElsewhere(ids []int64, to Place) bool
-	// StorePlace is where the jobs of a placeholder at site and host
-	// find their files.
-	StorePlace(site, host string) Place
-	// IsShared says whether a site sees the CLS host's filesystem.
-	IsShared(site string) bool
 	// ValidSHA says whether a checksum is well formed.
 	ValidSHA(sha string) bool
 }
@@ -232,8 +228,7 @@ func (d *State) PickFor(ctx context.Context, db Querier, w dispatch.World, q *po
 	}
 	a.Cur, a.Latency = cur, d.Link(cur).Latency
 	if a.Staging {
-		pl := d.SiteAt(cur)
-		a.To = cat.StorePlace(pl.Site, pl.Host)
+		a.To = d.storeAt(cur)
 	}
 	p := &d.pool
 	*p = corePool{d: d, ctx: ctx, db: db, jobs: jobs, cat: cat, a: a, groups: p.groups, seen: p.seen[:0], phs: p.phs[:0], sites: p.sites[:0]}
@@ -305,6 +300,9 @@ func (p *corePool) Parked() ([]policy.Site, error) {
 	p.phs = p.jobs.Parked(p.phs[:0])
 	sites := p.sites[:0]
 	for _, ph := range p.phs {
+		if ph == p.a.Placeholder {
+			continue // the asking one is here, not arriving
+		}
 		at, err := p.d.PlaceholderAt(p.ctx, p.db, ph)
 		if err != nil {
 			return nil, err
@@ -315,7 +313,7 @@ func (p *corePool) Parked() ([]policy.Site, error) {
 	return sites, nil
 }
 
-func (p *corePool) Present(path string) bool { return p.cat.Present(path, p.a.To) }
+func (p *corePool) Present(path string) bool { return replicaAt(p.cat, path, p.a.To) }
 
 func (p *corePool) InputsPresent(id int64) bool {
 	return !p.a.Staging || p.cat.InputsPresent(p.membersOf(id), p.a.To)
@@ -337,4 +335,10 @@ type presentAt struct {
 	to  Place
 }
 
-func (p presentAt) Present(path string) bool { return p.cat.Present(path, p.to) }
+func (p presentAt) Present(path string) bool { return replicaAt(p.cat, path, p.to) }
+
+// replicaAt says whether path has a replica at place to; where the CLS
+// host's filesystem is seen, none is "present" (nothing is staged there).
+func replicaAt(cat Catalog, path string, to Place) bool {
+	return to != Shared && cat.Present(path, to)
+}

@@ -23,6 +23,13 @@ func (j jobs) BundleNow(id int64) []int64               { return j.now[j.bundle[
 func (jobs) LocalBytes(int64, policy.Site, Place) int64 { return 0 }
 func (jobs) Estimate() (string, float64)                { return "t", 10 }
 func (j jobs) Parked(dst []int64) []int64               { return append(dst, j.parked...) }
+func (jobs) Running(dst []int64) []int64                { return dst }
+
+// busy is a Busy over lists.
+type busy struct{ parked, running []int64 }
+
+func (b busy) Parked(dst []int64) []int64  { return append(dst, b.parked...) }
+func (b busy) Running(dst []int64) []int64 { return append(dst, b.running...) }
 
 // staging is a Catalog where the jobs listed are being brought elsewhere
 // and the inputs of the jobs here are present.
@@ -145,6 +152,7 @@ func TestPickForParked(t *testing.T) {
 		{"none parked: taken here", nil, 1, false},
 		{"parked where the data is: waits", []int64{8}, 0, true},
 		{"parked elsewhere: taken here", []int64{9}, 1, false},
+		{"the asking one parked: taken here", []int64{7, 9}, 1, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := newState()

@@ -36,9 +36,6 @@ var (
 // LocalSite is the site name of the CLS's own placeholders.
 const LocalSite = catalog.LocalSite
 
-// redecide is the longest a DC "wait" stands without being decided again.
-const redecide = dc.Redecide
-
 // dcState is the module's state and the core's scratch for one pick.
 type dcState struct {
 	dc.State

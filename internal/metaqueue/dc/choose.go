@@ -154,6 +154,32 @@ func (d *State) decide(pol policy.Info, a Asking, net policy.Network, cands []po
 	return dispatch.Choose(ch, policy.Snapshot{Current: a.Cur, Future: fut, Net: net}, cands, pool, dispatch.Patience(pol))
 }
 
+// Wait is a placeholder's request's standing "wait": it stands, and the
+// request's choosing queues are passed over, until a decision may differ
+// (Gen moves on) or for at most Redecide (queue time alone moves it on
+// slowly). The zero value stands for nothing.
+type Wait struct {
+	waited bool
+	gen    uint64
+	at     time.Time
+}
+
+// Stands says whether w still stands at now.
+func (d *State) Stands(w *Wait, now time.Time) bool {
+	return w.waited && w.gen == d.gen && now.Before(w.at.Add(Redecide))
+}
+
+// Decided records a request's dispatch at now: waited, a chooser told it
+// to wait and it got nothing; skipped, w stood through it (Stands).
+func (d *State) Decided(w *Wait, waited, skipped bool, now time.Time) {
+	switch {
+	case waited:
+		*w = Wait{waited: true, gen: d.gen, at: now}
+	case !skipped:
+		w.waited = false
+	}
+}
+
 // Arrivals says, per place, the soonest placeholder arrival the last
 // Pick expected, in seconds ("none expected" when none).
 func (d *State) Arrivals() string {

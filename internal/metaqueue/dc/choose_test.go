@@ -178,3 +178,38 @@ func TestPickForParked(t *testing.T) {
 		})
 	}
 }
+
+// TestWait: a "wait" stands until a decision may differ or Redecide
+// passes; a dispatch it stood through keeps it, any other that was not
+// told to wait ends it.
+func TestWait(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		then   func(d *State, w *Wait) time.Time // after the wait at t0; when to ask
+		stands bool
+	}{
+		{"nothing changed", func(*State, *Wait) time.Time { return t0.Add(Redecide / 2) }, true},
+		{"a decision may differ", func(d *State, _ *Wait) time.Time { d.Changed(); return t0.Add(Redecide / 2) }, false},
+		{"redecide passed", func(*State, *Wait) time.Time { return t0.Add(Redecide) }, false},
+		{"stood through a dispatch", func(d *State, w *Wait) time.Time {
+			d.Decided(w, false, true, t0)
+			return t0.Add(Redecide / 2)
+		}, true},
+		{"a dispatch decided anew", func(d *State, w *Wait) time.Time {
+			d.Decided(w, false, false, t0)
+			return t0.Add(Redecide / 2)
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newState()
+			var w Wait
+			if d.Stands(&w, t0) {
+				t.Fatal("the zero Wait stands")
+			}
+			d.Decided(&w, true, false, t0)
+			if got := d.Stands(&w, tc.then(d, &w)); got != tc.stands {
+				t.Errorf("stands %v, want %v", got, tc.stands)
+			}
+		})
+	}
+}

@@ -107,13 +107,13 @@ func (s *Store) Next(ctx context.Context, req protocol.Next) (protocol.NextReply
 	return reply, c.err
 }
 
-// siteName is placeholder ph's site.
+// siteName is placeholder ph's site (dc.State.SiteOf).
 func (s *Store) siteName(ph int64) (string, error) {
-	at, err := s.phSite(ph)
+	site, err := s.data.SiteOf(context.Background(), s.w, ph)
 	if err != nil {
-		return "", err
+		return "", fatalError{err}
 	}
-	return s.data.SiteAt(at).Site, nil
+	return site, nil
 }
 
 // matchParked hands ready jobs to waiting placeholders in arrival order and

@@ -263,6 +263,15 @@ func (d *State) PlaceholderAt(ctx context.Context, db Querier, ph int64) (policy
 	return d.SetPlaceholder(ph, site, host), nil
 }
 
+// SiteOf is the site placeholder ph runs at (PlaceholderAt).
+func (d *State) SiteOf(ctx context.Context, db Querier, ph int64) (string, error) {
+	at, err := d.PlaceholderAt(ctx, db, ph)
+	if err != nil {
+		return "", err
+	}
+	return d.places[at].Site, nil
+}
+
 // SetPlaceholder records where placeholder ph runs.
 func (d *State) SetPlaceholder(ph int64, site, host string) policy.Site {
 	at := d.At(site, host)

@@ -315,3 +315,16 @@ func TestStorePlace(t *testing.T) {
 		}
 	}
 }
+
+// TestSiteOf: a placeholder's site, whatever its host.
+func TestSiteOf(t *testing.T) {
+	d := newState()
+	d.SetNodeLocal("nodes", true, true)
+	for i, tc := range []struct{ site, host string }{{LocalSite, "cls"}, {"nodes", "n1"}, {"plain", "n2"}} {
+		ph := int64(i + 1)
+		d.SetPlaceholder(ph, tc.site, tc.host)
+		if got, err := d.SiteOf(t.Context(), nil, ph); err != nil || got != tc.site {
+			t.Errorf("placeholder at %s:%s: site %q (%v)", tc.site, tc.host, got, err)
+		}
+	}
+}

@@ -159,15 +159,11 @@ func (s *Store) loadFiles(ctx context.Context, id int64) error {
 // when the queue has none that fits or the chooser decided the
 // placeholder should wait (then waited is set).
 func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err error) {
-	a := dc.Asking{Placeholder: p.req.Placeholder, Now: s.now(), Staging: s.opt.Stager != nil}
+	a := dc.Asking{Placeholder: p.req.Placeholder, Now: s.now(), Staging: s.opt.Stager != nil, Log: s.log}
 	w := s.asking(q, p)
 	picked, err := s.data.PickFor(context.Background(), s.w, w, q.ready, q.pol, a, w, dcCatalog{s})
 	if err != nil {
 		return 0, false, false, err
-	}
-	if picked.Staged {
-		s.log.Info("dc: staging the chosen job's inputs to the asking placeholder", "job", picked.Staging.Job.ID, "to", catalog.Place(picked.To).String(),
-			"priority", picked.Staging.Priority, "queue_s", picked.Staging.Job.QueueTime, "arrivals", s.data.Arrivals())
 	}
 	return picked.ID, picked.ID != 0, picked.Waited, nil
 }

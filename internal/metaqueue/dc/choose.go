@@ -3,6 +3,7 @@ package dc
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -50,6 +51,9 @@ type Asking struct {
 	// priced there (Pool.Present).
 	Staging bool
 	To      Place // the placeholder's place for files, with staging
+	// Log is told of a choice whose inputs are asked for (nil: nothing
+	// is).
+	Log *slog.Logger
 }
 
 // Picked is what Pick decided.
@@ -185,10 +189,7 @@ func (d *State) Decided(w *Wait, waited, skipped bool, now time.Time) {
 func (d *State) Arrivals() string {
 	soonest := map[string]float64{}
 	for _, a := range d.fut {
-		name := d.places[a.Site].Site
-		if h := d.places[a.Site].Host; h != "" {
-			name += ":" + h
-		}
+		name := d.places[a.Site].String()
 		if old, ok := soonest[name]; !ok || a.In < old {
 			soonest[name] = a.In
 		}
@@ -245,8 +246,8 @@ type Catalog interface {
 // place is bringing is passed over, and only the job chosen is staged
 // here, not every job examined. Where the placeholders run (a.Cur, and
 // the others parked) is read with db for those that registered before
-// this run; a.Latency is its site's link's, a.To the catalog's place
-// for it.
+// this run; a.Latency is its site's link's, a.To where its jobs find
+// their files (StorePlace). A staged choice is logged to a.Log.
 func (d *State) PickFor(ctx context.Context, db Querier, w dispatch.World, q *policy.Heap, pol policy.Info, a Asking, jobs Jobs, cat Catalog) (Picked, error) {
 	cur, err := d.PlaceholderAt(ctx, db, a.Placeholder)
 	if err != nil {
@@ -262,6 +263,11 @@ func (d *State) PickFor(ctx context.Context, db Querier, w dispatch.World, q *po
 	picked, err := d.Pick(w, q, dispatch.Choosing, pol, a, d.Network(), p)
 	picked.To = a.To
 	p.ctx, p.db, p.jobs, p.cat = nil, nil, nil, nil
+	if err == nil && picked.Staged && a.Log != nil {
+		c := picked.Staging
+		a.Log.Info("dc: staging the chosen job's inputs to the asking placeholder", "job", c.Job.ID, "to", a.To.String(),
+			"priority", c.Priority, "queue_s", c.Job.QueueTime, "arrivals", d.Arrivals())
+	}
 	return picked, err
 }
 

@@ -1,7 +1,10 @@
 package dc
 
 import (
+	"bytes"
+	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -209,6 +212,48 @@ func TestWait(t *testing.T) {
 			d.Decided(&w, true, false, t0)
 			if got := d.Stands(&w, tc.then(d, &w)); got != tc.stands {
 				t.Errorf("stands %v, want %v", got, tc.stands)
+			}
+		})
+	}
+}
+
+// TestPickForLogsStaging: a choice whose inputs are asked for is logged,
+// with where they go; one taken at once is not.
+func TestPickForLogsStaging(t *testing.T) {
+	dcPol, err := policy.Lookup("dc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		cat    staging
+		logged bool
+	}{
+		{"inputs here: taken", staging{here: []int64{2}}, false},
+		{"inputs not here: staged", staging{}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newState()
+			d.Count(1, 0)
+			d.SetNodeLocal("A", false, true)
+			at := d.SetPlaceholder(7, "A", "h")
+			d.Locate("/in2", Loc{At: at, Size: 1e9})
+			d.AddJob(2, &Files{In: []File{{"/in2", -1, true}}})
+			d.BecameReady(2, t0)
+			q := policy.NewHeap(dcPol.Order)
+			q.Push(policy.Ready{ID: 2})
+			var buf bytes.Buffer
+			a := Asking{Placeholder: 7, Now: t0.Add(time.Second), Staging: true, Log: slog.New(slog.NewTextHandler(&buf, nil))}
+			got, err := d.PickFor(t.Context(), nil, world{}, q, dcPol, a, jobs{}, tc.cat)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Staged != tc.logged || got.To != (Place{"A", ""}) {
+				t.Fatalf("picked %+v, want staged %v at A", got, tc.logged)
+			}
+			line := buf.String()
+			if logged := strings.Contains(line, "dc: staging") && strings.Contains(line, "job=2") && strings.Contains(line, "to=A"); logged != tc.logged || (!tc.logged && line != "") {
+				t.Errorf("logged %q, want a staging line %v", line, tc.logged)
 			}
 		})
 	}

@@ -82,6 +82,14 @@ func (l Link) Valid() bool {
 // the local site and at node-local sites.
 type Place struct{ Site, Host string }
 
+// String is site, or site:host.
+func (p Place) String() string {
+	if p.Host == "" {
+		return p.Site
+	}
+	return p.Site + ":" + p.Host
+}
+
 // File is one file a job declared.
 type File struct {
 	Path string

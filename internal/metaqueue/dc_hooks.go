@@ -116,10 +116,10 @@ func (s *Store) forgetPlaceholder(ph int64) {
 }
 
 // forgetSilent drops placeholders silent for longer than a lease that are
-// neither parked asking now nor running a job (dc.State.ForgetSilent),
-// asking a world of its own: once a tick, outside any pick.
+// neither parked asking now nor running a job (dc.State.ForgetSilent):
+// the store's world, reused outside any pick, says which are at work.
 func (s *Store) forgetSilent(now time.Time) {
-	if s.data.ForgetSilent(now, s.opt.Lease, &asking{s: s}) {
+	if s.data.ForgetSilent(now, s.opt.Lease, s.asking(nil, nil)) {
 		s.dataChanged()
 	}
 }

@@ -139,7 +139,7 @@ func (s *Store) busyPlaceholders() map[int64]bool {
 		alive[p.req.Placeholder] = true
 	}
 	for _, ru := range s.running {
-		alive[ru.placeholder] = true
+		alive[ru.Placeholder] = true
 	}
 	return alive
 }

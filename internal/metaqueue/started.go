@@ -24,15 +24,7 @@ import (
 // those still marked leave P for E. An attempt not (or no longer) ph's,
 // a copy, or one known started already changes nothing.
 func (s *Store) markStarted(ph int64, refs []protocol.JobRef) error {
-	var ids []int64
-	for _, r := range refs {
-		ru := s.running[r.ID]
-		if ru == nil || !ru.unstarted || ru.attempt != r.Attempt || ru.placeholder != ph {
-			continue
-		}
-		ru.unstarted = false
-		ids = append(ids, r.ID)
-	}
+	ids := s.running.MarkStarted(ph, refs)
 	if len(ids) == 0 {
 		return nil
 	}
@@ -73,7 +65,7 @@ func (s *Store) aheadOf(p *parkedNext, picks []picked) []bool {
 func (s *Store) prefetched() map[int32]int {
 	var n map[int32]int
 	for id, ru := range s.running {
-		if !ru.unstarted {
+		if !ru.Unstarted {
 			continue
 		}
 		if j, ok := s.g.Node(id); ok && j.State == job.Executing {

@@ -65,14 +65,16 @@ func (s *Store) copyable(id int64, q *queue) bool {
 // win makes ru, whose agent claimed first, the attempt the job row
 // describes and kills every other attempt of the job.
 func (s *Store) win(id int64, ru *run) error {
-	_, err := s.copiesEvent(id, ru, copies.Change{Event: copies.Claimed})
+	n, ok := s.g.Node(id)
+	_, err := s.copiesEvent(id, n, ok, ru, copies.Change{Event: copies.Claimed})
 	return err
 }
 
 // stopCopies kills every copy of job id, which stops executing for
 // reason (deleted).
 func (s *Store) stopCopies(id int64, reason string) error {
-	_, err := s.copiesEvent(id, nil, copies.Change{Event: copies.Stopped, Reason: reason})
+	n, ok := s.g.Node(id)
+	_, err := s.copiesEvent(id, n, ok, nil, copies.Change{Event: copies.Stopped, Reason: reason})
 	return err
 }
 

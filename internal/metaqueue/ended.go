@@ -184,7 +184,7 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out outcome, r proto
 	// copies: the first attempt to succeed wins (unless another's agent
 	// claimed first) and the others are killed; one that ends while
 	// another runs on ends alone.
-	moves, err := s.copiesEvent(id, ru, copies.Change{Event: copies.Ended, Succeeded: out == succeeded, Returned: out == returned, Report: r})
+	moves, err := s.copiesEvent(id, j, true, ru, copies.Change{Event: copies.Ended, Succeeded: out == succeeded, Returned: out == returned, Report: r})
 	if err != nil || !moves {
 		return err
 	}
@@ -208,8 +208,6 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out outcome, r proto
 	if retry {
 		s.log.Info("job killed over its memory runs again with more", "job", id, "attempt", ru.Attempt, "reason", e.reason)
 	}
-	// copies' index and arrays: it no longer runs.
-	s.runGone(id)
 	next := nextState(q, ru.Used, out)
 	if retry {
 		next = job.Queued
@@ -217,6 +215,8 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out outcome, r proto
 	if o := s.opt.Observer; o != nil {
 		o.Ended(next)
 	}
+	// copies' index and arrays: it no longer runs.
+	s.runGone(id)
 	switch {
 	case retry:
 		return s.retryForMemory(id, e)
@@ -330,25 +330,27 @@ func (s *Store) lateReport(ph int64, r protocol.Report) error {
 	}
 	// Charged up to when its placeholder says it ended, its
 	// reservation released.
-	err := ledgerErr(s.ledger.ExtendCharge(context.Background(), s.w, ref, r.Finished, s.now(), s.opt.Lease))
+	err := s.ledger.ExtendCharge(context.Background(), s.w, ref, r.Finished, s.now(), s.opt.Lease)
 	s.ledger.Died(ref)
-	return err
+	if err != nil {
+		return fatalError{err}
+	}
+	return nil
 }
 
 // copiesEvent applies ch, an event of attempt ru of job id (nil for
-// copies.Stopped): one call into the module (copies.Event) says whether
+// copies.Stopped), n as the graph has it (known: it has it): one call into the module (copies.Event) says whether
 // the job moves on with ru, which attempt its row describes and which
 // copies run on now, and what ended; the core writes the row, charges
 // what ended through the ledger and releases or holds reservations and
 // grants.
-func (s *Store) copiesEvent(id int64, ru *run, ch copies.Change) (bool, error) {
+func (s *Store) copiesEvent(id int64, n dag.Node, known bool, ru *run, ch copies.Change) (bool, error) {
 	if err := s.begin(); err != nil {
 		return false, err
 	}
 	if ru != nil {
 		ch.Attempt = ru.Attempt
 	}
-	n, known := s.g.Node(id)
 	r, err := s.repl.Event(context.Background(), s.w, id, n.Queue, s.running[id], s.copyRuns[id], ch, s.now)
 	if err != nil {
 		return false, fatalError{err}

@@ -76,3 +76,22 @@ func (rs Rows) MarkStarted(ph int64, refs []protocol.JobRef) []int64 {
 	}
 	return ids
 }
+
+// Prefetched counts the row attempts not started yet (shown P), by queue:
+// queueOf says a job's queue and whether it still executes. It costs what
+// the placeholders hold, not the metaqueue's size.
+func (rs Rows) Prefetched(queueOf func(id int64) (q int32, executing bool)) map[int32]int {
+	var n map[int32]int
+	for id, ru := range rs {
+		if !ru.Unstarted {
+			continue
+		}
+		if q, ok := queueOf(id); ok {
+			if n == nil {
+				n = map[int32]int{}
+			}
+			n[q]++
+		}
+	}
+	return n
+}

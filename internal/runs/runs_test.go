@@ -59,3 +59,22 @@ func TestMarkStarted(t *testing.T) {
 		t.Errorf("again: %v, want none", got)
 	}
 }
+
+// TestPrefetched: only unstarted row attempts of jobs still executing
+// count, by queue; none gives nil.
+func TestPrefetched(t *testing.T) {
+	queues := map[int64]int32{1: 7, 2: 7, 3: 8, 4: 8}
+	queueOf := func(id int64) (int32, bool) {
+		q, ok := queues[id]
+		return q, ok && id != 4 // 4 no longer executes
+	}
+	rs := Rows{
+		1: {Unstarted: true}, 2: {Unstarted: true}, 3: {}, 4: {Unstarted: true}, 5: {Unstarted: true},
+	}
+	if got := rs.Prefetched(queueOf); len(got) != 1 || got[7] != 2 {
+		t.Errorf("Prefetched = %v, want map[7:2]", got)
+	}
+	if got := (Rows{3: {}}).Prefetched(queueOf); got != nil {
+		t.Errorf("none: %v, want nil", got)
+	}
+}

@@ -197,7 +197,7 @@ func (a *asking) Parked(dst []int64) []int64 {
 
 func (a *asking) Running(dst []int64) []int64 {
 	for _, ru := range a.s.running {
-		dst = append(dst, ru.placeholder)
+		dst = append(dst, ru.Placeholder)
 	}
 	return dst
 }

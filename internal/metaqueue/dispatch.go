@@ -250,8 +250,8 @@ func (s *Store) handOut(p *parkedNext, picks []picked, now time.Time) error {
 			return fatalError{fmt.Errorf("ready job %d has no row", pk.id)}
 		}
 		ru := pk.ru
-		ru.attempt, ru.used, ru.placeholder, ru.lease, ru.started = r.attempt, r.attempt-r.base, p.req.Placeholder, lease, now
-		ru.unstarted = ahead[i] // P until the placeholder says it started it (markStarted)
+		ru.Attempt, ru.Used, ru.Placeholder, ru.Lease, ru.Started = r.attempt, r.attempt-r.base, p.req.Placeholder, lease, now
+		ru.Unstarted = ahead[i] // P until the placeholder says it started it (markStarted)
 		s.ledger.Numbered(pk.id, r.attempt)
 		s.pack.Numbered(pk.id, r.attempt)
 		s.running[pk.id] = ru
@@ -380,7 +380,7 @@ func (s *Store) PlaceholderGone(ctx context.Context, id int64) error {
 	return s.do(ctx, func() error {
 		now := s.now()
 		for jid, ru := range s.running {
-			if ru.placeholder != id {
+			if ru.Placeholder != id {
 				continue
 			}
 			j, ok := s.g.Node(jid)
@@ -396,7 +396,7 @@ func (s *Store) PlaceholderGone(ctx context.Context, id int64) error {
 		}
 		for jid, cs := range s.copyRuns {
 			for _, c := range slices.Clone(cs) {
-				if c.placeholder != id {
+				if c.Placeholder != id {
 					continue
 				}
 				if j, ok := s.g.Node(jid); ok {

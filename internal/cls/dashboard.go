@@ -260,7 +260,7 @@ func (d *dashSource) Summary(ctx context.Context) ([]protocol.QueueCounts, error
 }
 
 func (d *dashSource) Moved(ctx context.Context) (*protocol.MovedTotals, error) {
-	return d.store.Moved(ctx)
+	return d.store.Catalog().Moved(ctx)
 }
 
 func (d *dashSource) JobsPage(ctx context.Context, st protocol.Stat, after int64, limit int) ([]protocol.JobInfo, error) {

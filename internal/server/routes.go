@@ -70,7 +70,7 @@ var builtin = routeTable(
 		if err != nil {
 			return protocol.SummaryReply{}, err
 		}
-		moved, err := c.s.Store.Moved(ctx)
+		moved, err := c.s.Store.Catalog().Moved(ctx)
 		if err != nil {
 			return protocol.SummaryReply{}, err
 		}

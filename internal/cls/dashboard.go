@@ -272,7 +272,7 @@ func (d *dashSource) Job(ctx context.Context, id int64) (protocol.JobDetail, err
 }
 
 func (d *dashSource) TargetGraph(ctx context.Context, name string, limit int) ([]metaqueue.TargetNode, bool, error) {
-	return d.store.TargetGraph(ctx, name, limit)
+	return d.store.Inspect().TargetGraph(ctx, name, limit)
 }
 
 // Sites joins the site manager's view (batch-queued and running

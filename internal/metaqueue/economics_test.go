@@ -735,7 +735,7 @@ func TestProgressSpending(t *testing.T) {
 	} {
 		tc.req.Once, tc.req.Spending = true, true
 		var r protocol.ProgressReply
-		if err := e.s.Progress(ctx, tc.req, func(p protocol.ProgressReply) error { r = p; return nil }); err != nil {
+		if err := e.s.Progress().Stream(ctx, tc.req, func(p protocol.ProgressReply) error { r = p; return nil }); err != nil {
 			t.Fatal(err)
 		}
 		if math.Abs(r.Spent-tc.want) > 1e-6 || math.Abs(r.SpentBySite["dear"]-tc.want) > 1e-6 || r.Counts["D"] == 0 {
@@ -743,7 +743,7 @@ func TestProgressSpending(t *testing.T) {
 		}
 	}
 	var r protocol.ProgressReply
-	if err := e.s.Progress(ctx, protocol.Progress{Target: "a", Once: true}, func(p protocol.ProgressReply) error { r = p; return nil }); err != nil || r.Spent != 0 || r.SpentBySite != nil {
+	if err := e.s.Progress().Stream(ctx, protocol.Progress{Target: "a", Once: true}, func(p protocol.ProgressReply) error { r = p; return nil }); err != nil || r.Spent != 0 || r.SpentBySite != nil {
 		t.Errorf("spending not asked: %+v, %v", r, err)
 	}
 }

@@ -7,20 +7,16 @@ import (
 
 	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/metaqueue/purge"
-	"github.com/mq-hpc/mq/protocol"
 )
 
 // Purges are package purge; the core resolves names, runs each batch in
 // one durable call and takes the jobs gone off its counts.
 
-// Purge removes ended jobs older than req.EndedBefore, with every row the
-// metaqueue keeps of them and their output files in the CLS's output
-// area (purge.Run). A purged job still counts toward its target
-// (targets.purged_done, purged_bad), and its id is never given again
-// (meta next_job_id).
-func (s *Store) Purge(ctx context.Context, req protocol.Purge) (protocol.PurgeReply, error) {
-	return purge.Run(ctx, req, purgeCore{s}, s.rdb, s.opt.OutputDir)
-}
+// Purger removes ended jobs with every row the metaqueue keeps of them
+// and their output files (purge.Run). A purged job still counts toward its
+// target (targets.purged_done, purged_bad), and its id is never given
+// again (meta next_job_id).
+func (s *Store) Purger() purge.Purger { return purge.NewPurger(purgeCore{s}, s.rdb, s.opt.OutputDir) }
 
 // loadPurged adds what purges removed to the graph's counts and keeps ids
 // past every id given, when loading.

@@ -160,6 +160,24 @@ func Cutoff(now time.Time, endedBefore float64) int64 {
 	return now.Add(-time.Duration(endedBefore * float64(time.Second))).UnixMicro()
 }
 
+// Purger runs purges on a core (Store.Purger).
+type Purger struct {
+	core      Core
+	rdb       Querier
+	outputDir string
+}
+
+// NewPurger is Run on core, reading candidates through the read pool rdb
+// and removing output files from outputDir.
+func NewPurger(core Core, rdb Querier, outputDir string) Purger {
+	return Purger{core: core, rdb: rdb, outputDir: outputDir}
+}
+
+// Run is Run on p's core.
+func (p Purger) Run(ctx context.Context, req protocol.Purge) (protocol.PurgeReply, error) {
+	return Run(ctx, req, p.core, p.rdb, p.outputDir)
+}
+
 // Run purges what req selects, in batches of req.Batch
 // (protocol.DefaultPurgeBatch): each batch is one durable call on the
 // core, so dispatch and reports go on between batches, and a crash

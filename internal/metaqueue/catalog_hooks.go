@@ -70,18 +70,6 @@ func (s *Store) userFile(path string, size, mtime int64) error {
 	return nil
 }
 
-// addReplica records a copy of path at p, in the batch's transaction.
-func (s *Store) addReplica(path string, p Place, size int64, sha string) error {
-	if err := s.begin(); err != nil {
-		return err
-	}
-	isNew, err := s.cat.AddReplica(context.Background(), s.w, path, p, size, sha, s.now())
-	if err != nil {
-		return fatalError{err}
-	}
-	return s.catalogChanged(catalog.Change{Arrived: &catalog.Arrival{Path: path, At: p, Size: size, New: isNew}})
-}
-
 // Catalog is the catalog's requests (files.add, files.rm, files.get's
 // record, a stage request's end, the transfer totals), each run on the
 // core (catalog.Requests).

@@ -144,6 +144,21 @@ type Ready interface {
 
 var _ Ready = (*policy.Heap)(nil)
 
+// Need is how long a job is expected to take: its estimate est, else its
+// queue's ceiling (0: unknown).
+func Need(est float32, ceiling float64) float64 {
+	if est > 0 {
+		return float64(est)
+	}
+	return ceiling
+}
+
+// Fits is the FitsWalltime check's rule: a job needing Need(est, ceiling)
+// ends within a placeholder's remaining walltime (0: no limit).
+func Fits(est float32, ceiling, walltime float64) bool {
+	return walltime <= 0 || Need(est, ceiling) <= walltime
+}
+
 // Run runs chain over ready job r and returns the first verdict
 // other than Feasible (with the error of a check that failed: then Aside).
 func Run(w World, chain Chain, r policy.Ready) (Verdict, error) {

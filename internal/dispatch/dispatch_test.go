@@ -253,3 +253,22 @@ func TestPatience(t *testing.T) {
 		}
 	}
 }
+
+// TestFits: a job's estimate, else its queue's ceiling, is measured
+// against the walltime left; no walltime takes anything.
+func TestFits(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		est               float32
+		ceiling, walltime float64
+		want              bool
+	}{
+		{10, 0, 0, true}, {10, 0, 10, true}, {10, 0, 9, false},
+		{0, 30, 60, true}, {0, 90, 60, false}, {0, 0, 60, true},
+		{20, 90, 60, true}, // the estimate wins over the ceiling
+	} {
+		if got := dispatch.Fits(tc.est, tc.ceiling, tc.walltime); got != tc.want {
+			t.Errorf("Fits(est %g, ceiling %g, walltime %g) = %v, want %v", tc.est, tc.ceiling, tc.walltime, got, tc.want)
+		}
+	}
+}

@@ -5,6 +5,8 @@
 // backing slice has grown and costs O(log n) calls of less.
 package heap
 
+import "slices"
+
 // Heap is a min-heap of T: the item for which less holds against every
 // other comes out first. Items that compare equal come out in no
 // particular order; callers that need a stable order break ties in less
@@ -100,6 +102,9 @@ func (h *Heap[T]) Clip(min int) {
 		h.items = append([]T(nil), h.items...)
 	}
 }
+
+// Grow makes room for n more items, so that many pushes allocate once.
+func (h *Heap[T]) Grow(n int) { h.items = slices.Grow(h.items, n) }
 
 // Cap is the capacity of the backing array, which Clip bounds.
 func (h *Heap[T]) Cap() int { return cap(h.items) }

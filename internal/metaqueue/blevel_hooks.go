@@ -48,7 +48,7 @@ func (s *Store) pushRanked(queue int32, r policy.Ready) bool {
 	if q == nil || !q.needsBLevels() {
 		return false
 	}
-	r.Priority = s.prio[r.ID]
+	r.Priority = s.prio.Of(r.ID)
 	q.ready.Push(r)
 	return true
 }

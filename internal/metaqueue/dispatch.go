@@ -13,18 +13,17 @@ import (
 
 // fits reports whether a job expected to run est seconds (0 = unknown:
 // the queue's ceiling, if any) fits a placeholder's remaining walltime
-// (0 = unlimited).
+// (0 = unlimited): dispatch.Fits.
 func fits(est float32, q *queue, walltime float64) bool {
-	return walltime <= 0 || need(est, q) <= walltime
+	return dispatch.Fits(est, q.Ceiling, walltime)
 }
 
-// need is how long a job is expected to take: its estimate, else its
-// queue's ceiling (0 = unknown).
+// need is how long a job is expected to take (dispatch.Need).
 func need(est float32, q *queue) float64 {
-	if est > 0 || q == nil {
+	if q == nil {
 		return float64(est)
 	}
-	return q.Ceiling
+	return dispatch.Need(est, q.Ceiling)
 }
 
 type parkedNext struct {

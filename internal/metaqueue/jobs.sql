@@ -105,11 +105,6 @@ FROM jobs ORDER BY id;
 SELECT p.job_id, p.target_id, p.kind, j.target_id, j.state IN ('W','Q','H','E','B')
 FROM job_prereqs p CROSS JOIN jobs j ON j.id = p.job_id ORDER BY p.job_id;
 
--- name: SelectIDs
--- The jobs a selector names, in the states given as one string (e.g.
--- 'WQ'). The selector's builder appends its other conditions with AND.
-SELECT id FROM jobs WHERE instr(?, state) > 0;
-
 -- name: SetRowAttempt
 -- The attempt the job's row shows (a copy that won, or took the lead).
 UPDATE jobs SET row_attempt = ?, placeholder_id = ?, started = ? WHERE id = ?;
@@ -122,15 +117,3 @@ UPDATE jobs SET row_attempt = coalesce(row_attempt, attempts), attempts = attemp
 RETURNING attempts, command, cwd, submitted, coalesce((SELECT env FROM job_env WHERE job_id = jobs.id), ''),
 	coalesce((SELECT e.env FROM submit_env e WHERE e.first_job = (SELECT max(first_job) FROM submit_env WHERE first_job <= jobs.id)
 		AND e.last_job >= jobs.id), '');
-
--- name: InsertPriority
--- A job's priority, kept only when it is not 0 (mqsub -p).
-INSERT INTO job_priority (job_id, priority) VALUES (?, ?);
-
--- name: LivePriorities
--- CROSS JOIN: driven from the few rows here, not a scan of every job.
-SELECT p.job_id, p.priority FROM job_priority p CROSS JOIN jobs j ON j.id = p.job_id
-WHERE j.state IN ('W','Q','H','E','B');
-
--- name: JobPriority
-SELECT priority FROM job_priority WHERE job_id = ?;

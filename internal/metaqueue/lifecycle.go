@@ -350,8 +350,8 @@ func (s *Store) rerun(id int64, n dag.Node, was job.State, command string) error
 			return fatalError{err}
 		}
 	}
-	if err := s.revivePriority(id); err != nil {
-		return err
+	if err := s.prio.Revive(context.Background(), s.w, id); err != nil {
+		return fatalError{err}
 	}
 	ch, err := s.g.Revive(id, n, was)
 	if err != nil {
@@ -433,7 +433,7 @@ func (s *Store) applyChanges(ch []dag.Change, self int64, in *inserter) error {
 			s.ended = append(s.ended, c.ID)
 		}
 		if c.To.Terminal() {
-			delete(s.prio, c.ID)
+			s.prio.Forget(c.ID)
 			s.bundles.Drop(c.ID)
 			s.cat.JobEnded(c.ID)
 			s.data.Ended(c.ID)
@@ -452,7 +452,7 @@ func (s *Store) readyEntry(q *queue, id int64, est float32, t dag.TargetID) poli
 	if est == 0 && q.learnsEstimates() {
 		est = s.data.Learned(s.g.Name(t), est)
 	}
-	r := policy.Ready{ID: id, Est: est, Priority: s.prio[id]}
+	r := policy.Ready{ID: id, Est: est, Priority: s.prio.Of(id)}
 	if s.bl.On() && q.needsBLevels() {
 		r.Prio = s.bl.Rank(s.g, s.data.Expect(), t, id, est)
 	}

@@ -29,9 +29,6 @@ func (s *Store) load(ctx context.Context) error {
 	if err := s.loadQueues(ctx); err != nil {
 		return err
 	}
-	if err := s.loadQueueDefaults(ctx); err != nil {
-		return err
-	}
 	if err := s.loadLedger(ctx); err != nil {
 		return err
 	}
@@ -54,7 +51,7 @@ func (s *Store) load(ctx context.Context) error {
 	if err := s.arrays.Load(ctx, s.w); err != nil {
 		return err
 	}
-	if err := s.loadPriorities(ctx); err != nil {
+	if err := s.prio.Load(ctx, s.w); err != nil {
 		return err
 	}
 	now := s.now()
@@ -94,25 +91,7 @@ func (s *Store) resetIndex() {
 	s.data.UseLinks(&s.links, s.opt.Links, s.opt.DefaultLink)
 	s.cat.Reset()
 	s.bl.Off()
-	s.prio = map[int64]int16{}
-}
-
-// loadQueues loads every queue with its settings and policy.
-func (s *Store) loadQueues(ctx context.Context) error {
-	rows, err := s.w.QueryContext(ctx, queuesSQL.Get("LoadQueues"))
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		q := &queue{}
-		if err := rows.Scan(&q.id, &q.Name, &q.Ceiling, &q.MaxAttempts, &q.RetryFailed, &q.Policy, &q.Deadline, &q.Budget, &q.MaxCopies, &q.MaxOutput, &q.Output); err != nil {
-			rows.Close()
-			return err
-		}
-		q.setPolicy(q.Policy)
-		s.addQueue(q)
-	}
-	return closeRows(rows)
+	s.prio.Reset()
 }
 
 // loadTargets gives the graph every target, with its stored id.

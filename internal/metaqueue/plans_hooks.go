@@ -84,7 +84,7 @@ func (a *planAsking) Allows(c dispatch.Check, r policy.Ready) (bool, error) {
 	panic("metaqueue: a planned pick asked " + c.String())
 }
 
-func (a *planAsking) Priority(id int64) int16 { return a.s.prio[id] }
+func (a *planAsking) Priority(id int64) int16 { return a.s.prio.Of(id) }
 
 // Plans records and clears plans, each change one batch on the core
 // (plans.Writer).

@@ -1,27 +1,6 @@
--- queues: a queue's settings and its deadline and budget (queue_economics).
+-- queues: a queue's row, made on first use; its settings' writes and the
+-- load are the queues module's (queues/queues.sql).
 
 -- name: InsertQueue
 INSERT INTO queues (name, created) VALUES (?, ?)
 RETURNING id, ceiling_s, max_attempts, retry_failed, policy;
-
--- name: UpdateQueue
-UPDATE queues SET ceiling_s = ?, max_attempts = ?, retry_failed = ?, policy = ?, max_copies = ?, max_output = ?, output = ? WHERE id = ?;
-
--- name: SetEconomics
-INSERT INTO queue_economics (queue_id, deadline, budget) VALUES (?, ?, ?)
-ON CONFLICT (queue_id) DO UPDATE SET deadline = excluded.deadline, budget = excluded.budget;
-
--- name: LoadQueues
-SELECT q.id, q.name, q.ceiling_s, q.max_attempts, q.retry_failed, q.policy,
-	COALESCE(e.deadline, 0), COALESCE(e.budget, 0), q.max_copies, q.max_output, q.output
-FROM queues q LEFT JOIN queue_economics e ON e.queue_id = q.id;
-
--- name: DeleteDefaults
-DELETE FROM queue_defaults WHERE queue_id = ?;
-
--- name: SetDefaults
-INSERT INTO queue_defaults (queue_id, resources) VALUES (?, ?)
-ON CONFLICT (queue_id) DO UPDATE SET resources = excluded.resources;
-
--- name: LoadDefaults
-SELECT queue_id, resources FROM queue_defaults;

@@ -5,16 +5,11 @@ import (
 
 	"github.com/mq-hpc/mq/internal/metaqueue/packing"
 	"github.com/mq-hpc/mq/internal/metaqueue/placeholders"
-	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/internal/wire"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
-
-// maxExamined bounds how many ready entries SiteDemand looks at, so a huge
-// backlog of jobs too long for a site never stalls the core.
-const maxExamined = 100_000
 
 // The sites' specs are the placeholders module's (placeholders.AddSite,
 // ...); the core runs each change in a durable batch and tells the other
@@ -131,37 +126,12 @@ func (s *Store) SiteNeed(ctx context.Context, shape resource.Capacity, walltime 
 				}
 			}
 		}
-		// Requests are looked at one by one only when some job asks for
-		// more than a slot and the site has a shape to hold them against.
-		each := shape.CPUs >= 1 && s.pack.AnyAsks()
+		d := packing.Demand{Shape: shape, Walltime: walltime, Limit: limit}
 		for _, q := range s.qlist {
 			if ready.Jobs >= limit {
 				break
 			}
-			n := s.countsFor(q.id)[job.Queued]
-			if n == 0 {
-				continue
-			}
-			if walltime <= 0 && !each {
-				ready.AddSlots(shape, min(n, limit-ready.Jobs))
-				continue
-			}
-			examined, fit := 0, 0
-			q.ready.Each(func(r policy.Ready) bool {
-				examined++
-				j, ok := s.g.Node(r.ID)
-				if ok && j.State == job.Queued && (walltime <= 0 || fits(j.Est, q, walltime)) {
-					if !each {
-						ready.AddSlots(shape, 1)
-						fit++
-					} else if s.pack.AddReady(&ready, shape, r.ID) {
-						fit++
-					}
-				}
-				// A cp queue may hold a job twice (re-ranked): count at
-				// most the queue's ready jobs.
-				return ready.Jobs < limit && examined < maxExamined && fit < n
-			})
+			s.pack.CountReady(&ready, d, s.g, packing.ReadyQueue{Queued: s.countsFor(q.id)[job.Queued], Heap: q.ready, Ceiling: q.Ceiling})
 		}
 		return nil
 	})

@@ -31,6 +31,7 @@ import (
 	"github.com/mq-hpc/mq/internal/metaqueue/packing"
 	"github.com/mq-hpc/mq/internal/metaqueue/placeholders"
 	"github.com/mq-hpc/mq/internal/metaqueue/plans"
+	"github.com/mq-hpc/mq/internal/metaqueue/priorities"
 	"github.com/mq-hpc/mq/internal/metaqueue/tokens"
 	"github.com/mq-hpc/mq/internal/metaqueue/waits"
 	"github.com/mq-hpc/mq/internal/policy"
@@ -128,7 +129,8 @@ type Store struct {
 	data         dcState         // data-conscious scheduling (dc/, dc_hooks.go)
 	plans        plans.Plans     // jobs' planned sites (plans/, plans_hooks.go)
 	repl         replication     // copies of running jobs (copies/, copies_hooks.go)
-	prio         map[int64]int16 // live jobs' priorities that are not 0 (hold.go)
+	// prio is the live jobs' priorities that are not 0 (priorities/).
+	prio priorities.Priorities
 	// bl is the b-levels for cp queues (blevel/, blevel_hooks.go).
 	bl blevel.Levels
 	// cat is the data-staging catalog (catalog/, catalog_hooks.go).

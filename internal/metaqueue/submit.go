@@ -189,8 +189,8 @@ func (in *inserter) add(js *protocol.JobSpec) error {
 			return fatalError{err}
 		}
 	}
-	if err := s.setPriority(id, js.Priority); err != nil {
-		return err
+	if err := s.prio.Add(context.Background(), s.w, id, js.Priority); err != nil {
+		return fatalError{err}
 	}
 	n := dag.Node{Target: t, Queue: q.id, Est: float32(js.Est), Prereqs: prereqs, AfterAny: afterAny}
 	if js.Hold {

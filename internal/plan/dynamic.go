@@ -20,6 +20,12 @@ const (
 	MostLocal
 )
 
+// Bindings names the late-binding ways, in the order mqsim plan shows them.
+var Bindings = []struct {
+	Name    string
+	Binding Binding
+}{{"late-fcfs", FirstReady}, {"late-local", MostLocal}}
+
 // LateBinding scores mq's own way, with no plan, in the planners' model:
 // a slot that frees asks for work and takes a ready job there and then
 // (chosen by b), reading inputs from where their jobs ran; files stay

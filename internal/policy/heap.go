@@ -1,5 +1,11 @@
 package policy
 
+import (
+	"slices"
+
+	"github.com/mq-hpc/mq/internal/heap"
+)
+
 // Heap keeps ready jobs in an Ordering's order. Entries may go stale (the
 // job was dispatched or re-waited through another path); the owner skips
 // them when popping, which keeps every operation O(log n).
@@ -8,11 +14,10 @@ package policy
 // jobs are millions of entries. An id too large to pack (past 2^47) turns
 // the heap to plain Ready entries, so nothing is ever misstated.
 type Heap struct {
-	order  Ordering
-	fcfs   bool // order is FCFS: entries compare by key alone
-	items  []entry
-	wide   []Ready // used instead of items once an id does not pack
-	isWide bool
+	order Ordering
+	fcfs  bool // order is FCFS: entries compare by key alone
+	items []entry
+	wide  *heap.Heap[Ready] // used instead of items once an id does not pack
 }
 
 // entry is a Ready packed. key holds the priority in its top 16 bits,
@@ -45,8 +50,8 @@ func NewHeap(o Ordering) *Heap {
 
 // Len is the number of entries, stale ones included.
 func (h *Heap) Len() int {
-	if h.isWide {
-		return len(h.wide)
+	if h.wide != nil {
+		return h.wide.Len()
 	}
 	return len(h.items)
 }
@@ -58,25 +63,16 @@ func (h *Heap) Order() Ordering { return h.order }
 // millions of jobs allocates the heap once, to size, not by appends that
 // leave it up to a quarter empty.
 func (h *Heap) Grow(n int) {
-	if h.isWide {
-		h.wide = growTo(h.wide, n)
+	if h.wide != nil {
+		h.wide.Grow(n)
 		return
 	}
-	h.items = growTo(h.items, n)
-}
-
-func growTo[E any](s []E, n int) []E {
-	if n <= cap(s)-len(s) {
-		return s
-	}
-	g := make([]E, len(s), len(s)+n)
-	copy(g, s)
-	return g
+	h.items = slices.Grow(h.items, n)
 }
 
 // Push adds a ready job.
 func (h *Heap) Push(r Ready) {
-	if !h.isWide {
+	if h.wide == nil {
 		if e, ok := pack(r); ok {
 			h.items = append(h.items, e)
 			h.up(len(h.items) - 1)
@@ -84,18 +80,17 @@ func (h *Heap) Push(r Ready) {
 		}
 		h.widen()
 	}
-	h.wide = append(h.wide, r)
-	up(h.wide, len(h.wide)-1, h.order.Less)
+	h.wide.Push(r)
 }
 
 // widen turns the heap to plain Ready entries, keeping their order.
 func (h *Heap) widen() {
-	h.wide = make([]Ready, len(h.items), max(len(h.items)+1, 8))
+	wide := make([]Ready, len(h.items), max(len(h.items)+1, 8))
 	for i, e := range h.items {
-		h.wide[i] = e.ready()
+		wide[i] = e.ready()
 	}
 	h.items = nil
-	h.isWide = true
+	h.wide = heap.From(h.order.Less, wide)
 }
 
 func (h *Heap) less(a, b entry) bool {
@@ -105,8 +100,8 @@ func (h *Heap) less(a, b entry) bool {
 	return h.order.Less(a.ready(), b.ready())
 }
 
-// up and down are pop's and Push's for packed entries, not the generic
-// ones: a compare through a func value cost a quarter of an FCFS
+// up and down are pop's and Push's for packed entries, not package
+// heap's: a compare through a func value cost a quarter of an FCFS
 // dispatch's Pop and Push.
 func (h *Heap) up(i int) {
 	items := h.items
@@ -142,11 +137,8 @@ func (h *Heap) down(i int) {
 
 // Peek returns the first job without removing it.
 func (h *Heap) Peek() (Ready, bool) {
-	if h.isWide {
-		if len(h.wide) == 0 {
-			return Ready{}, false
-		}
-		return h.wide[0], true
+	if h.wide != nil {
+		return h.wide.Peek()
 	}
 	if len(h.items) == 0 {
 		return Ready{}, false
@@ -156,12 +148,11 @@ func (h *Heap) Peek() (Ready, bool) {
 
 // Pop removes and returns the first job.
 func (h *Heap) Pop() (Ready, bool) {
-	if h.isWide {
-		var r Ready
-		var ok bool
-		h.wide, r, ok = pop(h.wide, h.order.Less)
-		if len(h.wide) == 0 {
-			h.wide, h.isWide = nil, false // pack again from empty
+	if h.wide != nil {
+		r, ok := h.wide.Pop()
+		h.wide.Clip(1024) // give memory back after a drain
+		if h.wide.Len() == 0 {
+			h.wide = nil // pack again from empty
 		}
 		return r, ok
 	}
@@ -181,63 +172,11 @@ func (h *Heap) Pop() (Ready, bool) {
 	return top.ready(), true
 }
 
-func pop[E any](items []E, less func(a, b E) bool) ([]E, E, bool) {
-	n := len(items)
-	if n == 0 {
-		var zero E
-		return items, zero, false
-	}
-	top := items[0]
-	items[0] = items[n-1]
-	items = items[:n-1]
-	if n > 1 {
-		down(items, 0, less)
-	}
-	if cap(items) > 1024 && len(items) < cap(items)/4 {
-		items = append([]E(nil), items...) // give memory back after a drain
-	}
-	return items, top, true
-}
-
-func up[E any](items []E, i int, less func(a, b E) bool) {
-	for i > 0 {
-		p := (i - 1) / 2
-		if !less(items[i], items[p]) {
-			break
-		}
-		items[i], items[p] = items[p], items[i]
-		i = p
-	}
-}
-
-func down[E any](items []E, i int, less func(a, b E) bool) {
-	n := len(items)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			return
-		}
-		m := l
-		if r := l + 1; r < n && less(items[r], items[l]) {
-			m = r
-		}
-		if !less(items[m], items[i]) {
-			return
-		}
-		items[i], items[m] = items[m], items[i]
-		i = m
-	}
-}
-
 // Each calls f for every entry, stale ones included, in no particular
 // order, until f returns false.
 func (h *Heap) Each(f func(Ready) bool) {
-	if h.isWide {
-		for _, r := range h.wide {
-			if !f(r) {
-				return
-			}
-		}
+	if h.wide != nil {
+		h.wide.Each(f)
 		return
 	}
 	for _, e := range h.items {

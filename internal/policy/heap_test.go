@@ -69,7 +69,7 @@ func TestHeapPacking(t *testing.T) {
 				if !slices.Equal(each, all) {
 					t.Fatalf("Each gave %+v, want %+v", each, all)
 				}
-				if h.isWide {
+				if h.wide != nil {
 					t.Fatal("a drained heap stays wide")
 				}
 			})

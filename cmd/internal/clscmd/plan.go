@@ -60,8 +60,8 @@ func planShowFlags(v *planValues) []cli.Flag {
 
 func planMakeFlags(v *planValues) []cli.Flag {
 	return append(planJSONFlags(v),
-		&cli.StringFlag{Name: "planner", Value: "heft", Usage: "heft, minmin, aeh-etaa, lp or list", Destination: &v.planner},
-		&cli.DurationFlag{Name: "time-limit", Value: 30 * time.Second, Usage: "how long a search (aeh-etaa, lp, list) may take, at most 10m", Destination: &v.timeLimit},
+		&cli.StringFlag{Name: "planner", Value: plan.Default().Name, Usage: "one of " + strings.Join(plan.Names(), ", "), Destination: &v.planner},
+		&cli.DurationFlag{Name: "time-limit", Value: 30 * time.Second, Usage: "how long a planner that searches may take, at most 10m", Destination: &v.timeLimit},
 		&cli.DurationFlag{Name: "est", Value: time.Minute, Usage: "runtime assumed for jobs that declare none (mqsub --est) and whose command never ran", Destination: &v.est},
 		&cli.StringFlag{Name: "site-speed", Usage: "sites' relative speeds, SITE=F,... (runtime at speed 1 over F); default: learned from the accounting, else 1", Destination: &v.siteSpeed},
 		&cli.BoolFlag{Name: "no-learn", Usage: "ignore the accounting: declared estimates (or --est) over the sites' speeds", Destination: &v.noLearn},

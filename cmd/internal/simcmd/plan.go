@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -70,8 +71,9 @@ func runPlans(c *cli.Context, planners func() []plan.Info) error {
 	out := bufio.NewWriter(c.App.Writer)
 	defer out.Flush()
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	cols := newPlanColumns(planners())
 	if !c.Bool("json") {
-		fmt.Fprintln(tw, "trace\ttasks\tsites\tlate-fcfs\tlate-local\tminmin\theft\taeh-etaa\tlp\tGB moved: late-fcfs\tlate-local\tminmin\theft\taeh-etaa\tlp\ts to plan: minmin\theft\taeh-etaa\tlp\taeh iterations\t")
+		writePlanHeader(tw, cols)
 	}
 	if c.String("platform") == "ec2" {
 		sites = []int{4}
@@ -93,7 +95,7 @@ func runPlans(c *cli.Context, planners func() []plan.Info) error {
 				fmt.Fprintf(out, "%s\n", b)
 				continue
 			}
-			notes = append(notes, writePlanRow(tw, row)...)
+			notes = append(notes, writePlanRow(tw, cols, row)...)
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -140,9 +142,34 @@ func planArgs(c *cli.Context) (gens []string, sites []int, err error) {
 	return gens, sites, nil
 }
 
+// planColumns are the table's columns: the late-binding ways, then the
+// planners that have columns of their own.
+type planColumns []string
+
+func newPlanColumns(planners []plan.Info) planColumns {
+	var cols planColumns
+	for _, b := range plan.Bindings {
+		cols = append(cols, b.Name)
+	}
+	for _, p := range planners {
+		if !p.OnlyStandsIn {
+			cols = append(cols, p.Name)
+		}
+	}
+	return cols
+}
+
+// planned are the planners' columns.
+func (cols planColumns) planned() []string { return cols[len(plan.Bindings):] }
+
+func writePlanHeader(tw *tabwriter.Writer, cols planColumns) {
+	fmt.Fprintf(tw, "trace\ttasks\tsites\t%s\tGB moved: %s\ts to plan: %s\taeh iterations\t\n",
+		strings.Join(cols, "\t"), strings.Join(cols, "\t"), strings.Join(cols.planned(), "\t"))
+}
+
 // writePlanRow writes row to the table and returns the notes for under
 // it: the planners another planner stood in for.
-func writePlanRow(tw *tabwriter.Writer, row planRow) (notes []string) {
+func writePlanRow(tw *tabwriter.Writer, cols planColumns, row planRow) (notes []string) {
 	// cell is a planner's figure, * if another planner's stands in for
 	// it, - if none could.
 	cell := func(k, format string, v float64) string {
@@ -156,25 +183,23 @@ func writePlanRow(tw *tabwriter.Writer, row planRow) (notes []string) {
 		return s
 	}
 	fmt.Fprintf(tw, "%s\t%d\t%d\t", row.Trace, row.Tasks, row.Sites)
-	for _, k := range planWays {
+	for _, k := range cols {
 		fmt.Fprintf(tw, "%s\t", cell(k, "%.0f", row.Makespan[k]))
 	}
-	for _, k := range planWays {
+	for _, k := range cols {
 		fmt.Fprintf(tw, "%s\t", cell(k, "%.2f", float64(row.Moved[k])/1e9))
 	}
-	for _, k := range planWays[2:] {
+	for _, k := range cols.planned() {
 		fmt.Fprintf(tw, "%.2f\t", row.PlanningS[k])
 	}
 	fmt.Fprintf(tw, "%d (%s)\t\n", row.AEH.Iterations, row.AEH.Stopped)
-	for _, k := range planWays {
+	for _, k := range cols {
 		if row.Fallback[k] != "" {
 			notes = append(notes, fmt.Sprintf("* %s, %d sites: %s", row.Trace, row.Sites, row.Fallback[k]))
 		}
 	}
 	return notes
 }
-
-var planWays = []string{"late-fcfs", "late-local", "minmin", "heft", "aeh-etaa", "lp"}
 
 type planRow struct {
 	Trace    string             `json:"trace"`
@@ -191,11 +216,23 @@ type planRow struct {
 	Fallback map[string]string `json:"fallback,omitempty"`
 }
 
-// fallbacks are the planners whose plan stands in for one that failed, in
-// order: a failing planner must not abort the comparison. HEFT first: it
-// always plans, fast, for sites alike or not (the list search pools the
-// sites' slots as one, which unlike sites such as ec2's are not).
-var fallbacks = []string{"heft", "minmin", "list"}
+// standIns are the planners whose plan stands in for one that failed, in
+// their order (plan.Info.StandIn): a failing planner must not abort the
+// comparison.
+func standIns(planners []plan.Info) []string {
+	var ps []plan.Info
+	for _, p := range planners {
+		if p.StandIn > 0 {
+			ps = append(ps, p)
+		}
+	}
+	slices.SortFunc(ps, func(a, b plan.Info) int { return a.StandIn - b.StandIn })
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = p.Name
+	}
+	return names
+}
 
 func readTrace(path string) (*wfformat.Workflow, error) {
 	f, err := os.Open(path)
@@ -231,18 +268,19 @@ func comparePlans(c *cli.Context, w *wfformat.Workflow, sites int, planners []pl
 	}
 	p.Seed = int64(c.Uint64("seed"))
 	row := planRow{Tasks: len(w.Tasks), Sites: sites, Makespan: map[string]float64{}, Moved: map[string]int64{}, PlanningS: map[string]float64{}}
-	for k, b := range map[string]plan.Binding{"late-fcfs": plan.FirstReady, "late-local": plan.MostLocal} {
-		ms, mv, err := plan.LateBinding(p, b)
+	for _, b := range plan.Bindings {
+		ms, mv, err := plan.LateBinding(p, b.Binding)
 		if err != nil {
 			return row, err
 		}
-		row.Makespan[k], row.Moved[k] = ms, mv
+		row.Makespan[b.Name], row.Moved[b.Name] = ms, mv
 	}
 	failed := map[string]error{}
 	for _, info := range planners {
 		pl := info.New(c.Duration("time-limit"))
-		if info.Name == "aeh-etaa" {
-			pl = plan.AEHETAA{TimeLimit: c.Duration("time-limit"), Stats: &row.AEH}
+		if a, ok := pl.(plan.AEHETAA); ok {
+			a.Stats = &row.AEH
+			pl = a
 		}
 		start := time.Now()
 		pp, err := pl.Plan(c.Context, p)
@@ -262,7 +300,7 @@ func comparePlans(c *cli.Context, w *wfformat.Workflow, sites int, planners []pl
 		}
 		why := fmt.Sprintf("%s failed: %s", name, oneLine(err.Error()))
 		row.Fallback[name] = why + "; no planner could stand in"
-		for _, f := range fallbacks {
+		for _, f := range standIns(planners) {
 			if ms, ok := row.Makespan[f]; ok && failed[f] == nil {
 				row.Makespan[name], row.Moved[name] = ms, row.Moved[f]
 				row.Fallback[name] = fmt.Sprintf("%s; %s's plan shown", why, f)

@@ -47,7 +47,7 @@ func TestMqsimPlan(t *testing.T) {
 		if err := json.Unmarshal([]byte(l), &row); err != nil {
 			t.Fatal(err)
 		}
-		for _, k := range planWays {
+		for _, k := range newPlanColumns(plan.Planners()) {
 			// The critical path a, b, d is 7 s at speed 1; the home site
 			// runs at 1 and the others at 0.5..1.5.
 			if ms := row.Makespan[k]; !(ms >= 7/1.5) {

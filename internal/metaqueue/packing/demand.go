@@ -3,7 +3,11 @@ package packing
 import (
 	"math"
 
+	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/internal/dispatch"
+	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/internal/resource"
+	"github.com/mq-hpc/mq/job"
 )
 
 // Provisioning's side of packing: how many placeholders of a site's shape
@@ -176,6 +180,63 @@ func (p *Packing) AddReady(n *Need, shape resource.Capacity, id int64) bool {
 		r = p.learn.Resolve(p.cats[id], r, resource.Request{CPUs: max(shape.CPUs, 1), Mem: shape.Mem})
 	}
 	return n.Add(shape, r)
+}
+
+// maxExamined bounds how many ready entries CountReady looks at in a
+// queue, so a huge backlog of jobs too long for a site never stalls the
+// core.
+const maxExamined = 100_000
+
+// A Demand is what a site asks of the ready jobs (Packing.CountReady):
+// those a placeholder of Shape with Walltime seconds left could take
+// (walltime 0 takes any), up to Limit of them. A shape of no cores
+// counts jobs as slots.
+type Demand struct {
+	Shape    resource.Capacity
+	Walltime float64
+	Limit    int
+}
+
+// ReadyQueue is one queue's ready jobs as the core keeps them.
+type ReadyQueue struct {
+	Queued int          // its Queued jobs
+	Heap   *policy.Heap // its ready entries (a cp queue may hold a job twice, re-ranked)
+	// Ceiling is what a job without an estimate is expected to take
+	// (dispatch judges a walltime so too).
+	Ceiling float64
+}
+
+// CountReady adds to n, up to d.Limit jobs in all, q's ready jobs that a
+// placeholder of d's shape and walltime could take; g says which entries
+// are live Queued jobs and their estimates. Requests are looked at one by
+// one only when some job asks for more than a slot and the shape has
+// cores to hold them against; jobs without a walltime to fit are then
+// counted by q.Queued alone.
+func (p *Packing) CountReady(n *Need, d Demand, g *dag.Graph, q ReadyQueue) {
+	if n.Jobs >= d.Limit || q.Queued == 0 {
+		return
+	}
+	each := d.Shape.CPUs >= 1 && p.AnyAsks()
+	if d.Walltime <= 0 && !each {
+		n.AddSlots(d.Shape, min(q.Queued, d.Limit-n.Jobs))
+		return
+	}
+	examined, fit := 0, 0
+	q.Heap.Each(func(r policy.Ready) bool {
+		examined++
+		j, ok := g.Node(r.ID)
+		if ok && j.State == job.Queued && dispatch.Fits(j.Est, q.Ceiling, d.Walltime) {
+			if !each {
+				n.AddSlots(d.Shape, 1)
+				fit++
+			} else if p.AddReady(n, d.Shape, r.ID) {
+				fit++
+			}
+		}
+		// A job held twice is counted at most once: no more than the
+		// queue's Queued jobs.
+		return n.Jobs < d.Limit && examined < maxExamined && fit < q.Queued
+	})
 }
 
 // AddRunning counts attempt ru against shape by what it took (its grant's

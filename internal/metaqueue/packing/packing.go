@@ -72,6 +72,11 @@ type Packing struct {
 	// firstStart is when the first attempt started (Start): before any
 	// run ends, the runs are known to last at least since then.
 	firstStart time.Time
+	// left are the distinct capacities of placeholders gone (at most
+	// maxLeft), for Unholdable: one lapsing on a busy machine, or leaving
+	// between two of its site's batch jobs, must not make every job look
+	// holdable by no placeholder while another alike is on its way.
+	left []resource.Capacity
 }
 
 // Begin starts a dispatch decision at now for placeholder ph, which asks
@@ -128,8 +133,27 @@ func (p *Packing) Placeholder(ph int64, c resource.Capacity) error {
 
 // PlaceholderGone forgets placeholder ph (its attempts were stopped first).
 func (p *Packing) PlaceholderGone(ph int64) {
+	if pool, ok := p.pools[ph]; ok {
+		p.remember(pool.Capacity())
+	}
 	delete(p.pools, ph)
 	delete(p.holds, ph)
+}
+
+// maxLeft bounds the capacities of placeholders gone that are kept.
+const maxLeft = 16
+
+func (p *Packing) remember(c resource.Capacity) {
+	key := c.String()
+	for _, l := range p.left {
+		if l.String() == key {
+			return
+		}
+	}
+	if len(p.left) == maxLeft {
+		p.left = p.left[1:]
+	}
+	p.left = append(p.left, c)
 }
 
 // Site records what site's placeholders are asked to hold, for Why.
@@ -406,8 +430,9 @@ func (p *Packing) Why(id int64) string {
 	return p.Unholdable(r)
 }
 
-// Unholdable says why no placeholder registered and no site declared
-// could ever hold r, or "" if one could. mqsub warns with it at submit.
+// Unholdable says why no placeholder registered (now, or before it left)
+// and no site declared could ever hold r, or "" if one could. mqsub warns
+// with it at submit.
 func (p *Packing) Unholdable(r resource.Request) string {
 	var most resource.Capacity
 	known := false
@@ -435,6 +460,11 @@ func (p *Packing) Unholdable(r resource.Request) string {
 		}
 	}
 	for _, c := range p.sites {
+		if consider(c) {
+			return ""
+		}
+	}
+	for _, c := range p.left {
 		if consider(c) {
 			return ""
 		}

@@ -239,3 +239,27 @@ func TestFetchAhead(t *testing.T) {
 		t.Errorf("stopping a job fetched ahead gave back cores: %d free", f.CPUs)
 	}
 }
+
+// TestUnholdableRemembersGone: a placeholder that left (a lapsed lease on
+// a busy machine, a site between two batch jobs) still tells what jobs
+// can never be held, and one that could hold a job keeps it holdable.
+func TestUnholdableRemembersGone(t *testing.T) {
+	p := New()
+	p.Placeholder(1, resource.Capacity{CPUs: 2})
+	p.PlaceholderGone(1)
+	if got, want := p.Unholdable(resource.Request{CPUs: 64}), "needs 64 cores; the largest placeholder or site holds 2"; got != want {
+		t.Errorf("after the placeholder left: %q, want %q", got, want)
+	}
+	if got := p.Unholdable(resource.Request{CPUs: 2}); got != "" {
+		t.Errorf("2 cores, held by the placeholder gone: %q", got)
+	}
+	for ph := int64(2); ph < 2+2*maxLeft; ph++ {
+		p.Placeholder(ph, resource.Capacity{CPUs: int(ph)})
+		p.PlaceholderGone(ph)
+		p.Placeholder(ph+100, resource.Capacity{CPUs: int(ph)}) // alike: kept once
+		p.PlaceholderGone(ph + 100)
+	}
+	if len(p.left) != maxLeft {
+		t.Errorf("%d capacities kept, want at most %d", len(p.left), maxLeft)
+	}
+}

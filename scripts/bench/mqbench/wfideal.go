@@ -2,7 +2,6 @@ package main
 
 import (
 	"cmp"
-	"container/heap"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mq-hpc/mq/internal/heap"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/internal/wfformat"
 )
@@ -112,7 +112,7 @@ func (d *taskDAG) schedule(slots int, o policy.Ordering, prio []float64) float64
 			push(i)
 		}
 	}
-	var running finishes
+	running := heap.New(finish.before)
 	now, free := 0.0, slots
 	for {
 		for free > 0 {
@@ -121,15 +121,16 @@ func (d *taskDAG) schedule(slots int, o policy.Ordering, prio []float64) float64
 				break
 			}
 			i := int(r.ID - 1)
-			heap.Push(&running, finish{now + d.runtime[i], i})
+			running.Push(finish{now + d.runtime[i], i})
 			free--
 		}
 		if running.Len() == 0 {
 			return now
 		}
-		now = running[0].at
-		for running.Len() > 0 && running[0].at == now {
-			e := heap.Pop(&running).(finish)
+		first, _ := running.Peek()
+		now = first.at
+		for e, ok := running.Peek(); ok && e.at == now; e, ok = running.Peek() {
+			running.Pop()
 			free++
 			for _, u := range d.users[e.task] {
 				if pending[u]--; pending[u] == 0 {
@@ -145,23 +146,12 @@ type finish struct {
 	task int
 }
 
-// finishes is a min-heap of running tasks by finish time, then index.
-type finishes []finish
-
-func (f finishes) Len() int { return len(f) }
-func (f finishes) Less(i, j int) bool {
-	if f[i].at != f[j].at {
-		return f[i].at < f[j].at
+// before orders running tasks by finish time, then index.
+func (f finish) before(g finish) bool {
+	if f.at != g.at {
+		return f.at < g.at
 	}
-	return f[i].task < f[j].task
-}
-func (f finishes) Swap(i, j int) { f[i], f[j] = f[j], f[i] }
-func (f *finishes) Push(x any)   { *f = append(*f, x.(finish)) }
-func (f *finishes) Pop() any {
-	old := *f
-	x := old[len(old)-1]
-	*f = old[:len(old)-1]
-	return x
+	return f.task < g.task
 }
 
 // fbBound is Fernández and Bussell's lower bound on the makespan of the DAG

@@ -193,7 +193,7 @@ func (s *Store) Delete(ctx context.Context, sel protocol.Select) (protocol.Actio
 			}
 			// Its attempt ran until now: that is spent too.
 			if ru := s.running[id]; ru != nil {
-				if err := s.charge(id, s.queueIDs[j.Queue], ru, ru.started, s.now(), false); err != nil {
+				if err := s.charge(id, s.queueIDs[j.Queue], ru, ru.Started, s.now(), false); err != nil {
 					return err
 				}
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mq-hpc/mq/internal/metaqueue/copies"
 	"github.com/mq-hpc/mq/internal/policy"
+	"github.com/mq-hpc/mq/internal/runs"
 	"github.com/mq-hpc/mq/job"
 )
 
@@ -64,14 +65,16 @@ func (s *Store) copyable(id int64, q *queue) bool {
 // win makes ru, whose agent claimed first, the attempt the job row
 // describes and kills every other attempt of the job.
 func (s *Store) win(id int64, ru *run) error {
-	_, err := s.copiesEvent(id, ru, copies.Change{Event: copies.Claimed})
+	n, ok := s.g.Node(id)
+	_, err := s.copiesEvent(id, n, ok, ru, copies.Change{Event: copies.Claimed})
 	return err
 }
 
 // stopCopies kills every copy of job id, which stops executing for
 // reason (deleted).
 func (s *Store) stopCopies(id int64, reason string) error {
-	_, err := s.copiesEvent(id, nil, copies.Change{Event: copies.Stopped, Reason: reason})
+	n, ok := s.g.Node(id)
+	_, err := s.copiesEvent(id, n, ok, nil, copies.Change{Event: copies.Stopped, Reason: reason})
 	return err
 }
 
@@ -174,7 +177,7 @@ func (a *copyAsk) Copyable(qid int32, id int64) bool {
 		return false
 	}
 	q := s.queueIDs[qid]
-	if ru := s.running[id]; q == nil || ru == nil || !s.repl.Apart(id, ru.attempt) || !s.copyable(id, q) || s.runsOn(id, a.p.req.Placeholder) {
+	if ru := s.running[id]; q == nil || ru == nil || !s.repl.Apart(id, ru.Attempt) || !s.copyable(id, q) || runs.On(ru, s.copyRuns[id], a.p.req.Placeholder) {
 		return false
 	}
 	return fits(j.Est, q, a.p.req.WalltimeLeft) && s.affordable(id, q, j, a.p.site)
@@ -229,9 +232,9 @@ func (s *Store) dispatchCopy(p *parkedNext, id int64, q *queue) error {
 		return fatalError{fmt.Errorf("copy job %d: %w", id, err)}
 	}
 	s.phWorked(p.req.Placeholder)
-	ru := &run{attempt: r.attempt, used: 1, placeholder: p.req.Placeholder, lease: now.Add(s.opt.Lease), started: now}
+	ru := &run{Attempt: r.attempt, Used: 1, Placeholder: p.req.Placeholder, Lease: now.Add(s.opt.Lease), Started: now}
 	s.copyRuns[id] = append(s.copyRuns[id], ru)
-	cr, cj := copies.Run{Job: id, Attempt: ru.attempt, Placeholder: ru.placeholder, Started: ru.started}, s.copyJob(id)
+	cr, cj := copies.Run{Job: id, Attempt: ru.Attempt, Placeholder: ru.Placeholder, Started: ru.Started}, s.copyJob(id)
 	if err := s.repl.Started(context.Background(), s.w, cr, cj); err != nil {
 		return fatalError{err}
 	}
@@ -261,7 +264,7 @@ func (s *Store) loadCopies(ctx context.Context, now time.Time) error {
 		if s.running[r.Job] == nil {
 			continue
 		}
-		c := &run{attempt: r.Attempt, used: 1, placeholder: r.Placeholder, lease: now.Add(s.opt.Lease), started: r.Started}
+		c := &run{Attempt: r.Attempt, Used: 1, Placeholder: r.Placeholder, Lease: now.Add(s.opt.Lease), Started: r.Started}
 		s.copyRuns[r.Job] = append(s.copyRuns[r.Job], c)
 		s.phKnow(r.Placeholder)
 		// Running copies take their reservations and places under the
@@ -269,7 +272,7 @@ func (s *Store) loadCopies(ctx context.Context, now time.Time) error {
 		// (loadJobs).
 		n, _ := s.g.Node(r.Job)
 		if q := s.queueIDs[n.Queue]; q != nil && (q.costed() || s.ledger.Priced()) {
-			site, err := s.siteName(c.placeholder)
+			site, err := s.siteName(c.Placeholder)
 			if err != nil {
 				return err
 			}
@@ -293,7 +296,7 @@ func (s *Store) copyJob(id int64) copies.Job {
 	j := copies.Job{ID: id, Runs: 1 + len(s.copyRuns[id])}
 	if ru := s.running[id]; ru != nil {
 		if n, ok := s.g.Node(id); ok {
-			j.Row, j.Queue = ru.attempt, n.Queue
+			j.Row, j.Queue = ru.Attempt, n.Queue
 		}
 	}
 	return j

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mq-hpc/mq/internal/metaqueue/copies"
 	"github.com/mq-hpc/mq/internal/policy"
+	"github.com/mq-hpc/mq/internal/runs"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -19,7 +20,7 @@ import (
 func (s *Store) checkCopyIndex() error {
 	want := map[int64]copies.Entry{}
 	for id, ru := range s.running {
-		if !s.repl.Apart(id, ru.attempt) {
+		if !s.repl.Apart(id, ru.Attempt) {
 			continue
 		}
 		j, ok := s.g.Node(id)
@@ -53,7 +54,7 @@ func (s *Store) pickCopyScan(p *parkedNext) (int64, *queue, error) {
 			continue
 		}
 		q := s.queueIDs[j.Queue]
-		if q == nil || !s.repl.Apart(id, ru.attempt) || q.ready.Len() > 0 || !s.copyable(id, q) || s.runsOn(id, ph) {
+		if q == nil || !s.repl.Apart(id, ru.Attempt) || q.ready.Len() > 0 || !s.copyable(id, q) || runs.On(ru, s.copyRuns[id], ph) {
 			continue
 		}
 		n := 1 + len(s.copyRuns[id])

@@ -17,11 +17,11 @@ import (
 // it applies from the answers (the catalog records the outputs, plans
 // keep them, the ledger counts what was written, the copy index hears
 // what moved). A choosing queue's pick (DC, SA, XSufferage) is the
-// module's PickFor; the core answers it about bundles, copies and other
-// placeholders (dcJobs) and forwards its questions to the catalog
-// (dcCatalog). When a chooser says "wait" the placeholder's long poll
-// stays parked and is decided again when the queue changes and at least
-// once per dc.Redecide.
+// module's PickFor; the pick's world (asking) answers it about bundles,
+// copies and the placeholders at work (dc.Jobs), and dcCatalog forwards
+// its questions to the catalog. When a chooser says "wait" the
+// placeholder's long poll stays parked and is decided again when the
+// queue changes and at least once per dc.Redecide.
 
 // Link is how fast data moves between a site and the others (dc.Link).
 type Link = dc.Link
@@ -36,15 +36,14 @@ var (
 // LocalSite is the site name of the CLS's own placeholders.
 const LocalSite = catalog.LocalSite
 
-// redecide is the longest a DC "wait" stands without being decided again.
-const redecide = dc.Redecide
-
 // dcState is the module's state and the core's scratch for one pick.
 type dcState struct {
 	dc.State
-	ask     asking // the pick's view of the world (dispatch.World)
+	// ask is the pick's view of the world (dispatch.World) and, for a
+	// choosing queue, its answers (dc.Jobs), reused: a pick allocates
+	// nothing.
+	ask     asking
 	scratch dispatch.Scratch
-	jobs    dcJobs // the core's answers to a pick (dc.Jobs), reused: a pick allocates nothing
 }
 
 // fileDecl and jobFiles are a job's declared files (dc.File, dc.Files).
@@ -53,23 +52,16 @@ type (
 	jobFiles = dc.Files
 )
 
-// setPolicy gives a new queue its policy and an empty ready heap in the
-// policy's order. A stored name this build does not know (a newer
-// version's) falls back to the registry's baseline (FCFS).
+// setPolicy gives a new queue its policy (policy.Stored: a name this
+// build does not know falls back to FCFS) and an empty ready heap in the
+// policy's order.
 func (q *queue) setPolicy(name string) {
-	p, err := policy.Lookup(name)
-	if err != nil {
-		p = policy.Baseline()
-	}
-	q.pol = p
-	q.ready = policy.NewHeap(p.Order)
+	q.pol = policy.Stored(name)
+	q.ready = policy.NewHeap(q.pol.Order)
 }
 
 func (q *queue) isDC() bool            { return dc.Chooses(q.pol) }
 func (q *queue) learnsEstimates() bool { return dc.LearnsEstimates(q.pol) }
-
-// link returns the link of a place's site, as DC prices it.
-func (s *Store) link(at policy.Site) Link { return s.data.Link(at) }
 
 // linkOf is a site's link (dc.Links.Of); any goroutine may ask.
 func (s *Store) linkOf(name string) Link { return s.links.Of(name, s.opt.Links, s.opt.DefaultLink) }
@@ -88,15 +80,14 @@ func (s *Store) phSite(ph int64) (policy.Site, error) {
 	return at, nil
 }
 
-// storePlace is where a placeholder's jobs find their files (the
-// catalog's place for where it runs).
+// storePlace is where a placeholder's jobs find their files
+// (dc.State.StorePlace).
 func (s *Store) storePlace(ph int64) (catalog.Place, error) {
-	at, err := s.phSite(ph)
+	to, err := s.data.StorePlace(context.Background(), s.w, ph)
 	if err != nil {
-		return catalog.Place{}, err
+		return catalog.Place{}, fatalError{err}
 	}
-	pl := s.data.SiteAt(at)
-	return s.cat.StorePlace(pl.Site, pl.Host), nil
+	return catalog.Place(to), nil
 }
 
 func (s *Store) countDC() {
@@ -125,23 +116,12 @@ func (s *Store) forgetPlaceholder(ph int64) {
 }
 
 // forgetSilent drops placeholders silent for longer than a lease that are
-// neither parked asking now nor running a job (dc.State.Silent).
+// neither parked asking now nor running a job (dc.State.ForgetSilent):
+// the store's world, reused outside any pick, says which are at work.
 func (s *Store) forgetSilent(now time.Time) {
-	if s.data.ForgetSilent(now, s.opt.Lease, s.busyPlaceholders) {
+	if s.data.ForgetSilent(now, s.opt.Lease, s.asking(nil, nil)) {
 		s.dataChanged()
 	}
-}
-
-// busyPlaceholders are those parked asking now or running a job.
-func (s *Store) busyPlaceholders() map[int64]bool {
-	alive := make(map[int64]bool, len(s.parked))
-	for _, p := range s.parked {
-		alive[p.req.Placeholder] = true
-	}
-	for _, ru := range s.running {
-		alive[ru.placeholder] = true
-	}
-	return alive
 }
 
 // addFiles records a new job's declared files, in the batch's
@@ -165,11 +145,7 @@ func (s *Store) addFiles(id int64, js *protocol.JobSpec) error {
 // loadFiles reads the declared files of live jobs (one job, or all when
 // id is 0) and, for all, every known file location.
 func (s *Store) loadFiles(ctx context.Context, id int64) error {
-	err := s.data.LoadFiles(ctx, s.w, id, func(id int64, jf *jobFiles) {
-		var in []fileDecl
-		if jf != nil {
-			in = jf.In
-		}
+	err := s.data.LoadFiles(ctx, s.w, id, func(id int64, in []fileDecl) {
 		s.cat.SetInputs(id, catInputs(in))
 	})
 	if err != nil || id != 0 {
@@ -178,66 +154,50 @@ func (s *Store) loadFiles(ctx context.Context, id int64) error {
 	return s.loadCatalog(ctx)
 }
 
-// inputs adds up the inputs of jobs ids by where they are (dc.State.Inputs),
-// with staging priced at here (cur) where a replica is.
-func (s *Store) inputs(dst []policy.Input, ids []int64, cur policy.Site, here Place) []policy.Input {
-	var pr dc.Presence
-	if s.opt.Stager != nil {
-		pr = dc.PresentAt(dcCatalog{s}, dc.Place(here))
-	}
-	return s.data.Inputs(dst, ids, cur, pr)
-}
-
 // pickDC asks the module which of a choosing queue's oldest ready jobs
 // the placeholder of p should get (dc.State.PickFor). It returns false
 // when the queue has none that fits or the chooser decided the
 // placeholder should wait (then waited is set).
 func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err error) {
-	a := dc.Asking{Placeholder: p.req.Placeholder, Now: s.now(), Staging: s.opt.Stager != nil}
+	a := dc.Asking{Placeholder: p.req.Placeholder, Now: s.now(), Staging: s.opt.Stager != nil, Log: s.log}
 	w := s.asking(q, p)
-	s.data.jobs = dcJobs{s: s, p: p, w: w}
-	picked, err := s.data.PickFor(context.Background(), s.w, w, q.ready, q.pol, a, &s.data.jobs, dcCatalog{s})
+	picked, err := s.data.PickFor(context.Background(), s.w, w, q.ready, q.pol, a, w, dcCatalog{s})
 	if err != nil {
 		return 0, false, false, err
-	}
-	if picked.Staged {
-		s.log.Info("dc: staging the chosen job's inputs to the asking placeholder", "job", picked.Staging.Job.ID, "to", catalog.Place(picked.To).String(),
-			"priority", picked.Staging.Priority, "queue_s", picked.Staging.Job.QueueTime, "arrivals", s.data.Arrivals())
 	}
 	return picked.ID, picked.ID != 0, picked.Waited, nil
 }
 
-// dcJobs answers a pick (dc.Jobs) for the placeholder of p, picking
-// through w: its bundles, the copy index's local bytes, the job w last
-// let go, and the other placeholders parked.
-type dcJobs struct {
-	s *Store
-	p *parkedNext
-	w *asking
-}
+// The world of a choosing pick answers it (dc.Jobs) for the placeholder
+// of p: its bundles, the copy index's local bytes, the job it last let
+// go, and the placeholders at work.
+var _ dc.Jobs = (*asking)(nil)
 
-func (j *dcJobs) BundleOf(id int64) (int64, bool) {
-	return j.s.bundles.Of(id)
-}
+func (a *asking) BundleOf(id int64) (int64, bool) { return a.s.bundles.Of(id) }
 
-func (j *dcJobs) BundleNow(id int64) []int64 {
-	ids, _ := j.s.bundlePick(id, j.p.req.WalltimeLeft)
+func (a *asking) BundleNow(id int64) []int64 {
+	ids, _ := a.s.bundlePick(id, a.p.req.WalltimeLeft)
 	return ids
 }
 
-func (j *dcJobs) LocalBytes(id int64, cur policy.Site, to dc.Place) int64 {
-	return j.s.localBytes(id, cur, catalog.Place(to))
+func (a *asking) LocalBytes(id int64, cur policy.Site, to dc.Place) int64 {
+	return a.s.localBytes(id, cur, catalog.Place(to))
 }
 
-func (j *dcJobs) Estimate() (string, float64) {
-	return j.s.g.Name(j.w.j.Target), float64(j.w.j.Est)
+func (a *asking) Estimate() (string, float64) {
+	return a.s.g.Name(a.j.Target), float64(a.j.Est)
 }
 
-func (j *dcJobs) Parked(dst []int64) []int64 {
-	for _, o := range j.s.parked {
-		if o != j.p && o.req.Placeholder != j.p.req.Placeholder {
-			dst = append(dst, o.req.Placeholder)
-		}
+func (a *asking) Parked(dst []int64) []int64 {
+	for _, o := range a.s.parked {
+		dst = append(dst, o.req.Placeholder)
+	}
+	return dst
+}
+
+func (a *asking) Running(dst []int64) []int64 {
+	for _, ru := range a.s.running {
+		dst = append(dst, ru.Placeholder)
 	}
 	return dst
 }
@@ -246,8 +206,7 @@ func (j *dcJobs) Parked(dst []int64) []int64 {
 type dcCatalog struct{ s *Store }
 
 func (c dcCatalog) Present(path string, to dc.Place) bool {
-	p := catalog.Place(to)
-	return p != catalog.Shared && c.s.cat.Present(path, p)
+	return c.s.cat.Present(path, catalog.Place(to))
 }
 
 func (c dcCatalog) InputsPresent(ids []int64, to dc.Place) bool {
@@ -262,9 +221,4 @@ func (c dcCatalog) StagingElsewhere(ids []int64, to dc.Place) bool {
 	return c.s.cat.StagingElsewhere(ids, catalog.Place(to))
 }
 
-func (c dcCatalog) StorePlace(site, host string) dc.Place {
-	return dc.Place(c.s.cat.StorePlace(site, host))
-}
-
-func (c dcCatalog) IsShared(site string) bool { return c.s.cat.IsShared(site) }
-func (c dcCatalog) ValidSHA(sha string) bool  { return catalog.ValidSHA(sha) }
+func (c dcCatalog) ValidSHA(sha string) bool { return catalog.ValidSHA(sha) }

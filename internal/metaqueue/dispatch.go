@@ -8,6 +8,7 @@ import (
 
 	"github.com/mq-hpc/mq/internal/dispatch"
 	"github.com/mq-hpc/mq/internal/metaqueue/bundles"
+	"github.com/mq-hpc/mq/internal/metaqueue/dc"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -32,11 +33,9 @@ type parkedNext struct {
 	reply    *protocol.NextReply
 	deadline time.Time
 	asked    time.Time // when the request reached the core (dispatch latency)
-	// A DC "wait" for this request stands until the dc queues change
-	// (data.gen moves on) or redecide passes.
-	dcWaited bool
-	dcGen    uint64
-	dcAt     time.Time
+	// dcWait is a DC "wait" for this request, standing until the dc
+	// queues change or dc.Redecide passes (dc.Wait).
+	dcWait dc.Wait
 	// site is the asking placeholder's site name, once plans needed it
 	// (pickPlanned).
 	site    string
@@ -107,13 +106,13 @@ func (s *Store) Next(ctx context.Context, req protocol.Next) (protocol.NextReply
 	return reply, c.err
 }
 
-// siteName is placeholder ph's site.
+// siteName is placeholder ph's site (dc.State.SiteOf).
 func (s *Store) siteName(ph int64) (string, error) {
-	at, err := s.phSite(ph)
+	site, err := s.data.SiteOf(context.Background(), s.w, ph)
 	if err != nil {
-		return "", err
+		return "", fatalError{err}
 	}
-	return s.data.SiteAt(at).Site, nil
+	return site, nil
 }
 
 // matchParked hands ready jobs to waiting placeholders in arrival order and
@@ -172,11 +171,9 @@ func (s *Store) dispatch(p *parkedNext) error {
 		}
 		p.site = site
 	}
-	// A DC wait stands until something it depends on changed, or for at
-	// most redecide: queue time alone moves it on slowly.
 	now := s.now()
 	s.pack.Begin(now, p.req.Placeholder, p.req.Free-len(p.reply.Jobs))
-	skipDC := p.dcWaited && p.dcGen == s.data.Gen() && now.Before(p.dcAt.Add(redecide))
+	skipDC := s.data.Stands(&p.dcWait, now) // a DC "wait" stands (dc.Wait)
 	waited := false
 	// A bundle takes one slot however many jobs it has.
 	for slots := bundles.SlotsUsed(p.reply.Jobs); slots < p.req.Free; {
@@ -214,12 +211,7 @@ func (s *Store) dispatch(p *parkedNext) error {
 			picks = append(picks, picked{id, s.queueIDs[j.Queue], bundle, seq, ru, grant})
 		}
 	}
-	switch {
-	case waited && len(picks) == 0:
-		p.dcWaited, p.dcGen, p.dcAt = true, s.data.Gen(), now
-	case !skipDC:
-		p.dcWaited = false
-	}
+	s.data.Decided(&p.dcWait, waited && len(picks) == 0, skipDC, now)
 	if len(picks) == 0 {
 		if !s.repl.On() || len(p.reply.Jobs) > 0 {
 			return nil
@@ -258,8 +250,8 @@ func (s *Store) handOut(p *parkedNext, picks []picked, now time.Time) error {
 			return fatalError{fmt.Errorf("ready job %d has no row", pk.id)}
 		}
 		ru := pk.ru
-		ru.attempt, ru.used, ru.placeholder, ru.lease, ru.started = r.attempt, r.attempt-r.base, p.req.Placeholder, lease, now
-		ru.unstarted = ahead[i] // P until the placeholder says it started it (markStarted)
+		ru.Attempt, ru.Used, ru.Placeholder, ru.Lease, ru.Started = r.attempt, r.attempt-r.base, p.req.Placeholder, lease, now
+		ru.Unstarted = ahead[i] // P until the placeholder says it started it (markStarted)
 		s.ledger.Numbered(pk.id, r.attempt)
 		s.pack.Numbered(pk.id, r.attempt)
 		s.running[pk.id] = ru
@@ -388,7 +380,7 @@ func (s *Store) PlaceholderGone(ctx context.Context, id int64) error {
 	return s.do(ctx, func() error {
 		now := s.now()
 		for jid, ru := range s.running {
-			if ru.placeholder != id {
+			if ru.Placeholder != id {
 				continue
 			}
 			j, ok := s.g.Node(jid)
@@ -404,7 +396,7 @@ func (s *Store) PlaceholderGone(ctx context.Context, id int64) error {
 		}
 		for jid, cs := range s.copyRuns {
 			for _, c := range slices.Clone(cs) {
-				if c.placeholder != id {
+				if c.Placeholder != id {
 					continue
 				}
 				if j, ok := s.g.Node(jid); ok {

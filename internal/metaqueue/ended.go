@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
@@ -14,6 +13,7 @@ import (
 	"github.com/mq-hpc/mq/internal/metaqueue/ledger"
 	"github.com/mq-hpc/mq/internal/metaqueue/packing"
 	"github.com/mq-hpc/mq/internal/resource"
+	"github.com/mq-hpc/mq/internal/runs"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -184,7 +184,7 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out outcome, r proto
 	// copies: the first attempt to succeed wins (unless another's agent
 	// claimed first) and the others are killed; one that ends while
 	// another runs on ends alone.
-	moves, err := s.copiesEvent(id, ru, copies.Change{Event: copies.Ended, Succeeded: out == succeeded, Returned: out == returned, Report: r})
+	moves, err := s.copiesEvent(id, j, true, ru, copies.Change{Event: copies.Ended, Succeeded: out == succeeded, Returned: out == returned, Report: r})
 	if err != nil || !moves {
 		return err
 	}
@@ -195,7 +195,7 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out outcome, r proto
 	e := s.endOf(q, ru, out, r)
 	// ledger: charged for what it ran, its reservation released.
 	if err := ledgerErr(s.ledger.Ended(context.Background(), s.w, ledgerCore{s}, ledger.End{
-		Ref: protocol.JobRef{ID: id, Attempt: ru.attempt}, Queue: q.account(), Placeholder: ru.placeholder,
+		Ref: protocol.JobRef{ID: id, Attempt: ru.Attempt}, Queue: q.account(), Placeholder: ru.Placeholder,
 		Started: e.started, Finished: e.finished, OK: out == succeeded, Returned: out == returned})); err != nil {
 		return err
 	}
@@ -206,17 +206,17 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out outcome, r proto
 		return fatalError{err}
 	}
 	if retry {
-		s.log.Info("job killed over its memory runs again with more", "job", id, "attempt", ru.attempt, "reason", e.reason)
+		s.log.Info("job killed over its memory runs again with more", "job", id, "attempt", ru.Attempt, "reason", e.reason)
 	}
-	// copies' index and arrays: it no longer runs.
-	s.runGone(id)
-	next := nextState(q, ru.used, out)
+	next := nextState(q, ru.Used, out)
 	if retry {
 		next = job.Queued
 	}
 	if o := s.opt.Observer; o != nil {
 		o.Ended(next)
 	}
+	// copies' index and arrays: it no longer runs.
+	s.runGone(id)
 	switch {
 	case retry:
 		return s.retryForMemory(id, e)
@@ -226,8 +226,8 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out outcome, r proto
 		return s.requeue(id, e)
 	case next == job.Failed && e.reason == "":
 		e.reason = fmt.Sprintf("exit status %d", r.Exit)
-		if ru.used > 1 {
-			e.reason += fmt.Sprintf(" (after %d attempts)", ru.used)
+		if ru.Used > 1 {
+			e.reason += fmt.Sprintf(" (after %d attempts)", ru.Used)
 		}
 	case next == job.Done:
 		// A Done job's outputs enter the catalog before its dependents
@@ -243,10 +243,10 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out outcome, r proto
 // exit, times, reason, outputs and usage, with what the core knows in
 // place of what the report lacks.
 func (s *Store) endOf(q *queue, ru *run, out outcome, r protocol.Report) attemptEnd {
-	e := attemptEnd{attempt: ru.attempt, placeholder: ru.placeholder, started: r.Started, finished: r.Finished,
+	e := attemptEnd{attempt: ru.Attempt, placeholder: ru.Placeholder, started: r.Started, finished: r.Finished,
 		exit: r.Exit, reason: r.Reason, usage: r.Usage, outputs: r.Outputs}
 	if e.started.IsZero() {
-		e.started = ru.started
+		e.started = ru.Started
 	}
 	if e.finished.IsZero() {
 		e.finished = s.now()
@@ -269,7 +269,7 @@ func (s *Store) packEnd(id int64, j dag.Node, q *queue, ru *run, out outcome, e 
 	if !e.started.IsZero() {
 		elapsed = e.finished.Sub(e.started)
 	}
-	return packing.End{Run: packing.Run{Job: id, Attempt: ru.attempt}, Category: resource.Category{Queue: q.Name, Target: s.g.Name(j.Target)},
+	return packing.End{Run: packing.Run{Job: id, Attempt: ru.Attempt}, Category: resource.Category{Queue: q.Name, Target: s.g.Name(j.Target)},
 		Succeeded: out == succeeded, Failed: out == failed, Reason: e.reason, Usage: e.usage, Elapsed: elapsed, Heir: s.bundleHeir(id, ru)}
 }
 
@@ -284,8 +284,8 @@ func (s *Store) bundleHeir(id int64, ru *run) *packing.Run {
 		return nil
 	}
 	for _, m := range s.bundles.Members(bid) {
-		if o := s.running[m]; m != id && o != nil && o.placeholder == ru.placeholder {
-			return &packing.Run{Job: m, Attempt: o.attempt}
+		if o := s.running[m]; m != id && o != nil && o.Placeholder == ru.Placeholder {
+			return &packing.Run{Job: m, Attempt: o.Attempt}
 		}
 	}
 	return nil
@@ -311,28 +311,7 @@ func (s *Store) runGone(id int64) {
 // runOf finds the attempt of job id that placeholder ph runs, the job
 // row's own or a copy (nil if none).
 func (s *Store) runOf(id int64, attempt int, ph int64) *run {
-	if ru := s.running[id]; ru != nil && ru.attempt == attempt && ru.placeholder == ph {
-		return ru
-	}
-	for _, c := range s.copyRuns[id] {
-		if c.attempt == attempt && c.placeholder == ph {
-			return c
-		}
-	}
-	return nil
-}
-
-// runsOn says whether placeholder ph runs an attempt of job id.
-func (s *Store) runsOn(id, ph int64) bool {
-	if ru := s.running[id]; ru != nil && ru.placeholder == ph {
-		return true
-	}
-	for _, c := range s.copyRuns[id] {
-		if c.placeholder == ph {
-			return true
-		}
-	}
-	return false
+	return runs.Find(s.running[id], s.copyRuns[id], attempt, ph)
 }
 
 // lateReport keeps the CPU figures of a killed copy's report, which came
@@ -351,68 +330,58 @@ func (s *Store) lateReport(ph int64, r protocol.Report) error {
 	}
 	// Charged up to when its placeholder says it ended, its
 	// reservation released.
-	err := ledgerErr(s.ledger.ExtendCharge(context.Background(), s.w, ref, r.Finished, s.now(), s.opt.Lease))
+	err := s.ledger.ExtendCharge(context.Background(), s.w, ref, r.Finished, s.now(), s.opt.Lease)
 	s.ledger.Died(ref)
-	return err
+	if err != nil {
+		return fatalError{err}
+	}
+	return nil
 }
 
 // copiesEvent applies ch, an event of attempt ru of job id (nil for
-// copies.Stopped): one call into the module says whether the job moves
-// on with ru, which attempt its row describes and which copies run on
-// now, and what ended; the core writes the row, charges what ended
-// through the ledger and releases or holds reservations and grants.
-func (s *Store) copiesEvent(id int64, ru *run, ch copies.Change) (bool, error) {
+// copies.Stopped), n as the graph has it (known: it has it): one call into the module (copies.Event) says whether
+// the job moves on with ru, which attempt its row describes and which
+// copies run on now, and what ended; the core writes the row, charges
+// what ended through the ledger and releases or holds reservations and
+// grants.
+func (s *Store) copiesEvent(id int64, n dag.Node, known bool, ru *run, ch copies.Change) (bool, error) {
 	if err := s.begin(); err != nil {
 		return false, err
 	}
-	row, cs := s.running[id], s.copyRuns[id]
-	a := copies.Attempts{Job: id, Copies: copyRunsOf(id, cs)}
-	if row != nil {
-		a.Row = copies.Run{Job: id, Attempt: row.attempt, Placeholder: row.placeholder, Started: row.started}
-	}
 	if ru != nil {
-		ch.Attempt = ru.attempt
+		ch.Attempt = ru.Attempt
 	}
-	n, known := s.g.Node(id)
-	a.Queue = n.Queue
-	if copies.NeedsNow(a, ch) {
-		ch.Now = s.now()
-	}
-	f, err := s.repl.Apply(context.Background(), s.w, a, ch)
+	r, err := s.repl.Event(context.Background(), s.w, id, n.Queue, s.running[id], s.copyRuns[id], ch, s.now)
 	if err != nil {
 		return false, fatalError{err}
 	}
-	if len(cs) == 0 && !f.RowMoved {
-		return f.Won, nil // it ran alone: nothing else changed
+	if r.Alone {
+		return r.Won, nil // it ran alone: nothing else changed
 	}
-	runs := append([]*run{row}, cs...)
-	of := func(r copies.Run) *run {
-		return runs[slices.IndexFunc(runs, func(ru *run) bool { return ru != nil && ru.attempt == r.Attempt })]
-	}
-	if f.RowMoved {
-		s.running[id] = of(f.Row)
+	if r.RowMoved {
+		s.running[id] = r.Row
 		if _, err := s.w.ExecContext(context.Background(), jobsSQL.Get("SetRowAttempt"),
-			f.Row.Attempt, f.Row.Placeholder, micros(f.Row.Started), id); err != nil {
+			r.Row.Attempt, r.Row.Placeholder, micros(r.Row.Started), id); err != nil {
 			return false, fatalError{err}
 		}
 	}
 	delete(s.copyRuns, id)
-	for _, c := range f.Copies {
-		s.copyRuns[id] = append(s.copyRuns[id], of(c))
+	if len(r.Copies) > 0 {
+		s.copyRuns[id] = r.Copies
 	}
 	var q *queue
 	if known {
 		q = s.queueIDs[n.Queue]
 	}
-	for _, e := range f.Spent {
-		if err := s.copySpent(id, q, of(e.Run), e); err != nil {
+	for i, e := range r.Spent {
+		if err := s.copySpent(id, q, r.SpentRuns[i], e); err != nil {
 			return false, err
 		}
 	}
-	if f.Won && len(f.Spent) > 0 {
-		s.log.Info("an attempt finished first; the other attempts are killed", "job", id, "attempt", ch.Attempt, "killed", len(f.Spent))
+	if r.Won && len(r.Spent) > 0 {
+		s.log.Info("an attempt finished first; the other attempts are killed", "job", id, "attempt", ch.Attempt, "killed", len(r.Spent))
 	}
-	return f.Won, nil
+	return r.Won, nil
 }
 
 // copySpent is the end of attempt ru of job id (queue q, nil if unknown)
@@ -425,10 +394,10 @@ func (s *Store) copySpent(id int64, q *queue, ru *run, e copies.Spent) error {
 			return err
 		}
 	}
-	ref := protocol.JobRef{ID: id, Attempt: ru.attempt}
+	ref := protocol.JobRef{ID: id, Attempt: ru.Attempt}
 	if e.Kept {
 		now := s.now()
-		s.ledger.Dying(ref, ru.placeholder, ru.started, now, now.Add(s.opt.Lease))
+		s.ledger.Dying(ref, ru.Placeholder, ru.Started, now, now.Add(s.opt.Lease))
 	} else {
 		s.ledger.Stop(ref)
 	}
@@ -436,22 +405,10 @@ func (s *Store) copySpent(id int64, q *queue, ru *run, e copies.Spent) error {
 	return nil
 }
 
-// copyRunsOf is rs, attempts of job id, as the module sees them.
-func copyRunsOf(id int64, rs []*run) []copies.Run {
-	if len(rs) == 0 {
-		return nil
-	}
-	out := make([]copies.Run, len(rs))
-	for i, r := range rs {
-		out[i] = copies.Run{Job: id, Attempt: r.attempt, Placeholder: r.placeholder, Started: r.started}
-	}
-	return out
-}
-
 // charge is the ledger's part of attempt ru's end (ledger.ChargeEnd):
 // what it cost from started to finished, in the batch's transaction.
 func (s *Store) charge(id int64, q *queue, ru *run, started, finished time.Time, ok bool) error {
-	e := ledger.End{Ref: protocol.JobRef{ID: id, Attempt: ru.attempt}, Queue: q.account(), Placeholder: ru.placeholder,
+	e := ledger.End{Ref: protocol.JobRef{ID: id, Attempt: ru.Attempt}, Queue: q.account(), Placeholder: ru.Placeholder,
 		Started: started, Finished: finished, OK: ok}
 	return ledgerErr(s.ledger.ChargeEnd(context.Background(), s.w, ledgerCore{s}, e))
 }
@@ -468,9 +425,9 @@ func ledgerErr(err error) error {
 // packStop gives back what attempt ru of job id holds.
 func (s *Store) packStop(id int64, ru *run) {
 	if h := s.bundleHeir(id, ru); h != nil {
-		s.pack.Pass(packing.Run{Job: id, Attempt: ru.attempt}, *h)
+		s.pack.Pass(packing.Run{Job: id, Attempt: ru.Attempt}, *h)
 	}
-	s.pack.Stop(packing.Run{Job: id, Attempt: ru.attempt})
+	s.pack.Stop(packing.Run{Job: id, Attempt: ru.Attempt})
 }
 
 // stopRun forgets job id's attempt, which stopped without ending
@@ -480,7 +437,7 @@ func (s *Store) stopRun(id int64) {
 	if !ok {
 		return
 	}
-	s.ledger.Stop(protocol.JobRef{ID: id, Attempt: ru.attempt})
+	s.ledger.Stop(protocol.JobRef{ID: id, Attempt: ru.Attempt})
 	s.packStop(id, ru)
 	s.runGone(id)
 }

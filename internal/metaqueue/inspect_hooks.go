@@ -38,11 +38,11 @@ func (s *Store) RunningByPlaceholder(ctx context.Context) (map[int64]int, error)
 	m := map[int64]int{}
 	err := s.do(ctx, func() error {
 		for _, r := range s.running {
-			m[r.placeholder]++
+			m[r.Placeholder]++
 		}
 		for _, cs := range s.copyRuns {
 			for _, c := range cs {
-				m[c.placeholder]++
+				m[c.Placeholder]++
 			}
 		}
 		return nil

@@ -56,7 +56,7 @@ func (s *Store) Heartbeat(ctx context.Context, hb protocol.Heartbeat) (protocol.
 				reply.Kill = append(reply.Kill, r)
 				continue
 			}
-			ru.lease = lease
+			ru.Lease = lease
 		}
 		return nil
 	})
@@ -78,13 +78,13 @@ func (s *Store) Holds(ctx context.Context, ph, id int64, attempt int) (bool, err
 // then the copies'.
 func (s *Store) leases(yield func(placeholders.Lease) bool) {
 	for id, ru := range s.running {
-		if !yield(placeholders.Lease{Job: id, Attempt: ru.attempt, Placeholder: ru.placeholder, Until: ru.lease}) {
+		if !yield(placeholders.Lease{Job: id, Attempt: ru.Attempt, Placeholder: ru.Placeholder, Until: ru.Lease}) {
 			return
 		}
 	}
 	for id, cs := range s.copyRuns {
 		for _, c := range cs {
-			if !yield(placeholders.Lease{Job: id, Attempt: c.attempt, Placeholder: c.placeholder, Until: c.lease, Copy: true}) {
+			if !yield(placeholders.Lease{Job: id, Attempt: c.Attempt, Placeholder: c.Placeholder, Until: c.Lease, Copy: true}) {
 				return
 			}
 		}
@@ -100,7 +100,7 @@ func (s *Store) expire() error {
 		// An attempt ended by an earlier one's end is gone; one that
 		// took over the job row keeps its lease.
 		ru := s.runOf(l.Job, l.Attempt, l.Placeholder)
-		if ru == nil || now.Before(ru.lease) {
+		if ru == nil || now.Before(ru.Lease) {
 			continue
 		}
 		j, ok := s.g.Node(l.Job)
@@ -142,11 +142,11 @@ func (s *Store) noticeStall(now time.Time) {
 	s.log.Warn("the CLS did not run for a while; every executing job gets a fresh lease", "stalled", gap.Round(time.Millisecond), "jobs", len(s.running))
 	lease := now.Add(s.opt.Lease)
 	for _, ru := range s.running {
-		ru.lease = lease
+		ru.Lease = lease
 	}
 	for _, cs := range s.copyRuns {
 		for _, c := range cs {
-			c.lease = lease
+			c.Lease = lease
 		}
 	}
 }

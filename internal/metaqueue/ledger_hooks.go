@@ -53,7 +53,7 @@ func (s *Store) econCosting() bool {
 
 // econStart records that ru (attempt of job id, j, of q) started at site.
 func (s *Store) econStart(id int64, q *queue, j dag.Node, ru *run, site string) {
-	s.ledger.Start(protocol.JobRef{ID: id, Attempt: ru.attempt}, q.account(), j, site, s.guess, s.jobCores(id))
+	s.ledger.Start(protocol.JobRef{ID: id, Attempt: ru.Attempt}, q.account(), j, site, s.guess, s.jobCores(id))
 }
 
 // econInfo fills a queue's spending for listings.
@@ -145,7 +145,7 @@ func (c ledgerCore) Running() []ledger.Running {
 	var rs []ledger.Running
 	add := func(id int64, ru *run) {
 		if j, ok := c.s.g.Node(id); ok {
-			rs = append(rs, ledger.Running{Ref: protocol.JobRef{ID: id, Attempt: ru.attempt}, Queue: j.Queue, Placeholder: ru.placeholder, Started: ru.started})
+			rs = append(rs, ledger.Running{Ref: protocol.JobRef{ID: id, Attempt: ru.Attempt}, Queue: j.Queue, Placeholder: ru.Placeholder, Started: ru.Started})
 		}
 	}
 	for id, ru := range c.s.running {

@@ -252,7 +252,7 @@ func (s *Store) loadJobs(ctx context.Context, rows *rowPipe[jobRow], prereqs, af
 			// A fresh lease: the placeholder may still be running it and will
 			// report or heartbeat once it reconnects.
 			attempts, ph := int(r.attempts), r.placeholder
-			ru := &run{attempt: attempts, used: max(attempts-int(r.base), 1), placeholder: ph, lease: now.Add(s.opt.Lease), started: time.UnixMicro(r.ran.Int64), unstarted: r.prefetched}
+			ru := &run{Attempt: attempts, Used: max(attempts-int(r.base), 1), Placeholder: ph, Lease: now.Add(s.opt.Lease), Started: time.UnixMicro(r.ran.Int64), Unstarted: r.prefetched}
 			s.running[id] = ru
 			s.runStarted(id)
 			costedRuns = append(costedRuns, id)
@@ -271,11 +271,11 @@ func (s *Store) loadJobs(ctx context.Context, rows *rowPipe[jobRow], prereqs, af
 		n, _ := s.g.Node(id)
 		ru := s.running[id]
 		if eq := s.queueIDs[n.Queue]; eq != nil && (eq.costed() || s.ledger.Priced()) {
-			site, err := s.siteName(ru.placeholder)
+			site, err := s.siteName(ru.Placeholder)
 			if err != nil {
 				return nil, err
 			}
-			s.ledger.Start(protocol.JobRef{ID: id, Attempt: ru.attempt}, eq.account(), n, site, s.guess, s.jobCores(id))
+			s.ledger.Start(protocol.JobRef{ID: id, Attempt: ru.Attempt}, eq.account(), n, site, s.guess, s.jobCores(id))
 		}
 	}
 	for c, n := range ended {

@@ -97,7 +97,7 @@ func (p packJobs) Category(id int64) (resource.Category, bool) { return p.s.cate
 func (p packJobs) Running() []packing.Held {
 	hs := make([]packing.Held, 0, len(p.s.running))
 	for id, ru := range p.s.running {
-		hs = append(hs, packing.Held{Run: packing.Run{Job: id, Attempt: ru.attempt}, Placeholder: ru.placeholder})
+		hs = append(hs, packing.Held{Run: packing.Run{Job: id, Attempt: ru.Attempt}, Placeholder: ru.Placeholder})
 	}
 	return hs
 }

@@ -100,7 +100,7 @@ func snapshot(t *testing.T, s *Store) memState {
 			}
 		}
 		for id, ru := range s.running {
-			m.Running[id] = runState{ru.attempt, int(ru.placeholder), ru.unstarted}
+			m.Running[id] = runState{ru.Attempt, int(ru.Placeholder), ru.Unstarted}
 		}
 		return nil
 	})

@@ -114,14 +114,14 @@ func (s *Store) SiteNeed(ctx context.Context, shape resource.Capacity, walltime 
 				mine[id] = true
 			}
 			for id, ru := range s.running {
-				if mine[ru.placeholder] {
-					s.pack.AddRunning(&executing, shape, packing.Run{Job: id, Attempt: ru.attempt})
+				if mine[ru.Placeholder] {
+					s.pack.AddRunning(&executing, shape, packing.Run{Job: id, Attempt: ru.Attempt})
 				}
 			}
 			for id, cs := range s.copyRuns {
 				for _, c := range cs {
-					if mine[c.placeholder] {
-						s.pack.AddRunning(&executing, shape, packing.Run{Job: id, Attempt: c.attempt})
+					if mine[c.Placeholder] {
+						s.pack.AddRunning(&executing, shape, packing.Run{Job: id, Attempt: c.Attempt})
 					}
 				}
 			}

@@ -24,15 +24,7 @@ import (
 // those still marked leave P for E. An attempt not (or no longer) ph's,
 // a copy, or one known started already changes nothing.
 func (s *Store) markStarted(ph int64, refs []protocol.JobRef) error {
-	var ids []int64
-	for _, r := range refs {
-		ru := s.running[r.ID]
-		if ru == nil || !ru.unstarted || ru.attempt != r.Attempt || ru.placeholder != ph {
-			continue
-		}
-		ru.unstarted = false
-		ids = append(ids, r.ID)
-	}
+	ids := s.running.MarkStarted(ph, refs)
 	if len(ids) == 0 {
 		return nil
 	}
@@ -68,20 +60,10 @@ func (s *Store) aheadOf(p *parkedNext, picks []picked) []bool {
 	return out
 }
 
-// prefetched counts the jobs shown P, by queue: from the running jobs,
-// so it costs what the placeholders hold, not the metaqueue's size.
+// prefetched counts the jobs shown P, by queue (runs.Rows.Prefetched).
 func (s *Store) prefetched() map[int32]int {
-	var n map[int32]int
-	for id, ru := range s.running {
-		if !ru.unstarted {
-			continue
-		}
-		if j, ok := s.g.Node(id); ok && j.State == job.Executing {
-			if n == nil {
-				n = map[int32]int{}
-			}
-			n[j.Queue]++
-		}
-	}
-	return n
+	return s.running.Prefetched(func(id int64) (int32, bool) {
+		j, ok := s.g.Node(id)
+		return j.Queue, ok && j.State == job.Executing
+	})
 }

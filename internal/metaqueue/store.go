@@ -35,6 +35,7 @@ import (
 	"github.com/mq-hpc/mq/internal/metaqueue/tokens"
 	"github.com/mq-hpc/mq/internal/metaqueue/waits"
 	"github.com/mq-hpc/mq/internal/policy"
+	"github.com/mq-hpc/mq/internal/runs"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -112,7 +113,7 @@ type Store struct {
 	qlist    []*queue // by id, for round-robin dispatch
 
 	rr           int // round-robin position over queues for dispatch
-	running      map[int64]*run
+	running      runs.Rows
 	reg          placeholders.Registry // placeholders known, their connections, rows to sweep, the last lease check
 	parked       []*parkedNext
 	waits        waits.Waits[*call]  // parked waits (waits/, admin.go)
@@ -152,7 +153,7 @@ type Store struct {
 
 	// copyRuns are the attempts running beside running[job], its copies,
 	// leased and ended as the job rows' own are (copies_hooks.go).
-	copyRuns map[int64][]*run
+	copyRuns runs.Copies
 
 	// links are the sites' links measured from real transfers
 	// (MeasuredLink), set and read from any goroutine (dc.Links).
@@ -186,16 +187,8 @@ func (q *queue) noteEst(est float64) {
 	}
 }
 
-type run struct {
-	attempt     int
-	used        int // attempts since the last rerun, this one included
-	placeholder int64
-	lease       time.Time
-	started     time.Time
-	// unstarted: handed out, and its placeholder has not said it started
-	// it (shown P; the row's prefetched mark). Never set on a copy.
-	unstarted bool
-}
+// run is an attempt running (package runs keeps the lookups).
+type run = runs.Run
 
 // Open opens (creating if needed) the metaqueue at opt.Path, loads its
 // scheduling state and starts the core. Jobs left Executing by an earlier

@@ -187,6 +187,15 @@ func Lookup(name string) (Info, error) {
 	return Info{}, fmt.Errorf("unknown policy %q (known: %s)", name, strings.Join(Names(), ", "))
 }
 
+// Stored returns the policy a stored queue names: a name this build does
+// not know (a newer version's) falls back to the Baseline.
+func Stored(name string) Info {
+	if p, err := Lookup(name); err == nil {
+		return p
+	}
+	return Baseline()
+}
+
 // All returns every policy, in help order.
 func All() []Info { return append([]Info(nil), registry...) }
 

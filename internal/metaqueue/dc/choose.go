@@ -3,6 +3,7 @@ package dc
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -50,6 +51,9 @@ type Asking struct {
 	// priced there (Pool.Present).
 	Staging bool
 	To      Place // the placeholder's place for files, with staging
+	// Log is told of a choice whose inputs are asked for (nil: nothing
+	// is).
+	Log *slog.Logger
 }
 
 // Picked is what Pick decided.
@@ -154,15 +158,38 @@ func (d *State) decide(pol policy.Info, a Asking, net policy.Network, cands []po
 	return dispatch.Choose(ch, policy.Snapshot{Current: a.Cur, Future: fut, Net: net}, cands, pool, dispatch.Patience(pol))
 }
 
+// Wait is a placeholder's request's standing "wait": it stands, and the
+// request's choosing queues are passed over, until a decision may differ
+// (Gen moves on) or for at most Redecide (queue time alone moves it on
+// slowly). The zero value stands for nothing.
+type Wait struct {
+	waited bool
+	gen    uint64
+	at     time.Time
+}
+
+// Stands says whether w still stands at now.
+func (d *State) Stands(w *Wait, now time.Time) bool {
+	return w.waited && w.gen == d.gen && now.Before(w.at.Add(Redecide))
+}
+
+// Decided records a request's dispatch at now: waited, a chooser told it
+// to wait and it got nothing; skipped, w stood through it (Stands).
+func (d *State) Decided(w *Wait, waited, skipped bool, now time.Time) {
+	switch {
+	case waited:
+		*w = Wait{waited: true, gen: d.gen, at: now}
+	case !skipped:
+		w.waited = false
+	}
+}
+
 // Arrivals says, per place, the soonest placeholder arrival the last
 // Pick expected, in seconds ("none expected" when none).
 func (d *State) Arrivals() string {
 	soonest := map[string]float64{}
 	for _, a := range d.fut {
-		name := d.places[a.Site].Site
-		if h := d.places[a.Site].Host; h != "" {
-			name += ":" + h
-		}
+		name := d.places[a.Site].String()
 		if old, ok := soonest[name]; !ok || a.In < old {
 			soonest[name] = a.In
 		}
@@ -191,15 +218,16 @@ type Jobs interface {
 	// Estimate is the target and declared runtime of the job the world
 	// last let go (dispatch.World.Current).
 	Estimate() (target string, est float64)
-	// Parked appends to dst the other placeholders parked asking now.
-	Parked(dst []int64) []int64
+	// Parked and Running are the placeholders at work: those parked
+	// asking now (the asking one among them) arrive now.
+	Busy
 }
 
 // Catalog is what DC asks the file catalog, through the core: whether
 // files have replicas at a place, and whether they are being brought.
 type Catalog interface {
-	// Present says whether path has a replica at place to; at a place
-	// sharing the CLS host's filesystem, none is "present".
+	// Present says whether path has a replica at place to (never
+	// Shared).
 	Present(path string, to Place) bool
 	// InputsPresent says whether the movable inputs of jobs ids are all at to.
 	InputsPresent(ids []int64, to Place) bool
@@ -208,11 +236,6 @@ type Catalog interface {
 	// StagingElsewhere says whether another place is bringing the inputs
 	// of jobs ids.
 	StagingElsewhere(ids []int64, to Place) bool
-	// StorePlace is where the jobs of a placeholder at site and host
-	// find their files.
-	StorePlace(site, host string) Place
-	// IsShared says whether a site sees the CLS host's filesystem.
-	IsShared(site string) bool
 	// ValidSHA says whether a checksum is well formed.
 	ValidSHA(sha string) bool
 }
@@ -223,8 +246,8 @@ type Catalog interface {
 // place is bringing is passed over, and only the job chosen is staged
 // here, not every job examined. Where the placeholders run (a.Cur, and
 // the others parked) is read with db for those that registered before
-// this run; a.Latency is its site's link's, a.To the catalog's place
-// for it.
+// this run; a.Latency is its site's link's, a.To where its jobs find
+// their files (StorePlace). A staged choice is logged to a.Log.
 func (d *State) PickFor(ctx context.Context, db Querier, w dispatch.World, q *policy.Heap, pol policy.Info, a Asking, jobs Jobs, cat Catalog) (Picked, error) {
 	cur, err := d.PlaceholderAt(ctx, db, a.Placeholder)
 	if err != nil {
@@ -232,8 +255,7 @@ func (d *State) PickFor(ctx context.Context, db Querier, w dispatch.World, q *po
 	}
 	a.Cur, a.Latency = cur, d.Link(cur).Latency
 	if a.Staging {
-		pl := d.SiteAt(cur)
-		a.To = cat.StorePlace(pl.Site, pl.Host)
+		a.To = d.storeAt(cur)
 	}
 	p := &d.pool
 	*p = corePool{d: d, ctx: ctx, db: db, jobs: jobs, cat: cat, a: a, groups: p.groups, seen: p.seen[:0], phs: p.phs[:0], sites: p.sites[:0]}
@@ -241,6 +263,11 @@ func (d *State) PickFor(ctx context.Context, db Querier, w dispatch.World, q *po
 	picked, err := d.Pick(w, q, dispatch.Choosing, pol, a, d.Network(), p)
 	picked.To = a.To
 	p.ctx, p.db, p.jobs, p.cat = nil, nil, nil, nil
+	if err == nil && picked.Staged && a.Log != nil {
+		c := picked.Staging
+		a.Log.Info("dc: staging the chosen job's inputs to the asking placeholder", "job", c.Job.ID, "to", a.To.String(),
+			"priority", c.Priority, "queue_s", c.Job.QueueTime, "arrivals", d.Arrivals())
+	}
 	return picked, err
 }
 
@@ -305,6 +332,9 @@ func (p *corePool) Parked() ([]policy.Site, error) {
 	p.phs = p.jobs.Parked(p.phs[:0])
 	sites := p.sites[:0]
 	for _, ph := range p.phs {
+		if ph == p.a.Placeholder {
+			continue // the asking one is here, not arriving
+		}
 		at, err := p.d.PlaceholderAt(p.ctx, p.db, ph)
 		if err != nil {
 			return nil, err
@@ -315,7 +345,7 @@ func (p *corePool) Parked() ([]policy.Site, error) {
 	return sites, nil
 }
 
-func (p *corePool) Present(path string) bool { return p.cat.Present(path, p.a.To) }
+func (p *corePool) Present(path string) bool { return replicaAt(p.cat, path, p.a.To) }
 
 func (p *corePool) InputsPresent(id int64) bool {
 	return !p.a.Staging || p.cat.InputsPresent(p.membersOf(id), p.a.To)
@@ -337,4 +367,10 @@ type presentAt struct {
 	to  Place
 }
 
-func (p presentAt) Present(path string) bool { return p.cat.Present(path, p.to) }
+func (p presentAt) Present(path string) bool { return replicaAt(p.cat, path, p.to) }
+
+// replicaAt says whether path has a replica at place to; where the CLS
+// host's filesystem is seen, none is "present" (nothing is staged there).
+func replicaAt(cat Catalog, path string, to Place) bool {
+	return to != Shared && cat.Present(path, to)
+}

@@ -1,7 +1,10 @@
 package dc
 
 import (
+	"bytes"
+	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +26,13 @@ func (j jobs) BundleNow(id int64) []int64               { return j.now[j.bundle[
 func (jobs) LocalBytes(int64, policy.Site, Place) int64 { return 0 }
 func (jobs) Estimate() (string, float64)                { return "t", 10 }
 func (j jobs) Parked(dst []int64) []int64               { return append(dst, j.parked...) }
+func (jobs) Running(dst []int64) []int64                { return dst }
+
+// busy is a Busy over lists.
+type busy struct{ parked, running []int64 }
+
+func (b busy) Parked(dst []int64) []int64  { return append(dst, b.parked...) }
+func (b busy) Running(dst []int64) []int64 { return append(dst, b.running...) }
 
 // staging is a Catalog where the jobs listed are being brought elsewhere
 // and the inputs of the jobs here are present.
@@ -145,6 +155,7 @@ func TestPickForParked(t *testing.T) {
 		{"none parked: taken here", nil, 1, false},
 		{"parked where the data is: waits", []int64{8}, 0, true},
 		{"parked elsewhere: taken here", []int64{9}, 1, false},
+		{"the asking one parked: taken here", []int64{7, 9}, 1, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := newState()
@@ -166,6 +177,83 @@ func TestPickForParked(t *testing.T) {
 			}
 			if got.ID != tc.want || got.Waited != tc.waited {
 				t.Errorf("picked %+v, want %d, waited %v", got, tc.want, tc.waited)
+			}
+		})
+	}
+}
+
+// TestWait: a "wait" stands until a decision may differ or Redecide
+// passes; a dispatch it stood through keeps it, any other that was not
+// told to wait ends it.
+func TestWait(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		then   func(d *State, w *Wait) time.Time // after the wait at t0; when to ask
+		stands bool
+	}{
+		{"nothing changed", func(*State, *Wait) time.Time { return t0.Add(Redecide / 2) }, true},
+		{"a decision may differ", func(d *State, _ *Wait) time.Time { d.Changed(); return t0.Add(Redecide / 2) }, false},
+		{"redecide passed", func(*State, *Wait) time.Time { return t0.Add(Redecide) }, false},
+		{"stood through a dispatch", func(d *State, w *Wait) time.Time {
+			d.Decided(w, false, true, t0)
+			return t0.Add(Redecide / 2)
+		}, true},
+		{"a dispatch decided anew", func(d *State, w *Wait) time.Time {
+			d.Decided(w, false, false, t0)
+			return t0.Add(Redecide / 2)
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newState()
+			var w Wait
+			if d.Stands(&w, t0) {
+				t.Fatal("the zero Wait stands")
+			}
+			d.Decided(&w, true, false, t0)
+			if got := d.Stands(&w, tc.then(d, &w)); got != tc.stands {
+				t.Errorf("stands %v, want %v", got, tc.stands)
+			}
+		})
+	}
+}
+
+// TestPickForLogsStaging: a choice whose inputs are asked for is logged,
+// with where they go; one taken at once is not.
+func TestPickForLogsStaging(t *testing.T) {
+	dcPol, err := policy.Lookup("dc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		cat    staging
+		logged bool
+	}{
+		{"inputs here: taken", staging{here: []int64{2}}, false},
+		{"inputs not here: staged", staging{}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newState()
+			d.Count(1, 0)
+			d.SetNodeLocal("A", false, true)
+			at := d.SetPlaceholder(7, "A", "h")
+			d.Locate("/in2", Loc{At: at, Size: 1e9})
+			d.AddJob(2, &Files{In: []File{{"/in2", -1, true}}})
+			d.BecameReady(2, t0)
+			q := policy.NewHeap(dcPol.Order)
+			q.Push(policy.Ready{ID: 2})
+			var buf bytes.Buffer
+			a := Asking{Placeholder: 7, Now: t0.Add(time.Second), Staging: true, Log: slog.New(slog.NewTextHandler(&buf, nil))}
+			got, err := d.PickFor(t.Context(), nil, world{}, q, dcPol, a, jobs{}, tc.cat)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Staged != tc.logged || got.To != (Place{"A", ""}) {
+				t.Fatalf("picked %+v, want staged %v at A", got, tc.logged)
+			}
+			line := buf.String()
+			if logged := strings.Contains(line, "dc: staging") && strings.Contains(line, "job=2") && strings.Contains(line, "to=A"); logged != tc.logged || (!tc.logged && line != "") {
+				t.Errorf("logged %q, want a staging line %v", line, tc.logged)
 			}
 		})
 	}

@@ -82,6 +82,14 @@ func (l Link) Valid() bool {
 // the local site and at node-local sites.
 type Place struct{ Site, Host string }
 
+// String is site, or site:host.
+func (p Place) String() string {
+	if p.Host == "" {
+		return p.Site
+	}
+	return p.Site + ":" + p.Host
+}
+
 // File is one file a job declared.
 type File struct {
 	Path string
@@ -203,8 +211,9 @@ func (d *State) SiteAt(at policy.Site) Place { return d.places[at] }
 // At numbers the place of site and host.
 func (d *State) At(site, host string) policy.Site { return d.Site(d.PlaceOf(site, host)) }
 
-// SetNodeLocal says whether a site with a data root of its own has nodes
-// that share no filesystem; ok false forgets the site.
+// SetNodeLocal says that a site has a data root of its own (as the
+// catalog keeps it) and whether its nodes share no filesystem; ok false
+// forgets the site.
 func (d *State) SetNodeLocal(site string, nodeLocal, ok bool) {
 	if !ok {
 		delete(d.perHost, site)
@@ -215,6 +224,36 @@ func (d *State) SetNodeLocal(site string, nodeLocal, ok bool) {
 
 // NodeLocal says whether site's places are per host.
 func (d *State) NodeLocal(site string) bool { return d.perHost[site] }
+
+// Shared is the place of the CLS host's filesystem (the catalog's too).
+var Shared = Place{Site: LocalSite}
+
+// IsShared says whether a site sees the CLS host's filesystem: every site
+// but one with a data root of its own (SetNodeLocal). Placeholders of a
+// site the CLS does not know (agents started by hand) are taken to share
+// it.
+func (d *State) IsShared(site string) bool {
+	_, rooted := d.perHost[site]
+	return !rooted
+}
+
+// StorePlace is where the jobs of placeholder ph find their files: the
+// CLS host's filesystem at a site sharing it, else the place where it
+// runs (read with db if it registered before this run).
+func (d *State) StorePlace(ctx context.Context, db Querier, ph int64) (Place, error) {
+	at, err := d.PlaceholderAt(ctx, db, ph)
+	if err != nil {
+		return Place{}, err
+	}
+	return d.storeAt(at), nil
+}
+
+func (d *State) storeAt(at policy.Site) Place {
+	if pl := d.places[at]; !d.IsShared(pl.Site) {
+		return pl
+	}
+	return Shared
+}
 
 // PlaceholderAt is where placeholder ph runs, reading its row once if it
 // registered before this run; one not found is a place of its own.
@@ -230,6 +269,15 @@ func (d *State) PlaceholderAt(ctx context.Context, db Querier, ph int64) (policy
 		return 0, err
 	}
 	return d.SetPlaceholder(ph, site, host), nil
+}
+
+// SiteOf is the site placeholder ph runs at (PlaceholderAt).
+func (d *State) SiteOf(ctx context.Context, db Querier, ph int64) (string, error) {
+	at, err := d.PlaceholderAt(ctx, db, ph)
+	if err != nil {
+		return "", err
+	}
+	return d.places[at].Site, nil
 }
 
 // SetPlaceholder records where placeholder ph runs.
@@ -323,8 +371,9 @@ func (d *State) Job(id int64) *Files { return d.files[id] }
 func (d *State) AnyFiles() bool { return len(d.files) > 0 }
 
 // LoadFiles reads the declared files of live jobs (one job, or all when
-// id is 0) and calls each for each job read.
-func (d *State) LoadFiles(ctx context.Context, db Querier, id int64, each func(id int64, jf *Files)) error {
+// id is 0) and calls each with each job's inputs (none: nil) for the
+// catalog.
+func (d *State) LoadFiles(ctx context.Context, db Querier, id int64, each func(id int64, in []File)) error {
 	q, args := queries.Get("LoadLive"), []any{}
 	if id != 0 {
 		q, args = queries.Get("LoadJob"), []any{id}
@@ -366,13 +415,21 @@ func (d *State) LoadFiles(ctx context.Context, db Querier, id int64, each func(i
 		return err
 	}
 	if id != 0 {
-		each(id, d.files[id])
+		each(id, d.files[id].inputs())
 		return nil
 	}
 	for jid, jf := range d.files {
-		each(jid, jf)
+		each(jid, jf.inputs())
 	}
 	return nil
+}
+
+// inputs is what a job declared it reads; a nil Files read none.
+func (jf *Files) inputs() []File {
+	if jf == nil {
+		return nil
+	}
+	return jf.In
 }
 
 // Where is where path was last produced.

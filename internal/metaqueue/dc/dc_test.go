@@ -283,3 +283,48 @@ func TestQueriesUsed(t *testing.T) {
 		t.Errorf("query %s is used but not in dc.sql", n)
 	}
 }
+
+// TestStorePlace: a placeholder's jobs find their files on the CLS host's
+// filesystem at a site without a data root of its own, at the site at
+// one with a root, and on the placeholder's host where nodes share none.
+func TestStorePlace(t *testing.T) {
+	d := newState()
+	d.SetNodeLocal("rooted", false, true)
+	d.SetNodeLocal("nodes", true, true)
+	d.SetNodeLocal("gone", false, true)
+	d.SetNodeLocal("gone", false, false)
+	for i, tc := range []struct {
+		site, host string
+		want       Place
+		shared     bool
+	}{
+		{LocalSite, "cls", Shared, true},
+		{"plain", "n1", Shared, true},
+		{"gone", "n1", Shared, true},
+		{"rooted", "n1", Place{"rooted", ""}, false},
+		{"nodes", "n1", Place{"nodes", "n1"}, false},
+	} {
+		ph := int64(i + 1)
+		d.SetPlaceholder(ph, tc.site, tc.host)
+		got, err := d.StorePlace(t.Context(), nil, ph)
+		if err != nil || got != tc.want {
+			t.Errorf("%s:%s: %+v (%v), want %+v", tc.site, tc.host, got, err, tc.want)
+		}
+		if d.IsShared(tc.site) != tc.shared {
+			t.Errorf("%s: shared %v, want %v", tc.site, !tc.shared, tc.shared)
+		}
+	}
+}
+
+// TestSiteOf: a placeholder's site, whatever its host.
+func TestSiteOf(t *testing.T) {
+	d := newState()
+	d.SetNodeLocal("nodes", true, true)
+	for i, tc := range []struct{ site, host string }{{LocalSite, "cls"}, {"nodes", "n1"}, {"plain", "n2"}} {
+		ph := int64(i + 1)
+		d.SetPlaceholder(ph, tc.site, tc.host)
+		if got, err := d.SiteOf(t.Context(), nil, ph); err != nil || got != tc.site {
+			t.Errorf("placeholder at %s:%s: site %q (%v)", tc.site, tc.host, got, err)
+		}
+	}
+}

@@ -28,9 +28,26 @@ func (d *State) Observe(ctx context.Context, db Querier, ph int64, now time.Time
 	return nil
 }
 
+// Busy is what the module asks the core about the placeholders at work.
+type Busy interface {
+	// Parked appends to dst the placeholders parked asking now.
+	Parked(dst []int64) []int64
+	// Running appends to dst the placeholders running a job.
+	Running(dst []int64) []int64
+}
+
 // ForgetSilent drops from the arrival predictions the placeholders
-// Silent finds, and says whether it dropped any (a decision may differ).
-func (d *State) ForgetSilent(now time.Time, lease time.Duration, alive func() map[int64]bool) bool {
+// Silent finds, those busy (parked asking now or running a job) alive,
+// and says whether it dropped any (a decision may differ).
+func (d *State) ForgetSilent(now time.Time, lease time.Duration, busy Busy) bool {
+	alive := func() map[int64]bool {
+		phs := busy.Running(busy.Parked(nil))
+		m := make(map[int64]bool, len(phs))
+		for _, ph := range phs {
+			m[ph] = true
+		}
+		return m
+	}
 	forgot := false
 	for _, ph := range d.Silent(now, lease, alive) {
 		forgot = d.Forget(ph) || forgot
@@ -107,9 +124,8 @@ type Ended struct {
 }
 
 // Done learns a Done job's runtime and locates its outputs at its
-// placeholder's place (read with db if unknown); the catalog says whether
-// that site shares the CLS host's filesystem and which checksums are well
-// formed.
+// placeholder's place (read with db if unknown); the catalog says which
+// checksums are well formed.
 func (d *State) Done(ctx context.Context, db Querier, e Ended, cat Catalog) (Made, error) {
 	d.Ran(e.Target, e.Started, e.Finished)
 	jf := d.files[e.ID]
@@ -121,7 +137,7 @@ func (d *State) Done(ctx context.Context, db Querier, e Ended, cat Catalog) (Mad
 		return Made{}, err
 	}
 	m := Made{Place: d.SiteAt(at), Moved: jf.Out}
-	m.Outputs = d.Outputs(e.ID, e.Outputs, e.Reported, cat.IsShared(m.Place.Site), cat.ValidSHA)
+	m.Outputs = d.Outputs(e.ID, e.Outputs, e.Reported, d.IsShared(m.Place.Site), cat.ValidSHA)
 	for _, o := range m.Outputs {
 		if o.Size >= 0 {
 			m.Wrote += float64(o.Size)

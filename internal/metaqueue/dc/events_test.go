@@ -89,7 +89,6 @@ func TestSubmitted(t *testing.T) {
 // catalog is a Catalog where the sites listed share the CLS host's
 // filesystem and the paths listed are present.
 type catalog struct {
-	shared  []string
 	present []string
 }
 
@@ -97,8 +96,6 @@ func (c catalog) Present(path string, _ Place) bool     { return slices.Contains
 func (c catalog) InputsPresent([]int64, Place) bool     { return true }
 func (c catalog) InputsAt([]int64, Place) (bool, error) { return true, nil }
 func (c catalog) StagingElsewhere([]int64, Place) bool  { return false }
-func (c catalog) StorePlace(site, host string) Place    { return Place{site, host} }
-func (c catalog) IsShared(site string) bool             { return slices.Contains(c.shared, site) }
 func (c catalog) ValidSHA(sha string) bool              { return len(sha) == 3 }
 
 // TestDone: a Done job's runtime is learned, its outputs located at its
@@ -126,6 +123,7 @@ func TestDone(t *testing.T) {
 			if tc.files != nil {
 				d.AddJob(1, tc.files)
 			}
+			d.SetNodeLocal("S", false, true) // a data root of its own: not shared
 			at := d.SetPlaceholder(7, "S", "h")
 			e := Ended{ID: 1, Target: "t", Placeholder: 7, Started: t0, Finished: t0.Add(2 * time.Second), Outputs: tc.sums, Reported: len(tc.sums) > 0}
 			m, err := d.Done(t.Context(), nil, e, tc.cat)
@@ -172,7 +170,7 @@ func TestForgetSilent(t *testing.T) {
 	at := d.At("A", "")
 	d.Asked(1, at, t0)
 	d.Asked(2, at, t0)
-	alive := func() map[int64]bool { return map[int64]bool{2: true} }
+	alive := busy{running: []int64{2}}
 	for _, tc := range []struct {
 		name string
 		now  time.Time

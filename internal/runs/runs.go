@@ -1,0 +1,97 @@
+// Package runs keeps the attempts of jobs running now, as the metaqueue's
+// core holds them: for each executing job the attempt its row describes
+// (Rows) and the copies running beside it (Copies), each with its
+// placeholder and lease. It is a leaf below the core and the copies
+// module, so an attempt is one value wherever either looks it up, and the
+// lookups by job, attempt and placeholder are written once.
+package runs
+
+import (
+	"time"
+
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// Run is one attempt of a job running at a placeholder.
+type Run struct {
+	Attempt     int
+	Used        int // attempts since the last rerun, this one included
+	Placeholder int64
+	Lease       time.Time
+	Started     time.Time
+	// Unstarted: handed out, and its placeholder has not said it started
+	// it (shown P; the row's prefetched mark). Never set on a copy.
+	Unstarted bool
+}
+
+// Rows are the attempts executing jobs' rows describe, by job.
+type Rows map[int64]*Run
+
+// Copies are the attempts running beside a job's row attempt, by job,
+// oldest first.
+type Copies map[int64][]*Run
+
+// Find is the attempt numbered attempt that placeholder ph runs of a job
+// whose row attempt is row (nil: none) and whose copies are cs; nil if
+// none (a late or duplicate report, or another placeholder's).
+func Find(row *Run, cs []*Run, attempt int, ph int64) *Run {
+	if row != nil && row.Attempt == attempt && row.Placeholder == ph {
+		return row
+	}
+	for _, c := range cs {
+		if c.Attempt == attempt && c.Placeholder == ph {
+			return c
+		}
+	}
+	return nil
+}
+
+// On says whether placeholder ph runs one of a job's attempts, row (nil:
+// none) or one of cs.
+func On(row *Run, cs []*Run, ph int64) bool {
+	if row != nil && row.Placeholder == ph {
+		return true
+	}
+	for _, c := range cs {
+		if c.Placeholder == ph {
+			return true
+		}
+	}
+	return false
+}
+
+// MarkStarted notes that placeholder ph started the attempts refs lists
+// and returns the jobs whose row attempt thereby left P (the rows to
+// mark). An attempt not (or no longer) ph's, a copy, or one known started
+// already changes nothing.
+func (rs Rows) MarkStarted(ph int64, refs []protocol.JobRef) []int64 {
+	var ids []int64
+	for _, r := range refs {
+		ru := rs[r.ID]
+		if ru == nil || !ru.Unstarted || ru.Attempt != r.Attempt || ru.Placeholder != ph {
+			continue
+		}
+		ru.Unstarted = false
+		ids = append(ids, r.ID)
+	}
+	return ids
+}
+
+// Prefetched counts the row attempts not started yet (shown P), by queue:
+// queueOf says a job's queue and whether it still executes. It costs what
+// the placeholders hold, not the metaqueue's size.
+func (rs Rows) Prefetched(queueOf func(id int64) (q int32, executing bool)) map[int32]int {
+	var n map[int32]int
+	for id, ru := range rs {
+		if !ru.Unstarted {
+			continue
+		}
+		if q, ok := queueOf(id); ok {
+			if n == nil {
+				n = map[int32]int{}
+			}
+			n[q]++
+		}
+	}
+	return n
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/mq-hpc/mq/internal/metaqueue/copies"
 	"github.com/mq-hpc/mq/internal/metaqueue/inspect"
 	"github.com/mq-hpc/mq/internal/metaqueue/plans"
+	"github.com/mq-hpc/mq/internal/runs"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -35,18 +36,8 @@ func (s *Store) Inspect() *inspect.Reader {
 // RunningByPlaceholder counts executing jobs per placeholder, from memory
 // (its cost is that of the jobs executing now).
 func (s *Store) RunningByPlaceholder(ctx context.Context) (map[int64]int, error) {
-	m := map[int64]int{}
-	err := s.do(ctx, func() error {
-		for _, r := range s.running {
-			m[r.Placeholder]++
-		}
-		for _, cs := range s.copyRuns {
-			for _, c := range cs {
-				m[c.Placeholder]++
-			}
-		}
-		return nil
-	})
+	var m map[int64]int
+	err := s.do(ctx, func() error { m = runs.PerPlaceholder(s.running, s.copyRuns); return nil })
 	return m, err
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/metaqueue/ledger"
+	"github.com/mq-hpc/mq/internal/runs"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -143,17 +144,9 @@ func (c ledgerCore) QueueID(name string) (int32, bool) {
 
 func (c ledgerCore) Running() []ledger.Running {
 	var rs []ledger.Running
-	add := func(id int64, ru *run) {
+	for id, ru := range runs.All(c.s.running, c.s.copyRuns) {
 		if j, ok := c.s.g.Node(id); ok {
 			rs = append(rs, ledger.Running{Ref: protocol.JobRef{ID: id, Attempt: ru.Attempt}, Queue: j.Queue, Placeholder: ru.Placeholder, Started: ru.Started})
-		}
-	}
-	for id, ru := range c.s.running {
-		add(id, ru)
-	}
-	for id, cs := range c.s.copyRuns {
-		for _, ru := range cs {
-			add(id, ru)
 		}
 	}
 	return rs

@@ -400,12 +400,12 @@ func (c *CLS) serveSites(outReserve int64) error {
 		c.sites.connected.set(id, reg, connected)
 	}
 	(&plans{store: c.store, sites: c.sites, log: c.log}).install(c.srv)
-	fl := &files{store: storeFiles{c.store}, places: c.sites.place, home: c.home, stager: c.stager, log: c.log, now: time.Now}
+	fl := &files{store: newStoreFiles(c.store), places: c.sites.place, home: c.home, stager: c.stager, log: c.log, now: time.Now}
 	fl.install(c.srv)
 	c.outputs = &outputs{store: jobWaiter{c.store.Inspect(), c.store}, streamDir: filepath.Join(c.outputDir(), protocol.StreamDir)}
 	c.outputs.install(c.srv)
 	c.stager.alt = c.sites.agentAlt
-	c.stager.start(c.store)
+	c.stager.start(newStoreFiles(c.store))
 	c.closers = append(c.closers, c.stager.stop) // runs before the store closes
 	return nil
 }

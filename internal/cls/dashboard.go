@@ -260,7 +260,7 @@ func (d *dashSource) Summary(ctx context.Context) ([]protocol.QueueCounts, error
 }
 
 func (d *dashSource) Moved(ctx context.Context) (*protocol.MovedTotals, error) {
-	return d.store.Moved(ctx)
+	return d.store.Catalog().Moved(ctx)
 }
 
 func (d *dashSource) JobsPage(ctx context.Context, st protocol.Stat, after int64, limit int) ([]protocol.JobInfo, error) {
@@ -272,7 +272,7 @@ func (d *dashSource) Job(ctx context.Context, id int64) (protocol.JobDetail, err
 }
 
 func (d *dashSource) TargetGraph(ctx context.Context, name string, limit int) ([]metaqueue.TargetNode, bool, error) {
-	return d.store.TargetGraph(ctx, name, limit)
+	return d.store.Inspect().TargetGraph(ctx, name, limit)
 }
 
 // Sites joins the site manager's view (batch-queued and running

@@ -161,9 +161,14 @@ type filesStore interface {
 	RecordTransfer(ctx context.Context, t protocol.TransferInfo) error
 }
 
-// storeFiles is the store as the files ops use it: the catalog's
-// listings from the read pool, its changes through the core.
-type storeFiles struct{ *metaqueue.Store }
+// storeFiles is the store as the files ops and the stager use it: the
+// catalog's listings from the read pool, its changes through the core.
+type storeFiles struct {
+	*metaqueue.Store
+	catalog.Requests
+}
+
+func newStoreFiles(s *metaqueue.Store) storeFiles { return storeFiles{s, s.Catalog()} }
 
 func (s storeFiles) Files(ctx context.Context, q protocol.FilesQuery) (protocol.FilesReply, error) {
 	return catalog.Files(ctx, s.ReadDB(), q)

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/mq-hpc/mq/internal/metaqueue"
+	"github.com/mq-hpc/mq/internal/metaqueue/ledger"
 	"github.com/mq-hpc/mq/internal/mqhome"
 	"github.com/mq-hpc/mq/internal/placeholder"
 	"github.com/mq-hpc/mq/internal/server"
@@ -86,10 +87,22 @@ func newSites(home string, store *metaqueue.Store, log *slog.Logger, poll, throt
 			s.agents = filepath.Dir(exe)
 		}
 	}
-	s.mgr = &site.Manager{Store: store, Open: s.open, Prepare: s.prepare, Forget: s.forget,
+	s.mgr = &site.Manager{Store: siteStore{store, store.Planners()}, Open: s.open, Prepare: s.prepare, Forget: s.forget,
 		Poll: poll, ThrottleAfter: throttle, Log: log}
 	return s, nil
 }
+
+// siteStore is the store as the site manager uses it, with the ledger's
+// side of the provisioning planners (site.EconStore, site.StageStore).
+type siteStore struct {
+	*metaqueue.Store
+	ledger.Planners
+}
+
+var (
+	_ site.EconStore  = siteStore{}
+	_ site.StageStore = siteStore{}
+)
 
 // install serves the site ops on srv and tells the manager about
 // placeholders that come and go. Call before srv serves.

@@ -27,7 +27,7 @@ func TestEveryOpServed(t *testing.T) {
 	}
 	srv := &server.Server{Store: store, Log: log}
 	st.install(srv)
-	(&files{store: storeFiles{store}, places: st.place, home: home, log: log}).install(srv)
+	(&files{store: newStoreFiles(store), places: st.place, home: home, log: log}).install(srv)
 	(&outputs{store: jobWaiter{store.Inspect(), store}}).install(srv)
 	(&plans{store: store, sites: st, log: log}).install(srv)
 	if ops := srv.Unrouted(); len(ops) != 0 {

@@ -70,23 +70,18 @@ func (s *Store) userFile(path string, size, mtime int64) error {
 	return nil
 }
 
-// addReplica records a copy of path at p, in the batch's transaction.
-func (s *Store) addReplica(path string, p Place, size int64, sha string) error {
-	if err := s.begin(); err != nil {
-		return err
-	}
-	isNew, err := s.cat.AddReplica(context.Background(), s.w, path, p, size, sha, s.now())
-	if err != nil {
-		return fatalError{err}
-	}
-	return s.catalogChanged(catalog.Change{Arrived: &catalog.Arrival{Path: path, At: p, Size: size, New: isNew}})
-}
+// Catalog is the catalog's requests (files.add, files.rm, files.get's
+// record, a stage request's end, the transfer totals), each run on the
+// core (catalog.Requests).
+func (s *Store) Catalog() catalog.Requests { return catalog.NewRequests(s.cat, catalogCore{s}, s.log) }
 
-// catalogDo runs req, a catalog request, in a batch (durable: fsync'd as
-// a user's change) with the transaction open, and tells the store what it
-// changed. A refusal (*protocol.Error) changed nothing; any other error
-// is a storage failure.
-func (s *Store) catalogDo(ctx context.Context, durable bool, req func(context.Context, catalog.Execer, time.Time) (catalog.Change, error)) error {
+// catalogCore runs the catalog's requests on the core (catalog.Core).
+type catalogCore struct{ s *Store }
+
+// Change runs req in a batch (durable: fsync'd as a user's change) with
+// the transaction open, and tells the store what it changed.
+func (c catalogCore) Change(ctx context.Context, durable bool, req func(context.Context, catalog.Execer, time.Time) (catalog.Change, error)) error {
+	s := c.s
 	do := s.do
 	if durable {
 		do = s.doDurable
@@ -103,6 +98,10 @@ func (s *Store) catalogDo(ctx context.Context, durable bool, req func(context.Co
 		}
 		return s.catalogChanged(ch)
 	})
+}
+
+func (c catalogCore) Read(ctx context.Context, fn func()) error {
+	return c.s.do(ctx, func() error { fn(); return nil })
 }
 
 // catalogChanged tells the store what the catalog changed: a file that
@@ -152,59 +151,4 @@ func (s *Store) assigned(jf *jobFiles) (in, out []protocol.AssignedFile) {
 	in, out = conv(jf.In), conv(jf.Out)
 	s.cat.AddSums(in)
 	return in, out
-}
-
-// AddReplica records that path exists at a place with this size and
-// checksum (catalog.AddFile).
-func (s *Store) AddReplica(ctx context.Context, path string, at Place, size int64, sha256 string) (f protocol.CatalogFile, err error) {
-	return f, s.catalogDo(ctx, true, func(ctx context.Context, w catalog.Execer, now time.Time) (ch catalog.Change, err error) {
-		ch, f, err = s.cat.AddFile(ctx, w, path, at, size, sha256, now)
-		return ch, err
-	})
-}
-
-// RemoveReplicas drops path's replicas at site ("" = every place) and
-// returns what is left and the places dropped (catalog.RemoveFile).
-func (s *Store) RemoveReplicas(ctx context.Context, path, site string, force bool) (left protocol.CatalogFile, dropped []Place, err error) {
-	err = s.catalogDo(ctx, true, func(ctx context.Context, w catalog.Execer, _ time.Time) (ch catalog.Change, err error) {
-		ch, left, dropped, err = s.cat.RemoveFile(ctx, w, path, site, force)
-		return ch, err
-	})
-	if err != nil {
-		dropped = nil
-	}
-	return left, dropped, err
-}
-
-// Staged records how a stage request ended (catalog.Staged): the
-// transfer, and the new replica, or a try from another, or the jobs
-// waiting for the file there fail.
-func (s *Store) Staged(ctx context.Context, r StageResult) error {
-	if r.Err != nil {
-		s.log.Warn("staging failed", "path", r.Path, "to", r.To.String(), "from", r.From.String(), "err", r.Err, "permanent", r.Permanent)
-	}
-	return s.catalogDo(ctx, false, func(ctx context.Context, w catalog.Execer, now time.Time) (catalog.Change, error) {
-		return s.cat.StageEnded(ctx, w, r, now)
-	})
-}
-
-// RecordTransfer accounts a copy made outside a job (files.get).
-func (s *Store) RecordTransfer(ctx context.Context, t protocol.TransferInfo) error {
-	if err := catalog.CheckTransfer(t); err != nil {
-		return err
-	}
-	now := s.now()
-	return s.catalogDo(ctx, false, func(context.Context, catalog.Execer, time.Time) (catalog.Change, error) {
-		return catalog.Change{}, s.cat.RecordTransfer(t, now)
-	})
-}
-
-// Moved totals the transfers made (nil when none were).
-func (s *Store) Moved(ctx context.Context) (*protocol.MovedTotals, error) {
-	var m protocol.MovedTotals
-	err := s.do(ctx, func() error { m = s.cat.Moved(); return nil })
-	if err != nil || m.Transfers == 0 {
-		return nil, err
-	}
-	return &m, nil
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
 	"github.com/mq-hpc/mq/internal/sqlfile"
 )
 
@@ -35,4 +36,17 @@ func TestCatalogQueries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// addReplica records a copy of path at p, in the batch's transaction,
+// without the checks of a user's files.add (the copy index's tests).
+func (s *Store) addReplica(path string, p Place, size int64, sha string) error {
+	if err := s.begin(); err != nil {
+		return err
+	}
+	isNew, err := s.cat.AddReplica(context.Background(), s.w, path, p, size, sha, s.now())
+	if err != nil {
+		return fatalError{err}
+	}
+	return s.catalogChanged(catalog.Change{Arrived: &catalog.Arrival{Path: path, At: p, Size: size, New: isNew}})
 }

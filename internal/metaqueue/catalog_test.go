@@ -64,7 +64,7 @@ func (e *env) staged(r StageRequest, from Place, err error, permanent bool) {
 	if err != nil {
 		res.Bytes, res.SHA256 = 0, ""
 	}
-	if err := e.s.Staged(context.Background(), res); err != nil {
+	if err := e.s.Catalog().Staged(context.Background(), res); err != nil {
 		e.t.Fatalf("Staged: %v", err)
 	}
 }
@@ -169,7 +169,7 @@ func TestStagingRetriesThenFails(t *testing.T) {
 	t.Parallel()
 	e, st := newStagingEnv(t)
 	a := e.submit(withFiles("a", "x", []protocol.File{userIn("/w/seqs/p1.fa", 10)}, nil))[0]
-	if _, err := e.s.AddReplica(context.Background(), "/w/seqs/p1.fa", Place{Site: "siteC"}, 10, ""); err != nil {
+	if _, err := e.s.Catalog().AddReplica(context.Background(), "/w/seqs/p1.fa", Place{Site: "siteC"}, 10, ""); err != nil {
 		t.Fatal(err)
 	}
 	b := e.registerAt("siteB", "b1")
@@ -195,7 +195,7 @@ func TestStagingRetriesThenFails(t *testing.T) {
 	reqs := st.requests()
 	e.staged(reqs[len(reqs)-1], local, errors.New("input changed after submission"), true)
 	e.mustBe(p, job.Failed)
-	if m, err := e.s.Moved(context.Background()); err != nil || m.Transfers != 4 || m.Failed != 4 {
+	if m, err := e.s.Catalog().Moved(context.Background()); err != nil || m.Transfers != 4 || m.Failed != 4 {
 		t.Fatalf("moved %+v %v", m, err)
 	}
 	e.check()
@@ -266,14 +266,14 @@ func TestCatalogOps(t *testing.T) {
 	e, _ := newStagingEnv(t)
 	ctx := context.Background()
 	for i := range 5 {
-		if _, err := e.s.AddReplica(ctx, fmt.Sprintf("/d/f%d", i), Place{Site: "siteA"}, int64(i), ""); err != nil {
+		if _, err := e.s.Catalog().AddReplica(ctx, fmt.Sprintf("/d/f%d", i), Place{Site: "siteA"}, int64(i), ""); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := e.s.AddReplica(ctx, "/e/x", Place{Site: "siteA"}, 1, sumA); err != nil {
+	if _, err := e.s.Catalog().AddReplica(ctx, "/e/x", Place{Site: "siteA"}, 1, sumA); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.s.AddReplica(ctx, "/e/x", Place{Site: "siteB"}, 1, strings.Repeat("b", 64)); err == nil {
+	if _, err := e.s.Catalog().AddReplica(ctx, "/e/x", Place{Site: "siteB"}, 1, strings.Repeat("b", 64)); err == nil {
 		t.Fatal("a replica with another checksum was added")
 	}
 	var paths []string
@@ -299,27 +299,27 @@ func TestCatalogOps(t *testing.T) {
 	}
 
 	e.submit(withFiles("a", "x", []protocol.File{{Path: "/d/f1", Rel: true}}, nil))
-	if _, err := e.s.AddReplica(ctx, "/d/f1", Place{Site: "siteB"}, 1, ""); err != nil {
+	if _, err := e.s.Catalog().AddReplica(ctx, "/d/f1", Place{Site: "siteB"}, 1, ""); err != nil {
 		t.Fatal(err)
 	}
-	left, dropped, err := e.s.RemoveReplicas(ctx, "/d/f1", "siteA", false)
+	left, dropped, err := e.s.Catalog().RemoveReplicas(ctx, "/d/f1", "siteA", false)
 	if err != nil || len(dropped) != 1 || len(left.Replicas) != 1 || left.Replicas[0].Site != "siteB" {
 		t.Fatalf("drop one: %+v %v %v", left, dropped, err)
 	}
-	if _, _, err := e.s.RemoveReplicas(ctx, "/d/f1", "", false); err == nil || !strings.Contains(err.Error(), "last replica") {
+	if _, _, err := e.s.Catalog().RemoveReplicas(ctx, "/d/f1", "", false); err == nil || !strings.Contains(err.Error(), "last replica") {
 		t.Fatalf("dropped the last replica of a file a live job reads: %v", err)
 	}
-	if _, dropped, err := e.s.RemoveReplicas(ctx, "/d/f1", "", true); err != nil || len(dropped) != 1 {
+	if _, dropped, err := e.s.Catalog().RemoveReplicas(ctx, "/d/f1", "", true); err != nil || len(dropped) != 1 {
 		t.Fatalf("force: %v %v", dropped, err)
 	}
-	if _, _, err := e.s.RemoveReplicas(ctx, "/d/f2", "", false); err != nil {
+	if _, _, err := e.s.Catalog().RemoveReplicas(ctx, "/d/f2", "", false); err != nil {
 		t.Fatalf("a file no job reads: %v", err)
 	}
-	if err := e.s.RecordTransfer(ctx, protocol.TransferInfo{Path: "/d/f3", From: "siteA", To: LocalSite, Bytes: 3, Seconds: 0.5, Started: time.Now().Format(time.RFC3339)}); err != nil {
+	if err := e.s.Catalog().RecordTransfer(ctx, protocol.TransferInfo{Path: "/d/f3", From: "siteA", To: LocalSite, Bytes: 3, Seconds: 0.5, Started: time.Now().Format(time.RFC3339)}); err != nil {
 		t.Fatal(err)
 	}
 	e.reopen()
-	if m, err := e.s.Moved(ctx); err != nil || m == nil || m.Transfers != 1 || m.Bytes != 3 || m.Seconds != 0.5 {
+	if m, err := e.s.Catalog().Moved(ctx); err != nil || m == nil || m.Transfers != 1 || m.Bytes != 3 || m.Seconds != 0.5 {
 		t.Fatalf("moved after reopen %+v %v", m, err)
 	}
 	if reps, err := catalog.Holding(ctx, e.s.ReadDB(), "/d/f0"); err != nil || len(reps) != 1 || reps[0].Size != 0 {
@@ -455,7 +455,7 @@ func TestStagingPlaceUnreachable(t *testing.T) {
 		}
 		res := StageResult{Path: reqs[i].Path, To: siteB, From: Place{Site: LocalSite}, Started: e.clock.Now(), Job: a,
 			Err: errors.New("site siteB: dial tcp 127.0.0.1:22: connect: connection refused"), Unreachable: []Place{siteB}}
-		if err := e.s.Staged(context.Background(), res); err != nil {
+		if err := e.s.Catalog().Staged(context.Background(), res); err != nil {
 			t.Fatal(err)
 		}
 		e.mustBe(a, job.Queued)
@@ -470,7 +470,7 @@ func TestStagingPlaceUnreachable(t *testing.T) {
 	n := len(st.requests())
 	res := StageResult{Path: "/w/in", To: siteB, From: Place{Site: LocalSite}, Job: a, Started: e.clock.Now(),
 		Err: errors.New("unreachable"), Unreachable: []Place{siteB}}
-	if err := e.s.Staged(context.Background(), res); err != nil {
+	if err := e.s.Catalog().Staged(context.Background(), res); err != nil {
 		t.Fatal(err)
 	}
 	x := e.registerAt("siteX", "x1")
@@ -481,7 +481,7 @@ func TestStagingPlaceUnreachable(t *testing.T) {
 	}
 	e.staged(reqs[n], Place{Site: LocalSite}, nil, false)
 	waitFor(t, func() bool { got := e.next(x, 1); return len(got) == 1 && got[0].ID == a })
-	if m, err := e.s.Moved(context.Background()); err != nil || m.Failed != catalog.MaxStageTries+3 {
+	if m, err := e.s.Catalog().Moved(context.Background()); err != nil || m.Failed != catalog.MaxStageTries+3 {
 		t.Fatalf("moved %+v, %v; want every unreachable try recorded failed", m, err)
 	}
 	e.check()
@@ -497,7 +497,7 @@ func TestStagingDCStagesOnlyChosen(t *testing.T) {
 	for i := range 3 {
 		p := fmt.Sprintf("/w/db/f%d", i)
 		e.submit(withFiles(fmt.Sprintf("j%d", i), "x", []protocol.File{{Path: p, Size: sz(8 << 20), Rel: true}}, nil))
-		if _, err := e.s.AddReplica(context.Background(), p, Place{Site: "siteA"}, 8<<20, ""); err != nil {
+		if _, err := e.s.Catalog().AddReplica(context.Background(), p, Place{Site: "siteA"}, 8<<20, ""); err != nil {
 			t.Fatal(err)
 		}
 	}

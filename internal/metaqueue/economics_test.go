@@ -104,7 +104,7 @@ func TestBudgetAtDispatch(t *testing.T) {
 	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Budget: f(100)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.s.SetEconPlan(ctx, "q", map[string]int{"dear": 1}, 2); err != nil {
+	if err := e.s.Planners().SetEconPlan(ctx, "q", map[string]int{"dear": 1}, 2); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.next(dear, 4); len(got) != 1 {
@@ -135,7 +135,7 @@ func TestEconQueuesBudgetLeft(t *testing.T) {
 	sp := spec("a", "true")
 	sp.Queue, sp.Est = "q", 1
 	e.submit(sp)
-	qs, err := e.s.EconQueues(ctx)
+	qs, err := e.s.Planners().EconQueues(ctx)
 	// Expected 1 s at 1 a second, reserved 4: the last job needs 3 more.
 	if err != nil || len(qs) != 1 || !qs[0].Budgeted || math.Abs(qs[0].Budget-7) > 1e-9 || qs[0].Ready != 1 || qs[0].Est != 1 {
 		t.Fatalf("EconQueues = %+v, %v", qs, err)
@@ -735,7 +735,7 @@ func TestProgressSpending(t *testing.T) {
 	} {
 		tc.req.Once, tc.req.Spending = true, true
 		var r protocol.ProgressReply
-		if err := e.s.Progress(ctx, tc.req, func(p protocol.ProgressReply) error { r = p; return nil }); err != nil {
+		if err := e.s.Progress().Stream(ctx, tc.req, func(p protocol.ProgressReply) error { r = p; return nil }); err != nil {
 			t.Fatal(err)
 		}
 		if math.Abs(r.Spent-tc.want) > 1e-6 || math.Abs(r.SpentBySite["dear"]-tc.want) > 1e-6 || r.Counts["D"] == 0 {
@@ -743,7 +743,7 @@ func TestProgressSpending(t *testing.T) {
 		}
 	}
 	var r protocol.ProgressReply
-	if err := e.s.Progress(ctx, protocol.Progress{Target: "a", Once: true}, func(p protocol.ProgressReply) error { r = p; return nil }); err != nil || r.Spent != 0 || r.SpentBySite != nil {
+	if err := e.s.Progress().Stream(ctx, protocol.Progress{Target: "a", Once: true}, func(p protocol.ProgressReply) error { r = p; return nil }); err != nil || r.Spent != 0 || r.SpentBySite != nil {
 		t.Errorf("spending not asked: %+v, %v", r, err)
 	}
 }

@@ -326,7 +326,7 @@ func TestPriorityPlanned(t *testing.T) {
 	e := newEnv(t)
 	id := e.submit(spec("t", "true"), spec("t", "true"), protocol.JobSpec{Target: "t", Command: "true", Priority: 3})
 	pl := policy.Plan{Site: map[int64]string{id[0]: "a", id[1]: "a", id[2]: "a"}, Order: []int64{id[0], id[1], id[2]}}
-	if _, err := e.s.SetPlan(context.Background(), "heft", pl); err != nil {
+	if _, err := e.s.Plans().Set(context.Background(), "heft", pl); err != nil {
 		t.Fatal(err)
 	}
 	a := e.register("a")

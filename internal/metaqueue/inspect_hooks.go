@@ -9,6 +9,7 @@ import (
 	"github.com/mq-hpc/mq/internal/metaqueue/copies"
 	"github.com/mq-hpc/mq/internal/metaqueue/inspect"
 	"github.com/mq-hpc/mq/internal/metaqueue/plans"
+	"github.com/mq-hpc/mq/internal/runs"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -32,32 +33,11 @@ func (s *Store) Inspect() *inspect.Reader {
 	return inspect.New(s.rdb, s.opt.OutputDir, inspectSources{s})
 }
 
-// TargetGraph returns target name and its prerequisite targets,
-// transitively, breadth first, at most limit of them (truncated says some
-// were left out), from the core's in-memory graph.
-func (s *Store) TargetGraph(ctx context.Context, name string, limit int) (nodes []TargetNode, truncated bool, err error) {
-	err = s.do(ctx, func() (err error) {
-		nodes, truncated, err = inspect.TargetGraph(s.g, name, limit)
-		return err
-	})
-	return nodes, truncated, err
-}
-
 // RunningByPlaceholder counts executing jobs per placeholder, from memory
 // (its cost is that of the jobs executing now).
 func (s *Store) RunningByPlaceholder(ctx context.Context) (map[int64]int, error) {
-	m := map[int64]int{}
-	err := s.do(ctx, func() error {
-		for _, r := range s.running {
-			m[r.Placeholder]++
-		}
-		for _, cs := range s.copyRuns {
-			for _, c := range cs {
-				m[c.Placeholder]++
-			}
-		}
-		return nil
-	})
+	var m map[int64]int
+	err := s.do(ctx, func() error { m = runs.PerPlaceholder(s.running, s.copyRuns); return nil })
 	return m, err
 }
 
@@ -100,4 +80,8 @@ func (a inspectSources) CostMarks(ctx context.Context, id int64) (infeasible, ov
 func (a inspectSources) Unfit(ctx context.Context, id int64) (why string, err error) {
 	err = a.s.do(ctx, func() error { why = a.s.pack.Why(id); return nil })
 	return why, err
+}
+
+func (a inspectSources) Graph(ctx context.Context, fn func(inspect.Graph) error) error {
+	return a.s.do(ctx, func() error { return fn(a.s.g) })
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/metaqueue/ledger"
-	"github.com/mq-hpc/mq/internal/policy"
+	"github.com/mq-hpc/mq/internal/runs"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -98,42 +98,9 @@ func (s *Store) checkInfeasible(now time.Time) {
 	}
 }
 
-// EconQueues returns what the deadline-and-budget planner needs of every
-// queue with a deadline or a budget (ledger.EconQueues).
-func (s *Store) EconQueues(ctx context.Context) ([]policy.EconQueue, error) {
-	var out []policy.EconQueue
-	err := s.do(ctx, func() error { out = s.ledger.EconQueues(s.ledgerQueues(), s.guess); return nil })
-	return out, err
-}
-
-// StageQueues is what LP provisioning plans (ledger.StageQueues), and
-// each named site's link in bytes per second (measured by staging, else
-// configured).
-func (s *Store) StageQueues(ctx context.Context, sites []string) ([]policy.EconQueue, map[string]float64, error) {
-	var out []policy.EconQueue
-	links := make(map[string]float64, len(sites))
-	err := s.do(ctx, func() error {
-		out = s.ledger.StageQueues(s.g, s.ledgerQueues(), s.nextID, s.now(), s.guess)
-		for _, name := range sites {
-			links[name] = s.linkOf(name).Bandwidth
-		}
-		return nil
-	})
-	return out, links, err
-}
-
-// SetEconPlan sets how many of a queue's jobs each site may run at once
-// (nil: no caps) and how many of its ready jobs the planner found cannot
-// end within its deadline and budget (ledger.Plan).
-func (s *Store) SetEconPlan(ctx context.Context, queue string, caps map[string]int, unfinishable int) error {
-	return s.do(ctx, func() error {
-		q, ok := s.queues[queue]
-		if !ok {
-			return protocol.Errorf(protocol.CodeNotFound, "no queue %s", queue)
-		}
-		return s.ledger.Plan(q.id, caps, unfinishable, ledgerCore{s})
-	})
-}
+// Planners answer the provisioning planners: what they read of the
+// queues and the caps they set, each on the core (ledger.Planners).
+func (s *Store) Planners() ledger.Planners { return ledger.NewPlanners(&s.ledger, ledgerCore{s}) }
 
 // ledgerQueues is every queue as the ledger reads it.
 func (s *Store) ledgerQueues() []ledger.QueueCounts {
@@ -156,21 +123,30 @@ func (s *Store) ledgerQueues() []ledger.QueueCounts {
 // ledgerCore is what the ledger reads of the core (ledger.Core).
 type ledgerCore struct{ s *Store }
 
+var _ ledger.PlanCore = ledgerCore{}
+
 func (c ledgerCore) SiteOf(ph int64) (string, error) { return c.s.siteName(ph) }
+
+func (c ledgerCore) Do(ctx context.Context, fn func() error) error { return c.s.do(ctx, fn) }
+func (c ledgerCore) Queues() []ledger.QueueCounts                  { return c.s.ledgerQueues() }
+func (c ledgerCore) Graph() *dag.Graph                             { return c.s.g }
+func (c ledgerCore) NextID() int64                                 { return c.s.nextID }
+func (c ledgerCore) Now() time.Time                                { return c.s.now() }
+func (c ledgerCore) Estimate(j dag.Node) float64                   { return c.s.guess(j) }
+func (c ledgerCore) Bandwidth(site string) float64                 { return c.s.linkOf(site).Bandwidth }
+
+func (c ledgerCore) QueueID(name string) (int32, bool) {
+	if q, ok := c.s.queues[name]; ok {
+		return q.id, true
+	}
+	return 0, false
+}
 
 func (c ledgerCore) Running() []ledger.Running {
 	var rs []ledger.Running
-	add := func(id int64, ru *run) {
+	for id, ru := range runs.All(c.s.running, c.s.copyRuns) {
 		if j, ok := c.s.g.Node(id); ok {
 			rs = append(rs, ledger.Running{Ref: protocol.JobRef{ID: id, Attempt: ru.Attempt}, Queue: j.Queue, Placeholder: ru.Placeholder, Started: ru.Started})
-		}
-	}
-	for id, ru := range c.s.running {
-		add(id, ru)
-	}
-	for id, cs := range c.s.copyRuns {
-		for _, ru := range cs {
-			add(id, ru)
 		}
 	}
 	return rs

@@ -84,7 +84,7 @@ func TestTargetGraphAndJobsPage(t *testing.T) {
 		e.submit1("d", "true", "c")
 	}
 	ctx := context.Background()
-	nodes, trunc, err := e.s.TargetGraph(ctx, "d", 0)
+	nodes, trunc, err := e.s.Inspect().TargetGraph(ctx, "d", 0)
 	if err != nil || trunc {
 		t.Fatal(err, trunc)
 	}
@@ -98,10 +98,10 @@ func TestTargetGraphAndJobsPage(t *testing.T) {
 	if p := names["c"].Prereqs; len(p) != 2 {
 		t.Errorf("c's prerequisites %v", p)
 	}
-	if _, trunc, _ := e.s.TargetGraph(ctx, "d", 2); !trunc {
+	if _, trunc, _ := e.s.Inspect().TargetGraph(ctx, "d", 2); !trunc {
 		t.Error("a graph cut at 2 targets is not said to be truncated")
 	}
-	if _, _, err := e.s.TargetGraph(ctx, "nope", 0); !protocol.IsCode(err, protocol.CodeNotFound) {
+	if _, _, err := e.s.Inspect().TargetGraph(ctx, "nope", 0); !protocol.IsCode(err, protocol.CodeNotFound) {
 		t.Errorf("unknown target: %v", err)
 	}
 

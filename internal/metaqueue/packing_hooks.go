@@ -14,9 +14,9 @@ import (
 // registered, the fitsResources check, a claim, an attempt's end or stop)
 // and what packing reads of the core's jobs (packJobs).
 
-// KeepsResources reports that the store keeps and honours jobs' resource
-// requests (the server then warns of none).
-func (s *Store) KeepsResources() bool { return true }
+// Resources says that the store keeps and honours jobs' resource
+// requests, and warns of jobs none can ever hold (packing.Keeper).
+func (s *Store) Resources() packing.Keeper { return packing.NewKeeper(s.pack, packJobs{s}) }
 
 // keepRequest stores the request of new job id (spec js of queue q), its
 // queue's defaults applied, when it asks for anything.
@@ -74,14 +74,6 @@ func (s *Store) packStartAttempt(id int64, attempt int, ph int64) *protocol.Capa
 	return g
 }
 
-// Unholdable says, for the jobs first..first+n-1 just submitted, which ask
-// for more than any placeholder or site can ever hold (packing.Unholdables).
-func (s *Store) Unholdable(ctx context.Context, first int64, n int) ([]string, error) {
-	var out []string
-	err := s.do(ctx, func() error { out = s.pack.Unholdables(first, n); return nil })
-	return out, err
-}
-
 // category is job id's queue and target names (ok false: not in memory).
 func (s *Store) category(id int64) (resource.Category, bool) {
 	j, ok := s.g.Node(id)
@@ -97,6 +89,8 @@ func (s *Store) category(id int64) (resource.Category, bool) {
 
 // packJobs is what packing reads of the core's jobs (packing.Jobs).
 type packJobs struct{ s *Store }
+
+func (p packJobs) Do(ctx context.Context, fn func() error) error { return p.s.do(ctx, fn) }
 
 func (p packJobs) Category(id int64) (resource.Category, bool) { return p.s.category(id) }
 

@@ -72,7 +72,7 @@ func TestRequestsKept(t *testing.T) {
 	check("submitted")
 	e.reopen()
 	check("reopened")
-	if !e.s.KeepsResources() {
+	if !e.s.Resources().KeepsResources() {
 		t.Error("the store does not say it keeps requests: the server warns they are dropped")
 	}
 	if r := e.s.pack.Request(ids[0]); r.CPUs != 8 || r.Mem != 4*gib || r.GPUs != 1 {
@@ -295,7 +295,7 @@ func TestUnholdableWaits(t *testing.T) {
 	ctx := context.Background()
 	ph := e.registerSized("s", protocol.Capacity{CPUs: 8, GPUs: 2, GPUIDs: []string{"0", "1"}})
 	jobs := e.submit(asks("big", protocol.Resources{GPUs: 4}), asks("big", protocol.Resources{GPUs: 4}), asks("small", protocol.Resources{GPUs: 1}))
-	w, err := e.s.Unholdable(ctx, jobs[0], len(jobs))
+	w, err := e.s.Resources().Unholdable(ctx, jobs[0], len(jobs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +320,7 @@ func TestUnholdableWaits(t *testing.T) {
 		t.Errorf("with a site of 4 GPUs: %q", got)
 	}
 	e.reopen()
-	if w, _ := e.s.Unholdable(ctx, jobs[0], 2); len(w) != 0 {
+	if w, _ := e.s.Resources().Unholdable(ctx, jobs[0], 2); len(w) != 0 {
 		t.Errorf("after reopen, with the site loaded: %q", w)
 	}
 }

@@ -90,7 +90,7 @@ func TestStagingPerHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	// files.add at such a site needs the host.
-	if _, err := e.s.AddReplica(context.Background(), "/w/other", Place{Site: "nodes"}, 1, ""); err == nil {
+	if _, err := e.s.Catalog().AddReplica(context.Background(), "/w/other", Place{Site: "nodes"}, 1, ""); err == nil {
 		t.Fatal("AddReplica at a per-host site without a host succeeded")
 	}
 }
@@ -111,7 +111,7 @@ func TestDCPricesPerHost(t *testing.T) {
 	for _, r := range []struct {
 		path, host string
 	}{{f1, "n1"}, {f2, "n2"}} {
-		if _, err := e.s.AddReplica(context.Background(), r.path, Place{Site: "nodes", Host: r.host}, size, ""); err != nil {
+		if _, err := e.s.Catalog().AddReplica(context.Background(), r.path, Place{Site: "nodes", Host: r.host}, size, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -182,7 +182,7 @@ func TestDCPricesPerHost(t *testing.T) {
 		})
 	}
 	// A copy on n2 prices j1's input there.
-	if _, err := e.s.AddReplica(context.Background(), f1, Place{Site: "nodes", Host: "n2"}, size, ""); err != nil {
+	if _, err := e.s.Catalog().AddReplica(context.Background(), f1, Place{Site: "nodes", Host: "n2"}, size, ""); err != nil {
 		t.Fatal(err)
 	}
 	if in := price(n2, j1); len(in) != 1 || in[0].Site != -1 {
@@ -201,7 +201,7 @@ func TestStagingFCFSBoundedByFree(t *testing.T) {
 	for i := range 4 {
 		p := "/w/db/f" + string(rune('0'+i))
 		jobs = append(jobs, e.submit(withFiles("j"+string(rune('0'+i)), "x", []protocol.File{{Path: p, Size: sz(1 << 20), Rel: true}}, nil))[0])
-		if _, err := e.s.AddReplica(context.Background(), p, Place{Site: "siteA"}, 1<<20, ""); err != nil {
+		if _, err := e.s.Catalog().AddReplica(context.Background(), p, Place{Site: "siteA"}, 1<<20, ""); err != nil {
 			t.Fatal(err)
 		}
 	}

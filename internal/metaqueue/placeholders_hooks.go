@@ -68,23 +68,10 @@ func (s *Store) phWorked(id int64) { s.reg.Worked(id) }
 func (s *Store) phKnow(id int64) { s.reg.Know(id) }
 
 // sweepPlaceholders deletes the rows of this run's placeholders gone for
-// good, and DC forgets them.
+// good (placeholders.Sweep), and DC forgets them.
 func (s *Store) sweepPlaceholders(now time.Time) error {
-	if !s.reg.Due(now, s.opt.Lease) {
-		return nil
-	}
-	parked := make(map[int64]bool, len(s.parked))
-	for _, p := range s.parked {
-		parked[p.req.Placeholder] = true
-	}
-	gone := s.reg.Gone(now, s.opt.Lease, parked)
-	if len(gone) == 0 {
-		return nil
-	}
-	if err := s.begin(); err != nil {
-		return err
-	}
-	if err := s.reg.Delete(context.Background(), s.w, gone); err != nil {
+	gone, err := s.reg.Sweep(context.Background(), s.w, now, s.opt.Lease, s.parkedPlaceholders, s.begin)
+	if err != nil {
 		return placeholdersErr(err)
 	}
 	for _, id := range gone {
@@ -92,6 +79,17 @@ func (s *Store) sweepPlaceholders(now time.Time) error {
 			s.dataChanged()
 		}
 	}
-	s.log.Info("deleted the rows of placeholders gone for good", "placeholders", len(gone))
+	if len(gone) > 0 {
+		s.log.Info("deleted the rows of placeholders gone for good", "placeholders", len(gone))
+	}
 	return nil
+}
+
+// parkedPlaceholders are the placeholders with a poll waiting.
+func (s *Store) parkedPlaceholders() map[int64]bool {
+	parked := make(map[int64]bool, len(s.parked))
+	for _, p := range s.parked {
+		parked[p.req.Placeholder] = true
+	}
+	return parked
 }

@@ -31,7 +31,7 @@ func TestPlanFollowed(t *testing.T) {
 		Site:  map[int64]string{id[0]: "b", id[1]: "b", id[2]: "a", id[3]: "a"},
 		Order: []int64{id[2], id[0], id[3], id[1]},
 	}
-	n, err := e.s.SetPlan(context.Background(), "heft", pl)
+	n, err := e.s.Plans().Set(context.Background(), "heft", pl)
 	if err != nil || n != 4 {
 		t.Fatalf("SetPlan = %d, %v", n, err)
 	}
@@ -58,7 +58,7 @@ func TestPlanFollowed(t *testing.T) {
 	if d.Plan == nil || d.Plan.Site != "b" || d.Plan.Planner != "heft" || d.Plan.Seq != 3 {
 		t.Fatalf("job detail plan %+v", d.Plan)
 	}
-	if n, err := e.s.ClearPlans(context.Background()); err != nil || n != 4 {
+	if n, err := e.s.Plans().Clear(context.Background()); err != nil || n != 4 {
 		t.Fatalf("ClearPlans = %d, %v", n, err)
 	}
 }
@@ -70,7 +70,7 @@ func TestPlanWithoutSitePlaceholders(t *testing.T) {
 	e := newEnv(t)
 	a := e.register("a")
 	id := e.submit(spec("t", "true"), spec("t", "true"))
-	if _, err := e.s.SetPlan(context.Background(), "minmin", policy.Plan{
+	if _, err := e.s.Plans().Set(context.Background(), "minmin", policy.Plan{
 		Site: map[int64]string{id[0]: "gone", id[1]: "a"}, Order: []int64{id[0], id[1]},
 	}); err != nil {
 		t.Fatal(err)
@@ -166,7 +166,7 @@ func TestPlanKeepsFiles(t *testing.T) {
 	out, here := protocol.File{Path: "/w/o1", Rel: true}, protocol.File{Path: "/w/o2", Rel: true}
 	p := e.submit(withFiles("p", "x", nil, []protocol.File{out, here}))[0]
 	q := e.submit(withFiles("q", "y", nil, []protocol.File{{Path: "/w/o3", Rel: true}}))[0]
-	if _, err := e.s.SetPlan(ctx, "aeh-etaa", policy.Plan{
+	if _, err := e.s.Plans().Set(ctx, "aeh-etaa", policy.Plan{
 		Site:     map[int64]string{p: "siteA", q: "siteA"},
 		FileSite: map[string]string{out.Path: "siteB", here.Path: "siteA", "/w/o3": "siteB"},
 		Order:    []int64{p, q},
@@ -192,7 +192,7 @@ func TestPlanKeepsFiles(t *testing.T) {
 	if len(d.Outputs[0].Replicas) != 2 {
 		t.Fatalf("o1's replicas %+v, want siteA's and siteB's", d.Outputs[0].Replicas)
 	}
-	if _, err := e.s.ClearPlans(ctx); err != nil {
+	if _, err := e.s.Plans().Clear(ctx); err != nil {
 		t.Fatal(err)
 	}
 	got = e.next(a, 1)
@@ -219,7 +219,7 @@ func TestPlanShowTimeline(t *testing.T) {
 	pl := policy.Plan{Site: map[int64]string{id[0]: "a", id[1]: "a", id[2]: "b"}, Order: []int64{id[0], id[2], id[1]}, Makespan: 10, Moved: 5}
 	rec := PlanRecord{Target: "t3", Planner: "heft", Sites: []policy.PlanSite{{Name: "a", Slots: 1}, {Name: "b", Slots: 2}},
 		Timeline: []plan.Scheduled{{ID: id[0], Site: "a", Slot: 0, Start: 0, End: 4}, {ID: id[2], Site: "b", Slot: 1, Start: 1, End: 10}, {ID: id[1], Site: "a", Slot: 0, Start: 4, End: 8}}}
-	if n, err := e.s.RecordPlan(ctx, rec, pl); err != nil || n != 3 {
+	if n, err := e.s.Plans().Record(ctx, rec, pl); err != nil || n != 3 {
 		t.Fatalf("RecordPlan = %d, %v", n, err)
 	}
 	a := e.register("a")
@@ -243,7 +243,7 @@ func TestPlanShowTimeline(t *testing.T) {
 		t.Fatalf("sites %+v\nwant %+v", p.Sites, want)
 	}
 	pl.Order = []int64{id[1], id[2]}
-	if _, err := e.s.RecordPlan(ctx, PlanRecord{Target: "t3", Planner: "minmin"}, pl); err != nil {
+	if _, err := e.s.Plans().Record(ctx, PlanRecord{Target: "t3", Planner: "minmin"}, pl); err != nil {
 		t.Fatal(err)
 	}
 	if r, err := plans.Show(ctx, e.s.ReadDB(), 0); err != nil || len(r.Plans) != 2 || r.Plans[0].Jobs != 1 || r.Plans[1].Planner != "minmin" || r.Plans[1].Jobs != 2 {
@@ -272,7 +272,7 @@ func TestPlanShowBounded(t *testing.T) {
 	}
 	for _, j := range e.submit(small...) { // older plans, of a job each
 		one := policy.Plan{Site: map[int64]string{j: "a"}, Order: []int64{j}, Makespan: 1}
-		if _, err := e.s.RecordPlan(ctx, PlanRecord{Target: "o", Planner: "minmin"}, one); err != nil {
+		if _, err := e.s.Plans().Record(ctx, PlanRecord{Target: "o", Planner: "minmin"}, one); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -283,7 +283,7 @@ func TestPlanShowBounded(t *testing.T) {
 		pl.Order = append(pl.Order, j)
 		rec.Timeline = append(rec.Timeline, plan.Scheduled{ID: j, Site: "a", Start: float64(i), End: float64(i + 1)})
 	}
-	if _, err := e.s.RecordPlan(ctx, rec, pl); err != nil {
+	if _, err := e.s.Plans().Record(ctx, rec, pl); err != nil {
 		t.Fatal(err)
 	}
 	r, err := plans.Show(ctx, e.s.ReadDB(), protocol.MaxPlanShowLimit)
@@ -322,7 +322,7 @@ func TestPlanPatienceCountsPlannedWait(t *testing.T) {
 	pl := policy.Plan{Site: map[int64]string{id[0]: "b", id[1]: "b"}, Order: []int64{id[0], id[1]}, Makespan: 110}
 	rec := PlanRecord{Target: "x", Planner: "heft", Sites: []policy.PlanSite{{Name: "a", Slots: 1}, {Name: "b", Slots: 1}},
 		Timeline: []plan.Scheduled{{ID: id[0], Site: "b", Start: 0, End: 100}, {ID: id[1], Site: "b", Start: 100, End: 110}}}
-	if _, err := e.s.RecordPlan(ctx, rec, pl); err != nil {
+	if _, err := e.s.Plans().Record(ctx, rec, pl); err != nil {
 		t.Fatal(err)
 	}
 	e.reopen() // the predicted wait is kept
@@ -361,7 +361,7 @@ func TestPlanShowUntimed(t *testing.T) {
 	ctx := context.Background()
 	id := e.submit(spec("u1", "true"), spec("u2", "true"))
 	pl := policy.Plan{Site: map[int64]string{id[0]: "a", id[1]: "a"}, Order: []int64{id[0], id[1]}}
-	if _, err := e.s.SetPlan(ctx, "heft", pl); err != nil {
+	if _, err := e.s.Plans().Set(ctx, "heft", pl); err != nil {
 		t.Fatal(err)
 	}
 	if r, err := plans.Show(ctx, e.s.ReadDB(), 0); err != nil || r.Untimed != 0 || len(r.Plans) != 1 {
@@ -396,7 +396,7 @@ func TestPlanRefusedWritesNothing(t *testing.T) {
 		{"placed nowhere", "heft", policy.Plan{Site: map[int64]string{id[0]: "b"}, Order: []int64{id[0], id[1]}, FileSite: map[string]string{"/f": "b"}}},
 		{"no planner", "", policy.Plan{Site: map[int64]string{id[0]: "b"}, Order: []int64{id[0]}}},
 	} {
-		_, err := e.s.RecordPlan(ctx, PlanRecord{Target: "r", Planner: tc.planner}, tc.pl)
+		_, err := e.s.Plans().Record(ctx, PlanRecord{Target: "r", Planner: tc.planner}, tc.pl)
 		var pe *protocol.Error
 		if !errors.As(err, &pe) || pe.Code != protocol.CodeBadRequest {
 			t.Fatalf("%s: RecordPlan = %v, want a bad request", tc.name, err)

@@ -2,6 +2,7 @@ package metaqueue
 
 import (
 	"context"
+	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/dispatch"
@@ -19,13 +20,6 @@ import (
 // PlanRecord is what is kept of a plan beside each job's site and place
 // in the order (cls plan show).
 type PlanRecord = plans.Record
-
-// PlanEstimate gives a planned job's runtime at each site, from its
-// command and its declared estimate (0: none).
-type PlanEstimate = plans.Estimate
-
-// MaxPlanJobs bounds a planning problem.
-const MaxPlanJobs = plans.MaxJobs
 
 // planAlive notes that a placeholder is alive at its site (a heartbeat).
 func (s *Store) planAlive(ph int64) error {
@@ -92,40 +86,20 @@ func (a *planAsking) Allows(c dispatch.Check, r policy.Ready) (bool, error) {
 
 func (a *planAsking) Priority(id int64) int16 { return a.s.prio.Of(id) }
 
-// SetPlan records a plan made by planner, without a timeline.
-func (s *Store) SetPlan(ctx context.Context, planner string, pl policy.Plan) (int, error) {
-	return s.RecordPlan(ctx, PlanRecord{Planner: planner}, pl)
-}
+// Plans records and clears plans, each change one batch on the core
+// (plans.Writer).
+func (s *Store) Plans() plans.Writer { return plans.NewWriter(&s.plans, plansCore{s}) }
 
-// RecordPlan records a plan: each job's planned site, place in the order
-// and predicted slot, start and end, and the plan itself (plans.Record).
-// A plan that cannot be recorded changes nothing.
-func (s *Store) RecordPlan(ctx context.Context, rec PlanRecord, pl policy.Plan) (n int, err error) {
-	if err := plans.Check(rec, pl); err != nil {
-		return 0, err
-	}
-	return n, s.planDo(ctx, func(ctx context.Context, w plans.DB) (err error) {
-		n, err = s.plans.Record(ctx, w, s.g, rec, pl, s.now())
-		return err
-	})
-}
+// plansCore runs a change of the plans on the core (plans.Core).
+type plansCore struct{ s *Store }
 
-// ClearPlans forgets every plan: jobs bind late again.
-func (s *Store) ClearPlans(ctx context.Context) (n int, err error) {
-	return n, s.planDo(ctx, func(ctx context.Context, w plans.DB) (err error) {
-		n, err = s.plans.Clear(ctx, w)
-		return err
-	})
-}
-
-// planDo runs write, a change of the plans, in a batch with the
-// transaction open: an error there is a storage failure.
-func (s *Store) planDo(ctx context.Context, write func(context.Context, plans.DB) error) error {
+func (c plansCore) Write(ctx context.Context, write func(context.Context, plans.DB, *dag.Graph, time.Time) error) error {
+	s := c.s
 	return s.do(ctx, func() error {
 		if err := s.begin(); err != nil {
 			return err
 		}
-		if err := write(context.Background(), s.w); err != nil {
+		if err := write(context.Background(), s.w, s.g, s.now()); err != nil {
 			return fatalError{err}
 		}
 		return nil

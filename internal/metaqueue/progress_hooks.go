@@ -8,7 +8,6 @@ import (
 	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/metaqueue/progress"
 	"github.com/mq-hpc/mq/job"
-	"github.com/mq-hpc/mq/protocol"
 )
 
 // Progress watches are package progress; the core feeds them the graph's
@@ -16,13 +15,9 @@ import (
 
 type watch = progress.Watch
 
-// Progress sends the counts by state of the selected jobs every interval
-// (and at once when the last one ends) until none is waiting, queued or
-// executing; the last frame has Ended set and names jobs that did not end
-// done. With req.Once it sends the counts now and returns.
-func (s *Store) Progress(ctx context.Context, req protocol.Progress, send func(protocol.ProgressReply) error) error {
-	return progress.Stream(ctx, req, progressCore{s}, s.rdb, send)
-}
+// Progress is the progress streams (progress.Streams): the counts by
+// state of the selected jobs until none is left to end.
+func (s *Store) Progress() progress.Streams { return progress.NewStreams(progressCore{s}, s.rdb) }
 
 // rewatch recounts every watch after the state was reloaded.
 func (s *Store) rewatch() {

@@ -15,7 +15,7 @@ func follow(t *testing.T, s *Store, req protocol.Progress) (<-chan protocol.Prog
 	frames := make(chan protocol.ProgressReply, 1000)
 	done := make(chan error, 1)
 	go func() {
-		done <- s.Progress(t.Context(), req, func(r protocol.ProgressReply) error {
+		done <- s.Progress().Stream(t.Context(), req, func(r protocol.ProgressReply) error {
 			frames <- r
 			return nil
 		})
@@ -96,7 +96,7 @@ func TestProgressFollowsStateChanges(t *testing.T) {
 	}
 	// Once: the counts now, for a queue (everything is in the default queue).
 	var once []protocol.ProgressReply
-	err := e.s.Progress(context.Background(), protocol.Progress{Queue: protocol.DefaultQueue, Once: true}, func(r protocol.ProgressReply) error {
+	err := e.s.Progress().Stream(context.Background(), protocol.Progress{Queue: protocol.DefaultQueue, Once: true}, func(r protocol.ProgressReply) error {
 		once = append(once, r)
 		return nil
 	})
@@ -117,7 +117,7 @@ func TestProgressBadRequests(t *testing.T) {
 		{Queue: "nope"},
 		{IDs: []int64{42}},
 	} {
-		err := e.s.Progress(context.Background(), req, func(protocol.ProgressReply) error { return nil })
+		err := e.s.Progress().Stream(context.Background(), req, func(protocol.ProgressReply) error { return nil })
 		if err == nil {
 			t.Errorf("Progress(%+v) succeeded", req)
 		}
@@ -128,7 +128,7 @@ func TestProgressEndsAtOnceWhenNothingPending(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	var frames []protocol.ProgressReply
-	err := e.s.Progress(context.Background(), protocol.Progress{}, func(r protocol.ProgressReply) error {
+	err := e.s.Progress().Stream(context.Background(), protocol.Progress{}, func(r protocol.ProgressReply) error {
 		frames = append(frames, r)
 		return nil
 	})

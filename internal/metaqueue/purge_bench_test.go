@@ -113,7 +113,7 @@ func BenchmarkPurge(b *testing.B) {
 		cpu0 := cpuTime()
 		b.StartTimer()
 		t0 := time.Now()
-		r, err := s.Purge(ctx, protocol.Purge{Select: protocol.Select{All: true}, Batch: batch})
+		r, err := s.Purger().Run(ctx, protocol.Purge{Select: protocol.Select{All: true}, Batch: batch})
 		el := time.Since(t0)
 		b.StopTimer()
 		cpu := cpuTime() - cpu0

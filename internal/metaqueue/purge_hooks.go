@@ -2,25 +2,21 @@ package metaqueue
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/metaqueue/purge"
-	"github.com/mq-hpc/mq/job"
-	"github.com/mq-hpc/mq/protocol"
 )
 
 // Purges are package purge; the core resolves names, runs each batch in
 // one durable call and takes the jobs gone off its counts.
 
-// Purge removes ended jobs older than req.EndedBefore, with every row the
-// metaqueue keeps of them and their output files in the CLS's output
-// area (purge.Run). A purged job still counts toward its target
-// (targets.purged_done, purged_bad), and its id is never given again
-// (meta next_job_id).
-func (s *Store) Purge(ctx context.Context, req protocol.Purge) (protocol.PurgeReply, error) {
-	return purge.Run(ctx, req, purgeCore{s}, s.rdb, s.opt.OutputDir)
-}
+// Purger removes ended jobs with every row the metaqueue keeps of them
+// and their output files (purge.Run). A purged job still counts toward its
+// target (targets.purged_done, purged_bad), and its id is never given
+// again (meta next_job_id).
+func (s *Store) Purger() purge.Purger { return purge.NewPurger(purgeCore{s}, s.rdb, s.opt.OutputDir) }
 
 // loadPurged adds what purges removed to the graph's counts and keeps ids
 // past every id given, when loading.
@@ -29,14 +25,7 @@ func (s *Store) loadPurged(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, p := range l.Targets {
-		if p.Done > 0 {
-			s.g.LoadCounts(p.Target, job.Done, p.Done)
-		}
-		if p.Bad > 0 {
-			s.g.LoadCounts(p.Target, job.Failed, p.Bad)
-		}
-	}
+	l.AddTo(s.g)
 	s.nextID = max(s.nextID, l.NextID)
 	return nil
 }
@@ -48,6 +37,7 @@ var (
 	_ purge.Core  = purgeCore{}
 	_ purge.State = purgeCore{}
 	_ purge.Names = purgeCore{}
+	_ purge.Batch = purgeCore{}
 )
 
 // Do runs fn on the core.
@@ -55,38 +45,25 @@ func (c purgeCore) Do(ctx context.Context, fn func(purge.Names) error) error {
 	return c.s.do(ctx, func() error { return fn(c) })
 }
 
-// Batch plans and deletes one batch in one durable call (dry: only plans).
-func (c purgeCore) Batch(ctx context.Context, sc purge.Scope, rows []purge.Row, dry bool) (gone []purge.Row, kept int64, err error) {
-	s := c.s
-	fn := func() error {
-		p, err := purge.PlanBatch(context.Background(), s.w, c, sc, rows)
-		if err != nil {
-			return fatalError{err}
-		}
-		gone, kept = p.Go, p.Kept // afresh if tried again
-		if dry || len(p.Go) == 0 {
-			return nil
-		}
-		if err := s.begin(); err != nil {
-			return err
-		}
-		d, err := purge.Delete(context.Background(), s.w, p, sc, s.nextID)
-		if err != nil {
-			return fatalError{err}
-		}
-		for _, e := range d.Ended {
-			s.countsFor(e.Queue)[e.State]--
-		}
-		gone = d.Gone
-		return nil
+// Write runs fn on the core (durable: fsync'd as a user's change).
+func (c purgeCore) Write(ctx context.Context, durable bool, fn func(purge.Batch) error) error {
+	do := c.s.do
+	if durable {
+		do = c.s.doDurable
 	}
-	if dry {
-		err = s.do(ctx, fn)
-	} else {
-		err = s.doDurable(ctx, fn)
-	}
-	return gone, kept, err
+	return do(ctx, func() error {
+		err := fn(c)
+		if se, ok := errors.AsType[*purge.StorageError](err); ok {
+			return fatalError{se.Err}
+		}
+		return err
+	})
 }
+
+func (c purgeCore) DB() purge.Execer     { return c.s.w }
+func (c purgeCore) Begin() error         { return c.s.begin() }
+func (c purgeCore) NextID() int64        { return c.s.nextID }
+func (c purgeCore) Forget(e purge.Ended) { c.s.countsFor(e.Queue)[e.State]-- }
 
 func (c purgeCore) Live(id int64) bool            { _, ok := c.s.g.Node(id); return ok }
 func (c purgeCore) Waited(t dag.TargetID) bool    { return c.s.g.Waited(t) }

@@ -17,7 +17,7 @@ import (
 
 func (e *env) purge(req protocol.Purge) protocol.PurgeReply {
 	e.t.Helper()
-	r, err := e.s.Purge(context.Background(), req)
+	r, err := e.s.Purger().Run(context.Background(), req)
 	if err != nil {
 		e.t.Fatalf("Purge(%+v): %v", req, err)
 	}
@@ -238,7 +238,7 @@ func TestPurgeBadRequests(t *testing.T) {
 		{"bad range", protocol.Purge{Select: protocol.Select{First: 5, Last: 2}}, protocol.CodeBadRequest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := e.s.Purge(context.Background(), tc.req)
+			_, err := e.s.Purger().Run(context.Background(), tc.req)
 			errCode(t, err, tc.code)
 		})
 	}
@@ -301,7 +301,7 @@ func TestPurgeStoppedBetweenBatches(t *testing.T) {
 	obs.mu.Lock()
 	obs.cancel = cancel
 	obs.mu.Unlock()
-	if _, err := e.s.Purge(ctx, protocol.Purge{EndedBefore: 60, Batch: 2, Select: protocol.Select{All: true}}); err == nil {
+	if _, err := e.s.Purger().Run(ctx, protocol.Purge{EndedBefore: 60, Batch: 2, Select: protocol.Select{All: true}}); err == nil {
 		t.Fatal("a purge whose context ended after one batch reported success")
 	}
 	e.reopen()

@@ -36,7 +36,7 @@ func TestStageQueues(t *testing.T) {
 		specs = append(specs, b, p)
 	}
 	e.submit(specs...)
-	qs, links, err := e.s.StageQueues(ctx, []string{"local", "far"})
+	qs, links, err := e.s.Planners().StageQueues(ctx, []string{"local", "far"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,17 +58,17 @@ func TestStageQueues(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("got %v: one blast job", ids(got))
 	}
-	if err := e.s.SetEconPlan(ctx, "blast", map[string]int{"local": 1}, 0); err != nil {
+	if err := e.s.Planners().SetEconPlan(ctx, "blast", map[string]int{"local": 1}, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.s.SetEconPlan(ctx, "parse", map[string]int{"local": 0}, 0); err != nil {
+	if err := e.s.Planners().SetEconPlan(ctx, "parse", map[string]int{"local": 0}, 0); err != nil {
 		t.Fatal(err)
 	}
 	if more := e.next(ph, 4); len(more) != 0 {
 		t.Fatalf("got %v: blast's cap (1) is taken by the job that started before it", ids(more))
 	}
 	e.report(ph, ok(got[0]))
-	qs, _, err = e.s.StageQueues(ctx, nil)
+	qs, _, err = e.s.Planners().StageQueues(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestStageQueues(t *testing.T) {
 		t.Fatalf("got %v: only blast's next job may run here", ids(got))
 	}
 	e.report(ph, ok(got[0]))
-	if err := e.s.SetEconPlan(ctx, "parse", nil, 0); err != nil {
+	if err := e.s.Planners().SetEconPlan(ctx, "parse", nil, 0); err != nil {
 		t.Fatal(err)
 	}
 	got = e.next(ph, 4)
@@ -96,7 +96,7 @@ func TestStageQueues(t *testing.T) {
 	}
 	// After a restart, the feeds are known again from the stored jobs.
 	e.reopen()
-	qs, _, err = e.s.StageQueues(ctx, nil)
+	qs, _, err = e.s.Planners().StageQueues(ctx, nil)
 	if err != nil || len(qs) != 2 || qs[0].Queue != "blast" || qs[1].Queue != "parse" {
 		t.Fatalf("after a restart: %+v, %v; want blast then parse", qs, err)
 	}
@@ -119,7 +119,7 @@ func TestStageMeasuresSurviveRestart(t *testing.T) {
 	local, far := e.register("local"), e.register("far")
 	capped := func() {
 		t.Helper()
-		if err := e.s.SetEconPlan(ctx, "stage", map[string]int{"local": 4, "far": 4}, 0); err != nil {
+		if err := e.s.Planners().SetEconPlan(ctx, "stage", map[string]int{"local": 4, "far": 4}, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -137,7 +137,7 @@ func TestStageMeasuresSurviveRestart(t *testing.T) {
 	}
 	measures := func() policy.EconQueue {
 		t.Helper()
-		qs, _, err := e.s.StageQueues(ctx, nil)
+		qs, _, err := e.s.Planners().StageQueues(ctx, nil)
 		if err != nil || len(qs) != 1 {
 			t.Fatalf("stages %+v, %v", qs, err)
 		}

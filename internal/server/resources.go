@@ -21,7 +21,7 @@ type resourceKeeper interface {
 // keepsResources reports whether the store keeps and honours jobs'
 // resource requests.
 func (s *Server) keepsResources() (resourceKeeper, bool) {
-	k, ok := any(s.Store).(resourceKeeper)
+	k, ok := any(s.Store.Resources()).(resourceKeeper)
 	return k, ok && k.KeepsResources()
 }
 

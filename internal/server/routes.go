@@ -70,7 +70,7 @@ var builtin = routeTable(
 		if err != nil {
 			return protocol.SummaryReply{}, err
 		}
-		moved, err := c.s.Store.Moved(ctx)
+		moved, err := c.s.Store.Catalog().Moved(ctx)
 		if err != nil {
 			return protocol.SummaryReply{}, err
 		}
@@ -81,7 +81,7 @@ var builtin = routeTable(
 		return c.s.Store.Delete(ctx, b)
 	}),
 	handle(protocol.OpPurge, func(ctx context.Context, c *conn, b protocol.Purge) (protocol.PurgeReply, error) {
-		return c.s.Store.Purge(ctx, b)
+		return c.s.Store.Purger().Run(ctx, b)
 	}),
 	handle(protocol.OpHold, func(ctx context.Context, c *conn, b protocol.Select) (protocol.ActionReply, error) {
 		return c.s.Store.Hold(ctx, b)
@@ -96,7 +96,7 @@ var builtin = routeTable(
 		return c.s.Store.WaitFor(ctx, b)
 	}),
 	handleStream(protocol.OpProgress, func(ctx context.Context, c *conn, b protocol.Progress, send func(protocol.ProgressReply) error) error {
-		return c.s.Store.Progress(ctx, b, send)
+		return c.s.Store.Progress().Stream(ctx, b, send)
 	}),
 	handle(protocol.OpOutputRead, readOutput),
 	handle(protocol.OpQueueList, func(ctx context.Context, c *conn, _ protocol.Empty) (protocol.QueueList, error) {

@@ -198,7 +198,7 @@ func TestManagerLP(t *testing.T) {
 }
 
 // pipeStore is a stageStore that also says how the queues feed each
-// other and what the links carry (metaqueue.Store.StageQueues): EconQueues
+// other and what the links carry (ledger.Planners.StageQueues): EconQueues
 // has none of them (no queue is costed), StageQueues both.
 type pipeStore struct {
 	*stageStore

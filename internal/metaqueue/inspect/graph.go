@@ -1,6 +1,8 @@
 package inspect
 
 import (
+	"context"
+
 	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -29,6 +31,15 @@ var _ Graph = (*dag.Graph)(nil)
 
 // DefaultGraphLimit is TargetGraph's limit when none is given.
 const DefaultGraphLimit = 200
+
+// TargetGraph is TargetGraph over the core's graph, on the core.
+func (r *Reader) TargetGraph(ctx context.Context, name string, limit int) (nodes []TargetNode, truncated bool, err error) {
+	err = r.src.Graph(ctx, func(g Graph) (err error) {
+		nodes, truncated, err = TargetGraph(g, name, limit)
+		return err
+	})
+	return nodes, truncated, err
+}
 
 // TargetGraph returns target name and its prerequisite targets,
 // transitively, breadth first, at most limit of them (truncated says some

@@ -57,6 +57,8 @@ type Sources interface {
 	CostMarks(ctx context.Context, id int64) (infeasible, overBudget string, err error)
 	// Unfit says why no placeholder fits a live job's request.
 	Unfit(ctx context.Context, id int64) (string, error)
+	// Graph runs fn on the core with its graph of live jobs.
+	Graph(ctx context.Context, fn func(Graph) error) error
 }
 
 // Reader answers the read side's questions. Its zero value is not usable:

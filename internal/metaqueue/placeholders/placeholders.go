@@ -219,6 +219,23 @@ func (g *Registry) Delete(ctx context.Context, ex Execer, gone []int64) error {
 	return nil
 }
 
+// Sweep deletes, when due (Due), the rows of this run's placeholders gone
+// for good (Gone; parked is asked only then) and returns them; begin
+// opens the core's transaction before the first delete.
+func (g *Registry) Sweep(ctx context.Context, ex Execer, now time.Time, lease time.Duration, parked func() map[int64]bool, begin func() error) ([]int64, error) {
+	if !g.Due(now, lease) {
+		return nil, nil
+	}
+	gone := g.Gone(now, lease, parked())
+	if len(gone) == 0 {
+		return nil, nil
+	}
+	if err := begin(); err != nil {
+		return nil, err
+	}
+	return gone, g.Delete(ctx, ex, gone)
+}
+
 // LoadOld notes, when the store opens at now, the rows of earlier runs'
 // placeholders that ran nothing: unless one registers again within a lease
 // (a placeholder connected when the CLS stopped), Gone names them.

@@ -371,3 +371,50 @@ func TestSites(t *testing.T) {
 		t.Errorf("RemoveSite on a closed database: %v, want a StoreError", err)
 	}
 }
+
+// TestSweep: the transaction is opened only when a placeholder is gone,
+// and the parked ones are asked only when the sweep is due.
+func TestSweep(t *testing.T) {
+	const lease = 10 * time.Second
+	t0 := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		name     string
+		at       time.Duration // after t0
+		beginErr error
+		gone     bool
+		begun    int
+		asked    bool
+	}{
+		{"not due", lease / 2, nil, false, 0, false},
+		{"gone", 2 * lease, nil, true, 1, true},
+		{"the transaction fails", 2 * lease, errors.New("disk gone"), false, 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db, st := newDB(t)
+			var g Registry
+			id, err := g.Register(st, protocol.Register{Site: "a", Host: "h", Slots: 1}, "", t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g.swept = t0 // looked at when it registered
+			g.Disconnected(id, t0)
+			begun, asked := 0, false
+			gone, err := g.Sweep(context.Background(), db, t0.Add(tc.at), lease,
+				func() map[int64]bool { asked = true; return nil },
+				func() error { begun++; return tc.beginErr })
+			if !errors.Is(err, tc.beginErr) {
+				t.Fatalf("Sweep: %v, want %v", err, tc.beginErr)
+			}
+			if slices.Contains(gone, id) != tc.gone || begun != tc.begun || asked != tc.asked {
+				t.Errorf("gone %v, begun %d, parked asked %v; want gone %v, begun %d, asked %v", gone, begun, asked, tc.gone, tc.begun, tc.asked)
+			}
+			var n int
+			if err := db.QueryRow("SELECT count(*) FROM placeholders").Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if want := map[bool]int{true: 0, false: 1}[tc.gone]; n != want {
+				t.Errorf("%d rows, want %d", n, want)
+			}
+		})
+	}
+}

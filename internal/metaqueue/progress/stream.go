@@ -16,6 +16,21 @@ type Core interface {
 // MinInterval is the shortest interval between a stream's frames.
 const MinInterval = 100 * time.Millisecond
 
+// Streams are the progress streams of a core, read through its read pool
+// (Store.Progress).
+type Streams struct {
+	core Core
+	db   Querier
+}
+
+// NewStreams is core's progress streams, read through db.
+func NewStreams(core Core, db Querier) Streams { return Streams{core: core, db: db} }
+
+// Stream is Stream on s's core and read pool.
+func (s Streams) Stream(ctx context.Context, req protocol.Progress, send func(protocol.ProgressReply) error) error {
+	return Stream(ctx, req, s.core, s.db, send)
+}
+
 // Stream sends the counts by state of the jobs req selects every interval
 // (and at once when the last one ends) until none is waiting, queued or
 // executing; the last frame has Ended set and names jobs that did not end

@@ -47,9 +47,18 @@ type Execer interface {
 type Core interface {
 	// Do runs fn on the core, with its names and clock.
 	Do(ctx context.Context, fn func(Names) error) error
-	// Batch plans and deletes rows in one durable call (dry: only plans)
-	// and returns the jobs gone and how many were kept.
-	Batch(ctx context.Context, sc Scope, rows []Row, dry bool) (gone []Row, kept int64, err error)
+	// Write runs fn on the core with its writer (durable: fsync'd before
+	// the reply); a *StorageError fn returns fails the core's batch.
+	Write(ctx context.Context, durable bool, fn func(Batch) error) error
+}
+
+// Batch is the core inside a call of Write.
+type Batch interface {
+	State
+	DB() Execer     // the writer
+	Begin() error   // opens the write transaction
+	NextID() int64  // the next id the core gives
+	Forget(e Ended) // takes a deleted job off the core's counts
 }
 
 // Names is the core's memory a request is resolved against.
@@ -151,6 +160,24 @@ func Cutoff(now time.Time, endedBefore float64) int64 {
 	return now.Add(-time.Duration(endedBefore * float64(time.Second))).UnixMicro()
 }
 
+// Purger runs purges on a core (Store.Purger).
+type Purger struct {
+	core      Core
+	rdb       Querier
+	outputDir string
+}
+
+// NewPurger is Run on core, reading candidates through the read pool rdb
+// and removing output files from outputDir.
+func NewPurger(core Core, rdb Querier, outputDir string) Purger {
+	return Purger{core: core, rdb: rdb, outputDir: outputDir}
+}
+
+// Run is Run on p's core.
+func (p Purger) Run(ctx context.Context, req protocol.Purge) (protocol.PurgeReply, error) {
+	return Run(ctx, req, p.core, p.rdb, p.outputDir)
+}
+
 // Run purges what req selects, in batches of req.Batch
 // (protocol.DefaultPurgeBatch): each batch is one durable call on the
 // core, so dispatch and reports go on between batches, and a crash
@@ -205,7 +232,7 @@ func Run(ctx context.Context, req protocol.Purge, c Core, rdb Querier, outputDir
 		if len(rows) == 0 {
 			continue
 		}
-		gone, kept, err := c.Batch(ctx, sc, rows, req.DryRun)
+		gone, kept, err := runBatch(ctx, c, sc, rows, req.DryRun)
 		if err != nil {
 			return reply, err
 		}
@@ -286,6 +313,24 @@ type Loaded struct {
 type Purged struct {
 	Target    dag.TargetID
 	Done, Bad int
+}
+
+// Counts is where loading puts the purged jobs (the core's graph).
+type Counts interface {
+	LoadCounts(t dag.TargetID, s job.State, n int)
+}
+
+// AddTo adds the purged jobs to their targets' counts: a purged job
+// still counts toward its target.
+func (l Loaded) AddTo(c Counts) {
+	for _, p := range l.Targets {
+		if p.Done > 0 {
+			c.LoadCounts(p.Target, job.Done, p.Done)
+		}
+		if p.Bad > 0 {
+			c.LoadCounts(p.Target, job.Failed, p.Bad)
+		}
+	}
 }
 
 // Load reads the targets' purged counts and the ids' high-water mark.

@@ -1,0 +1,31 @@
+package packing
+
+import "context"
+
+// Core runs a read of the packing state on the core's goroutine, which
+// owns it.
+type Core interface {
+	Do(ctx context.Context, fn func() error) error
+}
+
+// Keeper says that the store keeps and honours jobs' resource requests,
+// and warns of a submission's jobs none can ever hold (Store.Resources).
+type Keeper struct {
+	p    *Packing
+	core Core
+}
+
+// NewKeeper is p's warnings, read on core.
+func NewKeeper(p *Packing, core Core) Keeper { return Keeper{p: p, core: core} }
+
+// KeepsResources reports that requests are kept and honoured (the server
+// then warns of none).
+func (k Keeper) KeepsResources() bool { return true }
+
+// Unholdable says, for the jobs first..first+n-1 just submitted, which ask
+// for more than any placeholder or site can ever hold (Unholdables).
+func (k Keeper) Unholdable(ctx context.Context, first int64, n int) ([]string, error) {
+	var out []string
+	err := k.core.Do(ctx, func() error { out = k.p.Unholdables(first, n); return nil })
+	return out, err
+}

@@ -144,7 +144,7 @@ func (s *Store) selectIDs(sel protocol.Select, states string) ([]int64, error) {
 		}
 		states = string(both)
 	}
-	q := baseQuery(jobsSQL, "SelectIDs")
+	q := jobsSQL.Base("SelectIDs")
 	args := []any{states}
 	if sel.Target != "" {
 		t, ok := s.g.Lookup(sel.Target)

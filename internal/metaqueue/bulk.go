@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 
+	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/metaqueue/spool"
 	"github.com/mq-hpc/mq/internal/metaqueue/tokens"
 	"github.com/mq-hpc/mq/protocol"
@@ -24,7 +25,7 @@ type Bulk struct {
 	w     *bufio.Writer
 	n     int
 	size  int64 // bytes spooled
-	edges *edgeSet
+	edges *dag.EdgeSet
 	buf   []byte
 	// A job array (Array): its --array text and cap.
 	array      bool
@@ -59,7 +60,7 @@ func (s *Store) NewBulk() (*Bulk, error) {
 		return nil, fmt.Errorf("bulk submit: %w", err)
 	}
 	os.Remove(f.Name()) // the open file is all we need; nothing to clean up after a crash
-	return &Bulk{s: s, f: f, w: bufio.NewWriterSize(f, 1<<20), edges: newEdgeSet(), free: map[string]int{}}, nil
+	return &Bulk{s: s, f: f, w: bufio.NewWriterSize(f, 1<<20), edges: dag.NewEdgeSet(), free: map[string]int{}}, nil
 }
 
 // Len is the number of jobs spooled so far.
@@ -86,7 +87,7 @@ func (b *Bulk) add(line int, specs []protocol.JobSpec, validate bool) error {
 				return protocol.Errorf(protocol.CodeBadRequest, "line %d: %v", line+i, err)
 			}
 		}
-		b.edges.add(js)
+		b.edges.Add(js.Target, js.Prereqs, js.AfterAny)
 		if len(js.Prereqs)+len(js.AfterAny) == 0 {
 			b.free[js.Queue]++
 		}

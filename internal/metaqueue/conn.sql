@@ -19,10 +19,6 @@ PRAGMA synchronous = full;
 -- name: SynchronousNormal
 PRAGMA synchronous = normal;
 
--- name: JournalMode
--- Opening checks that WAL really took (not on a network file system).
-PRAGMA journal_mode;
-
 -- name: ShrinkMemory
 -- After a large bulk commit: give the page cache's memory back.
 PRAGMA shrink_memory;

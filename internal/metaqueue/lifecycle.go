@@ -11,6 +11,7 @@ import (
 	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/metaqueue/progress"
 	"github.com/mq-hpc/mq/internal/policy"
+	"github.com/mq-hpc/mq/internal/sqlfile"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -48,13 +49,13 @@ var (
 	rerunSQL    = jobsSQL.Get("Rerun")
 	deleteSQL   = jobsSQL.Get("Delete")
 	// insJobsSQL inserts bulkRows new jobs in one statement.
-	insJobsSQL = multiRow(insJobSQL, bulkRows)
+	insJobsSQL = sqlfile.MultiRow(insJobSQL, bulkRows)
 )
 
 // claimSQL marks n jobs Executing for one placeholder (?1) from ?2 on and
 // returns what their assignments need.
 func claimSQL(n int) string {
-	return inList(jobsSQL.Get("Claim"), "ids", n)
+	return sqlfile.InList(jobsSQL.Get("Claim"), "ids", n)
 }
 
 // claimAheadSQL is claimSQL for jobs handed out ahead of the

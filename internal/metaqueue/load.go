@@ -2,14 +2,11 @@ package metaqueue
 
 import (
 	"context"
-	"database/sql"
-	"database/sql/driver"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/internal/loadscan"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -35,12 +32,13 @@ func (s *Store) load(ctx context.Context) error {
 	// Targets, prerequisites and jobs are scanned on reader connections
 	// at once, each ahead of the core by a few batches: SQLite steps the
 	// tables while the graph is built from them, in order.
-	tgts := startPipe(ctx, s.rdb, targetsSQL.Get("LoadTargets"), 2, decodeTargetRow)
-	defer tgts.stop()
-	pre := startPipe(ctx, s.rdb, jobsSQL.Get("LoadPrereqs"), 5, decodePrereqRow)
-	defer pre.stop()
-	jobs := startPipe(ctx, s.rdb, jobsSQL.Get("LoadJobs"), 7, decodeJobRow)
-	defer jobs.stop()
+	src := loadscan.Source{DB: s.rdb, Release: connSQL.Get("ShrinkMemory")}
+	tgts := loadscan.Targets(ctx, src, targetsSQL.Get("LoadTargets"))
+	defer tgts.Stop()
+	pre := loadscan.Prereqs(ctx, src, jobsSQL.Get("LoadPrereqs"))
+	defer pre.Stop()
+	jobs := loadscan.Jobs(ctx, src, jobsSQL.Get("LoadJobs"))
+	defer jobs.Stop()
 	if err := s.loadTargets(tgts); err != nil {
 		return err
 	}
@@ -95,33 +93,14 @@ func (s *Store) resetIndex() {
 }
 
 // loadTargets gives the graph every target, with its stored id.
-func (s *Store) loadTargets(rows *rowPipe[targetRow]) error {
-	return rows.each(func(r *targetRow) error {
-		if _, dup := s.g.Lookup(r.name); dup {
-			return fmt.Errorf("target %q is stored twice", r.name)
+func (s *Store) loadTargets(rows *loadscan.Pipe[loadscan.Target]) error {
+	return rows.Each(func(r *loadscan.Target) error {
+		if _, dup := s.g.Lookup(r.Name); dup {
+			return fmt.Errorf("target %q is stored twice", r.Name)
 		}
-		s.g.LoadTarget(r.id, r.name)
+		s.g.LoadTarget(r.ID, r.Name)
 		return nil
 	})
-}
-
-// targetRow is a row of LoadTargets.
-type targetRow struct {
-	id   dag.TargetID
-	name string
-}
-
-func decodeTargetRow(row []driver.Value, r *targetRow) error {
-	id, _, err := valInt(row[0])
-	if err != nil {
-		return err
-	}
-	name, err := valText(row[1])
-	if err != nil {
-		return err
-	}
-	*r = targetRow{dag.TargetID(id), name}
-	return nil
 }
 
 // loadPrereqs adds every target edge any job ever named to the graph
@@ -129,72 +108,21 @@ func decodeTargetRow(row []driver.Value, r *targetRow) error {
 // every live job, each in job id order (the table's key order): loadJobs
 // walks them beside the jobs, with no map of millions of small slices.
 // The graph drops repeated edges itself.
-func (s *Store) loadPrereqs(rows *rowPipe[prereqRow]) (prereqs, afterAny prereqList, err error) {
+func (s *Store) loadPrereqs(rows *loadscan.Pipe[loadscan.Prereq]) (prereqs, afterAny loadscan.PrereqList, err error) {
 	var edge [1]dag.TargetID
-	err = rows.each(func(r *prereqRow) error {
-		edge[0] = r.target
-		s.g.AddEdges(r.jobTarget, edge[:])
+	err = rows.Each(func(r *loadscan.Prereq) error {
+		edge[0] = r.Target
+		s.g.AddEdges(r.JobTarget, edge[:])
 		switch {
-		case !r.live:
-		case r.kind == prereqAfterAny:
-			afterAny.add(r.job, r.target)
+		case !r.Live:
+		case r.Kind == prereqAfterAny:
+			afterAny.Add(r.Job, r.Target)
 		default:
-			prereqs.add(r.job, r.target)
+			prereqs.Add(r.Job, r.Target)
 		}
 		return nil
 	})
 	return prereqs, afterAny, err
-}
-
-// prereqRow is a row of LoadPrereqs.
-type prereqRow struct {
-	job       int64
-	target    dag.TargetID
-	jobTarget dag.TargetID
-	kind      int8
-	live      bool
-}
-
-func decodePrereqRow(row []driver.Value, r *prereqRow) error {
-	var v [5]int64
-	for i := range v {
-		n, _, err := valInt(row[i])
-		if err != nil {
-			return err
-		}
-		v[i] = n
-	}
-	*r = prereqRow{job: v[0], target: dag.TargetID(v[1]), kind: int8(v[2]), jobTarget: dag.TargetID(v[3]), live: v[4] != 0}
-	return nil
-}
-
-// prereqList holds prerequisite targets by job, in job id order, in two
-// flat slices; next hands them out to jobs taken in id order.
-type prereqList struct {
-	ids     []int64
-	targets []dag.TargetID
-	at      int
-}
-
-func (l *prereqList) add(id int64, t dag.TargetID) {
-	l.ids = append(l.ids, id)
-	l.targets = append(l.targets, t)
-}
-
-// next returns job id's targets (nil if none). Ids must come in
-// ascending order, as the jobs' scan gives them.
-func (l *prereqList) next(id int64) []dag.TargetID {
-	for l.at < len(l.ids) && l.ids[l.at] < id {
-		l.at++ // a job not scanned as live (it cannot be; be safe)
-	}
-	from := l.at
-	for l.at < len(l.ids) && l.ids[l.at] == id {
-		l.at++
-	}
-	if from == l.at {
-		return nil
-	}
-	return l.targets[from:l.at:l.at]
 }
 
 // job_prereqs.kind: what a job needs of a prerequisite target.
@@ -208,7 +136,7 @@ const (
 // runtimes); live ones enter the graph, and Executing ones get a fresh
 // lease from now with their placeholder known. It returns the Queued jobs
 // in id order.
-func (s *Store) loadJobs(ctx context.Context, rows *rowPipe[jobRow], prereqs, afterAny prereqList, now time.Time) ([]int64, error) {
+func (s *Store) loadJobs(ctx context.Context, rows *loadscan.Pipe[loadscan.Job], prereqs, afterAny loadscan.PrereqList, now time.Time) ([]int64, error) {
 	type count struct {
 		t, q int32
 		st   job.State
@@ -224,25 +152,25 @@ func (s *Store) loadJobs(ctx context.Context, rows *rowPipe[jobRow], prereqs, af
 	}
 	learned := map[int32]*sum{}
 	var costedRuns []int64
-	err := rows.each(func(r *jobRow) error {
-		id, q, t, state := r.id, r.queue, r.target, r.state
+	err := rows.Each(func(r *loadscan.Job) error {
+		id, q, t, state := r.ID, r.Queue, r.Target, r.State
 		s.nextID = id + 1
 		if state.Terminal() {
 			ended[count{t, q, state}]++
-			if state == job.Done && r.ran.Valid {
+			if state == job.Done && r.Ran.Valid {
 				l := learned[t]
 				if l == nil {
 					l = &sum{}
 					learned[t] = l
 				}
-				l.secs += float64(r.ran.Int64) / 1e6
+				l.secs += float64(r.Ran.Int64) / 1e6
 				l.n++
 			}
 			return nil
 		}
-		s.g.LoadJob(id, dag.Node{Target: dag.TargetID(t), Queue: q, Est: float32(r.est), State: state, Prereqs: prereqs.next(id), AfterAny: afterAny.next(id)})
+		s.g.LoadJob(id, dag.Node{Target: dag.TargetID(t), Queue: q, Est: float32(r.Est), State: state, Prereqs: prereqs.Next(id), AfterAny: afterAny.Next(id)})
 		if eq := s.queueIDs[q]; eq != nil {
-			eq.noteEst(r.est)
+			eq.noteEst(r.Est)
 		}
 		s.countsFor(q)[state]++
 		switch state {
@@ -251,8 +179,8 @@ func (s *Store) loadJobs(ctx context.Context, rows *rowPipe[jobRow], prereqs, af
 		case job.Executing:
 			// A fresh lease: the placeholder may still be running it and will
 			// report or heartbeat once it reconnects.
-			attempts, ph := int(r.attempts), r.placeholder
-			ru := &run{Attempt: attempts, Used: max(attempts-int(r.base), 1), Placeholder: ph, Lease: now.Add(s.opt.Lease), Started: time.UnixMicro(r.ran.Int64), Unstarted: r.prefetched}
+			attempts, ph := int(r.Attempts), r.Placeholder
+			ru := &run{Attempt: attempts, Used: max(attempts-int(r.Base), 1), Placeholder: ph, Lease: now.Add(s.opt.Lease), Started: time.UnixMicro(r.Ran.Int64), Unstarted: r.Prefetched}
 			s.running[id] = ru
 			s.runStarted(id)
 			costedRuns = append(costedRuns, id)
@@ -294,64 +222,6 @@ func (s *Store) loadJobs(ctx context.Context, rows *rowPipe[jobRow], prereqs, af
 		s.nextID = 1
 	}
 	return queued, nil
-}
-
-// jobRow is a row of LoadJobs.
-type jobRow struct {
-	id  int64
-	est float64
-	// ran is a Done job's runtime in microseconds (if its times say), a
-	// live job's start (Valid false: none).
-	ran            sql.NullInt64
-	placeholder    int64
-	queue, target  int32
-	attempts, base int32
-	state          job.State
-	prefetched     bool
-}
-
-func decodeJobRow(row []driver.Value, r *jobRow) error {
-	var v [6]int64
-	var ok [6]bool
-	for i := range v {
-		if i == 4 {
-			continue // est, a real
-		}
-		n, valid, err := valInt(row[i])
-		if err != nil {
-			return err
-		}
-		v[i], ok[i] = n, valid
-	}
-	if !ok[3] || v[3] <= 0 || v[3] > 127 {
-		return fmt.Errorf("job %d has no valid state", v[0])
-	}
-	est, err := valFloat(row[4])
-	if err != nil {
-		return err
-	}
-	*r = jobRow{id: v[0], queue: int32(v[1]), target: int32(v[2]), state: job.State(v[3]), est: est,
-		ran: sql.NullInt64{Int64: v[5], Valid: ok[5]}}
-	if row[6] == nil {
-		return nil
-	}
-	// An Executing job: "attempt base placeholder prefetched".
-	run, err := valText(row[6])
-	if err != nil {
-		return err
-	}
-	var f [4]int64
-	fields := strings.Fields(run)
-	if len(fields) != len(f) {
-		return fmt.Errorf("job %d: attempt fields %q", r.id, run)
-	}
-	for i, s := range fields {
-		if f[i], err = strconv.ParseInt(s, 10, 64); err != nil {
-			return fmt.Errorf("job %d: attempt fields %q: %w", r.id, run, err)
-		}
-	}
-	r.attempts, r.base, r.placeholder, r.prefetched = int32(f[0]), int32(f[1]), f[2], f[3] != 0
-	return nil
 }
 
 // fillReady pushes the Queued jobs onto their queues' ready heaps, in id

@@ -2,7 +2,6 @@ package metaqueue
 
 import (
 	_ "embed"
-	"strings"
 
 	"github.com/mq-hpc/mq/internal/sqlfile"
 )
@@ -11,7 +10,10 @@ import (
 // by a "-- name:" line (package sqlfile). A file is parsed once, when the
 // package initialises; code names a query where it runs it. The tests
 // prepare every query against a new database and check that each name the
-// code asks for is in its file.
+// code asks for is in its file. Where what varies is a count (rows of a
+// multi-row INSERT, ids of an IN list) or optional conditions, code shapes
+// the query from its file at run time (sqlfile's Base, MultiRow, InList):
+// the file keeps one complete statement, which the tests prepare as it is.
 var (
 	//go:embed jobs.sql
 	jobsFile string
@@ -32,29 +34,3 @@ var (
 	attemptsSQL = sqlfile.MustParse("attempts.sql", attemptsFile)
 	connSQL     = sqlfile.MustParse("conn.sql", connFile)
 )
-
-// The query builders below shape a query from its file at run time, where
-// what varies is a count (rows of a multi-row INSERT, ids of an IN list)
-// or optional conditions: the file keeps one complete statement, which the
-// tests prepare as it is.
-
-// baseQuery is query name of q without its final ";", for a builder to
-// append clauses to (WHERE, AND ..., ORDER BY, LIMIT).
-func baseQuery(q sqlfile.Queries, name string) string {
-	return strings.TrimSuffix(q.Get(name), ";")
-}
-
-// multiRow makes a one-row "INSERT ... VALUES (...)" insert n rows: the
-// VALUES row is repeated n times.
-func multiRow(insert string, n int) string {
-	insert = strings.TrimSuffix(insert, ";")
-	i := strings.LastIndex(insert, "VALUES")
-	row := strings.TrimSpace(insert[i+len("VALUES"):])
-	return insert[:i] + "VALUES " + strings.TrimSuffix(strings.Repeat(row+",", n), ",")
-}
-
-// inList expands the IN list marked "/*SLICE:name*/?" (sqlc's mark for a
-// slice) in query to n parameters.
-func inList(query, name string, n int) string {
-	return strings.Replace(query, "/*SLICE:"+name+"*/?", strings.TrimSuffix(strings.Repeat("?,", n), ","), 1)
-}

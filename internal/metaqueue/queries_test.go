@@ -80,7 +80,7 @@ func TestQueriesPrepare(t *testing.T) {
 				t.Errorf("%s %s: want one statement ending in \";\", got %q", file, name, text)
 			}
 			if wrap, ok := fragments[file+" "+name]; ok {
-				text = strings.Replace(wrap, "%s", baseQuery(f.q, name), 1)
+				text = strings.Replace(wrap, "%s", f.q.Base(name), 1)
 			}
 			prepare(file+" "+name, text)
 			n++
@@ -91,7 +91,7 @@ func TestQueriesPrepare(t *testing.T) {
 	}
 	for _, b := range []struct{ what, text string }{
 		{"insJobsSQL", insJobsSQL},
-		{"InsertPrereq multi-row", multiRow(jobsSQL.Get("InsertPrereq"), bulkRows)},
+		{"InsertPrereq multi-row", sqlfile.MultiRow(jobsSQL.Get("InsertPrereq"), bulkRows)},
 		{"claimSQL(1)", claimSQL(1)},
 		{"claimSQL(7)", claimSQL(7)},
 		{"Job's listing", inspect.JobQuery()},
@@ -168,7 +168,7 @@ func goFiles(t *testing.T) (*token.FileSet, map[string]*ast.File) {
 }
 
 // queryRef is a Go file's use of a named query: file.Get("Name") or
-// baseQuery(file, "Name").
+// file.Base("Name").
 type queryRef struct {
 	file, name string // file is the .sql file
 	pos        token.Position
@@ -188,15 +188,8 @@ func queryRefs(t *testing.T, fset *token.FileSet, f *ast.File) []queryRef {
 			return true
 		}
 		var recv, name ast.Expr
-		switch fn := call.Fun.(type) {
-		case *ast.SelectorExpr:
-			if fn.Sel.Name == "Get" && len(call.Args) == 1 {
-				recv, name = fn.X, call.Args[0]
-			}
-		case *ast.Ident:
-			if fn.Name == "baseQuery" && len(call.Args) == 2 {
-				recv, name = call.Args[0], call.Args[1]
-			}
+		if fn, ok := call.Fun.(*ast.SelectorExpr); ok && (fn.Sel.Name == "Get" || fn.Sel.Name == "Base") && len(call.Args) == 1 {
+			recv, name = fn.X, call.Args[0]
 		}
 		id, ok := recv.(*ast.Ident)
 		if !ok || byVar[id.Name] == "" {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/internal/loadscan"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -236,7 +237,7 @@ func TestReloadKeepsState(t *testing.T) {
 // nothing hangs.
 func TestLoadFailsCleanly(t *testing.T) {
 	t.Parallel()
-	const n = 3 * pipeBatch * pipeDepth // the readers fill their queues and block
+	const n = 3 * loadscan.Batch * loadscan.Depth // the readers fill their queues and block
 	tests := []struct {
 		name, sql, want string
 	}{

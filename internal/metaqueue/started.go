@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/mq-hpc/mq/internal/metaqueue/bundles"
+	"github.com/mq-hpc/mq/internal/sqlfile"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -35,7 +36,7 @@ func (s *Store) markStarted(ph int64, refs []protocol.JobRef) error {
 	for i, id := range ids {
 		args[i] = id
 	}
-	if _, err := s.w.ExecContext(context.Background(), inList(jobsSQL.Get("Started"), "ids", len(ids)), args...); err != nil {
+	if _, err := s.w.ExecContext(context.Background(), sqlfile.InList(jobsSQL.Get("Started"), "ids", len(ids)), args...); err != nil {
 		return fatalError{err}
 	}
 	return nil

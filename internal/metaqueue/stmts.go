@@ -7,6 +7,7 @@ import (
 
 	"github.com/mq-hpc/mq/internal/metaqueue/packing"
 	"github.com/mq-hpc/mq/internal/metaqueue/placeholders"
+	"github.com/mq-hpc/mq/internal/sqlfile"
 )
 
 // bulkRows is how many jobs one multi-row INSERT carries.
@@ -57,7 +58,7 @@ func (st *stmts) prepare(ctx context.Context, c *sql.Conn) error {
 		{&st.insJob, "InsertJob", insJobSQL},
 		{&st.insJobs, "InsertJob (multi-row)", insJobsSQL},
 		{&st.insPrereq, "InsertPrereq", jobsSQL.Get("InsertPrereq")},
-		{&st.insPrereqs, "InsertPrereq (multi-row)", multiRow(jobsSQL.Get("InsertPrereq"), bulkRows)},
+		{&st.insPrereqs, "InsertPrereq (multi-row)", sqlfile.MultiRow(jobsSQL.Get("InsertPrereq"), bulkRows)},
 		{&st.insTargets, "InsertTargets", targetsSQL.Get("InsertTargets")},
 		{&st.insQueue, "InsertQueue", queuesSQL.Get("InsertQueue")},
 		{&st.setState, "SetState", setStateSQL},

@@ -28,7 +28,7 @@ func (s *Store) SubmitRequest(ctx context.Context, req protocol.Submit) ([]int64
 	if len(specs) == 0 {
 		return nil, protocol.Errorf(protocol.CodeBadRequest, "no jobs to submit")
 	}
-	edges := newEdgeSet()
+	edges := dag.NewEdgeSet()
 	for i := range specs {
 		if err := protocol.ValidateSpec(&specs[i]); err != nil {
 			if len(specs) == 1 {
@@ -36,7 +36,7 @@ func (s *Store) SubmitRequest(ctx context.Context, req protocol.Submit) ([]int64
 			}
 			return nil, protocol.Errorf(protocol.CodeBadRequest, "job %d: %v", i+1, err)
 		}
-		edges.add(&specs[i])
+		edges.Add(specs[i].Target, specs[i].Prereqs, specs[i].AfterAny)
 	}
 	if err := tokens.Check(req.Token); err != nil {
 		return nil, err

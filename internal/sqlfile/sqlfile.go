@@ -102,6 +102,28 @@ func (q Queries) Get(name string) string {
 	return text
 }
 
+// Base returns the query called name without its final ";", for a
+// builder to append clauses to (WHERE, AND ..., ORDER BY, LIMIT): the file
+// keeps one complete statement, which the tests prepare as it is.
+func (q Queries) Base(name string) string {
+	return strings.TrimSuffix(q.Get(name), ";")
+}
+
+// MultiRow makes a one-row "INSERT ... VALUES (...)" insert n rows: the
+// VALUES row is repeated n times.
+func MultiRow(insert string, n int) string {
+	insert = strings.TrimSuffix(insert, ";")
+	i := strings.LastIndex(insert, "VALUES")
+	row := strings.TrimSpace(insert[i+len("VALUES"):])
+	return insert[:i] + "VALUES " + strings.TrimSuffix(strings.Repeat(row+",", n), ",")
+}
+
+// InList expands the IN list marked "/*SLICE:name*/?" (sqlc's mark for a
+// slice) in query to n parameters.
+func InList(query, name string, n int) string {
+	return strings.Replace(query, "/*SLICE:"+name+"*/?", strings.TrimSuffix(strings.Repeat("?,", n), ","), 1)
+}
+
 // Names returns the names of every query, for tests that prepare them all.
 func (q Queries) Names() []string {
 	out := make([]string, 0, len(q.byName))

@@ -76,3 +76,21 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestBuilders: the queries shaped at run time from a file's complete
+// statement.
+func TestBuilders(t *testing.T) {
+	q := MustParse("b.sql", "-- name: Ins\nINSERT INTO t (a, b) VALUES (?, ?);\n\n-- name: In\nDELETE FROM t WHERE a IN (/*SLICE:ids*/?) AND b = ?;\n")
+	for _, tc := range []struct{ name, got, want string }{
+		{"Base", q.Base("Ins"), "INSERT INTO t (a, b) VALUES (?, ?)"},
+		{"MultiRow 1", MultiRow(q.Get("Ins"), 1), "INSERT INTO t (a, b) VALUES (?, ?)"},
+		{"MultiRow 3", MultiRow(q.Get("Ins"), 3), "INSERT INTO t (a, b) VALUES (?, ?),(?, ?),(?, ?)"},
+		{"InList 1", InList(q.Get("In"), "ids", 1), "DELETE FROM t WHERE a IN (?) AND b = ?;"},
+		{"InList 3", InList(q.Get("In"), "ids", 3), "DELETE FROM t WHERE a IN (?,?,?) AND b = ?;"},
+		{"InList other name", InList(q.Get("In"), "keys", 3), q.Get("In")},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s = %q, want %q", tc.name, tc.got, tc.want)
+		}
+	}
+}

@@ -1,14 +1,11 @@
-package metaqueue
+package dag
 
 import (
 	"hash/maphash"
 	"unsafe"
-
-	"github.com/mq-hpc/mq/internal/dag"
-	"github.com/mq-hpc/mq/protocol"
 )
 
-// edgeSet collects target -> prerequisite edges of a submission, by name,
+// EdgeSet collects target -> prerequisite edges of a submission, by name,
 // with nothing for the garbage collector to trace: names once each in a
 // byte arena, found through an open-addressing table of indexes, and each
 // target's prerequisites a chain of indexes. A 10,000,000-job pipelines
@@ -17,16 +14,16 @@ import (
 // A target's list is deduplicated by scanning while it is short and
 // through a set once it is long, so a target that many pipelines feed (b
 // after each of a0..a99999) costs linear time, not quadratic.
-type edgeSet struct {
+type EdgeSet struct {
 	seed  maphash.Seed
 	names []byte // the arena; bytes once written never change
 	nodes []edgeNode
 	slots []uint64 // hash<<32 | 1+node index; 0: empty
 	links []edgeLink
-	long  map[uint64]struct{} // target<<32 | prerequisite, of targets past scanLimit prerequisites
+	long  map[uint64]struct{} // target<<32 | prerequisite, of targets past edgeScanLimit prerequisites
 }
 
-var _ dag.Edges = (*edgeSet)(nil)
+var _ Edges = (*EdgeSet)(nil)
 
 type edgeNode struct {
 	off         int   // name in the arena
@@ -40,25 +37,28 @@ type edgeLink struct {
 	next int32 // 1+index of the next link; 0: end
 }
 
-const scanLimit = 16
+// edgeScanLimit is how many prerequisites a target's list is scanned
+// for a repeat before it gets a set.
+const edgeScanLimit = 16
 
-func newEdgeSet() *edgeSet { return &edgeSet{seed: maphash.MakeSeed()} }
+// NewEdgeSet returns an empty set.
+func NewEdgeSet() *EdgeSet { return &EdgeSet{seed: maphash.MakeSeed()} }
 
-// add records a job's after-ok and after-any prerequisites alike: both
+// Add records a job's after-ok and after-any prerequisites alike: both
 // order jobs, so both close cycles.
-func (e *edgeSet) add(js *protocol.JobSpec) {
-	if len(js.Prereqs)+len(js.AfterAny) == 0 {
+func (e *EdgeSet) Add(target string, prereqs, afterAny []string) {
+	if len(prereqs)+len(afterAny) == 0 {
 		return
 	}
-	t := e.node(js.Target)
-	for _, list := range [2][]string{js.Prereqs, js.AfterAny} {
+	t := e.node(target)
+	for _, list := range [2][]string{prereqs, afterAny} {
 		for _, p := range list {
 			e.edge(t, e.node(p))
 		}
 	}
 }
 
-func (e *edgeSet) name(i int32) string {
+func (e *EdgeSet) name(i int32) string {
 	nd := &e.nodes[i]
 	if nd.n == 0 {
 		return ""
@@ -66,10 +66,10 @@ func (e *edgeSet) name(i int32) string {
 	return unsafe.String(&e.names[nd.off], int(nd.n))
 }
 
-func (e *edgeSet) hash(name string) uint32 { return uint32(maphash.String(e.seed, name)) }
+func (e *EdgeSet) hash(name string) uint32 { return uint32(maphash.String(e.seed, name)) }
 
 // lookup returns name's node index.
-func (e *edgeSet) lookup(name string) (int32, bool) {
+func (e *EdgeSet) lookup(name string) (int32, bool) {
 	if len(e.slots) == 0 {
 		return 0, false
 	}
@@ -89,7 +89,7 @@ func (e *edgeSet) lookup(name string) (int32, bool) {
 }
 
 // node returns name's node index, adding the node if new.
-func (e *edgeSet) node(name string) int32 {
+func (e *EdgeSet) node(name string) int32 {
 	if n, ok := e.lookup(name); ok {
 		return n
 	}
@@ -109,7 +109,7 @@ func (e *edgeSet) node(name string) int32 {
 	return n
 }
 
-func (e *edgeSet) place(s uint64) {
+func (e *EdgeSet) place(s uint64) {
 	mask := uint64(len(e.slots) - 1)
 	i := (s >> 32) & mask
 	for e.slots[i] != 0 {
@@ -119,10 +119,10 @@ func (e *edgeSet) place(s uint64) {
 }
 
 // edge adds t -> p unless t has it already.
-func (e *edgeSet) edge(t, p int32) {
+func (e *EdgeSet) edge(t, p int32) {
 	nd := &e.nodes[t]
 	key := uint64(uint32(t))<<32 | uint64(uint32(p))
-	if nd.count > scanLimit {
+	if nd.count > edgeScanLimit {
 		if _, dup := e.long[key]; dup {
 			return
 		}
@@ -143,7 +143,7 @@ func (e *edgeSet) edge(t, p int32) {
 	}
 	nd.last = l
 	nd.count++
-	if nd.count == scanLimit+1 {
+	if nd.count == edgeScanLimit+1 {
 		if e.long == nil {
 			e.long = map[uint64]struct{}{}
 		}
@@ -154,7 +154,7 @@ func (e *edgeSet) edge(t, p int32) {
 }
 
 // EachTarget calls f with every target given prerequisites.
-func (e *edgeSet) EachTarget(f func(string) bool) {
+func (e *EdgeSet) EachTarget(f func(string) bool) {
 	for i := range e.nodes {
 		if e.nodes[i].count > 0 && !f(e.name(int32(i))) {
 			return
@@ -163,7 +163,7 @@ func (e *edgeSet) EachTarget(f func(string) bool) {
 }
 
 // Prereqs returns a target's prerequisites in the order first named.
-func (e *edgeSet) Prereqs(target string) []string {
+func (e *EdgeSet) Prereqs(target string) []string {
 	t, ok := e.lookup(target)
 	if !ok || e.nodes[t].count == 0 {
 		return nil

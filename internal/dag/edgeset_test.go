@@ -1,41 +1,45 @@
-package metaqueue
+package dag
 
 import (
 	"fmt"
 	"slices"
 	"testing"
-
-	"github.com/mq-hpc/mq/protocol"
 )
+
+// edgeSpec is what EdgeSet.Add takes of a job.
+type edgeSpec struct {
+	Target            string
+	Prereqs, AfterAny []string
+}
 
 // TestEdgeSet: prerequisites come back once each, in the order first
 // named, after-ok and after-any alike, for short lists and for lists past
-// scanLimit; targets without prerequisites are not listed.
+// edgeScanLimit; targets without prerequisites are not listed.
 func TestEdgeSet(t *testing.T) {
 	t.Parallel()
 	var many []string
-	for i := range 3 * scanLimit {
+	for i := range 3 * edgeScanLimit {
 		many = append(many, fmt.Sprintf("p%d", i))
 	}
 	tests := []struct {
 		name  string
-		specs []protocol.JobSpec
+		specs []edgeSpec
 		want  map[string][]string
 	}{
-		{"none", []protocol.JobSpec{{Target: "a"}}, map[string][]string{}},
-		{"pipeline", []protocol.JobSpec{{Target: "a"}, {Target: "b", Prereqs: []string{"a"}}, {Target: "c", Prereqs: []string{"b"}, AfterAny: []string{"a"}}},
+		{"none", []edgeSpec{{Target: "a"}}, map[string][]string{}},
+		{"pipeline", []edgeSpec{{Target: "a"}, {Target: "b", Prereqs: []string{"a"}}, {Target: "c", Prereqs: []string{"b"}, AfterAny: []string{"a"}}},
 			map[string][]string{"b": {"a"}, "c": {"b", "a"}}},
-		{"repeats", []protocol.JobSpec{{Target: "b", Prereqs: []string{"a", "x"}}, {Target: "b", Prereqs: []string{"x", "y"}, AfterAny: []string{"a"}}},
+		{"repeats", []edgeSpec{{Target: "b", Prereqs: []string{"a", "x"}}, {Target: "b", Prereqs: []string{"x", "y"}, AfterAny: []string{"a"}}},
 			map[string][]string{"b": {"a", "x", "y"}}},
-		{"long", []protocol.JobSpec{{Target: "m", Prereqs: many[:scanLimit]}, {Target: "m", Prereqs: many}, {Target: "m", AfterAny: many[scanLimit-2:]}},
+		{"long", []edgeSpec{{Target: "m", Prereqs: many[:edgeScanLimit]}, {Target: "m", Prereqs: many}, {Target: "m", AfterAny: many[edgeScanLimit-2:]}},
 			map[string][]string{"m": many}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			e := newEdgeSet()
+			e := NewEdgeSet()
 			for i := range tt.specs {
-				e.add(&tt.specs[i])
+				e.Add(tt.specs[i].Target, tt.specs[i].Prereqs, tt.specs[i].AfterAny)
 			}
 			got := map[string][]string{}
 			e.EachTarget(func(n string) bool {

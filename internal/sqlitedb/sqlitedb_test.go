@@ -1,0 +1,101 @@
+package sqlitedb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestOpen: a new database opens in WAL mode, its files 0600, Init run
+// on the writer, the readers query-only; a path with URI characters is
+// that file; a symbolic link at the database or a companion, or Init's
+// error, fails Open with the path named.
+func TestOpen(t *testing.T) {
+	t.Parallel()
+	create := func(ctx context.Context, w *sql.Conn) error {
+		_, err := w.ExecContext(ctx, "CREATE TABLE t (a INTEGER CHECK (a > 0))")
+		return err
+	}
+	tests := []struct {
+		name   string
+		file   string
+		link   string // a symbolic link planted at this name first
+		init   func(context.Context, *sql.Conn) error
+		checks bool
+		want   string // Open's error
+	}{
+		{"new", "mq.db", "", create, false, ""},
+		{"checks", "mq.db", "", create, true, ""},
+		{"uri characters", "a#b?c%d.db", "", create, false, ""},
+		{"link", "mq.db", "mq.db", create, false, "mq.db is a symbolic link"},
+		{"link wal", "mq.db", "mq.db-wal", create, false, "mq.db-wal is a symbolic link"},
+		{"link journal", "mq.db", "mq.db-journal", create, false, "mq.db-journal is a symbolic link"},
+		{"init fails", "mq.db", "", func(context.Context, *sql.Conn) error { return errors.New("too new") }, false, "too new"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			dir := t.TempDir()
+			path := filepath.Join(dir, tt.file)
+			if tt.link != "" {
+				victim := filepath.Join(dir, "victim")
+				os.WriteFile(victim, []byte("precious"), 0o600)
+				if err := os.Symlink(victim, filepath.Join(dir, tt.link)); err != nil {
+					t.Fatal(err)
+				}
+				defer func() {
+					if b, _ := os.ReadFile(victim); string(b) != "precious" {
+						t.Errorf("the victim file is now %q", b)
+					}
+				}()
+			}
+			w, wdb, rdb, err := Open(ctx, Config{Path: path, Synchronous: "normal", Checks: tt.checks, Readers: 2, Init: tt.init})
+			if tt.want != "" {
+				if err == nil {
+					w.Close()
+					wdb.Close()
+					rdb.Close()
+				}
+				if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), path) {
+					t.Fatalf("Open = %v, want an error naming %s with %q", err, path, tt.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer wdb.Close()
+			defer rdb.Close()
+			defer w.Close()
+			var mode string
+			if err := w.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+				t.Errorf("journal_mode %q, %v", mode, err)
+			}
+			_, err = w.ExecContext(ctx, "INSERT INTO t VALUES (-1)")
+			if tt.checks != (err != nil) {
+				t.Errorf("checks %v: insert breaking a CHECK: %v", tt.checks, err)
+			}
+			if _, err := rdb.ExecContext(ctx, "INSERT INTO t VALUES (1)"); err == nil {
+				t.Error("a reader wrote")
+			}
+			var n int
+			if err := rdb.QueryRowContext(ctx, "SELECT count(*) FROM t").Scan(&n); err != nil {
+				t.Errorf("a reader cannot read: %v", err)
+			}
+			for _, suffix := range []string{"", "-wal", "-shm"} {
+				fi, err := os.Stat(path + suffix)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fi.Mode().Perm() != 0o600 {
+					t.Errorf("%s%s is mode %v; want 0600", tt.file, suffix, fi.Mode().Perm())
+				}
+			}
+		})
+	}
+}

@@ -209,7 +209,7 @@ func (e *env) expireLeases(id int64) {
 // advance moves the clock on by d as it passes for a CLS that runs: in
 // steps of a quarter lease, each seen by the core's lease check (tick). One
 // jump longer than half a lease would be the CLS's own stall (see
-// Store.noticeStall), which renews leases instead of expiring them.
+// placeholders.Registry.NoticeStall), which renews leases instead of expiring them.
 func (e *env) advance(d time.Duration) {
 	e.t.Helper()
 	for d > 0 {

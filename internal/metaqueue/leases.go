@@ -2,7 +2,6 @@ package metaqueue
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/mq-hpc/mq/internal/metaqueue/placeholders"
@@ -10,9 +9,10 @@ import (
 )
 
 // An executing attempt holds a lease its placeholder renews with every
-// heartbeat. The decisions (which leases lapsed, whether the CLS itself
-// stalled) are the placeholders module's; the core renews leases and ends
-// the attempts whose lease lapsed, through the lifecycle.
+// heartbeat. The decisions (what a heartbeat renews and kills, which
+// leases lapsed, whether the CLS itself stalled) are the placeholders
+// module's; the core ends the attempts whose lease lapsed, through the
+// lifecycle.
 
 // Heartbeat renews the leases of the attempts a placeholder runs and
 // returns those it must kill: any it runs that the metaqueue does not have
@@ -35,30 +35,9 @@ func (s *Store) Heartbeat(ctx context.Context, hb protocol.Heartbeat) (protocol.
 		if err := s.markStarted(hb.Placeholder, hb.Started); err != nil {
 			return err
 		}
-		lease := s.now().Add(s.opt.Lease)
-		for _, c := range hb.Claim {
-			// The first attempt of a job to claim wins; the others are
-			// killed below (a loser's claim finds its attempt gone).
-			if ru := s.runOf(c.ID, c.Attempt, hb.Placeholder); ru != nil {
-				if err := s.win(c.ID, ru); err != nil {
-					return err
-				}
-				reply.Won = append(reply.Won, c)
-			} else if !slices.Contains(hb.Running, c) {
-				reply.Kill = append(reply.Kill, c)
-			}
-		}
-		for _, r := range hb.Running {
-			ru := s.runOf(r.ID, r.Attempt, hb.Placeholder)
-			if ru == nil {
-				// Deleted, requeued, lost a race, or never this
-				// placeholder's: stop it.
-				reply.Kill = append(reply.Kill, r)
-				continue
-			}
-			ru.Lease = lease
-		}
-		return nil
+		var err error
+		reply, err = placeholders.Renew(hb, s.now().Add(s.opt.Lease), s.running, s.copyRuns, s.win)
+		return err
 	})
 	return reply, err
 }
@@ -74,33 +53,17 @@ func (s *Store) Holds(ctx context.Context, ph, id int64, attempt int) (bool, err
 	return ok, err
 }
 
-// leases are the leases of every executing attempt: the job rows' own,
-// then the copies'.
-func (s *Store) leases(yield func(placeholders.Lease) bool) {
-	for id, ru := range s.running {
-		if !yield(placeholders.Lease{Job: id, Attempt: ru.Attempt, Placeholder: ru.Placeholder, Until: ru.Lease}) {
-			return
-		}
-	}
-	for id, cs := range s.copyRuns {
-		for _, c := range cs {
-			if !yield(placeholders.Lease{Job: id, Attempt: c.Attempt, Placeholder: c.Placeholder, Until: c.Lease, Copy: true}) {
-				return
-			}
-		}
-	}
-}
-
 // expire requeues (or fails) jobs whose lease ran out and answers parked
-// requests whose wait is over. It runs on the core's tick.
+// requests whose wait is over. It runs on the core's tick. A check after
+// the CLS itself stalled renews every lease instead (NoticeStall).
 func (s *Store) expire() error {
 	now := s.now()
-	s.noticeStall(now)
-	for _, l := range placeholders.Lapsed(now, s.leases) {
-		// An attempt ended by an earlier one's end is gone; one that
-		// took over the job row keeps its lease.
-		ru := s.runOf(l.Job, l.Attempt, l.Placeholder)
-		if ru == nil || now.Before(ru.Lease) {
+	if gap, stalled := s.reg.NoticeStall(now, s.opt.Lease, tickEvery, s.running, s.copyRuns); stalled {
+		s.log.Warn("the CLS did not run for a while; every executing job gets a fresh lease", "stalled", gap.Round(time.Millisecond), "jobs", len(s.running))
+	}
+	for _, l := range placeholders.Lapsed(now, placeholders.Leases(s.running, s.copyRuns)) {
+		ru := l.Still(now, s.running, s.copyRuns)
+		if ru == nil {
 			continue
 		}
 		j, ok := s.g.Node(l.Job)
@@ -110,11 +73,7 @@ func (s *Store) expire() error {
 			}
 			continue
 		}
-		if l.Copy {
-			s.log.Warn("lease of a copy expired", "job", l.Job, "attempt", l.Attempt, "placeholder", l.Placeholder)
-		} else {
-			s.log.Warn("lease expired; requeueing", "job", l.Job, "attempt", l.Attempt, "placeholder", l.Placeholder)
-		}
+		s.log.Warn(l.Warning(), "job", l.Job, "attempt", l.Attempt, "placeholder", l.Placeholder)
 		if err := s.attemptEnded(l.Job, j, ru, lost, protocol.Report{Finished: now, Reason: l.LostReason(s.opt.Lease)}); err != nil {
 			return err
 		}
@@ -127,26 +86,4 @@ func (s *Store) expire() error {
 	s.ledger.Expire(now)
 	s.checkInfeasible(now)
 	return nil
-}
-
-// noticeStall gives every executing job a fresh lease, as after a restart,
-// when the core has not checked leases for longer than
-// placeholders.StallAfter: the placeholders' silence was then the CLS's
-// own, and their heartbeats and reports (finished jobs among them) are
-// still on their way, or on their way back after a reconnect.
-func (s *Store) noticeStall(now time.Time) {
-	gap, stalled := s.reg.Stalled(now, placeholders.StallAfter(s.opt.Lease, tickEvery))
-	if !stalled {
-		return
-	}
-	s.log.Warn("the CLS did not run for a while; every executing job gets a fresh lease", "stalled", gap.Round(time.Millisecond), "jobs", len(s.running))
-	lease := now.Add(s.opt.Lease)
-	for _, ru := range s.running {
-		ru.Lease = lease
-	}
-	for _, cs := range s.copyRuns {
-		for _, c := range cs {
-			c.Lease = lease
-		}
-	}
 }

@@ -93,8 +93,8 @@ func (s *Store) eachSiteSpec(ctx context.Context, f func(name string, spec proto
 // counted up to limit; and jobs the given placeholders are running. It
 // reads memory only. It counts jobs, whatever they ask: SiteNeed measures
 // them against the site's placeholder shape.
-func (s *Store) SiteDemand(ctx context.Context, walltime float64, placeholders []int64, limit int) (ready, executing int, err error) {
-	r, e, err := s.SiteNeed(ctx, resource.Capacity{}, walltime, placeholders, limit)
+func (s *Store) SiteDemand(ctx context.Context, walltime float64, phs []int64, limit int) (ready, executing int, err error) {
+	r, e, err := s.SiteNeed(ctx, resource.Capacity{}, walltime, phs, limit)
 	return r.Jobs, e.Jobs, err
 }
 
@@ -106,25 +106,10 @@ func (s *Store) SiteDemand(ctx context.Context, walltime float64, placeholders [
 // (packing.Need); and the same of the attempts the given placeholders
 // run, by what each was granted. A shape of no cores counts jobs as
 // slots, as SiteDemand does.
-func (s *Store) SiteNeed(ctx context.Context, shape resource.Capacity, walltime float64, placeholders []int64, limit int) (ready, executing packing.Need, err error) {
+func (s *Store) SiteNeed(ctx context.Context, shape resource.Capacity, walltime float64, phs []int64, limit int) (ready, executing packing.Need, err error) {
 	err = s.do(ctx, func() error {
-		if len(placeholders) > 0 {
-			mine := make(map[int64]bool, len(placeholders))
-			for _, id := range placeholders {
-				mine[id] = true
-			}
-			for id, ru := range s.running {
-				if mine[ru.Placeholder] {
-					s.pack.AddRunning(&executing, shape, packing.Run{Job: id, Attempt: ru.Attempt})
-				}
-			}
-			for id, cs := range s.copyRuns {
-				for _, c := range cs {
-					if mine[c.Placeholder] {
-						s.pack.AddRunning(&executing, shape, packing.Run{Job: id, Attempt: c.Attempt})
-					}
-				}
-			}
+		for id, ru := range placeholders.RunningOn(phs, s.running, s.copyRuns) {
+			s.pack.AddRunning(&executing, shape, packing.Run{Job: id, Attempt: ru.Attempt})
 		}
 		d := packing.Demand{Shape: shape, Walltime: walltime, Limit: limit}
 		for _, q := range s.qlist {

@@ -17,8 +17,6 @@ import (
 	"database/sql"
 	_ "embed"
 	"errors"
-	"fmt"
-	"iter"
 	"time"
 
 	"github.com/mq-hpc/mq/internal/sqlfile"
@@ -254,55 +252,4 @@ func (g *Registry) LoadOld(ctx context.Context, ex Execer, now time.Time) error 
 		g.fresh[id] = now
 	}
 	return rows.Err()
-}
-
-// A Lease is an attempt's lease: placeholder Placeholder runs attempt
-// Attempt of job Job until Until unless it heartbeats; Copy is a copy's
-// attempt, not the job row's own.
-type Lease struct {
-	Job         int64
-	Attempt     int
-	Placeholder int64
-	Until       time.Time
-	Copy        bool
-}
-
-// Lapsed returns the leases that ran out at now, in the order given.
-func Lapsed(now time.Time, leases iter.Seq[Lease]) []Lease {
-	var out []Lease
-	for l := range leases {
-		if !now.Before(l.Until) {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
-// LostReason is the reason an attempt whose lease of length lease lapsed
-// ended with.
-func (l Lease) LostReason(lease time.Duration) string {
-	return fmt.Sprintf("lost: no heartbeat from placeholder %d for %s", l.Placeholder, lease)
-}
-
-// StallAfter is the longest gap between two lease checks that is still the
-// CLS running, with leases of length lease checked every tick. Within it,
-// a lease renewed up to a heartbeat before the gap has more than
-// lease/2 - heartbeat left after it (0.4 leases or more at the default
-// heartbeat): time for the heartbeats that waited to be read. A longer gap
-// is the CLS's own stall (the process was stopped, starved, or held by a
-// long batch), during which it could not have read a heartbeat either.
-func StallAfter(lease, tick time.Duration) time.Duration {
-	return max(lease/2, 3*tick)
-}
-
-// Checked notes that leases are fresh at now (the store opened).
-func (g *Registry) Checked(now time.Time) { g.checked = now }
-
-// Stalled notes a lease check at now and says whether the gap since the
-// last one is longer than after: the placeholders' silence was then the
-// CLS's own, and every lease is to be renewed.
-func (g *Registry) Stalled(now time.Time, after time.Duration) (gap time.Duration, stalled bool) {
-	gap = now.Sub(g.checked)
-	g.checked = now
-	return gap, gap > after
 }

@@ -274,48 +274,6 @@ func TestLoadOld(t *testing.T) {
 	}
 }
 
-func TestLapsed(t *testing.T) {
-	now := time.Unix(1000, 0)
-	all := []Lease{
-		{Job: 1, Attempt: 1, Placeholder: 5, Until: now.Add(-time.Second)},
-		{Job: 2, Attempt: 1, Placeholder: 5, Until: now},
-		{Job: 3, Attempt: 2, Placeholder: 6, Until: now.Add(time.Nanosecond)},
-		{Job: 3, Attempt: 3, Placeholder: 7, Until: now.Add(-time.Hour), Copy: true},
-	}
-	got := Lapsed(now, slices.Values(all))
-	want := []Lease{all[0], all[1], all[3]}
-	if !slices.Equal(got, want) {
-		t.Errorf("Lapsed = %v, want %v", got, want)
-	}
-	if r := all[0].LostReason(30 * time.Second); r != "lost: no heartbeat from placeholder 5 for 30s" {
-		t.Errorf("LostReason = %q", r)
-	}
-}
-
-func TestStalled(t *testing.T) {
-	const tick = 100 * time.Millisecond
-	for _, tc := range []struct {
-		lease, gap time.Duration
-		stalled    bool
-	}{
-		{30 * time.Second, 15 * time.Second, false},
-		{30 * time.Second, 15*time.Second + 1, true},
-		{100 * time.Millisecond, 3 * tick, false}, // a short lease: three ticks at least
-		{100 * time.Millisecond, 3*tick + 1, true},
-	} {
-		var g Registry
-		t0 := time.Unix(1000, 0)
-		g.Checked(t0)
-		gap, stalled := g.Stalled(t0.Add(tc.gap), StallAfter(tc.lease, tick))
-		if gap != tc.gap || stalled != tc.stalled {
-			t.Errorf("lease %s, gap %s: Stalled = %s, %v; want %v", tc.lease, tc.gap, gap, stalled, tc.stalled)
-		}
-		if _, again := g.Stalled(t0.Add(tc.gap+tick), StallAfter(tc.lease, tick)); again {
-			t.Errorf("lease %s: stalled again a tick later", tc.lease)
-		}
-	}
-}
-
 func TestSites(t *testing.T) {
 	db, _ := newDB(t)
 	ctx := context.Background()

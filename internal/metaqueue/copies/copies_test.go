@@ -305,6 +305,7 @@ func (a *ask) LocalBytes(id int64) int64 {
 	return a.local[id]
 }
 func (a *ask) Est(int64) float32 { return 1 }
+func (a *ask) Ready(int32) bool  { return false }
 
 // pick is a Replicator that takes the last candidate shown.
 type pick struct{}
@@ -418,7 +419,7 @@ func TestCopyingAndGen(t *testing.T) {
 	if c.On() {
 		t.Fatal("on with no queue")
 	}
-	c.SetCopying(2)
+	c.SetQueues([]Setting{{ID: 1, MaxCopies: 2}, {ID: 2, MaxCopies: 1}, {ID: 3, MaxCopies: 3}})
 	if !c.On() {
 		t.Fatal("off with two queues copying")
 	}

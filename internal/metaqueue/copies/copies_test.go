@@ -290,6 +290,7 @@ type ask struct {
 	no             map[int64]bool
 	away           map[int64]bool // inputs not at the asker's place
 	local          map[int64]int64
+	ready          map[int32]bool // queues with a ready job
 	computed, read int
 }
 
@@ -305,7 +306,7 @@ func (a *ask) LocalBytes(id int64) int64 {
 	return a.local[id]
 }
 func (a *ask) Est(int64) float32 { return 1 }
-func (a *ask) Ready(int32) bool  { return false }
+func (a *ask) Ready(q int32) bool { return a.ready[q] }
 
 // pick is a Replicator that takes the last candidate shown.
 type pick struct{}

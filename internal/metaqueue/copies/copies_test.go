@@ -305,7 +305,7 @@ func (a *ask) LocalBytes(id int64) int64 {
 	a.computed++
 	return a.local[id]
 }
-func (a *ask) Est(int64) float32 { return 1 }
+func (a *ask) Est(int64) float32  { return 1 }
 func (a *ask) Ready(q int32) bool { return a.ready[q] }
 
 // pick is a Replicator that takes the last candidate shown.

@@ -24,26 +24,14 @@ type replication = copies.Copies
 // copyAsked is what one placeholder's request last looked at for a copy.
 type copyAsked = copies.Asked
 
-// copying reports whether q copies running jobs, and its bound on the
-// attempts of one job running at once (0: none).
-func (q *queue) copying() (on bool, most int) {
-	return copies.Limit(q.pol.NewReplicator != nil, q.MaxCopies)
-}
-
-// replicator is q's end game: its policy's, or WQR's for a queue that
-// copies by --max-copies alone.
-func (q *queue) replicator() policy.Replicator {
-	return copies.Replicator(q.pol.NewReplicator)
-}
-
+// countCopying tells the copies module every queue's replication
+// settings: it keeps those that copy.
 func (s *Store) countCopying() {
-	n := 0
-	for _, q := range s.qlist {
-		if on, _ := q.copying(); on {
-			n++
-		}
+	qs := make([]copies.Setting, len(s.qlist))
+	for i, q := range s.qlist {
+		qs[i] = copies.Setting{ID: q.id, NewRep: q.pol.NewReplicator, MaxCopies: q.MaxCopies, NeedsFiles: q.pol.Needs&policy.NeedsFiles != 0}
 	}
-	s.repl.SetCopying(n)
+	s.repl.SetQueues(qs)
 }
 
 // copyable says whether job id of queue q may run as several attempts at
@@ -52,7 +40,7 @@ func (s *Store) countCopying() {
 // relative path inside its working directory (the agent makes those in a
 // per-attempt directory; an absolute one it could not keep apart).
 func (s *Store) copyable(id int64, q *queue) bool {
-	if on, _ := q.copying(); !on || s.repl.OptedOut(id) {
+	if !s.repl.Copying(q.id) || s.repl.OptedOut(id) {
 		return false
 	}
 	if _, ok := s.bundles.Of(id); ok {
@@ -121,7 +109,7 @@ func (s *Store) localBytes(id int64, cur policy.Site, to Place) int64 {
 }
 
 // pickCopy chooses a running job to copy for placeholder p, from the
-// queues that copy and have no ready job (copies.Pick). It returns 0 for
+// queues that copy and have no ready job (copies.PickFor). It returns 0 for
 // none.
 func (s *Store) pickCopy(p *parkedNext) (int64, *queue, error) {
 	if !s.repl.Again(&p.copied, s.data.Gen()) {
@@ -140,29 +128,22 @@ func (s *Store) pickCopy(p *parkedNext) (int64, *queue, error) {
 	}
 	look := s.repl.Look(copies.Where{Site: cur, StoreSite: to.Site, StoreHost: to.Host}, s.data.SiteAt(cur).Site, s.data.Untold())
 	a := &p.copyAsk
-	a.s, a.p, a.cur, a.to, a.qs = s, p, cur, to, a.qbuf[:0]
-	for _, q := range s.qlist {
-		if on, most := q.copying(); on && q.ready.Len() == 0 && s.repl.Has(q.id) {
-			a.qs = append(a.qs, copies.Queue{ID: q.id, Rep: q.replicator(), Most: most, NeedsFiles: q.pol.Needs&policy.NeedsFiles != 0})
-		}
-	}
-	id, i, err := s.repl.Pick(&look, a.qs, a)
+	a.s, a.p, a.cur, a.to = s, p, cur, to
+	id, qid, err := s.repl.PickFor(&look, a)
 	if err != nil || id == 0 {
 		return 0, nil, err
 	}
-	return id, s.queueIDs[a.qs[i].ID], nil
+	return id, s.queueIDs[qid], nil
 }
 
 // copyAsk is the core's side of one look for a copy: the asking
-// placeholder, its site and the queues looked at (kept in the request so
-// a look allocates nothing).
+// placeholder and its site (kept in the request so a look allocates
+// nothing).
 type copyAsk struct {
-	s    *Store
-	p    *parkedNext
-	cur  policy.Site
-	to   Place
-	qs   []copies.Queue
-	qbuf [4]copies.Queue // qs's room in the request, for most looks
+	s   *Store
+	p   *parkedNext
+	cur policy.Site
+	to  Place
 }
 
 var _ copies.Ask = (*copyAsk)(nil)
@@ -198,6 +179,9 @@ func (a *copyAsk) Inputs(id int64) []string {
 	}
 	return out
 }
+
+// Ready says whether queue qid has a ready job.
+func (a *copyAsk) Ready(qid int32) bool { return a.s.queueIDs[qid].ready.Len() > 0 }
 
 // Est is job id's expected runtime.
 func (a *copyAsk) Est(id int64) float32 {

@@ -58,7 +58,7 @@ func (s *Store) pickCopyScan(p *parkedNext) (int64, *queue, error) {
 			continue
 		}
 		n := 1 + len(s.copyRuns[id])
-		if _, most := q.copying(); most > 0 && n >= most {
+		if _, most := copies.Limit(q.pol.NewReplicator != nil, q.MaxCopies); most > 0 && n >= most {
 			continue
 		}
 		if !fits(j.Est, q, p.req.WalltimeLeft) || !s.affordable(id, q, j, p.site) {
@@ -75,7 +75,7 @@ func (s *Store) pickCopyScan(p *parkedNext) (int64, *queue, error) {
 		if len(runs) == 0 {
 			continue
 		}
-		rep := q.replicator()
+		rep := copies.Replicator(q.pol.NewReplicator)
 		for try := 0; try < copies.MaxTries && len(runs) > 0; try++ {
 			id, ok := rep.Replicate(site, runs)
 			if !ok {

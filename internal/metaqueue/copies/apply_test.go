@@ -200,6 +200,37 @@ func TestPick(t *testing.T) {
 			}
 		})
 	}
+	// PickFor walks the queues that copy (SetQueues: in the core's
+	// order, Limit deciding), less those with a ready job.
+	rep := func() policy.Replicator { return wqr }
+	for _, tc := range []struct {
+		name  string
+		qs    []Setting
+		ready map[int32]bool
+		want  int64
+		wantQ int32
+	}{
+		{"first that copies", []Setting{{ID: 1, MaxCopies: 2}, {ID: 2, MaxCopies: 2}}, nil, 1, 1},
+		{"the core's order", []Setting{{ID: 2, MaxCopies: 2}, {ID: 1, MaxCopies: 2}}, nil, 11, 2},
+		{"max_copies 1: not copying", []Setting{{ID: 1, MaxCopies: 1}, {ID: 2, MaxCopies: 2}}, nil, 11, 2},
+		{"a policy's Replicator copies unbounded", []Setting{{ID: 1, NewRep: rep}}, nil, 1, 1},
+		{"a policy's Replicator, max_copies 1", []Setting{{ID: 1, NewRep: rep, MaxCopies: 1}}, nil, 0, 0},
+		{"a ready job: the next queue", []Setting{{ID: 1, MaxCopies: 2}, {ID: 2, MaxCopies: 2}}, map[int32]bool{1: true}, 11, 2},
+		{"none copies", nil, nil, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c.SetQueues(tc.qs)
+			a := &ask{no: map[int64]bool{}, ready: tc.ready}
+			l := c.Look(Where{Site: 1}, "s1", 0)
+			id, q, err := c.PickFor(&l, a)
+			if err != nil || id != tc.want || q != tc.wantQ {
+				t.Errorf("PickFor = %d, queue %d, %v; want %d, queue %d", id, q, err, tc.want, tc.wantQ)
+			}
+			if tc.wantQ != 0 && !c.Copying(tc.wantQ) {
+				t.Errorf("queue %d picked from but not Copying", tc.wantQ)
+			}
+		})
+	}
 	var asked Asked
 	for _, tc := range []struct {
 		name    string

@@ -62,9 +62,12 @@ type Copies struct {
 	// reported them yet (the placeholder that ran each): their report's
 	// CPU figures are still kept.
 	killed map[protocol.JobRef]int64
-	on     int    // queues that copy
-	gen    uint64 // bumped when running attempts change (copy decisions may change)
-	idx    index
+	// copying are the queues that copy, in the core's order (SetQueues);
+	// looked is PickFor's room for the ones a look walks.
+	copying []copying
+	looked  []Queue
+	gen     uint64 // bumped when running attempts change (copy decisions may change)
+	idx     index
 }
 
 // New returns empty state.
@@ -101,11 +104,14 @@ func Replicator(newRep func() policy.Replicator) policy.Replicator {
 	return policy.WQR{}
 }
 
-// SetCopying records how many queues copy.
-func (c *Copies) SetCopying(queues int) { c.on = queues }
+// copying is a queue that copies, and its bound on attempts (Limit).
+type copying struct {
+	Setting
+	most int
+}
 
 // On says whether any queue copies.
-func (c *Copies) On() bool { return c.on > 0 }
+func (c *Copies) On() bool { return len(c.copying) > 0 }
 
 // Changed notes that running attempts, or what a copy may spend, changed:
 // a placeholder that found nothing to copy looks again.

@@ -290,6 +290,7 @@ type ask struct {
 	no             map[int64]bool
 	away           map[int64]bool // inputs not at the asker's place
 	local          map[int64]int64
+	ready          map[int32]bool // queues with a ready job
 	computed, read int
 }
 
@@ -304,7 +305,8 @@ func (a *ask) LocalBytes(id int64) int64 {
 	a.computed++
 	return a.local[id]
 }
-func (a *ask) Est(int64) float32 { return 1 }
+func (a *ask) Est(int64) float32  { return 1 }
+func (a *ask) Ready(q int32) bool { return a.ready[q] }
 
 // pick is a Replicator that takes the last candidate shown.
 type pick struct{}
@@ -418,7 +420,7 @@ func TestCopyingAndGen(t *testing.T) {
 	if c.On() {
 		t.Fatal("on with no queue")
 	}
-	c.SetCopying(2)
+	c.SetQueues([]Setting{{ID: 1, MaxCopies: 2}, {ID: 2, MaxCopies: 1}, {ID: 3, MaxCopies: 3}})
 	if !c.On() {
 		t.Fatal("off with two queues copying")
 	}

@@ -26,6 +26,9 @@ type Ask interface {
 	// without staging): a job whose inputs are on their way may be copied
 	// once they land.
 	Here(id int64) (bool, error)
+	// Ready says whether queue q has a ready job: it then runs that
+	// rather than a copy.
+	Ready(q int32) bool
 }
 
 // Look is one look for a copy by one asking placeholder.
@@ -220,4 +223,51 @@ func (c *Copies) localAt(e *cand, l *Look, a Ask) int64 {
 	bytes := a.LocalBytes(e.id)
 	e.local[slot] = localBytesAt{key: l.key, epoch: epoch, bytes: bytes}
 	return bytes
+}
+
+// Setting is a queue's replication settings, as the core keeps them.
+type Setting struct {
+	ID         int32
+	NewRep     func() policy.Replicator // its policy's Replicator, nil if none
+	MaxCopies  int
+	NeedsFiles bool // its policy reads local bytes
+}
+
+// SetQueues records every queue's settings, in the core's order: those
+// that copy (Limit) are the ones a look for a copy walks.
+func (c *Copies) SetQueues(qs []Setting) {
+	c.copying = c.copying[:0]
+	for _, q := range qs {
+		if on, most := Limit(q.NewRep != nil, q.MaxCopies); on {
+			c.copying = append(c.copying, copying{Setting: q, most: most})
+		}
+	}
+}
+
+// Copying says whether queue q copies running jobs.
+func (c *Copies) Copying(q int32) bool {
+	for i := range c.copying {
+		if c.copying[i].ID == q {
+			return true
+		}
+	}
+	return false
+}
+
+// PickFor is Pick over the queues that copy, have no ready job
+// (Ask.Ready) and have candidates, in the core's order. It returns the
+// job and its queue, or 0 for none.
+func (c *Copies) PickFor(l *Look, a Ask) (id int64, q int32, err error) {
+	qs := c.looked[:0]
+	for _, cq := range c.copying {
+		if !a.Ready(cq.ID) && c.Has(cq.ID) {
+			qs = append(qs, Queue{ID: cq.ID, Rep: Replicator(cq.NewRep), Most: cq.most, NeedsFiles: cq.NeedsFiles})
+		}
+	}
+	c.looked = qs // kept so a look allocates nothing
+	id, i, err := c.Pick(l, qs, a)
+	if err != nil || id == 0 {
+		return 0, 0, err
+	}
+	return id, qs[i].ID, nil
 }

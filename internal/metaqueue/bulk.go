@@ -1,12 +1,9 @@
 package metaqueue
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"runtime/debug"
 
@@ -21,12 +18,9 @@ import (
 // while a client uploads; Commit then adds every job in one transaction.
 type Bulk struct {
 	s     *Store
-	f     *os.File
-	w     *bufio.Writer
+	sp    *spool.File
 	n     int
-	size  int64 // bytes spooled
 	edges *dag.EdgeSet
-	buf   []byte
 	// A job array (Array): its --array text and cap.
 	array      bool
 	arraySpec  string
@@ -55,12 +49,11 @@ func (s *Store) NewBulk() (*Bulk, error) {
 	if dir == "" {
 		dir = filepath.Dir(s.opt.Path)
 	}
-	f, err := os.CreateTemp(dir, "bulk-*.spool")
+	sp, err := spool.Create(dir, cmp.Or(s.opt.MaxBulkJobs, DefaultMaxBulkJobs), cmp.Or(s.opt.MaxBulkBytes, DefaultMaxBulkBytes))
 	if err != nil {
-		return nil, fmt.Errorf("bulk submit: %w", err)
+		return nil, err
 	}
-	os.Remove(f.Name()) // the open file is all we need; nothing to clean up after a crash
-	return &Bulk{s: s, f: f, w: bufio.NewWriterSize(f, 1<<20), edges: dag.NewEdgeSet(), free: map[string]int{}}, nil
+	return &Bulk{s: s, sp: sp, edges: dag.NewEdgeSet(), free: map[string]int{}}, nil
 }
 
 // Len is the number of jobs spooled so far.
@@ -75,11 +68,9 @@ func (b *Bulk) Add(line int, specs []protocol.JobSpec) error { return b.add(line
 func (b *Bulk) AddChecked(line int, specs []protocol.JobSpec) error { return b.add(line, specs, false) }
 
 func (b *Bulk) add(line int, specs []protocol.JobSpec, validate bool) error {
-	maxJobs := cmp.Or(b.s.opt.MaxBulkJobs, DefaultMaxBulkJobs)
-	if len(specs) > maxJobs-b.n {
-		return protocol.Errorf(protocol.CodeTooLarge, "line %d: a bulk submission holds at most %d jobs", line+max(0, maxJobs-b.n), maxJobs)
+	if err := b.sp.Fits(line, b.n, len(specs)); err != nil {
+		return err
 	}
-	maxBytes := cmp.Or(b.s.opt.MaxBulkBytes, DefaultMaxBulkBytes)
 	for i := range specs {
 		js := &specs[i]
 		if validate {
@@ -91,12 +82,8 @@ func (b *Bulk) add(line int, specs []protocol.JobSpec, validate bool) error {
 		if len(js.Prereqs)+len(js.AfterAny) == 0 {
 			b.free[js.Queue]++
 		}
-		b.buf = spool.Append(b.buf[:0], js)
-		if b.size += int64(len(b.buf)); b.size > maxBytes {
-			return protocol.Errorf(protocol.CodeTooLarge, "line %d: a bulk submission spools at most %d bytes on the CLS", line+i, maxBytes)
-		}
-		if _, err := b.w.Write(b.buf); err != nil {
-			return fmt.Errorf("bulk submit: spool: %w", err)
+		if err := b.sp.Write(line+i, js); err != nil {
+			return err
 		}
 	}
 	b.n += len(specs)
@@ -104,7 +91,7 @@ func (b *Bulk) add(line int, specs []protocol.JobSpec, validate bool) error {
 }
 
 // Abort discards the spooled jobs.
-func (b *Bulk) Abort() { b.f.Close() }
+func (b *Bulk) Abort() { b.sp.Close() }
 
 // Commit adds every spooled job in one transaction and returns the first id;
 // ids are contiguous. The Bulk is finished either way.
@@ -120,15 +107,15 @@ func (b *Bulk) Commit(ctx context.Context) (first int64, err error) {
 // same token, whichever of the two commits runs first. count is the number
 // of jobs the returned ids cover.
 func (b *Bulk) CommitToken(ctx context.Context, token string) (first int64, count int, err error) {
-	defer b.f.Close()
+	defer b.sp.Close()
 	if b.n == 0 {
 		return 0, 0, protocol.Errorf(protocol.CodeBadRequest, "no jobs to submit")
 	}
 	if err := tokens.Check(token); err != nil {
 		return 0, 0, err
 	}
-	if err := b.w.Flush(); err != nil {
-		return 0, 0, fmt.Errorf("bulk submit: spool: %w", err)
+	if err := b.sp.Flush(); err != nil {
+		return 0, 0, err
 	}
 	s := b.s
 	inserted := false
@@ -139,8 +126,9 @@ func (b *Bulk) CommitToken(ctx context.Context, token string) (first int64, coun
 			}
 			return err
 		}
-		if _, err := b.f.Seek(0, io.SeekStart); err != nil {
-			return fmt.Errorf("bulk submit: spool: %w", err)
+		r, err := b.sp.Rewind()
+		if err != nil {
+			return err
 		}
 		if c := s.g.FindCycleIn(b.edges); c != "" {
 			return protocol.Errorf(protocol.CodeBadRequest, "prerequisites would form a cycle: %s", c)
@@ -155,7 +143,6 @@ func (b *Bulk) CommitToken(ctx context.Context, token string) (first int64, coun
 				q.ready.Grow(n)
 			}
 		}
-		r := bufio.NewReaderSize(b.f, 1<<20)
 		first, count = s.nextID, b.n
 		ins := s.newInserter()
 		var js protocol.JobSpec

@@ -8,6 +8,7 @@ import (
 	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/metaqueue/bundles"
 	"github.com/mq-hpc/mq/internal/metaqueue/tokens"
+	"github.com/mq-hpc/mq/internal/sqlfile"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -85,12 +86,8 @@ type inserter struct {
 	rows     []row
 	now      int64
 	args     []any
-	prereqs  []any // (job id, target id, kind) triples not yet inserted
-	// New targets not yet inserted: ids from targetFirst on, their names
-	// as a JSON array (targetNames, unterminated) of targetCount.
-	targetFirst dag.TargetID
-	targetNames []byte
-	targetCount int
+	prereqs  []any         // (job id, target id, kind) triples not yet inserted
+	targets  sqlfile.Names // new targets not yet inserted
 	// recent caches the last two names looked up: a job's target is often
 	// the one before's, and a pipeline stage's prerequisite the previous
 	// job's target, so most look-ups skip hashing into a large map.
@@ -227,20 +224,13 @@ func (in *inserter) target(name string) (dag.TargetID, error) {
 
 // newTarget buffers a new target's row.
 func (in *inserter) newTarget(t dag.TargetID, name string) error {
-	if in.targetCount > 0 && t != in.targetFirst+dag.TargetID(in.targetCount) {
-		if err := in.flushTargets(); err != nil { // not consecutive (never, today)
+	if !in.targets.Add(int64(t), name) { // not consecutive (never, today)
+		if err := in.flushTargets(); err != nil {
 			return err
 		}
+		in.targets.Add(int64(t), name)
 	}
-	if in.targetCount == 0 {
-		in.targetFirst = t
-		in.targetNames = append(in.targetNames[:0], '[')
-	} else {
-		in.targetNames = append(in.targetNames, ',')
-	}
-	in.targetNames = appendJSONString(in.targetNames, name)
-	in.targetCount++
-	if in.targetCount == targetRows {
+	if in.targets.Len() == targetRows {
 		return in.flushTargets()
 	}
 	return nil
@@ -250,35 +240,13 @@ func (in *inserter) newTarget(t dag.TargetID, name string) error {
 const targetRows = 4096
 
 func (in *inserter) flushTargets() error {
-	if in.targetCount == 0 {
+	if in.targets.Len() == 0 {
 		return nil
 	}
-	in.targetNames = append(in.targetNames, ']')
-	_, err := in.s.stmts.insTargets.Exec(int64(in.targetFirst), string(in.targetNames)) // text: a blob would be JSONB
-	in.targetCount = 0
-	if err != nil {
+	if _, err := in.s.stmts.insTargets.Exec(in.targets.Take()); err != nil {
 		return fatalError{err}
 	}
 	return nil
-}
-
-// appendJSONString appends s as a JSON string. Target names are printable
-// and have no spaces; quotes and backslashes are escaped, and control
-// characters too should one ever get here.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"' || c == '\\':
-			b = append(b, '\\', c)
-		case c < 0x20:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		default:
-			b = append(b, c)
-		}
-	}
-	return append(b, '"')
 }
 
 // flushPrereqs inserts the buffered prerequisite rows: a full buffer in

@@ -86,7 +86,7 @@ type inserter struct {
 	rows     []row
 	now      int64
 	args     []any
-	prereqs  []any         // (job id, target id, kind) triples not yet inserted
+	prereqs  sqlfile.Batch // (job id, target id, kind) rows not yet inserted
 	targets  sqlfile.Names // new targets not yet inserted
 	// recent caches the last two names looked up: a job's target is often
 	// the one before's, and a pipeline stage's prerequisite the previous
@@ -109,7 +109,8 @@ type row struct {
 }
 
 func (s *Store) newInserter() *inserter {
-	return &inserter{s: s, bufStart: s.nextID, now: micros(s.now()), args: make([]any, 0, 8*bulkRows)}
+	return &inserter{s: s, bufStart: s.nextID, now: micros(s.now()), args: make([]any, 0, 8*bulkRows),
+		prereqs: sqlfile.Batch{Width: 3, Rows: bulkRows}}
 }
 
 func (in *inserter) add(js *protocol.JobSpec) error {
@@ -158,8 +159,7 @@ func (in *inserter) add(js *protocol.JobSpec) error {
 	for kind, list := range [][]dag.TargetID{prereqs, afterAny} {
 		for _, p := range list {
 			// int64s: database/sql converts other integers by reflection.
-			in.prereqs = append(in.prereqs, id, int64(p), int64(prereqAfterOK+kind))
-			if len(in.prereqs) == 3*bulkRows {
+			if in.prereqs.Add(id, int64(p), int64(prereqAfterOK+kind)) {
 				if err := in.flushPrereqs(); err != nil {
 					return err
 				}
@@ -249,19 +249,9 @@ func (in *inserter) flushTargets() error {
 	return nil
 }
 
-// flushPrereqs inserts the buffered prerequisite rows: a full buffer in
-// one statement, a final partial one row by row.
+// flushPrereqs inserts the buffered prerequisite rows.
 func (in *inserter) flushPrereqs() error {
-	var err error
-	if len(in.prereqs) == 3*bulkRows {
-		_, err = in.s.stmts.insPrereqs.Exec(in.prereqs...)
-	} else {
-		for i := 0; i < len(in.prereqs) && err == nil; i += 3 {
-			_, err = in.s.stmts.insPrereq.Exec(in.prereqs[i : i+3]...)
-		}
-	}
-	in.prereqs = in.prereqs[:0]
-	if err != nil {
+	if err := in.prereqs.Flush(in.s.stmts.insPrereqs, in.s.stmts.insPrereq); err != nil {
 		return fatalError{err}
 	}
 	return nil

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 
-	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/internal/metaqueue/specs"
 	"github.com/mq-hpc/mq/internal/metaqueue/spool"
 	"github.com/mq-hpc/mq/internal/metaqueue/tokens"
 	"github.com/mq-hpc/mq/protocol"
@@ -20,16 +20,13 @@ type Bulk struct {
 	s     *Store
 	sp    *spool.File
 	n     int
-	edges *dag.EdgeSet
+	specs *specs.Bulk // nil once the commit checked the edges
 	// A job array (Array): its --array text and cap.
 	array      bool
 	arraySpec  string
 	arrayLimit int
 	// env is the environment every job shares, JSON (SharedEnv); "": none.
 	env string
-	// free counts, by queue, the jobs needing no prerequisite: at most
-	// that many become Queued, and the queue's heap grows once for them.
-	free map[string]int
 }
 
 // Defaults of Options.MaxBulkJobs and MaxBulkBytes: the largest job array
@@ -53,40 +50,33 @@ func (s *Store) NewBulk() (*Bulk, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Bulk{s: s, sp: sp, edges: dag.NewEdgeSet(), free: map[string]int{}}, nil
+	return &Bulk{s: s, sp: sp, specs: specs.NewBulk()}, nil
 }
 
 // Len is the number of jobs spooled so far.
 func (b *Bulk) Len() int { return b.n }
 
 // Add validates and spools jobs; line is the input line of specs[0].
-func (b *Bulk) Add(line int, specs []protocol.JobSpec) error { return b.add(line, specs, true) }
+func (b *Bulk) Add(line int, jobs []protocol.JobSpec) error { return b.add(line, jobs, true) }
 
 // AddChecked spools jobs that already passed protocol.ValidateSpec (as
 // protocol.ReadJobLines returns them): checking them again was 3 % of a
 // 10,000,000-job mqsub -f.
-func (b *Bulk) AddChecked(line int, specs []protocol.JobSpec) error { return b.add(line, specs, false) }
+func (b *Bulk) AddChecked(line int, jobs []protocol.JobSpec) error { return b.add(line, jobs, false) }
 
-func (b *Bulk) add(line int, specs []protocol.JobSpec, validate bool) error {
-	if err := b.sp.Fits(line, b.n, len(specs)); err != nil {
+func (b *Bulk) add(line int, jobs []protocol.JobSpec, validate bool) error {
+	if err := b.sp.Fits(line, b.n, len(jobs)); err != nil {
 		return err
 	}
-	for i := range specs {
-		js := &specs[i]
-		if validate {
-			if err := protocol.ValidateSpec(js); err != nil {
-				return protocol.Errorf(protocol.CodeBadRequest, "line %d: %v", line+i, err)
-			}
+	for i := range jobs {
+		if err := b.specs.Add(line+i, &jobs[i], validate); err != nil {
+			return err
 		}
-		b.edges.Add(js.Target, js.Prereqs, js.AfterAny)
-		if len(js.Prereqs)+len(js.AfterAny) == 0 {
-			b.free[js.Queue]++
-		}
-		if err := b.sp.Write(line+i, js); err != nil {
+		if err := b.sp.Write(line+i, &jobs[i]); err != nil {
 			return err
 		}
 	}
-	b.n += len(specs)
+	b.n += len(jobs)
 	return nil
 }
 
@@ -130,14 +120,15 @@ func (b *Bulk) CommitToken(ctx context.Context, token string) (first int64, coun
 		if err != nil {
 			return err
 		}
-		if c := s.g.FindCycleIn(b.edges); c != "" {
+		if c := s.g.FindCycleIn(b.specs.Edges); c != "" {
 			return protocol.Errorf(protocol.CodeBadRequest, "prerequisites would form a cycle: %s", c)
 		}
 		// Checked: the edge set (a string and a slice per target, 5,000,000
 		// with as many pipelines) goes before the graph and the rows grow,
 		// and collections during the insert no longer scan it.
-		b.edges = nil
-		for name, n := range b.free {
+		free := b.specs.Free
+		b.specs = nil
+		for name, n := range free {
 			// An array's members are released a few at a time (its cap).
 			if q := s.queues[name]; q != nil && !b.array {
 				q.ready.Grow(n)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/metaqueue/bundles"
+	"github.com/mq-hpc/mq/internal/metaqueue/specs"
 	"github.com/mq-hpc/mq/internal/metaqueue/tokens"
 	"github.com/mq-hpc/mq/internal/sqlfile"
 	"github.com/mq-hpc/mq/job"
@@ -25,19 +26,13 @@ func (s *Store) Submit(ctx context.Context, specs []protocol.JobSpec) ([]int64, 
 // SubmitRequest is Submit with the request's options: Bundle makes the jobs
 // one bundle; Token makes a resent request return the first one's ids.
 func (s *Store) SubmitRequest(ctx context.Context, req protocol.Submit) ([]int64, error) {
-	specs := req.Jobs
-	if len(specs) == 0 {
+	jobs := req.Jobs
+	if len(jobs) == 0 {
 		return nil, protocol.Errorf(protocol.CodeBadRequest, "no jobs to submit")
 	}
-	edges := dag.NewEdgeSet()
-	for i := range specs {
-		if err := protocol.ValidateSpec(&specs[i]); err != nil {
-			if len(specs) == 1 {
-				return nil, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
-			}
-			return nil, protocol.Errorf(protocol.CodeBadRequest, "job %d: %v", i+1, err)
-		}
-		edges.Add(specs[i].Target, specs[i].Prereqs, specs[i].AfterAny)
+	edges, err := specs.Check(jobs)
+	if err != nil {
+		return nil, err
 	}
 	if err := tokens.Check(req.Token); err != nil {
 		return nil, err
@@ -46,7 +41,7 @@ func (s *Store) SubmitRequest(ctx context.Context, req protocol.Submit) ([]int64
 		return nil, err
 	}
 	var ids []int64
-	err := s.doDurable(ctx, func() error {
+	err = s.doDurable(ctx, func() error {
 		if done, err := s.tokenIDs(req.Token); err != nil || done != nil {
 			ids = done
 			return err
@@ -56,15 +51,15 @@ func (s *Store) SubmitRequest(ctx context.Context, req protocol.Submit) ([]int64
 		}
 		ins := s.newInserter()
 		first := s.nextID
-		for i := range specs {
-			if err := ins.add(&specs[i]); err != nil {
+		for i := range jobs {
+			if err := ins.add(&jobs[i]); err != nil {
 				return err
 			}
 		}
 		if err := ins.flush(); err != nil {
 			return err
 		}
-		ids = make([]int64, len(specs))
+		ids = make([]int64, len(jobs))
 		for i := range ids {
 			ids[i] = first + int64(i)
 		}

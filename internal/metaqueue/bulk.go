@@ -56,7 +56,7 @@ func (s *Store) NewBulk() (*Bulk, error) {
 // Len is the number of jobs spooled so far.
 func (b *Bulk) Len() int { return b.n }
 
-// Add validates and spools jobs; line is the input line of specs[0].
+// Add validates and spools jobs; line is the input line of jobs[0].
 func (b *Bulk) Add(line int, jobs []protocol.JobSpec) error { return b.add(line, jobs, true) }
 
 // AddChecked spools jobs that already passed protocol.ValidateSpec (as

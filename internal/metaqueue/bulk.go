@@ -1,16 +1,13 @@
 package metaqueue
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"runtime/debug"
 
-	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/internal/metaqueue/specs"
 	"github.com/mq-hpc/mq/internal/metaqueue/spool"
 	"github.com/mq-hpc/mq/internal/metaqueue/tokens"
 	"github.com/mq-hpc/mq/protocol"
@@ -21,21 +18,15 @@ import (
 // while a client uploads; Commit then adds every job in one transaction.
 type Bulk struct {
 	s     *Store
-	f     *os.File
-	w     *bufio.Writer
+	sp    *spool.File
 	n     int
-	size  int64 // bytes spooled
-	edges *dag.EdgeSet
-	buf   []byte
+	specs *specs.Bulk // nil once the commit checked the edges
 	// A job array (Array): its --array text and cap.
 	array      bool
 	arraySpec  string
 	arrayLimit int
 	// env is the environment every job shares, JSON (SharedEnv); "": none.
 	env string
-	// free counts, by queue, the jobs needing no prerequisite: at most
-	// that many become Queued, and the queue's heap grows once for them.
-	free map[string]int
 }
 
 // Defaults of Options.MaxBulkJobs and MaxBulkBytes: the largest job array
@@ -55,56 +46,42 @@ func (s *Store) NewBulk() (*Bulk, error) {
 	if dir == "" {
 		dir = filepath.Dir(s.opt.Path)
 	}
-	f, err := os.CreateTemp(dir, "bulk-*.spool")
+	sp, err := spool.Create(dir, cmp.Or(s.opt.MaxBulkJobs, DefaultMaxBulkJobs), cmp.Or(s.opt.MaxBulkBytes, DefaultMaxBulkBytes))
 	if err != nil {
-		return nil, fmt.Errorf("bulk submit: %w", err)
+		return nil, err
 	}
-	os.Remove(f.Name()) // the open file is all we need; nothing to clean up after a crash
-	return &Bulk{s: s, f: f, w: bufio.NewWriterSize(f, 1<<20), edges: dag.NewEdgeSet(), free: map[string]int{}}, nil
+	return &Bulk{s: s, sp: sp, specs: specs.NewBulk()}, nil
 }
 
 // Len is the number of jobs spooled so far.
 func (b *Bulk) Len() int { return b.n }
 
-// Add validates and spools jobs; line is the input line of specs[0].
-func (b *Bulk) Add(line int, specs []protocol.JobSpec) error { return b.add(line, specs, true) }
+// Add validates and spools jobs; line is the input line of jobs[0].
+func (b *Bulk) Add(line int, jobs []protocol.JobSpec) error { return b.add(line, jobs, true) }
 
 // AddChecked spools jobs that already passed protocol.ValidateSpec (as
 // protocol.ReadJobLines returns them): checking them again was 3 % of a
 // 10,000,000-job mqsub -f.
-func (b *Bulk) AddChecked(line int, specs []protocol.JobSpec) error { return b.add(line, specs, false) }
+func (b *Bulk) AddChecked(line int, jobs []protocol.JobSpec) error { return b.add(line, jobs, false) }
 
-func (b *Bulk) add(line int, specs []protocol.JobSpec, validate bool) error {
-	maxJobs := cmp.Or(b.s.opt.MaxBulkJobs, DefaultMaxBulkJobs)
-	if len(specs) > maxJobs-b.n {
-		return protocol.Errorf(protocol.CodeTooLarge, "line %d: a bulk submission holds at most %d jobs", line+max(0, maxJobs-b.n), maxJobs)
+func (b *Bulk) add(line int, jobs []protocol.JobSpec, validate bool) error {
+	if err := b.sp.Fits(line, b.n, len(jobs)); err != nil {
+		return err
 	}
-	maxBytes := cmp.Or(b.s.opt.MaxBulkBytes, DefaultMaxBulkBytes)
-	for i := range specs {
-		js := &specs[i]
-		if validate {
-			if err := protocol.ValidateSpec(js); err != nil {
-				return protocol.Errorf(protocol.CodeBadRequest, "line %d: %v", line+i, err)
-			}
+	for i := range jobs {
+		if err := b.specs.Add(line+i, &jobs[i], validate); err != nil {
+			return err
 		}
-		b.edges.Add(js.Target, js.Prereqs, js.AfterAny)
-		if len(js.Prereqs)+len(js.AfterAny) == 0 {
-			b.free[js.Queue]++
-		}
-		b.buf = spool.Append(b.buf[:0], js)
-		if b.size += int64(len(b.buf)); b.size > maxBytes {
-			return protocol.Errorf(protocol.CodeTooLarge, "line %d: a bulk submission spools at most %d bytes on the CLS", line+i, maxBytes)
-		}
-		if _, err := b.w.Write(b.buf); err != nil {
-			return fmt.Errorf("bulk submit: spool: %w", err)
+		if err := b.sp.Write(line+i, &jobs[i]); err != nil {
+			return err
 		}
 	}
-	b.n += len(specs)
+	b.n += len(jobs)
 	return nil
 }
 
 // Abort discards the spooled jobs.
-func (b *Bulk) Abort() { b.f.Close() }
+func (b *Bulk) Abort() { b.sp.Close() }
 
 // Commit adds every spooled job in one transaction and returns the first id;
 // ids are contiguous. The Bulk is finished either way.
@@ -120,15 +97,15 @@ func (b *Bulk) Commit(ctx context.Context) (first int64, err error) {
 // same token, whichever of the two commits runs first. count is the number
 // of jobs the returned ids cover.
 func (b *Bulk) CommitToken(ctx context.Context, token string) (first int64, count int, err error) {
-	defer b.f.Close()
+	defer b.sp.Close()
 	if b.n == 0 {
 		return 0, 0, protocol.Errorf(protocol.CodeBadRequest, "no jobs to submit")
 	}
 	if err := tokens.Check(token); err != nil {
 		return 0, 0, err
 	}
-	if err := b.w.Flush(); err != nil {
-		return 0, 0, fmt.Errorf("bulk submit: spool: %w", err)
+	if err := b.sp.Flush(); err != nil {
+		return 0, 0, err
 	}
 	s := b.s
 	inserted := false
@@ -139,23 +116,24 @@ func (b *Bulk) CommitToken(ctx context.Context, token string) (first int64, coun
 			}
 			return err
 		}
-		if _, err := b.f.Seek(0, io.SeekStart); err != nil {
-			return fmt.Errorf("bulk submit: spool: %w", err)
+		r, err := b.sp.Rewind()
+		if err != nil {
+			return err
 		}
-		if c := s.g.FindCycleIn(b.edges); c != "" {
+		if c := s.g.FindCycleIn(b.specs.Edges); c != "" {
 			return protocol.Errorf(protocol.CodeBadRequest, "prerequisites would form a cycle: %s", c)
 		}
 		// Checked: the edge set (a string and a slice per target, 5,000,000
 		// with as many pipelines) goes before the graph and the rows grow,
 		// and collections during the insert no longer scan it.
-		b.edges = nil
-		for name, n := range b.free {
+		free := b.specs.Free
+		b.specs = nil
+		for name, n := range free {
 			// An array's members are released a few at a time (its cap).
 			if q := s.queues[name]; q != nil && !b.array {
 				q.ready.Grow(n)
 			}
 		}
-		r := bufio.NewReaderSize(b.f, 1<<20)
 		first, count = s.nextID, b.n
 		ins := s.newInserter()
 		var js protocol.JobSpec

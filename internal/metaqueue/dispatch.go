@@ -9,6 +9,7 @@ import (
 	"github.com/mq-hpc/mq/internal/dispatch"
 	"github.com/mq-hpc/mq/internal/metaqueue/bundles"
 	"github.com/mq-hpc/mq/internal/metaqueue/dc"
+	"github.com/mq-hpc/mq/internal/metaqueue/sharedenv"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -292,7 +293,7 @@ func (s *Store) assignment(id int64, q *queue, r assignRow, bundle int64, seq in
 		Bundle: bundle, Seq: seq,
 	}
 	if r.env != "" || r.shared != "" {
-		env, err := jobEnv(r.shared, r.env)
+		env, err := sharedenv.Merge(r.shared, r.env)
 		if err != nil {
 			return a, fatalError{fmt.Errorf("job %d's environment: %w", id, err)}
 		}

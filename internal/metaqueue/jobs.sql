@@ -67,10 +67,6 @@ INSERT OR IGNORE INTO job_prereqs (job_id, target_id, kind) VALUES (?, ?, ?);
 -- name: InsertEnv
 INSERT INTO job_env (job_id, env) VALUES (?, ?);
 
--- name: InsertSubmitEnv
--- The environment a bulk commit's jobs first..last share (Bulk.SharedEnv).
-INSERT INTO submit_env (first_job, last_job, env) VALUES (?, ?, ?);
-
 -- name: InsertFile
 INSERT INTO job_files (job_id, kind, seq, path, size, rel) VALUES (?, ?, ?, ?, ?, ?);
 

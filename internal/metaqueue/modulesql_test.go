@@ -10,7 +10,7 @@ import (
 )
 
 // TestModuleQueriesPrepare prepares every query of the arrays, bundles,
-// tokens and placeholders modules' SQL files against the schema the
+// tokens, sharedenv and placeholders modules' SQL files against the schema the
 // migrations make, as TestQueriesPrepare does the core's: a typo or a
 // column the schema lost fails here, not in the CLS.
 func TestModuleQueriesPrepare(t *testing.T) {
@@ -18,7 +18,7 @@ func TestModuleQueriesPrepare(t *testing.T) {
 	e := newEnv(t)
 	for _, path := range []string{"arrays/arrays.sql", "bundles/bundles.sql", "tokens/tokens.sql",
 		"placeholders/placeholders.sql", "placeholders/sites.sql", "extents/extents.sql", "purge/purge.sql",
-		"selector/selector.sql", "priorities/priorities.sql"} {
+		"selector/selector.sql", "priorities/priorities.sql", "sharedenv/sharedenv.sql"} {
 		src, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)

@@ -3,7 +3,6 @@ package metaqueue
 import (
 	"context"
 	"database/sql"
-	"fmt"
 
 	"github.com/mq-hpc/mq/internal/metaqueue/packing"
 	"github.com/mq-hpc/mq/internal/metaqueue/placeholders"
@@ -19,34 +18,21 @@ type stmts struct {
 	setState, finish, history, requeue, unclaim, rerun                                 *sql.Stmt
 	insPlaceholder, touchPlaceholder, jobRow, jobPrereqs                               *sql.Stmt
 	jobEnd, keepAttempt, keepCommand, setCommand, insFile                              *sql.Stmt
-	all                                                                                []*sql.Stmt
-	dispatchBy                                                                         map[int]*sql.Stmt // by 3n + kind
+	set                                                                                sqlfile.Stmts // the above, and the claims by 3n + kind
 }
 
 // dispatchN returns the statement that marks n jobs Executing for one
 // placeholder, none, all or some of them prefetched (kind: claimNone,
 // claimAll, claimSome; prepared on first use for each).
 func (st *stmts) dispatchN(ctx context.Context, c *sql.Conn, n, kind int) (*sql.Stmt, error) {
-	key, text := 3*n+kind, claimSQL
+	text := claimSQL
 	switch kind {
 	case claimAll:
 		text = claimAheadSQL
 	case claimSome:
 		text = claimMixedSQL
 	}
-	if s := st.dispatchBy[key]; s != nil {
-		return s, nil
-	}
-	s, err := c.PrepareContext(ctx, text(n))
-	if err != nil {
-		return nil, err
-	}
-	if st.dispatchBy == nil {
-		st.dispatchBy = map[int]*sql.Stmt{}
-	}
-	st.dispatchBy[key] = s
-	st.all = append(st.all, s)
-	return s, nil
+	return st.set.Keyed(ctx, c, 3*n+kind, text, n)
 }
 
 func (st *stmts) prepare(ctx context.Context, c *sql.Conn) error {
@@ -79,20 +65,14 @@ func (st *stmts) prepare(ctx context.Context, c *sql.Conn) error {
 		{&st.keepCommand, "KeepCommand", attemptsSQL.Get("KeepCommand")},
 		{&st.setCommand, "SetCommand", jobsSQL.Get("SetCommand")},
 	} {
-		s, err := c.PrepareContext(ctx, p.sql)
+		s, err := st.set.Prepare(ctx, c, p.name, p.sql)
 		if err != nil {
 			st.close()
-			return fmt.Errorf("prepare %s: %w", p.name, err)
+			return err
 		}
 		*p.s = s
-		st.all = append(st.all, s)
 	}
 	return nil
 }
 
-func (st *stmts) close() {
-	for _, s := range st.all {
-		s.Close()
-	}
-	st.all, st.dispatchBy = nil, nil
-}
+func (st *stmts) close() { st.set.Close() }

@@ -7,7 +7,9 @@ import (
 
 	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/metaqueue/bundles"
+	"github.com/mq-hpc/mq/internal/metaqueue/specs"
 	"github.com/mq-hpc/mq/internal/metaqueue/tokens"
+	"github.com/mq-hpc/mq/internal/sqlfile"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -24,19 +26,13 @@ func (s *Store) Submit(ctx context.Context, specs []protocol.JobSpec) ([]int64, 
 // SubmitRequest is Submit with the request's options: Bundle makes the jobs
 // one bundle; Token makes a resent request return the first one's ids.
 func (s *Store) SubmitRequest(ctx context.Context, req protocol.Submit) ([]int64, error) {
-	specs := req.Jobs
-	if len(specs) == 0 {
+	jobs := req.Jobs
+	if len(jobs) == 0 {
 		return nil, protocol.Errorf(protocol.CodeBadRequest, "no jobs to submit")
 	}
-	edges := dag.NewEdgeSet()
-	for i := range specs {
-		if err := protocol.ValidateSpec(&specs[i]); err != nil {
-			if len(specs) == 1 {
-				return nil, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
-			}
-			return nil, protocol.Errorf(protocol.CodeBadRequest, "job %d: %v", i+1, err)
-		}
-		edges.Add(specs[i].Target, specs[i].Prereqs, specs[i].AfterAny)
+	edges, err := specs.Check(jobs)
+	if err != nil {
+		return nil, err
 	}
 	if err := tokens.Check(req.Token); err != nil {
 		return nil, err
@@ -45,7 +41,7 @@ func (s *Store) SubmitRequest(ctx context.Context, req protocol.Submit) ([]int64
 		return nil, err
 	}
 	var ids []int64
-	err := s.doDurable(ctx, func() error {
+	err = s.doDurable(ctx, func() error {
 		if done, err := s.tokenIDs(req.Token); err != nil || done != nil {
 			ids = done
 			return err
@@ -55,15 +51,15 @@ func (s *Store) SubmitRequest(ctx context.Context, req protocol.Submit) ([]int64
 		}
 		ins := s.newInserter()
 		first := s.nextID
-		for i := range specs {
-			if err := ins.add(&specs[i]); err != nil {
+		for i := range jobs {
+			if err := ins.add(&jobs[i]); err != nil {
 				return err
 			}
 		}
 		if err := ins.flush(); err != nil {
 			return err
 		}
-		ids = make([]int64, len(specs))
+		ids = make([]int64, len(jobs))
 		for i := range ids {
 			ids[i] = first + int64(i)
 		}
@@ -85,12 +81,8 @@ type inserter struct {
 	rows     []row
 	now      int64
 	args     []any
-	prereqs  []any // (job id, target id, kind) triples not yet inserted
-	// New targets not yet inserted: ids from targetFirst on, their names
-	// as a JSON array (targetNames, unterminated) of targetCount.
-	targetFirst dag.TargetID
-	targetNames []byte
-	targetCount int
+	prereqs  sqlfile.Batch // (job id, target id, kind) rows not yet inserted
+	targets  sqlfile.Names // new targets not yet inserted
 	// recent caches the last two names looked up: a job's target is often
 	// the one before's, and a pipeline stage's prerequisite the previous
 	// job's target, so most look-ups skip hashing into a large map.
@@ -112,7 +104,8 @@ type row struct {
 }
 
 func (s *Store) newInserter() *inserter {
-	return &inserter{s: s, bufStart: s.nextID, now: micros(s.now()), args: make([]any, 0, 8*bulkRows)}
+	return &inserter{s: s, bufStart: s.nextID, now: micros(s.now()), args: make([]any, 0, 8*bulkRows),
+		prereqs: sqlfile.Batch{Width: 3, Rows: bulkRows}}
 }
 
 func (in *inserter) add(js *protocol.JobSpec) error {
@@ -161,8 +154,7 @@ func (in *inserter) add(js *protocol.JobSpec) error {
 	for kind, list := range [][]dag.TargetID{prereqs, afterAny} {
 		for _, p := range list {
 			// int64s: database/sql converts other integers by reflection.
-			in.prereqs = append(in.prereqs, id, int64(p), int64(prereqAfterOK+kind))
-			if len(in.prereqs) == 3*bulkRows {
+			if in.prereqs.Add(id, int64(p), int64(prereqAfterOK+kind)) {
 				if err := in.flushPrereqs(); err != nil {
 					return err
 				}
@@ -227,20 +219,13 @@ func (in *inserter) target(name string) (dag.TargetID, error) {
 
 // newTarget buffers a new target's row.
 func (in *inserter) newTarget(t dag.TargetID, name string) error {
-	if in.targetCount > 0 && t != in.targetFirst+dag.TargetID(in.targetCount) {
-		if err := in.flushTargets(); err != nil { // not consecutive (never, today)
+	if !in.targets.Add(int64(t), name) { // not consecutive (never, today)
+		if err := in.flushTargets(); err != nil {
 			return err
 		}
+		in.targets.Add(int64(t), name)
 	}
-	if in.targetCount == 0 {
-		in.targetFirst = t
-		in.targetNames = append(in.targetNames[:0], '[')
-	} else {
-		in.targetNames = append(in.targetNames, ',')
-	}
-	in.targetNames = appendJSONString(in.targetNames, name)
-	in.targetCount++
-	if in.targetCount == targetRows {
+	if in.targets.Len() == targetRows {
 		return in.flushTargets()
 	}
 	return nil
@@ -250,50 +235,18 @@ func (in *inserter) newTarget(t dag.TargetID, name string) error {
 const targetRows = 4096
 
 func (in *inserter) flushTargets() error {
-	if in.targetCount == 0 {
+	if in.targets.Len() == 0 {
 		return nil
 	}
-	in.targetNames = append(in.targetNames, ']')
-	_, err := in.s.stmts.insTargets.Exec(int64(in.targetFirst), string(in.targetNames)) // text: a blob would be JSONB
-	in.targetCount = 0
-	if err != nil {
+	if _, err := in.s.stmts.insTargets.Exec(in.targets.Take()); err != nil {
 		return fatalError{err}
 	}
 	return nil
 }
 
-// appendJSONString appends s as a JSON string. Target names are printable
-// and have no spaces; quotes and backslashes are escaped, and control
-// characters too should one ever get here.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"' || c == '\\':
-			b = append(b, '\\', c)
-		case c < 0x20:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		default:
-			b = append(b, c)
-		}
-	}
-	return append(b, '"')
-}
-
-// flushPrereqs inserts the buffered prerequisite rows: a full buffer in
-// one statement, a final partial one row by row.
+// flushPrereqs inserts the buffered prerequisite rows.
 func (in *inserter) flushPrereqs() error {
-	var err error
-	if len(in.prereqs) == 3*bulkRows {
-		_, err = in.s.stmts.insPrereqs.Exec(in.prereqs...)
-	} else {
-		for i := 0; i < len(in.prereqs) && err == nil; i += 3 {
-			_, err = in.s.stmts.insPrereq.Exec(in.prereqs[i : i+3]...)
-		}
-	}
-	in.prereqs = in.prereqs[:0]
-	if err != nil {
+	if err := in.prereqs.Flush(in.s.stmts.insPrereqs, in.s.stmts.insPrereq); err != nil {
 		return fatalError{err}
 	}
 	return nil

@@ -86,8 +86,8 @@ func (s *Store) report(ph int64, reports []protocol.Report) error {
 		if protocol.CheckUsage(r.Usage) != nil {
 			r.Usage = protocol.Usage{} // the server checks; a figure no process has is not kept
 		}
-		out := outcomeOf(r)
-		if out == failed && len(r.Missing) > 0 {
+		out := runs.OutcomeOf(r)
+		if out == runs.Failed && len(r.Missing) > 0 {
 			// Inputs deleted or damaged at the placeholder's place behind
 			// the CLS's back: staged again, the job waits for them.
 			stale, err := s.dropStale(r.ID, ph, r.Missing)
@@ -95,7 +95,7 @@ func (s *Store) report(ph int64, reports []protocol.Report) error {
 				return err
 			}
 			if stale {
-				out = returned
+				out = runs.Returned
 			}
 		}
 		if err := s.attemptEnded(r.ID, j, ru, out, r); err != nil {
@@ -131,60 +131,15 @@ func (s *Store) dropStale(id, ph int64, missing []string) (bool, error) {
 	return stale, nil
 }
 
-// outcome classifies how an attempt ended.
-type outcome int
-
-const (
-	succeeded   outcome = iota
-	failed              // non-zero exit or could not start: the job's fault
-	overCeiling         // killed for running past its queue's ceiling: the job's fault
-	lost                // lease expired: the placeholder vanished, not the job's fault
-	returned            // handed back unstarted by a placeholder that fetched it ahead
-)
-
-func outcomeOf(r protocol.Report) outcome {
-	switch {
-	case r.Reason == protocol.ReasonCeiling:
-		return overCeiling
-	case r.Reason == protocol.ReasonInterrupted:
-		return lost
-	case r.Reason == protocol.ReasonReturned:
-		return returned
-	case r.Exit == 0 && r.Reason == "":
-		return succeeded
-	}
-	return failed
-}
-
-// nextState is the one place that decides what follows an attempt: Done,
-// Failed, or Queued again (requeue) while attempts remain.
-func nextState(q *queue, used int, out outcome) job.State {
-	switch out {
-	case succeeded:
-		return job.Done
-	case returned:
-		return job.Queued
-	case lost:
-		if used < q.MaxAttempts {
-			return job.Queued
-		}
-	case failed:
-		if q.RetryFailed && used < q.MaxAttempts {
-			return job.Queued
-		}
-	}
-	return job.Failed
-}
-
 // attemptEnded is the end of attempt ru of job id (j as the graph has
 // it), which ended as out (r says how): each module that keeps something
 // of the attempt is called once, in the order above, with the facts the
 // ones before it returned, and then the job's next state is written.
-func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out outcome, r protocol.Report) error {
+func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out runs.Outcome, r protocol.Report) error {
 	// copies: the first attempt to succeed wins (unless another's agent
 	// claimed first) and the others are killed; one that ends while
 	// another runs on ends alone.
-	moves, err := s.copiesEvent(id, j, true, ru, copies.Change{Event: copies.Ended, Succeeded: out == succeeded, Returned: out == returned, Report: r})
+	moves, err := s.copiesEvent(id, j, true, ru, copies.Change{Event: copies.Ended, Succeeded: out == runs.Succeeded, Returned: out == runs.Returned, Report: r})
 	if err != nil || !moves {
 		return err
 	}
@@ -196,7 +151,7 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out outcome, r proto
 	// ledger: charged for what it ran, its reservation released.
 	if err := ledgerErr(s.ledger.Ended(context.Background(), s.w, ledgerCore{s}, ledger.End{
 		Ref: protocol.JobRef{ID: id, Attempt: ru.Attempt}, Queue: q.account(), Placeholder: ru.Placeholder,
-		Started: e.started, Finished: e.finished, OK: out == succeeded, Returned: out == returned})); err != nil {
+		Started: e.started, Finished: e.finished, OK: out == runs.Succeeded, Returned: out == runs.Returned})); err != nil {
 		return err
 	}
 	// packing: its grant given back (or to its bundle's heir), its usage
@@ -208,7 +163,7 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out outcome, r proto
 	if retry {
 		s.log.Info("job killed over its memory runs again with more", "job", id, "attempt", ru.Attempt, "reason", e.reason)
 	}
-	next := nextState(q, ru.Used, out)
+	next := runs.Next(out, ru.Used, q.MaxAttempts, q.RetryFailed)
 	if retry {
 		next = job.Queued
 	}
@@ -220,7 +175,7 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out outcome, r proto
 	switch {
 	case retry:
 		return s.retryForMemory(id, e)
-	case next == job.Queued && out == returned:
+	case next == job.Queued && out == runs.Returned:
 		return s.unclaim(id, e)
 	case next == job.Queued:
 		return s.requeue(id, e)
@@ -242,7 +197,7 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out outcome, r proto
 // endOf is how attempt ru of q, which ended as out, is recorded: r's
 // exit, times, reason, outputs and usage, with what the core knows in
 // place of what the report lacks.
-func (s *Store) endOf(q *queue, ru *run, out outcome, r protocol.Report) attemptEnd {
+func (s *Store) endOf(q *queue, ru *run, out runs.Outcome, r protocol.Report) attemptEnd {
 	e := attemptEnd{attempt: ru.Attempt, placeholder: ru.Placeholder, started: r.Started, finished: r.Finished,
 		exit: r.Exit, reason: r.Reason, usage: r.Usage, outputs: r.Outputs}
 	if e.started.IsZero() {
@@ -252,9 +207,9 @@ func (s *Store) endOf(q *queue, ru *run, out outcome, r protocol.Report) attempt
 		e.finished = s.now()
 	}
 	switch out {
-	case overCeiling:
+	case runs.OverCeiling:
 		e.reason = fmt.Sprintf("killed after running past the queue's ceiling of %gs", q.Ceiling)
-	case lost:
+	case runs.Lost:
 		if e.reason == protocol.ReasonInterrupted {
 			e.reason = "interrupted: its placeholder was stopped"
 		}
@@ -264,13 +219,13 @@ func (s *Store) endOf(q *queue, ru *run, out outcome, r protocol.Report) attempt
 }
 
 // packEnd is how attempt ru of job id (j, of q) ended, as packing needs it.
-func (s *Store) packEnd(id int64, j dag.Node, q *queue, ru *run, out outcome, e attemptEnd) packing.End {
+func (s *Store) packEnd(id int64, j dag.Node, q *queue, ru *run, out runs.Outcome, e attemptEnd) packing.End {
 	var elapsed time.Duration // 0: the attempt did not run
 	if !e.started.IsZero() {
 		elapsed = e.finished.Sub(e.started)
 	}
 	return packing.End{Run: packing.Run{Job: id, Attempt: ru.Attempt}, Category: resource.Category{Queue: q.Name, Target: s.g.Name(j.Target)},
-		Succeeded: out == succeeded, Failed: out == failed, Reason: e.reason, Usage: e.usage, Elapsed: elapsed, Heir: s.bundleHeir(id, ru)}
+		Succeeded: out == runs.Succeeded, Failed: out == runs.Failed, Reason: e.reason, Usage: e.usage, Elapsed: elapsed, Heir: s.bundleHeir(id, ru)}
 }
 
 // bundleHeir is the attempt that takes the grant of job id's attempt ru

@@ -229,21 +229,18 @@ func (s *Store) packEnd(id int64, j dag.Node, q *queue, ru *run, out runs.Outcom
 }
 
 // bundleHeir is the attempt that takes the grant of job id's attempt ru
-// when it holds its bundle's: a member of the bundle still running on the
-// same placeholder (a bundle runs its jobs in turn in its first job's
-// grant, which goes back to the pool only with the last of them); nil
-// when none.
+// when it holds its bundle's (bundles.Heir); nil when none.
 func (s *Store) bundleHeir(id int64, ru *run) *packing.Run {
-	bid, ok := s.bundles.Of(id)
+	m, a, ok := s.bundles.Heir(id, ru.Placeholder, func(m int64) (int, int64, bool) {
+		if o := s.running[m]; o != nil {
+			return o.Attempt, o.Placeholder, true
+		}
+		return 0, 0, false
+	})
 	if !ok {
 		return nil
 	}
-	for _, m := range s.bundles.Members(bid) {
-		if o := s.running[m]; m != id && o != nil && o.Placeholder == ru.Placeholder {
-			return &packing.Run{Job: m, Attempt: o.Attempt}
-		}
-	}
-	return nil
+	return &packing.Run{Job: m, Attempt: a}
 }
 
 // runGone forgets job id's attempt, which no longer executes: the copy
@@ -283,11 +280,7 @@ func (s *Store) lateReport(ph int64, r protocol.Report) error {
 	if err := s.repl.Late(context.Background(), s.w, ph, r); err != nil {
 		return fatalError{err}
 	}
-	// Charged up to when its placeholder says it ended, its
-	// reservation released.
-	err := s.ledger.ExtendCharge(context.Background(), s.w, ref, r.Finished, s.now(), s.opt.Lease)
-	s.ledger.Died(ref)
-	if err != nil {
+	if err := s.ledger.LateEnd(context.Background(), s.w, ref, r.Finished, s.now(), s.opt.Lease); err != nil {
 		return fatalError{err}
 	}
 	return nil
@@ -349,13 +342,7 @@ func (s *Store) copySpent(id int64, q *queue, ru *run, e copies.Spent) error {
 			return err
 		}
 	}
-	ref := protocol.JobRef{ID: id, Attempt: ru.Attempt}
-	if e.Kept {
-		now := s.now()
-		s.ledger.Dying(ref, ru.Placeholder, ru.Started, now, now.Add(s.opt.Lease))
-	} else {
-		s.ledger.Stop(ref)
-	}
+	s.ledger.Spent(protocol.JobRef{ID: id, Attempt: ru.Attempt}, ru.Placeholder, ru.Started, s.now(), s.opt.Lease, e.Kept)
 	s.packStop(id, ru)
 	return nil
 }
@@ -410,20 +397,14 @@ func (s *Store) jobDone(id int64, q int32, target string, ph int64, started, fin
 	}
 	p := catalog.Place(made.Place)
 	for _, o := range made.Outputs {
-		if err := s.cat.Produced(o.Path, p, o.CatalogSize(), o.SHA, id, finished); err != nil {
+		// A plan keeps the file at its site (AEH-ETAA): catalog.Made.
+		u, err := s.cat.Made(o.Path, p, o.CatalogSize(), o.SHA, id, finished, s.plans.FileSite)
+		if err != nil {
 			return fatalError{err}
 		}
-		if o.SHA == "" {
-			continue
-		}
-		// A plan that put the file elsewhere (AEH-ETAA), or a producer
-		// that ran elsewhere than planned, still has it where the plan's
-		// consumers run (catalog.KeepAt).
-		if site, ok := s.plans.FileSite(o.Path); ok && site != p.Site {
-			if u := s.cat.KeepAt(o.Path, site, id); u != nil {
-				if err := s.failUnstageable(u.Jobs, u.Reason); err != nil {
-					return err
-				}
+		if u != nil {
+			if err := s.failUnstageable(u.Jobs, u.Reason); err != nil {
+				return err
 			}
 		}
 	}

@@ -60,7 +60,8 @@ func (s *Store) ReportBatch(ctx context.Context, b protocol.ReportBatch) error {
 
 func (s *Store) report(ph int64, reports []protocol.Report) error {
 	for _, r := range reports {
-		ru := s.runOf(r.ID, r.Attempt, ph)
+		r = r.Kept() // the server checks; a figure no process has is not kept
+		ru, out := s.runOf(r.ID, r.Attempt, ph), runs.OutcomeOf(r)
 		if ru == nil {
 			// Late, duplicate, or not this placeholder's: changes nothing,
 			// but a killed copy's CPU figures are kept.
@@ -83,10 +84,6 @@ func (s *Store) report(ph int64, reports []protocol.Report) error {
 				return err
 			}
 		}
-		if protocol.CheckUsage(r.Usage) != nil {
-			r.Usage = protocol.Usage{} // the server checks; a figure no process has is not kept
-		}
-		out := runs.OutcomeOf(r)
 		if out == runs.Failed && len(r.Missing) > 0 {
 			// Inputs deleted or damaged at the placeholder's place behind
 			// the CLS's back: staged again, the job waits for them.

@@ -193,23 +193,13 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out runs.Outcome, r 
 
 // endOf is how attempt ru of q, which ended as out, is recorded: r's
 // exit, times, reason, outputs and usage, with what the core knows in
-// place of what the report lacks.
+// place of what the report lacks (runs.Run.Span, runs.Outcome.Said).
 func (s *Store) endOf(q *queue, ru *run, out runs.Outcome, r protocol.Report) attemptEnd {
-	e := attemptEnd{attempt: ru.Attempt, placeholder: ru.Placeholder, started: r.Started, finished: r.Finished,
-		exit: r.Exit, reason: r.Reason, usage: r.Usage, outputs: r.Outputs}
-	if e.started.IsZero() {
-		e.started = ru.Started
-	}
-	if e.finished.IsZero() {
-		e.finished = s.now()
-	}
-	switch out {
-	case runs.OverCeiling:
-		e.reason = fmt.Sprintf("killed after running past the queue's ceiling of %gs", q.Ceiling)
-	case runs.Lost:
-		if e.reason == protocol.ReasonInterrupted {
-			e.reason = "interrupted: its placeholder was stopped"
-		}
+	e := attemptEnd{attempt: ru.Attempt, placeholder: ru.Placeholder, usage: r.Usage, outputs: r.Outputs}
+	e.started, e.finished = ru.Span(r, s.now())
+	reason, exit := out.Said(r.Reason, q.Ceiling)
+	e.reason, e.exit = reason, r.Exit
+	if !exit {
 		e.exit = nil
 	}
 	return e

@@ -7,6 +7,7 @@
 package runs
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/mq-hpc/mq/job"
@@ -142,4 +143,34 @@ func Next(out Outcome, used, maxAttempts int, retryFailed bool) job.State {
 		}
 	}
 	return job.Failed
+}
+
+// Said is what is kept of how an attempt that ended as o says it did: its
+// reason, in words where o has its own (past a ceiling of ceiling
+// seconds, interrupted), and whether its exit status is kept (not for a
+// lost attempt).
+func (o Outcome) Said(reason string, ceiling float64) (string, bool) {
+	switch o {
+	case OverCeiling:
+		return fmt.Sprintf("killed after running past the queue's ceiling of %gs", ceiling), true
+	case Lost:
+		if reason == protocol.ReasonInterrupted {
+			reason = "interrupted: its placeholder was stopped"
+		}
+		return reason, false
+	}
+	return reason, true
+}
+
+// Span is when attempt ru ran as report r says, with its start and now
+// in place of what r lacks.
+func (ru *Run) Span(r protocol.Report, now time.Time) (started, finished time.Time) {
+	started, finished = r.Started, r.Finished
+	if started.IsZero() {
+		started = ru.Started
+	}
+	if finished.IsZero() {
+		finished = now
+	}
+	return started, finished
 }

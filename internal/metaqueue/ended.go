@@ -3,7 +3,6 @@ package metaqueue
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
@@ -177,10 +176,7 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out runs.Outcome, r 
 	case next == job.Queued:
 		return s.requeue(id, e)
 	case next == job.Failed && e.reason == "":
-		e.reason = fmt.Sprintf("exit status %d", r.Exit)
-		if ru.Used > 1 {
-			e.reason += fmt.Sprintf(" (after %d attempts)", ru.Used)
-		}
+		e.reason = runs.ExitReason(r.Exit, ru.Used)
 	case next == job.Done:
 		// A Done job's outputs enter the catalog before its dependents
 		// are released.
@@ -218,16 +214,10 @@ func (s *Store) packEnd(id int64, j dag.Node, q *queue, ru *run, out runs.Outcom
 // bundleHeir is the attempt that takes the grant of job id's attempt ru
 // when it holds its bundle's (bundles.Heir); nil when none.
 func (s *Store) bundleHeir(id int64, ru *run) *packing.Run {
-	m, a, ok := s.bundles.Heir(id, ru.Placeholder, func(m int64) (int, int64, bool) {
-		if o := s.running[m]; o != nil {
-			return o.Attempt, o.Placeholder, true
-		}
-		return 0, 0, false
-	})
-	if !ok {
-		return nil
+	if m, o := s.bundles.Heir(id, ru.Placeholder, s.running); o != nil {
+		return &packing.Run{Job: m, Attempt: o.Attempt}
 	}
-	return &packing.Run{Job: m, Attempt: a}
+	return nil
 }
 
 // runGone forgets job id's attempt, which no longer executes: the copy

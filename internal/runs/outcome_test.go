@@ -96,3 +96,18 @@ func TestSpan(t *testing.T) {
 		}
 	}
 }
+
+func TestExitReason(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		exit, used int
+		want       string
+	}{
+		{1, 1, "exit status 1"},
+		{2, 3, "exit status 2 (after 3 attempts)"},
+	} {
+		if got := ExitReason(tt.exit, tt.used); got != tt.want {
+			t.Errorf("ExitReason(%d, %d) = %q, want %q", tt.exit, tt.used, got, tt.want)
+		}
+	}
+}

@@ -174,3 +174,12 @@ func (ru *Run) Span(r protocol.Report, now time.Time) (started, finished time.Ti
 	}
 	return started, finished
 }
+
+// ExitReason is why an attempt that exited with status exit, the used-th
+// since the last rerun, failed its job when it gave no reason.
+func ExitReason(exit, used int) string {
+	if used > 1 {
+		return fmt.Sprintf("exit status %d (after %d attempts)", exit, used)
+	}
+	return fmt.Sprintf("exit status %d", exit)
+}

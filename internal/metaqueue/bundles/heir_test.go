@@ -1,6 +1,10 @@
 package bundles
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/mq-hpc/mq/internal/runs"
+)
 
 func TestHeir(t *testing.T) {
 	type at struct {
@@ -27,10 +31,15 @@ func TestHeir(t *testing.T) {
 			for _, id := range b.members[10] {
 				b.of[id] = 10
 			}
-			job, attempt, ok := b.Heir(tc.id, tc.ph, func(m int64) (int, int64, bool) {
-				r, ok := tc.running[m]
-				return r.attempt, r.ph, ok
-			})
+			running := runs.Rows{}
+			for m, r := range tc.running {
+				running[m] = &runs.Run{Attempt: r.attempt, Placeholder: r.ph}
+			}
+			job, o := b.Heir(tc.id, tc.ph, running)
+			attempt, ok := 0, o != nil
+			if ok {
+				attempt = o.Attempt
+			}
 			if job != tc.job || attempt != tc.attempt || ok != tc.ok {
 				t.Errorf("Heir(%d, %d) = %d, %d, %v; want %d, %d, %v", tc.id, tc.ph, job, attempt, ok, tc.job, tc.attempt, tc.ok)
 			}

@@ -143,7 +143,7 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out runs.Outcome, r 
 		return err
 	}
 	q := s.queueIDs[j.Queue]
-	e := s.endOf(q, ru, out, r)
+	e, next := s.endOf(q, ru, out, r), runs.Next(out, ru.Used, q.MaxAttempts, q.RetryFailed)
 	// ledger: charged for what it ran, its reservation released.
 	if err := ledgerErr(s.ledger.Ended(context.Background(), s.w, ledgerCore{s}, ledger.End{
 		Ref: protocol.JobRef{ID: id, Attempt: ru.Attempt}, Queue: q.account(), Placeholder: ru.Placeholder,
@@ -158,9 +158,6 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out runs.Outcome, r 
 	}
 	if retry {
 		s.log.Info("job killed over its memory runs again with more", "job", id, "attempt", ru.Attempt, "reason", e.reason)
-	}
-	next := runs.Next(out, ru.Used, q.MaxAttempts, q.RetryFailed)
-	if retry {
 		next = job.Queued
 	}
 	if o := s.opt.Observer; o != nil {

@@ -60,7 +60,7 @@ func (s *Store) ReportBatch(ctx context.Context, b protocol.ReportBatch) error {
 func (s *Store) report(ph int64, reports []protocol.Report) error {
 	for _, r := range reports {
 		r = r.Kept() // the server checks; a figure no process has is not kept
-		ru, out := s.runOf(r.ID, r.Attempt, ph), runs.OutcomeOf(r)
+		ru, out := runs.Find(s.running[r.ID], s.copyRuns[r.ID], r.Attempt, ph), runs.OutcomeOf(r)
 		if ru == nil {
 			// Late, duplicate, or not this placeholder's: changes nothing,
 			// but a killed copy's CPU figures are kept.

@@ -316,8 +316,8 @@ func (s *Store) copySpent(id int64, q *queue, ru *run, e copies.Spent) error {
 			return err
 		}
 	}
-	s.ledger.Spent(protocol.JobRef{ID: id, Attempt: ru.Attempt}, ru.Placeholder, ru.Started, s.now(), s.opt.Lease, e.Kept)
 	s.packStop(id, ru)
+	s.ledger.Spent(protocol.JobRef{ID: id, Attempt: ru.Attempt}, ru.Placeholder, ru.Started, s.now(), s.opt.Lease, e.Kept)
 	return nil
 }
 

@@ -787,6 +787,17 @@ func CheckUsage(u Usage) error {
 	return nil
 }
 
+// Kept is what a metaqueue keeps of report r's figures, checked once
+// before any is used: usage no process can have (CheckUsage) is dropped.
+// Its streamed extents are checked where they are saved, one by one.
+// CleanReport, where a server reads a report, does this and more.
+func (r Report) Kept() Report {
+	if CheckUsage(r.Usage) != nil {
+		r.Usage = Usage{}
+	}
+	return r
+}
+
 // OutputChunk copies part of a job's stdout or stderr from a remote
 // placeholder to the CLS, so users read it from the CLS host wherever the
 // job ran. Only the placeholder holding the attempt may stage it, before it

@@ -10,6 +10,7 @@ import (
 	"github.com/mq-hpc/mq/internal/metaqueue/bundles"
 	"github.com/mq-hpc/mq/internal/metaqueue/dc"
 	"github.com/mq-hpc/mq/internal/metaqueue/sharedenv"
+	"github.com/mq-hpc/mq/internal/runs"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -391,7 +392,7 @@ func (s *Store) PlaceholderGone(ctx context.Context, id int64) error {
 			}
 			s.log.Warn("placeholder ended while running a job; requeueing", "job", jid, "placeholder", id)
 			reason := fmt.Sprintf("lost: placeholder %d ended while running it", id)
-			if err := s.attemptEnded(jid, j, ru, lost, protocol.Report{Finished: now, Reason: reason}); err != nil {
+			if err := s.attemptEnded(jid, j, ru, runs.Lost, protocol.Report{Finished: now, Reason: reason}); err != nil {
 				return err
 			}
 		}
@@ -402,7 +403,7 @@ func (s *Store) PlaceholderGone(ctx context.Context, id int64) error {
 				}
 				if j, ok := s.g.Node(jid); ok {
 					reason := fmt.Sprintf("lost: placeholder %d ended while running it", id)
-					if err := s.attemptEnded(jid, j, c, lost, protocol.Report{Finished: now, Reason: reason}); err != nil {
+					if err := s.attemptEnded(jid, j, c, runs.Lost, protocol.Report{Finished: now, Reason: reason}); err != nil {
 						return err
 					}
 				}

@@ -3,7 +3,6 @@ package metaqueue
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
@@ -60,7 +59,8 @@ func (s *Store) ReportBatch(ctx context.Context, b protocol.ReportBatch) error {
 
 func (s *Store) report(ph int64, reports []protocol.Report) error {
 	for _, r := range reports {
-		ru := s.runOf(r.ID, r.Attempt, ph)
+		r = r.Kept() // the server checks; a figure no process has is not kept
+		ru, out := runs.Find(s.running[r.ID], s.copyRuns[r.ID], r.Attempt, ph), runs.OutcomeOf(r)
 		if ru == nil {
 			// Late, duplicate, or not this placeholder's: changes nothing,
 			// but a killed copy's CPU figures are kept.
@@ -83,11 +83,7 @@ func (s *Store) report(ph int64, reports []protocol.Report) error {
 				return err
 			}
 		}
-		if protocol.CheckUsage(r.Usage) != nil {
-			r.Usage = protocol.Usage{} // the server checks; a figure no process has is not kept
-		}
-		out := outcomeOf(r)
-		if out == failed && len(r.Missing) > 0 {
+		if out == runs.Failed && len(r.Missing) > 0 {
 			// Inputs deleted or damaged at the placeholder's place behind
 			// the CLS's back: staged again, the job waits for them.
 			stale, err := s.dropStale(r.ID, ph, r.Missing)
@@ -95,7 +91,7 @@ func (s *Store) report(ph int64, reports []protocol.Report) error {
 				return err
 			}
 			if stale {
-				out = returned
+				out = runs.Returned
 			}
 		}
 		if err := s.attemptEnded(r.ID, j, ru, out, r); err != nil {
@@ -131,60 +127,15 @@ func (s *Store) dropStale(id, ph int64, missing []string) (bool, error) {
 	return stale, nil
 }
 
-// outcome classifies how an attempt ended.
-type outcome int
-
-const (
-	succeeded   outcome = iota
-	failed              // non-zero exit or could not start: the job's fault
-	overCeiling         // killed for running past its queue's ceiling: the job's fault
-	lost                // lease expired: the placeholder vanished, not the job's fault
-	returned            // handed back unstarted by a placeholder that fetched it ahead
-)
-
-func outcomeOf(r protocol.Report) outcome {
-	switch {
-	case r.Reason == protocol.ReasonCeiling:
-		return overCeiling
-	case r.Reason == protocol.ReasonInterrupted:
-		return lost
-	case r.Reason == protocol.ReasonReturned:
-		return returned
-	case r.Exit == 0 && r.Reason == "":
-		return succeeded
-	}
-	return failed
-}
-
-// nextState is the one place that decides what follows an attempt: Done,
-// Failed, or Queued again (requeue) while attempts remain.
-func nextState(q *queue, used int, out outcome) job.State {
-	switch out {
-	case succeeded:
-		return job.Done
-	case returned:
-		return job.Queued
-	case lost:
-		if used < q.MaxAttempts {
-			return job.Queued
-		}
-	case failed:
-		if q.RetryFailed && used < q.MaxAttempts {
-			return job.Queued
-		}
-	}
-	return job.Failed
-}
-
 // attemptEnded is the end of attempt ru of job id (j as the graph has
 // it), which ended as out (r says how): each module that keeps something
 // of the attempt is called once, in the order above, with the facts the
 // ones before it returned, and then the job's next state is written.
-func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out outcome, r protocol.Report) error {
+func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out runs.Outcome, r protocol.Report) error {
 	// copies: the first attempt to succeed wins (unless another's agent
 	// claimed first) and the others are killed; one that ends while
 	// another runs on ends alone.
-	moves, err := s.copiesEvent(id, j, true, ru, copies.Change{Event: copies.Ended, Succeeded: out == succeeded, Returned: out == returned, Report: r})
+	moves, err := s.copiesEvent(id, j, true, ru, copies.Change{Event: copies.Ended, Succeeded: out == runs.Succeeded, Returned: out == runs.Returned, Report: r})
 	if err != nil || !moves {
 		return err
 	}
@@ -192,11 +143,11 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out outcome, r proto
 		return err
 	}
 	q := s.queueIDs[j.Queue]
-	e := s.endOf(q, ru, out, r)
+	e, next := s.endOf(q, ru, out, r), runs.Next(out, ru.Used, q.MaxAttempts, q.RetryFailed)
 	// ledger: charged for what it ran, its reservation released.
 	if err := ledgerErr(s.ledger.Ended(context.Background(), s.w, ledgerCore{s}, ledger.End{
 		Ref: protocol.JobRef{ID: id, Attempt: ru.Attempt}, Queue: q.account(), Placeholder: ru.Placeholder,
-		Started: e.started, Finished: e.finished, OK: out == succeeded, Returned: out == returned})); err != nil {
+		Started: e.started, Finished: e.finished, OK: out == runs.Succeeded, Returned: out == runs.Returned})); err != nil {
 		return err
 	}
 	// packing: its grant given back (or to its bundle's heir), its usage
@@ -207,9 +158,6 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out outcome, r proto
 	}
 	if retry {
 		s.log.Info("job killed over its memory runs again with more", "job", id, "attempt", ru.Attempt, "reason", e.reason)
-	}
-	next := nextState(q, ru.Used, out)
-	if retry {
 		next = job.Queued
 	}
 	if o := s.opt.Observer; o != nil {
@@ -220,15 +168,12 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out outcome, r proto
 	switch {
 	case retry:
 		return s.retryForMemory(id, e)
-	case next == job.Queued && out == returned:
+	case next == job.Queued && out == runs.Returned:
 		return s.unclaim(id, e)
 	case next == job.Queued:
 		return s.requeue(id, e)
 	case next == job.Failed && e.reason == "":
-		e.reason = fmt.Sprintf("exit status %d", r.Exit)
-		if ru.Used > 1 {
-			e.reason += fmt.Sprintf(" (after %d attempts)", ru.Used)
-		}
+		e.reason = runs.ExitReason(r.Exit, ru.Used)
 	case next == job.Done:
 		// A Done job's outputs enter the catalog before its dependents
 		// are released.
@@ -241,52 +186,33 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out outcome, r proto
 
 // endOf is how attempt ru of q, which ended as out, is recorded: r's
 // exit, times, reason, outputs and usage, with what the core knows in
-// place of what the report lacks.
-func (s *Store) endOf(q *queue, ru *run, out outcome, r protocol.Report) attemptEnd {
-	e := attemptEnd{attempt: ru.Attempt, placeholder: ru.Placeholder, started: r.Started, finished: r.Finished,
-		exit: r.Exit, reason: r.Reason, usage: r.Usage, outputs: r.Outputs}
-	if e.started.IsZero() {
-		e.started = ru.Started
-	}
-	if e.finished.IsZero() {
-		e.finished = s.now()
-	}
-	switch out {
-	case overCeiling:
-		e.reason = fmt.Sprintf("killed after running past the queue's ceiling of %gs", q.Ceiling)
-	case lost:
-		if e.reason == protocol.ReasonInterrupted {
-			e.reason = "interrupted: its placeholder was stopped"
-		}
+// place of what the report lacks (runs.Run.Span, runs.Outcome.Said).
+func (s *Store) endOf(q *queue, ru *run, out runs.Outcome, r protocol.Report) attemptEnd {
+	e := attemptEnd{attempt: ru.Attempt, placeholder: ru.Placeholder, usage: r.Usage, outputs: r.Outputs}
+	e.started, e.finished = ru.Span(r, s.now())
+	reason, exit := out.Said(r.Reason, q.Ceiling)
+	e.reason, e.exit = reason, r.Exit
+	if !exit {
 		e.exit = nil
 	}
 	return e
 }
 
 // packEnd is how attempt ru of job id (j, of q) ended, as packing needs it.
-func (s *Store) packEnd(id int64, j dag.Node, q *queue, ru *run, out outcome, e attemptEnd) packing.End {
+func (s *Store) packEnd(id int64, j dag.Node, q *queue, ru *run, out runs.Outcome, e attemptEnd) packing.End {
 	var elapsed time.Duration // 0: the attempt did not run
 	if !e.started.IsZero() {
 		elapsed = e.finished.Sub(e.started)
 	}
 	return packing.End{Run: packing.Run{Job: id, Attempt: ru.Attempt}, Category: resource.Category{Queue: q.Name, Target: s.g.Name(j.Target)},
-		Succeeded: out == succeeded, Failed: out == failed, Reason: e.reason, Usage: e.usage, Elapsed: elapsed, Heir: s.bundleHeir(id, ru)}
+		Succeeded: out == runs.Succeeded, Failed: out == runs.Failed, Reason: e.reason, Usage: e.usage, Elapsed: elapsed, Heir: s.bundleHeir(id, ru)}
 }
 
 // bundleHeir is the attempt that takes the grant of job id's attempt ru
-// when it holds its bundle's: a member of the bundle still running on the
-// same placeholder (a bundle runs its jobs in turn in its first job's
-// grant, which goes back to the pool only with the last of them); nil
-// when none.
+// when it holds its bundle's (bundles.Heir); nil when none.
 func (s *Store) bundleHeir(id int64, ru *run) *packing.Run {
-	bid, ok := s.bundles.Of(id)
-	if !ok {
-		return nil
-	}
-	for _, m := range s.bundles.Members(bid) {
-		if o := s.running[m]; m != id && o != nil && o.Placeholder == ru.Placeholder {
-			return &packing.Run{Job: m, Attempt: o.Attempt}
-		}
+	if m, o := s.bundles.Heir(id, ru.Placeholder, s.running); o != nil {
+		return &packing.Run{Job: m, Attempt: o.Attempt}
 	}
 	return nil
 }
@@ -328,11 +254,7 @@ func (s *Store) lateReport(ph int64, r protocol.Report) error {
 	if err := s.repl.Late(context.Background(), s.w, ph, r); err != nil {
 		return fatalError{err}
 	}
-	// Charged up to when its placeholder says it ended, its
-	// reservation released.
-	err := s.ledger.ExtendCharge(context.Background(), s.w, ref, r.Finished, s.now(), s.opt.Lease)
-	s.ledger.Died(ref)
-	if err != nil {
+	if err := s.ledger.LateEnd(context.Background(), s.w, ref, r.Finished, s.now(), s.opt.Lease); err != nil {
 		return fatalError{err}
 	}
 	return nil
@@ -394,14 +316,8 @@ func (s *Store) copySpent(id int64, q *queue, ru *run, e copies.Spent) error {
 			return err
 		}
 	}
-	ref := protocol.JobRef{ID: id, Attempt: ru.Attempt}
-	if e.Kept {
-		now := s.now()
-		s.ledger.Dying(ref, ru.Placeholder, ru.Started, now, now.Add(s.opt.Lease))
-	} else {
-		s.ledger.Stop(ref)
-	}
 	s.packStop(id, ru)
+	s.ledger.Spent(protocol.JobRef{ID: id, Attempt: ru.Attempt}, ru.Placeholder, ru.Started, s.now(), s.opt.Lease, e.Kept)
 	return nil
 }
 
@@ -455,20 +371,14 @@ func (s *Store) jobDone(id int64, q int32, target string, ph int64, started, fin
 	}
 	p := catalog.Place(made.Place)
 	for _, o := range made.Outputs {
-		if err := s.cat.Produced(o.Path, p, o.CatalogSize(), o.SHA, id, finished); err != nil {
+		// A plan keeps the file at its site (AEH-ETAA): catalog.Made.
+		u, err := s.cat.Made(o.Path, p, o.CatalogSize(), o.SHA, id, finished, s.plans.FileSite)
+		if err != nil {
 			return fatalError{err}
 		}
-		if o.SHA == "" {
-			continue
-		}
-		// A plan that put the file elsewhere (AEH-ETAA), or a producer
-		// that ran elsewhere than planned, still has it where the plan's
-		// consumers run (catalog.KeepAt).
-		if site, ok := s.plans.FileSite(o.Path); ok && site != p.Site {
-			if u := s.cat.KeepAt(o.Path, site, id); u != nil {
-				if err := s.failUnstageable(u.Jobs, u.Reason); err != nil {
-					return err
-				}
+		if u != nil {
+			if err := s.failUnstageable(u.Jobs, u.Reason); err != nil {
+				return err
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package metaqueue
 import (
 	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/dispatch"
+	"github.com/mq-hpc/mq/internal/metaqueue/plans"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/job"
 )
@@ -13,16 +14,19 @@ import (
 // store answers each check for a placeholder asking now.
 
 // asking is the store's view of the world for the placeholder of p
-// picking from queue q (a dispatch.World): j is the ready job Current
-// last accepted, the one the checks are then asked about.
+// picking from queue q (a dispatch.World), or, planned, from the jobs
+// planned for its site (plans.Asking): j is the ready job Current last
+// accepted, the one the checks are then asked about, and a planned
+// pick's q is that job's queue.
 type asking struct {
-	s *Store
-	q *queue
-	p *parkedNext
-	j dag.Node
+	s       *Store
+	q       *queue
+	p       *parkedNext
+	j       dag.Node
+	planned bool
 }
 
-var _ dispatch.World = (*asking)(nil)
+var _ plans.Asking = (*asking)(nil)
 
 // asking returns the store's view of the world for the placeholder of p
 // picking from q: the store's one, reused (the core picks for one
@@ -34,23 +38,39 @@ func (s *Store) asking(q *queue, p *parkedNext) *asking {
 	return a
 }
 
+// askingPlanned is asking for a planned pick (plans.PickAt) by the
+// placeholder of p.
+func (s *Store) askingPlanned(p *parkedNext) *asking {
+	a := &s.data.ask
+	*a = asking{s: s, p: p, planned: true}
+	return a
+}
+
 // Current says whether heap entry r is still a Queued job.
 func (a *asking) Current(r policy.Ready) bool {
 	j, ok := a.s.g.Node(r.ID)
 	a.j = j
+	if a.planned {
+		a.q = a.s.queueIDs[j.Queue]
+	}
 	return ok && j.State == job.Queued
 }
 
-// Allows answers check c for ready job r, one line each.
+// Allows answers check c for ready job r, one line each. A planned job
+// whose array is at its limit is passed without being held: its queue's
+// own pick holds it.
 func (a *asking) Allows(c dispatch.Check, r policy.Ready) (bool, error) {
 	s := a.s
 	switch c {
 	case dispatch.HeldByArray:
+		if a.planned {
+			return !s.arrays.Full(r.ID), nil
+		}
 		return !s.arrays.Capped(r.ID), nil
 	case dispatch.ParkedInfeasible:
 		return !s.ledger.Park(a.q.id, r), nil
 	case dispatch.FitsWalltime:
-		return fits(a.j.Est, a.q, a.p.req.WalltimeLeft), nil
+		return a.q != nil && fits(a.j.Est, a.q, a.p.req.WalltimeLeft), nil
 	case dispatch.FitsResources:
 		return s.packFits(r.ID, a.p), nil
 	case dispatch.KeptForPlan:
@@ -62,3 +82,6 @@ func (a *asking) Allows(c dispatch.Check, r policy.Ready) (bool, error) {
 	}
 	panic("metaqueue: unanswered feasibility check " + c.String())
 }
+
+// Priority is job id's priority, for a planned pick's order.
+func (a *asking) Priority(id int64) int16 { return a.s.prio.Of(id) }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/metaqueue/placeholders"
+	"github.com/mq-hpc/mq/internal/runs"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -74,7 +75,7 @@ func (s *Store) expire() error {
 			continue
 		}
 		s.log.Warn(l.Warning(), "job", l.Job, "attempt", l.Attempt, "placeholder", l.Placeholder)
-		if err := s.attemptEnded(l.Job, j, ru, lost, protocol.Report{Finished: now, Reason: l.LostReason(s.opt.Lease)}); err != nil {
+		if err := s.attemptEnded(l.Job, j, ru, runs.Lost, protocol.Report{Finished: now, Reason: l.LostReason(s.opt.Lease)}); err != nil {
 			return err
 		}
 	}

@@ -5,10 +5,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
-	"github.com/mq-hpc/mq/internal/dispatch"
 	"github.com/mq-hpc/mq/internal/metaqueue/plans"
-	"github.com/mq-hpc/mq/internal/policy"
-	"github.com/mq-hpc/mq/job"
 )
 
 // The core's side of plans (internal/metaqueue/plans): what it tells the
@@ -41,50 +38,13 @@ func (s *Store) pickPlanned(p *parkedNext) (*queue, int64, error) {
 		return nil, 0, err
 	}
 	p.site = site
-	id, err := s.plans.PickAt(site, s.now(), &planAsking{s: s, p: p})
+	id, err := s.plans.PickAt(site, s.now(), s.askingPlanned(p))
 	if id == 0 || err != nil {
 		return nil, 0, err
 	}
 	j, _ := s.g.Node(id)
 	return s.queueIDs[j.Queue], id, nil
 }
-
-// planAsking is the store's view of the world for a planned pick
-// (plans.PickAt, a dispatch.World over the chain plans.Planned): q and j
-// are the queue and node of the job Current last looked at.
-type planAsking struct {
-	s *Store
-	p *parkedNext
-	q *queue
-	j dag.Node
-}
-
-func (a *planAsking) Current(r policy.Ready) bool {
-	j, ok := a.s.g.Node(r.ID)
-	a.j, a.q = j, a.s.queueIDs[j.Queue]
-	return ok && j.State == job.Queued
-}
-
-// Allows answers the checks of plans.Planned and InputsHere. A job whose
-// array is at its limit is passed without being held: its queue's own
-// pick holds it.
-func (a *planAsking) Allows(c dispatch.Check, r policy.Ready) (bool, error) {
-	switch c {
-	case dispatch.HeldByArray:
-		return !a.s.arrays.Full(r.ID), nil
-	case dispatch.FitsWalltime:
-		return a.q != nil && fits(a.j.Est, a.q, a.p.req.WalltimeLeft), nil
-	case dispatch.FitsResources:
-		return a.s.packFits(r.ID, a.p), nil
-	case dispatch.WithinBudget:
-		return a.s.affordable(r.ID, a.q, a.j, a.p.site), nil
-	case dispatch.InputsHere:
-		return a.s.dataReady(r.ID, a.p)
-	}
-	panic("metaqueue: a planned pick asked " + c.String())
-}
-
-func (a *planAsking) Priority(id int64) int16 { return a.s.prio.Of(id) }
 
 // Plans records and clears plans, each change one batch on the core
 // (plans.Writer).

@@ -7,8 +7,10 @@
 package runs
 
 import (
+	"fmt"
 	"time"
 
+	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -94,4 +96,90 @@ func (rs Rows) Prefetched(queueOf func(id int64) (q int32, executing bool)) map[
 		}
 	}
 	return n
+}
+
+// Outcome classifies how an attempt ended.
+type Outcome int
+
+const (
+	Succeeded   Outcome = iota
+	Failed              // non-zero exit or could not start: the job's fault
+	OverCeiling         // killed for running past its queue's ceiling: the job's fault
+	Lost                // lease expired: the placeholder vanished, not the job's fault
+	Returned            // handed back unstarted by a placeholder that fetched it ahead
+)
+
+// OutcomeOf is how the attempt r reports ended.
+func OutcomeOf(r protocol.Report) Outcome {
+	switch {
+	case r.Reason == protocol.ReasonCeiling:
+		return OverCeiling
+	case r.Reason == protocol.ReasonInterrupted:
+		return Lost
+	case r.Reason == protocol.ReasonReturned:
+		return Returned
+	case r.Exit == 0 && r.Reason == "":
+		return Succeeded
+	}
+	return Failed
+}
+
+// Next is the one place that decides what follows an attempt that ended
+// as out, the used-th of at most maxAttempts: Done, Failed, or Queued
+// again while attempts remain (a failure only when retryFailed).
+func Next(out Outcome, used, maxAttempts int, retryFailed bool) job.State {
+	switch out {
+	case Succeeded:
+		return job.Done
+	case Returned:
+		return job.Queued
+	case Lost:
+		if used < maxAttempts {
+			return job.Queued
+		}
+	case Failed:
+		if retryFailed && used < maxAttempts {
+			return job.Queued
+		}
+	}
+	return job.Failed
+}
+
+// Said is what is kept of how an attempt that ended as o says it did: its
+// reason, in words where o has its own (past a ceiling of ceiling
+// seconds, interrupted), and whether its exit status is kept (not for a
+// lost attempt).
+func (o Outcome) Said(reason string, ceiling float64) (string, bool) {
+	switch o {
+	case OverCeiling:
+		return fmt.Sprintf("killed after running past the queue's ceiling of %gs", ceiling), true
+	case Lost:
+		if reason == protocol.ReasonInterrupted {
+			reason = "interrupted: its placeholder was stopped"
+		}
+		return reason, false
+	}
+	return reason, true
+}
+
+// Span is when attempt ru ran as report r says, with its start and now
+// in place of what r lacks.
+func (ru *Run) Span(r protocol.Report, now time.Time) (started, finished time.Time) {
+	started, finished = r.Started, r.Finished
+	if started.IsZero() {
+		started = ru.Started
+	}
+	if finished.IsZero() {
+		finished = now
+	}
+	return started, finished
+}
+
+// ExitReason is why an attempt that exited with status exit, the used-th
+// since the last rerun, failed its job when it gave no reason.
+func ExitReason(exit, used int) string {
+	if used > 1 {
+		return fmt.Sprintf("exit status %d (after %d attempts)", exit, used)
+	}
+	return fmt.Sprintf("exit status %d", exit)
 }

@@ -26,6 +26,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/mq-hpc/mq/internal/runs"
 	"github.com/mq-hpc/mq/internal/sqlfile"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
@@ -155,6 +156,24 @@ func (b *Bundles) Of(id int64) (bundle int64, ok bool) {
 
 // Members is bundle's live jobs, in order. The caller must not change it.
 func (b *Bundles) Members(bundle int64) []int64 { return b.members[bundle] }
+
+// Heir is the member of job id's bundle, id aside, that runs on
+// placeholder ph (running says), and its attempt: a bundle runs its jobs
+// in turn in its first job's grant, which goes back to the pool only with
+// the last of them. nil when id is in no bundle or no other member runs
+// there.
+func (b *Bundles) Heir(id, ph int64, running runs.Rows) (job int64, attempt *runs.Run) {
+	bid, ok := b.of[id]
+	if !ok {
+		return 0, nil
+	}
+	for _, m := range b.members[bid] {
+		if o := running[m]; m != id && o != nil && o.Placeholder == ph {
+			return m, o
+		}
+	}
+	return 0, nil
+}
 
 // Len counts what is kept in memory: bundles and their jobs.
 func (b *Bundles) Len() int { return len(b.members) + len(b.of) }

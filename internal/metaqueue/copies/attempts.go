@@ -304,7 +304,8 @@ func KilledReason(won int) string {
 	return fmt.Sprintf("killed: attempt %d of the job finished first", won)
 }
 
-// End records attempt a, which ended as r says while the job goes on, or
+// End records attempt a, which ended as r (checked: protocol.Report.Kept)
+// says while the job goes on, or
 // was killed for another (attempts, with killed_copy). It returns when
 // the attempt ran, r's times or a's start and now, for the charge of
 // what it spent.
@@ -320,7 +321,7 @@ func (c *Copies) End(ctx context.Context, ex Execer, a Run, r protocol.Report, k
 	if !killed && r.Reason != protocol.ReasonInterrupted && !strings.HasPrefix(r.Reason, "lost") {
 		exit = r.Exit
 	}
-	if r.Usage.Measured() && protocol.CheckUsage(r.Usage) == nil {
+	if r.Usage.Measured() {
 		cpuUser, cpuSys, maxRSS = r.CPUUser, r.CPUSys, r.MaxRSS
 	}
 	reason := r.Reason
@@ -413,10 +414,10 @@ func (c *Copies) Late(ctx context.Context, ex Execer, ph int64, r protocol.Repor
 	return c.LateUsage(ctx, ex, r)
 }
 
-// LateUsage keeps the CPU figures of a killed copy's report, which came
-// after another attempt won.
+// LateUsage keeps the CPU figures of a killed copy's report r (checked:
+// protocol.Report.Kept), which came after another attempt won.
 func (c *Copies) LateUsage(ctx context.Context, ex Execer, r protocol.Report) error {
-	if !r.Usage.Measured() || protocol.CheckUsage(r.Usage) != nil {
+	if !r.Usage.Measured() {
 		return nil
 	}
 	if _, err := ex.ExecContext(ctx, queries.Get("LateUsage"), r.CPUUser, r.CPUSys, r.MaxRSS, r.ID, r.Attempt); err != nil {

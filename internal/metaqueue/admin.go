@@ -26,11 +26,8 @@ func (s *Store) Wait(ctx context.Context, ids []int64, timeout time.Duration) (p
 func (s *Store) WaitFor(ctx context.Context, req protocol.Wait) (protocol.WaitReply, error) {
 	var reply protocol.WaitReply
 	ids, timeout := req.IDs, time.Duration(req.TimeoutMS)*time.Millisecond
-	if len(ids) == 0 {
-		return reply, protocol.Errorf(protocol.CodeBadRequest, "no jobs to wait for")
-	}
-	if err := protocol.CheckMillis("timeout_ms", int64(req.TimeoutMS)); err != nil {
-		return reply, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+	if err := waits.Check(req); err != nil {
+		return reply, err
 	}
 	c := &call{ctx: ctx, done: make(chan struct{})}
 	c.fn = func() (err error) {
@@ -64,27 +61,14 @@ func (s *Store) WaitFor(ctx context.Context, req protocol.Wait) (protocol.WaitRe
 	return reply, c.err
 }
 
+// jobEnd is how job id ended, as committed (inspect.JobEnd).
 func (s *Store) jobEnd(id int64) (protocol.JobEnd, error) {
-	end := protocol.JobEnd{ID: id}
-	var st string
-	var exit, started, finished sql.NullInt64
-	var reason sql.NullString
-	var u inspect.Usage
-	err := s.stmts.jobEnd.QueryRow(id).Scan(&st, &exit, &reason, &end.Attempt, &end.Site, &end.Host, &started, &finished, &u.User, &u.Sys, &u.RSS)
+	end, err := inspect.JobEnd(s.stmts.jobEnd.QueryRow(id), id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return end, protocol.Errorf(protocol.CodeNotFound, "job %d does not exist", id)
 	}
 	if err != nil {
 		return end, fatalError{err}
-	}
-	end.State, end.Reason = st, reason.String
-	end.Started, end.Finished = inspect.Micros(started), inspect.Micros(finished)
-	if a := u.Accounting(started, finished); a.Measured() {
-		end.Usage = &a.Usage
-	}
-	if exit.Valid {
-		e := int(exit.Int64)
-		end.Exit = &e
 	}
 	return end, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/mq-hpc/mq/internal/dispatch"
 	"github.com/mq-hpc/mq/internal/metaqueue/bundles"
 	"github.com/mq-hpc/mq/internal/metaqueue/dc"
+	"github.com/mq-hpc/mq/internal/metaqueue/placeholders"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -48,20 +49,8 @@ type parkedNext struct {
 // comes.
 func (s *Store) Next(ctx context.Context, req protocol.Next) (protocol.NextReply, error) {
 	var reply protocol.NextReply
-	if req.Free < 0 || req.Free > 4096 {
-		return reply, protocol.Errorf(protocol.CodeBadRequest, "free slots must be 0..4096, not %d", req.Free)
-	}
-	if err := protocol.CheckMillis("wait_ms", int64(req.WaitMS)); err != nil {
-		return reply, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
-	}
-	if err := protocol.CheckSeconds("walltime_left_s", req.WalltimeLeft); err != nil {
-		return reply, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
-	}
-	if err := protocol.CheckStarted(req.Started); err != nil {
-		return reply, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
-	}
-	if req.Ahead < 0 || req.Ahead > req.Free {
-		return reply, protocol.Errorf(protocol.CodeBadRequest, "ahead must be 0..free (%d), not %d", req.Free, req.Ahead)
+	if err := placeholders.CheckNext(req); err != nil {
+		return reply, err
 	}
 	wait := min(time.Duration(req.WaitMS)*time.Millisecond, 5*time.Minute)
 	c := &call{ctx: ctx, done: make(chan struct{})}

@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/batchfail"
 	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/metaqueue/arrays"
 	"github.com/mq-hpc/mq/internal/metaqueue/blevel"
@@ -443,12 +444,6 @@ func (s *Store) commit() error {
 	return err
 }
 
-// isFull says whether err is SQLite's "database or disk is full".
-func isFull(err error) bool {
-	var ce interface{ Code() int }
-	return errors.As(err, &ce) && ce.Code()&0xff == 13 // SQLITE_FULL
-}
-
 // syncFor sets how hard this batch's commit goes to disk: fsync'd if a
 // call in it changes users' work, else not. SQLite takes the setting only
 // between transactions, and the batch has not begun one yet. The WAL is
@@ -489,17 +484,14 @@ func (e fatalError) Unwrap() error { return e.err }
 // the database, so memory never disagrees with what was committed.
 func (s *Store) recover(cause error, batch []*call) {
 	s.log.Error("transaction failed; rolling back and reloading state", "err", cause)
-	if isFull(cause) && s.opt.OnFull != nil && s.opt.OnFull() {
+	if batchfail.IsFull(cause) && s.opt.OnFull != nil && s.opt.OnFull() {
 		s.released.Add(1) // room for the next try: deletes try again at once
 	}
 	if s.inTx {
 		s.w.ExecContext(context.Background(), connSQL.Get("Rollback"))
 		s.inTx = false
 	}
-	perr := protocol.Errorf(protocol.CodeInternal, "metaqueue storage failure: %v", cause)
-	if isFull(cause) {
-		perr = protocol.Errorf(protocol.CodeInternal, "metaqueue storage failure: %v: nothing was changed; free space on the filesystem of %s and try again", cause, filepath.Dir(s.opt.Path))
-	}
+	perr := batchfail.Answer(cause, filepath.Dir(s.opt.Path))
 	inBatch := map[*call]bool{}
 	for _, c := range batch {
 		inBatch[c] = true

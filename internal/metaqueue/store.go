@@ -164,13 +164,9 @@ type Store struct {
 type queue struct {
 	protocol.QueueInfo
 	id    int32
-	pol   policy.Info  // from QueueInfo.Policy, looked up once
-	ready *policy.Heap // in pol's order
-	// estSum and estN sum the runtimes its jobs declared (submitted since
-	// the CLS started, or not ended when it did): provisioning's estimate
-	// for a queue none of whose jobs is ready or measured.
-	estSum float64
-	estN   int
+	pol   policy.Info     // from QueueInfo.Policy, looked up once
+	ready *policy.Heap    // in pol's order
+	est   ledger.Declared // the runtimes its jobs declared, for provisioning
 }
 
 // account is q's settings as the ledger reads them.
@@ -180,13 +176,6 @@ func (q *queue) account() ledger.Queue {
 
 // costed says whether a queue's attempts are charged wherever they run.
 func (q *queue) costed() bool { return q.Budget > 0 || q.Deadline > 0 }
-
-func (q *queue) noteEst(est float64) {
-	if est > 0 {
-		q.estSum += est
-		q.estN++
-	}
-}
 
 // run is an attempt running (package runs keeps the lookups).
 type run = runs.Run

@@ -106,6 +106,24 @@ type Files struct {
 	OutsideCwd bool
 }
 
+// Assigned is how an assignment carries the files: inputs and outputs
+// with their declared sizes, a file declared absolute as local (not
+// movable). The catalog adds the inputs' checksums.
+func (f *Files) Assigned() (in, out []protocol.AssignedFile) {
+	return assigned(f.In), assigned(f.Out)
+}
+
+func assigned(files []File) []protocol.AssignedFile {
+	if len(files) == 0 {
+		return nil
+	}
+	a := make([]protocol.AssignedFile, len(files))
+	for i, f := range files {
+		a[i] = protocol.AssignedFile{Path: f.Path, Size: f.Size, Local: !f.Rel}
+	}
+	return a
+}
+
 // Declared is what a job spec declares, for AddJob.
 func Declared(js *protocol.JobSpec) *Files {
 	jf := &Files{}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/internal/loadscan"
 	"github.com/mq-hpc/mq/internal/metaqueue/inspect"
 	"github.com/mq-hpc/mq/internal/metaqueue/selector"
 	"github.com/mq-hpc/mq/internal/metaqueue/waits"
@@ -206,19 +207,9 @@ func (s *Store) RerunWith(ctx context.Context, req protocol.Rerun) (protocol.Act
 		if err != nil {
 			return err
 		}
-		type prereq struct{ target, kind int32 }
-		rows, err := s.stmts.jobPrereqs.Query(id)
-		stored, err := sqlscan.All(rows, err, func(r *sql.Rows, p *prereq) error { return r.Scan(&p.target, &p.kind) })
+		prereqs, afterAny, err := loadscan.JobPrereqs(s.stmts.jobPrereqs.Query(id))
 		if err != nil {
 			return fatalError{err}
-		}
-		var prereqs, afterAny []dag.TargetID
-		for _, p := range stored {
-			if p.kind == prereqAfterAny {
-				afterAny = append(afterAny, dag.TargetID(p.target))
-			} else {
-				prereqs = append(prereqs, dag.TargetID(p.target))
-			}
 		}
 		return s.rerun(id, dag.Node{Target: dag.TargetID(sj.target), Queue: sj.queue, Est: float32(sj.est), Prereqs: prereqs, AfterAny: afterAny}, sj.state, command)
 	})

@@ -128,8 +128,8 @@ func (s *Store) loadPrereqs(rows *loadscan.Pipe[loadscan.Prereq]) (prereqs, afte
 
 // job_prereqs.kind: what a job needs of a prerequisite target.
 const (
-	prereqAfterOK  = 0 // every job Done
-	prereqAfterAny = 1 // every job ended, in any state
+	prereqAfterOK  = loadscan.AfterOK  // every job Done
+	prereqAfterAny = loadscan.AfterAny // every job ended, in any state
 )
 
 // loadJobs makes one pass over every job: ended jobs only count toward

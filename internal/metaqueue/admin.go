@@ -101,7 +101,7 @@ func answerWaits(done []*waits.Wait[*call]) {
 // selectIDs resolves a selection for action a to job ids (module
 // selector), reading them on the writer when it names no ids.
 func (s *Store) selectIDs(sel protocol.Select, a selector.Action) ([]int64, error) {
-	q, err := selector.Build(sel, a.States(), selectNames{s.g, s.queues})
+	q, err := selector.Build(sel, a.States(), selectNames{s})
 	if err != nil || q.SQL == "" {
 		return q.IDs, err
 	}
@@ -114,16 +114,13 @@ func (s *Store) selectIDs(sel protocol.Select, a selector.Action) ([]int64, erro
 
 // selectNames answers selector.Names: targets from the graph, queues
 // by name.
-type selectNames struct {
-	*dag.Graph
-	queues map[string]*queue
-}
+type selectNames struct{ s *Store }
+
+func (n selectNames) Lookup(name string) (dag.TargetID, bool) { return n.s.g.Lookup(name) }
 
 func (n selectNames) Queue(name string) (int64, bool) {
-	if q := n.queues[name]; q != nil {
-		return int64(q.id), true
-	}
-	return 0, false
+	id, ok := n.s.queueID(name)
+	return int64(id), ok
 }
 
 // selectFacts is what the selector's checks know of job id: its node

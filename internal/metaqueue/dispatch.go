@@ -76,23 +76,9 @@ func (s *Store) Next(ctx context.Context, req protocol.Next) (protocol.NextReply
 		s.parked = append(s.parked, &parkedNext{call: c, req: req, reply: &reply, asked: s.now(), deadline: s.now().Add(wait)})
 		return nil
 	}
-	select {
-	case s.calls <- c:
-	case <-s.stop:
-		return reply, ErrClosed
-	case <-ctx.Done():
-		return reply, ctx.Err()
-	}
-	select {
-	case <-c.done:
-	case <-s.stopped:
-		select {
-		case <-c.done:
-		default:
-			return reply, ErrClosed
-		}
-	}
-	return reply, c.err
+	// Answered when matchParked fills it or its wait ends, as any call.
+	err := s.doCall(ctx, c)
+	return reply, err
 }
 
 // siteName is placeholder ph's site (dc.State.SiteOf).

@@ -132,12 +132,7 @@ func (c ledgerCore) Now() time.Time                                { return c.s.
 func (c ledgerCore) Estimate(j dag.Node) float64                   { return c.s.guess(j) }
 func (c ledgerCore) Bandwidth(site string) float64                 { return c.s.linkOf(site).Bandwidth }
 
-func (c ledgerCore) QueueID(name string) (int32, bool) {
-	if q, ok := c.s.queues[name]; ok {
-		return q.id, true
-	}
-	return 0, false
-}
+func (c ledgerCore) QueueID(name string) (int32, bool) { return c.s.queueID(name) }
 
 func (c ledgerCore) Running() []ledger.Running {
 	var rs []ledger.Running

@@ -545,6 +545,15 @@ func (s *Store) addQueue(q *queue) {
 	s.countCopying()
 }
 
+// queueID is the id of the queue called name, for the modules that name
+// queues (selections, purges, progress, the planners).
+func (s *Store) queueID(name string) (int32, bool) {
+	if q := s.queues[name]; q != nil {
+		return q.id, true
+	}
+	return 0, false
+}
+
 func (s *Store) countsFor(q int32) *[128]int {
 	c := s.counts[q]
 	if c == nil {

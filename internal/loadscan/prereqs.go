@@ -3,8 +3,10 @@ package loadscan
 import (
 	"database/sql"
 	"errors"
+	"fmt"
 
 	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/job"
 )
 
 // Kinds of job_prereqs.kind: what a job needs of a prerequisite target.
@@ -35,4 +37,25 @@ func JobPrereqs(rows *sql.Rows, err error) (prereqs, afterAny []dag.TargetID, _ 
 		return nil, nil, err
 	}
 	return prereqs, afterAny, nil
+}
+
+// Row is a row to scan (*sql.Row).
+type Row interface{ Scan(dest ...any) error }
+
+// JobRow reads job id's row of (state as text, queue, target, est,
+// attempts, attempt base), live or ended: what a rerun and a selection's
+// checks read of a job not in memory. With no row it returns
+// sql.ErrNoRows.
+func JobRow(row Row, id int64) (Job, error) {
+	j := Job{ID: id}
+	var st string
+	var est sql.NullFloat64
+	if err := row.Scan(&st, &j.Queue, &j.Target, &est, &j.Attempts, &j.Base); err != nil {
+		return j, err
+	}
+	if len(st) != 1 {
+		return j, fmt.Errorf("job %d has no valid state %q", id, st)
+	}
+	j.State, j.Est = job.State(st[0]), est.Float64
+	return j, nil
 }

@@ -136,28 +136,18 @@ func (s *Store) selectFacts(id int64) (selector.Job, error) {
 	if err != nil {
 		return selector.Job{}, err
 	}
-	return selector.Job{ID: id, Found: true, State: sj.state, Queue: s.queueIDs[sj.queue].Name}, nil
+	return selector.Job{ID: id, Found: true, State: sj.State, Queue: s.queueIDs[sj.Queue].Name}, nil
 }
 
-type storedJob struct {
-	state          job.State
-	queue, target  int32
-	est            float64
-	attempts, base int
-}
-
-func (s *Store) storedJob(id int64) (storedJob, error) {
-	var sj storedJob
-	var st string
-	var est sql.NullFloat64
-	err := s.stmts.jobRow.QueryRow(id).Scan(&st, &sj.queue, &sj.target, &est, &sj.attempts, &sj.base)
+// storedJob is job id's row (loadscan.JobRow), live or ended.
+func (s *Store) storedJob(id int64) (loadscan.Job, error) {
+	sj, err := loadscan.JobRow(s.stmts.jobRow.QueryRow(id), id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return sj, protocol.Errorf(protocol.CodeNotFound, "job %d does not exist", id)
 	}
 	if err != nil {
 		return sj, fatalError{err}
 	}
-	sj.state, sj.est = job.State(st[0]), est.Float64
 	return sj, nil
 }
 
@@ -208,7 +198,7 @@ func (s *Store) RerunWith(ctx context.Context, req protocol.Rerun) (protocol.Act
 		if err != nil {
 			return fatalError{err}
 		}
-		return s.rerun(id, dag.Node{Target: dag.TargetID(sj.target), Queue: sj.queue, Est: float32(sj.est), Prereqs: prereqs, AfterAny: afterAny}, sj.state, command)
+		return s.rerun(id, dag.Node{Target: dag.TargetID(sj.Target), Queue: sj.Queue, Est: float32(sj.Est), Prereqs: prereqs, AfterAny: afterAny}, sj.State, command)
 	})
 }
 

@@ -172,10 +172,6 @@ func (s *Store) dispatch(p *parkedNext) error {
 			if err != nil {
 				return err
 			}
-			seq := 0
-			if bundle != 0 {
-				seq = int(id - bundle)
-			}
 			// Reserved now, so the next pick of this request sees it.
 			ru := &run{}
 			s.ledger.Start(protocol.JobRef{ID: id}, s.queueIDs[j.Queue].account(), j, p.site, s.guess, s.jobCores(id))
@@ -183,7 +179,7 @@ func (s *Store) dispatch(p *parkedNext) error {
 			if id == ids[0] { // a bundle runs its jobs in turn, in one grant
 				grant = s.packStart(id, p.req.Placeholder)
 			}
-			picks = append(picks, picked{id, s.queueIDs[j.Queue], bundle, seq, ru, grant})
+			picks = append(picks, picked{id, s.queueIDs[j.Queue], bundle, bundles.Seq(bundle, id), ru, grant})
 		}
 	}
 	s.data.Decided(&p.dcWait, waited && len(picks) == 0, skipDC, now)

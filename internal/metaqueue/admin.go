@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/internal/loadscan"
 	"github.com/mq-hpc/mq/internal/metaqueue/inspect"
 	"github.com/mq-hpc/mq/internal/metaqueue/selector"
 	"github.com/mq-hpc/mq/internal/metaqueue/waits"
@@ -26,11 +27,8 @@ func (s *Store) Wait(ctx context.Context, ids []int64, timeout time.Duration) (p
 func (s *Store) WaitFor(ctx context.Context, req protocol.Wait) (protocol.WaitReply, error) {
 	var reply protocol.WaitReply
 	ids, timeout := req.IDs, time.Duration(req.TimeoutMS)*time.Millisecond
-	if len(ids) == 0 {
-		return reply, protocol.Errorf(protocol.CodeBadRequest, "no jobs to wait for")
-	}
-	if err := protocol.CheckMillis("timeout_ms", int64(req.TimeoutMS)); err != nil {
-		return reply, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+	if err := waits.Check(req); err != nil {
+		return reply, err
 	}
 	c := &call{ctx: ctx, done: make(chan struct{})}
 	c.fn = func() (err error) {
@@ -64,27 +62,14 @@ func (s *Store) WaitFor(ctx context.Context, req protocol.Wait) (protocol.WaitRe
 	return reply, c.err
 }
 
+// jobEnd is how job id ended, as committed (inspect.JobEnd).
 func (s *Store) jobEnd(id int64) (protocol.JobEnd, error) {
-	end := protocol.JobEnd{ID: id}
-	var st string
-	var exit, started, finished sql.NullInt64
-	var reason sql.NullString
-	var u inspect.Usage
-	err := s.stmts.jobEnd.QueryRow(id).Scan(&st, &exit, &reason, &end.Attempt, &end.Site, &end.Host, &started, &finished, &u.User, &u.Sys, &u.RSS)
+	end, err := inspect.JobEnd(s.stmts.jobEnd.QueryRow(id), id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return end, protocol.Errorf(protocol.CodeNotFound, "job %d does not exist", id)
 	}
 	if err != nil {
 		return end, fatalError{err}
-	}
-	end.State, end.Reason = st, reason.String
-	end.Started, end.Finished = inspect.Micros(started), inspect.Micros(finished)
-	if a := u.Accounting(started, finished); a.Measured() {
-		end.Usage = &a.Usage
-	}
-	if exit.Valid {
-		e := int(exit.Int64)
-		end.Exit = &e
 	}
 	return end, nil
 }
@@ -116,7 +101,7 @@ func answerWaits(done []*waits.Wait[*call]) {
 // selectIDs resolves a selection for action a to job ids (module
 // selector), reading them on the writer when it names no ids.
 func (s *Store) selectIDs(sel protocol.Select, a selector.Action) ([]int64, error) {
-	q, err := selector.Build(sel, a.States(), selectNames{s.g, s.queues})
+	q, err := selector.Build(sel, a.States(), selectNames{s})
 	if err != nil || q.SQL == "" {
 		return q.IDs, err
 	}
@@ -129,16 +114,13 @@ func (s *Store) selectIDs(sel protocol.Select, a selector.Action) ([]int64, erro
 
 // selectNames answers selector.Names: targets from the graph, queues
 // by name.
-type selectNames struct {
-	*dag.Graph
-	queues map[string]*queue
-}
+type selectNames struct{ s *Store }
+
+func (n selectNames) Lookup(name string) (dag.TargetID, bool) { return n.s.g.Lookup(name) }
 
 func (n selectNames) Queue(name string) (int64, bool) {
-	if q := n.queues[name]; q != nil {
-		return int64(q.id), true
-	}
-	return 0, false
+	id, ok := n.s.queueID(name)
+	return int64(id), ok
 }
 
 // selectFacts is what the selector's checks know of job id: its node
@@ -154,28 +136,18 @@ func (s *Store) selectFacts(id int64) (selector.Job, error) {
 	if err != nil {
 		return selector.Job{}, err
 	}
-	return selector.Job{ID: id, Found: true, State: sj.state, Queue: s.queueIDs[sj.queue].Name}, nil
+	return selector.Job{ID: id, Found: true, State: sj.State, Queue: s.queueIDs[sj.Queue].Name}, nil
 }
 
-type storedJob struct {
-	state          job.State
-	queue, target  int32
-	est            float64
-	attempts, base int
-}
-
-func (s *Store) storedJob(id int64) (storedJob, error) {
-	var sj storedJob
-	var st string
-	var est sql.NullFloat64
-	err := s.stmts.jobRow.QueryRow(id).Scan(&st, &sj.queue, &sj.target, &est, &sj.attempts, &sj.base)
+// storedJob is job id's row (loadscan.JobRow), live or ended.
+func (s *Store) storedJob(id int64) (loadscan.Job, error) {
+	sj, err := loadscan.JobRow(s.stmts.jobRow.QueryRow(id), id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return sj, protocol.Errorf(protocol.CodeNotFound, "job %d does not exist", id)
 	}
 	if err != nil {
 		return sj, fatalError{err}
 	}
-	sj.state, sj.est = job.State(st[0]), est.Float64
 	return sj, nil
 }
 
@@ -222,21 +194,11 @@ func (s *Store) RerunWith(ctx context.Context, req protocol.Rerun) (protocol.Act
 		if err != nil {
 			return err
 		}
-		type prereq struct{ target, kind int32 }
-		rows, err := s.stmts.jobPrereqs.Query(id)
-		stored, err := sqlscan.All(rows, err, func(r *sql.Rows, p *prereq) error { return r.Scan(&p.target, &p.kind) })
+		prereqs, afterAny, err := loadscan.JobPrereqs(s.stmts.jobPrereqs.Query(id))
 		if err != nil {
 			return fatalError{err}
 		}
-		var prereqs, afterAny []dag.TargetID
-		for _, p := range stored {
-			if p.kind == prereqAfterAny {
-				afterAny = append(afterAny, dag.TargetID(p.target))
-			} else {
-				prereqs = append(prereqs, dag.TargetID(p.target))
-			}
-		}
-		return s.rerun(id, dag.Node{Target: dag.TargetID(sj.target), Queue: sj.queue, Est: float32(sj.est), Prereqs: prereqs, AfterAny: afterAny}, sj.state, command)
+		return s.rerun(id, dag.Node{Target: dag.TargetID(sj.Target), Queue: sj.Queue, Est: float32(sj.Est), Prereqs: prereqs, AfterAny: afterAny}, sj.State, command)
 	})
 }
 

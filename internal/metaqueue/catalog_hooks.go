@@ -135,20 +135,10 @@ func (s *Store) isQueued(id int64) bool {
 	return ok && j.State == job.Queued
 }
 
-// assigned is how an assignment carries a job's declared files, inputs
-// with the catalog's size and checksum.
+// assigned is how an assignment carries a job's declared files
+// (dc.Files.Assigned), inputs with the catalog's size and checksum.
 func (s *Store) assigned(jf *jobFiles) (in, out []protocol.AssignedFile) {
-	conv := func(files []fileDecl) []protocol.AssignedFile {
-		if len(files) == 0 {
-			return nil
-		}
-		a := make([]protocol.AssignedFile, len(files))
-		for i, f := range files {
-			a[i] = protocol.AssignedFile{Path: f.Path, Size: f.Size, Local: !f.Rel}
-		}
-		return a
-	}
-	in, out = conv(jf.In), conv(jf.Out)
+	in, out = jf.Assigned()
 	s.cat.AddSums(in)
 	return in, out
 }

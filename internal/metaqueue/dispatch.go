@@ -9,6 +9,7 @@ import (
 	"github.com/mq-hpc/mq/internal/dispatch"
 	"github.com/mq-hpc/mq/internal/metaqueue/bundles"
 	"github.com/mq-hpc/mq/internal/metaqueue/dc"
+	"github.com/mq-hpc/mq/internal/metaqueue/placeholders"
 	"github.com/mq-hpc/mq/internal/metaqueue/sharedenv"
 	"github.com/mq-hpc/mq/internal/runs"
 	"github.com/mq-hpc/mq/protocol"
@@ -50,20 +51,8 @@ type parkedNext struct {
 // comes.
 func (s *Store) Next(ctx context.Context, req protocol.Next) (protocol.NextReply, error) {
 	var reply protocol.NextReply
-	if req.Free < 0 || req.Free > 4096 {
-		return reply, protocol.Errorf(protocol.CodeBadRequest, "free slots must be 0..4096, not %d", req.Free)
-	}
-	if err := protocol.CheckMillis("wait_ms", int64(req.WaitMS)); err != nil {
-		return reply, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
-	}
-	if err := protocol.CheckSeconds("walltime_left_s", req.WalltimeLeft); err != nil {
-		return reply, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
-	}
-	if err := protocol.CheckStarted(req.Started); err != nil {
-		return reply, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
-	}
-	if req.Ahead < 0 || req.Ahead > req.Free {
-		return reply, protocol.Errorf(protocol.CodeBadRequest, "ahead must be 0..free (%d), not %d", req.Free, req.Ahead)
+	if err := placeholders.CheckNext(req); err != nil {
+		return reply, err
 	}
 	wait := min(time.Duration(req.WaitMS)*time.Millisecond, 5*time.Minute)
 	c := &call{ctx: ctx, done: make(chan struct{})}
@@ -89,23 +78,9 @@ func (s *Store) Next(ctx context.Context, req protocol.Next) (protocol.NextReply
 		s.parked = append(s.parked, &parkedNext{call: c, req: req, reply: &reply, asked: s.now(), deadline: s.now().Add(wait)})
 		return nil
 	}
-	select {
-	case s.calls <- c:
-	case <-s.stop:
-		return reply, ErrClosed
-	case <-ctx.Done():
-		return reply, ctx.Err()
-	}
-	select {
-	case <-c.done:
-	case <-s.stopped:
-		select {
-		case <-c.done:
-		default:
-			return reply, ErrClosed
-		}
-	}
-	return reply, c.err
+	// Answered when matchParked fills it or its wait ends, as any call.
+	err := s.doCall(ctx, c)
+	return reply, err
 }
 
 // siteName is placeholder ph's site (dc.State.SiteOf).
@@ -199,10 +174,6 @@ func (s *Store) dispatch(p *parkedNext) error {
 			if err != nil {
 				return err
 			}
-			seq := 0
-			if bundle != 0 {
-				seq = int(id - bundle)
-			}
 			// Reserved now, so the next pick of this request sees it.
 			ru := &run{}
 			s.ledger.Start(protocol.JobRef{ID: id}, s.queueIDs[j.Queue].account(), j, p.site, s.guess, s.jobCores(id))
@@ -210,7 +181,7 @@ func (s *Store) dispatch(p *parkedNext) error {
 			if id == ids[0] { // a bundle runs its jobs in turn, in one grant
 				grant = s.packStart(id, p.req.Placeholder)
 			}
-			picks = append(picks, picked{id, s.queueIDs[j.Queue], bundle, seq, ru, grant})
+			picks = append(picks, picked{id, s.queueIDs[j.Queue], bundle, bundles.Seq(bundle, id), ru, grant})
 		}
 	}
 	s.data.Decided(&p.dcWait, waited && len(picks) == 0, skipDC, now)

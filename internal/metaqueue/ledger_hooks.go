@@ -107,14 +107,11 @@ func (s *Store) ledgerQueues() []ledger.QueueCounts {
 	qs := make([]ledger.QueueCounts, len(s.qlist))
 	for i, q := range s.qlist {
 		c := s.countsFor(q.id)
-		qs[i] = ledger.QueueCounts{Queue: q.account(), Counts: ledger.Counts{Queued: c[job.Queued], Waiting: c[job.Waiting], Executing: c[job.Executing]}}
+		qs[i] = ledger.QueueCounts{Queue: q.account(), Counts: ledger.Counts{Queued: c[job.Queued], Waiting: c[job.Waiting], Executing: c[job.Executing]}, Declared: q.est.Mean()}
 		if r, ok := q.ready.Peek(); ok {
 			if j, ok := s.g.Node(r.ID); ok {
 				qs[i].Head = &j
 			}
-		}
-		if q.estN > 0 {
-			qs[i].Declared = q.estSum / float64(q.estN)
 		}
 	}
 	return qs
@@ -135,12 +132,7 @@ func (c ledgerCore) Now() time.Time                                { return c.s.
 func (c ledgerCore) Estimate(j dag.Node) float64                   { return c.s.guess(j) }
 func (c ledgerCore) Bandwidth(site string) float64                 { return c.s.linkOf(site).Bandwidth }
 
-func (c ledgerCore) QueueID(name string) (int32, bool) {
-	if q, ok := c.s.queues[name]; ok {
-		return q.id, true
-	}
-	return 0, false
-}
+func (c ledgerCore) QueueID(name string) (int32, bool) { return c.s.queueID(name) }
 
 func (c ledgerCore) Running() []ledger.Running {
 	var rs []ledger.Running

@@ -82,7 +82,7 @@ const (
 // and the estimates that rank it.
 func (s *Store) submitted(id int64, n dag.Node, q *queue, est float64, in *inserter) error {
 	ch := s.g.AddJob(id, n)
-	q.noteEst(est)
+	q.est.Note(est)
 	if s.bl.On() {
 		s.bl.Note(n.Target, n.Est)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/loadscan"
+	"github.com/mq-hpc/mq/internal/metaqueue/dc"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -127,8 +128,8 @@ func (s *Store) loadPrereqs(rows *loadscan.Pipe[loadscan.Prereq]) (prereqs, afte
 
 // job_prereqs.kind: what a job needs of a prerequisite target.
 const (
-	prereqAfterOK  = 0 // every job Done
-	prereqAfterAny = 1 // every job ended, in any state
+	prereqAfterOK  = loadscan.AfterOK  // every job Done
+	prereqAfterAny = loadscan.AfterAny // every job ended, in any state
 )
 
 // loadJobs makes one pass over every job: ended jobs only count toward
@@ -144,13 +145,7 @@ func (s *Store) loadJobs(ctx context.Context, rows *loadscan.Pipe[loadscan.Job],
 	ended := map[count]int{}
 	var queued []int64 // in id order
 	s.reg.Checked(now) // every lease is fresh
-	// Runtimes of Done jobs, by target: SJF and DC go on from what earlier
-	// runs learned rather than from nothing.
-	type sum struct {
-		secs float64
-		n    int
-	}
-	learned := map[int32]*sum{}
+	var ran dc.Ran     // runtimes of Done jobs, by target, for the estimator
 	var costedRuns []int64
 	err := rows.Each(func(r *loadscan.Job) error {
 		id, q, t, state := r.ID, r.Queue, r.Target, r.State
@@ -158,19 +153,13 @@ func (s *Store) loadJobs(ctx context.Context, rows *loadscan.Pipe[loadscan.Job],
 		if state.Terminal() {
 			ended[count{t, q, state}]++
 			if state == job.Done && r.Ran.Valid {
-				l := learned[t]
-				if l == nil {
-					l = &sum{}
-					learned[t] = l
-				}
-				l.secs += float64(r.Ran.Int64) / 1e6
-				l.n++
+				ran.Add(t, r.Ran.Int64)
 			}
 			return nil
 		}
 		s.g.LoadJob(id, dag.Node{Target: dag.TargetID(t), Queue: q, Est: float32(r.Est), State: state, Prereqs: prereqs.Next(id), AfterAny: afterAny.Next(id)})
 		if eq := s.queueIDs[q]; eq != nil {
-			eq.noteEst(r.Est)
+			eq.est.Note(r.Est)
 		}
 		s.countsFor(q)[state]++
 		switch state {
@@ -214,9 +203,7 @@ func (s *Store) loadJobs(ctx context.Context, rows *loadscan.Pipe[loadscan.Job],
 	if err := s.loadPurged(ctx); err != nil {
 		return nil, err
 	}
-	for t, l := range learned {
-		s.data.Expect().Load(s.g.Name(dag.TargetID(t)), l.secs, l.n)
-	}
+	s.data.Learn(&ran, func(t int32) string { return s.g.Name(dag.TargetID(t)) })
 
 	if s.nextID == 0 {
 		s.nextID = 1

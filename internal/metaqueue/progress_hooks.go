@@ -50,12 +50,7 @@ func (c progressCore) Lookup(name string) (dag.TargetID, bool)  { return c.s.g.L
 func (c progressCore) NextID() int64                            { return c.s.nextID }
 func (c progressCore) EachSpent(f func(int32, string, float64)) { c.s.ledger.EachSpent(f) }
 
-func (c progressCore) Queue(name string) (int32, bool) {
-	if q := c.s.queues[name]; q != nil {
-		return q.id, true
-	}
-	return 0, false
-}
+func (c progressCore) Queue(name string) (int32, bool) { return c.s.queueID(name) }
 
 func (c progressCore) EachCount(f func(int32, *[128]int)) {
 	for q, n := range c.s.counts {

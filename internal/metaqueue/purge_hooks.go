@@ -74,8 +74,6 @@ func (c purgeCore) Now() time.Time                          { return c.s.now() }
 func (c purgeCore) Each(fn func(int64, dag.Node))           { c.s.g.Each(fn) }
 func (c purgeCore) Lookup(name string) (dag.TargetID, bool) { return c.s.g.Lookup(name) }
 func (c purgeCore) Queue(name string) (int64, bool) {
-	if q := c.s.queues[name]; q != nil {
-		return int64(q.id), true
-	}
-	return 0, false
+	id, ok := c.s.queueID(name)
+	return int64(id), ok
 }

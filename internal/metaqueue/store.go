@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/batchfail"
 	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/metaqueue/arrays"
 	"github.com/mq-hpc/mq/internal/metaqueue/blevel"
@@ -163,13 +164,9 @@ type Store struct {
 type queue struct {
 	protocol.QueueInfo
 	id    int32
-	pol   policy.Info  // from QueueInfo.Policy, looked up once
-	ready *policy.Heap // in pol's order
-	// estSum and estN sum the runtimes its jobs declared (submitted since
-	// the CLS started, or not ended when it did): provisioning's estimate
-	// for a queue none of whose jobs is ready or measured.
-	estSum float64
-	estN   int
+	pol   policy.Info     // from QueueInfo.Policy, looked up once
+	ready *policy.Heap    // in pol's order
+	est   ledger.Declared // the runtimes its jobs declared, for provisioning
 }
 
 // account is q's settings as the ledger reads them.
@@ -179,13 +176,6 @@ func (q *queue) account() ledger.Queue {
 
 // costed says whether a queue's attempts are charged wherever they run.
 func (q *queue) costed() bool { return q.Budget > 0 || q.Deadline > 0 }
-
-func (q *queue) noteEst(est float64) {
-	if est > 0 {
-		q.estSum += est
-		q.estN++
-	}
-}
 
 // run is an attempt running (package runs keeps the lookups).
 type run = runs.Run
@@ -443,12 +433,6 @@ func (s *Store) commit() error {
 	return err
 }
 
-// isFull says whether err is SQLite's "database or disk is full".
-func isFull(err error) bool {
-	var ce interface{ Code() int }
-	return errors.As(err, &ce) && ce.Code()&0xff == 13 // SQLITE_FULL
-}
-
 // syncFor sets how hard this batch's commit goes to disk: fsync'd if a
 // call in it changes users' work, else not. SQLite takes the setting only
 // between transactions, and the batch has not begun one yet. The WAL is
@@ -489,17 +473,14 @@ func (e fatalError) Unwrap() error { return e.err }
 // the database, so memory never disagrees with what was committed.
 func (s *Store) recover(cause error, batch []*call) {
 	s.log.Error("transaction failed; rolling back and reloading state", "err", cause)
-	if isFull(cause) && s.opt.OnFull != nil && s.opt.OnFull() {
+	if batchfail.IsFull(cause) && s.opt.OnFull != nil && s.opt.OnFull() {
 		s.released.Add(1) // room for the next try: deletes try again at once
 	}
 	if s.inTx {
 		s.w.ExecContext(context.Background(), connSQL.Get("Rollback"))
 		s.inTx = false
 	}
-	perr := protocol.Errorf(protocol.CodeInternal, "metaqueue storage failure: %v", cause)
-	if isFull(cause) {
-		perr = protocol.Errorf(protocol.CodeInternal, "metaqueue storage failure: %v: nothing was changed; free space on the filesystem of %s and try again", cause, filepath.Dir(s.opt.Path))
-	}
+	perr := batchfail.Answer(cause, filepath.Dir(s.opt.Path))
 	inBatch := map[*call]bool{}
 	for _, c := range batch {
 		inBatch[c] = true
@@ -562,6 +543,15 @@ func (s *Store) addQueue(q *queue) {
 	sort.Slice(s.qlist, func(i, j int) bool { return s.qlist[i].id < s.qlist[j].id })
 	s.countDC()
 	s.countCopying()
+}
+
+// queueID is the id of the queue called name, for the modules that name
+// queues (selections, purges, progress, the planners).
+func (s *Store) queueID(name string) (int32, bool) {
+	if q := s.queues[name]; q != nil {
+		return q.id, true
+	}
+	return 0, false
 }
 
 func (s *Store) countsFor(q int32) *[128]int {

@@ -214,6 +214,16 @@ func (b *Bundles) Expand(id int64, walltime float64, jobs Jobs) (ids []int64, bu
 	return ids, bid
 }
 
+// Seq is job id's place in bundle, as its assignment carries it: the
+// bundle's first job (whose id is the bundle's) is 0; a job in no bundle
+// (bundle 0) is 0.
+func Seq(bundle, id int64) int {
+	if bundle == 0 {
+		return 0
+	}
+	return int(id - bundle)
+}
+
 // SlotsUsed counts the slots a list of assignments fills: one per job, one
 // per bundle.
 func SlotsUsed(jobs []protocol.Assignment) int {

@@ -106,6 +106,24 @@ type Files struct {
 	OutsideCwd bool
 }
 
+// Assigned is how an assignment carries the files: inputs and outputs
+// with their declared sizes, a file declared absolute as local (not
+// movable). The catalog adds the inputs' checksums.
+func (f *Files) Assigned() (in, out []protocol.AssignedFile) {
+	return assigned(f.In), assigned(f.Out)
+}
+
+func assigned(files []File) []protocol.AssignedFile {
+	if len(files) == 0 {
+		return nil
+	}
+	a := make([]protocol.AssignedFile, len(files))
+	for i, f := range files {
+		a[i] = protocol.AssignedFile{Path: f.Path, Size: f.Size, Local: !f.Rel}
+	}
+	return a
+}
+
 // Declared is what a job spec declares, for AddJob.
 func Declared(js *protocol.JobSpec) *Files {
 	jf := &Files{}
@@ -458,6 +476,38 @@ func (d *State) Gone(paths []string) {
 
 // Expect is the runtimes learned by target.
 func (d *State) Expect() *policy.Expect { return &d.expect }
+
+// Ran sums, while the load scans ended jobs, the runtimes Done jobs took
+// per target: SJF and DC go on from what earlier runs learned rather than
+// from nothing (State.Learn). The zero value is ready to use.
+type Ran struct{ by map[int32]*ranSum }
+
+type ranSum struct {
+	secs float64
+	n    int
+}
+
+// Add notes that a Done job of target t ran micros microseconds.
+func (r *Ran) Add(t int32, micros int64) {
+	if r.by == nil {
+		r.by = map[int32]*ranSum{}
+	}
+	l := r.by[t]
+	if l == nil {
+		l = &ranSum{}
+		r.by[t] = l
+	}
+	l.secs += float64(micros) / 1e6
+	l.n++
+}
+
+// Learn teaches the runtimes r summed to the estimator, by the name of
+// each target (name).
+func (d *State) Learn(r *Ran, name func(t int32) string) {
+	for t, l := range r.by {
+		d.expect.Load(name(t), l.secs, l.n)
+	}
+}
 
 // Estimate is a job's expected runtime: its declared estimate, else its
 // target's learned one.

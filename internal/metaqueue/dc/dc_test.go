@@ -328,3 +328,22 @@ func TestSiteOf(t *testing.T) {
 		}
 	}
 }
+
+func TestAssigned(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		files   Files
+		in, out []protocol.AssignedFile
+	}{
+		{"none", Files{}, nil, nil},
+		{"both", Files{In: []File{{Path: "a", Size: 3, Rel: true}, {Path: "/b", Size: -1}}, Out: []File{{Path: "c", Size: -1, Rel: true}}},
+			[]protocol.AssignedFile{{Path: "a", Size: 3}, {Path: "/b", Size: -1, Local: true}},
+			[]protocol.AssignedFile{{Path: "c", Size: -1}}},
+		{"outputs only", Files{Out: []File{{Path: "/o", Size: 5}}}, nil, []protocol.AssignedFile{{Path: "/o", Size: 5, Local: true}}},
+	} {
+		in, out := tc.files.Assigned()
+		if !slices.Equal(in, tc.in) || !slices.Equal(out, tc.out) {
+			t.Errorf("%s: Assigned = %+v, %+v; want %+v, %+v", tc.name, in, out, tc.in, tc.out)
+		}
+	}
+}

@@ -115,3 +115,30 @@ func closeRows(rows *sql.Rows) error {
 	err := rows.Err()
 	return errors.Join(err, rows.Close())
 }
+
+// Scanner is a row to scan (*sql.Row).
+type Scanner interface{ Scan(dest ...any) error }
+
+// JobEnd is how job id ended, from its row of the core's JobEnd query
+// (state, exit, reason, attempt, site, host, started, finished, user,
+// sys, rss): what a wait answers. With no row it returns sql.ErrNoRows.
+func JobEnd(row Scanner, id int64) (protocol.JobEnd, error) {
+	end := protocol.JobEnd{ID: id}
+	var st string
+	var exit, started, finished sql.NullInt64
+	var reason sql.NullString
+	var u Usage
+	if err := row.Scan(&st, &exit, &reason, &end.Attempt, &end.Site, &end.Host, &started, &finished, &u.User, &u.Sys, &u.RSS); err != nil {
+		return end, err
+	}
+	end.State, end.Reason = st, reason.String
+	end.Started, end.Finished = Micros(started), Micros(finished)
+	if a := u.Accounting(started, finished); a.Measured() {
+		end.Usage = &a.Usage
+	}
+	if exit.Valid {
+		e := int(exit.Int64)
+		end.Exit = &e
+	}
+	return end, nil
+}

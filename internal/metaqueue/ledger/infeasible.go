@@ -103,6 +103,30 @@ type QueueCounts struct {
 	Declared float64
 }
 
+// Declared sums the runtimes a queue's jobs declared (submitted since the
+// CLS started, or not ended when it did): provisioning's estimate for a
+// queue none of whose jobs is ready or measured (QueueCounts.Declared).
+type Declared struct {
+	sum float64
+	n   int
+}
+
+// Note counts a job that declared est seconds (0: none, not counted).
+func (d *Declared) Note(est float64) {
+	if est > 0 {
+		d.sum += est
+		d.n++
+	}
+}
+
+// Mean is the mean declared runtime, 0 when none was.
+func (d Declared) Mean() float64 {
+	if d.n == 0 {
+		return 0
+	}
+	return d.sum / float64(d.n)
+}
+
 // View is what the check reads of the core, read-only.
 type View struct {
 	Graph  *dag.Graph

@@ -253,3 +253,28 @@ func (g *Registry) LoadOld(ctx context.Context, ex Execer, now time.Time) error 
 	}
 	return rows.Err()
 }
+
+// MaxFree bounds the slots one request for work may offer.
+const MaxFree = 4096
+
+// CheckNext refuses a placeholder's request for work that no placeholder
+// sends: slots out of 0..MaxFree, times out of range, more slots ahead
+// than free.
+func CheckNext(req protocol.Next) error {
+	if req.Free < 0 || req.Free > MaxFree {
+		return protocol.Errorf(protocol.CodeBadRequest, "free slots must be 0..%d, not %d", MaxFree, req.Free)
+	}
+	if err := protocol.CheckMillis("wait_ms", int64(req.WaitMS)); err != nil {
+		return protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+	}
+	if err := protocol.CheckSeconds("walltime_left_s", req.WalltimeLeft); err != nil {
+		return protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+	}
+	if err := protocol.CheckStarted(req.Started); err != nil {
+		return protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+	}
+	if req.Ahead < 0 || req.Ahead > req.Free {
+		return protocol.Errorf(protocol.CodeBadRequest, "ahead must be 0..free (%d), not %d", req.Free, req.Ahead)
+	}
+	return nil
+}

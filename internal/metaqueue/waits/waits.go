@@ -222,3 +222,14 @@ func (ws *Waits[C]) Len() int {
 	}
 	return len(seen)
 }
+
+// Check refuses a wait on no jobs or with a timeout out of range.
+func Check(req protocol.Wait) error {
+	if len(req.IDs) == 0 {
+		return protocol.Errorf(protocol.CodeBadRequest, "no jobs to wait for")
+	}
+	if err := protocol.CheckMillis("timeout_ms", int64(req.TimeoutMS)); err != nil {
+		return protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+	}
+	return nil
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/metaqueue/copies"
+	"github.com/mq-hpc/mq/internal/metaqueue/dc"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/internal/runs"
 	"github.com/mq-hpc/mq/job"
@@ -75,39 +76,6 @@ func (s *Store) setApart(id int64, apart bool) error {
 	return nil
 }
 
-// localBytes is how many bytes of job id's inputs are at the asking
-// placeholder's site (cur, with storage place to): with staging, those
-// the catalog has a replica of there; without, those produced there.
-func (s *Store) localBytes(id int64, cur policy.Site, to Place) int64 {
-	jf := s.data.Job(id)
-	if jf == nil {
-		return 0
-	}
-	var b int64
-	for _, f := range jf.In {
-		size := f.Size
-		if s.opt.Stager != nil {
-			n, ok := s.cat.SizeAt(f.Path, to)
-			if !ok {
-				continue
-			}
-			if n >= 0 {
-				size = n
-			}
-		} else {
-			loc, ok := s.data.Where(f.Path)
-			if !ok || loc.At != cur {
-				continue
-			}
-			if size < 0 {
-				size = loc.Size
-			}
-		}
-		b += max(size, 0)
-	}
-	return b
-}
-
 // pickCopy chooses a running job to copy for placeholder p, from the
 // queues that copy and have no ready job (copies.PickFor). It returns 0 for
 // none.
@@ -165,7 +133,9 @@ func (a *copyAsk) Copyable(qid int32, id int64) bool {
 }
 
 // LocalBytes is how many bytes of job id's inputs are at a's site.
-func (a *copyAsk) LocalBytes(id int64) int64 { return a.s.localBytes(id, a.cur, a.to) }
+func (a *copyAsk) LocalBytes(id int64) int64 {
+	return a.s.data.LocalBytes(id, a.cur, dc.Place(a.to), a.s.opt.Stager != nil, dcCatalog{a.s})
+}
 
 // Inputs lists the files job id reads.
 func (a *copyAsk) Inputs(id int64) []string {

@@ -66,7 +66,7 @@ func (s *Store) pickCopyScan(p *parkedNext) (int64, *queue, error) {
 		}
 		var local int64
 		if q.pol.Needs&policy.NeedsFiles != 0 {
-			local = s.localBytes(id, cur, to)
+			local = s.data.LocalBytes(id, cur, dc.Place(to), s.opt.Stager != nil, dcCatalog{s})
 		}
 		byQueue[q] = append(byQueue[q], policy.Running{ID: id, Replicas: n, LocalBytes: local, Est: j.Est})
 	}

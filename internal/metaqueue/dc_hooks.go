@@ -180,10 +180,6 @@ func (a *asking) BundleNow(id int64) []int64 {
 	return ids
 }
 
-func (a *asking) LocalBytes(id int64, cur policy.Site, to dc.Place) int64 {
-	return a.s.localBytes(id, cur, catalog.Place(to))
-}
-
 func (a *asking) Estimate() (string, float64) {
 	return a.s.g.Name(a.j.Target), float64(a.j.Est)
 }
@@ -222,3 +218,7 @@ func (c dcCatalog) StagingElsewhere(ids []int64, to dc.Place) bool {
 }
 
 func (c dcCatalog) ValidSHA(sha string) bool { return catalog.ValidSHA(sha) }
+
+func (c dcCatalog) SizeAt(path string, to dc.Place) (int64, bool) {
+	return c.s.cat.SizeAt(path, catalog.Place(to))
+}

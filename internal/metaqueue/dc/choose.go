@@ -212,9 +212,6 @@ type Jobs interface {
 	// BundleNow is the jobs of id's bundle that go with it now, in order
 	// (none: the bundle is held back).
 	BundleNow(id int64) []int64
-	// LocalBytes is the bytes of job id's inputs at the asking
-	// placeholder's place (cur, to), every replica counted.
-	LocalBytes(id int64, cur policy.Site, to Place) int64
 	// Estimate is the target and declared runtime of the job the world
 	// last let go (dispatch.World.Current).
 	Estimate() (target string, est float64)
@@ -238,6 +235,7 @@ type Catalog interface {
 	StagingElsewhere(ids []int64, to Place) bool
 	// ValidSHA says whether a checksum is well formed.
 	ValidSHA(sha string) bool
+	Sizes
 }
 
 // PickFor is Pick with the choosing chain for placeholder a.Placeholder,
@@ -324,7 +322,9 @@ func (p *corePool) Members(id int64) (members []int64, take, back bool) {
 	return members, true, true
 }
 
-func (p *corePool) LocalBytes(id int64) int64 { return p.jobs.LocalBytes(id, p.a.Cur, p.a.To) }
+func (p *corePool) LocalBytes(id int64) int64 {
+	return p.d.LocalBytes(id, p.a.Cur, p.a.To, p.a.Staging, p.cat)
+}
 
 func (p *corePool) Estimate() (string, float64) { return p.jobs.Estimate() }
 

@@ -23,7 +23,6 @@ func (j jobs) BundleOf(id int64) (int64, bool) {
 	return b, ok
 }
 func (j jobs) BundleNow(id int64) []int64               { return j.now[j.bundle[id]] }
-func (jobs) LocalBytes(int64, policy.Site, Place) int64 { return 0 }
 func (jobs) Estimate() (string, float64)                { return "t", 10 }
 func (j jobs) Parked(dst []int64) []int64               { return append(dst, j.parked...) }
 func (jobs) Running(dst []int64) []int64                { return dst }

@@ -450,6 +450,45 @@ func (jf *Files) inputs() []File {
 	return jf.In
 }
 
+// LocalBytes is how many bytes of job id's inputs are at an asking
+// placeholder's site (cur, with storage place to): with staging, those
+// cat has a replica of there; without, those produced there.
+func (d *State) LocalBytes(id int64, cur policy.Site, to Place, staging bool, cat Sizes) int64 {
+	jf := d.files[id]
+	if jf == nil {
+		return 0
+	}
+	var b int64
+	for _, f := range jf.In {
+		size := f.Size
+		if staging {
+			n, ok := cat.SizeAt(f.Path, to)
+			if !ok {
+				continue
+			}
+			if n >= 0 {
+				size = n
+			}
+		} else {
+			loc, ok := d.where[f.Path]
+			if !ok || loc.At != cur {
+				continue
+			}
+			if size < 0 {
+				size = loc.Size
+			}
+		}
+		b += max(size, 0)
+	}
+	return b
+}
+
+// Sizes is the catalog's answer to LocalBytes: the size of path's replica
+// at place to (-1: unknown), ok false if it has none there.
+type Sizes interface {
+	SizeAt(path string, to Place) (size int64, ok bool)
+}
+
 // Where is where path was last produced.
 func (d *State) Where(path string) (Loc, bool) {
 	l, ok := d.where[path]

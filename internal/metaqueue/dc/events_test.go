@@ -87,9 +87,11 @@ func TestSubmitted(t *testing.T) {
 }
 
 // catalog is a Catalog where the sites listed share the CLS host's
-// filesystem and the paths listed are present.
+// filesystem and the paths listed are present, with the sizes given
+// (-1 when none is).
 type catalog struct {
 	present []string
+	sizes   map[string]int64
 }
 
 func (c catalog) Present(path string, _ Place) bool     { return slices.Contains(c.present, path) }
@@ -97,6 +99,16 @@ func (c catalog) InputsPresent([]int64, Place) bool     { return true }
 func (c catalog) InputsAt([]int64, Place) (bool, error) { return true, nil }
 func (c catalog) StagingElsewhere([]int64, Place) bool  { return false }
 func (c catalog) ValidSHA(sha string) bool              { return len(sha) == 3 }
+
+func (c catalog) SizeAt(path string, _ Place) (int64, bool) {
+	if !slices.Contains(c.present, path) {
+		return 0, false
+	}
+	if n, ok := c.sizes[path]; ok {
+		return n, true
+	}
+	return -1, true
+}
 
 // TestDone: a Done job's runtime is learned, its outputs located at its
 // placeholder's place and returned with what it wrote, and its declared
@@ -231,6 +243,38 @@ func TestCountQueues(t *testing.T) {
 		d.CountQueues(pols)
 		if d.Choosing() != tc.choosing || (d.Learned("t", 0) != 0) != tc.learned {
 			t.Errorf("%v: choosing %v, learned %g; want %v, %v", tc.pols, d.Choosing(), d.Learned("t", 0), tc.choosing, tc.learned)
+		}
+	}
+}
+
+// TestLocalBytes: with staging, the inputs the catalog has at the
+// asking place count, at the replica's size when known; without, those
+// last produced at the asking site, at their declared size else the
+// produced one.
+func TestLocalBytes(t *testing.T) {
+	d := newState()
+	here := d.SetPlaceholder(1, "S", "h")
+	there := d.SetPlaceholder(2, "T", "h2")
+	d.AddJob(1, &Files{In: []File{{"/a", 10, true}, {"/b", -1, true}, {"/c", 30, true}}})
+	d.Locate("/a", Loc{At: here, Size: 11})
+	d.Locate("/b", Loc{At: here, Size: 20})
+	d.Locate("/c", Loc{At: there, Size: 30})
+	cat := catalog{present: []string{"/a", "/c"}, sizes: map[string]int64{"/c": 33}}
+	to := Place{Site: "S", Host: "h"}
+	for _, tc := range []struct {
+		name    string
+		id      int64
+		cur     policy.Site
+		staging bool
+		want    int64
+	}{
+		{"no files", 9, here, false, 0},
+		{"produced here", 1, here, false, 10 + 20},
+		{"produced there", 1, there, false, 30},
+		{"staged replicas", 1, here, true, 10 + 33},
+	} {
+		if got := d.LocalBytes(tc.id, tc.cur, to, tc.staging, cat); got != tc.want {
+			t.Errorf("%s: %d bytes, want %d", tc.name, got, tc.want)
 		}
 	}
 }

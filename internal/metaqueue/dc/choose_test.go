@@ -22,10 +22,10 @@ func (j jobs) BundleOf(id int64) (int64, bool) {
 	b, ok := j.bundle[id]
 	return b, ok
 }
-func (j jobs) BundleNow(id int64) []int64               { return j.now[j.bundle[id]] }
-func (jobs) Estimate() (string, float64)                { return "t", 10 }
-func (j jobs) Parked(dst []int64) []int64               { return append(dst, j.parked...) }
-func (jobs) Running(dst []int64) []int64                { return dst }
+func (j jobs) BundleNow(id int64) []int64 { return j.now[j.bundle[id]] }
+func (jobs) Estimate() (string, float64)  { return "t", 10 }
+func (j jobs) Parked(dst []int64) []int64 { return append(dst, j.parked...) }
+func (jobs) Running(dst []int64) []int64  { return dst }
 
 // busy is a Busy over lists.
 type busy struct{ parked, running []int64 }

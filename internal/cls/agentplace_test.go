@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
+	"github.com/mq-hpc/mq/internal/metaqueue/dc"
+
 	"github.com/mq-hpc/mq/internal/metaqueue"
 	"github.com/mq-hpc/mq/internal/placeholder"
 	"github.com/mq-hpc/mq/internal/server"
@@ -254,8 +257,8 @@ func TestStagerChoosesFasterPath(t *testing.T) {
 		}
 		return slowPlace{Place: p, rate: 512 << 10} // 512 KiB/s over "SFTP"
 	}
-	st := newStager(1, tp.place, func(string) metaqueue.Link { return metaqueue.Link{Latency: 7, Bandwidth: 7e6} }, nil)
-	st.alt = func(p metaqueue.Place) (stage.Place, bool) {
+	st := newStager(1, tp.place, func(string) dc.Link { return dc.Link{Latency: 7, Bandwidth: 7e6} }, nil)
+	st.alt = func(p catalog.Place) (stage.Place, bool) {
 		if p.Site != "grid" || p.Host != "" || !r.hub.reachable("grid", "") {
 			return nil, false
 		}
@@ -271,8 +274,8 @@ func TestStagerChoosesFasterPath(t *testing.T) {
 		data := make([]byte, 1536<<10+i)
 		rand.Read(data)
 		p := "/w/f" + string(rune('0'+i))
-		sum := tp.put(t, metaqueue.LocalSite, p, data)
-		st.Stage(metaqueue.StageRequest{Path: p, To: at("grid"), From: []metaqueue.Place{at(metaqueue.LocalSite)}, Size: int64(len(data)), SHA256: sum})
+		sum := tp.put(t, catalog.LocalSite, p, data)
+		st.Stage(catalog.StageRequest{Path: p, To: at("grid"), From: []catalog.Place{at(catalog.LocalSite)}, Size: int64(len(data)), SHA256: sum})
 		res := fs.next(t)
 		if res.Err != nil {
 			t.Fatalf("transfer %d: %v", i, res.Err)

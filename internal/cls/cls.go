@@ -22,6 +22,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
+	"github.com/mq-hpc/mq/internal/metaqueue/dc"
+
 	"golang.org/x/crypto/ssh"
 
 	"github.com/mq-hpc/mq/client"
@@ -61,8 +64,8 @@ type Config struct {
 	Lease time.Duration
 	Sync  metaqueue.Sync
 	// Links and DefaultLink price transfers for dc queues (--site-net).
-	Links       map[string]metaqueue.Link
-	DefaultLink metaqueue.Link
+	Links       map[string]dc.Link
+	DefaultLink dc.Link
 
 	// MaxOutput is the most a job attempt run by a local placeholder may
 	// write to stdout and stderr together (0: placeholder.DefaultMaxOutput;
@@ -154,14 +157,14 @@ func (cfg *Config) setDefaults() {
 
 // prior is a site's configured link (--site-net), which the measured one
 // replaces only in what is measured.
-func (cfg *Config) prior(site string) metaqueue.Link {
+func (cfg *Config) prior(site string) dc.Link {
 	if l, ok := cfg.Links[site]; ok && l.Latency > 0 && l.Bandwidth > 0 {
 		return l
 	}
 	if l := cfg.DefaultLink; l.Latency > 0 && l.Bandwidth > 0 {
 		return l
 	}
-	return metaqueue.DefaultSiteLink
+	return dc.DefaultSiteLink
 }
 
 // check refuses settings no CLS could run with. The cls command checks
@@ -312,7 +315,7 @@ func (c *CLS) openStore(ctx context.Context) (outReserve int64, err error) {
 	// finds places through the sites (made after the store) and starts
 	// once both exist. Whatever the sites, it is there: with only the
 	// local site nothing ever needs moving.
-	c.stager = newStager(cfg.StageWorkers, func(ctx context.Context, p metaqueue.Place) (stage.Place, bool, error) {
+	c.stager = newStager(cfg.StageWorkers, func(ctx context.Context, p catalog.Place) (stage.Place, bool, error) {
 		return c.sites.place(ctx, p)
 	}, cfg.prior, c.log)
 	var observer metaqueue.Observer

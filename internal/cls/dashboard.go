@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/metaqueue/inspect"
+
 	"github.com/mq-hpc/mq/internal/metaqueue"
 	"github.com/mq-hpc/mq/internal/mqhome"
 	"github.com/mq-hpc/mq/internal/web"
@@ -271,7 +273,7 @@ func (d *dashSource) Job(ctx context.Context, id int64) (protocol.JobDetail, err
 	return d.store.Inspect().Job(ctx, id)
 }
 
-func (d *dashSource) TargetGraph(ctx context.Context, name string, limit int) ([]metaqueue.TargetNode, bool, error) {
+func (d *dashSource) TargetGraph(ctx context.Context, name string, limit int) ([]inspect.TargetNode, bool, error) {
 	return d.store.Inspect().TargetGraph(ctx, name, limit)
 }
 

@@ -28,8 +28,8 @@ import (
 // own connection (agentplace.go); any other site is its data root on its
 // login host, over the SFTP session of the connection the site manager
 // keeps (made again when lost).
-func (s *sites) place(ctx context.Context, p metaqueue.Place) (stage.Place, bool, error) {
-	if p.Site == metaqueue.LocalSite {
+func (s *sites) place(ctx context.Context, p catalog.Place) (stage.Place, bool, error) {
+	if p.Site == catalog.LocalSite {
 		return stage.Dir{Root: "/"}, true, nil
 	}
 	spec, st, ok := s.mgr.Site(p.Site)
@@ -102,8 +102,8 @@ func (s *sites) checkRoot(ctx context.Context, name string, pl stage.SFTP) error
 // placeholders that takes files now (the stager measures both paths and
 // takes the faster). Places per host have no second path: the agent's
 // connection is their only one.
-func (s *sites) agentAlt(p metaqueue.Place) (stage.Place, bool) {
-	if p.Host != "" || p.Site == metaqueue.LocalSite {
+func (s *sites) agentAlt(p catalog.Place) (stage.Place, bool) {
+	if p.Host != "" || p.Site == catalog.LocalSite {
 		return nil, false
 	}
 	spec, _, ok := s.mgr.Site(p.Site)
@@ -156,8 +156,8 @@ func (e *unreachableError) Unwrap() error { return e.err }
 type filesStore interface {
 	Files(ctx context.Context, q protocol.FilesQuery) (protocol.FilesReply, error)
 	Replicas(ctx context.Context, path string) ([]protocol.Replica, error)
-	AddReplica(ctx context.Context, path string, at metaqueue.Place, size int64, sha256 string) (protocol.CatalogFile, error)
-	RemoveReplicas(ctx context.Context, path, site string, force bool) (protocol.CatalogFile, []metaqueue.Place, error)
+	AddReplica(ctx context.Context, path string, at catalog.Place, size int64, sha256 string) (protocol.CatalogFile, error)
+	RemoveReplicas(ctx context.Context, path, site string, force bool) (protocol.CatalogFile, []catalog.Place, error)
 	RecordTransfer(ctx context.Context, t protocol.TransferInfo) error
 }
 
@@ -256,7 +256,7 @@ func (f *files) get(ctx context.Context, req protocol.FilesGet) (protocol.Transf
 	}
 	var errs []error
 	for _, r := range from {
-		at := metaqueue.Place{Site: r.Site, Host: r.Host}
+		at := catalog.Place{Site: r.Site, Host: r.Host}
 		src, host, err := f.places(ctx, at)
 		if err != nil {
 			errs = append(errs, err)
@@ -270,7 +270,7 @@ func (f *files) get(ctx context.Context, req protocol.FilesGet) (protocol.Transf
 		}
 		started := f.now()
 		res := m.Move(ctx, stage.Transfer{Path: req.Path, From: placeName(at), To: getPlace, Size: r.Size, SHA256: r.SHA256})
-		ti := protocol.TransferInfo{Path: req.Path, From: placeName(at), To: metaqueue.LocalSite, Bytes: res.Bytes,
+		ti := protocol.TransferInfo{Path: req.Path, From: placeName(at), To: catalog.LocalSite, Bytes: res.Bytes,
 			Seconds: res.Duration.Seconds(), Started: started.UTC().Format(time.RFC3339Nano)}
 		if res.Err != nil {
 			ti.Error = res.Err.Error()
@@ -301,7 +301,7 @@ func (f *files) add(ctx context.Context, req protocol.FilesAdd) (protocol.Catalo
 	if req.Site == "" {
 		return protocol.CatalogFile{}, protocol.Errorf(protocol.CodeBadRequest, "files.add needs the site holding %s", req.Path)
 	}
-	at := metaqueue.Place{Site: req.Site, Host: req.Host}
+	at := catalog.Place{Site: req.Site, Host: req.Host}
 	pl, _, err := f.places(ctx, at)
 	if err != nil {
 		return protocol.CatalogFile{}, protocol.Errorf(protocol.CodeBadRequest, "%v", err)

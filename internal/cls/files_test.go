@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mq-hpc/mq/internal/metaqueue"
+	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
+
 	"github.com/mq-hpc/mq/internal/site"
 	"github.com/mq-hpc/mq/internal/stage"
 	"github.com/mq-hpc/mq/protocol"
@@ -22,7 +23,7 @@ type fakeCatalog struct {
 	replicas  []protocol.Replica
 	transfers []protocol.TransferInfo
 	added     []protocol.Replica
-	dropped   []metaqueue.Place
+	dropped   []catalog.Place
 }
 
 func (f *fakeCatalog) Files(context.Context, protocol.FilesQuery) (protocol.FilesReply, error) {
@@ -33,13 +34,13 @@ func (f *fakeCatalog) Replicas(context.Context, string) ([]protocol.Replica, err
 	return f.replicas, nil
 }
 
-func (f *fakeCatalog) AddReplica(_ context.Context, path string, at metaqueue.Place, size int64, sum string) (protocol.CatalogFile, error) {
+func (f *fakeCatalog) AddReplica(_ context.Context, path string, at catalog.Place, size int64, sum string) (protocol.CatalogFile, error) {
 	r := protocol.Replica{Site: at.Site, Host: at.Host, Size: size, SHA256: sum}
 	f.added = append(f.added, r)
 	return protocol.CatalogFile{Path: path, Size: &size, SHA256: sum, Replicas: []protocol.Replica{r}}, nil
 }
 
-func (f *fakeCatalog) RemoveReplicas(_ context.Context, path, site string, force bool) (protocol.CatalogFile, []metaqueue.Place, error) {
+func (f *fakeCatalog) RemoveReplicas(_ context.Context, path, site string, force bool) (protocol.CatalogFile, []catalog.Place, error) {
 	return protocol.CatalogFile{Path: path}, f.dropped, nil
 }
 
@@ -73,7 +74,7 @@ func TestFilesGet(t *testing.T) {
 	if got, err := os.ReadFile(dest); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("dest holds %d bytes (%v), want %d identical", len(got), err, len(data))
 	}
-	if ti.From != "b" || ti.To != metaqueue.LocalSite || ti.Bytes != int64(len(data)) || ti.Error != "" || ti.Started == "" {
+	if ti.From != "b" || ti.To != catalog.LocalSite || ti.Bytes != int64(len(data)) || ti.Error != "" || ti.Started == "" {
 		t.Errorf("transfer %+v", ti)
 	}
 	if len(cat.transfers) != 2 || cat.transfers[0].Error == "" || cat.transfers[1] != ti {
@@ -124,14 +125,14 @@ func TestFilesAddRemove(t *testing.T) {
 			t.Errorf("add %+v accepted", req)
 		}
 	}
-	cat.dropped = []metaqueue.Place{at("a"), at(metaqueue.LocalSite)}
+	cat.dropped = []catalog.Place{at("a"), at(catalog.LocalSite)}
 	if _, err := f.remove(ctx, protocol.FilesRemove{Path: "/d/x"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tp.read("a", "/d/x"); err == nil {
 		t.Error("the dropped replica at a is still there")
 	}
-	if got, err := tp.read(metaqueue.LocalSite, "/d/x"); err != nil || !bytes.Equal(got, data) {
+	if got, err := tp.read(catalog.LocalSite, "/d/x"); err != nil || !bytes.Equal(got, data) {
 		t.Errorf("the user's own file on the CLS host: %q %v", got, err)
 	}
 }
@@ -173,15 +174,15 @@ func TestSitePlaces(t *testing.T) {
 	}
 	defer s.mgr.Stop()
 	for _, tc := range []struct {
-		at   metaqueue.Place
+		at   catalog.Place
 		host bool
 		err  string
 	}{
-		{metaqueue.Place{Site: metaqueue.LocalSite, Host: "h1"}, true, ""},
+		{catalog.Place{Site: catalog.LocalSite, Host: "h1"}, true, ""},
 		{at("here"), true, ""},
 		{at("shared"), true, ""},
 		{at("rooted"), false, "no login host in this test"},
-		{metaqueue.Place{Site: "rooted", Host: "n1"}, false, "a place there has no host"},
+		{catalog.Place{Site: "rooted", Host: "n1"}, false, "a place there has no host"},
 		{at("nodes"), false, "a place there names its host"},
 		{at("nowhere"), false, "no site nowhere"},
 	} {
@@ -197,7 +198,7 @@ func TestSitePlaces(t *testing.T) {
 		}
 	}
 	// A host of a node-local site is reached through its placeholders.
-	pl, host, err := s.place(ctx, metaqueue.Place{Site: "nodes", Host: "n1"})
+	pl, host, err := s.place(ctx, catalog.Place{Site: "nodes", Host: "n1"})
 	if err != nil || host || pl != (agentPlace{hub: s.hub, site: "nodes", host: "n1"}) {
 		t.Errorf("nodes:n1: %#v %v %v; want the agent path to n1", pl, host, err)
 	}

@@ -149,7 +149,7 @@ func (c *plans) make(ctx context.Context, req protocol.PlanMake) (protocol.PlanS
 	if err != nil {
 		return sum, fmt.Errorf("the timeline of %s's plan: %w", info.Name, err)
 	}
-	n, err := c.store.Plans().Record(ctx, metaqueue.PlanRecord{Target: req.Target, Planner: info.Name, Sites: sites, Timeline: tl}, pl)
+	n, err := c.store.Plans().Record(ctx, mqplans.Record{Target: req.Target, Planner: info.Name, Sites: sites, Timeline: tl}, pl)
 	if err != nil {
 		return sum, err
 	}

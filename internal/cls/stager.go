@@ -10,22 +10,24 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mq-hpc/mq/internal/metaqueue"
+	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
+	"github.com/mq-hpc/mq/internal/metaqueue/dc"
+
 	"github.com/mq-hpc/mq/internal/stage"
 )
 
 // stagerStore is what the stager needs of the store.
 type stagerStore interface {
-	Staged(ctx context.Context, r metaqueue.StageResult) error
-	MeasuredLink(site string, l metaqueue.Link)
+	Staged(ctx context.Context, r catalog.StageResult) error
+	MeasuredLink(site string, l dc.Link)
 }
 
 // placeFunc resolves a place of the catalog to where its files are. host
 // says the place is the CLS host's own filesystem (the local site, and
 // sites that share it), where the files are the user's own.
-type placeFunc func(ctx context.Context, p metaqueue.Place) (pl stage.Place, host bool, err error)
+type placeFunc func(ctx context.Context, p catalog.Place) (pl stage.Place, host bool, err error)
 
-// stager is the store's metaqueue.Stager: it queues stage requests and
+// stager is the store's catalog.Stager: it queues stage requests and
 // serves them with a bounded pool of workers, each moving one file
 // through the CLS (stage.Mover) from the first place of the request that
 // has it, and reports each end to the store (Staged). Every transfer feeds
@@ -35,7 +37,7 @@ type stager struct {
 	workers int
 	log     *slog.Logger
 	// prior is a site's configured link, kept for what is not measured yet.
-	prior func(site string) metaqueue.Link
+	prior func(site string) dc.Link
 	now   func() time.Time
 
 	mover stage.Mover
@@ -44,7 +46,7 @@ type stager struct {
 	// connection of one of its placeholders (agentplace.go), when the place
 	// is a site's shared data root (reached over SFTP otherwise) and a
 	// placeholder there takes files now.
-	alt func(p metaqueue.Place) (stage.Place, bool)
+	alt func(p catalog.Place) (stage.Place, bool)
 
 	ctx    context.Context // ends at stop: transfers are cancelled
 	cancel context.CancelFunc
@@ -53,7 +55,7 @@ type stager struct {
 
 	mu      sync.Mutex
 	store   stagerStore // set by start: the store is opened with the stager
-	queue   []metaqueue.StageRequest
+	queue   []catalog.StageRequest
 	started bool
 	stopped bool
 }
@@ -61,7 +63,7 @@ type stager struct {
 // DefaultStageWorkers is how many files the CLS moves at once by default.
 const DefaultStageWorkers = stage.DefaultWorkers
 
-func newStager(workers int, places placeFunc, prior func(string) metaqueue.Link, log *slog.Logger) *stager {
+func newStager(workers int, places placeFunc, prior func(string) dc.Link, log *slog.Logger) *stager {
 	if workers < 1 {
 		workers = DefaultStageWorkers
 	}
@@ -70,7 +72,7 @@ func newStager(workers int, places placeFunc, prior func(string) metaqueue.Link,
 	}
 	s := &stager{places: places, workers: workers, log: log, prior: prior, now: time.Now, wake: make(chan struct{}, 1)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.mover = stage.Mover{Places: s.moverPlace, Log: log, Rates: &s.rates, Local: metaqueue.LocalSite}
+	s.mover = stage.Mover{Places: s.moverPlace, Log: log, Rates: &s.rates, Local: catalog.LocalSite}
 	return s
 }
 
@@ -79,7 +81,7 @@ func newStager(workers int, places placeFunc, prior func(string) metaqueue.Link,
 func (s *stager) moverPlace(name string) (stage.Place, error) {
 	base, viaAgent := strings.CutSuffix(name, agentSuffix)
 	site, host, _ := strings.Cut(base, ":")
-	p := metaqueue.Place{Site: site, Host: host}
+	p := catalog.Place{Site: site, Host: host}
 	if viaAgent {
 		if s.alt != nil {
 			if pl, ok := s.alt(p); ok {
@@ -103,7 +105,7 @@ const agentSuffix = "#agent"
 // whose estimate (latency + size/bandwidth) is lower is taken. A path not
 // measured yet for a file of this size is taken next, so both are
 // measured: SFTP first, then the agent's connection.
-func (s *stager) route(p metaqueue.Place, pl stage.Place, host bool, size int64) (name, via string) {
+func (s *stager) route(p catalog.Place, pl stage.Place, host bool, size int64) (name, via string) {
 	name, via = placeName(p), pathOf(pl, host)
 	if s.alt == nil || via != "sftp" {
 		return name, via
@@ -160,7 +162,7 @@ func pathOf(pl stage.Place, host bool) string {
 }
 
 // Stage queues r. It never blocks (the store's core calls it).
-func (s *stager) Stage(r metaqueue.StageRequest) {
+func (s *stager) Stage(r catalog.StageRequest) {
 	s.mu.Lock()
 	if s.stopped {
 		s.mu.Unlock()
@@ -206,14 +208,14 @@ func (s *stager) stop() {
 }
 
 // next takes the oldest request; ok is false when none waits.
-func (s *stager) next() (r metaqueue.StageRequest, ok bool) {
+func (s *stager) next() (r catalog.StageRequest, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.queue) == 0 || s.stopped {
 		return r, false
 	}
 	r = s.queue[0]
-	s.queue[0] = metaqueue.StageRequest{}
+	s.queue[0] = catalog.StageRequest{}
 	s.queue = s.queue[1:]
 	if len(s.queue) > 0 {
 		s.signal() // one wake-up per request: pass it on to another worker
@@ -246,8 +248,8 @@ func (s *stager) work() {
 }
 
 // stage moves r.Path to r.To from the first of r.From that has it.
-func (s *stager) stage(ctx context.Context, r metaqueue.StageRequest) metaqueue.StageResult {
-	res := metaqueue.StageResult{Path: r.Path, To: r.To, Job: r.Job, Started: s.now()}
+func (s *stager) stage(ctx context.Context, r catalog.StageRequest) catalog.StageResult {
+	res := catalog.StageResult{Path: r.Path, To: r.To, Job: r.Job, Started: s.now()}
 	if len(r.From) == 0 {
 		res.Err, res.Permanent = fmt.Errorf("staging %s to %s: no place holds it", r.Path, placeName(r.To)), true
 		return res
@@ -256,7 +258,7 @@ func (s *stager) stage(ctx context.Context, r metaqueue.StageRequest) metaqueue.
 	if err != nil {
 		res.Err = fmt.Errorf("staging %s: %w", r.Path, err)
 		if isUnreachable(err) {
-			res.Unreachable = []metaqueue.Place{r.To}
+			res.Unreachable = []catalog.Place{r.To}
 		}
 		return res
 	}
@@ -305,7 +307,7 @@ func (e *changedError) Error() string {
 }
 
 // stageFrom tries one source, filling res on success.
-func (s *stager) stageFrom(ctx context.Context, r metaqueue.StageRequest, from metaqueue.Place, to stage.Place, toHost bool, res *metaqueue.StageResult) error {
+func (s *stager) stageFrom(ctx context.Context, r catalog.StageRequest, from catalog.Place, to stage.Place, toHost bool, res *catalog.StageResult) error {
 	src, fromHost, err := s.places(ctx, from)
 	if err != nil {
 		return err
@@ -351,7 +353,7 @@ func (s *stager) stageFrom(ctx context.Context, r metaqueue.StageRequest, from m
 	}
 	res.Err = nil
 	for _, p := range []struct {
-		place metaqueue.Place
+		place catalog.Place
 		host  bool
 	}{{from, fromHost}, {r.To, toHost}} {
 		if !p.host {
@@ -364,7 +366,7 @@ func (s *stager) stageFrom(ctx context.Context, r metaqueue.StageRequest, from m
 // changed says how a user's file differs from what it was at submit, ""
 // if it does not. A time at submit without a fraction of a second was
 // stored to the second: it is compared so.
-func changed(info stage.Info, r metaqueue.StageRequest) string {
+func changed(info stage.Info, r catalog.StageRequest) string {
 	if r.Size >= 0 && info.Size != r.Size {
 		return fmt.Sprintf("%d bytes, %d at submit", info.Size, r.Size)
 	}
@@ -383,7 +385,7 @@ func changed(info stage.Info, r metaqueue.StageRequest) string {
 // place per host measures the site's link: DC prices links per site. Of a
 // place's two paths, the one with the higher bandwidth measured (else the
 // lower latency) stands for it: the stager takes the faster.
-func (s *stager) pushLink(p metaqueue.Place) {
+func (s *stager) pushLink(p catalog.Place) {
 	site := p.Site
 	lat, bw, ok := s.rates.Link(placeName(p))
 	if alat, abw, aok := s.rates.Link(placeName(p) + agentSuffix); aok {
@@ -394,11 +396,11 @@ func (s *stager) pushLink(p metaqueue.Place) {
 	if !ok {
 		return
 	}
-	prior := metaqueue.DefaultSiteLink
+	prior := dc.DefaultSiteLink
 	if s.prior != nil {
 		prior = s.prior(site)
 	}
-	l := metaqueue.Link{Latency: lat, Bandwidth: bw}
+	l := dc.Link{Latency: lat, Bandwidth: bw}
 	if l.Latency <= 0 {
 		l.Latency = prior.Latency
 	}
@@ -415,7 +417,7 @@ func (s *stager) pushLink(p metaqueue.Place) {
 
 // placeName names a place in messages and transfer records: the site, and
 // the host where the site has one filesystem per node.
-func placeName(p metaqueue.Place) string {
+func placeName(p catalog.Place) string {
 	if p.Host == "" {
 		return p.Site
 	}

@@ -17,47 +17,49 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mq-hpc/mq/internal/metaqueue"
+	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
+	"github.com/mq-hpc/mq/internal/metaqueue/dc"
+
 	"github.com/mq-hpc/mq/internal/stage"
 )
 
 // fakeStore records what the stager reports.
 type fakeStore struct {
-	staged chan metaqueue.StageResult
+	staged chan catalog.StageResult
 	mu     sync.Mutex
-	links  map[string]metaqueue.Link
+	links  map[string]dc.Link
 }
 
 func newFakeStore() *fakeStore {
-	return &fakeStore{staged: make(chan metaqueue.StageResult, 100), links: map[string]metaqueue.Link{}}
+	return &fakeStore{staged: make(chan catalog.StageResult, 100), links: map[string]dc.Link{}}
 }
 
-func (f *fakeStore) Staged(_ context.Context, r metaqueue.StageResult) error {
+func (f *fakeStore) Staged(_ context.Context, r catalog.StageResult) error {
 	f.staged <- r
 	return nil
 }
 
-func (f *fakeStore) MeasuredLink(site string, l metaqueue.Link) {
+func (f *fakeStore) MeasuredLink(site string, l dc.Link) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.links[site] = l
 }
 
-func (f *fakeStore) link(site string) (metaqueue.Link, bool) {
+func (f *fakeStore) link(site string) (dc.Link, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	l, ok := f.links[site]
 	return l, ok
 }
 
-func (f *fakeStore) next(t *testing.T) metaqueue.StageResult {
+func (f *fakeStore) next(t *testing.T) catalog.StageResult {
 	t.Helper()
 	select {
 	case r := <-f.staged:
 		return r
 	case <-time.After(time.Minute):
 		t.Fatal("no stage result within a minute")
-		return metaqueue.StageResult{}
+		return catalog.StageResult{}
 	}
 }
 
@@ -71,13 +73,13 @@ type testPlaces struct {
 
 func newTestPlaces(t *testing.T, sites ...string) *testPlaces {
 	tp := &testPlaces{roots: map[string]string{}}
-	for _, s := range append([]string{metaqueue.LocalSite}, sites...) {
+	for _, s := range append([]string{catalog.LocalSite}, sites...) {
 		tp.roots[s] = t.TempDir()
 	}
 	return tp
 }
 
-func (tp *testPlaces) place(_ context.Context, p metaqueue.Place) (stage.Place, bool, error) {
+func (tp *testPlaces) place(_ context.Context, p catalog.Place) (stage.Place, bool, error) {
 	root, ok := tp.roots[p.Site]
 	if strings.HasPrefix(p.Site, "down") {
 		return nil, false, &unreachableError{p.Site, errors.New("dial tcp: connection refused")}
@@ -89,7 +91,7 @@ func (tp *testPlaces) place(_ context.Context, p metaqueue.Place) (stage.Place, 
 	if tp.wrap != nil {
 		pl = tp.wrap(p.Site, pl)
 	}
-	return pl, p.Site == metaqueue.LocalSite, nil
+	return pl, p.Site == catalog.LocalSite, nil
 }
 
 // put writes a file at a site and returns its SHA-256.
@@ -111,14 +113,14 @@ func (tp *testPlaces) read(site, p string) ([]byte, error) {
 }
 
 func startStager(t *testing.T, workers int, tp *testPlaces) (*stager, *fakeStore) {
-	st := newStager(workers, tp.place, func(string) metaqueue.Link { return metaqueue.Link{Latency: 7, Bandwidth: 7e6} }, nil)
+	st := newStager(workers, tp.place, func(string) dc.Link { return dc.Link{Latency: 7, Bandwidth: 7e6} }, nil)
 	fs := newFakeStore()
 	st.start(fs)
 	t.Cleanup(st.stop)
 	return st, fs
 }
 
-func at(site string) metaqueue.Place { return metaqueue.Place{Site: site} }
+func at(site string) catalog.Place { return catalog.Place{Site: site} }
 
 // A staged file arrives complete at the target place, and its transfer is
 // reported with the bytes, checksum and source; the sites' measured links
@@ -128,7 +130,7 @@ func TestStagerMoves(t *testing.T) {
 	data := []byte("seqs of p1\n")
 	sum := tp.put(t, "a", "/w/seqs/p1.fa", data)
 	st, fs := startStager(t, 2, tp)
-	st.Stage(metaqueue.StageRequest{Path: "/w/seqs/p1.fa", To: at("b"), From: []metaqueue.Place{at("a")}, Size: int64(len(data)), Job: 7})
+	st.Stage(catalog.StageRequest{Path: "/w/seqs/p1.fa", To: at("b"), From: []catalog.Place{at("a")}, Size: int64(len(data)), Job: 7})
 	r := fs.next(t)
 	if r.Err != nil || r.Bytes != int64(len(data)) || r.SHA256 != sum || r.From != at("a") || r.To != at("b") || r.Job != 7 || r.Path != "/w/seqs/p1.fa" || r.Started.IsZero() {
 		t.Fatalf("result %+v", r)
@@ -144,7 +146,7 @@ func TestStagerMoves(t *testing.T) {
 	}
 
 	// The hash is computed when unknown and checked when known.
-	st.Stage(metaqueue.StageRequest{Path: "/w/seqs/p1.fa", To: at("local"), From: []metaqueue.Place{at("b")}, Size: -1, SHA256: strings.Repeat("0", 64)})
+	st.Stage(catalog.StageRequest{Path: "/w/seqs/p1.fa", To: at("local"), From: []catalog.Place{at("b")}, Size: -1, SHA256: strings.Repeat("0", 64)})
 	if r := fs.next(t); r.Err == nil || r.Permanent {
 		t.Errorf("a wrong checksum: %+v", r)
 	}
@@ -176,7 +178,7 @@ func TestStagerChangedInput(t *testing.T) {
 		{"other size", 3, fi.ModTime(), true},
 	} {
 		os.RemoveAll(filepath.Join(tp.roots["a"], "in.txt"))
-		st.Stage(metaqueue.StageRequest{Path: "/in.txt", To: at("a"), From: []metaqueue.Place{at("local")}, Size: tc.size, ModTime: tc.mtime})
+		st.Stage(catalog.StageRequest{Path: "/in.txt", To: at("a"), From: []catalog.Place{at("local")}, Size: tc.size, ModTime: tc.mtime})
 		r := fs.next(t)
 		_, rerr := tp.read("a", "/in.txt")
 		if tc.changed {
@@ -196,23 +198,23 @@ func TestStagerNextSource(t *testing.T) {
 	data := []byte("out of job 1\n")
 	sum := tp.put(t, "c", "/o/x", data)
 	st, fs := startStager(t, 1, tp)
-	st.Stage(metaqueue.StageRequest{Path: "/o/x", To: at("b"), From: []metaqueue.Place{at("a"), at("gone"), at("c")}, Size: -1, SHA256: sum})
+	st.Stage(catalog.StageRequest{Path: "/o/x", To: at("b"), From: []catalog.Place{at("a"), at("gone"), at("c")}, Size: -1, SHA256: sum})
 	if r := fs.next(t); r.Err != nil || r.From != at("c") || r.Bytes != int64(len(data)) {
 		t.Fatalf("result %+v", r)
 	}
 	if got, _ := tp.read("b", "/o/x"); !bytes.Equal(got, data) {
 		t.Fatalf("at b: %q", got)
 	}
-	st.Stage(metaqueue.StageRequest{Path: "/o/y", To: at("b"), From: []metaqueue.Place{at("a"), at("c")}, Size: -1})
+	st.Stage(catalog.StageRequest{Path: "/o/y", To: at("b"), From: []catalog.Place{at("a"), at("c")}, Size: -1})
 	if r := fs.next(t); r.Err == nil || !r.Permanent {
 		t.Errorf("missing everywhere: %+v", r)
 	}
 	// An unreachable place is not proof the file is gone.
-	st.Stage(metaqueue.StageRequest{Path: "/o/y", To: at("b"), From: []metaqueue.Place{at("a"), at("gone")}, Size: -1})
+	st.Stage(catalog.StageRequest{Path: "/o/y", To: at("b"), From: []catalog.Place{at("a"), at("gone")}, Size: -1})
 	if r := fs.next(t); r.Err == nil || r.Permanent {
 		t.Errorf("missing at one place, another unreachable: %+v", r)
 	}
-	st.Stage(metaqueue.StageRequest{Path: "/o/x", To: at("b"), Size: -1})
+	st.Stage(catalog.StageRequest{Path: "/o/x", To: at("b"), Size: -1})
 	if r := fs.next(t); r.Err == nil || !r.Permanent {
 		t.Errorf("no source: %+v", r)
 	}
@@ -277,7 +279,7 @@ func TestStagerBound(t *testing.T) {
 	}
 	st, fs := startStager(t, 2, tp)
 	for i := range n {
-		st.Stage(metaqueue.StageRequest{Path: fmt.Sprintf("/f%d", i), To: at("b"), From: []metaqueue.Place{at("a")}, Size: 1})
+		st.Stage(catalog.StageRequest{Path: fmt.Sprintf("/f%d", i), To: at("b"), From: []catalog.Place{at("a")}, Size: 1})
 	}
 	waitFor(t, "two transfers", func() bool { return g.cur.Load() == 2 })
 	close(g.release)
@@ -301,7 +303,7 @@ func TestStagerStop(t *testing.T) {
 	fs := newFakeStore()
 	// Queued before start: served once started.
 	for range 3 {
-		st.Stage(metaqueue.StageRequest{Path: "/f", To: at("b"), From: []metaqueue.Place{at("a")}, Size: -1})
+		st.Stage(catalog.StageRequest{Path: "/f", To: at("b"), From: []catalog.Place{at("a")}, Size: -1})
 	}
 	st.start(fs)
 	waitFor(t, "a transfer", func() bool { return g.cur.Load() == 1 })
@@ -312,7 +314,7 @@ func TestStagerStop(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("stop did not return")
 	}
-	st.Stage(metaqueue.StageRequest{Path: "/f", To: at("b"), From: []metaqueue.Place{at("a")}, Size: -1})
+	st.Stage(catalog.StageRequest{Path: "/f", To: at("b"), From: []catalog.Place{at("a")}, Size: -1})
 	select {
 	case r := <-fs.staged:
 		t.Errorf("reported after stop: %+v", r)
@@ -336,17 +338,17 @@ func TestStagerUnreachable(t *testing.T) {
 	for _, tc := range []struct {
 		to   string
 		from []string
-		want []metaqueue.Place
+		want []catalog.Place
 	}{
-		{"down1", []string{"a"}, []metaqueue.Place{at("down1")}},
-		{"b", []string{"down1", "gone", "down2"}, []metaqueue.Place{at("down1"), at("down2")}},
+		{"down1", []string{"a"}, []catalog.Place{at("down1")}},
+		{"b", []string{"down1", "gone", "down2"}, []catalog.Place{at("down1"), at("down2")}},
 		{"b", []string{"gone"}, nil},
 	} {
-		var from []metaqueue.Place
+		var from []catalog.Place
 		for _, f := range tc.from {
 			from = append(from, at(f))
 		}
-		st.Stage(metaqueue.StageRequest{Path: "/o/x", To: at(tc.to), From: from, Size: -1})
+		st.Stage(catalog.StageRequest{Path: "/o/x", To: at(tc.to), From: from, Size: -1})
 		r := fs.next(t)
 		if r.Err == nil || !slices.Equal(r.Unreachable, tc.want) {
 			t.Errorf("to %s from %v: err %v, unreachable %v; want %v", tc.to, tc.from, r.Err, r.Unreachable, tc.want)

@@ -12,21 +12,10 @@ import (
 )
 
 // The core's side of the data-staging catalog (package catalog): the
-// names the CLS uses, the Store methods it calls, and the glue between the
+// Store methods the CLS calls, and the glue between the
 // catalog and the rest of the store. A catalog request is one call in the
 // core's batch returning a catalog.Change; the core tells DC and the copy
 // index what moved and fails the jobs it names (lifecycle.go).
-
-type (
-	// Place is where a file can be (catalog.Place).
-	Place = catalog.Place
-	// StageRequest asks the stager for a copy (catalog.StageRequest).
-	StageRequest = catalog.StageRequest
-	// StageResult is how a StageRequest ended (catalog.StageResult).
-	StageResult = catalog.StageResult
-	// Stager moves files for the store (catalog.Stager).
-	Stager = catalog.Stager
-)
 
 // loadCatalog reads the sites keeping files of their own, the catalog and
 // the transfer totals (after resetIndex).
@@ -64,7 +53,7 @@ func (s *Store) userFile(path string, size, mtime int64) error {
 		return fatalError{err}
 	}
 	if changed {
-		s.data.LocateNew(path, dc.Loc{At: s.data.At(LocalSite, ""), Size: size})
+		s.data.LocateNew(path, dc.Loc{At: s.data.At(catalog.LocalSite, ""), Size: size})
 		s.repl.Moved(path) // running jobs reading it see its new size
 	}
 	return nil
@@ -126,7 +115,7 @@ func (s *Store) catalogChanged(ch catalog.Change) error {
 
 // inputsAt says whether jobs ids have every movable input at place to,
 // asking the stager for the missing ones.
-func (s *Store) inputsAt(ids []int64, to Place) (bool, error) {
+func (s *Store) inputsAt(ids []int64, to catalog.Place) (bool, error) {
 	return s.cat.InputsAt(ids, to, s.now(), s.isQueued), nil
 }
 

@@ -40,7 +40,7 @@ func TestCatalogQueries(t *testing.T) {
 
 // addReplica records a copy of path at p, in the batch's transaction,
 // without the checks of a user's files.add (the copy index's tests).
-func (s *Store) addReplica(path string, p Place, size int64, sha string) error {
+func (s *Store) addReplica(path string, p catalog.Place, size int64, sha string) error {
 	if err := s.begin(); err != nil {
 		return err
 	}

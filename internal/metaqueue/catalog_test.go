@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/mq-hpc/mq/internal/metaqueue/dc"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mq-hpc/mq/internal/metaqueue/dc"
 
 	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
 	"github.com/mq-hpc/mq/job"
@@ -19,16 +20,16 @@ import (
 // fakeStager records the stage requests the store makes.
 type fakeStager struct {
 	mu  sync.Mutex
-	got []StageRequest
+	got []catalog.StageRequest
 }
 
-func (f *fakeStager) Stage(r StageRequest) {
+func (f *fakeStager) Stage(r catalog.StageRequest) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.got = append(f.got, r)
 }
 
-func (f *fakeStager) requests() []StageRequest {
+func (f *fakeStager) requests() []catalog.StageRequest {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.got)
@@ -57,9 +58,9 @@ func userIn(path string, size int64) protocol.File {
 }
 
 // staged reports the end of request r (err nil = done).
-func (e *env) staged(r StageRequest, from Place, err error, permanent bool) {
+func (e *env) staged(r catalog.StageRequest, from catalog.Place, err error, permanent bool) {
 	e.t.Helper()
-	res := StageResult{Path: r.Path, To: r.To, From: from, Bytes: max(r.Size, 0), Started: e.clock.Now(),
+	res := catalog.StageResult{Path: r.Path, To: r.To, From: from, Bytes: max(r.Size, 0), Started: e.clock.Now(),
 		Duration: time.Second, SHA256: sumA, Job: r.Job, Err: err, Permanent: permanent, Via: "sftp>agent"}
 	if err != nil {
 		res.Bytes, res.SHA256 = 0, ""
@@ -84,8 +85,8 @@ func TestStagingGatesDispatch(t *testing.T) {
 		t.Fatalf("siteB got %v, want the job without inputs %d", ids(got), other)
 	}
 	reqs := st.requests()
-	if len(reqs) != 1 || reqs[0].Path != "/w/seqs/p1.fa" || reqs[0].To != (Place{Site: "siteB"}) ||
-		!slices.Equal(reqs[0].From, []Place{{Site: LocalSite}}) || reqs[0].Size != 10 || reqs[0].ModTime.IsZero() {
+	if len(reqs) != 1 || reqs[0].Path != "/w/seqs/p1.fa" || reqs[0].To != (catalog.Place{Site: "siteB"}) ||
+		!slices.Equal(reqs[0].From, []catalog.Place{{Site: catalog.LocalSite}}) || reqs[0].Size != 10 || reqs[0].ModTime.IsZero() {
 		t.Fatalf("requests %+v", reqs)
 	}
 	// Another site skips jobs staging to siteB.
@@ -106,7 +107,7 @@ func TestStagingGatesDispatch(t *testing.T) {
 		done <- r.Jobs
 	}()
 	e.parkedAtLeast(1, 0)
-	e.staged(reqs[0], Place{Site: LocalSite}, nil, false)
+	e.staged(reqs[0], catalog.Place{Site: catalog.LocalSite}, nil, false)
 	var got []protocol.Assignment
 	select {
 	case got = <-done:
@@ -122,10 +123,10 @@ func TestStagingGatesDispatch(t *testing.T) {
 		t.Fatalf("assignment files %+v %+v", in, got[0].Outputs)
 	}
 	d := e.job(a)
-	if len(d.Transfers) != 1 || d.Transfers[0].From != LocalSite || d.Transfers[0].To != "siteB" || d.Transfers[0].Bytes != 10 {
+	if len(d.Transfers) != 1 || d.Transfers[0].From != catalog.LocalSite || d.Transfers[0].To != "siteB" || d.Transfers[0].Bytes != 10 {
 		t.Fatalf("transfers %+v", d.Transfers)
 	}
-	if len(d.Inputs[0].Replicas) != 2 || d.Inputs[0].Replicas[0].Site != LocalSite || d.Inputs[0].SHA256 != sumA {
+	if len(d.Inputs[0].Replicas) != 2 || d.Inputs[0].Replicas[0].Site != catalog.LocalSite || d.Inputs[0].SHA256 != sumA {
 		t.Fatalf("input replicas %+v", d.Inputs[0])
 	}
 	e.check()
@@ -147,7 +148,7 @@ func TestStagingDC(t *testing.T) {
 	if len(reqs) != 1 {
 		t.Fatalf("requests %+v", reqs)
 	}
-	e.staged(reqs[0], Place{Site: LocalSite}, nil, false)
+	e.staged(reqs[0], catalog.Place{Site: catalog.LocalSite}, nil, false)
 	waitFor(t, func() bool { got := e.next(b, 1); return len(got) == 1 && got[0].ID == a })
 }
 
@@ -169,13 +170,13 @@ func TestStagingRetriesThenFails(t *testing.T) {
 	t.Parallel()
 	e, st := newStagingEnv(t)
 	a := e.submit(withFiles("a", "x", []protocol.File{userIn("/w/seqs/p1.fa", 10)}, nil))[0]
-	if _, err := e.s.Catalog().AddReplica(context.Background(), "/w/seqs/p1.fa", Place{Site: "siteC"}, 10, ""); err != nil {
+	if _, err := e.s.Catalog().AddReplica(context.Background(), "/w/seqs/p1.fa", catalog.Place{Site: "siteC"}, 10, ""); err != nil {
 		t.Fatal(err)
 	}
 	b := e.registerAt("siteB", "b1")
 	e.next(b, 1)
-	local, siteC := Place{Site: LocalSite}, Place{Site: "siteC"}
-	for i, want := range [][]Place{{local, siteC}, {siteC, local}, {local, siteC}} {
+	local, siteC := catalog.Place{Site: catalog.LocalSite}, catalog.Place{Site: "siteC"}
+	for i, want := range [][]catalog.Place{{local, siteC}, {siteC, local}, {local, siteC}} {
 		reqs := st.requests()
 		if len(reqs) != i+1 || !slices.Equal(reqs[i].From, want) {
 			t.Fatalf("try %d: requests %+v, want from %v", i+1, reqs, want)
@@ -249,7 +250,7 @@ func TestStagingOutputs(t *testing.T) {
 		t.Fatalf("siteB got %v before the output was staged", ids(got))
 	}
 	reqs := st.requests()
-	if len(reqs) != 1 || !slices.Equal(reqs[0].From, []Place{{Site: "siteA"}}) || reqs[0].SHA256 != sumA || reqs[0].Size != 77 || !reqs[0].ModTime.IsZero() {
+	if len(reqs) != 1 || !slices.Equal(reqs[0].From, []catalog.Place{{Site: "siteA"}}) || reqs[0].SHA256 != sumA || reqs[0].Size != 77 || !reqs[0].ModTime.IsZero() {
 		t.Fatalf("requests %+v", reqs)
 	}
 	e.staged(reqs[0], reqs[0].From[0], nil, false)
@@ -266,14 +267,14 @@ func TestCatalogOps(t *testing.T) {
 	e, _ := newStagingEnv(t)
 	ctx := context.Background()
 	for i := range 5 {
-		if _, err := e.s.Catalog().AddReplica(ctx, fmt.Sprintf("/d/f%d", i), Place{Site: "siteA"}, int64(i), ""); err != nil {
+		if _, err := e.s.Catalog().AddReplica(ctx, fmt.Sprintf("/d/f%d", i), catalog.Place{Site: "siteA"}, int64(i), ""); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := e.s.Catalog().AddReplica(ctx, "/e/x", Place{Site: "siteA"}, 1, sumA); err != nil {
+	if _, err := e.s.Catalog().AddReplica(ctx, "/e/x", catalog.Place{Site: "siteA"}, 1, sumA); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.s.Catalog().AddReplica(ctx, "/e/x", Place{Site: "siteB"}, 1, strings.Repeat("b", 64)); err == nil {
+	if _, err := e.s.Catalog().AddReplica(ctx, "/e/x", catalog.Place{Site: "siteB"}, 1, strings.Repeat("b", 64)); err == nil {
 		t.Fatal("a replica with another checksum was added")
 	}
 	var paths []string
@@ -299,7 +300,7 @@ func TestCatalogOps(t *testing.T) {
 	}
 
 	e.submit(withFiles("a", "x", []protocol.File{{Path: "/d/f1", Rel: true}}, nil))
-	if _, err := e.s.Catalog().AddReplica(ctx, "/d/f1", Place{Site: "siteB"}, 1, ""); err != nil {
+	if _, err := e.s.Catalog().AddReplica(ctx, "/d/f1", catalog.Place{Site: "siteB"}, 1, ""); err != nil {
 		t.Fatal(err)
 	}
 	left, dropped, err := e.s.Catalog().RemoveReplicas(ctx, "/d/f1", "siteA", false)
@@ -315,7 +316,7 @@ func TestCatalogOps(t *testing.T) {
 	if _, _, err := e.s.Catalog().RemoveReplicas(ctx, "/d/f2", "", false); err != nil {
 		t.Fatalf("a file no job reads: %v", err)
 	}
-	if err := e.s.Catalog().RecordTransfer(ctx, protocol.TransferInfo{Path: "/d/f3", From: "siteA", To: LocalSite, Bytes: 3, Seconds: 0.5, Started: time.Now().Format(time.RFC3339)}); err != nil {
+	if err := e.s.Catalog().RecordTransfer(ctx, protocol.TransferInfo{Path: "/d/f3", From: "siteA", To: catalog.LocalSite, Bytes: 3, Seconds: 0.5, Started: time.Now().Format(time.RFC3339)}); err != nil {
 		t.Fatal(err)
 	}
 	e.reopen()
@@ -331,11 +332,11 @@ func TestCatalogOps(t *testing.T) {
 // TestMeasuredLinkOverrides: a measured link replaces the configured one.
 func TestMeasuredLinkOverrides(t *testing.T) {
 	t.Parallel()
-	e := newEnvWith(t, func(o *Options) { o.Links = map[string]Link{"A": {Latency: 1, Bandwidth: 1}} })
-	e.s.MeasuredLink("A", Link{Latency: 2, Bandwidth: 3})
-	var l Link
+	e := newEnvWith(t, func(o *Options) { o.Links = map[string]dc.Link{"A": {Latency: 1, Bandwidth: 1}} })
+	e.s.MeasuredLink("A", dc.Link{Latency: 2, Bandwidth: 3})
+	var l dc.Link
 	e.s.do(context.Background(), func() error { l = e.s.link(e.s.data.At("A", "")); return nil })
-	if l != (Link{Latency: 2, Bandwidth: 3}) {
+	if l != (dc.Link{Latency: 2, Bandwidth: 3}) {
 		t.Fatalf("link %+v", l)
 	}
 }
@@ -398,7 +399,7 @@ func TestStagingErrorTextBounded(t *testing.T) {
 		t.Fatalf("requests %+v", reqs)
 	}
 	hostile := "sftp: \x1b]0;owned\x07" + strings.Repeat("x", 10000)
-	e.staged(reqs[0], Place{Site: LocalSite}, errors.New(hostile), true)
+	e.staged(reqs[0], catalog.Place{Site: catalog.LocalSite}, errors.New(hostile), true)
 	d := e.job(a)
 	if d.State != "F" || len(d.Reason) > protocol.MaxReasonBytes || strings.ContainsAny(d.Reason, "\x1b\x07") {
 		t.Fatalf("job: state %s, reason %d bytes %q", d.State, len(d.Reason), d.Reason[:min(len(d.Reason), 80)])
@@ -423,7 +424,7 @@ func TestStagingMarkClearsWhenAllEnd(t *testing.T) {
 	if len(reqs) != 2 {
 		t.Fatalf("requests %+v; want one per input", reqs)
 	}
-	e.staged(reqs[0], Place{Site: LocalSite}, nil, false)
+	e.staged(reqs[0], catalog.Place{Site: catalog.LocalSite}, nil, false)
 	x := e.registerAt("siteX", "x1")
 	if got := e.next(x, 1); len(got) != 0 {
 		t.Fatalf("siteX got %v while one of its inputs still goes to siteB", ids(got))
@@ -431,7 +432,7 @@ func TestStagingMarkClearsWhenAllEnd(t *testing.T) {
 	if n := len(st.requests()); n != 2 {
 		t.Fatalf("%d requests: siteX asked for the job's inputs while they go to siteB", n)
 	}
-	e.staged(reqs[1], Place{Site: LocalSite}, nil, false)
+	e.staged(reqs[1], catalog.Place{Site: catalog.LocalSite}, nil, false)
 	waitFor(t, func() bool { got := e.next(b, 1); return len(got) == 1 && got[0].ID == a })
 	e.check()
 }
@@ -446,15 +447,15 @@ func TestStagingPlaceUnreachable(t *testing.T) {
 	e, st := newStagingEnv(t)
 	a := e.submit(withFiles("a", "x", []protocol.File{userIn("/w/in", 5)}, nil))[0]
 	b := e.registerAt("siteB", "b1")
-	siteB := Place{Site: "siteB"}
+	siteB := catalog.Place{Site: "siteB"}
 	for i := range catalog.MaxStageTries + 2 {
 		e.next(b, 1)
 		reqs := st.requests()
 		if len(reqs) != i+1 || reqs[i].To != siteB {
 			t.Fatalf("round %d: requests %+v", i, reqs)
 		}
-		res := StageResult{Path: reqs[i].Path, To: siteB, From: Place{Site: LocalSite}, Started: e.clock.Now(), Job: a,
-			Err: errors.New("site siteB: dial tcp 127.0.0.1:22: connect: connection refused"), Unreachable: []Place{siteB}}
+		res := catalog.StageResult{Path: reqs[i].Path, To: siteB, From: catalog.Place{Site: catalog.LocalSite}, Started: e.clock.Now(), Job: a,
+			Err: errors.New("site siteB: dial tcp 127.0.0.1:22: connect: connection refused"), Unreachable: []catalog.Place{siteB}}
 		if err := e.s.Catalog().Staged(context.Background(), res); err != nil {
 			t.Fatal(err)
 		}
@@ -468,18 +469,18 @@ func TestStagingPlaceUnreachable(t *testing.T) {
 	e.clock.Advance(-catalog.PlaceDownFor / 2) // siteB down again for a while
 	e.next(b, 1)
 	n := len(st.requests())
-	res := StageResult{Path: "/w/in", To: siteB, From: Place{Site: LocalSite}, Job: a, Started: e.clock.Now(),
-		Err: errors.New("unreachable"), Unreachable: []Place{siteB}}
+	res := catalog.StageResult{Path: "/w/in", To: siteB, From: catalog.Place{Site: catalog.LocalSite}, Job: a, Started: e.clock.Now(),
+		Err: errors.New("unreachable"), Unreachable: []catalog.Place{siteB}}
 	if err := e.s.Catalog().Staged(context.Background(), res); err != nil {
 		t.Fatal(err)
 	}
 	x := e.registerAt("siteX", "x1")
 	e.next(x, 1)
 	reqs := st.requests()
-	if len(reqs) != n+1 || reqs[n].To != (Place{Site: "siteX"}) {
+	if len(reqs) != n+1 || reqs[n].To != (catalog.Place{Site: "siteX"}) {
 		t.Fatalf("requests %+v; want the job's input asked for at siteX", reqs)
 	}
-	e.staged(reqs[n], Place{Site: LocalSite}, nil, false)
+	e.staged(reqs[n], catalog.Place{Site: catalog.LocalSite}, nil, false)
 	waitFor(t, func() bool { got := e.next(x, 1); return len(got) == 1 && got[0].ID == a })
 	if m, err := e.s.Catalog().Moved(context.Background()); err != nil || m.Failed != catalog.MaxStageTries+3 {
 		t.Fatalf("moved %+v, %v; want every unreachable try recorded failed", m, err)
@@ -497,7 +498,7 @@ func TestStagingDCStagesOnlyChosen(t *testing.T) {
 	for i := range 3 {
 		p := fmt.Sprintf("/w/db/f%d", i)
 		e.submit(withFiles(fmt.Sprintf("j%d", i), "x", []protocol.File{{Path: p, Size: sz(8 << 20), Rel: true}}, nil))
-		if _, err := e.s.Catalog().AddReplica(context.Background(), p, Place{Site: "siteA"}, 8<<20, ""); err != nil {
+		if _, err := e.s.Catalog().AddReplica(context.Background(), p, catalog.Place{Site: "siteA"}, 8<<20, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -534,7 +535,7 @@ func TestStagingOutsideAttemptsAndCeiling(t *testing.T) {
 			t.Fatalf("try %d: requests %+v", i+1, reqs)
 		}
 		e.clock.Advance(time.Minute) // staging outlasts the ceiling
-		e.staged(reqs[i], Place{Site: LocalSite}, errors.New("connection reset"), false)
+		e.staged(reqs[i], catalog.Place{Site: catalog.LocalSite}, errors.New("connection reset"), false)
 		e.mustBe(a, job.Queued)
 		if d := e.job(a); len(d.History) != 0 {
 			t.Fatalf("try %d: attempts %+v before the job ran", i+1, d.History)
@@ -542,7 +543,7 @@ func TestStagingOutsideAttemptsAndCeiling(t *testing.T) {
 	}
 	e.next(b, 1)
 	reqs := st.requests()
-	e.staged(reqs[len(reqs)-1], Place{Site: LocalSite}, nil, false)
+	e.staged(reqs[len(reqs)-1], catalog.Place{Site: catalog.LocalSite}, nil, false)
 	var got []protocol.Assignment
 	waitFor(t, func() bool { got = e.next(b, 1); return len(got) == 1 })
 	if got[0].ID != a || got[0].Attempt != 1 || got[0].Ceiling != ceiling {
@@ -575,10 +576,10 @@ func TestStagingStaleReplica(t *testing.T) {
 			t.Fatalf("round %d: got %v before the input was staged (again)", round, ids(got))
 		}
 		reqs := st.requests()
-		if len(reqs) != round+1 || reqs[round].To != (Place{Site: "siteB"}) {
+		if len(reqs) != round+1 || reqs[round].To != (catalog.Place{Site: "siteB"}) {
 			t.Fatalf("round %d: requests %+v; want the input staged to siteB again", round, reqs)
 		}
-		e.staged(reqs[round], Place{Site: LocalSite}, nil, false)
+		e.staged(reqs[round], catalog.Place{Site: catalog.LocalSite}, nil, false)
 		var got []protocol.Assignment
 		waitFor(t, func() bool { got = e.next(b, 1); return len(got) == 1 })
 		return got[0]
@@ -593,7 +594,7 @@ func TestStagingStaleReplica(t *testing.T) {
 		e.report(b, rep)
 		e.mustBe(a, job.Queued)
 		d := e.job(a)
-		if len(d.History) != 0 || len(d.Inputs[0].Replicas) != 1 || d.Inputs[0].Replicas[0].Site != LocalSite {
+		if len(d.History) != 0 || len(d.Inputs[0].Replicas) != 1 || d.Inputs[0].Replicas[0].Site != catalog.LocalSite {
 			t.Fatalf("round %d: history %+v, replicas %+v; want no attempt, the CLS host's copy alone", round, d.History, d.Inputs[0].Replicas)
 		}
 	}

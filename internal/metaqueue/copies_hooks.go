@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
+
 	"github.com/mq-hpc/mq/internal/metaqueue/copies"
 	"github.com/mq-hpc/mq/internal/metaqueue/dc"
 	"github.com/mq-hpc/mq/internal/policy"
@@ -88,7 +90,7 @@ func (s *Store) pickCopy(p *parkedNext) (int64, *queue, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	var to Place
+	var to catalog.Place
 	if s.opt.Stager != nil {
 		if to, err = s.storePlace(ph); err != nil {
 			return 0, nil, err
@@ -111,7 +113,7 @@ type copyAsk struct {
 	s   *Store
 	p   *parkedNext
 	cur policy.Site
-	to  Place
+	to  catalog.Place
 }
 
 var _ copies.Ask = (*copyAsk)(nil)

@@ -3,10 +3,12 @@ package metaqueue
 import (
 	"context"
 	"fmt"
-	"github.com/mq-hpc/mq/internal/metaqueue/dc"
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
+	"github.com/mq-hpc/mq/internal/metaqueue/dc"
 
 	"github.com/mq-hpc/mq/internal/metaqueue/copies"
 	"github.com/mq-hpc/mq/internal/policy"
@@ -40,7 +42,7 @@ func (s *Store) pickCopyScan(p *parkedNext) (int64, *queue, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	var to Place
+	var to catalog.Place
 	if s.opt.Stager != nil {
 		if to, err = s.storePlace(ph); err != nil {
 			return 0, nil, err
@@ -280,7 +282,7 @@ func copyIndexModel(t *testing.T, seed uint64) {
 						return nil
 					}
 					added++
-					return e.s.addReplica(fmt.Sprintf("/w/g%d", added-1), Place{Site: site}, int64(1+rng.IntN(3)*1000), "")
+					return e.s.addReplica(fmt.Sprintf("/w/g%d", added-1), catalog.Place{Site: site}, int64(1+rng.IntN(3)*1000), "")
 				}
 				return nil
 			}); err != nil {

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
+	"github.com/mq-hpc/mq/internal/metaqueue/dc"
+
 	"github.com/mq-hpc/mq/internal/dispatch"
 	"github.com/mq-hpc/mq/internal/metaqueue/schema"
 	"github.com/mq-hpc/mq/job"
@@ -72,10 +75,10 @@ func TestJobFilesStoredAndShown(t *testing.T) {
 	}
 	// The local site is located per host.
 	c := e.submit(withFiles("c", "consume", []protocol.File{{Path: "/out/x"}}, []protocol.File{{Path: "/out/y"}}))[0]
-	lp := e.registerAt(LocalSite, "cls-host")
+	lp := e.registerAt(catalog.LocalSite, "cls-host")
 	got = e.next(lp, 1)
 	e.report(lp, ok(got[0]))
-	if d := e.job(c); d.Inputs[0].Site != "siteA" || d.Outputs[0].Site != LocalSite || d.Outputs[0].Host != "cls-host" || d.Outputs[0].Job != c {
+	if d := e.job(c); d.Inputs[0].Site != "siteA" || d.Outputs[0].Site != catalog.LocalSite || d.Outputs[0].Host != "cls-host" || d.Outputs[0].Job != c {
 		t.Fatalf("consumer %+v %+v", d.Inputs, d.Outputs)
 	}
 	// A failed job produces nothing.
@@ -199,7 +202,7 @@ func TestDCWaitIsRedecided(t *testing.T) {
 	t.Parallel()
 	e := newEnvWith(t, func(o *Options) {
 		o.Lease = time.Hour // keep A predicted while the clock jumps
-		o.Links = map[string]Link{"A": {Latency: 0.1, Bandwidth: 1e6}, "B": {Latency: 0.1, Bandwidth: 1e6}}
+		o.Links = map[string]dc.Link{"A": {Latency: 0.1, Bandwidth: 1e6}, "B": {Latency: 0.1, Bandwidth: 1e6}}
 	})
 	e.setPolicy("dq", "dc")
 	a, b := e.registerAt("A", "ha"), e.registerAt("B", "hb")
@@ -407,7 +410,7 @@ func TestDCUsesMeasuredLinks(t *testing.T) {
 	t.Parallel()
 	e := newEnvWith(t, func(o *Options) {
 		o.Lease = time.Hour // keep A predicted while the clock jumps
-		o.Links = map[string]Link{"A": {Latency: 0.1, Bandwidth: 1e6}, "B": {Latency: 0.1, Bandwidth: 1e6}}
+		o.Links = map[string]dc.Link{"A": {Latency: 0.1, Bandwidth: 1e6}, "B": {Latency: 0.1, Bandwidth: 1e6}}
 	})
 	e.setPolicy("dq", "dc")
 	a, b := e.registerAt("A", "ha"), e.registerAt("B", "hb")
@@ -435,7 +438,7 @@ func TestDCUsesMeasuredLinks(t *testing.T) {
 	default:
 	}
 	e.mustBe(id, job.Queued)
-	fast := Link{Latency: 0.1, Bandwidth: 1e12}
+	fast := dc.Link{Latency: 0.1, Bandwidth: 1e12}
 	e.s.MeasuredLink("A", fast)
 	e.s.MeasuredLink("B", fast)
 	e.clock.Advance(1100 * time.Millisecond)
@@ -483,7 +486,7 @@ func TestLiveXSufferage(t *testing.T) {
 			t.Parallel()
 			e := newEnvWith(t, func(o *Options) {
 				o.Lease = time.Hour // keep A predicted while the clock jumps
-				o.Links = map[string]Link{"A": {Latency: 0.1, Bandwidth: 1e4}, "B": {Latency: 0.1, Bandwidth: 1e4}}
+				o.Links = map[string]dc.Link{"A": {Latency: 0.1, Bandwidth: 1e4}, "B": {Latency: 0.1, Bandwidth: 1e4}}
 			})
 			e.setPolicy("dq", "xsufferage")
 			a, b := e.registerAt("A", "ha"), e.registerAt("B", "hb")
@@ -494,7 +497,7 @@ func TestLiveXSufferage(t *testing.T) {
 			e.next(a, 1)
 			if measuredFast {
 				for _, site := range []string{"A", "B"} {
-					e.s.MeasuredLink(site, Link{Latency: 0.01, Bandwidth: 1e12})
+					e.s.MeasuredLink(site, dc.Link{Latency: 0.01, Bandwidth: 1e12})
 				}
 			}
 			id := e.submit(withFiles("c", "needs x", []protocol.File{{Path: "/d/x"}}, nil))[0]
@@ -543,11 +546,11 @@ func TestDCPricesUnmeasuredSiteAsBestMeasured(t *testing.T) {
 	t.Parallel()
 	e := newEnvWith(t, func(o *Options) { o.Lease = time.Hour })
 	e.setPolicy("dq", "dc")
-	loc, a, b := e.registerAt(LocalSite, "hl"), e.registerAt("A", "ha"), e.registerAt("B", "hb")
+	loc, a, b := e.registerAt(catalog.LocalSite, "hl"), e.registerAt("A", "ha"), e.registerAt("B", "hb")
 	e.produceAt(loc, "/d/x", 300)
 	e.next(a, 1)
 	e.next(a, 1)
-	e.s.MeasuredLink("A", Link{Latency: 0.003, Bandwidth: 1e8})
+	e.s.MeasuredLink("A", dc.Link{Latency: 0.003, Bandwidth: 1e8})
 	id := e.submit(withFiles("c", "needs x", []protocol.File{{Path: "/d/x"}}, nil))[0]
 	done := e.nextAsync(b)
 	select {
@@ -561,7 +564,7 @@ func TestDCPricesUnmeasuredSiteAsBestMeasured(t *testing.T) {
 	if l := e.s.linkOf("B"); l.Latency != 0.003 || l.Bandwidth != 1e8 {
 		t.Errorf("B's link %+v: want A's, the best measured", l)
 	}
-	if l := e.s.linkOf(LocalSite); l != DefaultLocalLink {
+	if l := e.s.linkOf(catalog.LocalSite); l != dc.DefaultLocalLink {
 		t.Errorf("the local site's link %+v changed", l)
 	}
 	e.check()

@@ -23,19 +23,6 @@ import (
 // placeholder's long poll stays parked and is decided again when the
 // queue changes and at least once per dc.Redecide.
 
-// Link is how fast data moves between a site and the others (dc.Link).
-type Link = dc.Link
-
-// Default links when Options do not say (dc.DefaultLocalLink,
-// dc.DefaultSiteLink).
-var (
-	DefaultLocalLink = dc.DefaultLocalLink
-	DefaultSiteLink  = dc.DefaultSiteLink
-)
-
-// LocalSite is the site name of the CLS's own placeholders.
-const LocalSite = catalog.LocalSite
-
 // dcState is the module's state and the core's scratch for one pick.
 type dcState struct {
 	dc.State
@@ -64,11 +51,11 @@ func (q *queue) isDC() bool            { return dc.Chooses(q.pol) }
 func (q *queue) learnsEstimates() bool { return dc.LearnsEstimates(q.pol) }
 
 // linkOf is a site's link (dc.Links.Of); any goroutine may ask.
-func (s *Store) linkOf(name string) Link { return s.links.Of(name, s.opt.Links, s.opt.DefaultLink) }
+func (s *Store) linkOf(name string) dc.Link { return s.links.Of(name, s.opt.Links, s.opt.DefaultLink) }
 
 // MeasuredLink replaces a site's configured link (--site-net) with one
 // measured from real transfers, for DC's pricing.
-func (s *Store) MeasuredLink(site string, l Link) { s.links.Measured(site, l) }
+func (s *Store) MeasuredLink(site string, l dc.Link) { s.links.Measured(site, l) }
 
 // phSite returns where a placeholder runs, reading its row once if it
 // registered before this run.

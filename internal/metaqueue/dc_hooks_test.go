@@ -11,11 +11,11 @@ import (
 )
 
 // link is the link of a place's site, as DC prices it.
-func (s *Store) link(at policy.Site) Link { return s.data.Link(at) }
+func (s *Store) link(at policy.Site) dc.Link { return s.data.Link(at) }
 
 // inputs adds up the inputs of jobs ids by where they are (dc.State.Inputs),
 // with staging priced at here (cur) where a replica is, as a pick does.
-func (s *Store) inputs(dst []policy.Input, ids []int64, cur policy.Site, here Place) []policy.Input {
+func (s *Store) inputs(dst []policy.Input, ids []int64, cur policy.Site, here catalog.Place) []policy.Input {
 	var pr dc.Presence
 	if s.opt.Stager != nil {
 		pr = dc.PresentAt(dcCatalog{s}, dc.Place(here))
@@ -43,7 +43,7 @@ func TestStorePlaceAgreesWithCatalog(t *testing.T) {
 		t.Fatal(err)
 	}
 	phs := map[string]int64{}
-	for _, at := range []struct{ site, host string }{{LocalSite, "cls"}, {"siteA", "a1"}, {"nodes", "n1"}, {"nfs", "f1"}, {"hand", "h1"}} {
+	for _, at := range []struct{ site, host string }{{catalog.LocalSite, "cls"}, {"siteA", "a1"}, {"nodes", "n1"}, {"nfs", "f1"}, {"hand", "h1"}} {
 		phs[at.site] = e.registerAt(at.site, at.host)
 	}
 	agree := func(when string) {

@@ -17,9 +17,6 @@ import (
 // reads through the read pool and asks the core, through inspectSources,
 // for what the other features keep.
 
-// TargetNode is a target of a prerequisite graph with its jobs' counts.
-type TargetNode = inspect.TargetNode
-
 // ReadDB is the read-only pool on the WAL snapshot that the read side
 // uses: the modules' listings (arrays.List, catalog.Files and
 // catalog.Holding, copies.Waste, plans.Show, plans.Problem,

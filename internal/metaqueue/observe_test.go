@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/metaqueue/inspect"
+
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -88,7 +90,7 @@ func TestTargetGraphAndJobsPage(t *testing.T) {
 	if err != nil || trunc {
 		t.Fatal(err, trunc)
 	}
-	names := map[string]TargetNode{}
+	names := map[string]inspect.TargetNode{}
 	for _, n := range nodes {
 		names[n.Name] = n
 	}

@@ -49,7 +49,7 @@ func TestStagingPerHost(t *testing.T) {
 		t.Fatalf("n2 got %v though the input is on n1 only", ids(got))
 	}
 	reqs := st.requests()
-	if len(reqs) != 1 || reqs[0].To != (Place{Site: "nodes", Host: "n2"}) || !slices.Equal(reqs[0].From, []Place{{Site: "nodes", Host: "n1"}}) {
+	if len(reqs) != 1 || reqs[0].To != (catalog.Place{Site: "nodes", Host: "n2"}) || !slices.Equal(reqs[0].From, []catalog.Place{{Site: "nodes", Host: "n1"}}) {
 		t.Fatalf("requests %+v, want one to nodes:n2 from nodes:n1", reqs)
 	}
 	e.staged(reqs[0], reqs[0].From[0], nil, false)
@@ -69,7 +69,7 @@ func TestStagingPerHost(t *testing.T) {
 	}
 	reqs = st.requests()
 	last := reqs[len(reqs)-1]
-	if last.To != (Place{Site: "nodes", Host: "n3"}) || len(last.From) != 2 || !slices.Contains(last.From, Place{Site: "nodes", Host: "n2"}) {
+	if last.To != (catalog.Place{Site: "nodes", Host: "n3"}) || len(last.From) != 2 || !slices.Contains(last.From, catalog.Place{Site: "nodes", Host: "n2"}) {
 		t.Fatalf("request %+v, want to nodes:n3 from n1 and n2", last)
 	}
 	_ = c3
@@ -80,7 +80,7 @@ func TestStagingPerHost(t *testing.T) {
 		if !e.s.data.NodeLocal("nodes") {
 			t.Error("after a reopen nodes is not per host")
 		}
-		if c := e.s.cat; !c.Present(out.Path, Place{Site: "nodes", Host: "n2"}) || c.Present(out.Path, Place{Site: "nodes", Host: "n3"}) || c.Present(out.Path, Place{Site: "nodes"}) {
+		if c := e.s.cat; !c.Present(out.Path, catalog.Place{Site: "nodes", Host: "n2"}) || c.Present(out.Path, catalog.Place{Site: "nodes", Host: "n3"}) || c.Present(out.Path, catalog.Place{Site: "nodes"}) {
 			r, _ := catalog.Holding(context.Background(), e.s.ReadDB(), out.Path)
 			t.Errorf("after a reopen the replicas are %+v", r)
 		}
@@ -90,7 +90,7 @@ func TestStagingPerHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	// files.add at such a site needs the host.
-	if _, err := e.s.Catalog().AddReplica(context.Background(), "/w/other", Place{Site: "nodes"}, 1, ""); err == nil {
+	if _, err := e.s.Catalog().AddReplica(context.Background(), "/w/other", catalog.Place{Site: "nodes"}, 1, ""); err == nil {
 		t.Fatal("AddReplica at a per-host site without a host succeeded")
 	}
 }
@@ -111,7 +111,7 @@ func TestDCPricesPerHost(t *testing.T) {
 	for _, r := range []struct {
 		path, host string
 	}{{f1, "n1"}, {f2, "n2"}} {
-		if _, err := e.s.Catalog().AddReplica(context.Background(), r.path, Place{Site: "nodes", Host: r.host}, size, ""); err != nil {
+		if _, err := e.s.Catalog().AddReplica(context.Background(), r.path, catalog.Place{Site: "nodes", Host: r.host}, size, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -182,7 +182,7 @@ func TestDCPricesPerHost(t *testing.T) {
 		})
 	}
 	// A copy on n2 prices j1's input there.
-	if _, err := e.s.Catalog().AddReplica(context.Background(), f1, Place{Site: "nodes", Host: "n2"}, size, ""); err != nil {
+	if _, err := e.s.Catalog().AddReplica(context.Background(), f1, catalog.Place{Site: "nodes", Host: "n2"}, size, ""); err != nil {
 		t.Fatal(err)
 	}
 	if in := price(n2, j1); len(in) != 1 || in[0].Site != -1 {
@@ -201,7 +201,7 @@ func TestStagingFCFSBoundedByFree(t *testing.T) {
 	for i := range 4 {
 		p := "/w/db/f" + string(rune('0'+i))
 		jobs = append(jobs, e.submit(withFiles("j"+string(rune('0'+i)), "x", []protocol.File{{Path: p, Size: sz(1 << 20), Rel: true}}, nil))[0])
-		if _, err := e.s.Catalog().AddReplica(context.Background(), p, Place{Site: "siteA"}, 1<<20, ""); err != nil {
+		if _, err := e.s.Catalog().AddReplica(context.Background(), p, catalog.Place{Site: "siteA"}, 1<<20, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -209,7 +209,7 @@ func TestStagingFCFSBoundedByFree(t *testing.T) {
 	if got := e.next(b, 1); len(got) != 0 {
 		t.Fatalf("siteB got %v", ids(got))
 	}
-	if reqs := st.requests(); len(reqs) != 1 || reqs[0].To != (Place{Site: "siteB"}) {
+	if reqs := st.requests(); len(reqs) != 1 || reqs[0].To != (catalog.Place{Site: "siteB"}) {
 		t.Fatalf("requests %+v, want one, for siteB's one free slot", reqs)
 	}
 	a := e.registerAt("siteA", "a1")

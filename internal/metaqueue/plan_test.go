@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
+
 	"github.com/mq-hpc/mq/internal/metaqueue/plans"
 	"github.com/mq-hpc/mq/internal/plan"
 	"github.com/mq-hpc/mq/internal/policy"
@@ -183,8 +185,8 @@ func TestPlanKeepsFiles(t *testing.T) {
 	rep.Outputs = []protocol.FileSum{{Path: out.Path, Size: 77, SHA256: sumA}, {Path: here.Path, Size: 5, SHA256: sumA}}
 	e.report(a, rep)
 	reqs := st.requests()
-	if len(reqs) != 1 || reqs[0].Path != out.Path || reqs[0].To != (Place{Site: "siteB"}) ||
-		!slices.Equal(reqs[0].From, []Place{{Site: "siteA"}}) || reqs[0].Job != p {
+	if len(reqs) != 1 || reqs[0].Path != out.Path || reqs[0].To != (catalog.Place{Site: "siteB"}) ||
+		!slices.Equal(reqs[0].From, []catalog.Place{{Site: "siteA"}}) || reqs[0].Job != p {
 		t.Fatalf("requests %+v; want /w/o1 from siteA to siteB for job %d", reqs, p)
 	}
 	e.staged(reqs[0], reqs[0].From[0], nil, false)
@@ -217,7 +219,7 @@ func TestPlanShowTimeline(t *testing.T) {
 	ctx := context.Background()
 	id := e.submit(spec("t1", "true"), spec("t2", "true"), spec("t3", "true"))
 	pl := policy.Plan{Site: map[int64]string{id[0]: "a", id[1]: "a", id[2]: "b"}, Order: []int64{id[0], id[2], id[1]}, Makespan: 10, Moved: 5}
-	rec := PlanRecord{Target: "t3", Planner: "heft", Sites: []policy.PlanSite{{Name: "a", Slots: 1}, {Name: "b", Slots: 2}},
+	rec := plans.Record{Target: "t3", Planner: "heft", Sites: []policy.PlanSite{{Name: "a", Slots: 1}, {Name: "b", Slots: 2}},
 		Timeline: []plan.Scheduled{{ID: id[0], Site: "a", Slot: 0, Start: 0, End: 4}, {ID: id[2], Site: "b", Slot: 1, Start: 1, End: 10}, {ID: id[1], Site: "a", Slot: 0, Start: 4, End: 8}}}
 	if n, err := e.s.Plans().Record(ctx, rec, pl); err != nil || n != 3 {
 		t.Fatalf("RecordPlan = %d, %v", n, err)
@@ -243,7 +245,7 @@ func TestPlanShowTimeline(t *testing.T) {
 		t.Fatalf("sites %+v\nwant %+v", p.Sites, want)
 	}
 	pl.Order = []int64{id[1], id[2]}
-	if _, err := e.s.Plans().Record(ctx, PlanRecord{Target: "t3", Planner: "minmin"}, pl); err != nil {
+	if _, err := e.s.Plans().Record(ctx, plans.Record{Target: "t3", Planner: "minmin"}, pl); err != nil {
 		t.Fatal(err)
 	}
 	if r, err := plans.Show(ctx, e.s.ReadDB(), 0); err != nil || len(r.Plans) != 2 || r.Plans[0].Jobs != 1 || r.Plans[1].Planner != "minmin" || r.Plans[1].Jobs != 2 {
@@ -272,12 +274,12 @@ func TestPlanShowBounded(t *testing.T) {
 	}
 	for _, j := range e.submit(small...) { // older plans, of a job each
 		one := policy.Plan{Site: map[int64]string{j: "a"}, Order: []int64{j}, Makespan: 1}
-		if _, err := e.s.Plans().Record(ctx, PlanRecord{Target: "o", Planner: "minmin"}, one); err != nil {
+		if _, err := e.s.Plans().Record(ctx, plans.Record{Target: "o", Planner: "minmin"}, one); err != nil {
 			t.Fatal(err)
 		}
 	}
 	pl := policy.Plan{Site: map[int64]string{}, Makespan: n}
-	rec := PlanRecord{Target: "all", Planner: "heft", Sites: []policy.PlanSite{{Name: "a", Slots: 1}}}
+	rec := plans.Record{Target: "all", Planner: "heft", Sites: []policy.PlanSite{{Name: "a", Slots: 1}}}
 	for i, j := range id {
 		pl.Site[j] = "a"
 		pl.Order = append(pl.Order, j)
@@ -320,7 +322,7 @@ func TestPlanPatienceCountsPlannedWait(t *testing.T) {
 	ctx := context.Background()
 	id := e.submit(spec("y", "true"), spec("x", "true"))
 	pl := policy.Plan{Site: map[int64]string{id[0]: "b", id[1]: "b"}, Order: []int64{id[0], id[1]}, Makespan: 110}
-	rec := PlanRecord{Target: "x", Planner: "heft", Sites: []policy.PlanSite{{Name: "a", Slots: 1}, {Name: "b", Slots: 1}},
+	rec := plans.Record{Target: "x", Planner: "heft", Sites: []policy.PlanSite{{Name: "a", Slots: 1}, {Name: "b", Slots: 1}},
 		Timeline: []plan.Scheduled{{ID: id[0], Site: "b", Start: 0, End: 100}, {ID: id[1], Site: "b", Start: 100, End: 110}}}
 	if _, err := e.s.Plans().Record(ctx, rec, pl); err != nil {
 		t.Fatal(err)
@@ -396,7 +398,7 @@ func TestPlanRefusedWritesNothing(t *testing.T) {
 		{"placed nowhere", "heft", policy.Plan{Site: map[int64]string{id[0]: "b"}, Order: []int64{id[0], id[1]}, FileSite: map[string]string{"/f": "b"}}},
 		{"no planner", "", policy.Plan{Site: map[int64]string{id[0]: "b"}, Order: []int64{id[0]}}},
 	} {
-		_, err := e.s.Plans().Record(ctx, PlanRecord{Target: "r", Planner: tc.planner}, tc.pl)
+		_, err := e.s.Plans().Record(ctx, plans.Record{Target: "r", Planner: tc.planner}, tc.pl)
 		var pe *protocol.Error
 		if !errors.As(err, &pe) || pe.Code != protocol.CodeBadRequest {
 			t.Fatalf("%s: RecordPlan = %v, want a bad request", tc.name, err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/metaqueue/dc"
+
 	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/metaqueue/plans"
 )
@@ -13,10 +15,6 @@ import (
 // with the module's answers. The module decides which planned job waits
 // for its site; the core resolves sites, checks that a job fits, and asks
 // the catalog and the stager for files.
-
-// PlanRecord is what is kept of a plan beside each job's site and place
-// in the order (cls plan show).
-type PlanRecord = plans.Record
 
 // planAlive notes that a placeholder is alive at its site (a heartbeat).
 func (s *Store) planAlive(ph int64) error {
@@ -68,4 +66,4 @@ func (c plansCore) Write(ctx context.Context, write func(context.Context, plans.
 
 // SiteLink is the link of a site by name: measured from real transfers
 // when it has been, else configured, else the default.
-func (s *Store) SiteLink(site string) Link { return s.linkOf(site) }
+func (s *Store) SiteLink(site string) dc.Link { return s.linkOf(site) }

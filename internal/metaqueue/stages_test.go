@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/metaqueue/dc"
+
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -46,7 +48,7 @@ func TestStageQueues(t *testing.T) {
 	if qs[0].Ready != 3 || qs[1].Waiting != 3 || qs[1].Ready != 0 || !qs[0].FeedsNext || qs[1].FeedsNext {
 		t.Errorf("counts: blast %+v, parse %+v", qs[0], qs[1])
 	}
-	if links["local"] != DefaultLocalLink.Bandwidth || links["far"] != DefaultSiteLink.Bandwidth {
+	if links["local"] != dc.DefaultLocalLink.Bandwidth || links["far"] != dc.DefaultSiteLink.Bandwidth {
 		t.Errorf("links %v: want the defaults", links)
 	}
 

@@ -68,14 +68,14 @@ type Options struct {
 	OutputDir string
 	// Links are the network between sites for the data-conscious policy,
 	// by site name; sites not named get DefaultLink (local:
-	// DefaultLocalLink). Zero or invalid links take the defaults.
-	Links       map[string]Link
-	DefaultLink Link
+	// dc.DefaultLocalLink). Zero or invalid links take the defaults.
+	Links       map[string]dc.Link
+	DefaultLink dc.Link
 	// Stager moves files between places for jobs whose declared inputs
 	// are not where a placeholder asks (DESIGN.md, "Data staging"). Nil:
 	// nothing is moved, and every place is taken to share the CLS host's
 	// filesystem (the behaviour before staging).
-	Stager Stager
+	Stager catalog.Stager
 	// Observer, when set, is told about dispatches, reports and commits
 	// (metrics); see Observer.
 	Observer Observer

@@ -7,8 +7,9 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
+
 	"github.com/mq-hpc/mq/internal/logguard"
-	"github.com/mq-hpc/mq/internal/metaqueue"
 	"github.com/mq-hpc/mq/internal/metaqueue/arrays"
 	"github.com/mq-hpc/mq/internal/metaqueue/copies"
 	"github.com/mq-hpc/mq/protocol"
@@ -353,10 +354,10 @@ func register(ctx context.Context, c *conn, b protocol.Register) (protocol.Regis
 		c.refused("site", "refused a registration as another site than the key's", "site", logguard.Text(b.Site), "key_site", c.site)
 		return protocol.RegisterReply{}, protocol.Errorf(protocol.CodeForbidden, "this key is site %s's; it may not register as site %s", protocol.Quote(c.site), protocol.Quote(b.Site))
 	}
-	if c.site == "" && c.identity != "socket" && b.Site == metaqueue.LocalSite {
+	if c.site == "" && c.identity != "socket" && b.Site == catalog.LocalSite {
 		// The CLS's own placeholders come through its socket.
 		c.refused("site", "refused a registration as the local site over SSH")
-		return protocol.RegisterReply{}, protocol.Errorf(protocol.CodeForbidden, "site %s is the CLS's own placeholders; a key may not register as it", metaqueue.LocalSite)
+		return protocol.RegisterReply{}, protocol.Errorf(protocol.CodeForbidden, "site %s is the CLS's own placeholders; a key may not register as it", catalog.LocalSite)
 	}
 	// One connection registers one placeholder (an agent's); a few more
 	// are let through for a reconnect's re-registration.

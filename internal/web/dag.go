@@ -1,7 +1,7 @@
 package web
 
 import (
-	"github.com/mq-hpc/mq/internal/metaqueue"
+	"github.com/mq-hpc/mq/internal/metaqueue/inspect"
 )
 
 // dagSVG is a target's prerequisite graph laid out in columns by depth:
@@ -27,7 +27,7 @@ const (
 	rowGap       = 14
 )
 
-func layoutDAG(nodes []metaqueue.TargetNode) dagSVG {
+func layoutDAG(nodes []inspect.TargetNode) dagSVG {
 	var g dagSVG
 	rows := map[int]int{} // depth -> nodes placed
 	pos := make([][2]int, len(nodes))

@@ -11,7 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mq-hpc/mq/internal/metaqueue"
+	"github.com/mq-hpc/mq/internal/metaqueue/inspect"
+
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -172,7 +173,7 @@ func printableOutput(b []byte) string {
 
 type targetData struct {
 	Name      string
-	Nodes     []metaqueue.TargetNode
+	Nodes     []inspect.TargetNode
 	Truncated bool
 	SVG       dagSVG
 }

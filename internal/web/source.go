@@ -3,7 +3,8 @@ package web
 import (
 	"context"
 
-	"github.com/mq-hpc/mq/internal/metaqueue"
+	"github.com/mq-hpc/mq/internal/metaqueue/inspect"
+
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -16,7 +17,7 @@ type Source interface {
 	Sites(ctx context.Context) ([]Site, error)
 	JobsPage(ctx context.Context, st protocol.Stat, after int64, limit int) ([]protocol.JobInfo, error)
 	Job(ctx context.Context, id int64) (protocol.JobDetail, error)
-	TargetGraph(ctx context.Context, name string, limit int) ([]metaqueue.TargetNode, bool, error)
+	TargetGraph(ctx context.Context, name string, limit int) ([]inspect.TargetNode, bool, error)
 }
 
 // Site is a site as the dashboard shows it: no login, key or data-root

@@ -18,10 +18,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/metaqueue/inspect"
+
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/mq-hpc/mq/internal/metaqueue"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -77,11 +78,11 @@ func (f *fakeSource) Job(_ context.Context, id int64) (protocol.JobDetail, error
 	}, nil
 }
 
-func (f *fakeSource) TargetGraph(_ context.Context, name string, limit int) ([]metaqueue.TargetNode, bool, error) {
+func (f *fakeSource) TargetGraph(_ context.Context, name string, limit int) ([]inspect.TargetNode, bool, error) {
 	if name == "missing" {
 		return nil, false, protocol.Errorf(protocol.CodeNotFound, "target %q does not exist", name)
 	}
-	return []metaqueue.TargetNode{{Name: name, Total: 1, Prereqs: []int{1, 2}},
+	return []inspect.TargetNode{{Name: name, Total: 1, Prereqs: []int{1, 2}},
 		{Name: "a", Total: 2, Done: 2, Depth: 1}, {Name: hostile, Total: 1, Bad: 1, Depth: 1}}, false, nil
 }
 
@@ -407,7 +408,7 @@ func (l *listingSource) Job(ctx context.Context, id int64) (protocol.JobDetail, 
 	return l.fakeSource.Job(ctx, id)
 }
 
-func (l *listingSource) TargetGraph(ctx context.Context, name string, limit int) ([]metaqueue.TargetNode, bool, error) {
+func (l *listingSource) TargetGraph(ctx context.Context, name string, limit int) ([]inspect.TargetNode, bool, error) {
 	l.note("TargetGraph")
 	return l.fakeSource.TargetGraph(ctx, name, limit)
 }

@@ -23,6 +23,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/metaqueue/dc"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/client"
@@ -560,8 +562,8 @@ func printQueueTable(w io.Writer, qs []protocol.QueueInfo) {
 
 // siteNets collects --site-net SITE=LATENCY_S,BANDWIDTH values.
 type siteNets struct {
-	links map[string]metaqueue.Link
-	def   metaqueue.Link
+	links map[string]dc.Link
+	def   dc.Link
 }
 
 func (n *siteNets) Set(v string) error {
@@ -570,7 +572,7 @@ func (n *siteNets) Set(v string) error {
 	if !ok || !ok2 || site == "" {
 		return fmt.Errorf("%q is not SITE=LATENCY_S,BANDWIDTH (e.g. clusterA=0.5,10M)", v)
 	}
-	var l metaqueue.Link
+	var l dc.Link
 	var err error
 	if l.Latency, err = strconv.ParseFloat(lat, 64); err != nil || !(l.Latency > 0) || l.Latency > 3600 {
 		return fmt.Errorf("%s: latency %q is not a number of seconds > 0", site, lat)
@@ -588,7 +590,7 @@ func (n *siteNets) Set(v string) error {
 		return err
 	}
 	if n.links == nil {
-		n.links = map[string]metaqueue.Link{}
+		n.links = map[string]dc.Link{}
 	}
 	n.links[site] = l
 	return nil

@@ -251,7 +251,7 @@ func TestArrayLimitPolicies(t *testing.T) {
 		t.Run(pol, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
-			e.setPolicy(DefaultQueue, pol)
+			e.setPolicy(protocol.DefaultQueue, pol)
 			first := e.submitArray("arr", 6, 2)
 			ph := e.register("s")
 			run := e.next(ph, 8)

@@ -21,7 +21,7 @@ func BenchmarkSubmitShapesCP(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
 				s := benchStore(b, metaqueue.SyncNormal)
-				if _, err := s.SetQueue(context.Background(), protocol.QueueSet{Name: metaqueue.DefaultQueue, Policy: &cp}); err != nil {
+				if _, err := s.SetQueue(context.Background(), protocol.QueueSet{Name: protocol.DefaultQueue, Policy: &cp}); err != nil {
 					b.Fatal(err)
 				}
 				b.StartTimer()

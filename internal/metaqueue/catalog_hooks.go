@@ -7,6 +7,7 @@ import (
 
 	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
 	"github.com/mq-hpc/mq/internal/metaqueue/dc"
+	"github.com/mq-hpc/mq/internal/metaqueue/placeholders"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -21,7 +22,7 @@ import (
 // the transfer totals (after resetIndex).
 func (s *Store) loadCatalog(ctx context.Context) error {
 	d := &s.data
-	if err := s.eachSiteSpec(ctx, func(name string, spec protocol.SiteSpec) {
+	if err := placeholders.EachSite(ctx, s.w, func(name string, spec protocol.SiteSpec) {
 		if s.cat.AddSite(name, spec) {
 			d.SetNodeLocal(name, spec.NodeLocal, true)
 		}

@@ -140,17 +140,7 @@ func (a *copyAsk) LocalBytes(id int64) int64 {
 }
 
 // Inputs lists the files job id reads.
-func (a *copyAsk) Inputs(id int64) []string {
-	jf := a.s.data.Job(id)
-	if jf == nil || len(jf.In) == 0 {
-		return nil
-	}
-	out := make([]string, len(jf.In))
-	for i, f := range jf.In {
-		out[i] = f.Path
-	}
-	return out
-}
+func (a *copyAsk) Inputs(id int64) []string { return a.s.data.InputPaths(id) }
 
 // Ready says whether queue qid has a ready job.
 func (a *copyAsk) Ready(qid int32) bool { return a.s.queueIDs[qid].ready.Len() > 0 }
@@ -187,7 +177,7 @@ func (s *Store) dispatchCopy(p *parkedNext, id int64, q *queue) error {
 	if err != nil {
 		return fatalError{fmt.Errorf("copy job %d: %w", id, err)}
 	}
-	s.phWorked(p.req.Placeholder)
+	s.reg.Worked(p.req.Placeholder)
 	ru := &run{Attempt: r.attempt, Used: 1, Placeholder: p.req.Placeholder, Lease: now.Add(s.opt.Lease), Started: now}
 	s.copyRuns[id] = append(s.copyRuns[id], ru)
 	cr, cj := copies.Run{Job: id, Attempt: ru.Attempt, Placeholder: ru.Placeholder, Started: ru.Started}, s.copyJob(id)
@@ -222,7 +212,7 @@ func (s *Store) loadCopies(ctx context.Context, now time.Time) error {
 		}
 		c := &run{Attempt: r.Attempt, Used: 1, Placeholder: r.Placeholder, Lease: now.Add(s.opt.Lease), Started: r.Started}
 		s.copyRuns[r.Job] = append(s.copyRuns[r.Job], c)
-		s.phKnow(r.Placeholder)
+		s.reg.Know(r.Placeholder)
 		// Running copies take their reservations and places under the
 		// planner's caps again, as the job rows' own attempts do
 		// (loadJobs).

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/mq-hpc/mq/internal/metaqueue/dc"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mq-hpc/mq/internal/metaqueue/dc"
 
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/protocol"

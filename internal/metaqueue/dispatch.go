@@ -206,7 +206,7 @@ func (s *Store) handOut(p *parkedNext, picks []picked, now time.Time) error {
 	if err := s.begin(); err != nil {
 		return err
 	}
-	s.phWorked(p.req.Placeholder)
+	s.reg.Worked(p.req.Placeholder)
 	ahead := s.aheadOf(p, picks)
 	ids := make([]int64, len(picks))
 	for i, pk := range picks {

@@ -165,7 +165,7 @@ func TestHoldRelease(t *testing.T) {
 				}
 				e.mustBe(first+int64(i), want)
 			}
-			if n := e.summary()[DefaultQueue]["H"]; n != 4 {
+			if n := e.summary()[protocol.DefaultQueue]["H"]; n != 4 {
 				t.Fatalf("summary counts %d held, want 4", n)
 			}
 			if js := e.stat(protocol.Stat{States: "H"}); len(js) != 4 {

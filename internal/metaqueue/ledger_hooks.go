@@ -6,6 +6,7 @@ import (
 
 	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/metaqueue/ledger"
+	"github.com/mq-hpc/mq/internal/metaqueue/placeholders"
 	"github.com/mq-hpc/mq/internal/runs"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
@@ -18,7 +19,7 @@ import (
 
 // loadLedger reads the stored sites' prices and what every queue spent.
 func (s *Store) loadLedger(ctx context.Context) error {
-	if err := s.eachSiteSpec(ctx, func(name string, spec protocol.SiteSpec) {
+	if err := placeholders.EachSite(ctx, s.w, func(name string, spec protocol.SiteSpec) {
 		s.ledger.SetPrice(name, spec.Price)
 	}); err != nil {
 		return err

@@ -175,7 +175,7 @@ func (s *Store) loadJobs(ctx context.Context, rows *loadscan.Pipe[loadscan.Job],
 			costedRuns = append(costedRuns, id)
 			// Known at once, so it may heartbeat and report after a
 			// restart; others are known when they register again.
-			s.phKnow(ph)
+			s.reg.Know(ph)
 		}
 		return nil
 	})

@@ -138,7 +138,7 @@ func runStoreOps(t *testing.T, e *env, ops []byte) {
 			pol := []string{"fcfs", "sjf", "cp"}[a%3]
 			retry := b&1 != 0
 			att := 1 + int(b>>1)%3
-			if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: DefaultQueue, Policy: &pol, RetryFailed: &retry, MaxAttempts: &att}); err != nil {
+			if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: protocol.DefaultQueue, Policy: &pol, RetryFailed: &retry, MaxAttempts: &att}); err != nil {
 				t.Fatalf("%s: SetQueue: %v", what, err)
 			}
 		case 11: // restart (placeholders register again, as agents do)

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/mq-hpc/mq/internal/metaqueue/packing"
+	"github.com/mq-hpc/mq/internal/metaqueue/placeholders"
 	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/internal/wire"
 	"github.com/mq-hpc/mq/protocol"
@@ -32,7 +33,7 @@ func (s *Store) keepRequest(id int64, q *queue, js *protocol.JobSpec) error {
 // site's capacity.
 func (s *Store) loadRequests(ctx context.Context) error {
 	sites := map[string]resource.Capacity{}
-	if err := s.eachSiteSpec(ctx, func(name string, spec protocol.SiteSpec) {
+	if err := placeholders.EachSite(ctx, s.w, func(name string, spec protocol.SiteSpec) {
 		sites[name] = wire.SiteCapacity(spec)
 	}); err != nil {
 		return err

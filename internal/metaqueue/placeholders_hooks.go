@@ -61,12 +61,6 @@ func (s *Store) PlaceholderDisconnected(ctx context.Context, id int64) error {
 	return s.do(ctx, func() error { s.reg.Disconnected(id, s.now()); return nil })
 }
 
-// phWorked notes that a placeholder was handed a job: its row stays.
-func (s *Store) phWorked(id int64) { s.reg.Worked(id) }
-
-// phKnow makes a placeholder known (one holding jobs at load, or parked).
-func (s *Store) phKnow(id int64) { s.reg.Know(id) }
-
 // sweepPlaceholders deletes the rows of this run's placeholders gone for
 // good (placeholders.Sweep), and DC forgets them.
 func (s *Store) sweepPlaceholders(now time.Time) error {

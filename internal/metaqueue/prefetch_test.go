@@ -34,7 +34,7 @@ func TestPrefetchedShownP(t *testing.T) {
 	run, held := r.Jobs[:2], r.Jobs[2:]
 	counts := func(wantE, wantP int) {
 		t.Helper()
-		c := e.summary()[DefaultQueue]
+		c := e.summary()[protocol.DefaultQueue]
 		if c["E"] != wantE || c["P"] != wantP {
 			t.Fatalf("summary %v, want %d E and %d P", c, wantE, wantP)
 		}
@@ -123,7 +123,7 @@ func TestPrefetchBadInput(t *testing.T) {
 	errCode(t, e.s.ReportBatch(ctx, protocol.ReportBatch{Placeholder: ph, Started: make([]protocol.JobRef, protocol.MaxStarted+1)}), protocol.CodeBadRequest)
 	_, err := e.s.Heartbeat(ctx, protocol.Heartbeat{Placeholder: ph, Started: make([]protocol.JobRef, protocol.MaxStarted+1)})
 	errCode(t, err, protocol.CodeBadRequest)
-	if c := e.summary()[DefaultQueue]; c["Q"] != 2 {
+	if c := e.summary()[protocol.DefaultQueue]; c["Q"] != 2 {
 		t.Fatalf("refusals changed the queue: %v", c)
 	}
 }

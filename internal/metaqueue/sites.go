@@ -81,12 +81,6 @@ func (s *Store) Sites(ctx context.Context) ([]protocol.SiteSpec, error) {
 	return out, err
 }
 
-// eachSiteSpec calls f with every stored site's spec, on the writer's
-// connection (loading).
-func (s *Store) eachSiteSpec(ctx context.Context, f func(name string, spec protocol.SiteSpec)) error {
-	return placeholders.EachSite(ctx, s.w, f)
-}
-
 // SiteDemand says how much work a site's placeholders could do: ready jobs
 // a placeholder with walltime seconds left could take (as dispatch would
 // judge: estimate, else the queue's ceiling; walltime 0 takes anything),

@@ -510,7 +510,7 @@ func (s *Store) recover(cause error, batch []*call) {
 	// The placeholders still parked registered in batches that committed:
 	// they stay known, so their next heartbeat is not refused.
 	for _, p := range s.parked {
-		s.phKnow(p.req.Placeholder)
+		s.reg.Know(p.req.Placeholder)
 	}
 	s.rewatch()
 }

@@ -35,7 +35,7 @@ func TestHappyPath(t *testing.T) {
 		t.Fatalf("got %d jobs, want 1", len(as))
 	}
 	a := as[0]
-	want := protocol.Assignment{ID: id, Attempt: 1, Command: "echo hi", Cwd: "/work", Target: "t", Queue: DefaultQueue}
+	want := protocol.Assignment{ID: id, Attempt: 1, Command: "echo hi", Cwd: "/work", Target: "t", Queue: protocol.DefaultQueue}
 	if !reflect.DeepEqual(a, want) {
 		t.Fatalf("assignment %+v, want %+v", a, want)
 	}
@@ -62,7 +62,7 @@ func TestHappyPath(t *testing.T) {
 		t.Fatalf("a job done at the first attempt has history %+v", d.History)
 	}
 	e.check()
-	if c := e.summary()[DefaultQueue]; c["D"] != 1 || c["E"] != 0 || c["Q"] != 0 {
+	if c := e.summary()[protocol.DefaultQueue]; c["D"] != 1 || c["E"] != 0 || c["Q"] != 0 {
 		t.Fatalf("summary %v", c)
 	}
 }
@@ -316,7 +316,7 @@ func TestLateAndDuplicateReports(t *testing.T) {
 		t.Fatalf("duplicate report changed the job: %+v -> %+v", before.JobInfo, after.JobInfo)
 	}
 	e.mustBe(dep, job.Blocked)
-	if c := e.summary()[DefaultQueue]; c["F"] != 1 || c["B"] != 1 {
+	if c := e.summary()[protocol.DefaultQueue]; c["F"] != 1 || c["B"] != 1 {
 		t.Fatalf("counts %v", c)
 	}
 	e.check()
@@ -477,7 +477,7 @@ func TestDelete(t *testing.T) {
 	e.mustBe(w, job.Waiting)
 	e.mustBe(ex, job.Executing)
 
-	r, err := e.s.Delete(ctx, protocol.Select{IDs: []int64{w, q2, ex, d, 777, other}, Queue: DefaultQueue})
+	r, err := e.s.Delete(ctx, protocol.Select{IDs: []int64{w, q2, ex, d, 777, other}, Queue: protocol.DefaultQueue})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1004,7 +1004,7 @@ func TestBulkAllOrNothing(t *testing.T) {
 	if n := len(e.stat(protocol.Stat{States: "WQEDFBX"})); n != 1 {
 		t.Fatalf("a rejected bulk left %d jobs, want 1", n)
 	}
-	if c := e.summary()[DefaultQueue]; c["Q"]+c["W"] != 1 {
+	if c := e.summary()[protocol.DefaultQueue]; c["Q"]+c["W"] != 1 {
 		t.Fatalf("summary after rejected bulk %v", c)
 	}
 	e.check()
@@ -1219,8 +1219,8 @@ func TestSummary(t *testing.T) {
 	}
 	got := e.summary()
 	want := map[string]map[string]int{
-		DefaultQueue: {"W": 0, "Q": 0, "E": 1, "D": 0, "F": 1, "B": 1, "X": 1},
-		"other":      {"W": 0, "Q": 0, "E": 1, "D": 0, "F": 0, "B": 0, "X": 0},
+		protocol.DefaultQueue: {"W": 0, "Q": 0, "E": 1, "D": 0, "F": 1, "B": 1, "X": 1},
+		"other":               {"W": 0, "Q": 0, "E": 1, "D": 0, "F": 0, "B": 0, "X": 0},
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("summary %v, want %v", got, want)
@@ -1351,8 +1351,8 @@ func TestStat(t *testing.T) {
 		{protocol.Stat{Queue: "gpu"}, []int64{4}},
 		{protocol.Stat{Queue: "none"}, nil},
 		{protocol.Stat{Target: "a"}, []int64{1, 4}},
-		{protocol.Stat{Target: "a", Queue: DefaultQueue, States: "DX"}, []int64{1, 2}},
-		{protocol.Stat{Target: "a", Queue: DefaultQueue, States: "D"}, []int64{1}},
+		{protocol.Stat{Target: "a", Queue: protocol.DefaultQueue, States: "DX"}, []int64{1, 2}},
+		{protocol.Stat{Target: "a", Queue: protocol.DefaultQueue, States: "D"}, []int64{1}},
 		{protocol.Stat{Limit: 2}, []int64{1, 3}},
 		{protocol.Stat{IDs: []int64{4, 2, 1}}, []int64{1, 4}},
 		{protocol.Stat{IDs: []int64{4, 2, 1}, States: "WQEDFBX", Limit: 2}, []int64{1, 2}},
@@ -1692,7 +1692,7 @@ func TestConcurrentClients(t *testing.T) {
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		c := e.summary()[DefaultQueue]
+		c := e.summary()[protocol.DefaultQueue]
 		if c["D"] == submitters*per {
 			break
 		}

@@ -14,9 +14,6 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
-// DefaultQueue is the queue of jobs that name none.
-const DefaultQueue = protocol.DefaultQueue
-
 // Submit adds jobs in one transaction and returns their ids. Either all are
 // added or none.
 func (s *Store) Submit(ctx context.Context, specs []protocol.JobSpec) ([]int64, error) {

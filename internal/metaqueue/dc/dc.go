@@ -442,6 +442,19 @@ func (d *State) LoadFiles(ctx context.Context, db Querier, id int64, each func(i
 	return nil
 }
 
+// InputPaths lists the files job id declared it reads (nil: none).
+func (d *State) InputPaths(id int64) []string {
+	in := d.files[id].inputs()
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]string, len(in))
+	for i, f := range in {
+		out[i] = f.Path
+	}
+	return out
+}
+
 // inputs is what a job declared it reads; a nil Files read none.
 func (jf *Files) inputs() []File {
 	if jf == nil {

@@ -278,3 +278,18 @@ func TestLocalBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestInputPaths lists a job's declared inputs, none for a job without.
+func TestInputPaths(t *testing.T) {
+	d := newState()
+	d.AddJob(1, &Files{In: []File{{"/a", 1, true}, {"b", -1, false}}, Out: []File{{"/c", 1, true}}})
+	d.AddJob(2, &Files{Out: []File{{"/d", 1, true}}})
+	for _, tc := range []struct {
+		id   int64
+		want []string
+	}{{1, []string{"/a", "b"}}, {2, nil}, {3, nil}} {
+		if got := d.InputPaths(tc.id); !slices.Equal(got, tc.want) {
+			t.Errorf("job %d: %q, want %q", tc.id, got, tc.want)
+		}
+	}
+}

@@ -26,6 +26,3 @@ FROM jobs WHERE id = ? AND attempts > 0;
 UPDATE attempts SET command = (SELECT command FROM jobs WHERE id = ?1), reason = reason || ' with a new command'
 WHERE job_id = ?1 AND attempt = (SELECT coalesce(row_attempt, attempts) FROM jobs WHERE id = ?1);
 
--- name: InsertOutputLost
--- The first cause recorded stays.
-INSERT OR IGNORE INTO output_lost (job_id, attempt, error) VALUES (?, ?, ?);

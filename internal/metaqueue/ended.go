@@ -73,13 +73,8 @@ func (s *Store) report(ph int64, reports []protocol.Report) error {
 		if !ok || j.State != job.Executing {
 			continue
 		}
-		if r.OutputLost != "" && r.Reason != protocol.ReasonReturned {
-			if err := s.saveOutputLost(r.ID, r.Attempt, r.OutputLost); err != nil {
-				return err
-			}
-		}
-		if len(r.Streamed) > 0 && r.Reason != protocol.ReasonReturned {
-			if err := s.saveStreamed(ph, r); err != nil {
+		if (r.OutputLost != "" || len(r.Streamed) > 0) && r.Reason != protocol.ReasonReturned {
+			if err := s.saveOutputs(ph, r); err != nil {
 				return err
 			}
 		}

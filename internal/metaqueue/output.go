@@ -3,16 +3,20 @@ package metaqueue
 import (
 	"context"
 
+	"github.com/mq-hpc/mq/internal/metaqueue/extents"
 	"github.com/mq-hpc/mq/protocol"
 )
 
-// saveOutputLost records, on the core, why an attempt's output was lost;
-// the first cause recorded stays.
-func (s *Store) saveOutputLost(id int64, attempt int, why string) error {
+// An attempt's outputs are a module (internal/metaqueue/extents): where
+// they lie in its placeholder's stream files, and why they were lost.
+
+// saveOutputs records, in the transaction of the attempt's end, where r's
+// outputs lie in placeholder ph's stream files and why they were lost.
+func (s *Store) saveOutputs(ph int64, r protocol.Report) error {
 	if err := s.begin(); err != nil {
 		return err
 	}
-	if _, err := s.w.ExecContext(context.Background(), attemptsSQL.Get("InsertOutputLost"), id, attempt, why); err != nil {
+	if err := extents.Save(context.Background(), s.w, ph, r); err != nil {
 		return fatalError{err}
 	}
 	return nil
@@ -27,6 +31,12 @@ func (s *Store) OutputLost(ctx context.Context, placeholder, id int64, attempt i
 		if s.runOf(id, attempt, placeholder) == nil {
 			return nil
 		}
-		return s.saveOutputLost(id, attempt, why)
+		if err := s.begin(); err != nil {
+			return err
+		}
+		if err := extents.Lost(context.Background(), s.w, id, attempt, why); err != nil {
+			return fatalError{err}
+		}
+		return nil
 	})
 }

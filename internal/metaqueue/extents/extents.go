@@ -1,10 +1,12 @@
 // Package extents records where job attempts' stdout and stderr lie in
 // their placeholders' stream files (the output_extents table): the index
 // mqstat --cat reads outputs through when placeholders write streams
-// instead of a file per output.
+// instead of a file per output; and why an attempt's output was lost
+// (output_lost).
 //
 // The metaqueue's core calls Save in the transaction of an attempt's end,
-// through its writer; the read side (package inspect) reads the table.
+// and Lost when the CLS could not keep a staged output, through its
+// writer; the read side (package inspect) reads the tables.
 package extents
 
 import (
@@ -26,12 +28,25 @@ type Execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
-// Save records the extents of report r, sent by placeholder ph. An entry
+// Lost records why attempt's output of job id was lost; the first cause
+// recorded stays.
+func Lost(ctx context.Context, ex Execer, id int64, attempt int, why string) error {
+	_, err := ex.ExecContext(ctx, queries.Get("InsertOutputLost"), id, attempt, why)
+	return err
+}
+
+// Save records the extents of report r, sent by placeholder ph, and why
+// its output was lost if it says. An entry
 // that is malformed or names a file that is not ph's own is not kept:
 // the CLS reads the file a record names, and a placeholder must not make
 // it read another's (or any other file). A report sent again changes
 // nothing.
 func Save(ctx context.Context, ex Execer, ph int64, r protocol.Report) error {
+	if r.OutputLost != "" {
+		if err := Lost(ctx, ex, r.ID, r.Attempt, r.OutputLost); err != nil {
+			return err
+		}
+	}
 	for _, st := range r.Streamed {
 		if protocol.CheckStreamed(st) != nil {
 			continue

@@ -68,3 +68,17 @@ func TestSave(t *testing.T) {
 		t.Errorf("a failed insert: %v, want it returned", err)
 	}
 }
+
+// TestSaveLost: a report that says its output was lost records the
+// cause with the job and attempt, beside its extents.
+func TestSaveLost(t *testing.T) {
+	var e execs
+	r := protocol.Report{ID: 3, Attempt: 2, OutputLost: "no space left on device",
+		Streamed: []protocol.Streamed{{Stream: "stdout", File: protocol.StreamFileName(7, 0), Last: 36, Bytes: 3}}}
+	if err := Save(context.Background(), &e, 7, r); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.rows) != 2 || fmt.Sprint(e.rows[0]) != "[3 2 no space left on device]" {
+		t.Errorf("rows %v, want the cause of job 3 attempt 2, then the extent", e.rows)
+	}
+}

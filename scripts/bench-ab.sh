@@ -34,11 +34,11 @@ figures() { # side
 	done
 }
 echo
-echo "| measurement | base $base_rev (median) | new (median) | new/base |"
-echo "| --- | --- | --- | --- |"
+echo "| measurement | base $base_rev (median) | new (median) | new/base | base, new by round |"
+echo "| --- | --- | --- | --- | --- |"
 join -t $'\t' <(figures base | sort | awk -F'\t' '{ a[$1] = a[$1] " " $2 } END { for (k in a) print k "\t" a[k] }' | sort) \
 	<(figures new | sort | awk -F'\t' '{ a[$1] = a[$1] " " $2 } END { for (k in a) print k "\t" a[k] }' | sort) |
 	awk -F'\t' 'function med(s,   n, v, i, j, t) { n = split(s, v, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] + 0 < v[i] + 0) { t = v[i]; v[i] = v[j]; v[j] = t } return (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }
-		{ b = med($2); n = med($3); printf "|%s| %s | %s | %s |\n", $1, b, n, (b > 0 ? sprintf("%.2f", n / b) : "n/a") }'
+		{ b = med($2); n = med($3); printf "|%s| %s | %s | %s |%s;%s |\n", $1, b, n, (b > 0 ? sprintf("%.2f", n / b) : "n/a"), $2, $3 }'
 echo
 echo "(higher is better for rates, lower for times and memory: read each row by its unit in bench.sh's table)"

@@ -59,3 +59,26 @@ func TestAnswer(t *testing.T) {
 		}
 	}
 }
+
+// TestIsStore: a module's wrapped database failure is told from its
+// refusals, wrapped again or not.
+func TestIsStore(t *testing.T) {
+	broken := errors.New("disk I/O error")
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{Store{Err: broken}, true},
+		{fmt.Errorf("site a: %w", Store{Err: broken}), true},
+		{protocol.Errorf(protocol.CodeBadRequest, "no such site"), false},
+		{broken, false},
+		{nil, false},
+	} {
+		if got := IsStore(tc.err); got != tc.want {
+			t.Errorf("IsStore(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+	if !errors.Is(Store{Err: broken}, broken) || (Store{Err: broken}).Error() != broken.Error() {
+		t.Error("Store does not wrap its error")
+	}
+}

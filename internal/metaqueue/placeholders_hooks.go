@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/batchfail"
 	"github.com/mq-hpc/mq/internal/metaqueue/placeholders"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -17,7 +18,7 @@ import (
 
 // placeholdersErr makes the module's database failures the core's.
 func placeholdersErr(err error) error {
-	if placeholders.IsStore(err) {
+	if batchfail.IsStore(err) {
 		return fatalError{err}
 	}
 	return err

@@ -3,6 +3,7 @@ package metaqueue
 import (
 	"context"
 
+	"github.com/mq-hpc/mq/internal/batchfail"
 	"github.com/mq-hpc/mq/internal/metaqueue/inspect"
 	"github.com/mq-hpc/mq/internal/metaqueue/queues"
 	"github.com/mq-hpc/mq/internal/policy"
@@ -65,7 +66,7 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 
 // queuesErr makes the queues module's database failures the core's.
 func queuesErr(err error) error {
-	if queues.IsStore(err) {
+	if batchfail.IsStore(err) {
 		return fatalError{err}
 	}
 	return err

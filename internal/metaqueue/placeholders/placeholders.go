@@ -16,9 +16,9 @@ import (
 	"context"
 	"database/sql"
 	_ "embed"
-	"errors"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/batchfail"
 	"github.com/mq-hpc/mq/internal/sqlfile"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -49,19 +49,6 @@ type Execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
-// A StoreError is a failure of the database, not of the request: the core
-// rolls its batch back. Refusals are *protocol.Error.
-type StoreError struct{ Err error }
-
-func (e StoreError) Error() string { return e.Err.Error() }
-func (e StoreError) Unwrap() error { return e.Err }
-
-// IsStore says whether err is the database's failure.
-func IsStore(err error) bool {
-	var se StoreError
-	return errors.As(err, &se)
 }
 
 // Stmts are the registration's statements, prepared once by the core on its
@@ -117,7 +104,7 @@ func (g *Registry) Register(st Stmts, r protocol.Register, identity string, now 
 	if r.ID > 0 {
 		res, err := st.Touch.Exec(r.PID, r.Slots, at, r.ID, r.Site, r.Host, identity)
 		if err != nil {
-			return 0, StoreError{err}
+			return 0, batchfail.Store{Err: err}
 		}
 		if n, _ := res.RowsAffected(); n == 1 {
 			id = r.ID
@@ -126,7 +113,7 @@ func (g *Registry) Register(st Stmts, r protocol.Register, identity string, now 
 	isNew := id == 0
 	if isNew {
 		if err := st.Insert.QueryRow(r.Site, r.Host, r.PID, r.OutDir, r.Slots, at, at, identity).Scan(&id); err != nil {
-			return 0, StoreError{err}
+			return 0, batchfail.Store{Err: err}
 		}
 	}
 	g.registered(id, isNew)
@@ -209,7 +196,7 @@ func (g *Registry) Gone(now time.Time, lease time.Duration, parked map[int64]boo
 func (g *Registry) Delete(ctx context.Context, ex Execer, gone []int64) error {
 	for _, id := range gone {
 		if _, err := ex.ExecContext(ctx, placeholdersSQL.Get("DeletePlaceholder"), id); err != nil {
-			return StoreError{err}
+			return batchfail.Store{Err: err}
 		}
 		delete(g.fresh, id)
 		delete(g.known, id)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/batchfail"
 	"github.com/mq-hpc/mq/internal/metaqueue/internal/modtest"
 
 	"github.com/mq-hpc/mq/protocol"
@@ -297,7 +298,7 @@ func TestSites(t *testing.T) {
 		switch {
 		case tc.code == "" && err != nil:
 			t.Errorf("%s: %v", tc.name, err)
-		case tc.code != "" && (!errors.As(err, &pe) || pe.Code != tc.code || IsStore(err)):
+		case tc.code != "" && (!errors.As(err, &pe) || pe.Code != tc.code || batchfail.IsStore(err)):
 			t.Errorf("%s: %v, want a %s refusal", tc.name, err, tc.code)
 		}
 	}
@@ -312,7 +313,7 @@ func TestSites(t *testing.T) {
 	if _, err := db.Exec("INSERT INTO sites (name, spec, created) VALUES ('bad', '{', 0)"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Sites(ctx, db); err == nil || !strings.Contains(err.Error(), "site bad: stored settings unreadable") || IsStore(err) {
+	if _, err := Sites(ctx, db); err == nil || !strings.Contains(err.Error(), "site bad: stored settings unreadable") || batchfail.IsStore(err) {
 		t.Errorf("Sites with a bad spec: %v", err)
 	}
 	var names []string
@@ -325,7 +326,7 @@ func TestSites(t *testing.T) {
 	}
 	// The database's failure is a StoreError, for the core to roll back.
 	db.Close()
-	if err := RemoveSite(ctx, db, "a"); !IsStore(err) {
+	if err := RemoveSite(ctx, db, "a"); !batchfail.IsStore(err) {
 		t.Errorf("RemoveSite on a closed database: %v, want a StoreError", err)
 	}
 }

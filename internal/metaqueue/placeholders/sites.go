@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/batchfail"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -22,13 +23,13 @@ func AddSite(ctx context.Context, ex Execer, spec protocol.SiteSpec, now time.Ti
 	}
 	var n int
 	if err := ex.QueryRowContext(ctx, sitesSQL.Get("CountSites"), spec.Name).Scan(&n); err != nil {
-		return StoreError{err}
+		return batchfail.Store{Err: err}
 	}
 	if n > 0 {
 		return protocol.Errorf(protocol.CodeBadRequest, "site %s already exists", spec.Name)
 	}
 	if _, err := ex.ExecContext(ctx, sitesSQL.Get("InsertSite"), spec.Name, string(raw), now.UnixMicro()); err != nil {
-		return StoreError{err}
+		return batchfail.Store{Err: err}
 	}
 	return nil
 }
@@ -42,7 +43,7 @@ func UpdateSite(ctx context.Context, ex Execer, spec protocol.SiteSpec) error {
 	}
 	res, err := ex.ExecContext(ctx, sitesSQL.Get("UpdateSite"), string(raw), spec.Name)
 	if err != nil {
-		return StoreError{err}
+		return batchfail.Store{Err: err}
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return protocol.Errorf(protocol.CodeNotFound, "no site %s", spec.Name)
@@ -54,7 +55,7 @@ func UpdateSite(ctx context.Context, ex Execer, spec protocol.SiteSpec) error {
 func RemoveSite(ctx context.Context, ex Execer, name string) error {
 	res, err := ex.ExecContext(ctx, sitesSQL.Get("DeleteSite"), name)
 	if err != nil {
-		return StoreError{err}
+		return batchfail.Store{Err: err}
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return protocol.Errorf(protocol.CodeNotFound, "no site %s", name)
@@ -67,14 +68,14 @@ func RemoveSite(ctx context.Context, ex Execer, name string) error {
 func Sites(ctx context.Context, ex Execer) ([]protocol.SiteSpec, error) {
 	rows, err := ex.QueryContext(ctx, sitesSQL.Get("ListSites"))
 	if err != nil {
-		return nil, StoreError{err}
+		return nil, batchfail.Store{Err: err}
 	}
 	defer rows.Close()
 	var out []protocol.SiteSpec
 	for rows.Next() {
 		var name, raw string
 		if err := rows.Scan(&name, &raw); err != nil {
-			return nil, StoreError{err}
+			return nil, batchfail.Store{Err: err}
 		}
 		var spec protocol.SiteSpec
 		if err := json.Unmarshal([]byte(raw), &spec); err != nil {
@@ -83,7 +84,7 @@ func Sites(ctx context.Context, ex Execer) ([]protocol.SiteSpec, error) {
 		out = append(out, spec)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, StoreError{err}
+		return nil, batchfail.Store{Err: err}
 	}
 	return out, nil
 }

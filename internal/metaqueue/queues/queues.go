@@ -15,9 +15,9 @@ import (
 	"database/sql"
 	_ "embed"
 	"encoding/json"
-	"errors"
 	"fmt"
 
+	"github.com/mq-hpc/mq/internal/batchfail"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/internal/sqlfile"
 	"github.com/mq-hpc/mq/job"
@@ -34,19 +34,6 @@ var queries = sqlfile.MustParse("queues.sql", queuesSQL)
 type Execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
-// A StoreError is a failure of the database, not of the request: the core
-// rolls its batch back.
-type StoreError struct{ Err error }
-
-func (e StoreError) Error() string { return e.Err.Error() }
-func (e StoreError) Unwrap() error { return e.Err }
-
-// IsStore says whether err is the database's failure.
-func IsStore(err error) bool {
-	var se StoreError
-	return errors.As(err, &se)
 }
 
 // A Change is a checked `cls queue set`: the request and its policy
@@ -156,7 +143,7 @@ func (c Change) Economics() bool { return c.Set.Deadline != nil || c.Set.Budget 
 func (c Change) Save(ctx context.Context, ex Execer, id int32, next protocol.QueueInfo) error {
 	if _, err := ex.ExecContext(ctx, queries.Get("UpdateQueue"),
 		next.Ceiling, next.MaxAttempts, next.RetryFailed, next.Policy, next.MaxCopies, next.MaxOutput, next.Output, id); err != nil {
-		return StoreError{err}
+		return batchfail.Store{Err: err}
 	}
 	if c.Set.Defaults != nil {
 		if err := saveDefaults(ctx, ex, id, next.Defaults); err != nil {
@@ -165,7 +152,7 @@ func (c Change) Save(ctx context.Context, ex Execer, id int32, next protocol.Que
 	}
 	if c.Economics() {
 		if _, err := ex.ExecContext(ctx, queries.Get("SetEconomics"), id, next.Deadline, next.Budget); err != nil {
-			return StoreError{err}
+			return batchfail.Store{Err: err}
 		}
 	}
 	return nil
@@ -176,7 +163,7 @@ func (c Change) Save(ctx context.Context, ex Execer, id int32, next protocol.Que
 func saveDefaults(ctx context.Context, ex Execer, id int32, r protocol.Resources) error {
 	if !r.Asks() {
 		if _, err := ex.ExecContext(ctx, queries.Get("DeleteDefaults"), id); err != nil {
-			return StoreError{err}
+			return batchfail.Store{Err: err}
 		}
 		return nil
 	}
@@ -185,7 +172,7 @@ func saveDefaults(ctx context.Context, ex Execer, id int32, r protocol.Resources
 		return err
 	}
 	if _, err := ex.ExecContext(ctx, queries.Get("SetDefaults"), id, string(b)); err != nil {
-		return StoreError{err}
+		return batchfail.Store{Err: err}
 	}
 	return nil
 }

@@ -324,10 +324,10 @@ func TestSites(t *testing.T) {
 	if !slices.Equal(names, []string{"a", "b"}) {
 		t.Errorf("EachSite saw %v", names)
 	}
-	// The database's failure is a StoreError, for the core to roll back.
+	// The database's failure is a batchfail.Store, for the core to roll back.
 	db.Close()
 	if err := RemoveSite(ctx, db, "a"); !batchfail.IsStore(err) {
-		t.Errorf("RemoveSite on a closed database: %v, want a StoreError", err)
+		t.Errorf("RemoveSite on a closed database: %v, want a batchfail.Store", err)
 	}
 }
 

@@ -14,7 +14,6 @@ import (
 	"github.com/mq-hpc/mq/internal/metaqueue/internal/modtest"
 
 	"github.com/mq-hpc/mq/internal/dag"
-	"github.com/mq-hpc/mq/internal/metaqueue/schema"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 
@@ -67,7 +66,7 @@ func TestNewScope(t *testing.T) {
 // TestCandidatesQuery: each selector adds its condition and arguments,
 // in order, before the ORDER BY and LIMIT, and the query prepares.
 func TestCandidatesQuery(t *testing.T) {
-	w := newDB(t)
+	w := modtest.NewDB(t)
 	base := []any{"DFX", int64(7), int64(100)}
 	for _, tc := range []struct {
 		name  string
@@ -124,25 +123,6 @@ func TestCutoff(t *testing.T) {
 	}
 }
 
-// newDB is a migrated database on one connection.
-func newDB(t *testing.T) *sql.Conn {
-	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "mq.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	w, err := db.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Close() })
-	if err := schema.Migrate(context.Background(), w); err != nil {
-		t.Fatal(err)
-	}
-	return w
-}
-
 func exec(t *testing.T, w *sql.Conn, q string, args ...any) {
 	t.Helper()
 	if _, err := w.ExecContext(context.Background(), q, args...); err != nil {
@@ -173,7 +153,7 @@ func (f fakeState) LiveIn(first, last int64) bool {
 // target is waited on or named by a held or executing job, or its array
 // or bundle has live members.
 func TestPlanBatch(t *testing.T) {
-	w := newDB(t)
+	w := modtest.NewDB(t)
 	exec(t, w, "INSERT INTO arrays (id, first_job, last_job) VALUES (1, 10, 12), (2, 20, 22)")
 	for _, tc := range []struct {
 		name string
@@ -217,7 +197,7 @@ func TestPlanBatch(t *testing.T) {
 // since the plan, and records the next id.
 func TestDelete(t *testing.T) {
 	ctx := context.Background()
-	w := newDB(t)
+	w := modtest.NewDB(t)
 	exec(t, w, "INSERT INTO targets (id, name) VALUES (1, 'a'), (2, 'b')")
 	exec(t, w, "INSERT INTO arrays (id, first_job, last_job) VALUES (1, 1, 2)")
 	for _, j := range []struct {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/metaqueue/internal/modtest"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -16,7 +17,7 @@ import (
 // non-regular one stays.
 func TestRemoveStreams(t *testing.T) {
 	ctx := context.Background()
-	w := newDB(t)
+	w := modtest.NewDB(t)
 	out := t.TempDir()
 	dir := filepath.Join(out, protocol.StreamDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {

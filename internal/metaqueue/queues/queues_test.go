@@ -2,14 +2,11 @@ package queues
 
 import (
 	"context"
-	"database/sql"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/mq-hpc/mq/internal/metaqueue/internal/modtest"
-	"github.com/mq-hpc/mq/internal/metaqueue/schema"
 	"github.com/mq-hpc/mq/protocol"
 
 	_ "modernc.org/sqlite"
@@ -100,30 +97,11 @@ func TestSettings(t *testing.T) {
 	}
 }
 
-// newDB is a migrated database on one connection.
-func newDB(t *testing.T) *sql.Conn {
-	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "mq.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	w, err := db.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Close() })
-	if err := schema.Migrate(context.Background(), w); err != nil {
-		t.Fatal(err)
-	}
-	return w
-}
-
 // TestQueriesPrepare: every query of queues.sql prepares against the
 // schema the migrations make: a typo or a column the schema lost fails
 // here, not in the CLS.
 func TestQueriesPrepare(t *testing.T) {
-	w := newDB(t)
+	w := modtest.NewDB(t)
 	for _, name := range queries.Names() {
 		st, err := w.PrepareContext(context.Background(), queries.Get(name))
 		if err != nil {
@@ -138,7 +116,7 @@ func TestQueriesPrepare(t *testing.T) {
 // its deadline and budget, and its defaults, kept, replaced and removed.
 func TestSave(t *testing.T) {
 	ctx := context.Background()
-	w := newDB(t)
+	w := modtest.NewDB(t)
 	var id int32
 	if err := w.QueryRowContext(ctx, "INSERT INTO queues (name, created) VALUES ('q', 0) RETURNING id").Scan(&id); err != nil {
 		t.Fatal(err)
@@ -197,7 +175,7 @@ func TestSave(t *testing.T) {
 // defaults; defaults that do not parse are an error naming their queue.
 func TestLoad(t *testing.T) {
 	ctx := context.Background()
-	w := newDB(t)
+	w := modtest.NewDB(t)
 	for _, q := range []string{
 		`INSERT INTO queues (id, name, created, ceiling_s, max_attempts, policy) VALUES (1, 'a', 0, 60, 2, 'sjf'), (2, 'b', 0, 0, 1, 'fcfs')`,
 		`INSERT INTO queue_economics (queue_id, deadline, budget) VALUES (2, 1e9, 5)`,

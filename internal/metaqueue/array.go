@@ -19,6 +19,21 @@ func (s *Store) runStarted(id int64) {
 	s.arrays.Enter(id)
 }
 
+// ArrayCounts counts the members of the arrays beginning at firsts by
+// state (arrays.Counter), from the counts the core keeps as states change:
+// a listing costs the arrays and the attempts running, not the members.
+func (s *Store) ArrayCounts(ctx context.Context, firsts []int64) ([]map[string]int, error) {
+	var out []map[string]int
+	err := s.do(ctx, func() error {
+		out = s.arrays.Counts(firsts, s.running.Unstarted(func(id int64) bool {
+			j, ok := s.g.Node(id)
+			return ok && j.State == job.Executing
+		}))
+		return nil
+	})
+	return out, err
+}
+
 // arrayJobs answers the arrays module's questions about jobs.
 type arrayJobs Store
 

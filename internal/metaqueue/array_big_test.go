@@ -47,7 +47,7 @@ func TestArrayMillionCost(t *testing.T) {
 	e.next(ph, 20, ok(got[0]))
 	t.Logf("next after one ended: %v", time.Since(t0))
 	t0 = time.Now()
-	as, err := arrays.List(context.Background(), e.s.ReadDB(), protocol.ArrayQuery{})
+	as, err := arrays.List(context.Background(), e.s.ReadDB(), e.s, protocol.ArrayQuery{})
 	t.Logf("arrays: %v %+v %v", time.Since(t0), as[0].Counts, err)
 	t0 = time.Now()
 	l := e.stat(protocol.Stat{Collapse: true})

@@ -3,7 +3,9 @@ package metaqueue
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/mq-hpc/mq/internal/metaqueue/arrays"
 	"github.com/mq-hpc/mq/job"
@@ -210,7 +212,7 @@ func TestArraysListing(t *testing.T) {
 	first := e.submitArray("arr", 5, 2)
 	after := e.submit1("solo", "y")
 	e.next(e.register("s"), 8)
-	as, err := arrays.List(context.Background(), e.s.ReadDB(), protocol.ArrayQuery{})
+	as, err := arrays.List(context.Background(), e.s.ReadDB(), e.s, protocol.ArrayQuery{})
 	if err != nil || len(as) != 1 {
 		t.Fatalf("Arrays = %+v, %v", as, err)
 	}
@@ -230,7 +232,7 @@ func TestArraysListing(t *testing.T) {
 		t.Fatalf("listing the array's ids gave %d jobs", n)
 	}
 	for _, q := range []protocol.ArrayQuery{{Target: "solo"}, {States: "D"}} {
-		if as, _ := arrays.List(context.Background(), e.s.ReadDB(), q); len(as) != 0 {
+		if as, _ := arrays.List(context.Background(), e.s.ReadDB(), e.s, q); len(as) != 0 {
 			t.Fatalf("Arrays(%+v) = %+v, want none", q, as)
 		}
 	}
@@ -269,4 +271,107 @@ func TestArrayLimitPolicies(t *testing.T) {
 			}
 		})
 	}
+}
+
+// storedCounts is array first..last's members by state as stored (P for
+// an Executing one not started yet): what the core's counts must say.
+func (e *env) storedCounts(first, last int64) string {
+	e.t.Helper()
+	rows, err := e.s.ReadDB().Query(`SELECT CASE WHEN state = 'E' AND prefetched = 1 THEN 'P' ELSE state END AS st, count(*)
+		FROM jobs WHERE id BETWEEN ? AND ? GROUP BY st ORDER BY st`, first, last)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer rows.Close()
+	var parts []string
+	for rows.Next() {
+		var st string
+		var n int
+		if err := rows.Scan(&st, &n); err != nil {
+			e.t.Fatal(err)
+		}
+		parts = append(parts, fmt.Sprintf("%s:%d", st, n))
+	}
+	if err := rows.Err(); err != nil {
+		e.t.Fatal(err)
+	}
+	return "map[" + strings.Join(parts, " ") + "]"
+}
+
+// TestArrayCountsAgree: the counts an array is listed with, which the
+// core keeps as its members change state, agree with the stored states
+// through dispatch (ahead of the free slots too), ends, failures,
+// hand-backs, holds, deletes, reruns, a purge and restarts.
+func TestArrayCountsAgree(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	type span struct{ first, last int64 }
+	var spans []span
+	agree := func(step string) {
+		t.Helper()
+		as, err := arrays.List(ctx, e.s.ReadDB(), e.s, protocol.ArrayQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed := map[int64]string{}
+		for _, a := range as {
+			listed[a.First] = fmt.Sprint(a.Counts) // fmt sorts a map's keys
+		}
+		for _, sp := range spans {
+			if want := e.storedCounts(sp.first, sp.last); listed[sp.first] != want && !(want == "map[]" && listed[sp.first] == "") {
+				t.Fatalf("%s: array %d-%d listed with %s, stored %s", step, sp.first, sp.last, listed[sp.first], want)
+			}
+		}
+	}
+	first := e.submitArray("a", 12, 0)
+	spans = append(spans, span{first, first + 11})
+	e.submit1("solo", "x")
+	capped := e.submitArray("b", 6, 2)
+	spans = append(spans, span{capped, capped + 5})
+	agree("submitted")
+
+	ph := e.register("s")
+	r, err := e.s.Next(ctx, protocol.Next{Placeholder: ph, Free: 6, Ahead: 3})
+	if err != nil || len(r.Jobs) != 6 {
+		t.Fatalf("Next = %+v, %v", r, err)
+	}
+	agree("dispatched, 3 ahead")
+	e.report(ph, ok(r.Jobs[0]), exit(r.Jobs[1], 1), protocol.Report{ID: r.Jobs[5].ID, Attempt: r.Jobs[5].Attempt, Reason: protocol.ReasonReturned})
+	agree("one done, one failed, one handed back")
+	if _, err := e.s.Hold(ctx, protocol.Select{IDs: []int64{first + 10, first + 11}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.s.Delete(ctx, protocol.Select{IDs: []int64{first + 9, r.Jobs[2].ID}}); err != nil {
+		t.Fatal(err)
+	}
+	agree("held and deleted")
+	e.reopen()
+	agree("restarted")
+	ph = e.register("s2")
+	if _, err := e.s.Release(ctx, protocol.Select{IDs: []int64{first + 10}}); err != nil {
+		t.Fatal(err)
+	}
+	e.runAll(ph, capped+1)
+	agree("run to the end")
+	if _, err := e.s.Rerun(ctx, protocol.Select{IDs: []int64{first, capped + 1}}); err != nil {
+		t.Fatal(err)
+	}
+	agree("rerun")
+	e.runAll(ph)
+	e.advance(time.Hour)
+	// a's ended members stay (first+11 is held: live); b's named go.
+	if r := e.purge(protocol.Purge{EndedBefore: 60, Select: protocol.Select{IDs: []int64{first, capped, capped + 1}}}); r.Purged != 2 {
+		t.Fatalf("purge = %+v, want 2 members purged", r)
+	}
+	agree("some members purged")
+	e.reopen()
+	agree("restarted after the purge")
+	if _, err := e.s.Delete(ctx, protocol.Select{IDs: []int64{first + 11}}); err != nil {
+		t.Fatal(err)
+	}
+	agree("the held member deleted")
+	e.purge(protocol.Purge{EndedBefore: 0, Select: protocol.Select{All: true}})
+	agree("all purged")
+	e.check()
 }

@@ -135,6 +135,12 @@ func (b *Bulk) CommitToken(ctx context.Context, token string) (first int64, coun
 			}
 		}
 		first, count = s.nextID, b.n
+		// The array first, so that its members count in it as they enter.
+		if b.array {
+			if err := s.saveArray(first, first+int64(b.n)-1, b.arraySpec, b.arrayLimit); err != nil {
+				return err
+			}
+		}
 		ins := s.newInserter()
 		var js protocol.JobSpec
 		for i := 0; i < b.n; i++ {
@@ -149,11 +155,6 @@ func (b *Bulk) CommitToken(ctx context.Context, token string) (first int64, coun
 		}
 		if err := ins.flush(); err != nil {
 			return err
-		}
-		if b.array {
-			if err := s.saveArray(first, first+int64(b.n)-1, b.arraySpec, b.arrayLimit); err != nil {
-				return err
-			}
 		}
 		if b.env != "" {
 			if err := s.saveSharedEnv(first, first+int64(b.n)-1, b.env); err != nil {

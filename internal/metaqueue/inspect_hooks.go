@@ -44,7 +44,7 @@ type inspectSources struct{ s *Store }
 var _ inspect.Sources = inspectSources{}
 
 func (a inspectSources) Array(ctx context.Context, id int64) (*protocol.ArrayInfo, error) {
-	as, err := arrays.List(ctx, a.s.rdb, protocol.ArrayQuery{Job: id})
+	as, err := arrays.List(ctx, a.s.rdb, a.s, protocol.ArrayQuery{Job: id})
 	if err != nil || len(as) != 1 {
 		return nil, err
 	}

@@ -406,11 +406,7 @@ func (s *Store) applyChanges(ch []dag.Change, self int64, in *inserter) error {
 		progress.Set(s.watches).Changes(ch)
 	}
 	for _, c := range ch {
-		cnt := s.countsFor(c.Queue)
-		if c.From != 0 {
-			cnt[c.From]--
-		}
-		cnt[c.To]++
+		s.recount(c)
 		if c.ID != self && !in.patch(c.ID, c.To) {
 			if _, err := s.stmts.setState.Exec(string(c.To), c.ID); err != nil {
 				return fatalError{err}
@@ -445,6 +441,17 @@ func (s *Store) applyChanges(ch []dag.Change, self int64, in *inserter) error {
 	return nil
 }
 
+// recount moves job c.ID from state c.From (0: a new job) to c.To in the
+// counts by queue and by array.
+func (s *Store) recount(c dag.Change) {
+	cnt := s.countsFor(c.Queue)
+	if c.From != 0 {
+		cnt[c.From]--
+	}
+	cnt[c.To]++
+	s.arrays.Count(c.ID, c.From, c.To)
+}
+
 // readyEntry is how a queue's heap sees a job that became ready. An SJF
 // queue orders a job that declared no estimate by its target's learned
 // runtime (dc.State.Learned); a cp queue ranks it by its b-level
@@ -473,8 +480,7 @@ func (s *Store) reconcile(ctx context.Context, queued []int64) ([]int64, error) 
 		return nil, err
 	}
 	for _, c := range ch {
-		s.countsFor(c.Queue)[c.From]--
-		s.countsFor(c.Queue)[c.To]++
+		s.recount(c)
 		if _, err := s.stmts.setState.Exec(string(c.To), c.ID); err != nil {
 			return nil, err
 		}

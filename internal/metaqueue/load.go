@@ -150,6 +150,7 @@ func (s *Store) loadJobs(ctx context.Context, rows *loadscan.Pipe[loadscan.Job],
 	err := rows.Each(func(r *loadscan.Job) error {
 		id, q, t, state := r.ID, r.Queue, r.Target, r.State
 		s.nextID = id + 1
+		s.arrays.Count(id, 0, state)
 		if state.Terminal() {
 			ended[count{t, q, state}]++
 			if state == job.Done && r.Ran.Valid {

@@ -60,10 +60,13 @@ func (c purgeCore) Write(ctx context.Context, durable bool, fn func(purge.Batch)
 	})
 }
 
-func (c purgeCore) DB() purge.Execer     { return c.s.w }
-func (c purgeCore) Begin() error         { return c.s.begin() }
-func (c purgeCore) NextID() int64        { return c.s.nextID }
-func (c purgeCore) Forget(e purge.Ended) { c.s.countsFor(e.Queue)[e.State]-- }
+func (c purgeCore) DB() purge.Execer { return c.s.w }
+func (c purgeCore) Begin() error     { return c.s.begin() }
+func (c purgeCore) NextID() int64    { return c.s.nextID }
+func (c purgeCore) Forget(e purge.Ended) {
+	c.s.countsFor(e.Queue)[e.State]--
+	c.s.arrays.Count(e.ID, e.State, 0)
+}
 
 func (c purgeCore) Live(id int64) bool            { _, ok := c.s.g.Node(id); return ok }
 func (c purgeCore) Waited(t dag.TargetID) bool    { return c.s.g.Waited(t) }

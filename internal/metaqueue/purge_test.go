@@ -206,7 +206,7 @@ func TestPurgeBatches(t *testing.T) {
 	if r.Purged != 9 || r.Batches != 3 {
 		t.Fatalf("purge = %+v, want 9 jobs in 3 batches", r)
 	}
-	arrays, err := arrays.List(context.Background(), e.s.ReadDB(), protocol.ArrayQuery{})
+	arrays, err := arrays.List(context.Background(), e.s.ReadDB(), e.s, protocol.ArrayQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}

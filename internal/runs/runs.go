@@ -8,6 +8,7 @@ package runs
 
 import (
 	"fmt"
+	"iter"
 	"time"
 
 	"github.com/mq-hpc/mq/job"
@@ -96,6 +97,18 @@ func (rs Rows) Prefetched(queueOf func(id int64) (q int32, executing bool)) map[
 		}
 	}
 	return n
+}
+
+// Unstarted yields the jobs whose row attempt has not started yet (shown
+// P) and that executing says still execute.
+func (rs Rows) Unstarted(executing func(id int64) bool) iter.Seq[int64] {
+	return func(yield func(int64) bool) {
+		for id, ru := range rs {
+			if ru.Unstarted && executing(id) && !yield(id) {
+				return
+			}
+		}
+	}
 }
 
 // Outcome classifies how an attempt ended.

@@ -57,7 +57,7 @@ var builtin = routeTable(
 		})
 	}),
 	handle(protocol.OpArrays, func(ctx context.Context, c *conn, b protocol.ArrayQuery) (protocol.ArraysReply, error) {
-		as, err := arrays.List(ctx, c.s.Store.ReadDB(), b)
+		as, err := arrays.List(ctx, c.s.Store.ReadDB(), c.s.Store, b)
 		return protocol.ArraysReply{Arrays: as}, err
 	}),
 	handle(protocol.OpJob, func(ctx context.Context, c *conn, b protocol.JobQuery) (protocol.JobDetail, error) {

@@ -7,10 +7,15 @@
 // (Leave), for the core to push again. Jobs in no limited array cost one
 // length check.
 //
-// The metaqueue's core calls Arrays where attempts start and stop, at
-// dispatch and at load; it writes the arrays table inside the core's write
-// transaction, through an Execer, and lists arrays (List) on the reader
-// pool's snapshot.
+// It also counts every array's members by state (Count), as the core
+// counts its queues': the core moves a member at each change of its state,
+// so listing an array (List) costs the arrays listed, not their members.
+//
+// The metaqueue's core calls Arrays where attempts start and stop, where
+// a job's state changes, at dispatch and at load; it writes the arrays
+// table inside the core's write transaction, through an Execer, and lists
+// arrays (List) on the reader pool's snapshot, with their counts from the
+// core (Counter).
 package arrays
 
 import (
@@ -19,6 +24,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"sort"
 	"strings"
@@ -58,26 +64,35 @@ const MaxSpec = 100
 // MaxLimit is the largest %LIMIT.
 const MaxLimit = 1 << 30
 
-// array is one limited array.
+// counted are the states an array's members are counted in (Count); P,
+// an Executing member not started yet, is told apart when listed (Counts).
+const counted = "WQHEDFBX"
+
+// array is one job array.
 type array struct {
 	id, first, last int64
 	limit, running  int
 	held            []int64 // ready members taken off their heaps while at the cap, in pick order
+	n               [len(counted)]int
 }
 
-// Arrays is the limited arrays, by first id (arrays never overlap: each is
+// Arrays is the job arrays, by first id (arrays never overlap: each is
 // one commit's ids), owned by the core goroutine. The zero value has none.
 type Arrays struct {
-	limited []*array
-	out     []int64 // Leave's answer, reused
+	all     []*array
+	limited []*array // those with a limit
+	last    *array   // the array Count found last: a commit's or a load's changes come in id order
+	out     []int64  // Leave's answer, reused
 }
 
 // Reset forgets every array (before a load).
 func (a *Arrays) Reset() { *a = Arrays{} }
 
 // of returns the limited array holding job id, or nil.
-func (a *Arrays) of(id int64) *array {
-	l := a.limited
+func (a *Arrays) of(id int64) *array { return holding(a.limited, id) }
+
+// holding returns the array of l (by first id) holding job id, or nil.
+func holding(l []*array, id int64) *array {
 	if len(l) == 0 || id < l[0].first || id > l[len(l)-1].last {
 		return nil
 	}
@@ -88,15 +103,71 @@ func (a *Arrays) of(id int64) *array {
 	return nil
 }
 
-// add records a limited array (ids above every earlier array's).
+// add records an array (ids above every earlier array's).
 func (a *Arrays) add(ar *array) {
-	if ar.limit <= 0 {
-		return
+	a.all = insert(a.all, ar)
+	if ar.limit > 0 {
+		a.limited = insert(a.limited, ar)
 	}
-	a.limited = append(a.limited, ar)
-	if n := len(a.limited); n > 1 && a.limited[n-2].first > ar.first {
-		sort.Slice(a.limited, func(i, j int) bool { return a.limited[i].first < a.limited[j].first })
+}
+
+// insert appends ar to l, kept by first id.
+func insert(l []*array, ar *array) []*array {
+	l = append(l, ar)
+	if n := len(l); n > 1 && l[n-2].first > ar.first {
+		sort.Slice(l, func(i, j int) bool { return l[i].first < l[j].first })
 	}
+	return l
+}
+
+// Count moves job id from state from to state to in its array's counts:
+// from is 0 for a job not counted yet, to is 0 for one gone (purged). A
+// job in no array costs a bounds check or a search.
+func (a *Arrays) Count(id int64, from, to job.State) {
+	ar := a.last
+	if ar == nil || id < ar.first || id > ar.last {
+		if ar = holding(a.all, id); ar == nil {
+			return
+		}
+		a.last = ar
+	}
+	if i := strings.IndexByte(counted, byte(from)); i >= 0 {
+		ar.n[i]--
+	}
+	if i := strings.IndexByte(counted, byte(to)); i >= 0 {
+		ar.n[i]++
+	}
+}
+
+// Counts is, for each array beginning at an id of firsts, its members by
+// state as listed (states with none left out; an array not kept has none):
+// the Executing members unstarted yields count as P, not E.
+func (a *Arrays) Counts(firsts []int64, unstarted iter.Seq[int64]) []map[string]int {
+	pre := map[*array]int{}
+	for id := range unstarted {
+		if ar := holding(a.all, id); ar != nil {
+			pre[ar]++
+		}
+	}
+	out := make([]map[string]int, len(firsts))
+	for i, first := range firsts {
+		out[i] = map[string]int{}
+		ar := holding(a.all, first)
+		if ar == nil || ar.first != first {
+			continue
+		}
+		for k, n := range ar.n {
+			st := counted[k : k+1]
+			if st == string(job.Executing) && pre[ar] > 0 {
+				n -= pre[ar]
+				out[i][string(job.Prefetched)] = pre[ar]
+			}
+			if n > 0 {
+				out[i][st] = n
+			}
+		}
+	}
+	return out
 }
 
 // Capped reports whether job id must wait: its array has limit members
@@ -162,10 +233,10 @@ func (a *Arrays) Leave(id int64, jobs Jobs) []int64 {
 	return a.out
 }
 
-// Load reads the limited arrays (before the jobs, which count in them).
+// Load reads the arrays (before the jobs, which count in them).
 func (a *Arrays) Load(ctx context.Context, ex Execer) error {
 	a.Reset()
-	rows, err := ex.QueryContext(ctx, queries.Get("LoadLimited"))
+	rows, err := ex.QueryContext(ctx, queries.Get("Load"))
 	if err != nil {
 		return err
 	}
@@ -192,7 +263,8 @@ func Check(spec string, limit int) error {
 }
 
 // Save records the array of a bulk commit's ids first..last, in the
-// commit's transaction.
+// commit's transaction, before its jobs enter the graph (their changes
+// count in it).
 func (a *Arrays) Save(ctx context.Context, ex Execer, first, last int64, spec string, limit int) error {
 	var id int64
 	if err := ex.QueryRowContext(ctx, queries.Get("InsertArray"), first, last, limit, spec).Scan(&id); err != nil {
@@ -202,10 +274,15 @@ func (a *Arrays) Save(ctx context.Context, ex Execer, first, last int64, spec st
 	return nil
 }
 
-// List lists the job arrays q selects, each with its members counted by
-// state, from one snapshot of db. Counting reads each array's members by
-// id range; an array whose queue or target does not match is not counted.
-func List(ctx context.Context, db Snapshot, q protocol.ArrayQuery) ([]protocol.ArrayInfo, error) {
+// Counter counts arrays' members by state on the core (Arrays.Counts).
+type Counter interface {
+	ArrayCounts(ctx context.Context, firsts []int64) ([]map[string]int, error)
+}
+
+// List lists the job arrays q selects, from one snapshot of db, each with
+// its members counted by state (c): an array whose queue or target does
+// not match is not counted.
+func List(ctx context.Context, db Snapshot, c Counter, q protocol.ArrayQuery) ([]protocol.ArrayInfo, error) {
 	states := q.States
 	if states == "" {
 		states = "WQHEDFB"
@@ -220,14 +297,20 @@ func List(ctx context.Context, db Snapshot, q protocol.ArrayQuery) ([]protocol.A
 	}
 	defer tx.Rollback()
 	out, err := list(ctx, tx, q)
+	if err != nil || len(out) == 0 {
+		return nil, err
+	}
+	firsts := make([]int64, len(out))
+	for i, a := range out {
+		firsts[i] = a.First
+	}
+	counts, err := c.ArrayCounts(ctx, firsts)
 	if err != nil {
 		return nil, err
 	}
 	kept := out[:0]
-	for _, a := range out {
-		if a.Counts, err = memberStates(ctx, tx, a.First, a.Last); err != nil {
-			return nil, err
-		}
+	for i, a := range out {
+		a.Counts = counts[i]
 		// E selects the prefetched (P) too, as in the listing.
 		if q.Job > 0 || slices.ContainsFunc(parsed, func(st job.State) bool {
 			return a.Counts[string(st)] > 0 || (st == job.Executing && a.Counts[string(job.Prefetched)] > 0)
@@ -274,25 +357,6 @@ func list(ctx context.Context, ex Execer, q protocol.ArrayQuery) ([]protocol.Arr
 		out = append(out, a)
 	}
 	return out, closeRows(rows)
-}
-
-// memberStates counts the jobs first..last by state.
-func memberStates(ctx context.Context, ex Execer, first, last int64) (map[string]int, error) {
-	rows, err := ex.QueryContext(ctx, queries.Get("MemberStates"), first, last)
-	if err != nil {
-		return nil, err
-	}
-	counts := map[string]int{}
-	for rows.Next() {
-		var st string
-		var n int
-		if err := rows.Scan(&st, &n); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		counts[st] = n
-	}
-	return counts, closeRows(rows)
 }
 
 // baseQuery is query name without its final ";", for appending clauses.

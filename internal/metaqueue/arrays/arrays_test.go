@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/mq-hpc/mq/internal/metaqueue/internal/modtest"
-
+	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 
 	_ "modernc.org/sqlite"
@@ -164,7 +164,7 @@ func testDB(t *testing.T) *sql.DB {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db.SetMaxOpenConns(1)
+	db.SetMaxOpenConns(2) // List's snapshot and the counter's reads
 	t.Cleanup(func() { db.Close() })
 	for _, q := range []string{
 		"CREATE TABLE queues (id INTEGER PRIMARY KEY, name TEXT)",
@@ -221,7 +221,7 @@ func TestTables(t *testing.T) {
 		{protocol.ArrayQuery{Job: 5, States: "F"}, "4 map[Q:2]"}, // a job's array is listed whatever its states
 		{protocol.ArrayQuery{Job: 6}, ""},
 	} {
-		got, err := List(ctx, db, tc.q)
+		got, err := List(ctx, db, tableCounter{db}, tc.q)
 		if err != nil {
 			t.Fatalf("%+v: %v", tc.q, err)
 		}
@@ -233,7 +233,7 @@ func TestTables(t *testing.T) {
 			t.Errorf("List(%+v) = %q, want %q", tc.q, strings.Join(s, "; "), tc.want)
 		}
 	}
-	if _, err := List(ctx, db, protocol.ArrayQuery{States: "Z"}); !protocol.IsCode(err, protocol.CodeBadRequest) {
+	if _, err := List(ctx, db, tableCounter{db}, protocol.ArrayQuery{States: "Z"}); !protocol.IsCode(err, protocol.CodeBadRequest) {
 		t.Errorf("an unknown state: %v", err)
 	}
 }
@@ -264,7 +264,7 @@ func TestListPrefetched(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, states := range []string{"", "E", "P", "QP"} {
-		got, err := List(ctx, db, protocol.ArrayQuery{States: states})
+		got, err := List(ctx, db, tableCounter{db}, protocol.ArrayQuery{States: states})
 		if err != nil || len(got) != 1 || fmtCounts(got[0].Counts) != "map[P:1 Q:1]" {
 			t.Errorf("-s %q: %+v, %v; want the array with 1 P and 1 Q", states, got, err)
 		}
@@ -272,7 +272,89 @@ func TestListPrefetched(t *testing.T) {
 	if _, err := db.Exec("UPDATE jobs SET state = 'D', prefetched = 1 WHERE id = 5"); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := List(ctx, db, protocol.ArrayQuery{States: "E"}); err != nil || len(got) != 1 || fmtCounts(got[0].Counts) != "map[D:1 P:1]" {
+	if got, err := List(ctx, db, tableCounter{db}, protocol.ArrayQuery{States: "E"}); err != nil || len(got) != 1 || fmtCounts(got[0].Counts) != "map[D:1 P:1]" {
 		t.Errorf("-s E: %+v, %v; want the array of a P member and a done one", got, err)
+	}
+}
+
+// tableCounter counts as the core does (Counter): the arrays loaded from
+// db, every job row entering its array's counts as at a load (Count), the
+// prefetched Executing ones not started (Counts).
+type tableCounter struct{ db *sql.DB }
+
+func (c tableCounter) ArrayCounts(ctx context.Context, firsts []int64) ([]map[string]int, error) {
+	var a Arrays
+	if err := a.Load(ctx, c.db); err != nil {
+		return nil, err
+	}
+	rows, err := c.db.QueryContext(ctx, "SELECT id, state, coalesce(prefetched, 0) FROM jobs ORDER BY id")
+	if err != nil {
+		return nil, err
+	}
+	var unstarted []int64
+	for rows.Next() {
+		var id, pre int64
+		var st string
+		if err := rows.Scan(&id, &st, &pre); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		a.Count(id, 0, job.State(st[0]))
+		if st == "E" && pre == 1 {
+			unstarted = append(unstarted, id)
+		}
+	}
+	if err := closeRows(rows); err != nil {
+		return nil, err
+	}
+	return a.Counts(firsts, slices.Values(unstarted)), nil
+}
+
+// TestCount: members move between states in their array's counts, enter
+// (from 0) and leave (to 0) them; jobs in no array, or between arrays,
+// count nowhere; P is told apart from E only when listed.
+func TestCount(t *testing.T) {
+	var a Arrays
+	a.add(&array{first: 10, last: 14})
+	a.add(&array{first: 1, last: 3, limit: 2}) // out of order: kept by first id
+	a.add(&array{first: 20, last: 20})
+	for id := int64(1); id <= 25; id++ {
+		a.Count(id, 0, job.Waiting)
+	}
+	steps := []struct {
+		id       int64
+		from, to job.State
+	}{
+		{2, job.Waiting, job.Queued},
+		{2, job.Queued, job.Executing},
+		{3, job.Waiting, job.Executing},
+		{11, job.Waiting, job.Done},
+		{12, job.Waiting, job.Failed},
+		{12, job.Failed, 0}, // purged
+		{13, job.Waiting, job.Deleted},
+		{14, job.Waiting, job.Held},
+		{15, job.Waiting, job.Done}, // in no array
+		{20, job.Waiting, job.Blocked},
+		{1, job.Waiting, job.Queued},
+		{10, job.Waiting, job.Queued},
+	}
+	for _, s := range steps {
+		a.Count(s.id, s.from, s.to)
+	}
+	got := a.Counts([]int64{1, 10, 20, 15, 2}, slices.Values([]int64{3, 15}))
+	want := []string{
+		"map[E:1 P:1 Q:1]",
+		"map[D:1 H:1 Q:1 X:1]",
+		"map[B:1]",
+		"map[]", // no array begins at 15
+		"map[]", // nor at 2
+	}
+	for i := range want {
+		if fmtCounts(got[i]) != want[i] {
+			t.Errorf("Counts[%d] = %s, want %s", i, fmtCounts(got[i]), want[i])
+		}
+	}
+	if a.of(2) == nil || a.of(11) != nil {
+		t.Error("the limited arrays are not those with a limit")
 	}
 }

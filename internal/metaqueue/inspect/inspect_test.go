@@ -78,6 +78,7 @@ func TestStatQuery(t *testing.T) {
 		has    []string // clauses the query must hold
 		hasNot []string
 		args   []any
+		arrays []span // a collapsed listing's arrays (nil: too many)
 		err    bool
 	}{
 		{name: "default states", st: protocol.Stat{}, has: []string{"j.state IN (?,?,?,?,?,?,?)", "ORDER BY j.id"},
@@ -90,6 +91,10 @@ func TestStatQuery(t *testing.T) {
 		{name: "range, ids, limit", st: protocol.Stat{From: 2, To: 4, IDs: []int64{3}, Limit: 9, States: "WQHEDFBX"},
 			has: []string{"j.id BETWEEN ? AND ?", "j.id IN (?)", "LIMIT ?"}, args: []any{int64(2), int64(4), int64(3), 9}},
 		{name: "collapse", st: protocol.Stat{Collapse: true, States: "WQHEDFBX"}, has: []string{"WHERE NOT EXISTS (", "SELECT 1 FROM arrays a"}},
+		{name: "collapse few arrays", st: protocol.Stat{Collapse: true, States: "WQHEDFBX"}, arrays: []span{{3, 5}, {9, 12}},
+			has: []string{"WHERE j.id NOT BETWEEN ? AND ? AND j.id NOT BETWEEN ? AND ?"}, hasNot: []string{"EXISTS"},
+			args: []any{int64(3), int64(5), int64(9), int64(12)}},
+		{name: "collapse no array", st: protocol.Stat{Collapse: true, States: "WQHEDFBX"}, arrays: []span{}, hasNot: []string{"WHERE"}},
 		{name: "every state and P: no condition", st: protocol.Stat{States: "WQHPEDFBX"}, hasNot: []string{"WHERE"}},
 		{name: "P alone: stored E, marked", st: protocol.Stat{States: "P"}, has: []string{"j.state IN (?)", "j.prefetched = 1"}, args: []any{"E"}},
 		{name: "QP: the mark only on E", st: protocol.Stat{States: "QP"}, has: []string{"(j.state IN (?,?) AND (j.state <> 'E' OR j.prefetched = 1))"}, args: []any{"Q", "E"}},
@@ -99,7 +104,7 @@ func TestStatQuery(t *testing.T) {
 		{name: "too many ids", st: protocol.Stat{IDs: many}, err: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			q, args, err := statQuery(tc.st, tc.after)
+			q, args, err := statQuery(tc.st, tc.after, tc.arrays)
 			if tc.err {
 				var pe *protocol.Error
 				if !errors.As(err, &pe) || pe.Code != protocol.CodeBadRequest {

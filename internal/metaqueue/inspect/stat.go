@@ -76,9 +76,18 @@ const maxBatchBytes = 1 << 20
 // maxStatIDs bounds the ids a listing names.
 const maxStatIDs = 10000
 
+// maxCollapsed is the most arrays a collapsed listing leaves out by their
+// ids (two comparisons a job each); beyond it a job's array is looked up
+// (two index searches a job: a second a million jobs).
+const maxCollapsed = 64
+
+// span is an array's ids, first..last.
+type span struct{ first, last int64 }
+
 // statQuery builds the listing of the jobs st selects with ids above
-// after.
-func statQuery(st protocol.Stat, after int64) (string, []any, error) {
+// after; a collapsed one leaves out the members of arrays (their spans,
+// nil when there are more than maxCollapsed).
+func statQuery(st protocol.Stat, after int64, arrays []span) (string, []any, error) {
 	var where []string
 	var args []any
 	if after > 0 {
@@ -115,8 +124,14 @@ func statQuery(st protocol.Stat, after int64) (string, []any, error) {
 		where = append(where, "j.id BETWEEN ? AND ?")
 		args = append(args, st.From, st.To)
 	}
-	if st.Collapse {
+	switch {
+	case st.Collapse && arrays == nil:
 		where = append(where, "NOT EXISTS ("+base("InArray")+")")
+	case st.Collapse:
+		for _, a := range arrays {
+			where = append(where, "j.id NOT BETWEEN ? AND ?")
+			args = append(args, a.first, a.last)
+		}
 	}
 	if len(st.IDs) > 0 {
 		if len(st.IDs) > maxStatIDs {
@@ -190,21 +205,29 @@ func params(n int) string {
 // calling emit with batches of up to 1,000. It reads a consistent
 // snapshot and never waits for the writer.
 func (r *Reader) Stat(ctx context.Context, st protocol.Stat, after int64, emit func([]protocol.JobInfo) error) error {
-	q, args, err := statQuery(st, after)
-	if err != nil {
-		return err
-	}
 	var db Querier = r.db
-	if st.Earlier {
-		// Earlier attempts are read beside the listing, on its connection
-		// and in its snapshot (a second connection could wait for ever
-		// behind other listings holding the rest).
+	if st.Earlier || st.Collapse {
+		// Earlier attempts, and the arrays a listing collapses, are read
+		// beside the listing, on its connection and in its snapshot (a
+		// second connection could wait for ever behind other listings
+		// holding the rest).
 		tx, err := r.db.BeginTx(ctx, nil)
 		if err != nil {
 			return err
 		}
 		defer tx.Rollback()
 		db = tx
+	}
+	var arrays []span
+	if st.Collapse {
+		var err error
+		if arrays, err = collapsed(ctx, db); err != nil {
+			return err
+		}
+	}
+	q, args, err := statQuery(st, after, arrays)
+	if err != nil {
+		return err
 	}
 	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -239,6 +262,28 @@ func (r *Reader) Stat(ctx context.Context, st protocol.Stat, after int64, emit f
 		return err
 	}
 	return emit(batch)
+}
+
+// collapsed reads the spans of the arrays a collapsed listing leaves out,
+// nil if there are more than maxCollapsed.
+func collapsed(ctx context.Context, db Querier) ([]span, error) {
+	rows, err := db.QueryContext(ctx, queries.Get("ArraySpans"), maxCollapsed+1)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []span{}
+	for rows.Next() {
+		var a span
+		if err := rows.Scan(&a.first, &a.last); err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	if len(out) > maxCollapsed {
+		return nil, rows.Err()
+	}
+	return out, rows.Err()
 }
 
 // Page lists up to limit jobs matching st with ids above after, in id

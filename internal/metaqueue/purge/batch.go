@@ -95,9 +95,10 @@ func (p *Plan) keep(st State, r Row) bool {
 	return a.live == 2
 }
 
-// Ended is a deleted job's state and queue: the core takes it off its
-// counts by queue.
+// Ended is a deleted job's id, state and queue: the core takes it off its
+// counts by queue and by array.
 type Ended struct {
+	ID    int64
 	Queue int32
 	State job.State
 }
@@ -151,7 +152,7 @@ func Delete(ctx context.Context, ex Execer, p Plan, sc Scope, nextID int64) (Del
 		} else {
 			c.bad++
 		}
-		d.Ended = append(d.Ended, Ended{Queue: q, State: job.State(st[0])})
+		d.Ended = append(d.Ended, Ended{ID: id, Queue: q, State: job.State(st[0])})
 		d.Gone = append(d.Gone, r)
 	}
 	if err := closeRows(res); err != nil {

@@ -86,6 +86,18 @@ func (e *env) noCopy(ph int64, msg string) {
 	}
 }
 
+// noCopyAcrossRestart checks that ph, at site, gets no copy (msg says what
+// was copied otherwise), restarts the CLS, and checks the same of a
+// placeholder registered again at site, which it returns.
+func (e *env) noCopyAcrossRestart(ph int64, site, msg string) int64 {
+	e.t.Helper()
+	e.noCopy(ph, msg)
+	e.reopen()
+	ph = e.register(site)
+	e.noCopy(ph, "after a restart "+msg)
+	return ph
+}
+
 // killedAtHeartbeat sends ph's heartbeat with attempt a running and fails
 // with msg unless the reply kills a (kill true) or kills nothing (false).
 func (e *env) killedAtHeartbeat(ph int64, a protocol.Assignment, kill bool, msg string) {
@@ -245,10 +257,7 @@ func TestReplicaOptOut(t *testing.T) {
 	if len(as) != 2 || as[0].Scratch || as[1].Scratch {
 		t.Fatalf("got %+v", as)
 	}
-	e.noCopy(ph2, "an opted-out job was copied")
-	e.reopen() // the opt-out is stored
-	ph2 = e.register("s2")
-	e.noCopy(ph2, "after a restart an opted-out job was copied")
+	ph2 = e.noCopyAcrossRestart(ph2, "s2", "an opted-out job was copied") // the opt-out is stored
 	id3 := e.submit(protocol.JobSpec{Queue: "b", Target: "v", Command: "true", Cwd: "/w", Outputs: []protocol.File{{Path: "/w/out", Size: &size, Rel: true}}})[0]
 	ph3 := e.register("s3")
 	a3 := e.next(ph3, 1)
@@ -319,10 +328,7 @@ func TestReplicaOnlyBesideScratch(t *testing.T) {
 		t.Fatalf("got %+v, want job %d in its working directory", a, id)
 	}
 	e.setQueue("b", "wqr", -1)
-	e.noCopy(ph2, "a job running outside scratch was copied")
-	e.reopen()
-	ph2 = e.register("s2")
-	e.noCopy(ph2, "after a restart a job running outside scratch was copied")
+	ph2 = e.noCopyAcrossRestart(ph2, "s2", "a job running outside scratch was copied")
 	id2 := e.submit(protocol.JobSpec{Queue: "b", Target: "u", Command: "true", Cwd: "/w"})[0]
 	ph3 := e.register("s3")
 	if a := e.next(ph3, 1); len(a) != 1 || a[0].ID != id2 || !a[0].Scratch {

@@ -21,10 +21,7 @@ func (f *fx) hold(id int64) {
 func TestAfterAnyReadiness(t *testing.T) {
 	t.Parallel()
 	after := func(f *fx, target string, afterAny ...string) int64 { return f.addAny(target, nil, afterAny) }
-	tests := []struct {
-		name  string
-		setup func(f *fx) (int64, job.State)
-	}{
+	runReadiness(t, []readiness{
 		{"target without jobs waits", func(f *fx) (int64, job.State) { return after(f, "c", "a"), job.Waiting }},
 		{"target queued", func(f *fx) (int64, job.State) { f.add("a"); return after(f, "c", "a"), job.Waiting }},
 		{"target executing", func(f *fx) (int64, job.State) {
@@ -72,15 +69,7 @@ func TestAfterAnyReadiness(t *testing.T) {
 			f.run(f.add("a"), job.Failed)
 			return f.addAny("c", []string{"a"}, []string{"a"}), job.Blocked
 		}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			f := newFx(t)
-			id, want := tc.setup(f)
-			f.mustBe(id, want)
-		})
-	}
+	})
 }
 
 // TestAfterAnyTransitions: dependents are re-evaluated when a target ends

@@ -247,14 +247,30 @@ func (f *fx) names(ts []TargetID) []string {
 	return out
 }
 
+// readiness is a named graph, built on a fresh fixture, and the state one
+// of its jobs must be in.
+type readiness struct {
+	name string
+	// setup builds the graph and returns the job under test and its
+	// expected state.
+	setup func(f *fx) (int64, job.State)
+}
+
+func runReadiness(t *testing.T, tests []readiness) {
+	t.Helper()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFx(t)
+			id, want := tc.setup(f)
+			f.mustBe(id, want)
+		})
+	}
+}
+
 func TestReadiness(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name string
-		// setup builds the graph and returns the job under test and its
-		// expected state.
-		setup func(f *fx) (int64, job.State)
-	}{
+	runReadiness(t, []readiness{
 		{"no prereqs", func(f *fx) (int64, job.State) { return f.add("a"), job.Queued }},
 		{"prereq target without jobs", func(f *fx) (int64, job.State) { return f.add("b", "a"), job.Waiting }},
 		{"prereq queued", func(f *fx) (int64, job.State) { f.add("a"); return f.add("b", "a"), job.Waiting }},
@@ -308,15 +324,7 @@ func TestReadiness(t *testing.T) {
 			f.run(f.add("a"), job.Done)
 			return f.add("c", "a", "a"), job.Queued
 		}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			f := newFx(t)
-			id, want := tc.setup(f)
-			f.mustBe(id, want)
-		})
-	}
+	})
 }
 
 // scenario is a named sequence of graph operations and the checks between
@@ -896,27 +904,30 @@ func buildMixed(t testing.TB) *fx {
 func TestReconcileAfterLoadAgrees(t *testing.T) {
 	t.Parallel()
 	for _, oneByOne := range []bool{false, true} {
-		f := buildMixed(t)
-		g := f.load(oneByOne, nil)
-		if ch := g.Reconcile(); len(ch) != 0 {
-			t.Fatalf("oneByOne=%v: Reconcile of a consistent load changed %+v", oneByOne, ch)
-		}
-		for id, j := range f.jobs {
-			gj, ok := g.Node(id)
-			if ok != !j.state.Terminal() || (ok && gj.State != j.state) {
-				t.Fatalf("loaded job %d: %v %s, want %s", id, ok, gj.State, j.state)
+		t.Run(fmt.Sprintf("oneByOne=%v", oneByOne), func(t *testing.T) {
+			t.Parallel()
+			f := buildMixed(t)
+			g := f.load(oneByOne, nil)
+			if ch := g.Reconcile(); len(ch) != 0 {
+				t.Fatalf("oneByOne=%v: Reconcile of a consistent load changed %+v", oneByOne, ch)
 			}
-		}
-		for tid := TargetID(1); tid < f.g.NextTargetID(); tid++ {
-			a1, a2, a3 := f.g.Counts(tid)
-			b1, b2, b3 := g.Counts(tid)
-			if a1 != b1 || a2 != b2 || a3 != b3 {
-				t.Fatalf("target %s counts after load %d,%d,%d, want %d,%d,%d", f.g.Name(tid), b1, b2, b3, a1, a2, a3)
+			for id, j := range f.jobs {
+				gj, ok := g.Node(id)
+				if ok != !j.state.Terminal() || (ok && gj.State != j.state) {
+					t.Fatalf("loaded job %d: %v %s, want %s", id, ok, gj.State, j.state)
+				}
 			}
-		}
-		// The loaded graph keeps working: finish the failed chain's cause.
-		f.g = g
-		f.check()
+			for tid := TargetID(1); tid < f.g.NextTargetID(); tid++ {
+				a1, a2, a3 := f.g.Counts(tid)
+				b1, b2, b3 := g.Counts(tid)
+				if a1 != b1 || a2 != b2 || a3 != b3 {
+					t.Fatalf("target %s counts after load %d,%d,%d, want %d,%d,%d", f.g.Name(tid), b1, b2, b3, a1, a2, a3)
+				}
+			}
+			// The loaded graph keeps working: finish the failed chain's cause.
+			f.g = g
+			f.check()
+		})
 	}
 }
 

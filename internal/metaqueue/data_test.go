@@ -110,14 +110,34 @@ func TestJobFilesStoredAndShown(t *testing.T) {
 	e.check()
 }
 
+// migratedFrom submits a job, makes the database what version v left by
+// running stmts on it (the last sets the version), reopens it, and checks
+// the job is still Queued; it returns the job.
+func (e *env) migratedFrom(v int, stmts ...string) int64 {
+	e.t.Helper()
+	id := e.submit1("t", "old job")
+	e.downgrade(append(stmts, fmt.Sprintf("UPDATE meta SET value = '%d' WHERE key = 'schema'", v))...)
+	e.mustBe(id, job.Queued)
+	return id
+}
+
+// schemaIsCurrent checks the version the store recorded after migrating.
+func (e *env) schemaIsCurrent() {
+	e.t.Helper()
+	var v string
+	db := openRaw(e.t, e.opt.Path)
+	defer db.Close()
+	if err := db.QueryRow("SELECT value FROM meta WHERE key = 'schema'").Scan(&v); err != nil || v != strconv.Itoa(schema.Version()) {
+		e.t.Fatalf("schema version %q, %v", v, err)
+	}
+}
+
 // TestMigrateFrom2: a version 2 database gains the file tables, and its
 // jobs keep running.
 func TestMigrateFrom2(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	id := e.submit1("t", "old job")
-	e.downgrade("DROP TABLE job_files", "DROP TABLE files", "DROP TABLE replicas", "DROP TABLE transfers", "UPDATE meta SET value = '2' WHERE key = 'schema'")
-	e.mustBe(id, job.Queued)
+	e.migratedFrom(2, "DROP TABLE job_files", "DROP TABLE files", "DROP TABLE replicas", "DROP TABLE transfers")
 	n := e.submit(withFiles("n", "new", []protocol.File{file("/a", 1)}, []protocol.File{{Path: "/b"}}))[0]
 	ph := e.register("p")
 	got := e.next(ph, 2)
@@ -125,12 +145,26 @@ func TestMigrateFrom2(t *testing.T) {
 	if d := e.job(n); len(d.Inputs) != 1 || d.Outputs[0].Site != "p" {
 		t.Fatalf("after migration: %+v %+v", d.Inputs, d.Outputs)
 	}
-	var v string
-	db := openRaw(t, e.opt.Path)
-	defer db.Close()
-	if err := db.QueryRow("SELECT value FROM meta WHERE key = 'schema'").Scan(&v); err != nil || v != strconv.Itoa(schema.Version()) {
-		t.Fatalf("schema version %q, %v", v, err)
+	e.schemaIsCurrent()
+	e.check()
+}
+
+// TestMigrateFrom3: a version 3 database gains the record of lost output;
+// its jobs keep running, and a loss reported afterwards is shown.
+func TestMigrateFrom3(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	id := e.migratedFrom(3, "DROP TABLE output_lost")
+	ph := e.register("p")
+	got := e.next(ph, 1)
+	r := ok(got[0])
+	r.OutputLost = "stdout: write: no space left on device"
+	e.report(ph, r)
+	e.mustBe(id, job.Done)
+	if d := e.job(id); d.OutputLost != r.OutputLost {
+		t.Fatalf("output_lost %q after migration, want %q", d.OutputLost, r.OutputLost)
 	}
+	e.schemaIsCurrent()
 	e.check()
 }
 
@@ -146,6 +180,89 @@ func (e *env) produceAt(ph int64, path string, size int64) {
 	e.report(ph, ok(got[0]))
 }
 
+// hourLease keeps A predicted while the clock jumps.
+func hourLease(o *Options) { o.Lease = time.Hour }
+
+// linkedAt is hourLease with A's and B's links configured at bandwidth
+// bytes/s (latency 0.1 s).
+func linkedAt(bandwidth float64) func(*Options) {
+	return func(o *Options) {
+		hourLease(o)
+		o.Links = map[string]dc.Link{"A": {Latency: 0.1, Bandwidth: bandwidth}, "B": {Latency: 0.1, Bandwidth: bandwidth}}
+	}
+}
+
+// dcTwoSites is a store (mod applied to its options, if not nil) whose
+// queue "dq" uses policy pol, with placeholder a at site A and b at B.
+func dcTwoSites(t *testing.T, pol string, mod func(*Options)) (e *env, a, b int64) {
+	t.Helper()
+	e = newEnvWith(t, mod)
+	e.setPolicy("dq", pol)
+	return e, e.registerAt("A", "ha"), e.registerAt("B", "hb")
+}
+
+// dcNeeds submits to queue dq a job reading /d/name.
+func (e *env) dcNeeds(name string) int64 {
+	e.t.Helper()
+	return e.submit(withFiles("c", "needs "+name, []protocol.File{{Path: "/d/" + name}}, nil))[0]
+}
+
+// dcWaitsPast waits until the policy has told placeholders to wait more
+// than n times in all, failing with msg once deadline has passed.
+func (e *env) dcWaitsPast(n int64, deadline time.Time, msg string) {
+	e.t.Helper()
+	for e.dcWaits() <= n {
+		if time.Now().After(deadline) {
+			e.t.Fatal(msg)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// dcHeld fails if B's parked poll done has been answered (why says why
+// it should not be), and checks that job id is still Queued.
+func (e *env) dcHeld(done <-chan []protocol.Assignment, id int64, why string) {
+	e.t.Helper()
+	select {
+	case got := <-done:
+		e.t.Fatalf("B got %v %s", ids(got), why)
+	default:
+	}
+	e.mustBe(id, job.Queued)
+}
+
+// dcReceives waits up to within for B's parked poll done to bring job id
+// alone, failing with msg if it does not come.
+func (e *env) dcReceives(done <-chan []protocol.Assignment, id int64, within time.Duration, msg string) {
+	e.t.Helper()
+	select {
+	case got := <-done:
+		if len(got) != 1 || got[0].ID != id {
+			e.t.Fatalf("B got %v, want %d", ids(got), id)
+		}
+	case <-time.After(within):
+		e.t.Fatalf("%s (%d waits)", msg, e.dcWaits())
+	}
+}
+
+// siteGets asks for one job on ph's behalf and fails unless it gets job
+// want alone; who names the placeholder in the message.
+func (e *env) siteGets(ph, want int64, who string) {
+	e.t.Helper()
+	if got := e.next(ph, 1); len(got) != 1 || got[0].ID != want {
+		e.t.Fatalf("%s got %v, want job %d", who, ids(got), want)
+	}
+}
+
+// siteGetsNothing asks for one job on ph's behalf and fails with msg if
+// it gets any.
+func (e *env) siteGetsNothing(ph int64, msg string) {
+	e.t.Helper()
+	if got := e.next(ph, 1); len(got) != 0 {
+		e.t.Fatalf("%s: got %v", msg, ids(got))
+	}
+}
+
 // TestDCAffinity: in a dc queue a job whose input was produced at site A
 // goes to the placeholder at A rather than the one at B, whichever asks
 // first, while both ask.
@@ -154,9 +271,7 @@ func TestDCAffinity(t *testing.T) {
 	for _, bFirst := range []bool{true, false} {
 		t.Run(fmt.Sprintf("B first %v", bFirst), func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t)
-			e.setPolicy("dq", "dc")
-			a, b := e.registerAt("A", "ha"), e.registerAt("B", "hb")
+			e, a, b := dcTwoSites(t, "dc", nil)
 			e.produceAt(a, "/d/x", 100<<20)
 			e.produceAt(b, "/d/y", 100<<20)
 			ctx := context.Background()
@@ -180,8 +295,7 @@ func TestDCAffinity(t *testing.T) {
 			e.parkedAtLeast(1, 0)
 			go ask(second)
 			e.parkedAtLeast(2, 0)
-			jx := e.submit(withFiles("c", "needs x", []protocol.File{{Path: "/d/x"}}, nil))[0]
-			jy := e.submit(withFiles("c", "needs y", []protocol.File{{Path: "/d/y"}}, nil))[0]
+			jx, jy := e.dcNeeds("x"), e.dcNeeds("y")
 			want := map[int64]int64{a: jx, b: jy}
 			for range 2 {
 				r := <-done
@@ -200,53 +314,26 @@ func TestDCAffinity(t *testing.T) {
 // not come.
 func TestDCWaitIsRedecided(t *testing.T) {
 	t.Parallel()
-	e := newEnvWith(t, func(o *Options) {
-		o.Lease = time.Hour // keep A predicted while the clock jumps
-		o.Links = map[string]dc.Link{"A": {Latency: 0.1, Bandwidth: 1e6}, "B": {Latency: 0.1, Bandwidth: 1e6}}
-	})
-	e.setPolicy("dq", "dc")
-	a, b := e.registerAt("A", "ha"), e.registerAt("B", "hb")
+	e, a, b := dcTwoSites(t, "dc", linkedAt(1e6))
 	e.produceAt(a, "/d/x", 1e6) // A has now asked twice: it has an interval
 	e.next(a, 1)
-	id := e.submit(withFiles("c", "needs x", []protocol.File{{Path: "/d/x"}}, nil))[0]
+	id := e.dcNeeds("x")
 	// B asks: A is predicted back at once, and moving 1 MB to B costs
 	// 25 x 1.1 s: wait.
 	done := e.nextAsync(b)
 	e.parkedAtLeast(1, 0)
 	deadline := time.Now().Add(5 * time.Second)
-	for e.dcWaits() < 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("DC never decided to wait")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	w0 := e.dcWaits()
+	e.dcWaitsPast(0, deadline, "DC never decided to wait")
 	// A second of the store's time later (the core ticks every 100 ms), DC
 	// decides again and still waits.
+	w0 := e.dcWaits()
 	e.clock.Advance(1100 * time.Millisecond)
-	for e.dcWaits() == w0 {
-		if time.Now().After(deadline) {
-			t.Fatal("DC did not decide again after a second")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	select {
-	case got := <-done:
-		t.Fatalf("B got %v while A is expected", ids(got))
-	default:
-	}
-	e.mustBe(id, job.Queued)
+	e.dcWaitsPast(w0, deadline, "DC did not decide again after a second")
+	e.dcHeld(done, id, "while A is expected")
 	// Priority = -25 x 1.1 s / 0.01 + queue_time / 0.1 s: non-negative
 	// after 275 s in the queue.
 	e.clock.Advance(280 * time.Second)
-	select {
-	case got := <-done:
-		if len(got) != 1 || got[0].ID != id {
-			t.Fatalf("B got %v, want %d", ids(got), id)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the waiting job was never dispatched")
-	}
+	e.dcReceives(done, id, 5*time.Second, "the waiting job was never dispatched")
 	e.check()
 }
 
@@ -254,23 +341,16 @@ func TestDCWaitIsRedecided(t *testing.T) {
 // served as before while DC holds its own job back for the data's site.
 func TestDCMixedQueues(t *testing.T) {
 	t.Parallel()
-	e := newEnvWith(t, func(o *Options) { o.Lease = time.Hour })
-	e.setPolicy("dq", "dc")
-	a, b := e.registerAt("A", "ha"), e.registerAt("B", "hb")
+	e, a, b := dcTwoSites(t, "dc", hourLease)
 	e.produceAt(a, "/d/x", 50<<20)
 	e.next(a, 1)
-	held := e.submit(withFiles("c", "needs x", []protocol.File{{Path: "/d/x"}}, nil))[0]
+	held := e.dcNeeds("x")
 	plain := e.submit(spec("p", "plain 1"), spec("p", "plain 2"))
 	// B gets the fcfs jobs, oldest first, one per request; not the dc one.
 	for _, want := range plain {
-		got := e.next(b, 1)
-		if len(got) != 1 || got[0].ID != want {
-			t.Fatalf("B got %v, want %d", ids(got), want)
-		}
+		e.siteGets(b, want, "B")
 	}
-	if got := e.next(b, 1); len(got) != 0 {
-		t.Fatalf("B got %v; DC should hold the job for A", ids(got))
-	}
+	e.siteGetsNothing(b, "B: DC should hold the job for A")
 	got := e.next(a, 2)
 	if len(got) != 1 || got[0].ID != held {
 		t.Fatalf("A got %v, want %d", ids(got), held)
@@ -279,9 +359,7 @@ func TestDCMixedQueues(t *testing.T) {
 	// anywhere in submission order.
 	free := e.submit(withFiles("c", "no data", nil, nil), withFiles("c", "outside data", []protocol.File{file("/elsewhere", 1<<30)}, nil))
 	for _, want := range free {
-		if got := e.next(b, 1); len(got) != 1 || got[0].ID != want {
-			t.Fatalf("B got %v, want %d", ids(got), want)
-		}
+		e.siteGets(b, want, "B")
 	}
 	qs, err := e.s.Queues(context.Background())
 	if err != nil {
@@ -299,9 +377,7 @@ func TestDCMixedQueues(t *testing.T) {
 	}
 	// The policy survives a restart; switching back to fcfs works.
 	e.reopen()
-	if got := e.next(e.registerAt("B", "hb"), 1); len(got) != 0 {
-		t.Fatalf("after restart got %v", ids(got))
-	}
+	e.siteGetsNothing(e.registerAt("B", "hb"), "after restart")
 	e.check()
 }
 
@@ -309,9 +385,7 @@ func TestDCMixedQueues(t *testing.T) {
 // goes whole to the site holding them.
 func TestDCBundle(t *testing.T) {
 	t.Parallel()
-	e := newEnvWith(t, func(o *Options) { o.Lease = time.Hour })
-	e.setPolicy("dq", "dc")
-	a, b := e.registerAt("A", "ha"), e.registerAt("B", "hb")
+	e, a, b := dcTwoSites(t, "dc", hourLease)
 	e.produceAt(a, "/d/1", 10<<20)
 	e.produceAt(a, "/d/2", 10<<20)
 	e.next(a, 1)
@@ -320,9 +394,7 @@ func TestDCBundle(t *testing.T) {
 		withFiles("bb", "two", []protocol.File{{Path: "/d/2"}}, nil),
 	}}
 	bundle := e.submitReq(req)
-	if got := e.next(b, 1); len(got) != 0 {
-		t.Fatalf("B got %v", ids(got))
-	}
+	e.siteGetsNothing(b, "B")
 	if got := e.next(a, 1); fmt.Sprint(ids(got)) != fmt.Sprint(bundle) {
 		t.Fatalf("A got %v, want the bundle %v", ids(got), bundle)
 	}
@@ -352,11 +424,9 @@ func TestSetQueuePolicyErrors(t *testing.T) {
 // forgets them when a job ends), so DC still sends it to its data.
 func TestDCRerunKeepsFiles(t *testing.T) {
 	t.Parallel()
-	e := newEnvWith(t, func(o *Options) { o.Lease = time.Hour })
-	e.setPolicy("dq", "dc")
-	a, b := e.registerAt("A", "ha"), e.registerAt("B", "hb")
+	e, a, b := dcTwoSites(t, "dc", hourLease)
 	e.produceAt(a, "/d/x", 50<<20)
-	id := e.submit(withFiles("c", "needs x", []protocol.File{{Path: "/d/x"}}, nil))[0]
+	id := e.dcNeeds("x")
 	got := e.next(a, 1)
 	if len(got) != 1 || got[0].ID != id {
 		t.Fatalf("A got %v", ids(got))
@@ -365,38 +435,8 @@ func TestDCRerunKeepsFiles(t *testing.T) {
 	if r, err := e.s.Rerun(context.Background(), protocol.Select{IDs: []int64{id}}); err != nil || len(r.IDs) != 1 {
 		t.Fatalf("rerun: %+v %v", r, err)
 	}
-	if got := e.next(b, 1); len(got) != 0 {
-		t.Fatalf("B got %v after the rerun; its input is at A", ids(got))
-	}
-	if got := e.next(a, 1); len(got) != 1 || got[0].ID != id {
-		t.Fatalf("A got %v, want %d", ids(got), id)
-	}
-	e.check()
-}
-
-// TestMigrateFrom3: a version 3 database gains the record of lost output;
-// its jobs keep running, and a loss reported afterwards is shown.
-func TestMigrateFrom3(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	id := e.submit1("t", "old job")
-	e.downgrade("DROP TABLE output_lost", "UPDATE meta SET value = '3' WHERE key = 'schema'")
-	e.mustBe(id, job.Queued)
-	ph := e.register("p")
-	got := e.next(ph, 1)
-	r := ok(got[0])
-	r.OutputLost = "stdout: write: no space left on device"
-	e.report(ph, r)
-	e.mustBe(id, job.Done)
-	if d := e.job(id); d.OutputLost != r.OutputLost {
-		t.Fatalf("output_lost %q after migration, want %q", d.OutputLost, r.OutputLost)
-	}
-	var v string
-	db := openRaw(t, e.opt.Path)
-	defer db.Close()
-	if err := db.QueryRow("SELECT value FROM meta WHERE key = 'schema'").Scan(&v); err != nil || v != strconv.Itoa(schema.Version()) {
-		t.Fatalf("schema version %q, %v", v, err)
-	}
+	e.siteGetsNothing(b, "B after the rerun; its input is at A")
+	e.siteGets(a, id, "A")
 	e.check()
 }
 
@@ -408,48 +448,22 @@ func TestMigrateFrom3(t *testing.T) {
 // 30 s in the queue, past the 25 s it then needs).
 func TestDCUsesMeasuredLinks(t *testing.T) {
 	t.Parallel()
-	e := newEnvWith(t, func(o *Options) {
-		o.Lease = time.Hour // keep A predicted while the clock jumps
-		o.Links = map[string]dc.Link{"A": {Latency: 0.1, Bandwidth: 1e6}, "B": {Latency: 0.1, Bandwidth: 1e6}}
-	})
-	e.setPolicy("dq", "dc")
-	a, b := e.registerAt("A", "ha"), e.registerAt("B", "hb")
+	e, a, b := dcTwoSites(t, "dc", linkedAt(1e6))
 	e.produceAt(a, "/d/x", 1e6)
 	e.next(a, 1)
-	id := e.submit(withFiles("c", "needs x", []protocol.File{{Path: "/d/x"}}, nil))[0]
+	id := e.dcNeeds("x")
 	done := e.nextAsync(b)
 	e.parkedAtLeast(1, 0)
 	deadline := time.Now().Add(10 * time.Second)
-	redecided := func(after int64) {
-		t.Helper()
-		for e.dcWaits() <= after {
-			if time.Now().After(deadline) {
-				t.Fatal("DC did not decide (again)")
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
-	redecided(0)
+	e.dcWaitsPast(0, deadline, "DC did not decide (again)")
 	e.clock.Advance(30 * time.Second)
-	redecided(e.dcWaits())
-	select {
-	case got := <-done:
-		t.Fatalf("B got %v with the configured 1 MB/s links", ids(got))
-	default:
-	}
-	e.mustBe(id, job.Queued)
+	e.dcWaitsPast(e.dcWaits(), deadline, "DC did not decide (again)")
+	e.dcHeld(done, id, "with the configured 1 MB/s links")
 	fast := dc.Link{Latency: 0.1, Bandwidth: 1e12}
 	e.s.MeasuredLink("A", fast)
 	e.s.MeasuredLink("B", fast)
 	e.clock.Advance(1100 * time.Millisecond)
-	select {
-	case got := <-done:
-		if len(got) != 1 || got[0].ID != id {
-			t.Fatalf("B got %v, want %d", ids(got), id)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("DC kept holding the job after the links measured fast")
-	}
+	e.dcReceives(done, id, 10*time.Second, "DC kept holding the job after the links measured fast")
 	e.check()
 }
 
@@ -458,19 +472,13 @@ func TestDCUsesMeasuredLinks(t *testing.T) {
 // (FCFS would give A the job reading y).
 func TestLiveStorageAffinity(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	e.setPolicy("dq", "sa")
-	a, b := e.registerAt("A", "ha"), e.registerAt("B", "hb")
+	e, a, b := dcTwoSites(t, "sa", nil)
 	e.produceAt(a, "/d/x", 100<<20)
 	e.produceAt(b, "/d/y", 100<<20)
-	jy := e.submit(withFiles("c", "needs y", []protocol.File{{Path: "/d/y"}}, nil))[0]
-	jx := e.submit(withFiles("c", "needs x", []protocol.File{{Path: "/d/x"}}, nil))[0]
-	if got := e.next(a, 1); len(got) != 1 || got[0].ID != jx {
-		t.Fatalf("A got %v, want job %d (its input is at A)", ids(got), jx)
-	}
-	if got := e.next(b, 1); len(got) != 1 || got[0].ID != jy {
-		t.Fatalf("B got %v, want job %d", ids(got), jy)
-	}
+	jy := e.dcNeeds("y")
+	jx := e.dcNeeds("x")
+	e.siteGets(a, jx, "A (its input is at A)")
+	e.siteGets(b, jy, "B")
 	e.check()
 }
 
@@ -484,12 +492,7 @@ func TestLiveXSufferage(t *testing.T) {
 	for _, measuredFast := range []bool{false, true} {
 		t.Run(fmt.Sprintf("measured fast %v", measuredFast), func(t *testing.T) {
 			t.Parallel()
-			e := newEnvWith(t, func(o *Options) {
-				o.Lease = time.Hour // keep A predicted while the clock jumps
-				o.Links = map[string]dc.Link{"A": {Latency: 0.1, Bandwidth: 1e4}, "B": {Latency: 0.1, Bandwidth: 1e4}}
-			})
-			e.setPolicy("dq", "xsufferage")
-			a, b := e.registerAt("A", "ha"), e.registerAt("B", "hb")
+			e, a, b := dcTwoSites(t, "xsufferage", linkedAt(1e4))
 			e.produceAt(a, "/d/x", 1e6)
 			// A asks every few seconds: it is expected back in seconds,
 			// far sooner than 1 MB crosses a 10 kB/s link.
@@ -500,37 +503,17 @@ func TestLiveXSufferage(t *testing.T) {
 					e.s.MeasuredLink(site, dc.Link{Latency: 0.01, Bandwidth: 1e12})
 				}
 			}
-			id := e.submit(withFiles("c", "needs x", []protocol.File{{Path: "/d/x"}}, nil))[0]
+			id := e.dcNeeds("x")
 			if measuredFast {
-				if got := e.next(b, 1); len(got) != 1 || got[0].ID != id {
-					t.Fatalf("B got %v over a fast link, want job %d", ids(got), id)
-				}
+				e.siteGets(b, id, "B over a fast link")
 				return
 			}
 			done := e.nextAsync(b)
 			e.parkedAtLeast(1, 0)
-			deadline := time.Now().Add(30 * time.Second)
-			for e.dcWaits() < 1 {
-				if time.Now().After(deadline) {
-					t.Fatal("XSufferage never told B to wait")
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
-			select {
-			case got := <-done:
-				t.Fatalf("B got %v while A is expected", ids(got))
-			default:
-			}
-			e.mustBe(id, job.Queued)
+			e.dcWaitsPast(0, time.Now().Add(30*time.Second), "XSufferage never told B to wait")
+			e.dcHeld(done, id, "while A is expected")
 			e.clock.Advance(dispatch.ChoosePatience + time.Second)
-			select {
-			case got := <-done:
-				if len(got) != 1 || got[0].ID != id {
-					t.Fatalf("B got %v, want %d", ids(got), id)
-				}
-			case <-time.After(30 * time.Second):
-				t.Fatal("the held job never went to B past the patience bound")
-			}
+			e.dcReceives(done, id, 30*time.Second, "the held job never went to B past the patience bound")
 			e.check()
 		})
 	}
@@ -544,23 +527,16 @@ func TestLiveXSufferage(t *testing.T) {
 // the job.
 func TestDCPricesUnmeasuredSiteAsBestMeasured(t *testing.T) {
 	t.Parallel()
-	e := newEnvWith(t, func(o *Options) { o.Lease = time.Hour })
+	e := newEnvWith(t, hourLease)
 	e.setPolicy("dq", "dc")
 	loc, a, b := e.registerAt(catalog.LocalSite, "hl"), e.registerAt("A", "ha"), e.registerAt("B", "hb")
 	e.produceAt(loc, "/d/x", 300)
 	e.next(a, 1)
 	e.next(a, 1)
 	e.s.MeasuredLink("A", dc.Link{Latency: 0.003, Bandwidth: 1e8})
-	id := e.submit(withFiles("c", "needs x", []protocol.File{{Path: "/d/x"}}, nil))[0]
+	id := e.dcNeeds("x")
 	done := e.nextAsync(b)
-	select {
-	case got := <-done:
-		if len(got) != 1 || got[0].ID != id {
-			t.Fatalf("B got %v, want %d", ids(got), id)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatalf("DC held the job from B, not measured yet, for A (%d waits)", e.dcWaits())
-	}
+	e.dcReceives(done, id, 20*time.Second, "DC held the job from B, not measured yet, for A")
 	if l := e.s.linkOf("B"); l.Latency != 0.003 || l.Bandwidth != 1e8 {
 		t.Errorf("B's link %+v: want A's, the best measured", l)
 	}

@@ -7,88 +7,102 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
-// TestQueueMaxOutput: a queue's output cap is checked, kept across a
-// restart, carried in its jobs' assignments (and not in other queues'),
-// and cleared by 0.
-func TestQueueMaxOutput(t *testing.T) {
+// TestQueueOutput: a queue's output setting (its cap, its mode) is checked,
+// kept across a restart, carried in its jobs' assignments (and not in other
+// queues'), and cleared by its zero value.
+func TestQueueOutput(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	ctx := context.Background()
-	for _, bad := range []int64{-1, protocol.MaxQueueOutput + 1} {
-		_, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "capped", MaxOutput: &bad})
-		errCode(t, err, protocol.CodeBadRequest)
+	limit, files := int64(1<<20), protocol.OutputModeFiles
+	zeroLimit, noMode := int64(0), ""
+	badLimits := []int64{-1, protocol.MaxQueueOutput + 1}
+	badModes := []string{"streams", "file", "FILES"}
+	tests := []struct {
+		name, queue string
+		what        string              // the setting, as messages name it
+		bad         []protocol.QueueSet // each refused as a bad request
+		set, clear  protocol.QueueSet
+		setting     func(protocol.QueueInfo) any // the queue's setting as listed
+		value, zero any                          // the setting once set, and unset
+		carried     func(protocol.Assignment) any
+		inQueue     any // what an assignment carries in the queue (zero elsewhere)
+		noSetting   any // what an assignment of another queue carries
+		commands    [2]string
+	}{
+		{
+			name: "MaxOutput", queue: "capped", what: "max output",
+			bad: []protocol.QueueSet{
+				{Name: "capped", MaxOutput: &badLimits[0]},
+				{Name: "capped", MaxOutput: &badLimits[1]},
+			},
+			set:       protocol.QueueSet{Name: "capped", MaxOutput: &limit},
+			clear:     protocol.QueueSet{Name: "capped", MaxOutput: &zeroLimit},
+			setting:   func(q protocol.QueueInfo) any { return q.MaxOutput },
+			value:     limit,
+			zero:      int64(0),
+			carried:   func(a protocol.Assignment) any { return a.MaxOutput },
+			inQueue:   limit,
+			noSetting: int64(0),
+			commands:  [2]string{"yes", "true"},
+		},
+		{
+			name: "OutputFiles", queue: "tool", what: "output",
+			bad: []protocol.QueueSet{
+				{Name: "tool", Output: &badModes[0]},
+				{Name: "tool", Output: &badModes[1]},
+				{Name: "tool", Output: &badModes[2]},
+			},
+			set:       protocol.QueueSet{Name: "tool", Output: &files},
+			clear:     protocol.QueueSet{Name: "tool", Output: &noMode},
+			setting:   func(q protocol.QueueInfo) any { return q.Output },
+			value:     files,
+			zero:      "",
+			carried:   func(a protocol.Assignment) any { return a.OutputFiles },
+			inQueue:   true,
+			noSetting: false,
+			commands:  [2]string{"echo a", "echo b"},
+		},
 	}
-	limit := int64(1 << 20)
-	qi, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "capped", MaxOutput: &limit})
-	if err != nil || qi.MaxOutput != limit {
-		t.Fatalf("SetQueue: %+v, %v", qi, err)
-	}
-	e.reopen()
-	qs, err := e.s.Queues(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range qs {
-		if want := map[string]int64{"capped": limit}[q.Name]; q.MaxOutput != want {
-			t.Errorf("after a restart queue %s has max output %d, want %d", q.Name, q.MaxOutput, want)
-		}
-	}
-	s := spec("a", "yes")
-	s.Queue = "capped"
-	ids := e.submit(s, spec("b", "true"))
-	ph := e.register("s")
-	got := map[int64]int64{}
-	for _, a := range e.next(ph, 2) {
-		got[a.ID] = a.MaxOutput
-	}
-	if got[ids[0]] != limit || got[ids[1]] != 0 || len(got) != 2 {
-		t.Errorf("assignments' max output %v; want %d for job %d and 0 for job %d", got, limit, ids[0], ids[1])
-	}
-	zero := int64(0)
-	if qi, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "capped", MaxOutput: &zero}); err != nil || qi.MaxOutput != 0 {
-		t.Errorf("clearing: %+v, %v", qi, err)
-	}
-}
-
-// TestQueueOutputFiles: a queue's output mode is checked (files or
-// nothing), kept across a restart, carried in its jobs' assignments (and
-// not in other queues'), and cleared by "".
-func TestQueueOutputFiles(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	ctx := context.Background()
-	for _, bad := range []string{"streams", "file", "FILES"} {
-		_, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "tool", Output: &bad})
-		errCode(t, err, protocol.CodeBadRequest)
-	}
-	files := protocol.OutputModeFiles
-	qi, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "tool", Output: &files})
-	if err != nil || qi.Output != files {
-		t.Fatalf("SetQueue: %+v, %v", qi, err)
-	}
-	e.reopen()
-	qs, err := e.s.Queues(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range qs {
-		if want := map[string]string{"tool": files}[q.Name]; q.Output != want {
-			t.Errorf("after a restart queue %s has output %q, want %q", q.Name, q.Output, want)
-		}
-	}
-	s := spec("a", "echo a")
-	s.Queue = "tool"
-	ids := e.submit(s, spec("b", "echo b"))
-	ph := e.register("s")
-	got := map[int64]bool{}
-	for _, a := range e.next(ph, 2) {
-		got[a.ID] = a.OutputFiles
-	}
-	if !got[ids[0]] || got[ids[1]] || len(got) != 2 {
-		t.Errorf("assignments' output files %v; want true for job %d and false for job %d", got, ids[0], ids[1])
-	}
-	none := ""
-	if qi, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "tool", Output: &none}); err != nil || qi.Output != "" {
-		t.Errorf("clearing: %+v, %v", qi, err)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			ctx := context.Background()
+			for _, bad := range tc.bad {
+				_, err := e.s.SetQueue(ctx, bad)
+				errCode(t, err, protocol.CodeBadRequest)
+			}
+			qi, err := e.s.SetQueue(ctx, tc.set)
+			if err != nil || tc.setting(qi) != tc.value {
+				t.Fatalf("SetQueue: %+v, %v", qi, err)
+			}
+			e.reopen()
+			qs, err := e.s.Queues(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range qs {
+				want := tc.zero
+				if q.Name == tc.queue {
+					want = tc.value
+				}
+				if got := tc.setting(q); got != want {
+					t.Errorf("after a restart queue %s has %s %#v, want %#v", q.Name, tc.what, got, want)
+				}
+			}
+			s := spec("a", tc.commands[0])
+			s.Queue = tc.queue
+			ids := e.submit(s, spec("b", tc.commands[1]))
+			ph := e.register("s")
+			got := map[int64]any{}
+			for _, a := range e.next(ph, 2) {
+				got[a.ID] = tc.carried(a)
+			}
+			if got[ids[0]] != tc.inQueue || got[ids[1]] != tc.noSetting || len(got) != 2 {
+				t.Errorf("assignments' %s %v; want %#v for job %d and %#v for job %d", tc.what, got, tc.inQueue, ids[0], tc.noSetting, ids[1])
+			}
+			if qi, err := e.s.SetQueue(ctx, tc.clear); err != nil || tc.setting(qi) != tc.zero {
+				t.Errorf("clearing: %+v, %v", qi, err)
+			}
+		})
 	}
 }

@@ -56,6 +56,58 @@ func (e *env) killedCopies(id int64) int {
 	return n
 }
 
+// replicaRace submits one job to queue b (policy wqr, default copies),
+// registers n placeholders at sites s1..sn, and has the first asking of
+// them ask for one job each: the first gets the job, the others copies of
+// it. It returns the job, the placeholders and the attempts, in order.
+func (e *env) replicaRace(n, asking int) (id int64, phs []int64, as []protocol.Assignment) {
+	e.t.Helper()
+	e.setQueue("b", "wqr", -1)
+	id = e.submit(protocol.JobSpec{Queue: "b", Target: "t", Command: "true", Cwd: "/w"})[0]
+	for i := range n {
+		phs = append(phs, e.register("s"+itoa(i+1)))
+	}
+	for _, ph := range phs[:asking] {
+		got := e.next(ph, 1)
+		if len(got) != 1 || got[0].ID != id {
+			e.t.Fatalf("placeholder %d got %+v, want an attempt of job %d", ph, got, id)
+		}
+		as = append(as, got[0])
+	}
+	return id, phs, as
+}
+
+// noCopy asks for one job on ph's behalf and fails with msg if it gets
+// any.
+func (e *env) noCopy(ph int64, msg string) {
+	e.t.Helper()
+	if c := e.next(ph, 1); len(c) != 0 {
+		e.t.Fatalf("%s: %+v", msg, c)
+	}
+}
+
+// noCopyAcrossRestart checks that ph, at site, gets no copy (msg says what
+// was copied otherwise), restarts the CLS, and checks the same of a
+// placeholder registered again at site, which it returns.
+func (e *env) noCopyAcrossRestart(ph int64, site, msg string) int64 {
+	e.t.Helper()
+	e.noCopy(ph, msg)
+	e.reopen()
+	ph = e.register(site)
+	e.noCopy(ph, "after a restart "+msg)
+	return ph
+}
+
+// killedAtHeartbeat sends ph's heartbeat with attempt a running and fails
+// with msg unless the reply kills a (kill true) or kills nothing (false).
+func (e *env) killedAtHeartbeat(ph int64, a protocol.Assignment, kill bool, msg string) {
+	e.t.Helper()
+	r := e.heartbeat(ph, []protocol.JobRef{refOf(a)})
+	if kill && !contains(r.Kill, refOf(a)) || !kill && len(r.Kill) != 0 {
+		e.t.Fatalf("%s: %+v", msg, r)
+	}
+}
+
 // TestReplicaRace: an idle placeholder gets a copy of the running job of
 // a queue that copies (never one of a queue that does not, never beyond
 // the cap, never to the placeholder running it); the first attempt to
@@ -89,9 +141,7 @@ func TestReplicaRace(t *testing.T) {
 			if first[0].Scratch != tc.apart {
 				t.Fatalf("Scratch = %v, want %v (the job may be copied)", first[0].Scratch, tc.apart)
 			}
-			if again := e.next(ph1, 1); len(again) != 0 {
-				t.Fatalf("the placeholder running the job got %+v", again)
-			}
+			e.noCopy(ph1, "the placeholder running the job got a copy")
 			var copies []protocol.Assignment
 			for _, ph := range []int64{ph2, ph3} {
 				copies = append(copies, e.next(ph, 1)...)
@@ -116,9 +166,7 @@ func TestReplicaRace(t *testing.T) {
 			if d.Placeholder != winPH || !strings.Contains(d.Stdout, "."+itoa(win.Attempt)+".") {
 				t.Fatalf("job row describes placeholder %d, stdout %s; want the winner's (%d, attempt %d)", d.Placeholder, d.Stdout, winPH, win.Attempt)
 			}
-			if r := e.heartbeat(ph1, []protocol.JobRef{refOf(first[0])}); !contains(r.Kill, refOf(first[0])) {
-				t.Fatalf("the original was not killed: %+v", r)
-			}
+			e.killedAtHeartbeat(ph1, first[0], true, "the original was not killed")
 			if n := e.killedCopies(id); n != len(copies) {
 				t.Fatalf("%d killed copies recorded, want %d", n, len(copies))
 			}
@@ -142,11 +190,8 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // report Done; a later claim is told to kill its attempt.
 func TestReplicaClaim(t *testing.T) {
 	e := newEnv(t)
-	e.setQueue("b", "wqr", -1)
-	id := e.submit(protocol.JobSpec{Queue: "b", Target: "t", Command: "true", Cwd: "/w"})[0]
-	ph1, ph2 := e.register("s1"), e.register("s2")
-	a1 := e.next(ph1, 1)[0]
-	a2 := e.next(ph2, 1)[0]
+	id, phs, as := e.replicaRace(2, 2)
+	ph1, ph2, a1, a2 := phs[0], phs[1], as[0], as[1]
 	r := e.heartbeat(ph1, []protocol.JobRef{refOf(a1)}, refOf(a1))
 	if !contains(r.Won, refOf(a1)) || contains(r.Kill, refOf(a1)) {
 		t.Fatalf("first claim: %+v", r)
@@ -173,21 +218,13 @@ func TestReplicaClaim(t *testing.T) {
 // CLS restarted mid-race keeps every copy and still ends the job once.
 func TestReplicaFailsAlone(t *testing.T) {
 	e := newEnv(t)
-	e.setQueue("b", "wqr", -1)
-	id := e.submit(protocol.JobSpec{Queue: "b", Target: "t", Command: "true", Cwd: "/w"})[0]
-	ph1, ph2, ph3 := e.register("s1"), e.register("s2"), e.register("s3")
-	a1 := e.next(ph1, 1)[0]
-	a2 := e.next(ph2, 1)[0]
-	a3 := e.next(ph3, 1)[0]
+	id, phs, as := e.replicaRace(3, 3)
+	ph1, ph2, ph3, a1, a2, a3 := phs[0], phs[1], phs[2], as[0], as[1], as[2]
 	e.report(ph1, exit(a1, 3)) // the original fails: a copy takes the row
 	e.mustBe(id, job.Executing)
 	e.reopen() // the CLS restarts mid-race
-	if r := e.heartbeat(ph2, []protocol.JobRef{refOf(a2)}); len(r.Kill) != 0 {
-		t.Fatalf("a copy was killed after the restart: %+v", r)
-	}
-	if r := e.heartbeat(ph3, []protocol.JobRef{refOf(a3)}); len(r.Kill) != 0 {
-		t.Fatalf("a copy was killed after the restart: %+v", r)
-	}
+	e.killedAtHeartbeat(ph2, a2, false, "a copy was killed after the restart")
+	e.killedAtHeartbeat(ph3, a3, false, "a copy was killed after the restart")
 	e.report(ph3, ok(a3))
 	e.mustBe(id, job.Done)
 	e.report(ph2, ok(a2)) // too late
@@ -220,14 +257,7 @@ func TestReplicaOptOut(t *testing.T) {
 	if len(as) != 2 || as[0].Scratch || as[1].Scratch {
 		t.Fatalf("got %+v", as)
 	}
-	if c := e.next(ph2, 1); len(c) != 0 {
-		t.Fatalf("an opted-out job was copied: %+v", c)
-	}
-	e.reopen() // the opt-out is stored
-	ph2 = e.register("s2")
-	if c := e.next(ph2, 1); len(c) != 0 {
-		t.Fatalf("after a restart an opted-out job was copied: %+v", c)
-	}
+	ph2 = e.noCopyAcrossRestart(ph2, "s2", "an opted-out job was copied") // the opt-out is stored
 	id3 := e.submit(protocol.JobSpec{Queue: "b", Target: "v", Command: "true", Cwd: "/w", Outputs: []protocol.File{{Path: "/w/out", Size: &size, Rel: true}}})[0]
 	ph3 := e.register("s3")
 	a3 := e.next(ph3, 1)
@@ -242,26 +272,18 @@ func TestReplicaOptOut(t *testing.T) {
 // TestReplicaDeleteStopsCopies: mqdel of a racing job kills every attempt.
 func TestReplicaDeleteStopsCopies(t *testing.T) {
 	e := newEnv(t)
-	e.setQueue("b", "wqr", -1)
-	id := e.submit(protocol.JobSpec{Queue: "b", Target: "t", Command: "true", Cwd: "/w"})[0]
-	ph1, ph2 := e.register("s1"), e.register("s2")
-	a1 := e.next(ph1, 1)[0]
-	a2 := e.next(ph2, 1)[0]
+	id, phs, as := e.replicaRace(2, 2)
 	if _, err := e.s.Delete(context.Background(), protocol.Select{IDs: []int64{id}}); err != nil {
 		t.Fatal(err)
 	}
-	for ph, a := range map[int64]protocol.Assignment{ph1: a1, ph2: a2} {
-		if r := e.heartbeat(ph, []protocol.JobRef{refOf(a)}); !contains(r.Kill, refOf(a)) {
-			t.Fatalf("attempt %d not killed: %+v", a.Attempt, r)
-		}
+	for i, a := range as {
+		e.killedAtHeartbeat(phs[i], a, true, "attempt "+itoa(a.Attempt)+" not killed")
 	}
 	e.reopen()
-	if _, err := e.s.Register(context.Background(), protocol.Register{ID: ph2, Site: "s2", Host: "h-s2", PID: 42, Slots: 4}); err != nil {
+	if _, err := e.s.Register(context.Background(), protocol.Register{ID: phs[1], Site: "s2", Host: "h-s2", PID: 42, Slots: 4}); err != nil {
 		t.Fatal(err)
 	}
-	if r := e.heartbeat(ph2, []protocol.JobRef{refOf(a2)}); !contains(r.Kill, refOf(a2)) {
-		t.Fatalf("copy revived by a restart: %+v", r)
-	}
+	e.killedAtHeartbeat(phs[1], as[1], true, "copy revived by a restart")
 }
 
 // TestReplicaStorageAffinity: an sa queue copies a running job only for a
@@ -282,9 +304,7 @@ func TestReplicaStorageAffinity(t *testing.T) {
 	if a = e.next(near1, 1); len(a) != 1 || a[0].ID != id {
 		t.Fatalf("got %+v", a)
 	}
-	if c := e.next(far, 1); len(c) != 0 {
-		t.Fatalf("a placeholder with none of the inputs got a copy: %+v", c)
-	}
+	e.noCopy(far, "a placeholder with none of the inputs got a copy")
 	c := e.next(near2, 1)
 	if len(c) != 1 || c[0].ID != id || !c[0].Scratch {
 		t.Fatalf("a placeholder at the inputs' site got %+v, want a copy", c)
@@ -308,14 +328,7 @@ func TestReplicaOnlyBesideScratch(t *testing.T) {
 		t.Fatalf("got %+v, want job %d in its working directory", a, id)
 	}
 	e.setQueue("b", "wqr", -1)
-	if c := e.next(ph2, 1); len(c) != 0 {
-		t.Fatalf("a job running outside scratch was copied: %+v", c)
-	}
-	e.reopen()
-	ph2 = e.register("s2")
-	if c := e.next(ph2, 1); len(c) != 0 {
-		t.Fatalf("after a restart a job running outside scratch was copied: %+v", c)
-	}
+	ph2 = e.noCopyAcrossRestart(ph2, "s2", "a job running outside scratch was copied")
 	id2 := e.submit(protocol.JobSpec{Queue: "b", Target: "u", Command: "true", Cwd: "/w"})[0]
 	ph3 := e.register("s3")
 	if a := e.next(ph3, 1); len(a) != 1 || a[0].ID != id2 || !a[0].Scratch {
@@ -334,32 +347,22 @@ func TestReplicaOnlyBesideScratch(t *testing.T) {
 // after a restart.
 func TestReplicaNoCopyAfterClaim(t *testing.T) {
 	e := newEnv(t)
-	e.setQueue("b", "wqr", -1)
-	id := e.submit(protocol.JobSpec{Queue: "b", Target: "t", Command: "true", Cwd: "/w"})[0]
-	ph1, ph2, ph3 := e.register("s1"), e.register("s2"), e.register("s3")
-	a1 := e.next(ph1, 1)[0]
-	a2 := e.next(ph2, 1)[0]
+	id, phs, as := e.replicaRace(3, 2)
+	ph1, ph2, ph3, a2 := phs[0], phs[1], phs[2], as[1]
 	if r := e.heartbeat(ph2, []protocol.JobRef{refOf(a2)}, refOf(a2)); !contains(r.Won, refOf(a2)) {
 		t.Fatalf("claim: %+v", r)
 	}
-	if c := e.next(ph3, 1); len(c) != 0 {
-		t.Fatalf("a copy started beside a claimed winner: %+v", c)
-	}
-	if c := e.next(ph1, 1); len(c) != 0 {
-		t.Fatalf("the killed original's placeholder got a copy of the claimed winner: %+v", c)
-	}
+	e.noCopy(ph3, "a copy started beside a claimed winner")
+	e.noCopy(ph1, "the killed original's placeholder got a copy of the claimed winner")
 	e.reopen()
 	ph3 = e.register("s3")
-	if c := e.next(ph3, 1); len(c) != 0 {
-		t.Fatalf("after a restart a copy started beside a claimed winner: %+v", c)
-	}
+	e.noCopy(ph3, "after a restart a copy started beside a claimed winner")
 	e.register("s2")
 	e.report(ph2, ok(a2))
 	e.mustBe(id, job.Done)
 	if d := e.job(id); d.Placeholder != ph2 || d.Attempts != a2.Attempt {
 		t.Fatalf("job row describes placeholder %d attempt %d, want the claimed winner", d.Placeholder, d.Attempts)
 	}
-	_ = a1
 	e.check()
 }
 
@@ -402,7 +405,5 @@ func TestReplicaOptOutJobFile(t *testing.T) {
 	if c := e.next(ph2, 1); len(c) != 1 || c[0].ID != first+1 {
 		t.Fatalf("got %+v, want a copy of job %d (never of %d, which opted out)", c, first+1, first)
 	}
-	if c := e.next(e.register("s3"), 1); len(c) != 0 {
-		t.Fatalf("the job that opted out in its job file was copied: %+v", c)
-	}
+	e.noCopy(e.register("s3"), "the job that opted out in its job file was copied")
 }

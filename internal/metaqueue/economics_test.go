@@ -16,18 +16,59 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
+// pricedSite is a local site of at most max placeholders of slots each
+// that charges price an hour (3,600: one unit a second).
+func pricedSite(name string, max, slots int, price float64) protocol.SiteSpec {
+	return protocol.SiteSpec{Name: name, Type: "local", Max: max, Slots: slots, Price: price}
+}
+
+// addSites adds sites to the store.
+func (e *env) addSites(sites ...protocol.SiteSpec) {
+	e.t.Helper()
+	for _, s := range sites {
+		if err := e.s.AddSite(context.Background(), s); err != nil {
+			e.t.Fatalf("AddSite(%s): %v", s.Name, err)
+		}
+	}
+}
+
+// setLimits sets what qs sets of a queue (its deadline, budget, ceiling).
+func (e *env) setLimits(qs protocol.QueueSet) {
+	e.t.Helper()
+	if _, err := e.s.SetQueue(context.Background(), qs); err != nil {
+		e.t.Fatalf("SetQueue: %v", err)
+	}
+}
+
+// ledgerSpec is job target of queue q, expected to run est seconds (0:
+// unknown).
+func ledgerSpec(target string, est float64, prereqs ...string) protocol.JobSpec {
+	sp := spec(target, "true", prereqs...)
+	sp.Queue, sp.Est = "q", est
+	return sp
+}
+
+// ledgerSpecs is n jobs of queue q named prefix0, prefix1, ..., each
+// expected to run est seconds (0: unknown).
+func ledgerSpecs(prefix string, n int, est float64) []protocol.JobSpec {
+	specs := make([]protocol.JobSpec, 0, n)
+	for i := range n {
+		specs = append(specs, ledgerSpec(fmt.Sprintf("%s%d", prefix, i), est))
+	}
+	return specs
+}
+
 // A queue's deadline and budget are stored, survive a restart, are kept
 // when other fields change, clear with 0, and bad values are refused.
 func TestQueueDeadlineBudget(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
-	f := func(v float64) *float64 { return &v }
-	info, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Deadline: f(1.8e9), Budget: f(5000)})
+	info, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Deadline: new(1.8e9), Budget: new(5000.0)})
 	if err != nil || info.Deadline != 1.8e9 || info.Budget != 5000 {
 		t.Fatalf("SetQueue = %+v, %v", info, err)
 	}
-	if info, err = e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Ceiling: f(60)}); err != nil || info.Deadline != 1.8e9 || info.Budget != 5000 {
+	if info, err = e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Ceiling: new(60.0)}); err != nil || info.Deadline != 1.8e9 || info.Budget != 5000 {
 		t.Fatalf("another field changed them: %+v, %v", info, err)
 	}
 	e.reopen()
@@ -35,16 +76,26 @@ func TestQueueDeadlineBudget(t *testing.T) {
 	if err != nil || len(qs) != 1 || qs[0].Deadline != 1.8e9 || qs[0].Budget != 5000 || qs[0].Ceiling != 60 {
 		t.Fatalf("after a restart: %+v, %v", qs, err)
 	}
-	if info, err = e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Budget: f(0), Deadline: f(0)}); err != nil || info.Deadline != 0 || info.Budget != 0 {
+	if info, err = e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Budget: new(0.0), Deadline: new(0.0)}); err != nil || info.Deadline != 0 || info.Budget != 0 {
 		t.Fatalf("clearing: %+v, %v", info, err)
 	}
-	for _, bad := range []protocol.QueueSet{
-		{Name: "q", Deadline: f(-1)}, {Name: "q", Deadline: f(math.NaN())}, {Name: "q", Deadline: f(1e12)},
-		{Name: "q", Budget: f(-1)}, {Name: "q", Budget: f(math.Inf(1))}, {Name: "q", Budget: f(math.NaN())},
-	} {
-		if _, err := e.s.SetQueue(ctx, bad); err == nil {
-			t.Errorf("%+v accepted", bad)
-		}
+	bad := []struct {
+		name string
+		qs   protocol.QueueSet
+	}{
+		{"deadline_negative", protocol.QueueSet{Name: "q", Deadline: new(-1.0)}},
+		{"deadline_NaN", protocol.QueueSet{Name: "q", Deadline: new(math.NaN())}},
+		{"deadline_too_far", protocol.QueueSet{Name: "q", Deadline: new(1e12)}},
+		{"budget_negative", protocol.QueueSet{Name: "q", Budget: new(-1.0)}},
+		{"budget_infinite", protocol.QueueSet{Name: "q", Budget: new(math.Inf(1))}},
+		{"budget_NaN", protocol.QueueSet{Name: "q", Budget: new(math.NaN())}},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := e.s.SetQueue(ctx, tc.qs); err == nil {
+				t.Errorf("%+v accepted", tc.qs)
+			}
+		})
 	}
 }
 
@@ -58,22 +109,11 @@ func TestBudgetAtDispatch(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
-	f := func(v float64) *float64 { return &v }
 	// 3,600 an hour: one unit a second. A job may run 4 s (the ceiling),
 	// so each reserves 4 of the budget of 10.
-	if err := e.s.AddSite(ctx, protocol.SiteSpec{Name: "dear", Type: "local", Max: 1, Slots: 4, Price: 3600}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Budget: f(10), Ceiling: f(4)}); err != nil {
-		t.Fatal(err)
-	}
-	var specs []protocol.JobSpec
-	for i := range 6 {
-		sp := spec(fmt.Sprintf("t%d", i), "true")
-		sp.Queue = "q"
-		specs = append(specs, sp)
-	}
-	e.submit(specs...)
+	e.addSites(pricedSite("dear", 1, 4, 3600))
+	e.setLimits(protocol.QueueSet{Name: "q", Budget: new(10.0), Ceiling: new(4.0)})
+	e.submit(ledgerSpecs("t", 6, 0)...)
 	dear := e.register("dear")
 	got := e.next(dear, 4)
 	if len(got) != 2 {
@@ -101,9 +141,7 @@ func TestBudgetAtDispatch(t *testing.T) {
 		t.Fatalf("free site got %d jobs", len(got))
 	}
 	// A raised budget lets dear start jobs again, within the planner's cap.
-	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Budget: f(100)}); err != nil {
-		t.Fatal(err)
-	}
+	e.setLimits(protocol.QueueSet{Name: "q", Budget: new(100.0)})
 	if err := e.s.Planners().SetEconPlan(ctx, "q", map[string]int{"dear": 1}, 2); err != nil {
 		t.Fatal(err)
 	}
@@ -125,16 +163,9 @@ func TestEconQueuesBudgetLeft(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
-	f := func(v float64) *float64 { return &v }
-	if err := e.s.AddSite(ctx, protocol.SiteSpec{Name: "cheap", Type: "local", Max: 1, Slots: 1, Price: 3600}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Budget: f(10), Ceiling: f(4)}); err != nil {
-		t.Fatal(err)
-	}
-	sp := spec("a", "true")
-	sp.Queue, sp.Est = "q", 1
-	e.submit(sp)
+	e.addSites(pricedSite("cheap", 1, 1, 3600))
+	e.setLimits(protocol.QueueSet{Name: "q", Budget: new(10.0), Ceiling: new(4.0)})
+	e.submit(ledgerSpec("a", 1))
 	qs, err := e.s.Planners().EconQueues(ctx)
 	// Expected 1 s at 1 a second, reserved 4: the last job needs 3 more.
 	if err != nil || len(qs) != 1 || !qs[0].Budgeted || math.Abs(qs[0].Budget-7) > 1e-9 || qs[0].Ready != 1 || qs[0].Est != 1 {
@@ -145,9 +176,9 @@ func TestEconQueuesBudgetLeft(t *testing.T) {
 // unixSec is t as the Unix seconds a queue's deadline is set in.
 func unixSec(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
-// spentOf is queue name's spending in all and at site, from the summary
-// (mqstat --summary).
-func (e *env) spentOf(name, site string) (all, at float64) {
+// summaryOf is queue name's row of the summary (mqstat --summary), and
+// whether it has one.
+func (e *env) summaryOf(name string) (protocol.QueueCounts, bool) {
 	e.t.Helper()
 	qs, err := e.s.Summary(context.Background())
 	if err != nil {
@@ -155,11 +186,20 @@ func (e *env) spentOf(name, site string) (all, at float64) {
 	}
 	for _, q := range qs {
 		if q.Queue == name {
-			return q.Spent, q.SpentBySite[site]
+			return q, true
 		}
 	}
-	e.t.Fatalf("no queue %s in the summary", name)
-	return 0, 0
+	return protocol.QueueCounts{}, false
+}
+
+// spentOf is queue name's spending in all and at site, from the summary.
+func (e *env) spentOf(name, site string) (all, at float64) {
+	e.t.Helper()
+	q, ok := e.summaryOf(name)
+	if !ok {
+		e.t.Fatalf("no queue %s in the summary", name)
+	}
+	return q.Spent, q.SpentBySite[site]
 }
 
 // chargeOf is what attempt of job id was charged (-1: no charge).
@@ -185,19 +225,12 @@ func TestCopiesCharged(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
 			ctx := context.Background()
-			f := func(v float64) *float64 { return &v }
 			// One unit a second; every attempt may run 4 s (the ceiling)
 			// and so reserves 4 of the budget of 10: two attempts at once.
-			if err := e.s.AddSite(ctx, protocol.SiteSpec{Name: "dear", Type: "local", Max: 4, Slots: 1, Price: 3600}); err != nil {
-				t.Fatal(err)
-			}
+			e.addSites(pricedSite("dear", 4, 1, 3600))
 			e.setQueue("q", pol, 3)
-			if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Budget: f(10), Ceiling: f(4)}); err != nil {
-				t.Fatal(err)
-			}
-			sp := spec("t", "true")
-			sp.Queue = "q"
-			id := e.submit(sp)[0]
+			e.setLimits(protocol.QueueSet{Name: "q", Budget: new(10.0), Ceiling: new(4.0)})
+			id := e.submit(ledgerSpec("t", 0))[0]
 			a, b, c := e.register("dear"), e.register("dear"), e.register("dear")
 			first := e.next(a, 1)
 			if len(first) != 1 {
@@ -257,24 +290,13 @@ func TestReplicationWithinBudget(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
-	f := func(v float64) *float64 { return &v }
-	if err := e.s.AddSite(ctx, protocol.SiteSpec{Name: "dear", Type: "local", Max: 8, Slots: 1, Price: 3600}); err != nil {
-		t.Fatal(err)
-	}
+	e.addSites(pricedSite("dear", 8, 1, 3600))
 	e.setQueue("q", "wqr", -1)
 	// 7 attempts' bounds of 10 at once, at most; each ends within its
 	// ceiling (a placeholder's turn comes every 8 s).
 	const budget = 75.0
-	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Budget: f(budget), Ceiling: f(10)}); err != nil {
-		t.Fatal(err)
-	}
-	var specs []protocol.JobSpec
-	for i := range 5 {
-		sp := spec(fmt.Sprintf("t%d", i), "true")
-		sp.Queue = "q"
-		specs = append(specs, sp)
-	}
-	e.submit(specs...)
+	e.setLimits(protocol.QueueSet{Name: "q", Budget: new(budget), Ceiling: new(10.0)})
+	e.submit(ledgerSpecs("t", 5, 0)...)
 	var phs []int64
 	for range 8 {
 		phs = append(phs, e.register("dear"))
@@ -372,19 +394,9 @@ func TestDeadlineAtDispatch(t *testing.T) {
 	t.Parallel()
 	var logs syncBuffer
 	e := newEnvWith(t, func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
-	ctx := context.Background()
-	f := func(v float64) *float64 { return &v }
 	t0 := e.clock.Now()
-	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Deadline: f(unixSec(t0) + 20)}); err != nil {
-		t.Fatal(err)
-	}
-	var specs []protocol.JobSpec
-	for i := range 6 {
-		sp := spec(fmt.Sprintf("t%d", i), "true")
-		sp.Queue = "q"
-		specs = append(specs, sp)
-	}
-	e.submit(specs...)
+	e.setLimits(protocol.QueueSet{Name: "q", Deadline: new(unixSec(t0) + 20)})
+	e.submit(ledgerSpecs("t", 6, 0)...)
 	slow, fast := e.register("slow"), e.register("fast")
 	// No runtime known: each site may learn one.
 	a, b := e.next(slow, 1), e.next(fast, 1)
@@ -446,9 +458,7 @@ func TestDeadlineAtDispatch(t *testing.T) {
 		t.Errorf("past the deadline: %q", d.Infeasible)
 	}
 	// A later deadline: they run, and are no longer reported.
-	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Deadline: f(unixSec(e.clock.Now()) + 60)}); err != nil {
-		t.Fatal(err)
-	}
+	e.setLimits(protocol.QueueSet{Name: "q", Deadline: new(unixSec(e.clock.Now()) + 60)})
 	e.tick()
 	if n := e.infeasibleIn("q"); n != 0 {
 		t.Fatalf("%d still infeasible with a later deadline", n)
@@ -464,16 +474,10 @@ func TestDeadlineAtDispatch(t *testing.T) {
 func TestDeadlineGatesCopies(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ctx := context.Background()
-	f := func(v float64) *float64 { return &v }
 	e.setQueue("q", "wqr", -1)
 	t0 := e.clock.Now()
-	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Deadline: f(unixSec(t0) + 20)}); err != nil {
-		t.Fatal(err)
-	}
-	sp := spec("a", "true")
-	sp.Queue = "q"
-	first := e.submit(sp)[0]
+	e.setLimits(protocol.QueueSet{Name: "q", Deadline: new(unixSec(t0) + 20)})
+	first := e.submit(ledgerSpec("a", 0))[0]
 	slow := e.register("slow")
 	a := e.next(slow, 1)
 	e.clock.Advance(8 * time.Second)
@@ -481,9 +485,7 @@ func TestDeadlineGatesCopies(t *testing.T) {
 	if e.state(first) != job.Done {
 		t.Fatal("not done")
 	}
-	sp2 := spec("b", "true")
-	sp2.Queue = "q"
-	id := e.submit(sp2)[0]
+	id := e.submit(ledgerSpec("b", 0))[0]
 	fast := e.register("fast")
 	if got := e.next(fast, 1); len(got) != 1 || got[0].ID != id {
 		t.Fatalf("fast got %+v", got)
@@ -499,16 +501,11 @@ func TestDeadlineGatesCopies(t *testing.T) {
 // infeasible.
 func (e *env) infeasibleIn(name string) int {
 	e.t.Helper()
-	qs, err := e.s.Summary(context.Background())
-	if err != nil {
-		e.t.Fatalf("Summary: %v", err)
+	q, ok := e.summaryOf(name)
+	if !ok {
+		return -1
 	}
-	for _, q := range qs {
-		if q.Queue == name {
-			return q.Infeasible
-		}
-	}
-	return -1
+	return q.Infeasible
 }
 
 // A job still waiting on prerequisites is judged too: it can start no
@@ -519,21 +516,15 @@ func (e *env) infeasibleIn(name string) int {
 func TestDeadlineJudgesWaitingJobs(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ctx := context.Background()
-	f := func(v float64) *float64 { return &v }
 	t0 := e.clock.Now()
-	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Deadline: f(unixSec(t0) + 20)}); err != nil {
-		t.Fatal(err)
-	}
-	// a: 15 s, then b (needs a): 10 s, then c (needs b): 1 s. b alone
-	// fits the 20 s; a then b (25 s) does not, nor does a, b, c.
-	a, b, c := spec("a", "true"), spec("b", "true", "a"), spec("c", "true", "b")
-	a.Est, b.Est, c.Est = 15, 10, 1
-	a.Queue, b.Queue, c.Queue = "q", "q", "q"
-	// d (needs a) runs 2 s: a then d ends by 17 s, within the deadline.
-	d := spec("d", "true", "a")
-	d.Est, d.Queue = 2, "q"
-	got := e.submit(a, b, c, d)
+	e.setLimits(protocol.QueueSet{Name: "q", Deadline: new(unixSec(t0) + 20)})
+	got := e.submit(
+		// a: 15 s, then b (needs a): 10 s, then c (needs b): 1 s. b alone
+		// fits the 20 s; a then b (25 s) does not, nor does a, b, c.
+		ledgerSpec("a", 15), ledgerSpec("b", 10, "a"), ledgerSpec("c", 1, "b"),
+		// d (needs a) runs 2 s: a then d ends by 17 s, within the deadline.
+		ledgerSpec("d", 2, "a"),
+	)
 	ida, idb, idc, idd := got[0], got[1], got[2], got[3]
 	ph := e.register("fast")
 	e.tick()
@@ -544,17 +535,22 @@ func TestDeadlineJudgesWaitingJobs(t *testing.T) {
 		t.Fatalf("b is %v, not waiting", e.state(idb))
 	}
 	for _, tc := range []struct {
+		name string
 		id   int64
 		want string
 	}{
-		{idb, "its prerequisites end in 15s at the earliest, then it is expected to run 10s at best (site fast), 20s left"},
-		{idc, "its prerequisites end in 25s at the earliest, 20s left"},
-		{ida, ""},
-		{idd, ""},
+		{"b", idb, "its prerequisites end in 15s at the earliest, then it is expected to run 10s at best (site fast), 20s left"},
+		{"c", idc, "its prerequisites end in 25s at the earliest, 20s left"},
+		{"a", ida, ""},
+		{"d", idd, ""},
 	} {
-		if got := e.job(tc.id).Infeasible; (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
-			t.Errorf("job %d: infeasible %q, want %q", tc.id, got, tc.want)
-		}
+		// Read on the parent's env: its failures belong to the parent.
+		got := e.job(tc.id).Infeasible
+		t.Run(tc.name, func(t *testing.T) {
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("job %d: infeasible %q, want %q", tc.id, got, tc.want)
+			}
+		})
 	}
 	// a runs: 4 s later what is left of it (11 s) still counts.
 	if got := e.next(ph, 1); len(got) != 1 || got[0].ID != ida {
@@ -567,9 +563,7 @@ func TestDeadlineJudgesWaitingJobs(t *testing.T) {
 	}
 	// A later deadline, 21.5 s away: b fits (a's 11 s left, then 10 s);
 	// c (then 1 s more) does not.
-	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Deadline: f(unixSec(e.clock.Now()) + 21.5)}); err != nil {
-		t.Fatal(err)
-	}
+	e.setLimits(protocol.QueueSet{Name: "q", Deadline: new(unixSec(e.clock.Now()) + 21.5)})
 	e.tick()
 	if n := e.infeasibleIn("q"); n != 1 || e.job(idc).Infeasible == "" {
 		t.Fatalf("%d infeasible with 21.5 s left, want c alone (11 + 10 + 1 s)", n)
@@ -586,26 +580,13 @@ func TestBudgetReportsUnaffordable(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
-	f := func(v float64) *float64 { return &v }
 	// cheap: one unit a second; dear: two.
-	for name, price := range map[string]float64{"cheap": 3600, "dear": 7200} {
-		if err := e.s.AddSite(ctx, protocol.SiteSpec{Name: name, Type: "local", Max: 1, Slots: 4, Price: price}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Budget: f(3.5)}); err != nil {
-		t.Fatal(err)
-	}
+	e.addSites(pricedSite("cheap", 1, 4, 3600), pricedSite("dear", 1, 4, 7200))
+	e.setLimits(protocol.QueueSet{Name: "q", Budget: new(3.5)})
 	// 5 jobs of 1 s (1 each at cheap): 3 ready, 2 waiting on t0; and one
 	// of unknown runtime, whose cost cannot be foreseen (not counted).
-	var specs []protocol.JobSpec
-	for _, sp := range []protocol.JobSpec{spec("t0", "true"), spec("t1", "true"), spec("t2", "true"), spec("w0", "true", "t0"), spec("w1", "true", "t0")} {
-		sp.Queue, sp.Est = "q", 1
-		specs = append(specs, sp)
-	}
-	unknown := spec("u", "true")
-	unknown.Queue = "q"
-	ids := e.submit(append(specs, unknown)...)
+	specs := append(ledgerSpecs("t", 3, 1), ledgerSpec("w0", 1, "t0"), ledgerSpec("w1", 1, "t0"))
+	ids := e.submit(append(specs, ledgerSpec("u", 0))...)
 	e.tick()
 	overIn := func() int {
 		t.Helper()
@@ -658,24 +639,16 @@ func BenchmarkCheckInfeasible(b *testing.B) {
 	}
 	defer s.Close()
 	e := &env{s: s, clock: newClock()}
-	f := func(v float64) *float64 { return &v }
-	if err := e.s.AddSite(ctx, protocol.SiteSpec{Name: "s", Type: "local", Max: 1, Slots: 4, Price: 3600}); err != nil {
+	if err := e.s.AddSite(ctx, pricedSite("s", 1, 4, 3600)); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Deadline: f(unixSec(time.Now()) + 60), Budget: f(1000)}); err != nil {
+	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Deadline: new(unixSec(time.Now()) + 60), Budget: new(1000.0)}); err != nil {
 		b.Fatal(err)
 	}
 	const n = 50_000
-	specs := make([]protocol.JobSpec, 0, 2*n)
+	specs := ledgerSpecs("a", n, 30)
 	for i := range n {
-		sp := spec(fmt.Sprintf("a%d", i), "true")
-		sp.Queue, sp.Est = "q", 30
-		specs = append(specs, sp)
-	}
-	for i := range n {
-		sp := spec(fmt.Sprintf("b%d", i), "true", fmt.Sprintf("a%d", i))
-		sp.Queue, sp.Est = "q", float64(20+i%20)
-		specs = append(specs, sp)
+		specs = append(specs, ledgerSpec(fmt.Sprintf("b%d", i), float64(20+i%20), fmt.Sprintf("a%d", i)))
 	}
 	if _, err := e.s.Submit(ctx, specs); err != nil {
 		b.Fatal(err)
@@ -703,16 +676,9 @@ func TestProgressSpending(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
-	f := func(v float64) *float64 { return &v }
-	if err := e.s.AddSite(ctx, protocol.SiteSpec{Name: "dear", Type: "local", Max: 1, Slots: 4, Price: 3600}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Budget: f(100)}); err != nil {
-		t.Fatal(err)
-	}
-	a, b := spec("a", "true"), spec("b", "true")
-	a.Queue, b.Queue, a.Est, b.Est = "q", "q", 2, 3
-	ida, idb := e.submit(a)[0], e.submit(b)[0]
+	e.addSites(pricedSite("dear", 1, 4, 3600))
+	e.setLimits(protocol.QueueSet{Name: "q", Budget: new(100.0)})
+	ida, idb := e.submit(ledgerSpec("a", 2))[0], e.submit(ledgerSpec("b", 3))[0]
 	ph := e.register("dear")
 	got := e.next(ph, 2)
 	if len(got) != 2 {
@@ -724,23 +690,26 @@ func TestProgressSpending(t *testing.T) {
 	e.report(ph, ok(got[1])) // the first 2 s, the second 3 s
 	costOf := map[int64]float64{got[0].ID: 2, got[1].ID: 3}
 	for _, tc := range []struct {
+		name string
 		req  protocol.Progress
 		want float64
 	}{
-		{protocol.Progress{Target: "a"}, costOf[ida]},
-		{protocol.Progress{Target: "b", Queue: "q"}, costOf[idb]},
-		{protocol.Progress{Queue: "q"}, 5},
-		{protocol.Progress{}, 5},
-		{protocol.Progress{First: idb, Last: idb}, costOf[idb]},
+		{"target", protocol.Progress{Target: "a"}, costOf[ida]},
+		{"target_in_queue", protocol.Progress{Target: "b", Queue: "q"}, costOf[idb]},
+		{"queue", protocol.Progress{Queue: "q"}, 5},
+		{"all", protocol.Progress{}, 5},
+		{"range", protocol.Progress{First: idb, Last: idb}, costOf[idb]},
 	} {
-		tc.req.Once, tc.req.Spending = true, true
-		var r protocol.ProgressReply
-		if err := e.s.Progress().Stream(ctx, tc.req, func(p protocol.ProgressReply) error { r = p; return nil }); err != nil {
-			t.Fatal(err)
-		}
-		if math.Abs(r.Spent-tc.want) > 1e-6 || math.Abs(r.SpentBySite["dear"]-tc.want) > 1e-6 || r.Counts["D"] == 0 {
-			t.Errorf("%+v: %+v, want spent %g at dear", tc.req, r, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			tc.req.Once, tc.req.Spending = true, true
+			var r protocol.ProgressReply
+			if err := e.s.Progress().Stream(ctx, tc.req, func(p protocol.ProgressReply) error { r = p; return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(r.Spent-tc.want) > 1e-6 || math.Abs(r.SpentBySite["dear"]-tc.want) > 1e-6 || r.Counts["D"] == 0 {
+				t.Errorf("%+v: %+v, want spent %g at dear", tc.req, r, tc.want)
+			}
+		})
 	}
 	var r protocol.ProgressReply
 	if err := e.s.Progress().Stream(ctx, protocol.Progress{Target: "a", Once: true}, func(p protocol.ProgressReply) error { r = p; return nil }); err != nil || r.Spent != 0 || r.SpentBySite != nil {
@@ -756,22 +725,9 @@ func TestProgressSpending(t *testing.T) {
 func TestInfeasibleJobsDoNotHideFeasible(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ctx := context.Background()
-	f := func(v float64) *float64 { return &v }
 	t0 := e.clock.Now()
-	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Deadline: f(unixSec(t0) + 100)}); err != nil {
-		t.Fatal(err)
-	}
-	var specs []protocol.JobSpec
-	for i := range 2 * policy.Window {
-		sp := spec(fmt.Sprintf("long%d", i), "true")
-		sp.Queue, sp.Est = "q", 1000
-		specs = append(specs, sp)
-	}
-	sp := spec("short", "true")
-	sp.Queue, sp.Est = "q", 1
-	specs = append(specs, sp)
-	jobIDs := e.submit(specs...)
+	e.setLimits(protocol.QueueSet{Name: "q", Deadline: new(unixSec(t0) + 100)})
+	jobIDs := e.submit(append(ledgerSpecs("long", 2*policy.Window, 1000), ledgerSpec("short", 1))...)
 	ph := e.register("s")
 	e.tick()
 	got := e.next(ph, 1)
@@ -782,9 +738,7 @@ func TestInfeasibleJobsDoNotHideFeasible(t *testing.T) {
 	if got := e.next(ph, 1); len(got) != 0 {
 		t.Fatalf("got %v; no other job can end by the deadline", ids(got))
 	}
-	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Deadline: f(unixSec(t0) + 5000)}); err != nil {
-		t.Fatal(err)
-	}
+	e.setLimits(protocol.QueueSet{Name: "q", Deadline: new(unixSec(t0) + 5000)})
 	e.tick()
 	if got := e.next(ph, 1); len(got) != 1 || got[0].ID != jobIDs[0] {
 		t.Fatalf("after a later deadline got %v, want the first long job %d", ids(got), jobIDs[0])

@@ -632,15 +632,7 @@ func TestWait(t *testing.T) {
 	b := e.submit1("b", "b", "a")
 	c := e.submit1("c", "c")
 	x := e.submit1("x", "x")
-	type res struct {
-		r   protocol.WaitReply
-		err error
-	}
-	done := make(chan res, 1)
-	go func() {
-		r, err := e.s.Wait(ctx, []int64{a, b, c, x}, 0)
-		done <- res{r, err}
-	}()
+	done := e.goWait(ctx, []int64{a, b, c, x}, 0)
 	ph := e.register("s")
 	as := e.next(ph, 2)
 	if !slices.Equal(ids(as), []int64{a, c}) {
@@ -648,20 +640,11 @@ func TestWait(t *testing.T) {
 	}
 	e.report(ph, exit(as[0], 4))
 	e.report(ph, ok(as[1]))
-	select {
-	case r := <-done:
-		t.Fatalf("Wait returned while x is queued: %+v", r)
-	case <-time.After(300 * time.Millisecond):
-	}
+	noneWithin(t, done, 300*time.Millisecond, "Wait returned while x is queued")
 	if _, err := e.s.Delete(ctx, protocol.Select{IDs: []int64{x}}); err != nil {
 		t.Fatal(err)
 	}
-	var r res
-	select {
-	case r = <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Wait did not return after every job ended")
-	}
+	r := gotWithin(t, done, 10*time.Second, "Wait did not return after every job ended")
 	if r.err != nil || len(r.r.Pending) != 0 || len(r.r.Jobs) != 4 {
 		t.Fatalf("Wait = %+v, %v", r.r, r.err)
 	}
@@ -702,27 +685,15 @@ func TestWaitTimeout(t *testing.T) {
 	ph := e.register("s")
 	as := e.next(ph, 1)
 	e.report(ph, ok(as[0]))
-	done := make(chan protocol.WaitReply, 1)
-	go func() {
-		r, err := e.s.Wait(ctx, []int64{a, b, c}, 5*time.Second)
-		if err != nil {
-			t.Error(err)
-		}
-		done <- r
-	}()
+	done := e.goWait(ctx, []int64{a, b, c}, 5*time.Second)
 	e.parkedAtLeast(0, 1)
-	select {
-	case r := <-done:
-		t.Fatalf("returned before its timeout: %+v", r)
-	case <-time.After(300 * time.Millisecond):
-	}
+	noneWithin(t, done, 300*time.Millisecond, "returned before its timeout")
 	e.clock.Advance(6 * time.Second)
-	var r protocol.WaitReply
-	select {
-	case r = <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Wait did not time out")
+	out := gotWithin(t, done, 10*time.Second, "Wait did not time out")
+	if out.err != nil {
+		t.Error(out.err)
 	}
+	r := out.r
 	slices.Sort(r.Pending)
 	if len(r.Jobs) != 1 || r.Jobs[0].ID != a || !slices.Equal(r.Pending, []int64{b, c}) {
 		t.Fatalf("timed-out Wait = %+v, want a ended and [b c] pending", r)
@@ -739,20 +710,11 @@ func TestWaitContextCanceled(t *testing.T) {
 	e := newEnv(t)
 	id := e.submit1("a", "a")
 	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() {
-		_, err := e.s.Wait(ctx, []int64{id}, 0)
-		errc <- err
-	}()
+	done := e.goWait(ctx, []int64{id}, 0)
 	time.Sleep(100 * time.Millisecond)
 	cancel()
-	select {
-	case err := <-errc:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("Wait after cancel: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Wait ignored its context")
+	if r := gotWithin(t, done, 10*time.Second, "Wait ignored its context"); !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("Wait after cancel: %v", r.err)
 	}
 	// The store keeps working, and ending the job does not trip on the
 	// abandoned waiter.
@@ -1519,45 +1481,19 @@ func TestRegister(t *testing.T) {
 func TestNextLongPoll(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ctx := context.Background()
 	ph := e.register("s")
-	type res struct {
-		r   protocol.NextReply
-		err error
-	}
-	got := make(chan res, 1)
-	go func() {
-		r, err := e.s.Next(ctx, protocol.Next{Placeholder: ph, Free: 2, WaitMS: 60000})
-		got <- res{r, err}
-	}()
-	select {
-	case r := <-got:
-		t.Fatalf("Next returned with nothing to do: %+v", r)
-	case <-time.After(200 * time.Millisecond):
-	}
+	got := e.goNext(protocol.Next{Placeholder: ph, Free: 2, WaitMS: 60000})
+	noneWithin(t, got, 200*time.Millisecond, "Next returned with nothing to do")
 	id := e.submit1("t", "x")
-	select {
-	case r := <-got:
-		if r.err != nil || !slices.Equal(ids(r.r.Jobs), []int64{id}) {
-			t.Fatalf("long poll = %+v, %v", r.r, r.err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("parked Next not woken by a submit")
+	if r := gotWithin(t, got, 10*time.Second, "parked Next not woken by a submit"); r.err != nil || !slices.Equal(ids(r.r.Jobs), []int64{id}) {
+		t.Fatalf("long poll = %+v, %v", r.r, r.err)
 	}
 	// With nothing to do, it returns empty at its deadline.
-	go func() {
-		r, err := e.s.Next(ctx, protocol.Next{Placeholder: ph, Free: 1, WaitMS: 5000})
-		got <- res{r, err}
-	}()
+	got = e.goNext(protocol.Next{Placeholder: ph, Free: 1, WaitMS: 5000})
 	e.parkedAtLeast(1, 0)
 	e.clock.Advance(6 * time.Second)
-	select {
-	case r := <-got:
-		if r.err != nil || len(r.r.Jobs) != 0 {
-			t.Fatalf("timed-out poll = %+v, %v", r.r, r.err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("parked Next not answered at its deadline")
+	if r := gotWithin(t, got, 10*time.Second, "parked Next not answered at its deadline"); r.err != nil || len(r.r.Jobs) != 0 {
+		t.Fatalf("timed-out poll = %+v, %v", r.r, r.err)
 	}
 	e.check()
 }
@@ -1588,11 +1524,7 @@ func TestNextCanceledContext(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("canceled Next calls were never answered")
-	}
+	gotWithin(t, done, 20*time.Second, "canceled Next calls were never answered")
 	// Still working.
 	id := e.submit1("t", "x")
 	if as := e.next(ph, 1); !slices.Equal(ids(as), []int64{id}) {
@@ -1713,29 +1645,15 @@ func TestCloseAnswersParked(t *testing.T) {
 	ph := e.register("s")
 	id := e.submit1("t", "x")
 	e.next(ph, 1)
-	nextDone := make(chan error, 1)
-	go func() {
-		_, err := e.s.Next(ctx, protocol.Next{Placeholder: ph, Free: 1, WaitMS: 60000})
-		nextDone <- err
-	}()
-	waitDone := make(chan error, 1)
-	go func() {
-		_, err := e.s.Wait(ctx, []int64{id}, 0)
-		waitDone <- err
-	}()
+	nextDone := e.goNext(protocol.Next{Placeholder: ph, Free: 1, WaitMS: 60000})
+	waitDone := e.goWait(ctx, []int64{id}, 0)
 	time.Sleep(200 * time.Millisecond)
 	if err := e.s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for name, ch := range map[string]chan error{"Next": nextDone, "Wait": waitDone} {
-		select {
-		case err := <-ch:
-			if name == "Wait" && !errors.Is(err, ErrClosed) {
-				t.Fatalf("Wait after Close: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%s not answered at Close", name)
-		}
+	gotWithin(t, nextDone, 10*time.Second, "Next not answered at Close")
+	if r := gotWithin(t, waitDone, 10*time.Second, "Wait not answered at Close"); !errors.Is(r.err, ErrClosed) {
+		t.Fatalf("Wait after Close: %v", r.err)
 	}
 	_, err := e.s.Submit(ctx, []protocol.JobSpec{spec("t", "x")})
 	if !errors.Is(err, ErrClosed) {
@@ -1778,23 +1696,8 @@ func TestStorageFailureRollsBackBatch(t *testing.T) {
 	ph := e.register("s")
 	// A placeholder parked from an earlier batch: the jobs do not fit its
 	// walltime.
-	type res struct {
-		r   protocol.NextReply
-		err error
-	}
-	parked := make(chan res, 1)
-	go func() {
-		r, err := e.s.Next(ctx, protocol.Next{Placeholder: ph, Free: 1, WalltimeLeft: 10, WaitMS: 60000})
-		parked <- res{r, err}
-	}()
-	waited := make(chan protocol.WaitReply, 1)
-	go func() {
-		r, err := e.s.Wait(ctx, []int64{good}, 0)
-		if err != nil {
-			t.Error(err)
-		}
-		waited <- r
-	}()
+	parked := e.goNext(protocol.Next{Placeholder: ph, Free: 1, WalltimeLeft: 10, WaitMS: 60000})
+	waited := e.goWait(ctx, []int64{good}, 0)
 	e.parkedAtLeast(1, 1)
 	// Remove a ready job's row behind the store's back: dispatching it fails
 	// and the whole batch must roll back.
@@ -1808,19 +1711,10 @@ func TestStorageFailureRollsBackBatch(t *testing.T) {
 	e.mustBe(good, job.Queued)
 	e.check()
 	// The earlier parked Next and Wait are still served.
-	select {
-	case r := <-parked:
-		t.Fatalf("parked Next answered by the failure: %+v, %v", r.r, r.err)
-	default:
-	}
+	noneWithin(t, parked, 0, "parked Next answered by the failure")
 	short := e.submit(protocol.JobSpec{Target: "u", Command: "short", Est: 1})[0]
-	select {
-	case r := <-parked:
-		if r.err != nil || !slices.Equal(ids(r.r.Jobs), []int64{short}) {
-			t.Fatalf("parked Next after recovery = %+v, %v", r.r, r.err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("parked Next lost by the recovery")
+	if r := gotWithin(t, parked, 10*time.Second, "parked Next lost by the recovery"); r.err != nil || !slices.Equal(ids(r.r.Jobs), []int64{short}) {
+		t.Fatalf("parked Next after recovery = %+v, %v", r.r, r.err)
 	}
 	// The reload forgets placeholders with nothing running (Next says
 	// not_found); they register again with their id, as agents do.
@@ -1836,13 +1730,12 @@ func TestStorageFailureRollsBackBatch(t *testing.T) {
 		t.Fatalf("after recovery Next = %v", ids(as))
 	}
 	e.report(ph, ok(as[0]))
-	select {
-	case r := <-waited:
-		if len(r.Jobs) != 1 || r.Jobs[0].State != "D" {
-			t.Fatalf("Wait after recovery = %+v", r)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Wait lost by the recovery")
+	w := gotWithin(t, waited, 10*time.Second, "Wait lost by the recovery")
+	if w.err != nil {
+		t.Error(w.err)
+	}
+	if r := w.r; len(r.Jobs) != 1 || r.Jobs[0].State != "D" {
+		t.Fatalf("Wait after recovery = %+v", r)
 	}
 	e.check()
 }
@@ -1866,17 +1759,9 @@ func TestStorageFailureKeepsEarlierParkedCalls(t *testing.T) {
 	mustExec(t, db, "DELETE FROM jobs WHERE id = ?", j2)
 	db.Close()
 
-	type res struct {
-		r   protocol.NextReply
-		err error
-	}
 	nparked := 0
-	park := func(ph int64, walltime float64) chan res {
-		ch := make(chan res, 1)
-		go func() {
-			r, err := e.s.Next(ctx, protocol.Next{Placeholder: ph, Free: 1, WalltimeLeft: walltime, WaitMS: 60000})
-			ch <- res{r, err}
-		}()
+	park := func(ph int64, walltime float64) <-chan nextOutcome {
+		ch := e.goNext(protocol.Next{Placeholder: ph, Free: 1, WalltimeLeft: walltime, WaitMS: 60000})
 		nparked++
 		e.parkedAtLeast(nparked, 0) // park in this order
 		return ch
@@ -1891,30 +1776,17 @@ func TestStorageFailureKeepsEarlierParkedCalls(t *testing.T) {
 	e.mustBe(g, job.Executing) // rolled back
 	e.mustBe(j1, job.Waiting)
 	e.check()
-	for name, ch := range map[string]chan res{"a": a, "b": b, "c": c} {
-		select {
-		case r := <-ch:
-			t.Fatalf("parked placeholder %s answered by the failure: %+v, %v", name, r.r, r.err)
-		default:
-		}
+	for name, ch := range map[string]<-chan nextOutcome{"a": a, "b": b, "c": c} {
+		noneWithin(t, ch, 0, "parked placeholder "+name+" answered by the failure")
 	}
 	// The gate's report again: now only j1 becomes ready, and it goes to
 	// the first parked placeholder it fits.
 	e.report(p0, protocol.Report{ID: g, Attempt: 1})
-	select {
-	case r := <-a:
-		if r.err != nil || !slices.Equal(ids(r.r.Jobs), []int64{j1}) {
-			t.Fatalf("first parked placeholder got %+v, %v; want job %d", r.r, r.err, j1)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("a placeholder parked before the failure was never answered")
+	if r := gotWithin(t, a, 10*time.Second, "a placeholder parked before the failure was never answered"); r.err != nil || !slices.Equal(ids(r.r.Jobs), []int64{j1}) {
+		t.Fatalf("first parked placeholder got %+v, %v; want job %d", r.r, r.err, j1)
 	}
-	for name, ch := range map[string]chan res{"b": b, "c": c} {
-		select {
-		case r := <-ch:
-			t.Fatalf("parked placeholder %s answered: %+v, %v", name, r.r, r.err)
-		default:
-		}
+	for name, ch := range map[string]<-chan nextOutcome{"b": b, "c": c} {
+		noneWithin(t, ch, 0, "parked placeholder "+name+" answered")
 	}
 	e.check()
 }
@@ -1933,21 +1805,12 @@ func TestWaitCanceledWhileJobEnds(t *testing.T) {
 		id := e.submit1("t", "x")
 		a := e.next(ph, 1)[0]
 		ctx, cancel := context.WithCancel(context.Background())
-		errc := make(chan error, 1)
-		go func() {
-			_, err := e.s.Wait(ctx, []int64{id}, 0)
-			errc <- err
-		}()
+		done := e.goWait(ctx, []int64{id}, 0)
 		e.parkedAtLeast(0, 1)
 		go cancel()
 		e.report(ph, ok(a))
-		select {
-		case err := <-errc:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Fatalf("Wait: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("Wait did not return")
+		if r := gotWithin(t, done, 10*time.Second, "Wait did not return"); r.err != nil && !errors.Is(r.err, context.Canceled) {
+			t.Fatalf("Wait: %v", r.err)
 		}
 	}
 	e.check()
@@ -2287,14 +2150,9 @@ func TestCommitFailureKeepsParkedNext(t *testing.T) {
 	restore()
 	e.parkedAtLeast(1, 0)
 	b := e.submit1("b", "true")
-	var as []protocol.Assignment
-	select {
-	case as = <-got:
-		if !slices.Equal(ids(as), []int64{b}) {
-			t.Fatalf("parked Next after the failed commit got %v, want [%d]", ids(as), b)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("parked Next never answered after a failed commit")
+	as := gotWithin(t, got, 20*time.Second, "parked Next never answered after a failed commit")
+	if !slices.Equal(ids(as), []int64{b}) {
+		t.Fatalf("parked Next after the failed commit got %v, want [%d]", ids(as), b)
 	}
 	// Its placeholder is still known: it heartbeats and reports as before.
 	if _, err := e.s.Heartbeat(ctx, protocol.Heartbeat{Placeholder: ph}); err != nil {
@@ -2343,4 +2201,71 @@ func TestDeleteOnFullDiskUsesReserve(t *testing.T) {
 	}
 	e.mustBe(id, job.Deleted)
 	e.check()
+}
+
+// nextOutcome is what a Next call run in the background returned.
+type nextOutcome struct {
+	r   protocol.NextReply
+	err error
+}
+
+// goNext runs req in the background (a long poll, when it waits) and
+// delivers its outcome on the returned channel.
+func (e *env) goNext(req protocol.Next) <-chan nextOutcome {
+	ch := make(chan nextOutcome, 1)
+	go func() {
+		r, err := e.s.Next(context.Background(), req)
+		ch <- nextOutcome{r, err}
+	}()
+	return ch
+}
+
+// waitOutcome is what a Wait call run in the background returned.
+type waitOutcome struct {
+	r   protocol.WaitReply
+	err error
+}
+
+// goWait runs Wait in the background and delivers its outcome on the
+// returned channel.
+func (e *env) goWait(ctx context.Context, ids []int64, timeout time.Duration) <-chan waitOutcome {
+	ch := make(chan waitOutcome, 1)
+	go func() {
+		r, err := e.s.Wait(ctx, ids, timeout)
+		ch <- waitOutcome{r, err}
+	}()
+	return ch
+}
+
+// gotWithin returns what ch delivers, failing the test with msg if nothing
+// comes in d: a busy machine gets a generous d, never a fixed sleep.
+func gotWithin[T any](t *testing.T, ch <-chan T, d time.Duration, msg string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(d):
+		t.Fatal(msg)
+	}
+	var zero T
+	return zero
+}
+
+// noneWithin fails the test with msg and what ch delivered if it delivers
+// anything in d (or, for d 0, has something ready now).
+func noneWithin[T any](t *testing.T, ch <-chan T, d time.Duration, msg string) {
+	t.Helper()
+	if d == 0 {
+		select {
+		case v := <-ch:
+			t.Fatalf("%s: %+v", msg, v)
+		default:
+		}
+		return
+	}
+	select {
+	case v := <-ch:
+		t.Fatalf("%s: %+v", msg, v)
+	case <-time.After(d):
+	}
 }

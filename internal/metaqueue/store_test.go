@@ -206,9 +206,7 @@ func TestLeaseExpiryRespectsMaxAttempts(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	one := 1
-	if _, err := e.s.SetQueue(context.Background(), protocol.QueueSet{Name: "once", MaxAttempts: &one}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustSetQueue(protocol.QueueSet{Name: "once", MaxAttempts: &one})
 	id := e.submit(protocol.JobSpec{Queue: "once", Target: "t", Command: "x"})[0]
 	ph := e.register("s")
 	e.next(ph, 1)
@@ -250,14 +248,7 @@ func TestStallRenewsLeases(t *testing.T) {
 	if d := e.job(ended); d.Attempts != 1 || len(d.History) != 0 {
 		t.Fatalf("job that ended during the stall: attempts %d, history %+v; want 1 and none", d.Attempts, d.History)
 	}
-	ctx := context.Background()
-	for i := 0; i < 3; i++ {
-		e.advance(testLease / 2)
-		hb, err := e.s.Heartbeat(ctx, protocol.Heartbeat{Placeholder: ph, Running: []protocol.JobRef{{ID: running, Attempt: 1}}})
-		if err != nil || len(hb.Kill) != 0 {
-			t.Fatalf("Heartbeat = %+v, %v", hb, err)
-		}
-	}
+	e.keepBeating(ph, 3, protocol.JobRef{ID: running, Attempt: 1})
 	// A lease and a half of the CLS running: the silent placeholder's
 	// renewed lease has run out; the heartbeating one's has not.
 	e.mustBe(running, job.Executing)
@@ -353,9 +344,7 @@ func TestReportOutcomes(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
 			ceil := 60.0
-			if _, err := e.s.SetQueue(context.Background(), protocol.QueueSet{Name: "q", RetryFailed: &tc.retry, Ceiling: &ceil}); err != nil {
-				t.Fatal(err)
-			}
+			e.mustSetQueue(protocol.QueueSet{Name: "q", RetryFailed: &tc.retry, Ceiling: &ceil})
 			id := e.submit(protocol.JobSpec{Queue: "q", Target: "t", Command: "x"})[0]
 			ph := e.register("s")
 			as := e.nextWalltime(ph, 1, 0)
@@ -388,9 +377,7 @@ func TestRetryFailedUsesUpAttempts(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	yes, two := true, 2
-	if _, err := e.s.SetQueue(context.Background(), protocol.QueueSet{Name: "r", RetryFailed: &yes, MaxAttempts: &two}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustSetQueue(protocol.QueueSet{Name: "r", RetryFailed: &yes, MaxAttempts: &two})
 	id := e.submit(protocol.JobSpec{Queue: "r", Target: "t", Command: "x"})[0]
 	ph := e.register("s")
 	a := e.next(ph, 1)[0]
@@ -428,13 +415,7 @@ func TestHeartbeat(t *testing.T) {
 	asLost := e.next(other, 1)
 	ctx := context.Background()
 	// Renew every few seconds for three lease lengths: the jobs stay.
-	for i := 0; i < 6; i++ {
-		e.advance(testLease / 2)
-		hb, err := e.s.Heartbeat(ctx, protocol.Heartbeat{Placeholder: ph, Running: []protocol.JobRef{{ID: keep, Attempt: 1}, {ID: del, Attempt: 1}}})
-		if err != nil || len(hb.Kill) != 0 {
-			t.Fatalf("Heartbeat = %+v, %v", hb, err)
-		}
-	}
+	e.keepBeating(ph, 6, protocol.JobRef{ID: keep, Attempt: 1}, protocol.JobRef{ID: del, Attempt: 1})
 	e.mustBe(keep, job.Executing)
 	e.mustBe(del, job.Executing)
 	e.mustBe(lost, job.Queued) // other never heartbeat
@@ -568,9 +549,7 @@ func TestRerun(t *testing.T) {
 		case d:
 			e.report(ph, ok(a))
 		case x:
-			if _, err := e.s.Delete(ctx, protocol.Select{IDs: []int64{x}}); err != nil {
-				t.Fatal(err)
-			}
+			e.mustDelete(x)
 		}
 	}
 	e.mustBe(blocked, job.Blocked)
@@ -641,9 +620,7 @@ func TestWait(t *testing.T) {
 	e.report(ph, exit(as[0], 4))
 	e.report(ph, ok(as[1]))
 	noneWithin(t, done, 300*time.Millisecond, "Wait returned while x is queued")
-	if _, err := e.s.Delete(ctx, protocol.Select{IDs: []int64{x}}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustDelete(x)
 	r := gotWithin(t, done, 10*time.Second, "Wait did not return after every job ended")
 	if r.err != nil || len(r.r.Pending) != 0 || len(r.r.Jobs) != 4 {
 		t.Fatalf("Wait = %+v, %v", r.r, r.err)
@@ -855,10 +832,7 @@ func TestBulk(t *testing.T) {
 	ctx := context.Background()
 	e.submit1("existing", "x", "base")
 
-	b, err := e.s.NewBulk()
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := e.mustNewBulk()
 	var chunk []protocol.JobSpec
 	for i := 0; i < 150; i++ {
 		chunk = append(chunk, spec("bulk", fmt.Sprintf("job %d", i), "existing"))
@@ -899,10 +873,7 @@ func TestBulkCycleDeepInMillion(t *testing.T) {
 		pipes = 50000
 	}
 	e := newEnv(t)
-	b, err := e.s.NewBulk()
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := e.mustNewBulk()
 	const chain = 10000
 	specs := make([]protocol.JobSpec, 0, 4000)
 	flush := func(force bool) {
@@ -927,7 +898,7 @@ func TestBulkCycleDeepInMillion(t *testing.T) {
 		flush(false)
 	}
 	flush(true)
-	_, err = b.Commit(context.Background())
+	_, err := b.Commit(context.Background())
 	errCode(t, err, protocol.CodeBadRequest)
 	msg := err.Error()
 	if !strings.Contains(msg, "would form a cycle: c") || !strings.Contains(msg, "(9981 more)") || len(msg) > 500 {
@@ -946,10 +917,7 @@ func TestBulkAllOrNothing(t *testing.T) {
 	e.submit1("b", "x", "a") // existing edge b -> a
 
 	// A cycle closed through the existing edge rejects the whole bulk.
-	b, err := e.s.NewBulk()
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := e.mustNewBulk()
 	var specs []protocol.JobSpec
 	for i := 0; i < 200; i++ {
 		specs = append(specs, spec(fmt.Sprintf("ok%d", i), "x"))
@@ -958,7 +926,7 @@ func TestBulkAllOrNothing(t *testing.T) {
 	if err := b.Add(1, specs); err != nil {
 		t.Fatal(err)
 	}
-	_, err = b.Commit(ctx)
+	_, err := b.Commit(ctx)
 	errCode(t, err, protocol.CodeBadRequest)
 	if !strings.Contains(err.Error(), "cycle") {
 		t.Fatalf("err %v", err)
@@ -972,10 +940,7 @@ func TestBulkAllOrNothing(t *testing.T) {
 	e.check()
 
 	// An invalid line is refused at Add, naming its line.
-	b, err = e.s.NewBulk()
-	if err != nil {
-		t.Fatal(err)
-	}
+	b = e.mustNewBulk()
 	err = b.Add(10, []protocol.JobSpec{spec("t", "x"), spec("t", "x"), {Target: "t", Command: "x", Cwd: "rel"}})
 	errCode(t, err, protocol.CodeBadRequest)
 	if !strings.HasPrefix(err.Error(), "line 12: ") {
@@ -984,18 +949,12 @@ func TestBulkAllOrNothing(t *testing.T) {
 	b.Abort()
 
 	// Empty commit.
-	b, err = e.s.NewBulk()
-	if err != nil {
-		t.Fatal(err)
-	}
+	b = e.mustNewBulk()
 	_, err = b.Commit(ctx)
 	errCode(t, err, protocol.CodeBadRequest)
 
 	// The store keeps working: a good bulk and a submit go through.
-	b, err = e.s.NewBulk()
-	if err != nil {
-		t.Fatal(err)
-	}
+	b = e.mustNewBulk()
 	if err := b.Add(1, []protocol.JobSpec{spec("a", "x"), spec("c", "x", "b")}); err != nil {
 		t.Fatal(err)
 	}
@@ -1015,7 +974,6 @@ func TestBulkAllOrNothing(t *testing.T) {
 func TestWalltimeFilter(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ctx := context.Background()
 	long := e.submit(protocol.JobSpec{Target: "t", Command: "long", Est: 100})[0]
 	short := e.submit(protocol.JobSpec{Target: "t", Command: "short", Est: 10})[0]
 	unknown := e.submit(protocol.JobSpec{Target: "t", Command: "unknown"})[0]
@@ -1034,9 +992,7 @@ func TestWalltimeFilter(t *testing.T) {
 	}
 	// With a ceiling, a job with no estimate needs the whole ceiling.
 	ceil := 3600.0
-	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "c", Ceiling: &ceil}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustSetQueue(protocol.QueueSet{Name: "c", Ceiling: &ceil})
 	noEst := e.submit(protocol.JobSpec{Queue: "c", Target: "u", Command: "x"})[0]
 	withEst := e.submit(protocol.JobSpec{Queue: "c", Target: "u", Command: "x", Est: 60})[0]
 	as = e.nextWalltime(ph, 5, 100)
@@ -1108,13 +1064,9 @@ func TestSetQueueAndPolicy(t *testing.T) {
 		t.Fatalf("sjf after switch picked %d", as[0].ID)
 	}
 	fcfs := "fcfs"
-	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Policy: &fcfs}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustSetQueue(protocol.QueueSet{Name: "q", Policy: &fcfs})
 	// The policy survives a restart.
-	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Policy: &sjf}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustSetQueue(protocol.QueueSet{Name: "q", Policy: &sjf})
 	e.reopen()
 	qs, err := e.s.Queues(ctx)
 	if err != nil || len(qs) != 1 || qs[0].Policy != "sjf" {
@@ -1164,7 +1116,6 @@ func TestRoundRobinAcrossQueues(t *testing.T) {
 func TestSummary(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ctx := context.Background()
 	e.submit(spec("a", "1"), spec("a", "2"), spec("b", "3", "a"), spec("w", "4", "zz"))
 	e.submit(protocol.JobSpec{Queue: "other", Target: "o", Command: "5"})
 	ph := e.register("s")
@@ -1176,9 +1127,7 @@ func TestSummary(t *testing.T) {
 			break
 		}
 	}
-	if _, err := e.s.Delete(ctx, protocol.Select{IDs: []int64{4}}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustDelete(4)
 	got := e.summary()
 	want := map[string]map[string]int{
 		protocol.DefaultQueue: {"W": 0, "Q": 0, "E": 1, "D": 0, "F": 1, "B": 1, "X": 1},
@@ -1292,9 +1241,7 @@ func TestStat(t *testing.T) {
 	a := e.next(ph, 1)[0]
 	e.clock.Advance(250 * time.Millisecond)
 	e.report(ph, ok(a))
-	if _, err := e.s.Delete(ctx, protocol.Select{IDs: []int64{2}}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustDelete(2)
 	idsOf := func(js []protocol.JobInfo) []int64 {
 		var out []int64
 		for _, j := range js {
@@ -1980,9 +1927,7 @@ func TestSJFLearnsRuntimes(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	sjf := "sjf"
-	if _, err := e.s.SetQueue(context.Background(), protocol.QueueSet{Name: "q", Policy: &sjf}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustSetQueue(protocol.QueueSet{Name: "q", Policy: &sjf})
 	ph := e.register("s")
 	t0 := time.Unix(1000, 0)
 	for _, c := range []struct {
@@ -2031,9 +1976,7 @@ func TestSJFRuntimesSurviveRestart(t *testing.T) {
 	}
 	e.reopen()
 	sjf := "sjf"
-	if _, err := e.s.SetQueue(context.Background(), protocol.QueueSet{Name: "q", Policy: &sjf}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustSetQueue(protocol.QueueSet{Name: "q", Policy: &sjf})
 	got := e.submit(
 		protocol.JobSpec{Queue: "q", Target: "slow", Command: "x"},
 		protocol.JobSpec{Queue: "q", Target: "fast", Command: "x"},
@@ -2089,10 +2032,7 @@ func TestBulkToken(t *testing.T) {
 	}
 	commit := func() (int64, int) {
 		t.Helper()
-		b, err := e.s.NewBulk()
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := e.mustNewBulk()
 		var specs []protocol.JobSpec
 		for i := 0; i < 50; i++ {
 			specs = append(specs, spec("bulk", fmt.Sprintf("job %d", i)))
@@ -2267,5 +2207,45 @@ func noneWithin[T any](t *testing.T, ch <-chan T, d time.Duration, msg string) {
 	case v := <-ch:
 		t.Fatalf("%s: %+v", msg, v)
 	case <-time.After(d):
+	}
+}
+
+// mustSetQueue applies qs, failing the test if the store refuses it.
+func (e *env) mustSetQueue(qs protocol.QueueSet) {
+	e.t.Helper()
+	if _, err := e.s.SetQueue(context.Background(), qs); err != nil {
+		e.t.Fatalf("SetQueue(%+v): %v", qs, err)
+	}
+}
+
+// mustDelete deletes the jobs ids, failing the test if the call fails.
+func (e *env) mustDelete(ids ...int64) {
+	e.t.Helper()
+	if _, err := e.s.Delete(context.Background(), protocol.Select{IDs: ids}); err != nil {
+		e.t.Fatalf("Delete(%v): %v", ids, err)
+	}
+}
+
+// mustNewBulk starts a bulk submission, failing the test if it cannot.
+func (e *env) mustNewBulk() *Bulk {
+	e.t.Helper()
+	b, err := e.s.NewBulk()
+	if err != nil {
+		e.t.Fatalf("NewBulk: %v", err)
+	}
+	return b
+}
+
+// keepBeating moves the clock on by half a lease n times, each time
+// renewing ph's leases on refs as a healthy placeholder does; every
+// heartbeat must succeed and be told to kill nothing.
+func (e *env) keepBeating(ph int64, n int, refs ...protocol.JobRef) {
+	e.t.Helper()
+	for i := 0; i < n; i++ {
+		e.advance(testLease / 2)
+		hb, err := e.s.Heartbeat(context.Background(), protocol.Heartbeat{Placeholder: ph, Running: refs})
+		if err != nil || len(hb.Kill) != 0 {
+			e.t.Fatalf("Heartbeat = %+v, %v", hb, err)
+		}
 	}
 }

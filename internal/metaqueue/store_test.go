@@ -752,78 +752,84 @@ func TestSubmitValidation(t *testing.T) {
 	e.check()
 }
 
-// TestTargetNamesStored: new targets go to the database in batches, their
-// names as JSON; names with quotes, backslashes and non-ASCII letters, in
-// more than one full batch and a partial one, read back the same from the
-// database (listing, and a reopened store resolving prerequisites).
-func TestTargetNamesStored(t *testing.T) {
+// TestSubmitManyStored: a submission of more jobs than one insert batch
+// holds gets ids contiguous from 1 and reads back as submitted. New
+// targets go to the database in batches too, their names as JSON: names
+// with quotes, backslashes and non-ASCII letters, in more than one full
+// batch and a partial one, read back the same from the database (listing,
+// and a reopened store resolving prerequisites).
+func TestSubmitManyStored(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
 	odd := []string{`q"uote`, `back\slash`, `\"`, "naïve-√", `{"json":1}`, `[x]`}
-	var specs []protocol.JobSpec
-	for i := 0; i < targetRows+300; i++ {
-		name := fmt.Sprintf("t%d", i)
-		if i%1000 < len(odd) {
-			name = fmt.Sprintf("%s%d", odd[i%1000], i)
-		}
-		var pre []string
-		if i%2 == 1 {
-			pre = []string{specs[i-1].Target}
-		}
-		specs = append(specs, spec(name, "true", pre...))
+	tests := []struct {
+		name    string
+		n       int
+		target  func(i int) string
+		command func(i int) string
+		prereq  func(i int) bool // job i needs job i-1's target
+		reopen  bool
+	}{
+		{
+			name: "TargetNamesStored",
+			n:    targetRows + 300,
+			target: func(i int) string {
+				if i%1000 < len(odd) {
+					return fmt.Sprintf("%s%d", odd[i%1000], i)
+				}
+				return fmt.Sprintf("t%d", i)
+			},
+			command: func(int) string { return "true" },
+			prereq:  func(i int) bool { return i%2 == 1 },
+			reopen:  true,
+		},
+		{
+			name:    "IDsContiguous",
+			n:       3*bulkRows + 5,
+			target:  func(i int) string { return fmt.Sprintf("t%d", i) },
+			command: func(i int) string { return fmt.Sprintf("cmd %d", i) },
+			prereq:  func(i int) bool { return i > 0 && i%7 == 0 },
+		},
 	}
-	e.submit(specs...)
-	e.reopen()
-	list := e.stat(protocol.Stat{})
-	if len(list) != len(specs) {
-		t.Fatalf("stat lists %d jobs, want %d", len(list), len(specs))
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			var specs []protocol.JobSpec
+			for i := 0; i < tc.n; i++ {
+				var pre []string
+				if tc.prereq(i) {
+					pre = []string{specs[i-1].Target}
+				}
+				specs = append(specs, spec(tc.target(i), tc.command(i), pre...))
+			}
+			got := e.submit(specs...)
+			for i, id := range got {
+				if id != int64(i+1) {
+					t.Fatalf("ids %v not contiguous from 1", got)
+				}
+			}
+			if tc.reopen {
+				e.reopen()
+			}
+			list := e.stat(protocol.Stat{})
+			if len(list) != len(specs) {
+				t.Fatalf("stat lists %d jobs, want %d", len(list), len(specs))
+			}
+			for i, j := range list {
+				want, wantPre := "Q", []string{}
+				if tc.prereq(i) {
+					want, wantPre = "W", []string{specs[i-1].Target}
+				}
+				if j.Target != specs[i].Target || j.Command != specs[i].Command || !slices.Equal(j.Prereqs, wantPre) {
+					t.Fatalf("job %d stored as %+v; want target %q, command %q, prereqs %q", j.ID, j, specs[i].Target, specs[i].Command, wantPre)
+				}
+				if j.State != want {
+					t.Fatalf("job %d is %s, want %s", j.ID, j.State, want)
+				}
+			}
+			e.check()
+		})
 	}
-	for i, j := range list {
-		want := "Q"
-		if i%2 == 1 {
-			want = "W"
-		}
-		if j.Target != specs[i].Target || j.State != want || (i%2 == 1 && (len(j.Prereqs) != 1 || j.Prereqs[0] != specs[i-1].Target)) {
-			t.Fatalf("job %d stored as %+v; want target %q, state %s", j.ID, j, specs[i].Target, want)
-		}
-	}
-	e.check()
-}
-
-func TestSubmitManyIDsContiguous(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	var specs []protocol.JobSpec
-	for i := 0; i < 3*bulkRows+5; i++ {
-		var pre []string
-		if i > 0 && i%7 == 0 {
-			pre = []string{fmt.Sprintf("t%d", i-1)}
-		}
-		specs = append(specs, spec(fmt.Sprintf("t%d", i), fmt.Sprintf("cmd %d", i), pre...))
-	}
-	got := e.submit(specs...)
-	for i, id := range got {
-		if id != int64(i+1) {
-			t.Fatalf("ids %v not contiguous from 1", got)
-		}
-	}
-	list := e.stat(protocol.Stat{})
-	if len(list) != len(specs) {
-		t.Fatalf("stat lists %d jobs", len(list))
-	}
-	for i, j := range list {
-		if j.Command != specs[i].Command || j.Target != specs[i].Target {
-			t.Fatalf("job %d stored as %+v", i+1, j)
-		}
-		want := "Q"
-		if i > 0 && i%7 == 0 {
-			want = "W"
-		}
-		if j.State != want {
-			t.Fatalf("job %d is %s, want %s", j.ID, j.State, want)
-		}
-	}
-	e.check()
 }
 
 func TestBulk(t *testing.T) {
@@ -1920,74 +1926,71 @@ func TestSyncSubmitFsyncsUsersWorkOnly(t *testing.T) {
 	}
 }
 
-// TestSJFLearnsRuntimes: in an SJF queue a job that declared no estimate is
+// TestSJFRuntimes: in an SJF queue a job that declared no estimate is
 // ordered by the mean runtime of its target's finished jobs; a target with
-// none finished is unknown and goes last.
-func TestSJFLearnsRuntimes(t *testing.T) {
+// none finished is unknown and goes last. Runtimes are learned in any
+// queue and loaded from Done jobs at start, so a queue switched to SJF
+// after a restart orders by what earlier runs saw.
+func TestSJFRuntimes(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	sjf := "sjf"
-	e.mustSetQueue(protocol.QueueSet{Name: "q", Policy: &sjf})
-	ph := e.register("s")
-	t0 := time.Unix(1000, 0)
-	for _, c := range []struct {
+	type ran struct {
 		target string
 		secs   int
-	}{{"slow", 100}, {"fast", 2}} {
-		e.submit(protocol.JobSpec{Queue: "q", Target: c.target, Command: "x"})
-		as := e.next(ph, 1)
-		r := ok(as[0])
-		r.Started, r.Finished = t0, t0.Add(time.Duration(c.secs)*time.Second)
-		e.report(ph, r)
 	}
-	got := e.submit(
-		protocol.JobSpec{Queue: "q", Target: "new", Command: "x"},
-		protocol.JobSpec{Queue: "q", Target: "slow", Command: "x"},
-		protocol.JobSpec{Queue: "q", Target: "fast", Command: "x"},
-		protocol.JobSpec{Queue: "q", Target: "slow", Command: "x", Est: 1},
-	)
-	var order []int64
-	for range got {
-		order = append(order, e.next(ph, 1)[0].ID)
+	q := func(target string, est float64) protocol.JobSpec {
+		return protocol.JobSpec{Queue: "q", Target: target, Command: "x", Est: est}
 	}
-	want := []int64{got[3], got[2], got[1], got[0]} // declared 1 s, learned 2 s, learned 100 s, unknown
-	if !slices.Equal(order, want) {
-		t.Fatalf("sjf order %v, want %v", order, want)
+	tests := []struct {
+		name    string
+		restart bool // the queue turns SJF only after the runs and a restart
+		ran     []ran
+		submit  []protocol.JobSpec
+		want    []int // submit's indexes in the order they must run
+		why     string
+	}{
+		{"LearnsRuntimes", false, []ran{{"slow", 100}, {"fast", 2}},
+			[]protocol.JobSpec{q("new", 0), q("slow", 0), q("fast", 0), q("slow", 1)},
+			[]int{3, 2, 1, 0}, "declared 1 s, learned 2 s, learned 100 s, unknown"},
+		{"RuntimesSurviveRestart", true, []ran{{"slow", 100}, {"fast", 2}, {"fast", 4}},
+			[]protocol.JobSpec{q("slow", 0), q("fast", 0)},
+			[]int{1, 0}, "after a restart: fast learned 3 s, slow 100 s"},
 	}
-}
-
-// TestSJFRuntimesSurviveRestart: runtimes are learned in any queue and
-// loaded from Done jobs at start, so a queue switched to SJF after a
-// restart orders by what earlier runs saw.
-func TestSJFRuntimesSurviveRestart(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	ph := e.register("s")
-	t0 := time.Unix(1000, 0)
-	for _, c := range []struct {
-		target string
-		secs   int
-	}{{"slow", 100}, {"fast", 2}, {"fast", 4}} {
-		e.submit(protocol.JobSpec{Queue: "q", Target: c.target, Command: "x"})
-		as := e.next(ph, 1)
-		r := ok(as[0])
-		r.Started, r.Finished = t0, t0.Add(time.Duration(c.secs)*time.Second)
-		e.report(ph, r)
-	}
-	e.reopen()
-	sjf := "sjf"
-	e.mustSetQueue(protocol.QueueSet{Name: "q", Policy: &sjf})
-	got := e.submit(
-		protocol.JobSpec{Queue: "q", Target: "slow", Command: "x"},
-		protocol.JobSpec{Queue: "q", Target: "fast", Command: "x"},
-	)
-	ph = e.register("s")
-	var order []int64
-	for range got {
-		order = append(order, e.next(ph, 1)[0].ID)
-	}
-	if want := []int64{got[1], got[0]}; !slices.Equal(order, want) {
-		t.Fatalf("sjf order after a restart %v, want %v (fast learned 3 s, slow 100 s)", order, want)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			sjf := "sjf"
+			if !tc.restart {
+				e.mustSetQueue(protocol.QueueSet{Name: "q", Policy: &sjf})
+			}
+			ph := e.register("s")
+			t0 := time.Unix(1000, 0)
+			for _, c := range tc.ran {
+				e.submit(q(c.target, 0))
+				as := e.next(ph, 1)
+				r := ok(as[0])
+				r.Started, r.Finished = t0, t0.Add(time.Duration(c.secs)*time.Second)
+				e.report(ph, r)
+			}
+			if tc.restart {
+				e.reopen()
+				e.mustSetQueue(protocol.QueueSet{Name: "q", Policy: &sjf})
+			}
+			got := e.submit(tc.submit...)
+			if tc.restart {
+				ph = e.register("s")
+			}
+			var order, want []int64
+			for range got {
+				order = append(order, e.next(ph, 1)[0].ID)
+			}
+			for _, i := range tc.want {
+				want = append(want, got[i])
+			}
+			if !slices.Equal(order, want) {
+				t.Fatalf("sjf order %v, want %v (%s)", order, want, tc.why)
+			}
+		})
 	}
 }
 

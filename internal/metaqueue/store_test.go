@@ -726,11 +726,13 @@ func TestSubmitValidation(t *testing.T) {
 		{"cycle within", []protocol.JobSpec{spec("a", "x", "b"), spec("b", "x", "a")}, "would form a cycle"},
 	}
 	for _, tc := range tests {
-		_, err := e.s.Submit(ctx, tc.specs)
-		errCode(t, err, protocol.CodeBadRequest)
-		if !strings.Contains(err.Error(), tc.errHas) {
-			t.Errorf("%s: error %q does not say %q", tc.name, err, tc.errHas)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := e.s.Submit(ctx, tc.specs)
+			errCode(t, err, protocol.CodeBadRequest)
+			if !strings.Contains(err.Error(), tc.errHas) {
+				t.Errorf("%s: error %q does not say %q", tc.name, err, tc.errHas)
+			}
+		})
 	}
 	if n := len(e.stat(protocol.Stat{States: "WQEDFBX"})); n != 0 {
 		t.Fatalf("rejected submissions added %d jobs", n)
@@ -1083,12 +1085,23 @@ func TestSetQueueAndPolicy(t *testing.T) {
 	neg, nan, zero, big := -1.0, 0.0, 0, 1001
 	nan = nan / nan
 	bad := "lifo"
-	for _, qs := range []protocol.QueueSet{
-		{Name: ""}, {Name: "a b"}, {Name: "q", Policy: &bad}, {Name: "q", Ceiling: &neg}, {Name: "q", Ceiling: &nan},
-		{Name: "q", MaxAttempts: &zero}, {Name: "q", MaxAttempts: &big},
-	} {
-		_, err := e.s.SetQueue(ctx, qs)
-		errCode(t, err, protocol.CodeBadRequest)
+	refused := []struct {
+		name string
+		qs   protocol.QueueSet
+	}{
+		{"no name", protocol.QueueSet{Name: ""}},
+		{"bad name", protocol.QueueSet{Name: "a b"}},
+		{"unknown policy", protocol.QueueSet{Name: "q", Policy: &bad}},
+		{"negative ceiling", protocol.QueueSet{Name: "q", Ceiling: &neg}},
+		{"NaN ceiling", protocol.QueueSet{Name: "q", Ceiling: &nan}},
+		{"zero attempts", protocol.QueueSet{Name: "q", MaxAttempts: &zero}},
+		{"too many attempts", protocol.QueueSet{Name: "q", MaxAttempts: &big}},
+	}
+	for _, tc := range refused {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := e.s.SetQueue(ctx, tc.qs)
+			errCode(t, err, protocol.CodeBadRequest)
+		})
 	}
 	if qs, _ := e.s.Queues(ctx); len(qs) != 1 {
 		t.Fatalf("a refused SetQueue created a queue: %+v", qs)
@@ -1256,26 +1269,29 @@ func TestStat(t *testing.T) {
 		return out
 	}
 	tests := []struct {
+		name string
 		st   protocol.Stat
 		want []int64
 	}{
-		{protocol.Stat{}, []int64{1, 3, 4}}, // X hidden by default
-		{protocol.Stat{States: "WQEDFBX"}, []int64{1, 2, 3, 4}},
-		{protocol.Stat{States: "X"}, []int64{2}},
-		{protocol.Stat{States: "DB"}, []int64{1, 3}},
-		{protocol.Stat{Queue: "gpu"}, []int64{4}},
-		{protocol.Stat{Queue: "none"}, nil},
-		{protocol.Stat{Target: "a"}, []int64{1, 4}},
-		{protocol.Stat{Target: "a", Queue: protocol.DefaultQueue, States: "DX"}, []int64{1, 2}},
-		{protocol.Stat{Target: "a", Queue: protocol.DefaultQueue, States: "D"}, []int64{1}},
-		{protocol.Stat{Limit: 2}, []int64{1, 3}},
-		{protocol.Stat{IDs: []int64{4, 2, 1}}, []int64{1, 4}},
-		{protocol.Stat{IDs: []int64{4, 2, 1}, States: "WQEDFBX", Limit: 2}, []int64{1, 2}},
+		{"X hidden by default", protocol.Stat{}, []int64{1, 3, 4}},
+		{"all states", protocol.Stat{States: "WQEDFBX"}, []int64{1, 2, 3, 4}},
+		{"deleted", protocol.Stat{States: "X"}, []int64{2}},
+		{"done or blocked", protocol.Stat{States: "DB"}, []int64{1, 3}},
+		{"queue", protocol.Stat{Queue: "gpu"}, []int64{4}},
+		{"no such queue", protocol.Stat{Queue: "none"}, nil},
+		{"target", protocol.Stat{Target: "a"}, []int64{1, 4}},
+		{"target queue states", protocol.Stat{Target: "a", Queue: protocol.DefaultQueue, States: "DX"}, []int64{1, 2}},
+		{"target queue state", protocol.Stat{Target: "a", Queue: protocol.DefaultQueue, States: "D"}, []int64{1}},
+		{"limit", protocol.Stat{Limit: 2}, []int64{1, 3}},
+		{"ids", protocol.Stat{IDs: []int64{4, 2, 1}}, []int64{1, 4}},
+		{"ids states limit", protocol.Stat{IDs: []int64{4, 2, 1}, States: "WQEDFBX", Limit: 2}, []int64{1, 2}},
 	}
 	for _, tc := range tests {
-		if got := idsOf(e.stat(tc.st)); !slices.Equal(got, tc.want) {
-			t.Errorf("Stat(%+v) = %v, want %v", tc.st, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := idsOf(e.stat(tc.st)); !slices.Equal(got, tc.want) {
+				t.Errorf("Stat(%+v) = %v, want %v", tc.st, got, tc.want)
+			}
+		})
 	}
 	err := e.s.Inspect().Stat(ctx, protocol.Stat{States: "QZ"}, 0, func([]protocol.JobInfo) error { return nil })
 	errCode(t, err, protocol.CodeBadRequest)
@@ -1357,13 +1373,15 @@ func TestStatTargetPrefix(t *testing.T) {
 		{"smk.r1.\u00e9", []int64{6}},
 	}
 	for _, tc := range tests {
-		var got []int64
-		for _, j := range e.stat(protocol.Stat{TargetPrefix: tc.prefix}) {
-			got = append(got, j.ID)
-		}
-		if !slices.Equal(got, tc.want) {
-			t.Errorf("Stat(TargetPrefix %q) = %v, want %v", tc.prefix, got, tc.want)
-		}
+		t.Run(tc.prefix, func(t *testing.T) {
+			var got []int64
+			for _, j := range e.stat(protocol.Stat{TargetPrefix: tc.prefix}) {
+				got = append(got, j.ID)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("Stat(TargetPrefix %q) = %v, want %v", tc.prefix, got, tc.want)
+			}
+		})
 	}
 	// With a target too, both must hold.
 	if got := e.stat(protocol.Stat{TargetPrefix: "smk.r1.", Target: "smk.r2.a.1"}); len(got) != 0 {
@@ -1403,11 +1421,20 @@ func TestRegister(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
-	for _, r := range []protocol.Register{
-		{Host: "h", Slots: 1}, {Site: "s", Slots: 1}, {Site: "s", Host: "h", Slots: 0}, {Site: "s", Host: "h", Slots: 4097},
-	} {
-		_, err := e.s.Register(ctx, r)
-		errCode(t, err, protocol.CodeBadRequest)
+	badRegisters := []struct {
+		name string
+		r    protocol.Register
+	}{
+		{"no site", protocol.Register{Host: "h", Slots: 1}},
+		{"no host", protocol.Register{Site: "s", Slots: 1}},
+		{"no slots", protocol.Register{Site: "s", Host: "h", Slots: 0}},
+		{"too many slots", protocol.Register{Site: "s", Host: "h", Slots: 4097}},
+	}
+	for _, tc := range badRegisters {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := e.s.Register(ctx, tc.r)
+			errCode(t, err, protocol.CodeBadRequest)
+		})
 	}
 	r1, err := e.s.Register(ctx, protocol.Register{Site: "s", Host: "h", Slots: 2})
 	if err != nil {
@@ -1423,12 +1450,21 @@ func TestRegister(t *testing.T) {
 	if err != nil || r3.ID == r1.ID {
 		t.Fatalf("stolen id = %+v, %v", r3, err)
 	}
-	_, err = e.s.Next(ctx, protocol.Next{Placeholder: 999, Free: 1})
-	errCode(t, err, protocol.CodeNotFound)
-	_, err = e.s.Next(ctx, protocol.Next{Placeholder: r1.ID, Free: -1})
-	errCode(t, err, protocol.CodeBadRequest)
-	_, err = e.s.Next(ctx, protocol.Next{Placeholder: r1.ID, Free: 4097})
-	errCode(t, err, protocol.CodeBadRequest)
+	badNexts := []struct {
+		name string
+		n    protocol.Next
+		code string
+	}{
+		{"Next unknown placeholder", protocol.Next{Placeholder: 999, Free: 1}, protocol.CodeNotFound},
+		{"Next negative free", protocol.Next{Placeholder: r1.ID, Free: -1}, protocol.CodeBadRequest},
+		{"Next too many free", protocol.Next{Placeholder: r1.ID, Free: 4097}, protocol.CodeBadRequest},
+	}
+	for _, tc := range badNexts {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := e.s.Next(ctx, tc.n)
+			errCode(t, err, tc.code)
+		})
+	}
 }
 
 func TestNextLongPoll(t *testing.T) {
@@ -1619,24 +1655,43 @@ func TestCloseAnswersParked(t *testing.T) {
 func TestOpenErrors(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	if _, err := Open(ctx, Options{Path: t.TempDir() + "/x.db", Sync: "sometimes"}); err == nil {
-		t.Fatal("unknown sync mode accepted")
+	tests := []struct {
+		name   string
+		opt    func(t *testing.T) Options
+		errHas string
+	}{
+		{"unknown sync mode", func(t *testing.T) Options {
+			return Options{Path: t.TempDir() + "/x.db", Sync: "sometimes"}
+		}, ""},
+		{"unopenable path", func(t *testing.T) Options {
+			return Options{Path: t.TempDir() + "/no/such/dir/x.db"}
+		}, ""},
+		// A database of another schema version is refused.
+		{"other schema version", func(t *testing.T) Options {
+			path := t.TempDir() + "/v.db"
+			s, err := Open(ctx, Options{Path: path})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			db := openRaw(t, path)
+			mustExec(t, db, "UPDATE meta SET value = '99' WHERE key = 'schema'")
+			db.Close()
+			return Options{Path: path}
+		}, "schema version 99"},
 	}
-	if _, err := Open(ctx, Options{Path: t.TempDir() + "/no/such/dir/x.db"}); err == nil {
-		t.Fatal("unopenable path accepted")
-	}
-	// A database of another schema version is refused.
-	path := t.TempDir() + "/v.db"
-	s, err := Open(ctx, Options{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	db := openRaw(t, path)
-	mustExec(t, db, "UPDATE meta SET value = '99' WHERE key = 'schema'")
-	db.Close()
-	if _, err := Open(ctx, Options{Path: path}); err == nil || !strings.Contains(err.Error(), "schema version 99") {
-		t.Fatalf("other schema version: %v", err)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s, err := Open(ctx, tc.opt(t))
+			if err == nil {
+				s.Close()
+				t.Fatalf("%s accepted", tc.name)
+			}
+			if !strings.Contains(err.Error(), tc.errHas) {
+				t.Fatalf("%s: %v, want an error saying %q", tc.name, err, tc.errHas)
+			}
+		})
 	}
 }
 
@@ -1847,19 +1902,21 @@ func TestPlaceholderOwnsItsJobs(t *testing.T) {
 // the path short and two tests shared one database).
 func TestOpenPathWithURICharacters(t *testing.T) {
 	for _, name := range []string{"a#b", "a?b", "a%23b", "a b"} {
-		dir := filepath.Join(t.TempDir(), name)
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join(dir, "mq.db")
-		s, err := Open(context.Background(), Options{Path: path, Sync: SyncNormal})
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		s.Close()
-		if _, err := os.Stat(path); err != nil {
-			t.Errorf("%s: the database is not where asked: %v", name, err)
-		}
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), name)
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, "mq.db")
+			s, err := Open(context.Background(), Options{Path: path, Sync: SyncNormal})
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			s.Close()
+			if _, err := os.Stat(path); err != nil {
+				t.Errorf("%s: the database is not where asked: %v", name, err)
+			}
+		})
 	}
 }
 
@@ -1998,28 +2055,38 @@ func TestSJFRuntimes(t *testing.T) {
 // a bad write fails them) and skipped otherwise (a running CLS).
 func TestCheckConstraintsOption(t *testing.T) {
 	t.Parallel()
-	for _, checks := range []bool{true, false} {
-		s, err := Open(context.Background(), Options{Path: filepath.Join(t.TempDir(), "mq.db"), Sync: SyncNormal, CheckConstraints: checks})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Submit(context.Background(), []protocol.JobSpec{{Target: "t", Command: "x", Cwd: "/"}}); err != nil {
-			t.Fatal(err)
-		}
-		err = s.do(context.Background(), func() error {
-			if err := s.begin(); err != nil {
-				return err
+	tests := []struct {
+		name   string
+		checks bool
+	}{
+		{"CheckConstraints", true},
+		{"without CheckConstraints", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s, err := Open(context.Background(), Options{Path: filepath.Join(t.TempDir(), "mq.db"), Sync: SyncNormal, CheckConstraints: tc.checks})
+			if err != nil {
+				t.Fatal(err)
 			}
-			_, err := s.w.ExecContext(context.Background(), "UPDATE jobs SET state = 'Z'")
-			return err
+			defer s.Close()
+			if _, err := s.Submit(context.Background(), []protocol.JobSpec{{Target: "t", Command: "x", Cwd: "/"}}); err != nil {
+				t.Fatal(err)
+			}
+			err = s.do(context.Background(), func() error {
+				if err := s.begin(); err != nil {
+					return err
+				}
+				_, err := s.w.ExecContext(context.Background(), "UPDATE jobs SET state = 'Z'")
+				return err
+			})
+			if tc.checks && (err == nil || !strings.Contains(err.Error(), "CHECK")) {
+				t.Errorf("CheckConstraints: writing state Z gave %v, want a CHECK failure", err)
+			}
+			if !tc.checks && err != nil {
+				t.Errorf("without CheckConstraints: %v", err)
+			}
 		})
-		if checks && (err == nil || !strings.Contains(err.Error(), "CHECK")) {
-			t.Errorf("CheckConstraints: writing state Z gave %v, want a CHECK failure", err)
-		}
-		if !checks && err != nil {
-			t.Errorf("without CheckConstraints: %v", err)
-		}
-		s.Close()
 	}
 }
 

@@ -159,60 +159,69 @@ func TestFailureBlocksAndRerunUnblocks(t *testing.T) {
 	e.check()
 }
 
+// TestLeaseExpiry: a job whose placeholder stops heartbeating is requeued
+// at each lost lease, the lost attempt kept in its history, until its
+// queue's attempts are used up; then it fails, and a late report of the
+// last attempt changes nothing.
 func TestLeaseExpiry(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	id := e.submit1("t", "sleep 100")
-	ph := e.register("s")
-	for attempt := 1; attempt <= 3; attempt++ {
-		as := e.next(ph, 1)
-		if len(as) != 1 || as[0].ID != id || as[0].Attempt != attempt {
-			t.Fatalf("attempt %d: got %+v", attempt, as)
-		}
-		e.expireLeases(id)
-		d := e.job(id)
-		if attempt < 3 {
-			if d.State != "Q" {
-				t.Fatalf("after lost attempt %d the job is %s, want Q", attempt, d.State)
-			}
-			if len(d.History) != attempt {
-				t.Fatalf("history %+v, want %d entries", d.History, attempt)
-			}
-			h := d.History[attempt-1]
-			if h.Attempt != attempt || !strings.HasPrefix(h.Reason, "lost: no heartbeat from placeholder") ||
-				h.Exit != nil || h.Started == "" || h.Finished == "" || h.Site != "s" {
-				t.Fatalf("history entry %+v", h)
-			}
-			if d.Started != "" || d.Exit != nil || d.Reason != "" {
-				t.Fatalf("a requeued job keeps its old attempt's facts: %+v", d.JobInfo)
-			}
-		}
-		e.check()
+	tests := []struct {
+		name        string
+		queue       string
+		maxAttempts int // 0: the default queue's, 3
+		attempts    int
+	}{
+		{"DefaultMaxAttempts", "", 0, 3},
+		{"RespectsMaxAttempts", "once", 1, 1},
 	}
-	d := e.job(id)
-	if d.State != "F" || !strings.HasPrefix(d.Reason, "lost:") || d.Attempts != 3 || d.Exit != nil {
-		t.Fatalf("after max attempts: %+v", d.JobInfo)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			if tc.maxAttempts > 0 {
+				e.mustSetQueue(protocol.QueueSet{Name: tc.queue, MaxAttempts: &tc.maxAttempts})
+			}
+			id := e.submit(protocol.JobSpec{Queue: tc.queue, Target: "t", Command: "sleep 100"})[0]
+			ph := e.register("s")
+			for attempt := 1; attempt <= tc.attempts; attempt++ {
+				as := e.next(ph, 1)
+				if len(as) != 1 || as[0].ID != id || as[0].Attempt != attempt {
+					t.Fatalf("attempt %d: got %+v", attempt, as)
+				}
+				e.expireLeases(id)
+				d := e.job(id)
+				if attempt < tc.attempts {
+					if d.State != "Q" {
+						t.Fatalf("after lost attempt %d the job is %s, want Q", attempt, d.State)
+					}
+					if len(d.History) != attempt {
+						t.Fatalf("history %+v, want %d entries", d.History, attempt)
+					}
+					h := d.History[attempt-1]
+					if h.Attempt != attempt || !strings.HasPrefix(h.Reason, "lost: no heartbeat from placeholder") ||
+						h.Exit != nil || h.Started == "" || h.Finished == "" || h.Site != "s" {
+						t.Fatalf("history entry %+v", h)
+					}
+					if d.Started != "" || d.Exit != nil || d.Reason != "" {
+						t.Fatalf("a requeued job keeps its old attempt's facts: %+v", d.JobInfo)
+					}
+				}
+				e.check()
+			}
+			e.mustBe(id, job.Failed)
+			d := e.job(id)
+			if d.State != "F" || !strings.HasPrefix(d.Reason, "lost:") || d.Attempts != tc.attempts || d.Exit != nil {
+				t.Fatalf("after max attempts: %+v", d.JobInfo)
+			}
+			if len(d.History) != tc.attempts-1 {
+				t.Fatalf("final history %+v, want attempts 1 to %d", d.History, tc.attempts-1)
+			}
+			// A late report of the last attempt changes nothing.
+			e.report(ph, protocol.Report{ID: id, Attempt: tc.attempts, Exit: 0})
+			e.mustBe(id, job.Failed)
+			e.check()
+		})
 	}
-	if len(d.History) != 2 {
-		t.Fatalf("final history %+v, want attempts 1 and 2", d.History)
-	}
-	// A late report of the last attempt changes nothing.
-	e.report(ph, protocol.Report{ID: id, Attempt: 3, Exit: 0})
-	e.mustBe(id, job.Failed)
-	e.check()
-}
-
-func TestLeaseExpiryRespectsMaxAttempts(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	one := 1
-	e.mustSetQueue(protocol.QueueSet{Name: "once", MaxAttempts: &one})
-	id := e.submit(protocol.JobSpec{Queue: "once", Target: "t", Command: "x"})[0]
-	ph := e.register("s")
-	e.next(ph, 1)
-	e.expireLeases(id)
-	e.mustBe(id, job.Failed)
-	e.check()
 }
 
 // TestStallRenewsLeases: the clock jumps past every lease while the core

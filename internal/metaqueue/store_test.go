@@ -159,62 +159,69 @@ func TestFailureBlocksAndRerunUnblocks(t *testing.T) {
 	e.check()
 }
 
+// TestLeaseExpiry: a job whose placeholder stops heartbeating is requeued
+// at each lost lease, the lost attempt kept in its history, until its
+// queue's attempts are used up; then it fails, and a late report of the
+// last attempt changes nothing.
 func TestLeaseExpiry(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	id := e.submit1("t", "sleep 100")
-	ph := e.register("s")
-	for attempt := 1; attempt <= 3; attempt++ {
-		as := e.next(ph, 1)
-		if len(as) != 1 || as[0].ID != id || as[0].Attempt != attempt {
-			t.Fatalf("attempt %d: got %+v", attempt, as)
-		}
-		e.expireLeases(id)
-		d := e.job(id)
-		if attempt < 3 {
-			if d.State != "Q" {
-				t.Fatalf("after lost attempt %d the job is %s, want Q", attempt, d.State)
-			}
-			if len(d.History) != attempt {
-				t.Fatalf("history %+v, want %d entries", d.History, attempt)
-			}
-			h := d.History[attempt-1]
-			if h.Attempt != attempt || !strings.HasPrefix(h.Reason, "lost: no heartbeat from placeholder") ||
-				h.Exit != nil || h.Started == "" || h.Finished == "" || h.Site != "s" {
-				t.Fatalf("history entry %+v", h)
-			}
-			if d.Started != "" || d.Exit != nil || d.Reason != "" {
-				t.Fatalf("a requeued job keeps its old attempt's facts: %+v", d.JobInfo)
-			}
-		}
-		e.check()
+	tests := []struct {
+		name        string
+		queue       string
+		maxAttempts int // 0: the default queue's, 3
+		attempts    int
+	}{
+		{"DefaultMaxAttempts", "", 0, 3},
+		{"RespectsMaxAttempts", "once", 1, 1},
 	}
-	d := e.job(id)
-	if d.State != "F" || !strings.HasPrefix(d.Reason, "lost:") || d.Attempts != 3 || d.Exit != nil {
-		t.Fatalf("after max attempts: %+v", d.JobInfo)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			if tc.maxAttempts > 0 {
+				e.mustSetQueue(protocol.QueueSet{Name: tc.queue, MaxAttempts: &tc.maxAttempts})
+			}
+			id := e.submit(protocol.JobSpec{Queue: tc.queue, Target: "t", Command: "sleep 100"})[0]
+			ph := e.register("s")
+			for attempt := 1; attempt <= tc.attempts; attempt++ {
+				as := e.next(ph, 1)
+				if len(as) != 1 || as[0].ID != id || as[0].Attempt != attempt {
+					t.Fatalf("attempt %d: got %+v", attempt, as)
+				}
+				e.expireLeases(id)
+				d := e.job(id)
+				if attempt < tc.attempts {
+					if d.State != "Q" {
+						t.Fatalf("after lost attempt %d the job is %s, want Q", attempt, d.State)
+					}
+					if len(d.History) != attempt {
+						t.Fatalf("history %+v, want %d entries", d.History, attempt)
+					}
+					h := d.History[attempt-1]
+					if h.Attempt != attempt || !strings.HasPrefix(h.Reason, "lost: no heartbeat from placeholder") ||
+						h.Exit != nil || h.Started == "" || h.Finished == "" || h.Site != "s" {
+						t.Fatalf("history entry %+v", h)
+					}
+					if d.Started != "" || d.Exit != nil || d.Reason != "" {
+						t.Fatalf("a requeued job keeps its old attempt's facts: %+v", d.JobInfo)
+					}
+				}
+				e.check()
+			}
+			e.mustBe(id, job.Failed)
+			d := e.job(id)
+			if d.State != "F" || !strings.HasPrefix(d.Reason, "lost:") || d.Attempts != tc.attempts || d.Exit != nil {
+				t.Fatalf("after max attempts: %+v", d.JobInfo)
+			}
+			if len(d.History) != tc.attempts-1 {
+				t.Fatalf("final history %+v, want attempts 1 to %d", d.History, tc.attempts-1)
+			}
+			// A late report of the last attempt changes nothing.
+			e.report(ph, protocol.Report{ID: id, Attempt: tc.attempts, Exit: 0})
+			e.mustBe(id, job.Failed)
+			e.check()
+		})
 	}
-	if len(d.History) != 2 {
-		t.Fatalf("final history %+v, want attempts 1 and 2", d.History)
-	}
-	// A late report of the last attempt changes nothing.
-	e.report(ph, protocol.Report{ID: id, Attempt: 3, Exit: 0})
-	e.mustBe(id, job.Failed)
-	e.check()
-}
-
-func TestLeaseExpiryRespectsMaxAttempts(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	one := 1
-	if _, err := e.s.SetQueue(context.Background(), protocol.QueueSet{Name: "once", MaxAttempts: &one}); err != nil {
-		t.Fatal(err)
-	}
-	id := e.submit(protocol.JobSpec{Queue: "once", Target: "t", Command: "x"})[0]
-	ph := e.register("s")
-	e.next(ph, 1)
-	e.expireLeases(id)
-	e.mustBe(id, job.Failed)
-	e.check()
 }
 
 // TestStallRenewsLeases: the clock jumps past every lease while the core
@@ -250,14 +257,7 @@ func TestStallRenewsLeases(t *testing.T) {
 	if d := e.job(ended); d.Attempts != 1 || len(d.History) != 0 {
 		t.Fatalf("job that ended during the stall: attempts %d, history %+v; want 1 and none", d.Attempts, d.History)
 	}
-	ctx := context.Background()
-	for i := 0; i < 3; i++ {
-		e.advance(testLease / 2)
-		hb, err := e.s.Heartbeat(ctx, protocol.Heartbeat{Placeholder: ph, Running: []protocol.JobRef{{ID: running, Attempt: 1}}})
-		if err != nil || len(hb.Kill) != 0 {
-			t.Fatalf("Heartbeat = %+v, %v", hb, err)
-		}
-	}
+	e.keepBeating(ph, 3, protocol.JobRef{ID: running, Attempt: 1})
 	// A lease and a half of the CLS running: the silent placeholder's
 	// renewed lease has run out; the heartbeating one's has not.
 	e.mustBe(running, job.Executing)
@@ -353,9 +353,7 @@ func TestReportOutcomes(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
 			ceil := 60.0
-			if _, err := e.s.SetQueue(context.Background(), protocol.QueueSet{Name: "q", RetryFailed: &tc.retry, Ceiling: &ceil}); err != nil {
-				t.Fatal(err)
-			}
+			e.mustSetQueue(protocol.QueueSet{Name: "q", RetryFailed: &tc.retry, Ceiling: &ceil})
 			id := e.submit(protocol.JobSpec{Queue: "q", Target: "t", Command: "x"})[0]
 			ph := e.register("s")
 			as := e.nextWalltime(ph, 1, 0)
@@ -388,9 +386,7 @@ func TestRetryFailedUsesUpAttempts(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	yes, two := true, 2
-	if _, err := e.s.SetQueue(context.Background(), protocol.QueueSet{Name: "r", RetryFailed: &yes, MaxAttempts: &two}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustSetQueue(protocol.QueueSet{Name: "r", RetryFailed: &yes, MaxAttempts: &two})
 	id := e.submit(protocol.JobSpec{Queue: "r", Target: "t", Command: "x"})[0]
 	ph := e.register("s")
 	a := e.next(ph, 1)[0]
@@ -428,13 +424,7 @@ func TestHeartbeat(t *testing.T) {
 	asLost := e.next(other, 1)
 	ctx := context.Background()
 	// Renew every few seconds for three lease lengths: the jobs stay.
-	for i := 0; i < 6; i++ {
-		e.advance(testLease / 2)
-		hb, err := e.s.Heartbeat(ctx, protocol.Heartbeat{Placeholder: ph, Running: []protocol.JobRef{{ID: keep, Attempt: 1}, {ID: del, Attempt: 1}}})
-		if err != nil || len(hb.Kill) != 0 {
-			t.Fatalf("Heartbeat = %+v, %v", hb, err)
-		}
-	}
+	e.keepBeating(ph, 6, protocol.JobRef{ID: keep, Attempt: 1}, protocol.JobRef{ID: del, Attempt: 1})
 	e.mustBe(keep, job.Executing)
 	e.mustBe(del, job.Executing)
 	e.mustBe(lost, job.Queued) // other never heartbeat
@@ -568,9 +558,7 @@ func TestRerun(t *testing.T) {
 		case d:
 			e.report(ph, ok(a))
 		case x:
-			if _, err := e.s.Delete(ctx, protocol.Select{IDs: []int64{x}}); err != nil {
-				t.Fatal(err)
-			}
+			e.mustDelete(x)
 		}
 	}
 	e.mustBe(blocked, job.Blocked)
@@ -632,15 +620,7 @@ func TestWait(t *testing.T) {
 	b := e.submit1("b", "b", "a")
 	c := e.submit1("c", "c")
 	x := e.submit1("x", "x")
-	type res struct {
-		r   protocol.WaitReply
-		err error
-	}
-	done := make(chan res, 1)
-	go func() {
-		r, err := e.s.Wait(ctx, []int64{a, b, c, x}, 0)
-		done <- res{r, err}
-	}()
+	done := e.goWait(ctx, []int64{a, b, c, x}, 0)
 	ph := e.register("s")
 	as := e.next(ph, 2)
 	if !slices.Equal(ids(as), []int64{a, c}) {
@@ -648,20 +628,9 @@ func TestWait(t *testing.T) {
 	}
 	e.report(ph, exit(as[0], 4))
 	e.report(ph, ok(as[1]))
-	select {
-	case r := <-done:
-		t.Fatalf("Wait returned while x is queued: %+v", r)
-	case <-time.After(300 * time.Millisecond):
-	}
-	if _, err := e.s.Delete(ctx, protocol.Select{IDs: []int64{x}}); err != nil {
-		t.Fatal(err)
-	}
-	var r res
-	select {
-	case r = <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Wait did not return after every job ended")
-	}
+	noneWithin(t, done, 300*time.Millisecond, "Wait returned while x is queued")
+	e.mustDelete(x)
+	r := gotWithin(t, done, 10*time.Second, "Wait did not return after every job ended")
 	if r.err != nil || len(r.r.Pending) != 0 || len(r.r.Jobs) != 4 {
 		t.Fatalf("Wait = %+v, %v", r.r, r.err)
 	}
@@ -702,27 +671,15 @@ func TestWaitTimeout(t *testing.T) {
 	ph := e.register("s")
 	as := e.next(ph, 1)
 	e.report(ph, ok(as[0]))
-	done := make(chan protocol.WaitReply, 1)
-	go func() {
-		r, err := e.s.Wait(ctx, []int64{a, b, c}, 5*time.Second)
-		if err != nil {
-			t.Error(err)
-		}
-		done <- r
-	}()
+	done := e.goWait(ctx, []int64{a, b, c}, 5*time.Second)
 	e.parkedAtLeast(0, 1)
-	select {
-	case r := <-done:
-		t.Fatalf("returned before its timeout: %+v", r)
-	case <-time.After(300 * time.Millisecond):
-	}
+	noneWithin(t, done, 300*time.Millisecond, "returned before its timeout")
 	e.clock.Advance(6 * time.Second)
-	var r protocol.WaitReply
-	select {
-	case r = <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Wait did not time out")
+	out := gotWithin(t, done, 10*time.Second, "Wait did not time out")
+	if out.err != nil {
+		t.Error(out.err)
 	}
+	r := out.r
 	slices.Sort(r.Pending)
 	if len(r.Jobs) != 1 || r.Jobs[0].ID != a || !slices.Equal(r.Pending, []int64{b, c}) {
 		t.Fatalf("timed-out Wait = %+v, want a ended and [b c] pending", r)
@@ -739,20 +696,11 @@ func TestWaitContextCanceled(t *testing.T) {
 	e := newEnv(t)
 	id := e.submit1("a", "a")
 	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() {
-		_, err := e.s.Wait(ctx, []int64{id}, 0)
-		errc <- err
-	}()
+	done := e.goWait(ctx, []int64{id}, 0)
 	time.Sleep(100 * time.Millisecond)
 	cancel()
-	select {
-	case err := <-errc:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("Wait after cancel: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Wait ignored its context")
+	if r := gotWithin(t, done, 10*time.Second, "Wait ignored its context"); !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("Wait after cancel: %v", r.err)
 	}
 	// The store keeps working, and ending the job does not trip on the
 	// abandoned waiter.
@@ -787,11 +735,13 @@ func TestSubmitValidation(t *testing.T) {
 		{"cycle within", []protocol.JobSpec{spec("a", "x", "b"), spec("b", "x", "a")}, "would form a cycle"},
 	}
 	for _, tc := range tests {
-		_, err := e.s.Submit(ctx, tc.specs)
-		errCode(t, err, protocol.CodeBadRequest)
-		if !strings.Contains(err.Error(), tc.errHas) {
-			t.Errorf("%s: error %q does not say %q", tc.name, err, tc.errHas)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := e.s.Submit(ctx, tc.specs)
+			errCode(t, err, protocol.CodeBadRequest)
+			if !strings.Contains(err.Error(), tc.errHas) {
+				t.Errorf("%s: error %q does not say %q", tc.name, err, tc.errHas)
+			}
+		})
 	}
 	if n := len(e.stat(protocol.Stat{States: "WQEDFBX"})); n != 0 {
 		t.Fatalf("rejected submissions added %d jobs", n)
@@ -813,78 +763,84 @@ func TestSubmitValidation(t *testing.T) {
 	e.check()
 }
 
-// TestTargetNamesStored: new targets go to the database in batches, their
-// names as JSON; names with quotes, backslashes and non-ASCII letters, in
-// more than one full batch and a partial one, read back the same from the
-// database (listing, and a reopened store resolving prerequisites).
-func TestTargetNamesStored(t *testing.T) {
+// TestSubmitManyStored: a submission of more jobs than one insert batch
+// holds gets ids contiguous from 1 and reads back as submitted. New
+// targets go to the database in batches too, their names as JSON: names
+// with quotes, backslashes and non-ASCII letters, in more than one full
+// batch and a partial one, read back the same from the database (listing,
+// and a reopened store resolving prerequisites).
+func TestSubmitManyStored(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
 	odd := []string{`q"uote`, `back\slash`, `\"`, "naïve-√", `{"json":1}`, `[x]`}
-	var specs []protocol.JobSpec
-	for i := 0; i < targetRows+300; i++ {
-		name := fmt.Sprintf("t%d", i)
-		if i%1000 < len(odd) {
-			name = fmt.Sprintf("%s%d", odd[i%1000], i)
-		}
-		var pre []string
-		if i%2 == 1 {
-			pre = []string{specs[i-1].Target}
-		}
-		specs = append(specs, spec(name, "true", pre...))
+	tests := []struct {
+		name    string
+		n       int
+		target  func(i int) string
+		command func(i int) string
+		prereq  func(i int) bool // job i needs job i-1's target
+		reopen  bool
+	}{
+		{
+			name: "TargetNamesStored",
+			n:    targetRows + 300,
+			target: func(i int) string {
+				if i%1000 < len(odd) {
+					return fmt.Sprintf("%s%d", odd[i%1000], i)
+				}
+				return fmt.Sprintf("t%d", i)
+			},
+			command: func(int) string { return "true" },
+			prereq:  func(i int) bool { return i%2 == 1 },
+			reopen:  true,
+		},
+		{
+			name:    "IDsContiguous",
+			n:       3*bulkRows + 5,
+			target:  func(i int) string { return fmt.Sprintf("t%d", i) },
+			command: func(i int) string { return fmt.Sprintf("cmd %d", i) },
+			prereq:  func(i int) bool { return i > 0 && i%7 == 0 },
+		},
 	}
-	e.submit(specs...)
-	e.reopen()
-	list := e.stat(protocol.Stat{})
-	if len(list) != len(specs) {
-		t.Fatalf("stat lists %d jobs, want %d", len(list), len(specs))
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			var specs []protocol.JobSpec
+			for i := 0; i < tc.n; i++ {
+				var pre []string
+				if tc.prereq(i) {
+					pre = []string{specs[i-1].Target}
+				}
+				specs = append(specs, spec(tc.target(i), tc.command(i), pre...))
+			}
+			got := e.submit(specs...)
+			for i, id := range got {
+				if id != int64(i+1) {
+					t.Fatalf("ids %v not contiguous from 1", got)
+				}
+			}
+			if tc.reopen {
+				e.reopen()
+			}
+			list := e.stat(protocol.Stat{})
+			if len(list) != len(specs) {
+				t.Fatalf("stat lists %d jobs, want %d", len(list), len(specs))
+			}
+			for i, j := range list {
+				want, wantPre := "Q", []string{}
+				if tc.prereq(i) {
+					want, wantPre = "W", []string{specs[i-1].Target}
+				}
+				if j.Target != specs[i].Target || j.Command != specs[i].Command || !slices.Equal(j.Prereqs, wantPre) {
+					t.Fatalf("job %d stored as %+v; want target %q, command %q, prereqs %q", j.ID, j, specs[i].Target, specs[i].Command, wantPre)
+				}
+				if j.State != want {
+					t.Fatalf("job %d is %s, want %s", j.ID, j.State, want)
+				}
+			}
+			e.check()
+		})
 	}
-	for i, j := range list {
-		want := "Q"
-		if i%2 == 1 {
-			want = "W"
-		}
-		if j.Target != specs[i].Target || j.State != want || (i%2 == 1 && (len(j.Prereqs) != 1 || j.Prereqs[0] != specs[i-1].Target)) {
-			t.Fatalf("job %d stored as %+v; want target %q, state %s", j.ID, j, specs[i].Target, want)
-		}
-	}
-	e.check()
-}
-
-func TestSubmitManyIDsContiguous(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	var specs []protocol.JobSpec
-	for i := 0; i < 3*bulkRows+5; i++ {
-		var pre []string
-		if i > 0 && i%7 == 0 {
-			pre = []string{fmt.Sprintf("t%d", i-1)}
-		}
-		specs = append(specs, spec(fmt.Sprintf("t%d", i), fmt.Sprintf("cmd %d", i), pre...))
-	}
-	got := e.submit(specs...)
-	for i, id := range got {
-		if id != int64(i+1) {
-			t.Fatalf("ids %v not contiguous from 1", got)
-		}
-	}
-	list := e.stat(protocol.Stat{})
-	if len(list) != len(specs) {
-		t.Fatalf("stat lists %d jobs", len(list))
-	}
-	for i, j := range list {
-		if j.Command != specs[i].Command || j.Target != specs[i].Target {
-			t.Fatalf("job %d stored as %+v", i+1, j)
-		}
-		want := "Q"
-		if i > 0 && i%7 == 0 {
-			want = "W"
-		}
-		if j.State != want {
-			t.Fatalf("job %d is %s, want %s", j.ID, j.State, want)
-		}
-	}
-	e.check()
 }
 
 func TestBulk(t *testing.T) {
@@ -893,10 +849,7 @@ func TestBulk(t *testing.T) {
 	ctx := context.Background()
 	e.submit1("existing", "x", "base")
 
-	b, err := e.s.NewBulk()
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := e.mustNewBulk()
 	var chunk []protocol.JobSpec
 	for i := 0; i < 150; i++ {
 		chunk = append(chunk, spec("bulk", fmt.Sprintf("job %d", i), "existing"))
@@ -937,10 +890,7 @@ func TestBulkCycleDeepInMillion(t *testing.T) {
 		pipes = 50000
 	}
 	e := newEnv(t)
-	b, err := e.s.NewBulk()
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := e.mustNewBulk()
 	const chain = 10000
 	specs := make([]protocol.JobSpec, 0, 4000)
 	flush := func(force bool) {
@@ -965,7 +915,7 @@ func TestBulkCycleDeepInMillion(t *testing.T) {
 		flush(false)
 	}
 	flush(true)
-	_, err = b.Commit(context.Background())
+	_, err := b.Commit(context.Background())
 	errCode(t, err, protocol.CodeBadRequest)
 	msg := err.Error()
 	if !strings.Contains(msg, "would form a cycle: c") || !strings.Contains(msg, "(9981 more)") || len(msg) > 500 {
@@ -984,10 +934,7 @@ func TestBulkAllOrNothing(t *testing.T) {
 	e.submit1("b", "x", "a") // existing edge b -> a
 
 	// A cycle closed through the existing edge rejects the whole bulk.
-	b, err := e.s.NewBulk()
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := e.mustNewBulk()
 	var specs []protocol.JobSpec
 	for i := 0; i < 200; i++ {
 		specs = append(specs, spec(fmt.Sprintf("ok%d", i), "x"))
@@ -996,7 +943,7 @@ func TestBulkAllOrNothing(t *testing.T) {
 	if err := b.Add(1, specs); err != nil {
 		t.Fatal(err)
 	}
-	_, err = b.Commit(ctx)
+	_, err := b.Commit(ctx)
 	errCode(t, err, protocol.CodeBadRequest)
 	if !strings.Contains(err.Error(), "cycle") {
 		t.Fatalf("err %v", err)
@@ -1010,10 +957,7 @@ func TestBulkAllOrNothing(t *testing.T) {
 	e.check()
 
 	// An invalid line is refused at Add, naming its line.
-	b, err = e.s.NewBulk()
-	if err != nil {
-		t.Fatal(err)
-	}
+	b = e.mustNewBulk()
 	err = b.Add(10, []protocol.JobSpec{spec("t", "x"), spec("t", "x"), {Target: "t", Command: "x", Cwd: "rel"}})
 	errCode(t, err, protocol.CodeBadRequest)
 	if !strings.HasPrefix(err.Error(), "line 12: ") {
@@ -1022,18 +966,12 @@ func TestBulkAllOrNothing(t *testing.T) {
 	b.Abort()
 
 	// Empty commit.
-	b, err = e.s.NewBulk()
-	if err != nil {
-		t.Fatal(err)
-	}
+	b = e.mustNewBulk()
 	_, err = b.Commit(ctx)
 	errCode(t, err, protocol.CodeBadRequest)
 
 	// The store keeps working: a good bulk and a submit go through.
-	b, err = e.s.NewBulk()
-	if err != nil {
-		t.Fatal(err)
-	}
+	b = e.mustNewBulk()
 	if err := b.Add(1, []protocol.JobSpec{spec("a", "x"), spec("c", "x", "b")}); err != nil {
 		t.Fatal(err)
 	}
@@ -1053,7 +991,6 @@ func TestBulkAllOrNothing(t *testing.T) {
 func TestWalltimeFilter(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ctx := context.Background()
 	long := e.submit(protocol.JobSpec{Target: "t", Command: "long", Est: 100})[0]
 	short := e.submit(protocol.JobSpec{Target: "t", Command: "short", Est: 10})[0]
 	unknown := e.submit(protocol.JobSpec{Target: "t", Command: "unknown"})[0]
@@ -1072,9 +1009,7 @@ func TestWalltimeFilter(t *testing.T) {
 	}
 	// With a ceiling, a job with no estimate needs the whole ceiling.
 	ceil := 3600.0
-	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "c", Ceiling: &ceil}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustSetQueue(protocol.QueueSet{Name: "c", Ceiling: &ceil})
 	noEst := e.submit(protocol.JobSpec{Queue: "c", Target: "u", Command: "x"})[0]
 	withEst := e.submit(protocol.JobSpec{Queue: "c", Target: "u", Command: "x", Est: 60})[0]
 	as = e.nextWalltime(ph, 5, 100)
@@ -1146,13 +1081,9 @@ func TestSetQueueAndPolicy(t *testing.T) {
 		t.Fatalf("sjf after switch picked %d", as[0].ID)
 	}
 	fcfs := "fcfs"
-	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Policy: &fcfs}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustSetQueue(protocol.QueueSet{Name: "q", Policy: &fcfs})
 	// The policy survives a restart.
-	if _, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: "q", Policy: &sjf}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustSetQueue(protocol.QueueSet{Name: "q", Policy: &sjf})
 	e.reopen()
 	qs, err := e.s.Queues(ctx)
 	if err != nil || len(qs) != 1 || qs[0].Policy != "sjf" {
@@ -1163,12 +1094,23 @@ func TestSetQueueAndPolicy(t *testing.T) {
 	neg, nan, zero, big := -1.0, 0.0, 0, 1001
 	nan = nan / nan
 	bad := "lifo"
-	for _, qs := range []protocol.QueueSet{
-		{Name: ""}, {Name: "a b"}, {Name: "q", Policy: &bad}, {Name: "q", Ceiling: &neg}, {Name: "q", Ceiling: &nan},
-		{Name: "q", MaxAttempts: &zero}, {Name: "q", MaxAttempts: &big},
-	} {
-		_, err := e.s.SetQueue(ctx, qs)
-		errCode(t, err, protocol.CodeBadRequest)
+	refused := []struct {
+		name string
+		qs   protocol.QueueSet
+	}{
+		{"no name", protocol.QueueSet{Name: ""}},
+		{"bad name", protocol.QueueSet{Name: "a b"}},
+		{"unknown policy", protocol.QueueSet{Name: "q", Policy: &bad}},
+		{"negative ceiling", protocol.QueueSet{Name: "q", Ceiling: &neg}},
+		{"NaN ceiling", protocol.QueueSet{Name: "q", Ceiling: &nan}},
+		{"zero attempts", protocol.QueueSet{Name: "q", MaxAttempts: &zero}},
+		{"too many attempts", protocol.QueueSet{Name: "q", MaxAttempts: &big}},
+	}
+	for _, tc := range refused {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := e.s.SetQueue(ctx, tc.qs)
+			errCode(t, err, protocol.CodeBadRequest)
+		})
 	}
 	if qs, _ := e.s.Queues(ctx); len(qs) != 1 {
 		t.Fatalf("a refused SetQueue created a queue: %+v", qs)
@@ -1202,7 +1144,6 @@ func TestRoundRobinAcrossQueues(t *testing.T) {
 func TestSummary(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ctx := context.Background()
 	e.submit(spec("a", "1"), spec("a", "2"), spec("b", "3", "a"), spec("w", "4", "zz"))
 	e.submit(protocol.JobSpec{Queue: "other", Target: "o", Command: "5"})
 	ph := e.register("s")
@@ -1214,9 +1155,7 @@ func TestSummary(t *testing.T) {
 			break
 		}
 	}
-	if _, err := e.s.Delete(ctx, protocol.Select{IDs: []int64{4}}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustDelete(4)
 	got := e.summary()
 	want := map[string]map[string]int{
 		protocol.DefaultQueue: {"W": 0, "Q": 0, "E": 1, "D": 0, "F": 1, "B": 1, "X": 1},
@@ -1330,9 +1269,7 @@ func TestStat(t *testing.T) {
 	a := e.next(ph, 1)[0]
 	e.clock.Advance(250 * time.Millisecond)
 	e.report(ph, ok(a))
-	if _, err := e.s.Delete(ctx, protocol.Select{IDs: []int64{2}}); err != nil {
-		t.Fatal(err)
-	}
+	e.mustDelete(2)
 	idsOf := func(js []protocol.JobInfo) []int64 {
 		var out []int64
 		for _, j := range js {
@@ -1341,26 +1278,29 @@ func TestStat(t *testing.T) {
 		return out
 	}
 	tests := []struct {
+		name string
 		st   protocol.Stat
 		want []int64
 	}{
-		{protocol.Stat{}, []int64{1, 3, 4}}, // X hidden by default
-		{protocol.Stat{States: "WQEDFBX"}, []int64{1, 2, 3, 4}},
-		{protocol.Stat{States: "X"}, []int64{2}},
-		{protocol.Stat{States: "DB"}, []int64{1, 3}},
-		{protocol.Stat{Queue: "gpu"}, []int64{4}},
-		{protocol.Stat{Queue: "none"}, nil},
-		{protocol.Stat{Target: "a"}, []int64{1, 4}},
-		{protocol.Stat{Target: "a", Queue: protocol.DefaultQueue, States: "DX"}, []int64{1, 2}},
-		{protocol.Stat{Target: "a", Queue: protocol.DefaultQueue, States: "D"}, []int64{1}},
-		{protocol.Stat{Limit: 2}, []int64{1, 3}},
-		{protocol.Stat{IDs: []int64{4, 2, 1}}, []int64{1, 4}},
-		{protocol.Stat{IDs: []int64{4, 2, 1}, States: "WQEDFBX", Limit: 2}, []int64{1, 2}},
+		{"X hidden by default", protocol.Stat{}, []int64{1, 3, 4}},
+		{"all states", protocol.Stat{States: "WQEDFBX"}, []int64{1, 2, 3, 4}},
+		{"deleted", protocol.Stat{States: "X"}, []int64{2}},
+		{"done or blocked", protocol.Stat{States: "DB"}, []int64{1, 3}},
+		{"queue", protocol.Stat{Queue: "gpu"}, []int64{4}},
+		{"no such queue", protocol.Stat{Queue: "none"}, nil},
+		{"target", protocol.Stat{Target: "a"}, []int64{1, 4}},
+		{"target queue states", protocol.Stat{Target: "a", Queue: protocol.DefaultQueue, States: "DX"}, []int64{1, 2}},
+		{"target queue state", protocol.Stat{Target: "a", Queue: protocol.DefaultQueue, States: "D"}, []int64{1}},
+		{"limit", protocol.Stat{Limit: 2}, []int64{1, 3}},
+		{"ids", protocol.Stat{IDs: []int64{4, 2, 1}}, []int64{1, 4}},
+		{"ids states limit", protocol.Stat{IDs: []int64{4, 2, 1}, States: "WQEDFBX", Limit: 2}, []int64{1, 2}},
 	}
 	for _, tc := range tests {
-		if got := idsOf(e.stat(tc.st)); !slices.Equal(got, tc.want) {
-			t.Errorf("Stat(%+v) = %v, want %v", tc.st, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := idsOf(e.stat(tc.st)); !slices.Equal(got, tc.want) {
+				t.Errorf("Stat(%+v) = %v, want %v", tc.st, got, tc.want)
+			}
+		})
 	}
 	err := e.s.Inspect().Stat(ctx, protocol.Stat{States: "QZ"}, 0, func([]protocol.JobInfo) error { return nil })
 	errCode(t, err, protocol.CodeBadRequest)
@@ -1442,13 +1382,15 @@ func TestStatTargetPrefix(t *testing.T) {
 		{"smk.r1.\u00e9", []int64{6}},
 	}
 	for _, tc := range tests {
-		var got []int64
-		for _, j := range e.stat(protocol.Stat{TargetPrefix: tc.prefix}) {
-			got = append(got, j.ID)
-		}
-		if !slices.Equal(got, tc.want) {
-			t.Errorf("Stat(TargetPrefix %q) = %v, want %v", tc.prefix, got, tc.want)
-		}
+		t.Run(tc.prefix, func(t *testing.T) {
+			var got []int64
+			for _, j := range e.stat(protocol.Stat{TargetPrefix: tc.prefix}) {
+				got = append(got, j.ID)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("Stat(TargetPrefix %q) = %v, want %v", tc.prefix, got, tc.want)
+			}
+		})
 	}
 	// With a target too, both must hold.
 	if got := e.stat(protocol.Stat{TargetPrefix: "smk.r1.", Target: "smk.r2.a.1"}); len(got) != 0 {
@@ -1488,11 +1430,20 @@ func TestRegister(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
-	for _, r := range []protocol.Register{
-		{Host: "h", Slots: 1}, {Site: "s", Slots: 1}, {Site: "s", Host: "h", Slots: 0}, {Site: "s", Host: "h", Slots: 4097},
-	} {
-		_, err := e.s.Register(ctx, r)
-		errCode(t, err, protocol.CodeBadRequest)
+	badRegisters := []struct {
+		name string
+		r    protocol.Register
+	}{
+		{"no site", protocol.Register{Host: "h", Slots: 1}},
+		{"no host", protocol.Register{Site: "s", Slots: 1}},
+		{"no slots", protocol.Register{Site: "s", Host: "h", Slots: 0}},
+		{"too many slots", protocol.Register{Site: "s", Host: "h", Slots: 4097}},
+	}
+	for _, tc := range badRegisters {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := e.s.Register(ctx, tc.r)
+			errCode(t, err, protocol.CodeBadRequest)
+		})
 	}
 	r1, err := e.s.Register(ctx, protocol.Register{Site: "s", Host: "h", Slots: 2})
 	if err != nil {
@@ -1508,56 +1459,39 @@ func TestRegister(t *testing.T) {
 	if err != nil || r3.ID == r1.ID {
 		t.Fatalf("stolen id = %+v, %v", r3, err)
 	}
-	_, err = e.s.Next(ctx, protocol.Next{Placeholder: 999, Free: 1})
-	errCode(t, err, protocol.CodeNotFound)
-	_, err = e.s.Next(ctx, protocol.Next{Placeholder: r1.ID, Free: -1})
-	errCode(t, err, protocol.CodeBadRequest)
-	_, err = e.s.Next(ctx, protocol.Next{Placeholder: r1.ID, Free: 4097})
-	errCode(t, err, protocol.CodeBadRequest)
+	badNexts := []struct {
+		name string
+		n    protocol.Next
+		code string
+	}{
+		{"Next unknown placeholder", protocol.Next{Placeholder: 999, Free: 1}, protocol.CodeNotFound},
+		{"Next negative free", protocol.Next{Placeholder: r1.ID, Free: -1}, protocol.CodeBadRequest},
+		{"Next too many free", protocol.Next{Placeholder: r1.ID, Free: 4097}, protocol.CodeBadRequest},
+	}
+	for _, tc := range badNexts {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := e.s.Next(ctx, tc.n)
+			errCode(t, err, tc.code)
+		})
+	}
 }
 
 func TestNextLongPoll(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ctx := context.Background()
 	ph := e.register("s")
-	type res struct {
-		r   protocol.NextReply
-		err error
-	}
-	got := make(chan res, 1)
-	go func() {
-		r, err := e.s.Next(ctx, protocol.Next{Placeholder: ph, Free: 2, WaitMS: 60000})
-		got <- res{r, err}
-	}()
-	select {
-	case r := <-got:
-		t.Fatalf("Next returned with nothing to do: %+v", r)
-	case <-time.After(200 * time.Millisecond):
-	}
+	got := e.goNext(protocol.Next{Placeholder: ph, Free: 2, WaitMS: 60000})
+	noneWithin(t, got, 200*time.Millisecond, "Next returned with nothing to do")
 	id := e.submit1("t", "x")
-	select {
-	case r := <-got:
-		if r.err != nil || !slices.Equal(ids(r.r.Jobs), []int64{id}) {
-			t.Fatalf("long poll = %+v, %v", r.r, r.err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("parked Next not woken by a submit")
+	if r := gotWithin(t, got, 10*time.Second, "parked Next not woken by a submit"); r.err != nil || !slices.Equal(ids(r.r.Jobs), []int64{id}) {
+		t.Fatalf("long poll = %+v, %v", r.r, r.err)
 	}
 	// With nothing to do, it returns empty at its deadline.
-	go func() {
-		r, err := e.s.Next(ctx, protocol.Next{Placeholder: ph, Free: 1, WaitMS: 5000})
-		got <- res{r, err}
-	}()
+	got = e.goNext(protocol.Next{Placeholder: ph, Free: 1, WaitMS: 5000})
 	e.parkedAtLeast(1, 0)
 	e.clock.Advance(6 * time.Second)
-	select {
-	case r := <-got:
-		if r.err != nil || len(r.r.Jobs) != 0 {
-			t.Fatalf("timed-out poll = %+v, %v", r.r, r.err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("parked Next not answered at its deadline")
+	if r := gotWithin(t, got, 10*time.Second, "parked Next not answered at its deadline"); r.err != nil || len(r.r.Jobs) != 0 {
+		t.Fatalf("timed-out poll = %+v, %v", r.r, r.err)
 	}
 	e.check()
 }
@@ -1588,11 +1522,7 @@ func TestNextCanceledContext(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("canceled Next calls were never answered")
-	}
+	gotWithin(t, done, 20*time.Second, "canceled Next calls were never answered")
 	// Still working.
 	id := e.submit1("t", "x")
 	if as := e.next(ph, 1); !slices.Equal(ids(as), []int64{id}) {
@@ -1713,29 +1643,15 @@ func TestCloseAnswersParked(t *testing.T) {
 	ph := e.register("s")
 	id := e.submit1("t", "x")
 	e.next(ph, 1)
-	nextDone := make(chan error, 1)
-	go func() {
-		_, err := e.s.Next(ctx, protocol.Next{Placeholder: ph, Free: 1, WaitMS: 60000})
-		nextDone <- err
-	}()
-	waitDone := make(chan error, 1)
-	go func() {
-		_, err := e.s.Wait(ctx, []int64{id}, 0)
-		waitDone <- err
-	}()
+	nextDone := e.goNext(protocol.Next{Placeholder: ph, Free: 1, WaitMS: 60000})
+	waitDone := e.goWait(ctx, []int64{id}, 0)
 	time.Sleep(200 * time.Millisecond)
 	if err := e.s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for name, ch := range map[string]chan error{"Next": nextDone, "Wait": waitDone} {
-		select {
-		case err := <-ch:
-			if name == "Wait" && !errors.Is(err, ErrClosed) {
-				t.Fatalf("Wait after Close: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%s not answered at Close", name)
-		}
+	gotWithin(t, nextDone, 10*time.Second, "Next not answered at Close")
+	if r := gotWithin(t, waitDone, 10*time.Second, "Wait not answered at Close"); !errors.Is(r.err, ErrClosed) {
+		t.Fatalf("Wait after Close: %v", r.err)
 	}
 	_, err := e.s.Submit(ctx, []protocol.JobSpec{spec("t", "x")})
 	if !errors.Is(err, ErrClosed) {
@@ -1748,24 +1664,43 @@ func TestCloseAnswersParked(t *testing.T) {
 func TestOpenErrors(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	if _, err := Open(ctx, Options{Path: t.TempDir() + "/x.db", Sync: "sometimes"}); err == nil {
-		t.Fatal("unknown sync mode accepted")
+	tests := []struct {
+		name   string
+		opt    func(t *testing.T) Options
+		errHas string
+	}{
+		{"unknown sync mode", func(t *testing.T) Options {
+			return Options{Path: t.TempDir() + "/x.db", Sync: "sometimes"}
+		}, ""},
+		{"unopenable path", func(t *testing.T) Options {
+			return Options{Path: t.TempDir() + "/no/such/dir/x.db"}
+		}, ""},
+		// A database of another schema version is refused.
+		{"other schema version", func(t *testing.T) Options {
+			path := t.TempDir() + "/v.db"
+			s, err := Open(ctx, Options{Path: path})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			db := openRaw(t, path)
+			mustExec(t, db, "UPDATE meta SET value = '99' WHERE key = 'schema'")
+			db.Close()
+			return Options{Path: path}
+		}, "schema version 99"},
 	}
-	if _, err := Open(ctx, Options{Path: t.TempDir() + "/no/such/dir/x.db"}); err == nil {
-		t.Fatal("unopenable path accepted")
-	}
-	// A database of another schema version is refused.
-	path := t.TempDir() + "/v.db"
-	s, err := Open(ctx, Options{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	db := openRaw(t, path)
-	mustExec(t, db, "UPDATE meta SET value = '99' WHERE key = 'schema'")
-	db.Close()
-	if _, err := Open(ctx, Options{Path: path}); err == nil || !strings.Contains(err.Error(), "schema version 99") {
-		t.Fatalf("other schema version: %v", err)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s, err := Open(ctx, tc.opt(t))
+			if err == nil {
+				s.Close()
+				t.Fatalf("%s accepted", tc.name)
+			}
+			if !strings.Contains(err.Error(), tc.errHas) {
+				t.Fatalf("%s: %v, want an error saying %q", tc.name, err, tc.errHas)
+			}
+		})
 	}
 }
 
@@ -1778,23 +1713,8 @@ func TestStorageFailureRollsBackBatch(t *testing.T) {
 	ph := e.register("s")
 	// A placeholder parked from an earlier batch: the jobs do not fit its
 	// walltime.
-	type res struct {
-		r   protocol.NextReply
-		err error
-	}
-	parked := make(chan res, 1)
-	go func() {
-		r, err := e.s.Next(ctx, protocol.Next{Placeholder: ph, Free: 1, WalltimeLeft: 10, WaitMS: 60000})
-		parked <- res{r, err}
-	}()
-	waited := make(chan protocol.WaitReply, 1)
-	go func() {
-		r, err := e.s.Wait(ctx, []int64{good}, 0)
-		if err != nil {
-			t.Error(err)
-		}
-		waited <- r
-	}()
+	parked := e.goNext(protocol.Next{Placeholder: ph, Free: 1, WalltimeLeft: 10, WaitMS: 60000})
+	waited := e.goWait(ctx, []int64{good}, 0)
 	e.parkedAtLeast(1, 1)
 	// Remove a ready job's row behind the store's back: dispatching it fails
 	// and the whole batch must roll back.
@@ -1808,19 +1728,10 @@ func TestStorageFailureRollsBackBatch(t *testing.T) {
 	e.mustBe(good, job.Queued)
 	e.check()
 	// The earlier parked Next and Wait are still served.
-	select {
-	case r := <-parked:
-		t.Fatalf("parked Next answered by the failure: %+v, %v", r.r, r.err)
-	default:
-	}
+	noneWithin(t, parked, 0, "parked Next answered by the failure")
 	short := e.submit(protocol.JobSpec{Target: "u", Command: "short", Est: 1})[0]
-	select {
-	case r := <-parked:
-		if r.err != nil || !slices.Equal(ids(r.r.Jobs), []int64{short}) {
-			t.Fatalf("parked Next after recovery = %+v, %v", r.r, r.err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("parked Next lost by the recovery")
+	if r := gotWithin(t, parked, 10*time.Second, "parked Next lost by the recovery"); r.err != nil || !slices.Equal(ids(r.r.Jobs), []int64{short}) {
+		t.Fatalf("parked Next after recovery = %+v, %v", r.r, r.err)
 	}
 	// The reload forgets placeholders with nothing running (Next says
 	// not_found); they register again with their id, as agents do.
@@ -1836,13 +1747,12 @@ func TestStorageFailureRollsBackBatch(t *testing.T) {
 		t.Fatalf("after recovery Next = %v", ids(as))
 	}
 	e.report(ph, ok(as[0]))
-	select {
-	case r := <-waited:
-		if len(r.Jobs) != 1 || r.Jobs[0].State != "D" {
-			t.Fatalf("Wait after recovery = %+v", r)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Wait lost by the recovery")
+	w := gotWithin(t, waited, 10*time.Second, "Wait lost by the recovery")
+	if w.err != nil {
+		t.Error(w.err)
+	}
+	if r := w.r; len(r.Jobs) != 1 || r.Jobs[0].State != "D" {
+		t.Fatalf("Wait after recovery = %+v", r)
 	}
 	e.check()
 }
@@ -1866,17 +1776,9 @@ func TestStorageFailureKeepsEarlierParkedCalls(t *testing.T) {
 	mustExec(t, db, "DELETE FROM jobs WHERE id = ?", j2)
 	db.Close()
 
-	type res struct {
-		r   protocol.NextReply
-		err error
-	}
 	nparked := 0
-	park := func(ph int64, walltime float64) chan res {
-		ch := make(chan res, 1)
-		go func() {
-			r, err := e.s.Next(ctx, protocol.Next{Placeholder: ph, Free: 1, WalltimeLeft: walltime, WaitMS: 60000})
-			ch <- res{r, err}
-		}()
+	park := func(ph int64, walltime float64) <-chan nextOutcome {
+		ch := e.goNext(protocol.Next{Placeholder: ph, Free: 1, WalltimeLeft: walltime, WaitMS: 60000})
 		nparked++
 		e.parkedAtLeast(nparked, 0) // park in this order
 		return ch
@@ -1891,30 +1793,17 @@ func TestStorageFailureKeepsEarlierParkedCalls(t *testing.T) {
 	e.mustBe(g, job.Executing) // rolled back
 	e.mustBe(j1, job.Waiting)
 	e.check()
-	for name, ch := range map[string]chan res{"a": a, "b": b, "c": c} {
-		select {
-		case r := <-ch:
-			t.Fatalf("parked placeholder %s answered by the failure: %+v, %v", name, r.r, r.err)
-		default:
-		}
+	for name, ch := range map[string]<-chan nextOutcome{"a": a, "b": b, "c": c} {
+		noneWithin(t, ch, 0, "parked placeholder "+name+" answered by the failure")
 	}
 	// The gate's report again: now only j1 becomes ready, and it goes to
 	// the first parked placeholder it fits.
 	e.report(p0, protocol.Report{ID: g, Attempt: 1})
-	select {
-	case r := <-a:
-		if r.err != nil || !slices.Equal(ids(r.r.Jobs), []int64{j1}) {
-			t.Fatalf("first parked placeholder got %+v, %v; want job %d", r.r, r.err, j1)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("a placeholder parked before the failure was never answered")
+	if r := gotWithin(t, a, 10*time.Second, "a placeholder parked before the failure was never answered"); r.err != nil || !slices.Equal(ids(r.r.Jobs), []int64{j1}) {
+		t.Fatalf("first parked placeholder got %+v, %v; want job %d", r.r, r.err, j1)
 	}
-	for name, ch := range map[string]chan res{"b": b, "c": c} {
-		select {
-		case r := <-ch:
-			t.Fatalf("parked placeholder %s answered: %+v, %v", name, r.r, r.err)
-		default:
-		}
+	for name, ch := range map[string]<-chan nextOutcome{"b": b, "c": c} {
+		noneWithin(t, ch, 0, "parked placeholder "+name+" answered")
 	}
 	e.check()
 }
@@ -1933,21 +1822,12 @@ func TestWaitCanceledWhileJobEnds(t *testing.T) {
 		id := e.submit1("t", "x")
 		a := e.next(ph, 1)[0]
 		ctx, cancel := context.WithCancel(context.Background())
-		errc := make(chan error, 1)
-		go func() {
-			_, err := e.s.Wait(ctx, []int64{id}, 0)
-			errc <- err
-		}()
+		done := e.goWait(ctx, []int64{id}, 0)
 		e.parkedAtLeast(0, 1)
 		go cancel()
 		e.report(ph, ok(a))
-		select {
-		case err := <-errc:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Fatalf("Wait: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("Wait did not return")
+		if r := gotWithin(t, done, 10*time.Second, "Wait did not return"); r.err != nil && !errors.Is(r.err, context.Canceled) {
+			t.Fatalf("Wait: %v", r.err)
 		}
 	}
 	e.check()
@@ -2031,19 +1911,21 @@ func TestPlaceholderOwnsItsJobs(t *testing.T) {
 // the path short and two tests shared one database).
 func TestOpenPathWithURICharacters(t *testing.T) {
 	for _, name := range []string{"a#b", "a?b", "a%23b", "a b"} {
-		dir := filepath.Join(t.TempDir(), name)
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join(dir, "mq.db")
-		s, err := Open(context.Background(), Options{Path: path, Sync: SyncNormal})
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		s.Close()
-		if _, err := os.Stat(path); err != nil {
-			t.Errorf("%s: the database is not where asked: %v", name, err)
-		}
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), name)
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, "mq.db")
+			s, err := Open(context.Background(), Options{Path: path, Sync: SyncNormal})
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			s.Close()
+			if _, err := os.Stat(path); err != nil {
+				t.Errorf("%s: the database is not where asked: %v", name, err)
+			}
+		})
 	}
 }
 
@@ -2110,78 +1992,71 @@ func TestSyncSubmitFsyncsUsersWorkOnly(t *testing.T) {
 	}
 }
 
-// TestSJFLearnsRuntimes: in an SJF queue a job that declared no estimate is
+// TestSJFRuntimes: in an SJF queue a job that declared no estimate is
 // ordered by the mean runtime of its target's finished jobs; a target with
-// none finished is unknown and goes last.
-func TestSJFLearnsRuntimes(t *testing.T) {
+// none finished is unknown and goes last. Runtimes are learned in any
+// queue and loaded from Done jobs at start, so a queue switched to SJF
+// after a restart orders by what earlier runs saw.
+func TestSJFRuntimes(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	sjf := "sjf"
-	if _, err := e.s.SetQueue(context.Background(), protocol.QueueSet{Name: "q", Policy: &sjf}); err != nil {
-		t.Fatal(err)
-	}
-	ph := e.register("s")
-	t0 := time.Unix(1000, 0)
-	for _, c := range []struct {
+	type ran struct {
 		target string
 		secs   int
-	}{{"slow", 100}, {"fast", 2}} {
-		e.submit(protocol.JobSpec{Queue: "q", Target: c.target, Command: "x"})
-		as := e.next(ph, 1)
-		r := ok(as[0])
-		r.Started, r.Finished = t0, t0.Add(time.Duration(c.secs)*time.Second)
-		e.report(ph, r)
 	}
-	got := e.submit(
-		protocol.JobSpec{Queue: "q", Target: "new", Command: "x"},
-		protocol.JobSpec{Queue: "q", Target: "slow", Command: "x"},
-		protocol.JobSpec{Queue: "q", Target: "fast", Command: "x"},
-		protocol.JobSpec{Queue: "q", Target: "slow", Command: "x", Est: 1},
-	)
-	var order []int64
-	for range got {
-		order = append(order, e.next(ph, 1)[0].ID)
+	q := func(target string, est float64) protocol.JobSpec {
+		return protocol.JobSpec{Queue: "q", Target: target, Command: "x", Est: est}
 	}
-	want := []int64{got[3], got[2], got[1], got[0]} // declared 1 s, learned 2 s, learned 100 s, unknown
-	if !slices.Equal(order, want) {
-		t.Fatalf("sjf order %v, want %v", order, want)
+	tests := []struct {
+		name    string
+		restart bool // the queue turns SJF only after the runs and a restart
+		ran     []ran
+		submit  []protocol.JobSpec
+		want    []int // submit's indexes in the order they must run
+		why     string
+	}{
+		{"LearnsRuntimes", false, []ran{{"slow", 100}, {"fast", 2}},
+			[]protocol.JobSpec{q("new", 0), q("slow", 0), q("fast", 0), q("slow", 1)},
+			[]int{3, 2, 1, 0}, "declared 1 s, learned 2 s, learned 100 s, unknown"},
+		{"RuntimesSurviveRestart", true, []ran{{"slow", 100}, {"fast", 2}, {"fast", 4}},
+			[]protocol.JobSpec{q("slow", 0), q("fast", 0)},
+			[]int{1, 0}, "after a restart: fast learned 3 s, slow 100 s"},
 	}
-}
-
-// TestSJFRuntimesSurviveRestart: runtimes are learned in any queue and
-// loaded from Done jobs at start, so a queue switched to SJF after a
-// restart orders by what earlier runs saw.
-func TestSJFRuntimesSurviveRestart(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	ph := e.register("s")
-	t0 := time.Unix(1000, 0)
-	for _, c := range []struct {
-		target string
-		secs   int
-	}{{"slow", 100}, {"fast", 2}, {"fast", 4}} {
-		e.submit(protocol.JobSpec{Queue: "q", Target: c.target, Command: "x"})
-		as := e.next(ph, 1)
-		r := ok(as[0])
-		r.Started, r.Finished = t0, t0.Add(time.Duration(c.secs)*time.Second)
-		e.report(ph, r)
-	}
-	e.reopen()
-	sjf := "sjf"
-	if _, err := e.s.SetQueue(context.Background(), protocol.QueueSet{Name: "q", Policy: &sjf}); err != nil {
-		t.Fatal(err)
-	}
-	got := e.submit(
-		protocol.JobSpec{Queue: "q", Target: "slow", Command: "x"},
-		protocol.JobSpec{Queue: "q", Target: "fast", Command: "x"},
-	)
-	ph = e.register("s")
-	var order []int64
-	for range got {
-		order = append(order, e.next(ph, 1)[0].ID)
-	}
-	if want := []int64{got[1], got[0]}; !slices.Equal(order, want) {
-		t.Fatalf("sjf order after a restart %v, want %v (fast learned 3 s, slow 100 s)", order, want)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			sjf := "sjf"
+			if !tc.restart {
+				e.mustSetQueue(protocol.QueueSet{Name: "q", Policy: &sjf})
+			}
+			ph := e.register("s")
+			t0 := time.Unix(1000, 0)
+			for _, c := range tc.ran {
+				e.submit(q(c.target, 0))
+				as := e.next(ph, 1)
+				r := ok(as[0])
+				r.Started, r.Finished = t0, t0.Add(time.Duration(c.secs)*time.Second)
+				e.report(ph, r)
+			}
+			if tc.restart {
+				e.reopen()
+				e.mustSetQueue(protocol.QueueSet{Name: "q", Policy: &sjf})
+			}
+			got := e.submit(tc.submit...)
+			if tc.restart {
+				ph = e.register("s")
+			}
+			var order, want []int64
+			for range got {
+				order = append(order, e.next(ph, 1)[0].ID)
+			}
+			for _, i := range tc.want {
+				want = append(want, got[i])
+			}
+			if !slices.Equal(order, want) {
+				t.Fatalf("sjf order %v, want %v (%s)", order, want, tc.why)
+			}
+		})
 	}
 }
 
@@ -2189,28 +2064,38 @@ func TestSJFRuntimesSurviveRestart(t *testing.T) {
 // a bad write fails them) and skipped otherwise (a running CLS).
 func TestCheckConstraintsOption(t *testing.T) {
 	t.Parallel()
-	for _, checks := range []bool{true, false} {
-		s, err := Open(context.Background(), Options{Path: filepath.Join(t.TempDir(), "mq.db"), Sync: SyncNormal, CheckConstraints: checks})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Submit(context.Background(), []protocol.JobSpec{{Target: "t", Command: "x", Cwd: "/"}}); err != nil {
-			t.Fatal(err)
-		}
-		err = s.do(context.Background(), func() error {
-			if err := s.begin(); err != nil {
-				return err
+	tests := []struct {
+		name   string
+		checks bool
+	}{
+		{"CheckConstraints", true},
+		{"without CheckConstraints", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s, err := Open(context.Background(), Options{Path: filepath.Join(t.TempDir(), "mq.db"), Sync: SyncNormal, CheckConstraints: tc.checks})
+			if err != nil {
+				t.Fatal(err)
 			}
-			_, err := s.w.ExecContext(context.Background(), "UPDATE jobs SET state = 'Z'")
-			return err
+			defer s.Close()
+			if _, err := s.Submit(context.Background(), []protocol.JobSpec{{Target: "t", Command: "x", Cwd: "/"}}); err != nil {
+				t.Fatal(err)
+			}
+			err = s.do(context.Background(), func() error {
+				if err := s.begin(); err != nil {
+					return err
+				}
+				_, err := s.w.ExecContext(context.Background(), "UPDATE jobs SET state = 'Z'")
+				return err
+			})
+			if tc.checks && (err == nil || !strings.Contains(err.Error(), "CHECK")) {
+				t.Errorf("CheckConstraints: writing state Z gave %v, want a CHECK failure", err)
+			}
+			if !tc.checks && err != nil {
+				t.Errorf("without CheckConstraints: %v", err)
+			}
 		})
-		if checks && (err == nil || !strings.Contains(err.Error(), "CHECK")) {
-			t.Errorf("CheckConstraints: writing state Z gave %v, want a CHECK failure", err)
-		}
-		if !checks && err != nil {
-			t.Errorf("without CheckConstraints: %v", err)
-		}
-		s.Close()
 	}
 }
 
@@ -2226,10 +2111,7 @@ func TestBulkToken(t *testing.T) {
 	}
 	commit := func() (int64, int) {
 		t.Helper()
-		b, err := e.s.NewBulk()
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := e.mustNewBulk()
 		var specs []protocol.JobSpec
 		for i := 0; i < 50; i++ {
 			specs = append(specs, spec("bulk", fmt.Sprintf("job %d", i)))
@@ -2287,14 +2169,9 @@ func TestCommitFailureKeepsParkedNext(t *testing.T) {
 	restore()
 	e.parkedAtLeast(1, 0)
 	b := e.submit1("b", "true")
-	var as []protocol.Assignment
-	select {
-	case as = <-got:
-		if !slices.Equal(ids(as), []int64{b}) {
-			t.Fatalf("parked Next after the failed commit got %v, want [%d]", ids(as), b)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("parked Next never answered after a failed commit")
+	as := gotWithin(t, got, 20*time.Second, "parked Next never answered after a failed commit")
+	if !slices.Equal(ids(as), []int64{b}) {
+		t.Fatalf("parked Next after the failed commit got %v, want [%d]", ids(as), b)
 	}
 	// Its placeholder is still known: it heartbeats and reports as before.
 	if _, err := e.s.Heartbeat(ctx, protocol.Heartbeat{Placeholder: ph}); err != nil {
@@ -2343,4 +2220,111 @@ func TestDeleteOnFullDiskUsesReserve(t *testing.T) {
 	}
 	e.mustBe(id, job.Deleted)
 	e.check()
+}
+
+// nextOutcome is what a Next call run in the background returned.
+type nextOutcome struct {
+	r   protocol.NextReply
+	err error
+}
+
+// goNext runs req in the background (a long poll, when it waits) and
+// delivers its outcome on the returned channel.
+func (e *env) goNext(req protocol.Next) <-chan nextOutcome {
+	ch := make(chan nextOutcome, 1)
+	go func() {
+		r, err := e.s.Next(context.Background(), req)
+		ch <- nextOutcome{r, err}
+	}()
+	return ch
+}
+
+// waitOutcome is what a Wait call run in the background returned.
+type waitOutcome struct {
+	r   protocol.WaitReply
+	err error
+}
+
+// goWait runs Wait in the background and delivers its outcome on the
+// returned channel.
+func (e *env) goWait(ctx context.Context, ids []int64, timeout time.Duration) <-chan waitOutcome {
+	ch := make(chan waitOutcome, 1)
+	go func() {
+		r, err := e.s.Wait(ctx, ids, timeout)
+		ch <- waitOutcome{r, err}
+	}()
+	return ch
+}
+
+// gotWithin returns what ch delivers, failing the test with msg if nothing
+// comes in d: a busy machine gets a generous d, never a fixed sleep.
+func gotWithin[T any](t *testing.T, ch <-chan T, d time.Duration, msg string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(d):
+		t.Fatal(msg)
+	}
+	var zero T
+	return zero
+}
+
+// noneWithin fails the test with msg and what ch delivered if it delivers
+// anything in d (or, for d 0, has something ready now).
+func noneWithin[T any](t *testing.T, ch <-chan T, d time.Duration, msg string) {
+	t.Helper()
+	if d == 0 {
+		select {
+		case v := <-ch:
+			t.Fatalf("%s: %+v", msg, v)
+		default:
+		}
+		return
+	}
+	select {
+	case v := <-ch:
+		t.Fatalf("%s: %+v", msg, v)
+	case <-time.After(d):
+	}
+}
+
+// mustSetQueue applies qs, failing the test if the store refuses it.
+func (e *env) mustSetQueue(qs protocol.QueueSet) {
+	e.t.Helper()
+	if _, err := e.s.SetQueue(context.Background(), qs); err != nil {
+		e.t.Fatalf("SetQueue(%+v): %v", qs, err)
+	}
+}
+
+// mustDelete deletes the jobs ids, failing the test if the call fails.
+func (e *env) mustDelete(ids ...int64) {
+	e.t.Helper()
+	if _, err := e.s.Delete(context.Background(), protocol.Select{IDs: ids}); err != nil {
+		e.t.Fatalf("Delete(%v): %v", ids, err)
+	}
+}
+
+// mustNewBulk starts a bulk submission, failing the test if it cannot.
+func (e *env) mustNewBulk() *Bulk {
+	e.t.Helper()
+	b, err := e.s.NewBulk()
+	if err != nil {
+		e.t.Fatalf("NewBulk: %v", err)
+	}
+	return b
+}
+
+// keepBeating moves the clock on by half a lease n times, each time
+// renewing ph's leases on refs as a healthy placeholder does; every
+// heartbeat must succeed and be told to kill nothing.
+func (e *env) keepBeating(ph int64, n int, refs ...protocol.JobRef) {
+	e.t.Helper()
+	for i := 0; i < n; i++ {
+		e.advance(testLease / 2)
+		hb, err := e.s.Heartbeat(context.Background(), protocol.Heartbeat{Placeholder: ph, Running: refs})
+		if err != nil || len(hb.Kill) != 0 {
+			e.t.Fatalf("Heartbeat = %+v, %v", hb, err)
+		}
+	}
 }

@@ -895,9 +895,11 @@ func TestWhenToReport(t *testing.T) {
 		{"no poll out after a dry reply", false, 0, true, 2, reportWithRefill},
 		{"no poll out, nothing runs", false, 0, false, 0, reportWithRefill},
 	} {
-		if got := whenToReport(tc.longPollOut, tc.age, tc.afterDry, tc.running); got != tc.want {
-			t.Errorf("%s: whenToReport(%v, %v, %v, %d) = %d, want %d", tc.name, tc.longPollOut, tc.age, tc.afterDry, tc.running, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := whenToReport(tc.longPollOut, tc.age, tc.afterDry, tc.running); got != tc.want {
+				t.Errorf("whenToReport(%v, %v, %v, %d) = %d, want %d", tc.longPollOut, tc.age, tc.afterDry, tc.running, got, tc.want)
+			}
+		})
 	}
 }
 
@@ -922,9 +924,11 @@ func TestSlotsUncovered(t *testing.T) {
 		{"more covered than free", true, 2, 1, 6, 3, 0},
 		{"no long poll out: the next poll asks", false, 7, 0, 0, 0, 0},
 	} {
-		if got := slotsUncovered(tc.longPollOut, tc.free, tc.held, tc.pollCovers, tc.taking); got != tc.want {
-			t.Errorf("%s: slotsUncovered = %d, want %d", tc.name, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := slotsUncovered(tc.longPollOut, tc.free, tc.held, tc.pollCovers, tc.taking); got != tc.want {
+				t.Errorf("slotsUncovered = %d, want %d", got, tc.want)
+			}
+		})
 	}
 }
 
@@ -1040,9 +1044,11 @@ func TestDecide(t *testing.T) {
 		{"next failed as the agent stops: drain", loopState{Free: 1, Running: 1, Cancelled: true, NextFailed: true}, move{Exiting: true}},
 		{"next failed as the agent stops, nothing out: finish", loopState{Free: 2, Cancelled: true, NextFailed: true}, move{Exiting: true, Finish: true}},
 	} {
-		if got := decide(tc.s); got != tc.want {
-			t.Errorf("%s: decide(%+v) =\n\t%+v, want\n\t%+v", tc.name, tc.s, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := decide(tc.s); got != tc.want {
+				t.Errorf("decide(%+v) =\n\t%+v, want\n\t%+v", tc.s, got, tc.want)
+			}
+		})
 	}
 }
 

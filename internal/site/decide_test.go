@@ -486,9 +486,11 @@ func TestSupplyOf(t *testing.T) {
 		{"throttled: running ones do", Counts{Ready: 50, Queued: 1, Running: 2, Executing: 1, Max: 8, Slots: 1, OldestQueued: 2 * slow, ThrottleAfter: slow}, 1},
 		{"steady local placeholders", Counts{Ready: 50, Running: 4, Executing: 1, Min: 4, Max: 4, Slots: 1, Steady: true}, 3},
 	} {
-		if got := supplyOf(tc.c); got != tc.want {
-			t.Errorf("%s: supplyOf(%+v) = %d, want %d", tc.name, tc.c, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := supplyOf(tc.c); got != tc.want {
+				t.Errorf("supplyOf(%+v) = %d, want %d", tc.c, got, tc.want)
+			}
+		})
 	}
 }
 
@@ -561,10 +563,12 @@ func TestNeverConnected(t *testing.T) {
 		{"as many anonymous as late: none", []Started{{ID: "1", Running: 9 * time.Minute}}, 3, to, nil},
 		{"no timeout: never", []Started{{ID: "1", Running: time.Hour}}, 0, 0, nil},
 	} {
-		got := NeverConnected(tc.ps, tc.anonymous, tc.timeout)
-		if !slices.Equal(got, tc.want) && !(len(got) == 0 && len(tc.want) == 0) {
-			t.Errorf("%s: NeverConnected = %v, want %v", tc.name, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			got := NeverConnected(tc.ps, tc.anonymous, tc.timeout)
+			if !slices.Equal(got, tc.want) && !(len(got) == 0 && len(tc.want) == 0) {
+				t.Errorf("NeverConnected = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 

@@ -3,6 +3,7 @@ package placeholder
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -11,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -250,10 +252,45 @@ func (c *cls) wait(ids ...int64) map[int64]protocol.JobEnd {
 	return out
 }
 
+// agentConfig is an agent's config with slots at site test, host h.
+func agentConfig(t *testing.T, slots int) Config {
+	return Config{Site: "test", Host: "h", Slots: slots, OutDir: t.TempDir()}
+}
+
+// startAgent starts an agent with slots until the test ends, and
+// returns it and its output directory.
 func startAgent(t *testing.T, c *cls, slots int) (*Agent, string) {
 	t.Helper()
-	out := t.TempDir()
-	a := New(Config{Dial: c.dial, Site: "test", Host: "h", Slots: slots, OutDir: out})
+	cfg := agentConfig(t, slots)
+	return startAgentCfg(t, c, cfg), cfg.OutDir
+}
+
+// startAgentCfg starts an agent with cfg (its Dial c's unless set) until
+// the test ends.
+func startAgentCfg(t *testing.T, c *cls, cfg Config) *Agent {
+	t.Helper()
+	if cfg.Dial == nil {
+		cfg.Dial = c.dial
+	}
+	a := New(cfg)
+	runAgent(t, a)
+	return a
+}
+
+// startWarmAgent starts an agent with cfg and has it run 20 jobs of
+// nothing (in dir) first: it then takes jobs of seconds for short ones,
+// and fetches one ahead.
+func startWarmAgent(t *testing.T, c *cls, cfg Config, dir string) {
+	t.Helper()
+	ids := c.submit(slices.Repeat([]protocol.JobSpec{{Target: "warm", Command: "true", Cwd: dir}}, 20)...)
+	startAgentCfg(t, c, cfg)
+	c.wait(ids...)
+}
+
+// runAgent runs a until the test ends; it must then stop, without an
+// error, within 10 s.
+func runAgent(t *testing.T, a *Agent) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
@@ -268,18 +305,13 @@ func startAgent(t *testing.T, c *cls, slots int) (*Agent, string) {
 			t.Error("agent did not stop")
 		}
 	})
-	return a, out
 }
 
 func TestAgentRunsJobs(t *testing.T) {
 	t.Parallel()
 	c := newCLS(t)
 	dir := t.TempDir()
-	var specs []protocol.JobSpec
-	for i := 0; i < 40; i++ {
-		specs = append(specs, protocol.JobSpec{Target: "t", Command: `echo "$MQ_JOB_ID $MQ_ATTEMPT $MQ_TARGET"; echo err >&2; exit $((MQ_JOB_ID % 3 == 0 ? 3 : 0))`, Cwd: dir})
-	}
-	ids := c.submit(specs...)
+	ids := c.submit(slices.Repeat([]protocol.JobSpec{{Target: "t", Command: `echo "$MQ_JOB_ID $MQ_ATTEMPT $MQ_TARGET"; echo err >&2; exit $((MQ_JOB_ID % 3 == 0 ? 3 : 0))`, Cwd: dir}}, 40)...)
 	_, out := startAgent(t, c, 4)
 	ends := c.wait(ids...)
 	for _, id := range ids {
@@ -299,6 +331,22 @@ func TestAgentRunsJobs(t *testing.T) {
 	}
 }
 
+// ranOnce checks that job id, which appends "ran" to dir/ran.txt, ended
+// Done on its first attempt, having run once.
+func ranOnce(t *testing.T, c *cls, id int64, dir string) {
+	t.Helper()
+	if e := c.wait(id)[id]; e.State != "D" {
+		t.Fatalf("job ended %+v", e)
+	}
+	d, err := c.store.Inspect().Job(context.Background(), id)
+	if err != nil || d.Attempts != 1 || len(d.History) != 0 {
+		t.Fatalf("job %+v, %v: want one attempt and no history", d, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "ran.txt")); string(b) != "ran\n" {
+		t.Fatalf("ran.txt = %q: the job ran other than once", b)
+	}
+}
+
 // TestAgentSurvivesCut: the connection drops while a job runs; the job
 // goes on, the agent reconnects and reports it once, and it ends Done on
 // its first attempt. The lease is long: the test is about the cut, and
@@ -311,26 +359,14 @@ func TestAgentSurvivesCut(t *testing.T) {
 	dir := t.TempDir()
 	ids := c.submit(protocol.JobSpec{Target: "t", Command: "sleep 1; echo ran >> ran.txt", Cwd: dir})
 	startAgent(t, c, 1)
-	deadline := time.Now().Add(10 * time.Second)
-	for stateOf(t, c, ids[0]) != "E" {
-		if time.Now().After(deadline) {
-			t.Fatal("job never started")
+	waitUntil(t, 10*time.Second, func() error {
+		if stateOf(t, c, ids[0]) != "E" {
+			return errors.New("job never started")
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	c.cut()
-	e := c.wait(ids[0])[ids[0]]
-	if e.State != "D" {
-		t.Fatalf("job ended %+v", e)
-	}
-	d, err := c.store.Inspect().Job(context.Background(), ids[0])
-	if err != nil || d.Attempts != 1 || len(d.History) != 0 {
-		t.Fatalf("job %+v, %v: want one attempt and no history", d, err)
-	}
-	b, _ := os.ReadFile(filepath.Join(dir, "ran.txt"))
-	if string(b) != "ran\n" {
-		t.Fatalf("ran.txt = %q: the job ran other than once", b)
-	}
+	ranOnce(t, c, ids[0], dir)
 	c.mu.Lock()
 	dials := c.dials
 	c.mu.Unlock()
@@ -339,93 +375,71 @@ func TestAgentSurvivesCut(t *testing.T) {
 	}
 }
 
-// TestAgentResendsUnansweredReport: the CLS stops answering (as a stopped
-// process does) just as a job ends, for longer than an agent once waited
-// for a report's reply before dropping it, and then the connection breaks.
-// The agent keeps the report until the CLS acknowledges it, so it sends it
-// again on its next connection: the job ends Done on its first attempt,
-// having run once.
-func TestAgentResendsUnansweredReport(t *testing.T) {
+// TestAgentResendsReport: the agent keeps a job's report until the CLS
+// acknowledges it, and sends it again, so the job ends Done on its first
+// attempt, having run once, long before its lease (an hour) would have
+// requeued it.
+//   - unanswered: the CLS stops answering (as a stopped process does)
+//     just as the job ends, for longer than an agent once waited for a
+//     report's reply before dropping it, and then the connection breaks;
+//     the report goes again on the next connection.
+//   - refused: the CLS could not take the report (its batch's commit
+//     failed).
+func TestAgentResendsReport(t *testing.T) {
 	t.Parallel()
-	c := newCLSLease(t, time.Hour) // about the report, not the lease
-	dir := t.TempDir()
-	id := c.submit(protocol.JobSpec{Target: "t", Command: "echo ran >> ran.txt; while [ ! -e release ]; do sleep 0.02; done", Cwd: dir})[0]
-	// Two slots: while the job runs, a poll for the idle one is out, so
-	// the job's report goes on its own rather than riding a poll.
-	startAgent(t, c, 2)
-	deadline := time.Now().Add(20 * time.Second)
-	for stateOf(t, c, id) != "E" || !exists(filepath.Join(dir, "ran.txt")) || c.count(protocol.OpNext.Name, false) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("the job never started, or no poll went out for the idle slot")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	c.silence()
-	if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for c.count(carried, true) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the job's report never went out")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	// The CLS stays silent for longer than the agent once waited (10 s).
-	time.Sleep(11 * time.Second)
-	if st := stateOf(t, c, id); st != "E" {
-		t.Fatalf("job is %s while the CLS was silent", st)
-	}
-	c.cut()
-	e := c.wait(id)[id]
-	if e.State != "D" {
-		t.Fatalf("job ended %+v", e)
-	}
-	d, err := c.store.Inspect().Job(context.Background(), id)
-	if err != nil || d.Attempts != 1 || len(d.History) != 0 {
-		t.Fatalf("job %+v, %v: want one attempt and no history", d, err)
-	}
-	if b, _ := os.ReadFile(filepath.Join(dir, "ran.txt")); string(b) != "ran\n" {
-		t.Fatalf("ran.txt = %q: the job ran other than once", b)
-	}
-}
-
-// TestAgentResendsRefusedReport: the CLS could not take a job's report (its
-// batch's commit failed); the agent keeps the report and sends it again,
-// and the job ends Done on its first attempt, long before its lease would
-// have requeued it.
-func TestAgentResendsRefusedReport(t *testing.T) {
-	t.Parallel()
-	c := newCLSLease(t, time.Hour)
-	dir := t.TempDir()
-	id := c.submit(protocol.JobSpec{Target: "t", Command: "echo ran >> ran.txt; while [ ! -e release ]; do sleep 0.02; done", Cwd: dir})[0]
-	c.mu.Lock()
-	c.fail = 1
-	c.mu.Unlock()
-	// Two slots: a poll for the idle one is out when the job ends, so its
-	// report goes on its own.
-	startAgent(t, c, 2)
-	deadline := time.Now().Add(20 * time.Second)
-	for stateOf(t, c, id) != "E" || c.count(protocol.OpNext.Name, false) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("the job never started, or no poll went out for the idle slot")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if e := c.wait(id)[id]; e.State != "D" {
-		t.Fatalf("job ended %+v", e)
-	}
-	if c.count(carried, false) < 2 {
-		t.Fatalf("%d requests carried reports; want the refused one and its resend", c.count(carried, false))
-	}
-	d, err := c.store.Inspect().Job(context.Background(), id)
-	if err != nil || d.Attempts != 1 || len(d.History) != 0 {
-		t.Fatalf("job %+v, %v: want one attempt and no history", d, err)
-	}
-	if b, _ := os.ReadFile(filepath.Join(dir, "ran.txt")); string(b) != "ran\n" {
-		t.Fatalf("ran.txt = %q: the job ran other than once", b)
+	for _, tc := range []struct {
+		name    string
+		silence bool // the CLS goes silent as the job ends, then the connection breaks
+		fail    int  // report requests the CLS answers with a storage failure
+	}{
+		{name: "unanswered", silence: true},
+		{name: "refused", fail: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := newCLSLease(t, time.Hour) // about the report, not the lease
+			dir := t.TempDir()
+			id := c.submit(protocol.JobSpec{Target: "t", Command: "echo ran >> ran.txt; while [ ! -e release ]; do sleep 0.02; done", Cwd: dir})[0]
+			c.mu.Lock()
+			c.fail = tc.fail
+			c.mu.Unlock()
+			// Two slots: while the job runs, a poll for the idle one is
+			// out, so the job's report goes on its own rather than
+			// riding a poll.
+			startAgent(t, c, 2)
+			deadline := time.Now().Add(20 * time.Second)
+			for stateOf(t, c, id) != "E" || !exists(filepath.Join(dir, "ran.txt")) || c.count(protocol.OpNext.Name, false) < 2 {
+				if time.Now().After(deadline) {
+					t.Fatal("the job never started, or no poll went out for the idle slot")
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if tc.silence {
+				c.silence()
+			}
+			if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if tc.silence {
+				for c.count(carried, true) == 0 {
+					if time.Now().After(deadline) {
+						t.Fatal("the job's report never went out")
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				// The CLS stays silent for longer than the agent once
+				// waited (10 s).
+				time.Sleep(11 * time.Second)
+				if st := stateOf(t, c, id); st != "E" {
+					t.Fatalf("job is %s while the CLS was silent", st)
+				}
+				c.cut()
+			}
+			ranOnce(t, c, id, dir)
+			if tc.fail > 0 && c.count(carried, false) < 2 {
+				t.Fatalf("%d requests carried reports; want the refused one and its resend", c.count(carried, false))
+			}
+		})
 	}
 }
 
@@ -535,13 +549,7 @@ func TestAgentGivesBackHeldJob(t *testing.T) {
 	t.Parallel()
 	c := newCLS(t)
 	dir := t.TempDir()
-	var warm []protocol.JobSpec
-	for i := 0; i < 20; i++ {
-		warm = append(warm, protocol.JobSpec{Target: "warm", Command: "true", Cwd: dir})
-	}
-	ids := c.submit(warm...)
-	startAgent(t, c, 1)
-	c.wait(ids...)
+	startWarmAgent(t, c, agentConfig(t, 1), dir)
 	time.Sleep(200 * time.Millisecond) // parked again, asking for a slot and one ahead
 	both := c.submit(protocol.JobSpec{Target: "long", Command: "sleep 6", Cwd: dir}, protocol.JobSpec{Target: "short", Command: "true", Cwd: dir})
 	long, short := both[0], both[1]
@@ -674,11 +682,7 @@ func TestAgentNoOpReportsRideOnPolls(t *testing.T) {
 	c := newCLS(t)
 	const n, slots = 400, 8
 	dir := t.TempDir()
-	var specs []protocol.JobSpec
-	for i := 0; i < n; i++ {
-		specs = append(specs, protocol.JobSpec{Target: "t", Command: "exit 1", Cwd: dir}) // not run: no-op
-	}
-	ids := c.submit(specs...)
+	ids := c.submit(slices.Repeat([]protocol.JobSpec{{Target: "t", Command: "exit 1", Cwd: dir}}, n)...) // not run: no-op
 	ops := runCounted(t, c, Config{Site: "test", Host: "h", Slots: slots, OutDir: t.TempDir(), NoOp: true}, ids)
 	if ops[protocol.OpReport.Name] > 1 { // the last jobs may be reported as the agent stops
 		t.Errorf("%d separate report requests; want the reports carried by polls", ops[protocol.OpReport.Name])
@@ -695,11 +699,7 @@ func TestAgentBatchesShortJobs(t *testing.T) {
 	c := newCLS(t)
 	const n = 300
 	dir := t.TempDir()
-	var specs []protocol.JobSpec
-	for i := 0; i < n; i++ {
-		specs = append(specs, protocol.JobSpec{Target: "t", Command: "true", Cwd: dir})
-	}
-	ids := c.submit(specs...)
+	ids := c.submit(slices.Repeat([]protocol.JobSpec{{Target: "t", Command: "true", Cwd: dir}}, n)...)
 	// Short is relative to the prefetch window: the agent holds a window's
 	// worth of jobs and refills at half, so polls number about
 	// 2n·run/window. Under the race detector on a machine at load 30,
@@ -755,13 +755,7 @@ func TestAgentOutputLost(t *testing.T) {
 		}
 		return &fullDisk{f: f, room: 4096}, nil
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	runAgent(t, a)
 	e := c.wait(ids...)[ids[0]]
 	if e.State != "D" || e.Exit == nil || *e.Exit != 0 {
 		t.Errorf("job ended %+v, want done, exit 0", e)
@@ -786,14 +780,7 @@ func TestAgentOutputCap(t *testing.T) {
 	c := newCLS(t)
 	ids := c.submit(protocol.JobSpec{Target: "t", Command: "head -c 60000 /dev/zero >&2; head -c 100000 /dev/zero; sleep 600", Cwd: t.TempDir()})
 	out := t.TempDir()
-	a := New(Config{Dial: c.dial, Site: "test", Host: "h", Slots: 1, OutDir: out, MaxOutput: 100000})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	startAgentCfg(t, c, Config{Site: "test", Host: "h", Slots: 1, OutDir: out, MaxOutput: 100000})
 	e := c.wait(ids...)[ids[0]]
 	if e.State != "F" || !strings.Contains(e.Reason, "cap of 100000 bytes") {
 		t.Errorf("job ended %+v, want failed over the output cap", e)
@@ -867,14 +854,7 @@ func TestAgentStagedOutputLost(t *testing.T) {
 	if err := os.WriteFile(filepath.Dir(copyPath), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a := New(Config{Dial: c.dial, Site: "test", Host: "h", Slots: 1, OutDir: t.TempDir(), StageOutput: true})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	startAgentCfg(t, c, Config{Site: "test", Host: "h", Slots: 1, OutDir: t.TempDir(), StageOutput: true})
 	if e := c.wait(ids...)[ids[0]]; e.State != "D" {
 		t.Errorf("job ended %+v, want done", e)
 	}
@@ -915,9 +895,11 @@ func TestWhenToReport(t *testing.T) {
 		{"no poll out after a dry reply", false, 0, true, 2, reportWithRefill},
 		{"no poll out, nothing runs", false, 0, false, 0, reportWithRefill},
 	} {
-		if got := whenToReport(tc.longPollOut, tc.age, tc.afterDry, tc.running); got != tc.want {
-			t.Errorf("%s: whenToReport(%v, %v, %v, %d) = %d, want %d", tc.name, tc.longPollOut, tc.age, tc.afterDry, tc.running, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := whenToReport(tc.longPollOut, tc.age, tc.afterDry, tc.running); got != tc.want {
+				t.Errorf("whenToReport(%v, %v, %v, %d) = %d, want %d", tc.longPollOut, tc.age, tc.afterDry, tc.running, got, tc.want)
+			}
+		})
 	}
 }
 
@@ -942,9 +924,11 @@ func TestSlotsUncovered(t *testing.T) {
 		{"more covered than free", true, 2, 1, 6, 3, 0},
 		{"no long poll out: the next poll asks", false, 7, 0, 0, 0, 0},
 	} {
-		if got := slotsUncovered(tc.longPollOut, tc.free, tc.held, tc.pollCovers, tc.taking); got != tc.want {
-			t.Errorf("%s: slotsUncovered = %d, want %d", tc.name, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := slotsUncovered(tc.longPollOut, tc.free, tc.held, tc.pollCovers, tc.taking); got != tc.want {
+				t.Errorf("slotsUncovered = %d, want %d", got, tc.want)
+			}
+		})
 	}
 }
 
@@ -1060,9 +1044,11 @@ func TestDecide(t *testing.T) {
 		{"next failed as the agent stops: drain", loopState{Free: 1, Running: 1, Cancelled: true, NextFailed: true}, move{Exiting: true}},
 		{"next failed as the agent stops, nothing out: finish", loopState{Free: 2, Cancelled: true, NextFailed: true}, move{Exiting: true, Finish: true}},
 	} {
-		if got := decide(tc.s); got != tc.want {
-			t.Errorf("%s: decide(%+v) =\n\t%+v, want\n\t%+v", tc.name, tc.s, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := decide(tc.s); got != tc.want {
+				t.Errorf("decide(%+v) =\n\t%+v, want\n\t%+v", tc.s, got, tc.want)
+			}
+		})
 	}
 }
 
@@ -1125,16 +1111,7 @@ func TestAgentWalltimeByClock(t *testing.T) {
 		once.Do(func() { clock.advance(59*time.Minute + 30*time.Second) })
 		return c.dial(ctx)
 	}
-	a := New(Config{Dial: dial, Site: "test", Host: "h", Slots: 1, OutDir: t.TempDir(), Walltime: time.Hour, Now: clock.Now})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("agent: %v", err)
-		}
-	}()
+	startAgentCfg(t, c, Config{Dial: dial, Site: "test", Host: "h", Slots: 1, OutDir: t.TempDir(), Walltime: time.Hour, Now: clock.Now})
 	if e := c.wait(small)[small]; e.State != "D" {
 		t.Fatalf("small job ended %+v", e)
 	}

@@ -1,7 +1,6 @@
 package placeholder
 
 import (
-	"context"
 	"os"
 	"slices"
 	"sort"
@@ -15,27 +14,22 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
-// startAgentWith runs an agent with cfg (its Dial and OutDir filled in)
-// until the test ends.
+// startAgentWith runs an agent with cfg (its Dial, site, host and
+// OutDir filled in) until the test ends, and returns its OutDir.
 func startAgentWith(t *testing.T, c *cls, cfg Config) string {
 	t.Helper()
 	cfg.Dial, cfg.Site, cfg.Host, cfg.OutDir = c.dial, "test", "h", t.TempDir()
-	a := New(cfg)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("agent: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Error("agent did not stop")
-		}
-	})
+	startAgentCfg(t, c, cfg)
 	return cfg.OutDir
+}
+
+// newGrantingCLS is a CLS that grants each job what its target names
+// (grantByTarget).
+func newGrantingCLS(t *testing.T) *cls {
+	t.Helper()
+	c := newCLS(t)
+	c.grant = grantByTarget(t)
+	return c
 }
 
 // grantByTarget grants each job what its target names: "cpus2",
@@ -87,8 +81,7 @@ func stdoutOf(t *testing.T, out string, id int64) string {
 // give; TestCgroupLimiter* cover it where it does).
 func TestAgentMemoryGrant(t *testing.T) {
 	t.Parallel()
-	c := newCLS(t)
-	c.grant = grantByTarget(t)
+	c := newGrantingCLS(t)
 	dir := t.TempDir()
 	hog := protocol.JobSpec{Target: "mem64M", Cwd: dir, Command: shellQuote(os.Args[0]) + " -test.run=^TestHelperMemHog$",
 		Env: map[string]string{"MQ_TEST_HOG_MIB": "400"}}
@@ -119,8 +112,7 @@ func TestAgentBindsGrants(t *testing.T) {
 		t.Skipf("needs two cores to pin to: %v, %v", cores, err)
 	}
 	cores = cores[:2]
-	c := newCLS(t)
-	c.grant = grantByTarget(t)
+	c := newGrantingCLS(t)
 	dir := t.TempDir()
 	show := `sleep 0.5; echo "cuda=$CUDA_VISIBLE_DEVICES rocr=$ROCR_VISIBLE_DEVICES cpus=$MQ_CPUS omp=$OMP_NUM_THREADS"; grep Cpus_allowed_list /proc/self/status`
 	ids := c.submit(
@@ -157,8 +149,7 @@ func TestAgentBindsGrants(t *testing.T) {
 
 	// Alone on its placeholder, a job granted the core the CLS named runs
 	// on it, and keeps its own OMP_NUM_THREADS.
-	c2 := newCLS(t)
-	c2.grant = grantByTarget(t)
+	c2 := newGrantingCLS(t)
 	id := c2.submit(protocol.JobSpec{Target: "cores" + strconv.Itoa(cores[1]), Cwd: dir, Command: show, Env: map[string]string{"OMP_NUM_THREADS": "7"}})[0]
 	out = startAgentWith(t, c2, Config{Capacity: resource.Capacity{CPUs: 2, CoreIDs: cores}})
 	if e := c2.wait(id)[id]; e.State != "D" {
@@ -174,16 +165,11 @@ func TestAgentBindsGrants(t *testing.T) {
 // stamps; a job granted more than the placeholder holds fails at once.
 func TestAgentCountsCores(t *testing.T) {
 	t.Parallel()
-	c := newCLS(t)
-	c.grant = grantByTarget(t)
+	c := newGrantingCLS(t)
 	dir := t.TempDir()
 	stamp := `date +%s%N > "$MQ_JOB_ID.start"; sleep 0.4; date +%s%N > "$MQ_JOB_ID.end"`
-	var specs []protocol.JobSpec
-	for range 6 {
-		specs = append(specs, protocol.JobSpec{Target: "cpus2", Cwd: dir, Command: stamp})
-	}
-	specs = append(specs, protocol.JobSpec{Target: "cpus8", Cwd: dir, Command: "true"})
-	ids := c.submit(specs...)
+	ids := c.submit(append(slices.Repeat([]protocol.JobSpec{{Target: "cpus2", Cwd: dir, Command: stamp}}, 6),
+		protocol.JobSpec{Target: "cpus8", Cwd: dir, Command: "true"})...)
 	startAgentWith(t, c, Config{Capacity: resource.Capacity{CPUs: 4}})
 	ends := c.wait(ids...)
 	type edge struct {

@@ -2,10 +2,10 @@ package placeholder
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -24,40 +24,13 @@ import (
 // the agent slower). Without a follower nothing is shipped before the end.
 func TestAgentLiveOutputBounded(t *testing.T) {
 	t.Parallel()
-	c := newCLS(t)
-	staged := t.TempDir()
-	c.srv.OutputDir = staged
-	var follow sync.Mutex
-	following := false
-	c.srv.Followed = func(running []protocol.JobRef) []protocol.JobRef {
-		follow.Lock()
-		defer follow.Unlock()
-		if !following {
-			return nil
-		}
-		return running
-	}
+	c, staged, follow := newFollowedCLS(t)
 	dir := t.TempDir()
 	gate := filepath.Join(dir, "gate")
 	const jobs, each = 4, 512 << 10
-	var specs []protocol.JobSpec
-	for range jobs {
-		specs = append(specs, protocol.JobSpec{Target: "t", Cwd: dir, Command: fmt.Sprintf(
-			"head -c %d /dev/zero; head -c %d /dev/zero >&2; while [ ! -e %s ]; do sleep 0.02; done", each, each, gate)})
-	}
-	ids := c.submit(specs...)
-	size := func() int64 {
-		var n int64
-		for _, id := range ids {
-			out, errp := job.OutputPaths(staged, id, 1)
-			for _, p := range []string{out, errp} {
-				if fi, err := os.Stat(p); err == nil {
-					n += fi.Size()
-				}
-			}
-		}
-		return n
-	}
+	ids := c.submit(slices.Repeat([]protocol.JobSpec{{Target: "t", Cwd: dir, Command: fmt.Sprintf(
+		"head -c %d /dev/zero; head -c %d /dev/zero >&2; while [ ! -e %s ]; do sleep 0.02; done", each, each, gate)}}, jobs)...)
+	size := func() int64 { return outputBytes(staged, ids) }
 	var mu sync.Mutex
 	var start time.Time
 	var over []string
@@ -79,27 +52,11 @@ func TestAgentLiveOutputBounded(t *testing.T) {
 	start = time.Now()
 	mu.Unlock()
 	out := t.TempDir()
-	a := New(Config{Dial: c.dial, Site: "test", Host: "h", Slots: jobs, OutDir: out, StageOutput: true})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	startAgentCfg(t, c, Config{Site: "test", Host: "h", Slots: jobs, OutDir: out, StageOutput: true})
 
 	// Every job has written all it will before the gate, and is running.
 	waitUntil(t, 2*time.Minute, func() error {
-		var n int64
-		for _, id := range ids {
-			o, e := job.OutputPaths(out, id, 1)
-			for _, p := range []string{o, e} {
-				if fi, err := os.Stat(p); err == nil {
-					n += fi.Size()
-				}
-			}
-		}
-		if n < jobs*2*each {
+		if n := outputBytes(out, ids); n < jobs*2*each {
 			return fmt.Errorf("the jobs have written %d bytes of %d", n, jobs*2*each)
 		}
 		return nil
@@ -107,22 +64,14 @@ func TestAgentLiveOutputBounded(t *testing.T) {
 	// Nobody follows: two heartbeats later (each answered with no one to
 	// follow, and many ticks of the shipper between them), nothing has
 	// reached the CLS.
-	hb := c.count(protocol.OpHeartbeat.Name, false)
-	waitUntil(t, 2*time.Minute, func() error {
-		if n := c.count(protocol.OpHeartbeat.Name, false); n < hb+2 {
-			return fmt.Errorf("%d heartbeats since the jobs wrote their output, want 2", n-hb)
-		}
-		return nil
-	})
+	twoHeartbeats(t, c, "the jobs wrote their output")
 	if n := size(); n != 0 {
 		t.Fatalf("%d bytes shipped with nobody following", n)
 	}
 	mu.Lock()
 	start = time.Now() // the bound counts from here: before, nothing went
 	mu.Unlock()
-	follow.Lock()
-	following = true
-	follow.Unlock()
+	follow()
 	waitUntil(t, 2*time.Minute, func() error {
 		if n := size(); n < jobs*2*each {
 			return fmt.Errorf("%d bytes staged live of %d", n, jobs*2*each)
@@ -157,6 +106,59 @@ func TestAgentLiveOutputBounded(t *testing.T) {
 	}
 }
 
+// newFollowedCLS is a CLS that stages remote output in staged and has
+// nobody follow a job until follow is called; from then on every running
+// job is followed.
+func newFollowedCLS(t *testing.T) (c *cls, staged string, follow func()) {
+	t.Helper()
+	c = newCLS(t)
+	staged = t.TempDir()
+	c.srv.OutputDir = staged
+	var mu sync.Mutex
+	following := false
+	c.srv.Followed = func(running []protocol.JobRef) []protocol.JobRef {
+		mu.Lock()
+		defer mu.Unlock()
+		if !following {
+			return nil
+		}
+		return running
+	}
+	return c, staged, func() {
+		mu.Lock()
+		following = true
+		mu.Unlock()
+	}
+}
+
+// outputBytes is the size of the jobs' stdout and stderr files (of their
+// first attempt) under dir.
+func outputBytes(dir string, ids []int64) int64 {
+	var n int64
+	for _, id := range ids {
+		out, errp := job.OutputPaths(dir, id, 1)
+		for _, p := range []string{out, errp} {
+			if fi, err := os.Stat(p); err == nil {
+				n += fi.Size()
+			}
+		}
+	}
+	return n
+}
+
+// twoHeartbeats waits until the CLS has read two more heartbeats from
+// now: many ticks of an agent's shipper lie between them.
+func twoHeartbeats(t *testing.T, c *cls, since string) {
+	t.Helper()
+	hb := c.count(protocol.OpHeartbeat.Name, false)
+	waitUntil(t, 2*time.Minute, func() error {
+		if n := c.count(protocol.OpHeartbeat.Name, false); n < hb+2 {
+			return fmt.Errorf("%d heartbeats since %s, want 2", n-hb, since)
+		}
+		return nil
+	})
+}
+
 // waitUntil polls cond until it returns nil or timeout passes.
 func waitUntil(t *testing.T, timeout time.Duration, cond func() error) {
 	t.Helper()
@@ -180,32 +182,13 @@ func waitUntil(t *testing.T, timeout time.Duration, cond func() error) {
 // more goes while the file does not grow.
 func TestAgentShipsFollowedStreams(t *testing.T) {
 	t.Parallel()
-	c := newCLS(t)
-	staged := t.TempDir()
-	c.srv.OutputDir = staged
-	var follow sync.Mutex
-	following := false
-	c.srv.Followed = func(running []protocol.JobRef) []protocol.JobRef {
-		follow.Lock()
-		defer follow.Unlock()
-		if !following {
-			return nil
-		}
-		return running
-	}
+	c, staged, follow := newFollowedCLS(t)
 	dir := t.TempDir()
 	gate := filepath.Join(dir, "gate")
 	ids := c.submit(protocol.JobSpec{Target: "t", Cwd: dir, Command: fmt.Sprintf(
 		"echo first-line; while [ ! -e %s ]; do sleep 0.02; done; echo second-line", gate)})
 	out := t.TempDir()
-	a := New(Config{Dial: c.dial, Site: "test", Host: "h", Slots: 1, OutDir: out, Streams: true, StageOutput: true})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	startAgentCfg(t, c, Config{Site: "test", Host: "h", Slots: 1, OutDir: out, Streams: true, StageOutput: true})
 	holds := func(dir, what string) error {
 		names, _ := filepath.Glob(filepath.Join(dir, protocol.StreamDir, "*.mqs"))
 		for _, n := range names {
@@ -221,31 +204,17 @@ func TestAgentShipsFollowedStreams(t *testing.T) {
 	waitUntil(t, 2*time.Minute, func() error { return holds(out, "first-line") })
 	// Nobody follows: two heartbeats later (many shipper ticks between
 	// them), not a piece has gone.
-	hb := c.count(protocol.OpHeartbeat.Name, false)
-	waitUntil(t, 2*time.Minute, func() error {
-		if n := c.count(protocol.OpHeartbeat.Name, false); n < hb+2 {
-			return fmt.Errorf("%d heartbeats since the job wrote, want 2", n-hb)
-		}
-		return nil
-	})
+	twoHeartbeats(t, c, "the job wrote")
 	if n := ships(); n != 0 {
 		t.Fatalf("%d output.ship requests with nobody following; want none", n)
 	}
 
-	follow.Lock()
-	following = true
-	follow.Unlock()
+	follow()
 	waitUntil(t, 2*time.Minute, func() error { return holds(staged, "first-line") })
 	// The file does not grow while the job waits: however many turns of
 	// the shipper pass (two heartbeats' worth), no more pieces go.
 	n := ships()
-	hb = c.count(protocol.OpHeartbeat.Name, false)
-	waitUntil(t, 2*time.Minute, func() error {
-		if m := c.count(protocol.OpHeartbeat.Name, false); m < hb+2 {
-			return fmt.Errorf("%d heartbeats since the line was shipped, want 2", m-hb)
-		}
-		return nil
-	})
+	twoHeartbeats(t, c, "the line was shipped")
 	if m := ships(); m != n {
 		t.Errorf("%d output.ship requests while the followed file did not grow; want none", m-n)
 	}

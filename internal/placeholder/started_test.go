@@ -10,28 +10,6 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
-// startAgentCfg starts an agent with cfg (its Dial set to c's) until the
-// test ends.
-func startAgentCfg(t *testing.T, c *cls, cfg Config) {
-	t.Helper()
-	cfg.Dial = c.dial
-	a := New(cfg)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("agent: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Error("agent did not stop")
-		}
-	})
-}
-
 // waitState polls until cond holds of the jobs' states (by id), failing
 // after a generous deadline with what it saw last.
 func waitState(t *testing.T, c *cls, what string, cond func(map[int64]string) bool, ids ...int64) {
@@ -59,15 +37,9 @@ func TestAgentPrefetchedShownP(t *testing.T) {
 	t.Parallel()
 	c := newCLS(t)
 	dir := t.TempDir()
-	var warm []protocol.JobSpec
-	for i := 0; i < 20; i++ {
-		warm = append(warm, protocol.JobSpec{Target: "warm", Command: "true", Cwd: dir})
-	}
-	ids := c.submit(warm...)
 	// A wide window: jobs of seconds count as short, so the agent
 	// fetches ahead, and holds a job far longer than this test takes.
-	startAgentCfg(t, c, Config{Site: "test", Host: "h", Slots: 1, OutDir: t.TempDir(), prefetchWindow: 5 * time.Second})
-	c.wait(ids...)
+	startWarmAgent(t, c, Config{Site: "test", Host: "h", Slots: 1, OutDir: t.TempDir(), prefetchWindow: 5 * time.Second}, dir)
 	both := c.submit(protocol.JobSpec{Target: "first", Command: "sleep 2", Cwd: dir}, protocol.JobSpec{Target: "second", Command: "sleep 5", Cwd: dir})
 	first, second := both[0], both[1]
 	waitState(t, c, "the first job running, the second held", func(st map[int64]string) bool {
@@ -97,13 +69,7 @@ func TestAgentHandBackListed(t *testing.T) {
 	t.Parallel()
 	c := newCLS(t)
 	dir := t.TempDir()
-	var warm []protocol.JobSpec
-	for i := 0; i < 20; i++ {
-		warm = append(warm, protocol.JobSpec{Target: "warm", Command: "true", Cwd: dir})
-	}
-	ids := c.submit(warm...)
-	startAgent(t, c, 1)
-	c.wait(ids...)
+	startWarmAgent(t, c, agentConfig(t, 1), dir)
 	both := c.submit(protocol.JobSpec{Target: "long", Command: "sleep 8", Cwd: dir}, protocol.JobSpec{Target: "short", Command: "true", Cwd: dir})
 	long, short := both[0], both[1]
 	waitState(t, c, "the long job running, the short one held", func(st map[int64]string) bool {

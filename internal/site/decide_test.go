@@ -51,10 +51,18 @@ func TestDecide(t *testing.T) {
 		{"steady: all there, nothing to do", Counts{Running: 4, Min: 4, Max: 4, Slots: 8, Steady: true}, Decision{}},
 		{"steady: an exit replaced", Counts{Running: 3, Min: 4, Max: 4, Slots: 1, Steady: true}, Decision{Submit: 1}},
 		{"steady: never more than max", Counts{Ready: 100, Running: 4, Min: 4, Max: 4, Slots: 1, Steady: true}, Decision{}},
+		// A stalled site (placeholders that never connect) keeps one probe.
+		{"stalled: one probe submitted", Counts{Ready: 50, Max: 8, Slots: 1, Stalled: true}, Decision{Submit: 1}},
+		{"stalled: the probe is there", Counts{Ready: 50, Running: 1, Max: 8, Slots: 1, Stalled: true}, Decision{}},
+		{"stalled: extra queued cancelled", Counts{Ready: 50, Queued: 3, Max: 8, Slots: 1, Stalled: true}, Decision{Cancel: 2}},
+		{"stalled: min does not apply", Counts{Ready: 50, Min: 4, Max: 8, Slots: 1, Stalled: true}, Decision{Submit: 1}},
+		{"stalled, no work: nothing", Counts{Queued: 1, Max: 8, Slots: 1, Stalled: true}, Decision{Cancel: 1}},
 	} {
-		if got := Decide(tc.c); got != tc.want {
-			t.Errorf("%s: Decide(%+v) = %+v, want %+v", tc.name, tc.c, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Decide(tc.c); got != tc.want {
+				t.Errorf("Decide(%+v) = %+v, want %+v", tc.c, got, tc.want)
+			}
+		})
 	}
 }
 
@@ -195,6 +203,15 @@ func (f *fakeSite) Cancel(_ context.Context, ids []string) error {
 
 func (f *fakeSite) Close() error { return nil }
 
+// startAll has every placeholder start running.
+func (f *fakeSite) startAll() {
+	f.set(func(j map[string]batch.State) {
+		for id := range j {
+			j[id] = batch.Running
+		}
+	})
+}
+
 func (f *fakeSite) set(fn func(map[string]batch.State)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -249,6 +266,19 @@ func (s *fakeStore) setReady(n int) {
 	s.ready = n
 }
 
+// startManager starts m; it stops when the test ends. The context is
+// the one it runs under.
+func startManager(t *testing.T, m *Manager) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Stop)
+	return ctx
+}
+
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
@@ -267,12 +297,7 @@ func TestManager(t *testing.T) {
 	st := &fakeStore{}
 	m := &Manager{Store: st, Poll: 5 * time.Millisecond,
 		Open: func(protocol.SiteSpec, func(int)) (Site, error) { return fs, nil }}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if err := m.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer m.Stop()
+	ctx := startManager(t, m)
 	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "c", Type: SGE, SSH: "u@h", Min: 1, Max: 3}); err != nil {
 		t.Fatal(err)
 	}
@@ -285,11 +310,7 @@ func TestManager(t *testing.T) {
 	}
 	st.setReady(10)
 	eventually(t, "3 queued", func() bool { return fs.count(batch.Queued) == 3 })
-	fs.set(func(j map[string]batch.State) {
-		for id := range j {
-			j[id] = batch.Running
-		}
-	})
+	fs.startAll()
 	eventually(t, "wait recorded", func() bool { return m.List()[0].Running == 3 && m.List()[0].QueueWaitS > 0 })
 	fs.set(func(j map[string]batch.State) { delete(j, "1") }) // one ends
 	eventually(t, "a replacement", func() bool { return fs.count(batch.Queued) == 1 })
@@ -465,9 +486,11 @@ func TestSupplyOf(t *testing.T) {
 		{"throttled: running ones do", Counts{Ready: 50, Queued: 1, Running: 2, Executing: 1, Max: 8, Slots: 1, OldestQueued: 2 * slow, ThrottleAfter: slow}, 1},
 		{"steady local placeholders", Counts{Ready: 50, Running: 4, Executing: 1, Min: 4, Max: 4, Slots: 1, Steady: true}, 3},
 	} {
-		if got := supplyOf(tc.c); got != tc.want {
-			t.Errorf("%s: supplyOf(%+v) = %d, want %d", tc.name, tc.c, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := supplyOf(tc.c); got != tc.want {
+				t.Errorf("supplyOf(%+v) = %d, want %d", tc.c, got, tc.want)
+			}
+		})
 	}
 }
 
@@ -487,12 +510,7 @@ func TestManagerThrottleShiftsWork(t *testing.T) {
 			}
 			return fastSite, nil
 		}}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if err := m.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer m.Stop()
+	ctx := startManager(t, m)
 	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "slow", Type: SGE, SSH: "u@h", Max: 4}); err != nil {
 		t.Fatal(err)
 	}
@@ -514,11 +532,7 @@ func TestManagerThrottleShiftsWork(t *testing.T) {
 	if q, s := slowSite.count(batch.Queued), siteInfo(m, "slow"); q != 1 || s.State != StateThrottled {
 		t.Fatalf("throttled site: %d queued (want the probe), state %s", q, s.State)
 	}
-	slowSite.set(func(j map[string]batch.State) {
-		for id := range j {
-			j[id] = batch.Running
-		}
-	})
+	slowSite.startAll()
 	eventually(t, "the slow site recovered", func() bool { return siteInfo(m, "slow").State == StateOK })
 }
 
@@ -529,24 +543,6 @@ func siteInfo(m *Manager, name string) protocol.SiteInfo {
 		}
 	}
 	return protocol.SiteInfo{}
-}
-
-func TestDecideStalled(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		c    Counts
-		want Decision
-	}{
-		{"stalled: one probe submitted", Counts{Ready: 50, Max: 8, Slots: 1, Stalled: true}, Decision{Submit: 1}},
-		{"stalled: the probe is there", Counts{Ready: 50, Running: 1, Max: 8, Slots: 1, Stalled: true}, Decision{}},
-		{"stalled: extra queued cancelled", Counts{Ready: 50, Queued: 3, Max: 8, Slots: 1, Stalled: true}, Decision{Cancel: 2}},
-		{"stalled: min does not apply", Counts{Ready: 50, Min: 4, Max: 8, Slots: 1, Stalled: true}, Decision{Submit: 1}},
-		{"stalled, no work: nothing", Counts{Queued: 1, Max: 8, Slots: 1, Stalled: true}, Decision{Cancel: 1}},
-	} {
-		if got := Decide(tc.c); got != tc.want {
-			t.Errorf("%s: Decide(%+v) = %+v, want %+v", tc.name, tc.c, got, tc.want)
-		}
-	}
 }
 
 func TestNeverConnected(t *testing.T) {
@@ -567,10 +563,12 @@ func TestNeverConnected(t *testing.T) {
 		{"as many anonymous as late: none", []Started{{ID: "1", Running: 9 * time.Minute}}, 3, to, nil},
 		{"no timeout: never", []Started{{ID: "1", Running: time.Hour}}, 0, 0, nil},
 	} {
-		got := NeverConnected(tc.ps, tc.anonymous, tc.timeout)
-		if !slices.Equal(got, tc.want) && !(len(got) == 0 && len(tc.want) == 0) {
-			t.Errorf("%s: NeverConnected = %v, want %v", tc.name, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			got := NeverConnected(tc.ps, tc.anonymous, tc.timeout)
+			if !slices.Equal(got, tc.want) && !(len(got) == 0 && len(tc.want) == 0) {
+				t.Errorf("NeverConnected = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 
@@ -590,12 +588,7 @@ func TestManagerNeverConnected(t *testing.T) {
 	st := &fakeStore{ready: 10}
 	m := &Manager{Store: st, Poll: 5 * time.Millisecond, ConnectTimeout: time.Hour,
 		Open: func(protocol.SiteSpec, func(int)) (Site, error) { return diagnosingSite{fs}, nil }}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if err := m.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer m.Stop()
+	ctx := startManager(t, m)
 	// The site's own timeout overrides the Manager's hour.
 	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "c", Type: Slurm, SSH: "u@h", Max: 3, ConnectTimeout: 1}); err != nil {
 		t.Fatal(err)
@@ -654,12 +647,7 @@ func TestManagerClock(t *testing.T) {
 	clock := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	m := &Manager{Store: st, Poll: 5 * time.Millisecond, ThrottleAfter: time.Hour, Now: clock.Now,
 		Open: func(protocol.SiteSpec, func(int)) (Site, error) { return fs, nil }}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if err := m.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer m.Stop()
+	ctx := startManager(t, m)
 	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "c", Type: SGE, SSH: "u@h", Max: 4}); err != nil {
 		t.Fatal(err)
 	}
@@ -675,11 +663,7 @@ func TestManagerClock(t *testing.T) {
 	if got := m.List()[0].OldestQueuedS; got != 2*3600 {
 		t.Errorf("oldest queued %v s, want 7200 by the clock", got)
 	}
-	fs.set(func(j map[string]batch.State) {
-		for id := range j {
-			j[id] = batch.Running
-		}
-	})
+	fs.startAll()
 	eventually(t, "recovered", func() bool { return m.List()[0].State == StateOK })
 	if got := m.List()[0].QueueWaitS; got != 2*3600 {
 		t.Errorf("queue wait %v s, want 7200 by the clock", got)

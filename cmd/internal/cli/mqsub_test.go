@@ -97,6 +97,40 @@ func (tb *testBundle) jobs() int {
 	return n
 }
 
+// mqsub runs mqsub with args (after its name) reading stdin, and returns
+// what it printed and its exit code.
+func (tb *testBundle) mqsub(stdin string, args ...string) (stdout, stderr string, code int) {
+	var o, e bytes.Buffer
+	env := tb.env(&o, &e)
+	env.Stdin = strings.NewReader(stdin)
+	code = Run(context.Background(), Mqsub(env), append([]string{"mqsub"}, args...))
+	return o.String(), e.String(), code
+}
+
+// submitted runs mqsub with args, which must succeed, and returns the id
+// it printed first.
+func (tb *testBundle) submitted(t *testing.T, args ...string) int64 {
+	t.Helper()
+	o, e, code := tb.mqsub("", args...)
+	if code != 0 {
+		t.Fatalf("%q: exit %d, %s", args, code, e)
+	}
+	var id int64
+	fmt.Sscan(o, &id)
+	return id
+}
+
+// placeholder registers a placeholder of slots, to take the submitted
+// jobs with Next and see what it would be given.
+func (tb *testBundle) placeholder(t *testing.T, slots int) int64 {
+	t.Helper()
+	reg, err := tb.store.RegisterAs(context.Background(), protocol.Register{Site: "s", Host: "h", Slots: slots, OutDir: t.TempDir()}, "socket")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg.ID
+}
+
 // cutConn closes the connection instead of passing on the first frame
 // (read from the client, or written to it) that contains match.
 type cutConn struct {
@@ -206,13 +240,6 @@ func TestMqsubCommandBytes(t *testing.T) {
 	const cmd = "touch caf\xe9"
 	tb := setup(t)
 	ctx := context.Background()
-	run := func(stdin string, args ...string) (string, string, int) {
-		var o, e bytes.Buffer
-		env := tb.env(&o, &e)
-		env.Stdin = strings.NewReader(stdin)
-		code := Run(ctx, Mqsub(env), append([]string{"mqsub"}, args...))
-		return o.String(), e.String(), code
-	}
 	check := func(what, out string) {
 		t.Helper()
 		var id int64
@@ -227,33 +254,32 @@ func TestMqsubCommandBytes(t *testing.T) {
 			t.Errorf("%s: job %d's command is %q, want %q", what, id, got, cmd)
 		}
 	}
-	o, e, code := run("", "t", cmd)
+	o, e, code := tb.mqsub("", "t", cmd)
 	if code != 0 {
 		t.Fatalf("mqsub t %q: exit %d, %s", cmd, code, e)
 	}
 	check("mqsub", o)
-	o, e, code = run(`{"target":"t","command_bytes":"`+base64.StdEncoding.EncodeToString([]byte(cmd))+`"}`+"\n", "-f", "-")
+	o, e, code = tb.mqsub(`{"target":"t","command_bytes":"`+base64.StdEncoding.EncodeToString([]byte(cmd))+`"}`+"\n", "-f", "-")
 	if code != 0 {
 		t.Fatalf("mqsub -f with command_bytes: exit %d, %s", code, e)
 	}
 	check("mqsub -f", o)
-	_, e, code = run("{\"target\":\"t\",\"command\":\"true\"}\n{\"target\":\"t\",\"command\":\""+cmd+"\"}\n", "-f", "-")
+	_, e, code = tb.mqsub("{\"target\":\"t\",\"command\":\"true\"}\n{\"target\":\"t\",\"command\":\""+cmd+"\"}\n", "-f", "-")
 	if code != ExitFailed || !strings.Contains(e, "line 2: byte 0xe9 at column") || strings.Count(e, "\n") != 1 {
 		t.Errorf("mqsub -f with a raw Latin-1 line: exit %d, stderr %q; want exit 1 naming line 2", code, e)
 	}
-	_, e, code = run("", "caf\xe9", "true")
+	_, e, code = tb.mqsub("", "caf\xe9", "true")
 	if code != ExitUsage || !strings.Contains(e, `target name "caf\xe9" is not valid UTF-8`) {
 		t.Errorf("mqsub with a Latin-1 target: exit %d, stderr %q", code, e)
 	}
 }
 
 // TestMqsubFiles: -i/-o and their long names declare each file once, in
-// order (urfave/cli copies a set flag to its aliases; that adds nothing),
-// and a file named twice is refused.
+// order (urfave/cli copies a set flag to its aliases; that adds nothing).
+// A file named twice is TestMqsubRefused's.
 func TestMqsubFiles(t *testing.T) {
 	t.Parallel()
 	tb := setup(t)
-	ctx := context.Background()
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		args    []string
@@ -263,74 +289,23 @@ func TestMqsubFiles(t *testing.T) {
 		{[]string{"--input", "a", "--input", "c", "--out", "b"}, []string{"a", "c"}, []string{"b"}},
 		{[]string{"--in", "a:10", "--in", "c"}, []string{"a", "c"}, nil},
 	} {
-		var o, e bytes.Buffer
-		args := append(append([]string{"mqsub", "-d", dir}, tc.args...), "t", "true")
-		if code := Run(ctx, Mqsub(tb.env(&o, &e)), args); code != 0 {
-			t.Fatalf("%v: exit %d, %s", tc.args, code, e.String())
-		}
-		var id int64
-		fmt.Sscan(o.String(), &id)
-		d, err := tb.store.Inspect().Job(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var in, out []string
-		for _, f := range d.Inputs {
-			in = append(in, strings.TrimPrefix(f.Path, dir+"/"))
-		}
-		for _, f := range d.Outputs {
-			out = append(out, strings.TrimPrefix(f.Path, dir+"/"))
-		}
-		if !slices.Equal(in, tc.in) || !slices.Equal(out, tc.out) {
-			t.Errorf("%v: inputs %v outputs %v, want %v %v", tc.args, in, out, tc.in, tc.out)
-		}
-	}
-	var o, e bytes.Buffer
-	if code := Run(ctx, Mqsub(tb.env(&o, &e)), []string{"mqsub", "-d", dir, "--in", "a", "--in", "b", "--in", "a", "t", "true"}); code != ExitUsage || !strings.Contains(e.String(), "listed twice") {
-		t.Errorf("a file named twice: exit %d, %q", code, e.String())
-	}
-}
-
-// TestMqsubEnvFlags: -v and its long name --env set each variable once,
-// values with spaces and '=' kept whole (urfave/cli copies a set flag to
-// its aliases; that must add or change nothing).
-func TestMqsubEnvFlags(t *testing.T) {
-	t.Parallel()
-	tb := setup(t)
-	ctx := context.Background()
-	dir := t.TempDir()
-	reg, err := tb.store.RegisterAs(ctx, protocol.Register{Site: "s", Host: "h", Slots: 1, OutDir: t.TempDir()}, "socket")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		args []string
-		want []string
-	}{
-		{[]string{"-v", "A=1"}, []string{"A=1"}},
-		{[]string{"-v", "A=1", "-v", "B=x y=z"}, []string{"A=1", "B=x y=z"}},
-		{[]string{"--env", "A=1 B=2", "--env", "C=3"}, []string{"A=1 B=2", "C=3"}},
-		{[]string{"--env", "A=1", "--env", "A=2"}, []string{"A=2"}},
-	} {
-		var o, e bytes.Buffer
-		args := append(append([]string{"mqsub", "-d", dir}, tc.args...), "t", "true")
-		if code := Run(ctx, Mqsub(tb.env(&o, &e)), args); code != 0 {
-			t.Fatalf("%v: exit %d, %s", tc.args, code, e.String())
-		}
-		var id int64
-		fmt.Sscan(o.String(), &id)
-		// The environment is what the placeholder gets with the job.
-		nr, err := tb.store.Next(ctx, protocol.Next{Placeholder: reg.ID, Free: 1})
-		if err != nil || len(nr.Jobs) != 1 || nr.Jobs[0].ID != id {
-			t.Fatalf("%v: next %+v, %v; want job %d", tc.args, nr, err, id)
-		}
-		if got := nr.Jobs[0].Env; !slices.Equal(got, tc.want) {
-			t.Errorf("%v: env %q, want %q", tc.args, got, tc.want)
-		}
-	}
-	var o, e bytes.Buffer
-	if code := Run(ctx, Mqsub(tb.env(&o, &e)), []string{"mqsub", "--env", "noequals", "t", "true"}); code != ExitUsage || !strings.Contains(e.String(), "not NAME=VALUE") {
-		t.Errorf("--env noequals: exit %d, %q", code, e.String())
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			id := tb.submitted(t, append(append([]string{"-d", dir}, tc.args...), "t", "true")...)
+			d, err := tb.store.Inspect().Job(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var in, out []string
+			for _, f := range d.Inputs {
+				in = append(in, strings.TrimPrefix(f.Path, dir+"/"))
+			}
+			for _, f := range d.Outputs {
+				out = append(out, strings.TrimPrefix(f.Path, dir+"/"))
+			}
+			if !slices.Equal(in, tc.in) || !slices.Equal(out, tc.out) {
+				t.Errorf("inputs %v outputs %v, want %v %v", in, out, tc.in, tc.out)
+			}
+		})
 	}
 }
 
@@ -347,14 +322,15 @@ func TestMqsubFileErrorTexts(t *testing.T) {
 		{"comments", "# nothing yet\n", "mqsub: %s: no jobs to submit; nothing was added\n"},
 		{"bad line", "{\"target\": \"t\"}\n", "mqsub: %s: line 1: missing command; nothing was added\n"},
 	} {
-		path := filepath.Join(t.TempDir(), "jobs")
-		if err := os.WriteFile(path, []byte(tc.content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		var stdout, stderr bytes.Buffer
-		code := Run(context.Background(), Mqsub(tb.env(&stdout, &stderr)), []string{"mqsub", "-f", path})
-		if want := fmt.Sprintf(tc.want, path); code != ExitFailed || stderr.String() != want || stdout.Len() > 0 {
-			t.Errorf("%s: exit %d, stderr %q, stdout %q; want exit %d, %q", tc.name, code, stderr.String(), stdout.String(), ExitFailed, want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "jobs")
+			if err := os.WriteFile(path, []byte(tc.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			stdout, stderr, code := tb.mqsub("", "-f", path)
+			if want := fmt.Sprintf(tc.want, path); code != ExitFailed || stderr != want || stdout != "" {
+				t.Errorf("exit %d, stderr %q, stdout %q; want exit %d, %q", code, stderr, stdout, ExitFailed, want)
+			}
+		})
 	}
 }

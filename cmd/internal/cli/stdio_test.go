@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -11,130 +9,105 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
-// TestMqsubStdio: -o and -e reach the placeholder with the job (in its
-// environment, where they travel); an array using %A gives each member
-// its place; the old meanings of -o, -e and -i, and --output, are refused
-// in one line naming the flag to write, and nothing is added.
-func TestMqsubStdio(t *testing.T) {
+// TestMqsubJobEnv: what mqsub's flags put in a job's environment reaches
+// the placeholder with the job.
+//   - env: -v and its long name --env set each variable once, values
+//     with spaces and '=' kept whole (urfave/cli copies a set flag to its
+//     aliases; that must add or change nothing).
+//   - stdio: -o and -e travel in the environment; an array using %A
+//     gives each member its place.
+//   - time: --time travels in the environment, and is the job's
+//     estimate unless --est gives one.
+func TestMqsubJobEnv(t *testing.T) {
 	t.Parallel()
 	tb := setup(t)
 	ctx := context.Background()
 	dir := t.TempDir()
-	reg, err := tb.store.RegisterAs(ctx, protocol.Register{Site: "s", Host: "h", Slots: 4, OutDir: t.TempDir()}, "socket")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ph := tb.placeholder(t, 4)
 	for _, tc := range []struct {
+		name string
 		args []string
 		want [][]string // each job's environment
+		est  float64    // the job's estimate (0: not checked)
 	}{
-		{[]string{"-o", "out-%j.log"}, [][]string{{"MQ_STDOUT=out-%j.log"}}},
-		{[]string{"-o", "o.log", "--error", "e.log"}, [][]string{{"MQ_STDERR=e.log", "MQ_STDOUT=o.log"}}},
-		{[]string{"-e", "./3600"}, [][]string{{"MQ_STDERR=./3600"}}},
-		{[]string{"--array", "4-5", "-o", "%A_%a.out"}, [][]string{
+		{"env", []string{"-v", "A=1"}, [][]string{{"A=1"}}, 0},
+		{"env", []string{"-v", "A=1", "-v", "B=x y=z"}, [][]string{{"A=1", "B=x y=z"}}, 0},
+		{"env", []string{"--env", "A=1 B=2", "--env", "C=3"}, [][]string{{"A=1 B=2", "C=3"}}, 0},
+		{"env", []string{"--env", "A=1", "--env", "A=2"}, [][]string{{"A=2"}}, 0},
+		{"stdio", []string{"-o", "out-%j.log"}, [][]string{{"MQ_STDOUT=out-%j.log"}}, 0},
+		{"stdio", []string{"-o", "o.log", "--error", "e.log"}, [][]string{{"MQ_STDERR=e.log", "MQ_STDOUT=o.log"}}, 0},
+		{"stdio", []string{"-e", "./3600"}, [][]string{{"MQ_STDERR=./3600"}}, 0},
+		{"stdio", []string{"--array", "4-5", "-o", "%A_%a.out"}, [][]string{
 			{"MQ_ARRAY_INDEX=4", "MQ_ARRAY_SEQ=0", "MQ_STDOUT=%A_%a.out"},
-			{"MQ_ARRAY_INDEX=5", "MQ_ARRAY_SEQ=1", "MQ_STDOUT=%A_%a.out"}}},
-		{[]string{"--array", "1-1", "-o", "%a.out"}, [][]string{{"MQ_ARRAY_INDEX=1", "MQ_STDOUT=%a.out"}}},
+			{"MQ_ARRAY_INDEX=5", "MQ_ARRAY_SEQ=1", "MQ_STDOUT=%A_%a.out"}}, 0},
+		{"stdio", []string{"--array", "1-1", "-o", "%a.out"}, [][]string{{"MQ_ARRAY_INDEX=1", "MQ_STDOUT=%a.out"}}, 0},
+		{"time", []string{"--time", "2h"}, [][]string{{"MQ_TIME_LIMIT=7200"}}, 7200},
+		{"time", []string{"--time", "1-00:00:00", "--est", "60"}, [][]string{{"MQ_TIME_LIMIT=86400"}}, 60},
+		{"time", []string{"--time", "0:30"}, [][]string{{"MQ_TIME_LIMIT=30"}}, 30},
 	} {
-		var o, e bytes.Buffer
-		args := append(append([]string{"mqsub", "-d", dir}, tc.args...), "t", "true")
-		if code := Run(ctx, Mqsub(tb.env(&o, &e)), args); code != 0 {
-			t.Fatalf("%v: exit %d, %s", tc.args, code, e.String())
-		}
-		var first int64
-		fmt.Sscan(o.String(), &first)
-		nr, err := tb.store.Next(ctx, protocol.Next{Placeholder: reg.ID, Free: 4})
-		if err != nil || len(nr.Jobs) != len(tc.want) || nr.Jobs[0].ID != first {
-			t.Fatalf("%v: next %+v, %v; want %d jobs from %d", tc.args, nr, err, len(tc.want), first)
-		}
-		for i, j := range nr.Jobs {
-			if !slices.Equal(j.Env, tc.want[i]) {
-				t.Errorf("%v: job %d's env %q, want %q", tc.args, j.ID, j.Env, tc.want[i])
+		// Sequential: each case takes its own jobs with Next.
+		t.Run(tc.name+" "+strings.Join(tc.args, " "), func(t *testing.T) {
+			first := tb.submitted(t, append(append([]string{"-d", dir}, tc.args...), "t", "true")...)
+			if tc.est != 0 {
+				if d, err := tb.store.Inspect().Job(ctx, first); err != nil || d.Est != tc.est {
+					t.Errorf("estimate %v, %v; want %v", d.Est, err, tc.est)
+				}
 			}
-		}
-	}
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"-e", "2h"}, "-e 2h: -e is the job's stderr file now (qsub's, sbatch's); the estimate is --est 2h"},
-		{[]string{"-e", "3600"}, "the estimate is --est 3600 (a file of that name: -e ./3600)"},
-		{[]string{"-o", "a.dat:10M"}, "-o a.dat:10M: -o is the job's stdout file; a file the job writes is --out a.dat:10M"},
-		{[]string{"-o", "a", "-o", "b"}, "-o given 2 times: -o is the job's stdout file; a file the job writes is --out PATH[:SIZE] (repeat)"},
-		{[]string{"-i", "in.txt"}, "-i in.txt: a file the job reads is --in in.txt"},
-		{[]string{"--output", "x"}, "--output x is ambiguous: the job's stdout file is -o x (sbatch's --output); a file the job writes is --out x"},
-		{[]string{"-o", "o-%u.log"}, "stdout: \"o-%u.log\": mq expands %j (job id)"},
-		{[]string{"-o", "logs/"}, "names a directory"},
-		{[]string{"--rerun", "-o", "x", "1"}, "-o does not go with --rerun"},
-	} {
-		var o, e bytes.Buffer
-		args := append(append([]string{"mqsub", "-d", dir}, tc.args...), "t", "true")
-		code := Run(ctx, Mqsub(tb.env(&o, &e)), args)
-		if code != ExitUsage || !strings.Contains(e.String(), tc.want) || strings.Count(e.String(), "\n") != 1 || o.Len() != 0 {
-			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and one line with %q", tc.args, code, o.String(), e.String(), tc.want)
-		}
-	}
-	if d, err := tb.store.Next(ctx, protocol.Next{Placeholder: reg.ID, Free: 4}); err != nil || len(d.Jobs) != 0 {
-		t.Errorf("a refused mqsub added jobs: %+v, %v", d, err)
+			nr, err := tb.store.Next(ctx, protocol.Next{Placeholder: ph, Free: 4})
+			if err != nil || len(nr.Jobs) != len(tc.want) || nr.Jobs[0].ID != first {
+				t.Fatalf("next %+v, %v; want %d jobs from %d", nr, err, len(tc.want), first)
+			}
+			for i, j := range nr.Jobs {
+				if !slices.Equal(j.Env, tc.want[i]) {
+					t.Errorf("job %d's env %q, want %q", j.ID, j.Env, tc.want[i])
+				}
+			}
+		})
 	}
 }
 
-// TestMqsubTime: --time reaches the placeholder with the job and is its
-// estimate unless --est gives one; bad limits and sbatch's -t are refused
-// in one line, nothing added.
-func TestMqsubTime(t *testing.T) {
+// TestMqsubRefused: mqsub refuses in one line, naming what to write
+// instead, and adds nothing:
+//   - stdio: the old meanings of -o, -e and -i, and --output;
+//   - time: bad limits and sbatch's -t;
+//   - files: a file named twice;
+//   - env: a variable without '='.
+func TestMqsubRefused(t *testing.T) {
 	t.Parallel()
 	tb := setup(t)
-	ctx := context.Background()
 	dir := t.TempDir()
-	reg, err := tb.store.RegisterAs(ctx, protocol.Register{Site: "s", Host: "h", Slots: 4, OutDir: t.TempDir()}, "socket")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ph := tb.placeholder(t, 4)
 	for _, tc := range []struct {
-		args []string
-		env  []string
-		est  float64
-	}{
-		{[]string{"--time", "2h"}, []string{"MQ_TIME_LIMIT=7200"}, 7200},
-		{[]string{"--time", "1-00:00:00", "--est", "60"}, []string{"MQ_TIME_LIMIT=86400"}, 60},
-		{[]string{"--time", "0:30"}, []string{"MQ_TIME_LIMIT=30"}, 30},
-	} {
-		var o, e bytes.Buffer
-		args := append(append([]string{"mqsub", "-d", dir}, tc.args...), "t", "true")
-		if code := Run(ctx, Mqsub(tb.env(&o, &e)), args); code != 0 {
-			t.Fatalf("%v: exit %d, %s", tc.args, code, e.String())
-		}
-		var id int64
-		fmt.Sscan(o.String(), &id)
-		d, err := tb.store.Inspect().Job(ctx, id)
-		if err != nil || d.Est != tc.est {
-			t.Errorf("%v: estimate %v, %v; want %v", tc.args, d.Est, err, tc.est)
-		}
-		nr, err := tb.store.Next(ctx, protocol.Next{Placeholder: reg.ID, Free: 4})
-		if err != nil || len(nr.Jobs) != 1 || !slices.Equal(nr.Jobs[0].Env, tc.env) {
-			t.Errorf("%v: next %+v, %v; want env %q", tc.args, nr, err, tc.env)
-		}
-	}
-	for _, tc := range []struct {
+		name string
 		args []string
 		want string
 	}{
-		{[]string{"--time", "0"}, "--time 0: a time limit is more than 0"},
-		{[]string{"--time", "-5"}, "--time: "},
-		{[]string{"--time", "1e10"}, "--time: "},
-		{[]string{"--time", "soon"}, "--time: "},
-		{[]string{"-t", "1:00:00"}, "-t 1:00:00: mqsub's -t is --rerun's target; a time limit is --time 1:00:00"},
-		{[]string{"--rerun", "--time", "1h", "1"}, "--time does not go with --rerun"},
+		{"stdio", []string{"-e", "2h"}, "-e 2h: -e is the job's stderr file now (qsub's, sbatch's); the estimate is --est 2h"},
+		{"stdio", []string{"-e", "3600"}, "the estimate is --est 3600 (a file of that name: -e ./3600)"},
+		{"stdio", []string{"-o", "a.dat:10M"}, "-o a.dat:10M: -o is the job's stdout file; a file the job writes is --out a.dat:10M"},
+		{"stdio", []string{"-o", "a", "-o", "b"}, "-o given 2 times: -o is the job's stdout file; a file the job writes is --out PATH[:SIZE] (repeat)"},
+		{"stdio", []string{"-i", "in.txt"}, "-i in.txt: a file the job reads is --in in.txt"},
+		{"stdio", []string{"--output", "x"}, "--output x is ambiguous: the job's stdout file is -o x (sbatch's --output); a file the job writes is --out x"},
+		{"stdio", []string{"-o", "o-%u.log"}, "stdout: \"o-%u.log\": mq expands %j (job id)"},
+		{"stdio", []string{"-o", "logs/"}, "names a directory"},
+		{"stdio", []string{"--rerun", "-o", "x", "1"}, "-o does not go with --rerun"},
+		{"time", []string{"--time", "0"}, "--time 0: a time limit is more than 0"},
+		{"time", []string{"--time", "-5"}, "--time: "},
+		{"time", []string{"--time", "1e10"}, "--time: "},
+		{"time", []string{"--time", "soon"}, "--time: "},
+		{"time", []string{"-t", "1:00:00"}, "-t 1:00:00: mqsub's -t is --rerun's target; a time limit is --time 1:00:00"},
+		{"time", []string{"--rerun", "--time", "1h", "1"}, "--time does not go with --rerun"},
+		{"files", []string{"--in", "a", "--in", "b", "--in", "a"}, "listed twice"},
+		{"env", []string{"--env", "noequals"}, "not NAME=VALUE"},
 	} {
-		var o, e bytes.Buffer
-		args := append(append([]string{"mqsub", "-d", dir}, tc.args...), "t", "true")
-		code := Run(ctx, Mqsub(tb.env(&o, &e)), args)
-		if code != ExitUsage || !strings.Contains(e.String(), tc.want) || strings.Count(e.String(), "\n") != 1 || o.Len() != 0 {
-			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and one line with %q", tc.args, code, o.String(), e.String(), tc.want)
-		}
+		t.Run(tc.name+" "+strings.Join(tc.args, " "), func(t *testing.T) {
+			o, e, code := tb.mqsub("", append(append([]string{"-d", dir}, tc.args...), "t", "true")...)
+			if code != ExitUsage || !strings.Contains(e, tc.want) || strings.Count(e, "\n") != 1 || o != "" {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 and one line with %q", code, o, e, tc.want)
+			}
+		})
 	}
-	if d, err := tb.store.Next(ctx, protocol.Next{Placeholder: reg.ID, Free: 4}); err != nil || len(d.Jobs) != 0 {
+	if d, err := tb.store.Next(context.Background(), protocol.Next{Placeholder: ph, Free: 4}); err != nil || len(d.Jobs) != 0 {
 		t.Errorf("a refused mqsub added jobs: %+v, %v", d, err)
 	}
 }

@@ -25,10 +25,7 @@ func (s *Store) runStarted(id int64) {
 func (s *Store) ArrayCounts(ctx context.Context, firsts []int64) ([]map[string]int, error) {
 	var out []map[string]int
 	err := s.do(ctx, func() error {
-		out = s.arrays.Counts(firsts, s.running.Unstarted(func(id int64) bool {
-			j, ok := s.g.Node(id)
-			return ok && j.State == job.Executing
-		}))
+		out = s.arrays.Counts(firsts, s.running.Unstarted(s.executingIn))
 		return nil
 	})
 	return out, err

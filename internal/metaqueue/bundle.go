@@ -3,6 +3,7 @@ package metaqueue
 import (
 	"context"
 
+	"github.com/mq-hpc/mq/internal/dispatch"
 	"github.com/mq-hpc/mq/job"
 )
 
@@ -23,11 +24,6 @@ func (s *Store) addBundle(first int64, n int) error {
 // loadBundles rebuilds the bundles of live jobs from the database.
 func (s *Store) loadBundles(ctx context.Context) error { return s.bundles.Load(ctx, s.w) }
 
-// bundlePick expands a job picked for dispatch to what goes with it
-// (bundles.Expand): nothing if its bundle is held back.
-func (s *Store) bundlePick(id int64, walltime float64) (ids []int64, bundle int64) {
-	return s.bundles.Expand(id, walltime, (*bundleJobs)(s))
-}
 
 // bundleJobs answers the bundles module's questions about jobs.
 type bundleJobs Store
@@ -41,8 +37,8 @@ func (b *bundleJobs) State(id int64) (job.State, bool) {
 // Need is need for job id.
 func (b *bundleJobs) Need(id int64) float64 {
 	j, ok := b.g.Node(id)
-	if !ok {
-		return 0
+	if q := b.queueIDs[j.Queue]; ok && q != nil {
+		return dispatch.Need(j.Est, q.Ceiling)
 	}
-	return need(j.Est, b.queueIDs[j.Queue])
+	return max(float64(j.Est), 0)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/dispatch"
 	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
 
 	"github.com/mq-hpc/mq/internal/metaqueue/copies"
@@ -131,7 +132,7 @@ func (a *copyAsk) Copyable(qid int32, id int64) bool {
 	if ru := s.running[id]; q == nil || ru == nil || !s.repl.Apart(id, ru.Attempt) || !s.copyable(id, q) || runs.On(ru, s.copyRuns[id], a.p.req.Placeholder) {
 		return false
 	}
-	return fits(j.Est, q, a.p.req.WalltimeLeft) && s.affordable(id, q, j, a.p.site)
+	return dispatch.Fits(j.Est, q.Ceiling, a.p.req.WalltimeLeft) && s.affordable(id, q, j, a.p.site)
 }
 
 // LocalBytes is how many bytes of job id's inputs are at a's site.

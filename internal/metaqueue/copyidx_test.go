@@ -3,6 +3,7 @@ package metaqueue
 import (
 	"context"
 	"fmt"
+	"github.com/mq-hpc/mq/internal/dispatch"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -63,7 +64,7 @@ func (s *Store) pickCopyScan(p *parkedNext) (int64, *queue, error) {
 		if _, most := copies.Limit(q.pol.NewReplicator != nil, q.MaxCopies); most > 0 && n >= most {
 			continue
 		}
-		if !fits(j.Est, q, p.req.WalltimeLeft) || !s.affordable(id, q, j, p.site) {
+		if !dispatch.Fits(j.Est, q.Ceiling, p.req.WalltimeLeft) || !s.affordable(id, q, j, p.site) {
 			continue
 		}
 		var local int64

@@ -163,7 +163,7 @@ var _ dc.Jobs = (*asking)(nil)
 func (a *asking) BundleOf(id int64) (int64, bool) { return a.s.bundles.Of(id) }
 
 func (a *asking) BundleNow(id int64) []int64 {
-	ids, _ := a.s.bundlePick(id, a.p.req.WalltimeLeft)
+	ids, _ := a.s.bundles.Expand(id, a.p.req.WalltimeLeft, (*bundleJobs)(a.s))
 	return ids
 }
 

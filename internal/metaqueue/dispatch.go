@@ -15,21 +15,6 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
-// fits reports whether a job expected to run est seconds (0 = unknown:
-// the queue's ceiling, if any) fits a placeholder's remaining walltime
-// (0 = unlimited): dispatch.Fits.
-func fits(est float32, q *queue, walltime float64) bool {
-	return dispatch.Fits(est, q.Ceiling, walltime)
-}
-
-// need is how long a job is expected to take (dispatch.Need).
-func need(est float32, q *queue) float64 {
-	if q == nil {
-		return float64(est)
-	}
-	return dispatch.Need(est, q.Ceiling)
-}
-
 type parkedNext struct {
 	call     *call
 	req      protocol.Next

@@ -70,7 +70,7 @@ func (a *asking) Allows(c dispatch.Check, r policy.Ready) (bool, error) {
 	case dispatch.ParkedInfeasible:
 		return !s.ledger.Park(a.q.id, r), nil
 	case dispatch.FitsWalltime:
-		return a.q != nil && fits(a.j.Est, a.q, a.p.req.WalltimeLeft), nil
+		return a.q != nil && dispatch.Fits(a.j.Est, a.q.Ceiling, a.p.req.WalltimeLeft), nil
 	case dispatch.FitsResources:
 		return s.packFits(r.ID, a.p), nil
 	case dispatch.KeptForPlan:

@@ -111,7 +111,7 @@ func (s *Store) switchPolicy(q *queue, pol policy.Info) {
 func (s *Store) Summary(ctx context.Context) ([]protocol.QueueCounts, error) {
 	var out []protocol.QueueCounts
 	err := s.do(ctx, func() error {
-		pre := s.prefetched()
+		pre := s.running.Prefetched(s.executingIn)
 		for _, q := range s.qlist {
 			out = append(out, queues.Summary(s.econInfo(q), inspect.Counts(s.countsFor(q.id), pre[q.id])))
 		}

@@ -61,10 +61,9 @@ func (s *Store) aheadOf(p *parkedNext, picks []picked) []bool {
 	return out
 }
 
-// prefetched counts the jobs shown P, by queue (runs.Rows.Prefetched).
-func (s *Store) prefetched() map[int32]int {
-	return s.running.Prefetched(func(id int64) (int32, bool) {
-		j, ok := s.g.Node(id)
-		return j.Queue, ok && j.State == job.Executing
-	})
+// executingIn is job id's queue, and whether it executes (E, or P until
+// it starts: runs.Rows.Prefetched, Unstarted).
+func (s *Store) executingIn(id int64) (int32, bool) {
+	j, ok := s.g.Node(id)
+	return j.Queue, ok && j.State == job.Executing
 }

@@ -100,11 +100,14 @@ func (rs Rows) Prefetched(queueOf func(id int64) (q int32, executing bool)) map[
 }
 
 // Unstarted yields the jobs whose row attempt has not started yet (shown
-// P) and that executing says still execute.
-func (rs Rows) Unstarted(executing func(id int64) bool) iter.Seq[int64] {
+// P) and that, queueOf says, still execute.
+func (rs Rows) Unstarted(queueOf func(id int64) (q int32, executing bool)) iter.Seq[int64] {
 	return func(yield func(int64) bool) {
 		for id, ru := range rs {
-			if ru.Unstarted && executing(id) && !yield(id) {
+			if !ru.Unstarted {
+				continue
+			}
+			if _, ok := queueOf(id); ok && !yield(id) {
 				return
 			}
 		}

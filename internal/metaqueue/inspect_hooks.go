@@ -18,7 +18,7 @@ import (
 // for what the other features keep.
 
 // ReadDB is the read-only pool on the WAL snapshot that the read side
-// uses: the modules' listings (arrays.List, catalog.Files and
+// uses: the modules' listings (arrays.List but its counts, catalog.Files,
 // catalog.Holding, copies.Waste, plans.Show, plans.Problem,
 // plans.RuntimeSamples) read through it and never wait for the core.
 func (s *Store) ReadDB() *sql.DB { return s.rdb }

@@ -69,6 +69,14 @@ func (w *Writer) Size() int64 {
 	return w.size
 }
 
+// Err is the first write error (a full disk, a file-size limit): every
+// later write fails with it. Nil while the file is whole.
+func (w *Writer) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
 // Sync commits the file's chunks to stable storage. The agent calls it
 // before it reports the attempts whose outputs it holds, so a reported
 // Extent is never lost to a crash.

@@ -39,7 +39,14 @@ type streamSet struct {
 	files     []*streamFile // every file this agent wrote to, held locked
 	byName    map[string]*streamFile
 	recovered bool
+	retryAt   time.Time // when a file that failed a write may be left for a new one
 }
+
+// streamRetry is how often a placeholder whose stream file failed a write
+// (a full disk, a file-size limit) tries a new file: the outputs written
+// meanwhile are lost, but a disk that stays full costs an empty file a
+// second, not one a job.
+const streamRetry = time.Second
 
 // streamFile is one open stream file.
 type streamFile struct {
@@ -124,7 +131,8 @@ func (so *streamOut) Close() error {
 
 // output starts output t in the current stream file of placeholder ph,
 // opening a new file first when there is none, it is ph's no more (the
-// agent registered anew) or it passed its size.
+// agent registered anew), it passed its size or it failed a write (at
+// most once every streamRetry: failed).
 func (s *streamSet) output(ph int64, t outstream.Tag) (*streamOut, error) {
 	if ph <= 0 {
 		return nil, errors.New("output stream: the placeholder has no id yet")
@@ -138,7 +146,7 @@ func (s *streamSet) output(ph int64, t outstream.Tag) (*streamOut, error) {
 		s.recoverDead()
 		s.recovered = true
 	}
-	if s.cur == nil || s.cur.owner != ph || s.cur.w.Size() >= s.rotate {
+	if s.cur == nil || s.cur.owner != ph || s.cur.w.Size() >= s.rotate || s.failed() {
 		f, err := s.create(ph)
 		if err != nil {
 			return nil, fmt.Errorf("output stream: %w", err)
@@ -152,6 +160,20 @@ func (s *streamSet) output(ph int64, t outstream.Tag) (*streamOut, error) {
 	}
 	// The cap is the agent's (outputLimit): it stops the job.
 	return &streamOut{f: s.cur, o: s.cur.w.Output(t, 0), tag: t, ext: outstream.Extent{Last: -1}}, nil
+}
+
+// failed says whether the current file failed a write and may be left
+// for a new one now: its later writes would fail too, so without a new
+// file every output after a disk filled up would be lost, even once it
+// has room again.
+func (s *streamSet) failed() bool {
+	err := s.cur.w.Err()
+	if err == nil || time.Now().Before(s.retryAt) {
+		return false
+	}
+	s.retryAt = time.Now().Add(streamRetry)
+	s.log.Warn("a stream file failed a write; the next outputs go to a new file", "file", s.cur.name, "err", err)
+	return true
 }
 
 // create makes ph's next stream file and locks it.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mq-hpc/mq/internal/outstream"
 	"github.com/mq-hpc/mq/job"
@@ -306,4 +307,68 @@ func TestAgentStreamsQueueFiles(t *testing.T) {
 	if got, ok := readStreamed(t, out, rep, "stdout"); !ok || got != "streamed\n" {
 		t.Errorf("the next attempt's stdout %q (streamed %v), want it streamed", got, ok)
 	}
+}
+
+// TestStreamsAfterFailedWrite: once a stream file fails a write (a full
+// disk, a file-size limit; here its descriptor closed under it), the next
+// output goes to a new file and reads whole, instead of every later output
+// being lost; a file that fails in turn is left no sooner than streamRetry
+// after the last new one.
+func TestStreamsAfterFailedWrite(t *testing.T) {
+	t.Parallel()
+	out := t.TempDir()
+	s := newStreamSet(out, 0, nil)
+	defer s.close()
+	write := func(job int64) (*streamOut, error) {
+		t.Helper()
+		so, err := s.output(7, outstream.Tag{Job: job, Attempt: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		so.Write([]byte(fmt.Sprintf("job %d\n", job)))
+		return so, so.Close()
+	}
+	reads := func(so *streamOut, job int64) {
+		t.Helper()
+		f, err := os.Open(filepath.Join(out, protocol.StreamDir, so.f.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		var b bytes.Buffer
+		if _, err := outstream.Read(&b, f, outstream.Tag{Job: job, Attempt: 1}, so.ext); err != nil || b.String() != fmt.Sprintf("job %d\n", job) {
+			t.Errorf("job %d's output reads %q, %v", job, b.String(), err)
+		}
+	}
+	first, err := write(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.f.w.Close() // every later write to the file fails
+	if _, err := write(2); err == nil {
+		t.Fatal("an output written into the broken file was kept")
+	}
+	second, err := write(3)
+	if err != nil {
+		t.Fatalf("the output after a failed write: %v", err)
+	}
+	if second.f == first.f {
+		t.Fatal("the output after a failed write went to the failed file")
+	}
+	reads(first, 1)
+	reads(second, 3)
+
+	second.f.w.Close()
+	if _, err := write(4); err == nil {
+		t.Fatal("an output written into the second broken file was kept")
+	}
+	if so, err := write(5); err == nil || so.f != second.f {
+		t.Fatalf("a new file within streamRetry of the last: %v, file %s", err, so.f.name)
+	}
+	s.retryAt = time.Time{} // as if streamRetry passed
+	third, err := write(6)
+	if err != nil || third.f == second.f {
+		t.Fatalf("after streamRetry: %v, file %s (the failed one %s)", err, third.f.name, second.f.name)
+	}
+	reads(third, 6)
 }

@@ -5,6 +5,7 @@ package e2e
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,6 +69,43 @@ func TestOutputLostToFileLimit(t *testing.T) {
 	}
 	if got := h.ok("mqstat", "--output", ids, "--stderr"); got != "fine\n" {
 		t.Errorf("--stderr printed %q", got)
+	}
+}
+
+// TestStreamsAfterFileLimit: an agent writing stream files (the default)
+// whose file hits a file-size limit loses that job's output, reported
+// lost, and keeps the outputs of the jobs after it in a new file, where
+// every later output was lost before.
+func TestStreamsAfterFileLimit(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.startCLS("--local", "0")
+	// dash counts ulimit -f in 512-byte blocks: 64 KiB per file.
+	cmd := exec.Command("/bin/sh", "-c", `ulimit -f 128 && exec "$0" agent --site s --host limited --reconnect 5s`, filepath.Join(binDir, "cls"))
+	cmd.Env = h.env()
+	cmd.Dir = h.dir
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start agent: %v", err)
+	}
+	go cmd.Wait()
+	big := h.submit("big", "head -c 1000000 /dev/zero")
+	h.waitState(big, "D", 30*time.Second)
+	if d := h.ok("mqstat", "-j", strconv.FormatInt(big, 10)); !strings.Contains(d, "output lost:") {
+		t.Errorf("mqstat -j does not say the output was lost:\n%s", d)
+	}
+	// A new file is tried at most once a second: the jobs after it keep
+	// their output again, at the latest the first to start a second on.
+	deadline := time.Now().Add(60 * time.Second)
+	for n := 0; ; n++ {
+		id := h.submit("small", fmt.Sprintf("echo kept %d", n))
+		h.waitState(id, "D", 30*time.Second)
+		r := h.run("mqstat", "--output", strconv.FormatInt(id, 10))
+		if r.code == 0 && r.stdout == fmt.Sprintf("kept %d\n", n) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d jobs after the limit, none kept its output; the last: exit %d, %q, %q", n+1, r.code, r.stdout, r.stderr)
+		}
 	}
 }
 

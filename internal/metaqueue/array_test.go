@@ -228,6 +228,9 @@ func TestArraysListing(t *testing.T) {
 	if fmt.Sprint(listed) != fmt.Sprint([]int64{before, after}) {
 		t.Fatalf("collapsed listing = %v, want %d and %d", listed, before, after)
 	}
+	if l := e.stat(protocol.Stat{Collapse: true, Last: 1}); len(l) != 1 || l[0].ID != after {
+		t.Fatalf("collapsed listing's last job = %+v, want %d", l, after)
+	}
 	if n := len(e.stat(protocol.Stat{From: first, To: first + 4})); n != 5 {
 		t.Fatalf("listing the array's ids gave %d jobs", n)
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -77,8 +78,8 @@ const maxBatchBytes = 1 << 20
 const maxStatIDs = 10000
 
 // maxCollapsed is the most arrays a collapsed listing leaves out by their
-// ids (two comparisons a job each); beyond it a job's array is looked up
-// (two index searches a job: a second a million jobs).
+// ids; beyond it a job's array is looked up (two index searches a job: a
+// second a million jobs).
 const maxCollapsed = 64
 
 // span is an array's ids, first..last.
@@ -86,7 +87,10 @@ type span struct{ first, last int64 }
 
 // statQuery builds the listing of the jobs st selects with ids above
 // after; a collapsed one leaves out the members of arrays (their spans,
-// nil when there are more than maxCollapsed).
+// nil when there are more than maxCollapsed): it searches the ids between
+// them, one arm of a UNION ALL a gap, merged in id order, so a million
+// members cost nothing (with ids named, each job's id is compared with
+// the spans instead: the arms would repeat the ids).
 func statQuery(st protocol.Stat, after int64, arrays []span) (string, []any, error) {
 	var where []string
 	var args []any
@@ -127,7 +131,7 @@ func statQuery(st protocol.Stat, after int64, arrays []span) (string, []any, err
 	switch {
 	case st.Collapse && arrays == nil:
 		where = append(where, "NOT EXISTS ("+base("InArray")+")")
-	case st.Collapse:
+	case st.Collapse && len(st.IDs) > 0:
 		for _, a := range arrays {
 			where = append(where, "j.id NOT BETWEEN ? AND ?")
 			args = append(args, a.first, a.last)
@@ -142,9 +146,9 @@ func statQuery(st protocol.Stat, after int64, arrays []span) (string, []any, err
 			args = append(args, id)
 		}
 	}
-	q := statSelect
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
+	q, order := statSelect+whereClause(where), "j.id"
+	if st.Collapse && len(arrays) > 0 && len(st.IDs) == 0 {
+		q, args, order = outside(where, args, arrays), gapArgs(args, arrays), "1"
 	}
 	if st.Last < 0 || st.Limit < 0 {
 		return "", nil, protocol.Errorf(protocol.CodeBadRequest, "limit and last must be 0 or more")
@@ -152,16 +156,54 @@ func statQuery(st protocol.Stat, after int64, arrays []span) (string, []any, err
 	if st.Last > 0 {
 		// The latest Last, from the top of the id order down (cheap:
 		// ended jobs are mostly recent), then in id order again.
-		q = "SELECT * FROM (" + q + " ORDER BY j.id DESC LIMIT ?) ORDER BY 1"
+		q = "SELECT * FROM (" + q + " ORDER BY " + order + " DESC LIMIT ?) ORDER BY 1"
 		args = append(args, st.Last)
 	} else {
-		q += " ORDER BY j.id"
+		q += " ORDER BY " + order
 	}
 	if st.Limit > 0 {
 		q += " LIMIT ?"
 		args = append(args, st.Limit)
 	}
 	return q, args, nil
+}
+
+func whereClause(where []string) string {
+	if len(where) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(where, " AND ")
+}
+
+// gaps are the id ranges between arrays (by first id, apart), each
+// first..last, the ids before the first array and after the last
+// included.
+func gaps(arrays []span) []span {
+	var out []span
+	lo := int64(math.MinInt64)
+	for _, a := range arrays {
+		if a.first > lo {
+			out = append(out, span{lo, a.first - 1})
+		}
+		lo = a.last + 1
+	}
+	return append(out, span{lo, math.MaxInt64})
+}
+
+// outside is the listing of the jobs where selects outside arrays: one
+// search of each gap's ids, their union merged by id (column 1).
+func outside(where []string, args []any, arrays []span) string {
+	arm := statSelect + whereClause(append(slices.Clip(where), "j.id BETWEEN ? AND ?"))
+	return strings.Repeat(arm+" UNION ALL ", len(gaps(arrays))-1) + arm
+}
+
+// gapArgs are outside's arguments: each arm's, then its gap.
+func gapArgs(args []any, arrays []span) []any {
+	var out []any
+	for _, g := range gaps(arrays) {
+		out = append(append(out, args...), g.first, g.last)
+	}
+	return out
 }
 
 // stateCond is the condition of a listing by states ("" for every one).

@@ -49,14 +49,7 @@ func TestOutputLostToFileLimit(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	h.startCLS("--local", "0", "--output", "files")
-	// dash counts ulimit -f in 512-byte blocks: 64 KiB per file.
-	cmd := exec.Command("/bin/sh", "-c", `ulimit -f 128 && exec "$0" agent --site s --host limited --reconnect 5s`, filepath.Join(binDir, "cls"))
-	cmd.Env = h.env()
-	cmd.Dir = h.dir
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start agent: %v", err)
-	}
-	go cmd.Wait()
+	startLimitedAgent(t, h)
 	id := h.submit("big", "head -c 1000000 /dev/zero; echo fine >&2")
 	h.waitState(id, "D", 30*time.Second)
 	ids := strconv.FormatInt(id, 10)
@@ -72,6 +65,19 @@ func TestOutputLostToFileLimit(t *testing.T) {
 	}
 }
 
+// startLimitedAgent starts an agent of h's CLS whose files may not grow
+// past 64 KiB (ulimit -f: dash counts 512-byte blocks).
+func startLimitedAgent(t *testing.T, h *harness) {
+	t.Helper()
+	cmd := exec.Command("/bin/sh", "-c", `ulimit -f 128 && exec "$0" agent --site s --host limited --reconnect 5s`, filepath.Join(binDir, "cls"))
+	cmd.Env = h.env()
+	cmd.Dir = h.dir
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start agent: %v", err)
+	}
+	go cmd.Wait()
+}
+
 // TestStreamsAfterFileLimit: an agent writing stream files (the default)
 // whose file hits a file-size limit loses that job's output, reported
 // lost, and keeps the outputs of the jobs after it in a new file, where
@@ -80,14 +86,7 @@ func TestStreamsAfterFileLimit(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	h.startCLS("--local", "0")
-	// dash counts ulimit -f in 512-byte blocks: 64 KiB per file.
-	cmd := exec.Command("/bin/sh", "-c", `ulimit -f 128 && exec "$0" agent --site s --host limited --reconnect 5s`, filepath.Join(binDir, "cls"))
-	cmd.Env = h.env()
-	cmd.Dir = h.dir
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start agent: %v", err)
-	}
-	go cmd.Wait()
+	startLimitedAgent(t, h)
 	big := h.submit("big", "head -c 1000000 /dev/zero")
 	h.waitState(big, "D", 30*time.Second)
 	if d := h.ok("mqstat", "-j", strconv.FormatInt(big, 10)); !strings.Contains(d, "output lost:") {

@@ -24,7 +24,6 @@ func (s *Store) addBundle(first int64, n int) error {
 // loadBundles rebuilds the bundles of live jobs from the database.
 func (s *Store) loadBundles(ctx context.Context) error { return s.bundles.Load(ctx, s.w) }
 
-
 // bundleJobs answers the bundles module's questions about jobs.
 type bundleJobs Store
 

@@ -53,3 +53,28 @@ func TestArrayMillionCost(t *testing.T) {
 	l := e.stat(protocol.Stat{Collapse: true})
 	t.Logf("collapsed stat: %v, %d jobs", time.Since(t0), len(l))
 }
+
+// TestArraysManyCost (MQ_BENCH_BIG=1): the collapsed listing with 1,000
+// arrays of 1,000 members, a job between each two, and its --last 20.
+func TestArraysManyCost(t *testing.T) {
+	if os.Getenv("MQ_BENCH_BIG") != "1" {
+		t.Skip("MQ_BENCH_BIG=1 runs it")
+	}
+	e := newEnv(t)
+	for i := 0; i < 1000; i++ {
+		e.submit1("solo", "x"+strconv.Itoa(i))
+		e.submitArray("arr", 1000, 10)
+	}
+	for _, st := range []protocol.Stat{{Collapse: true}, {Collapse: true, Last: 20}} {
+		t0 := time.Now()
+		l := e.stat(st)
+		t.Logf("collapsed stat %+v: %v, %d jobs", st, time.Since(t0), len(l))
+		want := 1000
+		if st.Last > 0 {
+			want = st.Last
+		}
+		if len(l) != want {
+			t.Fatalf("listed %d jobs, want %d", len(l), want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package metaqueue
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -377,4 +378,71 @@ func TestArrayCountsAgree(t *testing.T) {
 	e.purge(protocol.Purge{EndedBefore: 0, Select: protocol.Select{All: true}})
 	agree("all purged")
 	e.check()
+}
+
+// TestCollapsedListing: a collapsed listing lists exactly the jobs outside
+// arrays, in id order, with --last, a limit, pages and named ids, as a
+// listing of those jobs alone would: with a few arrays (one query) and
+// with more than one query leaves out (inspect's maxCollapsed, 64), some
+// arrays adjacent with no job between them.
+func TestCollapsedListing(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{1, 62, 63, 64, 65, 130, 200} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			var solo, firsts []int64
+			for i := 0; i < n; i++ {
+				if i%3 != 1 {
+					solo = append(solo, e.submit1("solo", fmt.Sprint("s", i)))
+				}
+				firsts = append(firsts, e.submitArray("arr", 1+i%3, 1+i%3))
+			}
+			solo = append(solo, e.submit1("solo", "last"))
+			list := func(st protocol.Stat, after int64) []int64 {
+				t.Helper()
+				st.Collapse = true
+				var out []int64
+				err := e.s.Inspect().Stat(context.Background(), st, after, func(js []protocol.JobInfo) error {
+					for _, j := range js {
+						out = append(out, j.ID)
+					}
+					return nil
+				})
+				if err != nil {
+					t.Fatalf("Stat(%+v, %d): %v", st, after, err)
+				}
+				return out
+			}
+			tail := func(k int) []int64 { return solo[max(0, len(solo)-k):] }
+			for _, tc := range []struct {
+				name  string
+				st    protocol.Stat
+				after int64
+				want  []int64
+			}{
+				{"all", protocol.Stat{}, 0, solo},
+				{"by target", protocol.Stat{Target: "solo"}, 0, solo},
+				{"the members' target", protocol.Stat{Target: "arr"}, 0, nil},
+				{"last 1", protocol.Stat{Last: 1}, 0, tail(1)},
+				{"last 5", protocol.Stat{Last: 5}, 0, tail(5)},
+				{"last all but one", protocol.Stat{Last: len(solo) - 1}, 0, tail(len(solo) - 1)},
+				{"last all", protocol.Stat{Last: len(solo)}, 0, solo},
+				{"last more", protocol.Stat{Last: len(solo) + 3}, 0, solo},
+				{"limit 1", protocol.Stat{Limit: 1}, 0, solo[:1]},
+				{"limit 7", protocol.Stat{Limit: 7}, 0, solo[:min(7, len(solo))]},
+				{"limit more", protocol.Stat{Limit: len(solo) + 1}, 0, solo},
+				{"last 10 limit 3", protocol.Stat{Last: 10, Limit: 3}, 0, tail(10)[:min(3, len(tail(10)))]},
+				{"after the first", protocol.Stat{}, solo[0], solo[1:]},
+				{"after the middle, last 2", protocol.Stat{Last: 2}, solo[len(solo)/2], tail(min(2, len(solo)-1-len(solo)/2))},
+				{"after the last", protocol.Stat{Last: 2}, solo[len(solo)-1], nil},
+				{"named", protocol.Stat{IDs: append(slices.Clone(firsts), solo[0], solo[len(solo)-1])}, 0, []int64{solo[0], solo[len(solo)-1]}},
+				{"from..to", protocol.Stat{From: firsts[0], To: solo[len(solo)/2]}, 0, solo[1 : len(solo)/2+1]},
+			} {
+				if got := list(tc.st, tc.after); !slices.Equal(got, tc.want) {
+					t.Errorf("%s: listed %v, want %v", tc.name, got, tc.want)
+				}
+			}
+		})
+	}
 }

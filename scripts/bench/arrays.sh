@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # A large job array's listings: the numbers in BENCHMARKS.md, "A job array
 # of a million". One MQ_HOME with an array of ARRAY_N members queued
-# (`mqsub --array`, --local 0) and one job outside it; then, alternated
+# (`mqsub --array`, --local 0) and one job outside it, or with ARRAY_MANY
+# set, that many arrays of ARRAY_N/ARRAY_MANY members, a job before each
+# and one after the last; then, alternated
 # ARRAY_ROUNDS times, the revision BASE's CLS and mqstat and the work
 # tree's on that same MQ_HOME: `mqstat` (the default listing: the array
 # collapsed to a line with its counts) and `mqstat -j` of a member, 10 runs
 # each after 2 to warm up (mqbench times), medians.
 #
-# Usage: scripts/bench/arrays.sh BASE     ARRAY_N=1000000 ARRAY_ROUNDS=3
+# Usage: scripts/bench/arrays.sh BASE     ARRAY_N=1000000 ARRAY_ROUNDS=3 ARRAY_MANY=
 # Not for CI: it wants a quiet machine.
 set -euo pipefail
 
@@ -15,6 +17,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BASE=${1:?usage: scripts/bench/arrays.sh BASE (a git revision)}
 N=${ARRAY_N:-1000000}
 ROUNDS=${ARRAY_ROUNDS:-3}
+MANY=${ARRAY_MANY:-1}
 WORK=$(mktemp -d /tmp/mqarrays.XXXXXX)
 H=$WORK/home
 PID=
@@ -44,11 +47,18 @@ median() { sed -n 's/.*median_ms=\([0-9.]*\).*/\1/p'; }
 
 mkdir -p "$H"
 start new
-MQ_HOME=$H "$WORK/bin.new/mqsub" --array "1-$N" big true >/dev/null
+if ((MANY == 1)); then
+	MQ_HOME=$H "$WORK/bin.new/mqsub" --array "1-$N" big true >/dev/null
+else
+	for ((a = 0; a < MANY; a++)); do
+		MQ_HOME=$H "$WORK/bin.new/mqsub" solo true >/dev/null
+		MQ_HOME=$H "$WORK/bin.new/mqsub" --array "1-$((N / MANY))" big true >/dev/null
+	done
+fi
 MQ_HOME=$H "$WORK/bin.new/mqsub" solo true >/dev/null
 stop
 member=$((N / 2))
-echo "== $N-member array queued; base $(git -C "$ROOT" rev-parse --short "$BASE") against the work tree, $ROUNDS rounds"
+echo "== $N members in $MANY array(s) queued; base $(git -C "$ROOT" rev-parse --short "$BASE") against the work tree, $ROUNDS rounds"
 for ((r = 1; r <= ROUNDS; r++)); do
 	for side in base new; do
 		start "$side"

@@ -61,8 +61,8 @@ SELECT e.deadline > 0 OR e.budget > 0 FROM queue_economics e
 JOIN queues q ON q.id = e.queue_id WHERE q.name = ?;
 
 -- name: ArraySpans
--- The first ?1 arrays' ids, which a collapsed listing leaves out.
-SELECT first_job, last_job FROM arrays ORDER BY first_job LIMIT ?;
+-- The arrays' ids, which a collapsed listing leaves out.
+SELECT first_job, last_job FROM arrays ORDER BY first_job;
 
 -- name: InArray
 -- A condition's subquery on a listed job j: the array holding j.id is the one

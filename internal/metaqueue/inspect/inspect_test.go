@@ -79,7 +79,7 @@ func TestStatQuery(t *testing.T) {
 		has    []string // clauses the query must hold
 		hasNot []string
 		args   []any
-		arrays []span // a collapsed listing's arrays (nil: too many)
+		gap    int // where the gap's bounds are in args (-1: none); 0: not checked
 		err    bool
 	}{
 		{name: "default states", st: protocol.Stat{}, has: []string{"j.state IN (?,?,?,?,?,?,?)", "ORDER BY j.id"},
@@ -91,15 +91,13 @@ func TestStatQuery(t *testing.T) {
 			args: []any{"a.", "a.\xff", "E"}},
 		{name: "range, ids, limit", st: protocol.Stat{From: 2, To: 4, IDs: []int64{3}, Limit: 9, States: "WQHEDFBX"},
 			has: []string{"j.id BETWEEN ? AND ?", "j.id IN (?)", "LIMIT ?"}, args: []any{int64(2), int64(4), int64(3), 9}},
-		{name: "collapse", st: protocol.Stat{Collapse: true, States: "WQHEDFBX"}, has: []string{"WHERE NOT EXISTS (", "SELECT 1 FROM arrays a"}},
-		{name: "collapse few arrays: the gaps searched", st: protocol.Stat{Collapse: true, States: "WQHEDFBX", Limit: 5}, after: 2, arrays: []span{{3, 5}, {9, 12}},
-			has: []string{"WHERE j.id > ? AND j.id BETWEEN ? AND ? UNION ALL ", "ORDER BY 1 LIMIT ?"}, hasNot: []string{"EXISTS", "NOT BETWEEN"},
-			args: []any{int64(2), int64(math.MinInt64), int64(2), int64(2), int64(6), int64(8), int64(2), int64(13), int64(math.MaxInt64), 5}},
-		{name: "collapse first array at 1, latest", st: protocol.Stat{Collapse: true, States: "WQHEDFBX", Last: 3}, arrays: []span{{math.MinInt64, 5}},
-			has: []string{"ORDER BY 1 DESC LIMIT ?) ORDER BY 1"}, hasNot: []string{"UNION ALL"}, args: []any{int64(6), int64(math.MaxInt64), 3}},
-		{name: "collapse named ids: spans compared", st: protocol.Stat{Collapse: true, States: "WQHEDFBX", IDs: []int64{4}}, arrays: []span{{3, 5}},
-			has: []string{"WHERE j.id NOT BETWEEN ? AND ? AND j.id IN (?)"}, hasNot: []string{"UNION"}, args: []any{int64(3), int64(5), int64(4)}},
-		{name: "collapse no array", st: protocol.Stat{Collapse: true, States: "WQHEDFBX"}, arrays: []span{}, hasNot: []string{"WHERE"}},
+		{name: "collapse: one gap between arrays", st: protocol.Stat{Collapse: true, States: "WQHEDFBX", Limit: 5}, after: 2,
+			has: []string{"WHERE j.id > ? AND j.id BETWEEN ? AND ?", "ORDER BY j.id LIMIT ?"}, hasNot: []string{"EXISTS", "UNION"},
+			args: []any{int64(2), int64(math.MinInt64), int64(math.MaxInt64), 5}, gap: 1},
+		{name: "collapse, latest", st: protocol.Stat{Collapse: true, States: "WQHEDFBX", Last: 3},
+			has: []string{"WHERE j.id BETWEEN ? AND ? ORDER BY j.id DESC LIMIT ?) ORDER BY 1"}, args: []any{int64(math.MinInt64), int64(math.MaxInt64), 3}},
+		{name: "collapse named ids: each one's array looked up", st: protocol.Stat{Collapse: true, States: "WQHEDFBX", IDs: []int64{4}},
+			has: []string{"WHERE j.id IN (?) AND NOT EXISTS (", "SELECT 1 FROM arrays a"}, hasNot: []string{"BETWEEN"}, args: []any{int64(4)}, gap: -1},
 		{name: "every state and P: no condition", st: protocol.Stat{States: "WQHPEDFBX"}, hasNot: []string{"WHERE"}},
 		{name: "P alone: stored E, marked", st: protocol.Stat{States: "P"}, has: []string{"j.state IN (?)", "j.prefetched = 1"}, args: []any{"E"}},
 		{name: "QP: the mark only on E", st: protocol.Stat{States: "QP"}, has: []string{"(j.state IN (?,?) AND (j.state <> 'E' OR j.prefetched = 1))"}, args: []any{"Q", "E"}},
@@ -109,7 +107,7 @@ func TestStatQuery(t *testing.T) {
 		{name: "too many ids", st: protocol.Stat{IDs: many}, err: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			q, args, err := statQuery(tc.st, tc.after, tc.arrays)
+			q, args, gap, err := statQuery(tc.st, tc.after)
 			if tc.err {
 				var pe *protocol.Error
 				if !errors.As(err, &pe) || pe.Code != protocol.CodeBadRequest {
@@ -138,6 +136,9 @@ func TestStatQuery(t *testing.T) {
 			}
 			if n := strings.Count(q, "?"); n != len(args) {
 				t.Errorf("%d parameters, %d arguments", n, len(args))
+			}
+			if tc.gap != 0 && gap != tc.gap {
+				t.Errorf("gap at %d, want %d", gap, tc.gap)
 			}
 		})
 	}

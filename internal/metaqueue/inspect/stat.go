@@ -77,23 +77,17 @@ const maxBatchBytes = 1 << 20
 // maxStatIDs bounds the ids a listing names.
 const maxStatIDs = 10000
 
-// maxCollapsed is the most arrays a collapsed listing leaves out by their
-// ids; beyond it a job's array is looked up (two index searches a job: a
-// second a million jobs).
-const maxCollapsed = 64
-
-// span is an array's ids, first..last.
+// span is an array's ids, first..last, or a gap's between arrays.
 type span struct{ first, last int64 }
 
 // statQuery builds the listing of the jobs st selects with ids above
-// after; a collapsed one leaves out the members of arrays (their spans,
-// nil when there are more than maxCollapsed): it searches the ids between
-// them, one arm of a UNION ALL a gap, merged in id order, so a million
-// members cost nothing (with ids named, each job's id is compared with
-// the spans instead: the arms would repeat the ids).
-func statQuery(st protocol.Stat, after int64, arrays []span) (string, []any, error) {
+// after. A collapsed one leaves out the members of arrays: with ids
+// named, each job's array is looked up (at most maxStatIDs lookups);
+// else the query searches one gap between arrays, whose bounds are its
+// arguments at gap and gap+1 (-1 when it has none), and Stat runs it once
+// a gap, so a million members cost nothing.
+func statQuery(st protocol.Stat, after int64) (q string, args []any, gap int, err error) {
 	var where []string
-	var args []any
 	if after > 0 {
 		where = append(where, "j.id > ?")
 		args = append(args, after)
@@ -118,7 +112,7 @@ func statQuery(st protocol.Stat, after int64, arrays []span) (string, []any, err
 	}
 	parsed, err := job.ParseStates(states)
 	if err != nil {
-		return "", nil, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+		return "", nil, -1, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
 	}
 	if cond, sargs := stateCond(parsed); cond != "" {
 		where = append(where, cond)
@@ -128,44 +122,40 @@ func statQuery(st protocol.Stat, after int64, arrays []span) (string, []any, err
 		where = append(where, "j.id BETWEEN ? AND ?")
 		args = append(args, st.From, st.To)
 	}
-	switch {
-	case st.Collapse && arrays == nil:
-		where = append(where, "NOT EXISTS ("+base("InArray")+")")
-	case st.Collapse && len(st.IDs) > 0:
-		for _, a := range arrays {
-			where = append(where, "j.id NOT BETWEEN ? AND ?")
-			args = append(args, a.first, a.last)
-		}
-	}
 	if len(st.IDs) > 0 {
 		if len(st.IDs) > maxStatIDs {
-			return "", nil, protocol.Errorf(protocol.CodeBadRequest, "at most %d job ids per request", maxStatIDs)
+			return "", nil, -1, protocol.Errorf(protocol.CodeBadRequest, "at most %d job ids per request", maxStatIDs)
 		}
 		where = append(where, "j.id IN ("+params(len(st.IDs))+")")
 		for _, id := range st.IDs {
 			args = append(args, id)
 		}
 	}
-	q, order := statSelect+whereClause(where), "j.id"
-	if st.Collapse && len(arrays) > 0 && len(st.IDs) == 0 {
-		q, args, order = outside(where, args, arrays), gapArgs(args, arrays), "1"
+	gap = -1
+	switch {
+	case st.Collapse && len(st.IDs) > 0:
+		where = append(where, "NOT EXISTS ("+base("InArray")+")")
+	case st.Collapse:
+		where = append(where, "j.id BETWEEN ? AND ?")
+		gap, args = len(args), append(args, int64(math.MinInt64), int64(math.MaxInt64))
 	}
+	q = statSelect + whereClause(where)
 	if st.Last < 0 || st.Limit < 0 {
-		return "", nil, protocol.Errorf(protocol.CodeBadRequest, "limit and last must be 0 or more")
+		return "", nil, -1, protocol.Errorf(protocol.CodeBadRequest, "limit and last must be 0 or more")
 	}
 	if st.Last > 0 {
 		// The latest Last, from the top of the id order down (cheap:
 		// ended jobs are mostly recent), then in id order again.
-		q = "SELECT * FROM (" + q + " ORDER BY " + order + " DESC LIMIT ?) ORDER BY 1"
+		q = "SELECT * FROM (" + q + " ORDER BY j.id DESC LIMIT ?) ORDER BY 1"
 		args = append(args, st.Last)
 	} else {
-		q += " ORDER BY " + order
+		q += " ORDER BY j.id"
 	}
 	if st.Limit > 0 {
 		q += " LIMIT ?"
 		args = append(args, st.Limit)
 	}
-	return q, args, nil
+	return q, args, gap, nil
 }
 
 func whereClause(where []string) string {
@@ -188,22 +178,6 @@ func gaps(arrays []span) []span {
 		lo = a.last + 1
 	}
 	return append(out, span{lo, math.MaxInt64})
-}
-
-// outside is the listing of the jobs where selects outside arrays: one
-// search of each gap's ids, their union merged by id (column 1).
-func outside(where []string, args []any, arrays []span) string {
-	arm := statSelect + whereClause(append(slices.Clip(where), "j.id BETWEEN ? AND ?"))
-	return strings.Repeat(arm+" UNION ALL ", len(gaps(arrays))-1) + arm
-}
-
-// gapArgs are outside's arguments: each arm's, then its gap.
-func gapArgs(args []any, arrays []span) []any {
-	var out []any
-	for _, g := range gaps(arrays) {
-		out = append(append(out, args...), g.first, g.last)
-	}
-	return out
 }
 
 // stateCond is the condition of a listing by states ("" for every one).
@@ -247,27 +221,27 @@ func params(n int) string {
 // calling emit with batches of up to 1,000. It reads a consistent
 // snapshot and never waits for the writer.
 func (r *Reader) Stat(ctx context.Context, st protocol.Stat, after int64, emit func([]protocol.JobInfo) error) error {
-	var db Querier = r.db
-	if st.Earlier || st.Collapse {
-		// Earlier attempts, and the arrays a listing collapses, are read
-		// beside the listing, on its connection and in its snapshot (a
-		// second connection could wait for ever behind other listings
-		// holding the rest).
-		tx, err := r.db.BeginTx(ctx, nil)
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback()
-		db = tx
+	if !st.Earlier && !st.Collapse {
+		return r.stat(ctx, r.db, st, after, emit)
 	}
-	var arrays []span
-	if st.Collapse {
-		var err error
-		if arrays, err = collapsed(ctx, db); err != nil {
-			return err
-		}
+	// Earlier attempts, and the arrays a listing collapses, are read
+	// beside the listing, on its connection and in its snapshot (a second
+	// connection could wait for ever behind other listings holding the
+	// rest).
+	tx, err := r.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
 	}
-	q, args, err := statQuery(st, after, arrays)
+	defer tx.Rollback()
+	if st.Collapse && len(st.IDs) == 0 {
+		return r.statGaps(ctx, tx, st, after, emit)
+	}
+	return r.stat(ctx, tx, st, after, emit)
+}
+
+// stat runs one query of a listing.
+func (r *Reader) stat(ctx context.Context, db Querier, st protocol.Stat, after int64, emit func([]protocol.JobInfo) error) error {
+	q, args, _, err := statQuery(st, after)
 	if err != nil {
 		return err
 	}
@@ -275,41 +249,146 @@ func (r *Reader) Stat(ctx context.Context, st protocol.Stat, after int64, emit f
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	// Batches are bounded in bytes as well as jobs so a frame stays far
-	// below protocol.MaxFrame even with 128 KiB commands.
-	batch := make([]protocol.JobInfo, 0, 1000)
-	size := 0
-	for rows.Next() {
-		j, err := scanStat(rows)
+	b := newBatcher(emit)
+	if _, err := r.list(ctx, db, rows, st.Earlier, b); err != nil {
+		return err
+	}
+	return b.flush()
+}
+
+// statGaps runs a collapsed listing once for each gap between arrays
+// (from its cut with --last), in id order, until its limit.
+func (r *Reader) statGaps(ctx context.Context, tx *sql.Tx, st protocol.Stat, after int64, emit func([]protocol.JobInfo) error) error {
+	arrays, err := collapsed(ctx, tx)
+	if err != nil {
+		return err
+	}
+	gs := gaps(arrays)
+	if st.Last > 0 {
+		cut, err := latest(ctx, tx, st, after, gs)
 		if err != nil {
 			return err
 		}
-		if st.Earlier && j.Attempts > 0 {
-			if j.Earlier, err = r.history(ctx, db, j.ID, nil); err != nil {
-				return err
-			}
-			size += 256 * len(j.Earlier)
-		}
-		batch = append(batch, j.JobInfo)
-		size += 512 + 2*len(j.Command) + len(j.Cwd) + len(j.Reason)
-		if len(batch) == cap(batch) || size > maxBatchBytes {
-			if err := emit(batch); err != nil {
-				return err
-			}
-			batch, size = batch[:0], 0
-		}
+		st.Last, after = 0, max(after, cut-1)
 	}
-	if err := rows.Err(); err != nil {
+	q, args, at, err := statQuery(st, after)
+	if err != nil {
 		return err
 	}
-	return emit(batch)
+	stmt, err := tx.PrepareContext(ctx, q)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	b := newBatcher(emit)
+	for _, g := range gs {
+		if g.last <= after || (st.To > 0 && (g.last < st.From || g.first > st.To)) {
+			continue
+		}
+		args[at], args[at+1] = g.first, g.last
+		rows, err := stmt.QueryContext(ctx, args...)
+		if err != nil {
+			return err
+		}
+		n, err := r.list(ctx, tx, rows, st.Earlier, b)
+		if err != nil {
+			return err
+		}
+		if st.Limit > 0 {
+			if st.Limit -= n; st.Limit == 0 {
+				break
+			}
+			args[len(args)-1] = st.Limit
+		}
+	}
+	return b.flush()
+}
+
+// latest is the lowest id of the latest st.Last jobs of a collapsed
+// listing over the gaps gs: they are searched from the top down, each for
+// the latest it still needs.
+func latest(ctx context.Context, tx *sql.Tx, st protocol.Stat, after int64, gs []span) (int64, error) {
+	st.Limit, st.Earlier = 0, false
+	q, args, at, err := statQuery(st, after)
+	if err != nil {
+		return 0, err
+	}
+	stmt, err := tx.PrepareContext(ctx, "SELECT min(id), count(*) FROM ("+q+")")
+	if err != nil {
+		return 0, err
+	}
+	defer stmt.Close()
+	low, need := int64(math.MaxInt64), st.Last
+	for i := len(gs) - 1; i >= 0 && need > 0 && gs[i].last > after; i-- {
+		args[at], args[at+1], args[len(args)-1] = gs[i].first, gs[i].last, need
+		var first sql.NullInt64
+		var n int
+		if err := stmt.QueryRowContext(ctx, args...).Scan(&first, &n); err != nil {
+			return 0, err
+		}
+		if first.Valid {
+			low = first.Int64
+		}
+		need -= n
+	}
+	return low, nil
+}
+
+// batcher gathers a listing's jobs into batches bounded in jobs and in
+// bytes, so a frame stays far below protocol.MaxFrame even with 128 KiB
+// commands.
+type batcher struct {
+	emit func([]protocol.JobInfo) error
+	jobs []protocol.JobInfo
+	size int
+}
+
+func newBatcher(emit func([]protocol.JobInfo) error) *batcher {
+	return &batcher{emit: emit, jobs: make([]protocol.JobInfo, 0, 1000)}
+}
+
+func (b *batcher) add(j protocol.JobInfo) error {
+	b.jobs = append(b.jobs, j)
+	b.size += 512 + 2*len(j.Command) + len(j.Cwd) + len(j.Reason) + 256*len(j.Earlier)
+	if len(b.jobs) < cap(b.jobs) && b.size <= maxBatchBytes {
+		return nil
+	}
+	return b.flush()
+}
+
+// flush emits what b holds (an empty batch ends a listing).
+func (b *batcher) flush() error {
+	err := b.emit(b.jobs)
+	b.jobs, b.size = b.jobs[:0], 0
+	return err
+}
+
+// list reads a listing's rows into b, with each job's earlier attempts
+// if asked, and says how many jobs they held.
+func (r *Reader) list(ctx context.Context, db Querier, rows *sql.Rows, earlier bool, b *batcher) (int, error) {
+	defer rows.Close()
+	n := 0
+	for ; rows.Next(); n++ {
+		j, err := scanStat(rows)
+		if err != nil {
+			return n, err
+		}
+		if earlier && j.Attempts > 0 {
+			if j.Earlier, err = r.history(ctx, db, j.ID, nil); err != nil {
+				return n, err
+			}
+		}
+		if err := b.add(j.JobInfo); err != nil {
+			return n, err
+		}
+	}
+	return n, rows.Err()
 }
 
 // collapsed reads the spans of the arrays a collapsed listing leaves out,
-// nil if there are more than maxCollapsed.
+// in id order.
 func collapsed(ctx context.Context, db Querier) ([]span, error) {
-	rows, err := db.QueryContext(ctx, queries.Get("ArraySpans"), maxCollapsed+1)
+	rows, err := db.QueryContext(ctx, queries.Get("ArraySpans"))
 	if err != nil {
 		return nil, err
 	}
@@ -321,9 +400,6 @@ func collapsed(ctx context.Context, db Querier) ([]span, error) {
 			return nil, err
 		}
 		out = append(out, a)
-	}
-	if len(out) > maxCollapsed {
-		return nil, rows.Err()
 	}
 	return out, rows.Err()
 }

@@ -34,7 +34,7 @@ func TestEconomicsSites(t *testing.T) {
 	need(t, "sge", "slurm")
 	// Earlier tests' placeholders (their sites share these names) drain
 	// first: the check at the end is of this test's own.
-	eventually(t, 5*time.Minute, "earlier tests' placeholders gone", func() bool { return ourBatchJobs(t) == 0 })
+	drainEarlier(t, 2*time.Minute, 5*time.Minute)
 	l := newLogin(t, "127.0.0.1")
 	t.Run("cost", func(t *testing.T) {
 		c := econSites(t, l)

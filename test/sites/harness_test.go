@@ -635,6 +635,43 @@ func batchIDs(t *testing.T, typ, prefix string) []string {
 // placeholders.
 func ourBatchJobs(t *testing.T) int { return batchJobsNamed(t, "mq-") }
 
+// drainEarlier waits for earlier tests' placeholders (batch jobs named
+// mq-, which their CLSes cancelled on stopping) to be gone, so that a test
+// counts its own. Past grace it cancels what is left itself (a cancel lost
+// with a CLS killed mid-stop): no CLS owns them, as the tests here run one
+// at a time. At timeout it fails with what the queues still hold.
+func drainEarlier(t *testing.T, grace, timeout time.Duration) {
+	t.Helper()
+	start, cancelled := time.Now(), false
+	for ; ourBatchJobs(t) > 0; time.Sleep(200 * time.Millisecond) {
+		switch {
+		case time.Since(start) > timeout:
+			t.Fatalf("timed out after %s waiting for earlier tests' placeholders gone; the queues hold:\n%s", timeout, batchQueues(t))
+		case !cancelled && time.Since(start) > grace:
+			t.Logf("earlier tests' placeholders left after %s, cancelled:\n%s", grace, batchQueues(t))
+			for typ, cancel := range map[string]string{"sge": "qdel", "slurm": "scancel", "pbs": "qdel"} {
+				if ids := batchIDs(t, typ, "mq-"); len(ids) > 0 {
+					asUserOf(t, typ, cancel+" "+strings.Join(ids, " ")+" || true")
+				}
+			}
+			cancelled = true
+		}
+	}
+}
+
+// batchQueues is what each batch system here lists of its site user's jobs.
+func batchQueues(t *testing.T) string {
+	var b strings.Builder
+	for _, q := range []struct{ typ, why, list string }{
+		{"sge", haveSGE, "qstat -u mquser"}, {"slurm", haveSlurm, "squeue -u mquser"}, {"pbs", havePBS, "qstat"},
+	} {
+		if q.why == "" {
+			fmt.Fprintf(&b, "%s:\n%s", q.typ, asUserOf(t, q.typ, q.list))
+		}
+	}
+	return b.String()
+}
+
 // batchJobsNamed counts the site users' batch jobs whose name starts with
 // prefix, in every batch system here: a test checks its own site's
 // placeholders, not those an earlier test's cancel is still clearing.

@@ -976,10 +976,12 @@ type Progress struct {
 }
 
 // ProgressReply is one frame of a progress stream: the selected jobs'
-// counts by state letter. The CLS keeps them up to date as jobs change
-// state, so a frame costs the same for ten jobs as for a million. The last
-// frame has Ended set (no selected job is W, Q or E any more) and lists up
-// to MaxNotDone of the jobs that did not end done.
+// counts by state letter, Executing jobs whose placeholder has not said it
+// started them counted as P rather than E (as QueueCounts). The CLS keeps
+// them up to date as jobs change state, so a frame costs the same for ten
+// jobs as for a million. The last frame has Ended set (no selected job is
+// W, Q, H, P or E any more) and lists up to MaxNotDone of the jobs that
+// did not end done.
 type ProgressReply struct {
 	Total   int            `json:"total"`
 	Counts  map[string]int `json:"counts"`

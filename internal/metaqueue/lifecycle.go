@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
-	"github.com/mq-hpc/mq/internal/metaqueue/progress"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/internal/sqlfile"
 	"github.com/mq-hpc/mq/job"
@@ -403,7 +402,7 @@ func (s *Store) failUnstageable(ids []int64, reason string) error {
 // not updated here, nor are rows still buffered in in (patched there).
 func (s *Store) applyChanges(ch []dag.Change, self int64, in *inserter) error {
 	if len(s.watches) > 0 {
-		progress.Set(s.watches).Changes(ch)
+		s.watches.Changes(ch)
 	}
 	for _, c := range ch {
 		s.recount(c)

@@ -10,8 +10,8 @@ import (
 )
 
 // TestPrefetchedShownP: of the jobs a request asks for ahead of its free
-// slots (Next.Ahead), those handed out are P, not E, in the listing and
-// the summary, until a message of the placeholder says it started them;
+// slots (Next.Ahead), those handed out are P, not E, in the listing, the
+// summary and the progress counts (mqwait), until a message of the placeholder says it started them;
 // the mark survives a restart; one handed back goes to Q and its attempt
 // is listed as handed back, the next one numbered after it.
 func TestPrefetchedShownP(t *testing.T) {
@@ -37,6 +37,16 @@ func TestPrefetchedShownP(t *testing.T) {
 		c := e.summary()[protocol.DefaultQueue]
 		if c["E"] != wantE || c["P"] != wantP {
 			t.Fatalf("summary %v, want %d E and %d P", c, wantE, wantP)
+		}
+		// mqwait's counts and mqstat --summary -t: by queue, by ids.
+		for _, req := range []protocol.Progress{{Once: true}, {Once: true, Queue: protocol.DefaultQueue}, {Once: true, IDs: ids}} {
+			var got protocol.ProgressReply
+			if err := e.s.Progress().Stream(ctx, req, func(r protocol.ProgressReply) error { got = r; return nil }); err != nil {
+				t.Fatalf("Progress(%+v): %v", req, err)
+			}
+			if got.Counts["E"] != wantE || got.Counts["P"] != wantP || got.Total != len(ids) {
+				t.Fatalf("progress of %+v: %+v, want %d E and %d P of %d", req, got, wantE, wantP, len(ids))
+			}
 		}
 	}
 	counts(2, 2)

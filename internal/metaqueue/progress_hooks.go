@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"iter"
 
 	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/metaqueue/progress"
@@ -13,15 +14,13 @@ import (
 // Progress watches are package progress; the core feeds them the graph's
 // changes (applyChanges) and recounts them after a reload.
 
-type watch = progress.Watch
-
 // Progress is the progress streams (progress.Streams): the counts by
 // state of the selected jobs until none is left to end.
 func (s *Store) Progress() progress.Streams { return progress.NewStreams(progressCore{s}, s.rdb) }
 
 // rewatch recounts every watch after the state was reloaded.
 func (s *Store) rewatch() {
-	for _, err := range progress.Set(s.watches).Recount(progressCore{s}) {
+	for _, err := range s.watches.Recount(progressCore{s}) {
 		s.log.Warn("progress watch dropped after a reload", "err", err)
 	}
 }
@@ -51,6 +50,7 @@ func (c progressCore) NextID() int64                            { return c.s.nex
 func (c progressCore) EachSpent(f func(int32, string, float64)) { c.s.ledger.EachSpent(f) }
 
 func (c progressCore) Queue(name string) (int32, bool) { return c.s.queueID(name) }
+func (c progressCore) Unstarted() iter.Seq[int64]      { return c.s.running.Unstarted(c.s.executingIn) }
 
 func (c progressCore) EachCount(f func(int32, *[128]int)) {
 	for q, n := range c.s.counts {

@@ -33,6 +33,7 @@ import (
 	"github.com/mq-hpc/mq/internal/metaqueue/placeholders"
 	"github.com/mq-hpc/mq/internal/metaqueue/plans"
 	"github.com/mq-hpc/mq/internal/metaqueue/priorities"
+	"github.com/mq-hpc/mq/internal/metaqueue/progress"
 	"github.com/mq-hpc/mq/internal/metaqueue/tokens"
 	"github.com/mq-hpc/mq/internal/metaqueue/waits"
 	"github.com/mq-hpc/mq/internal/policy"
@@ -118,7 +119,7 @@ type Store struct {
 	reg          placeholders.Registry // placeholders known, their connections, rows to sweep, the last lease check
 	parked       []*parkedNext
 	waits        waits.Waits[*call]  // parked waits (waits/, admin.go)
-	watches      map[*watch]struct{} // progress streams (progress.go)
+	watches      progress.Set        // progress streams (progress_hooks.go)
 	counts       map[int32]*[128]int // queue -> state letter -> jobs
 	nextID       int64
 	inTx         bool
@@ -208,7 +209,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		calls:   make(chan *call, 1024),
 		stop:    make(chan struct{}),
 		stopped: make(chan struct{}),
-		watches: map[*watch]struct{}{},
+		watches: progress.Set{},
 		curSync: opt.Sync,
 		pack:    packing.New(),
 	}

@@ -49,7 +49,7 @@ type progressView struct {
 }
 
 func ended(r protocol.ProgressReply) int {
-	return r.Total - r.Counts["W"] - r.Counts["Q"] - r.Counts["H"] - r.Counts["E"]
+	return r.Total - r.Counts["W"] - r.Counts["Q"] - r.Counts["H"] - r.Counts["P"] - r.Counts["E"]
 }
 
 // rate returns jobs ended per second since the view started and the
@@ -69,7 +69,7 @@ func (v *progressView) rate(now time.Time) (float64, time.Duration) {
 // 2 executing".
 func countsText(r protocol.ProgressReply) string {
 	var parts []string
-	for _, st := range []job.State{job.Done, job.Failed, job.Blocked, job.Deleted, job.Executing, job.Queued, job.Held, job.Waiting} {
+	for _, st := range []job.State{job.Done, job.Failed, job.Blocked, job.Deleted, job.Executing, job.Prefetched, job.Queued, job.Held, job.Waiting} {
 		if n := r.Counts[st.String()]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, st.Name()))
 		}

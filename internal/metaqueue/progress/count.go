@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"iter"
 	"strings"
 
 	"github.com/mq-hpc/mq/internal/dag"
@@ -29,6 +30,10 @@ type State interface {
 	EachSpent(f func(q int32, site string, cost float64))
 	// Query reads through the core's writer, in its open transaction.
 	Query(query string, args ...any) (*sql.Rows, error)
+	// Unstarted are the Executing jobs handed out ahead whose placeholder
+	// has not said it started them (shown P): as many as the placeholders
+	// hold, not the metaqueue's size.
+	Unstarted() iter.Seq[int64]
 }
 
 // count counts the watch's jobs as they are now.

@@ -4,9 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"iter"
 	"maps"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -26,7 +28,8 @@ type world struct {
 	queues map[string]int32
 	counts map[int32]*[128]int
 	spent  map[int32]map[string]float64
-	err    error // what Query fails with
+	err    error   // what Query fails with
+	ahead  []int64 // handed out, not started (P)
 }
 
 func (w *world) Node(id int64) (dag.Node, bool) { n, ok := w.nodes[id]; return n, ok }
@@ -60,6 +63,7 @@ func (w *world) EachSpent(f func(int32, string, float64)) {
 	}
 }
 func (w *world) Query(string, ...any) (*sql.Rows, error) { return nil, w.err }
+func (w *world) Unstarted() iter.Seq[int64]              { return slices.Values(w.ahead) }
 
 var _ State = (*world)(nil)
 
@@ -126,9 +130,20 @@ func TestCount(t *testing.T) {
 		total   int
 		pending int
 		err     string
+		ahead   []int64
 	}{
 		{name: "everything", req: protocol.Progress{},
 			want: map[string]int{"Q": 1, "E": 1, "D": 1, "F": 1, "W": 1, "X": 1}, total: 5, pending: 3},
+		{name: "everything, one not started: P", req: protocol.Progress{}, ahead: []int64{2},
+			want: map[string]int{"Q": 1, "P": 1, "D": 1, "F": 1, "W": 1, "X": 1}, total: 5, pending: 3},
+		{name: "a queue, one not started: P", req: protocol.Progress{Queue: "a"}, queue: 1, ahead: []int64{2},
+			want: map[string]int{"Q": 1, "P": 1, "D": 1, "F": 1}, total: 4, pending: 2},
+		{name: "another queue's not started", req: protocol.Progress{Queue: "b"}, queue: 2, ahead: []int64{2},
+			want: map[string]int{"W": 1, "X": 1}, total: 1, pending: 1},
+		{name: "ids, not the one not started", req: protocol.Progress{IDs: []int64{1, 4, 6}}, ahead: []int64{2},
+			want: map[string]int{"Q": 1, "D": 1, "X": 1}, total: 3, pending: 1},
+		{name: "a live range, one not started", req: protocol.Progress{First: 1, Last: 3}, ahead: []int64{2, 9},
+			want: map[string]int{"Q": 1, "P": 1, "W": 1}, total: 3, pending: 3},
 		{name: "a queue", req: protocol.Progress{Queue: "a"}, queue: 1,
 			want: map[string]int{"Q": 1, "E": 1, "D": 1, "F": 1}, total: 4, pending: 2},
 		{name: "ids", req: protocol.Progress{IDs: []int64{1, 4, 6}},
@@ -147,7 +162,9 @@ func TestCount(t *testing.T) {
 				t.Fatal(err)
 			}
 			w.queue, w.hasQ = tc.queue, tc.queue != 0
-			err = w.count(newWorld())
+			world := newWorld()
+			world.ahead = tc.ahead
+			err = w.count(world)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("count = %v, want %q", err, tc.err)
@@ -162,7 +179,7 @@ func TestCount(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := w.reply()
+			r := w.reply(world)
 			if !maps.Equal(r.Counts, tc.want) || r.Total != tc.total || w.pending() != tc.pending {
 				t.Errorf("counts %v total %d pending %d, want %v %d %d", r.Counts, r.Total, w.pending(), tc.want, tc.total, tc.pending)
 			}
@@ -186,10 +203,10 @@ func TestChanges(t *testing.T) {
 		{ID: 1, Queue: 1, Target: 1, From: job.Queued, To: job.Executing},
 		{ID: 3, Queue: 2, Target: 2, From: job.Waiting, To: job.Queued},
 	})
-	if got := byRange.reply().Counts; !maps.Equal(got, map[string]int{"E": 2}) {
+	if got := byRange.reply(world).Counts; !maps.Equal(got, map[string]int{"E": 2}) {
 		t.Errorf("range counts %v", got)
 	}
-	if got := byQueue.reply().Counts; !maps.Equal(got, map[string]int{"Q": 1, "X": 1}) {
+	if got := byQueue.reply(world).Counts; !maps.Equal(got, map[string]int{"Q": 1, "X": 1}) {
 		t.Errorf("queue counts %v", got)
 	}
 	set.Changes([]dag.Change{{ID: 3, Queue: 2, Target: 2, From: job.Queued, To: job.Done}})

@@ -59,7 +59,7 @@ func Stream(ctx context.Context, req protocol.Progress, core Core, db Querier, s
 		if err := w.count(st); err != nil {
 			return err
 		}
-		snap, pending = w.reply(), w.pending()
+		snap, pending = w.reply(st), w.pending()
 		if req.Once && req.Spending {
 			if err := w.spending(st, &snap); err != nil {
 				return err
@@ -92,8 +92,8 @@ func Stream(ctx context.Context, req protocol.Progress, core Core, db Querier, s
 		case <-tick.C:
 		case <-w.ended:
 		}
-		if err := core.Do(ctx, func(_ State, set Set) error {
-			snap, pending = w.reply(), w.pending()
+		if err := core.Do(ctx, func(st State, set Set) error {
+			snap, pending = w.reply(st), w.pending()
 			if pending == 0 {
 				delete(set, w) // the counts are final
 			}

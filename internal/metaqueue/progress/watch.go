@@ -121,10 +121,27 @@ func (w *Watch) pending() int {
 // which count when deleted, rather than a queue, target or everything.
 func (w *Watch) named() bool { return w.req.First > 0 || w.ids != nil }
 
-func (w *Watch) reply() protocol.ProgressReply {
+// reply is the watch's counts by state, its Executing jobs not started
+// yet shown P (as the summary shows them; every other state from the
+// watch's counts).
+func (w *Watch) reply(core State) protocol.ProgressReply {
 	r := protocol.ProgressReply{Counts: map[string]int{}}
+	p := 0
+	if w.counts[job.Executing] > 0 {
+		for id := range core.Unstarted() {
+			if n, ok := core.Node(id); ok && w.has(dag.Change{ID: id, Queue: n.Queue, Target: n.Target}) {
+				p++
+			}
+		}
+	}
 	for _, st := range job.States {
 		n := w.counts[st]
+		switch st {
+		case job.Prefetched:
+			n = p
+		case job.Executing:
+			n -= p
+		}
 		if n != 0 {
 			r.Counts[st.String()] = n
 		}

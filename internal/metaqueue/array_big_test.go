@@ -52,6 +52,21 @@ func TestArrayMillionCost(t *testing.T) {
 	t0 = time.Now()
 	l := e.stat(protocol.Stat{Collapse: true})
 	t.Logf("collapsed stat: %v, %d jobs", time.Since(t0), len(l))
+	t0 = time.Now()
+	if _, err := e.s.Delete(context.Background(), protocol.Select{First: int64(n / 2), Last: int64(n)}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("deleted half: %v", time.Since(t0))
+	for _, req := range []protocol.Progress{{First: 1, Last: int64(n), Once: true}, {Target: "arr", Once: true}} {
+		t0 = time.Now()
+		err := e.s.Progress().Stream(context.Background(), req, func(r protocol.ProgressReply) error {
+			t.Logf("progress %+v: %v, %v", req, time.Since(t0), r.Counts)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // TestArraysManyCost (MQ_BENCH_BIG=1): the collapsed listing with 1,000

@@ -302,8 +302,9 @@ func (e *env) storedCounts(first, last int64) string {
 	return "map[" + strings.Join(parts, " ") + "]"
 }
 
-// TestArrayCountsAgree: the counts an array is listed with, which the
-// core keeps as its members change state, agree with the stored states
+// TestArrayCountsAgree: the counts an array is listed with and mqwait
+// counts its range with, which the core keeps as its members change
+// state, agree with the stored states
 // through dispatch (ahead of the free slots too), ends, failures,
 // hand-backs, holds, deletes, reruns, a purge and restarts.
 func TestArrayCountsAgree(t *testing.T) {
@@ -323,8 +324,20 @@ func TestArrayCountsAgree(t *testing.T) {
 			listed[a.First] = fmt.Sprint(a.Counts) // fmt sorts a map's keys
 		}
 		for _, sp := range spans {
-			if want := e.storedCounts(sp.first, sp.last); listed[sp.first] != want && !(want == "map[]" && listed[sp.first] == "") {
+			want := e.storedCounts(sp.first, sp.last)
+			if listed[sp.first] != want && !(want == "map[]" && listed[sp.first] == "") {
 				t.Fatalf("%s: array %d-%d listed with %s, stored %s", step, sp.first, sp.last, listed[sp.first], want)
+			}
+			// mqwait FIRST-LAST counts from the same kept counts.
+			var got protocol.ProgressReply
+			if err := e.s.Progress().Stream(ctx, protocol.Progress{First: sp.first, Last: sp.last, Once: true}, func(r protocol.ProgressReply) error {
+				got = r
+				return nil
+			}); err != nil {
+				t.Fatalf("%s: progress of %d-%d: %v", step, sp.first, sp.last, err)
+			}
+			if fmt.Sprint(got.Counts) != want {
+				t.Fatalf("%s: progress of array %d-%d counts %v, stored %s", step, sp.first, sp.last, got.Counts, want)
 			}
 		}
 	}

@@ -48,9 +48,9 @@ func (c progressCore) Node(id int64) (dag.Node, bool)           { return c.s.g.N
 func (c progressCore) Lookup(name string) (dag.TargetID, bool)  { return c.s.g.Lookup(name) }
 func (c progressCore) NextID() int64                            { return c.s.nextID }
 func (c progressCore) EachSpent(f func(int32, string, float64)) { c.s.ledger.EachSpent(f) }
-
-func (c progressCore) Queue(name string) (int32, bool) { return c.s.queueID(name) }
-func (c progressCore) Unstarted() iter.Seq[int64]      { return c.s.running.Unstarted(c.s.executingIn) }
+func (c progressCore) Queue(name string) (int32, bool)          { return c.s.queueID(name) }
+func (c progressCore) Unstarted() iter.Seq[int64]               { return c.s.running.Unstarted(c.s.executingIn) }
+func (c progressCore) ArrayCounts(a, b int64) ([128]int, bool)  { return c.s.arrays.Span(a, b) }
 
 func (c progressCore) EachCount(f func(int32, *[128]int)) {
 	for q, n := range c.s.counts {

@@ -170,6 +170,20 @@ func (a *Arrays) Counts(firsts []int64, unstarted iter.Seq[int64]) []map[string]
 	return out
 }
 
+// Span is the members by state (indexed by state letter, E with P) of the
+// array whose ids are exactly first..last, if one is kept: a watch of its
+// range counts without reading its members.
+func (a *Arrays) Span(first, last int64) (n [128]int, ok bool) {
+	ar := holding(a.all, first)
+	if ar == nil || ar.first != first || ar.last != last {
+		return n, false
+	}
+	for k, c := range ar.n {
+		n[counted[k]] = c
+	}
+	return n, true
+}
+
 // Capped reports whether job id must wait: its array has limit members
 // executing. It then holds the job aside until one stops.
 func (a *Arrays) Capped(id int64) bool {

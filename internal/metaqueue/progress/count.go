@@ -34,6 +34,9 @@ type State interface {
 	// has not said it started them (shown P): as many as the placeholders
 	// hold, not the metaqueue's size.
 	Unstarted() iter.Seq[int64]
+	// ArrayCounts is the members by state of the array whose ids are
+	// exactly first..last, if there is one, kept as they change.
+	ArrayCounts(first, last int64) ([128]int, bool)
 }
 
 // count counts the watch's jobs as they are now.
@@ -43,6 +46,10 @@ func (w *Watch) count(st State) error {
 	case w.req.First > 0:
 		if w.req.Last >= st.NextID() {
 			return protocol.Errorf(protocol.CodeNotFound, "job %d does not exist", w.req.Last)
+		}
+		if c, ok := st.ArrayCounts(w.req.First, w.req.Last); ok {
+			w.counts = c // mqsub -b --array, mqwait FIRST-LAST: read no member
+			return nil
 		}
 		gone := 0
 		for id := w.req.First; id <= w.req.Last; id++ {

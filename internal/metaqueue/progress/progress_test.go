@@ -30,6 +30,7 @@ type world struct {
 	spent  map[int32]map[string]float64
 	err    error   // what Query fails with
 	ahead  []int64 // handed out, not started (P)
+	arrays map[[2]int64][128]int
 }
 
 func (w *world) Node(id int64) (dag.Node, bool) { n, ok := w.nodes[id]; return n, ok }
@@ -64,6 +65,10 @@ func (w *world) EachSpent(f func(int32, string, float64)) {
 }
 func (w *world) Query(string, ...any) (*sql.Rows, error) { return nil, w.err }
 func (w *world) Unstarted() iter.Seq[int64]              { return slices.Values(w.ahead) }
+func (w *world) ArrayCounts(first, last int64) ([128]int, bool) {
+	c, ok := w.arrays[[2]int64{first, last}]
+	return c, ok
+}
 
 var _ State = (*world)(nil)
 
@@ -131,6 +136,7 @@ func TestCount(t *testing.T) {
 		pending int
 		err     string
 		ahead   []int64
+		arrays  map[[2]int64][128]int
 	}{
 		{name: "everything", req: protocol.Progress{},
 			want: map[string]int{"Q": 1, "E": 1, "D": 1, "F": 1, "W": 1, "X": 1}, total: 5, pending: 3},
@@ -153,6 +159,11 @@ func TestCount(t *testing.T) {
 			want: map[string]int{"Q": 1, "E": 1, "W": 1}, total: 3, pending: 3},
 		{name: "a range past the last job", req: protocol.Progress{First: 1, Last: 7}, err: "job 7 does not exist"},
 		{name: "a range with ended jobs reads them", req: protocol.Progress{First: 3, Last: 5}, err: "disk gone"},
+		{name: "an array's range: its counts, no member read", req: protocol.Progress{First: 3, Last: 5},
+			arrays: map[[2]int64][128]int{{3, 5}: {job.Waiting: 1, job.Executing: 1, job.Done: 1}}, ahead: []int64{9},
+			want: map[string]int{"W": 1, "E": 1, "D": 1}, total: 3, pending: 2},
+		{name: "a range not an array's reads its members", req: protocol.Progress{First: 3, Last: 5},
+			arrays: map[[2]int64][128]int{{3, 6}: {job.Done: 4}}, err: "disk gone"},
 		{name: "an unknown target", req: protocol.Progress{Target: "u"}, err: "target u does not exist"},
 		{name: "a target reads its jobs", req: protocol.Progress{Target: "t"}, err: "disk gone"},
 	} {
@@ -163,7 +174,7 @@ func TestCount(t *testing.T) {
 			}
 			w.queue, w.hasQ = tc.queue, tc.queue != 0
 			world := newWorld()
-			world.ahead = tc.ahead
+			world.ahead, world.arrays = tc.ahead, tc.arrays
 			err = w.count(world)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {

@@ -282,7 +282,7 @@ func (r *Reader) statGaps(ctx context.Context, tx *sql.Tx, st protocol.Stat, aft
 	defer stmt.Close()
 	b := newBatcher(emit)
 	for _, g := range gs {
-		if g.last <= after || (st.To > 0 && (g.last < st.From || g.first > st.To)) {
+		if !listed(g, st, after) {
 			continue
 		}
 		args[at], args[at+1] = g.first, g.last
@@ -320,6 +320,9 @@ func latest(ctx context.Context, tx *sql.Tx, st protocol.Stat, after int64, gs [
 	defer stmt.Close()
 	low, need := int64(math.MaxInt64), st.Last
 	for i := len(gs) - 1; i >= 0 && need > 0 && gs[i].last > after; i-- {
+		if !listed(gs[i], st, after) {
+			continue
+		}
 		args[at], args[at+1], args[len(args)-1] = gs[i].first, gs[i].last, need
 		var first sql.NullInt64
 		var n int
@@ -332,6 +335,11 @@ func latest(ctx context.Context, tx *sql.Tx, st protocol.Stat, after int64, gs [
 		need -= n
 	}
 	return low, nil
+}
+
+// listed says whether gap g holds ids a listing of st above after may list.
+func listed(g span, st protocol.Stat, after int64) bool {
+	return g.last > after && (st.To == 0 || (g.last >= st.From && g.first <= st.To))
 }
 
 // batcher gathers a listing's jobs into batches bounded in jobs and in

@@ -57,15 +57,27 @@ func TestArrayMillionCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("deleted half: %v", time.Since(t0))
-	for _, req := range []protocol.Progress{{First: 1, Last: int64(n), Once: true}, {Target: "arr", Once: true}} {
+	for _, req := range []protocol.Progress{{First: 1, Last: int64(n), Once: true}, {Target: "arr", Once: true}, {Target: "arr"}} {
+		// The core's answer to --summary while the watch counts: how long
+		// counting holds it.
+		held := make(chan time.Duration, 1)
+		go func() {
+			time.Sleep(20 * time.Millisecond)
+			t1 := time.Now()
+			e.s.Summary(context.Background())
+			held <- time.Since(t1)
+		}()
 		t0 = time.Now()
-		err := e.s.Progress().Stream(context.Background(), req, func(r protocol.ProgressReply) error {
+		ctx, cancel := context.WithCancel(context.Background())
+		err := e.s.Progress().Stream(ctx, req, func(r protocol.ProgressReply) error {
 			t.Logf("progress %+v: %v, %v", req, time.Since(t0), r.Counts)
+			cancel() // a stream's first frame is enough
 			return nil
 		})
-		if err != nil {
+		if err != nil && ctx.Err() == nil {
 			t.Fatal(err)
 		}
+		t.Logf("a summary meanwhile waited %v", <-held)
 	}
 }
 

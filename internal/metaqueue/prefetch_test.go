@@ -38,8 +38,9 @@ func TestPrefetchedShownP(t *testing.T) {
 		if c["E"] != wantE || c["P"] != wantP {
 			t.Fatalf("summary %v, want %d E and %d P", c, wantE, wantP)
 		}
-		// mqwait's counts and mqstat --summary -t: by queue, by ids.
-		for _, req := range []protocol.Progress{{Once: true}, {Once: true, Queue: protocol.DefaultQueue}, {Once: true, IDs: ids}} {
+		// mqwait's counts and mqstat --summary -t: by queue, by ids, by
+		// target (read off the core).
+		for _, req := range []protocol.Progress{{Once: true}, {Once: true, Queue: protocol.DefaultQueue}, {Once: true, IDs: ids}, {Once: true, Target: "a"}} {
 			var got protocol.ProgressReply
 			if err := e.s.Progress().Stream(ctx, req, func(r protocol.ProgressReply) error { got = r; return nil }); err != nil {
 				t.Fatalf("Progress(%+v): %v", req, err)

@@ -61,7 +61,7 @@ func (w *Watch) count(st State) error {
 		}
 		if gone > 0 {
 			// Ended jobs are not in memory: one scan of the range.
-			return w.countRows(st, queries.Get("EndedStates"), w.req.First, w.req.Last)
+			return w.countRows(st.Query, queries.Get("EndedStates"), w.req.First, w.req.Last)
 		}
 	case w.ids != nil:
 		for id := range w.ids {
@@ -76,18 +76,10 @@ func (w *Watch) count(st State) error {
 			w.counts[s]++
 		}
 	case w.req.Target != "":
-		t, ok := st.Lookup(w.req.Target)
-		if !ok {
-			return protocol.Errorf(protocol.CodeNotFound, "target %s does not exist", w.req.Target)
+		if err := w.lookupTarget(st); err != nil {
+			return err
 		}
-		w.target, w.hasT = t, true
-		q := base("TargetStates")
-		args := []any{int32(t)}
-		if w.hasQ {
-			q += " AND queue_id = ?"
-			args = append(args, w.queue)
-		}
-		return w.countRows(st, q+" GROUP BY state", args...)
+		return w.countTarget(st.Query)
 	default:
 		st.EachCount(func(qid int32, c *[128]int) {
 			if w.hasQ && qid != w.queue {
@@ -101,8 +93,47 @@ func (w *Watch) count(st State) error {
 	return nil
 }
 
-func (w *Watch) countRows(st State, q string, args ...any) error {
-	rows, err := st.Query(q, args...)
+// query reads rows: the core's writer in its open transaction (State.Query),
+// or the read pool.
+type query func(q string, args ...any) (*sql.Rows, error)
+
+// lookupQueue sets the watch's queue, if its request names one.
+func (w *Watch) lookupQueue(st State) error {
+	if w.req.Queue == "" {
+		return nil
+	}
+	q, ok := st.Queue(w.req.Queue)
+	if !ok {
+		return protocol.Errorf(protocol.CodeNotFound, "queue %s does not exist", w.req.Queue)
+	}
+	w.queue, w.hasQ = q, true
+	return nil
+}
+
+// lookupTarget sets the watch's target, which its request names.
+func (w *Watch) lookupTarget(st State) error {
+	t, ok := st.Lookup(w.req.Target)
+	if !ok {
+		return protocol.Errorf(protocol.CodeNotFound, "target %s does not exist", w.req.Target)
+	}
+	w.target, w.hasT = t, true
+	return nil
+}
+
+// countTarget counts the watch's target's jobs (in its queue, if any) by
+// state: a scan of the target's rows.
+func (w *Watch) countTarget(read query) error {
+	q := base("TargetStates")
+	args := []any{int32(w.target)}
+	if w.hasQ {
+		q += " AND queue_id = ?"
+		args = append(args, w.queue)
+	}
+	return w.countRows(read, q+" GROUP BY state", args...)
+}
+
+func (w *Watch) countRows(read query, q string, args ...any) error {
+	rows, err := read(q, args...)
 	if err != nil {
 		return storage(err)
 	}
@@ -122,41 +153,55 @@ func (w *Watch) countRows(st State, q string, args ...any) error {
 // site: a target's (or a range's) from the charges table, a queue's or
 // every queue's from the core's memory. Listed ids get none.
 func (w *Watch) spending(st State, r *protocol.ProgressReply) error {
-	by := map[string]float64{}
 	switch {
 	case w.ids != nil:
 		return nil
 	case w.hasT || w.req.First > 0:
-		q, args := queries.Get("SpentByRange"), []any{w.req.First, w.req.Last}
-		if w.hasT {
-			q, args = queries.Get("SpentByTarget"), []any{int32(w.target)}
-			if w.hasQ {
-				q, args = queries.Get("SpentByTargetQueue"), append(args, w.queue)
-			}
-		}
-		rows, err := st.Query(q, args...)
-		if err != nil {
-			return storage(err)
-		}
-		for rows.Next() {
-			var site string
-			var cost float64
-			if err := rows.Scan(&site, &cost); err != nil {
-				rows.Close()
-				return storage(err)
-			}
-			by[site] += cost
-		}
-		if err := closeRows(rows); err != nil {
-			return storage(err)
-		}
-	default:
-		st.EachSpent(func(qid int32, site string, v float64) {
-			if !w.hasQ || qid == w.queue {
-				by[site] += v
-			}
-		})
+		return w.spentRows(st.Query, r)
 	}
+	by := map[string]float64{}
+	st.EachSpent(func(qid int32, site string, v float64) {
+		if !w.hasQ || qid == w.queue {
+			by[site] += v
+		}
+	})
+	spent(r, by)
+	return nil
+}
+
+// spentRows fills what the attempts of w's target's (or range's) jobs
+// cost, from the charges table.
+func (w *Watch) spentRows(read query, r *protocol.ProgressReply) error {
+	q, args := queries.Get("SpentByRange"), []any{w.req.First, w.req.Last}
+	if w.hasT {
+		q, args = queries.Get("SpentByTarget"), []any{int32(w.target)}
+		if w.hasQ {
+			q, args = queries.Get("SpentByTargetQueue"), append(args, w.queue)
+		}
+	}
+	rows, err := read(q, args...)
+	if err != nil {
+		return storage(err)
+	}
+	by := map[string]float64{}
+	for rows.Next() {
+		var site string
+		var cost float64
+		if err := rows.Scan(&site, &cost); err != nil {
+			rows.Close()
+			return storage(err)
+		}
+		by[site] += cost
+	}
+	if err := closeRows(rows); err != nil {
+		return storage(err)
+	}
+	spent(r, by)
+	return nil
+}
+
+// spent puts what was spent per site, by, in r.
+func spent(r *protocol.ProgressReply, by map[string]float64) {
 	for site, v := range by {
 		if r.SpentBySite == nil {
 			r.SpentBySite = map[string]float64{}
@@ -164,7 +209,6 @@ func (w *Watch) spending(st State, r *protocol.ProgressReply) error {
 		r.SpentBySite[site] = v
 		r.Spent += v
 	}
-	return nil
 }
 
 // notDone lists up to protocol.MaxNotDone of the watch's jobs that ended

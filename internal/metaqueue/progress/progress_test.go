@@ -301,6 +301,13 @@ func TestWhere(t *testing.T) {
 	}
 }
 
+// failing is a read pool whose every read fails.
+type failing struct{}
+
+func (failing) QueryContext(context.Context, string, ...any) (*sql.Rows, error) {
+	return nil, errors.New("read pool gone")
+}
+
 // core runs Do under a lock, as the core goroutine would one at a time.
 type core struct {
 	mu    sync.Mutex
@@ -329,6 +336,15 @@ func TestStream(t *testing.T) {
 	}
 	if err := Stream(context.Background(), protocol.Progress{Queue: "z"}, c, nil, send); err == nil {
 		t.Fatal("a stream of an unknown queue started")
+	}
+	// A target's one-off count reads through the read pool, not the core's
+	// writer (which fails here with "disk gone"); an unknown target reads
+	// nothing.
+	if err := Stream(context.Background(), protocol.Progress{Target: "t", Once: true}, c, failing{}, send); err == nil || !strings.Contains(err.Error(), "read pool") {
+		t.Fatalf("once by target: %v, want the read pool's error", err)
+	}
+	if err := Stream(context.Background(), protocol.Progress{Target: "u", Once: true}, c, failing{}, send); err == nil || !strings.Contains(err.Error(), "target u does not exist") {
+		t.Fatalf("once by an unknown target: %v", err)
 	}
 
 	frames = nil

@@ -2,6 +2,7 @@ package progress
 
 import (
 	"context"
+	"database/sql"
 	"time"
 
 	"github.com/mq-hpc/mq/protocol"
@@ -46,15 +47,14 @@ func Stream(ctx context.Context, req protocol.Progress, core Core, db Querier, s
 		every = time.Second
 	}
 	every = max(every, MinInterval)
+	if req.Once && req.Target != "" {
+		return onceByTarget(ctx, w, core, db, send)
+	}
 	var snap protocol.ProgressReply
 	pending := 0
 	err = core.Do(ctx, func(st State, set Set) error {
-		if req.Queue != "" {
-			q, ok := st.Queue(req.Queue)
-			if !ok {
-				return protocol.Errorf(protocol.CodeNotFound, "queue %s does not exist", req.Queue)
-			}
-			w.queue, w.hasQ = q, true
+		if err := w.lookupQueue(st); err != nil {
+			return err
 		}
 		if err := w.count(st); err != nil {
 			return err
@@ -108,5 +108,38 @@ func Stream(ctx context.Context, req protocol.Progress, core Core, db Querier, s
 		return err
 	}
 	snap.NotDone, snap.MoreNotDone = nd, more
+	return send(snap)
+}
+
+// onceByTarget sends the counts of a target's jobs once (mqstat --summary
+// -t). Its rows are counted, and its charges summed, through the read
+// pool: on the core, a million rows would hold dispatch for most of a
+// second. The core only names the queue and target, then splits P out.
+func onceByTarget(ctx context.Context, w *Watch, core Core, db Querier, send func(protocol.ProgressReply) error) error {
+	err := core.Do(ctx, func(st State, _ Set) error {
+		if err := w.lookupQueue(st); err != nil {
+			return err
+		}
+		return w.lookupTarget(st)
+	})
+	if err != nil {
+		return err
+	}
+	read := func(q string, args ...any) (*sql.Rows, error) { return db.QueryContext(ctx, q, args...) }
+	if err := w.countTarget(read); err != nil {
+		return err
+	}
+	var snap protocol.ProgressReply
+	if err := core.Do(ctx, func(st State, _ Set) error {
+		snap = w.reply(st)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if w.req.Spending {
+		if err := w.spentRows(read, &snap); err != nil {
+			return err
+		}
+	}
 	return send(snap)
 }

@@ -121,6 +121,6 @@ func TestBenchmarkTunnel(t *testing.T) {
 		t.Logf("RESULT %s: 1000 true jobs in %s = %.0f jobs/s (2 placeholders; CLS CPU %.2f s); placeholders connected %s after the site was added",
 			mode, el.Round(time.Millisecond), 1000/el.Seconds(), cpu, connected.Round(100*time.Millisecond))
 		c.must("cls", "site", "remove", name)
-		eventually(t, time.Minute, "placeholders gone", func() bool { return batchJobsNamed(t, "mq-"+name+"-") == 0 })
+		eventuallyShowing(t, time.Minute, "placeholders gone", func() bool { return batchJobsNamed(t, "mq-"+name+"-") == 0 }, batchQueues)
 	}
 }

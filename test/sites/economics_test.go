@@ -109,7 +109,7 @@ func TestEconomicsSites(t *testing.T) {
 	})
 	// A placeholder that started after its CLS stopped exits on its own
 	// (idle 30 s, then its reconnect deadline): a generous bound.
-	eventually(t, 5*time.Minute, "no placeholders left in SGE or Slurm", func() bool { return ourBatchJobs(t) == 0 })
+	eventuallyShowing(t, 5*time.Minute, "no placeholders left in SGE or Slurm", func() bool { return ourBatchJobs(t) == 0 }, batchQueues)
 }
 
 // econSites starts a CLS with the two priced sites, both following

@@ -578,11 +578,21 @@ func (c *cls) jobs(states string) []protocol.JobInfo {
 
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
+	eventuallyShowing(t, timeout, what, cond, nil)
+}
+
+// eventuallyShowing is eventually that, timed out, also prints what show
+// says then (the batch queues, say).
+func eventuallyShowing(t *testing.T, timeout time.Duration, what string, cond func() bool, show func(*testing.T) string) {
+	t.Helper()
 	for deadline := time.Now().Add(timeout); ; time.Sleep(200 * time.Millisecond) {
 		if cond() {
 			return
 		}
 		if time.Now().After(deadline) {
+			if show != nil {
+				t.Fatalf("timed out after %s waiting for %s; then:\n%s", timeout, what, show(t))
+			}
 			t.Fatalf("timed out after %s waiting for %s", timeout, what)
 		}
 	}

@@ -132,6 +132,46 @@ func (w *Watch) countTarget(read query) error {
 	return w.countRows(read, q+" GROUP BY state", args...)
 }
 
+// settle lays the changes since a snapshot over counts taken in it: each
+// job of since (its latest state, 0: gone) takes its state in the
+// snapshot, which read reads, off the counts and its latest one on.
+func (w *Watch) settle(read query, since map[int64]job.State) error {
+	ids := make([]any, 0, len(since))
+	for id := range since {
+		ids = append(ids, id)
+	}
+	for len(ids) > 0 {
+		n := min(len(ids), 500)
+		q, args := base("TargetJobStates"), []any{int32(w.target)}
+		if w.hasQ {
+			q, args = q+" AND queue_id = ?", append(args, w.queue)
+		}
+		rows, err := read(q+" AND id IN (?"+strings.Repeat(",?", n-1)+")", append(args, ids[:n]...)...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id int64
+			var st string
+			if err := rows.Scan(&id, &st); err != nil {
+				rows.Close()
+				return err
+			}
+			w.counts[st[0]]--
+		}
+		if err := closeRows(rows); err != nil {
+			return err
+		}
+		ids = ids[n:]
+	}
+	for _, st := range since {
+		if st != 0 {
+			w.counts[st]++
+		}
+	}
+	return nil
+}
+
 func (w *Watch) countRows(read query, q string, args ...any) error {
 	rows, err := read(q, args...)
 	if err != nil {

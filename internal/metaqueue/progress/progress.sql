@@ -11,6 +11,11 @@ SELECT state, count(*) FROM jobs WHERE id BETWEEN ? AND ? AND state IN ('D','F',
 -- before its GROUP BY state.
 SELECT state, count(*) FROM jobs WHERE target_id = ?;
 
+-- name: TargetJobStates
+-- Some of a target's jobs' states; the watch's builder may add AND
+-- queue_id = ?, then AND id IN (...) with the jobs.
+SELECT id, state FROM jobs WHERE target_id = ?;
+
 -- name: NotDone
 -- The jobs of a watch that ended otherwise than done; its builder appends
 -- WHERE, ORDER BY id and LIMIT.

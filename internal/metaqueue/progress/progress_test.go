@@ -31,6 +31,7 @@ type world struct {
 	err    error   // what Query fails with
 	ahead  []int64 // handed out, not started (P)
 	arrays map[[2]int64][128]int
+	db     *sql.DB // what Query reads, if set
 }
 
 func (w *world) Node(id int64) (dag.Node, bool) { n, ok := w.nodes[id]; return n, ok }
@@ -63,8 +64,13 @@ func (w *world) EachSpent(f func(int32, string, float64)) {
 		}
 	}
 }
-func (w *world) Query(string, ...any) (*sql.Rows, error) { return nil, w.err }
-func (w *world) Unstarted() iter.Seq[int64]              { return slices.Values(w.ahead) }
+func (w *world) Query(q string, args ...any) (*sql.Rows, error) {
+	if w.db != nil {
+		return w.db.Query(q, args...)
+	}
+	return nil, w.err
+}
+func (w *world) Unstarted() iter.Seq[int64] { return slices.Values(w.ahead) }
 func (w *world) ArrayCounts(first, last int64) ([128]int, bool) {
 	c, ok := w.arrays[[2]int64{first, last}]
 	return c, ok

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"time"
 
+	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -52,6 +53,16 @@ func Stream(ctx context.Context, req protocol.Progress, core Core, db Querier, s
 	}
 	var snap protocol.ProgressReply
 	pending := 0
+	if pool, ok := db.(beginner); ok && req.Target != "" {
+		defer core.Do(context.WithoutCancel(ctx), func(_ State, set Set) error {
+			delete(set, w)
+			return nil
+		})
+		if snap, pending, err = openByTarget(ctx, w, core, pool); err != nil {
+			return err
+		}
+		return follow(ctx, w, core, db, snap, pending, every, send)
+	}
 	err = core.Do(ctx, func(st State, set Set) error {
 		if err := w.lookupQueue(st); err != nil {
 			return err
@@ -80,6 +91,12 @@ func Stream(ctx context.Context, req protocol.Progress, core Core, db Querier, s
 		delete(set, w)
 		return nil
 	})
+	return follow(ctx, w, core, db, snap, pending, every, send)
+}
+
+// follow sends the watch's counts every interval, from snap, until no job
+// of it is pending, then its last frame.
+func follow(ctx context.Context, w *Watch, core Core, db Querier, snap protocol.ProgressReply, pending int, every time.Duration, send func(protocol.ProgressReply) error) error {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for pending > 0 {
@@ -142,4 +159,58 @@ func onceByTarget(ctx context.Context, w *Watch, core Core, db Querier, send fun
 		}
 	}
 	return send(snap)
+}
+
+// beginner is a read pool that holds a snapshot (a *sql.DB).
+type beginner interface {
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+}
+
+// openByTarget opens a stream of a target's jobs (mqwait -t) counted off
+// the core, where a million rows would hold dispatch for most of a
+// second. The watch joins the set first, keeping each of its jobs'
+// latest state as changes come (since) rather than applying them; Do
+// returns once the batch that ran it committed, so a snapshot of the read
+// pool taken then holds every change made before. Its target's rows are
+// counted there; back on the core, each job changed since takes its state
+// in the snapshot off the count and its latest one on (settle).
+func openByTarget(ctx context.Context, w *Watch, core Core, pool beginner) (protocol.ProgressReply, int, error) {
+	var snap protocol.ProgressReply
+	err := core.Do(ctx, func(st State, set Set) error {
+		if err := w.lookupQueue(st); err != nil {
+			return err
+		}
+		if err := w.lookupTarget(st); err != nil {
+			return err
+		}
+		w.since = map[int64]job.State{}
+		set[w] = struct{}{}
+		return nil
+	})
+	if err != nil {
+		return snap, 0, err
+	}
+	tx, err := pool.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return snap, 0, err
+	}
+	defer tx.Rollback()
+	// The watch's counts are the core's while it is in the set.
+	counted := &Watch{req: w.req, queue: w.queue, hasQ: w.hasQ, target: w.target, hasT: true}
+	read := func(q string, args ...any) (*sql.Rows, error) { return tx.QueryContext(ctx, q, args...) }
+	if err := counted.countTarget(read); err != nil {
+		return snap, 0, err
+	}
+	pending := 0
+	err = core.Do(ctx, func(st State, _ Set) error {
+		if w.since != nil { // else the core recounted it meanwhile
+			if err := counted.settle(read, w.since); err != nil {
+				return err
+			}
+			w.counts, w.since = counted.counts, nil
+		}
+		snap, pending = w.reply(st), w.pending()
+		return nil
+	})
+	return snap, pending, err
 }

@@ -41,6 +41,9 @@ type Watch struct {
 	hasQ   bool
 	hasT   bool
 	counts [128]int
+	// since, while the watch is counted off the core (openByTarget), is
+	// each of its jobs' latest state (0: gone) since it joined the set.
+	since map[int64]job.State
 	// ended is signalled (without blocking) when no job is W, Q or E.
 	ended chan struct{}
 }
@@ -159,7 +162,11 @@ type Set map[*Watch]struct{}
 func (s Set) Changes(ch []dag.Change) {
 	for w := range s {
 		for _, c := range ch {
-			if w.has(c) {
+			switch {
+			case !w.has(c):
+			case w.since != nil:
+				w.since[c.ID] = c.To
+			default:
 				w.apply(c)
 			}
 		}
@@ -170,6 +177,7 @@ func (s Set) Changes(ch []dag.Change) {
 // dropping those it cannot count, with why.
 func (s Set) Recount(st State) (dropped []error) {
 	for w := range s {
+		w.since = nil // counted here, exactly
 		if err := w.count(st); err != nil {
 			dropped = append(dropped, err)
 			delete(s, w)

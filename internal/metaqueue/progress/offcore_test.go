@@ -1,0 +1,126 @@
+package progress
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"maps"
+	"path/filepath"
+	"testing"
+
+	_ "modernc.org/sqlite"
+
+	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// hookedCore is core with work of its own between the calls it runs: at
+// the nth Do, before[n] runs before the call and after[n] after it, on
+// the core.
+type hookedCore struct {
+	core
+	n             int
+	before, after map[int]func()
+}
+
+func (c *hookedCore) Do(_ context.Context, fn func(State, Set) error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n++
+	if f := c.before[c.n]; f != nil {
+		f()
+	}
+	err := fn(c.world, c.set)
+	if f := c.after[c.n]; f != nil {
+		f()
+	}
+	return err
+}
+
+// TestStreamByTargetOffCore: a stream of a target's jobs (mqwait -t) is
+// counted in a snapshot of the read pool, off the core, and is exact
+// whatever the core changes meanwhile: a change committed after the watch
+// joined but before the snapshot (in both), changes after the snapshot
+// (in neither), a job submitted then; and a recount on the core meanwhile
+// wins (its count, read here through the core's writer, has the job
+// submitted meanwhile).
+func TestStreamByTargetOffCore(t *testing.T) {
+	t.Parallel()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "t.db")+"?_pragma=journal_mode(WAL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.Exec(q, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec("CREATE TABLE jobs (id INTEGER PRIMARY KEY, target_id INTEGER, queue_id INTEGER, state TEXT)")
+	for id, st := range map[int64]job.State{1: job.Queued, 2: job.Executing, 3: job.Done, 4: job.Waiting} {
+		exec("INSERT INTO jobs VALUES (?, 1, 1, ?)", id, st.String())
+	}
+	exec("INSERT INTO jobs VALUES (5, 2, 1, 'Q')") // another target's
+	// change makes a change on the core: in the database, then to the watches.
+	var c *hookedCore
+	change := func(id int64, from, to job.State) func() {
+		return func() {
+			if from == 0 {
+				exec("INSERT INTO jobs VALUES (?, 1, 1, ?)", id, to.String())
+			} else {
+				exec("UPDATE jobs SET state = ? WHERE id = ?", to.String(), id)
+			}
+			c.set.Changes([]dag.Change{{ID: id, Queue: 1, Target: 1, From: from, To: to}})
+		}
+	}
+	for _, tc := range []struct {
+		name          string
+		before, after map[int]func()
+		want          map[string]int
+	}{
+		{"no change", nil, nil, map[string]int{"Q": 1, "E": 1, "D": 1, "W": 1}},
+		{"changes before and after the snapshot",
+			map[int]func(){2: func() {
+				change(1, job.Queued, job.Executing)()
+				change(2, job.Executing, job.Done)()
+				change(6, 0, job.Queued)()
+			}},
+			map[int]func(){1: change(4, job.Waiting, job.Queued)},
+			map[string]int{"E": 1, "D": 2, "Q": 2}},
+		{"recounted on the core meanwhile",
+			map[int]func(){2: func() {
+				change(7, 0, job.Held)()
+				c.world.db = db
+				if dropped := c.set.Recount(c.world); len(dropped) != 0 {
+					t.Error(dropped)
+				}
+			}},
+			nil, map[string]int{"Q": 1, "E": 1, "D": 1, "W": 1, "H": 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c = &hookedCore{core: core{world: newWorld(), set: Set{}}, before: tc.before, after: tc.after}
+			c.world.err = errors.New("the core's writer is not read")
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var got *protocol.ProgressReply
+			err := Stream(ctx, protocol.Progress{Target: "t"}, c, db, func(r protocol.ProgressReply) error {
+				got = &r
+				cancel() // the first frame is enough
+				return nil
+			})
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("Stream = %v", err)
+			}
+			if got == nil || !maps.Equal(got.Counts, tc.want) {
+				t.Fatalf("counts %v, want %v", got, tc.want)
+			}
+			if len(c.set) != 0 {
+				t.Errorf("%d watches left", len(c.set))
+			}
+		})
+		exec("DELETE FROM jobs WHERE id > 5")
+		exec("UPDATE jobs SET state = CASE id WHEN 1 THEN 'Q' WHEN 2 THEN 'E' WHEN 3 THEN 'D' WHEN 4 THEN 'W' ELSE state END")
+	}
+}

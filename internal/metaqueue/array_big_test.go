@@ -57,7 +57,7 @@ func TestArrayMillionCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("deleted half: %v", time.Since(t0))
-	for _, req := range []protocol.Progress{{First: 1, Last: int64(n), Once: true}, {Target: "arr", Once: true}, {Target: "arr"}} {
+	for _, req := range []protocol.Progress{{First: 1, Last: int64(n), Once: true}, {First: 2, Last: int64(n)}, {Target: "arr", Once: true}, {Target: "arr"}} {
 		// The core's answer to --summary while the watch counts: how long
 		// counting holds it.
 		held := make(chan time.Duration, 1)

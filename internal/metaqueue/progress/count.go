@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"iter"
+	"slices"
 	"strings"
 
 	"github.com/mq-hpc/mq/internal/dag"
@@ -44,12 +45,8 @@ func (w *Watch) count(st State) error {
 	w.counts = [128]int{}
 	switch {
 	case w.req.First > 0:
-		if w.req.Last >= st.NextID() {
-			return protocol.Errorf(protocol.CodeNotFound, "job %d does not exist", w.req.Last)
-		}
-		if c, ok := st.ArrayCounts(w.req.First, w.req.Last); ok {
-			w.counts = c // mqsub -b --array, mqwait FIRST-LAST: read no member
-			return nil
+		if counted, err := w.rangeKnown(st); counted || err != nil {
+			return err
 		}
 		gone := 0
 		for id := w.req.First; id <= w.req.Last; id++ {
@@ -79,7 +76,7 @@ func (w *Watch) count(st State) error {
 		if err := w.lookupTarget(st); err != nil {
 			return err
 		}
-		return w.countTarget(st.Query)
+		return w.countRowsOf(st.Query)
 	default:
 		st.EachCount(func(qid int32, c *[128]int) {
 			if w.hasQ && qid != w.queue {
@@ -91,6 +88,20 @@ func (w *Watch) count(st State) error {
 		})
 	}
 	return nil
+}
+
+// rangeKnown checks the watch's range exists and, if it is exactly one
+// array's (mqsub -b --array, mqwait FIRST-LAST), counts it from the
+// array's kept counts, reading no member.
+func (w *Watch) rangeKnown(st State) (counted bool, err error) {
+	if w.req.Last >= st.NextID() {
+		return false, protocol.Errorf(protocol.CodeNotFound, "job %d does not exist", w.req.Last)
+	}
+	c, ok := st.ArrayCounts(w.req.First, w.req.Last)
+	if ok {
+		w.counts = c
+	}
+	return ok, nil
 }
 
 // query reads rows: the core's writer in its open transaction (State.Query),
@@ -120,16 +131,11 @@ func (w *Watch) lookupTarget(st State) error {
 	return nil
 }
 
-// countTarget counts the watch's target's jobs (in its queue, if any) by
-// state: a scan of the target's rows.
-func (w *Watch) countTarget(read query) error {
-	q := base("TargetStates")
-	args := []any{int32(w.target)}
-	if w.hasQ {
-		q += " AND queue_id = ?"
-		args = append(args, w.queue)
-	}
-	return w.countRows(read, q+" GROUP BY state", args...)
+// countRowsOf counts the watch's jobs by state from their rows: a scan of
+// its target's, or of its range.
+func (w *Watch) countRowsOf(read query) error {
+	where, args := w.where()
+	return w.countRows(read, base("States")+" WHERE "+strings.Join(where, " AND ")+" GROUP BY state", args...)
 }
 
 // settle lays the changes since a snapshot over counts taken in it: each
@@ -140,13 +146,11 @@ func (w *Watch) settle(read query, since map[int64]job.State) error {
 	for id := range since {
 		ids = append(ids, id)
 	}
+	where, args := w.where()
+	q := base("JobStates") + " WHERE " + strings.Join(where, " AND ") + " AND id IN (?"
 	for len(ids) > 0 {
 		n := min(len(ids), 500)
-		q, args := base("TargetJobStates"), []any{int32(w.target)}
-		if w.hasQ {
-			q, args = q+" AND queue_id = ?", append(args, w.queue)
-		}
-		rows, err := read(q+" AND id IN (?"+strings.Repeat(",?", n-1)+")", append(args, ids[:n]...)...)
+		rows, err := read(q+strings.Repeat(",?", n-1)+")", append(slices.Clip(args), ids[:n]...)...)
 		if err != nil {
 			return err
 		}

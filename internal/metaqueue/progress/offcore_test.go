@@ -7,6 +7,7 @@ import (
 	"maps"
 	"path/filepath"
 	"testing"
+	"time"
 
 	_ "modernc.org/sqlite"
 
@@ -38,14 +39,15 @@ func (c *hookedCore) Do(_ context.Context, fn func(State, Set) error) error {
 	return err
 }
 
-// TestStreamByTargetOffCore: a stream of a target's jobs (mqwait -t) is
-// counted in a snapshot of the read pool, off the core, and is exact
+// TestStreamOffCore: a stream of a target's jobs (mqwait -t) or of a range
+// that is not one array's is counted in a snapshot of the read pool, off
+// the core, and is exact
 // whatever the core changes meanwhile: a change committed after the watch
 // joined but before the snapshot (in both), changes after the snapshot
 // (in neither), a job submitted then; and a recount on the core meanwhile
 // wins (its count, read here through the core's writer, has the job
 // submitted meanwhile).
-func TestStreamByTargetOffCore(t *testing.T) {
+func TestStreamOffCore(t *testing.T) {
 	t.Parallel()
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "t.db")+"?_pragma=journal_mode(WAL)")
 	if err != nil {
@@ -77,40 +79,54 @@ func TestStreamByTargetOffCore(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name          string
+		req           protocol.Progress
 		before, after map[int]func()
+		arrays        map[[2]int64][128]int
 		want          map[string]int
 	}{
-		{"no change", nil, nil, map[string]int{"Q": 1, "E": 1, "D": 1, "W": 1}},
-		{"changes before and after the snapshot",
-			map[int]func(){2: func() {
+		{name: "target, no change", req: protocol.Progress{Target: "t"}, want: map[string]int{"Q": 1, "E": 1, "D": 1, "W": 1}},
+		{name: "range, no change", req: protocol.Progress{First: 1, Last: 6}, want: map[string]int{"Q": 2, "E": 1, "D": 1, "W": 1}},
+		{name: "target, changes before and after the snapshot", req: protocol.Progress{Target: "t"},
+			before: map[int]func(){2: func() {
 				change(1, job.Queued, job.Executing)()
 				change(2, job.Executing, job.Done)()
 				change(6, 0, job.Queued)()
 			}},
-			map[int]func(){1: change(4, job.Waiting, job.Queued)},
-			map[string]int{"E": 1, "D": 2, "Q": 2}},
-		{"recounted on the core meanwhile",
-			map[int]func(){2: func() {
+			after: map[int]func(){1: change(4, job.Waiting, job.Queued)},
+			want:  map[string]int{"E": 1, "D": 2, "Q": 2}},
+		{name: "range, changes before and after the snapshot", req: protocol.Progress{First: 1, Last: 6},
+			before: map[int]func(){2: func() {
+				change(1, job.Queued, job.Executing)()
+				change(2, job.Executing, job.Done)()
+				change(6, 0, job.Queued)()
+			}},
+			after: map[int]func(){1: change(4, job.Waiting, job.Queued)},
+			want:  map[string]int{"E": 1, "D": 2, "Q": 3}},
+		{name: "an array's range: its kept counts", req: protocol.Progress{First: 1, Last: 6},
+			arrays: map[[2]int64][128]int{{1, 6}: {job.Done: 6}}, want: map[string]int{"D": 6}},
+		{name: "target, recounted on the core meanwhile", req: protocol.Progress{Target: "t"},
+			before: map[int]func(){2: func() {
 				change(7, 0, job.Held)()
 				c.world.db = db
 				if dropped := c.set.Recount(c.world); len(dropped) != 0 {
 					t.Error(dropped)
 				}
 			}},
-			nil, map[string]int{"Q": 1, "E": 1, "D": 1, "W": 1, "H": 1}},
+			want: map[string]int{"Q": 1, "E": 1, "D": 1, "W": 1, "H": 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c = &hookedCore{core: core{world: newWorld(), set: Set{}}, before: tc.before, after: tc.after}
 			c.world.err = errors.New("the core's writer is not read")
+			c.world.arrays = tc.arrays
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			var got *protocol.ProgressReply
-			err := Stream(ctx, protocol.Progress{Target: "t"}, c, db, func(r protocol.ProgressReply) error {
+			err := Stream(ctx, tc.req, c, db, func(r protocol.ProgressReply) error {
 				got = &r
 				cancel() // the first frame is enough
 				return nil
 			})
-			if !errors.Is(err, context.Canceled) {
+			if err != nil && !errors.Is(err, context.Canceled) { // nil: nothing pending
 				t.Fatalf("Stream = %v", err)
 			}
 			if got == nil || !maps.Equal(got.Counts, tc.want) {
@@ -122,5 +138,17 @@ func TestStreamByTargetOffCore(t *testing.T) {
 		})
 		exec("DELETE FROM jobs WHERE id > 5")
 		exec("UPDATE jobs SET state = CASE id WHEN 1 THEN 'Q' WHEN 2 THEN 'E' WHEN 3 THEN 'D' WHEN 4 THEN 'W' ELSE state END")
+	}
+	// Once sends one frame and returns, for a range or a target alike.
+	for _, req := range []protocol.Progress{{First: 1, Last: 6, Once: true}, {Target: "t", Once: true}} {
+		c = &hookedCore{core: core{world: newWorld(), set: Set{}}}
+		c.world.db = db
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		n := 0
+		err := Stream(ctx, req, c, db, func(protocol.ProgressReply) error { n++; return nil })
+		cancel()
+		if err != nil || n != 1 || len(c.set) != 0 {
+			t.Errorf("once %+v: %v, %d frames, %d watches", req, err, n, len(c.set))
+		}
 	}
 }

@@ -6,15 +6,15 @@
 -- Ended jobs of an id range by state: they are not in memory.
 SELECT state, count(*) FROM jobs WHERE id BETWEEN ? AND ? AND state IN ('D','F','X') GROUP BY state;
 
--- name: TargetStates
--- A target's jobs by state; the watch's builder may add AND queue_id = ?
--- before its GROUP BY state.
-SELECT state, count(*) FROM jobs WHERE target_id = ?;
+-- name: States
+-- A watch's jobs by state; its builder appends WHERE (its selection) and
+-- GROUP BY state.
+SELECT state, count(*) FROM jobs;
 
--- name: TargetJobStates
--- Some of a target's jobs' states; the watch's builder may add AND
--- queue_id = ?, then AND id IN (...) with the jobs.
-SELECT id, state FROM jobs WHERE target_id = ?;
+-- name: JobStates
+-- Some of a watch's jobs' states; its builder appends WHERE (its
+-- selection) AND id IN (...) with the jobs.
+SELECT id, state FROM jobs;
 
 -- name: NotDone
 -- The jobs of a watch that ended otherwise than done; its builder appends

@@ -53,12 +53,12 @@ func Stream(ctx context.Context, req protocol.Progress, core Core, db Querier, s
 	}
 	var snap protocol.ProgressReply
 	pending := 0
-	if pool, ok := db.(beginner); ok && req.Target != "" {
+	if pool, ok := db.(beginner); ok && !req.Once && (req.Target != "" || req.First > 0) {
 		defer core.Do(context.WithoutCancel(ctx), func(_ State, set Set) error {
 			delete(set, w)
 			return nil
 		})
-		if snap, pending, err = openByTarget(ctx, w, core, pool); err != nil {
+		if snap, pending, err = openOffCore(ctx, w, core, pool); err != nil {
 			return err
 		}
 		return follow(ctx, w, core, db, snap, pending, every, send)
@@ -143,7 +143,7 @@ func onceByTarget(ctx context.Context, w *Watch, core Core, db Querier, send fun
 		return err
 	}
 	read := func(q string, args ...any) (*sql.Rows, error) { return db.QueryContext(ctx, q, args...) }
-	if err := w.countTarget(read); err != nil {
+	if err := w.countRowsOf(read); err != nil {
 		return err
 	}
 	var snap protocol.ProgressReply
@@ -166,29 +166,41 @@ type beginner interface {
 	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
 }
 
-// openByTarget opens a stream of a target's jobs (mqwait -t) counted off
-// the core, where a million rows would hold dispatch for most of a
-// second. The watch joins the set first, keeping each of its jobs'
-// latest state as changes come (since) rather than applying them; Do
-// returns once the batch that ran it committed, so a snapshot of the read
-// pool taken then holds every change made before. Its target's rows are
-// counted there; back on the core, each job changed since takes its state
-// in the snapshot off the count and its latest one on (settle).
-func openByTarget(ctx context.Context, w *Watch, core Core, pool beginner) (protocol.ProgressReply, int, error) {
+// openOffCore opens a stream of a target's jobs (mqwait -t) or of a
+// range that is not one array's (mqwait FIRST-LAST) counted off the core,
+// where a million rows would hold dispatch for most of a second. The
+// watch joins the set first, keeping each of its jobs' latest state as
+// changes come (since) rather than applying them; Do returns once the
+// batch that ran it committed, so a snapshot of the read pool taken then
+// holds every change made before. Its rows are counted there; back on the
+// core, each job changed since takes its state in the snapshot off the
+// count and its latest one on (settle).
+func openOffCore(ctx context.Context, w *Watch, core Core, pool beginner) (protocol.ProgressReply, int, error) {
 	var snap protocol.ProgressReply
+	pending, known := 0, false
 	err := core.Do(ctx, func(st State, set Set) error {
 		if err := w.lookupQueue(st); err != nil {
 			return err
 		}
-		if err := w.lookupTarget(st); err != nil {
+		var err error
+		if w.req.First > 0 {
+			known, err = w.rangeKnown(st)
+		} else {
+			err = w.lookupTarget(st)
+		}
+		if err != nil {
 			return err
 		}
-		w.since = map[int64]job.State{}
 		set[w] = struct{}{}
+		if known {
+			snap, pending = w.reply(st), w.pending()
+		} else {
+			w.since = map[int64]job.State{}
+		}
 		return nil
 	})
-	if err != nil {
-		return snap, 0, err
+	if err != nil || known {
+		return snap, pending, err
 	}
 	tx, err := pool.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
@@ -196,12 +208,11 @@ func openByTarget(ctx context.Context, w *Watch, core Core, pool beginner) (prot
 	}
 	defer tx.Rollback()
 	// The watch's counts are the core's while it is in the set.
-	counted := &Watch{req: w.req, queue: w.queue, hasQ: w.hasQ, target: w.target, hasT: true}
+	counted := &Watch{req: w.req, queue: w.queue, hasQ: w.hasQ, target: w.target, hasT: w.hasT}
 	read := func(q string, args ...any) (*sql.Rows, error) { return tx.QueryContext(ctx, q, args...) }
-	if err := counted.countTarget(read); err != nil {
+	if err := counted.countRowsOf(read); err != nil {
 		return snap, 0, err
 	}
-	pending := 0
 	err = core.Do(ctx, func(st State, _ Set) error {
 		if w.since != nil { // else the core recounted it meanwhile
 			if err := counted.settle(read, w.since); err != nil {

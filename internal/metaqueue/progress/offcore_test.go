@@ -77,6 +77,15 @@ func TestStreamOffCore(t *testing.T) {
 			c.set.Changes([]dag.Change{{ID: id, Queue: 1, Target: 1, From: from, To: to}})
 		}
 	}
+	// The core's work between the stream's calls: after the watch joined,
+	// before the snapshot (after its first call); after the snapshot
+	// (before its second).
+	beforeSnapshot := map[int]func(){1: change(4, job.Waiting, job.Queued)}
+	afterSnapshot := map[int]func(){2: func() {
+		change(1, job.Queued, job.Executing)()
+		change(2, job.Executing, job.Done)()
+		change(6, 0, job.Queued)()
+	}}
 	for _, tc := range []struct {
 		name          string
 		req           protocol.Progress
@@ -87,21 +96,9 @@ func TestStreamOffCore(t *testing.T) {
 		{name: "target, no change", req: protocol.Progress{Target: "t"}, want: map[string]int{"Q": 1, "E": 1, "D": 1, "W": 1}},
 		{name: "range, no change", req: protocol.Progress{First: 1, Last: 6}, want: map[string]int{"Q": 2, "E": 1, "D": 1, "W": 1}},
 		{name: "target, changes before and after the snapshot", req: protocol.Progress{Target: "t"},
-			before: map[int]func(){2: func() {
-				change(1, job.Queued, job.Executing)()
-				change(2, job.Executing, job.Done)()
-				change(6, 0, job.Queued)()
-			}},
-			after: map[int]func(){1: change(4, job.Waiting, job.Queued)},
-			want:  map[string]int{"E": 1, "D": 2, "Q": 2}},
+			before: afterSnapshot, after: beforeSnapshot, want: map[string]int{"E": 1, "D": 2, "Q": 2}},
 		{name: "range, changes before and after the snapshot", req: protocol.Progress{First: 1, Last: 6},
-			before: map[int]func(){2: func() {
-				change(1, job.Queued, job.Executing)()
-				change(2, job.Executing, job.Done)()
-				change(6, 0, job.Queued)()
-			}},
-			after: map[int]func(){1: change(4, job.Waiting, job.Queued)},
-			want:  map[string]int{"E": 1, "D": 2, "Q": 3}},
+			before: afterSnapshot, after: beforeSnapshot, want: map[string]int{"E": 1, "D": 2, "Q": 3}},
 		{name: "an array's range: its kept counts", req: protocol.Progress{First: 1, Last: 6},
 			arrays: map[[2]int64][128]int{{1, 6}: {job.Done: 6}}, want: map[string]int{"D": 6}},
 		{name: "target, recounted on the core meanwhile", req: protocol.Progress{Target: "t"},

@@ -177,6 +177,7 @@ type beginner interface {
 // count and its latest one on (settle).
 func openOffCore(ctx context.Context, w *Watch, core Core, pool beginner) (protocol.ProgressReply, int, error) {
 	var snap protocol.ProgressReply
+	var counted *Watch // counted off the core: the watch's counts are the core's
 	pending, known := 0, false
 	err := core.Do(ctx, func(st State, set Set) error {
 		if err := w.lookupQueue(st); err != nil {
@@ -196,6 +197,7 @@ func openOffCore(ctx context.Context, w *Watch, core Core, pool beginner) (proto
 			snap, pending = w.reply(st), w.pending()
 		} else {
 			w.since = map[int64]job.State{}
+			counted = &Watch{req: w.req, queue: w.queue, hasQ: w.hasQ, target: w.target, hasT: w.hasT}
 		}
 		return nil
 	})
@@ -207,8 +209,6 @@ func openOffCore(ctx context.Context, w *Watch, core Core, pool beginner) (proto
 		return snap, 0, err
 	}
 	defer tx.Rollback()
-	// The watch's counts are the core's while it is in the set.
-	counted := &Watch{req: w.req, queue: w.queue, hasQ: w.hasQ, target: w.target, hasT: w.hasT}
 	read := func(q string, args ...any) (*sql.Rows, error) { return tx.QueryContext(ctx, q, args...) }
 	if err := counted.countRowsOf(read); err != nil {
 		return snap, 0, err

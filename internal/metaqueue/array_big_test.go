@@ -2,6 +2,7 @@ package metaqueue
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strconv"
 	"testing"
@@ -57,7 +58,14 @@ func TestArrayMillionCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("deleted half: %v", time.Since(t0))
-	for _, req := range []protocol.Progress{{First: 1, Last: int64(n), Once: true}, {First: 2, Last: int64(n)}, {Target: "arr", Once: true}, {Target: "arr"}} {
+	// 100,000 listed jobs (the most a request may list), half of them
+	// deleted, beside the ones that run on.
+	listed := make([]int64, 0, 100_000)
+	for id := int64(n/2) - 100_000; id < int64(n/2)+100_000; id += 2 {
+		listed = append(listed, id)
+	}
+	for _, req := range []protocol.Progress{{First: 1, Last: int64(n), Once: true}, {First: 2, Last: int64(n), Once: true}, {First: 2, Last: int64(n)}, {Target: "arr", Once: true}, {Target: "arr"},
+		{IDs: listed, Once: true}, {IDs: listed}} {
 		// The core's answer to --summary while the watch counts: how long
 		// counting holds it.
 		held := make(chan time.Duration, 1)
@@ -70,7 +78,7 @@ func TestArrayMillionCost(t *testing.T) {
 		t0 = time.Now()
 		ctx, cancel := context.WithCancel(context.Background())
 		err := e.s.Progress().Stream(ctx, req, func(r protocol.ProgressReply) error {
-			t.Logf("progress %+v: %v, %v", req, time.Since(t0), r.Counts)
+			t.Logf("progress %+v: %v, %v", showReq(req), time.Since(t0), r.Counts)
 			cancel() // a stream's first frame is enough
 			return nil
 		})
@@ -104,4 +112,14 @@ func TestArraysManyCost(t *testing.T) {
 			t.Fatalf("listed %d jobs, want %d", len(l), want)
 		}
 	}
+}
+
+// showReq is req as a log line shows it: listed ids by their number.
+func showReq(req protocol.Progress) string {
+	ids := req.IDs
+	req.IDs = nil
+	if len(ids) > 0 {
+		return fmt.Sprintf("%+v and %d listed ids", req, len(ids))
+	}
+	return fmt.Sprintf("%+v", req)
 }

@@ -1,10 +1,12 @@
 package progress
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
 	"iter"
+	"maps"
 	"slices"
 	"strings"
 
@@ -95,13 +97,48 @@ func (w *Watch) count(st State) error {
 // array's kept counts, reading no member.
 func (w *Watch) rangeKnown(st State) (counted bool, err error) {
 	if w.req.Last >= st.NextID() {
-		return false, protocol.Errorf(protocol.CodeNotFound, "job %d does not exist", w.req.Last)
+		return false, notFound(w.req.Last)
 	}
 	c, ok := st.ArrayCounts(w.req.First, w.req.Last)
 	if ok {
 		w.counts = c
 	}
 	return ok, nil
+}
+
+// readsRows reports whether counting the watch reads rows: a target's
+// jobs, a range's or listed ones, rather than the core's counts by queue.
+func (w *Watch) readsRows() bool { return w.req.Target != "" || w.named() }
+
+// lookup names, on the core, what the watch's request does: its queue and
+// target, its range or listed jobs checked to exist (those past the last
+// job submitted do not). One array's range it counts from the array's kept
+// counts (counted).
+func (w *Watch) lookup(st State) (counted bool, err error) {
+	if err := w.lookupQueue(st); err != nil {
+		return false, err
+	}
+	switch {
+	case w.req.First > 0:
+		return w.rangeKnown(st)
+	case w.ids != nil:
+		next := st.NextID()
+		var past int64
+		for id := range w.ids {
+			if id >= next && (past == 0 || id < past) {
+				past = id
+			}
+		}
+		if past != 0 {
+			return false, notFound(past)
+		}
+		return false, nil
+	}
+	return false, w.lookupTarget(st)
+}
+
+func notFound(id int64) error {
+	return protocol.Errorf(protocol.CodeNotFound, "job %d does not exist", id)
 }
 
 // query reads rows: the core's writer in its open transaction (State.Query),
@@ -132,25 +169,71 @@ func (w *Watch) lookupTarget(st State) error {
 }
 
 // countRowsOf counts the watch's jobs by state from their rows: a scan of
-// its target's, or of its range.
+// its target's or of its range, or its listed jobs' rows.
 func (w *Watch) countRowsOf(read query) error {
+	if w.ids != nil {
+		return w.countListed(read)
+	}
 	where, args := w.where()
 	return w.countRows(read, base("States")+" WHERE "+strings.Join(where, " AND ")+" GROUP BY state", args...)
 }
 
+// countListed counts the watch's listed jobs by state from their rows; a
+// job with no row does not exist (purged, or never submitted).
+func (w *Watch) countListed(read query) error {
+	ids := slices.Sorted(maps.Keys(w.ids))
+	i, missing := 0, int64(0)
+	err := statesOf(read, ids, func(id int64, st job.State) {
+		for ; ids[i] < id; i++ { // rows come in id order, as ids are
+			missing = cmp.Or(missing, ids[i])
+		}
+		i++
+		w.counts[st]++
+	})
+	if err != nil {
+		return storage(err)
+	}
+	if i < len(ids) {
+		missing = cmp.Or(missing, ids[i])
+	}
+	if missing != 0 {
+		return notFound(missing)
+	}
+	return nil
+}
+
 // settle lays the changes since a snapshot over counts taken in it: each
 // job of since (its latest state, 0: gone) takes its state in the
-// snapshot, which read reads, off the counts and its latest one on.
+// snapshot, which read reads, off the counts and its latest one on. Every
+// job in since is the watch's (Set.Changes): its row, if the snapshot has
+// one, was counted.
 func (w *Watch) settle(read query, since map[int64]job.State) error {
-	ids := make([]any, 0, len(since))
-	for id := range since {
-		ids = append(ids, id)
+	err := statesOf(read, slices.Sorted(maps.Keys(since)), func(_ int64, st job.State) {
+		w.counts[st]--
+	})
+	if err != nil {
+		return storage(err)
 	}
-	where, args := w.where()
-	q := base("JobStates") + " WHERE " + strings.Join(where, " AND ") + " AND id IN (?"
+	for _, st := range since {
+		if st != 0 {
+			w.counts[st]++
+		}
+	}
+	return nil
+}
+
+// statesOf calls f with the state of each of ids (in increasing order)
+// that has a row, in id order, reading a few hundred a query.
+func statesOf(read query, ids []int64, f func(id int64, st job.State)) error {
+	q := base("JobStates") + " WHERE id IN (?"
+	args := make([]any, 0, 500)
 	for len(ids) > 0 {
 		n := min(len(ids), 500)
-		rows, err := read(q+strings.Repeat(",?", n-1)+")", append(slices.Clip(args), ids[:n]...)...)
+		args = args[:0]
+		for _, id := range ids[:n] {
+			args = append(args, id)
+		}
+		rows, err := read(q+strings.Repeat(",?", n-1)+") ORDER BY id", args...)
 		if err != nil {
 			return err
 		}
@@ -161,17 +244,12 @@ func (w *Watch) settle(read query, since map[int64]job.State) error {
 				rows.Close()
 				return err
 			}
-			w.counts[st[0]]--
+			f(id, job.State(st[0]))
 		}
 		if err := closeRows(rows); err != nil {
 			return err
 		}
 		ids = ids[n:]
-	}
-	for _, st := range since {
-		if st != 0 {
-			w.counts[st]++
-		}
 	}
 	return nil
 }
@@ -193,16 +271,10 @@ func (w *Watch) countRows(read query, q string, args ...any) error {
 	return storage(closeRows(rows))
 }
 
-// spending fills what the attempts of w's jobs cost, in all and per
-// site: a target's (or a range's) from the charges table, a queue's or
-// every queue's from the core's memory. Listed ids get none.
-func (w *Watch) spending(st State, r *protocol.ProgressReply) error {
-	switch {
-	case w.ids != nil:
-		return nil
-	case w.hasT || w.req.First > 0:
-		return w.spentRows(st.Query, r)
-	}
+// spending fills what the attempts of a queue's or every queue's jobs
+// cost, in all and per site, from the core's memory. (A target's or a
+// range's come from the charges table: spentRows.)
+func (w *Watch) spending(st State, r *protocol.ProgressReply) {
 	by := map[string]float64{}
 	st.EachSpent(func(qid int32, site string, v float64) {
 		if !w.hasQ || qid == w.queue {
@@ -210,7 +282,6 @@ func (w *Watch) spending(st State, r *protocol.ProgressReply) error {
 		}
 	})
 	spent(r, by)
-	return nil
 }
 
 // spentRows fills what the attempts of w's target's (or range's) jobs

@@ -16,6 +16,21 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
+// testDB is a read pool with the jobs table's columns that progress reads,
+// and no job.
+func testDB(t *testing.T) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "t.db")+"?_pragma=journal_mode(WAL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Exec("CREATE TABLE jobs (id INTEGER PRIMARY KEY, target_id INTEGER, queue_id INTEGER, state TEXT)"); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
 // hookedCore is core with work of its own between the calls it runs: at
 // the nth Do, before[n] runs before the call and after[n] after it, on
 // the core.
@@ -39,8 +54,8 @@ func (c *hookedCore) Do(_ context.Context, fn func(State, Set) error) error {
 	return err
 }
 
-// TestStreamOffCore: a stream of a target's jobs (mqwait -t) or of a range
-// that is not one array's is counted in a snapshot of the read pool, off
+// TestStreamOffCore: a stream of a target's jobs (mqwait -t), of a range
+// that is not one array's or of listed jobs is counted in a snapshot of the read pool, off
 // the core, and is exact
 // whatever the core changes meanwhile: a change committed after the watch
 // joined but before the snapshot (in both), changes after the snapshot
@@ -49,18 +64,13 @@ func (c *hookedCore) Do(_ context.Context, fn func(State, Set) error) error {
 // submitted meanwhile).
 func TestStreamOffCore(t *testing.T) {
 	t.Parallel()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "t.db")+"?_pragma=journal_mode(WAL)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := testDB(t)
 	exec := func(q string, args ...any) {
 		t.Helper()
 		if _, err := db.Exec(q, args...); err != nil {
 			t.Fatal(err)
 		}
 	}
-	exec("CREATE TABLE jobs (id INTEGER PRIMARY KEY, target_id INTEGER, queue_id INTEGER, state TEXT)")
 	for id, st := range map[int64]job.State{1: job.Queued, 2: job.Executing, 3: job.Done, 4: job.Waiting} {
 		exec("INSERT INTO jobs VALUES (?, 1, 1, ?)", id, st.String())
 	}
@@ -99,6 +109,9 @@ func TestStreamOffCore(t *testing.T) {
 			before: afterSnapshot, after: beforeSnapshot, want: map[string]int{"E": 1, "D": 2, "Q": 2}},
 		{name: "range, changes before and after the snapshot", req: protocol.Progress{First: 1, Last: 6},
 			before: afterSnapshot, after: beforeSnapshot, want: map[string]int{"E": 1, "D": 2, "Q": 3}},
+		{name: "listed, no change", req: protocol.Progress{IDs: []int64{1, 3, 5}}, want: map[string]int{"Q": 2, "D": 1}},
+		{name: "listed, changes before and after the snapshot", req: protocol.Progress{IDs: []int64{1, 2, 4}},
+			before: afterSnapshot, after: beforeSnapshot, want: map[string]int{"E": 1, "D": 1, "Q": 1}},
 		{name: "an array's range: its kept counts", req: protocol.Progress{First: 1, Last: 6},
 			arrays: map[[2]int64][128]int{{1, 6}: {job.Done: 6}}, want: map[string]int{"D": 6}},
 		{name: "target, recounted on the core meanwhile", req: protocol.Progress{Target: "t"},
@@ -136,8 +149,9 @@ func TestStreamOffCore(t *testing.T) {
 		exec("DELETE FROM jobs WHERE id > 5")
 		exec("UPDATE jobs SET state = CASE id WHEN 1 THEN 'Q' WHEN 2 THEN 'E' WHEN 3 THEN 'D' WHEN 4 THEN 'W' ELSE state END")
 	}
-	// Once sends one frame and returns, for a range or a target alike.
-	for _, req := range []protocol.Progress{{First: 1, Last: 6, Once: true}, {Target: "t", Once: true}} {
+	// Once sends one frame and returns, for a range, a target or listed
+	// jobs alike.
+	for _, req := range []protocol.Progress{{First: 1, Last: 6, Once: true}, {Target: "t", Once: true}, {IDs: []int64{5, 2}, Once: true}} {
 		c = &hookedCore{core: core{world: newWorld(), set: Set{}}}
 		c.world.db = db
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -146,6 +160,26 @@ func TestStreamOffCore(t *testing.T) {
 		cancel()
 		if err != nil || n != 1 || len(c.set) != 0 {
 			t.Errorf("once %+v: %v, %d frames, %d watches", req, err, n, len(c.set))
+		}
+	}
+	// A listed job that does not exist is named, whether it is past the
+	// last job submitted (on the core) or has no row (purged, off it),
+	// and leaves no watch behind.
+	for _, tc := range []struct {
+		ids  []int64
+		want string
+	}{{[]int64{1, 9, 8}, "job 8 does not exist"}, {[]int64{6, 1, 5}, "job 6 does not exist"}} {
+		for _, once := range []bool{true, false} {
+			c = &hookedCore{core: core{world: newWorld(), set: Set{}}}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			err := Stream(ctx, protocol.Progress{IDs: tc.ids, Once: once}, c, db, func(protocol.ProgressReply) error {
+				cancel() // a frame: the stream started
+				return nil
+			})
+			cancel()
+			if err == nil || err.Error() != tc.want || len(c.set) != 0 {
+				t.Errorf("listed %v (once %v): %v, %d watches; want %q", tc.ids, once, err, len(c.set), tc.want)
+			}
 		}
 	}
 }

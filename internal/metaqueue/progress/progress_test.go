@@ -245,33 +245,45 @@ func TestChanges(t *testing.T) {
 	}
 }
 
+// TestSpending: a one-off count's spending is a queue's or every queue's
+// from the core's memory, a range's or a target's from the charges table
+// (read through the read pool), and none for listed ids.
 func TestSpending(t *testing.T) {
 	t.Parallel()
+	db := testDB(t)
+	for _, q := range []string{
+		"INSERT INTO jobs VALUES (1, 1, 1, 'D'), (2, 1, 1, 'D'), (3, 2, 2, 'D')",
+		"CREATE TABLE charges (job_id INTEGER, site TEXT, cost REAL)",
+		"INSERT INTO charges VALUES (1, 'hpc', 0.5), (2, 'local', 0.25), (3, 'hpc', 8)",
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, tc := range []struct {
-		name  string
-		req   protocol.Progress
-		queue int32
-		want  map[string]float64
-		err   bool
+		name string
+		req  protocol.Progress
+		want map[string]float64
 	}{
 		{name: "everything", want: map[string]float64{"hpc": 6, "local": 1}},
-		{name: "a queue", queue: 2, want: map[string]float64{"hpc": 4}},
+		{name: "a queue", req: protocol.Progress{Queue: "b"}, want: map[string]float64{"hpc": 4}},
 		{name: "listed ids: none", req: protocol.Progress{IDs: []int64{1}}},
-		{name: "a range reads the charges", req: protocol.Progress{First: 1, Last: 2}, err: true},
+		{name: "a range reads the charges", req: protocol.Progress{First: 1, Last: 2}, want: map[string]float64{"hpc": 0.5, "local": 0.25}},
+		{name: "a target reads the charges", req: protocol.Progress{Target: "t"}, want: map[string]float64{"hpc": 0.5, "local": 0.25}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w, err := New(tc.req)
+			c := &core{world: newWorld(), set: Set{}} // its writer fails: not read
+			tc.req.Once, tc.req.Spending = true, true
+			var got map[string]float64
+			err := Stream(context.Background(), tc.req, c, db, func(r protocol.ProgressReply) error {
+				got = r.SpentBySite
+				return nil
+			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			w.queue, w.hasQ = tc.queue, tc.queue != 0
-			var r protocol.ProgressReply
-			err = w.spending(newWorld(), &r)
-			if tc.err != (err != nil) {
-				t.Fatalf("spending = %v", err)
-			}
-			if !maps.Equal(r.SpentBySite, tc.want) {
-				t.Errorf("spent %v, want %v", r.SpentBySite, tc.want)
+			if !maps.Equal(got, tc.want) {
+				t.Errorf("spent %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -48,21 +48,27 @@ func Stream(ctx context.Context, req protocol.Progress, core Core, db Querier, s
 		every = time.Second
 	}
 	every = max(every, MinInterval)
-	if req.Once && req.Target != "" {
-		return onceByTarget(ctx, w, core, db, send)
+	if w.readsRows() {
+		// A target's, a range's or listed jobs' counts read rows, which
+		// on the core would hold dispatch for most of a second at a
+		// million jobs: they are read through the read pool.
+		if req.Once {
+			return onceOffCore(ctx, w, core, db, send)
+		}
+		if pool, ok := db.(beginner); ok {
+			defer core.Do(context.WithoutCancel(ctx), func(_ State, set Set) error {
+				delete(set, w)
+				return nil
+			})
+			snap, pending, err := openOffCore(ctx, w, core, pool)
+			if err != nil {
+				return err
+			}
+			return follow(ctx, w, core, db, snap, pending, every, send)
+		}
 	}
 	var snap protocol.ProgressReply
 	pending := 0
-	if pool, ok := db.(beginner); ok && !req.Once && (req.Target != "" || req.First > 0) {
-		defer core.Do(context.WithoutCancel(ctx), func(_ State, set Set) error {
-			delete(set, w)
-			return nil
-		})
-		if snap, pending, err = openOffCore(ctx, w, core, pool); err != nil {
-			return err
-		}
-		return follow(ctx, w, core, db, snap, pending, every, send)
-	}
 	err = core.Do(ctx, func(st State, set Set) error {
 		if err := w.lookupQueue(st); err != nil {
 			return err
@@ -72,9 +78,7 @@ func Stream(ctx context.Context, req protocol.Progress, core Core, db Querier, s
 		}
 		snap, pending = w.reply(st), w.pending()
 		if req.Once && req.Spending {
-			if err := w.spending(st, &snap); err != nil {
-				return err
-			}
+			w.spending(st, &snap)
 		}
 		if !req.Once && pending > 0 {
 			set[w] = struct{}{}
@@ -128,23 +132,26 @@ func follow(ctx context.Context, w *Watch, core Core, db Querier, snap protocol.
 	return send(snap)
 }
 
-// onceByTarget sends the counts of a target's jobs once (mqstat --summary
-// -t). Its rows are counted, and its charges summed, through the read
-// pool: on the core, a million rows would hold dispatch for most of a
-// second. The core only names the queue and target, then splits P out.
-func onceByTarget(ctx context.Context, w *Watch, core Core, db Querier, send func(protocol.ProgressReply) error) error {
+// onceOffCore sends the counts of a target's, a range's or listed jobs
+// once (mqstat --summary -t, mqwait --once). Their rows are counted, and
+// their charges summed, through the read pool; the core only names the
+// queue and target (or counts one array's range from its kept counts),
+// then splits P out.
+func onceOffCore(ctx context.Context, w *Watch, core Core, db Querier, send func(protocol.ProgressReply) error) error {
+	counted := false
 	err := core.Do(ctx, func(st State, _ Set) error {
-		if err := w.lookupQueue(st); err != nil {
-			return err
-		}
-		return w.lookupTarget(st)
+		var err error
+		counted, err = w.lookup(st)
+		return err
 	})
 	if err != nil {
 		return err
 	}
 	read := func(q string, args ...any) (*sql.Rows, error) { return db.QueryContext(ctx, q, args...) }
-	if err := w.countRowsOf(read); err != nil {
-		return err
+	if !counted {
+		if err := w.countRowsOf(read); err != nil {
+			return err
+		}
 	}
 	var snap protocol.ProgressReply
 	if err := core.Do(ctx, func(st State, _ Set) error {
@@ -153,7 +160,7 @@ func onceByTarget(ctx context.Context, w *Watch, core Core, db Querier, send fun
 	}); err != nil {
 		return err
 	}
-	if w.req.Spending {
+	if w.req.Spending && w.ids == nil { // listed ids get none
 		if err := w.spentRows(read, &snap); err != nil {
 			return err
 		}
@@ -166,8 +173,9 @@ type beginner interface {
 	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
 }
 
-// openOffCore opens a stream of a target's jobs (mqwait -t) or of a
-// range that is not one array's (mqwait FIRST-LAST) counted off the core,
+// openOffCore opens a stream of a target's jobs (mqwait -t), of a range
+// that is not one array's (mqwait FIRST-LAST) or of listed jobs (mqwait
+// ID...) counted off the core,
 // where a million rows would hold dispatch for most of a second. The
 // watch joins the set first, keeping each of its jobs' latest state as
 // changes come (since) rather than applying them; Do returns once the
@@ -180,16 +188,8 @@ func openOffCore(ctx context.Context, w *Watch, core Core, pool beginner) (proto
 	var counted *Watch // counted off the core: the watch's counts are the core's
 	pending, known := 0, false
 	err := core.Do(ctx, func(st State, set Set) error {
-		if err := w.lookupQueue(st); err != nil {
-			return err
-		}
 		var err error
-		if w.req.First > 0 {
-			known, err = w.rangeKnown(st)
-		} else {
-			err = w.lookupTarget(st)
-		}
-		if err != nil {
+		if known, err = w.lookup(st); err != nil {
 			return err
 		}
 		set[w] = struct{}{}
@@ -197,7 +197,7 @@ func openOffCore(ctx context.Context, w *Watch, core Core, pool beginner) (proto
 			snap, pending = w.reply(st), w.pending()
 		} else {
 			w.since = map[int64]job.State{}
-			counted = &Watch{req: w.req, queue: w.queue, hasQ: w.hasQ, target: w.target, hasT: w.hasT}
+			counted = &Watch{req: w.req, ids: w.ids, queue: w.queue, hasQ: w.hasQ, target: w.target, hasT: w.hasT}
 		}
 		return nil
 	})

@@ -41,7 +41,7 @@ type Watch struct {
 	hasQ   bool
 	hasT   bool
 	counts [128]int
-	// since, while the watch is counted off the core (openByTarget), is
+	// since, while the watch is counted off the core (openOffCore), is
 	// each of its jobs' latest state (0: gone) since it joined the set.
 	since map[int64]job.State
 	// ended is signalled (without blocking) when no job is W, Q or E.

@@ -1,4 +1,4 @@
--- Version 14: job replication (issue 17, seed 000's WQR and Storage
+-- Version 14: job replication (seed 000's WQR and Storage
 -- Affinity). A job may run as several attempts at once; the first to
 -- finish wins and the others are killed.
 

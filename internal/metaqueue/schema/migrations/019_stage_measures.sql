@@ -1,6 +1,6 @@
 -- Version 19: what LP provisioning measures of a queue's jobs beyond what
 -- charges holds, so a restarted CLS plans from it and not from declared
--- estimates (issue 18). stage_runtimes is each queue's succeeded attempts
+-- estimates. stage_runtimes is each queue's succeeded attempts
 -- at a site that were not charged (an uncosted queue the LP caps, at an
 -- unpriced site): their seconds and count; charged ones are in charges.
 -- stage_output is the bytes each queue's Done jobs wrote (their outputs'

@@ -38,7 +38,7 @@ import (
 // counters, ready heaps, dependents and waiters.
 
 // The statements that write jobs.state, from jobs.sql (prepared in
-// stmts, but for the rare delete); no other Go file names them.
+// stmts); no other Go file names them.
 var (
 	insJobSQL   = jobsSQL.Get("InsertJob")
 	setStateSQL = jobsSQL.Get("SetState")
@@ -273,7 +273,7 @@ func (s *Store) unclaim(id int64, e attemptEnd) error {
 	if e.reason != protocol.ReasonReturned {
 		reason = "not run: " + e.reason
 	}
-	if _, err := s.w.ExecContext(context.Background(), attemptsSQL.Get("InsertUnstarted"), id, e.attempt, e.placeholder, micros(e.finished), reason); err != nil {
+	if _, err := s.stmts.insUnstarted.Exec(id, e.attempt, e.placeholder, micros(e.finished), reason); err != nil {
 		return fatalError{err}
 	}
 	return s.backToQueue(id, s.stmts.unclaim)
@@ -323,7 +323,7 @@ func (s *Store) release(id int64) error {
 
 // deleteJob ends live job id Deleted for reason.
 func (s *Store) deleteJob(id int64, reason string) error {
-	if _, err := s.w.ExecContext(context.Background(), deleteSQL, micros(s.now()), reason, id); err != nil {
+	if _, err := s.stmts.del.Exec(micros(s.now()), reason, id); err != nil {
 		return fatalError{err}
 	}
 	ch, err := s.g.Set(id, job.Deleted)

@@ -15,7 +15,7 @@ const bulkRows = 64
 // stmts are the writer's prepared statements.
 type stmts struct {
 	insEnv, insResources, insJob, insJobs, insPrereq, insPrereqs, insTargets, insQueue *sql.Stmt
-	setState, finish, history, requeue, unclaim, rerun                                 *sql.Stmt
+	setState, finish, history, requeue, unclaim, rerun, del, insUnstarted              *sql.Stmt
 	insPlaceholder, touchPlaceholder, jobRow, jobPrereqs                               *sql.Stmt
 	jobEnd, keepAttempt, keepCommand, setCommand, insFile                              *sql.Stmt
 	set                                                                                sqlfile.Stmts // the above, and the claims by 3n + kind
@@ -53,6 +53,8 @@ func (st *stmts) prepare(ctx context.Context, c *sql.Conn) error {
 		{&st.requeue, "Requeue", requeueSQL},
 		{&st.unclaim, "Unclaim", unclaimSQL},
 		{&st.rerun, "Rerun", rerunSQL},
+		{&st.del, "Delete", deleteSQL},
+		{&st.insUnstarted, "InsertUnstarted", attemptsSQL.Get("InsertUnstarted")},
 		{&st.insPlaceholder, "InsertPlaceholder", placeholders.Query("InsertPlaceholder")},
 		{&st.touchPlaceholder, "TouchPlaceholder", placeholders.Query("TouchPlaceholder")},
 		{&st.jobRow, "JobRow", jobsSQL.Get("JobRow")},

@@ -123,3 +123,34 @@ func showReq(req protocol.Progress) string {
 	}
 	return fmt.Sprintf("%+v", req)
 }
+
+// TestActionsMillionCost (MQ_BENCH_BIG=1): each selection action over
+// half a million members of a million-member array, one batch each, and
+// how long a summary asked meanwhile waits for the core.
+func TestActionsMillionCost(t *testing.T) {
+	if os.Getenv("MQ_BENCH_BIG") != "1" {
+		t.Skip("MQ_BENCH_BIG=1 runs it")
+	}
+	e := newEnv(t)
+	n := 1_000_000
+	first := e.submitArray("arr", n, 0)
+	half := protocol.Select{First: first + int64(n/2), Last: first + int64(n) - 1}
+	for _, a := range []struct {
+		name string
+		act  func(context.Context, protocol.Select) (protocol.ActionReply, error)
+	}{{"hold", e.s.Hold}, {"release", e.s.Release}, {"delete", e.s.Delete}, {"rerun", e.s.Rerun}} {
+		held := make(chan time.Duration, 1)
+		go func() {
+			time.Sleep(100 * time.Millisecond)
+			t1 := time.Now()
+			e.s.Summary(context.Background())
+			held <- time.Since(t1)
+		}()
+		t0 := time.Now()
+		r, err := a.act(context.Background(), half)
+		if err != nil || r.Acted() != n/2 {
+			t.Fatalf("%s: %d acted on, %v", a.name, r.Acted(), err)
+		}
+		t.Logf("%s of %d: %v; a summary meanwhile waited %v", a.name, n/2, time.Since(t0), <-held)
+	}
+}

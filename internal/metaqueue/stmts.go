@@ -24,7 +24,7 @@ type stmts struct {
 // dispatchN returns the statement that marks n jobs Executing for one
 // placeholder, none, all or some of them prefetched (kind: claimNone,
 // claimAll, claimSome; prepared on first use for each).
-func (st *stmts) dispatchN(ctx context.Context, c *sql.Conn, n, kind int) (*sql.Stmt, error) {
+func (st *stmts) dispatchN(ctx context.Context, c sqlfile.Preparer, n, kind int) (*sql.Stmt, error) {
 	text := claimSQL
 	switch kind {
 	case claimAll:
@@ -35,7 +35,7 @@ func (st *stmts) dispatchN(ctx context.Context, c *sql.Conn, n, kind int) (*sql.
 	return st.set.Keyed(ctx, c, 3*n+kind, text, n)
 }
 
-func (st *stmts) prepare(ctx context.Context, c *sql.Conn) error {
+func (st *stmts) prepare(ctx context.Context, c sqlfile.Preparer) error {
 	for _, p := range []struct {
 		s    **sql.Stmt
 		name string // for errors: the query's name in its file

@@ -38,6 +38,7 @@ import (
 	"github.com/mq-hpc/mq/internal/metaqueue/waits"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/internal/runs"
+	"github.com/mq-hpc/mq/internal/sqlfile"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -97,7 +98,7 @@ type Options struct {
 // Store is an open metaqueue.
 type Store struct {
 	opt   Options
-	w     *sql.Conn // the writer; used only by the core goroutine
+	w     *sqlfile.Conn // the writer, its statements prepared once; used only by the core goroutine
 	wdb   *sql.DB
 	rdb   *sql.DB
 	stmts stmts
@@ -205,7 +206,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{
-		opt: opt, w: w, wdb: wdb, rdb: rdb, log: opt.Logger,
+		opt: opt, w: sqlfile.NewConn(w), wdb: wdb, rdb: rdb, log: opt.Logger,
 		calls:   make(chan *call, 1024),
 		stop:    make(chan struct{}),
 		stopped: make(chan struct{}),

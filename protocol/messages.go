@@ -457,7 +457,10 @@ type Select struct {
 	Last   int64   `json:"last,omitempty"`
 	All    bool    `json:"all,omitempty"`
 	// Atomic acts on every job named or on none: if any cannot be acted
-	// on, the reply lists why (Errors) and nothing changes.
+	// on, the reply lists why (Errors) and nothing changes. Without it, a
+	// selection by query (not IDs) is acted on 10,000 jobs a batch, each
+	// committed before the next; a job that left the action's states
+	// meanwhile is passed over.
 	Atomic bool `json:"atomic,omitempty"`
 }
 

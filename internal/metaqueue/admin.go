@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
@@ -99,17 +100,17 @@ func answerWaits(done []*waits.Wait[*call]) {
 }
 
 // selectIDs resolves a selection for action a to job ids (module
-// selector), reading them on the writer when it names no ids.
-func (s *Store) selectIDs(sel protocol.Select, a selector.Action) ([]int64, error) {
+// selector), reading them on the writer (query) when it names no ids.
+func (s *Store) selectIDs(sel protocol.Select, a selector.Action) (ids []int64, query bool, err error) {
 	q, err := selector.Build(sel, a.States(), selectNames{s})
 	if err != nil || q.SQL == "" {
-		return q.IDs, err
+		return q.IDs, false, err
 	}
-	ids, err := sqlscan.Int64s(s.w.QueryContext(context.Background(), q.SQL, q.Args...))
+	ids, err = sqlscan.Int64s(s.w.QueryContext(context.Background(), q.SQL, q.Args...))
 	if err != nil {
-		return nil, fatalError{err}
+		return nil, true, fatalError{err}
 	}
-	return ids, nil
+	return ids, true, nil
 }
 
 // selectNames answers selector.Names: targets from the graph, queues
@@ -216,30 +217,83 @@ func (s *Store) Release(ctx context.Context, sel protocol.Select) (protocol.Acti
 
 // actOnSelected is the walk mqdel, mqsub --rerun, mqhold and mqrls
 // share: the jobs sel names, each checked and, in the writer's
-// transaction, acted on (apply), in the order selector.Walk gives.
+// transaction, acted on (apply), in the order selector.Walk gives. A
+// selection of more than actionBatch jobs that is not atomic is acted on
+// actionBatch jobs a batch, each committed before the next begins, so
+// that the core answers placeholders and users between them; a job its
+// query chose that left the action's states meanwhile is passed over
+// (selector.WalkLeft).
 func (s *Store) actOnSelected(ctx context.Context, sel protocol.Select, a selector.Action, apply func(id int64) error) (protocol.ActionReply, error) {
 	var reply protocol.ActionReply
-	released := s.released.Load()
-	fn := func() error {
-		reply = protocol.ActionReply{} // afresh if tried again
-		ids, err := s.selectIDs(sel, a)
+	var rest []int64 // the jobs left for later batches
+	byQuery := false // the jobs came from the selection's query
+	inTx := func(id int64) error {
+		if err := s.begin(); err != nil {
+			return err
+		}
+		return apply(id)
+	}
+	err := s.doDurableRetried(ctx, func() error {
+		reply, rest = protocol.ActionReply{}, nil // afresh if tried again
+		ids, query, err := s.selectIDs(sel, a)
 		if err != nil {
 			return err
 		}
-		reply, err = a.Walk(ids, sel, s.selectFacts, func(id int64) error {
-			if err := s.begin(); err != nil {
-				return err
-			}
-			return apply(id)
-		})
+		if byQuery = query; !sel.Atomic && len(ids) > s.actionBatch {
+			ids, rest = ids[:s.actionBatch], ids[s.actionBatch:]
+		}
+		reply, err = a.Walk(ids, sel, s.selectFacts, inTx)
 		return err
-	}
-	err := s.doDurable(ctx, fn)
-	if err != nil && s.released.Load() != released {
-		// The disk was full and the reserve is now free: a delete must
-		// go through on a full disk (a batch failed so was rolled back
-		// whole, so trying again does nothing twice).
-		err = s.doDurable(ctx, fn)
+	})
+	for err == nil && len(rest) > 0 {
+		if s.betweenBatches != nil {
+			s.betweenBatches()
+		}
+		ids := rest[:min(len(rest), s.actionBatch)]
+		var r protocol.ActionReply
+		err = s.doDurableRetried(ctx, func() error {
+			var err error
+			if byQuery {
+				r, err = a.WalkLeft(ids, sel.Queue, s.selectFacts, inTx)
+			} else {
+				r, err = a.Walk(ids, sel, s.selectFacts, inTx)
+			}
+			return err
+		})
+		if err != nil {
+			return reply, fmt.Errorf("%w (after %d jobs were acted on)", err, reply.Acted())
+		}
+		addReply(&reply, r)
+		rest = rest[len(ids):]
 	}
 	return reply, err
+}
+
+// actionBatch is how many jobs an action on a selection walks in one
+// batch: a rerun of 10,000 holds the core about 0.4 s, a delete 0.1 s.
+const actionBatch = 10_000
+
+// addReply adds r, a later batch's reply, to all.
+func addReply(all *protocol.ActionReply, r protocol.ActionReply) {
+	for _, id := range r.IDs {
+		all.AddID(id)
+	}
+	all.Count += r.Acted() - len(r.IDs)
+	for _, e := range r.Errors {
+		all.AddError(e)
+	}
+	all.ErrorCount += r.Refused() - len(r.Errors)
+}
+
+// doDurableRetried is doDurable tried once more if the disk was full and
+// OnFull freed its reserve meanwhile: an action on jobs must go through
+// on a full disk (a batch that failed was rolled back whole, so trying
+// again does nothing twice).
+func (s *Store) doDurableRetried(ctx context.Context, fn func() error) error {
+	released := s.released.Load()
+	err := s.doDurable(ctx, fn)
+	if err != nil && s.released.Load() != released {
+		err = s.doDurable(ctx, fn)
+	}
+	return err
 }

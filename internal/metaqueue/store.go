@@ -153,6 +153,11 @@ type Store struct {
 	commitFault func() error
 	// released counts the times OnFull freed space (actOnSelected retries).
 	released atomic.Int64
+	// actionBatch is how many jobs an action on a selection walks in one
+	// batch (actOnSelected); betweenBatches, when set, runs between them,
+	// off the core: the tests' way in.
+	actionBatch    int
+	betweenBatches func()
 
 	// copyRuns are the attempts running beside running[job], its copies,
 	// leased and ended as the job rows' own are (copies_hooks.go).
@@ -213,6 +218,8 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		watches: progress.Set{},
 		curSync: opt.Sync,
 		pack:    packing.New(),
+
+		actionBatch: actionBatch,
 	}
 	if opt.Sync == SyncSubmit {
 		s.curSync = SyncFull // as opened

@@ -22,9 +22,11 @@ func Mqdel(env Env) *cli.App {
 placeholder. Jobs waiting on a deleted job's target become blocked (B);
 mqsub --rerun brings a deleted job back. Jobs are named by id, by a range
 FIRST-LAST (a job array, as mqsub --array prints it), or selected by queue,
-target and states (-s, among W Q H E B), or all of them. All or none: if one
-named job cannot be deleted, nothing is, and the error names each culprit.
-Prints a line per deleted job unless -Q.`
+target and states (-s, among W Q H E B), or all of them. Jobs named by id
+are deleted all or none: if one cannot be deleted, nothing is, and the
+error names each culprit. A range or selection is deleted 10,000 jobs at a
+time, the CLS serving others in between. Prints a line per deleted job
+unless -Q.`
 	app.Flags = selectFlags("delete")
 	app.Metadata = map[string]any{rewriteArgs: flagsFirst(app.Flags)}
 	app.Action = func(c *cli.Context) error {
@@ -67,7 +69,7 @@ func selectFlags(verb string) []cli.Flag {
 // arguments (ids or one range) and flags; allowed are the states the
 // action applies to.
 func selection(c *cli.Context, allowed string) (protocol.Select, error) {
-	sel := protocol.Select{Target: c.String("t"), States: strings.ToUpper(c.String("s")), All: c.Bool("all"), Atomic: true}
+	sel := protocol.Select{Target: c.String("t"), States: strings.ToUpper(c.String("s")), All: c.Bool("all")}
 	if c.IsSet("q") {
 		sel.Queue = c.String("q")
 	}
@@ -105,6 +107,10 @@ func selection(c *cli.Context, allowed string) (protocol.Select, error) {
 	if !named && sel.First == 0 && sel.Target == "" && sel.Queue == "" && sel.States == "" && !sel.All {
 		return sel, Usagef("missing job ids (or a range, -q, -t, -s or --all)")
 	}
+	// Jobs named by id are acted on all or none. A range or selection
+	// takes, when its query runs, only jobs the action applies to, so
+	// nothing would be refused: the CLS may act on it in batches.
+	sel.Atomic = named
 	return sel, nil
 }
 

@@ -101,3 +101,38 @@ func TestMqwaitFlagsAfterRange(t *testing.T) {
 		t.Errorf("request %s, want the range 720-723", seen)
 	}
 }
+
+// TestSelectionAtomic: jobs named by id are acted on all or none; a range
+// or a selection, whose query takes only jobs the action applies to, is
+// not asked to be atomic, so the CLS may act on it in batches.
+func TestSelectionAtomic(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		app    func(Env) *cli.App
+		args   []string
+		op     string
+		atomic bool
+	}{
+		{Mqdel, []string{"mqdel", "5", "6"}, protocol.OpDelete.Name, true},
+		{Mqdel, []string{"mqdel", "720-723"}, protocol.OpDelete.Name, false},
+		{Mqdel, []string{"mqdel", "-t", "sim"}, protocol.OpDelete.Name, false},
+		{Mqhold, []string{"mqhold", "--all"}, protocol.OpHold.Name, false},
+		{Mqrls, []string{"mqrls", "7"}, protocol.OpRelease.Name, true},
+		{Mqsub, []string{"mqsub", "--rerun", "-t", "sim", "-s", "F"}, protocol.OpRerun.Name, false},
+		{Mqsub, []string{"mqsub", "--rerun", "3"}, protocol.OpRerun.Name, true},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			t.Parallel()
+			var seen string
+			replies := map[string]clitest.Reply{c.op: {Body: protocol.ActionReply{}, Seen: func(b json.RawMessage) { seen = string(b) }}}
+			var o, e bytes.Buffer
+			env := Env{Stdin: strings.NewReader(""), Stdout: &o, Stderr: &e, Getwd: os.Getwd, Dial: clitest.Dial(replies)}
+			if code := Run(context.Background(), c.app(env), c.args); code != 0 {
+				t.Fatalf("exit %d; %s", code, e.String())
+			}
+			if got := strings.Contains(seen, `"atomic":true`); got != c.atomic {
+				t.Errorf("request %s: atomic %v, want %v", seen, got, c.atomic)
+			}
+		})
+	}
+}

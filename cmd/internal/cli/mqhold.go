@@ -20,8 +20,9 @@ deleted with mqdel. Jobs are named by id, by a range FIRST-LAST (a job
 array), or selected by queue, target and states (-s, among W Q), or all of
 them. Jobs named by id are held all or none: if one cannot be held (it is
 executing or has ended), nothing is, and the error names each culprit; a
-range or selection takes those of its jobs that can be. mqsub -H submits
-jobs held. Prints a line per held job unless -Q.`
+range or selection takes those of its jobs that can be, 10,000 at a time,
+the CLS serving others in between. mqsub -H submits jobs held. Prints a
+line per held job unless -Q.`
 	app.Flags = selectFlags("hold")
 	app.Metadata = map[string]any{rewriteArgs: flagsFirst(app.Flags)}
 	app.Action = func(c *cli.Context) error {
@@ -41,8 +42,8 @@ waiting (W) or blocked (B), as its prerequisites say now. Jobs are named
 by id, by a range FIRST-LAST (a job array), or selected by queue and
 target, or all held jobs. Jobs named by id are released all or none: if
 one is not held, nothing is released, and the error names each culprit; a
-range or selection takes its held jobs. Prints a line per released job
-unless -Q.`
+range or selection takes its held jobs, 10,000 at a time, the CLS serving
+others in between. Prints a line per released job unless -Q.`
 	app.Flags = selectFlags("release")
 	app.Metadata = map[string]any{rewriteArgs: flagsFirst(app.Flags)}
 	app.Action = func(c *cli.Context) error {

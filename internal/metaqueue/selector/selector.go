@@ -113,21 +113,40 @@ func (a Action) Walk(ids []int64, sel protocol.Select, facts func(id int64) (Job
 			return reply, nil
 		}
 	}
+	err := a.walk(&reply, ids, sel.Queue, facts, apply, true)
+	return reply, err
+}
+
+// WalkLeft is Walk for a selection's later batches (never atomic): a job
+// the action no longer applies to left the selected states after the
+// selection's query chose it, and is passed over unreported, as the query
+// would not choose it now.
+func (a Action) WalkLeft(ids []int64, queue string, facts func(id int64) (Job, error), apply func(id int64) error) (protocol.ActionReply, error) {
+	var reply protocol.ActionReply
+	err := a.walk(&reply, ids, queue, facts, apply, false)
+	return reply, err
+}
+
+// walk acts on each of ids the action applies to; those it does not are
+// named in reply when report is set.
+func (a Action) walk(reply *protocol.ActionReply, ids []int64, queue string, facts func(id int64) (Job, error), apply func(id int64) error, report bool) error {
 	for _, id := range ids {
 		j, err := facts(id)
 		if err != nil {
-			return reply, err
+			return err
 		}
-		if msg := a.Refusal(j, sel.Queue); msg != "" {
-			reply.AddError(msg)
+		if msg := a.Refusal(j, queue); msg != "" {
+			if report {
+				reply.AddError(msg)
+			}
 			continue
 		}
 		if err := apply(id); err != nil {
-			return reply, err
+			return err
 		}
 		reply.AddID(id)
 	}
-	return reply, nil
+	return nil
 }
 
 // Names answers the builder's lookups from the core's memory: its

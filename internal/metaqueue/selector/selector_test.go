@@ -309,4 +309,17 @@ func TestWalk(t *testing.T) {
 	if err == nil || !slices.Equal(reply.IDs, []int64{1}) {
 		t.Errorf("apply failing on 3: %+v %v", reply, err)
 	}
+	// A selection's later batch passes over, unreported, the jobs that left
+	// the action's states or are gone; a facts error still stops it.
+	var applied []int64
+	reply, err = Hold.WalkLeft([]int64{1, 2, 3, 4}, "", facts, func(id int64) error {
+		applied = append(applied, id)
+		return nil
+	})
+	if err != nil || !slices.Equal(applied, []int64{1, 3}) || !slices.Equal(reply.IDs, []int64{1, 3}) || reply.Refused() != 0 {
+		t.Errorf("WalkLeft: applied %v, reply %+v, %v", applied, reply, err)
+	}
+	if _, err := Hold.WalkLeft([]int64{1, 99}, "", facts, func(int64) error { return nil }); err == nil {
+		t.Error("WalkLeft went on past a facts error")
+	}
 }

@@ -361,23 +361,28 @@ func ranOnce(t *testing.T, c *cls, id int64, dir string) {
 
 // TestAgentSurvivesCut: the connection drops while a job runs; the job
 // goes on, the agent reconnects and reports it once, and it ends Done on
-// its first attempt. The lease is long: the test is about the cut, and
-// with 5 s it bet that a loaded machine reconnects and reports in time
-// (it failed once in a whole loaded go test ./...). A report lost for
-// good still fails it, 30 s later.
+// its first attempt. The cut comes once the job has started at the agent
+// (it says so in a file) and before it ends (it waits for a release file):
+// the job's state E says only that the CLS claimed it, and a cut between
+// that claim and the reply reaching the agent is another case
+// (TestAgentCutBeforeReply). A report lost for good fails it when the
+// lease (30 s) runs out.
 func TestAgentSurvivesCut(t *testing.T) {
 	t.Parallel()
 	c := newCLSLease(t, 30*time.Second)
 	dir := t.TempDir()
-	ids := c.submit(protocol.JobSpec{Target: "t", Command: "sleep 1; echo ran >> ran.txt", Cwd: dir})
+	ids := c.submit(protocol.JobSpec{Target: "t", Command: "touch started; while [ ! -e release ]; do sleep 0.02; done; echo ran >> ran.txt", Cwd: dir})
 	startAgent(t, c, 1)
 	waitUntil(t, 10*time.Second, func() error {
-		if stateOf(t, c, ids[0]) != "E" {
+		if !exists(filepath.Join(dir, "started")) {
 			return errors.New("job never started")
 		}
 		return nil
 	})
 	c.cut()
+	if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	ranOnce(t, c, ids[0], dir)
 	c.mu.Lock()
 	dials := c.dials

@@ -44,6 +44,10 @@ type cls struct {
 	// failCode, if set, is the code of those answers instead (a refusal).
 	failCode string
 	busy     int // replies refusing a request as busy
+	// cutOnJobs, while above 0, cuts the connection instead of writing a
+	// reply that hands out jobs, and counts down: the jobs are claimed
+	// for the placeholder, which never hears of them.
+	cutOnJobs int
 	// grant, if set, adds a grant to each job the CLS hands out, as a
 	// CLS that packs by resources does (nil: none for that job).
 	grant func(protocol.Assignment) *protocol.Capacity
@@ -175,7 +179,15 @@ func (p *peerConn) Write(b []byte) (int, error) {
 	}
 	p.c.mu.Lock()
 	grant := p.c.grant
+	cut := p.c.cutOnJobs > 0 && strings.Contains(string(b), `"jobs":[{`)
+	if cut {
+		p.c.cutOnJobs--
+	}
 	p.c.mu.Unlock()
+	if cut {
+		p.Conn.Close()
+		return 0, io.ErrClosedPipe
+	}
 	if grant != nil && strings.Contains(string(b), `"jobs":[`) {
 		if _, err := p.Conn.Write(withGrants(p.c.t, b, grant)); err != nil {
 			return 0, err
@@ -349,29 +361,71 @@ func ranOnce(t *testing.T, c *cls, id int64, dir string) {
 
 // TestAgentSurvivesCut: the connection drops while a job runs; the job
 // goes on, the agent reconnects and reports it once, and it ends Done on
-// its first attempt. The lease is long: the test is about the cut, and
-// with 5 s it bet that a loaded machine reconnects and reports in time
-// (it failed once in a whole loaded go test ./...). A report lost for
-// good still fails it, 30 s later.
+// its first attempt. The cut comes once the job has started at the agent
+// (it says so in a file) and before it ends (it waits for a release file):
+// the job's state E says only that the CLS claimed it, and a cut between
+// that claim and the reply reaching the agent is another case
+// (TestAgentCutBeforeReply). A report lost for good fails it when the
+// lease (30 s) runs out.
 func TestAgentSurvivesCut(t *testing.T) {
 	t.Parallel()
 	c := newCLSLease(t, 30*time.Second)
 	dir := t.TempDir()
-	ids := c.submit(protocol.JobSpec{Target: "t", Command: "sleep 1; echo ran >> ran.txt", Cwd: dir})
+	ids := c.submit(protocol.JobSpec{Target: "t", Command: "touch started; while [ ! -e release ]; do sleep 0.02; done; echo ran >> ran.txt", Cwd: dir})
 	startAgent(t, c, 1)
 	waitUntil(t, 10*time.Second, func() error {
-		if stateOf(t, c, ids[0]) != "E" {
+		if !exists(filepath.Join(dir, "started")) {
 			return errors.New("job never started")
 		}
 		return nil
 	})
 	c.cut()
+	if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	ranOnce(t, c, ids[0], dir)
 	c.mu.Lock()
 	dials := c.dials
 	c.mu.Unlock()
 	if dials < 2 {
 		t.Fatalf("agent dialled %d times; it should have reconnected", dials)
+	}
+}
+
+// TestAgentCutBeforeReply: the connection drops just as the CLS writes
+// the reply that hands out a job, claimed for the agent, which never gets
+// it. The CLS hands the job back (not a lost attempt), and the agent, on
+// its next connection, takes it again and runs it once, long before the
+// lease (an hour) would have requeued it.
+func TestAgentCutBeforeReply(t *testing.T) {
+	t.Parallel()
+	c := newCLSLease(t, time.Hour)
+	dir := t.TempDir()
+	c.mu.Lock()
+	c.cutOnJobs = 1
+	c.mu.Unlock()
+	id := c.submit(protocol.JobSpec{Target: "t", Command: "echo ran >> ran.txt", Cwd: dir})[0]
+	startAgent(t, c, 1)
+	waitUntil(t, 20*time.Second, func() error {
+		if st := stateOf(t, c, id); st != "D" {
+			return fmt.Errorf("job %s, not D: the jobs of a reply that never went out wait for their lease", st)
+		}
+		return nil
+	})
+	d, err := c.store.Inspect().Job(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.History) != 0 || len(d.Unstarted) != 1 || d.Unstarted[0].Attempt != 1 || d.Unstarted[0].Reason != metaqueue.ReasonHandedBack {
+		t.Fatalf("job %+v: want attempt 1 handed back unstarted, nothing lost", d)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "ran.txt")); string(b) != "ran\n" {
+		t.Fatalf("ran.txt = %q: the job ran other than once", b)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cutOnJobs != 0 || c.dials < 2 {
+		t.Fatalf("cuts left %d, dials %d: the reply was not cut, or the agent did not reconnect", c.cutOnJobs, c.dials)
 	}
 }
 

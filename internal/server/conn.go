@@ -264,7 +264,9 @@ func (c *conn) run(ctx context.Context, rt *route, req *protocol.Request) {
 	if rt != nil && rt.parks {
 		c.nexts.Add(-1)
 	}
-	c.reply(req.ID, body, err)
+	if werr := c.reply(req.ID, body, err); werr != nil && err == nil && rt != nil && rt.undelivered != nil {
+		rt.undelivered(c, req, body)
+	}
 	c.release()
 }
 
@@ -380,8 +382,9 @@ func DecodeBody(raw json.RawMessage, v any) error {
 	return nil
 }
 
-// reply writes one response frame.
-func (c *conn) reply(id uint64, body any, err error) {
+// reply writes one response frame; an error if it could not be written
+// (the connection ended: the peer never got it).
+func (c *conn) reply(id uint64, body any, err error) error {
 	resp := protocol.Response{ID: id}
 	if err != nil {
 		resp.Err = protocol.AsError(err)
@@ -389,7 +392,7 @@ func (c *conn) reply(id uint64, body any, err error) {
 			if c.ended() || errors.Is(err, context.Canceled) {
 				// The peer went away first: nothing failed.
 				c.log.Debug("request ended with its connection", "id", id, "err", err)
-				return
+				return nil
 			}
 			c.log.Error("request failed", "id", id, "err", logguard.Clip(err.Error(), 1024)) // may quote a peer's path
 		}
@@ -401,7 +404,7 @@ func (c *conn) reply(id uint64, body any, err error) {
 			resp.Body = b
 		}
 	}
-	c.write(&resp)
+	return c.write(&resp)
 }
 
 // ended reports whether the connection has closed.
@@ -416,27 +419,33 @@ func (c *conn) ended() bool {
 
 // write sends resp. One that does not fit in a frame (or cannot be
 // encoded) is answered with an error instead, so that no reply exceeds the
-// frame and the client is never left waiting.
-func (c *conn) write(resp *protocol.Response) {
+// frame and the client is never left waiting. It returns an error when
+// resp did not go out whole: replaced so, or the transport failed (the
+// connection ended; the peer has not read it).
+func (c *conn) write(resp *protocol.Response) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	var err error
+	var err, notSent error
 	c.wbuf, err = protocol.AppendFrame(c.wbuf[:0], resp)
 	if err != nil {
 		c.log.Error("reply not sent", "id", resp.ID, "err", err)
+		notSent = err
 		code := protocol.CodeInternal
 		if errors.Is(err, protocol.ErrFrameTooLarge) {
 			code = protocol.CodeTooLarge
 		}
 		e := protocol.Errorf(code, "the reply could not be sent: %v; ask for less", err)
 		if c.wbuf, err = protocol.AppendFrame(c.wbuf[:0], &protocol.Response{ID: resp.ID, Err: e}); err != nil {
-			return
+			return notSent
 		}
 	}
-	c.rwc.Write(c.wbuf)
+	if _, err := c.rwc.Write(c.wbuf); err != nil {
+		notSent = err
+	}
 	if cap(c.wbuf) > 1<<20 {
 		c.wbuf = nil
 	}
+	return notSent
 }
 
 // refused logs a refused request through the server's aggregating

@@ -29,6 +29,9 @@ type route struct {
 	// parks marks next: a connection may have only Limits.Nexts in
 	// progress, each holding a goroutine and a place in the core's queue.
 	parks bool
+	// undelivered, if set, runs when a reply (body, to req) could not be
+	// written: the peer never got it (see handBack).
+	undelivered func(c *conn, req *protocol.Request, body any)
 }
 
 // builtin routes the ops the metaqueue serves. Built once, never changed.
@@ -108,13 +111,13 @@ var builtin = routeTable(
 		return c.s.Store.SetQueue(ctx, b)
 	}),
 	handle(protocol.OpRegister, register),
-	parks(handle(protocol.OpNext, func(ctx context.Context, c *conn, b protocol.Next) (protocol.NextReply, error) {
+	handsBack(parks(handle(protocol.OpNext, func(ctx context.Context, c *conn, b protocol.Next) (protocol.NextReply, error) {
 		if err := c.owns(b.Placeholder); err != nil {
 			return protocol.NextReply{}, err
 		}
 		c.cleanReports(b.Reports)
 		return c.s.Store.Next(ctx, b)
-	})),
+	}))),
 	handle(protocol.OpReport, func(ctx context.Context, c *conn, b protocol.ReportBatch) (protocol.Empty, error) {
 		if err := c.owns(b.Placeholder); err != nil {
 			return protocol.Empty{}, err
@@ -264,6 +267,39 @@ func handleBulk[Req, Resp any](op protocol.Op[Req, Resp], fn func(ctx context.Co
 func parks(r *route) *route {
 	r.parks = true
 	return r
+}
+
+// handsBack marks next: the jobs of a reply that could not be written go
+// back to the queue as returned unstarted (the attempt not counted). The
+// store claimed them for the placeholder, which never heard of them: a
+// connection cut between the claim and the reply's write left them
+// executing until their lease ran out, then counted a lost attempt.
+func handsBack(r *route) *route {
+	r.undelivered = handBack
+	return r
+}
+
+// handBack returns the jobs of a next reply the placeholder never got.
+func handBack(c *conn, req *protocol.Request, body any) {
+	reply, ok := body.(protocol.NextReply)
+	if !ok || len(reply.Jobs) == 0 {
+		return
+	}
+	var b protocol.Next
+	if DecodeBody(req.Body, &b) != nil {
+		return
+	}
+	now := time.Now()
+	back := make([]protocol.Report, len(reply.Jobs))
+	for i, a := range reply.Jobs {
+		back[i] = protocol.Report{ID: a.ID, Attempt: a.Attempt, Started: now, Finished: now, Reason: protocol.ReasonReturned}
+	}
+	// The connection's context has ended: the store decides alone.
+	if err := c.s.Store.ReportBatch(context.Background(), protocol.ReportBatch{Placeholder: b.Placeholder, Reports: back}); err != nil {
+		c.log.Warn("could not hand back the jobs of a reply the placeholder never got; they wait for their lease", "placeholder", b.Placeholder, "jobs", len(back), "err", err)
+		return
+	}
+	c.log.Info("handed back the jobs of a reply the placeholder never got", "placeholder", b.Placeholder, "jobs", len(back))
 }
 
 func isEmpty[T any]() bool { return reflect.TypeFor[T]() == reflect.TypeFor[protocol.Empty]() }

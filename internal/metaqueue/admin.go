@@ -233,7 +233,7 @@ func (s *Store) actOnSelected(ctx context.Context, sel protocol.Select, a select
 		}
 		return apply(id)
 	}
-	err := s.doDurableRetried(ctx, func() error {
+	err := s.doSlowRetried(ctx, func() error {
 		reply, rest = protocol.ActionReply{}, nil // afresh if tried again
 		ids, query, err := s.selectIDs(sel, a)
 		if err != nil {
@@ -251,7 +251,7 @@ func (s *Store) actOnSelected(ctx context.Context, sel protocol.Select, a select
 		}
 		ids := rest[:min(len(rest), s.actionBatch)]
 		var r protocol.ActionReply
-		err = s.doDurableRetried(ctx, func() error {
+		err = s.doSlowRetried(ctx, func() error {
 			var err error
 			if byQuery {
 				r, err = a.WalkLeft(ids, sel.Queue, s.selectFacts, inTx)
@@ -285,15 +285,15 @@ func addReply(all *protocol.ActionReply, r protocol.ActionReply) {
 	all.ErrorCount += r.Refused() - len(r.Errors)
 }
 
-// doDurableRetried is doDurable tried once more if the disk was full and
+// doSlowRetried is doSlow tried once more if the disk was full and
 // OnFull freed its reserve meanwhile: an action on jobs must go through
 // on a full disk (a batch that failed was rolled back whole, so trying
 // again does nothing twice).
-func (s *Store) doDurableRetried(ctx context.Context, fn func() error) error {
+func (s *Store) doSlowRetried(ctx context.Context, fn func() error) error {
 	released := s.released.Load()
-	err := s.doDurable(ctx, fn)
+	err := s.doSlow(ctx, fn)
 	if err != nil && s.released.Load() != released {
-		err = s.doDurable(ctx, fn)
+		err = s.doSlow(ctx, fn)
 	}
 	return err
 }

@@ -109,7 +109,7 @@ func (b *Bulk) CommitToken(ctx context.Context, token string) (first int64, coun
 	}
 	s := b.s
 	inserted := false
-	err = s.doDurable(ctx, func() error {
+	err = s.doSlow(ctx, func() error {
 		if done, err := s.tokenIDs(token); err != nil || done != nil {
 			if len(done) > 0 {
 				first, count = done[0], len(done)

@@ -49,7 +49,7 @@ func (c purgeCore) Do(ctx context.Context, fn func(purge.Names) error) error {
 func (c purgeCore) Write(ctx context.Context, durable bool, fn func(purge.Batch) error) error {
 	do := c.s.do
 	if durable {
-		do = c.s.doDurable
+		do = c.s.doSlow // a batch of up to thousands of jobs
 	}
 	return do(ctx, func() error {
 		err := fn(c)

@@ -2,6 +2,8 @@ package metaqueue
 
 import (
 	"context"
+	"maps"
+	"slices"
 
 	"github.com/mq-hpc/mq/internal/batchfail"
 	"github.com/mq-hpc/mq/internal/metaqueue/inspect"
@@ -107,15 +109,37 @@ func (s *Store) switchPolicy(q *queue, pol policy.Info) {
 }
 
 // Summary counts jobs per queue and state, from memory: it costs the same
-// with a million jobs as with ten.
+// with a million jobs as with ten. While the core runs a slow batch (a
+// bulk commit, an action's batch) it answers with the counts as
+// committed before that batch, at once.
 func (s *Store) Summary(ctx context.Context) ([]protocol.QueueCounts, error) {
+	if sum := s.committedSummary.Load(); sum != nil {
+		return cloneSummary(*sum), nil
+	}
 	var out []protocol.QueueCounts
 	err := s.do(ctx, func() error {
-		pre := s.running.Prefetched(s.executingIn)
-		for _, q := range s.qlist {
-			out = append(out, queues.Summary(s.econInfo(q), inspect.Counts(s.countsFor(q.id), pre[q.id])))
-		}
+		out = s.summary()
 		return nil
 	})
 	return out, err
+}
+
+// summary is Summary, on the core.
+func (s *Store) summary() []protocol.QueueCounts {
+	var out []protocol.QueueCounts
+	pre := s.running.Prefetched(s.executingIn)
+	for _, q := range s.qlist {
+		out = append(out, queues.Summary(s.econInfo(q), inspect.Counts(s.countsFor(q.id), pre[q.id])))
+	}
+	return out
+}
+
+// cloneSummary is a copy of sum whose maps its caller may change.
+func cloneSummary(sum []protocol.QueueCounts) []protocol.QueueCounts {
+	out := slices.Clone(sum)
+	for i := range out {
+		out[i].Counts = maps.Clone(out[i].Counts)
+		out[i].SpentBySite = maps.Clone(out[i].SpentBySite)
+	}
+	return out
 }

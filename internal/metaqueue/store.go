@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -153,6 +154,10 @@ type Store struct {
 	commitFault func() error
 	// released counts the times OnFull freed space (actOnSelected retries).
 	released atomic.Int64
+	// committedSummary, while a batch with a slow call runs, is the
+	// summary as committed before it: Summary answers from it rather than
+	// wait seconds for the core.
+	committedSummary atomic.Pointer[[]protocol.QueueCounts]
 	// actionBatch is how many jobs an action on a selection walks in one
 	// batch (actOnSelected); betweenBatches, when set, runs between them,
 	// off the core: the tests' way in.
@@ -272,7 +277,11 @@ type call struct {
 	// durable marks a call that accepts or changes users' work: under
 	// SyncSubmit its batch's commit is fsync'd.
 	durable bool
-	closed  bool // done has been closed; touched only by the core
+	// slow marks a call that may hold the core for seconds (a bulk
+	// commit, an action on a selection's batch): its batch first keeps
+	// the summary as committed, for Summary to answer from meanwhile.
+	slow   bool
+	closed bool // done has been closed; touched only by the core
 }
 
 // finish answers c once; later calls do nothing.
@@ -286,6 +295,12 @@ func (c *call) finish() {
 // do runs fn on the core and waits until its transaction committed.
 func (s *Store) do(ctx context.Context, fn func() error) error {
 	return s.doCall(ctx, &call{ctx: ctx, fn: fn, done: make(chan struct{})})
+}
+
+// doSlow is doDurable for a call that may hold the core for seconds
+// (call.slow).
+func (s *Store) doSlow(ctx context.Context, fn func() error) error {
+	return s.doCall(ctx, &call{ctx: ctx, fn: fn, done: make(chan struct{}), durable: true, slow: true})
 }
 
 // doDurable is do for a change a user made (submit, delete, rerun, queue
@@ -369,6 +384,11 @@ func (s *Store) loop() {
 // runBatch runs calls in one transaction (begun lazily, on the first write)
 // and answers them after it commits.
 func (s *Store) runBatch(batch []*call, ticked bool) {
+	slow := slices.ContainsFunc(batch, func(c *call) bool { return c.slow })
+	if slow {
+		sum := s.summary()
+		s.committedSummary.Store(&sum)
+	}
 	var failed error
 	if s.opt.Sync == SyncSubmit {
 		failed = s.syncFor(batch)
@@ -416,6 +436,11 @@ func (s *Store) runBatch(batch []*call, ticked bool) {
 		s.parked = parked
 		s.recover(failed, batch)
 		filled = nil
+	}
+	if slow {
+		// Before any call is answered: one that learns its change
+		// committed must not be shown the summary from before it.
+		s.committedSummary.Store(nil)
 	}
 	for _, c := range batch {
 		if !c.parked {

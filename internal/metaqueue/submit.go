@@ -20,6 +20,10 @@ func (s *Store) Submit(ctx context.Context, specs []protocol.JobSpec) ([]int64, 
 	return s.SubmitRequest(ctx, protocol.Submit{Jobs: specs})
 }
 
+// slowSubmit is how many jobs a submission holds before it is a slow call
+// (call.slow): a summary asked meanwhile answers from before it.
+const slowSubmit = 1000
+
 // SubmitRequest is Submit with the request's options: Bundle makes the jobs
 // one bundle; Token makes a resent request return the first one's ids.
 func (s *Store) SubmitRequest(ctx context.Context, req protocol.Submit) ([]int64, error) {
@@ -38,7 +42,11 @@ func (s *Store) SubmitRequest(ctx context.Context, req protocol.Submit) ([]int64
 		return nil, err
 	}
 	var ids []int64
-	err = s.doDurable(ctx, func() error {
+	do := s.doDurable
+	if len(jobs) > slowSubmit {
+		do = s.doSlow
+	}
+	err = do(ctx, func() error {
 		if done, err := s.tokenIDs(req.Token); err != nil || done != nil {
 			ids = done
 			return err

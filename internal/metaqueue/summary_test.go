@@ -1,0 +1,67 @@
+package metaqueue
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// TestSummaryDuringSlowBatch: while the core runs a slow call (a bulk
+// commit, an action's batch), Summary answers at once with the counts as
+// committed before it; once the call is answered, Summary has its
+// changes.
+func TestSummaryDuringSlowBatch(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ids := e.submit(spec("t", "true"), spec("t", "true"))
+	entered, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- e.s.doSlow(context.Background(), func() error {
+			if err := e.s.begin(); err != nil {
+				return err
+			}
+			if err := e.s.hold(ids[0]); err != nil { // the slow batch's own change
+				return err
+			}
+			close(entered)
+			<-release // the core is held here
+			return nil
+		})
+	}()
+	<-entered
+	// Not answered by the core, which is held: a wait for it would end
+	// in the deadline's error.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sum, err := e.s.Summary(ctx)
+	if err != nil {
+		t.Fatalf("Summary during a slow batch: %v", err)
+	}
+	if got := countsOf(sum, protocol.DefaultQueue); got["Q"] != 2 || got["H"] != 0 {
+		t.Errorf("during the slow batch: %v, want the 2 jobs queued as committed", got)
+	}
+	sum[0].Counts["Q"] = 99 // the caller's copy
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	sum, err = e.s.Summary(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := countsOf(sum, protocol.DefaultQueue); got["Q"] != 1 || got["H"] != 1 {
+		t.Errorf("after the slow batch: %v, want 1 queued and 1 held", got)
+	}
+}
+
+func countsOf(sum []protocol.QueueCounts, queue string) map[string]int {
+	for _, q := range sum {
+		if q.Queue == queue {
+			return q.Counts
+		}
+	}
+	return nil
+}

@@ -117,25 +117,6 @@ func TestActionBatchFails(t *testing.T) {
 	e.check()
 }
 
-// TestAddReply: a later batch's reply adds its ids and refusals, their
-// counts beyond the lists kept, within the lists' bounds.
-func TestAddReply(t *testing.T) {
-	t.Parallel()
-	var all protocol.ActionReply
-	for i := range protocol.MaxActionIDs - 1 {
-		all.AddID(int64(i))
-	}
-	all.AddError("one")
-	r := protocol.ActionReply{IDs: []int64{-1, -2, -3}, Count: 5, Errors: []string{"two"}, ErrorCount: 4}
-	addReply(&all, r)
-	if all.Acted() != protocol.MaxActionIDs+4 || len(all.IDs) != protocol.MaxActionIDs || all.IDs[len(all.IDs)-1] != -1 {
-		t.Errorf("acted %d, %d ids ending %d", all.Acted(), len(all.IDs), all.IDs[len(all.IDs)-1])
-	}
-	if all.Refused() != 5 || !slices.Equal(all.Errors, []string{"one", "two"}) {
-		t.Errorf("refused %d: %v", all.Refused(), all.Errors)
-	}
-}
-
 // del deletes ids, failing the test if any is not.
 func (e *env) del(ids ...int64) {
 	e.t.Helper()

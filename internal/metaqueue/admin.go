@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
@@ -217,72 +216,21 @@ func (s *Store) Release(ctx context.Context, sel protocol.Select) (protocol.Acti
 
 // actOnSelected is the walk mqdel, mqsub --rerun, mqhold and mqrls
 // share: the jobs sel names, each checked and, in the writer's
-// transaction, acted on (apply), in the order selector.Walk gives. A
-// selection of more than actionBatch jobs that is not atomic is acted on
-// actionBatch jobs a batch, each committed before the next begins, so
-// that the core answers placeholders and users between them; a job its
-// query chose that left the action's states meanwhile is passed over
-// (selector.WalkLeft).
+// transaction, acted on (apply), in batches of the core's as selector.Run
+// gives them.
 func (s *Store) actOnSelected(ctx context.Context, sel protocol.Select, a selector.Action, apply func(id int64) error) (protocol.ActionReply, error) {
-	var reply protocol.ActionReply
-	var rest []int64 // the jobs left for later batches
-	byQuery := false // the jobs came from the selection's query
-	inTx := func(id int64) error {
-		if err := s.begin(); err != nil {
-			return err
-		}
-		return apply(id)
-	}
-	err := s.doSlowRetried(ctx, func() error {
-		reply, rest = protocol.ActionReply{}, nil // afresh if tried again
-		ids, query, err := s.selectIDs(sel, a)
-		if err != nil {
-			return err
-		}
-		if byQuery = query; !sel.Atomic && len(ids) > s.actionBatch {
-			ids, rest = ids[:s.actionBatch], ids[s.actionBatch:]
-		}
-		reply, err = a.Walk(ids, sel, s.selectFacts, inTx)
-		return err
-	})
-	for err == nil && len(rest) > 0 {
-		if s.betweenBatches != nil {
-			s.betweenBatches()
-		}
-		ids := rest[:min(len(rest), s.actionBatch)]
-		var r protocol.ActionReply
-		err = s.doSlowRetried(ctx, func() error {
-			var err error
-			if byQuery {
-				r, err = a.WalkLeft(ids, sel.Queue, s.selectFacts, inTx)
-			} else {
-				r, err = a.Walk(ids, sel, s.selectFacts, inTx)
+	return selector.Run{
+		Action: a, Sel: sel, Size: s.actionBatch, Between: s.betweenBatches,
+		Select: func() ([]int64, bool, error) { return s.selectIDs(sel, a) },
+		Facts:  s.selectFacts,
+		Apply: func(id int64) error {
+			if err := s.begin(); err != nil {
+				return err
 			}
-			return err
-		})
-		if err != nil {
-			return reply, fmt.Errorf("%w (after %d jobs were acted on)", err, reply.Acted())
-		}
-		addReply(&reply, r)
-		rest = rest[len(ids):]
-	}
-	return reply, err
-}
-
-// actionBatch is how many jobs an action on a selection walks in one
-// batch: a rerun of 10,000 holds the core about 0.4 s, a delete 0.1 s.
-const actionBatch = 10_000
-
-// addReply adds r, a later batch's reply, to all.
-func addReply(all *protocol.ActionReply, r protocol.ActionReply) {
-	for _, id := range r.IDs {
-		all.AddID(id)
-	}
-	all.Count += r.Acted() - len(r.IDs)
-	for _, e := range r.Errors {
-		all.AddError(e)
-	}
-	all.ErrorCount += r.Refused() - len(r.Errors)
+			return apply(id)
+		},
+		Do: func(batch func() error) error { return s.doSlowRetried(ctx, batch) },
+	}.Act()
 }
 
 // doSlowRetried is doSlow tried once more if the disk was full and

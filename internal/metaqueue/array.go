@@ -3,7 +3,6 @@ package metaqueue
 import (
 	"context"
 
-	"github.com/mq-hpc/mq/internal/metaqueue/arrays"
 	"github.com/mq-hpc/mq/job"
 )
 
@@ -38,17 +37,6 @@ type arrayJobs Store
 func (a *arrayJobs) Queued(id int64) bool {
 	j, ok := a.g.Node(id)
 	return ok && j.State == job.Queued && a.queueIDs[j.Queue] != nil
-}
-
-// Array makes the bulk submission a job array described by spec (the
-// --array text, at most 100 bytes) whose members execute at most limit at
-// once (0 = no cap).
-func (b *Bulk) Array(spec string, limit int) error {
-	if err := arrays.Check(spec, limit); err != nil {
-		return err
-	}
-	b.array, b.arraySpec, b.arrayLimit = true, spec, limit
-	return nil
 }
 
 // saveArray records the array of a bulk commit's ids first..last.

@@ -7,34 +7,20 @@ import (
 	"path/filepath"
 	"runtime/debug"
 
-	"github.com/mq-hpc/mq/internal/metaqueue/specs"
 	"github.com/mq-hpc/mq/internal/metaqueue/spool"
 	"github.com/mq-hpc/mq/internal/metaqueue/tokens"
+	"github.com/mq-hpc/mq/internal/upload"
 	"github.com/mq-hpc/mq/protocol"
 )
 
-// Bulk is a submission too large for one request (`mqsub -f`). Chunks are
-// validated and spooled to a file as they arrive, so the core is not held
-// while a client uploads; Commit then adds every job in one transaction.
+// Bulk is a submission too large for one request (`mqsub -f`). Its upload
+// (package upload) checks and spools chunks as they arrive, so the core is
+// not held while a client uploads; Commit then adds every job in one
+// transaction.
 type Bulk struct {
-	s     *Store
-	sp    *spool.File
-	n     int
-	specs *specs.Bulk // nil once the commit checked the edges
-	// A job array (Array): its --array text and cap.
-	array      bool
-	arraySpec  string
-	arrayLimit int
-	// env is the environment every job shares, JSON (SharedEnv); "": none.
-	env string
+	*upload.Upload
+	s *Store
 }
-
-// Defaults of Options.MaxBulkJobs and MaxBulkBytes: the largest job array
-// (mqsub --array) and room for it with long commands.
-const (
-	DefaultMaxBulkJobs  = 10_000_000
-	DefaultMaxBulkBytes = 4 << 30
-)
 
 // bigCommit is the size of a bulk commit after which the heap is given
 // back to the OS at once.
@@ -46,42 +32,12 @@ func (s *Store) NewBulk() (*Bulk, error) {
 	if dir == "" {
 		dir = filepath.Dir(s.opt.Path)
 	}
-	sp, err := spool.Create(dir, cmp.Or(s.opt.MaxBulkJobs, DefaultMaxBulkJobs), cmp.Or(s.opt.MaxBulkBytes, DefaultMaxBulkBytes))
+	u, err := upload.New(dir, cmp.Or(s.opt.MaxBulkJobs, upload.DefaultMaxJobs), cmp.Or(s.opt.MaxBulkBytes, upload.DefaultMaxBytes))
 	if err != nil {
 		return nil, err
 	}
-	return &Bulk{s: s, sp: sp, specs: specs.NewBulk()}, nil
+	return &Bulk{Upload: u, s: s}, nil
 }
-
-// Len is the number of jobs spooled so far.
-func (b *Bulk) Len() int { return b.n }
-
-// Add validates and spools jobs; line is the input line of jobs[0].
-func (b *Bulk) Add(line int, jobs []protocol.JobSpec) error { return b.add(line, jobs, true) }
-
-// AddChecked spools jobs that already passed protocol.ValidateSpec (as
-// protocol.ReadJobLines returns them): checking them again was 3 % of a
-// 10,000,000-job mqsub -f.
-func (b *Bulk) AddChecked(line int, jobs []protocol.JobSpec) error { return b.add(line, jobs, false) }
-
-func (b *Bulk) add(line int, jobs []protocol.JobSpec, validate bool) error {
-	if err := b.sp.Fits(line, b.n, len(jobs)); err != nil {
-		return err
-	}
-	for i := range jobs {
-		if err := b.specs.Add(line+i, &jobs[i], validate); err != nil {
-			return err
-		}
-		if err := b.sp.Write(line+i, &jobs[i]); err != nil {
-			return err
-		}
-	}
-	b.n += len(jobs)
-	return nil
-}
-
-// Abort discards the spooled jobs.
-func (b *Bulk) Abort() { b.sp.Close() }
 
 // Commit adds every spooled job in one transaction and returns the first id;
 // ids are contiguous. The Bulk is finished either way.
@@ -97,14 +53,14 @@ func (b *Bulk) Commit(ctx context.Context) (first int64, err error) {
 // same token, whichever of the two commits runs first. count is the number
 // of jobs the returned ids cover.
 func (b *Bulk) CommitToken(ctx context.Context, token string) (first int64, count int, err error) {
-	defer b.sp.Close()
-	if b.n == 0 {
+	defer b.Spool.Close()
+	if b.N == 0 {
 		return 0, 0, protocol.Errorf(protocol.CodeBadRequest, "no jobs to submit")
 	}
 	if err := tokens.Check(token); err != nil {
 		return 0, 0, err
 	}
-	if err := b.sp.Flush(); err != nil {
+	if err := b.Spool.Flush(); err != nil {
 		return 0, 0, err
 	}
 	s := b.s
@@ -116,34 +72,34 @@ func (b *Bulk) CommitToken(ctx context.Context, token string) (first int64, coun
 			}
 			return err
 		}
-		r, err := b.sp.Rewind()
+		r, err := b.Spool.Rewind()
 		if err != nil {
 			return err
 		}
-		if c := s.g.FindCycleIn(b.specs.Edges); c != "" {
+		if c := s.g.FindCycleIn(b.Specs.Edges); c != "" {
 			return protocol.Errorf(protocol.CodeBadRequest, "prerequisites would form a cycle: %s", c)
 		}
 		// Checked: the edge set (a string and a slice per target, 5,000,000
 		// with as many pipelines) goes before the graph and the rows grow,
 		// and collections during the insert no longer scan it.
-		free := b.specs.Free
-		b.specs = nil
+		free := b.Specs.Free
+		b.Specs = nil
 		for name, n := range free {
 			// An array's members are released a few at a time (its cap).
-			if q := s.queues[name]; q != nil && !b.array {
+			if q := s.queues[name]; q != nil && !b.IsArray {
 				q.ready.Grow(n)
 			}
 		}
-		first, count = s.nextID, b.n
+		first, count = s.nextID, b.N
 		// The array first, so that its members count in it as they enter.
-		if b.array {
-			if err := s.saveArray(first, first+int64(b.n)-1, b.arraySpec, b.arrayLimit); err != nil {
+		if b.IsArray {
+			if err := s.saveArray(first, first+int64(b.N)-1, b.ArraySpec, b.ArrayLimit); err != nil {
 				return err
 			}
 		}
 		ins := s.newInserter()
 		var js protocol.JobSpec
-		for i := 0; i < b.n; i++ {
+		for i := 0; i < b.N; i++ {
 			if err := spool.Read(r, &js); err != nil {
 				// The spool is ours; a short read means the disk failed us.
 				// Jobs may already be applied in memory: fail the batch.
@@ -156,13 +112,13 @@ func (b *Bulk) CommitToken(ctx context.Context, token string) (first int64, coun
 		if err := ins.flush(); err != nil {
 			return err
 		}
-		if b.env != "" {
-			if err := s.saveSharedEnv(first, first+int64(b.n)-1, b.env); err != nil {
+		if b.Env != "" {
+			if err := s.saveSharedEnv(first, first+int64(b.N)-1, b.Env); err != nil {
 				return err
 			}
 		}
 		inserted = true
-		return s.saveToken(token, first, b.n)
+		return s.saveToken(token, first, b.N)
 	})
 	if err == nil && inserted {
 		// A large transaction filled the page cache; give the memory back.
@@ -170,7 +126,7 @@ func (b *Bulk) CommitToken(ctx context.Context, token string) (first int64, coun
 			_, err := s.w.ExecContext(ctx, connSQL.Get("ShrinkMemory"))
 			return err
 		})
-		if b.n >= bigCommit {
+		if b.N >= bigCommit {
 			// So did the commit's garbage (the spooled specs read back, the
 			// edge set, grown tables): the heap peaked near twice what
 			// stays live, and the runtime would hold that peak for minutes

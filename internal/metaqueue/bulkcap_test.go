@@ -40,8 +40,8 @@ func TestBulkSpoolCap(t *testing.T) {
 			if !protocol.IsCode(last, protocol.CodeTooLarge) {
 				t.Fatalf("Add past the cap: %v, want a too_large error", last)
 			}
-			if b.Len() > c.jobs || b.sp.Size() > c.bytes {
-				t.Errorf("spooled %d jobs, %d bytes past the cap", b.Len(), b.sp.Size())
+			if b.Len() > c.jobs || b.Spool.Size() > c.bytes {
+				t.Errorf("spooled %d jobs, %d bytes past the cap", b.Len(), b.Spool.Size())
 			}
 			t.Log(last)
 		})

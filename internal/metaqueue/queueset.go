@@ -2,8 +2,6 @@ package metaqueue
 
 import (
 	"context"
-	"maps"
-	"slices"
 
 	"github.com/mq-hpc/mq/internal/batchfail"
 	"github.com/mq-hpc/mq/internal/metaqueue/inspect"
@@ -114,7 +112,7 @@ func (s *Store) switchPolicy(q *queue, pol policy.Info) {
 // committed before that batch, at once.
 func (s *Store) Summary(ctx context.Context) ([]protocol.QueueCounts, error) {
 	if sum := s.committedSummary.Load(); sum != nil {
-		return cloneSummary(*sum), nil
+		return queues.CloneSummary(*sum), nil
 	}
 	var out []protocol.QueueCounts
 	err := s.do(ctx, func() error {
@@ -130,16 +128,6 @@ func (s *Store) summary() []protocol.QueueCounts {
 	pre := s.running.Prefetched(s.executingIn)
 	for _, q := range s.qlist {
 		out = append(out, queues.Summary(s.econInfo(q), inspect.Counts(s.countsFor(q.id), pre[q.id])))
-	}
-	return out
-}
-
-// cloneSummary is a copy of sum whose maps its caller may change.
-func cloneSummary(sum []protocol.QueueCounts) []protocol.QueueCounts {
-	out := slices.Clone(sum)
-	for i := range out {
-		out[i].Counts = maps.Clone(out[i].Counts)
-		out[i].SpentBySite = maps.Clone(out[i].SpentBySite)
 	}
 	return out
 }

@@ -10,17 +10,6 @@ import (
 // (internal/metaqueue/sharedenv): stored once for the commit's ids, laid
 // under each job's own at the claim.
 
-// SharedEnv gives every job of the bulk submission env, under each
-// job's own (bounded as a job's: protocol.ValidateEnv).
-func (b *Bulk) SharedEnv(env map[string]string) error {
-	raw, err := sharedenv.Encode(env)
-	if err != nil {
-		return err
-	}
-	b.env = raw
-	return nil
-}
-
 // saveSharedEnv records env (JSON) for the bulk commit's ids first..last.
 func (s *Store) saveSharedEnv(first, last int64, env string) error {
 	if err := sharedenv.Save(context.Background(), s.w, first, last, env); err != nil {

@@ -35,6 +35,7 @@ import (
 	"github.com/mq-hpc/mq/internal/metaqueue/plans"
 	"github.com/mq-hpc/mq/internal/metaqueue/priorities"
 	"github.com/mq-hpc/mq/internal/metaqueue/progress"
+	"github.com/mq-hpc/mq/internal/metaqueue/selector"
 	"github.com/mq-hpc/mq/internal/metaqueue/tokens"
 	"github.com/mq-hpc/mq/internal/metaqueue/waits"
 	"github.com/mq-hpc/mq/internal/policy"
@@ -63,7 +64,7 @@ type Options struct {
 	// MaxBulkJobs and MaxBulkBytes bound one bulk submission's spool (jobs,
 	// and bytes in SpoolDir); a chunk past either is refused and the bulk
 	// dropped, so no client can grow the spool without bound. Defaults
-	// DefaultMaxBulkJobs and DefaultMaxBulkBytes.
+	// upload.DefaultMaxJobs and upload.DefaultMaxBytes.
 	MaxBulkJobs  int
 	MaxBulkBytes int64
 	// OutputDir is where remote placeholders' output is copied on this host
@@ -224,7 +225,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		curSync: opt.Sync,
 		pack:    packing.New(),
 
-		actionBatch: actionBatch,
+		actionBatch: selector.Batch,
 	}
 	if opt.Sync == SyncSubmit {
 		s.curSync = SyncFull // as opened

@@ -16,6 +16,8 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/mq-hpc/mq/internal/batchfail"
 	"github.com/mq-hpc/mq/internal/policy"
@@ -212,4 +214,14 @@ func Summary(info protocol.QueueInfo, counts map[string]int) protocol.QueueCount
 		qc.Budget, qc.Deadline = info.Budget, info.Deadline
 	}
 	return qc
+}
+
+// CloneSummary is a copy of sum whose maps its caller may change.
+func CloneSummary(sum []protocol.QueueCounts) []protocol.QueueCounts {
+	out := slices.Clone(sum)
+	for i := range out {
+		out[i].Counts = maps.Clone(out[i].Counts)
+		out[i].SpentBySite = maps.Clone(out[i].SpentBySite)
+	}
+	return out
 }

@@ -149,6 +149,87 @@ func (a Action) walk(reply *protocol.ActionReply, ids []int64, queue string, fac
 	return nil
 }
 
+// Batch is how many jobs an action on a selection walks in one batch of
+// the core's: a rerun of 10,000 holds it about 0.4 s, a delete 0.1 s.
+const Batch = 10_000
+
+// Run is an action on a selection, in batches of the core's. An atomic
+// selection is one batch. Otherwise the first batch resolves the
+// selection and walks Size jobs, and each later one walks the next Size,
+// committed before the next begins, so that the core answers placeholders
+// and users between them: a job the selection's query chose that left the
+// action's states meanwhile is passed over (WalkLeft); listed ones are
+// checked as in Walk.
+type Run struct {
+	Action Action
+	Sel    protocol.Select
+	Size   int // jobs a batch at most
+	// Select resolves Sel, in the first batch: the ids, and whether the
+	// selection's query chose them.
+	Select func() (ids []int64, byQuery bool, err error)
+	Facts  func(id int64) (Job, error)
+	Apply  func(id int64) error
+	// Do runs one batch on the core and commits it (a batch that fails
+	// is rolled back whole, so running it again does nothing twice).
+	Do func(batch func() error) error
+	// Between, when set, runs between two batches: a test's way in.
+	Between func()
+}
+
+// Act runs r and returns what every batch did. If a batch fails, the
+// error says how many jobs the ones before it acted on: they stay so.
+func (r Run) Act() (protocol.ActionReply, error) {
+	var reply protocol.ActionReply
+	var rest []int64 // the jobs left for later batches
+	byQuery := false
+	err := r.Do(func() error {
+		reply, rest = protocol.ActionReply{}, nil // afresh if run again
+		ids, query, err := r.Select()
+		if err != nil {
+			return err
+		}
+		if byQuery = query; !r.Sel.Atomic && len(ids) > r.Size {
+			ids, rest = ids[:r.Size], ids[r.Size:]
+		}
+		reply, err = r.Action.Walk(ids, r.Sel, r.Facts, r.Apply)
+		return err
+	})
+	for err == nil && len(rest) > 0 {
+		if r.Between != nil {
+			r.Between()
+		}
+		ids := rest[:min(len(rest), r.Size)]
+		var next protocol.ActionReply
+		err = r.Do(func() error {
+			var err error
+			if byQuery {
+				next, err = r.Action.WalkLeft(ids, r.Sel.Queue, r.Facts, r.Apply)
+			} else {
+				next, err = r.Action.Walk(ids, r.Sel, r.Facts, r.Apply)
+			}
+			return err
+		})
+		if err != nil {
+			return reply, fmt.Errorf("%w (after %d jobs were acted on)", err, reply.Acted())
+		}
+		addReply(&reply, next)
+		rest = rest[len(ids):]
+	}
+	return reply, err
+}
+
+// addReply adds r, a later batch's reply, to all.
+func addReply(all *protocol.ActionReply, r protocol.ActionReply) {
+	for _, id := range r.IDs {
+		all.AddID(id)
+	}
+	all.Count += r.Acted() - len(r.IDs)
+	for _, e := range r.Errors {
+		all.AddError(e)
+	}
+	all.ErrorCount += r.Refused() - len(r.Errors)
+}
+
 // Names answers the builder's lookups from the core's memory: its
 // graph's targets (*dag.Graph) and its queues.
 type Names interface {

@@ -323,3 +323,76 @@ func TestWalk(t *testing.T) {
 		t.Error("WalkLeft went on past a facts error")
 	}
 }
+
+// TestAddReply: a later batch's reply adds its ids and refusals, their
+// counts beyond the lists kept, within the lists' bounds.
+func TestAddReply(t *testing.T) {
+	t.Parallel()
+	var all protocol.ActionReply
+	for i := range protocol.MaxActionIDs - 1 {
+		all.AddID(int64(i))
+	}
+	all.AddError("one")
+	r := protocol.ActionReply{IDs: []int64{-1, -2, -3}, Count: 5, Errors: []string{"two"}, ErrorCount: 4}
+	addReply(&all, r)
+	if all.Acted() != protocol.MaxActionIDs+4 || len(all.IDs) != protocol.MaxActionIDs || all.IDs[len(all.IDs)-1] != -1 {
+		t.Errorf("acted %d, %d ids ending %d", all.Acted(), len(all.IDs), all.IDs[len(all.IDs)-1])
+	}
+	if all.Refused() != 5 || !slices.Equal(all.Errors, []string{"one", "two"}) {
+		t.Errorf("refused %d: %v", all.Refused(), all.Errors)
+	}
+}
+
+// TestRun: an action on a selection goes Size jobs a batch (one batch when
+// atomic); a job that left the action's states between batches is passed
+// over when the query chose it and named when it was listed; a batch that
+// fails ends the run with an error saying how many jobs the ones before
+// acted on.
+func TestRun(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name            string
+		byQuery, atomic bool
+		failAt          int // the batch Do fails (1: the first), 0: none
+		acted, refused  int
+		batches         int
+		err             string
+	}{
+		{name: "by query", byQuery: true, acted: 6, batches: 3},
+		{name: "listed", acted: 6, refused: 1, batches: 3},
+		{name: "atomic", atomic: true, acted: 7, batches: 1},
+		{name: "a batch fails", byQuery: true, failAt: 2, acted: 3, batches: 2, err: "full (after 3 jobs were acted on)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			state := map[int64]job.State{}
+			var ids []int64
+			for id := int64(1); id <= 7; id++ {
+				ids, state[id] = append(ids, id), job.Queued
+			}
+			batches := 0
+			r := Run{
+				Action: Hold, Sel: protocol.Select{Atomic: tc.atomic}, Size: 3,
+				Select: func() ([]int64, bool, error) { return ids, tc.byQuery, nil },
+				Facts: func(id int64) (Job, error) {
+					return Job{ID: id, Found: true, Live: true, State: state[id]}, nil
+				},
+				Apply: func(id int64) error { state[id] = job.Held; return nil },
+				Do: func(batch func() error) error {
+					if batches++; batches == tc.failAt {
+						return errors.New("full")
+					}
+					return batch()
+				},
+				Between: func() { state[7] = job.Executing }, // another call started it
+			}
+			reply, err := r.Act()
+			if (err != nil || tc.err != "") && (err == nil || err.Error() != tc.err) {
+				t.Fatalf("err %v, want %q", err, tc.err)
+			}
+			if reply.Acted() != tc.acted || reply.Refused() != tc.refused || batches != tc.batches {
+				t.Errorf("acted %d, refused %d (%v), %d batches; want %d, %d, %d", reply.Acted(), reply.Refused(), reply.Errors, batches, tc.acted, tc.refused, tc.batches)
+			}
+		})
+	}
+}

@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"runtime/debug"
 
+	"github.com/mq-hpc/mq/internal/metaqueue/internal/upload"
 	"github.com/mq-hpc/mq/internal/metaqueue/spool"
 	"github.com/mq-hpc/mq/internal/metaqueue/tokens"
-	"github.com/mq-hpc/mq/internal/upload"
 	"github.com/mq-hpc/mq/protocol"
 )
 

@@ -3,9 +3,9 @@
 // metaqueue's core is not held while a client uploads. The core's commit
 // then reads the spooled specs back (internal/metaqueue, Bulk.Commit).
 //
-// It composes the metaqueue modules' checks of an upload (specs, spool,
-// arrays, sharedenv) below the core, which the modules, kept apart, may
-// not do themselves.
+// It is no module (it keeps nothing of the core's): it composes the
+// modules' checks of an upload (specs, spool, arrays, sharedenv), which
+// the modules, kept apart, may not do themselves.
 package upload
 
 import (

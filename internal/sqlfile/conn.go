@@ -7,15 +7,23 @@ import (
 	"sync"
 )
 
-// MaxCached is how many query texts a Conn keeps prepared.
-const MaxCached = 512
+// MaxCached is how many query texts a Conn keeps prepared, and
+// maxCachedText the longest it keeps: a longer one is a list of many
+// values (sqlfile.InList), whose varying lengths would fill the cache
+// with large statements, and whose preparing is a small part of its
+// work.
+const (
+	MaxCached     = 512
+	maxCachedText = 2048
+)
 
 // Conn is a connection that prepares each query text it is given once and
 // keeps the statement: modernc.org/sqlite prepares a text at every call,
 // which was most of the cost of the one-row statements a loop over jobs
 // runs (a rerun of half a million jobs spent 14 of its 20 s preparing).
 //
-// A text holding more than one statement runs as given, uncached. A text
+// A text holding more than one statement, or longer than 2 KiB, runs as
+// given, uncached. A text
 // whose rows are still open is run unprepared rather than reset under
 // them; a row from QueryRowContext is to be scanned before its text runs
 // again (as every caller chains Scan). Past MaxCached texts, one not in
@@ -85,9 +93,10 @@ func (c *Conn) Close() error {
 }
 
 // stmt is query's statement, prepared now if it is new; nil when query
-// is to run as given: more than one statement, its rows open, or no room.
+// is to run as given: long, more than one statement, its rows open, or no
+// room.
 func (c *Conn) stmt(ctx context.Context, query string) (*cached, error) {
-	if strings.Contains(strings.TrimRight(query, "; \t\n"), ";") {
+	if len(query) > maxCachedText || strings.Contains(strings.TrimRight(query, "; \t\n"), ";") {
 		return nil, nil
 	}
 	c.mu.Lock()

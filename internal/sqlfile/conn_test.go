@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"strconv"
+	"strings"
 	"testing"
 
 	_ "modernc.org/sqlite"
@@ -54,7 +55,12 @@ func TestConnCaches(t *testing.T) {
 	if _, err := c.ExecContext(ctx, "INSERT INTO nowhere VALUES (1)"); err == nil {
 		t.Fatal("an insert into a missing table succeeded")
 	}
-	// The first CREATE, the insert, the select and the count: each once.
+	long := "SELECT count(*) FROM t WHERE id NOT IN (-1" + strings.Repeat(",-1", maxCachedText/3) + ")"
+	if err := c.QueryRowContext(ctx, long).Scan(&n); err != nil || n != 5 {
+		t.Fatalf("a long text: %d rows (%v)", n, err)
+	}
+	// The first CREATE, the insert, the select and the count: each once;
+	// not the long text.
 	if len(c.cache) != 4 {
 		t.Errorf("%d texts kept, want 4", len(c.cache))
 	}

@@ -12,7 +12,10 @@ import (
 // bulkRows is how many jobs one multi-row INSERT carries.
 const bulkRows = 64
 
-// stmts are the writer's prepared statements.
+// stmts are the writer's prepared statements: the lifecycle's and the
+// bulk insert's, prepared at open so that a statement the schema does not
+// take fails the open, not a batch (the writer keeps every other text it
+// runs prepared on first use: sqlfile.Conn).
 type stmts struct {
 	insEnv, insResources, insJob, insJobs, insPrereq, insPrereqs, insTargets, insQueue *sql.Stmt
 	setState, finish, history, requeue, unclaim, rerun, del, insUnstarted              *sql.Stmt

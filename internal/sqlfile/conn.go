@@ -23,11 +23,10 @@ const (
 // runs (a rerun of half a million jobs spent 14 of its 20 s preparing).
 //
 // A text holding more than one statement, or longer than 2 KiB, runs as
-// given, uncached. A text
-// whose rows are still open is run unprepared rather than reset under
-// them; a row from QueryRowContext is to be scanned before its text runs
-// again (as every caller chains Scan). Past MaxCached texts, one not in
-// use is closed to make room.
+// given, uncached. A text whose rows are still open is run unprepared
+// rather than reset under them; a row from QueryRowContext is to be
+// scanned before its text runs again (as every caller chains Scan). Past
+// MaxCached texts, one not in use is closed to make room.
 type Conn struct {
 	*sql.Conn
 	mu    sync.Mutex
@@ -45,14 +44,14 @@ func NewConn(c *sql.Conn) *Conn { return &Conn{Conn: c, cache: map[string]*cache
 
 // ExecContext runs query with args, prepared once.
 func (c *Conn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	st, err := c.stmt(ctx, query)
-	if st == nil || err != nil {
-		if err != nil {
-			return nil, err
-		}
+	switch st, err := c.stmt(ctx, query); {
+	case err != nil:
+		return nil, err
+	case st == nil:
 		return c.Conn.ExecContext(ctx, query, args...)
+	default:
+		return st.stmt.ExecContext(ctx, args...)
 	}
-	return st.stmt.ExecContext(ctx, args...)
 }
 
 // QueryRowContext runs query with args, prepared once; scan its row
@@ -68,10 +67,10 @@ func (c *Conn) QueryRowContext(ctx context.Context, query string, args ...any) *
 // QueryContext runs query with args, prepared once.
 func (c *Conn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	st, err := c.stmt(ctx, query)
-	if st == nil || err != nil {
-		if err != nil {
-			return nil, err
-		}
+	switch {
+	case err != nil:
+		return nil, err
+	case st == nil:
 		return c.Conn.QueryContext(ctx, query, args...)
 	}
 	rows, err := st.stmt.QueryContext(ctx, args...)

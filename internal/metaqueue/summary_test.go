@@ -43,7 +43,11 @@ func TestSummaryDuringSlowBatch(t *testing.T) {
 	if got := countsOf(sum, protocol.DefaultQueue); got["Q"] != 2 || got["H"] != 0 {
 		t.Errorf("during the slow batch: %v, want the 2 jobs queued as committed", got)
 	}
-	sum[0].Counts["Q"] = 99 // the caller's copy
+	sum[0].Counts["Q"] = 99 // the caller's copy: the next caller's is whole
+	again, err := e.s.Summary(ctx)
+	if err != nil || countsOf(again, protocol.DefaultQueue)["Q"] != 2 {
+		t.Errorf("a second summary during the slow batch: %v, %v; want 2 queued", again, err)
+	}
 	close(release)
 	if err := <-done; err != nil {
 		t.Fatal(err)

@@ -133,10 +133,10 @@ func follow(ctx context.Context, w *Watch, core Core, db Querier, snap protocol.
 }
 
 // onceOffCore sends the counts of a target's, a range's or listed jobs
-// once (mqstat --summary -t, mqwait --once). Their rows are counted, and
-// their charges summed, through the read pool; the core only names the
-// queue and target (or counts one array's range from its kept counts),
-// then splits P out.
+// once (mqstat --summary -t; the progress op with once). Their rows are
+// counted, and their charges summed, through the read pool; the core only
+// names the queue and target (or counts one array's range from its kept
+// counts), then splits P out.
 func onceOffCore(ctx context.Context, w *Watch, core Core, db Querier, send func(protocol.ProgressReply) error) error {
 	counted := false
 	err := core.Do(ctx, func(st State, _ Set) error {

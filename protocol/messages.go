@@ -908,7 +908,8 @@ type JobRef struct {
 	Attempt int   `json:"attempt"`
 }
 
-// Heartbeat renews the leases of the jobs a placeholder runs.
+// Heartbeat renews the leases of the jobs a placeholder runs, and of
+// those that ended whose reports the CLS has not acknowledged.
 type Heartbeat struct {
 	Placeholder int64    `json:"placeholder"`
 	Running     []JobRef `json:"running"`

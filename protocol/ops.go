@@ -165,7 +165,7 @@ var (
 	OpReport = op[ReportBatch, Empty](Spec{Name: "report", Role: RolePlaceholder,
 		Doc: "commits reports without asking for work"})
 	OpHeartbeat = op[Heartbeat, HeartbeatReply](Spec{Name: "heartbeat", Role: RolePlaceholder,
-		Doc: "renews the leases of running jobs; lists those to kill"})
+		Doc: "renews the leases of running jobs and of ended ones not yet reported; lists those to kill"})
 	OpOutput = op[OutputChunk, Empty](Spec{Name: "output", Role: RolePlaceholder,
 		Doc: "stages part of a job's output on the CLS"})
 	OpOutputShip = op[StreamPiece, StreamPieceReply](Spec{Name: "output.ship", Role: RolePlaceholder,

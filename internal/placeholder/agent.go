@@ -135,6 +135,9 @@ type Agent struct {
 	// started are jobs handed out ahead that started, for the CLS to
 	// hear of on the next message (started.go).
 	started startedSet
+	// unreported are attempts that ended, their reports not yet
+	// acknowledged; heartbeats renew their leases (unreported.go).
+	unreported unreportedSet
 
 	memOnce sync.Once
 	memLim  MemLimiter
@@ -292,7 +295,9 @@ func (a *Agent) heartbeatEvery() time.Duration {
 	return a.hbEvery
 }
 
-// heartbeats renews leases and kills jobs the CLS no longer wants.
+// heartbeats renews the leases of the jobs running, held or ended with
+// their reports not yet acknowledged, and kills jobs the CLS no longer
+// wants.
 func (a *Agent) heartbeats(ctx context.Context) {
 	t := time.NewTimer(a.heartbeatEvery())
 	defer t.Stop()
@@ -302,7 +307,7 @@ func (a *Agent) heartbeats(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		refs := a.runningRefs()
+		refs := a.unreported.appendTo(a.runningRefs())
 		if len(refs) > 0 {
 			var reply protocol.HeartbeatReply
 			started := a.started.list(a.now())

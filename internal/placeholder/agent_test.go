@@ -41,6 +41,8 @@ type cls struct {
 	seen  map[string]int // requests read, by op
 	lost  map[string]int // requests that vanished into a silent connection, by op
 	fail  int            // report requests still to answer with a storage failure
+	// failUntil: report requests are answered so until then, too.
+	failUntil time.Time
 	// failCode, if set, is the code of those answers instead (a refusal).
 	failCode string
 	busy     int // replies refusing a request as busy
@@ -140,8 +142,8 @@ func (p *peerConn) Read(b []byte) (int, error) {
 				p.c.lost[carried]++
 			}
 		}
-		fail := p.c.fail > 0 && reports
-		if fail {
+		fail := (p.c.fail > 0 || time.Now().Before(p.c.failUntil)) && reports
+		if fail && p.c.fail > 0 {
 			p.c.fail--
 		}
 		p.c.mu.Unlock()
@@ -445,9 +447,11 @@ func TestAgentResendsReport(t *testing.T) {
 		name    string
 		silence bool // the CLS goes silent as the job ends, then the connection breaks
 		fail    int  // report requests the CLS answers with a storage failure
+		slots   int
 	}{
-		{name: "unanswered", silence: true},
-		{name: "refused", fail: 1},
+		{name: "unanswered", silence: true, slots: 2},
+		{name: "refused", fail: 1, slots: 2},
+		{name: "refused on a poll", fail: 3, slots: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -458,11 +462,11 @@ func TestAgentResendsReport(t *testing.T) {
 			c.fail = tc.fail
 			c.mu.Unlock()
 			// Two slots: while the job runs, a poll for the idle one is
-			// out, so the job's report goes on its own rather than
-			// riding a poll.
-			startAgent(t, c, 2)
+			// out, so the job's report goes on its own. One: the report
+			// rides the poll for the slot the job frees.
+			startAgent(t, c, tc.slots)
 			deadline := time.Now().Add(20 * time.Second)
-			for stateOf(t, c, id) != "E" || !exists(filepath.Join(dir, "ran.txt")) || c.count(protocol.OpNext.Name, false) < 2 {
+			for stateOf(t, c, id) != "E" || !exists(filepath.Join(dir, "ran.txt")) || c.count(protocol.OpNext.Name, false) < tc.slots {
 				if time.Now().After(deadline) {
 					t.Fatal("the job never started, or no poll went out for the idle slot")
 				}
@@ -490,8 +494,53 @@ func TestAgentResendsReport(t *testing.T) {
 				c.cut()
 			}
 			ranOnce(t, c, id, dir)
-			if tc.fail > 0 && c.count(carried, false) < 2 {
-				t.Fatalf("%d requests carried reports; want the refused one and its resend", c.count(carried, false))
+			if tc.fail > 0 && c.count(carried, false) < tc.fail+1 {
+				t.Fatalf("%d requests carried reports; want the %d refused and a resend", c.count(carried, false), tc.fail)
+			}
+		})
+	}
+}
+
+// TestAgentReportOutlivesLease: a job ends, and the CLS cannot commit its
+// report (a full disk) for longer than the lease. The attempt's lease
+// holds (heartbeats name an attempt until its report is acknowledged),
+// so the job ends Done on its first attempt, having run once, instead of
+// lapsing and running again. With one slot the report rides the poll for
+// the freed slot, which asks again; with two it goes on its own.
+func TestAgentReportOutlivesLease(t *testing.T) {
+	t.Parallel()
+	for _, slots := range []int{1, 2} {
+		t.Run(fmt.Sprintf("slots=%d", slots), func(t *testing.T) {
+			t.Parallel()
+			const lease = 4 * time.Second
+			c := newCLSLease(t, lease)
+			dir := t.TempDir()
+			id := c.submit(protocol.JobSpec{Target: "t", Command: "echo ran >> ran.txt; while [ ! -e release ]; do sleep 0.02; done", Cwd: dir})[0]
+			startAgent(t, c, slots)
+			waitUntil(t, 20*time.Second, func() error {
+				if stateOf(t, c, id) != "E" || !exists(filepath.Join(dir, "ran.txt")) {
+					return errors.New("the job never started")
+				}
+				return nil
+			})
+			refused := 3 * lease
+			c.mu.Lock()
+			c.failUntil = time.Now().Add(refused)
+			c.mu.Unlock()
+			if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(t, 20*time.Second, func() error {
+				if c.count(carried, false) == 0 {
+					return errors.New("the job's report never went out")
+				}
+				return nil
+			})
+			ranOnce(t, c, id, dir)
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if time.Now().Before(c.failUntil) {
+				t.Fatal("the job ended while the CLS refused its report")
 			}
 		})
 	}

@@ -114,15 +114,15 @@ func (w *workLoop) sendReports(take int) {
 				return protocol.ReportBatch{Placeholder: id, Reports: batch, Started: started}
 			}, nil)
 		}
-		if err == nil {
+		switch {
+		case err == nil:
 			w.a.started.sent(started)
-		}
-		if err != nil {
-			if resend(err) {
-				ans.back = batch
-			} else {
-				w.a.log.Warn("the CLS refused a report", "err", err)
-			}
+			w.a.unreported.done(batch)
+		case resend(err):
+			ans.back = batch
+		default:
+			w.a.log.Warn("the CLS refused a report", "err", err)
+			w.a.unreported.done(batch)
 		}
 		select {
 		case w.unacked <- ans:
@@ -222,6 +222,16 @@ func resend(err error) bool {
 		return pe.Code == protocol.CodeInternal || pe.Code == protocol.CodeShutdown || pe.Code == protocol.CodeBusy
 	}
 	return true
+}
+
+// uncommitted reports whether err is the CLS's answer that it could not
+// commit a request's batch (a full disk; the batch was rolled back whole)
+// or was stopping: the same request may go again. A transport error is
+// not one: call has re-dialled already, and gives up only when the CLS
+// stayed unreachable.
+func uncommitted(err error) bool {
+	var pe *protocol.Error
+	return errors.As(err, &pe) && (pe.Code == protocol.CodeInternal || pe.Code == protocol.CodeShutdown)
 }
 
 type errWithReports struct {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/backoff"
 	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -71,6 +72,7 @@ func (a *Agent) giveBack(hs []heldJob) []protocol.Report {
 			}
 		}
 	}
+	a.unreported.add(out...)
 	return out
 }
 
@@ -259,6 +261,7 @@ func (w *workLoop) gotReport(r protocol.Report) {
 	// CLS takes (escaped, clipped): never a refusal that costs the batch.
 	protocol.CleanReport(&r)
 	w.reports = append(w.reports, r)
+	w.a.unreported.add(r)
 	w.a.started.ended(r.ID, r.Attempt) // the report says it started
 	if d := r.Finished.Sub(r.Started); w.meanRun == 0 {
 		w.meanRun = max(d, time.Microsecond)
@@ -378,11 +381,25 @@ func (w *workLoop) sendPoll(m move) {
 	go func(ch chan polled) {
 		var p polled
 		w.a.syncReports(w.ctx, sent)
-		p.err = call(w.ctx, w.a, protocol.OpNext, func(id int64) protocol.Next {
-			return protocol.Next{Placeholder: id, Reports: sent, Free: n, Ahead: ahead, WalltimeLeft: w.a.walltimeLeft(), WaitMS: int(wait / time.Millisecond), Available: avail, Started: started}
-		}, &p.reply)
+		again := backoff.Backoff{Min: 50 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.5}
+		for {
+			p.err = call(w.ctx, w.a, protocol.OpNext, func(id int64) protocol.Next {
+				return protocol.Next{Placeholder: id, Reports: sent, Free: n, Ahead: ahead, WalltimeLeft: w.a.walltimeLeft(), WaitMS: int(wait / time.Millisecond), Available: avail, Started: started}
+			}, &p.reply)
+			if !uncommitted(p.err) {
+				break
+			}
+			// The CLS could not commit the poll's batch (a full disk):
+			// nothing of it was done, and the agent and its jobs wait
+			// for the CLS rather than stop.
+			w.a.log.Warn("the CLS could not take a poll; asking again", "err", p.err)
+			if again.Wait(w.ctx) != nil {
+				break
+			}
+		}
 		if p.err == nil {
 			w.a.started.sent(started)
+			w.a.unreported.done(sent)
 		}
 		if p.err != nil {
 			p.reply.Jobs = nil

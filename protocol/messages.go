@@ -635,7 +635,19 @@ type Register struct {
 	Capacity     *Capacity `json:"capacity,omitempty"`
 	Asked        *Capacity `json:"asked,omitempty"`
 	CapacityNote string    `json:"capacity_note,omitempty"`
+	// Holding, on a reconnect (ID set), lists every attempt the CLS handed
+	// this placeholder whose end it has not had acknowledged: running,
+	// held ahead, or ended with its report on the way. The CLS hands back
+	// the placeholder's executing attempts it does not list, as returned
+	// unstarted: the replies that handed them out were lost with an
+	// earlier connection before the placeholder read them. Null: not
+	// known (an agent from before it, or one holding more than
+	// MaxHolding), and nothing is handed back; [] holds nothing.
+	Holding []JobRef `json:"holding"`
 }
+
+// MaxHolding bounds Register.Holding (an agent holding more lists none).
+const MaxHolding = 1 << 16
 
 // RegisterReply gives the placeholder its id and timing.
 type RegisterReply struct {

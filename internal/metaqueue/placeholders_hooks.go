@@ -51,9 +51,31 @@ func (s *Store) RegisterAs(ctx context.Context, r protocol.Register, identity st
 		s.phCapacity(id, r)
 		s.data.SetPlaceholder(id, r.Site, r.Host)
 		s.ledger.KnowSite(r.Site)
+		if r.ID != 0 && id == r.ID && r.Holding != nil {
+			return s.handBackUnheld(id, r.Holding)
+		}
 		return nil
 	})
 	return protocol.RegisterReply{ID: id, LeaseS: s.opt.Lease.Seconds(), HeartbeatS: s.opt.Heartbeat.Seconds()}, err
+}
+
+// handBackUnheld hands back, as returned unstarted (the attempt not
+// counted), the executing attempts of placeholder ph that it does not
+// list as holding when it registers again (protocol.Register.Holding).
+// The server has closed its earlier connections first, so no reply
+// written on one can still reach it.
+func (s *Store) handBackUnheld(ph int64, holding []protocol.JobRef) error {
+	lost := placeholders.Unheld(ph, holding, s.running, s.copyRuns)
+	if len(lost) == 0 {
+		return nil
+	}
+	now := s.now()
+	back := make([]protocol.Report, len(lost))
+	for i, ref := range lost {
+		back[i] = protocol.Report{ID: ref.ID, Attempt: ref.Attempt, Started: now, Finished: now, Reason: protocol.ReasonReturned}
+	}
+	s.log.Info("handed back the jobs of replies a reconnecting placeholder never got", "placeholder", ph, "jobs", len(back))
+	return s.report(ph, back)
 }
 
 // PlaceholderDisconnected tells the store that a connection a placeholder

@@ -135,9 +135,13 @@ type Agent struct {
 	// started are jobs handed out ahead that started, for the CLS to
 	// hear of on the next message (started.go).
 	started startedSet
-	// unreported are attempts that ended, their reports not yet
-	// acknowledged; heartbeats renew their leases (unreported.go).
-	unreported unreportedSet
+	// holding are the attempts handed to this agent whose end the CLS
+	// has not acknowledged (holding.go). recvMu is read-locked from a
+	// request's send until its reply's jobs are in holding, and locked
+	// while a registration lists them: no job read on a connection is
+	// missing from the list when the agent registers on the next.
+	holding holdingSet
+	recvMu  sync.RWMutex
 
 	memOnce sync.Once
 	memLim  MemLimiter
@@ -307,7 +311,7 @@ func (a *Agent) heartbeats(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		refs := a.unreported.appendTo(a.runningRefs())
+		refs := a.holding.appendTo(a.runningRefs())
 		if len(refs) > 0 {
 			var reply protocol.HeartbeatReply
 			started := a.started.list(a.now())

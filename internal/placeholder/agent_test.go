@@ -50,6 +50,10 @@ type cls struct {
 	// reply that hands out jobs, and counts down: the jobs are claimed
 	// for the placeholder, which never hears of them.
 	cutOnJobs int
+	// loseOnJobs, while above 0, takes a reply that hands out jobs as
+	// written and then cuts the connection, and counts down: the reply
+	// was lost in the transport, unread.
+	loseOnJobs int
 	// grant, if set, adds a grant to each job the CLS hands out, as a
 	// CLS that packs by resources does (nil: none for that job).
 	grant func(protocol.Assignment) *protocol.Capacity
@@ -185,10 +189,18 @@ func (p *peerConn) Write(b []byte) (int, error) {
 	if cut {
 		p.c.cutOnJobs--
 	}
+	lose := !cut && p.c.loseOnJobs > 0 && strings.Contains(string(b), `"jobs":[{`)
+	if lose {
+		p.c.loseOnJobs--
+	}
 	p.c.mu.Unlock()
 	if cut {
 		p.Conn.Close()
 		return 0, io.ErrClosedPipe
+	}
+	if lose {
+		p.Conn.Close()
+		return len(b), nil
 	}
 	if grant != nil && strings.Contains(string(b), `"jobs":[`) {
 		if _, err := p.Conn.Write(withGrants(p.c.t, b, grant)); err != nil {
@@ -428,6 +440,43 @@ func TestAgentCutBeforeReply(t *testing.T) {
 	defer c.mu.Unlock()
 	if c.cutOnJobs != 0 || c.dials < 2 {
 		t.Fatalf("cuts left %d, dials %d: the reply was not cut, or the agent did not reconnect", c.cutOnJobs, c.dials)
+	}
+}
+
+// TestAgentReplyLostInTransport: the CLS writes the reply that hands out
+// a job, the transport takes it, and the connection dies before the agent
+// reads it. The agent registers again listing what it holds (nothing), so
+// the CLS hands the job back, unstarted, and the agent takes it again and
+// runs it once, long before the lease (an hour) would have requeued it.
+func TestAgentReplyLostInTransport(t *testing.T) {
+	t.Parallel()
+	c := newCLSLease(t, time.Hour)
+	dir := t.TempDir()
+	c.mu.Lock()
+	c.loseOnJobs = 1
+	c.mu.Unlock()
+	id := c.submit(protocol.JobSpec{Target: "t", Command: "echo ran >> ran.txt", Cwd: dir})[0]
+	startAgent(t, c, 1)
+	waitUntil(t, 20*time.Second, func() error {
+		if st := stateOf(t, c, id); st != "D" {
+			return fmt.Errorf("job %s, not D: the jobs of a reply lost unread wait for their lease", st)
+		}
+		return nil
+	})
+	d, err := c.store.Inspect().Job(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.History) != 0 || len(d.Unstarted) != 1 || d.Unstarted[0].Attempt != 1 || d.Unstarted[0].Reason != metaqueue.ReasonHandedBack {
+		t.Fatalf("job %+v: want attempt 1 handed back unstarted, nothing lost", d)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "ran.txt")); string(b) != "ran\n" {
+		t.Fatalf("ran.txt = %q: the job ran other than once", b)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.loseOnJobs != 0 || c.dials < 2 {
+		t.Fatalf("losses left %d, dials %d: the reply was not lost, or the agent did not reconnect", c.loseOnJobs, c.dials)
 	}
 }
 

@@ -117,12 +117,12 @@ func (w *workLoop) sendReports(take int) {
 		switch {
 		case err == nil:
 			w.a.started.sent(started)
-			w.a.unreported.done(batch)
+			w.a.holding.done(batch)
 		case resend(err):
 			ans.back = batch
 		default:
 			w.a.log.Warn("the CLS refused a report", "err", err)
-			w.a.unreported.done(batch)
+			w.a.holding.done(batch)
 		}
 		select {
 		case w.unacked <- ans:

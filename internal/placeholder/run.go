@@ -78,6 +78,7 @@ func (a *Agent) kill(ref protocol.JobRef, reason string) {
 	p := a.running[ref.ID]
 	if h, ok := a.held[ref.ID]; ok && h.Attempt == ref.Attempt {
 		delete(a.held, ref.ID) // never started: just forget it
+		a.holding.done([]protocol.Report{{ID: ref.ID, Attempt: ref.Attempt}})
 	}
 	a.runMu.Unlock()
 	if p == nil || p.ref.Attempt != ref.Attempt {

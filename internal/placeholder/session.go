@@ -76,6 +76,7 @@ func (a *Agent) connect(ctx context.Context) (*client.Client, error) {
 		ID: a.id, Site: a.cfg.Site, Host: a.cfg.Host, PID: os.Getpid(), Slots: a.cfg.Slots,
 		OutDir: a.cfg.OutDir, Walltime: a.cfg.Walltime.Seconds(), Batch: a.cfg.BatchID,
 		Capacity: wireCapacity(a.cfg.Capacity), Asked: wireAsked(a.cfg.Asked), CapacityNote: a.cfg.CapacityNote,
+		Holding: a.holdingToRegister(),
 	})
 	if err != nil {
 		cl.Close()
@@ -91,6 +92,19 @@ func (a *Agent) connect(ctx context.Context) (*client.Client, error) {
 	}
 	a.log.Info("connected to the CLS", "placeholder", a.id)
 	return cl, nil
+}
+
+// holdingToRegister is what a registration lists as holding: nothing on
+// the first (no id yet), then every attempt held. Every reply read on an
+// earlier connection is in it: that connection has ended, and a reply's
+// jobs enter holding before recvMu is unlocked.
+func (a *Agent) holdingToRegister() []protocol.JobRef {
+	if a.id == 0 {
+		return nil
+	}
+	a.recvMu.Lock()
+	defer a.recvMu.Unlock()
+	return a.holding.list()
 }
 
 // dropped marks a connection broken so the next session() reconnects.
@@ -115,7 +129,13 @@ func call[Req, Resp any](ctx context.Context, a *Agent, op protocol.Op[Req, Resp
 		}
 		var resp Resp
 		a.counted(op.Name)
-		resp, err = client.Do(ctx, cl, op, body(a.ID()))
+		req := body(a.ID())
+		a.recvMu.RLock()
+		resp, err = client.Do(ctx, cl, op, req)
+		if r, ok := any(&resp).(*protocol.NextReply); ok && err == nil {
+			a.holding.got(r.Jobs)
+		}
+		a.recvMu.RUnlock()
 		if err == nil {
 			if out != nil {
 				*out = resp

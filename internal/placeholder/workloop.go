@@ -72,7 +72,6 @@ func (a *Agent) giveBack(hs []heldJob) []protocol.Report {
 			}
 		}
 	}
-	a.unreported.add(out...)
 	return out
 }
 
@@ -261,7 +260,6 @@ func (w *workLoop) gotReport(r protocol.Report) {
 	// CLS takes (escaped, clipped): never a refusal that costs the batch.
 	protocol.CleanReport(&r)
 	w.reports = append(w.reports, r)
-	w.a.unreported.add(r)
 	w.a.started.ended(r.ID, r.Attempt) // the report says it started
 	if d := r.Finished.Sub(r.Started); w.meanRun == 0 {
 		w.meanRun = max(d, time.Microsecond)
@@ -399,7 +397,7 @@ func (w *workLoop) sendPoll(m move) {
 		}
 		if p.err == nil {
 			w.a.started.sent(started)
-			w.a.unreported.done(sent)
+			w.a.holding.done(sent)
 		}
 		if p.err != nil {
 			p.reply.Jobs = nil

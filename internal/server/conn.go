@@ -39,6 +39,7 @@ type conn struct {
 	log      *slog.Logger
 	closed   <-chan struct{} // the connection's end
 	cancel   context.CancelFunc
+	done     chan struct{} // closed once close has returned
 
 	lastActive atomic.Int64 // unix nanoseconds of the last line read or request ended
 	busy       atomic.Int64 // requests in progress
@@ -71,7 +72,7 @@ func (s *Server) ServePeer(ctx context.Context, rwc io.ReadWriteCloser, p Peer) 
 	// the log says which key asked.
 	log = log.With("peer", p.Identity)
 	ctx, cancel := context.WithCancel(ctx)
-	c := &conn{s: s, rwc: rwc, maxRole: p.MaxRole, identity: p.Identity, noPH: p.NoPlaceholder, site: p.Site, phs: map[int64]protocol.Register{}, log: log, closed: ctx.Done(), cancel: cancel}
+	c := &conn{s: s, rwc: rwc, maxRole: p.MaxRole, identity: p.Identity, noPH: p.NoPlaceholder, site: p.Site, phs: map[int64]protocol.Register{}, log: log, closed: ctx.Done(), cancel: cancel, done: make(chan struct{})}
 	defer c.close()
 	c.touch()
 	go c.watch(ctx)
@@ -100,6 +101,8 @@ func (c *conn) close() {
 			c.s.OnPlaceholder(id, reg, false)
 		}
 	}
+	c.s.forgetConn(c)
+	close(c.done)
 }
 
 // touch notes activity: a line read or a request ended.

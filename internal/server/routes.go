@@ -406,6 +406,11 @@ func register(ctx context.Context, c *conn, b protocol.Register) (protocol.Regis
 		return protocol.RegisterReply{}, protocol.Errorf(protocol.CodeBusy, "%d placeholders are registered on this connection already", bound)
 	}
 	c.phMu.Unlock()
+	if b.ID != 0 {
+		if err := c.s.closeEarlier(ctx, b.ID, c, b); err != nil {
+			return protocol.RegisterReply{}, err
+		}
+	}
 	r, err := c.s.Store.RegisterAs(ctx, b, c.identity)
 	if err != nil {
 		return protocol.RegisterReply{}, err
@@ -413,6 +418,7 @@ func register(ctx context.Context, c *conn, b protocol.Register) (protocol.Regis
 	c.phMu.Lock()
 	c.phs[r.ID] = b
 	c.phMu.Unlock()
+	c.s.latest(r.ID, c)
 	if c.s.OnPlaceholder != nil {
 		c.s.OnPlaceholder(r.ID, b, true)
 	}

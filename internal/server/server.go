@@ -69,6 +69,10 @@ type Server struct {
 
 	wg sync.WaitGroup
 
+	// phConn is each placeholder's latest connection (reconnect.go).
+	phConnMu sync.Mutex
+	phConn   map[int64]*conn
+
 	// refusals aggregates the log lines of refused requests, per peer and
 	// kind: a key that sends 100,000 refused requests gets one line and
 	// then one count a minute, not 100,000 lines.

@@ -169,3 +169,20 @@ func RunningOn(phs []int64, rows runs.Rows, cs runs.Copies) iter.Seq2[int64, *ru
 		}
 	}
 }
+
+// Unheld returns the executing attempts (rows and copies) of placeholder
+// ph that a registration's holding does not list: a reconnecting
+// placeholder never read the replies that handed them out.
+func Unheld(ph int64, holding []protocol.JobRef, rows runs.Rows, cs runs.Copies) []protocol.JobRef {
+	held := make(map[protocol.JobRef]bool, len(holding))
+	for _, r := range holding {
+		held[r] = true
+	}
+	var out []protocol.JobRef
+	for l := range Leases(rows, cs) {
+		if ref := (protocol.JobRef{ID: l.Job, Attempt: l.Attempt}); l.Placeholder == ph && !held[ref] {
+			out = append(out, ref)
+		}
+	}
+	return out
+}

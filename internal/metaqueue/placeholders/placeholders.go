@@ -92,6 +92,9 @@ func Check(r protocol.Register) error {
 	if err := protocol.CheckSeconds("walltime_s", r.Walltime); err != nil {
 		return protocol.Errorf(protocol.CodeBadRequest, "%v", err)
 	}
+	if len(r.Holding) > protocol.MaxHolding {
+		return protocol.Errorf(protocol.CodeBadRequest, "holding lists %d attempts, at most %d", len(r.Holding), protocol.MaxHolding)
+	}
 	return nil
 }
 

@@ -6,6 +6,8 @@ package batchfail
 
 import (
 	"errors"
+	"os"
+	"syscall"
 
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -30,11 +32,73 @@ func IsFull(err error) bool {
 	return errors.As(err, &ce) && ce.Code()&0xff == 13 // SQLITE_FULL
 }
 
+// IsIOErr says whether err is SQLite's I/O error (SQLITE_IOERR, any
+// extended code).
+func IsIOErr(err error) bool {
+	var ce interface{ Code() int }
+	return errors.As(err, &ce) && ce.Code()&0xff == 10 // SQLITE_IOERR
+}
+
+// NoRoom says whether a batch that failed with cause failed for want of
+// room, and why: SQLite reports a full disk (ENOSPC on write) as
+// SQLITE_FULL, but a quota (EDQUOT), and a full disk found only at fsync
+// or close (NFS), as an I/O error. For those probe says: a small write
+// beside the database (Probe) that fails for want of room. Nil: not for
+// want of room.
+func NoRoom(cause error, probe func() error) error {
+	switch {
+	case IsFull(cause):
+		return cause
+	case IsIOErr(cause) && probe != nil:
+		return probe()
+	}
+	return nil
+}
+
+// Probe writes, syncs and removes a small file in dir, and returns the
+// error if that fails for want of room (ENOSPC, EDQUOT); nil otherwise,
+// including when it fails for another reason.
+func Probe(dir string) error {
+	f, err := os.CreateTemp(dir, ".room-")
+	if err != nil {
+		return roomErr(err)
+	}
+	defer os.Remove(f.Name())
+	return roomErr(writeProbe(f))
+}
+
+// writeProbe writes 8 KiB to f, syncs and closes it: a quota or a full
+// disk may show only at the sync or the close (NFS).
+func writeProbe(f *os.File) error {
+	_, err := f.Write(make([]byte, 8<<10))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// roomErr is err if it is for want of room, else nil.
+func roomErr(err error) error {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return err
+	}
+	return nil
+}
+
 // Answer is the error every call of a batch that failed with cause is
-// answered with. A full disk says what to do: free space on the
-// filesystem of dir (the database's) and try again; nothing was changed.
-func Answer(cause error, dir string) error {
-	if IsFull(cause) {
+// answered with; noRoom is NoRoom's answer. Want of room says what to
+// do: free space on the filesystem of dir (the database's), or under the
+// quota there, and try again; nothing was changed.
+func Answer(cause error, dir string, noRoom error) error {
+	switch {
+	case errors.Is(noRoom, syscall.EDQUOT):
+		return protocol.Errorf(protocol.CodeInternal, "metaqueue storage failure: %v: disk quota exceeded: nothing was changed; free space under your quota on the filesystem of %s and try again", cause, dir)
+	case noRoom != nil && !IsFull(cause):
+		return protocol.Errorf(protocol.CodeInternal, "metaqueue storage failure: %v: the disk is full: nothing was changed; free space on the filesystem of %s and try again", cause, dir)
+	case noRoom != nil:
 		return protocol.Errorf(protocol.CodeInternal, "metaqueue storage failure: %v: nothing was changed; free space on the filesystem of %s and try again", cause, dir)
 	}
 	return protocol.Errorf(protocol.CodeInternal, "metaqueue storage failure: %v", cause)

@@ -3,7 +3,10 @@ package batchfail
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/mq-hpc/mq/protocol"
@@ -37,15 +40,18 @@ func TestIsFull(t *testing.T) {
 
 func TestAnswer(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		cause error
-		has   []string
-		hasnt string
+		name   string
+		cause  error
+		noRoom error
+		has    []string
+		hasnt  string
 	}{
-		{"other", errors.New("disk I/O error"), []string{"metaqueue storage failure: disk I/O error"}, "free space"},
-		{"full", codeErr(13), []string{"nothing was changed", "free space on the filesystem of /var/mq"}, ""},
+		{"other", errors.New("disk I/O error"), nil, []string{"metaqueue storage failure: disk I/O error"}, "free space"},
+		{"full", codeErr(13), codeErr(13), []string{"nothing was changed", "free space on the filesystem of /var/mq"}, "quota"},
+		{"quota", codeErr(10 | 3<<8), syscall.EDQUOT, []string{"sqlite code 778: disk quota exceeded: nothing was changed", "free space under your quota on the filesystem of /var/mq"}, ""},
+		{"full at fsync", codeErr(10 | 4<<8), syscall.ENOSPC, []string{"sqlite code 1034: the disk is full: nothing was changed", "free space on the filesystem of /var/mq"}, "quota"},
 	} {
-		err := Answer(tc.cause, "/var/mq")
+		err := Answer(tc.cause, "/var/mq", tc.noRoom)
 		if !protocol.IsCode(err, protocol.CodeInternal) {
 			t.Errorf("%s: %v is not CodeInternal", tc.name, err)
 		}
@@ -57,6 +63,58 @@ func TestAnswer(t *testing.T) {
 		if tc.hasnt != "" && strings.Contains(err.Error(), tc.hasnt) {
 			t.Errorf("%s: %q has %q", tc.name, err, tc.hasnt)
 		}
+	}
+}
+
+// TestNoRoom: SQLITE_FULL is want of room; an I/O error is when the
+// probe says so (a quota, a full disk found at fsync); nothing else is.
+func TestNoRoom(t *testing.T) {
+	probed := 0
+	probe := func(err error) func() error {
+		return func() error { probed++; return err }
+	}
+	for _, tc := range []struct {
+		name   string
+		cause  error
+		probe  error
+		want   error
+		probes int
+	}{
+		{"full", codeErr(13), nil, codeErr(13), 0},
+		{"quota", codeErr(10 | 3<<8), syscall.EDQUOT, syscall.EDQUOT, 1},
+		{"I/O error with room", codeErr(10 | 3<<8), nil, nil, 1},
+		{"busy", codeErr(5), syscall.ENOSPC, nil, 0},
+		{"not SQLite's", errors.New("boom"), syscall.ENOSPC, nil, 0},
+	} {
+		probed = 0
+		if got := NoRoom(tc.cause, probe(tc.probe)); !errors.Is(got, tc.want) || (got == nil) != (tc.want == nil) || probed != tc.probes {
+			t.Errorf("%s: NoRoom = %v after %d probes, want %v after %d", tc.name, got, probed, tc.want, tc.probes)
+		}
+	}
+	if !IsIOErr(codeErr(10|4<<8)) || IsIOErr(codeErr(13)) || IsIOErr(nil) {
+		t.Error("IsIOErr: wrong")
+	}
+}
+
+// TestProbe: a directory with room passes and keeps nothing; a write
+// that finds no room (/dev/full) is one; other failures are not.
+func TestProbe(t *testing.T) {
+	dir := t.TempDir()
+	if err := Probe(dir); err != nil {
+		t.Fatalf("Probe of a directory with room: %v", err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("Probe left %v", left)
+	}
+	if err := Probe(filepath.Join(dir, "missing")); err != nil {
+		t.Errorf("Probe of a missing directory: %v, want nil (not for want of room)", err)
+	}
+	f, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skipf("no /dev/full: %v", err)
+	}
+	if err := roomErr(writeProbe(f)); !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("a write to /dev/full: %v, want ENOSPC", err)
 	}
 }
 

@@ -18,9 +18,10 @@ import (
 //   - Output stops where it would leave less than OutputReserve free
 //     (local placeholders, and the CLS's copies of remote output).
 //   - A reserve file, MQ_HOME/reserve, holds reserveSize bytes. When a
-//     commit fails because the disk is full, the store releases it and
-//     commits again, so a delete (or the report of a job's end) goes
-//     through on a full disk; it is made again once there is room.
+//     commit fails because the disk is full (or the user's quota on it is
+//     used up: batchfail.NoRoom), the store releases it and commits
+//     again, so a delete (or the report of a job's end) goes through; it
+//     is made again once there is room.
 
 // reserveSize is the reserve file's size: 1 MiB, or a 16th of a smaller
 // filesystem. A delete of one job, or of an array of thousands, takes
@@ -93,7 +94,7 @@ func (r *diskReserve) make() bool {
 	}
 	if err != nil {
 		os.Remove(r.path)
-		if !errors.Is(err, syscall.ENOSPC) {
+		if !errors.Is(err, syscall.ENOSPC) && !errors.Is(err, syscall.EDQUOT) {
 			r.log.Warn("cannot make the disk reserve", "err", err)
 		}
 		return false
@@ -115,7 +116,7 @@ func (r *diskReserve) release() bool {
 		r.log.Error("cannot release the disk reserve", "err", err)
 		return false
 	}
-	r.log.Warn("the disk is full: released the reserve of the database; free space in MQ_HOME's filesystem", "bytes", r.size)
+	r.log.Warn("the disk is full (or its quota used up): released the reserve of the database; free space in MQ_HOME's filesystem", "bytes", r.size)
 	return true
 }
 

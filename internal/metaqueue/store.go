@@ -153,6 +153,9 @@ type Store struct {
 	// commitFault, when set, fails a commit before it reaches SQLite: the
 	// tests' stand-in for a full disk (SQLITE_FULL at COMMIT). Core-owned.
 	commitFault func() error
+	// roomProbe, when set, stands in for batchfail.Probe of the
+	// database's directory (tests: a quota). Core-owned.
+	roomProbe func() error
 	// released counts the times OnFull freed space (actOnSelected retries).
 	released atomic.Int64
 	// committedSummary, while a batch with a slow call runs, is the
@@ -508,14 +511,20 @@ func (e fatalError) Unwrap() error { return e.err }
 // the database, so memory never disagrees with what was committed.
 func (s *Store) recover(cause error, batch []*call) {
 	s.log.Error("transaction failed; rolling back and reloading state", "err", cause)
-	if batchfail.IsFull(cause) && s.opt.OnFull != nil && s.opt.OnFull() {
+	dir := filepath.Dir(s.opt.Path)
+	probe := s.roomProbe
+	if probe == nil {
+		probe = func() error { return batchfail.Probe(dir) }
+	}
+	noRoom := batchfail.NoRoom(cause, probe)
+	if noRoom != nil && s.opt.OnFull != nil && s.opt.OnFull() {
 		s.released.Add(1) // room for the next try: deletes try again at once
 	}
 	if s.inTx {
 		s.w.ExecContext(context.Background(), connSQL.Get("Rollback"))
 		s.inTx = false
 	}
-	perr := batchfail.Answer(cause, filepath.Dir(s.opt.Path))
+	perr := batchfail.Answer(cause, dir, noRoom)
 	inBatch := map[*call]bool{}
 	for _, c := range batch {
 		inBatch[c] = true

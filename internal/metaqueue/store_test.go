@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -2183,43 +2184,86 @@ func TestCommitFailureKeepsParkedNext(t *testing.T) {
 }
 
 // sqliteFull is an error with SQLite's code for "database or disk is full".
-type sqliteFull struct{}
+// sqliteErr stands in for the SQLite driver's errors, which carry a code.
+type sqliteErr struct {
+	code int
+	msg  string
+}
 
-func (sqliteFull) Error() string { return "database or disk is full (13)" }
-func (sqliteFull) Code() int     { return 13 }
+func (e sqliteErr) Error() string { return e.msg }
+func (e sqliteErr) Code() int     { return e.code }
 
+var (
+	sqliteFull    = sqliteErr{13, "database or disk is full (13)"}
+	sqliteIOWrite = sqliteErr{10 | 3<<8, "disk I/O error (778)"}
+)
+
+// TestDeleteOnFullDiskUsesReserve: the first commit fails for want of
+// room, OnFull frees the reserve, and the delete goes through on its
+// second try. SQLite reports a full disk as SQLITE_FULL, but a quota
+// (EDQUOT) as an I/O error: a probe beside the database tells that one
+// from an I/O error not for room, which frees nothing and is not tried
+// again. Each answer says what happened.
 func TestDeleteOnFullDiskUsesReserve(t *testing.T) {
 	t.Parallel()
-	// The disk is full: the first commit fails with SQLITE_FULL, OnFull
-	// frees the reserve, and the delete goes through on its second try.
-	var released atomic.Int32
-	e := newEnvWith(t, func(o *Options) {
-		o.OnFull = func() bool { return released.Add(1) == 1 }
-	})
-	ctx := context.Background()
-	id := e.submit1("t", "true")
-	fails := 1
-	if err := e.s.do(ctx, func() error {
-		e.s.commitFault = func() error {
-			if fails > 0 {
-				fails--
-				return sqliteFull{}
+	for _, tc := range []struct {
+		name    string
+		cause   sqliteErr
+		probe   error // the room probe's answer
+		retried bool
+		says    string // the failed submit's answer has
+	}{
+		{name: "full", cause: sqliteFull, retried: true, says: "nothing was changed; free space on the filesystem of"},
+		{name: "quota", cause: sqliteIOWrite, probe: syscall.EDQUOT, retried: true, says: "disk quota exceeded: nothing was changed; free space under your quota on the filesystem of"},
+		{name: "full at fsync", cause: sqliteIOWrite, probe: syscall.ENOSPC, retried: true, says: "the disk is full: nothing was changed"},
+		{name: "I/O error", cause: sqliteIOWrite, says: "metaqueue storage failure: disk I/O error (778)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var released atomic.Int32
+			e := newEnvWith(t, func(o *Options) {
+				o.OnFull = func() bool { return released.Add(1) == 1 }
+			})
+			ctx := context.Background()
+			id := e.submit1("t", "true")
+			fails := 2 // the submit's, then the delete's first try
+			if err := e.s.do(ctx, func() error {
+				e.s.roomProbe = func() error { return tc.probe }
+				e.s.commitFault = func() error {
+					if fails > 0 {
+						fails--
+						return tc.cause
+					}
+					return nil
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
 			}
-			return nil
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
+			_, err := e.s.Submit(ctx, []protocol.JobSpec{spec("u", "true")})
+			if err == nil || !strings.Contains(err.Error(), tc.says) || !protocol.IsCode(err, protocol.CodeInternal) {
+				t.Errorf("submit: %v; want it to say %q", err, tc.says)
+			}
+			released.Store(0) // the reserve is made again
+			r, err := e.s.Delete(ctx, protocol.Select{IDs: []int64{id}})
+			if !tc.retried {
+				if err == nil || released.Load() != 0 {
+					t.Fatalf("Delete = %+v, %v, OnFull called %d times; want it failed, nothing freed", r, err, released.Load())
+				}
+				e.mustBe(id, job.Queued)
+				e.check()
+				return
+			}
+			if err != nil || !slices.Equal(r.IDs, []int64{id}) || len(r.Errors) > 0 {
+				t.Fatalf("Delete on a full disk = %+v, %v; want job %d deleted", r, err, id)
+			}
+			if released.Load() != 1 {
+				t.Errorf("OnFull called %d times, want 1", released.Load())
+			}
+			e.mustBe(id, job.Deleted)
+			e.check()
+		})
 	}
-	r, err := e.s.Delete(ctx, protocol.Select{IDs: []int64{id}})
-	if err != nil || !slices.Equal(r.IDs, []int64{id}) || len(r.Errors) > 0 {
-		t.Fatalf("Delete on a full disk = %+v, %v; want job %d deleted", r, err, id)
-	}
-	if released.Load() != 1 {
-		t.Errorf("OnFull called %d times, want 1", released.Load())
-	}
-	e.mustBe(id, job.Deleted)
-	e.check()
 }
 
 // nextOutcome is what a Next call run in the background returned.

@@ -337,10 +337,13 @@ func (c *CLS) openStore(ctx context.Context) (outReserve int64, err error) {
 	keepDone := make(chan struct{})
 	go reserve.keep(keepDone, 10*time.Second)
 	c.closers = append(c.closers, func() { close(keepDone) })
+	// After a commit failed for want of room, placeholders' writes and
+	// submits wait for twice the reserve free: the reserve, released for
+	// deletes, does not count as room for them.
 	c.store, err = metaqueue.Open(ctx, metaqueue.Options{
 		Path: filepath.Join(c.home, "mq.db"), Sync: cfg.Sync, Lease: cfg.Lease,
 		Logger: c.log, OutputDir: c.outputDir(), Links: cfg.Links, DefaultLink: cfg.DefaultLink,
-		Stager: c.stager, Observer: observer, OnFull: reserve.release,
+		Stager: c.stager, Observer: observer, OnFull: reserve.release, MinFree: 2 * reserve.size,
 	})
 	if err != nil {
 		return 0, err

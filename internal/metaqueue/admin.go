@@ -30,7 +30,7 @@ func (s *Store) WaitFor(ctx context.Context, req protocol.Wait) (protocol.WaitRe
 	if err := waits.Check(req); err != nil {
 		return reply, err
 	}
-	c := &call{ctx: ctx, done: make(chan struct{})}
+	c := &call{ctx: ctx, done: make(chan struct{}), leaves: true}
 	c.fn = func() (err error) {
 		wr := waits.Request{IDs: ids, Any: req.Any}
 		if timeout > 0 {
@@ -39,27 +39,13 @@ func (s *Store) WaitFor(ctx context.Context, req protocol.Wait) (protocol.WaitRe
 		c.parked, err = s.waits.Start(ctx, c, wr, &reply, s.waiting, s.jobEnd)
 		return err
 	}
-	select {
-	case s.calls <- c:
-	case <-s.stop:
-		return reply, ErrClosed
-	case <-ctx.Done():
-		return reply, ctx.Err()
-	}
-	select {
-	case <-c.done:
-	case <-ctx.Done():
+	err := s.doCall(ctx, c)
+	if err != nil && err == ctx.Err() {
 		// The core drops the waiter on its next tick. Until then it may
 		// still write to reply: do not read it.
-		return protocol.WaitReply{}, ctx.Err()
-	case <-s.stopped:
-		select {
-		case <-c.done:
-		default:
-			return reply, ErrClosed
-		}
+		return protocol.WaitReply{}, err
 	}
-	return reply, c.err
+	return reply, err
 }
 
 // jobEnd is how job id ended, as committed (inspect.JobEnd).

@@ -41,8 +41,5 @@ func (a *arrayJobs) Queued(id int64) bool {
 
 // saveArray records the array of a bulk commit's ids first..last.
 func (s *Store) saveArray(first, last int64, spec string, limit int) error {
-	if err := s.arrays.Save(context.Background(), s.w, first, last, spec, limit); err != nil {
-		return fatalError{err}
-	}
-	return nil
+	return storeErr(s.arrays.Save(context.Background(), s.w, first, last, spec, limit))
 }

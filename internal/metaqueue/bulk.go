@@ -65,7 +65,7 @@ func (b *Bulk) CommitToken(ctx context.Context, token string) (first int64, coun
 	}
 	s := b.s
 	inserted := false
-	err = s.doSlow(ctx, func() error {
+	err = s.doNeedingRoom(ctx, call{durable: true, slow: true}, func() error {
 		if done, err := s.tokenIDs(token); err != nil || done != nil {
 			if len(done) > 0 {
 				first, count = done[0], len(done)

@@ -15,10 +15,7 @@ import (
 // addBundle records jobs first..first+n-1 as one bundle, in the batch's
 // transaction.
 func (s *Store) addBundle(first int64, n int) error {
-	if err := s.bundles.Add(context.Background(), s.w, first, n); err != nil {
-		return fatalError{err}
-	}
-	return nil
+	return storeErr(s.bundles.Add(context.Background(), s.w, first, n))
 }
 
 // loadBundles rebuilds the bundles of live jobs from the database.

@@ -73,10 +73,7 @@ func (s *Store) stopCopies(id int64, reason string) error {
 // setApart records whether the attempt job id's row describes runs apart
 // and may have copies beside it.
 func (s *Store) setApart(id int64, apart bool) error {
-	if err := s.repl.SetApart(context.Background(), s.w, s.copyJob(id), apart); err != nil {
-		return fatalError{err}
-	}
-	return nil
+	return storeErr(s.repl.SetApart(context.Background(), s.w, s.copyJob(id), apart))
 }
 
 // pickCopy chooses a running job to copy for placeholder p, from the

@@ -89,10 +89,7 @@ func (s *Store) countDC() {
 // observeRequest feeds a placeholder's request for work to the arrival
 // predictor.
 func (s *Store) observeRequest(ph int64) error {
-	if err := s.data.Observe(context.Background(), s.w, ph, s.now()); err != nil {
-		return fatalError{err}
-	}
-	return nil
+	return storeErr(s.data.Observe(context.Background(), s.w, ph, s.now()))
 }
 
 // forgetPlaceholder drops a placeholder from the arrival predictions.

@@ -40,7 +40,7 @@ func (s *Store) Next(ctx context.Context, req protocol.Next) (protocol.NextReply
 		return reply, err
 	}
 	wait := min(time.Duration(req.WaitMS)*time.Millisecond, 5*time.Minute)
-	c := &call{ctx: ctx, done: make(chan struct{})}
+	c := &call{ctx: ctx, done: make(chan struct{}), needsRoom: true}
 	c.fn = func() error {
 		if !s.reg.Known(req.Placeholder) {
 			return protocol.Errorf(protocol.CodeNotFound, "unknown placeholder %d: register first", req.Placeholder)

@@ -49,7 +49,7 @@ func (s *Store) ReportBatch(ctx context.Context, b protocol.ReportBatch) error {
 	if err := protocol.CheckStarted(b.Started); err != nil {
 		return protocol.Errorf(protocol.CodeBadRequest, "%v", err)
 	}
-	return s.do(ctx, func() error {
+	return s.doNeedingRoom(ctx, call{}, func() error {
 		if err := s.markStarted(b.Placeholder, b.Started); err != nil {
 			return err
 		}
@@ -140,7 +140,7 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out runs.Outcome, r 
 	q := s.queueIDs[j.Queue]
 	e, next := s.endOf(q, ru, out, r), runs.Next(out, ru.Used, q.MaxAttempts, q.RetryFailed)
 	// ledger: charged for what it ran, its reservation released.
-	if err := ledgerErr(s.ledger.Ended(context.Background(), s.w, ledgerCore{s}, ledger.End{
+	if err := storeErr(s.ledger.Ended(context.Background(), s.w, ledgerCore{s}, ledger.End{
 		Ref: protocol.JobRef{ID: id, Attempt: ru.Attempt}, Queue: q.account(), Placeholder: ru.Placeholder,
 		Started: e.started, Finished: e.finished, OK: out == runs.Succeeded, Returned: out == runs.Returned})); err != nil {
 		return err
@@ -249,10 +249,7 @@ func (s *Store) lateReport(ph int64, r protocol.Report) error {
 	if err := s.repl.Late(context.Background(), s.w, ph, r); err != nil {
 		return fatalError{err}
 	}
-	if err := s.ledger.LateEnd(context.Background(), s.w, ref, r.Finished, s.now(), s.opt.Lease); err != nil {
-		return fatalError{err}
-	}
-	return nil
+	return storeErr(s.ledger.LateEnd(context.Background(), s.w, ref, r.Finished, s.now(), s.opt.Lease))
 }
 
 // copiesEvent applies ch, an event of attempt ru of job id (nil for
@@ -321,11 +318,12 @@ func (s *Store) copySpent(id int64, q *queue, ru *run, e copies.Spent) error {
 func (s *Store) charge(id int64, q *queue, ru *run, started, finished time.Time, ok bool) error {
 	e := ledger.End{Ref: protocol.JobRef{ID: id, Attempt: ru.Attempt}, Queue: q.account(), Placeholder: ru.Placeholder,
 		Started: started, Finished: finished, OK: ok}
-	return ledgerErr(s.ledger.ChargeEnd(context.Background(), s.w, ledgerCore{s}, e))
+	return storeErr(s.ledger.ChargeEnd(context.Background(), s.w, ledgerCore{s}, e))
 }
 
-// ledgerErr marks a ledger's failure to write a storage failure (once).
-func ledgerErr(err error) error {
+// storeErr marks err, a failure to write, a storage failure (once; nil
+// stays nil): the batch is rolled back.
+func storeErr(err error) error {
 	var f fatalError
 	if err == nil || errors.As(err, &f) {
 		return err

@@ -36,7 +36,7 @@ func (s *Store) flushMeasures() error {
 	if err := s.begin(); err != nil {
 		return err
 	}
-	return ledgerErr(s.ledger.Flush(context.Background(), s.w))
+	return storeErr(s.ledger.Flush(context.Background(), s.w))
 }
 
 // econCosting says whether any queue is costed or any site priced or any

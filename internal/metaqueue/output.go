@@ -16,10 +16,7 @@ func (s *Store) saveOutputs(ph int64, r protocol.Report) error {
 	if err := s.begin(); err != nil {
 		return err
 	}
-	if err := extents.Save(context.Background(), s.w, ph, r); err != nil {
-		return fatalError{err}
-	}
-	return nil
+	return storeErr(extents.Save(context.Background(), s.w, ph, r))
 }
 
 // OutputLost records that the CLS could not keep the output a placeholder
@@ -34,9 +31,6 @@ func (s *Store) OutputLost(ctx context.Context, placeholder, id int64, attempt i
 		if err := s.begin(); err != nil {
 			return err
 		}
-		if err := extents.Lost(context.Background(), s.w, id, attempt, why); err != nil {
-			return fatalError{err}
-		}
-		return nil
+		return storeErr(extents.Lost(context.Background(), s.w, id, attempt, why))
 	})
 }

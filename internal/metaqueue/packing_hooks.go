@@ -23,10 +23,7 @@ func (s *Store) Resources() packing.Keeper { return packing.NewKeeper(s.pack, pa
 // queue's defaults applied, when it asks for anything.
 func (s *Store) keepRequest(id int64, q *queue, js *protocol.JobSpec) error {
 	c := resource.Category{Queue: q.Name, Target: js.Target}
-	if err := s.pack.Keep(context.Background(), s.stmts.insResources, id, js.Resources.WithDefaults(q.Defaults), c); err != nil {
-		return fatalError{err}
-	}
-	return nil
+	return storeErr(s.pack.Keep(context.Background(), s.stmts.insResources, id, js.Resources.WithDefaults(q.Defaults), c))
 }
 
 // loadRequests loads packing's state (packing.Load) with each stored

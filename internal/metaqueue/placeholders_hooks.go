@@ -59,22 +59,14 @@ func (s *Store) RegisterAs(ctx context.Context, r protocol.Register, identity st
 	return protocol.RegisterReply{ID: id, LeaseS: s.opt.Lease.Seconds(), HeartbeatS: s.opt.Heartbeat.Seconds()}, err
 }
 
-// handBackUnheld hands back, as returned unstarted (the attempt not
-// counted), the executing attempts of placeholder ph that it does not
-// list as holding when it registers again (protocol.Register.Holding).
-// The server has closed its earlier connections first, so no reply
-// written on one can still reach it.
+// handBackUnheld hands back, as returned unstarted, placeholder ph's
+// executing attempts that its registration does not list as holding
+// (placeholders.Unheld); the server ended its earlier connections first.
 func (s *Store) handBackUnheld(ph int64, holding []protocol.JobRef) error {
-	lost := placeholders.Unheld(ph, holding, s.running, s.copyRuns)
-	if len(lost) == 0 {
-		return nil
+	back := placeholders.Unheld(ph, holding, s.now(), s.running, s.copyRuns)
+	if len(back) > 0 {
+		s.log.Info("handed back the jobs of replies a reconnecting placeholder never got", "placeholder", ph, "jobs", len(back))
 	}
-	now := s.now()
-	back := make([]protocol.Report, len(lost))
-	for i, ref := range lost {
-		back[i] = protocol.Report{ID: ref.ID, Attempt: ref.Attempt, Started: now, Finished: now, Reason: protocol.ReasonReturned}
-	}
-	s.log.Info("handed back the jobs of replies a reconnecting placeholder never got", "placeholder", ph, "jobs", len(back))
 	return s.report(ph, back)
 }
 

@@ -57,10 +57,7 @@ func (c plansCore) Write(ctx context.Context, write func(context.Context, plans.
 		if err := s.begin(); err != nil {
 			return err
 		}
-		if err := write(context.Background(), s.w, s.g, s.now()); err != nil {
-			return fatalError{err}
-		}
-		return nil
+		return storeErr(write(context.Background(), s.w, s.g, s.now()))
 	})
 }
 

@@ -12,8 +12,5 @@ import (
 
 // saveSharedEnv records env (JSON) for the bulk commit's ids first..last.
 func (s *Store) saveSharedEnv(first, last int64, env string) error {
-	if err := sharedenv.Save(context.Background(), s.w, first, last, env); err != nil {
-		return fatalError{err}
-	}
-	return nil
+	return storeErr(sharedenv.Save(context.Background(), s.w, first, last, env))
 }

@@ -35,6 +35,7 @@ import (
 	"github.com/mq-hpc/mq/internal/metaqueue/plans"
 	"github.com/mq-hpc/mq/internal/metaqueue/priorities"
 	"github.com/mq-hpc/mq/internal/metaqueue/progress"
+	"github.com/mq-hpc/mq/internal/metaqueue/room"
 	"github.com/mq-hpc/mq/internal/metaqueue/selector"
 	"github.com/mq-hpc/mq/internal/metaqueue/tokens"
 	"github.com/mq-hpc/mq/internal/metaqueue/waits"
@@ -95,6 +96,9 @@ type Options struct {
 	// go through on a full disk (SQLite rolls back a COMMIT that failed
 	// so: it cannot simply be committed again).
 	OnFull func() bool
+	// MinFree is the free space the database's filesystem must have again
+	// after a batch failed for want of room (room.Watch; 0: a probe alone).
+	MinFree int64
 }
 
 // Store is an open metaqueue.
@@ -153,9 +157,9 @@ type Store struct {
 	// commitFault, when set, fails a commit before it reaches SQLite: the
 	// tests' stand-in for a full disk (SQLITE_FULL at COMMIT). Core-owned.
 	commitFault func() error
-	// roomProbe, when set, stands in for batchfail.Probe of the
-	// database's directory (tests: a quota). Core-owned.
-	roomProbe func() error
+	// room is whether the database's filesystem has room, after a batch
+	// failed for want of it (room.Watch). Core-owned.
+	room room.Watch
 	// released counts the times OnFull freed space (actOnSelected retries).
 	released atomic.Int64
 	// committedSummary, while a batch with a slow call runs, is the
@@ -227,6 +231,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		watches: progress.Set{},
 		curSync: opt.Sync,
 		pack:    packing.New(),
+		room:    room.Watch{Dir: filepath.Dir(opt.Path), MinFree: opt.MinFree},
 
 		actionBatch: selector.Batch,
 	}
@@ -284,7 +289,14 @@ type call struct {
 	// slow marks a call that may hold the core for seconds (a bulk
 	// commit, an action on a selection's batch): its batch first keeps
 	// the summary as committed, for Summary to answer from meanwhile.
-	slow   bool
+	slow bool
+	// needsRoom marks a call answered at once, without running, while the
+	// database's disk has no room (room.Watch): placeholders' polls and
+	// reports, submits.
+	needsRoom bool
+	// leaves marks a parked call whose caller stops waiting when its
+	// context ends (a wait); the core drops it on its next tick.
+	leaves bool
 	closed bool // done has been closed; touched only by the core
 }
 
@@ -307,6 +319,13 @@ func (s *Store) doSlow(ctx context.Context, fn func() error) error {
 	return s.doCall(ctx, &call{ctx: ctx, fn: fn, done: make(chan struct{}), durable: true, slow: true})
 }
 
+// doNeedingRoom runs fn as c says (durable, slow), or answers it at once
+// while the database's disk has no room (call.needsRoom).
+func (s *Store) doNeedingRoom(ctx context.Context, c call, fn func() error) error {
+	c.ctx, c.fn, c.done, c.needsRoom = ctx, fn, make(chan struct{}), true
+	return s.doCall(ctx, &c)
+}
+
 // doDurable is do for a change a user made (submit, delete, rerun, queue
 // settings): under SyncSubmit its commit is fsync'd before the answer.
 func (s *Store) doDurable(ctx context.Context, fn func() error) error {
@@ -321,9 +340,15 @@ func (s *Store) doCall(ctx context.Context, c *call) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	var left <-chan struct{}
+	if c.leaves {
+		left = ctx.Done()
+	}
 	select {
 	case <-c.done:
 		return c.err
+	case <-left:
+		return ctx.Err()
 	case <-s.stopped:
 		// The core may have finished c just before stopping.
 		select {
@@ -397,9 +422,18 @@ func (s *Store) runBatch(batch []*call, ticked bool) {
 	if s.opt.Sync == SyncSubmit {
 		failed = s.syncFor(batch)
 	}
+	refuse, back := s.room.Check(s.now())
+	if back {
+		s.log.Info("the database's disk has room again")
+		placeholders.RenewAll(s.now(), s.opt.Lease, s.running, s.copyRuns) // no lapse was taken meanwhile
+	}
 	for _, c := range batch {
 		if failed != nil {
 			c.err = failed
+			continue
+		}
+		if refuse != nil && c.needsRoom {
+			c.err = refuse // it would fail again, and cost a reload
 			continue
 		}
 		c.err = c.fn()
@@ -419,7 +453,7 @@ func (s *Store) runBatch(batch []*call, ticked bool) {
 	// then fails (a full disk fails the COMMIT), they must wait on, not be
 	// dropped unanswered: the placeholder's long poll would hang for good.
 	parked := s.parked
-	if failed == nil {
+	if failed == nil && !s.room.Short() {
 		filled, failed = s.matchParked()
 	}
 	if failed == nil {
@@ -512,11 +546,7 @@ func (e fatalError) Unwrap() error { return e.err }
 func (s *Store) recover(cause error, batch []*call) {
 	s.log.Error("transaction failed; rolling back and reloading state", "err", cause)
 	dir := filepath.Dir(s.opt.Path)
-	probe := s.roomProbe
-	if probe == nil {
-		probe = func() error { return batchfail.Probe(dir) }
-	}
-	noRoom := batchfail.NoRoom(cause, probe)
+	noRoom := batchfail.NoRoom(cause, s.room.Probed)
 	if noRoom != nil && s.opt.OnFull != nil && s.opt.OnFull() {
 		s.released.Add(1) // room for the next try: deletes try again at once
 	}
@@ -525,6 +555,9 @@ func (s *Store) recover(cause error, batch []*call) {
 		s.inTx = false
 	}
 	perr := batchfail.Answer(cause, dir, noRoom)
+	if noRoom != nil {
+		s.room.Full(perr)
+	}
 	inBatch := map[*call]bool{}
 	for _, c := range batch {
 		inBatch[c] = true

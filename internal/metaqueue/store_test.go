@@ -2228,7 +2228,7 @@ func TestDeleteOnFullDiskUsesReserve(t *testing.T) {
 			id := e.submit1("t", "true")
 			fails := 2 // the submit's, then the delete's first try
 			if err := e.s.do(ctx, func() error {
-				e.s.roomProbe = func() error { return tc.probe }
+				e.s.room.Probe = func() error { return tc.probe }
 				e.s.commitFault = func() error {
 					if fails > 0 {
 						fails--

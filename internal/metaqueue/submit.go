@@ -42,11 +42,7 @@ func (s *Store) SubmitRequest(ctx context.Context, req protocol.Submit) ([]int64
 		return nil, err
 	}
 	var ids []int64
-	do := s.doDurable
-	if len(jobs) > slowSubmit {
-		do = s.doSlow
-	}
-	err = do(ctx, func() error {
+	err = s.doNeedingRoom(ctx, call{durable: true, slow: len(jobs) > slowSubmit}, func() error {
 		if done, err := s.tokenIDs(req.Token); err != nil || done != nil {
 			ids = done
 			return err
@@ -251,10 +247,7 @@ func (in *inserter) flushTargets() error {
 
 // flushPrereqs inserts the buffered prerequisite rows.
 func (in *inserter) flushPrereqs() error {
-	if err := in.prereqs.Flush(in.s.stmts.insPrereqs, in.s.stmts.insPrereq); err != nil {
-		return fatalError{err}
-	}
-	return nil
+	return storeErr(in.prereqs.Flush(in.s.stmts.insPrereqs, in.s.stmts.insPrereq))
 }
 
 // flush inserts everything still buffered and ranks the added jobs' chains

@@ -20,10 +20,7 @@ func (s *Store) tokenIDs(token string) ([]int64, error) {
 
 // saveToken remembers a submit's token with its ids, in its transaction.
 func (s *Store) saveToken(token string, first int64, n int) error {
-	if err := tokens.Save(context.Background(), s.w, token, first, n, s.now()); err != nil {
-		return fatalError{err}
-	}
-	return nil
+	return storeErr(tokens.Save(context.Background(), s.w, token, first, n, s.now()))
 }
 
 // pruneTokens forgets old tokens, at most once an hour (the core calls it
@@ -36,8 +33,5 @@ func (s *Store) pruneTokens() error {
 	if err := s.begin(); err != nil {
 		return err
 	}
-	if err := tokens.Prune(context.Background(), s.w, now); err != nil {
-		return fatalError{err}
-	}
-	return nil
+	return storeErr(tokens.Prune(context.Background(), s.w, now))
 }

@@ -144,11 +144,16 @@ func (g *Registry) Stalled(now time.Time, after time.Duration) (gap time.Duratio
 func (g *Registry) NoticeStall(now time.Time, lease, tick time.Duration, rows runs.Rows, cs runs.Copies) (gap time.Duration, stalled bool) {
 	gap, stalled = g.Stalled(now, StallAfter(lease, tick))
 	if stalled {
-		for _, r := range runs.All(rows, cs) {
-			r.Lease = now.Add(lease)
-		}
+		RenewAll(now, lease, rows, cs)
 	}
 	return gap, stalled
+}
+
+// RenewAll gives every executing attempt a lease from now.
+func RenewAll(now time.Time, lease time.Duration, rows runs.Rows, cs runs.Copies) {
+	for _, r := range runs.All(rows, cs) {
+		r.Lease = now.Add(lease)
+	}
 }
 
 // RunningOn yields the attempts in rows and cs that the placeholders phs
@@ -170,18 +175,19 @@ func RunningOn(phs []int64, rows runs.Rows, cs runs.Copies) iter.Seq2[int64, *ru
 	}
 }
 
-// Unheld returns the executing attempts (rows and copies) of placeholder
-// ph that a registration's holding does not list: a reconnecting
-// placeholder never read the replies that handed them out.
-func Unheld(ph int64, holding []protocol.JobRef, rows runs.Rows, cs runs.Copies) []protocol.JobRef {
+// Unheld returns, as reports of attempts returned unstarted at now, the
+// executing attempts (rows and copies) of placeholder ph that a
+// registration's holding does not list: a reconnecting placeholder never
+// read the replies that handed them out.
+func Unheld(ph int64, holding []protocol.JobRef, now time.Time, rows runs.Rows, cs runs.Copies) []protocol.Report {
 	held := make(map[protocol.JobRef]bool, len(holding))
 	for _, r := range holding {
 		held[r] = true
 	}
-	var out []protocol.JobRef
+	var out []protocol.Report
 	for l := range Leases(rows, cs) {
 		if ref := (protocol.JobRef{ID: l.Job, Attempt: l.Attempt}); l.Placeholder == ph && !held[ref] {
-			out = append(out, ref)
+			out = append(out, protocol.Report{ID: l.Job, Attempt: l.Attempt, Started: now, Finished: now, Reason: protocol.ReasonReturned})
 		}
 	}
 	return out

@@ -1,0 +1,64 @@
+package room
+
+import (
+	"errors"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestWatch: with room, nothing is refused; after a failure for want of
+// room, calls get its answer until the filesystem has MinFree free and a
+// probe goes through; a probe that found no room is not made again for
+// probeEvery; back is said once.
+func TestWatch(t *testing.T) {
+	full := errors.New("the disk is full")
+	probeErr, probes := error(syscall.ENOSPC), 0
+	w := Watch{Dir: t.TempDir(), Probe: func() error { probes++; return probeErr }}
+	t0 := time.Unix(1000, 0)
+	if ans, back := w.Check(t0); ans != nil || back || w.Short() {
+		t.Fatalf("before any failure: %v, %v", ans, back)
+	}
+	w.Full(full)
+	for _, step := range []struct {
+		at     time.Duration
+		room   bool // the probe's answer
+		want   error
+		back   bool
+		probes int // made so far
+	}{
+		{at: 0, want: full, probes: 1},
+		{at: probeEvery / 2, want: full, probes: 1}, // too soon to probe again
+		{at: probeEvery, want: full, probes: 2},
+		{at: 2 * probeEvery, room: true, back: true, probes: 3},
+		{at: 3 * probeEvery, probes: 3}, // room: no probe
+	} {
+		if step.room {
+			probeErr = nil
+		}
+		ans, back := w.Check(t0.Add(step.at))
+		if ans != step.want || back != step.back || probes != step.probes || w.Short() != (step.want != nil) {
+			t.Errorf("at %v: %v, back %v, %d probes; want %v, back %v, %d probes", step.at, ans, back, probes, step.want, step.back, step.probes)
+		}
+	}
+
+	// MinFree beyond the filesystem: no room whatever the probe says,
+	// and no probe is made.
+	w = Watch{Dir: t.TempDir(), MinFree: 1 << 62, Probe: func() error { probes++; return nil }}
+	probes = 0
+	w.Full(full)
+	if ans, back := w.Check(t0); ans != full || back || probes != 0 {
+		t.Errorf("below MinFree: %v, back %v, %d probes; want the answer, no probe", ans, back, probes)
+	}
+	w.MinFree = 1
+	if ans, back := w.Check(t0); ans != nil || !back || probes != 1 {
+		t.Errorf("MinFree free: %v, back %v, %d probes; want room back after one probe", ans, back, probes)
+	}
+}
+
+// TestProbedDefault: without a Probe, a directory with room has room.
+func TestProbedDefault(t *testing.T) {
+	if err := (&Watch{Dir: t.TempDir()}).Probed(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -156,4 +157,46 @@ func timed(delay time.Duration, f func()) <-chan time.Duration {
 		took <- time.Since(t0)
 	}()
 	return took
+}
+
+// TestFullDiskMillionCost measures a full disk at a million jobs: the
+// first failed batch reloads the whole state; while there is no room,
+// submits and placeholders' reports are answered without a try, and a
+// summary asked meanwhile waits for neither.
+func TestFullDiskMillionCost(t *testing.T) {
+	if os.Getenv("MQ_BENCH_BIG") != "1" {
+		t.Skip("MQ_BENCH_BIG=1 runs it")
+	}
+	e := newEnv(t)
+	n := 1_000_000
+	b, _ := e.s.NewBulk()
+	for i := 0; i < n; i += 10000 {
+		specs := make([]protocol.JobSpec, 10000)
+		for k := range specs {
+			specs[k] = spec("t"+strconv.Itoa(k%100), "m "+strconv.Itoa(i+k))
+		}
+		if err := b.Add(i+1, specs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ph := e.register("s")
+	got := e.next(ph, 100)
+	if err := e.s.do(context.Background(), func() error {
+		e.s.commitFault = func() error { return sqliteFull }
+		e.s.room.Probe = func() error { return syscall.ENOSPC }
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		held := timed(20*time.Millisecond, func() { e.s.Summary(context.Background()) })
+		t0 := time.Now()
+		_, err := e.s.Submit(context.Background(), []protocol.JobSpec{spec("a", "true")})
+		took := time.Since(t0)
+		rerr := e.s.Report(context.Background(), ph, []protocol.Report{ok(got[i])})
+		t.Logf("failed submit %d: %v (%v, report refused: %v); summary waited %v", i+1, took, err != nil, rerr != nil, <-held)
+	}
 }

@@ -120,7 +120,7 @@ type picked struct {
 }
 
 func (s *Store) dispatch(p *parkedNext) error {
-	if len(s.qlist) == 0 || p.req.Free <= len(p.reply.Jobs) {
+	if len(s.qlist) == 0 || p.req.Free <= len(p.reply.Jobs) || s.room.Short() { // a claim now would fail
 		return nil
 	}
 	var picks []picked

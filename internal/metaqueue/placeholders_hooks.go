@@ -39,7 +39,7 @@ func (s *Store) RegisterAs(ctx context.Context, r protocol.Register, identity st
 		return protocol.RegisterReply{}, err
 	}
 	var id int64
-	err := s.do(ctx, func() error {
+	err := s.doNeedingRoom(ctx, call{}, func() error {
 		if err := s.begin(); err != nil {
 			return err
 		}

@@ -12,7 +12,8 @@ import (
 )
 
 // TestNoRoom: once a batch failed for want of room, and while a probe
-// still finds none, placeholders' polls and reports and users' submits
+// still finds none, placeholders' polls, reports and registrations and
+// users' submits
 // are answered with that failure at once, without running: none reaches
 // a commit (each failed one costs a reload of the whole state). Reads
 // and heartbeats are answered; no lease lapses meanwhile. When there is
@@ -65,6 +66,8 @@ func TestNoRoom(t *testing.T) {
 	noRoom("a report", e.s.Report(ctx, ph, []protocol.Report{ok(got[0])}))
 	_, err = e.s.Next(ctx, protocol.Next{Placeholder: ph, Free: 1})
 	noRoom("a poll", err)
+	_, err = e.s.Register(ctx, protocol.Register{ID: ph, Site: "s", Host: "h-s", Slots: 4, Holding: []protocol.JobRef{}})
+	noRoom("a registration", err)
 	refs := []protocol.JobRef{{ID: got[0].ID, Attempt: got[0].Attempt}, {ID: got[1].ID, Attempt: got[1].Attempt}}
 	if r, err := e.s.Heartbeat(ctx, protocol.Heartbeat{Placeholder: ph, Running: refs}); err != nil || len(r.Kill) != 0 {
 		t.Errorf("a heartbeat on a full disk = %+v, %v; want the leases renewed", r, err)

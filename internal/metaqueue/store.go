@@ -291,8 +291,8 @@ type call struct {
 	// the summary as committed, for Summary to answer from meanwhile.
 	slow bool
 	// needsRoom marks a call answered at once, without running, while the
-	// database's disk has no room (room.Watch): placeholders' polls and
-	// reports, submits.
+	// database's disk has no room (room.Watch): placeholders' polls,
+	// reports and registrations, submits.
 	needsRoom bool
 	// leaves marks a parked call whose caller stops waiting when its
 	// context ends (a wait); the core drops it on its next tick.
@@ -453,7 +453,7 @@ func (s *Store) runBatch(batch []*call, ticked bool) {
 	// then fails (a full disk fails the COMMIT), they must wait on, not be
 	// dropped unanswered: the placeholder's long poll would hang for good.
 	parked := s.parked
-	if failed == nil && !s.room.Short() {
+	if failed == nil {
 		filled, failed = s.matchParked()
 	}
 	if failed == nil {

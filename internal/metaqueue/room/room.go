@@ -4,8 +4,8 @@
 //
 // A failed batch costs the core a reload of its whole state (about a
 // second at a million jobs). While there is no room, the placeholders'
-// polls and reports and users' submits would each fail again and cost
-// another, so the core answers them with the failure's answer without
+// polls, reports and registrations and users' submits would each fail
+// again and cost another, so the core answers them with the failure's answer without
 // running them, and lets everything else run (reads, deletes, waits). It
 // asks Check before each batch. Room is back when the filesystem has
 // MinFree free (statfs, cheap) and a small write beside the database goes

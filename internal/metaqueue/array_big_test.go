@@ -21,16 +21,7 @@ func TestArrayMillionCost(t *testing.T) {
 	}
 	e := newEnv(t)
 	n := 1_000_000
-	b, _ := e.s.NewBulk()
-	for i := 0; i < n; i += 10000 {
-		specs := make([]protocol.JobSpec, 10000)
-		for k := range specs {
-			specs[k] = spec("arr", "m "+strconv.Itoa(i+k))
-		}
-		if err := b.Add(i+1, specs); err != nil {
-			t.Fatal(err)
-		}
-	}
+	b := bulkOf(t, e, n, func(int) string { return "arr" })
 	b.Array("1-1000000%10", 10)
 	t0 := time.Now()
 	if _, err := b.Commit(context.Background()); err != nil {
@@ -168,17 +159,7 @@ func TestFullDiskMillionCost(t *testing.T) {
 		t.Skip("MQ_BENCH_BIG=1 runs it")
 	}
 	e := newEnv(t)
-	n := 1_000_000
-	b, _ := e.s.NewBulk()
-	for i := 0; i < n; i += 10000 {
-		specs := make([]protocol.JobSpec, 10000)
-		for k := range specs {
-			specs[k] = spec("t"+strconv.Itoa(k%100), "m "+strconv.Itoa(i+k))
-		}
-		if err := b.Add(i+1, specs); err != nil {
-			t.Fatal(err)
-		}
-	}
+	b := bulkOf(t, e, 1_000_000, func(i int) string { return "t" + strconv.Itoa(i%100) })
 	if _, err := b.Commit(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -199,4 +180,24 @@ func TestFullDiskMillionCost(t *testing.T) {
 		rerr := e.s.Report(context.Background(), ph, []protocol.Report{ok(got[i])})
 		t.Logf("failed submit %d: %v (%v, report refused: %v); summary waited %v", i+1, took, err != nil, rerr != nil, <-held)
 	}
+}
+
+// bulkOf is a bulk submission of n jobs, job i (from 0) of target
+// target(i), not yet committed.
+func bulkOf(t *testing.T, e *env, n int, target func(i int) string) *Bulk {
+	t.Helper()
+	b, err := e.s.NewBulk()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i += 10000 {
+		specs := make([]protocol.JobSpec, min(10000, n-i))
+		for k := range specs {
+			specs[k] = spec(target(i+k), "m "+strconv.Itoa(i+k))
+		}
+		if err := b.Add(i+1, specs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b
 }

@@ -406,77 +406,56 @@ func TestAgentSurvivesCut(t *testing.T) {
 	}
 }
 
-// TestAgentCutBeforeReply: the connection drops just as the CLS writes
-// the reply that hands out a job, claimed for the agent, which never gets
-// it. The CLS hands the job back (not a lost attempt), and the agent, on
-// its next connection, takes it again and runs it once, long before the
-// lease (an hour) would have requeued it.
+// TestAgentCutBeforeReply: the reply that hands out a job, claimed for
+// the agent, never reaches it, and the job is handed back (not a lost
+// attempt); the agent, on its next connection, takes it again and runs
+// it once, long before the lease (an hour) would have requeued it.
+//   - write failed: the connection drops just as the CLS writes the
+//     reply, which hands the jobs back itself.
+//   - lost in the transport: the transport takes the reply, and the
+//     connection dies before the agent reads it. The agent registers
+//     again listing what it holds (nothing), and the CLS hands back what
+//     it does not list.
 func TestAgentCutBeforeReply(t *testing.T) {
 	t.Parallel()
-	c := newCLSLease(t, time.Hour)
-	dir := t.TempDir()
-	c.mu.Lock()
-	c.cutOnJobs = 1
-	c.mu.Unlock()
-	id := c.submit(protocol.JobSpec{Target: "t", Command: "echo ran >> ran.txt", Cwd: dir})[0]
-	startAgent(t, c, 1)
-	waitUntil(t, 20*time.Second, func() error {
-		if st := stateOf(t, c, id); st != "D" {
-			return fmt.Errorf("job %s, not D: the jobs of a reply that never went out wait for their lease", st)
-		}
-		return nil
-	})
-	d, err := c.store.Inspect().Job(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(d.History) != 0 || len(d.Unstarted) != 1 || d.Unstarted[0].Attempt != 1 || d.Unstarted[0].Reason != metaqueue.ReasonHandedBack {
-		t.Fatalf("job %+v: want attempt 1 handed back unstarted, nothing lost", d)
-	}
-	if b, _ := os.ReadFile(filepath.Join(dir, "ran.txt")); string(b) != "ran\n" {
-		t.Fatalf("ran.txt = %q: the job ran other than once", b)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.cutOnJobs != 0 || c.dials < 2 {
-		t.Fatalf("cuts left %d, dials %d: the reply was not cut, or the agent did not reconnect", c.cutOnJobs, c.dials)
-	}
-}
-
-// TestAgentReplyLostInTransport: the CLS writes the reply that hands out
-// a job, the transport takes it, and the connection dies before the agent
-// reads it. The agent registers again listing what it holds (nothing), so
-// the CLS hands the job back, unstarted, and the agent takes it again and
-// runs it once, long before the lease (an hour) would have requeued it.
-func TestAgentReplyLostInTransport(t *testing.T) {
-	t.Parallel()
-	c := newCLSLease(t, time.Hour)
-	dir := t.TempDir()
-	c.mu.Lock()
-	c.loseOnJobs = 1
-	c.mu.Unlock()
-	id := c.submit(protocol.JobSpec{Target: "t", Command: "echo ran >> ran.txt", Cwd: dir})[0]
-	startAgent(t, c, 1)
-	waitUntil(t, 20*time.Second, func() error {
-		if st := stateOf(t, c, id); st != "D" {
-			return fmt.Errorf("job %s, not D: the jobs of a reply lost unread wait for their lease", st)
-		}
-		return nil
-	})
-	d, err := c.store.Inspect().Job(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(d.History) != 0 || len(d.Unstarted) != 1 || d.Unstarted[0].Attempt != 1 || d.Unstarted[0].Reason != metaqueue.ReasonHandedBack {
-		t.Fatalf("job %+v: want attempt 1 handed back unstarted, nothing lost", d)
-	}
-	if b, _ := os.ReadFile(filepath.Join(dir, "ran.txt")); string(b) != "ran\n" {
-		t.Fatalf("ran.txt = %q: the job ran other than once", b)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.loseOnJobs != 0 || c.dials < 2 {
-		t.Fatalf("losses left %d, dials %d: the reply was not lost, or the agent did not reconnect", c.loseOnJobs, c.dials)
+	for _, tc := range []struct {
+		name string
+		set  func(c *cls) *int // arms the fault; what counts it down
+	}{
+		{"write failed", func(c *cls) *int { c.cutOnJobs = 1; return &c.cutOnJobs }},
+		{"lost in the transport", func(c *cls) *int { c.loseOnJobs = 1; return &c.loseOnJobs }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := newCLSLease(t, time.Hour)
+			dir := t.TempDir()
+			c.mu.Lock()
+			left := tc.set(c)
+			c.mu.Unlock()
+			id := c.submit(protocol.JobSpec{Target: "t", Command: "echo ran >> ran.txt", Cwd: dir})[0]
+			startAgent(t, c, 1)
+			waitUntil(t, 20*time.Second, func() error {
+				if st := stateOf(t, c, id); st != "D" {
+					return fmt.Errorf("job %s, not D: the jobs of a reply the agent never read wait for their lease", st)
+				}
+				return nil
+			})
+			d, err := c.store.Inspect().Job(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(d.History) != 0 || len(d.Unstarted) != 1 || d.Unstarted[0].Attempt != 1 || d.Unstarted[0].Reason != metaqueue.ReasonHandedBack {
+				t.Fatalf("job %+v: want attempt 1 handed back unstarted, nothing lost", d)
+			}
+			if b, _ := os.ReadFile(filepath.Join(dir, "ran.txt")); string(b) != "ran\n" {
+				t.Fatalf("ran.txt = %q: the job ran other than once", b)
+			}
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if *left != 0 || c.dials < 2 {
+				t.Fatalf("faults left %d, dials %d: the reply was not lost, or the agent did not reconnect", *left, c.dials)
+			}
+		})
 	}
 }
 

@@ -13,11 +13,11 @@ import (
 
 // TestNoRoom: once a batch failed for want of room, and while a probe
 // still finds none, placeholders' polls, reports and registrations and
-// users' submits
-// are answered with that failure at once, without running: none reaches
-// a commit (each failed one costs a reload of the whole state). Reads
-// and heartbeats are answered; no lease lapses meanwhile. When there is
-// room again every lease is renewed, and the same calls go through.
+// users' submits are answered with that failure at once, without
+// running: none reaches a commit (each failed one costs a reload of the
+// whole state). Reads and heartbeats are answered; no lease lapses
+// meanwhile. When there is room again every lease is renewed, and the
+// same calls go through.
 func TestNoRoom(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

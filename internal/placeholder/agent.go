@@ -311,6 +311,10 @@ func (a *Agent) heartbeats(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		// holding names every attempt read and not yet acknowledged, so
+		// it holds the running and held ones too; they are named from
+		// a.running and a.held as well, so that a lease never rests on
+		// holding alone being complete.
 		refs := a.holding.appendTo(a.runningRefs())
 		if len(refs) > 0 {
 			var reply protocol.HeartbeatReply

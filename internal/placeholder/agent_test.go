@@ -45,7 +45,11 @@ type cls struct {
 	failUntil time.Time
 	// failCode, if set, is the code of those answers instead (a refusal).
 	failCode string
-	busy     int // replies refusing a request as busy
+	// refuseRegisterUntil: registrations are answered with a storage
+	// failure until then (a CLS on a full disk).
+	refuseRegisterUntil time.Time
+	refusedRegisters    int
+	busy                int // replies refusing a request as busy
 	// cutOnJobs, while above 0, cuts the connection instead of writing a
 	// reply that hands out jobs, and counts down: the jobs are claimed
 	// for the placeholder, which never hears of them.
@@ -150,6 +154,10 @@ func (p *peerConn) Read(b []byte) (int, error) {
 		if fail && p.c.fail > 0 {
 			p.c.fail--
 		}
+		if time.Now().Before(p.c.refuseRegisterUntil) && strings.Contains(string(b[:n]), `"op":"`+protocol.OpRegister.Name+`"`) {
+			fail = true
+			p.c.refusedRegisters++
+		}
 		p.c.mu.Unlock()
 		if fail {
 			// Answered as a CLS whose commit failed would, instead of the
@@ -159,7 +167,7 @@ func (p *peerConn) Read(b []byte) (int, error) {
 				return 0, perr
 			}
 			e := protocol.Errorf(protocol.CodeInternal, "metaqueue storage failure: disk I/O error")
-			if p.c.failCode != "" {
+			if p.c.failCode != "" && req.Op != protocol.OpRegister.Name {
 				e = protocol.Errorf(p.c.failCode, "job 1's missing input \"a\\nb\" has a control character")
 			}
 			resp, _ := json.Marshal(protocol.Response{ID: req.ID, Err: e})
@@ -381,28 +389,62 @@ func ranOnce(t *testing.T, c *cls, id int64, dir string) {
 // that claim and the reply reaching the agent is another case
 // (TestAgentCutBeforeReply). A report lost for good fails it when the
 // lease (30 s) runs out.
+//
+// In the other cases the CLS answers the agent's registrations with a
+// storage failure (its disk is full) for ten times --reconnect, after the
+// cut or from the agent's start: a CLS that answers is not unreachable,
+// so the agent waits for it instead of giving up (and killing its job).
 func TestAgentSurvivesCut(t *testing.T) {
 	t.Parallel()
-	c := newCLSLease(t, 30*time.Second)
-	dir := t.TempDir()
-	ids := c.submit(protocol.JobSpec{Target: "t", Command: "touch started; while [ ! -e release ]; do sleep 0.02; done; echo ran >> ran.txt", Cwd: dir})
-	startAgent(t, c, 1)
-	waitUntil(t, 10*time.Second, func() error {
-		if !exists(filepath.Join(dir, "started")) {
-			return errors.New("job never started")
-		}
-		return nil
-	})
-	c.cut()
-	if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ranOnce(t, c, ids[0], dir)
-	c.mu.Lock()
-	dials := c.dials
-	c.mu.Unlock()
-	if dials < 2 {
-		t.Fatalf("agent dialled %d times; it should have reconnected", dials)
+	const reconnect = 300 * time.Millisecond
+	for _, tc := range []struct {
+		name    string
+		refused time.Duration // registrations refused for this long
+		first   bool          // from the agent's start, not from the cut
+	}{
+		{"cut", 0, false},
+		{"registrations refused", 10 * reconnect, false},
+		{"first registration refused", 10 * reconnect, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := newCLSLease(t, 30*time.Second)
+			refuse := func() {
+				c.mu.Lock()
+				c.refuseRegisterUntil = time.Now().Add(tc.refused)
+				c.mu.Unlock()
+			}
+			dir := t.TempDir()
+			ids := c.submit(protocol.JobSpec{Target: "t", Command: "touch started; while [ ! -e release ]; do sleep 0.02; done; echo ran >> ran.txt", Cwd: dir})
+			cfg := agentConfig(t, 1)
+			cfg.Reconnect = reconnect
+			if tc.first {
+				refuse()
+			}
+			startAgentCfg(t, c, cfg)
+			waitUntil(t, 20*time.Second, func() error {
+				if !exists(filepath.Join(dir, "started")) {
+					return errors.New("job never started")
+				}
+				return nil
+			})
+			if !tc.first {
+				refuse()
+			}
+			c.cut()
+			if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ranOnce(t, c, ids[0], dir)
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if c.dials < 2 {
+				t.Fatalf("agent dialled %d times; it should have reconnected", c.dials)
+			}
+			if tc.refused > 0 && c.refusedRegisters < 3 {
+				t.Fatalf("%d registrations refused; the test wants the agent to have asked through the refusal", c.refusedRegisters)
+			}
+		})
 	}
 }
 

@@ -44,11 +44,18 @@ func (a *Agent) session(ctx context.Context) (*client.Client, error) {
 		if client.Permanent(err) { // an impostor, or a key the CLS does not take
 			return nil, err
 		}
-		if a.now().After(deadline) {
-			return nil, fmt.Errorf("the CLS has been unreachable for %s: %w", a.cfg.Reconnect, err)
-		}
 		d := retry.Next()
-		a.log.Warn("cannot reach the CLS; retrying", "err", err, "in", d)
+		if errors.As(err, &pe) && pe.Code == protocol.CodeInternal {
+			// The CLS answered but could not commit the registration (its
+			// disk is full): it is reachable, and the jobs run on until
+			// it has room again, however long that takes.
+			deadline = a.now().Add(a.cfg.Reconnect)
+			a.log.Warn("the CLS cannot record this placeholder now; retrying", "err", err, "in", d)
+		} else if a.now().After(deadline) {
+			return nil, fmt.Errorf("the CLS has been unreachable for %s: %w", a.cfg.Reconnect, err)
+		} else {
+			a.log.Warn("cannot reach the CLS; retrying", "err", err, "in", d)
+		}
 		// Unlocked while sleeping so ID() and friends do not block. An
 		// ended ctx is seen by the next connect.
 		a.mu.Unlock()

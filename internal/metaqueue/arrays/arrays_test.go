@@ -3,7 +3,6 @@ package arrays
 import (
 	"context"
 	"database/sql"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -26,23 +25,7 @@ func TestImports(t *testing.T) { modtest.Imports(t) }
 // TestQueriesUsed: every query of arrays.sql is asked for by name in the
 // package, and every name asked for is there.
 func TestQueriesUsed(t *testing.T) {
-	src, err := os.ReadFile("arrays.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	used := map[string]bool{}
-	for _, m := range regexp.MustCompile(`(?:queries\.Get|baseQuery)\("(\w+)"\)`).FindAllStringSubmatch(string(src), -1) {
-		used[m[1]] = true
-	}
-	for _, n := range queries.Names() {
-		if !used[n] {
-			t.Errorf("query %s of arrays.sql is not used", n)
-		}
-		delete(used, n)
-	}
-	for n := range used {
-		t.Errorf("query %s is used but not in arrays.sql", n)
-	}
+	modtest.QueriesUsed(t, "arrays.sql", queries.Names(), regexp.MustCompile(`(?:queries\.Get|baseQuery)\("(\w+)"\)`))
 }
 
 func TestOf(t *testing.T) {

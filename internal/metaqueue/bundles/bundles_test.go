@@ -25,7 +25,7 @@ func TestImports(t *testing.T) { modtest.Imports(t) }
 // TestQueriesUsed: every query of bundles.sql is asked for by name in the
 // package, and every name asked for is there.
 func TestQueriesUsed(t *testing.T) {
-	modtest.QueriesUsed(t, "bundles.go", "bundles.sql", queries.Names())
+	modtest.QueriesUsed(t, "bundles.sql", queries.Names(), modtest.Asked)
 }
 
 func TestCheck(t *testing.T) {

@@ -1,12 +1,11 @@
 package dc
 
 import (
-	"os"
-	"regexp"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/metaqueue/internal/modtest"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -265,23 +264,7 @@ func TestArrivals(t *testing.T) {
 // package, and every name asked for is there (the core's tests run them
 // against the schema).
 func TestQueriesUsed(t *testing.T) {
-	src, err := os.ReadFile("dc.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	used := map[string]bool{}
-	for _, m := range regexp.MustCompile(`queries\.Get\("(\w+)"\)`).FindAllStringSubmatch(string(src), -1) {
-		used[m[1]] = true
-	}
-	for _, n := range queries.Names() {
-		if !used[n] {
-			t.Errorf("query %s of dc.sql is not used", n)
-		}
-		delete(used, n)
-	}
-	for n := range used {
-		t.Errorf("query %s is used but not in dc.sql", n)
-	}
+	modtest.QueriesUsed(t, "dc.sql", queries.Names(), modtest.Asked)
 }
 
 // TestStorePlace: a placeholder's jobs find their files on the CLS host's

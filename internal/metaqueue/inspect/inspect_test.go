@@ -5,7 +5,6 @@ import (
 	"errors"
 	"maps"
 	"math"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/internal/metaqueue/internal/modtest"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -227,31 +227,7 @@ func TestTargetGraph(t *testing.T) {
 // every query it names is in the file.
 func TestQueriesUsed(t *testing.T) {
 	t.Parallel()
-	get := regexp.MustCompile(`(?:Get|base)\("([A-Z][A-Za-z]+)"\)`)
-	used := map[string]bool{}
-	files, _ := os.ReadDir(".")
-	for _, f := range files {
-		name := f.Name()
-		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		src, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range get.FindAllStringSubmatch(string(src), -1) {
-			used[m[1]] = true
-		}
-	}
-	for _, n := range queries.Names() {
-		if !used[n] {
-			t.Errorf("query %s of inspect.sql is not used", n)
-		}
-		delete(used, n)
-	}
-	for n := range used {
-		t.Errorf("query %s is used but not in inspect.sql", n)
-	}
+	modtest.QueriesUsed(t, "inspect.sql", queries.Names(), regexp.MustCompile(`(?:Get|base)\("([A-Z][A-Za-z]+)"\)`))
 }
 
 func TestCounts(t *testing.T) {

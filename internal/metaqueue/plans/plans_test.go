@@ -2,12 +2,12 @@ package plans
 
 import (
 	"errors"
-	"os"
 	"regexp"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/metaqueue/internal/modtest"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -193,29 +193,5 @@ func TestWaitOf(t *testing.T) {
 // when the code runs).
 func TestQueriesUsed(t *testing.T) {
 	t.Parallel()
-	used := map[string]bool{}
-	files, _ := os.ReadDir(".")
-	get := regexp.MustCompile(`(?:Get\(|\[\]string\{|, )"([A-Z][A-Za-z]+)"`)
-	for _, f := range files {
-		name := f.Name()
-		if !regexp.MustCompile(`^[a-z]+\.go$`).MatchString(name) || name == "plans_test.go" {
-			continue
-		}
-		src, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range get.FindAllStringSubmatch(string(src), -1) {
-			used[m[1]] = true
-		}
-	}
-	for _, n := range queries.Names() {
-		if !used[n] {
-			t.Errorf("query %s of plans.sql is not used", n)
-		}
-		delete(used, n)
-	}
-	for n := range used {
-		t.Errorf("query %s is used but not in plans.sql", n)
-	}
+	modtest.QueriesUsed(t, "plans.sql", queries.Names(), regexp.MustCompile(`(?:Get\(|\[\]string\{|, )"([A-Z][A-Za-z]+)"`))
 }

@@ -18,7 +18,7 @@ func TestImports(t *testing.T) { modtest.Imports(t) }
 // TestQueriesUsed: every query of priorities.sql is asked for by name in
 // the package, and every name asked for is there.
 func TestQueriesUsed(t *testing.T) {
-	modtest.QueriesUsed(t, "priorities.go", "priorities.sql", queries.Names())
+	modtest.QueriesUsed(t, "priorities.sql", queries.Names(), modtest.Asked)
 }
 
 // open makes the two tables the module reads (the migrations' own are

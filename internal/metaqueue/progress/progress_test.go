@@ -6,7 +6,6 @@ import (
 	"errors"
 	"iter"
 	"maps"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
+	"github.com/mq-hpc/mq/internal/metaqueue/internal/modtest"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -409,29 +409,5 @@ func TestStream(t *testing.T) {
 // every query it names is in the file.
 func TestQueriesUsed(t *testing.T) {
 	t.Parallel()
-	get := regexp.MustCompile(`(?:Get|base)\("([A-Z][A-Za-z]+)"\)`)
-	used := map[string]bool{}
-	files, _ := os.ReadDir(".")
-	for _, f := range files {
-		name := f.Name()
-		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		src, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range get.FindAllStringSubmatch(string(src), -1) {
-			used[m[1]] = true
-		}
-	}
-	for _, n := range queries.Names() {
-		if !used[n] {
-			t.Errorf("query %s of progress.sql is not used", n)
-		}
-		delete(used, n)
-	}
-	for n := range used {
-		t.Errorf("query %s is used but not in progress.sql", n)
-	}
+	modtest.QueriesUsed(t, "progress.sql", queries.Names(), regexp.MustCompile(`(?:Get|base)\("([A-Z][A-Za-z]+)"\)`))
 }

@@ -20,7 +20,7 @@ func TestImports(t *testing.T) { modtest.Imports(t) }
 // TestQueriesUsed: every query of queues.sql is asked for by name in the
 // package, and every name asked for is there.
 func TestQueriesUsed(t *testing.T) {
-	modtest.QueriesUsed(t, "queues.go", "queues.sql", queries.Names())
+	modtest.QueriesUsed(t, "queues.sql", queries.Names(), modtest.Asked)
 }
 
 func ptr[T any](v T) *T { return &v }

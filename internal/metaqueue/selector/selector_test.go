@@ -24,7 +24,7 @@ func TestImports(t *testing.T) { modtest.Imports(t) }
 // TestQueriesUsed: every query of selector.sql is asked for by name in
 // the package, and every name asked for is there.
 func TestQueriesUsed(t *testing.T) {
-	modtest.QueriesUsed(t, "selector.go", "selector.sql", queries.Names())
+	modtest.QueriesUsed(t, "selector.sql", queries.Names(), modtest.Asked)
 }
 
 // names is a core's targets and queues.

@@ -47,18 +47,33 @@ func Imports(t testing.TB) {
 	}
 }
 
+// Asked is how a module's code asks for a query of its .sql file by
+// name: queries.Get("Name").
+var Asked = regexp.MustCompile(`queries\.Get\("(\w+)"\)`)
+
 // QueriesUsed checks that every query of sqlName (names) is asked for by
-// name, queries.Get("Name"), in the module's file src, and that every
-// name asked for there is one of them.
-func QueriesUsed(t testing.TB, src, sqlName string, names []string) {
+// name in the package's non-test files in the current directory (a
+// test's), as asked matches them (its first group is the name), and that
+// every name asked for there is one of them: Get panics on an unknown
+// name only when the code runs.
+func QueriesUsed(t testing.TB, sqlName string, names []string, asked *regexp.Regexp) {
 	t.Helper()
-	b, err := os.ReadFile(src)
+	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	used := map[string]bool{}
-	for _, m := range regexp.MustCompile(`queries\.Get\("(\w+)"\)`).FindAllStringSubmatch(string(b), -1) {
-		used[m[1]] = true
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range asked.FindAllStringSubmatch(string(b), -1) {
+			used[m[1]] = true
+		}
 	}
 	for _, n := range names {
 		if !used[n] {

@@ -36,18 +36,9 @@ func wfideal(args []string) error {
 		return errors.New("need WfFormat trace files")
 	}
 	for _, path := range fs.Args() {
-		f, err := os.Open(path)
+		w, d, err := readTaskDAG(path)
 		if err != nil {
 			return err
-		}
-		w, err := wfformat.Read(f)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		d, err := newTaskDAG(w)
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
 		}
 		lb := w.LowerBound(*slots)
 		fcfs := d.schedule(*slots, policy.FCFS{}, nil)
@@ -70,6 +61,23 @@ type taskDAG struct {
 	runtime []float64
 	prereqs [][]int32
 	users   [][]int32
+}
+
+// readTaskDAG reads the WfFormat trace at path and its task DAG.
+func readTaskDAG(path string) (*wfformat.Workflow, *taskDAG, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	w, err := wfformat.Read(f)
+	f.Close()
+	if err == nil {
+		var d *taskDAG
+		if d, err = newTaskDAG(w); err == nil {
+			return w, d, nil
+		}
+	}
+	return nil, nil, fmt.Errorf("%s: %w", path, err)
 }
 
 func newTaskDAG(w *wfformat.Workflow) (*taskDAG, error) {

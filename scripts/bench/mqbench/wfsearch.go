@@ -14,7 +14,6 @@ import (
 
 	"github.com/mq-hpc/mq/internal/plan"
 	"github.com/mq-hpc/mq/internal/policy"
-	"github.com/mq-hpc/mq/internal/wfformat"
 )
 
 // wfsearch looks for a better priority list than cp's for each WfFormat
@@ -37,18 +36,9 @@ func wfsearch(args []string) error {
 		return errors.New("need WfFormat trace files")
 	}
 	for _, path := range fs.Args() {
-		f, err := os.Open(path)
+		w, d, err := readTaskDAG(path)
 		if err != nil {
 			return err
-		}
-		w, err := wfformat.Read(f)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		d, err := newTaskDAG(w)
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
 		}
 		lb := w.LowerBound(*slots)
 		best := max(d.fbBound(*slots), d.pairBound(*slots))

@@ -34,17 +34,7 @@ func TestClsPurge(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	srv := &server.Server{Store: st}
-	run := func(args ...string) (string, string, int) {
-		var o, e bytes.Buffer
-		env := mqcli.Env{Stdin: strings.NewReader(""), Stdout: &o, Stderr: &e, Getwd: func() (string, error) { return "/tmp", nil },
-			Dial: func(context.Context) (io.ReadWriteCloser, error) {
-				cl, sc := net.Pipe()
-				go srv.ServeConn(ctx, sc, protocol.RoleAdmin)
-				return cl, nil
-			}}
-		code := mqcli.Run(context.Background(), Cls(env), append([]string{"cls"}, args...))
-		return o.String(), e.String(), code
-	}
+	run := adminRun(ctx, srv)
 	ids, err := st.Submit(ctx, []protocol.JobSpec{{Target: "a", Command: "a"}, {Target: "b", Command: "b"}, {Target: "c", Command: "c"}})
 	if err != nil {
 		t.Fatal(err)
@@ -105,5 +95,21 @@ func TestClsPurge(t *testing.T) {
 	out, errOut, code = run("purge", "--ended-before", "7d", strconv.FormatInt(ids[1], 10), strconv.FormatInt(ids[2], 10))
 	if code != 1 || !strings.Contains(out, "purged 1 job (") || !strings.Contains(errOut, "job 3 does not exist, has not ended") || count() != 1 {
 		t.Fatalf("purge of ids: exit %d, %q %q, %d jobs left", code, out, errOut, count())
+	}
+}
+
+// adminRun runs cls with args against srv, as an admin over a pipe, and
+// returns its stdout, stderr and exit code.
+func adminRun(ctx context.Context, srv *server.Server) func(args ...string) (string, string, int) {
+	return func(args ...string) (string, string, int) {
+		var o, e bytes.Buffer
+		env := mqcli.Env{Stdin: strings.NewReader(""), Stdout: &o, Stderr: &e, Getwd: func() (string, error) { return "/tmp", nil },
+			Dial: func(context.Context) (io.ReadWriteCloser, error) {
+				cl, sc := net.Pipe()
+				go srv.ServeConn(ctx, sc, protocol.RoleAdmin)
+				return cl, nil
+			}}
+		code := mqcli.Run(context.Background(), Cls(env), append([]string{"cls"}, args...))
+		return o.String(), e.String(), code
 	}
 }

@@ -1,10 +1,7 @@
 package clscmd
 
 import (
-	"bytes"
 	"context"
-	"io"
-	"net"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -35,17 +32,7 @@ func TestQueueSetDefaults(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	srv := &server.Server{Store: st}
-	run := func(args ...string) (string, string, int) {
-		var o, e bytes.Buffer
-		env := mqcli.Env{Stdin: strings.NewReader(""), Stdout: &o, Stderr: &e, Getwd: func() (string, error) { return "/tmp", nil },
-			Dial: func(context.Context) (io.ReadWriteCloser, error) {
-				cl, sc := net.Pipe()
-				go srv.ServeConn(ctx, sc, protocol.RoleAdmin)
-				return cl, nil
-			}}
-		code := mqcli.Run(context.Background(), Cls(env), append([]string{"cls"}, args...))
-		return o.String(), e.String(), code
-	}
+	run := adminRun(ctx, srv)
 	defaults := func() protocol.Resources {
 		t.Helper()
 		qs, err := st.Queues(context.Background())

@@ -33,8 +33,8 @@ func (s *Store) Heartbeat(ctx context.Context, hb protocol.Heartbeat) (protocol.
 				return err
 			}
 		}
-		if !s.room.Short() { // a write now would fail: they are shown P a while longer
-			if err := s.markStarted(hb.Placeholder, hb.Started); err != nil {
+		for ph, refs := range s.reg.Started(hb.Placeholder, hb.Started, s.room.Short()) { // none while a write would fail
+			if err := s.markStarted(ph, refs); err != nil {
 				return err
 			}
 		}

@@ -29,27 +29,7 @@ func TestNoRoom(t *testing.T) {
 		t.Fatalf("got %d jobs", len(got))
 	}
 	full, commits := true, 0
-	onCore := func(f func()) {
-		t.Helper()
-		if err := e.s.do(ctx, func() error { f(); return nil }); err != nil {
-			t.Fatal(err)
-		}
-	}
-	onCore(func() {
-		e.s.commitFault = func() error {
-			commits++
-			if full {
-				return sqliteFull
-			}
-			return nil
-		}
-		e.s.room.Probe = func() error {
-			if full {
-				return syscall.ENOSPC
-			}
-			return nil
-		}
-	})
+	onCore := diskFull(t, e, &full, &commits)
 	noRoom := func(what string, err error) {
 		t.Helper()
 		if err == nil || !strings.Contains(err.Error(), "free space on the filesystem of") {
@@ -91,5 +71,77 @@ func TestNoRoom(t *testing.T) {
 	e.submit(spec("u", "true"))
 	e.advance(testLease + testLease/2) // the renewed lease lapses in its time
 	e.mustBe(got[1].ID, job.Queued)
+	e.check()
+}
+
+// diskFull makes e's disk full while *full holds: every commit fails for
+// want of room, and the probe finds none; commits counts the commits
+// tried. *full and *commits are the core's: read and set them in onCore,
+// which it returns.
+func diskFull(t *testing.T, e *env, full *bool, commits *int) (onCore func(func())) {
+	onCore = func(f func()) {
+		t.Helper()
+		if err := e.s.do(context.Background(), func() error { f(); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	onCore(func() {
+		e.s.commitFault = func() error {
+			*commits++
+			if *full {
+				return sqliteFull
+			}
+			return nil
+		}
+		e.s.room.Probe = func() error {
+			if *full {
+				return syscall.ENOSPC
+			}
+			return nil
+		}
+	})
+	return onCore
+}
+
+// TestStartsKeptWithoutRoom: a prefetched job (P) that its placeholder
+// says it started while the disk has no room becomes E with the first
+// heartbeat after room is back, though that heartbeat (the agent sent
+// the start once, and was answered) no longer names it; the summary
+// counts it E meanwhile only once it is recorded.
+func TestStartsKeptWithoutRoom(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	e.submit(spec("t", "true"), spec("t", "true"))
+	ph := e.register("s")
+	r, err := e.s.Next(ctx, protocol.Next{Placeholder: ph, Free: 2, Ahead: 1})
+	if err != nil || len(r.Jobs) != 2 || !r.Jobs[1].Ahead {
+		t.Fatalf("Next = %+v, %v; want 2 jobs, the second ahead", r, err)
+	}
+	held := r.Jobs[1]
+	running := []protocol.JobRef{{ID: r.Jobs[0].ID, Attempt: r.Jobs[0].Attempt}, {ID: held.ID, Attempt: held.Attempt}}
+	heartbeat := func(started ...protocol.JobRef) {
+		t.Helper()
+		if hb, err := e.s.Heartbeat(ctx, protocol.Heartbeat{Placeholder: ph, Running: running, Started: started}); err != nil || len(hb.Kill) != 0 {
+			t.Fatalf("Heartbeat = %+v, %v", hb, err)
+		}
+	}
+	full, commits := true, 0
+	onCore := diskFull(t, e, &full, &commits)
+	if _, err := e.s.Submit(ctx, []protocol.JobSpec{spec("u", "true")}); err == nil {
+		t.Fatal("a submit on a full disk went through")
+	}
+	heartbeat(running[1])
+	e.mustBe(held.ID, job.Prefetched) // not recorded: no room
+	heartbeat()
+	e.mustBe(held.ID, job.Prefetched)
+
+	onCore(func() { full = false })
+	e.advance(time.Second) // a probe finds room
+	heartbeat()
+	e.mustBe(held.ID, job.Executing)
+	if c := e.summary()[protocol.DefaultQueue]; c["E"] != 2 || c["P"] != 0 {
+		t.Fatalf("summary %v, want both jobs E", c)
+	}
 	e.check()
 }

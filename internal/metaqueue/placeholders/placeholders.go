@@ -76,7 +76,16 @@ type Registry struct {
 	fresh   map[int64]time.Time // registered in this run and never handed work: when last seen on a connection (zero: on one now)
 	swept   time.Time
 	checked time.Time // when leases were last checked (Stalled)
+	// starts are the attempts placeholders said they started while the
+	// database had no room to record it, by placeholder, until a
+	// heartbeat with room (Started); kept is how many.
+	starts map[int64][]protocol.JobRef
+	kept   int
 }
+
+// MaxKeptStarts bounds the starts kept while there is no room: past it
+// they are dropped, and those jobs show P until their reports.
+const MaxKeptStarts = 1 << 20
 
 // MaxSlots is the most slots a placeholder may offer.
 const MaxSlots = 4096
@@ -152,6 +161,34 @@ func (g *Registry) Known(id int64) bool { return g.known[id] }
 
 // Forget drops a placeholder known to have ended.
 func (g *Registry) Forget(id int64) { delete(g.known, id) }
+
+// Started returns, by placeholder, the starts to record now: refs,
+// attempts placeholder ph said it started, with those kept before. While
+// the database has no room (short) it keeps refs instead and returns
+// none: the agent sends a start once, and its heartbeat is answered. The
+// kept starts of every placeholder go with the first heartbeat that has
+// room, so none wait on one that never heartbeats again.
+func (g *Registry) Started(ph int64, refs []protocol.JobRef, short bool) map[int64][]protocol.JobRef {
+	switch {
+	case short:
+		if g.kept+len(refs) <= MaxKeptStarts && len(refs) > 0 {
+			if g.starts == nil {
+				g.starts = map[int64][]protocol.JobRef{}
+			}
+			g.starts[ph] = append(g.starts[ph], refs...)
+			g.kept += len(refs)
+		}
+		return nil
+	case len(g.starts) > 0:
+		out := g.starts
+		out[ph] = append(out[ph], refs...)
+		g.starts, g.kept = nil, 0
+		return out
+	case len(refs) > 0:
+		return map[int64][]protocol.JobRef{ph: refs}
+	}
+	return nil
+}
 
 // Worked notes that a placeholder was handed a job: its row stays.
 func (g *Registry) Worked(id int64) { delete(g.fresh, id) }

@@ -377,3 +377,33 @@ func TestSweep(t *testing.T) {
 		})
 	}
 }
+
+// TestStarted: starts said while there is no room are kept, bounded, and
+// all go, with the asking placeholder's, on the first call with room.
+func TestStarted(t *testing.T) {
+	t.Parallel()
+	ref := func(id int64) protocol.JobRef { return protocol.JobRef{ID: id, Attempt: 1} }
+	var g Registry
+	if got := g.Started(1, nil, false); got != nil {
+		t.Errorf("no starts with room: %v, want none", got)
+	}
+	if got := g.Started(1, []protocol.JobRef{ref(10)}, false); len(got) != 1 || !slices.Equal(got[1], []protocol.JobRef{ref(10)}) {
+		t.Errorf("a start with room: %v, want it at once", got)
+	}
+	for _, c := range []struct {
+		ph   int64
+		refs []protocol.JobRef
+	}{{1, []protocol.JobRef{ref(11)}}, {2, []protocol.JobRef{ref(20), ref(21)}}, {1, nil}, {3, make([]protocol.JobRef, MaxKeptStarts)}} {
+		if got := g.Started(c.ph, c.refs, true); got != nil {
+			t.Errorf("placeholder %d's starts without room: %v, want none now", c.ph, got)
+		}
+	}
+	got := g.Started(2, []protocol.JobRef{ref(22)}, false)
+	want := map[int64][]protocol.JobRef{1: {ref(11)}, 2: {ref(20), ref(21), ref(22)}} // 3's were past the bound
+	if len(got) != len(want) || !slices.Equal(got[1], want[1]) || !slices.Equal(got[2], want[2]) {
+		t.Errorf("the first call with room: %v, want %v", got, want)
+	}
+	if got := g.Started(1, nil, false); got != nil {
+		t.Errorf("after they went: %v, want none kept", got)
+	}
+}

@@ -113,22 +113,7 @@ rule small:
 `), 0o644)
 	log := filepath.Join(h.dir, "mqsub.log")
 	shim := mqsubShim(t, log)
-	cmd := exec.Command("snakemake", "--profile", filepath.Join(root, "examples", "snakemake", "profile"), "--directory", dir, "-s", filepath.Join(dir, "Snakefile"))
-	cmd.Env = append([]string{"PATH=" + shim + string(os.PathListSeparator) + binDir + string(os.PathListSeparator) + os.Getenv("PATH")}, h.wfEnv()[1:]...)
-	cmd.Dir = h.dir
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	done := make(chan error, 1)
-	go func() { done <- cmd.Run() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("snakemake: %v\n%s", err, tail(errb.String()))
-		}
-	case <-time.After(10 * time.Minute):
-		cmd.Process.Kill()
-		t.Fatalf("snakemake: no end after 10 minutes\n%s", tail(errb.String()))
-	}
+	runSnakemakeProfile(t, h, root, dir, append([]string{"PATH=" + shim + string(os.PathListSeparator) + binDir + string(os.PathListSeparator) + os.Getenv("PATH")}, h.wfEnv()[1:]...))
 	calls := strings.Split(strings.TrimSpace(readFile(t, log)), "\n")
 	if len(calls) != 2 {
 		t.Fatalf("%d mqsub calls:\n%s", len(calls), strings.Join(calls, "\n"))
@@ -167,8 +152,27 @@ rule two:
     threads: 2
     shell: "date +%s%N > {wildcards.x}.start; sleep 2; date +%s%N > {wildcards.x}.end; echo {wildcards.x} > {output}"
 `), 0o644)
+	runSnakemakeProfile(t, h, root, dir, h.wfEnv())
+	stamp := func(name string) int64 {
+		n, err := strconv.ParseInt(strings.TrimSpace(readFile(t, filepath.Join(dir, name))), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if stamp("a.start") < stamp("b.end") && stamp("b.start") < stamp("a.end") {
+		t.Errorf("the two 2-thread rules overlapped on a 2-core placeholder: a %d-%d, b %d-%d",
+			stamp("a.start"), stamp("a.end"), stamp("b.start"), stamp("b.end"))
+	}
+}
+
+// runSnakemakeProfile runs the real Snakemake on dir's Snakefile through
+// the repository's mq profile, with env, and fails t unless it succeeds
+// within 10 minutes.
+func runSnakemakeProfile(t *testing.T, h *harness, root, dir string, env []string) {
+	t.Helper()
 	cmd := exec.Command("snakemake", "--profile", filepath.Join(root, "examples", "snakemake", "profile"), "--directory", dir, "-s", filepath.Join(dir, "Snakefile"))
-	cmd.Env = h.wfEnv()
+	cmd.Env = env
 	cmd.Dir = h.dir
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
@@ -182,16 +186,5 @@ rule two:
 	case <-time.After(10 * time.Minute):
 		cmd.Process.Kill()
 		t.Fatalf("snakemake: no end after 10 minutes\n%s", tail(errb.String()))
-	}
-	stamp := func(name string) int64 {
-		n, err := strconv.ParseInt(strings.TrimSpace(readFile(t, filepath.Join(dir, name))), 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	if stamp("a.start") < stamp("b.end") && stamp("b.start") < stamp("a.end") {
-		t.Errorf("the two 2-thread rules overlapped on a 2-core placeholder: a %d-%d, b %d-%d",
-			stamp("a.start"), stamp("a.end"), stamp("b.start"), stamp("b.end"))
 	}
 }

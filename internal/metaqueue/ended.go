@@ -172,7 +172,7 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out runs.Outcome, r 
 	case next == job.Done:
 		// A Done job's outputs enter the catalog before its dependents
 		// are released.
-		if err := s.jobDone(id, j.Queue, s.g.Name(j.Target), e.placeholder, e.started, e.finished, e.outputs); err != nil {
+		if err := s.jobDone(id, j.Queue, s.g.Name(j.Target), e); err != nil {
 			return err
 		}
 	}
@@ -351,21 +351,20 @@ func (s *Store) stopRun(id int64) {
 	s.runGone(id)
 }
 
-// jobDone is a Done attempt's outputs: it tells DC the job ended Done (dc.State.Done) and applies what its
-// outputs mean, in the batch's transaction: the catalog records them,
-// a plan keeps those with a checksum at its site, the ledger counts the
-// bytes written and the copy index hears they moved.
-func (s *Store) jobDone(id int64, q int32, target string, ph int64, started, finished time.Time, outs []protocol.FileSum) error {
-	e := dc.Ended{ID: id, Target: target, Placeholder: ph, Started: started, Finished: finished,
-		Outputs: outs, Reported: s.opt.Stager != nil || len(outs) > 0}
-	made, err := s.data.Done(context.Background(), s.w, e, dcCatalog{s})
+// jobDone applies the outputs of job id's Done attempt e, in the batch's
+// transaction: DC hears the job ended Done (dc.State.Done), the catalog
+// records them, a plan keeps those with a checksum at its site, the
+// ledger counts the bytes written and the copy index hears they moved.
+func (s *Store) jobDone(id int64, q int32, target string, e attemptEnd) error {
+	made, err := s.data.Done(context.Background(), s.w, dc.Ended{ID: id, Target: target, Placeholder: e.placeholder,
+		Started: e.started, Finished: e.finished, Outputs: e.outputs, Reported: s.opt.Stager != nil || len(e.outputs) > 0}, dcCatalog{s})
 	if err != nil {
 		return fatalError{err}
 	}
 	p := catalog.Place(made.Place)
 	for _, o := range made.Outputs {
 		// A plan keeps the file at its site (AEH-ETAA): catalog.Made.
-		u, err := s.cat.Made(o.Path, p, o.CatalogSize(), o.SHA, id, finished, s.plans.FileSite)
+		u, err := s.cat.Made(o.Path, p, o.CatalogSize(), o.SHA, id, e.finished, s.plans.FileSite)
 		if err != nil {
 			return fatalError{err}
 		}

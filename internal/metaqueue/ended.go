@@ -31,8 +31,8 @@ import (
 //	          array held back go to their queues
 //	jobDone   a Done attempt's outputs: dc, then the catalog, the plans'
 //	          kept sites, the ledger's bytes written, the copy index
-//	lifecycle the job's next state written (finish, requeue, unclaim,
-//	          retryForMemory), whose graph changes reach the counters,
+//	lifecycle the job's next state written (finish, requeue or
+//	          unclaim), whose graph changes reach the counters,
 //	          progress, plans, blevel, dc, bundles and packing
 //	          (applyChanges)
 //
@@ -161,12 +161,10 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out runs.Outcome, r 
 	// copies' index and arrays: it no longer runs.
 	s.runGone(id)
 	switch {
-	case retry:
-		return s.retryForMemory(id, e)
-	case next == job.Queued && out == runs.Returned:
+	case next == job.Queued && out == runs.Returned: // a retry's out is Failed
 		return s.unclaim(id, e)
 	case next == job.Queued:
-		return s.requeue(id, e)
+		return s.requeue(id, e, retry)
 	case next == job.Failed && e.reason == "":
 		e.reason = runs.ExitReason(r.Exit, ru.Used)
 	case next == job.Done:

@@ -23,9 +23,8 @@ import (
 //	release          Held -> Waiting, Queued or Blocked
 //	claim, claimRows Queued -> Executing, for one placeholder's request
 //	finish           Executing -> Done or Failed, the attempt over
-//	requeue          Executing -> Queued, the attempt counted and kept
+//	requeue          Executing -> Queued, the attempt kept (killed over its memory: not counted)
 //	unclaim          Executing -> Queued, returned unstarted (listed, not counted)
-//	retryForMemory   Executing -> Queued, killed over its memory: kept, not counted
 //	deleteJob        Waiting, Queued, Held, Executing or Blocked -> Deleted
 //	rerun            Done, Failed or Deleted -> Waiting, Queued or Blocked
 //	failUnstageable  Queued -> Failed, an input no transfer could bring
@@ -236,30 +235,22 @@ func (s *Store) finish(id int64, j dag.Node, next job.State, e attemptEnd) error
 	return s.applyChanges(ch, id, nil)
 }
 
-// requeue puts executing job id back after attempt e, which counts: its
-// record goes to the history first.
-func (s *Store) requeue(id int64, e attemptEnd) error {
+// requeue puts executing job id back after attempt e, whose record goes
+// to the history first. The attempt counts unless it was killed for going
+// over the memory it asked for and runs again with more (retry,
+// packing.KilledForMemory): then, as unclaim's, its base moves past it
+// (attempt_base + 1), so a job on its last attempt still gets the retry
+// and one with attempts left keeps them all.
+func (s *Store) requeue(id int64, e attemptEnd, retry bool) error {
 	cpuUser, cpuSys, maxRSS := e.usageArgs()
 	if _, err := s.stmts.history.Exec(id, e.attempt, e.placeholder, micros(e.started), micros(e.finished), e.exit, e.reason,
 		cpuUser, cpuSys, maxRSS); err != nil {
 		return fatalError{err}
+	}
+	if retry {
+		return s.backToQueue(id, s.stmts.unclaim)
 	}
 	return s.backToQueue(id, s.stmts.requeue)
-}
-
-// retryForMemory puts executing job id back after attempt e, which was
-// killed for going over the memory it asked for and runs again with more
-// (packing.KilledForMemory): the attempt goes to the history, as
-// requeue's does, but does not count, as unclaim's does not: its base
-// moves past it (attempt_base + 1), so a job on its last attempt still
-// gets the retry and one with attempts left keeps them all.
-func (s *Store) retryForMemory(id int64, e attemptEnd) error {
-	cpuUser, cpuSys, maxRSS := e.usageArgs()
-	if _, err := s.stmts.history.Exec(id, e.attempt, e.placeholder, micros(e.started), micros(e.finished), e.exit, e.reason,
-		cpuUser, cpuSys, maxRSS); err != nil {
-		return fatalError{err}
-	}
-	return s.backToQueue(id, s.stmts.unclaim)
 }
 
 // unclaim puts back executing job id that its placeholder returned

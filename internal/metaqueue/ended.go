@@ -138,7 +138,7 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out runs.Outcome, r 
 		return err
 	}
 	q := s.queueIDs[j.Queue]
-	e, next := s.endOf(q, ru, out, r), runs.Next(out, ru.Used, q.MaxAttempts, q.RetryFailed)
+	e, next := s.endOf(q, ru, out, r)
 	// ledger: charged for what it ran, its reservation released.
 	if err := storeErr(s.ledger.Ended(context.Background(), s.w, ledgerCore{s}, ledger.End{
 		Ref: protocol.JobRef{ID: id, Attempt: ru.Attempt}, Queue: q.account(), Placeholder: ru.Placeholder,
@@ -165,8 +165,6 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out runs.Outcome, r 
 		return s.unclaim(id, e)
 	case next == job.Queued:
 		return s.requeue(id, e, retry)
-	case next == job.Failed && e.reason == "":
-		e.reason = runs.ExitReason(r.Exit, ru.Used)
 	case next == job.Done:
 		// A Done job's outputs enter the catalog before its dependents
 		// are released.
@@ -177,10 +175,13 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out runs.Outcome, r 
 	return s.finish(id, j, next, e)
 }
 
-// endOf is how attempt ru of q, which ended as out, is recorded: r's
-// exit, times, reason, outputs and usage, with what the core knows in
-// place of what the report lacks (runs.Run.Span, runs.Outcome.Said).
-func (s *Store) endOf(q *queue, ru *run, out runs.Outcome, r protocol.Report) attemptEnd {
+// endOf is how attempt ru of q, which ended as out, is recorded, and the
+// job's next state (runs.Next): r's exit, times, reason, outputs and
+// usage, with what the core knows in place of what the report lacks
+// (runs.Run.Span, runs.Outcome.Said; a failed job's exit status as its
+// reason, runs.ExitReason).
+func (s *Store) endOf(q *queue, ru *run, out runs.Outcome, r protocol.Report) (attemptEnd, job.State) {
+	next := runs.Next(out, ru.Used, q.MaxAttempts, q.RetryFailed)
 	e := attemptEnd{attempt: ru.Attempt, placeholder: ru.Placeholder, usage: r.Usage, outputs: r.Outputs}
 	e.started, e.finished = ru.Span(r, s.now())
 	reason, exit := out.Said(r.Reason, q.Ceiling)
@@ -188,7 +189,10 @@ func (s *Store) endOf(q *queue, ru *run, out runs.Outcome, r protocol.Report) at
 	if !exit {
 		e.exit = nil
 	}
-	return e
+	if next == job.Failed && e.reason == "" {
+		e.reason = runs.ExitReason(r.Exit, ru.Used)
+	}
+	return e, next
 }
 
 // packEnd is how attempt ru of job id (j, of q) ended, as packing needs it.

@@ -31,10 +31,9 @@ import (
 //	          array held back go to their queues
 //	jobDone   a Done attempt's outputs: dc, then the catalog, the plans'
 //	          kept sites, the ledger's bytes written, the copy index
-//	lifecycle the job's next state written (finish, requeue or
-//	          unclaim), whose graph changes reach the counters,
-//	          progress, plans, blevel, dc, bundles and packing
-//	          (applyChanges)
+//	lifecycle the job's next state written (leaveExecuting), whose
+//	          graph changes reach the counters, progress, plans, blevel,
+//	          dc, bundles and packing (applyChanges)
 //
 // The adapters it uses are beside it in this file.
 
@@ -160,19 +159,13 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out runs.Outcome, r 
 	}
 	// copies' index and arrays: it no longer runs.
 	s.runGone(id)
-	switch {
-	case next == job.Queued && out == runs.Returned: // a retry's out is Failed
-		return s.unclaim(id, e)
-	case next == job.Queued:
-		return s.requeue(id, e, retry)
-	case next == job.Done:
-		// A Done job's outputs enter the catalog before its dependents
-		// are released.
+	if next == job.Done {
+		// Its outputs enter the catalog before its dependents are released.
 		if err := s.jobDone(id, j.Queue, s.g.Name(j.Target), e); err != nil {
 			return err
 		}
 	}
-	return s.finish(id, j, next, e)
+	return s.leaveExecuting(id, j, next, out, retry, e)
 }
 
 // endOf is how attempt ru of q, which ended as out, is recorded, and the

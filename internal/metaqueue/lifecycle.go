@@ -10,6 +10,7 @@ import (
 
 	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/policy"
+	"github.com/mq-hpc/mq/internal/runs"
 	"github.com/mq-hpc/mq/internal/sqlfile"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
@@ -22,6 +23,7 @@ import (
 //	hold             Waiting or Queued -> Held
 //	release          Held -> Waiting, Queued or Blocked
 //	claim, claimRows Queued -> Executing, for one placeholder's request
+//	leaveExecuting   Executing -> what an ended attempt's outcome gives, one of:
 //	finish           Executing -> Done or Failed, the attempt over
 //	requeue          Executing -> Queued, the attempt kept (killed over its memory: not counted)
 //	unclaim          Executing -> Queued, returned unstarted (listed, not counted)
@@ -214,6 +216,20 @@ func (e *attemptEnd) usageArgs() (cpuUser, cpuSys, maxRSS any) {
 		return nil, nil, nil
 	}
 	return e.usage.CPUUser, e.usage.CPUSys, e.usage.MaxRSS
+}
+
+// leaveExecuting writes what follows attempt e of executing job id (j as
+// the graph has it), which ended as out: next, Done or Failed, or Queued
+// again, returned unstarted or not (retry: killed over its memory, it
+// runs again with more).
+func (s *Store) leaveExecuting(id int64, j dag.Node, next job.State, out runs.Outcome, retry bool, e attemptEnd) error {
+	switch {
+	case next == job.Queued && out == runs.Returned: // a retry's out is Failed
+		return s.unclaim(id, e)
+	case next == job.Queued:
+		return s.requeue(id, e, retry)
+	}
+	return s.finish(id, j, next, e)
 }
 
 // finish ends executing job id (j as the graph has it) Done or Failed

@@ -31,10 +31,9 @@ import (
 //	          array held back go to their queues
 //	jobDone   a Done attempt's outputs: dc, then the catalog, the plans'
 //	          kept sites, the ledger's bytes written, the copy index
-//	lifecycle the job's next state written (finish, requeue, unclaim,
-//	          retryForMemory), whose graph changes reach the counters,
-//	          progress, plans, blevel, dc, bundles and packing
-//	          (applyChanges)
+//	lifecycle the job's next state written (leaveExecuting), whose
+//	          graph changes reach the counters, progress, plans, blevel,
+//	          dc, bundles and packing (applyChanges)
 //
 // The adapters it uses are beside it in this file.
 
@@ -138,7 +137,7 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out runs.Outcome, r 
 		return err
 	}
 	q := s.queueIDs[j.Queue]
-	e, next := s.endOf(q, ru, out, r), runs.Next(out, ru.Used, q.MaxAttempts, q.RetryFailed)
+	e, next := s.endOf(q, ru, out, r)
 	// ledger: charged for what it ran, its reservation released.
 	if err := storeErr(s.ledger.Ended(context.Background(), s.w, ledgerCore{s}, ledger.End{
 		Ref: protocol.JobRef{ID: id, Attempt: ru.Attempt}, Queue: q.account(), Placeholder: ru.Placeholder,
@@ -160,29 +159,22 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out runs.Outcome, r 
 	}
 	// copies' index and arrays: it no longer runs.
 	s.runGone(id)
-	switch {
-	case retry:
-		return s.retryForMemory(id, e)
-	case next == job.Queued && out == runs.Returned:
-		return s.unclaim(id, e)
-	case next == job.Queued:
-		return s.requeue(id, e)
-	case next == job.Failed && e.reason == "":
-		e.reason = runs.ExitReason(r.Exit, ru.Used)
-	case next == job.Done:
-		// A Done job's outputs enter the catalog before its dependents
-		// are released.
-		if err := s.jobDone(id, j.Queue, s.g.Name(j.Target), e.placeholder, e.started, e.finished, e.outputs); err != nil {
+	if next == job.Done {
+		// Its outputs enter the catalog before its dependents are released.
+		if err := s.jobDone(id, j.Queue, s.g.Name(j.Target), e); err != nil {
 			return err
 		}
 	}
-	return s.finish(id, j, next, e)
+	return s.leaveExecuting(id, j, next, out, retry, e)
 }
 
-// endOf is how attempt ru of q, which ended as out, is recorded: r's
-// exit, times, reason, outputs and usage, with what the core knows in
-// place of what the report lacks (runs.Run.Span, runs.Outcome.Said).
-func (s *Store) endOf(q *queue, ru *run, out runs.Outcome, r protocol.Report) attemptEnd {
+// endOf is how attempt ru of q, which ended as out, is recorded, and the
+// job's next state (runs.Next): r's exit, times, reason, outputs and
+// usage, with what the core knows in place of what the report lacks
+// (runs.Run.Span, runs.Outcome.Said; a failed job's exit status as its
+// reason, runs.ExitReason).
+func (s *Store) endOf(q *queue, ru *run, out runs.Outcome, r protocol.Report) (attemptEnd, job.State) {
+	next := runs.Next(out, ru.Used, q.MaxAttempts, q.RetryFailed)
 	e := attemptEnd{attempt: ru.Attempt, placeholder: ru.Placeholder, usage: r.Usage, outputs: r.Outputs}
 	e.started, e.finished = ru.Span(r, s.now())
 	reason, exit := out.Said(r.Reason, q.Ceiling)
@@ -190,7 +182,10 @@ func (s *Store) endOf(q *queue, ru *run, out runs.Outcome, r protocol.Report) at
 	if !exit {
 		e.exit = nil
 	}
-	return e
+	if next == job.Failed && e.reason == "" {
+		e.reason = runs.ExitReason(r.Exit, ru.Used)
+	}
+	return e, next
 }
 
 // packEnd is how attempt ru of job id (j, of q) ended, as packing needs it.
@@ -351,21 +346,20 @@ func (s *Store) stopRun(id int64) {
 	s.runGone(id)
 }
 
-// jobDone is a Done attempt's outputs: it tells DC the job ended Done (dc.State.Done) and applies what its
-// outputs mean, in the batch's transaction: the catalog records them,
-// a plan keeps those with a checksum at its site, the ledger counts the
-// bytes written and the copy index hears they moved.
-func (s *Store) jobDone(id int64, q int32, target string, ph int64, started, finished time.Time, outs []protocol.FileSum) error {
-	e := dc.Ended{ID: id, Target: target, Placeholder: ph, Started: started, Finished: finished,
-		Outputs: outs, Reported: s.opt.Stager != nil || len(outs) > 0}
-	made, err := s.data.Done(context.Background(), s.w, e, dcCatalog{s})
+// jobDone applies the outputs of job id's Done attempt e, in the batch's
+// transaction: DC hears the job ended Done (dc.State.Done), the catalog
+// records them, a plan keeps those with a checksum at its site, the
+// ledger counts the bytes written and the copy index hears they moved.
+func (s *Store) jobDone(id int64, q int32, target string, e attemptEnd) error {
+	made, err := s.data.Done(context.Background(), s.w, dc.Ended{ID: id, Target: target, Placeholder: e.placeholder,
+		Started: e.started, Finished: e.finished, Outputs: e.outputs, Reported: s.opt.Stager != nil || len(e.outputs) > 0}, dcCatalog{s})
 	if err != nil {
 		return fatalError{err}
 	}
 	p := catalog.Place(made.Place)
 	for _, o := range made.Outputs {
 		// A plan keeps the file at its site (AEH-ETAA): catalog.Made.
-		u, err := s.cat.Made(o.Path, p, o.CatalogSize(), o.SHA, id, finished, s.plans.FileSite)
+		u, err := s.cat.Made(o.Path, p, o.CatalogSize(), o.SHA, id, e.finished, s.plans.FileSite)
 		if err != nil {
 			return fatalError{err}
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/policy"
+	"github.com/mq-hpc/mq/internal/runs"
 	"github.com/mq-hpc/mq/internal/sqlfile"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
@@ -22,10 +23,10 @@ import (
 //	hold             Waiting or Queued -> Held
 //	release          Held -> Waiting, Queued or Blocked
 //	claim, claimRows Queued -> Executing, for one placeholder's request
+//	leaveExecuting   Executing -> what an ended attempt's outcome gives, one of:
 //	finish           Executing -> Done or Failed, the attempt over
-//	requeue          Executing -> Queued, the attempt counted and kept
+//	requeue          Executing -> Queued, the attempt kept (killed over its memory: not counted)
 //	unclaim          Executing -> Queued, returned unstarted (listed, not counted)
-//	retryForMemory   Executing -> Queued, killed over its memory: kept, not counted
 //	deleteJob        Waiting, Queued, Held, Executing or Blocked -> Deleted
 //	rerun            Done, Failed or Deleted -> Waiting, Queued or Blocked
 //	failUnstageable  Queued -> Failed, an input no transfer could bring
@@ -217,6 +218,20 @@ func (e *attemptEnd) usageArgs() (cpuUser, cpuSys, maxRSS any) {
 	return e.usage.CPUUser, e.usage.CPUSys, e.usage.MaxRSS
 }
 
+// leaveExecuting writes what follows attempt e of executing job id (j as
+// the graph has it), which ended as out: next, Done or Failed, or Queued
+// again, returned unstarted or not (retry: killed over its memory, it
+// runs again with more).
+func (s *Store) leaveExecuting(id int64, j dag.Node, next job.State, out runs.Outcome, retry bool, e attemptEnd) error {
+	switch {
+	case next == job.Queued && out == runs.Returned: // a retry's out is Failed
+		return s.unclaim(id, e)
+	case next == job.Queued:
+		return s.requeue(id, e, retry)
+	}
+	return s.finish(id, j, next, e)
+}
+
 // finish ends executing job id (j as the graph has it) Done or Failed
 // after attempt e (a Done job's outputs are in the catalog already:
 // jobDone).
@@ -236,30 +251,22 @@ func (s *Store) finish(id int64, j dag.Node, next job.State, e attemptEnd) error
 	return s.applyChanges(ch, id, nil)
 }
 
-// requeue puts executing job id back after attempt e, which counts: its
-// record goes to the history first.
-func (s *Store) requeue(id int64, e attemptEnd) error {
+// requeue puts executing job id back after attempt e, whose record goes
+// to the history first. The attempt counts unless it was killed for going
+// over the memory it asked for and runs again with more (retry,
+// packing.KilledForMemory): then, as unclaim's, its base moves past it
+// (attempt_base + 1), so a job on its last attempt still gets the retry
+// and one with attempts left keeps them all.
+func (s *Store) requeue(id int64, e attemptEnd, retry bool) error {
 	cpuUser, cpuSys, maxRSS := e.usageArgs()
 	if _, err := s.stmts.history.Exec(id, e.attempt, e.placeholder, micros(e.started), micros(e.finished), e.exit, e.reason,
 		cpuUser, cpuSys, maxRSS); err != nil {
 		return fatalError{err}
+	}
+	if retry {
+		return s.backToQueue(id, s.stmts.unclaim)
 	}
 	return s.backToQueue(id, s.stmts.requeue)
-}
-
-// retryForMemory puts executing job id back after attempt e, which was
-// killed for going over the memory it asked for and runs again with more
-// (packing.KilledForMemory): the attempt goes to the history, as
-// requeue's does, but does not count, as unclaim's does not: its base
-// moves past it (attempt_base + 1), so a job on its last attempt still
-// gets the retry and one with attempts left keeps them all.
-func (s *Store) retryForMemory(id int64, e attemptEnd) error {
-	cpuUser, cpuSys, maxRSS := e.usageArgs()
-	if _, err := s.stmts.history.Exec(id, e.attempt, e.placeholder, micros(e.started), micros(e.finished), e.exit, e.reason,
-		cpuUser, cpuSys, maxRSS); err != nil {
-		return fatalError{err}
-	}
-	return s.backToQueue(id, s.stmts.unclaim)
 }
 
 // unclaim puts back executing job id that its placeholder returned

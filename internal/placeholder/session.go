@@ -46,9 +46,9 @@ func (a *Agent) session(ctx context.Context) (*client.Client, error) {
 		}
 		d := retry.Next()
 		if errors.As(err, &pe) && pe.Code == protocol.CodeInternal {
-			// The CLS answered but could not commit the registration (its
-			// disk is full): it is reachable, and the jobs run on until
-			// it has room again, however long that takes.
+			// The CLS answered but could not commit the registration (a
+			// full disk, say): it is reachable, and the jobs run on until
+			// it can, however long that takes.
 			deadline = a.now().Add(a.cfg.Reconnect)
 			a.log.Warn("the CLS cannot record this placeholder now; retrying", "err", err, "in", d)
 		} else if a.now().After(deadline) {

@@ -1292,3 +1292,18 @@ func TestAgentWalltimeByClock(t *testing.T) {
 		t.Errorf("the 10-minute job is %s, want Q: it does not fit the 30 s the agent has left by its clock", st)
 	}
 }
+
+// TestLogGate: a warning passes at once, then one a minute.
+func TestLogGate(t *testing.T) {
+	t.Parallel()
+	t0 := time.Unix(1e9, 0)
+	var g logGate
+	for _, c := range []struct {
+		at   time.Duration
+		want bool
+	}{{0, true}, {time.Second, false}, {59 * time.Second, false}, {time.Minute, true}, {61 * time.Second, false}, {3 * time.Minute, true}} {
+		if got := g.open(t0.Add(c.at)); got != c.want {
+			t.Errorf("at %v: %v, want %v", c.at, got, c.want)
+		}
+	}
+}

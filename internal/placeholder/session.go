@@ -28,6 +28,7 @@ func (a *Agent) session(ctx context.Context) (*client.Client, error) {
 	}
 	deadline := a.now().Add(a.cfg.Reconnect)
 	retry := backoff.Backoff{Min: 50 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.5}
+	var warn logGate // for refusals, which may go on for hours
 	for {
 		cl, err := a.connect(ctx)
 		if err == nil {
@@ -50,7 +51,9 @@ func (a *Agent) session(ctx context.Context) (*client.Client, error) {
 			// full disk, say): it is reachable, and the jobs run on until
 			// it can, however long that takes.
 			deadline = a.now().Add(a.cfg.Reconnect)
-			a.log.Warn("the CLS cannot record this placeholder now; retrying", "err", err, "in", d)
+			if warn.open(a.now()) {
+				a.log.Warn("the CLS cannot record this placeholder now; retrying", "err", err, "in", d)
+			}
 		} else if a.now().After(deadline) {
 			return nil, fmt.Errorf("the CLS has been unreachable for %s: %w", a.cfg.Reconnect, err)
 		} else {
@@ -112,6 +115,19 @@ func (a *Agent) holdingToRegister() []protocol.JobRef {
 	a.recvMu.Lock()
 	defer a.recvMu.Unlock()
 	return a.holding.list()
+}
+
+// logGate passes a warning at once and then at most one a minute: a
+// wait on a CLS that cannot commit (a full disk) may last hours, and a
+// line per retry would be one every few seconds from every placeholder.
+type logGate struct{ next time.Time }
+
+func (g *logGate) open(now time.Time) bool {
+	if now.Before(g.next) {
+		return false
+	}
+	g.next = now.Add(time.Minute)
+	return true
 }
 
 // dropped marks a connection broken so the next session() reconnects.

@@ -380,6 +380,7 @@ func (w *workLoop) sendPoll(m move) {
 		var p polled
 		w.a.syncReports(w.ctx, sent)
 		again := backoff.Backoff{Min: 50 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.5}
+		var warn logGate
 		for {
 			p.err = call(w.ctx, w.a, protocol.OpNext, func(id int64) protocol.Next {
 				return protocol.Next{Placeholder: id, Reports: sent, Free: n, Ahead: ahead, WalltimeLeft: w.a.walltimeLeft(), WaitMS: int(wait / time.Millisecond), Available: avail, Started: started}
@@ -390,7 +391,9 @@ func (w *workLoop) sendPoll(m move) {
 			// The CLS could not commit the poll's batch (a full disk):
 			// nothing of it was done, and the agent and its jobs wait
 			// for the CLS rather than stop.
-			w.a.log.Warn("the CLS could not take a poll; asking again", "err", p.err)
+			if warn.open(w.a.now()) {
+				w.a.log.Warn("the CLS could not take a poll; asking again", "err", p.err)
+			}
 			if again.Wait(w.ctx) != nil {
 				break
 			}

@@ -107,7 +107,7 @@ func diskFull(t *testing.T, e *env, full *bool, commits *int) (onCore func(func(
 // says it started while the disk has no room becomes E with the first
 // heartbeat after room is back, though that heartbeat (the agent sent
 // the start once, and was answered) no longer names it; the summary
-// counts it E meanwhile only once it is recorded.
+// then counts both jobs E.
 func TestStartsKeptWithoutRoom(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

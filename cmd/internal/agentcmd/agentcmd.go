@@ -184,6 +184,14 @@ func Run(ctx context.Context, name string, mode Mode, args []string, stderr io.W
 	return nil
 }
 
+// Parse parses args as Run does and runs nothing: a UsageError for a
+// command line Run would refuse before it starts (a test holds the agent
+// command lines the docs show to the flags this way).
+func Parse(name string, mode Mode, args []string) error {
+	_, _, err := parse(name, mode, args, io.Discard)
+	return err
+}
+
 // parse parses args into flags; set holds the flags given. A nil f with
 // a nil error means help was asked for (and printed to stderr).
 func parse(name string, mode Mode, args []string, stderr io.Writer) (f *flags, set map[string]bool, err error) {

@@ -18,7 +18,6 @@ import (
 
 	"github.com/mq-hpc/mq/cmd/internal/agentcmd"
 	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
-	"github.com/mq-hpc/mq/cmd/internal/simcmd"
 )
 
 // docCommand is one mq command line a Markdown page shows: in a ```sh
@@ -31,10 +30,15 @@ type docCommand struct {
 	mention bool
 }
 
-// docCommandNames are the programs whose command lines the docs are held to.
-var docCommandNames = map[string]bool{
-	"mqsub": true, "mqstat": true, "mqdel": true, "mqhold": true, "mqrls": true,
-	"mqwait": true, "cls": true, "mqsim": true, "mqagent": true,
+// isDocCommand says whether name is a program whose command lines the
+// docs are held to: a documented one, or mqagent.
+func isDocCommand(name string) bool {
+	for _, d := range documented() {
+		if d.name == name {
+			return true
+		}
+	}
+	return name == "mqagent"
 }
 
 // errDialed ends a checked command where it would reach the CLS: all it
@@ -129,24 +133,13 @@ func errString(err error) string {
 // subcommands refuses a name that is none of them.
 func checkedApp(name string, env mqcli.Env) *cli.App {
 	var app *cli.App
-	switch name {
-	case "mqsub":
-		app = mqcli.Mqsub(env)
-	case "mqstat":
-		app = mqcli.Mqstat(env)
-	case "mqdel":
-		app = mqcli.Mqdel(env)
-	case "mqhold":
-		app = mqcli.Mqhold(env)
-	case "mqrls":
-		app = mqcli.Mqrls(env)
-	case "mqwait":
-		app = mqcli.Mqwait(env)
-	case "mqsim":
-		app = simcmd.Mqsim(env)
+	for _, d := range documented() {
+		if d.name == name {
+			app = d.app(env)
+		}
+	}
+	if name == "mqsim" {
 		app.Action = func(*cli.Context) error { return nil }
-	case "cls":
-		app = Cls(env)
 	}
 	var walk func([]*cli.Command)
 	walk = func(cs []*cli.Command) {
@@ -366,7 +359,7 @@ func shellCommands(line string) [][]string {
 		}
 		if len(words) > 0 && words[0] == "ssh" {
 			for i, w := range words {
-				if docCommandNames[w] {
+				if isDocCommand(w) {
 					words = words[i:]
 					break
 				}
@@ -375,7 +368,7 @@ func shellCommands(line string) [][]string {
 		if len(words) == 0 {
 			continue
 		}
-		if name := path.Base(words[0]); docCommandNames[name] {
+		if name := path.Base(words[0]); isDocCommand(name) {
 			words[0] = name
 			out = append(out, words)
 		}

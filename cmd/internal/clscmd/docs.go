@@ -36,12 +36,29 @@ func clsDocs() *cli.Command {
 	}
 }
 
-// apps are the commands documented, each built as its binary builds it.
+// documentedCommand is a command documented, built as its binary builds it.
+type documentedCommand struct {
+	name string
+	app  func(mqcli.Env) *cli.App
+}
+
+// documented are the commands documented, in the reference's order (a
+// function: cls's own docs command builds them).
+func documented() []documentedCommand {
+	return []documentedCommand{
+		{"mqsub", mqcli.Mqsub}, {"mqstat", mqcli.Mqstat}, {"mqdel", mqcli.Mqdel}, {"mqhold", mqcli.Mqhold},
+		{"mqrls", mqcli.Mqrls}, {"mqwait", mqcli.Mqwait}, {"cls", Cls}, {"mqsim", simcmd.Mqsim},
+	}
+}
+
+// docApps are the documented commands, built to be described.
 func docApps() []*cli.App {
 	env := mqcli.Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard}
-	out := []*cli.App{mqcli.Mqsub(env), mqcli.Mqstat(env), mqcli.Mqdel(env), mqcli.Mqhold(env), mqcli.Mqrls(env), mqcli.Mqwait(env), Cls(env), simcmd.Mqsim(env)}
-	for _, a := range out {
+	var out []*cli.App
+	for _, d := range documented() {
+		a := d.app(env)
 		mqcli.Tidy(a)
+		out = append(out, a)
 	}
 	return out
 }

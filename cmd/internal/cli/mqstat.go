@@ -265,17 +265,37 @@ func printOutput(w io.Writer, d protocol.JobDetail, stderr bool) error {
 	return err
 }
 
-// outputLine says where an output is: its file, or its extent in a
-// stream file.
-func outputLine(path string, ext *protocol.StreamExtent) string {
+// outputLine says where an output is (on the host where): its file, or
+// its extent in a stream file. The output of an ended attempt (kept
+// whole) is neither when it wrote nothing: its stream has no extent while
+// the other has one (its placeholder streams), or its file, on this host
+// (here), was never made (files are made at the first byte).
+func outputLine(path string, ext, other *protocol.StreamExtent, ended, here bool, where string) string {
 	if ext == nil {
-		return path
+		if ended && (other != nil || here && neverMade(path)) {
+			return "nothing written"
+		}
+		return path + where
 	}
 	cut := ""
 	if ext.Cut {
 		cut = ", cut at its cap"
 	}
-	return fmt.Sprintf("%d bytes in stream %s (last chunk at %d%s)", ext.Bytes, ext.Path, ext.Last, cut)
+	return fmt.Sprintf("%d bytes in stream %s (last chunk at %d%s)%s", ext.Bytes, ext.Path, ext.Last, cut, where)
+}
+
+// neverMade says whether path does not exist (an error other than that
+// says nothing).
+func neverMade(path string) bool {
+	_, err := os.Stat(path)
+	return errors.Is(err, os.ErrNotExist)
+}
+
+// thisHost is this host's name, as local placeholders report it ("" if
+// unknown).
+func thisHost() string {
+	h, _ := os.Hostname()
+	return h
 }
 
 // followOutput prints a stream of job id's output as the CLS serves it
@@ -600,8 +620,12 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 		if d.Host != "" {
 			where = " (on " + d.Host + ")"
 		}
-		p("stdout", outputLine(d.Stdout, d.StdoutStream)+where)
-		p("stderr", outputLine(d.Stderr, d.StderrStream)+where)
+		// An ended attempt whose output was kept whole and lies in no
+		// stream and no file wrote nothing: say so, not a path to
+		// nothing.
+		ended, here := d.Finished != "" && d.OutputLost == "", d.Host != "" && d.Host == thisHost()
+		p("stdout", outputLine(d.Stdout, d.StdoutStream, d.StderrStream, ended, here, where))
+		p("stderr", outputLine(d.Stderr, d.StderrStream, d.StdoutStream, ended, here, where))
 		if d.StdoutCopy != "" {
 			p("copies here", d.StdoutCopy+", "+d.StderrCopy)
 		}

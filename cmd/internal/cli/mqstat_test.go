@@ -303,3 +303,69 @@ func TestMqstatListingShape(t *testing.T) {
 		}
 	})
 }
+
+// mqstat -j names the file or stream extent of an output, or says an
+// ended attempt wrote nothing, never a path to a file that is not there.
+func TestOutputLine(t *testing.T) {
+	dir := t.TempDir()
+	made := filepath.Join(dir, "1.1.out")
+	if err := os.WriteFile(made, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "1.1.err")
+	ext := &protocol.StreamExtent{Path: "/o/streams/1-0.mqs", Last: 8, Bytes: 3}
+	for _, tc := range []struct {
+		name        string
+		path        string
+		ext, other  *protocol.StreamExtent
+		ended, here bool
+		want        string
+	}{
+		{"in a stream", missing, ext, nil, true, true, "3 bytes in stream /o/streams/1-0.mqs (last chunk at 8) (on h)"},
+		{"the other stream written", missing, nil, ext, true, false, "nothing written"},
+		{"no file here", missing, nil, nil, true, true, "nothing written"},
+		{"a file here", made, nil, nil, true, true, made + " (on h)"},
+		{"on another host", missing, nil, nil, true, false, missing + " (on h)"},
+		{"running", missing, nil, ext, false, true, missing + " (on h)"},
+	} {
+		if got := outputLine(tc.path, tc.ext, tc.other, tc.ended, tc.here, " (on h)"); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// An ended job of a placeholder on this host that wrote nothing to a
+// stream shows "nothing written" for it in mqstat -j.
+func TestMqstatNothingWritten(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	ctx := context.Background()
+	ids, err := tb.store.Submit(ctx, []protocol.JobSpec{{Target: "t", Command: "echo hi", Cwd: "/tmp"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outDir := t.TempDir()
+	reg, err := tb.store.RegisterAs(ctx, protocol.Register{Site: "s", Host: thisHost(), Slots: 1, OutDir: outDir}, "socket")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nr, err := tb.store.Next(ctx, protocol.Next{Placeholder: reg.ID, Free: 1}); err != nil || len(nr.Jobs) != 1 {
+		t.Fatalf("next: %+v, %v", nr, err)
+	}
+	stdout, stderr := job.OutputPaths(outDir, ids[0], 1)
+	os.MkdirAll(filepath.Dir(stdout), 0o700)
+	if err := os.WriteFile(stdout, []byte("hi\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if err := tb.store.Report(ctx, reg.ID, []protocol.Report{{ID: ids[0], Attempt: 1, Started: now, Finished: now}}); err != nil {
+		t.Fatal(err)
+	}
+	var o, e bytes.Buffer
+	if code := Run(ctx, Mqstat(tb.env(&o, &e)), []string{"mqstat", "-j", "1"}); code != 0 {
+		t.Fatalf("mqstat -j 1: exit %d: %s", code, e.String())
+	}
+	if !strings.Contains(o.String(), "stdout:      "+stdout) || !strings.Contains(o.String(), "stderr:      nothing written\n") || strings.Contains(o.String(), stderr) {
+		t.Errorf("mqstat -j 1 says\n%s\nwant its stdout file and \"stderr: nothing written\"", o.String())
+	}
+}

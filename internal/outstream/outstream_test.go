@@ -329,3 +329,87 @@ func FuzzFollow(f *testing.F) {
 		}
 	})
 }
+
+// TestReadTail: the last bytes of an output of many chunks, of one chunk
+// and of none, for limits inside a chunk, on a boundary and past the
+// whole; a damaged chunk among those read is an error.
+func TestReadTail(t *testing.T) {
+	w, path := newStream(t)
+	write := func(tag Tag, text string, piece int) Extent {
+		o := w.Output(tag, 0)
+		for rest := text; len(rest) > 0; {
+			k := min(len(rest), piece)
+			if _, err := o.Write([]byte(rest[:k])); err != nil {
+				t.Fatal(err)
+			}
+			o.Flush() // a chunk each
+			rest = rest[k:]
+		}
+		ext, err := o.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ext
+	}
+	many, one, none := Tag{Job: 1, Attempt: 1}, Tag{Job: 2, Attempt: 1}, Tag{Job: 3, Attempt: 1}
+	text := strings.Repeat("0123456789", 50) // 500 bytes, chunks of 64
+	exts := map[Tag]Extent{many: write(many, text, 64), one: write(one, "short\n", 100), none: write(none, "", 1)}
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, tc := range []struct {
+		tag       Tag
+		limit     int64
+		want      string
+		truncated bool
+	}{
+		{many, 10, text[490:], true},
+		{many, 64, text[436:], true},
+		{many, 116, text[384:], true}, // 500 = 7*64 + 52: on a boundary
+		{many, 499, text[1:], true},
+		{many, 500, text, false},
+		{many, 1 << 20, text, false},
+		{one, 3, "rt\n", true},
+		{one, 6, "short\n", false},
+		{none, 10, "", false},
+	} {
+		var b bytes.Buffer
+		truncated, err := ReadTail(&b, f, tc.tag, exts[tc.tag], tc.limit)
+		if err != nil || b.String() != tc.want || truncated != tc.truncated {
+			t.Errorf("ReadTail(%s, %d) = %q, %v, %v; want %q, %v", tc.tag, tc.limit, b.String(), truncated, err, tc.want, tc.truncated)
+		}
+	}
+	// A chunk read for the tail that is not what was written is an error,
+	// with nothing written.
+	damaged := filepath.Join(t.TempDir(), "damaged")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The last chunk may be the empty one Close marks last: damage the
+	// last chunk with bytes.
+	off := exts[many].Last
+	if c, _, err := readChunk(f, off, nil); err != nil {
+		t.Fatal(err)
+	} else if c.n == 0 {
+		off = c.prev
+	}
+	data[off+HeaderSize] ^= 0xff
+	if err := os.WriteFile(damaged, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g, err := os.Open(damaged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	var b bytes.Buffer
+	if _, err := ReadTail(&b, g, many, exts[many], 10); !errors.Is(err, ErrTorn) || b.Len() != 0 {
+		t.Errorf("a damaged last chunk: %q, %v; want nothing and ErrTorn", b.String(), err)
+	}
+}

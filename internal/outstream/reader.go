@@ -43,41 +43,74 @@ func Read(dst io.Writer, r io.ReaderAt, t Tag, ext Extent) (int64, error) {
 		}
 		return 0, nil
 	}
-	// Walk back from the last chunk: every chunk but the last holds a
-	// byte at least, so an output has at most Bytes+1 chunks. Each
-	// chunk's CRC is checked on the way, so nothing is written of an
-	// output damaged anywhere; the payloads are read again to write them
-	// in order (an output of one chunk, most, is written from this read).
 	buf := make([]byte, MaxChunk)
-	var offs []int64
-	var total int64
-	var first []byte // the payload last read: the output's first chunk's, at the end
-	for off := ext.Last; off >= 0; {
+	offs, total, first, err := chunksBack(r, t, ext, buf, -1)
+	if err != nil {
+		return 0, err
+	}
+	if total != ext.Bytes {
+		return 0, fmt.Errorf("%s: %d bytes in chunks, %d recorded: %w", t, total, ext.Bytes, ErrTorn)
+	}
+	return writeChunks(dst, r, t, offs, first, buf, 0)
+}
+
+// ReadTail is Read of the last limit bytes at most of the output (a
+// page shows a tail): it checks the chunks it reads, as Read does, and
+// says whether it left bytes before them out.
+func ReadTail(dst io.Writer, r io.ReaderAt, t Tag, ext Extent, limit int64) (truncated bool, err error) {
+	if ext.Last < 0 || limit <= 0 {
+		return ext.Bytes > 0, nil
+	}
+	buf := make([]byte, MaxChunk)
+	offs, total, first, err := chunksBack(r, t, ext, buf, limit)
+	if err != nil {
+		return false, err
+	}
+	if whole := total < limit; total > ext.Bytes || whole && total != ext.Bytes {
+		return false, fmt.Errorf("%s: %d bytes in chunks, %d recorded: %w", t, total, ext.Bytes, ErrTorn)
+	}
+	_, err = writeChunks(dst, r, t, offs, first, buf, max(total-limit, 0))
+	return total > limit || total < ext.Bytes, err
+}
+
+// chunksBack walks output t's chunks back from its last one (ext.Last),
+// checking each (tag, CRC, only the last one marked last, none empty but
+// the last), until its start or, with atLeast >= 0, until it holds that
+// many bytes: their offsets, last first, their bytes, and the payload
+// read last (the first chunk's, when it is the only one) in buf. Every
+// chunk but the last holds a byte at least, so an output has at most
+// Bytes+1 chunks.
+func chunksBack(r io.ReaderAt, t Tag, ext Extent, buf []byte, atLeast int64) (offs []int64, total int64, first []byte, err error) {
+	for off := ext.Last; off >= 0 && (atLeast < 0 || total < atLeast); {
 		if int64(len(offs)) > ext.Bytes {
-			return 0, fmt.Errorf("%s: more chunks than bytes: %w", t, ErrTorn)
+			return nil, 0, nil, fmt.Errorf("%s: more chunks than bytes: %w", t, ErrTorn)
 		}
 		c, p, err := readChunk(r, off, buf)
 		first = p
 		if err != nil {
-			return 0, fmt.Errorf("%s: %w", t, err)
+			return nil, 0, nil, fmt.Errorf("%s: %w", t, err)
 		}
 		switch {
 		case c.tag != t:
-			return 0, fmt.Errorf("%s: chunk at %d is %s's: %w", t, off, c.tag, ErrTorn)
+			return nil, 0, nil, fmt.Errorf("%s: chunk at %d is %s's: %w", t, off, c.tag, ErrTorn)
 		case (off == ext.Last) != (c.flags&flagLast != 0):
-			return 0, fmt.Errorf("%s: chunk at %d not where the output ends: %w", t, off, ErrTorn)
+			return nil, 0, nil, fmt.Errorf("%s: chunk at %d not where the output ends: %w", t, off, ErrTorn)
 		case off != ext.Last && c.n == 0:
-			return 0, fmt.Errorf("%s: empty chunk at %d: %w", t, off, ErrTorn)
+			return nil, 0, nil, fmt.Errorf("%s: empty chunk at %d: %w", t, off, ErrTorn)
 		}
 		offs = append(offs, off)
 		total += int64(c.n)
 		off = c.prev
 	}
-	if total != ext.Bytes {
-		return 0, fmt.Errorf("%s: %d bytes in chunks, %d recorded: %w", t, total, ext.Bytes, ErrTorn)
-	}
+	return offs, total, first, nil
+}
+
+// writeChunks writes the payloads of the chunks at offs (last first) to
+// dst in order, without the first skip bytes; first is the payload read
+// last, written as it is when it is the only chunk.
+func writeChunks(dst io.Writer, r io.ReaderAt, t Tag, offs []int64, first, buf []byte, skip int64) (int64, error) {
 	if len(offs) == 1 {
-		k, err := dst.Write(first)
+		k, err := dst.Write(first[min(skip, int64(len(first))):])
 		return int64(k), err
 	}
 	var n int64
@@ -86,7 +119,9 @@ func Read(dst io.Writer, r io.ReaderAt, t Tag, ext Extent) (int64, error) {
 		if err != nil {
 			return n, fmt.Errorf("%s: %w", t, err)
 		}
-		k, err := dst.Write(p)
+		cut := min(skip, int64(len(p)))
+		skip -= cut
+		k, err := dst.Write(p[cut:])
 		n += int64(k)
 		if err != nil {
 			return n, err

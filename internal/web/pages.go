@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/metaqueue/inspect"
+	"github.com/mq-hpc/mq/internal/outstream"
 
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
@@ -114,19 +116,23 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 	}
 	jd := jobData{D: d, Follow: s.cfg.Follow != nil && d.State == string(job.Executing)}
 	var t1, t2 bool
-	jd.Stdout, jd.StdoutNote, t1 = s.output(d, d.Stdout, d.StdoutCopy)
-	jd.Stderr, jd.StderrNote, t2 = s.output(d, d.Stderr, d.StderrCopy)
+	jd.Stdout, jd.StdoutNote, t1 = s.output(d, d.Stdout, d.StdoutCopy, d.StdoutStream, outstream.Stdout)
+	jd.Stderr, jd.StderrNote, t2 = s.output(d, d.Stderr, d.StderrCopy, d.StderrStream, outstream.Stderr)
 	jd.Truncated = t1 || t2
 	s.page(w, "job.html", jd)
 }
 
-// output reads the end of one of a job's output files where the CLS has
-// it: its own copy of a remote placeholder's output, or the file a local
-// placeholder writes. The hook for output followed live is Config.Follow.
-func (s *Server) output(d protocol.JobDetail, path, cp string) (text, note string, truncated bool) {
+// output reads the end of one of a job's outputs (stream) where the
+// CLS has it: its extent ext in a stream file (the placeholder's, or the
+// CLS's copy of a remote one's), its own copy cp of a remote
+// placeholder's output file, or the file a local placeholder writes. The
+// hook for output followed live is Config.Follow.
+func (s *Server) output(d protocol.JobDetail, path, cp string, ext *protocol.StreamExtent, stream outstream.Stream) (text, note string, truncated bool) {
 	switch {
 	case path == "":
 		return "", "no output yet", false
+	case ext != nil && cp == "":
+		return s.streamTail(d.ID, ext, stream)
 	case cp != "":
 		path = cp
 	case d.Site != "" && d.Site != "local":
@@ -155,6 +161,23 @@ func (s *Server) output(d protocol.JobDetail, path, cp string) (text, note strin
 	// Shown as text: html/template escapes it; invalid UTF-8 and control
 	// characters are made visible, newlines and tabs kept.
 	return printableOutput(b), "", truncated
+}
+
+// streamTail reads the end of job id's output stream from its extent in
+// a stream file, each chunk read checked (outstream.ReadTail).
+func (s *Server) streamTail(id int64, ext *protocol.StreamExtent, stream outstream.Stream) (text, note string, truncated bool) {
+	var b bytes.Buffer
+	t := outstream.Tag{Job: id, Attempt: ext.Attempt, Stream: stream}
+	truncated, err := outstream.ReadFileTail(&b, ext.Path, t, outstream.Extent{Last: ext.Last, Bytes: ext.Bytes, Cut: ext.Cut}, s.cfg.OutputTail)
+	switch {
+	case errors.Is(err, outstream.ErrTorn):
+		return "", "cannot read the output: it is damaged", false
+	case err != nil:
+		return "", "cannot read the output", false
+	case b.Len() == 0:
+		return "", "no output", false
+	}
+	return printableOutput(b.Bytes()), "", truncated
 }
 
 // printableOutput keeps newlines and tabs, escapes other controls and

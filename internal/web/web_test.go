@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/metaqueue/inspect"
+	"github.com/mq-hpc/mq/internal/outstream"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -33,7 +34,8 @@ const hostile = `<script>alert(1)</script>"'&`
 type fakeSource struct {
 	mu     sync.Mutex
 	counts map[string]int
-	out    string // a job's stdout file
+	out    string                 // a job's stdout file
+	ext    *protocol.StreamExtent // job 9's stdout, in a stream file
 }
 
 func (f *fakeSource) Summary(context.Context) ([]protocol.QueueCounts, error) {
@@ -64,6 +66,10 @@ func (f *fakeSource) JobsPage(_ context.Context, st protocol.Stat, after int64, 
 }
 
 func (f *fakeSource) Job(_ context.Context, id int64) (protocol.JobDetail, error) {
+	if id == 9 { // a placeholder that streams: stdout in a stream file, stderr empty
+		return protocol.JobDetail{JobInfo: protocol.JobInfo{ID: 9, Queue: "default", Target: "t", State: "D", Attempts: 1, Site: "local", Host: "h"},
+			Stdout: "/nowhere/0/9.1.out", Stderr: "/nowhere/0/9.1.err", StdoutStream: f.ext}, nil
+	}
 	if id != 7 {
 		return protocol.JobDetail{}, protocol.Errorf(protocol.CodeNotFound, "job %d does not exist", id)
 	}
@@ -99,7 +105,7 @@ func setup(t *testing.T, cfg Config) *testBundle {
 	if err := os.WriteFile(out, []byte("hello from job 7\n"+hostile+"\x1b[31m\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	b := &testBundle{src: &fakeSource{counts: map[string]int{"Q": 5, "D": 3}, out: out}, m: NewMetrics()}
+	b := &testBundle{src: &fakeSource{counts: map[string]int{"Q": 5, "D": 3}, out: out, ext: streamed(t, 9, "hello from a stream\n"+hostile)}, m: NewMetrics()}
 	cfg.Source, cfg.Metrics = b.src, b.m
 	b.m.SetSource(b.src)
 	if cfg.Interval == 0 {
@@ -116,6 +122,30 @@ func setup(t *testing.T, cfg Config) *testBundle {
 	b.ts = httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { b.ts.Close(); cancel(); <-done })
 	return b
+}
+
+// streamed writes text as job id's stdout (attempt 1) to a stream file
+// and returns its extent.
+func streamed(t *testing.T, id int64, text string) *protocol.StreamExtent {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "1-0.mqs")
+	w, err := outstream.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	o := w.Output(outstream.Tag{Job: id, Attempt: 1, Stream: outstream.Stdout}, 0)
+	if _, err := o.Write([]byte(text)); err != nil {
+		t.Fatal(err)
+	}
+	ext, err := o.Close()
+	if err == nil {
+		err = w.Sync()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &protocol.StreamExtent{Path: path, Attempt: 1, Last: ext.Last, Bytes: ext.Bytes}
 }
 
 func (b *testBundle) get(t *testing.T, path string) (int, string) {
@@ -143,6 +173,7 @@ func TestPages(t *testing.T) {
 		{"/jobs?state=Z", 400, nil},
 		{"/jobs?after=x", 400, nil},
 		{"/job/7", 200, []string{"hello from job 7", "lost: ", "1.0 MiB", `href="/target/pre"`, `href="/target/work"`, "after any: ended", `\x1b`, "12.5s", "1.25s user, 0.50s sys", "3.0 MiB"}},
+		{"/job/9", 200, []string{"hello from a stream", "no output"}},
 		{"/job/8", 404, nil},
 		{"/job/abc", 400, nil},
 		{"/target/t1", 200, []string{"<svg", "class=\"node complete\"", "class=\"node bad\"", "2/2 done"}},

@@ -64,7 +64,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	const jobCanary = "job-env-canary-8c2a71" // in one job's environment (mqsub -v)
 	t.Setenv("DASH_CANARY", canary)           // the CLS inherits it
 	h := newHarness(t)
-	h.startCLS("--local", "2", "--http", "127.0.0.1:0", "--ssh", "127.0.0.1:0", "--output", "files")
+	h.startCLS("--local", "2", "--http", "127.0.0.1:0", "--ssh", "127.0.0.1:0")
 	addr, token := h.dashboardAddr()
 	base := "http://" + addr
 	// cls dashboard url says the address cls serve printed.

@@ -80,6 +80,9 @@ func (l *Limiter) window() time.Duration {
 // bounded already (Text).
 func (l *Limiter) Warn(key, msg string, args ...any) { l.log(slog.LevelWarn, key, msg, args) }
 
+// Error is Warn at error level.
+func (l *Limiter) Error(key, msg string, args ...any) { l.log(slog.LevelError, key, msg, args) }
+
 // Info is Warn at info level.
 func (l *Limiter) Info(key, msg string, args ...any) { l.log(slog.LevelInfo, key, msg, args) }
 

@@ -36,10 +36,12 @@ type conn struct {
 	bulkErr  error // a failed chunk poisons the bulk until abort
 	phMu     sync.Mutex
 	phs      map[int64]protocol.Register
-	log      *slog.Logger
-	closed   <-chan struct{} // the connection's end
-	cancel   context.CancelFunc
-	done     chan struct{} // closed once close has returned
+	// registering counts this connection's registrations under way.
+	registering int
+	log         *slog.Logger
+	closed      <-chan struct{} // the connection's end
+	cancel      context.CancelFunc
+	done        chan struct{} // closed once close has returned
 
 	lastActive atomic.Int64 // unix nanoseconds of the last line read or request ended
 	busy       atomic.Int64 // requests in progress
@@ -397,7 +399,11 @@ func (c *conn) reply(id uint64, body any, err error) error {
 				c.log.Debug("request ended with its connection", "id", id, "err", err)
 				return nil
 			}
-			c.log.Error("request failed", "id", id, "err", logguard.Clip(err.Error(), 1024)) // may quote a peer's path
+			// Through the limiter: while the disk has no room, every
+			// request is answered so, and a line each would fill the
+			// room freed for deletes. The text may quote a peer's path.
+			msg := logguard.Clip(err.Error(), 1024)
+			c.limiter().Error(c.identity+"\x00internal\x00"+logguard.Clip(msg, 120), "request failed", "peer", c.identity, "id", id, "err", msg)
 		}
 	} else if body != nil {
 		b, merr := json.Marshal(body)
@@ -454,6 +460,12 @@ func (c *conn) write(resp *protocol.Response) error {
 // refused logs a refused request through the server's aggregating
 // limiter, keyed by the peer and kind.
 func (c *conn) refused(kind, msg string, args ...any) {
+	c.limiter().Warn(c.identity+"\x00"+kind, msg, append([]any{"peer", c.identity}, args...)...)
+}
+
+// limiter is the server's log of events peers can repeat at will: the
+// first of a kind in a window, then their count.
+func (c *conn) limiter() *logguard.Limiter {
 	c.s.refusalsOnce.Do(func() {
 		log := c.s.Log
 		if log == nil {
@@ -461,7 +473,7 @@ func (c *conn) refused(kind, msg string, args ...any) {
 		}
 		c.s.refusals = &logguard.Limiter{Log: log, Window: c.s.Limits.LogWindow}
 	})
-	c.s.refusals.Warn(c.identity+"\x00"+kind, msg, append([]any{"peer", c.identity}, args...)...)
+	return c.s.refusals
 }
 
 // cleanReports makes every report of a batch acceptable (CleanReport):

@@ -397,33 +397,45 @@ func register(ctx context.Context, c *conn, b protocol.Register) (protocol.Regis
 	}
 	// One connection registers one placeholder (an agent's); a few more
 	// are let through for a reconnect's re-registration.
+	// A registration under way holds its place (registering), so that
+	// pipelined ones cannot all pass the check before any is recorded.
 	bound := orDefault(c.s.Limits.Registrations, DefaultRegistrations)
 	c.phMu.Lock()
 	_, again := c.phs[b.ID]
-	if !again && len(c.phs) >= bound {
+	if !again && len(c.phs)+c.registering >= bound {
 		c.phMu.Unlock()
 		c.refused("register", "refused a registration beyond the connection's bound", "bound", bound)
 		return protocol.RegisterReply{}, protocol.Errorf(protocol.CodeBusy, "%d placeholders are registered on this connection already", bound)
 	}
+	c.registering++
 	c.phMu.Unlock()
-	if b.ID != 0 {
-		if err := c.s.closeEarlier(ctx, b.ID, c, b); err != nil {
-			return protocol.RegisterReply{}, err
-		}
+	r, err := c.registerHere(ctx, b)
+	c.phMu.Lock()
+	c.registering--
+	if err == nil {
+		c.phs[r.ID] = b
 	}
-	r, err := c.s.Store.RegisterAs(ctx, b, c.identity)
+	c.phMu.Unlock()
 	if err != nil {
 		return protocol.RegisterReply{}, err
 	}
-	c.phMu.Lock()
-	c.phs[r.ID] = b
-	c.phMu.Unlock()
 	c.s.latest(r.ID, c)
 	if c.s.OnPlaceholder != nil {
 		c.s.OnPlaceholder(r.ID, b, true)
 	}
 	r.OutputFiles = c.s.outputFiles(b.Site)
 	return r, nil
+}
+
+// registerHere registers b's placeholder for c: an earlier connection's
+// hold on its id is closed first (a reconnect).
+func (c *conn) registerHere(ctx context.Context, b protocol.Register) (protocol.RegisterReply, error) {
+	if b.ID != 0 {
+		if err := c.s.closeEarlier(ctx, b.ID, c, b); err != nil {
+			return protocol.RegisterReply{}, err
+		}
+	}
+	return c.s.Store.RegisterAs(ctx, b, c.identity)
 }
 
 // Unrouted lists the declared ops that s has no handler for (answered

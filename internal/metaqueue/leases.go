@@ -33,7 +33,7 @@ func (s *Store) Heartbeat(ctx context.Context, hb protocol.Heartbeat) (protocol.
 				return err
 			}
 		}
-		for ph, refs := range s.reg.Started(hb.Placeholder, hb.Started, s.room.Short()) { // none while a write would fail
+		for ph, refs := range s.reg.Started(hb.Placeholder, s.running.Startable(hb.Placeholder, hb.Started), s.room.Short()) { // none kept but its own (runs.Startable)
 			if err := s.markStarted(ph, refs); err != nil {
 				return err
 			}

@@ -70,14 +70,34 @@ func On(row *Run, cs []*Run, ph int64) bool {
 func (rs Rows) MarkStarted(ph int64, refs []protocol.JobRef) []int64 {
 	var ids []int64
 	for _, r := range refs {
-		ru := rs[r.ID]
-		if ru == nil || !ru.Unstarted || ru.Attempt != r.Attempt || ru.Placeholder != ph {
-			continue
+		if ru := rs.unstarted(ph, r); ru != nil {
+			ru.Unstarted = false
+			ids = append(ids, r.ID)
 		}
-		ru.Unstarted = false
-		ids = append(ids, r.ID)
 	}
 	return ids
+}
+
+// Startable is the refs of refs MarkStarted would mark now: row attempts
+// of placeholder ph not started yet. A heartbeat's starts kept while a
+// write would fail are these, so no placeholder fills the bound on kept
+// starts with jobs it does not hold.
+func (rs Rows) Startable(ph int64, refs []protocol.JobRef) []protocol.JobRef {
+	var out []protocol.JobRef
+	for _, r := range refs {
+		if rs.unstarted(ph, r) != nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (rs Rows) unstarted(ph int64, r protocol.JobRef) *Run {
+	ru := rs[r.ID]
+	if ru == nil || !ru.Unstarted || ru.Attempt != r.Attempt || ru.Placeholder != ph {
+		return nil
+	}
+	return ru
 }
 
 // Prefetched counts the row attempts not started yet (shown P), by queue:

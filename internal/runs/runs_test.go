@@ -40,7 +40,8 @@ func TestFind(t *testing.T) {
 	}
 }
 
-// TestMarkStarted: only ph's own unstarted row attempts leave P, once.
+// TestMarkStarted: only ph's own unstarted row attempts leave P, once;
+// Startable names them without marking.
 func TestMarkStarted(t *testing.T) {
 	rs := Rows{
 		1: {Attempt: 1, Placeholder: 10, Unstarted: true},
@@ -49,6 +50,9 @@ func TestMarkStarted(t *testing.T) {
 		4: {Attempt: 1, Placeholder: 10},
 	}
 	refs := []protocol.JobRef{{ID: 1, Attempt: 1}, {ID: 2, Attempt: 1}, {ID: 3, Attempt: 1}, {ID: 4, Attempt: 1}, {ID: 5, Attempt: 1}}
+	if got := rs.Startable(10, refs); !slices.Equal(got, refs[:1]) {
+		t.Errorf("Startable = %v, want %v (what MarkStarted marks, unmarked)", got, refs[:1])
+	}
 	if got := rs.MarkStarted(10, refs); !slices.Equal(got, []int64{1}) {
 		t.Fatalf("MarkStarted = %v, want [1]", got)
 	}
@@ -57,6 +61,9 @@ func TestMarkStarted(t *testing.T) {
 	}
 	if got := rs.MarkStarted(10, refs); got != nil {
 		t.Errorf("again: %v, want none", got)
+	}
+	if got := rs.Startable(10, refs); got != nil {
+		t.Errorf("Startable after: %v, want none", got)
 	}
 }
 

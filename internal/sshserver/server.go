@@ -18,6 +18,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -57,6 +58,13 @@ const (
 	DefaultConns  = 4096
 )
 
+// DefaultSessions bounds the session channels open at once on one
+// connection (OpenSSH's MaxSessions); of them, one at a time may be the
+// mq subsystem, a whole protocol connection with its own bounds (an
+// agent opens one), so the bounds per key above hold for the protocol's
+// connections too. A channel over the bound is refused.
+const DefaultSessions = 10
+
 // SiteKeyPrefix starts the name (comment) of a site's placeholder key
 // (cls site add makes it): such a key may register only as that site.
 const SiteKeyPrefix = "mq-site-"
@@ -89,8 +97,10 @@ type Server struct {
 	// DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
 	// PerKey and Conns bound authenticated connections per key and in
-	// total (0: DefaultPerKey; DefaultConns or a quarter of RLIMIT_NOFILE).
-	PerKey, Conns int
+	// total (0: DefaultPerKey; DefaultConns or a quarter of RLIMIT_NOFILE);
+	// Sessions the session channels open at once on one (0:
+	// DefaultSessions).
+	PerKey, Conns, Sessions int
 	// LogWindow is how long like refusals are counted before their
 	// number is logged (0: logguard.DefaultWindow).
 	LogWindow time.Duration
@@ -128,6 +138,13 @@ func (s *Server) maxConns() int {
 		}
 	}
 	return n
+}
+
+func (s *Server) maxSessions() int {
+	if s.Sessions > 0 {
+		return s.Sessions
+	}
+	return DefaultSessions
 }
 
 // admitKey counts a connection of key, or refuses it (false) over a bound.
@@ -291,6 +308,7 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn, admission *server.T
 	}
 	go ssh.DiscardRequests(reqs) // keepalives get their "no" reply
 	p := peer{
+		serving: new(atomic.Bool),
 		role:    sc.Permissions.Extensions[extRole],
 		key:     key,
 		comment: sc.Permissions.Extensions[extComment],
@@ -302,6 +320,13 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn, admission *server.T
 	for nch := range chans {
 		if nch.ChannelType() != "session" {
 			nch.Reject(ssh.Prohibited, "only session channels are served")
+			continue
+		}
+		tmu.Lock()
+		full := open >= s.maxSessions()
+		tmu.Unlock()
+		if full {
+			nch.Reject(ssh.ResourceShortage, fmt.Sprintf("at most %d sessions at once on one connection", s.maxSessions()))
 			continue
 		}
 		ch, creqs, err := nch.Accept()
@@ -334,6 +359,9 @@ type peer struct {
 	key     string
 	comment string
 	log     *slog.Logger
+	// serving is set while one of the connection's sessions is the mq
+	// subsystem: one at a time (DefaultSessions).
+	serving *atomic.Bool
 }
 
 // server is the peer as the protocol server knows it. Only placeholder
@@ -405,10 +433,11 @@ func (s *Server) session(ctx context.Context, p peer, ch ssh.Channel, reqs <-cha
 			cancel()
 		}()
 		if req.Type == "subsystem" {
-			if arg.Value != Subsystem {
-				req.Reply(false, nil)
+			if arg.Value != Subsystem || !p.serving.CompareAndSwap(false, true) {
+				req.Reply(false, nil) // not ours, or one is open on this connection already
 				return
 			}
+			defer p.serving.Store(false)
 			req.Reply(true, nil)
 			s.Proto.ServePeer(ctx, &exitOnClose{Channel: ch}, p.server())
 			return

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/internal/backoff"
 	"github.com/mq-hpc/mq/internal/outstream"
 	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/protocol"
@@ -128,6 +129,10 @@ type Agent struct {
 	cl      *client.Client
 	id      int64
 	hbEvery time.Duration
+	// connected is when cl was made; churn spaces out reconnections
+	// after connections that died young (session).
+	connected time.Time
+	churn     backoff.Backoff
 
 	runMu   sync.Mutex
 	running map[int64]*proc
@@ -186,7 +191,8 @@ func New(cfg Config) *Agent {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	a := &Agent{cfg: cfg, log: cfg.Log, running: map[int64]*proc{}, held: map[int64]protocol.JobRef{}, hbEvery: time.Second, liveKick: make(chan struct{}, 1)}
+	a := &Agent{cfg: cfg, log: cfg.Log, running: map[int64]*proc{}, held: map[int64]protocol.JobRef{}, hbEvery: time.Second, liveKick: make(chan struct{}, 1),
+		churn: backoff.Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.5}}
 	if cfg.Streams && !cfg.NoOp {
 		a.streams = newStreamSet(cfg.OutDir, cfg.StreamRotate, cfg.Log)
 		if cfg.StreamNoSync {

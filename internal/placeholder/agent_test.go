@@ -49,6 +49,10 @@ type cls struct {
 	// failure until then (a CLS on a full disk).
 	refuseRegisterUntil time.Time
 	refusedRegisters    int
+	// dropAfterRegisterUntil: until then a connection is closed at its
+	// first request after hello and register (a middlebox that resets
+	// each connection soon after it is made).
+	dropAfterRegisterUntil time.Time
 	busy                int // replies refusing a request as busy
 	// cutOnJobs, while above 0, cuts the connection instead of writing a
 	// reply that hands out jobs, and counts down: the jobs are claimed
@@ -153,6 +157,12 @@ func (p *peerConn) Read(b []byte) (int, error) {
 		fail := (p.c.fail > 0 || time.Now().Before(p.c.failUntil)) && reports
 		if fail && p.c.fail > 0 {
 			p.c.fail--
+		}
+		if time.Now().Before(p.c.dropAfterRegisterUntil) && strings.Contains(string(b[:n]), `"op":"`) &&
+			!strings.Contains(string(b[:n]), `"op":"`+protocol.OpRegister.Name+`"`) && !strings.Contains(string(b[:n]), `"op":"`+protocol.OpHello.Name+`"`) {
+			p.c.mu.Unlock()
+			p.Conn.Close()
+			return 0, io.EOF
 		}
 		if time.Now().Before(p.c.refuseRegisterUntil) && strings.Contains(string(b[:n]), `"op":"`+protocol.OpRegister.Name+`"`) {
 			fail = true
@@ -446,6 +456,31 @@ func TestAgentSurvivesCut(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAgentSpacesReconnects: while every connection dies at its first
+// request after registering, the agent reconnects with growing delays
+// (up to 5 s), not at once: each connection costs the CLS a handshake and
+// a registration's commit. Once connections live, it works as before.
+func TestAgentSpacesReconnects(t *testing.T) {
+	t.Parallel()
+	c := newCLSLease(t, 30*time.Second)
+	const churn = 3 * time.Second
+	c.mu.Lock()
+	c.dropAfterRegisterUntil = time.Now().Add(churn)
+	c.mu.Unlock()
+	dir := t.TempDir()
+	ids := c.submit(protocol.JobSpec{Target: "t", Command: "echo ran >> ran.txt", Cwd: dir})
+	startAgentCfg(t, c, agentConfig(t, 1))
+	time.Sleep(churn) // the condition waited on is the window's end
+	c.mu.Lock()
+	dials := c.dials
+	c.mu.Unlock()
+	// 100 ms doubling to 5 s with jitter: at most 6 in 3 s; at once, hundreds.
+	if dials > 10 {
+		t.Fatalf("the agent connected %d times in %s of connections dying young", dials, churn)
+	}
+	ranOnce(t, c, ids[0], dir)
 }
 
 // TestAgentCutBeforeReply: the reply that hands out a job, claimed for

@@ -26,13 +26,26 @@ func (a *Agent) session(ctx context.Context) (*client.Client, error) {
 			return a.cl, nil
 		}
 	}
+	// A connection that dies soon after it was made (a middlebox that
+	// resets each one, say) is not made again at once: each costs the
+	// CLS a handshake and a registration's commit. One that lived a
+	// minute starts the spacing over.
+	if !a.connected.IsZero() {
+		if a.now().Sub(a.connected) >= time.Minute {
+			a.churn.Reset()
+		} else if err := a.unlockedSleep(ctx, a.churn.Next()); err != nil {
+			return nil, err
+		} else if a.cl != nil {
+			return a.cl, nil
+		}
+	}
 	deadline := a.now().Add(a.cfg.Reconnect)
 	retry := backoff.Backoff{Min: 50 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.5}
 	var warn logGate // for refusals, which may go on for hours
 	for {
 		cl, err := a.connect(ctx)
 		if err == nil {
-			a.cl = cl
+			a.cl, a.connected = cl, a.now()
 			return cl, nil
 		}
 		if ctx.Err() != nil {
@@ -59,15 +72,20 @@ func (a *Agent) session(ctx context.Context) (*client.Client, error) {
 		} else {
 			a.log.Warn("cannot reach the CLS; retrying", "err", err, "in", d)
 		}
-		// Unlocked while sleeping so ID() and friends do not block. An
-		// ended ctx is seen by the next connect.
-		a.mu.Unlock()
-		backoff.Sleep(ctx, d)
-		a.mu.Lock()
+		// An ended ctx is seen by the next connect.
+		a.unlockedSleep(ctx, d)
 		if a.cl != nil {
 			return a.cl, nil
 		}
 	}
+}
+
+// unlockedSleep sleeps d with a.mu unlocked, so ID() and friends do not
+// block meanwhile, or until ctx ends.
+func (a *Agent) unlockedSleep(ctx context.Context, d time.Duration) error {
+	a.mu.Unlock()
+	defer a.mu.Lock()
+	return backoff.Sleep(ctx, d)
 }
 
 func (a *Agent) connect(ctx context.Context) (*client.Client, error) {

@@ -53,7 +53,7 @@ type cls struct {
 	// first request after hello and register (a middlebox that resets
 	// each connection soon after it is made).
 	dropAfterRegisterUntil time.Time
-	busy                int // replies refusing a request as busy
+	busy                   int // replies refusing a request as busy
 	// cutOnJobs, while above 0, cuts the connection instead of writing a
 	// reply that hands out jobs, and counts down: the jobs are claimed
 	// for the placeholder, which never hears of them.

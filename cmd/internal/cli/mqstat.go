@@ -265,23 +265,36 @@ func printOutput(w io.Writer, d protocol.JobDetail, stderr bool) error {
 	return err
 }
 
-// outputLine says where an output is (on the host where): its file, or
-// its extent in a stream file. The output of an ended attempt (kept
-// whole) is neither when it wrote nothing: its stream has no extent while
-// the other has one (its placeholder streams), or its file, on this host
-// (here), was never made (files are made at the first byte).
-func outputLine(path string, ext, other *protocol.StreamExtent, ended, here bool, where string) string {
-	if ext == nil {
-		if ended && (other != nil || here && neverMade(path)) {
-			return "nothing written"
+// outputLine says where job d's stdout (or stderr) is: its file (on
+// its host), or its extent in a stream file. An output of this host (here)
+// in neither says what it is: an ended attempt's (kept whole) wrote
+// nothing when its stream has no extent while the other has one (its
+// placeholder streams) or its file was never made (files are made at the
+// first byte); a running attempt's is not in a file yet, and mqstat
+// --cat --follow reads it wherever it is.
+func outputLine(d protocol.JobDetail, stderr, here bool) string {
+	path, ext, other, flag := d.Stdout, d.StdoutStream, d.StderrStream, ""
+	if stderr {
+		path, ext, other, flag = d.Stderr, d.StderrStream, d.StdoutStream, " --stderr"
+	}
+	where := ""
+	if d.Host != "" {
+		where = " (on " + d.Host + ")"
+	}
+	if ext != nil {
+		cut := ""
+		if ext.Cut {
+			cut = ", cut at its cap"
 		}
-		return path + where
+		return fmt.Sprintf("%d bytes in stream %s (last chunk at %d%s)%s", ext.Bytes, ext.Path, ext.Last, cut, where)
 	}
-	cut := ""
-	if ext.Cut {
-		cut = ", cut at its cap"
+	switch ended := d.Finished != "" && d.OutputLost == ""; {
+	case ended && (other != nil || here && neverMade(path)):
+		return "nothing written"
+	case d.Finished == "" && (d.State == string(job.Executing) || d.State == string(job.Prefetched)) && here && neverMade(path):
+		return fmt.Sprintf("in no file yet (mqstat --cat %d%s --follow shows it as it is written)", d.ID, flag)
 	}
-	return fmt.Sprintf("%d bytes in stream %s (last chunk at %d%s)%s", ext.Bytes, ext.Path, ext.Last, cut, where)
+	return path + where
 }
 
 // neverMade says whether path does not exist (an error other than that
@@ -616,16 +629,9 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 	p("usage", usageLine(d.Accounting, d.Finished != ""))
 	p("output lost", d.OutputLost)
 	if d.Stdout != "" {
-		where := ""
-		if d.Host != "" {
-			where = " (on " + d.Host + ")"
-		}
-		// An ended attempt whose output was kept whole and lies in no
-		// stream and no file wrote nothing: say so, not a path to
-		// nothing.
-		ended, here := d.Finished != "" && d.OutputLost == "", d.Host != "" && d.Host == thisHost()
-		p("stdout", outputLine(d.Stdout, d.StdoutStream, d.StderrStream, ended, here, where))
-		p("stderr", outputLine(d.Stderr, d.StderrStream, d.StdoutStream, ended, here, where))
+		here := d.Host != "" && d.Host == thisHost()
+		p("stdout", outputLine(d, false, here))
+		p("stderr", outputLine(d, true, here))
 		if d.StdoutCopy != "" {
 			p("copies here", d.StdoutCopy+", "+d.StderrCopy)
 		}

@@ -305,7 +305,8 @@ func TestMqstatListingShape(t *testing.T) {
 }
 
 // mqstat -j names the file or stream extent of an output, or says an
-// ended attempt wrote nothing, never a path to a file that is not there.
+// ended attempt wrote nothing or a running one's output is in no file
+// yet, never a path to a file that is not there.
 func TestOutputLine(t *testing.T) {
 	dir := t.TempDir()
 	made := filepath.Join(dir, "1.1.out")
@@ -314,21 +315,26 @@ func TestOutputLine(t *testing.T) {
 	}
 	missing := filepath.Join(dir, "1.1.err")
 	ext := &protocol.StreamExtent{Path: "/o/streams/1-0.mqs", Last: 8, Bytes: 3}
+	ended := protocol.JobInfo{ID: 1, State: "D", Host: "h", Finished: "2026-11-29T10:00:00Z"}
+	running := protocol.JobInfo{ID: 1, State: "E", Host: "h"}
 	for _, tc := range []struct {
-		name        string
-		path        string
-		ext, other  *protocol.StreamExtent
-		ended, here bool
-		want        string
+		name   string
+		d      protocol.JobDetail
+		stderr bool
+		here   bool
+		want   string
 	}{
-		{"in a stream", missing, ext, nil, true, true, "3 bytes in stream /o/streams/1-0.mqs (last chunk at 8) (on h)"},
-		{"the other stream written", missing, nil, ext, true, false, "nothing written"},
-		{"no file here", missing, nil, nil, true, true, "nothing written"},
-		{"a file here", made, nil, nil, true, true, made + " (on h)"},
-		{"on another host", missing, nil, nil, true, false, missing + " (on h)"},
-		{"running", missing, nil, ext, false, true, missing + " (on h)"},
+		{"in a stream", protocol.JobDetail{JobInfo: ended, Stdout: missing, StdoutStream: ext}, false, true, "3 bytes in stream /o/streams/1-0.mqs (last chunk at 8) (on h)"},
+		{"the other stream written", protocol.JobDetail{JobInfo: ended, Stderr: missing, StdoutStream: ext}, true, false, "nothing written"},
+		{"no file here", protocol.JobDetail{JobInfo: ended, Stdout: missing}, false, true, "nothing written"},
+		{"a file here", protocol.JobDetail{JobInfo: ended, Stdout: made}, false, true, made + " (on h)"},
+		{"on another host", protocol.JobDetail{JobInfo: ended, Stdout: missing}, false, false, missing + " (on h)"},
+		{"lost", protocol.JobDetail{JobInfo: ended, Stdout: missing, OutputLost: "disk full"}, false, true, missing + " (on h)"},
+		{"running, no file yet", protocol.JobDetail{JobInfo: running, Stderr: missing}, true, true, "in no file yet (mqstat --cat 1 --stderr --follow shows it as it is written)"},
+		{"running, a file", protocol.JobDetail{JobInfo: running, Stdout: made}, false, true, made + " (on h)"},
+		{"running elsewhere", protocol.JobDetail{JobInfo: running, Stdout: missing}, false, false, missing + " (on h)"},
 	} {
-		if got := outputLine(tc.path, tc.ext, tc.other, tc.ended, tc.here, " (on h)"); got != tc.want {
+		if got := outputLine(tc.d, tc.stderr, tc.here); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}

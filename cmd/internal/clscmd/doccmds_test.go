@@ -100,10 +100,15 @@ func checkDocCommand(c docCommand) (string, bool) {
 	}
 	if c.args[0] == "mqagent" {
 		if c.mention {
-			return "", false // its flags are package flag's: a line is parsed whole
+			msg := unknownAgentFlags(c.args[1:])
+			return msg, msg != ""
 		}
 		err := agentcmd.Parse("mqagent", agentcmd.Remote, c.args[1:])
 		return errString(err), errors.As(err, new(agentcmd.UsageError))
+	}
+	if c.mention && len(c.args) > 1 && c.args[0] == "cls" && c.args[1] == "agent" {
+		msg := unknownAgentFlags(c.args[2:])
+		return msg, msg != ""
 	}
 	app := checkedApp(c.args[0], env)
 	if c.mention {
@@ -118,6 +123,27 @@ func checkDocCommand(c docCommand) (string, bool) {
 		return "did not return: " + stderr.String(), true
 	}
 	return strings.TrimSpace(stderr.String()), code == mqcli.ExitUsage
+}
+
+// unknownAgentFlags checks a mention of the agent's command line by its
+// flags' names, as unknownNames does (package flag words an unknown one
+// "unknown flag"; a known one without its value is another error).
+func unknownAgentFlags(args []string) string {
+	var unknown []string
+	for _, a := range args {
+		if len(a) < 2 || a[0] != '-' {
+			continue
+		}
+		for _, alt := range strings.Split(a, "/") {
+			if err := agentcmd.Parse("mqagent", agentcmd.Local, []string{alt}); err != nil && strings.HasPrefix(err.Error(), "unknown flag") {
+				unknown = append(unknown, "flag "+alt)
+			}
+		}
+	}
+	if len(unknown) == 0 {
+		return ""
+	}
+	return "unknown " + strings.Join(unknown, ", ")
 }
 
 func errString(err error) string {
@@ -243,7 +269,7 @@ func unknownNames(app *cli.App, args []string) string {
 		for _, alt := range strings.Split(a, "/") {
 			name, _, inline := strings.Cut(strings.TrimLeft(alt, "-"), "=")
 			f := flagNamed(flags, name)
-			if f == nil && !(args[0] == "cls" && len(args) > 1 && args[1] == "agent") {
+			if f == nil {
 				unknown = append(unknown, "flag "+alt)
 			}
 			tv, ok := f.(interface{ TakesValue() bool })

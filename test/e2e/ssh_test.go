@@ -806,13 +806,20 @@ func TestSSHWalltime(t *testing.T) {
 
 // TestSSHAgentOtherUser: the agent runs as another, unprivileged user than
 // the CLS (root here): its jobs run as that user and their output reaches
-// the CLS.
+// the CLS; in either output mode (files, and the default, streams: the
+// agent's stream file is that user's, the CLS's copy the CLS's user's).
 func TestSSHAgentOtherUser(t *testing.T) {
+	for _, mode := range []string{"streams", "files"} {
+		t.Run(mode, func(t *testing.T) { testSSHAgentOtherUser(t, mode) })
+	}
+}
+
+func testSSHAgentOtherUser(t *testing.T, mode string) {
 	u, uid, gid := otherUser(t)
 	name := u.Username
 
 	h := newHarness(t)
-	s := h.startSSHCLS("--local", "0", "--output", "files")
+	s := h.startSSHCLS("--local", "0", "--output", mode)
 	ph := h.newKey("placeholder", "ph")
 
 	// The agent's world, owned by mqagent: a directory in its home with the
@@ -865,9 +872,15 @@ func TestSSHAgentOtherUser(t *testing.T) {
 	// Files: what the job made and its output on the agent side belong to
 	// mqagent; the copies on the CLS side to the CLS's user.
 	jd := h.sshJob(id)
-	for path, wantUID := range map[string]int{
-		filepath.Join(work, "made-by-job"): uid, jd.Stdout: uid, jd.StdoutCopy: os.Geteuid(),
-	} {
+	owners := map[string]int{filepath.Join(work, "made-by-job"): uid, jd.Stdout: uid, jd.StdoutCopy: os.Geteuid()}
+	if mode == "streams" {
+		if jd.StdoutStream == nil {
+			t.Fatalf("job %d's stdout is not in a stream: %+v", id, jd)
+		}
+		owners = map[string]int{filepath.Join(work, "made-by-job"): uid,
+			filepath.Join(a.out, protocol.StreamDir, filepath.Base(jd.StdoutStream.Path)): uid, jd.StdoutStream.Path: os.Geteuid()}
+	}
+	for path, wantUID := range owners {
 		st, err := os.Stat(path)
 		if err != nil {
 			t.Errorf("%v", err)

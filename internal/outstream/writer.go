@@ -168,6 +168,12 @@ func (o *Output) Write(p []byte) (int, error) {
 	return n, nil
 }
 
+// MarkCut marks the output cut at its cap as if Write had passed it: for
+// a writer that keeps a cap of its own (the agent's, on an attempt's
+// stdout and stderr together) and dropped this output's bytes past it.
+// Close's chunk and Extent say so.
+func (o *Output) MarkCut() { o.cut = true }
+
 // Flush writes what is gathered as a chunk now (nothing if nothing is), so
 // a follower sees it.
 func (o *Output) Flush() error {

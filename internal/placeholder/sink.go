@@ -181,6 +181,7 @@ func (a *Agent) drain(s *sink, lim *outputLimit, also io.Writer) error {
 	}
 	f := limitedWriter{fc, lim}
 	if _, err := f.Write(buf[:n]); err != nil {
+		s.markCut(err)
 		fc.Close()
 		io.Copy(io.Discard, r)
 		return overLimit(err)
@@ -191,6 +192,7 @@ func (a *Agent) drain(s *sink, lim *outputLimit, also io.Writer) error {
 		// the disk) loses the output, not the job; at the limit the job
 		// is being stopped. Either way keep draining, so the job does not
 		// block on (or die of) its pipe.
+		s.markCut(err)
 		io.Copy(io.Discard, r)
 	}
 	if cerr := fc.Close(); err == nil {
@@ -234,6 +236,15 @@ func (a *Agent) openOutput(s *sink) (io.WriteCloser, error) {
 
 // overLimit is nil for errOverLimit: reaching the limit is the job's
 // outcome (its reason), not output lost.
+// markCut marks a streamed output cut when err says the attempt's limit
+// (its cap, or the output reserve) dropped its bytes: its reported extent
+// says so, and mqstat -j with it.
+func (s *sink) markCut(err error) {
+	if s.out != nil && errors.Is(err, errOverLimit) {
+		s.out.markCut()
+	}
+}
+
 func overLimit(err error) error {
 	if errors.Is(err, errOverLimit) {
 		return nil

@@ -103,6 +103,14 @@ func (so *streamOut) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// markCut says the attempt's cap (outputLimit) dropped bytes of this
+// output: its extent is reported cut.
+func (so *streamOut) markCut() {
+	so.mu.Lock()
+	defer so.mu.Unlock()
+	so.o.MarkCut()
+}
+
 // flushNow writes the bytes waiting as a chunk; an error is Close's too
 // (the Writer keeps it).
 func (so *streamOut) flushNow() {

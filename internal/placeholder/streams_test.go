@@ -372,3 +372,30 @@ func TestStreamsAfterFailedWrite(t *testing.T) {
 	}
 	reads(third, 6)
 }
+
+// TestAgentStreamsOutputCap: a streamed output the attempt's cap stopped
+// is reported cut (mqstat -j says so), its bytes up to the cap kept; one
+// under the cap is not.
+func TestAgentStreamsOutputCap(t *testing.T) {
+	t.Parallel()
+	a, out := streamAgent(t, 0)
+	for i, c := range []struct {
+		cmd   string
+		bytes int64
+		cut   bool
+	}{
+		{cmd: "head -c 100000 /dev/zero; sleep 600", bytes: 60000, cut: true},
+		{cmd: "head -c 1000 /dev/zero", bytes: 1000},
+	} {
+		rep := a.run(context.Background(), protocol.Assignment{ID: int64(i + 1), Attempt: 1, Command: c.cmd, Target: "t", Queue: "capped", MaxOutput: 60000})
+		if c.cut != strings.Contains(rep.Reason, "cap of 60000 bytes") {
+			t.Errorf("%q: reason %q", c.cmd, rep.Reason)
+		}
+		if len(rep.Streamed) != 1 || rep.Streamed[0].Bytes != c.bytes || rep.Streamed[0].Cut != c.cut {
+			t.Fatalf("%q: streamed %+v; want stdout's %d bytes, cut %v", c.cmd, rep.Streamed, c.bytes, c.cut)
+		}
+		if got, _ := readStreamed(t, out, rep, "stdout"); got != strings.Repeat("\x00", int(c.bytes)) {
+			t.Errorf("%q: stdout of %d bytes, want %d zeros", c.cmd, len(got), c.bytes)
+		}
+	}
+}

@@ -125,22 +125,40 @@ func TestDiskFullThenDispatch(t *testing.T) {
 }
 
 // TestOutputOverCap: a local job that writes more than cls serve
-// --max-output is stopped and fails with the reason, once.
+// --max-output is stopped and fails with the reason, once, its output
+// kept up to the cap: in its file under --output files, in its stream
+// (marked cut) under the default, streams.
 func TestOutputOverCap(t *testing.T) {
-	h := newHarness(t)
-	h.tmpfsHome(20 << 20)
-	h.startCLS("--local", "1", "--max-output", "1M", "--output", "files")
-	id := h.submit("big", "head -c 5000000 /dev/zero; sleep 600")
-	d := h.waitState(id, "FD", 90*time.Second)
-	if d.State != "F" || !strings.Contains(d.Reason, "cap of 1048576 bytes") || d.Attempts != 1 {
-		t.Fatalf("job %d ended %s after %d attempts, reason %q; want failed once over the cap", id, d.State, d.Attempts, d.Reason)
-	}
-	fi, err := os.Stat(d.Stdout)
-	if err != nil || fi.Size() != 1<<20 {
-		t.Errorf("stdout %s: %v, %v; want the cap, 1 MiB", d.Stdout, fi, err)
-	}
-	if r := h.run("mqwait", strconv.FormatInt(id, 10)); r.code != 1 || !strings.Contains(r.stderr, "cap of 1048576 bytes") {
-		t.Errorf("mqwait of the job: %s; want exit 1 and the reason", r)
+	for _, mode := range []string{"streams", "files"} {
+		t.Run(mode, func(t *testing.T) {
+			h := newHarness(t)
+			h.tmpfsHome(20 << 20)
+			h.startCLS("--local", "1", "--max-output", "1M", "--output", mode)
+			id := h.submit("big", "head -c 5000000 /dev/zero; sleep 600")
+			d := h.waitState(id, "FD", 90*time.Second)
+			if d.State != "F" || !strings.Contains(d.Reason, "cap of 1048576 bytes") || d.Attempts != 1 {
+				t.Fatalf("job %d ended %s after %d attempts, reason %q; want failed once over the cap", id, d.State, d.Attempts, d.Reason)
+			}
+			if mode == "files" {
+				fi, err := os.Stat(d.Stdout)
+				if err != nil || fi.Size() != 1<<20 {
+					t.Errorf("stdout %s: %v, %v; want the cap, 1 MiB", d.Stdout, fi, err)
+				}
+			} else {
+				if e := d.StdoutStream; e == nil || e.Bytes != 1<<20 || !e.Cut {
+					t.Errorf("stdout stream %+v; want the cap, 1 MiB, cut", e)
+				}
+				if text := h.ok("mqstat", "-j", strconv.FormatInt(id, 10)); !strings.Contains(text, "cut at its cap") {
+					t.Errorf("mqstat -j does not say the stdout was cut at its cap:\n%s", text)
+				}
+			}
+			if r := h.run("mqstat", "--cat", strconv.FormatInt(id, 10)); r.code != 0 || len(r.stdout) != 1<<20 || strings.Trim(r.stdout, "\x00") != "" {
+				t.Errorf("mqstat --cat: exit %d, %d bytes, stderr %q; want the cap, 1 MiB of zeros", r.code, len(r.stdout), r.stderr)
+			}
+			if r := h.run("mqwait", strconv.FormatInt(id, 10)); r.code != 1 || !strings.Contains(r.stderr, "cap of 1048576 bytes") {
+				t.Errorf("mqwait of the job: %s; want exit 1 and the reason", r)
+			}
+		})
 	}
 }
 

@@ -9,14 +9,29 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mq-hpc/mq/protocol"
 )
 
 // TestJobEnvironmentAndOutput: a job sees MQ_JOB_ID, MQ_ATTEMPT and
 // MQ_TARGET; runs in the submitter's directory (or -d DIR, or a -f line's
-// cwd); and its stdout and stderr land in the files mqstat -j names.
+// cwd); and its stdout and stderr land where mqstat -j says: in the
+// placeholder's stream file under the default output (streams), in the
+// files it names under --output files; mqstat --cat prints them either
+// way, a rerun's own.
 func TestJobEnvironmentAndOutput(t *testing.T) {
+	for _, mode := range []string{"streams", "files"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			testJobEnvironmentAndOutput(t, mode)
+		})
+	}
+}
+
+func testJobEnvironmentAndOutput(t *testing.T, mode string) {
 	h := newHarness(t)
-	h.startCLS("--local", "2", "--output", "files")
+	h.startCLS("--local", "2", "--output", mode)
+	streams := filepath.Join(h.home, "output", protocol.StreamDir) + "/"
 
 	sub := filepath.Join(h.dir, "sub")
 	other := filepath.Join(h.dir, "other dir") // a space in the path
@@ -69,34 +84,60 @@ func TestJobEnvironmentAndOutput(t *testing.T) {
 		if d.Cwd != j.dir {
 			t.Errorf("job %d (%s): mqstat says directory %q, want %q", j.id, j.target, d.Cwd, j.dir)
 		}
-		wantOut, wantErr := filepath.Join(h.home, "output", fmt.Sprint(j.id/1000), fmt.Sprintf("%d.1.out", j.id)),
-			filepath.Join(h.home, "output", fmt.Sprint(j.id/1000), fmt.Sprintf("%d.1.err", j.id))
-		if d.Stdout != wantOut || d.Stderr != wantErr {
-			t.Errorf("job %d: output files %q, %q; want %q, %q", j.id, d.Stdout, d.Stderr, wantOut, wantErr)
-		}
-		got := readFile(t, d.Stdout)
 		want := fmt.Sprintf("id=%d attempt=1 target=%s\n%s\n", j.id, j.target, j.dir)
-		if got != want {
-			t.Errorf("job %d stdout = %q, want %q", j.id, got, want)
+		if mode == "files" {
+			wantOut, wantErr := filepath.Join(h.home, "output", fmt.Sprint(j.id/1000), fmt.Sprintf("%d.1.out", j.id)),
+				filepath.Join(h.home, "output", fmt.Sprint(j.id/1000), fmt.Sprintf("%d.1.err", j.id))
+			if d.Stdout != wantOut || d.Stderr != wantErr {
+				t.Errorf("job %d: output files %q, %q; want %q, %q", j.id, d.Stdout, d.Stderr, wantOut, wantErr)
+			}
+			if got := readFile(t, d.Stdout); got != want {
+				t.Errorf("job %d stdout = %q, want %q", j.id, got, want)
+			}
+			if got := readFile(t, d.Stderr); got != "to stderr\n" {
+				t.Errorf("job %d stderr = %q, want %q", j.id, got, "to stderr\n")
+			}
+		} else {
+			for _, e := range []*protocol.StreamExtent{d.StdoutStream, d.StderrStream} {
+				if e == nil || e.Attempt != 1 || !strings.HasPrefix(e.Path, streams) {
+					t.Errorf("job %d: stdout stream %+v, stderr stream %+v; want attempt 1's, in a stream file under %s", j.id, d.StdoutStream, d.StderrStream, streams)
+					break
+				}
+			}
 		}
-		if got := readFile(t, d.Stderr); got != "to stderr\n" {
-			t.Errorf("job %d stderr = %q, want %q", j.id, got, "to stderr\n")
+		if got := h.ok("mqstat", "--cat", fmt.Sprint(j.id)); got != want {
+			t.Errorf("job %d: mqstat --cat printed %q, want %q", j.id, got, want)
+		}
+		if got := h.ok("mqstat", "--cat", fmt.Sprint(j.id), "--stderr"); got != "to stderr\n" {
+			t.Errorf("job %d: mqstat --cat --stderr printed %q, want %q", j.id, got, "to stderr\n")
 		}
 	}
-	// The plain listing names the files too.
+	// The plain listing names the files (the stream) too.
 	text := h.ok("mqstat", "-j", fmt.Sprint(jobs[0].id))
-	if !strings.Contains(text, filepath.Join(h.home, "output", "0", fmt.Sprintf("%d.1.out", jobs[0].id))) {
-		t.Errorf("mqstat -j does not name the stdout file:\n%s", text)
+	if mode == "files" {
+		if !strings.Contains(text, filepath.Join(h.home, "output", "0", fmt.Sprintf("%d.1.out", jobs[0].id))) {
+			t.Errorf("mqstat -j does not name the stdout file:\n%s", text)
+		}
+	} else if d := h.job(jobs[0].id); d.StdoutStream == nil || !strings.Contains(text, "in stream "+d.StdoutStream.Path) {
+		t.Errorf("mqstat -j does not name the stdout stream file (%+v):\n%s", d.StdoutStream, text)
 	}
 
 	// A second attempt gets its own files and MQ_ATTEMPT=2.
 	h.ok("mqsub", "--rerun", fmt.Sprint(jobs[0].id))
 	d := h.waitState(jobs[0].id, "D", 20*time.Second)
-	if !strings.HasSuffix(d.Stdout, fmt.Sprintf("%d.2.out", jobs[0].id)) {
-		t.Errorf("rerun stdout file %q, want attempt 2's", d.Stdout)
+	rerun := fmt.Sprintf("id=%d attempt=2 target=here\n", jobs[0].id)
+	if mode == "files" {
+		if !strings.HasSuffix(d.Stdout, fmt.Sprintf("%d.2.out", jobs[0].id)) {
+			t.Errorf("rerun stdout file %q, want attempt 2's", d.Stdout)
+		}
+		if got := readFile(t, d.Stdout); !strings.HasPrefix(got, rerun) {
+			t.Errorf("rerun stdout = %q", got)
+		}
+	} else if d.StdoutStream == nil || d.StdoutStream.Attempt != 2 {
+		t.Errorf("rerun stdout stream %+v, want attempt 2's", d.StdoutStream)
 	}
-	if got := readFile(t, d.Stdout); !strings.HasPrefix(got, fmt.Sprintf("id=%d attempt=2 target=here\n", jobs[0].id)) {
-		t.Errorf("rerun stdout = %q", got)
+	if got := h.ok("mqstat", "--cat", fmt.Sprint(jobs[0].id)); !strings.HasPrefix(got, rerun) {
+		t.Errorf("mqstat --cat of the rerun printed %q", got)
 	}
 
 }

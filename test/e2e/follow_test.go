@@ -108,35 +108,45 @@ func (h *harness) openGate(i int) {
 
 // TestFollowLocal: mqstat --output ID --follow prints a local job's lines
 // as it writes them (stdout, and stderr with --stderr), and exits with the
-// job's exit status when it ends.
+// job's exit status when it ends; in either output mode (the default,
+// streams, read from the placeholder's stream file as its chunks come, and
+// files).
 func TestFollowLocal(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	h.startCLS("--local", "1", "--output", "files")
-	id := h.submit("t", gated([]string{"first", "second"}, 4))
-	out := h.startFollow(filepath.Join(binDir, "mqstat"), "--output", idStr(id), "--follow")
-	errs := h.startFollow(filepath.Join(binDir, "mqstat"), "--output", idStr(id), "--follow", "--stderr")
-	out.line(t, "first")
-	errs.line(t, "err-first")
-	if d := h.job(id); d.State != "E" {
-		t.Fatalf("job %d is %s while its gate is shut", id, d.State)
-	}
-	h.openGate(1)
-	out.line(t, "second")
-	errs.line(t, "err-second")
-	if code := out.exit(t); code != 4 {
-		t.Errorf("mqstat --follow exited %d, want the job's 4; stderr: %s", code, out.stderr.String())
-	}
-	if code := errs.exit(t); code != 4 {
-		t.Errorf("mqstat --follow --stderr exited %d, want 4", code)
-	}
-	if !strings.Contains(out.stderr.String(), "job "+idStr(id)+" failed") {
-		t.Errorf("stderr %q does not say the job failed", out.stderr.String())
-	}
-	// A job that has ended replays and exits at once.
-	r := h.run("mqstat", "--output", idStr(id), "--follow")
-	if r.stdout != "first\nsecond\n" || r.code != 4 {
-		t.Errorf("--follow of an ended job: %s", r)
+	for _, mode := range []string{"streams", "files"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t)
+			h.startCLS("--local", "1", "--output", mode)
+			id := h.submit("t", gated([]string{"first", "second"}, 4))
+			out := h.startFollow(filepath.Join(binDir, "mqstat"), "--output", idStr(id), "--follow")
+			errs := h.startFollow(filepath.Join(binDir, "mqstat"), "--output", idStr(id), "--follow", "--stderr")
+			out.line(t, "first")
+			errs.line(t, "err-first")
+			if d := h.job(id); d.State != "E" {
+				t.Fatalf("job %d is %s while its gate is shut", id, d.State)
+			}
+			h.openGate(1)
+			out.line(t, "second")
+			errs.line(t, "err-second")
+			if code := out.exit(t); code != 4 {
+				t.Errorf("mqstat --follow exited %d, want the job's 4; stderr: %s", code, out.stderr.String())
+			}
+			if code := errs.exit(t); code != 4 {
+				t.Errorf("mqstat --follow --stderr exited %d, want 4", code)
+			}
+			if !strings.Contains(out.stderr.String(), "job "+idStr(id)+" failed") {
+				t.Errorf("stderr %q does not say the job failed", out.stderr.String())
+			}
+			// A job that has ended replays and exits at once.
+			r := h.run("mqstat", "--output", idStr(id), "--follow")
+			if r.stdout != "first\nsecond\n" || r.code != 4 {
+				t.Errorf("--follow of an ended job: %s", r)
+			}
+			if d := h.job(id); (d.StdoutStream != nil) != (mode == "streams") {
+				t.Errorf("under --output %s, job %d's stdout stream is %+v", mode, id, d.StdoutStream)
+			}
+		})
 	}
 }
 
@@ -144,53 +154,62 @@ func TestFollowLocal(t *testing.T) {
 // mqstat on the CLS host and by a user over `ssh ... mqstat`: each line
 // arrives before the job goes on, also after the agent's connection was
 // cut and it reconnected; both exit 0 when the job ends, which ran once.
+// In either output mode: streams (the default: the agent ships its stream
+// file's growth while the job is followed) and files (the live path).
 func TestSSHFollow(t *testing.T) {
 	requireSSH(t)
-	h := newHarness(t)
-	s := h.startSSHCLS("--local", "0", "--output", "files")
-	proxy := startProxy(t, s.addr)
-	a := s.startAgent(agentOpts{key: h.newKey("placeholder", "ph"), addr: proxy.addr()})
-	a.waitConnected(t, 1, 10*time.Second)
-	user := h.newKey("user", "u")
+	for _, mode := range []string{"streams", "files"} {
+		t.Run(mode, func(t *testing.T) {
+			h := newHarness(t)
+			s := h.startSSHCLS("--local", "0", "--output", mode)
+			proxy := startProxy(t, s.addr)
+			a := s.startAgent(agentOpts{key: h.newKey("placeholder", "ph"), addr: proxy.addr()})
+			a.waitConnected(t, 1, 10*time.Second)
+			user := h.newKey("user", "u")
 
-	id := h.submit("t", "mkdir -p runs; echo $MQ_ATTEMPT >> runs/$MQ_JOB_ID; "+gated([]string{"first", "second", "third"}, 0))
-	local := h.startFollow(filepath.Join(binDir, "mqstat"), "--output", idStr(id), "--follow")
-	remote := h.startFollow("ssh", append(s.sshArgs(user), "127.0.0.1", "mqstat", "--output", idStr(id), "--follow")...)
-	local.line(t, "first")
-	remote.line(t, "first")
-	if d := h.sshJob(id); d.State != "E" || d.Site != "remote" {
-		t.Fatalf("job %d is %s at site %q while its gate is shut", id, d.State, d.Site)
-	}
+			id := h.submit("t", "mkdir -p runs; echo $MQ_ATTEMPT >> runs/$MQ_JOB_ID; "+gated([]string{"first", "second", "third"}, 0))
+			local := h.startFollow(filepath.Join(binDir, "mqstat"), "--output", idStr(id), "--follow")
+			remote := h.startFollow("ssh", append(s.sshArgs(user), "127.0.0.1", "mqstat", "--output", idStr(id), "--follow")...)
+			local.line(t, "first")
+			remote.line(t, "first")
+			if d := h.sshJob(id); d.State != "E" || d.Site != "remote" {
+				t.Fatalf("job %d is %s at site %q while its gate is shut", id, d.State, d.Site)
+			}
 
-	h.openGate(1)
-	local.line(t, "second")
-	remote.line(t, "second")
+			h.openGate(1)
+			local.line(t, "second")
+			remote.line(t, "second")
 
-	if n := proxy.cut(); n != 1 {
-		t.Fatalf("cut %d connections; want the agent's one", n)
-	}
-	a.waitConnected(t, 2, 30*time.Second)
-	h.openGate(2)
-	local.line(t, "third")
-	remote.line(t, "third")
+			if n := proxy.cut(); n != 1 {
+				t.Fatalf("cut %d connections; want the agent's one", n)
+			}
+			a.waitConnected(t, 2, 30*time.Second)
+			h.openGate(2)
+			local.line(t, "third")
+			remote.line(t, "third")
 
-	for _, f := range []*followProc{local, remote} {
-		if code := f.exit(t); code != 0 {
-			t.Errorf("%s exited %d; stderr: %s", f.cmd.Args[0], code, f.stderr.String())
-		}
-	}
-	d := h.waitState(id, "D", 10*time.Second)
-	if d.Attempts != 1 {
-		t.Errorf("job ran %d attempts, want 1", d.Attempts)
-	}
-	if runs := runLog(t, h.dir, id); len(runs) != 1 {
-		t.Errorf("job started %v times; want once", runs)
-	}
-	// The CLS's copy is whole: shipped live, then the rest at the end.
-	if got := h.ok("mqstat", "--output", idStr(id)); got != "first\nsecond\nthird\n" {
-		t.Errorf("--output printed %q", got)
-	}
-	if got := h.ok("mqstat", "--output", idStr(id), "--stderr"); got != "err-first\nerr-second\nerr-third\n" {
-		t.Errorf("--output --stderr printed %q", got)
+			for _, f := range []*followProc{local, remote} {
+				if code := f.exit(t); code != 0 {
+					t.Errorf("%s exited %d; stderr: %s", f.cmd.Args[0], code, f.stderr.String())
+				}
+			}
+			d := h.waitState(id, "D", 10*time.Second)
+			if d.Attempts != 1 {
+				t.Errorf("job ran %d attempts, want 1", d.Attempts)
+			}
+			if runs := runLog(t, h.dir, id); len(runs) != 1 {
+				t.Errorf("job started %v times; want once", runs)
+			}
+			// The CLS's copy is whole: shipped live, then the rest at the end.
+			if got := h.ok("mqstat", "--output", idStr(id)); got != "first\nsecond\nthird\n" {
+				t.Errorf("--output printed %q", got)
+			}
+			if got := h.ok("mqstat", "--output", idStr(id), "--stderr"); got != "err-first\nerr-second\nerr-third\n" {
+				t.Errorf("--output --stderr printed %q", got)
+			}
+			if d := h.job(id); (d.StdoutStream != nil) != (mode == "streams") {
+				t.Errorf("under --output %s, job %d's stdout stream is %+v", mode, id, d.StdoutStream)
+			}
+		})
 	}
 }

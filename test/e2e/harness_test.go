@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/protocol"
 	"github.com/mq-hpc/mq/test/internal/fds"
 )
 
@@ -363,7 +364,11 @@ type jobDetail struct {
 	Placeholder int64  `json:"placeholder"`
 	Stdout      string `json:"stdout"`
 	Stderr      string `json:"stderr"`
-	WaitingOn   []struct {
+	// StdoutStream, StderrStream: where the current attempt's outputs lie
+	// when its placeholder wrote them to a stream file.
+	StdoutStream *protocol.StreamExtent `json:"stdout_stream"`
+	StderrStream *protocol.StreamExtent `json:"stderr_stream"`
+	WaitingOn    []struct {
 		Target   string         `json:"target"`
 		Complete bool           `json:"complete"`
 		Counts   map[string]int `json:"counts"`

@@ -89,8 +89,15 @@ func TestStreamsAfterFileLimit(t *testing.T) {
 	startLimitedAgent(t, h)
 	big := h.submit("big", "head -c 1000000 /dev/zero")
 	h.waitState(big, "D", 30*time.Second)
-	if d := h.ok("mqstat", "-j", strconv.FormatInt(big, 10)); !strings.Contains(d, "output lost:") {
+	if d := h.ok("mqstat", "-j", strconv.FormatInt(big, 10)); !strings.Contains(d, "output lost:") || !strings.Contains(d, "file too large") {
 		t.Errorf("mqstat -j does not say the output was lost:\n%s", d)
+	}
+	// mqstat --cat (--follow) of it says so too: a short or empty output
+	// must not pass for all of it (TestOutputLostToFileLimit's, under files).
+	for _, args := range [][]string{{"--cat", strconv.FormatInt(big, 10)}, {"--cat", strconv.FormatInt(big, 10), "--follow"}} {
+		if r := h.run("mqstat", args...); r.code != 1 || !strings.Contains(r.stderr, "stdout was lost") || !strings.Contains(r.stderr, "file too large") {
+			t.Errorf("mqstat %v: exit %d, %d bytes of stdout, stderr %q; want exit 1 and the loss on stderr", args, r.code, len(r.stdout), r.stderr)
+		}
 	}
 	// A new file is tried at most once a second: the jobs after it keep
 	// their output again, at the latest the first to start a second on.

@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/mq-hpc/mq/protocol"
 )
 
 // The SSH suites drive `cls serve --ssh` with the system OpenSSH client as
@@ -461,10 +463,18 @@ func privateKeyForms(t *testing.T, path string) []string {
 
 // TestSSHAgentStagesOutput: a remote agent's jobs' stdout and stderr reach
 // the CLS host, where mqstat --output prints them; outputs over 1 MiB go in
-// chunks and arrive byte for byte.
+// chunks and arrive byte for byte. In either output mode: files (each
+// output copied on its own) and the default, streams (the agent's stream
+// file shipped in pieces, the CLS's copy the very bytes of the agent's).
 func TestSSHAgentStagesOutput(t *testing.T) {
+	for _, mode := range []string{"streams", "files"} {
+		t.Run(mode, func(t *testing.T) { testSSHAgentStagesOutput(t, mode) })
+	}
+}
+
+func testSSHAgentStagesOutput(t *testing.T, mode string) {
 	h := newHarness(t)
-	s := h.startSSHCLS("--local", "0", "--output", "files")
+	s := h.startSSHCLS("--local", "0", "--output", mode)
 	a := s.startAgent(agentOpts{key: h.newKey("placeholder", "ph"), site: "far"})
 
 	small := h.submit("small", "echo out-$MQ_JOB_ID; echo err-$MQ_ATTEMPT >&2")
@@ -504,9 +514,27 @@ func TestSSHAgentStagesOutput(t *testing.T) {
 		t.Errorf("--output %d --stderr: %s, want %s", big, sum([]byte(got)), sum(bigErr))
 	}
 
+	d := h.sshJob(big)
+	if mode == "streams" {
+		// Both outputs in a stream file of the CLS's, the copy of the
+		// agent's own.
+		streams := filepath.Join(h.home, "output", protocol.StreamDir) + "/"
+		for _, e := range []*protocol.StreamExtent{d.StdoutStream, d.StderrStream} {
+			if e == nil || !strings.HasPrefix(e.Path, streams) {
+				t.Fatalf("job %d: stdout stream %+v, stderr stream %+v; want both under %s", big, d.StdoutStream, d.StderrStream, streams)
+			}
+			cp := readFile(t, e.Path)
+			if site := readFile(t, filepath.Join(a.out, protocol.StreamDir, filepath.Base(e.Path))); cp != site {
+				t.Errorf("%s: the CLS's copy (%d bytes) is not the agent's file (%d bytes)", e.Path, len(cp), len(site))
+			}
+		}
+		if d.Site != "far" {
+			t.Errorf("job %d: site %q, want far", big, d.Site)
+		}
+		return
+	}
 	// mqstat -j says where each file is: the agent's on its host, the copy
 	// in the CLS's output directory.
-	d := h.sshJob(big)
 	if d.Site != "far" || !strings.HasPrefix(d.Stdout, a.out+"/") || !strings.HasPrefix(d.Stderr, a.out+"/") {
 		t.Errorf("job %d: site %q, stdout %q, stderr %q; want site far and files under the agent's %s", big, d.Site, d.Stdout, d.Stderr, a.out)
 	}
@@ -778,13 +806,20 @@ func TestSSHWalltime(t *testing.T) {
 
 // TestSSHAgentOtherUser: the agent runs as another, unprivileged user than
 // the CLS (root here): its jobs run as that user and their output reaches
-// the CLS.
+// the CLS; in either output mode (files, and the default, streams: the
+// agent's stream file is that user's, the CLS's copy the CLS's user's).
 func TestSSHAgentOtherUser(t *testing.T) {
+	for _, mode := range []string{"streams", "files"} {
+		t.Run(mode, func(t *testing.T) { testSSHAgentOtherUser(t, mode) })
+	}
+}
+
+func testSSHAgentOtherUser(t *testing.T, mode string) {
 	u, uid, gid := otherUser(t)
 	name := u.Username
 
 	h := newHarness(t)
-	s := h.startSSHCLS("--local", "0", "--output", "files")
+	s := h.startSSHCLS("--local", "0", "--output", mode)
 	ph := h.newKey("placeholder", "ph")
 
 	// The agent's world, owned by mqagent: a directory in its home with the
@@ -837,9 +872,15 @@ func TestSSHAgentOtherUser(t *testing.T) {
 	// Files: what the job made and its output on the agent side belong to
 	// mqagent; the copies on the CLS side to the CLS's user.
 	jd := h.sshJob(id)
-	for path, wantUID := range map[string]int{
-		filepath.Join(work, "made-by-job"): uid, jd.Stdout: uid, jd.StdoutCopy: os.Geteuid(),
-	} {
+	owners := map[string]int{filepath.Join(work, "made-by-job"): uid, jd.Stdout: uid, jd.StdoutCopy: os.Geteuid()}
+	if mode == "streams" {
+		if jd.StdoutStream == nil {
+			t.Fatalf("job %d's stdout is not in a stream: %+v", id, jd)
+		}
+		owners = map[string]int{filepath.Join(work, "made-by-job"): uid,
+			filepath.Join(a.out, protocol.StreamDir, filepath.Base(jd.StdoutStream.Path)): uid, jd.StdoutStream.Path: os.Geteuid()}
+	}
+	for path, wantUID := range owners {
 		st, err := os.Stat(path)
 		if err != nil {
 			t.Errorf("%v", err)

@@ -578,10 +578,11 @@ func TestLogJSONReopenOnSIGHUP(t *testing.T) {
 // run cls dashboard url on the owner's home); a flood of 2,000 held
 // connections costs the CLS at most its connection cap in descriptors,
 // and the owner's browser session and mqstat --cat --follow go on
-// meanwhile.
+// meanwhile. Under the default output, streams (mqstat --cat --follow of
+// a streamed job is TestFollowLocal's in both modes).
 func TestDashboardOtherUserAndFlood(t *testing.T) {
 	h := newHarness(t)
-	h.startCLS("--local", "1", "--http", "127.0.0.1:0", "--output", "files")
+	h.startCLS("--local", "1", "--http", "127.0.0.1:0")
 	addr, token := h.dashboardAddr()
 	base := "http://" + addr
 	const canary = "Bearer-canary-e2e-77c1"

@@ -234,8 +234,6 @@ func (a *Agent) openOutput(s *sink) (io.WriteCloser, error) {
 	return create(s.path)
 }
 
-// overLimit is nil for errOverLimit: reaching the limit is the job's
-// outcome (its reason), not output lost.
 // markCut marks a streamed output cut when err says the attempt's limit
 // (its cap, or the output reserve) dropped its bytes: its reported extent
 // says so, and mqstat -j with it.
@@ -245,6 +243,8 @@ func (s *sink) markCut(err error) {
 	}
 }
 
+// overLimit is nil for errOverLimit: reaching the limit is the job's
+// outcome (its reason), not output lost.
 func overLimit(err error) error {
 	if errors.Is(err, errOverLimit) {
 		return nil

@@ -114,12 +114,19 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	jd := jobData{D: d, Follow: s.cfg.Follow != nil && d.State == string(job.Executing)}
+	jd := jobData{D: d, Follow: s.cfg.Follow != nil && handedOut(d.State)}
 	var t1, t2 bool
 	jd.Stdout, jd.StdoutNote, t1 = s.output(d, d.Stdout, d.StdoutCopy, d.StdoutStream, outstream.Stdout)
 	jd.Stderr, jd.StderrNote, t2 = s.output(d, d.Stderr, d.StderrCopy, d.StderrStream, outstream.Stderr)
 	jd.Truncated = t1 || t2
 	s.page(w, "job.html", jd)
+}
+
+// handedOut says whether a job in state runs on a placeholder: E, or P
+// (prefetched: handed out ahead, about to start), whose output the page
+// follows as for E.
+func handedOut(state string) bool {
+	return state == string(job.Executing) || state == string(job.Prefetched)
 }
 
 // output reads the end of one of a job's outputs (stream) where the
@@ -140,7 +147,7 @@ func (s *Server) output(d protocol.JobDetail, path, cp string, ext *protocol.Str
 	}
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		if cp != "" && d.State == string(job.Executing) {
+		if cp != "" && handedOut(d.State) {
 			return "", fmt.Sprintf("running on host %s: its output is copied here when it ends", protocol.ClipText(d.Host, 200)), false
 		}
 		return "", "no output", false

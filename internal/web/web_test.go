@@ -66,6 +66,10 @@ func (f *fakeSource) JobsPage(_ context.Context, st protocol.Stat, after int64, 
 }
 
 func (f *fakeSource) Job(_ context.Context, id int64) (protocol.JobDetail, error) {
+	if id == 10 { // handed out ahead, not started yet
+		return protocol.JobDetail{JobInfo: protocol.JobInfo{ID: 10, Queue: "default", Target: "t", State: "P", Attempts: 1, Site: "local", Host: "h"},
+			Stdout: "/nowhere/0/10.1.out", Stderr: "/nowhere/0/10.1.err"}, nil
+	}
 	if id == 9 { // a placeholder that streams: stdout in a stream file, stderr empty
 		return protocol.JobDetail{JobInfo: protocol.JobInfo{ID: 9, Queue: "default", Target: "t", State: "D", Attempts: 1, Site: "local", Host: "h"},
 			Stdout: "/nowhere/0/9.1.out", Stderr: "/nowhere/0/9.1.err", StdoutStream: f.ext}, nil
@@ -406,6 +410,14 @@ func TestFollowHook(t *testing.T) {
 		close(ch)
 		return ch, nil
 	}})
+	// A job handed out, started (E) or not yet (P), has its page follow
+	// its output; an ended one's does not.
+	for id, follows := range map[int]bool{10: true, 7: false} {
+		_, page := b.get(t, fmt.Sprintf("/job/%d", id))
+		if got := strings.Contains(page, "data-follow="); got != follows {
+			t.Errorf("job %d's page follows its output: %v, want %v", id, got, follows)
+		}
+	}
 	code, body := b.get(t, "/job/7/output/events")
 	if code != 200 || !strings.Contains(body, `data: "line one\npart"`) || !strings.Contains(body, "event: end\ndata: {\"name\":\"done\",\"state\":\"D\"}\n\n") {
 		t.Errorf("%d %q", code, body)

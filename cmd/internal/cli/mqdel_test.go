@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -135,4 +137,44 @@ func TestSelectionAtomic(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMqwaitInterrupted: an interrupt (Ctrl-C) ends mqwait with exit 130
+// and a line saying the jobs go on, not a context error: before it
+// reached the CLS, and while it follows the jobs.
+func TestMqwaitInterrupted(t *testing.T) {
+	t.Parallel()
+	for _, following := range []bool{false, true} {
+		tb := setup(t)
+		ids, err := tb.store.Submit(context.Background(), []protocol.JobSpec{{Target: "t", Command: "true", Cwd: "/tmp"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		o, e := &lineWriter{lines: make(chan string, 100)}, &bytes.Buffer{}
+		done := make(chan int, 1)
+		go func() { done <- Run(ctx, Mqwait(tb.env(o, e)), []string{"mqwait", strconv.FormatInt(ids[0], 10)}) }()
+		if following {
+			select { // its first progress line: it follows (no placeholder runs the job)
+			case <-o.lines:
+			case <-time.After(time.Minute):
+				t.Fatal("mqwait printed no progress in a minute")
+			}
+		}
+		cancel()
+		if code := <-done; code != ExitInterrupted || !strings.Contains(e.String(), "interrupted; the jobs go on") {
+			t.Errorf("following %v: exit %d, stderr %q; want %d and the jobs going on", following, code, e.String(), ExitInterrupted)
+		}
+	}
+}
+
+// lineWriter passes what is written to it, a write at a time, on lines.
+type lineWriter struct{ lines chan string }
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	select {
+	case w.lines <- string(p):
+	default:
+	}
+	return len(p), nil
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"time"
@@ -21,7 +22,8 @@ every job of a queue and/or target, or without any of these every job. On a
 terminal it shows a bar with the jobs ended, the rate, the done/failed
 counts and an ETA; otherwise a line whenever the counts change. Exits 0 when
 every job ended done, 1 naming those that did not (failed, blocked, or,
-for named jobs, deleted). Deleted jobs do not count in a queue or target.`
+for named jobs, deleted), 130 when interrupted (the jobs go on). Deleted
+jobs do not count in a queue or target.`
 	app.Flags = []cli.Flag{
 		&cli.StringFlag{Name: "q", Aliases: []string{"queue"}, Usage: "the jobs of this queue"},
 		&cli.StringFlag{Name: "t", Aliases: []string{"target"}, Usage: "the jobs of this target"},
@@ -57,17 +59,26 @@ for named jobs, deleted). Deleted jobs do not count in a queue or target.`
 		}
 		cl, err := Dial(c.Context, env, "mqwait")
 		if err != nil {
-			return err
+			return interruptedWait(c.Context, err)
 		}
 		defer cl.Close()
 		v := &progressView{out: c.App.Writer, tty: !c.Bool("Q") && isTerminal(c.App.Writer), plain: !c.Bool("Q")}
 		last, err := follow(c.Context, cl, req, v, c.Duration("timeout"))
 		if err != nil {
-			return err
+			return interruptedWait(c.Context, err)
 		}
 		return notDoneError(last)
 	}
 	return app
+}
+
+// interruptedWait is err, or, once ctx ended (Ctrl-C), exit 130 with a
+// line saying so: stopping the wait stops nothing else.
+func interruptedWait(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return exitError{code: ExitInterrupted, msg: "interrupted; the jobs go on (mqwait again to follow them)"}
+	}
+	return err
 }
 
 // parseRange parses FIRST-LAST; isRange is false for anything without a

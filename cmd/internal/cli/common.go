@@ -79,6 +79,16 @@ func OSEnv() Env {
 	return Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getwd: os.Getwd, Environ: os.Environ}
 }
 
+// interrupted is err, or, once ctx ended (Ctrl-C, SIGTERM), exit 130
+// with a line saying so and what goes on: a command that follows jobs
+// stops following, nothing else.
+func interrupted(ctx context.Context, err error, goesOn string) error {
+	if err != nil && ctx.Err() != nil {
+		return exitError{code: ExitInterrupted, msg: "interrupted; " + goesOn}
+	}
+	return err
+}
+
 // Main runs app with args and returns the exit status, printing any error
 // as one line on stderr prefixed by the command name.
 func Main(ctx context.Context, app *cli.App, args []string) int {

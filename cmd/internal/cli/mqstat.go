@@ -61,7 +61,7 @@ interrupted.`
 		// is --cat now (hq job cat); this keeps scripts working.
 		&cli.Int64Flag{Name: "output", Aliases: []string{"o"}, Hidden: true},
 		&cli.BoolFlag{Name: "stderr", Usage: "with --cat: print stderr instead"},
-		&cli.BoolFlag{Name: "f", Aliases: []string{"follow"}, Usage: "with --cat: print the output as it is written, until the job ends; exit as the job did"},
+		&cli.BoolFlag{Name: "f", Aliases: []string{"follow"}, Usage: "with --cat: print the output as it is written, until the job ends; exit as the job did (130 if interrupted: the job goes on)"},
 		&cli.BoolFlag{Name: "acct", Usage: "accounting, like sacct: each attempt's host, start, elapsed time, CPU and max RSS, then a summary per target"},
 		&cli.BoolFlag{Name: "watch", Usage: "show the view again every INTERVAL (the argument after it, else --interval)"},
 		&cli.DurationFlag{Name: "interval", Value: 2 * time.Second, Usage: "with --watch: time between views"},
@@ -156,7 +156,8 @@ func mqstatFollow(c *cli.Context, cl *client.Client, w io.Writer, catID int64) e
 		bw = bufio.NewWriter(w)
 		defer bw.Flush()
 	}
-	return followOutput(c.Context, cl, bw, c.App.ErrWriter, catID, stream)
+	err := followOutput(c.Context, cl, bw, c.App.ErrWriter, catID, stream)
+	return interrupted(c.Context, err, fmt.Sprintf("job %d goes on (mqstat --cat %d --follow again to follow it)", catID, catID))
 }
 
 // mqstatCat is --cat ID: the job's output.

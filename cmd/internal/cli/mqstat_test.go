@@ -375,3 +375,25 @@ func TestMqstatNothingWritten(t *testing.T) {
 		t.Errorf("mqstat -j 1 says\n%s\nwant its stdout file and \"stderr: nothing written\"", o.String())
 	}
 }
+
+// TestMqstatFollowInterrupted: Ctrl-C on mqstat --cat ID --follow, as on
+// tail -f, stops the following with exit 130 and a line saying the job
+// goes on, not a context error.
+func TestMqstatFollowInterrupted(t *testing.T) {
+	t.Parallel()
+	replies := map[string]clitest.Reply{protocol.OpOutputStream.Name: {Stream: []any{protocol.OutputFrame{Attempt: 1, Data: []byte("first line\n")}}, Hold: true}}
+	o, e := &lineWriter{lines: make(chan string, 100)}, &bytes.Buffer{}
+	env := Env{Stdin: strings.NewReader(""), Stdout: o, Stderr: e, Getwd: os.Getwd, Dial: clitest.Dial(replies)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() { done <- Run(ctx, Mqstat(env), []string{"mqstat", "--cat", "5", "--follow"}) }()
+	select {
+	case <-o.lines: // it follows
+	case <-time.After(time.Minute):
+		t.Fatal("mqstat --follow printed nothing in a minute")
+	}
+	cancel()
+	if code := <-done; code != ExitInterrupted || !strings.Contains(e.String(), "interrupted; job 5 goes on") {
+		t.Errorf("exit %d, stderr %q; want %d and the job going on", code, e.String(), ExitInterrupted)
+	}
+}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"strconv"
 	"strings"
 	"time"
@@ -59,26 +58,17 @@ jobs do not count in a queue or target.`
 		}
 		cl, err := Dial(c.Context, env, "mqwait")
 		if err != nil {
-			return interruptedWait(c.Context, err)
+			return interrupted(c.Context, err, "the jobs go on (mqwait again to follow them)")
 		}
 		defer cl.Close()
 		v := &progressView{out: c.App.Writer, tty: !c.Bool("Q") && isTerminal(c.App.Writer), plain: !c.Bool("Q")}
 		last, err := follow(c.Context, cl, req, v, c.Duration("timeout"))
 		if err != nil {
-			return interruptedWait(c.Context, err)
+			return interrupted(c.Context, err, "the jobs go on (mqwait again to follow them)")
 		}
 		return notDoneError(last)
 	}
 	return app
-}
-
-// interruptedWait is err, or, once ctx ended (Ctrl-C), exit 130 with a
-// line saying so: stopping the wait stops nothing else.
-func interruptedWait(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return exitError{code: ExitInterrupted, msg: "interrupted; the jobs go on (mqwait again to follow them)"}
-	}
-	return err
 }
 
 // parseRange parses FIRST-LAST; isRange is false for anything without a

@@ -23,6 +23,9 @@ type Reply struct {
 	Bodies []any
 	// Seen, if set, is given the request's body before the reply is sent.
 	Seen func(body json.RawMessage)
+	// Hold, if set, sends the Stream frames and then nothing more: the
+	// request stays open (a follow of a job that runs on).
+	Hold bool
 }
 
 // Dial returns a dial function whose connections are served from replies
@@ -74,6 +77,9 @@ func serve(c net.Conn, replies map[string]Reply) {
 		}
 		for _, f := range rep.Stream {
 			write(protocol.Response{ID: req.ID, More: true, Body: body(f)})
+		}
+		if rep.Hold {
+			continue
 		}
 		if rep.Err != nil {
 			write(protocol.Response{ID: req.ID, Err: rep.Err})

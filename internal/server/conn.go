@@ -399,11 +399,13 @@ func (c *conn) reply(id uint64, body any, err error) error {
 				c.log.Debug("request ended with its connection", "id", id, "err", err)
 				return nil
 			}
-			// Through the limiter: while the disk has no room, every
-			// request is answered so, and a line each would fill the
-			// room freed for deletes. The text may quote a peer's path.
+			// Through the limiter, by message, whoever asked: while the
+			// disk has no room every request of every peer is answered
+			// so, and a line each (or a line a minute per placeholder)
+			// would fill the room freed for deletes. The text may quote
+			// a peer's path.
 			msg := logguard.Clip(err.Error(), 1024)
-			c.limiter().Error(c.identity+"\x00internal\x00"+logguard.Clip(msg, 120), "request failed", "peer", c.identity, "id", id, "err", msg)
+			c.limiter().Error("\x00internal\x00"+logguard.Clip(msg, 120), "request failed", "peer", c.identity, "id", id, "err", msg)
 		}
 	} else if body != nil {
 		b, merr := json.Marshal(body)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -47,14 +48,21 @@ func TestInternalRepliesLogLimited(t *testing.T) {
 	Route(srv, protocol.OpSiteList, func(context.Context, protocol.Empty) (protocol.SiteList, error) {
 		return protocol.SiteList{}, protocol.Errorf(protocol.CodeInternal, "metaqueue storage failure: database or disk is full (13): nothing was changed; free space on the filesystem of /home/u/.mq and try again")
 	})
+	// One peer asking 2,000 times, then 200 peers (a fleet of
+	// placeholders, each its own key) asking once each.
 	p := connect(t, srv, protocol.RoleUser)
 	p.hello("")
-	const n = 2000
+	const n, peers = 2000, 200
 	for range n {
 		p.fails(protocol.OpSiteList.Name, nil, protocol.CodeInternal)
 	}
+	for i := range peers {
+		q := connectAs(t, srv, Peer{MaxRole: protocol.RoleUser, Identity: fmt.Sprintf("ssh-key:SHA256:%d", i)})
+		q.hello("")
+		q.fails(protocol.OpSiteList.Name, nil, protocol.CodeInternal)
+	}
 	srv.FlushLog()
 	if lines := strings.Count(buf.String(), "\n"); lines > 10 {
-		t.Fatalf("%d requests answered internal made %d log lines (%d bytes)", n, lines, len(buf.String()))
+		t.Fatalf("%d requests answered internal made %d log lines (%d bytes)", n+peers, lines, len(buf.String()))
 	}
 }

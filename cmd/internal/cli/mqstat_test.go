@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/urfave/cli/v2"
+
 	"github.com/mq-hpc/mq/cmd/internal/cli/clitest"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
@@ -395,5 +397,29 @@ func TestMqstatFollowInterrupted(t *testing.T) {
 	cancel()
 	if code := <-done; code != ExitInterrupted || !strings.Contains(e.String(), "interrupted; job 5 goes on") {
 		t.Errorf("exit %d, stderr %q; want %d and the job going on", code, e.String(), ExitInterrupted)
+	}
+}
+
+// TestPurgeInterrupted: Ctrl-C on cls purge exits 130 saying the batches
+// purged so far stay purged, not 1 with a context error.
+func TestPurgeInterrupted(t *testing.T) {
+	t.Parallel()
+	asked := make(chan struct{})
+	replies := map[string]clitest.Reply{protocol.OpPurge.Name: {Hold: true, Seen: func(json.RawMessage) { close(asked) }}}
+	var o, e bytes.Buffer
+	env := Env{Stdin: strings.NewReader(""), Stdout: &o, Stderr: &e, Getwd: os.Getwd, Dial: clitest.Dial(replies)}
+	app := NewApp("cls", "test", env)
+	app.Commands = []*cli.Command{Purge(env)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() { done <- Run(ctx, app, []string{"cls", "purge", "--ended-before", "7d"}) }()
+	select {
+	case <-asked: // the CLS is purging
+	case <-time.After(time.Minute):
+		t.Fatal("cls purge sent no request in a minute")
+	}
+	cancel()
+	if code := <-done; code != ExitInterrupted || !strings.Contains(e.String(), "interrupted; the batches purged so far stay purged") {
+		t.Errorf("exit %d, stderr %q; want %d and what stays", code, e.String(), ExitInterrupted)
 	}
 }

@@ -77,7 +77,7 @@ the output bytes freed.`,
 			defer cl.Close()
 			reply, err := client.Do(c.Context, cl, protocol.OpPurge, req)
 			if err != nil {
-				return err
+				return interrupted(c.Context, err, "the batches purged so far stay purged (cls purge again for the rest)")
 			}
 			verb := "purged"
 			if req.DryRun {

@@ -133,6 +133,11 @@ func Run(ctx context.Context, app *cli.App, args []string) int {
 	case isFlagError(err):
 		fmt.Fprintf(app.ErrWriter, "%s: %s (see %s --help)\n", name, protocol.Printable(oneLine(FlagMessage(err))), name)
 		return ExitUsage
+	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+		// Ctrl-C where the command has nothing more to say (interrupted
+		// says what goes on where it has).
+		fmt.Fprintf(app.ErrWriter, "%s: interrupted\n", name)
+		return ExitInterrupted
 	}
 	// Error messages quote names, hosts, paths and reasons from peers:
 	// escaped, nothing in them reaches the terminal raw.

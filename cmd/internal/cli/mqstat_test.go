@@ -423,3 +423,26 @@ func TestPurgeInterrupted(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want %d and what stays", code, e.String(), ExitInterrupted)
 	}
 }
+
+// TestInterruptedRequest: Ctrl-C on a command with nothing more to say
+// (a request under way) exits 130 with "interrupted", not 1 with a
+// context error.
+func TestInterruptedRequest(t *testing.T) {
+	t.Parallel()
+	asked := make(chan struct{})
+	replies := map[string]clitest.Reply{protocol.OpJob.Name: {Hold: true, Seen: func(json.RawMessage) { close(asked) }}}
+	var o, e bytes.Buffer
+	env := Env{Stdin: strings.NewReader(""), Stdout: &o, Stderr: &e, Getwd: os.Getwd, Dial: clitest.Dial(replies)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() { done <- Run(ctx, Mqstat(env), []string{"mqstat", "-j", "5"}) }()
+	select {
+	case <-asked:
+	case <-time.After(time.Minute):
+		t.Fatal("mqstat sent no request in a minute")
+	}
+	cancel()
+	if code := <-done; code != ExitInterrupted || e.String() != "mqstat: interrupted\n" {
+		t.Errorf("exit %d, stderr %q; want %d and \"mqstat: interrupted\"", code, e.String(), ExitInterrupted)
+	}
+}

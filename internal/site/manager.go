@@ -308,6 +308,7 @@ func (m *Manager) Remove(ctx context.Context, name string) (protocol.SiteInfo, e
 	}
 	info := m.infoLocked(ms)
 	info.Queued, info.Running = queued, running // what was cancelled
+	info.Error = ""                             // the site's last trouble is not the removal's
 	m.mu.Unlock()
 	for _, id := range gone {
 		m.Store.PlaceholderGone(ctx, id)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,6 +54,12 @@ type Remote struct {
 	dataRoot string // absolute: where staged files live on the login host; "" with SharedFS
 	tunnel   int    // port of the reverse forward on the login host
 	addr     string // where placeholders dial the CLS (through the login host in tunnel mode)
+	// agentBin and via are the agent's path on the login host and its
+	// tunnel arguments, for the batch script; rescript asks for the
+	// script anew on the open connection (Retarget).
+	agentBin string
+	via      []string
+	rescript bool
 }
 
 var _ Site = (*Remote)(nil)
@@ -78,6 +85,12 @@ func (s *Remote) runner(ctx context.Context) (Runner, error) {
 			}
 		}
 	}
+	if s.r != nil && s.rescript {
+		if err := s.writeScript(ctx, s.r); err != nil {
+			return nil, err
+		}
+		s.rescript = false
+	}
 	if s.r != nil {
 		return s.r, nil
 	}
@@ -89,8 +102,25 @@ func (s *Remote) runner(ctx context.Context) (Runner, error) {
 		r.Close()
 		return nil, err
 	}
-	s.r = r
+	s.r, s.rescript = r, false
 	return r, nil
+}
+
+// Retarget makes the placeholders submitted from now on run as next's
+// would (cls site set changed their slots, walltime, resources...): its
+// spec and batch system are taken and the batch script is written anew
+// at the next call, on the open connection to the login host, so a
+// tunnel's forward stays where the running placeholders reach the CLS.
+// It reports whether next is a cluster site too.
+func (s *Remote) Retarget(next Site) bool {
+	n, ok := next.(*Remote)
+	if !ok {
+		return false
+	}
+	s.mu.Lock()
+	s.Spec, s.Batch, s.rescript = n.Spec, n.Batch, true
+	s.mu.Unlock()
+	return true
 }
 
 // drop forgets a connection that failed, so the next call reconnects.
@@ -187,9 +217,9 @@ func (s *Remote) prepare(ctx context.Context, r Runner) error {
 		return err
 	}
 	addr := s.CLSAddr
-	var via []string
+	s.agentBin, s.via = remoteBin, nil
 	if s.Spec.Connect == Tunnel {
-		if via, err = s.openTunnel(ctx, r); err != nil {
+		if s.via, err = s.openTunnel(ctx, r); err != nil {
 			return err
 		}
 		addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.tunnel))
@@ -198,9 +228,15 @@ func (s *Remote) prepare(ctx context.Context, r Runner) error {
 		return ErrNoEndpoint
 	}
 	s.addr = addr
+	return s.writeScript(ctx, r)
+}
+
+// writeScript writes the placeholders' batch script for the site's spec
+// on the login host prepared.
+func (s *Remote) writeScript(ctx context.Context, r Runner) error {
 	wall := protocol.Duration(s.Spec.Walltime)
 	args := []string{
-		"--cls", addr, "--host-key", s.HostKey, "--key", path.Join(s.base, "key"),
+		"--cls", s.addr, "--host-key", s.HostKey, "--key", path.Join(s.base, "key"),
 		"--site", s.Spec.Name,
 	}
 	args = append(args, AgentArgs(s.Spec, s.Spec.Mem)...)
@@ -212,10 +248,10 @@ func (s *Remote) prepare(ctx context.Context, r Runner) error {
 	if s.dataRoot != "" {
 		args = append(args, "--data-root", s.dataRoot)
 	}
-	args = append(args, via...)
+	args = append(args, s.via...)
 	req := batch.Request{Name: s.JobName, Queue: s.Spec.Queue, Walltime: wall, Slots: s.Spec.Slots, Mem: s.Spec.Mem, GPUs: s.Spec.GPUs, PE: s.Spec.PE, LogDir: path.Join(s.base, "log")}
 	s.script = path.Join(s.base, "placeholder.sh")
-	if _, err := r.Put(ctx, s.script, []byte(batch.Script(s.Batch, req, remoteBin, args)), 0o700); err != nil {
+	if _, err := r.Put(ctx, s.script, []byte(batch.Script(s.Batch, req, s.agentBin, args)), 0o700); err != nil {
 		return err
 	}
 	return nil
@@ -297,7 +333,13 @@ func (s *Remote) openTunnel(ctx context.Context, r Runner) ([]string, error) {
 		return nil, errors.New("tunnel: this connection to the login host cannot forward ports")
 	}
 	// Ask for the port we had, so placeholders started before a
-	// reconnect find the CLS again.
+	// reconnect find the CLS again; after a restart of the CLS, the port
+	// this site's line on the login host permits (where they dial).
+	if s.tunnel == 0 {
+		if out, err := r.Run(ctx, tunnelLineCommand(s.JobName)); err == nil {
+			s.tunnel = permittedPort(out)
+		}
+	}
 	port, err := t.Forward(net.JoinHostPort("127.0.0.1", strconv.Itoa(s.tunnel)), s.DialCLS)
 	if err != nil && s.tunnel != 0 {
 		port, err = t.Forward("127.0.0.1:0", s.DialCLS)
@@ -331,6 +373,26 @@ func TunnelKeyLine(pub ssh.PublicKey, port int, jobName string) string {
 }
 
 func tunnelMark(jobName string) string { return "mq-tunnel:" + jobName }
+
+// tunnelLineCommand prints this site's line in authorized_keys, if any.
+func tunnelLineCommand(jobName string) string {
+	return `f="$HOME/.ssh/authorized_keys"; [ -f "$f" ] || exit 0; grep ' '` + Quote(tunnelMark(jobName)) + `'$' "$f"; true`
+}
+
+var permitOpen = regexp.MustCompile(`permitopen="127\.0\.0\.1:([0-9]{1,5})"`)
+
+// permittedPort is the port a tunnel line permits (TunnelKeyLine), 0 if
+// none is.
+func permittedPort(line []byte) int {
+	m := permitOpen.FindSubmatch(line)
+	if m == nil {
+		return 0
+	}
+	if port, err := strconv.Atoi(string(m[1])); err == nil && port > 0 && port < 65536 {
+		return port
+	}
+	return 0
+}
 
 // authorizeCommand puts line in ~/.ssh/authorized_keys in place of this
 // site's earlier one (unless it is there already), under a lock where

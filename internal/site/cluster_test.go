@@ -4,9 +4,13 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/pem"
+	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -168,5 +172,133 @@ func TestPrepareDataRoot(t *testing.T) {
 				t.Errorf("Files over a runner without SFTP: %q, %v", root, err)
 			}
 		})
+	}
+}
+
+// tunnelRunner is shRunner that can forward: it records the binds asked
+// for and binds the port asked, but taken, or free for port 0.
+type tunnelRunner struct {
+	shRunner
+	binds       *[]string
+	taken, free int
+}
+
+func (r tunnelRunner) Forward(bind string, _ func() (net.Conn, error)) (int, error) {
+	*r.binds = append(*r.binds, bind)
+	_, p, _ := net.SplitHostPort(bind)
+	port, _ := strconv.Atoi(p)
+	if port == r.taken && port != 0 {
+		return 0, errors.New("address in use")
+	}
+	if port == 0 {
+		port = r.free
+	}
+	return port, nil
+}
+
+func (tunnelRunner) HostKey() ssh.PublicKey {
+	pub, _, _ := ed25519.GenerateKey(rand.Reader)
+	pk, _ := ssh.NewPublicKey(pub)
+	return pk
+}
+
+// A tunnel site keeps the port its running placeholders dial: a CLS
+// restarted asks the login host for the port its line there permits, and
+// cls site set rewrites the batch script on the open connection, its
+// forward untouched.
+func TestTunnelKeepsPort(t *testing.T) {
+	agent := filepath.Join(t.TempDir(), "mqagent")
+	os.WriteFile(agent, []byte("#!/bin/sh\n"), 0o755)
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := pem.EncodeToMemory(block)
+	spec := protocol.SiteSpec{Name: "s", Type: Slurm, SSH: "u@h", Connect: Tunnel, Walltime: 3600, Slots: 1}
+	if err := Validate(&spec); err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	open := func(spec protocol.SiteSpec, taken, free int) (*Remote, *[]string) {
+		binds := &[]string{}
+		return &Remote{Spec: spec, Batch: ForType(spec.Type), JobName: "mq-s-x", Dir: ".mq-sites/x", Key: key,
+			Agent:   func(string, string) (string, error) { return agent, nil },
+			DialCLS: func() (net.Conn, error) { return nil, errors.New("unused") },
+			Dial:    func(context.Context) (Runner, error) { return tunnelRunner{shRunner{home}, binds, taken, free}, nil },
+		}, binds
+	}
+	script := func(r *Remote) string {
+		b, err := os.ReadFile(r.script)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	// The first CLS: a port of the login host's choosing.
+	first, binds := open(spec, 0, 5000)
+	if _, err := first.runner(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if first.tunnel != 5000 || !strings.Contains(script(first), "127.0.0.1:5000") {
+		t.Fatalf("first tunnel: port %d, binds %v", first.tunnel, *binds)
+	}
+	// Restarted: the port its line permits.
+	again, binds := open(spec, 0, 5001)
+	if _, err := again.runner(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(*binds) != 1 || (*binds)[0] != "127.0.0.1:5000" || again.tunnel != 5000 {
+		t.Errorf("after a restart: binds %v, port %d; want 127.0.0.1:5000 asked and kept", *binds, again.tunnel)
+	}
+	// That port taken meanwhile: another, and the line follows it.
+	taken, tbinds := open(spec, 5000, 6000)
+	if _, err := taken.runner(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(*tbinds, " "); got != "127.0.0.1:5000 127.0.0.1:0" || taken.tunnel != 6000 {
+		t.Errorf("port taken: binds %s, port %d; want the old port asked, then any (6000)", got, taken.tunnel)
+	}
+	if ak, _ := os.ReadFile(filepath.Join(home, ".ssh", "authorized_keys")); permittedPort(ak) != 6000 {
+		t.Errorf("the line permits %d, want 6000:\n%s", permittedPort(ak), ak)
+	}
+	// cls site set: the script anew with the new walltime, no new forward.
+	spec2 := spec
+	spec2.Walltime = 7200
+	next, _ := open(spec2, 0, 5002)
+	if !again.Retarget(next) {
+		t.Fatal("a cluster site does not retarget to a cluster site")
+	}
+	before := len(*binds)
+	if _, err := again.runner(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if s := script(again); !strings.Contains(s, "127.0.0.1:5000") || !strings.Contains(s, "--walltime 1h55m") {
+		t.Errorf("after set: script\n%s\nwant the same port and the new walltime", s)
+	}
+	if len(*binds) != before {
+		t.Errorf("set forwarded again: %v", *binds)
+	}
+	if again.Retarget(&Processes{}) {
+		t.Error("a cluster site retargets to a local one")
+	}
+}
+
+// permittedPort reads the port of a tunnel line, and nothing else.
+func TestPermittedPort(t *testing.T) {
+	pub, _, _ := ed25519.GenerateKey(rand.Reader)
+	pk, _ := ssh.NewPublicKey(pub)
+	for _, tc := range []struct {
+		line string
+		want int
+	}{
+		{TunnelKeyLine(pk, 4711, "mq-s-x"), 4711},
+		{"", 0},
+		{`permitopen="127.0.0.1:99999"`, 0},
+		{`permitopen="10.0.0.1:22"`, 0},
+	} {
+		if got := permittedPort([]byte(tc.line)); got != tc.want {
+			t.Errorf("permittedPort(%q) = %d, want %d", tc.line, got, tc.want)
+		}
 	}
 }

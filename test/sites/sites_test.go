@@ -5,16 +5,20 @@ package sites
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mq-hpc/mq/protocol"
 )
 
 // A 300-job DAG runs across an SGE, a Slurm and a PBS site at once (SGE
@@ -267,6 +271,48 @@ func TestTunnel(t *testing.T) {
 	}
 	if !strings.Contains(string(script), "--cls 127.0.0.1:") || !strings.Contains(string(script), "--via mquser@10.203.0.1:") {
 		t.Errorf("placeholders do not reach the forward through the login host:\n%s", script)
+	}
+
+	// A placeholder runs a job through the tunnel while the site is set
+	// anew (--idle reopens it) and while the CLS is killed and started
+	// again: the forward keeps its port, the placeholder finds the CLS
+	// there, and the job ends done in its first attempt.
+	scriptPath := filepath.Join("/home/mquser/.mq-sites", hex.EncodeToString(sum[:3]), "tun/placeholder.sh")
+	portOf := func() string {
+		b, err := os.ReadFile(scriptPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(`--cls 127\.0\.0\.1:([0-9]+)`).FindSubmatch(b)
+		if m == nil {
+			t.Fatalf("no tunnel port in the script:\n%s", b)
+		}
+		return string(m[1])
+	}
+	port := portOf()
+	gate := filepath.Join(os.TempDir(), fmt.Sprintf("mqtun-gate-%d", os.Getpid()))
+	os.Remove(gate)
+	t.Cleanup(func() { os.Remove(gate) })
+	id := strings.TrimSpace(c.must("mqsub", "-q", "q", "long", fmt.Sprintf("while [ ! -e %s ]; do sleep 0.2; done", gate)))
+	eventually(t, 90*time.Second, "the long job executing", func() bool { return len(c.jobs("E")) == 1 })
+	c.must("cls", "site", "set", "tun", "--idle", "5s")
+	c.kill()
+	c.restart()
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var j protocol.JobDetail
+	eventually(t, 3*time.Minute, "the long job done", func() bool {
+		if err := json.Unmarshal([]byte(c.must("mqstat", "-j", id, "--json")), &j); err != nil {
+			t.Fatal(err)
+		}
+		return j.State == "D" || j.State == "F"
+	})
+	if j.State != "D" || j.Attempts != 1 {
+		t.Errorf("the job that ran across the set and the restart: state %s, %d attempts; want D in 1", j.State, j.Attempts)
+	}
+	if got := portOf(); got != port {
+		t.Errorf("the tunnel's port went from %s to %s", port, got)
 	}
 }
 

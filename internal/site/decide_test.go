@@ -156,11 +156,13 @@ func TestValidate(t *testing.T) {
 
 // fakeSite is a batch system in memory.
 type fakeSite struct {
-	mu          sync.Mutex
-	next        int
-	jobs        map[string]batch.State
-	listErr     error
-	startAtOnce bool // placeholders run as soon as submitted
+	mu           sync.Mutex
+	next         int
+	jobs         map[string]batch.State
+	listErr      error
+	startAtOnce  bool // placeholders run as soon as submitted
+	brokenAtOnce bool // placeholders go into the error state as soon as submitted (SGE's Eqw)
+	submitted    int
 }
 
 func (f *fakeSite) Submit(_ context.Context, n int) ([]string, error) {
@@ -174,6 +176,10 @@ func (f *fakeSite) Submit(_ context.Context, n int) ([]string, error) {
 		if f.startAtOnce {
 			f.jobs[id] = batch.Running
 		}
+		if f.brokenAtOnce {
+			f.jobs[id] = batch.Error
+		}
+		f.submitted++
 		ids = append(ids, id)
 	}
 	return ids, nil
@@ -668,4 +674,38 @@ func TestManagerClock(t *testing.T) {
 	if got := m.List()[0].QueueWaitS; got != 2*3600 {
 		t.Errorf("queue wait %v s, want 7200 by the clock", got)
 	}
+}
+
+// Placeholders that go into the batch system's error state (SGE's Eqw: a
+// -wd or project the cluster refuses) are cancelled, and the site is
+// degraded saying so and looked at less often, not resubmitted at every
+// poll; it recovers once a placeholder no longer errs.
+func TestBrokenPlaceholdersBackOff(t *testing.T) {
+	fs := &fakeSite{jobs: map[string]batch.State{}, brokenAtOnce: true}
+	st := &fakeStore{}
+	const poll = 5 * time.Millisecond
+	m := &Manager{Store: st, Poll: poll, Open: func(protocol.SiteSpec, func(int)) (Site, error) { return fs, nil }}
+	ctx := startManager(t, m)
+	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "c", Type: SGE, SSH: "u@h", Max: 1}); err != nil {
+		t.Fatal(err)
+	}
+	st.setReady(1)
+	eventually(t, "degraded", func() bool {
+		s := m.List()[0]
+		return s.State == StateDegraded && strings.Contains(s.Error, "error state")
+	})
+	fs.mu.Lock()
+	from := fs.submitted
+	fs.mu.Unlock()
+	// 64 polls: at once, one submission a poll; backing off (2 polls,
+	// doubling to 32), a few.
+	time.Sleep(64 * poll) // the window measured, not a condition awaited
+	fs.mu.Lock()
+	n := fs.submitted - from
+	fs.brokenAtOnce = false
+	fs.mu.Unlock()
+	if n > 16 {
+		t.Errorf("%d placeholders submitted in 64 polls of a site whose placeholders all err", n)
+	}
+	eventually(t, "recovered", func() bool { return m.List()[0].State == StateOK })
 }

@@ -328,6 +328,15 @@ func (m *Manager) act(ctx context.Context, ms *managed, w siteWork, acts siteAct
 			return fmt.Errorf("submit: %w", err)
 		}
 	}
+	if len(acts.broken) > 0 {
+		// A failing site, then: degraded with why, and looked at less
+		// often. A replacement will likely fail the same way (a -wd, a
+		// project or a resource the cluster refuses), and was submitted
+		// and cancelled again at every poll.
+		ids := acts.broken[:min(len(acts.broken), 5)]
+		return fmt.Errorf("%d placeholder(s) went into the batch system's error state and were cancelled (%s): check the site's --submit-args and what the batch system says of them (SGE: qstat -j ID while it waits)",
+			len(acts.broken), strings.Join(ids, ", "))
+	}
 	return nil
 }
 

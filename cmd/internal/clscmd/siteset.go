@@ -16,7 +16,7 @@ import (
 // change while it runs.
 func siteSetFlags() ([]cli.Flag, *siteSetValues) {
 	v := &siteSetValues{}
-	return append([]cli.Flag{
+	flags := append([]cli.Flag{
 		&cli.Float64Flag{Name: "price", Usage: "what one core-hour at the site costs (0 = free)", Destination: &v.price},
 		&cli.IntFlag{Name: "slots", Usage: "jobs (cores) per placeholder, for placeholders submitted from now on", Destination: &v.slots},
 		&cli.IntFlag{Name: "min", Usage: "placeholders to keep queued+running while there is work", Destination: &v.min},
@@ -25,7 +25,21 @@ func siteSetFlags() ([]cli.Flag, *siteSetValues) {
 		&cli.StringFlag{Name: "walltime", Usage: "each placeholder's batch time limit, for placeholders submitted from now on", Destination: &v.walltime},
 		&cli.StringFlag{Name: "idle", Usage: "a placeholder exits after this long without work, for placeholders submitted from now on", Destination: &v.idle},
 		&cli.StringFlag{Name: "output", Usage: "streams, files or default (as cls serve --output): how the site's placeholders keep jobs' stdout and stderr, for placeholders that connect from now on", Destination: &v.output},
-	}, v.size.flags(", for placeholders submitted from now on")...), v
+	}, v.size.flags(", for placeholders submitted from now on")...)
+	// A flag left out leaves its setting as it is: no default applies.
+	for _, f := range flags {
+		switch f := f.(type) {
+		case *cli.IntFlag:
+			f.DefaultText = "unchanged"
+		case *cli.Float64Flag:
+			f.DefaultText = "unchanged"
+		case *cli.StringFlag:
+			f.DefaultText = "unchanged"
+		case *cli.StringSliceFlag:
+			f.DefaultText = "unchanged"
+		}
+	}
+	return flags, v
 }
 
 type siteSetValues struct {
@@ -42,7 +56,7 @@ func siteSet(env mqcli.Env) *cli.Command {
 	flags, _ := siteSetFlags()
 	return &cli.Command{
 		Name:            "set",
-		Usage:           "change a site's price, slots, min, max, provisioning, walltime, idle timeout or output mode; its placeholders keep running",
+		Usage:           "change a site's price, placeholder size (slots or cpus, mem, gpus, resources), min, max, provisioning, walltime, idle timeout or output mode; its placeholders keep running",
 		ArgsUsage:       "NAME",
 		SkipFlagParsing: true,
 		Flags:           flags,

@@ -22,7 +22,7 @@ func (v *siteSize) flags(when string) []cli.Flag {
 	}
 	return []cli.Flag{
 		&cli.IntFlag{Name: "cpus", Usage: "cores per placeholder, the same as --slots" + when, Destination: &v.cpus, DefaultText: "--slots"},
-		&cli.StringFlag{Name: "mem", Usage: "memory per placeholder, `SIZE` (8G, 500M; 0 = the batch system's default): Slurm --mem, PBS select=1:mem, SGE h_vmem and mem_free per slot" + when, Destination: &v.mem},
+		&cli.StringFlag{Name: "mem", Usage: "memory per placeholder, `SIZE` (8G, 500M; 0 = the batch system's default): Slurm --mem, PBS select=1:mem, SGE mem_free per slot (and h_vmem from 4G a placeholder)" + when, Destination: &v.mem},
 		&cli.IntFlag{Name: "gpus", Usage: "GPUs per placeholder (Slurm --gres=gpu:N, PBS select=1:ngpus, SGE -l gpu=N)" + when, Destination: &v.gpus, DefaultText: "none"},
 		&cli.StringSliceFlag{Name: "resource", Usage: "a site-declared amount each placeholder holds, `NAME=N` (licences, scratch; repeat); the batch system is not asked for it" + when + replaces, Destination: &v.resources},
 	}

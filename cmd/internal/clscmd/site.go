@@ -74,10 +74,13 @@ func clsSite(env mqcli.Env) *cli.Command {
 					if err != nil {
 						return err
 					}
-					fmt.Fprintf(c.App.Writer, "removed site %s (%d queued and %d running placeholders cancelled)\n", protocol.Printable(si.Name), si.Queued, si.Running)
 					if si.Error != "" {
+						// The cancel failed: the counts are not of placeholders cancelled.
+						fmt.Fprintf(c.App.Writer, "removed site %s\n", protocol.Printable(si.Name))
 						fmt.Fprintf(c.App.ErrWriter, "cls: site %s: %s\n", protocol.Printable(si.Name), protocol.Printable(si.Error))
+						return nil
 					}
+					fmt.Fprintf(c.App.Writer, "removed site %s (%d queued and %d running placeholders cancelled)\n", protocol.Printable(si.Name), si.Queued, si.Running)
 					return nil
 				},
 			},

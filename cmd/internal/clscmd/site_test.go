@@ -204,3 +204,26 @@ func TestPrintSitesOutput(t *testing.T) {
 		t.Errorf("cls site list:\n%s", b.String())
 	}
 }
+
+// cls site remove says how many placeholders it cancelled, or, when the
+// cancel failed, that it removed the site and why the placeholders stay
+// (no count of placeholders that were not cancelled).
+func TestSiteRemoveSays(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		info     protocol.SiteInfo
+		out, err string
+	}{
+		{"cancelled", protocol.SiteInfo{SiteSpec: protocol.SiteSpec{Name: "g"}, Queued: 2, Running: 1},
+			"removed site g (2 queued and 1 running placeholders cancelled)\n", ""},
+		{"cancel failed", protocol.SiteInfo{SiteSpec: protocol.SiteSpec{Name: "g"}, Error: "could not cancel its placeholders (cancel them by hand): qdel: no"},
+			"removed site g\n", "cls: site g: could not cancel its placeholders (cancel them by hand): qdel: no\n"},
+	} {
+		var out, errOut bytes.Buffer
+		env := mqcli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Getwd: os.Getwd,
+			Dial: clitest.Dial(map[string]clitest.Reply{protocol.OpSiteRemove.Name: {Body: tc.info}})}
+		if code := mqcli.Run(context.Background(), Cls(env), []string{"cls", "site", "remove", "g"}); code != 0 || out.String() != tc.out || errOut.String() != tc.err {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want %q, %q", tc.name, code, out.String(), errOut.String(), tc.out, tc.err)
+		}
+	}
+}

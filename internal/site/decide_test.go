@@ -709,3 +709,23 @@ func TestBrokenPlaceholdersBackOff(t *testing.T) {
 	}
 	eventually(t, "recovered", func() bool { return m.List()[0].State == StateOK })
 }
+
+// Remove reports a failed cancel, not the site's last trouble: a site
+// degraded by a failed listing, removed once listing works, removes
+// cleanly.
+func TestRemoveNotLastTrouble(t *testing.T) {
+	fs := &fakeSite{jobs: map[string]batch.State{}, listErr: errors.New("cannot reach the login host")}
+	m := &Manager{Store: &fakeStore{}, Poll: time.Hour, Open: func(protocol.SiteSpec, func(int)) (Site, error) { return fs, nil }}
+	ctx := startManager(t, m)
+	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "c", Type: SGE, SSH: "u@h", Max: 1}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "degraded", func() bool { return m.List()[0].State == StateDegraded })
+	fs.mu.Lock()
+	fs.listErr = nil
+	fs.mu.Unlock()
+	info, err := m.Remove(ctx, "c")
+	if err != nil || info.Error != "" {
+		t.Errorf("Remove: %+v, %v; want no error (the cancel worked)", info.Error, err)
+	}
+}

@@ -319,6 +319,11 @@ type JobDetail struct {
 	// (cls serve --output streams): read it there, not at Stdout.
 	StdoutStream *StreamExtent `json:"stdout_stream,omitempty"`
 	StderrStream *StreamExtent `json:"stderr_stream,omitempty"`
+	// Streaming says the current attempt, not ended, writes its output
+	// into its placeholder's stream files, as the CLS asked (its site's
+	// and queue's output mode): Stdout and Stderr name no file, and the
+	// streams' extents are known when it ends.
+	Streaming bool `json:"streaming,omitempty"`
 	// OutputLost says why the current attempt's output was not (wholly)
 	// kept: where the placeholder writes it or in the CLS's copy.
 	OutputLost string         `json:"output_lost,omitempty"`

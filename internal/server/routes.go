@@ -67,7 +67,11 @@ var builtin = routeTable(
 		if b.Output {
 			return c.s.Store.Inspect().JobOutput(ctx, b.ID)
 		}
-		return c.s.Store.Inspect().Job(ctx, b.ID)
+		d, err := c.s.Store.Inspect().Job(ctx, b.ID)
+		if err == nil {
+			d.Streaming, err = c.s.streaming(ctx, d)
+		}
+		return d, err
 	}),
 	handle(protocol.OpSummary, func(ctx context.Context, c *conn, _ protocol.Empty) (protocol.SummaryReply, error) {
 		qs, err := c.s.Store.Summary(ctx)

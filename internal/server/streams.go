@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/mq-hpc/mq/internal/outstream"
+	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -194,4 +195,25 @@ func (s *Server) outputFiles(site string) bool {
 		}
 	}
 	return s.OutputFiles
+}
+
+// streaming says whether job d's current attempt, not ended, writes its
+// output into its placeholder's stream files (JobDetail.Streaming): no
+// file per output was asked of its placeholder (outputFiles) nor of its
+// job's queue.
+func (s *Server) streaming(ctx context.Context, d protocol.JobDetail) (bool, error) {
+	running := d.State == string(job.Executing) || d.State == string(job.Prefetched)
+	if !running || d.Finished != "" || d.Site == "" || d.StdoutStream != nil || d.StderrStream != nil || s.outputFiles(d.Site) {
+		return false, nil
+	}
+	qs, err := s.Store.Queues(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, q := range qs {
+		if q.Name == d.Queue {
+			return q.Output != protocol.OutputModeFiles, nil
+		}
+	}
+	return true, nil
 }

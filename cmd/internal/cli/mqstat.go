@@ -294,6 +294,8 @@ func outputLine(d protocol.JobDetail, stderr, here bool) string {
 		return "nothing written"
 	case d.Finished == "" && (d.State == string(job.Executing) || d.State == string(job.Prefetched)) && here && neverMade(path):
 		return fmt.Sprintf("in no file yet (mqstat --cat %d%s --follow shows it as it is written)", d.ID, flag)
+	case d.Streaming:
+		return fmt.Sprintf("in a stream file%s until it ends (mqstat --cat %d%s --follow shows it as it is written)", where, d.ID, flag)
 	}
 	return path + where
 }

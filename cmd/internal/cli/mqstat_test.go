@@ -335,6 +335,7 @@ func TestOutputLine(t *testing.T) {
 		{"running, no file yet", protocol.JobDetail{JobInfo: running, Stderr: missing}, true, true, "in no file yet (mqstat --cat 1 --stderr --follow shows it as it is written)"},
 		{"running, a file", protocol.JobDetail{JobInfo: running, Stdout: made}, false, true, made + " (on h)"},
 		{"running elsewhere", protocol.JobDetail{JobInfo: running, Stdout: missing}, false, false, missing + " (on h)"},
+		{"running elsewhere, streaming", protocol.JobDetail{JobInfo: running, Stdout: missing, Streaming: true}, false, false, "in a stream file (on h) until it ends (mqstat --cat 1 --follow shows it as it is written)"},
 	} {
 		if got := outputLine(tc.d, tc.stderr, tc.here); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
@@ -375,6 +376,54 @@ func TestMqstatNothingWritten(t *testing.T) {
 	}
 	if !strings.Contains(o.String(), "stdout:      "+stdout) || !strings.Contains(o.String(), "stderr:      nothing written\n") || strings.Contains(o.String(), stderr) {
 		t.Errorf("mqstat -j 1 says\n%s\nwant its stdout file and \"stderr: nothing written\"", o.String())
+	}
+}
+
+// TestMqstatRunningElsewhere: mqstat -j of a job running on another host
+// names its output file there only when its placeholder writes one (the
+// CLS, its site or its queue asked for files); in stream files, it says
+// how to follow the output instead of naming a file that is not there.
+func TestMqstatRunningElsewhere(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		files      bool   // cls serve --output files
+		queueFiles bool   // the job's queue: --output files
+		want       string // in the stdout line
+	}{
+		{name: "streams", want: "in a stream file (on elsewhere) until it ends (mqstat --cat 1 --follow shows it as it is written)"},
+		{name: "files", files: true, want: "/out/0/1.1.out (on elsewhere)"},
+		{name: "queue files", queueFiles: true, want: "/out/0/1.1.out (on elsewhere)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tb := setup(t)
+			tb.srv.OutputFiles = tc.files
+			ctx := context.Background()
+			if tc.queueFiles {
+				files := protocol.OutputModeFiles
+				if _, err := tb.store.SetQueue(ctx, protocol.QueueSet{Name: "default", Output: &files}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := tb.store.Submit(ctx, []protocol.JobSpec{{Target: "t", Command: "sleep 1", Cwd: "/tmp"}}); err != nil {
+				t.Fatal(err)
+			}
+			reg, err := tb.store.RegisterAs(ctx, protocol.Register{Site: "s", Host: "elsewhere", Slots: 1, OutDir: "/out"}, "socket")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if nr, err := tb.store.Next(ctx, protocol.Next{Placeholder: reg.ID, Free: 1}); err != nil || len(nr.Jobs) != 1 {
+				t.Fatalf("next: %+v, %v", nr, err)
+			}
+			var o, e bytes.Buffer
+			if code := Run(ctx, Mqstat(tb.env(&o, &e)), []string{"mqstat", "-j", "1"}); code != 0 {
+				t.Fatalf("mqstat -j 1: exit %d: %s", code, e.String())
+			}
+			if !strings.Contains(o.String(), "stdout:      "+tc.want+"\n") {
+				t.Errorf("mqstat -j 1 says\n%s\nwant stdout: %s", o.String(), tc.want)
+			}
+		})
 	}
 }
 

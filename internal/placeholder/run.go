@@ -52,6 +52,19 @@ func (a *Agent) runningRefs() []protocol.JobRef {
 	return refs
 }
 
+// announceRunning names every running attempt as started again, on the
+// messages after a reconnect: a CLS that restarted may have lost starts
+// it answered (those that came while it had no room to write live in its
+// memory until then). The CLS records only what it does not have, so a
+// start it knows costs it a lookup, and it writes nothing for it.
+func (a *Agent) announceRunning() {
+	a.runMu.Lock()
+	defer a.runMu.Unlock()
+	for _, p := range a.running {
+		a.started.again(p.ref, p.started)
+	}
+}
+
 // longestRunning is how long the oldest running job has run.
 func (a *Agent) longestRunning() time.Duration {
 	a.runMu.Lock()

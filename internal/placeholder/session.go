@@ -113,6 +113,9 @@ func (a *Agent) connect(ctx context.Context) (*client.Client, error) {
 	if a.id != 0 && reg.ID != a.id {
 		a.log.Warn("the CLS did not know this placeholder; registered anew", "old", a.id, "new", reg.ID)
 	}
+	if a.id != 0 {
+		a.announceRunning()
+	}
 	a.id = reg.ID
 	a.filesAsked.Store(reg.OutputFiles)
 	if reg.HeartbeatS > 0 {

@@ -46,6 +46,17 @@ func (s *startedSet) add(u []protocol.Assignment, now time.Time) {
 	}
 }
 
+// again notes attempt ref, started at, to be named once more
+// (Agent.announceRunning).
+func (s *startedSet) again(ref protocol.JobRef, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[int64]startedRef{}
+	}
+	s.m[ref.ID] = startedRef{ref.Attempt, at}
+}
+
 // ended forgets an attempt whose report is on its way.
 func (s *startedSet) ended(id int64, attempt int) {
 	s.mu.Lock()

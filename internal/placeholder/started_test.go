@@ -2,7 +2,10 @@ package placeholder
 
 import (
 	"context"
+	"errors"
 	"maps"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -57,6 +60,51 @@ func TestAgentPrefetchedShownP(t *testing.T) {
 		}
 		return st[second] == "E"
 	}, first, second)
+	if e := c.wait(second)[second]; e.State != "D" {
+		t.Fatalf("second job ended %+v", e)
+	}
+}
+
+// TestAgentAnnouncesStartsAgain: a CLS that answered the message naming
+// a held job's start and then lost it (a restart while it kept the start
+// in memory, having no room to write) hears of it again when the agent
+// reconnects: the job leaves P while it still runs, not at its end.
+func TestAgentAnnouncesStartsAgain(t *testing.T) {
+	t.Parallel()
+	c := newCLSLease(t, 30*time.Second)
+	dir := t.TempDir()
+	startWarmAgent(t, c, Config{Site: "test", Host: "h", Slots: 1, OutDir: t.TempDir(), prefetchWindow: 5 * time.Second}, dir)
+	c.mu.Lock()
+	c.dropStarted = true
+	c.mu.Unlock()
+	both := c.submit(protocol.JobSpec{Target: "first", Command: "sleep 1", Cwd: dir},
+		protocol.JobSpec{Target: "second", Command: "touch started; while [ ! -e release ]; do sleep 0.02; done", Cwd: dir})
+	first, second := both[0], both[1]
+	waitState(t, c, "the second job held", func(st map[int64]string) bool { return st[second] == "P" }, first, second)
+	waitUntil(t, time.Minute, func() error {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if !exists(filepath.Join(dir, "started")) || c.dropped == 0 {
+			return errors.New("the second job's start was not named yet")
+		}
+		return nil
+	})
+	if st := stateOf(t, c, second); st != "P" {
+		t.Fatalf("the second job is %s with its start dropped; the test wants P", st)
+	}
+	c.mu.Lock()
+	c.dropStarted = false
+	c.mu.Unlock()
+	c.cut()
+	waitState(t, c, "the second job shown E after the reconnect, while it runs", func(st map[int64]string) bool {
+		if st[second] == "D" {
+			t.Fatal("the second job ended before it was shown E")
+		}
+		return st[second] == "E"
+	}, first, second)
+	if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if e := c.wait(second)[second]; e.State != "D" {
 		t.Fatalf("second job ended %+v", e)
 	}

@@ -190,7 +190,8 @@ func (s *sites) open(spec protocol.SiteSpec, exited func(pid int)) (site.Site, e
 			args = append(args, "--walltime", site.AgentWalltime(wall).String(),
 				"--idle", protocol.Duration(spec.Idle).String())
 		}
-		args = append(args, "--out", filepath.Join(s.home, "output"), "--orphan-exit", "--umask", fmt.Sprintf("%03o", s.umask),
+		out := filepath.Join(s.home, "output")
+		args = append(args, "--out", out, "--orphan-exit", "--umask", fmt.Sprintf("%03o", s.umask),
 			"--max-output", strconv.FormatInt(s.maxOutput, 10), "--output-reserve", strconv.FormatInt(s.outputReserve, 10))
 		if spec.Output == protocol.OutputModeStreams || spec.Output == "" && s.streams {
 			args = append(args, "--streams", "--streams-sync="+strconv.FormatBool(s.streamsSync))
@@ -204,7 +205,10 @@ func (s *sites) open(spec protocol.SiteSpec, exited func(pid int)) (site.Site, e
 		if s.logJSON {
 			args = append(args, "--log-format", "json")
 		}
-		return &site.Processes{Exited: exited, Command: func() *exec.Cmd {
+		// A killed predecessor's agents (--out names this home) run on
+		// until their jobs end, holding their share of the machine.
+		orphans := func() []int { return site.AgentPids(os.DirFS("/proc"), spec.Name, out) }
+		return &site.Processes{Exited: exited, Orphans: orphans, Command: func() *exec.Cmd {
 			cmd := exec.Command(exe, args...)
 			cmd.Env = append(os.Environ(), "MQ_HOME="+s.home)
 			cmd.Dir = s.home

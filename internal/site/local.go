@@ -2,8 +2,11 @@ package site
 
 import (
 	"context"
+	"io/fs"
 	"os/exec"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -20,6 +23,12 @@ type Processes struct {
 	// Exited, if set, is told the pid of a placeholder that ended, so its
 	// jobs are requeued at once.
 	Exited func(pid int)
+	// Orphans, if set, returns the pids of this site's placeholders that
+	// an earlier CLS started and that still run (agents finishing their
+	// jobs after it was killed). They hold their cores, memory and GPUs
+	// until they end, so List counts them: the site starts no more than
+	// its --max beside them.
+	Orphans func() []int
 
 	mu    sync.Mutex
 	procs map[int]*exec.Cmd
@@ -78,15 +87,59 @@ func (p *Processes) Submit(_ context.Context, n int) ([]string, error) {
 	return ids, nil
 }
 
-// List returns the placeholders alive, all running.
+// List returns the placeholders alive, all running: its own and the
+// orphans.
 func (p *Processes) List(context.Context) ([]batch.Placeholder, error) {
+	var orphans []int
+	if p.Orphans != nil {
+		orphans = p.Orphans()
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var ps []batch.Placeholder
 	for pid := range p.procs {
 		ps = append(ps, batch.Placeholder{ID: strconv.Itoa(pid), State: batch.Running})
 	}
+	for _, pid := range orphans {
+		if _, ok := p.procs[pid]; !ok {
+			ps = append(ps, batch.Placeholder{ID: strconv.Itoa(pid), State: batch.Running})
+		}
+	}
 	return ps, nil
+}
+
+// AgentPids returns the pids of the processes in proc (a /proc) that run
+// a local placeholder of site name writing to out: their command line
+// holds "agent", "--site NAME" and "--out OUT", as the CLS starts them.
+func AgentPids(proc fs.FS, name, out string) []int {
+	ents, err := fs.ReadDir(proc, ".")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := fs.ReadFile(proc, e.Name()+"/cmdline")
+		if err != nil {
+			continue // gone meanwhile, or not ours to read
+		}
+		args := strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
+		if len(args) > 1 && args[1] == "agent" && flagValue(args, "--site") == name && flagValue(args, "--out") == out {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// flagValue is the argument after flag in args ("" when absent).
+func flagValue(args []string, flag string) string {
+	if i := slices.Index(args, flag); i >= 0 && i+1 < len(args) {
+		return args[i+1]
+	}
+	return ""
 }
 
 // Cancel stops placeholders with SIGTERM: they kill their jobs and report

@@ -158,3 +158,64 @@ func TestMemoryKill(t *testing.T) {
 		t.Errorf("its neighbour ended %s: %s", c.State, c.Reason)
 	}
 }
+
+// TestGPUsAfterCLSKill: a local site of one placeholder with GPUs 0-1
+// runs two GPU jobs when the CLS is killed. Its agent, orphaned, finishes
+// them; the successor counts it among the site's placeholders until it
+// exits, so no second placeholder hands the same GPUs to new jobs
+// meanwhile (--max 1 holds across the restart).
+func TestGPUsAfterCLSKill(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.startCLS("--local", "0")
+	h.ok("cls", "site", "add", "g", "--type", "local", "--max", "1", "--cpus", "2", "--gpus", "2", "--idle", "5m")
+	dir := t.TempDir()
+	gate := filepath.Join(dir, "go")
+	cmd := fmt.Sprintf(`date +%%s%%N > %s/$MQ_JOB_ID.start; echo "$CUDA_VISIBLE_DEVICES" > %s/$MQ_JOB_ID.gpu; while [ ! -e %s ]; do sleep 0.1; done; date +%%s%%N > %s/$MQ_JOB_ID.end`, dir, dir, gate, dir)
+	old := []int64{h.submit("--gpus", "1", "gpu", cmd), h.submit("--gpus", "1", "gpu", cmd)}
+	for _, id := range old {
+		waitFile(t, filepath.Join(dir, fmt.Sprintf("%d.gpu", id)), 2*time.Minute)
+	}
+
+	h.stopCLS(syscall.SIGKILL, 5*time.Second)
+	h.startCLS("--local", "0")
+	fresh := []int64{h.submit("--gpus", "1", "gpu", cmd), h.submit("--gpus", "1", "gpu", cmd)}
+	// The site's one placeholder is the orphan, not a new child of the CLS.
+	waitFor(t, time.Minute, func() error {
+		s, err := h.siteInfo("g")
+		if err == nil && s.Running != 1 {
+			err = fmt.Errorf("site g runs %d placeholders, want 1", s.Running)
+		}
+		return err
+	})
+	if a := h.agents(); len(a) != 0 {
+		t.Errorf("the restarted CLS started placeholders %v beside the orphaned one of site g (--max 1)", a)
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ids := append(old, fresh...)
+	for _, id := range ids {
+		if d := h.waitState(id, "DF", 2*time.Minute); d.State != "D" {
+			t.Fatalf("job %d ended %s: %s", id, d.State, d.Reason)
+		}
+	}
+	read := func(id int64, ext string) string {
+		return strings.TrimSpace(readFile(t, filepath.Join(dir, fmt.Sprintf("%d.%s", id, ext))))
+	}
+	stamp := func(id int64, ext string) int64 {
+		n, err := strconv.ParseInt(read(id, ext), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for i, a := range ids {
+		for _, b := range ids[i+1:] {
+			overlap := stamp(a, "start") < stamp(b, "end") && stamp(b, "start") < stamp(a, "end")
+			if overlap && read(a, "gpu") == read(b, "gpu") {
+				t.Errorf("jobs %d and %d ran at once on GPU %s", a, b, read(a, "gpu"))
+			}
+		}
+	}
+}

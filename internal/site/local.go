@@ -143,14 +143,21 @@ func flagValue(args []string, flag string) string {
 }
 
 // Cancel stops placeholders with SIGTERM: they kill their jobs and report
-// them interrupted (requeued).
+// them interrupted (requeued). Orphans are signalled by pid, found again
+// first, so a pid reused since List is left alone.
 func (p *Processes) Cancel(_ context.Context, ids []string) error {
+	var orphans []int
+	if p.Orphans != nil {
+		orphans = p.Orphans()
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, id := range ids {
 		pid, _ := strconv.Atoi(id)
 		if c, ok := p.procs[pid]; ok {
 			c.Process.Signal(syscall.SIGTERM)
+		} else if slices.Contains(orphans, pid) {
+			syscall.Kill(pid, syscall.SIGTERM)
 		}
 	}
 	return nil

@@ -2,9 +2,14 @@ package site
 
 import (
 	"context"
+	"os/exec"
 	"slices"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/mq-hpc/mq/internal/site/batch"
 )
@@ -43,5 +48,37 @@ func TestOrphansListed(t *testing.T) {
 	want := []batch.Placeholder{{ID: "101", State: batch.Running}, {ID: "106", State: batch.Running}}
 	if !slices.Equal(ps, want) {
 		t.Errorf("List = %+v, want the orphans running: %+v", ps, want)
+	}
+}
+
+// TestOrphanCancelled: cancelling a site's placeholders (cls site remove)
+// stops its orphans too, and only pids still listed as orphans.
+func TestOrphanCancelled(t *testing.T) {
+	start := func() *exec.Cmd {
+		cmd := exec.Command("sleep", "600")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill() })
+		return cmd
+	}
+	orphan, other := start(), start()
+	p := &Processes{Orphans: func() []int { return []int{orphan.Process.Pid} }}
+	ids := []string{strconv.Itoa(orphan.Process.Pid), strconv.Itoa(other.Process.Pid)}
+	if err := p.Cancel(context.Background(), ids); err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- orphan.Wait() }()
+	select {
+	case err := <-ended:
+		if err == nil || !strings.Contains(err.Error(), "terminated") {
+			t.Errorf("the orphan ended with %v; want terminated", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the orphan still runs a minute after Cancel")
+	}
+	if err := other.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("a process that is no orphan of the site was signalled: %v", err)
 	}
 }

@@ -207,7 +207,7 @@ func (s *sites) open(spec protocol.SiteSpec, exited func(pid int)) (site.Site, e
 		}
 		// A killed predecessor's agents (--out names this home) run on
 		// until their jobs end, holding their share of the machine.
-		orphans := func() []int { return site.AgentPids(os.DirFS("/proc"), spec.Name, out) }
+		orphans := site.AgentOrphans(os.DirFS("/proc"), os.Getuid(), spec.Name, out)
 		return &site.Processes{Exited: exited, Orphans: orphans, Command: func() *exec.Cmd {
 			cmd := exec.Command(exe, args...)
 			cmd.Env = append(os.Environ(), "MQ_HOME="+s.home)

@@ -108,30 +108,57 @@ func (p *Processes) List(context.Context) ([]batch.Placeholder, error) {
 	return ps, nil
 }
 
-// AgentPids returns the pids of the processes in proc (a /proc) that run
-// a local placeholder of site name writing to out: their command line
-// holds "agent", "--site NAME" and "--out OUT", as the CLS starts them.
-func AgentPids(proc fs.FS, name, out string) []int {
-	ents, err := fs.ReadDir(proc, ".")
+// AgentOrphans returns what Processes.Orphans asks for: the pids of the
+// processes in proc (a /proc) of user uid that run a local placeholder
+// of site name writing to out, as the CLS starts them (their command line
+// holds "agent", "--site NAME" and "--out OUT"). Only a CLS before this
+// one leaves such agents, so proc is scanned whole once, at the first
+// call; later calls look again only at the pids found then, keeping those
+// that still run the agent. Another user's process is never counted,
+// whatever its command line says.
+func AgentOrphans(proc fs.FS, uid int, name, out string) func() []int {
+	var (
+		mu      sync.Mutex
+		pids    []int
+		scanned bool
+	)
+	return func() []int {
+		mu.Lock()
+		defer mu.Unlock()
+		if !scanned {
+			scanned = true
+			ents, err := fs.ReadDir(proc, ".")
+			if err != nil {
+				return nil
+			}
+			for _, e := range ents {
+				if pid, err := strconv.Atoi(e.Name()); err == nil {
+					pids = append(pids, pid)
+				}
+			}
+		}
+		pids = slices.DeleteFunc(pids, func(pid int) bool { return !isAgent(proc, pid, uid, name, out) })
+		return slices.Clone(pids)
+	}
+}
+
+// isAgent says whether process pid in proc is user uid's local
+// placeholder of site name writing to out.
+func isAgent(proc fs.FS, pid, uid int, name, out string) bool {
+	dir := strconv.Itoa(pid)
+	fi, err := fs.Stat(proc, dir)
 	if err != nil {
-		return nil
+		return false // gone meanwhile
 	}
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := fs.ReadFile(proc, e.Name()+"/cmdline")
-		if err != nil {
-			continue // gone meanwhile, or not ours to read
-		}
-		args := strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
-		if len(args) > 1 && args[1] == "agent" && flagValue(args, "--site") == name && flagValue(args, "--out") == out {
-			pids = append(pids, pid)
-		}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != uid {
+		return false
 	}
-	return pids
+	b, err := fs.ReadFile(proc, dir+"/cmdline")
+	if err != nil {
+		return false
+	}
+	args := strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
+	return len(args) > 1 && args[1] == "agent" && flagValue(args, "--site") == name && flagValue(args, "--out") == out
 }
 
 // flagValue is the argument after flag in args ("" when absent).

@@ -2,6 +2,7 @@ package site
 
 import (
 	"context"
+	"io/fs"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -16,9 +17,12 @@ import (
 
 // TestOrphansListed: the agents a killed CLS left running for a local
 // site are listed as its running placeholders, found by their command
-// line (this site, this home's output); another site's, another home's
-// and other processes are not.
+// line (this site, this home's output) among this user's processes;
+// another site's, another home's, another user's (whatever its command
+// line says) and other processes are not. /proc is scanned once: later
+// calls keep the agents found that still run, and never find new ones.
 func TestOrphansListed(t *testing.T) {
+	const me, other = 1000, 1001
 	cmdline := func(args ...string) *fstest.MapFile {
 		var b []byte
 		for _, a := range args {
@@ -26,6 +30,10 @@ func TestOrphansListed(t *testing.T) {
 		}
 		return &fstest.MapFile{Data: b}
 	}
+	dir := func(uid uint32) *fstest.MapFile {
+		return &fstest.MapFile{Mode: fs.ModeDir | 0o555, Sys: &syscall.Stat_t{Uid: uid}}
+	}
+	agent := cmdline("/usr/bin/cls", "agent", "--site", "g", "--out", "/home/u/.mq/output")
 	proc := fstest.MapFS{
 		"101/cmdline":  cmdline("/usr/bin/cls", "agent", "--site", "g", "--host", "h", "--out", "/home/u/.mq/output", "--orphan-exit"),
 		"102/cmdline":  cmdline("/usr/bin/cls", "agent", "--site", "local", "--out", "/home/u/.mq/output"),
@@ -33,11 +41,17 @@ func TestOrphansListed(t *testing.T) {
 		"104/cmdline":  cmdline("/usr/bin/cls", "serve", "--site", "g", "--out", "/home/u/.mq/output"),
 		"105/cmdline":  {Data: nil}, // a zombie
 		"106/cmdline":  cmdline("/usr/bin/cls", "agent", "--out", "/home/u/.mq/output", "--site", "g"),
-		"self/cmdline": cmdline("/usr/bin/cls", "agent", "--site", "g", "--out", "/home/u/.mq/output"),
+		"107/cmdline":  agent, // another user's, spoofing one
+		"self/cmdline": agent,
 	}
-	pids := AgentPids(proc, "g", "/home/u/.mq/output")
+	for _, pid := range []string{"101", "102", "103", "104", "105", "106", "self"} {
+		proc[pid] = dir(me)
+	}
+	proc["107"] = dir(other)
+	orphans := AgentOrphans(proc, me, "g", "/home/u/.mq/output")
+	pids := orphans()
 	if !slices.Equal(pids, []int{101, 106}) {
-		t.Errorf("AgentPids = %v, want [101 106]", pids)
+		t.Errorf("orphans = %v, want [101 106]", pids)
 	}
 
 	p := &Processes{Orphans: func() []int { return pids }}
@@ -48,6 +62,14 @@ func TestOrphansListed(t *testing.T) {
 	want := []batch.Placeholder{{ID: "101", State: batch.Running}, {ID: "106", State: batch.Running}}
 	if !slices.Equal(ps, want) {
 		t.Errorf("List = %+v, want the orphans running: %+v", ps, want)
+	}
+
+	// 101 exits, its pid taken by another process; an agent that starts
+	// now is this CLS's own, not an orphan.
+	proc["101/cmdline"] = cmdline("/bin/sh", "-c", "true")
+	proc["108"], proc["108/cmdline"] = dir(me), agent
+	if pids := orphans(); !slices.Equal(pids, []int{106}) {
+		t.Errorf("orphans later = %v, want [106]", pids)
 	}
 }
 

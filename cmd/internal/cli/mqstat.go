@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -49,17 +50,17 @@ interrupted.`
 		&cli.StringFlag{Name: "target-prefix", Usage: "only jobs whose target starts with `PREFIX` (listings)"},
 		&cli.StringFlag{Name: "s", Aliases: []string{"states"}, Usage: "only jobs in these states, e.g. QE (E takes P too)"},
 		&cli.BoolFlag{Name: "a", Aliases: []string{"all"}, Usage: fmt.Sprintf("list every job (the table lists those not ended, then the last %d ended)", recentEnded)},
-		&cli.Int64Flag{Name: "j", Aliases: []string{"job"}, Usage: "show one job in full"},
+		&cli.GenericFlag{Name: "j", Aliases: []string{"job"}, Value: new(jobIDValue), Usage: "show one job in full"},
 		&cli.BoolFlag{Name: "json", Usage: "print JSON"},
 		&cli.BoolFlag{Name: "summary", Usage: "count jobs per queue and state"},
 		&cli.IntFlag{Name: "limit", Usage: "list at most N jobs"},
-		&cli.Int64Flag{Name: "array", Usage: "list each member of the job array holding job `ID` (the listing shows an array as one line)"},
+		&cli.GenericFlag{Name: "array", Value: new(jobIDValue), Usage: "list each member of the job array holding job `ID` (the listing shows an array as one line)"},
 		&cli.BoolFlag{Name: "w", Aliases: []string{"wide"}, Usage: "do not shorten commands"},
 		&cli.StringFlag{Name: "cat", Usage: "print the stdout of job `ID` (its latest attempt); of a selection (a range FIRST-LAST, several ids, all; narrowed by -q, -t, -s), each job's in id order after a line \"==> job ID attempt N target T state S stdout <==\""},
 		&cli.StringFlag{Name: "O", Aliases: []string{"output-file"}, Usage: "with --cat: write the output to `FILE` instead of stdout (put in place once whole)"},
 		// The old spelling: -o is mqsub's declared output, so mqstat's
 		// is --cat now (hq job cat); this keeps scripts working.
-		&cli.Int64Flag{Name: "output", Aliases: []string{"o"}, Hidden: true},
+		&cli.GenericFlag{Name: "output", Aliases: []string{"o"}, Value: new(jobIDValue), Hidden: true},
 		&cli.BoolFlag{Name: "stderr", Usage: "with --cat: print stderr instead"},
 		&cli.BoolFlag{Name: "f", Aliases: []string{"follow"}, Usage: "with --cat: print the output as it is written, until the job ends; exit as the job did (130 if interrupted: the job goes on)"},
 		&cli.BoolFlag{Name: "acct", Usage: "accounting, like sacct: each attempt's host, start, elapsed time, CPU and max RSS, then a summary per target"},
@@ -125,6 +126,22 @@ interrupted.`
 	}
 	return app
 }
+
+// jobIDValue is a job id given to a flag (-j, --array), read as mqdel
+// reads ids: decimal digits only. The flag package reads integers as Go
+// does, so Slurm's array task 25_3 was job 253 and 010 job 8.
+type jobIDValue int64
+
+func (v *jobIDValue) Set(s string) error {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id <= 0 {
+		return errors.New("not a job id")
+	}
+	*v = jobIDValue(id)
+	return nil
+}
+
+func (v *jobIDValue) String() string { return strconv.FormatInt(int64(*v), 10) }
 
 // mqstatView prints one view of mqstat's (a listing of at most limit jobs
 // unless 0, a job, a summary, an output) to w.

@@ -77,6 +77,12 @@ func TestDurationAndSizeFlagRanges(t *testing.T) {
 		{[]string{"mqsub", "--out", "/data/x:-5", "t", "true"}, "is not a size"},
 		{[]string{"mqstat", "--limit", "-1"}, "--limit must be 0 (no limit) or more"},
 		{[]string{"mqstat", "-j", "-1"}, "-j"},
+		// Job ids are decimal, as mqdel reads them: Slurm's array task
+		// 25_3 was read as job 253, 0x19 as 25.
+		{[]string{"mqstat", "-j", "25_3"}, `mqstat: -j: "25_3": not a job id (see mqstat --help)`},
+		{[]string{"mqstat", "-j", "0x19"}, `-j: "0x19": not a job id`},
+		{[]string{"mqstat", "--array", "25_3"}, `--array: "25_3": not a job id`},
+		{[]string{"mqstat", "-o", "1_0"}, `-o: "1_0": not a job id`},
 		{[]string{"mqdel", "-5"}, ""},
 	} {
 		var out, errOut bytes.Buffer

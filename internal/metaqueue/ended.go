@@ -9,6 +9,7 @@ import (
 	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
 	"github.com/mq-hpc/mq/internal/metaqueue/copies"
 	"github.com/mq-hpc/mq/internal/metaqueue/dc"
+	"github.com/mq-hpc/mq/internal/metaqueue/extents"
 	"github.com/mq-hpc/mq/internal/metaqueue/ledger"
 	"github.com/mq-hpc/mq/internal/metaqueue/packing"
 	"github.com/mq-hpc/mq/internal/resource"
@@ -62,7 +63,7 @@ func (s *Store) report(ph int64, reports []protocol.Report) error {
 		ru, out := runs.Find(s.running[r.ID], s.copyRuns[r.ID], r.Attempt, ph), runs.OutcomeOf(r)
 		if ru == nil {
 			// Late, duplicate, or not this placeholder's: changes nothing,
-			// but a killed copy's CPU figures are kept.
+			// but a killed copy's CPU figures are kept, and a deleted job's output.
 			if err := s.lateReport(ph, r); err != nil {
 				return err
 			}
@@ -73,7 +74,7 @@ func (s *Store) report(ph int64, reports []protocol.Report) error {
 			continue
 		}
 		if (r.OutputLost != "" || len(r.Streamed) > 0) && r.Reason != protocol.ReasonReturned {
-			if err := s.saveOutputs(ph, r); err != nil {
+			if err := s.saveOutputs(ph, r, extents.Save); err != nil {
 				return err
 			}
 		}
@@ -232,11 +233,11 @@ func (s *Store) runOf(id int64, attempt int, ph int64) *run {
 
 // lateReport keeps the CPU figures of a killed copy's report, which came
 // after another attempt won, charges it up to when it stopped and
-// releases its reservation.
+// releases its reservation; of a job deleted while executing, its output.
 func (s *Store) lateReport(ph int64, r protocol.Report) error {
 	ref := protocol.JobRef{ID: r.ID, Attempt: r.Attempt}
 	if !s.repl.Awaits(ref, ph) {
-		return nil
+		return s.saveOutputs(ph, r, extents.SaveDeleted)
 	}
 	if err := s.begin(); err != nil {
 		return err

@@ -1,6 +1,7 @@
 package metaqueue
 
 import (
+	"context"
 	"reflect"
 	"testing"
 
@@ -57,6 +58,37 @@ func TestStreamedExtents(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no attempt 1 in history %+v", d.History)
+	}
+	e.check()
+}
+
+// TestStreamedExtentsOfDeleted: a job deleted while executing is killed
+// by its placeholder, whose report comes after the job left Executing;
+// what it wrote is kept all the same (mqstat --cat shows it, as a file
+// per output does), but only from the placeholder that ran that attempt.
+func TestStreamedExtentsOfDeleted(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ids := e.submit(protocol.JobSpec{Target: "t", Command: "sleep 100"}, protocol.JobSpec{Target: "t", Command: "sleep 100"})
+	ph := e.register("s1")
+	other := e.register("s2")
+	as := e.next(ph, 2)
+	if _, err := e.s.Delete(context.Background(), protocol.Select{IDs: ids}); err != nil {
+		t.Fatal(err)
+	}
+	rep := func(i int, ph int64) protocol.Report {
+		return protocol.Report{ID: as[i].ID, Attempt: as[i].Attempt, Exit: 143, Streamed: []protocol.Streamed{
+			{Stream: "stdout", File: protocol.StreamFileName(ph, 0), Last: 8, Bytes: 6}}}
+	}
+	e.report(ph, rep(0, ph))
+	e.report(other, rep(1, other)) // not the placeholder that ran it
+	e.mustBe(as[0].ID, job.Deleted)
+	path := "/out/s1/" + protocol.StreamDir + "/" + protocol.StreamFileName(ph, 0)
+	if d, want := e.job(as[0].ID), (&protocol.StreamExtent{Path: path, Attempt: as[0].Attempt, Last: 8, Bytes: 6}); !reflect.DeepEqual(d.StdoutStream, want) {
+		t.Errorf("deleted job's stdout stream %+v, want %+v", d.StdoutStream, want)
+	}
+	if d := e.job(as[1].ID); d.StdoutStream != nil {
+		t.Errorf("stdout stream %+v kept from a placeholder that did not run the job", d.StdoutStream)
 	}
 	e.check()
 }

@@ -10,13 +10,12 @@ import (
 // An attempt's outputs are a module (internal/metaqueue/extents): where
 // they lie in its placeholder's stream files, and why they were lost.
 
-// saveOutputs records, in the transaction of the attempt's end, where r's
-// outputs lie in placeholder ph's stream files and why they were lost.
-func (s *Store) saveOutputs(ph int64, r protocol.Report) error {
+// saveOutputs records r's outputs (above) by save: extents.Save, SaveDeleted.
+func (s *Store) saveOutputs(ph int64, r protocol.Report, save func(context.Context, extents.Execer, int64, protocol.Report) error) error {
 	if err := s.begin(); err != nil {
 		return err
 	}
-	return storeErr(extents.Save(context.Background(), s.w, ph, r))
+	return storeErr(save(context.Background(), s.w, ph, r))
 }
 
 // OutputLost records that the CLS could not keep the output a placeholder

@@ -42,6 +42,20 @@ func Lost(ctx context.Context, ex Execer, id int64, attempt int, why string) err
 // it read another's (or any other file). A report sent again changes
 // nothing.
 func Save(ctx context.Context, ex Execer, ph int64, r protocol.Report) error {
+	return save(ctx, ex, ph, r, "InsertStreamed")
+}
+
+// SaveDeleted is Save for a report that came after its job was deleted
+// (mqdel kills an executing job; its placeholder reports it then, and the
+// core no longer holds the attempt): its extents are kept if the job's
+// row says ph ran that attempt, so mqstat --cat shows what it wrote. A
+// report of no extents (late, or a duplicate) changes nothing.
+func SaveDeleted(ctx context.Context, ex Execer, ph int64, r protocol.Report) error {
+	r.OutputLost = "" // not checked against the row, so not kept
+	return save(ctx, ex, ph, r, "InsertStreamedDeleted")
+}
+
+func save(ctx context.Context, ex Execer, ph int64, r protocol.Report, insert string) error {
 	if r.OutputLost != "" {
 		if err := Lost(ctx, ex, r.ID, r.Attempt, r.OutputLost); err != nil {
 			return err
@@ -58,7 +72,7 @@ func Save(ctx context.Context, ex Execer, ph int64, r protocol.Report) error {
 		if st.Stream == "stderr" {
 			stream = 1
 		}
-		if _, err := ex.ExecContext(ctx, queries.Get("InsertStreamed"), r.ID, r.Attempt, stream, ph, st.File, st.Last, st.Bytes, st.Cut); err != nil {
+		if _, err := ex.ExecContext(ctx, queries.Get(insert), r.ID, r.Attempt, stream, ph, st.File, st.Last, st.Bytes, st.Cut); err != nil {
 			return err
 		}
 	}

@@ -189,9 +189,17 @@ func mqsubAction(c *cli.Context, env Env) error {
 // mqsubJob submits the job of the command line, or its array, and with
 // -b waits for it to end.
 func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
-	if c.IsSet("t") {
-		if _, err := walltime.Parse(c.String("t")); err == nil {
-			return Usagef("-t %s: mqsub's -t is --rerun's target; a time limit is --time %s", c.String("t"), c.String("t"))
+	if t := c.String("t"); c.IsSet("t") {
+		// SGE's -t 1-100 is an array, sbatch's -t 1:00:00 a time limit.
+		var says []string
+		if _, err := parseArray(t); err == nil && strings.Contains(t, "-") {
+			says = append(says, "an array (SGE's -t) is --array "+t)
+		}
+		if _, err := walltime.Parse(t); err == nil {
+			says = append(says, "a time limit is --time "+t)
+		}
+		if len(says) > 0 {
+			return Usagef("-t %s: mqsub's -t is --rerun's target; %s", t, strings.Join(says, ", "))
 		}
 		return Usagef("-t is only for --rerun; the target is the first argument")
 	}

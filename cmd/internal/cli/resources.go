@@ -89,7 +89,7 @@ var hints = []hint{
 	{names: []string{"ntasks-per-node"}, from: "Slurm", say: func(v string) string {
 		return "an mq job is one task: ask for its cores with --cpus " + orN(v)
 	}},
-	{names: []string{"nodes", "N"}, from: "Slurm", say: func(string) string {
+	{names: []string{"nodes", "N"}, from: "Slurm", say: func(string) string { // qsub's -N NAME: nameHint
 		return "an mq job runs on one node, in one placeholder: ask for its cores with --cpus N"
 	}},
 	{names: []string{"mincpus"}, from: "Slurm", say: func(v string) string { return "mq writes --cpus " + orN(v) }},
@@ -119,6 +119,7 @@ var hints = []hint{
 		// their exit status: afterany.
 		return "mq waits on targets, not job ids: --after-any TARGET runs after every job of TARGET has ended, in any state (-p/--after TARGET: only once all are done)"
 	}},
+	{names: []string{"job-name", "J"}, from: "Slurm", say: nil},           // nameHint: a name, or PBS Pro's array
 	{names: []string{"l", "resource-list"}, from: "qsub", say: qsubLHint}, // qsub's man page calls it resource_list
 	{names: []string{"pe"}, from: "SGE", say: nil},                        // hintError: its N is the next argument
 }
@@ -148,6 +149,9 @@ func hintError(c *cli.Context) error {
 			return Usagef("%s is %s's spelling; %s", given, h.from, h.say(""))
 		}
 		v := c.String(h.names[0])
+		if msg := nameHint(h.names[0], v); msg != "" {
+			return Usagef("%s", msg)
+		}
 		if h.say == nil { // -pe PE N
 			n := c.Args().First()
 			return Usagef("%s %s %s is SGE's spelling; mq writes --cpus %s for a job of that many slots on one node", given, v, n, orN(n))
@@ -155,6 +159,24 @@ func hintError(c *cli.Context) error {
 		return Usagef("%s %s is %s's spelling; %s", given, v, h.from, h.say(v))
 	}
 	return nil
+}
+
+// nameHint answers the letters that name a job in one batch system and
+// mean something else in another: qsub's -N NAME (Slurm's -N 2 is
+// --nodes), sbatch's -J NAME (PBS Pro's -J 1-100 is an array); "" for
+// other flags, and for -N with a node count.
+func nameHint(flag, v string) string {
+	if flag != "nodes" && flag != "job-name" {
+		return ""
+	}
+	if v != "" && v[0] >= '0' && v[0] <= '9' {
+		if flag == "nodes" {
+			return ""
+		}
+		return "-J " + v + " is PBS Pro's array; mq writes --array " + v
+	}
+	given := map[string]string{"nodes": "-N " + v + " is qsub's", "job-name": "-J " + v + " is sbatch's"}[flag]
+	return given + " job name; mq's is the TARGET argument: mqsub " + v + " COMMAND"
 }
 
 func dashed(name string) string {

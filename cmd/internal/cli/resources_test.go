@@ -188,6 +188,11 @@ func TestMqsubResourceErrors(t *testing.T) {
 		{[]string{"--ntasks-per-node", "8"}, "--cpus 8"},
 		{[]string{"--nodes", "2"}, "one node"},
 		{[]string{"-N", "2"}, "--cpus N"},
+		// qsub's -N and sbatch's -J name the job; PBS Pro's -J is an array.
+		{[]string{"-N", "align"}, "-N align is qsub's job name; mq's is the TARGET argument: mqsub align COMMAND"},
+		{[]string{"-J", "align"}, "-J align is sbatch's job name; mq's is the TARGET argument"},
+		{[]string{"--job-name=align"}, "-J align is sbatch's job name"},
+		{[]string{"-J", "1-100"}, "-J 1-100 is PBS Pro's array; mq writes --array 1-100"},
 		{[]string{"--mincpus", "3"}, "--cpus 3"},
 		{[]string{"--mem-per-cpu", "4G"}, "--mem SIZE, the cores times 4G"},
 		{[]string{"--mem-per-gpu", "10G"}, "--mem SIZE"},

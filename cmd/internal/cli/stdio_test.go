@@ -96,6 +96,8 @@ func TestMqsubRefused(t *testing.T) {
 		{"time", []string{"--time", "1e10"}, "--time: "},
 		{"time", []string{"--time", "soon"}, "--time: "},
 		{"time", []string{"-t", "1:00:00"}, "-t 1:00:00: mqsub's -t is --rerun's target; a time limit is --time 1:00:00"},
+		{"array", []string{"-t", "1-10"}, "-t 1-10: mqsub's -t is --rerun's target; an array (SGE's -t) is --array 1-10, a time limit is --time 1-10"},
+		{"array", []string{"-t", "1-100:2"}, "-t 1-100:2: mqsub's -t is --rerun's target; an array (SGE's -t) is --array 1-100:2 ("},
 		{"time", []string{"--rerun", "--time", "1h", "1"}, "--time does not go with --rerun"},
 		{"files", []string{"--in", "a", "--in", "b", "--in", "a"}, "listed twice"},
 		{"env", []string{"--env", "noequals"}, "not NAME=VALUE"},

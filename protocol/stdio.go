@@ -28,6 +28,11 @@ func CheckStdioPattern(p string) error {
 	if strings.HasSuffix(p, "/") {
 		return fmt.Errorf("%s names a directory; give a file", Quote(p))
 	}
+	if name := stdioVariable(p); name != "" {
+		// SGE expands $JOB_ID, $TASK_ID, $HOME... in -o paths; mq would
+		// write a file of that name, the same for every job.
+		return fmt.Errorf("%s: mq does not expand $%s; it expands %%j (job id), %%A (array's first id), %%a (array index), %%x (target)", Quote(p), name)
+	}
 	for i := 0; i < len(p); i++ {
 		if p[i] != '%' {
 			continue
@@ -38,6 +43,21 @@ func CheckStdioPattern(p string) error {
 		}
 	}
 	return nil
+}
+
+// stdioVariable is the name of the first shell variable in p ($NAME or
+// ${NAME}), or "".
+func stdioVariable(p string) string {
+	for _, part := range strings.Split(p, "$")[1:] {
+		name, n := strings.TrimPrefix(part, "{"), 0
+		for n < len(name) && (name[n] == '_' || 'A' <= name[n] && name[n] <= 'Z' || 'a' <= name[n] && name[n] <= 'z' || n > 0 && '0' <= name[n] && name[n] <= '9') {
+			n++
+		}
+		if n > 0 {
+			return name[:n]
+		}
+	}
+	return ""
 }
 
 // ExpandStdio is pattern p with its escapes replaced: %j by the job's id,

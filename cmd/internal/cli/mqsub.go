@@ -212,6 +212,10 @@ func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
 		return Usagef("missing TARGET and COMMAND")
 	}
 	if c.NArg() < 2 {
+		if dir, err := jobDir(c, env); err == nil && regularFile(dir, c.Args().First()) {
+			// qsub job.sh, sbatch job.sh: a script, not a target.
+			return Usagef("missing COMMAND after target %s: to run the script, mqsub NAME sh %s (its #SBATCH, #$ and #PBS lines are not read: give them as mqsub flags)", c.Args().First(), c.Args().First())
+		}
 		return Usagef("missing COMMAND after target %s", c.Args().First())
 	}
 	if why := stdinRefusal(env.Stdin); why != "" {
@@ -758,4 +762,13 @@ func priorityFlag(c *cli.Context) (int, error) {
 		return 0, Usagef("--priority: want a whole number in %d..%d (higher runs first), not %q", protocol.MinPriority, protocol.MaxPriority, v)
 	}
 	return p, nil
+}
+
+// regularFile reports whether path, relative to dir, names a regular file.
+func regularFile(dir, path string) bool {
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(dir, path)
+	}
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
 }

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -71,7 +73,8 @@ func TestMqsubJobEnv(t *testing.T) {
 //   - stdio: the old meanings of -o, -e and -i, and --output;
 //   - time: bad limits and sbatch's -t;
 //   - files: a file named twice;
-//   - env: a variable without '='.
+//   - env: a variable without '=';
+//   - a job script given alone (sbatch job.sh).
 func TestMqsubRefused(t *testing.T) {
 	t.Parallel()
 	tb := setup(t)
@@ -108,6 +111,14 @@ func TestMqsubRefused(t *testing.T) {
 				t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 and one line with %q", code, o, e, tc.want)
 			}
 		})
+	}
+	// sbatch job.sbatch out of habit: the script is named, not taken for
+	// a target with its command missing.
+	if err := os.WriteFile(filepath.Join(dir, "job.sbatch"), []byte("#!/bin/sh\n#SBATCH -J x\necho hi\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if o, e, code := tb.mqsub("", "-d", dir, "job.sbatch"); code != ExitUsage || !strings.Contains(e, "to run the script, mqsub NAME sh job.sbatch (its #SBATCH") || strings.Count(e, "\n") != 1 || o != "" {
+		t.Errorf("mqsub job.sbatch: exit %d, stdout %q, stderr %q", code, o, e)
 	}
 	if d, err := tb.store.Next(context.Background(), protocol.Next{Placeholder: ph, Free: 4}); err != nil || len(d.Jobs) != 0 {
 		t.Errorf("a refused mqsub added jobs: %+v, %v", d, err)

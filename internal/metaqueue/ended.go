@@ -73,10 +73,8 @@ func (s *Store) report(ph int64, reports []protocol.Report) error {
 		if !ok || j.State != job.Executing {
 			continue
 		}
-		if (r.OutputLost != "" || len(r.Streamed) > 0) && r.Reason != protocol.ReasonReturned {
-			if err := s.saveOutputs(ph, r, extents.Save); err != nil {
-				return err
-			}
+		if err := s.saveOutputs(ph, r, extents.Save); err != nil {
+			return err
 		}
 		if out == runs.Failed && len(r.Missing) > 0 {
 			// Inputs deleted or damaged at the placeholder's place behind

@@ -7,11 +7,13 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
-// An attempt's outputs are a module (internal/metaqueue/extents): where
-// they lie in its placeholder's stream files, and why they were lost.
-
-// saveOutputs records r's outputs (above) by save: extents.Save, SaveDeleted.
+// saveOutputs records where r's outputs lie in placeholder ph's stream
+// files and why they were lost (module extents; save is extents.Save or
+// SaveDeleted), unless r is a hand-back or names none: then nothing is written.
 func (s *Store) saveOutputs(ph int64, r protocol.Report, save func(context.Context, extents.Execer, int64, protocol.Report) error) error {
+	if r.OutputLost == "" && len(r.Streamed) == 0 || r.Reason == protocol.ReasonReturned {
+		return nil
+	}
 	if err := s.begin(); err != nil {
 		return err
 	}

@@ -352,6 +352,10 @@ type JobDetail struct {
 	// or site holds ("needs 4 GPUs; the largest placeholder or site holds
 	// 2"): it waits for one that can.
 	Unfit string `json:"unfit,omitempty"`
+	// Granted is what the current attempt, executing, was given of its
+	// placeholder for a job that asks for resources: an auto size as
+	// learned from the runs before it, a memory retry's raised size.
+	Granted *Capacity `json:"granted,omitempty"`
 }
 
 // JobRefState names a job with its target and state letter.

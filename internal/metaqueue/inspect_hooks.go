@@ -74,9 +74,9 @@ func (a inspectSources) CostMarks(ctx context.Context, id int64) (infeasible, ov
 	return infeasible, overBudget, err
 }
 
-func (a inspectSources) Unfit(ctx context.Context, id int64) (why string, err error) {
-	err = a.s.do(ctx, func() error { why = a.s.pack.Why(id); return nil })
-	return why, err
+func (a inspectSources) Fit(ctx context.Context, id int64) (why string, grant *protocol.Capacity, err error) {
+	err = a.s.do(ctx, func() error { why, grant = a.s.pack.Fit(id, a.s.running.Attempt(id)); return nil })
+	return why, grant, err
 }
 
 func (a inspectSources) Graph(ctx context.Context, fn func(inspect.Graph) error) error {

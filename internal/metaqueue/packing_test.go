@@ -279,7 +279,14 @@ func TestAutoMemLearned(t *testing.T) {
 		t.Fatalf("the sixth job: %+v, want about 1.2 GiB learned", got)
 	}
 	learned := got[0].Grant.Mem
+	// mqstat -j shows what the running attempt was given: the size learned.
+	if d := e.job(got[0].ID); d.Granted == nil || d.Granted.Mem != learned || d.Resources.Describe() != "mem=auto" {
+		t.Errorf("the sixth job's detail: resources %q, granted %+v; want mem=auto granted %d bytes", d.Resources.Describe(), d.Granted, learned)
+	}
 	e.report(ph, ok(got[0]))
+	if d := e.job(got[0].ID); d.Granted != nil {
+		t.Errorf("an ended job shows granted %+v", d.Granted)
+	}
 	e.reopen()
 	ph = e.registerSized("s", c)
 	if got := e.next(ph, 1); len(got) != 1 || got[0].Grant == nil || got[0].Grant.Mem != learned {
@@ -311,6 +318,9 @@ func TestUnholdableWaits(t *testing.T) {
 	}
 	if got := e.next(ph, 8); len(got) != 1 || got[0].ID != jobs[2] {
 		t.Fatalf("dispatched %v, want only the 1-GPU job", ids(got))
+	}
+	if d := e.job(jobs[2]); d.Granted == nil || d.Granted.GPUs != 1 || len(d.Granted.GPUIDs) != 1 {
+		t.Errorf("the running 1-GPU job's detail: granted %+v, want one GPU named", d.Granted)
 	}
 	e.mustBe(jobs[0], job.Queued)
 	if err := e.s.AddSite(ctx, protocol.SiteSpec{Name: "gpus", Type: "local", Slots: 16, GPUs: 4}); err != nil {

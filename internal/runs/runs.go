@@ -63,6 +63,14 @@ func On(row *Run, cs []*Run, ph int64) bool {
 	return false
 }
 
+// Attempt is the number of job id's row attempt, running (0: none).
+func (rs Rows) Attempt(id int64) int {
+	if ru := rs[id]; ru != nil {
+		return ru.Attempt
+	}
+	return 0
+}
+
 // MarkStarted notes that placeholder ph started the attempts refs lists
 // and returns the jobs whose row attempt thereby left P (the rows to
 // mark). An attempt not (or no longer) ph's, a copy, or one known started

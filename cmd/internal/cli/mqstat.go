@@ -610,6 +610,9 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 		p("estimate", fmt.Sprintf("%gs", d.Est))
 	}
 	p("resources", d.Resources.Describe())
+	if d.Granted != nil {
+		p("granted", d.Granted.String())
+	}
 	if len(d.Prereqs) > 0 {
 		p("prerequisites", strings.Join(d.Prereqs, ", "))
 	}

@@ -287,19 +287,23 @@ func TestMqsubResourcesNotDropped(t *testing.T) {
 }
 
 // TestMqstatJobResources: mqstat -j shows what a job asked for, and
-// nothing for a job that asked for nothing.
+// nothing for a job that asked for nothing; for a running one, what it
+// was granted (an auto size as learned).
 func TestMqstatJobResources(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
-		r    protocol.Resources
-		want string
+		r       protocol.Resources
+		granted *protocol.Capacity
+		want    string
 	}{
-		{protocol.Resources{CPUs: 4, Mem: 8 << 30, GPUs: 1, Named: map[string]int{"lic": 2}}, "resources: cpus=4 mem=8 GiB gpus=1 lic=2\n"},
-		{protocol.Resources{CPUsAuto: true, MemAuto: true}, "resources: cpus=auto mem=auto\n"},
-		{protocol.Resources{}, ""},
+		{protocol.Resources{CPUs: 4, Mem: 8 << 30, GPUs: 1, Named: map[string]int{"lic": 2}}, nil, "resources: cpus=4 mem=8 GiB gpus=1 lic=2\n"},
+		{protocol.Resources{CPUsAuto: true, MemAuto: true}, nil, "resources: cpus=auto mem=auto\n"},
+		{protocol.Resources{MemAuto: true, GPUs: 1}, &protocol.Capacity{CPUs: 1, Mem: 384 << 20, GPUs: 1, GPUIDs: []string{"3"}},
+			"resources: mem=auto gpus=1\ngranted:   cpus=1 mem=384 MiB gpus=3\n"},
+		{protocol.Resources{}, nil, ""},
 	} {
 		var b bytes.Buffer
-		d := protocol.JobDetail{JobInfo: protocol.JobInfo{ID: 1, Queue: "q", Target: "t", State: "Q", Command: "x", Resources: c.r}}
+		d := protocol.JobDetail{JobInfo: protocol.JobInfo{ID: 1, Queue: "q", Target: "t", State: "Q", Command: "x", Resources: c.r}, Granted: c.granted}
 		printJob(&b, d)
 		if c.want == "" && strings.Contains(b.String(), "resources:") || !strings.Contains(b.String(), c.want) {
 			t.Errorf("%+v:\n%s", c.r, b.String())

@@ -55,8 +55,9 @@ type Sources interface {
 	// CostMarks are a live job's marks of its costed queue: why no site
 	// can meet its deadline within budget, why its queue is over budget.
 	CostMarks(ctx context.Context, id int64) (infeasible, overBudget string, err error)
-	// Unfit says why no placeholder fits a live job's request.
-	Unfit(ctx context.Context, id int64) (string, error)
+	// Fit says why no placeholder fits a live job's request, and what
+	// its running attempt was granted (nil: none).
+	Fit(ctx context.Context, id int64) (unfit string, grant *protocol.Capacity, err error)
 	// Graph runs fn on the core with its graph of live jobs.
 	Graph(ctx context.Context, fn func(Graph) error) error
 }

@@ -96,9 +96,14 @@ func (r *Reader) jobRow(ctx context.Context, id int64) (statRow, error) {
 }
 
 // marks adds, for a job not started, why it cannot run now: its costed
-// queue's marks and why no placeholder fits its request, both read from
-// the core's memory.
+// queue's marks and why no placeholder fits its request; for one handed
+// out, what it was granted. Both are read from the core's memory.
 func (r *Reader) marks(ctx context.Context, d *protocol.JobDetail) error {
+	if d.Resources.Asks() && (d.State == string(job.Executing) || d.State == string(job.Prefetched)) {
+		var err error
+		_, d.Granted, err = r.src.Fit(ctx, d.ID)
+		return err
+	}
 	if d.State != string(job.Queued) && d.State != string(job.Waiting) {
 		return nil
 	}
@@ -112,7 +117,7 @@ func (r *Reader) marks(ctx context.Context, d *protocol.JobDetail) error {
 	}
 	if d.Resources.Asks() {
 		var err error
-		if d.Unfit, err = r.src.Unfit(ctx, d.ID); err != nil {
+		if d.Unfit, _, err = r.src.Fit(ctx, d.ID); err != nil {
 			return err
 		}
 	}

@@ -207,6 +207,17 @@ func (p *Packing) Grant(ru Run, ph int64) (g *protocol.Capacity, ok bool) {
 	return wire.Grant(taken), true
 }
 
+// Fit is what a job's detail shows of job id: why it cannot run for lack
+// of resources (Why), and what its running attempt (attempt; 0: none)
+// was granted, as its assignment carried it (nil: no grant, or the job
+// asks for nothing).
+func (p *Packing) Fit(id int64, attempt int) (why string, grant *protocol.Capacity) {
+	if gr, ok := p.grants[Run{Job: id, Attempt: attempt}]; ok && p.Asks(id) {
+		grant = wire.Grant(gr.g)
+	}
+	return p.Why(id), grant
+}
+
 // End is how an attempt ended, as packing needs it.
 type End struct {
 	Run      Run

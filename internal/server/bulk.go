@@ -136,7 +136,8 @@ func bulkCommit(ctx context.Context, c *conn, it *bulkItem) (protocol.SubmitRepl
 	if err != nil {
 		return protocol.SubmitReply{}, err
 	}
-	return protocol.SubmitReply{First: first, Count: n, Warnings: c.s.resourceWarnings(ctx, asking, first, n)}, nil
+	w := append(c.s.resourceWarnings(ctx, asking, first, n), c.s.prereqWarnings(ctx, first, first+int64(n)-1)...)
+	return protocol.SubmitReply{First: first, Count: n, Warnings: w}, nil
 }
 
 func bulkAbort(_ context.Context, c *conn, _ *bulkItem) (protocol.Empty, error) {

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -57,4 +58,31 @@ func (s *Server) resourceWarnings(ctx context.Context, asking int, first int64, 
 		jobs = fmt.Sprintf("%d jobs ask", asking)
 	}
 	return []string{jobs + " for cores, memory, GPUs or named resources, which this CLS does not keep or honour yet: each runs in one slot, as a job that asks for nothing"}
+}
+
+// prereqSample bounds the jobs of a submission whose prerequisite
+// targets are looked at: the first this many (jobs of one submission
+// mostly share theirs).
+const prereqSample = 2000
+
+// prereqWarnings warns of the prerequisite targets with no job of the
+// jobs submitted as first..last: such jobs wait until one is submitted,
+// forever when a name was meant as Slurm's -p PARTITION.
+func (s *Server) prereqWarnings(ctx context.Context, first, last int64) []string {
+	if first == 0 || last < first {
+		return nil
+	}
+	names, err := s.Store.Inspect().EmptyPrereqs(ctx, first, min(last, first+prereqSample-1))
+	if err != nil || len(names) == 0 {
+		return nil // the jobs are in: a warning is not worth failing the reply
+	}
+	who := fmt.Sprintf("job %d waits", first)
+	if last > first {
+		who = fmt.Sprintf("some of jobs %d-%d wait", first, last)
+	}
+	what := "target " + names[0] + ", which has"
+	if len(names) > 1 {
+		what = "targets " + strings.Join(names, ", ") + ", which have"
+	}
+	return []string{fmt.Sprintf("%s for %s no jobs yet (-p names a prerequisite target; Slurm's -p PARTITION is mq's -q QUEUE)", who, what)}
 }

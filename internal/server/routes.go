@@ -45,11 +45,12 @@ var builtin = routeTable(
 		if err != nil {
 			return protocol.SubmitReply{}, err
 		}
-		var first int64
+		var first, last int64
 		if len(ids) > 0 {
-			first = ids[0]
+			first, last = ids[0], ids[len(ids)-1]
 		}
-		return protocol.SubmitReply{IDs: ids, Warnings: c.s.resourceWarnings(ctx, countAsking(b.Jobs), first, len(ids))}, nil
+		w := append(c.s.resourceWarnings(ctx, countAsking(b.Jobs), first, len(ids)), c.s.prereqWarnings(ctx, first, last)...)
+		return protocol.SubmitReply{IDs: ids, Warnings: w}, nil
 	}),
 	handleBulk(protocol.OpBulkAdd, bulkAdd),
 	handleBulk(protocol.OpBulkCommit, bulkCommit),

@@ -188,12 +188,12 @@ func TestMqsubWaits(t *testing.T) {
 	}
 
 	r = h.run("mqsub", "-b", "--timeout", "1s", "-p", "later", "x", "true")
-	if r.code != 1 || !strings.Contains(r.stderr, "prerequisite target later has no jobs yet: waiting for them") || !strings.Contains(r.stderr, "timed out after 1s") {
+	if r.code != 1 || !strings.Contains(r.stderr, "waits for target later, which has no jobs yet") || !strings.Contains(r.stderr, "timed out after 1s") {
 		t.Fatalf("mqsub -b --timeout: %s", r)
 	}
 	// So do -b --array and -b -f, once per missing target.
 	r = h.run("mqsub", "-b", "--timeout", "1s", "--array", "1-3", "-p", "later2", "xa", "true")
-	if r.code != 1 || strings.Count(r.stderr, "prerequisite target later2 has no jobs yet: waiting for them") != 1 || !strings.Contains(r.stderr, "timed out after 1s") {
+	if r.code != 1 || strings.Count(r.stderr, "wait for target later2, which has no jobs yet") != 1 || !strings.Contains(r.stderr, "timed out after 1s") {
 		t.Fatalf("mqsub -b --array --timeout: %s", r)
 	}
 	os.WriteFile(file, []byte(`{"target":"xf","prereqs":["later3"],"command":"true"}
@@ -201,7 +201,7 @@ func TestMqsubWaits(t *testing.T) {
 {"target":"xg","prereqs":["later4","xf"],"command":"true"}
 `), 0o644)
 	r = h.run("mqsub", "-b", "--timeout", "1s", "-f", file)
-	if r.code != 1 || strings.Count(r.stderr, "prerequisite target later3 has no jobs yet") != 1 || strings.Count(r.stderr, "prerequisite target later4 has no jobs yet") != 1 || strings.Contains(r.stderr, "target xf has no jobs") {
+	if r.code != 1 || strings.Count(r.stderr, "wait for targets later3, later4, which have no jobs yet") != 1 || strings.Contains(r.stderr, "xf,") {
 		t.Fatalf("mqsub -b -f --timeout: %s", r)
 	}
 	if r = h.run("mqsub", "--timeout", "1s", "x", "true"); r.code != 2 {

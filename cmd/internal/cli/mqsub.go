@@ -288,9 +288,6 @@ func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
 	if !c.Bool("b") {
 		return nil
 	}
-	if len(js.Prereqs)+len(js.AfterAny) > 0 {
-		warnNoJobs(c, cl, []int64{id})
-	}
 	timeout := c.Duration("timeout")
 	w, err := client.Do(c.Context, cl, protocol.OpWait, protocol.Wait{IDs: []int64{id}, TimeoutMS: int(timeout / time.Millisecond)})
 	if err != nil {
@@ -307,49 +304,6 @@ func warn(c *cli.Context, warnings []string) {
 	for _, w := range warnings {
 		fmt.Fprintf(c.App.ErrWriter, "mqsub: warning: %s\n", protocol.Printable(w))
 	}
-}
-
-// warnNoJobs says on stderr, once per target, which prerequisite targets
-// of the jobs ids have no jobs yet: mqsub -b would otherwise wait for them
-// without a word.
-func warnNoJobs(c *cli.Context, cl *client.Client, ids []int64) {
-	said := map[string]bool{}
-	for _, id := range ids {
-		d, err := client.Do(c.Context, cl, protocol.OpJob, protocol.JobQuery{ID: id})
-		if err != nil {
-			return // the wait says what is wrong
-		}
-		for _, ts := range d.WaitingOn {
-			total := 0
-			for _, n := range ts.Counts {
-				total += n
-			}
-			if total == 0 && !said[ts.Target] {
-				said[ts.Target] = true
-				fmt.Fprintf(c.App.ErrWriter, "mqsub: prerequisite target %s has no jobs yet: waiting for them\n", protocol.Printable(ts.Target))
-			}
-		}
-	}
-}
-
-// warnNoJobsRange is warnNoJobs for mqsub -b of a file or an array: it
-// asks about one waiting job per target among the first waitSample
-// waiting jobs of first..last (jobs of a target mostly share their
-// prerequisites; this is a warning, not a proof), at most 100 targets.
-func warnNoJobsRange(c *cli.Context, cl *client.Client, first, last int64) {
-	const waitSample = 2000
-	var ids []int64
-	seen := map[string]bool{}
-	client.Stream(c.Context, cl, protocol.OpStat, protocol.Stat{States: "W", From: first, To: last, Limit: waitSample}, func(r protocol.StatReply) error {
-		for _, j := range r.Jobs {
-			if !seen[j.Target] && len(ids) < 100 {
-				seen[j.Target] = true
-				ids = append(ids, j.ID)
-			}
-		}
-		return nil
-	})
-	warnNoJobs(c, cl, ids)
 }
 
 // waitError says why mqsub -b stopped waiting: an interrupt (Ctrl-C) or
@@ -537,7 +491,6 @@ func submitBulk(c *cli.Context, env Env, cl *client.Client, what string, upload 
 // the jobs First..Last, with a bar on stderr if that is a terminal, and
 // fails naming the jobs that did not end done.
 func waitRange(c *cli.Context, cl *client.Client, first, last int64) error {
-	warnNoJobsRange(c, cl, first, last)
 	v := &progressView{out: c.App.ErrWriter, tty: isTerminal(c.App.ErrWriter)}
 	end, err := follow(c.Context, cl, protocol.Progress{First: first, Last: last}, v, c.Duration("timeout"))
 	if err != nil {

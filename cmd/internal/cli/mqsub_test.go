@@ -334,3 +334,50 @@ func TestMqsubFileErrorTexts(t *testing.T) {
 		})
 	}
 }
+
+// TestMqsubEmptyPrereqWarned: a job that waits for a target with no jobs
+// (Slurm's -p PARTITION typed out of habit, or a target not submitted
+// yet) is warned of at submit, once per submission, naming the targets;
+// a target with jobs, in the same file or before, is not named.
+func TestMqsubEmptyPrereqWarned(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	const hint = "(-p names a prerequisite target; Slurm's -p PARTITION is mq's -q QUEUE)"
+	file := "{\"target\":\"b\",\"prereqs\":[\"a\"],\"command\":\"true\"}\n{\"target\":\"a\",\"command\":\"true\"}\n{\"target\":\"c\",\"prereqs\":[\"b\",\"zz\"],\"command\":\"true\"}\n"
+	for _, tc := range []struct {
+		name  string
+		stdin string
+		args  []string
+		want  string // the warning, "" for none
+	}{
+		{"partition", "", []string{"-p", "gpu", "t", "true"}, "mqsub: warning: job 1 waits for target gpu, which has no jobs yet " + hint + "\n"},
+		{"has jobs", "", []string{"-p", "t", "u", "true"}, ""},
+		{"two missing", "", []string{"-p", "x1,x2", "--after-any", "t", "v", "true"}, "mqsub: warning: job 3 waits for targets x1, x2, which have no jobs yet " + hint + "\n"},
+		{"array", "", []string{"--array", "1-3", "-p", "later", "w", "true"}, "mqsub: warning: some of jobs 4-6 wait for target later, which has no jobs yet " + hint + "\n"},
+		{"file, producer in it", file, []string{"-f", "-"}, "mqsub: warning: some of jobs 7-9 wait for target zz, which has no jobs yet " + hint + "\n"},
+		{"none named", "", []string{"y", "true"}, ""},
+	} {
+		_, stderr, code := tb.mqsub(tc.stdin, tc.args...)
+		if code != 0 || stderr != tc.want {
+			t.Errorf("%s: mqsub %q: exit %d, stderr %q; want 0 and %q", tc.name, tc.args, code, stderr, tc.want)
+		}
+	}
+	// A target whose jobs were all done and purged has had jobs.
+	ctx := context.Background()
+	tb = setup(t)
+	id := tb.submitted(t, "gone", "true")
+	ph := tb.placeholder(t, 1)
+	if nr, err := tb.store.Next(ctx, protocol.Next{Placeholder: ph, Free: 1}); err != nil || len(nr.Jobs) != 1 || nr.Jobs[0].ID != id {
+		t.Fatalf("next: %+v, %v", nr, err)
+	}
+	now := time.Now()
+	if err := tb.store.Report(ctx, ph, []protocol.Report{{ID: id, Attempt: 1, Started: now, Finished: now}}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := tb.store.Purger().Run(ctx, protocol.Purge{Select: protocol.Select{IDs: []int64{id}}}); err != nil || r.Purged != 1 {
+		t.Fatalf("purge: %+v, %v", r, err)
+	}
+	if _, stderr, code := tb.mqsub("", "-p", "gone", "after-purge", "true"); code != 0 || stderr != "" {
+		t.Errorf("after its prerequisite's jobs were purged: exit %d, stderr %q", code, stderr)
+	}
+}

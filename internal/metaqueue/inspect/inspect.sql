@@ -78,3 +78,12 @@ WHERE a.first_job = (SELECT max(first_job) FROM arrays WHERE first_job <= j.id) 
 SELECT e.attempt, e.stream, coalesce(p.out_dir, ''), e.file, e.last, e.bytes, e.cut
 FROM output_extents e LEFT JOIN placeholders p ON p.id = e.placeholder_id
 WHERE e.job_id = ?;
+
+-- name: EmptyPrereqs
+-- The prerequisite targets (after-ok or after-any) of jobs ?1..?2 that
+-- have no job and had none purged, at most 8: their jobs wait until one
+-- is submitted.
+SELECT DISTINCT t.name FROM job_prereqs jp JOIN targets t ON t.id = jp.target_id
+WHERE jp.job_id BETWEEN ?1 AND ?2 AND t.purged_done = 0 AND t.purged_bad = 0
+	AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.target_id = t.id)
+ORDER BY t.name LIMIT 8;

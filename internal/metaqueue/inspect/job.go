@@ -11,6 +11,27 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
+// EmptyPrereqs lists the prerequisite targets of jobs first..last that
+// have no job and had none purged (at most 8): their jobs wait until some
+// are submitted, forever if a name was typed for something else (Slurm's
+// -p PARTITION).
+func (r *Reader) EmptyPrereqs(ctx context.Context, first, last int64) ([]string, error) {
+	rows, err := r.db.QueryContext(ctx, queries.Get("EmptyPrereqs"), first, last)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		names = append(names, n)
+	}
+	return names, closeRows(rows)
+}
+
 // Job returns everything known about one job.
 func (r *Reader) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
 	d, row, err := r.jobOutput(ctx, id)

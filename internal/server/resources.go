@@ -86,3 +86,13 @@ func (s *Server) prereqWarnings(ctx context.Context, first, last int64) []string
 	}
 	return []string{fmt.Sprintf("%s for %s no jobs yet (-p names a prerequisite target; Slurm's -p PARTITION is mq's -q QUEUE)", who, what)}
 }
+
+// namesPrereqs says whether any of specs names a prerequisite target.
+func namesPrereqs(specs []protocol.JobSpec) bool {
+	for i := range specs {
+		if len(specs[i].Prereqs) > 0 || len(specs[i].AfterAny) > 0 {
+			return true
+		}
+	}
+	return false
+}

@@ -47,7 +47,10 @@ var builtin = routeTable(
 		}
 		var first, last int64
 		if len(ids) > 0 {
-			first, last = ids[0], ids[len(ids)-1]
+			first = ids[0]
+			if namesPrereqs(b.Jobs) { // else no query: a submission costs the same as before
+				last = ids[len(ids)-1]
+			}
 		}
 		w := append(c.s.resourceWarnings(ctx, countAsking(b.Jobs), first, len(ids)), c.s.prereqWarnings(ctx, first, last)...)
 		return protocol.SubmitReply{IDs: ids, Warnings: w}, nil

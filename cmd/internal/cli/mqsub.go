@@ -116,6 +116,11 @@ func mqsubAction(c *cli.Context, env Env) error {
 	if err := hintError(c); err != nil {
 		return err
 	}
+	if a := c.Args().First(); c.Bool("b") && c.NArg() > 1 && (a == "y" || a == "n") {
+		// SGE's -b y runs a binary rather than a script: a target named
+		// y is far likelier that.
+		return Usagef("-b %s is SGE's binary flag; mq runs COMMAND as given, and its -b waits for the job: mqsub -b TARGET COMMAND", a)
+	}
 	if err := stdioHabits(c); err != nil {
 		return err
 	}

@@ -122,6 +122,47 @@ var hints = []hint{
 	{names: []string{"job-name", "J"}, from: "Slurm", say: nil},           // nameHint: a name, or PBS Pro's array
 	{names: []string{"l", "resource-list"}, from: "qsub", say: qsubLHint}, // qsub's man page calls it resource_list
 	{names: []string{"pe"}, from: "SGE", say: nil},                        // hintError: its N is the next argument
+	// Where and how the job runs, and who hears of it.
+	{names: []string{"cwd"}, bool: true, from: "SGE", say: func(string) string {
+		return "an mq job runs in the directory mqsub runs in already (-d DIR for another)"
+	}},
+	{names: []string{"wd"}, from: "SGE", say: func(v string) string { return "mq writes -d " + orWord(v, "DIR") }},
+	{names: []string{"chdir", "D"}, from: "Slurm", say: func(v string) string { return "mq writes -d " + orWord(v, "DIR") }},
+	{names: []string{"j"}, from: "SGE", say: func(string) string {
+		return "without -e, mq writes stderr into -o's file already; -e PATH keeps it apart"
+	}},
+	{names: []string{"S"}, from: "SGE", say: func(string) string {
+		return "mq runs COMMAND with /bin/sh -c; for another shell make it the command: mqsub TARGET bash script.sh"
+	}},
+	{names: []string{"partition"}, from: "Slurm", say: func(v string) string {
+		return "an mq job goes to a queue (-q QUEUE); the cluster's partition is its site's: cls site add NAME --partition " + orWord(v, "P")
+	}},
+	{names: []string{"sync"}, from: "SGE", say: func(string) string {
+		return "mq writes -b (--block): wait for the job and exit with its exit status"
+	}},
+	{names: []string{"wait"}, bool: true, from: "Slurm", say: func(string) string {
+		return "mq writes -b (--block): wait for the job and exit with its exit status"
+	}},
+	{names: []string{"account", "A"}, from: "Slurm", say: func(v string) string {
+		return "placeholders are charged as their site submits them: cls site set SITE --submit-args '-A " + orWord(v, "ACCOUNT") + "'"
+	}},
+	{names: []string{"mail-type"}, from: "Slurm", say: mailHint},
+	{names: []string{"mail-user"}, from: "Slurm", say: mailHint},
+	{names: []string{"m"}, from: "qsub", say: mailHint},
+	{names: []string{"M"}, from: "qsub", say: mailHint},
+}
+
+// mailHint answers the batch systems' mail flags.
+func mailHint(string) string {
+	return "mq sends no mail; mqsub -b, or mqwait ID..., waits for jobs to end"
+}
+
+// orWord is v, or word when v is empty.
+func orWord(v, word string) string {
+	if v == "" {
+		return word
+	}
+	return v
 }
 
 // hintFlags are the hidden flags of hints.
@@ -179,8 +220,14 @@ func nameHint(flag, v string) string {
 	return given + " job name; mq's is the TARGET argument: mqsub " + v + " COMMAND"
 }
 
+// dashed is a hint flag as its batch system spells it: one letter, and
+// SGE's words, with one dash.
 func dashed(name string) string {
-	if len(name) == 1 || name == "pe" || name == "hold_jid" {
+	switch name {
+	case "pe", "hold_jid", "cwd", "wd", "sync":
+		return "-" + name
+	}
+	if len(name) == 1 {
 		return "-" + name
 	}
 	return "--" + name

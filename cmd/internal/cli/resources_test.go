@@ -210,6 +210,22 @@ func TestMqsubResourceErrors(t *testing.T) {
 		{[]string{"-l", "select=1:ncpus=8:mem=16gb:ngpus=1"}, "--cpus 8 --mem 16G --gpus 1"},
 		{[]string{"-l", "h_vmem=2G"}, "--mem SIZE (h_vmem is per slot"},
 		{[]string{"-pe", "smp", "4"}, "-pe smp 4 is SGE's spelling; mq writes --cpus 4"},
+		// Where and how the job runs, and who hears of it.
+		{[]string{"-cwd"}, "-cwd is SGE's spelling; an mq job runs in the directory mqsub runs in already (-d DIR for another)"},
+		{[]string{"-wd", "/scratch/x"}, "-wd /scratch/x is SGE's spelling; mq writes -d /scratch/x"},
+		{[]string{"-D", "/scratch/x"}, "--chdir /scratch/x is Slurm's spelling; mq writes -d /scratch/x"},
+		{[]string{"--chdir=/scratch/x"}, "mq writes -d /scratch/x"},
+		{[]string{"-j", "y"}, "-j y is SGE's spelling; without -e, mq writes stderr into -o's file already"},
+		{[]string{"-S", "/bin/bash"}, "-S /bin/bash is SGE's spelling; mq runs COMMAND with /bin/sh -c"},
+		{[]string{"--partition", "gpu"}, "--partition gpu is Slurm's spelling; an mq job goes to a queue (-q QUEUE); the cluster's partition is its site's: cls site add NAME --partition gpu"},
+		{[]string{"-sync", "y"}, "-sync y is SGE's spelling; mq writes -b (--block)"},
+		{[]string{"--wait"}, "--wait is Slurm's spelling; mq writes -b (--block)"},
+		{[]string{"-A", "proj42"}, "--account proj42 is Slurm's spelling; placeholders are charged as their site submits them: cls site set SITE --submit-args '-A proj42'"},
+		{[]string{"--mail-type=END"}, "mq sends no mail"},
+		{[]string{"--mail-user", "me@x.org"}, "mq sends no mail"},
+		{[]string{"-m", "bea"}, "-m bea is qsub's spelling; mq sends no mail"},
+		{[]string{"-M", "me@x.org"}, "mq sends no mail"},
+		{[]string{"-b", "y"}, "-b y is SGE's binary flag; mq runs COMMAND as given, and its -b waits for the job"},
 	} {
 		s, stderr, code := runSeen(t, "/tmp", append(c.args, "t", "true")...)
 		if code != ExitUsage || !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 1 || strings.Contains(stderr, "unknown flag") {

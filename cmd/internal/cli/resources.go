@@ -128,10 +128,10 @@ var hints = []hint{
 	}},
 	{names: []string{"wd"}, from: "SGE", say: func(v string) string { return "mq writes -d " + orWord(v, "DIR") }},
 	{names: []string{"chdir", "D"}, from: "Slurm", say: func(v string) string { return "mq writes -d " + orWord(v, "DIR") }},
-	{names: []string{"j"}, from: "SGE", say: func(string) string {
+	{names: []string{"j", "join"}, from: "SGE", say: func(string) string {
 		return "without -e, mq writes stderr into -o's file already; -e PATH keeps it apart"
 	}},
-	{names: []string{"S"}, from: "SGE", say: func(string) string {
+	{names: []string{"S", "shell"}, from: "SGE", say: func(string) string {
 		return "mq runs COMMAND with /bin/sh -c; for another shell make it the command: mqsub TARGET bash script.sh"
 	}},
 	{names: []string{"partition"}, from: "Slurm", say: func(v string) string {
@@ -144,12 +144,12 @@ var hints = []hint{
 		return "mq writes -b (--block): wait for the job and exit with its exit status"
 	}},
 	{names: []string{"account", "A"}, from: "Slurm", say: func(v string) string {
-		return "placeholders are charged as their site submits them: cls site set SITE --submit-args '-A " + orWord(v, "ACCOUNT") + "'"
+		return "placeholders are charged as their site submits them: cls site add NAME ... --submit-args '-A " + orWord(v, "ACCOUNT") + "'"
 	}},
 	{names: []string{"mail-type"}, from: "Slurm", say: mailHint},
 	{names: []string{"mail-user"}, from: "Slurm", say: mailHint},
-	{names: []string{"m"}, from: "qsub", say: mailHint},
-	{names: []string{"M"}, from: "qsub", say: mailHint},
+	{names: []string{"m", "mail-options"}, from: "qsub", say: mailHint},
+	{names: []string{"M", "mail-list"}, from: "qsub", say: mailHint},
 }
 
 // mailHint answers the batch systems' mail flags.

@@ -220,7 +220,7 @@ func TestMqsubResourceErrors(t *testing.T) {
 		{[]string{"--partition", "gpu"}, "--partition gpu is Slurm's spelling; an mq job goes to a queue (-q QUEUE); the cluster's partition is its site's: cls site add NAME --partition gpu"},
 		{[]string{"-sync", "y"}, "-sync y is SGE's spelling; mq writes -b (--block)"},
 		{[]string{"--wait"}, "--wait is Slurm's spelling; mq writes -b (--block)"},
-		{[]string{"-A", "proj42"}, "--account proj42 is Slurm's spelling; placeholders are charged as their site submits them: cls site set SITE --submit-args '-A proj42'"},
+		{[]string{"-A", "proj42"}, "--account proj42 is Slurm's spelling; placeholders are charged as their site submits them: cls site add NAME ... --submit-args '-A proj42'"},
 		{[]string{"--mail-type=END"}, "mq sends no mail"},
 		{[]string{"--mail-user", "me@x.org"}, "mq sends no mail"},
 		{[]string{"-m", "bea"}, "-m bea is qsub's spelling; mq sends no mail"},

@@ -124,6 +124,9 @@ func mqsubAction(c *cli.Context, env Env) error {
 	if err := stdioHabits(c); err != nil {
 		return err
 	}
+	if err := stdioDirs(c, env.Getwd); err != nil {
+		return err
+	}
 	if c.IsSet("timeout") && !c.Bool("b") {
 		return Usagef("--timeout goes with -b")
 	}

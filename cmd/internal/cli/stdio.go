@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -53,6 +55,34 @@ func stdioHabits(c *cli.Context) error {
 	}
 	if _, err := walltime.Parse(e.v); e.n == 1 && err == nil {
 		return Usagef("-e %s: -e is the job's stderr file now (qsub's, sbatch's); the estimate is --est %s (a file of that name: -e ./%s)", e.v, e.v, e.v)
+	}
+	return nil
+}
+
+// stdioDirs refuses an -o or -e that names a directory on this host (the
+// job's directory, -d, taken here as it is given): the job would fail
+// opening it, where SGE writes JOB.oID into it.
+func stdioDirs(c *cli.Context, getwd func() (string, error)) error {
+	for _, f := range [][3]string{{"o", "-o", "out"}, {"e", "-e", "err"}} {
+		v := c.Generic(f[0]).(*countedString).v
+		if v == "" || strings.Contains(v, "%") {
+			continue
+		}
+		p := v
+		if !filepath.IsAbs(p) {
+			dir := c.String("d")
+			if !filepath.IsAbs(dir) {
+				wd, err := getwd()
+				if err != nil {
+					continue
+				}
+				dir = filepath.Join(wd, dir)
+			}
+			p = filepath.Join(dir, p)
+		}
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			return Usagef("%s %s is a directory; give a file in it, e.g. %s %s", f[1], v, f[1], filepath.Join(v, "%x.%j."+f[2]))
+		}
 	}
 	return nil
 }

@@ -93,6 +93,8 @@ func TestMqsubRefused(t *testing.T) {
 		{"stdio", []string{"--output", "x"}, "--output x is ambiguous: the job's stdout file is -o x (sbatch's --output); a file the job writes is --out x"},
 		{"stdio", []string{"-o", "o-%u.log"}, "stdout: \"o-%u.log\": mq expands %j (job id)"},
 		{"stdio", []string{"-o", "logs/"}, "names a directory"},
+		{"stdio", []string{"-o", dir}, "-o " + dir + " is a directory; give a file in it, e.g. -o " + dir + "/%x.%j.out"},
+		{"stdio", []string{"-d", dir, "-e", "."}, "-e . is a directory; give a file in it, e.g. -e %x.%j.err"},
 		{"stdio", []string{"--rerun", "-o", "x", "1"}, "-o does not go with --rerun"},
 		{"time", []string{"--time", "0"}, "--time 0: a time limit is more than 0"},
 		{"time", []string{"--time", "-5"}, "--time: "},

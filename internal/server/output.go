@@ -53,6 +53,9 @@ func readOutput(ctx context.Context, c *conn, b protocol.OutputRead) (protocol.O
 	}
 	out.Attempt = attempt
 	if path == "" {
+		if len(d.State) == 1 && job.State(d.State[0]).Terminal() {
+			return out, protocol.Errorf(protocol.CodeBadState, "job %d never ran: it has no output (state %s)", b.ID, d.State)
+		}
 		return out, protocol.Errorf(protocol.CodeBadState, "job %d has no output yet (state %s)", b.ID, d.State)
 	}
 	out.Lost = protocol.LostFor(lost, b.Stream)

@@ -35,6 +35,11 @@ func TestOutputCommand(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "has no output yet") {
 		t.Errorf("--output of a job that has not run: %s", r)
 	}
+	h.ok("mqdel", strconv.FormatInt(waiting, 10))
+	r = h.run("mqstat", "--output", strconv.FormatInt(waiting, 10))
+	if r.code != 1 || !strings.Contains(r.stderr, "never ran: it has no output (state X (deleted))") {
+		t.Errorf("--output of a job deleted before it ran: %s", r)
+	}
 	if r := h.run("mqstat", "--stderr"); r.code != 2 {
 		t.Errorf("--stderr without --output: %s", r)
 	}

@@ -245,6 +245,9 @@ func printOutput(w io.Writer, d protocol.JobDetail, stderr bool) error {
 		path, cp, ext, st = d.Stderr, d.StderrCopy, d.StderrStream, outstream.Stderr
 	}
 	if path == "" {
+		if len(d.State) == 1 && job.State(d.State[0]).Terminal() {
+			return fmt.Errorf("job %d never ran: it has no output (state %s)", d.ID, stateName(d.State))
+		}
 		return fmt.Errorf("job %d has no output yet (state %s)", d.ID, stateName(d.State))
 	}
 	if ext != nil && cp == "" {

@@ -49,7 +49,11 @@ func NewMemLimiter() (MemLimiter, string) {
 }
 
 func overReason(rss, limit int64) string {
-	return fmt.Sprintf("max RSS %s over its request of %s", resource.FormatMem(rss), resource.FormatMem(limit))
+	r, l := resource.FormatMem(rss), resource.FormatMem(limit)
+	if r == l { // rounded alike: the bytes say which is more
+		r, l = fmt.Sprintf("%s (%d bytes)", r, rss), fmt.Sprintf("%s (%d bytes)", l, limit)
+	}
+	return fmt.Sprintf("max RSS %s over its request of %s", r, l)
 }
 
 // A Watchdog samples the resident memory of a job's process group and

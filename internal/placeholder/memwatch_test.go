@@ -80,7 +80,7 @@ func TestWatchdogKillsOnlyTheGroupOver(t *testing.T) {
 			if !killed {
 				t.Fatalf("not killed before the deadline")
 			}
-			if !regexp.MustCompile(`^max RSS \d+(\.\d)? MiB over its request of 64 MiB$`).MatchString(reason) {
+			if !regexp.MustCompile(`^max RSS \d+(\.\d)? MiB( \(\d+ bytes\))? over its request of 64 MiB( \(67108864 bytes\))?$`).MatchString(reason) {
 				t.Errorf("reason %q", reason)
 			}
 			err = hog.Wait()
@@ -330,5 +330,21 @@ func TestWatchdogSharesScans(t *testing.T) {
 	w.scanned = time.Time{} // the window ended
 	if got := w.groupRSS(200, every); got != 0 {
 		t.Errorf("group 200 after a new scan: %d bytes; want 0", got)
+	}
+}
+
+// TestOverReason: a memory kill's reason says the job used more than it
+// asked for, in bytes too where the rounded sizes read alike.
+func TestOverReason(t *testing.T) {
+	for _, tc := range []struct {
+		rss, limit int64
+		want       string
+	}{
+		{100 << 20, 64 << 20, "max RSS 100 MiB over its request of 64 MiB"},
+		{3<<29 + 4096, 3 << 29, "max RSS 1.5 GiB (1610616832 bytes) over its request of 1.5 GiB (1610612736 bytes)"},
+	} {
+		if got := overReason(tc.rss, tc.limit); got != tc.want {
+			t.Errorf("overReason(%d, %d) = %q, want %q", tc.rss, tc.limit, got, tc.want)
+		}
 	}
 }

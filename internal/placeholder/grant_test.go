@@ -78,12 +78,14 @@ func stdoutOf(t *testing.T, out string, id int64) string {
 // killed, ends failed with the memory reason, and its sibling on the
 // same placeholder finishes. The agent's RSS watchdog enforces it (the
 // cgroup limiter needs a writable cgroup v2, which this machine may not
-// give; TestCgroupLimiter* cover it where it does).
+// give; TestCgroupLimiter* cover it where it does). The hog is the
+// shell's child, killed unreaped: the usage reported is what the watch
+// saw, not the shell's own rusage.
 func TestAgentMemoryGrant(t *testing.T) {
 	t.Parallel()
 	c := newGrantingCLS(t)
 	dir := t.TempDir()
-	hog := protocol.JobSpec{Target: "mem64M", Cwd: dir, Command: shellQuote(os.Args[0]) + " -test.run=^TestHelperMemHog$",
+	hog := protocol.JobSpec{Target: "mem64M", Cwd: dir, Command: "true; " + shellQuote(os.Args[0]) + " -test.run=^TestHelperMemHog$",
 		Env: map[string]string{"MQ_TEST_HOG_MIB": "400"}}
 	sibling := protocol.JobSpec{Target: "mem256M", Cwd: dir, Command: "sleep 1; echo still here"}
 	ids := c.submit(hog, sibling)
@@ -93,6 +95,9 @@ func TestAgentMemoryGrant(t *testing.T) {
 	h, s := ends[ids[0]], ends[ids[1]]
 	if h.State != "F" || !protocol.IsMemoryReason(h.Reason) || !strings.Contains(h.Reason, "over its request of 64 MiB") {
 		t.Errorf("hog ended %s with reason %q; want F, killed over its request of 64 MiB", h.State, h.Reason)
+	}
+	if h.Usage == nil || h.Usage.MaxRSS <= 64<<20 {
+		t.Errorf("hog's usage %+v; want its max RSS over the 64 MiB it was killed past", h.Usage)
 	}
 	if s.State != "D" || strings.TrimSpace(stdoutOf(t, out, ids[1])) != "still here" {
 		t.Errorf("sibling ended %+v; want D", s)

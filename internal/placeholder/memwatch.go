@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -33,6 +34,11 @@ type MemWatch interface {
 	// request of 8 GiB" from the watchdog, "memory reached its request
 	// of 8 GiB (killed by the kernel)" from a cgroup.
 	Watch(ctx context.Context, pgid int) (reason string, killed bool)
+	// Peak is the most memory the job's processes held at once, as far
+	// as the watch saw (0: not known); read it after Watch returned, and
+	// before Close. The job's rusage knows only its largest process, and
+	// none killed unreaped.
+	Peak() int64
 	// Close releases what Prepare took; call it after the job was reaped.
 	Close() error
 }
@@ -98,9 +104,12 @@ func (w *Watchdog) Prepare(_ *syscall.SysProcAttr, limit int64) (MemWatch, error
 type rssWatch struct {
 	w     *Watchdog
 	limit int64
+	peak  atomic.Int64
 }
 
 func (r *rssWatch) Close() error { return nil }
+
+func (r *rssWatch) Peak() int64 { return r.peak.Load() }
 
 func (r *rssWatch) Watch(ctx context.Context, pgid int) (string, bool) {
 	every := cmpOr(r.w.Interval, 250*time.Millisecond)
@@ -109,6 +118,7 @@ func (r *rssWatch) Watch(ctx context.Context, pgid int) (string, bool) {
 	var peak int64
 	for {
 		peak = max(peak, r.w.groupRSS(pgid, every))
+		r.peak.Store(peak)
 		if peak > r.limit {
 			killGroup(ctx, r.w.proc(), pgid, cmpOr(r.w.Grace, 5*time.Second), every)
 			return overReason(peak, r.limit), true
@@ -340,6 +350,16 @@ func (w *cgroupWatch) oomKills() int {
 		}
 	}
 	return 0
+}
+
+// Peak reads the cgroup's memory.peak (Linux 5.19 and later; 0 before).
+func (w *cgroupWatch) Peak() int64 {
+	b, err := os.ReadFile(filepath.Join(w.dir, "memory.peak"))
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return n
 }
 
 func (w *cgroupWatch) Close() error {

@@ -240,7 +240,15 @@ func TestCgroupLimiterFiles(t *testing.T) {
 	if !killed || reason != "memory reached its request of 8 GiB (killed by the kernel)" {
 		t.Errorf("Watch = %q, %v", reason, killed)
 	}
-	for _, f := range []string{"memory.max", "memory.oom.group", "memory.swap.max", "memory.events"} {
+	// The job's peak is the cgroup's (none before Linux 5.19: 0).
+	if p := mw.Peak(); p != 0 {
+		t.Errorf("Peak without memory.peak = %d, want 0", p)
+	}
+	os.WriteFile(job+"/memory.peak", []byte("8589934592\n"), 0o644)
+	if p := mw.Peak(); p != 8*resource.GiB {
+		t.Errorf("Peak = %d, want memory.peak's %d", p, 8*resource.GiB)
+	}
+	for _, f := range []string{"memory.max", "memory.oom.group", "memory.swap.max", "memory.events", "memory.peak"} {
 		os.Remove(job + "/" + f) // a real cgroup's files go with it
 	}
 	if err := mw.Close(); err != nil {

@@ -404,7 +404,9 @@ func (a *Agent) wait(ctx context.Context, t *attempt) {
 		// The watch killed the job, or sees now that the kernel did:
 		// that is why it ended, unless it was being killed already.
 		stopMem()
-		if m := <-memDone; m.killed {
+		m := <-memDone
+		t.rep.Usage.MaxRSS = max(t.rep.Usage.MaxRSS, t.mem.Peak())
+		if m.killed {
 			p.mu.Lock()
 			if p.reason == "" {
 				p.reason = protocol.MemoryReason(m.why)

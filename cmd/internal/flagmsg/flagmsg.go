@@ -22,8 +22,11 @@ func Reword(err error) string {
 			if len(name) > 1 {
 				name = "-" + name
 			}
-			if reason == "parse error" {
+			switch {
+			case reason == "parse error":
 				reason = "not a valid value"
+			case strings.Contains(reason, v):
+				return fmt.Sprintf("-%s: %s", name, reason) // it names the value itself
 			}
 			return fmt.Sprintf("-%s: %s: %s", name, v, reason)
 		}

@@ -1,0 +1,22 @@
+package flagmsg
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestReword(t *testing.T) {
+	for _, tc := range []struct{ err, want string }{
+		{"flag provided but not defined: -foo", "unknown flag -foo"},
+		{`invalid value "x" for flag -slots: parse error`, `--slots: "x": not a valid value`},
+		{`invalid value "x" for flag -n: parse error`, `-n: "x": not a valid value`},
+		{`invalid value "2h" for flag -idle: want a duration`, `--idle: "2h": want a duration`},
+		// A reason that names the value is not preceded by it again.
+		{`invalid value "x=0" for flag -resource: resource "x=0": want a positive integer after =`, `--resource: resource "x=0": want a positive integer after =`},
+		{"something else", "something else"},
+	} {
+		if got := Reword(errors.New(tc.err)); got != tc.want {
+			t.Errorf("Reword(%q) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}

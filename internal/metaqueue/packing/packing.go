@@ -526,5 +526,6 @@ func (p *Packing) Reload() {
 	clear(p.retried)
 }
 
-// Asks reports whether job id asks for more than one core.
+// Asks reports whether job id asks for anything beyond one core: more
+// cores, memory, GPUs, named amounts, or an auto size.
 func (p *Packing) Asks(id int64) bool { return !isZero(p.reqs[id]) }

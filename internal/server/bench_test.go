@@ -54,3 +54,32 @@ func BenchmarkPipelined(b *testing.B) {
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkSubmitPrereq measures one job submitted per request, naming a
+// prerequisite target that has jobs: what a pipeline submitted job by
+// job (mqsub -p, the driver) pays, the empty-prerequisite check
+// (prereqWarnings) included.
+//
+//	go test -run - -bench SubmitPrereq ./internal/server
+func BenchmarkSubmitPrereq(b *testing.B) {
+	srv := &Server{Store: newStore(b)}
+	a, sc := net.Pipe()
+	go srv.ServeConn(context.Background(), sc, protocol.RoleUser)
+	ctx := context.Background()
+	cl, err := client.New(ctx, a, protocol.RoleUser, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := client.Do(ctx, cl, protocol.OpSubmit, protocol.Submit{Jobs: []protocol.JobSpec{{Target: "a", Command: "true", Cwd: "/tmp"}}}); err != nil {
+		b.Fatal(err)
+	}
+	job := protocol.Submit{Jobs: []protocol.JobSpec{{Target: "b", Prereqs: []string{"a"}, Command: "true", Cwd: "/tmp"}}}
+	b.ResetTimer()
+	for range b.N {
+		r, err := client.Do(ctx, cl, protocol.OpSubmit, job)
+		if err != nil || len(r.Warnings) > 0 {
+			b.Fatal(r, err)
+		}
+	}
+}

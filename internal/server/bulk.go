@@ -136,7 +136,7 @@ func bulkCommit(ctx context.Context, c *conn, it *bulkItem) (protocol.SubmitRepl
 	if err != nil {
 		return protocol.SubmitReply{}, err
 	}
-	w := append(c.s.resourceWarnings(ctx, asking, first, n), c.s.prereqWarnings(ctx, first, first+int64(n)-1)...)
+	w := append(c.s.resourceWarnings(ctx, asking, first, n), c.s.bulkPrereqWarnings(ctx, first, first+int64(n)-1)...)
 	return protocol.SubmitReply{First: first, Count: n, Warnings: w}, nil
 }
 

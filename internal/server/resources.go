@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/mq-hpc/mq/protocol"
@@ -66,33 +67,59 @@ func (s *Server) resourceWarnings(ctx context.Context, asking int, first int64, 
 const prereqSample = 2000
 
 // prereqWarnings warns of the prerequisite targets with no job of the
-// jobs submitted as first..last: such jobs wait until one is submitted,
-// forever when a name was meant as Slurm's -p PARTITION.
-func (s *Server) prereqWarnings(ctx context.Context, first, last int64) []string {
-	if first == 0 || last < first {
+// jobs specs submitted as ids, from the core's graph (a lookup per name,
+// so a pipeline submitted job by job pays next to nothing): such jobs
+// wait until one is submitted, forever when a name was meant as Slurm's
+// -p PARTITION.
+func (s *Server) prereqWarnings(ctx context.Context, specs []protocol.JobSpec, ids []int64) []string {
+	seen := map[string]bool{}
+	var names []string
+	for _, js := range specs[:min(len(specs), prereqSample)] {
+		for _, n := range slices.Concat(js.Prereqs, js.AfterAny) {
+			if !seen[n] {
+				seen[n] = true
+				names = append(names, n)
+			}
+		}
+	}
+	if len(names) == 0 || len(ids) == 0 {
 		return nil
 	}
-	names, err := s.Store.Inspect().EmptyPrereqs(ctx, first, min(last, first+prereqSample-1))
-	if err != nil || len(names) == 0 {
+	slices.Sort(names)
+	empty, err := s.Store.Inspect().EmptyTargets(ctx, names)
+	if err != nil {
 		return nil // the jobs are in: a warning is not worth failing the reply
+	}
+	return prereqWarning(ids[0], ids[len(ids)-1], empty)
+}
+
+// bulkPrereqWarnings is prereqWarnings for a bulk submission of jobs
+// first..last, whose specs the server spooled: one query of the first
+// prereqSample jobs' prerequisite rows.
+func (s *Server) bulkPrereqWarnings(ctx context.Context, first, last int64) []string {
+	if last < first {
+		return nil
+	}
+	empty, err := s.Store.Inspect().EmptyPrereqs(ctx, first, min(last, first+prereqSample-1))
+	if err != nil {
+		return nil
+	}
+	return prereqWarning(first, last, empty)
+}
+
+// prereqWarning is the warning of jobs first..last that wait for the
+// targets empty, which have no job (none: no warning).
+func prereqWarning(first, last int64, empty []string) []string {
+	if len(empty) == 0 {
+		return nil
 	}
 	who := fmt.Sprintf("job %d waits", first)
 	if last > first {
 		who = fmt.Sprintf("some of jobs %d-%d wait", first, last)
 	}
-	what := "target " + names[0] + ", which has"
-	if len(names) > 1 {
-		what = "targets " + strings.Join(names, ", ") + ", which have"
+	what := "target " + empty[0] + ", which has"
+	if len(empty) > 1 {
+		what = "targets " + strings.Join(empty, ", ") + ", which have"
 	}
 	return []string{fmt.Sprintf("%s for %s no jobs yet (-p names a prerequisite target; Slurm's -p PARTITION is mq's -q QUEUE)", who, what)}
-}
-
-// namesPrereqs says whether any of specs names a prerequisite target.
-func namesPrereqs(specs []protocol.JobSpec) bool {
-	for i := range specs {
-		if len(specs[i].Prereqs) > 0 || len(specs[i].AfterAny) > 0 {
-			return true
-		}
-	}
-	return false
 }

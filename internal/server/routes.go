@@ -45,14 +45,11 @@ var builtin = routeTable(
 		if err != nil {
 			return protocol.SubmitReply{}, err
 		}
-		var first, last int64
+		var first int64
 		if len(ids) > 0 {
 			first = ids[0]
-			if namesPrereqs(b.Jobs) { // else no query: a submission costs the same as before
-				last = ids[len(ids)-1]
-			}
 		}
-		w := append(c.s.resourceWarnings(ctx, countAsking(b.Jobs), first, len(ids)), c.s.prereqWarnings(ctx, first, last)...)
+		w := append(c.s.resourceWarnings(ctx, countAsking(b.Jobs), first, len(ids)), c.s.prereqWarnings(ctx, b.Jobs, ids)...)
 		return protocol.SubmitReply{IDs: ids, Warnings: w}, nil
 	}),
 	handleBulk(protocol.OpBulkAdd, bulkAdd),

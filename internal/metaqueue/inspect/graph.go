@@ -29,6 +29,26 @@ type Graph interface {
 
 var _ Graph = (*dag.Graph)(nil)
 
+// EmptyTargets returns those of the named targets that have no job and
+// had none (purged ones count), at most 8, from the core's graph: jobs
+// waiting for them wait until one is submitted.
+func (r *Reader) EmptyTargets(ctx context.Context, names []string) (empty []string, err error) {
+	err = r.src.Graph(ctx, func(g Graph) error {
+		for _, n := range names {
+			if t, ok := g.Lookup(n); ok {
+				if total, _, _ := g.Counts(t); total > 0 {
+					continue
+				}
+			}
+			if empty = append(empty, n); len(empty) == 8 {
+				break
+			}
+		}
+		return nil
+	})
+	return empty, err
+}
+
 // DefaultGraphLimit is TargetGraph's limit when none is given.
 const DefaultGraphLimit = 200
 

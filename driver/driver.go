@@ -509,6 +509,23 @@ func (d *Driver) abandon(rs []*record, cause error) {
 	}
 }
 
+// await waits until the job or ctx ends and reports whether the job did.
+// A job that has already ended wins over an ended context (select alone
+// would pick at random): its result is reported, not dropped.
+func (r *record) await(ctx context.Context) bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+	}
+	select {
+	case <-r.done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // cancelled reports whether the job was cancelled (cheap, no lock).
 func (r *record) cancelled() bool {
 	select {
@@ -536,9 +553,7 @@ func (d *Driver) WaitForOne(ctx context.Context, k Key) (Result, error) {
 		return Result{Key: k, Exit: -1}, fmt.Errorf("driver: no job with key %d waits to be collected", k)
 	}
 	d.flushFor([]*record{r})
-	select {
-	case <-r.done:
-	case <-ctx.Done():
+	if !r.await(ctx) {
 		d.abandon([]*record{r}, context.Cause(ctx))
 		return Result{Key: k, Exit: -1}, ctx.Err()
 	}
@@ -582,9 +597,7 @@ func (p *Producer) WaitForAll(ctx context.Context) ([]Result, error) {
 func (d *Driver) waitAll(ctx context.Context, rs []*record) ([]Result, error) {
 	d.flushFor(rs)
 	for _, r := range rs {
-		select {
-		case <-r.done:
-		case <-ctx.Done():
+		if !r.await(ctx) {
 			d.abandon(rs, context.Cause(ctx))
 			return nil, ctx.Err()
 		}

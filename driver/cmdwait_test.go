@@ -1,0 +1,58 @@
+package driver
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// TestEndedJobOutlivesEndedContext: a job that ended before its context
+// did is reported as it ended, every time, by Cmd.Wait, WaitForOne and
+// WaitForAll, and its result is collected, not left behind; a wait cannot
+// delete a job that has already ended.
+func TestEndedJobOutlivesEndedContext(t *testing.T) {
+	t.Parallel()
+	for _, m := range modes()[:2] {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			d := m.start(t, Config{Dir: t.TempDir()})
+			bg, stop := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer stop()
+			ended, cancel := context.WithCancel(bg)
+			cancel()
+			// Each round would pass by luck with probability 1/2 at most.
+			for i := 0; i < 20; i++ {
+				ctx, cancel := context.WithCancel(bg)
+				c := d.CommandContext(ctx, "true")
+				if err := c.Start(); err != nil {
+					t.Fatal(err)
+				}
+				waitUntil(t, func() bool { return d.Pending() == 0 })
+				cancel()
+				if err := c.Wait(); err != nil || c.Result.Exit != 0 {
+					t.Fatalf("round %d: Wait after the job ended, then its context: %v (%+v)", i, err, c.Result)
+				}
+
+				k, err := d.Exec(bg, "exit 3")
+				if err != nil {
+					t.Fatal(err)
+				}
+				waitUntil(t, func() bool { return d.Pending() == 0 })
+				if res, err := d.WaitForOne(ended, k); err != nil || res.Exit != 3 {
+					t.Fatalf("round %d: WaitForOne with an ended context on an ended job: %+v, %v", i, res, err)
+				}
+
+				if _, err := d.Exec(bg, "true"); err != nil {
+					t.Fatal(err)
+				}
+				waitUntil(t, func() bool { return d.Pending() == 0 })
+				if rs, err := d.WaitForAll(ended); err != nil || len(rs) != 1 {
+					t.Fatalf("round %d: WaitForAll with an ended context on ended jobs: %+v, %v", i, rs, err)
+				}
+			}
+			if rs, err := d.WaitForAll(bg); len(rs) != 0 {
+				t.Errorf("results left uncollected: %+v, %v", rs, err)
+			}
+		})
+	}
+}

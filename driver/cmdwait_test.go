@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 )
@@ -54,5 +55,23 @@ func TestEndedJobOutlivesEndedContext(t *testing.T) {
 				t.Errorf("results left uncollected: %+v, %v", rs, err)
 			}
 		})
+	}
+}
+
+// TestStartWithEndedContext: as exec.Cmd.Start does, Start with a context
+// that has already ended returns its error and issues no job.
+func TestStartWithEndedContext(t *testing.T) {
+	t.Parallel()
+	d := startLocal(t, Config{Dir: t.TempDir()})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := 0; i < 20; i++ {
+		c := d.CommandContext(ctx, "true")
+		if err := c.Start(); !errors.Is(err, context.Canceled) {
+			t.Fatalf("round %d: Start with a cancelled context: %v", i, err)
+		}
+		if n := d.Pending(); n != 0 {
+			t.Fatalf("round %d: %d jobs issued with a cancelled context", i, n)
+		}
 	}
 }

@@ -149,8 +149,9 @@ func (d *Driver) ExecSync(ctx context.Context, command string, opts ...Option) (
 }
 
 // Exec issues a job and returns its key once the job is in the buffer. It
-// blocks while the buffer is full (until a job ends) or ctx ends. A bad
-// command line or option is an error here, not later.
+// blocks while the buffer is full (until a job ends) or ctx ends; a ctx
+// already ended is its error at once. A bad command line or option is an
+// error here, not later.
 //
 // As with exec.CommandContext, ctx bounds the job's life: if ctx ends
 // before the job does, the job is deleted (killed if running), at the CLS
@@ -183,6 +184,11 @@ func (p *Producer) Exec(ctx context.Context, command string, opts ...Option) (Ke
 	}
 	protocol.FillSizes(&spec, os.Stat)
 	if err := d.checkGroup(o.group); err != nil {
+		return 0, err
+	}
+	// As exec.Cmd.Start does, an ended context issues nothing (the select
+	// below could still take a free slot).
+	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
 	// Take a buffer slot: this is the backpressure.

@@ -199,6 +199,9 @@ func (c *Cmd) Run() error {
 // non-zero, the error is an *ExitError whose Stderr holds its standard
 // error, as exec.Cmd.Output's does.
 func (c *Cmd) Output() ([]byte, error) {
+	if c.started { // else Run's error would come with an earlier run's output
+		return nil, ErrCmdStarted
+	}
 	err := c.Run()
 	if c.Result == nil || c.Result.out == nil {
 		return nil, err

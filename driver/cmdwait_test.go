@@ -75,3 +75,17 @@ func TestStartWithEndedContext(t *testing.T) {
 		}
 	}
 }
+
+// TestOutputAfterRun: as exec.Cmd.Output does, Output of a Cmd already
+// run is an error and returns no output (not the earlier run's).
+func TestOutputAfterRun(t *testing.T) {
+	t.Parallel()
+	d := startLocal(t, Config{Dir: t.TempDir()})
+	c := d.Command("echo", "once")
+	if err := c.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := c.Output(); !errors.Is(err, ErrCmdStarted) || out != nil {
+		t.Errorf("Output after Run: %q, %v", out, err)
+	}
+}

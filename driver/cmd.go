@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -246,10 +247,16 @@ type ExitError struct {
 }
 
 func (e *ExitError) Error() string {
+	s := fmt.Sprintf("exit status %d", e.Result.Exit)
 	if e.Result.Exit > 128 && e.Result.Exit < 128+65 {
-		return fmt.Sprintf("exit status %d (signal %d)", e.Result.Exit, e.Result.Exit-128)
+		s += fmt.Sprintf(" (signal %d)", e.Result.Exit-128)
 	}
-	return fmt.Sprintf("exit status %d", e.Result.Exit)
+	// The reason says more when the job could not start (exit 127: a
+	// missing directory, say) or was killed; else it repeats the status.
+	if r := e.Result.Reason; r != "" && !strings.HasPrefix(r, "exit status ") {
+		s += ": " + r
+	}
+	return s
 }
 
 // ExitCode returns the job's exit status.

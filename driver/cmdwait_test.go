@@ -3,6 +3,8 @@ package driver
 import (
 	"context"
 	"errors"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -87,5 +89,26 @@ func TestOutputAfterRun(t *testing.T) {
 	}
 	if out, err := c.Output(); !errors.Is(err, ErrCmdStarted) || out != nil {
 		t.Errorf("Output after Run: %q, %v", out, err)
+	}
+}
+
+// TestCouldNotStart: a job whose directory is missing fails as it does
+// through a placeholder, in both modes: exit status 127, and an error
+// that names the directory (os/exec says "chdir DIR: ...").
+func TestCouldNotStart(t *testing.T) {
+	t.Parallel()
+	for _, m := range modes()[:2] {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			d := m.start(t, Config{Dir: t.TempDir()})
+			missing := filepath.Join(t.TempDir(), "missing")
+			c := d.Command("pwd")
+			c.Dir = missing
+			err := c.Run()
+			var ee *ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 127 || !strings.Contains(err.Error(), "working directory "+missing+": no such file") {
+				t.Errorf("Run in a missing directory: %T %v", err, err)
+			}
+		})
 	}
 }

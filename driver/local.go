@@ -251,8 +251,8 @@ func (b *localBackend) release(ctx context.Context) {
 
 func (b *localBackend) exec(ctx context.Context, e *entry) Result {
 	k := e.rec.key
-	fail := func(err error) Result {
-		return Result{State: "F", Err: &JobError{Key: k, State: "F", Reason: "could not start: " + err.Error()}}
+	fail := func(err error) Result { // as a placeholder reports it: exit 127
+		return Result{State: "F", Exit: 127, Reason: "could not start: " + err.Error()}
 	}
 	env := append(os.Environ(), "MQ_TARGET="+e.spec.Target, "MQ_QUEUE="+e.spec.Queue, "MQ_DRIVER_KEY="+strconv.FormatUint(uint64(k), 10))
 	cmd, direct := jobexec.Command(e.spec.Command, env, e.spec.Cwd)
@@ -282,6 +282,13 @@ func (b *localBackend) exec(ctx context.Context, e *entry) Result {
 		err = start(cmd)
 	}
 	if err != nil {
+		// A chdir failing in the child is reported as fork/exec of
+		// /bin/sh: name the directory instead, as a placeholder does.
+		if fi, serr := os.Stat(e.spec.Cwd); serr != nil {
+			err = fmt.Errorf("working directory %s: %w", e.spec.Cwd, errors.Unwrap(serr))
+		} else if !fi.IsDir() {
+			err = fmt.Errorf("working directory %s is not a directory", e.spec.Cwd)
+		}
 		return fail(err)
 	}
 	waited := make(chan error, 1)

@@ -17,6 +17,26 @@ import (
 // Its line is Args quoted for the POSIX shell every placeholder runs jobs
 // with (see Quote and ShellLine), wrapped to set Env and Stdin: String shows
 // it.
+//
+// Where it differs from exec.Cmd, by design, since a job may run on
+// another host and its output stays there until it ends:
+//   - There are no Stdout and Stderr writers, nor pipes: the output is read
+//     once the job has ended, with Output, CombinedOutput or Result's
+//     Stdout, Stderr and Open, up to MaxOutput per stream (mqstat --cat
+//     --follow watches it as it is written).
+//   - A program not found where the job runs is exit status 127 from Wait
+//     (the shell says so on the job's stderr), not an error from Start; so
+//     is a Dir missing there (the *ExitError names it).
+//   - A job killed by signal N has exit status 128+N (ExitCode, Result.Exit),
+//     where exec.ExitError.ExitCode says -1.
+//   - When the context ends first, the job is deleted (SIGTERM, then
+//     SIGKILL a second later, as a placeholder does; there are no Cancel or
+//     WaitDelay fields) and Wait returns a *JobError wrapping the context's
+//     error, not the exit of a killed process. A job that ended before the
+//     context did is reported as it ended.
+//   - Env adds to the environment the job inherits from its placeholder
+//     (from this program only in local mode); Dir must be absolute; Stdin
+//     is read whole by Start.
 type Cmd struct {
 	// Args holds the program, then its arguments. The program is looked up
 	// in PATH where the job runs.
@@ -259,5 +279,6 @@ func (e *ExitError) Error() string {
 	return s
 }
 
-// ExitCode returns the job's exit status.
+// ExitCode returns the job's exit status: 128+N if it was killed by
+// signal N (exec.ExitError's says -1).
 func (e *ExitError) ExitCode() int { return e.Result.Exit }

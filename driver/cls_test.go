@@ -187,12 +187,18 @@ func TestCLSDeletedAndBlocked(t *testing.T) {
 	if code, err := d.ExecSync(ctx, "exit 2", Target("bad")); err != nil || code != 2 {
 		t.Fatalf("failing prerequisite: %d %v", code, err)
 	}
+	// The job's id, found by its target: the driver pipelines its
+	// submissions, so ids need not follow the order of Exec.
 	var id int64
 	waitUntil(t, func() bool {
-		r, err := c.store.Wait(ctx, []int64{1}, time.Millisecond)
-		return err == nil && len(r.Pending) == 1
+		err := c.store.Inspect().Stat(ctx, protocol.Stat{Target: "late", States: "W"}, 0, func(js []protocol.JobInfo) error {
+			for _, j := range js {
+				id = j.ID
+			}
+			return nil
+		})
+		return err == nil && id != 0
 	})
-	id = 1
 	if _, err := c.store.Delete(ctx, protocol.Select{IDs: []int64{id}}); err != nil {
 		t.Fatal(err)
 	}

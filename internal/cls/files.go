@@ -34,7 +34,7 @@ func (s *sites) place(ctx context.Context, p catalog.Place) (stage.Place, bool, 
 	}
 	spec, st, ok := s.mgr.Site(p.Site)
 	if !ok {
-		return nil, false, fmt.Errorf("no site %s", p.Site)
+		return nil, false, &noSiteError{p.Site}
 	}
 	if spec.Type == site.Local || spec.SharedFS {
 		return stage.Dir{Root: "/"}, true, nil
@@ -151,6 +151,12 @@ func (e *unreachableError) Error() string {
 }
 
 func (e *unreachableError) Unwrap() error { return e.err }
+
+// noSiteError says a place's site is not configured (any more): removed
+// while transfers to its data root were on their way.
+type noSiteError struct{ site string }
+
+func (e *noSiteError) Error() string { return "no site " + e.site }
 
 // filesStore is what the files.* ops need of the store.
 type filesStore interface {

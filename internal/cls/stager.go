@@ -257,7 +257,10 @@ func (s *stager) stage(ctx context.Context, r catalog.StageRequest) catalog.Stag
 	to, toHost, err := s.places(ctx, r.To)
 	if err != nil {
 		res.Err = fmt.Errorf("staging %s: %w", r.Path, err)
-		if isUnreachable(err) {
+		// A target site removed meanwhile is no fault of the file, as
+		// one down is not: its jobs wait, or run elsewhere, unfailed.
+		var gone *noSiteError
+		if isUnreachable(err) || errors.As(err, &gone) {
 			res.Unreachable = []catalog.Place{r.To}
 		}
 		return res

@@ -85,7 +85,7 @@ func (tp *testPlaces) place(_ context.Context, p catalog.Place) (stage.Place, bo
 		return nil, false, &unreachableError{p.Site, errors.New("dial tcp: connection refused")}
 	}
 	if !ok {
-		return nil, false, fmt.Errorf("no site %s", p.Site)
+		return nil, false, &noSiteError{p.Site}
 	}
 	var pl stage.Place = stage.Dir{Root: root}
 	if tp.wrap != nil {
@@ -330,19 +330,25 @@ func TestStagerStop(t *testing.T) {
 }
 
 // A site whose login host cannot be reached is named in the result's
-// Unreachable, as the target or as a source, and nothing else is.
+// Unreachable, as the target or as a source, and nothing else is; so is a
+// target site removed while its jobs' inputs were on their way (its jobs
+// wait or run elsewhere: no fault of the file), but not a source that is
+// no site (the file cannot come from there).
 func TestStagerUnreachable(t *testing.T) {
 	tp := newTestPlaces(t, "a", "b")
 	tp.put(t, "a", "/o/x", []byte("x"))
 	st, fs := startStager(t, 1, tp)
+	const down = "cannot be reached: dial tcp: connection refused"
 	for _, tc := range []struct {
 		to   string
 		from []string
 		want []catalog.Place
+		why  string
 	}{
-		{"down1", []string{"a"}, []catalog.Place{at("down1")}},
-		{"b", []string{"down1", "gone", "down2"}, []catalog.Place{at("down1"), at("down2")}},
-		{"b", []string{"gone"}, nil},
+		{"down1", []string{"a"}, []catalog.Place{at("down1")}, down},
+		{"b", []string{"down1", "gone", "down2"}, []catalog.Place{at("down1"), at("down2")}, down},
+		{"b", []string{"gone"}, nil, "no site gone"},
+		{"gone", []string{"a"}, []catalog.Place{at("gone")}, "no site gone"},
 	} {
 		var from []catalog.Place
 		for _, f := range tc.from {
@@ -353,8 +359,8 @@ func TestStagerUnreachable(t *testing.T) {
 		if r.Err == nil || !slices.Equal(r.Unreachable, tc.want) {
 			t.Errorf("to %s from %v: err %v, unreachable %v; want %v", tc.to, tc.from, r.Err, r.Unreachable, tc.want)
 		}
-		if len(tc.want) > 0 && !strings.Contains(r.Err.Error(), "cannot be reached: dial tcp: connection refused") {
-			t.Errorf("to %s from %v: error %q does not say why", tc.to, tc.from, r.Err)
+		if r.Err != nil && !strings.Contains(r.Err.Error(), tc.why) {
+			t.Errorf("to %s from %v: error %q does not say why (%q)", tc.to, tc.from, r.Err, tc.why)
 		}
 	}
 }

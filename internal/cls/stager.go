@@ -340,6 +340,9 @@ func (s *stager) stageFrom(ctx context.Context, r catalog.StageRequest, from cat
 			}
 			return err
 		}
+		if what := reread(ctx, src, r, userFile); what != "" {
+			return &changedError{r.Path, what}
+		}
 		res.SHA256, res.Bytes, res.Duration, res.Err = sum, 0, s.now().Sub(res.Started), nil
 		return nil
 	}
@@ -353,6 +356,14 @@ func (s *stager) stageFrom(ctx context.Context, r catalog.StageRequest, from cat
 			return &changedError{r.Path, m.Err.Error()}
 		}
 		return m.Err
+	}
+	if what := reread(ctx, src, r, userFile); what != "" {
+		// Its copy is in place already, but recorded nowhere: removed,
+		// it takes the file's name there from no job.
+		if err := to.Remove(ctx, r.Path); err != nil {
+			s.log.Warn("a copy of a changed input stays", "path", r.Path, "to", placeName(r.To), "err", err)
+		}
+		return &changedError{r.Path, what}
 	}
 	res.Err = nil
 	for _, p := range []struct {
@@ -381,6 +392,20 @@ func changed(info stage.Info, r catalog.StageRequest) string {
 		return fmt.Sprintf("modified %s, %s at submit", info.ModTime.Format(time.RFC3339Nano), r.ModTime.Format(time.RFC3339Nano))
 	}
 	return ""
+}
+
+// reread says how a user's file, just read, differs from what it was at
+// submit ("" if it does not, or it is not a user's file): one rewritten
+// in place at its size while it was read shows it by its mtime alone.
+func reread(ctx context.Context, src stage.Place, r catalog.StageRequest, userFile bool) string {
+	if !userFile {
+		return ""
+	}
+	info, err := src.Stat(ctx, r.Path)
+	if err != nil {
+		return err.Error()
+	}
+	return changed(info, r)
 }
 
 // pushLink gives the store a site's measured link, once measured; what is

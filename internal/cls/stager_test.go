@@ -364,3 +364,58 @@ func TestStagerUnreachable(t *testing.T) {
 		}
 	}
 }
+
+// A user's file on the CLS host rewritten in place, at its size, while it
+// is read (after the check against submit) is not staged in its new form
+// either: to another site, no copy takes its name there; to a place on the
+// CLS host's filesystem, its checksum is not taken.
+func TestStagerInputRewrittenWhileRead(t *testing.T) {
+	for _, to := range []string{"a", catalog.LocalSite} {
+		t.Run(to, func(t *testing.T) {
+			tp := newTestPlaces(t, "a")
+			tp.put(t, catalog.LocalSite, "/in.txt", []byte("version 1\n"))
+			full := filepath.Join(tp.roots[catalog.LocalSite], "in.txt")
+			fi, err := os.Stat(full)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tp.wrap = func(site string, p stage.Place) stage.Place {
+				if site != catalog.LocalSite {
+					return p
+				}
+				return rewriteOnOpen{p, func() {
+					if err := os.WriteFile(full, []byte("version 2\n"), 0o600); err != nil {
+						t.Error(err)
+					}
+					if err := os.Chtimes(full, fi.ModTime().Add(time.Hour), fi.ModTime().Add(time.Hour)); err != nil {
+						t.Error(err)
+					}
+				}}
+			}
+			st, fs := startStager(t, 1, tp)
+			st.Stage(catalog.StageRequest{Path: "/in.txt", To: at(to), From: []catalog.Place{at(catalog.LocalSite)}, Size: fi.Size(), ModTime: fi.ModTime()})
+			r := fs.next(t)
+			if r.Err == nil || !r.Permanent || !strings.Contains(r.Err.Error(), "changed after submission") {
+				t.Errorf("result %+v; want a permanent failure: changed after submission", r)
+			}
+			if got, err := tp.read("a", "/in.txt"); err == nil {
+				t.Errorf("at a: %q; want no file", got)
+			}
+		})
+	}
+}
+
+// rewriteOnOpen is a place whose files are rewritten (by rewrite) just
+// after they are opened for reading, before any byte is read.
+type rewriteOnOpen struct {
+	stage.Place
+	rewrite func()
+}
+
+func (p rewriteOnOpen) Open(ctx context.Context, path string) (io.ReadCloser, stage.Info, error) {
+	rc, info, err := p.Place.Open(ctx, path)
+	if err == nil {
+		p.rewrite()
+	}
+	return rc, info, err
+}

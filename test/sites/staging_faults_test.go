@@ -389,3 +389,66 @@ func TestStagingSiteDown(t *testing.T) {
 		t.Errorf("outputs %+v; want SHA-256 %s", d.Outputs, sum(out))
 	}
 }
+
+// TestStagingSiteRemoved: a site is removed (cls site remove) while a job's
+// input is on its way there: the transfer ends failed, but the job is
+// neither failed nor lost; it runs at a site added later, once.
+func TestStagingSiteRemoved(t *testing.T) {
+	need(t, "sge")
+	grid := newLogin(t, "127.0.0.1") // before the CLS: see TestStagingSiteDown
+	f := newFaultSetup(t)
+	const size = 24 << 20
+	out := f.bigInput(t, "in/big", size)
+	f.px.limit(2 << 20) // about 12 s for the input
+	f.c.must("mqsub", "--in", "in/big", "--out", "out/sum", "removed", "mkdir -p out && cksum in/big > out/sum")
+	eventually(t, 2*time.Minute, "a partial temporary file at slurmy", func() bool {
+		for _, p := range leftovers(t, f.root) {
+			if fi, err := os.Stat(p); err == nil && fi.Size() > 1<<20 && fi.Size() < size {
+				return true
+			}
+		}
+		return false
+	})
+	f.c.must("cls", "site", "remove", "slurmy")
+	f.px.limit(0)
+	job := func() (protocol.JobInfo, protocol.JobDetail) {
+		var j protocol.JobInfo
+		for _, x := range f.c.jobs("") {
+			if x.Target == "removed" {
+				j = x
+			}
+		}
+		var d protocol.JobDetail
+		json.Unmarshal([]byte(f.c.must("mqstat", "-j", strconv.FormatInt(j.ID, 10), "--json")), &d)
+		return j, d
+	}
+	// The transfers there end: the one cut off, then one finding no site.
+	eventually(t, 2*time.Minute, "a transfer to slurmy refused for want of the site", func() bool {
+		_, d := job()
+		for _, tr := range d.Transfers {
+			if tr.To == "slurmy" && strings.Contains(tr.Error, "no site slurmy") {
+				return true
+			}
+		}
+		return false
+	})
+	if j, d := job(); j.State != "Q" {
+		t.Fatalf("the job is %s (%s) after its site was removed; want it queued; transfers %+v", j.State, j.Reason, d.Transfers)
+	}
+	f.c.addSite("grid", "sge", grid, "--max", "1", "--walltime", "5m", "--idle", "3s", "--data-root", ".mq-data-faults-grid")
+	var j protocol.JobInfo
+	var d protocol.JobDetail
+	eventually(t, 4*time.Minute, "the job done at grid", func() bool {
+		j, d = job()
+		if j.State == "F" {
+			t.Fatalf("the job failed: %s; transfers %+v", j.Reason, d.Transfers)
+		}
+		return j.State == "D"
+	})
+	if j.Site != "grid" || j.Attempts != 1 {
+		t.Errorf("the job ran at %q after %d attempts; want grid, once", j.Site, j.Attempts)
+	}
+	if len(d.Outputs) != 1 || d.Outputs[0].SHA256 != sum(out) {
+		t.Errorf("outputs %+v; want SHA-256 %s", d.Outputs, sum(out))
+	}
+}

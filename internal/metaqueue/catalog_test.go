@@ -619,3 +619,51 @@ func TestStagingStaleReplica(t *testing.T) {
 	e.mustBe(c, job.Failed)
 	e.check()
 }
+
+// TestStagingUserFileChanged: a user's input edited on the CLS host and
+// submitted again (another mtime, even at the same size) is another
+// content: the copies staged of the old one are forgotten, so a job
+// reading the new one at a site that holds an old copy waits for the new
+// one to be staged there, and never gets the old copy's checksum.
+func TestStagingUserFileChanged(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name        string
+		size, mtime int64
+		restaged    bool
+	}{
+		{"same file", 10, 1e18, false},
+		{"edited, same size", 10, 2e18, true},
+		{"edited, other size", 12, 2e18, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, st := newStagingEnv(t)
+			e.submit(withFiles("a", "run1", []protocol.File{userIn("/w/cfg", 10)}, nil))
+			b := e.registerAt("siteB", "b1")
+			e.next(b, 1)
+			reqs := st.requests()
+			if len(reqs) != 1 {
+				t.Fatalf("requests %+v; want one", reqs)
+			}
+			e.staged(reqs[0], catalog.Place{Site: catalog.LocalSite}, nil, false)
+			if got := e.next(b, 1); len(got) != 1 {
+				t.Fatalf("after staging siteB got %v, want the job", ids(got))
+			}
+			again := protocol.File{Path: "/w/cfg", Size: sz(tc.size), Rel: true, MTime: tc.mtime}
+			c := e.submit(withFiles("c", "run2", []protocol.File{again}, nil))[0]
+			got := e.next(b, 1)
+			if n := len(st.requests()); tc.restaged != (n == 2) {
+				t.Errorf("%d stage requests; want a second one: %v", n, tc.restaged)
+			}
+			if tc.restaged {
+				if len(got) != 0 {
+					t.Fatalf("siteB got %v (inputs %+v) before the new content was staged there", ids(got), got[0].Inputs)
+				}
+				return
+			}
+			if len(got) != 1 || got[0].ID != c || got[0].Inputs[0].SHA256 != sumA {
+				t.Fatalf("siteB got %+v; want job %d with the staged copy's checksum", got, c)
+			}
+		})
+	}
+}

@@ -100,7 +100,7 @@ type wants struct {
 // stmts are the statements the catalog runs for every job or transfer,
 // prepared once on the writer.
 type stmts struct {
-	userFile, userReplica, produced, dropReplicas, putReplica, insTransfer *sql.Stmt
+	userFile, dropCopies, userReplica, produced, dropReplicas, putReplica, insTransfer *sql.Stmt
 }
 
 // Catalog is the catalog's state: the files, their replicas, the live
@@ -130,6 +130,7 @@ func New(ctx context.Context, db Preparer, stager Stager) (*Catalog, error) {
 		name string
 	}{
 		{&c.st.userFile, "UserFile"},
+		{&c.st.dropCopies, "DropCopies"},
 		{&c.st.userReplica, "UserReplica"},
 		{&c.st.produced, "Produced"},
 		{&c.st.dropReplicas, "DropReplicas"},

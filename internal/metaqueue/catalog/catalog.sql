@@ -9,6 +9,10 @@ ON CONFLICT (path) DO UPDATE SET size = excluded.size, cls_mtime_ns = excluded.c
 	sha256 = CASE WHEN cls_mtime_ns IS excluded.cls_mtime_ns AND cls_size IS excluded.cls_size THEN sha256 ELSE '' END
 WHERE producer = 0;
 
+-- name: DropCopies
+-- A user's file edited on the CLS host: its copies elsewhere are of the old content.
+DELETE FROM replicas WHERE path = ? AND NOT (site = 'local' AND host = '');
+
 -- name: UserReplica
 INSERT INTO replicas (path, site, host, size, made) VALUES (?, 'local', '', ?, ?)
 ON CONFLICT DO UPDATE SET size = excluded.size;

@@ -29,7 +29,8 @@ func ValidSHA(h string) bool {
 
 // UserFile records a user's input that exists on the CLS host at submit
 // (size and mtime as the submitting command saw them): a replica at the
-// CLS host. A file a job produced keeps its producer's record: then
+// CLS host, the only one when the file changed since it was last
+// recorded so. A file a job produced keeps its producer's record: then
 // UserFile changes nothing and says so (false). When it says true, running
 // jobs reading path should see its new size. In the core's transaction.
 func (c *Catalog) UserFile(path string, size, mtime int64, now time.Time) (bool, error) {
@@ -46,6 +47,15 @@ func (c *Catalog) UserFile(path string, size, mtime int64, now time.Time) (bool,
 	if f == nil {
 		f = &file{}
 		c.files[path] = f
+	}
+	if f.mtime != 0 && (f.mtime != mtime || f.size != size) {
+		// Edited since it was last submitted: the copies staged from it
+		// are of the old content (one of the same size would pass the
+		// agent's check, its checksum forgotten below).
+		if _, err := c.st.dropCopies.Exec(path); err != nil {
+			return false, err
+		}
+		f.reps = slices.DeleteFunc(f.reps, func(p Place) bool { return p != Shared })
 	}
 	if f.mtime != mtime || f.size != size {
 		f.sha = ""

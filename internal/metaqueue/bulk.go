@@ -130,8 +130,7 @@ func (b *Bulk) CommitToken(ctx context.Context, token string) (first int64, coun
 			// So did the commit's garbage (the spooled specs read back, the
 			// edge set, grown tables): the heap peaked near twice what
 			// stays live, and the runtime would hold that peak for minutes
-			// (1,000,000 jobs). One collection is a small part
-			// of such a commit.
+			// (1,000,000 jobs). One collection is a small part of such a commit.
 			debug.FreeOSMemory()
 		}
 	}

@@ -667,3 +667,40 @@ func TestStagingUserFileChanged(t *testing.T) {
 		})
 	}
 }
+
+// TestStagingSiteRemovedForgetsReplicas: the copies at a site removed are
+// forgotten, then and after a restart: its name, configured no more, does
+// not pass for a site sharing the CLS host's filesystem, so a job on the
+// CLS host reading a file copied there and at another site waits for it
+// to be staged from that one, rather than starting without it.
+func TestStagingSiteRemovedForgetsReplicas(t *testing.T) {
+	t.Parallel()
+	for _, reopen := range []bool{false, true} {
+		t.Run(fmt.Sprint("reopen=", reopen), func(t *testing.T) {
+			e, st := newStagingEnv(t)
+			ctx := context.Background()
+			for _, site := range []string{"siteA", "siteB"} {
+				if _, err := e.s.Catalog().AddReplica(ctx, "/w/x", catalog.Place{Site: site}, 1, sumA); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := e.s.RemoveSite(ctx, "siteA"); err != nil {
+				t.Fatal(err)
+			}
+			if reopen {
+				e.reopen()
+			}
+			if reps, err := catalog.Holding(ctx, e.s.ReadDB(), "/w/x"); err != nil || len(reps) != 1 || reps[0].Site != "siteB" {
+				t.Errorf("replicas %+v %v; want siteB's alone", reps, err)
+			}
+			e.submit(withFiles("a", "x", []protocol.File{{Path: "/w/x", Rel: true}}, nil))
+			if got := e.next(e.registerAt(catalog.LocalSite, "h"), 1); len(got) != 0 {
+				t.Fatalf("the CLS host's placeholder got %v before /w/x was staged there", ids(got))
+			}
+			reqs := st.requests()
+			if len(reqs) != 1 || reqs[0].To != catalog.Shared || !slices.Equal(reqs[0].From, []catalog.Place{{Site: "siteB"}}) {
+				t.Fatalf("requests %+v; want /w/x from siteB to the CLS host", reqs)
+			}
+		})
+	}
+}

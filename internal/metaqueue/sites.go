@@ -58,9 +58,11 @@ func (s *Store) UpdateSite(ctx context.Context, spec protocol.SiteSpec) error {
 // RemoveSite deletes a site.
 func (s *Store) RemoveSite(ctx context.Context, name string) error {
 	return s.siteChange(ctx, func() error {
-		return placeholders.RemoveSite(context.Background(), s.w, name)
+		if err := placeholders.RemoveSite(context.Background(), s.w, name); err != nil {
+			return err
+		}
+		return s.cat.RemoveSite(context.Background(), s.w, name)
 	}, func() {
-		s.cat.RemoveSite(name)
 		s.data.SetNodeLocal(name, false, false)
 		s.ledger.RemoveSite(name)
 		s.pack.Site(name, resource.Capacity{})

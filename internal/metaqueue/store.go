@@ -271,8 +271,7 @@ func (s *Store) closeDB() error {
 	if s.cat != nil {
 		s.cat.Close()
 	}
-	err := errors.Join(s.w.Close(), s.wdb.Close(), s.rdb.Close())
-	return err
+	return errors.Join(s.w.Close(), s.wdb.Close(), s.rdb.Close())
 }
 
 // call is one unit of work for the core. fn runs on the core goroutine

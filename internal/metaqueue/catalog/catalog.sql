@@ -40,6 +40,9 @@ UPDATE files SET size = ?, sha256 = ? WHERE path = ?;
 -- name: DeleteReplica
 DELETE FROM replicas WHERE path = ? AND site = ? AND host = ?;
 
+-- name: DeleteSiteReplicas
+DELETE FROM replicas WHERE site = ?;
+
 -- name: LoadFiles
 SELECT path, size, sha256, producer, site, host, cls_mtime_ns FROM files;
 

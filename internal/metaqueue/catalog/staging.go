@@ -1,11 +1,13 @@
 package catalog
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/batchfail"
 	"github.com/mq-hpc/mq/internal/dispatch"
 
 	"github.com/mq-hpc/mq/protocol"
@@ -31,10 +33,21 @@ func (c *Catalog) AddSite(name string, spec protocol.SiteSpec) bool {
 	return true
 }
 
-// RemoveSite forgets a removed site.
-func (c *Catalog) RemoveSite(name string) {
+// RemoveSite forgets a removed site and the replicas there, in the
+// core's transaction: the CLS reaches its files no more, and its name,
+// configured no more, would pass for a site sharing the CLS host's
+// filesystem (IsShared): files only copied there would seem present on
+// the CLS host.
+func (c *Catalog) RemoveSite(ctx context.Context, db Execer, name string) error {
+	if _, err := db.ExecContext(ctx, queries.Get("DeleteSiteReplicas"), name); err != nil {
+		return batchfail.Store{Err: err}
+	}
+	for _, f := range c.files {
+		f.reps = slices.DeleteFunc(f.reps, func(p Place) bool { return p.Site == name })
+	}
 	delete(c.rooted, name)
 	delete(c.perHost, name)
+	return nil
 }
 
 // IsShared says whether a site sees the CLS host's filesystem: every site

@@ -265,6 +265,49 @@ func TestStagingRefusesChangedOrMissingInput(t *testing.T) {
 	}
 }
 
+// TestStagingInputEditedAndResubmitted: a user's input staged to a site
+// for one job, then edited on the CLS host (at the same size) and
+// submitted again for another job, reaches the site in its new form: the
+// second job never reads the copy of the old one.
+func TestStagingInputEditedAndResubmitted(t *testing.T) {
+	need(t, "sge")
+	l := newLogin(t, "127.0.0.1")
+	c := startCLS(t)
+	c.addSite("grid", "sge", l, "--max", "1", "--walltime", "5m", "--idle", "1m", "--data-root", ".mq-data-faults")
+	run := func(target, content string) string {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(c.work, "params.txt"), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c.must("mqsub", "--in", "params.txt", "--out", target+".out", target, "cat params.txt > "+target+".out")
+		var j protocol.JobInfo
+		eventually(t, 3*time.Minute, target+" ended", func() bool {
+			for _, x := range c.jobs("") {
+				if x.Target == target {
+					j = x
+				}
+			}
+			return j.State == "D" || j.State == "F"
+		})
+		if j.State != "D" || j.Site != "grid" {
+			t.Fatalf("%s: state %s at %q (%s); want done at grid", target, j.State, j.Site, j.Reason)
+		}
+		dest := filepath.Join(t.TempDir(), target+".out")
+		c.must("cls", "files", "get", target+".out", dest)
+		got, err := os.ReadFile(dest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(got)
+	}
+	if got := run("first", "alpha=0.5\n"); got != "alpha=0.5\n" {
+		t.Fatalf("the first job read %q", got)
+	}
+	if got := run("second", "alpha=0.7\n"); got != "alpha=0.7\n" {
+		t.Errorf("the second job read %q; want the edited file, %q", got, "alpha=0.7\n")
+	}
+}
+
 // TestStagingNodeLocal: a Slurm site declared --node-local (its nodes
 // share no filesystem) keeps files per host. A job reading a file that
 // exists only on the CLS host gets it on the host its placeholder runs

@@ -73,6 +73,37 @@ func TestAddSite(t *testing.T) {
 	}
 }
 
+// A removed site's replicas go with it when the site kept files of its
+// own (its name would pass for a shared site's); a shared site's are the
+// CLS host's files, and stay.
+func TestRemoveSite(t *testing.T) {
+	for _, tc := range []struct {
+		site   string
+		left   []Place
+		shared bool // Present at the CLS host after
+	}{
+		{"rooted", []Place{nfs, n1}, true},
+		{"nodes", []Place{rooted, nfs}, true},
+		{"nfs", []Place{rooted, nfs, n1}, true},
+	} {
+		c := newTest(nil)
+		c.files["/f"] = &file{size: 7, reps: []Place{rooted, nfs, n1}}
+		c.files["/g"] = &file{size: 7, reps: []Place{rooted}}
+		if err := c.RemoveSite(context.Background(), nopExec{}, tc.site); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.files["/f"].reps; !slices.Equal(got, tc.left) {
+			t.Errorf("removed %s: replicas %v, want %v", tc.site, got, tc.left)
+		}
+		if got := c.Present("/f", Shared); got != tc.shared {
+			t.Errorf("removed %s: present at the CLS host %v, want %v", tc.site, got, tc.shared)
+		}
+		if got := c.Present("/g", Shared); got {
+			t.Errorf("removed %s: a file only at rooted is present at the CLS host", tc.site)
+		}
+	}
+}
+
 func TestStorePlace(t *testing.T) {
 	c := newTest(nil)
 	for _, tc := range []struct {

@@ -33,17 +33,20 @@ func (c *Catalog) AddSite(name string, spec protocol.SiteSpec) bool {
 	return true
 }
 
-// RemoveSite forgets a removed site and the replicas there, in the
-// core's transaction: the CLS reaches its files no more, and its name,
-// configured no more, would pass for a site sharing the CLS host's
-// filesystem (IsShared): files only copied there would seem present on
-// the CLS host.
+// RemoveSite forgets a removed site, in the core's transaction, and the
+// replicas at a site with a data root of its own: the CLS reaches them no
+// more, and its name, configured no more, would pass for a site sharing
+// the CLS host's filesystem (IsShared): files only copied there would
+// seem present on the CLS host. A shared site's replicas are the CLS
+// host's files: they stay.
 func (c *Catalog) RemoveSite(ctx context.Context, db Execer, name string) error {
-	if _, err := db.ExecContext(ctx, queries.Get("DeleteSiteReplicas"), name); err != nil {
-		return batchfail.Store{Err: err}
-	}
-	for _, f := range c.files {
-		f.reps = slices.DeleteFunc(f.reps, func(p Place) bool { return p.Site == name })
+	if c.rooted[name] {
+		if _, err := db.ExecContext(ctx, queries.Get("DeleteSiteReplicas"), name); err != nil {
+			return batchfail.Store{Err: err}
+		}
+		for _, f := range c.files {
+			f.reps = slices.DeleteFunc(f.reps, func(p Place) bool { return p.Site == name })
+		}
 	}
 	delete(c.rooted, name)
 	delete(c.perHost, name)

@@ -704,3 +704,45 @@ func TestStagingSiteRemovedForgetsReplicas(t *testing.T) {
 		})
 	}
 }
+
+// TestStagingResubmittedWhileStaged: a user's input submitted anew
+// (edited) while a transfer of its old content runs is not recorded
+// where that transfer brought the old bytes, and a transfer of it that
+// failed for the change fails no job: the file is asked for again, in its
+// new form.
+func TestStagingResubmittedWhileStaged(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"old content arrived", nil},
+		{"refused as changed", errors.New("input /w/cfg changed after submission (modified ...)")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, st := newStagingEnv(t)
+			a := e.submit(withFiles("a", "run1", []protocol.File{userIn("/w/cfg", 10)}, nil))[0]
+			b := e.registerAt("siteB", "b1")
+			e.next(b, 1)
+			reqs := st.requests()
+			if len(reqs) != 1 {
+				t.Fatalf("requests %+v; want one", reqs)
+			}
+			edited := protocol.File{Path: "/w/cfg", Size: sz(10), Rel: true, MTime: 2e18}
+			c := e.submit(withFiles("c", "run2", []protocol.File{edited}, nil))[0]
+			e.staged(reqs[0], catalog.Place{Site: catalog.LocalSite}, tc.err, tc.err != nil)
+			if got := e.next(b, 2); len(got) != 0 {
+				t.Fatalf("siteB got %v (inputs %+v) before the edited file was staged there", ids(got), got[0].Inputs)
+			}
+			for _, id := range []int64{a, c} {
+				if d := e.job(id); d.State != "Q" {
+					t.Fatalf("job %d is %s (%s); want it queued", id, d.State, d.Reason)
+				}
+			}
+			reqs = st.requests()
+			if len(reqs) != 2 || reqs[1].ModTime.UnixNano() != 2e18 || reqs[1].SHA256 != "" {
+				t.Fatalf("requests %+v; want the edited file asked for again", reqs)
+			}
+		})
+	}
+}

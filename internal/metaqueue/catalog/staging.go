@@ -145,6 +145,7 @@ type stagingFile struct {
 	jobs  map[int64]bool
 	tried []Place // places a transfer failed from, oldest first
 	fails int
+	mtime int64 // of the user's file when last asked for (0: not one)
 }
 
 // staging is the transfers in flight and the jobs whose inputs they
@@ -364,6 +365,7 @@ func (c *Catalog) sendStage(k stageKey, st *stagingFile, job int64) *Unstageable
 	req := StageRequest{Path: k.path, To: k.to, From: from, Size: f.size, SHA256: f.sha, Job: job}
 	if f.mtime != 0 && f.producer == 0 {
 		req.ModTime = time.Unix(0, f.mtime)
+		st.mtime = f.mtime
 	}
 	c.stager.Stage(req)
 	return nil

@@ -143,6 +143,14 @@ func (c *Catalog) stageEnded(r StageResult, now time.Time) Outcome {
 	var out Outcome
 	k := stageKey{r.Path, r.To}
 	st := c.stg.inflight[k]
+	if f := c.files[r.Path]; st != nil && st.mtime != 0 && f != nil && f.mtime != st.mtime {
+		// The user's file was submitted anew (edited) while this
+		// transfer ran: what it brought, or its refusal of the change,
+		// is of the old content. It is asked for again, uncounted.
+		out.Changed = true
+		out.Fail = c.sendStage(k, st, r.Job)
+		return out
+	}
 	if r.Err == nil {
 		c.stg.end(k)
 		out.Arrived = true

@@ -448,6 +448,37 @@ func TestStageEnded(t *testing.T) {
 	}
 }
 
+// A transfer of a user's file recorded anew while it ran (edited and
+// submitted again, or made by a job since) ends uncounted and is asked
+// for once more; that one's end is the file's.
+func TestStageEndedResubmitted(t *testing.T) {
+	now := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		name string
+		now  *file // the file's record once the first transfer runs
+	}{
+		{"edited", &file{size: 3, mtime: 6, reps: []Place{Shared}}},
+		{"produced", &file{size: 3, producer: 9, reps: []Place{n1}}},
+	} {
+		st := &fakeStager{}
+		c := newTest(st)
+		c.files["/f"] = &file{size: 3, mtime: 5, reps: []Place{Shared}}
+		c.RequestStage("/f", rooted, 1)
+		c.files["/f"] = tc.now
+		out := c.stageEnded(StageResult{Path: "/f", To: rooted, From: Shared, Job: 1}, now)
+		if out.Arrived || out.Fail != nil || len(st.reqs) != 2 {
+			t.Fatalf("%s: %+v, %d requests; want none arrived, none failed, the file asked for again", tc.name, out, len(st.reqs))
+		}
+		if want := tc.now.mtime; st.reqs[1].ModTime.IsZero() != (want == 0) || want != 0 && st.reqs[1].ModTime.UnixNano() != want {
+			t.Errorf("%s: asked again with mtime %v; want %d", tc.name, st.reqs[1].ModTime, want)
+		}
+		out = c.stageEnded(StageResult{Path: "/f", To: rooted, From: st.reqs[1].From[0], Job: 1}, now)
+		if !out.Arrived || len(st.reqs) != 2 {
+			t.Errorf("%s: the second transfer: %+v, %d requests; want it arrived", tc.name, out, len(st.reqs))
+		}
+	}
+}
+
 func TestRequestStageNoReplica(t *testing.T) {
 	st := &fakeStager{}
 	c := newTest(st)

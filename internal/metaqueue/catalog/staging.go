@@ -363,6 +363,7 @@ func (c *Catalog) sendStage(k stageKey, st *stagingFile, job int64) *Unstageable
 		return c.failStaging(k, st, fmt.Errorf("no replica of it is left"))
 	}
 	req := StageRequest{Path: k.path, To: k.to, From: from, Size: f.size, SHA256: f.sha, Job: job}
+	st.mtime = 0
 	if f.mtime != 0 && f.producer == 0 {
 		req.ModTime = time.Unix(0, f.mtime)
 		st.mtime = f.mtime

@@ -182,7 +182,9 @@ func (p *Producer) Exec(ctx context.Context, command string, opts ...Option) (Ke
 	if _, local := d.be.(*localBackend); local && o.hold {
 		return 0, errors.New("driver: Hold needs a CLS; local mode has nothing to release the job")
 	}
-	protocol.FillSizes(&spec, os.Stat)
+	if err := protocol.FillSizes(&spec, os.Stat); err != nil {
+		return 0, fmt.Errorf("driver: %w", err)
+	}
 	if err := d.checkGroup(o.group); err != nil {
 		return 0, err
 	}

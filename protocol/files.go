@@ -137,14 +137,22 @@ func ParseFileArg(s string) (File, error) {
 // modification time (MTime): the catalog notices a file changed after
 // submission by both. A declared size is kept for files that are not
 // there (yet); one that is there has its real size. Call it after
-// ValidateSpec (paths are absolute then), on the host the paths name.
-func FillSizes(js *JobSpec, stat func(string) (fs.FileInfo, error)) {
+// ValidateSpec (paths are absolute then), on the host the paths name. An
+// input that is a directory there is an error: a job's inputs are files
+// (its placeholder refuses to start it on anything else).
+func FillSizes(js *JobSpec, stat func(string) (fs.FileInfo, error)) error {
 	for i := range js.Inputs {
 		f := &js.Inputs[i]
-		if fi, err := stat(f.Path); err == nil && fi.Mode().IsRegular() {
+		fi, err := stat(f.Path)
+		switch {
+		case err != nil:
+		case fi.IsDir():
+			return fmt.Errorf("input %s is a directory: declare the files in it (--in DIR/FILE), or an archive of it", Quote(f.Path))
+		case fi.Mode().IsRegular():
 			n := fi.Size()
 			f.Size = &n
 			f.MTime = fi.ModTime().UnixNano()
 		}
 	}
+	return nil
 }

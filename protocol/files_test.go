@@ -107,17 +107,19 @@ func TestFillSizes(t *testing.T) {
 		t.Fatal(err)
 	}
 	js := JobSpec{Target: "t", Command: "x", Cwd: dir,
-		Inputs:  []File{{Path: "f"}, {Path: "missing"}, {Path: "."}, {Path: "f2", Size: size(5)}},
+		Inputs:  []File{{Path: "f"}, {Path: "missing"}, {Path: "/dev/null"}, {Path: "f2", Size: size(5)}},
 		Outputs: []File{{Path: "f"}}}
 	if err := ValidateSpec(&js); err != nil {
 		t.Fatal(err)
 	}
-	FillSizes(&js, func(p string) (fs.FileInfo, error) { return os.Stat(p) })
+	if err := FillSizes(&js, func(p string) (fs.FileInfo, error) { return os.Stat(p) }); err != nil {
+		t.Fatal(err)
+	}
 	if js.Inputs[0].Size == nil || *js.Inputs[0].Size != 1234 {
 		t.Errorf("existing input: size %v, want 1234", js.Inputs[0].Size)
 	}
 	if js.Inputs[1].Size != nil || js.Inputs[2].Size != nil {
-		t.Errorf("a missing file or a directory got a size")
+		t.Errorf("a missing file or a device got a size")
 	}
 	if *js.Inputs[3].Size != 5 {
 		t.Errorf("a declared size was replaced")
@@ -132,9 +134,19 @@ func TestFillSizes(t *testing.T) {
 	if err := ValidateSpec(&abs); err != nil {
 		t.Fatal(err)
 	}
-	FillSizes(&abs, os.Stat)
+	if err := FillSizes(&abs, os.Stat); err != nil {
+		t.Fatal(err)
+	}
 	if abs.Inputs[0].Rel || *abs.Inputs[0].Size != 1234 {
 		t.Errorf("absolute existing input: %+v (want site-local, its real size)", abs.Inputs[0])
+	}
+	// A directory is refused: no placeholder would start the job on it.
+	d := JobSpec{Target: "t", Command: "x", Cwd: dir, Inputs: []File{{Path: "."}}}
+	if err := ValidateSpec(&d); err != nil {
+		t.Fatal(err)
+	}
+	if err := FillSizes(&d, os.Stat); err == nil || !strings.Contains(err.Error(), "is a directory: declare the files in it") {
+		t.Errorf("a directory input: %v", err)
 	}
 }
 

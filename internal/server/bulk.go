@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 
 	"github.com/mq-hpc/mq/protocol"
@@ -51,10 +52,12 @@ func newBulkItem(rt *route, req *protocol.Request, add *protocol.BulkAdd) *bulkI
 		// A JobSpec is ~300 bytes: growing the slice by appends copied
 		// each chunk's specs several times (8 % of a 1,000,000-job -f).
 		b.Jobs = make([]protocol.JobSpec, 0, bytes.Count(b.Data, []byte{'\n'})+1)
-		err := protocol.ReadJobLines(bytes.NewReader(b.Data), b.Line, def, func(_ int, js protocol.JobSpec) error {
+		err := protocol.ReadJobLines(bytes.NewReader(b.Data), b.Line, def, func(n int, js protocol.JobSpec) error {
 			// mqsub -f sends raw lines from this host: inputs of no declared
 			// size take the file's, as mqsub --in does.
-			protocol.FillSizes(&js, os.Stat)
+			if err := protocol.FillSizes(&js, os.Stat); err != nil {
+				return fmt.Errorf("line %d: %w", n, err)
+			}
 			b.Jobs = append(b.Jobs, js)
 			return nil
 		})

@@ -279,7 +279,9 @@ func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
 	if err := protocol.ValidateSpec(&js); err != nil {
 		return Usagef("%v", err)
 	}
-	protocol.FillSizes(&js, os.Stat)
+	if err := protocol.FillSizes(&js, os.Stat); err != nil {
+		return Usagef("--in: %v", err)
+	}
 	protocol.EncodeCommand(&js)
 	cl, err := Dial(c.Context, env, "mqsub")
 	if err != nil {

@@ -95,6 +95,7 @@ func TestMqsubRefused(t *testing.T) {
 		{"stdio", []string{"-o", "logs/"}, "names a directory"},
 		{"stdio", []string{"-o", dir}, "-o " + dir + " is a directory; give a file in it, e.g. -o " + dir + "/%x.%j.out"},
 		{"stdio", []string{"-d", dir, "-e", "."}, "-e . is a directory; give a file in it, e.g. -e %x.%j.err"},
+		{"files", []string{"--in", dir}, "--in: input \"" + dir + "\" is a directory: declare the files in it"},
 		{"stdio", []string{"--rerun", "-o", "x", "1"}, "-o does not go with --rerun"},
 		{"time", []string{"--time", "0"}, "--time 0: a time limit is more than 0"},
 		{"time", []string{"--time", "-5"}, "--time: "},

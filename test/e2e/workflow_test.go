@@ -192,6 +192,48 @@ func TestSnakemakeFailedRule(t *testing.T) {
 	}
 }
 
+// TestSnakemakeRestartTimes: with --restart-times Snakemake resubmits a
+// failed job under the same target; mq-status answers for the new job, so
+// a rule that fails once and then succeeds ends the run well.
+func TestSnakemakeRestartTimes(t *testing.T) {
+	needTool(t, "snakemake", "snakemake")
+	root := repoRoot(t)
+	h := newHarness(t)
+	h.startCLS("--local", "2")
+
+	dir := filepath.Join(h.dir, "smk")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sf := `rule flaky:
+    output: "flaky.txt"
+    resources: attempt=lambda w, attempt: attempt
+    shell: "test {resources.attempt} -ge 2 && echo ok > {output}"
+`
+	if err := os.WriteFile(filepath.Join(dir, "Snakefile"), []byte(sf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := h.wfRun(h.dir, 10*time.Minute, "snakemake", "--profile", filepath.Join(root, "examples", "snakemake", "profile"),
+		"-s", filepath.Join(dir, "Snakefile"), "--directory", dir, "--restart-times", "1")
+	if r.code != 0 {
+		t.Fatalf("snakemake: exit %d\nstderr:\n%s", r.code, tail(r.stderr))
+	}
+	if got := readFile(t, filepath.Join(dir, "flaky.txt")); got != "ok\n" {
+		t.Errorf("flaky.txt = %q, want %q", got, "ok\n")
+	}
+	var states []string
+	js := h.jobs("-s", "WQEDFBX")
+	for _, j := range js {
+		states = append(states, j.State)
+		if j.Target != js[0].Target {
+			t.Errorf("job %d has target %s, want the first attempt's %s", j.ID, j.Target, js[0].Target)
+		}
+	}
+	if strings.Join(states, "") != "FD" {
+		t.Errorf("jobs in states %v, want a failed attempt then a done one: %+v", states, js)
+	}
+}
+
 // TestSnakemakeCancel interrupts Snakemake while its jobs run: its
 // --cluster-cancel (mq-cancel) deletes them in mq, killing them.
 func TestSnakemakeCancel(t *testing.T) {

@@ -50,6 +50,9 @@ func TestWorkflowWrappersResources(t *testing.T) {
 		{"snakemake threads and mem", []string{smk, "-c", "4", "-m", "300", js}, nil, []string{"[-c] [4] [--mem] [300M]"}, nil},
 		{"snakemake defaults", []string{smk, "-c", "1", "-m", "0", js}, nil, nil, []string{"[-c]", "[--mem]"}},
 		{"snakemake threads only", []string{smk, "-q", "q1", "-c", "2", "-m", "0", js}, nil, []string{"[-q] [q1] [-c] [2]"}, []string{"[--mem]"}},
+		// Snakemake's runtime is in minutes; --est takes seconds.
+		{"snakemake runtime", []string{smk, "-c", "1", "-m", "0", "-t", "5", js}, nil, []string{"[--est] [300]"}, []string{"[-c]", "[--mem]"}},
+		{"snakemake no runtime", []string{smk, "-c", "1", "-m", "0", "-t", "0", js}, nil, nil, []string{"[--est]"}},
 		{"makeflow cores memory gpus", []string{mf, "-N", "r1", "./mq.wrapper"}, []string{"BATCH_JOB_COMMAND=true", "CORES=2", "MEMORY=500", "GPUS=1"},
 			[]string{"[-c] [2] [--mem] [500M] [--gpus] [1]"}, nil},
 		{"makeflow empty", []string{mf, "-N", "r2", "./mq.wrapper"}, []string{"BATCH_JOB_COMMAND=true", "CORES=1", "MEMORY=", "GPUS="},
@@ -87,9 +90,10 @@ func TestWorkflowWrappersResources(t *testing.T) {
 }
 
 // TestSnakemakeProfileResources runs the real Snakemake 7 through the
-// profile: a rule with threads: 2 and mem_mb=300 asks mq for 2 cores and
-// 300 MiB, one that declares neither asks for nothing (the profile's
-// default mem_mb of 0, not Snakemake's 1000).
+// profile: a rule with threads: 2, mem_mb=300 and runtime=2 asks mq for 2
+// cores and 300 MiB with an estimate of 120 s, one that declares none asks
+// for nothing (the profile's default mem_mb of 0, not Snakemake's 1000, and
+// runtime of 0).
 func TestSnakemakeProfileResources(t *testing.T) {
 	needTool(t, "snakemake", "snakemake")
 	root := repoRoot(t)
@@ -105,7 +109,7 @@ localrules: all
 rule big:
     output: "big.txt"
     threads: 2
-    resources: mem_mb=300
+    resources: mem_mb=300, runtime=2
     shell: "echo big > {output}"
 rule small:
     output: "small.txt"
@@ -121,11 +125,11 @@ rule small:
 	for _, call := range calls {
 		switch {
 		case strings.Contains(call, ".big."):
-			if !strings.Contains(call, "[-c] [2] [--mem] [300M]") {
+			if !strings.Contains(call, "[--est] [120] [-c] [2] [--mem] [300M]") {
 				t.Errorf("rule big: mqsub %s", call)
 			}
 		case strings.Contains(call, ".small."):
-			if strings.Contains(call, "[-c]") || strings.Contains(call, "[--mem]") {
+			if strings.Contains(call, "[-c]") || strings.Contains(call, "[--mem]") || strings.Contains(call, "[--est]") {
 				t.Errorf("rule small: mqsub %s", call)
 			}
 		default:

@@ -278,15 +278,32 @@ func (h *harness) run(name string, args ...string) result {
 	return h.runIn(h.dir, nil, name, args...)
 }
 
-// runIn runs an mq command with a working directory and stdin.
+// runIn runs an mq command with a working directory and stdin, and fails
+// the test if it times out, crashes or cannot start.
 func (h *harness) runIn(dir string, stdin io.Reader, name string, args ...string) result {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	r, err := runBin(90*time.Second, h.env(), dir, stdin, name, args...)
+	var ee *exec.ExitError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		h.t.Fatalf("%s %s: timed out after 90s: %s", name, strings.Join(args, " "), r)
+	case errors.As(err, &ee) && r.code < 0:
+		h.t.Fatalf("%s %s: crashed (%v): %s", name, strings.Join(args, " "), ee, r)
+	case err != nil && !errors.As(err, &ee):
+		h.t.Fatalf("%s: %v", name, err)
+	}
+	return r
+}
+
+// runBin runs one of the built commands, killed after timeout, and returns
+// what it printed and its exit code, with the error of the run (wrapping
+// context.DeadlineExceeded when it timed out). It never fails the test:
+// callers beside a test's goroutine use it too.
+func runBin(timeout time.Duration, env []string, dir string, stdin io.Reader, name string, args ...string) (result, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(binDir, name), args...)
-	cmd.Env = h.env()
-	cmd.Dir = dir
-	cmd.Stdin = stdin
+	cmd.Env, cmd.Dir, cmd.Stdin = env, dir, stdin
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -297,15 +314,12 @@ func (h *harness) runIn(dir string, stdin io.Reader, name string, args ...string
 	case errors.As(err, &ee):
 		r.code = ee.ExitCode()
 		if ctx.Err() != nil {
-			h.t.Fatalf("%s %s: timed out after 90s: %s", name, strings.Join(args, " "), r)
-		}
-		if r.code < 0 {
-			h.t.Fatalf("%s %s: crashed (%v): %s", name, strings.Join(args, " "), ee, r)
+			err = fmt.Errorf("%w: %w", ctx.Err(), err)
 		}
 	default:
-		h.t.Fatalf("%s: %v", name, err)
+		r.code = -1
 	}
-	return r
+	return r, err
 }
 
 // ok runs an mq command and fails the test unless it exits 0 with an empty

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -410,22 +409,10 @@ func (tt *torture) race(acts []tAction) []tAction {
 
 // try runs an mq command; unlike run it never fails the test.
 func (tt *torture) try(name string, args ...string) result {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(binDir, name), args...)
-	cmd.Env = tt.h.env()
-	cmd.Dir = tt.h.dir
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errb.String()}
+	r, err := runBin(60*time.Second, tt.h.env(), tt.h.dir, nil, name, args...)
 	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-	default:
-		r.code, r.stderr = -1, err.Error()
+	if err != nil && !errors.As(err, &ee) {
+		r.stderr = err.Error()
 	}
 	return r
 }

@@ -32,10 +32,11 @@ done
 echo ']'
 `
 
-// TestStatus: mq-status says what Snakemake wants of every state mqstat
-// shows, asking mqstat for the one target or (inside a Snakemake run's
-// directory) for the run's targets into the cache.
-func TestStatus(t *testing.T) {
+// statusScript returns a run of profile/mq-status in a directory, for a
+// target whose jobs mqstat (fakeMqstat) lists in the given states: what it
+// printed, trimmed.
+func statusScript(t *testing.T) func(dir, target, states string) (string, error) {
+	t.Helper()
 	if _, err := exec.LookPath("sh"); err != nil {
 		t.Skip("no sh:", err)
 	}
@@ -47,29 +48,40 @@ func TestStatus(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(bin, "mqstat"), []byte(fakeMqstat), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	return func(dir, target, states string) (string, error) {
+		cmd := exec.Command("sh", script, target)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "FAKE_STATE="+states, "FAKE_TARGET="+target)
+		out, err := cmd.Output()
+		return strings.TrimSpace(string(out)), err
+	}
+}
+
+// TestStatus: mq-status says what Snakemake wants of every state mqstat
+// shows, asking mqstat for the one target or (inside a Snakemake run's
+// directory) for the run's targets into the cache.
+func TestStatus(t *testing.T) {
+	status := statusScript(t)
 	const target = "smk.tmpabc.rule.7"
-	want := map[string]string{
+	answers := map[string]string{
 		"W": "running", "Q": "running", "H": "running", "P": "running", "E": "running",
 		"D": "success", "F": "failed", "B": "failed", "X": "failed",
 	}
 	for _, cached := range []bool{false, true} {
-		for state, status := range want {
+		for state, want := range answers {
 			dir := t.TempDir()
 			if cached {
 				if err := os.MkdirAll(filepath.Join(dir, ".snakemake", "tmpabc"), 0o755); err != nil {
 					t.Fatal(err)
 				}
 			}
-			cmd := exec.Command("sh", script, target)
-			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "FAKE_STATE="+state, "FAKE_TARGET="+target)
-			out, err := cmd.Output()
+			got, err := status(dir, target, state)
 			if err != nil {
 				t.Errorf("state %s (cached %v): %v", state, cached, err)
 				continue
 			}
-			if got := strings.TrimSpace(string(out)); got != status {
-				t.Errorf("state %s (cached %v): mq-status says %q, want %q", state, cached, got, status)
+			if got != want {
+				t.Errorf("state %s (cached %v): mq-status says %q, want %q", state, cached, got, want)
 			}
 		}
 	}
@@ -79,21 +91,11 @@ func TestStatus(t *testing.T) {
 // the target of the attempt that failed; mq-status answers for the newest
 // job, also when the cache, written within the second, predates it.
 func TestStatusResubmitted(t *testing.T) {
-	if _, err := exec.LookPath("sh"); err != nil {
-		t.Skip("no sh:", err)
-	}
-	script, err := filepath.Abs(filepath.Join("profile", "mq-status"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := t.TempDir()
-	if err := os.WriteFile(filepath.Join(bin, "mqstat"), []byte(fakeMqstat), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	status := statusScript(t)
 	const target = "smk.tmpabc.rule.7"
-	want := map[string]string{"F E": "running", "F Q": "running", "F D": "success", "F F": "failed", "F X": "failed"}
+	answers := map[string]string{"F E": "running", "F Q": "running", "F D": "success", "F F": "failed", "F X": "failed"}
 	for _, mode := range []string{"plain", "cached", "stale cache"} {
-		for states, status := range want {
+		for states, want := range answers {
 			dir := t.TempDir()
 			run := filepath.Join(dir, ".snakemake", "tmpabc")
 			if mode != "plain" {
@@ -108,16 +110,13 @@ func TestStatusResubmitted(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			cmd := exec.Command("sh", script, target)
-			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "FAKE_STATE="+states, "FAKE_TARGET="+target)
-			out, err := cmd.Output()
+			got, err := status(dir, target, states)
 			if err != nil {
 				t.Errorf("jobs %s (%s): %v", states, mode, err)
 				continue
 			}
-			if got := strings.TrimSpace(string(out)); got != status {
-				t.Errorf("jobs %s (%s): mq-status says %q, want %q", states, mode, got, status)
+			if got != want {
+				t.Errorf("jobs %s (%s): mq-status says %q, want %q", states, mode, got, want)
 			}
 		}
 	}

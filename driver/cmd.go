@@ -197,7 +197,7 @@ func (c *Cmd) Wait() error {
 	if err != nil {
 		if res.Err == nil && c.ctx.Err() != nil {
 			// The wait gave up: the job is deleted (WaitForOne).
-			res.Err = &JobError{Key: c.Key, State: "X", Reason: "cancelled", Cause: context.Cause(c.ctx)}
+			res.Err = &JobError{Key: c.Key, ID: res.ID, State: "X", Reason: "cancelled", Cause: context.Cause(c.ctx)}
 			return res.Err
 		}
 		return err
@@ -218,7 +218,8 @@ func (c *Cmd) Run() error {
 
 // Output runs the job and returns its standard output. If the job exits
 // non-zero, the error is an *ExitError whose Stderr holds its standard
-// error, as exec.Cmd.Output's does.
+// error, as exec.Cmd.Output's does; output over MaxOutput also makes it
+// wrap ErrOutputTooLarge.
 func (c *Cmd) Output() ([]byte, error) {
 	if c.started { // else Run's error would come with an earlier run's output
 		return nil, ErrCmdStarted
@@ -233,10 +234,21 @@ func (c *Cmd) Output() ([]byte, error) {
 	if errors.As(err, &ee) {
 		ee.Stderr, _ = c.Result.Stderr(ctx)
 	}
-	if err == nil {
-		err = oerr
+	return out, outputErr(err, oerr)
+}
+
+// outputErr is Output's error: the run's, and the read's (oerr) when the
+// run had none or the output was cut short, which a caller of a failed
+// job must also learn (errors.As finds the *ExitError, errors.Is
+// ErrOutputTooLarge).
+func outputErr(err, oerr error) error {
+	switch {
+	case err == nil:
+		return oerr
+	case errors.Is(oerr, ErrOutputTooLarge):
+		return errors.Join(err, oerr)
 	}
-	return out, err
+	return err
 }
 
 // CombinedOutput runs the job with its standard error going to its
@@ -251,10 +263,7 @@ func (c *Cmd) CombinedOutput() ([]byte, error) {
 		return nil, err
 	}
 	out, oerr := c.Result.Stdout(context.WithoutCancel(c.ctx))
-	if err == nil {
-		err = oerr
-	}
-	return out, err
+	return out, outputErr(err, oerr)
 }
 
 // ExitError is a job's non-zero exit status, as exec.ExitError is a

@@ -3,6 +3,8 @@ package driver
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -110,5 +112,57 @@ func TestCouldNotStart(t *testing.T) {
 				t.Errorf("Run in a missing directory: %T %v", err, err)
 			}
 		})
+	}
+}
+
+// TestCmdWaitCancelledNamesJob: a Cmd whose context ends while its job
+// runs at the CLS returns a *JobError that names the job's metaqueue id,
+// so the user can find it (mqstat -j) as for any other job error.
+func TestCmdWaitCancelledNamesJob(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	d := startCLSDriver(t, newTestCLS(t, 1, 1), Config{Dir: dir})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := d.CommandContext(ctx, "sh", "-c", "touch running && exec sleep 120")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, func() bool { // running: submitted, so it has an id
+		_, err := os.Stat(filepath.Join(dir, "running"))
+		return err == nil
+	})
+	cancel()
+	err := c.Wait()
+	var je *JobError
+	if !errors.As(err, &je) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled Wait: %v", err)
+	}
+	if je.ID == 0 || strings.Contains(je.Error(), "key") {
+		t.Errorf("cancelled Wait's error names no job id: %v (%+v)", err, je)
+	}
+}
+
+// TestOutputTooLargeOfFailedJob: Output of a job that wrote more than
+// MaxOutput and then failed reports both: the exit status (errors.As finds
+// the *ExitError) and that the output was cut short.
+func TestOutputTooLargeOfFailedJob(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 64 MiB")
+	}
+	t.Parallel()
+	d := startLocal(t, Config{Dir: t.TempDir()})
+	for _, combined := range []bool{false, true} {
+		c := d.Command("sh", "-c", fmt.Sprintf("head -c %d /dev/zero; exit 3", MaxOutput+1))
+		var err error
+		if combined {
+			_, err = c.CombinedOutput()
+		} else {
+			_, err = c.Output()
+		}
+		var ee *ExitError
+		if !errors.As(err, &ee) || ee.Result.Exit != 3 || !errors.Is(err, ErrOutputTooLarge) {
+			t.Errorf("combined=%v: Output of a failed job over MaxOutput: %v", combined, err)
+		}
 	}
 }

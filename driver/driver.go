@@ -555,7 +555,10 @@ func (d *Driver) WaitForOne(ctx context.Context, k Key) (Result, error) {
 	d.flushFor([]*record{r})
 	if !r.await(ctx) {
 		d.abandon([]*record{r}, context.Cause(ctx))
-		return Result{Key: k, Exit: -1}, ctx.Err()
+		d.mu.Lock()
+		id := r.id // 0 if it was never submitted
+		d.mu.Unlock()
+		return Result{Key: k, ID: id, Exit: -1}, ctx.Err()
 	}
 	d.collect([]*record{r})
 	return r.res, r.res.Err

@@ -253,7 +253,8 @@ func TestMemoryRetryOnce(t *testing.T) {
 
 // TestAutoMemLearned: jobs asking for --mem auto first take the whole
 // placeholder's memory; once five of their category finished, the next
-// asks what they used (plus headroom), and so after a restart too.
+// asks what they used (plus headroom), and so after a restart too; one
+// killed over the learned size runs again with more.
 func TestAutoMemLearned(t *testing.T) {
 	e := newEnv(t)
 	var jobs []int64
@@ -289,9 +290,26 @@ func TestAutoMemLearned(t *testing.T) {
 	}
 	e.reopen()
 	ph = e.registerSized("s", c)
-	if got := e.next(ph, 1); len(got) != 1 || got[0].Grant == nil || got[0].Grant.Mem != learned {
+	got = e.next(ph, 1)
+	if len(got) != 1 || got[0].Grant == nil || got[0].Grant.Mem != learned {
 		t.Fatalf("after a restart: %+v, want %d bytes learned from the stored attempts", got, learned)
 	}
+
+	// mq's guess was too small for this one: killed over its memory, it
+	// runs again at twice the guess, then with the whole placeholder, and
+	// fails only when that is not enough.
+	id := got[0].ID
+	killed := func(a protocol.Assignment) protocol.Report {
+		return protocol.Report{ID: a.ID, Attempt: a.Attempt, Exit: -9, Reason: protocol.MemoryReason("max RSS over its request")}
+	}
+	for _, want := range []int64{2 * learned, 16 * gib} {
+		got = e.next(ph, 1, killed(got[0]))
+		if len(got) != 1 || got[0].ID != id || got[0].Grant == nil || got[0].Grant.Mem != want {
+			t.Fatalf("after a kill over memory: %+v, want job %d again with %d bytes", got, id, want)
+		}
+	}
+	e.report(ph, killed(got[0]))
+	e.mustBe(id, job.Failed)
 }
 
 // TestUnholdableWaits: a job asking for more than any placeholder or site

@@ -43,6 +43,6 @@
 // RSS plus 20 %, rounded up to 64 MiB, and the 95th percentile of cores
 // used, rounded up; before that, the declared maximum or the whole
 // placeholder. MemRetry is the rule for a job killed for its memory:
-// once, at twice its request up to the maximum, not counted as an
-// attempt.
+// once at twice its request up to the maximum, and a learned (auto) size
+// once more at the maximum, not counted as attempts.
 package resource

@@ -147,13 +147,22 @@ func roundUp(n, to int64) int64 {
 	return (n + to - 1) / to * to
 }
 
-// MemRetry decides a job killed for going over its memory request:
-// whether to run it again, and with how much. It is retried once, at
-// twice its request up to max (when max is given), and only when that
-// is more than it had. The retry does not use one of the job's attempts:
-// the job did not fail, its request did.
-func MemRetry(asked, max int64, retriedBefore bool) (next int64, retry bool) {
-	if retriedBefore || asked <= 0 {
+// MemRetry decides a job killed for going over its memory request, after
+// retries such retries: whether to run it again, and with how much. The
+// first retry is at twice its request, up to max (when max is given). A
+// job whose size mq learned (auto) gets a second, at max itself: the
+// guess was mq's, so the job fails only when the whole placeholder is not
+// enough. A retry is made only when it gives more than the job had, and
+// does not use one of the job's attempts: the job did not fail, its
+// request did.
+func MemRetry(asked, max int64, retries int, auto bool) (next int64, retry bool) {
+	switch {
+	case asked <= 0 || retries > 1:
+		return asked, false
+	case retries == 1:
+		if auto && max > asked {
+			return max, true
+		}
 		return asked, false
 	}
 	next = asked * 2

@@ -71,21 +71,26 @@ func TestLearnerBounded(t *testing.T) {
 func TestMemRetry(t *testing.T) {
 	for _, tt := range []struct {
 		asked, max int64
-		retried    bool
+		retries    int
+		auto       bool
 		next       int64
 		retry      bool
 	}{
-		{8 * GiB, 64 * GiB, false, 16 * GiB, true},
-		{8 * GiB, 12 * GiB, false, 12 * GiB, true},
-		{8 * GiB, 8 * GiB, false, 8 * GiB, false},
-		{8 * GiB, 0, false, 16 * GiB, true},
-		{8 * GiB, 64 * GiB, true, 8 * GiB, false},
-		{0, 64 * GiB, false, 0, false},
-		{1 << 62, 0, false, 1<<63 - 1, true},
+		{8 * GiB, 64 * GiB, 0, false, 16 * GiB, true},
+		{8 * GiB, 12 * GiB, 0, false, 12 * GiB, true},
+		{8 * GiB, 8 * GiB, 0, false, 8 * GiB, false},
+		{8 * GiB, 0, 0, false, 16 * GiB, true},
+		{16 * GiB, 64 * GiB, 1, false, 16 * GiB, false}, // the user's size: once
+		{16 * GiB, 64 * GiB, 1, true, 64 * GiB, true},   // mq's guess: the whole placeholder
+		{16 * GiB, 16 * GiB, 1, true, 16 * GiB, false},  // it had the whole placeholder
+		{16 * GiB, 0, 1, true, 16 * GiB, false},         // no maximum known
+		{64 * GiB, 64 * GiB, 2, true, 64 * GiB, false},
+		{0, 64 * GiB, 0, false, 0, false},
+		{1 << 62, 0, 0, false, 1<<63 - 1, true},
 	} {
-		next, retry := MemRetry(tt.asked, tt.max, tt.retried)
+		next, retry := MemRetry(tt.asked, tt.max, tt.retries, tt.auto)
 		if next != tt.next || retry != tt.retry {
-			t.Errorf("MemRetry(%d, %d, %v) = %d, %v; want %d, %v", tt.asked, tt.max, tt.retried, next, retry, tt.next, tt.retry)
+			t.Errorf("MemRetry(%d, %d, %d, %v) = %d, %v; want %d, %v", tt.asked, tt.max, tt.retries, tt.auto, next, retry, tt.next, tt.retry)
 		}
 	}
 }

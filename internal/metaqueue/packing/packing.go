@@ -50,7 +50,7 @@ type Packing struct {
 	holds   map[int64]int64              // placeholder -> the job it is reserved for
 	sites   map[string]resource.Capacity // site -> what its placeholders are asked to hold
 	learn   *resource.Learner
-	retried map[int64]bool // jobs run again at twice their memory once
+	retried map[int64]memRetries // jobs run again with more memory
 	// autos counts the jobs known per category that ask for an auto
 	// size: only those categories are taught (Observe), so the learner
 	// holds no sample for the many that never need one.
@@ -112,7 +112,7 @@ func New() *Packing {
 		holds:   map[int64]int64{},
 		sites:   map[string]resource.Capacity{},
 		learn:   resource.NewLearner(),
-		retried: map[int64]bool{},
+		retried: map[int64]memRetries{},
 		autos:   map[resource.Category]int{},
 	}
 }
@@ -215,9 +215,10 @@ func (p *Packing) Observe(c resource.Category, maxRSS int64, cpu, elapsed time.D
 }
 
 // KilledForMemory is told that attempt ru was killed over its memory. It
-// returns whether the job runs once more at twice the memory it had, up
-// to its placeholder's (resource.MemRetry), not counted as an attempt; its
-// request is raised to that.
+// returns whether the job runs again with more (resource.MemRetry: twice
+// what it had, up to its placeholder's; a learned size then the whole
+// placeholder's), not counted as an attempt; its request is raised to
+// that.
 func (p *Packing) KilledForMemory(ru Run) bool {
 	gr, ok := p.grants[ru]
 	if !ok || gr.req.Mem == 0 {
@@ -227,15 +228,28 @@ func (p *Packing) KilledForMemory(ru Run) bool {
 	if pool := p.pools[gr.ph]; pool != nil {
 		most = pool.Capacity().Mem
 	}
-	next, retry := resource.MemRetry(gr.req.Mem, most, p.retried[ru.Job])
+	r := p.reqs[ru.Job]
+	m := p.retried[ru.Job]
+	if m.n == 0 {
+		m.auto = r.AutoMem
+	}
+	next, retry := resource.MemRetry(gr.req.Mem, most, m.n, m.auto)
 	if !retry {
 		return false
 	}
-	p.retried[ru.Job] = true
-	r := p.reqs[ru.Job]
+	m.n++
+	p.retried[ru.Job] = m
 	r.Mem, r.AutoMem = next, false
 	p.reqs[ru.Job] = r
 	return true
+}
+
+// memRetries is how often a job ran again with more memory, and whether
+// its size was learned (auto) when it first did: the request no longer
+// says so once raised.
+type memRetries struct {
+	n    int
+	auto bool
 }
 
 // Request returns job id's request (the zero one when none was recorded).

@@ -148,7 +148,8 @@ func TestCapacityChangeWhileRunning(t *testing.T) {
 
 // TestAutoSizes: an auto request first runs with the whole placeholder,
 // then with what its category's finished jobs used; a job killed for its
-// memory runs once more at twice it, then not again.
+// memory runs once more at twice it, then with the whole placeholder,
+// then not again; one the user sized runs once more only.
 func TestAutoSizes(t *testing.T) {
 	p := New()
 	p.Placeholder(1, resource.Capacity{CPUs: 16, Mem: 64 * gib})
@@ -176,8 +177,31 @@ func TestAutoSizes(t *testing.T) {
 		t.Errorf("retry request %v, want twice %s", r, resource.FormatMem(g.Mem))
 	}
 	p.Start(Run{2, 2}, 1)
-	if p.KilledForMemory(Run{2, 2}) {
-		t.Error("retried for memory twice")
+	if !p.KilledForMemory(Run{2, 2}) {
+		t.Fatal("a learned size killed twice is not given the whole placeholder")
+	}
+	p.Stop(Run{2, 2})
+	if r := p.Request(2); r.Mem != 64*gib {
+		t.Errorf("second retry request %v, want the whole placeholder's 64 GiB", r)
+	}
+	p.Start(Run{2, 3}, 1)
+	if p.KilledForMemory(Run{2, 3}) {
+		t.Error("retried for memory with the whole placeholder")
+	}
+	p.Stop(Run{2, 3})
+
+	// A size the user gave is raised once only.
+	p.Job(3, resource.Request{Mem: 4 * gib}, cat)
+	if _, ok := p.Start(Run{3, 1}, 1); !ok {
+		t.Fatal("a 4 GiB job does not start on an idle placeholder")
+	}
+	if !p.KilledForMemory(Run{3, 1}) {
+		t.Fatal("a job killed for its memory is not retried")
+	}
+	p.Stop(Run{3, 1})
+	p.Start(Run{3, 2}, 1)
+	if p.KilledForMemory(Run{3, 2}) {
+		t.Error("a user-sized job retried for memory twice")
 	}
 }
 

@@ -103,6 +103,9 @@ func Migrate(ctx context.Context, w *sql.Conn) error {
 	if have > len(ms) {
 		return fmt.Errorf("metaqueue schema version %d is newer than this build's %d: this build cannot use it", have, len(ms))
 	}
+	if have, err = redo(ctx, w, have); err != nil {
+		return err
+	}
 	for _, m := range ms[have:] {
 		if err := apply(ctx, w, m); err != nil {
 			return fmt.Errorf("migrate schema to %s: %w", m.name, err)

@@ -13,6 +13,10 @@ INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?);
 -- older database lacks it.
 SELECT count(*) FROM pragma_table_info(?) WHERE name = ?;
 
+-- name: HasTable
+-- Whether table ? exists: a step some builds skipped left none.
+SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?;
+
 -- name: TableSQL
 -- The CREATE statement of table ?: a migration that changes a constraint
 -- rebuilds the table from it.

@@ -116,3 +116,44 @@ func allowHeld(ctx context.Context, w *sql.Conn) error {
 	_, err := w.ExecContext(ctx, "CREATE TABLE jobs_rebuilt "+strings.Replace(def[i:], old, wide, 1))
 	return err
 }
+
+// renumbered are steps that builds of an earlier numbering recorded under
+// another step's version: builds that numbered the job resources step 021
+// (it is 022, after the held state's 021) and the sparse indexes 027 (they
+// are 028, after the queue output cap's 027). A database such a build left
+// at that version, or any later one, lacks the step now numbered there,
+// and its next build would skip it. Each entry is the step and what a
+// database that ran it has.
+var renumbered = []struct {
+	version int
+	table   string // the step made this table
+	column  column // or added this column
+}{
+	{version: 21, table: "job_priority"},
+	{version: 27, column: column{"queues", "max_output"}},
+}
+
+// redo returns the version from which Migrate must run for the database on
+// w, recorded at have: before the first renumbered step the database lacks.
+// The steps from there on find what they make already there and keep it.
+func redo(ctx context.Context, w *sql.Conn, have int) (int, error) {
+	for _, r := range renumbered {
+		if have < r.version {
+			break
+		}
+		var n int
+		var err error
+		if r.table != "" {
+			err = w.QueryRowContext(ctx, queries.Get("HasTable"), r.table).Scan(&n)
+		} else {
+			err = w.QueryRowContext(ctx, queries.Get("HasColumn"), r.column.table, r.column.def).Scan(&n)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("check schema step %d: %w", r.version, err)
+		}
+		if n == 0 {
+			return r.version - 1, nil
+		}
+	}
+	return have, nil
+}

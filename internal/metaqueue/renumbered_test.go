@@ -1,0 +1,91 @@
+package metaqueue
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/mq-hpc/mq/internal/metaqueue/schema"
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// TestRenumberedMigrations opens databases that builds of main with an
+// earlier numbering of the steps left, killed (kill -9) while a job ran:
+// testdata/schema21-a680e95.sql is what a680e95 wrote (version 21 was its
+// job resources step, now 022; the held state's 021 came after it) and
+// testdata/schema27-3461734.sql what 3461734 wrote (version 27 was its
+// sparse indexes, now 028; the queue output cap's 027 came after). The
+// files named -485eff0 are the same databases after 485eff0, a build
+// without the repair, failed to start on them: it had skipped the step
+// and recorded its last version. Every job keeps its state, and what the
+// skipped step made works: a job is held (the widened state check, which
+// the store's writer here enforces), a queue's output cap is set.
+//
+// To remake a fixture: git worktree add --detach /tmp/old COMMIT; go build
+// -o /tmp/old/bin/ ./cmd/... there; MQ_HOME=$(mktemp -d) /tmp/old/bin/cls
+// serve --local 1 &; then mqsub ok true; mqsub bad false; mqsub run sleep
+// 1000; mqsub q1 sleep 1; mqsub -p run w1 echo hi; and, with 3461734,
+// mqsub -H held echo h; mqsub --array 1-5%2 arr sleep 300; mqsub
+// --after-any bad aa echo after (with a680e95: mqsub -q other -e 5 q2
+// echo x); kill -9 the CLS and write sqlite3 $MQ_HOME/mq.db .dump (for
+// -485eff0, first run that build's cls serve on the MQ_HOME once).
+func TestRenumberedMigrations(t *testing.T) {
+	t.Parallel()
+	D, F, E, Q, W, H := job.Done, job.Failed, job.Executing, job.Queued, job.Waiting, job.Held
+	fixtures := []struct {
+		file   string
+		states []job.State // of jobs 1, 2, ...
+	}{
+		{"schema21-a680e95.sql", []job.State{D, F, E, Q, W, Q}},
+		{"schema21-a680e95-485eff0.sql", []job.State{D, F, E, Q, W, Q}},
+		{"schema27-3461734.sql", []job.State{D, F, E, Q, W, H, Q, Q, Q, Q, Q, Q}},
+		{"schema27-3461734-485eff0.sql", []job.State{D, F, E, Q, W, H, Q, Q, Q, Q, Q, Q}},
+	}
+	for _, fx := range fixtures {
+		t.Run(fx.file, func(t *testing.T) {
+			t.Parallel()
+			dump, err := os.ReadFile(filepath.Join("testdata", fx.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := &env{t: t, clock: newClock()}
+			e.clock.t = time.Date(2026, 11, 29, 17, 0, 0, 0, time.UTC)
+			e.opt = Options{Path: filepath.Join(t.TempDir(), "mq.db"), Sync: SyncNormal, Lease: testLease, Now: e.clock.Now, CheckConstraints: true}
+			db := openRaw(t, e.opt.Path)
+			mustExec(t, db, string(dump))
+			db.Close()
+			e.open()
+			t.Cleanup(func() { e.s.Close() })
+
+			for i, want := range fx.states {
+				e.mustBe(int64(i+1), want)
+			}
+			ctx := context.Background()
+			if _, err := e.s.Hold(ctx, protocol.Select{IDs: []int64{4}, Atomic: true}); err != nil {
+				t.Fatalf("hold: %v", err)
+			}
+			e.mustBe(4, H)
+			if _, err := e.s.Release(ctx, protocol.Select{IDs: []int64{4}, Atomic: true}); err != nil {
+				t.Fatalf("release: %v", err)
+			}
+			e.mustBe(4, Q)
+			maxOut := int64(1 << 20)
+			if q, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: protocol.DefaultQueue, MaxOutput: &maxOut}); err != nil || q.MaxOutput != maxOut {
+				t.Fatalf("queue set --max-output: %+v, %v", q, err)
+			}
+			var v string
+			var idx int
+			if err := e.s.rdb.QueryRow("SELECT value FROM meta WHERE key = 'schema'").Scan(&v); err != nil || v != strconv.Itoa(schema.Version()) {
+				t.Fatalf("schema %q, %v", v, err)
+			}
+			if err := e.s.rdb.QueryRow("SELECT count(*) FROM sqlite_schema WHERE name IN ('jobs_bundled', 'targets_purged', 'jobs_target', 'job_priority')").Scan(&idx); err != nil || idx != 4 {
+				t.Fatalf("%d of the indexes and tables, %v", idx, err)
+			}
+			e.check()
+		})
+	}
+}

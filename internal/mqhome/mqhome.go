@@ -114,7 +114,9 @@ func checkInfo(path string, fi fs.FileInfo, typ fs.FileMode) error {
 		return fmt.Errorf("%s is a %s, not a %s; remove it", path, typeName(got), typeName(typ))
 	}
 	if uid := owner(fi); uid != os.Geteuid() {
-		return fmt.Errorf("%s is owned by uid %d, not by you (uid %d); remove it", path, uid, os.Geteuid())
+		// Not "remove it": mq.db, its -wal and output/ are the user's jobs
+		// when a copy or a run under sudo left them root's.
+		return fmt.Errorf("%s is owned by uid %d, not by you (uid %d); if it is yours, sudo chown %d %s; if not, move it away", path, uid, os.Geteuid(), os.Geteuid(), path)
 	}
 	if fi.Mode().Perm()&0o022 != 0 {
 		return fmt.Errorf("%s is writable by others (mode %04o); chmod go-w %s", path, perm(fi.Mode()), path)

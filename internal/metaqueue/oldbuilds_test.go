@@ -13,33 +13,36 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
-// TestRenumberedMigrations opens databases that builds of main with an
-// earlier numbering of the steps left, killed (kill -9) while a job ran:
-// testdata/schema21-a680e95.sql is what a680e95 wrote (version 21 was its
-// job resources step, now 022; the held state's 021 came after it) and
-// testdata/schema27-3461734.sql what 3461734 wrote (version 27 was its
-// sparse indexes, now 028; the queue output cap's 027 came after). The
-// files named -485eff0 are the same databases after 485eff0, a build
-// without the repair, failed to start on them: it had skipped the step
-// and recorded its last version. Every job keeps its state, and what the
-// skipped step made works: a job is held (the widened state check, which
-// the store's writer here enforces), a queue's output cap is set.
+// TestOldBuildsDatabases opens databases that older builds of main left,
+// killed (kill -9) while a job ran, each a .dump in testdata named by its
+// schema version and the commit that wrote it: 70c9c5b wrote version 4,
+// the last before the numbered migration files; a680e95 wrote 21 for its
+// job resources step (now 022; the held state's 021 came after it) and
+// 3461734 wrote 27 for its sparse indexes (now 028; the queue output
+// cap's 027 came after). The files named -485eff0 are the last two after
+// 485eff0, a build without the repair of renumbered steps, failed to
+// start on them: it had skipped the step and recorded its last version.
+// Every job keeps its state, and the later steps' features work: a job is
+// held (the widened state check, which the store's writer here enforces),
+// a queue's output cap is set.
 //
 // To remake a fixture: git worktree add --detach /tmp/old COMMIT; go build
 // -o /tmp/old/bin/ ./cmd/... there; MQ_HOME=$(mktemp -d) /tmp/old/bin/cls
 // serve --local 1 &; then mqsub ok true; mqsub bad false; mqsub run sleep
 // 1000; mqsub q1 sleep 1; mqsub -p run w1 echo hi; and, with 3461734,
 // mqsub -H held echo h; mqsub --array 1-5%2 arr sleep 300; mqsub
-// --after-any bad aa echo after (with a680e95: mqsub -q other -e 5 q2
-// echo x); kill -9 the CLS and write sqlite3 $MQ_HOME/mq.db .dump (for
-// -485eff0, first run that build's cls serve on the MQ_HOME once).
-func TestRenumberedMigrations(t *testing.T) {
+// --after-any bad aa echo after (with the others: mqsub -q other q2 echo
+// x, a680e95 with -e 5); kill -9 the CLS and write sqlite3
+// $MQ_HOME/mq.db .dump (for -485eff0, first run that build's cls serve on
+// the MQ_HOME once).
+func TestOldBuildsDatabases(t *testing.T) {
 	t.Parallel()
 	D, F, E, Q, W, H := job.Done, job.Failed, job.Executing, job.Queued, job.Waiting, job.Held
 	fixtures := []struct {
 		file   string
 		states []job.State // of jobs 1, 2, ...
 	}{
+		{"schema4-70c9c5b.sql", []job.State{D, F, E, Q, W, Q}},
 		{"schema21-a680e95.sql", []job.State{D, F, E, Q, W, Q}},
 		{"schema21-a680e95-485eff0.sql", []job.State{D, F, E, Q, W, Q}},
 		{"schema27-3461734.sql", []job.State{D, F, E, Q, W, H, Q, Q, Q, Q, Q, Q}},
@@ -63,6 +66,12 @@ func TestRenumberedMigrations(t *testing.T) {
 
 			for i, want := range fx.states {
 				e.mustBe(int64(i+1), want)
+			}
+			if d := e.job(5); len(d.WaitingOn) != 1 || d.WaitingOn[0].Target != "run" {
+				t.Fatalf("job 5 waits on %+v, want target run", d.WaitingOn)
+			}
+			if id := e.submit1("new", "true"); id != int64(len(fx.states)+1) {
+				t.Fatalf("a new job got id %d after %d", id, len(fx.states))
 			}
 			ctx := context.Background()
 			if _, err := e.s.Hold(ctx, protocol.Select{IDs: []int64{4}, Atomic: true}); err != nil {

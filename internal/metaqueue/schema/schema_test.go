@@ -323,3 +323,58 @@ func TestMigrateFromEveryVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestStepsRerun: the steps from 021 on run again over what they made
+// (Migrate reruns them for a database whose build numbered two of them
+// otherwise), so each must find what it makes already there and keep it.
+// A new step that cannot fails here.
+func TestStepsRerun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := conn(t)
+	if err := Migrate(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	want := columns(t, c)
+	exec(t, c, "INSERT INTO job_priority (job_id, priority) VALUES (1, 5)")
+	exec(t, c, "UPDATE meta SET value = '20' WHERE key = 'schema'")
+	if err := Migrate(ctx, c); err != nil {
+		t.Fatalf("steps 021 on, again: %v", err)
+	}
+	if got := columns(t, c); !slices.Equal(got, want) || version(t, c) != strconv.Itoa(Version()) {
+		t.Fatalf("after the rerun: version %s, columns %v, want %v", version(t, c), got, want)
+	}
+	var n int
+	if err := c.QueryRowContext(ctx, "SELECT count(*) FROM job_priority").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("%d priorities after the rerun, %v", n, err)
+	}
+}
+
+// TestRedo: a database at or past a renumbered step that lacks what the
+// step makes migrates again from that step.
+func TestRedo(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		drop string
+		want int
+	}{
+		{"", Version()},
+		{"DROP TABLE job_priority", 20},
+		{"ALTER TABLE queues DROP COLUMN max_output", 26},
+	} {
+		c := conn(t)
+		if err := Migrate(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		if tc.drop != "" {
+			exec(t, c, tc.drop)
+		}
+		if got, err := redo(ctx, c, Version()); err != nil || got != tc.want {
+			t.Errorf("%q: redo from %d, %v; want %d", tc.drop, got, err, tc.want)
+		}
+		if got, err := redo(ctx, c, 19); err != nil || got != 19 {
+			t.Errorf("%q at 19: redo from %d, %v", tc.drop, got, err)
+		}
+	}
+}

@@ -14,8 +14,9 @@ import (
 )
 
 // TestOldBuildsDatabases opens databases that older builds of main left,
-// killed (kill -9) while a job ran, each a .dump in testdata named by its
-// schema version and the commit that wrote it: 70c9c5b wrote version 4,
+// killed (kill -9) while a job ran: testdata/*.dump, each the sqlite3
+// .dump of one (text: small, and reviewable), named by its schema version
+// and the commit that wrote it. 70c9c5b wrote version 4,
 // the last before the numbered migration files; a680e95 wrote 21 for its
 // job resources step (now 022; the held state's 021 came after it) and
 // 3461734 wrote 27 for its sparse indexes (now 028; the queue output
@@ -33,8 +34,8 @@ import (
 // mqsub -H held echo h; mqsub --array 1-5%2 arr sleep 300; mqsub
 // --after-any bad aa echo after (with the others: mqsub -q other q2 echo
 // x, a680e95 with -e 5); kill -9 the CLS and write sqlite3
-// $MQ_HOME/mq.db .dump (for -485eff0, first run that build's cls serve on
-// the MQ_HOME once).
+// $MQ_HOME/mq.db .dump > testdata/schemaV-COMMIT.dump (for -485eff0,
+// first run that build's cls serve on the MQ_HOME once).
 func TestOldBuildsDatabases(t *testing.T) {
 	t.Parallel()
 	D, F, E, Q, W, H := job.Done, job.Failed, job.Executing, job.Queued, job.Waiting, job.Held
@@ -42,11 +43,11 @@ func TestOldBuildsDatabases(t *testing.T) {
 		file   string
 		states []job.State // of jobs 1, 2, ...
 	}{
-		{"schema4-70c9c5b.sql", []job.State{D, F, E, Q, W, Q}},
-		{"schema21-a680e95.sql", []job.State{D, F, E, Q, W, Q}},
-		{"schema21-a680e95-485eff0.sql", []job.State{D, F, E, Q, W, Q}},
-		{"schema27-3461734.sql", []job.State{D, F, E, Q, W, H, Q, Q, Q, Q, Q, Q}},
-		{"schema27-3461734-485eff0.sql", []job.State{D, F, E, Q, W, H, Q, Q, Q, Q, Q, Q}},
+		{"schema4-70c9c5b.dump", []job.State{D, F, E, Q, W, Q}},
+		{"schema21-a680e95.dump", []job.State{D, F, E, Q, W, Q}},
+		{"schema21-a680e95-485eff0.dump", []job.State{D, F, E, Q, W, Q}},
+		{"schema27-3461734.dump", []job.State{D, F, E, Q, W, H, Q, Q, Q, Q, Q, Q}},
+		{"schema27-3461734-485eff0.dump", []job.State{D, F, E, Q, W, H, Q, Q, Q, Q, Q, Q}},
 	}
 	for _, fx := range fixtures {
 		t.Run(fx.file, func(t *testing.T) {

@@ -7,7 +7,9 @@ package sqlitedb
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"strings"
@@ -127,9 +129,29 @@ func PrepareFiles(path string) error {
 			}
 		}
 	}
+	if err := checkOrphanWAL(path); err != nil {
+		return err
+	}
 	f, err := mqhome.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// checkOrphanWAL refuses a database that is gone or empty while its WAL
+// holds changes (a CLS killed before a checkpoint, then the database moved
+// or lost): SQLite would make a new, empty database and throw the WAL
+// away, and with it what it held. A database SQLite made is never empty
+// once it has a WAL (the first page is written when WAL mode is set).
+func checkOrphanWAL(path string) error {
+	fi, err := os.Lstat(path)
+	if err == nil && fi.Size() > 0 || err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil // what else is wrong with it, PrepareFiles says
+	}
+	wal, err := os.Lstat(path + "-wal")
+	if err != nil || wal.Size() == 0 {
+		return nil
+	}
+	return fmt.Errorf("open %s: it is missing or empty, but %s-wal holds %d bytes of changes to it: put back the database, or move %s-wal away to start an empty one", path, path, wal.Size(), path)
 }

@@ -99,3 +99,71 @@ func TestOpen(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenRefusesOrphanWAL: a database gone or emptied while its WAL holds
+// changes is refused, the WAL left as it was (SQLite alone starts an empty
+// database and drops the WAL); with the database back, the changes are
+// there.
+func TestOpenRefusesOrphanWAL(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "mq.db")
+	w, wdb, rdb, err := Open(ctx, Config{Path: path, Synchronous: "normal", Readers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.ExecContext(ctx, "CREATE TABLE t (a INTEGER); INSERT INTO t VALUES (42)"); err != nil {
+		t.Fatal(err)
+	}
+	// Copied while open, as a kill -9 leaves them: the changes in the WAL.
+	db, _ := os.ReadFile(path)
+	wal, _ := os.ReadFile(path + "-wal")
+	w.Close()
+	wdb.Close()
+	rdb.Close()
+	if len(wal) == 0 || len(db) == 0 {
+		t.Fatalf("database %d bytes, WAL %d bytes", len(db), len(wal))
+	}
+	for _, tc := range []struct {
+		name string
+		db   []byte // nil: no file
+		want string // "": opens, with the row
+	}{
+		{"missing", nil, "it is missing or empty, but " + path + "-wal holds"},
+		{"empty", []byte{}, "it is missing or empty"},
+		{"there", db, ""},
+	} {
+		os.Remove(path)
+		os.Remove(path + "-shm")
+		if tc.db != nil {
+			os.WriteFile(path, tc.db, 0o600)
+		}
+		os.WriteFile(path+"-wal", wal, 0o600)
+		w, wdb, rdb, err := Open(ctx, Config{Path: path, Synchronous: "normal", Readers: 1})
+		if tc.want != "" {
+			if err == nil {
+				w.Close()
+				wdb.Close()
+				rdb.Close()
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+			}
+			if got, _ := os.ReadFile(path + "-wal"); string(got) != string(wal) {
+				t.Errorf("%s: the WAL was changed (%d bytes, was %d)", tc.name, len(got), len(wal))
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var a int
+		if err := rdb.QueryRow("SELECT a FROM t").Scan(&a); err != nil || a != 42 {
+			t.Errorf("%s: row %d, %v", tc.name, a, err)
+		}
+		w.Close()
+		wdb.Close()
+		rdb.Close()
+	}
+}

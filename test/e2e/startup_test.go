@@ -142,3 +142,43 @@ func snapshot(t *testing.T, home string) string {
 	}
 	return b.String()
 }
+
+// TestCLSReadOnlyHome: an MQ_HOME on a file system mounted read-only (a
+// full quota's emergency remount, a snapshot) is refused with one line,
+// its database untouched. It needs to mount a tmpfs, so it runs as root
+// only.
+func TestCLSReadOnlyHome(t *testing.T) {
+	h := newHarness(t)
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a read-only file system needs root")
+	}
+	h.startCLS("--local", "0")
+	h.ok("mqsub", "t", "true")
+	h.stopCLS(syscall.SIGTERM, 30*time.Second)
+	before := snapshot(t, h.home)
+
+	// The home, copied onto a tmpfs mounted over a directory of the
+	// harness's, then remounted read-only.
+	mnt := filepath.Join(h.dir, "ro")
+	os.Mkdir(mnt, 0o700)
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64m,mode=0700", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs: %v: %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
+	home := filepath.Join(mnt, "h")
+	if out, err := exec.Command("cp", "-a", h.home, home).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v: %s", err, out)
+	}
+	if out, err := exec.Command("mount", "-o", "remount,ro", mnt).CombinedOutput(); err != nil {
+		t.Fatalf("remount read-only: %v: %s", err, out)
+	}
+	env := append(h.env(), "MQ_HOME="+home) // the later one wins
+	r, err := runBin(90*time.Second, env, h.dir, nil, "cls", "serve", "--local", "0")
+	if err == nil || r.code != 1 || !strings.Contains(r.stderr, "read-only file system") {
+		t.Fatalf("cls serve on a read-only home: exit %d, %q, %v", r.code, r.stderr, err)
+	}
+	oneLineErr(t, "cls", r)
+	if after := snapshot(t, home); after != before {
+		t.Errorf("the database's files differ from the home's:\n%s\nwere\n%s", after, before)
+	}
+}

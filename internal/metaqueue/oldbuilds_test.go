@@ -23,9 +23,10 @@ import (
 // cap's 027 came after). The files named -485eff0 are the last two after
 // 485eff0, a build without the repair of renumbered steps, failed to
 // start on them: it had skipped the step and recorded its last version.
-// Every job keeps its state, and the later steps' features work: a job is
-// held (the widened state check, which the store's writer here enforces),
-// a queue's output cap is set.
+// Every job keeps its state, ended jobs are waited for, the executing one
+// is deleted, and the later steps' features work: a job is held (the
+// widened state check, which the store's writer here enforces), a queue's
+// output cap is set.
 //
 // To remake a fixture: git worktree add --detach /tmp/old COMMIT; go build
 // -o /tmp/old/bin/ ./cmd/... there; MQ_HOME=$(mktemp -d) /tmp/old/bin/cls
@@ -83,6 +84,16 @@ func TestOldBuildsDatabases(t *testing.T) {
 				t.Fatalf("release: %v", err)
 			}
 			e.mustBe(4, Q)
+			// mqwait on jobs that ended under the old build, mqdel on the
+			// one it left executing.
+			if w, err := e.s.Wait(ctx, []int64{1, 2}, time.Second); err != nil || len(w.Jobs) != 2 || len(w.Pending) != 0 ||
+				w.Jobs[0].State != "D" || w.Jobs[1].State != "F" {
+				t.Fatalf("wait 1 2: %+v, %v", w, err)
+			}
+			if _, err := e.s.Delete(ctx, protocol.Select{IDs: []int64{3}, Atomic: true}); err != nil {
+				t.Fatalf("delete: %v", err)
+			}
+			e.mustBe(3, job.Deleted)
 			maxOut := int64(1 << 20)
 			if q, err := e.s.SetQueue(ctx, protocol.QueueSet{Name: protocol.DefaultQueue, MaxOutput: &maxOut}); err != nil || q.MaxOutput != maxOut {
 				t.Fatalf("queue set --max-output: %+v, %v", q, err)

@@ -125,7 +125,7 @@ func (m *Metrics) totals() totals {
 }
 
 var (
-	jobsDesc = prometheus.NewDesc("mq_jobs", "Jobs per queue and state (W Q E D F B X).", []string{"queue", "state"}, nil)
+	jobsDesc = prometheus.NewDesc("mq_jobs", "Jobs per queue and state (W Q H P E D F B X).", []string{"queue", "state"}, nil)
 	phDesc   = prometheus.NewDesc("mq_placeholders", "Placeholders per site and state: queued (in the batch queue), running, idle (connected, no job), busy.",
 		[]string{"site", "state"}, nil)
 	slotsDesc     = prometheus.NewDesc("mq_site_slots", "Job slots of a site's connected placeholders.", []string{"site"}, nil)

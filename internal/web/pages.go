@@ -210,6 +210,9 @@ type targetData struct {
 
 func (s *Server) target(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
+	if name == "" {
+		name = r.URL.Query().Get("name") // "." and ".." (targetURL)
+	}
 	nodes, trunc, err := s.cfg.Source.TargetGraph(r.Context(), name, 200)
 	if err != nil {
 		s.fail(w, err)

@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -184,8 +185,9 @@ var funcs = template.FuncMap{
 		}
 		return out
 	},
-	"clip":  func(s string, n int) string { return protocol.ClipText(s, n) },
-	"bytes": protocol.FormatBytes,
+	"clip":      func(s string, n int) string { return protocol.ClipText(s, n) },
+	"targetURL": targetURL,
+	"bytes":     protocol.FormatBytes,
 	"sum": func(m map[string]int) int {
 		t := 0
 		for _, v := range m {
@@ -219,6 +221,17 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 		s.cfg.Log.Warn("dashboard", "err", err)
 		http.Error(w, "the CLS could not answer", http.StatusServiceUnavailable)
 	}
+}
+
+// targetURL is the address of target name's page. A name is one escaped
+// path segment: "a?b#c", "x/../y" or "pct%2e" must not become a query, a
+// fragment, dot segments or an escape; "." and "..", which a browser
+// would take as dot segments however written, go in the query.
+func targetURL(name string) string {
+	if name == "." || name == ".." {
+		return "/target/?" + url.Values{"name": {name}}.Encode()
+	}
+	return "/target/" + url.PathEscape(name)
 }
 
 func parseID(s string) (int64, error) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -641,3 +643,62 @@ func BenchmarkScrape(b *testing.B) {
 }
 
 func slogDiscard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// namedSource lists one job of each target in names.
+type namedSource struct {
+	*fakeSource
+	names []string
+}
+
+func (n namedSource) JobsPage(_ context.Context, st protocol.Stat, after int64, limit int) ([]protocol.JobInfo, error) {
+	var out []protocol.JobInfo
+	for i, name := range n.names {
+		if id := int64(i + 1); id > after && len(out) < limit {
+			out = append(out, protocol.JobInfo{ID: id, Queue: "default", Target: name, State: "D", Command: "true"})
+		}
+	}
+	return out, nil
+}
+
+// TestTargetLinks follows each target's link on the listing, resolved as
+// a browser resolves it (dot segments removed), to the page of that
+// target: a name is not a query, fragment, path or escape.
+func TestTargetLinks(t *testing.T) {
+	t.Parallel()
+	names := []string{"plain", "a?b#c", "pct%2e%2e", "%zz", "../jobs", "x/../y", "x/y", "t&x=1", "é", ".", "..", "./a"}
+	srv, err := New(Config{Source: namedSource{&fakeSource{}, names}, Log: slogDiscard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	get := func(u string) (int, string) {
+		t.Helper()
+		resp, err := ts.Client().Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	_, page := get(ts.URL + "/jobs")
+	base, _ := url.Parse(ts.URL + "/jobs")
+	hrefs := regexp.MustCompile(`<td><a href="([^"]*)">([^<]*)</a></td><td class="st-`).FindAllStringSubmatch(page, -1)
+	if len(hrefs) != len(names) {
+		t.Fatalf("the listing links %d targets, want %d: %s", len(hrefs), len(names), page)
+	}
+	for i, m := range hrefs {
+		ref, err := url.Parse(html.UnescapeString(m[1]))
+		if err != nil {
+			t.Errorf("target %q: link %q: %v", names[i], m[1], err)
+			continue
+		}
+		u := base.ResolveReference(ref)
+		code, body := get(u.String())
+		want := "<h1>Target " + html.EscapeString(names[i]) + "</h1>"
+		if code != 200 || !strings.Contains(body, want) {
+			t.Errorf("target %q links to %s (%s): %d %.300s", names[i], m[1], u, code, body)
+		}
+	}
+}

@@ -4,7 +4,12 @@
 // rendered with html/template.
 "use strict";
 
-const STATES = ["W", "Q", "E", "D", "F", "B", "X"];
+// The state letters, in the order of the overview's columns: the server
+// says which (data-states), so the live rows keep the header's columns.
+function states() {
+  const counts = document.getElementById("counts");
+  return counts ? Array.from(counts.dataset.states || "") : [];
+}
 
 function cell(text, cls) {
   const td = document.createElement("td");
@@ -29,6 +34,7 @@ function renderQueues(queues) {
   const body = document.getElementById("queues");
   if (!body) return;
   const rows = [];
+  const STATES = states();
   for (const q of queues || []) {
     const tr = document.createElement("tr");
     const name = document.createElement("td");
@@ -84,7 +90,7 @@ function onUpdate(u) {
   renderQueues(u.queues);
   renderSites(u.sites);
   let all = 0;
-  for (const s of STATES) {
+  for (const s of states()) {
     const n = (u.totals && u.totals[s]) || 0;
     all += n;
     const td = document.getElementById("total-" + s);

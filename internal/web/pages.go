@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mq-hpc/mq/internal/metaqueue/inspect"
 	"github.com/mq-hpc/mq/internal/outstream"
@@ -291,12 +292,23 @@ func (s *Server) outputEvents(w http.ResponseWriter, r *http.Request) {
 	sse(w)
 	rc := http.NewResponseController(w)
 	rc.Flush() // the page knows it follows before the first chunk
+	// A chunk may end inside a character: its first bytes wait for the
+	// next chunk, or they would show as escapes.
+	var part []byte
+	chunk := func(b []byte) error {
+		js, _ := json.Marshal(printableOutput(b)) // the text as a JSON string: one data line, exact
+		fmt.Fprintf(w, "event: chunk\ndata: %s\n\n", js)
+		return rc.Flush()
+	}
 	for {
 		select {
 		case <-r.Context().Done():
 			return
 		case b, ok := <-ch:
 			if !ok {
+				if len(part) > 0 {
+					chunk(part)
+				}
 				var end []byte
 				if d, err := s.cfg.Source.Job(r.Context(), id); err == nil && len(d.State) == 1 {
 					end, _ = json.Marshal(map[string]string{"state": d.State, "name": job.State(d.State[0]).Name()})
@@ -305,14 +317,25 @@ func (s *Server) outputEvents(w http.ResponseWriter, r *http.Request) {
 				rc.Flush()
 				return
 			}
-			// The text as a JSON string: one data line, exact.
-			js, _ := json.Marshal(printableOutput(b))
-			fmt.Fprintf(w, "event: chunk\ndata: %s\n\n", js)
-			if rc.Flush() != nil {
+			b, part = cutRune(append(part, b...))
+			if len(b) > 0 && chunk(b) != nil {
 				return
 			}
 		}
 	}
+}
+
+// cutRune splits b before a character its end cuts short.
+func cutRune(b []byte) (whole, rest []byte) {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				return b[:i], append([]byte(nil), b[i:]...)
+			}
+			break
+		}
+	}
+	return b, nil
 }
 
 func sse(w http.ResponseWriter) {

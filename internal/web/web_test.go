@@ -429,6 +429,36 @@ func TestFollowHook(t *testing.T) {
 	}
 }
 
+// TestFollowSplitCharacter: output followed on a page whose chunks end
+// inside a character shows the character, not the escapes of its bytes.
+func TestFollowSplitCharacter(t *testing.T) {
+	t.Parallel()
+	text := "µm é 日本 🙂\n"
+	b := setup(t, Config{Follow: func(ctx context.Context, id int64, stderr bool) (<-chan []byte, error) {
+		ch := make(chan []byte, len(text)+1)
+		for i := range len(text) { // a byte a chunk
+			ch <- []byte{text[i]}
+		}
+		ch <- []byte{0xe6, 0x97} // cut short at the end: shown as bytes
+		close(ch)
+		return ch, nil
+	}})
+	_, body := b.get(t, "/job/7/output/events")
+	var got strings.Builder
+	for _, l := range strings.Split(body, "\n") {
+		if d, ok := strings.CutPrefix(l, "data: \""); ok {
+			var s string
+			if err := json.Unmarshal([]byte(`"`+d), &s); err != nil {
+				t.Fatalf("chunk %q: %v", l, err)
+			}
+			got.WriteString(s)
+		}
+	}
+	if want := text + `\xe6\x97`; got.String() != want {
+		t.Errorf("the page got %q, want %q", got.String(), want)
+	}
+}
+
 // listingSource is a Source whose per-job reads count: the overview, its
 // live updates and /metrics must use aggregates only.
 type listingSource struct {

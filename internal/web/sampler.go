@@ -20,8 +20,11 @@ import (
 
 // sample is the CLS at one moment: what the overview shows and plots.
 type sample struct {
-	T      time.Time
+	T time.Time
+	// Queues are those the overview shows (at most maxQueueRows), More
+	// the others summed (nil when none).
 	Queues []protocol.QueueCounts
+	More   *moreQueues
 	Totals map[string]int // state letter -> jobs, every queue
 	Sites  []Site
 	Moved  *protocol.MovedTotals
@@ -37,6 +40,7 @@ type sample struct {
 type update struct {
 	Time       string                 `json:"time"`
 	Queues     []protocol.QueueCounts `json:"queues"`
+	More       *moreQueues            `json:"more,omitempty"`
 	Totals     map[string]int         `json:"totals"`
 	Sites      []Site                 `json:"sites"`
 	Throughput float64                `json:"throughput"`
@@ -108,6 +112,7 @@ func (s *sampler) sample(ctx context.Context) {
 		}
 	}
 	sort.Slice(cur.Queues, func(i, j int) bool { return cur.Queues[i].Queue < cur.Queues[j].Queue })
+	cur.Queues, cur.More = shownQueues(cur.Queues)
 
 	s.mu.Lock()
 	if n := len(s.history); n > 0 {
@@ -131,7 +136,7 @@ func (s *sampler) sample(ctx context.Context) {
 	// update per queue plotted (at most maxPlotted).
 	evs := map[string][]byte{}
 	for _, queue := range s.plotted() {
-		u := update{Time: cur.T.UTC().Format(time.RFC3339), Queues: cur.Queues, Totals: cur.Totals, Sites: cur.Sites,
+		u := update{Time: cur.T.UTC().Format(time.RFC3339), Queues: cur.Queues, More: cur.More, Totals: cur.Totals, Sites: cur.Sites,
 			Throughput: cur.Throughput, Moved: cur.Moved, Plots: renderPlots(hist, queue)}
 		b, err := json.Marshal(u)
 		if err != nil {
@@ -145,6 +150,55 @@ func (s *sampler) sample(ctx context.Context) {
 		evs[queue] = ev.Bytes()
 	}
 	s.broadcast(evs)
+}
+
+// maxQueueRows bounds the queues the overview shows, and keeps in its
+// history for the plots: a CLS with thousands of queues would otherwise
+// send every page megabytes a second and keep 15 minutes of them.
+const maxQueueRows = 40
+
+// moreQueues are the queues beyond maxQueueRows, summed.
+type moreQueues struct {
+	N      int            `json:"n"`
+	Counts map[string]int `json:"counts"`
+}
+
+// shownQueues picks, of qs in name order, the queues the overview shows
+// (those with jobs not ended first, then by name; in name order) and sums
+// the others.
+func shownQueues(qs []protocol.QueueCounts) ([]protocol.QueueCounts, *moreQueues) {
+	if len(qs) <= maxQueueRows {
+		return qs, nil
+	}
+	active := func(q protocol.QueueCounts) bool {
+		for _, st := range []job.State{job.Waiting, job.Queued, job.Held, job.Prefetched, job.Executing} {
+			if q.Counts[st.String()] > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	order := make([]int, len(qs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return active(qs[order[a]]) && !active(qs[order[b]]) })
+	keep := order[:maxQueueRows]
+	sort.Ints(keep)
+	shown := make([]protocol.QueueCounts, 0, maxQueueRows)
+	more := &moreQueues{N: len(qs) - maxQueueRows, Counts: map[string]int{}}
+	k := 0
+	for i, q := range qs {
+		if k < len(keep) && keep[k] == i {
+			shown = append(shown, q)
+			k++
+			continue
+		}
+		for st, n := range q.Counts {
+			more.Counts[st] += n
+		}
+	}
+	return shown, more
 }
 
 // plotted lists the queues the open pages plot ("" = all queues).

@@ -732,3 +732,78 @@ func TestTargetLinks(t *testing.T) {
 		}
 	}
 }
+
+// manyQueues has n queues of one ended job each, and "zz-busy" with a
+// queued job: a CLS where a queue was made per experiment.
+type manyQueues struct {
+	*fakeSource
+	n int
+}
+
+func (m manyQueues) Summary(context.Context) ([]protocol.QueueCounts, error) {
+	qs := []protocol.QueueCounts{{Queue: "zz-busy", Counts: map[string]int{"Q": 1}}}
+	for i := range m.n {
+		qs = append(qs, protocol.QueueCounts{Queue: fmt.Sprintf("exp-%05d", i), Policy: "fcfs", Counts: map[string]int{"D": 1}})
+	}
+	return qs, nil
+}
+
+// TestManyQueuesBounded: with thousands of queues the overview, its live
+// updates and the history its plots keep show at most maxQueueRows of
+// them, those with jobs not ended first, and the others as one row; the
+// totals still count every job.
+func TestManyQueuesBounded(t *testing.T) {
+	t.Parallel()
+	const n = 3000
+	srv, err := New(Config{Source: manyQueues{&fakeSource{}, n}, Interval: 20 * time.Millisecond, Log: slogDiscard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go srv.Run(ctx)
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	resp, err := ts.Client().Get(ts.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`id="total-D">3000<`, `id="total-Q">1<`, "zz-busy", fmt.Sprintf("%d more queues", n+1-maxQueueRows)} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("the overview has no %q", want)
+		}
+	}
+	if len(page) > 64<<10 {
+		t.Errorf("the overview of %d queues is %d bytes", n+1, len(page))
+	}
+
+	resp, err = ts.Client().Get(ts.URL + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		d, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var u update
+		if err := json.Unmarshal([]byte(d), &u); err != nil {
+			t.Fatal(err)
+		}
+		if len(d) > 64<<10 || len(u.Queues) != maxQueueRows || u.More == nil || u.More.N != n+1-maxQueueRows ||
+			u.More.Counts["D"] != n-maxQueueRows+1 || u.Queues[len(u.Queues)-1].Queue != "zz-busy" {
+			t.Errorf("an update of %d bytes: %d queues (the last %q), more %+v", len(d), len(u.Queues), u.Queues[len(u.Queues)-1].Queue, u.More)
+		}
+		break
+	}
+	for _, h := range srv.smp.snapshot() {
+		if len(h.Queues) > maxQueueRows {
+			t.Fatalf("the history keeps %d queues a sample", len(h.Queues))
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,7 +73,16 @@ func TestDashboardLiveColumnsAndOddNames(t *testing.T) {
 	h.waitState(last, "D", 60*time.Second)
 	held := h.submit("-H", "held", "true")
 	h.waitState(held, "H", 30*time.Second)
-	wantJobs := len(odd) + 1
+	// A queue per experiment: more queues than the overview shows.
+	const exps = 44
+	var lines strings.Builder
+	for i := range exps {
+		fmt.Fprintf(&lines, `{"target":"e%d","command":"true","queue":"exp-%02d","hold":true}`+"\n", i, i)
+	}
+	if r := h.runIn(h.dir, strings.NewReader(lines.String()), "mqsub", "-f", "-"); r.code != 0 {
+		t.Fatalf("mqsub -f: %s", r)
+	}
+	wantJobs := len(odd) + 1 + exps
 
 	b := newBrowser(t)
 	b.load(base+"/?token="+token, "#counts")
@@ -99,11 +109,17 @@ func TestDashboardLiveColumnsAndOddNames(t *testing.T) {
 			break
 		}
 	}
-	for id, want := range map[string]int{"total-H": 1, "total-D": len(odd), "total-all": wantJobs} {
+	for id, want := range map[string]int{"total-H": 1 + exps, "total-D": len(odd), "total-all": wantJobs} {
 		got, err := eval[string](b, `document.getElementById("`+id+`").textContent`)
 		if err != nil || got != strconv.Itoa(want) {
 			t.Errorf("after a live update #%s is %q (%v), want %d", id, got, err, want)
 		}
+	}
+	// The queues beyond the 40 shown (the one with ended jobs only first)
+	// are one row, live too: the queue of ended jobs only, and 5 of 44.
+	more, err := eval[string](b, `Array.from(document.querySelectorAll("#queues tr.more"), tr => tr.cells[0].textContent + " " + tr.cells[tr.cells.length-2].textContent).join("|")`)
+	if err != nil || more != "6 more queues (mqstat --summary) "+strconv.Itoa(len(odd)+5) {
+		t.Errorf("the row of the queues not shown is %q (%v)", more, err)
 	}
 	// The default queue's H cell (header order) shows the held job.
 	col, err := eval[string](b, `(() => {

@@ -30,7 +30,7 @@ function clip(s, n) {
   return s.length > n ? s.slice(0, n - 1) + "\u2026" : s;
 }
 
-function renderQueues(queues) {
+function renderQueues(queues, more) {
   const body = document.getElementById("queues");
   if (!body) return;
   const rows = [];
@@ -50,6 +50,21 @@ function renderQueues(queues) {
     }
     tr.appendChild(cell(total, "n"));
     tr.appendChild(cell(q.policy || ""));
+    rows.push(tr);
+  }
+  // The queues beyond those shown, summed.
+  if (more) {
+    const tr = document.createElement("tr");
+    tr.className = "more";
+    tr.appendChild(cell(more.n + " more queues (mqstat --summary)"));
+    let total = 0;
+    for (const s of STATES) {
+      const n = (more.counts && more.counts[s]) || 0;
+      total += n;
+      tr.appendChild(cell(n, "n"));
+    }
+    tr.appendChild(cell(total, "n"));
+    tr.appendChild(cell(""));
     rows.push(tr);
   }
   body.replaceChildren(...rows);
@@ -87,7 +102,7 @@ function renderSites(sites) {
 }
 
 function onUpdate(u) {
-  renderQueues(u.queues);
+  renderQueues(u.queues, u.more);
   renderSites(u.sites);
   let all = 0;
   for (const s of states()) {

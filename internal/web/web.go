@@ -188,6 +188,16 @@ var funcs = template.FuncMap{
 	"clip":      func(s string, n int) string { return protocol.ClipText(s, n) },
 	"targetURL": targetURL,
 	"bytes":     protocol.FormatBytes,
+	// countsLine is "3 D, 2 F": the states with jobs, as mqstat shows an array.
+	"countsLine": func(m map[string]int) string {
+		var parts []string
+		for _, st := range job.States {
+			if n := m[st.String()]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", n, st))
+			}
+		}
+		return strings.Join(parts, ", ")
+	},
 	"sum": func(m map[string]int) int {
 		t := 0
 		for _, v := range m {

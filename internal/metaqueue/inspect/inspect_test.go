@@ -87,6 +87,8 @@ func TestStatQuery(t *testing.T) {
 		{name: "every state: no condition", st: protocol.Stat{States: "WQHEDFBX"}, hasNot: []string{"WHERE"}},
 		{name: "after and queue", st: protocol.Stat{Queue: "q", States: "WQHEDFBX"}, after: 7,
 			has: []string{"j.id > ?", "q.name = ?"}, args: []any{int64(7), "q"}},
+		{name: "target: its id, then its jobs by index", st: protocol.Stat{Target: "t", States: "WQHEDFBX"},
+			has: []string{"j.target_id = (SELECT id FROM targets WHERE name = ?)"}, hasNot: []string{"t.name = ?"}, args: []any{"t"}},
 		{name: "prefix", st: protocol.Stat{TargetPrefix: "a.", States: "E"}, has: []string{"t.name >= ? AND t.name < ?"},
 			args: []any{"a.", "a.\xff", "E"}},
 		{name: "range, ids, limit", st: protocol.Stat{From: 2, To: 4, IDs: []int64{3}, Limit: 9, States: "WQHEDFBX"},
@@ -251,5 +253,41 @@ func TestCounts(t *testing.T) {
 				t.Errorf("Counts = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestTargetListingPlan: listing a target's jobs looks the target up and
+// reads its jobs through jobs_target, never every job (target names have
+// no index: "t.name = ?" scanned the jobs in id order).
+func TestTargetListingPlan(t *testing.T) {
+	t.Parallel()
+	w := modtest.NewDB(t)
+	for _, tc := range []struct {
+		name  string
+		after int64
+	}{{"first page", 0}, {"next page", 100}} {
+		q, args, _, err := statQuery(protocol.Stat{Target: "t", Limit: 101}, tc.after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := w.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+q, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		all := strings.Join(plan, "\n")
+		if !strings.Contains(all, "SEARCH j USING INDEX jobs_target (target_id=?") || strings.Contains(all, "SCAN j") ||
+			strings.Contains(all, "TEMP B-TREE") {
+			t.Errorf("%s: the listing of a target's jobs is planned as\n%s", tc.name, all)
+		}
 	}
 }

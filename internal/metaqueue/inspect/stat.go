@@ -97,7 +97,11 @@ func statQuery(st protocol.Stat, after int64) (q string, args []any, gap int, er
 		args = append(args, st.Queue)
 	}
 	if st.Target != "" {
-		where = append(where, "t.name = ?")
+		// Target names are unique but not indexed (migration 6): the
+		// target's id first, then its jobs by jobs_target, already in id
+		// order. "t.name = ?" made SQLite read every job, joining each to
+		// its target's name, to list a target of a few jobs or none.
+		where = append(where, "j.target_id = (SELECT id FROM targets WHERE name = ?)")
 		args = append(args, st.Target)
 	}
 	if st.TargetPrefix != "" {

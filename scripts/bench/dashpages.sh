@@ -53,7 +53,7 @@ base=${base%/}
 auth="Authorization: Bearer $(cat "$MQ_HOME/http.token")"
 cpu() { awk '{ print $14 + $15 }' "/proc/$CLS_PID/stat"; }
 echo "== $JOBS jobs, $((QUEUES + 2)) queues: per request, CLS CPU and wall time ($N requests each)"
-for p in / /jobs "/jobs?after=$((JOBS - 1000))" "/jobs?state=F" "/jobs?target=nosuch" "/job/$((half / 2))" /target/sweep /target/t49 /metrics; do
+for p in / /jobs "/jobs?after=$((JOBS - 1000))" "/jobs?state=F" "/jobs?target=nosuch" "/jobs?target=t49" "/job/$((half / 2))" /target/sweep /target/t49 /metrics; do
 	for ((i = 0; i < N; i++)); do
 		printf 'url = "%s"\noutput = "/dev/null"\n' "$base$p"
 	done >"$WORK/urls"

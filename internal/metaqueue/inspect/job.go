@@ -155,24 +155,40 @@ func (r *Reader) copies(outDir string, id int64, attempt int) (stdout, stderr st
 }
 
 // waitingOn counts the jobs of each of job id's prerequisite targets by
-// state, by the job's own prerequisite rows: target names have no index.
-// The after-any targets come last.
+// state, by the job's own prerequisite rows (target names have no index),
+// all in one query. The after-any targets come last.
 func (r *Reader) waitingOn(ctx context.Context, id int64, prereqs, afterAny []string) ([]protocol.TargetStatus, error) {
+	if len(prereqs)+len(afterAny) == 0 {
+		return nil, nil
+	}
+	rows, err := r.db.QueryContext(ctx, queries.Get("PrereqStates"), id)
+	if err != nil {
+		return nil, err
+	}
+	counts := map[string]map[string]int{}
+	for rows.Next() {
+		var name string
+		var st sql.NullString
+		var n int
+		if err := rows.Scan(&name, &st, &n); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if counts[name] == nil {
+			counts[name] = map[string]int{}
+		}
+		if st.Valid && n > 0 {
+			counts[name][st.String] = n
+		}
+	}
+	if err := closeRows(rows); err != nil {
+		return nil, err
+	}
 	var out []protocol.TargetStatus
 	for i, name := range slices.Concat(prereqs, afterAny) {
 		ts := protocol.TargetStatus{Target: name, AfterAny: i >= len(prereqs), Counts: map[string]int{}}
-		rows, err := r.db.QueryContext(ctx, queries.Get("PrereqStates"), id, name)
-		if err != nil {
-			return nil, err
-		}
 		total, done, ended := 0, 0, 0
-		for rows.Next() {
-			var st string
-			var n int
-			if err := rows.Scan(&st, &n); err != nil {
-				rows.Close()
-				return nil, err
-			}
+		for st, n := range counts[name] {
 			ts.Counts[st] = n
 			total += n
 			if st == string(job.Done) {
@@ -181,9 +197,6 @@ func (r *Reader) waitingOn(ctx context.Context, id int64, prereqs, afterAny []st
 			if s := job.State(st[0]); s == job.Done || s.Bad() {
 				ended += n
 			}
-		}
-		if err := closeRows(rows); err != nil {
-			return nil, err
 		}
 		ts.Complete = total > 0 && done == total
 		ts.Ended = total > 0 && ended == total

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -102,6 +104,44 @@ type jobData struct {
 	StdoutNote, StderrNote string
 	Truncated              bool
 	Follow                 bool // the page streams output while the job runs
+	// Prerequisite targets left off the page (a gather job may have
+	// thousands: mqstat -j lists them all).
+	PrereqsMore, AfterAnyMore, WaitingMore int
+}
+
+// maxPrereqLinks and maxWaitingRows bound a job page's prerequisite
+// targets: the links, and the table of their jobs (those not complete
+// first).
+const (
+	maxPrereqLinks = 50
+	maxWaitingRows = 200
+)
+
+// boundPrereqs keeps at most the first maxPrereqLinks of a job's
+// prerequisite and after-any targets, and maxWaitingRows of its
+// prerequisite targets' counts, those not complete first.
+func (jd *jobData) boundPrereqs() {
+	d := &jd.D
+	if n := len(d.Prereqs); n > maxPrereqLinks {
+		d.Prereqs, jd.PrereqsMore = d.Prereqs[:maxPrereqLinks], n-maxPrereqLinks
+	}
+	if n := len(d.AfterAny); n > maxPrereqLinks {
+		d.AfterAny, jd.AfterAnyMore = d.AfterAny[:maxPrereqLinks], n-maxPrereqLinks
+	}
+	if n := len(d.WaitingOn); n > maxWaitingRows {
+		w := slices.Clone(d.WaitingOn)
+		slices.SortStableFunc(w, func(a, b protocol.TargetStatus) int {
+			return cmp.Compare(btoi(a.Complete || a.Ended && a.AfterAny), btoi(b.Complete || b.Ended && b.AfterAny))
+		})
+		d.WaitingOn, jd.WaitingMore = w[:maxWaitingRows], n-maxWaitingRows
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (s *Server) job(w http.ResponseWriter, r *http.Request) {
@@ -116,6 +156,7 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	jd := jobData{D: d, Follow: s.cfg.Follow != nil && handedOut(d.State)}
+	jd.boundPrereqs()
 	var t1, t2 bool
 	jd.Stdout, jd.StdoutNote, t1 = s.output(d, d.Stdout, d.StdoutCopy, d.StdoutStream, outstream.Stdout)
 	jd.Stderr, jd.StderrNote, t2 = s.output(d, d.Stderr, d.StderrCopy, d.StderrStream, outstream.Stderr)

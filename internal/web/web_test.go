@@ -809,3 +809,53 @@ func TestManyQueuesBounded(t *testing.T) {
 		}
 	}
 }
+
+// gatherSource's job 42 needs 5,000 targets, all complete but the last.
+type gatherSource struct{ *fakeSource }
+
+func (g gatherSource) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
+	if id != 42 {
+		return g.fakeSource.Job(ctx, id)
+	}
+	d := protocol.JobDetail{JobInfo: protocol.JobInfo{ID: 42, Queue: "default", Target: "gather", State: "W"}}
+	for i := range 5000 {
+		name := fmt.Sprintf("part%d", i)
+		ts := protocol.TargetStatus{Target: name, Complete: true, Counts: map[string]int{"D": 1}}
+		if i == 4999 {
+			name, ts = "straggler", protocol.TargetStatus{Target: "straggler", Counts: map[string]int{"E": 1}}
+		}
+		d.Prereqs = append(d.Prereqs, name)
+		d.WaitingOn = append(d.WaitingOn, ts)
+	}
+	return d, nil
+}
+
+// TestJobPageManyPrereqs: a gather job's page lists a bounded number of
+// its prerequisite targets, those it still waits on first, and says how
+// many it left off.
+func TestJobPageManyPrereqs(t *testing.T) {
+	t.Parallel()
+	srv, err := New(Config{Source: gatherSource{&fakeSource{}}, Log: slogDiscard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	resp, err := ts.Client().Get(ts.URL + "/job/42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d: %.300s", resp.StatusCode, page)
+	}
+	for _, want := range []string{"and 4950 more (mqstat -j 42)", "and 4800 more targets (mqstat -j 42)", `<td><a href="/target/straggler">straggler</a></td><td>false</td>`} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("the page has no %q", want)
+		}
+	}
+	if len(page) > 64<<10 {
+		t.Errorf("the page of a job with 5,000 prerequisite targets is %d bytes", len(page))
+	}
+}

@@ -209,6 +209,9 @@ func (s *Server) output(d protocol.JobDetail, path, cp string, ext *protocol.Str
 	b, _ := io.ReadAll(io.LimitReader(f, s.cfg.OutputTail))
 	// Shown as text: html/template escapes it; invalid UTF-8 and control
 	// characters are made visible, newlines and tabs kept.
+	if truncated {
+		b = fromRune(b)
+	}
 	return printableOutput(b), "", truncated
 }
 
@@ -226,7 +229,22 @@ func (s *Server) streamTail(id int64, ext *protocol.StreamExtent, stream outstre
 	case b.Len() == 0:
 		return "", "no output", false
 	}
-	return printableOutput(b.Bytes()), "", truncated
+	out := b.Bytes()
+	if truncated {
+		out = fromRune(out)
+	}
+	return printableOutput(out), "", truncated
+}
+
+// fromRune drops the end of a character a tail was cut in (at most
+// UTFMax-1 bytes), which would show as escaped bytes.
+func fromRune(b []byte) []byte {
+	for i := 0; i < len(b) && i < utf8.UTFMax; i++ {
+		if utf8.RuneStart(b[i]) {
+			return b[i:]
+		}
+	}
+	return b
 }
 
 // printableOutput keeps newlines and tabs, escapes other controls and
@@ -336,6 +354,7 @@ func (s *Server) outputEvents(w http.ResponseWriter, r *http.Request) {
 	// A chunk may end inside a character: its first bytes wait for the
 	// next chunk, or they would show as escapes.
 	var part []byte
+	first := true
 	chunk := func(b []byte) error {
 		js, _ := json.Marshal(printableOutput(b)) // the text as a JSON string: one data line, exact
 		fmt.Fprintf(w, "event: chunk\ndata: %s\n\n", js)
@@ -357,6 +376,11 @@ func (s *Server) outputEvents(w http.ResponseWriter, r *http.Request) {
 				fmt.Fprintf(w, "event: end\ndata: %s\n\n", end)
 				rc.Flush()
 				return
+			}
+			if first {
+				// The stream starts from the end of what was written so
+				// far, perhaps inside a character.
+				b, first = fromRune(b), false
 			}
 			b, part = cutRune(append(part, b...))
 			if len(b) > 0 && chunk(b) != nil {

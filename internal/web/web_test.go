@@ -437,7 +437,10 @@ func TestFollowSplitCharacter(t *testing.T) {
 	t.Parallel()
 	text := "µm é 日本 🙂\n"
 	b := setup(t, Config{Follow: func(ctx context.Context, id int64, stderr bool) (<-chan []byte, error) {
-		ch := make(chan []byte, len(text)+1)
+		ch := make(chan []byte, len(text)+2)
+		// The stream starts inside a character (0xa5 is left off) and then
+		// has a lead byte whose character never comes (shown escaped).
+		ch <- []byte{0xa5, 0xe6}
 		for i := range len(text) { // a byte a chunk
 			ch <- []byte{text[i]}
 		}
@@ -456,7 +459,7 @@ func TestFollowSplitCharacter(t *testing.T) {
 			got.WriteString(s)
 		}
 	}
-	if want := text + `\xe6\x97`; got.String() != want {
+	if want := "\\xe6" + text + `\xe6\x97`; got.String() != want {
 		t.Errorf("the page got %q, want %q", got.String(), want)
 	}
 }
@@ -857,5 +860,20 @@ func TestJobPageManyPrereqs(t *testing.T) {
 	}
 	if len(page) > 64<<10 {
 		t.Errorf("the page of a job with 5,000 prerequisite targets is %d bytes", len(page))
+	}
+}
+
+// TestOutputTailWholeCharacters: the end of a long output a job page
+// shows starts at a character, not in the middle of one.
+func TestOutputTailWholeCharacters(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{OutputTail: 8})
+	if err := os.WriteFile(b.src.out, []byte("x日本語日本語"), 0o600); err != nil { // 1 + 6*3 bytes
+		t.Fatal(err)
+	}
+	_, page := b.get(t, "/job/7")
+	if !strings.Contains(page, `<pre id="stdout">本語</pre>`) {
+		i := strings.Index(page, `<pre id="stdout">`)
+		t.Errorf("the tail shows as %.60q", page[max(i, 0):])
 	}
 }

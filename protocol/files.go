@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"math"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -112,25 +113,61 @@ func ParseSize(s string) (int64, error) {
 	return int64(v * mult), nil
 }
 
-// ParseFileArg reads mqsub's PATH[:SIZE]. A suffix after the last colon
-// that does not start like a number belongs to the path.
-func ParseFileArg(s string) (File, error) {
+// ParseFileArg reads mqsub's --in/--out PATH[:SIZE]. Colons belong to the
+// path except before a size: only a last ":SIZE" whose SIZE is written as
+// a size (digits, a fraction, a unit: "10M", "1.5GiB") is split off, so
+// "a:b.log", "sample:1.fastq" and "chr1:100-200.bed" are paths. exists,
+// if not nil, says whether a name (as given, relative to the job's
+// directory) is a file there: an argument that names an existing file is
+// that file, whatever its end reads as ("img:10K" there is img:10K); to
+// give a size to a file whose name ends like one, add it ("img:10K:2M").
+// An argument that is no existing file while what precedes its last
+// colon is one, and whose end is a number with a unit that is none
+// ("db.fa:10X"), is refused as a mistyped size.
+func ParseFileArg(s string, exists func(name string) bool) (File, error) {
 	if s == "" {
 		return File{}, fmt.Errorf("empty file argument")
 	}
-	i := strings.LastIndexByte(s, ':')
-	if i < 0 || i == len(s)-1 || !strings.ContainsRune("0123456789.+-", rune(s[i+1])) {
+	if exists != nil && exists(s) {
 		return File{Path: s}, nil
 	}
-	n, err := ParseSize(s[i+1:])
-	if err != nil {
-		return File{}, fmt.Errorf("%s: %v", s, err)
+	i := strings.LastIndexByte(s, ':')
+	if i < 0 {
+		return File{Path: s}, nil
 	}
-	if i == 0 {
+	suffix := s[i+1:]
+	n, isSize, err := parseSizeSuffix(suffix)
+	switch {
+	case err != nil:
+		return File{}, fmt.Errorf("%s: %v", s, err)
+	case !isSize && exists != nil && i > 0 && sizeTypo.MatchString(suffix) && exists(s[:i]):
+		return File{}, fmt.Errorf("%s: no file of that name, and %q is not a size (e.g. 512, 10M, 2G)", s, suffix)
+	case !isSize:
+		return File{Path: s}, nil
+	case i == 0:
 		return File{}, fmt.Errorf("%q has a size but no path", s)
 	}
 	return File{Path: s[:i], Size: &n}, nil
 }
+
+// parseSizeSuffix is ParseSize for what follows a path's last colon: only
+// text written as a size (digits, a fraction, a unit K, M, G or T, a B or
+// iB) is one; such text that is no size (too big) is an error.
+func parseSizeSuffix(s string) (n int64, isSize bool, err error) {
+	if !sizeSyntax.MatchString(s) {
+		return 0, false, nil
+	}
+	n, err = ParseSize(s)
+	return n, true, err
+}
+
+// sizeSyntax is how a size is written; sizeTypo is a number with letters
+// after it, as a size with a mistyped unit reads ("10X", "1.5Q"; "1.log"
+// is not one).
+var (
+	sizeSyntax = regexp.MustCompile(`^([0-9]+(\.[0-9]*)?|\.[0-9]+)([KkMmGgTt]?([Ii]?[Bb])?)$`)
+	sizeTypo   = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?[A-Za-z]{1,3}$`)
+)
 
 // FillSizes sets the size of every input that declares none to the size of
 // the regular file at its path, if stat finds one, and records the file's

@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -81,21 +82,43 @@ func TestParseSizeAndFileArg(t *testing.T) {
 			t.Errorf("ParseSize(%q) = %d, want an error", bad, n)
 		}
 	}
-	for in, want := range map[string]File{
-		"/d/a":      {Path: "/d/a"},
-		"/d/a:10M":  {Path: "/d/a", Size: size(10 << 20)},
-		"rel:0":     {Path: "rel", Size: size(0)},
-		"/d/a:b":    {Path: "/d/a:b"},
-		"/d/a:1:2K": {Path: "/d/a:1", Size: size(2048)},
+	have := map[string]bool{"img:10K": true, "db.fa": true, "b": true}
+	exists := func(name string) bool { return have[name] }
+	for _, tc := range []struct {
+		in     string
+		exists func(string) bool
+		want   File
+	}{
+		{"/d/a", nil, File{Path: "/d/a"}},
+		{"/d/a:10M", nil, File{Path: "/d/a", Size: size(10 << 20)}},
+		{"rel:0", nil, File{Path: "rel", Size: size(0)}},
+		{"/d/a:b", nil, File{Path: "/d/a:b"}},
+		{"/d/a:1:2K", nil, File{Path: "/d/a:1", Size: size(2048)}},
+		{"a:b.log", nil, File{Path: "a:b.log"}},
+		{"sample:1.fastq", nil, File{Path: "sample:1.fastq"}},
+		{"chr1:100-200.bed", nil, File{Path: "chr1:100-200.bed"}},
+		{"a:b.log:0", nil, File{Path: "a:b.log", Size: size(0)}},
+		{"a:", nil, File{Path: "a:"}},
+		{"a:-1", nil, File{Path: "a:-1"}},
+		{"a:1e3", nil, File{Path: "a:1e3"}},
+		{"a:10 ", nil, File{Path: "a:10 "}},
+		{"img:10K", nil, File{Path: "img", Size: size(10 << 10)}},
+		{"img:10K", exists, File{Path: "img:10K"}}, // an existing file wins
+		{"img:10K:2M", exists, File{Path: "img:10K", Size: size(2 << 20)}},
+		{"db.fa:5M", exists, File{Path: "db.fa", Size: size(5 << 20)}},
+		{"b:1.log", exists, File{Path: "b:1.log"}}, // not a size: a name, though b exists
+		{"c:10X", exists, File{Path: "c:10X"}},
+		{"db.fa:1.5.3", exists, File{Path: "db.fa:1.5.3"}},
 	} {
-		got, err := ParseFileArg(in)
+		got, err := ParseFileArg(tc.in, tc.exists)
+		want := tc.want
 		if err != nil || got.Path != want.Path || (got.Size == nil) != (want.Size == nil) || (got.Size != nil && *got.Size != *want.Size) {
-			t.Errorf("ParseFileArg(%q) = %+v, %v; want %+v", in, got, err, want)
+			t.Errorf("ParseFileArg(%q) = %+v, %v; want %+v", tc.in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"", ":10M", "/a:-1", "/a:1Q"} {
-		if _, err := ParseFileArg(bad); err == nil {
-			t.Errorf("ParseFileArg(%q): no error", bad)
+	for _, bad := range []string{"", ":10M", "db.fa:10X", "db.fa:1.5Q", "db.fa:10GX", "x:99999999T", "x:99999999999999999999"} {
+		if f, err := ParseFileArg(bad, exists); err == nil {
+			t.Errorf("ParseFileArg(%q) = %+v: no error", bad, f)
 		}
 	}
 }
@@ -192,6 +215,67 @@ func FuzzCheckPath(f *testing.F) {
 		for _, f := range append(js.Inputs, js.Outputs...) {
 			if err := CheckText("path", f.Path, MaxPathBytes); err != nil {
 				t.Fatalf("accepted %q, which a report could not carry: %v", f.Path, err)
+			}
+		}
+	})
+}
+
+// FuzzParseFileArg: --in/--out's PATH[:SIZE] never panics; a name that
+// exists is taken whole; what is not split off is the argument whole; a
+// size split off is the text after the last colon, a whole size; and any
+// path with a size appended reads back as that path and size, so every
+// name can be declared, colons and all.
+func FuzzParseFileArg(f *testing.F) {
+	for _, s := range []string{"a", "a:10", "a:b.log", "sample:1.fastq", "chr1:100-200.bed", "img:10K", "img:10K:2M",
+		":10M", "a:", "::", "a:1.5G", "a:-1", "a:10 ", "a:1e3", "db.fa:10X", "/d/x:y:0", "a:.5K", "a:1.", "ü:3MiB"} {
+		f.Add(s, "", uint64(7))
+		f.Add(s, s, uint64(0))
+	}
+	f.Add("db.fa:10X", "db.fa", uint64(1))
+	f.Fuzz(func(t *testing.T, s, existing string, n uint64) {
+		exists := func(name string) bool { return name != "" && name == existing }
+		size := int64(n >> 2) // below ParseSize's bound
+		for _, ex := range []func(string) bool{nil, exists} {
+			got, err := ParseFileArg(s, ex)
+			if err != nil {
+				i := strings.LastIndexByte(s, ':')
+				if s != "" && (i < 0 || i > 0 && !sizeSyntax.MatchString(s[i+1:]) && !(ex != nil && exists(s[:i]))) {
+					t.Fatalf("ParseFileArg(%q, existing %q): %v", s, existing, err)
+				}
+				continue
+			}
+			if got.Path == "" {
+				t.Fatalf("ParseFileArg(%q) has an empty path", s)
+			}
+			if ex != nil && exists(s) && (got.Path != s || got.Size != nil) {
+				t.Fatalf("ParseFileArg(%q), a file there, = %+v", s, got)
+			}
+			if got.Size == nil {
+				if got.Path != s {
+					t.Fatalf("ParseFileArg(%q) = path %q without a size", s, got.Path)
+				}
+				continue
+			}
+			i := strings.LastIndexByte(s, ':')
+			if i < 0 || got.Path != s[:i] {
+				t.Fatalf("ParseFileArg(%q) = path %q: not what precedes the last colon", s, got.Path)
+			}
+			if want, err := ParseSize(s[i+1:]); err != nil || want != *got.Size || *got.Size < 0 {
+				t.Fatalf("ParseFileArg(%q) = size %d; ParseSize of %q: %d, %v", s, *got.Size, s[i+1:], want, err)
+			}
+		}
+		if s == "" {
+			return
+		}
+		// Any name, with a size added, reads back as that name and size.
+		arg := s + ":" + strconv.FormatInt(size, 10)
+		for _, ex := range []func(string) bool{nil, exists} {
+			if ex != nil && exists(arg) {
+				continue
+			}
+			got, err := ParseFileArg(arg, ex)
+			if err != nil || got.Path != s || got.Size == nil || *got.Size != size {
+				t.Fatalf("ParseFileArg(%q) = %+v, %v; want path %q size %d", arg, got, err, s, size)
 			}
 		}
 	})

@@ -247,6 +247,10 @@ func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
 	if err != nil {
 		return err
 	}
+	ins, outs, err := declaredFiles(c, dir)
+	if err != nil {
+		return err
+	}
 	js := protocol.JobSpec{
 		Queue:    c.String("q"),
 		Target:   c.Args().First(),
@@ -256,8 +260,8 @@ func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
 		Cwd:      dir,
 		Est:      est,
 		Time:     limit,
-		Inputs:   c.Generic("in").(*fileList).files,
-		Outputs:  c.Generic("out").(*fileList).files,
+		Inputs:   ins,
+		Outputs:  outs,
 		Env:      c.Generic("v").(*envList).env,
 
 		NoReplicate: c.Bool("no-replicate"),
@@ -656,32 +660,6 @@ func parseIDs(args []string) ([]int64, error) {
 		}
 	}
 	return ids, nil
-}
-
-// fileList collects repeated --in/--out PATH[:SIZE] values. Unlike a string
-// slice flag it does not split at commas, which paths may contain.
-type fileList struct{ files []protocol.File }
-
-func (l *fileList) Set(v string) error {
-	if len(l.files) > 0 && v == l.String() {
-		// urfave/cli copies a set flag to its aliases (--in to --input) by
-		// setting each to the value's String(): that is no new file.
-		return nil
-	}
-	f, err := protocol.ParseFileArg(v)
-	if err != nil {
-		return err
-	}
-	l.files = append(l.files, f)
-	return nil
-}
-
-func (l *fileList) String() string {
-	var s []string
-	for _, f := range l.files {
-		s = append(s, f.Path)
-	}
-	return strings.Join(s, " ")
 }
 
 // envList collects repeated -v NAME=VALUE values (a value may hold

@@ -274,13 +274,21 @@ func TestMqsubCommandBytes(t *testing.T) {
 	}
 }
 
-// TestMqsubFiles: -i/-o and their long names declare each file once, in
-// order (urfave/cli copies a set flag to its aliases; that adds nothing).
-// A file named twice is TestMqsubRefused's.
+// TestMqsubFiles: --in/--out and their long names declare each file once,
+// in order (urfave/cli copies a set flag to its aliases; that adds
+// nothing, even when a path with a space reads as the others joined).
+// Colons belong to the name unless a size follows the last one, and a
+// file of the job's directory is named whole. A file named twice is
+// TestMqsubRefused's.
 func TestMqsubFiles(t *testing.T) {
 	t.Parallel()
 	tb := setup(t)
 	dir := t.TempDir()
+	for _, f := range []string{"img:10K", "a b"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, tc := range []struct {
 		args    []string
 		in, out []string
@@ -288,6 +296,10 @@ func TestMqsubFiles(t *testing.T) {
 		{[]string{"--in", "a", "--out", "b"}, []string{"a"}, []string{"b"}},
 		{[]string{"--input", "a", "--input", "c", "--out", "b"}, []string{"a", "c"}, []string{"b"}},
 		{[]string{"--in", "a:10", "--in", "c"}, []string{"a", "c"}, nil},
+		{[]string{"--in", "a", "--in", "b", "--in", "a b"}, []string{"a", "b", "a b"}, nil},
+		{[]string{"--in", "a:b.log", "--out", "sample:1.fastq", "--out", "chr1:100-200.bed"}, []string{"a:b.log"}, []string{"sample:1.fastq", "chr1:100-200.bed"}},
+		{[]string{"--in", "img:10K", "--in", "run:12:30", "--out", "o:x:5M"}, []string{"img:10K", "run:12"}, []string{"o:x"}},
+		{[]string{"--in", "a:b.log:0"}, []string{"a:b.log"}, nil},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			id := tb.submitted(t, append(append([]string{"-d", dir}, tc.args...), "t", "true")...)

@@ -46,7 +46,7 @@ func stdioHabits(c *cli.Context) error {
 	if o.n > 1 {
 		return Usagef("-o given %d times: -o is the job's stdout file; a file the job writes is --out PATH[:SIZE] (repeat)", o.n)
 	}
-	if f, err := protocol.ParseFileArg(o.v); o.n == 1 && err == nil && f.Size != nil {
+	if f, err := protocol.ParseFileArg(o.v, nil); o.n == 1 && err == nil && f.Size != nil {
 		return Usagef("-o %s: -o is the job's stdout file; a file the job writes is --out %s", o.v, o.v)
 	}
 	e := c.Generic("e").(*countedString)

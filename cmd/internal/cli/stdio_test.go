@@ -106,6 +106,7 @@ func TestMqsubRefused(t *testing.T) {
 		{"array", []string{"-t", "1-100:2"}, "-t 1-100:2: mqsub's -t is --rerun's target; an array (SGE's -t) is --array 1-100:2 ("},
 		{"time", []string{"--rerun", "--time", "1h", "1"}, "--time does not go with --rerun"},
 		{"files", []string{"--in", "a", "--in", "b", "--in", "a"}, "listed twice"},
+		{"files", []string{"--out", dir + ":10X"}, "--out " + dir + ":10X: no file of that name, and \"10X\" is not a size (e.g. 512, 10M, 2G)"},
 		{"env", []string{"--env", "noequals"}, "not NAME=VALUE"},
 	} {
 		t.Run(tc.name+" "+strings.Join(tc.args, " "), func(t *testing.T) {

@@ -140,13 +140,17 @@ func (a *Agent) checkSum(ctx context.Context, f protocol.AssignedFile) string {
 	return ""
 }
 
-// sumOutputs hashes the job's declared outputs that are not Local. why is
-// set when one could not be: missing (the job did not make it) or
-// unreadable.
+// sumOutputs hashes the job's declared outputs that are not Local, one
+// that is a symbolic link replaced first by what it links to (outlink.go).
+// why is set when one could not be: missing (the job did not make it),
+// unreadable, or a link to what mq does not stage.
 func (a *Agent) sumOutputs(ctx context.Context, asg protocol.Assignment) (sums []protocol.FileSum, why string) {
 	for _, f := range asg.Outputs {
 		if f.Local {
 			continue
+		}
+		if why := a.resolveOutputLink(ctx, asg, f.Path); why != "" {
+			return nil, why
 		}
 		sum, n, err := stage.HashFile(ctx, a.place(false), f.Path)
 		switch {

@@ -67,6 +67,8 @@ func TestRunData(t *testing.T) {
 		ran     bool   // the command ran (made its marker)
 		sums    map[string]string
 		missing []string // Report.Missing ("LOCAL" stands for the host's directory)
+		regular []string // in the job's directory after the attempt, regular files
+		symlink []string // ... still links
 	}{
 		{
 			name:  "inputs present, outputs hashed",
@@ -177,11 +179,68 @@ func TestRunData(t *testing.T) {
 			reason:  "output: " + cwd + "/s.txt was not created",
 		},
 		{
-			name: "output linked out of the root",
+			name: "output linked to a file of the user's out of the root: a copy is staged",
 			setup: func(root, local string) {
-				write(t, local+"/secret", "s")
+				write(t, local+"/mine", "s")
 				os.MkdirAll(root+cwd, 0o700)
-				if err := os.Symlink(local+"/secret", root+cwd+"/r.txt"); err != nil {
+				if err := os.Symlink(local+"/mine", root+cwd+"/r.txt"); err != nil {
+					t.Fatal(err)
+				}
+			},
+			outputs: func(string) []protocol.AssignedFile { return []protocol.AssignedFile{in("r.txt", -1)} },
+			command: "true",
+			ran:     true,
+			sums:    map[string]string{cwd + "/r.txt": sumOf("s")},
+			regular: []string{"r.txt"},
+		},
+		{
+			name: "outputs linked in the job's directory, relative and absolute, through a link",
+			outputs: func(string) []protocol.AssignedFile {
+				return []protocol.AssignedFile{in("out.dat", -1), in("abs.dat", -1), in("sub/two.dat", -1)}
+			},
+			command: "mkdir -p run-3 sub && echo result > run-3/result.dat && ln -s run-3/result.dat out.dat && ln -s \"$PWD/out.dat\" abs.dat && ln -s ../abs.dat sub/two.dat",
+			ran:     true,
+			sums:    map[string]string{cwd + "/out.dat": sumOf("result\n"), cwd + "/abs.dat": sumOf("result\n"), cwd + "/sub/two.dat": sumOf("result\n")},
+			regular: []string{"out.dat", "abs.dat", "sub/two.dat", "run-3/result.dat"},
+		},
+		{
+			name:    "output linked to a device: refused, never read",
+			outputs: func(string) []protocol.AssignedFile { return []protocol.AssignedFile{in("r.txt", -1)} },
+			command: "ln -s /dev/zero r.txt",
+			ran:     true,
+			exit:    1,
+			reason:  "output: " + cwd + "/r.txt at site s1 (host n1) is a symbolic link to \"/dev/zero\", not a regular file: mq stages what an output links to only in the job's directory or a regular file of yours",
+		},
+		{
+			name:    "output linked to a FIFO in the job's directory: refused, not waited for",
+			outputs: func(string) []protocol.AssignedFile { return []protocol.AssignedFile{in("r.txt", -1)} },
+			command: "mkfifo p && ln -s p r.txt",
+			ran:     true,
+			exit:    1,
+			reason:  "output: " + cwd + "/r.txt at site s1 (host n1) is a symbolic link to \"p\", not a regular file",
+		},
+		{
+			name:    "output linked to a directory",
+			outputs: func(string) []protocol.AssignedFile { return []protocol.AssignedFile{in("r.txt", -1)} },
+			command: "mkdir d && ln -s d r.txt",
+			ran:     true,
+			exit:    1,
+			reason:  "output: " + cwd + "/r.txt at site s1 (host n1) is a symbolic link to \"d\", not a regular file",
+		},
+		{
+			name:    "dangling output link",
+			outputs: func(string) []protocol.AssignedFile { return []protocol.AssignedFile{in("r.txt", -1)} },
+			command: "ln -s nowhere r.txt",
+			ran:     true,
+			exit:    1,
+			reason:  "output: " + cwd + "/r.txt at site s1 (host n1) is a symbolic link to \"nowhere\", which does not exist",
+		},
+		{
+			name: "output linked to another user's file out of the root: refused",
+			setup: func(root, local string) {
+				other := othersFile(t, local)
+				os.MkdirAll(root+cwd, 0o700)
+				if err := os.Symlink(other, root+cwd+"/r.txt"); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -189,7 +248,8 @@ func TestRunData(t *testing.T) {
 			command: "true",
 			ran:     true,
 			exit:    1,
-			reason:  "output: " + cwd + "/r.txt at site s1 (host n1): path refused",
+			reason:  "output: " + cwd + "/r.txt at site s1 (host n1) is a symbolic link to ",
+			symlink: []string{"r.txt"},
 		},
 		{
 			name:    "failed command: outputs not looked at",
@@ -238,11 +298,36 @@ func TestRunData(t *testing.T) {
 					t.Errorf("output %s: sha256 %q, want %q", p, got[p], sum)
 				}
 			}
+			for _, name := range tc.regular {
+				if fi, err := os.Lstat(root + cwd + "/" + name); err != nil || !fi.Mode().IsRegular() {
+					t.Errorf("%s is not a regular file: %v, %v", name, fi, err)
+				}
+			}
+			for _, name := range tc.symlink {
+				if fi, err := os.Lstat(root + cwd + "/" + name); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+					t.Errorf("%s is no longer a link: %v, %v", name, fi, err)
+				}
+			}
 			if b, err := os.ReadFile(local + "/keep.txt"); err == nil && string(b) != "old" {
 				t.Errorf("a local output was changed: %q", b)
 			}
 		})
 	}
+}
+
+// othersFile is a regular file another user owns: made in dir and given
+// to nobody when the test runs as root, else /etc/passwd (root's).
+func othersFile(t *testing.T, dir string) string {
+	t.Helper()
+	if os.Getuid() != 0 {
+		return "/etc/passwd"
+	}
+	p := dir + "/others"
+	write(t, p, "not yours")
+	if err := os.Chown(p, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // TestRunDataRootCwd: the job runs in its Cwd mapped under the data root,

@@ -91,7 +91,10 @@ type SiteInfo struct {
 	OldestQueuedS float64 `json:"oldest_queued_s"`
 	State         string  `json:"state"`           // starting, ok, throttled, degraded, removing
 	Error         string  `json:"error,omitempty"` // why degraded
-	Platform      string  `json:"platform,omitempty"`
+	// Staging says why data staging leaves the site alone as a target
+	// now: its data root had no room ("" when none of that).
+	Staging  string `json:"staging,omitempty"`
+	Platform string `json:"platform,omitempty"`
 	// Given says where the placeholders connected now were given other
 	// than what they asked for ("asked 16 cpus, given 8
 	// (SLURM_CPUS_ON_NODE)"), each distinct note once; "" when none was.

@@ -411,6 +411,7 @@ func (c *CLS) serveSites(outReserve int64) error {
 	c.outputs = &outputs{store: jobWaiter{c.store.Inspect(), c.store}, streamDir: filepath.Join(c.outputDir(), protocol.StreamDir)}
 	c.outputs.install(c.srv)
 	c.stager.alt = c.sites.agentAlt
+	c.sites.stagingNote = c.stager.full.note
 	c.stager.start(newStoreFiles(c.store))
 	c.closers = append(c.closers, c.stager.stop) // runs before the store closes
 	return nil

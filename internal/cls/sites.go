@@ -71,6 +71,9 @@ type sites struct {
 
 	// hub moves files over placeholders' own connections (agentplace.go).
 	hub *agentHub
+	// stagingNote says why staging leaves a site alone (its data root
+	// full), for cls site list.
+	stagingNote func(site string) string
 }
 
 func newSites(home string, store *metaqueue.Store, log *slog.Logger, poll, throttle time.Duration, agents string) (*sites, error) {
@@ -118,7 +121,13 @@ func (s *sites) install(srv *server.Server) {
 	srv.Files = s.hub
 	server.Route(srv, protocol.OpSiteAdd, s.mgr.Add)
 	server.Route(srv, protocol.OpSiteList, func(context.Context, protocol.Empty) (protocol.SiteList, error) {
-		return protocol.SiteList{Sites: s.mgr.List()}, nil
+		list := s.mgr.List()
+		if s.stagingNote != nil {
+			for i := range list {
+				list[i].Staging = s.stagingNote(list[i].Name)
+			}
+		}
+		return protocol.SiteList{Sites: list}, nil
 	})
 	server.Route(srv, protocol.OpSiteRemove, func(ctx context.Context, r protocol.SiteRemove) (protocol.SiteInfo, error) {
 		return s.mgr.Remove(ctx, r.Name)

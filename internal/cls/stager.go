@@ -42,6 +42,7 @@ type stager struct {
 
 	mover stage.Mover
 	rates stage.Rates
+	full  fullPlaces // targets whose disk was full (stagefull.go)
 	// alt, if set, is a place's second path: its data root through the
 	// connection of one of its placeholders (agentplace.go), when the place
 	// is a site's shared data root (reached over SFTP otherwise) and a
@@ -271,6 +272,14 @@ func (s *stager) stage(ctx context.Context, r catalog.StageRequest) catalog.Stag
 		res.From, res.Started = from, s.now()
 		err := s.stageFrom(ctx, r, from, to, toHost, &res)
 		if err == nil {
+			s.full.ok(r.To)
+			return res
+		}
+		if errors.Is(err, stage.ErrNoSpace) {
+			// The target's fault, whichever the source: its jobs wait.
+			res.Full = true
+			res.FullFor = s.full.failed(r.To, err, s.now())
+			res.Err = fmt.Errorf("%s has no room (its jobs wait; tried again in %s): %w", placeName(r.To), res.FullFor, err)
 			return res
 		}
 		var changed *changedError

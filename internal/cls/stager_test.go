@@ -419,3 +419,67 @@ func (p rewriteOnOpen) Open(ctx context.Context, path string) (io.ReadCloser, st
 	}
 	return rc, info, err
 }
+
+// diskFull is a place whose disk is full while full is set: every file
+// made there fails on its first write with no room.
+type diskFull struct {
+	stage.Place
+	full *atomic.Bool
+}
+
+func (f diskFull) Create(ctx context.Context, p string) (stage.Temp, error) {
+	t, err := f.Place.Create(ctx, p)
+	if err != nil || !f.full.Load() {
+		return t, err
+	}
+	return fullTemp{t}, nil
+}
+
+type fullTemp struct{ stage.Temp }
+
+func (fullTemp) Write([]byte) (int, error) {
+	return 0, &stage.NoSpaceError{Dir: "/data", Free: 0, Need: -1, Err: errors.New(`sftp: "Failure" (SSH_FX_FAILURE)`)}
+}
+
+// A transfer to a place whose disk is full is the place's fault: it
+// does not count against the file (Full, never Permanent), the place
+// takes no file for a time that doubles with each full transfer, cls site
+// list says why, and the first transfer there that succeeds clears it.
+func TestStagerFullTarget(t *testing.T) {
+	tp := newTestPlaces(t, "a", "b")
+	var full atomic.Bool
+	full.Store(true)
+	tp.wrap = func(site string, p stage.Place) stage.Place {
+		if site == "b" {
+			return diskFull{p, &full}
+		}
+		return p
+	}
+	sum := tp.put(t, "a", "/o/x", []byte("xyz"))
+	st, fs := startStager(t, 1, tp)
+	req := catalog.StageRequest{Path: "/o/x", To: at("b"), From: []catalog.Place{at("a"), at(catalog.LocalSite)}, Size: 3, SHA256: sum}
+	for i, want := range []time.Duration{catalog.PlaceDownFor, 2 * catalog.PlaceDownFor, 4 * catalog.PlaceDownFor} {
+		st.Stage(req)
+		r := fs.next(t)
+		if r.Err == nil || !r.Full || r.FullFor != want || r.Permanent || !errors.Is(r.Err, stage.ErrNoSpace) || r.From != at("a") {
+			t.Fatalf("try %d: err %v, full %v for %s, permanent %v, from %v; want full for %s", i, r.Err, r.Full, r.FullFor, r.Permanent, r.From, want)
+		}
+		if !strings.Contains(r.Err.Error(), "b has no room (its jobs wait") {
+			t.Errorf("error %q does not say the site is full", r.Err)
+		}
+	}
+	if note := st.full.note("b"); !strings.HasPrefix(note, "data root full since ") || !strings.Contains(note, "no space left in /data (0 bytes free)") {
+		t.Errorf("site note %q", note)
+	}
+	if note := st.full.note("a"); note != "" {
+		t.Errorf("site a: note %q", note)
+	}
+	full.Store(false)
+	st.Stage(req)
+	if r := fs.next(t); r.Err != nil || r.Full {
+		t.Fatalf("room again: %v", r.Err)
+	}
+	if note := st.full.note("b"); note != "" {
+		t.Errorf("after a transfer that succeeded: note %q", note)
+	}
+}

@@ -78,6 +78,15 @@ func (d Dir) open(p string, create bool) (fsys, string, error) {
 	return r, rel, nil
 }
 
+// where names the directory p is in, for messages.
+func (d Dir) where(p string) string {
+	full, err := Rooted(d.Root, p)
+	if err != nil {
+		return d.Root
+	}
+	return path.Dir(full)
+}
+
 // refuse turns os.Root's escape errors into ErrPath.
 func (d Dir) refuse(p string, err error) error {
 	if err == nil {
@@ -180,7 +189,7 @@ func (d Dir) Create(ctx context.Context, p string) (Temp, error) {
 	if dir := path.Dir(rel); dir != "." {
 		if err := f.MkdirAll(dir, dirMode); err != nil {
 			f.Close()
-			return nil, d.refuse(p, err)
+			return nil, dirNoSpace(d.refuse(p, err), d.where(p))
 		}
 	}
 	tmp := path.Join(path.Dir(rel), tempName(path.Base(rel), d.Writer))
@@ -193,7 +202,7 @@ func (d Dir) Create(ctx context.Context, p string) (Temp, error) {
 	}
 	if err != nil {
 		f.Close()
-		return nil, d.refuse(p, err)
+		return nil, dirNoSpace(d.refuse(p, err), d.where(p))
 	}
 	return &dirTemp{d: d, p: p, fs: f, file: file, tmp: tmp, rel: rel}, nil
 }
@@ -207,13 +216,16 @@ type dirTemp struct {
 	finished bool
 }
 
-func (t *dirTemp) Write(b []byte) (int, error) { return t.file.Write(b) }
+func (t *dirTemp) Write(b []byte) (int, error) {
+	n, err := t.file.Write(b)
+	return n, dirNoSpace(err, t.d.where(t.p))
+}
 
 func (t *dirTemp) Commit(ctx context.Context) error {
 	if t.finished {
 		return nil
 	}
-	err := t.file.Close()
+	err := dirNoSpace(t.file.Close(), t.d.where(t.p))
 	if err == nil {
 		err = t.d.refuse(t.p, t.fs.Rename(t.tmp, t.rel))
 	}

@@ -262,15 +262,18 @@ func (m *Mover) move(ctx context.Context, t Transfer) (res Result) {
 			return Result{Err: fmt.Errorf("source at %s: %w", t.From, err)}
 		}
 	}
-	dst, err := to.Create(ctx, t.Path)
-	if err != nil {
-		return Result{Err: fmt.Errorf("create at %s: %w", t.To, err)}
-	}
 	// Every byte past what is expected is refused as it arrives: a source
 	// that sends more than its size (or the catalog's) fills no disk.
 	want := t.Size
 	if want < 0 {
 		want = info.Size
+	}
+	if err := checkRoom(ctx, to, t.Path, want); err != nil {
+		return Result{Err: fmt.Errorf("at %s: %w", t.To, err)}
+	}
+	dst, err := to.Create(ctx, t.Path)
+	if err != nil {
+		return Result{Err: fmt.Errorf("create at %s: %w", t.To, err)}
 	}
 	h := sha256.New()
 	n, err := copyHashed(ctx, dst, src, want, h)

@@ -200,6 +200,9 @@ func (s SFTP) Remove(ctx context.Context, p string) error {
 func (s SFTP) Create(ctx context.Context, p string) (Temp, error) {
 	full, _, err := s.check(p, true)
 	if err != nil {
+		if f, rerr := Rooted(s.Root, p); rerr == nil {
+			err = s.noSpace(err, path.Dir(f)) // a directory not made for want of room
+		}
 		return nil, err
 	}
 	tmp := path.Join(path.Dir(full), tempName(path.Base(full), s.Writer))
@@ -212,7 +215,7 @@ func (s SFTP) Create(ctx context.Context, p string) (Temp, error) {
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", tmp, err)
+		return nil, fmt.Errorf("create %s: %w", tmp, s.noSpace(err, path.Dir(full)))
 	}
 	if !s.identity() {
 		// Before any byte is written: the file is private as a Dir's.
@@ -232,17 +235,24 @@ type sftpTemp struct {
 	finished  bool
 }
 
-func (t *sftpTemp) Write(b []byte) (int, error) { return t.f.Write(b) }
+func (t *sftpTemp) Write(b []byte) (int, error) {
+	n, err := t.f.Write(b)
+	return n, t.s.noSpace(err, path.Dir(t.full))
+}
 
 // ReadFrom writes r with concurrent write requests in flight; r is read in
 // order, by one goroutine. An *io.LimitedReader tells the size, so that a
 // small file takes as many requests (and goroutines) as it needs, not the
 // client's maximum.
 func (t *sftpTemp) ReadFrom(r io.Reader) (int64, error) {
+	var n int64
+	var err error
 	if _, ok := r.(*io.LimitedReader); ok {
-		return t.f.ReadFrom(r)
+		n, err = t.f.ReadFrom(r)
+	} else {
+		n, err = t.f.ReadFromWithConcurrency(r, 0)
 	}
-	return t.f.ReadFromWithConcurrency(r, 0)
+	return n, t.s.noSpace(err, path.Dir(t.full))
 }
 
 func (t *sftpTemp) Commit(ctx context.Context) error {
@@ -261,6 +271,7 @@ func (t *sftpTemp) Commit(ctx context.Context) error {
 		}
 	}
 	if err != nil {
+		err = t.s.noSpace(err, path.Dir(t.full)) // before the file's room is freed
 		t.s.Client.Remove(t.tmp)
 		return fmt.Errorf("commit %s: %w", t.full, err)
 	}

@@ -290,6 +290,10 @@ func printSites(w io.Writer, sites []protocol.SiteInfo) {
 		if s.Error != "" {
 			where += ": " + strings.ReplaceAll(s.Error, "\n", " ")
 		}
+		if s.Staging != "" {
+			// Its data root had no room: it takes no file now, its jobs wait.
+			where += "; staging paused: " + strings.ReplaceAll(s.Staging, "\n", " ")
+		}
 		where = protocol.Printable(where)
 		wait := "-"
 		if s.QueueWaitS > 0 || s.OldestQueuedS > 0 {

@@ -227,3 +227,16 @@ func TestSiteRemoveSays(t *testing.T) {
 		}
 	}
 }
+
+// cls site list says why staging leaves a site alone: its data root full.
+func TestPrintSitesStagingPaused(t *testing.T) {
+	var b bytes.Buffer
+	printSites(&b, []protocol.SiteInfo{
+		{SiteSpec: protocol.SiteSpec{Name: "grid", Type: "sge", SSH: "u@h", Max: 1, Slots: 1, DataRoot: "/d"}, State: "ok",
+			Staging: "data root full since 10:00:00, next transfer there after 10:00:05: no space left in /d (0 bytes free)"},
+	})
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 2 || !strings.HasSuffix(lines[1], "u@h (data /d); staging paused: data root full since 10:00:00, next transfer there after 10:00:05: no space left in /d (0 bytes free)") {
+		t.Errorf("cls site list:\n%s", b.String())
+	}
+}

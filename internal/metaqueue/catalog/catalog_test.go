@@ -343,6 +343,19 @@ func TestInputsAt(t *testing.T) {
 	if here := c.InputsAt([]int64{1}, rooted, now.Add(time.Second), queued); here || len(st.reqs) != 1 {
 		t.Errorf("back: here %v, %d requests", here, len(st.reqs))
 	}
+	// A place that had no room is asked for no file, but a job whose
+	// inputs are there already may run there.
+	c, st = setup()
+	c.stg.full[rooted] = now.Add(time.Second)
+	if here := c.InputsAt([]int64{1}, rooted, now, queued); here || len(st.reqs) != 0 || c.Marked(1) {
+		t.Errorf("full: here %v, %d requests", here, len(st.reqs))
+	}
+	if here := c.InputsAt([]int64{3}, rooted, now, queued); !here {
+		t.Error("full: a job with its inputs there may not run")
+	}
+	if here := c.InputsAt([]int64{1}, rooted, now.Add(time.Second), queued); here || len(st.reqs) != 1 {
+		t.Errorf("room again: here %v, %d requests", here, len(st.reqs))
+	}
 	// A file whose every replica is at a place left alone waits for it.
 	c, st = setup()
 	c.stg.down[Shared] = now.Add(time.Second)
@@ -395,6 +408,7 @@ func TestStageEnded(t *testing.T) {
 		fail     []int64 // nil: none
 		requests int     // in all, the first included
 		downAt   []Place
+		fullAt   []Place // taking no file for a minute, still a source
 	}{
 		{name: "copied", results: []StageResult{{}}, arrived: true, requests: 1},
 		{name: "retried from the other replica, then copied",
@@ -406,6 +420,8 @@ func TestStageEnded(t *testing.T) {
 			results: []StageResult{{From: Shared, Err: boom, Unreachable: []Place{rooted}}}, requests: 1, downAt: []Place{rooted}},
 		{name: "every source unreachable",
 			results: []StageResult{{From: Shared, Err: boom, Unreachable: []Place{Shared, n1}}}, requests: 1, downAt: []Place{Shared, n1}},
+		{name: "destination full, again and again: never a failure counted",
+			results: slices.Repeat([]StageResult{{From: Shared, Err: boom, Full: true, FullFor: time.Minute}}, MaxStageTries+1), requests: 1, fullAt: []Place{rooted}},
 	} {
 		st := &fakeStager{}
 		c := newTest(st)
@@ -437,7 +453,12 @@ func TestStageEnded(t *testing.T) {
 				t.Errorf("%s: %v not left alone for PlaceDownFor", tc.name, p)
 			}
 		}
-		if tc.downAt != nil && (len(c.stg.inflight) != 0 || !out.Changed || out.Fail != nil) {
+		for _, p := range tc.fullAt {
+			if !c.stg.isFull(p, now.Add(time.Minute-time.Second)) || c.stg.isFull(p, now.Add(time.Minute)) || c.stg.isDown(p, now) {
+				t.Errorf("%s: %v not full for a minute, or left alone as a source", tc.name, p)
+			}
+		}
+		if (tc.downAt != nil || tc.fullAt != nil) && (len(c.stg.inflight) != 0 || !out.Changed || out.Fail != nil) {
 			t.Errorf("%s: transfer kept (%d) or jobs failed (%+v)", tc.name, len(c.stg.inflight), out.Fail)
 		}
 	}

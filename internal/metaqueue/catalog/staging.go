@@ -160,10 +160,13 @@ type staging struct {
 	// down holds places that could not be reached, until when they are
 	// left alone.
 	down map[Place]time.Time
+	// full holds places that had no room for a file, until when they
+	// take none (StageResult.Full); they still serve as sources.
+	full map[Place]time.Time
 }
 
 func newStaging() staging {
-	return staging{inflight: map[stageKey]*stagingFile{}, to: map[int64]Place{}, pending: map[int64]int{}, down: map[Place]time.Time{}}
+	return staging{inflight: map[stageKey]*stagingFile{}, to: map[int64]Place{}, pending: map[int64]int{}, down: map[Place]time.Time{}, full: map[Place]time.Time{}}
 }
 
 // wait adds job to the jobs waiting for st.
@@ -203,10 +206,16 @@ func (g *staging) forget(id int64) {
 }
 
 // isDown says whether p is left alone at now.
-func (g *staging) isDown(p Place, now time.Time) bool {
-	until, ok := g.down[p]
-	if ok && !now.Before(until) {
-		delete(g.down, p)
+func (g *staging) isDown(p Place, now time.Time) bool { return until(g.down, p, now) }
+
+// isFull says whether p takes no file at now: it had no room.
+func (g *staging) isFull(p Place, now time.Time) bool { return until(g.full, p, now) }
+
+// until says whether m holds p until after now, forgetting it if not.
+func until(m map[Place]time.Time, p Place, now time.Time) bool {
+	t, ok := m[p]
+	if ok && !now.Before(t) {
+		delete(m, p)
 		return false
 	}
 	return ok
@@ -277,8 +286,8 @@ func (c *Catalog) InputsAt(ids []int64, to Place, now time.Time, queued func(id 
 				continue
 			}
 			missing = true
-			if c.allDown(f, now) {
-				continue // wait until a replica's place is back
+			if c.allDown(f, now) || c.stg.isFull(to, now) {
+				continue // wait until a replica's place is back, or room is
 			}
 			// The file has a replica: a request cannot fail at once.
 			c.RequestStage(in.Path, to, id)

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strings"
@@ -50,6 +51,13 @@ type StageResult struct {
 	// failure does not count against the file: the places are left alone
 	// for a while (PlaceDownFor) and the jobs wait, or run elsewhere.
 	Unreachable []Place
+	// Full says To had no room for the file (its disk or quota full):
+	// the place's fault, not the file's. The failure does not count
+	// against the file: To takes no file for FullFor (the stager's
+	// backoff; PlaceDownFor when 0), and its jobs wait, or run elsewhere.
+	// To still serves as a source.
+	Full    bool
+	FullFor time.Duration
 	// Via is the path taken at each end, "SRC>DST" (fs, sftp or agent),
 	// recorded with the transfer.
 	Via string
@@ -154,6 +162,12 @@ func (c *Catalog) stageEnded(r StageResult, now time.Time) Outcome {
 	if r.Err == nil {
 		c.stg.end(k)
 		out.Arrived = true
+		return out
+	}
+	if r.Full {
+		c.stg.full[r.To] = now.Add(cmp.Or(r.FullFor, PlaceDownFor))
+		c.stg.end(k)
+		out.Changed = true
 		return out
 	}
 	if len(r.Unreachable) > 0 {

@@ -1,0 +1,95 @@
+package stage
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+)
+
+// tmpfs mounts a tmpfs of size bytes on a new directory, unmounted at the
+// end; it skips the test when that cannot be done (not root, no mount).
+func tmpfs(t *testing.T, size int64) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a tmpfs")
+	}
+	dir := t.TempDir()
+	out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+strconv.FormatInt(size, 10)+",mode=0700", "tmpfs", dir).CombinedOutput()
+	if err != nil {
+		t.Skipf("cannot mount a tmpfs: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", dir, err, out)
+			exec.Command("umount", "-l", dir).Run()
+		}
+	})
+	return dir
+}
+
+// fillTo writes a file in dir until only about leave bytes are free.
+func fillTo(t *testing.T, dir string, leave int64) string {
+	t.Helper()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Join(dir, "fill")
+	free := int64(st.Bavail) * st.Bsize
+	if err := os.WriteFile(name, make([]byte, max(free-leave, 0)), 0o600); err != nil && !errors.Is(err, syscall.ENOSPC) {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// TestMoveToFullDisk: a transfer to a place whose disk is full fails with
+// ErrNoSpace (SFTP says only "Failure": the server's statvfs tells),
+// leaving no temporary file; a file larger than the room left is not
+// started at all; once room is back the same transfer succeeds. A
+// failure with room to spare is not taken for a full disk.
+func TestMoveToFullDisk(t *testing.T) {
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			srcDir, dstDir := t.TempDir(), tmpfs(t, 2<<20)
+			small, large := randomBytes(512<<10, 1), randomBytes(3<<20, 2)
+			writeFile(t, filepath.Join(srcDir, "d", "small"), small)
+			writeFile(t, filepath.Join(srcDir, "d", "large"), large)
+			ps := places{"src": Dir{Root: srcDir}, "dst": k.make(t, dstDir)}
+			m := &Mover{Places: ps.get}
+			ctx := context.Background()
+
+			// Room to spare: a failure of another kind is not "no space".
+			writeFile(t, filepath.Join(dstDir, "f"), []byte("a file, not a directory"))
+			writeFile(t, filepath.Join(srcDir, "f", "x"), []byte("x"))
+			if res := m.Move(ctx, Transfer{Path: "/f/x", From: "src", To: "dst", Size: -1}); res.Err == nil || errors.Is(res.Err, ErrNoSpace) {
+				t.Errorf("a file where a directory should be: %v, want an error other than ErrNoSpace", res.Err)
+			}
+
+			fill := fillTo(t, dstDir, 64<<10)
+			res := m.Move(ctx, Transfer{Path: "/d/small", From: "src", To: "dst", Size: int64(len(small))})
+			var ns *NoSpaceError
+			if !errors.Is(res.Err, ErrNoSpace) || !errors.As(res.Err, &ns) {
+				t.Fatalf("move to a full disk: %v, want ErrNoSpace", res.Err)
+			}
+			noLeftovers(t, dstDir, filepath.Join(dstDir, "d", "small"))
+
+			os.Remove(fill)
+			fill = fillTo(t, dstDir, 1<<20)
+			res = m.Move(ctx, Transfer{Path: "/d/large", From: "src", To: "dst", Size: int64(len(large))})
+			if !errors.As(res.Err, &ns) || ns.Need != int64(len(large)) || ns.Free < 0 || res.Bytes != 0 {
+				t.Fatalf("a file larger than the room left: %v (%d bytes sent), want a NoSpaceError before sending", res.Err, res.Bytes)
+			}
+			noLeftovers(t, dstDir, filepath.Join(dstDir, "d", "large"))
+
+			os.Remove(fill)
+			if res := m.Move(ctx, Transfer{Path: "/d/small", From: "src", To: "dst", Size: int64(len(small)), SHA256: sum(small)}); res.Err != nil {
+				t.Fatalf("once room is back: %v", res.Err)
+			}
+		})
+	}
+}

@@ -78,4 +78,7 @@ type FileDone struct {
 	SHA256      string `json:"sha256,omitempty"`
 	Error       string `json:"error,omitempty"`
 	Missing     bool   `json:"missing,omitempty"` // Error is: the file does not exist
+	// NoSpace: Error is the host's disk (or quota) full where the file
+	// was being written, the place's transient fault.
+	NoSpace bool `json:"no_space,omitempty"`
 }

@@ -416,8 +416,11 @@ func doneErr(d protocol.FileDone) error {
 		return nil
 	}
 	msg := "the agent: " + protocol.ClipText(d.Error, protocol.MaxReasonBytes)
-	if d.Missing {
+	switch {
+	case d.Missing:
 		return fmt.Errorf("%s: %w", msg, fs.ErrNotExist)
+	case d.NoSpace:
+		return &stage.NoSpaceError{Dir: "the placeholder's data root", Free: -1, Need: -1, Err: errors.New(msg)}
 	}
 	return errors.New(msg)
 }
@@ -489,6 +492,13 @@ func (t *agentTemp) sendRaw(ctx context.Context, d protocol.FileData) error {
 		return nil
 	case <-t.x.ended:
 		return errors.New("the transfer ended")
+	case d := <-t.x.done:
+		// The agent gave up writing (its disk full, say): its reason,
+		// at once rather than after agentWait.
+		if err := doneErr(d); err != nil {
+			return err
+		}
+		return errors.New("the agent ended the transfer before its end")
 	case <-t.x.box.gone:
 		return errors.New("the placeholder's connection closed")
 	case <-timer.C:

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -294,4 +295,53 @@ func TestStagerChoosesFasterPath(t *testing.T) {
 	if l, ok := fs.link("grid"); !ok || l.Bandwidth != agentBW || agentBW <= sftpBW {
 		t.Fatalf("grid's link for DC %+v; SFTP measured %.0f B/s, the agent path %.0f: want the agent path's", l, sftpBW, agentBW)
 	}
+}
+
+// TestAgentPathDiskFull: a transfer to a placeholder's host whose data
+// root is full fails at once with stage.ErrNoSpace, the agent's reason
+// (its disk full): the place's fault, not the file's; not a 30 s wait
+// for bytes it would never ask for.
+func TestAgentPathDiskFull(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a tmpfs")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if exec.Command("umount", dir).Run() != nil {
+			exec.Command("umount", "-l", dir).Run()
+		}
+	})
+	r := newAgentRig(t)
+	r.agentIn("nodes", "n1", dir)
+	src := t.TempDir()
+	data := make([]byte, 3*protocol.MaxFileChunk)
+	rand.Read(data)
+	const p = "/w/big.dat"
+	if err := os.MkdirAll(filepath.Join(src, "w"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, p), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m := &stage.Mover{Places: func(name string) (stage.Place, error) {
+		if name == "local" {
+			return stage.Dir{Root: src}, nil
+		}
+		return agentPlace{hub: r.hub, site: "nodes", host: "n1"}, nil
+	}}
+	start := time.Now()
+	res := m.Move(context.Background(), stage.Transfer{Path: p, From: "local", To: "nodes:n1", Size: int64(len(data))})
+	if !errors.Is(res.Err, stage.ErrNoSpace) || !strings.Contains(res.Err.Error(), "no space left on device") {
+		t.Fatalf("to a full host: %v, want ErrNoSpace with the agent's reason", res.Err)
+	}
+	if d := time.Since(start); d > agentWait/2 {
+		t.Errorf("the failure took %s", d)
+	}
+	waitFor(t, "the agent's temporary file to go", func() bool {
+		ents, _ := os.ReadDir(filepath.Join(dir, "w"))
+		return len(ents) == 0
+	})
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/stage"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -84,6 +85,7 @@ func (a *Agent) fileOrder(ctx context.Context, o protocol.FileOrder) {
 	if err != nil {
 		done.Error = protocol.ClipText(err.Error(), protocol.MaxReasonBytes)
 		done.Missing = errors.Is(err, fs.ErrNotExist)
+		done.NoSpace = errors.Is(err, stage.ErrNoSpace)
 		a.log.Warn("file transfer failed", "kind", o.Kind, "path", o.Path, "err", err)
 	}
 	if ctx.Err() != nil {

@@ -2,9 +2,12 @@ package stage
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"syscall"
 
@@ -18,7 +21,9 @@ import (
 // only "Failure" (SSH_FX_FAILURE) for a write to a full disk, so after a
 // failure SFTP asks the server how much room is left
 // (statvfs@openssh.com, on the same connection) before it removes its
-// temporary file; a local place has ENOSPC and EDQUOT. Before a file of
+// temporary file, and, where that shows room (a quota it does not show),
+// whether a one-block probe file can be written there; a local place has
+// ENOSPC and EDQUOT. Before a file of
 // LargeBytes or more is sent, the Mover asks the target for its room
 // (Free) and does not start one that cannot fit.
 
@@ -113,16 +118,51 @@ func (s SFTP) noSpace(err error, dir string) error {
 	case fxNoSpace, fxQuotaExceded:
 		return &NoSpaceError{Dir: dir, Free: -1, Need: -1, Err: err}
 	case fxFailure:
-		st, verr := s.Client.StatVFS(dir)
-		if verr != nil {
-			return err
+		free := int64(-1)
+		if st, verr := s.Client.StatVFS(dir); verr == nil {
+			free = int64(st.Bavail * st.Frsize)
+			if free < lowSpace || st.Files > 0 && st.Favail == 0 {
+				return &NoSpaceError{Dir: dir, Free: free, Need: -1, Err: err}
+			}
 		}
-		free := int64(st.Bavail * st.Frsize)
-		if free < lowSpace || st.Files > 0 && st.Favail == 0 {
-			return &NoSpaceError{Dir: dir, Free: free, Need: -1, Err: err}
+		// Room on the filesystem (or a server that does not say): the
+		// user's quota may be full, which statvfs does not show.
+		if s.probeFull(dir) {
+			return &NoSpaceError{Dir: dir, Free: -1, Need: -1, Err: fmt.Errorf("not even %d bytes can be written there (a quota full?): %w", probeBytes, err)}
 		}
 	}
 	return err
+}
+
+// probeBytes is what probeFull writes: one block.
+const probeBytes = 4096
+
+// probeFull says whether a new file of probeBytes cannot be written in dir
+// for the reason the failed write had (SSH_FX_FAILURE): no room, for
+// the user at least. It runs while the failed transfer's temporary file
+// is still there, holding what room it took. The probe is named as a
+// temporary file of this writer, so a leftover is swept.
+func (s SFTP) probeFull(dir string) bool {
+	var tag [4]byte
+	rand.Read(tag[:])
+	name := path.Join(dir, tempName("mq-probe-"+hex.EncodeToString(tag[:]), s.Writer))
+	f, err := s.Client.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
+	if err != nil {
+		return isFailure(err)
+	}
+	_, err = f.Write(make([]byte, probeBytes))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	s.Client.Remove(name)
+	return isFailure(err)
+}
+
+// isFailure says err is an SFTP server's bare "Failure" (or v5's no
+// space, quota exceeded).
+func isFailure(err error) bool {
+	var se *sftp.StatusError
+	return errors.As(err, &se) && (se.Code == 4 || se.Code == 14 || se.Code == 15)
 }
 
 // Free is the room on the filesystem of p's directory (or the nearest

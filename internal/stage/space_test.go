@@ -3,12 +3,17 @@ package stage
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
+
+	"github.com/pkg/sftp"
 )
 
 // tmpfs mounts a tmpfs of size bytes on a new directory, unmounted at the
@@ -91,5 +96,102 @@ func TestMoveToFullDisk(t *testing.T) {
 				t.Fatalf("once room is back: %v", res.Err)
 			}
 		})
+	}
+}
+
+// quotaClient serves an in-memory filesystem over SFTP whose writes fail
+// with a bare "Failure" to files whose name holds fail(), or to every file
+// while over is set (as a user's full quota does), and whose statvfs
+// tells nothing.
+func quotaClient(tb testing.TB, over *atomic.Bool, fail string) *sftp.Client {
+	tb.Helper()
+	h := sftp.InMemHandler()
+	h.FilePut = quotaPut{h.FilePut, over, fail}
+	a, b := socketPair(tb)
+	srv := sftp.NewRequestServer(b, h)
+	go srv.Serve()
+	c, err := sftp.NewClientPipe(a, a, sftp.UseConcurrentWrites(true))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		c.Close()
+		srv.Close()
+	})
+	return c
+}
+
+type quotaPut struct {
+	sftp.FileWriter
+	over *atomic.Bool
+	fail string
+}
+
+func (q quotaPut) Filewrite(r *sftp.Request) (io.WriterAt, error) {
+	w, err := q.FileWriter.Filewrite(r)
+	if err != nil {
+		return nil, err
+	}
+	return quotaWriter{w, q.over, q.fail != "" && strings.Contains(r.Filepath, q.fail)}, nil
+}
+
+type quotaWriter struct {
+	io.WriterAt
+	over *atomic.Bool
+	fail bool
+}
+
+func (w quotaWriter) WriteAt(b []byte, off int64) (int, error) {
+	if w.fail || w.over.Load() {
+		return 0, errors.New("write failed") // SSH_FX_FAILURE, as OpenSSH says for EDQUOT
+	}
+	return w.WriterAt.WriteAt(b, off)
+}
+
+// TestMoveOverQuota: over SFTP, a write that fails with a bare "Failure"
+// where statvfs shows no want of room (a user's quota full; here a server
+// that tells no room at all) is taken for no room when a one-block file
+// cannot be written there either; a write failing for the one file only
+// is not; once the quota has room the transfer succeeds; no probe stays.
+func TestMoveOverQuota(t *testing.T) {
+	src := t.TempDir()
+	data := randomBytes(256<<10, 3)
+	writeFile(t, filepath.Join(src, "d", "in"), data)
+	writeFile(t, filepath.Join(src, "d", "bad"), data)
+	var over atomic.Bool
+	c := quotaClient(t, &over, "bad")
+	const root = "/mq-quota-test-root"
+	// The in-memory server makes no missing parents: the directories are
+	// there, as a data root used before.
+	for _, d := range []string{root, root + "/d"} {
+		if err := c.Mkdir(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := &Mover{Places: places{"src": Dir{Root: src}, "dst": SFTP{Client: c, Root: root, Writer: "w"}}.get}
+	ctx := context.Background()
+
+	if res := m.Move(ctx, Transfer{Path: "/d/bad", From: "src", To: "dst", Size: int64(len(data))}); res.Err == nil || errors.Is(res.Err, ErrNoSpace) {
+		t.Errorf("a write failing for one file: %v, want an error other than ErrNoSpace", res.Err)
+	}
+	over.Store(true)
+	res := m.Move(ctx, Transfer{Path: "/d/in", From: "src", To: "dst", Size: int64(len(data))})
+	if !errors.Is(res.Err, ErrNoSpace) || !strings.Contains(res.Err.Error(), "a quota full?") {
+		t.Fatalf("over quota: %v, want ErrNoSpace", res.Err)
+	}
+	over.Store(false)
+	if res := m.Move(ctx, Transfer{Path: "/d/in", From: "src", To: "dst", Size: int64(len(data)), SHA256: sum(data)}); res.Err != nil {
+		t.Fatalf("with room again: %v", res.Err)
+	}
+	ents, err := c.ReadDir(root + "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, " ") != "in" {
+		t.Errorf("left at the target: %q, want in alone", names)
 	}
 }

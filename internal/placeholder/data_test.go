@@ -379,3 +379,28 @@ func TestRunBundleData(t *testing.T) {
 		t.Errorf("job 2: %+v", r2)
 	}
 }
+
+// TestOutputLinkIntoScratch: a copy of a replicated job ran in its scratch
+// directory, where $PWD was that directory: an output linked by an
+// absolute path to a file of it is read where the file went when the
+// attempt won, the job's directory.
+func TestOutputLinkIntoScratch(t *testing.T) {
+	t.Parallel()
+	const cwd = "/mq-test/rep"
+	root := filepath.Join(t.TempDir(), "root")
+	a := runner(t, root)
+	asg := protocol.Assignment{ID: 7, Attempt: 2, Scratch: true, Cwd: cwd,
+		Outputs: []protocol.AssignedFile{{Path: cwd + "/out.dat", Size: -1}}}
+	work := root + cwd
+	write(t, work+"/run/r.dat", "res")
+	if err := os.Symlink(scratchPath(work, asg)+"/run/r.dat", work+"/out.dat"); err != nil {
+		t.Fatal(err)
+	}
+	sums, why := a.sumOutputs(context.Background(), asg)
+	if why != "" || len(sums) != 1 || sums[0].SHA256 != sumOf("res") {
+		t.Fatalf("sums %+v, why %q; want the SHA-256 of the file the link named, moved into place", sums, why)
+	}
+	if fi, err := os.Lstat(work + "/out.dat"); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("out.dat: %v, %v; want a regular file", fi, err)
+	}
+}

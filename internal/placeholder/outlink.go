@@ -50,7 +50,7 @@ func (a *Agent) resolveOutputLink(ctx context.Context, asg protocol.Assignment, 
 		return fmt.Sprintf("%s%s at %s is a symbolic link to %s, %s: mq stages what an output links to only in the job's directory or a regular file of yours",
 			reasonOutput, p, a.where(), protocol.Quote(target), what)
 	}
-	src, err := a.openLinked(asg, full)
+	src, err := a.openLinked(asg, full, target)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return refuse("which does not exist")
@@ -73,10 +73,13 @@ var (
 	errNotOwn     = errors.New("not the user's")
 )
 
-// openLinked opens what the link full points to: through an os.Root at
-// the job's directory when it leads there (any regular file), else as
-// the user (a regular file the user owns). A FIFO is not waited for.
-func (a *Agent) openLinked(asg protocol.Assignment, full string) (*os.File, error) {
+// openLinked opens what the link full (to target) points to: through an
+// os.Root at the job's directory when it leads there (any regular file),
+// else as the user (a regular file the user owns). A FIFO is not waited
+// for. An absolute link into the attempt's scratch directory (a copy of
+// a replicated job, whose $PWD that was) is read where the scratch
+// directory's files were moved when the attempt won: the job's directory.
+func (a *Agent) openLinked(asg protocol.Assignment, full, target string) (*os.File, error) {
 	open := func(f *os.File, err error, own bool) (*os.File, error) {
 		if err != nil {
 			return nil, err
@@ -97,7 +100,11 @@ func (a *Agent) openLinked(asg protocol.Assignment, full string) (*os.File, erro
 	}
 	const flags = os.O_RDONLY | syscall.O_NONBLOCK | syscall.O_NOCTTY
 	if work, err := a.workDir(asg.Cwd); err == nil && work != "" {
-		if rel, err := filepath.Rel(work, full); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
+		rel, err := filepath.Rel(work, full)
+		if sc := scratchPath(work, asg) + string(filepath.Separator); asg.Scratch && strings.HasPrefix(target, sc) {
+			rel, err = filepath.Clean(strings.TrimPrefix(target, sc)), nil
+		}
+		if err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
 			if r, err := os.OpenRoot(work); err == nil {
 				f, err := r.OpenFile(rel, flags, 0)
 				r.Close()

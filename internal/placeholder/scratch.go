@@ -43,9 +43,14 @@ type scratch struct {
 	linked map[string]bool // the links the mirror made (relative to dir)
 }
 
+// scratchPath is the attempt's scratch directory under work.
+func scratchPath(work string, asg protocol.Assignment) string {
+	return filepath.Join(work, scratchDir, strconv.FormatInt(asg.ID, 10)+"."+strconv.Itoa(asg.Attempt))
+}
+
 // newScratch makes the attempt's scratch directory under work.
 func (a *Agent) newScratch(work string, asg protocol.Assignment) (*scratch, error) {
-	s := &scratch{work: work, dir: filepath.Join(work, scratchDir, strconv.FormatInt(asg.ID, 10)+"."+strconv.Itoa(asg.Attempt)), made: map[string]bool{}, linked: map[string]bool{}}
+	s := &scratch{work: work, dir: scratchPath(work, asg), made: map[string]bool{}, linked: map[string]bool{}}
 	if err := os.RemoveAll(s.dir); err != nil { // a leftover of a killed agent
 		return nil, fmt.Errorf("scratch directory: %w", err)
 	}

@@ -179,7 +179,7 @@ var (
 	OpFilesPush = op[FileChunk, Empty](Spec{Name: "files.push", Role: RolePlaceholder,
 		Doc: "sends the next chunk of a file the CLS reads from the placeholder's host"})
 	OpFilesDone = op[FileDone, Empty](Spec{Name: "files.done", Role: RolePlaceholder,
-		Doc: "ends a file order with the size and SHA-256 moved, or an error"})
+		Doc: "ends a file order with the size and SHA-256 moved, or an error (`missing`: no such file; `no_space`: the host's disk full)"})
 
 	// Sites: the places placeholders run, kept in the metaqueue database
 	// and provisioned by the running CLS. Adding and removing one needs

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"iter"
 	"slices"
@@ -147,21 +148,33 @@ type model struct {
 // Run simulates workload w on platform p. It is deterministic: the same
 // inputs give the same Result.
 func Run(w *Workload, p Platform, cfg Config) (Result, error) {
+	return RunContext(context.Background(), w, p, cfg)
+}
+
+// RunContext is Run, stopping with ctx's error when ctx ends: a run of a
+// long virtual time (idle placeholders ask every turn) can take minutes,
+// and Ctrl-C must end it.
+func RunContext(ctx context.Context, w *Workload, p Platform, cfg Config) (Result, error) {
 	m, err := newModel(w, p, cfg)
 	if err != nil {
 		return Result{}, err
 	}
-	return m.simulate()
+	return m.simulate(ctx)
 }
 
 // simulate runs a model newModel set up to its end.
-func (m *model) simulate() (Result, error) {
+func (m *model) simulate(ctx context.Context) (Result, error) {
 	w, cfg := m.w, m.cfg
 	runnable := len(w.Jobs) - m.rs.nBlocked
 	for m.done < runnable {
 		e, ok := m.c.next()
 		if !ok {
 			return Result{}, fmt.Errorf("simulation stalled with %d of %d jobs done", m.done, len(w.Jobs))
+		}
+		if m.c.fired%(1<<16) == 0 {
+			if err := ctx.Err(); err != nil {
+				return Result{}, err
+			}
 		}
 		if m.c.now > cfg.MaxTime {
 			return Result{}, fmt.Errorf("simulation passed %g virtual seconds with %d of %d jobs done", cfg.MaxTime, m.done, len(w.Jobs))
@@ -199,6 +212,14 @@ func newModel(w *Workload, p Platform, cfg Config) (*model, error) {
 	}
 	if cfg.MaxTime == 0 {
 		cfg.MaxTime = 1e9
+	}
+	// A job longer than the horizon cannot end within it; refused now,
+	// not after the billions of events the idle placeholders' turns take
+	// to get there.
+	for _, job := range w.Jobs {
+		if job.Runtime > cfg.MaxTime {
+			return nil, fmt.Errorf("job %q runs %g s, past the simulated horizon of %g s", job.Name, job.Runtime, cfg.MaxTime)
+		}
 	}
 	switch cfg.Staging {
 	case "", StagingInline, StagingLive:

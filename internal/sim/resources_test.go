@@ -49,7 +49,7 @@ func simRes(t *testing.T, w *Workload, c resource.Capacity, hosts int, pol, stag
 	if err != nil {
 		t.Fatalf("newModel: %v", err)
 	}
-	r, err := m.simulate()
+	r, err := m.simulate(context.Background())
 	return m, r, err
 }
 
@@ -149,7 +149,7 @@ func TestMixedBagUtilisation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := m.simulate()
+		r, err := m.simulate(context.Background())
 		if err != nil {
 			t.Fatalf("%s: %v", pol, err)
 		}
@@ -234,7 +234,7 @@ func TestStarvationBoundedSim(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := m.simulate(); err != nil {
+		if _, err := m.simulate(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		big := &m.jobs[15]

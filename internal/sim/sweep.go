@@ -104,7 +104,7 @@ func (s Sweep) Run(ctx context.Context, workers int, emit func(Outcome) error) e
 			defer wg.Done()
 			for i := range next {
 				p, cfg := s.config(i)
-				r, err := Run(loads[cfg.Seed], p, cfg)
+				r, err := RunContext(ctx, loads[cfg.Seed], p, cfg)
 				if err != nil {
 					err = fmt.Errorf("%s/%s x%g %d placeholders seed %d: %w", cfg.Policy, p.Name, cfg.Inflation, cfg.Placeholders, cfg.Seed, err)
 				}

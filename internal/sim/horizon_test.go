@@ -1,0 +1,47 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A job longer than the horizon is refused at once, naming it: the idle
+// placeholders' turns would otherwise take billions of events (a trace
+// with a runtime of 1e15 s ran for an hour) before the horizon check.
+func TestHorizonRefusesLongJob(t *testing.T) {
+	t.Parallel()
+	for _, rt := range []string{"1e15", "1e300"} {
+		w := mustWorkload(t, `{"jobs":[{"name":"a","runtime_s":1},{"name":"long","runtime_s":`+rt+`,"after":["a"]}]}`)
+		start := time.Now()
+		_, err := Run(w, LAN, Config{Policy: "fcfs", Placeholders: 2, Seed: 1})
+		if err == nil || !strings.Contains(err.Error(), `job "long" runs`) || !strings.Contains(err.Error(), "horizon") {
+			t.Errorf("runtime %s: err %v, want the job named past the horizon", rt, err)
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("runtime %s: refused after %v", rt, d)
+		}
+	}
+}
+
+// RunContext ends with the context's error: Ctrl-C on mqsim must stop a
+// run of a long virtual time (the sweep waited for it to finish).
+func TestRunContextCancelled(t *testing.T) {
+	t.Parallel()
+	// One job of 10^6 s: millions of events of idle placeholders asking.
+	w := mustWorkload(t, `{"jobs":[{"name":"long","runtime_s":1e6}]}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, pol := range []string{"fcfs", "dc"} {
+		if _, err := RunContext(ctx, w, LAN, Config{Policy: pol, Placeholders: 8, Seed: 1}); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: err %v, want context.Canceled", pol, err)
+		}
+	}
+	s := Sweep{Policies: []string{"fcfs"}, Placeholders: []int{8}, Inflations: []float64{1}, Networks: []Platform{LAN}, Seeds: []uint64{1},
+		Workload: func(uint64) (*Workload, error) { return w, nil }}
+	if err := s.Run(ctx, 1, func(Outcome) error { return nil }); !errors.Is(err, context.Canceled) {
+		t.Errorf("sweep: err %v, want context.Canceled", err)
+	}
+}

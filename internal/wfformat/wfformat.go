@@ -18,6 +18,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"reflect"
+	"strings"
 )
 
 // Limits that keep a hostile or broken file from costing more than a
@@ -57,8 +59,9 @@ type Task struct {
 
 // document covers both shapes; absent parts stay zero.
 type document struct {
-	Name     string `json:"name"`
-	Workflow struct {
+	Name          string          `json:"name"`
+	SchemaVersion json.RawMessage `json:"schemaVersion"` // a string; a number is tolerated
+	Workflow      struct {
 		Specification struct {
 			Tasks []struct {
 				ID          string   `json:"id"`
@@ -115,7 +118,10 @@ func Read(r io.Reader) (*Workflow, error) {
 	}
 	var doc document
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("wfformat: %w", err)
+		return nil, fmt.Errorf("wfformat: %w", jsonError(err))
+	}
+	if err := checkVersion(doc.SchemaVersion); err != nil {
+		return nil, err
 	}
 	w := &Workflow{Name: doc.Name, FileSizes: map[string]int64{}}
 	var tasks []Task
@@ -154,6 +160,65 @@ func Read(r io.Reader) (*Workflow, error) {
 		w.Tasks[i] = tasks[j]
 	}
 	return w, nil
+}
+
+// checkVersion refuses a schemaVersion this reader does not know: the
+// 1.x shapes are read (absent is taken as one of them); another major
+// version may keep its tasks elsewhere, and reading it as 1.x would
+// fail later with a misleading error, or not at all.
+func checkVersion(raw json.RawMessage) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	v := strings.Trim(string(raw), `"`)
+	if v == "1" || strings.HasPrefix(v, "1.") {
+		return nil
+	}
+	if len(v) > 20 {
+		v = v[:20] + "..."
+	}
+	return fmt.Errorf("wfformat: schemaVersion %q is not supported: this reader knows WfFormat 1.x", v)
+}
+
+// jsonError says what is wrong with a document encoding/json refused, in
+// the document's terms: where it stops being JSON, or which field has
+// the wrong kind of value (not the Go type it was to fill).
+func jsonError(err error) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Errorf("not JSON at byte %d: %v", se.Offset, err)
+	case errors.As(err, &te):
+		field := te.Field
+		if field == "" {
+			field = "the document"
+		}
+		return fmt.Errorf("%s is a JSON %s, want %s", field, te.Value, jsonKind(te.Type))
+	}
+	return err
+}
+
+// jsonKind names the JSON value a Go type is read from.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return "another kind of value"
 }
 
 // specTasks reads the tasks of a schema 1.5 document (the DAG in

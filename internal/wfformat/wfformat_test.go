@@ -99,9 +99,24 @@ func TestReadErrors(t *testing.T) {
 		{doc(`{"name":"a","runtime":1,"memory":1e30}`), `task "a" has memory`},
 		{`{"workflow":{"specification":{"tasks":[{"id":"a"}]},"execution":{"tasks":[{"id":"a","runtimeInSeconds":1,"memoryInBytes":-3}]}}}`, "memory -3 bytes"},
 		{`{"workflow":{"specification":{"tasks":[{"id":"a"}],"files":[{"id":"f","sizeInBytes":-5}]},"execution":{"tasks":[{"id":"a","runtimeInSeconds":1}]}}}`, "size -5"},
+		// One line in the document's terms, not Go's types.
+		{`not json`, "not JSON at byte 2"},
+		{`{"workflow":{"tasks":"x"}}`, "workflow.tasks is a JSON string, want an array"},
+		{`[1,2]`, "the document is a JSON array, want an object"},
+		{`{"workflow":{"specification":{"tasks":[{"id":"a","parents":"b"}]}}}`, "workflow.specification.tasks.parents is a JSON string, want an array"},
+		{`{"schemaVersion":"2.0","workflow":{"tasks":[{"name":"a","runtime":1}]}}`, `schemaVersion "2.0" is not supported`},
+		{`{"schemaVersion":9,"workflow":{"tasks":[{"name":"a","runtime":1}]}}`, `schemaVersion "9" is not supported`},
 	} {
 		if _, err := Read(strings.NewReader(tc.doc)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err %v, want %q", tc.doc, err, tc.want)
+		} else if strings.Contains(err.Error(), "struct") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: err %q names Go types or spans lines", tc.doc, err)
+		}
+	}
+	// The 1.x versions, as a string or a number, and none, are read.
+	for _, v := range []string{`"1.5"`, `"1.3"`, `1.4`, `"1"`, `null`} {
+		if _, err := Read(strings.NewReader(`{"schemaVersion":` + v + `,"workflow":{"tasks":[{"name":"a","runtime":1}]}}`)); err != nil {
+			t.Errorf("schemaVersion %s: %v", v, err)
 		}
 	}
 }

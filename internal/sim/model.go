@@ -143,6 +143,10 @@ type model struct {
 
 	live liveState // Config.Staging == StagingLive
 	rs   resState  // resources modelled
+
+	// started, when not nil, records the jobs in the order they start
+	// (tests compare it with the live CLS's order).
+	started *[]int32
 }
 
 // Run simulates workload w on platform p. It is deterministic: the same
@@ -581,6 +585,9 @@ func (m *model) run(ph int32) {
 	job := &m.w.Jobs[j]
 	t := m.fetchInputs(j, policy.Site(p.host))
 	js := &m.jobs[j]
+	if m.started != nil {
+		*m.started = append(*m.started, j)
+	}
 	js.finish = m.c.now + t + job.Runtime
 	m.respSum += js.finish - js.submit
 	p.reporting = true

@@ -135,7 +135,8 @@ func TestRunErrors(t *testing.T) {
 		{"placeholders", WAN, Config{Policy: "dc"}, "placeholders"},
 		{"inflation", WAN, Config{Policy: "dc", Placeholders: 2, Inflation: -1}, "inflation"},
 		{"platform", bad, Config{Policy: "dc", Placeholders: 2}, "scp_rate_Bps"},
-		{"time limit", WAN, Config{Policy: "dc", Placeholders: 2, MaxTime: 10}, "virtual seconds"},
+		{"time limit", WAN, Config{Policy: "dc", Placeholders: 2, MaxTime: 40}, "virtual seconds"},
+		{"job past the time limit", WAN, Config{Policy: "dc", Placeholders: 2, MaxTime: 10}, "past the simulated horizon of 10 s"},
 	}
 	for _, tc := range tests {
 		if _, err := Run(w, tc.p, tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {

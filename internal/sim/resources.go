@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -393,6 +392,10 @@ func MixedBag(seed uint64, n int) *Workload {
 // cores (wfformat's Task.Cores: "cores", "coreCount") and its measured
 // memory (Task.Mem: "memoryInBytes", "memory"), after its parents.
 // A file a task writes appears where it ran; the others are outside.
+// Each job is its own group, as the live replay (internal/wfreplay) makes
+// a target per task and the CLS learns runtimes by target: a task
+// without a runtime is not given the mean of earlier tasks of its name,
+// which the live CLS would not know.
 func TraceWorkload(tr *wfformat.Workflow) (*Workload, error) {
 	w := &Workload{}
 	files := map[string]int32{}
@@ -410,7 +413,7 @@ func TraceWorkload(tr *wfformat.Workflow) (*Workload, error) {
 		index[t.ID] = int32(i)
 	}
 	for _, t := range tr.Tasks {
-		job := WorkloadJob{Name: t.ID, Group: cmp.Or(t.Name, t.ID), Runtime: t.Runtime, Estimate: t.Runtime, Tasks: 1}
+		job := WorkloadJob{Name: t.ID, Group: t.ID, Runtime: t.Runtime, Estimate: t.Runtime, Tasks: 1}
 		if t.Cores > 1 {
 			job.Request.CPUs = t.Cores
 		}

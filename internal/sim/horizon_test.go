@@ -45,3 +45,25 @@ func TestRunContextCancelled(t *testing.T) {
 		t.Errorf("sweep: err %v, want context.Canceled", err)
 	}
 }
+
+// A file whose one copy outlasts the horizon is refused as a job is; so is
+// a platform on which a placeholder's turn takes no time (idle
+// placeholders asked without end at one virtual instant: mqsim hung).
+func TestHorizonRefusesHugeFileAndTimelessPlatform(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w := mustWorkload(t, `{"files":[{"name":"big","bytes":1000000000000000000}],"jobs":[{"name":"a","runtime_s":1,"in":["big"]}]}`)
+	if _, err := RunContext(ctx, w, LAN, Config{Policy: "fcfs", Placeholders: 2, Seed: 1}); err == nil || !strings.Contains(err.Error(), `file "big"`) || !strings.Contains(err.Error(), "horizon") {
+		t.Errorf("huge file: err %v, want the file named past the horizon", err)
+	}
+	timeless := LAN
+	timeless.Name, timeless.CLSInvocation, timeless.QueuingDelay, timeless.OtherJob = "timeless", 0, 0, 0
+	idle := mustWorkload(t, `{"jobs":[{"name":"a","runtime_s":5},{"name":"b","runtime_s":1,"after":["a"]}]}`)
+	if _, err := RunContext(ctx, idle, timeless, Config{Policy: "fcfs", Placeholders: 2, Seed: 1}); err == nil || !strings.Contains(err.Error(), "other_job_s must be at least") {
+		t.Errorf("timeless platform: err %v, want it refused", err)
+	}
+	if _, err := ReadPlatform(strings.NewReader(`{"cls_invocation_s":0,"queuing_delay_s":0,"other_job_s":0}`)); err == nil {
+		t.Error("ReadPlatform took a timeless platform")
+	}
+}

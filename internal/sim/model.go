@@ -22,7 +22,8 @@ type Config struct {
 	// means policy.DefaultDC with the platform's one-way latency.
 	DC policy.DC
 	// MaxTime stops a run that has not finished by then (virtual seconds);
-	// 0 means 10^9.
+	// 0 means 10^8 (three years: idle placeholders ask about ten times a
+	// virtual second, so a run that long is about 10^9 events).
 	MaxTime float64
 	// Staging is how inputs move: StagingInline ("" means it), the
 	// thesis's placeholder copying its job's inputs within its turn, or
@@ -215,7 +216,7 @@ func newModel(w *Workload, p Platform, cfg Config) (*model, error) {
 		return nil, fmt.Errorf("inflation must be > 0")
 	}
 	if cfg.MaxTime == 0 {
-		cfg.MaxTime = 1e9
+		cfg.MaxTime = 1e8
 	}
 	// A job longer than the horizon cannot end within it; refused now,
 	// not after the billions of events the idle placeholders' turns take
@@ -223,6 +224,15 @@ func newModel(w *Workload, p Platform, cfg Config) (*model, error) {
 	for _, job := range w.Jobs {
 		if job.Runtime > cfg.MaxTime {
 			return nil, fmt.Errorf("job %q runs %g s, past the simulated horizon of %g s", job.Name, job.Runtime, cfg.MaxTime)
+		}
+	}
+	for _, f := range w.Files {
+		bytes := float64(f.Bytes)
+		if f.producer >= 0 {
+			bytes *= cfg.Inflation
+		}
+		if t := p.SCPLatency + bytes/p.SCPRate; t > cfg.MaxTime {
+			return nil, fmt.Errorf("file %q (%g bytes) takes %g s to copy on platform %q, past the simulated horizon of %g s", f.Name, bytes, t, p.Name, cfg.MaxTime)
 		}
 	}
 	switch cfg.Staging {

@@ -87,6 +87,10 @@ func (p Platform) Transfer(from, to policy.Site, bytes int64, files int) float64
 
 var _ policy.Network = Platform{}
 
+// MinTurn is the least time a placeholder's turn may take (a round trip
+// to the CLS plus the other user's job), in seconds.
+const MinTurn = 1e-3
+
 // Validate reports the first nonsensical parameter.
 func (p Platform) Validate() error {
 	bad := func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) || v < 0 }
@@ -103,6 +107,11 @@ func (p Platform) Validate() error {
 		return fmt.Errorf("platform %q: other_job_s must be >= 0", p.Name)
 	case p.PerHost < 0:
 		return fmt.Errorf("platform %q: placeholders_per_host must be >= 1", p.Name)
+	case p.CLSInvocation+p.OtherJob < MinTurn:
+		// An idle placeholder asks again after a round trip and the
+		// other user's job: with both 0 it asks without end at one
+		// instant and the run never ends.
+		return fmt.Errorf("platform %q: cls_invocation_s plus other_job_s must be at least %g s (a placeholder's turn takes time)", p.Name, MinTurn)
 	}
 	for i, h := range p.Hosts {
 		if _, err := h.Capacity(); err != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -15,7 +14,6 @@ import (
 	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/internal/sim"
-	"github.com/mq-hpc/mq/internal/wfformat"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -124,48 +122,57 @@ func runTraces(c *cli.Context, s sim.GridSweep, out io.Writer) error {
 	if minTasks < 1 {
 		return mqcli.Usagef("--min-tasks: %d is not >= 1", minTasks)
 	}
+	// Every trace is read before anything is printed: a bad one is one
+	// line of error, not a table cut short.
+	var levels []sim.GridLevel
+	var none []string // traces without such a level
+	for _, path := range strings.Split(c.String("trace"), ",") {
+		w, err := readTrace(path)
+		if err != nil {
+			return mqcli.Usagef("--trace: %v", err)
+		}
+		ls, err := sim.TraceLevels(w, minTasks, 10)
+		if err != nil {
+			return err
+		}
+		if len(ls) == 0 {
+			none = append(none, path)
+		}
+		levels = append(levels, ls...)
+	}
+	if len(levels) == 0 {
+		return mqcli.Usagef("--trace: no level of the traces has %d tasks; lower --min-tasks", minTasks)
+	}
+	for _, path := range none {
+		fmt.Fprintf(c.App.ErrWriter, "mqsim: %s: no level (tasks at one depth) has %d tasks (--min-tasks): left out\n", path, minTasks)
+	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	if !c.Bool("json") {
 		fmt.Fprintf(out, "traced levels as bags of tasks: mean over %d seeds, %d runs each, load %g\n", len(s.Seeds), s.Base.Runs, s.Base.Load)
 		fmt.Fprintln(tw, "level\ttasks\tinput_MiB\tpolicy\tmakespan_s\tfirst_s\tlater_s\tcpu_waste\tnet_waste\t")
 	}
-	for _, path := range strings.Split(c.String("trace"), ",") {
-		f, err := os.Open(path)
+	for _, l := range levels {
+		ls := s
+		ls.Base.Tasks = l.Tasks
+		ls.Granularities = []int64{1}
+		rs, err := ls.Run(c.Context, 0)
 		if err != nil {
-			return fmt.Errorf("--trace: %w", err)
+			return fmt.Errorf("%s: %w", l.Name, err)
 		}
-		w, err := wfformat.Read(f)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("--trace %s: %w", path, err)
-		}
-		levels, err := sim.TraceLevels(w, minTasks, 10)
-		if err != nil {
-			return err
-		}
-		for _, l := range levels {
-			ls := s
-			ls.Base.Tasks = l.Tasks
-			ls.Granularities = []int64{1}
-			rs, err := ls.Run(c.Context, 0)
-			if err != nil {
-				return fmt.Errorf("%s: %w", l.Name, err)
-			}
-			if c.Bool("json") {
-				for _, r := range rs {
-					if err := writeGridJSON(out, l.Name, r); err != nil {
-						return err
-					}
+		if c.Bool("json") {
+			for _, r := range rs {
+				if err := writeGridJSON(out, l.Name, r); err != nil {
+					return err
 				}
+			}
+			continue
+		}
+		for _, g := range sim.SummarizeGrid(ls, rs) {
+			if g.Granularity != 0 {
 				continue
 			}
-			for _, g := range sim.SummarizeGrid(ls, rs) {
-				if g.Granularity != 0 {
-					continue
-				}
-				fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%.0f\t%.0f\t%.0f\t%.1f%%\t%.1f%%\t\n", protocol.ClipText(l.Name, 60), len(l.Tasks), float64(l.Bytes)/(1<<20),
-					g.Policy, g.Makespan, g.FirstRun, g.LaterRuns, 100*g.CPUWaste, 100*g.NetWaste)
-			}
+			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%.0f\t%.0f\t%.0f\t%.1f%%\t%.1f%%\t\n", protocol.ClipText(l.Name, 60), len(l.Tasks), float64(l.Bytes)/(1<<20),
+				g.Policy, g.Makespan, g.FirstRun, g.LaterRuns, 100*g.CPUWaste, 100*g.NetWaste)
 		}
 	}
 	return tw.Flush()

@@ -69,8 +69,23 @@ func TestMqsimGridBadFlags(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want a one-line usage error", args, code, errOut)
 		}
 	}
-	if code, _, errOut := runMqsim(t, "grid", "--trace", "/nonexistent.json"); code != 1 || !strings.Contains(errOut, "nonexistent") {
-		t.Errorf("missing trace: exit %d %q", code, errOut)
+	// A bad trace, or none with a level big enough, is one line on
+	// stderr and nothing on stdout (the table's header came first, or an
+	// empty table with exit 0).
+	dir := t.TempDir()
+	small := filepath.Join(dir, "small.json")
+	os.WriteFile(small, []byte(`{"workflow":{"tasks":[{"name":"a","runtime":1}]}}`), 0o644)
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"schemaVersion":"2.0"}`), 0o644)
+	for _, tc := range []struct{ trace, want string }{
+		{"/nonexistent.json", "nonexistent"},
+		{small, "no level of the traces has 10 tasks"},
+		{bad, `schemaVersion "2.0"`},
+	} {
+		code, out, errOut := runMqsim(t, "grid", "--trace", tc.trace, "--seeds", "1", "--runs", "1")
+		if code != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("--trace %s: exit %d, stdout %q, stderr %q; want exit 2, one line with %q", tc.trace, code, out, errOut, tc.want)
+		}
 	}
 }
 

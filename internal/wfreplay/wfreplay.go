@@ -196,6 +196,11 @@ func (b *builder) job(t wfformat.Task) (protocol.JobSpec, error) {
 		js.Mem = max((t.Mem+mib-1)/mib*mib, MinMem)
 	}
 	rt := t.Runtime
+	if rt > protocol.MaxSeconds {
+		// Refused here, naming the task, rather than by the CLS as
+		// "line N" of a bulk the user never wrote.
+		return js, fmt.Errorf("task %q runs %g s at this time scale, more than a job may (%g s, about 31 years)", t.ID, rt, float64(protocol.MaxSeconds))
+	}
 	if b.o.Est {
 		js.Est = rt
 	}

@@ -130,6 +130,21 @@ func TestNewNames(t *testing.T) {
 	}
 }
 
+// A task whose scaled runtime no job may run is refused naming the task
+// (the CLS refused "line 1" of a bulk the user never wrote).
+func TestNewRuntimeTooLong(t *testing.T) {
+	t.Parallel()
+	w := &wfformat.Workflow{FileSizes: map[string]int64{}, Tasks: []wfformat.Task{
+		{ID: "ok", Runtime: 5}, {ID: "forever", Runtime: 1e15, Parents: []string{"ok"}},
+	}}
+	if _, err := New(w, Options{TimeScale: 0.001, Est: true}); err == nil || !strings.Contains(err.Error(), `task "forever" runs 1e+12 s`) {
+		t.Fatalf("err %v, want the task named", err)
+	}
+	if _, err := New(w, Options{TimeScale: 1e-6, Est: true}); err != nil {
+		t.Fatalf("scaled to 1e9 s: %v", err)
+	}
+}
+
 func TestCheckScale(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

@@ -126,7 +126,10 @@ func lpProblem(m *model) (lpplace.Problem, []int, [][]int32) {
 			for _, j := range jobs {
 				sum += m.exec[j][s] + m.staticCost[j][s]
 			}
-			st.Times[s] = per * sum / float64(len(jobs)) // +Inf if a job cannot run there
+			// +Inf if a job cannot run there; a stage of jobs that take
+			// no time still holds a slot for an instant (lpplace runs a
+			// stage only where its time is above 0).
+			st.Times[s] = max(per*sum/float64(len(jobs)), minStageTime)
 		}
 		var out float64
 		for _, j := range jobs {
@@ -140,6 +143,9 @@ func lpProblem(m *model) (lpplace.Problem, []int, [][]int32) {
 	}
 	return p, stageOf, stages
 }
+
+// minStageTime is the least seconds an item of a stage takes in the LP.
+const minStageTime = 1e-3
 
 // shares splits n among sites in proportion to flow, by largest
 // remainder.

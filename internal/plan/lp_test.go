@@ -45,6 +45,25 @@ func TestLPStages(t *testing.T) {
 	}
 }
 
+// Jobs that take no time (a trace's tasks of runtime 0, a whole depth of
+// them) are planned: the LP refused them as "a stage has no site it can
+// run at".
+func TestLPZeroRuntimes(t *testing.T) {
+	p := policy.Problem{Sites: []policy.PlanSite{{Name: "a", Slots: 2}, {Name: "b", Slots: 1}}}
+	p.Jobs = []policy.PlanJob{
+		{ID: 1, Est: map[string]float64{"a": 0, "b": 0}, Outputs: []policy.PlanFile{{Path: "x", Size: 10}}},
+		{ID: 2, Est: map[string]float64{"a": 0, "b": 0}, Inputs: []policy.PlanFile{{Path: "x"}}},
+		{ID: 3, Est: map[string]float64{"a": 0, "b": 0}, Inputs: []policy.PlanFile{{Path: "x"}}},
+	}
+	pl, err := LP{}.Plan(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pl.Order) != 3 || pl.Site[1] == "" || pl.Site[2] == "" || pl.Site[3] == "" {
+		t.Errorf("plan %+v", pl)
+	}
+}
+
 func TestShares(t *testing.T) {
 	for _, tc := range []struct {
 		n    int

@@ -67,3 +67,35 @@ func TestHorizonRefusesHugeFileAndTimelessPlatform(t *testing.T) {
 		t.Error("ReadPlatform took a timeless platform")
 	}
 }
+
+// Phases are submitted in order whatever their numbers: a workload
+// naming phase 2,000,000,000 ran mqsim out of memory (a slot was made
+// for every phase number up to it).
+func TestSparsePhases(t *testing.T) {
+	t.Parallel()
+	w := mustWorkload(t, `{"jobs":[{"name":"late","runtime_s":1,"phase":2000000000},{"name":"b","runtime_s":2,"phase":3},{"name":"c","runtime_s":1,"phase":7,"after":["b"]}]}`)
+	m, err := newModel(w, quiet, Config{Policy: "fcfs", Placeholders: 1, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started []int32
+	m.started = &started
+	if _, err := m.simulate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, j := range started {
+		order = append(order, w.Jobs[j].Name)
+	}
+	if strings.Join(order, ",") != "b,c,late" {
+		t.Errorf("order %v, want phases 3, 7, 2000000000 in turn", order)
+	}
+}
+
+// A negative task count is an error, not silently 1.
+func TestWorkloadNegativeTasks(t *testing.T) {
+	t.Parallel()
+	if _, err := ReadWorkload(strings.NewReader(`{"jobs":[{"name":"a","runtime_s":1,"tasks":-3}]}`)); err == nil || !strings.Contains(err.Error(), "tasks -3") {
+		t.Errorf("err %v, want tasks -3 refused", err)
+	}
+}

@@ -307,18 +307,21 @@ func (m *model) setup() error {
 	}
 	m.jobs = make([]jobState, len(m.w.Jobs))
 	m.users = make([][]int32, len(m.w.Jobs))
-	maxPhase := 0
+	var phases []int // the phases jobs name, ascending: a workload may skip numbers
 	for j, job := range m.w.Jobs {
 		m.jobs[j].pending = len(job.deps)
 		for _, d := range job.deps {
 			m.users[d] = append(m.users[d], int32(j))
 		}
-		maxPhase = max(maxPhase, job.Phase)
+		if i, found := slices.BinarySearch(phases, job.Phase); !found {
+			phases = slices.Insert(phases, i, job.Phase)
+		}
 		m.allTasks += job.Tasks
 	}
-	m.phases = make([][]int32, maxPhase+1)
+	m.phases = make([][]int32, len(phases))
 	for j, job := range m.w.Jobs {
-		m.phases[job.Phase] = append(m.phases[job.Phase], int32(j))
+		i, _ := slices.BinarySearch(phases, job.Phase)
+		m.phases[i] = append(m.phases[i], int32(j))
 	}
 	if m.live.on {
 		m.setupLive(nh)

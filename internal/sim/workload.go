@@ -262,6 +262,9 @@ func ReadWorkload(r io.Reader) (*Workload, error) {
 	}
 	for _, j := range doc.Jobs {
 		job := WorkloadJob{Name: j.Name, Group: j.Group, Phase: j.Phase, Runtime: j.Runtime, Estimate: j.Estimate, Tasks: j.Tasks}
+		if j.Tasks < 0 {
+			return nil, fmt.Errorf("workload: job %q: tasks %d: want 1 or more (absent: 1)", j.Name, j.Tasks)
+		}
 		if err := job.Request.SetCPUs(strconv.Itoa(max(j.CPUs, 1))); err != nil || j.CPUs < 0 {
 			return nil, fmt.Errorf("workload: job %q: cpus %d: want 1 or more", j.Name, j.CPUs)
 		}

@@ -52,7 +52,8 @@ func (e *Expect) Estimate(group string, estimate float64) float64 {
 // time between their past requests, as the thesis does (section 6.3). The
 // zero value is ready to use; it is not safe for concurrent use.
 type Arrivals struct {
-	ph []arrivalStats // in order of first arrival, so predictions are deterministic
+	ph  []arrivalStats // in order of first arrival, so predictions are deterministic
+	idx map[int64]int  // ph's index by id: a scan per request cost O(placeholders)
 }
 
 type arrivalStats struct {
@@ -63,10 +64,8 @@ type arrivalStats struct {
 }
 
 func (a *Arrivals) find(ph int64) int {
-	for i := range a.ph {
-		if a.ph[i].id == ph {
-			return i
-		}
+	if i, ok := a.idx[ph]; ok {
+		return i
 	}
 	return -1
 }
@@ -76,6 +75,10 @@ func (a *Arrivals) find(ph int64) int {
 func (a *Arrivals) Observe(ph int64, site Site, now float64) {
 	i := a.find(ph)
 	if i < 0 {
+		if a.idx == nil {
+			a.idx = make(map[int64]int)
+		}
+		a.idx[ph] = len(a.ph)
 		a.ph = append(a.ph, arrivalStats{id: ph, site: site, last: now})
 		return
 	}
@@ -91,6 +94,10 @@ func (a *Arrivals) Observe(ph int64, site Site, now float64) {
 func (a *Arrivals) Forget(ph int64) {
 	if i := a.find(ph); i >= 0 {
 		a.ph = append(a.ph[:i], a.ph[i+1:]...)
+		delete(a.idx, ph)
+		for j := i; j < len(a.ph); j++ {
+			a.idx[a.ph[j].id] = j
+		}
 	}
 }
 

@@ -64,4 +64,27 @@ func TestArrivals(t *testing.T) {
 	if got := a.Predict(5, 3, nil); !slices.Equal(got, []Arrival{{Site: 21, In: 3.5}}) {
 		t.Fatalf("after backwards clock: %v", got)
 	}
+	// After a Forget the others are still found (3 moved down a place),
+	// and a forgotten one comes back as new.
+	a.Observe(3, 30, 12) // interval 10
+	a.Observe(1, 10, 12)
+	a.Forget(2)
+	a.Observe(1, 10, 14) // interval 2
+	if got := a.Predict(14, -1, nil); !slices.Equal(got, []Arrival{{Site: 30, In: 8}, {Site: 10, In: 2}}) {
+		t.Fatalf("after a second Forget: %v", got)
+	}
+}
+
+// Observing costs the same with many placeholders: a scan per request
+// made a simulation of 100,000 placeholders take 94 s for 10^6 events.
+func BenchmarkArrivalsObserve(b *testing.B) {
+	var a Arrivals
+	const n = 100000
+	for i := range n {
+		a.Observe(int64(i), Site(i), 0)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		a.Observe(int64(i%n), Site(i%n), float64(i))
+	}
 }

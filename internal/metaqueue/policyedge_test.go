@@ -44,6 +44,12 @@ func TestPolicyOrdersEdges(t *testing.T) {
 		{"switches", []string{"fcfs", "sjf", "dc", "fcfs", "cp", "dc", "sjf"},
 			[]protocol.JobSpec{qspec("a", 9), qspec("b", 1), qspec("c", 5), qspec("d", 0), qspec("e", 3), qspec("f", 2), qspec("g", 4)},
 			[]string{"a", "b", "c", "d", "g", "e", "f"}},
+		// The bag-of-tasks choosers with no files, switched in and out:
+		// every job once.
+		{"bag switches", []string{"sa", "wqr", "xsufferage", "dc", "sa", "fcfs", "xsufferage", "wqr"},
+			[]protocol.JobSpec{qspec("a", 9), qspec("b", 1), qspec("c", 5), qspec("d", 0), qspec("e", 3), qspec("f", 2), qspec("g", 4), qspec("h", 0), qspec("i", 1)}, nil},
+		{"xsufferage no files", []string{"xsufferage"}, []protocol.JobSpec{qspec("a", 0), qspec("b", 2), qspec("c", 0)}, nil},
+		{"sa no files", []string{"sa"}, []protocol.JobSpec{qspec("a", 0), qspec("b", 2), qspec("c", 0)}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

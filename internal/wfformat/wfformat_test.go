@@ -1,6 +1,7 @@
 package wfformat
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -190,6 +191,12 @@ func FuzzRead(f *testing.F) {
 	f.Add(spec15)
 	f.Add(spec14)
 	f.Add(`{"workflow":{"tasks":[{"name":"a","parents":["a"],"runtime":1}]}}`)
+	f.Add(`{"schemaVersion":"1.5","workflow":{"specification":{"tasks":[{"id":"тест","children":["b🙂"],"outputFiles":["出力"]},{"id":"b🙂","inputFiles":["出力"]}],"files":[{"id":"出力","sizeInBytes":0}]},"execution":{"tasks":[{"id":"тест","runtimeInSeconds":0},{"id":"b🙂","runtimeInSeconds":1e300,"coreCount":-2}]}}}`)
+	f.Add(`{"schemaVersion":2,"workflow":{"tasks":"x"}}`)
+	// A real trace, when the shared data is beside the repository.
+	if b, err := os.ReadFile(filepath.Join("..", "..", "..", "shared", "data", "wfinstances", "srasearch-chameleon-10a-001.json")); err == nil {
+		f.Add(string(b))
+	}
 	f.Fuzz(func(t *testing.T, doc string) {
 		w, err := Read(strings.NewReader(doc))
 		if err != nil {
@@ -204,7 +211,9 @@ func FuzzRead(f *testing.F) {
 			}
 			seen[task.ID] = true
 		}
-		_ = w.LowerBound(8)
+		if lb := w.LowerBound(8); math.IsNaN(lb) || lb < 0 || w.CriticalPath() > w.Work()*(1+1e-9) && !math.IsInf(w.Work(), 1) {
+			t.Fatalf("lower bound %g, critical path %g, work %g", lb, w.CriticalPath(), w.Work())
+		}
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -68,6 +69,20 @@ func runPlans(c *cli.Context, planners func() []plan.Info) error {
 	if err != nil {
 		return err
 	}
+	// Every workflow is read before anything is printed: a bad trace is
+	// one line of error, not a table cut short.
+	type workflow struct {
+		w    *wfformat.Workflow
+		name string
+	}
+	var ws []workflow
+	for _, src := range append(c.Args().Slice(), gens...) {
+		w, name, err := loadWorkflow(src, c.Uint64("seed"))
+		if err != nil {
+			return mqcli.Usagef("%v", err)
+		}
+		ws = append(ws, workflow{w, name})
+	}
 	out := bufio.NewWriter(c.App.Writer)
 	defer out.Flush()
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -79,11 +94,8 @@ func runPlans(c *cli.Context, planners func() []plan.Info) error {
 		sites = []int{4}
 	}
 	var notes []string // under the table: planners that failed
-	for _, src := range append(c.Args().Slice(), gens...) {
-		w, name, err := loadWorkflow(src, c.Uint64("seed"))
-		if err != nil {
-			return err
-		}
+	for _, wf := range ws {
+		w, name := wf.w, wf.name
 		for _, n := range sites {
 			row, err := comparePlans(c, w, n, planners())
 			if err != nil {
@@ -138,6 +150,15 @@ func planArgs(c *cli.Context) (gens []string, sites []int, err error) {
 	}
 	if c.Int("slots") < 1 || c.Int("slots") > 4096 {
 		return nil, nil, mqcli.Usagef("--slots must be 1..4096, not %d", c.Int("slots"))
+	}
+	if bw := c.Float64("bandwidth"); !(bw > 0) || math.IsInf(bw, 0) {
+		return nil, nil, mqcli.Usagef("--bandwidth must be a number of bytes per second above 0, not %g", bw)
+	}
+	if lat := c.Float64("latency"); !(lat >= 0) || math.IsInf(lat, 0) {
+		return nil, nil, mqcli.Usagef("--latency must be a number of seconds >= 0, not %g", lat)
+	}
+	if c.Duration("time-limit") < 0 {
+		return nil, nil, mqcli.Usagef("--time-limit must be >= 0 (0: the planners' default, 30 s), not %v", c.Duration("time-limit"))
 	}
 	return gens, sites, nil
 }

@@ -72,7 +72,8 @@ func TestMqsimPlan(t *testing.T) {
 			t.Errorf("mqsim %v: exit %d, stderr %q; want a one-line usage error, 2", bad, code, errOut)
 		}
 	}
-	if code, _, errOut := runMqsim(t, "plan", filepath.Join(t.TempDir(), "missing.json")); code != 1 || errOut == "" {
+	// A missing trace is refused before any output, as mqsim --trace's.
+	if code, _, errOut := runMqsim(t, "plan", filepath.Join(t.TempDir(), "missing.json")); code != 2 || errOut == "" {
 		t.Errorf("a missing trace: exit %d, %q", code, errOut)
 	}
 }
@@ -125,5 +126,31 @@ func TestMqsimPlanFallback(t *testing.T) {
 	code, out, errOut = run("--sites", "2", path)
 	if code != 0 || !strings.Contains(out, "lp failed: simplex") || !strings.Contains(out, "no planner could stand in") {
 		t.Fatalf("no stand-in: exit %d, %s\n%s", code, errOut, out)
+	}
+}
+
+// Bad platform flags and a bad trace among good ones are one line of
+// usage error before any output (the table's header was printed, then
+// "plan: bandwidth 0, latency 0.05" with exit 1).
+func TestMqsimPlanBadInput(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "tiny.json")
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(good, []byte(tinyTrace), 0o644)
+	os.WriteFile(bad, []byte(`{"workflow":{"tasks":[{"name":"a","parents":["b"],"runtime":1},{"name":"b","parents":["a"],"runtime":1}]}}`), 0o644)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--bandwidth", "0", good}, "--bandwidth must be"},
+		{[]string{"--bandwidth", "-1e6", good}, "--bandwidth must be"},
+		{[]string{"--latency", "-1", good}, "--latency must be"},
+		{[]string{"--time-limit", "-1s", good}, "--time-limit must be"},
+		{[]string{good, bad}, "cycle"},
+	} {
+		code, out, errOut := runMqsim(t, append([]string{"plan", "--sites", "2"}, tc.args...)...)
+		if code != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2, one line with %q", tc.args, code, out, errOut, tc.want)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
@@ -46,9 +47,14 @@ type Remote struct {
 	Dir, JobName string
 	Log          *slog.Logger
 
+	// platform is "linux/amd64" and so on once connected. Not under mu,
+	// which a dial and the login host's preparation hold (an agent upload
+	// over a slow link: minutes): cls site list reads it under the
+	// Manager's lock, which every placeholder's registration takes too.
+	platform atomic.Value // string
+
 	mu       sync.Mutex
 	r        Runner
-	platform string
 	base     string // absolute: the site's directory on the login host
 	script   string
 	dataRoot string // absolute: where staged files live on the login host; "" with SharedFS
@@ -66,9 +72,8 @@ var _ Site = (*Remote)(nil)
 
 // Platform is "linux/amd64" and so on once connected.
 func (s *Remote) Platform() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.platform
+	p, _ := s.platform.Load().(string)
+	return p
 }
 
 // runner returns a prepared connection, making one if needed.
@@ -183,7 +188,7 @@ func (s *Remote) prepare(ctx context.Context, r Runner) error {
 	if err != nil {
 		return err
 	}
-	s.platform = goos + "/" + goarch
+	s.platform.Store(goos + "/" + goarch)
 	dir := s.Dir
 	if dir == "" {
 		dir = ".mq-sites"
@@ -207,7 +212,7 @@ func (s *Remote) prepare(ctx context.Context, r Runner) error {
 	}
 	bin, err := os.ReadFile(agentPath)
 	if err != nil {
-		return fmt.Errorf("agent for %s: %w", s.platform, err)
+		return fmt.Errorf("agent for %s: %w", goos+"/"+goarch, err)
 	}
 	remoteBin := path.Join(root, "bin", "mqagent-"+goos+"-"+goarch)
 	if _, err := r.Put(ctx, remoteBin, bin, 0o755); err != nil {

@@ -1,8 +1,10 @@
 package site
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"math"
 	"slices"
 	"strconv"
@@ -163,11 +165,22 @@ type fakeSite struct {
 	startAtOnce  bool // placeholders run as soon as submitted
 	brokenAtOnce bool // placeholders go into the error state as soon as submitted (SGE's Eqw)
 	submitted    int
+	submitErr    error  // the batch system refuses submissions
+	onSubmit     func() // called at each Submit, outside mu
 }
 
 func (f *fakeSite) Submit(_ context.Context, n int) ([]string, error) {
 	f.mu.Lock()
+	hook := f.onSubmit
+	f.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.submitErr != nil {
+		return nil, f.submitErr
+	}
 	var ids []string
 	for range n {
 		f.next++
@@ -728,4 +741,72 @@ func TestRemoveNotLastTrouble(t *testing.T) {
 	if err != nil || info.Error != "" {
 		t.Errorf("Remove: %+v, %v; want no error (the cancel worked)", info.Error, err)
 	}
+}
+
+// A batch system that refuses every submission (a partition that does not
+// exist, an account required): the site is degraded saying what the batch
+// system said, stays degraded (never shown ok) while the retries fail, is
+// logged degraded once, not at every retry, and recovers once a
+// submission is accepted.
+func TestSubmitRefusedDegradesOnce(t *testing.T) {
+	refused := errors.New("sbatch: exit status 1: sbatch: error: invalid partition specified: nosuch")
+	fs := &fakeSite{jobs: map[string]batch.State{}, submitErr: refused}
+	var logBuf syncBuffer
+	st := &fakeStore{}
+	m := &Manager{Store: st, Poll: 5 * time.Millisecond, Log: slog.New(slog.NewTextHandler(&logBuf, nil)),
+		Open: func(protocol.SiteSpec, func(int)) (Site, error) { return fs, nil }}
+	var mu sync.Mutex
+	calls, shown := 0, map[string]int{}
+	fs.onSubmit = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if calls++; calls > 1 { // after the first refusal
+			shown[m.List()[0].State]++
+		}
+	}
+	ctx := startManager(t, m)
+	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "c", Type: Slurm, SSH: "u@h", Max: 2}); err != nil {
+		t.Fatal(err)
+	}
+	st.setReady(1)
+	eventually(t, "four refused submissions", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return calls >= 4
+	})
+	info := m.List()[0]
+	if info.State != StateDegraded || !strings.Contains(info.Error, "invalid partition specified") {
+		t.Errorf("site %s %q, want degraded with the batch system's words", info.State, info.Error)
+	}
+	mu.Lock()
+	if len(shown) != 1 || shown[StateDegraded] == 0 {
+		t.Errorf("states shown while refused submissions were retried: %v, want degraded only", shown)
+	}
+	mu.Unlock()
+	if n := strings.Count(logBuf.String(), `msg="site degraded"`); n != 1 {
+		t.Errorf("logged degraded %d times for one trouble:\n%s", n, logBuf.String())
+	}
+	fs.mu.Lock()
+	fs.submitErr = nil
+	fs.mu.Unlock()
+	eventually(t, "recovered", func() bool { return m.List()[0].State == StateOK && fs.count(batch.Queued) == 1 })
+	eventually(t, "recovery logged", func() bool { return strings.Count(logBuf.String(), `msg="site recovered"`) == 1 })
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

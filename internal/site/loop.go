@@ -27,26 +27,32 @@ func (m *Manager) loop(ctx context.Context, ms *managed) {
 	// to 10 s) while they keep ending within a minute, so a placeholder
 	// that cannot start does not spin.
 	respawn := backoff.Backoff{Min: 100 * time.Millisecond, Max: 10 * time.Second}
-	failing := false
 	var lastList, lastKick time.Time
 	for {
 		wait := m.poll()
-		if err := m.step(ctx, ms, &lastList); err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			failing = true
-			wait = retry.Next()
-			m.mu.Lock()
-			changed := ms.state != StateDegraded || ms.err != err.Error()
+		err := m.step(ctx, ms, &lastList)
+		if err != nil && ctx.Err() != nil {
+			return
+		}
+		m.mu.Lock()
+		// Logged once per trouble, not at every retry of it.
+		changed := err != nil && (!ms.failing || ms.err != err.Error())
+		recovered := err == nil && ms.failing
+		ms.failing = err != nil
+		if err != nil {
 			ms.state, ms.err = StateDegraded, err.Error()
 			ms.supply = 0 // unknown: let other sites provide for the work
-			m.mu.Unlock()
+		} else if recovered {
+			ms.settleLocked()
+		}
+		m.mu.Unlock()
+		switch {
+		case err != nil:
+			wait = retry.Next()
 			if changed {
 				m.log().Warn("site degraded", "site", ms.spec.Name, "err", err)
 			}
-		} else if failing {
-			failing = false
+		case recovered:
 			retry.Reset()
 			m.log().Info("site recovered", "site", ms.spec.Name)
 		}
@@ -273,15 +279,8 @@ func (m *Manager) decideLocked(ms *managed, w siteWork, acts *siteActions, now t
 	d := Decide(c)
 	ms.supply = supplyOf(c)
 	ms.throttled = d.Throttled
-	switch {
-	case len(acts.stalled) > 0:
-		// Set by act, with what the placeholder's log says.
-	case ms.stall != "":
-		ms.state, ms.err = StateDegraded, ms.stall
-	case d.Throttled:
-		ms.state, ms.err = StateThrottled, ""
-	default:
-		ms.state, ms.err = StateOK, ""
+	if len(acts.stalled) == 0 { // else set by act, with what the placeholder's log says
+		ms.settleLocked()
 	}
 	// Cancel the newest queued first: the oldest are nearest to starting.
 	slices.SortFunc(queued, func(a, b string) int { return ms.known[b].submitted.Compare(ms.known[a].submitted) })
@@ -290,6 +289,22 @@ func (m *Manager) decideLocked(ms *managed, w siteWork, acts *siteActions, now t
 		delete(ms.known, id)
 	}
 	acts.submit = d.Submit
+}
+
+// settleLocked notes the site's state as its last decision found it,
+// unless its steps are failing: then it stays degraded, saying why, until
+// one succeeds (cls site list showed ok while each retry of a refused
+// submission was in flight, and each failure was logged as new).
+func (ms *managed) settleLocked() {
+	switch {
+	case ms.failing:
+	case ms.stall != "":
+		ms.state, ms.err = StateDegraded, ms.stall
+	case ms.throttled:
+		ms.state, ms.err = StateThrottled, ""
+	default:
+		ms.state, ms.err = StateOK, ""
+	}
 }
 
 // act does what the step decided: it says why placeholders are cancelled,

@@ -97,6 +97,9 @@ type managed struct {
 	state     string
 	err       string
 	throttled bool
+	// failing: the last step failed (err says why); the site stays
+	// degraded until a step succeeds.
+	failing bool
 	// supply is how many ready jobs this site's running placeholders will
 	// take at once, as of its last decision (see Counts.Elsewhere).
 	supply int

@@ -517,8 +517,7 @@ func (s *Remote) Submit(ctx context.Context, n int) ([]string, error) {
 	s.mu.Lock()
 	cmd := s.Batch.SubmitCommand(s.script, words)
 	s.mu.Unlock()
-	// One submission per line of output; stop at the first failure.
-	out, err := r.Run(ctx, "i=0; while [ $i -lt "+strconv.Itoa(n)+" ]; do "+cmd+" || exit $?; echo; i=$((i+1)); done")
+	out, err := r.Run(ctx, submitLoop(cmd, n))
 	var ids []string
 	for _, chunk := range strings.Split(string(out), "\n\n") {
 		if strings.TrimSpace(chunk) == "" {
@@ -538,6 +537,14 @@ func (s *Remote) Submit(ctx context.Context, n int) ([]string, error) {
 		return ids, fmt.Errorf("submitted %d placeholders, the batch system printed %d ids", n, len(ids))
 	}
 	return ids, nil
+}
+
+// submitLoop runs cmd n times, each submission's output followed by an
+// empty line, stopping at the first failure. It starts with cmd itself: a
+// failure is named by the command that failed (Runner errors name the
+// command's first word; "i=0;" said nothing of sbatch refusing a partition).
+func submitLoop(cmd string, n int) string {
+	return cmd + " || exit $?; echo; i=1; while [ $i -lt " + strconv.Itoa(n) + " ]; do " + cmd + " || exit $?; echo; i=$((i+1)); done"
 }
 
 // List lists this site's placeholders that have not ended.

@@ -302,3 +302,38 @@ func TestPermittedPort(t *testing.T) {
 		}
 	}
 }
+
+// A refused submission or cancel is named by the batch command that
+// refused it, and the submission loop still submits n times, stopping at
+// the first failure.
+func TestBatchCommandNames(t *testing.T) {
+	for _, typ := range []string{SGE, Slurm, PBS} {
+		b := ForType(typ)
+		want := map[string]string{SGE: "qsub", Slurm: "sbatch", PBS: "qsub"}[typ]
+		if got := commandName(submitLoop(b.SubmitCommand("/s.sh", []string{"-A", "p"}), 3)); got != want {
+			t.Errorf("%s: a failed submission is named %q, want %q", typ, got, want)
+		}
+		cancel := map[string]string{SGE: "qdel", Slurm: "scancel", PBS: "qdel"}[typ]
+		if got := commandName(b.CancelCommand([]string{"1", "2"})); got != cancel {
+			t.Errorf("%s: a failed cancel is named %q, want %q", typ, got, cancel)
+		}
+	}
+	dir := t.TempDir()
+	// A qsub that accepts two submissions and refuses the third.
+	os.WriteFile(filepath.Join(dir, "qsub"), []byte("#!/bin/sh\nn=$(cat "+dir+"/n 2>/dev/null || echo 0); n=$((n+1)); echo $n > "+dir+"/n\n[ $n -le 2 ] || { echo refused >&2; exit 3; }\necho $((4710+n))\n"), 0o755)
+	submit := func(n int) (string, error) {
+		c := exec.Command("/bin/sh", "-c", submitLoop("qsub -terse x", n))
+		c.Env = []string{"PATH=" + dir + ":" + os.Getenv("PATH")}
+		out, err := c.Output()
+		return string(out), err
+	}
+	if out, err := submit(1); out != "4711\n\n" || err != nil {
+		t.Errorf("one submission: %q, %v", out, err)
+	}
+	os.Remove(filepath.Join(dir, "n"))
+	out, err := submit(3)
+	var ee *exec.ExitError
+	if out != "4711\n\n4712\n\n" || !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Errorf("three submissions, the third refused: %q, %v", out, err)
+	}
+}

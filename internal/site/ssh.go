@@ -306,10 +306,15 @@ func (s *SSH) Run(ctx context.Context, cmd string) ([]byte, error) {
 	return stdout.Bytes(), nil
 }
 
+// commandName is the program cmd runs first, for its error messages: the
+// first word, or what a leading out=$(...) runs (PBS's cancel).
 func commandName(cmd string) string {
 	f := strings.Fields(cmd)
 	if len(f) == 0 {
 		return "command"
+	}
+	if _, sub, ok := strings.Cut(f[0], "=$("); ok && sub != "" {
+		return sub
 	}
 	return f[0]
 }

@@ -129,6 +129,12 @@ type SiteSet struct {
 	// Output replaces the site's output mode ("": the CLS's), for
 	// placeholders that register from then on.
 	Output *string `json:"output,omitempty"`
+	// Queue and SubmitArgs replace a remote site's batch queue (or
+	// partition) and extra qsub/sbatch arguments ("": none), for
+	// placeholders submitted from then on: a site the batch system
+	// refuses (no such partition, an account required) is mended in place.
+	Queue      *string `json:"queue,omitempty"`
+	SubmitArgs *string `json:"submit_args,omitempty"`
 }
 
 // SiteRemove names a site to remove.

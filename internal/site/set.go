@@ -14,10 +14,10 @@ type SiteUpdater interface {
 // Set changes a site's settings without removing it (cls site set): its
 // placeholders keep running and their jobs with them. The site's loop is
 // stopped, the spec stored, and the loop started again with what it
-// knew. A change of slots, walltime or idle timeout reaches placeholders
-// submitted from then on (the site is opened again: a local site keeps
-// watching its running processes, a remote one finds its placeholders in
-// the batch system by name).
+// knew. A change of slots, walltime, idle timeout, queue or submit
+// arguments reaches placeholders submitted from then on (the site is
+// opened again: a local site keeps watching its running processes, a
+// remote one finds its placeholders in the batch system by name).
 func (m *Manager) Set(ctx context.Context, set protocol.SiteSet) (protocol.SiteInfo, error) {
 	up, ok := m.Store.(SiteUpdater)
 	if !ok {
@@ -78,12 +78,19 @@ func (m *Manager) Set(ctx context.Context, set protocol.SiteSet) (protocol.SiteI
 	if set.Output != nil {
 		spec.Output = *set.Output
 	}
+	if set.Queue != nil {
+		spec.Queue = *set.Queue
+	}
+	if set.SubmitArgs != nil {
+		spec.SubmitArgs = *set.SubmitArgs
+	}
 	if err := Validate(&spec); err != nil {
 		return protocol.SiteInfo{}, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
 	}
 	reopen := spec.Slots != old.Slots || spec.Walltime != old.Walltime || spec.Idle != old.Idle || spec.PE != old.PE ||
 		spec.Mem != old.Mem || spec.GPUs != old.GPUs || spec.Resources != old.Resources ||
-		spec.Output != old.Output // a local site's placeholders are started with it
+		spec.Output != old.Output || // a local site's placeholders are started with it
+		spec.Queue != old.Queue || spec.SubmitArgs != old.SubmitArgs
 	var next Site
 	if reopen {
 		var err error

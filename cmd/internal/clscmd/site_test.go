@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -155,9 +156,6 @@ func TestSiteSizeBadInput(t *testing.T) {
 	} {
 		for _, cmd := range [][]string{{"cls", "site", "add", "c", "--type", "slurm", "--ssh", "u@h"}, {"cls", "site", "set", "c"}} {
 			args := append(append([]string{}, cmd...), tc.args...)
-			if cmd[2] == "set" && strings.Contains(tc.want, "--gpus must be") {
-				continue // checked by the CLS, which has the site (Validate)
-			}
 			sent := false
 			replies := map[string]clitest.Reply{
 				protocol.OpSiteAdd.Name: {Body: struct{}{}, Seen: func(json.RawMessage) { sent = true }},
@@ -172,6 +170,83 @@ func TestSiteSizeBadInput(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A value wrong in itself is the same usage error (exit 2, nothing sent)
+// to cls site set as to cls site add: set once sent it, and the CLS's
+// refusal exited 1.
+func TestSiteSetBadValuesAsAdd(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--max", "-1"}, "--max -1: want 0 <= min <= max"},
+		{[]string{"--max", "20000"}, "1 <= max <= 10000"},
+		{[]string{"--min", "-1"}, "--min -1"},
+		{[]string{"--min", "5", "--max", "2"}, "--min 5 --max 2"},
+		{[]string{"--slots", "-1"}, "--slots must be 1..4096, not -1"},
+		{[]string{"--slots", "5000"}, "--slots must be 1..4096"},
+		{[]string{"--price", "-1"}, "--price must be 0.."},
+		{[]string{"--walltime", "10s"}, "--walltime must be between 1m and 366 days"},
+		{[]string{"--walltime", "1h", "--idle", "2h"}, "--idle must be between 1s and the walltime"},
+		{[]string{"--provision", "nope"}, `--provision "nope"`},
+		{[]string{"--queue", "a b"}, `--queue "a b": not a queue name`},
+		{[]string{"--partition", "a;b"}, `--queue "a;b": not a queue name`},
+		{[]string{"--submit-args", "-A 'unclosed"}, "--submit-args"},
+	} {
+		for _, cmd := range [][]string{{"cls", "site", "add", "c", "--type", "slurm", "--ssh", "u@h"}, {"cls", "site", "set", "c"}} {
+			args := append(append([]string{}, cmd...), tc.args...)
+			sent := false
+			replies := map[string]clitest.Reply{
+				protocol.OpSiteAdd.Name: {Body: struct{}{}, Seen: func(json.RawMessage) { sent = true }},
+				protocol.OpSiteSet.Name: {Body: struct{}{}, Seen: func(json.RawMessage) { sent = true }},
+			}
+			var out, errOut bytes.Buffer
+			env := mqcli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Getwd: os.Getwd, Dial: clitest.Dial(replies)}
+			code := mqcli.Run(context.Background(), Cls(env), args)
+			lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
+			if code != mqcli.ExitUsage || sent || len(lines) != 1 || !strings.Contains(lines[0], tc.want) {
+				t.Errorf("%s: exit %d, sent %v, stderr %q; want exit 2, nothing sent, one line with %q", strings.Join(args, " "), code, sent, errOut.String(), tc.want)
+			}
+		}
+	}
+}
+
+// cls site set sends the queue and submit arguments it is given, and only
+// those: "" clears them.
+func TestSiteSetQueueSent(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want protocol.SiteSet
+	}{
+		{[]string{"--partition", "short"}, protocol.SiteSet{Name: "c", Queue: ptr("short")}},
+		{[]string{"--queue", "", "--submit-args", "-A proj"}, protocol.SiteSet{Name: "c", Queue: ptr(""), SubmitArgs: ptr("-A proj")}},
+		{[]string{"--submit-args", ""}, protocol.SiteSet{Name: "c", SubmitArgs: ptr("")}},
+	} {
+		var got protocol.SiteSet
+		replies := map[string]clitest.Reply{
+			protocol.OpSiteSet.Name: {Body: protocol.SiteInfo{SiteSpec: protocol.SiteSpec{Name: "c"}}, Seen: func(m json.RawMessage) { json.Unmarshal(m, &got) }},
+		}
+		var out, errOut bytes.Buffer
+		env := mqcli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Getwd: os.Getwd, Dial: clitest.Dial(replies)}
+		args := append([]string{"cls", "site", "set", "c"}, tc.args...)
+		if code := mqcli.Run(context.Background(), Cls(env), args); code != 0 {
+			t.Fatalf("%s: exit %d, %s", strings.Join(args, " "), code, errOut.String())
+		}
+		if g, w := fmt.Sprintf("%+v %v %v", got.Name, deref(got.Queue), deref(got.SubmitArgs)), fmt.Sprintf("%+v %v %v", tc.want.Name, deref(tc.want.Queue), deref(tc.want.SubmitArgs)); g != w {
+			t.Errorf("%s sent %s, want %s", strings.Join(args, " "), g, w)
+		}
+	}
+}
+
+func ptr(s string) *string { return &s }
+
+// deref shows a *string: <nil> or the string quoted.
+func deref(p *string) string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("%q", *p)
 }
 
 // cls site list says what each placeholder of a site holds besides its

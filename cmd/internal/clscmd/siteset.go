@@ -25,6 +25,8 @@ func siteSetFlags() ([]cli.Flag, *siteSetValues) {
 		&cli.StringFlag{Name: "walltime", Usage: "each placeholder's batch time limit, for placeholders submitted from now on", Destination: &v.walltime},
 		&cli.StringFlag{Name: "idle", Usage: "a placeholder exits after this long without work, for placeholders submitted from now on", Destination: &v.idle},
 		&cli.StringFlag{Name: "output", Usage: "streams, files or default (as cls serve --output): how the site's placeholders keep jobs' stdout and stderr, for placeholders that connect from now on", Destination: &v.output},
+		&cli.StringFlag{Name: "queue", Aliases: []string{"partition"}, Usage: "batch queue (SGE, PBS) or partition (Slurm), for placeholders submitted from now on (\"\" = the cluster's default)", Destination: &v.queue},
+		&cli.StringFlag{Name: "submit-args", Usage: "extra qsub/sbatch arguments, e.g. \"-A project\", for placeholders submitted from now on (they replace the site's; \"\" = none)", Destination: &v.submitArgs},
 	}, v.size.flags(", for placeholders submitted from now on")...)
 	// A flag left out leaves its setting as it is: no default applies.
 	for _, f := range flags {
@@ -46,7 +48,7 @@ type siteSetValues struct {
 	price                     float64
 	slots, min, max           int
 	provision, walltime, idle string
-	output                    string
+	output, queue, submitArgs string
 	size                      siteSize
 }
 
@@ -56,7 +58,7 @@ func siteSet(env mqcli.Env) *cli.Command {
 	flags, _ := siteSetFlags()
 	return &cli.Command{
 		Name:            "set",
-		Usage:           "change a site's price, placeholder size (slots or cpus, mem, gpus, resources), min, max, provisioning, walltime, idle timeout or output mode; its placeholders keep running",
+		Usage:           "change a site's price, placeholder size (slots or cpus, mem, gpus, resources), min, max, provisioning, walltime, idle timeout, output mode, queue or submit arguments; its placeholders keep running",
 		ArgsUsage:       "NAME",
 		SkipFlagParsing: true,
 		Flags:           flags,
@@ -73,7 +75,7 @@ func siteSet(env mqcli.Env) *cli.Command {
 				return mqcli.Usagef("site set takes exactly one NAME")
 			}
 			if len(set) == 0 {
-				return mqcli.Usagef("site set %s: nothing to change (--price, --slots, --cpus, --mem, --gpus, --resource, --min, --max, --provision, --walltime, --idle, --output)", protocol.Printable(names[0]))
+				return mqcli.Usagef("site set %s: nothing to change (--price, --slots, --cpus, --mem, --gpus, --resource, --min, --max, --provision, --walltime, --idle, --output, --queue, --submit-args)", protocol.Printable(names[0]))
 			}
 			req := protocol.SiteSet{Name: names[0]}
 			if set["price"] {
@@ -143,6 +145,15 @@ func siteSet(env mqcli.Env) *cli.Command {
 				}
 				*d = &secs
 			}
+			if set["queue"] || set["partition"] {
+				req.Queue = &v.queue
+			}
+			if set["submit-args"] {
+				req.SubmitArgs = &v.submitArgs
+			}
+			if err := checkSet(req); err != nil {
+				return err
+			}
 			cl, err := mqcli.Dial(c.Context, env, "cls")
 			if err != nil {
 				return err
@@ -156,4 +167,44 @@ func siteSet(env mqcli.Env) *cli.Command {
 			return nil
 		},
 	}
+}
+
+// checkSet checks each value req gives as cls site add would, so that a
+// value wrong in itself (--max -1, --walltime 10s) is a usage error (exit 2)
+// here as there. What is wrong only with the site's other settings (--min
+// above its --max, --queue for a local site) the CLS refuses (exit 1).
+func checkSet(req protocol.SiteSet) error {
+	// A site whose settings allow any value the others could: each value
+	// given replaces one of them.
+	spec := protocol.SiteSpec{Name: "s", Type: site.Slurm, SSH: "u@h", Max: 10000, Slots: 1, Walltime: 366 * 24 * 3600, Idle: 1}
+	if req.Min != nil {
+		spec.Min = *req.Min
+	}
+	if req.Max != nil {
+		spec.Max = *req.Max
+	}
+	for _, f := range []struct {
+		set  bool
+		copy func()
+	}{
+		{req.Price != nil, func() { spec.Price = *req.Price }},
+		{req.Slots != nil, func() { spec.Slots = *req.Slots }},
+		{req.Provision != nil, func() { spec.Provision = *req.Provision }},
+		{req.Walltime != nil, func() { spec.Walltime = *req.Walltime }},
+		{req.Idle != nil, func() { spec.Idle = *req.Idle }},
+		{req.Mem != nil, func() { spec.Mem = *req.Mem }},
+		{req.GPUs != nil, func() { spec.GPUs = *req.GPUs }},
+		{req.Resources != nil, func() { spec.Resources = *req.Resources }},
+		{req.Output != nil, func() { spec.Output = *req.Output }},
+		{req.Queue != nil, func() { spec.Queue = *req.Queue }},
+		{req.SubmitArgs != nil, func() { spec.SubmitArgs = *req.SubmitArgs }},
+	} {
+		if f.set {
+			f.copy()
+		}
+	}
+	if err := site.Validate(&spec); err != nil {
+		return mqcli.Usagef("%v", err)
+	}
+	return nil
 }

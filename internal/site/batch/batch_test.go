@@ -324,3 +324,24 @@ func FuzzParseList(f *testing.F) {
 		}
 	})
 }
+
+// Every job state and flag Slurm documents (its job state codes page) is
+// known: an unknown one fails the whole listing, so a placeholder in it
+// (POWER_UP_NODE while a power-saving cluster boots its node) kept the site
+// degraded for as long.
+func TestSlurmStatesKnown(t *testing.T) {
+	for state, want := range map[string]State{
+		"BOOT_FAIL": Exited, "CANCELLED": Exited, "COMPLETED": Exited, "DEADLINE": Exited, "FAILED": Exited,
+		"NODE_FAIL": Exited, "OUT_OF_MEMORY": Exited, "PENDING": Queued, "PREEMPTED": Exited, "RUNNING": Running,
+		"SUSPENDED": Running, "TIMEOUT": Exited,
+		"COMPLETING": Exited, "CONFIGURING": Queued, "EXPEDITING": Queued, "LAUNCH_FAILED": Exited,
+		"POWER_UP_NODE": Queued, "RECONFIG_FAIL": Exited, "REQUEUED": Queued, "REQUEUE_FED": Queued,
+		"REQUEUE_HOLD": Queued, "RESIZING": Running, "RESV_DEL_HOLD": Queued, "REVOKED": Exited,
+		"SIGNALING": Running, "SPECIAL_EXIT": Exited, "STAGE_OUT": Running, "STOPPED": Running, "UPDATE_DB": Running,
+	} {
+		ps, err := Slurm{}.ParseList([]byte("7|"+state+"|2026-11-22T06:00:58|N/A|n\n"), "n")
+		if err != nil || len(ps) != 1 || ps[0].State != want {
+			t.Errorf("squeue state %s: %v, %v; want %v", state, ps, err, want)
+		}
+	}
+}

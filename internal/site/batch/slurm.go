@@ -80,17 +80,26 @@ func (Slurm) ParseList(out []byte, name string) ([]Placeholder, error) {
 	return ps, nil
 }
 
-// slurmState maps squeue's long state names (and their short codes).
+// slurmState maps squeue's long state names (and their short codes):
+// every base state and every flag squeue may show in its place (Slurm's
+// job state codes page). An unknown one fails the whole listing (and
+// degrades the site) until the job leaves it: POWER_UP_NODE, shown while
+// a power-saving cluster boots the placeholder's node, did for minutes.
 func slurmState(s string) (State, bool) {
 	switch strings.ToUpper(s) {
-	case "PENDING", "PD", "CONFIGURING", "CF", "REQUEUED", "RQ", "REQUEUE_HOLD", "RH", "REQUEUE_FED", "RF", "RESV_DEL_HOLD", "RD":
+	// Not started: waiting, being requeued, or its nodes booting.
+	case "PENDING", "PD", "CONFIGURING", "CF", "REQUEUED", "RQ", "REQUEUE_HOLD", "RH", "REQUEUE_FED", "RF", "RESV_DEL_HOLD", "RD",
+		"EXPEDITING", "POWER_UP_NODE":
 		return Queued, true
-	case "RUNNING", "R", "SUSPENDED", "S", "STOPPED", "ST", "SIGNALING", "SI", "STAGE_OUT", "SO", "RESIZING", "RS":
+	// Started and holding its allocation (UPDATE_DB: a note to the
+	// accounting, on a job whose state it hides).
+	case "RUNNING", "R", "SUSPENDED", "S", "STOPPED", "ST", "SIGNALING", "SI", "STAGE_OUT", "SO", "RESIZING", "RS", "UPDATE_DB":
 		return Running, true
 	// COMPLETING: the batch system is killing it; it takes no more work, and
 	// can stay so for long, so it must not hold back a replacement.
 	case "COMPLETING", "CG", "COMPLETED", "CD", "CANCELLED", "CA", "FAILED", "F", "TIMEOUT", "TO", "NODE_FAIL", "NF", "PREEMPTED", "PR",
-		"OUT_OF_MEMORY", "OOM", "BOOT_FAIL", "BF", "DEADLINE", "DL", "REVOKED", "RV", "SPECIAL_EXIT", "SE":
+		"OUT_OF_MEMORY", "OOM", "BOOT_FAIL", "BF", "DEADLINE", "DL", "REVOKED", "RV", "SPECIAL_EXIT", "SE",
+		"LAUNCH_FAILED", "RECONFIG_FAIL":
 		return Exited, true
 	}
 	return 0, false

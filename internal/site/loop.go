@@ -204,6 +204,13 @@ func (m *Manager) observeLocked(ms *managed, ps []batch.Placeholder, now time.Ti
 				}
 			}
 			t.state = batch.Running
+		case batch.Queued:
+			if t.state == batch.Running {
+				// Back in the queue (Slurm requeues a job whose node
+				// failed, or preempted): it takes no work, and its wait
+				// counts from now.
+				t.state, t.submitted, t.started = batch.Queued, now, time.Time{}
+			}
 		case batch.Error:
 			broken = append(broken, p.ID)
 			t.state = batch.Exited

@@ -83,3 +83,40 @@ func TestSetQueueMendsRefusedSite(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// A running placeholder the batch system puts back in its queue (Slurm
+// requeues a batch job whose node failed, or that was preempted or
+// requeued by the admin, under the same id) is counted as queued again:
+// it takes no work, so the other sites provide for it, and its wait in
+// the queue counts from then. (It stayed counted as running, holding the
+// other sites back while it waited.)
+func TestRequeuedPlaceholderCountsQueued(t *testing.T) {
+	c, d := &fakeSite{jobs: map[string]batch.State{}}, &fakeSite{jobs: map[string]batch.State{}}
+	st := &fakeStore{ready: 1}
+	m := &Manager{Store: st, Poll: 5 * time.Millisecond, Open: func(spec protocol.SiteSpec, _ func(int)) (Site, error) {
+		if spec.Name == "c" {
+			return c, nil
+		}
+		return d, nil
+	}}
+	ctx := startManager(t, m)
+	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "c", Type: Slurm, SSH: "u@h", Max: 1}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "c's placeholder queued", func() bool { return c.count(batch.Queued) == 1 })
+	c.startAll()
+	eventually(t, "c's placeholder running", func() bool { return siteInfo(m, "c").Running == 1 })
+	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "d", Type: Slurm, SSH: "u@h", Max: 1}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "d looked", func() bool { return siteInfo(m, "d").State == StateOK })
+	if n := d.count(batch.Queued); n != 0 {
+		t.Fatalf("d submitted %d placeholders for work c's running one takes", n)
+	}
+	c.set(func(j map[string]batch.State) { j["1"] = batch.Queued }) // requeued by the batch system
+	eventually(t, "c's placeholder counted queued", func() bool {
+		s := siteInfo(m, "c")
+		return s.Queued == 1 && s.Running == 0
+	})
+	eventually(t, "d provides for the work", func() bool { return d.count(batch.Queued) == 1 })
+}

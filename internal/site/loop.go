@@ -189,13 +189,13 @@ func (m *Manager) observeLocked(ms *managed, ps []batch.Placeholder, now time.Ti
 			if t.submitted.IsZero() {
 				t.submitted = now
 			}
-			if p.State == batch.Running {
+			if p.State == batch.Running || p.State == batch.Suspended {
 				t.started = now // by our clock: the connect check counts from here
 			}
 			ms.known[p.ID] = t
 		}
 		switch p.State {
-		case batch.Running:
+		case batch.Running, batch.Suspended:
 			if t.state == batch.Queued {
 				t.started = now
 				ms.waits = append(ms.waits, now.Sub(t.submitted))
@@ -203,7 +203,10 @@ func (m *Manager) observeLocked(ms *managed, ps []batch.Placeholder, now time.Ti
 					ms.waits = ms.waits[1:]
 				}
 			}
-			t.state = batch.Running
+			if p.State != t.state && (p.State == batch.Suspended || t.state == batch.Suspended) {
+				m.log().Info("placeholder "+p.State.String()+" by the batch system", "site", ms.spec.Name, "id", p.ID)
+			}
+			t.state = p.State
 		case batch.Queued:
 			if t.state == batch.Running {
 				// Back in the queue (Slurm requeues a job whose node
@@ -263,6 +266,7 @@ func (m *Manager) decideLocked(ms *managed, w siteWork, acts *siteActions, now t
 	c := Counts{Ready: w.ready, Executing: w.executing, ReadyNeed: w.readyNeed, ExecutingNeed: w.execNeed, Slots: spec.Slots, Min: spec.Min, Max: spec.Max, ThrottleAfter: m.throttleAfter(), Steady: spec.Embedded,
 		Stalled: ms.stall != "" || len(acts.stalled) > 0}
 	var queued []string
+	suspended := 0
 	for id, t := range ms.known {
 		switch t.state {
 		case batch.Queued:
@@ -271,6 +275,9 @@ func (m *Manager) decideLocked(ms *managed, w siteWork, acts *siteActions, now t
 			queued = append(queued, id)
 		case batch.Running:
 			c.Running++
+		case batch.Suspended:
+			c.Running++ // it holds its allocation, and counts toward --max
+			suspended++
 		}
 	}
 	if w.want >= 0 {
@@ -284,7 +291,11 @@ func (m *Manager) decideLocked(ms *managed, w siteWork, acts *siteActions, now t
 	// latest supply.
 	c.Elsewhere = m.elsewhereLocked(ms)
 	d := Decide(c)
-	ms.supply = supplyOf(c)
+	// A suspended placeholder takes no work: counted in the supply, it held
+	// the other sites back from the work as long as it stayed suspended.
+	supply := c
+	supply.Running -= suspended
+	ms.supply = supplyOf(supply)
 	ms.throttled = d.Throttled
 	if len(acts.stalled) == 0 { // else set by act, with what the placeholder's log says
 		ms.settleLocked()

@@ -290,7 +290,7 @@ func (m *Manager) Remove(ctx context.Context, name string) (protocol.SiteInfo, e
 			switch p.State {
 			case batch.Queued:
 				queued++
-			case batch.Running:
+			case batch.Running, batch.Suspended:
 				running++
 			}
 		}
@@ -370,7 +370,7 @@ func (m *Manager) infoLocked(ms *managed) protocol.SiteInfo {
 		case batch.Queued:
 			info.Queued++
 			info.OldestQueuedS = max(info.OldestQueuedS, now.Sub(t.submitted).Seconds())
-		case batch.Running:
+		case batch.Running, batch.Suspended:
 			info.Running++
 		}
 	}

@@ -120,3 +120,38 @@ func TestRequeuedPlaceholderCountsQueued(t *testing.T) {
 	})
 	eventually(t, "d provides for the work", func() bool { return d.count(batch.Queued) == 1 })
 }
+
+// A placeholder the batch system suspends (scontrol suspend, qmod -sj, a
+// load threshold) takes no work: the other sites provide for the work it
+// would have taken, while it keeps its place (counted toward --max, never
+// cancelled as a queued one would be). Counted as running with free
+// slots, it held them back for as long as it stayed suspended.
+func TestSuspendedPlaceholderTakesNoWork(t *testing.T) {
+	c, d := &fakeSite{jobs: map[string]batch.State{}}, &fakeSite{jobs: map[string]batch.State{}}
+	st := &fakeStore{ready: 1}
+	m := &Manager{Store: st, Poll: 5 * time.Millisecond, Open: func(spec protocol.SiteSpec, _ func(int)) (Site, error) {
+		if spec.Name == "c" {
+			return c, nil
+		}
+		return d, nil
+	}}
+	ctx := startManager(t, m)
+	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "c", Type: Slurm, SSH: "u@h", Max: 1}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "c's placeholder queued", func() bool { return c.count(batch.Queued) == 1 })
+	c.startAll()
+	eventually(t, "c's placeholder running", func() bool { return siteInfo(m, "c").Running == 1 })
+	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "d", Type: Slurm, SSH: "u@h", Max: 1}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "d looked", func() bool { return siteInfo(m, "d").State == StateOK })
+	if n := d.count(batch.Queued); n != 0 {
+		t.Fatalf("d submitted %d placeholders for work c's running one takes", n)
+	}
+	c.set(func(j map[string]batch.State) { j["1"] = batch.Suspended })
+	eventually(t, "d provides for the work", func() bool { return d.count(batch.Queued) == 1 })
+	if s := siteInfo(m, "c"); s.Running != 1 || s.Queued != 0 || c.count(batch.Suspended) != 1 || c.count(batch.Queued) != 0 {
+		t.Errorf("c with its placeholder suspended: %d running, %d queued listed; in the batch system %d suspended, %d queued", s.Running, s.Queued, c.count(batch.Suspended), c.count(batch.Queued))
+	}
+}

@@ -333,15 +333,46 @@ func TestSlurmStatesKnown(t *testing.T) {
 	for state, want := range map[string]State{
 		"BOOT_FAIL": Exited, "CANCELLED": Exited, "COMPLETED": Exited, "DEADLINE": Exited, "FAILED": Exited,
 		"NODE_FAIL": Exited, "OUT_OF_MEMORY": Exited, "PENDING": Queued, "PREEMPTED": Exited, "RUNNING": Running,
-		"SUSPENDED": Running, "TIMEOUT": Exited,
+		"SUSPENDED": Suspended, "TIMEOUT": Exited,
 		"COMPLETING": Exited, "CONFIGURING": Queued, "EXPEDITING": Queued, "LAUNCH_FAILED": Exited,
 		"POWER_UP_NODE": Queued, "RECONFIG_FAIL": Exited, "REQUEUED": Queued, "REQUEUE_FED": Queued,
 		"REQUEUE_HOLD": Queued, "RESIZING": Running, "RESV_DEL_HOLD": Queued, "REVOKED": Exited,
-		"SIGNALING": Running, "SPECIAL_EXIT": Exited, "STAGE_OUT": Running, "STOPPED": Running, "UPDATE_DB": Running,
+		"SIGNALING": Running, "SPECIAL_EXIT": Exited, "STAGE_OUT": Running, "STOPPED": Suspended, "UPDATE_DB": Running,
 	} {
 		ps, err := Slurm{}.ParseList([]byte("7|"+state+"|2026-11-22T06:00:58|N/A|n\n"), "n")
 		if err != nil || len(ps) != 1 || ps[0].State != want {
 			t.Errorf("squeue state %s: %v, %v; want %v", state, ps, err, want)
+		}
+	}
+}
+
+// Suspended placeholders are told apart from running ones in every batch
+// system: they take no work.
+func TestSuspendedStates(t *testing.T) {
+	sge := func(state string) string {
+		return "<?xml version='1.0'?><job_info><queue_info><job_list state=\"running\"><JB_job_number>5</JB_job_number><JB_name>n</JB_name><state>" +
+			state + "</state></job_list></queue_info><job_info></job_info></job_info>"
+	}
+	for _, tc := range []struct {
+		batch System
+		out   string
+		want  State
+	}{
+		{SGE{}, sge("r"), Running},
+		{SGE{}, sge("Rr"), Running},
+		{SGE{}, sge("s"), Suspended},
+		{SGE{}, sge("S"), Suspended},
+		{SGE{}, sge("T"), Suspended},
+		{SGE{}, sge("ds"), Exited},
+		{SGE{}, sge("hqw"), Queued},
+		{Slurm{}, "5|SUSPENDED|2026-11-22T06:00:58|2026-11-22T06:00:58|n\n", Suspended},
+		{PBS{}, "Job Id: 5.s\n    Job_Name = n\n    job_state = S\n", Suspended},
+		{PBS{}, "Job Id: 5.s\n    Job_Name = n\n    job_state = U\n", Suspended},
+		{PBS{}, "Job Id: 5.s\n    Job_Name = n\n    job_state = R\n", Running},
+	} {
+		ps, err := tc.batch.ParseList([]byte(tc.out), "n")
+		if err != nil || len(ps) != 1 || ps[0].State != tc.want {
+			t.Errorf("%T %q: %v, %v; want %v", tc.batch, tc.out, ps, err, tc.want)
 		}
 	}
 }

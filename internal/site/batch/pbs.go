@@ -189,14 +189,17 @@ func isJobID(s string) bool {
 }
 
 // pbsState maps PBS job states: Q queued, H held, W waiting for its start
-// time, T in transit, B array begun, R running, E exiting, S/U suspended,
-// F finished, X subjob done, M moved.
+// time, T in transit, B array begun, R running, E exiting, S suspended, U
+// suspended while its workstation is busy, F finished, X subjob done, M
+// moved.
 func pbsState(s string) (State, bool) {
 	switch s {
 	case "Q", "H", "W", "T":
 		return Queued, true
-	case "R", "E", "B", "S", "U":
+	case "R", "E", "B":
 		return Running, true
+	case "S", "U":
+		return Suspended, true
 	case "F", "X", "M":
 		return Exited, true
 	}

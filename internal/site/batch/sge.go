@@ -127,16 +127,18 @@ func (SGE) ParseList(out []byte, name string) ([]Placeholder, error) {
 }
 
 // sgeState maps Grid Engine's state letters: E (error: it will never run
-// until someone clears it) wins, then d (being deleted), then r/t (running,
-// transferring), s/S/T (suspended: still holding its slot); q/w/h are
-// queued and held.
+// until someone clears it) wins, then d (being deleted), then s/S/T
+// (suspended: the job, the queue, or by a load threshold), then r/t/R
+// (running, transferring, restarted); q/w/h are queued and held.
 func sgeState(s string) State {
 	switch {
 	case strings.Contains(s, "E"):
 		return Error
 	case strings.Contains(s, "d"):
 		return Exited
-	case strings.ContainsAny(s, "rtRsST"):
+	case strings.ContainsAny(s, "sST"):
+		return Suspended
+	case strings.ContainsAny(s, "rtR"):
 		return Running
 	case strings.ContainsAny(s, "qwh"):
 		return Queued

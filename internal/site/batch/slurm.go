@@ -93,8 +93,10 @@ func slurmState(s string) (State, bool) {
 		return Queued, true
 	// Started and holding its allocation (UPDATE_DB: a note to the
 	// accounting, on a job whose state it hides).
-	case "RUNNING", "R", "SUSPENDED", "S", "STOPPED", "ST", "SIGNALING", "SI", "STAGE_OUT", "SO", "RESIZING", "RS", "UPDATE_DB":
+	case "RUNNING", "R", "SIGNALING", "SI", "STAGE_OUT", "SO", "RESIZING", "RS", "UPDATE_DB":
 		return Running, true
+	case "SUSPENDED", "S", "STOPPED", "ST":
+		return Suspended, true
 	// COMPLETING: the batch system is killing it; it takes no more work, and
 	// can stay so for long, so it must not hold back a replacement.
 	case "COMPLETING", "CG", "COMPLETED", "CD", "CANCELLED", "CA", "FAILED", "F", "TIMEOUT", "TO", "NODE_FAIL", "NF", "PREEMPTED", "PR",

@@ -9,9 +9,13 @@ type State int
 
 const (
 	Queued  State = iota + 1 // waiting in the batch queue (held ones too)
-	Running                  // started (or suspended, or exiting)
+	Running                  // started (or exiting)
 	Exited                   // ended, or being deleted
 	Error                    // the batch system cannot run it (SGE's E state): cancel it
+	// Suspended: started, then stopped by the batch system (an admin, a
+	// load threshold, preemption by suspension). It holds its allocation
+	// but takes no work until resumed.
+	Suspended
 )
 
 func (s State) String() string {
@@ -24,6 +28,8 @@ func (s State) String() string {
 		return "exited"
 	case Error:
 		return "error"
+	case Suspended:
+		return "suspended"
 	}
 	return "unknown"
 }

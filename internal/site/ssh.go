@@ -120,6 +120,10 @@ func DialSSH(ctx context.Context, cfg SSHConfig) (*SSH, error) {
 		switch {
 		case errors.Is(err, ErrHostKeyChanged), errors.Is(err, ErrHostUnknown):
 			return nil, err
+		case ctx.Err() == nil && (dctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded)):
+			// The timeout closed the connection under the handshake:
+			// "use of closed network connection" said nothing of why.
+			return nil, fmt.Errorf("ssh %s@%s: no SSH handshake within %s: the login host accepts connections but does not answer (sshd hung or overloaded, or a firewall in the way)", cfg.User, cfg.Addr, cfg.Timeout)
 		case strings.Contains(err.Error(), "unable to authenticate"):
 			return nil, fmt.Errorf("ssh %s@%s: %w (%v)", cfg.User, cfg.Addr, errAuth, err)
 		}

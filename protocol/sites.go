@@ -89,8 +89,12 @@ type SiteInfo struct {
 	// still queued.
 	QueueWaitS    float64 `json:"queue_wait_s"`
 	OldestQueuedS float64 `json:"oldest_queued_s"`
-	State         string  `json:"state"`           // starting, ok, throttled, degraded, removing
-	Error         string  `json:"error,omitempty"` // why degraded
+	// OldestWhy is why the oldest queued placeholder waits, as its batch
+	// system says: Slurm's reason (JobHeldAdmin, PartitionTimeLimit...),
+	// "held" (SGE h, PBS H) or PBS's comment; "" when it does not say.
+	OldestWhy string `json:"oldest_why,omitempty"`
+	State     string `json:"state"`           // starting, ok, throttled, degraded, removing
+	Error     string `json:"error,omitempty"` // why degraded
 	// Staging says why data staging leaves the site alone as a target
 	// now: its data root had no room ("" when none of that).
 	Staging  string `json:"staging,omitempty"`

@@ -165,8 +165,9 @@ type fakeSite struct {
 	startAtOnce  bool // placeholders run as soon as submitted
 	brokenAtOnce bool // placeholders go into the error state as soon as submitted (SGE's Eqw)
 	submitted    int
-	submitErr    error  // the batch system refuses submissions
-	onSubmit     func() // called at each Submit, outside mu
+	submitErr    error             // the batch system refuses submissions
+	why          map[string]string // why a placeholder waits, by id
+	onSubmit     func()            // called at each Submit, outside mu
 }
 
 func (f *fakeSite) Submit(_ context.Context, n int) ([]string, error) {
@@ -206,7 +207,7 @@ func (f *fakeSite) List(context.Context) ([]batch.Placeholder, error) {
 	}
 	var ps []batch.Placeholder
 	for id, st := range f.jobs {
-		ps = append(ps, batch.Placeholder{ID: id, State: st})
+		ps = append(ps, batch.Placeholder{ID: id, State: st, Why: f.why[id]})
 	}
 	return ps, nil
 }

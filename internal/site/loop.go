@@ -185,7 +185,7 @@ func (m *Manager) observeLocked(ms *managed, ps []batch.Placeholder, now time.Ti
 		seen[p.ID] = true
 		t, ok := ms.known[p.ID]
 		if !ok { // not ours this run: an earlier CLS submitted it
-			t = &tracked{state: p.State, submitted: p.Submitted}
+			t = &tracked{state: p.State, submitted: p.Submitted, why: p.Why}
 			if t.submitted.IsZero() {
 				t.submitted = now
 			}
@@ -194,6 +194,11 @@ func (m *Manager) observeLocked(ms *managed, ps []batch.Placeholder, now time.Ti
 			}
 			ms.known[p.ID] = t
 		}
+		if p.Why != t.why && p.State == batch.Queued && p.Why != "" {
+			// Debug: reasons such as Slurm's Priority and Resources come and go.
+			m.log().Debug("placeholder waits in its batch queue", "site", ms.spec.Name, "id", p.ID, "why", p.Why)
+		}
+		t.why = p.Why
 		switch p.State {
 		case batch.Running, batch.Suspended:
 			if t.state == batch.Queued {

@@ -123,6 +123,7 @@ type tracked struct {
 	state     batch.State
 	submitted time.Time // by the CLS's clock when we submitted it
 	started   time.Time
+	why       string // why it waits, as the batch system last said
 }
 
 // Site states in SiteInfo.State.
@@ -369,7 +370,9 @@ func (m *Manager) infoLocked(ms *managed) protocol.SiteInfo {
 		switch t.state {
 		case batch.Queued:
 			info.Queued++
-			info.OldestQueuedS = max(info.OldestQueuedS, now.Sub(t.submitted).Seconds())
+			if w := now.Sub(t.submitted).Seconds(); w >= info.OldestQueuedS {
+				info.OldestQueuedS, info.OldestWhy = w, t.why
+			}
 		case batch.Running, batch.Suspended:
 			info.Running++
 		}

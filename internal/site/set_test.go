@@ -155,3 +155,23 @@ func TestSuspendedPlaceholderTakesNoWork(t *testing.T) {
 		t.Errorf("c with its placeholder suspended: %d running, %d queued listed; in the batch system %d suspended, %d queued", s.Running, s.Queued, c.count(batch.Suspended), c.count(batch.Queued))
 	}
 }
+
+// cls site list says why the oldest queued placeholder waits, as its
+// batch system says (held by the admin, a partition's time limit): a
+// site that only ever waits says why instead of only how long.
+func TestOldestWhy(t *testing.T) {
+	fs := &fakeSite{jobs: map[string]batch.State{}, why: map[string]string{"1": "JobHeldAdmin"}}
+	m := &Manager{Store: &fakeStore{ready: 1}, Poll: 5 * time.Millisecond, Open: func(protocol.SiteSpec, func(int)) (Site, error) { return fs, nil }}
+	ctx := startManager(t, m)
+	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "c", Type: Slurm, SSH: "u@h", Max: 1}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the held placeholder's reason", func() bool {
+		s := siteInfo(m, "c")
+		return s.Queued == 1 && s.OldestWhy == "JobHeldAdmin"
+	})
+	fs.mu.Lock()
+	fs.why = nil // released
+	fs.mu.Unlock()
+	eventually(t, "no reason once released", func() bool { return siteInfo(m, "c").OldestWhy == "" })
+}

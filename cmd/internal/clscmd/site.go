@@ -299,11 +299,15 @@ func printSites(w io.Writer, sites []protocol.SiteInfo) {
 		if s.QueueWaitS > 0 || s.OldestQueuedS > 0 {
 			wait = protocol.Duration(max(s.QueueWaitS, 0)).Round(100 * time.Millisecond).String()
 			if s.OldestQueuedS > 0 {
-				wait += fmt.Sprintf(" (oldest %s)", protocol.Duration(s.OldestQueuedS).Round(time.Second))
+				why := ""
+				if s.OldestWhy != "" {
+					why = ": " + s.OldestWhy // what the batch system says: held, JobHeldAdmin...
+				}
+				wait += fmt.Sprintf(" (oldest %s%s)", protocol.Duration(s.OldestQueuedS).Round(time.Second), why)
 			}
 		}
 		pr := protocol.Printable
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d-%d\t%d\t%d\t%d\t%d\t%s\t%s\n", pr(s.Name), pr(s.Type), pr(s.State), s.Min, s.Max, s.Queued, s.Running, s.Exited, s.Connected, wait, where)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d-%d\t%d\t%d\t%d\t%d\t%s\t%s\n", pr(s.Name), pr(s.Type), pr(s.State), s.Min, s.Max, s.Queued, s.Running, s.Exited, s.Connected, pr(wait), where)
 	}
 	tw.Flush()
 }

@@ -280,6 +280,20 @@ func TestPrintSitesOutput(t *testing.T) {
 	}
 }
 
+// cls site list says why the oldest queued placeholder waits, as the
+// batch system said it, escaped: the text comes from the cluster.
+func TestPrintSitesOldestWhy(t *testing.T) {
+	var b bytes.Buffer
+	printSites(&b, []protocol.SiteInfo{
+		{SiteSpec: protocol.SiteSpec{Name: "held", Type: "slurm", SSH: "u@h", Max: 1, Slots: 1, SharedFS: true}, State: "throttled", Queued: 1, OldestQueuedS: 400, OldestWhy: "JobHeldAdmin"},
+		{SiteSpec: protocol.SiteSpec{Name: "odd", Type: "pbs", SSH: "u@h", Max: 1, Slots: 1, SharedFS: true}, State: "ok", Queued: 1, OldestQueuedS: 5, OldestWhy: "Not Running:\x1b[2J"},
+	})
+	out := b.String()
+	if !strings.Contains(out, "(oldest 6m40s: JobHeldAdmin)") || strings.Contains(out, "\x1b") {
+		t.Errorf("cls site list:\n%q", out)
+	}
+}
+
 // cls site remove says how many placeholders it cancelled, or, when the
 // cancel failed, that it removed the site and why the placeholders stay
 // (no count of placeholders that were not cancelled).

@@ -376,3 +376,40 @@ func TestSuspendedStates(t *testing.T) {
 		}
 	}
 }
+
+// Why a queued placeholder waits, as the batch system says (recorded from
+// Slurm 22.05.8, sbatch -H then scontrol hold, and Son of Grid Engine
+// 8.1.9, qsub -h): held ones say so, running ones and routine waits say
+// nothing. PBS gives its scheduler's comment, else "held" for H.
+func TestWhyQueued(t *testing.T) {
+	type why struct {
+		id  string
+		st  State
+		why string
+	}
+	for _, tc := range []struct {
+		batch System
+		out   []byte
+		want  []why
+	}{
+		{Slurm{}, read(t, "slurm_squeue_held.txt"), []why{{"490", Queued, "JobHeldAdmin"}, {"491", Running, ""}}},
+		{SGE{}, read(t, "sge_qstat_held.xml"), []why{{"558", Queued, "held"}, {"559", Running, ""}}},
+		{Slurm{}, []byte("7|PENDING|2026-11-22T06:00:58|N/A|None|mq-rec\n8|PENDING|2026-11-22T06:00:58|N/A|PartitionTimeLimit|mq-rec\n"), []why{{"7", Queued, ""}, {"8", Queued, "PartitionTimeLimit"}}},
+		{PBS{}, []byte("Job Id: 5.s\n    Job_Name = mq-rec\n    job_state = H\n"), []why{{"5.s", Queued, "held"}}},
+		{PBS{}, []byte("Job Id: 6.s\n    Job_Name = mq-rec\n    job_state = Q\n    comment = Not Running: Insufficient amount of resource: ncpus \n"), []why{{"6.s", Queued, "Not Running: Insufficient amount of resource: ncpus"}}},
+	} {
+		ps, err := tc.batch.ParseList(tc.out, "mq-rec")
+		if err != nil {
+			t.Errorf("%T: %v", tc.batch, err)
+			continue
+		}
+		var got []why
+		for _, p := range ps {
+			got = append(got, why{p.ID, p.State, p.Why})
+		}
+		slices.SortFunc(got, func(a, b why) int { return strings.Compare(a.id, b.id) })
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%T: %v, want %v", tc.batch, got, tc.want)
+		}
+	}
+}

@@ -69,6 +69,9 @@ type pbsJob struct {
 	State string `json:"job_state"`
 	QTime string `json:"qtime"`
 	STime string `json:"stime"`
+	// Comment is the scheduler's note on a job: why a queued one does
+	// not run ("Not Running: Insufficient amount of resource: ncpus").
+	Comment string `json:"comment"`
 }
 
 // ParseList reads `qstat -f -F json`, or the plain `qstat -f` text. Some PBS
@@ -111,7 +114,16 @@ func (PBS) ParseList(out []byte, name string) ([]Placeholder, error) {
 		if st == Exited {
 			continue
 		}
-		ps = append(ps, Placeholder{ID: id, State: st, Submitted: parseLocalTime(j.QTime), Started: parseLocalTime(j.STime)})
+		p := Placeholder{ID: id, State: st, Submitted: parseLocalTime(j.QTime), Started: parseLocalTime(j.STime)}
+		if st == Queued {
+			switch {
+			case j.Comment != "":
+				p.Why = truncate(j.Comment, 200)
+			case j.State == "H":
+				p.Why = "held"
+			}
+		}
+		ps = append(ps, p)
 	}
 	return ps, nil
 }
@@ -170,6 +182,8 @@ func pbsLines(out []byte, isJSON bool) (map[string]pbsJob, error) {
 			j.QTime = val
 		case "stime":
 			j.STime = val
+		case "comment":
+			j.Comment = val
 		}
 		jobs[cur] = j
 	}

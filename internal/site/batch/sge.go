@@ -120,8 +120,12 @@ func (SGE) ParseList(out []byte, name string) ([]Placeholder, error) {
 		if !isDigits(id) {
 			return nil, fmt.Errorf("qstat -xml: job number %q", truncate(id, 50))
 		}
-		ps = append(ps, Placeholder{ID: id, State: sgeState(strings.TrimSpace(j.State)),
-			Submitted: parseLocalTime(j.Submitted), Started: parseLocalTime(j.Started)})
+		state := strings.TrimSpace(j.State)
+		p := Placeholder{ID: id, State: sgeState(state), Submitted: parseLocalTime(j.Submitted), Started: parseLocalTime(j.Started)}
+		if p.State == Queued && strings.Contains(state, "h") {
+			p.Why = "held" // qhold, qsub -h, or a hold by the admin: it waits until released
+		}
+		ps = append(ps, p)
 	}
 	return ps, nil
 }

@@ -45,9 +45,10 @@ func (Slurm) ParseSubmit(out []byte) (string, error) {
 	return id, nil
 }
 
-// squeueFormat: id, state (long form), submit time, start time, name. The
-// name comes last so a name holding the separator cannot shift fields.
-const squeueFormat = "%i|%T|%V|%S|%j"
+// squeueFormat: id, state (long form), submit time, start time, reason
+// (why a pending job waits), name. The name comes last so a name holding
+// the separator cannot shift fields.
+const squeueFormat = "%i|%T|%V|%S|%r|%j"
 
 // ListCommand lists the user's pending and running jobs of that name (no
 // -t: finished jobs are left out, so a job that ends simply disappears).
@@ -64,18 +65,25 @@ func (Slurm) ParseList(out []byte, name string) ([]Placeholder, error) {
 		if line == "" {
 			continue
 		}
-		f := strings.SplitN(line, "|", 5)
-		if len(f) != 5 || f[0] == "" || f[1] == "" {
-			return nil, fmt.Errorf("squeue line %d: %q is not id|state|submit|start|name", n+1, truncate(line, 200))
+		f := strings.SplitN(line, "|", 6)
+		if len(f) == 5 { // without the reason: the format of mq before it asked for one
+			f = []string{f[0], f[1], f[2], f[3], "", f[4]}
 		}
-		if f[4] != name {
+		if len(f) != 6 || f[0] == "" || f[1] == "" {
+			return nil, fmt.Errorf("squeue line %d: %q is not id|state|submit|start|reason|name", n+1, truncate(line, 200))
+		}
+		if f[5] != name {
 			continue
 		}
 		st, ok := slurmState(f[1])
 		if !ok {
 			return nil, fmt.Errorf("squeue line %d: unknown job state %q", n+1, truncate(f[1], 50))
 		}
-		ps = append(ps, Placeholder{ID: f[0], State: st, Submitted: parseLocalTime(f[2]), Started: parseLocalTime(f[3])})
+		p := Placeholder{ID: f[0], State: st, Submitted: parseLocalTime(f[2]), Started: parseLocalTime(f[3])}
+		if why := strings.TrimSpace(f[4]); st == Queued && why != "" && why != "None" {
+			p.Why = truncate(why, 200)
+		}
+		ps = append(ps, p)
 	}
 	return ps, nil
 }

@@ -43,4 +43,7 @@ type Placeholder struct {
 	// does not say); the Manager prefers its own clock for queue waits.
 	Submitted time.Time
 	Started   time.Time
+	// Why is why a queued one waits, as the batch system says (Slurm's
+	// reason, "held", PBS's comment); "" when it does not say.
+	Why string
 }

@@ -1,0 +1,39 @@
+//go:build e2e
+
+package sites
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// A placeholder held in its batch queue (here by --submit-args, as an
+// admin's qhold or scontrol hold would): cls site list says why it waits,
+// in the batch system's words, and once it is released the job runs.
+func TestHeldPlaceholderSaysWhy(t *testing.T) {
+	for _, tc := range []struct{ typ, hold, why, release string }{
+		{"slurm", "-H", "JobHeld", "scontrol release %s"},
+		{"sge", "-h", "held", "qrls %s"},
+	} {
+		t.Run(tc.typ, func(t *testing.T) {
+			need(t, tc.typ)
+			l := newLogin(t, "127.0.0.1")
+			c := startCLS(t)
+			c.addSite("held", tc.typ, l, "--max", "1", "--walltime", "10m", "--idle", "3s", "--submit-args", tc.hold)
+			c.must("mqsub", "-q", "q", "j", "echo released")
+			eventually(t, time.Minute, "the site saying its placeholder is held", func() bool {
+				return strings.Contains(c.sites()["held"].OldestWhy, tc.why)
+			})
+			if out := c.must("cls", "site", "list"); !strings.Contains(out, tc.why) {
+				t.Errorf("cls site list does not say why:\n%s", out)
+			}
+			ids := batchIDs(t, tc.typ, "mq-held-")
+			if len(ids) != 1 {
+				t.Fatalf("placeholders: %q", ids)
+			}
+			asUserOf(t, tc.typ, strings.Replace(tc.release, "%s", ids[0], 1))
+			eventually(t, 2*time.Minute, "the job done once released", func() bool { return len(c.jobs("D")) == 1 })
+		})
+	}
+}

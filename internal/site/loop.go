@@ -213,7 +213,7 @@ func (m *Manager) observeLocked(ms *managed, ps []batch.Placeholder, now time.Ti
 			}
 			t.state = p.State
 		case batch.Queued:
-			if t.state == batch.Running {
+			if t.state == batch.Running || t.state == batch.Suspended {
 				// Back in the queue (Slurm requeues a job whose node
 				// failed, or preempted): it takes no work, and its wait
 				// counts from now.

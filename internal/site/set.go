@@ -41,49 +41,7 @@ func (m *Manager) Set(ctx context.Context, set protocol.SiteSet) (protocol.SiteI
 	}
 	old := ms.spec
 	m.mu.Unlock()
-	spec := old
-	if set.Price != nil {
-		spec.Price = *set.Price
-	}
-	if set.Slots != nil {
-		spec.Slots = *set.Slots
-		if spec.Type == SGE && spec.Slots <= 1 {
-			spec.PE = "" // Validate sets the default for slots > 1
-		}
-	}
-	if set.Min != nil {
-		spec.Min = *set.Min
-	}
-	if set.Max != nil {
-		spec.Max = *set.Max
-	}
-	if set.Provision != nil {
-		spec.Provision = *set.Provision
-	}
-	if set.Walltime != nil {
-		spec.Walltime = *set.Walltime
-	}
-	if set.Idle != nil {
-		spec.Idle = *set.Idle
-	}
-	if set.Mem != nil {
-		spec.Mem = *set.Mem
-	}
-	if set.GPUs != nil {
-		spec.GPUs = *set.GPUs
-	}
-	if set.Resources != nil {
-		spec.Resources = *set.Resources
-	}
-	if set.Output != nil {
-		spec.Output = *set.Output
-	}
-	if set.Queue != nil {
-		spec.Queue = *set.Queue
-	}
-	if set.SubmitArgs != nil {
-		spec.SubmitArgs = *set.SubmitArgs
-	}
+	spec := ApplySet(old, set)
 	if err := Validate(&spec); err != nil {
 		return protocol.SiteInfo{}, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
 	}
@@ -137,4 +95,52 @@ func (m *Manager) Set(ctx context.Context, set protocol.SiteSet) (protocol.SiteI
 	m.econMu.Unlock()
 	m.log().Info("site changed", "site", spec.Name, "price", spec.Price, "slots", spec.Slots, "min", spec.Min, "max", spec.Max, "provision", spec.Provision)
 	return info, nil
+}
+
+// ApplySet is spec with the settings set gives (cls site set; the
+// command checks its values with it too).
+func ApplySet(spec protocol.SiteSpec, set protocol.SiteSet) protocol.SiteSpec {
+	if set.Price != nil {
+		spec.Price = *set.Price
+	}
+	if set.Slots != nil {
+		spec.Slots = *set.Slots
+		if spec.Type == SGE && spec.Slots <= 1 {
+			spec.PE = "" // Validate sets the default for slots > 1
+		}
+	}
+	if set.Min != nil {
+		spec.Min = *set.Min
+	}
+	if set.Max != nil {
+		spec.Max = *set.Max
+	}
+	if set.Provision != nil {
+		spec.Provision = *set.Provision
+	}
+	if set.Walltime != nil {
+		spec.Walltime = *set.Walltime
+	}
+	if set.Idle != nil {
+		spec.Idle = *set.Idle
+	}
+	if set.Mem != nil {
+		spec.Mem = *set.Mem
+	}
+	if set.GPUs != nil {
+		spec.GPUs = *set.GPUs
+	}
+	if set.Resources != nil {
+		spec.Resources = *set.Resources
+	}
+	if set.Output != nil {
+		spec.Output = *set.Output
+	}
+	if set.Queue != nil {
+		spec.Queue = *set.Queue
+	}
+	if set.SubmitArgs != nil {
+		spec.SubmitArgs = *set.SubmitArgs
+	}
+	return spec
 }

@@ -176,33 +176,7 @@ func siteSet(env mqcli.Env) *cli.Command {
 func checkSet(req protocol.SiteSet) error {
 	// A site whose settings allow any value the others could: each value
 	// given replaces one of them.
-	spec := protocol.SiteSpec{Name: "s", Type: site.Slurm, SSH: "u@h", Max: 10000, Slots: 1, Walltime: 366 * 24 * 3600, Idle: 1}
-	if req.Min != nil {
-		spec.Min = *req.Min
-	}
-	if req.Max != nil {
-		spec.Max = *req.Max
-	}
-	for _, f := range []struct {
-		set  bool
-		copy func()
-	}{
-		{req.Price != nil, func() { spec.Price = *req.Price }},
-		{req.Slots != nil, func() { spec.Slots = *req.Slots }},
-		{req.Provision != nil, func() { spec.Provision = *req.Provision }},
-		{req.Walltime != nil, func() { spec.Walltime = *req.Walltime }},
-		{req.Idle != nil, func() { spec.Idle = *req.Idle }},
-		{req.Mem != nil, func() { spec.Mem = *req.Mem }},
-		{req.GPUs != nil, func() { spec.GPUs = *req.GPUs }},
-		{req.Resources != nil, func() { spec.Resources = *req.Resources }},
-		{req.Output != nil, func() { spec.Output = *req.Output }},
-		{req.Queue != nil, func() { spec.Queue = *req.Queue }},
-		{req.SubmitArgs != nil, func() { spec.SubmitArgs = *req.SubmitArgs }},
-	} {
-		if f.set {
-			f.copy()
-		}
-	}
+	spec := site.ApplySet(protocol.SiteSpec{Name: "s", Type: site.Slurm, SSH: "u@h", Max: 10000, Slots: 1, Walltime: 366 * 24 * 3600, Idle: 1}, req)
 	if err := site.Validate(&spec); err != nil {
 		return mqcli.Usagef("%v", err)
 	}

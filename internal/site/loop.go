@@ -270,7 +270,16 @@ func (m *Manager) decideLocked(ms *managed, w siteWork, acts *siteActions, now t
 	spec := w.spec
 	c := Counts{Ready: w.ready, Executing: w.executing, ReadyNeed: w.readyNeed, ExecutingNeed: w.execNeed, Slots: spec.Slots, Min: spec.Min, Max: spec.Max, ThrottleAfter: m.throttleAfter(), Steady: spec.Embedded,
 		Stalled: ms.stall != "" || len(acts.stalled) > 0}
-	var queued []string
+	var queued, stale []string
+	if ms.stale {
+		for id, t := range ms.known {
+			if t.state == batch.Queued {
+				stale = append(stale, id)
+				delete(ms.known, id)
+			}
+		}
+		ms.stale = false
+	}
 	suspended := 0
 	for id, t := range ms.known {
 		switch t.state {
@@ -307,7 +316,7 @@ func (m *Manager) decideLocked(ms *managed, w siteWork, acts *siteActions, now t
 	}
 	// Cancel the newest queued first: the oldest are nearest to starting.
 	slices.SortFunc(queued, func(a, b string) int { return ms.known[b].submitted.Compare(ms.known[a].submitted) })
-	acts.cancel = append(append(acts.broken, acts.stalled...), queued[:d.Cancel]...)
+	acts.cancel = append(append(append(acts.broken, acts.stalled...), stale...), queued[:d.Cancel]...)
 	for _, id := range queued[:d.Cancel] {
 		delete(ms.known, id)
 	}

@@ -117,6 +117,9 @@ type managed struct {
 	stall string
 	// connects counts registrations: a stall found before one is stale.
 	connects int
+	// stale: cls site set changed the queue or submit arguments; the
+	// placeholders queued before are cancelled at the next decision.
+	stale bool
 }
 
 type tracked struct {

@@ -76,6 +76,11 @@ func (m *Manager) Set(ctx context.Context, set protocol.SiteSet) (protocol.SiteI
 		}
 	}
 	ms.spec = spec
+	// Queued placeholders submitted to the old queue or with the old
+	// arguments may never start (that is usually why they are changed:
+	// a partition's time limit, an account): the loop cancels them, and
+	// new ones are submitted as the new settings say.
+	ms.stale = ms.stale || spec.Queue != old.Queue || spec.SubmitArgs != old.SubmitArgs
 	ctx2, cancel := context.WithCancel(m.ctx)
 	ms.cancel, ms.done = cancel, make(chan struct{})
 	m.wg.Add(1)

@@ -175,3 +175,32 @@ func TestOldestWhy(t *testing.T) {
 	fs.mu.Unlock()
 	eventually(t, "no reason once released", func() bool { return siteInfo(m, "c").OldestWhy == "" })
 }
+
+// cls site set --queue on a site whose queued placeholders never start
+// (a partition whose time limit is below --walltime takes them and keeps
+// them pending): the ones queued with the old settings are cancelled and
+// new ones submitted with the new, instead of waiting behind them (and,
+// once throttled, behind the oldest of them as the probe) for ever.
+func TestSetQueueReplacesQueued(t *testing.T) {
+	fs := &fakeSite{jobs: map[string]batch.State{}}
+	m := &Manager{Store: updStore{&fakeStore{ready: 1}}, Poll: 5 * time.Millisecond, Open: func(protocol.SiteSpec, func(int)) (Site, error) { return fs, nil }}
+	ctx := startManager(t, m)
+	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "c", Type: Slurm, SSH: "u@h", Queue: "short", Max: 1}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "one queued", func() bool { return fs.count(batch.Queued) == 1 })
+	price := 1.0
+	if _, err := m.Set(ctx, protocol.SiteSet{Name: "c", Price: &price}); err != nil {
+		t.Fatal(err)
+	}
+	queue := "long"
+	if _, err := m.Set(ctx, protocol.SiteSet{Name: "c", Queue: &queue}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the old one cancelled, a new one queued", func() bool {
+		fs.mu.Lock()
+		defer fs.mu.Unlock()
+		_, old := fs.jobs["1"]
+		return !old && len(fs.jobs) == 1 && fs.submitted == 2
+	})
+}

@@ -3,6 +3,7 @@
 package sites
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,10 +11,12 @@ import (
 
 // A placeholder held in its batch queue (here by --submit-args, as an
 // admin's qhold or scontrol hold would): cls site list says why it waits,
-// in the batch system's words, and once it is released the job runs.
+// in the batch system's words. Released (SGE), or the site mended with cls
+// site set --submit-args "" (Slurm: the held placeholder is cancelled and
+// a new one submitted), the job runs.
 func TestHeldPlaceholderSaysWhy(t *testing.T) {
 	for _, tc := range []struct{ typ, hold, why, release string }{
-		{"slurm", "-H", "JobHeld", "scontrol release %s"},
+		{"slurm", "-H", "JobHeld", ""},
 		{"sge", "-h", "held", "qrls %s"},
 	} {
 		t.Run(tc.typ, func(t *testing.T) {
@@ -32,8 +35,15 @@ func TestHeldPlaceholderSaysWhy(t *testing.T) {
 			if len(ids) != 1 {
 				t.Fatalf("placeholders: %q", ids)
 			}
-			asUserOf(t, tc.typ, strings.Replace(tc.release, "%s", ids[0], 1))
+			if tc.release != "" {
+				asUserOf(t, tc.typ, strings.Replace(tc.release, "%s", ids[0], 1))
+			} else {
+				c.must("cls", "site", "set", "held", "--submit-args", "")
+			}
 			eventually(t, 2*time.Minute, "the job done once released", func() bool { return len(c.jobs("D")) == 1 })
+			if tc.release == "" && slices.Contains(batchIDs(t, tc.typ, "mq-held-"), ids[0]) {
+				t.Errorf("the held placeholder %s was left queued after cls site set", ids[0])
+			}
 		})
 	}
 }

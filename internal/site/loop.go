@@ -2,6 +2,7 @@ package site
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -41,7 +42,12 @@ func (m *Manager) loop(ctx context.Context, ms *managed) {
 		ms.failing = err != nil
 		if err != nil {
 			ms.state, ms.err = StateDegraded, err.Error()
-			ms.supply = 0 // unknown: let other sites provide for the work
+			if !errors.As(err, new(actError)) {
+				// Unknown: let other sites provide for the work. (A
+				// refused submission, at a per-user job limit say, leaves
+				// the running placeholders' supply as decided.)
+				ms.supply = 0
+			}
 		} else if recovered {
 			ms.settleLocked()
 		}
@@ -104,8 +110,17 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 	m.decideLocked(ms, w, &acts, now)
 	m.mu.Unlock()
 
-	return m.act(tctx, ms, w, acts)
+	if err := m.act(tctx, ms, w, acts); err != nil {
+		return actError{err}
+	}
+	return nil
 }
+
+// actError is a step that failed acting on what it saw: the site's
+// placeholders were listed, so its supply is known.
+type actError struct{ error }
+
+func (e actError) Unwrap() error { return e.error }
 
 // siteWork is what the metaqueue has for a site at one step.
 type siteWork struct {

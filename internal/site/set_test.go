@@ -204,3 +204,54 @@ func TestSetQueueReplacesQueued(t *testing.T) {
 		return !old && len(fs.jobs) == 1 && fs.submitted == 2
 	})
 }
+
+// A site whose submissions are refused while its placeholders run (a
+// per-user job limit reached) still counts what those take: the other
+// sites provide only for the rest. (Its supply was zeroed as if its
+// placeholders were unknown, and the others provided for all the work.)
+func TestRefusedSubmitKeepsSupply(t *testing.T) {
+	c, d := &fakeSite{jobs: map[string]batch.State{}, startAtOnce: true}, &fakeSite{jobs: map[string]batch.State{}}
+	st := &fakeStore{ready: 2}
+	m := &Manager{Store: st, Poll: 5 * time.Millisecond, Open: func(spec protocol.SiteSpec, _ func(int)) (Site, error) {
+		if spec.Name == "c" {
+			return c, nil
+		}
+		return d, nil
+	}}
+	ctx := startManager(t, m)
+	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "c", Type: Slurm, SSH: "u@h", Max: 3}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "c's two placeholders running", func() bool { return siteInfo(m, "c").Running == 2 })
+	var mu sync.Mutex
+	refused := 0
+	c.mu.Lock()
+	c.submitErr = errors.New("sbatch: exit status 1: sbatch: error: QOSMaxSubmitJobPerUserLimit")
+	c.onSubmit = func() {
+		mu.Lock()
+		refused++
+		mu.Unlock()
+	}
+	c.mu.Unlock()
+	st.setReady(3) // c wants a third, and is refused
+	eventually(t, "c refused twice", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return refused >= 2
+	})
+	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "d", Type: Slurm, SSH: "u@h", Max: 3}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "d provides for the third job", func() bool { return d.count(batch.Queued) >= 1 })
+	mu.Lock()
+	from := refused
+	mu.Unlock()
+	eventually(t, "c refused twice more", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return refused >= from+2
+	})
+	if n := d.count(batch.Queued); n != 1 {
+		t.Errorf("d queued %d placeholders for the one job c's running placeholders do not take", n)
+	}
+}

@@ -119,16 +119,57 @@ func setup(m *testing.M) int {
 	}
 	for _, u := range users {
 		ak := "/home/" + u + "/.ssh/authorized_keys"
-		old, _ := os.ReadFile(ak)
 		os.MkdirAll(filepath.Dir(ak), 0o700)
-		if err := os.WriteFile(ak, append(old, pub...), 0o600); err != nil {
+		if err := editAuthorizedKeys(ak, func(lines []string) []string { return append(lines, strings.TrimSpace(string(pub))) }); err != nil {
 			fmt.Fprintln(os.Stderr, "sites:", err)
 			return 1
 		}
 		exec.Command("chown", "-R", u+":"+u, filepath.Dir(ak)).Run()
-		defer os.WriteFile(ak, old, 0o600)
+		// Only our key goes: another run of this suite (another worktree's)
+		// may have added its own since, and restoring the file as it was
+		// took that away mid-run ("accepted none of our keys").
+		defer editAuthorizedKeys(ak, func(lines []string) []string {
+			return slices.DeleteFunc(lines, func(l string) bool { return l == strings.TrimSpace(string(pub)) })
+		})
 	}
 	return m.Run()
+}
+
+// editAuthorizedKeys rewrites an authorized_keys file as edit says, under
+// the lock the CLS takes for its own lines there (.mq-lock beside it), so
+// that runs of this suite at once, and their CLSs, keep each other's lines.
+func editAuthorizedKeys(path string, edit func([]string) []string) error {
+	lock, err := os.OpenFile(filepath.Join(filepath.Dir(path), ".mq-lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if l != "" {
+			lines = append(lines, l)
+		}
+	}
+	lines = edit(lines)
+	out := strings.Join(lines, "\n")
+	if len(lines) > 0 {
+		out += "\n"
+	}
+	fi, statErr := os.Stat(filepath.Dir(path))
+	if err := os.WriteFile(path, []byte(out), 0o600); err != nil {
+		return err
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); statErr == nil && ok {
+		os.Chown(path, int(st.Uid), int(st.Gid))
+	}
+	return nil
 }
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }

@@ -26,10 +26,10 @@ func TestRefusedSubmissionMendedBySet(t *testing.T) {
 			c := startCLS(t)
 			c.addSite("refused", tc.typ, l, "--max", "1", "--walltime", "10m", "--idle", "3s", "--queue", tc.bad)
 			c.must("mqsub", "-q", "q", "j", "echo mended")
-			eventually(t, 2*time.Minute, "degraded with the batch system's words", func() bool {
+			eventuallyShowing(t, 2*time.Minute, "degraded with the batch system's words", func() bool {
 				s := c.sites()["refused"]
 				return s.State == "degraded" && strings.Contains(s.Error, tc.says)
-			})
+			}, func(*testing.T) string { return c.must("cls", "site", "list") + tail(c.log(), 20) })
 			s := c.sites()["refused"]
 			t.Logf("degraded: %s", s.Error)
 			if !strings.HasPrefix(s.Error, "submit: "+tc.cmd+": exit status") {

@@ -53,6 +53,9 @@ func TestParseList(t *testing.T) {
 		{SGE{}, "sge_qstat_dr.xml", "mq-rec", []want{{"1", Exited}, {"2", Running}, {"3", Queued}, {"4", Queued}}},
 		{SGE{}, "sge_qstat_eqw.xml", "mq-rec", []want{{"4", Error}}},
 		{SGE{}, "sge_qstat_empty.xml", "mq-rec", nil},
+		// qmod -rj of a running job (as SGE does after its node fails): Rq,
+		// waiting to run again.
+		{SGE{}, "sge_qstat_rescheduled.xml", "mq-rec", []want{{"599", Queued}}},
 		{Slurm{}, "slurm_squeue_mixed.txt", "mq-rec", []want{{"7", Running}, {"8", Running}, {"9", Queued}}},
 		{Slurm{}, "slurm_squeue_cancel.txt", "mq-rec", []want{{"7", Exited}, {"8", Running}, {"9", Queued}}}, // 7 COMPLETING after scancel
 		{Slurm{}, "slurm_squeue_ours.txt", "mq-slurmA-b8ad02", []want{{"4", Running}, {"5", Running}}},
@@ -365,6 +368,9 @@ func TestSuspendedStates(t *testing.T) {
 		{SGE{}, sge("T"), Suspended},
 		{SGE{}, sge("ds"), Exited},
 		{SGE{}, sge("hqw"), Queued},
+		{SGE{}, sge("Rq"), Queued}, // rescheduled after a node failure: waiting again
+		{SGE{}, sge("hr"), Running},
+		{SGE{}, sge("t"), Running},
 		{Slurm{}, "5|SUSPENDED|2026-11-22T06:00:58|2026-11-22T06:00:58|n\n", Suspended},
 		{PBS{}, "Job Id: 5.s\n    Job_Name = n\n    job_state = S\n", Suspended},
 		{PBS{}, "Job Id: 5.s\n    Job_Name = n\n    job_state = U\n", Suspended},

@@ -132,8 +132,10 @@ func (SGE) ParseList(out []byte, name string) ([]Placeholder, error) {
 
 // sgeState maps Grid Engine's state letters: E (error: it will never run
 // until someone clears it) wins, then d (being deleted), then s/S/T
-// (suspended: the job, the queue, or by a load threshold), then r/t/R
-// (running, transferring, restarted); q/w/h are queued and held.
+// (suspended: the job, the queue, or by a load threshold), then q/w
+// (pending, held ones too: hqw; and Rq, a job rescheduled after its node
+// failed or by qmod -rj, waiting to run again), then r/t/R (running,
+// transferring, restarted and running: Rr; a running job on hold: hr).
 func sgeState(s string) State {
 	switch {
 	case strings.Contains(s, "E"):
@@ -142,9 +144,11 @@ func sgeState(s string) State {
 		return Exited
 	case strings.ContainsAny(s, "sST"):
 		return Suspended
+	case strings.ContainsAny(s, "qw"):
+		return Queued
 	case strings.ContainsAny(s, "rtR"):
 		return Running
-	case strings.ContainsAny(s, "qwh"):
+	case strings.Contains(s, "h"):
 		return Queued
 	}
 	return Running // an unknown state holds resources until shown otherwise

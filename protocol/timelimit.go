@@ -57,3 +57,21 @@ func checkTimeLimitEnv(v string) error {
 	}
 	return nil
 }
+
+// WalltimeReason is why a job was stopped when its placeholder reached
+// the end of the time it takes work for (walltime, the agent's part of
+// the site's --walltime), before the batch system would kill both: an
+// interruption (IsInterrupted), so the job runs again while attempts
+// remain; the words say what lets it go only to placeholders with the
+// time it needs.
+func WalltimeReason(walltime time.Duration) string {
+	return ReasonInterrupted + ": its placeholder reached the end of its walltime (" + walltime.Round(time.Second).String() +
+		" for jobs, the site's --walltime less a margin); give the job an estimate (mqsub --est) or --time, and placeholders without that much time left do not take it"
+}
+
+// IsInterrupted reports whether a report's reason says its attempt was
+// stopped with its placeholder, not for anything of its own: the bare
+// ReasonInterrupted, or one with the words of WalltimeReason.
+func IsInterrupted(reason string) bool {
+	return reason == ReasonInterrupted || strings.HasPrefix(reason, ReasonInterrupted+": ")
+}

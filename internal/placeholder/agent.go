@@ -286,6 +286,12 @@ func CheckTimes(walltime, idle, reconnect time.Duration) error {
 	return nil
 }
 
+// pastWalltime reports whether the agent's walltime (0: none) is over:
+// it stops its jobs (move.StopJobs) and starts no more.
+func (a *Agent) pastWalltime() bool {
+	return a.cfg.Walltime > 0 && a.now().Sub(a.start) >= a.cfg.Walltime
+}
+
 func (a *Agent) walltimeLeft() float64 {
 	if a.cfg.Walltime <= 0 {
 		return 0

@@ -1260,6 +1260,8 @@ func TestDecide(t *testing.T) {
 		{"idle timeout", loopState{Free: 2, IdleTimeout: time.Minute, IdleFor: time.Minute}, move{Exiting: true, Finish: true}},
 		{"idle timeout, but a job runs", loopState{Free: 1, Running: 1, IdleTimeout: time.Minute, IdleFor: time.Hour}, move{Poll: true, Want: 1, Wait: 10 * time.Millisecond}},
 		{"idle timeout, but a job is held", loopState{Running: 1, Held: 1, IdleTimeout: time.Minute, IdleFor: time.Hour}, move{}},
+		{"walltime over, jobs run: stop them, give back the held", loopState{Running: 2, Held: 1, WalltimeOver: true}, move{Exiting: true, StopJobs: true, GiveBack: true}},
+		{"walltime over, nothing runs: finish", loopState{Free: 2, WalltimeOver: true}, move{Exiting: true, Finish: true}},
 
 		// Errors from next.
 		{"next failed: abort", loopState{Free: 1, Running: 1, NextFailed: true}, move{Exiting: true, Abort: true}},
@@ -1340,6 +1342,46 @@ func TestAgentWalltimeByClock(t *testing.T) {
 	}
 	if st := stateOf(t, c, big); st != "Q" {
 		t.Errorf("the 10-minute job is %s, want Q: it does not fit the 30 s the agent has left by its clock", st)
+	}
+}
+
+// TestAgentStopsJobsAtWalltime: a job with no estimate still runs when
+// its placeholder's walltime is over by the agent's clock; the agent stops
+// it (before the batch system kills both, SGE without a word), reports it
+// interrupted for the walltime, with words that say what to do, and exits.
+// The job is queued again, its attempt counted.
+func TestAgentStopsJobsAtWalltime(t *testing.T) {
+	t.Parallel()
+	c := newCLS(t)
+	dir := t.TempDir()
+	id := c.submit(protocol.JobSpec{Target: "long", Command: "touch started && exec sleep 600", Cwd: dir})[0]
+	clock := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	a := New(Config{Dial: c.dial, Site: "test", Host: "h", Slots: 1, OutDir: t.TempDir(), Walltime: time.Hour, Now: clock.Now})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	for !exists(filepath.Join(dir, "started")) {
+		if ctx.Err() != nil {
+			t.Fatal("the job did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	clock.advance(time.Hour)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("agent: %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the agent neither stopped its job nor exited after its walltime")
+	}
+	d, err := c.store.Inspect().Job(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.State != "Q" || len(d.History) != 1 || d.History[0].Reason != protocol.WalltimeReason(time.Hour) {
+		t.Fatalf("job %s, history %+v; want Q with attempt 1 stopped for the walltime", d.State, d.History)
 	}
 }
 

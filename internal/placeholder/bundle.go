@@ -43,14 +43,14 @@ func (a *Agent) holdAll(u []protocol.Assignment) {
 // runBundle runs a bundle's jobs in order, sending each report to progress
 // as the job ends. A job the CLS took back while it waited is skipped; once
 // ctx ends, the jobs not started are handed back (requeued, attempt not
-// counted).
+// counted), and so are they once the agent's walltime is over.
 func (a *Agent) runBundle(ctx context.Context, u []protocol.Assignment, g resource.Grant, progress chan<- protocol.Report, quit <-chan struct{}) {
 	for _, asg := range u {
 		if !a.unhold(asg.ID) {
 			continue
 		}
 		var r protocol.Report
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || a.pastWalltime() {
 			now := time.Now()
 			r = protocol.Report{ID: asg.ID, Attempt: asg.Attempt, Started: now, Finished: now, Reason: protocol.ReasonReturned}
 		} else {

@@ -76,12 +76,13 @@ func (a *Agent) longestRunning() time.Duration {
 	return d
 }
 
-// killAll stops every running job as interrupted.
-func (a *Agent) killAll() {
+// killAll stops every running job for reason (an interruption:
+// protocol.IsInterrupted).
+func (a *Agent) killAll(reason string) {
 	a.runMu.Lock()
 	defer a.runMu.Unlock()
 	for _, p := range a.running {
-		p.kill(protocol.ReasonInterrupted)
+		p.kill(reason)
 	}
 }
 

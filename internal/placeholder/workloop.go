@@ -81,6 +81,8 @@ type loopState struct {
 	Exiting   bool // already draining (told to exit, or decided before)
 	Cancelled bool // the agent's context ended
 	Orphaned  bool // ExitWhenOrphaned, and the parent process changed
+	// WalltimeOver: the agent's walltime (Config.Walltime) has passed.
+	WalltimeOver bool
 	// NextFailed: the last next request failed for good (the CLS refused
 	// the agent or stayed unreachable).
 	NextFailed  bool
@@ -101,6 +103,7 @@ type loopState struct {
 // move is what the work loop does next, in this order.
 type move struct {
 	Exiting     bool // drain: take no more jobs, end when everything out is back
+	StopJobs    bool // the walltime is over: stop the running jobs, as interrupted
 	Abort       bool // next failed for good: kill the jobs and return its error
 	GiveBack    bool // hand the held jobs back unstarted
 	Finish      bool // nothing is out: send the last reports and return
@@ -129,8 +132,13 @@ func decide(s loopState) move {
 		// Results could never be reported: stop the jobs too.
 		return move{Exiting: true, Abort: true}
 	}
-	m.Exiting = s.Exiting || s.Cancelled || s.Orphaned ||
+	m.Exiting = s.Exiting || s.Cancelled || s.Orphaned || s.WalltimeOver ||
 		(s.IdleTimeout > 0 && s.Running == 0 && s.Held == 0 && s.IdleFor >= s.IdleTimeout)
+	// Past its walltime the batch system is about to kill the placeholder
+	// with its jobs (SGE with SIGKILL, so nothing is reported and the
+	// jobs are found lost only when the lease runs out): stopped now, they
+	// are reported as stopped for the walltime, and run again elsewhere.
+	m.StopJobs = s.WalltimeOver && s.Running > 0
 	held := s.Held
 	if m.Exiting && held > 0 {
 		m.GiveBack = true
@@ -220,31 +228,33 @@ type workLoop struct {
 	prefetchDry  bool  // a prefetch found nothing: no more until a job ends
 	nextErr      error // the last poll's failure, until decide has seen it
 
-	hold       *time.Timer // bounds how long gathered reports wait for a poll
-	holding    bool
-	reportsDue bool // reports have waited long enough: the next poll goes now
-	exiting    bool
+	hold        *time.Timer // bounds how long gathered reports wait for a poll
+	holding     bool
+	reportsDue  bool // reports have waited long enough: the next poll goes now
+	exiting     bool
+	stoppedJobs bool // stopped for the walltime (move.StopJobs), once
 }
 
 // state is the snapshot decide works from.
 func (w *workLoop) state() loopState {
 	a := w.a
 	s := loopState{
-		Exiting:     w.exiting,
-		Cancelled:   w.ctx.Err() != nil,
-		NextFailed:  w.nextErr != nil,
-		IdleTimeout: a.cfg.IdleTimeout,
-		IdleFor:     a.now().Sub(w.idleSince),
-		Orphanable:  a.cfg.ExitWhenOrphaned,
-		NoOp:        a.cfg.NoOp,
-		Free:        w.free,
-		Running:     w.running,
-		Held:        len(w.held),
-		Depth:       a.prefetchDepth(w.meanRun),
-		Sending:     w.sending,
-		PollOut:     w.poll != nil,
-		PrefetchDry: w.prefetchDry,
-		ReportsDue:  w.reportsDue,
+		Exiting:      w.exiting,
+		Cancelled:    w.ctx.Err() != nil,
+		NextFailed:   w.nextErr != nil,
+		IdleTimeout:  a.cfg.IdleTimeout,
+		IdleFor:      a.now().Sub(w.idleSince),
+		Orphanable:   a.cfg.ExitWhenOrphaned,
+		WalltimeOver: a.pastWalltime(),
+		NoOp:         a.cfg.NoOp,
+		Free:         w.free,
+		Running:      w.running,
+		Held:         len(w.held),
+		Depth:        a.prefetchDepth(w.meanRun),
+		Sending:      w.sending,
+		PollOut:      w.poll != nil,
+		PrefetchDry:  w.prefetchDry,
+		ReportsDue:   w.reportsDue,
 	}
 	if !w.exiting && a.cfg.ExitWhenOrphaned {
 		s.Orphaned = os.Getppid() != a.ppid
@@ -548,10 +558,15 @@ func (a *Agent) work(ctx context.Context) error {
 		m := decide(w.state())
 		w.exiting = m.Exiting
 		if m.Abort {
-			a.killAll()
+			a.killAll(protocol.ReasonInterrupted)
 			return w.nextErr
 		}
 		w.nextErr = nil // seen: the agent is stopping anyway
+		if m.StopJobs && !w.stoppedJobs {
+			w.stoppedJobs = true
+			a.log.Info("walltime over: stopping the running jobs", "walltime", a.cfg.Walltime, "jobs", w.running)
+			a.killAll(protocol.WalltimeReason(a.cfg.Walltime))
+		}
 		if m.GiveBack {
 			w.reports = append(w.reports, a.giveBack(w.held)...)
 			w.held = nil

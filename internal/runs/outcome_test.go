@@ -20,6 +20,8 @@ func TestOutcomeOf(t *testing.T) {
 		{"exit 0 with a reason", protocol.Report{Reason: "could not start"}, Failed},
 		{"past the ceiling", protocol.Report{Reason: protocol.ReasonCeiling}, OverCeiling},
 		{"interrupted", protocol.Report{Reason: protocol.ReasonInterrupted}, Lost},
+		{"stopped at its placeholder's walltime", protocol.Report{Exit: -1, Reason: protocol.WalltimeReason(time.Hour)}, Lost},
+		{"a reason that begins with the word", protocol.Report{Exit: 1, Reason: "interrupted-by-user"}, Failed},
 		{"handed back", protocol.Report{Reason: protocol.ReasonReturned}, Returned},
 	}
 	for _, tt := range tests {

@@ -158,7 +158,7 @@ func OutcomeOf(r protocol.Report) Outcome {
 	switch {
 	case r.Reason == protocol.ReasonCeiling:
 		return OverCeiling
-	case r.Reason == protocol.ReasonInterrupted:
+	case protocol.IsInterrupted(r.Reason):
 		return Lost
 	case r.Reason == protocol.ReasonReturned:
 		return Returned

@@ -318,7 +318,7 @@ func (c *Copies) End(ctx context.Context, ex Execer, a Run, r protocol.Report, k
 		finished = now
 	}
 	var exit, cpuUser, cpuSys, maxRSS any
-	if !killed && r.Reason != protocol.ReasonInterrupted && !strings.HasPrefix(r.Reason, "lost") {
+	if !killed && !protocol.IsInterrupted(r.Reason) && !strings.HasPrefix(r.Reason, "lost") {
 		exit = r.Exit
 	}
 	if r.Usage.Measured() {

@@ -356,6 +356,9 @@ type JobDetail struct {
 	// placeholder for a job that asks for resources: an auto size as
 	// learned from the runs before it, a memory retry's raised size.
 	Granted *Capacity `json:"granted,omitempty"`
+	// TimeLimit is the job's time limit in seconds (mqsub --time, or
+	// mqalter --time since), 0 for none.
+	TimeLimit float64 `json:"time_limit,omitempty"`
 }
 
 // JobRefState names a job with its target and state letter.

@@ -142,6 +142,8 @@ var (
 		Doc: "holds waiting or queued jobs: they do not run until released"})
 	OpRelease = op[Select, ActionReply](Spec{Name: "release", Role: RoleUser, Durable: true,
 		Doc: "releases held jobs to the state their prerequisites give them"})
+	OpAlter = op[Alter, ActionReply](Spec{Name: "alter", Role: RoleUser, Durable: true,
+		Doc: "changes the priority, time limit, estimate or resources of jobs not started"})
 	OpWait = op[Wait, WaitReply](Spec{Name: "wait", Role: RoleUser,
 		Doc: "long poll until the jobs have ended (or any has), or a timeout"})
 	OpProgress = streamOp[Progress, ProgressReply](Spec{Name: "progress", Role: RoleUser,

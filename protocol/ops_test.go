@@ -82,7 +82,7 @@ func TestOpsDeclared(t *testing.T) {
 		"summary", "delete", "rerun", "wait", "output.read", "queue.list", "queue.set", "register", "next", "report",
 		"heartbeat", "output", "site.add", "site.list", "site.remove", "site.set", "progress",
 		"files.list", "files.get", "files.add", "files.rm", "plan.make", "plan.show", "plan.clear", "output.stream", "arrays",
-		"files.poll", "files.pull", "files.push", "files.done", "hold", "release", "purge", "output.ship"} {
+		"files.poll", "files.pull", "files.push", "files.done", "hold", "release", "purge", "output.ship", "alter"} {
 		if !seen[name] {
 			t.Errorf("op %s is not declared", name)
 		}

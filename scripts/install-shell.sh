@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs man pages and bash, zsh and fish completion for mq's commands
-# (mqsub, mqstat, mqdel, mqhold, mqrls, mqwait, cls, mqsim), generated from their flag
+# (mqsub, mqstat, mqdel, mqhold, mqrls, mqalter, mqwait, cls, mqsim), generated from their flag
 # definitions by `cls docs` (cls from PATH, else built from this tree).
 #
 # Usage: scripts/install-shell.sh            (for you: under ~/.local and ~/.config)

@@ -486,6 +486,18 @@ func (g *Graph) toPending(id int64, j Node) []Change {
 	return g.changes
 }
 
+// SetEst changes a live job's estimate (mqalter). The changes it brings
+// to the job's ready entry are the caller's: the graph's own never read
+// it.
+func (g *Graph) SetEst(id int64, est float32) error {
+	n := g.jobs.get(id)
+	if n == nil {
+		return fmt.Errorf("job %d is not live", id)
+	}
+	n.est = est
+	return nil
+}
+
 // Hold keeps a Waiting or Queued job from running until Release. Its
 // target stays incomplete, so its dependents keep waiting.
 func (g *Graph) Hold(id int64) ([]Change, error) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/loadscan"
+	"github.com/mq-hpc/mq/internal/metaqueue/alter"
 	"github.com/mq-hpc/mq/internal/metaqueue/inspect"
 	"github.com/mq-hpc/mq/internal/metaqueue/selector"
 	"github.com/mq-hpc/mq/internal/metaqueue/waits"
@@ -200,8 +201,21 @@ func (s *Store) Release(ctx context.Context, sel protocol.Select) (protocol.Acti
 	return s.actOnSelected(ctx, sel, selector.Release, s.release)
 }
 
-// actOnSelected is the walk mqdel, mqsub --rerun, mqhold and mqrls
-// share: the jobs sel names, each checked and, in the writer's
+// Alter changes jobs not started (mqalter; module alter). Every error is
+// fatal: its batch is rolled back, never kept with a job held for it.
+func (s *Store) Alter(ctx context.Context, req protocol.Alter) (protocol.ActionReply, error) {
+	if err := req.Check(); err != nil {
+		return protocol.ActionReply{}, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+	}
+	bg := context.Background() // the core's own writes: never a caller's
+	k := alter.Core{X: s.w, Graph: s.g, Hold: s.hold, Release: s.release, SetEst: s.g.SetEst,
+		Priority: func(id int64, p int) error { return s.prio.Set(bg, s.w, id, p) },
+		Request:  func(id int64, r protocol.Resources) error { return s.pack.Alter(bg, s.w, id, r, packJobs{s}) }}
+	return s.actOnSelected(ctx, req.Select, selector.Alter, func(id int64) error { return storeErr(k.Apply(id, req)) })
+}
+
+// actOnSelected is the walk mqdel, mqsub --rerun, mqhold, mqrls and
+// mqalter share: the jobs sel names, each checked and, in the writer's
 // transaction, acted on (apply), in batches of the core's as selector.Run
 // gives them.
 func (s *Store) actOnSelected(ctx context.Context, sel protocol.Select, a selector.Action, apply func(id int64) error) (protocol.ActionReply, error) {

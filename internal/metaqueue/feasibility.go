@@ -46,14 +46,14 @@ func (s *Store) askingPlanned(p *parkedNext) *asking {
 	return a
 }
 
-// Current says whether heap entry r is still a Queued job.
+// Current says whether heap entry r is still a Queued job, at the
+// priority it has now (one mqalter changed re-entered at the new one).
 func (a *asking) Current(r policy.Ready) bool {
 	j, ok := a.s.g.Node(r.ID)
-	a.j = j
-	if a.planned {
+	if a.j = j; a.planned {
 		a.q = a.s.queueIDs[j.Queue]
 	}
-	return ok && j.State == job.Queued
+	return ok && j.State == job.Queued && (a.planned || r.Priority == a.s.prio.Of(r.ID))
 }
 
 // Allows answers check c for ready job r, one line each. A planned job

@@ -138,11 +138,7 @@ func (in *inserter) flushJobs() error {
 // was.
 func (s *Store) claim(id int64) (dag.Node, error) {
 	j, _ := s.g.Node(id)
-	ch, err := s.g.Set(id, job.Executing)
-	if err != nil {
-		return j, err
-	}
-	if err := s.applyChanges(ch, id, nil); err != nil {
+	if err := s.set(id, job.Executing); err != nil {
 		return j, err
 	}
 	s.runStarted(id)
@@ -244,7 +240,13 @@ func (s *Store) finish(id int64, j dag.Node, next job.State, e attemptEnd) error
 	if _, err := s.stmts.finish.Exec(string(next), e.exit, micros(e.started), micros(e.finished), reason, cpuUser, cpuSys, maxRSS, id); err != nil {
 		return fatalError{err}
 	}
-	ch, err := s.g.Set(id, next)
+	return s.set(id, next)
+}
+
+// set moves live job id to state to, an end state or Executing, in the
+// graph (its row is the caller's to write) and applies what follows.
+func (s *Store) set(id int64, to job.State) error {
+	ch, err := s.g.Set(id, to)
 	if err != nil {
 		return err
 	}
@@ -310,18 +312,14 @@ func (s *Store) backToQueue(id int64, stmt *sql.Stmt) error {
 // hold keeps Waiting or Queued job id from running: Held. A ready heap's
 // entry of it goes stale (dispatch skips a job that is not Queued); its
 // dependents keep waiting, its target being incomplete.
-func (s *Store) hold(id int64) error {
-	ch, err := s.g.Hold(id)
-	if err != nil {
-		return err
-	}
-	return s.applyChanges(ch, -1, nil)
-}
+func (s *Store) hold(id int64) error { return s.follow(s.g.Hold(id)) }
 
 // release returns held job id to the state its prerequisites give it; a
 // Queued one enters its ready heap again.
-func (s *Store) release(id int64) error {
-	ch, err := s.g.Release(id)
+func (s *Store) release(id int64) error { return s.follow(s.g.Release(id)) }
+
+// follow applies the graph's changes ch, rows included, unless err.
+func (s *Store) follow(ch []dag.Change, err error) error {
 	if err != nil {
 		return err
 	}
@@ -333,11 +331,7 @@ func (s *Store) deleteJob(id int64, reason string) error {
 	if _, err := s.stmts.del.Exec(micros(s.now()), reason, id); err != nil {
 		return fatalError{err}
 	}
-	ch, err := s.g.Set(id, job.Deleted)
-	if err != nil {
-		return err
-	}
-	return s.applyChanges(ch, id, nil)
+	return s.set(id, job.Deleted)
 }
 
 // rerun brings ended job id back into the graph as n (it was in state
@@ -392,12 +386,8 @@ func (s *Store) failUnstageable(ids []int64, reason string) error {
 		if _, err := s.stmts.finish.Exec(string(job.Failed), nil, nil, micros(s.now()), reason, nil, nil, nil, id); err != nil {
 			return fatalError{err}
 		}
-		ch, err := s.g.Set(id, job.Failed)
-		if err != nil {
-			return err
-		}
 		s.log.Warn("job failed: an input could not be staged", "job", id, "reason", reason)
-		if err := s.applyChanges(ch, id, nil); err != nil {
+		if err := s.set(id, job.Failed); err != nil {
 			return err
 		}
 	}

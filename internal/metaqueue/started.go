@@ -36,10 +36,8 @@ func (s *Store) markStarted(ph int64, refs []protocol.JobRef) error {
 	for i, id := range ids {
 		args[i] = id
 	}
-	if _, err := s.w.ExecContext(context.Background(), sqlfile.InList(jobsSQL.Get("Started"), "ids", len(ids)), args...); err != nil {
-		return fatalError{err}
-	}
-	return nil
+	_, err := s.w.ExecContext(context.Background(), sqlfile.InList(jobsSQL.Get("Started"), "ids", len(ids)), args...)
+	return storeErr(err)
 }
 
 // aheadOf says which of the jobs picked for p are in the slots it asked

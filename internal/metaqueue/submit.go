@@ -239,10 +239,8 @@ func (in *inserter) flushTargets() error {
 	if in.targets.Len() == 0 {
 		return nil
 	}
-	if _, err := in.s.stmts.insTargets.Exec(in.targets.Take()); err != nil {
-		return fatalError{err}
-	}
-	return nil
+	_, err := in.s.stmts.insTargets.Exec(in.targets.Take())
+	return storeErr(err)
 }
 
 // flushPrereqs inserts the buffered prerequisite rows.

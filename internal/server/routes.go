@@ -98,6 +98,9 @@ var builtin = routeTable(
 	handle(protocol.OpRelease, func(ctx context.Context, c *conn, b protocol.Select) (protocol.ActionReply, error) {
 		return c.s.Store.Release(ctx, b)
 	}),
+	handle(protocol.OpAlter, func(ctx context.Context, c *conn, b protocol.Alter) (protocol.ActionReply, error) {
+		return c.s.Store.Alter(ctx, b)
+	}),
 	handle(protocol.OpRerun, func(ctx context.Context, c *conn, b protocol.Rerun) (protocol.ActionReply, error) {
 		return c.s.Store.RerunWith(ctx, b)
 	}),

@@ -113,7 +113,7 @@ func TestAccounting(t *testing.T) {
 // ./cmd/...` (the README's install) gives exactly the commands, working.
 func TestVersion(t *testing.T) {
 	h := newHarness(t)
-	names := []string{"cls", "mqagent", "mqdel", "mqhold", "mqrls", "mqsim", "mqstat", "mqsub", "mqwait"}
+	names := []string{"cls", "mqagent", "mqalter", "mqdel", "mqhold", "mqrls", "mqsim", "mqstat", "mqsub", "mqwait"}
 	for _, name := range names {
 		r := h.run(name, "--version")
 		if r.code != 0 || !strings.HasPrefix(r.stdout, name+" version ") || !strings.Contains(r.stdout, "go1.") {

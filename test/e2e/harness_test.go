@@ -50,7 +50,7 @@ func buildAndRun(m *testing.M) int {
 	}
 	defer os.RemoveAll(binDir)
 	build := exec.Command("go", "build", "-o", binDir+string(os.PathSeparator),
-		"./cmd/cls", "./cmd/mqsub", "./cmd/mqstat", "./cmd/mqdel", "./cmd/mqhold", "./cmd/mqrls", "./cmd/mqwait", "./cmd/mqsim", "./cmd/mqagent")
+		"./cmd/cls", "./cmd/mqsub", "./cmd/mqstat", "./cmd/mqdel", "./cmd/mqhold", "./cmd/mqrls", "./cmd/mqalter", "./cmd/mqwait", "./cmd/mqsim", "./cmd/mqagent")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: go build failed: %v\n%s", err, out)

@@ -470,6 +470,9 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 	if d.Est > 0 {
 		p("estimate", fmt.Sprintf("%gs", d.Est))
 	}
+	if d.TimeLimit > 0 {
+		p("time limit", fmt.Sprintf("%gs", d.TimeLimit))
+	}
 	p("resources", d.Resources.Describe())
 	if d.Granted != nil {
 		p("granted", d.Granted.String())

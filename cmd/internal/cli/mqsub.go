@@ -235,8 +235,8 @@ func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
 	}
 	var est float64
 	if c.IsSet("est") {
-		if est, err = walltime.Parse(c.String("est")); err != nil {
-			return Usagef("--est: %v", err)
+		if est, err = estFlag(c); err != nil {
+			return err
 		}
 	}
 	prio, err := priorityFlag(c)

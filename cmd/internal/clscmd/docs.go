@@ -47,7 +47,7 @@ type documentedCommand struct {
 func documented() []documentedCommand {
 	return []documentedCommand{
 		{"mqsub", mqcli.Mqsub}, {"mqstat", mqcli.Mqstat}, {"mqdel", mqcli.Mqdel}, {"mqhold", mqcli.Mqhold},
-		{"mqrls", mqcli.Mqrls}, {"mqwait", mqcli.Mqwait}, {"cls", Cls}, {"mqsim", simcmd.Mqsim},
+		{"mqrls", mqcli.Mqrls}, {"mqalter", mqcli.Mqalter}, {"mqwait", mqcli.Mqwait}, {"cls", Cls}, {"mqsim", simcmd.Mqsim},
 	}
 }
 

@@ -69,7 +69,7 @@ func clsKey(env mqcli.Env) *cli.Command {
 // keyFlags are the flags of key add and key new.
 func keyFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "role", Usage: "user (may run mqsub/mqstat/mqdel/mqhold/mqrls/cls queue), admin (also cls site: makes the CLS start processes and log in to clusters with your keys) or placeholder (may only pull and report work)", Required: true},
+		&cli.StringFlag{Name: "role", Usage: "user (may run mqsub/mqstat/mqdel/mqhold/mqrls/mqalter/cls queue), admin (also cls site: makes the CLS start processes and log in to clusters with your keys) or placeholder (may only pull and report work)", Required: true},
 		&cli.StringFlag{Name: "name", Usage: "a `NAME` for the key in cls key list (default: the key file's comment)"},
 	}
 }
@@ -252,7 +252,7 @@ func keyFile() (*sshserver.KeyFile, error) {
 // sshCommands are the commands a user key may run over SSH; an admin key
 // may also run `cls site`. `cls files` is a user's: its ops act with the
 // owner's rights, as the jobs a user key may already submit do.
-var sshCommands = "mqsub, mqstat, mqdel, mqhold, mqrls, cls queue, cls files"
+var sshCommands = "mqsub, mqstat, mqdel, mqhold, mqrls, mqalter, cls queue, cls files"
 
 // sshExec runs a user's command over SSH in-process, talking to the CLS
 // through a pipe into proto (not the socket: it works however the CLS was
@@ -275,6 +275,8 @@ func sshExec(dialCLS func(server.Peer) io.ReadWriteCloser) sshserver.ExecFunc {
 			app = mqcli.Mqhold(env)
 		case "mqrls":
 			app = mqcli.Mqrls(env)
+		case "mqalter":
+			app = mqcli.Mqalter(env)
 		case "cls":
 			if len(args) < 2 || (args[1] != "queue" && args[1] != "files" && (args[1] != "site" || who.MaxRole != protocol.RoleAdmin)) {
 				fmt.Fprintf(stderr, "mq: only `cls queue` and `cls files` run over SSH (one of: %s)\n", sshCommands)

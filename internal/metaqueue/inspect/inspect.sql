@@ -90,3 +90,7 @@ SELECT DISTINCT t.name FROM job_prereqs jp JOIN targets t ON t.id = jp.target_id
 WHERE jp.job_id BETWEEN ?1 AND ?2 AND t.purged_done = 0 AND t.purged_bad = 0
 	AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.target_id = t.id)
 ORDER BY t.name LIMIT 8;
+
+-- name: JobEnv
+-- A job's own environment, where its time limit is (MQ_TIME_LIMIT).
+SELECT env FROM job_env WHERE job_id = ?;

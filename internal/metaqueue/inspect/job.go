@@ -3,6 +3,9 @@ package inspect
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"time"
@@ -55,6 +58,9 @@ func (r *Reader) Job(ctx context.Context, id int64) (protocol.JobDetail, error) 
 		}
 	}
 	if err := r.marks(ctx, &d); err != nil {
+		return d, err
+	}
+	if d.TimeLimit, err = r.timeLimit(ctx, id); err != nil {
 		return d, err
 	}
 	if d.Plan, err = r.src.Plan(ctx, d.ID); err != nil {
@@ -393,4 +399,22 @@ func (p place) String() string {
 		return p.site
 	}
 	return p.site + ":" + p.host
+}
+
+// timeLimit is job id's time limit (mqsub --time), from its own
+// environment; 0 for none.
+func (r *Reader) timeLimit(ctx context.Context, id int64) (float64, error) {
+	var text string
+	err := r.db.QueryRowContext(ctx, queries.Get("JobEnv"), id).Scan(&text)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	var env map[string]string
+	if err := json.Unmarshal([]byte(text), &env); err != nil {
+		return 0, fmt.Errorf("job %d: stored environment: %w", id, err)
+	}
+	return protocol.TimeLimit([]string{protocol.EnvTimeLimit + "=" + env[protocol.EnvTimeLimit]}), nil
 }

@@ -13,7 +13,7 @@ SELECT r.job_id, r.resources FROM job_resources r CROSS JOIN jobs j ON j.id = r.
 WHERE j.state NOT IN ('D', 'F', 'X');
 
 -- name: SetResources
--- A job's request raised (a memory retry).
+-- A job's request raised (a memory retry) or changed (mqalter).
 INSERT OR REPLACE INTO job_resources (job_id, resources) VALUES (?, ?);
 
 -- name: JobResources

@@ -77,6 +77,44 @@ func (p *Packing) Keep(ctx context.Context, ins Inserter, id int64, r protocol.R
 	return nil
 }
 
+// Alter replaces, in live job id's request, the cores, memory and GPUs
+// that r gives (mqalter), storing it in the core's transaction; what r
+// leaves unset stays. The job waits afresh: a reservation or a wait for
+// its old request is forgotten, and a memory retry's count starts again.
+func (p *Packing) Alter(ctx context.Context, x Execer, id int64, r protocol.Resources, jobs Jobs) error {
+	var old protocol.Resources
+	var text string
+	err := x.QueryRowContext(ctx, queries.Get("JobResources"), id).Scan(&text)
+	switch {
+	case err == nil:
+		if err := json.Unmarshal([]byte(text), &old); err != nil {
+			return fmt.Errorf("job %d: stored request: %w", id, err)
+		}
+	case !errors.Is(err, sql.ErrNoRows):
+		return err
+	}
+	if r.CPUs > 0 || r.CPUsAuto {
+		old.CPUs, old.CPUsAuto = r.CPUs, r.CPUsAuto
+	}
+	if r.Mem > 0 || r.MemAuto {
+		old.Mem, old.MemAuto = r.Mem, r.MemAuto
+	}
+	if r.GPUs > 0 {
+		old.GPUs = r.GPUs
+	}
+	b, err := json.Marshal(old)
+	if err != nil {
+		return err
+	}
+	if _, err := x.ExecContext(ctx, queries.Get("SetResources"), id, string(b)); err != nil {
+		return fmt.Errorf("packing: job %d's changed request: %w", id, err)
+	}
+	c, _ := jobs.Category(id)
+	p.Forget(id)
+	p.Job(id, wire.Request(old), c)
+	return nil
+}
+
 // Load reads the requests of the jobs not ended, takes again the grants
 // of the attempts running on placeholders it knows (after a reload; after
 // a restart, when they register: Register), records what each site's

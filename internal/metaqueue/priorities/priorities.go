@@ -58,6 +58,16 @@ func (p *Priorities) Add(ctx context.Context, ex Execer, id int64, prio int) err
 	return nil
 }
 
+// Set changes live job id's priority to prio in the core's transaction
+// (mqalter): 0, the default, drops its row.
+func (p *Priorities) Set(ctx context.Context, ex Execer, id int64, prio int) error {
+	if _, err := ex.ExecContext(ctx, queries.Get("DeletePriority"), id); err != nil {
+		return err
+	}
+	delete(p.m, id)
+	return p.Add(ctx, ex, id, prio)
+}
+
 // Load reads the live jobs' priorities, as the core loads after open.
 func (p *Priorities) Load(ctx context.Context, ex Execer) error {
 	rows, err := ex.QueryContext(ctx, queries.Get("LivePriorities"))

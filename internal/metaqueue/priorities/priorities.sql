@@ -11,3 +11,7 @@ WHERE j.state IN ('W','Q','H','E','B');
 
 -- name: JobPriority
 SELECT priority FROM job_priority WHERE job_id = ?;
+
+-- name: DeletePriority
+-- A job's priority dropped before another is given (mqalter).
+DELETE FROM job_priority WHERE job_id = ?;

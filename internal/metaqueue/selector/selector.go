@@ -1,5 +1,5 @@
-// Package selector decides which jobs mqdel, mqsub --rerun, mqhold and
-// mqrls act on, and whether each may take the action.
+// Package selector decides which jobs mqdel, mqsub --rerun, mqhold,
+// mqrls and mqalter act on, and whether each may take the action.
 //
 // It is pure: Build turns a selection (protocol.Select: ids, or a target,
 // queue, states, id range, all) into the ids given or a query whose
@@ -35,6 +35,7 @@ const (
 	Rerun                 // mqsub --rerun: ended jobs run again
 	Hold                  // mqhold: Waiting and Queued jobs become Held
 	Release               // mqrls: Held jobs go on
+	Alter                 // mqalter: jobs not started change their values
 )
 
 // actions are each action's states (a selection takes only jobs in
@@ -45,6 +46,7 @@ var actions = [...]struct{ states, why string }{
 	Rerun:   {"DFX", ""},
 	Hold:    {"WQ", "only waiting or queued jobs can be held"},
 	Release: {"H", "only held jobs can be released"},
+	Alter:   {"WQH", "only jobs not started (waiting, queued or held) can be changed"},
 }
 
 // States returns the states, as letters, of the jobs action a applies to.

@@ -1,0 +1,107 @@
+package cli
+
+import (
+	"github.com/urfave/cli/v2"
+
+	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/internal/walltime"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// Mqalter returns the mqalter command (PBS's and SGE's qalter, Slurm's
+// scontrol update).
+func Mqalter(env Env) *cli.App {
+	app := NewApp("mqalter", "change jobs that have not started", env)
+	app.UsageText = `mqalter [--priority N] [--time LIMIT] [--est EST] [-c N|auto] [--mem SIZE|auto] [--gpus N]
+           [-q QUEUE] [-Q] ID... | FIRST-LAST
+   mqalter [...] [-q QUEUE] [-t TARGET] [-s STATES] [-Q]
+   mqalter [...] --all [-s STATES] [-Q]`
+	app.Description = `Changes jobs that have not started: waiting (W), queued (Q) or held (H).
+Each flag given replaces the job's own value, spelled and checked as mqsub
+takes it; at least one is needed. A job keeps its state (a held job stays
+held) and its place among its prerequisites; a queued job is ranked again
+by its new priority and estimate, and the next placeholder that asks
+judges it by its new request. --time also makes the limit the job's
+estimate when it has none of its own (none, or its old --time), unless
+--est is given. Jobs are named by id, by a range FIRST-LAST (a job array),
+or selected by queue, target and states (-s, among W Q H), or all of them.
+Jobs named by id are changed all or none: if one has started or ended,
+nothing is, and the error names each culprit; a range or selection takes
+those of its jobs not started, 10,000 at a time, the CLS serving others in
+between. Prints a line per changed job unless -Q.`
+	flags := append(selectFlags("change"),
+		&cli.StringFlag{Name: "priority", Usage: "the jobs' new priority: `N` in -1024..1023, higher first (as mqsub --priority)"},
+		&cli.StringFlag{Name: "time", Usage: "the jobs' new time limit, `LIMIT` (as mqsub --time)"},
+		&cli.StringFlag{Name: "est", Aliases: []string{"estimate"}, Usage: "the jobs' new expected runtime, `EST` (as mqsub --est; 0: unknown)"},
+	)
+	for _, f := range resourceFlags() {
+		if n := f.Names()[0]; n == "c" || n == "mem" || n == "gpus" {
+			flags = append(flags, f)
+		}
+	}
+	app.Flags = flags
+	app.Metadata = map[string]any{rewriteArgs: flagsFirst(app.Flags)}
+	app.Action = func(c *cli.Context) error { return mqalterAction(c, env) }
+	return app
+}
+
+// mqalterAction reads the new values as mqsub reads them, and asks the
+// CLS to give them to the selected jobs.
+func mqalterAction(c *cli.Context, env Env) error {
+	var req protocol.Alter
+	var err error
+	if c.IsSet("priority") {
+		p, err := priorityFlag(c)
+		if err != nil {
+			return err
+		}
+		req.Priority = &p
+	}
+	if req.Time, err = timeLimit(c); err != nil {
+		return err
+	}
+	if c.IsSet("est") {
+		est, err := estFlag(c)
+		if err != nil {
+			return err
+		}
+		req.Est = &est
+	}
+	if req.Resources, err = resourcesFrom(c); err != nil {
+		return err
+	}
+	if err := req.Check(); err != nil {
+		if req.Priority == nil && req.Time == 0 && req.Est == nil && !req.Resources.Asks() {
+			return Usagef("nothing to change: give --priority, --time, --est, -c/--cpus, --mem or --gpus")
+		}
+		return Usagef("%v", err)
+	}
+	if req.Select, err = selection(c, "WQH"); err != nil {
+		return err
+	}
+	cl, err := Dial(c.Context, env, c.App.Name)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	reply, err := client.Do(c.Context, cl, protocol.OpAlter, req)
+	if err != nil {
+		return err
+	}
+	if err := atomicErrors("changed", reply); err != nil {
+		return err
+	}
+	if !c.Bool("Q") {
+		return listActed(c, "changed", reply, "changed job %d\n")
+	}
+	return nil
+}
+
+// estFlag reads --est: a span as walltime.Parse takes it.
+func estFlag(c *cli.Context) (float64, error) {
+	est, err := walltime.Parse(c.String("est"))
+	if err != nil {
+		return 0, Usagef("--est: %v", err)
+	}
+	return est, nil
+}

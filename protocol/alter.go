@@ -1,0 +1,51 @@
+package protocol
+
+import "fmt"
+
+// Alter changes jobs that have not started (mqalter; Slurm's scontrol
+// update, PBS's qalter): the Waiting, Queued and Held jobs its Select
+// names. Each value given replaces the job's own; at least one must be.
+// A job keeps its state: a held one stays held.
+type Alter struct {
+	Select
+	// Priority, when set, is the job's new priority
+	// (MinPriority..MaxPriority; 0 is the default).
+	Priority *int `json:"priority,omitempty"`
+	// Time, when more than 0, is the job's new time limit in seconds
+	// (mqsub --time). The estimate follows it when the job has none, or
+	// had the old limit as its own (mqsub --time without --est), unless
+	// Est is given too.
+	Time float64 `json:"time,omitempty"`
+	// Est, when set, is the job's new expected runtime in seconds (0:
+	// unknown).
+	Est *float64 `json:"est,omitempty"`
+	// Resources: the cores (a count or auto), memory (a size or auto)
+	// and GPUs given replace the job's request of each; what is not
+	// given stays. Named amounts cannot be changed.
+	Resources
+}
+
+// Check reports, in one line, what is wrong with a: nothing to change,
+// or a value mqsub would refuse.
+func (a Alter) Check() error {
+	if a.Priority == nil && a.Time == 0 && a.Est == nil && !a.Resources.Asks() {
+		return fmt.Errorf("nothing to change: give a priority, time limit, estimate, cpus, memory or gpus")
+	}
+	if a.Priority != nil {
+		if err := CheckPriority(*a.Priority); err != nil {
+			return err
+		}
+	}
+	if a.Time != 0 && !(a.Time > 0 && a.Time <= MaxSeconds) {
+		return fmt.Errorf("time limit %v is not more than 0 and at most %g seconds", a.Time, float64(MaxSeconds))
+	}
+	if a.Est != nil {
+		if err := CheckSeconds("estimate", *a.Est); err != nil {
+			return err
+		}
+	}
+	if len(a.Named) > 0 {
+		return fmt.Errorf("named resources (--resource) cannot be changed")
+	}
+	return CheckResources(a.Resources)
+}

@@ -18,7 +18,8 @@ func TestModuleQueriesPrepare(t *testing.T) {
 	e := newEnv(t)
 	for _, path := range []string{"arrays/arrays.sql", "bundles/bundles.sql", "tokens/tokens.sql",
 		"placeholders/placeholders.sql", "placeholders/sites.sql", "extents/extents.sql", "purge/purge.sql",
-		"selector/selector.sql", "priorities/priorities.sql", "sharedenv/sharedenv.sql"} {
+		"selector/selector.sql", "priorities/priorities.sql", "sharedenv/sharedenv.sql", "alter/alter.sql",
+		"packing/packing.sql"} {
 		src, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)

@@ -288,3 +288,31 @@ func TestAlterRefusesBadValues(t *testing.T) {
 	}
 	e.check()
 }
+
+// TestAlterFailureRollsBack: an error in the middle of a batch (here a
+// job's stored environment that does not decode) rolls the whole batch
+// back: the jobs changed before it lose their change, and none is left
+// held by the change.
+func TestAlterFailureRollsBack(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	id := e.submit(spec("a", "a"), spec("b", "b"))
+	e.downgrade(fmt.Sprintf("INSERT INTO job_env (job_id, env) VALUES (%d, 'not json')", id[1]))
+	_, err := e.s.Alter(context.Background(), protocol.Alter{Select: protocol.Select{IDs: id, Atomic: true}, Priority: intp(4), Time: 60})
+	if err == nil {
+		t.Fatal("Alter over a job whose environment does not decode succeeded")
+	}
+	for _, j := range id {
+		e.mustBe(j, job.Queued)
+		if d := e.job(j); d.Priority != 0 || d.TimeLimit != 0 || d.Est != 0 {
+			t.Errorf("job %d kept part of a failed change: %+v", j, d.JobInfo)
+		}
+	}
+	e.check()
+	// Job a, changed and released before the failure, runs (b's broken
+	// environment would fail its own dispatch).
+	ph := e.register("s")
+	if as := e.next(ph, 1); !slices.Equal(ids(as), id[:1]) {
+		t.Fatalf("after a failed change dispatched %v, want %d", ids(as), id[0])
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"slices"
 	"time"
@@ -402,7 +401,7 @@ func (p place) String() string {
 }
 
 // timeLimit is job id's time limit (mqsub --time), from its own
-// environment; 0 for none.
+// environment; 0 for none, or when the environment does not decode.
 func (r *Reader) timeLimit(ctx context.Context, id int64) (float64, error) {
 	var text string
 	err := r.db.QueryRowContext(ctx, queries.Get("JobEnv"), id).Scan(&text)
@@ -413,8 +412,8 @@ func (r *Reader) timeLimit(ctx context.Context, id int64) (float64, error) {
 		return 0, err
 	}
 	var env map[string]string
-	if err := json.Unmarshal([]byte(text), &env); err != nil {
-		return 0, fmt.Errorf("job %d: stored environment: %w", id, err)
+	if json.Unmarshal([]byte(text), &env) != nil {
+		return 0, nil // shown as none: the rest of the detail still is
 	}
 	return protocol.TimeLimit([]string{protocol.EnvTimeLimit + "=" + env[protocol.EnvTimeLimit]}), nil
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
-// TestHoldCommands runs mqhold, mqrls and mqsub's -H and --priority
-// against the fake CLS: what each sends, prints and exits with, and that
+// TestHoldCommands runs mqhold, mqrls, mqalter and mqsub's -H and
+// --priority against the fake CLS: what each sends, prints and exits with, and that
 // bad input is one line, exit 2, and sends nothing.
 func TestHoldCommands(t *testing.T) {
 	t.Parallel()
@@ -49,6 +49,29 @@ func TestHoldCommands(t *testing.T) {
 		{"release refused", Mqrls, []string{"mqrls", "7"}, protocol.OpRelease.Name,
 			clitest.Reply{Body: protocol.ActionReply{Errors: []string{"job 7 is queued; only held jobs can be released"}}}, ExitFailed,
 			`"ids":[7]`, "", "mqrls: nothing released: job 7 is queued; only held jobs can be released\n"},
+		{"alter ids", Mqalter, []string{"mqalter", "--priority", "0", "--time", "2h", "5", "6"}, protocol.OpAlter.Name, clitest.Reply{Body: acted}, 0,
+			`"ids":[5,6],"atomic":true,"priority":0,"time":7200}`, "changed job 5\nchanged job 6\n", ""},
+		{"alter a range, flags after it", Mqalter, []string{"mqalter", "720-723", "--mem", "8G", "-c", "auto", "--gpus", "2", "--est", "1:30", "-Q"}, protocol.OpAlter.Name, clitest.Reply{Body: acted}, 0,
+			`"first":720,"last":723,"est":90,"cpus_auto":true,"mem_bytes":8589934592,"gpus":2}`, "", ""},
+		{"alter by target and held state", Mqalter, []string{"mqalter", "-t", "sim", "-s", "H", "--cpus", "4"}, protocol.OpAlter.Name, clitest.Reply{Body: acted}, 0,
+			`"target":"sim","states":"H","cpus":4}`, "changed job 5\nchanged job 6\n", ""},
+		{"alter refused names every culprit", Mqalter, []string{"mqalter", "--priority", "3", "5"}, protocol.OpAlter.Name,
+			clitest.Reply{Body: protocol.ActionReply{Errors: []string{"job 5 is executing; only jobs not started (waiting, queued or held) can be changed"}}}, ExitFailed,
+			`"ids":[5]`, "", "mqalter: nothing changed: job 5 is executing; only jobs not started (waiting, queued or held) can be changed\n"},
+		{"alter with nothing to change", Mqalter, []string{"mqalter", "5"}, protocol.OpAlter.Name, clitest.Reply{Body: acted}, ExitUsage,
+			"", "", "mqalter: nothing to change: give --priority, --time, --est, -c/--cpus, --mem or --gpus"},
+		{"alter priority 1024", Mqalter, []string{"mqalter", "--priority", "1024", "5"}, protocol.OpAlter.Name, clitest.Reply{Body: acted}, ExitUsage,
+			"", "", "mqalter: --priority: want a whole number in -1024..1023"},
+		{"alter --time 0", Mqalter, []string{"mqalter", "--time", "0", "5"}, protocol.OpAlter.Name, clitest.Reply{Body: acted}, ExitUsage,
+			"", "", "mqalter: --time 0: a time limit is more than 0"},
+		{"alter --est nonsense", Mqalter, []string{"mqalter", "--est", "soon", "5"}, protocol.OpAlter.Name, clitest.Reply{Body: acted}, ExitUsage,
+			"", "", "mqalter: --est:"},
+		{"alter --mem 0", Mqalter, []string{"mqalter", "--mem", "0", "5"}, protocol.OpAlter.Name, clitest.Reply{Body: acted}, ExitUsage,
+			"", "", "mqalter: --mem 0 is Slurm's"},
+		{"alter -s E", Mqalter, []string{"mqalter", "--gpus", "1", "-s", "E"}, protocol.OpAlter.Name, clitest.Reply{Body: acted}, ExitUsage,
+			"", "", "mqalter: -s E: only jobs in states WQH can be acted on here"},
+		{"alter with no jobs", Mqalter, []string{"mqalter", "--gpus", "1"}, protocol.OpAlter.Name, clitest.Reply{Body: acted}, ExitUsage,
+			"", "", "mqalter: missing job ids"},
 		{"submit held with a priority", Mqsub, []string{"mqsub", "-H", "--priority", "-5", "t", "true"}, protocol.OpSubmit.Name,
 			clitest.Reply{Body: protocol.SubmitReply{IDs: []int64{9}}}, 0, `"hold":true,"priority":-5`, "9\n", ""},
 		{"submit --hold", Mqsub, []string{"mqsub", "--hold", "t", "true"}, protocol.OpSubmit.Name,

@@ -163,6 +163,8 @@ func TestSSHUserCommands(t *testing.T) {
 		{"cls serve", 2, "only `cls queue` and `cls files` run over SSH"},
 		{`mqsub t "unterminated`, 2, "unterminated double quote"},
 		{"mqhold 999999", 1, "job 999999 does not exist"},
+		{"mqalter --priority 1 999999", 1, "job 999999 does not exist"},
+		{"mqalter 5", 2, "nothing to change"},
 		{"mqrls --bogus", 2, "unknown flag -bogus"},
 	} {
 		r := s.ssh(user, c.cmd)

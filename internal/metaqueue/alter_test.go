@@ -93,6 +93,30 @@ func TestAlter(t *testing.T) {
 				t.Fatalf("dispatched %v with 3h left", ids(as))
 			}
 		}},
+		{"a longer estimate ranks a job later in an sjf queue: its old heap entry is passed over", func(t *testing.T, e *env) {
+			sjf := "sjf"
+			if _, err := e.s.SetQueue(context.Background(), protocol.QueueSet{Name: "s", Policy: &sjf}); err != nil {
+				t.Fatal(err)
+			}
+			id := e.submit(protocol.JobSpec{Queue: "s", Target: "a", Command: "a", Est: 10}, protocol.JobSpec{Queue: "s", Target: "b", Command: "b", Est: 100})
+			e.alterIDs(protocol.Alter{Est: floatp(1000)}, id[0])
+			ph := e.register("s")
+			var got []int64
+			for range 2 {
+				as := e.next(ph, 1)
+				if len(as) != 1 {
+					t.Fatalf("next gave %v", ids(as))
+				}
+				got = append(got, as[0].ID)
+				e.report(ph, ok(as[0]))
+			}
+			if want := []int64{id[1], id[0]}; !slices.Equal(got, want) {
+				t.Fatalf("sjf dispatched %v, want %v (the 100 s job before the one now 1000 s)", got, want)
+			}
+			if as := e.next(ph, 4); len(as) != 0 {
+				t.Fatalf("a stale heap entry dispatched %v again", ids(as))
+			}
+		}},
 		{"an estimate of 0 is unknown again", func(t *testing.T, e *env) {
 			a := e.submit(protocol.JobSpec{Target: "a", Command: "a", Est: 60})[0]
 			e.alterIDs(protocol.Alter{Est: floatp(0)}, a)

@@ -46,14 +46,14 @@ func (s *Store) askingPlanned(p *parkedNext) *asking {
 	return a
 }
 
-// Current says whether heap entry r is still a Queued job, at the
-// priority it has now (one mqalter changed re-entered at the new one).
+// Current says whether heap entry r is still a Queued job at its priority
+// and estimate (mqalter re-enters it; an estimate of 0 ranks as learned).
 func (a *asking) Current(r policy.Ready) bool {
 	j, ok := a.s.g.Node(r.ID)
 	if a.j = j; a.planned {
 		a.q = a.s.queueIDs[j.Queue]
 	}
-	return ok && j.State == job.Queued && (a.planned || r.Priority == a.s.prio.Of(r.ID))
+	return ok && j.State == job.Queued && (a.planned || r.Priority == a.s.prio.Of(r.ID) && (j.Est == 0 || r.Est == j.Est))
 }
 
 // Allows answers check c for ready job r, one line each. A planned job

@@ -20,7 +20,7 @@ import (
 // transitions in this file, so the whole lifecycle reads in one place:
 //
 //	submitted        new job -> Waiting, Queued or Blocked (or Held, submitted so)
-//	hold             Waiting or Queued -> Held
+//	hold             Waiting or Queued -> Held (mqalter: held and released around its change)
 //	release          Held -> Waiting, Queued or Blocked
 //	claim, claimRows Queued -> Executing, for one placeholder's request
 //	leaveExecuting   Executing -> what an ended attempt's outcome gives, one of:

@@ -53,6 +53,9 @@ type Client struct {
 	done    chan struct{}
 
 	Role string // the role the server granted
+	// Server is the server's build (its version string), "" when it did
+	// not say; as the server sent it, unchecked.
+	Server string
 }
 
 type pending struct {
@@ -154,7 +157,7 @@ func New(ctx context.Context, rwc io.ReadWriteCloser, role, clientName string) (
 		c.Close()
 		return nil, err
 	}
-	c.Role = hr.Role
+	c.Role, c.Server = hr.Role, hr.Server
 	return c, nil
 }
 

@@ -270,11 +270,28 @@ func Dial(ctx context.Context, env Env, name string) (*client.Client, error) {
 			rwc.Close()
 			return nil, err
 		}
+		warnOtherBuild(env.Stderr, name, cl.Server)
 		return cl, nil
 	}
 	home, err := client.Home()
 	if err != nil {
 		return nil, err
 	}
-	return client.Dial(ctx, home, "", name)
+	cl, err := client.Dial(ctx, home, "", name)
+	if err == nil {
+		warnOtherBuild(env.Stderr, name, cl.Server)
+	}
+	return cl, err
+}
+
+// warnOtherBuild warns when the CLS is another build than this command
+// (server, as its hello said): after an upgrade the old CLS serves on
+// until restarted, and takes a newer option it does not know without
+// doing it (a job submitted held runs at once).
+func warnOtherBuild(w io.Writer, name, server string) {
+	if w == nil || server == "" || server == Version {
+		return
+	}
+	fmt.Fprintf(w, "%s: warning: the CLS runs mq %s, this %s is mq %s: restart the CLS (cls serve) after an upgrade; until then it ignores options it does not know\n",
+		name, protocol.ClipText(server, 200), name, Version)
 }

@@ -64,7 +64,11 @@ func serve(c net.Conn, replies map[string]Reply) {
 			return b
 		}
 		if req.Op == protocol.OpHello.Name {
-			write(protocol.Response{ID: req.ID, Body: body(protocol.HelloReply{Proto: protocol.Version, Role: protocol.RoleUser})})
+			hr := protocol.HelloReply{Proto: protocol.Version, Role: protocol.RoleUser}
+			if rep, ok := replies[req.Op]; ok && rep.Body != nil {
+				hr = rep.Body.(protocol.HelloReply) // another server's hello
+			}
+			write(protocol.Response{ID: req.ID, Body: body(hr)})
 			continue
 		}
 		rep, ok := replies[req.Op]

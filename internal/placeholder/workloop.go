@@ -232,7 +232,7 @@ type workLoop struct {
 	holding     bool
 	reportsDue  bool // reports have waited long enough: the next poll goes now
 	exiting     bool
-	stoppedJobs bool // stopped for the walltime (move.StopJobs), once
+	stoppedJobs bool // the jobs were stopped for the walltime (move.StopJobs): logged
 }
 
 // state is the snapshot decide works from.
@@ -562,9 +562,13 @@ func (a *Agent) work(ctx context.Context) error {
 			return w.nextErr
 		}
 		w.nextErr = nil // seen: the agent is stopping anyway
-		if m.StopJobs && !w.stoppedJobs {
-			w.stoppedJobs = true
-			a.log.Info("walltime over: stopping the running jobs", "walltime", a.cfg.Walltime, "jobs", w.running)
+		if m.StopJobs {
+			if !w.stoppedJobs {
+				w.stoppedJobs = true
+				a.log.Info("walltime over: stopping the running jobs", "walltime", a.cfg.Walltime, "jobs", w.running)
+			}
+			// At every turn: a job that was starting as the last call ran is
+			// stopped too (a job is signalled once however often asked).
 			a.killAll(protocol.WalltimeReason(a.cfg.Walltime))
 		}
 		if m.GiveBack {

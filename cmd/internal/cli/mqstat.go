@@ -118,8 +118,9 @@ interrupted.`
 			return watchView(c, every, func(w io.Writer, limit int) error { return mqstatView(c, cl, w, limit) })
 		}
 		w := bufio.NewWriterSize(c.App.Writer, 64<<10)
-		defer w.Flush()
-		return mqstatView(c, cl, w, c.Int("limit"))
+		err = mqstatView(c, cl, w, c.Int("limit"))
+		w.Flush() // the listing, then any warning of what it cannot show
+		return warnNoSite(c, cl, err)
 	}
 	return app
 }
@@ -157,6 +158,28 @@ func mqstatView(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 		return mqstatJob(c, cl, w)
 	}
 	return mqstatList(c, cl, w, limit)
+}
+
+// warnNoSite passes err on, after a listing or summary without error
+// warns on stderr when sites there are and every one is degraded: jobs
+// then wait in Q with nothing in the listing to say why. --json is for
+// programs and stays silent, as do -j and --cat; a CLS that cannot list
+// its sites gets no warning.
+func warnNoSite(c *cli.Context, cl *client.Client, err error) error {
+	if _, catSet, _ := parseCat(c); err != nil || c.Bool("json") || c.IsSet("j") || catSet {
+		return err
+	}
+	r, lerr := client.Do(c.Context, cl, protocol.OpSiteList, protocol.Empty{})
+	if lerr != nil || len(r.Sites) == 0 {
+		return nil
+	}
+	for _, s := range r.Sites {
+		if s.State != "degraded" {
+			return nil
+		}
+	}
+	fmt.Fprintf(c.App.ErrWriter, "mqstat: warning: every site is degraded, so no placeholder starts and queued jobs wait: cls site list says why\n")
+	return nil
 }
 
 // mqstatFollow is --cat ID -f: the job's output as it is written.

@@ -1,0 +1,38 @@
+//go:build e2e
+
+package sites
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// TestWalltimeStopsJob: on real SGE, whose h_rt ends a batch job with
+// SIGKILL, a job with no estimate that outlasts its placeholder's walltime
+// is stopped by the agent before that (the site's 60 s walltime less the
+// 30 s margin) and reported interrupted for the walltime, with what to do,
+// not found lost when its lease runs out; the placeholder exits.
+func TestWalltimeStopsJob(t *testing.T) {
+	need(t, "sge")
+	l := newLogin(t, "127.0.0.1")
+	c := startCLS(t)
+	c.addSite("wt", "sge", l, "--max", "1", "--walltime", "60", "--idle", "3s")
+	c.must("mqsub", "-q", "q", "long", "sleep 600")
+	eventually(t, 2*time.Minute, "the job executing", func() bool { return len(c.jobs("E")) == 1 })
+	id := c.jobs("E")[0].ID
+	var d protocol.JobDetail
+	eventually(t, 2*time.Minute, "the job's first attempt stopped", func() bool {
+		if err := json.Unmarshal([]byte(c.must("mqstat", "-j", strconv.FormatInt(id, 10), "--json")), &d); err != nil {
+			t.Fatal(err)
+		}
+		return len(d.History) >= 1
+	})
+	if r := d.History[0].Reason; !strings.HasPrefix(r, "interrupted: its placeholder reached the end of its walltime (30s") || !strings.Contains(r, "mqsub --est") {
+		t.Errorf("attempt 1 ended with %q; want it stopped at its placeholder's 30 s walltime", r)
+	}
+}

@@ -91,28 +91,7 @@ func ptr[T any](v T) *T { return &v }
 // the queue counts from then. (It stayed counted as running, holding the
 // other sites back while it waited.)
 func TestRequeuedPlaceholderCountsQueued(t *testing.T) {
-	c, d := &fakeSite{jobs: map[string]batch.State{}}, &fakeSite{jobs: map[string]batch.State{}}
-	st := &fakeStore{ready: 1}
-	m := &Manager{Store: st, Poll: 5 * time.Millisecond, Open: func(spec protocol.SiteSpec, _ func(int)) (Site, error) {
-		if spec.Name == "c" {
-			return c, nil
-		}
-		return d, nil
-	}}
-	ctx := startManager(t, m)
-	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "c", Type: Slurm, SSH: "u@h", Max: 1}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "c's placeholder queued", func() bool { return c.count(batch.Queued) == 1 })
-	c.startAll()
-	eventually(t, "c's placeholder running", func() bool { return siteInfo(m, "c").Running == 1 })
-	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "d", Type: Slurm, SSH: "u@h", Max: 1}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "d looked", func() bool { return siteInfo(m, "d").State == StateOK })
-	if n := d.count(batch.Queued); n != 0 {
-		t.Fatalf("d submitted %d placeholders for work c's running one takes", n)
-	}
+	m, c, d := oneRunningBesideIdle(t)
 	c.set(func(j map[string]batch.State) { j["1"] = batch.Queued }) // requeued by the batch system
 	eventually(t, "c's placeholder counted queued", func() bool {
 		s := siteInfo(m, "c")
@@ -127,28 +106,7 @@ func TestRequeuedPlaceholderCountsQueued(t *testing.T) {
 // cancelled as a queued one would be). Counted as running with free
 // slots, it held them back for as long as it stayed suspended.
 func TestSuspendedPlaceholderTakesNoWork(t *testing.T) {
-	c, d := &fakeSite{jobs: map[string]batch.State{}}, &fakeSite{jobs: map[string]batch.State{}}
-	st := &fakeStore{ready: 1}
-	m := &Manager{Store: st, Poll: 5 * time.Millisecond, Open: func(spec protocol.SiteSpec, _ func(int)) (Site, error) {
-		if spec.Name == "c" {
-			return c, nil
-		}
-		return d, nil
-	}}
-	ctx := startManager(t, m)
-	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "c", Type: Slurm, SSH: "u@h", Max: 1}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "c's placeholder queued", func() bool { return c.count(batch.Queued) == 1 })
-	c.startAll()
-	eventually(t, "c's placeholder running", func() bool { return siteInfo(m, "c").Running == 1 })
-	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "d", Type: Slurm, SSH: "u@h", Max: 1}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "d looked", func() bool { return siteInfo(m, "d").State == StateOK })
-	if n := d.count(batch.Queued); n != 0 {
-		t.Fatalf("d submitted %d placeholders for work c's running one takes", n)
-	}
+	m, c, d := oneRunningBesideIdle(t)
 	c.set(func(j map[string]batch.State) { j["1"] = batch.Suspended })
 	eventually(t, "d provides for the work", func() bool { return d.count(batch.Queued) == 1 })
 	if s := siteInfo(m, "c"); s.Running != 1 || s.Queued != 0 || c.count(batch.Suspended) != 1 || c.count(batch.Queued) != 0 {
@@ -254,4 +212,34 @@ func TestRefusedSubmitKeepsSupply(t *testing.T) {
 	if n := d.count(batch.Queued); n != 1 {
 		t.Errorf("d queued %d placeholders for the one job c's running placeholders do not take", n)
 	}
+}
+
+// oneRunningBesideIdle starts a manager with one ready job and two Slurm
+// sites of one placeholder each: c's placeholder running (it takes the
+// job), d, added after, submitting none.
+func oneRunningBesideIdle(t *testing.T) (*Manager, *fakeSite, *fakeSite) {
+	t.Helper()
+	c, d := &fakeSite{jobs: map[string]batch.State{}}, &fakeSite{jobs: map[string]batch.State{}}
+	st := &fakeStore{ready: 1}
+	m := &Manager{Store: st, Poll: 5 * time.Millisecond, Open: func(spec protocol.SiteSpec, _ func(int)) (Site, error) {
+		if spec.Name == "c" {
+			return c, nil
+		}
+		return d, nil
+	}}
+	ctx := startManager(t, m)
+	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "c", Type: Slurm, SSH: "u@h", Max: 1}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "c's placeholder queued", func() bool { return c.count(batch.Queued) == 1 })
+	c.startAll()
+	eventually(t, "c's placeholder running", func() bool { return siteInfo(m, "c").Running == 1 })
+	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "d", Type: Slurm, SSH: "u@h", Max: 1}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "d looked", func() bool { return siteInfo(m, "d").State == StateOK })
+	if n := d.count(batch.Queued); n != 0 {
+		t.Fatalf("d submitted %d placeholders for work c's running one takes", n)
+	}
+	return m, c, d
 }

@@ -65,8 +65,26 @@ func checkTimeLimitEnv(v string) error {
 // remain; the words say what lets it go only to placeholders with the
 // time it needs.
 func WalltimeReason(walltime time.Duration) string {
-	return ReasonInterrupted + ": its placeholder reached the end of its walltime (" + walltime.Round(time.Second).String() +
+	return walltimeStop + " (" + walltime.Round(time.Second).String() +
 		" for jobs, the site's --walltime less a margin); give the job an estimate (mqsub --est) or --time, and placeholders without that much time left do not take it"
+}
+
+// walltimeStop is how WalltimeReason begins.
+const walltimeStop = ReasonInterrupted + ": its placeholder reached the end of its walltime"
+
+// WalltimeStopped reports whether a report's reason says its attempt was
+// stopped because its placeholder reached its walltime (WalltimeReason),
+// and that walltime.
+func WalltimeStopped(reason string) (time.Duration, bool) {
+	rest, ok := strings.CutPrefix(reason, walltimeStop+" (")
+	if !ok {
+		return 0, false
+	}
+	d, _, _ := strings.Cut(rest, " ")
+	if w, err := time.ParseDuration(d); err == nil && w > 0 {
+		return w, true
+	}
+	return 0, false
 }
 
 // IsInterrupted reports whether a report's reason says its attempt was

@@ -55,10 +55,7 @@ func (s *Store) jobEnd(id int64) (protocol.JobEnd, error) {
 	if errors.Is(err, sql.ErrNoRows) {
 		return end, protocol.Errorf(protocol.CodeNotFound, "job %d does not exist", id)
 	}
-	if err != nil {
-		return end, fatalError{err}
-	}
-	return end, nil
+	return end, storeErr(err)
 }
 
 // waiting reports whether a wait on job id waits on: it is live and not

@@ -18,25 +18,9 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
-// The end of an attempt, in one place. A placeholder's report (Report),
-// a lease lapsed (leases.go) or a placeholder gone (PlaceholderGone)
-// ends an attempt through attemptEnded, which reads top to bottom:
-//
-//	copies    does the job move on with this attempt? (the first to
-//	          succeed wins; killed copies are charged and released,
-//	          copySpent)
-//	ledger    charged for what it ran, its reservation released (Ended)
-//	packing   its grant back, or to its bundle's heir; usage learned; a
-//	          memory kill runs again with more (Ended)
-//	runGone   the copy index and arrays: it no longer runs; members its
-//	          array held back go to their queues
-//	jobDone   a Done attempt's outputs: dc, then the catalog, the plans'
-//	          kept sites, the ledger's bytes written, the copy index
-//	lifecycle the job's next state written (leaveExecuting), whose
-//	          graph changes reach the counters, progress, plans, blevel,
-//	          dc, bundles and packing (applyChanges)
-//
-// The adapters it uses are beside it in this file.
+// The end of an attempt, in one place: attemptEnded calls each module
+// that keeps something of it once, in the order docs/design/core.md
+// gives, and the adapters it uses are beside it in this file.
 
 // Report records finished job attempts without asking for work.
 func (s *Store) Report(ctx context.Context, placeholder int64, reports []protocol.Report) error {
@@ -176,6 +160,7 @@ func (s *Store) endOf(q *queue, ru *run, out runs.Outcome, r protocol.Report) (a
 	next := runs.Next(out, ru.Used, q.MaxAttempts, q.RetryFailed)
 	e := attemptEnd{attempt: ru.Attempt, placeholder: ru.Placeholder, usage: r.Usage, outputs: r.Outputs}
 	e.started, e.finished = ru.Span(r, s.now())
+	e.floor = ru.WalltimeFloor(r, s.now())
 	reason, exit := out.Said(r.Reason, q.Ceiling)
 	e.reason, e.exit = reason, r.Exit
 	if !exit {
@@ -185,6 +170,19 @@ func (s *Store) endOf(q *queue, ru *run, out runs.Outcome, r protocol.Report) (a
 		e.reason = runs.ExitReason(r.Exit, ru.Used)
 	}
 	return e, next
+}
+
+// learnFloor raises job id's estimate to floor, what an attempt stopped
+// at its placeholder's walltime ran (runs.Run.WalltimeFloor), unless it
+// is as high: placeholders with less time left then pass it by.
+func (s *Store) learnFloor(id int64, floor float32) error {
+	if j, ok := s.g.Node(id); !ok || floor <= j.Est {
+		return nil
+	}
+	if _, err := s.w.ExecContext(context.Background(), jobsSQL.Get("RaiseEst"), float64(floor), id); err != nil {
+		return fatalError{err}
+	}
+	return s.g.SetEst(id, floor)
 }
 
 // packEnd is how attempt ru of job id (j, of q) ended, as packing needs it.

@@ -23,6 +23,10 @@ UPDATE jobs SET state = ?, row_attempt = NULL, placeholder_id = NULL, started = 
 	exit = NULL, reason = NULL, cpu_user = NULL, cpu_sys = NULL, max_rss = NULL
 WHERE id = ?;
 
+-- name: RaiseEst
+-- What an attempt stopped at its placeholder's walltime ran: the job needs more.
+UPDATE jobs SET est = ?1 WHERE id = ?2 AND (est IS NULL OR est < ?1);
+
 -- name: Unclaim
 -- Returned unstarted: the attempt does not count.
 UPDATE jobs SET state = ?, attempt_base = attempt_base + 1, row_attempt = NULL, placeholder_id = NULL, started = NULL,

@@ -205,6 +205,7 @@ type attemptEnd struct {
 	reason            string
 	usage             protocol.Usage     // not measured: stored as NULLs
 	outputs           []protocol.FileSum // a Done job's outputs
+	floor             float32            // the estimate it teaches (learnFloor)
 }
 
 func (e *attemptEnd) usageArgs() (cpuUser, cpuSys, maxRSS any) {
@@ -264,6 +265,9 @@ func (s *Store) requeue(id int64, e attemptEnd, retry bool) error {
 	if _, err := s.stmts.history.Exec(id, e.attempt, e.placeholder, micros(e.started), micros(e.finished), e.exit, e.reason,
 		cpuUser, cpuSys, maxRSS); err != nil {
 		return fatalError{err}
+	}
+	if err := s.learnFloor(id, e.floor); err != nil {
+		return err
 	}
 	if retry {
 		return s.backToQueue(id, s.stmts.unclaim)

@@ -9,6 +9,7 @@ package runs
 import (
 	"fmt"
 	"iter"
+	"math"
 	"time"
 
 	"github.com/mq-hpc/mq/job"
@@ -217,6 +218,27 @@ func (ru *Run) Span(r protocol.Report, now time.Time) (started, finished time.Ti
 		finished = now
 	}
 	return started, finished
+}
+
+// WalltimeFloor is what attempt ru, reported as r, teaches its job's
+// estimate when its placeholder's walltime stopped it
+// (protocol.WalltimeStopped): the job needs more than it ran. That is the
+// report's span (the placeholder's clock), but no more than the CLS saw
+// pass since the attempt began (a report cannot claim more), nor than
+// nine tenths of that placeholder's walltime: a fresh placeholder of its
+// site still takes the job, so one that needs more than a whole
+// placeholder fails when its attempts run out, saying why, rather than
+// wait for a placeholder that never comes. 0 when r says no such stop.
+func (ru *Run) WalltimeFloor(r protocol.Report, now time.Time) float32 {
+	walltime, ok := protocol.WalltimeStopped(r.Reason)
+	if !ok || r.Started.IsZero() || r.Finished.IsZero() {
+		return 0
+	}
+	ran := min(r.Finished.Sub(r.Started), walltime*9/10)
+	if !ru.Started.IsZero() {
+		ran = min(ran, now.Sub(ru.Started))
+	}
+	return float32(math.Ceil(max(ran, 0).Seconds())) // whole seconds, as mqstat -j shows it
 }
 
 // ExitReason is why an attempt that exited with status exit, the used-th

@@ -35,4 +35,9 @@ func TestWalltimeStopsJob(t *testing.T) {
 	if r := d.History[0].Reason; !strings.HasPrefix(r, "interrupted: its placeholder reached the end of its walltime (30s") || !strings.Contains(r, "mqsub --est") {
 		t.Errorf("attempt 1 ended with %q; want it stopped at its placeholder's 30 s walltime", r)
 	}
+	// What it ran became its estimate, capped so that a fresh placeholder
+	// of the site (30 s for jobs) still takes it.
+	if d.Est <= 0 || d.Est > 27 {
+		t.Errorf("after attempt 1 the job's estimate is %gs; want what it ran, at most 27s", d.Est)
+	}
 }

@@ -11,18 +11,24 @@ import (
 
 // A placeholder held in its batch queue (here by --submit-args, as an
 // admin's qhold or scontrol hold would): cls site list says why it waits,
-// in the batch system's words. Released (SGE), or the site mended with cls
+// in the batch system's words. Released (SGE, PBS), or the site mended with cls
 // site set --submit-args "" (Slurm: the held placeholder is cancelled and
 // a new one submitted), the job runs.
 func TestHeldPlaceholderSaysWhy(t *testing.T) {
 	for _, tc := range []struct{ typ, hold, why, release string }{
 		{"slurm", "-H", "JobHeld", ""},
 		{"sge", "-h", "held", "qrls %s"},
+		{"pbs", "-h", "held", "qrls %s"},
 	} {
 		t.Run(tc.typ, func(t *testing.T) {
 			need(t, tc.typ)
-			l := newLogin(t, "127.0.0.1")
-			c := startCLS(t)
+			l := loginFor(t, tc.typ)
+			var c *cls
+			if tc.typ == "pbs" {
+				c = startCLSWith(t, nil, reachableFromPBS())
+			} else {
+				c = startCLS(t)
+			}
 			c.addSite("held", tc.typ, l, "--max", "1", "--walltime", "10m", "--idle", "3s", "--submit-args", tc.hold)
 			c.must("mqsub", "-q", "q", "j", "echo released")
 			eventually(t, time.Minute, "the site saying its placeholder is held", func() bool {

@@ -41,12 +41,12 @@ import (
 // Cls returns the cls command: the command-line server and its admin verbs.
 func Cls(env mqcli.Env) *cli.App {
 	app := mqcli.NewApp("cls", "the mq command-line server (CLS) and its administration", env)
-	app.Commands = []*cli.Command{clsServe(), clsQueue(env), clsKey(env), clsAgent(), clsSite(env), clsFiles(env), clsPlan(env), mqcli.Purge(env), clsDashboard(), clsDocs()}
+	app.Commands = []*cli.Command{clsServe(), clsStop(), clsQueue(env), clsKey(env), clsAgent(), clsSite(env), clsFiles(env), clsPlan(env), mqcli.Purge(env), clsDashboard(), clsDocs()}
 	app.Action = func(c *cli.Context) error {
 		if c.NArg() > 0 {
 			return mqcli.Usagef("unknown command %q", c.Args().First())
 		}
-		return mqcli.Usagef("missing command (serve, queue, key, agent, site, files, plan, purge, dashboard)")
+		return mqcli.Usagef("missing command (serve, stop, queue, key, agent, site, files, plan, purge, dashboard)")
 	}
 	return app
 }

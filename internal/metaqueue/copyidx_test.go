@@ -23,7 +23,7 @@ import (
 func (s *Store) checkCopyIndex() error {
 	want := map[int64]copies.Entry{}
 	for id, ru := range s.running {
-		if !s.repl.Apart(id, ru.Attempt) {
+		if !s.repl.Apart(id, ru.Attempt) || s.repl.FailedBeside(id) {
 			continue
 		}
 		j, ok := s.g.Node(id)
@@ -57,7 +57,7 @@ func (s *Store) pickCopyScan(p *parkedNext) (int64, *queue, error) {
 			continue
 		}
 		q := s.queueIDs[j.Queue]
-		if q == nil || !s.repl.Apart(id, ru.Attempt) || q.ready.Len() > 0 || !s.copyable(id, q) || runs.On(ru, s.copyRuns[id], ph) {
+		if q == nil || !s.repl.Apart(id, ru.Attempt) || s.repl.FailedBeside(id) || q.ready.Len() > 0 || !s.copyable(id, q) || runs.On(ru, s.copyRuns[id], ph) {
 			continue
 		}
 		n := 1 + len(s.copyRuns[id])

@@ -342,6 +342,9 @@ func TestReplicationWithinBudget(t *testing.T) {
 				if _, err := e.s.Delete(ctx, protocol.Select{IDs: []int64{a.ID}}); err != nil {
 					t.Fatal(err)
 				}
+				// Its placeholder kills it and reports, as an agent does:
+				// a killed copy's reservation waits for that report.
+				e.report(ph, exit(a, 143))
 			}
 		}
 		delete(held, ph)

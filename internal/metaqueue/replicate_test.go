@@ -407,3 +407,30 @@ func TestReplicaOptOutJobFile(t *testing.T) {
 	}
 	e.noCopy(e.register("s3"), "the job that opted out in its job file was copied")
 }
+
+// TestReplicaNoCopyAfterFailure: once an attempt of a job fails by itself
+// while another runs on, no new copy of the job starts (a failing command
+// was copied again and again by idle placeholders, 362 attempts of one
+// job in a second); the attempt left decides, and the job run again may
+// be copied again.
+func TestReplicaNoCopyAfterFailure(t *testing.T) {
+	e := newEnv(t)
+	id, phs, as := e.replicaRace(3, 2)
+	ph1, ph2, ph3, a1, a2 := phs[0], phs[1], phs[2], as[0], as[1]
+	e.report(ph1, exit(a1, 127)) // the original fails; its copy runs on
+	e.mustBe(id, job.Executing)
+	e.noCopy(ph1, "the failed attempt's placeholder got a copy of the job")
+	e.noCopy(ph3, "an idle placeholder got a copy of a job whose copy failed")
+	e.report(ph2, exit(a2, 127)) // the last attempt fails: so does the job
+	e.mustBe(id, job.Failed)
+	if _, err := e.s.Rerun(context.Background(), protocol.Select{IDs: []int64{id}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.next(ph1, 1); len(got) != 1 || got[0].ID != id {
+		t.Fatalf("the job run again: placeholder %d got %+v", ph1, got)
+	}
+	if got := e.next(ph3, 1); len(got) != 1 || got[0].ID != id {
+		t.Fatalf("the job run again was not copied: placeholder %d got %+v", ph3, got)
+	}
+	e.check()
+}

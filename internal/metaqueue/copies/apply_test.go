@@ -48,7 +48,7 @@ func TestApply(t *testing.T) {
 		{"copy 2 claims first", []Run{c2, c3}, Change{Event: Claimed, Attempt: 2, Now: now}, true, 2, true, nil,
 			[]spent{{1, true, true, now}, {3, true, true, now}}, 0, 0, 0, 2},
 		{"copy 3 fails", []Run{c2, c3}, Change{Event: Ended, Attempt: 3, Report: protocol.Report{Exit: 1, Finished: fin}}, false, 1, false, []int{2},
-			[]spent{{3, true, false, fin}}, 1, 2, 1, 1},
+			[]spent{{3, true, false, fin}}, 1, 0, 1, 1}, // no new copy beside it: its command fails
 		{"the row's attempt is lost; copy 2 takes the row", []Run{c2, c3}, Change{Event: Ended, Attempt: 1, Report: protocol.Report{Reason: "lost"}, Now: now}, false, 2, true, []int{3},
 			[]spent{{1, true, false, now}}, 2, 2, 1, 1},
 		{"copy 2 handed back", []Run{c2}, Change{Event: Ended, Attempt: 2, Returned: true}, false, 1, false, nil,

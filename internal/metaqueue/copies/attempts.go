@@ -170,6 +170,9 @@ func (c *Copies) alone(ctx context.Context, ex Execer, a Attempts, ch Change) (F
 	if len(f.Copies) == 0 {
 		f.Copies = nil
 	}
+	if r := ch.Report.Reason; !ch.Returned && !protocol.IsInterrupted(r) && !strings.HasPrefix(r, "lost") {
+		c.failed[a.Job] = true // its command failed: copies of it would too
+	}
 	j := Job{ID: a.Job, Row: f.Row.Attempt, Queue: a.Queue, Runs: 1 + len(f.Copies)}
 	now := ch.Report.Finished
 	if now.IsZero() {
@@ -186,6 +189,10 @@ func (c *Copies) Apart(id int64, attempt int) bool {
 	a, ok := c.apart[id]
 	return ok && a == attempt
 }
+
+// FailedBeside says whether an attempt of job id failed by itself while
+// another ran on: no new copy of it starts until it stops running.
+func (c *Copies) FailedBeside(id int64) bool { return c.failed[id] }
 
 // SetApart records whether j.Row, the attempt job j's row describes,
 // runs apart (job_apart: a restart must know), and syncs j's entry in the
@@ -209,6 +216,7 @@ func (c *Copies) setApart(ctx context.Context, ex Execer, j Job, apart bool) err
 		_, err = ex.ExecContext(ctx, queries.Get("SetApart"), j.ID, j.Row)
 	case !apart && was:
 		delete(c.apart, j.ID)
+		delete(c.failed, j.ID)
 		_, err = ex.ExecContext(ctx, queries.Get("ClearApart"), j.ID)
 	}
 	if err != nil {

@@ -9,8 +9,10 @@
 // the job as a killed copy (attempts.killed_copy) and becomes the attempt
 // the job row describes; the losers' placeholders are told to kill them at
 // their next heartbeat, as for mqdel. An attempt that fails or is lost
-// while another runs ends alone; the job follows the last one. Copies are
-// not counted against max_attempts.
+// while another runs ends alone; the job follows the last one, and one
+// that failed by itself (an exit status, not a lost placeholder) stops new
+// copies of the job until it stops running. Copies are not counted
+// against max_attempts.
 //
 // The metaqueue's core keeps every running attempt (its lease, its
 // placeholder) and calls this package where they change: each event of a
@@ -58,6 +60,11 @@ type Copies struct {
 	// scratch directory of its own and has not won a race, so copies may
 	// run beside it (job_apart).
 	apart map[int64]int
+	// failed: jobs with an attempt that failed by itself while another
+	// ran on, until they stop running. No new copy starts beside them: a
+	// command that fails would otherwise fail again in every copy an idle
+	// placeholder takes, attempt after attempt, as long as one still runs.
+	failed map[int64]bool
 	// killed are copies killed for a winner whose placeholder has not
 	// reported them yet (the placeholder that ran each): their report's
 	// CPU figures are still kept.
@@ -79,7 +86,7 @@ func New() *Copies {
 
 // Reset forgets everything (before a load).
 func (c *Copies) Reset() {
-	*c = Copies{noCopy: map[int64]bool{}, apart: map[int64]int{}, killed: map[protocol.JobRef]int64{}}
+	*c = Copies{noCopy: map[int64]bool{}, apart: map[int64]int{}, failed: map[int64]bool{}, killed: map[protocol.JobRef]int64{}}
 	c.idx.reset()
 }
 

@@ -101,9 +101,10 @@ func (c *Copies) Sync(j Job) {
 	x := &c.idx
 	if j.Row == 0 {
 		delete(c.apart, j.ID) // the attempt it described stopped
+		delete(c.failed, j.ID)
 	}
 	a, ok := c.apart[j.ID]
-	in := ok && j.Row != 0 && a == j.Row
+	in := ok && j.Row != 0 && a == j.Row && !c.failed[j.ID]
 	at, had := x.at[j.ID]
 	switch {
 	case !in && had:

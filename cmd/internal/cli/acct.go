@@ -230,12 +230,15 @@ func (s *useSums) print(w io.Writer) {
 	for _, k := range keys {
 		u := s.by[k]
 		cpus := span(int64(u.minCPUs), int64(u.maxCPUs), u.cpusAuto, func(n int64) string { return fmt.Sprint(n) })
-		mem := span(u.minMem, u.maxMem, u.memAuto, func(n int64) string {
-			if n == 0 {
-				return "-"
-			}
-			return HumanBytes(n)
-		})
+		mem := "-" // no job of the category asked for memory
+		if u.maxMem > 0 || u.memAuto {
+			mem = span(u.minMem, u.maxMem, u.memAuto, func(n int64) string {
+				if n == 0 {
+					return "0" // some jobs asked, others not: "0-30 GiB"
+				}
+				return HumanBytes(n)
+			})
+		}
 		usedCPUs, idle, peak, ratio := "-", "-", "-", "-"
 		if u.runs > 0 {
 			if u.elapsed > 0 {

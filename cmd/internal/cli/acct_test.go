@@ -147,6 +147,12 @@ func TestMqstatAcctRequestedVsUsed(t *testing.T) {
 			{"q", "blast", "2", "4", "2.00", "4", "8", "GiB", "4", "GiB", "50%"},
 			{"q", "parse", "1", "auto", "0.10", "0.09", "-", "1", "MiB", "-"},
 		}},
+		{"memory asked by some jobs", []protocol.JobInfo{
+			{ID: 1, Queue: "q", Target: "infer", State: "Q", Resources: protocol.Resources{GPUs: 1, Mem: 30 << 30}},
+			{ID: 2, Queue: "q", Target: "infer", State: "Q", Resources: protocol.Resources{GPUs: 4}},
+		}, [][]string{
+			{"q", "infer", "0", "1", "-", "-", "0-30", "GiB", "-", "-"}, // was "--30 GiB"
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

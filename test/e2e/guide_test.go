@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -80,22 +81,24 @@ func getenv(env []string, name string) string {
 }
 
 // TestGuideSubmitting runs the marked blocks of docs/guide/submitting.md
-// (after-any cleanup jobs, hold and priority) as written and checks what
-// the page says of them: the ids printed, every command's exit status 0,
-// a cleanup job that runs after a failure, a -p dependent blocked by it,
-// a held job and a job waiting for it.
+// (after-any cleanup jobs, hold and priority, mqalter) as written and
+// checks what the page says of them: the ids printed, every command's exit
+// status 0, a cleanup job that runs after a failure, a -p dependent
+// blocked by it, a held job and a job waiting for it, and held jobs
+// changed by mqalter, still held.
 func TestGuideSubmitting(t *testing.T) {
 	h := newHarness(t)
 	h.startCLS("--local", "2")
 	steps := runGuideBlocks(t, h, "submitting.md")
 	ids := map[string]string{ // the id each submit prints first
-		`mqsub work 'exit 1'`:                          "1",
-		`mqsub --after-any work tidy 'rm -rf scratch'`: "2",
-		`mqsub -p work report 'make report'`:           "3",
-		`mqsub --after-any a,b --after-any c t CMD`:    "4",
-		`mqsub -H A 'make data'`:                       "5",
-		`mqsub -p A B 'make report'`:                   "6",
-		`mqsub --priority 100 T CMD`:                   "7",
+		`mqsub work 'exit 1'`:                                           "1",
+		`mqsub --after-any work tidy 'rm -rf scratch'`:                  "2",
+		`mqsub -p work report 'make report'`:                            "3",
+		`mqsub --after-any a,b --after-any c t CMD`:                     "4",
+		`mqsub -H A 'make data'`:                                        "5",
+		`mqsub -p A B 'make report'`:                                    "6",
+		`mqsub --priority 100 T CMD`:                                    "7",
+		`mqsub -H --array 1-100 --mem 4G align 'bwa mem ref.fa r{}.fq'`: "8",
 	}
 	for _, s := range steps {
 		if s.rc != 0 {
@@ -109,6 +112,13 @@ func TestGuideSubmitting(t *testing.T) {
 		}
 		if s.cmd == "mqstat -s H" && !strings.Contains(s.out, "\n5 ") {
 			t.Errorf("mqstat -s H does not list the held job 5:\n%s", s.out)
+		}
+		if s.cmd == "mqstat -j 9" {
+			for _, want := range []string{`priority:\s+50\n`, `estimate:\s+7200s\n`, `time limit:\s+14400s\n`, `resources:\s+mem=8 GiB\n`, `state:\s+H `} {
+				if !regexp.MustCompile(want).MatchString(s.out) {
+					t.Errorf("mqstat -j 9 after mqalter: no %s:\n%s", want, s.out)
+				}
+			}
 		}
 	}
 	for cmd := range ids {
@@ -124,8 +134,37 @@ func TestGuideSubmitting(t *testing.T) {
 		{4, "W"}, // a, b and c have no jobs yet
 		{5, "H"}, // held until mqrls
 		{6, "W"}, // B waits for A, held
+		{8, "H"}, // mqalter keeps a held job held
 	} {
 		h.waitState(w.id, w.state, 2*time.Minute)
+	}
+	if t.Failed() {
+		for _, s := range steps {
+			t.Logf("$ %s (exit %d)\n%s", s.cmd, s.rc, s.out)
+		}
+	}
+}
+
+// TestGuideData runs the marked block of docs/guide/data.md (a bag of
+// tasks in a Storage Affinity queue) as written: every command exits 0,
+// and the job whose command fails, copied by the idle placeholder, fails
+// after a few attempts (it ran hundreds when each failed copy was
+// followed by a new one), as does the job that opted out of copies,
+// once.
+func TestGuideData(t *testing.T) {
+	h := newHarness(t)
+	h.startCLS("--local", "2")
+	steps := runGuideBlocks(t, h, "data.md")
+	for _, s := range steps {
+		if s.rc != 0 {
+			t.Errorf("%s: exit %d:\n%s", s.cmd, s.rc, s.out)
+		}
+	}
+	if d := h.waitState(1, "F", 2*time.Minute); d.Attempts > 3 {
+		t.Errorf("job 1, whose command fails, ran %d attempts", d.Attempts)
+	}
+	if d := h.waitState(2, "F", 2*time.Minute); d.Attempts != 1 {
+		t.Errorf("job 2, never copied, ran %d attempts", d.Attempts)
 	}
 	if t.Failed() {
 		for _, s := range steps {

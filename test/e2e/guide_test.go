@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -169,6 +170,55 @@ func TestGuideData(t *testing.T) {
 	if t.Failed() {
 		for _, s := range steps {
 			t.Logf("$ %s (exit %d)\n%s", s.cmd, s.rc, s.out)
+		}
+	}
+}
+
+// TestGuideArrays runs the marked block of docs/guide/arrays.md as
+// written: the ids each array prints, the array lines of mqstat, the
+// members of one array, and every selector's exit status 0 (the sweep's
+// -b and mqwait report the jobs' failures: no blastpgp or run here), and
+// the mended job running its new command.
+func TestGuideArrays(t *testing.T) {
+	h := newHarness(t)
+	h.startCLS("--local", "2")
+	steps := runGuideBlocks(t, h, "arrays.md")
+	ids := map[string][2]string{ // first and last id printed
+		`mqsub --array 1-1000 blast "blastpgp -i seq{}.fa -o hom{}.txt"`: {"1", "1000"},
+		`mqsub --array 0-99:10 -b sweep 'run --param $MQ_ARRAY_INDEX'`:   {"1001", "1010"},
+		`mqsub -q gram_neg --array 1-1000%10 sim 'simulate {}'`:          {"1011", "2010"},
+	}
+	mayFail := map[string]bool{ // exit 1: the jobs they wait for failed
+		`mqsub --array 0-99:10 -b sweep 'run --param $MQ_ARRAY_INDEX'`: true,
+		`mqwait 1-1000 --timeout 2h`:                                   true,
+	}
+	for _, s := range steps {
+		if s.rc != 0 && !(mayFail[s.cmd] && s.rc == 1) {
+			t.Errorf("%s: exit %d:\n%s", s.cmd, s.rc, s.out)
+		}
+		if w, ok := ids[s.cmd]; ok {
+			lines := strings.Split(strings.TrimSpace(s.out), "\n")
+			if lines[0] != w[0] || !slices.Contains(lines, w[1]) {
+				t.Errorf("%s printed %q..., want the ids %s to %s", s.cmd, clip(s.out), w[0], w[1])
+			}
+		}
+		switch s.cmd {
+		case "mqstat":
+			if !regexp.MustCompile(`\n1-1000\s+default\s+blast\s+A `).MatchString(s.out) {
+				t.Errorf("mqstat shows no line for the array 1-1000:\n%s", s.out)
+			}
+		case "mqstat --array 120":
+			if !strings.Contains(s.out, "\n120 ") || !strings.Contains(s.out, "\n1000 ") {
+				t.Errorf("mqstat --array 120 does not list the members 1-1000:\n%s", clip(s.out))
+			}
+		}
+	}
+	if d := h.job(123); !strings.HasPrefix(d.Command, "blastp -query p3.fa") {
+		t.Errorf("job 123 after --rerun --command runs %q", d.Command)
+	}
+	if t.Failed() {
+		for _, s := range steps {
+			t.Logf("$ %s (exit %d)\n%s", s.cmd, s.rc, clip(s.out))
 		}
 	}
 }

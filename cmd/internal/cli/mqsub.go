@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -225,6 +226,10 @@ func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
 			return Usagef("missing COMMAND after target %s: to run the script, mqsub NAME sh %s (its #SBATCH, #$ and #PBS lines are not read: give them as mqsub flags)", c.Args().First(), c.Args().First())
 		}
 		return Usagef("missing COMMAND after target %s", c.Args().First())
+	}
+	if w := c.Args().Get(1); isAppFlag(c.App, w) {
+		// mqsub T -p A CMD would run "-p A CMD" as the command.
+		return Usagef("%s after target %s: mqsub's flags go before TARGET (mqsub %s ... %s COMMAND)", w, c.Args().First(), w, c.Args().First())
 	}
 	if why := stdinRefusal(env.Stdin); why != "" {
 		return Usagef("%s", why)
@@ -712,4 +717,18 @@ func regularFile(dir, path string) bool {
 	}
 	fi, err := os.Stat(path)
 	return err == nil && fi.Mode().IsRegular()
+}
+
+// isAppFlag says whether word is one of app's flags (-p, --prereq=T).
+func isAppFlag(app *cli.App, word string) bool {
+	if len(word) < 2 || word[0] != '-' || strings.ContainsAny(word, " \t") {
+		return false
+	}
+	name, _, _ := strings.Cut(strings.TrimLeft(word, "-"), "=")
+	for _, f := range app.Flags {
+		if slices.Contains(f.Names(), name) {
+			return true
+		}
+	}
+	return false
 }

@@ -74,7 +74,8 @@ func TestMqsubJobEnv(t *testing.T) {
 //   - time: bad limits and sbatch's -t;
 //   - files: a file named twice;
 //   - env: a variable without '=';
-//   - a job script given alone (sbatch job.sh).
+//   - a job script given alone (sbatch job.sh);
+//   - a flag after TARGET (mqsub T -p A CMD).
 func TestMqsubRefused(t *testing.T) {
 	t.Parallel()
 	tb := setup(t)
@@ -123,6 +124,12 @@ func TestMqsubRefused(t *testing.T) {
 	}
 	if o, e, code := tb.mqsub("", "-d", dir, "job.sbatch"); code != ExitUsage || !strings.Contains(e, "to run the script, mqsub NAME sh job.sbatch (its #SBATCH") || strings.Count(e, "\n") != 1 || o != "" {
 		t.Errorf("mqsub job.sbatch: exit %d, stdout %q, stderr %q", code, o, e)
+	}
+	// A flag after TARGET (mqsub T -p A CMD) is not run as the command.
+	for _, args := range [][]string{{"t", "-p", "a", "true"}, {"t", "--mem=4G", "true"}} {
+		if o, e, code := tb.mqsub("", append([]string{"-d", dir}, args...)...); code != ExitUsage || !strings.Contains(e, args[1]+" after target t: mqsub's flags go before TARGET") || strings.Count(e, "\n") != 1 || o != "" {
+			t.Errorf("mqsub %s: exit %d, stdout %q, stderr %q", strings.Join(args, " "), code, o, e)
+		}
 	}
 	if d, err := tb.store.Next(context.Background(), protocol.Next{Placeholder: ph, Free: 4}); err != nil || len(d.Jobs) != 0 {
 		t.Errorf("a refused mqsub added jobs: %+v, %v", d, err)

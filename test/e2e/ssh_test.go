@@ -165,7 +165,7 @@ func TestSSHUserCommands(t *testing.T) {
 		{"mqhold 999999", 1, "job 999999 does not exist"},
 		{"mqalter --priority 1 999999", 1, "job 999999 does not exist"},
 		{"mqalter 5", 2, "nothing to change"},
-		{"mqrls --bogus", 2, "unknown flag -bogus"},
+		{"mqrls --bogus", 2, "unknown flag --bogus"},
 	} {
 		r := s.ssh(user, c.cmd)
 		if r.code != c.code || !strings.Contains(r.stderr, c.msg) || strings.Count(r.stderr, "\n") != 1 {

@@ -26,7 +26,7 @@ func TestUsage(t *testing.T) {
 		{Remote, "--site s --out /tmp", "--cls, --host-key, --key, --site and --out are required"},
 		{Remote, "--cls h:1 --site s", "required"},
 		{Remote, "--cls h:1 --site s --out /tmp", "--cls needs --key"},
-		{Remote, "--noop", "unknown flag -noop"},
+		{Remote, "--noop", "unknown flag --noop"},
 		{Local, "--slots 0", "--slots must be 1..4096, not 0"},
 		{Local, "--slots 5000", "--slots must be 1..4096"},
 		{Local, "--walltime -1s", "walltime"},

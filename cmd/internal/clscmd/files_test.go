@@ -114,7 +114,7 @@ func TestFilesUsage(t *testing.T) {
 		{"files add", "files add takes one PATH"},
 		{"files rm a b", "files rm takes one PATH"},
 		{"files list a b", "files list takes at most one PREFIX"},
-		{"files list --site s", "unknown flag -site"},
+		{"files list --site s", "unknown flag --site"},
 		{"files rm x --force=maybe", "force"},
 	} {
 		var out, errOut bytes.Buffer

@@ -113,10 +113,10 @@ func TestUsageErrorNamesItsCommand(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"cls", "serve", "--foo"}, "cls: unknown flag -foo (see cls serve --help)\n"},
-		{[]string{"cls", "agent", "--foo"}, "cls: unknown flag -foo (see cls agent --help)\n"},
+		{[]string{"cls", "serve", "--foo"}, "cls: unknown flag --foo (see cls serve --help)\n"},
+		{[]string{"cls", "agent", "--foo"}, "cls: unknown flag --foo (see cls agent --help)\n"},
 		{[]string{"cls", "agent", "-slots", "x"}, "cls: --slots: \"x\": not a valid value (see cls agent --help)\n"},
-		{[]string{"cls", "site", "add", "--foo"}, "cls: unknown flag -foo (see cls site add --help)\n"},
+		{[]string{"cls", "site", "add", "--foo"}, "cls: unknown flag --foo (see cls site add --help)\n"},
 		{[]string{"cls", "queue", "set"}, "(see cls queue set --help)\n"},
 		{[]string{"cls", "bogus"}, "(see cls --help)\n"},
 	} {

@@ -1,5 +1,5 @@
 // Package flagmsg rewords the flag package's parse errors into the one-line
-// messages every mq command prints ("unknown flag -foo", "-slots: "x": not
+// messages every mq command prints ("unknown flag --foo", "--slots: "x": not
 // a valid value"). It is apart so mqagent, which does not link urfave/cli,
 // words them as the other commands do.
 package flagmsg
@@ -12,8 +12,11 @@ import (
 // Reword returns the message for a flag parse error.
 func Reword(err error) string {
 	s := err.Error()
-	if f, ok := strings.CutPrefix(s, "flag provided but not defined: "); ok {
-		return "unknown flag " + f
+	if f, ok := strings.CutPrefix(s, "flag provided but not defined: -"); ok {
+		if len(f) > 1 {
+			f = "-" + f // --foo as typed and as the help shows it, not -foo
+		}
+		return "unknown flag -" + f
 	}
 	// invalid value "V" for flag -NAME: REASON, with the dashes the help shows.
 	if rest, ok := strings.CutPrefix(s, "invalid value "); ok {

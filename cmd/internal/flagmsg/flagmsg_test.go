@@ -7,7 +7,8 @@ import (
 
 func TestReword(t *testing.T) {
 	for _, tc := range []struct{ err, want string }{
-		{"flag provided but not defined: -foo", "unknown flag -foo"},
+		{"flag provided but not defined: -foo", "unknown flag --foo"},
+		{"flag provided but not defined: -H", "unknown flag -H"},
 		{`invalid value "x" for flag -slots: parse error`, `--slots: "x": not a valid value`},
 		{`invalid value "x" for flag -n: parse error`, `-n: "x": not a valid value`},
 		{`invalid value "2h" for flag -idle: want a duration`, `--idle: "2h": want a duration`},

@@ -121,19 +121,37 @@ func (s *sites) install(srv *server.Server) {
 	srv.Files = s.hub
 	server.Route(srv, protocol.OpSiteAdd, s.mgr.Add)
 	server.Route(srv, protocol.OpSiteList, func(context.Context, protocol.Empty) (protocol.SiteList, error) {
-		list := s.mgr.List()
-		if s.stagingNote != nil {
-			for i := range list {
-				list[i].Staging = s.stagingNote(list[i].Name)
-			}
-		}
-		return protocol.SiteList{Sites: list}, nil
+		return protocol.SiteList{Sites: s.shown(s.mgr.List())}, nil
 	})
 	server.Route(srv, protocol.OpSiteRemove, func(ctx context.Context, r protocol.SiteRemove) (protocol.SiteInfo, error) {
 		return s.mgr.Remove(ctx, r.Name)
 	})
 	server.Route(srv, protocol.OpSiteSet, s.mgr.Set)
 	srv.SiteOutputFiles = s.outputFiles
+}
+
+// shown is list as cls site list shows it: with each site's staging note,
+// and the data root a remote site gets when it names none (dataRoot).
+func (s *sites) shown(list []protocol.SiteInfo) []protocol.SiteInfo {
+	for i := range list {
+		if s.stagingNote != nil {
+			list[i].Staging = s.stagingNote(list[i].Name)
+		}
+		if list[i].Type != site.Local {
+			list[i].DataRoot = s.dataRoot(list[i].SiteSpec)
+		}
+	}
+	return list
+}
+
+// dataRoot is where files staged at a remote site live on its login host:
+// its --data-root, or under .mq-data by this CLS's id, so that two CLSs
+// never share one; "" for a site that shares the CLS's filesystem.
+func (s *sites) dataRoot(spec protocol.SiteSpec) string {
+	if spec.DataRoot == "" && !spec.SharedFS {
+		return site.DefaultDataRoot + "/" + s.clsID
+	}
+	return spec.DataRoot
 }
 
 // outputFiles is a site's output mode, when it has one of its own (cls
@@ -233,9 +251,7 @@ func (s *sites) open(spec protocol.SiteSpec, exited func(pid int)) (site.Site, e
 	if err != nil {
 		return nil, fmt.Errorf("site %s: placeholder key: %w", spec.Name, err)
 	}
-	if spec.DataRoot == "" && !spec.SharedFS {
-		spec.DataRoot = site.DefaultDataRoot + "/" + s.clsID // two CLSs never share a data root
-	}
+	spec.DataRoot = s.dataRoot(spec)
 	user, addr, err := site.ParseSSH(spec.SSH)
 	if err != nil {
 		return nil, err

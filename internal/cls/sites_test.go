@@ -103,3 +103,20 @@ func TestLocalAgentOutputMode(t *testing.T) {
 		}
 	}
 }
+
+// cls site list shows the data root a remote site without --data-root
+// gets (.mq-data/CLSID with this CLS's id), not a placeholder for it.
+func TestSiteListDataRoot(t *testing.T) {
+	s := &sites{clsID: "a1b2c3"}
+	list := s.shown([]protocol.SiteInfo{
+		{SiteSpec: protocol.SiteSpec{Name: "local", Type: site.Local}},
+		{SiteSpec: protocol.SiteSpec{Name: "c", Type: site.Slurm}},
+		{SiteSpec: protocol.SiteSpec{Name: "own", Type: site.SGE, DataRoot: "/scratch/me/mq"}},
+		{SiteSpec: protocol.SiteSpec{Name: "shared", Type: site.PBS, SharedFS: true}},
+	})
+	for i, want := range []string{"", ".mq-data/a1b2c3", "/scratch/me/mq", ""} {
+		if got := list[i].DataRoot; got != want {
+			t.Errorf("site %s: data root %q, want %q", list[i].Name, got, want)
+		}
+	}
+}

@@ -263,7 +263,7 @@ func printSites(w io.Writer, sites []protocol.SiteInfo) {
 		default:
 			root := s.DataRoot
 			if root == "" {
-				root = site.DefaultDataRoot + "/CLSID" // what the CLS gives a site added without one
+				root = site.DefaultDataRoot + "/CLSID" // a CLS that does not say which
 			}
 			if s.NodeLocal {
 				root += " on each node" // a place per host: replicas, staging and DC's unit

@@ -45,7 +45,7 @@ func TestSSHSiteAdminRole(t *testing.T) {
 		t.Errorf("hello as admin with a user key: %s; want forbidden", replies[1])
 	}
 	for _, cmd := range []string{"cls site add evil --type local", "cls site remove local"} {
-		if r := s.ssh(user, cmd); r.code != 2 || !strings.Contains(r.stderr, "only `cls queue` and `cls files` run over SSH") {
+		if r := s.ssh(user, cmd); r.code != 2 || !strings.Contains(r.stderr, "`cls site` over SSH needs a key with the admin role") {
 			t.Errorf("ssh %s with a user key: %s; want refused", cmd, r)
 		}
 	}

@@ -160,7 +160,7 @@ func TestSSHUserCommands(t *testing.T) {
 		msg  string
 	}{
 		{"rm -rf /", 127, `mq: unknown command "rm"`},
-		{"cls serve", 2, "only `cls queue` and `cls files` run over SSH"},
+		{"cls serve", 2, "only `cls queue` and `cls files` (and, with an admin key, `cls site`) run over SSH"},
 		{`mqsub t "unterminated`, 2, "unterminated double quote"},
 		{"mqhold 999999", 1, "job 999999 does not exist"},
 		{"mqalter --priority 1 999999", 1, "job 999999 does not exist"},

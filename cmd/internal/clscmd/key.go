@@ -278,8 +278,12 @@ func sshExec(dialCLS func(server.Peer) io.ReadWriteCloser) sshserver.ExecFunc {
 		case "mqalter":
 			app = mqcli.Mqalter(env)
 		case "cls":
-			if len(args) < 2 || (args[1] != "queue" && args[1] != "files" && (args[1] != "site" || who.MaxRole != protocol.RoleAdmin)) {
-				fmt.Fprintf(stderr, "mq: only `cls queue` and `cls files` run over SSH (one of: %s)\n", sshCommands)
+			if len(args) >= 2 && args[1] == "site" && who.MaxRole != protocol.RoleAdmin {
+				fmt.Fprintln(stderr, "mq: `cls site` over SSH needs a key with the admin role (cls key add --role admin); this key may run "+sshCommands)
+				return mqcli.ExitUsage
+			}
+			if len(args) < 2 || (args[1] != "queue" && args[1] != "files" && args[1] != "site") {
+				fmt.Fprintf(stderr, "mq: only `cls queue` and `cls files` (and, with an admin key, `cls site`) run over SSH (one of: %s)\n", sshCommands)
 				return mqcli.ExitUsage
 			}
 			app = Cls(env)

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -69,23 +70,11 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) (client strin
 	if s.cfg.Token == "" {
 		return "addr " + remoteIP(r), true
 	}
-	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && s.tokenOK(tok) {
-		// Scripts and scrapers: one client per address.
-		return "bearer " + remoteIP(r), true
-	}
-	name := sessionCookie(r.Host)
-	if c, err := r.Cookie(name); err == nil {
-		if id, ok := s.session(c.Value); ok {
-			return "session " + id, true
-		}
+	if client, ok := s.credentials(r); ok {
+		return client, true
 	}
 	if q := r.URL.Query(); q.Has("token") && s.tokenOK(q.Get("token")) {
-		http.SetCookie(w, &http.Cookie{Name: name, Value: s.newSession(), Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-		q.Del("token")
-		// A path of this server's only: "//host/..." would send the
-		// browser elsewhere.
-		u := url.URL{Path: "/" + strings.TrimLeft(r.URL.Path, "/"), RawQuery: q.Encode()}
-		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+		s.startSession(w, r, q)
 		return "", false
 	}
 	h := w.Header()
@@ -94,6 +83,90 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) (client strin
 	h.Set("Connection", "close")
 	http.Error(w, "a token is required (MQ_HOME/http.token; cls dashboard url prints the address with it): Authorization: Bearer TOKEN, or ?token=TOKEN once in a browser", http.StatusUnauthorized)
 	return "", false
+}
+
+// credentials checks a bearer token or a session cookie.
+func (s *Server) credentials(r *http.Request) (client string, ok bool) {
+	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && s.tokenOK(tok) {
+		// Scripts and scrapers: one client per address.
+		return "bearer " + remoteIP(r), true
+	}
+	// Every cookie of the name: a browser may hold one of an older path
+	// beside this one, and sends both.
+	name := sessionCookie(r.Host)
+	for _, c := range r.CookiesNamed(name) {
+		if id, ok := s.session(c.Value); ok {
+			return "session " + id, true
+		}
+	}
+	return "", false
+}
+
+// vouched says whether a request carries the token, in any of its
+// forms: such a request may name any Host (a proxy such as
+// jupyter-server-proxy passes the browser's on), since a page that
+// reaches a loopback dashboard through a rebound DNS name has neither the
+// token nor the cookie, which the browser keeps per host name.
+func (s *Server) vouched(r *http.Request) bool {
+	if s.cfg.Token == "" {
+		return false
+	}
+	if _, ok := s.credentials(r); ok {
+		return true
+	}
+	q := r.URL.Query()
+	return q.Has("token") && s.tokenOK(q.Get("token"))
+}
+
+// startSession answers a valid ?token=: the session cookie and a
+// redirect to the page without the token. Behind a proxy that serves the
+// dashboard under a path prefix the server does not know that prefix, so
+// the cookie has no Path attribute: the browser then scopes it to the
+// directory of the address it asked for, which is the dashboard's root
+// when the request is for a page at the root ("/", "/jobs"), and no
+// wider. A page deeper down ("/job/7?token=") first sends the browser to
+// the root with the token and the page to come back to (next).
+func (s *Server) startSession(w http.ResponseWriter, r *http.Request, q url.Values) {
+	p := r.URL.EscapedPath()
+	depth := strings.Count(p, "/") - 1
+	q.Del("token")
+	if depth > 0 {
+		back := url.URL{RawPath: p[1:], Path: r.URL.Path[1:], RawQuery: q.Encode()}
+		next := url.Values{"token": {r.URL.Query().Get("token")}, "next": {back.String()}}
+		redirect(w, strings.Repeat("../", depth)+"?"+next.Encode())
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie(r.Host), Value: s.newSession(), HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	loc := "./" + p[strings.LastIndex(p, "/")+1:]
+	if next := q.Get("next"); next != "" && depth == 0 {
+		loc = "./" + relativePath(next)
+	} else if len(q) > 0 {
+		loc += "?" + q.Encode()
+	}
+	redirect(w, loc)
+}
+
+// relativePath keeps of next a path and query relative to the
+// dashboard's root; anything else (a scheme, a host, an absolute path)
+// becomes the root. Prefixed with "./", it cannot leave the dashboard.
+func relativePath(next string) string {
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" || strings.HasPrefix(u.Path, "/") {
+		return ""
+	}
+	if slices.Contains(strings.Split(u.Path, "/"), "..") {
+		return ""
+	}
+	u.Fragment = ""
+	return u.String()
+}
+
+// redirect answers 303 to loc, a reference relative to the request's
+// address: http.Redirect would make it an absolute path, which behind a
+// proxy that strips a path prefix leads out of the dashboard.
+func redirect(w http.ResponseWriter, loc string) {
+	w.Header().Set("Location", loc)
+	w.WriteHeader(http.StatusSeeOther)
 }
 
 func remoteIP(r *http.Request) string {

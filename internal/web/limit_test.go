@@ -54,7 +54,7 @@ func TestTokenRequired(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" {
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "./" {
 		t.Fatalf("tokenized URL: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	// Only to a path of this server's.
@@ -77,7 +77,7 @@ func TestTokenRequired(t *testing.T) {
 			session = ck
 		}
 	}
-	if session == nil || !session.HttpOnly || session.SameSite != http.SameSiteStrictMode || session.Path != "/" {
+	if session == nil || !session.HttpOnly || session.SameSite != http.SameSiteStrictMode || session.Path != "" {
 		t.Fatalf("tokenized URL set %v", resp.Cookies())
 	}
 	for _, p := range []string{"/", "/job/7", "/job/7/output/events", "/metrics"} {

@@ -26,6 +26,7 @@ import (
 const pageSize = 100
 
 type overviewData struct {
+	Root  string // rootOf the page
 	S     sample
 	Plots map[string]template.HTML
 	Queue string // the queue whose jobs per state are plotted ("" = all)
@@ -55,11 +56,12 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 	if len(hist) > 0 {
 		d.S = hist[len(hist)-1]
 	}
-	d.Plots, d.Queue = renderPlots(hist, queue), queue
+	d.Plots, d.Queue, d.Root = renderPlots(hist, queue), queue, rootOf(r)
 	s.page(w, "overview.html", d)
 }
 
 type jobsData struct {
+	Root                  string
 	Queue, Target, States string
 	After                 int64
 	Jobs                  []protocol.JobInfo
@@ -68,7 +70,7 @@ type jobsData struct {
 
 func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	d := jobsData{Queue: q.Get("queue"), Target: q.Get("target"), States: strings.ToUpper(q.Get("state"))}
+	d := jobsData{Root: rootOf(r), Queue: q.Get("queue"), Target: q.Get("target"), States: strings.ToUpper(q.Get("state"))}
 	if a := q.Get("after"); a != "" {
 		id, err := parseID(a)
 		if err != nil {
@@ -90,14 +92,15 @@ func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
 		jobs = jobs[:pageSize]
 		nq := r.URL.Query()
 		nq.Set("after", fmt.Sprint(jobs[len(jobs)-1].ID))
-		d.Next = "/jobs?" + nq.Encode()
+		d.Next = "jobs?" + nq.Encode()
 	}
 	d.Jobs = jobs
 	s.page(w, "jobs.html", d)
 }
 
 type jobData struct {
-	D protocol.JobDetail
+	Root string
+	D    protocol.JobDetail
 	// Output as the CLS has it now (its last OutputTail bytes), and why
 	// there is none.
 	Stdout, Stderr         string
@@ -155,7 +158,7 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	jd := jobData{D: d, Follow: s.cfg.Follow != nil && handedOut(d.State)}
+	jd := jobData{Root: rootOf(r), D: d, Follow: s.cfg.Follow != nil && handedOut(d.State)}
 	jd.boundPrereqs()
 	var t1, t2 bool
 	jd.Stdout, jd.StdoutNote, t1 = s.output(d, d.Stdout, d.StdoutCopy, d.StdoutStream, outstream.Stdout)
@@ -262,6 +265,7 @@ func printableOutput(b []byte) string {
 }
 
 type targetData struct {
+	Root      string
 	Name      string
 	Nodes     []inspect.TargetNode
 	Truncated bool
@@ -278,7 +282,7 @@ func (s *Server) target(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	s.page(w, "target.html", targetData{Name: name, Nodes: nodes, Truncated: trunc, SVG: layoutDAG(nodes)})
+	s.page(w, "target.html", targetData{Root: rootOf(r), Name: name, Nodes: nodes, Truncated: trunc, SVG: layoutDAG(nodes)})
 }
 
 // events streams the overview's updates (server-sent events) until the

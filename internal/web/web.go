@@ -45,8 +45,8 @@ type Config struct {
 	// users of the machine can reach a loopback port.
 	Token string
 	// Loopback refuses requests whose Host is not a loopback name or
-	// address (DNS rebinding: a web page the user visits cannot reach the
-	// dashboard under a name of its own).
+	// address unless they carry the token (DNS rebinding: a web page the
+	// user visits cannot reach the dashboard under a name of its own).
 	Loopback bool
 	// Follow, when set, streams a running job's output to its page.
 	Follow Follow
@@ -140,7 +140,7 @@ func (s *Server) Handler() http.Handler {
 			http.Error(w, "the dashboard is read-only", http.StatusMethodNotAllowed)
 			return
 		}
-		if s.cfg.Loopback && !loopbackHost(r.Host) {
+		if s.cfg.Loopback && !loopbackHost(r.Host) && !s.vouched(r) {
 			http.Error(w, "this dashboard answers only to a loopback host name", http.StatusMisdirectedRequest)
 			return
 		}
@@ -149,9 +149,29 @@ func (s *Server) Handler() http.Handler {
 			return
 		}
 		trust(r.Context())
-		s.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), clientKey{}, client)))
+		rw := &relativeRedirects{ResponseWriter: w, root: rootOf(r)}
+		s.mux.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), clientKey{}, client)))
 	})
 }
+
+// relativeRedirects makes the ServeMux's redirects ("/target" to
+// "/target/", a path cleaned) relative to the page asked for: an absolute
+// path would leave a dashboard a proxy serves under a path prefix.
+type relativeRedirects struct {
+	http.ResponseWriter
+	root string
+}
+
+func (w *relativeRedirects) WriteHeader(code int) {
+	h := w.Header()
+	if loc := h.Get("Location"); code/100 == 3 && strings.HasPrefix(loc, "/") && !strings.HasPrefix(loc, "//") {
+		h.Set("Location", w.root+loc[1:])
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets http.ResponseController flush the event streams.
+func (w *relativeRedirects) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // loopbackHost says whether a request's Host names this machine's
 // loopback: localhost or a loopback address, with any port.
@@ -186,6 +206,7 @@ var funcs = template.FuncMap{
 		return out
 	},
 	"clip":      func(s string, n int) string { return protocol.ClipText(s, n) },
+	"page":      func(title, root string) pageHead { return pageHead{title, root} },
 	"targetURL": targetURL,
 	"bytes":     protocol.FormatBytes,
 	// countsLine is "3 D, 2 F": the states with jobs, as mqstat shows an array.
@@ -205,6 +226,20 @@ var funcs = template.FuncMap{
 		}
 		return t
 	},
+}
+
+// pageHead is what a page's head and foot need: its title, and Root.
+type pageHead struct{ Title, Root string }
+
+// rootOf is the way from the page r asks for back to the dashboard's
+// root, as a relative reference ("./" for "/" and "/jobs", "../" for
+// "/job/7"): the pages link only relative to where they are, so a proxy
+// may serve the dashboard under any path prefix.
+func rootOf(r *http.Request) string {
+	if depth := strings.Count(r.URL.EscapedPath(), "/") - 1; depth > 0 {
+		return strings.Repeat("../", depth)
+	}
+	return "./"
 }
 
 // page renders template name with data, or a plain error.
@@ -233,15 +268,15 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 	}
 }
 
-// targetURL is the address of target name's page. A name is one escaped
+// targetURL is the address of target name's page, relative to the root. A name is one escaped
 // path segment: "a?b#c", "x/../y" or "pct%2e" must not become a query, a
 // fragment, dot segments or an escape; "." and "..", which a browser
 // would take as dot segments however written, go in the query.
 func targetURL(name string) string {
 	if name == "." || name == ".." {
-		return "/target/?" + url.Values{"name": {name}}.Encode()
+		return "target/?" + url.Values{"name": {name}}.Encode()
 	}
-	return "/target/" + url.PathEscape(name)
+	return "target/" + url.PathEscape(name)
 }
 
 func parseID(s string) (int64, error) {

@@ -175,11 +175,11 @@ func TestPages(t *testing.T) {
 		want []string
 	}{
 		{"/", 200, []string{`id="total-Q">6<`, `id="total-D">3<`, "Jobs per state", "degraded", `<svg`, "moved 2 files"}},
-		{"/jobs", 200, []string{`href="/job/1"`, `id="next"`, "after=100"}},
-		{"/jobs?after=200", 200, []string{`href="/job/250"`}},
+		{"/jobs", 200, []string{`href="./job/1"`, `id="next"`, "after=100"}},
+		{"/jobs?after=200", 200, []string{`href="./job/250"`}},
 		{"/jobs?state=Z", 400, nil},
 		{"/jobs?after=x", 400, nil},
-		{"/job/7", 200, []string{"hello from job 7", "lost: ", "1.0 MiB", `href="/target/pre"`, `href="/target/work"`, "after any: ended", `\x1b`, "12.5s", "1.25s user, 0.50s sys", "3.0 MiB",
+		{"/job/7", 200, []string{"hello from job 7", "lost: ", "1.0 MiB", `href="../target/pre"`, `href="../target/work"`, "after any: ended", `\x1b`, "12.5s", "1.25s user, 0.50s sys", "3.0 MiB",
 			"jobs 5-9, array 1-5%2, 5 jobs: 3 D, 2 F (at most 2 executing)"}},
 		{"/job/9", 200, []string{"hello from a stream", "no output"}},
 		{"/job/8", 404, nil},
@@ -267,13 +267,19 @@ func TestToken(t *testing.T) {
 			cookie = ck
 		}
 	}
-	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode {
-		t.Fatalf("no HttpOnly, SameSite=Strict cookie: %v", resp.Cookies())
+	// No Path: the browser scopes it to the directory of the page, the
+	// dashboard's root, whatever prefix a proxy serves it under.
+	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode || cookie.Path != "" {
+		t.Fatalf("no HttpOnly, SameSite=Strict cookie without a Path: %v", resp.Cookies())
 	}
 	if strings.Contains(cookie.Value, "s3cret-token") {
 		t.Errorf("the cookie holds the token: %q", cookie.Value)
 	}
-	req, _ = http.NewRequest("GET", b.ts.URL+loc, nil)
+	next, err := resp.Request.URL.Parse(loc)
+	if err != nil || next.Path != "/jobs" {
+		t.Fatalf("?token= on /jobs redirects to %q (%v)", loc, err)
+	}
+	req, _ = http.NewRequest("GET", next.String(), nil)
 	req.AddCookie(cookie)
 	if resp, err := b.ts.Client().Do(req); err != nil || resp.StatusCode != 200 {
 		t.Errorf("with the cookie: %v %v", resp.StatusCode, err)
@@ -566,10 +572,10 @@ func TestQueuePlot(t *testing.T) {
 	if code != 200 || !strings.Contains(body, "Jobs per state in queue default") || !strings.Contains(body, `data-queue="default"`) {
 		t.Fatalf("/?queue=default: %d %.300s", code, body)
 	}
-	if !strings.Contains(body, `<a href="/">all queues</a>`) {
+	if !strings.Contains(body, `<a href="./">all queues</a>`) {
 		t.Error("a queue's overview does not link back to all queues")
 	}
-	if _, body := b.get(t, "/"); !strings.Contains(body, "Jobs per state (all queues)") || !strings.Contains(body, `href="/?queue=default"`) {
+	if _, body := b.get(t, "/"); !strings.Contains(body, "Jobs per state (all queues)") || !strings.Contains(body, `href="./?queue=default"`) {
 		t.Errorf("the overview does not plot all queues, or offer a queue's plot")
 	}
 	if code, _ := b.get(t, "/?queue="+strings.Repeat("q", 300)); code != 400 {
@@ -853,7 +859,7 @@ func TestJobPageManyPrereqs(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("%d: %.300s", resp.StatusCode, page)
 	}
-	for _, want := range []string{"and 4950 more (mqstat -j 42)", "and 4800 more targets (mqstat -j 42)", `<td><a href="/target/straggler">straggler</a></td><td>false</td>`} {
+	for _, want := range []string{"and 4950 more (mqstat -j 42)", "and 4800 more targets (mqstat -j 42)", `<td><a href="../target/straggler">straggler</a></td><td>false</td>`} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("the page has no %q", want)
 		}

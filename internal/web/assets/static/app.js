@@ -18,6 +18,12 @@ function cell(text, cls) {
   return td;
 }
 
+// The way back to the dashboard's root from this page ("./", "../"): the
+// dashboard links only relatively, so a proxy may serve it under a path.
+function root() {
+  return document.body.dataset.root || "./";
+}
+
 function link(href, text) {
   const a = document.createElement("a");
   a.href = href;
@@ -38,14 +44,14 @@ function renderQueues(queues, more) {
   for (const q of queues || []) {
     const tr = document.createElement("tr");
     const name = document.createElement("td");
-    name.appendChild(link("/jobs?queue=" + encodeURIComponent(q.queue), clip(q.queue, 80)));
+    name.appendChild(link(root() + "jobs?queue=" + encodeURIComponent(q.queue), clip(q.queue, 80)));
     tr.appendChild(name);
     let total = 0;
     for (const s of STATES) {
       const n = (q.counts && q.counts[s]) || 0;
       total += n;
       const td = cell("", "n");
-      td.appendChild(link("/jobs?queue=" + encodeURIComponent(q.queue) + "&state=" + s, n));
+      td.appendChild(link(root() + "jobs?queue=" + encodeURIComponent(q.queue) + "&state=" + s, n));
       tr.appendChild(td);
     }
     tr.appendChild(cell(total, "n"));
@@ -131,7 +137,7 @@ function followOverview() {
   if (!counts) return;
   // The jobs-per-state plot is of one queue, or of all.
   const q = counts.dataset.queue;
-  const es = new EventSource("/events" + (q ? "?queue=" + encodeURIComponent(q) : ""));
+  const es = new EventSource(root() + "events" + (q ? "?queue=" + encodeURIComponent(q) : ""));
   es.addEventListener("update", (ev) => onUpdate(JSON.parse(ev.data)));
   es.onerror = () => {
     const up = document.getElementById("updated");

@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -83,7 +84,12 @@ func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, protocol.ClipText(err.Error(), 200), http.StatusBadRequest)
 		return
 	}
-	jobs, err := s.cfg.Source.JobsPage(r.Context(), protocol.Stat{Queue: d.Queue, Target: d.Target, States: d.States}, d.After, pageSize+1)
+	st := protocol.Stat{Queue: d.Queue, Target: d.Target, States: d.States}
+	var jobs []protocol.JobInfo
+	var err error
+	if !s.noneIn(r.Context(), st) {
+		jobs, err = s.cfg.Source.JobsPage(r.Context(), st, d.After, pageSize+1)
+	}
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -96,6 +102,36 @@ func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
 	}
 	d.Jobs = jobs
 	s.page(w, "jobs.html", d)
+}
+
+// noneIn says whether the core's counts, in memory, have no job in the
+// states a listing asks for (in its queue): the page is then empty
+// without a read, where the listing would read every job to find none.
+// (A state few jobs are in is still found by reading on through the
+// others: an index on the state would cost every change of a job's
+// state more than the listing gains, BENCHMARKS.md.)
+func (s *Server) noneIn(ctx context.Context, st protocol.Stat) bool {
+	states, err := job.ParseStates(st.States)
+	if st.States == "" || st.Target != "" || err != nil {
+		return false
+	}
+	sum, err := s.cfg.Source.Summary(ctx)
+	if err != nil {
+		return false
+	}
+	n := 0
+	for _, q := range sum {
+		if st.Queue != "" && q.Queue != st.Queue {
+			continue
+		}
+		for _, js := range states {
+			n += q.Counts[js.String()]
+			if js == job.Executing { // E lists the prefetched too
+				n += q.Counts[job.Prefetched.String()]
+			}
+		}
+	}
+	return n == 0
 }
 
 type jobData struct {

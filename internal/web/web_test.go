@@ -883,3 +883,50 @@ func TestOutputTailWholeCharacters(t *testing.T) {
 		t.Errorf("the tail shows as %.60q", page[max(i, 0):])
 	}
 }
+
+// TestListingOfNoJobsReadsNone: a listing of states the core counts no
+// job in (in its queue, or in any) is empty without a read of the jobs,
+// which would read every one to find none; one of a state with jobs, or
+// of a target, reads its page. E lists the prefetched (P) too.
+func TestListingOfNoJobsReadsNone(t *testing.T) {
+	t.Parallel()
+	src := &listingSource{fakeSource: &fakeSource{counts: map[string]int{"Q": 5, "D": 3, "P": 1}}}
+	srv, err := New(Config{Source: src, Log: slogDiscard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	for _, tc := range []struct {
+		path  string
+		reads bool
+	}{
+		{"/jobs?state=F", false},
+		{"/jobs?state=FB", false},
+		{"/jobs?state=D&queue=nosuch", false},
+		{"/jobs?state=Q&queue=default", true},
+		{"/jobs?state=E", true},
+		{"/jobs?state=F&target=t", true},
+		{"/jobs", true},
+		{"/jobs?state=fd", true},
+	} {
+		src.mu.Lock()
+		src.calls = nil
+		src.mu.Unlock()
+		resp, err := ts.Client().Get(ts.URL + tc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		src.mu.Lock()
+		read := slices.Contains(src.calls, "JobsPage")
+		src.mu.Unlock()
+		if resp.StatusCode != 200 || read != tc.reads {
+			t.Errorf("GET %s: %d, read the jobs: %v, want %v", tc.path, resp.StatusCode, read, tc.reads)
+		}
+		if !tc.reads && !strings.Contains(string(body), "no jobs") {
+			t.Errorf("GET %s does not say there are no jobs", tc.path)
+		}
+	}
+}

@@ -1,0 +1,54 @@
+package inspect
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"testing"
+
+	"github.com/mq-hpc/mq/internal/metaqueue/internal/modtest"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// fillJobs writes n jobs of one queue and target to w: every 1,000th
+// failed, every 1,000th (offset 500) queued, the others done, as a
+// metaqueue where most jobs have ended looks.
+func fillJobs(t testing.TB, w *sql.Conn, n int) {
+	t.Helper()
+	for _, q := range []string{
+		"INSERT INTO queues (id, name, created) VALUES (1, 'default', 0)",
+		"INSERT INTO targets (id, name) VALUES (1, 't')",
+		fmt.Sprintf(`WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < %d)
+		INSERT INTO jobs (id, queue_id, target_id, state, command, cwd, submitted)
+		SELECT i, 1, 1, CASE i %% 1000 WHEN 0 THEN 'F' WHEN 500 THEN 'Q' ELSE 'D' END, 'echo ' || i, '/tmp', i FROM s`, n),
+	} {
+		if _, err := w.ExecContext(context.Background(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkStateListing is a dashboard page of jobs by state (100 jobs
+// and one more) at 100,000 jobs, of which 100 failed and 100 queued: a
+// state few jobs are in is found by reading every job in id order. (An
+// index on jobs (state, id), even partial, makes each UPDATE of a job's
+// state about twice as dear, 10-20 % of a dispatch's CPU: BENCHMARKS.md,
+// "Dashboard cost".)
+func BenchmarkStateListing(b *testing.B) {
+	w := modtest.NewDB(b)
+	fillJobs(b, w, 100000)
+	r := New(w, "", nil)
+	for _, tc := range []struct {
+		name   string
+		states string
+		after  int64
+	}{{"F", "F", 0}, {"F-after-50k", "F", 50000}, {"Q", "Q", 0}, {"E-none", "E", 0}, {"D", "D", 0}, {"all", "", 0}} {
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := r.Page(b.Context(), protocol.Stat{States: tc.states}, tc.after, 101); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

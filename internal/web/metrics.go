@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -125,8 +126,10 @@ func (m *Metrics) totals() totals {
 }
 
 var (
-	jobsDesc = prometheus.NewDesc("mq_jobs", "Jobs per queue and state (W Q H P E D F B X).", []string{"queue", "state"}, nil)
-	phDesc   = prometheus.NewDesc("mq_placeholders", "Placeholders per site and state: queued (in the batch queue), running, idle (connected, no job), busy.",
+	jobsDesc = prometheus.NewDesc("mq_jobs", fmt.Sprintf("Jobs per queue and state (W Q H P E D F B X): at most %d queues, those with jobs not ended first, the others summed as queue=%q.", maxQueueRows, otherQueues),
+		[]string{"queue", "state"}, nil)
+	queuesDesc = prometheus.NewDesc("mq_queues", fmt.Sprintf("Queues the CLS has (those beyond mq_jobs' %d are summed in its queue=%q).", maxQueueRows, otherQueues), nil, nil)
+	phDesc     = prometheus.NewDesc("mq_placeholders", "Placeholders per site and state: queued (in the batch queue), running, idle (connected, no job), busy.",
 		[]string{"site", "state"}, nil)
 	slotsDesc     = prometheus.NewDesc("mq_site_slots", "Job slots of a site's connected placeholders.", []string{"site"}, nil)
 	slotsBusyDesc = prometheus.NewDesc("mq_site_slots_busy", "Job slots of a site running a job now.", []string{"site"}, nil)
@@ -138,12 +141,16 @@ var (
 	scrapeErrDesc = prometheus.NewDesc("mq_scrape_errors", "1 when a part of this scrape could not be read from the CLS.", []string{"part"}, nil)
 )
 
+// otherQueues is mq_jobs' queue label of the queues beyond those shown,
+// summed: a queue name has no space, so no queue is called so.
+const otherQueues = "other queues"
+
 // sourceCollector reads gauges from the Source at scrape time: the summary
 // and sites are in memory, so a scrape costs the same at a million jobs.
 type sourceCollector struct{ src Source }
 
 func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{jobsDesc, phDesc, slotsDesc, slotsBusyDesc, siteDesc, xferDesc, xferFailDesc, xferBytesDesc, xferSecsDesc, scrapeErrDesc} {
+	for _, d := range []*prometheus.Desc{jobsDesc, queuesDesc, phDesc, slotsDesc, slotsBusyDesc, siteDesc, xferDesc, xferFailDesc, xferBytesDesc, xferSecsDesc, scrapeErrDesc} {
 		ch <- d
 	}
 }
@@ -160,10 +167,22 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	qs, err := c.src.Summary(ctx)
 	fail("jobs", err)
-	for _, q := range qs {
+	// The queues the overview shows, and the others summed: a queue per
+	// experiment would otherwise make a scrape, and the series Prometheus
+	// keeps, grow without bound (9 a queue).
+	shown, more := shownQueues(qs)
+	for _, q := range shown {
 		for _, st := range job.States {
 			ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(q.Counts[st.String()]), q.Queue, st.String())
 		}
+	}
+	if more != nil {
+		for _, st := range job.States {
+			ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(more.Counts[st.String()]), otherQueues, st.String())
+		}
+	}
+	if err == nil {
+		ch <- prometheus.MustNewConstMetric(queuesDesc, prometheus.GaugeValue, float64(len(qs)))
 	}
 	sites, err := c.src.Sites(ctx)
 	fail("sites", err)

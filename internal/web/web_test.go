@@ -930,3 +930,55 @@ func TestListingOfNoJobsReadsNone(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsQueuesBounded: with thousands of queues /metrics has per-queue
+// series for at most maxQueueRows of them, those with jobs not ended
+// first, and one "other queues" series a state summing the rest, so every
+// state's sum over queues is still every job; mq_queues counts them all.
+func TestMetricsQueuesBounded(t *testing.T) {
+	t.Parallel()
+	const n = 3000
+	src := manyQueues{&fakeSource{counts: map[string]int{}}, n}
+	m := NewMetrics()
+	m.SetSource(src)
+	srv, err := New(Config{Source: src, Metrics: m, Log: slogDiscard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	resp, err := ts.Client().Get(ts.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	queues := map[string]bool{}
+	sum := map[string]float64{}
+	for _, mt := range fams["mq_jobs"].GetMetric() {
+		var q, st string
+		for _, l := range mt.GetLabel() {
+			switch l.GetName() {
+			case "queue":
+				q = l.GetValue()
+			case "state":
+				st = l.GetValue()
+			}
+		}
+		queues[q] = true
+		sum[st] += mt.GetGauge().GetValue()
+	}
+	if len(queues) != maxQueueRows+1 || !queues["zz-busy"] || !queues[otherQueues] {
+		t.Errorf("mq_jobs has %d queues (zz-busy: %v, %q: %v), want %d and the rest summed", len(queues), queues["zz-busy"], otherQueues, queues[otherQueues], maxQueueRows)
+	}
+	if sum["D"] != n || sum["Q"] != 1 {
+		t.Errorf("mq_jobs sums to %v done and %v queued, want %d and 1", sum["D"], sum["Q"], n)
+	}
+	if got := fams["mq_queues"].GetMetric(); len(got) != 1 || got[0].GetGauge().GetValue() != n+1 {
+		t.Errorf("mq_queues = %v, want %d", got, n+1)
+	}
+}

@@ -264,6 +264,16 @@ func (s *sampler) unsubscribe(ch chan []byte) {
 }
 
 // snapshot returns the history for a page being rendered.
+// latest is the last sample, if there is one.
+func (s *sampler) latest() (sample, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.history) == 0 {
+		return sample{}, false
+	}
+	return s.history[len(s.history)-1], true
+}
+
 func (s *sampler) snapshot() []sample {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -884,32 +885,57 @@ func TestOutputTailWholeCharacters(t *testing.T) {
 	}
 }
 
+// summaryCounting counts the summaries asked for.
+type summaryCounting struct {
+	*listingSource
+	summaries atomic.Int32
+}
+
+func (s *summaryCounting) Summary(ctx context.Context) ([]protocol.QueueCounts, error) {
+	s.summaries.Add(1)
+	return s.listingSource.Summary(ctx)
+}
+
 // TestListingOfNoJobsReadsNone: a listing of states the core counts no
 // job in (in its queue, or in any) is empty without a read of the jobs,
 // which would read every one to find none; one of a state with jobs, or
-// of a target, reads its page. E lists the prefetched (P) too.
+// of a target, reads its page. E lists the prefetched (P) too. Once the
+// overview has a sample, a listing of a state it counts jobs in asks for
+// no summary (a copy of every queue's counts).
 func TestListingOfNoJobsReadsNone(t *testing.T) {
 	t.Parallel()
-	src := &listingSource{fakeSource: &fakeSource{counts: map[string]int{"Q": 5, "D": 3, "P": 1}}}
-	srv, err := New(Config{Source: src, Log: slogDiscard()})
+	ssrc := &summaryCounting{listingSource: &listingSource{fakeSource: &fakeSource{counts: map[string]int{"Q": 5, "D": 3, "P": 1}}}}
+	srv, err := New(Config{Source: ssrc, Log: slogDiscard()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
+	src := ssrc.listingSource
 	for _, tc := range []struct {
-		path  string
-		reads bool
+		path      string
+		reads     bool
+		summaries int32
 	}{
-		{"/jobs?state=F", false},
-		{"/jobs?state=FB", false},
-		{"/jobs?state=D&queue=nosuch", false},
-		{"/jobs?state=Q&queue=default", true},
-		{"/jobs?state=E", true},
-		{"/jobs?state=F&target=t", true},
-		{"/jobs", true},
-		{"/jobs?state=fd", true},
+		{"/jobs?state=F", false, 1},
+		{"/jobs?state=FB", false, 1},
+		{"/jobs?state=D&queue=nosuch", false, 1},
+		{"/jobs?state=Q&queue=default", true, 1},
+		{"/jobs?state=E", true, 1},
+		{"/jobs?state=F&target=t", true, 0},
+		{"/jobs", true, 0},
+		{"/jobs?state=fd", true, 1},
+		{"sample", false, 0},
+		{"/jobs?state=Q&queue=default", true, 0},
+		{"/jobs?state=E", true, 0},
+		{"/jobs?state=D&queue=nosuch", false, 1},
+		{"/jobs?state=F", false, 1},
 	} {
+		if tc.path == "sample" {
+			srv.smp.sample(t.Context())
+			continue
+		}
+		ssrc.summaries.Store(0)
 		src.mu.Lock()
 		src.calls = nil
 		src.mu.Unlock()
@@ -927,6 +953,9 @@ func TestListingOfNoJobsReadsNone(t *testing.T) {
 		}
 		if !tc.reads && !strings.Contains(string(body), "no jobs") {
 			t.Errorf("GET %s does not say there are no jobs", tc.path)
+		}
+		if n := ssrc.summaries.Load(); n != tc.summaries {
+			t.Errorf("GET %s asked for %d summaries, want %d", tc.path, n, tc.summaries)
 		}
 	}
 }

@@ -121,6 +121,9 @@ type Config struct {
 	// loopback too; DashboardURL says the address with it.
 	HTTPAddr   string
 	HTTPPublic bool
+	// HTTPPath is the path the dashboard is served under ("": the root),
+	// for a proxy that passes its prefix on (web.Config.Path).
+	HTTPPath string
 	// HTTPConns bounds the dashboard's connections open at once (0:
 	// web.DefaultMaxConns).
 	HTTPConns int
@@ -188,6 +191,10 @@ func (cfg *Config) check() error {
 		return fmt.Errorf("cls: log format %q is not text or json", cfg.LogFormat)
 	case cfg.HTTPPublic && cfg.HTTPAddr == "":
 		return errors.New("cls: HTTPPublic without HTTPAddr")
+	case cfg.HTTPPath != "" && cfg.HTTPAddr == "":
+		return errors.New("cls: --http-path without --http")
+	case web.CheckPath(cfg.HTTPPath) != nil:
+		return fmt.Errorf("cls: --http-path: %w", web.CheckPath(cfg.HTTPPath))
 	}
 	return nil
 }

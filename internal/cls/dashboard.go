@@ -125,7 +125,7 @@ func (c *CLS) listenHTTP() error {
 		follow = c.followOutput
 	}
 	wc := web.Config{Source: &dashSource{store: c.store, sites: c.sites}, Metrics: c.metrics,
-		Loopback: loopback, Follow: follow, Log: c.log, Token: tok}
+		Loopback: loopback, Follow: follow, Log: c.log, Token: tok, Path: cfg.HTTPPath}
 	c.metrics.SetSource(wc.Source)
 	ws, err := web.New(wc)
 	if err != nil {
@@ -136,7 +136,7 @@ func (c *CLS) listenHTTP() error {
 		return fmt.Errorf("dashboard: %w", err)
 	}
 	c.closers = append(c.closers, func() { ln.Close() })
-	base := dashboardBase(ln.Addr())
+	base := dashboardBase(ln.Addr()) + strings.TrimPrefix(cfg.HTTPPath, "/")
 	if err := writeURLFile(urlFile, base); err != nil {
 		return err
 	}

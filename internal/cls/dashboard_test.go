@@ -328,3 +328,43 @@ func TestDashboardConnectionCap(t *testing.T) {
 		t.Errorf("%d silent connections cost %d descriptors, want at most %d", flood, n, flood+max+4)
 	}
 }
+
+// A dashboard served under a path (cls serve --http-path, for a proxy that
+// passes its prefix on) is there only, and the address cls serve prints
+// and DashboardURL says carries the path; a path it could not serve
+// under is refused at the start.
+func TestDashboardPath(t *testing.T) {
+	t.Parallel()
+	if _, err := cls.New(context.Background(), cls.Config{Home: shortHome(t), HTTPAddr: "127.0.0.1:0", HTTPPath: "/a/../b/"}); err == nil || !strings.Contains(err.Error(), "--http-path") {
+		t.Errorf("--http-path /a/../b/: %v", err)
+	}
+	if _, err := cls.New(context.Background(), cls.Config{Home: shortHome(t), HTTPPath: "/a/"}); err == nil {
+		t.Error("--http-path without --http: no error")
+	}
+	c := startCLS(t, cls.Config{Home: shortHome(t), Local: 0, HTTPAddr: "127.0.0.1:0", HTTPPath: "/node/c1/8642/"})
+	base := "http://" + c.HTTPAddr().String()
+	u, err := cls.DashboardURL(c.Home())
+	if err != nil || !strings.HasPrefix(u, base+"/node/c1/8642/?token=") {
+		t.Fatalf("DashboardURL %q (%v), want %s/node/c1/8642/?token=...", u, err, base)
+	}
+	jar, _ := cookiejar.New(nil)
+	br := &http.Client{Jar: jar, Timeout: time.Minute}
+	resp, err := br.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Request.URL.String() != base+"/node/c1/8642/" {
+		t.Fatalf("the tokenized URL: %d at %s", resp.StatusCode, resp.Request.URL)
+	}
+	for p, want := range map[string]int{"/node/c1/8642/jobs": 200, "/jobs": 404, "/": 404} {
+		resp, err := br.Get(base + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET %s: %d, want %d", p, resp.StatusCode, want)
+		}
+	}
+}

@@ -37,7 +37,9 @@ func (c crawlSource) JobsPage(_ context.Context, st protocol.Stat, after int64, 
 // prefix, stripping it, as jupyter-server-proxy (/proxy/PORT/) and Open
 // OnDemand (/rnode/HOST/PORT/) do, passing the browser's Host on; beside
 // it on the same origin, another application at /other/ records the
-// cookies it is sent. keepHost passes the browser's Host on. Clients reach the origin as http://hub.example.
+// cookies it is sent. keepHost passes the browser's Host on; without
+// strip the proxy passes the prefix on too (Open OnDemand's /node/), and
+// the dashboard is told it (Config.Path). Clients reach the origin as http://hub.example.
 type proxied struct {
 	front   *httptest.Server
 	mu      sync.Mutex
@@ -47,7 +49,7 @@ type proxied struct {
 
 const proxyToken = "proxy-test-token-0123456789"
 
-func newProxied(t *testing.T, prefix string, keepHost bool) *proxied {
+func newProxied(t *testing.T, prefix string, keepHost, strip bool) *proxied {
 	t.Helper()
 	b := &fakeSource{counts: map[string]int{"Q": 5, "D": 3}}
 	follow := func(ctx context.Context, id int64, stderr bool) (<-chan []byte, error) {
@@ -58,7 +60,11 @@ func newProxied(t *testing.T, prefix string, keepHost bool) *proxied {
 	}
 	m := NewMetrics()
 	m.SetSource(b)
-	srv, err := New(Config{Source: crawlSource{b}, Metrics: m, Token: proxyToken, Loopback: true, Follow: follow, Interval: 20 * time.Millisecond, Log: slogDiscard()})
+	cfg := Config{Source: crawlSource{b}, Metrics: m, Token: proxyToken, Loopback: true, Follow: follow, Interval: 20 * time.Millisecond, Log: slogDiscard()}
+	if !strip {
+		cfg.Path = prefix
+	}
+	srv, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +80,11 @@ func newProxied(t *testing.T, prefix string, keepHost bool) *proxied {
 		}
 	}, FlushInterval: -1}
 	mux := http.NewServeMux()
-	mux.Handle(prefix, http.StripPrefix(strings.TrimSuffix(prefix, "/"), rp))
+	if strip {
+		mux.Handle(prefix, http.StripPrefix(strings.TrimSuffix(prefix, "/"), rp))
+	} else {
+		mux.Handle(prefix, rp)
+	}
 	mux.HandleFunc("/other/", func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		for _, c := range r.Cookies() {
@@ -114,11 +124,11 @@ var refs = regexp.MustCompile(`(?:href|src|action|data-follow)="([^"]*)"`)
 func TestBehindPrefixProxy(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		prefix   string
-		keepHost bool
-	}{{"/rnode/c001.cluster/8642/", false}, {"/proxy/8642/", true}} {
+		prefix          string
+		keepHost, strip bool
+	}{{"/rnode/c001.cluster/8642/", false, true}, {"/proxy/8642/", true, true}, {"/node/c001.cluster/8642/", false, false}} {
 		prefix := tc.prefix
-		p := newProxied(t, prefix, tc.keepHost)
+		p := newProxied(t, prefix, tc.keepHost, tc.strip)
 		c := p.client(t)
 		base := "http://hub.example" + prefix
 		get := func(u string) (*http.Response, string) {
@@ -205,6 +215,10 @@ func TestBehindPrefixProxy(t *testing.T) {
 		if resp, _ := get(base + "target"); resp.Request.URL.String() != base+"target/" {
 			t.Errorf("%starget: redirected to %s", base, resp.Request.URL)
 		}
+		// The prefix without its slash leads to the dashboard.
+		if resp, _ := get(strings.TrimSuffix(base, "/")); !tc.strip && (resp.StatusCode != 200 || resp.Request.URL.String() != base) {
+			t.Errorf("%s: %d at %s", strings.TrimSuffix(base, "/"), resp.StatusCode, resp.Request.URL)
+		}
 		// Another application on the same origin gets no session cookie.
 		if resp, _ := get("http://hub.example/other/x"); resp.StatusCode != 200 {
 			t.Fatalf("/other/: %d", resp.StatusCode)
@@ -223,7 +237,7 @@ func TestBehindPrefixProxy(t *testing.T) {
 func TestTokenOnADeepPage(t *testing.T) {
 	t.Parallel()
 	for _, prefix := range []string{"/", "/proxy/8642/"} {
-		p := newProxied(t, prefix, false)
+		p := newProxied(t, prefix, false, true)
 		base := "http://hub.example" + prefix
 		c := p.client(t)
 		resp, err := c.Get(base + "job/7?token=" + proxyToken + "&x=1")
@@ -255,6 +269,47 @@ func TestTokenOnADeepPage(t *testing.T) {
 			t.Errorf("the origin's other application was sent %v", p.leaked)
 		}
 		p.mu.Unlock()
+	}
+}
+
+// TestPath: a dashboard told its path serves there only, and says it
+// refuses a path it could not serve under.
+func TestPath(t *testing.T) {
+	t.Parallel()
+	srv, err := New(Config{Source: &fakeSource{counts: map[string]int{}}, Path: "/node/c1/8642/", Log: slogDiscard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	c := ts.Client()
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	for _, tc := range []struct {
+		path string
+		code int
+		loc  string
+	}{
+		{"/node/c1/8642/", 200, ""},
+		{"/node/c1/8642/jobs", 200, ""},
+		{"/node/c1/8642", http.StatusSeeOther, "/node/c1/8642/"},
+		{"/", 404, ""},
+		{"/jobs", 404, ""},
+		{"/node/c1/86420/", 404, ""},
+		{"/node/c1/8642/target", http.StatusTemporaryRedirect, "./target/"},
+	} {
+		resp, err := c.Get(ts.URL + tc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.code || resp.Header.Get("Location") != tc.loc {
+			t.Errorf("GET %s: %d to %q, want %d to %q", tc.path, resp.StatusCode, resp.Header.Get("Location"), tc.code, tc.loc)
+		}
+	}
+	for _, p := range []string{"node/", "/node", "/a/../b/", "/a//b/", "/a b/", "/a?b/", "/a%2f/", "//x/"} {
+		if _, err := New(Config{Source: &fakeSource{}, Path: p}); err == nil {
+			t.Errorf("Path %q: no error", p)
+		}
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -48,6 +49,12 @@ type Config struct {
 	// address unless they carry the token (DNS rebinding: a web page the
 	// user visits cannot reach the dashboard under a name of its own).
 	Loopback bool
+	// Path is where the dashboard is served ("" or "/": the root), for a
+	// proxy that passes its path prefix on (Open OnDemand's /node/HOST/PORT/,
+	// jupyter-server-proxy's /proxy/absolute/PORT/): "/node/c1/8642/".
+	// Requests elsewhere get 404. A proxy that strips the prefix needs
+	// none: the pages link only relatively.
+	Path string
 	// Follow, when set, streams a running job's output to its page.
 	Follow Follow
 	// Interval is how often the overview samples the CLS (default 1s);
@@ -98,6 +105,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	if err := CheckPath(cfg.Path); err != nil {
+		return nil, err
+	}
 	tmpl, err := template.New("").Funcs(funcs).ParseFS(assets, "assets/*.html")
 	if err != nil {
 		return nil, err
@@ -128,6 +138,40 @@ func (s *Server) Run(ctx context.Context) { s.smp.run(ctx) }
 // there is one, and headers that keep the pages to themselves.
 // HTTPServer serves it with timeouts.
 func (s *Server) Handler() http.Handler {
+	h := s.handler()
+	p := strings.TrimSuffix(s.cfg.Path, "/")
+	if p == "" {
+		return h
+	}
+	strip := http.StripPrefix(p, h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == p:
+			// The pages link relative to the directory: on to it.
+			redirect(w, p+"/")
+		case strings.HasPrefix(r.URL.Path, p+"/"):
+			strip.ServeHTTP(w, r)
+		default:
+			w.Header().Set("Connection", "close")
+			http.NotFound(w, r)
+		}
+	})
+}
+
+// CheckPath checks Config.Path: an absolute path ending in "/", with
+// no dot segments, query or escapes.
+func CheckPath(p string) error {
+	if p == "" || p == "/" {
+		return nil
+	}
+	clean := path.Clean(p) + "/"
+	if !strings.HasPrefix(p, "/") || !strings.HasSuffix(p, "/") || clean != p || strings.ContainsAny(p, "?#%\\ ") || strings.HasPrefix(p, "//") {
+		return fmt.Errorf("dashboard path %q is not an absolute path ending in / without dot segments, spaces, escapes or ? and # (e.g. /node/c001/8642/)", protocol.ClipText(p, 200))
+	}
+	return nil
+}
+
+func (s *Server) handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")

@@ -69,6 +69,7 @@ from local placeholders).`,
 			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error", Value: "info"},
 			&cli.StringFlag{Name: "log-format", Usage: "cls.log's format: text or json (one JSON object a line); SIGHUP reopens cls.log (logrotate)", Value: "text"},
 			&cli.StringFlag{Name: "http", Usage: "serve the read-only dashboard and /metrics on `ADDR` (host:port, e.g. 127.0.0.1:8642; :8642 is loopback); a non-loopback address needs --http-public"},
+			&cli.StringFlag{Name: "http-path", Usage: "serve the dashboard under `PATH` (e.g. /node/c001/8642/), for a proxy that passes its path prefix on (Open OnDemand's /node/, jupyter-server-proxy's /proxy/absolute/); one that strips it needs none"},
 			&cli.BoolFlag{Name: "http-public", Usage: "allow --http on a non-loopback address: every request then needs the token in $MQ_HOME/http.token (made when missing)"},
 			&cli.BoolFlag{Name: "noop", Usage: "local placeholders report jobs done without running them (benchmarks the scheduling path)"},
 			&cli.StringFlag{Name: "ssh", Usage: "also accept SSH connections on `ADDR` (host:port), authenticated by the keys of cls key"},
@@ -162,7 +163,7 @@ func serve(c *cli.Context) error {
 		Agents: c.String("agents"), SitePoll: c.Duration("site-poll"),
 		SiteThrottle: c.Duration("site-throttle"), ConnectTimeout: c.Duration("connect-timeout"),
 		LogLevel: level, LogFormat: c.String("log-format"), Notes: c.App.ErrWriter, Version: mqcli.Version,
-		HTTPAddr: c.String("http"), HTTPPublic: c.Bool("http-public"),
+		HTTPAddr: c.String("http"), HTTPPublic: c.Bool("http-public"), HTTPPath: c.String("http-path"),
 		LPMinUtil: c.Float64("lp-min-util"),
 	}
 	stopProfile, err := startProfile(c.String("cpuprofile"))

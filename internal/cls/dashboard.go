@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -266,8 +267,45 @@ func (d *dashSource) Moved(ctx context.Context) (*protocol.MovedTotals, error) {
 }
 
 func (d *dashSource) JobsPage(ctx context.Context, st protocol.Stat, after int64, limit int) ([]protocol.JobInfo, error) {
+	if onlyRunning(st) {
+		_, ids, err := d.store.RunningByPlaceholder(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var ok bool
+		if st, ok = runningPage(st, after, ids); !ok {
+			return nil, nil
+		}
+	}
 	return d.store.Inspect().Page(ctx, st, after, limit)
 }
+
+// onlyRunning says whether a listing is of executing jobs only (E, P) and
+// names no target or ids: the core knows those jobs in memory, where the
+// listing would read every job in id order to find the few running.
+func onlyRunning(st protocol.Stat) bool {
+	return st.States != "" && strings.Trim(strings.ToUpper(st.States), "EP") == "" && st.Target == "" && st.TargetPrefix == "" && len(st.IDs) == 0
+}
+
+// runningPage narrows a listing of executing jobs to the jobs running now
+// above after (ids, in id order), the listing's query checking each
+// one's state, queue and all as before; false when there are none. Past
+// the most ids a listing may name it is left as it is.
+func runningPage(st protocol.Stat, after int64, ids []int64) (protocol.Stat, bool) {
+	i, _ := slices.BinarySearch(ids, after+1)
+	ids = ids[i:]
+	switch {
+	case len(ids) == 0:
+		return st, false
+	case len(ids) <= maxRunningIDs:
+		st.IDs = ids
+	}
+	return st, true
+}
+
+// maxRunningIDs is the most ids runningPage names (inspect's bound on a
+// listing's ids is 10,000).
+const maxRunningIDs = 10000
 
 func (d *dashSource) Job(ctx context.Context, id int64) (protocol.JobDetail, error) {
 	return d.store.Inspect().Job(ctx, id)
@@ -280,7 +318,7 @@ func (d *dashSource) TargetGraph(ctx context.Context, name string, limit int) ([
 // Sites joins the site manager's view (batch-queued and running
 // placeholders) with the connected placeholders and the jobs each runs.
 func (d *dashSource) Sites(ctx context.Context) ([]web.Site, error) {
-	running, err := d.store.RunningByPlaceholder(ctx)
+	running, _, err := d.store.RunningByPlaceholder(ctx)
 	if err != nil {
 		return nil, err
 	}

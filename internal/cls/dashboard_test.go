@@ -368,3 +368,60 @@ func TestDashboardPath(t *testing.T) {
 		}
 	}
 }
+
+// The dashboard's listing of executing jobs (from the jobs the core runs
+// now) lists the running job, in its queue only, and none once it ended.
+func TestDashboardRunningListing(t *testing.T) {
+	t.Parallel()
+	c := startCLS(t, cls.Config{Version: "test", HTTPAddr: "127.0.0.1:0"})
+	gate := filepath.Join(t.TempDir(), "go")
+	id := submit(t, c, fmt.Sprintf("while [ ! -e %s ]; do sleep 0.02; done", gate))
+	queued := submit(t, c, "true")
+	startAgent(t, c, localAgent)
+	tok, err := os.ReadFile(filepath.Join(c.Home(), cls.TokenFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + c.HTTPAddr().String()
+	page := func(p string) string {
+		t.Helper()
+		req, _ := http.NewRequest("GET", base+p, nil)
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d %.200s", p, resp.StatusCode, b)
+		}
+		return string(b)
+	}
+	link := func(id int64) string { return fmt.Sprintf(`href="./job/%d"`, id) }
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(page("/jobs?state=E"), link(id)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("job %d is not listed executing: %s", id, page("/jobs?state=E"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if p := page("/jobs?state=E"); strings.Contains(p, link(queued)) {
+		t.Errorf("the queued job %d is listed executing", queued)
+	}
+	if p := page("/jobs?state=E&queue=nosuch"); strings.Contains(p, link(id)) || !strings.Contains(p, "no jobs") {
+		t.Errorf("job %d is listed in a queue it is not in", id)
+	}
+	if p := page(fmt.Sprintf("/jobs?state=E&after=%d", id)); strings.Contains(p, link(id)) {
+		t.Errorf("job %d is listed after itself", id)
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for strings.Contains(page("/jobs?state=E"), link(id)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("job %d is still listed executing after its gate opened", id)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

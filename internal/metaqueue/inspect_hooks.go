@@ -30,12 +30,11 @@ func (s *Store) Inspect() *inspect.Reader {
 	return inspect.New(s.rdb, s.opt.OutputDir, inspectSources{s})
 }
 
-// RunningByPlaceholder counts executing jobs per placeholder, from memory
-// (its cost is that of the jobs executing now).
-func (s *Store) RunningByPlaceholder(ctx context.Context) (map[int64]int, error) {
-	var m map[int64]int
-	err := s.do(ctx, func() error { m = runs.PerPlaceholder(s.running, s.copyRuns); return nil })
-	return m, err
+// RunningByPlaceholder counts executing jobs per placeholder, and lists
+// them in id order, from memory (its cost is that of the jobs executing now).
+func (s *Store) RunningByPlaceholder(ctx context.Context) (per map[int64]int, jobs []int64, err error) {
+	err = s.do(ctx, func() error { per, jobs = runs.Running(s.running, s.copyRuns); return nil })
+	return per, jobs, err
 }
 
 // inspectSources answers a job's detail from the core and its modules.

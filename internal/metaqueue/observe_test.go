@@ -117,8 +117,8 @@ func TestTargetGraphAndJobsPage(t *testing.T) {
 	}
 	ph := e.register("x")
 	e.next(ph, 1)
-	run, err := e.s.RunningByPlaceholder(ctx)
-	if err != nil || run[ph] != 1 {
-		t.Errorf("running by placeholder %v %v", run, err)
+	run, jobs, err := e.s.RunningByPlaceholder(ctx)
+	if err != nil || run[ph] != 1 || len(jobs) != 1 {
+		t.Errorf("running by placeholder %v, jobs %v, %v", run, jobs, err)
 	}
 }

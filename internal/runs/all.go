@@ -1,6 +1,9 @@
 package runs
 
-import "iter"
+import (
+	"iter"
+	"slices"
+)
 
 // All yields every attempt running now, by job: each job's row attempt,
 // then its copies.
@@ -29,4 +32,24 @@ func PerPlaceholder(rows Rows, cs Copies) map[int64]int {
 		m[r.Placeholder]++
 	}
 	return m
+}
+
+// Running is PerPlaceholder and Jobs.
+func Running(rows Rows, cs Copies) (map[int64]int, []int64) {
+	return PerPlaceholder(rows, cs), Jobs(rows, cs)
+}
+
+// Jobs lists the jobs with an attempt running now, in id order.
+func Jobs(rows Rows, cs Copies) []int64 {
+	ids := make([]int64, 0, len(rows))
+	for id := range rows {
+		ids = append(ids, id)
+	}
+	for id := range cs {
+		if _, ok := rows[id]; !ok {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
 }

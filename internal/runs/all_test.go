@@ -2,6 +2,7 @@ package runs
 
 import (
 	"maps"
+	"slices"
 	"testing"
 )
 
@@ -13,10 +14,11 @@ func TestAll(t *testing.T) {
 		cs    Copies
 		n     int
 		perPH map[int64]int
+		jobs  []int64
 	}{
-		{"none", nil, nil, 0, map[int64]int{}},
-		{"rows", Rows{10: a, 11: b}, nil, 2, map[int64]int{1: 1, 2: 1}},
-		{"rows and copies", Rows{10: a}, Copies{10: {c}, 12: {b, c}}, 4, map[int64]int{1: 3, 2: 1}},
+		{"none", nil, nil, 0, map[int64]int{}, []int64{}},
+		{"rows", Rows{11: b, 10: a}, nil, 2, map[int64]int{1: 1, 2: 1}, []int64{10, 11}},
+		{"rows and copies", Rows{10: a}, Copies{10: {c}, 12: {b, c}}, 4, map[int64]int{1: 3, 2: 1}, []int64{10, 12}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := 0
@@ -28,6 +30,9 @@ func TestAll(t *testing.T) {
 			}
 			if got := PerPlaceholder(tc.rows, tc.cs); !maps.Equal(got, tc.perPH) {
 				t.Errorf("PerPlaceholder = %v, want %v", got, tc.perPH)
+			}
+			if got := Jobs(tc.rows, tc.cs); !slices.Equal(got, tc.jobs) {
+				t.Errorf("Jobs = %v, want %v", got, tc.jobs)
 			}
 		})
 	}

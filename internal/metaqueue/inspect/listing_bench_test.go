@@ -38,14 +38,22 @@ func BenchmarkStateListing(b *testing.B) {
 	w := modtest.NewDB(b)
 	fillJobs(b, w, 100000)
 	r := New(w, "", nil)
+	// The 100 queued jobs named, as the dashboard names the jobs running
+	// now (from the core's memory) in its listing of state E.
+	var queued []int64
+	for id := int64(500); id <= 100000; id += 1000 {
+		queued = append(queued, id)
+	}
 	for _, tc := range []struct {
 		name   string
 		states string
 		after  int64
-	}{{"F", "F", 0}, {"F-after-50k", "F", 50000}, {"Q", "Q", 0}, {"E-none", "E", 0}, {"D", "D", 0}, {"all", "", 0}} {
+		ids    []int64
+	}{{"F", "F", 0, nil}, {"F-after-50k", "F", 50000, nil}, {"Q", "Q", 0, nil}, {"Q-named", "Q", 0, queued},
+		{"E-none", "E", 0, nil}, {"D", "D", 0, nil}, {"all", "", 0, nil}} {
 		b.Run(tc.name, func(b *testing.B) {
 			for b.Loop() {
-				if _, err := r.Page(b.Context(), protocol.Stat{States: tc.states}, tc.after, 101); err != nil {
+				if _, err := r.Page(b.Context(), protocol.Stat{States: tc.states, IDs: tc.ids}, tc.after, 101); err != nil {
 					b.Fatal(err)
 				}
 			}

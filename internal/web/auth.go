@@ -136,7 +136,11 @@ func (s *Server) startSession(w http.ResponseWriter, r *http.Request, q url.Valu
 		redirect(w, strings.Repeat("../", depth)+"?"+next.Encode())
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie(r.Host), Value: s.newSession(), HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	// Secure when the browser came over TLS (a proxy's X-Forwarded-Proto
+	// says so: JupyterHub's, Open OnDemand's): such a cookie never goes
+	// out in plain HTTP, where anyone on the path could read it.
+	secure := r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie(r.Host), Value: s.newSession(), HttpOnly: true, Secure: secure, SameSite: http.SameSiteStrictMode})
 	loc := "./" + p[strings.LastIndex(p, "/")+1:]
 	if next := q.Get("next"); next != "" && depth == 0 {
 		loc = "./" + relativePath(next)

@@ -313,6 +313,35 @@ func TestPath(t *testing.T) {
 	}
 }
 
+// TestSecureCookieBehindTLS: the session cookie is Secure when the
+// browser reached the proxy over TLS (X-Forwarded-Proto: https), so it is
+// never sent in plain HTTP; over plain HTTP it cannot be.
+func TestSecureCookieBehindTLS(t *testing.T) {
+	t.Parallel()
+	srv, err := New(Config{Source: &fakeSource{counts: map[string]int{}}, Token: proxyToken, Log: slogDiscard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	c := ts.Client()
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	for proto, want := range map[string]bool{"https": true, "": false, "http": false} {
+		req, _ := http.NewRequest("GET", ts.URL+"/?token="+proxyToken, nil)
+		if proto != "" {
+			req.Header.Set("X-Forwarded-Proto", proto)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if cs := resp.Cookies(); len(cs) != 1 || cs[0].Secure != want {
+			t.Errorf("X-Forwarded-Proto %q: cookies %v, want one, Secure %v", proto, cs, want)
+		}
+	}
+}
+
 // TestTokenNext: the page a session goes on to is one of the dashboard's,
 // whatever a crafted next says.
 func TestTokenNext(t *testing.T) {

@@ -34,6 +34,7 @@ import (
 	"github.com/mq-hpc/mq/internal/metaqueue"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/internal/walltime"
+	"github.com/mq-hpc/mq/internal/web"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -86,6 +87,19 @@ from local placeholders).`,
 	}
 }
 
+// checkHTTPFlags checks the dashboard's flags that need --http.
+func checkHTTPFlags(c *cli.Context) error {
+	if c.Bool("http-public") && c.String("http") == "" {
+		return mqcli.Usagef("--http-public needs --http ADDR")
+	}
+	if p := c.String("http-path"); p != "" && c.String("http") == "" {
+		return mqcli.Usagef("--http-path needs --http ADDR")
+	} else if web.CheckPath(p) != nil {
+		return mqcli.Usagef("--http-path %q must be an absolute path ending in / without dot segments, spaces, escapes, ? or # (e.g. /node/c001/8642/)", p)
+	}
+	return nil
+}
+
 func serve(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return mqcli.Usagef("serve takes no arguments (got %q)", c.Args().First())
@@ -135,8 +149,8 @@ func serve(c *cli.Context) error {
 	default:
 		return mqcli.Usagef("--log-format must be text or json, not %q", f)
 	}
-	if c.Bool("http-public") && c.String("http") == "" {
-		return mqcli.Usagef("--http-public needs --http ADDR")
+	if err := checkHTTPFlags(c); err != nil {
+		return err
 	}
 	switch metaqueue.Sync(c.String("sync")) {
 	case metaqueue.SyncSubmit, metaqueue.SyncFull, metaqueue.SyncNormal:

@@ -59,6 +59,9 @@ func TestDurationAndSizeFlagRanges(t *testing.T) {
 		{[]string{"cls", "serve", "--site-poll", "0s"}, "--site-poll must be 100ms..1h0m0s, not 0s"},
 		{[]string{"cls", "serve", "--site-throttle", "-1m"}, "--site-throttle must be 1s.."},
 		{[]string{"cls", "serve", "--site-net", "a=1e10,10M"}, "latency"},
+		{[]string{"cls", "serve", "--http-path", "/a/"}, "--http-path needs --http ADDR"},
+		{[]string{"cls", "serve", "--http", "127.0.0.1:0", "--http-path", "/a/../b/"}, `--http-path "/a/../b/" must be an absolute path`},
+		{[]string{"cls", "serve", "--http", "127.0.0.1:0", "--http-path", "node/"}, `--http-path "node/" must be`},
 		{[]string{"cls", "serve", "--site-net", "a=1,1e30"}, "bandwidth"},
 		{[]string{"cls", "serve", "--lp-min-util", "1"}, "--lp-min-util must be at least 0 and below 1, not 1"},
 		// A value the flag package cannot parse: one line, not the help.

@@ -259,7 +259,9 @@ func benchSlot(s *metaqueue.Store, ph int64, stop *atomic.Bool) {
 // shapeSpecs is the workload of the million-job table: n jobs as one target
 // ("flat"), each its own target ("targets"), n/2 two-stage pipelines whose
 // second stages share one target ("pipes-shared", a{i} then b with
-// prerequisite a{i}), or per-pipeline targets ("pipes", a{i} then b{i}).
+// prerequisite a{i}), per-pipeline targets ("pipes", a{i} then b{i}), or
+// one target whose jobs each carry MQ_ARRAY_INDEX, as `mqsub --array`
+// sends its members ("array").
 func shapeSpecs(shape string, n int) []protocol.JobSpec {
 	specs := make([]protocol.JobSpec, 0, n)
 	job := func(target string, pre []string, i int) protocol.JobSpec {
@@ -271,6 +273,10 @@ func shapeSpecs(shape string, n int) []protocol.JobSpec {
 		switch shape {
 		case "flat":
 			specs = append(specs, job("t", nil, i))
+		case "array":
+			j := job("t", nil, i)
+			j.Env = map[string]string{"MQ_ARRAY_INDEX": s}
+			specs = append(specs, j)
 		case "targets":
 			specs = append(specs, job("t"+s, nil, i))
 		case "pipes-shared":
@@ -290,7 +296,7 @@ func BenchmarkSubmitShapes(b *testing.B) {
 	if bigBenchmarks() {
 		n = 1000000
 	}
-	for _, shape := range []string{"flat", "targets", "pipes-shared", "pipes"} {
+	for _, shape := range []string{"flat", "targets", "pipes-shared", "pipes", "array"} {
 		b.Run(shape, func(b *testing.B) {
 			bulkEach(b, metaqueue.SyncNormal, shapeSpecs(shape, n))
 		})

@@ -17,11 +17,11 @@ const bulkRows = 64
 // take fails the open, not a batch (the writer keeps every other text it
 // runs prepared on first use: sqlfile.Conn).
 type stmts struct {
-	insEnv, insResources, insJob, insJobs, insPrereq, insPrereqs, insTargets, insQueue *sql.Stmt
-	setState, finish, history, requeue, unclaim, rerun, del, insUnstarted              *sql.Stmt
-	insPlaceholder, touchPlaceholder, jobRow, jobPrereqs                               *sql.Stmt
-	jobEnd, keepAttempt, keepCommand, setCommand, insFile                              *sql.Stmt
-	set                                                                                sqlfile.Stmts // the above, and the claims by 3n + kind
+	insEnv, insEnvs, insResources, insJob, insJobs, insPrereq, insPrereqs, insTargets, insQueue *sql.Stmt
+	setState, finish, history, requeue, unclaim, rerun, del, insUnstarted                       *sql.Stmt
+	insPlaceholder, touchPlaceholder, jobRow, jobPrereqs                                        *sql.Stmt
+	jobEnd, keepAttempt, keepCommand, setCommand, insFile                                       *sql.Stmt
+	set                                                                                         sqlfile.Stmts // the above, and the claims by 3n + kind
 }
 
 // dispatchN returns the statement that marks n jobs Executing for one
@@ -64,6 +64,7 @@ func (st *stmts) prepare(ctx context.Context, c sqlfile.Preparer) error {
 		{&st.jobPrereqs, "JobPrereqs", jobsSQL.Get("JobPrereqs")},
 		{&st.jobEnd, "JobEnd", jobsSQL.Get("JobEnd")},
 		{&st.insEnv, "InsertEnv", jobsSQL.Get("InsertEnv")},
+		{&st.insEnvs, "InsertEnv (multi-row)", sqlfile.MultiRow(jobsSQL.Get("InsertEnv"), bulkRows)},
 		{&st.insResources, "InsertResources", packing.InsertQuery()},
 		{&st.insFile, "InsertFile", jobsSQL.Get("InsertFile")},
 		{&st.keepAttempt, "KeepAttempt", attemptsSQL.Get("KeepAttempt")},

@@ -83,6 +83,7 @@ type inserter struct {
 	now      int64
 	args     []any
 	prereqs  sqlfile.Batch // (job id, target id, kind) rows not yet inserted
+	envs     sqlfile.Batch // (job id, environment) rows: an array's members each have one
 	targets  sqlfile.Names // new targets not yet inserted
 	// recent caches the last two names looked up: a job's target is often
 	// the one before's, and a pipeline stage's prerequisite the previous
@@ -106,7 +107,7 @@ type row struct {
 
 func (s *Store) newInserter() *inserter {
 	return &inserter{s: s, bufStart: s.nextID, now: micros(s.now()), args: make([]any, 0, 8*bulkRows),
-		prereqs: sqlfile.Batch{Width: 3, Rows: bulkRows}}
+		prereqs: sqlfile.Batch{Width: 3, Rows: bulkRows}, envs: sqlfile.Batch{Width: 2, Rows: bulkRows}}
 }
 
 func (in *inserter) add(js *protocol.JobSpec) error {
@@ -155,10 +156,8 @@ func (in *inserter) add(js *protocol.JobSpec) error {
 	for kind, list := range [][]dag.TargetID{prereqs, afterAny} {
 		for _, p := range list {
 			// int64s: database/sql converts other integers by reflection.
-			if in.prereqs.Add(id, int64(p), int64(prereqAfterOK+kind)) {
-				if err := in.flushPrereqs(); err != nil {
-					return err
-				}
+			if err := in.prereqs.Put(s.stmts.insPrereqs, s.stmts.insPrereq, id, int64(p), int64(prereqAfterOK+kind)); err != nil {
+				return fatalError{err}
 			}
 		}
 	}
@@ -178,7 +177,7 @@ func (in *inserter) add(js *protocol.JobSpec) error {
 		if err != nil {
 			return err
 		}
-		if _, err := s.stmts.insEnv.Exec(id, string(env)); err != nil {
+		if err := in.envs.Put(s.stmts.insEnvs, s.stmts.insEnv, id, string(env)); err != nil {
 			return fatalError{err}
 		}
 	}
@@ -243,11 +242,6 @@ func (in *inserter) flushTargets() error {
 	return storeErr(err)
 }
 
-// flushPrereqs inserts the buffered prerequisite rows.
-func (in *inserter) flushPrereqs() error {
-	return storeErr(in.prereqs.Flush(in.s.stmts.insPrereqs, in.s.stmts.insPrereq))
-}
-
 // flush inserts everything still buffered and ranks the added jobs' chains
 // for cp queues; the inserter is done after it.
 func (in *inserter) flush() error {
@@ -257,8 +251,11 @@ func (in *inserter) flush() error {
 	if err := in.flushTargets(); err != nil {
 		return err
 	}
-	if err := in.flushPrereqs(); err != nil {
-		return err
+	if err := in.prereqs.Flush(in.s.stmts.insPrereqs, in.s.stmts.insPrereq); err != nil {
+		return fatalError{err}
+	}
+	if err := in.envs.Flush(in.s.stmts.insEnvs, in.s.stmts.insEnv); err != nil {
+		return fatalError{err}
 	}
 	return in.flushJobs()
 }

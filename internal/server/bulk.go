@@ -37,8 +37,16 @@ func newBulkItem(rt *route, req *protocol.Request, add *protocol.BulkAdd) *bulkI
 		defer close(it.parsed)
 		if add != nil {
 			it.add = *add
-		} else if it.err = DecodeBody(req.Body, &it.add); it.err != nil {
-			return
+		} else {
+			// Jobs sized first, as for raw lines below: encoding/json
+			// appends into the capacity it finds, and growing a chunk of
+			// 2,000 specs (mqsub --array's) copied it several times. At
+			// most 10,000: a body is not trusted to be what it counts.
+			n := min(bytes.Count(req.Body, []byte(`"command":`)), 10000)
+			it.add.Jobs = make([]protocol.JobSpec, 0, n)
+			if it.err = DecodeBody(req.Body, &it.add); it.err != nil {
+				return
+			}
 		}
 		b := &it.add
 		if len(b.Data) == 0 {

@@ -17,6 +17,14 @@ func (b *Batch) Add(row ...any) (full bool) {
 	return len(b.args) == b.Width*b.Rows
 }
 
+// Put buffers one row's values and flushes the batch once full.
+func (b *Batch) Put(many, one *sql.Stmt, row ...any) error {
+	if b.Add(row...) {
+		return b.Flush(many, one)
+	}
+	return nil
+}
+
 // Flush runs the buffered rows, all at once on many if the batch is
 // full, else one by one on one, and empties the batch.
 func (b *Batch) Flush(many, one *sql.Stmt) error {

@@ -421,6 +421,9 @@ func (s *Store) applyChanges(ch []dag.Change, self int64, in *inserter) error {
 			// heap, ranked once with the chains it adds.
 			if q := s.queueIDs[c.Queue]; q != nil && !(in != nil && q.needsBLevels() && s.bl.Defer(c.ID)) {
 				q.ready.Push(s.readyEntry(q, c.ID, c.Est, c.Target))
+				if in == nil && q.ready.Len() > 2*s.countsFor(q.id)[job.Queued]+policy.StaleSlack {
+					q.ready.Compact((&asking{s: s}).Current) // entries left by holds and releases
+				}
 				if q.isDC() {
 					s.data.BecameReady(c.ID, s.now())
 				}

@@ -3,6 +3,7 @@ package metaqueue
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 
 	"github.com/mq-hpc/mq/internal/dag"
@@ -251,10 +252,8 @@ func (in *inserter) flush() error {
 	if err := in.flushTargets(); err != nil {
 		return err
 	}
-	if err := in.prereqs.Flush(in.s.stmts.insPrereqs, in.s.stmts.insPrereq); err != nil {
-		return fatalError{err}
-	}
-	if err := in.envs.Flush(in.s.stmts.insEnvs, in.s.stmts.insEnv); err != nil {
+	st := in.s.stmts // a failed flush fails the batch: its transaction is rolled back
+	if err := errors.Join(in.prereqs.Flush(st.insPrereqs, st.insPrereq), in.envs.Flush(st.insEnvs, st.insEnv)); err != nil {
 		return fatalError{err}
 	}
 	return in.flushJobs()

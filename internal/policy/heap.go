@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/mq-hpc/mq/internal/heap"
@@ -68,6 +69,34 @@ func (h *Heap) Grow(n int) {
 		return
 	}
 	h.items = slices.Grow(h.items, n)
+}
+
+// StaleSlack is how many entries past twice its ready jobs a heap's owner
+// lets it hold before it calls Compact.
+const StaleSlack = 4096
+
+// Compact drops the entries current rejects, and every entry but one of
+// a job entered more than once: holding a job and releasing it (mqhold,
+// mqrls, mqalter) leaves its old entry behind, and only a pop dropped one,
+// so cycles over an array of a million with nothing running added a
+// million entries each. It works in place; a heap of ids too large to
+// pack (wide) is left as it is.
+func (h *Heap) Compact(current func(Ready) bool) {
+	if h.wide != nil {
+		return
+	}
+	kept := h.items[:0]
+	for _, e := range h.items {
+		if current(e.ready()) {
+			kept = append(kept, e)
+		}
+	}
+	id := func(e entry) uint64 { return e.key & maxPacked }
+	slices.SortFunc(kept, func(a, b entry) int { return cmp.Compare(id(a), id(b)) })
+	h.items = slices.CompactFunc(kept, func(a, b entry) bool { return id(a) == id(b) })
+	for i := len(h.items)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
 }
 
 // Push adds a ready job.

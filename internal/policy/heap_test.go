@@ -76,3 +76,39 @@ func TestHeapPacking(t *testing.T) {
 		}
 	}
 }
+
+// TestHeapCompact: Compact keeps one entry per job among those current
+// accepts, and the heap still pops them in its order.
+func TestHeapCompact(t *testing.T) {
+	t.Parallel()
+	for _, order := range []Ordering{FCFS{}, SJF{}} {
+		h := NewHeap(order)
+		for round := range 3 { // every job entered three times
+			for id := int64(1); id <= 100; id++ {
+				h.Push(Ready{ID: id, Est: float32(101 - id), Priority: int16(id % 3), Prio: float32(round)})
+			}
+		}
+		h.Compact(func(r Ready) bool { return r.ID%10 != 0 }) // jobs 10, 20, ... went stale
+		if h.Len() != 90 {
+			t.Fatalf("%T: %d entries after Compact, want 90", order, h.Len())
+		}
+		var got []Ready
+		for r, ok := h.Pop(); ok; r, ok = h.Pop() {
+			if r.ID%10 == 0 {
+				t.Fatalf("%T: stale job %d kept", order, r.ID)
+			}
+			got = append(got, r)
+		}
+		if !slices.IsSortedFunc(got, func(a, b Ready) int {
+			if order.Less(a, b) {
+				return -1
+			}
+			if order.Less(b, a) {
+				return 1
+			}
+			return 0
+		}) {
+			t.Fatalf("%T: popped out of order after Compact", order)
+		}
+	}
+}

@@ -21,6 +21,12 @@ func TestFrameWritersRefuseOversize(t *testing.T) {
 	if _, err := AppendFrame(nil, Response{ID: 1, Body: json.RawMessage(`"` + big[:MaxFrame-100] + `"`)}); err != nil {
 		t.Errorf("AppendFrame just under MaxFrame: %v", err)
 	}
+	if b, err := AppendResponse([]byte("keep"), &Response{ID: 1, More: true, Body: json.RawMessage(`"` + big + `"`)}); !errors.Is(err, ErrFrameTooLarge) || string(b) != "keep" {
+		t.Errorf("AppendResponse of %d bytes: %v, dst %d bytes", len(big), err, len(b))
+	}
+	if _, err := AppendResponse(nil, &Response{ID: 1, Body: json.RawMessage(`"` + big[:MaxFrame-100] + `"`)}); err != nil {
+		t.Errorf("AppendResponse just under MaxFrame: %v", err)
+	}
 }
 
 // TestActionReplyBounded: an ActionReply keeps the first MaxActionIDs ids

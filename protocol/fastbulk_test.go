@@ -121,3 +121,70 @@ func TestAppendRequest(t *testing.T) {
 		}
 	}
 }
+
+// AppendResponse writes what AppendFrame writes for a Response whose body
+// is json.Marshal's output, without re-scanning the body.
+func TestAppendResponse(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		resp Response
+		body any
+	}{
+		{Response{ID: 1, More: true}, []JobInfo{{ID: 7, Command: "a <b> & \u2028 \"c\"\n\td", Cwd: "/tmp/é"}, {ID: 8}}},
+		{Response{ID: 18446744073709551615}, Empty{}},
+		{Response{ID: 2, Err: &Error{Code: CodeBadRequest, Msg: "bad <thing>"}}, map[string]int{"n": 1}},
+		{Response{ID: 3, Err: &Error{Code: CodeInternal, Msg: "no body"}}, nil},
+		{Response{ID: 4, Body: json.RawMessage("{\n}")}, nil}, // not Marshal's: AppendFrame compacts it
+		{Response{ID: 5}, nil},
+	} {
+		resp := c.resp
+		if c.body != nil {
+			var err error
+			if resp.Body, err = json.Marshal(c.body); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := AppendFrame([]byte("x"), &resp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := AppendResponse([]byte("x"), &resp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("AppendResponse:\n%s\nAppendFrame:\n%s", got, want)
+		}
+	}
+}
+
+// BenchmarkAppendResponse: one op frames a streamed listing's batch of
+// 1,000 jobs (what mqstat receives per frame).
+func BenchmarkAppendResponse(b *testing.B) {
+	jobs := make([]JobInfo, 1000)
+	for i := range jobs {
+		jobs[i] = JobInfo{ID: int64(i + 1), Queue: "default", Target: "arr", State: "Q", Command: "./simulate --case 17 > out/case17.txt", Cwd: "/home/user/project"}
+	}
+	body, err := json.Marshal(jobs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	resp := &Response{ID: 9, More: true, Body: body}
+	for _, f := range []struct {
+		name   string
+		append func([]byte, *Response) ([]byte, error)
+	}{
+		{"AppendFrame", func(dst []byte, r *Response) ([]byte, error) { return AppendFrame(dst, r) }},
+		{"AppendResponse", AppendResponse},
+	} {
+		b.Run(f.name, func(b *testing.B) {
+			var dst []byte
+			b.SetBytes(int64(len(body)))
+			for range b.N {
+				if dst, err = f.append(dst[:0], resp); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -437,7 +437,7 @@ func (c *conn) write(resp *protocol.Response) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	var err, notSent error
-	c.wbuf, err = protocol.AppendFrame(c.wbuf[:0], resp)
+	c.wbuf, err = protocol.AppendResponse(c.wbuf[:0], resp)
 	if err != nil {
 		c.log.Error("reply not sent", "id", resp.ID, "err", err)
 		notSent = err

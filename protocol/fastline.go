@@ -108,6 +108,39 @@ func fastJobLine(b []byte) (js JobSpec, ok bool) {
 				}
 				return js, false
 			}
+		case "env":
+			// An object of strings, merged into one given before as
+			// encoding/json merges a repeated key's object into its map.
+			if i >= len(b) || b[i] != '{' {
+				return js, false
+			}
+			if js.Env == nil {
+				js.Env = map[string]string{}
+			}
+			if i = skipSpace(b, i+1); i < len(b) && b[i] == '}' {
+				i++
+				break
+			}
+			for {
+				k, n, ok := fastString(b, i)
+				if i = skipSpace(b, n); !ok || i >= len(b) || b[i] != ':' {
+					return js, false
+				}
+				v, n, ok := fastString(b, skipSpace(b, i+1))
+				if !ok {
+					return js, false
+				}
+				js.Env[k] = v
+				if i = skipSpace(b, n); i < len(b) && b[i] == ',' {
+					i = skipSpace(b, i+1)
+					continue
+				}
+				if i < len(b) && b[i] == '}' {
+					i++
+					break
+				}
+				return js, false
+			}
 		default:
 			return js, false
 		}

@@ -42,6 +42,15 @@ func TestFastJobLine(t *testing.T) {
 		{`{"target":"t","command":"x","gpus":"auto"}`, false},
 		{`{"target":"t","command":"x","cpus":2,"cpus_auto":true}`, false}, // wire keys: encoding/json's
 		{`{"target":"t","command":"x","resources":{"lic":1}}`, false},
+		{`{"target":"t","command":"x","env":{"MQ_ARRAY_INDEX":"7"}}`, true},
+		{`{"env": { "A" : "1" , "B":"é", "A":"2" } ,"target":"t","command":"x"}`, true},
+		{`{"target":"t","command":"x","env":{}}`, true},
+		{`{"env":{"A":"1"},"env":{"B":"2"},"command":"x"}`, true}, // merged, as encoding/json does
+		{`{"target":"t","command":"x","env":null}`, false},
+		{`{"target":"t","command":"x","env":{"A":1}}`, false},
+		{`{"target":"t","command":"x","env":{"A":"a\"b"}}`, false}, // escape
+		{`{"target":"t","command":"x","env":{"A":"1",}}`, false},
+		{`{"target":"t","command":"x","env":{"A"}}`, false},
 	} {
 		_, ok := fastJobLine([]byte(tc.line))
 		if ok != tc.fast {
@@ -80,6 +89,8 @@ func FuzzFastJobLine(f *testing.F) {
 		`{"target":"t","command":"x","inputs":[]}`,
 		`{"target":"t","command":"x","cpus":4,"mem":"8G","gpus":1,"cpus":"auto","mem":1.5}`,
 		`{"cpus":"1","gpus":64,"mem":"1.5t"}`,
+		`{"target":"t","command":"x","env":{"MQ_ARRAY_INDEX":"7","A":"","A":"b"}}`,
+		`{"env":{},"env":{"B":"2"},"env":null}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -106,4 +117,20 @@ func BenchmarkJobLineResources(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkJobLineEnv compares a job-file line with its own environment
+// (an array member's, as mqsub -f files write them) on the fast path and
+// on encoding/json's.
+func BenchmarkJobLineEnv(b *testing.B) {
+	line := []byte(`{"target":"sim","command":"simulate --case 17","env":{"MQ_ARRAY_INDEX":"17","SEED":"42"}}`)
+	for _, fast := range []bool{true, false} {
+		b.Run(map[bool]string{true: "fast", false: "slow"}[fast], func(b *testing.B) {
+			for b.Loop() {
+				if _, err := parseJobLineWith(line, fast); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 
 	"github.com/mq-hpc/mq/internal/metaqueue/internal/upload"
+	"github.com/mq-hpc/mq/internal/metaqueue/sharedenv"
 	"github.com/mq-hpc/mq/internal/metaqueue/spool"
 	"github.com/mq-hpc/mq/internal/metaqueue/tokens"
 	"github.com/mq-hpc/mq/protocol"
@@ -113,12 +114,12 @@ func (b *Bulk) CommitToken(ctx context.Context, token string) (first int64, coun
 			return err
 		}
 		if b.Env != "" {
-			if err := s.saveSharedEnv(first, first+int64(b.N)-1, b.Env); err != nil {
+			if err := storeErr(sharedenv.Save(context.Background(), s.w, first, first+int64(b.N)-1, b.Env)); err != nil {
 				return err
 			}
 		}
 		inserted = true
-		return s.saveToken(token, first, b.N)
+		return storeErr(tokens.Save(context.Background(), s.w, token, first, b.N, s.now()))
 	})
 	if err == nil && inserted {
 		// A large transaction filled the page cache; give the memory back.

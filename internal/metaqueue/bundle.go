@@ -1,8 +1,6 @@
 package metaqueue
 
 import (
-	"context"
-
 	"github.com/mq-hpc/mq/internal/dispatch"
 	"github.com/mq-hpc/mq/job"
 )
@@ -11,15 +9,6 @@ import (
 // dispatched together, in one slot. The core records a bundle at submit,
 // tells the module when a job ends, and asks it at dispatch what goes
 // with a job picked.
-
-// addBundle records jobs first..first+n-1 as one bundle, in the batch's
-// transaction.
-func (s *Store) addBundle(first int64, n int) error {
-	return storeErr(s.bundles.Add(context.Background(), s.w, first, n))
-}
-
-// loadBundles rebuilds the bundles of live jobs from the database.
-func (s *Store) loadBundles(ctx context.Context) error { return s.bundles.Load(ctx, s.w) }
 
 // bundleJobs answers the bundles module's questions about jobs.
 type bundleJobs Store

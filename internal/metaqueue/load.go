@@ -18,7 +18,7 @@ import (
 // derived states are checked and the ready heaps filled.
 func (s *Store) load(ctx context.Context) error {
 	s.resetIndex()
-	if err := s.loadBundles(ctx); err != nil {
+	if err := s.bundles.Load(ctx, s.w); err != nil {
 		return err
 	}
 	if err := s.loadFiles(ctx, 0); err != nil {

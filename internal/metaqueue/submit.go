@@ -66,11 +66,11 @@ func (s *Store) SubmitRequest(ctx context.Context, req protocol.Submit) ([]int64
 			ids[i] = first + int64(i)
 		}
 		if req.Bundle && len(ids) > 1 {
-			if err := s.addBundle(first, len(ids)); err != nil {
+			if err := storeErr(s.bundles.Add(context.Background(), s.w, first, len(ids))); err != nil {
 				return err
 			}
 		}
-		return s.saveToken(req.Token, first, len(ids))
+		return storeErr(tokens.Save(context.Background(), s.w, req.Token, first, len(ids), s.now()))
 	})
 	return ids, err
 }

@@ -18,11 +18,6 @@ func (s *Store) tokenIDs(token string) ([]int64, error) {
 	return ids, nil
 }
 
-// saveToken remembers a submit's token with its ids, in its transaction.
-func (s *Store) saveToken(token string, first int64, n int) error {
-	return storeErr(tokens.Save(context.Background(), s.w, token, first, n, s.now()))
-}
-
 // pruneTokens forgets old tokens, at most once an hour (the core calls it
 // on its tick).
 func (s *Store) pruneTokens() error {

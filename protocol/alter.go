@@ -19,17 +19,23 @@ type Alter struct {
 	// Est, when set, is the job's new expected runtime in seconds (0:
 	// unknown).
 	Est *float64 `json:"est,omitempty"`
-	// Resources: the cores (a count or auto), memory (a size or auto)
-	// and GPUs given replace the job's request of each; what is not
-	// given stays. Named amounts cannot be changed.
+	// Resources: the cores (a count or auto), memory (a size or auto),
+	// GPUs and named amounts given replace the job's request of each;
+	// what is not given stays.
 	Resources
+	// Drop names what the job no longer asks for: "gpus", or a named
+	// resource (mqalter --gpus 0, --resource NAME=0).
+	Drop []string `json:"drop,omitempty"`
 }
+
+// DropGPUs is the name Alter.Drop gives the GPU request.
+const DropGPUs = "gpus"
 
 // Check reports, in one line, what is wrong with a: nothing to change,
 // or a value mqsub would refuse.
 func (a Alter) Check() error {
-	if a.Priority == nil && a.Time == 0 && a.Est == nil && !a.Resources.Asks() {
-		return fmt.Errorf("nothing to change: give a priority, time limit, estimate, cpus, memory or gpus")
+	if a.Priority == nil && a.Time == 0 && a.Est == nil && !a.Resources.Asks() && len(a.Drop) == 0 {
+		return fmt.Errorf("nothing to change: give a priority, time limit, estimate, cpus, memory, gpus or resources")
 	}
 	if a.Priority != nil {
 		if err := CheckPriority(*a.Priority); err != nil {
@@ -44,8 +50,34 @@ func (a Alter) Check() error {
 			return err
 		}
 	}
-	if len(a.Named) > 0 {
-		return fmt.Errorf("named resources (--resource) cannot be changed")
+	if err := CheckResources(a.Resources); err != nil {
+		return err
 	}
-	return CheckResources(a.Resources)
+	return a.checkDrop()
+}
+
+// checkDrop reports what is wrong with a.Drop: too many names, a name
+// given twice, not a name, or also given an amount.
+func (a Alter) checkDrop() error {
+	if len(a.Drop) > MaxNamed+1 {
+		return fmt.Errorf("%d requests to drop; at most %d", len(a.Drop), MaxNamed+1)
+	}
+	seen := make(map[string]bool, len(a.Drop))
+	for _, name := range a.Drop {
+		if name == DropGPUs {
+			if a.GPUs != 0 {
+				return fmt.Errorf("gpus: give a count or 0, not both")
+			}
+		} else if err := checkResourceName(name); err != nil {
+			return err
+		}
+		if _, set := a.Named[name]; set {
+			return fmt.Errorf("resource %s: give an amount or 0, not both", name)
+		}
+		if seen[name] {
+			return fmt.Errorf("resource %s dropped twice", Printable(name))
+		}
+		seen[name] = true
+	}
+	return nil
 }

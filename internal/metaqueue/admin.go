@@ -10,6 +10,7 @@ import (
 	"github.com/mq-hpc/mq/internal/loadscan"
 	"github.com/mq-hpc/mq/internal/metaqueue/alter"
 	"github.com/mq-hpc/mq/internal/metaqueue/inspect"
+	"github.com/mq-hpc/mq/internal/metaqueue/packing"
 	"github.com/mq-hpc/mq/internal/metaqueue/selector"
 	"github.com/mq-hpc/mq/internal/metaqueue/waits"
 	"github.com/mq-hpc/mq/internal/sqlscan"
@@ -139,7 +140,7 @@ func (s *Store) storedJob(id int64) (loadscan.Job, error) {
 // placeholder at its next heartbeat. Jobs that wait on a deleted job's
 // target become Blocked.
 func (s *Store) Delete(ctx context.Context, sel protocol.Select) (protocol.ActionReply, error) {
-	return s.actOnSelected(ctx, sel, selector.Delete, func(id int64) error {
+	return s.actRun(ctx, sel, selector.Delete, func(id int64) error {
 		j, _ := s.g.Node(id)
 		reason := "deleted by user"
 		if j.State == job.Executing {
@@ -156,7 +157,7 @@ func (s *Store) Delete(ctx context.Context, sel protocol.Select) (protocol.Actio
 			s.stopRun(id)
 		}
 		return s.deleteJob(id, reason)
-	})
+	}).Act()
 }
 
 // Rerun brings ended jobs (Done, Failed, Deleted) back: they run again once
@@ -173,7 +174,7 @@ func (s *Store) RerunWith(ctx context.Context, req protocol.Rerun) (protocol.Act
 	if err != nil {
 		return protocol.ActionReply{}, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
 	}
-	return s.actOnSelected(ctx, req.Select, selector.Rerun, func(id int64) error {
+	return s.actRun(ctx, req.Select, selector.Rerun, func(id int64) error {
 		sj, err := s.storedJob(id)
 		if err != nil {
 			return err
@@ -183,19 +184,19 @@ func (s *Store) RerunWith(ctx context.Context, req protocol.Rerun) (protocol.Act
 			return fatalError{err}
 		}
 		return s.rerun(id, dag.Node{Target: dag.TargetID(sj.Target), Queue: sj.Queue, Est: float32(sj.Est), Prereqs: prereqs, AfterAny: afterAny}, sj.State, command)
-	})
+	}).Act()
 }
 
 // Hold keeps jobs from running until Release: Waiting and Queued ones
 // become Held. Their targets stay incomplete, so dependents wait.
 func (s *Store) Hold(ctx context.Context, sel protocol.Select) (protocol.ActionReply, error) {
-	return s.actOnSelected(ctx, sel, selector.Hold, s.hold)
+	return s.actRun(ctx, sel, selector.Hold, s.hold).Act()
 }
 
 // Release lets held jobs run: each becomes Queued, Waiting or Blocked as
 // its prerequisites say.
 func (s *Store) Release(ctx context.Context, sel protocol.Select) (protocol.ActionReply, error) {
-	return s.actOnSelected(ctx, sel, selector.Release, s.release)
+	return s.actRun(ctx, sel, selector.Release, s.release).Act()
 }
 
 // Alter changes jobs not started (mqalter; module alter). Every error is
@@ -207,15 +208,24 @@ func (s *Store) Alter(ctx context.Context, req protocol.Alter) (protocol.ActionR
 	bg := context.Background() // the core's own writes: never a caller's
 	k := alter.Core{X: s.w, Graph: s.g, Hold: s.hold, Release: s.release, SetEst: s.g.SetEst,
 		Priority: func(id int64, p int) error { return s.prio.Set(bg, s.w, id, p) },
-		Request:  func(id int64, r protocol.Resources) error { return s.pack.Alter(bg, s.w, id, r, packJobs{s}) }}
-	return s.actOnSelected(ctx, req.Select, selector.Alter, func(id int64) error { return storeErr(k.Apply(id, req)) })
+		Request: func(id int64, r protocol.Resources, d []string) error {
+			return s.pack.Alter(bg, s.w, id, r, d, packJobs{s})
+		}}
+	run := s.actRun(ctx, req.Select, selector.Alter, func(id int64) error { return storeErr(k.Apply(id, req)) })
+	run.Facts = func(id int64) (j selector.Job, err error) {
+		if j, err = s.selectFacts(id); err == nil && j.Live {
+			j.Refused, err = packing.AlterRefusal(bg, s.w, id, req.Resources, req.Drop)
+		}
+		return j, storeErr(err)
+	}
+	return run.Act()
 }
 
-// actOnSelected is the walk mqdel, mqsub --rerun, mqhold, mqrls and
-// mqalter share: the jobs sel names, each checked and, in the writer's
+// actRun is the walk mqdel, mqsub --rerun, mqhold, mqrls and mqalter
+// share: the jobs sel names, each checked and, in the writer's
 // transaction, acted on (apply), in batches of the core's as selector.Run
 // gives them.
-func (s *Store) actOnSelected(ctx context.Context, sel protocol.Select, a selector.Action, apply func(id int64) error) (protocol.ActionReply, error) {
+func (s *Store) actRun(ctx context.Context, sel protocol.Select, a selector.Action, apply func(id int64) error) selector.Run {
 	return selector.Run{
 		Action: a, Sel: sel, Size: s.actionBatch, Between: s.betweenBatches,
 		Select: func() ([]int64, bool, error) { return s.selectIDs(sel, a) },
@@ -227,7 +237,7 @@ func (s *Store) actOnSelected(ctx context.Context, sel protocol.Select, a select
 			return apply(id)
 		},
 		Do: func(batch func() error) error { return s.doSlowRetried(ctx, batch) },
-	}.Act()
+	}
 }
 
 // doSlowRetried is doSlow tried once more if the disk was full and

@@ -181,6 +181,66 @@ func TestAlter(t *testing.T) {
 				t.Fatalf("job shows %s, want cpus=3 and the rest kept", r.Describe())
 			}
 		}},
+		{"gpus and named amounts: set, replaced, dropped; the job then fits", func(t *testing.T, e *env) {
+			a := e.submit(protocol.JobSpec{Target: "a", Command: "a", Resources: protocol.Resources{GPUs: 1, Named: map[string]int{"lic": 2, "scratch": 5}}})[0]
+			ph := e.registerSized("s", protocol.Capacity{CPUs: 4, Named: map[string]int{"lic": 1}})
+			if as := e.next(ph, 4); len(as) != 0 {
+				t.Fatalf("a job asking a GPU went to a placeholder without one: %v", ids(as))
+			}
+			e.alterIDs(protocol.Alter{Resources: protocol.Resources{Named: map[string]int{"lic": 1, "fpga": 3}}, Drop: []string{protocol.DropGPUs, "scratch"}}, a)
+			if r := e.job(a).Resources; r.Describe() != "fpga=3 lic=1" {
+				t.Fatalf("job shows %q, want fpga=3 lic=1", r.Describe())
+			}
+			e.alterIDs(protocol.Alter{Drop: []string{"fpga", "nosuch"}}, a)
+			if r := e.job(a).Resources; r.Describe() != "lic=1" {
+				t.Fatalf("job shows %q, want lic=1", r.Describe())
+			}
+			as := e.next(ph, 4)
+			if !slices.Equal(ids(as), []int64{a}) || as[0].Grant == nil || as[0].Grant.Named["lic"] != 1 || len(as[0].Grant.GPUIDs) != 0 {
+				t.Fatalf("dispatched %+v, want %d granted lic=1 and no GPU", as, a)
+			}
+		}},
+		{"dropping the last request leaves a job that asks for nothing", func(t *testing.T, e *env) {
+			a := e.submit(protocol.JobSpec{Target: "a", Command: "a", Resources: protocol.Resources{GPUs: 2, Named: map[string]int{"lic": 1}}})[0]
+			e.alterIDs(protocol.Alter{Drop: []string{"lic", protocol.DropGPUs}}, a)
+			if r := e.job(a).Resources; r.Asks() {
+				t.Fatalf("job still asks %q", r.Describe())
+			}
+			e.reopen()
+			if r := e.job(a).Resources; r.Asks() {
+				t.Fatalf("after a reopen job asks %q", r.Describe())
+			}
+			ph := e.register("s")
+			if as := e.next(ph, 1); !slices.Equal(ids(as), []int64{a}) {
+				t.Fatalf("dispatched %v to a placeholder of slots", ids(as))
+			}
+		}},
+		{"named amounts past a request's bound are refused, job by job, nothing of it changed", func(t *testing.T, e *env) {
+			full := map[string]int{}
+			for i := range protocol.MaxNamed {
+				full[fmt.Sprintf("r%d", i)] = 1
+			}
+			id := e.submit(protocol.JobSpec{Target: "a", Command: "a", Resources: protocol.Resources{Named: full}}, spec("a", "a"))
+			more := protocol.Alter{Priority: intp(3), Resources: protocol.Resources{Named: map[string]int{"extra": 1}}}
+			more.Select = protocol.Select{IDs: id, Atomic: true}
+			r, err := e.s.Alter(context.Background(), more)
+			want := fmt.Sprintf("job %d would ask for %d named resources; at most %d", id[0], protocol.MaxNamed+1, protocol.MaxNamed)
+			if err != nil || len(r.IDs) != 0 || len(r.Errors) != 1 || !strings.HasPrefix(r.Errors[0], want) {
+				t.Fatalf("atomic Alter = %+v, %v; want nothing changed and %q", r, err, want)
+			}
+			more.Select = protocol.Select{Target: "a"}
+			if r, err = e.s.Alter(context.Background(), more); err != nil || !slices.Equal(r.IDs, id[1:]) || len(r.Errors) != 1 {
+				t.Fatalf("Alter -t a = %+v, %v; want job %d changed, %d refused", r, err, id[1], id[0])
+			}
+			if d := e.job(id[0]); d.Priority != 0 || len(d.Named) != protocol.MaxNamed {
+				t.Fatalf("the refused job changed: priority %d, %d names", d.Priority, len(d.Named))
+			}
+			more.Drop = []string{"r0"}
+			e.alterIDs(more, id[0])
+			if d := e.job(id[0]); d.Priority != 3 || len(d.Named) != protocol.MaxNamed || d.Named["extra"] != 1 {
+				t.Fatalf("with one dropped the job shows priority %d, %s", d.Priority, d.Resources.Describe())
+			}
+		}},
 		{"a held job stays held; released, it runs with its new values", func(t *testing.T, e *env) {
 			a := e.submit(protocol.JobSpec{Target: "a", Command: "a", Hold: true})[0]
 			e.alterIDs(protocol.Alter{Time: 90, Priority: intp(2)}, a)
@@ -298,7 +358,15 @@ func TestAlterRefusesBadValues(t *testing.T) {
 		{protocol.Alter{Resources: protocol.Resources{CPUs: 2, CPUsAuto: true}}, "a count or auto"},
 		{protocol.Alter{Resources: protocol.Resources{Mem: protocol.MaxMem + 1}}, "memory"},
 		{protocol.Alter{Resources: protocol.Resources{GPUs: protocol.MaxGPUs + 1}}, "gpus"},
-		{protocol.Alter{Resources: protocol.Resources{Named: map[string]int{"lic": 1}}}, "named resources"},
+		{protocol.Alter{Resources: protocol.Resources{Named: map[string]int{"9lives": 1}}}, "not a name"},
+		{protocol.Alter{Resources: protocol.Resources{Named: map[string]int{"lic": 0}}}, "lic=0: must be at least 1"},
+		{protocol.Alter{Resources: protocol.Resources{Named: map[string]int{"gpus": 1}}}, "own key"},
+		{protocol.Alter{Resources: protocol.Resources{GPUs: 2}, Drop: []string{protocol.DropGPUs}}, "gpus: give a count or 0, not both"},
+		{protocol.Alter{Resources: protocol.Resources{Named: map[string]int{"lic": 2}}, Drop: []string{"lic"}}, "lic: give an amount or 0, not both"},
+		{protocol.Alter{Drop: []string{"lic", "lic"}}, "dropped twice"},
+		{protocol.Alter{Drop: []string{"mem"}}, "own key"},
+		{protocol.Alter{Drop: []string{"a b"}}, "not a name"},
+		{protocol.Alter{Drop: make([]string, protocol.MaxNamed+2)}, "at most"},
 	} {
 		tc.alter.Select = sel
 		_, err := e.s.Alter(context.Background(), tc.alter)

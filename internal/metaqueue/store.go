@@ -160,14 +160,14 @@ type Store struct {
 	// room is whether the database's filesystem has room, after a batch
 	// failed for want of it (room.Watch). Core-owned.
 	room room.Watch
-	// released counts the times OnFull freed space (actOnSelected retries).
+	// released counts the times OnFull freed space (actRun retries).
 	released atomic.Int64
 	// committedSummary, while a batch with a slow call runs, is the
 	// summary as committed before it: Summary answers from it rather than
 	// wait seconds for the core.
 	committedSummary atomic.Pointer[[]protocol.QueueCounts]
 	// actionBatch is how many jobs an action on a selection walks in one
-	// batch (actOnSelected); betweenBatches, when set, runs between them,
+	// batch (actRun); betweenBatches, when set, runs between them,
 	// off the core: the tests' way in.
 	actionBatch    int
 	betweenBatches func()

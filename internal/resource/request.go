@@ -149,18 +149,27 @@ func ParseNamed(s string) (string, int, error) {
 	if !ok {
 		return "", 0, fmt.Errorf("resource %q: want NAME=N", s)
 	}
-	if !isIdent(name) {
-		return "", 0, fmt.Errorf("resource %q: %q is not a name (letters, digits, _; not starting with a digit)", s, name)
-	}
-	switch strings.ToLower(name) {
-	case "cpus", "mem", "gpus":
-		return "", 0, fmt.Errorf("resource %q: %s has its own flag, --%s", s, name, strings.ToLower(name))
+	if err := CheckName(name); err != nil {
+		return "", 0, fmt.Errorf("resource %q: %w", s, err)
 	}
 	n, err := parseCount(name, num, math.MaxInt32)
 	if err != nil {
 		return "", 0, fmt.Errorf("resource %q: want a positive integer after =", s)
 	}
 	return name, n, nil
+}
+
+// CheckName reports what is wrong with the NAME of a "NAME=N" amount:
+// not an identifier, or one of the resources with flags of their own.
+func CheckName(name string) error {
+	if !isIdent(name) {
+		return fmt.Errorf("%q is not a name (letters, digits, _; not starting with a digit)", name)
+	}
+	switch strings.ToLower(name) {
+	case "cpus", "mem", "gpus":
+		return fmt.Errorf("%s has its own flag, --%s", name, strings.ToLower(name))
+	}
+	return nil
 }
 
 var units = map[string]int64{"": MiB, "K": KiB, "M": MiB, "G": GiB, "T": TiB}

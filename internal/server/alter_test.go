@@ -33,7 +33,17 @@ func TestAlterValidated(t *testing.T) {
 		{`{"ids":[ID],"mem_bytes":-1}`, "memory"},
 		{`{"ids":[ID],"mem_bytes":9000000000000000000}`, "memory"},
 		{`{"ids":[ID],"gpus":-2}`, "gpus -2"},
-		{`{"ids":[ID],"resources":{"lic":1}}`, "named resources"},
+		{`{"ids":[ID],"resources":{"9lives":1}}`, "not a name"},
+		{`{"ids":[ID],"resources":{"lic":0}}`, "must be at least 1"},
+		{`{"ids":[ID],"resources":{"lic":-1}}`, "must be at least 1"},
+		{`{"ids":[ID],"drop":["gpus"],"gpus":2}`, "gpus: give a count or 0, not both"},
+		{`{"ids":[ID],"drop":["lic"],"resources":{"lic":2}}`, "not both"},
+		{`{"ids":[ID],"drop":["lic","lic"]}`, "dropped twice"},
+		{`{"ids":[ID],"drop":["cpus"]}`, "own key"},
+		{`{"ids":[ID],"drop":["` + strings.Repeat("x", 100) + `"]}`, "longer than 64 bytes"},
+		{`{"ids":[ID],"drop":["\u001b[31m"]}`, "not a name"},
+		{`{"ids":[ID],"drop":[` + strings.Repeat(`"a",`, protocol.MaxNamed+1) + `"b"]}`, "at most"},
+		{`{"ids":[ID],"drop":"gpus"}`, ""},
 		{`{"priority":1}`, "no jobs named"},
 		{`{"ids":[ID],"first":1,"last":2,"priority":1}`, "not both"},
 		{`{"states":"E","priority":1}`, "no job in states E"},
@@ -59,6 +69,12 @@ func TestAlterValidated(t *testing.T) {
 	p.do(protocol.OpJob.Name, protocol.JobQuery{ID: id}, &d)
 	if d.Priority != -7 || d.TimeLimit != 90 || d.Est != 90 || d.Mem != 1<<30 {
 		t.Fatalf("after alter the job shows %+v", d.JobInfo)
+	}
+	p.do(protocol.OpAlter.Name, json.RawMessage(`{"ids":[1],"atomic":true,"gpus":1,"resources":{"lic":2,"fpga":1}}`), &ar)
+	p.do(protocol.OpAlter.Name, json.RawMessage(`{"ids":[1],"atomic":true,"drop":["gpus","fpga"]}`), &ar)
+	p.do(protocol.OpJob.Name, protocol.JobQuery{ID: id}, &d)
+	if got := d.Resources.Describe(); got != "mem=1 GiB lic=2" {
+		t.Fatalf("after the drops the job asks %q, want mem=1 GiB lic=2", got)
 	}
 	// A placeholder may not send it.
 	ph := connect(t, srv, protocol.RolePlaceholder)

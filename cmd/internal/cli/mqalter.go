@@ -13,15 +13,16 @@ import (
 func Mqalter(env Env) *cli.App {
 	app := NewApp("mqalter", "change jobs that have not started", env)
 	app.UsageText = `mqalter [--priority N] [--time LIMIT] [--est EST] [-c N|auto] [--mem SIZE|auto] [--gpus N]
-           [-q QUEUE] [-Q] ID... | FIRST-LAST
+           [--resource NAME=N]... [-q QUEUE] [-Q] ID... | FIRST-LAST
    mqalter [...] [-q QUEUE] [-t TARGET] [-s STATES] [-Q]
    mqalter [...] --all [-s STATES] [-Q]`
 	app.Description = `Changes jobs that have not started: waiting (W), queued (Q) or held (H).
 Each flag given replaces the job's own value, spelled and checked as mqsub
-takes it; at least one is needed. A job keeps its state (a held job stays
-held) and its place among its prerequisites; a queued job is ranked again
-by its new priority and estimate, and the next placeholder that asks
-judges it by its new request. --time also makes the limit the job's
+takes it; at least one is needed; --gpus 0 and --resource NAME=0 drop
+that request. A job keeps its state (a held job stays held) and its place
+among its prerequisites; a queued job is ranked again by its new priority
+and estimate, and the next placeholder that asks judges it by its new
+request. --time also makes the limit the job's
 estimate when it has none of its own (none, or its old --time), unless
 --est is given. Jobs are named by id, by a range FIRST-LAST (a job array),
 or selected by queue, target and states (-s, among W Q H), or all of them.
@@ -35,7 +36,12 @@ between. Prints a line per changed job unless -Q.`
 		&cli.StringFlag{Name: "est", Aliases: []string{"estimate"}, Usage: "the jobs' new expected runtime, `EST` (as mqsub --est; 0: unknown)"},
 	)
 	for _, f := range resourceFlags() {
-		if n := f.Names()[0]; n == "c" || n == "mem" || n == "gpus" {
+		switch f.Names()[0] {
+		case "gpus":
+			flags = append(flags, &cli.StringFlag{Name: "gpus", Usage: "whole GPUs the jobs are given: `N` (0: none)"})
+		case "resource":
+			flags = append(flags, &cli.StringSliceFlag{Name: "resource", Usage: "an amount of a resource the site declares, `NAME=N` (repeat, or a comma list; NAME=0: none)"})
+		case "c", "mem":
 			flags = append(flags, f)
 		}
 	}
@@ -67,12 +73,12 @@ func mqalterAction(c *cli.Context, env Env) error {
 		}
 		req.Est = &est
 	}
-	if req.Resources, err = resourcesFrom(c); err != nil {
+	if req.Resources, req.Drop, err = readResources(c, true); err != nil {
 		return err
 	}
 	if err := req.Check(); err != nil {
-		if req.Priority == nil && req.Time == 0 && req.Est == nil && !req.Resources.Asks() {
-			return Usagef("nothing to change: give --priority, --time, --est, -c/--cpus, --mem or --gpus")
+		if req.Priority == nil && req.Time == 0 && req.Est == nil && !req.Resources.Asks() && len(req.Drop) == 0 {
+			return Usagef("nothing to change: give --priority, --time, --est, -c/--cpus, --mem, --gpus or --resource")
 		}
 		return Usagef("%v", err)
 	}
@@ -87,6 +93,16 @@ func mqalterAction(c *cli.Context, env Env) error {
 	reply, err := client.Do(c.Context, cl, protocol.OpAlter, req)
 	if err != nil {
 		return err
+	}
+	// A selection may change some jobs and refuse others (a request
+	// grown past its bounds): those changed are listed, then the others.
+	if !req.Select.Atomic && reply.Acted() > 0 {
+		if !c.Bool("Q") {
+			if err := listActed(c, "changed", reply, "changed job %d\n"); err != nil {
+				return err
+			}
+		}
+		return refusals("not changed", reply)
 	}
 	if err := atomicErrors("changed", reply); err != nil {
 		return err

@@ -134,6 +134,12 @@ func listActed(c *cli.Context, verb string, reply protocol.ActionReply, format s
 // atomicErrors turns an atomic action's refusals into one error naming
 // every culprit (at most 20 of them, and how many more).
 func atomicErrors(verb string, reply protocol.ActionReply) error {
+	return refusals("nothing "+verb, reply)
+}
+
+// refusals is reply's refusals as one error after what, naming every
+// culprit (at most 20 of them, and how many more).
+func refusals(what string, reply protocol.ActionReply) error {
 	if len(reply.Errors) == 0 {
 		return nil
 	}
@@ -142,7 +148,7 @@ func atomicErrors(verb string, reply protocol.ActionReply) error {
 		errs = errs[:20]
 	}
 	more := reply.Refused() - len(errs)
-	msg := "nothing " + verb + ": " + strings.Join(errs, "; ")
+	msg := what + ": " + strings.Join(errs, "; ")
 	if more > 0 {
 		msg += fmt.Sprintf("; and %d more", more)
 	}

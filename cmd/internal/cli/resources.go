@@ -6,6 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -25,39 +26,57 @@ func resourceFlags() []cli.Flag {
 
 // resourcesFrom reads the resource flags set on c.
 func resourcesFrom(c *cli.Context) (protocol.Resources, error) {
-	var r protocol.Resources
+	r, _, err := readResources(c, false)
+	return r, err
+}
+
+// readResources reads the resource flags set on c. With zeros (mqalter),
+// --gpus 0 and --resource NAME=0 drop a request: they are listed in drop
+// (protocol.Alter.Drop) rather than refused.
+func readResources(c *cli.Context, zeros bool) (r protocol.Resources, drop []string, err error) {
 	if c.IsSet("no-trace-mem") && !c.IsSet("wfformat") {
-		return r, Usagef("--no-trace-mem goes with --wfformat")
+		return r, nil, Usagef("--no-trace-mem goes with --wfformat")
 	}
 	if c.IsSet("c") {
 		if err := r.SetCPUs(c.String("c")); err != nil {
-			return r, Usagef("--cpus: %v", err)
+			return r, nil, Usagef("--cpus: %v", err)
 		}
 	}
 	if c.IsSet("mem") {
 		if v := c.String("mem"); strings.Trim(v, "0") == "" && v != "" {
-			return r, Usagef("--mem %s is Slurm's \"all of the node's memory\"; mq asks for a size (--mem 8G) or learns it (--mem auto)", v)
+			return r, nil, Usagef("--mem %s is Slurm's \"all of the node's memory\"; mq asks for a size (--mem 8G) or learns it (--mem auto)", v)
 		}
 		if err := r.SetMem(c.String("mem")); err != nil {
-			return r, Usagef("--mem: %v", err)
+			return r, nil, Usagef("--mem: %v", err)
 		}
 	}
-	if c.IsSet("gpus") {
-		v := c.String("gpus")
+	if v := c.String("gpus"); zeros && isZeroCount(v) {
+		drop = append(drop, protocol.DropGPUs)
+	} else if c.IsSet("gpus") {
 		if err := r.SetGPUs(v); err != nil {
 			if _, n, ok := strings.Cut(v, ":"); ok {
-				return r, Usagef("--gpus %s: mq asks for a count, --gpus %s; a GPU model is a site's (give such GPUs a site of their own)", v, n)
+				return r, nil, Usagef("--gpus %s: mq asks for a count, --gpus %s; a GPU model is a site's (give such GPUs a site of their own)", v, n)
 			}
-			return r, Usagef("--gpus: %v", err)
+			return r, nil, Usagef("--gpus: %v", err)
 		}
 	}
 	for _, v := range splitList(c.StringSlice("resource")) {
+		if name, n, _ := strings.Cut(v, "="); zeros && isZeroCount(n) {
+			if err := resource.CheckName(name); err != nil {
+				return r, nil, Usagef("--resource %s: %v", v, err)
+			}
+			drop = append(drop, name)
+			continue
+		}
 		if err := r.AddNamed(v); err != nil {
-			return r, Usagef("--resource: %v", err)
+			return r, nil, Usagef("--resource: %v", err)
 		}
 	}
-	return r, nil
+	return r, drop, nil
 }
+
+// isZeroCount says whether v is a count of 0 ("0", "00").
+func isZeroCount(v string) bool { return v != "" && strings.Trim(v, "0") == "" }
 
 // resourceSet reports whether any resource flag is set on c, and the
 // first one's name as given.

@@ -50,10 +50,10 @@ type Core struct {
 	// Queued to Held, and back as the prerequisites say).
 	Hold, Release func(id int64) error
 	// Priority sets a job's priority (module priorities), Request the
-	// amounts r gives in its request (module packing), each in its row
-	// and in memory.
+	// amounts r gives in its request and drops those drop names (module
+	// packing), each in its row and in memory.
 	Priority func(id int64, prio int) error
-	Request  func(id int64, r protocol.Resources) error
+	Request  func(id int64, r protocol.Resources, drop []string) error
 }
 
 // Apply gives live job id, Waiting, Queued or Held, the values a gives.
@@ -80,8 +80,8 @@ func (k Core) apply(ctx context.Context, id int64, a protocol.Alter) error {
 			return err
 		}
 	}
-	if a.Resources.Asks() {
-		if err := k.Request(id, a.Resources); err != nil {
+	if a.Resources.Asks() || len(a.Drop) > 0 {
+		if err := k.Request(id, a.Resources, a.Drop); err != nil {
 			return err
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/mq-hpc/mq/internal/resource"
@@ -77,20 +79,14 @@ func (p *Packing) Keep(ctx context.Context, ins Inserter, id int64, r protocol.R
 	return nil
 }
 
-// Alter replaces, in live job id's request, the cores, memory and GPUs
-// that r gives (mqalter), storing it in the core's transaction; what r
+// Alter replaces, in live job id's request, the cores, memory, GPUs and
+// named amounts that r gives (mqalter), and drops those drop names
+// (protocol.Alter.Drop), storing it in the core's transaction; what r
 // leaves unset stays. The job waits afresh: a reservation or a wait for
 // its old request is forgotten, and a memory retry's count starts again.
-func (p *Packing) Alter(ctx context.Context, x Execer, id int64, r protocol.Resources, jobs Jobs) error {
-	var old protocol.Resources
-	var text string
-	err := x.QueryRowContext(ctx, queries.Get("JobResources"), id).Scan(&text)
-	switch {
-	case err == nil:
-		if err := json.Unmarshal([]byte(text), &old); err != nil {
-			return fmt.Errorf("job %d: stored request: %w", id, err)
-		}
-	case !errors.Is(err, sql.ErrNoRows):
+func (p *Packing) Alter(ctx context.Context, x Execer, id int64, r protocol.Resources, drop []string, jobs Jobs) error {
+	old, err := stored(ctx, x, id)
+	if err != nil {
 		return err
 	}
 	if r.CPUs > 0 || r.CPUsAuto {
@@ -101,6 +97,13 @@ func (p *Packing) Alter(ctx context.Context, x Execer, id int64, r protocol.Reso
 	}
 	if r.GPUs > 0 {
 		old.GPUs = r.GPUs
+	}
+	old.Named = alterNamed(old.Named, r.Named, drop)
+	if slices.Contains(drop, protocol.DropGPUs) {
+		old.GPUs = 0
+	}
+	if len(old.Named) > protocol.MaxNamed {
+		return fmt.Errorf("job %d would ask for %d named resources; at most %d", id, len(old.Named), protocol.MaxNamed)
 	}
 	b, err := json.Marshal(old)
 	if err != nil {
@@ -113,6 +116,52 @@ func (p *Packing) Alter(ctx context.Context, x Execer, id int64, r protocol.Reso
 	p.Forget(id)
 	p.Job(id, wire.Request(old), c)
 	return nil
+}
+
+// AlterRefusal says why live job id's request cannot take the named
+// amounts r gives (mqalter): with its own, more names than a request may
+// hold. "" when it can.
+func AlterRefusal(ctx context.Context, x Execer, id int64, r protocol.Resources, drop []string) (string, error) {
+	if len(r.Named) == 0 {
+		return "", nil
+	}
+	old, err := stored(ctx, x, id)
+	n := len(alterNamed(old.Named, r.Named, drop))
+	if err != nil || n <= protocol.MaxNamed {
+		return "", err
+	}
+	return fmt.Sprintf("job %d would ask for %d named resources; at most %d (drop some: --resource NAME=0)", id, n, protocol.MaxNamed), nil
+}
+
+// stored is job id's stored request (the zero request: none stored).
+func stored(ctx context.Context, x Execer, id int64) (protocol.Resources, error) {
+	var r protocol.Resources
+	var text string
+	err := x.QueryRowContext(ctx, queries.Get("JobResources"), id).Scan(&text)
+	switch {
+	case err == nil:
+		if err := json.Unmarshal([]byte(text), &r); err != nil {
+			return r, fmt.Errorf("job %d: stored request: %w", id, err)
+		}
+	case !errors.Is(err, sql.ErrNoRows):
+		return r, err
+	}
+	return r, nil
+}
+
+// alterNamed is the named amounts old with those of set replaced or
+// added and those drop names removed (nil when none is left).
+func alterNamed(old, set map[string]int, drop []string) map[string]int {
+	out := make(map[string]int, len(old)+len(set))
+	maps.Copy(out, old)
+	maps.Copy(out, set)
+	for _, name := range drop {
+		delete(out, name)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // Load reads the requests of the jobs not ended, takes again the grants

@@ -3,6 +3,7 @@ package packing
 import (
 	"context"
 	"database/sql"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -183,5 +184,31 @@ func TestUnholdables(t *testing.T) {
 	got := p.Unholdables(10, 6)
 	if len(got) != maxUnholdableLines+1 || got[maxUnholdableLines] != "and 1 more reasons jobs wait for a placeholder that can hold them" {
 		t.Errorf("six reasons: %q", got)
+	}
+}
+
+// TestAlterNamed: mqalter's named amounts replace or join a job's, its
+// drops remove them (a name the job lacks is no error), and a request left
+// with none has no map at all, as one submitted without.
+func TestAlterNamed(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		old, set  map[string]int
+		drop      []string
+		want      map[string]int
+		wantNoMap bool
+	}{
+		{"replaced and joined", map[string]int{"lic": 2, "scratch": 5}, map[string]int{"lic": 1, "fpga": 1}, nil,
+			map[string]int{"lic": 1, "scratch": 5, "fpga": 1}, false},
+		{"dropped, one the job lacks", map[string]int{"lic": 2, "scratch": 5}, nil, []string{"scratch", "nosuch", protocol.DropGPUs},
+			map[string]int{"lic": 2}, false},
+		{"all dropped", map[string]int{"lic": 2}, nil, []string{"lic"}, nil, true},
+		{"none before, none given", nil, nil, nil, nil, true},
+	} {
+		got := alterNamed(tc.old, tc.set, tc.drop)
+		if !maps.Equal(got, tc.want) || (got == nil) != tc.wantNoMap {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

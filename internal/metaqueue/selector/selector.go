@@ -60,6 +60,9 @@ type Job struct {
 	Live  bool
 	State job.State
 	Queue string // its queue's name
+	// Refused, when set, is why the action refuses this job although its
+	// state allows it (mqalter: a request it would make too large).
+	Refused string
 }
 
 // Refusal says why action a cannot apply to j, or "" when it can. queue,
@@ -77,7 +80,7 @@ func (a Action) Refusal(j Job, queue string) string {
 	case strings.IndexByte(a.States(), byte(j.State)) < 0:
 		return fmt.Sprintf("job %d is %s; %s", j.ID, j.State.Name(), actions[a].why)
 	}
-	return ""
+	return j.Refused
 }
 
 // rerunRefusal is Refusal for Rerun: only an ended job runs again, and a

@@ -206,12 +206,17 @@ func (s *Store) Alter(ctx context.Context, req protocol.Alter) (protocol.ActionR
 		return protocol.ActionReply{}, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
 	}
 	bg := context.Background() // the core's own writes: never a caller's
-	k := alter.Core{X: s.w, Graph: s.g, Hold: s.hold, Release: s.release, SetEst: s.g.SetEst,
+	k := alter.Core{X: s.w, Graph: s.g, Hold: s.hold, Release: s.release,
+		SetEst: func(id int64, est float32) error {
+			s.bl.Alter(s.g, s.data.Expect(), id, est)
+			return s.g.SetEst(id, est)
+		},
 		Priority: func(id int64, p int) error { return s.prio.Set(bg, s.w, id, p) },
 		Request: func(id int64, r protocol.Resources, d []string) error {
 			return s.pack.Alter(bg, s.w, id, r, d, packJobs{s})
 		}}
 	run := s.actRun(ctx, req.Select, selector.Alter, func(id int64) error { return storeErr(k.Apply(id, req)) })
+	run.Finish = func() error { s.reranked(); return nil }
 	run.Facts = func(id int64) (j selector.Job, err error) {
 		if j, err = s.selectFacts(id); err == nil && j.Live {
 			j.Refused, err = packing.AlterRefusal(bg, s.w, id, req.Resources, req.Drop)

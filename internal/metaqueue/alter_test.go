@@ -408,3 +408,69 @@ func TestAlterFailureRollsBack(t *testing.T) {
 		t.Fatalf("after a failed change dispatched %v, want %d", ids(as), id[0])
 	}
 }
+
+// TestAlterEstimateReranksCP: a new estimate moves the b-levels of its
+// chain in a cp queue, up or down, whatever the altered job's state or
+// queue: the jobs then go in the order a fresh submission with the new
+// estimates gives (each case chosen so that it differs from the old one's).
+func TestAlterEstimateReranksCP(t *testing.T) {
+	t.Parallel()
+	// a -> b (b needs a), x alone, c -> d, in cp queue q; f is fcfs.
+	base := func() []protocol.JobSpec {
+		return []protocol.JobSpec{qspec("a", 1), qspec("b", 100, "a"), qspec("x", 10), qspec("c", 5), qspec("d", 20, "c")}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(js []protocol.JobSpec) // what the specs are made, as is
+		alter  map[string]float64          // target -> new estimate
+	}{
+		{"a dependent's estimate lowered: its chain's head goes after others", nil, map[string]float64{"b": 1}},
+		{"a dependent's estimate raised: its chain's head goes first", nil, map[string]float64{"d": 500}},
+		{"made unknown again (0)", nil, map[string]float64{"b": 0}},
+		{"raised from unknown", func(js []protocol.JobSpec) { js[4].Est = 0 }, map[string]float64{"d": 1000}},
+		{"a ready job's own estimate lowered, another's raised", nil, map[string]float64{"a": 0.5, "x": 200}},
+		{"a held dependent's estimate lowered", func(js []protocol.JobSpec) { js[1].Hold = true }, map[string]float64{"b": 2}},
+		{"a dependent in an fcfs queue ranks the cp queue's head", func(js []protocol.JobSpec) { js[1].Queue = "f" }, map[string]float64{"b": 3}},
+		{"several at once, up and down", nil, map[string]float64{"b": 1, "d": 1, "x": 1, "c": 50}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			// run submits the jobs, with the new estimates (fresh) or the
+			// old ones, altered after (alter), and returns the order they ran.
+			run := func(fresh, alter bool) []string {
+				e := newEnv(t)
+				e.setPolicy("q", "cp")
+				e.setPolicy("f", "fcfs")
+				js := base()
+				if tc.change != nil {
+					tc.change(js)
+				}
+				for i := range js {
+					if est, ok := tc.alter[js[i].Target]; ok && fresh {
+						js[i].Est = est
+					}
+				}
+				e.submit(js...)
+				for target, est := range tc.alter {
+					if !alter {
+						break
+					}
+					r, err := e.s.Alter(context.Background(), protocol.Alter{Select: protocol.Select{Target: target}, Est: floatp(est)})
+					if err != nil || r.Acted() != 1 {
+						t.Fatalf("Alter -t %s --est %g = %+v, %v", target, est, r, err)
+					}
+				}
+				order := e.drain(e.register("s"))
+				e.check()
+				return order
+			}
+			old, fresh, got := run(false, false), run(true, false), run(false, true)
+			if slices.Equal(old, fresh) {
+				t.Fatalf("the case shows nothing: old and new estimates both run %v", old)
+			}
+			if !slices.Equal(got, fresh) {
+				t.Fatalf("after mqalter --est ran %v; a fresh submission with those estimates runs %v (the old estimates ran %v)", got, fresh, old)
+			}
+		})
+	}
+}

@@ -52,3 +52,18 @@ func (s *Store) pushRanked(queue int32, r policy.Ready) bool {
 	q.ready.Push(r)
 	return true
 }
+
+// reranked settles the b-levels mqalter's new estimates moved: a rise
+// as a submission's; a fall (blevel.Levels.Stale) by ranking every job
+// afresh, as a restart does, and moving each cp queue's ready jobs onto
+// a new heap, where entries at their old, higher ranks would go first.
+func (s *Store) reranked() {
+	if s.settle(); s.bl.Stale() {
+		s.rankAll()
+		for _, q := range s.qlist {
+			if q.needsBLevels() {
+				s.switchPolicy(q, q.pol)
+			}
+		}
+	}
+}

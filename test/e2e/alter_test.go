@@ -4,7 +4,9 @@ package e2e
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -87,4 +89,110 @@ func TestAlter(t *testing.T) {
 	if d := h.waitState(big, "DF", 2*time.Minute); d.State != "D" {
 		t.Fatalf("job %d ended %s: %s", big, d.State, d.Reason)
 	}
+}
+
+// TestAlterResourcesAndChains drives mqalter through what it could not do
+// before, as a user would. In two cp queues, the same chains, their
+// dependents held: one submitted with a dependent's old estimate and then
+// altered, the other with the new one; their heads run in the same order
+// (the altered chain's b-levels recomputed). A job asking for a GPU and
+// amounts the site lacks has the GPU dropped (--gpus 0), an amount
+// lowered, one dropped (NAME=0) and an undeclared one added, which it then
+// waits for, saying why, until that is dropped too: it runs. An array's
+// members and the whole array are changed; a running job is refused in
+// one line; bad names and amounts are refused in one line, exit 2.
+func TestAlterResourcesAndChains(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.startCLS("--local", "0")
+	order := filepath.Join(h.dir, "order")
+	for _, q := range []string{"alt", "fresh"} {
+		h.ok("cls", "queue", "set", q, "--policy", "cp")
+		b := "100" // the dependent's estimate at submission
+		if q == "fresh" {
+			b = "1"
+		}
+		for _, j := range [][]string{{"--est", "1", "a"}, {"-H", "-p", "a", "--est", b, "b"}, {"--est", "10", "x"},
+			{"--est", "5", "c"}, {"-H", "-p", "c", "--est", "20", "d"}} {
+			target := q + "-" + j[len(j)-1]
+			args := append(append([]string{"-q", q}, j[:len(j)-1]...), target, "echo "+target+" >> "+order)
+			for i, a := range args {
+				if a == "a" || a == "c" { // a -p target of the same queue
+					args[i] = q + "-" + a
+				}
+			}
+			h.submit(args...)
+		}
+	}
+	h.ok("mqalter", "--est", "1", "-t", "alt-b", "-Q")
+	h.ok("cls", "site", "add", "m", "--type", "local", "--max", "1", "--cpus", "1", "--resource", "lic=1", "--idle", "30s")
+	var ran []string
+	waitFor(t, 2*time.Minute, func() error {
+		b, _ := os.ReadFile(order)
+		if ran = strings.Fields(string(b)); len(ran) < 6 {
+			return fmt.Errorf("%d chain heads ran: %v", len(ran), ran)
+		}
+		return nil
+	})
+	var alt, fresh []string
+	for _, r := range ran {
+		if q, target, _ := strings.Cut(r, "-"); q == "alt" {
+			alt = append(alt, target)
+		} else {
+			fresh = append(fresh, target)
+		}
+	}
+	if want := []string{"c", "x", "a"}; !slices.Equal(alt, fresh) || !slices.Equal(fresh, want) {
+		t.Fatalf("the altered chains' heads ran %v, the fresh ones %v; want both %v", alt, fresh, want)
+	}
+
+	r := h.submit("-H", "--gpus", "1", "--resource", "lic=2,scratch=3", "R", "true")
+	sr := strconv.FormatInt(r, 10)
+	h.ok("mqalter", "--gpus", "0", "--resource", "lic=1,scratch=0", "--resource", "fpga=1", sr, "-Q")
+	if out := h.ok("mqstat", "-j", sr); !strings.Contains(out, "resources: fpga=1 lic=1\n") {
+		t.Fatalf("mqstat -j %d after mqalter:\n%s", r, out)
+	}
+	h.ok("mqrls", sr)
+	waitFor(t, time.Minute, func() error {
+		if out := h.ok("mqstat", "-j", sr); !strings.Contains(out, "cannot run:") || !strings.Contains(out, "fpga") {
+			return fmt.Errorf("job %d does not say it waits for fpga:\n%s", r, out)
+		}
+		return nil
+	})
+	h.ok("mqalter", "--resource", "fpga=0", sr)
+	if d := h.waitState(r, "DF", 2*time.Minute); d.State != "D" {
+		t.Fatalf("job %d ended %s: %s", r, d.State, d.Reason)
+	}
+
+	first, err := strconv.ParseInt(strings.Fields(h.ok("mqsub", "-H", "--array", "1-4", "arr", "true"))[0], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := fmt.Sprintf("%d-%d", first, first+3)
+	if out := h.ok("mqalter", "--priority", "7", rng); strings.Count(out, "changed job") != 4 {
+		t.Fatalf("mqalter of the array printed %q", out)
+	}
+	h.ok("mqalter", "--time", "5m", strconv.FormatInt(first+1, 10))
+	for i := range int64(4) {
+		out := h.ok("mqstat", "-j", strconv.FormatInt(first+i, 10))
+		if !strings.Contains(out, "priority:") || !strings.Contains(out, " 7\n") || strings.Contains(out, "time limit: 300s") != (i == 1) {
+			t.Fatalf("array member %d after mqalter:\n%s", first+i, out)
+		}
+	}
+
+	s := h.submit("S", "sleep 300")
+	h.waitState(s, "E", 2*time.Minute)
+	ss := strconv.FormatInt(s, 10)
+	res := h.run("mqalter", "--priority", "1", ss)
+	if res.code != 1 || strings.Count(res.stderr, "\n") != 1 || !strings.Contains(res.stderr, "job "+ss+" is executing") {
+		t.Fatalf("mqalter of a running job: %s", res)
+	}
+	for _, bad := range [][]string{{"--resource", "9lives=1"}, {"--resource", "lic=x"}, {"--resource", "lic=-1"},
+		{"--resource", "gpus=0"}, {"--resource", "lic=1,lic=0"}, {"--gpus", "-1"}, {"--resource", "lic"}} {
+		res := h.run("mqalter", append(bad, rng)...)
+		if res.code != 2 || strings.Count(res.stderr, "\n") != 1 {
+			t.Errorf("mqalter %v: %s", bad, res)
+		}
+	}
+	h.ok("mqdel", ss)
 }

@@ -21,8 +21,8 @@ Each flag given replaces the job's own value, spelled and checked as mqsub
 takes it; at least one is needed; --gpus 0 and --resource NAME=0 drop
 that request. A job keeps its state (a held job stays held) and its place
 among its prerequisites; a queued job is ranked again by its new priority
-and estimate, and the next placeholder that asks judges it by its new
-request. --time also makes the limit the job's
+and estimate (in a cp queue, so are the jobs of its chain), and the next
+placeholder that asks judges it by its new request. --time also makes the limit the job's
 estimate when it has none of its own (none, or its old --time), unless
 --est is given. Jobs are named by id, by a range FIRST-LAST (a job array),
 or selected by queue, target and states (-s, among W Q H), or all of them.

@@ -44,7 +44,8 @@ type Execer interface {
 type Core struct {
 	X     Execer
 	Graph *dag.Graph
-	// SetEst changes a live job's estimate in the graph.
+	// SetEst changes a live job's estimate in the graph, and tells the cp
+	// policy's b-levels, which the core settles once a batch is done.
 	SetEst func(id int64, est float32) error
 	// Hold and Release are the core's lifecycle transitions (Waiting or
 	// Queued to Held, and back as the prerequisites say).

@@ -44,6 +44,7 @@ type Levels struct {
 	deg   []int32
 	grown []dag.TargetID
 	fresh []int64 // jobs of cp queues that became ready in this submission
+	stale bool    // an estimate fell (Alter): some b-level may be too high
 }
 
 const (
@@ -120,6 +121,26 @@ func (l *Levels) Note(t dag.TargetID, est float32) {
 		l.seeds = append(l.seeds, t)
 	}
 }
+
+// Alter records that live job id of g is about to declare est seconds in
+// place of its own (mqalter; 0: none). A rise is noted as a job added is,
+// for the next Settle. A fall may lower b-levels, which Settle never does,
+// and the heaps' entries at the old ranks would go first: Stale then says
+// so, and the core ranks every job afresh (Start) and refills its cp
+// queues' heaps, as a restart does.
+func (l *Levels) Alter(g *dag.Graph, ex *policy.Expect, id int64, est float32) {
+	j, ok := g.Node(id)
+	switch {
+	case !l.on || !ok || est == j.Est:
+	case expected(g, ex, j.Target, est) < expected(g, ex, j.Target, j.Est):
+		l.stale = true
+	default:
+		l.Note(j.Target, est)
+	}
+}
+
+// Stale says whether an estimate fell since Start (Alter).
+func (l *Levels) Stale() bool { return l.stale }
 
 // Defer holds back job id, of a cp queue, that became ready while a
 // submission inserts, when b-levels are on, and says whether it did:

@@ -199,3 +199,65 @@ func TestOnOff(t *testing.T) {
 		t.Fatal("Off kept b-levels")
 	}
 }
+
+// TestAlter: a job's estimate changed (mqalter) raises its chain at the
+// next Settle, as a job added does, when it rises; when it falls, nothing
+// is raised and Stale says every b-level must be computed afresh, which
+// Start does (and clears Stale). Off, or an estimate unchanged, does
+// nothing.
+func TestAlter(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		from, to  float32
+		stale     bool
+		headAfter float32 // a's rank after the change settles (Start if stale)
+	}{
+		{"raised", 2, 50, false, 1 + 50},
+		{"lowered", 50, 2, true, 1 + 2},
+		{"unchanged", 7, 7, false, 1 + 7},
+		{"made unknown", 50, 0, true, 1 + policy.UnknownRuntime},
+		{"made known, above the unknown runtime", 0, 9, false, 1 + 9},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			w := newWorld()
+			var l Levels
+			l.Start(w.g, w.next, &w.ex, w.push)
+			a := w.add(&l, "a", 1)
+			b := w.add(&l, "b", tt.from, "a")
+			l.Settle(w.g, &w.ex, w.push)
+			w.rank(&l, a) // a is ready in a cp heap
+			clear(w.pushed)
+			l.Alter(w.g, &w.ex, b, tt.to)
+			if err := w.g.SetEst(b, tt.to); err != nil {
+				t.Fatal(err)
+			}
+			l.Settle(w.g, &w.ex, w.push)
+			if l.Stale() != tt.stale {
+				t.Fatalf("Stale() = %v, want %v", l.Stale(), tt.stale)
+			}
+			if tt.stale {
+				l.Start(w.g, w.next, &w.ex, w.push)
+				if l.Stale() {
+					t.Fatal("Start left Stale set")
+				}
+			} else if tt.to > tt.from && w.pushed[a] != tt.headAfter {
+				t.Fatalf("a pushed at %v (pushed %v), want %v", w.pushed[a], w.pushed, tt.headAfter)
+			}
+			if got := w.rank(&l, a); got != tt.headAfter {
+				t.Fatalf("a ranks %v, want %v", got, tt.headAfter)
+			}
+		})
+	}
+	t.Run("off", func(t *testing.T) {
+		w := newWorld()
+		var l Levels
+		b := w.add(&l, "b", 5)
+		l.Alter(w.g, &w.ex, b, 1)
+		if l.Stale() || l.On() || len(l.seeds) != 0 {
+			t.Fatalf("b-levels off, yet Alter of job %d left stale %v, seeds %v", b, l.Stale(), l.seeds)
+		}
+	})
+}

@@ -179,6 +179,9 @@ type Run struct {
 	Do func(batch func() error) error
 	// Between, when set, runs between two batches: a test's way in.
 	Between func()
+	// Finish, when set, runs at the end of each batch that Apply went
+	// through, in its transaction: what is done once for all its jobs.
+	Finish func() error
 }
 
 // Act runs r and returns what every batch did. If a batch fails, the
@@ -197,7 +200,7 @@ func (r Run) Act() (protocol.ActionReply, error) {
 			ids, rest = ids[:r.Size], ids[r.Size:]
 		}
 		reply, err = r.Action.Walk(ids, r.Sel, r.Facts, r.Apply)
-		return err
+		return r.finish(err)
 	})
 	for err == nil && len(rest) > 0 {
 		if r.Between != nil {
@@ -212,7 +215,7 @@ func (r Run) Act() (protocol.ActionReply, error) {
 			} else {
 				next, err = r.Action.Walk(ids, r.Sel, r.Facts, r.Apply)
 			}
-			return err
+			return r.finish(err)
 		})
 		if err != nil {
 			return reply, fmt.Errorf("%w (after %d jobs were acted on)", err, reply.Acted())
@@ -221,6 +224,14 @@ func (r Run) Act() (protocol.ActionReply, error) {
 		rest = rest[len(ids):]
 	}
 	return reply, err
+}
+
+// finish runs r.Finish after a batch that did not fail (err).
+func (r Run) finish(err error) error {
+	if err != nil || r.Finish == nil {
+		return err
+	}
+	return r.Finish()
 }
 
 // addReply adds r, a later batch's reply, to all.

@@ -241,6 +241,19 @@ func TestAlter(t *testing.T) {
 				t.Fatalf("with one dropped the job shows priority %d, %s", d.Priority, d.Resources.Describe())
 			}
 		}},
+		{"a bundle's member changed: the bundle still goes whole, in order, the member with its new values", func(t *testing.T, e *env) {
+			loose := e.submit1("l", "loose")
+			b := e.submitReq(bundleOf("b1", "b2", "b3"))
+			e.alterIDs(protocol.Alter{Priority: intp(5), Time: 90}, b[1])
+			ph := e.register("s")
+			as := e.next(ph, 1) // one slot: the raised member's bundle before the loose job
+			if !slices.Equal(ids(as), b) {
+				t.Fatalf("dispatched %v, want the bundle %v whole (not %d)", ids(as), b, loose)
+			}
+			if limitOf(as[1]) != 90 || limitOf(as[0]) != 0 {
+				t.Fatalf("limits %g, %g; want the changed member's 90 alone", limitOf(as[0]), limitOf(as[1]))
+			}
+		}},
 		{"a held job stays held; released, it runs with its new values", func(t *testing.T, e *env) {
 			a := e.submit(protocol.JobSpec{Target: "a", Command: "a", Hold: true})[0]
 			e.alterIDs(protocol.Alter{Time: 90, Priority: intp(2)}, a)

@@ -206,9 +206,13 @@ func (s *Store) Alter(ctx context.Context, req protocol.Alter) (protocol.ActionR
 		return protocol.ActionReply{}, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
 	}
 	bg := context.Background() // the core's own writes: never a caller's
+	refill := map[int32]bool{} // queues holding an entry at an estimate now unknown (0), which Current cannot tell
 	k := alter.Core{X: s.w, Graph: s.g, Hold: s.hold, Release: s.release,
 		SetEst: func(id int64, est float32) error {
 			s.bl.Alter(s.g, s.data.Expect(), id, est)
+			if j, _ := s.g.Node(id); est == 0 && j.Est != 0 {
+				refill[j.Queue] = true
+			}
 			return s.g.SetEst(id, est)
 		},
 		Priority: func(id int64, p int) error { return s.prio.Set(bg, s.w, id, p) },
@@ -216,7 +220,7 @@ func (s *Store) Alter(ctx context.Context, req protocol.Alter) (protocol.ActionR
 			return s.pack.Alter(bg, s.w, id, r, d, packJobs{s})
 		}}
 	run := s.actRun(ctx, req.Select, selector.Alter, func(id int64) error { return storeErr(k.Apply(id, req)) })
-	run.Finish = func() error { s.reranked(); return nil }
+	run.Finish = func() error { s.reranked(refill); clear(refill); return nil }
 	run.Facts = func(id int64) (j selector.Job, err error) {
 		if j, err = s.selectFacts(id); err == nil && j.Live {
 			j.Refused, err = packing.AlterRefusal(bg, s.w, id, req.Resources, req.Drop)

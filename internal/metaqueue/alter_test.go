@@ -124,6 +124,14 @@ func TestAlter(t *testing.T) {
 				t.Fatalf("job shows estimate %g, want none", est)
 			}
 		}},
+		{"an estimate made unknown (0) in an sjf queue ranks last, as a fresh submission's: its old heap entry is passed over", func(t *testing.T, e *env) {
+			e.setPolicy("q", "sjf")
+			e.submit(qspec("a", 5), qspec("b", 100), qspec("c", 50))
+			e.alterIDs(protocol.Alter{Est: floatp(0)}, 1)
+			if got, want := e.drain(e.register("s")), []string{"c", "b", "a"}; !slices.Equal(got, want) {
+				t.Fatalf("sjf ran %v, want %v (a unknown, so last)", got, want)
+			}
+		}},
 		{"a time limit is the job's, and its estimate when it had none", func(t *testing.T, e *env) {
 			id := e.submit(spec("none", "x"), protocol.JobSpec{Target: "own", Command: "x", Est: 100, Time: 50},
 				protocol.JobSpec{Target: "derived", Command: "x", Time: 50}, protocol.JobSpec{Target: "both", Command: "x", Time: 50})

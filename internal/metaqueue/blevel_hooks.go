@@ -57,13 +57,16 @@ func (s *Store) pushRanked(queue int32, r policy.Ready) bool {
 // as a submission's; a fall (blevel.Levels.Stale) by ranking every job
 // afresh, as a restart does, and moving each cp queue's ready jobs onto
 // a new heap, where entries at their old, higher ranks would go first.
-func (s *Store) reranked() {
-	if s.settle(); s.bl.Stale() {
+// So are the ready jobs of the queues refill names that order by
+// estimate: their old entries at an estimate now unknown look current.
+func (s *Store) reranked(refill map[int32]bool) {
+	stale := s.bl.Stale()
+	if s.settle(); stale {
 		s.rankAll()
-		for _, q := range s.qlist {
-			if q.needsBLevels() {
-				s.switchPolicy(q, q.pol)
-			}
+	}
+	for _, q := range s.qlist {
+		if stale && q.needsBLevels() || refill[q.id] && q.learnsEstimates() {
+			s.switchPolicy(q, q.pol)
 		}
 	}
 }

@@ -86,12 +86,6 @@ func (s *Store) countDC() {
 	s.setCP()
 }
 
-// observeRequest feeds a placeholder's request for work to the arrival
-// predictor.
-func (s *Store) observeRequest(ph int64) error {
-	return storeErr(s.data.Observe(context.Background(), s.w, ph, s.now()))
-}
-
 // forgetPlaceholder drops a placeholder from the arrival predictions.
 func (s *Store) forgetPlaceholder(ph int64) {
 	if s.data.Forget(ph) {

@@ -54,7 +54,7 @@ func (s *Store) Next(ctx context.Context, req protocol.Next) (protocol.NextReply
 		if req.Free == 0 {
 			return nil
 		}
-		if err := s.observeRequest(req.Placeholder); err != nil {
+		if err := storeErr(s.data.Observe(context.Background(), s.w, req.Placeholder, s.now())); err != nil { // the arrival predictor
 			return err
 		}
 		// Every asker queues behind those already waiting (FIFO fairness);

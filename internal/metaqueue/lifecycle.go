@@ -369,7 +369,7 @@ func (s *Store) rerun(id int64, n dag.Node, was job.State, command string) error
 	if err := s.loadFiles(context.Background(), id); err != nil {
 		return fatalError{err}
 	}
-	if err := s.loadRequest(id); err != nil {
+	if err := s.pack.LoadJob(context.Background(), s.w, id, packJobs{s}); err != nil { // its stored request
 		return fatalError{err}
 	}
 	return s.applyChanges(ch, id, nil)

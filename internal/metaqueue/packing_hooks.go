@@ -38,11 +38,6 @@ func (s *Store) loadRequests(ctx context.Context) error {
 	return s.pack.Load(ctx, s.w, packJobs{s}, sites)
 }
 
-// loadRequest gives packing the stored request of job id again (rerun).
-func (s *Store) loadRequest(id int64) error {
-	return s.pack.LoadJob(context.Background(), s.w, id, packJobs{s})
-}
-
 // phCapacity makes what placeholder ph registered its pool
 // (packing.Register); a capacity refused leaves it running one-core jobs.
 func (s *Store) phCapacity(ph int64, r protocol.Register) {

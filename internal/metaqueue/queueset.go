@@ -81,7 +81,8 @@ func (s *Store) loadQueues(ctx context.Context) error {
 	})
 }
 
-// switchPolicy moves queue q's ready jobs onto a heap ordered by pol.
+// switchPolicy moves queue q's ready jobs onto a heap ordered by pol,
+// each ranked afresh (readyEntry).
 func (s *Store) switchPolicy(q *queue, pol policy.Info) {
 	old := q.ready
 	q.pol, q.ready = pol, policy.NewHeap(pol.Order)
@@ -93,10 +94,8 @@ func (s *Store) switchPolicy(q *queue, pol policy.Info) {
 		if !ok {
 			break
 		}
-		if q.needsBLevels() {
-			if j, ok := s.g.Node(r.ID); ok && j.State == job.Queued {
-				r = s.readyEntry(q, r.ID, j.Est, j.Target)
-			}
+		if j, ok := s.g.Node(r.ID); ok && j.State == job.Queued { // ranked afresh, as the policy ranks
+			r = s.readyEntry(q, r.ID, j.Est, j.Target)
 		}
 		q.ready.Push(r)
 		if toDC {

@@ -487,6 +487,9 @@ type ActionReply struct {
 	Count      int      `json:"count,omitempty"`
 	Errors     []string `json:"errors,omitempty"`
 	ErrorCount int      `json:"error_count,omitempty"`
+	// Warnings (mqalter) say which jobs changed now ask for more than any
+	// placeholder or site holds: they wait, as a submission's would.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Bounds of an ActionReply's lists: 100,000 ids of up to 19 digits and

@@ -70,14 +70,23 @@ func TestAlterValidated(t *testing.T) {
 	if d.Priority != -7 || d.TimeLimit != 90 || d.Est != 90 || d.Mem != 1<<30 {
 		t.Fatalf("after alter the job shows %+v", d.JobInfo)
 	}
+	// A placeholder of two cores and no GPU is all there is.
+	ph := connect(t, srv, protocol.RolePlaceholder)
+	ph.hello(protocol.RolePlaceholder)
+	ph.do(protocol.OpRegister.Name, protocol.Register{Site: "s", Host: "h", PID: 1, Slots: 2, OutDir: t.TempDir(), Capacity: &protocol.Capacity{CPUs: 2}}, nil)
 	p.do(protocol.OpAlter.Name, json.RawMessage(`{"ids":[1],"atomic":true,"gpus":1,"resources":{"lic":2,"fpga":1}}`), &ar)
+	if len(ar.Warnings) != 1 || !strings.HasPrefix(ar.Warnings[0], "job 1 waits: needs 1 GPU") {
+		t.Fatalf("alter to a request no site holds warned %q, want job 1 waits for its GPU", ar.Warnings)
+	}
+	ar = protocol.ActionReply{}
 	p.do(protocol.OpAlter.Name, json.RawMessage(`{"ids":[1],"atomic":true,"drop":["gpus","fpga"]}`), &ar)
 	p.do(protocol.OpJob.Name, protocol.JobQuery{ID: id}, &d)
 	if got := d.Resources.Describe(); got != "mem=1 GiB lic=2" {
 		t.Fatalf("after the drops the job asks %q, want mem=1 GiB lic=2", got)
 	}
+	if len(ar.Warnings) != 0 {
+		t.Fatalf("an alter that asks for nothing more warned %q", ar.Warnings)
+	}
 	// A placeholder may not send it.
-	ph := connect(t, srv, protocol.RolePlaceholder)
-	ph.hello(protocol.RolePlaceholder)
 	ph.fails(protocol.OpAlter.Name, json.RawMessage(`{"ids":[1],"priority":1}`), protocol.CodeForbidden)
 }

@@ -61,6 +61,34 @@ func (s *Server) resourceWarnings(ctx context.Context, asking int, first int64, 
 	return []string{jobs + " for cores, memory, GPUs or named resources, which this CLS does not keep or honour yet: each runs in one slot, as a job that asks for nothing"}
 }
 
+// alterRuns bounds the runs of consecutive ids an alter's warnings look
+// at: each is one call on the core.
+const alterRuns = 20
+
+// alterWarnings are resourceWarnings for jobs ids, just given new
+// requests (mqalter), looked at run by run of consecutive ids, at most
+// maxUnholdableLines of them.
+func (s *Server) alterWarnings(ctx context.Context, ids []int64) []string {
+	k, ok := s.keepsResources()
+	var out []string
+	for runs := 0; ok && len(ids) > 0 && runs < alterRuns && len(out) < maxUnholdableLines; runs++ {
+		n := 1
+		for n < len(ids) && ids[n] == ids[0]+int64(n) {
+			n++
+		}
+		w, err := k.Unholdable(ctx, ids[0], n)
+		if err != nil {
+			return out // the jobs are changed: a warning is not worth failing the reply
+		}
+		out, ids = append(out, w...), ids[n:]
+	}
+	return out[:min(len(out), maxUnholdableLines)]
+}
+
+// maxUnholdableLines bounds an alter's warnings, as packing bounds a
+// submission's.
+const maxUnholdableLines = 5
+
 // prereqSample bounds the jobs of a submission whose prerequisite
 // targets are looked at: the first this many (jobs of one submission
 // mostly share theirs).

@@ -99,7 +99,11 @@ var builtin = routeTable(
 		return c.s.Store.Release(ctx, b)
 	}),
 	handle(protocol.OpAlter, func(ctx context.Context, c *conn, b protocol.Alter) (protocol.ActionReply, error) {
-		return c.s.Store.Alter(ctx, b)
+		r, err := c.s.Store.Alter(ctx, b)
+		if err == nil && b.Resources.Asks() {
+			r.Warnings = c.s.alterWarnings(ctx, r.IDs)
+		}
+		return r, err
 	}),
 	handle(protocol.OpRerun, func(ctx context.Context, c *conn, b protocol.Rerun) (protocol.ActionReply, error) {
 		return c.s.Store.RerunWith(ctx, b)

@@ -150,7 +150,10 @@ func TestAlterResourcesAndChains(t *testing.T) {
 
 	r := h.submit("-H", "--gpus", "1", "--resource", "lic=2,scratch=3", "R", "true")
 	sr := strconv.FormatInt(r, 10)
-	h.ok("mqalter", "--gpus", "0", "--resource", "lic=1,scratch=0", "--resource", "fpga=1", sr, "-Q")
+	res := h.run("mqalter", "--gpus", "0", "--resource", "lic=1,scratch=0", "--resource", "fpga=1", sr, "-Q")
+	if want := "mqalter: warning: job " + sr + " waits: needs fpga=1"; res.code != 0 || res.stdout != "" || !strings.HasPrefix(res.stderr, want) {
+		t.Fatalf("mqalter to an undeclared resource: %s; want exit 0 and a warning %q", res, want)
+	}
 	if out := h.ok("mqstat", "-j", sr); !strings.Contains(out, "resources: fpga=1 lic=1\n") {
 		t.Fatalf("mqstat -j %d after mqalter:\n%s", r, out)
 	}
@@ -185,7 +188,7 @@ func TestAlterResourcesAndChains(t *testing.T) {
 	s := h.submit("S", "sleep 300")
 	h.waitState(s, "E", 2*time.Minute)
 	ss := strconv.FormatInt(s, 10)
-	res := h.run("mqalter", "--priority", "1", ss)
+	res = h.run("mqalter", "--priority", "1", ss)
 	if res.code != 1 || strings.Count(res.stderr, "\n") != 1 || !strings.Contains(res.stderr, "job "+ss+" is executing") {
 		t.Fatalf("mqalter of a running job: %s", res)
 	}

@@ -94,6 +94,7 @@ func mqalterAction(c *cli.Context, env Env) error {
 	if err != nil {
 		return err
 	}
+	warn(c, reply.Warnings)
 	// A selection may change some jobs and refuse others (a request
 	// grown past its bounds): those changed are listed, then the others.
 	if !req.Select.Atomic && reply.Acted() > 0 {

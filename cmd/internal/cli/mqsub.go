@@ -321,7 +321,7 @@ func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
 // warn prints the CLS's warnings about a submission on stderr.
 func warn(c *cli.Context, warnings []string) {
 	for _, w := range warnings {
-		fmt.Fprintf(c.App.ErrWriter, "mqsub: warning: %s\n", protocol.Printable(w))
+		fmt.Fprintf(c.App.ErrWriter, "%s: warning: %s\n", c.App.Name, protocol.Printable(w))
 	}
 }
 

@@ -63,3 +63,29 @@ func TestWalltimeStopTeachesEstimate(t *testing.T) {
 		})
 	}
 }
+
+// In a cp queue the estimate a walltime stop teaches ranks the job as a
+// submission with it would: it goes before a job with less work left.
+func TestWalltimeStopRanksCP(t *testing.T) {
+	e := newEnv(t)
+	e.setPolicy("q", "cp")
+	a := spec("a", "sleep 1000")
+	a.Queue = "q"
+	id := e.submit(a)[0]
+	ph := e.register("s")
+	as := e.nextWalltime(ph, 1, 200)
+	if len(as) != 1 || as[0].ID != id {
+		t.Fatalf("first ask got %v, want job %d", ids(as), id)
+	}
+	x := spec("x", "true")
+	x.Queue, x.Est = "q", 30
+	other := e.submit(x)[0]
+	began := e.clock.Now()
+	e.clock.Advance(60 * time.Second)
+	e.report(ph, protocol.Report{ID: id, Attempt: as[0].Attempt, Exit: -1, Reason: protocol.WalltimeReason(200 * time.Second),
+		Started: began, Finished: e.clock.Now()})
+	if as := e.nextWalltime(ph, 1, 1000); len(as) != 1 || as[0].ID != id {
+		t.Fatalf("after the stop the placeholder got %v; want job %d (60 s of work) before job %d (30 s)", ids(as), id, other)
+	}
+	e.check()
+}

@@ -172,19 +172,6 @@ func (s *Store) endOf(q *queue, ru *run, out runs.Outcome, r protocol.Report) (a
 	return e, next
 }
 
-// learnFloor raises job id's estimate to floor, what an attempt stopped
-// at its placeholder's walltime ran (runs.Run.WalltimeFloor), unless it
-// is as high: placeholders with less time left then pass it by.
-func (s *Store) learnFloor(id int64, floor float32) error {
-	if j, ok := s.g.Node(id); !ok || floor <= j.Est {
-		return nil
-	}
-	if _, err := s.w.ExecContext(context.Background(), jobsSQL.Get("RaiseEst"), float64(floor), id); err != nil {
-		return fatalError{err}
-	}
-	return s.g.SetEst(id, floor)
-}
-
 // packEnd is how attempt ru of job id (j, of q) ended, as packing needs it.
 func (s *Store) packEnd(id int64, j dag.Node, q *queue, ru *run, out runs.Outcome, e attemptEnd) packing.End {
 	var elapsed time.Duration // 0: the attempt did not run

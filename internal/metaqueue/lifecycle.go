@@ -275,6 +275,19 @@ func (s *Store) requeue(id int64, e attemptEnd, retry bool) error {
 	return s.backToQueue(id, s.stmts.requeue)
 }
 
+// learnFloor raises job id's estimate to floor, what an attempt stopped
+// at its placeholder's walltime ran (runs.Run.WalltimeFloor), unless it
+// is as high: placeholders with less time left then pass it by.
+func (s *Store) learnFloor(id int64, floor float32) error {
+	if j, ok := s.g.Node(id); !ok || floor <= j.Est {
+		return nil
+	}
+	if _, err := s.w.ExecContext(context.Background(), jobsSQL.Get("RaiseEst"), float64(floor), id); err != nil {
+		return fatalError{err}
+	}
+	return s.g.SetEst(id, floor)
+}
+
 // unclaim puts back executing job id that its placeholder returned
 // unstarted (or could not start for inputs gone, staged again): the
 // attempt does not count, and is kept apart from the history as one that

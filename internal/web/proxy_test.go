@@ -100,6 +100,17 @@ func newProxied(t *testing.T, prefix string, keepHost, strip bool) *proxied {
 
 // client is a browser of the proxy's origin: a cookie jar, following
 // redirects, and hub.example dialled at the proxy.
+// noLeak fails t if the origin's other application (/other/) was sent
+// a cookie of the dashboard's.
+func (p *proxied) noLeak(t *testing.T) {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.leaked) > 0 {
+		t.Errorf("the origin's other application was sent %v", p.leaked)
+	}
+}
+
 func (p *proxied) client(t *testing.T) *http.Client {
 	jar, err := cookiejar.New(nil)
 	if err != nil {
@@ -223,11 +234,7 @@ func TestBehindPrefixProxy(t *testing.T) {
 		if resp, _ := get("http://hub.example/other/x"); resp.StatusCode != 200 {
 			t.Fatalf("/other/: %d", resp.StatusCode)
 		}
-		p.mu.Lock()
-		if len(p.leaked) > 0 {
-			t.Errorf("the origin's other application was sent %v", p.leaked)
-		}
-		p.mu.Unlock()
+		p.noLeak(t)
 	}
 }
 
@@ -264,11 +271,7 @@ func TestTokenOnADeepPage(t *testing.T) {
 		if resp, err := c.Get("http://hub.example/other/"); err == nil {
 			resp.Body.Close()
 		}
-		p.mu.Lock()
-		if len(p.leaked) > 0 {
-			t.Errorf("the origin's other application was sent %v", p.leaked)
-		}
-		p.mu.Unlock()
+		p.noLeak(t)
 	}
 }
 

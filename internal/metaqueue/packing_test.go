@@ -3,6 +3,7 @@ package metaqueue
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -452,6 +453,54 @@ func TestBundleGrantHeld(t *testing.T) {
 	if f := e.free(ph); f.CPUs != 4 {
 		t.Errorf("after the bundle: %d cores free, want 4", f.CPUs)
 	}
+}
+
+// TestBundleGrantHoldsEveryJob: a bundle runs its jobs in turn in one
+// grant, taken for whichever of them dispatch picks, so each asks for the
+// most any of them asks (a pipeline's 1-core step before its 4-core one):
+// the bundle goes only to a placeholder that holds its largest job, with
+// that grant. Before, its 1-core job fitted a 2-core placeholder and took
+// the 4-core one along without a grant.
+func TestBundleGrantHoldsEveryJob(t *testing.T) {
+	e := newEnv(t)
+	const gib = 1 << 30
+	req := protocol.Submit{Bundle: true, Jobs: []protocol.JobSpec{
+		asks("prep", protocol.Resources{}),
+		asks("sim", protocol.Resources{CPUs: 4, Named: map[string]int{"lic": 1}}),
+		asks("post", protocol.Resources{Mem: 8 * gib}),
+	}}
+	bundle := e.submitReq(req)
+	small := e.registerSized("small", protocol.Capacity{CPUs: 2, Mem: 16 * gib, Named: map[string]int{"lic": 1}})
+	if got := e.next(small, 2); len(got) != 0 {
+		t.Fatalf("a 2-core placeholder got %v of a bundle whose job asks 4 cores", ids(got))
+	}
+	big := e.registerSized("big", protocol.Capacity{CPUs: 8, Mem: 16 * gib, Named: map[string]int{"lic": 1}})
+	got := e.next(big, 8)
+	if len(got) != 3 || got[0].ID != bundle[0] {
+		t.Fatalf("the 8-core placeholder got %v, want the bundle %v", ids(got), bundle)
+	}
+	if g := got[0].Grant; g == nil || g.CPUs != 4 || g.Mem != 8*gib || g.Named["lic"] != 1 {
+		t.Fatalf("the bundle's grant: %+v; want 4 cores, 8 GiB and lic=1", g)
+	}
+	for _, id := range bundle {
+		if d := e.job(id); d.Resources.CPUs != 4 || d.Resources.Mem != 8*gib || d.Resources.Named["lic"] != 1 {
+			t.Errorf("job %d of the bundle asks for %+v; want the bundle's whole request", id, d.Resources)
+		}
+	}
+}
+
+func TestBundleEnvelopeBounded(t *testing.T) {
+	e := newEnv(t)
+	a, b := map[string]int{}, map[string]int{}
+	for i := range protocol.MaxNamed {
+		a[fmt.Sprint("a", i)], b[fmt.Sprint("b", i)] = 1, 1
+	}
+	_, err := e.s.SubmitRequest(context.Background(), protocol.Submit{Bundle: true, Jobs: []protocol.JobSpec{
+		asks("x", protocol.Resources{Named: a}), asks("y", protocol.Resources{Named: b})}})
+	if !protocol.IsCode(err, protocol.CodeBadRequest) || !strings.Contains(fmt.Sprint(err), "64 named resources together") {
+		t.Fatalf("a bundle asking %d names together: %v; want refused", 2*protocol.MaxNamed, err)
+	}
+	e.check()
 }
 
 // TestPackingKeepsRules: jobs of several cores still meet walltime fit

@@ -42,6 +42,9 @@ func (s *Store) SubmitRequest(ctx context.Context, req protocol.Submit) ([]int64
 	if err := bundles.Check(req); err != nil {
 		return nil, err
 	}
+	if req.Bundle {
+		bundles.Envelope(jobs) // one grant runs them all
+	}
 	var ids []int64
 	err = s.doNeedingRoom(ctx, call{durable: true, slow: len(jobs) > slowSubmit}, func() error {
 		if done, err := s.tokenIDs(req.Token); err != nil || done != nil {

@@ -24,6 +24,7 @@ import (
 	"database/sql"
 	_ "embed"
 	"errors"
+	"maps"
 	"slices"
 
 	"github.com/mq-hpc/mq/internal/runs"
@@ -95,6 +96,10 @@ func Check(req protocol.Submit) error {
 					"job %d: a job of a bundle cannot wait on target %s of the same bundle (the bundle runs in order anyway)", i+1, p)
 			}
 		}
+	}
+	if n := len(envelopeNames(req.Jobs)); n > protocol.MaxNamed {
+		return protocol.Errorf(protocol.CodeBadRequest,
+			"a bundle's jobs ask for %d named resources together, and its first job's grant holds them all: at most %d", n, protocol.MaxNamed)
 	}
 	return nil
 }
@@ -234,4 +239,42 @@ func SlotsUsed(jobs []protocol.Assignment) int {
 		}
 	}
 	return n
+}
+
+// Envelope makes each of a bundle's jobs ask for the most any of them
+// asks for of each resource (cores, memory, GPUs, each named amount), and
+// returns that. The bundle runs its jobs in turn in one grant, taken for
+// whichever of them dispatch picks, which must hold each of them. Where
+// some ask a number and others auto, the number is taken.
+func Envelope(jobs []protocol.JobSpec) protocol.Resources {
+	var e protocol.Resources
+	for _, js := range jobs {
+		r := js.Resources
+		e.CPUs, e.Mem, e.GPUs = max(e.CPUs, r.CPUs), max(e.Mem, r.Mem), max(e.GPUs, r.GPUs)
+		e.CPUsAuto, e.MemAuto = e.CPUsAuto || r.CPUsAuto, e.MemAuto || r.MemAuto
+		for n, v := range r.Named {
+			if e.Named == nil {
+				e.Named = map[string]int{}
+			}
+			e.Named[n] = max(e.Named[n], v)
+		}
+	}
+	e.CPUsAuto = e.CPUsAuto && e.CPUs == 0
+	e.MemAuto = e.MemAuto && e.Mem == 0
+	for i := range jobs {
+		jobs[i].Resources = e
+		jobs[i].Resources.Named = maps.Clone(e.Named)
+	}
+	return e
+}
+
+// envelopeNames is the named resources a bundle's jobs ask for together.
+func envelopeNames(jobs []protocol.JobSpec) map[string]bool {
+	names := map[string]bool{}
+	for _, js := range jobs {
+		for n := range js.Resources.Named {
+			names[n] = true
+		}
+	}
+	return names
 }

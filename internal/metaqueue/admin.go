@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
@@ -224,6 +225,9 @@ func (s *Store) Alter(ctx context.Context, req protocol.Alter) (protocol.ActionR
 	run.Facts = func(id int64) (j selector.Job, err error) {
 		if j, err = s.selectFacts(id); err == nil && j.Live {
 			j.Refused, err = packing.AlterRefusal(bg, s.w, id, req.Resources, req.Drop)
+			if b, in := s.bundles.Of(id); in && j.Refused == "" && (req.Resources.Asks() || len(req.Drop) > 0) {
+				j.Refused = fmt.Sprintf("job %d runs in bundle %d's one grant, which each of its jobs asks for: its request is not changed alone", id, b)
+			}
 		}
 		return j, storeErr(err)
 	}

@@ -262,6 +262,21 @@ func TestAlter(t *testing.T) {
 				t.Fatalf("limits %g, %g; want the changed member's 90 alone", limitOf(as[0]), limitOf(as[1]))
 			}
 		}},
+		{"a bundle's member's request is not changed alone: the bundle runs in one grant", func(t *testing.T, e *env) {
+			b := e.submitReq(bundleOf("b1", "b2"))
+			for _, a := range []protocol.Alter{{Resources: protocol.Resources{CPUs: 4}}, {Drop: []string{"gpus"}}} {
+				a.Select = protocol.Select{IDs: []int64{b[1]}}
+				r, err := e.s.Alter(context.Background(), a)
+				want := fmt.Sprintf("job %d runs in bundle %d's one grant", b[1], b[0])
+				if err != nil || len(r.IDs) != 0 || len(r.Errors) != 1 || !strings.HasPrefix(r.Errors[0], want) {
+					t.Fatalf("Alter %+v of a bundle's member = %+v, %v; want refused: %s", a, r, err, want)
+				}
+			}
+			e.alterIDs(protocol.Alter{Priority: intp(5)}, b[1]) // what is the job's own still changes
+			if d := e.job(b[1]); d.Resources.Asks() || d.Priority != 5 {
+				t.Fatalf("the member asks for %s, priority %d", d.Resources.Describe(), d.Priority)
+			}
+		}},
 		{"a held job stays held; released, it runs with its new values", func(t *testing.T, e *env) {
 			a := e.submit(protocol.JobSpec{Target: "a", Command: "a", Hold: true})[0]
 			e.alterIDs(protocol.Alter{Time: 90, Priority: intp(2)}, a)

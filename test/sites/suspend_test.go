@@ -25,6 +25,9 @@ func TestSuspendedPlaceholderWorkMoves(t *testing.T) {
 		t.Run(tc.typ, func(t *testing.T) {
 			need(t, tc.typ, "sge")
 			l := loginFor(t, tc.typ)
+			// Both logins before the CLS: cleanups run last first, so the
+			// CLS's stop still reaches them to cancel its placeholders.
+			sge := newLogin(t, "127.0.0.1")
 			var c *cls
 			if tc.typ == "pbs" {
 				c = startCLSWith(t, nil, reachableFromPBS())
@@ -39,7 +42,7 @@ func TestSuspendedPlaceholderWorkMoves(t *testing.T) {
 			if len(ids) != 1 {
 				t.Fatalf("placeholders in the batch queue: %q", ids)
 			}
-			c.addSite("other", "sge", newLogin(t, "127.0.0.1"), "--max", "1", "--walltime", "10m", "--idle", "3s")
+			c.addSite("other", "sge", sge, "--max", "1", "--walltime", "10m", "--idle", "3s")
 			if out, err := asBatchAdmin(tc.typ, fmt.Sprintf(tc.suspend, ids[0])); err != nil {
 				t.Fatalf("%s: %v %s", tc.suspend, err, out)
 			}

@@ -6,14 +6,16 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
 	"github.com/mq-hpc/mq/internal/metaqueue/dc"
-
+	"github.com/mq-hpc/mq/internal/site"
 	"github.com/mq-hpc/mq/internal/stage"
+	"github.com/pkg/sftp"
 )
 
 // stagerStore is what the stager needs of the store.
@@ -294,7 +296,7 @@ func (s *stager) stage(ctx context.Context, r catalog.StageRequest) catalog.Stag
 		if isUnreachable(err) {
 			res.Unreachable = append(res.Unreachable, from)
 		}
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || slices.Contains(res.Unreachable, r.To) {
 			break
 		}
 	}
@@ -308,6 +310,13 @@ func (s *stager) stage(ctx context.Context, r catalog.StageRequest) catalog.Stag
 func isUnreachable(err error) bool {
 	var u *unreachableError
 	return errors.As(err, &u)
+}
+
+// connectionLost says err is a connection to a login host that broke
+// under a transfer: SFTP's, or the SSH connection under it.
+func connectionLost(err error) bool {
+	var ce *site.ConnError
+	return errors.Is(err, sftp.ErrSSHFxConnectionLost) || errors.As(err, &ce)
 }
 
 // changedError says a user's file changed on the CLS host since it was
@@ -363,6 +372,19 @@ func (s *stager) stageFrom(ctx context.Context, r catalog.StageRequest, from cat
 	if m.Err != nil {
 		if userFile && errors.Is(m.Err, stage.ErrMismatch) {
 			return &changedError{r.Path, m.Err.Error()}
+		}
+		if connectionLost(m.Err) {
+			// A login host's connection broke mid-transfer (which of
+			// the two, the error cannot say): nothing is wrong with the
+			// file. The places off the CLS host are left alone a while,
+			// so that the next try reaches them over a new connection
+			// instead of spending the file's tries on the dead one.
+			if !fromHost {
+				res.Unreachable = append(res.Unreachable, from)
+			}
+			if !toHost && !slices.Contains(res.Unreachable, r.To) {
+				res.Unreachable = append(res.Unreachable, r.To)
+			}
 		}
 		return m.Err
 	}

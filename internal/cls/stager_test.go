@@ -21,6 +21,7 @@ import (
 	"github.com/mq-hpc/mq/internal/metaqueue/dc"
 
 	"github.com/mq-hpc/mq/internal/stage"
+	"github.com/pkg/sftp"
 )
 
 // fakeStore records what the stager reports.
@@ -481,5 +482,65 @@ func TestStagerFullTarget(t *testing.T) {
 	}
 	if note := st.full.note("b"); note != "" {
 		t.Errorf("after a transfer that succeeded: note %q", note)
+	}
+}
+
+// cutPlace is a place whose connection is cut under the first write of
+// every file made there while cut is set.
+type cutPlace struct {
+	stage.Place
+	cut *atomic.Bool
+}
+
+func (c cutPlace) Create(ctx context.Context, p string) (stage.Temp, error) {
+	t, err := c.Place.Create(ctx, p)
+	if err != nil || !c.cut.Load() {
+		return t, err
+	}
+	return cutTemp{t}, nil
+}
+
+type cutTemp struct{ stage.Temp }
+
+func (cutTemp) Write([]byte) (int, error) { return 0, sftp.ErrSSHFxConnectionLost }
+
+// A transfer whose connection to a login host is cut under it is no
+// fault of the file: the places off the CLS host it used are left alone
+// a while (Unreachable), so the file's tries are not spent at once on the
+// dead connection, and the next transfer there goes through.
+func TestStagerConnectionCut(t *testing.T) {
+	tp := newTestPlaces(t, "a", "b")
+	var cut atomic.Bool
+	cut.Store(true)
+	tp.wrap = func(site string, p stage.Place) stage.Place {
+		if site == "b" {
+			return cutPlace{p, &cut}
+		}
+		return p
+	}
+	data := []byte("xyz")
+	sum := tp.put(t, "a", "/o/x", data)
+	tp.put(t, catalog.LocalSite, "/o/x", data)
+	st, fs := startStager(t, 1, tp)
+	for _, tc := range []struct {
+		from []catalog.Place
+		want []catalog.Place
+	}{
+		{[]catalog.Place{at(catalog.LocalSite)}, []catalog.Place{at("b")}},
+		{[]catalog.Place{at("a"), at(catalog.LocalSite)}, []catalog.Place{at("a"), at("b")}},
+	} {
+		st.Stage(catalog.StageRequest{Path: "/o/x", To: at("b"), From: tc.from, Size: 3, SHA256: sum})
+		r := fs.next(t)
+		if r.Err == nil || r.Permanent || !slices.Equal(r.Unreachable, tc.want) || !errors.Is(r.Err, sftp.ErrSSHFxConnectionLost) {
+			t.Errorf("from %v: err %v, permanent %v, unreachable %v; want %v unreachable", tc.from, r.Err, r.Permanent, r.Unreachable, tc.want)
+		}
+	}
+	cut.Store(false)
+	st.Stage(catalog.StageRequest{Path: "/o/x", To: at("b"), From: []catalog.Place{at(catalog.LocalSite)}, Size: 3, SHA256: sum})
+	if r := fs.next(t); r.Err != nil || len(r.Unreachable) > 0 {
+		t.Fatalf("after the cut: err %v, unreachable %v", r.Err, r.Unreachable)
+	}
+	if got, err := tp.read("b", "/o/x"); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("at b: %q, %v", got, err)
 	}
 }

@@ -290,22 +290,30 @@ func DataRoot(spec protocol.SiteSpec, home string) string {
 // host's filesystem), connecting and preparing the login host first if
 // needed: data staging moves files through it (package stage).
 func (s *Remote) Files(ctx context.Context) (*sftp.Client, string, error) {
-	r, err := s.runner(ctx)
-	if err != nil {
-		return nil, "", err
+	for try := 0; ; try++ {
+		r, err := s.runner(ctx)
+		if err != nil {
+			return nil, "", err
+		}
+		f, ok := r.(interface{ SFTP() (*sftp.Client, error) })
+		if !ok {
+			return nil, "", fmt.Errorf("site %s: the connection to the login host has no SFTP", s.Spec.Name)
+		}
+		c, err := f.SFTP()
+		if err != nil {
+			s.drop(r, err)
+			var ce *ConnError
+			if errors.As(err, &ce) && try == 0 {
+				// A connection cut a moment ago, before the SSH
+				// client noticed: one new connection is tried.
+				continue
+			}
+			return nil, "", err
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return c, s.dataRoot, nil
 	}
-	f, ok := r.(interface{ SFTP() (*sftp.Client, error) })
-	if !ok {
-		return nil, "", fmt.Errorf("site %s: the connection to the login host has no SFTP", s.Spec.Name)
-	}
-	c, err := f.SFTP()
-	if err != nil {
-		s.drop(r, err)
-		return nil, "", err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return c, s.dataRoot, nil
 }
 
 // ErrNoEndpoint: a remote site's placeholders reach the CLS over SSH, in

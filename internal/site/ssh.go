@@ -74,6 +74,7 @@ type SSH struct {
 	dead    chan struct{}
 	sftpMu  sync.Mutex
 	sftp    *sftp.Client
+	sftpEnd chan struct{} // closed when sftp's session is gone
 }
 
 var _ Tunneler = (*SSH)(nil)
@@ -332,7 +333,15 @@ func (s *SSH) sftpClient() (*sftp.Client, error) {
 	s.sftpMu.Lock()
 	defer s.sftpMu.Unlock()
 	if s.sftp != nil {
-		return s.sftp, nil
+		select {
+		case <-s.sftpEnd:
+			// Lost (its connection cut): a new session is opened, on
+			// a new connection if this one is gone too.
+			s.sftp.Close()
+			s.sftp = nil
+		default:
+			return s.sftp, nil
+		}
 	}
 	// Concurrent writes (reads are concurrent by default) keep up to 64
 	// requests in flight per file, as OpenSSH's sftp does: staging needs
@@ -351,7 +360,11 @@ func (s *SSH) sftpClient() (*sftp.Client, error) {
 			c = big
 		}
 	}
-	s.sftp = c
+	s.sftp, s.sftpEnd = c, make(chan struct{})
+	go func(end chan struct{}) {
+		c.Wait()
+		close(end)
+	}(s.sftpEnd)
 	return c, nil
 }
 

@@ -1,0 +1,161 @@
+package site
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/pkg/sftp"
+	"golang.org/x/crypto/ssh"
+)
+
+// sftpLogin is an in-process login host that serves SFTP (pkg/sftp's
+// server standing in for OpenSSH's sftp-server) and nothing else; kill
+// ends every SFTP session it serves, leaving the SSH connections up.
+type sftpLogin struct {
+	addr, keyFile, knownHosts string
+
+	mu       sync.Mutex
+	sessions []ssh.Channel
+}
+
+func startSFTPLogin(t *testing.T) *sftpLogin {
+	t.Helper()
+	dir := t.TempDir()
+	_, hostPriv, _ := ed25519.GenerateKey(rand.Reader)
+	hostSigner, err := ssh.NewSignerFromKey(hostPriv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, userPriv, _ := ed25519.GenerateKey(rand.Reader)
+	block, err := ssh.MarshalPrivateKey(userPriv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	userSigner, _ := ssh.NewSignerFromKey(userPriv)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	l := &sftpLogin{addr: ln.Addr().String(), keyFile: filepath.Join(dir, "key"), knownHosts: filepath.Join(dir, "known_hosts")}
+	os.WriteFile(l.keyFile, pem.EncodeToMemory(block), 0o600)
+	os.WriteFile(l.knownHosts, []byte("[127.0.0.1]:"+portOf(l.addr)+" "+string(ssh.MarshalAuthorizedKey(hostSigner.PublicKey()))), 0o600)
+	cfg := &ssh.ServerConfig{PublicKeyCallback: func(_ ssh.ConnMetadata, k ssh.PublicKey) (*ssh.Permissions, error) {
+		if string(k.Marshal()) == string(userSigner.PublicKey().Marshal()) {
+			return nil, nil
+		}
+		return nil, errAuth
+	}}
+	cfg.AddHostKey(hostSigner)
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go l.serve(nc, cfg)
+		}
+	}()
+	return l
+}
+
+func portOf(addr string) string {
+	_, p, _ := net.SplitHostPort(addr)
+	return p
+}
+
+func (l *sftpLogin) serve(nc net.Conn, cfg *ssh.ServerConfig) {
+	_, chans, reqs, err := ssh.NewServerConn(nc, cfg)
+	if err != nil {
+		nc.Close()
+		return
+	}
+	go ssh.DiscardRequests(reqs)
+	for nch := range chans {
+		if nch.ChannelType() != "session" {
+			nch.Reject(ssh.UnknownChannelType, "session only")
+			continue
+		}
+		ch, creqs, err := nch.Accept()
+		if err != nil {
+			continue
+		}
+		go func() {
+			for r := range creqs {
+				ok := r.Type == "subsystem" && len(r.Payload) > 4 && string(r.Payload[4:]) == "sftp"
+				r.Reply(ok, nil)
+				if !ok {
+					continue
+				}
+				l.mu.Lock()
+				l.sessions = append(l.sessions, ch)
+				l.mu.Unlock()
+				srv, err := sftp.NewServer(ch)
+				if err != nil {
+					ch.Close()
+					return
+				}
+				go func() {
+					srv.Serve()
+					ch.Close()
+				}()
+			}
+		}()
+	}
+}
+
+func (l *sftpLogin) kill() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, ch := range l.sessions {
+		ch.Close()
+	}
+	l.sessions = nil
+}
+
+// An SFTP session that ended (its sftp-server killed, the connection
+// under it kept) is not handed out again: the next call opens a new one,
+// so staging to the site does not fail for as long as the connection
+// lives.
+func TestSFTPSessionLostIsReplaced(t *testing.T) {
+	l := startSFTPLogin(t)
+	s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c1, err := s.SFTP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c1.Getwd(); err != nil {
+		t.Fatal(err)
+	}
+	l.kill()
+	if _, err := c1.Getwd(); err == nil {
+		t.Fatal("the killed session still answers")
+	}
+	eventually(t, "a new SFTP session", func() bool {
+		c2, err := s.SFTP()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c2 == c1 {
+			return false
+		}
+		_, err = c2.Getwd()
+		return err == nil
+	})
+	select {
+	case <-s.Done():
+		t.Error("the SSH connection was closed with the session")
+	default:
+	}
+}

@@ -19,7 +19,7 @@ func (b *bundleJobs) State(id int64) (job.State, bool) {
 	return j.State, ok
 }
 
-// Need is need for job id.
+// Need is how long job id is expected to take (dispatch.Need).
 func (b *bundleJobs) Need(id int64) float64 {
 	j, ok := b.g.Node(id)
 	if q := b.queueIDs[j.Queue]; ok && q != nil {

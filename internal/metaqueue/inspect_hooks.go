@@ -74,7 +74,7 @@ func (a inspectSources) CostMarks(ctx context.Context, id int64) (infeasible, ov
 }
 
 func (a inspectSources) Fit(ctx context.Context, id int64) (why string, grant *protocol.Capacity, err error) {
-	err = a.s.do(ctx, func() error { why, grant = a.s.pack.Fit(id, a.s.running.Attempt(id)); return nil })
+	err = a.s.do(ctx, func() error { why, grant = a.s.pack.Fit(id, a.s.running.Attempt(id), packJobs{a.s}); return nil })
 	return why, grant, err
 }
 

@@ -6,7 +6,6 @@ import (
 	"github.com/mq-hpc/mq/internal/metaqueue/packing"
 	"github.com/mq-hpc/mq/internal/metaqueue/placeholders"
 	"github.com/mq-hpc/mq/internal/resource"
-	"github.com/mq-hpc/mq/internal/wire"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -29,10 +28,9 @@ func (s *Store) keepRequest(id int64, q *queue, js *protocol.JobSpec) error {
 // loadRequests loads packing's state (packing.Load) with each stored
 // site's capacity.
 func (s *Store) loadRequests(ctx context.Context) error {
-	sites := map[string]resource.Capacity{}
-	if err := placeholders.EachSite(ctx, s.w, func(name string, spec protocol.SiteSpec) {
-		sites[name] = wire.SiteCapacity(spec)
-	}); err != nil {
+	var sites []protocol.SiteSpec
+	err := placeholders.EachSite(ctx, s.w, func(_ string, spec protocol.SiteSpec) { sites = append(sites, spec) })
+	if err != nil {
 		return err
 	}
 	return s.pack.Load(ctx, s.w, packJobs{s}, sites)
@@ -41,6 +39,7 @@ func (s *Store) loadRequests(ctx context.Context) error {
 // phCapacity makes what placeholder ph registered its pool
 // (packing.Register); a capacity refused leaves it running one-core jobs.
 func (s *Store) phCapacity(ph int64, r protocol.Register) {
+	s.pack.PlaceholderWalltime(ph, r.Walltime)
 	if err := s.pack.Register(ph, r.Capacity, r.Slots, packJobs{s}); err != nil {
 		s.log.Warn("placeholder's capacity refused; it runs one-core jobs as slots", "placeholder", ph, "err", err)
 	}
@@ -86,6 +85,9 @@ type packJobs struct{ s *Store }
 func (p packJobs) Do(ctx context.Context, fn func() error) error { return p.s.do(ctx, fn) }
 
 func (p packJobs) Category(id int64) (resource.Category, bool) { return p.s.category(id) }
+
+// Need is how long job id is expected to take (bundleJobs.Need).
+func (p packJobs) Need(id int64) float64 { return (*bundleJobs)(p.s).Need(id) }
 
 func (p packJobs) Running() []packing.Held {
 	hs := make([]packing.Held, 0, len(p.s.running))

@@ -6,7 +6,6 @@ import (
 	"github.com/mq-hpc/mq/internal/metaqueue/packing"
 	"github.com/mq-hpc/mq/internal/metaqueue/placeholders"
 	"github.com/mq-hpc/mq/internal/resource"
-	"github.com/mq-hpc/mq/internal/wire"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -41,7 +40,7 @@ func (s *Store) AddSite(ctx context.Context, spec protocol.SiteSpec) error {
 			s.data.Bump()
 		}
 		s.ledger.SetPrice(spec.Name, spec.Price)
-		s.pack.Site(spec.Name, wire.SiteCapacity(spec))
+		s.pack.Site(spec)
 	})
 }
 
@@ -51,7 +50,7 @@ func (s *Store) UpdateSite(ctx context.Context, spec protocol.SiteSpec) error {
 		return placeholders.UpdateSite(context.Background(), s.w, spec)
 	}, func() {
 		s.ledger.SetPrice(spec.Name, spec.Price)
-		s.pack.Site(spec.Name, wire.SiteCapacity(spec))
+		s.pack.Site(spec)
 	})
 }
 
@@ -65,7 +64,7 @@ func (s *Store) RemoveSite(ctx context.Context, name string) error {
 	}, func() {
 		s.data.SetNodeLocal(name, false, false)
 		s.ledger.RemoveSite(name)
-		s.pack.Site(name, resource.Capacity{})
+		s.pack.SiteGone(name)
 	})
 }
 

@@ -12,7 +12,8 @@ import (
 // Jobs reach the CLS with what they ask of a placeholder
 // (protocol.Resources). A store that keeps and honours requests says so
 // (KeepsResources) and warns of jobs no placeholder or site can ever hold
-// (Unholdable: they wait, as a site may be added); with one that does
+// (Unholdable: they wait, as a site may be added), or expects to take
+// longer than any can run; with one that does
 // not, every job runs in one slot and the submission is warned of it, so
 // that no request is dropped silently. mqsub prints the warnings.
 type resourceKeeper interface {
@@ -66,7 +67,7 @@ func (s *Server) resourceWarnings(ctx context.Context, asking int, first int64, 
 const alterRuns = 20
 
 // alterWarnings are resourceWarnings for jobs ids, just given new
-// requests (mqalter), looked at run by run of consecutive ids, at most
+// requests or times (mqalter), looked at run by run of consecutive ids, at most
 // maxUnholdableLines of them.
 func (s *Server) alterWarnings(ctx context.Context, ids []int64) []string {
 	k, ok := s.keepsResources()

@@ -100,7 +100,7 @@ var builtin = routeTable(
 	}),
 	handle(protocol.OpAlter, func(ctx context.Context, c *conn, b protocol.Alter) (protocol.ActionReply, error) {
 		r, err := c.s.Store.Alter(ctx, b)
-		if err == nil && b.Resources.Asks() {
+		if err == nil && (b.Resources.Asks() || b.Time > 0 || b.Est != nil) {
 			r.Warnings = c.s.alterWarnings(ctx, r.IDs)
 		}
 		return r, err

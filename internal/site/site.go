@@ -367,11 +367,8 @@ func ForType(typ string) batch.System {
 }
 
 // AgentWalltime is how long a placeholder's agent may take work for a batch
-// walltime: a margin (5%, between 30 s and 5 min) is left to report and exit.
-func AgentWalltime(wall time.Duration) time.Duration {
-	margin := min(max(wall/20, 30*time.Second), 5*time.Minute)
-	return max(wall-margin, wall/2)
-}
+// walltime (wire.AgentWalltime).
+func AgentWalltime(wall time.Duration) time.Duration { return wire.AgentWalltime(wall) }
 
 // Quote quotes s for a POSIX shell (shellwords.Quote).
 func Quote(s string) string { return shellwords.Quote(s) }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/protocol"
@@ -75,6 +76,19 @@ func SiteResources(s string) (map[string]int, error) {
 		return nil, fmt.Errorf("--resource: %d names; at most %d", len(r.Named), protocol.MaxNamed)
 	}
 	return r.Named, nil
+}
+
+// AgentWalltime is how long a placeholder's agent may take work for a batch
+// walltime: a margin (5%, between 30 s and 5 min) is left to report and exit.
+func AgentWalltime(wall time.Duration) time.Duration {
+	margin := min(max(wall/20, 30*time.Second), 5*time.Minute)
+	return max(wall-margin, wall/2)
+}
+
+// SiteWalltime is, in seconds, the longest a job can run on a placeholder
+// of site s: the agent's share of the site's batch walltime.
+func SiteWalltime(s protocol.SiteSpec) float64 {
+	return AgentWalltime(protocol.Duration(s.Walltime)).Seconds()
 }
 
 // SiteCapacity is what a site's placeholders are asked to hold: its

@@ -55,7 +55,7 @@ type Sources interface {
 	// CostMarks are a live job's marks of its costed queue: why no site
 	// can meet its deadline within budget, why its queue is over budget.
 	CostMarks(ctx context.Context, id int64) (infeasible, overBudget string, err error)
-	// Fit says why no placeholder fits a live job's request, and what
+	// Fit says why no placeholder fits a live job's request or time, and what
 	// its running attempt was granted (nil: none).
 	Fit(ctx context.Context, id int64) (unfit string, grant *protocol.Capacity, err error)
 	// Graph runs fn on the core with its graph of live jobs.

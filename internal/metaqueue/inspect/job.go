@@ -122,8 +122,8 @@ func (r *Reader) jobRow(ctx context.Context, id int64) (statRow, error) {
 }
 
 // marks adds, for a job not started, why it cannot run now: its costed
-// queue's marks and why no placeholder fits its request; for one handed
-// out, what it was granted. Both are read from the core's memory.
+// queue's marks and why no placeholder fits its request or its time;
+// for one handed out, what it was granted. Both are read from the core's memory.
 func (r *Reader) marks(ctx context.Context, d *protocol.JobDetail) error {
 	if d.Resources.Asks() && (d.State == string(job.Executing) || d.State == string(job.Prefetched)) {
 		var err error
@@ -141,13 +141,9 @@ func (r *Reader) marks(ctx context.Context, d *protocol.JobDetail) error {
 			return err
 		}
 	}
-	if d.Resources.Asks() {
-		var err error
-		if d.Unfit, _, err = r.src.Fit(ctx, d.ID); err != nil {
-			return err
-		}
-	}
-	return nil
+	var err error
+	d.Unfit, _, err = r.src.Fit(ctx, d.ID)
+	return err
 }
 
 // copies names the CLS's copies of an attempt's output when the

@@ -8,24 +8,37 @@ type Core interface {
 	Do(ctx context.Context, fn func() error) error
 }
 
+// Needs says how long the core expects each job to take (dispatch.Need:
+// its estimate, else its queue's ceiling; 0: unknown).
+type Needs interface {
+	Need(id int64) float64
+}
+
+// JobsCore is the core that Keeper reads on.
+type JobsCore interface {
+	Core
+	Needs
+}
+
 // Keeper says that the store keeps and honours jobs' resource requests,
 // and warns of a submission's jobs none can ever hold (Store.Resources).
 type Keeper struct {
 	p    *Packing
-	core Core
+	core JobsCore
 }
 
 // NewKeeper is p's warnings, read on core.
-func NewKeeper(p *Packing, core Core) Keeper { return Keeper{p: p, core: core} }
+func NewKeeper(p *Packing, core JobsCore) Keeper { return Keeper{p: p, core: core} }
 
 // KeepsResources reports that requests are kept and honoured (the server
 // then warns of none).
 func (k Keeper) KeepsResources() bool { return true }
 
 // Unholdable says, for the jobs first..first+n-1 just submitted, which ask
-// for more than any placeholder or site can ever hold (Unholdables).
+// for more than any placeholder or site can ever hold, or are expected to
+// take longer than any can run (Unholdables).
 func (k Keeper) Unholdable(ctx context.Context, first int64, n int) ([]string, error) {
 	var out []string
-	err := k.core.Do(ctx, func() error { out = k.p.Unholdables(first, n); return nil })
+	err := k.core.Do(ctx, func() error { out = k.p.Unholdables(first, n, k.core); return nil })
 	return out, err
 }

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/resource"
+	"github.com/mq-hpc/mq/internal/wire"
+	"github.com/mq-hpc/mq/protocol"
 )
 
 // DefaultStarveAfter is how long a job that a placeholder could hold, but
@@ -77,6 +79,8 @@ type Packing struct {
 	// between two of its site's batch jobs, must not make every job look
 	// holdable by no placeholder while another alike is on its way.
 	left []resource.Capacity
+	// walls is how long placeholders can run jobs, for TooLong.
+	walls walls
 }
 
 // Begin starts a dispatch decision at now for placeholder ph, which asks
@@ -138,6 +142,7 @@ func (p *Packing) PlaceholderGone(ph int64) {
 	}
 	delete(p.pools, ph)
 	delete(p.holds, ph)
+	p.wallGone(ph)
 }
 
 // maxLeft bounds the capacities of placeholders gone that are kept.
@@ -156,8 +161,20 @@ func (p *Packing) remember(c resource.Capacity) {
 	p.left = append(p.left, c)
 }
 
-// Site records what site's placeholders are asked to hold, for Why.
-func (p *Packing) Site(name string, c resource.Capacity) {
+// Site records what site spec's placeholders are asked to hold, for Why,
+// and how long they can run jobs, for TooLong.
+func (p *Packing) Site(spec protocol.SiteSpec) {
+	p.site(spec.Name, wire.SiteCapacity(spec))
+	p.siteWalltime(spec.Name, wire.SiteWalltime(spec))
+}
+
+// SiteGone forgets site name.
+func (p *Packing) SiteGone(name string) {
+	p.site(name, resource.Capacity{})
+	delete(p.walls.site, name)
+}
+
+func (p *Packing) site(name string, c resource.Capacity) {
 	if c.CPUs == 0 {
 		delete(p.sites, name)
 		return

@@ -115,7 +115,7 @@ func TestWhy(t *testing.T) {
 		t.Errorf("with nothing known: %q, want none (a site may be added)", why)
 	}
 	p.Placeholder(1, resource.Capacity{CPUs: 8, Mem: 16 * gib, GPUIDs: []string{"0", "1"}})
-	p.Site("gpu", resource.Capacity{CPUs: 4, Mem: 8 * gib, GPUIDs: []string{"0"}})
+	p.site("gpu", resource.Capacity{CPUs: 4, Mem: 8 * gib, GPUIDs: []string{"0"}})
 	for _, tc := range []struct {
 		r    resource.Request
 		want string

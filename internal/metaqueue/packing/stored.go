@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -169,7 +170,7 @@ func alterNamed(old, set map[string]int, drop []string) map[string]int {
 // a restart, when they register: Register), records what each site's
 // placeholders are asked to hold, and teaches the learner what the newest
 // Done jobs of the categories still asking for auto sizes used.
-func (p *Packing) Load(ctx context.Context, x Execer, jobs Jobs, sites map[string]resource.Capacity) error {
+func (p *Packing) Load(ctx context.Context, x Execer, jobs Jobs, sites []protocol.SiteSpec) error {
 	p.Reload()
 	rows, err := x.QueryContext(ctx, queries.Get("LoadResources"))
 	if err != nil {
@@ -199,8 +200,8 @@ func (p *Packing) Load(ctx context.Context, x Execer, jobs Jobs, sites map[strin
 			p.Start(h.Run, h.Placeholder)
 		}
 	}
-	for name, c := range sites {
-		p.Site(name, c)
+	for _, spec := range sites {
+		p.Site(spec)
 	}
 	if len(p.autos) == 0 {
 		return nil // no category learns: its query would scan every Done job
@@ -295,14 +296,18 @@ func (p *Packing) Grant(ru Run, ph int64) (g *protocol.Capacity, ok bool) {
 }
 
 // Fit is what a job's detail shows of job id: why it cannot run for lack
-// of resources (Why), and what its running attempt (attempt; 0: none)
-// was granted, as its assignment carried it (nil: no grant, or the job
-// asks for nothing).
-func (p *Packing) Fit(id int64, attempt int) (why string, grant *protocol.Capacity) {
+// of resources (Why) or of any placeholder's time (TooLong, by what jobs
+// says it needs), and what its running attempt (attempt; 0: none) was
+// granted, as its assignment carried it (nil: no grant, or the job asks
+// for nothing).
+func (p *Packing) Fit(id int64, attempt int, jobs Needs) (why string, grant *protocol.Capacity) {
 	if gr, ok := p.grants[Run{Job: id, Attempt: attempt}]; ok && p.Asks(id) {
 		grant = wire.Grant(gr.g)
 	}
-	return p.Why(id), grant
+	if why = p.Why(id); why == "" {
+		why = p.TooLong(jobs.Need(id))
+	}
+	return why, grant
 }
 
 // End is how an attempt ended, as packing needs it.
@@ -360,17 +365,23 @@ const maxUnholdableLines = 5
 
 // Unholdables says, for jobs first..first+n-1 just submitted, which ask
 // for more than any placeholder registered or site declared can ever
-// hold, and why: one line per reason ("jobs 5-7 wait: needs 4 GPUs; the
-// largest placeholder or site holds 2"). They wait: a site may be added.
-func (p *Packing) Unholdables(first int64, n int) []string {
+// hold, or are expected to take (jobs.Need) longer than any can run, and
+// why: one line per reason ("jobs 5-7 wait: needs 4 GPUs; the largest
+// placeholder or site holds 2"). They wait: a site may be added.
+func (p *Packing) Unholdables(first int64, n int, jobs Needs) []string {
 	type span struct{ lo, hi, n int64 }
 	spans := map[string]*span{}
 	var order []string
+	w, _ := p.longest()
+	limited := w > 0 && !math.IsInf(w, 1)
 	for id := first; id < first+int64(n); id++ {
-		if !p.Asks(id) {
-			continue
+		why := ""
+		if p.Asks(id) {
+			why = p.Why(id)
 		}
-		why := p.Why(id)
+		if why == "" && limited {
+			why = p.TooLong(jobs.Need(id))
+		}
 		if why == "" {
 			continue
 		}

@@ -177,11 +177,11 @@ func TestUnholdables(t *testing.T) {
 		{1, 5, []string{"4 jobs from 1 to 5 wait: " + p.Why(1) + " (a site that holds it may be added)"}},
 		{5, 1, []string{"job 5 waits: " + p.Why(5) + " (a site that holds it may be added)"}},
 	} {
-		if got := p.Unholdables(c.first, c.n); !slices.Equal(got, c.want) {
+		if got := p.Unholdables(c.first, c.n, noNeed); !slices.Equal(got, c.want) {
 			t.Errorf("Unholdables(%d, %d) = %q, want %q", c.first, c.n, got, c.want)
 		}
 	}
-	got := p.Unholdables(10, 6)
+	got := p.Unholdables(10, 6, noNeed)
 	if len(got) != maxUnholdableLines+1 || got[maxUnholdableLines] != "and 1 more reasons jobs wait for a placeholder that can hold them" {
 		t.Errorf("six reasons: %q", got)
 	}

@@ -3,121 +3,59 @@
 package e2e
 
 import (
-	"context"
-	"errors"
-	"os/exec"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
 
-// guideMarker, on the line before a guide's ```sh block, has the block run
-// as written by a test of this package.
-const guideMarker = "<!-- e2e: run as written -->"
-
-// guideStep is one command of a marked block: its line, what it printed
-// (stdout and stderr) and its exit status.
-type guideStep struct {
-	cmd, out string
-	rc       int
-}
-
-// runGuideBlocks runs the commands of every block of the guide page that
-// guideMarker marks, one shell each, in order, in the harness's job
-// directory with the binaries of this suite first on PATH; a comment
-// (" # ") ends a command. It fails the test if a page has no marked block.
-func runGuideBlocks(t *testing.T, h *harness, page string) []guideStep {
-	t.Helper()
-	text := readFile(t, filepath.Join("..", "..", "docs", "guide", page))
-	var cmds []string
-	for _, part := range strings.Split(text, guideMarker+"\n")[1:] {
-		block, ok := strings.CutPrefix(part, "```sh\n")
-		if !ok {
-			t.Fatalf("%s: %s is not followed by a ```sh block", page, guideMarker)
-		}
-		block, _, _ = strings.Cut(block, "```")
-		for _, line := range strings.Split(block, "\n") {
-			if cmd := strings.TrimSpace(strings.SplitN(line, " # ", 2)[0]); cmd != "" {
-				cmds = append(cmds, cmd)
-			}
-		}
-	}
-	if len(cmds) == 0 {
-		t.Fatalf("%s has no block marked %s", page, guideMarker)
-	}
-	env := append(h.env(), "PATH="+binDir+":"+getenv(h.env(), "PATH"))
-	var steps []guideStep
-	for _, cmd := range cmds {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		c := exec.CommandContext(ctx, "bash", "-c", cmd)
-		c.Env, c.Dir = env, h.dir
-		out, err := c.CombinedOutput()
-		timedOut := ctx.Err() != nil
-		cancel()
-		rc := 0
-		if err != nil {
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || timedOut {
-				t.Fatalf("%s: %v\n%s", cmd, err, out)
-			}
-			rc = ee.ExitCode()
-		}
-		steps = append(steps, guideStep{cmd, string(out), rc})
-	}
-	return steps
-}
-
-// getenv is NAME's value in env.
-func getenv(env []string, name string) string {
-	v := ""
-	for _, kv := range env {
-		if n, val, ok := strings.Cut(kv, "="); ok && n == name {
-			v = val
-		}
-	}
-	return v
-}
-
 // TestGuideSubmitting runs the marked blocks of docs/guide/submitting.md
-// (after-any cleanup jobs, hold and priority, mqalter) as written and
-// checks what the page says of them: the ids printed, every command's exit
-// status 0, a cleanup job that runs after a failure, a -p dependent
-// blocked by it, a held job and a job waiting for it, and held jobs
-// changed by mqalter, still held.
+// (the environment a job gets, a job file, after-any cleanup jobs, hold
+// and priority, mqalter) as written and checks what the page says of
+// them: the ids printed, every command's exit status 0, the exported
+// variable seen only when asked for, the job file's two jobs run in
+// order, a cleanup job that runs after a failure, a -p dependent blocked
+// by it, a held job and a job waiting for it, and held jobs changed by
+// mqalter, still held.
 func TestGuideSubmitting(t *testing.T) {
 	h := newHarness(t)
 	h.startCLS("--local", "2")
 	steps := runGuideBlocks(t, h, "submitting.md")
-	ids := map[string]string{ // the id each submit prints first
-		`mqsub work 'exit 1'`:                                           "1",
-		`mqsub --after-any work tidy 'rm -rf scratch'`:                  "2",
-		`mqsub -p work report 'make report'`:                            "3",
-		`mqsub --after-any a,b --after-any c t CMD`:                     "4",
-		`mqsub -H A 'make data'`:                                        "5",
-		`mqsub -p A B 'make report'`:                                    "6",
-		`mqsub --priority 100 T CMD`:                                    "7",
-		`mqsub -H --array 1-100 --mem 4G align 'bwa mem ref.fa r{}.fq'`: "8",
+	ids := map[string]string{ // the ids each submit prints first (a regexp)
+		`mqsub envt 'echo $MYVAR'`:                                      "1",
+		`mqsub -V envt 'echo $MYVAR'`:                                   "2",
+		`mqsub --export=MYVAR,OMP_NUM_THREADS=4 envt 'echo $MYVAR'`:     "3",
+		`mqsub -f jobs.jsonl`:                                           "4\n5",
+		`mqsub work 'exit 1'`:                                           "6",
+		`mqsub --after-any work tidy 'rm -rf scratch'`:                  "7",
+		`mqsub -p work report 'make report'`:                            "8",
+		`mqsub --after-any a,b --after-any c t CMD`:                     "9",
+		`mqsub -H A 'make data'`:                                        "10",
+		`mqsub -p A B 'make report'`:                                    "11",
+		`mqsub --priority 100 T CMD`:                                    "12",
+		`mqsub -H --array 1-100 --mem 4G align 'bwa mem ref.fa r{}.fq'`: "13\n(.*\n)*112",
 	}
 	for _, s := range steps {
 		if s.rc != 0 {
 			t.Errorf("%s: exit %d:\n%s", s.cmd, s.rc, s.out)
 		}
 		if id, ok := ids[s.cmd]; ok {
-			if first, _, _ := strings.Cut(s.out, "\n"); first != id {
-				t.Errorf("%s printed %q, want the id %s first", s.cmd, s.out, id)
+			if !regexp.MustCompile(`^` + id + `\n`).MatchString(s.out) { // stderr may follow
+				t.Errorf("%s printed %q, want the ids %s", s.cmd, clip(s.out), id)
 			}
 			delete(ids, s.cmd)
 		}
-		if s.cmd == "mqstat -s H" && !strings.Contains(s.out, "\n5 ") {
-			t.Errorf("mqstat -s H does not list the held job 5:\n%s", s.out)
+		if s.cmd == "mqstat -s H" && !strings.Contains(s.out, "\n10 ") {
+			t.Errorf("mqstat -s H does not list the held job 10:\n%s", s.out)
 		}
-		if s.cmd == "mqstat -j 9" {
+		if s.cmd == "mqstat -j 14" {
 			for _, want := range []string{`priority:\s+50\n`, `estimate:\s+7200s\n`, `time limit:\s+14400s\n`, `resources:\s+mem=8 GiB\n`, `state:\s+H `} {
 				if !regexp.MustCompile(want).MatchString(s.out) {
-					t.Errorf("mqstat -j 9 after mqalter: no %s:\n%s", want, s.out)
+					t.Errorf("mqstat -j 14 after mqalter: no %s:\n%s", want, s.out)
 				}
 			}
 		}
@@ -128,21 +66,30 @@ func TestGuideSubmitting(t *testing.T) {
 	for _, w := range []struct {
 		id    int64
 		state string
+		out   string // its stdout, for a job that ends done
 	}{
-		{1, "F"}, // work fails
-		{2, "D"}, // tidy runs once work has ended, however
-		{3, "B"}, // report is blocked: work failed
-		{4, "W"}, // a, b and c have no jobs yet
-		{5, "H"}, // held until mqrls
-		{6, "W"}, // B waits for A, held
-		{8, "H"}, // mqalter keeps a held job held
+		{1, "D", "\n"},         // prints an empty line: MYVAR not exported
+		{2, "D", "x\n"},        // -V
+		{3, "D", "x\n"},        // --export=MYVAR,...
+		{4, "D", ""},           // t0 writes hi.txt
+		{5, "D", "3 hi.txt\n"}, // t1 after it
+		{6, "F", ""},           // work fails
+		{7, "D", ""},           // tidy runs once work has ended, however
+		{8, "B", ""},           // report is blocked: work failed
+		{9, "W", ""},           // a, b and c have no jobs yet
+		{10, "H", ""},          // held until mqrls
+		{11, "W", ""},          // B waits for A, held
+		{13, "H", ""},          // mqalter keeps a held job held
 	} {
 		h.waitState(w.id, w.state, 2*time.Minute)
+		if w.state == "D" {
+			if out := h.ok("mqstat", "--cat", strconv.Itoa(int(w.id))); out != w.out {
+				t.Errorf("job %d printed %q, want %q", w.id, out, w.out)
+			}
+		}
 	}
 	if t.Failed() {
-		for _, s := range steps {
-			t.Logf("$ %s (exit %d)\n%s", s.cmd, s.rc, s.out)
-		}
+		logSteps(t, steps)
 	}
 }
 
@@ -220,5 +167,73 @@ func TestGuideArrays(t *testing.T) {
 		for _, s := range steps {
 			t.Logf("$ %s (exit %d)\n%s", s.cmd, s.rc, clip(s.out))
 		}
+	}
+}
+
+// TestGuideWatching runs the marked blocks of docs/guide/watching.md as
+// written, the job file jobs.jsonl holding two jobs, the second failing,
+// and checks what the page says of each command: the ids, the array as
+// one line, mqwait's counts and exit status, --watch's views again and
+// again until Ctrl-C (exit 0), a purge of nothing, mqsub -b -f naming the
+// failed job (exit 1), the warning of a prerequisite target with no jobs
+// (its wait ended by Ctrl-C: exit 130, the job stays), the export of a
+// target's outputs, and a job stopped at its queue's output cap.
+func TestGuideWatching(t *testing.T) {
+	h := newHarness(t)
+	h.startCLS("--local", "2")
+	jobs := `{"target":"ok","command":"true"}` + "\n" + `{"target":"bad","command":"exit 2"}` + "\n"
+	if err := os.WriteFile(filepath.Join(h.dir, "jobs.jsonl"), []byte(jobs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	steps := runDocBlocks(t, h, "docs/guide/watching.md", map[string]*regexp.Regexp{
+		`mqstat --watch`:                          regexp.MustCompile(`(?s)every 2s\S*: mqstat --watch .*\n1-100 .*every 2s\S*: mqstat --watch .*\n1-100 `),
+		`mqstat --watch 5 --summary -q gram_neg`:  regexp.MustCompile(`every 5s: mqstat --watch 5 --summary -q gram_neg .*\n.*QUEUE.*\n\s+gram_neg\s+0\s+0\s+0\s+100\s`),
+		`mqsub -b --timeout 10m -p later t "cmd"`: regexp.MustCompile(`job 103 waits for target later, which has no jobs yet \(`),
+	})
+	mqwaitDone := regexp.MustCompile(`(^|\n)100/100 ended: 100 done\b[^\n]*\n$`)
+	want := []struct {
+		cmd string
+		rc  int
+		out *regexp.Regexp // what it prints, stdout and stderr
+	}{
+		{`mqsub -q gram_neg --array 1-100 protein1BLAST 'echo hit > p{}.hom'`, 0, regexp.MustCompile(`^1\n2\n(.*\n)*100\n$`)},
+		{`mqstat`, 0, regexp.MustCompile(`\n1-100\s+gram_neg\s+protein1BLAST\s+A\s.*array 1-100, 100 jobs`)},
+		{`mqstat -a`, 0, regexp.MustCompile(`^ID .*\n1-100\s+gram_neg\s+protein1BLAST\s+A\s.*array 1-100, 100 jobs: .*\n$`)},
+		{`mqwait -t protein1BLAST`, 0, mqwaitDone},
+		{`mqwait -q gram_neg`, 0, mqwaitDone},
+		{`mqwait --timeout 2h 1-100`, 0, mqwaitDone},
+		{`mqstat --watch`, 0, nil},                         // interrupted, as Ctrl-C does
+		{`mqstat --watch 5 --summary -q gram_neg`, 0, nil}, // interrupted
+		{`cls purge --ended-before 7d`, 0, regexp.MustCompile(`^purged 0 jobs\b`)},
+		{`mqsub -b -f jobs.jsonl`, 1, regexp.MustCompile(`^101\n102\n(?s:.*)mqsub:   job 102 failed \(exit 2\)`)},
+		{`mqsub -b --timeout 10m -p later t "cmd"`, 130, regexp.MustCompile(`^103\n(?s:.*)mqsub: warning: job 103 waits for target later, which has no jobs yet \((?s:.*)mqsub: interrupted; job 103 stays`)},
+		{`mqsub -b --array 1-5 arr 'echo task {}'`, 0, regexp.MustCompile(`^104\n105\n106\n107\n108\n$`)},
+		{`mqstat -t arr --cat all -O arr.txt`, 0, regexp.MustCompile(`^$`)},
+		{`mqstat --cat 104-108`, 0, regexp.MustCompile(`^==> job 104 attempt 1 target arr state D stdout <==\ntask 1\n==> job 105 attempt 1 target arr state D stdout <==\ntask 2\n(.*\n){6}$`)},
+		{`cls queue set capped --max-output 1M`, 0, regexp.MustCompile(`capped: a job's stdout and stderr are capped at 1 MiB together`)},
+		{`mqsub -b -q capped big yes`, 143, regexp.MustCompile(`^109\n(?s:.*)mqsub: job 109 failed: output: `)},
+		{`mqstat -j 109`, 0, regexp.MustCompile(`\nreason:\s+output: stdout and stderr passed the cap of 1048576 bytes per job \(queue capped's --max-output\); the job was stopped\n`)},
+	}
+	if len(steps) != len(want) {
+		logSteps(t, steps)
+		t.Fatalf("the page runs %d commands; the test knows %d", len(steps), len(want))
+	}
+	for i, s := range steps {
+		w := want[i]
+		if s.cmd != w.cmd {
+			t.Fatalf("command %d is %s; the test knows %s", i+1, s.cmd, w.cmd)
+		}
+		if s.rc != w.rc || (w.out != nil && !w.out.MatchString(s.out)) {
+			t.Errorf("%s: exit %d, printed:\n%s\nwant exit %d and %s", s.cmd, s.rc, clip(s.out), w.rc, w.out)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(h.dir, "arr.txt")); err != nil || string(b) != steps[13].out {
+		t.Errorf("arr.txt is %q (%v), want what mqstat --cat 104-108 printed", b, err)
+	}
+	if d := h.job(103); d.State != "W" {
+		t.Errorf("job 103 after its mqsub -b was interrupted is %s, want W", d.State)
+	}
+	if t.Failed() {
+		logSteps(t, steps)
 	}
 }

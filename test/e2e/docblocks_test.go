@@ -1,0 +1,182 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// docMarker, on the line before a page's ```sh block, has the block run as
+// written by a test of this package.
+const docMarker = "<!-- e2e: run as written -->"
+
+// guideStep is one command of a marked block: its line, what it printed
+// (stdout and stderr) and its exit status.
+type guideStep struct {
+	cmd, out string
+	rc       int
+}
+
+// heredocStart finds a here-document's opening (<<EOF, <<'EOF', <<-"EOF")
+// and its delimiter word; a here-string (<<<) is not one.
+var heredocStart = regexp.MustCompile(`(?:^|[^<])<<(-?)\s*['"]?([A-Za-z_][A-Za-z0-9_]*)['"]?`)
+
+// docCommands is the commands of the blocks of text that docMarker marks,
+// in order. A line is a command; " # " starts its comment. A line that
+// opens a here-document is one command with the lines after it, up to and
+// including its delimiter line, taken as written (no comments).
+func docCommands(text string) ([]string, error) {
+	var cmds []string
+	for _, part := range strings.Split(text, docMarker+"\n")[1:] {
+		block, ok := strings.CutPrefix(part, "```sh\n")
+		if !ok {
+			return nil, fmt.Errorf("%s is not followed by a ```sh block", docMarker)
+		}
+		block, _, _ = strings.Cut(block, "\n```")
+		lines := strings.Split(block, "\n")
+		for i := 0; i < len(lines); i++ {
+			cmd := strings.TrimSpace(strings.SplitN(lines[i], " # ", 2)[0])
+			if cmd == "" {
+				continue
+			}
+			if m := heredocStart.FindStringSubmatch(cmd); m != nil {
+				body := []string{cmd}
+				for i++; ; i++ {
+					if i == len(lines) {
+						return nil, fmt.Errorf("here-document %q is not closed by %s", cmd, m[2])
+					}
+					body = append(body, lines[i])
+					if end := lines[i]; end == m[2] || (m[1] == "-" && strings.TrimLeft(end, "\t") == m[2]) {
+						break
+					}
+				}
+				cmd = strings.Join(body, "\n")
+			}
+			cmds = append(cmds, cmd)
+		}
+	}
+	return cmds, nil
+}
+
+// runGuideBlocks runs the marked blocks of the guide page docs/guide/page
+// as runDocBlocks does.
+func runGuideBlocks(t *testing.T, h *harness, page string) []guideStep {
+	t.Helper()
+	return runDocBlocks(t, h, filepath.Join("docs", "guide", page), nil)
+}
+
+// runDocBlocks runs the commands of every block that docMarker marks on
+// the page (a path from the repository's root), in order, in the
+// harness's job directory with the binaries of this suite first on PATH.
+// Each command is one bash (a here-document and its body too) that starts
+// with the variables the commands before it exported and the directory
+// they left (export, cd carry over as in one shell; unset does not). A
+// command that runs until interrupted (mqstat --watch) is named in
+// interrupt with what its output must show first: then its process group
+// gets SIGINT, as Ctrl-C would send. It fails the test if the page has no
+// marked block or a command of interrupt is not on it.
+func runDocBlocks(t *testing.T, h *harness, page string, interrupt map[string]*regexp.Regexp) []guideStep {
+	t.Helper()
+	cmds, err := docCommands(readFile(t, filepath.Join("..", "..", page)))
+	if err != nil {
+		t.Fatalf("%s: %v", page, err)
+	}
+	if len(cmds) == 0 {
+		t.Fatalf("%s has no block marked %s", page, docMarker)
+	}
+	for cmd := range interrupt {
+		if !strings.Contains("\n"+strings.Join(cmds, "\n")+"\n", "\n"+cmd+"\n") {
+			t.Fatalf("%s no longer runs %s", page, cmd)
+		}
+	}
+	env := append(h.env(), "PATH="+binDir+":"+getenv(h.env(), "PATH"))
+	state := filepath.Join(t.TempDir(), "state")
+	var steps []guideStep
+	for _, cmd := range cmds {
+		script := fmt.Sprintf("if [ -f %[1]q ]; then . %[1]q; fi\n%[2]s\nrc=$?\n{ export -p; printf 'cd %%q\\n' \"$PWD\"; } >%[1]q\nexit $rc\n", state, cmd)
+		steps = append(steps, runDocCommand(t, h, env, cmd, script, interrupt[cmd]))
+	}
+	return steps
+}
+
+// runDocCommand runs script, the shell of cmd, and returns its step; with
+// until, it interrupts it once its output matches until.
+func runDocCommand(t *testing.T, h *harness, env []string, cmd, script string, until *regexp.Regexp) guideStep {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c := exec.CommandContext(ctx, "bash", "-c", script)
+	c.Env, c.Dir = env, h.dir
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
+	out := &syncBuffer{}
+	c.Stdout, c.Stderr = out, out
+	if err := c.Start(); err != nil {
+		t.Fatalf("%s: %v", cmd, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	var err error
+	if until != nil {
+		tick := time.NewTicker(50 * time.Millisecond)
+	poll:
+		for {
+			select {
+			case err = <-done:
+				t.Fatalf("%s ended before it showed %s (interrupted by the test): %v\n%s", cmd, until, err, out)
+			case <-ctx.Done():
+				break poll
+			case <-tick.C:
+				if until.MatchString(out.String()) {
+					syscall.Kill(-c.Process.Pid, syscall.SIGINT)
+					break poll
+				}
+			}
+		}
+		tick.Stop()
+	}
+	err = <-done
+	if ctx.Err() != nil {
+		t.Fatalf("%s did not end in 5 minutes:\n%s", cmd, out)
+	}
+	rc := 0
+	if err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			t.Fatalf("%s: %v\n%s", cmd, err, out)
+		}
+		rc = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			rc = 128 + int(ws.Signal()) // as a shell reports it
+		}
+	}
+	return guideStep{cmd, out.String(), rc}
+}
+
+// getenv is NAME's value in env.
+func getenv(env []string, name string) string {
+	v := ""
+	for _, kv := range env {
+		if n, val, ok := strings.Cut(kv, "="); ok && n == name {
+			v = val
+		}
+	}
+	return v
+}
+
+// logSteps logs every step, for a failed test.
+func logSteps(t *testing.T, steps []guideStep) {
+	t.Helper()
+	for _, s := range steps {
+		t.Logf("$ %s (exit %d)\n%s", s.cmd, s.rc, clip(s.out))
+	}
+}

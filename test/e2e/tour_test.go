@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -137,4 +138,68 @@ func withoutVars(env []string, names ...string) []string {
 		}
 	}
 	return kept
+}
+
+// TestReadmeTasks runs README.md's marked "by task" block as written and
+// checks what its comments say: the ids, the queued members held, changed
+// and released, the listing again until Ctrl-C (exit 0), mqwait's exit 1
+// naming the failures (no simulate here), the rerun, the reruns not started
+// deleted, and the held job submitted last.
+func TestReadmeTasks(t *testing.T) {
+	h := newHarness(t)
+	h.startCLS("--local", "2")
+	steps := runDocBlocks(t, h, "README.md", map[string]*regexp.Regexp{
+		`mqstat --watch`: regexp.MustCompile(`every 2s\S*: mqstat --watch .*\nID .*\n1-1000\s+default\s+sim\s+A\s`),
+	})
+	want := []struct {
+		cmd string
+		rc  int
+		out *regexp.Regexp // what it prints, stdout and stderr
+	}{
+		{`mqsub --array 1-1000%10 sim 'simulate {}'`, 0, regexp.MustCompile(`^1\n2\n(.*\n)*1000\n$`)},
+		{`mqhold -t sim -s Q`, 0, regexp.MustCompile(`(^|\n)held job 1000\n$`)},
+		{`mqalter --mem 2G --time 4h -t sim -s QH`, 0, regexp.MustCompile(`(^|\n)changed job 1000\n$`)},
+		{`mqrls -t sim`, 0, regexp.MustCompile(`(^|\n)released job 1000\n$`)},
+		{`mqstat --watch`, 0, nil}, // interrupted, as Ctrl-C does
+		{`mqwait -t sim`, 1, regexp.MustCompile(`\n1000/1000 ended: 1000 failed\b(?s:.*)mqwait: 1000 of 1000 jobs did not end done:\nmqwait:   job 1 failed \(exit 127\)`)},
+		{`mqsub --rerun --all -s F`, 0, regexp.MustCompile(`^1\n2\n(.*\n)*1000\n$`)},
+		{`mqdel -t sim -s QW`, 0, regexp.MustCompile(`(^|\n)deleted job 1000\n$`)},
+		{`mqsub -H --priority 10 t 'cmd'`, 0, regexp.MustCompile(`^1001\n$`)},
+	}
+	if len(steps) != len(want) {
+		logSteps(t, steps)
+		t.Fatalf("the README runs %d commands; the test knows %d", len(steps), len(want))
+	}
+	for i, s := range steps {
+		w := want[i]
+		if s.cmd != w.cmd {
+			t.Fatalf("command %d is %s; the test knows %s", i+1, s.cmd, w.cmd)
+		}
+		if s.rc != w.rc || (w.out != nil && !w.out.MatchString(s.out)) {
+			t.Errorf("%s: exit %d, printed:\n%s\nwant exit %d and %s", s.cmd, s.rc, clip(s.out), w.rc, w.out)
+		}
+	}
+	// Job 1000, queued when it was held, ran with mqalter's request, failed,
+	// was rerun and deleted before it started again.
+	d := h.waitState(1000, "X", 2*time.Minute)
+	if d.Attempts != 1 {
+		t.Errorf("job 1000 ran %d attempts, want 1 (its rerun deleted)", d.Attempts)
+	}
+	for _, want := range []string{`\ntime limit:\s+14400s\n`, `\nresources:\s+mem=2 GiB\n`} {
+		if out := h.ok("mqstat", "-j", "1000"); !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("mqstat -j 1000: no %s:\n%s", want, out)
+		}
+	}
+	waitFor(t, 2*time.Minute, func() error {
+		if js := h.jobs("-t", "sim", "-s", "WQPEH"); len(js) > 0 {
+			return fmt.Errorf("%d jobs of sim not ended, the first %d %s", len(js), js[0].ID, js[0].State)
+		}
+		return nil
+	})
+	if out := h.ok("mqstat", "-j", "1001"); !regexp.MustCompile(`\nstate:\s+H `).MatchString(out) || !regexp.MustCompile(`\npriority:\s+10\n`).MatchString(out) {
+		t.Errorf("job 1001 is not held with priority 10:\n%s", out)
+	}
+	if t.Failed() {
+		logSteps(t, steps)
+	}
 }

@@ -14,53 +14,58 @@ import (
 )
 
 // TestGuideSubmitting runs the marked blocks of docs/guide/submitting.md
-// (the environment a job gets, a job file, after-any cleanup jobs, hold
-// and priority, mqalter) as written and checks what the page says of
-// them: the ids printed, every command's exit status 0, the exported
-// variable seen only when asked for, the job file's two jobs run in
-// order, a cleanup job that runs after a failure, a -p dependent blocked
-// by it, a held job and a job waiting for it, and held jobs changed by
-// mqalter, still held.
+// as written, samples.tsv naming two samples, and checks what the page
+// says of them: the ids printed, every command's exit status (0 but for
+// the refused stdin), a --time shown by mqstat -j, the exported variable
+// seen only when asked for, -o and -e files where the page puts them
+// (stderr in -o's file without -e), the job file's two jobs run in order,
+// a cleanup job that runs after a failure, a -p dependent blocked by it, a
+// held job and a job waiting for it, held jobs changed by mqalter, still
+// held, and a job asking for a resource no one holds waiting, with a
+// warning.
 func TestGuideSubmitting(t *testing.T) {
 	h := newHarness(t)
 	h.startCLS("--local", "2")
+	if err := os.WriteFile(filepath.Join(h.dir, "samples.tsv"), []byte("s1\tA\ns2\tB\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	steps := runGuideBlocks(t, h, "submitting.md")
-	ids := map[string]string{ // the ids each submit prints first (a regexp)
-		`mqsub envt 'echo $MYVAR'`:                                      "1",
-		`mqsub -V envt 'echo $MYVAR'`:                                   "2",
-		`mqsub --export=MYVAR,OMP_NUM_THREADS=4 envt 'echo $MYVAR'`:     "3",
-		`mqsub -f jobs.jsonl`:                                           "4\n5",
-		`mqsub work 'exit 1'`:                                           "6",
-		`mqsub --after-any work tidy 'rm -rf scratch'`:                  "7",
-		`mqsub -p work report 'make report'`:                            "8",
-		`mqsub --after-any a,b --after-any c t CMD`:                     "9",
-		`mqsub -H A 'make data'`:                                        "10",
-		`mqsub -p A B 'make report'`:                                    "11",
-		`mqsub --priority 100 T CMD`:                                    "12",
-		`mqsub -H --array 1-100 --mem 4G align 'bwa mem ref.fa r{}.fq'`: "13\n(.*\n)*112",
+	want := map[string]struct {
+		rc  int
+		out string // a regexp of what it prints (stdout, then stderr)
+	}{
+		`mqsub --time 30:00 sim './sim --steps 1e6'`:                {0, `^1\n$`},
+		`mqsub envt 'echo $MYVAR'`:                                  {0, `^2\n$`},
+		`mqsub -V envt 'echo $MYVAR'`:                               {0, `^3\n$`},
+		`mqsub --export=MYVAR,OMP_NUM_THREADS=4 envt 'echo $MYVAR'`: {0, `^4\n$`},
+		`echo data | mqsub t cat`:                                   {2, `^mqsub: stdin has data; [^\n]*\n$`},
+		`cut -f1 samples.tsv | while read s; do mqsub "align-$s" "bwa mem ref.fa $s.fq" </dev/null; done`: {0, `^5\n6\n$`},
+		`mqsub -o 'logs/%x-%j.out' -e 'logs/%x-%j.err' align 'bwa mem ref.fa r.fq'`:                       {0, `^7\n$`},
+		`mqsub --array 1-100 -o 'run-%A_%a.log' sim './sim {}'`:                                           {0, `^8\n(.*\n)*107\n$`},
+		`mqsub -f jobs.jsonl`:                                           {0, `^108\n109\n$`},
+		`mqsub work 'exit 1'`:                                           {0, `^110\n$`},
+		`mqsub --after-any work tidy 'rm -rf scratch'`:                  {0, `^111\n$`},
+		`mqsub -p work report 'make report'`:                            {0, `^112\n$`},
+		`mqsub --after-any a,b --after-any c t CMD`:                     {0, `^113\nmqsub: warning: job 113 waits for targets a, b, c, which have no jobs yet`},
+		`mqsub -H A 'make data'`:                                        {0, `^114\n$`},
+		`mqsub -p A B 'make report'`:                                    {0, `^115\n$`},
+		`mqstat -s H`:                                                   {0, `\n114 `},
+		`mqsub --priority 100 T CMD`:                                    {0, `^116\n$`},
+		`mqsub -H --array 1-100 --mem 4G align 'bwa mem ref.fa r{}.fq'`: {0, `^117\n(.*\n)*216\n$`},
+		`mqstat -j 118`:                                                 {0, `(?s)\nstate:\s+H .*\npriority:\s+50\n.*\nestimate:\s+7200s\n(.*\n)?time limit:\s+14400s\n(.*\n)?resources:\s+mem=8 GiB\n`},
+		`mqsub -c 4 --mem 8G blast 'blastp -num_threads 4 -query q.fa -db nr'`:             {0, `^217\n`}, // waits where no placeholder has 4 cores
+		`mqsub --gpus 1 --mem 30G infer 'python infer.py'`:                                 {0, `^218\n`},
+		`mqsub --resource matlab=1 --resource scratch_gb=100 sim './run.sh'`:               {0, `^219\nmqsub: warning: job 219 waits: needs matlab=1;`},
+		`mqsub -c auto --mem auto --array 1-100 align 'bwa mem -t $MQ_CPUS ref.fa r{}.fq'`: {0, `^220\n(.*\n)*319\n$`},
 	}
 	for _, s := range steps {
-		if s.rc != 0 {
-			t.Errorf("%s: exit %d:\n%s", s.cmd, s.rc, s.out)
+		w, ok := want[s.cmd]
+		if s.rc != w.rc || (ok && !regexp.MustCompile(w.out).MatchString(s.out)) {
+			t.Errorf("%s: exit %d, printed:\n%s\nwant exit %d and %s", s.cmd, s.rc, clip(s.out), w.rc, w.out)
 		}
-		if id, ok := ids[s.cmd]; ok {
-			if !regexp.MustCompile(`^` + id + `\n`).MatchString(s.out) { // stderr may follow
-				t.Errorf("%s printed %q, want the ids %s", s.cmd, clip(s.out), id)
-			}
-			delete(ids, s.cmd)
-		}
-		if s.cmd == "mqstat -s H" && !strings.Contains(s.out, "\n10 ") {
-			t.Errorf("mqstat -s H does not list the held job 10:\n%s", s.out)
-		}
-		if s.cmd == "mqstat -j 14" {
-			for _, want := range []string{`priority:\s+50\n`, `estimate:\s+7200s\n`, `time limit:\s+14400s\n`, `resources:\s+mem=8 GiB\n`, `state:\s+H `} {
-				if !regexp.MustCompile(want).MatchString(s.out) {
-					t.Errorf("mqstat -j 14 after mqalter: no %s:\n%s", want, s.out)
-				}
-			}
-		}
+		delete(want, s.cmd)
 	}
-	for cmd := range ids {
+	for cmd := range want {
 		t.Errorf("the page no longer runs %s", cmd)
 	}
 	for _, w := range []struct {
@@ -68,24 +73,44 @@ func TestGuideSubmitting(t *testing.T) {
 		state string
 		out   string // its stdout, for a job that ends done
 	}{
-		{1, "D", "\n"},         // prints an empty line: MYVAR not exported
-		{2, "D", "x\n"},        // -V
-		{3, "D", "x\n"},        // --export=MYVAR,...
-		{4, "D", ""},           // t0 writes hi.txt
-		{5, "D", "3 hi.txt\n"}, // t1 after it
-		{6, "F", ""},           // work fails
-		{7, "D", ""},           // tidy runs once work has ended, however
-		{8, "B", ""},           // report is blocked: work failed
-		{9, "W", ""},           // a, b and c have no jobs yet
-		{10, "H", ""},          // held until mqrls
-		{11, "W", ""},          // B waits for A, held
-		{13, "H", ""},          // mqalter keeps a held job held
+		{1, "F", ""},             // no ./sim here
+		{2, "D", "\n"},           // prints an empty line: MYVAR not exported
+		{3, "D", "x\n"},          // -V
+		{4, "D", "x\n"},          // --export=MYVAR,...
+		{7, "F", ""},             // no bwa here: its stderr in logs/
+		{107, "F", ""},           // the last of the array, its stderr in run-8_100.log
+		{108, "D", ""},           // t0 writes hi.txt
+		{109, "D", "3 hi.txt\n"}, // t1 after it
+		{110, "F", ""},           // work fails
+		{111, "D", ""},           // tidy runs once work has ended, however
+		{112, "B", ""},           // report is blocked: work failed
+		{113, "W", ""},           // a, b and c have no jobs yet
+		{114, "H", ""},           // held until mqrls
+		{115, "W", ""},           // B waits for A, held
+		{117, "H", ""},           // mqalter keeps a held job held
+		{219, "Q", ""},           // queued, waiting for a placeholder that holds matlab
 	} {
 		h.waitState(w.id, w.state, 2*time.Minute)
 		if w.state == "D" {
 			if out := h.ok("mqstat", "--cat", strconv.Itoa(int(w.id))); out != w.out {
 				t.Errorf("job %d printed %q, want %q", w.id, out, w.out)
 			}
+		}
+	}
+	if out := h.ok("mqstat", "-j", "219"); !regexp.MustCompile(`\ncannot run:\s+needs matlab=1;`).MatchString(out) {
+		t.Errorf("mqstat -j 219 does not say why it waits:\n%s", out)
+	}
+	if out := h.ok("mqstat", "-j", "1"); !regexp.MustCompile(`\ntime limit:\s+1800s\n`).MatchString(out) {
+		t.Errorf("mqstat -j 1 shows no time limit of 30:00:\n%s", out)
+	}
+	for _, f := range []struct{ name, want string }{
+		{"logs/align-7.out", ""},
+		{"logs/align-7.err", "bwa: not found"},
+		{"run-8_1.log", "./sim: not found"}, // stderr in -o's file
+		{"run-8_100.log", "./sim: not found"},
+	} {
+		if b, err := os.ReadFile(filepath.Join(h.dir, f.name)); err != nil || !strings.Contains(string(b), f.want) || (f.want == "" && len(b) > 0) {
+			t.Errorf("%s: %q (%v), want %q in it", f.name, b, err, f.want)
 		}
 	}
 	if t.Failed() {

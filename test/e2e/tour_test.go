@@ -161,7 +161,7 @@ func TestReadmeTasks(t *testing.T) {
 		{`mqalter --mem 2G --time 4h -t sim -s QH`, 0, regexp.MustCompile(`(^|\n)changed job 1000\n$`)},
 		{`mqrls -t sim`, 0, regexp.MustCompile(`(^|\n)released job 1000\n$`)},
 		{`mqstat --watch`, 0, nil}, // interrupted, as Ctrl-C does
-		{`mqwait -t sim`, 1, regexp.MustCompile(`\n1000/1000 ended: 1000 failed\b(?s:.*)mqwait: 1000 of 1000 jobs did not end done:\nmqwait:   job 1 failed \(exit 127\)`)},
+		{`mqwait -t sim`, 1, regexp.MustCompile(`(^|\n)1000/1000 ended: 1000 failed\b(?s:.*)mqwait: 1000 of 1000 jobs did not end done:\nmqwait:   job 1 failed \(exit 127\)`)},
 		{`mqsub --rerun --all -s F`, 0, regexp.MustCompile(`^1\n2\n(.*\n)*1000\n$`)},
 		{`mqdel -t sim -s QW`, 0, regexp.MustCompile(`(^|\n)deleted job 1000\n$`)},
 		{`mqsub -H --priority 10 t 'cmd'`, 0, regexp.MustCompile(`^1001\n$`)},

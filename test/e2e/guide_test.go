@@ -14,19 +14,29 @@ import (
 )
 
 // TestGuideSubmitting runs the marked blocks of docs/guide/submitting.md
-// as written, samples.tsv naming two samples, and checks what the page
-// says of them: the ids printed, every command's exit status (0 but for
-// the refused stdin), a --time shown by mqstat -j, the exported variable
-// seen only when asked for, -o and -e files where the page puts them
-// (stderr in -o's file without -e), the job file's two jobs run in order,
-// a cleanup job that runs after a failure, a -p dependent blocked by it, a
-// held job and a job waiting for it, held jobs changed by mqalter, still
-// held, and a job asking for a resource no one holds waiting, with a
-// warning.
+// as written, samples.tsv naming two samples and trace.json a recorded
+// run of two tasks, and checks what the page says of them: the ids
+// printed, every command's exit status (0 but for the refused stdin), a
+// --time shown by mqstat -j, the exported variable seen only when asked
+// for, -o and -e files where the page puts them (stderr in -o's file
+// without -e), the job file's two jobs run in order, a cleanup job that
+// runs after a failure, a -p dependent blocked by it, a held job and a job
+// waiting for it, held jobs changed by mqalter, still held, the replayed
+// tasks run with their file at its scaled size, and a job asking for a
+// resource no one holds waiting, with a warning.
 func TestGuideSubmitting(t *testing.T) {
 	h := newHarness(t)
 	h.startCLS("--local", "2")
 	if err := os.WriteFile(filepath.Join(h.dir, "samples.tsv"), []byte("s1\tA\ns2\tB\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A recorded run of two tasks, b reading the file a writes.
+	trace := `{"name":"w","schemaVersion":"1.5","workflow":{"specification":{"tasks":[
+{"id":"a","name":"a","children":["b"],"inputFiles":["in.txt"],"outputFiles":["x.txt"]},
+{"id":"b","name":"b","parents":["a"],"inputFiles":["x.txt"]}],
+"files":[{"id":"in.txt","sizeInBytes":10000},{"id":"x.txt","sizeInBytes":20000}]},
+"execution":{"tasks":[{"id":"a","runtimeInSeconds":100},{"id":"b","runtimeInSeconds":50}]}}}`
+	if err := os.WriteFile(filepath.Join(h.dir, "trace.json"), []byte(trace), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	steps := runGuideBlocks(t, h, "submitting.md")
@@ -52,11 +62,12 @@ func TestGuideSubmitting(t *testing.T) {
 		`mqstat -s H`:                                                   {0, `\n114 `},
 		`mqsub --priority 100 T CMD`:                                    {0, `^116\n$`},
 		`mqsub -H --array 1-100 --mem 4G align 'bwa mem ref.fa r{}.fq'`: {0, `^117\n(.*\n)*216\n$`},
-		`mqstat -j 118`:                                                 {0, `(?s)\nstate:\s+H .*\npriority:\s+50\n.*\nestimate:\s+7200s\n(.*\n)?time limit:\s+14400s\n(.*\n)?resources:\s+mem=8 GiB\n`},
-		`mqsub -c 4 --mem 8G blast 'blastp -num_threads 4 -query q.fa -db nr'`:             {0, `^217\n`}, // waits where no placeholder has 4 cores
-		`mqsub --gpus 1 --mem 30G infer 'python infer.py'`:                                 {0, `^218\n`},
-		`mqsub --resource matlab=1 --resource scratch_gb=100 sim './run.sh'`:               {0, `^219\nmqsub: warning: job 219 waits: needs matlab=1;`},
-		`mqsub -c auto --mem auto --array 1-100 align 'bwa mem -t $MQ_CPUS ref.fa r{}.fq'`: {0, `^220\n(.*\n)*319\n$`},
+		`mqsub --wfformat trace.json --time-scale 0.01 --size-scale 0.0001 --target-prefix wf-`: {0, `^217\n218\n$`},
+		`mqstat -j 118`: {0, `(?s)\nstate:\s+H .*\npriority:\s+50\n.*\nestimate:\s+7200s\n(.*\n)?time limit:\s+14400s\n(.*\n)?resources:\s+mem=8 GiB\n`},
+		`mqsub -c 4 --mem 8G blast 'blastp -num_threads 4 -query q.fa -db nr'`:             {0, `^219\n`}, // waits where no placeholder has 4 cores
+		`mqsub --gpus 1 --mem 30G infer 'python infer.py'`:                                 {0, `^220\n`},
+		`mqsub --resource matlab=1 --resource scratch_gb=100 sim './run.sh'`:               {0, `^221\nmqsub: warning: job 221 waits: needs matlab=1;`},
+		`mqsub -c auto --mem auto --array 1-100 align 'bwa mem -t $MQ_CPUS ref.fa r{}.fq'`: {0, `^222\n(.*\n)*321\n$`},
 	}
 	for _, s := range steps {
 		w, ok := want[s.cmd]
@@ -88,7 +99,8 @@ func TestGuideSubmitting(t *testing.T) {
 		{114, "H", ""},           // held until mqrls
 		{115, "W", ""},           // B waits for A, held
 		{117, "H", ""},           // mqalter keeps a held job held
-		{219, "Q", ""},           // queued, waiting for a placeholder that holds matlab
+		{218, "D", ""},           // wf-b, after wf-a wrote its input
+		{221, "Q", ""},           // queued, waiting for a placeholder that holds matlab
 	} {
 		h.waitState(w.id, w.state, 2*time.Minute)
 		if w.state == "D" {
@@ -97,8 +109,8 @@ func TestGuideSubmitting(t *testing.T) {
 			}
 		}
 	}
-	if out := h.ok("mqstat", "-j", "219"); !regexp.MustCompile(`\ncannot run:\s+needs matlab=1;`).MatchString(out) {
-		t.Errorf("mqstat -j 219 does not say why it waits:\n%s", out)
+	if out := h.ok("mqstat", "-j", "221"); !regexp.MustCompile(`\ncannot run:\s+needs matlab=1;`).MatchString(out) {
+		t.Errorf("mqstat -j 221 does not say why it waits:\n%s", out)
 	}
 	if out := h.ok("mqstat", "-j", "1"); !regexp.MustCompile(`\ntime limit:\s+1800s\n`).MatchString(out) {
 		t.Errorf("mqstat -j 1 shows no time limit of 30:00:\n%s", out)
@@ -112,6 +124,9 @@ func TestGuideSubmitting(t *testing.T) {
 		if b, err := os.ReadFile(filepath.Join(h.dir, f.name)); err != nil || !strings.Contains(string(b), f.want) || (f.want == "" && len(b) > 0) {
 			t.Errorf("%s: %q (%v), want %q in it", f.name, b, err, f.want)
 		}
+	}
+	if b, err := os.ReadFile(filepath.Join(h.dir, "x.txt")); err != nil || len(b) != 2 {
+		t.Errorf("wf-a's output x.txt: %d bytes (%v), want 2 (20000 x 0.0001)", len(b), err)
 	}
 	if t.Failed() {
 		logSteps(t, steps)

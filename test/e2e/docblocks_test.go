@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -79,8 +80,10 @@ func runGuideBlocks(t *testing.T, h *harness, page string) []guideStep {
 // harness's job directory with the binaries of this suite first on PATH.
 // Each command is one bash (a here-document and its body too) that starts
 // with the variables the commands before it exported and the directory
-// they left (export, cd carry over as in one shell; unset does not). A
-// command that runs until interrupted (mqstat --watch) is named in
+// they left (export, cd carry over as in one shell; unset does not); what
+// it starts in the background (cls serve &) runs on until the harness
+// ends, its output lost after its command's step. A command that runs
+// until interrupted (mqstat --watch) is named in
 // interrupt with what its output must show first: then its process group
 // gets SIGINT, as Ctrl-C would send. It fails the test if the page has no
 // marked block or a command of interrupt is not on it.
@@ -118,25 +121,37 @@ func runDocCommand(t *testing.T, h *harness, env []string, cmd, script string, u
 	c.Env, c.Dir = env, h.dir
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
-	out := &syncBuffer{}
-	c.Stdout, c.Stderr = out, out
+	// A file, not a pipe: a process the command starts in the background
+	// (cls serve &) keeps its output open, and Wait would wait for it.
+	f, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c.Stdout, c.Stderr = f, f
+	output := func() string {
+		b, err := os.ReadFile(f.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
 	if err := c.Start(); err != nil {
 		t.Fatalf("%s: %v", cmd, err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- c.Wait() }()
-	var err error
 	if until != nil {
 		tick := time.NewTicker(50 * time.Millisecond)
 	poll:
 		for {
 			select {
 			case err = <-done:
-				t.Fatalf("%s ended before it showed %s (interrupted by the test): %v\n%s", cmd, until, err, out)
+				t.Fatalf("%s ended before it showed %s (interrupted by the test): %v\n%s", cmd, until, err, output())
 			case <-ctx.Done():
 				break poll
 			case <-tick.C:
-				if until.MatchString(out.String()) {
+				if until.MatchString(output()) {
 					syscall.Kill(-c.Process.Pid, syscall.SIGINT)
 					break poll
 				}
@@ -146,20 +161,20 @@ func runDocCommand(t *testing.T, h *harness, env []string, cmd, script string, u
 	}
 	err = <-done
 	if ctx.Err() != nil {
-		t.Fatalf("%s did not end in 5 minutes:\n%s", cmd, out)
+		t.Fatalf("%s did not end in 5 minutes:\n%s", cmd, output())
 	}
 	rc := 0
 	if err != nil {
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) {
-			t.Fatalf("%s: %v\n%s", cmd, err, out)
+			t.Fatalf("%s: %v\n%s", cmd, err, output())
 		}
 		rc = ee.ExitCode()
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			rc = 128 + int(ws.Signal()) // as a shell reports it
 		}
 	}
-	return guideStep{cmd, out.String(), rc}
+	return guideStep{cmd, output(), rc}
 }
 
 // getenv is NAME's value in env.

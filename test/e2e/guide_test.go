@@ -3,6 +3,10 @@
 package e2e
 
 import (
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -272,6 +276,53 @@ func TestGuideWatching(t *testing.T) {
 	}
 	if d := h.job(103); d.State != "W" {
 		t.Errorf("job 103 after its mqsub -b was interrupted is %s, want W", d.State)
+	}
+	if t.Failed() {
+		logSteps(t, steps)
+	}
+}
+
+// TestGuideDashboard runs the marked block of docs/guide/dashboard.md as
+// written (a CLS started in the background on the page's port, 8642) and
+// checks what it says: cls dashboard url prints the address with its
+// token, which opens the dashboard (a session cookie, then the page), and
+// /metrics answers a bearer of the token. It skips, saying so, when
+// another program holds the port.
+func TestGuideDashboard(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:8642")
+	if err != nil {
+		t.Skipf("the page's port is taken, so its commands cannot run as written: %v", err)
+	}
+	l.Close()
+	h := newHarness(t)
+	steps := runGuideBlocks(t, h, "dashboard.md")
+	for _, s := range steps {
+		if s.rc != 0 {
+			t.Errorf("%s: exit %d:\n%s", s.cmd, s.rc, s.out)
+		}
+	}
+	last := steps[len(steps)-1]
+	m := regexp.MustCompile(`^http://127\.0\.0\.1:8642/\?token=([0-9a-f]{64})\n$`).FindStringSubmatch(last.out)
+	if last.cmd != "cls dashboard url" || m == nil {
+		logSteps(t, steps)
+		t.Fatalf("%s printed %q, want the address with its token", last.cmd, last.out)
+	}
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	browser := &http.Client{Jar: jar, Timeout: time.Minute}
+	resp, err := browser.Get(strings.TrimSpace(last.out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Request.URL.RawQuery != "" || !strings.Contains(string(body), "<table") {
+		t.Errorf("the printed address: %d at %s (want the page without the token): %.300s", resp.StatusCode, resp.Request.URL, body)
+	}
+	if metrics := httpGet(t, "http://127.0.0.1:8642/metrics", m[1], http.StatusOK); !strings.Contains(metrics, "mq_jobs") {
+		t.Errorf("/metrics: %.300s", metrics)
 	}
 	if t.Failed() {
 		logSteps(t, steps)

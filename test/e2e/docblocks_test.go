@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -31,16 +32,39 @@ type guideStep struct {
 // and its delimiter word; a here-string (<<<) is not one.
 var heredocStart = regexp.MustCompile(`(?:^|[^<])<<(-?)\s*['"]?([A-Za-z_][A-Za-z0-9_]*)['"]?`)
 
+// docCommand is one command of a marked block and, in a transcript, the
+// lines the page shows it printing.
+type docCommand struct {
+	cmd        string
+	transcript bool
+	want       []string // "..." stands for any lines
+}
+
 // docCommands is the commands of the blocks of text that docMarker marks,
-// in order. A line is a command; " # " starts its comment. A line that
-// opens a here-document is one command with the lines after it, up to and
-// including its delimiter line, taken as written (no comments).
-func docCommands(text string) ([]string, error) {
-	var cmds []string
+// in order. In a ```sh block a line is a command; " # " starts its
+// comment. A line that opens a here-document is one command with the
+// lines after it, up to and including its delimiter line, taken as
+// written (no comments). A plain ``` block is a transcript: a line "$ CMD"
+// is a command, the lines up to the next one what it prints.
+func docCommands(text string) ([]docCommand, error) {
+	var cmds []docCommand
 	for _, part := range strings.Split(text, docMarker+"\n")[1:] {
+		if block, ok := strings.CutPrefix(part, "```\n"); ok {
+			block, _, _ = strings.Cut(block, "\n```")
+			for _, line := range strings.Split(block, "\n") {
+				if cmd, ok := strings.CutPrefix(line, "$ "); ok {
+					cmds = append(cmds, docCommand{cmd: cmd, transcript: true})
+				} else if len(cmds) == 0 || !cmds[len(cmds)-1].transcript {
+					return nil, fmt.Errorf("a transcript does not start with \"$ \": %q", line)
+				} else {
+					cmds[len(cmds)-1].want = append(cmds[len(cmds)-1].want, line)
+				}
+			}
+			continue
+		}
 		block, ok := strings.CutPrefix(part, "```sh\n")
 		if !ok {
-			return nil, fmt.Errorf("%s is not followed by a ```sh block", docMarker)
+			return nil, fmt.Errorf("%s is not followed by a ```sh or ``` block", docMarker)
 		}
 		block, _, _ = strings.Cut(block, "\n```")
 		lines := strings.Split(block, "\n")
@@ -62,10 +86,25 @@ func docCommands(text string) ([]string, error) {
 				}
 				cmd = strings.Join(body, "\n")
 			}
-			cmds = append(cmds, cmd)
+			cmds = append(cmds, docCommand{cmd: cmd})
 		}
 	}
 	return cmds, nil
+}
+
+// shows says whether out is what a transcript shows, line by line, a
+// line "..." standing for any lines.
+func (c docCommand) shows(out string) bool {
+	var re strings.Builder
+	re.WriteString(`^`)
+	for _, l := range c.want {
+		if l == "..." {
+			re.WriteString(`(?:.*\n)*?`)
+		} else {
+			re.WriteString(regexp.QuoteMeta(l) + `\n`)
+		}
+	}
+	return regexp.MustCompile(re.String() + `$`).MatchString(out)
 }
 
 // runGuideBlocks runs the marked blocks of the guide page docs/guide/page
@@ -86,7 +125,8 @@ func runGuideBlocks(t *testing.T, h *harness, page string) []guideStep {
 // until interrupted (mqstat --watch) is named in
 // interrupt with what its output must show first: then its process group
 // gets SIGINT, as Ctrl-C would send. It fails the test if the page has no
-// marked block or a command of interrupt is not on it.
+// marked block or a command of interrupt is not on it, and marks it
+// failed when a transcript's command prints other than the page shows.
 func runDocBlocks(t *testing.T, h *harness, page string, interrupt map[string]*regexp.Regexp) []guideStep {
 	t.Helper()
 	cmds, err := docCommands(readFile(t, filepath.Join("..", "..", page)))
@@ -97,16 +137,20 @@ func runDocBlocks(t *testing.T, h *harness, page string, interrupt map[string]*r
 		t.Fatalf("%s has no block marked %s", page, docMarker)
 	}
 	for cmd := range interrupt {
-		if !strings.Contains("\n"+strings.Join(cmds, "\n")+"\n", "\n"+cmd+"\n") {
+		if !slices.ContainsFunc(cmds, func(c docCommand) bool { return c.cmd == cmd }) {
 			t.Fatalf("%s no longer runs %s", page, cmd)
 		}
 	}
 	env := append(h.env(), "PATH="+binDir+":"+getenv(h.env(), "PATH"))
 	state := filepath.Join(t.TempDir(), "state")
 	var steps []guideStep
-	for _, cmd := range cmds {
-		script := fmt.Sprintf("if [ -f %[1]q ]; then . %[1]q; fi\n%[2]s\nrc=$?\n{ export -p; printf 'cd %%q\\n' \"$PWD\"; } >%[1]q\nexit $rc\n", state, cmd)
-		steps = append(steps, runDocCommand(t, h, env, cmd, script, interrupt[cmd]))
+	for _, c := range cmds {
+		script := fmt.Sprintf("if [ -f %[1]q ]; then . %[1]q; fi\n%[2]s\nrc=$?\n{ export -p; printf 'cd %%q\\n' \"$PWD\"; } >%[1]q\nexit $rc\n", state, c.cmd)
+		s := runDocCommand(t, h, env, c.cmd, script, interrupt[c.cmd])
+		if c.transcript && !c.shows(s.out) {
+			t.Errorf("%s: $ %s printed:\n%s\nthe page shows:\n%s", page, c.cmd, s.out, strings.Join(c.want, "\n"))
+		}
+		steps = append(steps, s)
 	}
 	return steps
 }

@@ -20,14 +20,15 @@ import (
 // TestGuideSubmitting runs the marked blocks of docs/guide/submitting.md
 // as written, samples.tsv naming two samples and trace.json a recorded
 // run of two tasks, and checks what the page says of them: the ids
-// printed, every command's exit status (0 but for the refused stdin), a
-// --time shown by mqstat -j, the exported variable seen only when asked
-// for, -o and -e files where the page puts them (stderr in -o's file
-// without -e), the job file's two jobs run in order, a cleanup job that
-// runs after a failure, a -p dependent blocked by it, a held job and a job
-// waiting for it, held jobs changed by mqalter, still held, the replayed
-// tasks run with their file at its scaled size, and a job asking for a
-// resource no one holds waiting, with a warning.
+// printed, every command's exit status (0, but 2 for the refused stdin
+// and flags, whose transcripts runDocBlocks checks), a --time shown by
+// mqstat -j, the exported variable seen only when asked for, -o and -e
+// files where the page puts them (stderr in -o's file without -e), the
+// job file's two jobs run in order, a cleanup job that runs after a
+// failure, a -p dependent blocked by it, a held job and a job waiting for
+// it, held jobs changed by mqalter, still held, the replayed tasks run
+// with their file at its scaled size, and a job asking for a resource no
+// one holds waiting, with a warning.
 func TestGuideSubmitting(t *testing.T) {
 	h := newHarness(t)
 	h.startCLS("--local", "2")
@@ -72,6 +73,9 @@ func TestGuideSubmitting(t *testing.T) {
 		`mqsub --gpus 1 --mem 30G infer 'python infer.py'`:                                 {0, `^220\n`},
 		`mqsub --resource matlab=1 --resource scratch_gb=100 sim './run.sh'`:               {0, `^221\nmqsub: warning: job 221 waits: needs matlab=1;`},
 		`mqsub -c auto --mem auto --array 1-100 align 'bwa mem -t $MQ_CPUS ref.fa r{}.fq'`: {0, `^222\n(.*\n)*321\n$`},
+		`mqsub --mem 8X t true`:     {2, `^mqsub: [^\n]*\n$`}, // one line, exit 2; the transcript's text checked as shown
+		`mqsub -c 1.5 t true`:       {2, `^mqsub: [^\n]*\n$`},
+		`mqsub --gres=gpu:2 t true`: {2, `^mqsub: [^\n]*\n$`},
 	}
 	for _, s := range steps {
 		w, ok := want[s.cmd]

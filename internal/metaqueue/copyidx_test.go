@@ -108,7 +108,11 @@ func (s *Store) pickCopyScan(p *parkedNext) (int64, *queue, error) {
 // pickCopy chooses what the full scan chooses for every placeholder at
 // every walltime asked.
 func TestCopyIndexModel(t *testing.T) {
-	for seed := uint64(1); seed <= 6; seed++ {
+	seeds := uint64(6)
+	if testing.Short() {
+		seeds = 2 // the race run
+	}
+	for seed := uint64(1); seed <= seeds; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { copyIndexModel(t, seed) })
 	}
 }

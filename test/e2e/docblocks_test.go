@@ -239,3 +239,31 @@ func logSteps(t *testing.T, steps []guideStep) {
 		t.Logf("$ %s (exit %d)\n%s", s.cmd, s.rc, clip(s.out))
 	}
 }
+
+// wantStep is what a test knows of one command of a page's marked
+// blocks: the command, its exit status and what it prints (stdout and
+// stderr; nil: anything).
+type wantStep struct {
+	cmd string
+	rc  int
+	out *regexp.Regexp
+}
+
+// checkSteps checks that the page (named so in messages) ran the
+// commands want knows, in order, each with its exit status and output.
+func checkSteps(t *testing.T, page string, steps []guideStep, want []wantStep) {
+	t.Helper()
+	if len(steps) != len(want) {
+		logSteps(t, steps)
+		t.Fatalf("%s runs %d commands; the test knows %d", page, len(steps), len(want))
+	}
+	for i, s := range steps {
+		w := want[i]
+		if s.cmd != w.cmd {
+			t.Fatalf("command %d is %s; the test knows %s", i+1, s.cmd, w.cmd)
+		}
+		if s.rc != w.rc || (w.out != nil && !w.out.MatchString(s.out)) {
+			t.Errorf("%s: exit %d, printed:\n%s\nwant exit %d and %s", s.cmd, s.rc, clip(s.out), w.rc, w.out)
+		}
+	}
+}

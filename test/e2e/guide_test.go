@@ -239,11 +239,7 @@ func TestGuideWatching(t *testing.T) {
 		`mqsub -b --timeout 10m -p later t "cmd"`: regexp.MustCompile(`job 103 waits for target later, which has no jobs yet \(`),
 	})
 	mqwaitDone := regexp.MustCompile(`(^|\n)100/100 ended: 100 done\b[^\n]*\n$`)
-	want := []struct {
-		cmd string
-		rc  int
-		out *regexp.Regexp // what it prints, stdout and stderr
-	}{
+	want := []wantStep{
 		{`mqsub -q gram_neg --array 1-100 protein1BLAST 'echo hit > p{}.hom'`, 0, regexp.MustCompile(`^1\n2\n(.*\n)*100\n$`)},
 		{`mqstat`, 0, regexp.MustCompile(`\n1-100\s+gram_neg\s+protein1BLAST\s+A\s.*array 1-100, 100 jobs`)},
 		{`mqstat -a`, 0, regexp.MustCompile(`^ID .*\n1-100\s+gram_neg\s+protein1BLAST\s+A\s.*array 1-100, 100 jobs: .*\n$`)},
@@ -262,19 +258,7 @@ func TestGuideWatching(t *testing.T) {
 		{`mqsub -b -q capped big yes`, 143, regexp.MustCompile(`^109\n(?s:.*)mqsub: job 109 failed: output: `)},
 		{`mqstat -j 109`, 0, regexp.MustCompile(`\nreason:\s+output: stdout and stderr passed the cap of 1048576 bytes per job \(queue capped's --max-output\); the job was stopped\n`)},
 	}
-	if len(steps) != len(want) {
-		logSteps(t, steps)
-		t.Fatalf("the page runs %d commands; the test knows %d", len(steps), len(want))
-	}
-	for i, s := range steps {
-		w := want[i]
-		if s.cmd != w.cmd {
-			t.Fatalf("command %d is %s; the test knows %s", i+1, s.cmd, w.cmd)
-		}
-		if s.rc != w.rc || (w.out != nil && !w.out.MatchString(s.out)) {
-			t.Errorf("%s: exit %d, printed:\n%s\nwant exit %d and %s", s.cmd, s.rc, clip(s.out), w.rc, w.out)
-		}
-	}
+	checkSteps(t, "the page", steps, want)
 	if b, err := os.ReadFile(filepath.Join(h.dir, "arr.txt")); err != nil || string(b) != steps[13].out {
 		t.Errorf("arr.txt is %q (%v), want what mqstat --cat 104-108 printed", b, err)
 	}

@@ -151,11 +151,7 @@ func TestReadmeTasks(t *testing.T) {
 	steps := runDocBlocks(t, h, "README.md", map[string]*regexp.Regexp{
 		`mqstat --watch`: regexp.MustCompile(`every 2s\S*: mqstat --watch .*\nID .*\n1-1000\s+default\s+sim\s+A\s`),
 	})
-	want := []struct {
-		cmd string
-		rc  int
-		out *regexp.Regexp // what it prints, stdout and stderr
-	}{
+	want := []wantStep{
 		{`mqsub --array 1-1000%10 sim 'simulate {}'`, 0, regexp.MustCompile(`^1\n2\n(.*\n)*1000\n$`)},
 		{`mqhold -t sim -s Q`, 0, regexp.MustCompile(`(^|\n)held job 1000\n$`)},
 		{`mqalter --mem 2G --time 4h -t sim -s QH`, 0, regexp.MustCompile(`(^|\n)changed job 1000\n$`)},
@@ -166,19 +162,7 @@ func TestReadmeTasks(t *testing.T) {
 		{`mqdel -t sim -s QW`, 0, regexp.MustCompile(`(^|\n)deleted job 1000\n$`)},
 		{`mqsub -H --priority 10 t 'cmd'`, 0, regexp.MustCompile(`^1001\n$`)},
 	}
-	if len(steps) != len(want) {
-		logSteps(t, steps)
-		t.Fatalf("the README runs %d commands; the test knows %d", len(steps), len(want))
-	}
-	for i, s := range steps {
-		w := want[i]
-		if s.cmd != w.cmd {
-			t.Fatalf("command %d is %s; the test knows %s", i+1, s.cmd, w.cmd)
-		}
-		if s.rc != w.rc || (w.out != nil && !w.out.MatchString(s.out)) {
-			t.Errorf("%s: exit %d, printed:\n%s\nwant exit %d and %s", s.cmd, s.rc, clip(s.out), w.rc, w.out)
-		}
-	}
+	checkSteps(t, "the README", steps, want)
 	// Job 1000, queued when it was held, ran with mqalter's request, failed,
 	// was rerun and deleted before it started again.
 	d := h.waitState(1000, "X", 2*time.Minute)

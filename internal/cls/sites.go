@@ -27,6 +27,7 @@ import (
 	"github.com/mq-hpc/mq/internal/site"
 	"github.com/mq-hpc/mq/internal/sshkey"
 	"github.com/mq-hpc/mq/internal/sshserver"
+	"github.com/mq-hpc/mq/internal/wire"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -214,7 +215,7 @@ func (s *sites) open(spec protocol.SiteSpec, exited func(pid int)) (site.Site, e
 		host, _ := os.Hostname()
 		args := append([]string{"agent", "--site", spec.Name, "--host", host}, site.AgentArgs(spec, localMem(spec))...)
 		if !spec.Embedded { // the CLS's own are always there: no time limit, never idle out
-			args = append(args, "--walltime", site.AgentWalltime(wall).String(),
+			args = append(args, "--walltime", wire.AgentWalltime(wall).String(),
 				"--idle", protocol.Duration(spec.Idle).String())
 		}
 		out := filepath.Join(s.home, "output")

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/mq-hpc/mq/internal/site/batch"
+	"github.com/mq-hpc/mq/internal/wire"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -246,7 +247,7 @@ func (s *Remote) writeScript(ctx context.Context, r Runner) error {
 	}
 	args = append(args, AgentArgs(s.Spec, s.Spec.Mem)...)
 	args = append(args,
-		"--walltime", AgentWalltime(wall).String(),
+		"--walltime", wire.AgentWalltime(wall).String(),
 		"--idle", protocol.Duration(s.Spec.Idle).String(),
 		"--out", path.Join(s.base, "out"),
 	)

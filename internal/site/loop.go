@@ -160,7 +160,7 @@ func (m *Manager) workFor(ctx context.Context, ms *managed) (siteWork, error) {
 	m.mu.Unlock()
 	// Count far enough to see this site's share beyond what other sites take.
 	limit := w.spec.Max*w.spec.Slots + elsewhere + 1
-	walltime := AgentWalltime(protocol.Duration(w.spec.Walltime)).Seconds()
+	walltime := wire.AgentWalltime(protocol.Duration(w.spec.Walltime)).Seconds()
 	var err error
 	if ss, ok := m.Store.(shapedStore); ok {
 		w.readyNeed, w.execNeed, err = ss.SiteNeed(ctx, wire.SiteCapacity(w.spec), walltime, phs, limit)

@@ -15,7 +15,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/internal/resource"
@@ -365,10 +364,6 @@ func ForType(typ string) batch.System {
 	}
 	return nil
 }
-
-// AgentWalltime is how long a placeholder's agent may take work for a batch
-// walltime (wire.AgentWalltime).
-func AgentWalltime(wall time.Duration) time.Duration { return wire.AgentWalltime(wall) }
 
 // Quote quotes s for a POSIX shell (shellwords.Quote).
 func Quote(s string) string { return shellwords.Quote(s) }

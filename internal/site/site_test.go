@@ -3,7 +3,6 @@ package site
 import (
 	"slices"
 	"testing"
-	"time"
 )
 
 // SplitArgs reads --submit-args as a shell would (shellwords, which
@@ -25,19 +24,6 @@ func TestSplitArgs(t *testing.T) {
 	for _, bad := range []string{`"open`, `x\`, "a\x01b"} {
 		if _, err := SplitArgs(bad); err == nil {
 			t.Errorf("SplitArgs(%q) accepted", bad)
-		}
-	}
-}
-
-func TestAgentWalltime(t *testing.T) {
-	for _, tc := range []struct{ batch, want time.Duration }{
-		{time.Hour, time.Hour - 3*time.Minute},
-		{10 * time.Minute, 9*time.Minute + 30*time.Second},
-		{24 * time.Hour, 24*time.Hour - 5*time.Minute},
-		{time.Minute, 30 * time.Second},
-	} {
-		if got := AgentWalltime(tc.batch); got != tc.want {
-			t.Errorf("AgentWalltime(%v) = %v, want %v", tc.batch, got, tc.want)
 		}
 	}
 }

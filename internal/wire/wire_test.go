@@ -3,6 +3,7 @@ package wire
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/protocol"
@@ -38,5 +39,20 @@ func TestWireRoundTrip(t *testing.T) {
 	}
 	if r := RequestOfGrant(nil); r.Cores() != 1 {
 		t.Errorf("no grant: %v", r)
+	}
+}
+
+// A placeholder's agent takes work for its batch walltime less a margin
+// to report and exit: 5%, between 30 s and 5 min, never under half.
+func TestAgentWalltime(t *testing.T) {
+	for _, tc := range []struct{ batch, want time.Duration }{
+		{time.Hour, time.Hour - 3*time.Minute},
+		{10 * time.Minute, 9*time.Minute + 30*time.Second},
+		{24 * time.Hour, 24*time.Hour - 5*time.Minute},
+		{time.Minute, 30 * time.Second},
+	} {
+		if got := AgentWalltime(tc.batch); got != tc.want {
+			t.Errorf("AgentWalltime(%v) = %v, want %v", tc.batch, got, tc.want)
+		}
 	}
 }

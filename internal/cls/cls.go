@@ -260,9 +260,6 @@ func (c *CLS) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := c.listenSocket(); err != nil {
-		return err
-	}
 	if err := c.serveSites(outReserve); err != nil {
 		return err
 	}
@@ -271,7 +268,12 @@ func (c *CLS) open(ctx context.Context) error {
 			return err
 		}
 	}
-	return c.listenHTTP() // or says there is no dashboard
+	if err := c.listenHTTP(); err != nil { // or says there is no dashboard
+		return err
+	}
+	// The socket last: a command that finds it answering (cls dashboard
+	// url reads MQ_HOME/http.url then) finds all the rest in place.
+	return c.listenSocket()
 }
 
 // outputDir is where jobs' output is kept.

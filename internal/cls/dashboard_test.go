@@ -275,6 +275,50 @@ func TestDashboardURLWithoutDashboard(t *testing.T) {
 	}
 }
 
+// Once the socket of a starting CLS accepts, cls dashboard url finds the
+// address: the socket is opened last. (It was opened before the dashboard,
+// and cls dashboard url run right after cls serve --http & could say the
+// CLS has no dashboard.) The start is watched as a script would, dialling
+// the socket again and again; each round starts a CLS anew.
+func TestDashboardURLOnceSocketAnswers(t *testing.T) {
+	t.Parallel()
+	for round := range 5 {
+		home := shortHome(t)
+		sock := filepath.Join(home, "cls.sock")
+		type result struct {
+			c   *cls.CLS
+			err error
+		}
+		started := make(chan result, 1)
+		go func() {
+			c, err := cls.New(context.Background(), cls.Config{Home: home, Local: 0, HTTPAddr: "127.0.0.1:0"})
+			started <- result{c, err}
+		}()
+		var urlErr error
+		var r *result
+		for r == nil {
+			select {
+			case x := <-started:
+				r = &x
+			default:
+			}
+			if conn, err := net.Dial("unix", sock); err == nil {
+				conn.Close()
+				if _, err := cls.DashboardURL(home); err != nil && urlErr == nil {
+					urlErr = err
+				}
+			}
+		}
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		r.c.Close()
+		if urlErr != nil {
+			t.Fatalf("round %d: the socket accepts, and: %v", round, urlErr)
+		}
+	}
+}
+
 // The dashboard holds at most HTTPConns connections however many are
 // opened: a flood of silent connections costs the CLS that many
 // descriptors, not one each.

@@ -407,6 +407,12 @@ func (c *CLS) serveSites(outReserve int64) error {
 	}
 	if cfg.Local > 0 {
 		c.sites.mgr.Embedded = []protocol.SiteSpec{{Name: site.EmbeddedName, Type: site.Local, Min: cfg.Local, Max: cfg.Local, Slots: cfg.Slots}}
+		// Never stored: the store learns of it here, so that a job
+		// submitted before its placeholders register is not warned of
+		// as too long for the stored sites' walltimes.
+		if err := c.store.Resources().Site(context.Background(), c.sites.mgr.Embedded[0]); err != nil {
+			return err
+		}
 	}
 	c.sites.install(c.srv)
 	prev := c.srv.OnPlaceholder

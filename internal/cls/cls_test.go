@@ -221,3 +221,29 @@ func TestNoAnswerBeforeStarted(t *testing.T) {
 		t.Fatalf("site add answered %+v", a.info)
 	}
 }
+
+// The CLS's own local placeholders have no time limit, and the store knows
+// it from the start: a job submitted before any of them registers is not
+// warned of as too long for a stored site's walltime. (Their agent here
+// exits at once, so none ever registers.)
+func TestEmbeddedSiteKnownBeforeItsPlaceholders(t *testing.T) {
+	t.Parallel()
+	c := startCLS(t, cls.Config{Home: shortHome(t), Local: 1, AgentExe: "/bin/false"})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := client.Dial(ctx, c.Home(), "", "cls-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := client.Do(ctx, cl, protocol.OpSiteAdd, protocol.SiteSpec{Name: "short", Type: "local", Max: 0, Walltime: 120}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := client.Do(ctx, cl, protocol.OpSubmit, protocol.Submit{Jobs: []protocol.JobSpec{{Target: "t", Command: "true", Cwd: "/tmp", Time: 3600}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Warnings) > 0 {
+		t.Errorf("warnings %q; want none: the CLS's own placeholders have no time limit", r.Warnings)
+	}
+}

@@ -1,6 +1,10 @@
 package packing
 
-import "context"
+import (
+	"context"
+
+	"github.com/mq-hpc/mq/protocol"
+)
 
 // Core runs a read of the packing state on the core's goroutine, which
 // owns it.
@@ -41,4 +45,12 @@ func (k Keeper) Unholdable(ctx context.Context, first int64, n int) ([]string, e
 	var out []string
 	err := k.core.Do(ctx, func() error { out = k.p.Unholdables(first, n, k.core); return nil })
 	return out, err
+}
+
+// Site records a site the store does not keep, the CLS's own local
+// placeholders (cls serve --local N): what its placeholders hold and how
+// long they run jobs (no limit) count for the warnings from the start,
+// not only once one of them has registered.
+func (k Keeper) Site(ctx context.Context, spec protocol.SiteSpec) error {
+	return k.core.Do(ctx, func() error { k.p.Site(spec); return nil })
 }

@@ -410,7 +410,7 @@ func (c *CLS) serveSites(outReserve int64) error {
 		// Never stored: the store learns of it here, so that a job
 		// submitted before its placeholders register is not warned of
 		// as too long for the stored sites' walltimes.
-		if err := c.store.Resources().Site(context.Background(), c.sites.mgr.Embedded[0]); err != nil {
+		if err := c.store.Resources().Embedded(context.Background(), site.EmbeddedName); err != nil {
 			return err
 		}
 	}

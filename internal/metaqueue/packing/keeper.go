@@ -1,10 +1,6 @@
 package packing
 
-import (
-	"context"
-
-	"github.com/mq-hpc/mq/protocol"
-)
+import "context"
 
 // Core runs a read of the packing state on the core's goroutine, which
 // owns it.
@@ -47,10 +43,11 @@ func (k Keeper) Unholdable(ctx context.Context, first int64, n int) ([]string, e
 	return out, err
 }
 
-// Site records a site the store does not keep, the CLS's own local
-// placeholders (cls serve --local N): what its placeholders hold and how
-// long they run jobs (no limit) count for the warnings from the start,
-// not only once one of them has registered.
-func (k Keeper) Site(ctx context.Context, spec protocol.SiteSpec) error {
-	return k.core.Do(ctx, func() error { k.p.Site(spec); return nil })
+// Embedded records the site of the CLS's own local placeholders (cls
+// serve --local N), which the store does not keep: that they run jobs
+// without a time limit counts for the warnings from the start, not only
+// once one of them has registered. (What they hold is known only then:
+// they detect it, GPUs included.)
+func (k Keeper) Embedded(ctx context.Context, name string) error {
+	return k.core.Do(ctx, func() error { k.p.siteWalltime(name, 0); return nil })
 }

@@ -1011,3 +1011,39 @@ func TestMetricsQueuesBounded(t *testing.T) {
 		t.Errorf("mq_queues = %v, want %d", got, n+1)
 	}
 }
+
+// whySource's job 9 waits, saying why as mqstat -j does.
+type whySource struct{ *fakeSource }
+
+func (whySource) Job(_ context.Context, id int64) (protocol.JobDetail, error) {
+	return protocol.JobDetail{JobInfo: protocol.JobInfo{ID: id, Queue: "q", Target: "t", State: "Q"},
+		Unfit:      "expected to take 1h0m0s; the longest a placeholder or site runs a job is 9m30s (site <s>)",
+		Infeasible: "no site can end it by the deadline", OverBudget: "the budget left cannot pay for it"}, nil
+}
+
+// TestJobPageSaysWhyNotRunning: a queued job's page says why it cannot
+// run, as mqstat -j does (cannot run, infeasible, over budget), escaped.
+func TestJobPageSaysWhyNotRunning(t *testing.T) {
+	t.Parallel()
+	srv, err := New(Config{Source: whySource{&fakeSource{}}, Log: slogDiscard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	resp, err := ts.Client().Get(ts.URL + "/job/9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		"<dt>cannot run</dt><dd>expected to take 1h0m0s; the longest a placeholder or site runs a job is 9m30s (site &lt;s&gt;)</dd>",
+		"<dt>infeasible</dt><dd>no site can end it by the deadline</dd>",
+		"<dt>over budget</dt><dd>the budget left cannot pay for it</dd>",
+	} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("the page has no %q", want)
+		}
+	}
+}

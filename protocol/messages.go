@@ -350,7 +350,8 @@ type JobDetail struct {
 	OverBudget string `json:"over_budget,omitempty"`
 	// Unfit says why a job not started asks for more than any placeholder
 	// or site holds ("needs 4 GPUs; the largest placeholder or site holds
-	// 2"): it waits for one that can.
+	// 2"), or is expected to take longer than any runs a job: it waits
+	// for one that can.
 	Unfit string `json:"unfit,omitempty"`
 	// Granted is what the current attempt, executing, was given of its
 	// placeholder for a job that asks for resources: an auto size as

@@ -372,15 +372,23 @@ func (p *Packing) Unholdables(first int64, n int, jobs Needs) []string {
 	type span struct{ lo, hi, n int64 }
 	spans := map[string]*span{}
 	var order []string
-	w, _ := p.longest()
+	// The longest walltime once, not per job: a million-member array
+	// would look at every placeholder a million times.
+	w, site := p.longest()
 	limited := w > 0 && !math.IsInf(w, 1)
+	tooLongs := map[float64]string{} // by need: jobs alike share a reason
 	for id := first; id < first+int64(n); id++ {
 		why := ""
 		if p.Asks(id) {
 			why = p.Why(id)
 		}
 		if why == "" && limited {
-			why = p.TooLong(jobs.Need(id))
+			need := jobs.Need(id)
+			var ok bool
+			if why, ok = tooLongs[need]; !ok {
+				why = tooLong(need, w, site)
+				tooLongs[need] = why
+			}
 		}
 		if why == "" {
 			continue

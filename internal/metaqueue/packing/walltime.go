@@ -55,40 +55,49 @@ func (p *Packing) wallGone(ph int64) {
 }
 
 // longest is the longest any placeholder registered (now or before it
-// left) or any site's can run a job, and which: +Inf when one has no
-// limit, 0 when none is known.
-func (p *Packing) longest() (w float64, which string) {
-	consider := func(v float64, name string) {
+// left) or any site's can run a job, and the site's name ("": a
+// placeholder's): +Inf when one has no limit, 0 when none is known.
+func (p *Packing) longest() (w float64, site string) {
+	for name, v := range p.walls.site {
 		if v <= 0 {
 			v = math.Inf(1)
 		}
-		if v > w || v == w && name < which {
-			w, which = v, name
+		if v > w || v == w && name < site {
+			w, site = v, name
 		}
 	}
-	for name, v := range p.walls.site {
-		consider(v, "site "+name+": its --walltime less a margin to report")
-	}
 	for _, v := range p.walls.ph {
-		consider(v, "a placeholder's --walltime")
+		if v <= 0 {
+			v = math.Inf(1)
+		}
+		if v > w {
+			w, site = v, ""
+		}
 	}
 	if p.walls.left > w {
-		w, which = p.walls.left, "a placeholder's --walltime"
+		w, site = p.walls.left, ""
 	}
-	return w, which
+	return w, site
 }
 
 // TooLong says why a job expected to take need seconds cannot run on any
 // placeholder known, "" if one can (or none is known yet).
 func (p *Packing) TooLong(need float64) string {
-	if need <= 0 {
+	w, site := p.longest()
+	return tooLong(need, w, site)
+}
+
+// tooLong is TooLong with the longest walltime w known, at site ("": a
+// placeholder's).
+func tooLong(need, w float64, site string) string {
+	if need <= 0 || w == 0 || need <= w {
 		return ""
 	}
-	w, which := p.longest()
-	if w == 0 || need <= w {
-		return ""
+	where := "a placeholder's --walltime"
+	if site != "" {
+		where = "site " + site + ": its --walltime less a margin to report"
 	}
-	return fmt.Sprintf("expected to take %s; the longest a placeholder or site runs a job is %s (%s)", seconds(need), seconds(w), which)
+	return fmt.Sprintf("expected to take %s; the longest a placeholder or site runs a job is %s (%s)", seconds(need), seconds(w), where)
 }
 
 // seconds formats s seconds as a duration, to the second.

@@ -85,3 +85,24 @@ func TestUnholdablesTooLong(t *testing.T) {
 		t.Errorf("Fit of a job too long: %q", why)
 	}
 }
+
+// BenchmarkUnholdablesTooLong: the submit warnings of a 100,000-member
+// array too long for every one of 512 placeholders registered (one op).
+// The longest walltime is looked up once a submission, not once a job.
+func BenchmarkUnholdablesTooLong(b *testing.B) {
+	p := New()
+	for ph := int64(1); ph <= 512; ph++ {
+		p.PlaceholderWalltime(ph, 3420)
+	}
+	const n = 100_000
+	need := make(needs, n)
+	for id := int64(1); id <= n; id++ {
+		need[id] = 7200
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if got := p.Unholdables(1, n, need); len(got) != 1 {
+			b.Fatalf("%q", got)
+		}
+	}
+}

@@ -81,64 +81,17 @@ func fastJobLine(b []byte) (js JobSpec, ok bool) {
 			}
 			i = n
 		case "prereqs":
-			if i >= len(b) || b[i] != '[' {
-				return js, false
-			}
-			i = skipSpace(b, i+1)
-			js.Prereqs = js.Prereqs[:0:0] // a repeated key replaces, as encoding/json does
-			if i < len(b) && b[i] == ']' {
-				i++
-				js.Prereqs = []string{}
-				break
-			}
-			for {
-				v, n, ok := fastString(b, i)
-				if !ok {
-					return js, false
-				}
-				js.Prereqs = append(js.Prereqs, v)
-				i = skipSpace(b, n)
-				if i < len(b) && b[i] == ',' {
-					i = skipSpace(b, i+1)
-					continue
-				}
-				if i < len(b) && b[i] == ']' {
-					i++
-					break
-				}
+			// A repeated key replaces, as encoding/json does.
+			if js.Prereqs, i, ok = fastStringArray(b, i); !ok {
 				return js, false
 			}
 		case "env":
-			// An object of strings, merged into one given before as
-			// encoding/json merges a repeated key's object into its map.
-			if i >= len(b) || b[i] != '{' {
-				return js, false
-			}
+			// Merged into one given before, as encoding/json merges a
+			// repeated key's object into its map.
 			if js.Env == nil {
 				js.Env = map[string]string{}
 			}
-			if i = skipSpace(b, i+1); i < len(b) && b[i] == '}' {
-				i++
-				break
-			}
-			for {
-				k, n, ok := fastString(b, i)
-				if i = skipSpace(b, n); !ok || i >= len(b) || b[i] != ':' {
-					return js, false
-				}
-				v, n, ok := fastString(b, skipSpace(b, i+1))
-				if !ok {
-					return js, false
-				}
-				js.Env[k] = v
-				if i = skipSpace(b, n); i < len(b) && b[i] == ',' {
-					i = skipSpace(b, i+1)
-					continue
-				}
-				if i < len(b) && b[i] == '}' {
-					i++
-					break
-				}
+			if i, ok = fastStringObject(b, i, js.Env); !ok {
 				return js, false
 			}
 		default:
@@ -153,6 +106,63 @@ func fastJobLine(b []byte) (js JobSpec, ok bool) {
 			return js, skipSpace(b, i+1) == len(b)
 		}
 		return js, false
+	}
+}
+
+// fastStringArray reads a JSON array of strings at b[i]: its strings
+// (empty, not nil, for []) and the index after it.
+func fastStringArray(b []byte, i int) ([]string, int, bool) {
+	if i >= len(b) || b[i] != '[' {
+		return nil, 0, false
+	}
+	out := []string{}
+	if i = skipSpace(b, i+1); i < len(b) && b[i] == ']' {
+		return out, i + 1, true
+	}
+	for {
+		v, n, ok := fastString(b, i)
+		if !ok {
+			return nil, 0, false
+		}
+		out = append(out, v)
+		if i = skipSpace(b, n); i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+			continue
+		}
+		if i < len(b) && b[i] == ']' {
+			return out, i + 1, true
+		}
+		return nil, 0, false
+	}
+}
+
+// fastStringObject reads a JSON object of strings at b[i] into m and
+// returns the index after it.
+func fastStringObject(b []byte, i int, m map[string]string) (int, bool) {
+	if i >= len(b) || b[i] != '{' {
+		return 0, false
+	}
+	if i = skipSpace(b, i+1); i < len(b) && b[i] == '}' {
+		return i + 1, true
+	}
+	for {
+		k, n, ok := fastString(b, i)
+		if i = skipSpace(b, n); !ok || i >= len(b) || b[i] != ':' {
+			return 0, false
+		}
+		v, n, ok := fastString(b, skipSpace(b, i+1))
+		if !ok {
+			return 0, false
+		}
+		m[k] = v
+		if i = skipSpace(b, n); i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+			continue
+		}
+		if i < len(b) && b[i] == '}' {
+			return i + 1, true
+		}
+		return 0, false
 	}
 }
 

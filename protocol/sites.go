@@ -25,12 +25,18 @@ type SiteSpec struct {
 	// (licences, scratch) each placeholder offers, which no batch system
 	// is asked for, as "NAME=N,NAME=N" sorted by name (a string, so that
 	// a SiteSpec stays comparable).
-	Mem        int64   `json:"mem,omitempty"`
-	GPUs       int     `json:"gpus,omitempty"`
-	Resources  string  `json:"resources,omitempty"`
-	SubmitArgs string  `json:"submit_args,omitempty"`
-	Connect    string  `json:"connect,omitempty"` // direct or tunnel
-	Idle       float64 `json:"idle_s"`            // a placeholder exits after this long without work
+	Mem        int64  `json:"mem,omitempty"`
+	GPUs       int    `json:"gpus,omitempty"`
+	Resources  string `json:"resources,omitempty"`
+	SubmitArgs string `json:"submit_args,omitempty"`
+	Connect    string `json:"connect,omitempty"` // direct or tunnel
+	// CLSAddr is where the site's compute nodes dial the CLS in direct
+	// mode (cls site add --cls-addr), HOST or HOST:PORT, when the name the
+	// CLS knows itself by is not one they can reach (a short hostname, a
+	// NAT or a port forward); "" is the CLS's --ssh address, a wildcard
+	// one by this host's name. A missing PORT is the --ssh port.
+	CLSAddr string  `json:"cls_addr,omitempty"`
+	Idle    float64 `json:"idle_s"` // a placeholder exits after this long without work
 	// PE is the SGE parallel environment a placeholder with Slots > 1 asks
 	// for (qsub -pe PE Slots); "" means "smp".
 	PE string `json:"pe,omitempty"`
@@ -139,6 +145,9 @@ type SiteSet struct {
 	// refuses (no such partition, an account required) is mended in place.
 	Queue      *string `json:"queue,omitempty"`
 	SubmitArgs *string `json:"submit_args,omitempty"`
+	// CLSAddr replaces where a direct site's compute nodes dial the CLS
+	// ("": the CLS's own address), for placeholders submitted from then on.
+	CLSAddr *string `json:"cls_addr,omitempty"`
 }
 
 // SiteRemove names a site to remove.

@@ -39,7 +39,8 @@ type Remote struct {
 	Key []byte
 	// HostKey is the CLS's host key fingerprint, pinned by placeholders.
 	HostKey string
-	// CLSAddr is where placeholders reach the CLS in direct mode.
+	// CLSAddr is where placeholders reach the CLS in direct mode, unless
+	// the site's spec says otherwise (Spec.CLSAddr, CLSAddrFor).
 	CLSAddr string
 	// DialCLS connects to the CLS's SSH endpoint (the far end of a tunnel).
 	DialCLS func() (net.Conn, error)
@@ -222,7 +223,7 @@ func (s *Remote) prepare(ctx context.Context, r Runner) error {
 	if _, err := r.Put(ctx, path.Join(s.base, "key"), s.Key, 0o600); err != nil {
 		return err
 	}
-	addr := s.CLSAddr
+	addr := CLSAddrFor(s.Spec, s.CLSAddr)
 	s.agentBin, s.via = remoteBin, nil
 	if s.Spec.Connect == Tunnel {
 		if s.via, err = s.openTunnel(ctx, r); err != nil {
@@ -240,6 +241,9 @@ func (s *Remote) prepare(ctx context.Context, r Runner) error {
 // writeScript writes the placeholders' batch script for the site's spec
 // on the login host prepared.
 func (s *Remote) writeScript(ctx context.Context, r Runner) error {
+	if s.Spec.Connect != Tunnel && s.addr != "" {
+		s.addr = CLSAddrFor(s.Spec, s.CLSAddr) // cls site set --cls-addr
+	}
 	wall := protocol.Duration(s.Spec.Walltime)
 	args := []string{
 		"--cls", s.addr, "--host-key", s.HostKey, "--key", path.Join(s.base, "key"),
@@ -448,14 +452,18 @@ func (s *Remote) Retire(ctx context.Context) error {
 func (s *Remote) Diagnose(ctx context.Context, id string) string {
 	r, rerr := s.runner(ctx) // prepared: base and addr are known
 	s.mu.Lock()
-	logDir, mode, addr := path.Join(s.base, "log"), s.Spec.Connect, s.addr
+	logDir, mode, addr, via := path.Join(s.base, "log"), s.Spec.Connect, s.addr, s.Spec.CLSAddr
 	s.mu.Unlock()
 	var hint string
 	if mode == Tunnel {
 		_, login, _ := ParseSSH(s.Spec.SSH)
 		hint = fmt.Sprintf("placeholders reach the CLS through the login host's sshd at %s (a forward to %s there): check that compute nodes can reach %s and that its sshd allows TCP forwarding (AllowTcpForwarding)", login, addr, login)
 	} else {
-		hint = fmt.Sprintf("placeholders dial the CLS at %s (cls serve --ssh): check that compute nodes can reach it, or use --connect tunnel", addr)
+		from := "cls serve --ssh"
+		if via != "" {
+			from = "the site's --cls-addr"
+		}
+		hint = fmt.Sprintf("placeholders dial the CLS at %s (%s): check that compute nodes can reach it, or use --connect tunnel", addr, from)
 	}
 	if rerr != nil {
 		return hint

@@ -14,8 +14,8 @@ type SiteUpdater interface {
 // Set changes a site's settings without removing it (cls site set): its
 // placeholders keep running and their jobs with them. The site's loop is
 // stopped, the spec stored, and the loop started again with what it
-// knew. A change of slots, walltime, idle timeout, queue or submit
-// arguments reaches placeholders submitted from then on (the site is
+// knew. A change of slots, walltime, idle timeout, queue, submit
+// arguments or the CLS's address reaches placeholders submitted from then on (the site is
 // opened again: a local site keeps watching its running processes, a
 // remote one finds its placeholders in the batch system by name).
 func (m *Manager) Set(ctx context.Context, set protocol.SiteSet) (protocol.SiteInfo, error) {
@@ -48,7 +48,7 @@ func (m *Manager) Set(ctx context.Context, set protocol.SiteSet) (protocol.SiteI
 	reopen := spec.Slots != old.Slots || spec.Walltime != old.Walltime || spec.Idle != old.Idle || spec.PE != old.PE ||
 		spec.Mem != old.Mem || spec.GPUs != old.GPUs || spec.Resources != old.Resources ||
 		spec.Output != old.Output || // a local site's placeholders are started with it
-		spec.Queue != old.Queue || spec.SubmitArgs != old.SubmitArgs
+		spec.Queue != old.Queue || spec.SubmitArgs != old.SubmitArgs || spec.CLSAddr != old.CLSAddr
 	var next Site
 	if reopen {
 		var err error
@@ -78,9 +78,10 @@ func (m *Manager) Set(ctx context.Context, set protocol.SiteSet) (protocol.SiteI
 	ms.spec = spec
 	// Queued placeholders submitted to the old queue or with the old
 	// arguments may never start (that is usually why they are changed:
-	// a partition's time limit, an account): the loop cancels them, and
-	// new ones are submitted as the new settings say.
-	ms.stale = ms.stale || spec.Queue != old.Queue || spec.SubmitArgs != old.SubmitArgs
+	// a partition's time limit, an account), and those told an address
+	// of the CLS that did not reach it would never connect: the loop
+	// cancels them, and new ones are submitted as the new settings say.
+	ms.stale = ms.stale || spec.Queue != old.Queue || spec.SubmitArgs != old.SubmitArgs || spec.CLSAddr != old.CLSAddr
 	ctx2, cancel := context.WithCancel(m.ctx)
 	ms.cancel, ms.done = cancel, make(chan struct{})
 	m.wg.Add(1)
@@ -146,6 +147,9 @@ func ApplySet(spec protocol.SiteSpec, set protocol.SiteSet) protocol.SiteSpec {
 	}
 	if set.SubmitArgs != nil {
 		spec.SubmitArgs = *set.SubmitArgs
+	}
+	if set.CLSAddr != nil {
+		spec.CLSAddr = *set.CLSAddr
 	}
 	return spec
 }

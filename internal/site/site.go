@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"path"
 	"regexp"
 	"sort"
@@ -89,7 +90,7 @@ func Validate(s *protocol.SiteSpec) error {
 		return fmt.Errorf("--type %q: want local, sge, slurm or pbs", s.Type)
 	}
 	if s.Type == Local {
-		for flag, v := range map[string]string{"ssh": s.SSH, "key": s.Key, "known-hosts": s.KnownHosts, "queue": s.Queue, "submit-args": s.SubmitArgs, "connect": s.Connect} {
+		for flag, v := range map[string]string{"ssh": s.SSH, "key": s.Key, "known-hosts": s.KnownHosts, "queue": s.Queue, "submit-args": s.SubmitArgs, "connect": s.Connect, "cls-addr": s.CLSAddr} {
 			if v != "" {
 				return fmt.Errorf("--%s is only for remote sites (sge, slurm, pbs)", flag)
 			}
@@ -107,6 +108,9 @@ func Validate(s *protocol.SiteSpec) error {
 		case Direct, Tunnel:
 		default:
 			return fmt.Errorf("--connect %q: want direct or tunnel", s.Connect)
+		}
+		if err := validCLSAddr(s); err != nil {
+			return err
 		}
 		if strings.ContainsAny(s.Queue, " \t\n'\"\\$`;|&<>") {
 			return fmt.Errorf("--queue %q: not a queue name", s.Queue)
@@ -176,6 +180,74 @@ func Validate(s *protocol.SiteSpec) error {
 		return fmt.Errorf("--connect-timeout must be between 1s and the walltime, not %gs", s.ConnectTimeout)
 	}
 	return nil
+}
+
+// validCLSAddr checks --cls-addr, HOST or HOST:PORT (an IPv6 address in
+// brackets): a direct site's only, as a tunnel's placeholders reach the
+// CLS through the login host. The host goes into the batch script
+// quoted, but a name with a space or a quote is no host's either.
+func validCLSAddr(s *protocol.SiteSpec) error {
+	a := s.CLSAddr
+	if a == "" {
+		return nil
+	}
+	if s.Connect == Tunnel {
+		return errors.New("--cls-addr is for --connect direct: a tunnel's placeholders reach the CLS through the login host")
+	}
+	host, port, err := SplitCLSAddr(a)
+	if err != nil {
+		return err
+	}
+	if !hostRE.MatchString(host) && net.ParseIP(strings.Trim(host, "[]")) == nil {
+		return fmt.Errorf("--cls-addr %q: want HOST or HOST:PORT, with HOST a name or an IP address", protocol.Printable(a))
+	}
+	if port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("--cls-addr %q: the port must be 1..65535", protocol.Printable(a))
+		}
+	}
+	return nil
+}
+
+// hostRE is a DNS name as placeholders would dial it.
+var hostRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,62}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}[A-Za-z0-9])?)*\.?$`)
+
+// SplitCLSAddr splits --cls-addr into its host and port ("" when it
+// names none: the CLS's --ssh port is meant).
+func SplitCLSAddr(a string) (host, port string, err error) {
+	if len(a) > 255 {
+		return "", "", fmt.Errorf("--cls-addr: longer than 255 bytes")
+	}
+	if h, p, err := net.SplitHostPort(a); err == nil {
+		return h, p, nil
+	}
+	if strings.Count(a, ":") > 1 && !strings.HasPrefix(a, "[") { // a bare IPv6 address
+		return a, "", nil
+	}
+	if strings.HasPrefix(a, "[") && strings.HasSuffix(a, "]") {
+		return a[1 : len(a)-1], "", nil
+	}
+	if strings.Contains(a, ":") {
+		return "", "", fmt.Errorf("--cls-addr %q: want HOST or HOST:PORT", protocol.Printable(a))
+	}
+	return a, "", nil
+}
+
+// CLSAddrFor is where a direct site's placeholders dial the CLS: def
+// (its --ssh address as this host names it) with the site's --cls-addr
+// over it, its port def's when it names none.
+func CLSAddrFor(spec protocol.SiteSpec, def string) string {
+	if spec.CLSAddr == "" || def == "" {
+		return def
+	}
+	host, port, err := SplitCLSAddr(spec.CLSAddr)
+	if err != nil {
+		return def // Validate refused it already
+	}
+	if port == "" {
+		_, port, _ = net.SplitHostPort(def)
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // MaxSiteMem bounds --mem: larger is a typo, not a node.

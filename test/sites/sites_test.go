@@ -429,3 +429,29 @@ func TestThrottleShiftsWork(t *testing.T) {
 		}
 	}
 }
+
+// A site told to dial the CLS where it does not answer (--cls-addr: the
+// address compute nodes use when this host's name is not one they can
+// reach) degrades naming that address; cls site set --cls-addr mends it
+// in place, with the CLS's own port when it names none, and the jobs run.
+func TestCLSAddr(t *testing.T) {
+	need(t, "slurm")
+	l := newLogin(t, "127.0.0.1")
+	c := startCLS(t)
+	c.addSite("via", "slurm", l, "--max", "1", "--walltime", "10m", "--idle", "3s", "--connect-timeout", "20s", "--cls-addr", "127.0.0.1:1")
+	for i := range 2 {
+		c.must("mqsub", "-q", "q", fmt.Sprintf("j%d", i), "true")
+	}
+	eventually(t, 3*time.Minute, "the site degraded", func() bool { return c.sites()["via"].State == "degraded" })
+	if msg := c.sites()["via"].Error; !strings.Contains(msg, "127.0.0.1:1 (the site's --cls-addr)") {
+		t.Errorf("the site's error does not name the address its placeholders dialled: %s", msg)
+	}
+	if js := c.jobs("Q"); len(js) != 2 {
+		t.Errorf("%d jobs queued, want both", len(js))
+	}
+	out := c.must("cls", "site", "set", "via", "--cls-addr", "127.0.0.1")
+	if !strings.Contains(out, "nodes dial the CLS at 127.0.0.1") {
+		t.Errorf("cls site set printed:\n%s", out)
+	}
+	eventually(t, 3*time.Minute, "both jobs done", func() bool { return len(c.jobs("D")) == 2 })
+}

@@ -23,7 +23,7 @@ var badValues = map[string]string{
 	"policy": "lifo", "sync": "sometimes", "log-level": "loud", "s": "Z", "type": "lsf",
 	"connect": "pigeon", "role": "king", "site-net": "nonsense", "max-attempts": "x",
 	"slots": "x", "min": "x", "max": "x", "i": ":1", "in": ":1", "out": ":1", "o": "%u", "seeds": "x",
-	"placeholders": "x", "inflation": "x",
+	"placeholders": "x", "inflation": "x", "cls-addr": "host;reboot",
 }
 
 // TestExitCodesWalk runs every command of every binary with an unknown

@@ -109,6 +109,7 @@ func siteAddFlags() ([]cli.Flag, *siteAddValues) {
 		&cli.StringFlag{Name: "pe", Usage: "SGE with --slots > 1: the parallel environment to ask for (default smp); it must exist on the cluster, be in the queue's pe_list and put all slots on one host (allocation_rule $pe_slots)", Destination: &v.spec.PE},
 		&cli.StringFlag{Name: "submit-args", Usage: "extra qsub/sbatch arguments, e.g. \"-A project\"", Destination: &v.spec.SubmitArgs},
 		&cli.StringFlag{Name: "connect", Usage: "direct (compute nodes reach the CLS; the default) or tunnel (through the login host)", Destination: &v.spec.Connect},
+		&cli.StringFlag{Name: "cls-addr", Usage: "direct mode: `HOST[:PORT]` where compute nodes reach the CLS, when this host's name or the --ssh address is not it (a short hostname, NAT, a port forward); default: the --ssh address, a wildcard one by this host's name; PORT defaults to --ssh's", Destination: &v.spec.CLSAddr},
 		&cli.StringFlag{Name: "idle", Usage: "a placeholder exits after this long without work", Value: "1m", Destination: &v.idle},
 		&cli.StringFlag{Name: "data-root", Usage: "remote site: where files staged there live on the login host, `DIR` (relative: to the login home; default .mq-data/CLSID); a declared file P is DIR/P", Destination: &v.spec.DataRoot},
 		&cli.BoolFlag{Name: "node-local", Usage: "remote site whose nodes share no filesystem: each node keeps files in the data root on its own disk, staged to it over its placeholder's connection", Destination: &v.spec.NodeLocal},
@@ -255,6 +256,9 @@ func printSites(w io.Writer, sites []protocol.SiteInfo) {
 		}
 		if s.Connect == site.Tunnel {
 			where += " (tunnel)"
+		}
+		if s.CLSAddr != "" {
+			where += " (nodes dial the CLS at " + s.CLSAddr + ")"
 		}
 		switch {
 		case s.Type == site.Local:

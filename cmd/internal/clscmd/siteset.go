@@ -27,6 +27,7 @@ func siteSetFlags() ([]cli.Flag, *siteSetValues) {
 		&cli.StringFlag{Name: "output", Usage: "streams, files or default (as cls serve --output): how the site's placeholders keep jobs' stdout and stderr, for placeholders that connect from now on", Destination: &v.output},
 		&cli.StringFlag{Name: "queue", Aliases: []string{"partition"}, Usage: "batch queue (SGE, PBS) or partition (Slurm), for placeholders submitted from now on (\"\" = the cluster's default)", Destination: &v.queue},
 		&cli.StringFlag{Name: "submit-args", Usage: "extra qsub/sbatch arguments, e.g. \"-A project\", for placeholders submitted from now on (they replace the site's; \"\" = none)", Destination: &v.submitArgs},
+		&cli.StringFlag{Name: "cls-addr", Usage: "`HOST[:PORT]` where the site's compute nodes reach the CLS (direct mode), for placeholders submitted from now on (queued ones are cancelled; \"\" = the CLS's own address)", Destination: &v.clsAddr},
 	}, v.size.flags(", for placeholders submitted from now on")...)
 	// A flag left out leaves its setting as it is: no default applies.
 	for _, f := range flags {
@@ -49,6 +50,7 @@ type siteSetValues struct {
 	slots, min, max           int
 	provision, walltime, idle string
 	output, queue, submitArgs string
+	clsAddr                   string
 	size                      siteSize
 }
 
@@ -58,7 +60,7 @@ func siteSet(env mqcli.Env) *cli.Command {
 	flags, _ := siteSetFlags()
 	return &cli.Command{
 		Name:            "set",
-		Usage:           "change a site's price, placeholder size (slots or cpus, mem, gpus, resources), min, max, provisioning, walltime, idle timeout, output mode, queue or submit arguments; its placeholders keep running",
+		Usage:           "change a site's price, placeholder size (slots or cpus, mem, gpus, resources), min, max, provisioning, walltime, idle timeout, output mode, queue, submit arguments or the CLS's address; its placeholders keep running",
 		ArgsUsage:       "NAME",
 		SkipFlagParsing: true,
 		Flags:           flags,
@@ -75,7 +77,7 @@ func siteSet(env mqcli.Env) *cli.Command {
 				return mqcli.Usagef("site set takes exactly one NAME")
 			}
 			if len(set) == 0 {
-				return mqcli.Usagef("site set %s: nothing to change (--price, --slots, --cpus, --mem, --gpus, --resource, --min, --max, --provision, --walltime, --idle, --output, --queue, --submit-args)", protocol.Printable(names[0]))
+				return mqcli.Usagef("site set %s: nothing to change (--price, --slots, --cpus, --mem, --gpus, --resource, --min, --max, --provision, --walltime, --idle, --output, --queue, --submit-args, --cls-addr)", protocol.Printable(names[0]))
 			}
 			req := protocol.SiteSet{Name: names[0]}
 			if set["price"] {
@@ -150,6 +152,9 @@ func siteSet(env mqcli.Env) *cli.Command {
 			}
 			if set["submit-args"] {
 				req.SubmitArgs = &v.submitArgs
+			}
+			if set["cls-addr"] {
+				req.CLSAddr = &v.clsAddr
 			}
 			if err := checkSet(req); err != nil {
 				return err

@@ -111,16 +111,13 @@ func (s *Store) dropStale(id, ph int64, missing []string) (bool, error) {
 func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out runs.Outcome, r protocol.Report) error {
 	// copies: the first attempt to succeed wins (unless another's agent
 	// claimed first) and the others are killed; one that ends while
-	// another runs on ends alone.
+	// another runs on ends alone (it begins the batch's transaction).
 	moves, err := s.copiesEvent(id, j, true, ru, copies.Change{Event: copies.Ended, Succeeded: out == runs.Succeeded, Returned: out == runs.Returned, Report: r})
 	if err != nil || !moves {
 		return err
 	}
-	if err := s.begin(); err != nil {
-		return err
-	}
 	q := s.queueIDs[j.Queue]
-	e, next := s.endOf(q, ru, out, r)
+	e, next := s.endOf(q, ru, out, r, j.Est)
 	// ledger: charged for what it ran, its reservation released.
 	if err := storeErr(s.ledger.Ended(context.Background(), s.w, ledgerCore{s}, ledger.End{
 		Ref: protocol.JobRef{ID: id, Attempt: ru.Attempt}, Queue: q.account(), Placeholder: ru.Placeholder,
@@ -151,20 +148,22 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out runs.Outcome, r 
 	return s.leaveExecuting(id, j, next, out, retry, e)
 }
 
-// endOf is how attempt ru of q, which ended as out, is recorded, and the
-// job's next state (runs.Next): r's exit, times, reason, outputs and
-// usage, with what the core knows in place of what the report lacks
-// (runs.Run.Span, runs.Outcome.Said; a failed job's exit status as its
-// reason, runs.ExitReason).
-func (s *Store) endOf(q *queue, ru *run, out runs.Outcome, r protocol.Report) (attemptEnd, job.State) {
+// endOf is how attempt ru of q (est: its job's estimate), which ended as
+// out, is recorded, and the job's next state (runs.Next; packing.Outgrown):
+// r's exit, times, reason, outputs, usage and walltime floor, with what the
+// core knows in place of what the report lacks (runs.Run.Span, Outcome.Said;
+// a failed job's exit status as its reason, runs.ExitReason).
+func (s *Store) endOf(q *queue, ru *run, out runs.Outcome, r protocol.Report, est float32) (attemptEnd, job.State) {
 	next := runs.Next(out, ru.Used, q.MaxAttempts, q.RetryFailed)
 	e := attemptEnd{attempt: ru.Attempt, placeholder: ru.Placeholder, usage: r.Usage, outputs: r.Outputs}
 	e.started, e.finished = ru.Span(r, s.now())
-	e.floor = ru.WalltimeFloor(r, s.now())
-	reason, exit := out.Said(r.Reason, q.Ceiling)
-	e.reason, e.exit = reason, r.Exit
-	if !exit {
-		e.exit = nil
+	e.floor = ru.WalltimeFloor(r, s.now(), est)
+	var kept bool
+	if e.reason, kept = out.Said(r.Reason, q.Ceiling); kept {
+		e.exit = r.Exit
+	}
+	if why := s.pack.Outgrown(float64(e.floor)); why != "" && next == job.Queued {
+		next, e.reason = job.Failed, why // each attempt left would be stopped as this one was
 	}
 	if next == job.Failed && e.reason == "" {
 		e.reason = runs.ExitReason(r.Exit, ru.Used)

@@ -1,6 +1,8 @@
 package metaqueue
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,4 +90,62 @@ func TestWalltimeStopRanksCP(t *testing.T) {
 		t.Fatalf("after the stop the placeholder got %v; want job %d (60 s of work) before job %d (30 s)", ids(as), id, other)
 	}
 	e.check()
+}
+
+// A job that ran a whole placeholder's walltime twice (the second time
+// with the nine tenths it learned the first) needs a longer placeholder:
+// with one known it waits for that one alone; with none, it fails at once
+// saying what to do, rather than spend its last attempt the same way.
+func TestWalltimeOutgrown(t *testing.T) {
+	for _, longer := range []bool{false, true} {
+		t.Run(map[bool]string{false: "none longer", true: "a longer placeholder"}[longer], func(t *testing.T) {
+			e := newEnv(t)
+			reg := func(walltime float64) int64 {
+				r, err := e.s.Register(context.Background(), protocol.Register{Site: "s", Host: "h", PID: 42, Slots: 1, OutDir: "/out", Walltime: walltime})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r.ID
+			}
+			var long int64
+			if longer {
+				long = reg(600)
+			}
+			id := e.submit(spec("t", "sleep 1000"))[0]
+			for attempt := 1; attempt <= 2; attempt++ {
+				ph := reg(60)
+				as := e.nextWalltime(ph, 1, 60)
+				if len(as) != 1 || as[0].ID != id {
+					t.Fatalf("attempt %d: a fresh 60 s placeholder got %v, want job %d", attempt, ids(as), id)
+				}
+				began := e.clock.Now()
+				e.clock.Advance(60 * time.Second)
+				e.report(ph, protocol.Report{ID: id, Attempt: as[0].Attempt, Exit: -1, Reason: protocol.WalltimeReason(60 * time.Second),
+					Started: began, Finished: e.clock.Now()})
+			}
+			d := e.job(id)
+			if !longer {
+				e.mustBe(id, job.Failed)
+				for _, want := range []string{"needs more than a whole placeholder's walltime", "1m0s", "give a site a longer --walltime"} {
+					if !strings.Contains(d.Reason, want) {
+						t.Errorf("reason %q lacks %q", d.Reason, want)
+					}
+				}
+				if d.Attempts != 2 {
+					t.Errorf("%d attempts, want 2 of the queue's 3", d.Attempts)
+				}
+				return
+			}
+			e.mustBe(id, job.Queued)
+			if d.Est != 61 {
+				t.Errorf("estimate %g, want 61: more than a whole 60 s placeholder", d.Est)
+			}
+			if as := e.nextWalltime(reg(60), 1, 60); len(as) != 0 {
+				t.Fatalf("a fresh 60 s placeholder got %v again", ids(as))
+			}
+			if as := e.nextWalltime(long, 1, 600); len(as) != 1 || as[0].ID != id {
+				t.Fatalf("the 600 s placeholder got %v, want job %d", ids(as), id)
+			}
+		})
+	}
 }

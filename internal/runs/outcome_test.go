@@ -113,3 +113,40 @@ func TestExitReason(t *testing.T) {
 		}
 	}
 }
+
+// What a walltime stop teaches: what the attempt ran (no more than the CLS
+// saw), at most nine tenths of its placeholder's walltime the first time,
+// and a second more than the walltime once the job, with that estimate,
+// ran that long again.
+func TestWalltimeFloor(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	stop := protocol.WalltimeReason(100 * time.Second)
+	for _, tc := range []struct {
+		name   string
+		reason string
+		ran    time.Duration // the report's span; the CLS saw 100 s pass
+		est    float32
+		want   float32
+	}{
+		{"not a walltime stop", protocol.ReasonInterrupted, 100 * time.Second, 0, 0},
+		{"started late", stop, 40 * time.Second, 0, 40},
+		{"started late, estimate near the walltime", stop, 40 * time.Second, 95, 40},
+		{"a whole placeholder, first time", stop, 100 * time.Second, 0, 90},
+		{"a whole placeholder, estimate below nine tenths", stop, 100 * time.Second, 89, 90},
+		{"a whole placeholder again", stop, 100 * time.Second, 90, 101},
+		{"a user's estimate near the walltime", stop, 95 * time.Second, 95, 101},
+		{"the report claims more than the CLS saw", stop, 10 * time.Minute, 90, 101},
+	} {
+		ru := &Run{Started: t0}
+		r := protocol.Report{Reason: tc.reason, Started: t0, Finished: t0.Add(tc.ran)}
+		if got := ru.WalltimeFloor(r, t0.Add(100*time.Second), tc.est); got != tc.want {
+			t.Errorf("%s: floor %g, want %g", tc.name, got, tc.want)
+		}
+	}
+	// The CLS saw less pass than the report claims: what it saw.
+	ru := &Run{Started: t0}
+	r := protocol.Report{Reason: stop, Started: t0, Finished: t0.Add(100 * time.Second)}
+	if got := ru.WalltimeFloor(r, t0.Add(50*time.Second), 90); got != 50 {
+		t.Errorf("the CLS saw 50 s: floor %g, want 50", got)
+	}
+}

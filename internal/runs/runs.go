@@ -225,20 +225,27 @@ func (ru *Run) Span(r protocol.Report, now time.Time) (started, finished time.Ti
 // (protocol.WalltimeStopped): the job needs more than it ran. That is the
 // report's span (the placeholder's clock), but no more than the CLS saw
 // pass since the attempt began (a report cannot claim more), nor than
-// nine tenths of that placeholder's walltime: a fresh placeholder of its
-// site still takes the job, so one that needs more than a whole
-// placeholder fails when its attempts run out, saying why, rather than
-// wait for a placeholder that never comes. 0 when r says no such stop.
-func (ru *Run) WalltimeFloor(r protocol.Report, now time.Time) float32 {
+// nine tenths of that placeholder's walltime, so a fresh placeholder of
+// its site still takes the job once. A job whose estimate est was that
+// already, and that ran that long again, needs more than a whole
+// placeholder of that walltime: its floor is then a second more, so only
+// a placeholder or site with a longer one takes it (none known: it fails
+// at once, packing.Packing.Outgrown, rather than spend its attempts).
+// 0 when r says no such stop.
+func (ru *Run) WalltimeFloor(r protocol.Report, now time.Time, est float32) float32 {
 	walltime, ok := protocol.WalltimeStopped(r.Reason)
 	if !ok || r.Started.IsZero() || r.Finished.IsZero() {
 		return 0
 	}
-	ran := min(r.Finished.Sub(r.Started), walltime*9/10)
+	ran, most := r.Finished.Sub(r.Started), walltime*9/10
 	if !ru.Started.IsZero() {
 		ran = min(ran, now.Sub(ru.Started))
 	}
-	return float32(math.Ceil(max(ran, 0).Seconds())) // whole seconds, as mqstat -j shows it
+	// Whole seconds, as mqstat -j shows them.
+	if most = time.Duration(math.Ceil(most.Seconds())) * time.Second; ran >= most && est >= float32(most.Seconds()) {
+		return float32(math.Ceil(walltime.Seconds())) + 1
+	}
+	return float32(math.Ceil(max(min(ran, most), 0).Seconds()))
 }
 
 // ExitReason is why an attempt that exited with status exit, the used-th

@@ -40,4 +40,17 @@ func TestWalltimeStopsJob(t *testing.T) {
 	if d.Est <= 0 || d.Est > 27 {
 		t.Errorf("after attempt 1 the job's estimate is %gs; want what it ran, at most 27s", d.Est)
 	}
+	// Stopped again after that long (a fresh placeholder gives it about
+	// 28 s), it needs more than a whole placeholder, and no site has a
+	// longer one: it fails at once, not after its third attempt. A busy
+	// machine can start it late enough to teach less: then it fails when
+	// its attempts run out, which is also an end.
+	eventually(t, 4*time.Minute, "the job failed", func() bool { return len(c.jobs("F")) == 1 })
+	if err := json.Unmarshal([]byte(c.must("mqstat", "-j", strconv.FormatInt(id, 10), "--json")), &d); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("failed after %d attempts: %s", d.Attempts, d.Reason)
+	if outgrown := strings.Contains(d.Reason, "needs more than a whole placeholder's walltime"); !outgrown && d.Attempts != 3 || outgrown && !strings.Contains(d.Reason, "give a site a longer --walltime") {
+		t.Errorf("failed after %d attempts with %q", d.Attempts, d.Reason)
+	}
 }

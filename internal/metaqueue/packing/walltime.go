@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/mq-hpc/mq/protocol"
 )
 
 // A job expected to take longer than any placeholder can run (its time
@@ -93,11 +95,34 @@ func tooLong(need, w float64, site string) string {
 	if need <= 0 || w == 0 || need <= w {
 		return ""
 	}
-	where := "a placeholder's --walltime"
-	if site != "" {
-		where = "site " + site + ": its --walltime less a margin to report"
+	return fmt.Sprintf("expected to take %s; the longest a placeholder or site runs a job is %s (%s)", seconds(need), seconds(w), whose(site))
+}
+
+// whose says where the longest walltime known is: at site, or ("") a
+// placeholder's.
+func whose(site string) string {
+	if site == "" {
+		return "a placeholder's --walltime"
 	}
-	return fmt.Sprintf("expected to take %s; the longest a placeholder or site runs a job is %s (%s)", seconds(need), seconds(w), where)
+	return "site " + site + ": its --walltime less a margin to report"
+}
+
+// Outgrown says why a job that its placeholder's walltime stopped, having
+// learned it needs floor seconds (runs.Run.WalltimeFloor: more than a
+// whole placeholder of that walltime), fails now instead of running again:
+// no placeholder or site known runs a job that long, so each attempt
+// left would be stopped as this one was, a whole walltime spent each
+// time. "" when one does (it waits for that one), or none is known.
+func (p *Packing) Outgrown(floor float64) string {
+	if floor <= 0 {
+		return "" // the common case: no walltime stop, nothing looked up
+	}
+	w, site := p.longest()
+	if tooLong(floor, w, site) == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s: it needs more than a whole placeholder's walltime, and the longest a placeholder or site runs a job is %s (%s): give a site a longer --walltime, then mqsub --rerun it",
+		protocol.ReasonInterrupted, seconds(w), whose(site))
 }
 
 // seconds formats s seconds as a duration, to the second.

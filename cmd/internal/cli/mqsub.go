@@ -39,7 +39,8 @@ func Mqsub(env Env) *cli.App {
    mqsub --rerun [-Q] ID... | FIRST-LAST
    mqsub --rerun ID --command CMD
    mqsub --rerun [-q QUEUE] [-t TARGET] [-s STATES] [--all] [-Q]`
-	app.Description = `Adds a job to TARGET and prints its id. The job runs once every job of each
+	app.Description = `Adds a job to TARGET and prints its id (with --array or -f, one id a line;
+to a terminal, the range FIRST-LAST). The job runs once every job of each
 prerequisite target is done (-p: sbatch's afterok), and every job of each
 --after-any target has ended, done or not (sbatch's afterany): a cleanup step
 that must run even when the step before it fails. Several COMMAND words are
@@ -491,19 +492,31 @@ func submitBulk(c *cli.Context, env Env, cl *client.Client, what string, upload 
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	w := bufio.NewWriterSize(c.App.Writer, 64<<10)
-	var b []byte
-	for i := 0; i < reply.Count; i++ {
-		b = strconv.AppendInt(b[:0], reply.First+int64(i), 10)
-		b = append(b, '\n')
-		w.Write(b)
-	}
-	err = w.Flush()
+	err = printIDs(c.App.Writer, reply.First, reply.Count, isTerminal(c.App.Writer))
 	warn(c, reply.Warnings)
 	if err != nil || !c.Bool("b") || reply.Count == 0 {
 		return err
 	}
 	return waitRange(c, cl, reply.First, reply.First+int64(reply.Count)-1)
+}
+
+// printIDs prints the ids of count jobs from first, one a line for a
+// script to read; to a terminal, many of them as one range
+// (FIRST-LAST, as mqdel and mqstat take ids), since a million lines
+// scrolling past would hold the terminal for minutes and say no more.
+func printIDs(out io.Writer, first int64, count int, tty bool) error {
+	if tty && count > 1 {
+		_, err := fmt.Fprintf(out, "%d-%d\n", first, first+int64(count)-1)
+		return err
+	}
+	w := bufio.NewWriterSize(out, 64<<10)
+	var b []byte
+	for i := 0; i < count; i++ {
+		b = strconv.AppendInt(b[:0], first+int64(i), 10)
+		b = append(b, '\n')
+		w.Write(b)
+	}
+	return w.Flush()
 }
 
 // waitRange is mqsub -b for many jobs (a file, an array): it waits for

@@ -393,3 +393,28 @@ func TestMqsubEmptyPrereqWarned(t *testing.T) {
 		t.Errorf("after its prerequisite's jobs were purged: exit %d, stderr %q", code, stderr)
 	}
 }
+
+// A bulk submission prints one id a line for a script, and to a terminal
+// the range they make: a million lines would hold it for minutes.
+func TestPrintIDs(t *testing.T) {
+	for _, tc := range []struct {
+		first int64
+		count int
+		tty   bool
+		want  string
+	}{
+		{7, 3, false, "7\n8\n9\n"},
+		{7, 3, true, "7-9\n"},
+		{7, 1, true, "7\n"},
+		{1, 1_000_000, true, "1-1000000\n"},
+		{5, 0, false, ""},
+	} {
+		var b strings.Builder
+		if err := printIDs(&b, tc.first, tc.count, tc.tty); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != tc.want {
+			t.Errorf("printIDs(%d, %d, tty %v) = %q, want %q", tc.first, tc.count, tc.tty, b.String(), tc.want)
+		}
+	}
+}

@@ -452,18 +452,18 @@ func (s *Remote) Retire(ctx context.Context) error {
 func (s *Remote) Diagnose(ctx context.Context, id string) string {
 	r, rerr := s.runner(ctx) // prepared: base and addr are known
 	s.mu.Lock()
-	logDir, mode, addr, via := path.Join(s.base, "log"), s.Spec.Connect, s.addr, s.Spec.CLSAddr
+	logDir, spec, addr := path.Join(s.base, "log"), s.Spec, s.addr
 	s.mu.Unlock()
 	var hint string
-	if mode == Tunnel {
-		_, login, _ := ParseSSH(s.Spec.SSH)
+	if spec.Connect == Tunnel {
+		_, login, _ := ParseSSH(spec.SSH)
 		hint = fmt.Sprintf("placeholders reach the CLS through the login host's sshd at %s (a forward to %s there): check that compute nodes can reach %s and that its sshd allows TCP forwarding (AllowTcpForwarding)", login, addr, login)
 	} else {
 		from := "cls serve --ssh"
-		if via != "" {
+		if spec.CLSAddr != "" {
 			from = "the site's --cls-addr"
 		}
-		hint = fmt.Sprintf("placeholders dial the CLS at %s (%s): check that compute nodes can reach it, or use --connect tunnel", addr, from)
+		hint = fmt.Sprintf("placeholders dial the CLS at %s (%s): check that compute nodes can reach it; if they reach it by another name or port, cls site set %s --cls-addr HOST[:PORT]; or use --connect tunnel", addr, from, spec.Name)
 	}
 	if rerr != nil {
 		return hint

@@ -76,6 +76,9 @@ func TestGuideSubmitting(t *testing.T) {
 		`mqsub --mem 8X t true`:     {2, `^mqsub: [^\n]*\n$`}, // one line, exit 2; the transcript's text checked as shown
 		`mqsub -c 1.5 t true`:       {2, `^mqsub: [^\n]*\n$`},
 		`mqsub --gres=gpu:2 t true`: {2, `^mqsub: [^\n]*\n$`},
+		"cat > align.sh <<'EOF'\n#!/bin/sh\n#MQ --time 4:00:00 -c 2 --mem 1G\n#MQ -q long -o align.out\necho aligned\nEOF": {0, `^$`},
+		`mqsub align sh align.sh`:       {0, `^322\n`}, // a warning follows where no placeholder has 2 cores
+		`mqsub -c 4 align2 sh align.sh`: {0, `^323\n`},
 	}
 	for _, s := range steps {
 		w, ok := want[s.cmd]
@@ -122,6 +125,15 @@ func TestGuideSubmitting(t *testing.T) {
 	}
 	if out := h.ok("mqstat", "-j", "1"); !regexp.MustCompile(`\ntime limit:\s+1800s\n`).MatchString(out) {
 		t.Errorf("mqstat -j 1 shows no time limit of 30:00:\n%s", out)
+	}
+	// The script's #MQ lines, and the command line's -c over its -c.
+	for id, cpus := range map[string]string{"322": "2", "323": "4"} {
+		out := h.ok("mqstat", "-j", id)
+		for _, re := range []string{`\nqueue:\s+long\n`, `\ntime limit:\s+14400s\n`, `\nresources:\s+cpus=` + cpus + ` mem=1 GiB\n`} {
+			if !regexp.MustCompile(re).MatchString(out) {
+				t.Errorf("mqstat -j %s lacks %s:\n%s", id, re, out)
+			}
+		}
 	}
 	for _, f := range []struct{ name, want string }{
 		{"logs/align-7.out", ""},

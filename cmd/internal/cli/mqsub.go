@@ -59,6 +59,8 @@ dropped (redirect in COMMAND instead; in a while-read loop, mqsub </dev/null).
 The job gets none of mqsub's environment unless -V (all of it) or
 --export=NAME,... says so; with --array or -f it is stored once for them
 all. -v sets a variable, over what is exported.
+When COMMAND runs a script (./job.sh, sh job.sh), its #MQ lines at the top
+are mqsub flags too, under the command line's (#MQ --time 4:00:00 -c 8).
 
 ` + resourcesHelp
 	// -v is the job's environment (qsub's habit), not --version.
@@ -114,6 +116,9 @@ func mqsubAction(c *cli.Context, env Env) error {
 	if c.Bool("version") {
 		cli.ShowVersion(c)
 		return nil
+	}
+	if err := applyDirectives(c, env); err != nil {
+		return err
 	}
 	if err := hintError(c); err != nil {
 		return err
@@ -224,7 +229,7 @@ func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
 	if c.NArg() < 2 {
 		if dir, err := jobDir(c, env); err == nil && regularFile(dir, c.Args().First()) {
 			// qsub job.sh, sbatch job.sh: a script, not a target.
-			return Usagef("missing COMMAND after target %s: to run the script, mqsub NAME sh %s (its #SBATCH, #$ and #PBS lines are not read: give them as mqsub flags)", c.Args().First(), c.Args().First())
+			return Usagef("missing COMMAND after target %s: to run the script, mqsub NAME sh %s (its #SBATCH, #$ and #PBS lines are not read: give them as mqsub flags, or as #MQ lines in it)", c.Args().First(), c.Args().First())
 		}
 		return Usagef("missing COMMAND after target %s", c.Args().First())
 	}

@@ -1,0 +1,139 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A job script's #MQ lines are mqsub's flags, under the command line's.
+func TestMqsubDirectives(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	dir := t.TempDir()
+	write := func(name, text string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("job.sh", "#!/bin/sh\n# align one sample\n#MQ --time 4:00:00 -c 2 --mem=1G\n\n#MQ -q long --priority 5\nbwa mem ref.fa x.fq\n#MQ -c 8\n")
+	write("sbatch.sh", "#!/bin/bash\n#SBATCH --time=1:00:00\n#SBATCH -c 4\nsrun x\n")
+	write("plain.sh", "#!/bin/sh\necho hi\n")
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		cpus      int
+		mem       int64
+		limit     float64
+		queue     string
+		prio      int
+		warning   string // in stderr; "" = none
+		noWarning bool
+	}{
+		{"sh job.sh", []string{"t", "sh", "job.sh"}, 2, 1 << 30, 4 * 3600, "long", 5, "", true},
+		{"the script itself", []string{"t", "./job.sh"}, 2, 1 << 30, 4 * 3600, "long", 5, "", true},
+		{"one word", []string{"t", "bash job.sh sample1"}, 2, 1 << 30, 4 * 3600, "long", 5, "", true},
+		{"the command line's win", []string{"-c", "4", "-q", "short", "t", "sh", "job.sh"}, 4, 1 << 30, 4 * 3600, "short", 5, "", true},
+		{"sbatch lines warned of", []string{"t", "sh", "sbatch.sh"}, 0, 0, 0, "default", 0, "sbatch.sh's #SBATCH lines are not read: write them as #MQ lines", false},
+		{"no directives", []string{"t", "sh", "plain.sh"}, 0, 0, 0, "default", 0, "", true},
+		{"not a script", []string{"t", "sh", "-c", "./job.sh"}, 0, 0, 0, "default", 0, "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, e, code := tb.mqsub("", append([]string{"-d", dir}, tc.args...)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, e)
+			}
+			if tc.warning != "" && !strings.Contains(e, tc.warning) || tc.noWarning && e != "" {
+				t.Errorf("stderr %q, want %q", e, tc.warning)
+			}
+			var id int64
+			if _, err := fmt.Sscan(o, &id); err != nil {
+				t.Fatalf("stdout %q", o)
+			}
+			d, err := tb.store.Inspect().Job(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.CPUs != tc.cpus || d.Mem != tc.mem || d.TimeLimit != tc.limit || d.Queue != tc.queue || d.Priority != tc.prio {
+				t.Errorf("cpus %d mem %d time %g queue %s priority %d, want %d %d %g %s %d",
+					d.CPUs, d.Mem, d.TimeLimit, d.Queue, d.Priority, tc.cpus, tc.mem, tc.limit, tc.queue, tc.prio)
+			}
+		})
+	}
+}
+
+// A bad #MQ line is a usage error naming the script and line, and adds
+// nothing.
+func TestMqsubDirectiveErrors(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	dir := t.TempDir()
+	for _, tc := range []struct{ line, want string }{
+		{"#MQ --tiem 4h", "bad.sh:2: #MQ --tiem: mqsub has no such flag"},
+		{"#MQ -f jobs.jsonl", "bad.sh:2: #MQ -f: goes on mqsub's command line, not in a script"},
+		{"#MQ --rerun", "goes on mqsub's command line"},
+		{"#MQ align", "bad.sh:2: #MQ align: not a flag"},
+		{"#MQ -c 2 --time", "bad.sh:2: #MQ --time: needs a value"},
+		{"#MQ -v 'A=1", "bad.sh: line 2: #MQ:"},
+		{"#MQ -N align", "qsub"}, // a habit's hint, as on the command line
+	} {
+		t.Run(tc.line, func(t *testing.T) {
+			if err := os.WriteFile(filepath.Join(dir, "bad.sh"), []byte("#!/bin/sh\n"+tc.line+"\ntrue\n"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			before := tb.jobs()
+			_, e, code := tb.mqsub("", "-d", dir, "t", "sh", "bad.sh")
+			if code != ExitUsage || !strings.Contains(e, tc.want) || strings.Count(strings.TrimSpace(e), "\n") != 0 {
+				t.Errorf("exit %d, stderr %q; want exit %d and one line with %q", code, e, ExitUsage, tc.want)
+			}
+			if tb.jobs() != before {
+				t.Error("a job was added")
+			}
+		})
+	}
+}
+
+func TestScriptOf(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		words []string
+		want  string
+	}{
+		{[]string{"./job.sh"}, "./job.sh"},
+		{[]string{"sh", "job.sh"}, "job.sh"},
+		{[]string{"bash job.sh a b"}, "job.sh"},
+		{[]string{"/bin/bash", "run.sh"}, "run.sh"},
+		{[]string{"sh", "-c", "x"}, ""},
+		{[]string{"bwa", "mem", "ref.fa"}, "bwa"},
+		{nil, ""},
+	} {
+		if got := scriptOf(tc.words); got != tc.want {
+			t.Errorf("scriptOf(%q) = %q, want %q", tc.words, got, tc.want)
+		}
+	}
+}
+
+func FuzzScriptHead(f *testing.F) {
+	f.Add("#!/bin/sh\n#MQ --time 4:00:00 -c 2\n#SBATCH -c 4\necho\n#MQ -c 8\n")
+	f.Add("#MQ -v 'A=1\n")
+	f.Add("#MQ\n#MQ\t-H\n#MQX -c 1\n")
+	f.Fuzz(func(t *testing.T, script string) {
+		dirs, foreign, err := scriptHead(strings.NewReader(script))
+		if err != nil {
+			return
+		}
+		last := 0
+		for _, d := range dirs {
+			if d.line <= last {
+				t.Fatalf("directive lines out of order: %+v", dirs)
+			}
+			last = d.line
+		}
+		if len(foreign) > 4 {
+			t.Fatalf("foreign prefixes %q", foreign)
+		}
+	})
+}

@@ -15,9 +15,10 @@ type SiteUpdater interface {
 // placeholders keep running and their jobs with them. The site's loop is
 // stopped, the spec stored, and the loop started again with what it
 // knew. A change of slots, walltime, idle timeout, queue, submit
-// arguments or the CLS's address reaches placeholders submitted from then on (the site is
-// opened again: a local site keeps watching its running processes, a
-// remote one finds its placeholders in the batch system by name).
+// arguments or the CLS's address (--cls-addr) reaches placeholders
+// submitted from then on (the site is opened again: a local site keeps
+// watching its running processes, a remote one finds its placeholders in
+// the batch system by name).
 func (m *Manager) Set(ctx context.Context, set protocol.SiteSet) (protocol.SiteInfo, error) {
 	up, ok := m.Store.(SiteUpdater)
 	if !ok {

@@ -425,6 +425,19 @@ func (e *env) check() {
 				}
 			}
 		}
+		// The jobs kept in each state (bystate) are storage's.
+		byState := map[job.State][]int64{}
+		for id, r := range all {
+			byState[r.state] = append(byState[r.state], id)
+		}
+		for _, st := range job.States {
+			want := byState[st]
+			slices.Sort(want)
+			got, in, _ := e.s.states.Page([]job.State{st}, 0, 0)
+			if !slices.Equal(got, want) || in != len(want) {
+				errs = append(errs, fmt.Sprintf("jobs kept in state %s: %v (%d), storage has %v", st, got, in, want))
+			}
+		}
 		for q, c := range counts {
 			if e.s.counts[q] == nil {
 				errs = append(errs, fmt.Sprintf("queue %d has jobs %v but no counts", q, c[:]))

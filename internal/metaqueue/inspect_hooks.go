@@ -10,6 +10,7 @@ import (
 	"github.com/mq-hpc/mq/internal/metaqueue/inspect"
 	"github.com/mq-hpc/mq/internal/metaqueue/plans"
 	"github.com/mq-hpc/mq/internal/runs"
+	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -76,6 +77,14 @@ func (a inspectSources) CostMarks(ctx context.Context, id int64) (infeasible, ov
 func (a inspectSources) Fit(ctx context.Context, id int64) (why string, grant *protocol.Capacity, err error) {
 	err = a.s.do(ctx, func() error { why, grant = a.s.pack.Fit(id, a.s.running.Attempt(id), packJobs{a.s}); return nil })
 	return why, grant, err
+}
+
+func (a inspectSources) InStates(ctx context.Context, states []job.State, after int64, limit int) (ids []int64, in, all int, err error) {
+	if a.s.committedSummary.Load() != nil {
+		return nil, 0, 0, inspect.ErrBusy // a slow batch: seconds
+	}
+	err = a.s.do(ctx, func() error { ids, in, all = a.s.states.Page(states, after, limit); return nil })
+	return ids, in, all, err
 }
 
 func (a inspectSources) Graph(ctx context.Context, fn func(inspect.Graph) error) error {

@@ -53,22 +53,14 @@ var (
 )
 
 // claimSQL marks n jobs Executing for one placeholder (?1) from ?2 on and
-// returns what their assignments need.
-func claimSQL(n int) string {
-	return sqlfile.InList(jobsSQL.Get("Claim"), "ids", n)
-}
-
-// claimAheadSQL is claimSQL for jobs handed out ahead of the
-// placeholder's free slots: marked prefetched (P).
-func claimAheadSQL(n int) string {
-	return strings.Replace(claimSQL(n), "prefetched = NULL", "prefetched = 1", 1)
-}
-
-// claimMixedSQL is claimSQL for a request some of whose jobs are ahead:
-// ?3 lists those (",7,9,"), so one statement claims them all, as without
-// prefetch (a second one cost the CLS about 15% more CPU per `true` job).
-func claimMixedSQL(n int) string {
-	return strings.Replace(claimSQL(n), "prefetched = NULL", "prefetched = CASE WHEN instr(?3, ',' || id || ',') > 0 THEN 1 END", 1)
+// returns what their assignments need. Jobs handed out ahead of the
+// placeholder's free slots are marked prefetched (P): all (claimAll), or
+// those ?3 lists (",7,9,": claimSome), so one statement claims them all,
+// as without prefetch (a second one cost the CLS about 15% more CPU per
+// `true` job).
+func claimSQL(n, kind int) string {
+	mark := [...]string{claimNone: "NULL", claimAll: "1", claimSome: "CASE WHEN instr(?3, ',' || id || ',') > 0 THEN 1 END"}[kind]
+	return strings.Replace(sqlfile.InList(jobsSQL.Get("Claim"), "ids", n), "prefetched = NULL", "prefetched = "+mark, 1)
 }
 
 // Claims by how many of their jobs are ahead (dispatchN).
@@ -466,6 +458,7 @@ func (s *Store) recount(c dag.Change) {
 	}
 	cnt[c.To]++
 	s.arrays.Count(c.ID, c.From, c.To)
+	s.states.Move(c.ID, c.From, c.To)
 }
 
 // readyEntry is how a queue's heap sees a job that became ready. An SJF

@@ -144,15 +144,15 @@ func TestPrefetchBadInput(t *testing.T) {
 // those ahead as ?3.
 func TestClaimAheadSQL(t *testing.T) {
 	t.Parallel()
-	a, c := claimAheadSQL(3), claimSQL(3)
+	a, c := claimSQL(3, claimAll), claimSQL(3, claimNone)
 	if strings.Count(c, "prefetched = NULL") != 1 || a != strings.Replace(c, "prefetched = NULL", "prefetched = 1", 1) {
-		t.Fatalf("claimAheadSQL(3) = %q\nclaimSQL(3) = %q", a, c)
+		t.Fatalf("claimSQL(3, claimAll) = %q\nclaimSQL(3, claimNone) = %q", a, c)
 	}
 	e := newEnv(t)
 	if _, err := e.s.w.ExecContext(context.Background(), a, 1, 2, 10, 11, 12); err != nil {
-		t.Fatalf("claimAheadSQL(3) with 5 arguments: %v", err)
+		t.Fatalf("claimSQL(3, claimAll) with 5 arguments: %v", err)
 	}
-	if _, err := e.s.w.ExecContext(context.Background(), claimMixedSQL(3), 1, 2, ",11,", 10, 11, 12); err != nil {
-		t.Fatalf("claimMixedSQL(3) with 6 arguments: %v", err)
+	if _, err := e.s.w.ExecContext(context.Background(), claimSQL(3, claimSome), 1, 2, ",11,", 10, 11, 12); err != nil {
+		t.Fatalf("claimSQL(3, claimSome) with 6 arguments: %v", err)
 	}
 }

@@ -92,8 +92,8 @@ func TestQueriesPrepare(t *testing.T) {
 	for _, b := range []struct{ what, text string }{
 		{"insJobsSQL", insJobsSQL},
 		{"InsertPrereq multi-row", sqlfile.MultiRow(jobsSQL.Get("InsertPrereq"), bulkRows)},
-		{"claimSQL(1)", claimSQL(1)},
-		{"claimSQL(7)", claimSQL(7)},
+		{"claimSQL(1)", claimSQL(1, claimNone)},
+		{"claimSQL(7)", claimSQL(7, claimSome)},
 		{"Job's listing", inspect.JobQuery()},
 	} {
 		if b.text != strings.TrimSpace(b.text) {
@@ -103,7 +103,7 @@ func TestQueriesPrepare(t *testing.T) {
 	}
 	// The builders' counts: a statement with the wrong number of
 	// parameters fails when run.
-	if _, err := w.ExecContext(ctx, claimSQL(3), 1, 2, 10, 11, 12); err != nil {
+	if _, err := w.ExecContext(ctx, claimSQL(3, claimNone), 1, 2, 10, 11, 12); err != nil {
 		t.Errorf("claimSQL(3) with 5 arguments: %v", err)
 	}
 	var args []any

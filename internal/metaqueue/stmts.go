@@ -28,14 +28,7 @@ type stmts struct {
 // placeholder, none, all or some of them prefetched (kind: claimNone,
 // claimAll, claimSome; prepared on first use for each).
 func (st *stmts) dispatchN(ctx context.Context, c sqlfile.Preparer, n, kind int) (*sql.Stmt, error) {
-	text := claimSQL
-	switch kind {
-	case claimAll:
-		text = claimAheadSQL
-	case claimSome:
-		text = claimMixedSQL
-	}
-	return st.set.Keyed(ctx, c, 3*n+kind, text, n)
+	return st.set.Keyed(ctx, c, 3*n+kind, func(n int) string { return claimSQL(n, kind) }, n)
 }
 
 func (st *stmts) prepare(ctx context.Context, c sqlfile.Preparer) error {

@@ -27,6 +27,7 @@ import (
 	"github.com/mq-hpc/mq/internal/metaqueue/arrays"
 	"github.com/mq-hpc/mq/internal/metaqueue/blevel"
 	"github.com/mq-hpc/mq/internal/metaqueue/bundles"
+	"github.com/mq-hpc/mq/internal/metaqueue/bystate"
 	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
 	"github.com/mq-hpc/mq/internal/metaqueue/dc"
 	"github.com/mq-hpc/mq/internal/metaqueue/ledger"
@@ -128,6 +129,7 @@ type Store struct {
 	waits        waits.Waits[*call]  // parked waits (waits/, admin.go)
 	watches      progress.Set        // progress streams (progress_hooks.go)
 	counts       map[int32]*[128]int // queue -> state letter -> jobs
+	states       bystate.Sets        // the jobs in each state (bystate/, inspect_hooks.go)
 	nextID       int64
 	inTx         bool
 	curSync      Sync            // the writer's synchronous setting now (SyncSubmit switches it)

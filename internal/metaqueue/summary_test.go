@@ -69,3 +69,67 @@ func countsOf(sum []protocol.QueueCounts, queue string) map[string]int {
 	}
 	return nil
 }
+
+// TestStatByStateDuringSlowBatch: a listing by a state few jobs are in,
+// which names them from the core's sets (bystate) when the core is free,
+// reads its snapshot alone while a slow call holds the core, so it
+// answers at once as committed; after the call, by name again, with the
+// call's changes.
+func TestStatByStateDuringSlowBatch(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var specs []protocol.JobSpec
+	for range 40 {
+		specs = append(specs, spec("t", "true"))
+	}
+	ids := e.submit(specs...)
+	e.mustDelete(ids[3])
+	entered, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- e.s.doSlow(context.Background(), func() error {
+			if err := e.s.begin(); err != nil {
+				return err
+			}
+			if err := e.s.hold(ids[7]); err != nil {
+				return err
+			}
+			close(entered)
+			<-release
+			return nil
+		})
+	}()
+	<-entered
+	listed := func(states string) []int64 {
+		var out []int64
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		err := e.s.Inspect().Stat(ctx, protocol.Stat{States: states}, 0, func(js []protocol.JobInfo) error {
+			for _, j := range js {
+				out = append(out, j.ID)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Errorf("Stat(-s %s): %v", states, err)
+		}
+		return out
+	}
+	during := make(chan []int64, 1)
+	go func() { during <- listed("XH") }()
+	select {
+	case got := <-during:
+		if len(got) != 1 || got[0] != ids[3] {
+			t.Errorf("-s XH during the slow batch: %v, want job %d as committed", got, ids[3])
+		}
+	case <-time.After(time.Minute):
+		t.Error("-s XH during the slow batch waited for the core")
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := listed("XH"); len(got) != 2 || got[0] != ids[3] || got[1] != ids[7] {
+		t.Errorf("-s XH after the slow batch: %v, want jobs %d and %d", got, ids[3], ids[7])
+	}
+}

@@ -109,9 +109,9 @@ func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
 // without a read, where the listing would read every job to find none.
 // The last sample saying there are some spares the summary's copy (a few
 // ms at thousands of queues); only the summary can say there are none.
-// (A state few jobs are in is still found by reading on through the
-// others: an index on the state would cost every change of a job's
-// state more than the listing gains, BENCHMARKS.md.)
+// (A state few jobs are in is listed by name from the core's sets of
+// jobs by state, module bystate: an index on the state would cost every
+// change of a job's state more than the listing gains, BENCHMARKS.md.)
 func (s *Server) noneIn(ctx context.Context, st protocol.Stat) bool {
 	states, err := job.ParseStates(st.States)
 	if st.States == "" || st.Target != "" || err != nil {

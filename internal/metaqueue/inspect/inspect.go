@@ -3,7 +3,8 @@
 // it is given (a WAL snapshot that never waits for the core), and asks the
 // core, through Sources, for what other features keep (a job's array, its
 // running copies, its plan, its files' replicas) and for the marks held in
-// the core's memory. It writes nothing.
+// the core's memory (the jobs in each state, for a listing by a state few
+// jobs are in). It writes nothing.
 package inspect
 
 import (
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/sqlfile"
+	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -58,9 +60,19 @@ type Sources interface {
 	// Fit says why no placeholder fits a live job's request or time, and what
 	// its running attempt was granted (nil: none).
 	Fit(ctx context.Context, id int64) (unfit string, grant *protocol.Capacity, err error)
+	// InStates is a page of the jobs in the states given (stored ones:
+	// E for P), at most limit above after in id order, with how many jobs
+	// are in those states and in any, from the core's memory; ErrBusy
+	// when the core is in a batch that holds it for seconds.
+	InStates(ctx context.Context, states []job.State, after int64, limit int) (ids []int64, in, all int, err error)
 	// Graph runs fn on the core with its graph of live jobs.
 	Graph(ctx context.Context, fn func(Graph) error) error
 }
+
+// ErrBusy is Sources.InStates' answer while the core runs a batch that
+// holds it for seconds (a bulk commit, an action's batch): a listing then
+// reads its snapshot alone, as it does when no core keeps the states.
+var ErrBusy = errors.New("the core is busy")
 
 // Reader answers the read side's questions. Its zero value is not usable:
 // make one with New.

@@ -29,15 +29,24 @@ func fillJobs(t testing.TB, w *sql.Conn, n int) {
 }
 
 // BenchmarkStateListing is a dashboard page of jobs by state (100 jobs
-// and one more) at 100,000 jobs, of which 100 failed and 100 queued: a
-// state few jobs are in is found by reading every job in id order. (An
-// index on jobs (state, id), even partial, makes each UPDATE of a job's
-// state about twice as dear, 10-20 % of a dispatch's CPU: BENCHMARKS.md,
-// "Dashboard cost".)
+// and one more) at 100,000 jobs, of which 100 failed and 100 queued:
+// "scan" finds a state few jobs are in by reading every job in id order,
+// "kept" names them from the core's sets (bystate). (An index on jobs
+// (state, id), even partial, makes each UPDATE of a job's state about
+// twice as dear, 10-20 % of a dispatch's CPU: BENCHMARKS.md, "Dashboard
+// cost".)
 func BenchmarkStateListing(b *testing.B) {
 	w := modtest.NewDB(b)
 	fillJobs(b, w, 100000)
-	r := New(w, "", nil)
+	for _, src := range []struct {
+		name string
+		src  Sources
+	}{{"scan", nil}, {"kept", keptStates(b, w)}} {
+		b.Run(src.name, func(b *testing.B) { benchStateListing(b, New(w, "", src.src)) })
+	}
+}
+
+func benchStateListing(b *testing.B, r *Reader) {
 	// The 100 queued jobs named, as the dashboard names the jobs running
 	// now (from the core's memory) in its listing of state E.
 	var queued []int64

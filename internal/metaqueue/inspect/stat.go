@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -223,8 +224,17 @@ func params(n int) string {
 
 // Stat lists the jobs st selects with ids above after, in id order,
 // calling emit with batches of up to 1,000. It reads a consistent
-// snapshot and never waits for the writer.
+// snapshot and never waits for the writer (by states few jobs are in, it
+// asks the core which jobs they are, unless the core says it is busy).
 func (r *Reader) Stat(ctx context.Context, st protocol.Stat, after int64, emit func([]protocol.JobInfo) error) error {
+	if done, err := r.byState(ctx, st, after, emit); done || err != nil {
+		return err
+	}
+	return r.scan(ctx, st, after, emit)
+}
+
+// scan is Stat reading the jobs in id order.
+func (r *Reader) scan(ctx context.Context, st protocol.Stat, after int64, emit func([]protocol.JobInfo) error) error {
 	if !st.Earlier && !st.Collapse {
 		return r.stat(ctx, r.db, st, after, emit)
 	}
@@ -241,6 +251,101 @@ func (r *Reader) Stat(ctx context.Context, st protocol.Stat, after int64, emit f
 		return r.statGaps(ctx, tx, st, after, emit)
 	}
 	return r.stat(ctx, tx, st, after, emit)
+}
+
+// byStatePage is how many jobs byState names a query.
+const byStatePage = 1000
+
+// byStateShare: byState lists by name the jobs of states holding at
+// most one job in byStateShare, where the query would read every job to
+// find few (there is no index on the state); past it, reading them all
+// in id order costs less than looking each up.
+const byStateShare = 8
+
+// byState lists the jobs of a listing by states few jobs are in, naming
+// them a page at a time as the core has them (Sources.InStates); the
+// query keeps its other conditions and still checks each job's state in
+// its snapshot. It says false, having listed nothing, when st names jobs
+// or asks for the latest ones, or the states hold too many jobs.
+func (r *Reader) byState(ctx context.Context, st protocol.Stat, after int64, emit func([]protocol.JobInfo) error) (bool, error) {
+	if len(st.IDs) > 0 || st.Last > 0 || r.src == nil {
+		return false, nil
+	}
+	states := st.States
+	if states == "" {
+		states = "WQHPEDFB"
+	}
+	parsed, err := job.ParseStates(states)
+	if err != nil {
+		return false, nil // statQuery says so
+	}
+	var stored []job.State
+	for _, s := range parsed {
+		if s == job.Prefetched {
+			s = job.Executing
+		}
+		stored = append(stored, s)
+	}
+	if st.To > 0 {
+		after = max(after, st.From-1)
+	}
+	ids, in, all, err := r.src.InStates(ctx, stored, after, byStatePage)
+	if errors.Is(err, ErrBusy) || (err == nil && in*byStateShare > all) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	b := newBatcher(emit)
+	if len(ids) == 0 || (st.To > 0 && ids[0] > st.To) {
+		return true, b.flush() // none: no snapshot to read
+	}
+	tx, err := r.db.BeginTx(ctx, nil)
+	if err != nil {
+		return true, err
+	}
+	defer tx.Rollback()
+	for {
+		more := len(ids) == byStatePage
+		if i, _ := slices.BinarySearch(ids, st.To+1); st.To > 0 && i < len(ids) {
+			ids, more = ids[:i], false
+		}
+		if len(ids) == 0 {
+			break
+		}
+		page := st
+		page.IDs, page.From, page.To = ids, 0, 0
+		q, args, _, err := statQuery(page, 0)
+		if err != nil {
+			return true, err
+		}
+		rows, err := tx.QueryContext(ctx, q, args...)
+		if err != nil {
+			return true, err
+		}
+		n, err := r.list(ctx, tx, rows, st.Earlier, b)
+		if err != nil {
+			return true, err
+		}
+		if st.Limit > 0 {
+			if st.Limit -= n; st.Limit <= 0 {
+				break
+			}
+		}
+		if !more {
+			break
+		}
+		last := ids[len(ids)-1]
+		if ids, _, _, err = r.src.InStates(ctx, stored, last, byStatePage); errors.Is(err, ErrBusy) {
+			if err := b.flush(); err != nil {
+				return true, err
+			}
+			tx.Rollback() // the scan's own snapshot may need a connection of the pool
+			return true, r.scan(ctx, st, last, emit)
+		} else if err != nil {
+			return true, err
+		}
+	}
+	return true, b.flush()
 }
 
 // stat runs one query of a listing.

@@ -104,4 +104,17 @@ func TestBlockedBy(t *testing.T) {
 	if got := e.job(f).BlockedBy; got != nil {
 		t.Fatalf("a failed job is blocked by %+v", got)
 	}
+	// Of several prerequisite targets, the failed or deleted job with the
+	// lowest id, whatever its target and however many jobs come before it.
+	var many []protocol.JobSpec
+	for range 50 {
+		many = append(many, spec("m", "true"))
+	}
+	m := e.submit(many...)
+	x := e.submit1("x", "x")
+	g := e.submit1("g", "g", "x", "m", "c")
+	e.mustDelete(m[45], x, m[40])
+	if got := e.job(g).BlockedBy; got == nil || got.Job != m[40] || got.State != "X" || got.Target != "m" {
+		t.Fatalf("job %d blocked by %+v, want job %d (X, target m)", g, got, m[40])
+	}
 }

@@ -27,13 +27,24 @@ LEFT JOIN jobs j ON j.target_id = jp.target_id
 WHERE jp.job_id = ?
 GROUP BY jp.target_id, j.state;
 
--- name: Blockers
--- The failed, deleted or blocked jobs of job ?'s after-ok prerequisite
--- targets (an after-any one never blocks), the blocked ones last.
+-- name: FailedPrereq
+-- The first failed or deleted job of job ?'s after-ok prerequisite
+-- targets (an after-any one never blocks): each target's first by its
+-- jobs in id order (jobs_target), which stops there, where one query
+-- over all their jobs read and sorted every one (a million-job target:
+-- most of a second).
+SELECT j.id, t.name, j.state FROM job_prereqs jp JOIN targets t ON t.id = jp.target_id
+JOIN jobs j ON j.id = (SELECT f.id FROM jobs f WHERE f.target_id = jp.target_id AND f.state IN ('F', 'X') ORDER BY f.id LIMIT 1)
+WHERE jp.job_id = ? AND jp.kind = 0
+ORDER BY j.id LIMIT 1;
+
+-- name: BlockedPrereqs
+-- The blocked jobs of job ?'s after-ok prerequisite targets, when none
+-- failed or was deleted: what blocks them blocks it.
 SELECT j.id, t.name, j.state FROM job_prereqs jp
 JOIN jobs j ON j.target_id = jp.target_id JOIN targets t ON t.id = j.target_id
-WHERE jp.job_id = ? AND jp.kind = 0 AND j.state IN ('F', 'X', 'B')
-ORDER BY j.state = 'B', j.id LIMIT 1000;
+WHERE jp.job_id = ? AND jp.kind = 0 AND j.state = 'B'
+ORDER BY j.id LIMIT 1000;
 
 -- name: History
 -- A job's earlier attempts, oldest first, with what each cost: ?2 0 for

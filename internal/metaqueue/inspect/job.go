@@ -226,20 +226,22 @@ func (r *Reader) blockedBy(ctx context.Context, id int64) (*protocol.JobRefState
 	for len(frontier) > 0 && len(seen) < maxBlockerSearch {
 		cur := frontier[0]
 		frontier = frontier[1:]
-		rows, err := r.db.QueryContext(ctx, queries.Get("Blockers"), cur)
+		var b protocol.JobRefState
+		err := r.db.QueryRowContext(ctx, queries.Get("FailedPrereq"), cur).Scan(&b.Job, &b.Target, &b.State)
+		if err == nil {
+			return &b, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return nil, err
+		}
+		rows, err := r.db.QueryContext(ctx, queries.Get("BlockedPrereqs"), cur)
 		if err != nil {
 			return nil, err
 		}
-		var found *protocol.JobRefState
 		for rows.Next() {
-			var b protocol.JobRefState
 			if err := rows.Scan(&b.Job, &b.Target, &b.State); err != nil {
 				rows.Close()
 				return nil, err
-			}
-			if b.State != string(job.Blocked) {
-				found = &b
-				break
 			}
 			if !seen[b.Job] {
 				seen[b.Job] = true
@@ -248,9 +250,6 @@ func (r *Reader) blockedBy(ctx context.Context, id int64) (*protocol.JobRefState
 		}
 		if err := closeRows(rows); err != nil {
 			return nil, err
-		}
-		if found != nil {
-			return found, nil
 		}
 	}
 	return nil, nil

@@ -10,7 +10,6 @@ import (
 	"github.com/mq-hpc/mq/internal/metaqueue/inspect"
 	"github.com/mq-hpc/mq/internal/metaqueue/plans"
 	"github.com/mq-hpc/mq/internal/runs"
-	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -79,12 +78,11 @@ func (a inspectSources) Fit(ctx context.Context, id int64) (why string, grant *p
 	return why, grant, err
 }
 
-func (a inspectSources) InStates(ctx context.Context, states []job.State, after int64, limit int) (ids []int64, in, all int, err error) {
+func (a inspectSources) States(ctx context.Context, fn func(inspect.StateSets) error) error {
 	if a.s.committedSummary.Load() != nil {
-		return nil, 0, 0, inspect.ErrBusy // a slow batch: seconds
+		return inspect.ErrBusy // a slow batch: seconds
 	}
-	err = a.s.do(ctx, func() error { ids, in, all = a.s.states.Page(states, after, limit); return nil })
-	return ids, in, all, err
+	return a.s.do(ctx, func() error { return fn(&a.s.states) })
 }
 
 func (a inspectSources) Graph(ctx context.Context, fn func(inspect.Graph) error) error {

@@ -97,6 +97,27 @@ func (s *Sets) IDs(out []int64, states []job.State, after int64, limit int) []in
 	return out
 }
 
+// Span counts the jobs first..last by state letter.
+func (s *Sets) Span(first, last int64) (n [128]int) {
+	first, last = max(first, 0), max(last, -1)
+	for st, set := range s.bits {
+		if s.n[st] == 0 {
+			continue
+		}
+		for w := first / 64; w <= last/64 && w < int64(len(set)); w++ {
+			word := set[w]
+			if w == first/64 {
+				word &^= uint64(1)<<(first%64) - 1
+			}
+			if w == last/64 {
+				word &= ^uint64(0) >> (63 - last%64)
+			}
+			n[st] += bits.OnesCount64(word)
+		}
+	}
+	return n
+}
+
 // Page is IDs' page of at most limit jobs above after in the states given,
 // with Count's counts: a listing's one question to the core a page.
 func (s *Sets) Page(states []job.State, after int64, limit int) (ids []int64, in, all int) {

@@ -48,3 +48,63 @@ func TestSetsMoveAndIDs(t *testing.T) {
 		t.Errorf("after Reset: %v", got)
 	}
 }
+
+// BenchmarkMove is what a change of a job's state adds to the core: a job
+// of a million moved from Q to E to D, and a page of a state with one job
+// in 1,000 over the million ids.
+func BenchmarkMove(b *testing.B) {
+	var s Sets
+	const n = 1 << 20
+	for id := int64(1); id <= n; id++ {
+		s.Move(id, 0, job.Queued)
+		if id%1000 == 0 {
+			s.Move(id, job.Queued, job.Failed)
+		}
+	}
+	b.Run("move", func(b *testing.B) {
+		id := int64(0)
+		for b.Loop() {
+			id = id%n + 1
+			s.Move(id, job.Queued, job.Executing)
+			s.Move(id, job.Executing, job.Queued)
+		}
+	})
+	b.Run("page", func(b *testing.B) {
+		for b.Loop() {
+			if ids, _, _ := s.Page([]job.State{job.Failed}, 0, 1000); len(ids) != 1000 {
+				b.Fatal(len(ids))
+			}
+		}
+	})
+}
+
+func TestSetsSpan(t *testing.T) {
+	var s Sets
+	for id := int64(1); id <= 300; id++ {
+		st := job.Queued
+		switch {
+		case id%7 == 0:
+			st = job.Failed
+		case id%5 == 0:
+			st = job.Done
+		}
+		s.Move(id, 0, st)
+	}
+	for _, tc := range [][2]int64{{1, 300}, {1, 1}, {63, 64}, {64, 127}, {65, 200}, {0, 1000}, {250, 240}, {301, 400}} {
+		var want [128]int
+		for id := max(tc[0], 1); id <= min(tc[1], 300); id++ {
+			switch {
+			case id%7 == 0:
+				want[job.Failed]++
+			case id%5 == 0:
+				want[job.Done]++
+			default:
+				want[job.Queued]++
+			}
+		}
+		if got := s.Span(tc[0], tc[1]); got != want {
+			t.Errorf("Span(%d, %d): Q %d D %d F %d, want %d %d %d", tc[0], tc[1], got[job.Queued], got[job.Done], got[job.Failed],
+				want[job.Queued], want[job.Done], want[job.Failed])
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 
@@ -13,26 +14,35 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
-// stateSources answers InStates from a bystate.Sets, as the core does
+// stateSources answers States from a bystate.Sets, as the core does
 // from its own; the rest of Sources is not asked by a listing.
 type stateSources struct {
 	Sources
 	sets bystate.Sets
-	// calls counts InStates; the busyAt-th call (from 1) and those after
+	// calls counts States; the busyAt-th call (from 1) and those after
 	// it answer ErrBusy (0: never). sparse makes every state look sparse.
 	calls, busyAt int
 	sparse        bool
 }
 
-func (s *stateSources) InStates(_ context.Context, states []job.State, after int64, limit int) ([]int64, int, int, error) {
+func (s *stateSources) States(_ context.Context, fn func(StateSets) error) error {
 	if s.calls++; s.busyAt > 0 && s.calls >= s.busyAt {
-		return nil, 0, 0, ErrBusy
+		return ErrBusy
 	}
-	ids, in, all := s.sets.Page(states, after, limit)
+	return fn(sparseSets{&s.sets, s.sparse})
+}
+
+type sparseSets struct {
+	*bystate.Sets
+	sparse bool
+}
+
+func (s sparseSets) Page(states []job.State, after int64, limit int) ([]int64, int, int) {
+	ids, in, all := s.Sets.Page(states, after, limit)
 	if s.sparse {
 		all = in * byStateShare
 	}
-	return ids, in, all, nil
+	return ids, in, all
 }
 
 // keptStates is what the core keeps of the jobs stored in w.
@@ -173,5 +183,81 @@ func TestStatByStateBusy(t *testing.T) {
 				t.Errorf("InStates asked %d times, never busy", src.calls)
 			}
 		})
+	}
+}
+
+// queryNamed counts the queries run whose text holds a query's first
+// line after its name.
+type queryNamed struct {
+	DB
+	texts []string
+}
+
+func (c *queryNamed) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	c.texts = append(c.texts, q)
+	return c.DB.QueryContext(ctx, q, args...)
+}
+
+func (c *queryNamed) ran(name string) bool {
+	return slices.Contains(c.texts, queries.Get(name))
+}
+
+// TestWaitingOnRuns: a prerequisite target whose jobs are every id from
+// its lowest to its highest (an array) is counted by state from the
+// core's sets, its rows unread (PrereqStates, which reads them, is not
+// run when every target is such a run); a target with other jobs
+// between its own is read; a busy core or no core, all are read; the
+// counts are the same every way.
+func TestWaitingOnRuns(t *testing.T) {
+	w := modtest.NewDB(t)
+	fillJobs(t, w, 3000) // target t (1): jobs 1-3000, every 1,000th F, every 1,000th (500) Q, the rest D
+	for _, q := range []string{
+		"INSERT INTO targets (id, name) VALUES (2, 'scattered'), (3, 'empty'), (4, 'gather'), (5, 'run')",
+		"UPDATE jobs SET target_id = 2 WHERE id IN (10, 20, 2500)",
+		"UPDATE jobs SET target_id = 5, state = 'H' WHERE id BETWEEN 2601 AND 2700",
+		"UPDATE jobs SET state = 'X' WHERE id = 2650",
+		"INSERT INTO jobs (id, queue_id, target_id, state, command, cwd, submitted) VALUES (5000, 1, 4, 'W', 'gather', '/', 0), (5001, 1, 4, 'W', 'gather', '/', 0)",
+		"INSERT INTO job_prereqs (job_id, target_id, kind) VALUES (5000, 5, 0), (5000, 3, 0), (5000, 2, 1), (5001, 5, 0), (5001, 3, 0)",
+	} {
+		if _, err := w.ExecContext(context.Background(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	src := keptStates(t, w)
+	for _, tc := range []struct {
+		job       int64
+		prereqs   []string
+		afterAny  []string
+		busyAt    int
+		nilSrc    bool
+		readsRows bool
+	}{
+		{job: 5001, prereqs: []string{"run", "empty"}},
+		{job: 5000, prereqs: []string{"run", "empty"}, afterAny: []string{"scattered"}, readsRows: true},
+		{job: 5001, prereqs: []string{"run", "empty"}, busyAt: 1, readsRows: true},
+		{job: 5001, prereqs: []string{"run", "empty"}, nilSrc: true, readsRows: true},
+	} {
+		src.calls, src.busyAt = 0, tc.busyAt
+		db := &queryNamed{DB: w}
+		r := New(db, "", src)
+		if tc.nilSrc {
+			r = New(db, "", nil)
+		}
+		got, err := r.waitingOn(context.Background(), tc.job, tc.prereqs, tc.afterAny)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]map[string]int{"run": {"H": 99, "X": 1}, "empty": {}, "scattered": {"D": 2, "Q": 1}}
+		for _, ts := range got {
+			if !maps.Equal(ts.Counts, want[ts.Target]) || ts.Complete || ts.Ended {
+				t.Errorf("job %d (busy at %d, no core %v): %+v, want counts %v", tc.job, tc.busyAt, tc.nilSrc, ts, want[ts.Target])
+			}
+		}
+		if len(got) != len(tc.prereqs)+len(tc.afterAny) {
+			t.Errorf("job %d: %d targets", tc.job, len(got))
+		}
+		if db.ran("PrereqStates") != tc.readsRows {
+			t.Errorf("job %d (busy at %d, no core %v): PrereqStates run %v, want %v", tc.job, tc.busyAt, tc.nilSrc, db.ran("PrereqStates"), tc.readsRows)
+		}
 	}
 }

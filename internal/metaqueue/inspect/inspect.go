@@ -60,16 +60,30 @@ type Sources interface {
 	// Fit says why no placeholder fits a live job's request or time, and what
 	// its running attempt was granted (nil: none).
 	Fit(ctx context.Context, id int64) (unfit string, grant *protocol.Capacity, err error)
-	// InStates is a page of the jobs in the states given (stored ones:
-	// E for P), at most limit above after in id order, with how many jobs
-	// are in those states and in any, from the core's memory; ErrBusy
-	// when the core is in a batch that holds it for seconds.
-	InStates(ctx context.Context, states []job.State, after int64, limit int) (ids []int64, in, all int, err error)
+	// States runs fn on the core with its sets of jobs by state, or says
+	// ErrBusy while the core is in a batch that holds it for seconds.
+	States(ctx context.Context, fn func(StateSets) error) error
 	// Graph runs fn on the core with its graph of live jobs.
 	Graph(ctx context.Context, fn func(Graph) error) error
 }
 
-// ErrBusy is Sources.InStates' answer while the core runs a batch that
+// StateSets is what reads ask of the core's sets of jobs by state (module
+// bystate), in stored states: E with P.
+type StateSets interface {
+	// Page is at most limit jobs above after in the states given, in id
+	// order, with how many jobs are in those states and in any.
+	Page(states []job.State, after int64, limit int) (ids []int64, in, all int)
+	// Span counts the jobs first..last by state letter.
+	Span(first, last int64) [128]int
+}
+
+// inStates is a page of the core's jobs in the states given (StateSets.Page).
+func (r *Reader) inStates(ctx context.Context, states []job.State, after int64, limit int) (ids []int64, in, all int, err error) {
+	err = r.src.States(ctx, func(s StateSets) error { ids, in, all = s.Page(states, after, limit); return nil })
+	return ids, in, all, err
+}
+
+// ErrBusy is Sources.States' answer while the core runs a batch that
 // holds it for seconds (a bulk commit, an action's batch): a listing then
 // reads its snapshot alone, as it does when no core keeps the states.
 var ErrBusy = errors.New("the core is busy")

@@ -27,6 +27,17 @@ LEFT JOIN jobs j ON j.target_id = jp.target_id
 WHERE jp.job_id = ?
 GROUP BY jp.target_id, j.state;
 
+-- name: PrereqSpans
+-- Each of job ?'s prerequisite targets' lowest and highest job id and
+-- its jobs, from jobs_target alone (no job's row is read): a target whose
+-- jobs are every id between (an array, a job file's) is counted by state
+-- from the core's sets of jobs by state, not by PrereqStates.
+SELECT t.name, coalesce((SELECT min(id) FROM jobs WHERE target_id = jp.target_id), 0),
+	coalesce((SELECT max(id) FROM jobs WHERE target_id = jp.target_id), 0),
+	(SELECT count(*) FROM jobs WHERE target_id = jp.target_id)
+FROM job_prereqs jp JOIN targets t ON t.id = jp.target_id
+WHERE jp.job_id = ?;
+
 -- name: FailedPrereq
 -- The first failed or deleted job of job ?'s after-ok prerequisite
 -- targets (an after-any one never blocks): each target's first by its

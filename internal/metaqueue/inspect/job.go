@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"maps"
 	"path/filepath"
 	"slices"
 	"time"
@@ -156,33 +157,14 @@ func (r *Reader) copies(outDir string, id int64, attempt int) (stdout, stderr st
 }
 
 // waitingOn counts the jobs of each of job id's prerequisite targets by
-// state, by the job's own prerequisite rows (target names have no index),
-// all in one query. The after-any targets come last.
+// state, by the job's own prerequisite rows (target names have no index).
+// The after-any targets come last.
 func (r *Reader) waitingOn(ctx context.Context, id int64, prereqs, afterAny []string) ([]protocol.TargetStatus, error) {
 	if len(prereqs)+len(afterAny) == 0 {
 		return nil, nil
 	}
-	rows, err := r.db.QueryContext(ctx, queries.Get("PrereqStates"), id)
+	counts, err := r.prereqCounts(ctx, id)
 	if err != nil {
-		return nil, err
-	}
-	counts := map[string]map[string]int{}
-	for rows.Next() {
-		var name string
-		var st sql.NullString
-		var n int
-		if err := rows.Scan(&name, &st, &n); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		if counts[name] == nil {
-			counts[name] = map[string]int{}
-		}
-		if st.Valid && n > 0 {
-			counts[name][st.String] = n
-		}
-	}
-	if err := closeRows(rows); err != nil {
 		return nil, err
 	}
 	var out []protocol.TargetStatus
@@ -204,6 +186,90 @@ func (r *Reader) waitingOn(ctx context.Context, id int64, prereqs, afterAny []st
 		out = append(out, ts)
 	}
 	return out, nil
+}
+
+// prereqCounts counts the jobs of each of job id's prerequisite targets
+// by state letter. A target whose jobs are every id from its lowest to
+// its highest (an array of a million, gathered) is counted from the
+// core's sets of jobs by state, its rows unread; PrereqStates counts the
+// others, all in one query (it read every job of every target: seconds
+// for a million).
+func (r *Reader) prereqCounts(ctx context.Context, id int64) (map[string]map[string]int, error) {
+	type run struct {
+		name        string
+		first, last int64
+	}
+	var runs []run
+	scattered := r.src == nil
+	if !scattered {
+		rows, err := r.db.QueryContext(ctx, queries.Get("PrereqSpans"), id)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var t run
+			var n int64
+			if err := rows.Scan(&t.name, &t.first, &t.last, &n); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			if n > 0 && n == t.last-t.first+1 {
+				runs = append(runs, t)
+			} else if n > 0 {
+				scattered = true
+			}
+		}
+		if err := closeRows(rows); err != nil {
+			return nil, err
+		}
+	}
+	counts := map[string]map[string]int{}
+	if len(runs) > 0 {
+		err := r.src.States(ctx, func(s StateSets) error {
+			for _, t := range runs {
+				c, m := s.Span(t.first, t.last), map[string]int{}
+				for _, st := range job.States {
+					if c[st] > 0 {
+						m[string(st)] = c[st]
+					}
+				}
+				counts[t.name] = m
+			}
+			return nil
+		})
+		if errors.Is(err, ErrBusy) {
+			scattered, counts = true, map[string]map[string]int{}
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	if !scattered {
+		return counts, nil
+	}
+	rows, err := r.db.QueryContext(ctx, queries.Get("PrereqStates"), id)
+	if err != nil {
+		return nil, err
+	}
+	counted := maps.Clone(counts)
+	for rows.Next() {
+		var name string
+		var st sql.NullString
+		var n int
+		if err := rows.Scan(&name, &st, &n); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if _, run := counted[name]; run {
+			continue // counted from the core's sets
+		}
+		if counts[name] == nil {
+			counts[name] = map[string]int{}
+		}
+		if st.Valid && n > 0 {
+			counts[name][st.String] = n
+		}
+	}
+	return counts, closeRows(rows)
 }
 
 // costedQueue says whether the queue named has a deadline or a budget

@@ -263,7 +263,7 @@ const byStatePage = 1000
 const byStateShare = 8
 
 // byState lists the jobs of a listing by states few jobs are in, naming
-// them a page at a time as the core has them (Sources.InStates); the
+// them a page at a time as the core has them (Sources.States); the
 // query keeps its other conditions and still checks each job's state in
 // its snapshot. It says false, having listed nothing, when st names jobs
 // or asks for the latest ones, or the states hold too many jobs.
@@ -289,7 +289,7 @@ func (r *Reader) byState(ctx context.Context, st protocol.Stat, after int64, emi
 	if st.To > 0 {
 		after = max(after, st.From-1)
 	}
-	ids, in, all, err := r.src.InStates(ctx, stored, after, byStatePage)
+	ids, in, all, err := r.inStates(ctx, stored, after, byStatePage)
 	if errors.Is(err, ErrBusy) || (err == nil && in*byStateShare > all) {
 		return false, nil
 	} else if err != nil {
@@ -335,7 +335,7 @@ func (r *Reader) byState(ctx context.Context, st protocol.Stat, after int64, emi
 			break
 		}
 		last := ids[len(ids)-1]
-		if ids, _, _, err = r.src.InStates(ctx, stored, last, byStatePage); errors.Is(err, ErrBusy) {
+		if ids, _, _, err = r.inStates(ctx, stored, last, byStatePage); errors.Is(err, ErrBusy) {
 			if err := b.flush(); err != nil {
 				return true, err
 			}

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -274,6 +275,11 @@ func parseJobLineWith(line []byte, fast bool) (JobSpec, error) {
 		}
 		return *js, fmt.Errorf("byte 0x%02x at column %d is not UTF-8; give a command with such bytes as \"command_bytes\": its bytes in base64", line[col], col+1)
 	}
+	if col := loneSurrogate(line); col > 0 {
+		// Python's json.dumps writes a file name's undecodable byte 0xE9
+		// as "\udce9"; encoding/json would read U+FFFD, another command.
+		return *js, fmt.Errorf("%s at column %d is half a UTF-16 surrogate pair, which no UTF-8 text holds; give a command with bytes that are not UTF-8 as \"command_bytes\": its bytes in base64", line[col-1:col+5], col)
+	}
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&jl); err != nil {
@@ -306,4 +312,34 @@ func mergeEnv(base, own map[string]string) map[string]string {
 	maps.Copy(env, base)
 	maps.Copy(env, own)
 	return env
+}
+
+// loneSurrogate returns the 1-based column of the first \uXXXX escape in a
+// JSON line that is a UTF-16 surrogate not paired as JSON pairs them (high,
+// then low), or 0 if there is none.
+func loneSurrogate(line []byte) int {
+	surrogate := func(i int) rune { // the escape at line[i:], or -1
+		if i+6 > len(line) || line[i] != '\\' || line[i+1] != 'u' {
+			return -1
+		}
+		r, err := strconv.ParseUint(string(line[i+2:i+6]), 16, 16)
+		if err != nil || r < 0xd800 || r > 0xdfff {
+			return -1
+		}
+		return rune(r)
+	}
+	for i := 0; i < len(line); i++ {
+		if line[i] != '\\' {
+			continue
+		}
+		switch r := surrogate(i); {
+		case r < 0:
+			i++ // an escaped character, perhaps a backslash: skip it
+		case r < 0xdc00 && surrogate(i+6) >= 0xdc00:
+			i += 11 // a pair
+		default:
+			return i + 1
+		}
+	}
+	return 0
 }

@@ -83,6 +83,24 @@ func TestCommandBytes(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "line 2: byte 0xe9 at column 32 is not UTF-8") || !strings.Contains(err.Error(), "command_bytes") {
 		t.Errorf("raw Latin-1 line: %v; want line 2 refused, naming the byte, its column and command_bytes", err)
 	}
+	// As Python's json.dumps writes os.listdir's "caf\udce9": encoding/json
+	// would read U+FFFD and run another command.
+	for _, tt := range []struct{ line, bad string }{
+		{`{"target":"a","command":"ls caf\udce9"}`, `\udce9 at column 32`},
+		{`{"target":"a","command":"ls \ud83d x"}`, `\ud83d at column 29`},
+		{`{"target":"a","command":"ls \ud83d\ud83d"}`, `\ud83d at column 29`},
+		{`{"target":"a","command":"true","env":{"F":"\udc80"}}`, `\udc80 at column 44`},
+	} {
+		err := ReadJobFile(strings.NewReader(tt.line+"\n"), JobSpec{}, func(int, JobSpec) error { return nil })
+		if err == nil || !strings.Contains(err.Error(), "line 1: "+tt.bad+" is half a UTF-16 surrogate pair") || !strings.Contains(err.Error(), "command_bytes") {
+			t.Errorf("%s: %v; want it refused naming %s and command_bytes", tt.line, err, tt.bad)
+		}
+	}
+	for _, line := range []string{`{"target":"a","command":"echo \ud83d\ude00"}`, `{"target":"a","command":"echo \\ud800 \\\\ud800"}`} {
+		if err := ReadJobFile(strings.NewReader(line+"\n"), JobSpec{}, func(int, JobSpec) error { return nil }); err != nil {
+			t.Errorf("%s: %v", line, err)
+		}
+	}
 	file = `{"target":"b","command_bytes":"` + base64.StdEncoding.EncodeToString([]byte(cmd)) + `"}` + "\n"
 	var specs []JobSpec
 	if err := ReadJobFile(strings.NewReader(file), JobSpec{}, func(_ int, js JobSpec) error { specs = append(specs, js); return nil }); err != nil {

@@ -29,7 +29,7 @@ func Mqstat(env Env) *cli.App {
    mqstat -j ID [--json]
    mqstat --cat ID [--stderr] [--follow] [-O FILE]
    mqstat --cat FIRST-LAST|ID,ID...|all [ID...] [-q QUEUE] [-t TARGET] [-s STATES] [--stderr] [-O FILE]
-   mqstat --summary [-q QUEUE] [-t TARGET] [--json]
+   mqstat --summary [-q QUEUE] [-t TARGET | --target-prefix PREFIX] [--json]
    mqstat --watch [INTERVAL] [any of the above but --cat]`
 	app.Description = `States: W waiting on prerequisites, Q queued (ready), H held (mqhold, mqsub -H;
 mqrls releases it), P prefetched (handed to a placeholder that holds it for
@@ -44,7 +44,7 @@ interrupted.`
 	app.Flags = []cli.Flag{
 		&cli.StringFlag{Name: "q", Aliases: []string{"queue"}, Usage: "only jobs of this queue"},
 		&cli.StringFlag{Name: "t", Aliases: []string{"target"}, Usage: "only jobs of this target"},
-		&cli.StringFlag{Name: "target-prefix", Usage: "only jobs whose target starts with `PREFIX` (listings)"},
+		&cli.StringFlag{Name: "target-prefix", Usage: "only jobs whose target starts with `PREFIX` (listings, --summary)"},
 		&cli.StringFlag{Name: "s", Aliases: []string{"states"}, Usage: "only jobs in these states, e.g. QE (E takes P too)"},
 		&cli.BoolFlag{Name: "a", Aliases: []string{"all"}, Usage: fmt.Sprintf("list every job (the table lists those not ended, then the last %d ended)", recentEnded)},
 		&cli.GenericFlag{Name: "j", Aliases: []string{"job"}, Value: new(jobIDValue), Usage: "show one job in full"},
@@ -224,7 +224,7 @@ func mqstatSummary(c *cli.Context, cl *client.Client, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if c.IsSet("q") || c.IsSet("t") {
+	if c.IsSet("q") || c.IsSet("t") || c.IsSet("target-prefix") {
 		if r.Queues, err = filteredSummary(c, cl, r.Queues); err != nil {
 			return err
 		}

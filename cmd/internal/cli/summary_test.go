@@ -81,3 +81,35 @@ func TestMqstatSummarySpending(t *testing.T) {
 	}
 	<-asked
 }
+
+// mqstat --summary --target-prefix P counts the jobs of a workflow run
+// (Snakemake's targets smk.RUN.*), asking the CLS for those jobs, not
+// the whole queue's counts it would otherwise show unfiltered.
+func TestMqstatSummaryTargetPrefix(t *testing.T) {
+	t.Parallel()
+	asked := make(chan string, 1)
+	replies := map[string]clitest.Reply{
+		protocol.OpSummary.Name: {Body: protocol.SummaryReply{Queues: []protocol.QueueCounts{{Queue: "default", Policy: "fcfs", Counts: map[string]int{"D": 300, "Q": 9}}}}},
+		protocol.OpStat.Name: {
+			Stream: []any{protocol.StatReply{Jobs: []protocol.JobInfo{
+				{ID: 1, Queue: "default", Target: "smk.r1.a.1", State: "D"},
+				{ID: 2, Queue: "default", Target: "smk.r1.a.2", State: "F"},
+				{ID: 3, Queue: "default", Target: "smk.r1.b.3", State: "X"},
+			}}},
+			Body: protocol.Empty{},
+			Seen: func(b json.RawMessage) { asked <- string(b) }},
+	}
+	var o, e bytes.Buffer
+	env := Env{Stdin: strings.NewReader(""), Stdout: &o, Stderr: &e, Getwd: os.Getwd, Dial: clitest.Dial(replies)}
+	if code := Run(context.Background(), Mqstat(env), []string{"mqstat", "--summary", "--target-prefix", "smk.r1.", "--json"}); code != 0 {
+		t.Fatalf("exit %d, %s", code, e.String())
+	}
+	var rows []protocol.QueueCounts
+	if err := json.Unmarshal(o.Bytes(), &rows); err != nil || len(rows) != 1 || rows[0].Target != "smk.r1.*" ||
+		rows[0].Counts["D"] != 1 || rows[0].Counts["F"] != 1 || rows[0].Counts["X"] != 1 || rows[0].Counts["Q"] != 0 {
+		t.Fatalf("--summary --target-prefix smk.r1.: %s (%v); want the run's 3 jobs: D 1, F 1, X 1", o.String(), err)
+	}
+	if b := <-asked; !strings.Contains(b, `"target_prefix":"smk.r1."`) || !strings.Contains(b, `X`) {
+		t.Errorf("asked %s; want the prefix and every state, deleted too", b)
+	}
+}

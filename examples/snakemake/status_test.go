@@ -3,6 +3,7 @@
 package snakemake
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,11 @@ import (
 // listed in id order), each listed only when -s selects it (E selects P
 // jobs too: they are executing, not started yet).
 const fakeMqstat = `#!/bin/sh
+if [ -n "${FAKE_DOWN:-}" ] && [ "$(cat "$FAKE_DOWN")" -gt 0 ]; then
+	echo $(($(cat "$FAKE_DOWN") - 1)) >"$FAKE_DOWN"
+	echo "mqstat: cannot reach the CLS at /h/cls.sock (is cls serve running?): connection refused" >&2
+	exit 1
+fi
 states=
 while [ $# -gt 0 ]; do
 	case $1 in -s) states=$2; shift ;; esac
@@ -34,8 +40,8 @@ echo ']'
 
 // statusScript returns a run of profile/mq-status in a directory, for a
 // target whose jobs mqstat (fakeMqstat) lists in the given states: what it
-// printed, trimmed.
-func statusScript(t *testing.T) func(dir, target, states string) (string, error) {
+// printed, trimmed. env is added to its environment.
+func statusScript(t *testing.T, env ...string) func(dir, target, states string) (string, error) {
 	t.Helper()
 	if _, err := exec.LookPath("sh"); err != nil {
 		t.Skip("no sh:", err)
@@ -52,6 +58,7 @@ func statusScript(t *testing.T) func(dir, target, states string) (string, error)
 		cmd := exec.Command("sh", script, target)
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "FAKE_STATE="+states, "FAKE_TARGET="+target)
+		cmd.Env = append(cmd.Env, env...)
 		out, err := cmd.Output()
 		return strings.TrimSpace(string(out)), err
 	}
@@ -118,6 +125,100 @@ func TestStatusResubmitted(t *testing.T) {
 			if got != want {
 				t.Errorf("jobs %s (%s): mq-status says %q, want %q", states, mode, got, want)
 			}
+		}
+	}
+}
+
+// TestStatusRidesOutCLSRestart: Snakemake stops the whole run at a status
+// command's first failure, so mq-status asks mqstat again while the CLS
+// cannot be reached (restarted under a running workflow), for up to
+// $MQ_STATUS_WAIT seconds, and only then fails with mqstat's last error.
+func TestStatusRidesOutCLSRestart(t *testing.T) {
+	const target = "smk.tmpabc.rule.7"
+	for _, cached := range []bool{false, true} {
+		down := filepath.Join(t.TempDir(), "down")
+		dir := t.TempDir()
+		if cached {
+			if err := os.MkdirAll(filepath.Join(dir, ".snakemake", "tmpabc"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(down, []byte("2\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, err := statusScript(t, "FAKE_DOWN="+down)(dir, target, "E")
+		if err != nil || got != "running" {
+			t.Errorf("cached %v: CLS down for 2 asks: %q, %v; want running", cached, got, err)
+		}
+		if err := os.WriteFile(down, []byte("1000\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Remove(filepath.Join(dir, ".snakemake", "tmpabc", "mq-status.json")) // else answered from it
+		got, err = statusScript(t, "FAKE_DOWN="+down, "MQ_STATUS_WAIT=1")(dir, target, "E")
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || got != "" || strings.Count(string(ee.Stderr), "cannot reach the CLS") != 1 {
+			t.Errorf("cached %v: CLS down for good: %q, %v; want exit 1 with mqstat's error once", cached, got, err)
+		}
+	}
+}
+
+// fakeMqsub fails while the count in $FAKE_DOWN is above 0, as mqsub does
+// when the CLS cannot be reached (nothing sent), then adds the job; with
+// $FAKE_REFUSE it fails as the CLS refusing the job does. Each call is a
+// line in $FAKE_CALLS.
+const fakeMqsub = `#!/bin/sh
+echo "$*" >>"$FAKE_CALLS"
+if [ -n "${FAKE_REFUSE:-}" ]; then
+	echo "mqsub: queue nosuch does not exist" >&2
+	exit 1
+fi
+if [ "$(cat "$FAKE_DOWN")" -gt 0 ]; then
+	echo $(($(cat "$FAKE_DOWN") - 1)) >"$FAKE_DOWN"
+	echo "mqsub: cannot reach the CLS at /h/cls.sock (is cls serve running?): connection refused" >&2
+	exit 1
+fi
+echo "mqsub: warning: needs 4 cores" >&2
+echo 17
+`
+
+// TestSubmitRidesOutCLSRestart: Snakemake fails a job whose submit command
+// fails, so mq-submit tries mqsub again while the CLS cannot be reached
+// (mqsub then sent nothing), up to $MQ_STATUS_WAIT seconds; a job the CLS
+// refused is not tried again, and mqsub's warnings reach Snakemake's log.
+func TestSubmitRidesOutCLSRestart(t *testing.T) {
+	script, err := filepath.Abs(filepath.Join("profile", "mq-submit"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "mqsub"), []byte(fakeMqsub), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	down, calls := filepath.Join(dir, "down"), filepath.Join(dir, "calls")
+	for _, tc := range []struct {
+		name       string
+		down       string
+		env        []string
+		out, err   string
+		calls      int
+		wantFailed bool
+	}{
+		{"restarted", "2", nil, "smk.tmp.abc.rule.7", "needs 4 cores", 3, false},
+		{"down for good", "1000", []string{"MQ_STATUS_WAIT=1"}, "", "cannot reach the CLS", 0, true},
+		{"refused", "0", []string{"FAKE_REFUSE=1"}, "", "queue nosuch does not exist", 1, true},
+	} {
+		os.WriteFile(down, []byte(tc.down+"\n"), 0o644)
+		os.Remove(calls)
+		cmd := exec.Command("sh", script, "-q", "nosuch", "/w/.snakemake/tmp.abc/snakejob.rule.7.sh")
+		cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"), "FAKE_DOWN="+down, "FAKE_CALLS="+calls)
+		cmd.Env = append(cmd.Env, tc.env...)
+		var o, e strings.Builder
+		cmd.Stdout, cmd.Stderr = &o, &e
+		err := cmd.Run()
+		b, _ := os.ReadFile(calls)
+		n := strings.Count(string(b), "\n")
+		if (err != nil) != tc.wantFailed || strings.TrimSpace(o.String()) != tc.out || strings.Count(e.String(), tc.err) != 1 || (tc.calls > 0 && n != tc.calls) {
+			t.Errorf("%s: %v, stdout %q, stderr %q, %d mqsub calls; want failed=%v, %q, %q once, %d calls", tc.name, err, o.String(), e.String(), n, tc.wantFailed, tc.out, tc.err, tc.calls)
 		}
 	}
 }

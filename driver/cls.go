@@ -344,7 +344,9 @@ func (b *clsBackend) watch(ctx context.Context, ids []int64, ents []*entry) {
 	for len(pending) > 0 {
 		cl, err := b.conn(ctx)
 		if err != nil {
-			b.failIDs(byID, pending, fmt.Errorf("lost track of the job: %w", err))
+			// The job is durable in the CLS, which the driver cannot
+			// ask to delete it: say it may run yet.
+			b.failIDs(byID, pending, fmt.Errorf("lost track of it; it stays in the metaqueue and may run yet (mqstat -j, mqdel): %w", err))
 			return
 		}
 		reply, err := client.Do(ctx, cl, protocol.OpWait, protocol.Wait{IDs: pending, Any: true, TimeoutMS: int(waitTimeout / time.Millisecond)})

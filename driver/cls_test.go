@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -387,5 +388,53 @@ func TestCommandBytesExact(t *testing.T) {
 				t.Fatalf("the job made %v (%v), want exactly %q", ents, err, name)
 			}
 		})
+	}
+}
+
+// TestCLSGoneForGood: when the CLS stays unreachable past Config.Reconnect,
+// a waiter returns a *JobError saying the job stays in the metaqueue and
+// may run yet (the driver cannot delete it), and the job is there.
+func TestCLSGoneForGood(t *testing.T) {
+	t.Parallel()
+	c := newTestCLS(t, 1, 1)
+	var down atomic.Bool
+	d, err := New(Config{Dir: t.TempDir(), Reconnect: 300 * time.Millisecond, Dial: func(ctx context.Context) (io.ReadWriteCloser, error) {
+		if down.Load() {
+			return nil, errors.New("connection refused")
+		}
+		return c.dial(ctx)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Stop(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := d.CommandContext(ctx, "sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	states := func(st protocol.Stat) (s string) {
+		c.store.Inspect().Stat(ctx, st, 0, func(js []protocol.JobInfo) error {
+			for _, j := range js {
+				s += j.State
+			}
+			return nil
+		})
+		return s
+	}
+	waitUntil(t, func() bool { return states(protocol.Stat{States: "E"}) == "E" })
+	down.Store(true)
+	c.cut()
+	err = cmd.Wait()
+	var je *JobError
+	if !errors.As(err, &je) || je.ID == 0 || !strings.Contains(err.Error(), "stays in the metaqueue and may run yet") || !strings.Contains(err.Error(), "unreachable") {
+		t.Fatalf("Wait: %v; want a *JobError saying the job stays in the metaqueue", err)
+	}
+	if s := states(protocol.Stat{IDs: []int64{je.ID}, States: "WQHPEDFBX"}); s != "E" {
+		t.Errorf("job %d in the metaqueue: states %q; want it still executing", je.ID, s)
 	}
 }

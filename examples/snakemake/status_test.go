@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -220,5 +221,35 @@ func TestSubmitRidesOutCLSRestart(t *testing.T) {
 		if (err != nil) != tc.wantFailed || strings.TrimSpace(o.String()) != tc.out || strings.Count(e.String(), tc.err) != 1 || (tc.calls > 0 && n != tc.calls) {
 			t.Errorf("%s: %v, stdout %q, stderr %q, %d mqsub calls; want failed=%v, %q, %q once, %d calls", tc.name, err, o.String(), e.String(), n, tc.wantFailed, tc.out, tc.err, tc.calls)
 		}
+	}
+}
+
+// TestCancelOneCall: Snakemake gives mq-cancel every target of the run and
+// two seconds; it deletes them with one mqdel (-t A,B,...), where one
+// mqdel per target (hundreds of processes) ran past the two seconds and
+// left jobs running after Ctrl-C.
+func TestCancelOneCall(t *testing.T) {
+	script, err := filepath.Abs(filepath.Join("profile", "mq-cancel"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	calls := filepath.Join(dir, "calls")
+	fake := "#!/bin/sh\necho \"$*\" >>\"$FAKE_CALLS\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "mqdel"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var targets []string
+	for i := 0; i < 300; i++ {
+		targets = append(targets, "smk.tmp.abc.rule."+strconv.Itoa(i))
+	}
+	cmd := exec.Command("sh", append([]string{script}, targets...)...)
+	cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"), "FAKE_CALLS="+calls)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("mq-cancel: %v, %s", err, out)
+	}
+	b, err := os.ReadFile(calls)
+	if want := "-Q -t " + strings.Join(targets, ",") + "\n"; err != nil || string(b) != want {
+		t.Errorf("mqdel called as %.200q..., want once as %.200q...", b, want)
 	}
 }

@@ -16,13 +16,15 @@ import (
 func Mqdel(env Env) *cli.App {
 	app := NewApp("mqdel", "delete jobs from the metaqueue", env)
 	app.UsageText = `mqdel [-q QUEUE] [-Q] ID... | FIRST-LAST
-   mqdel [-q QUEUE] [-t TARGET] [-s STATES] [-Q]
+   mqdel [-q QUEUE] [-t TARGET[,TARGET...]] [-s STATES] [-Q]
    mqdel --all [-s STATES] [-Q]`
 	app.Description = `Deletes jobs that have not ended; an executing job is killed on its
 placeholder. Jobs waiting on a deleted job's target become blocked (B);
 mqsub --rerun brings a deleted job back. Jobs are named by id, by a range
 FIRST-LAST (a job array, as mqsub --array prints it), or selected by queue,
-target and states (-s, among W Q H E B), or all of them. Jobs named by id
+target and states (-s, among W Q H E B), or all of them; -t A,B,... deletes
+the jobs of each target in turn, going on past a target that fails (a
+workflow system cancelling a run's jobs). Jobs named by id
 are deleted all or none: if one cannot be deleted, nothing is, and the
 error names each culprit. A range or selection is deleted 10,000 jobs at a
 time, the CLS serving others in between. Prints a line per deleted job
@@ -39,6 +41,9 @@ unless -Q.`
 			return err
 		}
 		defer cl.Close()
+		if strings.Contains(sel.Target, ",") {
+			return deleteTargets(c, cl, sel)
+		}
 		reply, err := client.Do(c.Context, cl, protocol.OpDelete, sel)
 		if err != nil {
 			return err
@@ -153,4 +158,46 @@ func refusals(what string, reply protocol.ActionReply) error {
 		msg += fmt.Sprintf("; and %d more", more)
 	}
 	return exitError{code: ExitFailed, msg: msg}
+}
+
+// deleteTargets is mqdel -t A,B,...: the jobs of each target, one request
+// a target, pipelined on one connection. A workflow system cancels
+// hundreds of targets at once and allows seconds for it (Snakemake two),
+// which one mqdel process per target on a small machine did not meet.
+// Every target is tried; each failure is printed, and any makes the exit
+// status 1.
+func deleteTargets(c *cli.Context, cl *client.Client, sel protocol.Select) error {
+	targets := strings.Split(sel.Target, ",")
+	for _, t := range targets {
+		if err := job.ValidName("target", t); err != nil {
+			return Usagef("-t: %v", err)
+		}
+	}
+	calls := make([]*client.Call[protocol.ActionReply], len(targets))
+	for i, t := range targets {
+		s := sel
+		s.Target = t
+		var err error
+		if calls[i], err = client.Go(cl, protocol.OpDelete, s); err != nil {
+			return err
+		}
+	}
+	failed := 0
+	for _, call := range calls {
+		reply, err := call.Wait(c.Context)
+		if err == nil {
+			err = refusals("not deleted", reply)
+		}
+		if err == nil && !c.Bool("Q") {
+			err = listActed(c, "deleted", reply, "deleted job %d\n")
+		}
+		if err != nil {
+			fmt.Fprintf(c.App.ErrWriter, "%s: %v\n", c.App.Name, err)
+			failed++
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("the jobs of %d of %d targets were not all deleted (above)", failed, len(targets))
+	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -177,4 +178,40 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 	default:
 	}
 	return len(p), nil
+}
+
+// TestMqdelTargets: mqdel -t A,B,C deletes each target's jobs (a workflow
+// system cancelling a run, Snakemake's mq-cancel), one request a target on
+// one connection, going on past a target that fails and exiting 1 naming
+// it; an empty name in the list is a usage error that sends nothing.
+func TestMqdelTargets(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var asked []string
+	replies := map[string]clitest.Reply{protocol.OpDelete.Name: {
+		Bodies: []any{protocol.ActionReply{IDs: []int64{1}}, protocol.ActionReply{Errors: []string{"job 2 could not be killed"}, ErrorCount: 1}, protocol.ActionReply{IDs: []int64{3, 4}}},
+		Seen: func(b json.RawMessage) {
+			var s protocol.Select
+			json.Unmarshal(b, &s)
+			mu.Lock()
+			asked = append(asked, s.Target)
+			mu.Unlock()
+		}}}
+	var o, e bytes.Buffer
+	env := Env{Stdin: strings.NewReader(""), Stdout: &o, Stderr: &e, Getwd: os.Getwd, Dial: clitest.Dial(replies)}
+	if code := Run(context.Background(), Mqdel(env), []string{"mqdel", "-t", "smk.r.a.1,smk.r.b.2,smk.r.c.3"}); code != ExitFailed {
+		t.Errorf("exit %d, want 1 (one target failed)", code)
+	}
+	if got := strings.Join(asked, " "); got != "smk.r.a.1 smk.r.b.2 smk.r.c.3" {
+		t.Errorf("asked to delete targets %q, want each in turn", got)
+	}
+	if o.String() != "deleted job 1\ndeleted job 3\ndeleted job 4\n" || !strings.Contains(e.String(), "job 2 could not be killed") || !strings.Contains(e.String(), "1 of 3 targets") {
+		t.Errorf("stdout %q, stderr %q", o.String(), e.String())
+	}
+	o.Reset()
+	e.Reset()
+	asked = nil
+	if code := Run(context.Background(), Mqdel(env), []string{"mqdel", "-t", "a,,b"}); code != ExitUsage || len(asked) != 0 || strings.Count(e.String(), "\n") != 1 {
+		t.Errorf("-t a,,b: exit %d, asked %q, stderr %q; want a usage error sending nothing", code, asked, e.String())
+	}
 }

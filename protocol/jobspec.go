@@ -221,6 +221,11 @@ func ReadJobLines(r io.Reader, first int, def JobSpec, emit func(line int, js Jo
 			return fmt.Errorf("line %d: %w", n, err)
 		}
 		line := bytes.TrimSpace(buf)
+		if n == 1 {
+			// A byte-order mark, as Windows editors write UTF-8 files:
+			// JSON allows a reader to ignore it (RFC 8259).
+			line = bytes.TrimSpace(bytes.TrimPrefix(line, []byte("\ufeff")))
+		}
 		if len(line) > 0 && line[0] != '#' {
 			js, perr := parseJobLine(line)
 			if perr == nil {

@@ -324,7 +324,16 @@ func TestReadJobFileGood(t *testing.T) {
 	if err != nil || len(got) != 1 || got[0].js.Queue != DefaultQueue {
 		t.Fatalf("default queue: %+v, %v", got, err)
 	}
-	for _, empty := range []string{"", "\n\n", "# only\n#comments"} {
+	// A byte-order mark (a file saved by a Windows editor) is skipped at
+	// the start of the file, and only there.
+	got, err = readAll("\ufeff{\"target\":\"a\",\"command\":\"x\"}\n", JobSpec{})
+	if err != nil || len(got) != 1 || got[0].js.Target != "a" {
+		t.Errorf("a file starting with a BOM: %+v, %v", got, err)
+	}
+	if _, err := readAll("{\"target\":\"a\",\"command\":\"x\"}\n\ufeff{\"target\":\"b\",\"command\":\"x\"}\n", JobSpec{}); err == nil {
+		t.Error("a BOM on line 2 was accepted")
+	}
+	for _, empty := range []string{"", "\n\n", "# only\n#comments", "\ufeff", "\ufeff# a comment\n"} {
 		got, err := readAll(empty, JobSpec{})
 		if err != nil || len(got) != 0 {
 			t.Fatalf("%q: %+v, %v", empty, got, err)

@@ -323,6 +323,9 @@ func mergeEnv(base, own map[string]string) map[string]string {
 // JSON line that is a UTF-16 surrogate not paired as JSON pairs them (high,
 // then low), or 0 if there is none.
 func loneSurrogate(line []byte) int {
+	if !bytes.Contains(line, []byte(`\u`)) {
+		return 0 // the common line: one vectorized search, not a loop
+	}
 	surrogate := func(i int) rune { // the escape at line[i:], or -1
 		if i+6 > len(line) || line[i] != '\\' || line[i+1] != 'u' {
 			return -1

@@ -64,18 +64,19 @@ func ShellLine(args []string) (string, error) {
 }
 
 // stdinFormat returns data as a quoted printf format that prints exactly
-// data: POSIX printf turns \ddd (octal) into that byte, %% into %.
+// data: POSIX printf turns \ddd (octal) into that byte, %% into %. A
+// leading '-' is escaped too: printf would take the format for an option.
 func stdinFormat(data []byte) string {
 	var b strings.Builder
 	b.Grow(len(data) + 2)
 	b.WriteByte('\'')
-	for _, c := range data {
+	for i, c := range data {
 		switch {
 		case c == '%':
 			b.WriteString("%%")
 		case c == '\n':
 			b.WriteByte('\n') // a newline is literal inside single quotes
-		case c == '\'' || c == '\\' || c < ' ' || c >= 0x7f:
+		case c == '\'' || c == '\\' || c < ' ' || c >= 0x7f || c == '-' && i == 0:
 			fmt.Fprintf(&b, `\%03o`, c)
 		default:
 			b.WriteByte(c)

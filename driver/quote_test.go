@@ -118,7 +118,7 @@ func allBytes() []byte {
 func TestStdinReachesJob(t *testing.T) {
 	t.Parallel()
 	for _, sh := range shells(t) {
-		for _, data := range [][]byte{allBytes(), []byte("plain text\n"), {}, []byte("no newline at the end")} {
+		for _, data := range [][]byte{allBytes(), []byte("plain text\n"), {}, []byte("no newline at the end"), []byte("-0"), []byte("--help\n"), []byte("-")} {
 			w := wrap{stdin: data, hasStdin: true}
 			line, err := w.script("cat")
 			if err != nil {

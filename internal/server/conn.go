@@ -387,6 +387,19 @@ func DecodeBody(raw json.RawMessage, v any) error {
 	return nil
 }
 
+// decodeBody is DecodeBody, first refusing a placeholder's body of more
+// objects than any agent sends (protocol.MaxPeerObjects): decoded, a frame
+// of empty objects would hold two hundred times its size.
+func (c *conn) decodeBody(raw json.RawMessage, v any) error {
+	if c.role == protocol.RolePlaceholder {
+		if err := protocol.CheckObjects(raw, protocol.MaxPeerObjects); err != nil {
+			c.refused("objects", "refused a request body of too many objects", "bytes", len(raw))
+			return err
+		}
+	}
+	return DecodeBody(raw, v)
+}
+
 // reply writes one response frame; an error if it could not be written
 // (the connection ended: the peer never got it).
 func (c *conn) reply(id uint64, body any, err error) error {

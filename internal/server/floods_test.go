@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -157,4 +158,37 @@ func TestCleanedReportsLogBounded(t *testing.T) {
 	if n := strings.Count(buf.String(), "cleaned reports"); n == 0 || n > 5 {
 		t.Fatalf("%d batches of reports to clean logged %d lines about it; want 1 to 5:\n%s", batches, n, buf.String())
 	}
+}
+
+// A placeholder's body of empty objects is refused before it is decoded:
+// a 4 MiB frame of {} reports once held 780 MiB of the CLS's memory. An
+// agent's own largest bodies (a register holding MaxHolding attempts, a
+// batch of reports) still pass, and the connection goes on.
+func TestPlaceholderObjectFloodRefused(t *testing.T) {
+	t.Parallel()
+	srv := &Server{Store: newStore(t)}
+	p := connect(t, srv, protocol.RolePlaceholder)
+	p.hello(protocol.RolePlaceholder)
+	holding := make([]protocol.JobRef, protocol.MaxHolding)
+	for i := range holding {
+		holding[i] = protocol.JobRef{ID: int64(i + 1), Attempt: 1}
+	}
+	var reg protocol.RegisterReply
+	p.do(protocol.OpRegister.Name, protocol.Register{Site: "s", Host: "h", PID: 1, Slots: 1, OutDir: "/o", Holding: holding}, &reg)
+	reports := make([]protocol.Report, 20000)
+	for i := range reports {
+		reports[i] = protocol.Report{ID: int64(1_000_000 + i), Attempt: 1}
+	}
+	p.do(protocol.OpReport.Name, protocol.ReportBatch{Placeholder: reg.ID, Reports: reports}, nil)
+
+	for _, op := range []string{protocol.OpReport.Name, protocol.OpNext.Name, protocol.OpRegister.Name} {
+		body := `{"placeholder":` + fmt.Sprint(reg.ID) + `,"reports":[{}` + strings.Repeat(`,{}`, protocol.MaxPeerObjects) + `]}`
+		p.nextID++
+		p.sendLine(fmt.Sprintf(`{"id":%d,"op":%q,"body":%s}`, p.nextID, op, body))
+		r := p.recv(p.nextID)
+		if r.Err == nil || r.Err.Code != protocol.CodeBadRequest || !strings.Contains(r.Err.Msg, "JSON objects") {
+			t.Fatalf("%s of %d objects: %+v %s, want bad_request naming the objects", op, protocol.MaxPeerObjects+2, r.Err, r.Body)
+		}
+	}
+	p.do(protocol.OpHeartbeat.Name, protocol.Heartbeat{Placeholder: reg.ID}, nil)
 }

@@ -230,7 +230,7 @@ func handle[Req, Resp any](op protocol.Op[Req, Resp], fn func(ctx context.Contex
 	return &route{op: op.Info(), serve: func(ctx context.Context, c *conn, r *protocol.Request) (any, error) {
 		var req Req
 		if !ignore {
-			if err := DecodeBody(r.Body, &req); err != nil {
+			if err := c.decodeBody(r.Body, &req); err != nil {
 				return nil, err
 			}
 		}
@@ -247,7 +247,7 @@ func handle[Req, Resp any](op protocol.Op[Req, Resp], fn func(ctx context.Contex
 func handleStream[Req, Item any](op protocol.StreamOp[Req, Item], fn func(ctx context.Context, c *conn, req Req, send func(Item) error) error) *route {
 	return &route{op: op.Info(), serve: func(ctx context.Context, c *conn, r *protocol.Request) (any, error) {
 		var req Req
-		if err := DecodeBody(r.Body, &req); err != nil {
+		if err := c.decodeBody(r.Body, &req); err != nil {
 			return nil, err
 		}
 		err := fn(ctx, c, req, func(item Item) error {

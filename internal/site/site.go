@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/internal/resource"
@@ -112,7 +113,10 @@ func Validate(s *protocol.SiteSpec) error {
 		if err := validCLSAddr(s); err != nil {
 			return err
 		}
-		if strings.ContainsAny(s.Queue, " \t\n'\"\\$`;|&<>") {
+		// The queue is a word of a directive line (#$ -q, #SBATCH
+		// --partition=, #PBS -q): a control character there (\r, \v) could
+		// end the word or the line, as a blank or a newline would.
+		if strings.ContainsAny(s.Queue, " \t\n'\"\\$`;|&<>") || strings.ContainsFunc(s.Queue, unicode.IsControl) {
 			return fmt.Errorf("--queue %q: not a queue name", s.Queue)
 		}
 		if _, err := SplitArgs(s.SubmitArgs); err != nil {

@@ -421,7 +421,7 @@ func (c *CLS) serveSites(outReserve int64) error {
 		c.sites.connected.set(id, reg, connected)
 	}
 	(&plans{store: c.store, sites: c.sites, log: c.log}).install(c.srv)
-	fl := &files{store: newStoreFiles(c.store), places: c.sites.place, home: c.home, stager: c.stager, log: c.log, now: time.Now}
+	fl := &files{store: newStoreFiles(c.store), places: c.sites.place, home: c.home, local: c.sites.local(), stager: c.stager, log: c.log, now: time.Now}
 	fl.install(c.srv)
 	c.outputs = &outputs{store: jobWaiter{c.store.Inspect(), c.store}, streamDir: filepath.Join(c.outputDir(), protocol.StreamDir)}
 	c.outputs.install(c.srv)

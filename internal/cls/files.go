@@ -21,6 +21,13 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
+// local is the CLS host's own files as a place: made with the user's
+// umask, not the CLS's 077, as the user's other files are.
+func (s *sites) local() stage.Dir {
+	um := fs.FileMode(s.umask)
+	return stage.Dir{Root: "/", Umask: &um}
+}
+
 // place resolves a place of the catalog for data staging: the local site
 // and sites sharing the CLS host's filesystem are that filesystem; a site
 // whose nodes share no filesystem (NodeLocal) is a place per host, the
@@ -30,14 +37,14 @@ import (
 // keeps (made again when lost).
 func (s *sites) place(ctx context.Context, p catalog.Place) (stage.Place, bool, error) {
 	if p.Site == catalog.LocalSite {
-		return stage.Dir{Root: "/"}, true, nil
+		return s.local(), true, nil
 	}
 	spec, st, ok := s.mgr.Site(p.Site)
 	if !ok {
 		return nil, false, &noSiteError{p.Site}
 	}
 	if spec.Type == site.Local || spec.SharedFS {
-		return stage.Dir{Root: "/"}, true, nil
+		return s.local(), true, nil
 	}
 	if spec.NodeLocal {
 		if p.Host == "" {
@@ -188,7 +195,8 @@ func (s storeFiles) Replicas(ctx context.Context, path string) ([]protocol.Repli
 type files struct {
 	store  filesStore
 	places placeFunc
-	home   string // MQ_HOME: no file is copied into it
+	home   string    // MQ_HOME: no file is copied into it
+	local  stage.Dir // the CLS host's own files (sites.local)
 	stager *stager
 	log    *slog.Logger
 	now    func() time.Time
@@ -270,7 +278,7 @@ func (f *files) get(ctx context.Context, req protocol.FilesGet) (protocol.Transf
 		}
 		m.Places = func(name string) (stage.Place, error) {
 			if name == getPlace {
-				return renamed{stage.Dir{Root: "/"}, req.Path, dest}, nil
+				return renamed{f.local, req.Path, dest}, nil
 			}
 			return src, nil
 		}

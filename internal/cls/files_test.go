@@ -160,7 +160,7 @@ func TestSitePlaces(t *testing.T) {
 		{Name: "rooted", Type: site.Slurm, SSH: "u@h", Max: 1, DataRoot: "/scratch/mq"},
 		{Name: "nodes", Type: site.Slurm, SSH: "u@h", Max: 1, DataRoot: "/tmp/mq", NodeLocal: true},
 	}
-	s := &sites{hub: newAgentHub()}
+	s := &sites{hub: newAgentHub(), umask: 0o027}
 	s.mgr = &site.Manager{Store: specs, Poll: time.Hour, Log: slog.New(slog.DiscardHandler),
 		Open: func(spec protocol.SiteSpec, _ func(int)) (site.Site, error) {
 			return &site.Remote{Spec: spec, Dial: func(context.Context) (site.Runner, error) {
@@ -193,8 +193,10 @@ func TestSitePlaces(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || !host || pl != (stage.Dir{Root: "/"}) {
-			t.Errorf("%+v: %#v %v %v; want the CLS host's filesystem", tc.at, pl, host, err)
+		// The CLS host's filesystem, made with the user's umask (the
+		// CLS's own is 077).
+		if d, ok := pl.(stage.Dir); err != nil || !host || !ok || d.Root != "/" || d.Umask == nil || *d.Umask != 0o027 {
+			t.Errorf("%+v: %#v %v %v; want the CLS host's filesystem with umask 027", tc.at, pl, host, err)
 		}
 	}
 	// A host of a node-local site is reached through its placeholders.

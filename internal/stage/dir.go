@@ -30,6 +30,12 @@ type Dir struct {
 	Root string
 	// Writer tags the temporary files, as SFTP.Writer does.
 	Writer string
+	// Umask, when set, is the user's umask for what the identity makes:
+	// the CLS runs under umask 077, but the files it stages to its own
+	// host are the user's, made as the user's other files are (0666 and
+	// 0777 less it). Unset, the process's umask applies (an agent's is
+	// the user's).
+	Umask *fs.FileMode
 }
 
 // fsys is what Dir needs of a filesystem: *os.Root, or the host's.
@@ -187,10 +193,12 @@ func (d Dir) Create(ctx context.Context, p string) (Temp, error) {
 		dirMode, fileMode = dataDirMode, dataFileMode
 	}
 	if dir := path.Dir(rel); dir != "." {
+		made := d.toMake(f, dir)
 		if err := f.MkdirAll(dir, dirMode); err != nil {
 			f.Close()
 			return nil, dirNoSpace(d.refuse(p, err), d.where(p))
 		}
+		d.userMode(made, dirMode)
 	}
 	tmp := path.Join(path.Dir(rel), tempName(path.Base(rel), d.Writer))
 	file, err := f.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode)
@@ -203,6 +211,9 @@ func (d Dir) Create(ctx context.Context, p string) (Temp, error) {
 	if err != nil {
 		f.Close()
 		return nil, dirNoSpace(d.refuse(p, err), d.where(p))
+	}
+	if d.Umask != nil && d.identity() {
+		file.Chmod(fileMode &^ *d.Umask) // at worst it stays as private as the process's umask made it
 	}
 	return &dirTemp{d: d, p: p, fs: f, file: file, tmp: tmp, rel: rel}, nil
 }
@@ -246,4 +257,29 @@ func (t *dirTemp) Abort() error {
 	err := t.fs.Remove(t.tmp)
 	t.fs.Close()
 	return err
+}
+
+// toMake lists the directories of dir (a name in f) that do not exist
+// yet, the deepest last, when the identity makes them with the user's
+// umask (Umask set); else none.
+func (d Dir) toMake(f fsys, dir string) []string {
+	if d.Umask == nil || !d.identity() {
+		return nil
+	}
+	var made []string
+	for ; dir != "." && dir != "/" && dir != ""; dir = path.Dir(dir) {
+		if _, err := f.Stat(dir); err == nil {
+			break
+		}
+		made = append([]string{dir}, made...)
+	}
+	return made
+}
+
+// userMode gives the directories made (names in the identity) mode less
+// the user's umask.
+func (d Dir) userMode(made []string, mode fs.FileMode) {
+	for _, m := range made {
+		os.Chmod("/"+m, mode&^*d.Umask) // at worst it stays as private as the process's umask made it
+	}
 }

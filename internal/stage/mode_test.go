@@ -66,3 +66,50 @@ func (r renamedDir) Create(ctx context.Context, p string) (Temp, error) {
 	return Dir{}.Create(ctx, r.to)
 }
 func (r renamedDir) Remove(ctx context.Context, p string) error { return Dir{}.Remove(ctx, r.to) }
+
+// TestIdentityUserUmask: the CLS runs under umask 077, but what it stages
+// to its own host's files (Dir.Umask set: the user's) is made as the
+// user's other files are: 0644 and 0755 under umask 022, the directories
+// it made and no other.
+func TestIdentityUserUmask(t *testing.T) {
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
+	src := t.TempDir()
+	writeFile(t, filepath.Join(src, "in"), []byte("hello"))
+	top := t.TempDir()
+	if err := os.Chmod(top, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	user := fs.FileMode(0o022)
+	dst := filepath.Join(top, "new/deeper/out")
+	m := Mover{Places: places{"a": Dir{Root: src}, "b": renamedDir2{Dir{Root: "/", Umask: &user}, dst}}.get}
+	if res := m.Move(context.Background(), Transfer{Path: "/in", From: "a", To: "b", Size: 5}); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	for p, want := range map[string]fs.FileMode{
+		top: 0o750, filepath.Join(top, "new"): 0o755, filepath.Join(top, "new/deeper"): 0o755, dst: 0o644,
+	} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != want {
+			t.Errorf("%s: mode %04o, want %04o", p, got, want)
+		}
+	}
+}
+
+// renamedDir2 is renamedDir with a Dir of its own.
+type renamedDir2 struct {
+	d  Dir
+	to string
+}
+
+func (r renamedDir2) Open(ctx context.Context, p string) (io.ReadCloser, Info, error) {
+	return r.d.Open(ctx, r.to)
+}
+func (r renamedDir2) Stat(ctx context.Context, p string) (Info, error) { return r.d.Stat(ctx, r.to) }
+func (r renamedDir2) Create(ctx context.Context, p string) (Temp, error) {
+	return r.d.Create(ctx, r.to)
+}
+func (r renamedDir2) Remove(ctx context.Context, p string) error { return r.d.Remove(ctx, r.to) }

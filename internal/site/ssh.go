@@ -286,8 +286,8 @@ func (s *SSH) Run(ctx context.Context, cmd string) ([]byte, error) {
 		return nil, &ConnError{err}
 	}
 	defer sess.Close()
-	var stdout, stderr bytes.Buffer
-	sess.Stdout, sess.Stderr = &stdout, &stderr
+	stdout, stderr := &capped{max: maxRunStdout}, &capped{max: maxRunStderr}
+	sess.Stdout, sess.Stderr = stdout, stderr
 	done := make(chan error, 1)
 	go func() { done <- sess.Run("exec /bin/sh -c " + Quote(profile+cmd)) }()
 	select {
@@ -308,8 +308,41 @@ func (s *SSH) Run(ctx context.Context, cmd string) ([]byte, error) {
 		}
 		return nil, &ConnError{err}
 	}
+	if stdout.over {
+		return nil, fmt.Errorf("%s printed more than %d bytes", commandName(cmd), maxRunStdout)
+	}
 	return stdout.Bytes(), nil
 }
+
+// What a login host's command may print: on stdout, a listing of the
+// most placeholders a site has (10,000) is a few MiB; of stderr only the
+// first line is kept. A command that printed without end held the CLS's
+// memory for as long as its step may take (a minute).
+const (
+	maxRunStdout = 64 << 20
+	maxRunStderr = 64 << 10
+)
+
+// capped keeps the first max bytes written to it and drops the rest,
+// noting that it did (over), so the command's output is still read to
+// its end and the command can exit. (Not an embedded bytes.Buffer: its
+// ReadFrom would let io.Copy go around Write.)
+type capped struct {
+	b    bytes.Buffer
+	max  int
+	over bool
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := c.max - c.b.Len(); len(p) > room {
+		c.b.Write(p[:max(room, 0)])
+		c.over = true
+		return len(p), nil
+	}
+	return c.b.Write(p)
+}
+
+func (c *capped) Bytes() []byte { return c.b.Bytes() }
 
 // commandName is the program cmd runs first, for its error messages: the
 // first word, or what a leading out=$(...) runs (PBS's cancel).

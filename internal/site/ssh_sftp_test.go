@@ -1,13 +1,16 @@
 package site
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -23,6 +26,9 @@ type sftpLogin struct {
 
 	mu       sync.Mutex
 	sessions []ssh.Channel
+	// exec, if set, runs an exec request's command: what it writes, and
+	// its exit status.
+	exec func(cmd string, stdout, stderr io.Writer) int
 }
 
 func startSFTPLogin(t *testing.T) *sftpLogin {
@@ -89,6 +95,15 @@ func (l *sftpLogin) serve(nc net.Conn, cfg *ssh.ServerConfig) {
 		}
 		go func() {
 			for r := range creqs {
+				if r.Type == "exec" && l.exec != nil && len(r.Payload) > 4 {
+					r.Reply(true, nil)
+					go func(cmd string) {
+						status := l.exec(cmd, ch, ch.Stderr())
+						ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{uint32(status)}))
+						ch.Close()
+					}(string(r.Payload[4:]))
+					continue
+				}
 				ok := r.Type == "subsystem" && len(r.Payload) > 4 && string(r.Payload[4:]) == "sftp"
 				r.Reply(ok, nil)
 				if !ok {
@@ -157,5 +172,39 @@ func TestSFTPSessionLostIsReplaced(t *testing.T) {
 	case <-s.Done():
 		t.Error("the SSH connection was closed with the session")
 	default:
+	}
+}
+
+// A login host's command that prints without end (a broken wrapper, a
+// listing gone wrong) is cut off at maxRunStdout and fails, instead of
+// holding the CLS's memory for as long as its step may take; its stderr
+// is kept only up to maxRunStderr. A command within the bounds is read
+// whole.
+func TestRunOutputBounded(t *testing.T) {
+	l := startSFTPLogin(t)
+	l.exec = func(cmd string, stdout, stderr io.Writer) int {
+		chunk := bytes.Repeat([]byte("x"), 1<<20)
+		n := 2
+		if strings.Contains(cmd, "flood") {
+			n = maxRunStdout>>20 + 8
+		}
+		for range n {
+			stdout.Write(chunk)
+			stderr.Write(chunk[:64<<10])
+		}
+		return 0
+	}
+	s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	out, err := s.Run(context.Background(), "squeue flood")
+	if err == nil || !strings.Contains(err.Error(), "printed more than") || out != nil {
+		t.Fatalf("a command printing %d MiB: %d bytes, %v; want an error saying it printed too much", maxRunStdout>>20+8, len(out), err)
+	}
+	out, err = s.Run(context.Background(), "squeue")
+	if err != nil || len(out) != 2<<20 {
+		t.Fatalf("a command printing 2 MiB: %d bytes, %v", len(out), err)
 	}
 }

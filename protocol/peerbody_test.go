@@ -1,6 +1,8 @@
 package protocol
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -26,4 +28,34 @@ func TestCheckObjects(t *testing.T) {
 			t.Errorf("CheckObjects(%q, %d) = %v, want ok %v", tc.body, tc.max, err, tc.ok)
 		}
 	}
+}
+
+// FuzzCheckObjects: on valid JSON, CheckObjects counts exactly the
+// objects encoding/json reads (its '{' tokens).
+func FuzzCheckObjects(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":"{\"}"}`, `[{},{"b":[{}]}]`, `"\\"`, `{"a":"\\\"{"}`, `{"\u007b":1}`, `{"a":{},"a":{}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !json.Valid(b) {
+			return
+		}
+		n := 0
+		d := json.NewDecoder(bytes.NewReader(b))
+		for {
+			tok, err := d.Token()
+			if err != nil {
+				break
+			}
+			if tok == json.Delim('{') {
+				n++
+			}
+		}
+		if err := CheckObjects(b, n); err != nil {
+			t.Fatalf("%q: %d objects, refused at that bound: %v", b, n, err)
+		}
+		if n > 0 && CheckObjects(b, n-1) == nil {
+			t.Fatalf("%q: %d objects, accepted with a bound of %d", b, n, n-1)
+		}
+	})
 }

@@ -277,9 +277,22 @@ func (d Dir) toMake(f fsys, dir string) []string {
 }
 
 // userMode gives the directories made (names in the identity) mode less
-// the user's umask.
+// the user's umask. Each is opened without following a link and changed
+// through its descriptor: in a directory others may write (/tmp) one of
+// them could have been replaced by a link since, and chmod by name would
+// change where it points. At worst a directory stays as private as the
+// process's umask made it.
 func (d Dir) userMode(made []string, mode fs.FileMode) {
 	for _, m := range made {
-		os.Chmod("/"+m, mode&^*d.Umask) // at worst it stays as private as the process's umask made it
+		f, err := os.OpenFile("/"+m, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
+		if err != nil {
+			continue
+		}
+		if fi, err := f.Stat(); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) == os.Getuid() {
+				f.Chmod(mode &^ *d.Umask)
+			}
+		}
+		f.Close()
 	}
 }

@@ -113,3 +113,21 @@ func (r renamedDir2) Create(ctx context.Context, p string) (Temp, error) {
 	return r.d.Create(ctx, r.to)
 }
 func (r renamedDir2) Remove(ctx context.Context, p string) error { return r.d.Remove(ctx, r.to) }
+
+// A directory made for the user's umask that was replaced by a link
+// before its mode was set leaves the link's target alone.
+func TestUserModeFollowsNoLink(t *testing.T) {
+	top := t.TempDir()
+	target := filepath.Join(top, "private")
+	if err := os.Mkdir(target, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(top, "made")); err != nil {
+		t.Fatal(err)
+	}
+	user := fs.FileMode(0o022)
+	Dir{Root: "/", Umask: &user}.userMode([]string{filepath.Join(top, "made")[1:]}, 0o777)
+	if fi, err := os.Stat(target); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("the link's target: %v %v, want it left 0700", fi.Mode(), err)
+	}
+}

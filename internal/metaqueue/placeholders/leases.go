@@ -3,7 +3,6 @@ package placeholders
 import (
 	"fmt"
 	"iter"
-	"slices"
 	"time"
 
 	"github.com/mq-hpc/mq/internal/runs"
@@ -25,13 +24,24 @@ import (
 // gone and is killed, unless the heartbeat still reports it running.
 func Renew(hb protocol.Heartbeat, until time.Time, rows runs.Rows, cs runs.Copies, win func(job int64, r *runs.Run) error) (protocol.HeartbeatReply, error) {
 	var reply protocol.HeartbeatReply
+	var running map[protocol.JobRef]bool // hb.Running, once a claim is lost
 	for _, c := range hb.Claim {
 		if r := runs.Find(rows[c.ID], cs[c.ID], c.Attempt, hb.Placeholder); r != nil {
 			if err := win(c.ID, r); err != nil {
 				return reply, err
 			}
 			reply.Won = append(reply.Won, c)
-		} else if !slices.Contains(hb.Running, c) {
+			continue
+		}
+		// A set, not a scan of Running per claim: a placeholder's
+		// 60,000 lost claims beside 60,000 running held the core 11 s.
+		if running == nil {
+			running = make(map[protocol.JobRef]bool, len(hb.Running))
+			for _, ref := range hb.Running {
+				running[ref] = true
+			}
+		}
+		if !running[c] {
 			reply.Kill = append(reply.Kill, c)
 		}
 	}

@@ -602,12 +602,19 @@ func (d *State) Outputs(id int64, outs []protocol.FileSum, reported, shared bool
 	if jf == nil || len(jf.Out) == 0 {
 		return nil
 	}
+	// By path, the first of each: a scan of outs per declared output was
+	// declared x reported comparisons in the core, and the agent's list
+	// is as long as it likes.
+	at := make(map[string]int, len(outs))
+	for i := len(outs) - 1; i >= 0; i-- {
+		at[outs[i].Path] = i
+	}
 	var rec []Output
 	for _, f := range jf.Out {
 		size, sha := f.Size, ""
-		i := slices.IndexFunc(outs, func(o protocol.FileSum) bool { return o.Path == f.Path })
+		i, ok := at[f.Path]
 		switch {
-		case i >= 0 && outs[i].Size >= 0 && valid(outs[i].SHA256):
+		case ok && outs[i].Size >= 0 && valid(outs[i].SHA256):
 			size, sha = outs[i].Size, outs[i].SHA256
 		case !reported || !f.Rel || shared:
 			// Not reported but there: a site-local output (declared

@@ -1,6 +1,7 @@
 package dc
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -145,7 +146,25 @@ func TestOutputs(t *testing.T) {
 			}
 		})
 	}
+	// Many declared outputs against a long reported list (an agent's, of
+	// any length): looked up by path, not scanned per output; the first
+	// of a path given twice counts.
 	d := newState()
+	var many []File
+	var sums []protocol.FileSum
+	for i := range 10_000 {
+		many = append(many, File{fmt.Sprintf("/w/o%d", i), 1, true})
+	}
+	for i := range 100_000 {
+		sums = append(sums, protocol.FileSum{Path: fmt.Sprintf("/w/x%d", i), Size: 1, SHA256: "abc"})
+	}
+	sums = append(sums, protocol.FileSum{Path: "/w/o7", Size: 9, SHA256: "abc"}, protocol.FileSum{Path: "/w/o7", Size: 8, SHA256: "abc"})
+	d.AddJob(3, &Files{Out: many})
+	start := time.Now()
+	got := d.Outputs(3, sums, true, false, valid)
+	if took := time.Since(start); len(got) != 1 || got[0] != (Output{"/w/o7", 9, "abc"}) || took > 3*time.Second {
+		t.Errorf("10,000 declared, 100,002 reported: %+v in %v; want /w/o7 at 9 bytes, in far less than 3 s", got, took)
+	}
 	if got := d.Outputs(2, nil, false, false, valid); got != nil {
 		t.Errorf("a job that declared no outputs: %v", got)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -287,6 +288,19 @@ func TestStale(t *testing.T) {
 	}
 	if got := newTest(nil).Stale(1, rooted, []string{"/a"}); got != nil {
 		t.Errorf("without a stager: %v", got)
+	}
+	// Long lists are matched as sets, not by a scan of the inputs per
+	// missing path (which runs in the core).
+	var ins []Input
+	var missing []string
+	for i := range 40_000 {
+		ins = append(ins, Input{Path: fmt.Sprintf("/in%d", i), Movable: true})
+		missing = append(missing, fmt.Sprintf("/gone%d", i))
+	}
+	c.SetInputs(3, append(ins, Input{Path: "/a", Movable: true}))
+	start := time.Now()
+	if got := c.Stale(3, rooted, append(missing, "/a")); !slices.Equal(got, []string{"/a"}) || time.Since(start) > 3*time.Second {
+		t.Errorf("40,001 inputs, 40,001 missing: %v in %v; want [/a] in far less than 3 s", got, time.Since(start))
 	}
 }
 

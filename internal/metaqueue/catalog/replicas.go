@@ -258,9 +258,17 @@ func (c *Catalog) Stale(id int64, to Place, missing []string) []string {
 	if c.stager == nil || w == nil || len(missing) == 0 || w.staleReturns >= protocol.MaxStaleReturns || to == Shared {
 		return nil
 	}
+	// A set, not a scan of the job's inputs per path: both lists may
+	// hold MaxFiles paths, and this runs in the core.
+	movable := make(map[string]bool, len(w.in))
+	for _, in := range w.in {
+		if in.Movable {
+			movable[in.Path] = true
+		}
+	}
 	var out []string
 	for _, p := range missing {
-		if !slices.ContainsFunc(w.in, func(in Input) bool { return in.Path == p && in.Movable }) {
+		if !movable[p] {
 			continue
 		}
 		if f := c.files[p]; f != nil && slices.Contains(f.reps, to) {

@@ -42,7 +42,10 @@ type docCommand struct {
 
 // docCommands is the commands of the blocks of text that docMarker marks,
 // in order. In a ```sh block a line is a command; " # " starts its
-// comment. A line that opens a here-document is one command with the
+// comment. A line ending in a backslash goes on on the next, as in a
+// shell: the command is its lines, each up to its comment, joined by
+// newlines (bash reads the backslash-newlines as written). A line that
+// opens a here-document is one command with the
 // lines after it, up to and including its delimiter line, taken as
 // written (no comments). A plain ``` block is a transcript: a line "$ CMD"
 // is a command, the lines up to the next one what it prints.
@@ -72,6 +75,12 @@ func docCommands(text string) ([]docCommand, error) {
 			cmd := strings.TrimSpace(strings.SplitN(lines[i], " # ", 2)[0])
 			if cmd == "" {
 				continue
+			}
+			for strings.HasSuffix(cmd, `\`) {
+				if i++; i == len(lines) {
+					return nil, fmt.Errorf("%q goes on past its block", cmd)
+				}
+				cmd += "\n" + strings.TrimRight(strings.SplitN(lines[i], " # ", 2)[0], " ")
 			}
 			if m := heredocStart.FindStringSubmatch(cmd); m != nil {
 				body := []string{cmd}
@@ -129,6 +138,13 @@ func runGuideBlocks(t *testing.T, h *harness, page string) []guideStep {
 // failed when a transcript's command prints other than the page shows.
 func runDocBlocks(t *testing.T, h *harness, page string, interrupt map[string]*regexp.Regexp) []guideStep {
 	t.Helper()
+	return runDocBlocksIn(t, h, page, h.dir, interrupt)
+}
+
+// runDocBlocksIn is runDocBlocks with the first command started in dir
+// (the repository's root, for a page whose commands name its files).
+func runDocBlocksIn(t *testing.T, h *harness, page, dir string, interrupt map[string]*regexp.Regexp) []guideStep {
+	t.Helper()
 	cmds, err := docCommands(readFile(t, filepath.Join("..", "..", page)))
 	if err != nil {
 		t.Fatalf("%s: %v", page, err)
@@ -146,7 +162,7 @@ func runDocBlocks(t *testing.T, h *harness, page string, interrupt map[string]*r
 	var steps []guideStep
 	for _, c := range cmds {
 		script := fmt.Sprintf("if [ -f %[1]q ]; then . %[1]q; fi\n%[2]s\nrc=$?\n{ export -p; printf 'cd %%q\\n' \"$PWD\"; } >%[1]q\nexit $rc\n", state, c.cmd)
-		s := runDocCommand(t, h, env, c.cmd, script, interrupt[c.cmd])
+		s := runDocCommand(t, env, dir, c.cmd, script, interrupt[c.cmd])
 		if c.transcript && !c.shows(s.out) {
 			t.Errorf("%s: $ %s printed:\n%s\nthe page shows:\n%s", page, c.cmd, s.out, strings.Join(c.want, "\n"))
 		}
@@ -155,14 +171,14 @@ func runDocBlocks(t *testing.T, h *harness, page string, interrupt map[string]*r
 	return steps
 }
 
-// runDocCommand runs script, the shell of cmd, and returns its step; with
+// runDocCommand runs script, the shell of cmd, in dir and returns its step; with
 // until, it interrupts it once its output matches until.
-func runDocCommand(t *testing.T, h *harness, env []string, cmd, script string, until *regexp.Regexp) guideStep {
+func runDocCommand(t *testing.T, env []string, dir, cmd, script string, until *regexp.Regexp) guideStep {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	c := exec.CommandContext(ctx, "bash", "-c", script)
-	c.Env, c.Dir = env, h.dir
+	c.Env, c.Dir = env, dir
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
 	// A file, not a pipe: a process the command starts in the background

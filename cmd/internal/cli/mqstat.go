@@ -109,6 +109,19 @@ interrupted.`
 		if c.IsSet("O") && (!catSet || c.Bool("f")) {
 			return Usagef("-O goes with --cat, not --follow")
 		}
+		if c.Bool("summary") {
+			// --summary counts every state of the selection: a flag it
+			// would drop must not look as if it narrowed the counts.
+			for _, f := range []string{"s", "j", "limit", "array", "a", "acct", "cat", "output"} {
+				if c.IsSet(f) {
+					dash := "--"
+					if len(f) == 1 {
+						dash = "-"
+					}
+					return Usagef("%s%s does not go with --summary (it counts every state of -q, -t or --target-prefix)", dash, f)
+				}
+			}
+		}
 		cl, err := Dial(c.Context, env, "mqstat")
 		if err != nil {
 			return err

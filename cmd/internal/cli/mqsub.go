@@ -487,7 +487,7 @@ func submitBulk(c *cli.Context, env Env, cl *client.Client, what string, upload 
 	}
 	if err == nil && !sent {
 		// Committing nothing with a token would ask what became of it.
-		return fmt.Errorf("%s: no jobs to submit", what)
+		return fmt.Errorf("%s: no jobs to submit; nothing was added", what)
 	}
 	if err != nil {
 		client.Do(context.WithoutCancel(c.Context), cl, protocol.OpBulkAbort, protocol.Empty{})

@@ -329,7 +329,7 @@ func TestMqsubFileErrorTexts(t *testing.T) {
 	for _, tc := range []struct {
 		name, content, want string
 	}{
-		{"empty", "", "mqsub: %s: no jobs to submit\n"},
+		{"empty", "", "mqsub: %s: no jobs to submit; nothing was added\n"},
 		{"blank lines", "\n\n", "mqsub: %s: no jobs to submit; nothing was added\n"},
 		{"comments", "# nothing yet\n", "mqsub: %s: no jobs to submit; nothing was added\n"},
 		{"bad line", "{\"target\": \"t\"}\n", "mqsub: %s: line 1: missing command; nothing was added\n"},

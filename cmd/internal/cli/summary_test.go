@@ -113,3 +113,17 @@ func TestMqstatSummaryTargetPrefix(t *testing.T) {
 		t.Errorf("asked %s; want the prefix and every state, deleted too", b)
 	}
 }
+
+// --summary counts every state: a flag it would drop is refused, not
+// silently ignored as if it had narrowed the counts.
+func TestMqstatSummaryRefusesListingFlags(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	for _, args := range [][]string{{"-s", "F"}, {"-j", "1"}, {"--limit", "5"}, {"-a"}, {"--acct"}, {"--array", "1"}} {
+		var o, e bytes.Buffer
+		code := Run(context.Background(), Mqstat(tb.env(&o, &e)), append([]string{"mqstat", "--summary"}, args...))
+		if code != ExitUsage || !strings.Contains(e.String(), "does not go with --summary") {
+			t.Errorf("mqstat --summary %s: exit %d, %q", strings.Join(args, " "), code, e.String())
+		}
+	}
+}

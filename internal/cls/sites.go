@@ -22,7 +22,7 @@ import (
 	"github.com/mq-hpc/mq/internal/metaqueue"
 	"github.com/mq-hpc/mq/internal/metaqueue/ledger"
 	"github.com/mq-hpc/mq/internal/mqhome"
-	"github.com/mq-hpc/mq/internal/placeholder"
+	"github.com/mq-hpc/mq/internal/placeholder/capacity"
 	"github.com/mq-hpc/mq/internal/server"
 	"github.com/mq-hpc/mq/internal/site"
 	"github.com/mq-hpc/mq/internal/sshkey"
@@ -280,7 +280,7 @@ func localMem(spec protocol.SiteSpec) int64 {
 	if spec.Mem > 0 || !spec.Embedded || spec.Max < 1 {
 		return spec.Mem
 	}
-	g := placeholder.DetectCapacity(os.Getenv, os.DirFS("/"), nil)
+	g := capacity.Detect(os.Getenv, os.DirFS("/"), nil)
 	return g.Mem / int64(spec.Max)
 }
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mq-hpc/mq/internal/placeholder"
+	"github.com/mq-hpc/mq/internal/placeholder/capacity"
 	"github.com/mq-hpc/mq/internal/site"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -24,7 +24,7 @@ func TestLocalAgentCommand(t *testing.T) {
 	var logw bytes.Buffer
 	s := &sites{home: "/mq", noop: true, agentLog: &logw, umask: 0o022, maxOutput: 1 << 30, outputReserve: 5 << 20}
 	host, _ := os.Hostname()
-	machine := placeholder.DetectCapacity(os.Getenv, os.DirFS("/"), nil).Mem
+	machine := capacity.Detect(os.Getenv, os.DirFS("/"), nil).Mem
 	if machine == 0 {
 		t.Skip("this machine's memory is not known")
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mq-hpc/mq/internal/placeholder/capacity"
 	"github.com/mq-hpc/mq/internal/resource"
 	"golang.org/x/sys/unix"
 )
@@ -68,7 +69,7 @@ func TestBindEnv(t *testing.T) {
 }
 
 func TestPin(t *testing.T) {
-	own, err := Affinity()
+	own, err := capacity.Affinity()
 	if err != nil {
 		t.Fatal(err)
 	}

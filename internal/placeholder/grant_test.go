@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/placeholder/capacity"
 	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
@@ -112,7 +113,7 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 // placeholder with GPUs sees none; a job granted core 1 runs on it alone.
 func TestAgentBindsGrants(t *testing.T) {
 	t.Parallel()
-	cores, err := Affinity()
+	cores, err := capacity.Affinity()
 	if err != nil || len(cores) < 2 {
 		t.Skipf("needs two cores to pin to: %v, %v", cores, err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/mq-hpc/mq/cmd/internal/flagmsg"
 	"github.com/mq-hpc/mq/internal/mqhome"
 	"github.com/mq-hpc/mq/internal/placeholder"
+	"github.com/mq-hpc/mq/internal/placeholder/capacity"
 	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/internal/sshkey"
 	"github.com/mq-hpc/mq/protocol"
@@ -154,13 +155,13 @@ func Run(ctx context.Context, name string, mode Mode, args []string, stderr io.W
 	}
 	log := slog.New(handler).With("pid", os.Getpid())
 	placeholder.OneProc()
-	given := placeholder.DetectCapacity(os.Getenv, os.DirFS("/"), placeholder.Affinity)
+	given := capacity.Detect(os.Getenv, os.DirFS("/"), capacity.Affinity)
 	if !set["gpus"] && len(given.GPUIDs) > 0 {
 		o.asked.GPUIDs = given.GPUIDs // none asked: the GPUs it was given
 	} else if set["gpus"] && o.asked.GPUIDs == nil {
 		given.GPUIDs, given.GPUsFrom = nil, "" // --gpus 0: none, whatever a variable says
 	}
-	offered, note := placeholder.Advertise(o.asked, given)
+	offered, note := capacity.Advertise(o.asked, given)
 	if note != "" {
 		// Less than asked is news for the site's owner; more jobs than
 		// the machine has cores (asked so) is only worth a line at info.

@@ -1,4 +1,9 @@
-package placeholder
+// Package capacity is what a host gives a placeholder: the cores, memory
+// and GPUs its batch system, cgroup, CPU affinity and /proc say it was
+// given (Detect), and what it offers its jobs of what it asked for
+// (Advertise). The agent asks at its start; the CLS asks for its own
+// local placeholders' share of this machine.
+package capacity
 
 import (
 	"bufio"
@@ -37,13 +42,13 @@ func Affinity() ([]int, error) {
 	return ids, nil
 }
 
-// DetectCapacity reads what the agent was given: the batch system's
+// Detect reads what the agent was given: the batch system's
 // environment (Slurm, PBS, SGE), its cgroup v2 limits, CUDA_VISIBLE_DEVICES,
 // its CPU affinity, and /proc/cpuinfo and /proc/meminfo last. Each of
 // cores and memory is the smallest that any source says, since every
 // one of them is a limit the jobs will meet. fsys is rooted at "/";
 // affinity may be nil.
-func DetectCapacity(env func(string) string, fsys fs.FS, affinity func() ([]int, error)) Given {
+func Detect(env func(string) string, fsys fs.FS, affinity func() ([]int, error)) Given {
 	var g Given
 	cpus := func(n int, from string) {
 		if n > 0 && (g.CPUs == 0 || n < g.CPUs) {

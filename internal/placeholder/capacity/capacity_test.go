@@ -1,4 +1,4 @@
-package placeholder
+package capacity
 
 import (
 	"slices"
@@ -29,7 +29,7 @@ func envOf(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
 }
 
-func TestDetectCapacity(t *testing.T) {
+func TestDetect(t *testing.T) {
 	affinity8 := func() ([]int, error) { return []int{0, 1, 2, 3, 4, 5, 6, 7}, nil }
 	affinity4 := func() ([]int, error) { return []int{4, 5, 6, 7}, nil }
 	tests := []struct {
@@ -91,7 +91,7 @@ func TestDetectCapacity(t *testing.T) {
 			for name, data := range tt.files {
 				fsys[name] = &fstest.MapFile{Data: []byte(data)}
 			}
-			g := DetectCapacity(envOf(tt.env), fsys, tt.affinity)
+			g := Detect(envOf(tt.env), fsys, tt.affinity)
 			if g.CPUs != tt.cpus || g.CPUsFrom != tt.cpusFrom {
 				t.Errorf("cpus %d from %q; want %d from %q", g.CPUs, g.CPUsFrom, tt.cpus, tt.cpusFrom)
 			}
@@ -111,8 +111,8 @@ func TestDetectCapacity(t *testing.T) {
 	}
 }
 
-func TestDetectCapacityEmptyFS(t *testing.T) {
-	g := DetectCapacity(envOf(nil), fstest.MapFS{}, nil)
+func TestDetectEmptyFS(t *testing.T) {
+	g := Detect(envOf(nil), fstest.MapFS{}, nil)
 	if g.CPUs != 1 || g.Mem != 0 || g.MemFrom != "" {
 		t.Errorf("nothing known: %+v; want 1 cpu, memory unknown", g)
 	}

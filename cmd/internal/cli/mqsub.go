@@ -19,6 +19,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/cmd/internal/stdincheck"
 	"github.com/mq-hpc/mq/internal/walltime"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -237,7 +238,7 @@ func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
 		// mqsub T -p A CMD would run "-p A CMD" as the command.
 		return Usagef("%s after target %s: mqsub's flags go before TARGET (mqsub %s ... %s COMMAND)", w, c.Args().First(), w, c.Args().First())
 	}
-	if why := stdinRefusal(env.Stdin); why != "" {
+	if why := stdincheck.Refusal(env.Stdin); why != "" {
 		return Usagef("%s", why)
 	}
 	dir, err := jobDir(c, env)

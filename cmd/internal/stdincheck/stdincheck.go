@@ -1,4 +1,6 @@
-package cli
+// Package stdincheck says whether mqsub's stdin holds data a job would
+// lose: mq runs a job later, elsewhere, with /dev/null as its stdin.
+package stdincheck
 
 import (
 	"errors"
@@ -15,7 +17,7 @@ import (
 // daemons and CI runners do): refusing it would fail every such call.
 const stdinWait = 200 * time.Millisecond
 
-// stdinRefusal is why mqsub TARGET COMMAND refuses its stdin ("" if it
+// Refusal is why mqsub TARGET COMMAND refuses its stdin ("" if it
 // need not): mq runs the job later and elsewhere and gives it /dev/null,
 // so data piped or redirected to mqsub would be dropped silently. A
 // terminal or a character device (/dev/null) is nobody's input; a
@@ -24,7 +26,7 @@ const stdinWait = 200 * time.Millisecond
 // ("while read f; do mqsub ...; done < list": the shell's read leaves the
 // offset after the line), not the job's. Over SSH (another reader) only
 // data is refused.
-func stdinRefusal(r io.Reader) string {
+func Refusal(r io.Reader) string {
 	const fix = "mq does not give a job mqsub's stdin: put the data in a file the command redirects (mqsub T 'CMD < FILE'), or run mqsub < /dev/null (in a while-read loop, too)"
 	switch r := r.(type) {
 	case nil:
@@ -40,7 +42,7 @@ func stdinRefusal(r io.Reader) string {
 	return streamRefusal(r, fix)
 }
 
-// fileRefusal is stdinRefusal for a file descriptor.
+// fileRefusal is Refusal for a file descriptor.
 func fileRefusal(r *os.File, fix string) string {
 	fi, err := r.Stat()
 	if err != nil {
@@ -66,7 +68,7 @@ func fileRefusal(r *os.File, fix string) string {
 // keeps the channel open, and must not be refused (nor wait long).
 const streamWait = 100 * time.Millisecond
 
-// streamRefusal is stdinRefusal for another reader (an SSH session's
+// streamRefusal is Refusal for another reader (an SSH session's
 // stdin): data arriving within streamWait is refused; its end, or
 // nothing yet (an interactive client), is not. A byte read is not the
 // job's anyway: mq gives a job no stdin.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"testing"
 
@@ -116,6 +117,7 @@ func TestStatByState(t *testing.T) {
 		{st: protocol.Stat{States: "F"}, after: 5000, named: true, wantN: 15},
 		{st: protocol.Stat{States: "FX", Queue: "other"}, named: true},
 		{st: protocol.Stat{States: "FXQ", From: 3000, To: 12000}, named: true, wantN: 26},
+		{st: protocol.Stat{States: "F", From: 1, To: math.MaxInt64}, named: true, wantN: 20}, // mqstat --cat all
 		{st: protocol.Stat{States: "FXQ", Limit: 5}, named: true, wantN: 5},
 		{st: protocol.Stat{States: "P"}, named: true, wantN: 2},
 		{st: protocol.Stat{States: "E"}, named: true, wantN: 3},

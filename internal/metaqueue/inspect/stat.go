@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/mq-hpc/mq/job"
@@ -306,7 +307,8 @@ func (r *Reader) byState(ctx context.Context, st protocol.Stat, after int64, emi
 	defer tx.Rollback()
 	for {
 		more := len(ids) == byStatePage
-		if i, _ := slices.BinarySearch(ids, st.To+1); st.To > 0 && i < len(ids) {
+		// The first id past st.To (st.To+1 would overflow for "all").
+		if i := sort.Search(len(ids), func(k int) bool { return ids[k] > st.To }); st.To > 0 && i < len(ids) {
 			ids, more = ids[:i], false
 		}
 		if len(ids) == 0 {

@@ -75,6 +75,10 @@ type Config struct {
 	// where the placeholder puts it and is read through the CLS.)
 	OutDir string
 
+	// Log is told what the driver does that a program may want to know:
+	// reconnections to the CLS, and the CLS's warnings about submitted
+	// jobs, such as one no placeholder can hold, which then waits (once
+	// a run). Nil discards it all.
 	Log *slog.Logger
 }
 

@@ -97,3 +97,28 @@ func Choose(ch policy.Chooser, snap policy.Snapshot, cands []policy.Candidate, p
 	}
 	return c, nil
 }
+
+// Shapes says which placeholders could hold which jobs (the packing
+// module's classes, packing.Packing.Class): the choosers price a job only
+// at the arrivals of placeholders that could hold it (policy.Snapshot.Holds).
+type Shapes interface {
+	// AnyAsks says whether any job asks for resources; when none does,
+	// every placeholder holds every job and no class is asked.
+	AnyAsks() bool
+	Class(ph int64) int32
+	HoldsClass(class int32, id int64) bool
+}
+
+// Shaped gives snap's arrivals their classes (from their Placeholder) and
+// snap.Holds from sh, when any job asks for resources; a candidate's id is
+// the job sh knows. The CLS and mqsim both price through it.
+func Shaped(snap policy.Snapshot, sh Shapes) policy.Snapshot {
+	if sh == nil || !sh.AnyAsks() {
+		return snap
+	}
+	for i := range snap.Future {
+		snap.Future[i].Class = sh.Class(snap.Future[i].Placeholder)
+	}
+	snap.Holds = func(class int32, c policy.Candidate) bool { return sh.HoldsClass(class, c.ID) }
+	return snap
+}

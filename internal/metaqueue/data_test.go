@@ -337,6 +337,28 @@ func TestDCWaitIsRedecided(t *testing.T) {
 	e.check()
 }
 
+// TestDCHoldsByShape: in a dc queue, a 2-core job whose input was written
+// at A, where only a 1-core placeholder runs, goes at once to B's 4-core
+// placeholder: DC does not hold a job for a placeholder that cannot hold
+// it (dispatch.Shaped). A 1-core job reading the same file is still held
+// for A, and A gets it.
+func TestDCHoldsByShape(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, linkedAt(1e6))
+	e.setPolicy("dq", "dc")
+	a, b := e.registerSized("A", protocol.Capacity{CPUs: 1}), e.registerSized("B", protocol.Capacity{CPUs: 4})
+	e.produceAt(a, "/d/x", 1e6)
+	e.next(a, 1) // A has now asked twice: it has an interval
+	one := e.dcNeeds("x")
+	js := withFiles("c", "needs x", []protocol.File{{Path: "/d/x"}}, nil)
+	js.Resources = protocol.Resources{CPUs: 2}
+	two := e.submit(js)[0]
+	e.siteGets(b, two, "B")
+	e.siteGetsNothing(b, "B took the 1-core job that A, at its data, holds")
+	e.siteGets(a, one, "A")
+	e.check()
+}
+
 // TestDCMixedQueues: fcfs and dc queues side by side; the fcfs queue is
 // served as before while DC holds its own job back for the data's site.
 func TestDCMixedQueues(t *testing.T) {

@@ -137,7 +137,7 @@ func (s *Store) loadFiles(ctx context.Context, id int64) error {
 // when the queue has none that fits or the chooser decided the
 // placeholder should wait (then waited is set).
 func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err error) {
-	a := dc.Asking{Placeholder: p.req.Placeholder, Now: s.now(), Staging: s.opt.Stager != nil, Log: s.log}
+	a := dc.Asking{Placeholder: p.req.Placeholder, Now: s.now(), Staging: s.opt.Stager != nil, Log: s.log, Shapes: s.pack}
 	w := s.asking(q, p)
 	picked, err := s.data.PickFor(context.Background(), s.w, w, q.ready, q.pol, a, w, dcCatalog{s})
 	if err != nil {

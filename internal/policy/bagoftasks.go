@@ -164,8 +164,7 @@ func (x XSufferage) Unbounded() Chooser { x.MaxExamined = 0; return x }
 
 // Choose applies the rule to one asking placeholder.
 func (x XSufferage) Choose(s Snapshot) Decision {
-	sites := siteFronts(s)
-	cur := Arrival{Site: s.Current, Speed: s.CurrentSpeed}
+	fronts := siteFronts(s)
 	best := Decision{Wait: true, Priority: math.Inf(-1)}
 	found := false
 	for c := range s.Ready {
@@ -173,22 +172,13 @@ func (x XSufferage) Choose(s Snapshot) Decision {
 			break
 		}
 		best.Examined++
-		ct1, ct2 := math.Inf(1), math.Inf(1)
-		var bestSite Site
-		for _, st := range sites {
-			ct := st.completion(c, s.Net)
-			switch {
-			case ct < ct1:
-				ct1, ct2, bestSite = ct, ct1, st.site
-			case ct < ct2:
-				ct2 = ct
-			}
-		}
+		ct1, ct2, bestSite := bestSites(&c, s.Holds, s.Net, fronts)
 		if bestSite != s.Current {
 			continue
 		}
 		// the job goes to the placeholder with the best completion time
 		// at its best site: if that is another one, leave it for that one
+		cur := Arrival{Site: s.Current, Speed: s.CurrentSpeed}
 		own := transfer(c, s.Current, s.Net) + c.Runtime/cur.speed()
 		if own > ct1*(1+1e-9)+1e-9 {
 			continue
@@ -202,18 +192,56 @@ func (x XSufferage) Choose(s Snapshot) Decision {
 	return best
 }
 
-// siteFront is one site's placeholders reduced to those that could be the
-// soonest to finish some job: none both frees up later and runs slower
-// than another (a Pareto front over (free-at, speed)).
+// bestSites is job c's soonest completion time at its best site (ct1,
+// at bestSite) and at its second best (ct2), over the placeholders that
+// could hold it (Snapshot.Holds).
+func bestSites(c *Candidate, holds func(int32, Candidate) bool, net Network, fronts []siteFront) (ct1, ct2 float64, bestSite Site) {
+	ct1, ct2 = math.Inf(1), math.Inf(1)
+	add := func(ct float64, site Site) {
+		if ct < ct1 {
+			ct1, ct2, bestSite = ct, ct1, site
+		} else if ct < ct2 {
+			ct2 = ct
+		}
+	}
+	if holds == nil { // a site is one front
+		for i := range fronts {
+			add(fronts[i].completion(c, net), fronts[i].site)
+		}
+		return ct1, ct2, bestSite
+	}
+	for i := 0; i < len(fronts); {
+		site, ct := fronts[i].site, math.Inf(1)
+		for ; i < len(fronts) && fronts[i].site == site; i++ {
+			if f := &fronts[i]; f.class == askingClass || holds(f.class, *c) {
+				ct = min(ct, f.completion(c, net))
+			}
+		}
+		add(ct, site)
+	}
+	return ct1, ct2, bestSite
+}
+
+// siteFront is one site's placeholders of one class reduced to those that
+// could be the soonest to finish some job: none both frees up later and
+// runs slower than another (a Pareto front over (free-at, speed)). The
+// asking placeholder, which holds every job it is offered, is a class of
+// its own when classes count (Snapshot.Holds).
 type siteFront struct {
 	site  Site
+	class int32     // askingClass: the asking placeholder's own
 	hosts []Arrival // In ascending, Speed strictly rising
 }
 
-func (f siteFront) completion(c Candidate, net Network) float64 {
-	tr := transfer(c, f.site, net)
+// askingClass is the asking placeholder's class in siteFronts: below the
+// callers' (Arrival.Class).
+const askingClass = math.MinInt32
+
+func (f *siteFront) completion(c *Candidate, net Network) float64 {
+	tr := transfer(*c, f.site, net)
 	ct := math.Inf(1)
-	for _, h := range f.hosts {
+	for i := range f.hosts {
+		h := &f.hosts[i]
 		ct = min(ct, h.In+tr+c.Runtime/h.speed())
 	}
 	return ct
@@ -227,13 +255,25 @@ func (a Arrival) speed() float64 {
 }
 
 // siteFronts groups the asking placeholder (free now) and the predicted
-// arrivals by site.
+// arrivals by site and, when classes count, by class, sites in order.
 func siteFronts(s Snapshot) []siteFront {
 	all := make([]Arrival, 0, len(s.Future)+1)
-	all = append(all, Arrival{Site: s.Current, In: 0, Speed: s.CurrentSpeed})
+	cur := Arrival{Site: s.Current, In: 0, Speed: s.CurrentSpeed}
+	if s.Holds != nil {
+		cur.Class = askingClass
+	}
+	all = append(all, cur)
 	all = append(all, s.Future...)
+	if s.Holds == nil {
+		for i := range all {
+			all[i].Class = 0
+		}
+	}
 	slices.SortStableFunc(all, func(a, b Arrival) int {
 		if c := cmp.Compare(a.Site, b.Site); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Class, b.Class); c != 0 {
 			return c
 		}
 		if c := cmp.Compare(a.In, b.In); c != 0 {
@@ -243,9 +283,9 @@ func siteFronts(s Snapshot) []siteFront {
 	})
 	var fronts []siteFront
 	for i := 0; i < len(all); {
-		f := siteFront{site: all[i].Site}
+		f := siteFront{site: all[i].Site, class: all[i].Class}
 		j := i
-		for ; j < len(all) && all[j].Site == f.site; j++ {
+		for ; j < len(all) && all[j].Site == f.site && all[j].Class == f.class; j++ {
 			if n := len(f.hosts); n == 0 || all[j].speed() > f.hosts[n-1].speed() {
 				f.hosts = append(f.hosts, all[j])
 			}

@@ -156,6 +156,32 @@ func TestXSufferageChoose(t *testing.T) {
 	}
 }
 
+// TestXSufferageHolds: a placeholder too small for a job does not make its
+// site the job's best (Snapshot.Holds), so the asking one, which holds it,
+// takes it instead of waiting for a placeholder that can never run it.
+func TestXSufferageHolds(t *testing.T) {
+	t.Parallel()
+	net := flatNet(10)
+	small := []Arrival{{Site: 2, Class: 1}} // free now at job 1's data
+	ready := []Candidate{cand(1, 5, Input{2, 100, 1})}
+	bigOnly := func(class int32, c Candidate) bool { return class != 1 } // class 1 holds no job here
+	tests := []struct {
+		name  string
+		holds func(int32, Candidate) bool
+		want  int64
+	}{
+		{"no classes: left for the small one", nil, 0},
+		{"the small one cannot hold it: the asking one takes it", bigOnly, 1},
+		{"the small one holds it: left for it", func(int32, Candidate) bool { return true }, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := XSufferage{}.Choose(Snapshot{Current: 1, CurrentSpeed: 1, Future: small, Ready: slices.Values(ready), Net: net, Holds: tc.holds})
+			checkChoice(t, d, tc.want)
+		})
+	}
+}
+
 // botReady is n ready jobs with one input each at one of 12 sites or home,
 // as in seed 000's grid.
 func botReady(n int) []Candidate {

@@ -37,12 +37,17 @@ type Candidate struct {
 
 // Arrival predicts when a placeholder will next ask for work.
 type Arrival struct {
-	Site Site    // where that placeholder runs
-	In   float64 // seconds from now, >= 0
+	Site Site // where that placeholder runs
+	// Class is the caller's number (>= 0) for what the placeholder can
+	// hold: placeholders of one class hold the same jobs (Snapshot.Holds).
+	Class int32
+	In    float64 // seconds from now, >= 0
 	// Speed is the placeholder's speed relative to the one runtimes are
 	// counted on (0 means 1). XSufferage divides runtimes by it; DC
 	// ignores it.
 	Speed float64
+	// Placeholder is the caller's id for it (Arrivals.Predict fills it).
+	Placeholder int64
 }
 
 // Snapshot is everything DC looks at for one decision.
@@ -56,6 +61,12 @@ type Snapshot struct {
 	Net   Network
 	// CurrentSpeed is the asking placeholder's Arrival.Speed.
 	CurrentSpeed float64
+	// Holds says whether a placeholder of class could hold candidate c
+	// at all, whatever it runs now; nil: every placeholder holds every
+	// job. A job is priced only at the arrivals that could take it (the
+	// asking placeholder can: callers offer only jobs that fit it), so
+	// it is not held back for a placeholder too small to run it.
+	Holds func(class int32, c Candidate) bool
 }
 
 // DC is the data-conscious policy of the Trellis Driver thesis (Lamb 2005,
@@ -112,7 +123,7 @@ func (d DC) Choose(s Snapshot) Decision {
 	if lat <= 0 {
 		lat = unit // avoid dividing by zero; callers should set it
 	}
-	fut := d.upcoming(s.Future)
+	fut := d.upcoming(s.Future, s.Holds != nil)
 
 	best := Decision{Wait: true, Priority: math.Inf(-1)}
 	found := false
@@ -121,7 +132,7 @@ func (d DC) Choose(s Snapshot) Decision {
 			break
 		}
 		best.Examined++
-		p := d.relativeCost(c, s.Current, fut, s.Net)/unit + c.QueueTime/lat
+		p := d.relativeCost(c, s.Current, s.Net, s.Holds, fut)/unit + c.QueueTime/lat
 		if !found || p > best.Priority {
 			best.Job, best.Priority, found = c, p, true
 		}
@@ -144,16 +155,27 @@ func (d DC) maxExamined() int {
 // arrival's cost; so min over all N equals the min over the soonest one and
 // the soonest at each site where x has data. This keeps a decision
 // O(MaxExamined * sites per job) instead of O(MaxExamined * N * files).
-type upcoming struct {
-	ok      bool
-	first   Arrival
-	perSite []Arrival // soonest arrival per site, among the first N
+// With classes (Snapshot.Holds), the same holds within each class, and a
+// job's minimum is over the classes that hold it.
+type upcoming []classArrivals
+
+// classArrivals is the reduction for one class of placeholders.
+type classArrivals struct {
+	class   int32
+	first   arrivesAt
+	perSite []arrivesAt // soonest arrival per site, among the first N
 }
 
-func (d DC) upcoming(all []Arrival) upcoming {
-	var u upcoming
+// arrivesAt is the part of an Arrival DC prices: kept small, as the
+// inner loop of a decision scans it.
+type arrivesAt struct {
+	Site Site
+	In   float64
+}
+
+func (d DC) upcoming(all []Arrival, byClass bool) upcoming {
 	if len(all) == 0 {
-		return u
+		return nil
 	}
 	n := d.N
 	if n <= 0 {
@@ -167,18 +189,28 @@ func (d DC) upcoming(all []Arrival) upcoming {
 		slices.SortStableFunc(sorted, func(a, b Arrival) int { return cmp.Compare(a.In, b.In) })
 		sorted = sorted[:n]
 	}
-	u.ok = true
-	u.first = sorted[0]
+	var u upcoming
 	for _, a := range sorted {
-		if a.In < u.first.In {
-			u.first = a
+		var class int32
+		if byClass {
+			class = a.Class
 		}
-		i := slices.IndexFunc(u.perSite, func(b Arrival) bool { return b.Site == a.Site })
+		at := arrivesAt{a.Site, a.In}
+		k := slices.IndexFunc(u, func(c classArrivals) bool { return c.class == class })
+		if k < 0 {
+			u = append(u, classArrivals{class: class, first: at})
+			k = len(u) - 1
+		}
+		c := &u[k]
+		if at.In < c.first.In {
+			c.first = at
+		}
+		i := slices.IndexFunc(c.perSite, func(b arrivesAt) bool { return b.Site == at.Site })
 		switch {
 		case i < 0:
-			u.perSite = append(u.perSite, a)
-		case a.In < u.perSite[i].In:
-			u.perSite[i] = a
+			c.perSite = append(c.perSite, at)
+		case at.In < c.perSite[i].In:
+			c.perSite[i] = at
 		}
 	}
 	return u
@@ -197,22 +229,30 @@ func transfer(c Candidate, to Site, net Network) float64 {
 }
 
 // relativeCost is Data_Affinity_R_C(x, current, upcoming) in seconds. With
-// no predicted arrival there is no better placeholder to wait for, so it is
-// 0 (neither favoured nor held back).
-func (d DC) relativeCost(c Candidate, cur Site, u upcoming, net Network) float64 {
-	if !u.ok {
-		return 0
-	}
+// no predicted arrival that could take x there is no better placeholder to
+// wait for, so it is 0 (neither favoured nor held back).
+func (d DC) relativeCost(c Candidate, cur Site, net Network, holds func(int32, Candidate) bool, u upcoming) float64 {
 	cost := func(arrival float64, site Site) float64 {
 		return arrival + d.Penalty*transfer(c, site, net) + c.Runtime
 	}
-	best := cost(u.first.In, u.first.Site)
-	for _, in := range c.Inputs {
-		for _, a := range u.perSite {
-			if a.Site == in.Site && a.Site != u.first.Site {
-				best = min(best, cost(a.In, a.Site))
+	best, ok := math.Inf(1), false
+	for k := range u {
+		cl := &u[k]
+		if holds != nil && !holds(cl.class, c) {
+			continue
+		}
+		ok = true
+		best = min(best, cost(cl.first.In, cl.first.Site))
+		for _, in := range c.Inputs {
+			for _, a := range cl.perSite {
+				if a.Site == in.Site && a.Site != cl.first.Site {
+					best = min(best, cost(a.In, a.Site))
+				}
 			}
 		}
+	}
+	if !ok {
+		return 0
 	}
 	return best - cost(0, cur)
 }

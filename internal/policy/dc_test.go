@@ -145,7 +145,7 @@ func TestDCNoStarvation(t *testing.T) {
 }
 
 // naive computes Data_Affinity_R_C straight from the thesis's equations.
-func naive(d DC, c Candidate, cur Site, future []Arrival, net Network) float64 {
+func naive(d DC, c Candidate, cur Site, future []Arrival, net Network, holds func(int32, Candidate) bool) float64 {
 	f := slices.Clone(future)
 	slices.SortStableFunc(f, func(a, b Arrival) int {
 		switch {
@@ -158,6 +158,9 @@ func naive(d DC, c Candidate, cur Site, future []Arrival, net Network) float64 {
 	})
 	if len(f) > d.N {
 		f = f[:d.N]
+	}
+	if holds != nil {
+		f = slices.DeleteFunc(f, func(a Arrival) bool { return !holds(a.Class, c) })
 	}
 	if len(f) == 0 {
 		return 0
@@ -186,7 +189,7 @@ func TestDCMatchesEquations(t *testing.T) {
 		nsites := 1 + rng.IntN(6)
 		var future []Arrival
 		for i := rng.IntN(50); i > 0; i-- {
-			future = append(future, Arrival{Site: Site(rng.IntN(nsites)), In: float64(rng.IntN(30))})
+			future = append(future, Arrival{Site: Site(rng.IntN(nsites)), In: float64(rng.IntN(30)), Class: int32(rng.IntN(3))})
 		}
 		var c Candidate
 		for i := rng.IntN(4); i > 0; i-- {
@@ -194,12 +197,49 @@ func TestDCMatchesEquations(t *testing.T) {
 		}
 		c.Runtime = rng.Float64() * 10
 		cur := Site(rng.IntN(nsites))
-		want := naive(d, c, cur, future, wan)
-		got := d.relativeCost(c, cur, d.upcoming(future), wan)
+		// Half the snapshots say which classes hold the job (class 0
+		// holds every job, a job of size k fits classes >= k).
+		var holds func(int32, Candidate) bool
+		if iter%2 == 1 {
+			c.ID = int64(rng.IntN(3))
+			holds = func(class int32, c Candidate) bool { return int64(class) >= c.ID || class == 0 }
+		}
+		want := naive(d, c, cur, future, wan, holds)
+		got := d.relativeCost(c, cur, wan, holds, d.upcoming(future, holds != nil))
 		if math.Abs(got-want) > 1e-6*max(1, math.Abs(want)) {
 			t.Fatalf("iter %d: relative cost %v, equations give %v (cand %+v cur %d future %v N %d)",
 				iter, got, want, c, cur, future, d.N)
 		}
+	}
+}
+
+// TestDCHolds: DC does not hold a job back for arrivals that cannot run it
+// (Snapshot.Holds): a wide job whose input sits where only small
+// placeholders arrive goes to the asking placeholder, which holds it,
+// instead of waiting out DC's starvation bound.
+func TestDCHolds(t *testing.T) {
+	t.Parallel()
+	wide := job(7, 2, 1<<20, 10, 0)
+	small := []Arrival{{Site: 2, In: 1, Class: 1}}
+	tests := []struct {
+		name     string
+		future   []Arrival
+		holds    func(int32, Candidate) bool
+		wantWait bool
+	}{
+		{"no classes: waits for the placeholder at its data", small, nil, true},
+		{"that placeholder cannot hold it: taken here", small, func(class int32, _ Candidate) bool { return class != 1 }, false},
+		{"it can: waits", small, func(int32, Candidate) bool { return true }, true},
+		{"one that can arrives there too: waits", append(slices.Clone(small), Arrival{Site: 2, In: 3, Class: 2}),
+			func(class int32, _ Candidate) bool { return class != 1 }, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := DefaultDC(0.5).Choose(Snapshot{Current: 1, Future: tc.future, Ready: seq(wide), Net: wan, Holds: tc.holds})
+			if d.Wait != tc.wantWait {
+				t.Fatalf("Wait = %v (priority %v), want %v", d.Wait, d.Priority, tc.wantWait)
+			}
+		})
 	}
 }
 

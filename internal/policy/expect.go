@@ -112,7 +112,7 @@ func (a *Arrivals) Predict(now float64, exclude int64, dst []Arrival) []Arrival 
 			continue
 		}
 		next := s.last + s.sum/float64(s.n) - now
-		dst = append(dst, Arrival{Site: s.site, In: max(next, 0)})
+		dst = append(dst, Arrival{Site: s.site, In: max(next, 0), Placeholder: s.id})
 	}
 	return dst
 }

@@ -48,7 +48,7 @@ func TestArrivals(t *testing.T) {
 	a.Observe(1, 10, 30) // intervals 10, 20: mean 15 -> next at 45
 	a.Observe(2, 20, 4)  // mean 3 -> next at 7 (overdue at 31)
 	got := a.Predict(31, 3, nil)
-	want := []Arrival{{Site: 10, In: 14}, {Site: 20, In: 0}}
+	want := []Arrival{{Site: 10, In: 14, Placeholder: 1}, {Site: 20, In: 0, Placeholder: 2}}
 	if !slices.Equal(got, want) {
 		t.Fatalf("Predict = %v, want %v", got, want)
 	}
@@ -57,11 +57,11 @@ func TestArrivals(t *testing.T) {
 	}
 	a.Observe(2, 21, 8) // moved site
 	a.Forget(1)
-	if got := a.Predict(8, 3, nil); !slices.Equal(got, []Arrival{{Site: 21, In: 3.5}}) {
+	if got := a.Predict(8, 3, nil); !slices.Equal(got, []Arrival{{Site: 21, In: 3.5, Placeholder: 2}}) {
 		t.Fatalf("after Forget and move: %v", got)
 	}
 	a.Observe(2, 21, 5) // clock went backwards: no interval recorded
-	if got := a.Predict(5, 3, nil); !slices.Equal(got, []Arrival{{Site: 21, In: 3.5}}) {
+	if got := a.Predict(5, 3, nil); !slices.Equal(got, []Arrival{{Site: 21, In: 3.5, Placeholder: 2}}) {
 		t.Fatalf("after backwards clock: %v", got)
 	}
 	// After a Forget the others are still found (3 moved down a place),
@@ -70,7 +70,7 @@ func TestArrivals(t *testing.T) {
 	a.Observe(1, 10, 12)
 	a.Forget(2)
 	a.Observe(1, 10, 14) // interval 2
-	if got := a.Predict(14, -1, nil); !slices.Equal(got, []Arrival{{Site: 30, In: 8}, {Site: 10, In: 2}}) {
+	if got := a.Predict(14, -1, nil); !slices.Equal(got, []Arrival{{Site: 30, In: 8, Placeholder: 3}, {Site: 10, In: 2, Placeholder: 1}}) {
 		t.Fatalf("after a second Forget: %v", got)
 	}
 }

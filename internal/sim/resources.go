@@ -308,13 +308,24 @@ func (m *model) chooseDCRes(ph int32, a *liveAsk) (int32, bool) {
 		return -1, false
 	}
 	m.future = m.arr.Predict(m.c.now, int64(ph), m.future[:0])
-	d := m.dc.Choose(policy.Snapshot{Current: a.here, Future: m.future, Ready: slices.Values(cands), Net: m.p})
+	d := m.dc.Choose(dispatch.Shaped(policy.Snapshot{Current: a.here, Future: m.future, Ready: slices.Values(cands), Net: m.p}, m.shapes()))
 	if d.Wait {
 		return -1, true
 	}
 	j := a.job(d.Job.ID)
 	m.takeReady(j)
 	return j, false
+}
+
+// shapes is which placeholders hold which jobs, for the choosers, as the
+// CLS tells them (dispatch.Shaped): the packing module's, when resources
+// are modelled. Placeholders and candidates are numbered as it numbers
+// them.
+func (m *model) shapes() dispatch.Shapes {
+	if !m.rs.on {
+		return nil
+	}
+	return m.rs.pack
 }
 
 // replyRes is the CLS's answer reaching placeholder ph: it starts the jobs

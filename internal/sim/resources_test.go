@@ -522,3 +522,47 @@ func readRealTrace(name string) (*wfformat.Workflow, error) {
 	defer f.Close()
 	return wfformat.Read(f)
 }
+
+// TestDCHoldsSmallPlaceholders: DC does not hold a job back for a
+// placeholder too small to run it (dispatch.Shaped, as the CLS prices).
+// simulator.md's workload example: parse-1 asks for 2 cores and reads
+// hom-1, which a one-core host past the platform's sized hosts writes in
+// some seeds. DC waited for that host until its starvation bound (over
+// 400,000 simulated seconds where FCFS took under 2,000); it now ends with
+// FCFS. Both staging modes.
+func TestDCHoldsSmallPlaceholders(t *testing.T) {
+	t.Parallel()
+	const workload = `{
+  "files": [{"name": "seq-1", "bytes": 612}, {"name": "ref.db", "bytes": 2000000, "host": 0}],
+  "jobs": [
+    {"name": "blast-1", "group": "blast", "phase": 0, "runtime_s": 3.5, "estimate_s": 3.5, "tasks": 1,
+     "in": ["seq-1", "ref.db"], "out": [{"name": "hom-1", "bytes": 45000}]},
+    {"name": "parse-1", "group": "parse", "phase": 1, "runtime_s": 0.6, "in": ["hom-1"], "cpus": 2, "mem": "4G"}
+  ]
+}`
+	const platform = `{"name": "my-site", "cls_invocation_s": 1.30, "queuing_delay_s": 0.35,
+ "scp_latency_s": 1.20, "scp_rate_Bps": 5000, "other_job_s": 1, "placeholders_per_host": 1,
+ "hosts": [{"cpus": 16, "mem": "64G", "gpus": 2}, {"cpus": 8}]}`
+	w, err := ReadWorkload(strings.NewReader(workload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := ReadPlatform(strings.NewReader(platform))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, staging := range []string{StagingInline, StagingLive} {
+		for seed := uint64(1); seed <= 10; seed++ {
+			run := func(pol string) float64 {
+				r, err := Run(w, p, Config{Policy: pol, Placeholders: 4, Seed: seed, Inflation: 100, Staging: staging})
+				if err != nil {
+					t.Fatalf("%s seed %d %s: %v", staging, seed, pol, err)
+				}
+				return r.Makespan
+			}
+			if fcfs, dc := run("fcfs"), run("dc"); dc > fcfs+60 {
+				t.Errorf("%s seed %d: DC took %.0f s, FCFS %.0f s: DC waited for a placeholder that cannot hold the job", staging, seed, dc, fcfs)
+			}
+		}
+	}
+}

@@ -243,10 +243,10 @@ func (m *model) chooseDCLive(ph int32, a *liveAsk) (int32, bool) {
 	// Placeholders parked now are asking now, whatever their history.
 	for _, o := range l.parked {
 		if o != ph && m.phs[o].parked {
-			m.future = append(m.future, policy.Arrival{Site: policy.Site(m.phs[o].host)})
+			m.future = append(m.future, policy.Arrival{Site: policy.Site(m.phs[o].host), Placeholder: int64(o)})
 		}
 	}
-	d, _ := dispatch.Choose(l.chooser, policy.Snapshot{Current: here, Future: m.future, Net: m.p}, cands, a, l.patience)
+	d, _ := dispatch.Choose(l.chooser, dispatch.Shaped(policy.Snapshot{Current: here, Future: m.future, Net: m.p}, m.shapes()), cands, a, l.patience)
 	if d.Wait {
 		return -1, true
 	}

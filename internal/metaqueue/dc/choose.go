@@ -35,10 +35,10 @@ type Pool interface {
 	// Estimate is the target and declared runtime of the job the world
 	// last let go (dispatch.World.Current).
 	Estimate() (target string, est float64)
-	// Parked is where the other placeholders parked asking now run:
-	// whatever their history, they arrive now. Asked only when there is
-	// a candidate to decide about.
-	Parked() ([]policy.Site, error)
+	// Parked is the other placeholders parked asking now, where they
+	// run (Site, Placeholder): whatever their history, they arrive now.
+	// Asked only when there is a candidate to decide about.
+	Parked() ([]policy.Arrival, error)
 }
 
 // Asking is the placeholder a pick is for.
@@ -54,6 +54,9 @@ type Asking struct {
 	// Log is told of a choice whose inputs are asked for (nil: nothing
 	// is).
 	Log *slog.Logger
+	// Shapes: arrivals are priced only for the jobs their placeholders
+	// could hold (dispatch.Shaped; nil: every one holds every job).
+	Shapes dispatch.Shapes
 }
 
 // Picked is what Pick decided.
@@ -144,10 +147,8 @@ func (d *State) decide(pol policy.Info, a Asking, net policy.Network, cands []po
 	if err != nil {
 		return dispatch.Choice{}, err
 	}
-	fut := d.arr.Predict(d.secs(a.Now), a.Placeholder, d.fut[:0])
-	for _, at := range parked {
-		fut = append(fut, policy.Arrival{Site: at, In: 0})
-	}
+	fut := append(d.arr.Predict(d.secs(a.Now), a.Placeholder, d.fut[:0]), parked...)
+	snap := dispatch.Shaped(policy.Snapshot{Current: a.Cur, Future: fut, Net: net}, a.Shapes)
 	d.fut = fut
 	var ch policy.Chooser
 	if pol.NewDC != nil {
@@ -155,7 +156,7 @@ func (d *State) decide(pol policy.Info, a Asking, net policy.Network, cands []po
 	} else {
 		ch = pol.NewChooser()
 	}
-	return dispatch.Choose(ch, policy.Snapshot{Current: a.Cur, Future: fut, Net: net}, cands, pool, dispatch.Patience(pol))
+	return dispatch.Choose(ch, snap, cands, pool, dispatch.Patience(pol))
 }
 
 // Wait is a placeholder's request's standing "wait": it stands, and the
@@ -274,8 +275,8 @@ type corePool struct {
 	d      *State
 	ctx    context.Context
 	db     Querier
-	phs    []int64       // Parked's scratch
-	sites  []policy.Site // Parked's answer
+	phs    []int64          // Parked's scratch
+	sites  []policy.Arrival // Parked's answer
 	jobs   Jobs
 	cat    Catalog
 	a      Asking
@@ -328,7 +329,7 @@ func (p *corePool) LocalBytes(id int64) int64 {
 
 func (p *corePool) Estimate() (string, float64) { return p.jobs.Estimate() }
 
-func (p *corePool) Parked() ([]policy.Site, error) {
+func (p *corePool) Parked() ([]policy.Arrival, error) {
 	p.phs = p.jobs.Parked(p.phs[:0])
 	sites := p.sites[:0]
 	for _, ph := range p.phs {
@@ -339,7 +340,7 @@ func (p *corePool) Parked() ([]policy.Site, error) {
 		if err != nil {
 			return nil, err
 		}
-		sites = append(sites, at)
+		sites = append(sites, policy.Arrival{Site: at, Placeholder: ph})
 	}
 	p.sites = sites
 	return sites, nil

@@ -21,7 +21,7 @@ type pool struct {
 	skip   map[int64]bool // not candidates, put back
 	here   map[int64]bool // inputs at the placeholder's place
 	asked  []int64        // InputsAt asked for these
-	parked []policy.Site
+	parked []policy.Arrival
 }
 
 func (p *pool) Members(id int64) ([]int64, bool, bool) {
@@ -30,11 +30,11 @@ func (p *pool) Members(id int64) ([]int64, bool, bool) {
 	}
 	return []int64{id}, true, true
 }
-func (p *pool) LocalBytes(int64) int64         { return 0 }
-func (p *pool) Estimate() (string, float64)    { return "t", 10 }
-func (p *pool) Parked() ([]policy.Site, error) { return p.parked, nil }
-func (p *pool) Present(string) bool            { return false }
-func (p *pool) InputsPresent(id int64) bool    { return p.here[id] }
+func (p *pool) LocalBytes(int64) int64            { return 0 }
+func (p *pool) Estimate() (string, float64)       { return "t", 10 }
+func (p *pool) Parked() ([]policy.Arrival, error) { return p.parked, nil }
+func (p *pool) Present(string) bool               { return false }
+func (p *pool) InputsPresent(id int64) bool       { return p.here[id] }
 func (p *pool) InputsAt(id int64) (bool, error) {
 	p.asked = append(p.asked, id)
 	return p.here[id], nil
@@ -75,8 +75,8 @@ func TestPick(t *testing.T) {
 		{"empty queue", dcPol, nil, &pool{}, 0, false, false, nil},
 		{"none a candidate", dcPol, []int64{1, 2}, &pool{skip: map[int64]bool{1: true, 2: true}}, 0, false, false, []int64{1, 2}},
 		// Site 1 is B, where a placeholder is parked asking too.
-		{"the data here wins", dcPol, []int64{1, 2, 3}, &pool{here: map[int64]bool{1: true, 2: true, 3: true}, parked: []policy.Site{1}}, 2, false, false, []int64{1, 3}},
-		{"the data there waits", dcPol, []int64{1, 3}, &pool{here: map[int64]bool{1: true, 3: true}, parked: []policy.Site{1}}, 0, true, false, []int64{1, 3}},
+		{"the data here wins", dcPol, []int64{1, 2, 3}, &pool{here: map[int64]bool{1: true, 2: true, 3: true}, parked: []policy.Arrival{{Site: 1}}}, 2, false, false, []int64{1, 3}},
+		{"the data there waits", dcPol, []int64{1, 3}, &pool{here: map[int64]bool{1: true, 3: true}, parked: []policy.Arrival{{Site: 1}}}, 0, true, false, []int64{1, 3}},
 		{"staged, none here: waits", dcPol, []int64{2}, &pool{}, 0, true, true, []int64{2}},
 		{"sa: the inputs here", sa, []int64{1, 2}, &pool{here: map[int64]bool{1: true, 2: true}}, 1, false, false, []int64{2}},
 	} {
@@ -124,6 +124,61 @@ func TestPick(t *testing.T) {
 			slices.Sort(left)
 			if !slices.Equal(left, tc.left) {
 				t.Errorf("left on the queue %v, want %v", left, tc.left)
+			}
+		})
+	}
+}
+
+// shapes: placeholder 9 is too small for any job that asks; the others
+// hold every job.
+type shapes struct{ asks bool }
+
+func (s shapes) AnyAsks() bool { return s.asks }
+func (shapes) Class(ph int64) int32 {
+	if ph == 9 {
+		return 1
+	}
+	return 2
+}
+func (shapes) HoldsClass(class int32, _ int64) bool { return class != 1 }
+
+// TestPickShapes: a job whose data is where only a placeholder too small
+// for it is parked is not held back for that one (Asking.Shapes): the
+// asking placeholder takes it. With every placeholder holding it, or no
+// job asking for resources, DC waits for the one at its data.
+func TestPickShapes(t *testing.T) {
+	dcPol, err := policy.Lookup("dc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		parked int64
+		shapes dispatch.Shapes
+		want   int64
+	}{
+		{"no shapes: waits", 9, nil, 0},
+		{"no job asks: waits", 9, shapes{false}, 0},
+		{"the one there is too small: taken here", 9, shapes{true}, 1},
+		{"the one there holds it: waits", 8, shapes{true}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newState()
+			d.Count(1, 0)
+			cur, far := d.At("A", ""), d.At("B", "")
+			d.Locate("/far", Loc{At: far, Size: 1e9})
+			d.AddJob(1, &Files{In: []File{{"/far", -1, true}}})
+			d.BecameReady(1, t0)
+			q := policy.NewHeap(dcPol.Order)
+			q.Push(policy.Ready{ID: 1})
+			p := &pool{here: map[int64]bool{1: true}, parked: []policy.Arrival{{Site: far, Placeholder: tc.parked}}}
+			a := Asking{Placeholder: 7, Cur: cur, Latency: 0.1, Now: t0.Add(time.Second), Shapes: tc.shapes}
+			got, err := d.Pick(world{}, q, dispatch.Choosing, dcPol, a, fixedNet{}, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.ID != tc.want || got.Waited != (tc.want == 0) {
+				t.Fatalf("picked %+v, want job %d", got, tc.want)
 			}
 		})
 	}

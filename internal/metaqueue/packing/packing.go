@@ -81,6 +81,8 @@ type Packing struct {
 	left []resource.Capacity
 	// walls is how long placeholders can run jobs, for TooLong.
 	walls walls
+	// classes numbers the placeholders' shapes, for HoldsClass.
+	classes classes
 }
 
 // Begin starts a dispatch decision at now for placeholder ph, which asks
@@ -132,6 +134,7 @@ func (p *Packing) Placeholder(ph int64, c resource.Capacity) error {
 		return fmt.Errorf("placeholder %d: %w", ph, err)
 	}
 	p.pools[ph] = pool
+	p.classes.add(ph, c)
 	return nil
 }
 
@@ -142,6 +145,7 @@ func (p *Packing) PlaceholderGone(ph int64) {
 	}
 	delete(p.pools, ph)
 	delete(p.holds, ph)
+	delete(p.classes.of, ph)
 	p.wallGone(ph)
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,9 +65,7 @@ func openUserStdio(asg protocol.Assignment, dir string) (userStdio, error) {
 		if u.out != nil && u.out.f.Name() == p {
 			return u.out, nil
 		}
-		// O_APPEND after the truncation: stdout and stderr in one file
-		// interleave instead of writing over each other.
-		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o666)
+		f, err := openStdio(p)
 		if err != nil {
 			var pe *os.PathError
 			if errors.As(err, &pe) {
@@ -92,6 +91,57 @@ func openUserStdio(asg protocol.Assignment, dir string) (userStdio, error) {
 		u.close()
 	}
 	return u, err
+}
+
+// openStdio creates or truncates a -o or -e file, for appending (stdout
+// and stderr in one file interleave instead of writing over each other).
+// In a directory everyone may write but only an entry's owner may remove
+// from (sticky, as /tmp), another user may have put a link or a file at
+// the path before the job ran: the link would make the job's output
+// overwrite whatever it points to, the file would hand the output to its
+// owner. Such an entry is refused, as Linux's fs.protected_symlinks and
+// fs.protected_regular refuse them where they are on: it must be ours or
+// the directory owner's. A missing one is made with O_EXCL, so nothing
+// can slip in between the look and the open.
+func openStdio(p string) (*os.File, error) {
+	const flags = os.O_WRONLY | os.O_APPEND
+	dir, err := os.Stat(filepath.Dir(p))
+	if err != nil || dir.Mode()&os.ModeSticky == 0 || dir.Mode().Perm()&0o002 == 0 {
+		return os.OpenFile(p, flags|os.O_CREATE|os.O_TRUNC, 0o666)
+	}
+	for try := 0; ; try++ {
+		fi, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			f, err := os.OpenFile(p, flags|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o666)
+			if errors.Is(err, fs.ErrExist) && try < 3 {
+				continue // made meanwhile: look at what it is
+			}
+			return f, err
+		}
+		if err != nil {
+			return nil, err
+		}
+		if uid := ownerOf(fi); uid != os.Geteuid() && uid != ownerOf(dir) {
+			what := "a file"
+			if fi.Mode()&fs.ModeSymlink != 0 {
+				what = "a link"
+			}
+			return nil, fmt.Errorf("%s of uid %d in a directory every user can write: not used, it could give the output to that user or write it where the link points", what, uid)
+		}
+		flag := flags | os.O_TRUNC
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			flag |= syscall.O_NOFOLLOW // ours now, and only we can replace it
+		}
+		return os.OpenFile(p, flag, 0o666)
+	}
+}
+
+// ownerOf is the uid that owns fi's file.
+func ownerOf(fi fs.FileInfo) int {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return int(st.Uid)
+	}
+	return -1
 }
 
 // close closes the files; lost says what could not be written to them.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"net/http"
@@ -16,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/term"
 
 	"github.com/mq-hpc/mq/internal/metaqueue/inspect"
 
@@ -146,8 +149,20 @@ func (c *CLS) listenHTTP() error {
 	// The tokenized address goes to the terminal of cls serve only; the
 	// log, which gets copied into bug reports, keeps no secret.
 	c.log.Info("dashboard listening", "addr", ln.Addr().String(), "public", !loopback, "url", base, "token", "MQ_HOME/"+TokenFileName+" (cls dashboard url)")
-	fmt.Fprintf(cfg.Notes, "cls: dashboard on %s?token=%s\n", base, tok)
+	if isTerminal(cfg.Notes) {
+		fmt.Fprintf(cfg.Notes, "cls: dashboard on %s?token=%s\n", base, tok)
+	} else {
+		// A file (cls serve >cls.out 2>&1 &, a batch job's output)
+		// takes the user's umask: others could often read it.
+		fmt.Fprintf(cfg.Notes, "cls: dashboard on %s (with its token: cls dashboard url)\n", base)
+	}
 	return nil
+}
+
+// isTerminal says whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // URLFileName is where a CLS serving a dashboard writes its address (no

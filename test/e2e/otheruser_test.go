@@ -74,3 +74,93 @@ func TestStdioPlantedByOtherUser(t *testing.T) {
 		t.Errorf("fresh.out: %v owned by uid %d; want our own regular file", fi.Mode(), st.Uid)
 	}
 }
+
+// TestOtherUserReadsNothing: a CLS of ours (root here) serves a home
+// others may list (0755: served with a warning), a dashboard and SSH,
+// runs a job whose command, environment (-v, -V) and output carry
+// secrets, and its output as a user keeps it (cls serve >cls.out, the
+// umask's 0644). mqagent, another user of the machine, then finds
+// nothing: no file of the home is readable, the socket refuses it, the
+// dashboard and /metrics answer 401, the kept output holds no token, no
+// process's command line (cls, its placeholders, the job) holds the
+// environment's secrets or the token, and nothing it can read in /tmp,
+// /var/tmp or /dev/shm holds a secret.
+func TestOtherUserReadsNothing(t *testing.T) {
+	u, _, _ := otherUser(t)
+	for _, p := range []string{"curl", "find", "grep"} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("%s is not installed", p)
+		}
+	}
+	h := newHarness(t)
+	start := time.Now()
+	if err := os.Chmod(h.home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.startCLS("--local", "2", "--http", "127.0.0.1:0", "--ssh", "127.0.0.1:0")
+	addr, token := h.dashboardAddr()
+	kept := filepath.Join(h.dir, "cls.out")
+	if err := os.WriteFile(kept, []byte(h.cls.stderr.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(h.dir, 0o755) // the kept output where others can read it
+	const envSecret, exported, outSecret = "env-secret-5f0a", "exported-secret-91c2", "out-secret-33de"
+	gate := filepath.Join(h.dir, "gate")
+	h.ok("mqsub", "-v", "PASSWD="+envSecret, "job", fmt.Sprintf("echo %s; echo $PASSWD >&2; while [ ! -e %s ]; do sleep 0.05; done", outSecret, gate))
+	r, err := runBin(90*time.Second, append(h.env(), "API_KEY="+exported), h.dir, nil, "mqsub", "-V", "exp", "echo $API_KEY; sleep 600")
+	if err != nil {
+		t.Fatalf("mqsub -V: %v: %s", err, r)
+	}
+	h.waitState(1, "E", time.Minute)
+	h.waitState(2, "E", time.Minute)
+	waitFor(t, time.Minute, func() error { // its output is on disk
+		if out, _ := exec.Command("grep", "-rl", outSecret, filepath.Join(h.home, "output")).Output(); len(out) == 0 {
+			return fmt.Errorf("job 1's output is not in %s/output yet", h.home)
+		}
+		return nil
+	})
+
+	other := func(script string) string {
+		t.Helper()
+		out, err := asOther(u.Username, script)
+		if err != nil {
+			t.Fatalf("as %s: %s: %v: %s", u.Username, script, err, out)
+		}
+		return out
+	}
+	if out := other("find " + h.home + " -readable -type f 2>/dev/null; true"); out != "" {
+		t.Errorf("%s can read files of MQ_HOME:\n%s", u.Username, out)
+	}
+	if out := other("curl -s -m 20 -o /dev/null -w '%{http_code}' --unix-socket " + h.sock() + " http://cls/; echo \" exit=$?\""); !strings.Contains(out, "exit=7") {
+		t.Errorf("%s connecting to the socket: %q, want refused (curl's exit 7)", u.Username, out)
+	}
+	for _, p := range []string{"/", "/jobs", "/job/1", "/events", "/metrics"} {
+		if out := other("curl -s -m 20 -w '\\n%{http_code}' http://" + addr + p); !strings.HasSuffix(out, "\n401") || strings.Contains(out, outSecret) {
+			t.Errorf("%s as %s: %.300s", p, u.Username, out)
+		}
+	}
+	if out := other("cat " + kept); strings.Contains(out, token) {
+		t.Errorf("cls serve's kept output, readable by %s, holds the dashboard's token: %q", u.Username, out)
+	}
+	for _, pid := range h.ownProcs() {
+		line := other(fmt.Sprintf("cat /proc/%d/cmdline 2>/dev/null || true", pid))
+		for _, s := range []string{envSecret, exported, token} {
+			if strings.Contains(line, s) {
+				t.Errorf("%s sees %q in the command line of process %d: %q", u.Username, s, pid, line)
+			}
+		}
+	}
+	// Only what changed since the test began: other tests' files stay out.
+	ref := filepath.Join(h.dir, "ref")
+	os.WriteFile(ref, nil, 0o644)
+	os.Chtimes(ref, start, start)
+	found := other(fmt.Sprintf("find /tmp /var/tmp /dev/shm -xdev -newer %s -type f -readable -size -64M 2>/dev/null | xargs -r grep -l -e %s -e %s -e %s -e %s 2>/dev/null || true",
+		ref, envSecret, exported, outSecret, token))
+	if found != "" {
+		t.Errorf("%s can read secrets of ours in:\n%s", u.Username, found)
+	}
+	os.WriteFile(gate, nil, 0o600)
+	if d := h.waitState(1, "DF", time.Minute); d.State != "D" {
+		t.Errorf("job 1 ended %s %q", d.State, d.Reason)
+	}
+}

@@ -128,6 +128,11 @@ func openStdio(p string) (*os.File, error) {
 			}
 			return nil, fmt.Errorf("%s of uid %d in a directory every user can write: not used, it could give the output to that user or write it where the link points", what, uid)
 		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && fi.Mode().IsRegular() && st.Nlink > 1 {
+			// Where fs.protected_hardlinks is off anyone may link
+			// any file of ours here, our .bashrc as well.
+			return nil, fmt.Errorf("a file with %d names in a directory every user can write: not used, it could be another file of yours linked there", st.Nlink)
+		}
 		flag := flags | os.O_TRUNC
 		if fi.Mode()&fs.ModeSymlink == 0 {
 			flag |= syscall.O_NOFOLLOW // ours now, and only we can replace it

@@ -125,3 +125,46 @@ func TestRunTimeLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenStdioSharedDir: in a sticky directory everyone may write, a
+// -o file of ours is truncated and a new one made, but a file with
+// another name (a hard link another user may make of any file of ours
+// where fs.protected_hardlinks is off) is refused and left whole.
+// (Another user's links and files: TestStdioPlantedByOtherUser, e2e.)
+func TestOpenStdioSharedDir(t *testing.T) {
+	shared := filepath.Join(t.TempDir(), "shared")
+	if err := os.Mkdir(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	precious := filepath.Join(t.TempDir(), "precious")
+	os.WriteFile(precious, []byte("precious\n"), 0o600)
+	linked := filepath.Join(shared, "linked.out")
+	if err := os.Link(precious, linked); err != nil {
+		t.Skipf("cannot make a hard link: %v", err)
+	}
+	if f, err := openStdio(linked); err == nil || !strings.Contains(err.Error(), "a file with 2 names") {
+		if f != nil {
+			f.Close()
+		}
+		t.Errorf("a hard link of another file of ours: %v, want refused", err)
+	}
+	if b, _ := os.ReadFile(precious); string(b) != "precious\n" {
+		t.Errorf("the linked file holds %q", b)
+	}
+	mine := filepath.Join(shared, "mine.out")
+	os.WriteFile(mine, []byte("old attempt\n"), 0o600)
+	for _, p := range []string{mine, filepath.Join(shared, "new.out")} {
+		f, err := openStdio(p)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		f.WriteString("this attempt\n")
+		f.Close()
+		if b, _ := os.ReadFile(p); string(b) != "this attempt\n" {
+			t.Errorf("%s holds %q", p, b)
+		}
+	}
+}

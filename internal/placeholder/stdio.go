@@ -122,11 +122,11 @@ func openStdio(p string) (*os.File, error) {
 			return nil, err
 		}
 		if uid := ownerOf(fi); uid != os.Geteuid() && uid != ownerOf(dir) {
-			what := "a file"
+			what, why := "a file", "that user would read the output"
 			if fi.Mode()&fs.ModeSymlink != 0 {
-				what = "a link"
+				what, why = "a link", "the output would overwrite what it points to"
 			}
-			return nil, fmt.Errorf("%s of uid %d in a directory every user can write: not used, it could give the output to that user or write it where the link points", what, uid)
+			return nil, fmt.Errorf("%s of uid %d in a directory every user can write: not used, %s", what, uid, why)
 		}
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok && fi.Mode().IsRegular() && st.Nlink > 1 {
 			// Where fs.protected_hardlinks is off anyone may link

@@ -142,13 +142,18 @@ func TestOtherUserReadsNothing(t *testing.T) {
 	if out := other("cat " + kept); strings.Contains(out, token) {
 		t.Errorf("cls serve's kept output, readable by %s, holds the dashboard's token: %q", u.Username, out)
 	}
+	sawJob := false // the job's own command, as ps shows any process's
 	for _, pid := range h.ownProcs() {
 		line := other(fmt.Sprintf("cat /proc/%d/cmdline 2>/dev/null || true", pid))
+		sawJob = sawJob || strings.Contains(line, outSecret)
 		for _, s := range []string{envSecret, exported, token} {
 			if strings.Contains(line, s) {
 				t.Errorf("%s sees %q in the command line of process %d: %q", u.Username, s, pid, line)
 			}
 		}
+	}
+	if !sawJob {
+		t.Errorf("%s read no command line of ours (not even the job's): the check proves nothing", u.Username)
 	}
 	// Only what changed since the test began: other tests' files stay out.
 	ref := filepath.Join(h.dir, "ref")

@@ -57,14 +57,48 @@ func newLocal(d *Driver) (*localBackend, error) {
 		b.temp = true
 		b.outDir, err = os.MkdirTemp("", "mq-driver-")
 	} else if err = os.MkdirAll(d.cfg.OutDir, 0o755); err == nil {
-		// A directory of its own per run: keys start at 1 in every run,
-		// and an earlier run's KEY.out must not be overwritten.
-		b.outDir, err = os.MkdirTemp(d.cfg.OutDir, time.Now().Format("run-20060102T150405-"))
+		if err = checkOutDir(d.cfg.OutDir); err == nil {
+			// A directory of its own per run: keys start at 1 in every
+			// run, and an earlier run's KEY.out must not be overwritten.
+			b.outDir, err = os.MkdirTemp(d.cfg.OutDir, time.Now().Format("run-20060102T150405-"))
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("driver: output directory: %w", err)
 	}
 	return b, nil
+}
+
+// checkOutDir refuses an OutDir whose run directories another user could
+// rename away and replace with a link to a directory of theirs, which
+// would then receive (and could forge) the jobs' output: one that
+// another user made first (in /tmp, say), or one in a directory every
+// user may write that is not sticky. A group's shared directory is the
+// group's to trust.
+func checkOutDir(dir string) error {
+	real, err := filepath.Abs(dir)
+	if err == nil {
+		real, err = filepath.EvalSymlinks(real)
+	}
+	if err != nil {
+		return fmt.Errorf("driver: output directory: %w", err)
+	}
+	for d := real; ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return fmt.Errorf("driver: output directory: %w", err)
+		}
+		st, _ := fi.Sys().(*syscall.Stat_t)
+		if d == real && st != nil && st.Uid != 0 && int(st.Uid) != os.Geteuid() {
+			return fmt.Errorf("driver: output directory %s is owned by uid %d, not by you: they could read and replace the jobs' output; use a directory of your own", dir, st.Uid)
+		}
+		if fi.Mode().Perm()&0o002 != 0 && fi.Mode()&os.ModeSticky == 0 {
+			return fmt.Errorf("driver: output directory %s: %s is writable by every user and not sticky (mode %04o): they could replace the jobs' output; use a directory of your own", dir, d, fi.Mode().Perm())
+		}
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
 }
 
 // RunDir is the directory where local mode keeps this run's output, KEY.out

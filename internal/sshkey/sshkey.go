@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"syscall"
 
 	"golang.org/x/crypto/ssh"
 )
@@ -45,7 +46,20 @@ func NewKeyPair(path, comment string) (ssh.PublicKey, error) {
 		return nil, err
 	}
 	line := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(spk))) + " " + comment + "\n"
-	if err := os.WriteFile(path+".pub", []byte(line), 0o644); err != nil {
+	// Never through a link: in /tmp another user may have put one at
+	// path.pub to make us overwrite a file of ours.
+	pf, err := os.OpenFile(path+".pub", os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
+	if err == nil {
+		_, err = pf.WriteString(line)
+		if cerr := pf.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		os.Remove(path) // no half pair: the same command may be run again
+		if fi, lerr := os.Lstat(path + ".pub"); lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
+			return nil, fmt.Errorf("public key: %s.pub is a symbolic link: not written through it (someone else may have put it there); choose another name", path)
+		}
 		return nil, fmt.Errorf("public key: %w", err)
 	}
 	return spk, nil

@@ -169,3 +169,42 @@ func TestOtherUserReadsNothing(t *testing.T) {
 		t.Errorf("job 1 ended %s %q", d.State, d.Reason)
 	}
 }
+
+// TestKeyNewPlantedPub: `cls key new` of a key in a shared directory,
+// where mqagent put a link at KEY.pub to a file of ours first: the
+// public key must not be written through it. The command fails in one
+// line, leaves no private key behind, and accepts no key.
+func TestKeyNewPlantedPub(t *testing.T) {
+	u, _, _ := otherUser(t)
+	h := newHarness(t)
+	shared, err := os.MkdirTemp("", "mqe2e-shared-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(shared) })
+	if err := os.Chmod(shared, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	victim := filepath.Join(h.dir, "victim")
+	if err := os.WriteFile(victim, []byte("precious\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	key := filepath.Join(shared, "ph_key")
+	if out, err := asOther(u.Username, fmt.Sprintf("ln -s %s %s.pub", victim, key)); err != nil {
+		t.Fatalf("the attacker's setup failed: %v: %s", err, out)
+	}
+	r := h.run("cls", "key", "new", "--role", "placeholder", key)
+	oneLineErr(t, "cls", r)
+	if r.code == 0 || !strings.Contains(r.stderr, "is a symbolic link") {
+		t.Errorf("cls key new with mqagent's link at %s.pub: %s; want refused", key, r)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "precious\n" {
+		t.Errorf("the public key was written through mqagent's link: the victim holds %q", b)
+	}
+	if _, err := os.Lstat(key); err == nil {
+		t.Errorf("the private key %s was left behind", key)
+	}
+	if out := h.ok("cls", "key", "list"); strings.Contains(out, "ph_key") {
+		t.Errorf("a key was accepted: %s", out)
+	}
+}

@@ -51,6 +51,9 @@ func scratchPath(work string, asg protocol.Assignment) string {
 // newScratch makes the attempt's scratch directory under work.
 func (a *Agent) newScratch(work string, asg protocol.Assignment) (*scratch, error) {
 	s := &scratch{work: work, dir: scratchPath(work, asg), made: map[string]bool{}, linked: map[string]bool{}}
+	if err := ownScratchDir(filepath.Join(work, scratchDir)); err != nil {
+		return nil, err
+	}
 	if err := os.RemoveAll(s.dir); err != nil { // a leftover of a killed agent
 		return nil, fmt.Errorf("scratch directory: %w", err)
 	}
@@ -78,6 +81,25 @@ func (a *Agent) newScratch(work string, asg protocol.Assignment) (*scratch, erro
 		return nil, err
 	}
 	return s, nil
+}
+
+// ownScratchDir makes WORKDIR/.mq-copies if missing and checks that it
+// is a directory of ours: in a working directory others may write (/tmp,
+// a sticky /scratch) another user could have put a link there to a
+// directory of theirs, where they could swap an attempt's files for
+// their own before the winner moves them into place.
+func ownScratchDir(p string) error {
+	if err := os.Mkdir(p, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("scratch directory: %w", err)
+	}
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return fmt.Errorf("scratch directory: %w", err)
+	}
+	if !fi.IsDir() || ownerOf(fi) != os.Geteuid() {
+		return fmt.Errorf("scratch directory %s is not a directory of yours (%v, uid %d): another user could swap the attempts' files; remove it", p, fi.Mode().Type(), ownerOf(fi))
+	}
+	return nil
 }
 
 // mirror fills the scratch directory's rel (relative to dir and work)

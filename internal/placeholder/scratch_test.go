@@ -3,7 +3,9 @@ package placeholder
 import (
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/mq-hpc/mq/protocol"
@@ -75,5 +77,42 @@ func TestScratchRefusesOutputOutside(t *testing.T) {
 		Outputs: []protocol.AssignedFile{{Path: filepath.Join(filepath.Dir(work), "x")}}})
 	if err == nil {
 		t.Fatal("no error")
+	}
+}
+
+// TestScratchRefusesPlantedDir: in a shared sticky working directory
+// another user (mqagent, through runuser) put a link at .mq-copies to a
+// directory of theirs: the attempt does not start, and nothing of it is
+// made in their directory.
+func TestScratchRefusesPlantedDir(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to act as another user (runuser)")
+	}
+	if _, err := exec.LookPath("runuser"); err != nil {
+		t.Skip("runuser is not installed")
+	}
+	if _, err := user.Lookup("mqagent"); err != nil {
+		t.Skip("no user mqagent (the e2e tests make it)")
+	}
+	work, err := os.MkdirTemp("", "mqscratch-shared-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(work) })
+	if err := os.Chmod(work, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	theirs := filepath.Join(work, "theirs")
+	script := "umask 0 && mkdir " + theirs + " && ln -s " + theirs + " " + filepath.Join(work, scratchDir)
+	if out, err := exec.Command("runuser", "-u", "mqagent", "--", "sh", "-c", script).CombinedOutput(); err != nil {
+		t.Fatalf("mqagent's setup: %v: %s", err, out)
+	}
+	a := &Agent{}
+	_, err = a.newScratch(work, protocol.Assignment{ID: 7, Attempt: 1, Scratch: true, Cwd: work})
+	if err == nil || !strings.Contains(err.Error(), "not a directory of yours") {
+		t.Errorf("newScratch through mqagent's link: %v, want refused", err)
+	}
+	if ents, _ := os.ReadDir(theirs); len(ents) != 0 {
+		t.Errorf("the attempt's scratch was made in mqagent's directory: %v", ents)
 	}
 }

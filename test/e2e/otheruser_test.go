@@ -3,10 +3,14 @@
 package e2e
 
 import (
+	"bufio"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -206,5 +210,84 @@ func TestKeyNewPlantedPub(t *testing.T) {
 	}
 	if out := h.ok("cls", "key", "list"); strings.Contains(out, "ph_key") {
 		t.Errorf("a key was accepted: %s", out)
+	}
+}
+
+// TestGuideBearerNotInArgv: the way the dashboard guide tells scripts to
+// send the token (its curl line, run as written but for the token file
+// and the address) works, and keeps the token out of curl's command
+// line, which mqagent, another user, reads while the request is held.
+func TestGuideBearerNotInArgv(t *testing.T) {
+	u, _, _ := otherUser(t)
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed")
+	}
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "guide", "dashboard.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var line string
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); strings.Contains(l, "curl ") && strings.Contains(l, "http.token") {
+			line = l
+		}
+	}
+	if line == "" {
+		t.Fatal("the dashboard guide has no curl line with the token")
+	}
+	dir := t.TempDir()
+	const token = "guide-token-6d41e0c2"
+	tokFile := filepath.Join(dir, "http.token")
+	os.WriteFile(tokFile, []byte(token+"\n"), 0o600)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	line = strings.NewReplacer("~/.mq/http.token", tokFile, "127.0.0.1:8642", ln.Addr().String()).Replace(line)
+	sh := exec.Command("sh", "-c", line)
+	var out strings.Builder
+	sh.Stdout = &out
+	if err := sh.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sh.Process.Kill()
+	conn, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetReadDeadline(time.Now().Add(time.Minute))
+	req, err := http.ReadRequest(bufio.NewReader(conn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := req.Header.Get("Authorization"); got != "Bearer "+token {
+		t.Errorf("%s sent Authorization %q", line, got)
+	}
+	// The request is held: curl runs, a child of sh.
+	var curl int
+	waitFor(t, time.Minute, func() error {
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			st, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
+			if f := strings.Fields(string(st)); len(f) > 3 && f[1] == "(curl)" && f[3] == fmt.Sprint(sh.Process.Pid) {
+				curl, _ = strconv.Atoi(e.Name())
+				return nil
+			}
+		}
+		return fmt.Errorf("no curl process under sh %d", sh.Process.Pid)
+	})
+	argv, err := asOther(u.Username, fmt.Sprintf("cat /proc/%d/cmdline", curl))
+	if err != nil || !strings.Contains(argv, "curl") {
+		t.Fatalf("%s cannot read curl's command line: %v %q", u.Username, err, argv)
+	}
+	if strings.Contains(argv, token) {
+		t.Errorf("the guide's curl line puts the token in curl's arguments, which %s reads: %q", u.Username, argv)
+	}
+	fmt.Fprint(conn, "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n")
+	conn.Close()
+	if err := sh.Wait(); err != nil || out.String() != "ok\n" {
+		t.Errorf("%s: %v, printed %q", line, err, out.String())
 	}
 }

@@ -163,10 +163,14 @@ func TestOtherUserReadsNothing(t *testing.T) {
 	ref := filepath.Join(h.dir, "ref")
 	os.WriteFile(ref, nil, 0o644)
 	os.Chtimes(ref, start, start)
-	found := other(fmt.Sprintf("find /tmp /var/tmp /dev/shm -xdev -newer %s -type f -readable -size -64M 2>/dev/null | xargs -r grep -l -e %s -e %s -e %s -e %s 2>/dev/null || true",
-		ref, envSecret, exported, outSecret, token))
-	if found != "" {
-		t.Errorf("%s can read secrets of ours in:\n%s", u.Username, found)
+	// A file others may read, holding only a canary: the search must
+	// find it, else it proves nothing.
+	canary, mark := filepath.Join(h.dir, "canary"), fmt.Sprintf("canary-%d", time.Now().UnixNano())
+	os.WriteFile(canary, []byte(mark+"\n"), 0o644)
+	found := other(fmt.Sprintf("find /tmp /var/tmp /dev/shm -xdev -newer %s -type f -readable -size -64M -print0 2>/dev/null | xargs -0 -r grep -l -e %s -e %s -e %s -e %s -e %s 2>/dev/null || true",
+		ref, mark, envSecret, exported, outSecret, token))
+	if found != canary+"\n" {
+		t.Errorf("%s can read secrets of ours in (the canary %s aside):\n%s", u.Username, canary, found)
 	}
 	os.WriteFile(gate, nil, 0o600)
 	if d := h.waitState(1, "DF", time.Minute); d.State != "D" {

@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // A job script's #MQ lines are mqsub's flags, under the command line's.
@@ -93,5 +95,29 @@ func TestMqsubDirectiveErrors(t *testing.T) {
 				t.Error("a job was added")
 			}
 		})
+	}
+}
+
+// A script that is a FIFO (someone's named pipe where the script should
+// be) is not read: mqsub does not wait for a writer, and submits.
+func TestMqsubDirectivesFIFO(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "job.sh"), 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	done := make(chan string, 1)
+	go func() {
+		o, e, code := tb.mqsub("", "-d", dir, "t", "sh", "job.sh")
+		done <- fmt.Sprintf("exit %d, stdout %q, stderr %q", code, o, e)
+	}()
+	select {
+	case got := <-done:
+		if !strings.HasPrefix(got, "exit 0,") {
+			t.Errorf("mqsub of a FIFO script: %s, want submitted", got)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("mqsub waits on the FIFO")
 	}
 }

@@ -105,8 +105,11 @@ func openUserStdio(asg protocol.Assignment, dir string) (userStdio, error) {
 // can slip in between the look and the open.
 func openStdio(p string) (*os.File, error) {
 	const flags = os.O_WRONLY | os.O_APPEND
+	if err := plantedLink(filepath.Dir(p)); err != nil {
+		return nil, err
+	}
 	dir, err := os.Stat(filepath.Dir(p))
-	if err != nil || dir.Mode()&os.ModeSticky == 0 || dir.Mode().Perm()&0o002 == 0 {
+	if err != nil || !shared(dir) {
 		return os.OpenFile(p, flags|os.O_CREATE|os.O_TRUNC, 0o666)
 	}
 	for try := 0; ; try++ {
@@ -139,6 +142,36 @@ func openStdio(p string) (*os.File, error) {
 		}
 		return os.OpenFile(p, flag, 0o666)
 	}
+}
+
+// plantedLink refuses a directory on the way to a -o file that is a link
+// another user made in a sticky directory everyone may write (Linux's
+// fs.protected_symlinks again): with -o /tmp/logs/x.out and /tmp/logs
+// theirs, the output would go to a directory they chose.
+func plantedLink(dir string) error {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil // the open says what is wrong
+	}
+	for d := dir; d != filepath.Dir(d); d = filepath.Dir(d) {
+		fi, err := os.Lstat(d)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		parent, err := os.Stat(filepath.Dir(d))
+		if err != nil || !shared(parent) {
+			continue
+		}
+		if uid := ownerOf(fi); uid != os.Geteuid() && uid != ownerOf(parent) {
+			return fmt.Errorf("%s is a link of uid %d in a directory every user can write: not followed, the output would go where that user chose", d, uid)
+		}
+	}
+	return nil
+}
+
+// shared says whether a directory is sticky and everyone may write it.
+func shared(dir fs.FileInfo) bool {
+	return dir.Mode()&os.ModeSticky != 0 && dir.Mode().Perm()&0o002 != 0
 }
 
 // ownerOf is the uid that owns fi's file.

@@ -48,18 +48,23 @@ func TestStdioPlantedByOtherUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	link, trap := filepath.Join(shared, "link.out"), filepath.Join(shared, "trap.err")
-	if out, err := asOther(u.Username, fmt.Sprintf("ln -s %s %s && umask 0 && : > %s", victim, link, trap)); err != nil {
+	logs, theirs := filepath.Join(shared, "logs"), filepath.Join(shared, "theirs")
+	if out, err := asOther(u.Username, fmt.Sprintf("ln -s %s %s && umask 0 && : > %s && mkdir %s && ln -s %s %s", victim, link, trap, theirs, theirs, logs)); err != nil {
 		t.Fatalf("the attacker's setup failed: %v: %s", err, out)
 	}
 	h.startCLS("--local", "1")
 	viaLink := h.submit("-o", link, "link", "echo SECRET-OUT")
 	intoTrap := h.submit("-o", filepath.Join(shared, "fine.out"), "-e", trap, "trap", "echo SECRET-ERR >&2")
+	viaDir := h.submit("-o", filepath.Join(logs, "x.out"), "dir", "echo SECRET-DIR")
 	fresh := h.submit("-o", filepath.Join(shared, "fresh.out"), "fresh", "echo mine")
-	for id, path := range map[int64]string{viaLink: link, intoTrap: trap} {
+	for id, path := range map[int64]string{viaLink: link + ": a ", intoTrap: trap + ": a ", viaDir: logs + " is a link"} {
 		d := h.waitState(id, "DF", time.Minute)
-		if d.State != "F" || !strings.Contains(d.Reason, path+": a ") || !strings.Contains(d.Reason, "every user can write") {
-			t.Errorf("job %d writing to mqagent's %s: %s %q, want F naming the path", id, path, d.State, d.Reason)
+		if d.State != "F" || !strings.Contains(d.Reason, path) || !strings.Contains(d.Reason, "every user can write") {
+			t.Errorf("job %d writing through mqagent's entry: %s %q, want F saying %q", id, d.State, d.Reason, path)
 		}
+	}
+	if ents, _ := os.ReadDir(theirs); len(ents) != 0 {
+		t.Errorf("a job wrote into mqagent's directory through its link: %v", ents)
 	}
 	if b, _ := os.ReadFile(victim); string(b) != "precious\n" {
 		t.Errorf("the job wrote through mqagent's link: the victim holds %q", b)

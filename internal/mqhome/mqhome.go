@@ -34,6 +34,9 @@ import (
 // point elsewhere after the check. A mode that is safe but lets others
 // read is returned as warning.
 func Check(dir string) (real, warning string, err error) {
+	if err := checkLinks("MQ_HOME", dir); err != nil {
+		return "", "", err
+	}
 	real, err = filepath.EvalSymlinks(dir)
 	if err != nil {
 		return "", "", fmt.Errorf("MQ_HOME: %w", err)
@@ -73,6 +76,27 @@ func check(dir, real string) (warning string, err error) {
 		warning = fmt.Sprintf("MQ_HOME %s is mode %04o: other users can read the jobs and their output; chmod 700 %s", dir, perm(mode), dir)
 	}
 	return warning, nil
+}
+
+// checkLinks refuses a symbolic link on dir's path owned by someone
+// other than the user or root: the real path passes the checks, but the
+// link's owner could point it at another directory of the user's (or,
+// in /tmp, make it before the user's first use) between two commands.
+func checkLinks(what, dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil // EvalSymlinks says what is wrong
+	}
+	for d := abs; d != filepath.Dir(d); d = filepath.Dir(d) {
+		fi, err := os.Lstat(d)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		if uid := owner(fi); uid != 0 && uid != os.Geteuid() {
+			return fmt.Errorf("%s %s goes through %s, a link owned by uid %d (not you or root): they could point it elsewhere; use a path of your own", what, dir, d, uid)
+		}
+	}
+	return nil
 }
 
 // checkAncestor checks a directory above MQ_HOME: only root or the user
@@ -217,6 +241,9 @@ func typeName(t fs.FileMode) string {
 // writable by others unless sticky. what names it in errors, each one line
 // naming the fix. It returns the real path (links resolved).
 func CheckPrivate(what, dir string) (string, error) {
+	if err := checkLinks(what, dir); err != nil {
+		return "", err
+	}
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", what, err)

@@ -300,3 +300,35 @@ func TestGuideBearerNotInArgv(t *testing.T) {
 		t.Errorf("%s: %v, printed %q", line, err, out.String())
 	}
 }
+
+// TestHomeThroughOtherUsersLink: MQ_HOME=/tmp/NAME, where mqagent made
+// NAME first as a link to a directory of ours (a real home that passes
+// every check): mqagent could repoint it between two commands, so
+// cls serve and the clients refuse it, naming the link and its owner.
+func TestHomeThroughOtherUsersLink(t *testing.T) {
+	u, uid, _ := otherUser(t)
+	h := newHarness(t)
+	link := filepath.Join(filepath.Dir(h.home), fmt.Sprintf("mqe2e-link-%d", time.Now().UnixNano()))
+	t.Cleanup(func() { os.Remove(link) })
+	if out, err := asOther(u.Username, "ln -s "+h.home+" "+link); err != nil {
+		t.Fatalf("the attacker's setup failed: %v: %s", err, out)
+	}
+	want := fmt.Sprintf("goes through %s, a link owned by uid %d", link, uid)
+	viaLink := func(cmd ...string) {
+		t.Helper()
+		env := append(h.env(), "MQ_HOME="+link)
+		r, err := runBin(90*time.Second, env, h.dir, nil, cmd[0], cmd[1:]...)
+		if err == nil || r.code == 0 || !strings.Contains(r.stderr, want) {
+			t.Errorf("%s with MQ_HOME through mqagent's link: %s; want refused with %q", strings.Join(cmd, " "), r, want)
+		}
+	}
+	viaLink("cls", "serve", "--local", "0")
+	viaLink("cls", "key", "list")
+	if _, err := os.Lstat(filepath.Join(h.home, "mq.db")); err == nil {
+		t.Error("cls serve used the home behind mqagent's link")
+	}
+	// Our CLS, on the real path: a client sent there by the link refuses.
+	h.startCLS("--local", "0")
+	viaLink("mqstat")
+	h.ok("mqstat")
+}

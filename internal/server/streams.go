@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -37,15 +38,42 @@ func shipStream(ctx context.Context, c *conn, b protocol.StreamPiece) (protocol.
 	c.phMu.Lock()
 	reg := c.phs[b.Placeholder]
 	c.phMu.Unlock()
+	dir := filepath.Join(c.s.OutputDir, protocol.StreamDir)
 	if reg.OutDir == "" || filepath.Clean(reg.OutDir) == filepath.Clean(c.s.OutputDir) {
-		// A local placeholder writes the very file the CLS reads: a
-		// piece of it appended there would be its own bytes twice.
+		// It writes the very file the CLS reads (an agent on the CLS's
+		// host left with --out $MQ_HOME/output): appended, the piece
+		// would be its own bytes twice. Bytes already there are shipped.
+		if size, ok := holds(filepath.Join(dir, b.File), b); ok {
+			out.Size = size
+			return out, nil
+		}
 		return out, protocol.Errorf(protocol.CodeBadRequest, "placeholder %d writes its stream files in the CLS's own output directory: nothing to ship", b.Placeholder)
 	}
-	dir := filepath.Join(c.s.OutputDir, protocol.StreamDir)
 	size, err := c.s.appendCopy(dir, b)
 	out.Size = size
 	return out, err
+}
+
+// holds says whether the file at path already holds p's bytes at p's
+// offset (for a piece without data: whether it exists), and its size then.
+func holds(path string, p protocol.StreamPiece) (int64, bool) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return 0, false
+	}
+	if len(p.Data) == 0 {
+		return fi.Size(), true
+	}
+	got := make([]byte, len(p.Data))
+	if _, err := f.ReadAt(got, p.Offset); err != nil || !bytes.Equal(got, p.Data) {
+		return 0, false
+	}
+	return p.Offset + int64(len(p.Data)), true
 }
 
 // appendCopy appends p.Data to the copy of p.File in dir if p.Offset is

@@ -270,3 +270,49 @@ func TestRegisterOutputMode(t *testing.T) {
 		}
 	}
 }
+
+// TestShipStreamOwnFile: an agent on the CLS's host whose --out is the
+// CLS's own output directory (cls agent --cls ... without --out) ships
+// pieces of the very file the CLS reads: bytes already there are taken as
+// shipped, so its jobs' output is not reported lost; bytes that differ
+// are refused, and nothing is appended.
+func TestShipStreamOwnFile(t *testing.T) {
+	t.Parallel()
+	out := t.TempDir()
+	srv := &Server{Store: newStore(t), OutputDir: out}
+	a := connect(t, srv, protocol.RolePlaceholder)
+	a.hello("")
+	var ra protocol.RegisterReply
+	a.do(protocol.OpRegister.Name, protocol.Register{Site: "here", Host: "h", Slots: 1, OutDir: out + "/"}, &ra)
+	name := protocol.StreamFileName(ra.ID, 0)
+	path := filepath.Join(out, protocol.StreamDir, name)
+	whole := []byte("MQSTRM01 and its chunks")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, whole, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var rep protocol.StreamPieceReply
+	a.do(protocol.OpOutputShip.Name, protocol.StreamPiece{Placeholder: ra.ID, File: name}, &rep)
+	if rep.Size != int64(len(whole)) {
+		t.Fatalf("size asked: %d, want %d", rep.Size, len(whole))
+	}
+	a.do(protocol.OpOutputShip.Name, protocol.StreamPiece{Placeholder: ra.ID, File: name, Offset: 0, Data: whole[:8]}, &rep)
+	a.do(protocol.OpOutputShip.Name, protocol.StreamPiece{Placeholder: ra.ID, File: name, Offset: 8, Data: whole[8:]}, &rep)
+	if rep.Size != int64(len(whole)) {
+		t.Fatalf("size after its own bytes: %d, want %d", rep.Size, len(whole))
+	}
+	for _, p := range []protocol.StreamPiece{
+		{Placeholder: ra.ID, File: name, Offset: 8, Data: []byte("other")},
+		{Placeholder: ra.ID, File: name, Offset: int64(len(whole)), Data: []byte("past")},
+		{Placeholder: ra.ID, File: protocol.StreamFileName(ra.ID, 1), Data: []byte("MQSTRM01")},
+	} {
+		if e := a.fails(protocol.OpOutputShip.Name, p, protocol.CodeBadRequest); !strings.Contains(e.Msg, "nothing to ship") {
+			t.Errorf("piece %q at %d of %s: %q", p.Data, p.Offset, p.File, e.Msg)
+		}
+	}
+	if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, whole) {
+		t.Fatalf("the file is %q (%v), want %q untouched", got, err, whole)
+	}
+}

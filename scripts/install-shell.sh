@@ -7,8 +7,9 @@
 #        PREFIX=/usr/local scripts/install-shell.sh   (system-wide, as root)
 # Then: bash picks completion up in new shells (bash-completion's user
 # directory); zsh needs the printed directory in $fpath before compinit;
-# fish and man need nothing more (man: ~/.local/share/man is on MANPATH
-# by default on most systems).
+# fish needs nothing more; man finds ~/.local/share/man only while
+# ~/.local/bin is on PATH (man-db derives its path from PATH), else the
+# script prints the MANPATH line to add.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=/usr/local/go/bin:$PATH
@@ -43,3 +44,7 @@ echo "installed: man pages in $man; completion for bash in $bash, zsh in $zsh, f
 case "${PREFIX:-}" in
 "") echo "zsh: add 'fpath=($zsh \$fpath)' before compinit in ~/.zshrc if it is not there" ;;
 esac
+if command -v man >/dev/null 2>&1 && [ "$(man -w mqsub 2>/dev/null)" != "$man/mqsub.1" ]; then
+	# The trailing colon keeps man's own path after it.
+	echo "man: add 'export MANPATH=${man%/man1}:' to ~/.profile (man does not look in ${man%/man1} now)"
+fi

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,9 +30,11 @@ func TestShellCompletion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := shell(t, home, env, script); err != nil {
+	out, err := shell(t, home, env, script)
+	if err != nil {
 		t.Fatalf("install-shell.sh: %v\n%s", err, out)
 	}
+	checkManHint(t, home, env, data, out)
 	// A file to offer as a flag's value.
 	if err := os.WriteFile(filepath.Join(home, "jobs.jsonl"), nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -84,6 +87,28 @@ func TestShellCompletion(t *testing.T) {
 
 // shell runs a command in dir with env, bounded so that a shell waiting
 // for input cannot hang the suite.
+// checkManHint: `man mqsub` finds the installed page, or install-shell.sh
+// said what to add to MANPATH and, added, man finds it (man-db looks in
+// ~/.local/share/man only while ~/.local/bin is on PATH).
+func checkManHint(t *testing.T, home string, env []string, data, out string) {
+	t.Helper()
+	if _, err := exec.LookPath("man"); err != nil {
+		t.Log("man is not installed: the man pages' hint is unchecked")
+		return
+	}
+	page := filepath.Join(data, "man", "man1", "mqsub.1")
+	if got, _ := shell(t, home, env, "man", "-w", "mqsub"); strings.TrimSpace(got) == page {
+		return
+	}
+	m := regexp.MustCompile(`man: add 'export MANPATH=([^']*)'`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("man does not find %s, and install-shell.sh did not say what to add:\n%s", page, out)
+	}
+	if got, err := shell(t, home, append(env, "MANPATH="+m[1]), "man", "-w", "mqsub"); err != nil || strings.TrimSpace(got) != page {
+		t.Errorf("with MANPATH=%s, man -w mqsub: %q (%v), want %s", m[1], got, err, page)
+	}
+}
+
 func shell(t *testing.T, dir string, env []string, name string, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

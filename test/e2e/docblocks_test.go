@@ -145,6 +145,13 @@ func runDocBlocks(t *testing.T, h *harness, page string, interrupt map[string]*r
 // (the repository's root, for a page whose commands name its files).
 func runDocBlocksIn(t *testing.T, h *harness, page, dir string, interrupt map[string]*regexp.Regexp) []guideStep {
 	t.Helper()
+	return runDocBlocksEnv(t, h, page, dir, nil, interrupt)
+}
+
+// runDocBlocksEnv is runDocBlocksIn with the variables of extra (HOME=DIR:
+// a user's ~ the test made) set over the harness's.
+func runDocBlocksEnv(t *testing.T, h *harness, page, dir string, extra []string, interrupt map[string]*regexp.Regexp) []guideStep {
+	t.Helper()
 	cmds, err := docCommands(readFile(t, filepath.Join("..", "..", page)))
 	if err != nil {
 		t.Fatalf("%s: %v", page, err)
@@ -157,7 +164,7 @@ func runDocBlocksIn(t *testing.T, h *harness, page, dir string, interrupt map[st
 			t.Fatalf("%s no longer runs %s", page, cmd)
 		}
 	}
-	env := append(h.env(), "PATH="+binDir+":"+getenv(h.env(), "PATH"))
+	env := append(append(h.env(), "PATH="+binDir+":"+getenv(h.env(), "PATH")), extra...)
 	state := filepath.Join(t.TempDir(), "state")
 	var steps []guideStep
 	for _, c := range cmds {

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -91,6 +92,46 @@ func TestGuideSecurity(t *testing.T) {
 	if r := s.ssh(filepath.Join(home, "ph_key"), "mqstat"); r.code == 0 {
 		t.Errorf("the removed placeholder key still logs in: %s", r)
 	}
+	if t.Failed() {
+		logSteps(t, steps)
+	}
+}
+
+// TestGuideWorkflowsReplay runs the marked block of
+// docs/guide/workflows.md as written, from a directory beside which the
+// real traces lie as they do beside the repository: mqsub --wfformat
+// prints one id per task, cls plan make plans the last task's target and
+// what it needs, and mqstat lists the replay queue. TestMqsubWfformat
+// checks the replayed run itself. It skips when the traces are not there.
+func TestGuideWorkflowsReplay(t *testing.T) {
+	shared, err := filepath.Abs(filepath.Join(repoRoot(t), "..", "shared"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(shared, "data", "wfinstances", "srasearch-chameleon-10a-001.json")); err != nil {
+		t.Skipf("no trace beside the repository: %v", err)
+	}
+	base := t.TempDir()
+	if err := os.Symlink(shared, filepath.Join(base, "shared")); err != nil {
+		t.Fatal(err)
+	}
+	clone := filepath.Join(base, "mq")
+	if err := os.Mkdir(clone, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t)
+	h.startCLS("--local", "2")
+	steps := runDocBlocksIn(t, h, "docs/guide/workflows.md", clone, nil)
+	ids := `^1\n`
+	for i := 2; i <= 22; i++ {
+		ids += fmt.Sprintf(`%d\n`, i)
+	}
+	checkSteps(t, "workflows.md", steps, []wantStep{
+		{"mkdir replay && cd replay", 0, regexp.MustCompile(`^$`)},
+		{"mqsub --wfformat ../../shared/data/wfinstances/srasearch-chameleon-10a-001.json \\\n    --time-scale 0.01 --size-scale 0.0001 --target-prefix sra- -q replay", 0, regexp.MustCompile(ids + `$`)},
+		{"cls plan make sra-merge_ID0000022 --planner heft", 0, regexp.MustCompile(`^planned 22 jobs of "sra-merge_ID0000022" with heft `)},
+		{"mqstat -q replay", 0, regexp.MustCompile(`^ID +QUEUE +TARGET .*\n1 +replay +sra-bowtie2-build_ID0000001 `)},
+	})
 	if t.Failed() {
 		logSteps(t, steps)
 	}

@@ -961,3 +961,25 @@ func procUID(pid int) int {
 	}
 	return -1
 }
+
+// TestSSHAgentOnCLSHost: an agent started on the CLS's own host with the
+// CLS's output directory as its --out (cls agent --cls ... left without
+// --out, as docs/guide/security.md's line reads when tried on one machine)
+// writes its stream files where the CLS reads them: its jobs' output is
+// there for mqstat --output, not reported lost.
+func TestSSHAgentOnCLSHost(t *testing.T) {
+	h := newHarness(t)
+	s := h.startSSHCLS("--local", "0")
+	a := s.startAgent(agentOpts{key: h.newKey("placeholder", "ph"), site: "here", out: filepath.Join(h.home, "output")})
+	id := h.submit("t", "echo out-$MQ_JOB_ID; echo err >&2")
+	h.waitState(id, "D", 30*time.Second)
+	if got := h.ok("mqstat", "--output", idStr(id)); got != "out-"+idStr(id)+"\n" {
+		t.Errorf("--output %d printed %q", id, got)
+	}
+	if got := h.ok("mqstat", "--output", idStr(id), "--stderr"); got != "err\n" {
+		t.Errorf("--output %d --stderr printed %q", id, got)
+	}
+	if strings.Contains(a.stderr.String(), "could not copy") {
+		t.Errorf("the agent could not ship its own stream file:\n%s", a.stderr.String())
+	}
+}

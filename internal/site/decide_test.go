@@ -749,6 +749,23 @@ func TestRemoveNotLastTrouble(t *testing.T) {
 	}
 }
 
+// Remove of a site whose login host cannot be reached says that its
+// placeholders could not be listed, not that they exist: a site added with
+// a host not reached yet has none.
+func TestRemoveUnreachable(t *testing.T) {
+	fs := &fakeSite{jobs: map[string]batch.State{}, listErr: errors.New("cannot reach the login host")}
+	m := &Manager{Store: &fakeStore{}, Poll: time.Hour, Open: func(protocol.SiteSpec, func(int)) (Site, error) { return fs, nil }}
+	ctx := startManager(t, m)
+	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "c", Type: SGE, SSH: "u@h", Max: 1}); err != nil {
+		t.Fatal(err)
+	}
+	info, err := m.Remove(ctx, "c")
+	want := "could not list its placeholders (cancel any it has by hand): cannot reach the login host"
+	if err != nil || info.Error != want {
+		t.Errorf("Remove: %q, %v; want %q", info.Error, err, want)
+	}
+}
+
 // A batch system that refuses every submission (a partition that does not
 // exist, an account required): the site is degraded saying what the batch
 // system said, stays degraded (never shown ok) while the retries fail, is

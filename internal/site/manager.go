@@ -287,7 +287,10 @@ func (m *Manager) Remove(ctx context.Context, name string) (protocol.SiteInfo, e
 	var cancelErr error
 	var queued, running int
 	ps, err := ms.site.List(cctx)
-	if err == nil {
+	if err != nil {
+		// Nothing is known of its placeholders: it may have none.
+		cancelErr = fmt.Errorf("could not list its placeholders (cancel any it has by hand): %w", err)
+	} else {
 		var ids []string
 		for _, p := range ps {
 			ids = append(ids, p.ID)
@@ -305,7 +308,7 @@ func (m *Manager) Remove(ctx context.Context, name string) (protocol.SiteInfo, e
 			m.log().Warn("could not undo the site's setup on its login host", "site", name, "err", rerr)
 		}
 	}
-	if err != nil {
+	if err != nil && cancelErr == nil {
 		cancelErr = fmt.Errorf("could not cancel its placeholders (cancel them by hand): %w", err)
 	}
 	m.mu.Lock()

@@ -101,7 +101,7 @@ func TestGuideSecurity(t *testing.T) {
 // docs/guide/workflows.md as written, from a directory beside which the
 // real traces lie as they do beside the repository: mqsub --wfformat
 // prints one id per task, cls plan make plans the last task's target and
-// what it needs, and mqstat lists the replay queue. TestMqsubWfformat
+// what it needs (the jobs not ended yet), and mqstat lists the replay queue. TestMqsubWfformat
 // checks the replayed run itself. It skips when the traces are not there.
 func TestGuideWorkflowsReplay(t *testing.T) {
 	shared, err := filepath.Abs(filepath.Join(repoRoot(t), "..", "shared"))
@@ -129,8 +129,9 @@ func TestGuideWorkflowsReplay(t *testing.T) {
 	checkSteps(t, "workflows.md", steps, []wantStep{
 		{"mkdir replay && cd replay", 0, regexp.MustCompile(`^$`)},
 		{"mqsub --wfformat ../../shared/data/wfinstances/srasearch-chameleon-10a-001.json \\\n    --time-scale 0.01 --size-scale 0.0001 --target-prefix sra- -q replay", 0, regexp.MustCompile(ids + `$`)},
-		{"cls plan make sra-merge_ID0000022 --planner heft", 0, regexp.MustCompile(`^planned 22 jobs of "sra-merge_ID0000022" with heft `)},
-		{"mqstat -q replay", 0, regexp.MustCompile(`^ID +QUEUE +TARGET .*\n1 +replay +sra-bowtie2-build_ID0000001 `)},
+		// The jobs not ended yet: the first may be done already.
+		{"cls plan make sra-merge_ID0000022 --planner heft", 0, regexp.MustCompile(`^planned [0-9]+ jobs of "sra-merge_ID0000022" with heft `)},
+		{"mqstat -q replay", 0, regexp.MustCompile(`^ID +QUEUE +TARGET .*\n[0-9]+ +replay +sra-`)},
 	})
 	if t.Failed() {
 		logSteps(t, steps)

@@ -39,9 +39,9 @@ func TestGuideSites(t *testing.T) {
 		{"cls site add here --type local --max 4", 0, regexp.MustCompile(`^added site here \(local\)\n$`)},
 		{"cls site list", 0, regexp.MustCompile(`^SITE +TYPE +STATE +MIN-MAX +QUEUED +RUNNING +EXITED +CONNECTED +QUEUE WAIT +WHERE\n` +
 			`grid +sge +\S+ +0-20 .* me@login\.grid\.example\.org .*\n` +
-			`here +local +ok +0-4 .* this host\n` +
+			`here +local +\S+ +0-4 .* this host\n` +
 			`hpc +slurm +\S+ +0-50 .* me@hpc\.example\.org:2200 \(tunnel\).*\n` +
-			`local +local +ok +\d+-\d+ .* this host \(cls serve --local \d+\)\n$`)},
+			`local +local +\S+ +\d+-\d+ .* this host \(cls serve --local \d+\)\n$`)},
 		// grid's login host was never reached: its placeholders, if any,
 		// could not be listed, and the CLS says so.
 		{"cls site remove grid", 0, regexp.MustCompile(`(^|\n)removed site grid\n`)},

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
@@ -349,8 +350,11 @@ func (e *env) check() {
 			return fmt.Errorf("targets table: %s", strings.Join(terrs, "; "))
 		}
 		total, done, bad := map[int32]int{}, map[int32]int{}, map[int32]int{}
-		counts := map[int32]*[128]int{}
+		counts, byTarget := map[int32]*[128]int{}, map[int32][128]int{}
 		for _, r := range all {
+			c := byTarget[r.target]
+			c[r.state]++
+			byTarget[r.target] = c
 			total[r.target]++
 			if r.state == job.Done {
 				done[r.target]++
@@ -438,6 +442,12 @@ func (e *env) check() {
 				errs = append(errs, fmt.Sprintf("jobs kept in state %s: %v (%d), storage has %v", st, got, in, want))
 			}
 		}
+		// Every target's jobs by state (bystate) are storage's.
+		for tid := range targets {
+			if got := e.s.states.Target(dag.TargetID(tid)); got != byTarget[tid] {
+				errs = append(errs, fmt.Sprintf("target %d: jobs kept by state %v, storage has %v", tid, stateCounts(got), stateCounts(byTarget[tid])))
+			}
+		}
 		for q, c := range counts {
 			if e.s.counts[q] == nil {
 				errs = append(errs, fmt.Sprintf("queue %d has jobs %v but no counts", q, c[:]))
@@ -451,6 +461,17 @@ func (e *env) check() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+}
+
+// stateCounts shows counts by state letter, those not 0.
+func stateCounts(c [128]int) map[string]int {
+	m := map[string]int{}
+	for st, n := range c {
+		if n != 0 {
+			m[string(rune(st))] = n
+		}
+	}
+	return m
 }
 
 // heapItems lists the ids in a queue's ready heap without disturbing it.

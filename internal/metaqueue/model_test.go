@@ -3,6 +3,7 @@ package metaqueue
 import (
 	"context"
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -21,8 +22,8 @@ func runStoreOps(t *testing.T, e *env, ops []byte) {
 	byte3 := func(i int) (byte, byte, byte) { return ops[i], ops[i+1], ops[i+2] }
 	for i := 0; i+2 < len(ops); i += 3 {
 		op, a, b := byte3(i)
-		what := fmt.Sprintf("op %d (%d %d %d)", i/3, op%12, a, b)
-		switch op % 12 {
+		what := fmt.Sprintf("op %d (%d %d %d)", i/3, op%15, a, b)
+		switch op % 15 {
 		case 0, 1: // submit 1-3 jobs
 			var specs []protocol.JobSpec
 			for k := 0; k <= int(b%3); k++ {
@@ -152,8 +153,81 @@ func runStoreOps(t *testing.T, e *env, ops []byte) {
 					t.Fatalf("%s: re-register: %+v, %v", what, r, err)
 				}
 			}
+		case 12, 13: // hold or release a job or a target's jobs
+			if maxID == 0 {
+				continue
+			}
+			sel := protocol.Select{IDs: []int64{1 + int64(a)%maxID}}
+			if b&1 != 0 {
+				sel = protocol.Select{Target: fmt.Sprintf("t%d", a%6)}
+			}
+			act := e.s.Hold
+			if op%15 == 13 {
+				act = e.s.Release
+			}
+			if _, err := act(ctx, sel); err != nil && !protocol.IsCode(err, protocol.CodeNotFound) {
+				t.Fatalf("%s: hold/release: %v", what, err)
+			}
+		case 14: // purge every ended job, or a target's
+			req := protocol.Purge{Select: protocol.Select{All: true}, Batch: 1 + int(b%4)}
+			if a&1 != 0 {
+				req.Select = protocol.Select{Target: fmt.Sprintf("t%d", a%6)}
+			}
+			if _, err := e.s.Purger().Run(ctx, req); err != nil && !protocol.IsCode(err, protocol.CodeNotFound) {
+				t.Fatalf("%s: purge: %v", what, err)
+			}
 		}
 		e.check()
+		e.checkTargetProgress(fmt.Sprintf("t%d", b%6), what)
+	}
+}
+
+// checkTargetProgress checks that a target's counts (mqstat --summary -t),
+// kept by the core, are its rows' by state, as counted before they were
+// kept; with a queue as well they are still its rows'.
+func (e *env) checkTargetProgress(target, what string) {
+	e.t.Helper()
+	if _, ok := e.s.g.Lookup(target); !ok {
+		return
+	}
+	for _, queue := range []string{"", protocol.DefaultQueue} {
+		var got map[string]int
+		err := e.s.Progress().Stream(context.Background(), protocol.Progress{Target: target, Queue: queue, Once: true}, func(r protocol.ProgressReply) error {
+			got = r.Counts
+			return nil
+		})
+		if err != nil {
+			e.t.Fatalf("%s: progress of %s: %v", what, target, err)
+		}
+		q := "SELECT j.state, count(*) FROM jobs j JOIN targets t ON t.id = j.target_id WHERE t.name = ?"
+		args := []any{target}
+		if queue != "" {
+			q += " AND j.queue_id = (SELECT id FROM queues WHERE name = ?)"
+			args = append(args, queue)
+		}
+		want := map[string]int{}
+		rows, err := e.s.ReadDB().Query(q+" GROUP BY j.state", args...)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		for rows.Next() {
+			var st string
+			var n int
+			if err := rows.Scan(&st, &n); err != nil {
+				e.t.Fatal(err)
+			}
+			want[st] = n
+		}
+		if err := closeRows(rows); err != nil {
+			e.t.Fatal(err)
+		}
+		if p := got["P"]; p > 0 { // P is shown out of E
+			got["E"] += p
+			delete(got, "P")
+		}
+		if !maps.Equal(got, want) {
+			e.t.Fatalf("%s: progress of target %s in queue %q: %v, its rows %v", what, target, queue, got, want)
+		}
 	}
 }
 

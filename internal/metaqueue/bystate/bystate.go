@@ -6,6 +6,9 @@
 // than the listings gain (BENCHMARKS.md, "Dashboard cost"). A bit a job
 // a state costs 1.1 MB for every million ids and a move two word writes.
 //
+// It keeps every target's jobs by state as well (Targets), moved with
+// them: what mqwait -t and mqstat --summary -t answer.
+//
 // The core moves a job at each change of its state, where it counts its
 // queues' jobs (and the arrays' members): at load, at every change, and
 // when a purge takes an ended job away.
@@ -14,21 +17,25 @@ package bystate
 import (
 	"math/bits"
 
+	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/job"
 )
 
-// Sets is every state's jobs. Its zero value is empty and ready to use.
+// Sets is every state's jobs, and every target's jobs by state (Target).
+// Its zero value is empty and ready to use.
 type Sets struct {
-	bits [128][]uint64 // by the state's letter: bit id%64 of word id/64
-	n    [128]int
+	bits    [128][]uint64 // by the state's letter: bit id%64 of word id/64
+	n       [128]int
+	targets Targets
 }
 
-// Move takes job id out of state from and into state to; 0 for either
-// is none (a new job, a purged one). Ids below 1 are ignored.
-func (s *Sets) Move(id int64, from, to job.State) {
+// Move takes job id of target t out of state from and into state to; 0
+// for either is none (a new job, a purged one). Ids below 1 are ignored.
+func (s *Sets) Move(id int64, t dag.TargetID, from, to job.State) {
 	if id < 1 || from == to {
 		return
 	}
+	s.targets.Move(t, from, to)
 	w, b := id/64, uint64(1)<<(id%64)
 	if from != 0 && int(from) < len(s.bits) && w < int64(len(s.bits[from])) && s.bits[from][w]&b != 0 {
 		s.bits[from][w] &^= b
@@ -124,6 +131,9 @@ func (s *Sets) Page(states []job.State, after int64, limit int) (ids []int64, in
 	in, all = s.Count(states)
 	return s.IDs(make([]int64, 0, max(limit, 0)), states, after, limit), in, all
 }
+
+// Target is target t's jobs by state letter, as they are now.
+func (s *Sets) Target(t dag.TargetID) [128]int { return s.targets.Of(t) }
 
 // Reset empties every state, before a load.
 func (s *Sets) Reset() { *s = Sets{} }

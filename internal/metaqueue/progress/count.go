@@ -40,6 +40,9 @@ type State interface {
 	// ArrayCounts is the members by state of the array whose ids are
 	// exactly first..last, if there is one, kept as they change.
 	ArrayCounts(first, last int64) ([128]int, bool)
+	// TargetCounts is a target's jobs by state (those with a row: purged
+	// ones are not), kept as they change.
+	TargetCounts(t dag.TargetID) [128]int
 }
 
 // count counts the watch's jobs as they are now.
@@ -75,7 +78,7 @@ func (w *Watch) count(st State) error {
 			w.counts[s]++
 		}
 	case w.req.Target != "":
-		if err := w.lookupTarget(st); err != nil {
+		if counted, err := w.targetKnown(st); counted || err != nil {
 			return err
 		}
 		return w.countRowsOf(st.Query)
@@ -112,8 +115,8 @@ func (w *Watch) readsRows() bool { return w.req.Target != "" || w.named() }
 
 // lookup names, on the core, what the watch's request does: its queue and
 // target, its range or listed jobs checked to exist (those past the last
-// job submitted do not). One array's range it counts from the array's kept
-// counts (counted).
+// job submitted do not). A target (in no queue) or one array's range it
+// counts from the core's kept counts (counted).
 func (w *Watch) lookup(st State) (counted bool, err error) {
 	if err := w.lookupQueue(st); err != nil {
 		return false, err
@@ -134,7 +137,18 @@ func (w *Watch) lookup(st State) (counted bool, err error) {
 		}
 		return false, nil
 	}
-	return false, w.lookupTarget(st)
+	return w.targetKnown(st)
+}
+
+// targetKnown looks the watch's target up and, unless a queue narrows it
+// (the core keeps counts by target, not by target and queue), counts it
+// from the target's kept counts, reading no job.
+func (w *Watch) targetKnown(st State) (counted bool, err error) {
+	if err := w.lookupTarget(st); err != nil || w.hasQ {
+		return false, err
+	}
+	w.counts = st.TargetCounts(w.target)
+	return true, nil
 }
 
 func notFound(id int64) error {

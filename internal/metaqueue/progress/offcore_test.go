@@ -54,9 +54,9 @@ func (c *hookedCore) Do(_ context.Context, fn func(State, Set) error) error {
 	return err
 }
 
-// TestStreamOffCore: a stream of a target's jobs (mqwait -t), of a range
-// that is not one array's or of listed jobs is counted in a snapshot of the read pool, off
-// the core, and is exact
+// TestStreamOffCore: a stream of a target's jobs in a queue (mqwait -q -t),
+// of a range that is not one array's or of listed jobs is counted in a
+// snapshot of the read pool, off the core, and is exact
 // whatever the core changes meanwhile: a change committed after the watch
 // joined but before the snapshot (in both), changes after the snapshot
 // (in neither), a job submitted then; and a recount on the core meanwhile
@@ -101,11 +101,12 @@ func TestStreamOffCore(t *testing.T) {
 		req           protocol.Progress
 		before, after map[int]func()
 		arrays        map[[2]int64][128]int
+		targets       map[dag.TargetID][128]int
 		want          map[string]int
 	}{
-		{name: "target, no change", req: protocol.Progress{Target: "t"}, want: map[string]int{"Q": 1, "E": 1, "D": 1, "W": 1}},
+		{name: "target, no change", req: protocol.Progress{Queue: "a", Target: "t"}, want: map[string]int{"Q": 1, "E": 1, "D": 1, "W": 1}},
 		{name: "range, no change", req: protocol.Progress{First: 1, Last: 6}, want: map[string]int{"Q": 2, "E": 1, "D": 1, "W": 1}},
-		{name: "target, changes before and after the snapshot", req: protocol.Progress{Target: "t"},
+		{name: "target, changes before and after the snapshot", req: protocol.Progress{Queue: "a", Target: "t"},
 			before: afterSnapshot, after: beforeSnapshot, want: map[string]int{"E": 1, "D": 2, "Q": 2}},
 		{name: "range, changes before and after the snapshot", req: protocol.Progress{First: 1, Last: 6},
 			before: afterSnapshot, after: beforeSnapshot, want: map[string]int{"E": 1, "D": 2, "Q": 3}},
@@ -114,7 +115,9 @@ func TestStreamOffCore(t *testing.T) {
 			before: afterSnapshot, after: beforeSnapshot, want: map[string]int{"E": 1, "D": 1, "Q": 1}},
 		{name: "an array's range: its kept counts", req: protocol.Progress{First: 1, Last: 6},
 			arrays: map[[2]int64][128]int{{1, 6}: {job.Done: 6}}, want: map[string]int{"D": 6}},
-		{name: "target, recounted on the core meanwhile", req: protocol.Progress{Target: "t"},
+		{name: "a target alone: its kept counts, no job read", req: protocol.Progress{Target: "t"},
+			targets: map[dag.TargetID][128]int{1: {job.Queued: 2, job.Executing: 1}}, want: map[string]int{"Q": 2, "E": 1}},
+		{name: "target, recounted on the core meanwhile", req: protocol.Progress{Queue: "a", Target: "t"},
 			before: map[int]func(){2: func() {
 				change(7, 0, job.Held)()
 				c.world.db = db
@@ -127,7 +130,7 @@ func TestStreamOffCore(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c = &hookedCore{core: core{world: newWorld(), set: Set{}}, before: tc.before, after: tc.after}
 			c.world.err = errors.New("the core's writer is not read")
-			c.world.arrays = tc.arrays
+			c.world.arrays, c.world.targets = tc.arrays, tc.targets
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			var got *protocol.ProgressReply
@@ -151,7 +154,7 @@ func TestStreamOffCore(t *testing.T) {
 	}
 	// Once sends one frame and returns, for a range, a target or listed
 	// jobs alike.
-	for _, req := range []protocol.Progress{{First: 1, Last: 6, Once: true}, {Target: "t", Once: true}, {IDs: []int64{5, 2}, Once: true}} {
+	for _, req := range []protocol.Progress{{First: 1, Last: 6, Once: true}, {Queue: "a", Target: "t", Once: true}, {IDs: []int64{5, 2}, Once: true}} {
 		c = &hookedCore{core: core{world: newWorld(), set: Set{}}}
 		c.world.db = db
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

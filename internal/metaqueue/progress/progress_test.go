@@ -32,6 +32,8 @@ type world struct {
 	ahead  []int64 // handed out, not started (P)
 	arrays map[[2]int64][128]int
 	db     *sql.DB // what Query reads, if set
+	// targets are the targets' kept counts
+	targets map[dag.TargetID][128]int
 }
 
 func (w *world) Node(id int64) (dag.Node, bool) { n, ok := w.nodes[id]; return n, ok }
@@ -70,7 +72,8 @@ func (w *world) Query(q string, args ...any) (*sql.Rows, error) {
 	}
 	return nil, w.err
 }
-func (w *world) Unstarted() iter.Seq[int64] { return slices.Values(w.ahead) }
+func (w *world) Unstarted() iter.Seq[int64]           { return slices.Values(w.ahead) }
+func (w *world) TargetCounts(t dag.TargetID) [128]int { return w.targets[t] }
 func (w *world) ArrayCounts(first, last int64) ([128]int, bool) {
 	c, ok := w.arrays[[2]int64{first, last}]
 	return c, ok
@@ -143,6 +146,7 @@ func TestCount(t *testing.T) {
 		err     string
 		ahead   []int64
 		arrays  map[[2]int64][128]int
+		targets map[dag.TargetID][128]int
 	}{
 		{name: "everything", req: protocol.Progress{},
 			want: map[string]int{"Q": 1, "E": 1, "D": 1, "F": 1, "W": 1, "X": 1}, total: 5, pending: 3},
@@ -171,7 +175,10 @@ func TestCount(t *testing.T) {
 		{name: "a range not an array's reads its members", req: protocol.Progress{First: 3, Last: 5},
 			arrays: map[[2]int64][128]int{{3, 6}: {job.Done: 4}}, err: "disk gone"},
 		{name: "an unknown target", req: protocol.Progress{Target: "u"}, err: "target u does not exist"},
-		{name: "a target reads its jobs", req: protocol.Progress{Target: "t"}, err: "disk gone"},
+		{name: "a target: its kept counts, no job read", req: protocol.Progress{Target: "t"},
+			targets: map[dag.TargetID][128]int{1: {job.Queued: 2, job.Executing: 1, job.Deleted: 1}},
+			want:    map[string]int{"Q": 2, "E": 1, "X": 1}, total: 3, pending: 3},
+		{name: "a target in a queue reads its jobs", req: protocol.Progress{Queue: "a", Target: "t"}, queue: 1, err: "disk gone"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w, err := New(tc.req)
@@ -180,7 +187,7 @@ func TestCount(t *testing.T) {
 			}
 			w.queue, w.hasQ = tc.queue, tc.queue != 0
 			world := newWorld()
-			world.ahead, world.arrays = tc.ahead, tc.arrays
+			world.ahead, world.arrays, world.targets = tc.ahead, tc.arrays, tc.targets
 			err = w.count(world)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
@@ -355,11 +362,16 @@ func TestStream(t *testing.T) {
 	if err := Stream(context.Background(), protocol.Progress{Queue: "z"}, c, nil, send); err == nil {
 		t.Fatal("a stream of an unknown queue started")
 	}
-	// A target's one-off count reads through the read pool, not the core's
-	// writer (which fails here with "disk gone"); an unknown target reads
-	// nothing.
-	if err := Stream(context.Background(), protocol.Progress{Target: "t", Once: true}, c, failing{}, send); err == nil || !strings.Contains(err.Error(), "read pool") {
-		t.Fatalf("once by target: %v, want the read pool's error", err)
+	// A target's one-off count in a queue reads through the read pool, not
+	// the core's writer (which fails here with "disk gone"); a target's
+	// alone comes from its kept counts and an unknown target reads nothing.
+	if err := Stream(context.Background(), protocol.Progress{Queue: "a", Target: "t", Once: true}, c, failing{}, send); err == nil || !strings.Contains(err.Error(), "read pool") {
+		t.Fatalf("once by target and queue: %v, want the read pool's error", err)
+	}
+	c.world.targets = map[dag.TargetID][128]int{1: {job.Done: 2}}
+	frames = nil
+	if err := Stream(context.Background(), protocol.Progress{Target: "t", Once: true}, c, failing{}, send); err != nil || len(frames) != 1 || !maps.Equal(frames[0].Counts, map[string]int{"D": 2}) {
+		t.Fatalf("once by target: %v, frames %+v", err, frames)
 	}
 	if err := Stream(context.Background(), protocol.Progress{Target: "u", Once: true}, c, failing{}, send); err == nil || !strings.Contains(err.Error(), "target u does not exist") {
 		t.Fatalf("once by an unknown target: %v", err)

@@ -49,9 +49,11 @@ func Stream(ctx context.Context, req protocol.Progress, core Core, db Querier, s
 	}
 	every = max(every, MinInterval)
 	if w.readsRows() {
-		// A target's, a range's or listed jobs' counts read rows, which
-		// on the core would hold dispatch for most of a second at a
-		// million jobs: they are read through the read pool.
+		// A target's in a queue, a range's or listed jobs' counts read
+		// rows, which on the core would hold dispatch for most of a
+		// second at a million jobs: they are read through the read pool
+		// (a target's alone, or one array's range, are counted from the
+		// core's kept counts there instead: lookup).
 		if req.Once {
 			return onceOffCore(ctx, w, core, db, send)
 		}
@@ -135,8 +137,8 @@ func follow(ctx context.Context, w *Watch, core Core, db Querier, snap protocol.
 // onceOffCore sends the counts of a target's, a range's or listed jobs
 // once (mqstat --summary -t; the progress op with once). Their rows are
 // counted, and their charges summed, through the read pool; the core only
-// names the queue and target (or counts one array's range from its kept
-// counts), then splits P out.
+// names the queue and target (or counts a target, or one array's range,
+// from its kept counts), then splits P out.
 func onceOffCore(ctx context.Context, w *Watch, core Core, db Querier, send func(protocol.ProgressReply) error) error {
 	counted := false
 	err := core.Do(ctx, func(st State, _ Set) error {
@@ -173,9 +175,9 @@ type beginner interface {
 	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
 }
 
-// openOffCore opens a stream of a target's jobs (mqwait -t), of a range
-// that is not one array's (mqwait FIRST-LAST) or of listed jobs (mqwait
-// ID...) counted off the core,
+// openOffCore opens a stream of a target's jobs in a queue (mqwait -q -t),
+// of a range that is not one array's (mqwait FIRST-LAST) or of listed
+// jobs (mqwait ID...) counted off the core,
 // where a million rows would hold dispatch for most of a second. The
 // watch joins the set first, keeping each of its jobs' latest state as
 // changes come (since) rather than applying them; Do returns once the

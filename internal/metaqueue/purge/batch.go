@@ -95,12 +95,13 @@ func (p *Plan) keep(st State, r Row) bool {
 	return a.live == 2
 }
 
-// Ended is a deleted job's id, state and queue: the core takes it off its
-// counts by queue and by array.
+// Ended is a deleted job's id, queue, target and state: the core takes it
+// off its counts by queue, by array and by target.
 type Ended struct {
-	ID    int64
-	Queue int32
-	State job.State
+	ID     int64
+	Queue  int32
+	Target int32
+	State  job.State
 }
 
 // Deleted is what a batch's Delete removed.
@@ -152,7 +153,7 @@ func Delete(ctx context.Context, ex Execer, p Plan, sc Scope, nextID int64) (Del
 		} else {
 			c.bad++
 		}
-		d.Ended = append(d.Ended, Ended{ID: id, Queue: q, State: job.State(st[0])})
+		d.Ended = append(d.Ended, Ended{ID: id, Queue: q, Target: r.Target, State: job.State(st[0])})
 		d.Gone = append(d.Gone, r)
 	}
 	if err := closeRows(res); err != nil {

@@ -222,7 +222,7 @@ func TestDelete(t *testing.T) {
 	if got := ids(d.Gone); !slices.Equal(got, []int64{1, 2, 3}) {
 		t.Errorf("gone %v, want [1 2 3]", got)
 	}
-	want := []Ended{{1, 1, job.Done}, {2, 1, job.Failed}, {3, 1, job.Deleted}}
+	want := []Ended{{1, 1, 1, job.Done}, {2, 1, 1, job.Failed}, {3, 1, 2, job.Deleted}}
 	if !slices.Equal(d.Ended, want) {
 		t.Errorf("ended %v, want %v", d.Ended, want)
 	}

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# A target of a million jobs: the numbers in BENCHMARKS.md, "A target of a
+# million jobs". One MQ_HOME with TARGET_N jobs queued in one target
+# (`mqsub --array 1-N T true`, --local 0); then, alternated TARGET_ROUNDS
+# times, the revision BASE's CLS, mqstat and mqwait and the work tree's on
+# that same MQ_HOME: `mqstat --summary -t T` (10 runs after 2 to warm up,
+# mqbench times, median), and the CLS's CPU time over TARGET_WAIT_S
+# seconds of `mqwait -t T` (which waits on: nothing runs), from
+# /proc/PID/stat.
+#
+# Usage: scripts/bench/targets.sh BASE     TARGET_N=1000000 TARGET_ROUNDS=2 TARGET_WAIT_S=10
+# Not for CI: it wants a quiet machine.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BASE=${1:?usage: scripts/bench/targets.sh BASE (a git revision)}
+N=${TARGET_N:-1000000}
+ROUNDS=${TARGET_ROUNDS:-2}
+WAIT_S=${TARGET_WAIT_S:-10}
+WORK=$(mktemp -d /tmp/mqtargets.XXXXXX)
+H=$WORK/home
+PID=
+cleanup() {
+	[ -n "$PID" ] && { kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; }
+	git -C "$ROOT" worktree remove --force "$WORK/base" >/dev/null 2>&1 || true
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+git -C "$ROOT" worktree add -q --detach "$WORK/base" "$BASE"
+(cd "$WORK/base" && go build -o "$WORK/bin.base/" ./cmd/cls ./cmd/mqsub ./cmd/mqstat ./cmd/mqwait)
+(cd "$ROOT" && go build -o "$WORK/bin.new/" ./cmd/cls ./cmd/mqsub ./cmd/mqstat ./cmd/mqwait ./scripts/bench/mqbench)
+
+start() { # side
+	MQ_HOME=$H "$WORK/bin.$1/cls" serve --local 0 >"$WORK/cls.$1.log" 2>&1 &
+	PID=$!
+	for _ in $(seq 600); do
+		MQ_HOME=$H "$WORK/bin.$1/mqstat" --summary >/dev/null 2>&1 && return
+		sleep 0.1
+	done
+	echo "targets.sh: the $1 CLS did not answer in 60 s" >&2
+	exit 1
+}
+stop() { kill "$PID"; wait "$PID" 2>/dev/null || true; PID=; }
+median() { sed -n 's/.*median_ms=\([0-9.]*\).*/\1/p'; }
+cpu() { awk '{print $14 + $15}' "/proc/$PID/stat"; } # clock ticks
+
+mkdir -p "$H"
+start new
+MQ_HOME=$H "$WORK/bin.new/mqsub" --array "1-$N" T true >/dev/null
+stop
+hz=$(getconf CLK_TCK)
+echo "== $N jobs queued in target T; base $(git -C "$ROOT" rev-parse --short "$BASE") against the work tree, $ROUNDS rounds"
+for ((r = 1; r <= ROUNDS; r++)); do
+	for side in base new; do
+		start "$side"
+		sum=$(MQ_HOME=$H "$WORK/bin.new/mqbench" times -n 10 -warmup 2 -- "$WORK/bin.$side/mqstat" --summary -t T | median)
+		c0=$(cpu)
+		MQ_HOME=$H timeout "$WAIT_S" "$WORK/bin.$side/mqwait" -t T -Q >/dev/null 2>&1 || true
+		c1=$(cpu)
+		echo "round $r $side: mqstat --summary -t T median $sum ms; CLS CPU over ${WAIT_S} s of mqwait -t T $(((c1 - c0) * 1000 / hz)) ms; load $(cut -d' ' -f1 /proc/loadavg)"
+		stop
+	done
+done

@@ -116,3 +116,12 @@ ORDER BY t.name LIMIT 8;
 -- name: JobEnv
 -- A job's own environment, where its time limit is (MQ_TIME_LIMIT).
 SELECT env FROM job_env WHERE job_id = ?;
+
+-- name: TopID
+-- The highest job id given (0: none): a bound on how many jobs there are.
+SELECT coalesce(max(id), 0) FROM jobs;
+
+-- name: PrefixJobs
+-- How many jobs, up to a bound, the targets whose names lie in [?, ?)
+-- hold (a target prefix's): counted through jobs_target, not reading rows.
+SELECT count(*) FROM (SELECT 1 FROM jobs WHERE target_id IN (SELECT id FROM targets WHERE name >= ? AND name < ?) LIMIT ?);

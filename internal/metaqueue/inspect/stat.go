@@ -89,6 +89,13 @@ type span struct{ first, last int64 }
 // arguments at gap and gap+1 (-1 when it has none), and Stat runs it once
 // a gap, so a million members cost nothing.
 func statQuery(st protocol.Stat, after int64) (q string, args []any, gap int, err error) {
+	return buildStat(st, after, false)
+}
+
+// buildStat is statQuery; byTarget reads the jobs of a target prefix's
+// targets by target (jobs_target), sorted, rather than every job in id
+// order: for a prefix whose targets hold few of the jobs (fewByPrefix).
+func buildStat(st protocol.Stat, after int64, byTarget bool) (q string, args []any, gap int, err error) {
 	var where []string
 	if after > 0 {
 		where = append(where, "j.id > ?")
@@ -109,7 +116,11 @@ func statQuery(st protocol.Stat, after int64) (q string, args []any, gap int, er
 	if st.TargetPrefix != "" {
 		// Names are valid UTF-8, which has no 0xff byte, so the names
 		// starting with the prefix are those in [prefix, prefix+0xff).
-		where = append(where, "t.name >= ? AND t.name < ?")
+		cond := "t.name >= ? AND t.name < ?"
+		if byTarget {
+			cond = "j.target_id IN (SELECT id FROM targets WHERE name >= ? AND name < ?)"
+		}
+		where = append(where, cond)
 		args = append(args, st.TargetPrefix, st.TargetPrefix+"\xff")
 	}
 	states := st.States
@@ -352,7 +363,11 @@ func (r *Reader) byState(ctx context.Context, st protocol.Stat, after int64, emi
 
 // stat runs one query of a listing.
 func (r *Reader) stat(ctx context.Context, db Querier, st protocol.Stat, after int64, emit func([]protocol.JobInfo) error) error {
-	q, args, _, err := statQuery(st, after)
+	few, err := fewByPrefix(ctx, db, st)
+	if err != nil {
+		return err
+	}
+	q, args, _, err := buildStat(st, after, few)
 	if err != nil {
 		return err
 	}
@@ -365,6 +380,32 @@ func (r *Reader) stat(ctx context.Context, db Querier, st protocol.Stat, after i
 		return err
 	}
 	return b.flush()
+}
+
+// prefixShare: a listing by target prefix reads the jobs of the prefix's
+// targets by target, then sorts them by id, when they are at most one in
+// prefixShare of the ids given; past it, reading every job in id order
+// costs less (at a million jobs: 0.8 s to find a Snakemake run's few
+// jobs by a scan, 0.01 s by target; all of them, 6 s by a scan, 7-11 s
+// by target and sorted).
+const prefixShare = 4
+
+// fewByPrefix says whether st lists by target prefix, and the prefix's
+// targets hold few enough jobs to read them by target (prefixShare),
+// counted up to the bound through the jobs_target index.
+func fewByPrefix(ctx context.Context, db Querier, st protocol.Stat) (bool, error) {
+	if st.TargetPrefix == "" || len(st.IDs) > 0 {
+		return false, nil // named jobs are read by id
+	}
+	var top, n int64
+	if err := db.QueryRowContext(ctx, queries.Get("TopID")).Scan(&top); err != nil {
+		return false, err
+	}
+	bound := top/prefixShare + 1
+	if err := db.QueryRowContext(ctx, queries.Get("PrefixJobs"), st.TargetPrefix, st.TargetPrefix+"\xff", bound).Scan(&n); err != nil {
+		return false, err
+	}
+	return n < bound, nil
 }
 
 // statGaps runs a collapsed listing once for each gap between arrays

@@ -6,7 +6,10 @@
 # that same MQ_HOME: `mqstat --summary -t T` (10 runs after 2 to warm up,
 # mqbench times, median), and the CLS's CPU time over TARGET_WAIT_S
 # seconds of `mqwait -t T` (which waits on: nothing runs), from
-# /proc/PID/stat.
+# /proc/PID/stat; and beside them 3 jobs of a Snakemake run (targets
+# smk.run1.r1.1 ...): the listing `mq-status` asks of it every second
+# (`mqstat --target-prefix smk.run1. -s WQHPEDFBX --json`) and `mqstat
+# --summary --target-prefix smk.run1.`, 10 runs after 2, medians.
 #
 # Usage: scripts/bench/targets.sh BASE     TARGET_N=1000000 TARGET_ROUNDS=2 TARGET_WAIT_S=10
 # Not for CI: it wants a quiet machine.
@@ -48,6 +51,7 @@ cpu() { awk '{print $14 + $15}' "/proc/$PID/stat"; } # clock ticks
 mkdir -p "$H"
 start new
 MQ_HOME=$H "$WORK/bin.new/mqsub" --array "1-$N" T true >/dev/null
+for i in 1 2 3; do MQ_HOME=$H "$WORK/bin.new/mqsub" "smk.run1.r$i.1" true >/dev/null; done
 stop
 hz=$(getconf CLK_TCK)
 echo "== $N jobs queued in target T; base $(git -C "$ROOT" rev-parse --short "$BASE") against the work tree, $ROUNDS rounds"
@@ -55,10 +59,12 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	for side in base new; do
 		start "$side"
 		sum=$(MQ_HOME=$H "$WORK/bin.new/mqbench" times -n 10 -warmup 2 -- "$WORK/bin.$side/mqstat" --summary -t T | median)
+		list=$(MQ_HOME=$H "$WORK/bin.new/mqbench" times -n 10 -warmup 2 -- "$WORK/bin.$side/mqstat" --target-prefix smk.run1. -s WQHPEDFBX --json | median)
+		psum=$(MQ_HOME=$H "$WORK/bin.new/mqbench" times -n 10 -warmup 2 -- "$WORK/bin.$side/mqstat" --summary --target-prefix smk.run1. | median)
 		c0=$(cpu)
 		MQ_HOME=$H timeout "$WAIT_S" "$WORK/bin.$side/mqwait" -t T -Q >/dev/null 2>&1 || true
 		c1=$(cpu)
-		echo "round $r $side: mqstat --summary -t T median $sum ms; CLS CPU over ${WAIT_S} s of mqwait -t T $(((c1 - c0) * 1000 / hz)) ms; load $(cut -d' ' -f1 /proc/loadavg)"
+		echo "round $r $side: mqstat --summary -t T median $sum ms; CLS CPU over ${WAIT_S} s of mqwait -t T $(((c1 - c0) * 1000 / hz)) ms; a run's listing by prefix $list ms, its --summary $psum ms; load $(cut -d' ' -f1 /proc/loadavg)"
 		stop
 	done
 done

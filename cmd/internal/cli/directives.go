@@ -2,11 +2,9 @@ package cli
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/urfave/cli/v2"
 
@@ -40,18 +38,11 @@ func applyDirectives(c *cli.Context, env Env) error {
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(dir, path)
 	}
-	// O_NONBLOCK: opening a FIFO for reading would wait for a writer.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil // a program on PATH, or a script elsewhere: nothing to read
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil
-	}
-	h, err := jobscript.Read(f)
+	h, ok, err := jobscript.ReadFile(path)
 	if err != nil {
 		return Usagef("%s: %v", script, err)
+	} else if !ok {
+		return nil // a program on PATH, a script elsewhere, not a file: nothing to read
 	}
 	if len(h.Lines) == 0 && len(h.Foreign) > 0 {
 		fmt.Fprintf(c.App.ErrWriter, "%s: warning: %s's %s lines are not read: write them as %s lines of mqsub's flags (%s --time 4:00:00 -c 8 --mem 16G)\n",

@@ -16,8 +16,10 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/mq-hpc/mq/internal/shellwords"
 )
@@ -74,6 +76,22 @@ func Read(r io.Reader) (Head, error) {
 		}
 	}
 	return h, nil
+}
+
+// ReadFile reads the head of the script at path (Read); ok is false when
+// there is nothing to read: no such file, or not a regular file.
+func ReadFile(path string) (h Head, ok bool, err error) {
+	// O_NONBLOCK: opening a FIFO for reading would wait for a writer.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return Head{}, false, nil
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return Head{}, false, nil
+	}
+	h, err = Read(f)
+	return h, err == nil, err
 }
 
 // Of is the script a job's command words run, "" when they run none: its

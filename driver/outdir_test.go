@@ -4,10 +4,11 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mq-hpc/mq/internal/otheruser"
 )
 
 // TestLocalOutDirOfOtherUser: in a shared sticky directory (as /tmp),
@@ -17,27 +18,8 @@ import (
 // and read or forge every job's output. A directory of our own there
 // is fine.
 func TestLocalOutDirOfOtherUser(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to act as another user (runuser)")
-	}
-	if _, err := exec.LookPath("runuser"); err != nil {
-		t.Skip("runuser is not installed")
-	}
-	if _, err := user.Lookup("mqagent"); err != nil {
-		if out, err := exec.Command("useradd", "-m", "-s", "/bin/sh", "mqagent").CombinedOutput(); err != nil {
-			if _, lerr := user.Lookup("mqagent"); lerr != nil {
-				t.Skipf("useradd mqagent: %v: %s", err, out)
-			}
-		}
-	}
-	shared, err := os.MkdirTemp("", "mqdriver-shared-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(shared) })
-	if err := os.Chmod(shared, 0o777|os.ModeSticky); err != nil {
-		t.Fatal(err)
-	}
+	otheruser.Need(t)
+	shared := otheruser.SharedDir(t, "mqdriver-shared-")
 	theirs, open := filepath.Join(shared, "theirs"), filepath.Join(shared, "open")
 	if out, err := exec.Command("runuser", "-u", "mqagent", "--", "sh", "-c", "umask 0 && mkdir "+theirs+" "+open).CombinedOutput(); err != nil {
 		t.Fatalf("mqagent's mkdir: %v: %s", err, out)

@@ -3,11 +3,11 @@ package placeholder
 import (
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/mq-hpc/mq/internal/otheruser"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -85,35 +85,15 @@ func TestScratchRefusesOutputOutside(t *testing.T) {
 // directory of theirs: the attempt does not start, and nothing of it is
 // made in their directory.
 func TestScratchRefusesPlantedDir(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to act as another user (runuser)")
-	}
-	if _, err := exec.LookPath("runuser"); err != nil {
-		t.Skip("runuser is not installed")
-	}
-	if _, err := user.Lookup("mqagent"); err != nil {
-		// Exit 9: made meanwhile by a concurrent test.
-		if out, err := exec.Command("useradd", "-m", "-s", "/bin/sh", "mqagent").CombinedOutput(); err != nil {
-			if _, lerr := user.Lookup("mqagent"); lerr != nil {
-				t.Skipf("useradd mqagent: %v: %s", err, out)
-			}
-		}
-	}
-	work, err := os.MkdirTemp("", "mqscratch-shared-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(work) })
-	if err := os.Chmod(work, 0o777|os.ModeSticky); err != nil {
-		t.Fatal(err)
-	}
+	otheruser.Need(t)
+	work := otheruser.SharedDir(t, "mqscratch-shared-")
 	theirs := filepath.Join(work, "theirs")
 	script := "umask 0 && mkdir " + theirs + " && ln -s " + theirs + " " + filepath.Join(work, scratchDir)
 	if out, err := exec.Command("runuser", "-u", "mqagent", "--", "sh", "-c", script).CombinedOutput(); err != nil {
 		t.Fatalf("mqagent's setup: %v: %s", err, out)
 	}
 	a := &Agent{}
-	_, err = a.newScratch(work, protocol.Assignment{ID: 7, Attempt: 1, Scratch: true, Cwd: work})
+	_, err := a.newScratch(work, protocol.Assignment{ID: 7, Attempt: 1, Scratch: true, Cwd: work})
 	if err == nil || !strings.Contains(err.Error(), "not a directory of yours") {
 		t.Errorf("newScratch through mqagent's link: %v, want refused", err)
 	}

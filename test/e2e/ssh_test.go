@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"os/user"
 	"path/filepath"
 	"slices"
@@ -23,6 +22,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/mq-hpc/mq/internal/otheruser"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -909,33 +909,8 @@ func testSSHAgentOtherUser(t *testing.T, mode string) {
 
 // otherUser returns the unprivileged user mqagent (made if missing), whom
 // tests run programs as with runuser; it skips the test unless it runs as
-// root with useradd and runuser.
-func otherUser(t *testing.T) (u *user.User, uid, gid int) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to create the user mqagent and run programs as it (runuser); this test runs as uid " + strconv.Itoa(os.Geteuid()))
-	}
-	for _, p := range []string{"useradd", "runuser"} {
-		if _, err := exec.LookPath(p); err != nil {
-			t.Skipf("%s is not installed", p)
-		}
-	}
-	const name = "mqagent"
-	if _, err := user.Lookup(name); err != nil {
-		// Exit 9: made meanwhile by a concurrent run.
-		out, err := exec.Command("useradd", "-m", "-s", "/bin/sh", name).CombinedOutput()
-		if ee, ok := err.(*exec.ExitError); err != nil && !(ok && ee.ExitCode() == 9) {
-			t.Fatalf("useradd %s: %v: %s", name, err, out)
-		}
-	}
-	u, err := user.Lookup(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	uid, _ = strconv.Atoi(u.Uid)
-	gid, _ = strconv.Atoi(u.Gid)
-	return u, uid, gid
-}
+// root with useradd and runuser (otheruser.Need).
+func otherUser(t *testing.T) (u *user.User, uid, gid int) { return otheruser.Need(t) }
 
 // keyFP is the fingerprint `cls key list` shows for the key called name.
 func (h *harness) keyFP(name string) string {

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mq-hpc/mq/internal/otheruser"
 )
 
 // asOther runs a shell script as the unprivileged user name and returns
@@ -35,14 +37,7 @@ func asOther(name, script string) (string, error) {
 func TestStdioPlantedByOtherUser(t *testing.T) {
 	u, _, _ := otherUser(t)
 	h := newHarness(t)
-	shared, err := os.MkdirTemp("", "mqe2e-shared-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(shared) })
-	if err := os.Chmod(shared, 0o777|os.ModeSticky); err != nil {
-		t.Fatal(err)
-	}
+	shared := otheruser.SharedDir(t, "mqe2e-shared-")
 	victim := filepath.Join(h.dir, "victim")
 	if err := os.WriteFile(victim, []byte("precious\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -190,14 +185,7 @@ func TestOtherUserReadsNothing(t *testing.T) {
 func TestKeyNewPlantedPub(t *testing.T) {
 	u, _, _ := otherUser(t)
 	h := newHarness(t)
-	shared, err := os.MkdirTemp("", "mqe2e-shared-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(shared) })
-	if err := os.Chmod(shared, 0o777|os.ModeSticky); err != nil {
-		t.Fatal(err)
-	}
+	shared := otheruser.SharedDir(t, "mqe2e-shared-")
 	victim := filepath.Join(h.dir, "victim")
 	if err := os.WriteFile(victim, []byte("precious\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -156,6 +156,7 @@ const rewriteArgs = "rewriteArgs"
 func Tidy(app *cli.App) {
 	app.HideHelpCommand = true
 	tidyFlags(app.Flags)
+	app.Flags = namedOnce(app.Flags)
 	var walk func([]*cli.Command)
 	walk = func(cs []*cli.Command) {
 		for _, c := range cs {
@@ -182,6 +183,7 @@ func Tidy(app *cli.App) {
 				}
 			}
 			tidyFlags(c.Flags)
+			c.Flags = namedOnce(c.Flags)
 			walk(c.Subcommands)
 		}
 	}

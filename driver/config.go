@@ -78,7 +78,9 @@ type Config struct {
 	// Log is told what the driver does that a program may want to know:
 	// reconnections to the CLS, and the CLS's warnings about submitted
 	// jobs, such as one no placeholder can hold, which then waits (once
-	// a run). Nil discards it all.
+	// a run). Nil passes the warnings alone to the default logger
+	// (slog.Default when the driver starts), as net/http's servers log to
+	// the log package's: a wait that never ends is then explained.
 	Log *slog.Logger
 }
 
@@ -140,7 +142,22 @@ func (c *Config) fill() error {
 		c.Dir = wd
 	}
 	if c.Log == nil {
-		c.Log = slog.New(slog.DiscardHandler)
+		c.Log = slog.New(warnings{slog.Default().Handler()})
 	}
 	return nil
+}
+
+// warnings is a handler that passes on records of level Warn and above.
+type warnings struct{ slog.Handler }
+
+func (w warnings) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && w.Handler.Enabled(ctx, l)
+}
+
+func (w warnings) WithAttrs(as []slog.Attr) slog.Handler {
+	return warnings{w.Handler.WithAttrs(as)}
+}
+
+func (w warnings) WithGroup(name string) slog.Handler {
+	return warnings{w.Handler.WithGroup(name)}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -676,5 +677,22 @@ func TestConfigHomeLikeCommands(t *testing.T) {
 	}
 	if d, err = New(Config{Local: true}); err != nil || !d.Local() || d.Config().Home != "" {
 		t.Fatalf("Config{Local: true}: %v, %+v", err, d)
+	}
+}
+
+// TestConfigLogDefault: without a Log the driver's warnings (a job no
+// placeholder can hold waits) reach the default logger, and nothing less.
+func TestConfigLogDefault(t *testing.T) {
+	d, err := New(Config{Local: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, ctx := d.Config().Log, context.Background()
+	if !log.Enabled(ctx, slog.LevelWarn) || log.Enabled(ctx, slog.LevelInfo) {
+		t.Errorf("nil Log: Warn enabled %v, Info enabled %v; want the default logger's warnings only",
+			log.Enabled(ctx, slog.LevelWarn), log.Enabled(ctx, slog.LevelInfo))
+	}
+	if w := log.With("a", 1).WithGroup("g"); !w.Enabled(ctx, slog.LevelError) || w.Enabled(ctx, slog.LevelDebug) {
+		t.Error("With and WithGroup lost the level")
 	}
 }

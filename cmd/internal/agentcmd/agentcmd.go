@@ -139,7 +139,8 @@ func Run(ctx context.Context, name string, mode Mode, args []string, stderr io.W
 		return err
 	}
 	if f.cpuprofile != "" {
-		pf, err := os.Create(f.cpuprofile)
+		// Never through a link, nor into another user's file (see cls's).
+		pf, err := mqhome.OpenFile(f.cpuprofile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 		if err != nil {
 			return err
 		}

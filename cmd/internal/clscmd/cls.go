@@ -23,8 +23,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/mq-hpc/mq/internal/metaqueue/dc"
-
 	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/client"
@@ -32,6 +30,8 @@ import (
 	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
 	"github.com/mq-hpc/mq/internal/cls"
 	"github.com/mq-hpc/mq/internal/metaqueue"
+	"github.com/mq-hpc/mq/internal/metaqueue/dc"
+	"github.com/mq-hpc/mq/internal/mqhome"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/internal/walltime"
 	"github.com/mq-hpc/mq/internal/web"
@@ -221,7 +221,7 @@ func startProfile(path string) (stop func(), err error) {
 	if path == "" {
 		return func() {}, nil
 	}
-	f, err := os.Create(path)
+	f, err := createProfile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -232,10 +232,18 @@ func startProfile(path string) (stop func(), err error) {
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
+// createProfile creates or empties the profile file path as os.Create
+// does, but never through a symbolic link, and only a file of the user's
+// that others cannot write: profiles go to /tmp, where another user may
+// have put a file of that name first.
+func createProfile(path string) (*os.File, error) {
+	return mqhome.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+}
+
 // writeHeapProfile writes the live heap to path, after a collection.
 func writeHeapProfile(path string, errw io.Writer) {
 	runtime.GC()
-	f, err := os.Create(path)
+	f, err := createProfile(path)
 	if err == nil {
 		err = errors.Join(pprof.WriteHeapProfile(f), f.Close())
 	}

@@ -101,6 +101,7 @@ func Main(ctx context.Context, app *cli.App, args []string) int {
 // it, cancelling ctx when the client goes away.
 func Run(ctx context.Context, app *cli.App, args []string) int {
 	Tidy(app)
+	namedOnceAll(app)
 	app.ExitErrHandler = func(*cli.Context, error) {} // we map errors ourselves
 	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
 		return usageError{msg: flagMessageIn(app.Flags, err)}
@@ -156,7 +157,6 @@ const rewriteArgs = "rewriteArgs"
 func Tidy(app *cli.App) {
 	app.HideHelpCommand = true
 	tidyFlags(app.Flags)
-	app.Flags = namedOnce(app.Flags)
 	var walk func([]*cli.Command)
 	walk = func(cs []*cli.Command) {
 		for _, c := range cs {
@@ -183,7 +183,6 @@ func Tidy(app *cli.App) {
 				}
 			}
 			tidyFlags(c.Flags)
-			c.Flags = namedOnce(c.Flags)
 			walk(c.Subcommands)
 		}
 	}

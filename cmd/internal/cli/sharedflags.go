@@ -87,8 +87,24 @@ func (f *boolFlag) GetDefaultText() string {
 	return f.BoolFlag.GetDefaultText()
 }
 
+// namedOnceAll wraps the flags of app and of all its commands (namedOnce).
+// Run does, and not Tidy: the fish completion `cls docs` writes, and bash
+// completion's list of flags, tell flags apart by their concrete types.
+func namedOnceAll(app *cli.App) {
+	app.Flags = namedOnce(app.Flags)
+	var walk func([]*cli.Command)
+	walk = func(cs []*cli.Command) {
+		for _, c := range cs {
+			c.Flags = namedOnce(c.Flags)
+			walk(c.Subcommands)
+		}
+	}
+	walk(app.Commands)
+}
+
 // namedOnce is fs with each flag of the types above wrapped so that its
-// Names is made once; others (and flags wrapped already) are as they were.
+// Names is made once; others, hidden booleans (which bash completion skips
+// only as a *cli.BoolFlag) and flags wrapped already are as they were.
 func namedOnce(fs []cli.Flag) []cli.Flag {
 	out := make([]cli.Flag, len(fs))
 	for i, f := range fs {
@@ -97,7 +113,10 @@ func namedOnce(fs []cli.Flag) []cli.Flag {
 		case *cli.StringFlag:
 			out[i] = &stringFlag{f, n}
 		case *cli.BoolFlag:
-			out[i] = &boolFlag{f, n}
+			out[i] = f
+			if !f.Hidden {
+				out[i] = &boolFlag{f, n}
+			}
 		case *cli.IntFlag:
 			out[i] = &intFlag{f, n}
 		case *cli.Uint64Flag:

@@ -350,11 +350,14 @@ func (e *env) check() {
 			return fmt.Errorf("targets table: %s", strings.Join(terrs, "; "))
 		}
 		total, done, bad := map[int32]int{}, map[int32]int{}, map[int32]int{}
-		counts, byTarget := map[int32]*[128]int{}, map[int32][128]int{}
+		counts, byTarget, byTargetQueue := map[int32]*[128]int{}, map[int32][128]int{}, map[[2]int32][128]int{}
 		for _, r := range all {
 			c := byTarget[r.target]
 			c[r.state]++
 			byTarget[r.target] = c
+			c = byTargetQueue[[2]int32{r.target, r.queue}]
+			c[r.state]++
+			byTargetQueue[[2]int32{r.target, r.queue}] = c
 			total[r.target]++
 			if r.state == job.Done {
 				done[r.target]++
@@ -446,6 +449,12 @@ func (e *env) check() {
 		for tid := range targets {
 			if got := e.s.states.Target(dag.TargetID(tid)); got != byTarget[tid] {
 				errs = append(errs, fmt.Sprintf("target %d: jobs kept by state %v, storage has %v", tid, stateCounts(got), stateCounts(byTarget[tid])))
+			}
+			for q := range e.s.queueIDs {
+				want := byTargetQueue[[2]int32{tid, q}]
+				if got, ok := e.s.states.TargetIn(dag.TargetID(tid), q); ok && got != want {
+					errs = append(errs, fmt.Sprintf("target %d in queue %d: jobs kept by state %v, storage has %v", tid, q, stateCounts(got), stateCounts(want)))
+				}
 			}
 		}
 		for q, c := range counts {

@@ -458,7 +458,7 @@ func (s *Store) recount(c dag.Change) {
 	}
 	cnt[c.To]++
 	s.arrays.Count(c.ID, c.From, c.To)
-	s.states.Move(c.ID, c.Target, c.From, c.To)
+	s.states.Move(c.ID, c.Target, c.Queue, c.From, c.To)
 }
 
 // readyEntry is how a queue's heap sees a job that became ready. An SJF

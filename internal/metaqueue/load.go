@@ -152,7 +152,7 @@ func (s *Store) loadJobs(ctx context.Context, rows *loadscan.Pipe[loadscan.Job],
 		id, q, t, state := r.ID, r.Queue, r.Target, r.State
 		s.nextID = id + 1
 		s.arrays.Count(id, 0, state)
-		s.states.Move(id, dag.TargetID(t), 0, state)
+		s.states.Move(id, dag.TargetID(t), q, 0, state)
 		if state.Terminal() {
 			ended[count{t, q, state}]++
 			if state == job.Done && r.Ran.Valid {

@@ -51,7 +51,7 @@ func (c progressCore) EachSpent(f func(int32, string, float64)) { c.s.ledger.Eac
 func (c progressCore) Queue(name string) (int32, bool)          { return c.s.queueID(name) }
 func (c progressCore) Unstarted() iter.Seq[int64]               { return c.s.running.Unstarted(c.s.executingIn) }
 func (c progressCore) ArrayCounts(a, b int64) ([128]int, bool)  { return c.s.arrays.Span(a, b) }
-func (c progressCore) TargetCounts(t dag.TargetID) [128]int     { return c.s.states.Target(t) }
+func (c progressCore) Targets() progress.Targets                { return &c.s.states }
 
 func (c progressCore) EachCount(f func(int32, *[128]int)) {
 	for q, n := range c.s.counts {

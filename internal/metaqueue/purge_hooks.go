@@ -66,7 +66,7 @@ func (c purgeCore) NextID() int64    { return c.s.nextID }
 func (c purgeCore) Forget(e purge.Ended) {
 	c.s.countsFor(e.Queue)[e.State]--
 	c.s.arrays.Count(e.ID, e.State, 0)
-	c.s.states.Move(e.ID, dag.TargetID(e.Target), e.State, 0)
+	c.s.states.Move(e.ID, dag.TargetID(e.Target), e.Queue, e.State, 0)
 }
 
 func (c purgeCore) Live(id int64) bool            { _, ok := c.s.g.Node(id); return ok }

@@ -17,7 +17,8 @@ import (
 // asks of the target: mqstat --summary -t (a progress count once, with
 // what was spent), mqwait -t's first frame (the watch opened and
 // counted), and the same two of the target in its queue (mqstat
-// --summary -q -t, mqwait -q -t: counted from the rows).
+// --summary -q -t, mqwait -q -t: from the counts kept by target and
+// queue).
 func BenchmarkTargetCounts(b *testing.B) {
 	n := 100_000
 	if bigBenchmarks() {

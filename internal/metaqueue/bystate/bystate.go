@@ -6,8 +6,9 @@
 // than the listings gain (BENCHMARKS.md, "Dashboard cost"). A bit a job
 // a state costs 1.1 MB for every million ids and a move two word writes.
 //
-// It keeps every target's jobs by state as well (Targets), moved with
-// them: what mqwait -t and mqstat --summary -t answer.
+// It keeps every target's jobs by state and queue as well (Targets),
+// moved with them: what mqwait -t and mqstat --summary -t answer, with -q
+// or without.
 //
 // The core moves a job at each change of its state, where it counts its
 // queues' jobs (and the arrays' members): at load, at every change, and
@@ -29,13 +30,14 @@ type Sets struct {
 	targets Targets
 }
 
-// Move takes job id of target t out of state from and into state to; 0
-// for either is none (a new job, a purged one). Ids below 1 are ignored.
-func (s *Sets) Move(id int64, t dag.TargetID, from, to job.State) {
+// Move takes job id of target t in queue q out of state from and into
+// state to; 0 for either is none (a new job, a purged one). Ids below 1
+// are ignored.
+func (s *Sets) Move(id int64, t dag.TargetID, q int32, from, to job.State) {
 	if id < 1 || from == to {
 		return
 	}
-	s.targets.Move(t, from, to)
+	s.targets.Move(t, q, from, to)
 	w, b := id/64, uint64(1)<<(id%64)
 	if from != 0 && int(from) < len(s.bits) && w < int64(len(s.bits[from])) && s.bits[from][w]&b != 0 {
 		s.bits[from][w] &^= b
@@ -134,6 +136,10 @@ func (s *Sets) Page(states []job.State, after int64, limit int) (ids []int64, in
 
 // Target is target t's jobs by state letter, as they are now.
 func (s *Sets) Target(t dag.TargetID) [128]int { return s.targets.Of(t) }
+
+// TargetIn is target t's jobs in queue q by state letter, as they are
+// now, and false when they are not known (Targets.In).
+func (s *Sets) TargetIn(t dag.TargetID, q int32) ([128]int, bool) { return s.targets.In(t, q) }
 
 // Reset empties every state, before a load.
 func (s *Sets) Reset() { *s = Sets{} }

@@ -10,16 +10,16 @@ import (
 func TestSetsMoveAndIDs(t *testing.T) {
 	var s Sets
 	for id := int64(1); id <= 1000; id++ {
-		s.Move(id, 1, 0, job.Queued)
+		s.Move(id, 1, 1, 0, job.Queued)
 	}
 	for _, id := range []int64{63, 64, 65, 127, 128, 999} {
-		s.Move(id, 1, job.Queued, job.Failed)
+		s.Move(id, 1, 1, job.Queued, job.Failed)
 	}
-	s.Move(500, 1, job.Queued, job.Executing)
-	s.Move(500, 1, job.Executing, job.Done)
-	s.Move(999, 1, job.Failed, 0) // purged
-	s.Move(5000, 1, 0, job.Deleted)
-	s.Move(7, 1, job.Held, job.Done) // not held: only enters D
+	s.Move(500, 1, 1, job.Queued, job.Executing)
+	s.Move(500, 1, 1, job.Executing, job.Done)
+	s.Move(999, 1, 1, job.Failed, 0) // purged
+	s.Move(5000, 1, 1, 0, job.Deleted)
+	s.Move(7, 1, 1, job.Held, job.Done) // not held: only enters D
 	for _, tc := range []struct {
 		states []job.State
 		after  int64
@@ -56,17 +56,17 @@ func BenchmarkMove(b *testing.B) {
 	var s Sets
 	const n = 1 << 20
 	for id := int64(1); id <= n; id++ {
-		s.Move(id, 1, 0, job.Queued)
+		s.Move(id, 1, 1, 0, job.Queued)
 		if id%1000 == 0 {
-			s.Move(id, 1, job.Queued, job.Failed)
+			s.Move(id, 1, 1, job.Queued, job.Failed)
 		}
 	}
 	b.Run("move", func(b *testing.B) {
 		id := int64(0)
 		for b.Loop() {
 			id = id%n + 1
-			s.Move(id, 1, job.Queued, job.Executing)
-			s.Move(id, 1, job.Executing, job.Queued)
+			s.Move(id, 1, 1, job.Queued, job.Executing)
+			s.Move(id, 1, 1, job.Executing, job.Queued)
 		}
 	})
 	b.Run("page", func(b *testing.B) {
@@ -88,7 +88,7 @@ func TestSetsSpan(t *testing.T) {
 		case id%5 == 0:
 			st = job.Done
 		}
-		s.Move(id, 1, 0, st)
+		s.Move(id, 1, 1, 0, st)
 	}
 	for _, tc := range [][2]int64{{1, 300}, {1, 1}, {63, 64}, {64, 127}, {65, 200}, {0, 1000}, {250, 240}, {301, 400}} {
 		var want [128]int

@@ -61,7 +61,7 @@ func keptStates(t testing.TB, w *sql.Conn) *stateSources {
 		if err := rows.Scan(&id, &st); err != nil {
 			t.Fatal(err)
 		}
-		src.sets.Move(id, 1, 0, job.State(st[0]))
+		src.sets.Move(id, 1, 1, 0, job.State(st[0]))
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
@@ -92,7 +92,7 @@ func TestStatByState(t *testing.T) {
 	src := keptStates(t, w)
 	// The core is ahead of the read's snapshot: a job it has failed is
 	// still stored done, and the listing shows the stored state.
-	src.sets.Move(12345, 1, job.Done, job.Failed)
+	src.sets.Move(12345, 1, 1, job.Done, job.Failed)
 	scan, named := New(w, "", nil), New(w, "", src)
 	list := func(r *Reader, st protocol.Stat, after int64) []int64 {
 		var out []int64

@@ -40,9 +40,17 @@ type State interface {
 	// ArrayCounts is the members by state of the array whose ids are
 	// exactly first..last, if there is one, kept as they change.
 	ArrayCounts(first, last int64) ([128]int, bool)
-	// TargetCounts is a target's jobs by state (those with a row: purged
-	// ones are not), kept as they change.
-	TargetCounts(t dag.TargetID) [128]int
+	// Targets are the targets' jobs by state, kept as they change.
+	Targets() Targets
+}
+
+// Targets is each target's jobs by state (those with a row: purged ones
+// are not), kept as they change (module bystate).
+type Targets interface {
+	Target(t dag.TargetID) [128]int
+	// TargetIn is the same of a target's jobs in queue q, and false when
+	// the core does not know them (they are then counted from rows).
+	TargetIn(t dag.TargetID, q int32) ([128]int, bool)
 }
 
 // count counts the watch's jobs as they are now.
@@ -140,14 +148,18 @@ func (w *Watch) lookup(st State) (counted bool, err error) {
 	return w.targetKnown(st)
 }
 
-// targetKnown looks the watch's target up and, unless a queue narrows it
-// (the core keeps counts by target, not by target and queue), counts it
-// from the target's kept counts, reading no job.
+// targetKnown looks the watch's target up and counts it (in its queue,
+// if one narrows it) from the target's kept counts, reading no job; false
+// where the core does not know them by queue (Targets.In).
 func (w *Watch) targetKnown(st State) (counted bool, err error) {
-	if err := w.lookupTarget(st); err != nil || w.hasQ {
+	if err := w.lookupTarget(st); err != nil {
 		return false, err
 	}
-	w.counts = st.TargetCounts(w.target)
+	if w.hasQ {
+		w.counts, counted = st.Targets().TargetIn(w.target, w.queue)
+		return counted, nil
+	}
+	w.counts = st.Targets().Target(w.target)
 	return true, nil
 }
 

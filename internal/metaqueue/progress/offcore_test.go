@@ -96,12 +96,14 @@ func TestStreamOffCore(t *testing.T) {
 		change(2, job.Executing, job.Done)()
 		change(6, 0, job.Queued)()
 	}}
+	queueA := int32(1)
 	for _, tc := range []struct {
 		name          string
 		req           protocol.Progress
 		before, after map[int]func()
 		arrays        map[[2]int64][128]int
 		targets       map[dag.TargetID][128]int
+		inQueue       *int32
 		want          map[string]int
 	}{
 		{name: "target, no change", req: protocol.Progress{Queue: "a", Target: "t"}, want: map[string]int{"Q": 1, "E": 1, "D": 1, "W": 1}},
@@ -117,6 +119,10 @@ func TestStreamOffCore(t *testing.T) {
 			arrays: map[[2]int64][128]int{{1, 6}: {job.Done: 6}}, want: map[string]int{"D": 6}},
 		{name: "a target alone: its kept counts, no job read", req: protocol.Progress{Target: "t"},
 			targets: map[dag.TargetID][128]int{1: {job.Queued: 2, job.Executing: 1}}, want: map[string]int{"Q": 2, "E": 1}},
+		{name: "a target in its queue: its kept counts by queue, no job read", req: protocol.Progress{Queue: "a", Target: "t"},
+			targets: map[dag.TargetID][128]int{1: {job.Queued: 2, job.Executing: 1}}, inQueue: &queueA, want: map[string]int{"Q": 2, "E": 1}},
+		{name: "a target in another queue: none, no job read", req: protocol.Progress{Queue: "b", Target: "t"},
+			targets: map[dag.TargetID][128]int{1: {job.Queued: 2, job.Executing: 1}}, inQueue: &queueA, want: map[string]int{}},
 		{name: "target, recounted on the core meanwhile", req: protocol.Progress{Queue: "a", Target: "t"},
 			before: map[int]func(){2: func() {
 				change(7, 0, job.Held)()
@@ -130,7 +136,7 @@ func TestStreamOffCore(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c = &hookedCore{core: core{world: newWorld(), set: Set{}}, before: tc.before, after: tc.after}
 			c.world.err = errors.New("the core's writer is not read")
-			c.world.arrays, c.world.targets = tc.arrays, tc.targets
+			c.world.arrays, c.world.targets, c.world.inQueue = tc.arrays, tc.targets, tc.inQueue
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			var got *protocol.ProgressReply

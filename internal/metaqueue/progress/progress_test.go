@@ -32,8 +32,10 @@ type world struct {
 	ahead  []int64 // handed out, not started (P)
 	arrays map[[2]int64][128]int
 	db     *sql.DB // what Query reads, if set
-	// targets are the targets' kept counts
+	// targets are the targets' kept counts; every job of them is in
+	// queue inQueue if set, else their counts by queue are not known
 	targets map[dag.TargetID][128]int
+	inQueue *int32
 }
 
 func (w *world) Node(id int64) (dag.Node, bool) { n, ok := w.nodes[id]; return n, ok }
@@ -72,8 +74,20 @@ func (w *world) Query(q string, args ...any) (*sql.Rows, error) {
 	}
 	return nil, w.err
 }
-func (w *world) Unstarted() iter.Seq[int64]           { return slices.Values(w.ahead) }
-func (w *world) TargetCounts(t dag.TargetID) [128]int { return w.targets[t] }
+func (w *world) Unstarted() iter.Seq[int64] { return slices.Values(w.ahead) }
+func (w *world) Targets() Targets           { return worldTargets{w} }
+
+// worldTargets are a world's targets' counts: by queue, only those of
+// inQueue's queue are known.
+type worldTargets struct{ w *world }
+
+func (t worldTargets) Target(id dag.TargetID) [128]int { return t.w.targets[id] }
+func (t worldTargets) TargetIn(id dag.TargetID, q int32) ([128]int, bool) {
+	if t.w.inQueue == nil || *t.w.inQueue != q {
+		return [128]int{}, false
+	}
+	return t.w.targets[id], true
+}
 func (w *world) ArrayCounts(first, last int64) ([128]int, bool) {
 	c, ok := w.arrays[[2]int64{first, last}]
 	return c, ok

@@ -315,11 +315,49 @@ func (w *Watch) spending(st State, r *protocol.ProgressReply) {
 func (w *Watch) spentRows(read query, r *protocol.ProgressReply) error {
 	q, args := queries.Get("SpentByRange"), []any{w.req.First, w.req.Last}
 	if w.hasT {
+		few, err := w.fewCharges(read)
+		if err != nil {
+			return storage(err)
+		}
 		q, args = queries.Get("SpentByTarget"), []any{int32(w.target)}
-		if w.hasQ {
+		switch {
+		case w.hasQ && few:
+			q, args = queries.Get("SpentByTargetQueueCharges"), append(args, w.queue)
+		case w.hasQ:
 			q, args = queries.Get("SpentByTargetQueue"), append(args, w.queue)
+		case few:
+			q = queries.Get("SpentByTargetCharges")
 		}
 	}
+	return w.spent(read, r, q, args)
+}
+
+// fewCharges says whether fewer attempts were charged than w counted
+// jobs (a target of a million jobs, a few thousand run): its spending
+// then reads every charge, each looking its job up, rather than every
+// job of the target, each looking its charges up. Charges are counted
+// up to that bound, so deciding costs at most what it saves.
+func (w *Watch) fewCharges(read query) (bool, error) {
+	jobs := 0
+	for _, n := range w.counts {
+		jobs += n
+	}
+	rows, err := read(queries.Get("ChargesUpTo"), jobs+1)
+	if err != nil {
+		return false, err
+	}
+	n := 0
+	for rows.Next() {
+		if err := rows.Scan(&n); err != nil {
+			rows.Close()
+			return false, err
+		}
+	}
+	return n <= jobs, closeRows(rows)
+}
+
+// spent fills r with what query q (site, cost) says was spent.
+func (w *Watch) spent(read query, r *protocol.ProgressReply, q string, args []any) error {
 	rows, err := read(q, args...)
 	if err != nil {
 		return storage(err)

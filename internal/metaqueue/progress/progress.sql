@@ -30,9 +30,28 @@ SELECT c.site, sum(c.cost) FROM charges c JOIN jobs j ON j.id = c.job_id
 WHERE j.target_id = ? AND EXISTS (SELECT 1 FROM charges) GROUP BY c.site;
 
 -- name: SpentByTargetQueue
--- What the attempts of a target's jobs in one queue cost, per site.
+-- What the attempts of a target's jobs in one queue cost, per site (an
+-- attempt's charge names its job's queue: the job's row is not read; the
+-- + keeps SQLite from reading the queue's charges for every job).
 SELECT c.site, sum(c.cost) FROM charges c JOIN jobs j ON j.id = c.job_id
-WHERE j.target_id = ? AND j.queue_id = ? AND EXISTS (SELECT 1 FROM charges) GROUP BY c.site;
+WHERE j.target_id = ? AND +c.queue_id = ? AND EXISTS (SELECT 1 FROM charges) GROUP BY c.site;
+
+-- name: ChargesUpTo
+-- How many attempts were charged, counted up to a bound.
+SELECT count(*) FROM (SELECT 1 FROM charges LIMIT ?);
+
+-- name: SpentByTargetCharges
+-- SpentByTarget reading every charge rather than every job of the target
+-- (for a target of more jobs than there are charges), in the order
+-- SpentByTarget sums them (by job, then attempt: the sums are the same to
+-- the bit).
+SELECT site, sum(cost) FROM (SELECT c.site, c.cost FROM charges c CROSS JOIN jobs j ON j.id = c.job_id
+	WHERE j.target_id = ? ORDER BY c.job_id, c.attempt) GROUP BY site;
+
+-- name: SpentByTargetQueueCharges
+-- SpentByTargetQueue reading every charge of the queue.
+SELECT site, sum(cost) FROM (SELECT c.site, c.cost FROM charges c CROSS JOIN jobs j ON j.id = c.job_id
+	WHERE j.target_id = ? AND +c.queue_id = ? ORDER BY c.job_id, c.attempt) GROUP BY site;
 
 -- name: SpentByRange
 -- What the attempts of an id range's jobs cost, per site.

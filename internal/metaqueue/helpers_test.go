@@ -1,6 +1,7 @@
 package metaqueue
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -443,6 +444,13 @@ func (e *env) check() {
 			got, in, _ := e.s.states.Page([]job.State{st}, 0, 0)
 			if !slices.Equal(got, want) || in != len(want) {
 				errs = append(errs, fmt.Sprintf("jobs kept in state %s: %v (%d), storage has %v", st, got, in, want))
+			}
+		}
+		// Every stored job is in its queue's runs of ids (bystate).
+		for id, r := range all {
+			runs, ok := e.s.states.QueueRuns(r.queue)
+			if i, _ := slices.BinarySearchFunc(runs, id, func(run [2]int64, id int64) int { return cmp.Compare(run[1], id) }); ok && (i == len(runs) || id < runs[i][0]) {
+				errs = append(errs, fmt.Sprintf("job %d of queue %d is outside its runs %v", id, r.queue, runs))
 			}
 		}
 		// Every target's jobs by state (bystate) are storage's.

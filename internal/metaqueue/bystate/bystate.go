@@ -28,6 +28,7 @@ type Sets struct {
 	bits    [128][]uint64 // by the state's letter: bit id%64 of word id/64
 	n       [128]int
 	targets Targets
+	queues  Spans
 }
 
 // Move takes job id of target t in queue q out of state from and into
@@ -38,6 +39,9 @@ func (s *Sets) Move(id int64, t dag.TargetID, q int32, from, to job.State) {
 		return
 	}
 	s.targets.Move(t, q, from, to)
+	if from == 0 {
+		s.queues.Add(q, id)
+	}
 	w, b := id/64, uint64(1)<<(id%64)
 	if from != 0 && int(from) < len(s.bits) && w < int64(len(s.bits[from])) && s.bits[from][w]&b != 0 {
 		s.bits[from][w] &^= b
@@ -140,6 +144,17 @@ func (s *Sets) Target(t dag.TargetID) [128]int { return s.targets.Of(t) }
 // TargetIn is target t's jobs in queue q by state letter, as they are
 // now, and false when they are not known (Targets.In).
 func (s *Sets) TargetIn(t dag.TargetID, q int32) ([128]int, bool) { return s.targets.In(t, q) }
+
+// QueueRuns are runs of ids, first and last, that hold every job of
+// queue q, in id order, and false when they are not kept (Spans.Of).
+func (s *Sets) QueueRuns(q int32) ([][2]int64, bool) {
+	runs, ok := s.queues.Of(q)
+	out := make([][2]int64, len(runs))
+	for i, r := range runs {
+		out[i] = [2]int64{r.First, r.Last}
+	}
+	return out, ok
+}
 
 // Reset empties every state, before a load.
 func (s *Sets) Reset() { *s = Sets{} }

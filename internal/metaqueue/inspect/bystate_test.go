@@ -50,7 +50,7 @@ func (s sparseSets) Page(states []job.State, after int64, limit int) ([]int64, i
 func keptStates(t testing.TB, w *sql.Conn) *stateSources {
 	t.Helper()
 	src := &stateSources{}
-	rows, err := w.QueryContext(context.Background(), "SELECT id, state FROM jobs")
+	rows, err := w.QueryContext(context.Background(), "SELECT id, state, queue_id FROM jobs ORDER BY id")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,10 +58,11 @@ func keptStates(t testing.TB, w *sql.Conn) *stateSources {
 	for rows.Next() {
 		var id int64
 		var st string
-		if err := rows.Scan(&id, &st); err != nil {
+		var q int32
+		if err := rows.Scan(&id, &st, &q); err != nil {
 			t.Fatal(err)
 		}
-		src.sets.Move(id, 1, 1, 0, job.State(st[0]))
+		src.sets.Move(id, 1, q, 0, job.State(st[0]))
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)

@@ -75,6 +75,9 @@ type StateSets interface {
 	Page(states []job.State, after int64, limit int) (ids []int64, in, all int)
 	// Span counts the jobs first..last by state letter.
 	Span(first, last int64) [128]int
+	// QueueRuns are runs of ids, first and last, that hold every job of
+	// queue q, in id order, and false when they are not kept.
+	QueueRuns(q int32) ([][2]int64, bool)
 }
 
 // inStates is a page of the core's jobs in the states given (StateSets.Page).

@@ -117,6 +117,9 @@ ORDER BY t.name LIMIT 8;
 -- A job's own environment, where its time limit is (MQ_TIME_LIMIT).
 SELECT env FROM job_env WHERE job_id = ?;
 
+-- name: QueueID
+SELECT id FROM queues WHERE name = ?;
+
 -- name: TopID
 -- The highest job id given (0: none): a bound on how many jobs there are.
 SELECT coalesce(max(id), 0) FROM jobs;

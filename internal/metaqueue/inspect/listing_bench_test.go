@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
 	"testing"
 
 	"github.com/mq-hpc/mq/internal/metaqueue/internal/modtest"
@@ -67,5 +68,44 @@ func benchStateListing(b *testing.B, r *Reader) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkQueueListing is the dashboard's first page of a queue's jobs
+// (/jobs?queue=, 100 jobs and one more) at 100,000 jobs (1,000,000 with
+// MQ_BENCH_BIG=1): "small", a queue of 40 jobs submitted together late,
+// and "default", every other job. "scan" reads the jobs in id order
+// until the page is full (all of them for the small queue), "kept" reads
+// the queue's runs of ids the core keeps (bystate.Spans).
+func BenchmarkQueueListing(b *testing.B) {
+	n := 100_000
+	if os.Getenv("MQ_BENCH_BIG") != "" {
+		n = 1_000_000
+	}
+	w := modtest.NewDB(b)
+	fillJobs(b, w, n)
+	for _, q := range []string{
+		"INSERT INTO queues (id, name, created) VALUES (2, 'small', 0)",
+		fmt.Sprintf("UPDATE jobs SET queue_id = 2 WHERE id BETWEEN %d AND %d", n-1000, n-961),
+	} {
+		if _, err := w.ExecContext(context.Background(), q); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, src := range []struct {
+		name string
+		src  Sources
+	}{{"scan", nil}, {"kept", keptStates(b, w)}} {
+		r := New(w, "", src.src)
+		for _, queue := range []string{"small", "default"} {
+			b.Run(fmt.Sprintf("%s/%s/jobs=%d", src.name, queue, n), func(b *testing.B) {
+				for b.Loop() {
+					js, err := r.Page(b.Context(), protocol.Stat{Queue: queue}, 0, 101)
+					if want := map[string]int{"small": 40, "default": 101}[queue]; err != nil || len(js) != want {
+						b.Fatal(len(js), err)
+					}
+				}
+			})
+		}
 	}
 }

@@ -242,7 +242,99 @@ func (r *Reader) Stat(ctx context.Context, st protocol.Stat, after int64, emit f
 	if done, err := r.byState(ctx, st, after, emit); done || err != nil {
 		return err
 	}
+	if done, err := r.byQueue(ctx, st, after, emit); done || err != nil {
+		return err
+	}
 	return r.scan(ctx, st, after, emit)
+}
+
+// queueShare: byQueue reads a queue's runs of ids when they hold at
+// most one id in queueShare of those above the listing's start.
+const queueShare = 4
+
+// byQueue lists the jobs of a listing by queue (the dashboard's
+// /jobs?queue=, mqstat -q) from the runs of ids the core says hold every
+// job of the queue (bystate.Spans), one query a run in id order, each
+// keeping every condition: a queue of a few jobs among a million is
+// found without reading the others (there is no index on the queue). It
+// says false, having listed nothing, when the listing names a target or
+// prefix, jobs or the latest ones, or collapses arrays, or the runs hold too
+// many of the ids.
+func (r *Reader) byQueue(ctx context.Context, st protocol.Stat, after int64, emit func([]protocol.JobInfo) error) (bool, error) {
+	if st.Queue == "" || st.Target != "" || st.TargetPrefix != "" || len(st.IDs) > 0 || st.Last > 0 || st.Collapse || r.src == nil {
+		return false, nil
+	}
+	tx, err := r.db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback()
+	// The snapshot is taken first: the core's runs, which only grow, then
+	// hold every job of the queue it has.
+	var qid int32
+	var top int64
+	if err := tx.QueryRowContext(ctx, queries.Get("TopID")).Scan(&top); err != nil {
+		return false, err
+	}
+	if err := tx.QueryRowContext(ctx, queries.Get("QueueID"), st.Queue).Scan(&qid); errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	lo, hi := after+1, top
+	if st.To > 0 {
+		lo, hi = max(lo, st.From), min(hi, st.To)
+	}
+	var runs [][2]int64
+	known := false
+	err = r.src.States(ctx, func(s StateSets) error { runs, known = s.QueueRuns(qid); return nil })
+	if errors.Is(err, ErrBusy) || (err == nil && !known) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	runs = clipRuns(runs, lo, hi)
+	n := int64(0)
+	for _, run := range runs {
+		n += run[1] - run[0] + 1
+	}
+	if n*queueShare > hi-lo+1 {
+		return false, nil
+	}
+	b := newBatcher(emit)
+	for _, run := range runs {
+		page := st
+		page.From, page.To = run[0], run[1]
+		q, args, _, err := statQuery(page, 0)
+		if err != nil {
+			return true, err
+		}
+		rows, err := tx.QueryContext(ctx, q, args...)
+		if err != nil {
+			return true, err
+		}
+		n, err := r.list(ctx, tx, rows, st.Earlier, b)
+		if err != nil {
+			return true, err
+		}
+		if st.Limit > 0 {
+			if st.Limit -= n; st.Limit <= 0 {
+				break
+			}
+		}
+	}
+	return true, b.flush()
+}
+
+// clipRuns are the parts of runs (first, last) within lo..hi.
+func clipRuns(runs [][2]int64, lo, hi int64) [][2]int64 {
+	var out [][2]int64
+	for _, run := range runs {
+		if run[0], run[1] = max(run[0], lo), min(run[1], hi); run[0] <= run[1] {
+			out = append(out, run)
+		}
+	}
+	return out
 }
 
 // scan is Stat reading the jobs in id order.

@@ -336,11 +336,15 @@ func (w *Watch) spentRows(read query, r *protocol.ProgressReply) error {
 // jobs (a target of a million jobs, a few thousand run): its spending
 // then reads every charge, each looking its job up, rather than every
 // job of the target, each looking its charges up. Charges are counted
-// up to that bound, so deciding costs at most what it saves.
+// up to that bound, so deciding costs at most what it saves; a target of
+// fewer than smallTarget jobs is read by its jobs without asking.
 func (w *Watch) fewCharges(read query) (bool, error) {
 	jobs := 0
 	for _, n := range w.counts {
 		jobs += n
+	}
+	if jobs < smallTarget {
+		return false, nil
 	}
 	rows, err := read(queries.Get("ChargesUpTo"), jobs+1)
 	if err != nil {
@@ -355,6 +359,10 @@ func (w *Watch) fewCharges(read query) (bool, error) {
 	}
 	return n <= jobs, closeRows(rows)
 }
+
+// smallTarget: fewCharges reads a target of fewer jobs by its jobs, a
+// few lookups, rather than asking first how many charges there are.
+const smallTarget = 64
 
 // spent fills r with what query q (site, cost) says was spent.
 func (w *Watch) spent(read query, r *protocol.ProgressReply, q string, args []any) error {

@@ -5,7 +5,8 @@ package bystate
 // (the dashboard's /jobs?queue=, mqstat -q) reads those runs instead of
 // every job to find a small queue's few (there is no index on the
 // queue: one would cost every submission, BENCHMARKS.md). Ids come in
-// increasing order, so a job extends its queue's last run or opens one;
+// increasing order (one below its queue's last run makes every queue's
+// runs unknown), so a job extends its queue's last run or opens one;
 // past maxRuns, the two runs with the least between them are joined (a
 // run may then hold other queues' jobs, which the listing's query leaves
 // out). A queue costs at most maxRuns x 16 bytes. Its zero value is
@@ -15,6 +16,9 @@ type Spans struct {
 	// over says a job was counted in a queue whose id is past maxQueue:
 	// its runs are not kept (Of says false).
 	over bool
+	// disordered says a job came below its queue's last run: no queue's
+	// runs are trusted (Of says false), and listings read every job.
+	disordered bool
 }
 
 // Run is the ids First..Last.
@@ -37,6 +41,10 @@ func (s *Spans) Add(q int32, id int64) {
 		s.runs = append(s.runs, make([][]Run, int(q)+1-len(s.runs))...)
 	}
 	rs := s.runs[q]
+	if n := len(rs); n > 0 && id < rs[n-1].First {
+		s.disordered = true // which the core never does: nothing is known
+		return
+	}
 	if n := len(rs); n > 0 && id <= rs[n-1].Last+1 {
 		rs[n-1].Last = max(rs[n-1].Last, id)
 		return
@@ -57,6 +65,9 @@ func (s *Spans) Add(q int32, id int64) {
 
 // Of is queue q's runs in id order, and false when they are not kept.
 func (s *Spans) Of(q int32) ([]Run, bool) {
+	if s.disordered {
+		return nil, false
+	}
 	if q < 0 || q >= maxQueue {
 		return nil, !s.over
 	}

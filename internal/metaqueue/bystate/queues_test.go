@@ -56,3 +56,17 @@ func TestSpansRandom(t *testing.T) {
 		t.Errorf("runs %v, want 3-5, 9, 20", runs)
 	}
 }
+
+// TestSpansDisordered: a job below its queue's last run (which the core
+// never gives) makes every queue's runs unknown rather than wrong.
+func TestSpansDisordered(t *testing.T) {
+	var s Spans
+	s.Add(1, 100)
+	s.Add(2, 101)
+	s.Add(1, 50)
+	for q := range int32(3) {
+		if runs, ok := s.Of(q); ok {
+			t.Errorf("queue %d: runs %v said known after a job out of order", q, runs)
+		}
+	}
+}

@@ -9,7 +9,21 @@ INSERT INTO jobs (id, queue_id, target_id, state, command, cwd, est, submitted)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?);
 
 -- name: SetState
-UPDATE jobs SET state = ? WHERE id = ?;
+-- Job ?3 moves to state ?1. Its ready time (jobs.ready, migration 032;
+-- NULL: since submitted) follows in the same UPDATE, where the job's own
+-- columns are its old values; ?2 is the move's time when the job becomes
+-- Queued, else NULL (dc.State.Stored). Ready at ?2 when its prerequisites make
+-- it ready; released from a hold, ready since the time it had (a hold
+-- taken while ready, mqalter's too, keeps it), else since ?2; leaving
+-- Queued, its NULL becomes the submission time it meant, so that a hold
+-- and its release keep it; any other move keeps it. Requeue and Unclaim
+-- leave it: a requeued attempt keeps the job's ready time.
+-- dc.State.BecameReady keeps the same in memory. Each parameter is
+-- anonymous and used once: the driver allocates a numbered one's name on
+-- every run.
+UPDATE jobs SET state = ?, ready = coalesce(iif(state = 'H', ready, NULL), ?,
+		iif(state = 'Q', coalesce(ready, submitted), ready))
+WHERE id = ?;
 
 -- name: Finish
 UPDATE jobs SET state = ?, exit = ?, started = ?, finished = ?, reason = ?,
@@ -34,9 +48,11 @@ UPDATE jobs SET state = ?, attempt_base = attempt_base + 1, row_attempt = NULL, 
 WHERE id = ?;
 
 -- name: Rerun
-UPDATE jobs SET state = ?, attempt_base = attempts, row_attempt = NULL, placeholder_id = NULL, started = NULL,
+-- A rerun job ready (Queued) is ready since ?3, the rerun; one waiting gets
+-- its ready time when it becomes ready (SetState).
+UPDATE jobs SET state = ?1, ready = CASE WHEN ?1 = 'Q' THEN ?3 END, attempt_base = attempts, row_attempt = NULL, placeholder_id = NULL, started = NULL,
 	finished = NULL, exit = NULL, reason = NULL, cpu_user = NULL, cpu_sys = NULL, max_rss = NULL
-WHERE id = ?;
+WHERE id = ?2;
 
 -- name: SetCommand
 UPDATE jobs SET command = ? WHERE id = ?;
@@ -89,10 +105,13 @@ WHERE j.id = ?;
 -- name: LoadJobs
 -- Every job, in one pass at load, in seven columns (each costs every row):
 -- the state as its letter's code point (an integer: no string per job); a
--- Done job's runtime, where known, else the start; an Executing job's
+-- Done job's runtime, where known, a Queued job's ready time (SetState),
+-- else the start; an Executing job's
 -- attempt, attempt base, placeholder and prefetched flag as one text.
 SELECT id, queue_id, target_id, unicode(state), est,
-	CASE WHEN state = 'D' THEN CASE WHEN finished > started THEN finished - started END ELSE started END,
+	CASE WHEN state = 'D' THEN CASE WHEN finished > started THEN finished - started END
+		WHEN state = 'Q' THEN coalesce(ready, submitted)
+		ELSE started END,
 	CASE WHEN state = 'E' THEN coalesce(row_attempt, attempts) || ' ' || attempt_base || ' ' || coalesce(placeholder_id, 0) || ' ' || (prefetched IS NOT NULL) END
 FROM jobs ORDER BY id;
 

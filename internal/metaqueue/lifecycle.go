@@ -368,7 +368,7 @@ func (s *Store) rerun(id int64, n dag.Node, was job.State, command string) error
 		return err
 	}
 	j, _ := s.g.Node(id)
-	if _, err := s.stmts.rerun.Exec(string(j.State), id); err != nil {
+	if _, err := s.stmts.rerun.Exec(string(j.State), id, micros(s.now())); err != nil {
 		return fatalError{err}
 	}
 	if err := s.loadFiles(context.Background(), id); err != nil {
@@ -413,13 +413,13 @@ func (s *Store) applyChanges(ch []dag.Change, self int64, in *inserter) error {
 	for _, c := range ch {
 		s.recount(c)
 		if c.ID != self && !in.patch(c.ID, c.To) {
-			if _, err := s.stmts.setState.Exec(string(c.To), c.ID); err != nil {
+			if _, err := s.stmts.setState.Exec(string(c.To), s.data.Stored(c.To, s.now()), c.ID); err != nil {
 				return fatalError{err}
 			}
 		}
 		if c.To == job.Queued {
 			if s.plans.Active() {
-				s.plans.Ready(c.ID, s.now())
+				s.plans.Ready(c.ID, c.From, s.now())
 			}
 			// A job that became ready while a submission inserts (in)
 			// waits for the submission's settle to enter a cp queue's
@@ -430,7 +430,7 @@ func (s *Store) applyChanges(ch []dag.Change, self int64, in *inserter) error {
 					q.ready.Compact((&asking{s: s}).Current) // entries left by holds and releases
 				}
 				if q.isDC() {
-					s.data.BecameReady(c.ID, s.now())
+					s.data.BecameReady(c.ID, c.From, s.now())
 				}
 			}
 		}
@@ -490,7 +490,7 @@ func (s *Store) reconcile(ctx context.Context, queued []int64) ([]int64, error) 
 	}
 	for _, c := range ch {
 		s.recount(c)
-		if _, err := s.stmts.setState.Exec(string(c.To), c.ID); err != nil {
+		if _, err := s.stmts.setState.Exec(string(c.To), s.data.Stored(c.To, s.now()), c.ID); err != nil {
 			return nil, err
 		}
 		if c.To == job.Queued {

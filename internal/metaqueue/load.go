@@ -168,6 +168,9 @@ func (s *Store) loadJobs(ctx context.Context, rows *loadscan.Pipe[loadscan.Job],
 		switch state {
 		case job.Queued:
 			queued = append(queued, id)
+			if eq := s.queueIDs[q]; eq != nil && eq.isDC() { // queue time since the stored ready time
+				s.data.LoadReady(id, q, time.UnixMicro(r.Ran.Int64), now)
+			}
 		case job.Executing:
 			// A fresh lease: the placeholder may still be running it and will
 			// report or heartbeat once it reconnects.
@@ -208,15 +211,13 @@ func (s *Store) loadJobs(ctx context.Context, rows *loadscan.Pipe[loadscan.Job],
 	}
 	s.data.Learn(&ran, func(t int32) string { return s.g.Name(dag.TargetID(t)) })
 
-	if s.nextID == 0 {
-		s.nextID = 1
-	}
+	s.nextID = max(s.nextID, 1)
 	return queued, nil
 }
 
 // fillReady pushes the Queued jobs onto their queues' ready heaps, in id
 // order (cheap pushes for FCFS). A DC queue counts their queue time from
-// now, this run's start.
+// their stored ready time (loadJobs), one the load made ready from now.
 func (s *Store) fillReady(queued []int64, now time.Time) {
 	if s.bl.On() {
 		s.rankAll() // now that the jobs are loaded
@@ -239,7 +240,7 @@ func (s *Store) fillReady(queued []int64, now time.Time) {
 			if q := s.queueIDs[j.Queue]; q != nil {
 				q.ready.Push(s.readyEntry(q, id, j.Est, j.Target))
 				if q.isDC() {
-					s.data.LoadReady(id, now)
+					s.data.LoadReady(id, j.Queue, now, now)
 				}
 			}
 		}

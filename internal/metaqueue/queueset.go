@@ -46,7 +46,7 @@ func (s *Store) SetQueue(ctx context.Context, qs protocol.QueueSet) (protocol.Qu
 			return err
 		}
 		next := c.Settings(q.QueueInfo)
-		if err := c.Save(context.Background(), s.w, q.id, next); err != nil {
+		if err := c.Save(context.Background(), s.w, q.id, next, s.now()); err != nil {
 			return queuesErr(err)
 		}
 		if c.Economics() {
@@ -84,10 +84,9 @@ func (s *Store) loadQueues(ctx context.Context) error {
 // switchPolicy moves queue q's ready jobs onto a heap ordered by pol,
 // each ranked afresh (readyEntry).
 func (s *Store) switchPolicy(q *queue, pol policy.Info) {
-	old := q.ready
+	old, toDC := q.ready, pol.Kind == policy.Choosing && !q.isDC()
 	q.pol, q.ready = pol, policy.NewHeap(pol.Order)
 	s.countDC() // ranks every job if this is the first cp queue
-	toDC := pol.Kind == policy.Choosing
 	now := s.now()
 	for {
 		r, ok := old.Pop()
@@ -99,7 +98,7 @@ func (s *Store) switchPolicy(q *queue, pol policy.Info) {
 		}
 		q.ready.Push(r)
 		if toDC {
-			s.data.BecameReady(r.ID, now) // queue time counts from the switch
+			s.data.Switched(r.ID, now) // queue time counts from the switch (queues.choosing_since)
 		}
 	}
 	s.data.Bump()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/policy"
+	"github.com/mq-hpc/mq/job"
 )
 
 // jobs is a Jobs over plain maps: bundles and their members going now.
@@ -81,7 +82,7 @@ func TestPickFor(t *testing.T) {
 			d.Count(1, 0)
 			q := policy.NewHeap(dcPol.Order)
 			for _, id := range tc.queue {
-				d.BecameReady(id, t0)
+				d.BecameReady(id, job.Waiting, t0)
 				q.Push(policy.Ready{ID: id})
 			}
 			d.SetPlaceholder(7, "A", "")
@@ -166,7 +167,7 @@ func TestPickForParked(t *testing.T) {
 			q := policy.NewHeap(dcPol.Order)
 			for _, id := range []int64{1, 3} {
 				d.AddJob(id, &Files{In: []File{{"/far", -1, true}}})
-				d.BecameReady(id, t0)
+				d.BecameReady(id, job.Waiting, t0)
 				q.Push(policy.Ready{ID: id})
 			}
 			a := Asking{Placeholder: 7, Now: t0.Add(time.Second)}
@@ -238,7 +239,7 @@ func TestPickForLogsStaging(t *testing.T) {
 			at := d.SetPlaceholder(7, "A", "h")
 			d.Locate("/in2", Loc{At: at, Size: 1e9})
 			d.AddJob(2, &Files{In: []File{{"/in2", -1, true}}})
-			d.BecameReady(2, t0)
+			d.BecameReady(2, job.Waiting, t0)
 			q := policy.NewHeap(dcPol.Order)
 			q.Push(policy.Ready{ID: 2})
 			var buf bytes.Buffer

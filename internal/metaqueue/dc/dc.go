@@ -31,6 +31,7 @@ import (
 
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/internal/sqlfile"
+	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -171,9 +172,12 @@ type State struct {
 	places  []Place          // indexed by policy.Site
 	placeID map[Place]policy.Site
 	phPlace map[int64]policy.Site // placeholder -> where it runs
-	readyAt map[int64]time.Time   // jobs of choosing queues: when first seen ready
-	expect  policy.Expect         // runtimes by target, of Done jobs (earlier runs' loaded at start)
-	arr     policy.Arrivals       // placeholders' requests, fed while a choosing queue exists
+	readyAt map[int64]time.Time   // jobs of choosing queues: when ready (BecameReady)
+	// chose is when each queue last began to choose, as stored
+	// (queues.choosing_since; LoadFiles), for LoadReady.
+	chose   map[int32]time.Time
+	expect  policy.Expect   // runtimes by target, of Done jobs (earlier runs' loaded at start)
+	arr     policy.Arrivals // placeholders' requests, fed while a choosing queue exists
 	lastAsk map[int64]time.Time
 	epoch   time.Time // arrival times are seconds since this
 	ndc     int       // choosing queues
@@ -198,7 +202,7 @@ func (d *State) Reset(now time.Time) {
 	*d = State{
 		files: map[int64]*Files{}, where: map[string]Loc{}, perHost: map[string]bool{},
 		placeID: map[Place]policy.Site{},
-		phPlace: map[int64]policy.Site{}, readyAt: map[int64]time.Time{}, lastAsk: map[int64]time.Time{},
+		phPlace: map[int64]policy.Site{}, readyAt: map[int64]time.Time{}, chose: map[int32]time.Time{}, lastAsk: map[int64]time.Time{},
 		epoch: now, links: d.links,
 	}
 }
@@ -390,7 +394,8 @@ func (d *State) AnyFiles() bool { return len(d.files) > 0 }
 
 // LoadFiles reads the declared files of live jobs (one job, or all when
 // id is 0) and calls each with each job's inputs (none: nil) for the
-// catalog.
+// catalog. Reading all, at load, it also reads when queues began to
+// choose (LoadReady).
 func (d *State) LoadFiles(ctx context.Context, db Querier, id int64, each func(id int64, in []File)) error {
 	q, args := queries.Get("LoadLive"), []any{}
 	if id != 0 {
@@ -439,7 +444,24 @@ func (d *State) LoadFiles(ctx context.Context, db Querier, id int64, each func(i
 	for jid, jf := range d.files {
 		each(jid, jf.inputs())
 	}
-	return nil
+	return d.loadChose(ctx, db)
+}
+
+func (d *State) loadChose(ctx context.Context, db Querier) error {
+	rows, err := db.QueryContext(ctx, queries.Get("LoadChoosingSince"))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var q int32
+		var since int64
+		if err := rows.Scan(&q, &since); err != nil {
+			return err
+		}
+		d.chose[q] = time.UnixMicro(since)
+	}
+	return rows.Err()
 }
 
 // InputPaths lists the files job id declared it reads (nil: none).
@@ -628,18 +650,55 @@ func (d *State) Outputs(id int64, outs []protocol.FileSum, reported, shared bool
 	return rec
 }
 
-// BecameReady notes when a job of a choosing queue became ready (its
-// queue time counts from then; a requeued job keeps its first time).
-func (d *State) BecameReady(id int64, now time.Time) {
-	if _, ok := d.readyAt[id]; !ok {
+// BecameReady notes that a job of a choosing queue moved from state from
+// to Queued at now: its queue time counts from then when its
+// prerequisites made it ready (from Waiting or Blocked: it was not ready
+// meanwhile, and its inputs may have been made again elsewhere), a rerun
+// or its submission; a requeued attempt (from Executing) and a release
+// from a hold (mqalter's too) keep the time it had, if it had one, so
+// that a job whose attempts fail at a placeholder by its data is not held
+// anew for a full bound each time. The database keeps the same time
+// (jobs.ready, written by the UPDATE that moves the job; LoadReady).
+func (d *State) BecameReady(id int64, from job.State, now time.Time) {
+	if _, ok := d.readyAt[id]; !ok || (from != job.Held && from != job.Executing) {
 		d.readyAt[id] = now
 	}
 	d.gen++
 }
 
-// LoadReady notes, at load, that a job of a choosing queue is ready
-// since now.
-func (d *State) LoadReady(id int64, now time.Time) { d.readyAt[id] = now }
+// Stored is the ready time the core's UPDATE that moves a job to state to
+// at now takes (jobs.sql, SetState), whatever its queue: now, in Unix
+// microseconds, for a job that becomes Queued; NULL for any other move,
+// where the statement keeps the stored time (NULL costs no allocation).
+func (*State) Stored(to job.State, now time.Time) any {
+	if to == job.Queued {
+		return now.UnixMicro()
+	}
+	return nil
+}
+
+// LoadReady notes, at load, that job id of choosing queue q has been
+// ready since since (stored: jobs.ready, or its submission), unless
+// already noted. It counts from no earlier than the queue's switch to
+// choosing (Switched), nor later than now (a clock set back).
+func (d *State) LoadReady(id int64, q int32, since, now time.Time) {
+	if _, ok := d.readyAt[id]; ok {
+		return
+	}
+	if chose, ok := d.chose[q]; ok && chose.After(since) {
+		since = chose
+	}
+	if since.After(now) {
+		since = now
+	}
+	d.readyAt[id] = since
+}
+
+// Switched notes that the queue of ready job id began to choose at now:
+// its queue time counts from the switch (the database keeps it as
+// queues.choosing_since), not from when it became ready under a policy
+// that did not wait for its data.
+func (d *State) Switched(id int64, now time.Time) { d.readyAt[id] = now }
 
 // Ended forgets a job that reached a terminal state.
 func (d *State) Ended(id int64) {

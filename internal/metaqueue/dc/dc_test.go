@@ -8,6 +8,7 @@ import (
 
 	"github.com/mq-hpc/mq/internal/metaqueue/internal/modtest"
 	"github.com/mq-hpc/mq/internal/policy"
+	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -196,8 +197,8 @@ func TestLearnedOnlyWithSJFQueues(t *testing.T) {
 func TestQueueTimeAndReady(t *testing.T) {
 	d := newState()
 	g := d.Gen()
-	d.BecameReady(1, t0)
-	d.BecameReady(1, t0.Add(time.Minute)) // requeued: keeps its first time
+	d.BecameReady(1, job.Waiting, t0)
+	d.BecameReady(1, job.Executing, t0.Add(time.Minute)) // requeued: keeps its first time
 	if d.Gen() == g {
 		t.Error("a job became ready and the decisions' generation did not move")
 	}
@@ -346,6 +347,33 @@ func TestAssigned(t *testing.T) {
 		in, out := tc.files.Assigned()
 		if !slices.Equal(in, tc.in) || !slices.Equal(out, tc.out) {
 			t.Errorf("%s: Assigned = %+v, %+v; want %+v, %+v", tc.name, in, out, tc.in, tc.out)
+		}
+	}
+}
+
+// TestReadyFrom: a job's queue time counts from when its prerequisites
+// made it ready; a requeue and a release keep it; a job not seen ready
+// before a release counts from then. At load it counts from the stored
+// time, no earlier than its queue's switch to choosing and no later than
+// now.
+func TestReadyFrom(t *testing.T) {
+	d := newState()
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	d.BecameReady(1, job.Waiting, at(0))
+	d.BecameReady(1, job.Executing, at(10)) // requeued
+	d.BecameReady(1, job.Held, at(20))      // released
+	d.BecameReady(2, job.Held, at(30))      // held before it was ready
+	d.BecameReady(3, job.Waiting, at(0))
+	d.BecameReady(3, job.Waiting, at(40)) // ready again after its prerequisite's rerun
+	d.Switched(4, at(50))
+	d.chose[7] = at(-10)
+	d.LoadReady(5, 7, at(-20), at(100)) // before the switch
+	d.LoadReady(6, 7, at(-5), at(100))
+	d.LoadReady(8, 7, at(200), at(100)) // a clock set back
+	d.LoadReady(1, 7, at(90), at(100))  // noted already
+	for id, want := range map[int64]float64{1: 100, 2: 70, 3: 60, 4: 50, 5: 110, 6: 105, 8: 0} {
+		if got := d.QueueTime(id, at(100)); got != want {
+			t.Errorf("job %d: queue time %g, want %g", id, got, want)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mq-hpc/mq/internal/dispatch"
 	"github.com/mq-hpc/mq/internal/policy"
+	"github.com/mq-hpc/mq/job"
 )
 
 // world lets every ready job go (a dispatch.World).
@@ -92,7 +93,7 @@ func TestPick(t *testing.T) {
 			d.AddJob(3, &Files{In: []File{{"/far", -1, true}}})
 			q := policy.NewHeap(tc.pol.Order)
 			for _, id := range tc.jobs {
-				d.BecameReady(id, t0)
+				d.BecameReady(id, job.Waiting, t0)
 				q.Push(policy.Ready{ID: id})
 			}
 			g := d.Gen()
@@ -168,7 +169,7 @@ func TestPickShapes(t *testing.T) {
 			cur, far := d.At("A", ""), d.At("B", "")
 			d.Locate("/far", Loc{At: far, Size: 1e9})
 			d.AddJob(1, &Files{In: []File{{"/far", -1, true}}})
-			d.BecameReady(1, t0)
+			d.BecameReady(1, job.Waiting, t0)
 			q := policy.NewHeap(dcPol.Order)
 			q.Push(policy.Ready{ID: 1})
 			p := &pool{here: map[int64]bool{1: true}, parked: []policy.Arrival{{Site: far, Placeholder: tc.parked}}}

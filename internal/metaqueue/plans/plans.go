@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/sqlfile"
+	"github.com/mq-hpc/mq/job"
 )
 
 //go:embed plans.sql
@@ -117,9 +118,16 @@ func (p *Plans) sortAll() {
 	}
 }
 
-// Ready notes that planned job id became ready at now.
-func (p *Plans) Ready(id int64, now time.Time) {
-	if _, ok := p.job[id]; ok {
+// Ready notes that planned job id moved from state from to Queued at now:
+// its patience counts from then, but a job released from a hold (mqalter's
+// too) keeps the time it had, if it had one, as the database does
+// (jobs.ready; Load). A requeued attempt gives it a fresh patience: its
+// planned site may take it again.
+func (p *Plans) Ready(id int64, from job.State, now time.Time) {
+	if _, ok := p.job[id]; !ok {
+		return
+	}
+	if _, ok := p.readyAt[id]; !ok || from != job.Held {
 		p.readyAt[id] = now
 	}
 }

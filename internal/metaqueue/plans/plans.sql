@@ -4,8 +4,14 @@
 -- samples read the core's and the catalog's tables, never write them.
 
 -- name: LoadLive
--- CROSS JOIN: driven from the few rows here, not a scan of every job.
-SELECT p.job_id, p.site, p.seq, coalesce(p.start_s - p.ready_s, 0) FROM job_plans p CROSS JOIN jobs j ON j.id = p.job_id
+-- CROSS JOIN: driven from the few rows here, not a scan of every job. The
+-- last column is when a ready job's patience counts from (Plans.Load): the
+-- latest of its ready time (jobs.ready; NULL: its submission), its last
+-- attempt's end (a requeue gave it a fresh patience) and its plan's making.
+SELECT p.job_id, p.site, p.seq, coalesce(p.start_s - p.ready_s, 0),
+	max(coalesce(j.ready, j.submitted), coalesce((SELECT max(a.finished) FROM attempts a WHERE a.job_id = p.job_id), 0),
+		coalesce((SELECT made FROM plans WHERE plans.id = p.plan_id), 0))
+FROM job_plans p CROSS JOIN jobs j ON j.id = p.job_id
 WHERE j.state NOT IN ('D', 'F', 'X');
 
 -- name: LoadFiles

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mq-hpc/mq/internal/metaqueue/internal/modtest"
 	"github.com/mq-hpc/mq/internal/policy"
+	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -70,7 +71,7 @@ func TestKeep(t *testing.T) {
 			if tt.seen >= 0 {
 				p.Seen("a", now.Add(-tt.seen))
 			}
-			p.Ready(1, now.Add(-tt.ready))
+			p.Ready(1, job.Waiting, now.Add(-tt.ready))
 			if got := p.Keep(tt.id, tt.asking, now); got != tt.wantKeep {
 				t.Errorf("Keep(%d, %q) = %v, want %v", tt.id, tt.asking, got, tt.wantKeep)
 			}
@@ -129,8 +130,8 @@ func TestActiveReadyEnded(t *testing.T) {
 	}
 	p.Ended(1) // nothing planned: nothing to do
 	p = *planned(map[int64]entry{1: {site: "a"}})
-	p.Ready(1, t0)
-	p.Ready(2, t0)
+	p.Ready(1, job.Waiting, t0)
+	p.Ready(2, job.Waiting, t0)
 	if _, ok := p.readyAt[2]; ok || p.readyAt[1] != t0 || !p.Active() {
 		t.Fatalf("readyAt %v, active %v; want only job 1 ready at t0", p.readyAt, p.Active())
 	}

@@ -15,7 +15,10 @@ import (
 )
 
 // Load reads the plans of live jobs at start (or after a failed commit):
-// a planned job that is Queued in g counts as ready since now.
+// a planned job that is Queued in g counts as ready since the latest of
+// its stored ready time (jobs.ready, or its submission), its last
+// attempt's end (a requeue) and its plan's making, as Ready and Record
+// count it in memory; never since after now.
 func (p *Plans) Load(ctx context.Context, db DB, g *dag.Graph, now time.Time) error {
 	p.Reset()
 	rows, err := db.QueryContext(ctx, queries.Get("LoadLive"))
@@ -27,13 +30,14 @@ func (p *Plans) Load(ctx context.Context, db DB, g *dag.Graph, now time.Time) er
 		var id int64
 		var e entry
 		var wait float64
-		if err := rows.Scan(&id, &e.site, &e.seq, &wait); err != nil {
+		var ready int64
+		if err := rows.Scan(&id, &e.site, &e.seq, &wait, &ready); err != nil {
 			return err
 		}
 		e.wait = waitOf(wait)
 		p.add(id, e)
 		if g.State(id) == job.Queued {
-			p.readyAt[id] = now
+			p.readyAt[id] = time.UnixMicro(min(ready, now.UnixMicro()))
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -121,6 +125,7 @@ func (p *Plans) Record(ctx context.Context, db DB, g *dag.Graph, rec Record, pl 
 			return 0, err
 		}
 		p.add(id, e)
+		delete(p.readyAt, id) // a held one's patience counts from its release
 		if j.State == job.Queued {
 			p.readyAt[id] = now
 		}

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/mq-hpc/mq/internal/batchfail"
 	"github.com/mq-hpc/mq/internal/policy"
@@ -141,8 +142,15 @@ func (c Change) Economics() bool { return c.Set.Deadline != nil || c.Set.Budget 
 
 // Save writes queue id's settings next (c.Settings) in the open
 // transaction: its row, and its defaults, deadline and budget where c
-// sets them.
-func (c Change) Save(ctx context.Context, ex Execer, id int32, next protocol.QueueInfo) error {
+// sets them. A switch to a choosing policy (DC, SA, XSufferage) from one
+// that is not is kept as the queue's choosing_since, now: its ready jobs'
+// queue time counts from no earlier, after a restart as before it.
+func (c Change) Save(ctx context.Context, ex Execer, id int32, next protocol.QueueInfo, now time.Time) error {
+	if c.Policy != nil && c.Policy.Kind == policy.Choosing {
+		if _, err := ex.ExecContext(ctx, queries.Get("StartChoosing"), now.UnixMicro(), id, choosingNames()); err != nil {
+			return batchfail.Store{Err: err}
+		}
+	}
 	if _, err := ex.ExecContext(ctx, queries.Get("UpdateQueue"),
 		next.Ceiling, next.MaxAttempts, next.RetryFailed, next.Policy, next.MaxCopies, next.MaxOutput, next.Output, id); err != nil {
 		return batchfail.Store{Err: err}
@@ -224,4 +232,16 @@ func CloneSummary(sum []protocol.QueueCounts) []protocol.QueueCounts {
 		out[i].SpentBySite = maps.Clone(out[i].SpentBySite)
 	}
 	return out
+}
+
+// choosingNames are the policies that choose, as ",dc,sa,": a stored
+// name in it chose already (StartChoosing).
+func choosingNames() string {
+	names := ","
+	for _, p := range policy.All() {
+		if p.Kind == policy.Choosing {
+			names += p.Name + ","
+		}
+	}
+	return names
 }

@@ -5,6 +5,12 @@
 -- name: UpdateQueue
 UPDATE queues SET ceiling_s = ?, max_attempts = ?, retry_failed = ?, policy = ?, max_copies = ?, max_output = ?, output = ? WHERE id = ?;
 
+-- name: StartChoosing
+-- Queue ?2 switches to a choosing policy at ?1: kept unless its policy
+-- chose already (?3 lists the choosing names, ",dc,sa,"), as the core's
+-- switch counts its ready jobs' queue time (migration 032).
+UPDATE queues SET choosing_since = ?1 WHERE id = ?2 AND instr(?3, ',' || policy || ',') = 0;
+
 -- name: SetEconomics
 INSERT INTO queue_economics (queue_id, deadline, budget) VALUES (?, ?, ?)
 ON CONFLICT (queue_id) DO UPDATE SET deadline = excluded.deadline, budget = excluded.budget;

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mq-hpc/mq/internal/metaqueue/internal/modtest"
 	"github.com/mq-hpc/mq/protocol"
@@ -137,7 +138,7 @@ func TestSave(t *testing.T) {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		cur = c.Settings(cur)
-		if err := c.Save(ctx, w, id, cur); err != nil {
+		if err := c.Save(ctx, w, id, cur, time.Now()); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		var got protocol.QueueInfo

@@ -56,6 +56,8 @@ func addedColumns(version int) []column {
 		}
 	case 31:
 		return []column{{"queues", "output TEXT NOT NULL DEFAULT '' CHECK (output IN ('', 'files'))"}}
+	case 32: // queue times that survive a restart
+		return []column{{"jobs", "ready INTEGER"}, {"queues", "choosing_since INTEGER"}}
 	}
 	return nil
 }

@@ -1,0 +1,15 @@
+-- Version 32: when a job's queue time counts from, so a restarted CLS
+-- goes on counting it (DC's starvation bound, a plan's patience) rather
+-- than starting every ready job's wait again at zero.
+-- jobs.ready: when the job last became ready on its own (its prerequisites
+-- done, a rerun, a release of a job that was not ready when held), in Unix
+-- microseconds; NULL: since it was submitted (a job submitted ready pays
+-- no write for it). The UPDATE that moves the job writes it (jobs.sql:
+-- SetState, Rerun); a hold taken while ready and a requeued attempt keep
+-- it. Jobs of older versions are NULL: counted from their submission.
+-- queues.choosing_since: when the queue last began to choose (cls queue
+-- set --policy dc, sa or xsufferage from a policy that does not): its
+-- ready jobs' queue time counts from no earlier; NULL: never switched.
+-- The columns are added ahead of this SQL (see steps.go, addedColumns),
+-- only when missing.
+SELECT 1;

@@ -21,6 +21,7 @@ import (
 
 	"github.com/mq-hpc/mq/client"
 	"github.com/mq-hpc/mq/cmd/internal/flagmsg"
+	"github.com/mq-hpc/mq/cmd/internal/flagnames"
 	"github.com/mq-hpc/mq/internal/version"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -101,7 +102,7 @@ func Main(ctx context.Context, app *cli.App, args []string) int {
 // it, cancelling ctx when the client goes away.
 func Run(ctx context.Context, app *cli.App, args []string) int {
 	Tidy(app)
-	namedOnceAll(app)
+	flagnames.Cache(app)
 	app.ExitErrHandler = func(*cli.Context, error) {} // we map errors ourselves
 	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
 		return usageError{msg: flagMessageIn(app.Flags, err)}

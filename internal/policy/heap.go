@@ -16,7 +16,7 @@ import (
 // the heap to plain Ready entries, so nothing is ever misstated.
 type Heap struct {
 	order Ordering
-	fcfs  bool // order is FCFS: entries compare by key alone
+	fcfs  bool // order is FCFS, under any name: entries compare by key alone
 	items []entry
 	wide  *heap.Heap[Ready] // used instead of items once an id does not pack
 }
@@ -45,7 +45,7 @@ func (e entry) ready() Ready {
 
 // NewHeap returns an empty heap ordered by o.
 func NewHeap(o Ordering) *Heap {
-	_, fcfs := o.(FCFS)
+	_, fcfs := o.(interface{ byArrival() })
 	return &Heap{order: o, fcfs: fcfs}
 }
 

@@ -39,6 +39,12 @@ type Ordering interface {
 type FCFS struct{}
 
 func (FCFS) Name() string { return "fcfs" }
+
+// byArrival marks FCFS and the orders that are FCFS under another name
+// (dc, sa, wqr, xsufferage): a Heap of any of them compares packed keys
+// alone instead of calling Less.
+func (FCFS) byArrival() {}
+
 func (FCFS) Less(a, b Ready) bool {
 	if differ, less := byPriority(a, b); differ {
 		return less

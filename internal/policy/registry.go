@@ -170,6 +170,7 @@ type namedFCFS string
 
 func (n namedFCFS) Name() string       { return string(n) }
 func (namedFCFS) Less(a, b Ready) bool { return FCFS{}.Less(a, b) }
+func (namedFCFS) byArrival()           {}
 
 // dcOrder keeps a dc queue's ready jobs oldest first, the order DC
 // examines them in, under DC's own name.

@@ -305,15 +305,7 @@ func (r *Reader) byQueue(ctx context.Context, st protocol.Stat, after int64, emi
 	for _, run := range runs {
 		page := st
 		page.From, page.To = run[0], run[1]
-		q, args, _, err := statQuery(page, 0)
-		if err != nil {
-			return true, err
-		}
-		rows, err := tx.QueryContext(ctx, q, args...)
-		if err != nil {
-			return true, err
-		}
-		n, err := r.list(ctx, tx, rows, st.Earlier, b)
+		n, err := r.listPage(ctx, tx, page, b)
 		if err != nil {
 			return true, err
 		}
@@ -419,15 +411,7 @@ func (r *Reader) byState(ctx context.Context, st protocol.Stat, after int64, emi
 		}
 		page := st
 		page.IDs, page.From, page.To = ids, 0, 0
-		q, args, _, err := statQuery(page, 0)
-		if err != nil {
-			return true, err
-		}
-		rows, err := tx.QueryContext(ctx, q, args...)
-		if err != nil {
-			return true, err
-		}
-		n, err := r.list(ctx, tx, rows, st.Earlier, b)
+		n, err := r.listPage(ctx, tx, page, b)
 		if err != nil {
 			return true, err
 		}
@@ -613,6 +597,20 @@ func (b *batcher) flush() error {
 	err := b.emit(b.jobs)
 	b.jobs, b.size = b.jobs[:0], 0
 	return err
+}
+
+// listPage lists the jobs page selects (statQuery) in tx into b, and
+// says how many.
+func (r *Reader) listPage(ctx context.Context, tx *sql.Tx, page protocol.Stat, b *batcher) (int, error) {
+	q, args, _, err := statQuery(page, 0)
+	if err != nil {
+		return 0, err
+	}
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	return r.list(ctx, tx, rows, page.Earlier, b)
 }
 
 // list reads a listing's rows into b, with each job's earlier attempts

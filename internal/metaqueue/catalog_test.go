@@ -746,3 +746,46 @@ func TestStagingResubmittedWhileStaged(t *testing.T) {
 		})
 	}
 }
+
+// TestDeclaredSizeSurvivesRestart: an output made without a checksum (the
+// agent did not hash it) is located at its producer with its declared size
+// as DC's hint, after a restart as before; the catalog still knows no size
+// to check a reader's input against.
+func TestDeclaredSizeSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		out  protocol.File
+		want int64
+	}{
+		{"sized", file("/o/x", 42), 42},
+		{"unsized", protocol.File{Path: "/o/x"}, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			e.submit(withFiles("t", "x", nil, []protocol.File{tc.out}))
+			ph := e.register("A")
+			got := e.next(ph, 1)
+			if len(got) != 1 {
+				t.Fatalf("got %d jobs", len(got))
+			}
+			e.report(ph, ok(got[0]))
+			where := func() dc.Loc {
+				var loc dc.Loc
+				e.s.do(context.Background(), func() error { loc, _ = e.s.data.Where("/o/x"); return nil })
+				return loc
+			}
+			before := where()
+			e.reopen()
+			after := where()
+			if before.Size != tc.want || after != before {
+				t.Fatalf("DC location %+v before the restart, %+v after; want size %d", before, after, tc.want)
+			}
+			if size, ok := e.s.cat.SizeAt("/o/x", catalog.Place{Site: "A", Host: "h-A"}); ok && size >= 0 {
+				t.Fatalf("the catalog checks readers against %d, a size nobody measured", size)
+			}
+			e.check()
+		})
+	}
+}

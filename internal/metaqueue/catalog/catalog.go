@@ -172,8 +172,10 @@ func (c *Catalog) Reset() {
 // core's data-conscious pricing (Load).
 type Located struct {
 	Path, Site, Host string
-	Size             int64 // -1 = unknown
-	Producer         int64
+	// Size is the measured size, else the producer's declared one (a
+	// hint for pricing, never checked against); -1 = unknown.
+	Size     int64
+	Producer int64
 }
 
 // Load reads the catalog and the transfer totals, calling located for
@@ -185,9 +187,9 @@ func (c *Catalog) Load(ctx context.Context, db Querier, located func(Located)) e
 	}
 	for rows.Next() {
 		var path, sha, site, host string
-		var size, mtime sql.NullInt64
+		var size, mtime, declared sql.NullInt64
 		var producer int64
-		if err := rows.Scan(&path, &size, &sha, &producer, &site, &host, &mtime); err != nil {
+		if err := rows.Scan(&path, &size, &sha, &producer, &site, &host, &mtime, &declared); err != nil {
 			rows.Close()
 			return err
 		}
@@ -197,7 +199,11 @@ func (c *Catalog) Load(ctx context.Context, db Querier, located func(Located)) e
 		}
 		c.files[path] = f
 		if site != "" {
-			located(Located{Path: path, Site: site, Host: host, Size: f.size, Producer: producer})
+			l := Located{Path: path, Site: site, Host: host, Size: f.size, Producer: producer}
+			if l.Size < 0 && declared.Valid {
+				l.Size = declared.Int64
+			}
+			located(l)
 		}
 	}
 	if err := closeRows(rows); err != nil {

@@ -44,7 +44,11 @@ DELETE FROM replicas WHERE path = ? AND site = ? AND host = ?;
 DELETE FROM replicas WHERE site = ?;
 
 -- name: LoadFiles
-SELECT path, size, sha256, producer, site, host, cls_mtime_ns FROM files;
+-- The last column is the size the producer declared for the file, DC's
+-- hint where nobody measured it (Located.Size); not a size to check.
+SELECT f.path, f.size, f.sha256, f.producer, f.site, f.host, f.cls_mtime_ns,
+	(SELECT d.size FROM job_files d WHERE d.job_id = f.producer AND d.kind = 'o' AND d.path = f.path LIMIT 1)
+FROM files f;
 
 -- name: LoadReplicas
 SELECT path, site, host FROM replicas ORDER BY path, made;

@@ -1,6 +1,8 @@
 package bystate
 
 import (
+	"math"
+
 	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/job"
 )
@@ -11,15 +13,24 @@ import (
 // every job's row (a second at a million). A target of one job (a
 // pipeline's step: the commonest shape at ten million targets, where the
 // CLS's memory is tightest) costs one byte, its job's state and queue; a
-// target that ever had two jobs its counts, about 70 bytes (and 40 a
-// queue more, for one whose jobs are in several queues). Its zero value is
-// empty and ready to use.
+// target that ever had two jobs its counts, 26-33 bytes
+// (BenchmarkTargetsMemory: 12 for the counts while they fit a byte, the
+// rest the map to them; 36 more once one passes 255), and about 110 a
+// queue more, for one whose jobs are in several queues. Its zero value
+// is empty and ready to use.
 type Targets struct {
 	one []uint8 // by target id: 0 no job, many: in many, else its one job (oneOf)
-	// many is a target's jobs in the queue of the first it was counted
-	// in; more those in others (few targets have jobs in two queues).
-	many map[dag.TargetID]*inQueue
-	more map[dag.TargetID][]inQueue
+	// many is where a target's jobs in the queue of the first it was
+	// counted in are: its index in narrow (narrowAt), or with wideBit in
+	// wide; more its jobs in others (few targets have jobs in two
+	// queues). Indexes, not pointers: no object a target, nothing for the
+	// collector to scan. narrow is in chunks of 1 << chunkBits, filled in
+	// turn: the last chunk's room is all it holds unused, and it grows
+	// without a copy.
+	many   map[dag.TargetID]uint32
+	narrow [][]narrowQueue
+	wide   []inQueue
+	more   map[dag.TargetID][]inQueue
 	// qids are the queues a one-job target's byte names, by their slot:
 	// the first maxSlots seen; a job of a later queue in a one-job target
 	// is in queue unknown. qslot is 1 + a queue's slot, by queue id (ids
@@ -33,6 +44,21 @@ type inQueue struct {
 	q int32
 	n [len(slots)]int32
 }
+
+// narrowQueue is an inQueue of at most 255 jobs a state, 12 bytes where
+// an inQueue is 36: what a target needs where targets are many (a
+// million jobs in targets of ten). A count that would leave its range
+// (256 jobs in a state, or a job moved out of a state it was not counted
+// in) moves the target's counts to an inQueue in wide, for good, and
+// leaves its narrowQueue unused: a target that had 256 jobs in a state
+// can spare 12 bytes.
+type narrowQueue struct {
+	q int32
+	n [len(slots)]uint8
+}
+
+// wideBit marks an index in Targets.many as one in wide.
+const wideBit = 1 << 31
 
 // many marks a target counted in Targets.many.
 const many = 0xff
@@ -80,36 +106,105 @@ func (ts *Targets) Move(t dag.TargetID, q int32, from, to job.State) {
 		st, cq := ts.oneOf(cur)
 		// A second job.
 		if ts.many == nil {
-			ts.many = map[dag.TargetID]*inQueue{}
+			ts.many = map[dag.TargetID]uint32{}
 		}
-		c := &inQueue{q: cq}
-		add(&c.n, st, 1)
-		ts.many[t], ts.one[t] = c, many
+		c := narrowQueue{q: cq}
+		c.n[slotOf[st]] = 1
+		ts.many[t], ts.one[t] = ts.newNarrow(c), many
 	}
-	if c := ts.many[t]; c.q == q {
-		add(&c.n, from, -1)
-		add(&c.n, to, 1)
-		return
+	// Its jobs in the queue of the first counted: most targets'.
+	i := ts.many[t]
+	if i&wideBit == 0 {
+		c := ts.narrowAt(i)
+		if c.q == q && c.move(from, to) {
+			return
+		}
+		if c.q == q { // a count past a byte's range: the target goes wide
+			i = wideBit | uint32(len(ts.wide))
+			ts.wide = append(ts.wide, c.wide())
+			ts.many[t] = i
+		}
 	}
+	if i&wideBit != 0 {
+		if c := &ts.wide[i&^wideBit]; c.q == q {
+			add(&c.n, from, -1)
+			add(&c.n, to, 1)
+			return
+		}
+	}
+	// Its jobs in others.
 	c := ts.more[t]
-	i := 0
-	for i < len(c) && c[i].q != q {
-		i++
+	k := 0
+	for k < len(c) && c[k].q != q {
+		k++
 	}
-	if i == len(c) {
+	if k == len(c) {
 		if ts.more == nil {
 			ts.more = map[dag.TargetID][]inQueue{}
 		}
 		c = append(c, inQueue{q: q})
 		ts.more[t] = c
 	}
-	add(&c[i].n, from, -1)
-	add(&c[i].n, to, 1)
+	add(&c[k].n, from, -1)
+	add(&c[k].n, to, 1)
+}
+
+// chunkBits sizes Targets.narrow's chunks: 1024 narrowQueues, 12 KB.
+const chunkBits = 10
+
+// newNarrow keeps c in narrow, and is its index.
+func (ts *Targets) newNarrow(c narrowQueue) uint32 {
+	n := len(ts.narrow)
+	if n == 0 || len(ts.narrow[n-1]) == 1<<chunkBits {
+		ts.narrow = append(ts.narrow, make([]narrowQueue, 0, 1<<chunkBits))
+		n++
+	}
+	last := &ts.narrow[n-1]
+	*last = append(*last, c)
+	return uint32(n-1)<<chunkBits | uint32(len(*last)-1)
+}
+
+// narrowAt is the narrowQueue at index i in narrow.
+func (ts *Targets) narrowAt(i uint32) *narrowQueue {
+	return &ts.narrow[i>>chunkBits][i&(1<<chunkBits-1)]
 }
 
 // queues are a counted target's jobs by queue.
 func (ts *Targets) queues(t dag.TargetID) []inQueue {
-	return append([]inQueue{*ts.many[t]}, ts.more[t]...)
+	var first inQueue
+	if i := ts.many[t]; i&wideBit != 0 {
+		first = ts.wide[i&^wideBit]
+	} else {
+		first = ts.narrowAt(i).wide()
+	}
+	return append([]inQueue{first}, ts.more[t]...)
+}
+
+// move takes a job out of state from and into state to, and false, with
+// c unchanged, if a count would leave a byte's range (below zero too, as
+// an inQueue's would go for a job moved out of a state it was not
+// counted in).
+func (c *narrowQueue) move(from, to job.State) bool {
+	f, t := slotOf[from], slotOf[to]
+	if f >= 0 && c.n[f] == 0 || t >= 0 && c.n[t] == math.MaxUint8 {
+		return false
+	}
+	if f >= 0 {
+		c.n[f]--
+	}
+	if t >= 0 {
+		c.n[t]++
+	}
+	return true
+}
+
+// wide is c as an inQueue.
+func (c *narrowQueue) wide() inQueue {
+	w := inQueue{q: c.q}
+	for i, v := range c.n {
+		w.n[i] = int32(v)
+	}
+	return w
 }
 
 // oneByte is the byte of a one-job target whose job is in queue q and

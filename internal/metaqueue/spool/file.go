@@ -2,6 +2,7 @@ package spool
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -51,17 +52,26 @@ func (f *File) Write(line int, js *protocol.JobSpec) error {
 	if f.size += int64(len(f.buf)); f.size > f.maxBytes {
 		return protocol.Errorf(protocol.CodeTooLarge, "line %d: a bulk submission spools at most %d bytes on the CLS", line, f.maxBytes)
 	}
+	if f.w == nil {
+		return errors.New("bulk submit: spool: written after its commit began")
+	}
 	if _, err := f.w.Write(f.buf); err != nil {
 		return fmt.Errorf("bulk submit: spool: %w", err)
 	}
 	return nil
 }
 
-// Flush writes out what is buffered, before the commit reads it back.
+// Flush writes out what is buffered, before the commit reads it back,
+// and ends the writing: the buffer (a megabyte) is garbage before the
+// commit's collection (Store's bulk commit), not held until Close.
 func (f *File) Flush() error {
+	if f.w == nil {
+		return nil
+	}
 	if err := f.w.Flush(); err != nil {
 		return fmt.Errorf("bulk submit: spool: %w", err)
 	}
+	f.w = nil
 	return nil
 }
 

@@ -70,3 +70,39 @@ func TestFile(t *testing.T) {
 		})
 	}
 }
+
+// TestFlushEndsWriting: Flush lets the write buffer go (the commit's
+// collection returns it, rather than the spool holding a megabyte until
+// Close); a second Flush is harmless and a Write after it is an error,
+// not a panic.
+func TestFlushEndsWriting(t *testing.T) {
+	f, err := Create(t.TempDir(), 10, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	js := specs()[0]
+	if err := f.Write(1, &js); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if f.w != nil {
+		t.Error("the write buffer is kept after Flush")
+	}
+	if err := f.Flush(); err != nil {
+		t.Errorf("a second Flush: %v", err)
+	}
+	if err := f.Write(2, &js); err == nil || !strings.Contains(err.Error(), "after its commit began") {
+		t.Errorf("a Write after Flush: %v", err)
+	}
+	r, err := f.Rewind()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got protocol.JobSpec
+	if err := Read(r, &got); err != nil || !reflect.DeepEqual(got, js) {
+		t.Fatalf("read back %+v, %v", got, err)
+	}
+}

@@ -79,22 +79,47 @@ func Dial(ctx context.Context, home, role, clientName string) (*Client, error) {
 }
 
 // DialSocket connects to the Unix socket of the CLS whose home is home. It
-// refuses a socket, or a home, that is not this user's own: whoever made
-// it would see every command sent and could answer as the CLS (an agent
-// would run the jobs it hands out).
+// refuses a socket, or a home, that is not this user's own, and a server
+// that runs as another user: whoever made it would see every command sent
+// and could answer as the CLS (an agent would run the jobs it hands out).
+// The home is checked before every dial, socket or none: once it passes,
+// no one else can put a socket in it between the check and the dial.
 func DialSocket(ctx context.Context, home string) (net.Conn, error) {
-	path := SocketPath(home)
-	if _, err := os.Lstat(path); err == nil {
-		real, _, err := mqhome.Check(home)
-		if err != nil {
-			return nil, fmt.Errorf("refusing the CLS socket: %w", err)
-		}
-		path = SocketPath(real)
-		if err := mqhome.CheckEntry(path, fs.ModeSocket); err != nil {
-			return nil, fmt.Errorf("refusing the CLS socket: %w", err)
-		}
+	real, _, err := mqhome.Check(home)
+	if errors.Is(err, fs.ErrNotExist) {
+		// No CLS has made this home: say so as for a missing socket.
+		return nil, fmt.Errorf("cannot reach the CLS at %s (is `cls serve` running?): %w", SocketPath(home), syscall.ENOENT)
 	}
-	return dialSocket(ctx, path, dialPatience)
+	if err != nil {
+		return nil, fmt.Errorf("refusing the CLS socket: %w", err)
+	}
+	path := SocketPath(real)
+	if err := mqhome.CheckEntry(path, fs.ModeSocket); err != nil {
+		return nil, fmt.Errorf("refusing the CLS socket: %w", err)
+	}
+	c, err := dialSocket(ctx, path, dialPatience)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPeer(c, os.Geteuid()); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("refusing the CLS socket %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// checkPeer refuses a connection whose server runs as a user other than
+// uid, where the system says (SO_PEERCRED on Linux; elsewhere the home's
+// checks stand alone).
+func checkPeer(c net.Conn, uid int) error {
+	peer, known, err := peerUID(c)
+	if err != nil {
+		return fmt.Errorf("cannot tell who serves it: %w", err)
+	}
+	if known && peer != uid {
+		return fmt.Errorf("its server runs as uid %d, not as you (uid %d)", peer, uid)
+	}
+	return nil
 }
 
 // dialPatience is how long Dial keeps trying a socket whose backlog is

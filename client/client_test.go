@@ -40,6 +40,23 @@ func TestDialSocketRefusesForeignSocket(t *testing.T) {
 			}
 			return os.Chown(home, 65534, 65534)
 		}, want: "owned by uid 65534"},
+		// No socket yet: the home is checked all the same, or another
+		// user who made it could put one there between check and dial.
+		{name: "home writable by others, no socket yet", spoil: func(home, sock string) error {
+			if err := os.Remove(sock); err != nil {
+				return err
+			}
+			return os.Chmod(home, 0o777)
+		}, want: "writable by others (mode 0777)"},
+		{name: "home of another user, no socket yet", spoil: func(home, sock string) error {
+			if os.Geteuid() != 0 {
+				return errSkip
+			}
+			if err := os.Remove(sock); err != nil {
+				return err
+			}
+			return os.Chown(home, 65534, 65534)
+		}, want: "owned by uid 65534"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -75,3 +92,47 @@ func TestDialSocketRefusesForeignSocket(t *testing.T) {
 }
 
 var errSkip = os.ErrInvalid
+
+// A home that does not exist has no CLS: the dial says so as for a
+// missing socket, not as for a foreign home.
+func TestDialSocketNoHome(t *testing.T) {
+	t.Parallel()
+	_, err := DialSocket(context.Background(), filepath.Join(t.TempDir(), "none"))
+	if err == nil || !strings.Contains(err.Error(), "is `cls serve` running?") {
+		t.Fatalf("error %v; want it to ask whether cls serve runs", err)
+	}
+}
+
+// The server's user, as the system tells it, must be ours: a socket that
+// passed every check of its home is still refused when another user
+// serves it.
+func TestCheckPeer(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "s.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			defer c.Close()
+			c.Read(make([]byte, 1))
+		}
+	}()
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := checkPeer(c, os.Geteuid()); err != nil {
+		t.Fatalf("own server refused: %v", err)
+	}
+	if _, known, _ := peerUID(c); !known {
+		t.Skip("this system does not say who serves a socket")
+	}
+	err = checkPeer(c, os.Geteuid()+1)
+	if err == nil || !strings.Contains(err.Error(), "its server runs as uid") {
+		t.Fatalf("error %v; want the server's user refused", err)
+	}
+}

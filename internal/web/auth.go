@@ -18,9 +18,13 @@ import (
 // Authorization: Bearer header (scripts, Prometheus), or in a session
 // cookie a browser got by visiting a page once with ?token= (then
 // redirected to the page without it, as Jupyter does). The cookie holds
-// no token: a random session id and its HMAC under the token, so the
-// dashboard keeps no session state, a session outlives a restart of the
-// CLS, and each session is a client of its own for the stream limits.
+// no token: a random session id and its HMAC under the token and this
+// server's run, so the dashboard keeps no session state and each session
+// is a client of its own for the stream limits. A session ends with the
+// server that made it: an open page keeps asking its port for events
+// while the CLS is down, and whoever takes the port meanwhile (another
+// user of the machine) receives the cookie; made by an earlier run, it
+// opens nothing now.
 
 // sessionCookie names the cookie of the dashboard that answers on host
 // (HOST:PORT of the request): a browser sends a host's cookies to all of
@@ -44,6 +48,7 @@ func (s *Server) newSession() string {
 func (s *Server) sessionMAC(id string) string {
 	m := hmac.New(sha256.New, []byte(s.cfg.Token))
 	m.Write([]byte("mq dashboard session "))
+	m.Write(s.run[:])
 	m.Write([]byte(id))
 	return hex.EncodeToString(m.Sum(nil))
 }

@@ -11,6 +11,7 @@ package web
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"embed"
 	"errors"
@@ -78,6 +79,7 @@ type Server struct {
 	tmpl  *template.Template
 	smp   *sampler
 	token [sha256.Size]byte
+	run   [16]byte // random, this server's own: its sessions' MACs name it
 	mux   *http.ServeMux
 	strm  *streamGate
 }
@@ -115,6 +117,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, tmpl: tmpl, token: sha256.Sum256([]byte(cfg.Token)),
 		strm: &streamGate{max: cfg.MaxStreams, perClient: cfg.MaxClientStreams},
 		smp:  &sampler{src: cfg.Source, metrics: cfg.Metrics, interval: cfg.Interval, keep: cfg.Keep, log: cfg.Log, maxSubs: cfg.MaxStreams}}
+	rand.Read(s.run[:])
 	static, _ := fs.Sub(assets, "assets/static")
 	m := http.NewServeMux()
 	m.HandleFunc("GET /{$}", s.overview)

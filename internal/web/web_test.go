@@ -287,6 +287,48 @@ func TestToken(t *testing.T) {
 	}
 }
 
+// A session cookie opens only the server that made it: a page left open
+// while the CLS is down keeps sending it to the port, where another user
+// may listen; when the CLS is back (the same token, the same port), what
+// they received opens nothing.
+func TestSessionEndsWithServer(t *testing.T) {
+	t.Parallel()
+	const token = "s3cret-token"
+	first, again := setup(t, Config{Token: token}), setup(t, Config{Token: token})
+	c := first.ts.Client()
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := c.Get(first.ts.URL + "/?token=" + token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	var value string
+	for _, ck := range resp.Cookies() {
+		if ck.Name == sessionCookie(strings.TrimPrefix(first.ts.URL, "http://")) {
+			value = ck.Value
+		}
+	}
+	if value == "" {
+		t.Fatalf("no session cookie: %v", resp.Cookies())
+	}
+	for _, tc := range []struct {
+		name string
+		b    *testBundle
+		want int
+	}{{"the server that made it", first, http.StatusOK}, {"another run, same token", again, http.StatusUnauthorized}} {
+		req, _ := http.NewRequest("GET", tc.b.ts.URL+"/metrics", nil)
+		req.AddCookie(&http.Cookie{Name: sessionCookie(strings.TrimPrefix(tc.b.ts.URL, "http://")), Value: value})
+		resp, err := tc.b.ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, resp.StatusCode, tc.want)
+		}
+	}
+}
+
 func TestLoopbackHost(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Config{Loopback: true})

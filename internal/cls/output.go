@@ -8,9 +8,9 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/outstream"
 	"github.com/mq-hpc/mq/internal/server"
 	"github.com/mq-hpc/mq/internal/web"
 	"github.com/mq-hpc/mq/protocol"
@@ -198,7 +198,7 @@ func tail(path string, attempt int, off int64, buf []byte, send func(protocol.Ou
 	if path == "" {
 		return off, nil
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, _, err := outstream.OpenFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return off, nil
 	}

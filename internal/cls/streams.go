@@ -4,7 +4,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"github.com/mq-hpc/mq/internal/outstream"
 	"github.com/mq-hpc/mq/job"
@@ -152,15 +151,11 @@ func (l *liveStream) size() int64 {
 // at path into fw. A file that is not a readable regular file is no
 // output yet; a send that fails is the error.
 func pollStream(path string, f *outstream.Follower, fw *frameWriter) error {
-	file, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	file, fi, err := outstream.OpenFile(path)
 	if err != nil {
 		return nil
 	}
 	defer file.Close()
-	fi, err := file.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		return nil
-	}
 	var sendErr error
 	f.Poll(file, fi.Size(), func(p []byte) error { // fw skips what was sent before
 		_, sendErr = fw.Write(p)

@@ -1,6 +1,7 @@
 package outstream
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -39,5 +40,32 @@ func ReadFileTail(dst io.Writer, path string, t Tag, ext Extent, limit int64) (t
 }
 
 func open(path string) (*os.File, error) {
-	return os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, _, err := OpenFile(path)
+	return f, err
+}
+
+// ErrNotRegular is an output path that names no regular file: a FIFO, a
+// device, a directory.
+var ErrNotRegular = errors.New("not a regular file")
+
+// OpenFile opens a job's output file, or a stream file, for reading, as
+// every reader of output must: never through a symbolic link at the last
+// name (the path is a record's, the file a job's or a placeholder's),
+// never waiting for a writer (a job may leave a FIFO where its output
+// was: opening it would hold the reader until someone writes), and only
+// a regular file (ErrNotRegular).
+func OpenFile(path string) (*os.File, os.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s: %w", path, ErrNotRegular)
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
 }

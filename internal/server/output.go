@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/mq-hpc/mq/internal/outstream"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -71,22 +72,18 @@ func readOutput(ctx context.Context, c *conn, b protocol.OutputRead) (protocol.O
 	}
 	// O_NOFOLLOW: the name is the CLS's own layout; a link there was not
 	// made by a placeholder writing output.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, fi, err := outstream.OpenFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		out.EOF = true // output files are made at the first byte: none means no output
 		return out, nil
+	}
+	if errors.Is(err, outstream.ErrNotRegular) {
+		return out, protocol.Errorf(protocol.CodeBadState, "job %d's %s is not a regular file", b.ID, b.Stream)
 	}
 	if err != nil {
 		return out, fmt.Errorf("job %d's %s: %w", b.ID, b.Stream, err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return out, fmt.Errorf("job %d's %s: %w", b.ID, b.Stream, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return out, protocol.Errorf(protocol.CodeBadState, "job %d's %s is not a regular file", b.ID, b.Stream)
-	}
 	out.Size = fi.Size()
 	if out.Size > protocol.MaxOutput {
 		return out, protocol.Errorf(protocol.CodeTooLarge, "job %d's %s is %d bytes, more than the %d output.read serves; read it with mqstat -j %d's paths", b.ID, b.Stream, out.Size, int64(protocol.MaxOutput), b.ID)

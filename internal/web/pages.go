@@ -248,7 +248,7 @@ func (s *Server) output(d protocol.JobDetail, path, cp string, ext *protocol.Str
 	case d.Site != "" && d.Site != "local":
 		return "", "", false
 	}
-	f, err := os.Open(path)
+	f, st, err := outstream.OpenFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		if cp != "" && handedOut(d.State) {
 			return "", fmt.Sprintf("running on host %s: its output is copied here when it ends", protocol.ClipText(d.Host, 200)), false
@@ -259,10 +259,6 @@ func (s *Server) output(d protocol.JobDetail, path, cp string, ext *protocol.Str
 		return "", "cannot read the output", false
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		return "", "cannot read the output", false
-	}
 	if st.Size() > s.cfg.OutputTail {
 		truncated = true
 		f.Seek(st.Size()-s.cfg.OutputTail, io.SeekStart)

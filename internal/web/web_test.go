@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -326,6 +327,45 @@ func TestSessionEndsWithServer(t *testing.T) {
 		if resp.StatusCode != tc.want {
 			t.Errorf("%s: %d, want %d", tc.name, resp.StatusCode, tc.want)
 		}
+	}
+}
+
+// A job that leaves a FIFO where its output was does not hold its page:
+// the dashboard opens output as every reader does (outstream.OpenFile)
+// and says it cannot read it.
+func TestJobPageOutputFIFO(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	fifo := filepath.Join(t.TempDir(), "7.2.out")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	b.src.out = fifo
+	type page struct {
+		code int
+		body string
+	}
+	got := make(chan page, 1)
+	go func() {
+		resp, err := b.ts.Client().Get(b.ts.URL + "/job/7")
+		if err != nil {
+			got <- page{body: err.Error()}
+			return
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		got <- page{resp.StatusCode, string(body)}
+	}()
+	select {
+	case p := <-got:
+		if p.code != http.StatusOK || !strings.Contains(p.body, "cannot read the output") {
+			t.Fatalf("job page: %d, want 200 saying it cannot read the output:\n%s", p.code, p.body)
+		}
+	case <-time.After(time.Minute):
+		if w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			w.Close() // lets the waiting open go, so the server can stop
+		}
+		t.Fatal("the job page still waits after a minute: it opened the FIFO waiting for a writer")
 	}
 }
 

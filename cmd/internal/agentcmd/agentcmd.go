@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -396,4 +397,27 @@ func resolveDataRoot(dir string, home func() (string, error)) (string, error) {
 		return "", fmt.Errorf("--data-root %s: %w", dir, err)
 	}
 	return filepath.Join(h, dir), nil
+}
+
+// FlagsMarkdown lists mode's flags as the CLI reference shows every
+// command's (docs/reference/cli.md): from these declarations, so the
+// reference cannot drift from them.
+func FlagsMarkdown(mode Mode) string {
+	fs := flag.NewFlagSet("", flag.ContinueOnError)
+	new(flags).register(fs, mode)
+	var b strings.Builder
+	fs.VisitAll(func(fl *flag.Flag) {
+		b.WriteString("**--" + fl.Name + "**")
+		if _, isBool := fl.Value.(interface{ IsBoolFlag() bool }); !isBool {
+			b.WriteString(`=""`)
+		}
+		b.WriteString(": " + fl.Usage)
+		switch fl.DefValue {
+		case "", "0", "0s", "false", "[]":
+		default:
+			b.WriteString(" (default: " + fl.DefValue + ")")
+		}
+		b.WriteString("\n\n")
+	})
+	return strings.TrimSpace(b.String())
 }

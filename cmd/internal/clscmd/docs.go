@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/mq-hpc/mq/cmd/internal/agentcmd"
 	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
 	"github.com/mq-hpc/mq/cmd/internal/simcmd"
 )
@@ -121,6 +122,17 @@ func cliMarkdown() (string, error) {
 		}
 		b.WriteString("\n## " + a.Name + "\n")
 		b.WriteString(demote(md) + "\n")
+	}
+	// The agents parse their own flags (package flag, declared once in
+	// agentcmd): urfave/cli knows none of them.
+	for _, ag := range []struct {
+		name, intro string
+		mode        agentcmd.Mode
+	}{
+		{"cls agent", "The placeholder agent local placeholders run (`cls serve` starts them), reaching the CLS of `$MQ_HOME` over its Unix socket, or another CLS over SSH with `--cls`. Its flags are mqagent's and a few that the CLS sets for its own placeholders:", agentcmd.Local},
+		{"mqagent", "The placeholder agent remote placeholders run (the CLS uploads it to each site): it reaches the CLS over SSH only.", agentcmd.Remote},
+	} {
+		b.WriteString("\n## " + ag.name + "\n\n" + ag.intro + "\n\n" + agentcmd.FlagsMarkdown(ag.mode) + "\n")
 	}
 	return b.String(), nil
 }

@@ -33,7 +33,8 @@ var badValues = map[string]string{
 func TestExitCodesWalk(t *testing.T) {
 	t.Setenv("MQ_HOME", t.TempDir()) // cls serve must never get as far as starting
 	apps := map[string]func(mqcli.Env) *cli.App{
-		"mqsub": mqcli.Mqsub, "mqstat": mqcli.Mqstat, "mqdel": mqcli.Mqdel, "mqwait": mqcli.Mqwait, "cls": Cls, "mqsim": simcmd.Mqsim,
+		"mqsub": mqcli.Mqsub, "mqstat": mqcli.Mqstat, "mqdel": mqcli.Mqdel, "mqhold": mqcli.Mqhold, "mqrls": mqcli.Mqrls, "mqalter": mqcli.Mqalter,
+		"mqwait": mqcli.Mqwait, "cls": Cls, "mqsim": simcmd.Mqsim,
 	}
 	dialled := false
 	env := func(o, e io.Writer) mqcli.Env {

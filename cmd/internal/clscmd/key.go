@@ -69,7 +69,7 @@ func clsKey(env mqcli.Env) *cli.Command {
 // keyFlags are the flags of key add and key new.
 func keyFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "role", Usage: "user (may run mqsub/mqstat/mqdel/mqhold/mqrls/mqalter/cls queue), admin (also cls site: makes the CLS start processes and log in to clusters with your keys) or placeholder (may only pull and report work)", Required: true},
+		&cli.StringFlag{Name: "role", Usage: "user (may run mqsub/mqstat/mqdel/mqhold/mqrls/mqalter/cls queue/cls files), admin (also cls site: makes the CLS start processes and log in to clusters with your keys) or placeholder (may only pull and report work)", Required: true},
 		&cli.StringFlag{Name: "name", Usage: "a `NAME` for the key in cls key list (default: the key file's comment)"},
 	}
 }

@@ -404,6 +404,25 @@ func (s *SSH) sftpClient() (*sftp.Client, error) {
 // bigPacket is the SFTP request size used with servers that take it.
 const bigPacket = 128 << 10
 
+// writeTemp writes data to tmp, a new file, made private (0600) before
+// its first byte: where the site's directory already stood open to others
+// (mkdir -p keeps an existing directory's mode), the placeholder key it
+// uploads must not be readable while it is written.
+func writeTemp(c *sftp.Client, tmp string, data []byte) error {
+	f, err := c.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
+	if err != nil {
+		return fmt.Errorf("sftp create %s: %w", tmp, err)
+	}
+	err = f.Chmod(0o600)
+	if err == nil {
+		_, err = f.Write(data)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 // Put uploads data to path over SFTP unless the file already holds it. It
 // writes a temporary file beside path, checks its checksum, and renames it
 // into place: a running agent binary is never overwritten in place, and a
@@ -424,14 +443,7 @@ func (s *SSH) Put(ctx context.Context, p string, data []byte, mode os.FileMode) 
 	var rnd [6]byte
 	rand.Read(rnd[:])
 	tmp := p + ".tmp-" + hex.EncodeToString(rnd[:])
-	f, err := c.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
-	if err != nil {
-		return false, fmt.Errorf("sftp create %s: %w", tmp, err)
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	err = writeTemp(c, tmp, data)
 	if err == nil {
 		err = c.Chmod(tmp, mode)
 	}

@@ -208,3 +208,71 @@ func TestRunOutputBounded(t *testing.T) {
 		t.Fatalf("a command printing 2 MiB: %d bytes, %v", len(out), err)
 	}
 }
+
+// privateFirst is an in-memory SFTP server that notes, for each file,
+// whether it was made private (mode without group or other bits) before
+// its first byte was written.
+type privateFirst struct {
+	mem     sftp.Handlers
+	mu      sync.Mutex
+	private map[string]bool
+	exposed []string // files written before they were private
+}
+
+func (p *privateFirst) Filewrite(r *sftp.Request) (io.WriterAt, error) {
+	w, err := p.mem.FilePut.Filewrite(r)
+	return privateWriter{w, r.Filepath, p}, err
+}
+
+func (p *privateFirst) Filecmd(r *sftp.Request) error {
+	if r.Method == "Setstat" && r.AttrFlags().Permissions && r.Attributes().FileMode().Perm()&0o077 == 0 {
+		p.mu.Lock()
+		p.private[r.Filepath] = true
+		p.mu.Unlock()
+	}
+	return p.mem.FileCmd.Filecmd(r)
+}
+
+type privateWriter struct {
+	io.WriterAt
+	path string
+	p    *privateFirst
+}
+
+func (w privateWriter) WriteAt(b []byte, off int64) (int, error) {
+	w.p.mu.Lock()
+	if !w.p.private[w.path] {
+		w.p.exposed = append(w.p.exposed, w.path)
+	}
+	w.p.mu.Unlock()
+	return w.WriterAt.WriteAt(b, off)
+}
+
+// An upload's temporary file is private before the key's first byte
+// reaches it: a site directory that stood open to others before the site
+// was added keeps its mode (mkdir -p), and the file would be readable
+// there while it is written.
+func TestWriteTempPrivateFirst(t *testing.T) {
+	t.Parallel()
+	p := &privateFirst{mem: sftp.InMemHandler(), private: map[string]bool{}}
+	h := p.mem
+	h.FilePut, h.FileCmd = p, p
+	server, client := net.Pipe()
+	srv := sftp.NewRequestServer(server, h)
+	go srv.Serve()
+	t.Cleanup(func() { srv.Close() })
+	c, err := sftp.NewClientPipe(client, client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	key := bytes.Repeat([]byte("-----BEGIN OPENSSH PRIVATE KEY-----\n"), 4096)
+	if err := writeTemp(c, "/key.tmp-1", key); err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.exposed) > 0 {
+		t.Fatalf("written before it was made private: %v", p.exposed)
+	}
+}

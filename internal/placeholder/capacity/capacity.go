@@ -70,9 +70,9 @@ func Detect(env func(string) string, fsys fs.FS, affinity func() ([]int, error))
 
 	// Slurm.
 	cpus(envInt("SLURM_CPUS_ON_NODE"), "SLURM_CPUS_ON_NODE")
-	mem(int64(envInt("SLURM_MEM_PER_NODE"))*resource.MiB, "SLURM_MEM_PER_NODE")
+	mem(product(int64(envInt("SLURM_MEM_PER_NODE")), resource.MiB), "SLURM_MEM_PER_NODE")
 	if per := int64(envInt("SLURM_MEM_PER_CPU")); per > 0 && g.CPUsFrom == "SLURM_CPUS_ON_NODE" {
-		mem(per*resource.MiB*int64(g.CPUs), "SLURM_MEM_PER_CPU")
+		mem(product(product(per, resource.MiB), int64(g.CPUs)), "SLURM_MEM_PER_CPU")
 	}
 	// PBS (OpenPBS and Torque export the cores; memory only where a
 	// site's hook does, as PBS_VMEM or PBS_MEM in PBS's own units).
@@ -269,6 +269,16 @@ func parsePBSSize(s string) (int64, bool) {
 	return n * mult, true
 }
 
+// product is a*b for positive a and b, else 0, and 0 when it does not fit
+// an int64: a figure that overflows is no limit anyone set (multiplied
+// through, it wrapped to a few MiB).
+func product(a, b int64) int64 {
+	if a <= 0 || b <= 0 || a > math.MaxInt64/b {
+		return 0
+	}
+	return a * b
+}
+
 func countCPUInfo(fsys fs.FS) int {
 	f, err := fsys.Open("proc/cpuinfo")
 	if err != nil {
@@ -295,7 +305,7 @@ func memTotal(fsys fs.FS) int64 {
 			f := strings.Fields(rest)
 			if len(f) >= 1 {
 				if n, err := strconv.ParseInt(f[0], 10, 64); err == nil {
-					return n * resource.KiB
+					return product(n, resource.KiB)
 				}
 			}
 		}

@@ -81,6 +81,18 @@ func TestDetect(t *testing.T) {
 			env:   map[string]string{"SLURM_CPUS_ON_NODE": "4", "SLURM_MEM_PER_NODE": "8192"},
 			files: map[string]string{"sys/fs/cgroup/user.slice/job42/memory.max": "2147483648\n"},
 			cpus:  4, cpusFrom: "SLURM_CPUS_ON_NODE", mem: 2 * resource.GiB, memFrom: "cgroup memory.max"},
+		// A figure whose product with its unit overflows is no limit: it
+		// wrapped to 1 MiB, 4 MiB and 1 KiB.
+		{name: "slurm mem per node overflows",
+			env:  map[string]string{"SLURM_MEM_PER_NODE": "17592186044417"},
+			cpus: 8, cpusFrom: "/proc/cpuinfo", mem: 32 * resource.GiB, memFrom: "/proc/meminfo"},
+		{name: "slurm mem per cpu overflows",
+			env:  map[string]string{"SLURM_CPUS_ON_NODE": "4", "SLURM_MEM_PER_CPU": "4398046511105"},
+			cpus: 4, cpusFrom: "SLURM_CPUS_ON_NODE", mem: 32 * resource.GiB, memFrom: "/proc/meminfo"},
+		{name: "meminfo overflows",
+			env:   map[string]string{"NSLOTS": "2"},
+			files: map[string]string{"proc/meminfo": "MemTotal: 18014398509481985 kB\n"},
+			cpus:  2, cpusFrom: "NSLOTS"},
 		{name: "no GPUs said",
 			env:  map[string]string{"CUDA_VISIBLE_DEVICES": "NoDevFiles"},
 			cpus: 8, cpusFrom: "/proc/cpuinfo", mem: 32 * resource.GiB, memFrom: "/proc/meminfo"},

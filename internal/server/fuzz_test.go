@@ -32,6 +32,7 @@ func FuzzServeConn(f *testing.F) {
 		`{"id":2,"op":"job","body":{"id":1}}`,
 		`{"id":2,"op":"hello","body":{"proto":1}}`,
 		"garbage\n\x00\xff{\n",
+		`{"id":2,"op":"register","body":{"site":"s","host":"h","slots":2,"capacity":{"cpus":1,"gpus":1,"gpu_ids":["GPU 0"]}}}`,
 		`{"id":2,"op":"submit","body":{"jobs":[{"target":"a","command":"x","prereqs":["b"]},{"target":"b","command":"x","prereqs":["a"]}]}}`,
 	}
 	for _, s := range seeds {

@@ -214,7 +214,7 @@ func checkRegister(r protocol.Register) error {
 	for what, c := range map[string]*protocol.Capacity{"capacity": r.Capacity, "asked": r.Asked} {
 		if c != nil {
 			if err := protocol.CheckCapacity(what, *c); err != nil {
-				return err
+				return protocol.Errorf(protocol.CodeBadRequest, "%v", err) // not internal: the agent would retry it for ever
 			}
 		}
 	}

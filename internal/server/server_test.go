@@ -775,6 +775,12 @@ func TestPeerTextIsChecked(t *testing.T) {
 		{"huge out_dir", func(r *protocol.Register) { r.OutDir = "/" + strings.Repeat("d", 5000) }, "out_dir is 5001 bytes"},
 		{"huge batch id", func(r *protocol.Register) { r.Batch = strings.Repeat("7", 3<<20) }, "batch is 3145728 bytes"},
 		{"batch id with ESC", func(r *protocol.Register) { r.Batch = "42\x1b[2J" }, "control character"},
+		// A capacity the CLS cannot take is the peer's mistake, not the
+		// CLS's: as an internal error, the agent retried it for ever.
+		{"GPU id with a blank", func(r *protocol.Register) {
+			r.Capacity = &protocol.Capacity{CPUs: 1, GPUs: 1, GPUIDs: []string{"GPU 0"}}
+		}, `capacity: GPU id "GPU 0"`},
+		{"negative cpus asked", func(r *protocol.Register) { r.Asked = &protocol.Capacity{CPUs: -1} }, "asked: cpus must be"},
 	} {
 		r := good
 		tt.edit(&r)

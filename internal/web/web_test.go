@@ -135,7 +135,7 @@ func setup(t *testing.T, cfg Config) *testBundle {
 
 // streamed writes text as job id's stdout (attempt 1) to a stream file
 // and returns its extent.
-func streamed(t *testing.T, id int64, text string) *protocol.StreamExtent {
+func streamed(t testing.TB, id int64, text string) *protocol.StreamExtent {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "1-0.mqs")
 	w, err := outstream.Create(path)

@@ -118,7 +118,8 @@ func New(cfg Config) (*Server, error) {
 		strm: &streamGate{max: cfg.MaxStreams, perClient: cfg.MaxClientStreams},
 		smp:  &sampler{src: cfg.Source, metrics: cfg.Metrics, interval: cfg.Interval, keep: cfg.Keep, log: cfg.Log, maxSubs: cfg.MaxStreams}}
 	rand.Read(s.run[:])
-	static, _ := fs.Sub(assets, "assets/static")
+	sub, _ := fs.Sub(assets, "assets/static")
+	static := staticFS{sub}
 	m := http.NewServeMux()
 	m.HandleFunc("GET /{$}", s.overview)
 	m.HandleFunc("GET /jobs", s.jobs)
@@ -159,6 +160,18 @@ func (s *Server) Handler() http.Handler {
 			http.NotFound(w, r)
 		}
 	})
+}
+
+// staticFS is the pages' files. A name fs.ValidPath refuses (one not
+// UTF-8: /static/%F9) is simply not there: fs.Sub answers it with
+// fs.ErrInvalid, which http.FileServer serves as a 500.
+type staticFS struct{ fs.FS }
+
+func (f staticFS) Open(name string) (fs.File, error) {
+	if !fs.ValidPath(name) {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	return f.FS.Open(name)
 }
 
 // CheckPath checks Config.Path: an absolute path ending in "/", with

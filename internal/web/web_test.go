@@ -189,6 +189,8 @@ func TestPages(t *testing.T) {
 		{"/target/t1", 200, []string{"<svg", "class=\"node complete\"", "class=\"node bad\"", "2/2 done"}},
 		{"/target/missing", 404, nil},
 		{"/static/app.js", 200, []string{"EventSource"}},
+		{"/static/%F9", 404, nil}, // not UTF-8: fs.Sub's ErrInvalid was served as 500
+		{"/static/nope.js", 404, nil},
 		{"/metrics", 200, []string{"mq_jobs"}},
 		{"/nope", 404, nil},
 	} {

@@ -299,6 +299,12 @@ func TestPath(t *testing.T) {
 		{"/jobs", 404, ""},
 		{"/node/c1/86420/", 404, ""},
 		{"/node/c1/8642/target", http.StatusTemporaryRedirect, "./target/"},
+		// An escaped slash is no directory to a browser: links and
+		// redirects relative to it led out of the prefix (./%252F from
+		// /node/c1/8642%2F is /node/c1/%252F).
+		{"/node/c1/8642%2F", 404, ""},
+		{"/node/c1/8642%2Fjobs", 404, ""},
+		{"/node/c1/8642/job%2F7", 404, ""},
 	} {
 		resp, err := c.Get(ts.URL + tc.path)
 		if err != nil {

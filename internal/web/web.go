@@ -148,12 +148,15 @@ func (s *Server) Handler() http.Handler {
 		return h
 	}
 	strip := http.StripPrefix(p, h)
+	escaped := (&url.URL{Path: p}).EscapedPath()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.URL.Path == p:
 			// The pages link relative to the directory: on to it.
 			redirect(w, p+"/")
-		case strings.HasPrefix(r.URL.Path, p+"/"):
+		case strings.HasPrefix(r.URL.Path, p+"/") && strings.HasPrefix(r.URL.EscapedPath(), escaped+"/"):
+			// Under the path as the browser sees it too: after
+			// p+"%2F" its relative links would lead out of p.
 			strip.ServeHTTP(w, r)
 		default:
 			w.Header().Set("Connection", "close")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -108,6 +109,15 @@ interrupted.`
 		}
 		if c.IsSet("O") && (!catSet || c.Bool("f")) {
 			return Usagef("-O goes with --cat, not --follow")
+		}
+		if p := c.String("O"); p != "" && !filepath.IsAbs(p) {
+			// Relative to where the command runs: over SSH that is the
+			// user's home (env.Getwd), not the CLS's directory.
+			wd, err := env.Getwd()
+			if err != nil {
+				return fmt.Errorf("-O %s: %w", p, err)
+			}
+			c.Set("O", filepath.Join(wd, p))
 		}
 		if c.Bool("summary") {
 			// --summary counts every state of the selection: a flag it

@@ -70,6 +70,18 @@ func TestMqstatOutputLost(t *testing.T) {
 	if b, err := os.ReadFile(file); err != nil || string(b) != "partial\n" {
 		t.Errorf("-O's file: %q, %v; want the partial output", b, err)
 	}
+	// A relative FILE is where the command runs (env.Getwd: over SSH,
+	// the user's home), not the CLS's directory.
+	wd := t.TempDir()
+	var o, e bytes.Buffer
+	env := tb.env(&o, &e)
+	env.Getwd = func() (string, error) { return wd, nil }
+	if code := Run(ctx, Mqstat(env), []string{"mqstat", "--cat", "1", "-O", "rel.txt"}); code != ExitFailed {
+		t.Errorf("mqstat --cat 1 -O rel.txt: exit %d, stderr %q", code, e.String())
+	}
+	if b, err := os.ReadFile(filepath.Join(wd, "rel.txt")); err != nil || string(b) != "partial\n" {
+		t.Errorf("-O rel.txt in %s: %q, %v; want the partial output there", wd, b, err)
+	}
 	want := "==> job 1 attempt 1 target t state D stdout <==\npartial\n"
 	if o, e, code := run("--cat", "1-5"); code != ExitFailed || o != want || !strings.Contains(e, "mqstat: job 1: stdout was lost: "+why) {
 		t.Errorf("mqstat --cat 1-5: exit %d, stdout %q, stderr %q; want %q and the loss", code, o, e, want)

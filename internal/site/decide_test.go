@@ -169,6 +169,7 @@ type fakeSite struct {
 	listErr      error
 	startAtOnce  bool // placeholders run as soon as submitted
 	brokenAtOnce bool // placeholders go into the error state as soon as submitted (SGE's Eqw)
+	exitAtOnce   bool // placeholders end as soon as submitted, never registering
 	submitted    int
 	submitErr    error             // the batch system refuses submissions
 	why          map[string]string // why a placeholder waits, by id
@@ -197,6 +198,9 @@ func (f *fakeSite) Submit(_ context.Context, n int) ([]string, error) {
 		}
 		if f.brokenAtOnce {
 			f.jobs[id] = batch.Error
+		}
+		if f.exitAtOnce {
+			delete(f.jobs, id)
 		}
 		f.submitted++
 		ids = append(ids, id)
@@ -725,6 +729,38 @@ func TestBrokenPlaceholdersBackOff(t *testing.T) {
 	fs.mu.Unlock()
 	if n > 16 {
 		t.Errorf("%d placeholders submitted in 64 polls of a site whose placeholders all err", n)
+	}
+	eventually(t, "recovered", func() bool { return m.List()[0].State == StateOK })
+}
+
+// Placeholders that end without ever reaching the CLS (an agent that
+// refuses its --out or data root, a registration the CLS refuses) make
+// the site degraded and looked at less often, as broken ones do, not
+// resubmitted at every poll; it recovers once they no longer end so.
+func TestVanishedPlaceholdersBackOff(t *testing.T) {
+	fs := &fakeSite{jobs: map[string]batch.State{}, exitAtOnce: true}
+	st := &fakeStore{}
+	const poll = 5 * time.Millisecond
+	m := &Manager{Store: st, Poll: poll, Open: func(protocol.SiteSpec, func(int)) (Site, error) { return fs, nil }}
+	ctx := startManager(t, m)
+	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "c", Type: SGE, SSH: "u@h", Max: 1}); err != nil {
+		t.Fatal(err)
+	}
+	st.setReady(1)
+	eventually(t, "degraded", func() bool {
+		s := m.List()[0]
+		return s.State == StateDegraded && strings.Contains(s.Error, "without connecting to the CLS")
+	})
+	fs.mu.Lock()
+	from := fs.submitted
+	fs.mu.Unlock()
+	time.Sleep(64 * poll) // the window measured, not a condition awaited
+	fs.mu.Lock()
+	n := fs.submitted - from
+	fs.exitAtOnce = false
+	fs.mu.Unlock()
+	if n > 16 {
+		t.Errorf("%d placeholders submitted in 64 polls of a site whose placeholders all end at once", n)
 	}
 	eventually(t, "recovered", func() bool { return m.List()[0].State == StateOK })
 }

@@ -102,7 +102,7 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 
 	m.mu.Lock()
 	var acts siteActions
-	acts.broken = m.observeLocked(ms, ps, now)
+	acts.broken, acts.vanished = m.observeLocked(ms, ps, now)
 	if w.spec.Type != Local {
 		acts.connects, acts.timeout = ms.connects, m.connectTimeout(w.spec)
 		acts.stalled = m.stalledLocked(ms, now, acts.timeout)
@@ -140,6 +140,7 @@ type siteWork struct {
 // siteActions is what one step found wrong and decided to do.
 type siteActions struct {
 	broken   []string      // placeholders in the batch system's error state
+	vanished []string      // placeholders that ended without reaching the CLS
 	stalled  []string      // placeholders that ran without connecting
 	connects int           // ms.connects when stalled was found
 	timeout  time.Duration // how long they had to connect
@@ -193,14 +194,14 @@ type shapedStore interface {
 
 // observeLocked brings the site's placeholders up to date with the batch
 // system's listing ps, forgets those gone, and returns those in its error
-// state.
-func (m *Manager) observeLocked(ms *managed, ps []batch.Placeholder, now time.Time) (broken []string) {
+// state and those of a remote site that ended without reaching the CLS.
+func (m *Manager) observeLocked(ms *managed, ps []batch.Placeholder, now time.Time) (broken, vanished []string) {
 	seen := map[string]bool{}
 	for _, p := range ps {
 		seen[p.ID] = true
 		t, ok := ms.known[p.ID]
 		if !ok { // not ours this run: an earlier CLS submitted it
-			t = &tracked{state: p.State, submitted: p.Submitted, why: p.Why}
+			t = &tracked{state: p.State, submitted: p.Submitted, why: p.Why, connects: -1}
 			if t.submitted.IsZero() {
 				t.submitted = now
 			}
@@ -243,12 +244,21 @@ func (m *Manager) observeLocked(ms *managed, ps []batch.Placeholder, now time.Ti
 	}
 	for id, t := range ms.known {
 		if !seen[id] || t.state == batch.Exited {
+			// Submitted here and gone before it was seen to run, with no
+			// registration of the site's since: it never reached the CLS
+			// (an agent that refused its --out or data root, or was
+			// refused). Resubmitted at every poll, such placeholders would
+			// flood the batch system. (One seen running that does not
+			// connect is NeverConnected's.)
+			if ms.spec.Type != Local && t.connects >= 0 && t.connects == ms.connects && t.started.IsZero() && !ms.batch[id] && !slices.Contains(broken, id) {
+				vanished = append(vanished, id)
+			}
 			delete(ms.known, id)
 			delete(ms.batch, id)
 			ms.exited++
 		}
 	}
-	return broken
+	return broken, vanished
 }
 
 // stalledLocked finds and forgets the placeholders that have run timeout
@@ -376,7 +386,7 @@ func (m *Manager) act(ctx context.Context, ms *managed, w siteWork, acts siteAct
 		m.mu.Lock()
 		now := m.now()
 		for _, id := range ids {
-			t := &tracked{state: batch.Queued, submitted: now}
+			t := &tracked{state: batch.Queued, submitted: now, connects: ms.connects}
 			if spec.Type == Local { // processes start at once: no queue wait
 				t.state, t.started = batch.Running, now
 			}
@@ -398,6 +408,13 @@ func (m *Manager) act(ctx context.Context, ms *managed, w siteWork, acts siteAct
 		ids := acts.broken[:min(len(acts.broken), 5)]
 		return fmt.Errorf("%d placeholder(s) went into the batch system's error state and were cancelled (%s): check the site's --submit-args and what the batch system says of them (SGE: qstat -j ID while it waits)",
 			len(acts.broken), strings.Join(ids, ", "))
+	}
+	if len(acts.vanished) > 0 {
+		// As for broken ones: degraded, looked at less often, and well
+		// again at the first step that finds none.
+		ids := acts.vanished[:min(len(acts.vanished), 5)]
+		return fmt.Errorf("%d placeholder(s) ended without connecting to the CLS (%s): their agent's log, in the log directory under the site's directory on the login host, says why",
+			len(acts.vanished), strings.Join(ids, ", "))
 	}
 	return nil
 }

@@ -127,6 +127,10 @@ type tracked struct {
 	submitted time.Time // by the CLS's clock when we submitted it
 	started   time.Time
 	why       string // why it waits, as the batch system last said
+	// connects is the site's registrations when this run submitted it
+	// (-1: an earlier CLS did): one that ends before any registration
+	// since never reached the CLS (observeLocked).
+	connects int
 }
 
 // Site states in SiteInfo.State.

@@ -19,17 +19,24 @@ func TestObserveListing(t *testing.T) {
 		known: map[string]*tracked{
 			"queued": {state: batch.Queued, submitted: t0},
 			"gone":   {state: batch.Running, submitted: t0, started: t0},
+			// Submitted by this run, ended before any registration.
+			"died": {state: batch.Queued, submitted: t0},
 		},
 		batch: map[string]bool{"gone": true},
 	}
 	var m Manager
-	broken := m.observeLocked(ms, []batch.Placeholder{
+	broken, vanished := m.observeLocked(ms, []batch.Placeholder{
 		{ID: "queued", State: batch.Running},
 		{ID: "earlier", State: batch.Queued},
 		{ID: "bad", State: batch.Error},
 	}, now)
 	if len(broken) != 1 || broken[0] != "bad" {
 		t.Errorf("broken %v, want [bad]", broken)
+	}
+	// "gone" connected (by its batch id); "earlier" and "bad" are not
+	// this run's or erred.
+	if len(vanished) != 1 || vanished[0] != "died" {
+		t.Errorf("vanished %v, want [died]", vanished)
 	}
 	if q := ms.known["queued"]; q == nil || q.state != batch.Running || !q.started.Equal(now) {
 		t.Errorf("queued placeholder seen running: %+v, want running since %v", q, now)
@@ -40,13 +47,13 @@ func TestObserveListing(t *testing.T) {
 	if e := ms.known["earlier"]; e == nil || e.state != batch.Queued || !e.submitted.Equal(now) {
 		t.Errorf("an earlier CLS's placeholder: %+v, want queued, submitted now", e)
 	}
-	for _, id := range []string{"gone", "bad"} {
+	for _, id := range []string{"gone", "bad", "died"} {
 		if _, ok := ms.known[id]; ok {
 			t.Errorf("%s still known", id)
 		}
 	}
-	if ms.batch["gone"] || ms.exited != 2 {
-		t.Errorf("batch %v, exited %d; want gone forgotten and 2 exited", ms.batch, ms.exited)
+	if ms.batch["gone"] || ms.exited != 3 {
+		t.Errorf("batch %v, exited %d; want gone forgotten and 3 exited", ms.batch, ms.exited)
 	}
 }
 

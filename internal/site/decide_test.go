@@ -699,70 +699,52 @@ func TestManagerClock(t *testing.T) {
 	}
 }
 
-// Placeholders that go into the batch system's error state (SGE's Eqw: a
-// -wd or project the cluster refuses) are cancelled, and the site is
-// degraded saying so and looked at less often, not resubmitted at every
-// poll; it recovers once a placeholder no longer errs.
-func TestBrokenPlaceholdersBackOff(t *testing.T) {
-	fs := &fakeSite{jobs: map[string]batch.State{}, brokenAtOnce: true}
-	st := &fakeStore{}
-	const poll = 5 * time.Millisecond
-	m := &Manager{Store: st, Poll: poll, Open: func(protocol.SiteSpec, func(int)) (Site, error) { return fs, nil }}
-	ctx := startManager(t, m)
-	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "c", Type: SGE, SSH: "u@h", Max: 1}); err != nil {
-		t.Fatal(err)
+// Placeholders that fail the same way at every try are not resubmitted at
+// every poll: the site is degraded saying why and looked at less often,
+// and recovers once a placeholder no longer fails so. Those that go into
+// the batch system's error state (SGE's Eqw: a -wd or project the cluster
+// refuses) are cancelled; those that end without ever reaching the CLS
+// (an agent that refuses its --out or data root, a registration the CLS
+// refuses) are gone already.
+func TestFailingPlaceholdersBackOff(t *testing.T) {
+	for _, tc := range []struct {
+		name, says string
+		fail       func(f *fakeSite, on bool)
+	}{
+		{"error state", "error state", func(f *fakeSite, on bool) { f.brokenAtOnce = on }},
+		{"ended without connecting", "without connecting to the CLS", func(f *fakeSite, on bool) { f.exitAtOnce = on }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := &fakeSite{jobs: map[string]batch.State{}}
+			tc.fail(fs, true)
+			st := &fakeStore{}
+			const poll = 5 * time.Millisecond
+			m := &Manager{Store: st, Poll: poll, Open: func(protocol.SiteSpec, func(int)) (Site, error) { return fs, nil }}
+			ctx := startManager(t, m)
+			if _, err := m.Add(ctx, protocol.SiteSpec{Name: "c", Type: SGE, SSH: "u@h", Max: 1}); err != nil {
+				t.Fatal(err)
+			}
+			st.setReady(1)
+			eventually(t, "degraded", func() bool {
+				s := m.List()[0]
+				return s.State == StateDegraded && strings.Contains(s.Error, tc.says)
+			})
+			fs.mu.Lock()
+			from := fs.submitted
+			fs.mu.Unlock()
+			// 64 polls: at once, one submission a poll; backing off (2
+			// polls, doubling to 32), a few.
+			time.Sleep(64 * poll) // the window measured, not a condition awaited
+			fs.mu.Lock()
+			n := fs.submitted - from
+			tc.fail(fs, false)
+			fs.mu.Unlock()
+			if n > 16 {
+				t.Errorf("%d placeholders submitted in 64 polls of a site whose placeholders all fail (%s)", n, tc.name)
+			}
+			eventually(t, "recovered", func() bool { return m.List()[0].State == StateOK })
+		})
 	}
-	st.setReady(1)
-	eventually(t, "degraded", func() bool {
-		s := m.List()[0]
-		return s.State == StateDegraded && strings.Contains(s.Error, "error state")
-	})
-	fs.mu.Lock()
-	from := fs.submitted
-	fs.mu.Unlock()
-	// 64 polls: at once, one submission a poll; backing off (2 polls,
-	// doubling to 32), a few.
-	time.Sleep(64 * poll) // the window measured, not a condition awaited
-	fs.mu.Lock()
-	n := fs.submitted - from
-	fs.brokenAtOnce = false
-	fs.mu.Unlock()
-	if n > 16 {
-		t.Errorf("%d placeholders submitted in 64 polls of a site whose placeholders all err", n)
-	}
-	eventually(t, "recovered", func() bool { return m.List()[0].State == StateOK })
-}
-
-// Placeholders that end without ever reaching the CLS (an agent that
-// refuses its --out or data root, a registration the CLS refuses) make
-// the site degraded and looked at less often, as broken ones do, not
-// resubmitted at every poll; it recovers once they no longer end so.
-func TestVanishedPlaceholdersBackOff(t *testing.T) {
-	fs := &fakeSite{jobs: map[string]batch.State{}, exitAtOnce: true}
-	st := &fakeStore{}
-	const poll = 5 * time.Millisecond
-	m := &Manager{Store: st, Poll: poll, Open: func(protocol.SiteSpec, func(int)) (Site, error) { return fs, nil }}
-	ctx := startManager(t, m)
-	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "c", Type: SGE, SSH: "u@h", Max: 1}); err != nil {
-		t.Fatal(err)
-	}
-	st.setReady(1)
-	eventually(t, "degraded", func() bool {
-		s := m.List()[0]
-		return s.State == StateDegraded && strings.Contains(s.Error, "without connecting to the CLS")
-	})
-	fs.mu.Lock()
-	from := fs.submitted
-	fs.mu.Unlock()
-	time.Sleep(64 * poll) // the window measured, not a condition awaited
-	fs.mu.Lock()
-	n := fs.submitted - from
-	fs.exitAtOnce = false
-	fs.mu.Unlock()
-	if n > 16 {
-		t.Errorf("%d placeholders submitted in 64 polls of a site whose placeholders all end at once", n)
-	}
-	eventually(t, "recovered", func() bool { return m.List()[0].State == StateOK })
 }
 
 // Remove reports a failed cancel, not the site's last trouble: a site

@@ -245,12 +245,12 @@ func (m *Manager) observeLocked(ms *managed, ps []batch.Placeholder, now time.Ti
 	for id, t := range ms.known {
 		if !seen[id] || t.state == batch.Exited {
 			// Submitted here and gone before it was seen to run, with no
-			// registration of the site's since: it never reached the CLS
-			// (an agent that refused its --out or data root, or was
-			// refused). Resubmitted at every poll, such placeholders would
-			// flood the batch system. (One seen running that does not
-			// connect is NeverConnected's.)
-			if ms.spec.Type != Local && t.connects >= 0 && t.connects == ms.connects && t.started.IsZero() && !ms.batch[id] && !slices.Contains(broken, id) {
+			// registration of the site's since (its own would be one): it
+			// never reached the CLS (an agent that refused its --out or
+			// data root, or was refused). Resubmitted at every poll, such
+			// placeholders would flood the batch system. (One seen running
+			// that does not connect is NeverConnected's.)
+			if ms.spec.Type != Local && t.connects >= 0 && t.connects == ms.connects && t.started.IsZero() && !slices.Contains(broken, id) {
 				vanished = append(vanished, id)
 			}
 			delete(ms.known, id)

@@ -170,6 +170,7 @@ type fakeSite struct {
 	startAtOnce  bool // placeholders run as soon as submitted
 	brokenAtOnce bool // placeholders go into the error state as soon as submitted (SGE's Eqw)
 	exitAtOnce   bool // placeholders end as soon as submitted, never registering
+	runOnce      bool // placeholders run as soon as submitted and end after one listing, never registering
 	submitted    int
 	submitErr    error             // the batch system refuses submissions
 	why          map[string]string // why a placeholder waits, by id
@@ -202,6 +203,9 @@ func (f *fakeSite) Submit(_ context.Context, n int) ([]string, error) {
 		if f.exitAtOnce {
 			delete(f.jobs, id)
 		}
+		if f.runOnce {
+			f.jobs[id] = batch.Running
+		}
 		f.submitted++
 		ids = append(ids, id)
 	}
@@ -217,6 +221,9 @@ func (f *fakeSite) List(context.Context) ([]batch.Placeholder, error) {
 	var ps []batch.Placeholder
 	for id, st := range f.jobs {
 		ps = append(ps, batch.Placeholder{ID: id, State: st, Why: f.why[id]})
+		if f.runOnce && st == batch.Running {
+			delete(f.jobs, id) // seen running once, then gone
+		}
 	}
 	return ps, nil
 }
@@ -341,7 +348,11 @@ func TestManager(t *testing.T) {
 	eventually(t, "3 queued", func() bool { return fs.count(batch.Queued) == 3 })
 	fs.startAll()
 	eventually(t, "wait recorded", func() bool { return m.List()[0].Running == 3 && m.List()[0].QueueWaitS > 0 })
-	fs.set(func(j map[string]batch.State) { delete(j, "1") }) // one ends
+	// One ends, having registered and disconnected as agents do (one that
+	// ends unregistered is a failure: TestFailingPlaceholdersBackOff).
+	m.Placeholder(1, protocol.Register{Site: "c", Batch: "1"}, true)
+	m.Placeholder(1, protocol.Register{Site: "c", Batch: "1"}, false)
+	fs.set(func(j map[string]batch.State) { delete(j, "1") })
 	eventually(t, "a replacement", func() bool { return fs.count(batch.Queued) == 1 })
 	if got := m.List()[0]; got.Exited != 1 || got.State != StateOK {
 		t.Fatalf("after one exit: %+v", got)
@@ -713,6 +724,7 @@ func TestFailingPlaceholdersBackOff(t *testing.T) {
 	}{
 		{"error state", "error state", func(f *fakeSite, on bool) { f.brokenAtOnce = on }},
 		{"ended without connecting", "without connecting to the CLS", func(f *fakeSite, on bool) { f.exitAtOnce = on }},
+		{"ran briefly without connecting", "without connecting to the CLS", func(f *fakeSite, on bool) { f.runOnce = on }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := &fakeSite{jobs: map[string]batch.State{}}

@@ -103,6 +103,7 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 	m.mu.Lock()
 	var acts siteActions
 	acts.broken, acts.vanished = m.observeLocked(ms, ps, now)
+	ms.noteVanishedLocked(&acts)
 	if w.spec.Type != Local {
 		acts.connects, acts.timeout = ms.connects, m.connectTimeout(w.spec)
 		acts.stalled = m.stalledLocked(ms, now, acts.timeout)
@@ -141,6 +142,7 @@ type siteWork struct {
 type siteActions struct {
 	broken   []string      // placeholders in the batch system's error state
 	vanished []string      // placeholders that ended without reaching the CLS
+	unproven string        // why, while a placeholder submitted since runs unregistered
 	stalled  []string      // placeholders that ran without connecting
 	connects int           // ms.connects when stalled was found
 	timeout  time.Duration // how long they had to connect
@@ -244,13 +246,13 @@ func (m *Manager) observeLocked(ms *managed, ps []batch.Placeholder, now time.Ti
 	}
 	for id, t := range ms.known {
 		if !seen[id] || t.state == batch.Exited {
-			// Submitted here and gone before it was seen to run, with no
-			// registration of the site's since (its own would be one): it
-			// never reached the CLS (an agent that refused its --out or
-			// data root, or was refused). Resubmitted at every poll, such
-			// placeholders would flood the batch system. (One seen running
-			// that does not connect is NeverConnected's.)
-			if ms.spec.Type != Local && t.connects >= 0 && t.connects == ms.connects && t.started.IsZero() && !slices.Contains(broken, id) {
+			// Submitted here and gone, with no registration of the site's
+			// since (its own would be one): it never reached the CLS (an
+			// agent that refused its --out or data root, or was refused),
+			// whether or not a listing caught it running. Resubmitted at
+			// every poll, such placeholders would flood the batch system.
+			// (One still running that does not connect is NeverConnected's.)
+			if ms.spec.Type != Local && t.connects >= 0 && t.connects == ms.connects && !slices.Contains(broken, id) {
 				vanished = append(vanished, id)
 			}
 			delete(ms.known, id)
@@ -409,14 +411,41 @@ func (m *Manager) act(ctx context.Context, ms *managed, w siteWork, acts siteAct
 		return fmt.Errorf("%d placeholder(s) went into the batch system's error state and were cancelled (%s): check the site's --submit-args and what the batch system says of them (SGE: qstat -j ID while it waits)",
 			len(acts.broken), strings.Join(ids, ", "))
 	}
-	if len(acts.vanished) > 0 {
+	if acts.unproven != "" {
 		// As for broken ones: degraded, looked at less often, and well
-		// again at the first step that finds none.
-		ids := acts.vanished[:min(len(acts.vanished), 5)]
-		return fmt.Errorf("%d placeholder(s) ended without connecting to the CLS (%s): their agent's log, in the log directory under the site's directory on the login host, says why",
-			len(acts.vanished), strings.Join(ids, ", "))
+		// again at the first step that finds none ended or running
+		// unregistered.
+		return errors.New(acts.unproven)
 	}
 	return nil
+}
+
+// noteVanishedLocked notes why the site fails when placeholders ended
+// without connecting (acts.vanished), and keeps it while a placeholder
+// submitted since runs with no registration of the site's since: a step
+// that caught such a placeholder running would otherwise count as
+// recovered, and undo the backoff before it ended the same way.
+func (ms *managed) noteVanishedLocked(acts *siteActions) {
+	switch {
+	case len(acts.vanished) > 0:
+		ids := acts.vanished[:min(len(acts.vanished), 5)]
+		ms.vanished = fmt.Sprintf("%d placeholder(s) ended without connecting to the CLS (%s): their agent's log, in the log directory under the site's directory on the login host, says why",
+			len(acts.vanished), strings.Join(ids, ", "))
+	case ms.vanished != "" && !ms.unregisteredRunningLocked():
+		ms.vanished = ""
+	}
+	acts.unproven = ms.vanished
+}
+
+// unregisteredRunningLocked says whether a placeholder this run submitted
+// runs with no registration of the site's since its submission.
+func (ms *managed) unregisteredRunningLocked() bool {
+	for _, t := range ms.known {
+		if t.state == batch.Running && t.connects >= 0 && t.connects == ms.connects {
+			return true
+		}
+	}
+	return false
 }
 
 // degradeStalled marks the site degraded for the placeholders that ran

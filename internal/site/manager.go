@@ -117,6 +117,10 @@ type managed struct {
 	stall string
 	// connects counts registrations: a stall found before one is stale.
 	connects int
+	// vanished says why the site is degraded after placeholders ended
+	// without connecting; kept while one submitted since runs without a
+	// registration of the site's (noteVanishedLocked).
+	vanished string
 	// stale: cls site set changed the queue or submit arguments; the
 	// placeholders queued before are cancelled at the next decision.
 	stale bool

@@ -1,6 +1,7 @@
 package site
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -17,12 +18,16 @@ func TestObserveListing(t *testing.T) {
 	now := t0.Add(time.Minute)
 	ms := &managed{
 		known: map[string]*tracked{
-			"queued": {state: batch.Queued, submitted: t0},
-			"gone":   {state: batch.Running, submitted: t0, started: t0},
-			// Submitted by this run, ended before any registration.
-			"died": {state: batch.Queued, submitted: t0},
+			"queued": {state: batch.Queued, submitted: t0, connects: 1},
+			// Registered (the site's one registration so far).
+			"gone": {state: batch.Running, submitted: t0, started: t0},
+			// Submitted by this run after that, and ended before any
+			// registration: one never seen running, one seen running.
+			"died":  {state: batch.Queued, submitted: t0, connects: 1},
+			"brief": {state: batch.Running, submitted: t0, started: t0, connects: 1},
 		},
-		batch: map[string]bool{"gone": true},
+		batch:    map[string]bool{"gone": true},
+		connects: 1,
 	}
 	var m Manager
 	broken, vanished := m.observeLocked(ms, []batch.Placeholder{
@@ -35,8 +40,9 @@ func TestObserveListing(t *testing.T) {
 	}
 	// "gone" connected (by its batch id); "earlier" and "bad" are not
 	// this run's or erred.
-	if len(vanished) != 1 || vanished[0] != "died" {
-		t.Errorf("vanished %v, want [died]", vanished)
+	slices.Sort(vanished)
+	if !slices.Equal(vanished, []string{"brief", "died"}) {
+		t.Errorf("vanished %v, want [brief died]", vanished)
 	}
 	if q := ms.known["queued"]; q == nil || q.state != batch.Running || !q.started.Equal(now) {
 		t.Errorf("queued placeholder seen running: %+v, want running since %v", q, now)
@@ -47,13 +53,13 @@ func TestObserveListing(t *testing.T) {
 	if e := ms.known["earlier"]; e == nil || e.state != batch.Queued || !e.submitted.Equal(now) {
 		t.Errorf("an earlier CLS's placeholder: %+v, want queued, submitted now", e)
 	}
-	for _, id := range []string{"gone", "bad", "died"} {
+	for _, id := range []string{"gone", "bad", "died", "brief"} {
 		if _, ok := ms.known[id]; ok {
 			t.Errorf("%s still known", id)
 		}
 	}
-	if ms.batch["gone"] || ms.exited != 3 {
-		t.Errorf("batch %v, exited %d; want gone forgotten and 3 exited", ms.batch, ms.exited)
+	if ms.batch["gone"] || ms.exited != 4 {
+		t.Errorf("batch %v, exited %d; want gone forgotten and 4 exited", ms.batch, ms.exited)
 	}
 }
 

@@ -92,7 +92,7 @@ type JobSpec struct {
 	// Hold submits the job held (mqsub -H): it never runs until released
 	// (OpRelease), and its dependents wait for it.
 	Hold bool `json:"hold,omitempty"`
-	// Priority orders the job among its queue's ready jobs (mqsub -p):
+	// Priority orders the job among its queue's ready jobs (mqsub --priority):
 	// higher first, MinPriority..MaxPriority, 0 by default. Every ordered
 	// policy takes it as its first key.
 	Priority int `json:"priority,omitempty"`

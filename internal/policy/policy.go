@@ -16,7 +16,7 @@ type Ready struct {
 	// Prio is a rank the keeper of the DAG computes for orderings that
 	// need one (CP: the job's b-level in seconds); 0 otherwise.
 	Prio float32
-	// Priority is the job's own (mqsub -p): every ordering runs a higher
+	// Priority is the job's own (mqsub --priority): every ordering runs a higher
 	// one first, whatever its own keys say (byPriority).
 	Priority int16
 }

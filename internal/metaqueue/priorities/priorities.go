@@ -1,4 +1,4 @@
-// Package priorities keeps jobs' priorities (mqsub -p, higher first
+// Package priorities keeps jobs' priorities (mqsub --priority, higher first
 // within a queue): stored in job_priority only when not 0, so a
 // metaqueue that never uses them stores and loads nothing more, and
 // kept in memory for the live jobs, where the ready heaps read them.

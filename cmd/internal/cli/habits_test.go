@@ -3,7 +3,6 @@ package cli
 import (
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -88,24 +87,6 @@ func TestParseRange(t *testing.T) {
 		if f != c.first || l != c.last || r != c.isRange || (err != nil) != c.wantErr {
 			t.Errorf("parseRange(%q) = %d, %d, %v, %v", c.in, f, l, r, err)
 		}
-	}
-}
-
-func TestWatchArgs(t *testing.T) {
-	t.Parallel()
-	for _, c := range []struct{ in, want []string }{
-		{[]string{"mqstat", "--watch"}, []string{"mqstat", "--watch"}},
-		{[]string{"mqstat", "--watch", "5", "-s", "E"}, []string{"mqstat", "--watch", "--interval=5s", "-s", "E"}},
-		{[]string{"mqstat", "--watch", "500ms"}, []string{"mqstat", "--watch", "--interval=500ms"}},
-		{[]string{"mqstat", "--watch", "-s", "E"}, []string{"mqstat", "--watch", "-s", "E"}},
-		{[]string{"mqstat", "--", "--watch", "5"}, []string{"mqstat", "--", "--watch", "5"}},
-	} {
-		if got := watchArgs(c.in); !slices.Equal(got, c.want) {
-			t.Errorf("watchArgs(%q) = %q, want %q", c.in, got, c.want)
-		}
-	}
-	if d, ok := interval("0.5"); !ok || d != 500*time.Millisecond {
-		t.Errorf("interval(0.5) = %v, %v", d, ok)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/cmd/internal/watch"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -65,72 +66,10 @@ interrupted.`
 		&cli.BoolFlag{Name: "watch", Usage: "show the view again every INTERVAL (the argument after it, else --interval)"},
 		&cli.DurationFlag{Name: "interval", Value: 2 * time.Second, Usage: "with --watch: time between views"},
 	}
-	app.Metadata = map[string]any{rewriteArgs: watchArgs}
+	app.Metadata = map[string]any{rewriteArgs: watch.Args}
 	app.Action = func(c *cli.Context) error {
-		every := c.Duration("interval")
-		cat, catSet, err := parseCat(c)
-		if err != nil {
+		if err := checkMqstat(c, env); err != nil {
 			return err
-		}
-		if c.NArg() > 0 && !c.IsSet("cat") {
-			return Usagef("unexpected argument %q (job ids go after -j)", c.Args().First())
-		}
-		if every < 100*time.Millisecond {
-			return Usagef("--interval must be at least 100ms")
-		}
-		if c.IsSet("interval") && !c.Bool("watch") {
-			return Usagef("--interval goes with --watch")
-		}
-		if c.Bool("watch") && (c.IsSet("cat") || c.IsSet("output")) {
-			return Usagef("--watch does not go with --cat")
-		}
-		if c.IsSet("s") {
-			if _, err := job.ParseStates(strings.ToUpper(c.String("s"))); err != nil {
-				return Usagef("-s: %v", err)
-			}
-		}
-		if c.IsSet("j") && c.Int64("j") <= 0 {
-			return Usagef("-j needs a job id")
-		}
-		if c.IsSet("array") && c.Int64("array") <= 0 {
-			return Usagef("--array needs a job id")
-		}
-		if c.Int("limit") < 0 {
-			return Usagef("--limit must be 0 (no limit) or more, not %d", c.Int("limit"))
-		}
-		if catSet && cat.ranges == nil && cat.id <= 0 {
-			return Usagef("--cat needs a job id")
-		}
-		if c.Bool("stderr") && !catSet {
-			return Usagef("--stderr goes with --cat ID")
-		}
-		if c.Bool("f") && (!catSet || cat.ranges != nil) {
-			return Usagef("--follow goes with --cat ID (one job)")
-		}
-		if c.IsSet("O") && (!catSet || c.Bool("f")) {
-			return Usagef("-O goes with --cat, not --follow")
-		}
-		if p := c.String("O"); p != "" && !filepath.IsAbs(p) {
-			// Relative to where the command runs: over SSH that is the
-			// user's home (env.Getwd), not the CLS's directory.
-			wd, err := env.Getwd()
-			if err != nil {
-				return fmt.Errorf("-O %s: %w", p, err)
-			}
-			c.Set("O", filepath.Join(wd, p))
-		}
-		if c.Bool("summary") {
-			// --summary counts every state of the selection: a flag it
-			// would drop must not look as if it narrowed the counts.
-			for _, f := range []string{"s", "j", "limit", "array", "a", "acct", "cat", "output"} {
-				if c.IsSet(f) {
-					dash := "--"
-					if len(f) == 1 {
-						dash = "-"
-					}
-					return Usagef("%s%s does not go with --summary (it counts every state of -q, -t or --target-prefix)", dash, f)
-				}
-			}
 		}
 		cl, err := Dial(c.Context, env, "mqstat")
 		if err != nil {
@@ -138,7 +77,7 @@ interrupted.`
 		}
 		defer cl.Close()
 		if c.Bool("watch") {
-			return watchView(c, every, func(w io.Writer, limit int) error { return mqstatView(c, cl, w, limit) })
+			return watchView(c, c.Duration("interval"), func(w io.Writer, limit int) error { return mqstatView(c, cl, w, limit) })
 		}
 		w := bufio.NewWriterSize(c.App.Writer, 64<<10)
 		err = mqstatView(c, cl, w, c.Int("limit"))
@@ -146,6 +85,73 @@ interrupted.`
 		return warnNoSite(c, cl, err)
 	}
 	return app
+}
+
+// checkMqstat refuses the flags that do not go together, before mqstat
+// dials, and makes a relative -O FILE absolute where the command runs.
+func checkMqstat(c *cli.Context, env Env) error {
+	every := c.Duration("interval")
+	cat, catSet, err := parseCat(c)
+	if err != nil {
+		return err
+	}
+	if c.NArg() > 0 && !c.IsSet("cat") {
+		return Usagef("unexpected argument %q (job ids go after -j)", c.Args().First())
+	}
+	if every < 100*time.Millisecond {
+		return Usagef("--interval must be at least 100ms")
+	}
+	if c.IsSet("interval") && !c.Bool("watch") {
+		return Usagef("--interval goes with --watch")
+	}
+	if c.Bool("watch") && (c.IsSet("cat") || c.IsSet("output")) {
+		return Usagef("--watch does not go with --cat")
+	}
+	if c.IsSet("s") {
+		if _, err := job.ParseStates(strings.ToUpper(c.String("s"))); err != nil {
+			return Usagef("-s: %v", err)
+		}
+	}
+	if c.IsSet("j") && c.Int64("j") <= 0 {
+		return Usagef("-j needs a job id")
+	}
+	if c.IsSet("array") && c.Int64("array") <= 0 {
+		return Usagef("--array needs a job id")
+	}
+	if c.Int("limit") < 0 {
+		return Usagef("--limit must be 0 (no limit) or more, not %d", c.Int("limit"))
+	}
+	if catSet && cat.ranges == nil && cat.id <= 0 {
+		return Usagef("--cat needs a job id")
+	}
+	if c.Bool("stderr") && !catSet {
+		return Usagef("--stderr goes with --cat ID")
+	}
+	if c.Bool("f") && (!catSet || cat.ranges != nil) {
+		return Usagef("--follow goes with --cat ID (one job)")
+	}
+	if c.IsSet("O") && (!catSet || c.Bool("f")) {
+		return Usagef("-O goes with --cat, not --follow")
+	}
+	if p := c.String("O"); p != "" && !filepath.IsAbs(p) {
+		// Relative to where the command runs: over SSH that is the
+		// user's home (env.Getwd), not the CLS's directory.
+		wd, err := env.Getwd()
+		if err != nil {
+			return fmt.Errorf("-O %s: %w", p, err)
+		}
+		c.Set("O", filepath.Join(wd, p))
+	}
+	if c.Bool("summary") {
+		// --summary counts every state of the selection: a flag it
+		// would drop must not look as if it narrowed the counts.
+		for _, f := range []string{"s", "j", "limit", "array", "a", "acct", "cat", "output"} {
+			if c.IsSet(f) {
+				return Usagef("%s does not go with --summary (it counts every state of -q, -t or --target-prefix)", dashed(f))
+			}
+		}
+	}
+	return nil
 }
 
 // jobIDValue is a job id given to a flag (-j, --array), read as mqdel

@@ -1,114 +1,27 @@
 package cli
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
-	"github.com/vbauerster/cupwriter"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/cmd/internal/watch"
 	"github.com/mq-hpc/mq/protocol"
 )
 
-// watchArgs turns "--watch INTERVAL" into "--watch --interval=INTERVAL"
-// when the word after --watch is an interval: seconds (2, 0.5) or a Go
-// duration (500ms, 1m). Anything else after --watch is left alone.
-func watchArgs(args []string) []string {
-	out := make([]string, 0, len(args)+1)
-	for i := 0; i < len(args); i++ {
-		out = append(out, args[i])
-		if args[i] == "--" {
-			return append(out, args[i+1:]...)
-		}
-		if (args[i] == "--watch" || args[i] == "-watch") && i+1 < len(args) {
-			if d, ok := interval(args[i+1]); ok {
-				out = append(out, "--interval="+d.String())
-				i++
-			}
-		}
-	}
-	return out
-}
-
-func interval(s string) (time.Duration, bool) {
-	if d, err := time.ParseDuration(s); err == nil {
-		return d, true
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || f < 0 || f > 1e6 {
-		return 0, false
-	}
-	return time.Duration(f * float64(time.Second)), true
-}
-
-// watchView shows view every interval until the command is interrupted:
-// on a terminal redrawn in place (cupwriter moves the cursor back over the
-// last view; no escape codes of ours) and cut to the terminal's height, else
-// one view after another, each under a header line.
+// watchView shows view every interval until the command is interrupted
+// (watch.Loop), under a header naming the command line.
 func watchView(c *cli.Context, every time.Duration, view func(w io.Writer, limit int) error) error {
-	var cw *cupwriter.Writer
-	if f, ok := c.App.Writer.(*os.File); ok && isTerminal(f) {
-		cw = cupwriter.New(f, false)
-	}
 	header := fmt.Sprintf("every %s: %s", every, strings.Join(os.Args, " "))
 	if len(os.Args) == 0 || c.App.Writer != os.Stdout {
 		header = fmt.Sprintf("every %s", every)
 	}
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		now := time.Now().Format("15:04:05")
-		if cw != nil {
-			_, height, err := cw.GetTermSize()
-			if err != nil || height < 4 {
-				height = 24
-			}
-			var buf bytes.Buffer
-			fmt.Fprintf(&buf, "%s  %s\n", protocol.Printable(protocol.ClipText(header, 200)), now)
-			limit := height - 3
-			if c.Int("limit") > 0 {
-				limit = min(limit, c.Int("limit"))
-			}
-			if err := view(&buf, limit); err != nil {
-				return err
-			}
-			lines := strings.SplitAfter(buf.String(), "\n")
-			if lines[len(lines)-1] == "" {
-				lines = lines[:len(lines)-1]
-			}
-			if len(lines) > height-1 {
-				lines = lines[:height-1]
-			}
-			for _, l := range lines {
-				cw.WriteString(l)
-			}
-			if err := cw.Flush(len(lines)); err != nil {
-				return err
-			}
-		} else {
-			w := bufio.NewWriter(c.App.Writer)
-			fmt.Fprintf(w, "%s  %s\n", header, now)
-			if err := view(w, c.Int("limit")); err != nil {
-				return err
-			}
-			fmt.Fprintln(w)
-			if err := w.Flush(); err != nil {
-				return err
-			}
-		}
-		select {
-		case <-c.Context.Done():
-			return nil
-		case <-tick.C:
-		}
-	}
+	return watch.Loop(c.Context, c.App.Writer, isTerminal(c.App.Writer), every, header, c.Int("limit"), view)
 }
 
 // filteredSummary narrows a summary to -q's queue, or with -t to the

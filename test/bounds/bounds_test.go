@@ -1,0 +1,120 @@
+// Package bounds holds the size bounds DESIGN.md sets the tree ("Package
+// sizes"): no non-test package over 5,000 lines, no file over 800 and no
+// function over 120 without a reason written there.
+package bounds
+
+import (
+	"bytes"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+const (
+	maxPackage  = 5000
+	maxFile     = 800
+	maxFunction = 120
+)
+
+// generated is the line go generate's tools put before a file's package.
+var generated = regexp.MustCompile(`(?m)^// Code generated .* DO NOT EDIT\.$`)
+
+func TestSizeBounds(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join("..", "..")
+	design, err := os.ReadFile(filepath.Join(root, "DESIGN.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sizes, _ := strings.Cut(string(design), "## Package sizes")
+	sizes, _, _ = strings.Cut(sizes, "\n## ")
+	packages := map[string]int{}
+	fset := token.NewFileSet()
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "vendor") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if generated.Match(src) {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		lines := bytes.Count(src, []byte("\n"))
+		packages[filepath.Dir(rel)] += lines
+		if lines > maxFile && !strings.Contains(sizes, "`"+rel+"`") {
+			t.Errorf("%s is %d lines (bound %d): split it, or say in DESIGN.md's Package sizes why not", rel, lines, maxFile)
+		}
+		f, err := parser.ParseFile(fset, path, src, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		for _, decl := range f.Decls {
+			fn, ok := decl.(*ast.FuncDecl)
+			if !ok {
+				continue
+			}
+			n := fset.Position(fn.End()).Line - fset.Position(fn.Pos()).Line + 1
+			if n > maxFunction && !strings.Contains(sizes, "`"+funcName(fn)+"`") {
+				t.Errorf("%s: %s is %d lines (bound %d): split it where its seam is, or say in DESIGN.md's Package sizes why not", rel, funcName(fn), n, maxFunction)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for dir, n := range packages {
+		if n > maxPackage && !strings.Contains(sizes, "`"+dir+"`") {
+			t.Errorf("package %s is %d non-test lines (bound %d): move a part into a package of its own, or say in DESIGN.md's Package sizes why not", dir, n, maxPackage)
+		}
+	}
+	if len(packages) < 50 {
+		t.Errorf("only %d packages found under %s: the walk missed the tree", len(packages), root)
+	}
+}
+
+// funcName is fn as DESIGN.md would name it: Name, or Type.Name.
+func funcName(fn *ast.FuncDecl) string {
+	if fn.Recv == nil || len(fn.Recv.List) == 0 {
+		return fn.Name.Name
+	}
+	typ := fn.Recv.List[0].Type
+	for {
+		switch x := typ.(type) {
+		case *ast.StarExpr:
+			typ = x.X
+			continue
+		case *ast.IndexExpr:
+			typ = x.X
+			continue
+		case *ast.IndexListExpr:
+			typ = x.X
+			continue
+		}
+		break
+	}
+	if id, ok := typ.(*ast.Ident); ok {
+		return id.Name + "." + fn.Name.Name
+	}
+	return fn.Name.Name
+}

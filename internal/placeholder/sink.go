@@ -169,7 +169,7 @@ func (a *Agent) drain(s *sink, lim *outputLimit, also io.Writer) error {
 		if err == io.EOF {
 			return nil
 		}
-		return err
+		return heldOpen(err)
 	}
 	fc, err := a.openOutput(s)
 	if err != nil {
@@ -187,7 +187,9 @@ func (a *Agent) drain(s *sink, lim *outputLimit, also io.Writer) error {
 		return overLimit(err)
 	}
 	_, err = io.CopyBuffer(f, onlyReader{r}, buf)
-	if err != nil {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		err = errHeldOpen // cut: what was read is kept
+	} else if err != nil {
 		// A write error (EIO, EFBIG, ENOSPC from something else filling
 		// the disk) loses the output, not the job; at the limit the job
 		// is being stopped. Either way keep draining, so the job does not
@@ -254,25 +256,60 @@ func overLimit(err error) error {
 
 // sinkWait bounds how long a report waits for a job's output to be written
 // after the job ended: only a process that escaped the job's process group
-// can hold the pipe open longer.
+// can hold the pipe open longer. The output is then cut there (sink.cut),
+// and the report waits as long again for what was read to be written.
 const sinkWait = 2 * time.Second
+
+// errHeldOpen is why an output was cut at the job's end.
+var errHeldOpen = errors.New("cut at the job's end: a process the job left running held it open")
+
+// heldOpen is errHeldOpen for a read that cut ended, else err.
+func heldOpen(err error) error {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return errHeldOpen
+	}
+	return err
+}
+
+// cut ends the sink's drain where it is: what was read is written and
+// reported, and the pipe's read end closes, so a process left by the job
+// that still holds the write end gets EPIPE instead of writing on unseen
+// into a drain that would never end (and an open pipe, a goroutine and,
+// with streams, an output never reported).
+func (s *sink) cut() {
+	s.r.SetReadDeadline(time.Now()) // the read end is in the poller: see pipe
+}
 
 // waitSinks waits for the streams to reach their files and says what
 // could not be written ("" if all was).
 func (a *Agent) waitSinks(asg protocol.Assignment, sinks ...*sink) (lost string) {
 	deadline := time.NewTimer(sinkWait)
 	defer deadline.Stop()
-	for i, s := range sinks {
+	cut := false
+	for i := 0; i < len(sinks); {
+		s := sinks[i]
 		select {
 		case <-s.done:
-			if s.err != nil {
-				a.log.Warn("job output lost", "job", asg.ID, "file", s.path, "err", s.err)
-				lost = joinLost(lost, fmt.Sprintf("%s: %v", [...]string{"stdout", "stderr"}[i%2], s.err))
-			}
 		case <-deadline.C:
-			a.log.Warn("a process left by the job still holds its output open; reporting without waiting", "job", asg.ID, "file", s.path)
-			return lost
+			if cut {
+				// A write of what was read does not return (a hung
+				// filesystem): report without it.
+				a.log.Warn("job output not written in time; reporting without it", "job", asg.ID, "file", s.path)
+				return joinLost(lost, "output: not written in time")
+			}
+			a.log.Warn("a process left by the job still holds its output open; cutting the output there", "job", asg.ID, "file", s.path)
+			for _, o := range sinks[i:] {
+				o.cut()
+			}
+			cut = true
+			deadline.Reset(sinkWait)
+			continue
 		}
+		if s.err != nil {
+			a.log.Warn("job output lost", "job", asg.ID, "file", s.path, "err", s.err)
+			lost = joinLost(lost, fmt.Sprintf("%s: %v", [...]string{"stdout", "stderr"}[i%2], s.err))
+		}
+		i++
 	}
 	return lost
 }

@@ -1,0 +1,109 @@
+package placeholder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// TestOutputHeldOpen: a job that leaves a process outside its process
+// group holding its stdout is reported once its own process has ended,
+// with what it wrote (in its stream or its file) and a note that the
+// output was cut there; the process left behind loses the pipe and dies at
+// its next write instead of writing on, unseen, into a drain that never
+// ends.
+func TestOutputHeldOpen(t *testing.T) {
+	t.Parallel()
+	setsid, err := exec.LookPath("setsid")
+	if err != nil {
+		t.Skip("no setsid to leave a process outside the job's group")
+	}
+	for _, streams := range []bool{false, true} {
+		t.Run(map[bool]string{false: "files", true: "streams"}[streams], func(t *testing.T) {
+			t.Parallel()
+			var a *Agent
+			var out string
+			if streams {
+				a, out = streamAgent(t, 0)
+			} else {
+				a = runner(t, "")
+			}
+			pidFile := filepath.Join(t.TempDir(), "pid")
+			// The job waits for the pid: a process not yet out of the
+			// group would die with it.
+			cmd := fmt.Sprintf(`%s sh -c 'echo $$ >%s.new && mv %[2]s.new %[2]s; while :; do echo left; sleep 0.1; done' &
+				until test -e %[2]s; do sleep 0.01; done; echo hi`, setsid, pidFile)
+			start := time.Now()
+			rep := a.run(context.Background(), protocol.Assignment{ID: 1, Attempt: 1, Command: cmd, Target: "t"})
+			pid := readPid(t, pidFile)
+			t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+			if d := time.Since(start); d > time.Minute {
+				t.Errorf("reported after %v", d)
+			}
+			if rep.Exit != 0 || rep.Reason != "" {
+				t.Errorf("exit %d reason %q, want 0 and none", rep.Exit, rep.Reason)
+			}
+			if !strings.Contains(rep.OutputLost, "stdout: cut at the job's end") {
+				t.Errorf("output lost %q, want it to say stdout was cut at the job's end", rep.OutputLost)
+			}
+			var got string
+			if streams {
+				var ok bool
+				if got, ok = readStreamed(t, out, rep, "stdout"); !ok {
+					t.Errorf("stdout not reported: %+v", rep.Streamed)
+				}
+			} else {
+				path, _ := job.OutputPaths(a.cfg.OutDir, 1, 1)
+				b, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = string(b)
+			}
+			if !strings.Contains(got, "hi\n") {
+				t.Errorf("stdout %q, want the job's hi", got)
+			}
+			waitUntil(t, time.Minute, func() error {
+				if alive(pid) {
+					return fmt.Errorf("the process left by the job (pid %d) still runs", pid)
+				}
+				return nil
+			})
+		})
+	}
+}
+
+func readPid(t *testing.T, path string) int {
+	t.Helper()
+	var pid int
+	waitUntil(t, time.Minute, func() error {
+		b, err := os.ReadFile(path)
+		if err == nil {
+			pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+		return err
+	})
+	return pid
+}
+
+// alive says whether pid runs: it exists and is no zombie waiting for a
+// reaper.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if errors.Is(err, os.ErrNotExist) {
+		return false
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	return len(f) == 0 || f[0] != "Z"
+}

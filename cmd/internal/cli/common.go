@@ -22,6 +22,7 @@ import (
 	"github.com/mq-hpc/mq/client"
 	"github.com/mq-hpc/mq/cmd/internal/flagmsg"
 	"github.com/mq-hpc/mq/cmd/internal/flagnames"
+	"github.com/mq-hpc/mq/cmd/internal/rewait"
 	"github.com/mq-hpc/mq/internal/version"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -284,6 +285,11 @@ func Dial(ctx context.Context, env Env, name string) (*client.Client, error) {
 		warnOtherBuild(env.Stderr, name, cl.Server)
 	}
 	return cl, err
+}
+
+// waiter waits for jobs across a restart of the CLS.
+func waiter(env Env, name string, note io.Writer) rewait.Waiter {
+	return rewait.Waiter{Dial: func(ctx context.Context) (*client.Client, error) { return Dial(ctx, env, name) }, Name: name, Note: note}
 }
 
 // warnOtherBuild warns when the CLS is another build than this command

@@ -314,8 +314,16 @@ func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
 	if !c.Bool("b") {
 		return nil
 	}
-	timeout := c.Duration("timeout")
-	w, err := client.Do(c.Context, cl, protocol.OpWait, protocol.Wait{IDs: []int64{id}, TimeoutMS: int(timeout / time.Millisecond)})
+	timeout, w := c.Duration("timeout"), protocol.WaitReply{}
+	end := time.Now().Add(timeout) // across a restart of the CLS too
+	err = waiter(env, "mqsub", c.App.ErrWriter).Wait(c.Context, cl, func(cl *client.Client) (err error) {
+		req := protocol.Wait{IDs: []int64{id}, TimeoutMS: int(timeout / time.Millisecond)}
+		if timeout > 0 {
+			req.TimeoutMS = max(1, int(time.Until(end)/time.Millisecond))
+		}
+		w, err = client.Do(c.Context, cl, protocol.OpWait, req)
+		return err
+	})
 	if err != nil {
 		return waitError(c.Context, id, err)
 	}
@@ -335,13 +343,10 @@ func warn(c *cli.Context, warnings []string) {
 // waitError says why mqsub -b stopped waiting: an interrupt (Ctrl-C) or
 // the CLS going away are ordinary, and the job is not lost either way.
 func waitError(ctx context.Context, id int64, err error) error {
-	switch {
-	case ctx.Err() != nil:
+	if ctx.Err() != nil {
 		return exitError{code: ExitInterrupted, msg: fmt.Sprintf("interrupted; job %d stays in the metaqueue (mqstat -j %d, mqdel %d)", id, id, id)}
-	case protocol.IsCode(err, protocol.CodeShutdown), errors.Is(err, client.ErrClosed), errors.Is(err, io.EOF):
-		return fmt.Errorf("the CLS stopped while waiting for job %d; the job is kept: mqstat -j %d once the CLS runs again", id, id)
 	}
-	return fmt.Errorf("waiting for job %d: %w", id, err)
+	return fmt.Errorf("waiting for job %d: %w", id, err) // the CLS gone for good: rewait says
 }
 
 // jobExit turns how a job ended into mqsub -b's exit.
@@ -503,7 +508,7 @@ func submitBulk(c *cli.Context, env Env, cl *client.Client, what string, upload 
 	if err != nil || !c.Bool("b") || reply.Count == 0 {
 		return err
 	}
-	return waitRange(c, cl, reply.First, reply.First+int64(reply.Count)-1)
+	return waitRange(c, env, cl, reply.First, reply.First+int64(reply.Count)-1)
 }
 
 // printIDs prints the ids of count jobs from first, one a line for a
@@ -528,9 +533,9 @@ func printIDs(out io.Writer, first int64, count int, tty bool) error {
 // waitRange is mqsub -b for many jobs (a file, an array): it waits for
 // the jobs First..Last, with a bar on stderr if that is a terminal, and
 // fails naming the jobs that did not end done.
-func waitRange(c *cli.Context, cl *client.Client, first, last int64) error {
+func waitRange(c *cli.Context, env Env, cl *client.Client, first, last int64) error {
 	v := &progressView{out: c.App.ErrWriter, tty: isTerminal(c.App.ErrWriter)}
-	end, err := follow(c.Context, cl, protocol.Progress{First: first, Last: last}, v, c.Duration("timeout"))
+	end, err := follow(c.Context, cl, waiter(env, "mqsub", c.App.ErrWriter), protocol.Progress{First: first, Last: last}, v, c.Duration("timeout"))
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,8 @@ terminal it shows a bar with the jobs ended, the rate, the done/failed
 counts and an ETA; otherwise a line whenever the counts change. Exits 0 when
 every job ended done, 1 naming those that did not (failed, blocked, or,
 for named jobs, deleted), 130 when interrupted (the jobs go on). Deleted
-jobs do not count in a queue or target.`
+jobs do not count in a queue or target. If the CLS goes away meanwhile (a
+restart), mqwait says so and waits up to 2 minutes for it to come back.`
 	app.Flags = []cli.Flag{
 		&cli.StringFlag{Name: "q", Aliases: []string{"queue"}, Usage: "the jobs of this queue"},
 		&cli.StringFlag{Name: "t", Aliases: []string{"target"}, Usage: "the jobs of this target"},
@@ -62,7 +63,7 @@ jobs do not count in a queue or target.`
 		}
 		defer cl.Close()
 		v := &progressView{out: c.App.Writer, tty: !c.Bool("Q") && isTerminal(c.App.Writer), plain: !c.Bool("Q")}
-		last, err := follow(c.Context, cl, req, v, c.Duration("timeout"))
+		last, err := follow(c.Context, cl, waiter(env, "mqwait", c.App.ErrWriter), req, v, c.Duration("timeout"))
 		if err != nil {
 			return interrupted(c.Context, err, "the jobs go on (mqwait again to follow them)")
 		}

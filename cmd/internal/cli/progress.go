@@ -14,6 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/cmd/internal/rewait"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -148,17 +149,19 @@ func (v *progressView) stop() {
 
 // follow streams the progress of req, shows it, and returns the last
 // frame; timeout 0 means none.
-func follow(ctx context.Context, cl *client.Client, req protocol.Progress, v *progressView, timeout time.Duration) (protocol.ProgressReply, error) {
+func follow(ctx context.Context, cl *client.Client, rw rewait.Waiter, req protocol.Progress, v *progressView, timeout time.Duration) (protocol.ProgressReply, error) {
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
 	var last protocol.ProgressReply
-	err := client.Stream(ctx, cl, protocol.OpProgress, req, func(r protocol.ProgressReply) error {
-		last = r
-		v.update(r)
-		return nil
+	err := rw.Wait(ctx, cl, func(cl *client.Client) error {
+		return client.Stream(ctx, cl, protocol.OpProgress, req, func(r protocol.ProgressReply) error {
+			last = r
+			v.update(r)
+			return nil
+		})
 	})
 	if err != nil || !last.Ended {
 		v.stop()

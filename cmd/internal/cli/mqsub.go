@@ -314,9 +314,15 @@ func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
 	if !c.Bool("b") {
 		return nil
 	}
+	return waitOne(c, env, cl, id)
+}
+
+// waitOne is mqsub -b for one job: it waits for job id, across a restart
+// of the CLS, and exits as the job did.
+func waitOne(c *cli.Context, env Env, cl *client.Client, id int64) error {
 	timeout, w := c.Duration("timeout"), protocol.WaitReply{}
 	end := time.Now().Add(timeout) // across a restart of the CLS too
-	err = waiter(env, "mqsub", c.App.ErrWriter).Wait(c.Context, cl, func(cl *client.Client) (err error) {
+	err := waiter(env, "mqsub", c.App.ErrWriter).Wait(c.Context, cl, func(cl *client.Client) (err error) {
 		req := protocol.Wait{IDs: []int64{id}, TimeoutMS: int(timeout / time.Millisecond)}
 		if timeout > 0 {
 			req.TimeoutMS = max(1, int(time.Until(end)/time.Millisecond))

@@ -101,9 +101,15 @@ func ValidateSpec(js *JobSpec) error {
 // MaxEnvBytes bounds a job's own environment, names and values together.
 const MaxEnvBytes = 64 << 10
 
+// EnvAttemptID is set by the placeholder to an id of the attempt unique on
+// its host: the processes the attempt leaves outside its process group
+// are found by it, and killed with the job.
+const EnvAttemptID = "MQ_ATTEMPT_ID"
+
 // ValidateEnv checks a job's environment: names of letters, digits and
 // underscores not starting with a digit, none the placeholder sets itself
-// (MQ_JOB_ID, MQ_ATTEMPT, MQ_TARGET, MQ_QUEUE), values without NUL bytes.
+// (MQ_JOB_ID, MQ_ATTEMPT, MQ_ATTEMPT_ID, MQ_TARGET, MQ_QUEUE), values
+// without NUL bytes.
 func ValidateEnv(env map[string]string) error {
 	n := 0
 	for k, v := range env {
@@ -111,7 +117,7 @@ func ValidateEnv(env map[string]string) error {
 			return fmt.Errorf("environment variable name %s is not NAME (letters, digits, _)", Quote(k))
 		}
 		switch k {
-		case "MQ_JOB_ID", "MQ_ATTEMPT", "MQ_TARGET", "MQ_QUEUE":
+		case "MQ_JOB_ID", "MQ_ATTEMPT", EnvAttemptID, "MQ_TARGET", "MQ_QUEUE":
 			return fmt.Errorf("environment variable %s is set by mq itself", k)
 		}
 		if strings.IndexByte(v, 0) >= 0 || !utf8.ValidString(v) {

@@ -8,6 +8,7 @@ package placeholder
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"io"
 	"log/slog"
@@ -124,6 +125,9 @@ type Agent struct {
 	start time.Time
 	ppid  int
 	log   *slog.Logger
+	// lineage begins every attemptID of this agent: random, so that
+	// agents on one host never share one.
+	lineage string
 
 	mu      sync.Mutex
 	cl      *client.Client
@@ -192,7 +196,7 @@ func New(cfg Config) *Agent {
 		cfg.Now = time.Now
 	}
 	a := &Agent{cfg: cfg, log: cfg.Log, running: map[int64]*proc{}, held: map[int64]protocol.JobRef{}, hbEvery: time.Second, liveKick: make(chan struct{}, 1),
-		churn: backoff.Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.5}}
+		churn: backoff.Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.5}, lineage: rand.Text()[:12]}
 	if cfg.Streams && !cfg.NoOp {
 		a.streams = newStreamSet(cfg.OutDir, cfg.StreamRotate, cfg.Log)
 		if cfg.StreamNoSync {

@@ -70,12 +70,12 @@ func TestRunDirectLikeShell(t *testing.T) {
 	}
 }
 
-// stableEnv drops what differs between two runs of env, the job's own id,
+// stableEnv drops what differs between two runs of env, the job's own ids,
 // and sorts the rest: a shell reorders the environment.
 func stableEnv(s string) string {
 	var keep []string
 	for _, l := range strings.Split(s, "\n") {
-		if !strings.HasPrefix(l, "MQ_JOB_ID=") && !strings.HasPrefix(l, "_=") {
+		if !strings.HasPrefix(l, "MQ_JOB_ID=") && !strings.HasPrefix(l, attemptVar+"=") && !strings.HasPrefix(l, "_=") {
 			keep = append(keep, l)
 		}
 	}

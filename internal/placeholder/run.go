@@ -29,6 +29,9 @@ type proc struct {
 	pgid    int
 	started time.Time
 	once    sync.Once
+	// attemptID is its processes' attemptVar: a kill reaches those that
+	// left the group too (killEscaped).
+	attemptID string
 
 	mu     sync.Mutex
 	reason string // why it was killed; set by whichever kill came first
@@ -107,7 +110,12 @@ func (p *proc) kill(reason string) {
 		p.reason = reason
 		p.mu.Unlock()
 		p.signal(syscall.SIGTERM)
-		time.AfterFunc(killGrace, func() { p.signal(syscall.SIGKILL) })
+		time.AfterFunc(killGrace, func() {
+			p.signal(syscall.SIGKILL)
+			if p.attemptID != "" {
+				killEscaped("/proc", p.attemptID)
+			}
+		})
 	})
 }
 
@@ -285,6 +293,7 @@ func (a *Agent) startProcess(t *attempt) bool {
 		"MQ_ATTEMPT="+strconv.Itoa(asg.Attempt),
 		"MQ_TARGET="+asg.Target,
 		"MQ_QUEUE="+asg.Queue,
+		attemptVar+"="+a.attemptID(asg.ID, asg.Attempt),
 	)
 	cmd, direct := jobexec.Command(line, env, t.runDir)
 	// Started is stamped at the launch, as time(1) starts its clock, and
@@ -316,7 +325,7 @@ func (a *Agent) startProcess(t *attempt) bool {
 		return t.fail(err)
 	}
 	t.cmd = cmd
-	t.p = &proc{ref: protocol.JobRef{ID: asg.ID, Attempt: asg.Attempt}, pgid: cmd.Process.Pid, started: t.rep.Started}
+	t.p = &proc{ref: protocol.JobRef{ID: asg.ID, Attempt: asg.Attempt}, pgid: cmd.Process.Pid, started: t.rep.Started, attemptID: a.attemptID(asg.ID, asg.Attempt)}
 	if asg.Grant != nil && t.grant != nil {
 		// Straight after the start, before the job has had time to
 		// start threads or children of its own (they inherit the set).

@@ -285,24 +285,37 @@ func (s *sink) cut() {
 func (a *Agent) waitSinks(asg protocol.Assignment, sinks ...*sink) (lost string) {
 	deadline := time.NewTimer(sinkWait)
 	defer deadline.Stop()
-	cut := false
+	// At each deadline one step more: kill what the job left behind
+	// (killEscaped), else cut its outputs (sink.cut), else report without
+	// them.
+	const waiting, killed, cut = 0, 1, 2
+	step := waiting
 	for i := 0; i < len(sinks); {
 		s := sinks[i]
 		select {
 		case <-s.done:
 		case <-deadline.C:
-			if cut {
+			deadline.Reset(sinkWait)
+			if step == waiting {
+				step = killed
+				if n := killEscaped("/proc", a.attemptID(asg.ID, asg.Attempt)); n > 0 {
+					// The processes it left holding the pipe are gone: the
+					// drains end at their EOF, with all that was written.
+					a.log.Warn("killed the processes the job left running with its output open", "job", asg.ID, "killed", n)
+					continue
+				}
+			}
+			if step == cut {
 				// A write of what was read does not return (a hung
 				// filesystem): report without it.
 				a.log.Warn("job output not written in time; reporting without it", "job", asg.ID, "file", s.path)
 				return joinLost(lost, "output: not written in time")
 			}
+			step = cut
 			a.log.Warn("a process left by the job still holds its output open; cutting the output there", "job", asg.ID, "file", s.path)
 			for _, o := range sinks[i:] {
 				o.cut()
 			}
-			cut = true
-			deadline.Reset(sinkWait)
 			continue
 		}
 		if s.err != nil {

@@ -19,22 +19,34 @@ import (
 
 // TestOutputHeldOpen: a job that leaves a process outside its process
 // group holding its stdout is reported once its own process has ended,
-// with what it wrote (in its stream or its file) and a note that the
-// output was cut there; the process left behind loses the pipe and dies at
-// its next write instead of writing on, unseen, into a drain that never
-// ends.
+// with what it wrote (in its stream or its file). The process left behind
+// is found by the attempt's variable it inherited and killed, so the
+// output ends whole; one that dropped its environment (env -i) cannot be
+// found so, and the output is cut there, saying so, and the process loses
+// the pipe and dies at its next write. Either way no drain is left writing
+// on unseen for ever.
 func TestOutputHeldOpen(t *testing.T) {
 	t.Parallel()
 	setsid, err := exec.LookPath("setsid")
 	if err != nil {
 		t.Skip("no setsid to leave a process outside the job's group")
 	}
-	for _, streams := range []bool{false, true} {
-		t.Run(map[bool]string{false: "files", true: "streams"}[streams], func(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		streams  bool
+		env      string // what runs the left process, after setsid
+		wantLost string // "" for an output ended whole
+	}{
+		{"files", false, "", ""},
+		{"streams", true, "", ""},
+		{"files, environment dropped", false, "env -i PATH=/usr/bin:/bin", "stdout: cut at the job's end"},
+		{"streams, environment dropped", true, "env -i PATH=/usr/bin:/bin", "stdout: cut at the job's end"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var a *Agent
 			var out string
-			if streams {
+			if tc.streams {
 				a, out = streamAgent(t, 0)
 			} else {
 				a = runner(t, "")
@@ -42,8 +54,8 @@ func TestOutputHeldOpen(t *testing.T) {
 			pidFile := filepath.Join(t.TempDir(), "pid")
 			// The job waits for the pid: a process not yet out of the
 			// group would die with it.
-			cmd := fmt.Sprintf(`%s sh -c 'echo $$ >%s.new && mv %[2]s.new %[2]s; while :; do echo left; sleep 0.1; done' &
-				until test -e %[2]s; do sleep 0.01; done; echo hi`, setsid, pidFile)
+			cmd := fmt.Sprintf(`%s %s sh -c 'echo $$ >%s.new && mv %[3]s.new %[3]s; while :; do echo left; sleep 0.1; done' &
+				until test -e %[3]s; do sleep 0.01; done; echo hi`, setsid, tc.env, pidFile)
 			start := time.Now()
 			rep := a.run(context.Background(), protocol.Assignment{ID: 1, Attempt: 1, Command: cmd, Target: "t"})
 			pid := readPid(t, pidFile)
@@ -54,11 +66,11 @@ func TestOutputHeldOpen(t *testing.T) {
 			if rep.Exit != 0 || rep.Reason != "" {
 				t.Errorf("exit %d reason %q, want 0 and none", rep.Exit, rep.Reason)
 			}
-			if !strings.Contains(rep.OutputLost, "stdout: cut at the job's end") {
-				t.Errorf("output lost %q, want it to say stdout was cut at the job's end", rep.OutputLost)
+			if (tc.wantLost == "") != (rep.OutputLost == "") || !strings.Contains(rep.OutputLost, tc.wantLost) {
+				t.Errorf("output lost %q, want %q", rep.OutputLost, tc.wantLost)
 			}
 			var got string
-			if streams {
+			if tc.streams {
 				var ok bool
 				if got, ok = readStreamed(t, out, rep, "stdout"); !ok {
 					t.Errorf("stdout not reported: %+v", rep.Streamed)

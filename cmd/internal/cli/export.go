@@ -25,7 +25,7 @@ func exportFlags() []cli.Flag {
 // own: the job's host and placeholder set their own.
 var notExported = map[string]bool{
 	"PWD": true, "OLDPWD": true, "SHLVL": true, "_": true,
-	"MQ_JOB_ID": true, "MQ_ATTEMPT": true, "MQ_TARGET": true, "MQ_QUEUE": true, "MQ_ARRAY_INDEX": true,
+	"MQ_JOB_ID": true, "MQ_ATTEMPT": true, protocol.EnvAttemptID: true, "MQ_TARGET": true, "MQ_QUEUE": true, "MQ_ARRAY_INDEX": true,
 	protocol.EnvArraySeq: true, protocol.EnvStdout: true, protocol.EnvStderr: true, protocol.EnvTimeLimit: true,
 }
 

@@ -28,7 +28,7 @@ func TestMqsubExport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	environ := []string{"A=1", "B=two words", "PWD=/home/u", "SHLVL=2", "MQ_JOB_ID=7", "BASH_FUNC_f%%=() { :; }", "MQ_HOME=/h", "X.Y=1"}
+	environ := []string{"A=1", "B=two words", "PWD=/home/u", "SHLVL=2", "MQ_JOB_ID=7", "MQ_ATTEMPT_ID=x.7.1", "BASH_FUNC_f%%=() { :; }", "MQ_HOME=/h", "X.Y=1"}
 	run := func(stdin string, args ...string) (int, string, string) {
 		var o, e bytes.Buffer
 		env := tb.env(&o, &e)
@@ -96,6 +96,7 @@ func TestMqsubExport(t *testing.T) {
 		{[]string{"-V", "t", "true"}, "the limit is 65536: name the variables the job needs"},
 		{[]string{"--export=A,NONE", "t", "true"}, "NONE goes alone"},
 		{[]string{"--export=MQ_JOB_ID=3", "t", "true"}, "set by mq itself"},
+		{[]string{"--export=MQ_ATTEMPT_ID=3", "t", "true"}, "set by mq itself"},
 		{[]string{"-V", "--export=A", "t", "true"}, "-V is --export=ALL; give one of them"},
 		{[]string{"--rerun", "-V", "1"}, "-V and --export do not go with --rerun"},
 	} {

@@ -1,13 +1,9 @@
 package placeholder
 
 import (
-	"bytes"
-	"os"
-	"path/filepath"
 	"strconv"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/mq-hpc/mq/internal/jobexec"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -23,51 +19,6 @@ func (a *Agent) attemptID(id int64, attempt int) string {
 	return a.lineage + "." + strconv.FormatInt(id, 10) + "." + strconv.Itoa(attempt)
 }
 
-// killEscaped kills, with SIGKILL, every process of this user whose
-// environment holds attemptVar=id: the processes an attempt left outside
-// its process group (setsid, a daemon's double fork), which the group kill
-// does not reach. They are found by the variable they inherited, as
-// HTCondor finds a job's escaped processes. Each is opened as a pidfd
-// before its environment is read, so a pid reused meanwhile is never
-// signalled. It looks again while a pass finds some (they may fork as they
-// die), a few passes at most, and returns how many it killed.
-func killEscaped(proc, id string) int {
-	want := []byte("\x00" + attemptVar + "=" + id + "\x00")
-	killed := 0
-	for range 5 {
-		n := 0
-		ents, err := os.ReadDir(proc)
-		if err != nil {
-			return killed
-		}
-		for _, e := range ents {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil || pid == os.Getpid() {
-				continue
-			}
-			if killIfTagged(proc, pid, want) {
-				n++
-			}
-		}
-		killed += n
-		if n == 0 {
-			break
-		}
-	}
-	return killed
-}
-
-// killIfTagged kills pid if its environment holds want (NUL-delimited on
-// both sides, the first variable given one in front).
-func killIfTagged(proc string, pid int, want []byte) bool {
-	fd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		return false // gone, or a kernel without pidfds (before 5.3)
-	}
-	defer unix.Close(fd)
-	env, err := os.ReadFile(filepath.Join(proc, strconv.Itoa(pid), "environ"))
-	if err != nil || !bytes.Contains(append([]byte{0}, env...), want) {
-		return false // another user's, or not the attempt's
-	}
-	return unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0) == nil
-}
+// killEscaped kills the processes attempt id left outside its process
+// group (jobexec.KillEscaped), and says how many.
+func killEscaped(proc, id string) int { return jobexec.KillEscaped(proc, attemptVar, id) }

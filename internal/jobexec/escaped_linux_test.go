@@ -1,0 +1,40 @@
+package jobexec
+
+import (
+	"os/exec"
+	"syscall"
+	"testing"
+)
+
+// TestKillEscaped: the processes whose environment holds the pair are
+// killed, wherever the pair stands in it; others, with another value or
+// the value in another variable, are not.
+func TestKillEscaped(t *testing.T) {
+	t.Parallel()
+	start := func(env ...string) *exec.Cmd {
+		c := exec.Command("sleep", "300")
+		c.Env = env
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+		return c
+	}
+	first := start("MQ_T=a.1", "PATH=/bin")
+	last := start("PATH=/bin", "MQ_T=a.1")
+	other := start("MQ_T=a.12")
+	elsewhere := start("MQ_U=a.1", "X=MQ_T=a.1")
+	if n := KillEscaped("/proc", "MQ_T", "a.1"); n != 2 {
+		t.Errorf("killed %d, want 2", n)
+	}
+	for _, c := range []*exec.Cmd{first, last} {
+		if err := c.Wait(); err == nil || c.ProcessState.Sys() == nil {
+			t.Errorf("pid %d: %v, want killed", c.Process.Pid, err)
+		}
+	}
+	for _, c := range []*exec.Cmd{other, elsewhere} {
+		if err := c.Process.Signal(syscall.Signal(0)); err != nil {
+			t.Errorf("pid %d: %v, want it left alone", c.Process.Pid, err)
+		}
+	}
+}

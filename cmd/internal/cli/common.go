@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -20,6 +21,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/cmd/internal/argfile"
 	"github.com/mq-hpc/mq/cmd/internal/flagmsg"
 	"github.com/mq-hpc/mq/cmd/internal/flagnames"
 	"github.com/mq-hpc/mq/cmd/internal/rewait"
@@ -74,6 +76,31 @@ type Env struct {
 	// Environ is the user's environment (mqsub -V); nil where the command
 	// has none of the user's (run in-process by the SSH endpoint).
 	Environ func() []string
+	// InCLS says the command runs inside the CLS's process for an SSH
+	// client: a file an argument names (mqsub -f, --wfformat) is read
+	// only if it is a regular file (argfile).
+	InCLS bool
+}
+
+// openArg opens the file an argument names, a relative name against the
+// command's directory (Getwd: over SSH the home directory, not the CLS
+// process's), as argfile.Open does where the command runs.
+func openArg(env Env, name string) (*os.File, error) {
+	path := name
+	if !filepath.IsAbs(path) {
+		wd, err := getwd(env)
+		if err != nil {
+			return nil, err
+		}
+		path = filepath.Join(wd, name)
+	}
+	f, err := argfile.Open(path, env.InCLS)
+	if errors.Is(err, argfile.ErrNotRegular) {
+		return nil, fmt.Errorf("cannot read %s: not a regular file (over SSH mq reads only regular files of the CLS host)", protocol.Quote(name))
+	} else if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %w", protocol.Quote(name), errors.Unwrap(err))
+	}
+	return f, nil
 }
 
 // OSEnv is the real process environment.

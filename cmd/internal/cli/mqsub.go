@@ -437,9 +437,9 @@ func mqsubFile(c *cli.Context, env Env, res protocol.Resources) error {
 	if name == "-" {
 		r = env.Stdin
 	} else {
-		f, err := os.Open(name)
+		f, err := openArg(env, name)
 		if err != nil {
-			return fmt.Errorf("cannot read %s: %w", name, errors.Unwrap(err))
+			return err
 		}
 		defer f.Close()
 		r = f

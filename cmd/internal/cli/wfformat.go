@@ -2,9 +2,7 @@ package cli
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"os"
 	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
@@ -42,7 +40,7 @@ func mqsubWfformat(c *cli.Context, env Env, res protocol.Resources) error {
 		return Usagef("--size-scale: %v", err)
 	}
 	name := c.String("wfformat")
-	w, err := readTrace(name)
+	w, err := readTrace(env, name)
 	if err != nil {
 		return err
 	}
@@ -94,13 +92,17 @@ func mqsubWfformat(c *cli.Context, env Env, res protocol.Resources) error {
 	return submitBulk(c, env, cl, name, upload, protocol.BulkCommit{Token: newToken()})
 }
 
-// readTrace reads a WfFormat file, its errors one line naming it.
-func readTrace(name string) (*wfformat.Workflow, error) {
-	f, err := os.Open(name)
+// readTrace reads a WfFormat file, its errors one line naming it; one
+// larger than wfformat reads is refused unread.
+func readTrace(env Env, name string) (*wfformat.Workflow, error) {
+	f, err := openArg(env, name)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read %s: %w", name, errors.Unwrap(err))
+		return nil, err
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > wfformat.MaxBytes {
+		return nil, fmt.Errorf("%s is not a WfFormat trace mq can replay: %d bytes, larger than %d MiB", name, fi.Size(), wfformat.MaxBytes>>20)
+	}
 	w, err := wfformat.Read(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a WfFormat trace mq can replay: %w", name, err)

@@ -153,7 +153,7 @@ func TestMqsubWfformatMemory(t *testing.T) {
 	if _, err := os.Stat(trace); err != nil {
 		t.Skipf("no WfFormat trace: %v", err)
 	}
-	w, err := readTrace(trace)
+	w, err := readTrace(OSEnv(), trace)
 	if err != nil {
 		t.Fatal(err)
 	}

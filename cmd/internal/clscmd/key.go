@@ -262,6 +262,7 @@ func sshExec(dialCLS func(server.Peer) io.ReadWriteCloser) sshserver.ExecFunc {
 		env := mqcli.Env{Stdin: stdin, Stdout: stdout, Stderr: stderr,
 			Getwd: os.UserHomeDir, // like an ssh login: jobs run in the home directory unless -d says
 			Dial:  func(context.Context) (io.ReadWriteCloser, error) { return dialCLS(who), nil },
+			InCLS: true, // files the command names are read by the CLS: regular ones only
 		}
 		var app *cli.App
 		switch filepath.Base(args[0]) {

@@ -1,0 +1,51 @@
+// Package argfile opens the files mq's commands read because an argument
+// names them (mqsub -f FILE, mqsub --wfformat FILE). Over SSH such a
+// command runs inside the CLS's process (the SSH endpoint of cls serve),
+// where a name is the CLS host's and the reader is the CLS itself: there
+// only a regular file is read, so /dev/stdin is not taken for the CLS's
+// own stdin, and neither /dev/zero nor a FIFO keeps the CLS reading (or
+// waiting for a writer). A local command reads what its user names
+// (mqsub -f /dev/stdin, a pipe from a shell's <(...)): it is the user's
+// own process.
+package argfile
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// ErrNotRegular is a name refused where only regular files are read.
+var ErrNotRegular = errors.New("not a regular file")
+
+// Open opens path for reading. With regularOnly it opens only a regular
+// file (a symbolic link is followed: it is the user's own): anything
+// else is refused before it is opened (opening a device may act on it),
+// and, when one was swapped in meanwhile, once it is open, without
+// waiting for a writer. Its errors are *fs.PathError.
+func Open(path string, regularOnly bool) (*os.File, error) {
+	if !regularOnly {
+		return os.Open(path)
+	}
+	notRegular := &fs.PathError{Op: "open", Path: path, Err: ErrNotRegular}
+	if fi, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, notRegular
+	}
+	// O_NONBLOCK: a FIFO would hold the open until a writer came; on a
+	// regular file it changes nothing.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = notRegular
+		}
+		return nil, err
+	}
+	return f, nil
+}

@@ -1,0 +1,86 @@
+package argfile
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestOpen: with regularOnly, only a regular file (or a link to one)
+// opens; a FIFO nobody writes is refused at once, not waited on. Without
+// it, whatever the name is opens, a pipe included.
+func TestOpen(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "jobs")
+	if err := os.WriteFile(file, []byte("data\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(file, filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	w.WriteString("piped\n")
+	w.Close()
+	pipe := "/dev/fd/" + strconv.Itoa(int(r.Fd()))
+	for _, tc := range []struct {
+		path        string
+		regularOnly bool
+		want        string // what is read; "" when refused
+		err         error
+	}{
+		{file, true, "data\n", nil},
+		{filepath.Join(dir, "link"), true, "data\n", nil},
+		{fifo, true, "", ErrNotRegular},
+		{dir, true, "", ErrNotRegular},
+		{"/dev/zero", true, "", ErrNotRegular},
+		{"/dev/null", true, "", ErrNotRegular},
+		{pipe, true, "", ErrNotRegular},
+		{filepath.Join(dir, "nosuch"), true, "", os.ErrNotExist},
+		{file, false, "data\n", nil},
+		{pipe, false, "piped\n", nil},
+		{"/dev/null", false, "", nil},
+	} {
+		done := make(chan struct{})
+		var f *os.File
+		var err error
+		go func() { f, err = Open(tc.path, tc.regularOnly); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("Open(%s, %v) still waits after 30s", tc.path, tc.regularOnly)
+		}
+		if tc.err != nil {
+			var pe *os.PathError
+			if !errors.Is(err, tc.err) || !errors.As(err, &pe) {
+				t.Errorf("Open(%s, %v): %v, want a *PathError of %v", tc.path, tc.regularOnly, err, tc.err)
+			}
+			if f != nil {
+				f.Close()
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("Open(%s, %v): %v", tc.path, tc.regularOnly, err)
+			continue
+		}
+		b, err := io.ReadAll(f)
+		f.Close()
+		if err != nil || string(b) != tc.want {
+			t.Errorf("Open(%s, %v) read %q (%v), want %q", tc.path, tc.regularOnly, b, err, tc.want)
+		}
+	}
+}

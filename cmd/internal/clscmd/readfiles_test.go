@@ -1,0 +1,62 @@
+package clscmd
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
+	"github.com/mq-hpc/mq/cmd/internal/cli/clitest"
+	"github.com/mq-hpc/mq/internal/server"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// TestSSHExecReadsRegularFilesOnly: a user key's mqsub runs inside the
+// CLS, so a file it names is read by the CLS: /dev/stdin (the CLS's own
+// stdin), /dev/zero and the like are refused in one line before a byte
+// is read; -f - is the session's stdin.
+func TestSSHExecReadsRegularFilesOnly(t *testing.T) {
+	t.Setenv("HOME", t.TempDir()) // sshExec's working directory
+	dial := clitest.Dial(nil)     // hello, then every request refused
+	dialCLS := func(server.Peer) io.ReadWriteCloser {
+		c, err := dial(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		line string
+		code int
+		msg  string
+	}{
+		{"mqsub -f /dev/stdin", mqcli.ExitFailed, `mqsub: cannot read "/dev/stdin": not a regular file (over SSH mq reads only regular files of the CLS host)` + "\n"},
+		{"mqsub -f /dev/zero", mqcli.ExitFailed, `mqsub: cannot read "/dev/zero": not a regular file (over SSH mq reads only regular files of the CLS host)` + "\n"},
+		{"mqsub --wfformat /dev/zero", mqcli.ExitFailed, `mqsub: cannot read "/dev/zero": not a regular file (over SSH mq reads only regular files of the CLS host)` + "\n"},
+		{"mqsub --wfformat /dev/stdin", mqcli.ExitFailed, `mqsub: cannot read "/dev/stdin": not a regular file (over SSH mq reads only regular files of the CLS host)` + "\n"},
+		// Read, then refused by this test's CLS, which refuses every request.
+		{"mqsub -f -", mqcli.ExitFailed, ""},
+	} {
+		var out, errOut bytes.Buffer
+		done := make(chan int, 1)
+		stdin := strings.NewReader(`{"target":"t","command":"true"}` + "\n")
+		go func() {
+			done <- sshExec(dialCLS)(context.Background(), server.Peer{MaxRole: protocol.RoleUser}, strings.Fields(tc.line), stdin, &out, &errOut)
+		}()
+		var code int
+		select {
+		case code = <-done:
+		case <-time.After(60 * time.Second):
+			t.Fatalf("%s over SSH: still running after 60s", tc.line)
+		}
+		if code != tc.code || tc.msg != "" && errOut.String() != tc.msg {
+			t.Errorf("%s over SSH: exit %d, stderr %q; want exit %d, %q", tc.line, code, errOut.String(), tc.code, tc.msg)
+		}
+		if tc.msg == "" && (strings.Contains(errOut.String(), "cannot read") || stdin.Len() > 0) {
+			t.Errorf("%s over SSH: stderr %q, %d bytes of stdin unread; want the session's stdin read", tc.line, errOut.String(), stdin.Len())
+		}
+	}
+}

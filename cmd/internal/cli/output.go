@@ -40,8 +40,11 @@ func printOutput(w io.Writer, d protocol.JobDetail, stderr bool) error {
 		}
 		return nil
 	}
+	// Opened as every reader of output opens it (outstream.OpenFile): a
+	// job may leave a FIFO or a link where its output was, and mqstat may
+	// run inside the CLS (over SSH).
 	if cp != "" {
-		f, err := os.Open(cp)
+		f, _, err := outstream.OpenFile(cp)
 		if errors.Is(err, os.ErrNotExist) {
 			if d.State == string(job.Executing) {
 				return fmt.Errorf("job %d is running on host %s; none of its output has reached here yet (mqstat --cat %d --follow waits for it; meanwhile: %s there)", d.ID, d.Host, d.ID, path)
@@ -55,7 +58,7 @@ func printOutput(w io.Writer, d protocol.JobDetail, stderr bool) error {
 		_, err = io.Copy(w, f)
 		return err
 	}
-	f, err := os.Open(path)
+	f, _, err := outstream.OpenFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil // output files are made at the first byte: none means no output (yet)
 	}

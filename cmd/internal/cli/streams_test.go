@@ -3,8 +3,11 @@ package cli
 import (
 	"bytes"
 	"errors"
+	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/mq-hpc/mq/internal/outstream"
 	"github.com/mq-hpc/mq/protocol"
@@ -45,5 +48,54 @@ func TestPrintOutputStreamed(t *testing.T) {
 	var b bytes.Buffer
 	if err := printOutput(&b, d, false); !errors.Is(err, outstream.ErrTorn) || b.Len() != 0 {
 		t.Errorf("wrong extent: printed %q, %v; want nothing and a torn output", b.String(), err)
+	}
+}
+
+// TestPrintOutputFileKinds: mqstat --cat opens an output file as every
+// reader of output does: a FIFO a job left where its output was is
+// refused at once (mqstat may run inside the CLS, over SSH, and would
+// wait for a writer), and so is a symbolic link; a regular file, or none,
+// prints what there is.
+func TestPrintOutputFileKinds(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "7.1.out")
+	if err := os.WriteFile(file, []byte("out\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo.out")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.out")
+	if err := os.Symlink(file, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name       string
+		path, copy string
+		want       string
+		err        error
+	}{
+		{"a file", file, "", "out\n", nil},
+		{"none yet", filepath.Join(dir, "none.out"), "", "", nil},
+		{"a FIFO", fifo, "", "", outstream.ErrNotRegular},
+		{"a link", link, "", "", syscall.ELOOP},
+		{"a remote job's copy", "/elsewhere/7.1.out", file, "out\n", nil},
+		{"a FIFO as its copy", "/elsewhere/7.1.out", fifo, "", outstream.ErrNotRegular},
+	} {
+		d := protocol.JobDetail{JobInfo: protocol.JobInfo{ID: 7, Attempts: 1, State: "D"}, Stdout: tc.path, StdoutCopy: tc.copy}
+		var b bytes.Buffer
+		done := make(chan error, 1)
+		go func() { done <- printOutput(&b, d, false) }()
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: mqstat --cat still waits after 30s", tc.name)
+		}
+		if !errors.Is(err, tc.err) || tc.err == nil && err != nil || b.String() != tc.want {
+			t.Errorf("%s: printed %q, %v; want %q, %v", tc.name, b.String(), err, tc.want, tc.err)
+		}
 	}
 }

@@ -11,6 +11,8 @@ package argfile
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"syscall"
@@ -48,4 +50,20 @@ func Open(path string, regularOnly bool) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// ErrTooLarge is a file or stream longer than its reader's limit.
+var ErrTooLarge = errors.New("too large")
+
+// ReadAll reads r to its end, at most limit bytes: a longer r is
+// ErrTooLarge, with no more than limit+1 bytes read.
+func ReadAll(r io.Reader, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)
+	}
+	return b, nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -82,5 +83,37 @@ func TestOpen(t *testing.T) {
 		if err != nil || string(b) != tc.want {
 			t.Errorf("Open(%s, %v) read %q (%v), want %q", tc.path, tc.regularOnly, b, err, tc.want)
 		}
+	}
+}
+
+// countingReader is an endless stream that counts what is read of it.
+type countingReader struct{ n int64 }
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	c.n += int64(len(p))
+	return len(p), nil
+}
+
+// TestReadAll: up to the limit is read whole; beyond it is ErrTooLarge,
+// with at most limit+1 bytes read, even of an endless stream.
+func TestReadAll(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in    string
+		limit int64
+		err   error
+	}{
+		{"", 4, nil},
+		{"abcd", 4, nil},
+		{"abcde", 4, ErrTooLarge},
+	} {
+		b, err := ReadAll(strings.NewReader(tc.in), tc.limit)
+		if !errors.Is(err, tc.err) || err == nil && string(b) != tc.in {
+			t.Errorf("ReadAll(%q, %d): %q, %v; want %v", tc.in, tc.limit, b, err, tc.err)
+		}
+	}
+	var c countingReader
+	if _, err := ReadAll(&c, 1000); !errors.Is(err, ErrTooLarge) || c.n > 1001 {
+		t.Errorf("an endless stream: %v after %d bytes read, want ErrTooLarge after at most 1001", err, c.n)
 	}
 }

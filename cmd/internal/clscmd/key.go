@@ -13,6 +13,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/cmd/internal/argfile"
 	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
 	"github.com/mq-hpc/mq/internal/cls"
 	"github.com/mq-hpc/mq/internal/server"
@@ -83,6 +84,10 @@ func keyRole(c *cli.Context) (string, error) {
 	return role, nil
 }
 
+// maxPublicKey bounds what key add reads: an RSA key of 16384 bits
+// takes about 2.8 KiB.
+const maxPublicKey = 64 << 10
+
 // keyAdd is key add: it accepts the public key in the file named (or
 // read from stdin, for -) with a role.
 func keyAdd(c *cli.Context, stdin io.Reader) error {
@@ -93,14 +98,20 @@ func keyAdd(c *cli.Context, stdin io.Reader) error {
 	if err != nil {
 		return err
 	}
-	var data []byte
-	if c.Args().First() == "-" {
-		data, err = io.ReadAll(io.LimitReader(stdin, 64*1024))
-	} else {
-		data, err = os.ReadFile(c.Args().First())
+	// A public key is a line: read no more than fits one, from a file,
+	// a pipe or /dev/zero alike.
+	r, name := stdin, c.Args().First()
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return fmt.Errorf("public key: %w", err)
+		}
+		defer f.Close()
+		r = f
 	}
+	data, err := argfile.ReadAll(r, maxPublicKey)
 	if err != nil {
-		return fmt.Errorf("public key: %w", err)
+		return fmt.Errorf("public key %s: %w", protocol.Quote(name), err)
 	}
 	if strings.Contains(string(data), "PRIVATE KEY") {
 		return fmt.Errorf("%s is a private key; give the .pub file", c.Args().First())

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +59,45 @@ func TestSSHExecReadsRegularFilesOnly(t *testing.T) {
 		}
 		if tc.msg == "" && (strings.Contains(errOut.String(), "cannot read") || stdin.Len() > 0) {
 			t.Errorf("%s over SSH: stderr %q, %d bytes of stdin unread; want the session's stdin read", tc.line, errOut.String(), stdin.Len())
+		}
+	}
+}
+
+// TestKeyAddReadsBounded: cls key add reads at most what a public key
+// may take, from a file, a device or stdin alike, and says so when there
+// is more.
+func TestKeyAddReadsBounded(t *testing.T) {
+	t.Setenv("MQ_HOME", filepath.Join(t.TempDir(), "mq"))
+	big := filepath.Join(t.TempDir(), "big.pub")
+	if err := os.WriteFile(big, bytes.Repeat([]byte("x"), maxPublicKey+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args  []string
+		stdin io.Reader
+		msg   string
+	}{
+		{[]string{big}, nil, `cls: public key "` + big + `": too large: more than 65536 bytes` + "\n"},
+		{[]string{"/dev/zero"}, nil, `cls: public key "/dev/zero": too large: more than 65536 bytes` + "\n"},
+		{[]string{"-"}, bytes.NewReader(bytes.Repeat([]byte("x"), maxPublicKey+1)), `cls: public key "-": too large: more than 65536 bytes` + "\n"},
+	} {
+		var out, errOut bytes.Buffer
+		env := mqcli.Env{Stdin: tc.stdin, Stdout: &out, Stderr: &errOut, Getwd: os.Getwd}
+		if env.Stdin == nil {
+			env.Stdin = strings.NewReader("")
+		}
+		done := make(chan int, 1)
+		go func() {
+			done <- mqcli.Run(context.Background(), Cls(env), append([]string{"cls", "key", "add", "--role", "user"}, tc.args...))
+		}()
+		var code int
+		select {
+		case code = <-done:
+		case <-time.After(60 * time.Second):
+			t.Fatalf("cls key add %s: still reading after 60s", tc.args)
+		}
+		if code != mqcli.ExitFailed || errOut.String() != tc.msg {
+			t.Errorf("cls key add %s: exit %d, stderr %q; want exit 1, %q", tc.args, code, errOut.String(), tc.msg)
 		}
 	}
 }

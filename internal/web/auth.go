@@ -185,6 +185,15 @@ func remoteIP(r *http.Request) string {
 	return r.RemoteAddr
 }
 
+// sessionProbe answers a request that got this far (its session, or
+// token, is good) with 204. An open page asks it when an event stream
+// stops: an EventSource cannot see the status it was refused with, and
+// a 401 here tells the page its session ended with the CLS that made it
+// (the CLS was restarted) rather than that the CLS is down.
+func sessionProbe(w http.ResponseWriter, _ *http.Request) {
+	w.WriteHeader(http.StatusNoContent)
+}
+
 // clientKey is the context key of a request's client.
 type clientKey struct{}
 

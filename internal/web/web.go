@@ -127,6 +127,7 @@ func New(cfg Config) (*Server, error) {
 	m.HandleFunc("GET /job/{id}/output/events", s.outputEvents)
 	m.HandleFunc("GET /target/{name...}", s.target)
 	m.HandleFunc("GET /events", s.events)
+	m.HandleFunc("GET /session", sessionProbe)
 	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	if cfg.Metrics != nil {
 		m.Handle("GET /metrics", promhttp.HandlerFor(cfg.Metrics.Registry(), promhttp.HandlerOpts{ErrorLog: slogPrinter{cfg.Log}}))

@@ -332,6 +332,63 @@ func TestSessionEndsWithServer(t *testing.T) {
 	}
 }
 
+// TestSessionProbe: /session is what an open page asks when its event
+// stream stops (an EventSource cannot see the status it was refused
+// with): 204 to its session, 401 once the server that made the session
+// is gone (a restarted CLS), so the page can tell a session ended from a
+// CLS that is down.
+func TestSessionProbe(t *testing.T) {
+	t.Parallel()
+	const token = "s3cret-token"
+	first, again := setup(t, Config{Token: token}), setup(t, Config{Token: token})
+	c := first.ts.Client()
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := c.Get(first.ts.URL + "/?token=" + token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	var value string
+	for _, ck := range resp.Cookies() {
+		if ck.Name == sessionCookie(strings.TrimPrefix(first.ts.URL, "http://")) {
+			value = ck.Value
+		}
+	}
+	if value == "" {
+		t.Fatalf("no session cookie: %v", resp.Cookies())
+	}
+	for _, tc := range []struct {
+		name           string
+		b              *testBundle
+		cookie, bearer string
+		want           int
+	}{
+		{"its session", first, value, "", http.StatusNoContent},
+		{"the token", first, "", token, http.StatusNoContent},
+		{"a restarted server", again, value, "", http.StatusUnauthorized},
+		{"nothing", first, "", "", http.StatusUnauthorized},
+	} {
+		for _, method := range []string{http.MethodGet, http.MethodHead} {
+			req, _ := http.NewRequest(method, tc.b.ts.URL+"/session", nil)
+			if tc.cookie != "" {
+				req.AddCookie(&http.Cookie{Name: sessionCookie(strings.TrimPrefix(tc.b.ts.URL, "http://")), Value: tc.cookie})
+			}
+			if tc.bearer != "" {
+				req.Header.Set("Authorization", "Bearer "+tc.bearer)
+			}
+			resp, err := tc.b.ts.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.want || tc.want == http.StatusNoContent && len(body) > 0 {
+				t.Errorf("%s %s: %d %q, want %d", method, tc.name, resp.StatusCode, body, tc.want)
+			}
+		}
+	}
+}
+
 // A job that leaves a FIFO where its output was does not hold its page:
 // the dashboard opens output as every reader does (outstream.OpenFile)
 // and says it cannot read it.

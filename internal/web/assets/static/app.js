@@ -132,41 +132,91 @@ function onUpdate(u) {
   }
 }
 
+// A session ends with the CLS that made it (the cookie is signed for that
+// run): after a restart every request of an open page gets 401, its event
+// streams' too. An EventSource cannot see a status: refused (401, or 429
+// at the streams' bound) it stops for good, while one whose CLS is down
+// keeps trying by itself. So when a stream stops, the page asks
+// /session: a 401 there is a session ended, and the page says so; on
+// anything else it opens the stream again a little later.
+const RETRY_MS = 5000;
+let sessionOver = false;
+
+function sessionEnded() {
+  if (sessionOver) return;
+  sessionOver = true;
+  const up = document.getElementById("updated");
+  if (up) {
+    up.dataset.live = "ended";
+    up.textContent = "session ended";
+  }
+  const p = document.createElement("p");
+  p.id = "session-ended";
+  p.className = "err";
+  const code = document.createElement("code");
+  code.textContent = "cls dashboard url";
+  p.append("This page's session has ended: the CLS was restarted. Open the address ", code, " prints again.");
+  const main = document.querySelector("main");
+  if (main) main.prepend(p);
+}
+
+// follow keeps an event stream open: open makes it (with its listeners),
+// down is called whenever it loses the CLS.
+function follow(open, down) {
+  const es = open();
+  const retry = () => setTimeout(() => { if (!sessionOver) follow(open, down); }, RETRY_MS);
+  es.addEventListener("error", () => {
+    if (down) down();
+    if (es.readyState !== EventSource.CLOSED) return; // the CLS is away: the stream retries
+    fetch(root() + "session", { cache: "no-store" }).then(
+      (r) => (r.status === 401 ? sessionEnded() : retry()),
+      retry);
+  });
+}
+
 function followOverview() {
   const counts = document.getElementById("counts");
   if (!counts) return;
   // The jobs-per-state plot is of one queue, or of all.
   const q = counts.dataset.queue;
-  const es = new EventSource(root() + "events" + (q ? "?queue=" + encodeURIComponent(q) : ""));
-  es.addEventListener("update", (ev) => onUpdate(JSON.parse(ev.data)));
-  es.onerror = () => {
+  follow(() => {
+    const es = new EventSource(root() + "events" + (q ? "?queue=" + encodeURIComponent(q) : ""));
+    es.addEventListener("update", (ev) => onUpdate(JSON.parse(ev.data)));
+    return es;
+  }, () => {
     const up = document.getElementById("updated");
-    if (up) up.dataset.live = "off";
-  };
+    if (up && !sessionOver && up.dataset.live !== "off") {
+      up.dataset.live = "off";
+      up.textContent = up.textContent.replace(/, live$/, ", not live");
+    }
+  });
 }
 
 function followOutput() {
   for (const pre of document.querySelectorAll("pre[data-follow]")) {
-    const es = new EventSource(pre.dataset.follow);
-    // The stream replays the output's last 64 KiB so far (again after a
-    // reconnect), then follows: it replaces what the page was served with.
-    es.addEventListener("open", () => { pre.textContent = ""; });
-    es.addEventListener("chunk", (ev) => {
-      let text = pre.textContent + JSON.parse(ev.data);
-      // Keep the page small however long the job writes: its last 256 KiB.
-      if (text.length > 262144) text = text.slice(-196608);
-      pre.textContent = text;
-      pre.scrollTop = pre.scrollHeight;
-    });
-    es.addEventListener("end", (ev) => {
-      es.close();
-      // The job has ended: its state as the stream's end found it.
-      const st = document.getElementById("state");
-      if (st && ev.data) {
-        const end = JSON.parse(ev.data);
-        st.textContent = end.state + " " + end.name;
-        st.className = "st-" + end.state;
-      }
+    follow(() => {
+      const es = new EventSource(pre.dataset.follow);
+      // The stream replays the output's last 64 KiB so far (again after a
+      // reconnect), then follows: it replaces what the page was served with.
+      es.addEventListener("open", () => { pre.textContent = ""; });
+      es.addEventListener("chunk", (ev) => {
+        let text = pre.textContent + JSON.parse(ev.data);
+        // Keep the page small however long the job writes: its last 256 KiB.
+        if (text.length > 262144) text = text.slice(-196608);
+        pre.textContent = text;
+        pre.scrollTop = pre.scrollHeight;
+      });
+      es.addEventListener("end", (ev) => {
+        es.close();
+        // The job has ended: its state as the stream's end found it.
+        const st = document.getElementById("state");
+        if (st && ev.data) {
+          const end = JSON.parse(ev.data);
+          st.textContent = end.state + " " + end.name;
+          st.className = "st-" + end.state;
+        }
+      });
+      return es;
     });
   }
 }

@@ -1,5 +1,7 @@
-// Package argfile opens the files mq's commands read because an argument
-// names them (mqsub -f FILE, mqsub --wfformat FILE). Over SSH such a
+// Package argfile resolves the paths mq's commands are given (Path:
+// relative to the command's directory, which over SSH is not the CLS
+// process's) and opens the files they read because an argument names
+// them (mqsub -f FILE, mqsub --wfformat FILE). Over SSH such a
 // command runs inside the CLS's process (the SSH endpoint of cls serve),
 // where a name is the CLS host's and the reader is the CLS itself: there
 // only a regular file is read, so /dev/stdin is not taken for the CLS's
@@ -15,8 +17,23 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 )
+
+// Path is name, an argument, as a clean absolute path: a relative name
+// is taken from the command's directory (getwd), which over SSH is the
+// home directory, not the CLS process's own.
+func Path(name string, getwd func() (string, error)) (string, error) {
+	if filepath.IsAbs(name) {
+		return filepath.Clean(name), nil
+	}
+	wd, err := getwd()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(wd, name), nil
+}
 
 // ErrNotRegular is a name refused where only regular files are read.
 var ErrNotRegular = errors.New("not a regular file")

@@ -117,3 +117,27 @@ func TestReadAll(t *testing.T) {
 		t.Errorf("an endless stream: %v after %d bytes read, want ErrTooLarge after at most 1001", err, c.n)
 	}
 }
+
+// TestPath: a relative name is taken from the command's directory, an
+// absolute one only cleaned (the directory is not asked for).
+func TestPath(t *testing.T) {
+	t.Parallel()
+	getwd := func() (string, error) { return "/home/u", nil }
+	for _, tc := range []struct{ name, want string }{
+		{"jobs.jsonl", "/home/u/jobs.jsonl"},
+		{"a/../b/", "/home/u/b"},
+		{".", "/home/u"},
+		{"/x//y/./z", "/x/y/z"},
+	} {
+		if got, err := Path(tc.name, getwd); err != nil || got != tc.want {
+			t.Errorf("Path(%q) = %q, %v; want %q", tc.name, got, err, tc.want)
+		}
+	}
+	gone := errors.New("the current directory is gone")
+	if _, err := Path("rel", func() (string, error) { return "", gone }); !errors.Is(err, gone) {
+		t.Errorf("Path with no directory: %v, want its error", err)
+	}
+	if got, err := Path("/abs", func() (string, error) { return "", gone }); err != nil || got != "/abs" {
+		t.Errorf("Path(/abs) with no directory: %q, %v", got, err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -98,5 +99,39 @@ func TestFileArgsWhereRead(t *testing.T) {
 				t.Errorf("mqsub %s: exit %d, stderr %q; want exit %d, %q", strings.Join(tc.args, " "), code, stderr, tc.code, tc.msg)
 			}
 		})
+	}
+}
+
+// TestJobDirRelative: mqsub -d DIR with a relative DIR is taken from the
+// command's directory (Getwd), as every relative name of mqsub is: over
+// SSH that is the home directory, not the CLS process's.
+func TestJobDirRelative(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	home := t.TempDir()
+	for _, tc := range []struct{ d, want string }{
+		{"proj", filepath.Join(home, "proj")},
+		{"proj/../data/", filepath.Join(home, "data")},
+		{".", home},
+		{"/abs//dir/", "/abs/dir"},
+	} {
+		var o, e bytes.Buffer
+		env := tb.env(&o, &e)
+		env.Getwd = func() (string, error) { return home, nil }
+		env.InCLS = true
+		if code := Run(context.Background(), Mqsub(env), []string{"mqsub", "-d", tc.d, "t", "true"}); code != 0 {
+			t.Fatalf("mqsub -d %s: exit %d, %s", tc.d, code, e.String())
+		}
+		id, err := strconv.ParseInt(strings.TrimSpace(o.String()), 10, 64)
+		if err != nil {
+			t.Fatalf("mqsub printed %q", o.String())
+		}
+		d, err := tb.store.Inspect().Job(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Cwd != tc.want {
+			t.Errorf("mqsub -d %s: the job runs in %s, want %s", tc.d, d.Cwd, tc.want)
+		}
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -86,13 +85,9 @@ type Env struct {
 // command's directory (Getwd: over SSH the home directory, not the CLS
 // process's), as argfile.Open does where the command runs.
 func openArg(env Env, name string) (*os.File, error) {
-	path := name
-	if !filepath.IsAbs(path) {
-		wd, err := getwd(env)
-		if err != nil {
-			return nil, err
-		}
-		path = filepath.Join(wd, name)
+	path, err := argfile.Path(name, func() (string, error) { return getwd(env) })
+	if err != nil {
+		return nil, err
 	}
 	f, err := argfile.Open(path, env.InCLS)
 	if errors.Is(err, argfile.ErrNotRegular) {

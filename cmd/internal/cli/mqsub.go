@@ -19,6 +19,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/cmd/internal/argfile"
 	"github.com/mq-hpc/mq/cmd/internal/stdincheck"
 	"github.com/mq-hpc/mq/internal/walltime"
 	"github.com/mq-hpc/mq/protocol"
@@ -380,9 +381,9 @@ func jobDir(c *cli.Context, env Env) (string, error) {
 			// sbatch's -d is --dependency; mqsub's is the directory.
 			return "", Usagef("-d %s is sbatch's dependency; mqsub's -d is the working directory: %s", d, dependencyHint(d))
 		}
-		abs, err := filepath.Abs(d)
+		abs, err := argfile.Path(d, func() (string, error) { return getwd(env) })
 		if err != nil {
-			return "", Usagef("working directory %q: %v", d, err)
+			return "", err
 		}
 		if env.Dial == nil {
 			// On the CLS host (its Unix socket): the directory the job

@@ -3,6 +3,7 @@ package clscmd
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -98,6 +99,39 @@ func TestKeyAddReadsBounded(t *testing.T) {
 		}
 		if code != mqcli.ExitFailed || errOut.String() != tc.msg {
 			t.Errorf("cls key add %s: exit %d, stderr %q; want exit 1, %q", tc.args, code, errOut.String(), tc.msg)
+		}
+	}
+}
+
+// TestSiteAddKeyPaths: cls site add --key and --known-hosts reach the
+// CLS as absolute paths taken from the command's directory (over SSH,
+// the home directory, not the CLS process's), and a name that is there
+// but not a regular file is refused in one line: the CLS reads both at
+// every connection to the site.
+func TestSiteAddKeyPaths(t *testing.T) {
+	home := t.TempDir()
+	for _, tc := range []struct {
+		flags []string
+		want  string // in the request, or in the one-line error
+		code  int
+	}{
+		{[]string{"--key", "id_hpc", "--known-hosts", ".ssh/known_hosts"}, `"key":"` + filepath.Join(home, "id_hpc") + `","known_hosts":"` + filepath.Join(home, ".ssh/known_hosts") + `"`, 0},
+		{[]string{"--key", "/abs/./id"}, `"key":"/abs/id"`, 0},
+		{[]string{"--key", "/dev/stdin"}, `--key "/dev/stdin" is not a regular file`, mqcli.ExitUsage},
+		{[]string{"--known-hosts", "/dev/zero"}, `--known-hosts "/dev/zero" is not a regular file`, mqcli.ExitUsage},
+		{[]string{"--key", "."}, `--key "` + home + `" is not a regular file`, mqcli.ExitUsage},
+	} {
+		var got string
+		replies := map[string]clitest.Reply{protocol.OpSiteAdd.Name: {Body: protocol.SiteInfo{}, Seen: func(b json.RawMessage) { got = string(b) }}}
+		var out, errOut bytes.Buffer
+		env := mqcli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Getwd: func() (string, error) { return home, nil }, Dial: clitest.Dial(replies)}
+		args := append([]string{"cls", "site", "add", "c", "--type", "slurm", "--ssh", "u@h"}, tc.flags...)
+		code := mqcli.Run(context.Background(), Cls(env), args)
+		switch {
+		case tc.code == 0 && (code != 0 || !strings.Contains(got, tc.want)):
+			t.Errorf("%s: exit %d (%q), sent %s; want it to hold %s", strings.Join(tc.flags, " "), code, errOut.String(), got, tc.want)
+		case tc.code != 0 && (code != tc.code || errOut.String() != "cls: "+tc.want+" (see cls site add --help)\n" || got != ""):
+			t.Errorf("%s: exit %d, stderr %q, sent %q; want exit %d, %q and nothing sent", strings.Join(tc.flags, " "), code, errOut.String(), got, tc.code, tc.want)
 		}
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"path/filepath"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/cmd/internal/argfile"
 	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
 	"github.com/mq-hpc/mq/internal/policy"
 	"github.com/mq-hpc/mq/internal/resource"
@@ -168,9 +169,16 @@ func siteAdd(env mqcli.Env) *cli.Command {
 				if *p == "" {
 					continue
 				}
-				abs, err := filepath.Abs(*p) // the CLS may run elsewhere
+				// Absolute: the CLS reads it, from another directory
+				// (over SSH this command's is the home directory).
+				abs, err := argfile.Path(*p, env.Getwd)
 				if err != nil {
 					return mqcli.Usagef("--%s: %v", flagName, err)
+				}
+				// The CLS reads it at each connection: a device or a
+				// FIFO would hold it (one missing now may come later).
+				if fi, err := os.Stat(abs); err == nil && !fi.Mode().IsRegular() {
+					return mqcli.Usagef("--%s %s is not a regular file", flagName, protocol.Quote(abs))
 				}
 				*p = abs
 			}

@@ -298,22 +298,7 @@ func TestSessionEndsWithServer(t *testing.T) {
 	t.Parallel()
 	const token = "s3cret-token"
 	first, again := setup(t, Config{Token: token}), setup(t, Config{Token: token})
-	c := first.ts.Client()
-	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	resp, err := c.Get(first.ts.URL + "/?token=" + token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	var value string
-	for _, ck := range resp.Cookies() {
-		if ck.Name == sessionCookie(strings.TrimPrefix(first.ts.URL, "http://")) {
-			value = ck.Value
-		}
-	}
-	if value == "" {
-		t.Fatalf("no session cookie: %v", resp.Cookies())
-	}
+	value := sessionOf(t, first, token)
 	for _, tc := range []struct {
 		name string
 		b    *testBundle
@@ -332,6 +317,26 @@ func TestSessionEndsWithServer(t *testing.T) {
 	}
 }
 
+// sessionOf opens b's dashboard with token and returns the session
+// cookie's value it sets.
+func sessionOf(t *testing.T, b *testBundle, token string) string {
+	t.Helper()
+	c := b.ts.Client()
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := c.Get(b.ts.URL + "/?token=" + token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	for _, ck := range resp.Cookies() {
+		if ck.Name == sessionCookie(strings.TrimPrefix(b.ts.URL, "http://")) {
+			return ck.Value
+		}
+	}
+	t.Fatalf("no session cookie: %v", resp.Cookies())
+	return ""
+}
+
 // TestSessionProbe: /session is what an open page asks when its event
 // stream stops (an EventSource cannot see the status it was refused
 // with): 204 to its session, 401 once the server that made the session
@@ -341,22 +346,7 @@ func TestSessionProbe(t *testing.T) {
 	t.Parallel()
 	const token = "s3cret-token"
 	first, again := setup(t, Config{Token: token}), setup(t, Config{Token: token})
-	c := first.ts.Client()
-	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	resp, err := c.Get(first.ts.URL + "/?token=" + token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	var value string
-	for _, ck := range resp.Cookies() {
-		if ck.Name == sessionCookie(strings.TrimPrefix(first.ts.URL, "http://")) {
-			value = ck.Value
-		}
-	}
-	if value == "" {
-		t.Fatalf("no session cookie: %v", resp.Cookies())
-	}
+	value := sessionOf(t, first, token)
 	for _, tc := range []struct {
 		name           string
 		b              *testBundle

@@ -364,5 +364,28 @@ func (w *cgroupWatch) Peak() int64 {
 
 func (w *cgroupWatch) Close() error {
 	unix.Close(w.fd)
-	return os.Remove(w.dir)
+	if !w.killRest() {
+		return os.Remove(w.dir)
+	}
+	// SIGKILL is sent; the cgroup empties as the processes exit.
+	var err error
+	for range 20 {
+		if err = os.Remove(w.dir); !errors.Is(err, unix.EBUSY) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return err
+}
+
+// killRest kills what the job left in its cgroup (processes that escaped
+// its process group) with cgroup.kill (Linux 5.14 and later), and says
+// whether it could.
+func (w *cgroupWatch) killRest() bool {
+	f, err := os.OpenFile(filepath.Join(w.dir, "cgroup.kill"), os.O_WRONLY, 0)
+	if err != nil {
+		return false
+	}
+	_, err = f.WriteString("1")
+	return f.Close() == nil && err == nil
 }

@@ -248,7 +248,12 @@ func TestCgroupLimiterFiles(t *testing.T) {
 	if p := mw.Peak(); p != 8*resource.GiB {
 		t.Errorf("Peak = %d, want memory.peak's %d", p, 8*resource.GiB)
 	}
-	for _, f := range []string{"memory.max", "memory.oom.group", "memory.swap.max", "memory.events", "memory.peak"} {
+	// At the job's end what it left in its cgroup is killed.
+	os.WriteFile(job+"/cgroup.kill", nil, 0o644)
+	if !mw.(*cgroupWatch).killRest() || read(job+"/cgroup.kill") != "1" {
+		t.Errorf("cgroup.kill = %q, want 1 written", read(job+"/cgroup.kill"))
+	}
+	for _, f := range []string{"memory.max", "memory.oom.group", "memory.swap.max", "memory.events", "memory.peak", "cgroup.kill"} {
 		os.Remove(job + "/" + f) // a real cgroup's files go with it
 	}
 	if err := mw.Close(); err != nil {

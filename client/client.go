@@ -56,6 +56,20 @@ type Client struct {
 	// Server is the server's build (its version string), "" when it did
 	// not say; as the server sent it, unchecked.
 	Server string
+
+	slowAfter time.Duration
+	slow      func(op string, waited time.Duration)
+}
+
+// An Option sets up a Client as New makes it.
+type Option func(*Client)
+
+// SlowNotice has note called once for each request (not a long poll or a
+// stream) the CLS has not answered after after: a CLS that was stopped
+// (SIGSTOP), is wedged or swamped would otherwise leave a command
+// waiting without a word.
+func SlowNotice(after time.Duration, note func(op string, waited time.Duration)) Option {
+	return func(c *Client) { c.slowAfter, c.slow = after, note }
 }
 
 type pending struct {
@@ -65,12 +79,12 @@ type pending struct {
 
 // Dial connects to the CLS whose home is home, as role ("" = the most the
 // socket allows).
-func Dial(ctx context.Context, home, role, clientName string) (*Client, error) {
+func Dial(ctx context.Context, home, role, clientName string, opts ...Option) (*Client, error) {
 	c, err := DialSocket(ctx, home)
 	if err != nil {
 		return nil, err
 	}
-	cl, err := New(ctx, c, role, clientName)
+	cl, err := New(ctx, c, role, clientName, opts...)
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -174,8 +188,11 @@ func unwrapOp(err error) error {
 }
 
 // New starts a client on an open connection and says hello.
-func New(ctx context.Context, rwc io.ReadWriteCloser, role, clientName string) (*Client, error) {
+func New(ctx context.Context, rwc io.ReadWriteCloser, role, clientName string, opts ...Option) (*Client, error) {
 	c := &Client{rwc: rwc, pending: map[uint64]*pending{}, done: make(chan struct{})}
+	for _, o := range opts {
+		o(c)
+	}
 	go c.readLoop()
 	hr, err := Do(ctx, c, protocol.OpHello, protocol.Hello{Proto: protocol.Version, Role: role, Client: clientName})
 	if err != nil {
@@ -297,9 +314,12 @@ func Stream[Req, Item any](ctx context.Context, c *Client, op protocol.StreamOp[
 		return err
 	}
 	defer c.forget(id)
+	stop := c.noteSlow(op.Name, op.Waits) // until the first frame
+	defer stop()
 	for {
 		select {
 		case resp, ok := <-p.ch:
+			stop()
 			if !ok {
 				return c.closedErr()
 			}
@@ -322,12 +342,23 @@ func Stream[Req, Item any](ctx context.Context, c *Client, op protocol.StreamOp[
 	}
 }
 
+// noteSlow calls the SlowNotice's note for op unless the stop it returns
+// is called first; a long poll (waits) is never noted.
+func (c *Client) noteSlow(op string, waits bool) (stop func()) {
+	if c.slow == nil || c.slowAfter <= 0 || waits {
+		return func() {}
+	}
+	t := time.AfterFunc(c.slowAfter, func() { c.slow(op, c.slowAfter) })
+	return func() { t.Stop() }
+}
+
 // Call is a request in flight, from Go, whose reply is a Resp.
 type Call[Resp any] struct {
-	c  *Client
-	op string
-	id uint64
-	p  *pending
+	c     *Client
+	op    string
+	waits bool // a long poll (protocol.Spec.Waits)
+	id    uint64
+	p     *pending
 }
 
 // Go sends a request of op without waiting for its reply, so a caller can
@@ -338,13 +369,14 @@ func Go[Req, Resp any](c *Client, op protocol.Op[Req, Resp], req Req) (*Call[Res
 	if err != nil {
 		return nil, err
 	}
-	return &Call[Resp]{c: c, op: op.Name, id: id, p: p}, nil
+	return &Call[Resp]{c: c, op: op.Name, waits: op.Waits, id: id, p: p}, nil
 }
 
 // Wait waits for the reply and decodes it (a protocol.Empty reply is not
 // read at all).
 func (k *Call[Resp]) Wait(ctx context.Context) (Resp, error) {
 	var out Resp
+	defer k.c.noteSlow(k.op, k.waits)()
 	select {
 	case resp, ok := <-k.p.ch:
 		if !ok {

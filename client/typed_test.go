@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -100,5 +102,70 @@ func TestTypedCalls(t *testing.T) {
 	_, err = Do(ctx, cl, protocol.OpSiteList, protocol.Empty{})
 	if !protocol.IsCode(err, protocol.CodeUnsupported) {
 		t.Errorf("site.list on a CLS without it: %v", err)
+	}
+}
+
+// TestSlowNotice: a request the CLS leaves unanswered past the notice's
+// delay is noted once, by its op; a long poll (protocol.Spec.Waits) is
+// not, however long its answer takes.
+func TestSlowNotice(t *testing.T) {
+	t.Parallel()
+	a, b := net.Pipe()
+	defer b.Close()
+	// A CLS that reads every request and answers none but hello until
+	// released (one stopped after its hello, say).
+	release := make(chan struct{})
+	go func() {
+		var mu sync.Mutex
+		sc := bufio.NewScanner(b)
+		for sc.Scan() {
+			var req protocol.Request
+			if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
+				t.Error(err)
+				return
+			}
+			go func() {
+				if req.Op != "hello" {
+					<-release
+				}
+				fr, _ := protocol.AppendFrame(nil, protocol.Response{ID: req.ID, Body: json.RawMessage(`{}`)})
+				mu.Lock()
+				defer mu.Unlock()
+				b.Write(fr)
+			}()
+		}
+	}()
+	notes := make(chan string, 8)
+	ctx := context.Background()
+	cl, err := New(ctx, a, protocol.RoleUser, "test", SlowNotice(20*time.Millisecond, func(op string, _ time.Duration) { notes <- op }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	wait, err := Go(cl, protocol.OpWait, protocol.Wait{IDs: []int64{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { _, err := wait.Wait(ctx); waited <- err }()
+	done := make(chan error, 1)
+	go func() { _, err := Do(ctx, cl, protocol.OpRelease, protocol.Select{IDs: []int64{1}}); done <- err }()
+	select {
+	case op := <-notes:
+		if op != "release" {
+			t.Errorf("noted %q first, want release", op)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("no notice of an unanswered request")
+	}
+	close(release) // the fake answers each request in turn
+	for _, ch := range []chan error{waited, done} {
+		if err := <-ch; err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(notes)
+	for op := range notes {
+		t.Errorf("noted %q as well (a long poll, or a second time)", op)
 	}
 }

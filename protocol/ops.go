@@ -24,7 +24,10 @@ type Spec struct {
 	// Durable ops change users' work and reply only after the change is
 	// committed, fsync'd even under --sync submit.
 	Durable bool
-	Doc     string // one line, for docs/reference/protocol.md
+	// Waits marks a long poll: its reply rightly takes as long as the
+	// request lets it (a client says nothing of its wait).
+	Waits bool
+	Doc   string // one line, for docs/reference/protocol.md
 }
 
 // Op is an operation whose reply is one Resp.
@@ -144,13 +147,13 @@ var (
 		Doc: "releases held jobs to the state their prerequisites give them"})
 	OpAlter = op[Alter, ActionReply](Spec{Name: "alter", Role: RoleUser, Durable: true,
 		Doc: "changes the priority, time limit, estimate or resources of jobs not started"})
-	OpWait = op[Wait, WaitReply](Spec{Name: "wait", Role: RoleUser,
+	OpWait = op[Wait, WaitReply](Spec{Name: "wait", Role: RoleUser, Waits: true,
 		Doc: "long poll until the jobs have ended (or any has), or a timeout"})
-	OpProgress = streamOp[Progress, ProgressReply](Spec{Name: "progress", Role: RoleUser,
+	OpProgress = streamOp[Progress, ProgressReply](Spec{Name: "progress", Role: RoleUser, Waits: true,
 		Doc: "streams the counts by state of a set of jobs until all have ended"})
 	OpOutputRead = op[OutputRead, OutputData](Spec{Name: "output.read", Role: RoleUser,
 		Doc: "reads part of a job's stdout or stderr (at most MaxOutput of either)"})
-	OpOutputStream = streamOp[OutputQuery, OutputFrame](Spec{Name: "output.stream", Role: RoleUser,
+	OpOutputStream = streamOp[OutputQuery, OutputFrame](Spec{Name: "output.stream", Role: RoleUser, Waits: true,
 		Doc: "streams a job's stdout or stderr; with follow, until the job ends"})
 	OpPurge = op[Purge, PurgeReply](Spec{Name: "purge", Role: RoleUser, Durable: true,
 		Doc: "removes ended jobs, their rows and output files, in batches (cls purge)"})
@@ -162,7 +165,7 @@ var (
 	// Placeholder role (open to every role).
 	OpRegister = op[Register, RegisterReply](Spec{Name: "register", Role: RolePlaceholder,
 		Doc: "introduces a placeholder, or reclaims its id after a reconnect"})
-	OpNext = op[Next, NextReply](Spec{Name: "next", Role: RolePlaceholder,
+	OpNext = op[Next, NextReply](Spec{Name: "next", Role: RolePlaceholder, Waits: true,
 		Doc: "commits reports, then hands out jobs (long poll)"})
 	OpReport = op[ReportBatch, Empty](Spec{Name: "report", Role: RolePlaceholder,
 		Doc: "commits reports without asking for work"})
@@ -174,7 +177,7 @@ var (
 		Doc: "appends the next bytes of a remote placeholder's stream file to the CLS's copy"})
 
 	// The agent's file transfers (agentfiles.go).
-	OpFilesPoll = op[FilePoll, FileOrder](Spec{Name: "files.poll", Role: RolePlaceholder,
+	OpFilesPoll = op[FilePoll, FileOrder](Spec{Name: "files.poll", Role: RolePlaceholder, Waits: true,
 		Doc: "waits for a file to move to or from the placeholder's host (long poll)"})
 	OpFilesPull = op[FilePull, FileData](Spec{Name: "files.pull", Role: RolePlaceholder,
 		Doc: "reads the next chunk of a file the CLS sends to the placeholder's host"})

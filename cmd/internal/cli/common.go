@@ -7,6 +7,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -79,6 +81,22 @@ type Env struct {
 	// client: a file an argument names (mqsub -f, --wfformat) is read
 	// only if it is a regular file (argfile).
 	InCLS bool
+	// SlowAfter is how long a request goes unanswered before the command
+	// says so on Stderr (0: slowAfter).
+	SlowAfter time.Duration
+}
+
+// slowAfter is how long a command waits for an answer of the CLS before
+// it says it is still waiting.
+const slowAfter = 15 * time.Second
+
+// slowNotice says on env.Stderr, once a request has waited, that the CLS
+// has not answered: a CLS stopped (SIGSTOP), wedged or swamped would
+// otherwise leave the command silent.
+func slowNotice(env Env, name string) client.Option {
+	return client.SlowNotice(cmp.Or(env.SlowAfter, slowAfter), func(op string, waited time.Duration) {
+		fmt.Fprintf(env.Stderr, "%s: the CLS has not answered %s for %s (stopped, wedged or very busy?); still waiting, Ctrl-C to stop\n", name, op, waited)
+	})
 }
 
 // openArg opens the file an argument names, a relative name against the
@@ -290,7 +308,7 @@ func Dial(ctx context.Context, env Env, name string) (*client.Client, error) {
 		if err != nil {
 			return nil, err
 		}
-		cl, err := client.New(ctx, rwc, "", name)
+		cl, err := client.New(ctx, rwc, "", name, slowNotice(env, name))
 		if err != nil {
 			rwc.Close()
 			return nil, err
@@ -302,7 +320,7 @@ func Dial(ctx context.Context, env Env, name string) (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl, err := client.Dial(ctx, home, "", name)
+	cl, err := client.Dial(ctx, home, "", name, slowNotice(env, name))
 	if err == nil {
 		warnOtherBuild(env.Stderr, name, cl.Server)
 	}

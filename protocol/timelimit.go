@@ -93,3 +93,17 @@ func WalltimeStopped(reason string) (time.Duration, bool) {
 func IsInterrupted(reason string) bool {
 	return reason == ReasonInterrupted || strings.HasPrefix(reason, ReasonInterrupted+": ")
 }
+
+// ReasonDiskFull begins the reason of a job stopped because the free space
+// on its placeholder's output disk fell below the output reserve (cls
+// serve --output-reserve) while its own output was less than the
+// reserve: something else filled the disk. It is an interruption
+// (IsInterrupted), and more (DiskFull): the attempt is not counted, and
+// the job runs again once a placeholder has room.
+const ReasonDiskFull = ReasonInterrupted + ": the output disk of its placeholder is nearly full"
+
+// DiskFull reports whether a report's reason says its attempt was stopped
+// for a disk others filled (ReasonDiskFull).
+func DiskFull(reason string) bool {
+	return reason == ReasonDiskFull || strings.HasPrefix(reason, ReasonDiskFull+" ")
+}

@@ -209,14 +209,14 @@ func (e *attemptEnd) usageArgs() (cpuUser, cpuSys, maxRSS any) {
 
 // leaveExecuting writes what follows attempt e of executing job id (j as
 // the graph has it), which ended as out: next, Done or Failed, or Queued
-// again, returned unstarted or not (retry: killed over its memory, it
-// runs again with more).
+// again, returned unstarted or not (retry, not counted: killed over its
+// memory, it runs again with more; runs.DiskFull, stopped for a full disk).
 func (s *Store) leaveExecuting(id int64, j dag.Node, next job.State, out runs.Outcome, retry bool, e attemptEnd) error {
 	switch {
 	case next == job.Queued && out == runs.Returned: // a retry's out is Failed
 		return s.unclaim(id, e)
 	case next == job.Queued:
-		return s.requeue(id, e, retry)
+		return s.requeue(id, e, retry || out == runs.DiskFull)
 	}
 	return s.finish(id, j, next, e)
 }
@@ -247,11 +247,11 @@ func (s *Store) set(id int64, to job.State) error {
 }
 
 // requeue puts executing job id back after attempt e, whose record goes
-// to the history first. The attempt counts unless it was killed for going
-// over the memory it asked for and runs again with more (retry,
-// packing.KilledForMemory): then, as unclaim's, its base moves past it
-// (attempt_base + 1), so a job on its last attempt still gets the retry
-// and one with attempts left keeps them all.
+// to the history first. The attempt counts unless retry: killed over its
+// memory, it runs again with more (packing.KilledForMemory), or stopped
+// for a disk others filled (runs.DiskFull). Then, as unclaim's, its base
+// moves past it (attempt_base + 1): a job on its last attempt still runs
+// again, and one with attempts left keeps them all.
 func (s *Store) requeue(id int64, e attemptEnd, retry bool) error {
 	cpuUser, cpuSys, maxRSS := e.usageArgs()
 	if _, err := s.stmts.history.Exec(id, e.attempt, e.placeholder, micros(e.started), micros(e.finished), e.exit, e.reason,

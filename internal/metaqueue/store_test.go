@@ -2378,3 +2378,44 @@ func (e *env) keepBeating(ph int64, n int, refs ...protocol.JobRef) {
 		}
 	}
 }
+
+// TestDiskFullNotCounted: an attempt stopped because others filled its
+// placeholder's output disk (protocol.ReasonDiskFull) requeues its job
+// without counting: the history keeps it (without an exit status), and
+// after two such stops a job of two attempts still has both (an
+// interruption requeues it once more).
+func TestDiskFullNotCounted(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	two := 2
+	e.mustSetQueue(protocol.QueueSet{Name: "q", MaxAttempts: &two})
+	id := e.submit(protocol.JobSpec{Queue: "q", Target: "t", Command: "x"})[0]
+	ph := e.register("s")
+	for i := range 2 {
+		a := e.next(ph, 1)
+		if len(a) != 1 || a[0].ID != id {
+			t.Fatalf("round %d: got %+v, want job %d", i, a, id)
+		}
+		e.report(ph, protocol.Report{ID: id, Attempt: a[0].Attempt, Exit: 143, Reason: protocol.ReasonDiskFull + " (10 bytes free)"})
+		e.mustBe(id, job.Queued)
+		d := e.job(id)
+		if len(d.History) != i+1 || !protocol.DiskFull(d.History[i].Reason) || d.History[i].Exit != nil {
+			t.Fatalf("round %d: history %+v, want the stop kept without exit status", i, d.History)
+		}
+	}
+	a := e.next(ph, 1)
+	if len(a) != 1 {
+		t.Fatalf("the job did not run again: %+v", a)
+	}
+	e.report(ph, protocol.Report{ID: id, Attempt: a[0].Attempt, Exit: -1, Reason: protocol.ReasonInterrupted})
+	if d := e.job(id); d.State != "Q" {
+		t.Fatalf("after two stops for the disk and one interruption the job is %s (%q): the stops were counted", d.State, d.Reason)
+	}
+	a = e.next(ph, 1)
+	if len(a) != 1 {
+		t.Fatalf("the job did not run again: %+v", a)
+	}
+	e.report(ph, ok(a[0]))
+	e.mustBe(id, job.Done)
+	e.check()
+}

@@ -23,6 +23,9 @@ func TestOutcomeOf(t *testing.T) {
 		{"stopped at its placeholder's walltime", protocol.Report{Exit: -1, Reason: protocol.WalltimeReason(time.Hour)}, Lost},
 		{"a reason that begins with the word", protocol.Report{Exit: 1, Reason: "interrupted-by-user"}, Failed},
 		{"handed back", protocol.Report{Reason: protocol.ReasonReturned}, Returned},
+		{"stopped for a disk others filled", protocol.Report{Exit: 143, Reason: protocol.ReasonDiskFull + " (1 bytes free)"}, DiskFull},
+		{"the bare words of a disk others filled", protocol.Report{Exit: 143, Reason: protocol.ReasonDiskFull}, DiskFull},
+		{"a disk it filled itself", protocol.Report{Exit: 143, Reason: "output: the disk of /o is nearly full"}, Failed},
 	}
 	for _, tt := range tests {
 		if got := OutcomeOf(tt.r); got != tt.want {
@@ -43,6 +46,8 @@ func TestNext(t *testing.T) {
 		{Returned, 3, false, job.Queued},
 		{Lost, 1, false, job.Queued},
 		{Lost, 3, false, job.Failed},
+		{DiskFull, 1, false, job.Queued},
+		{DiskFull, 3, false, job.Queued}, // not counted: its last attempt too
 		{Failed, 1, false, job.Failed},
 		{Failed, 1, true, job.Queued},
 		{Failed, 3, true, job.Failed},
@@ -69,6 +74,7 @@ func TestSaid(t *testing.T) {
 		{Lost, protocol.ReasonInterrupted, "interrupted: its placeholder was stopped", false},
 		{Lost, "lost: lease expired", "lost: lease expired", false},
 		{Returned, protocol.ReasonReturned, protocol.ReasonReturned, true},
+		{DiskFull, protocol.ReasonDiskFull, protocol.ReasonDiskFull, false},
 	}
 	for _, tt := range tests {
 		got, exit := tt.out.Said(tt.reason, 60)

@@ -152,6 +152,10 @@ const (
 	OverCeiling         // killed for running past its queue's ceiling: the job's fault
 	Lost                // lease expired: the placeholder vanished, not the job's fault
 	Returned            // handed back unstarted by a placeholder that fetched it ahead
+	// DiskFull: stopped because others filled its placeholder's output
+	// disk (protocol.DiskFull). Not the job's fault, and not one to spend
+	// its attempts on: requeued, the attempt recorded but not counted.
+	DiskFull
 )
 
 // OutcomeOf is how the attempt r reports ended.
@@ -159,6 +163,8 @@ func OutcomeOf(r protocol.Report) Outcome {
 	switch {
 	case r.Reason == protocol.ReasonCeiling:
 		return OverCeiling
+	case protocol.DiskFull(r.Reason):
+		return DiskFull
 	case protocol.IsInterrupted(r.Reason):
 		return Lost
 	case r.Reason == protocol.ReasonReturned:
@@ -176,7 +182,7 @@ func Next(out Outcome, used, maxAttempts int, retryFailed bool) job.State {
 	switch out {
 	case Succeeded:
 		return job.Done
-	case Returned:
+	case Returned, DiskFull:
 		return job.Queued
 	case Lost:
 		if used < maxAttempts {
@@ -203,6 +209,8 @@ func (o Outcome) Said(reason string, ceiling float64) (string, bool) {
 			reason = "interrupted: its placeholder was stopped"
 		}
 		return reason, false
+	case DiskFull:
+		return reason, false // killed for the disk: its status says nothing of the job
 	}
 	return reason, true
 }

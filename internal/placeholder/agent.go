@@ -159,8 +159,14 @@ type Agent struct {
 	sums sumCache // staged inputs already hashed, by identity
 	// create opens a job's output file; nil is createOutput (tests make
 	// writes fail with it).
-	create  func(path string) (io.WriteCloser, error)
-	devNull *os.File // jobs' stdin, opened once rather than per job
+	create func(path string) (io.WriteCloser, error)
+	// statfs is the free space on a directory's filesystem; nil is the
+	// filesystem's own (tests make disks fill and empty with it).
+	statfs func(dir string) (int64, error)
+	// diskFull: the work loop pauses for the output disk (workLoop.diskFull);
+	// heartbeats go on without jobs to name, so the CLS keeps hearing of it.
+	diskFull atomic.Bool
+	devNull  *os.File // jobs' stdin, opened once rather than per job
 	// streams holds jobs' output with Config.Streams; nil: a file each.
 	// filesAsked: the CLS asked for a file each all the same
 	// (RegisterReply.OutputFiles, cls serve --output files).
@@ -332,7 +338,7 @@ func (a *Agent) heartbeats(ctx context.Context) {
 		// a.running and a.held as well, so that a lease never rests on
 		// holding alone being complete.
 		refs := a.holding.appendTo(a.runningRefs())
-		if len(refs) > 0 {
+		if len(refs) > 0 || a.diskFull.Load() {
 			var reply protocol.HeartbeatReply
 			started := a.started.list(a.now())
 			err := call(ctx, a, protocol.OpHeartbeat, func(id int64) protocol.Heartbeat {

@@ -169,6 +169,9 @@ func (w *workLoop) onReported(ans reported) {
 // uncovered is how many free slots no request out asks work for (see
 // slotsUncovered).
 func (w *workLoop) uncovered() int {
+	if w.diskIsFull {
+		return 0 // paused: reports ask for nothing
+	}
 	longPollOut := w.poll != nil && !w.pollPrefetch && !w.exiting && !w.a.cfg.NoOp
 	return slotsUncovered(longPollOut, w.free, len(w.held), w.pollCovers, w.taking)
 }

@@ -457,7 +457,11 @@ func (a *Agent) finish(ctx context.Context, t *attempt) {
 	}
 	if why := t.lim.why(); why != "" && (rep.Reason == "" || rep.Reason == why) {
 		// Stopped for its output, or it ended on its own as the limit was
-		// reached: either way its output is not whole, and it fails.
+		// reached: either way its output is not whole, and it fails,
+		// unless others filled the disk: then it runs again.
+		if others := t.lim.othersFilled(); others != "" {
+			why = others
+		}
 		rep.Reason = protocol.ClipText(why, protocol.MaxReasonBytes)
 		if rep.Exit == 0 {
 			rep.Exit = 1

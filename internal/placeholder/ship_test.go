@@ -282,12 +282,19 @@ func TestAgentShipRefusedForRoom(t *testing.T) {
 
 // TestAgentStreamsReserve: with stream files the output reserve is
 // measured on the output directory (no per-job directory is made), so a
-// job whose output would leave less free is stopped and fails.
+// job whose output would leave less free is stopped, and, having written
+// the reserve and more itself, fails. (The disk is one the files under
+// the output directory fill, 128 KiB over the reserve: on a disk already
+// below it the agent would take no job, and a job stopped having
+// written less than the reserve runs again, TestAgentPausesForDisk.)
 func TestAgentStreamsReserve(t *testing.T) {
 	t.Parallel()
 	c := newCLS(t)
-	ids := c.submit(protocol.JobSpec{Target: "t", Command: "echo hi; sleep 600", Cwd: t.TempDir()})
-	a := New(Config{Dial: c.dial, Site: "test", Host: "h", Slots: 1, OutDir: t.TempDir(), Streams: true, OutputReserve: 1 << 62})
+	ids := c.submit(protocol.JobSpec{Target: "t", Command: "head -c 2000000 /dev/zero; sleep 600", Cwd: t.TempDir()})
+	const reserve = 64 << 10
+	out := t.TempDir()
+	a := New(Config{Dial: c.dial, Site: "test", Host: "h", Slots: 1, OutDir: out, Streams: true, OutputReserve: reserve})
+	a.statfs = filling(out, reserve+128<<10)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()

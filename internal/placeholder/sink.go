@@ -63,12 +63,14 @@ type outputLimit struct {
 	written int64
 	reason  string
 	over    chan struct{} // closed once reason is set
+	full    bool          // stopped for the reserve
+	free    int64         // the free space then
 }
 
 // newOutputLimit is the limit of an attempt of asg: the smaller of the
 // agent's cap and the queue's (asg.MaxOutput, when in bounds).
 func (a *Agent) newOutputLimit(dir string, asg protocol.Assignment) *outputLimit {
-	l := &outputLimit{max: a.cfg.MaxOutput, capBy: "cls serve --max-output", reserve: a.cfg.OutputReserve, dir: dir, statfs: freeSpace, over: make(chan struct{})}
+	l := &outputLimit{max: a.cfg.MaxOutput, capBy: "cls serve --max-output", reserve: a.cfg.OutputReserve, dir: dir, statfs: a.freeSpace, over: make(chan struct{})}
 	if l.max == 0 {
 		l.max = DefaultMaxOutput
 	}
@@ -79,8 +81,15 @@ func (a *Agent) newOutputLimit(dir string, asg protocol.Assignment) *outputLimit
 }
 
 // freeSpace is the space an unprivileged process may still write on
-// dir's filesystem.
-func freeSpace(dir string) (int64, error) {
+// dir's filesystem (a.statfs, for tests, or statfs).
+func (a *Agent) freeSpace(dir string) (int64, error) {
+	if a.statfs != nil {
+		return a.statfs(dir)
+	}
+	return statfs(dir)
+}
+
+func statfs(dir string) (int64, error) {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(dir, &st); err != nil {
 		return 0, err
@@ -104,7 +113,10 @@ func (l *outputLimit) take(n int) int {
 	if l.reserve > 0 {
 		if free, err := l.statfs(l.dir); err == nil && free-ok < l.reserve {
 			ok = max(0, min(ok, free-l.reserve))
-			l.stop(fmt.Sprintf("output: the disk of %s is nearly full (%d bytes free; %d are kept for the CLS, cls serve --output-reserve); the job was stopped", l.dir, free, l.reserve))
+			if l.reason == "" { // past the cap too: that is the job's own
+				l.full, l.free = true, free
+				l.stop(fmt.Sprintf("output: the disk of %s is nearly full (%d bytes free; %d are kept for the CLS, cls serve --output-reserve); the job was stopped", l.dir, free, l.reserve))
+			}
 		}
 	}
 	l.written += ok
@@ -114,6 +126,22 @@ func (l *outputLimit) take(n int) int {
 func (l *outputLimit) stop(reason string) {
 	l.reason = reason
 	close(l.over)
+}
+
+// othersFilled is the reason of an attempt stopped for the reserve that
+// wrote less than the reserve: the disk was filled by others (other jobs,
+// other users, anything on the filesystem), not by it, and it is not to
+// fail for that (protocol.ReasonDiskFull: it runs again once there is
+// room). "" for any other attempt: one whose output took the reserve
+// would take it again, and fails.
+func (l *outputLimit) othersFilled() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.full || l.written >= l.reserve {
+		return ""
+	}
+	return fmt.Sprintf("%s (%d bytes free on the disk of %s; %d are kept for the CLS, cls serve --output-reserve; the job wrote %d): it runs again once there is room",
+		protocol.ReasonDiskFull, l.free, l.dir, l.reserve, l.written)
 }
 
 // why is the reason the job was stopped ("" if it was not).

@@ -98,6 +98,9 @@ type loopState struct {
 	PollOut       bool // a next request is out
 	PrefetchDry   bool // a prefetch found nothing: no more until a job ends
 	ReportsDue    bool // reports have waited long enough for a poll to carry them
+	// DiskFull: the output disk has less free than the output reserve
+	// (workLoop.diskFull): no jobs are asked for, held ones go back.
+	DiskFull bool
 }
 
 // move is what the work loop does next, in this order.
@@ -140,7 +143,7 @@ func decide(s loopState) move {
 	// are reported as stopped for the walltime, and run again elsewhere.
 	m.StopJobs = s.WalltimeOver && s.Running > 0
 	held := s.Held
-	if m.Exiting && held > 0 {
+	if (m.Exiting || s.DiskFull) && held > 0 {
 		m.GiveBack = true
 		held = 0
 	}
@@ -149,6 +152,11 @@ func decide(s loopState) move {
 		return m
 	}
 	want := s.Free + s.Depth - held
+	if s.DiskFull {
+		// Output would stop any job at once, and fail none: pause,
+		// reporting what runs, until there is room.
+		want = 0
+	}
 	starving := s.Free > held
 	refill := want > s.Depth/2 && !s.PrefetchDry
 	if s.ReportsDue && !s.PollOut && want <= 0 {
@@ -233,6 +241,7 @@ type workLoop struct {
 	reportsDue  bool // reports have waited long enough: the next poll goes now
 	exiting     bool
 	stoppedJobs bool // the jobs were stopped for the walltime (move.StopJobs): logged
+	diskIsFull  bool // the output disk was below the reserve when last looked at
 }
 
 // state is the snapshot decide works from.
@@ -255,11 +264,36 @@ func (w *workLoop) state() loopState {
 		PollOut:      w.poll != nil,
 		PrefetchDry:  w.prefetchDry,
 		ReportsDue:   w.reportsDue,
+		DiskFull:     w.diskFull(),
 	}
 	if !w.exiting && a.cfg.ExitWhenOrphaned {
 		s.Orphaned = os.Getppid() != a.ppid
 	}
 	return s
+}
+
+// diskFull says whether the free space on the output directory's
+// filesystem is below the output reserve, looked at again at each turn
+// of the loop (before it decides whether to ask for work), at least at
+// each tick: a paused agent neither spins nor sleeps a fixed time. It
+// logs once when the agent pauses and once when it resumes.
+func (w *workLoop) diskFull() bool {
+	a := w.a
+	if a.cfg.OutputReserve <= 0 || a.cfg.NoOp || w.exiting {
+		return w.diskIsFull
+	}
+	free, err := a.freeSpace(a.cfg.OutDir)
+	full := err == nil && free < a.cfg.OutputReserve // unknown: as the output limit, not full
+	switch {
+	case full && !w.diskIsFull:
+		a.log.Warn("the output disk is nearly full: taking no new jobs until there is room (cls serve --output-reserve)",
+			"dir", a.cfg.OutDir, "free", free, "reserve", a.cfg.OutputReserve, "running", w.running)
+	case !full && w.diskIsFull:
+		a.log.Info("room on the output disk again: taking jobs", "dir", a.cfg.OutDir, "free", free, "reserve", a.cfg.OutputReserve)
+	}
+	w.diskIsFull = full
+	a.diskFull.Store(full)
+	return full
 }
 
 func (w *workLoop) gotReport(r protocol.Report) {
@@ -333,7 +367,7 @@ func (w *workLoop) start(u []protocol.Assignment, g resource.Grant) {
 // startHeld starts the held units that fit what is free now, in the
 // order they came; the others wait on.
 func (w *workLoop) startHeld() {
-	if w.free == 0 || len(w.held) == 0 {
+	if w.free == 0 || len(w.held) == 0 || w.diskIsFull { // full: decide gives them back
 		return
 	}
 	keep := w.held[:0]
@@ -493,9 +527,11 @@ func (w *workLoop) take(jobs []protocol.Assignment) {
 		if isBundle(u) {
 			w.a.holdAll(u) // runBundle takes each job out as it starts it
 		}
-		if w.tryStart(u) {
+		if !w.diskIsFull && w.tryStart(u) {
 			continue
 		}
+		// Held: no slot for it yet, or no room for its output (a poll
+		// out when the disk filled): then decide gives it back.
 		if !isBundle(u) {
 			w.a.hold(u[0])
 		}
@@ -574,6 +610,9 @@ func (a *Agent) work(ctx context.Context) error {
 		if m.GiveBack {
 			w.reports = append(w.reports, a.giveBack(w.held)...)
 			w.held = nil
+			if !m.Exiting {
+				w.scheduleReports() // paused for the disk: they go out alone
+			}
 		}
 		if m.Finish {
 			if len(w.reports) == 0 {

@@ -192,3 +192,23 @@ func TestPlaceholderObjectFloodRefused(t *testing.T) {
 	}
 	p.do(protocol.OpHeartbeat.Name, protocol.Heartbeat{Placeholder: reg.ID}, nil)
 }
+
+// A report of a job stopped because others filled its placeholder's
+// output disk is logged (through the limiter: once for many batches),
+// naming the placeholder.
+func TestDiskFullReportLogged(t *testing.T) {
+	t.Parallel()
+	var buf syncBuf
+	srv := &Server{Store: newStore(t), Log: slog.New(slog.NewTextHandler(&buf, nil)), Limits: Limits{LogWindow: time.Hour}}
+	p := connect(t, srv, protocol.RolePlaceholder)
+	p.hello(protocol.RolePlaceholder)
+	var reg protocol.RegisterReply
+	p.do(protocol.OpRegister.Name, protocol.Register{Site: "s", Host: "h", PID: 1, Slots: 1, OutDir: "/o"}, &reg)
+	for i := range 20 {
+		r := protocol.Report{ID: int64(1_000_000 + i), Attempt: 1, Exit: 143, Reason: protocol.ReasonDiskFull + " (10 bytes free)"}
+		p.call(protocol.OpReport.Name, protocol.ReportBatch{Placeholder: reg.ID, Reports: []protocol.Report{r}})
+	}
+	if n := strings.Count(buf.String(), "output disk is nearly full"); n != 1 || !strings.Contains(buf.String(), fmt.Sprintf("placeholder=%d", reg.ID)) {
+		t.Fatalf("20 batches with a job stopped for the disk logged %d lines about it; want 1 naming placeholder %d:\n%s", n, reg.ID, buf.String())
+	}
+}

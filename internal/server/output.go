@@ -149,6 +149,27 @@ func (c *conn) stage(ctx context.Context, b protocol.OutputChunk) error {
 	return nil
 }
 
+// noteDiskFull logs the jobs placeholder ph stopped because others filled
+// its output disk (protocol.DiskFull): they run again, and it takes no
+// work until it has room (its own log says when). Through the limiter:
+// the first batch of a placeholder in a window, then a count.
+func (c *conn) noteDiskFull(ph int64, reps []protocol.Report) {
+	n, first := 0, int64(0)
+	for _, r := range reps {
+		if protocol.DiskFull(r.Reason) {
+			if n == 0 {
+				first = r.ID
+			}
+			n++
+		}
+	}
+	if n > 0 {
+		c.limiter().Warn(fmt.Sprintf("%s\x00diskfull\x00%d", c.identity, ph),
+			"a placeholder's output disk is nearly full (cls serve --output-reserve): it stopped jobs, which run again, and takes no work until there is room",
+			"peer", c.identity, "placeholder", ph, "jobs", n, "first_job", first)
+	}
+}
+
 // roomFor refuses n bytes of output that would leave less than
 // OutputReserve free on OutputDir's filesystem (kept for the database).
 func (s *Server) roomFor(n int64) error {

@@ -128,6 +128,7 @@ var builtin = routeTable(
 			return protocol.NextReply{}, err
 		}
 		c.cleanReports(b.Reports)
+		c.noteDiskFull(b.Placeholder, b.Reports)
 		return c.s.Store.Next(ctx, b)
 	}))),
 	handle(protocol.OpReport, func(ctx context.Context, c *conn, b protocol.ReportBatch) (protocol.Empty, error) {
@@ -135,6 +136,7 @@ var builtin = routeTable(
 			return protocol.Empty{}, err
 		}
 		c.cleanReports(b.Reports)
+		c.noteDiskFull(b.Placeholder, b.Reports)
 		return protocol.Empty{}, c.s.Store.ReportBatch(ctx, b)
 	}),
 	handle(protocol.OpHeartbeat, func(ctx context.Context, c *conn, b protocol.Heartbeat) (protocol.HeartbeatReply, error) {

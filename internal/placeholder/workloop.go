@@ -289,7 +289,8 @@ func (w *workLoop) diskFull() bool {
 		a.log.Warn("the output disk is nearly full: taking no new jobs until there is room (cls serve --output-reserve)",
 			"dir", a.cfg.OutDir, "free", free, "reserve", a.cfg.OutputReserve, "running", w.running)
 	case !full && w.diskIsFull:
-		a.log.Info("room on the output disk again: taking jobs", "dir", a.cfg.OutDir, "free", free, "reserve", a.cfg.OutputReserve)
+		// At the pause's level: where the pause shows, its end does.
+		a.log.Warn("room on the output disk again: taking jobs", "dir", a.cfg.OutDir, "free", free, "reserve", a.cfg.OutputReserve)
 	}
 	w.diskIsFull = full
 	a.diskFull.Store(full)

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,6 +63,24 @@ func fill(t *testing.T, dir string) string {
 	}
 	// The last bytes a block at a time, so nothing is left.
 	for _, err := f.Write(buf[:512]); err == nil; _, err = f.Write(buf[:512]) {
+	}
+	return f.Name()
+}
+
+// fillTo writes a file in dir until the filesystem has at most leave
+// bytes free and returns its path.
+func fillTo(t *testing.T, dir string, leave int64) string {
+	t.Helper()
+	f, err := os.CreateTemp(dir, "fill-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for free := freeBytes(t, dir); free > leave; free = freeBytes(t, dir) {
+		if _, err := f.Write(buf[:min(int64(len(buf)), free-leave)]); err != nil {
+			t.Fatalf("filling %s: %v", dir, err)
+		}
 	}
 	return f.Name()
 }
@@ -198,5 +217,90 @@ func TestOutputFillsDisk(t *testing.T) {
 	// Not rerun: still one attempt, well after a lease.
 	if d := h.job(id); d.Attempts != 1 || d.State != "F" {
 		t.Errorf("job %d is %s after %d attempts; want failed once", id, d.State, d.Attempts)
+	}
+}
+
+// TestDiskFilledUnderWork: something else filling MQ_HOME's disk while
+// jobs run fails none of them. The running ones, stopped for the output
+// reserve after a line of their own, are requeued (not counted); the
+// placeholders take no work while the disk is below the reserve; once
+// the space is freed the whole workflow, dependents too, finishes.
+func TestDiskFilledUnderWork(t *testing.T) {
+	h := newHarness(t)
+	h.tmpfsHome(8 << 20)
+	h.startCLS("--local", "2")
+	var first, rest []int64
+	for range 2 {
+		first = append(first, h.submit("a", `echo a; touch started-$MQ_JOB_ID; while [ ! -e go ]; do sleep 0.05; done; echo b`))
+	}
+	for range 10 {
+		rest = append(rest, h.submit("-p", "a", "b", "echo dependent"))
+	}
+	for range 4 {
+		rest = append(rest, h.submit("c", "echo other"))
+	}
+	waitFor(t, 90*time.Second, func() error {
+		for _, id := range first {
+			if _, err := os.Stat(filepath.Join(h.dir, "started-"+strconv.FormatInt(id, 10))); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	// Below the output reserve (a tenth of the disk, 800 KiB), with room
+	// left for the database to commit what follows.
+	p := fillTo(t, h.home, 400<<10)
+	t.Logf("free after the fill: %d bytes", freeBytes(t, h.home))
+	if err := os.WriteFile(filepath.Join(h.dir, "go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Each running job is stopped as it writes its second line, for the
+	// disk others filled, and queued again.
+	waitFor(t, 90*time.Second, func() error {
+		for _, id := range first {
+			d := h.job(id)
+			if d.State == "F" {
+				t.Fatalf("job %d failed on a disk others filled: %q", id, d.Reason)
+			}
+			if !slices.ContainsFunc(d.History, func(a struct {
+				Attempt  int    `json:"attempt"`
+				Site     string `json:"site"`
+				Host     string `json:"host"`
+				Started  string `json:"started"`
+				Finished string `json:"finished"`
+				Exit     *int   `json:"exit"`
+				Reason   string `json:"reason"`
+			}) bool {
+				return strings.Contains(a.Reason, "nearly full")
+			}) {
+				return fmt.Errorf("job %d is %s, history %+v: not stopped for the disk yet", id, d.State, d.History)
+			}
+		}
+		return nil
+	})
+	for q, c := range h.summary() {
+		if c["F"] > 0 || c["D"] > 0 {
+			t.Errorf("queue %s while the disk is full: %v; want nothing failed, nothing run", q, c)
+		}
+	}
+	if p != "" {
+		os.Remove(p)
+	}
+	t.Logf("free after the fill is removed: %d bytes", freeBytes(t, h.home))
+	for _, id := range append(first, rest...) {
+		if d := h.waitState(id, "DF", 120*time.Second); d.State != "D" {
+			t.Errorf("job %d ended %s: %q", id, d.State, d.Reason)
+		}
+	}
+	// The local placeholders log into the CLS's log (the disk kept room
+	// for the lines): each that paused says so, and that it resumed.
+	b, err := os.ReadFile(filepath.Join(h.home, "cls.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := string(b)
+	paused, resumed, stopped := strings.Count(log, "taking no new jobs"), strings.Count(log, "room on the output disk again"), strings.Count(log, "it stopped jobs, which run again")
+	if paused == 0 || resumed == 0 || stopped == 0 {
+		t.Errorf("cls.log says %d placeholders paused, %d resumed, %d stopped jobs for the disk; want each", paused, resumed, stopped)
 	}
 }

@@ -160,9 +160,7 @@ type Agent struct {
 	// create opens a job's output file; nil is createOutput (tests make
 	// writes fail with it).
 	create func(path string) (io.WriteCloser, error)
-	// statfs is the free space on a directory's filesystem; nil is the
-	// filesystem's own (tests make disks fill and empty with it).
-	statfs func(dir string) (int64, error)
+	statfs func(dir string) (int64, error) // freeSpace (tests fill and empty disks with it)
 	// diskFull: the work loop pauses for the output disk (workLoop.diskFull);
 	// heartbeats go on without jobs to name, so the CLS keeps hearing of it.
 	diskFull atomic.Bool
@@ -201,7 +199,7 @@ func New(cfg Config) *Agent {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	a := &Agent{cfg: cfg, log: cfg.Log, running: map[int64]*proc{}, held: map[int64]protocol.JobRef{}, hbEvery: time.Second, liveKick: make(chan struct{}, 1),
+	a := &Agent{cfg: cfg, log: cfg.Log, running: map[int64]*proc{}, held: map[int64]protocol.JobRef{}, hbEvery: time.Second, liveKick: make(chan struct{}, 1), statfs: freeSpace,
 		churn: backoff.Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.5}, lineage: rand.Text()[:12]}
 	if cfg.Streams && !cfg.NoOp {
 		a.streams = newStreamSet(cfg.OutDir, cfg.StreamRotate, cfg.Log)

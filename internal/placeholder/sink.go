@@ -70,7 +70,7 @@ type outputLimit struct {
 // newOutputLimit is the limit of an attempt of asg: the smaller of the
 // agent's cap and the queue's (asg.MaxOutput, when in bounds).
 func (a *Agent) newOutputLimit(dir string, asg protocol.Assignment) *outputLimit {
-	l := &outputLimit{max: a.cfg.MaxOutput, capBy: "cls serve --max-output", reserve: a.cfg.OutputReserve, dir: dir, statfs: a.freeSpace, over: make(chan struct{})}
+	l := &outputLimit{max: a.cfg.MaxOutput, capBy: "cls serve --max-output", reserve: a.cfg.OutputReserve, dir: dir, statfs: a.statfs, over: make(chan struct{})}
 	if l.max == 0 {
 		l.max = DefaultMaxOutput
 	}
@@ -81,15 +81,8 @@ func (a *Agent) newOutputLimit(dir string, asg protocol.Assignment) *outputLimit
 }
 
 // freeSpace is the space an unprivileged process may still write on
-// dir's filesystem (a.statfs, for tests, or statfs).
-func (a *Agent) freeSpace(dir string) (int64, error) {
-	if a.statfs != nil {
-		return a.statfs(dir)
-	}
-	return statfs(dir)
-}
-
-func statfs(dir string) (int64, error) {
+// dir's filesystem.
+func freeSpace(dir string) (int64, error) {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(dir, &st); err != nil {
 		return 0, err

@@ -282,7 +282,7 @@ func (w *workLoop) diskFull() bool {
 	if a.cfg.OutputReserve <= 0 || a.cfg.NoOp || w.exiting {
 		return w.diskIsFull
 	}
-	free, err := a.freeSpace(a.cfg.OutDir)
+	free, err := a.statfs(a.cfg.OutDir)
 	full := err == nil && free < a.cfg.OutputReserve // unknown: as the output limit, not full
 	switch {
 	case full && !w.diskIsFull:

@@ -21,6 +21,7 @@ import (
 	"github.com/mq-hpc/mq/client"
 	"github.com/mq-hpc/mq/internal/backoff"
 	"github.com/mq-hpc/mq/internal/outstream"
+	"github.com/mq-hpc/mq/internal/placeholder/memlimit"
 	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -45,10 +46,10 @@ type Config struct {
 	Capacity     resource.Capacity
 	Asked        resource.Capacity
 	CapacityNote string
-	// MemLimiter enforces jobs' memory grants; nil: NewMemLimiter's
+	// MemLimiter enforces jobs' memory grants; nil: memlimit.New's
 	// choice, made when the first job with a memory grant starts (the
 	// cgroup limiter moves the agent into a child cgroup).
-	MemLimiter MemLimiter
+	MemLimiter memlimit.Limiter
 	// OutDir receives jobs' stdout and stderr files.
 	OutDir string
 	// MaxOutput is the most a job attempt may write to stdout and stderr
@@ -153,7 +154,7 @@ type Agent struct {
 	recvMu  sync.RWMutex
 
 	memOnce sync.Once
-	memLim  MemLimiter
+	memLim  memlimit.Limiter
 
 	dirs sync.Map // output shard dirs already made
 	sums sumCache // staged inputs already hashed, by identity

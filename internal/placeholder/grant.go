@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/placeholder/memlimit"
 	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/internal/wire"
 	"github.com/mq-hpc/mq/protocol"
@@ -92,12 +93,12 @@ func (w *workLoop) available() *protocol.Capacity {
 }
 
 // memLimiter is the agent's MemLimiter, made when first needed.
-func (a *Agent) memLimiter() MemLimiter {
+func (a *Agent) memLimiter() memlimit.Limiter {
 	a.memOnce.Do(func() {
 		a.memLim = a.cfg.MemLimiter
 		if a.memLim == nil {
 			var how string
-			a.memLim, how = NewMemLimiter()
+			a.memLim, how = memlimit.New()
 			a.log.Info("jobs' memory is enforced", "by", how)
 		}
 	})

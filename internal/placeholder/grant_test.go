@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/placeholder/capacity"
+	"github.com/mq-hpc/mq/internal/placeholder/memlimit"
+	"github.com/mq-hpc/mq/internal/placeholder/memlimit/memhog"
 	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
@@ -91,7 +93,7 @@ func TestAgentMemoryGrant(t *testing.T) {
 	sibling := protocol.JobSpec{Target: "mem256M", Cwd: dir, Command: "sleep 1; echo still here"}
 	ids := c.submit(hog, sibling)
 	out := startAgentWith(t, c, Config{Capacity: resource.Capacity{CPUs: 2, Mem: resource.GiB},
-		MemLimiter: &Watchdog{Interval: 20 * time.Millisecond, Grace: 500 * time.Millisecond}})
+		MemLimiter: &memlimit.Watchdog{Interval: 20 * time.Millisecond, Grace: 500 * time.Millisecond}})
 	ends := c.wait(ids...)
 	h, s := ends[ids[0]], ends[ids[1]]
 	if h.State != "F" || !protocol.IsMemoryReason(h.Reason) || !strings.Contains(h.Reason, "over its request of 64 MiB") {
@@ -104,6 +106,10 @@ func TestAgentMemoryGrant(t *testing.T) {
 		t.Errorf("sibling ended %+v; want D", s)
 	}
 }
+
+// TestHelperMemHog is not a test: TestAgentMemoryGrant's job runs it as
+// its memory hog (memhog).
+func TestHelperMemHog(t *testing.T) { memhog.Run() }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 

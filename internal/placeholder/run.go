@@ -15,6 +15,7 @@ import (
 
 	"github.com/mq-hpc/mq/internal/jobexec"
 	"github.com/mq-hpc/mq/internal/outstream"
+	"github.com/mq-hpc/mq/internal/placeholder/memlimit"
 	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
@@ -162,7 +163,7 @@ type attempt struct {
 	// grant is what the job holds (nil: a caller that does not count,
 	// such as a test); mem enforces its memory grant (nil: none).
 	grant *resource.Grant
-	mem   MemWatch
+	mem   memlimit.Watch
 	cgFD  int // a cgroup to start in, from mem (-1: none)
 }
 
@@ -181,7 +182,7 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 }
 
 // runGranted is run for a job holding g: it sees what g holds (BindEnv),
-// runs on g's cores (Pin) and within its memory (MemLimiter).
+// runs on g's cores (Pin) and within its memory (memlimit).
 func (a *Agent) runGranted(ctx context.Context, asg protocol.Assignment, g *resource.Grant) protocol.Report {
 	t := &attempt{asg: asg, rep: protocol.Report{ID: asg.ID, Attempt: asg.Attempt, Started: time.Now()}, pidfd: -1, grant: g, cgFD: -1}
 	if a.cfg.NoOp {

@@ -1,4 +1,7 @@
-package placeholder
+// Package memlimit enforces jobs' memory requests on a placeholder's
+// host: a cgroup v2 of the job's own where the agent may make one, else a
+// watchdog of the job's process group's resident memory.
+package memlimit
 
 import (
 	"bytes"
@@ -18,16 +21,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// A MemLimiter enforces jobs' memory requests.
-type MemLimiter interface {
+// A Limiter enforces jobs' memory requests.
+type Limiter interface {
 	// Prepare readies a limit of limit bytes for a job about to start;
 	// it may change attr, the job's SysProcAttr, so the process starts
 	// already limited.
-	Prepare(attr *syscall.SysProcAttr, limit int64) (MemWatch, error)
+	Prepare(attr *syscall.SysProcAttr, limit int64) (Watch, error)
 }
 
-// A MemWatch enforces one job's limit.
-type MemWatch interface {
+// A Watch enforces one job's limit.
+type Watch interface {
 	// Watch watches the started job's process group until ctx ends or
 	// the group goes over its limit. In the second case it kills the
 	// group and returns why, and true: "max RSS 9.1 GiB over its
@@ -43,11 +46,11 @@ type MemWatch interface {
 	Close() error
 }
 
-// NewMemLimiter returns the cgroup v2 limiter when the agent may create
+// New returns the cgroup v2 limiter when the agent may create
 // child cgroups with the memory controller, else the RSS watchdog, and
 // says which.
-func NewMemLimiter() (MemLimiter, string) {
-	c, err := NewCgroupLimiter("/sys/fs/cgroup", "/proc/self/cgroup")
+func New() (Limiter, string) {
+	c, err := NewCgroup("/sys/fs/cgroup", "/proc/self/cgroup")
 	if err != nil {
 		return &Watchdog{}, "RSS watchdog (" + err.Error() + ")"
 	}
@@ -97,7 +100,7 @@ func allGroupsRSS(proc string) map[int]int64 {
 	return m
 }
 
-func (w *Watchdog) Prepare(_ *syscall.SysProcAttr, limit int64) (MemWatch, error) {
+func (w *Watchdog) Prepare(_ *syscall.SysProcAttr, limit int64) (Watch, error) {
 	return &rssWatch{w: w, limit: limit}, nil
 }
 
@@ -229,22 +232,22 @@ func cmpOr[T comparable](v, def T) T {
 	return v
 }
 
-// A CgroupLimiter starts each limited job in a child cgroup v2 of the
+// A Cgroup starts each limited job in a child cgroup v2 of the
 // agent's own, with memory.max set to the request, swap off and
 // memory.oom.group set, so the kernel kills the job's processes, all of
 // them, when it goes over. The agent must have moved itself out of its
 // cgroup first (a cgroup v2 with children may hold no processes), which
-// NewCgroupLimiter does: it moves the agent into a leaf "agent" child.
-type CgroupLimiter struct {
+// NewCgroup does: it moves the agent into a leaf "agent" child.
+type Cgroup struct {
 	dir  string
 	Poll time.Duration // memory.events is read this often; default 250ms
 }
 
-// NewCgroupLimiter checks that the agent's cgroup v2 (found from
+// NewCgroup checks that the agent's cgroup v2 (found from
 // selfCgroup under root) is writable and offers the memory controller,
 // and sets it up for job children. Any failure leaves the agent where it
 // was and is an error: use the Watchdog.
-func NewCgroupLimiter(root, selfCgroup string) (*CgroupLimiter, error) {
+func NewCgroup(root, selfCgroup string) (*Cgroup, error) {
 	b, err := os.ReadFile(selfCgroup)
 	if err != nil {
 		return nil, err
@@ -286,10 +289,10 @@ func NewCgroupLimiter(root, selfCgroup string) (*CgroupLimiter, error) {
 		os.Remove(leaf) // fails, harmlessly, while other agents share it
 		return nil, fmt.Errorf("enabling memory in %s: %w", dir, err)
 	}
-	return &CgroupLimiter{dir: dir}, nil
+	return &Cgroup{dir: dir}, nil
 }
 
-func (c *CgroupLimiter) Prepare(attr *syscall.SysProcAttr, limit int64) (MemWatch, error) {
+func (c *Cgroup) Prepare(attr *syscall.SysProcAttr, limit int64) (Watch, error) {
 	dir, err := os.MkdirTemp(c.dir, "job-")
 	if err != nil {
 		return nil, err

@@ -1,10 +1,9 @@
-package placeholder
+package memlimit
 
 import (
 	"context"
 	"os"
 	"os/exec"
-	"os/signal"
 	"regexp"
 	"strconv"
 	"strings"
@@ -12,38 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/placeholder/memlimit/memhog"
 	"github.com/mq-hpc/mq/internal/resource"
 )
 
-// TestHelperMemHog is not a test: run by the tests below as a child
-// process (the test binary re-executed), it grows its resident memory
-// by 8 MiB steps up to MQ_TEST_HOG_MIB, then sleeps; with
-// MQ_TEST_HOG_TERM=ignore it ignores SIGTERM.
-func TestHelperMemHog(t *testing.T) {
-	mib := os.Getenv("MQ_TEST_HOG_MIB")
-	if mib == "" {
-		return
-	}
-	if os.Getenv("MQ_TEST_HOG_TERM") == "ignore" {
-		signal.Ignore(syscall.SIGTERM)
-	}
-	var n int
-	for _, c := range mib {
-		n = n*10 + int(c-'0')
-	}
-	var keep [][]byte
-	for len(keep)*8 < n {
-		b := make([]byte, 8<<20)
-		for i := 0; i < len(b); i += 4096 {
-			b[i] = 1 // touch every page: resident, not just reserved
-		}
-		keep = append(keep, b)
-		time.Sleep(5 * time.Millisecond)
-	}
-	time.Sleep(time.Minute)
-	_ = keep
-	os.Exit(0)
-}
+// TestHelperMemHog is not a test: the tests below run it as a child
+// process (memhog).
+func TestHelperMemHog(t *testing.T) { memhog.Run() }
 
 // startGroup starts the helper in its own process group.
 func startGroup(t *testing.T, mib string, extraEnv ...string) *exec.Cmd {
@@ -156,7 +130,7 @@ func TestGroupRSSSumsMembers(t *testing.T) {
 	}
 }
 
-func TestNewMemLimiterFallsBack(t *testing.T) {
+func TestNewFallsBack(t *testing.T) {
 	dir := t.TempDir()
 	self := dir + "/cgroup"
 	// cgroup v1 only, and v2 without the memory controller: the watchdog.
@@ -167,11 +141,11 @@ func TestNewMemLimiterFallsBack(t *testing.T) {
 		os.WriteFile(self, []byte(tc.cgroup), 0o644)
 		os.MkdirAll(dir+"/root/job", 0o755)
 		os.WriteFile(dir+"/root/job/cgroup.controllers", []byte(tc.controllers), 0o644)
-		if _, err := NewCgroupLimiter(dir+"/root", self); err == nil {
+		if _, err := NewCgroup(dir+"/root", self); err == nil {
 			t.Errorf("cgroup %q controllers %q: no error", tc.cgroup, tc.controllers)
 		}
 	}
-	// NewMemLimiter itself is not called: where it succeeds it moves
+	// New itself is not called: where it succeeds it moves
 	// the calling process into a new cgroup.
 }
 
@@ -187,7 +161,7 @@ func TestCgroupLimiterFiles(t *testing.T) {
 	cg := dir + "/root/user/agent42"
 	os.MkdirAll(cg, 0o755)
 	os.WriteFile(cg+"/cgroup.controllers", []byte("cpu memory pids\n"), 0o644)
-	c, err := NewCgroupLimiter(dir+"/root", self)
+	c, err := NewCgroup(dir+"/root", self)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,8 +277,8 @@ func TestCgroupLimiterUndoesMove(t *testing.T) {
 	cg := dir + "/root/user/agent43"
 	os.MkdirAll(cg+"/cgroup.subtree_control", 0o755) // a directory: writing it fails
 	os.WriteFile(cg+"/cgroup.controllers", []byte("cpu memory pids\n"), 0o644)
-	if _, err := NewCgroupLimiter(dir+"/root", self); err == nil || !strings.Contains(err.Error(), "enabling memory") {
-		t.Fatalf("NewCgroupLimiter: %v; want the failure to enable memory", err)
+	if _, err := NewCgroup(dir+"/root", self); err == nil || !strings.Contains(err.Error(), "enabling memory") {
+		t.Fatalf("NewCgroup: %v; want the failure to enable memory", err)
 	}
 	if b, err := os.ReadFile(cg + "/cgroup.procs"); err != nil || string(b) != strconv.Itoa(os.Getpid()) {
 		t.Errorf("the agent was not moved back: cgroup.procs %q, %v", b, err)

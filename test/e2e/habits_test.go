@@ -246,7 +246,9 @@ func TestCancelNotError(t *testing.T) {
 	h.startCLS("--local", "1")
 	waiter := func(target string) (*exec.Cmd, *syncBuffer) {
 		cmd := exec.Command(filepath.Join(binDir, "mqsub"), "-b", target, "sleep 60")
-		cmd.Env, cmd.Dir = h.env(), h.dir
+		// It waits a second for the CLS to come back, not the default two
+		// minutes (TestWaitAcrossRestart has one that comes back).
+		cmd.Env, cmd.Dir = append(h.env(), "MQ_RECONNECT=1s"), h.dir
 		var out syncBuffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {

@@ -327,9 +327,40 @@ func Dial(ctx context.Context, env Env, name string) (*client.Client, error) {
 	return cl, err
 }
 
-// waiter waits for jobs across a restart of the CLS.
+// reconnectVar names how long mqwait and mqsub -b wait for a CLS that
+// went away to come back (rewait.Patience if unset).
+const reconnectVar = "MQ_RECONNECT"
+
+// waiter waits for jobs across a restart of the CLS, for as long as the
+// user's MQ_RECONNECT says (a duration; 0: not at all).
 func waiter(env Env, name string, note io.Writer) rewait.Waiter {
-	return rewait.Waiter{Dial: func(ctx context.Context) (*client.Client, error) { return Dial(ctx, env, name) }, Name: name, Note: note}
+	w := rewait.Waiter{Dial: func(ctx context.Context) (*client.Client, error) { return Dial(ctx, env, name) }, Name: name, Note: note}
+	if v, ok := userEnv(env, reconnectVar); ok {
+		d, err := time.ParseDuration(v)
+		switch {
+		case err != nil || d < 0:
+			fmt.Fprintf(note, "%s: warning: %s=%s is not a duration such as 10m (%s used)\n", name, reconnectVar, protocol.Quote(v), rewait.Patience)
+		case d == 0:
+			w.Dial = nil // fail as the CLS goes
+		default:
+			w.Patience = d
+		}
+	}
+	return w
+}
+
+// userEnv is the value of the user's variable name, where the command
+// has the user's environment (not over SSH).
+func userEnv(env Env, name string) (string, bool) {
+	if env.Environ == nil {
+		return "", false
+	}
+	for _, kv := range env.Environ() {
+		if v, ok := strings.CutPrefix(kv, name+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
 }
 
 // warnOtherBuild warns when the CLS is another build than this command

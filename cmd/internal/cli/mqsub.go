@@ -323,7 +323,9 @@ func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
 func waitOne(c *cli.Context, env Env, cl *client.Client, id int64) error {
 	timeout, w := c.Duration("timeout"), protocol.WaitReply{}
 	end := time.Now().Add(timeout) // across a restart of the CLS too
-	err := waiter(env, "mqsub", c.App.ErrWriter).Wait(c.Context, cl, func(cl *client.Client) (err error) {
+	rw := waiter(env, "mqsub", c.App.ErrWriter)
+	rw.Kept = fmt.Sprintf("the job is kept (mqstat -j %d once the CLS runs again)", id)
+	err := rw.Wait(c.Context, cl, func(cl *client.Client) (err error) {
 		req := protocol.Wait{IDs: []int64{id}, TimeoutMS: int(timeout / time.Millisecond)}
 		if timeout > 0 {
 			req.TimeoutMS = max(1, int(time.Until(end)/time.Millisecond))

@@ -23,7 +23,8 @@ counts and an ETA; otherwise a line whenever the counts change. Exits 0 when
 every job ended done, 1 naming those that did not (failed, blocked, or,
 for named jobs, deleted), 130 when interrupted (the jobs go on). Deleted
 jobs do not count in a queue or target. If the CLS goes away meanwhile (a
-restart), mqwait says so and waits up to 2 minutes for it to come back.`
+restart), mqwait says so and waits up to 2 minutes for it to come back
+(MQ_RECONNECT=10m waits longer, MQ_RECONNECT=0 not at all).`
 	app.Flags = []cli.Flag{
 		&cli.StringFlag{Name: "q", Aliases: []string{"queue"}, Usage: "the jobs of this queue"},
 		&cli.StringFlag{Name: "t", Aliases: []string{"target"}, Usage: "the jobs of this target"},

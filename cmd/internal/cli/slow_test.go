@@ -77,3 +77,28 @@ func TestSlowCLSSaid(t *testing.T) {
 		})
 	}
 }
+
+// TestWaiterReconnect: MQ_RECONNECT sets how long mqwait and mqsub -b
+// wait for a CLS that went away; 0 not at all; a value that is no
+// duration is said and the default kept.
+func TestWaiterReconnect(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		environ  []string
+		patience time.Duration
+		redials  bool
+		warning  string
+	}{
+		{nil, 0, true, ""},
+		{[]string{"MQ_RECONNECT=10m"}, 10 * time.Minute, true, ""},
+		{[]string{"MQ_RECONNECT=0"}, 0, false, ""},
+		{[]string{"MQ_RECONNECT=soon"}, 0, true, `mqwait: warning: MQ_RECONNECT="soon" is not a duration such as 10m (2m0s used)` + "\n"},
+	} {
+		var note bytes.Buffer
+		env := Env{Environ: func() []string { return tc.environ }}
+		w := waiter(env, "mqwait", &note)
+		if w.Patience != tc.patience || (w.Dial != nil) != tc.redials || note.String() != tc.warning {
+			t.Errorf("%q: patience %v, redials %v, said %q; want %v, %v, %q", tc.environ, w.Patience, w.Dial != nil, note.String(), tc.patience, tc.redials, tc.warning)
+		}
+	}
+}

@@ -35,6 +35,9 @@ type Waiter struct {
 	Name     string    // the command, for the note
 	Note     io.Writer // told once per time the CLS goes away
 	Patience time.Duration
+	// Kept is what the error of a wait given up says is kept ("the jobs
+	// are kept (wait again once cls serve runs)" if "").
+	Kept string
 }
 
 // Wait runs wait on cl and, each time it ends because the CLS went away,
@@ -74,7 +77,7 @@ func (w Waiter) redial(ctx context.Context, patience time.Duration) (*client.Cli
 			return nil, err
 		}
 		if time.Now().After(give) {
-			return nil, fmt.Errorf("the CLS went away and was not back within %s: %w; the jobs are kept (wait again once cls serve runs)", patience, err)
+			return nil, fmt.Errorf("the CLS went away and was not back within %s: %w; %s", patience, err, cmp.Or(w.Kept, "the jobs are kept (wait again once cls serve runs)"))
 		}
 		if again.Wait(ctx) != nil {
 			return nil, err

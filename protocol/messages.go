@@ -948,6 +948,10 @@ type Heartbeat struct {
 	// Started is as Next's: a job that starts while no request goes
 	// says so here at the latest.
 	Started []JobRef `json:"started,omitempty"`
+	// Paused says the placeholder takes no new jobs: its output disk has
+	// less free than its output reserve. The first heartbeat after the
+	// pause ends says so too (false).
+	Paused bool `json:"paused,omitempty"`
 }
 
 // HeartbeatReply lists jobs the placeholder must kill (deleted by the user).

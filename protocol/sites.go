@@ -113,6 +113,9 @@ type SiteInfo struct {
 	// (Register.Capacity: "cpus=16 mem=64 GiB gpus=0,1"), each distinct
 	// one once.
 	Offered string `json:"offered,omitempty"`
+	// Paused counts the placeholders connected now that take no new jobs
+	// because their output disk is nearly full (Heartbeat.Paused).
+	Paused int `json:"paused,omitempty"`
 }
 
 // SiteList lists sites.

@@ -326,6 +326,7 @@ func (a *Agent) heartbeatEvery() time.Duration {
 func (a *Agent) heartbeats(ctx context.Context) {
 	t := time.NewTimer(a.heartbeatEvery())
 	defer t.Stop()
+	saidPaused := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -337,13 +338,15 @@ func (a *Agent) heartbeats(ctx context.Context) {
 		// a.running and a.held as well, so that a lease never rests on
 		// holding alone being complete.
 		refs := a.holding.appendTo(a.runningRefs())
-		if len(refs) > 0 || a.diskFull.Load() {
+		// Paused goes out while the pause lasts, and once more at its end.
+		if paused := a.diskFull.Load(); len(refs) > 0 || paused || saidPaused {
 			var reply protocol.HeartbeatReply
 			started := a.started.list(a.now())
 			err := call(ctx, a, protocol.OpHeartbeat, func(id int64) protocol.Heartbeat {
-				return protocol.Heartbeat{Placeholder: id, Running: refs, Started: started}
+				return protocol.Heartbeat{Placeholder: id, Running: refs, Started: started, Paused: paused}
 			}, &reply)
 			if err == nil {
+				saidPaused = paused
 				a.started.sent(started)
 				for _, k := range reply.Kill {
 					a.kill(k, protocol.ReasonKilled)

@@ -3,6 +3,7 @@ package placeholder
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -135,6 +136,15 @@ func TestAgentPausesForDisk(t *testing.T) {
 	cfg.Log = slog.New(slog.NewTextHandler(&logs, nil))
 	a := New(cfg)
 	a.statfs = d.statfs
+	// What the heartbeats say of the pause (Heartbeat.Paused), last first.
+	var saidPaused, saidResumed atomic.Bool
+	c.srv.OnPaused = func(_ int64, paused bool) {
+		if paused {
+			saidPaused.Store(true)
+		} else if saidPaused.Load() {
+			saidResumed.Store(true)
+		}
+	}
 	runAgent(t, a)
 
 	// The job writes a line, says it runs, and waits for go to write more.
@@ -188,6 +198,9 @@ func TestAgentPausesForDisk(t *testing.T) {
 		if n := c.count(protocol.OpHeartbeat.Name, false) - beats; n < 2 {
 			return fmt.Errorf("%d heartbeats while paused, want 2", n)
 		}
+		if !saidPaused.Load() {
+			return errors.New("no heartbeat said the agent was paused")
+		}
 		return nil
 	})
 	if n := c.count(protocol.OpNext.Name, false); n != nexts {
@@ -210,6 +223,12 @@ func TestAgentPausesForDisk(t *testing.T) {
 	} else {
 		t.Logf("attempt %d ran; handed back unstarted: %+v", info.Attempts, info.Unstarted)
 	}
+	waitUntil(t, 2*time.Minute, func() error {
+		if !saidResumed.Load() {
+			return errors.New("no heartbeat said the pause ended")
+		}
+		return nil
+	})
 	if p, r := logs.count("taking no new jobs"), logs.count("room on the output disk again"); p != 1 || r != 1 {
 		t.Errorf("logged the pause %d times and the resumption %d times, want once each", p, r)
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -210,5 +212,29 @@ func TestDiskFullReportLogged(t *testing.T) {
 	}
 	if n := strings.Count(buf.String(), "output disk is nearly full"); n != 1 || !strings.Contains(buf.String(), fmt.Sprintf("placeholder=%d", reg.ID)) {
 		t.Fatalf("20 batches with a job stopped for the disk logged %d lines about it; want 1 naming placeholder %d:\n%s", n, reg.ID, buf.String())
+	}
+}
+
+// TestHeartbeatPaused: each heartbeat tells OnPaused whether its
+// placeholder takes no new jobs for its full output disk.
+func TestHeartbeatPaused(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var said []bool
+	srv := &Server{Store: newStore(t), OnPaused: func(_ int64, paused bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		said = append(said, paused)
+	}}
+	p := connect(t, srv, protocol.RolePlaceholder)
+	p.hello(protocol.RolePlaceholder)
+	var reg protocol.RegisterReply
+	p.do(protocol.OpRegister.Name, protocol.Register{Site: "s", Host: "h", PID: 1, Slots: 1, OutDir: "/o"}, &reg)
+	p.do(protocol.OpHeartbeat.Name, protocol.Heartbeat{Placeholder: reg.ID, Paused: true}, nil)
+	p.do(protocol.OpHeartbeat.Name, protocol.Heartbeat{Placeholder: reg.ID}, nil)
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(said, []bool{true, false}) {
+		t.Errorf("OnPaused heard %v, want [true false]", said)
 	}
 }

@@ -147,6 +147,9 @@ var builtin = routeTable(
 		if err == nil && c.s.Followed != nil {
 			r.Follow = c.s.Followed(b.Running)
 		}
+		if err == nil && c.s.OnPaused != nil {
+			c.s.OnPaused(b.Placeholder, b.Paused)
+		}
 		return r, err
 	}),
 	handle(protocol.OpFilesPoll, func(ctx context.Context, c *conn, b protocol.FilePoll) (protocol.FileOrder, error) {

@@ -46,6 +46,9 @@ type Server struct {
 	// OnPlaceholder, if set, is told when a placeholder registers on a
 	// connection and when that connection closes.
 	OnPlaceholder func(id int64, reg protocol.Register, connected bool)
+	// OnPaused, if set, is told at each heartbeat whether the placeholder
+	// takes no new jobs for its full output disk (Heartbeat.Paused).
+	OnPaused func(id int64, paused bool)
 
 	// OnOutput, if set, is told when a placeholder has staged output of
 	// job id (op output), so that whoever follows it reads on at once.

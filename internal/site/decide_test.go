@@ -863,3 +863,36 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestPausedPlaceholders: a site counts its connected placeholders whose
+// heartbeats say they take no new jobs for their full output disk; one
+// that says the pause ended, or disconnects, no longer counts, and a
+// placeholder of no site changes nothing.
+func TestPausedPlaceholders(t *testing.T) {
+	m := &Manager{Store: &fakeStore{}, Poll: time.Hour, Open: func(protocol.SiteSpec, func(int)) (Site, error) {
+		return &fakeSite{jobs: map[string]batch.State{}}, nil
+	}}
+	ctx := startManager(t, m)
+	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "c", Type: SGE, SSH: "u@h", Max: 2}); err != nil {
+		t.Fatal(err)
+	}
+	reg := protocol.Register{Site: "c"}
+	m.Placeholder(7, reg, true)
+	m.Placeholder(8, reg, true)
+	for _, step := range []struct {
+		do   func()
+		want int
+	}{
+		{func() { m.Paused(7, true) }, 1},
+		{func() { m.Paused(7, true); m.Paused(8, true) }, 2},
+		{func() { m.Paused(8, false) }, 1},
+		{func() { m.Paused(99, true) }, 1},
+		{func() { m.Placeholder(7, reg, false) }, 0},
+		{func() { m.Paused(7, true) }, 0}, // gone: a late heartbeat's word is not kept
+	} {
+		step.do()
+		if got := m.List()[0].Paused; got != step.want {
+			t.Fatalf("paused %d, want %d", got, step.want)
+		}
+	}
+}

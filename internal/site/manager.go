@@ -112,6 +112,9 @@ type managed struct {
 	given map[int64]string
 	// offered: what each connected placeholder offers (Register.Capacity).
 	offered map[int64]string
+	// paused: the connected placeholders that take no new jobs for their
+	// full output disk (Heartbeat.Paused).
+	paused map[int64]bool
 	// stall says why the site is degraded after placeholders ran without
 	// connecting (NeverConnected); "" once one connects.
 	stall string
@@ -197,7 +200,7 @@ func (m *Manager) Start(ctx context.Context) error {
 
 func (m *Manager) startLocked(spec protocol.SiteSpec) error {
 	ms := &managed{spec: spec, known: map[string]*tracked{}, connected: map[int64]int{}, pids: map[int64]int{},
-		batch: map[string]bool{}, connBatch: map[int64]string{}, given: map[int64]string{}, offered: map[int64]string{},
+		batch: map[string]bool{}, connBatch: map[int64]string{}, given: map[int64]string{}, offered: map[int64]string{}, paused: map[int64]bool{},
 		state: StateStarting, done: make(chan struct{}), kick: make(chan struct{}, 1)}
 	name := spec.Name
 	s, err := m.Open(spec, func(pid int) { m.localExited(name, pid) })
@@ -402,6 +405,7 @@ func (m *Manager) infoLocked(ms *managed) protocol.SiteInfo {
 		info.Platform = p.Platform()
 	}
 	info.Given, info.Offered = distinctNotes(ms.given), distinctNotes(ms.offered)
+	info.Paused = len(ms.paused)
 	return info
 }
 
@@ -458,6 +462,25 @@ func (m *Manager) Placeholder(id int64, reg protocol.Register, connected bool) {
 		delete(ms.connBatch, id)
 		delete(ms.given, id)
 		delete(ms.offered, id)
+		delete(ms.paused, id)
+	}
+}
+
+// Paused is told at each heartbeat of placeholder id whether it takes no
+// new jobs for its full output disk (see server.Server.OnPaused).
+func (m *Manager) Paused(id int64, paused bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, ms := range m.sites {
+		if _, ok := ms.connected[id]; !ok {
+			continue
+		}
+		if paused {
+			ms.paused[id] = true
+		} else {
+			delete(ms.paused, id)
+		}
+		return
 	}
 }
 
@@ -477,6 +500,7 @@ func (m *Manager) localExited(site string, pid int) {
 				delete(ms.connected, id)
 				delete(ms.given, id)
 				delete(ms.offered, id)
+				delete(ms.paused, id)
 			}
 		}
 	}

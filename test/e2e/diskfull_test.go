@@ -283,6 +283,13 @@ func TestDiskFilledUnderWork(t *testing.T) {
 			t.Errorf("queue %s while the disk is full: %v; want nothing failed, nothing run", q, c)
 		}
 	}
+	// The pause is shown: the placeholders' heartbeats say so.
+	waitFor(t, 90*time.Second, func() error {
+		if out := h.ok("cls", "site", "list"); !strings.Contains(out, "(2 paused: output disk nearly full)") {
+			return fmt.Errorf("cls site list:\n%s", out)
+		}
+		return nil
+	})
 	if p != "" {
 		os.Remove(p)
 	}

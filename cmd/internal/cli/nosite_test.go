@@ -12,25 +12,29 @@ import (
 )
 
 // TestWarnNoSite: a listing or summary warns on stderr, after the listing,
-// when every site is degraded (queued jobs wait with nothing to say why);
-// not when one site is well, when there are none, for --json, or when the
+// when every site is degraded (queued jobs wait with nothing to say why),
+// and when placeholders take no new jobs for their full output disk; not
+// when one site is well, when there are none, for --json, or when the
 // CLS does not answer site.list.
 func TestWarnNoSite(t *testing.T) {
 	t.Parallel()
 	const warning = "mqstat: warning: every site is degraded, so no placeholder starts and queued jobs wait: cls site list says why\n"
+	const paused = "mqstat: warning: 3 placeholder(s) take no new jobs: their output disk is nearly full (free space there; cls site list)\n"
 	degraded := protocol.SiteInfo{State: "degraded", Error: "ssh: connection refused"}
 	for _, tc := range []struct {
 		name  string
 		sites *protocol.SiteList // nil: site.list unsupported
 		args  []string
-		warn  bool
+		want  string // on stderr
 	}{
-		{"every site degraded", &protocol.SiteList{Sites: []protocol.SiteInfo{degraded, degraded}}, nil, true},
-		{"summary, every site degraded", &protocol.SiteList{Sites: []protocol.SiteInfo{degraded}}, []string{"--summary"}, true},
-		{"one site well", &protocol.SiteList{Sites: []protocol.SiteInfo{degraded, {State: "ok"}}}, nil, false},
-		{"no sites", &protocol.SiteList{}, nil, false},
-		{"json", &protocol.SiteList{Sites: []protocol.SiteInfo{degraded}}, []string{"--json"}, false},
-		{"site.list unsupported", nil, nil, false},
+		{"every site degraded", &protocol.SiteList{Sites: []protocol.SiteInfo{degraded, degraded}}, nil, warning},
+		{"summary, every site degraded", &protocol.SiteList{Sites: []protocol.SiteInfo{degraded}}, []string{"--summary"}, warning},
+		{"one site well", &protocol.SiteList{Sites: []protocol.SiteInfo{degraded, {State: "ok"}}}, nil, ""},
+		{"no sites", &protocol.SiteList{}, nil, ""},
+		{"json", &protocol.SiteList{Sites: []protocol.SiteInfo{degraded}}, []string{"--json"}, ""},
+		{"site.list unsupported", nil, nil, ""},
+		{"placeholders paused", &protocol.SiteList{Sites: []protocol.SiteInfo{{State: "ok", Paused: 2}, {State: "ok", Paused: 1}}}, nil, paused},
+		{"paused, json", &protocol.SiteList{Sites: []protocol.SiteInfo{{State: "ok", Paused: 2}}}, []string{"--json"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			replies := map[string]clitest.Reply{
@@ -46,8 +50,8 @@ func TestWarnNoSite(t *testing.T) {
 			if code := Run(context.Background(), Mqstat(env), append([]string{"mqstat"}, tc.args...)); code != 0 {
 				t.Fatalf("exit %d, %s", code, e.String())
 			}
-			if got := e.String(); (got == warning) != tc.warn || (!tc.warn && got != "") {
-				t.Errorf("stderr %q, want warning: %v", got, tc.warn)
+			if got := e.String(); got != tc.want {
+				t.Errorf("stderr %q, want %q", got, tc.want)
 			}
 		})
 	}

@@ -299,6 +299,9 @@ func printSites(w io.Writer, sites []protocol.SiteInfo) {
 			// not what the site asked: they offer the smaller.
 			where += " (" + s.Given + ")"
 		}
+		if s.Paused > 0 {
+			where += fmt.Sprintf(" (%d paused: output disk nearly full)", s.Paused)
+		}
 		if s.Error != "" {
 			where += ": " + strings.ReplaceAll(s.Error, "\n", " ")
 		}

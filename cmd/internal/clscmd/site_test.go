@@ -266,6 +266,16 @@ func TestPrintSitesSize(t *testing.T) {
 	}
 }
 
+// cls site list says how many placeholders of a site take no new jobs
+// for their full output disk.
+func TestPrintSitesPaused(t *testing.T) {
+	var b bytes.Buffer
+	printSites(&b, []protocol.SiteInfo{{SiteSpec: protocol.SiteSpec{Name: "local", Type: "local", Max: 2}, State: "ok", Connected: 2, Paused: 2}})
+	if !strings.Contains(b.String(), "(2 paused: output disk nearly full)") {
+		t.Errorf("cls site list:\n%s", b.String())
+	}
+}
+
 // cls site list names a site's own output mode; a site following the
 // CLS's says nothing.
 func TestPrintSitesOutput(t *testing.T) {

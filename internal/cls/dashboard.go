@@ -358,7 +358,7 @@ func (d *dashSource) Sites(ctx context.Context) ([]web.Site, error) {
 	var out []web.Site
 	for _, si := range d.sites.mgr.List() {
 		s := web.Site{Name: si.Name, Type: si.Type, State: si.State, Error: si.Error, Min: si.Min, Max: si.Max,
-			Queued: si.Queued, Running: si.Running}
+			Queued: si.Queued, Running: si.Running, Paused: si.Paused}
 		if a := per[si.Name]; a != nil {
 			s.Idle, s.Busy, s.Slots, s.SlotsBusy = a.idle, a.busy, a.slots, a.slotsBusy
 		}

@@ -38,6 +38,9 @@ type Site struct {
 	// Slots of connected placeholders, and how many run a job now.
 	Slots     int `json:"slots"`
 	SlotsBusy int `json:"slots_busy"`
+	// Paused: connected placeholders that take no new jobs, their output
+	// disk nearly full.
+	Paused int `json:"paused,omitempty"`
 }
 
 // Follow streams a job's output as it is written: chunks of stdout (or

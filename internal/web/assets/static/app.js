@@ -91,6 +91,12 @@ function renderSites(sites) {
       e.textContent = " " + clip(s.error, 200);
       st.appendChild(e);
     }
+    if (s.paused) {
+      const p = document.createElement("span");
+      p.className = "err";
+      p.textContent = " " + s.paused + " paused: output disk nearly full";
+      st.appendChild(p);
+    }
     tr.appendChild(st);
     for (const k of ["queued", "running", "idle", "busy"]) tr.appendChild(cell(s[k], "n"));
     tr.appendChild(cell(s.slots_busy + " / " + s.slots, "n"));

@@ -405,9 +405,10 @@ func (s *SSH) sftpClient() (*sftp.Client, error) {
 const bigPacket = 128 << 10
 
 // writeTemp writes data to tmp, a new file, made private (0600) before
-// its first byte: where the site's directory already stood open to others
-// (mkdir -p keeps an existing directory's mode), the placeholder key it
-// uploads must not be readable while it is written.
+// its first byte. (Private at its creation it is not: pkg/sftp's open
+// sends no mode, so the file is made with the login host's umask, and
+// whoever opened it before the chmod keeps reading it: upload makes it
+// in a directory of its own for that.)
 func writeTemp(c *sftp.Client, tmp string, data []byte) error {
 	f, err := c.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
 	if err != nil {
@@ -423,10 +424,8 @@ func writeTemp(c *sftp.Client, tmp string, data []byte) error {
 	return err
 }
 
-// Put uploads data to path over SFTP unless the file already holds it. It
-// writes a temporary file beside path, checks its checksum, and renames it
-// into place: a running agent binary is never overwritten in place, and a
-// half-written file is never used.
+// Put uploads data to path over SFTP unless the file already holds it
+// (upload).
 func (s *SSH) Put(ctx context.Context, p string, data []byte, mode os.FileMode) (bool, error) {
 	sum := sha256.Sum256(data)
 	want := hex.EncodeToString(sum[:])
@@ -437,35 +436,77 @@ func (s *SSH) Put(ctx context.Context, p string, data []byte, mode os.FileMode) 
 	if err != nil {
 		return false, err
 	}
-	if err := c.MkdirAll(path.Dir(p)); err != nil {
-		return false, fmt.Errorf("sftp mkdir %s: %w", path.Dir(p), err)
+	verify := func(tmp string) error {
+		got, err := s.remoteSum(ctx, tmp)
+		if err == nil && got != want {
+			err = fmt.Errorf("checksum %s, want %s", got, want)
+		}
+		return err
+	}
+	return true, upload(c, p, data, mode, verify)
+}
+
+// upload writes data to a temporary file, checks it with verify, and
+// renames it to p: a running agent binary is never overwritten in place,
+// and a half-written file is never used. The temporary file is made in a
+// new directory of its own, private (0700) before the file is made in
+// it: the site's directory may have stood open to others before the site
+// was added (mkdir -p keeps its mode), and another user of the login
+// host who opened the file there before its chmod (inotify tells when it
+// appears) would read the placeholder key through that descriptor as it
+// is written. Into a private directory no one else can look up a name,
+// whatever descriptor of the directory they hold.
+func upload(c *sftp.Client, p string, data []byte, mode os.FileMode, verify func(tmp string) error) error {
+	dir := path.Dir(p)
+	if err := c.MkdirAll(dir); err != nil {
+		return fmt.Errorf("sftp mkdir %s: %w", dir, err)
 	}
 	var rnd [6]byte
 	rand.Read(rnd[:])
-	tmp := p + ".tmp-" + hex.EncodeToString(rnd[:])
-	err = writeTemp(c, tmp, data)
+	tmpDir := path.Join(dir, ".mq-upload-"+hex.EncodeToString(rnd[:]))
+	if err := c.Mkdir(tmpDir); err != nil {
+		return fmt.Errorf("sftp mkdir %s: %w", tmpDir, err)
+	}
+	tmp := path.Join(tmpDir, path.Base(p))
+	defer func() {
+		c.Remove(tmp) // gone once renamed
+		c.RemoveDirectory(tmpDir)
+	}()
+	err := c.Chmod(tmpDir, 0o700)
+	if err == nil {
+		err = privateDir(c, tmpDir)
+	}
+	if err == nil {
+		err = writeTemp(c, tmp, data)
+	}
 	if err == nil {
 		err = c.Chmod(tmp, mode)
 	}
 	if err != nil {
-		c.Remove(tmp)
-		return false, fmt.Errorf("sftp upload %s: %w", p, err)
+		return fmt.Errorf("sftp upload %s: %w", p, err)
 	}
-	got, err := s.remoteSum(ctx, tmp)
-	if err != nil || got != want {
-		c.Remove(tmp)
-		if err == nil {
-			err = fmt.Errorf("checksum %s, want %s", got, want)
-		}
-		return false, fmt.Errorf("upload of %s did not verify: %w", p, err)
+	if err := verify(tmp); err != nil {
+		return fmt.Errorf("upload of %s did not verify: %w", p, err)
 	}
 	if err := c.PosixRename(tmp, p); err != nil {
 		if err2 := c.Rename(tmp, p); err2 != nil {
-			c.Remove(tmp)
-			return false, fmt.Errorf("sftp rename %s: %w", p, err)
+			return fmt.Errorf("sftp rename %s: %w", p, err)
 		}
 	}
-	return true, nil
+	return nil
+}
+
+// privateDir checks that dir is a directory others cannot enter (a
+// filesystem that ignores chmod would leave it open).
+func privateDir(c *sftp.Client, dir string) error {
+	fi, err := c.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() || fi.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("%s is %v after chmod 700: it cannot be made private", dir, fi.Mode())
+	}
+	return nil
 }
 
 // remoteSum is the SHA-256 of a remote file: by sha256sum where the login

@@ -260,7 +260,26 @@ func (m *Manager) observeLocked(ms *managed, ps []batch.Placeholder, now time.Ti
 			ms.exited++
 		}
 	}
+	forgetStrayBatch(ms)
 	return broken, vanished
+}
+
+// forgetStrayBatch forgets the batch ids placeholders registered with
+// that are neither the site's placeholders nor connected now: a batch id
+// is what the peer says (Register.Batch), and one holding the site's key
+// could register under a new one each time, growing ms.batch without end
+// (only known ids are forgotten when they go). A connected one is kept:
+// it may have registered before the listing that adopts it.
+func forgetStrayBatch(ms *managed) {
+	live := make(map[string]bool, len(ms.connBatch))
+	for _, b := range ms.connBatch {
+		live[b] = true
+	}
+	for b := range ms.batch {
+		if _, ok := ms.known[b]; !ok && !live[b] {
+			delete(ms.batch, b)
+		}
+	}
 }
 
 // stalledLocked finds and forgets the placeholders that have run timeout

@@ -2,6 +2,7 @@ package site
 
 import (
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -83,5 +84,26 @@ func TestDemandOf(t *testing.T) {
 	}
 	if d := demandOf(q, sites, nil); d.Sites[0].Link != 0 {
 		t.Errorf("no links: site a's link %v", d.Sites[0].Link)
+	}
+}
+
+// TestObserveForgetsStrayBatch: a batch id a placeholder registered with
+// is kept while it is one of the site's placeholders or connected now,
+// and forgotten otherwise: a holder of the site's key registering under a
+// new batch id each time does not grow the manager's memory without end.
+func TestObserveForgetsStrayBatch(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	ms := &managed{
+		known:     map[string]*tracked{"run": {state: batch.Running, submitted: now, started: now}},
+		batch:     map[string]bool{"run": true, "live": true},
+		connBatch: map[int64]string{5: "live"},
+	}
+	for i := range 1000 {
+		ms.batch["stray-"+strconv.Itoa(i)] = true // registered and gone
+	}
+	var m Manager
+	m.observeLocked(ms, []batch.Placeholder{{ID: "run", State: batch.Running}}, now)
+	if len(ms.batch) != 2 || !ms.batch["run"] || !ms.batch["live"] {
+		t.Errorf("batch ids kept: %d (run %v, live %v), want run and live alone", len(ms.batch), ms.batch["run"], ms.batch["live"])
 	}
 }

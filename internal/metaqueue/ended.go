@@ -109,6 +109,7 @@ func (s *Store) dropStale(id, ph int64, missing []string) (bool, error) {
 // of the attempt is called once, in the order above, with the facts the
 // ones before it returned, and then the job's next state is written.
 func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out runs.Outcome, r protocol.Report) error {
+	out = ru.Bounded(out) // a job handed back for ever does not grow its history for ever
 	// copies: the first attempt to succeed wins (unless another's agent
 	// claimed first) and the others are killed; one that ends while
 	// another runs on ends alone (it begins the batch's transaction).

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/policy"
+	"github.com/mq-hpc/mq/internal/runs"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -2417,5 +2418,37 @@ func TestDiskFullNotCounted(t *testing.T) {
 	}
 	e.report(ph, ok(a[0]))
 	e.mustBe(id, job.Done)
+	e.check()
+}
+
+// TestHandedBackForEverCounts: a placeholder that takes a job and hands
+// it back unstarted, again and again (a compromised site key), grows its
+// history only until runs.MaxUncounted attempts: from then on each
+// return counts as lost, and the job fails when its attempts are spent.
+func TestHandedBackForEverCounts(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	two := 2
+	e.mustSetQueue(protocol.QueueSet{Name: "q", MaxAttempts: &two})
+	id := e.submit(protocol.JobSpec{Queue: "q", Target: "t", Command: "x"})[0]
+	ph := e.register("s")
+	for i := 1; ; i++ {
+		a := e.next(ph, 1)
+		if len(a) == 0 {
+			break
+		}
+		if i > runs.MaxUncounted+10 {
+			t.Fatalf("job %d handed out %d times: its returns never count", id, i)
+		}
+		reason := protocol.ReasonReturned
+		if i%2 == 0 {
+			reason = protocol.ReasonDiskFull
+		}
+		e.report(ph, protocol.Report{ID: id, Attempt: a[0].Attempt, Exit: 143, Reason: reason})
+	}
+	d := e.job(id)
+	if d.State != "F" || d.Attempts > runs.MaxUncounted+2 {
+		t.Fatalf("job %s after %d attempts (%q), want Failed within %d", d.State, d.Attempts, d.Reason, runs.MaxUncounted+2)
+	}
 	e.check()
 }

@@ -75,6 +75,7 @@ func TestSaid(t *testing.T) {
 		{Lost, "lost: lease expired", "lost: lease expired", false},
 		{Returned, protocol.ReasonReturned, protocol.ReasonReturned, true},
 		{DiskFull, protocol.ReasonDiskFull, protocol.ReasonDiskFull, false},
+		{Lost, protocol.ReasonReturned, "handed back unstarted after 100 attempts: counted as lost", false},
 	}
 	for _, tt := range tests {
 		got, exit := tt.out.Said(tt.reason, 60)
@@ -154,5 +155,32 @@ func TestWalltimeFloor(t *testing.T) {
 	r := protocol.Report{Reason: stop, Started: t0, Finished: t0.Add(100 * time.Second)}
 	if got := ru.WalltimeFloor(r, t0.Add(50*time.Second), 90); got != 50 {
 		t.Errorf("the CLS saw 50 s: floor %g, want 50", got)
+	}
+}
+
+// TestBounded: a return or a stop for a full disk does not count until
+// the job has had MaxUncounted attempts; then it counts as lost. Other
+// ends are as they are.
+func TestBounded(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		out     Outcome
+		attempt int
+		want    Outcome
+	}{
+		{Returned, 1, Returned},
+		{Returned, MaxUncounted - 1, Returned},
+		{Returned, MaxUncounted, Lost},
+		{DiskFull, MaxUncounted - 1, DiskFull},
+		{DiskFull, MaxUncounted + 5, Lost},
+		{Succeeded, MaxUncounted, Succeeded},
+		{Failed, MaxUncounted, Failed},
+		{Lost, MaxUncounted, Lost},
+	}
+	for _, tt := range tests {
+		ru := &Run{Attempt: tt.attempt, Used: 1}
+		if got := ru.Bounded(tt.out); got != tt.want {
+			t.Errorf("attempt %d: Bounded(%d) = %d, want %d", tt.attempt, tt.out, got, tt.want)
+		}
 	}
 }

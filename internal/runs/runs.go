@@ -175,6 +175,24 @@ func OutcomeOf(r protocol.Report) Outcome {
 	return Failed
 }
 
+// MaxUncounted is how many attempts a job may have before a return or a
+// stop for a full disk counts against its attempts like a lost one.
+// Neither counts otherwise, yet each adds a row to the job's history: a
+// placeholder (a site's key is as trusted as its least trusted host)
+// that takes the same jobs and hands them back for ever grew the
+// database by a megabyte a second, without end.
+const MaxUncounted = 100
+
+// Bounded is out, an end of attempt ru, except that a return or a stop
+// for a full disk counts as lost once the job has had MaxUncounted
+// attempts.
+func (ru *Run) Bounded(out Outcome) Outcome {
+	if (out == Returned || out == DiskFull) && ru.Attempt >= MaxUncounted {
+		return Lost
+	}
+	return out
+}
+
 // Next is the one place that decides what follows an attempt that ended
 // as out, the used-th of at most maxAttempts: Done, Failed, or Queued
 // again while attempts remain (a failure only when retryFailed).
@@ -205,8 +223,11 @@ func (o Outcome) Said(reason string, ceiling float64) (string, bool) {
 	case OverCeiling:
 		return fmt.Sprintf("killed after running past the queue's ceiling of %gs", ceiling), true
 	case Lost:
-		if reason == protocol.ReasonInterrupted {
+		switch reason {
+		case protocol.ReasonInterrupted:
 			reason = "interrupted: its placeholder was stopped"
+		case protocol.ReasonReturned: // Bounded
+			reason = fmt.Sprintf("handed back unstarted after %d attempts: counted as lost", MaxUncounted)
 		}
 		return reason, false
 	case DiskFull:

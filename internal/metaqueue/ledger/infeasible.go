@@ -367,21 +367,46 @@ func ranFor(first, now time.Time) float64 {
 	return max(now.Sub(first).Seconds(), 0)
 }
 
-// candidates are the sites a job could run at (the checks' candidates):
-// the stored ones and those placeholders registered from, or, with none
-// known, the nameless one.
-func (l *Ledger) candidates() map[string]bool {
+// candidates are the sites a job of q could run at, as far as the
+// checks can tell them apart: the stored ones and those placeholders
+// registered from, or, with none known, the nameless one. A site with
+// no price and no runtime of q's is like every other such site to them
+// (the same estimate, no cost), so only the first of those by name is
+// among them: registrations name sites as they like, and with each
+// name a candidate, a placeholder key registering thousands of names
+// made every check cost the jobs' groups times those names.
+func (l *Ledger) candidates(q int32) []string {
 	if len(l.sites) == 0 {
-		return map[string]bool{"": true}
+		return []string{""}
 	}
-	return l.sites
+	ran := l.ran[q]
+	plain := func(site string) bool { return l.price[site] == 0 && (ran[site] == nil || ran[site].n == 0) }
+	var out []string
+	for site := range l.price {
+		if l.sites[site] && !plain(site) {
+			out = append(out, site)
+		}
+	}
+	for site := range ran {
+		if l.sites[site] && !plain(site) && l.price[site] == 0 {
+			out = append(out, site)
+		}
+	}
+	// Those skipped before the first plain one are priced or have run
+	// q's jobs: as many as the loops above went through, at most.
+	for _, site := range l.siteNames {
+		if plain(site) {
+			return append(out, site)
+		}
+	}
+	return out
 }
 
 // bestEstimate is job j's shortest estimated runtime at any known site,
 // and that site (the first by name among equals); 0: unknown.
 func (l *Ledger) bestEstimate(q Queue, j dag.Node, est Estimator) (float64, string) {
 	best, at := math.Inf(1), ""
-	for site := range l.candidates() {
+	for _, site := range l.candidates(q.ID) {
 		e := l.estimateAt(q, j, site, est)
 		if e < best || (e == best && site < at) {
 			best, at = e, site
@@ -434,7 +459,7 @@ func (l *Ledger) overBudget(q Queue, groups map[econKey]int, est Estimator) (int
 	for k, n := range groups {
 		j := dag.Node{Target: k.target, Est: k.est, Queue: k.queue}
 		cost := math.Inf(1)
-		for site := range l.candidates() {
+		for _, site := range l.candidates(q.ID) {
 			cost = min(cost, l.price[site]*l.estimateAt(q, j, site, est)/3600)
 		}
 		kinds = append(kinds, kind{cost, n})

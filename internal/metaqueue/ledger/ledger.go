@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/mq-hpc/mq/internal/dag"
@@ -108,8 +109,10 @@ type Ledger struct {
 	execAt       map[int32]map[string]int
 	unfinishable map[int32]int
 	// sites are the sites a job could run at: stored ones and those
-	// placeholders registered from (the deadline check's candidates).
-	sites map[string]bool
+	// placeholders registered from (the deadline check's candidates);
+	// siteNames the same, sorted (candidates).
+	sites     map[string]bool
+	siteNames []string
 	// dying are killed copies whose placeholder has not said they
 	// stopped: each keeps its reservation until it does (or until, a
 	// lease after the kill), since it runs on until the placeholder's
@@ -316,6 +319,8 @@ func (l *Ledger) Priced() bool { return len(l.price) > 0 }
 func (l *Ledger) KnowSite(site string) {
 	if site != "" && !l.sites[site] {
 		l.sites[site] = true
+		i, _ := slices.BinarySearch(l.siteNames, site)
+		l.siteNames = slices.Insert(l.siteNames, i, site)
 		l.check.gen++
 	}
 }
@@ -334,6 +339,9 @@ func (l *Ledger) SetPrice(site string, price float64) {
 func (l *Ledger) RemoveSite(site string) {
 	l.SetPrice(site, 0)
 	delete(l.sites, site)
+	if i, ok := slices.BinarySearch(l.siteNames, site); ok {
+		l.siteNames = slices.Delete(l.siteNames, i, i+1)
+	}
 	l.check.gen++
 }
 

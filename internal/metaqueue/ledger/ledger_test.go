@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -353,5 +354,50 @@ func TestCoresPriced(t *testing.T) {
 				t.Errorf("spent %g, want %g", got, c.spent)
 			}
 		})
+	}
+}
+
+// TestCandidatesAlike: sites with no price and no runtime of the queue's
+// are alike to the checks, so however many placeholders registered from
+// (a placeholder key may name thousands), a job's best estimate and
+// cheapest cost look at one of them, the first by name, beside the
+// priced sites and those where the queue's jobs ran; the answers are
+// those of every site looked at.
+func TestCandidatesAlike(t *testing.T) {
+	l := New(nil)
+	l.SetPrice("dear", 10)
+	l.KnowSite("fast")
+	l.ranAt(1, "fast").secs, l.ranAt(1, "fast").n = 100, 1
+	for i := range 10000 {
+		l.KnowSite(fmt.Sprintf("junk-%05d", i))
+	}
+	calls := 0
+	est := func(dag.Node) float64 { calls++; return 50 }
+	q := Queue{ID: 1, Deadline: 1, Budget: 1}
+	best, at := l.bestEstimate(q, dag.Node{Queue: 1}, est)
+	if calls > 3 {
+		t.Errorf("the best estimate asked the estimate %d times, want one per priced, measured or first plain site (3 at most)", calls)
+	}
+	// What every known site says: the least estimate, the first by name
+	// among equals.
+	wantBest, wantAt := math.Inf(1), ""
+	for site := range l.sites {
+		if e := l.estimateAt(q, dag.Node{Queue: 1}, site, est); e < wantBest || e == wantBest && site < wantAt {
+			wantBest, wantAt = e, site
+		}
+	}
+	if best != wantBest || at != wantAt {
+		t.Errorf("best estimate %g at %q, want %g at %q", best, at, wantBest, wantAt)
+	}
+	if got := l.candidates(1); len(got) != 3 {
+		t.Errorf("%d candidates (%v...), want dear, fast and junk-00000", len(got), got[:min(len(got), 4)])
+	}
+	// A queue whose jobs ran nowhere: the priced one and the first plain.
+	if got := l.candidates(2); len(got) != 2 {
+		t.Errorf("%d candidates of queue 2 (%v...), want dear and fast", len(got), got[:min(len(got), 4)])
+	}
+	l.RemoveSite("fast")
+	if got := l.candidates(2); len(got) != 2 || !slices.Contains(got, "junk-00000") {
+		t.Errorf("%d candidates of queue 2 after fast was removed (%v...), want dear and junk-00000", len(got), got[:min(len(got), 4)])
 	}
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/mq-hpc/mq/client"
 	"github.com/mq-hpc/mq/cmd/internal/flagmsg"
+	"github.com/mq-hpc/mq/internal/jobexec"
 	"github.com/mq-hpc/mq/internal/mqhome"
 	"github.com/mq-hpc/mq/internal/placeholder"
 	"github.com/mq-hpc/mq/internal/placeholder/capacity"
@@ -157,6 +158,7 @@ func Run(ctx context.Context, name string, mode Mode, args []string, stderr io.W
 	}
 	log := slog.New(handler).With("pid", os.Getpid())
 	placeholder.OneProc()
+	jobexec.KeepInherited() // what started the agent left open is not the jobs'
 	given := capacity.Detect(os.Getenv, os.DirFS("/"), capacity.Affinity)
 	if !set["gpus"] && len(given.GPUIDs) > 0 {
 		o.asked.GPUIDs = given.GPUIDs // none asked: the GPUs it was given

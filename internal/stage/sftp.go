@@ -197,6 +197,8 @@ func (s SFTP) Remove(ctx context.Context, p string) error {
 }
 
 // Create makes p's directories as needed and a temporary file beside p.
+// Below a data root the file is made in a directory of its own beside p
+// (privateTemp), the temporary name, private before the file is in it.
 func (s SFTP) Create(ctx context.Context, p string) (Temp, error) {
 	full, _, err := s.check(p, true)
 	if err != nil {
@@ -206,33 +208,101 @@ func (s SFTP) Create(ctx context.Context, p string) (Temp, error) {
 		return nil, err
 	}
 	tmp := path.Join(path.Dir(full), tempName(path.Base(full), s.Writer))
-	f, err := s.Client.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
-	if err != nil {
+	t := &sftpTemp{s: s, tmp: tmp, full: full}
+	if !s.identity() {
+		if err := s.privateTemp(tmp); err != nil {
+			return nil, fmt.Errorf("create %s: %w", tmp, s.noSpace(err, path.Dir(full)))
+		}
+		t.dir, t.tmp = tmp, path.Join(tmp, path.Base(full))
+	}
+	f, err := s.Client.OpenFile(t.tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
+	if err != nil && s.identity() {
 		// Perhaps left by an interrupted transfer (SFTP v3 does not say
 		// why an exclusive open failed): take it over if so.
-		if _, lerr := s.Client.Lstat(tmp); lerr == nil && s.Client.Remove(tmp) == nil {
-			f, err = s.Client.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
+		if _, lerr := s.Client.Lstat(t.tmp); lerr == nil && s.Client.Remove(t.tmp) == nil {
+			f, err = s.Client.OpenFile(t.tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", tmp, s.noSpace(err, path.Dir(full)))
+		t.removeDir()
+		return nil, fmt.Errorf("create %s: %w", t.tmp, s.noSpace(err, path.Dir(full)))
 	}
+	t.f = f
 	if !s.identity() {
 		// Before any byte is written: the file is private as a Dir's.
 		if err := f.Chmod(dataFileMode); err != nil {
-			f.Close()
-			s.Client.Remove(tmp)
-			return nil, fmt.Errorf("chmod %s: %w", tmp, err)
+			t.Abort()
+			return nil, fmt.Errorf("chmod %s: %w", t.tmp, err)
 		}
 	}
-	return &sftpTemp{s: s, f: f, tmp: tmp, full: full}, nil
+	return t, nil
+}
+
+// privateTemp makes dir, the directory a temporary file is made in,
+// private (0700) and checked so before anything is in it. SFTP's open
+// (as pkg/sftp sends it) carries no mode: a file made beside its target
+// exists under the login host's umask until its chmod, and another user
+// who can search that directory (a data root others may read, a
+// directory a job made) can open it in that moment and read the input
+// through the descriptor as it is written. In a directory they may not
+// search they cannot look its name up. What an interrupted transfer left
+// there (such a directory, or a temporary file as older versions made it)
+// is taken over.
+func (s SFTP) privateTemp(dir string) error {
+	err := s.Client.Mkdir(dir)
+	if err != nil {
+		if _, lerr := s.Client.Lstat(dir); lerr == nil && s.removeTemp(dir) == nil {
+			err = s.Client.Mkdir(dir)
+		}
+	}
+	if err == nil {
+		err = s.Client.Chmod(dir, dataDirMode)
+	}
+	if err != nil {
+		return err
+	}
+	fi, err := s.Client.Lstat(dir)
+	if err == nil && (!fi.IsDir() || fi.Mode().Perm()&0o077 != 0) {
+		err = fmt.Errorf("%s is %v after chmod 700: it cannot be made private", dir, fi.Mode())
+	}
+	if err != nil {
+		s.Client.RemoveDirectory(dir)
+	}
+	return err
+}
+
+// removeTemp removes p, a temporary name of this writer's: a file, or a
+// directory (privateTemp) with the file in it.
+func (s SFTP) removeTemp(p string) error {
+	fi, err := s.Client.Lstat(p)
+	if err != nil || !fi.IsDir() {
+		return s.Client.Remove(p)
+	}
+	ents, err := s.Client.ReadDir(p)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if e.Mode().IsRegular() {
+			s.Client.Remove(path.Join(p, e.Name()))
+		}
+	}
+	return s.Client.RemoveDirectory(p)
 }
 
 type sftpTemp struct {
 	s         SFTP
 	f         *sftp.File
 	tmp, full string
+	dir       string // the private directory tmp is in (privateTemp); "" beside full
 	finished  bool
+}
+
+// removeDir removes the temporary file's private directory, if it has one.
+func (t *sftpTemp) removeDir() {
+	if t.dir != "" {
+		t.s.Client.RemoveDirectory(t.dir)
+	}
 }
 
 func (t *sftpTemp) Write(b []byte) (int, error) {
@@ -273,8 +343,10 @@ func (t *sftpTemp) Commit(ctx context.Context) error {
 	if err != nil {
 		err = t.s.noSpace(err, path.Dir(t.full)) // before the file's room is freed
 		t.s.Client.Remove(t.tmp)
+		t.removeDir()
 		return fmt.Errorf("commit %s: %w", t.full, err)
 	}
+	t.removeDir()
 	return nil
 }
 
@@ -284,7 +356,9 @@ func (t *sftpTemp) Abort() error {
 	}
 	t.finished = true
 	t.f.Close()
-	return t.s.Client.Remove(t.tmp)
+	err := t.s.Client.Remove(t.tmp)
+	t.removeDir()
+	return err
 }
 
 // maxSweep bounds the entries Sweep looks at: a data root is the CLS's,
@@ -328,11 +402,15 @@ func (s SFTP) Sweep(ctx context.Context) (int, error) {
 		}
 		fi := w.Stat()
 		name := path.Base(w.Path())
-		// Walk does not follow links; only regular files of ours go.
-		if !fi.Mode().IsRegular() || !strings.HasPrefix(name, ".") || !strings.HasSuffix(name, suffix) {
+		// Walk does not follow links; only regular files of ours go,
+		// and our private directories (privateTemp) with what is in them.
+		if !fi.Mode().IsRegular() && !fi.IsDir() || !strings.HasPrefix(name, ".") || !strings.HasSuffix(name, suffix) {
 			continue
 		}
-		if err := s.Client.Remove(w.Path()); err == nil {
+		if fi.IsDir() {
+			w.SkipDir()
+		}
+		if err := s.removeTemp(w.Path()); err == nil {
 			removed++
 		}
 	}

@@ -105,7 +105,7 @@ func TestMoveToFullDisk(t *testing.T) {
 // tells nothing.
 func quotaClient(tb testing.TB, over *atomic.Bool, fail string) *sftp.Client {
 	tb.Helper()
-	h := sftp.InMemHandler()
+	h := withModes(sftp.InMemHandler())
 	h.FilePut = quotaPut{h.FilePut, over, fail}
 	a, b := socketPair(tb)
 	srv := sftp.NewRequestServer(b, h)

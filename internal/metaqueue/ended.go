@@ -153,7 +153,7 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out runs.Outcome, r 
 // out, is recorded, and the job's next state (runs.Next; packing.Outgrown):
 // r's exit, times, reason, outputs, usage and walltime floor, with what the
 // core knows in place of what the report lacks (runs.Run.Span, Outcome.Said;
-// a failed job's exit status as its reason, runs.ExitReason).
+// a failed attempt's exit status as its reason, runs.ExitReason).
 func (s *Store) endOf(q *queue, ru *run, out runs.Outcome, r protocol.Report, est float32) (attemptEnd, job.State) {
 	next := runs.Next(out, ru.Used, q.MaxAttempts, q.RetryFailed)
 	e := attemptEnd{attempt: ru.Attempt, placeholder: ru.Placeholder, usage: r.Usage, outputs: r.Outputs}
@@ -166,8 +166,8 @@ func (s *Store) endOf(q *queue, ru *run, out runs.Outcome, r protocol.Report, es
 	if why := s.pack.Outgrown(float64(e.floor)); why != "" && next == job.Queued {
 		next, e.reason = job.Failed, why // each attempt left would be stopped as this one was
 	}
-	if next == job.Failed && e.reason == "" {
-		e.reason = runs.ExitReason(r.Exit, ru.Used)
+	if out == runs.Failed && e.reason == "" { // retried, too: its attempt says why
+		e.reason = runs.ExitReason(r.Exit, ru.Used, next == job.Queued)
 	}
 	return e, next
 }

@@ -403,6 +403,10 @@ func TestRetryFailedUsesUpAttempts(t *testing.T) {
 	if d.State != "F" || d.Reason != "exit status 2 (after 2 attempts)" {
 		t.Fatalf("after retries: %s %q", d.State, d.Reason)
 	}
+	// The retried attempt says why it ended (mqstat -j), not "".
+	if len(d.History) != 1 || d.History[0].Reason != "exit status 2; retried" {
+		t.Fatalf("history after retries: %+v", d.History)
+	}
 	// A rerun gets a fresh budget.
 	if _, err := e.s.Rerun(context.Background(), protocol.Select{IDs: []int64{id}}); err != nil {
 		t.Fatal(err)

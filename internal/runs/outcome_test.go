@@ -110,13 +110,15 @@ func TestExitReason(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		exit, used int
+		retried    bool
 		want       string
 	}{
-		{1, 1, "exit status 1"},
-		{2, 3, "exit status 2 (after 3 attempts)"},
+		{1, 1, false, "exit status 1"},
+		{2, 3, false, "exit status 2 (after 3 attempts)"},
+		{1, 2, true, "exit status 1; retried"},
 	} {
-		if got := ExitReason(tt.exit, tt.used); got != tt.want {
-			t.Errorf("ExitReason(%d, %d) = %q, want %q", tt.exit, tt.used, got, tt.want)
+		if got := ExitReason(tt.exit, tt.used, tt.retried); got != tt.want {
+			t.Errorf("ExitReason(%d, %d, %v) = %q, want %q", tt.exit, tt.used, tt.retried, got, tt.want)
 		}
 	}
 }

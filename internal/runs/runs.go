@@ -278,9 +278,14 @@ func (ru *Run) WalltimeFloor(r protocol.Report, now time.Time, est float32) floa
 }
 
 // ExitReason is why an attempt that exited with status exit, the used-th
-// since the last rerun, failed its job when it gave no reason.
-func ExitReason(exit, used int) string {
-	if used > 1 {
+// since the last rerun, failed when it gave no reason: its job, or only
+// itself when the job is retried (its queue's --retry-failed), which
+// mqstat -j then says of the attempt.
+func ExitReason(exit, used int, retried bool) string {
+	switch {
+	case retried:
+		return fmt.Sprintf("exit status %d; retried", exit)
+	case used > 1:
 		return fmt.Sprintf("exit status %d (after %d attempts)", exit, used)
 	}
 	return fmt.Sprintf("exit status %d", exit)

@@ -2,6 +2,7 @@ package outstream
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -50,4 +51,35 @@ func BenchmarkSmallOutputs(b *testing.B) {
 			f.Close()
 		}
 	})
+}
+
+// BenchmarkReadSmall reads back one short output of a stream file of
+// many, as mqstat --cat of a selection does for each job.
+func BenchmarkReadSmall(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "s.mqout")
+	w, err := Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	exts := make([]Extent, 1000)
+	for i := range exts {
+		o := w.Output(Tag{Job: int64(i + 1), Attempt: 1}, 0)
+		o.Write([]byte("line\n"))
+		if exts[i], err = o.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	w.Close()
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		k := i % len(exts)
+		if _, err := Read(io.Discard, f, Tag{Job: int64(k + 1), Attempt: 1}, exts[k]); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

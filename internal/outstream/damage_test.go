@@ -3,8 +3,10 @@ package outstream
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 )
 
@@ -46,5 +48,48 @@ func TestReadDamagedWritesNothing(t *testing.T) {
 			t.Errorf("damage at %d: wrote %d bytes (%d), %v; want nothing and ErrTorn", off, got.Len(), n, err)
 		}
 		f.WriteAt(b[:], off)
+	}
+}
+
+// TestReadShortAllocatesLittle: reading a short output allocates about
+// its size, not a whole MaxChunk buffer (mqstat --cat of thousands of
+// jobs reads one each), and a chunk longer than the output it belongs
+// to is torn, not read past the buffer.
+func TestReadShortAllocatesLittle(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s")
+	w, err := Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag := Tag{Job: 1, Attempt: 1}
+	o := w.Output(tag, 0)
+	o.Write([]byte("line\n"))
+	ext, err := o.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const reads = 100
+	for range reads {
+		if _, err := Read(io.Discard, f, tag, ext); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / reads; per > 4096 {
+		t.Errorf("reading a 5-byte output allocates %d bytes", per)
+	}
+	short := ext
+	short.Bytes = 2
+	var got bytes.Buffer
+	if _, err := Read(&got, f, tag, short); !errors.Is(err, ErrTorn) || got.Len() != 0 {
+		t.Errorf("a chunk longer than its output: wrote %q, %v; want nothing and ErrTorn", got.String(), err)
 	}
 }

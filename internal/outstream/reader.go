@@ -22,6 +22,9 @@ func readChunk(r io.ReaderAt, off int64, payload []byte) (chunk, []byte, error) 
 	if payload == nil {
 		return c, nil, nil
 	}
+	if int(c.n) > len(payload) { // more than the output holds: buffers are sized to it
+		return chunk{}, nil, fmt.Errorf("offset %d: chunk of %d bytes, more than its output's %d: %w", off, c.n, len(payload), ErrTorn)
+	}
 	p := payload[:c.n]
 	if _, err := r.ReadAt(p, off+HeaderSize); err != nil {
 		return chunk{}, nil, fmt.Errorf("offset %d: payload: %w", off, ErrTorn)
@@ -43,7 +46,7 @@ func Read(dst io.Writer, r io.ReaderAt, t Tag, ext Extent) (int64, error) {
 		}
 		return 0, nil
 	}
-	buf := make([]byte, MaxChunk)
+	buf := payloadBuf(ext)
 	offs, total, first, err := chunksBack(r, t, ext, buf, -1)
 	if err != nil {
 		return 0, err
@@ -54,6 +57,13 @@ func Read(dst io.Writer, r io.ReaderAt, t Tag, ext Extent) (int64, error) {
 	return writeChunks(dst, r, t, offs, first, buf, 0)
 }
 
+// payloadBuf holds any chunk of the output ext: no chunk holds more than
+// the output's bytes. Sized so, reading a short output (most are) costs
+// no MaxChunk allocation.
+func payloadBuf(ext Extent) []byte {
+	return make([]byte, min(max(ext.Bytes, 0), MaxChunk))
+}
+
 // ReadTail is Read of the last limit bytes at most of the output (a
 // page shows a tail): it checks the chunks it reads, as Read does, and
 // says whether it left bytes before them out.
@@ -61,7 +71,7 @@ func ReadTail(dst io.Writer, r io.ReaderAt, t Tag, ext Extent, limit int64) (tru
 	if ext.Last < 0 || limit <= 0 {
 		return ext.Bytes > 0, nil
 	}
-	buf := make([]byte, MaxChunk)
+	buf := payloadBuf(ext)
 	offs, total, first, err := chunksBack(r, t, ext, buf, limit)
 	if err != nil {
 		return false, err

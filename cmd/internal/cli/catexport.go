@@ -119,9 +119,11 @@ func exportOutputs(ctx context.Context, c *cli.Context, cl *client.Client, w io.
 			if err != nil {
 				return err
 			}
-			for _, j := range page {
+			ahead := newDetails(cl, page)
+			for i, j := range page {
 				jobs++
-				if err := exportOne(ctx, cl, out, j, stream); err != nil {
+				call, cerr := ahead.get(i)
+				if err := exportOne(ctx, out, j, stream, call, cerr); err != nil {
 					failed++
 					fmt.Fprintf(errw, "mqstat: job %d: %s\n", j.ID, protocol.Printable(err.Error()))
 				}
@@ -147,8 +149,39 @@ func exportOutputs(ctx context.Context, c *cli.Context, cl *client.Client, w io.
 // on stderr: its file is kept, and mqstat exits non-zero.
 type partialExport struct{ error }
 
-// exportOne writes job j's separator and output.
-func exportOne(ctx context.Context, cl *client.Client, out *lineEnd, j protocol.JobInfo, stream string) error {
+// exportAhead is how many jobs' details an export asks for before it
+// needs them: one round trip per job, one after another, would make
+// the round trips the export's cost.
+const exportAhead = 32
+
+// details fetches the details of a page's jobs that ran, exportAhead
+// requests in flight on the connection.
+type details struct {
+	cl    *client.Client
+	page  []protocol.JobInfo
+	calls []*client.Call[protocol.JobDetail]
+	errs  []error
+	next  int // the next job to ask for
+}
+
+func newDetails(cl *client.Client, page []protocol.JobInfo) *details {
+	return &details{cl: cl, page: page, calls: make([]*client.Call[protocol.JobDetail], len(page)), errs: make([]error, len(page))}
+}
+
+// get is job i's pending reply (nil for a job that never ran), having
+// asked for those up to exportAhead after it.
+func (d *details) get(i int) (*client.Call[protocol.JobDetail], error) {
+	for ; d.next < len(d.page) && d.next <= i+exportAhead; d.next++ {
+		if j := d.page[d.next]; j.Attempts > 0 {
+			d.calls[d.next], d.errs[d.next] = client.Go(d.cl, protocol.OpJob, protocol.JobQuery{ID: j.ID, Output: true})
+		}
+	}
+	return d.calls[i], d.errs[i]
+}
+
+// exportOne writes job j's separator and output; call is the pending
+// reply of its details (nil when it never ran), or err why none.
+func exportOne(ctx context.Context, out *lineEnd, j protocol.JobInfo, stream string, call *client.Call[protocol.JobDetail], err error) error {
 	if out.open {
 		if _, err := io.WriteString(out, "\n"); err != nil {
 			return err
@@ -157,10 +190,13 @@ func exportOne(ctx context.Context, cl *client.Client, out *lineEnd, j protocol.
 	if _, err := io.WriteString(out, exportSeparator(j, stream)); err != nil {
 		return err
 	}
-	if j.Attempts == 0 {
+	if err != nil {
+		return err
+	}
+	if call == nil {
 		return nil // never ran: no output
 	}
-	d, err := client.Do(ctx, cl, protocol.OpJob, protocol.JobQuery{ID: j.ID, Output: true})
+	d, err := call.Wait(ctx)
 	if err != nil {
 		return err
 	}

@@ -499,3 +499,37 @@ func TestInterruptedRequest(t *testing.T) {
 		}
 	}
 }
+
+// An export asks for the details of the jobs ahead before it needs them,
+// on one connection, rather than one round trip after another (over SSH
+// each costs milliseconds): a CLS that answers only once several are
+// asked for gets them all, and the export is whole, in id order.
+func TestMqstatCatPipelined(t *testing.T) {
+	t.Parallel()
+	var jobs []protocol.JobInfo
+	for id := int64(1); id <= 6; id++ {
+		jobs = append(jobs, protocol.JobInfo{ID: id, Target: "t", State: "D", Attempts: 1})
+	}
+	dir := t.TempDir()
+	var bodies []any
+	var want strings.Builder
+	for _, j := range jobs {
+		path := filepath.Join(dir, fmt.Sprint(j.ID))
+		if err := os.WriteFile(path, []byte(fmt.Sprintf("out %d\n", j.ID)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		bodies = append(bodies, protocol.JobDetail{JobInfo: protocol.JobInfo{ID: j.ID, State: "D"}, Stdout: path, Stderr: path + ".err"})
+		fmt.Fprintf(&want, "==> job %d attempt 1 target t state D stdout <==\nout %d\n", j.ID, j.ID)
+	}
+	replies := map[string]clitest.Reply{
+		protocol.OpStat.Name: {Stream: []any{protocol.StatReply{Jobs: jobs}}, Body: protocol.StatReply{Jobs: []protocol.JobInfo{}}},
+		protocol.OpJob.Name:  {Bodies: bodies, Together: len(jobs)},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var o, e bytes.Buffer
+	env := Env{Stdin: strings.NewReader(""), Stdout: &o, Stderr: &e, Getwd: os.Getwd, Dial: clitest.Dial(replies)}
+	if code := Run(ctx, Mqstat(env), []string{"mqstat", "--cat", "1-6"}); code != 0 || o.String() != want.String() {
+		t.Errorf("mqstat --cat 1-6: exit %d, stdout %q, stderr %q; want %q", code, o.String(), e.String(), want.String())
+	}
+}

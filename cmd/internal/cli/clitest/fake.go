@@ -26,6 +26,11 @@ type Reply struct {
 	// Hold, if set, sends the Stream frames and then nothing more: the
 	// request stays open (a follow of a job that runs on).
 	Hold bool
+	// Together, if set, holds the op's replies until that many of its
+	// requests are unanswered, then sends them in order: a client that
+	// waits for each reply before its next request waits for ever (a
+	// test of pipelining).
+	Together int
 }
 
 // Dial returns a dial function whose connections are served from replies
@@ -42,6 +47,7 @@ func serve(c net.Conn, replies map[string]Reply) {
 	defer c.Close()
 	r := protocol.NewReader(c)
 	asked := map[string]int{}
+	held := map[string][]protocol.Response{}
 	for {
 		line, err := r.ReadLine()
 		if err != nil {
@@ -94,6 +100,15 @@ func serve(c net.Conn, replies map[string]Reply) {
 			b = rep.Bodies[min(asked[req.Op], len(rep.Bodies)-1)]
 		}
 		asked[req.Op]++
+		if rep.Together > 0 {
+			if held[req.Op] = append(held[req.Op], protocol.Response{ID: req.ID, Body: body(b)}); len(held[req.Op]) == rep.Together {
+				for _, resp := range held[req.Op] {
+					write(resp)
+				}
+				held[req.Op] = nil
+			}
+			continue
+		}
 		write(protocol.Response{ID: req.ID, Body: body(b)})
 	}
 }

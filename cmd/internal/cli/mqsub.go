@@ -238,6 +238,11 @@ func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
 	if w := c.Args().Get(1); isAppFlag(c.App, w) {
 		// mqsub T -p A CMD would run "-p A CMD" as the command.
 		return Usagef("%s after target %s: mqsub's flags go before TARGET (mqsub %s ... %s COMMAND)", w, c.Args().First(), w, c.Args().First())
+	} else if len(w) > 1 && w[0] == '-' {
+		// No command starts with a dash: an unknown flag, or another
+		// batch system's (sbatch's --wrap), would fail the job once it ran.
+		f := strings.Fields(w)[0]
+		return Usagef("COMMAND starts with %s, not a command: flags go before TARGET (mqsub %s ... %s COMMAND), where mqsub says what it makes of them", f, f, c.Args().First())
 	}
 	if why := stdincheck.Refusal(env.Stdin); why != "" {
 		return Usagef("%s", why)
@@ -752,13 +757,17 @@ func regularFile(dir, path string) bool {
 	return err == nil && fi.Mode().IsRegular()
 }
 
-// isAppFlag says whether word is one of app's flags (-p, --prereq=T).
+// isAppFlag says whether word is one of app's visible flags (-p,
+// --prereq=T), not a hint's.
 func isAppFlag(app *cli.App, word string) bool {
 	if len(word) < 2 || word[0] != '-' || strings.ContainsAny(word, " \t") {
 		return false
 	}
 	name, _, _ := strings.Cut(strings.TrimLeft(word, "-"), "=")
 	for _, f := range app.Flags {
+		if v, ok := f.(cli.VisibleFlag); ok && !v.IsVisible() {
+			continue // a hint's: another batch system's spelling
+		}
 		if slices.Contains(f.Names(), name) {
 			return true
 		}

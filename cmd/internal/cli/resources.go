@@ -156,6 +156,9 @@ var hints = []hint{
 	{names: []string{"partition"}, from: "Slurm", say: func(v string) string {
 		return "an mq job goes to a queue (-q QUEUE); the cluster's partition is its site's: cls site add NAME --partition " + orWord(v, "P")
 	}},
+	{names: []string{"wrap"}, from: "Slurm", say: func(v string) string {
+		return "mq runs COMMAND with /bin/sh -c already: mqsub TARGET '" + orWord(v, "COMMAND") + "'"
+	}},
 	{names: []string{"sync"}, from: "SGE", say: func(string) string {
 		return "mq writes -b (--block): wait for the job and exit with its exit status"
 	}},

@@ -218,6 +218,7 @@ func TestMqsubResourceErrors(t *testing.T) {
 		{[]string{"-j", "y"}, "-j y is SGE's spelling; without -e, mq writes stderr into -o's file already"},
 		{[]string{"-S", "/bin/bash"}, "-S /bin/bash is SGE's spelling; mq runs COMMAND with /bin/sh -c"},
 		{[]string{"--partition", "gpu"}, "--partition gpu is Slurm's spelling; an mq job goes to a queue (-q QUEUE); the cluster's partition is its site's: cls site add NAME --partition gpu"},
+		{[]string{"--wrap", "echo hi"}, "--wrap echo hi is Slurm's spelling; mq runs COMMAND with /bin/sh -c already: mqsub TARGET 'echo hi'"},
 		{[]string{"-sync", "y"}, "-sync y is SGE's spelling; mq writes -b (--block)"},
 		{[]string{"--wait"}, "--wait is Slurm's spelling; mq writes -b (--block)"},
 		{[]string{"-A", "proj42"}, "--account proj42 is Slurm's spelling; placeholders are charged as their site submits them: cls site add NAME ... --submit-args '-A proj42'"},

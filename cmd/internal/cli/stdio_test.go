@@ -131,6 +131,13 @@ func TestMqsubRefused(t *testing.T) {
 			t.Errorf("mqsub %s: exit %d, stdout %q, stderr %q", strings.Join(args, " "), code, o, e)
 		}
 	}
+	// Nor is a word after it that no command starts with: an unknown flag
+	// (sbatch's --wrap), which would fail the job once it ran.
+	for _, args := range [][]string{{"t", "--wrap", "echo hi"}, {"t", "-x", "true"}, {"t", "--foo=1 true"}} {
+		if o, e, code := tb.mqsub("", append([]string{"-d", dir}, args...)...); code != ExitUsage || !strings.Contains(e, "COMMAND starts with "+strings.Fields(args[1])[0]+", not a command") || strings.Count(e, "\n") != 1 || o != "" {
+			t.Errorf("mqsub %s: exit %d, stdout %q, stderr %q", strings.Join(args, " "), code, o, e)
+		}
+	}
 	if d, err := tb.store.Next(context.Background(), protocol.Next{Placeholder: ph, Free: 4}); err != nil || len(d.Jobs) != 0 {
 		t.Errorf("a refused mqsub added jobs: %+v, %v", d, err)
 	}

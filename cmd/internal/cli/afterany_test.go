@@ -62,6 +62,7 @@ func TestMqsubAfterAny(t *testing.T) {
 	submit("--after-any", "not-yet", "late", "true")
 
 	n := tb.jobs()
+	ida, idClean := strconv.FormatInt(a, 10), strconv.FormatInt(clean, 10)
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -79,6 +80,10 @@ func TestMqsubAfterAny(t *testing.T) {
 		{"qsub -W block", []string{"mqsub", "-W", "block=true", "t", "true"}, ExitUsage, "mqsub -b"},
 		{"sbatch -W", []string{"mqsub", "-W", "t", "true"}, ExitUsage, "mqsub -b"},
 		{"sge -hold_jid", []string{"mqsub", "-hold_jid", "12,13", "t", "true"}, ExitUsage, "--after-any TARGET"},
+		// The ids of jobs the CLS has: their targets, with the flag to write.
+		{"afterok of a job", []string{"mqsub", "--dependency=afterok:" + ida, "t", "true"}, ExitUsage, "; job " + ida + " is of target a: -p a ("},
+		{"-hold_jid of jobs", []string{"mqsub", "-hold_jid", ida + "," + idClean, "t", "true"}, ExitUsage, "; jobs " + ida + ", " + idClean + " are of targets a, clean: --after-any a,clean ("},
+		{"-W depend of a job", []string{"mqsub", "-W", "depend=afterany:" + ida, "t", "true"}, ExitUsage, "is of target a: --after-any a ("},
 		{"with -f", []string{"mqsub", "--after-any", "a", "-f", path}, ExitUsage, `"after_any"`},
 		{"with --rerun", []string{"mqsub", "--rerun", "--after-any", "a", strconv.FormatInt(a, 10)}, ExitUsage, "--after-any"},
 	} {

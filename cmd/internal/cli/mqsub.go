@@ -123,7 +123,7 @@ func mqsubAction(c *cli.Context, env Env) error {
 		return err
 	}
 	if err := hintError(c); err != nil {
-		return err
+		return withDependencyTargets(c, env, err)
 	}
 	if a := c.Args().First(); c.Bool("b") && c.NArg() > 1 && (a == "y" || a == "n") {
 		// SGE's -b y runs a binary rather than a script: a target named

@@ -96,7 +96,7 @@ func (s *acctSums) print(w io.Writer) {
 
 // printAcct writes a job's lines: its latest attempt, then earlier ones.
 func printAcct(tw io.Writer, j protocol.JobInfo, now time.Time) {
-	row := func(id string, host, started, finished string, exit *int, a protocol.Accounting) {
+	row := func(id, state, host, started, finished string, exit *int, a protocol.Accounting) {
 		if host == "" {
 			host = "-"
 		}
@@ -112,12 +112,28 @@ func printAcct(tw io.Writer, j protocol.JobInfo, now time.Time) {
 			ex = fmt.Sprint(*exit)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, protocol.Printable(j.Target), protocol.Printable(j.Queue),
-			protocol.Printable(j.State), protocol.Printable(host), shortTime(started, now), elapsed, user, sys, rss, ex, Cost(a.Cost))
+			protocol.Printable(state), protocol.Printable(host), shortTime(started, now), elapsed, user, sys, rss, ex, Cost(a.Cost))
 	}
-	row(fmt.Sprint(j.ID), j.Host, j.Started, j.Finished, j.Exit, j.Accounting)
+	row(fmt.Sprint(j.ID), j.State, j.Host, j.Started, j.Finished, j.Exit, j.Accounting)
 	for _, a := range j.Earlier {
-		row(fmt.Sprintf("%d.%d", j.ID, a.Attempt), a.Host, a.Started, a.Finished, a.Exit, a.Accounting)
+		row(fmt.Sprintf("%d.%d", j.ID, a.Attempt), attemptState(a), a.Host, a.Started, a.Finished, a.Exit, a.Accounting)
 	}
+}
+
+// attemptState is how an earlier attempt ended, as sacct gives each
+// step its own state: D (exit 0 before a rerun), X (deleted, then
+// rerun), F (another exit status), - (no status: its placeholder was
+// lost or stopped).
+func attemptState(a protocol.AttemptInfo) string {
+	switch {
+	case strings.HasPrefix(a.Reason, "deleted"):
+		return "X"
+	case a.Exit == nil:
+		return "-"
+	case *a.Exit == 0:
+		return "D"
+	}
+	return "F"
 }
 
 // Seconds shows a duration in seconds the way sacct does: [D-]HH:MM:SS,

@@ -54,7 +54,7 @@ func TestMqstatAcct(t *testing.T) {
 	want := [][]string{
 		{"JOBID", "TARGET", "QUEUE", "S", "HOST", "START", "ELAPSED", "USER", "SYS", "MAXRSS", "EXIT", "COST"},
 		{"1", "blast", "q", "D", "n1", "2020-03-04", "05:06", "00:02:00", "00:01:40", "10.000s", "3", "MiB", "0", "1.5"},
-		{"1.1", "blast", "q", "D", "n2", "2020-03-04", "05:06", "0.500s", "0.250s", "0.250s", "1", "MiB", "1", "0.25"},
+		{"1.1", "blast", "q", "F", "n2", "2020-03-04", "05:06", "0.500s", "0.250s", "0.250s", "1", "MiB", "1", "0.25"}, // its own state, as sacct's steps
 		{"2", "blast", "q", "D", "n1", "2020-03-04", "05:06", "00:01:00", "50.000s", "0.500s", "2", "MiB", "0", "-"},
 		{"3", "parse", "q", "Q", "-", "-", "-", "-", "-", "-", "-", "-"},
 		{},
@@ -178,5 +178,27 @@ func TestMqstatAcctRequestedVsUsed(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// An earlier attempt's S in mqstat --acct is how it ended, not the job's
+// state now.
+func TestAttemptState(t *testing.T) {
+	t.Parallel()
+	zero, one := 0, 1
+	for _, tt := range []struct {
+		a    protocol.AttemptInfo
+		want string
+	}{
+		{protocol.AttemptInfo{Exit: &one, Reason: "exit status 1; retried"}, "F"},
+		{protocol.AttemptInfo{Exit: &zero, Reason: "done; rerun by user"}, "D"},
+		{protocol.AttemptInfo{Exit: &one, Reason: "exit status 1; rerun by user"}, "F"},
+		{protocol.AttemptInfo{Reason: "deleted by user; rerun by user"}, "X"},
+		{protocol.AttemptInfo{Exit: &zero, Reason: "deleted by user while executing; rerun by user"}, "X"},
+		{protocol.AttemptInfo{Reason: "interrupted: its placeholder was stopped"}, "-"},
+	} {
+		if got := attemptState(tt.a); got != tt.want {
+			t.Errorf("attemptState(%q, exit %v) = %s, want %s", tt.a.Reason, tt.a.Exit, got, tt.want)
+		}
 	}
 }

@@ -67,6 +67,7 @@ func selectFlags(verb string) []cli.Flag {
 		&cli.StringFlag{Name: "s", Aliases: []string{"states"}, Usage: "only jobs in these states, e.g. QW"},
 		&cli.BoolFlag{Name: "all", Usage: verb + " every job (in the states -s gives)"},
 		&cli.BoolFlag{Name: "Q", Aliases: []string{"quiet"}, Usage: "print nothing but errors"},
+		userFlag("", true), // scancel -u $USER: --all (selectUserError)
 	}
 }
 
@@ -75,6 +76,9 @@ func selectFlags(verb string) []cli.Flag {
 // action applies to.
 func selection(c *cli.Context, allowed string) (protocol.Select, error) {
 	sel := protocol.Select{Target: c.String("t"), States: strings.ToUpper(c.String("s")), All: c.Bool("all")}
+	if err := selectUserError(c); err != nil {
+		return sel, err
+	}
 	if c.IsSet("q") {
 		sel.Queue = c.String("q")
 	}

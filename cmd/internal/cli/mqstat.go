@@ -65,6 +65,7 @@ interrupted.`
 		&cli.BoolFlag{Name: "acct", Usage: "accounting, like sacct: each attempt's host, start, elapsed time, CPU and max RSS, then a summary per target"},
 		&cli.BoolFlag{Name: "watch", Usage: "show the view again every INTERVAL (the argument after it, else --interval)"},
 		&cli.DurationFlag{Name: "interval", Value: 2 * time.Second, Usage: "with --watch: time between views"},
+		userFlag("jobs of `USER`, as squeue -u and qstat -u: a CLS holds its owner's jobs only, so your own name lists them all and another's is refused", false),
 	}
 	app.Metadata = map[string]any{rewriteArgs: watch.Args}
 	app.Action = func(c *cli.Context) error {
@@ -97,6 +98,9 @@ func checkMqstat(c *cli.Context, env Env) error {
 	}
 	if c.NArg() > 0 && !c.IsSet("cat") {
 		return Usagef("unexpected argument %q (job ids go after -j)", c.Args().First())
+	}
+	if err := checkOwnUser(c); err != nil {
+		return err
 	}
 	if every < 100*time.Millisecond {
 		return Usagef("--interval must be at least 100ms")

@@ -26,9 +26,7 @@ func (s *Store) ReadDB() *sql.DB { return s.rdb }
 // Inspect is the read side of the store (package inspect: mqstat's
 // listings and pages, mqstat -j's detail): it reads a consistent snapshot
 // through the read pool and never waits for the writer.
-func (s *Store) Inspect() *inspect.Reader {
-	return inspect.New(s.rdb, s.opt.OutputDir, inspectSources{s})
-}
+func (s *Store) Inspect() *inspect.Reader { return s.read }
 
 // RunningByPlaceholder counts executing jobs per placeholder, and lists
 // them in id order, from memory (its cost is that of the jobs executing now).

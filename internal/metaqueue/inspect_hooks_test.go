@@ -44,3 +44,14 @@ func TestReadQueries(t *testing.T) {
 		}
 	}
 }
+
+// The read side is one Reader for the store's life, so the queries it
+// prepares (inspect's statement cache) serve every request, rather than
+// being prepared, and kept by the pool, anew per request.
+func TestInspectIsOneReader(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	if e.s.Inspect() != e.s.Inspect() {
+		t.Fatal("Inspect returns a new Reader each call")
+	}
+}

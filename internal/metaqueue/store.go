@@ -30,6 +30,7 @@ import (
 	"github.com/mq-hpc/mq/internal/metaqueue/bystate"
 	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
 	"github.com/mq-hpc/mq/internal/metaqueue/dc"
+	"github.com/mq-hpc/mq/internal/metaqueue/inspect"
 	"github.com/mq-hpc/mq/internal/metaqueue/ledger"
 	"github.com/mq-hpc/mq/internal/metaqueue/packing"
 	"github.com/mq-hpc/mq/internal/metaqueue/placeholders"
@@ -108,6 +109,7 @@ type Store struct {
 	w     *sqlfile.Conn // the writer, its statements prepared once; used only by the core goroutine
 	wdb   *sql.DB
 	rdb   *sql.DB
+	read  *inspect.Reader // the read side over rdb, its queries prepared once
 	stmts stmts
 	log   *slog.Logger
 
@@ -237,7 +239,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 
 		actionBatch: selector.Batch,
 	}
-	if opt.Sync == SyncSubmit {
+	if s.read = inspect.New(rdb, opt.OutputDir, inspectSources{s}); opt.Sync == SyncSubmit {
 		s.curSync = SyncFull // as opened
 	}
 	if err := s.stmts.prepare(ctx, w); err != nil {

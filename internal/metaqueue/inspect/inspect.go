@@ -99,10 +99,11 @@ type Reader struct {
 	src       Sources
 }
 
-// New returns a Reader over the read pool db; outputDir is where the CLS
-// keeps its copies of jobs' output ("" if it keeps none).
+// New returns a Reader over the read pool db, its queries prepared once
+// (stmtCache); outputDir is where the CLS keeps its copies of jobs'
+// output ("" if it keeps none).
 func New(db DB, outputDir string, src Sources) *Reader {
-	return &Reader{db: db, outputDir: outputDir, src: src}
+	return &Reader{db: cached(db), outputDir: outputDir, src: src}
 }
 
 // TimeFormat is RFC 3339 with microseconds, the precision stored.

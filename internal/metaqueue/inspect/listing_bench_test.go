@@ -109,3 +109,19 @@ func BenchmarkQueueListing(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkJobOutput is what mqstat --cat asks per job of an export (and
+// mqstat -j, a dashboard job page, of a job): its row, attempts and where
+// its output lies, at 10,000 jobs.
+func BenchmarkJobOutput(b *testing.B) {
+	w := modtest.NewDB(b)
+	fillJobs(b, w, 10000)
+	r := New(w, "", nil)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if _, err := r.JobOutput(ctx, int64(i%10000+1)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

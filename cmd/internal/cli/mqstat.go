@@ -49,10 +49,10 @@ interrupted.`
 		&cli.StringFlag{Name: "target-prefix", Usage: "only jobs whose target starts with `PREFIX` (listings, --summary)"},
 		&cli.StringFlag{Name: "s", Aliases: []string{"states"}, Usage: "only jobs in these states, e.g. QE (E takes P too)"},
 		&cli.BoolFlag{Name: "a", Aliases: []string{"all"}, Usage: fmt.Sprintf("list every job (the table lists those not ended, then the last %d ended)", recentEnded)},
-		&cli.GenericFlag{Name: "j", Aliases: []string{"job"}, Value: new(jobIDValue), Usage: "show one job in full"},
+		&cli.GenericFlag{Name: "j", Aliases: []string{"job"}, Value: new(jobIDValue), Usage: "show job `ID` in full"},
 		&cli.BoolFlag{Name: "json", Usage: "print JSON"},
 		&cli.BoolFlag{Name: "summary", Usage: "count jobs per queue and state"},
-		&cli.IntFlag{Name: "limit", Usage: "list at most N jobs"},
+		&cli.IntFlag{Name: "limit", Usage: "list at most `N` jobs", DefaultText: "all"},
 		&cli.GenericFlag{Name: "array", Value: new(jobIDValue), Usage: "list each member of the job array holding job `ID` (the listing shows an array as one line)"},
 		&cli.BoolFlag{Name: "w", Aliases: []string{"wide"}, Usage: "do not shorten commands"},
 		&cli.StringFlag{Name: "cat", Usage: "print the stdout of job `ID` (its latest attempt); of a selection (a range FIRST-LAST, several ids, all; narrowed by -q, -t, -s), each job's in id order after a line \"==> job ID attempt N target T state S stdout <==\""},
@@ -172,7 +172,13 @@ func (v *jobIDValue) Set(s string) error {
 	return nil
 }
 
-func (v *jobIDValue) String() string { return strconv.FormatInt(int64(*v), 10) }
+// String is "" for none, so help shows no "(default: 0)".
+func (v *jobIDValue) String() string {
+	if *v == 0 {
+		return ""
+	}
+	return strconv.FormatInt(int64(*v), 10)
+}
 
 // mqstatView prints one view of mqstat's (a listing of at most limit jobs
 // unless 0, a job, a summary, an output) to w.

@@ -533,3 +533,23 @@ func TestMqstatCatPipelined(t *testing.T) {
 		t.Errorf("mqstat --cat 1-6: exit %d, stdout %q, stderr %q; want %q", code, o.String(), e.String(), want.String())
 	}
 }
+
+// mqstat --help names what -j, --array and --limit take and shows no
+// "(default: 0)", which read as job 0 or a limit of none.
+func TestMqstatHelpDefaults(t *testing.T) {
+	t.Parallel()
+	var o, e bytes.Buffer
+	env := Env{Stdin: strings.NewReader(""), Stdout: &o, Stderr: &e, Getwd: os.Getwd}
+	if code := Run(context.Background(), Mqstat(env), []string{"mqstat", "--help"}); code != 0 {
+		t.Fatalf("mqstat --help: exit %d, %s", code, e.String())
+	}
+	help := o.String()
+	for _, want := range []string{"-j ID, --job ID", "--array ID", "--limit N", "(default: all)"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("mqstat --help lacks %q:\n%s", want, help)
+		}
+	}
+	if strings.Contains(help, "(default: 0)") {
+		t.Errorf("mqstat --help shows a default of 0:\n%s", help)
+	}
+}

@@ -16,10 +16,13 @@ import (
 // HTCondor finds a job's escaped processes. Each is opened as a pidfd
 // before its environment is read, so a pid reused meanwhile is never
 // signalled. It looks again while a pass finds some (they may fork as they
-// die), a few passes at most, and returns how many it killed.
+// die), a few passes at most, and returns how many it killed: each
+// once, though a process signalled in one pass may not have died by the
+// next (a loaded machine), which finds and signals it again.
 func KillEscaped(proc, name, value string) int {
 	want := []byte("\x00" + name + "=" + value + "\x00")
 	killed := 0
+	signalled := map[int]bool{}
 	for range 5 {
 		n := 0
 		ents, err := os.ReadDir(proc)
@@ -31,7 +34,8 @@ func KillEscaped(proc, name, value string) int {
 			if err != nil || pid == os.Getpid() {
 				continue
 			}
-			if killIfTagged(proc, pid, want) {
+			if killIfTagged(proc, pid, want) && !signalled[pid] {
+				signalled[pid] = true
 				n++
 			}
 		}

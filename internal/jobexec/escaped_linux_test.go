@@ -1,6 +1,8 @@
 package jobexec
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
 	"syscall"
 	"testing"
@@ -20,11 +22,15 @@ func TestKillEscaped(t *testing.T) {
 		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
 		return c
 	}
-	first := start("MQ_T=a.1", "PATH=/bin")
-	last := start("PATH=/bin", "MQ_T=a.1")
-	other := start("MQ_T=a.12")
-	elsewhere := start("MQ_U=a.1", "X=MQ_T=a.1")
-	if n := KillEscaped("/proc", "MQ_T", "a.1"); n != 2 {
+	// A value of this run's own: KillEscaped looks at every process of the
+	// machine, and another run of this test (-count, a CI job beside) has
+	// its own to find.
+	v := fmt.Sprintf("a%d-%p.1", os.Getpid(), t)
+	first := start("MQ_T="+v, "PATH=/bin")
+	last := start("PATH=/bin", "MQ_T="+v)
+	other := start("MQ_T=" + v + "2")
+	elsewhere := start("MQ_U="+v, "X=MQ_T="+v)
+	if n := KillEscaped("/proc", "MQ_T", v); n != 2 {
 		t.Errorf("killed %d, want 2", n)
 	}
 	for _, c := range []*exec.Cmd{first, last} {

@@ -88,6 +88,21 @@ const (
 // Has says whether c is in the chain.
 func (ch Chain) Has(c Check) bool { return ch&(1<<c) != 0 }
 
+// Skip is the chain of the checks c whose idle[c] is true: those a world
+// knows cannot refuse any job of one pick (no limit, budget or plan is
+// set, no job asks for resources), so that the pick does not ask them of
+// each job it examines (chain &^ Skip(idle)). A check the world does not
+// answer for is asked.
+func Skip(idle [numChecks]bool) Chain {
+	var ch Chain
+	for c, no := range idle {
+		if no {
+			ch |= 1 << c
+		}
+	}
+	return ch
+}
+
 // Checks lists the chain's checks in the order they run.
 func (ch Chain) Checks() []Check {
 	var out []Check

@@ -272,3 +272,22 @@ func TestFits(t *testing.T) {
 		}
 	}
 }
+
+// Skip is the chain of the checks marked idle, whatever their place.
+func TestSkip(t *testing.T) {
+	none := [...]bool{dispatch.InputsHere: false} // the last check sizes the array
+	if got := dispatch.Skip(none); got != 0 {
+		t.Errorf("nothing idle: %v", got.Checks())
+	}
+	two := dispatch.Skip([...]bool{dispatch.HeldByArray: true, dispatch.InputsHere: true})
+	if want := dispatch.Chain(1<<dispatch.HeldByArray | 1<<dispatch.InputsHere); two != want {
+		t.Errorf("two idle: %v, want %v", two.Checks(), want.Checks())
+	}
+	all := none
+	for i := range all {
+		all[i] = true
+	}
+	if got := dispatch.Skip(all); got != dispatch.All || dispatch.Ordered&^got != 0 {
+		t.Errorf("every check idle: %v", got.Checks())
+	}
+}

@@ -61,20 +61,14 @@ func (s *Store) MeasuredLink(site string, l dc.Link) { s.links.Measured(site, l)
 // registered before this run.
 func (s *Store) phSite(ph int64) (policy.Site, error) {
 	at, err := s.data.PlaceholderAt(context.Background(), s.w, ph)
-	if err != nil {
-		return 0, fatalError{err}
-	}
-	return at, nil
+	return at, storeErr(err)
 }
 
 // storePlace is where a placeholder's jobs find their files
 // (dc.State.StorePlace).
 func (s *Store) storePlace(ph int64) (catalog.Place, error) {
 	to, err := s.data.StorePlace(context.Background(), s.w, ph)
-	if err != nil {
-		return catalog.Place{}, fatalError{err}
-	}
-	return catalog.Place(to), nil
+	return catalog.Place(to), storeErr(err)
 }
 
 func (s *Store) countDC() {
@@ -137,8 +131,8 @@ func (s *Store) loadFiles(ctx context.Context, id int64) error {
 // when the queue has none that fits or the chooser decided the
 // placeholder should wait (then waited is set).
 func (s *Store) pickDC(q *queue, p *parkedNext) (id int64, ok, waited bool, err error) {
-	a := dc.Asking{Placeholder: p.req.Placeholder, Now: s.now(), Staging: s.opt.Stager != nil, Log: s.log, Shapes: s.pack}
 	w := s.asking(q, p)
+	a := dc.Asking{Placeholder: p.req.Placeholder, Now: s.now(), Staging: s.opt.Stager != nil, Log: s.log, Shapes: s.pack, Skip: w.idle()}
 	picked, err := s.data.PickFor(context.Background(), s.w, w, q.ready, q.pol, a, w, dcCatalog{s})
 	if err != nil {
 		return 0, false, false, err

@@ -71,10 +71,7 @@ func (s *Store) Next(ctx context.Context, req protocol.Next) (protocol.NextReply
 // siteName is placeholder ph's site (dc.State.SiteOf).
 func (s *Store) siteName(ph int64) (string, error) {
 	site, err := s.data.SiteOf(context.Background(), s.w, ph)
-	if err != nil {
-		return "", fatalError{err}
-	}
-	return site, nil
+	return site, storeErr(err)
 }
 
 // matchParked hands ready jobs to waiting placeholders in arrival order and
@@ -305,7 +302,8 @@ func (s *Store) pick(p *parkedNext, skipDC bool) (q *queue, id int64, waited boo
 // being brought waits aside, so the placeholder gets other ready work
 // meanwhile).
 func (s *Store) pickFrom(q *queue, p *parkedNext) (int64, bool, error) {
-	r, ok, err := dispatch.First(s.asking(q, p), q.ready, dispatch.Ordered, &s.data.scratch)
+	a := s.asking(q, p)
+	r, ok, err := dispatch.First(a, q.ready, dispatch.Ordered&^a.idle(), &s.data.scratch)
 	return r.ID, ok, err
 }
 

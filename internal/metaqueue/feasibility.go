@@ -29,20 +29,12 @@ type asking struct {
 var _ plans.Asking = (*asking)(nil)
 
 // asking returns the store's view of the world for the placeholder of p
-// picking from q: the store's one, reused (the core picks for one
-// placeholder at a time), as an interface value would otherwise be
-// allocated for every pick.
+// picking from q (planned, once set: from its site's planned jobs): the
+// store's one, reused (the core picks for one placeholder at a time), as
+// an interface value would otherwise be allocated for every pick.
 func (s *Store) asking(q *queue, p *parkedNext) *asking {
 	a := &s.data.ask
 	*a = asking{s: s, q: q, p: p}
-	return a
-}
-
-// askingPlanned is asking for a planned pick (plans.PickAt) by the
-// placeholder of p.
-func (s *Store) askingPlanned(p *parkedNext) *asking {
-	a := &s.data.ask
-	*a = asking{s: s, p: p, planned: true}
 	return a
 }
 
@@ -81,6 +73,16 @@ func (a *asking) Allows(c dispatch.Check, r policy.Ready) (bool, error) {
 		return s.dataReady(r.ID, a.p)
 	}
 	panic("metaqueue: unanswered feasibility check " + c.String())
+}
+
+// idle is the checks that cannot refuse any job of this unplanned pick,
+// which it then does not ask of each job it examines.
+func (a *asking) idle() dispatch.Chain {
+	s, ph := a.s, a.p.req.Placeholder
+	return dispatch.Skip([...]bool{dispatch.HeldByArray: !s.arrays.Limits(), dispatch.ParkedInfeasible: !s.ledger.Parks(),
+		dispatch.FitsWalltime: a.p.req.WalltimeLeft <= 0, dispatch.FitsResources: s.pack == nil || s.pack.AdmitsAll(ph),
+		dispatch.KeptForPlan: !s.plans.Active(), dispatch.WithinBudget: s.ledger.Unbounded(a.q.account()),
+		dispatch.InputsHere: s.opt.Stager == nil || !s.data.AnyFiles()})
 }
 
 // Priority is job id's priority, for a planned pick's order.

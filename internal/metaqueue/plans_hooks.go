@@ -36,7 +36,9 @@ func (s *Store) pickPlanned(p *parkedNext) (*queue, int64, error) {
 		return nil, 0, err
 	}
 	p.site = site
-	id, err := s.plans.PickAt(site, s.now(), s.askingPlanned(p))
+	a := s.asking(nil, p)
+	a.planned = true // each job's own queue (plans.Asking)
+	id, err := s.plans.PickAt(site, s.now(), a)
 	if id == 0 || err != nil {
 		return nil, 0, err
 	}

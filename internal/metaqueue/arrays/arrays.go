@@ -195,6 +195,10 @@ func (a *Arrays) Capped(id int64) bool {
 	return true
 }
 
+// Limits says whether any array has a limit: when none has, Capped and
+// Full hold no job, and a pick need not ask them.
+func (a *Arrays) Limits() bool { return len(a.limited) > 0 }
+
 // Full says whether job id's array has limit members executing, without
 // holding the job (a look ahead of the pick, as a plan's).
 func (a *Arrays) Full(id int64) bool {

@@ -57,6 +57,9 @@ type Asking struct {
 	// Shapes: arrivals are priced only for the jobs their placeholders
 	// could hold (dispatch.Shaped; nil: every one holds every job).
 	Shapes dispatch.Shapes
+	// Skip is the checks of the choosing chain that cannot refuse any
+	// job of this pick (the world says so): PickFor does not ask them.
+	Skip dispatch.Chain
 }
 
 // Picked is what Pick decided.
@@ -259,7 +262,7 @@ func (d *State) PickFor(ctx context.Context, db Querier, w dispatch.World, q *po
 	p := &d.pool
 	*p = corePool{d: d, ctx: ctx, db: db, jobs: jobs, cat: cat, a: a, groups: p.groups, seen: p.seen[:0], phs: p.phs[:0], sites: p.sites[:0]}
 	clear(p.groups)
-	picked, err := d.Pick(w, q, dispatch.Choosing, pol, a, d.Network(), p)
+	picked, err := d.Pick(w, q, dispatch.Choosing&^a.Skip, pol, a, d.Network(), p)
 	picked.To = a.To
 	p.ctx, p.db, p.jobs, p.cat = nil, nil, nil, nil
 	if err == nil && picked.Staged && a.Log != nil {

@@ -81,6 +81,11 @@ func (l *Ledger) Affordable(q Queue, j dag.Node, site string, now func() time.Ti
 	return l.spentBy(q.ID)+l.reserved[q.ID]+need <= q.Budget*(1+1e-9)
 }
 
+// Unbounded says whether Affordable allows every job of q at every site
+// now: q has no budget nor deadline and no planner caps it. A pick of q
+// need not ask it then.
+func (l *Ledger) Unbounded(q Queue) bool { return !q.Costed() && len(l.caps[q.ID]) == 0 }
+
 // atCap says whether site runs as many of queue q's jobs as the
 // provisioning plan lets it (deadline-and-budget or LP stage caps).
 func (l *Ledger) atCap(q int32, site string) bool {

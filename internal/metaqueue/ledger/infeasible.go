@@ -69,6 +69,10 @@ func (l *Ledger) Park(q int32, r policy.Ready) bool {
 	return true
 }
 
+// Parks says whether Park may take any job off a heap: whether the last
+// check found some job infeasible. When not, a pick need not ask it.
+func (l *Ledger) Parks() bool { return len(l.check.infeasible) > 0 }
+
 // Infeasible says why job id cannot end by its queue's deadline ("": it
 // may), as the last check found.
 func (l *Ledger) Infeasible(id int64) string { return l.check.infeasible[id] }

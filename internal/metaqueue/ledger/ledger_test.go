@@ -92,6 +92,11 @@ func TestAffordable(t *testing.T) {
 			if got := l.Affordable(c.q, c.j, c.site, clock(t0), declared, 1); got != c.want {
 				t.Errorf("Affordable = %v, want %v", got, c.want)
 			}
+			// Unbounded (a pick then skips Affordable) only with no
+			// deadline, budget or cap: then Affordable allows.
+			if got, want := l.Unbounded(c.q), c.q.Budget == 0 && c.q.Deadline == 0 && c.setup == nil; got != want || got && !c.want {
+				t.Errorf("Unbounded = %v, want %v", got, want)
+			}
 		})
 	}
 }
@@ -257,10 +262,13 @@ func TestWhyInfeasible(t *testing.T) {
 // A ready job is parked only while the last check found it infeasible.
 func TestPark(t *testing.T) {
 	l := New(nil)
-	if l.Park(1, readyOf(5)) {
-		t.Error("parked with nothing infeasible")
+	if l.Park(1, readyOf(5)) || l.Parks() {
+		t.Error("parked, or may park, with nothing infeasible")
 	}
 	l.check.infeasible = map[int64]string{5: "late"}
+	if !l.Parks() {
+		t.Error("may not park with a job infeasible")
+	}
 	if l.Park(1, readyOf(6)) {
 		t.Error("parked a feasible job")
 	}

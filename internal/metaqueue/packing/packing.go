@@ -101,6 +101,12 @@ func (p *Packing) Begin(now time.Time, ph int64, want int) {
 // FitsNow is Fits for the decision Begin started.
 func (p *Packing) FitsNow(id, ph int64) bool { return p.Fits(id, ph, p.now) }
 
+// AdmitsAll says whether Fits(id, ph, now) holds for every job id in the
+// decision Begin started, touching nothing: no job asks for more than a
+// slot and ph has no pool, or fetches ahead (Begin). A pick need not ask
+// Fits then.
+func (p *Packing) AdmitsAll(ph int64) bool { return !p.AnyAsks() && (p.pools[ph] == nil || p.ahead) }
+
 type granted struct {
 	ph  int64
 	g   resource.Grant

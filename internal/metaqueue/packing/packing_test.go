@@ -287,3 +287,49 @@ func TestUnholdableRemembersGone(t *testing.T) {
 		t.Errorf("%d capacities kept, want at most %d", len(p.left), maxLeft)
 	}
 }
+
+// AdmitsAll (a pick then skips Fits) holds only where FitsNow admits
+// every job: no job asks for more than a slot and the placeholder has no
+// pool, or fetches ahead; a pool not fetching ahead, or a job that asks,
+// makes it false.
+func TestAdmitsAll(t *testing.T) {
+	now := time.Unix(0, 0)
+	for _, c := range []struct {
+		name string
+		set  func(p *Packing)
+		want bool
+	}{
+		{"no pool, no job asks", func(p *Packing) {}, true},
+		{"no pool, a job asks", func(p *Packing) { p.Job(3, resource.Request{CPUs: 4}, resource.Category{}) }, false},
+		{"idle pool", func(p *Packing) { p.Placeholder(1, resource.Capacity{CPUs: 2}) }, false},
+		{"full pool, fetching ahead", func(p *Packing) {
+			p.Placeholder(1, resource.Capacity{CPUs: 1})
+			p.Start(Run{Job: 9, Attempt: 1}, 1)
+			p.Begin(now, 1, 3)
+		}, true},
+		{"pool, not fetching ahead", func(p *Packing) {
+			p.Placeholder(1, resource.Capacity{CPUs: 2})
+			p.Start(Run{Job: 9, Attempt: 1}, 1)
+			p.Begin(now, 1, 1)
+		}, false},
+		{"fetching ahead, a job asks", func(p *Packing) {
+			p.Placeholder(1, resource.Capacity{CPUs: 1})
+			p.Job(3, resource.Request{CPUs: 2}, resource.Category{})
+			p.Begin(now, 1, 3)
+		}, false},
+	} {
+		p := New()
+		p.Begin(now, 1, 1)
+		c.set(p)
+		if got := p.AdmitsAll(1); got != c.want {
+			t.Errorf("%s: AdmitsAll %v, want %v", c.name, got, c.want)
+		}
+		all := true
+		for id := int64(1); id <= 4; id++ {
+			all = all && p.FitsNow(id, 1)
+		}
+		if p.AdmitsAll(1) && !all {
+			t.Errorf("%s: AdmitsAll, yet some job does not fit", c.name)
+		}
+	}
+}

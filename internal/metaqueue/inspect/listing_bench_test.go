@@ -125,3 +125,52 @@ func BenchmarkJobOutput(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPrefixListing is a listing by target prefix (mq-status's of
+// a Snakemake run) at 100,000 jobs (1,000,000 with MQ_BENCH_BIG=1) of
+// 100 runs, each 1% of the jobs submitted together under 10 targets
+// (run042.r0 .. run042.r9), every even run's last tenth a job array:
+// "run" lists one run's jobs, "every-run" all of them (read in id order
+// either way); "collapsed" leaves the arrays' members out
+// (Stat.Collapse), "listed" does not.
+func BenchmarkPrefixListing(b *testing.B) {
+	n := 100_000
+	if os.Getenv("MQ_BENCH_BIG") != "" {
+		n = 1_000_000
+	}
+	per := n / 100
+	w := modtest.NewDB(b)
+	for _, q := range []string{
+		"INSERT INTO queues (id, name, created) VALUES (1, 'default', 0)",
+		`WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < 999)
+		INSERT INTO targets (id, name) SELECT i + 1, printf('run%03d.r%d', i / 10, i % 10) FROM s`,
+		fmt.Sprintf(`WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < %d)
+		INSERT INTO jobs (id, queue_id, target_id, state, command, cwd, submitted)
+		SELECT i + 1, 1, (i / %d) * 10 + i %% 10 + 1, CASE i %% 7 WHEN 0 THEN 'Q' ELSE 'D' END, 'echo ' || i, '/tmp', i FROM s`, n-1, per),
+		fmt.Sprintf(`WITH RECURSIVE s(k) AS (SELECT 0 UNION ALL SELECT k + 2 FROM s WHERE k < 98)
+		INSERT INTO arrays (first_job, last_job) SELECT k * %d + %d + 1, (k + 1) * %d FROM s`, per, per-per/10, per),
+	} {
+		if _, err := w.ExecContext(context.Background(), q); err != nil {
+			b.Fatal(err)
+		}
+	}
+	r := New(w, "", nil)
+	for _, tc := range []struct {
+		name, prefix string
+		collapse     bool
+		want         int
+	}{
+		{"run/listed", "run042.", false, per}, {"run/collapsed", "run042.", true, per - per/10},
+		{"every-run/collapsed", "run", true, n - 50*(per/10)},
+	} {
+		b.Run(fmt.Sprintf("%s/jobs=%d", tc.name, n), func(b *testing.B) {
+			for b.Loop() {
+				got := 0
+				st := protocol.Stat{TargetPrefix: tc.prefix, States: "WQHPEDFBX", Collapse: tc.collapse}
+				if err := r.Stat(b.Context(), st, 0, func(js []protocol.JobInfo) error { got += len(js); return nil }); err != nil || got != tc.want {
+					b.Fatal(got, err)
+				}
+			}
+		})
+	}
+}

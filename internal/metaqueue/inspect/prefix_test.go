@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"database/sql"
 	"slices"
 	"strings"
 	"testing"
@@ -46,6 +47,13 @@ func TestTargetPrefixListing(t *testing.T) {
 		exec("INSERT INTO jobs (id, queue_id, target_id, state, command, cwd, submitted) VALUES (?, 1, ?, ?, 'true', '/', 0)", id, tg, st)
 		byTarget[tg] = append(byTarget[tg], id)
 	}
+	// A job array of ids 11..20 (13 and 17 run1's, 20 run10.a's), left
+	// out of a collapsed listing.
+	exec("INSERT INTO arrays (first_job, last_job) VALUES (11, 20)")
+	out := func(ids []int64) []int64 {
+		return slices.DeleteFunc(slices.Clone(ids), func(id int64) bool { return id >= 11 && id <= 20 })
+	}
+	run1 := sorted(byTarget[2], byTarget[3])
 	r := New(w, "", nil)
 	for _, tc := range []struct {
 		name string
@@ -62,6 +70,12 @@ func TestTargetPrefixListing(t *testing.T) {
 		{"most jobs, the latest 2", protocol.Stat{TargetPrefix: "b", States: "WQHPEDFBX", Last: 2}, false, byTarget[1][len(byTarget[1])-2:]},
 		{"none", protocol.Stat{TargetPrefix: "zz", States: "WQHPEDFBX"}, true, []int64{}},
 		{"named jobs are read by id", protocol.Stat{TargetPrefix: "run1.", IDs: []int64{3, 4, 7}}, false, []int64{3, 7}},
+		{"a run's, collapsed", protocol.Stat{TargetPrefix: "run1.", States: "WQHPEDFBX", Collapse: true}, true, out(run1)},
+		{"a run's, collapsed, the latest 3", protocol.Stat{TargetPrefix: "run1.", States: "WQHPEDFBX", Collapse: true, Last: 3}, true, out(run1)[len(out(run1))-3:]},
+		{"a run's, collapsed, the first 3", protocol.Stat{TargetPrefix: "run1.", States: "WQHPEDFBX", Collapse: true, Limit: 3}, true, out(run1)[:3]},
+		{"a prefix of every run, collapsed", protocol.Stat{TargetPrefix: "run1", States: "WQHPEDFBX", Collapse: true}, true, out(sorted(byTarget[2], byTarget[3], byTarget[4], byTarget[5]))},
+		{"most jobs, collapsed", protocol.Stat{TargetPrefix: "b", States: "WQHPEDFBX", Collapse: true}, false, out(byTarget[1])},
+		{"most jobs, collapsed, the latest 2", protocol.Stat{TargetPrefix: "b", States: "WQHPEDFBX", Collapse: true, Last: 2}, false, byTarget[1][len(byTarget[1])-2:]},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			few, err := fewByPrefix(ctx, w, tc.st)
@@ -84,8 +98,22 @@ func TestTargetPrefixListing(t *testing.T) {
 		})
 	}
 	// Read by target, the query finds the prefix's targets, then their
-	// jobs through jobs_target; not every job.
-	q, args, _, err := buildStat(protocol.Stat{TargetPrefix: "run1.", States: "WQHPEDFBX"}, 0, true)
+	// jobs through jobs_target; not every job. Collapsed, it looks each
+	// up in the arrays (arrays_first), in the same one query, where one
+	// query for each gap between arrays read every job of the gap.
+	st := protocol.Stat{TargetPrefix: "run1.", States: "WQHPEDFBX"}
+	planByTarget(t, w, st, "")
+	st.Collapse = true
+	planByTarget(t, w, st, "arrays_first")
+}
+
+// planByTarget fails t unless st's query read by target is planned
+// through jobs_target, reading no job that is not the prefix's, and with
+// also in its plan.
+func planByTarget(t *testing.T, w *sql.Conn, st protocol.Stat, also string) {
+	t.Helper()
+	ctx := t.Context()
+	q, args, _, err := buildStat(st, 0, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,8 +131,9 @@ func TestTargetPrefixListing(t *testing.T) {
 		plan = append(plan, detail)
 	}
 	rows.Close()
-	if all := strings.Join(plan, "\n"); !strings.Contains(all, "USING INDEX jobs_target (target_id=?)") || strings.Contains(all, "SCAN j") {
-		t.Errorf("a listing of a prefix's few jobs is planned as\n%s", all)
+	if all := strings.Join(plan, "\n"); !strings.Contains(all, "USING INDEX jobs_target (target_id=?)") || strings.Contains(all, "SCAN j") ||
+		!strings.Contains(all, also) {
+		t.Errorf("a listing of a prefix's few jobs (collapsed %v) is planned as\n%s", st.Collapse, all)
 	}
 }
 

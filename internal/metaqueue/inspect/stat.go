@@ -150,7 +150,9 @@ func buildStat(st protocol.Stat, after int64, byTarget bool) (q string, args []a
 	}
 	gap = -1
 	switch {
-	case st.Collapse && len(st.IDs) > 0:
+	case st.Collapse && (len(st.IDs) > 0 || byTarget):
+		// Named jobs, or a prefix's few read by target: each looked up
+		// in the arrays, in one query.
 		where = append(where, "NOT EXISTS ("+base("InArray")+")")
 	case st.Collapse:
 		where = append(where, "j.id BETWEEN ? AND ?")
@@ -343,10 +345,14 @@ func (r *Reader) scan(ctx context.Context, st protocol.Stat, after int64, emit f
 		return err
 	}
 	defer tx.Rollback()
-	if st.Collapse && len(st.IDs) == 0 {
+	few, err := fewByPrefix(ctx, tx, st)
+	if err != nil {
+		return err
+	}
+	if st.Collapse && len(st.IDs) == 0 && !few {
 		return r.statGaps(ctx, tx, st, after, emit)
 	}
-	return r.stat(ctx, tx, st, after, emit)
+	return r.statBy(ctx, tx, st, after, few, emit)
 }
 
 // byStatePage is how many jobs byState names a query.
@@ -443,7 +449,14 @@ func (r *Reader) stat(ctx context.Context, db Querier, st protocol.Stat, after i
 	if err != nil {
 		return err
 	}
-	q, args, _, err := buildStat(st, after, few)
+	return r.statBy(ctx, db, st, after, few, emit)
+}
+
+// statBy is stat, reading by target as fewByPrefix said (byTarget): a
+// collapsed listing of a prefix's few jobs too, each looked up in the
+// arrays, where reading each gap between arrays read every job of it.
+func (r *Reader) statBy(ctx context.Context, db Querier, st protocol.Stat, after int64, byTarget bool, emit func([]protocol.JobInfo) error) error {
+	q, args, _, err := buildStat(st, after, byTarget)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -43,51 +44,9 @@ func BenchmarkBoTDecision(b *testing.B) {
 // 100,000 ready jobs; waitAtB says whether the placeholder at B is told
 // to wait (else it gets a job, as the one at A always does).
 func benchChooseDecision(b *testing.B, pol string, waitAtB bool) {
-	const jobs, files = 100_000, 1000
-	s, err := Open(context.Background(), Options{Path: filepath.Join(b.TempDir(), "mq.db"), Sync: SyncNormal, Lease: time.Hour})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s, phA, phB := chooseStore(b, pol)
 	defer s.Close()
 	ctx := context.Background()
-	if _, err := s.SetQueue(ctx, protocol.QueueSet{Name: "dq", Policy: &pol}); err != nil {
-		b.Fatal(err)
-	}
-	bulk, err := s.NewBulk()
-	if err != nil {
-		b.Fatal(err)
-	}
-	specs := make([]protocol.JobSpec, 0, 2000)
-	for i := 0; i < jobs; i++ {
-		specs = append(specs, protocol.JobSpec{Queue: "dq", Target: "parse", Cwd: "/w", Command: fmt.Sprintf("parse %d", i),
-			Inputs: []protocol.File{{Path: fmt.Sprintf("/data/hom-%d", i%files)}}})
-		if len(specs) == cap(specs) {
-			if err := bulk.Add(i+1, specs); err != nil {
-				b.Fatal(err)
-			}
-			specs = specs[:0]
-		}
-	}
-	if _, err := bulk.Commit(ctx); err != nil {
-		b.Fatal(err)
-	}
-	var phA, phB int64
-	for i := 0; i < 34; i++ {
-		site := "A"
-		if i%2 == 1 {
-			site = "B"
-		}
-		r, err := s.Register(ctx, protocol.Register{Site: site, Host: fmt.Sprint("h", i), PID: 1, Slots: 1, OutDir: "/o"})
-		if err != nil {
-			b.Fatal(err)
-		}
-		switch i {
-		case 0:
-			phA = r.ID
-		case 1:
-			phB = r.ID
-		}
-	}
 	for _, tc := range []struct {
 		name string
 		ph   *int64
@@ -96,18 +55,7 @@ func benchChooseDecision(b *testing.B, pol string, waitAtB bool) {
 		b.Run(tc.name, func(b *testing.B) {
 			var cpu time.Duration
 			err := s.do(ctx, func() error {
-				d := &s.data
-				a := d.At("A", "")
-				for i := 0; i < files; i++ {
-					d.Locate(fmt.Sprintf("/data/hom-%d", i), dc.Loc{At: a, Size: 50_000, Job: 1})
-				}
-				for ph := int64(1); ph <= 34; ph++ {
-					at, _ := s.phSite(ph)
-					d.Asked(ph, at, d.Epoch())
-					d.Asked(ph, at, d.Epoch().Add(time.Duration(ph)*time.Second))
-				}
-				q := s.queues["dq"]
-				p := &parkedNext{req: protocol.Next{Placeholder: *tc.ph, Free: 1}}
+				q, p := chooseLive(s, *tc.ph)
 				b.ResetTimer()
 				cpu0 := processCPU()
 				defer func() { cpu = processCPU() - cpu0 }()
@@ -137,6 +85,137 @@ func benchChooseDecision(b *testing.B, pol string, waitAtB bool) {
 			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 		})
 	}
+}
+
+// BenchmarkIdleChecks is what skipping the checks that cannot refuse
+// saves a choosing decision (asking.idle), in one process: each op is a
+// block of 50 decisions asking every check of the chain and one of 50
+// skipping the idle ones, in turn, so both see the same load; it reports
+// the median of each over the blocks (whole-ns/op, skipped-ns/op), at
+// the placeholder at B and at A of BenchmarkDCDecision's queue.
+//
+//	go test -run '^$' -bench IdleChecks -benchtime 400x ./internal/metaqueue
+func BenchmarkIdleChecks(b *testing.B) {
+	for _, pol := range []string{"dc", "sa", "xsufferage"} {
+		b.Run(pol, func(b *testing.B) {
+			s, phA, phB := chooseStore(b, pol)
+			defer s.Close()
+			for _, at := range []struct {
+				name string
+				ph   int64
+			}{{"B", phB}, {"A", phA}} {
+				b.Run(at.name, func(b *testing.B) { benchIdleChecks(b, s, at.ph) })
+			}
+		})
+	}
+}
+
+func benchIdleChecks(b *testing.B, s *Store, ph int64) {
+	const block = 50
+	var took [2][]float64 // the whole chain, idle checks skipped: ns a decision, per block
+	err := s.do(context.Background(), func() error {
+		q, p := chooseLive(s, ph)
+		pick := func(skip bool) error {
+			w := s.asking(q, p) // as pickDC, with or without its Skip
+			a := dc.Asking{Placeholder: p.req.Placeholder, Now: s.now(), Staging: s.opt.Stager != nil, Log: s.log, Shapes: s.pack}
+			if skip {
+				a.Skip = w.idle()
+			}
+			picked, err := s.data.PickFor(context.Background(), s.w, w, q.ready, q.pol, a, w, dcCatalog{s})
+			if picked.ID != 0 {
+				q.ready.Push(policy.Ready{ID: picked.ID})
+			}
+			return err
+		}
+		b.ResetTimer()
+		for i := 0; b.Loop(); i++ {
+			for k := range 2 {
+				skip := (i + k) % 2 // which goes first alternates too
+				t0 := time.Now()
+				for range block {
+					if err := pick(skip == 1); err != nil {
+						return err
+					}
+				}
+				took[skip] = append(took[skip], float64(time.Since(t0).Nanoseconds())/block)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for k, unit := range []string{"whole-ns/op", "skipped-ns/op"} {
+		slices.Sort(took[k])
+		b.ReportMetric(took[k][len(took[k])/2], unit)
+	}
+}
+
+// chooseStore is a store with a queue "dq" of policy pol and 100,000
+// ready jobs, each reading one of 1,000 files, and 34 placeholders,
+// every other one at site A (phA the first) and at B (phB the first).
+func chooseStore(b *testing.B, pol string) (s *Store, phA, phB int64) {
+	const jobs, files = 100_000, 1000
+	s, err := Open(context.Background(), Options{Path: filepath.Join(b.TempDir(), "mq.db"), Sync: SyncNormal, Lease: time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := s.SetQueue(ctx, protocol.QueueSet{Name: "dq", Policy: &pol}); err != nil {
+		b.Fatal(err)
+	}
+	bulk, err := s.NewBulk()
+	if err != nil {
+		b.Fatal(err)
+	}
+	specs := make([]protocol.JobSpec, 0, 2000)
+	for i := 0; i < jobs; i++ {
+		specs = append(specs, protocol.JobSpec{Queue: "dq", Target: "parse", Cwd: "/w", Command: fmt.Sprintf("parse %d", i),
+			Inputs: []protocol.File{{Path: fmt.Sprintf("/data/hom-%d", i%files)}}})
+		if len(specs) == cap(specs) {
+			if err := bulk.Add(i+1, specs); err != nil {
+				b.Fatal(err)
+			}
+			specs = specs[:0]
+		}
+	}
+	if _, err := bulk.Commit(ctx); err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < 34; i++ {
+		site := "A"
+		if i%2 == 1 {
+			site = "B"
+		}
+		r, err := s.Register(ctx, protocol.Register{Site: site, Host: fmt.Sprint("h", i), PID: 1, Slots: 1, OutDir: "/o"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		switch i {
+		case 0:
+			phA = r.ID
+		case 1:
+			phB = r.ID
+		}
+	}
+	return s, phA, phB
+}
+
+// chooseLive makes chooseStore's files produced at A and its
+// placeholders' arrivals known (on the core), and returns the queue and
+// the request of placeholder ph.
+func chooseLive(s *Store, ph int64) (*queue, *parkedNext) {
+	d := &s.data
+	a := d.At("A", "")
+	for i := 0; i < 1000; i++ {
+		d.Locate(fmt.Sprintf("/data/hom-%d", i), dc.Loc{At: a, Size: 50_000, Job: 1})
+	}
+	for ph := int64(1); ph <= 34; ph++ {
+		at, _ := s.phSite(ph)
+		d.Asked(ph, at, d.Epoch())
+		d.Asked(ph, at, d.Epoch().Add(time.Duration(ph)*time.Second))
+	}
+	return s.queues["dq"], &parkedNext{req: protocol.Next{Placeholder: ph, Free: 1}}
 }
 
 // processCPU is the CPU time the process has used, every thread's: a

@@ -20,7 +20,13 @@ import (
 // once, though a process signalled in one pass may not have died by the
 // next (a loaded machine), which finds and signals it again.
 func KillEscaped(proc, name, value string) int {
-	want := []byte("\x00" + name + "=" + value + "\x00")
+	return KillTagged(proc, name, func(v string) bool { return v == value })
+}
+
+// KillTagged is KillEscaped for every value of name that match accepts:
+// one pass over proc for the escaped processes of many attempts.
+func KillTagged(proc, name string, match func(value string) bool) int {
+	key := []byte("\x00" + name + "=")
 	killed := 0
 	signalled := map[int]bool{}
 	for range 5 {
@@ -34,7 +40,7 @@ func KillEscaped(proc, name, value string) int {
 			if err != nil || pid == os.Getpid() {
 				continue
 			}
-			if killIfTagged(proc, pid, want) && !signalled[pid] {
+			if killIfTagged(proc, pid, key, match) && !signalled[pid] {
 				signalled[pid] = true
 				n++
 			}
@@ -47,17 +53,37 @@ func KillEscaped(proc, name, value string) int {
 	return killed
 }
 
-// killIfTagged kills pid if its environment holds want (NUL-delimited on
-// both sides, the first variable given one in front).
-func killIfTagged(proc string, pid int, want []byte) bool {
+// killIfTagged kills pid if its environment gives the variable key
+// ("\x00name=") a value match accepts, wherever it stands (the first
+// variable given a NUL in front).
+func killIfTagged(proc string, pid int, key []byte, match func(string) bool) bool {
 	fd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
 		return false // gone, or a kernel without pidfds (before 5.3)
 	}
 	defer unix.Close(fd)
 	env, err := os.ReadFile(filepath.Join(proc, strconv.Itoa(pid), "environ"))
-	if err != nil || !bytes.Contains(append([]byte{0}, env...), want) {
+	if err != nil || !tagged(append([]byte{0}, env...), key, match) {
 		return false // another user's, or not the attempt's
 	}
 	return unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0) == nil
+}
+
+// tagged reports whether env (NUL-separated, a NUL in front) sets key to
+// a value match accepts.
+func tagged(env, key []byte, match func(string) bool) bool {
+	for {
+		i := bytes.Index(env, key)
+		if i < 0 {
+			return false
+		}
+		env = env[i+len(key):]
+		v := env
+		if j := bytes.IndexByte(v, 0); j >= 0 {
+			v = v[:j]
+		}
+		if match(string(v)) {
+			return true
+		}
+	}
 }

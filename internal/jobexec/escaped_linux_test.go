@@ -44,3 +44,40 @@ func TestKillEscaped(t *testing.T) {
 		}
 	}
 }
+
+// TestKillTagged: one pass kills the processes of every value matched,
+// and only those.
+func TestKillTagged(t *testing.T) {
+	t.Parallel()
+	start := func(env ...string) *exec.Cmd {
+		c := exec.Command("sleep", "300")
+		c.Env = env
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+		return c
+	}
+	a, b := start("MQ_V=b.1"), start("PATH=/bin", "MQ_V=b.2", "HOME=/")
+	left := start("MQ_V=b.3")
+	want := map[string]bool{"b.1": true, "b.2": true}
+	if n := KillTagged("/proc", "MQ_V", func(v string) bool { return want[v] }); n != 2 {
+		t.Errorf("killed %d, want 2", n)
+	}
+	for _, c := range []*exec.Cmd{a, b} {
+		if err := c.Wait(); err == nil {
+			t.Errorf("pid %d: %v, want killed", c.Process.Pid, err)
+		}
+	}
+	if err := left.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("pid %d: %v, want it left alone", left.Process.Pid, err)
+	}
+}
+
+// BenchmarkKillTaggedNone is one sweep that finds nothing: what a
+// placeholder pays at most once a second while jobs end.
+func BenchmarkKillTaggedNone(b *testing.B) {
+	for b.Loop() {
+		KillTagged("/proc", "MQ_BENCH_NONE", func(string) bool { return false })
+	}
+}

@@ -173,6 +173,8 @@ type Agent struct {
 	filesAsked atomic.Bool
 	// liveKick wakes the live shipper when a job is followed anew (live.go).
 	liveKick chan struct{}
+	// sweep kills what attempts that ended left running (escaped.go).
+	sweep *sweeper
 
 	reqMu sync.Mutex
 	reqs  map[string]int64 // requests sent, by op (session.go)
@@ -202,6 +204,7 @@ func New(cfg Config) *Agent {
 	}
 	a := &Agent{cfg: cfg, log: cfg.Log, running: map[int64]*proc{}, held: map[int64]protocol.JobRef{}, hbEvery: time.Second, liveKick: make(chan struct{}, 1), statfs: freeSpace,
 		churn: backoff.Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.5}, lineage: rand.Text()[:12]}
+	a.sweep = newSweeper(a.log)
 	if cfg.Streams && !cfg.NoOp {
 		a.streams = newStreamSet(cfg.OutDir, cfg.StreamRotate, cfg.Log)
 		if cfg.StreamNoSync {
@@ -267,6 +270,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}()
 	err := a.work(ctx)
+	a.sweep.flush() // before the process may exit
 	stopHB()
 	<-hbDone
 	<-liveDone

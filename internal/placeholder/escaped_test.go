@@ -3,8 +3,11 @@ package placeholder
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -48,5 +51,126 @@ func TestKillReachesEscaped(t *testing.T) {
 	})
 	if !alive(other.Process.Pid) {
 		t.Errorf("another attempt's process was killed")
+	}
+}
+
+// TestEndReachesEscaped: a job that ends on its own, well or not, takes
+// with it the processes it left outside its process group with their
+// output elsewhere, as a batch system's job end does; a process of
+// another attempt's is left alone.
+func TestEndReachesEscaped(t *testing.T) {
+	t.Parallel()
+	setsid, err := exec.LookPath("setsid")
+	if err != nil {
+		t.Skip("no setsid to leave a process outside the job's group")
+	}
+	for _, exit := range []int{0, 3} {
+		t.Run(fmt.Sprint("exit", exit), func(t *testing.T) {
+			t.Parallel()
+			a := runner(t, "")
+			other := exec.Command("sleep", "300")
+			other.Env = []string{attemptVar + "=" + a.attemptID(41, 1)}
+			if err := other.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { other.Process.Kill(); other.Wait() })
+			pidFile := filepath.Join(t.TempDir(), "pid")
+			cmd := fmt.Sprintf(`%s sh -c 'echo $$ >%s.new && mv %[2]s.new %[2]s; exec sleep 300' </dev/null >/dev/null 2>&1 &
+				until test -e %[2]s; do sleep 0.01; done; exit %d`, setsid, pidFile, exit)
+			rep := a.run(context.Background(), protocol.Assignment{ID: 40, Attempt: 1, Command: cmd, Target: "t"})
+			pid := readPid(t, pidFile)
+			t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+			if rep.Exit != exit || rep.Reason != "" || rep.OutputLost != "" {
+				t.Errorf("exit %d, reason %q, lost %q: want exit %d and nothing else", rep.Exit, rep.Reason, rep.OutputLost, exit)
+			}
+			waitUntil(t, time.Minute, func() error {
+				if alive(pid) {
+					return fmt.Errorf("the process the ended job left (pid %d) still runs", pid)
+				}
+				return nil
+			})
+			if !alive(other.Process.Pid) {
+				t.Errorf("another attempt's process was killed")
+			}
+		})
+	}
+}
+
+// TestSweeperAmortizes: the attempts that end while a sweep runs are all
+// swept by the next one, a single scan; the sweeper's goroutine ends
+// when a wait leaves nothing to sweep.
+func TestSweeperAmortizes(t *testing.T) {
+	t.Parallel()
+	s := newSweeper(slog.New(slog.DiscardHandler))
+	s.every = time.Millisecond
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var scans []int // how many of the ids 1..101 each scan matched
+	s.kill = func(match func(string) bool) int {
+		mu.Lock()
+		first := len(scans) == 0
+		scans = append(scans, 0)
+		for i := 1; i <= 101; i++ {
+			if match(fmt.Sprint(i)) {
+				scans[len(scans)-1]++
+			}
+		}
+		mu.Unlock()
+		if first {
+			<-release
+		}
+		return 0
+	}
+	s.add("1", 1)
+	waitUntil(t, time.Minute, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(scans) == 0 {
+			return fmt.Errorf("no scan yet")
+		}
+		return nil
+	})
+	for i := 2; i <= 101; i++ {
+		s.add(fmt.Sprint(i), int64(i))
+	}
+	close(release)
+	waitUntil(t, time.Minute, func() error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.running {
+			return fmt.Errorf("the sweeper still runs")
+		}
+		return nil
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []int{1, 100}; !slices.Equal(scans, want) {
+		t.Errorf("scans matched %v ids, want %v", scans, want)
+	}
+}
+
+// TestSweeperSparesLive: an attempt id that ended and started again (a
+// job handed out twice) is not swept while its new run lives; one that
+// did not start again is.
+func TestSweeperSparesLive(t *testing.T) {
+	t.Parallel()
+	s := newSweeper(slog.New(slog.DiscardHandler))
+	var matched []string
+	s.kill = func(match func(string) bool) int {
+		for _, id := range []string{"a", "b", "c"} {
+			if match(id) {
+				matched = append(matched, id)
+			}
+		}
+		return 0
+	}
+	s.mu.Lock()
+	s.ended = map[string]int64{"a": 1, "b": 2}
+	s.running = true // no goroutine: the test sweeps
+	s.mu.Unlock()
+	s.start("b")
+	s.flush()
+	if !slices.Equal(matched, []string{"a"}) {
+		t.Errorf("swept %v, want [a]", matched)
 	}
 }

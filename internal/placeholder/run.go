@@ -302,11 +302,16 @@ func (a *Agent) startProcess(t *attempt) bool {
 	// fork and exec, and a dependency hop is the time its slot held no
 	// process.
 	t.rep.Started = time.Now()
+	id := a.attemptID(asg.ID, asg.Attempt)
+	a.sweep.start(id) // no sweep for an earlier run of the id kills this one
 	err := a.launch(t, cmd)
 	if err != nil && direct {
 		// Nothing ran: let the shell try, and say why it cannot.
 		cmd = jobexec.Shell(line, env)
 		err = a.launch(t, cmd)
+	}
+	if err != nil {
+		a.sweep.forget(id)
 	}
 	// The child has its own copies of the write ends; ours must close so the
 	// sinks see EOF when the job's processes are gone.
@@ -326,7 +331,7 @@ func (a *Agent) startProcess(t *attempt) bool {
 		return t.fail(err)
 	}
 	t.cmd = cmd
-	t.p = &proc{ref: protocol.JobRef{ID: asg.ID, Attempt: asg.Attempt}, pgid: cmd.Process.Pid, started: t.rep.Started, attemptID: a.attemptID(asg.ID, asg.Attempt)}
+	t.p = &proc{ref: protocol.JobRef{ID: asg.ID, Attempt: asg.Attempt}, pgid: cmd.Process.Pid, started: t.rep.Started, attemptID: id}
 	if asg.Grant != nil && t.grant != nil {
 		// Straight after the start, before the job has had time to
 		// start threads or children of its own (they inherit the set).
@@ -450,8 +455,10 @@ func (a *Agent) finish(ctx context.Context, t *attempt) {
 	}
 	// Leave no stragglers: the job's background children die with it (done
 	// already where the kernel gave a pidfd; else racing pid reuse, as
-	// before pidfds).
+	// before pidfds), and what it left outside its group dies soon after
+	// (sweeper).
 	p.reaped()
+	a.sweep.add(p.attemptID, asg.ID)
 	lost := joinLost(a.waitSinks(asg, t.outSink, t.errSink), t.user.close())
 	if a.streams != nil {
 		rep.Streamed = a.streams.streamed(t.outSink, t.errSink) // synced as the report leaves (syncReports)

@@ -31,6 +31,7 @@ import (
 	"github.com/mq-hpc/mq/internal/metaqueue"
 	"github.com/mq-hpc/mq/internal/metaqueue/inspect"
 	"github.com/mq-hpc/mq/internal/mqhome"
+	"github.com/mq-hpc/mq/internal/netfs"
 	"github.com/mq-hpc/mq/internal/placeholder"
 	"github.com/mq-hpc/mq/internal/server"
 	"github.com/mq-hpc/mq/internal/site"
@@ -135,6 +136,13 @@ type Config struct {
 	Notes io.Writer
 	// Version is reported to clients in hello.
 	Version string
+	// AllowNetworkFS serves a home on a network filesystem all the same
+	// (checkLocalHome refuses it otherwise).
+	AllowNetworkFS bool
+
+	// fsKind says what filesystem a directory is on (nil: netfs.Of;
+	// tests stand in for NFS with it).
+	fsKind func(dir string) (netfs.Kind, error)
 }
 
 func (cfg *Config) setDefaults() {
@@ -290,6 +298,10 @@ func (c *CLS) openHome() error {
 		return err
 	}
 	c.home = home
+	fsName, err := checkLocalHome(home, cfg.fsKind, cfg.AllowNetworkFS)
+	if err != nil {
+		return err
+	}
 	unlock, err := lockHome(home)
 	if err != nil {
 		return err
@@ -307,6 +319,9 @@ func (c *CLS) openHome() error {
 	c.closers = append(c.closers, func() { logf.Close() })
 	if c.log, err = newLogger(logf, cfg.LogFormat, cfg.LogLevel); err != nil {
 		return err
+	}
+	if fsName != "" {
+		warning = joinWarnings(warning, fmt.Sprintf("MQ_HOME %s is on %s, a network filesystem: served there as --allow-network-fs asks", home, fsName))
 	}
 	if warning != "" {
 		c.log.Warn(warning)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mq-hpc/mq/client"
 	"github.com/mq-hpc/mq/internal/cls"
+	"github.com/mq-hpc/mq/internal/netfs"
 	"github.com/mq-hpc/mq/internal/placeholder"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -245,5 +246,48 @@ func TestEmbeddedSiteKnownBeforeItsPlaceholders(t *testing.T) {
 	}
 	if len(r.Warnings) > 0 {
 		t.Errorf("warnings %q; want none: the CLS's own placeholders have no time limit", r.Warnings)
+	}
+}
+
+// A home on a network filesystem is refused in one line that names the
+// filesystem and the ways out, before anything is made in it; with
+// AllowNetworkFS it is served, with a warning.
+func TestRefusesNetworkHome(t *testing.T) {
+	home := shortHome(t)
+	nfs := func(string) (netfs.Kind, error) { return 0x6969, nil }
+	_, err := cls.New(context.Background(), cls.WithFSKind(cls.Config{Home: home}, nfs))
+	if err == nil {
+		t.Fatal("a home on NFS was served")
+	}
+	msg := err.Error()
+	for _, want := range []string{"on NFS", "MQ_HOME", "--allow-network-fs"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q does not say %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, "\n") {
+		t.Errorf("error %q is more than one line", msg)
+	}
+	if _, serr := os.Stat(filepath.Join(home, "mq.db")); serr == nil {
+		t.Errorf("refused, but mq.db was made")
+	}
+	var notes strings.Builder
+	c, err := cls.New(context.Background(), cls.WithFSKind(cls.Config{Home: home, AllowNetworkFS: true, Notes: &notes}, nfs))
+	if err != nil {
+		t.Fatalf("with AllowNetworkFS: %v", err)
+	}
+	c.Close()
+	if !strings.Contains(notes.String(), "network filesystem") {
+		t.Errorf("served on NFS without a warning; notes: %q", notes.String())
+	}
+	// A local filesystem is served without a word about it.
+	notes.Reset()
+	c, err = cls.New(context.Background(), cls.WithFSKind(cls.Config{Home: home, Notes: &notes}, func(string) (netfs.Kind, error) { return 0xEF53, nil }))
+	if err != nil {
+		t.Fatalf("on ext4: %v", err)
+	}
+	c.Close()
+	if notes.Len() > 0 {
+		t.Errorf("notes on ext4: %q", notes.String())
 	}
 }

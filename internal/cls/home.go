@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/mq-hpc/mq/internal/mqhome"
+	"github.com/mq-hpc/mq/internal/netfs"
 	"github.com/mq-hpc/mq/internal/sshserver"
 )
 
@@ -37,4 +38,27 @@ func OpenHome(path string) (home, warning string, err error) {
 		}
 	}
 	return home, warning, nil
+}
+
+// checkLocalHome refuses a home on a network filesystem (netfs), unless
+// allow: the database's WAL mode needs shared memory and locks that work,
+// and there it can be corrupted. It returns the filesystem's name when it
+// is one, allowed.
+func checkLocalHome(home string, kind func(string) (netfs.Kind, error), allow bool) (string, error) {
+	name, err := netfs.On(home, kind)
+	if err != nil {
+		return "", fmt.Errorf("MQ_HOME: %w", err)
+	}
+	if name != "" && !allow {
+		return "", fmt.Errorf("MQ_HOME %s is on %s, a network filesystem, where the metaqueue's database (SQLite in WAL mode) can be corrupted: set MQ_HOME to a directory on a disk of this host, for cls serve and the commands alike (export MQ_HOME=/var/tmp/$USER/mq, say), or pass --allow-network-fs to serve there all the same", home, name)
+	}
+	return name, nil
+}
+
+// joinWarnings joins two warnings for one line, either may be "".
+func joinWarnings(a, b string) string {
+	if a == "" || b == "" {
+		return a + b
+	}
+	return a + "; " + b
 }

@@ -81,6 +81,7 @@ from local placeholders).`,
 			&cli.DurationFlag{Name: "site-poll", Usage: "how often each site's placeholders are looked at", Value: 2 * time.Second},
 			&cli.DurationFlag{Name: "site-throttle", Usage: "a site whose placeholder waits this long in its batch queue is throttled: it keeps one queued and submits no more, so the work goes to sites whose placeholders start sooner", Value: 5 * time.Minute},
 			&cli.Float64Flag{Name: "lp-min-util", Usage: "seed 001's minimum utilisation W_MIN for sites that follow --provision lp: each job slot the LP plans for a stage is busy at least this share of the time (0 to 0.99)", Value: 0},
+			&cli.BoolFlag{Name: "allow-network-fs", Usage: "serve an MQ_HOME on a network filesystem (NFS, SMB, Lustre, GPFS, BeeGFS, CephFS, FUSE...), which is refused otherwise: the database's locks and shared memory may not work there, and it can be corrupted"},
 			&cli.DurationFlag{Name: "connect-timeout", Usage: "a remote site's placeholder that runs this long without connecting is cancelled and its site marked degraded (cls site add --connect-timeout sets it per site)", Value: 2 * time.Minute},
 		},
 		Action: serve,
@@ -178,7 +179,7 @@ func serve(c *cli.Context) error {
 		SiteThrottle: c.Duration("site-throttle"), ConnectTimeout: c.Duration("connect-timeout"),
 		LogLevel: level, LogFormat: c.String("log-format"), Notes: c.App.ErrWriter, Version: mqcli.Version,
 		HTTPAddr: c.String("http"), HTTPPublic: c.Bool("http-public"), HTTPPath: c.String("http-path"),
-		LPMinUtil: c.Float64("lp-min-util"),
+		LPMinUtil: c.Float64("lp-min-util"), AllowNetworkFS: c.Bool("allow-network-fs"),
 	}
 	stopProfile, err := startProfile(c.String("cpuprofile"))
 	if err != nil {

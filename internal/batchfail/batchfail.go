@@ -7,6 +7,7 @@ package batchfail
 import (
 	"errors"
 	"os"
+	"strings"
 	"syscall"
 
 	"github.com/mq-hpc/mq/protocol"
@@ -37,6 +38,15 @@ func IsFull(err error) bool {
 func IsIOErr(err error) bool {
 	var ce interface{ Code() int }
 	return errors.As(err, &ce) && ce.Code()&0xff == 10 // SQLITE_IOERR
+}
+
+// IsLocked says whether err is SQLite's "database is locked"
+// (SQLITE_BUSY, any extended code): another process holds the
+// database's write lock past the busy timeout (an sqlite3 shell left in
+// BEGIN IMMEDIATE or in the middle of a write).
+func IsLocked(err error) bool {
+	var ce interface{ Code() int }
+	return errors.As(err, &ce) && ce.Code()&0xff == 5 // SQLITE_BUSY
 }
 
 // NoRoom says whether a batch that failed with cause failed for want of
@@ -88,18 +98,26 @@ func roomErr(err error) error {
 	return nil
 }
 
+const storagePrefix = "metaqueue storage failure: "
+
 // Answer is the error every call of a batch that failed with cause is
 // answered with; noRoom is NoRoom's answer. Want of room says what to
 // do: free space on the filesystem of dir (the database's), or under the
 // quota there, and try again; nothing was changed.
 func Answer(cause error, dir string, noRoom error) error {
+	// A cause from the core's own work (its tick) may carry the prefix
+	// already.
+	msg := strings.TrimPrefix(cause.Error(), storagePrefix)
 	switch {
 	case errors.Is(noRoom, syscall.EDQUOT):
-		return protocol.Errorf(protocol.CodeInternal, "metaqueue storage failure: %v: disk quota exceeded: nothing was changed; free space under your quota on the filesystem of %s and try again", cause, dir)
+		return protocol.Errorf(protocol.CodeInternal, storagePrefix+"%s: disk quota exceeded: nothing was changed; free space under your quota on the filesystem of %s and try again", msg, dir)
 	case noRoom != nil && !IsFull(cause):
-		return protocol.Errorf(protocol.CodeInternal, "metaqueue storage failure: %v: the disk is full: nothing was changed; free space on the filesystem of %s and try again", cause, dir)
+		return protocol.Errorf(protocol.CodeInternal, storagePrefix+"%s: the disk is full: nothing was changed; free space on the filesystem of %s and try again", msg, dir)
 	case noRoom != nil:
-		return protocol.Errorf(protocol.CodeInternal, "metaqueue storage failure: %v: nothing was changed; free space on the filesystem of %s and try again", cause, dir)
+		return protocol.Errorf(protocol.CodeInternal, storagePrefix+"%s: nothing was changed; free space on the filesystem of %s and try again", msg, dir)
 	}
-	return protocol.Errorf(protocol.CodeInternal, "metaqueue storage failure: %v", cause)
+	if IsLocked(cause) {
+		return protocol.Errorf(protocol.CodeInternal, storagePrefix+"%s: another process holds the write lock of the database in %s (an sqlite3 shell left in a transaction? fuser -v %s/mq.db* names it): nothing was changed; end its transaction and try again", msg, dir, dir)
+	}
+	return protocol.Errorf(protocol.CodeInternal, storagePrefix+"%s", msg)
 }

@@ -140,3 +140,33 @@ func TestIsStore(t *testing.T) {
 		t.Error("Store does not wrap its error")
 	}
 }
+
+// TestLocked: SQLite's "database is locked" is told apart, and its
+// answer says another process holds the lock and what to do, with the
+// core's prefix once.
+func TestLocked(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{codeErr(5), true},
+		{codeErr(5 | 2<<8), true}, // SQLITE_BUSY_SNAPSHOT
+		{fmt.Errorf("begin: %w", codeErr(5)), true},
+		{codeErr(6), false}, // SQLITE_LOCKED: within one connection
+		{codeErr(13), false},
+	} {
+		if got := IsLocked(tc.err); got != tc.want {
+			t.Errorf("IsLocked(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+	err := Answer(fmt.Errorf("metaqueue storage failure: %w", codeErr(5)), "/var/mq", nil)
+	for _, s := range []string{"metaqueue storage failure: sqlite code 5: another process holds the write lock of the database in /var/mq", "nothing was changed"} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("%q lacks %q", err, s)
+		}
+	}
+	if strings.Count(err.Error(), "storage failure") != 1 {
+		t.Errorf("%q: the prefix twice", err)
+	}
+}

@@ -235,7 +235,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		watches: progress.Set{},
 		curSync: opt.Sync,
 		pack:    packing.New(),
-		room:    room.Watch{Dir: filepath.Dir(opt.Path), MinFree: opt.MinFree},
+		room:    room.Watch{Dir: filepath.Dir(opt.Path), DB: opt.Path, MinFree: opt.MinFree},
 
 		actionBatch: selector.Batch,
 	}
@@ -427,7 +427,7 @@ func (s *Store) runBatch(batch []*call, ticked bool) {
 	}
 	refuse, back := s.room.Check(s.now())
 	if back {
-		s.log.Info("the database's disk has room again")
+		s.log.Info("the database can be written again: its disk has room, its lock is free")
 		placeholders.RenewAll(s.now(), s.opt.Lease, s.running, s.copyRuns) // no lapse was taken meanwhile
 	}
 	for _, c := range batch {
@@ -547,7 +547,6 @@ func (e fatalError) Unwrap() error { return e.err }
 // recover rolls back a failed batch and reloads the in-memory state from
 // the database, so memory never disagrees with what was committed.
 func (s *Store) recover(cause error, batch []*call) {
-	s.log.Error("transaction failed; rolling back and reloading state", "err", cause)
 	dir := filepath.Dir(s.opt.Path)
 	noRoom := batchfail.NoRoom(cause, s.room.Probed)
 	if noRoom != nil && s.opt.OnFull != nil && s.opt.OnFull() {
@@ -557,14 +556,15 @@ func (s *Store) recover(cause error, batch []*call) {
 		s.w.ExecContext(context.Background(), connSQL.Get("Rollback"))
 		s.inTx = false
 	}
-	perr := batchfail.Answer(cause, dir, noRoom)
-	if noRoom != nil {
-		s.room.Full(perr)
+	perr := batchfail.Answer(cause, dir, noRoom) // names the cause: full, over quota, locked
+	s.log.Error("transaction failed; rolling back and reloading state", "err", perr)
+	if noRoom != nil || batchfail.IsLocked(cause) {
+		s.room.Full(perr, noRoom == nil) // refused at once until it can be written
 	}
 	inBatch := map[*call]bool{}
 	for _, c := range batch {
 		inBatch[c] = true
-		if c.err == nil || c.parked {
+		if c.err == nil || c.parked || errors.As(c.err, new(fatalError)) { // the cause, with what to do
 			c.err = perr
 			c.parked = false
 		}

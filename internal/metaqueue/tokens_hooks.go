@@ -22,7 +22,7 @@ func (s *Store) tokenIDs(token string) ([]int64, error) {
 // on its tick).
 func (s *Store) pruneTokens() error {
 	now := s.now()
-	if !s.tokensPruned.Due(now) {
+	if !s.tokensPruned.Due(now) || s.room.Short() { // no write can go through: later
 		return nil
 	}
 	if err := s.begin(); err != nil {

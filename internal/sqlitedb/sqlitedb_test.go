@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestOpen: a new database opens in WAL mode, its files 0600, Init run
@@ -165,5 +166,66 @@ func TestOpenRefusesOrphanWAL(t *testing.T) {
 		w.Close()
 		wdb.Close()
 		rdb.Close()
+	}
+}
+
+// TestWriteLockFree: free when no one holds the write lock, SQLITE_BUSY at
+// once while another connection does, free again once it is let go; it
+// writes nothing.
+func TestWriteLockFree(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "mq.db")
+	w, wdb, rdb, err := Open(ctx, Config{Path: path, Synchronous: "normal", Readers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wdb.Close()
+	defer rdb.Close()
+	defer w.Close()
+	if err := WriteLockFree(ctx, path); err != nil {
+		t.Fatalf("nobody holds it: %v", err)
+	}
+	if _, err := w.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := WriteLockFree(ctx, path); err == nil {
+		t.Error("free while another connection holds it")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %v: it waited for the lock", d)
+	}
+	if _, err := w.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteLockFree(ctx, path); err != nil {
+		t.Errorf("after the lock went: %v", err)
+	}
+}
+
+// TestJournalSizeLimit: the writer and the readers cut a WAL that grew
+// (checkpoints held back by another process's read transaction) back to
+// 64 MiB once a checkpoint finishes.
+func TestJournalSizeLimit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w, wdb, rdb, err := Open(ctx, Config{Path: filepath.Join(t.TempDir(), "mq.db"), Synchronous: "normal", Readers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wdb.Close()
+	defer rdb.Close()
+	defer w.Close()
+	for name, q := range map[string]interface {
+		QueryRowContext(context.Context, string, ...any) *sql.Row
+	}{"writer": w, "reader": rdb} {
+		var limit int64
+		if err := q.QueryRowContext(ctx, "PRAGMA journal_size_limit").Scan(&limit); err != nil {
+			t.Fatal(err)
+		}
+		if limit != 64<<20 {
+			t.Errorf("%s: journal_size_limit %d, want %d", name, limit, 64<<20)
+		}
 	}
 }

@@ -12,13 +12,21 @@
 // through (batchfail.Probe, which sees a quota too); a probe that found
 // no room is not made again for probeEvery. MinFree keeps what frees
 // the disk reserve for deletes from counting as room.
+//
+// A database another process holds the write lock of (batchfail.IsLocked:
+// an sqlite3 shell left in a transaction) has no room either, the same
+// way, except that every try would first wait out the busy timeout with
+// the whole core stopped: room is back when the lock can be taken
+// (sqlitedb.WriteLockFree).
 package room
 
 import (
+	"context"
 	"syscall"
 	"time"
 
 	"github.com/mq-hpc/mq/internal/batchfail"
+	"github.com/mq-hpc/mq/internal/sqlitedb"
 )
 
 // probeEvery is the least time between two probes that found no room: a
@@ -37,8 +45,13 @@ type Watch struct {
 	// Probe is the small write that says whether a write fails for want
 	// of room; nil is batchfail.Probe(Dir).
 	Probe func() error
+	// DB is the database; ProbeLock says whether its write lock is free
+	// (nil: sqlitedb.WriteLockFree(DB)).
+	DB        string
+	ProbeLock func() error
 
 	answer error     // what refused calls get; nil while there is room
+	locked bool      // the answer is for a lock another process holds
 	next   time.Time // no probe before then
 }
 
@@ -51,10 +64,21 @@ func (w *Watch) Probed() error {
 	return batchfail.Probe(w.Dir)
 }
 
-// Full notes that a batch failed for want of room; answer is what the
+// Full notes that a batch failed for want of room, or, locked, because
+// another process holds the database's write lock; answer is what the
 // calls that need room get until there is room again.
-func (w *Watch) Full(answer error) {
-	w.answer = answer
+func (w *Watch) Full(answer error, locked bool) {
+	w.answer, w.locked = answer, locked
+}
+
+// lockFree is ProbeLock's answer.
+func (w *Watch) lockFree() error {
+	if w.ProbeLock != nil {
+		return w.ProbeLock()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	return sqlitedb.WriteLockFree(ctx, w.DB)
 }
 
 // Short says whether there is no room (as last looked).
@@ -68,14 +92,18 @@ func (w *Watch) Check(now time.Time) (answer error, back bool) {
 	if w.answer == nil {
 		return nil, false
 	}
-	if !w.freeEnough() || now.Before(w.next) {
+	if now.Before(w.next) || !w.locked && !w.freeEnough() {
 		return w.answer, false
 	}
-	if w.Probed() != nil {
+	probe := w.Probed
+	if w.locked {
+		probe = w.lockFree
+	}
+	if probe() != nil {
 		w.next = now.Add(probeEvery)
 		return w.answer, false
 	}
-	w.answer, w.next = nil, time.Time{}
+	w.answer, w.locked, w.next = nil, false, time.Time{}
 	return nil, true
 }
 

@@ -19,7 +19,7 @@ func TestWatch(t *testing.T) {
 	if ans, back := w.Check(t0); ans != nil || back || w.Short() {
 		t.Fatalf("before any failure: %v, %v", ans, back)
 	}
-	w.Full(full)
+	w.Full(full, false)
 	for _, step := range []struct {
 		at     time.Duration
 		room   bool // the probe's answer
@@ -46,7 +46,7 @@ func TestWatch(t *testing.T) {
 	// and no probe is made.
 	w = Watch{Dir: t.TempDir(), MinFree: 1 << 62, Probe: func() error { probes++; return nil }}
 	probes = 0
-	w.Full(full)
+	w.Full(full, false)
 	if ans, back := w.Check(t0); ans != full || back || probes != 0 {
 		t.Errorf("below MinFree: %v, back %v, %d probes; want the answer, no probe", ans, back, probes)
 	}
@@ -60,5 +60,29 @@ func TestWatch(t *testing.T) {
 func TestProbedDefault(t *testing.T) {
 	if err := (&Watch{Dir: t.TempDir()}).Probed(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestWatchLocked: after a failure for another process's lock, room is
+// back when the lock probe says the lock is free, whatever the free
+// space (MinFree beyond the filesystem here) and the room probe say.
+func TestWatchLocked(t *testing.T) {
+	locked := errors.New("database is locked")
+	lockErr, lockProbes, probes := error(locked), 0, 0
+	w := Watch{Dir: t.TempDir(), MinFree: 1 << 62,
+		Probe:     func() error { probes++; return syscall.ENOSPC },
+		ProbeLock: func() error { lockProbes++; return lockErr }}
+	t0 := time.Unix(1000, 0)
+	w.Full(locked, true)
+	if ans, back := w.Check(t0); ans != locked || back || lockProbes != 1 {
+		t.Errorf("locked: %v, back %v, %d lock probes; want the answer after 1", ans, back, lockProbes)
+	}
+	lockErr = nil
+	if ans, back := w.Check(t0.Add(probeEvery)); ans != nil || !back || lockProbes != 2 || probes != 0 {
+		t.Errorf("lock free: %v, back %v, %d lock probes, %d room probes; want back", ans, back, lockProbes, probes)
+	}
+	w.Full(locked, false) // a full disk now: the lock probe is not asked
+	if ans, _ := w.Check(t0.Add(2 * probeEvery)); ans != locked || lockProbes != 2 {
+		t.Errorf("full: %v, %d lock probes", ans, lockProbes)
 	}
 }

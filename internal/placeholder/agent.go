@@ -178,6 +178,10 @@ type Agent struct {
 
 	reqMu sync.Mutex
 	reqs  map[string]int64 // requests sent, by op (session.go)
+
+	// wall reads the wall clock for jobs' start times (time.Now; tests
+	// step it as NTP may).
+	wall func() time.Time
 }
 
 // New returns an agent; Run starts it.
@@ -205,6 +209,7 @@ func New(cfg Config) *Agent {
 	a := &Agent{cfg: cfg, log: cfg.Log, running: map[int64]*proc{}, held: map[int64]protocol.JobRef{}, hbEvery: time.Second, liveKick: make(chan struct{}, 1), statfs: freeSpace,
 		churn: backoff.Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.5}, lineage: rand.Text()[:12]}
 	a.sweep = newSweeper(a.log)
+	a.wall = time.Now
 	if cfg.Streams && !cfg.NoOp {
 		a.streams = newStreamSet(cfg.OutDir, cfg.StreamRotate, cfg.Log)
 		if cfg.StreamNoSync {

@@ -146,6 +146,9 @@ func (p *proc) reaped() {
 type attempt struct {
 	asg protocol.Assignment
 	rep protocol.Report
+	// begun is when rep.Started was stamped, by the monotonic clock:
+	// ended measures the attempt's time from it (stamp).
+	begun time.Time
 
 	dir    string   // the working directory asked for ("" = the agent's)
 	runDir string   // where the command runs: dir, or its scratch copy
@@ -167,11 +170,24 @@ type attempt struct {
 	cgFD  int // a cgroup to start in, from mem (-1: none)
 }
 
+// stamp notes that the attempt starts now: rep.Started as the wall clock
+// reads it (Agent.wall), and the monotonic reading ended measures from.
+func (a *Agent) stamp(t *attempt) {
+	t.rep.Started, t.begun = a.wall(), time.Now()
+}
+
+// ended is when the attempt ends, now: its start plus the time it has
+// run by the monotonic clock, so that the span the CLS counts (elapsed,
+// runtime estimates, accounting) is the time it ran even when NTP steps
+// the wall clock meanwhile, by an hour back (not a negative runtime) or
+// forth.
+func (t *attempt) ended() time.Time { return t.rep.Started.Add(time.Since(t.begun)) }
+
 // fail ends the attempt before its command ran, and returns false.
 func (t *attempt) fail(err error) bool {
 	// The error may name a path with any bytes in it; the CLS takes
 	// reasons only printable and bounded.
-	t.rep.Exit, t.rep.Finished, t.rep.Reason = 127, time.Now(), protocol.ClipText("could not start: "+err.Error(), protocol.MaxReasonBytes)
+	t.rep.Exit, t.rep.Finished, t.rep.Reason = 127, t.ended(), protocol.ClipText("could not start: "+err.Error(), protocol.MaxReasonBytes)
 	return false
 }
 
@@ -184,7 +200,8 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 // runGranted is run for a job holding g: it sees what g holds (BindEnv),
 // runs on g's cores (Pin) and within its memory (memlimit).
 func (a *Agent) runGranted(ctx context.Context, asg protocol.Assignment, g *resource.Grant) protocol.Report {
-	t := &attempt{asg: asg, rep: protocol.Report{ID: asg.ID, Attempt: asg.Attempt, Started: time.Now()}, pidfd: -1, grant: g, cgFD: -1}
+	t := &attempt{asg: asg, rep: protocol.Report{ID: asg.ID, Attempt: asg.Attempt}, pidfd: -1, grant: g, cgFD: -1}
+	a.stamp(t)
 	if a.cfg.NoOp {
 		t.rep.Finished = t.rep.Started
 		return t.rep
@@ -238,7 +255,7 @@ func (a *Agent) prepare(ctx context.Context, t *attempt) bool {
 		// The command would read a missing or partial file: it does not
 		// run, and the attempt fails with the reason; the movable inputs
 		// not found whole are named, for the CLS to stage them again.
-		t.rep.Exit, t.rep.Finished, t.rep.Reason = exitInput, time.Now(), protocol.ClipText(why, protocol.MaxReasonBytes)
+		t.rep.Exit, t.rep.Finished, t.rep.Reason = exitInput, t.ended(), protocol.ClipText(why, protocol.MaxReasonBytes)
 		t.rep.Missing = missing
 		return false
 	}
@@ -301,7 +318,7 @@ func (a *Agent) startProcess(t *attempt) bool {
 	// Finished once the process is reaped: the job's time includes its
 	// fork and exec, and a dependency hop is the time its slot held no
 	// process.
-	t.rep.Started = time.Now()
+	a.stamp(t)
 	id := a.attemptID(asg.ID, asg.Attempt)
 	a.sweep.start(id) // no sweep for an earlier run of the id kills this one
 	err := a.launch(t, cmd)
@@ -413,7 +430,7 @@ func (a *Agent) wait(ctx context.Context, t *attempt) {
 		p.kill(protocol.ReasonInterrupted)
 		werr = <-waited
 	}
-	t.rep.Finished = time.Now()
+	t.rep.Finished = t.ended()
 	t.rep.Exit = exitStatus(cmd.ProcessState, werr)
 	t.rep.Usage = usageOf(cmd.ProcessState)
 	if memDone != nil {

@@ -16,9 +16,9 @@ import (
 // HTCondor finds a job's escaped processes. Each is opened as a pidfd
 // before its environment is read, so a pid reused meanwhile is never
 // signalled. It looks again while a pass finds some (they may fork as they
-// die), a few passes at most, and returns how many it killed: each
-// once, though a process signalled in one pass may not have died by the
-// next (a loaded machine), which finds and signals it again.
+// die), a few passes at most, and returns how many it killed, each once
+// (one signalled in a pass may not have died by the next on a loaded
+// machine: it is not looked at again).
 func KillEscaped(proc, name, value string) int {
 	return KillTagged(proc, name, func(v string) bool { return v == value })
 }
@@ -28,7 +28,10 @@ func KillEscaped(proc, name, value string) int {
 func KillTagged(proc, name string, match func(value string) bool) int {
 	key := []byte("\x00" + name + "=")
 	killed := 0
-	signalled := map[int]bool{}
+	// A process killed in a pass may not have exited by the next, its
+	// environment still readable: it is neither counted nor looked at
+	// again (its pid cannot have been reused that soon).
+	done := map[int]bool{}
 	for range 5 {
 		n := 0
 		ents, err := os.ReadDir(proc)
@@ -37,11 +40,11 @@ func KillTagged(proc, name string, match func(value string) bool) int {
 		}
 		for _, e := range ents {
 			pid, err := strconv.Atoi(e.Name())
-			if err != nil || pid == os.Getpid() {
+			if err != nil || pid == os.Getpid() || done[pid] {
 				continue
 			}
-			if killIfTagged(proc, pid, key, match) && !signalled[pid] {
-				signalled[pid] = true
+			if killIfTagged(proc, pid, key, match) {
+				done[pid] = true
 				n++
 			}
 		}

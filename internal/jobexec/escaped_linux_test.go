@@ -81,3 +81,22 @@ func BenchmarkKillTaggedNone(b *testing.B) {
 		KillTagged("/proc", "MQ_BENCH_NONE", func(string) bool { return false })
 	}
 }
+
+// TestKillTaggedCountsOnce: a process killed is counted once, however
+// long it takes to exit (its parent here does not reap it: a zombie's
+// environment may still be read for a moment).
+func TestKillTaggedCountsOnce(t *testing.T) {
+	t.Parallel()
+	for range 20 {
+		c := exec.Command("sleep", "300")
+		c.Env = []string{"MQ_W=once"}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		n := KillTagged("/proc", "MQ_W", func(v string) bool { return v == "once" })
+		c.Wait()
+		if n != 1 {
+			t.Fatalf("killed %d, want 1", n)
+		}
+	}
+}

@@ -171,20 +171,34 @@ func (c *conn) noteDiskFull(ph int64, reps []protocol.Report) {
 }
 
 // roomFor refuses n bytes of output that would leave less than
-// OutputReserve free on OutputDir's filesystem (kept for the database).
+// OutputReserve free on OutputDir's filesystem, or fewer than
+// inodeReserve free inodes (each new file takes one, and tiny ones run
+// out of inodes long before bytes): both are kept for the database.
 func (s *Server) roomFor(n int64) error {
 	if s.OutputReserve <= 0 {
 		return nil
 	}
+	statfs := s.statfs
+	if statfs == nil {
+		statfs = syscall.Statfs
+	}
 	var st syscall.Statfs_t
-	if err := syscall.Statfs(s.OutputDir, &st); err != nil {
+	if err := statfs(s.OutputDir, &st); err != nil {
 		return err
 	}
 	if free := int64(st.Bavail) * st.Bsize; free-n < s.OutputReserve {
 		return fmt.Errorf("the disk is nearly full (%d bytes free; %d are kept for the CLS, cls serve --output-reserve)", free, s.OutputReserve)
 	}
+	if keep := inodeReserve(st.Files); st.Ffree < keep {
+		return fmt.Errorf("the disk is nearly out of inodes (%d files free; %d are kept for the CLS)", st.Ffree, keep)
+	}
 	return nil
 }
+
+// inodeReserve is how many of a filesystem's total inodes roomFor keeps
+// free: a tenth, at most 65,536. A filesystem that reports no total
+// (btrfs, some network ones) makes inodes as it needs them: none.
+func inodeReserve(total uint64) uint64 { return min(total/10, 1<<16) }
 
 // writeAt writes data at off in the file path, creating it (and its
 // directory); offset 0 starts the file anew.

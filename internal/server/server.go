@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/mq-hpc/mq/internal/logguard"
@@ -29,6 +30,9 @@ type Server struct {
 	// OutputReserve is the free space staged output leaves on OutputDir's
 	// filesystem, for the database beside it (0: none).
 	OutputReserve int64
+	// statfs reads OutputDir's filesystem for roomFor (nil:
+	// syscall.Statfs); tests stand in for a full one.
+	statfs func(path string, st *syscall.Statfs_t) error
 
 	// SyncStreams syncs each piece of a remote placeholder's stream file
 	// into the CLS's copy before answering it (cls serve --sync full), so

@@ -32,7 +32,7 @@ func (s *Server) latest(id int64, c *conn) {
 }
 
 // forgetConn drops c as the latest connection of the placeholders it
-// registered, when it closes.
+// registered, when it closes, and the names of their stream copies.
 func (s *Server) forgetConn(c *conn) {
 	s.phConnMu.Lock()
 	defer s.phConnMu.Unlock()
@@ -41,6 +41,8 @@ func (s *Server) forgetConn(c *conn) {
 	for id := range c.phs {
 		if s.phConn[id] == c {
 			delete(s.phConn, id)
+			// Its next piece checks its copy's tail again (shippedSet).
+			s.shipped.forgetAll(id)
 		}
 	}
 }

@@ -45,7 +45,7 @@ type Server struct {
 	SiteOutputFiles func(site string) (files, ok bool)
 	// shipped holds the names of the stream copies written since start
 	// (output.ship): the first piece of each checks the copy's tail.
-	shipped sync.Map
+	shipped shippedSet
 
 	// OnPlaceholder, if set, is told when a placeholder registers on a
 	// connection and when that connection closes.

@@ -104,12 +104,12 @@ func (s *Server) appendCopy(dir string, p protocol.StreamPiece) (int64, error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
 		return 0, fmt.Errorf("stream copy: lock %s: %w", p.File, err)
 	}
-	if _, seen := s.shipped.LoadOrStore(p.File, true); !seen {
+	if s.shipped.first(p.Placeholder, p.File) {
 		// The first piece since this CLS started: a copy it was writing
 		// when it stopped may end in a torn piece. Cut it to its last
 		// whole chunk; the placeholder ships the rest again from there.
 		if err := recoverCopy(path, f); err != nil {
-			s.shipped.Delete(p.File)
+			s.shipped.forget(p.Placeholder, p.File)
 			return 0, err
 		}
 	}

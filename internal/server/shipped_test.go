@@ -1,0 +1,101 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mq-hpc/mq/internal/outstream"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// TestShipStreamNamesBounded: however many stream-file names a
+// placeholder ships, the server remembers a bounded number of them, and
+// none once its connection closes.
+func TestShipStreamNamesBounded(t *testing.T) {
+	t.Parallel()
+	srv := &Server{Store: newStore(t), OutputDir: t.TempDir()}
+	a := connect(t, srv, protocol.RolePlaceholder)
+	a.hello("")
+	var ra protocol.RegisterReply
+	a.do(protocol.OpRegister.Name, protocol.Register{Site: "s", Host: "h", Slots: 1, OutDir: "/scratch/out"}, &ra)
+	var rep protocol.StreamPieceReply
+	for seq := range 3 * maxShippedPerPlaceholder {
+		a.do(protocol.OpOutputShip.Name, protocol.StreamPiece{Placeholder: ra.ID, File: protocol.StreamFileName(ra.ID, seq), Data: []byte("MQSTRM01")}, &rep)
+		if n := srv.shipped.size(); n > maxShippedPerPlaceholder {
+			t.Fatalf("after %d names the server remembers %d, more than %d", seq+1, n, maxShippedPerPlaceholder)
+		}
+	}
+	a.c.Close()
+	select {
+	case <-a.served:
+	case <-time.After(patience):
+		t.Fatal("the connection did not close")
+	}
+	if n := srv.shipped.size(); n != 0 {
+		t.Errorf("%d names remembered after the placeholder's connection closed", n)
+	}
+}
+
+// TestShipStreamForgottenName: a copy whose name the server forgot in the
+// middle of a large chunk is checked again at the next piece: the
+// half-chunk is cut, the piece refused as at a wrong offset, and the
+// placeholder, resuming from the size answered, makes the copy whole.
+func TestShipStreamForgottenName(t *testing.T) {
+	t.Parallel()
+	site := filepath.Join(t.TempDir(), "site.mqs")
+	w, err := outstream.Create(site)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exts []outstream.Extent
+	for i := range 2 {
+		o := w.Output(outstream.Tag{Job: int64(i + 1), Attempt: 1, Stream: outstream.Stdout}, 0)
+		fmt.Fprintf(o, "job %d %s\n", i+1, strings.Repeat("x", 1000))
+		ext, err := o.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		exts = append(exts, ext)
+	}
+	w.Close()
+	whole, err := os.ReadFile(site)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	out := t.TempDir()
+	srv := &Server{Store: newStore(t), OutputDir: out}
+	a := connect(t, srv, protocol.RolePlaceholder)
+	a.hello("")
+	var ra protocol.RegisterReply
+	a.do(protocol.OpRegister.Name, protocol.Register{Site: "s", Host: "h", Slots: 1, OutDir: "/scratch/out"}, &ra)
+	name := protocol.StreamFileName(ra.ID, 0)
+	half := exts[0].Last + 100 // in the middle of the second chunk
+	var rep protocol.StreamPieceReply
+	a.do(protocol.OpOutputShip.Name, protocol.StreamPiece{Placeholder: ra.ID, File: name, Data: whole[:half]}, &rep)
+	if rep.Size != half {
+		t.Fatalf("size after the first piece: %d, want %d", rep.Size, half)
+	}
+	srv.shipped.forgetAll(ra.ID)
+	a.fails(protocol.OpOutputShip.Name, protocol.StreamPiece{Placeholder: ra.ID, File: name, Offset: half, Data: whole[half:]}, protocol.CodeBadState)
+	a.do(protocol.OpOutputShip.Name, protocol.StreamPiece{Placeholder: ra.ID, File: name}, &rep)
+	if rep.Size != exts[0].Last {
+		t.Fatalf("size after the check: %d, want the first chunk's end %d", rep.Size, exts[0].Last)
+	}
+	a.do(protocol.OpOutputShip.Name, protocol.StreamPiece{Placeholder: ra.ID, File: name, Offset: rep.Size, Data: whole[rep.Size:]}, &rep)
+	cp := filepath.Join(out, protocol.StreamDir, name)
+	if got, err := os.ReadFile(cp); err != nil || !bytes.Equal(got, whole) {
+		t.Fatalf("copy after resuming: %d bytes (%v), want %d", len(got), err, len(whole))
+	}
+	for i, ext := range exts {
+		var buf bytes.Buffer
+		if _, err := outstream.ReadFile(&buf, cp, outstream.Tag{Job: int64(i + 1), Attempt: 1, Stream: outstream.Stdout}, ext); err != nil || !strings.HasPrefix(buf.String(), fmt.Sprintf("job %d ", i+1)) {
+			t.Errorf("job %d from the copy: %.20q, %v", i+1, buf.String(), err)
+		}
+	}
+}

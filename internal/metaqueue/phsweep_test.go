@@ -2,6 +2,9 @@ package metaqueue
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mq-hpc/mq/protocol"
@@ -79,3 +82,34 @@ func registerAgain(id int64) protocol.Register {
 }
 
 func heartbeat(id int64) protocol.Heartbeat { return protocol.Heartbeat{Placeholder: id} }
+
+// A key registering under endless site names leaves the deadline check's
+// candidates no longer for it: the sites only swept placeholders held
+// are forgotten as more register, and a live placeholder's stays.
+func TestSweptPlaceholdersSitesForgotten(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.register("kept")
+	const round = 400
+	for r := range 3 {
+		for i := range round {
+			id := e.register(fmt.Sprintf("r%d-%d", r, i))
+			if err := e.s.PlaceholderDisconnected(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.advance(2 * testLease)
+	}
+	var sites []string
+	if err := e.s.do(ctx, func() error { sites = e.s.ledger.Sites(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(sites, "kept") {
+		t.Errorf("the site of a connected placeholder was forgotten")
+	}
+	for _, site := range sites {
+		if strings.HasPrefix(site, "r0-") {
+			t.Fatalf("%d sites known, %q among them, though its placeholder was swept two rounds ago", len(sites), site)
+		}
+	}
+}

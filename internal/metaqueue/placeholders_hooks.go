@@ -50,7 +50,7 @@ func (s *Store) RegisterAs(ctx context.Context, r protocol.Register, identity st
 		}
 		s.phCapacity(id, r)
 		s.data.SetPlaceholder(id, r.Site, r.Host)
-		s.ledger.KnowSite(r.Site)
+		s.ledger.Registered(id, r.Site, s.reg.Known)
 		if r.ID != 0 && id == r.ID && r.Holding != nil {
 			return s.handBackUnheld(id, r.Holding)
 		}

@@ -109,10 +109,12 @@ type Ledger struct {
 	execAt       map[int32]map[string]int
 	unfinishable map[int32]int
 	// sites are the sites a job could run at: stored ones and those
-	// placeholders registered from (the deadline check's candidates);
-	// siteNames the same, sorted (candidates).
+	// placeholders registered from, until none live holds them
+	// (siteHolders; the deadline check's candidates); siteNames the same,
+	// sorted (candidates).
 	sites     map[string]bool
 	siteNames []string
+	siteHolders
 	// dying are killed copies whose placeholder has not said they
 	// stopped: each keeps its reservation until it does (or until, a
 	// lease after the kill), since it runs on until the placeholder's
@@ -328,6 +330,10 @@ func (l *Ledger) KnowSite(site string) {
 // SetPrice is what a stored site's price became (0: free or gone).
 func (l *Ledger) SetPrice(site string, price float64) {
 	l.KnowSite(site)
+	if l.stored == nil {
+		l.stored = map[string]bool{}
+	}
+	l.stored[site] = true
 	if price > 0 {
 		l.price[site] = price
 	} else {
@@ -338,6 +344,7 @@ func (l *Ledger) SetPrice(site string, price float64) {
 // RemoveSite forgets a stored site: its price, and it as a candidate.
 func (l *Ledger) RemoveSite(site string) {
 	l.SetPrice(site, 0)
+	delete(l.stored, site)
 	delete(l.sites, site)
 	if i, ok := slices.BinarySearch(l.siteNames, site); ok {
 		l.siteNames = slices.Delete(l.siteNames, i, i+1)

@@ -75,6 +75,9 @@ type Plans struct {
 	readyAt  map[int64]time.Time
 	lastSeen map[string]time.Time // site -> when a placeholder there last asked for work or heartbeated
 	fileSite map[string]string    // path -> the site the plan keeps it at
+	// seenPrune is how many sites in lastSeen make Seen drop those not
+	// seen within Patience (Seen).
+	seenPrune int
 }
 
 // Reset forgets every plan.
@@ -143,8 +146,26 @@ func (p *Plans) Ended(id int64) {
 
 // Seen notes that a placeholder at site asked for work or heartbeated at
 // now: a site whose placeholders are all busy still takes its planned jobs
-// when they free up.
-func (p *Plans) Seen(site string, now time.Time) { p.lastSeen[site] = now }
+// when they free up. Sites are the names placeholders registered under:
+// one not seen within Patience is as good as never seen (waiting), so
+// those are dropped once the sites reach twice those the last drop kept,
+// and a key heartbeating under endless names holds no growing memory.
+func (p *Plans) Seen(site string, now time.Time) {
+	p.lastSeen[site] = now
+	if len(p.lastSeen) < p.seenPrune {
+		return
+	}
+	for s, at := range p.lastSeen {
+		if now.Sub(at) > Patience {
+			delete(p.lastSeen, s)
+		}
+	}
+	p.seenPrune = max(2*len(p.lastSeen), minSeenPrune)
+}
+
+// minSeenPrune is the fewest sites in lastSeen that make Seen drop
+// those not seen within Patience.
+const minSeenPrune = 64
 
 // FileSite is the site the plan keeps path at, if it names one.
 func (p *Plans) FileSite(path string) (string, bool) {

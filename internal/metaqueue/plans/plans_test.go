@@ -2,6 +2,7 @@ package plans
 
 import (
 	"errors"
+	"fmt"
 	"regexp"
 	"slices"
 	"testing"
@@ -195,4 +196,26 @@ func TestWaitOf(t *testing.T) {
 func TestQueriesUsed(t *testing.T) {
 	t.Parallel()
 	modtest.QueriesUsed(t, "plans.sql", queries.Names(), regexp.MustCompile(`(?:Get\(|\[\]string\{|, )"([A-Z][A-Za-z]+)"`))
+}
+
+// TestSeenBounded: sites seen under endless names, each once, leave a
+// bounded number behind; one seen within Patience still keeps its jobs.
+func TestSeenBounded(t *testing.T) {
+	t.Parallel()
+	p := planned(map[int64]entry{1: {site: "a"}})
+	now := t0
+	for i := range 20_000 {
+		now = now.Add(time.Second)
+		p.Seen(fmt.Sprintf("name%d", i), now)
+		if i%10 == 0 {
+			p.Seen("a", now)
+		}
+	}
+	if n := len(p.lastSeen); n > 2*max(minSeenPrune, int(Patience/time.Second)+2) {
+		t.Errorf("%d sites remembered after 20,000 names, one a second", n)
+	}
+	p.Ready(1, job.Waiting, now)
+	if !p.Keep(1, "b", now) {
+		t.Errorf("a site seen within Patience was forgotten")
+	}
 }

@@ -81,6 +81,12 @@ type Registry struct {
 	// heartbeat with room (Started); kept is how many.
 	starts map[int64][]protocol.JobRef
 	kept   int
+	// last is the highest id a registration was given in this run: a new
+	// one is above it (InsertPlaceholder), so no id names two
+	// placeholders of a run. Given again, an id of one swept (Sweep)
+	// would inherit what the server and the core's modules keep of it by
+	// id (a stale pool, its stream copies' names).
+	last int64
 }
 
 // MaxKeptStarts bounds the starts kept while there is no room: past it
@@ -124,10 +130,11 @@ func (g *Registry) Register(st Stmts, r protocol.Register, identity string, now 
 	}
 	isNew := id == 0
 	if isNew {
-		if err := st.Insert.QueryRow(r.Site, r.Host, r.PID, r.OutDir, r.Slots, at, at, identity).Scan(&id); err != nil {
+		if err := st.Insert.QueryRow(g.last, r.Site, r.Host, r.PID, r.OutDir, r.Slots, at, at, identity).Scan(&id); err != nil {
 			return 0, batchfail.Store{Err: err}
 		}
 	}
+	g.last = max(g.last, id)
 	g.registered(id, isNew)
 	return id, nil
 }

@@ -2,8 +2,11 @@
 -- still names it.
 
 -- name: InsertPlaceholder
-INSERT INTO placeholders (site, host, pid, out_dir, slots, started, last_seen, identity)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id;
+-- A new id above any row's and above the first parameter (the highest this
+-- run gave): SQLite's own choice, the highest row's plus one, gives a swept
+-- placeholder's id again.
+INSERT INTO placeholders (id, site, host, pid, out_dir, slots, started, last_seen, identity)
+SELECT max(coalesce(max(id), 0), ?) + 1, ?, ?, ?, ?, ?, ?, ?, ? FROM placeholders RETURNING id;
 
 -- name: TouchPlaceholder
 UPDATE placeholders SET pid = ?, slots = ?, last_seen = ?

@@ -407,3 +407,27 @@ func TestStarted(t *testing.T) {
 		t.Errorf("after they went: %v, want none kept", got)
 	}
 }
+
+// TestSweptIDNotGivenAgain: a new placeholder never gets the id of one
+// swept in the same run, though SQLite would give the highest row's id
+// plus one.
+func TestSweptIDNotGivenAgain(t *testing.T) {
+	db, st := newDB(t)
+	var g Registry
+	t0 := time.Unix(1000, 0)
+	seen := map[int64]bool{}
+	for range 3 {
+		id, err := g.Register(st, protocol.Register{Site: "a", Host: "h", Slots: 1}, "", t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[id] {
+			t.Fatalf("id %d given again after its placeholder was swept", id)
+		}
+		seen[id] = true
+		g.Disconnected(id, t0)
+		if err := g.Delete(context.Background(), db, []int64{id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -39,7 +39,7 @@ func (s *Store) loadRequests(ctx context.Context) error {
 // phCapacity makes what placeholder ph registered its pool
 // (packing.Register); a capacity refused leaves it running one-core jobs.
 func (s *Store) phCapacity(ph int64, r protocol.Register) {
-	s.pack.PlaceholderWalltime(ph, r.Walltime)
+	s.pack.Registered(ph, r.Walltime, s.reg.Known)
 	if err := s.pack.Register(ph, r.Capacity, r.Slots, packJobs{s}); err != nil {
 		s.log.Warn("placeholder's capacity refused; it runs one-core jobs as slots", "placeholder", ph, "err", err)
 	}

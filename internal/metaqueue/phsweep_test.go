@@ -113,3 +113,43 @@ func TestSweptPlaceholdersSitesForgotten(t *testing.T) {
 		}
 	}
 }
+
+// Placeholders swept leave nothing of theirs in packing as more register,
+// and their ids are not given again in the run.
+func TestSweptPlaceholdersPacking(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	given := map[int64]bool{}
+	var first []int64
+	const round = 300
+	for r := range 3 {
+		for range round {
+			reply, err := e.s.Register(ctx, protocol.Register{Site: "s", Host: "h-s", PID: 42, Slots: 4, OutDir: "/out/s", Capacity: &protocol.Capacity{CPUs: 4}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if given[reply.ID] {
+				t.Fatalf("id %d given again after its placeholder was swept", reply.ID)
+			}
+			given[reply.ID] = true
+			if r == 0 {
+				first = append(first, reply.ID)
+			}
+			if err := e.s.PlaceholderDisconnected(ctx, reply.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.advance(2 * testLease)
+	}
+	if err := e.s.do(ctx, func() error {
+		for _, id := range first {
+			if e.s.pack.Has(id) {
+				t.Errorf("packing still holds placeholder %d, swept two rounds ago", id)
+				break
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -50,6 +50,7 @@ type Packing struct {
 	grants  map[Run]granted              // running attempts' grants
 	since   map[int64]time.Time          // job -> when it first did not fit a pool that could hold it
 	holds   map[int64]int64              // placeholder -> the job it is reserved for
+	goneAt  int                          // placeholders held that make Registered forget those gone
 	sites   map[string]resource.Capacity // site -> what its placeholders are asked to hold
 	learn   *resource.Learner
 	retried map[int64]memRetries // jobs run again with more memory

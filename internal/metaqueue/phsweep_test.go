@@ -101,8 +101,12 @@ func TestSweptPlaceholdersSitesForgotten(t *testing.T) {
 		e.advance(2 * testLease)
 	}
 	var sites []string
-	if err := e.s.do(ctx, func() error { sites = e.s.ledger.Sites(); return nil }); err != nil {
+	places := 0
+	if err := e.s.do(ctx, func() error { sites, places = e.s.ledger.Sites(), e.s.data.Places(); return nil }); err != nil {
 		t.Fatal(err)
+	}
+	if places > 10 {
+		t.Errorf("%d places numbered after 1,200 placeholders registered under names of their own and swept", places)
 	}
 	if !slices.Contains(sites, "kept") {
 		t.Errorf("the site of a connected placeholder was forgotten")

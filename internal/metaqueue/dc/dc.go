@@ -166,11 +166,12 @@ type Loc struct {
 // State is the memory of data-conscious scheduling. The zero value is
 // not ready: Reset it.
 type State struct {
-	files   map[int64]*Files // live jobs that declared files
-	where   map[string]Loc   // path -> where it was last produced
-	perHost map[string]bool  // node-local sites: places per host
-	places  []Place          // indexed by policy.Site
+	files   map[int64]*Files      // live jobs that declared files
+	where   map[string]Loc        // path -> where it was last produced
+	perHost map[string]bool       // node-local sites: places per host
+	places  map[policy.Site]Place // numbered by Site; see placeRefs
 	placeID map[Place]policy.Site
+	placeRefs
 	phPlace map[int64]policy.Site // placeholder -> where it runs
 	readyAt map[int64]time.Time   // jobs of choosing queues: when ready (BecameReady)
 	// chose is when each queue last began to choose, as stored
@@ -201,7 +202,7 @@ type State struct {
 func (d *State) Reset(now time.Time) {
 	*d = State{
 		files: map[int64]*Files{}, where: map[string]Loc{}, perHost: map[string]bool{},
-		placeID: map[Place]policy.Site{},
+		places: map[policy.Site]Place{}, placeID: map[Place]policy.Site{},
 		phPlace: map[int64]policy.Site{}, readyAt: map[int64]time.Time{}, chose: map[int32]time.Time{}, lastAsk: map[int64]time.Time{},
 		epoch: now, links: d.links,
 	}
@@ -221,13 +222,15 @@ func (d *State) Site(p Place) policy.Site {
 	if id, ok := d.placeID[p]; ok {
 		return id
 	}
-	id := policy.Site(len(d.places))
-	d.places = append(d.places, p)
+	id := d.next
+	d.next++
+	d.places[id] = p
 	d.placeID[p] = id
 	return id
 }
 
-// SiteAt is the site and host of a place numbered by Site.
+// SiteAt is the site and host of a place numbered by Site (the zero
+// Place for one forgotten).
 func (d *State) SiteAt(at policy.Site) Place { return d.places[at] }
 
 // At numbers the place of site and host.
@@ -305,14 +308,24 @@ func (d *State) SiteOf(ctx context.Context, db Querier, ph int64) (string, error
 // SetPlaceholder records where placeholder ph runs.
 func (d *State) SetPlaceholder(ph int64, site, host string) policy.Site {
 	at := d.At(site, host)
+	if old, ok := d.phPlace[ph]; ok {
+		if old == at {
+			return at
+		}
+		d.unref(old)
+	}
 	d.phPlace[ph] = at
+	d.ref(at)
 	return at
 }
 
 // PlaceholderGone forgets placeholder ph: its place and its arrivals. It
 // says whether a decision may differ.
 func (d *State) PlaceholderGone(ph int64) bool {
-	delete(d.phPlace, ph)
+	if at, ok := d.phPlace[ph]; ok {
+		delete(d.phPlace, ph)
+		d.unref(at)
+	}
 	return d.Forget(ph)
 }
 
@@ -531,12 +544,16 @@ func (d *State) Where(path string) (Loc, bool) {
 }
 
 // Locate records that path is at l.
-func (d *State) Locate(path string, l Loc) { d.where[path] = l }
+func (d *State) Locate(path string, l Loc) {
+	d.where[path] = l
+	d.locatedAt(l.At)
+}
 
 // LocateNew records that path is at l unless its place is known.
 func (d *State) LocateNew(path string, l Loc) {
 	if _, ok := d.where[path]; !ok {
 		d.where[path] = l
+		d.locatedAt(l.At)
 	}
 }
 

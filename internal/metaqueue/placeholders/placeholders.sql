@@ -2,11 +2,15 @@
 -- still names it.
 
 -- name: InsertPlaceholder
--- A new id above any row's and above the first parameter (the highest this
--- run gave): SQLite's own choice, the highest row's plus one, gives a swept
--- placeholder's id again.
+-- A new id above any row's, above the first parameter (the highest this
+-- run gave) and above meta('placeholder_last'), the highest any run gave
+-- (schema version 33; its trigger raises it with this insert): SQLite's
+-- own choice, the highest row's plus one, gives a swept placeholder's id
+-- again.
 INSERT INTO placeholders (id, site, host, pid, out_dir, slots, started, last_seen, identity)
-SELECT max(coalesce(max(id), 0), ?) + 1, ?, ?, ?, ?, ?, ?, ?, ? FROM placeholders RETURNING id;
+SELECT max(coalesce(max(id), 0), ?,
+	coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'placeholder_last'), 0)) + 1,
+	?, ?, ?, ?, ?, ?, ?, ? FROM placeholders RETURNING id;
 
 -- name: TouchPlaceholder
 UPDATE placeholders SET pid = ?, slots = ?, last_seen = ?

@@ -78,6 +78,7 @@ func newDB(t *testing.T) (*sql.DB, Stmts) {
 		"CREATE TABLE attempts (job_id INTEGER, attempt INTEGER, placeholder_id INTEGER)",
 		"CREATE TABLE job_copies (job_id INTEGER, attempt INTEGER, placeholder_id INTEGER NOT NULL)",
 		"CREATE TABLE sites (name TEXT PRIMARY KEY, spec TEXT NOT NULL, created INTEGER NOT NULL)",
+		"CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
 	} {
 		if _, err := db.Exec(ddl); err != nil {
 			t.Fatal(err)

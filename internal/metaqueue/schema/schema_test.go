@@ -378,3 +378,43 @@ func TestRedo(t *testing.T) {
 		}
 	}
 }
+
+// TestPlaceholderLast: a database of the previous version starts its
+// highest placeholder id given from the highest it still names (a row, a
+// job's, an attempt's), inserts raise it and deleting rows does not lower
+// it; the step run again keeps it.
+func TestPlaceholderLast(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := conn(t)
+	migrateTo(t, c, 32)
+	exec(t, c, "INSERT INTO placeholders (id, site, host, pid, out_dir, slots, started, last_seen) VALUES (3, 's', 'h', 1, '', 1, 0, 0)")
+	exec(t, c, "INSERT INTO attempts (job_id, attempt, placeholder_id, reason) VALUES (1, 1, 9, 'lost')")
+	if err := Migrate(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	last := func() int64 {
+		t.Helper()
+		var n int64
+		if err := c.QueryRowContext(ctx, "SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'placeholder_last'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := last(); n != 9 {
+		t.Fatalf("after the migration placeholder_last is %d, want 9 (the attempt's)", n)
+	}
+	exec(t, c, "INSERT INTO placeholders (id, site, host, pid, out_dir, slots, started, last_seen) VALUES (12, 's', 'h', 1, '', 1, 0, 0)")
+	exec(t, c, "DELETE FROM placeholders")
+	exec(t, c, "INSERT INTO placeholders (id, site, host, pid, out_dir, slots, started, last_seen) VALUES (5, 's', 'h', 1, '', 1, 0, 0)")
+	if n := last(); n != 12 {
+		t.Fatalf("after inserts and a delete placeholder_last is %d, want 12", n)
+	}
+	exec(t, c, "UPDATE meta SET value = '32' WHERE key = 'schema'")
+	if err := Migrate(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if n := last(); n != 12 {
+		t.Fatalf("after the step again placeholder_last is %d, want 12", n)
+	}
+}

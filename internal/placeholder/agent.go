@@ -20,6 +20,7 @@ import (
 
 	"github.com/mq-hpc/mq/client"
 	"github.com/mq-hpc/mq/internal/backoff"
+	"github.com/mq-hpc/mq/internal/diskroom"
 	"github.com/mq-hpc/mq/internal/outstream"
 	"github.com/mq-hpc/mq/internal/placeholder/memlimit"
 	"github.com/mq-hpc/mq/internal/resource"
@@ -161,7 +162,7 @@ type Agent struct {
 	// create opens a job's output file; nil is createOutput (tests make
 	// writes fail with it).
 	create func(path string) (io.WriteCloser, error)
-	statfs func(dir string) (int64, error) // freeSpace (tests fill and empty disks with it)
+	statfs func(dir string) (diskroom.Free, error) // diskroom.Dir (tests fill and empty disks with it)
 	// diskFull: the work loop pauses for the output disk (workLoop.diskFull);
 	// heartbeats go on without jobs to name, so the CLS keeps hearing of it.
 	diskFull atomic.Bool
@@ -206,7 +207,7 @@ func New(cfg Config) *Agent {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	a := &Agent{cfg: cfg, log: cfg.Log, running: map[int64]*proc{}, held: map[int64]protocol.JobRef{}, hbEvery: time.Second, liveKick: make(chan struct{}, 1), statfs: freeSpace,
+	a := &Agent{cfg: cfg, log: cfg.Log, running: map[int64]*proc{}, held: map[int64]protocol.JobRef{}, hbEvery: time.Second, liveKick: make(chan struct{}, 1), statfs: diskroom.Dir,
 		churn: backoff.Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.5}, lineage: rand.Text()[:12]}
 	a.sweep = newSweeper(a.log)
 	a.wall = time.Now

@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/diskroom"
 	"github.com/mq-hpc/mq/internal/metaqueue"
 	"github.com/mq-hpc/mq/internal/server"
 	"github.com/mq-hpc/mq/job"
@@ -1025,7 +1026,7 @@ func TestAgentOutputCap(t *testing.T) {
 func TestOutputLimitReserve(t *testing.T) {
 	t.Parallel()
 	free := int64(10000)
-	l := &outputLimit{reserve: 4000, statfs: func(string) (int64, error) { return free, nil }, over: make(chan struct{})}
+	l := &outputLimit{reserve: 4000, statfs: func(string) (diskroom.Free, error) { return diskroom.Free{Bytes: free}, nil }, over: make(chan struct{})}
 	if n := l.take(5000); n != 5000 {
 		t.Fatalf("take(5000) with 10000 free = %d", n)
 	}

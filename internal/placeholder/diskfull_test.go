@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/diskroom"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -41,7 +42,7 @@ func TestOutputLimitOthersFilled(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			l := &outputLimit{max: tc.max, reserve: 4000, dir: "/out", over: make(chan struct{})}
 			written := int64(0)
-			l.statfs = func(string) (int64, error) { return tc.free - written, nil } // the attempt's own writes fill it
+			l.statfs = func(string) (diskroom.Free, error) { return diskroom.Free{Bytes: tc.free - written}, nil } // the attempt's own writes fill it
 			for _, n := range tc.takes {
 				written += int64(l.take(n))
 			}
@@ -85,12 +86,17 @@ func TestDecideDiskFull(t *testing.T) {
 // and how often it was asked.
 type disk struct {
 	free  atomic.Int64
+	short atomic.Bool // fewer inodes free than are kept
 	looks atomic.Int64
 }
 
-func (d *disk) statfs(string) (int64, error) {
+func (d *disk) statfs(string) (diskroom.Free, error) {
 	d.looks.Add(1)
-	return d.free.Load(), nil
+	f := diskroom.Free{Bytes: d.free.Load(), Inodes: 1 << 20, Keep: 1 << 16}
+	if d.short.Load() {
+		f.Inodes = f.Keep - 1
+	}
+	return f, nil
 }
 
 // logBuffer is a log a test reads while the agent writes it.
@@ -236,8 +242,8 @@ func TestAgentPausesForDisk(t *testing.T) {
 
 // filling is a free-space function for a disk of size bytes that the
 // files under dir fill: an attempt's own output fills it as it writes.
-func filling(dir string, size int64) func(string) (int64, error) {
-	return func(string) (int64, error) {
+func filling(dir string, size int64) func(string) (diskroom.Free, error) {
+	return func(string) (diskroom.Free, error) {
 		var used int64
 		err := filepath.WalkDir(dir, func(_ string, e fs.DirEntry, err error) error {
 			if err != nil || e.IsDir() {
@@ -248,6 +254,70 @@ func filling(dir string, size int64) func(string) (int64, error) {
 			}
 			return nil
 		})
-		return size - used, err
+		return diskroom.Free{Bytes: size - used}, err
+	}
+}
+
+// TestOutputLimitInodes: the limit keeps the filesystem's inodes as the
+// server does: with fewer free than are kept it writes nothing, says so,
+// and the attempt, having written less than the reserve, runs again; a
+// filesystem that reports no inode count (btrfs) is never short.
+func TestOutputLimitInodes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		free  diskroom.Free
+		wrote int
+	}{
+		{"short", diskroom.Free{Bytes: 1 << 40, Inodes: 99, Keep: 100}, 0},
+		{"at the reserve", diskroom.Free{Bytes: 1 << 40, Inodes: 100, Keep: 100}, 10},
+		{"no inode count", diskroom.Free{Bytes: 1 << 40}, 10},
+	} {
+		l := &outputLimit{reserve: 4000, dir: "/out", over: make(chan struct{})}
+		l.statfs = func(string) (diskroom.Free, error) { return tc.free, nil }
+		if n := l.take(10); n != tc.wrote {
+			t.Errorf("%s: take(10) = %d, want %d", tc.name, n, tc.wrote)
+		}
+		if tc.wrote > 0 {
+			if l.why() != "" {
+				t.Errorf("%s: stopped: %s", tc.name, l.why())
+			}
+			continue
+		}
+		if !strings.Contains(l.why(), "nearly out of inodes") {
+			t.Errorf("%s: reason %q, want it to say the inodes ran short", tc.name, l.why())
+		}
+		if o := l.othersFilled(); !protocol.DiskFull(o) || !strings.Contains(o, "inodes") {
+			t.Errorf("%s: othersFilled = %q, want protocol.DiskFull, for the inodes", tc.name, o)
+		}
+	}
+}
+
+// TestDiskFullInodes: an agent whose output disk has fewer free inodes
+// than are kept pauses as for bytes, and logs it once.
+func TestDiskFullInodes(t *testing.T) {
+	t.Parallel()
+	var logs logBuffer
+	cfg := agentConfig(t, 1)
+	cfg.OutputReserve = 1 << 20
+	cfg.Log = slog.New(slog.NewTextHandler(&logs, nil))
+	a := New(cfg)
+	d := &disk{}
+	d.free.Store(1 << 30)
+	a.statfs = d.statfs
+	w := &workLoop{a: a}
+	if w.diskFull() {
+		t.Fatal("paused with room")
+	}
+	d.short.Store(true)
+	if !w.diskFull() || !w.diskFull() {
+		t.Fatal("not paused with the inodes short")
+	}
+	d.short.Store(false)
+	if w.diskFull() {
+		t.Fatal("still paused with inodes again")
+	}
+	if p, r := logs.count("taking no new jobs"), logs.count("room on the output disk again"); p != 1 || r != 1 {
+		t.Errorf("logged the pause %d times and the resumption %d times, want once each", p, r)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/diskroom"
 	"github.com/mq-hpc/mq/internal/outstream"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -57,7 +58,7 @@ type outputLimit struct {
 	max, reserve int64
 	capBy        string // where max comes from, for the reason
 	dir          string // on the output filesystem (for the reserve)
-	statfs       func(dir string) (free int64, err error)
+	statfs       func(dir string) (diskroom.Free, error)
 
 	mu      sync.Mutex
 	written int64
@@ -65,6 +66,7 @@ type outputLimit struct {
 	over    chan struct{} // closed once reason is set
 	full    bool          // stopped for the reserve
 	free    int64         // the free space then
+	inodes  bool          // stopped for short inodes rather than bytes
 }
 
 // newOutputLimit is the limit of an attempt of asg: the smaller of the
@@ -78,16 +80,6 @@ func (a *Agent) newOutputLimit(dir string, asg protocol.Assignment) *outputLimit
 		l.max, l.capBy = q, "queue "+protocol.ClipText(asg.Queue, 64)+"'s --max-output"
 	}
 	return l
-}
-
-// freeSpace is the space an unprivileged process may still write on
-// dir's filesystem.
-func freeSpace(dir string) (int64, error) {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err != nil {
-		return 0, err
-	}
-	return int64(st.Bavail) * st.Bsize, nil
 }
 
 // take says how many of n more bytes may be written; fewer than n means
@@ -104,16 +96,29 @@ func (l *outputLimit) take(n int) int {
 		l.stop(fmt.Sprintf("output: stdout and stderr passed the cap of %d bytes per job (%s); the job was stopped", l.max, l.capBy))
 	}
 	if l.reserve > 0 {
-		if free, err := l.statfs(l.dir); err == nil && free-ok < l.reserve {
-			ok = max(0, min(ok, free-l.reserve))
+		// The inodes are kept as the server keeps them (roomFor): a job's
+		// output makes no new file, but what the CLS makes there does.
+		if free, err := l.statfs(l.dir); err == nil && (free.Bytes-ok < l.reserve || free.InodesShort()) {
+			ok = max(0, min(ok, free.Bytes-l.reserve))
+			if free.InodesShort() {
+				ok = 0
+			}
 			if l.reason == "" { // past the cap too: that is the job's own
-				l.full, l.free = true, free
-				l.stop(fmt.Sprintf("output: the disk of %s is nearly full (%d bytes free; %d are kept for the CLS, cls serve --output-reserve); the job was stopped", l.dir, free, l.reserve))
+				l.full, l.free, l.inodes = true, free.Bytes, free.InodesShort()
+				l.stop("output: " + short(l.dir, free, l.reserve) + "; the job was stopped")
 			}
 		}
 	}
 	l.written += ok
 	return int(ok)
+}
+
+// short says how dir's filesystem, with free, is short of the reserve.
+func short(dir string, free diskroom.Free, reserve int64) string {
+	if free.InodesShort() {
+		return fmt.Sprintf("the disk of %s is nearly out of inodes (%d files free; %d are kept for the CLS, cls serve --output-reserve)", dir, free.Inodes, free.Keep)
+	}
+	return fmt.Sprintf("the disk of %s is nearly full (%d bytes free; %d are kept for the CLS, cls serve --output-reserve)", dir, free.Bytes, reserve)
 }
 
 func (l *outputLimit) stop(reason string) {
@@ -132,6 +137,10 @@ func (l *outputLimit) othersFilled() string {
 	defer l.mu.Unlock()
 	if !l.full || l.written >= l.reserve {
 		return ""
+	}
+	if l.inodes {
+		return fmt.Sprintf("%s (the disk of %s is nearly out of inodes, a tenth of them or 65,536 are kept for the CLS, cls serve --output-reserve; the job wrote %d): it runs again once there is room",
+			protocol.ReasonDiskFull, l.dir, l.written)
 	}
 	return fmt.Sprintf("%s (%d bytes free on the disk of %s; %d are kept for the CLS, cls serve --output-reserve; the job wrote %d): it runs again once there is room",
 		protocol.ReasonDiskFull, l.free, l.dir, l.reserve, l.written)

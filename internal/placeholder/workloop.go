@@ -283,14 +283,14 @@ func (w *workLoop) diskFull() bool {
 		return w.diskIsFull
 	}
 	free, err := a.statfs(a.cfg.OutDir)
-	full := err == nil && free < a.cfg.OutputReserve // unknown: as the output limit, not full
+	full := err == nil && (free.Bytes < a.cfg.OutputReserve || free.InodesShort()) // unknown: as the output limit, not full
 	switch {
 	case full && !w.diskIsFull:
 		a.log.Warn("the output disk is nearly full: taking no new jobs until there is room (cls serve --output-reserve)",
-			"dir", a.cfg.OutDir, "free", free, "reserve", a.cfg.OutputReserve, "running", w.running)
+			"dir", a.cfg.OutDir, "free", free.Bytes, "reserve", a.cfg.OutputReserve, "inodes_free", free.Inodes, "inodes_kept", free.Keep, "running", w.running)
 	case !full && w.diskIsFull:
 		// At the pause's level: where the pause shows, its end does.
-		a.log.Warn("room on the output disk again: taking jobs", "dir", a.cfg.OutDir, "free", free, "reserve", a.cfg.OutputReserve)
+		a.log.Warn("room on the output disk again: taking jobs", "dir", a.cfg.OutDir, "free", free.Bytes, "reserve", a.cfg.OutputReserve, "inodes_free", free.Inodes)
 	}
 	w.diskIsFull = full
 	a.diskFull.Store(full)

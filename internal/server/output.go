@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/mq-hpc/mq/internal/diskroom"
 	"github.com/mq-hpc/mq/internal/outstream"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
@@ -172,7 +173,7 @@ func (c *conn) noteDiskFull(ph int64, reps []protocol.Report) {
 
 // roomFor refuses n bytes of output that would leave less than
 // OutputReserve free on OutputDir's filesystem, or fewer than
-// inodeReserve free inodes (each new file takes one, and tiny ones run
+// diskroom.InodeReserve free inodes (each new file takes one, and tiny ones run
 // out of inodes long before bytes): both are kept for the database.
 func (s *Server) roomFor(n int64) error {
 	if s.OutputReserve <= 0 {
@@ -186,19 +187,15 @@ func (s *Server) roomFor(n int64) error {
 	if err := statfs(s.OutputDir, &st); err != nil {
 		return err
 	}
-	if free := int64(st.Bavail) * st.Bsize; free-n < s.OutputReserve {
-		return fmt.Errorf("the disk is nearly full (%d bytes free; %d are kept for the CLS, cls serve --output-reserve)", free, s.OutputReserve)
+	free := diskroom.Of(&st)
+	if free.Bytes-n < s.OutputReserve {
+		return fmt.Errorf("the disk is nearly full (%d bytes free; %d are kept for the CLS, cls serve --output-reserve)", free.Bytes, s.OutputReserve)
 	}
-	if keep := inodeReserve(st.Files); st.Ffree < keep {
-		return fmt.Errorf("the disk is nearly out of inodes (%d files free; %d are kept for the CLS)", st.Ffree, keep)
+	if free.InodesShort() {
+		return fmt.Errorf("the disk is nearly out of inodes (%d files free; %d are kept for the CLS)", free.Inodes, free.Keep)
 	}
 	return nil
 }
-
-// inodeReserve is how many of a filesystem's total inodes roomFor keeps
-// free: a tenth, at most 65,536. A filesystem that reports no total
-// (btrfs, some network ones) makes inodes as it needs them: none.
-func inodeReserve(total uint64) uint64 { return min(total/10, 1<<16) }
 
 // writeAt writes data at off in the file path, creating it (and its
 // directory); offset 0 starts the file anew.

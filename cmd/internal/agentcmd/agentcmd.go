@@ -96,7 +96,7 @@ func (f *flags) register(fs *flag.FlagSet, mode Mode) {
 	fs.StringVar(&f.out, "out", "", outUsage)
 	fs.BoolVar(&f.streams, "streams", true, "write jobs' stdout and stderr to a few stream files under --out/streams instead of a file each; with --cls they are shipped to the CLS in bulk (false, or a CLS serving --output files: a file each)")
 	fs.StringVar(&f.maxOutput, "max-output", "1G", "most a job may write to stdout and stderr together, `SIZE` (512K, 1G; 0 = no cap): a job that writes more is stopped and fails")
-	fs.StringVar(&f.outputReserve, "output-reserve", "0", "free space to keep on the filesystem of --out, `SIZE`: below it the agent takes no new jobs, and a job whose output would leave less is stopped: it runs again later, or fails if it wrote the reserve itself (the CLS passes its own to local placeholders)")
+	fs.StringVar(&f.outputReserve, "output-reserve", "0", "free space to keep on the filesystem of --out, `SIZE`, and free inodes too when it is set (a tenth of them, at most 65536; none where the filesystem counts none): below either the agent takes no new jobs, and a job whose output would leave less is stopped: it runs again later, or fails if it wrote the reserve itself (the CLS passes its own to local placeholders)")
 	fs.DurationVar(&f.walltime, "walltime", 0, "this placeholder's own time limit (0 = none)")
 	fs.DurationVar(&f.idle, "idle", 0, "exit after this long without work (0 = never)")
 	fs.DurationVar(&f.reconnect, "reconnect", 10*time.Minute, "give up after the CLS is unreachable this long")

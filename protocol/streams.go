@@ -44,24 +44,45 @@ func StreamFileName(ph int64, seq int) string {
 	return fmt.Sprintf("%d-%d.mqs", ph, seq)
 }
 
+// MaxStreamFiles bounds the stream files of one placeholder the CLS
+// copies (output.ship): their numbers run from 0 to MaxStreamFiles-1, so
+// one placeholder key cannot fill the CLS's filesystem with tiny copies
+// down to its inode reserve. A placeholder opens a file only past
+// the rotation size (256 MiB by default: most jobs open none, one whose
+// two outputs straddle a rotation two) or, at most once a second, after
+// a write failed: 65,536 files is 16 TiB of output under one id.
+const MaxStreamFiles = 1 << 16
+
 // StreamFileOwner returns the placeholder whose stream file name is, or
 // false if name is not a StreamFileName (no path elements, no other
 // spelling).
 func StreamFileOwner(name string) (int64, bool) {
+	ph, _, ok := parseStreamFile(name)
+	return ph, ok
+}
+
+// StreamFileSeq returns the number of stream file name (its seq in
+// StreamFileName), or false if name is not one.
+func StreamFileSeq(name string) (int, bool) {
+	_, seq, ok := parseStreamFile(name)
+	return seq, ok
+}
+
+func parseStreamFile(name string) (int64, int, bool) {
 	base, ok := strings.CutSuffix(name, ".mqs")
 	if !ok {
-		return 0, false
+		return 0, 0, false
 	}
 	a, b, ok := strings.Cut(base, "-")
 	if !ok {
-		return 0, false
+		return 0, 0, false
 	}
 	ph, err1 := strconv.ParseInt(a, 10, 64)
 	seq, err2 := strconv.Atoi(b)
 	if err1 != nil || err2 != nil || ph <= 0 || seq < 0 || StreamFileName(ph, seq) != name {
-		return 0, false
+		return 0, 0, false
 	}
-	return ph, true
+	return ph, seq, true
 }
 
 // CheckStreamed checks one entry of Report.Streamed as a placeholder sent

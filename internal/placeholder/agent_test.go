@@ -148,7 +148,7 @@ func (p *peerConn) Read(b []byte) (int, error) {
 		n, err := p.Conn.Read(b)
 		silent := p.silent.Load()
 		p.c.mu.Lock()
-		for _, op := range []string{protocol.OpNext.Name, protocol.OpReport.Name, protocol.OpHeartbeat.Name} {
+		for _, op := range []string{protocol.OpNext.Name, protocol.OpReport.Name, protocol.OpHeartbeat.Name, protocol.OpOutputShip.Name} {
 			k := strings.Count(string(b[:n]), `"op":"`+op+`"`)
 			p.c.seen[op] += k
 			if silent {

@@ -29,6 +29,9 @@ func (a *Agent) shipTo(ctx context.Context, f *streamFile, end int64) error {
 	if f.shipped >= end {
 		return nil
 	}
+	if f.refused != nil {
+		return f.refused
+	}
 	if f.rd == nil {
 		rd, err := os.Open(filepath.Join(a.streams.dir, f.name))
 		if err != nil {
@@ -54,6 +57,13 @@ func (a *Agent) shipTo(ctx context.Context, f *streamFile, end int64) error {
 		if err == nil {
 			f.shipped = rep.Size
 			continue
+		}
+		if protocol.IsCode(err, protocol.CodeForbidden) {
+			// Final for this file (past the number of files the CLS
+			// copies, or not this placeholder's): its outputs stay here,
+			// and every report naming it says so without asking again.
+			f.refused = err
+			return err
 		}
 		if !protocol.IsCode(err, protocol.CodeBadState) || resumes == shipResumes {
 			return err

@@ -306,3 +306,35 @@ func TestAgentStreamsReserve(t *testing.T) {
 		t.Errorf("job ended %+v, want failed for the output reserve", e)
 	}
 }
+
+// TestAgentShipRefusedForFiles: a stream file numbered past the files the
+// CLS copies for one placeholder is refused for good: the agent asks once,
+// not at every report naming it, and each report says its output was not
+// copied. Nothing is made on the CLS.
+func TestAgentShipRefusedForFiles(t *testing.T) {
+	t.Parallel()
+	c := newCLS(t)
+	c.srv.OutputDir = t.TempDir()
+	a := New(Config{Dial: c.dial, Site: "remote", Host: "h", Slots: 2, OutDir: t.TempDir(), Streams: true, StageOutput: true, prefetchWindow: 5 * time.Second})
+	a.streams.firstSeq = protocol.MaxStreamFiles
+	runAgent(t, a)
+	var ids []int64
+	for i := range 3 { // a report each, all in the one stream file
+		ids = append(ids, echoJobs(t, c, fmt.Sprint("over", i), 1)...)
+	}
+	if n := c.count(protocol.OpOutputShip.Name, false); n != 1 {
+		t.Errorf("the agent shipped the refused file %d times, want once", n)
+	}
+	for _, id := range ids {
+		d, err := c.store.Inspect().Job(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.StdoutStream != nil || !strings.Contains(d.OutputLost, "stdout: not copied to the CLS") || !strings.Contains(d.OutputLost, "stream files 0 to") {
+			t.Errorf("job %d: extent %+v, output lost %q; want no extent and the number of files named", id, d.StdoutStream, d.OutputLost)
+		}
+	}
+	if copies, _ := filepath.Glob(filepath.Join(c.srv.OutputDir, protocol.StreamDir, "*.mqs")); len(copies) != 0 {
+		t.Errorf("refused pieces left copies %v", copies)
+	}
+}

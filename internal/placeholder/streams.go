@@ -40,6 +40,7 @@ type streamSet struct {
 	byName    map[string]*streamFile
 	recovered bool
 	retryAt   time.Time // when a file that failed a write may be left for a new one
+	firstSeq  int       // the first file's number (tests start near protocol.MaxStreamFiles)
 }
 
 // streamRetry is how often a placeholder whose stream file failed a write
@@ -62,6 +63,7 @@ type streamFile struct {
 	shipMu  sync.Mutex
 	shipped int64    // the CLS's copy holds the file up to here
 	rd      *os.File // read to ship, opened at the first piece
+	refused error    // the CLS refused the file for good (forbidden): not asked again
 }
 
 func newStreamSet(outDir string, rotate int64, log *slog.Logger) *streamSet {
@@ -186,7 +188,7 @@ func (s *streamSet) failed() bool {
 
 // create makes ph's next stream file and locks it.
 func (s *streamSet) create(ph int64) (*streamFile, error) {
-	for seq := len(s.files); ; seq++ {
+	for seq := s.firstSeq + len(s.files); ; seq++ {
 		name := protocol.StreamFileName(ph, seq)
 		path := filepath.Join(s.dir, name)
 		w, err := outstream.Create(path)

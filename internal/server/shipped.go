@@ -20,6 +20,24 @@ const maxShippedPerPlaceholder = 64
 type shippedSet struct {
 	mu    sync.Mutex
 	names map[int64]map[string]bool
+	// over holds the placeholders refused a stream file past
+	// protocol.MaxStreamFiles, logged once each; forgotten with names.
+	over map[int64]bool
+}
+
+// capped notes that placeholder ph was refused a stream file for their
+// number and says whether it was the first time.
+func (s *shippedSet) capped(ph int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.over[ph] {
+		return false
+	}
+	if s.over == nil {
+		s.over = map[int64]bool{}
+	}
+	s.over[ph] = true
+	return true
 }
 
 // first notes file of placeholder ph and says whether it was not yet
@@ -65,6 +83,7 @@ func (s *shippedSet) forgetAll(ph int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.names, ph)
+	delete(s.over, ph)
 }
 
 // size is how many names are held, for all placeholders.

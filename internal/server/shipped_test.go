@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -97,5 +98,38 @@ func TestShipStreamForgottenName(t *testing.T) {
 		if _, err := outstream.ReadFile(&buf, cp, outstream.Tag{Job: int64(i + 1), Attempt: 1, Stream: outstream.Stdout}, ext); err != nil || !strings.HasPrefix(buf.String(), fmt.Sprintf("job %d ", i+1)) {
 			t.Errorf("job %d from the copy: %.20q, %v", i+1, buf.String(), err)
 		}
+	}
+}
+
+// TestShipStreamFilesBounded: a placeholder's stream files numbered past
+// protocol.MaxStreamFiles are refused (forbidden, which the agent takes
+// as final for the file), none is made however many it sends, and the
+// refusal is logged once for the placeholder; the last file it may ship
+// is copied.
+func TestShipStreamFilesBounded(t *testing.T) {
+	t.Parallel()
+	var buf syncBuf
+	srv := &Server{Store: newStore(t), OutputDir: t.TempDir(), Log: slog.New(slog.NewTextHandler(&buf, nil))}
+	a := connect(t, srv, protocol.RolePlaceholder)
+	a.hello("")
+	var ra protocol.RegisterReply
+	a.do(protocol.OpRegister.Name, protocol.Register{Site: "s", Host: "h", Slots: 1, OutDir: "/scratch/out"}, &ra)
+	piece := func(seq int) protocol.StreamPiece {
+		return protocol.StreamPiece{Placeholder: ra.ID, File: protocol.StreamFileName(ra.ID, seq), Data: []byte("MQSTRM01")}
+	}
+	var rep protocol.StreamPieceReply
+	a.do(protocol.OpOutputShip.Name, piece(protocol.MaxStreamFiles-1), &rep)
+	for seq := protocol.MaxStreamFiles; seq < protocol.MaxStreamFiles+100; seq++ {
+		if e := a.fails(protocol.OpOutputShip.Name, piece(seq), protocol.CodeForbidden); !strings.Contains(e.Msg, "stream files 0 to") {
+			t.Fatalf("refusal %q does not say why", e.Msg)
+		}
+	}
+	copies, err := filepath.Glob(filepath.Join(srv.OutputDir, protocol.StreamDir, "*.mqs"))
+	if err != nil || len(copies) != 1 || filepath.Base(copies[0]) != protocol.StreamFileName(ra.ID, protocol.MaxStreamFiles-1) {
+		t.Errorf("copies %v (%v), want only the last file allowed", copies, err)
+	}
+	srv.FlushLog()
+	if n := strings.Count(buf.String(), "shipped more stream files"); n != 1 {
+		t.Errorf("logged the refusal %d times, want once:\n%s", n, buf.String())
 	}
 }

@@ -49,6 +49,15 @@ func shipStream(ctx context.Context, c *conn, b protocol.StreamPiece) (protocol.
 		}
 		return out, protocol.Errorf(protocol.CodeBadRequest, "placeholder %d writes its stream files in the CLS's own output directory: nothing to ship", b.Placeholder)
 	}
+	if seq, _ := protocol.StreamFileSeq(b.File); seq >= protocol.MaxStreamFiles {
+		// Its copies are bounded by number too, not only by the output
+		// reserve: tiny ones would use up the inodes it keeps for everyone.
+		if c.s.shipped.capped(b.Placeholder) {
+			c.log.Warn("a placeholder shipped more stream files than the CLS copies for one; their outputs stay on its host",
+				"peer", c.identity, "placeholder", b.Placeholder, "file", b.File, "max", protocol.MaxStreamFiles)
+		}
+		return out, protocol.Errorf(protocol.CodeForbidden, "stream file %s is not copied: the CLS copies placeholder %d's stream files 0 to %d only", b.File, b.Placeholder, protocol.MaxStreamFiles-1)
+	}
 	size, err := c.s.appendCopy(dir, b)
 	out.Size = size
 	return out, err

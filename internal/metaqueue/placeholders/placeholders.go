@@ -82,10 +82,11 @@ type Registry struct {
 	starts map[int64][]protocol.JobRef
 	kept   int
 	// last is the highest id a registration was given in this run: a new
-	// one is above it (InsertPlaceholder), so no id names two
-	// placeholders of a run. Given again, an id of one swept (Sweep)
-	// would inherit what the server and the core's modules keep of it by
-	// id (a stale pool, its stream copies' names).
+	// one is above it (InsertPlaceholder), and above meta's
+	// placeholder_last, the highest of every run (schema version 33),
+	// so no id names two placeholders. Given again, an id of one swept
+	// (Sweep) would inherit what the server and the core's modules keep
+	// of it by id (a stale pool, its stream copies).
 	last int64
 }
 

@@ -16,7 +16,7 @@ type siteHolders struct {
 	// pruneAt is how many held registrations and sites make the next
 	// Registered look for sites to forget: twice those kept by the last
 	// look, so its cost is spread over the registrations between. (Both
-	// count: a swept placeholder's id may be given again.)
+	// count: registrations under one name grow held alone.)
 	pruneAt int
 }
 

@@ -75,7 +75,7 @@ func Open(ctx context.Context, c Config) (w *sql.Conn, wdb, rdb *sql.DB, err err
 	}
 	wdb, err = sql.Open("sqlite", dsn(path, c.Synchronous, false, c.Checks))
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, nil, nil, openErr(path, err)
 	}
 	wdb.SetMaxOpenConns(1)
 	cleanup := func() {
@@ -90,12 +90,12 @@ func Open(ctx context.Context, c Config) (w *sql.Conn, wdb, rdb *sql.DB, err err
 	w, err = wdb.Conn(ctx)
 	if err != nil {
 		cleanup()
-		return nil, nil, nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, nil, nil, openErr(path, err)
 	}
 	var mode string
 	if err := w.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
 		cleanup()
-		return nil, nil, nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, nil, nil, openErr(path, err)
 	}
 	if !strings.EqualFold(mode, "wal") {
 		cleanup()
@@ -104,16 +104,27 @@ func Open(ctx context.Context, c Config) (w *sql.Conn, wdb, rdb *sql.DB, err err
 	if c.Init != nil {
 		if err := c.Init(ctx, w); err != nil {
 			cleanup()
-			return nil, nil, nil, fmt.Errorf("open %s: %w", path, err)
+			return nil, nil, nil, openErr(path, err)
 		}
 	}
 	rdb, err = sql.Open("sqlite", dsn(path, c.Synchronous, true, c.Checks))
 	if err != nil {
 		cleanup()
-		return nil, nil, nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, nil, nil, openErr(path, err)
 	}
 	rdb.SetMaxOpenConns(c.Readers)
 	return w, wdb, rdb, nil
+}
+
+// openErr is err opening path; one that met another process's write
+// lock (SQLITE_BUSY: setting WAL mode, making the schema) says so and
+// what to do.
+func openErr(path string, err error) error {
+	var ce interface{ Code() int }
+	if errors.As(err, &ce) && ce.Code()&0xff == 5 {
+		return fmt.Errorf("open %s: %w: another process holds its write lock (an sqlite3 shell left in a transaction? fuser -v %s* names it): end its transaction and start again", path, err, path)
+	}
+	return fmt.Errorf("open %s: %w", path, err)
 }
 
 // PrepareFiles makes sure SQLite opens only this user's own files: SQLite

@@ -229,3 +229,29 @@ func TestJournalSizeLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenLocked: a database another process holds the write lock of
+// before it is in WAL mode (an sqlite3 shell made it and is in BEGIN
+// IMMEDIATE) is refused at once with an error that says so.
+func TestOpenLocked(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "mq.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	shell, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shell.Close()
+	if _, err := shell.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	_, _, _, err = Open(ctx, Config{Path: path, Synchronous: "normal", Readers: 1})
+	if err == nil || !strings.Contains(err.Error(), "another process holds its write lock") {
+		t.Errorf("Open under the lock: %v, want it to name the lock", err)
+	}
+}

@@ -374,6 +374,7 @@ func (c *CLS) openStore(ctx context.Context) (outReserve int64, err error) {
 		return 0, err
 	}
 	c.closers = append(c.closers, func() { c.store.Close() })
+	noteLocked(ctx, filepath.Join(c.home, "mq.db"), cfg.Notes)
 	// Loading a large metaqueue leaves garbage of its scan behind: give it
 	// back now rather than carry it until the heap grows into it.
 	debug.FreeOSMemory()

@@ -258,6 +258,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		s.closeDB()
 		return nil, fmt.Errorf("delete the rows of placeholders gone: %w", err)
 	}
+	s.room.LookForLock(s.log) // held already: changes are refused at once from the first
 	go s.loop()
 	return s, nil
 }
@@ -294,8 +295,8 @@ type call struct {
 	// the summary as committed, for Summary to answer from meanwhile.
 	slow bool
 	// needsRoom marks a call answered at once, without running, while the
-	// database's disk has no room (room.Watch): placeholders' polls,
-	// reports and registrations, submits.
+	// database cannot be written (room.Watch): placeholders' polls, reports,
+	// registrations, submits; every durable call too while it is locked.
 	needsRoom bool
 	// leaves marks a parked call whose caller stops waiting when its
 	// context ends (a wait); the core drops it on its next tick.
@@ -435,7 +436,7 @@ func (s *Store) runBatch(batch []*call, ticked bool) {
 			c.err = failed
 			continue
 		}
-		if refuse != nil && c.needsRoom {
+		if refuse != nil && (c.needsRoom || c.durable && s.room.Locked()) {
 			c.err = refuse // it would fail again, and cost a reload
 			continue
 		}
@@ -600,8 +601,8 @@ func (s *Store) begin() error {
 	if s.inTx {
 		return nil
 	}
-	if _, err := s.w.ExecContext(context.Background(), connSQL.Get("Begin")); err != nil {
-		return fatalError{err}
+	if err := s.room.Begin(func() error { _, err := s.w.ExecContext(context.Background(), connSQL.Get("Begin")); return err }); err != nil {
+		return fatalError{err} // a lock known held fails at once
 	}
 	s.inTx = true
 	return nil

@@ -22,6 +22,7 @@ package room
 
 import (
 	"context"
+	"log/slog"
 	"syscall"
 	"time"
 
@@ -79,6 +80,31 @@ func (w *Watch) lockFree() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	return sqlitedb.WriteLockFree(ctx, w.DB)
+}
+
+// LookForLock notes, as the store opens, a write lock another process
+// holds already, so that changes are answered at once from the first,
+// not after the busy timeout; log says so.
+func (w *Watch) LookForLock(log *slog.Logger) {
+	if err := w.lockFree(); batchfail.IsLocked(err) {
+		w.Full(batchfail.Answer(err, w.Dir, nil), true)
+		log.Warn("another process holds the database's write lock as the CLS starts: changes are refused until it lets go", "err", w.answer)
+	}
+}
+
+// Locked says whether the answer is for a lock another process holds:
+// then every change, not only the calls that need room, is answered so
+// at once (a delete frees no lock).
+func (w *Watch) Locked() bool { return w.locked }
+
+// Begin runs begin, which takes the database's write lock, unless
+// another process is known to hold it: then it fails at once with the
+// answer, instead of after the busy timeout with the core stopped.
+func (w *Watch) Begin(begin func() error) error {
+	if w.locked {
+		return w.answer
+	}
+	return begin()
 }
 
 // Short says whether there is no room (as last looked).

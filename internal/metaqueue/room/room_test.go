@@ -86,3 +86,34 @@ func TestWatchLocked(t *testing.T) {
 		t.Errorf("full: %v, %d lock probes", ans, lockProbes)
 	}
 }
+
+// TestWatchBegin: a transaction is begun unless the lock is known held
+// by another process: then the answer is given without trying; a full
+// disk does not stop a transaction (deletes free room).
+func TestWatchBegin(t *testing.T) {
+	answer := errors.New("another process holds the write lock")
+	tests := []struct {
+		name      string
+		full      bool
+		locked    bool
+		want      error
+		wantBegun bool
+	}{
+		{"room", false, false, nil, true},
+		{"full disk", true, false, nil, true},
+		{"locked", true, true, answer, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var w Watch
+			if tc.full {
+				w.Full(answer, tc.locked)
+			}
+			begun := false
+			err := w.Begin(func() error { begun = true; return nil })
+			if err != tc.want || begun != tc.wantBegun || w.Locked() != tc.locked {
+				t.Errorf("Begin = %v, begun %v, Locked %v; want %v, %v, %v", err, begun, w.Locked(), tc.want, tc.wantBegun, tc.locked)
+			}
+		})
+	}
+}

@@ -1,0 +1,44 @@
+package cls
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	_ "modernc.org/sqlite"
+)
+
+// TestNoteLocked: one line, only while another process holds the
+// database's write lock.
+func TestNoteLocked(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "mq.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	shell, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shell.Close()
+	if _, err := shell.ExecContext(ctx, "CREATE TABLE t(x)"); err != nil {
+		t.Fatal(err)
+	}
+	var free strings.Builder
+	noteLocked(ctx, path, &free)
+	if free.Len() != 0 {
+		t.Errorf("lock free: %q, want nothing", free.String())
+	}
+	if _, err := shell.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	var held strings.Builder
+	noteLocked(ctx, path, &held)
+	if got := held.String(); strings.Count(got, "\n") != 1 || !strings.Contains(got, "another process holds the write lock of "+path) {
+		t.Errorf("lock held: %q, want one line naming it", got)
+	}
+}

@@ -2,12 +2,11 @@ package cls
 
 import (
 	"context"
-	"database/sql"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	_ "modernc.org/sqlite"
+	"github.com/mq-hpc/mq/internal/sqlitedb/sqlitetest"
 )
 
 // TestNoteLocked: one line, only while another process holds the
@@ -15,16 +14,7 @@ import (
 func TestNoteLocked(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "mq.db")
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	shell, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer shell.Close()
+	shell := sqlitetest.Shell(t, path)
 	if _, err := shell.ExecContext(ctx, "CREATE TABLE t(x)"); err != nil {
 		t.Fatal(err)
 	}

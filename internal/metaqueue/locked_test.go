@@ -2,7 +2,6 @@ package metaqueue
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/sqlitedb/sqlitetest"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -41,17 +41,8 @@ func TestLockedByAnotherProcess(t *testing.T) {
 	var logs syncBuf
 	e := newEnvWith(t, func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
 	e.submit1("a", "true")
-	db, err := sql.Open("sqlite", "file:"+e.opt.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	ctx := context.Background()
-	shell, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer shell.Close()
+	shell := sqlitetest.Shell(t, e.opt.Path)
 	if _, err := shell.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +54,7 @@ func TestLockedByAnotherProcess(t *testing.T) {
 		t.Errorf("%d log lines say why, want 1:\n%s", got, logs.String())
 	}
 	start := time.Now()
-	_, err = e.s.Submit(ctx, []protocol.JobSpec{spec("b", "true")})
+	_, err := e.s.Submit(ctx, []protocol.JobSpec{spec("b", "true")})
 	if err == nil || !strings.Contains(err.Error(), why) {
 		t.Errorf("second submit under the lock: %v, want %q", err, why)
 	}
@@ -129,16 +120,7 @@ func TestLockedChanges(t *testing.T) {
 		{"mqsub --rerun", func() error { _, err := e.s.Rerun(ctx, one); return err }},
 		{"mqdel", func() error { _, err := e.s.Delete(ctx, one); return err }},
 	}
-	db, err := sql.Open("sqlite", "file:"+e.opt.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	shell, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer shell.Close()
+	shell := sqlitetest.Shell(t, e.opt.Path)
 	if _, err := shell.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		t.Fatal(err)
 	}
@@ -196,16 +178,7 @@ func TestOpenLocked(t *testing.T) {
 	e := newEnvWith(t, func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
 	id := e.submit1("a", "true")
 	ctx := context.Background()
-	db, err := sql.Open("sqlite", "file:"+e.opt.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	shell, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer shell.Close()
+	shell := sqlitetest.Shell(t, e.opt.Path)
 	if _, err := shell.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mq-hpc/mq/internal/sqlitedb/sqlitetest"
 )
 
 // TestOpen: a new database opens in WAL mode, its files 0600, Init run
@@ -237,20 +239,11 @@ func TestOpenLocked(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "mq.db")
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	shell, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer shell.Close()
+	shell := sqlitetest.Shell(t, path)
 	if _, err := shell.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		t.Fatal(err)
 	}
-	_, _, _, err = Open(ctx, Config{Path: path, Synchronous: "normal", Readers: 1})
+	_, _, _, err := Open(ctx, Config{Path: path, Synchronous: "normal", Readers: 1})
 	if err == nil || !strings.Contains(err.Error(), "another process holds its write lock") {
 		t.Errorf("Open under the lock: %v, want it to name the lock", err)
 	}

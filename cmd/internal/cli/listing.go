@@ -29,7 +29,10 @@ func mqstatList(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 	st := protocol.Stat{Queue: c.String("q"), Target: c.String("t"), TargetPrefix: c.String("target-prefix"), States: strings.ToUpper(c.String("s")), Limit: limit}
 	asJSON := c.Bool("json")
 	acct := c.Bool("acct")
-	if !asJSON && !acct && !c.Bool("a") && !c.IsSet("s") && !c.IsSet("array") {
+	ids, _ := listIDs(c.Args().Slice()) // checked by the action
+	fields, _ := formatFields(c)        // likewise
+	recent := !c.Bool("a") && !c.IsSet("s") && !c.IsSet("array") && ids == nil
+	if !asJSON && !acct && fields == nil && recent {
 		return mqstatRecent(c, cl, w, st, limit)
 	}
 	var sums acctSums
@@ -47,16 +50,19 @@ func mqstatList(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 			return fmt.Errorf("job %d is in no job array", id)
 		}
 		st.From, st.To = r.Arrays[0].First, r.Arrays[0].Last
-	} else if !asJSON && !acct && st.TargetPrefix == "" {
+	} else if !asJSON && !acct && fields == nil && st.TargetPrefix == "" && ids == nil {
 		var err error
 		if arrs, err = collapsed(c, cl, &st); err != nil {
 			return err
 		}
 	}
+	if fields != nil {
+		return mqstatFields(c, cl, w, st, ids, fields, recent)
+	}
 	if asJSON {
 		io.WriteString(w, "[")
 		first := true
-		err := client.Stream(c.Context, cl, protocol.OpStat, st, func(r protocol.StatReply) error {
+		err := streamStat(c, cl, st, ids, func(r protocol.StatReply) error {
 			for _, j := range r.Jobs {
 				if !first {
 					io.WriteString(w, ",\n")
@@ -77,7 +83,7 @@ func mqstatList(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 	if acct {
 		fmt.Fprintln(tw, acctHeader)
 		now := time.Now()
-		err := client.Stream(c.Context, cl, protocol.OpStat, st, func(r protocol.StatReply) error {
+		err := streamStat(c, cl, st, ids, func(r protocol.StatReply) error {
 			for _, j := range r.Jobs {
 				printAcct(tw, j, now)
 				sums.add(j)
@@ -94,7 +100,7 @@ func mqstatList(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 		return nil
 	}
 	fmt.Fprintln(tw, tableHeader)
-	_, err := streamTable(c, cl, tw, st, arrs)
+	_, err := streamTable(c, cl, tw, st, ids, arrs)
 	if ferr := tw.Flush(); err == nil {
 		err = ferr
 	}
@@ -132,7 +138,7 @@ func mqstatRecent(c *cli.Context, cl *client.Client, w io.Writer, st protocol.St
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
 	fmt.Fprintln(tw, tableHeader)
-	n, err := streamTable(c, cl, tw, live, arrs)
+	n, err := streamTable(c, cl, tw, live, nil, arrs)
 	if err != nil {
 		tw.Flush()
 		return err
@@ -192,13 +198,14 @@ func mqstatRecent(c *cli.Context, cl *client.Client, w io.Writer, st protocol.St
 	return nil
 }
 
-// streamTable prints the table rows of st's jobs, and the arrays arrs
+// streamTable prints the table rows of st's jobs (narrowed to ids unless
+// nil), and the arrays arrs
 // among them by first id, to tw; it returns the rows printed. The caller
 // flushes tw.
-func streamTable(c *cli.Context, cl *client.Client, tw *tabwriter.Writer, st protocol.Stat, arrs []protocol.ArrayInfo) (int, error) {
+func streamTable(c *cli.Context, cl *client.Client, tw *tabwriter.Writer, st protocol.Stat, ids [][2]int64, arrs []protocol.ArrayInfo) (int, error) {
 	now := time.Now()
 	n := 0
-	err := client.Stream(c.Context, cl, protocol.OpStat, st, func(r protocol.StatReply) error {
+	err := streamStat(c, cl, st, ids, func(r protocol.StatReply) error {
 		if len(r.Jobs) == 0 {
 			return nil
 		}

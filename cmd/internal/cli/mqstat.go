@@ -18,6 +18,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/cmd/internal/jobfields"
 	"github.com/mq-hpc/mq/cmd/internal/watch"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
@@ -27,6 +28,8 @@ import (
 func Mqstat(env Env) *cli.App {
 	app := NewApp("mqstat", "show jobs in the metaqueue", env)
 	app.UsageText = `mqstat [-q QUEUE] [-t TARGET | --target-prefix PREFIX] [-s STATES] [--json] [--limit N]
+   mqstat [ID|FIRST-LAST ...] [-q QUEUE] [-t TARGET] [-s STATES] [--json] [--limit N]
+   mqstat --format FIELD,FIELD... [--noheader] [any selection above]
    mqstat --acct [-q QUEUE] [-t TARGET] [-s STATES] [--json]
    mqstat -j ID [--json]
    mqstat --cat ID [--stderr] [--follow] [-O FILE]
@@ -39,7 +42,13 @@ its next free slot, not started), E executing, D done, F failed, B blocked by
 a failed or deleted prerequisite, X deleted. -s E lists P jobs too (both are
 handed out); -s P only those. --summary has an H or P column when a job is
 held or prefetched.
-Without -s every job but deleted ones is listed. --watch shows the view again
+Without -s every job but deleted ones is listed. Job ids and ranges
+(mqstat 501 502 600-610) list those jobs, members of job arrays each on
+its own line; -j ID shows one in full. --format prints the listing's jobs
+as lines of the fields named, separated by tabs, "-" for none, every
+array member on its own line; the fields: ` + jobfields.Names() + `.
+The HOST column (and --format's where) is SITE/HOST for a job at a site
+other than local. --watch shows the view again
 every INTERVAL (default 2s; seconds or a duration such as 500ms), in place
 on a terminal (cut to its height), one after another otherwise, until
 interrupted.`
@@ -51,6 +60,8 @@ interrupted.`
 		&cli.BoolFlag{Name: "a", Aliases: []string{"all"}, Usage: fmt.Sprintf("list every job (the table lists those not ended, then the last %d ended)", recentEnded)},
 		&cli.GenericFlag{Name: "j", Aliases: []string{"job"}, Value: new(jobIDValue), Usage: "show job `ID` in full"},
 		&cli.BoolFlag{Name: "json", Usage: "print JSON"},
+		&cli.StringFlag{Name: "format", Usage: "print each job as a line of these `FIELDS` (comma-separated, e.g. id,state,exit), separated by tabs, after a header line"},
+		&cli.BoolFlag{Name: "noheader", Usage: "with --format: no header line"},
 		&cli.BoolFlag{Name: "summary", Usage: "count jobs per queue and state"},
 		&cli.IntFlag{Name: "limit", Usage: "list at most `N` jobs", DefaultText: "all"},
 		&cli.GenericFlag{Name: "array", Value: new(jobIDValue), Usage: "list each member of the job array holding job `ID` (the listing shows an array as one line)"},
@@ -67,7 +78,9 @@ interrupted.`
 		&cli.DurationFlag{Name: "interval", Value: 2 * time.Second, Usage: "with --watch: time between views"},
 		userFlag("jobs of `USER`, as squeue -u and qstat -u: a CLS holds its owner's jobs only, so your own name lists them all and another's is refused", false),
 	}
-	app.Metadata = map[string]any{rewriteArgs: watch.Args}
+	// Flags after job ids count (mqstat 501-510 -s F), as mqdel's do.
+	flagsAhead := flagsFirst(app.Flags)
+	app.Metadata = map[string]any{rewriteArgs: func(args []string) []string { return flagsAhead(watch.Args(args)) }}
 	app.Action = func(c *cli.Context) error {
 		if err := checkMqstat(c, env); err != nil {
 			return err
@@ -96,8 +109,8 @@ func checkMqstat(c *cli.Context, env Env) error {
 	if err != nil {
 		return err
 	}
-	if c.NArg() > 0 && !c.IsSet("cat") {
-		return Usagef("unexpected argument %q (job ids go after -j)", c.Args().First())
+	if err := checkListing(c); err != nil {
+		return err
 	}
 	if err := checkOwnUser(c); err != nil {
 		return err
@@ -334,7 +347,7 @@ func shortTime(s string, now time.Time) string {
 }
 
 func printRow(tw io.Writer, j protocol.JobInfo, now time.Time, wide bool) {
-	host := protocol.Printable(j.Host)
+	host := protocol.Printable(jobfields.Where(j.Site, j.Host))
 	if host == "" {
 		host = "-"
 	}

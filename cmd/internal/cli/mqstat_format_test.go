@@ -1,0 +1,207 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/mq-hpc/mq/cmd/internal/cli/clitest"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// formatReplies is a CLS listing three jobs: one done at the site local,
+// one running at a Slurm site on a host of the same name as the CLS's,
+// one queued whose command holds a tab.
+func formatReplies() map[string]clitest.Reply {
+	exit := 0
+	jobs := []protocol.JobInfo{
+		{ID: 7, Queue: "default", Target: "align", State: "D", Attempts: 1, Exit: &exit, Site: "local", Host: "vm", Submitted: "2026-11-30T10:00:00Z", Started: "2026-11-30T10:00:01Z", Finished: "2026-11-30T10:00:31Z", Command: "bwa mem ref.fa r.fq", Accounting: protocol.Accounting{Elapsed: 30}},
+		{ID: 8, Queue: "big", Target: "call", State: "E", Attempts: 2, Site: "slurm", Host: "vm", Submitted: "2026-11-30T10:00:00Z", Started: "2026-11-30T10:01:00Z", Command: "gatk", Reason: "lost: placeholder ended"},
+		{ID: 9, Queue: "default", Target: "merge", State: "Q", Command: "printf 'a\tb'\necho", Prereqs: []string{"align", "call"}},
+	}
+	return map[string]clitest.Reply{
+		protocol.OpArrays.Name:   {Body: protocol.ArraysReply{}},
+		protocol.OpSiteList.Name: {Body: protocol.SiteList{}},
+		protocol.OpStat.Name:     {Stream: []any{protocol.StatReply{Jobs: jobs}}, Body: protocol.StatReply{}},
+	}
+}
+
+func runMqstat(t *testing.T, replies map[string]clitest.Reply, args ...string) (string, string, int) {
+	t.Helper()
+	var o, e bytes.Buffer
+	env := Env{Stdin: strings.NewReader(""), Stdout: &o, Stderr: &e, Getwd: os.Getwd, Dial: clitest.Dial(replies)}
+	code := Run(context.Background(), Mqstat(env), append([]string{"mqstat"}, args...))
+	return o.String(), e.String(), code
+}
+
+// mqstat --format prints the fields asked, tab-separated, "-" for none,
+// in the order asked, after a header unless --noheader.
+func TestMqstatFormat(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--format", "id,state,exit", "-a"}, "ID\tSTATE\tEXIT\n7\tD\t0\n8\tE\t-\n9\tQ\t-\n"},
+		{[]string{"--format", "target,queue,attempts", "--noheader", "-a"}, "align\tdefault\t1\ncall\tbig\t2\nmerge\tdefault\t0\n"},
+		{[]string{"--format", "id,site,host,where", "-a"}, "ID\tSITE\tHOST\tWHERE\n7\tlocal\tvm\tvm\n8\tslurm\tvm\tslurm/vm\n9\t-\t-\t-\n"},
+		{[]string{"--format", "submitted,started,ended", "-s", "DEQ"}, "SUBMITTED\tSTARTED\tENDED\n" +
+			"2026-11-30T10:00:00Z\t2026-11-30T10:00:01Z\t2026-11-30T10:00:31Z\n2026-11-30T10:00:00Z\t2026-11-30T10:01:00Z\t-\n-\t-\t-\n"},
+		{[]string{"--format", "id,command,prereqs", "--noheader", "-a"}, "7\tbwa mem ref.fa r.fq\t-\n8\tgatk\t-\n9\tprintf 'a\\tb' echo\talign,call\n"},
+		{[]string{"--format", "id,reason", "--noheader", "-a"}, "7\t-\n8\tlost: placeholder ended\n9\t-\n"},
+		{[]string{"--format", " ID , Finished ", "--noheader", "-a"}, "7\t2026-11-30T10:00:31Z\n8\t-\n9\t-\n"},
+	} {
+		o, e, code := runMqstat(t, formatReplies(), tc.args...)
+		if code != 0 || o != tc.want {
+			t.Errorf("mqstat %s: exit %d, stderr %q, stdout\n%q\nwant\n%q", strings.Join(tc.args, " "), code, e, o, tc.want)
+		}
+	}
+	// elapsed: recorded for an ended attempt, counted from the start for
+	// a running one, none for one not started.
+	o, _, _ := runMqstat(t, formatReplies(), "--format", "id,elapsed", "--noheader", "-a")
+	lines := strings.Split(o, "\n")
+	if len(lines) != 4 || lines[0] != "7\t30" || !strings.HasPrefix(lines[1], "8\t") || lines[1] == "8\t-" || lines[2] != "9\t-" {
+		t.Errorf("--format id,elapsed: %q", o)
+	}
+}
+
+// A bad --format is one line naming the known fields, exit 2, before
+// anything is asked of the CLS.
+func TestMqstatFormatErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--format", "id,bogus"}, `mqstat: --format: unknown field "bogus" (known: id,state,target,queue,exit,host,site,where,submitted,started,ended,elapsed,attempts,priority,prereqs,command,cwd,reason)`},
+		{[]string{"--format=JobID,State,ExitCode"}, `unknown field "exitcode"`},
+		{[]string{"--format", ""}, "--format: no fields"},
+		{[]string{"--format", "id,,state"}, `unknown field ""`},
+		{[]string{"--format", "id", "--json"}, "--format does not go with --json"},
+		{[]string{"--format", "id", "-j", "7"}, "--format does not go with -j"},
+		{[]string{"--noheader"}, "--noheader goes with --format"},
+	} {
+		o, e, code := runMqstat(t, nil, tc.args...)
+		if code != ExitUsage || o != "" || !strings.Contains(e, tc.want) || strings.Count(e, "\n") != 1 {
+			t.Errorf("mqstat %q: exit %d, stdout %q, stderr %q; want exit 2 and one line with %q", tc.args, code, o, e, tc.want)
+		}
+	}
+}
+
+// The table's HOST is SITE/HOST at a site other than local: the host
+// alone (vm) does not say the job runs through Slurm.
+func TestMqstatHostSite(t *testing.T) {
+	t.Parallel()
+	o, e, code := runMqstat(t, formatReplies(), "-a")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, e)
+	}
+	lines := strings.Split(o, "\n")
+	if f := strings.Fields(lines[1]); len(f) < 6 || f[5] != "vm" {
+		t.Errorf("job 7 at local: %q, want HOST vm", lines[1])
+	}
+	if f := strings.Fields(lines[2]); len(f) < 6 || f[5] != "slurm/vm" {
+		t.Errorf("job 8 at slurm: %q, want HOST slurm/vm", lines[2])
+	}
+}
+
+// mqstat 2 4-5 lists those jobs (in the table, --json, --format), as
+// qstat 2 and squeue -j 2 do; -q, -t, -s and --limit narrow them.
+func TestMqstatPositionalIDs(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	ctx := context.Background()
+	var specs []protocol.JobSpec
+	for _, target := range []string{"a", "b", "a", "b", "a", "b"} {
+		specs = append(specs, protocol.JobSpec{Target: target, Command: "true", Cwd: "/tmp"})
+	}
+	if _, err := tb.store.Submit(ctx, specs); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, string, int) {
+		var o, e bytes.Buffer
+		code := Run(ctx, Mqstat(tb.env(&o, &e)), append([]string{"mqstat"}, args...))
+		return o.String(), e.String(), code
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "1 2 3 4 5 6"}, // as the table: the jobs not ended, then the last ended
+		{[]string{"--limit", "4"}, "1 2 3 4"},
+		{[]string{"-s", "Q", "-t", "b"}, "2 4 6"},
+		{[]string{"2"}, "2"},
+		{[]string{"2", "4-5"}, "2 4 5"},
+		{[]string{"5,1", "4-5", "3-4"}, "1 3 4 5"},
+		{[]string{"2-6", "-t", "a"}, "3 5"},
+		{[]string{"1-6", "--limit", "2"}, "1 2"},
+		{[]string{"1", "3", "5-6", "--limit", "3"}, "1 3 5"},
+		{[]string{"7-9"}, ""},
+	} {
+		o, e, code := run(append([]string{"--format", "id", "--noheader"}, tc.args...)...)
+		if got := strings.Join(strings.Fields(o), " "); code != 0 || got != tc.want {
+			t.Errorf("mqstat --format id %s: exit %d, stderr %q, ids %q; want %q", strings.Join(tc.args, " "), code, e, got, tc.want)
+		}
+	}
+	o, e, code := run("2", "4-5")
+	lines := strings.Split(strings.TrimRight(o, "\n"), "\n")
+	if code != 0 || len(lines) != 4 || !strings.HasPrefix(lines[0], "ID ") || !strings.HasPrefix(lines[1], "2 ") || !strings.HasPrefix(lines[3], "5 ") {
+		t.Errorf("mqstat 2 4-5: exit %d, stderr %q, stdout\n%s", code, e, o)
+	}
+	o, e, code = run("--json", "6", "1")
+	var js []protocol.JobInfo
+	if err := json.Unmarshal([]byte(o), &js); code != 0 || err != nil || len(js) != 2 || js[0].ID != 1 || js[1].ID != 6 {
+		t.Errorf("mqstat --json 6 1: exit %d, stderr %q, stdout %s (%v)", code, e, o, err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"x"}, `"x" is not a job id or a range FIRST-LAST`},
+		{[]string{"0"}, `"0" is not a job id`},
+		{[]string{"5-3"}, `"5-3" is not a range of job ids FIRST-LAST`},
+		{[]string{","}, "no job id in"},
+		{[]string{"2", "-j", "3"}, "job ids do not go with -j"},
+		{[]string{"2", "--summary"}, "job ids do not go with --summary"},
+		{[]string{"2", "--array", "3"}, "job ids do not go with --array"},
+	} {
+		o, e, code := run(tc.args...)
+		if code != ExitUsage || o != "" || !strings.Contains(e, tc.want) || strings.Count(e, "\n") != 1 {
+			t.Errorf("mqstat %q: exit %d, stdout %q, stderr %q; want exit 2 and one line with %q", tc.args, code, o, e, tc.want)
+		}
+	}
+}
+
+func TestIDRequests(t *testing.T) {
+	t.Parallel()
+	ids, err := listIDs([]string{"9", "1-3", "2,4", "12-20", "21"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := [][2]int64{{1, 4}, {9, 9}, {12, 21}}; !equalRanges(ids, want) {
+		t.Fatalf("listIDs: %v, want %v", ids, want)
+	}
+	var many [][2]int64
+	for i := range int64(2*statIDs + 1) {
+		many = append(many, [2]int64{2*i + 1, 2*i + 1})
+	}
+	qs := idRequests(protocol.Stat{Queue: "q"}, append(many, [2]int64{1e6, 2e6}))
+	if len(qs) != 4 || len(qs[0].IDs) != statIDs || len(qs[2].IDs) != 1 || qs[3].From != 1e6 || qs[3].To != 2e6 || qs[3].Queue != "q" {
+		t.Errorf("idRequests: %d requests", len(qs))
+	}
+}
+
+func equalRanges(a, b [][2]int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"io"
 	"slices"
 	"strings"
@@ -86,7 +87,7 @@ func listIDs(args []string) ([][2]int64, error) {
 	if len(args) > 0 && len(rs) == 0 {
 		return nil, Usagef("no job id in %q", strings.Join(args, " "))
 	}
-	slices.SortFunc(rs, func(a, b [2]int64) int { return compareInt(a[0], b[0]) })
+	slices.SortFunc(rs, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
 	var merged [][2]int64
 	for _, r := range rs {
 		if n := len(merged); n > 0 && r[0] <= merged[n-1][1]+1 {
@@ -96,16 +97,6 @@ func listIDs(args []string) ([][2]int64, error) {
 		merged = append(merged, r)
 	}
 	return merged, nil
-}
-
-func compareInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // idRequests are the listing requests of st narrowed to ids, in id

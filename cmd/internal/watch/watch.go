@@ -101,6 +101,9 @@ func Loop(ctx context.Context, out io.Writer, tty bool, every time.Duration, hea
 				return err
 			}
 		}
+		if ctx.Err() != nil {
+			return nil // ended while the view was made: select may pick a tick that came meanwhile
+		}
 		select {
 		case <-ctx.Done():
 			return nil

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/mq-hpc/mq/cmd/internal/acct"
 	"strings"
 
 	"github.com/mq-hpc/mq/protocol"
@@ -44,13 +45,13 @@ func Rate(bytes int64, seconds float64) string {
 	if !(seconds > 0) {
 		return "-"
 	}
-	return HumanBytes(int64(float64(bytes)/seconds)) + "/s"
+	return acct.HumanBytes(int64(float64(bytes)/seconds)) + "/s"
 }
 
 // TransferLine describes one transfer: FROM -> TO, bytes, time, rate, and
 // why it failed, if it did.
 func TransferLine(t protocol.TransferInfo) string {
-	s := fmt.Sprintf("%s -> %s, %s in %.3g s (%s)", t.From, t.To, HumanBytes(t.Bytes), t.Seconds, Rate(t.Bytes, t.Seconds))
+	s := fmt.Sprintf("%s -> %s, %s in %.3g s (%s)", t.From, t.To, acct.HumanBytes(t.Bytes), t.Seconds, Rate(t.Bytes, t.Seconds))
 	if t.Via != "" {
 		s += ", via " + t.Via
 	}
@@ -63,26 +64,12 @@ func TransferLine(t protocol.TransferInfo) string {
 // MovedLine sums the transfers made, for mqstat --summary.
 func MovedLine(m protocol.MovedTotals) string {
 	return fmt.Sprintf("moved: %d transfers, %s in %.3g s (%s), %d failed",
-		m.Transfers, HumanBytes(m.Bytes), m.Seconds, Rate(m.Bytes, m.Seconds), m.Failed)
+		m.Transfers, acct.HumanBytes(m.Bytes), m.Seconds, Rate(m.Bytes, m.Seconds), m.Failed)
 }
 
 // WasteLine sums what job replication's killed copies used (seed 000's
 // CPU and network waste), for mqstat --summary.
 func WasteLine(w protocol.WasteTotals) string {
 	return fmt.Sprintf("replication waste: %d killed copies, %.3g CPU s, %.3g s held, %s staged for them",
-		w.Killed, w.CPUSeconds, w.WallSeconds, HumanBytes(w.Bytes))
-}
-
-// HumanBytes is n in B, KiB, MiB...
-func HumanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	v, u := float64(n), 0
-	for v >= unit && u < 4 {
-		v /= unit
-		u++
-	}
-	return fmt.Sprintf("%.3g %ciB", v, " KMGT"[u])
+		w.Killed, w.CPUSeconds, w.WallSeconds, acct.HumanBytes(w.Bytes))
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"cmp"
+	"github.com/mq-hpc/mq/cmd/internal/habits"
 	"io"
 	"slices"
 	"strings"
@@ -31,7 +32,7 @@ func checkListing(c *cli.Context) error {
 	}
 	for _, f := range []string{"j", "array", "summary", "target-prefix"} {
 		if ids != nil && c.IsSet(f) {
-			return Usagef("job ids do not go with %s (they choose the jobs listed)", dashed(f))
+			return Usagef("job ids do not go with %s (they choose the jobs listed)", habits.Dashed(f))
 		}
 	}
 	if _, err := formatFields(c); err != nil {
@@ -39,7 +40,7 @@ func checkListing(c *cli.Context) error {
 	}
 	for _, f := range []string{"json", "acct", "summary", "j"} {
 		if c.IsSet("format") && c.IsSet(f) {
-			return Usagef("--format does not go with %s", dashed(f))
+			return Usagef("--format does not go with %s", habits.Dashed(f))
 		}
 	}
 	if c.IsSet("noheader") && !c.IsSet("format") {

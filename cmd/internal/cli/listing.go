@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/mq-hpc/mq/cmd/internal/acct"
 	"io"
 	"slices"
 	"strings"
@@ -28,16 +29,16 @@ const recentEnded = 20
 func mqstatList(c *cli.Context, cl *client.Client, w io.Writer, limit int) error {
 	st := protocol.Stat{Queue: c.String("q"), Target: c.String("t"), TargetPrefix: c.String("target-prefix"), States: strings.ToUpper(c.String("s")), Limit: limit}
 	asJSON := c.Bool("json")
-	acct := c.Bool("acct")
+	accounting := c.Bool("acct")
 	ids, _ := listIDs(c.Args().Slice()) // checked by the action
 	fields, _ := formatFields(c)        // likewise
 	recent := !c.Bool("a") && !c.IsSet("s") && !c.IsSet("array") && ids == nil
-	if !asJSON && !acct && fields == nil && recent {
+	if !asJSON && !accounting && fields == nil && recent {
 		return mqstatRecent(c, cl, w, st, limit)
 	}
-	var sums acctSums
-	var use useSums
-	st.Earlier = acct
+	var sums acct.Sums
+	var use acct.Use
+	st.Earlier = accounting
 	// The table shows a job array as one line; --json, --acct and
 	// --array list every member.
 	var arrs []protocol.ArrayInfo
@@ -50,7 +51,7 @@ func mqstatList(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 			return fmt.Errorf("job %d is in no job array", id)
 		}
 		st.From, st.To = r.Arrays[0].First, r.Arrays[0].Last
-	} else if !asJSON && !acct && fields == nil && st.TargetPrefix == "" && ids == nil {
+	} else if !asJSON && !accounting && fields == nil && st.TargetPrefix == "" && ids == nil {
 		var err error
 		if arrs, err = collapsed(c, cl, &st); err != nil {
 			return err
@@ -80,14 +81,14 @@ func mqstatList(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
-	if acct {
-		fmt.Fprintln(tw, acctHeader)
+	if accounting {
+		fmt.Fprintln(tw, acct.Header)
 		now := time.Now()
 		err := streamStat(c, cl, st, ids, func(r protocol.StatReply) error {
 			for _, j := range r.Jobs {
-				printAcct(tw, j, now)
-				sums.add(j)
-				use.add(j)
+				acct.Line(tw, j, now)
+				sums.Add(j)
+				use.Add(j)
 			}
 			return tw.Flush() // one tabwriter block per frame keeps memory bounded
 		})
@@ -95,8 +96,8 @@ func mqstatList(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 			return err
 		}
 		fmt.Fprintln(w)
-		sums.print(w)
-		use.print(w)
+		sums.Print(w)
+		use.Print(w)
 		return nil
 	}
 	fmt.Fprintln(tw, tableHeader)

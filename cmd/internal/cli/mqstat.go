@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mq-hpc/mq/cmd/internal/acct"
+	"github.com/mq-hpc/mq/cmd/internal/habits"
 	"io"
 	"maps"
 	"path/filepath"
@@ -164,7 +166,7 @@ func checkMqstat(c *cli.Context, env Env) error {
 		// would drop must not look as if it narrowed the counts.
 		for _, f := range []string{"s", "j", "limit", "array", "a", "acct", "cat", "output"} {
 			if c.IsSet(f) {
-				return Usagef("%s does not go with --summary (it counts every state of -q, -t or --target-prefix)", dashed(f))
+				return Usagef("%s does not go with --summary (it counts every state of -q, -t or --target-prefix)", habits.Dashed(f))
 			}
 		}
 	}
@@ -328,24 +330,6 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-func shortTime(s string, now time.Time) string {
-	if s == "" {
-		return "-"
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return protocol.Printable(s)
-	}
-	t = t.Local()
-	switch y, m, d := t.Date(); {
-	case y == now.Year() && m == now.Month() && d == now.Day():
-		return t.Format("15:04:05")
-	case y == now.Year():
-		return t.Format("Jan 02 15:04")
-	}
-	return t.Format("2006-01-02 15:04")
-}
-
 func printRow(tw io.Writer, j protocol.JobInfo, now time.Time, wide bool) {
 	host := protocol.Printable(jobfields.Where(j.Site, j.Host))
 	if host == "" {
@@ -363,7 +347,7 @@ func printRow(tw io.Writer, j protocol.JobInfo, now time.Time, wide bool) {
 		cmd = protocol.ClipText(cmd, 60)
 	}
 	fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, protocol.Printable(j.Queue), protocol.Printable(j.Target), protocol.Printable(j.State), j.Attempts, host,
-		shortTime(j.Submitted, now), shortTime(j.Started, now), shortTime(j.Finished, now), exit, cmd)
+		acct.ShortTime(j.Submitted, now), acct.ShortTime(j.Started, now), acct.ShortTime(j.Finished, now), exit, cmd)
 }
 
 // prereqNames lists a job's prerequisites for the HOST cell, its
@@ -602,7 +586,7 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 	if d.BlockedBy != nil {
 		p("blocked by", fmt.Sprintf("job %d (%s, target %s): mqsub --rerun %d, or mqdel this job", d.BlockedBy.Job, stateName(d.BlockedBy.State), d.BlockedBy.Target, d.BlockedBy.Job))
 	}
-	p("usage", usageLine(d.Accounting, d.Finished != ""))
+	p("usage", acct.UsageLine(d.Accounting, d.Finished != ""))
 	p("output lost", d.OutputLost)
 	if d.Stdout != "" {
 		here := d.Host != "" && d.Host == thisHost()
@@ -649,7 +633,7 @@ func attemptLines(d protocol.JobDetail) []attemptLine {
 			exit = fmt.Sprint(*a.Exit)
 		}
 		line := fmt.Sprintf("%s on %s, %s to %s, exit %s: %s", a.Site, a.Host, a.Started, a.Finished, exit, a.Reason)
-		if u := usageLine(a.Accounting, a.Finished != ""); u != "" {
+		if u := acct.UsageLine(a.Accounting, a.Finished != ""); u != "" {
 			line += "; " + u
 		}
 		if a.OutputLost != "" {
@@ -750,7 +734,7 @@ func fileLabel(kind string, i int) string {
 func fileLine(f protocol.FileInfo) string {
 	s := f.Path
 	if f.Size != nil {
-		s += fmt.Sprintf(" (%s)", HumanBytes(*f.Size))
+		s += fmt.Sprintf(" (%s)", acct.HumanBytes(*f.Size))
 	}
 	if f.SHA256 != "" {
 		s += ", sha256 " + ShortSum(f.SHA256)

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/mq-hpc/mq/cmd/internal/habits"
 	"io"
 	"os"
 	"path/filepath"
@@ -109,7 +110,7 @@ func mqsubFlags() []cli.Flag {
 	flags = append(flags, stdioFlags()...)
 	flags = append(flags, exportFlags()...)
 	flags = append(flags, resourceFlags()...)
-	return append(flags, hintFlags()...)
+	return append(flags, habits.Flags()...)
 }
 
 // mqsubAction checks the flags that go together and runs the mode they
@@ -122,8 +123,8 @@ func mqsubAction(c *cli.Context, env Env) error {
 	if err := applyDirectives(c, env); err != nil {
 		return err
 	}
-	if err := hintError(c); err != nil {
-		return withDependencyTargets(c, env, err)
+	if msg := habits.Refusal(c); msg != "" {
+		return withDependencyTargets(c, env, Usagef("%s", msg))
 	}
 	if a := c.Args().First(); c.Bool("b") && c.NArg() > 1 && (a == "y" || a == "n") {
 		// SGE's -b y runs a binary rather than a script: a target named
@@ -386,7 +387,7 @@ func jobDir(c *cli.Context, env Env) (string, error) {
 	if d := c.String("d"); d != "" {
 		if kind, _, ok := strings.Cut(d, ":"); (ok && strings.HasPrefix(kind, "after")) || d == "singleton" {
 			// sbatch's -d is --dependency; mqsub's is the directory.
-			return "", Usagef("-d %s is sbatch's dependency; mqsub's -d is the working directory: %s", d, dependencyHint(d))
+			return "", Usagef("-d %s is sbatch's dependency; mqsub's -d is the working directory: %s", d, habits.Dependency(d))
 		}
 		abs, err := argfile.Path(d, func() (string, error) { return getwd(env) })
 		if err != nil {

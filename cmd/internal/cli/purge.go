@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/mq-hpc/mq/cmd/internal/acct"
 	"slices"
 	"strconv"
 	"strings"
@@ -85,7 +86,7 @@ the output bytes freed.`,
 			}
 			if !c.Bool("Q") || req.DryRun {
 				fmt.Fprintf(c.App.Writer, "%s %s (%s of output) in %s; kept %d\n",
-					verb, plural(reply.Purged, "job"), HumanBytes(reply.Bytes), plural(reply.Batches, "batch"), reply.Kept)
+					verb, plural(reply.Purged, "job"), acct.HumanBytes(reply.Bytes), plural(reply.Batches, "batch"), reply.Kept)
 			}
 			if reply.ErrorCount > 0 {
 				msg := "not purged: " + strings.Join(reply.Errors, "; ")

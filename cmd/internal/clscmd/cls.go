@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/mq-hpc/mq/cmd/internal/acct"
 	"io"
 	"log/slog"
 	"maps"
@@ -543,7 +544,7 @@ func printQueues(w io.Writer, qs []protocol.QueueInfo) {
 			fmt.Fprintf(w, "%s: a job asks for %s unless it says\n", protocol.Printable(q.Name), q.Defaults.Describe())
 		}
 		if q.MaxOutput > 0 {
-			fmt.Fprintf(w, "%s: a job's stdout and stderr are capped at %s together\n", protocol.Printable(q.Name), mqcli.HumanBytes(q.MaxOutput))
+			fmt.Fprintf(w, "%s: a job's stdout and stderr are capped at %s together\n", protocol.Printable(q.Name), acct.HumanBytes(q.MaxOutput))
 		}
 		if q.Output == protocol.OutputModeFiles {
 			fmt.Fprintf(w, "%s: a job keeps a file per stdout and stderr (--output files)\n", protocol.Printable(q.Name))

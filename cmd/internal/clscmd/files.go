@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/mq-hpc/mq/cmd/internal/acct"
 	"io"
 	"path/filepath"
 	"strings"
@@ -178,7 +179,7 @@ func filesList(c *cli.Context, env mqcli.Env, args []string, v filesValues) erro
 func catalogRow(f protocol.CatalogFile) string {
 	size := "-"
 	if f.Size != nil {
-		size = mqcli.HumanBytes(*f.Size)
+		size = acct.HumanBytes(*f.Size)
 	}
 	pr := protocol.Printable
 	return fmt.Sprintf("%s\t%s\t%s\t%s", pr(f.Path), size, pr(mqcli.ShortSum(f.SHA256)), pr(mqcli.Replicas(f.Replicas)))

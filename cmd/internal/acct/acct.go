@@ -1,4 +1,9 @@
-package cli
+// Package acct prints accounting (mqstat --acct), after Slurm's sacct: a
+// line per attempt (the job's latest as ID, earlier ones as ID.N beneath
+// it) with its host, start, elapsed time, CPU and max RSS, then a summary
+// per target; and the figures listings show: times, durations, sizes,
+// costs.
+package acct
 
 import (
 	"fmt"
@@ -11,15 +16,11 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
-// Accounting (mqstat --acct), after Slurm's sacct: a line per attempt
-// (the job's latest as ID, earlier ones as ID.N beneath it) with its host,
-// start, elapsed time, CPU and max RSS, then a summary per target.
+// Header is the table's first line.
+const Header = "JOBID\tTARGET\tQUEUE\tS\tHOST\tSTART\tELAPSED\tUSER\tSYS\tMAXRSS\tEXIT\tCOST"
 
-// acctHeader is the table's first line.
-const acctHeader = "JOBID\tTARGET\tQUEUE\tS\tHOST\tSTART\tELAPSED\tUSER\tSYS\tMAXRSS\tEXIT\tCOST"
-
-// acctSums adds up a listing's jobs per target.
-type acctSums struct {
+// Sums adds up a listing's jobs per target.
+type Sums struct {
 	order   []string
 	targets map[string]*targetSum
 }
@@ -33,7 +34,7 @@ type targetSum struct {
 	maxElapsed  float64
 }
 
-func (s *acctSums) add(j protocol.JobInfo) {
+func (s *Sums) Add(j protocol.JobInfo) {
 	if s.targets == nil {
 		s.targets = map[string]*targetSum{}
 	}
@@ -73,7 +74,7 @@ func Cost(c *float64) string {
 }
 
 // print writes the per-target summary, targets by name.
-func (s *acctSums) print(w io.Writer) {
+func (s *Sums) Print(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
 	fmt.Fprintln(tw, "TARGET\tJOBS\tENDED\tCPU\tMEAN ELAPSED\tMAX ELAPSED\tCOST")
 	names := append([]string(nil), s.order...)
@@ -94,8 +95,8 @@ func (s *acctSums) print(w io.Writer) {
 	tw.Flush()
 }
 
-// printAcct writes a job's lines: its latest attempt, then earlier ones.
-func printAcct(tw io.Writer, j protocol.JobInfo, now time.Time) {
+// Line writes a job's lines: its latest attempt, then earlier ones.
+func Line(tw io.Writer, j protocol.JobInfo, now time.Time) {
 	row := func(id, state, host, started, finished string, exit *int, a protocol.Accounting) {
 		if host == "" {
 			host = "-"
@@ -112,7 +113,7 @@ func printAcct(tw io.Writer, j protocol.JobInfo, now time.Time) {
 			ex = fmt.Sprint(*exit)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, protocol.Printable(j.Target), protocol.Printable(j.Queue),
-			protocol.Printable(state), protocol.Printable(host), shortTime(started, now), elapsed, user, sys, rss, ex, Cost(a.Cost))
+			protocol.Printable(state), protocol.Printable(host), ShortTime(started, now), elapsed, user, sys, rss, ex, Cost(a.Cost))
 	}
 	row(fmt.Sprint(j.ID), j.State, j.Host, j.Started, j.Finished, j.Exit, j.Accounting)
 	for _, a := range j.Earlier {
@@ -152,8 +153,8 @@ func Seconds(s float64) string {
 	return out
 }
 
-// usageLine is an attempt's accounting for mqstat -j.
-func usageLine(a protocol.Accounting, ended bool) string {
+// UsageLine is an attempt's accounting for mqstat -j.
+func UsageLine(a protocol.Accounting, ended bool) string {
 	var parts []string
 	if ended {
 		parts = append(parts, "elapsed "+Seconds(a.Elapsed))
@@ -164,11 +165,11 @@ func usageLine(a protocol.Accounting, ended bool) string {
 	return strings.Join(parts, ", ")
 }
 
-// useSums compares what each category's jobs (queue and target, the
+// Use compares what each category's jobs (queue and target, the
 // category --cpus auto and --mem auto learn from) asked for with what
 // their attempts used: the cores left idle and the memory asked but never
 // touched are what a smaller request would give back to other jobs.
-type useSums struct {
+type Use struct {
 	asked bool // some job of the listing asked for resources
 	order []useKey
 	by    map[useKey]*catUse
@@ -184,7 +185,7 @@ type catUse struct {
 	minMem, maxMem, peak int64 // memory asked (bytes), the largest max RSS
 }
 
-func (s *useSums) add(j protocol.JobInfo) {
+func (s *Use) Add(j protocol.JobInfo) {
 	r := j.Resources
 	if r.CPUs > 0 || r.CPUsAuto || r.Mem > 0 || r.MemAuto || r.GPUs > 0 || len(r.Named) > 0 {
 		s.asked = true
@@ -229,7 +230,7 @@ func (s *useSums) add(j protocol.JobInfo) {
 // print writes the table when some job asked for resources: per
 // category, the cores asked and used on average while running, the
 // core-hours asked but idle, the memory asked and the largest max RSS.
-func (s *useSums) print(w io.Writer) {
+func (s *Use) Print(w io.Writer) {
 	if !s.asked {
 		return
 	}
@@ -283,4 +284,39 @@ func span(lo, hi int64, auto bool, show func(int64) string) string {
 	default:
 		return show(lo) + "-" + show(hi)
 	}
+}
+
+// HumanBytes is n in B, KiB, MiB...
+func HumanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, u := float64(n), 0
+	for v >= unit && u < 4 {
+		v /= unit
+		u++
+	}
+	return fmt.Sprintf("%.3g %ciB", v, " KMGT"[u])
+}
+
+// ShortTime is the RFC 3339 time s as a listing shows it: the clock
+// only today, the date too on another day, the year as well in another
+// year; "-" when there is none.
+func ShortTime(s string, now time.Time) string {
+	if s == "" {
+		return "-"
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return protocol.Printable(s)
+	}
+	t = t.Local()
+	switch y, m, d := t.Date(); {
+	case y == now.Year() && m == now.Month() && d == now.Day():
+		return t.Format("15:04:05")
+	case y == now.Year():
+		return t.Format("Jan 02 15:04")
+	}
+	return t.Format("2006-01-02 15:04")
 }

@@ -77,7 +77,7 @@ func (c catalogCore) Change(ctx context.Context, durable bool, req func(context.
 		do = s.doDurable
 	}
 	return do(ctx, func() error {
-		if err := s.begin(); err != nil {
+		if err := s.beginFresh(); err != nil {
 			return err
 		}
 		ch, err := req(context.Background(), s.w, s.now())

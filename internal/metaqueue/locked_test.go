@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/sqlitedb/sqlitetest"
+	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -212,6 +213,85 @@ func TestOpenLocked(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("a minute after the lock went: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	e.check()
+}
+
+// TestLockedAgents: while another process is known to hold the write
+// lock, placeholders go on heartbeating (with start marks), reporting and
+// asking for work, the CLS notes a lost output, and the core's tick runs, for half a minute: none of it
+// reloads the state (each reload costs seconds on a big database); the
+// start marks are kept and recorded once the lock goes. The first start
+// mark to meet the lock waits the busy timeout, but reloads nothing either.
+func TestLockedAgents(t *testing.T) {
+	var logs syncBuf
+	e := newEnvWith(t, func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	ctx := context.Background()
+	e.submit(spec("t", "true"), spec("t", "true"), spec("t", "true"), spec("t", "true"))
+	ph := e.register("s")
+	r, err := e.s.Next(ctx, protocol.Next{Placeholder: ph, Free: 4, Ahead: 2})
+	if err != nil || len(r.Jobs) != 4 || !r.Jobs[3].Ahead {
+		t.Fatalf("Next = %+v, %v; want 4 jobs, the last ahead", r, err)
+	}
+	var running []protocol.JobRef
+	for _, a := range r.Jobs {
+		running = append(running, protocol.JobRef{ID: a.ID, Attempt: a.Attempt})
+	}
+	shell := sqlitetest.Shell(t, e.opt.Path)
+	if _, err := shell.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	const why = "another process holds the write lock of the database"
+	const reload = "reloading state"
+	reloads := strings.Count(logs.String(), reload)
+	// The first write to meet the lock waits the busy timeout: a start mark.
+	if _, err := e.s.Heartbeat(ctx, protocol.Heartbeat{Placeholder: ph, Running: running, Started: running[2:3]}); err == nil || !strings.Contains(err.Error(), why) {
+		t.Fatalf("the first heartbeat under the lock: %v, want %q", err, why)
+	}
+	if got := strings.Count(logs.String(), why); got != 1 {
+		t.Errorf("%d log lines say why, want 1:\n%s", got, logs.String())
+	}
+	for i := 0; i < 30; i++ {
+		var started []protocol.JobRef
+		switch i {
+		case 0:
+			started = running[2:3]
+		case 1:
+			started = running[3:4]
+		}
+		if hb, err := e.s.Heartbeat(ctx, protocol.Heartbeat{Placeholder: ph, Running: running, Started: started}); err != nil || len(hb.Kill) != 0 {
+			t.Fatalf("heartbeat under the lock = %+v, %v", hb, err)
+		}
+		if err := e.s.ReportBatch(ctx, protocol.ReportBatch{Placeholder: ph, Started: running[2:3]}); err == nil || !strings.Contains(err.Error(), why) {
+			t.Errorf("report under the lock: %v, want %q", err, why)
+		}
+		if _, err := e.s.Next(ctx, protocol.Next{Placeholder: ph, Free: 1, Started: running[3:4]}); err == nil || !strings.Contains(err.Error(), why) {
+			t.Errorf("next under the lock: %v, want %q", err, why)
+		}
+		if err := e.s.OutputLost(ctx, ph, running[0].ID, running[0].Attempt, "staging failed"); err == nil || !strings.Contains(err.Error(), why) {
+			t.Errorf("lost output under the lock: %v, want %q", err, why)
+		}
+		e.advance(time.Second)
+	}
+	if got := strings.Count(logs.String(), reload); got != reloads {
+		t.Errorf("placeholders' calls under the lock reloaded the state %d times, want none:\n%s", got-reloads, logs.String())
+	}
+	if _, err := shell.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		e.clock.Advance(time.Second) // the core looks at the lock again when due
+		if _, err := e.s.Heartbeat(ctx, protocol.Heartbeat{Placeholder: ph, Running: running}); err != nil {
+			t.Fatal(err)
+		}
+		if e.state(running[2].ID) == job.Executing && e.state(running[3].ID) == job.Executing {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a minute after the lock went, the starts kept are not recorded: %s %s", e.state(running[2].ID), e.state(running[3].ID))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -29,7 +29,7 @@ func (s *Store) OutputLost(ctx context.Context, placeholder, id int64, attempt i
 		if s.runOf(id, attempt, placeholder) == nil {
 			return nil
 		}
-		if err := s.begin(); err != nil {
+		if err := s.beginFresh(); err != nil {
 			return err
 		}
 		return storeErr(extents.Lost(context.Background(), s.w, id, attempt, why))

@@ -56,7 +56,7 @@ type plansCore struct{ s *Store }
 func (c plansCore) Write(ctx context.Context, write func(context.Context, plans.DB, *dag.Graph, time.Time) error) error {
 	s := c.s
 	return s.do(ctx, func() error {
-		if err := s.begin(); err != nil {
+		if err := s.beginFresh(); err != nil {
 			return err
 		}
 		return storeErr(write(context.Background(), s.w, s.g, s.now()))

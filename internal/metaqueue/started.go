@@ -25,12 +25,15 @@ import (
 // those still marked leave P for E. An attempt not (or no longer) ph's,
 // a copy, or one known started already changes nothing.
 func (s *Store) markStarted(ph int64, refs []protocol.JobRef) error {
+	if len(refs) == 0 {
+		return nil
+	}
+	if err := s.beginFresh(); err != nil { // before the marks change
+		return err
+	}
 	ids := s.running.MarkStarted(ph, refs)
 	if len(ids) == 0 {
 		return nil
-	}
-	if err := s.begin(); err != nil {
-		return err
 	}
 	args := make([]any, len(ids))
 	for i, id := range ids {

@@ -596,6 +596,9 @@ func (s *Store) recover(cause error, batch []*call) {
 	s.rewatch()
 }
 
+// beginFresh is begin before a call changed anything: a lock known held fails the call, not the batch.
+func (s *Store) beginFresh() error { return s.room.BeginFresh(s.begin, s.log) }
+
 // begin starts the batch's transaction if it has not started yet.
 func (s *Store) begin() error {
 	if s.inTx {

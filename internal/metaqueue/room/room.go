@@ -107,6 +107,20 @@ func (w *Watch) Begin(begin func() error) error {
 	return begin()
 }
 
+// BeginFresh is Begin for a call that has changed nothing in memory yet:
+// a lock found held (after the busy timeout) is noted, and log says so,
+// as by LookForLock, and is the call's answer, so that its batch goes on
+// and reloads nothing; later changes are answered at once.
+func (w *Watch) BeginFresh(begin func() error, log *slog.Logger) error {
+	err := w.Begin(begin)
+	if err == nil || w.locked || !batchfail.IsLocked(err) {
+		return err
+	}
+	w.Full(batchfail.Answer(err, w.Dir, nil), true)
+	log.Warn("another process holds the database's write lock: changes are refused until it lets go", "err", w.answer)
+	return w.answer
+}
+
 // Short says whether there is no room (as last looked).
 func (w *Watch) Short() bool { return w.answer != nil }
 

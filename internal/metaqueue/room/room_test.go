@@ -2,6 +2,7 @@ package room
 
 import (
 	"errors"
+	"log/slog"
 	"syscall"
 	"testing"
 	"time"
@@ -113,6 +114,43 @@ func TestWatchBegin(t *testing.T) {
 			err := w.Begin(func() error { begun = true; return nil })
 			if err != tc.want || begun != tc.wantBegun || w.Locked() != tc.locked {
 				t.Errorf("Begin = %v, begun %v, Locked %v; want %v, %v, %v", err, begun, w.Locked(), tc.want, tc.wantBegun, tc.locked)
+			}
+		})
+	}
+}
+
+// busy is SQLite's answer to a write lock another process holds.
+type busy struct{}
+
+func (busy) Error() string { return "database is locked (5) (SQLITE_BUSY)" }
+func (busy) Code() int     { return 5 }
+
+// TestWatchBeginFresh: a begin that finds the lock held is noted, so the
+// next is answered at once without beginning; other failures are not.
+func TestWatchBeginFresh(t *testing.T) {
+	other := errors.New("disk I/O error")
+	tests := []struct {
+		name       string
+		err        error
+		wantLocked bool
+	}{
+		{"free", nil, false},
+		{"locked", busy{}, true},
+		{"other failure", other, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := Watch{Dir: t.TempDir()}
+			err := w.BeginFresh(func() error { return tc.err }, slog.New(slog.DiscardHandler))
+			if (err == nil) != (tc.err == nil) || w.Locked() != tc.wantLocked || w.Short() != tc.wantLocked {
+				t.Fatalf("BeginFresh = %v, Locked %v, Short %v; want locked %v", err, w.Locked(), w.Short(), tc.wantLocked)
+			}
+			if !tc.wantLocked {
+				return
+			}
+			begun := false
+			if again := w.BeginFresh(func() error { begun = true; return nil }, slog.New(slog.DiscardHandler)); again != err || begun {
+				t.Errorf("second BeginFresh = %v, begun %v; want %v at once", again, begun, err)
 			}
 		})
 	}

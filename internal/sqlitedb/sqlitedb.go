@@ -35,12 +35,16 @@ type Config struct {
 	Init func(ctx context.Context, w *sql.Conn) error
 }
 
+// busyTimeoutMS is how long a write waits for a write lock another
+// process holds.
+const busyTimeoutMS = 10000
+
 var uriPath = strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")
 
 // dsn is the driver's name for the database at path.
 func dsn(path, synchronous string, readOnly, checks bool) string {
 	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS))
 	q.Add("_pragma", "journal_mode(wal)")
 	q.Add("_pragma", "synchronous("+synchronous+")")
 	q.Add("_pragma", "foreign_keys(off)")
@@ -102,7 +106,7 @@ func Open(ctx context.Context, c Config) (w *sql.Conn, wdb, rdb *sql.DB, err err
 		return nil, nil, nil, fmt.Errorf("open %s: journal_mode is %q, not wal (is the file on a network file system?)", path, mode)
 	}
 	if c.Init != nil {
-		if err := c.Init(ctx, w); err != nil {
+		if err := initNow(ctx, w, c.Init); err != nil {
 			cleanup()
 			return nil, nil, nil, openErr(path, err)
 		}
@@ -114,6 +118,22 @@ func Open(ctx context.Context, c Config) (w *sql.Conn, wdb, rdb *sql.DB, err err
 	}
 	rdb.SetMaxOpenConns(c.Readers)
 	return w, wdb, rdb, nil
+}
+
+// initNow runs init on w without waiting for a write lock another
+// process holds: the schema is made or migrated only as the database
+// opens, and a lock held then (an sqlite3 shell left in a transaction)
+// is not let go within the busy timeout either, so the caller stops at
+// once with what to do rather than after it.
+func initNow(ctx context.Context, w *sql.Conn, init func(context.Context, *sql.Conn) error) error {
+	if _, err := w.ExecContext(ctx, "PRAGMA busy_timeout = 0"); err != nil {
+		return err
+	}
+	if err := init(ctx, w); err != nil {
+		return err
+	}
+	_, err := w.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", busyTimeoutMS))
+	return err
 }
 
 // openErr is err opening path; one that met another process's write

@@ -248,3 +248,34 @@ func TestOpenLocked(t *testing.T) {
 		t.Errorf("Open under the lock: %v, want it to name the lock", err)
 	}
 }
+
+// TestOpenLockedInit: a database whose schema is to be made or migrated
+// while another process holds its write lock stops at once, naming the
+// lock, not after the busy timeout.
+func TestOpenLockedInit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "mq.db")
+	w, wdb, rdb, err := Open(ctx, Config{Path: path, Synchronous: "normal", Readers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	wdb.Close()
+	rdb.Close()
+	shell := sqlitetest.Shell(t, path)
+	if _, err := shell.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, _, _, err = Open(ctx, Config{Path: path, Synchronous: "normal", Readers: 1, Init: func(ctx context.Context, w *sql.Conn) error {
+		_, err := w.ExecContext(ctx, "CREATE TABLE t (x)")
+		return err
+	}})
+	if err == nil || !strings.Contains(err.Error(), "another process holds its write lock") {
+		t.Errorf("Open under the lock: %v, want it to name the lock", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Open under the lock stopped after %v, want at once", d)
+	}
+}

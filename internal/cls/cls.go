@@ -374,6 +374,9 @@ func (c *CLS) openStore(ctx context.Context) (outReserve int64, err error) {
 		return 0, err
 	}
 	c.closers = append(c.closers, func() { c.store.Close() })
+	if err := raiseStreamMark(ctx, filepath.Join(c.home, "mq.db"), filepath.Join(c.outputDir(), protocol.StreamDir)); err != nil {
+		c.log.Warn("could not keep the ids of the placeholders whose stream copies are kept from being given again", "err", err)
+	}
 	noteLocked(ctx, filepath.Join(c.home, "mq.db"), cfg.Notes)
 	// Loading a large metaqueue leaves garbage of its scan behind: give it
 	// back now rather than carry it until the heap grows into it.

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go)
 
@@ -213,4 +214,23 @@ func WriteLockFree(ctx context.Context, path string) error {
 	}
 	_, err = c.ExecContext(ctx, "ROLLBACK")
 	return err
+}
+
+// WithConn runs fn on a connection of its own to the existing database
+// at path, beside the one Open keeps, waiting at most busy for its write
+// lock.
+func WithConn(ctx context.Context, path string, busy time.Duration, fn func(*sql.Conn) error) error {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
+	db, err := sql.Open("sqlite", "file:"+uriPath.Replace(path)+"?mode=rw&"+q.Encode())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	c, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return fn(c)
 }

@@ -313,3 +313,12 @@ func CheckNext(req protocol.Next) error {
 	}
 	return nil
 }
+
+// RaiseLast keeps placeholder ids at or below id from being given again
+// (InsertPlaceholder), on a database at schema version 33 or later.
+func RaiseLast(ctx context.Context, db interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}, id int64) error {
+	_, err := db.ExecContext(ctx, placeholdersSQL.Get("RaiseLast"), id)
+	return err
+}

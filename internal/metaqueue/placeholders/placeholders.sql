@@ -25,3 +25,10 @@ SELECT id FROM placeholders
 WHERE id NOT IN (SELECT placeholder_id FROM jobs WHERE placeholder_id IS NOT NULL)
 	AND id NOT IN (SELECT placeholder_id FROM attempts WHERE placeholder_id IS NOT NULL)
 	AND id NOT IN (SELECT placeholder_id FROM job_copies);
+
+-- name: RaiseLast
+-- Raises meta('placeholder_last') to the parameter, keeping the larger:
+-- an id something outside the database still names (a stream copy of a
+-- placeholder swept before schema version 33) is never given again.
+INSERT INTO meta (key, value) VALUES ('placeholder_last', ?1)
+ON CONFLICT (key) DO UPDATE SET value = max(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER));

@@ -17,6 +17,8 @@ import (
 
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
+
+	"github.com/mq-hpc/mq/internal/stage/sftptest"
 )
 
 // sftpLogin is an in-process login host that serves SFTP (pkg/sftp's
@@ -278,86 +280,13 @@ func TestWriteTempPrivateFirst(t *testing.T) {
 	}
 }
 
-// privateDirs is an in-memory SFTP server that keeps the modes set by
-// chmod (pkg/sftp's in-memory handler drops them) and notes each file
-// made in a directory not chmod'ed private first: there another user of
-// the login host can open the file before it is made private, and read
-// what is written to it through that descriptor.
-type privateDirs struct {
-	mem   sftp.Handlers
-	mu    sync.Mutex
-	modes map[string]os.FileMode
-	open  []string // files made in a directory others may enter
-}
-
-func (p *privateDirs) Filewrite(r *sftp.Request) (io.WriterAt, error) {
-	p.mu.Lock()
-	if m, ok := p.modes[path.Dir(r.Filepath)]; !ok || m&0o077 != 0 {
-		p.open = append(p.open, r.Filepath)
-	}
-	p.mu.Unlock()
-	return p.mem.FilePut.Filewrite(r)
-}
-
-func (p *privateDirs) Filecmd(r *sftp.Request) error {
-	if r.Method == "Setstat" && r.AttrFlags().Permissions {
-		p.mu.Lock()
-		p.modes[r.Filepath] = r.Attributes().FileMode().Perm()
-		p.mu.Unlock()
-		return nil
-	}
-	return p.mem.FileCmd.Filecmd(r)
-}
-
-func (p *privateDirs) Filelist(r *sftp.Request) (sftp.ListerAt, error) {
-	l, err := p.mem.FileList.Filelist(r)
-	return modeLister{l, p, r}, err
-}
-
-func (p *privateDirs) Lstat(r *sftp.Request) (sftp.ListerAt, error) {
-	l, err := p.mem.FileList.(sftp.LstatFileLister).Lstat(r)
-	return modeLister{l, p, r}, err
-}
-
-type modeLister struct {
-	sftp.ListerAt
-	p *privateDirs
-	r *sftp.Request
-}
-
-func (l modeLister) ListAt(fis []os.FileInfo, off int64) (int, error) {
-	n, err := l.ListerAt.ListAt(fis, off)
-	l.p.mu.Lock()
-	defer l.p.mu.Unlock()
-	for i := range fis[:n] {
-		name := l.r.Filepath // Stat, Lstat
-		if l.r.Method == "List" {
-			name = path.Join(name, fis[i].Name())
-		}
-		if m, ok := l.p.modes[name]; ok {
-			fis[i] = modeInfo{fis[i], fis[i].Mode()&^os.ModePerm | m}
-		}
-	}
-	return n, err
-}
-
-// modeInfo is a FileInfo with the mode chmod set.
-type modeInfo struct {
-	os.FileInfo
-	mode os.FileMode
-}
-
-func (m modeInfo) Mode() os.FileMode { return m.mode }
-
 // An upload makes its temporary file only in a directory already private
 // (a site directory may have stood open to others before the site was
 // added: mkdir -p keeps its mode), and leaves the file, and nothing else,
 // at its path.
 func TestUploadInPrivateDir(t *testing.T) {
 	t.Parallel()
-	p := &privateDirs{mem: sftp.InMemHandler(), modes: map[string]os.FileMode{}}
-	h := p.mem
-	h.FilePut, h.FileCmd, h.FileList = p, p, p
+	p, h := sftptest.New()
 	server, client := net.Pipe()
 	srv := sftp.NewRequestServer(server, h)
 	go srv.Serve()
@@ -375,9 +304,7 @@ func TestUploadInPrivateDir(t *testing.T) {
 	if err := upload(c, "/site/key", key, 0o600, func(tmp string) error { verified = tmp; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	p.mu.Lock()
-	open := p.open
-	p.mu.Unlock()
+	open := p.Open()
 	if len(open) > 0 {
 		t.Errorf("made in a directory others may enter: %v", open)
 	}

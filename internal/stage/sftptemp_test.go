@@ -8,13 +8,15 @@ import (
 	"testing"
 
 	"github.com/pkg/sftp"
+
+	"github.com/mq-hpc/mq/internal/stage/sftptest"
 )
 
-// memSFTP is an in-memory SFTP server that keeps modes (withModes), and a
+// memSFTP is an in-memory SFTP server that keeps modes (sftptest), and a
 // client of it.
-func memSFTP(tb testing.TB) (*sftp.Client, *modes) {
+func memSFTP(tb testing.TB) (*sftp.Client, *sftptest.Server) {
 	tb.Helper()
-	h := withModes(sftp.InMemHandler())
+	m, h := sftptest.New()
 	a, b := socketPair(tb)
 	srv := sftp.NewRequestServer(b, h)
 	go srv.Serve()
@@ -26,7 +28,7 @@ func memSFTP(tb testing.TB) (*sftp.Client, *modes) {
 		c.Close()
 		srv.Close()
 	})
-	return c, h.FilePut.(*modes)
+	return c, m
 }
 
 // TestSFTPCreatePrivate: below a data root, a staged file is made in a
@@ -53,9 +55,7 @@ func TestSFTPCreatePrivate(t *testing.T) {
 	}
 	old.Write([]byte("stale"))
 	old.Close()
-	m.mu.Lock()
-	m.open = nil // the test's own
-	m.mu.Unlock()
+	m.Forget() // the test's own
 	ctx := context.Background()
 	data := []byte("the user's input")
 	for range 2 { // the second over the first
@@ -70,9 +70,7 @@ func TestSFTPCreatePrivate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m.mu.Lock()
-	open := slices.Clone(m.open)
-	m.mu.Unlock()
+	open := m.Open()
 	if len(open) > 0 {
 		t.Errorf("made in a directory others may search: %v", open)
 	}

@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/pkg/sftp"
+
+	"github.com/mq-hpc/mq/internal/stage/sftptest"
 )
 
 // tmpfs mounts a tmpfs of size bytes on a new directory, unmounted at the
@@ -105,7 +107,7 @@ func TestMoveToFullDisk(t *testing.T) {
 // tells nothing.
 func quotaClient(tb testing.TB, over *atomic.Bool, fail string) *sftp.Client {
 	tb.Helper()
-	h := withModes(sftp.InMemHandler())
+	_, h := sftptest.New()
 	h.FilePut = quotaPut{h.FilePut, over, fail}
 	a, b := socketPair(tb)
 	srv := sftp.NewRequestServer(b, h)

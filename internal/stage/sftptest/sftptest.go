@@ -1,25 +1,46 @@
-package stage
+// Package sftptest is pkg/sftp's in-memory server made to keep the modes
+// chmod sets, as a real server does (the in-memory handlers refuse a chmod
+// of a directory and report fixed modes), for tests of what is made over
+// SFTP and who could read it meanwhile.
+package sftptest
 
 import (
 	"io"
 	"os"
 	"path"
+	"slices"
 	"sync"
 
 	"github.com/pkg/sftp"
 )
 
-// withModes makes pkg/sftp's in-memory handlers keep the modes chmod
-// sets, as a real server does (they refuse a chmod of a directory and
-// report fixed modes), and note each file made in a directory that was
-// not made private first (made).
-func withModes(h sftp.Handlers) sftp.Handlers {
-	m := &modes{mem: h, mode: map[string]os.FileMode{}}
+// New returns the handlers of an in-memory SFTP server that keeps modes,
+// and the Server that notes each file made in a directory that was not
+// made private first (Open).
+func New() (*Server, sftp.Handlers) {
+	h := sftp.InMemHandler()
+	m := &Server{mem: h, mode: map[string]os.FileMode{}}
 	h.FilePut, h.FileCmd, h.FileList = m, m, m
-	return h
+	return m, h
 }
 
-type modes struct {
+// Open lists the files made in a directory others could search (since
+// Forget).
+func (m *Server) Open() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.open)
+}
+
+// Forget forgets the files Open lists: a test's own setup.
+func (m *Server) Forget() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.open = nil
+}
+
+// A Server is in-memory SFTP handlers that keep modes.
+type Server struct {
 	mem  sftp.Handlers
 	mu   sync.Mutex
 	mode map[string]os.FileMode
@@ -27,7 +48,7 @@ type modes struct {
 	open []string
 }
 
-func (m *modes) Filewrite(r *sftp.Request) (io.WriterAt, error) {
+func (m *Server) Filewrite(r *sftp.Request) (io.WriterAt, error) {
 	m.mu.Lock()
 	if d, ok := m.mode[path.Dir(r.Filepath)]; !ok || d&0o077 != 0 {
 		m.open = append(m.open, r.Filepath)
@@ -36,7 +57,7 @@ func (m *modes) Filewrite(r *sftp.Request) (io.WriterAt, error) {
 	return m.mem.FilePut.Filewrite(r)
 }
 
-func (m *modes) Filecmd(r *sftp.Request) error {
+func (m *Server) Filecmd(r *sftp.Request) error {
 	if r.Method == "Setstat" && r.AttrFlags().Permissions && !r.AttrFlags().Size {
 		m.mu.Lock()
 		m.mode[r.Filepath] = r.Attributes().FileMode().Perm()
@@ -51,19 +72,19 @@ func (m *modes) Filecmd(r *sftp.Request) error {
 	return m.mem.FileCmd.Filecmd(r)
 }
 
-func (m *modes) Filelist(r *sftp.Request) (sftp.ListerAt, error) {
+func (m *Server) Filelist(r *sftp.Request) (sftp.ListerAt, error) {
 	l, err := m.mem.FileList.Filelist(r)
 	return modeLister{l, m, r}, err
 }
 
-func (m *modes) Lstat(r *sftp.Request) (sftp.ListerAt, error) {
+func (m *Server) Lstat(r *sftp.Request) (sftp.ListerAt, error) {
 	l, err := m.mem.FileList.(sftp.LstatFileLister).Lstat(r)
 	return modeLister{l, m, r}, err
 }
 
 type modeLister struct {
 	sftp.ListerAt
-	m *modes
+	m *Server
 	r *sftp.Request
 }
 
@@ -91,6 +112,6 @@ type modeInfo struct {
 
 func (m modeInfo) Mode() os.FileMode { return m.mode }
 
-func (m *modes) PosixRename(r *sftp.Request) error {
+func (m *Server) PosixRename(r *sftp.Request) error {
 	return m.mem.FileCmd.(sftp.PosixRenameFileCmder).PosixRename(r)
 }

@@ -17,8 +17,8 @@ import (
 func flagsFirst(flags []cli.Flag) func([]string) []string {
 	takesValue := valueFlags(flags)
 	return func(args []string) []string {
-		if len(args) < 2 {
-			return args
+		if len(args) < 2 || args[len(args)-1] == completionFlag {
+			return args // a shell completing: urfave/cli looks for the flag last
 		}
 		out := make([]string, 1, len(args))
 		out[0] = args[0]
@@ -49,6 +49,10 @@ func flagsFirst(flags []cli.Flag) func([]string) []string {
 		return append(out, positional...)
 	}
 }
+
+// completionFlag is what a shell's completion script puts last on the
+// line it asks urfave/cli to complete.
+const completionFlag = "--generate-bash-completion"
 
 // rerunFlagsFirst is flagsFirst for mqsub --rerun only ("mqsub --rerun
 // 720-723 -Q"): in every other form what follows TARGET is the job's

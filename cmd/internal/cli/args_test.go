@@ -27,6 +27,8 @@ func TestFlagsFirst(t *testing.T) {
 		// A value flag at the end with no value is left for the parser to refuse.
 		{[]string{"mqwait", "1", "--timeout"}, []string{"mqwait", "1", "--timeout"}},
 		{[]string{"mqwait", "-", "1"}, []string{"mqwait", "-", "1"}},
+		// A shell completing "mqstat 5 -": the completion flag stays last.
+		{[]string{"mqstat", "5", "-", "--generate-bash-completion"}, []string{"mqstat", "5", "-", "--generate-bash-completion"}},
 	} {
 		if got := rewrite(slices.Clone(tc.in)); !slices.Equal(got, tc.want) {
 			t.Errorf("flagsFirst(%q) = %q, want %q", tc.in, got, tc.want)

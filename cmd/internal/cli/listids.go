@@ -2,16 +2,20 @@ package cli
 
 import (
 	"cmp"
-	"github.com/mq-hpc/mq/cmd/internal/habits"
+	"fmt"
 	"io"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/cmd/internal/habits"
 	"github.com/mq-hpc/mq/cmd/internal/jobfields"
+	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -135,9 +139,16 @@ func streamStat(c *cli.Context, cl *client.Client, st protocol.Stat, ids [][2]in
 	if ids == nil {
 		return client.Stream(c.Context, cl, protocol.OpStat, st, fn)
 	}
+	if st.States == "" {
+		st.States = allStates // a job named is listed whatever its state
+	}
+	named := namedIDs(c.Args().Slice())
 	n := 0
 	count := func(r protocol.StatReply) error {
 		n += len(r.Jobs)
+		for _, j := range r.Jobs {
+			delete(named, j.ID)
+		}
 		return fn(r)
 	}
 	for _, q := range idRequests(st, ids) {
@@ -151,7 +162,64 @@ func streamStat(c *cli.Context, cl *client.Client, st protocol.Stat, ids [][2]in
 			return err
 		}
 	}
-	return nil
+	if len(named) == 0 || st.Queue != "" || st.Target != "" || c.IsSet("s") {
+		return nil // a job of another queue, target or state is not unknown
+	}
+	return unknownJobs(named)
+}
+
+// allStates names every state, for a listing by job id.
+var allStates = func() string {
+	var b strings.Builder
+	for _, s := range job.States {
+		b.WriteString(s.String())
+	}
+	return b.String()
+}()
+
+// namedIDs is the set of the single job ids in args (not ranges: a range
+// may hold ids never given), as mqstat reports the ones it did not find.
+func namedIDs(args []string) map[int64]bool {
+	named := map[int64]bool{}
+	for _, a := range args {
+		for _, p := range strings.Split(a, ",") {
+			if _, _, isRange, _ := parseRange(p); isRange {
+				continue
+			}
+			if id, err := strconv.ParseInt(p, 10, 64); err == nil {
+				named[id] = true
+			}
+		}
+	}
+	return named
+}
+
+// unknownJobsError says which job ids named no job has, as qstat's
+// "Unknown Job Id": the listing shows the others, and ends whole.
+type unknownJobsError struct{ msg string }
+
+func (e *unknownJobsError) Error() string { return e.msg }
+
+// listed is err unless it only says some jobs named were not found: the
+// listing then ends as usual before err is returned.
+func listed(err error) error {
+	if _, ok := err.(*unknownJobsError); ok {
+		return nil
+	}
+	return err
+}
+
+func unknownJobs(named map[int64]bool) error {
+	ids := slices.Sorted(maps.Keys(named))
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.FormatInt(id, 10)
+	}
+	noun := "job"
+	if len(ids) > 1 {
+		noun = "jobs"
+	}
+	return &unknownJobsError{fmt.Sprintf("no %s %s (never submitted, or purged)", noun, strings.Join(s, ", "))}
 }
 
 // mqstatFields is --format: the jobs the table would list (every array

@@ -74,11 +74,11 @@ func mqstatList(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 			}
 			return nil
 		})
-		if err != nil {
+		if listed(err) != nil {
 			return err
 		}
 		io.WriteString(w, "]\n")
-		return nil
+		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
 	if accounting {
@@ -92,13 +92,13 @@ func mqstatList(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 			}
 			return tw.Flush() // one tabwriter block per frame keeps memory bounded
 		})
-		if err != nil {
+		if listed(err) != nil {
 			return err
 		}
 		fmt.Fprintln(w)
 		sums.Print(w)
 		use.Print(w)
-		return nil
+		return err
 	}
 	fmt.Fprintln(tw, tableHeader)
 	_, err := streamTable(c, cl, tw, st, ids, arrs)

@@ -45,13 +45,15 @@ a failed or deleted prerequisite, X deleted. -s E lists P jobs too (both are
 handed out); -s P only those. --summary has an H or P column when a job is
 held or prefetched.
 Without -s every job but deleted ones is listed. Job ids and ranges
-(mqstat 501 502 600-610) list those jobs, members of job arrays each on
-its own line; -j ID shows one in full. --format prints the listing's jobs
+(mqstat 501 502 600-610) list those jobs whatever their state, members
+of job arrays each on its own line, and an id no job has is said on
+stderr (exit 1); -j ID shows one in full. --format prints the listing's jobs
 as lines of the fields named, separated by tabs, "-" for none, every
 array member on its own line; the fields: ` + jobfields.Names() + `.
 The HOST column (and --format's where) is SITE/HOST for a job at a site
 other than local. --watch shows the view again
-every INTERVAL (default 2s; seconds or a duration such as 500ms), in place
+every INTERVAL (default 2s; seconds up to 600 or a duration such as
+500ms: mqstat --watch 601 watches job 601), in place
 on a terminal (cut to its height), one after another otherwise, until
 interrupted.`
 	app.Flags = []cli.Flag{

@@ -156,6 +156,32 @@ func TestMqstatPositionalIDs(t *testing.T) {
 	if err := json.Unmarshal([]byte(o), &js); code != 0 || err != nil || len(js) != 2 || js[0].ID != 1 || js[1].ID != 6 {
 		t.Errorf("mqstat --json 6 1: exit %d, stderr %q, stdout %s (%v)", code, e, o, err)
 	}
+	// A job named is listed deleted too; one no job has is said on
+	// stderr after the others are listed (qstat's "Unknown Job Id").
+	if _, err := tb.store.Delete(ctx, protocol.Select{IDs: []int64{3}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args       []string
+		want, errs string
+		code       int
+	}{
+		{[]string{"3"}, "3", "", 0},
+		{[]string{"2-4"}, "2 3 4", "", 0},
+		{[]string{"3", "-s", "Q"}, "", "", 0},
+		{[]string{"2", "9", "8"}, "2", "mqstat: no jobs 8, 9 (never submitted, or purged)\n", 1},
+		{[]string{"9", "-t", "a"}, "", "", 0}, // narrowed: not unknown
+		{[]string{"7-9"}, "", "", 0},
+	} {
+		o, e, code := run(append([]string{"--format", "id", "--noheader"}, tc.args...)...)
+		if got := strings.Join(strings.Fields(o), " "); code != tc.code || got != tc.want || e != tc.errs {
+			t.Errorf("mqstat --format id %s: exit %d, stderr %q, ids %q; want exit %d, %q, ids %q", strings.Join(tc.args, " "), code, e, got, tc.code, tc.errs, tc.want)
+		}
+	}
+	o, e, code = run("--json", "9", "1")
+	if err := json.Unmarshal([]byte(o), &js); code != 1 || err != nil || len(js) != 1 || e != "mqstat: no job 9 (never submitted, or purged)\n" {
+		t.Errorf("mqstat --json 9 1: exit %d, stderr %q, stdout %s (%v)", code, e, o, err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string

@@ -19,8 +19,9 @@ import (
 )
 
 // Args turns "--watch INTERVAL" into "--watch --interval=INTERVAL"
-// when the word after --watch is an interval: seconds (2, 0.5) or a Go
-// duration (500ms, 1m). Anything else after --watch is left alone.
+// when the word after --watch is an interval: seconds up to maxSeconds
+// (2, 0.5) or a Go duration (500ms, 1m). Anything else after --watch is
+// left alone: mqstat --watch 501 watches job 501.
 func Args(args []string) []string {
 	out := make([]string, 0, len(args)+1)
 	for i := 0; i < len(args); i++ {
@@ -38,12 +39,16 @@ func Args(args []string) []string {
 	return out
 }
 
+// maxSeconds bounds a bare number read as an interval: above it the
+// number is more likely a job id (a longer interval has its unit: 15m).
+const maxSeconds = 600
+
 func interval(s string) (time.Duration, bool) {
 	if d, err := time.ParseDuration(s); err == nil {
 		return d, true
 	}
 	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || f < 0 || f > 1e6 {
+	if err != nil || f < 0 || f > maxSeconds {
 		return 0, false
 	}
 	return time.Duration(f * float64(time.Second)), true

@@ -19,6 +19,11 @@ func TestWatchArgs(t *testing.T) {
 		{[]string{"mqstat", "--watch", "500ms"}, []string{"mqstat", "--watch", "--interval=500ms"}},
 		{[]string{"mqstat", "--watch", "-s", "E"}, []string{"mqstat", "--watch", "-s", "E"}},
 		{[]string{"mqstat", "--", "--watch", "5"}, []string{"mqstat", "--", "--watch", "5"}},
+		{[]string{"mqstat", "--watch", "600"}, []string{"mqstat", "--watch", "--interval=10m0s"}},
+		{[]string{"mqstat", "--watch", "501s"}, []string{"mqstat", "--watch", "--interval=8m21s"}},
+		// A bare number above ten minutes is a job id.
+		{[]string{"mqstat", "--watch", "601"}, []string{"mqstat", "--watch", "601"}},
+		{[]string{"mqstat", "--watch", "1000001"}, []string{"mqstat", "--watch", "1000001"}},
 	} {
 		if got := Args(c.in); !slices.Equal(got, c.want) {
 			t.Errorf("Args(%q) = %q, want %q", c.in, got, c.want)

@@ -359,8 +359,7 @@ func (c *CLS) openStore(ctx context.Context) (outReserve int64, err error) {
 		return 0, err
 	}
 	keepDone := make(chan struct{})
-	go reserve.keep(keepDone, 10*time.Second)
-	go newWALWatch(filepath.Join(c.home, "mq.db"), c.log).run(keepDone, 10*time.Second)
+	go tend(keepDone, 10*time.Second, reserve.make, newWALWatch(filepath.Join(c.home, "mq.db"), c.log).check)
 	c.closers = append(c.closers, func() { close(keepDone) })
 	// After a commit failed for want of room, placeholders' writes and
 	// submits wait for twice the reserve free: the reserve, released for

@@ -69,20 +69,20 @@ func newDiskReserve(path string, log *slog.Logger) (*diskReserve, error) {
 }
 
 // make writes the reserve file if it is not there and the disk has room
-// for it and as much again; it says whether the reserve is held.
-func (r *diskReserve) make() bool {
+// for it and as much again.
+func (r *diskReserve) make() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.held {
-		return true
+		return
 	}
 	if _, free, err := fsSpace(filepath.Dir(r.path)); err != nil || free < 2*r.size {
-		return false
+		return
 	}
 	f, err := mqhome.OpenFile(r.path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		r.log.Warn("cannot make the disk reserve", "err", err)
-		return false
+		return
 	}
 	// Written, not truncated to size: a sparse file would hold no blocks.
 	_, err = f.Write(make([]byte, r.size))
@@ -97,10 +97,9 @@ func (r *diskReserve) make() bool {
 		if !errors.Is(err, syscall.ENOSPC) && !errors.Is(err, syscall.EDQUOT) {
 			r.log.Warn("cannot make the disk reserve", "err", err)
 		}
-		return false
+		return
 	}
 	r.held = true
-	return true
 }
 
 // release removes the reserve file, for the store to commit on a full
@@ -120,9 +119,9 @@ func (r *diskReserve) release() bool {
 	return true
 }
 
-// keep makes the reserve again whenever it is missing and there is room,
-// until done is closed.
-func (r *diskReserve) keep(done <-chan struct{}, every time.Duration) {
+// tend calls each of fns every period until done is closed: the CLS's
+// housekeeping of its disk (the reserve made again, the WAL's growth).
+func tend(done <-chan struct{}, every time.Duration, fns ...func()) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -130,7 +129,9 @@ func (r *diskReserve) keep(done <-chan struct{}, every time.Duration) {
 		case <-done:
 			return
 		case <-t.C:
-			r.make()
+			for _, fn := range fns {
+				fn()
+			}
 		}
 	}
 }

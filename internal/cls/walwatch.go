@@ -3,7 +3,6 @@ package cls
 import (
 	"log/slog"
 	"os"
-	"time"
 )
 
 // walWarnAt is the size of mq.db-wal first warned of. SQLite checkpoints
@@ -42,19 +41,5 @@ func (w *walWatch) check() {
 	case size < walWarnAt && w.next > walWarnAt:
 		w.log.Info("the database's WAL is small again", "wal", w.path, "MiB", size>>20)
 		w.next = walWarnAt
-	}
-}
-
-// run checks every period until done is closed.
-func (w *walWatch) run(done <-chan struct{}, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-t.C:
-			w.check()
-		}
 	}
 }

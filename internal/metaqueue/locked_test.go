@@ -68,18 +68,7 @@ func TestLockedByAnotherProcess(t *testing.T) {
 	if _, err := shell.ExecContext(ctx, "ROLLBACK"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		e.clock.Advance(time.Second) // the core looks at the lock again when due
-		_, err := e.s.Submit(ctx, []protocol.JobSpec{spec("b", "true")})
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a minute after the lock went: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	e.untilUnlocked(func() error { _, err := e.s.Submit(ctx, []protocol.JobSpec{spec("b", "true")}); return err })
 	e.check()
 }
 
@@ -204,18 +193,7 @@ func TestOpenLocked(t *testing.T) {
 	if _, err := shell.ExecContext(ctx, "ROLLBACK"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		e.clock.Advance(time.Second) // the core looks at the lock again when due
-		_, err := e.s.Hold(ctx, protocol.Select{IDs: []int64{id}})
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a minute after the lock went: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	e.untilUnlocked(func() error { _, err := e.s.Hold(ctx, protocol.Select{IDs: []int64{id}}); return err })
 	e.check()
 }
 
@@ -296,4 +274,23 @@ func TestLockedAgents(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	e.check()
+}
+
+// untilUnlocked calls change, with the clock a second on each time (the
+// core looks at the lock again when due), until it goes through, for up
+// to a minute after the lock went.
+func (e *env) untilUnlocked(change func() error) {
+	e.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		e.clock.Advance(time.Second)
+		err := change()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("a minute after the lock went: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

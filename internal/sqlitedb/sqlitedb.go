@@ -197,23 +197,13 @@ func checkOrphanWAL(path string) error {
 // another process holds it). It takes the lock and lets it go, writing
 // nothing.
 func WriteLockFree(ctx context.Context, path string) error {
-	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(0)")
-	db, err := sql.Open("sqlite", "file:"+uriPath.Replace(path)+"?mode=rw&"+q.Encode())
-	if err != nil {
+	return WithConn(ctx, path, 0, func(c *sql.Conn) error {
+		if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+			return err
+		}
+		_, err := c.ExecContext(ctx, "ROLLBACK")
 		return err
-	}
-	defer db.Close()
-	c, err := db.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		return err
-	}
-	_, err = c.ExecContext(ctx, "ROLLBACK")
-	return err
+	})
 }
 
 // WithConn runs fn on a connection of its own to the existing database

@@ -20,10 +20,7 @@ import (
 func TestShipStreamNamesBounded(t *testing.T) {
 	t.Parallel()
 	srv := &Server{Store: newStore(t), OutputDir: t.TempDir()}
-	a := connect(t, srv, protocol.RolePlaceholder)
-	a.hello("")
-	var ra protocol.RegisterReply
-	a.do(protocol.OpRegister.Name, protocol.Register{Site: "s", Host: "h", Slots: 1, OutDir: "/scratch/out"}, &ra)
+	a, ra := shippingPlaceholder(t, srv)
 	var rep protocol.StreamPieceReply
 	for seq := range 3 * maxShippedPerPlaceholder {
 		a.do(protocol.OpOutputShip.Name, protocol.StreamPiece{Placeholder: ra.ID, File: protocol.StreamFileName(ra.ID, seq), Data: []byte("MQSTRM01")}, &rep)
@@ -48,33 +45,10 @@ func TestShipStreamNamesBounded(t *testing.T) {
 // placeholder, resuming from the size answered, makes the copy whole.
 func TestShipStreamForgottenName(t *testing.T) {
 	t.Parallel()
-	site := filepath.Join(t.TempDir(), "site.mqs")
-	w, err := outstream.Create(site)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var exts []outstream.Extent
-	for i := range 2 {
-		o := w.Output(outstream.Tag{Job: int64(i + 1), Attempt: 1, Stream: outstream.Stdout}, 0)
-		fmt.Fprintf(o, "job %d %s\n", i+1, strings.Repeat("x", 1000))
-		ext, err := o.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		exts = append(exts, ext)
-	}
-	w.Close()
-	whole, err := os.ReadFile(site)
-	if err != nil {
-		t.Fatal(err)
-	}
-
+	exts, whole := siteStreamFile(t, "job %d "+strings.Repeat("x", 1000)+"\n", 2)
 	out := t.TempDir()
 	srv := &Server{Store: newStore(t), OutputDir: out}
-	a := connect(t, srv, protocol.RolePlaceholder)
-	a.hello("")
-	var ra protocol.RegisterReply
-	a.do(protocol.OpRegister.Name, protocol.Register{Site: "s", Host: "h", Slots: 1, OutDir: "/scratch/out"}, &ra)
+	a, ra := shippingPlaceholder(t, srv)
 	name := protocol.StreamFileName(ra.ID, 0)
 	half := exts[0].Last + 100 // in the middle of the second chunk
 	var rep protocol.StreamPieceReply
@@ -110,10 +84,7 @@ func TestShipStreamFilesBounded(t *testing.T) {
 	t.Parallel()
 	var buf syncBuf
 	srv := &Server{Store: newStore(t), OutputDir: t.TempDir(), Log: slog.New(slog.NewTextHandler(&buf, nil))}
-	a := connect(t, srv, protocol.RolePlaceholder)
-	a.hello("")
-	var ra protocol.RegisterReply
-	a.do(protocol.OpRegister.Name, protocol.Register{Site: "s", Host: "h", Slots: 1, OutDir: "/scratch/out"}, &ra)
+	a, ra := shippingPlaceholder(t, srv)
 	piece := func(seq int) protocol.StreamPiece {
 		return protocol.StreamPiece{Placeholder: ra.ID, File: protocol.StreamFileName(ra.ID, seq), Data: []byte("MQSTRM01")}
 	}

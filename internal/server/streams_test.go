@@ -21,10 +21,7 @@ func TestShipStream(t *testing.T) {
 	t.Parallel()
 	out := t.TempDir()
 	srv := &Server{Store: newStore(t), OutputDir: out}
-	a := connect(t, srv, protocol.RolePlaceholder)
-	a.hello("")
-	var ra protocol.RegisterReply
-	a.do(protocol.OpRegister.Name, protocol.Register{Site: "s", Host: "h", Slots: 1, OutDir: "/scratch/out"}, &ra)
+	a, ra := shippingPlaceholder(t, srv)
 	b := connect(t, srv, protocol.RolePlaceholder)
 	b.hello("")
 	var rb protocol.RegisterReply
@@ -116,33 +113,9 @@ func TestShipStream(t *testing.T) {
 // size answered, and the rest shipped again from there reads whole.
 func TestShipStreamTornCopy(t *testing.T) {
 	t.Parallel()
-	site := filepath.Join(t.TempDir(), "site.mqs")
-	w, err := outstream.Create(site)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var exts []outstream.Extent
-	for i := range 3 {
-		o := w.Output(outstream.Tag{Job: int64(i + 1), Attempt: 1, Stream: outstream.Stdout}, 0)
-		fmt.Fprintf(o, "job %d\n", i+1)
-		ext, err := o.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		exts = append(exts, ext)
-	}
-	w.Close()
-	whole, err := os.ReadFile(site)
-	if err != nil {
-		t.Fatal(err)
-	}
-
+	exts, whole := siteStreamFile(t, "job %d\n", 3)
 	out := t.TempDir()
-	srv := &Server{Store: newStore(t), OutputDir: out}
-	a := connect(t, srv, protocol.RolePlaceholder)
-	a.hello("")
-	var ra protocol.RegisterReply
-	a.do(protocol.OpRegister.Name, protocol.Register{Site: "s", Host: "h", Slots: 1, OutDir: "/scratch/out"}, &ra)
+	a, ra := shippingPlaceholder(t, &Server{Store: newStore(t), OutputDir: out})
 	name := protocol.StreamFileName(ra.ID, 0)
 	cp := filepath.Join(out, protocol.StreamDir, name)
 	if err := os.MkdirAll(filepath.Dir(cp), 0o700); err != nil {
@@ -217,10 +190,7 @@ func TestShipStreamSynced(t *testing.T) {
 	t.Parallel()
 	out := t.TempDir()
 	srv := &Server{Store: newStore(t), OutputDir: out, SyncStreams: true}
-	a := connect(t, srv, protocol.RolePlaceholder)
-	a.hello("")
-	var ra protocol.RegisterReply
-	a.do(protocol.OpRegister.Name, protocol.Register{Site: "s", Host: "h", Slots: 1, OutDir: "/scratch/out"}, &ra)
+	a, ra := shippingPlaceholder(t, srv)
 	name := protocol.StreamFileName(ra.ID, 0)
 	var rep protocol.StreamPieceReply
 	var want []byte
@@ -315,4 +285,42 @@ func TestShipStreamOwnFile(t *testing.T) {
 	if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, whole) {
 		t.Fatalf("the file is %q (%v), want %q untouched", got, err, whole)
 	}
+}
+
+// siteStreamFile writes a placeholder's stream file of n jobs' stdout,
+// job i's line format (with i), and returns its extents and bytes.
+func siteStreamFile(t *testing.T, format string, n int) ([]outstream.Extent, []byte) {
+	t.Helper()
+	site := filepath.Join(t.TempDir(), "site.mqs")
+	w, err := outstream.Create(site)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exts []outstream.Extent
+	for i := range n {
+		o := w.Output(outstream.Tag{Job: int64(i + 1), Attempt: 1, Stream: outstream.Stdout}, 0)
+		fmt.Fprintf(o, format, i+1)
+		ext, err := o.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		exts = append(exts, ext)
+	}
+	w.Close()
+	whole, err := os.ReadFile(site)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exts, whole
+}
+
+// shippingPlaceholder is a placeholder registered with srv, to ship
+// stream files to its output directory.
+func shippingPlaceholder(t *testing.T, srv *Server) (*peer, protocol.RegisterReply) {
+	t.Helper()
+	a := connect(t, srv, protocol.RolePlaceholder)
+	a.hello("")
+	var ra protocol.RegisterReply
+	a.do(protocol.OpRegister.Name, protocol.Register{Site: "s", Host: "h", Slots: 1, OutDir: "/scratch/out"}, &ra)
+	return a, ra
 }

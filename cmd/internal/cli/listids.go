@@ -215,11 +215,10 @@ func unknownJobs(named map[int64]bool) error {
 	for i, id := range ids {
 		s[i] = strconv.FormatInt(id, 10)
 	}
-	noun := "job"
-	if len(ids) > 1 {
-		noun = "jobs"
+	if len(ids) == 1 {
+		return &unknownJobsError{fmt.Sprintf("job %s does not exist", s[0])}
 	}
-	return &unknownJobsError{fmt.Sprintf("no %s %s (never submitted, or purged)", noun, strings.Join(s, ", "))}
+	return &unknownJobsError{fmt.Sprintf("jobs %s do not exist", strings.Join(s, ", "))}
 }
 
 // mqstatFields is --format: the jobs the table would list (every array

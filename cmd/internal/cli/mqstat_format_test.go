@@ -169,7 +169,7 @@ func TestMqstatPositionalIDs(t *testing.T) {
 		{[]string{"3"}, "3", "", 0},
 		{[]string{"2-4"}, "2 3 4", "", 0},
 		{[]string{"3", "-s", "Q"}, "", "", 0},
-		{[]string{"2", "9", "8"}, "2", "mqstat: no jobs 8, 9 (never submitted, or purged)\n", 1},
+		{[]string{"2", "9", "8"}, "2", "mqstat: jobs 8, 9 do not exist\n", 1},
 		{[]string{"9", "-t", "a"}, "", "", 0}, // narrowed: not unknown
 		{[]string{"7-9"}, "", "", 0},
 	} {
@@ -179,7 +179,7 @@ func TestMqstatPositionalIDs(t *testing.T) {
 		}
 	}
 	o, e, code = run("--json", "9", "1")
-	if err := json.Unmarshal([]byte(o), &js); code != 1 || err != nil || len(js) != 1 || e != "mqstat: no job 9 (never submitted, or purged)\n" {
+	if err := json.Unmarshal([]byte(o), &js); code != 1 || err != nil || len(js) != 1 || e != "mqstat: job 9 does not exist\n" {
 		t.Errorf("mqstat --json 9 1: exit %d, stderr %q, stdout %s (%v)", code, e, o, err)
 	}
 	for _, tc := range []struct {

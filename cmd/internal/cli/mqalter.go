@@ -4,6 +4,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/cmd/internal/habits"
 	"github.com/mq-hpc/mq/internal/walltime"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -45,7 +46,7 @@ between. Prints a line per changed job unless -Q.`
 			flags = append(flags, f)
 		}
 	}
-	app.Flags = flags
+	app.Flags = append(flags, habits.AlterFlags()...)
 	app.Metadata = map[string]any{rewriteArgs: flagsFirst(app.Flags)}
 	app.Action = func(c *cli.Context) error { return mqalterAction(c, env) }
 	return app
@@ -54,6 +55,9 @@ between. Prints a line per changed job unless -Q.`
 // mqalterAction reads the new values as mqsub reads them, and asks the
 // CLS to give them to the selected jobs.
 func mqalterAction(c *cli.Context, env Env) error {
+	if msg := habits.Refusal(c); msg != "" {
+		return Usagef("%s", msg)
+	}
 	var req protocol.Alter
 	var err error
 	if c.IsSet("priority") {

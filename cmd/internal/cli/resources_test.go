@@ -347,3 +347,34 @@ func TestMqstatJobWhyNotRunning(t *testing.T) {
 		}
 	}
 }
+
+// TestMqalterHabits: qalter's -l and sbatch's request spellings given to
+// mqalter are answered as mqsub answers them, with the flags mq writes,
+// never "unknown flag", and change nothing.
+func TestMqalterHabits(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	ctx := context.Background()
+	if _, err := tb.store.Submit(ctx, []protocol.JobSpec{{Target: "t", Command: "true", Cwd: "/tmp", Hold: true}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-l", "walltime=2:00:00,ncpus=4"}, "mqalter: -l walltime=2:00:00,ncpus=4 is qsub's spelling; mq writes --time 2:00:00 --cpus 4"},
+		{[]string{"--mem-per-cpu", "2G"}, "--mem SIZE, the cores times 2G"},
+		{[]string{"--gres=gpu:2"}, "mq writes --gpus 2"},
+		{[]string{"--tmp", "10G"}, "--resource NAME=N"},
+	} {
+		var o, e bytes.Buffer
+		code := Run(ctx, Mqalter(tb.env(&o, &e)), append(append([]string{"mqalter"}, c.args...), "1"))
+		if code != ExitUsage || !strings.Contains(e.String(), c.want) || strings.Count(e.String(), "\n") != 1 || strings.Contains(e.String(), "unknown flag") {
+			t.Errorf("mqalter %v 1: exit %d, stderr %q; want exit 2 and one line with %q", c.args, code, e.String(), c.want)
+		}
+	}
+	d, err := tb.store.Inspect().Job(ctx, 1)
+	if err != nil || d.Est != 0 || d.CPUs != 0 {
+		t.Errorf("job 1 after the refusals: %+v, %v; want it unchanged", d, err)
+	}
+}

@@ -5,6 +5,7 @@ package habits
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -111,7 +112,25 @@ func orWord(v, word string) string {
 
 // Flags are the hidden flags of the hints: mqsub takes them so as to
 // refuse them (Refusal), never "unknown flag" alone.
-func Flags() []cli.Flag {
+func Flags() []cli.Flag { return flagsOf(hints) }
+
+// alterNames are the hints that name a job's request, which qalter -l
+// and scontrol update change too: mqalter refuses them as mqsub does.
+var alterNames = []string{"l", "mem-per-cpu", "mem-per-gpu", "mincpus", "gres", "gpus-per-task", "gpus-per-node", "cpus-per-gpu", "licenses", "tmp"}
+
+// AlterFlags are the hidden flags of the hints for a request, for
+// mqalter (Refusal answers them).
+func AlterFlags() []cli.Flag {
+	var hs []hint
+	for _, h := range hints {
+		if slices.Contains(alterNames, h.names[0]) {
+			hs = append(hs, h)
+		}
+	}
+	return flagsOf(hs)
+}
+
+func flagsOf(hints []hint) []cli.Flag {
 	var fs []cli.Flag
 	for _, h := range hints {
 		if h.bool {

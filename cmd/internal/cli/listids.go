@@ -19,6 +19,10 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
+// squeueStates follows an unknown state's error: the batch systems'
+// state names users type out of habit, as mq names them.
+const squeueStates = "; squeue's and qstat's R is E here (squeue's PD is Q, CD is D, CA is X)"
+
 // statIDs is how many single ids one listing request names (the CLS
 // takes up to 10,000).
 const statIDs = 1000

@@ -92,6 +92,8 @@ func selection(c *cli.Context, allowed string) (protocol.Select, error) {
 				return sel, Usagef("give one range FIRST-LAST or job ids, not both")
 			}
 			sel.First, sel.Last = first, last
+		} else if strings.EqualFold(c.Args().First(), "all") {
+			return sel, Usagef("\"all\" is not a job id: --all selects every job (as qdel all, scancel -u USER)")
 		} else if sel.IDs, err = parseIDs(c.Args().Slice()); err != nil {
 			return sel, err
 		}
@@ -99,7 +101,7 @@ func selection(c *cli.Context, allowed string) (protocol.Select, error) {
 	if sel.States != "" {
 		sts, err := job.ParseStates(sel.States)
 		if err != nil {
-			return sel, Usagef("-s: %v", err)
+			return sel, Usagef("-s: %v%s", err, squeueStates)
 		}
 		ok := false
 		for _, st := range sts {

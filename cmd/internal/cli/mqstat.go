@@ -81,6 +81,10 @@ interrupted.`
 		&cli.BoolFlag{Name: "watch", Usage: "show the view again every INTERVAL (the argument after it, else --interval)"},
 		&cli.DurationFlag{Name: "interval", Value: 2 * time.Second, Usage: "with --watch: time between views"},
 		userFlag("jobs of `USER`, as squeue -u and qstat -u: a CLS holds its owner's jobs only, so your own name lists them all and another's is refused", false),
+		// squeue --me: every job a CLS holds is its owner's.
+		&cli.BoolFlag{Name: "me", Hidden: true},
+		// qstat -x (PBS's job history): refused with mq's -a.
+		&cli.BoolFlag{Name: "x", Aliases: []string{"history"}, Hidden: true},
 	}
 	// Flags after job ids count (mqstat 501-510 -s F), as mqdel's do.
 	flagsAhead := flagsFirst(app.Flags)
@@ -130,8 +134,11 @@ func checkMqstat(c *cli.Context, env Env) error {
 	}
 	if c.IsSet("s") {
 		if _, err := job.ParseStates(strings.ToUpper(c.String("s"))); err != nil {
-			return Usagef("-s: %v", err)
+			return Usagef("-s: %v%s", err, squeueStates)
 		}
+	}
+	if c.Bool("x") {
+		return Usagef("-x is qstat's spelling; mqstat -a lists every job, the ended ones too (-s DF only those)")
 	}
 	if c.IsSet("j") && c.Int64("j") <= 0 {
 		return Usagef("-j needs a job id")
@@ -147,6 +154,9 @@ func checkMqstat(c *cli.Context, env Env) error {
 	}
 	if c.Bool("stderr") && !catSet {
 		return Usagef("--stderr goes with --cat ID")
+	}
+	if id, err := strconv.ParseInt(c.Args().First(), 10, 64); c.Bool("f") && !catSet && err == nil && id > 0 {
+		return Usagef("-f %d is qstat's full view; mq writes mqstat -j %d (mqstat --cat %d -f follows its output)", id, id, id)
 	}
 	if c.Bool("f") && (!catSet || cat.ranges != nil) {
 		return Usagef("--follow goes with --cat ID (one job)")
@@ -226,6 +236,7 @@ func warnNoSite(c *cli.Context, cl *client.Client, err error) error {
 	if _, catSet, _ := parseCat(c); err != nil || c.Bool("json") || c.IsSet("j") || catSet {
 		return err
 	}
+	targetHint(c, cl)
 	r, lerr := client.Do(c.Context, cl, protocol.OpSiteList, protocol.Empty{})
 	if lerr != nil || len(r.Sites) == 0 {
 		return nil
@@ -240,6 +251,27 @@ func warnNoSite(c *cli.Context, cl *client.Client, err error) error {
 	}
 	fmt.Fprintf(c.App.ErrWriter, "mqstat: warning: every site is degraded, so no placeholder starts and queued jobs wait: cls site list says why\n")
 	return nil
+}
+
+// squeueTStates are the state names squeue -t takes, which mqstat -t
+// would read as a target.
+var squeueTStates = []string{"PD", "PENDING", "R", "RUNNING", "CG", "COMPLETING", "CD", "COMPLETED", "F", "FAILED", "CA", "CANCELLED", "TO", "TIMEOUT", "S", "SUSPENDED", "ALL"}
+
+// targetHint warns on stderr when -t names a state of squeue -t and no
+// job of that target: the listing, empty, would not say why.
+func targetHint(c *cli.Context, cl *client.Client) {
+	t := c.String("t")
+	if !slices.Contains(squeueTStates, strings.ToUpper(t)) {
+		return
+	}
+	n := 0
+	err := client.Stream(c.Context, cl, protocol.OpStat, protocol.Stat{Target: t, States: allStates, Limit: 1}, func(r protocol.StatReply) error {
+		n += len(r.Jobs)
+		return nil
+	})
+	if err == nil && n == 0 {
+		fmt.Fprintf(c.App.ErrWriter, "mqstat: warning: no job has target %s: mq's -t is the target, and squeue's -t is mq's -s (-s E lists the running jobs)\n", t)
+	}
 }
 
 // pausedPlaceholders counts the placeholders of sites that take no new

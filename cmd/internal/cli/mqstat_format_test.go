@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/urfave/cli/v2"
+
 	"github.com/mq-hpc/mq/cmd/internal/cli/clitest"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -230,4 +232,49 @@ func equalRanges(a, b [][2]int64) bool {
 		}
 	}
 	return true
+}
+
+// TestMqstatBatchHabits: what squeue's and qstat's users type out of
+// habit is answered with mq's spelling: -t STATE (a target there is
+// none of) warns after the empty listing, -s R, -x and -f ID are refused
+// in one line naming mq's flag, --me lists every job; mqdel all names
+// --all.
+func TestMqstatBatchHabits(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	ctx := context.Background()
+	if _, err := tb.store.Submit(ctx, []protocol.JobSpec{{Target: "t", Command: "true", Cwd: "/tmp"}}); err != nil {
+		t.Fatal(err)
+	}
+	run := func(app func(Env) *cli.App, args ...string) (string, string, int) {
+		var o, e bytes.Buffer
+		code := Run(ctx, app(tb.env(&o, &e)), args)
+		return o.String(), e.String(), code
+	}
+	o, e, code := run(Mqstat, "mqstat", "-t", "R")
+	if code != 0 || strings.Count(o, "\n") != 1 || !strings.Contains(e, "warning: no job has target R: mq's -t is the target, and squeue's -t is mq's -s") {
+		t.Errorf("mqstat -t R: exit %d, stdout %q, stderr %q", code, o, e)
+	}
+	if _, e, code := run(Mqstat, "mqstat", "-t", "t"); code != 0 || e != "" {
+		t.Errorf("mqstat -t t: exit %d, stderr %q; want no warning", code, e)
+	}
+	if o, e, code := run(Mqstat, "mqstat", "--me", "--format", "id", "--noheader"); code != 0 || o != "1\n" || e != "" {
+		t.Errorf("mqstat --me: exit %d, stdout %q, stderr %q", code, o, e)
+	}
+	for _, c := range []struct {
+		app  func(Env) *cli.App
+		args []string
+		want string
+	}{
+		{Mqstat, []string{"mqstat", "-s", "R"}, "squeue's and qstat's R is E here"},
+		{Mqstat, []string{"mqstat", "-x"}, "-x is qstat's spelling; mqstat -a lists every job"},
+		{Mqstat, []string{"mqstat", "-f", "1"}, "-f 1 is qstat's full view; mq writes mqstat -j 1"},
+		{Mqdel, []string{"mqdel", "all"}, `"all" is not a job id: --all selects every job`},
+		{Mqhold, []string{"mqhold", "-s", "R"}, "squeue's and qstat's R is E here"},
+	} {
+		o, e, code := run(c.app, c.args...)
+		if code != ExitUsage || o != "" || !strings.Contains(e, c.want) || strings.Count(e, "\n") != 1 {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 and one line with %q", c.args, code, o, e, c.want)
+		}
+	}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -44,6 +45,9 @@ func applyDirectives(c *cli.Context, env Env) error {
 	} else if !ok {
 		return nil // a program on PATH, a script elsewhere, not a file: nothing to read
 	}
+	if !jobscript.ViaShell(c.Args().Tail()) {
+		warnRunnable(c, env, script, path)
+	}
 	if len(h.Lines) == 0 && len(h.Foreign) > 0 {
 		fmt.Fprintf(c.App.ErrWriter, "%s: warning: %s's %s lines are not read: write them as %s lines of mqsub's flags (%s --time 4:00:00 -c 8 --mem 16G)\n",
 			c.App.Name, script, strings.Join(h.Foreign, ", "), jobscript.Prefix, jobscript.Prefix)
@@ -85,4 +89,34 @@ func setDirectives(c *cli.Context, script string, h jobscript.Head) error {
 		}
 	}
 	return nil
+}
+
+// warnRunnable warns when the job's command is a script file it would
+// fail to run, as sbatch job.sh runs it whatever its mode: one named
+// without a '/' that is not on PATH (the job's shell looks there, not
+// in its directory: exit 127), or one not executable (exit 126).
+func warnRunnable(c *cli.Context, env Env, script, path string) {
+	name := c.App.Name
+	if !strings.Contains(script, "/") && env.Environ != nil && !onPath(script, env.Environ()) {
+		fmt.Fprintf(c.App.ErrWriter, "%s: warning: %s is a file in the job's directory, but the job's shell looks for a command without a '/' on PATH, and PATH has no %s: write ./%s (or sh %s)\n", name, script, script, script, script)
+		return
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o111 == 0 {
+		fmt.Fprintf(c.App.ErrWriter, "%s: warning: %s is not executable, so the job would fail (exit 126): chmod +x %s, or run it with sh %s\n", name, script, script, script)
+	}
+}
+
+// onPath says whether name is an executable file in a directory of
+// environ's PATH.
+func onPath(name string, environ []string) bool {
+	for _, kv := range environ {
+		if path, ok := strings.CutPrefix(kv, "PATH="); ok {
+			for _, dir := range filepath.SplitList(path) {
+				if fi, err := os.Stat(filepath.Join(dir, name)); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

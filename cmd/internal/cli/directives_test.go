@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -119,5 +120,38 @@ func TestMqsubDirectivesFIFO(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("mqsub waits on the FIFO")
+	}
+}
+
+// A script the job's shell would not run, as sbatch job.sh runs any, is
+// warned of and submitted: named without a '/' and not on PATH (exit
+// 127), or not executable (exit 126). Run through a shell it is neither.
+func TestMqsubScriptNotRunnable(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	dir := t.TempDir()
+	for name, mode := range map[string]os.FileMode{"job.sh": 0o700, "noexec.sh": 0o600} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\necho hi\n"), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string // "": no warning
+	}{
+		{[]string{"job.sh"}, "mqsub: warning: job.sh is a file in the job's directory, but the job's shell looks for a command without a '/' on PATH, and PATH has no job.sh: write ./job.sh (or sh job.sh)\n"},
+		{[]string{"job.sh arg"}, "PATH has no job.sh: write ./job.sh"},
+		{[]string{"./noexec.sh"}, "mqsub: warning: ./noexec.sh is not executable, so the job would fail (exit 126): chmod +x ./noexec.sh, or run it with sh ./noexec.sh\n"},
+		{[]string{"./job.sh"}, ""},
+		{[]string{"sh", "noexec.sh"}, ""},
+		{[]string{"ls"}, ""}, // on PATH, no file here
+	} {
+		var o, e bytes.Buffer
+		env := tb.env(&o, &e)
+		env.Environ = func() []string { return []string{"PATH=/usr/bin:/bin"} }
+		code := Run(context.Background(), Mqsub(env), append([]string{"mqsub", "-H", "-d", dir, "t"}, tc.args...))
+		if code != 0 || tc.want == "" && e.String() != "" || !strings.Contains(e.String(), tc.want) {
+			t.Errorf("mqsub t %q: exit %d, stderr %q; want exit 0 and %q", tc.args, code, e.String(), tc.want)
+		}
 	}
 }

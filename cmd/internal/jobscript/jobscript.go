@@ -110,6 +110,13 @@ func Of(words []string) string {
 	return cmd[0]
 }
 
+// ViaShell says whether a job's command words run their script through
+// a shell named first (sh job.sh), which needs neither its mode nor PATH.
+func ViaShell(words []string) bool {
+	cmd := strings.Fields(strings.Join(words, " "))
+	return len(cmd) >= 2 && slices.Contains(shells, cmd[0])
+}
+
 // Flag is one of mqsub's flags as a script may give it: its first name,
 // and whether it takes a value.
 type Flag struct {

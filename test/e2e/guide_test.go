@@ -223,6 +223,25 @@ func TestGuideArrays(t *testing.T) {
 	if d := h.job(123); !strings.HasPrefix(d.Command, "blastp -query p3.fa") {
 		t.Errorf("job 123 after --rerun --command runs %q", d.Command)
 	}
+	// {} in TARGET and -p: a target per member, and each member of the
+	// next array waiting on its own.
+	for _, s := range steps {
+		first, _, _ := strings.Cut(strings.TrimSpace(s.out), "\n")
+		id, err := strconv.ParseInt(first, 10, 64)
+		switch {
+		case !strings.HasPrefix(s.cmd, "mqsub --array 1-3 "):
+		case err != nil:
+			t.Errorf("%s printed %q, want ids", s.cmd, clip(s.out))
+		case strings.Contains(s.cmd, "-p"):
+			if d := h.job(id + 1); d.Target != "call" || !slices.Equal(d.Prereqs, []string{"align2"}) {
+				t.Errorf("job %d of %s: target %s, prerequisites %v; want call, [align2]", id+1, s.cmd, d.Target, d.Prereqs)
+			}
+		default:
+			if d := h.job(id + 2); d.Target != "align3" || d.Command != "bwa mem ref.fa r3.fq > r3.sam" {
+				t.Errorf("job %d of %s: target %s, command %q; want align3", id+2, s.cmd, d.Target, d.Command)
+			}
+		}
+	}
 	if t.Failed() {
 		for _, s := range steps {
 			t.Logf("$ %s (exit %d)\n%s", s.cmd, s.rc, clip(s.out))

@@ -73,6 +73,7 @@ func TestMqsubAfterAny(t *testing.T) {
 		{"itself", []string{"mqsub", "--after-any", "x", "x", "true"}, ExitUsage, "own after-any"},
 		{"sbatch afterany", []string{"mqsub", "--dependency=afterany:12", "t", "true"}, ExitUsage, "--after-any TARGET"},
 		{"sbatch afterok", []string{"mqsub", "--dependency", "afterok:12:13", "t", "true"}, ExitUsage, "-p TARGET"},
+		{"sbatch aftercorr", []string{"mqsub", "--array", "1-3", "--dependency=aftercorr:12", "t", "true"}, ExitUsage, "-p 'TARGET{}' makes member i wait for target TARGET<i>"},
 		{"sbatch -d", []string{"mqsub", "-d", "afterany:12", "t", "true"}, ExitUsage, "--after-any TARGET"},
 		{"qsub -W afterany", []string{"mqsub", "-W", "depend=afterany:12", "t", "true"}, ExitUsage, "--after-any TARGET"},
 		{"qsub -W afterok", []string{"mqsub", "-W", "depend=afterok:12:13", "t", "true"}, ExitUsage, "--after TARGET"},

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -63,12 +64,18 @@ func parseArray(s string) (arraySpec, error) {
 
 // mqsubArray submits one job per index of --array in one transaction (the
 // bulk path: chunks spooled on the CLS, one commit), each with
-// MQ_ARRAY_INDEX set and {} in its command replaced by the index, and
-// prints their ids; with -b it waits for them all.
+// MQ_ARRAY_INDEX set and {} in its command, prerequisite targets and
+// target replaced by the index, and prints their ids; with -b it waits
+// for them all. Members with a target each (align{}) are jobs of one
+// submit but no job array: an array is of one target.
 func mqsubArray(c *cli.Context, env Env, js protocol.JobSpec, shared map[string]string) error {
 	a, err := parseArray(c.String("array"))
 	if err != nil {
 		return err
+	}
+	perTarget := strings.Contains(js.Target, "{}")
+	if perTarget && a.limit > 0 {
+		return Usagef("--array %s: %%LIMIT caps an array of one target, and %s gives each member its own; give them one target, and {} in -p for each member's own prerequisite", c.String("array"), js.Target)
 	}
 	if _, ok := js.Env["MQ_ARRAY_INDEX"]; ok {
 		return Usagef("MQ_ARRAY_INDEX is set by --array")
@@ -101,6 +108,8 @@ func mqsubArray(c *cli.Context, env Env, js protocol.JobSpec, shared map[string]
 			m := js
 			idx := strconv.FormatInt(a.index(k), 10)
 			m.Command = strings.ReplaceAll(js.Command, "{}", idx)
+			m.Target = strings.ReplaceAll(js.Target, "{}", idx)
+			m.Prereqs, m.AfterAny = indexed(js.Prereqs, idx), indexed(js.AfterAny, idx)
 			m.Env = maps.Clone(js.Env)
 			if m.Env == nil {
 				m.Env = map[string]string{}
@@ -119,5 +128,23 @@ func mqsubArray(c *cli.Context, env Env, js protocol.JobSpec, shared map[string]
 		}
 		return flush()
 	}
-	return submitBulk(c, env, cl, "--array", upload, protocol.BulkCommit{Token: newToken(), Array: c.String("array"), ArrayLimit: a.limit, Env: shared})
+	commit := protocol.BulkCommit{Token: newToken(), Array: c.String("array"), ArrayLimit: a.limit, Env: shared}
+	if perTarget {
+		commit.Array = ""
+	}
+	return submitBulk(c, env, cl, "--array", upload, commit)
+}
+
+// indexed is targets with {} in each replaced by idx: a member's own
+// prerequisites (-p 'align{}'), as Slurm's aftercorr. targets itself
+// when none has {}.
+func indexed(targets []string, idx string) []string {
+	if !slices.ContainsFunc(targets, func(t string) bool { return strings.Contains(t, "{}") }) {
+		return targets
+	}
+	out := make([]string, len(targets))
+	for i, t := range targets {
+		out[i] = strings.ReplaceAll(t, "{}", idx)
+	}
+	return out
 }

@@ -324,6 +324,8 @@ func Dependency(v string) string {
 		return "mq waits on targets, not job ids: --after-any TARGET runs after every job of TARGET has ended, in any state"
 	case "afterok":
 		return "mq waits on targets, not job ids: -p TARGET (or --after TARGET) runs after every job of TARGET is done"
+	case "aftercorr":
+		return "mq waits on targets, not job ids: with --array, -p 'TARGET{}' makes member i wait for target TARGET<i> (give the earlier array's members targets TARGET{})"
 	}
 	return "mq waits on targets, not job ids: -p TARGET (afterok) or --after-any TARGET (afterany)"
 }

@@ -1,0 +1,59 @@
+package cli
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// {} in --array's -p, --after-any and TARGET is each member's index, as
+// in its command: a member waits for its own prerequisite (Slurm's
+// aftercorr), and members with a target each are jobs of one submit but
+// no array (an array is of one target, and %LIMIT caps one).
+func TestMqsubArrayPerIndex(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	ctx := context.Background()
+	job := func(id int64) protocol.JobDetail {
+		t.Helper()
+		d, err := tb.store.Inspect().Job(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	tb.submitted(t, "--array", "1-3", "align{}", "bwa mem ref.fa r{}.fq") // 1-3: a target each
+	for i, want := range []string{"align1", "align2", "align3"} {
+		if d := job(int64(i + 1)); d.Target != want || d.Command != "bwa mem ref.fa r"+want[5:]+".fq" {
+			t.Errorf("job %d: target %s, command %q; want target %s", i+1, d.Target, d.Command, want)
+		}
+	}
+	tb.submitted(t, "--array", "1-3%2", "-p", "align{},index", "--after-any", "qc{}", "call", "gatk {}") // 4-6: one array of target call
+	for i := range 3 {
+		n := strconv.Itoa(i + 1)
+		if d := job(int64(i + 4)); d.Target != "call" || !slices.Equal(d.Prereqs, []string{"align" + n, "index"}) || !slices.Equal(d.AfterAny, []string{"qc" + n}) {
+			t.Errorf("job %d: target %s, prereqs %v, after-any %v; want call, [align%s index], [qc%s]", i+4, d.Target, d.Prereqs, d.AfterAny, n, n)
+		}
+	}
+	r, err := tb.store.Inspect().Job(ctx, 5)
+	if err != nil || r.State != "W" {
+		t.Errorf("job 5 waiting on align2: %s, %v", r.State, err)
+	}
+	var o, e strings.Builder
+	code := Run(ctx, Mqstat(tb.env(&o, &e)), []string{"mqstat", "--array", "4"})
+	if code != 0 || strings.Count(o.String(), "\n") != 4 {
+		t.Errorf("mqstat --array 4: exit %d, stdout %q, stderr %q; want the 3 members of the call array", code, o.String(), e.String())
+	}
+	o.Reset()
+	if code := Run(ctx, Mqstat(tb.env(&o, &e)), []string{"mqstat", "--array", "2"}); code == 0 {
+		t.Errorf("mqstat --array 2: exit 0, stdout %q; want jobs 1-3 to be no array", o.String())
+	}
+	_, stderr, code := tb.mqsub("", "--array", "1-3%2", "align{}", "true")
+	if code != ExitUsage || !strings.Contains(stderr, "%LIMIT caps an array of one target, and align{} gives each member its own") {
+		t.Errorf("--array 1-3%%2 align{}: exit %d, %q", code, stderr)
+	}
+}

@@ -64,8 +64,8 @@ func parseArray(s string) (arraySpec, error) {
 
 // mqsubArray submits one job per index of --array in one transaction (the
 // bulk path: chunks spooled on the CLS, one commit), each with
-// MQ_ARRAY_INDEX set and {} in its command, prerequisite targets and
-// target replaced by the index, and prints their ids; with -b it waits
+// MQ_ARRAY_INDEX set and {} in its command, prerequisite targets,
+// target and -o/-e paths replaced by the index, and prints their ids; with -b it waits
 // for them all. Members with a target each (align{}) are jobs of one
 // submit but no job array: an array is of one target.
 func mqsubArray(c *cli.Context, env Env, js protocol.JobSpec, shared map[string]string) error {
@@ -115,6 +115,11 @@ func mqsubArray(c *cli.Context, env Env, js protocol.JobSpec, shared map[string]
 				m.Env = map[string]string{}
 			}
 			m.Env["MQ_ARRAY_INDEX"] = idx
+			for _, k := range []string{protocol.EnvStdout, protocol.EnvStderr} {
+				if p, ok := m.Env[k]; ok && strings.Contains(p, "{}") {
+					m.Env[k] = strings.ReplaceAll(p, "{}", idx) // -o 'r{}.log', as %a
+				}
+			}
 			if seq {
 				m.Env[protocol.EnvArraySeq] = strconv.FormatInt(k, 10)
 			}

@@ -43,6 +43,9 @@ func TestMqsubJobEnv(t *testing.T) {
 			{"MQ_ARRAY_INDEX=4", "MQ_ARRAY_SEQ=0", "MQ_STDOUT=%A_%a.out"},
 			{"MQ_ARRAY_INDEX=5", "MQ_ARRAY_SEQ=1", "MQ_STDOUT=%A_%a.out"}}, 0},
 		{"stdio", []string{"--array", "1-1", "-o", "%a.out"}, [][]string{{"MQ_ARRAY_INDEX=1", "MQ_STDOUT=%a.out"}}, 0},
+		{"stdio", []string{"--array", "1-2", "-o", "r{}.out", "-e", "{}/e"}, [][]string{ // {} is the index, as in the command
+			{"MQ_ARRAY_INDEX=1", "MQ_STDERR=1/e", "MQ_STDOUT=r1.out"},
+			{"MQ_ARRAY_INDEX=2", "MQ_STDERR=2/e", "MQ_STDOUT=r2.out"}}, 0},
 		{"time", []string{"--time", "2h"}, [][]string{{"MQ_TIME_LIMIT=7200"}}, 7200},
 		{"time", []string{"--time", "1-00:00:00", "--est", "60"}, [][]string{{"MQ_TIME_LIMIT=86400"}}, 60},
 		{"time", []string{"--time", "0:30"}, [][]string{{"MQ_TIME_LIMIT=30"}}, 30},

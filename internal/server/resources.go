@@ -147,6 +147,9 @@ func prereqWarning(first, last int64, empty []string) []string {
 		who = fmt.Sprintf("some of jobs %d-%d wait", first, last)
 	}
 	what := "target " + empty[0] + ", which has"
+	if len(empty) > 8 { // the readers give a ninth when there are more
+		empty = append(empty[:8:8], "...")
+	}
 	if len(empty) > 1 {
 		what = "targets " + strings.Join(empty, ", ") + ", which have"
 	}

@@ -368,6 +368,9 @@ func TestMqsubEmptyPrereqWarned(t *testing.T) {
 		{"array", "", []string{"--array", "1-3", "-p", "later", "w", "true"}, "mqsub: warning: some of jobs 4-6 wait for target later, which has no jobs yet " + hint + "\n"},
 		{"file, producer in it", file, []string{"-f", "-"}, "mqsub: warning: some of jobs 7-9 wait for target zz, which has no jobs yet " + hint + "\n"},
 		{"none named", "", []string{"y", "true"}, ""},
+		{"many per member", "", []string{"--array", "1-20", "-p", "s{}", "z", "true"}, "mqsub: warning: some of jobs 11-30 wait for targets s1, s10, s11, s12, s13, s14, s15, s16, ..., which have no jobs yet " + hint + "\n"},
+		{"many named", "", []string{"-p", "m1,m2,m3,m4,m5,m6,m7,m8,m9", "z", "true"}, "mqsub: warning: job 31 waits for targets m1, m2, m3, m4, m5, m6, m7, m8, ..., which have no jobs yet " + hint + "\n"},
+		{"eight named", "", []string{"-p", "m1,m2,m3,m4,m5,m6,m7,m8", "z", "true"}, "mqsub: warning: job 32 waits for targets m1, m2, m3, m4, m5, m6, m7, m8, which have no jobs yet " + hint + "\n"},
 	} {
 		_, stderr, code := tb.mqsub(tc.stdin, tc.args...)
 		if code != 0 || stderr != tc.want {

@@ -30,8 +30,9 @@ type Graph interface {
 var _ Graph = (*dag.Graph)(nil)
 
 // EmptyTargets returns those of the named targets that have no job and
-// had none (purged ones count), at most 8, from the core's graph: jobs
-// waiting for them wait until one is submitted.
+// had none (purged ones count), at most 9 (8 to name, a ninth: more),
+// from the core's graph: jobs waiting for them wait until one is
+// submitted.
 func (r *Reader) EmptyTargets(ctx context.Context, names []string) (empty []string, err error) {
 	err = r.src.Graph(ctx, func(g Graph) error {
 		for _, n := range names {
@@ -40,7 +41,7 @@ func (r *Reader) EmptyTargets(ctx context.Context, names []string) (empty []stri
 					continue
 				}
 			}
-			if empty = append(empty, n); len(empty) == 8 {
+			if empty = append(empty, n); len(empty) == 9 { // 8 named, and a ninth: more
 				break
 			}
 		}

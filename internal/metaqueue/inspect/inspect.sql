@@ -106,12 +106,12 @@ WHERE e.job_id = ?;
 
 -- name: EmptyPrereqs
 -- The prerequisite targets (after-ok or after-any) of jobs ?1..?2 that
--- have no job and had none purged, at most 8: their jobs wait until one
--- is submitted.
+-- have no job and had none purged, at most 9 (8 are named, a ninth says
+-- there are more): their jobs wait until one is submitted.
 SELECT DISTINCT t.name FROM job_prereqs jp JOIN targets t ON t.id = jp.target_id
 WHERE jp.job_id BETWEEN ?1 AND ?2 AND t.purged_done = 0 AND t.purged_bad = 0
 	AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.target_id = t.id)
-ORDER BY t.name LIMIT 8;
+ORDER BY t.name LIMIT 9;
 
 -- name: JobEnv
 -- A job's own environment, where its time limit is (MQ_TIME_LIMIT).

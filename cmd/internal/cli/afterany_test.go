@@ -36,14 +36,7 @@ func TestMqsubAfterAny(t *testing.T) {
 		}
 		return id
 	}
-	job := func(id int64) protocol.JobDetail {
-		t.Helper()
-		d, err := tb.store.Inspect().Job(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
+	job := func(id int64) protocol.JobDetail { return tb.job(t, id) }
 
 	a := submit("a", "exit 1")
 	clean := submit("--after-any", "a,b", "--after-any", "c", "-p", "d", "clean", "true")

@@ -18,14 +18,7 @@ func TestMqsubArrayPerIndex(t *testing.T) {
 	t.Parallel()
 	tb := setup(t)
 	ctx := context.Background()
-	job := func(id int64) protocol.JobDetail {
-		t.Helper()
-		d, err := tb.store.Inspect().Job(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
+	job := func(id int64) protocol.JobDetail { return tb.job(t, id) }
 	tb.submitted(t, "--array", "1-3", "align{}", "bwa mem ref.fa r{}.fq") // 1-3: a target each
 	for i, want := range []string{"align1", "align2", "align3"} {
 		if d := job(int64(i + 1)); d.Target != want || d.Command != "bwa mem ref.fa r"+want[5:]+".fq" {

@@ -107,6 +107,16 @@ func (tb *testBundle) mqsub(stdin string, args ...string) (stdout, stderr string
 	return o.String(), e.String(), code
 }
 
+// job is what the store says of job id, which must exist.
+func (tb *testBundle) job(t *testing.T, id int64) protocol.JobDetail {
+	t.Helper()
+	d, err := tb.store.Inspect().Job(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // submitted runs mqsub with args, which must succeed, and returns the id
 // it printed first.
 func (tb *testBundle) submitted(t *testing.T, args ...string) int64 {

@@ -9,10 +9,8 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
-// Submit a job to the CLS of $MQ_HOME (else ~/.mq), as mqsub does, and
-// list the jobs of its target, as mqstat -t does.
-func Example() {
-	ctx := context.Background()
+// dial connects to the CLS of $MQ_HOME, else ~/.mq, as the commands do.
+func dial(ctx context.Context) *client.Client {
 	home, err := client.Home()
 	if err != nil {
 		log.Fatal(err)
@@ -21,6 +19,14 @@ func Example() {
 	if err != nil {
 		log.Fatal(err) // no CLS: cls serve starts one
 	}
+	return c
+}
+
+// Submit a job to the CLS of $MQ_HOME (else ~/.mq), as mqsub does, and
+// list the jobs of its target, as mqstat -t does.
+func Example() {
+	ctx := context.Background()
+	c := dial(ctx)
 	defer c.Close()
 
 	r, err := client.Do(ctx, c, protocol.OpSubmit, protocol.Submit{Jobs: []protocol.JobSpec{
@@ -49,14 +55,7 @@ func Example() {
 // before the next.
 func ExampleGo() {
 	ctx := context.Background()
-	home, err := client.Home()
-	if err != nil {
-		log.Fatal(err)
-	}
-	c, err := client.Dial(ctx, home, "", "example")
-	if err != nil {
-		log.Fatal(err)
-	}
+	c := dial(ctx)
 	defer c.Close()
 
 	var calls []*client.Call[protocol.JobDetail]

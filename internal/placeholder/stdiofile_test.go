@@ -1,0 +1,126 @@
+package placeholder
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mq-hpc/mq/internal/otheruser"
+)
+
+// TestOpenStdioOtherUsersDir: -o into a directory another user made (a
+// /tmp/logs of theirs, 0755 or 1777) writes through none of their links,
+// at the name or on the way, into a file of ours, nor into a file of
+// theirs, nor waits on their FIFO; a fresh name there is still made, as
+// our own file.
+func TestOpenStdioOtherUsersDir(t *testing.T) {
+	_, uid, gid := otheruser.Need(t)
+	base := otheruser.SharedDir(t, "mq-stdio-")
+	mine := t.TempDir()
+	victim := filepath.Join(mine, "x.out")
+	as := func(p string) {
+		if err := os.Lchown(p, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, mode := range []os.FileMode{0o755, 0o777 | os.ModeSticky} {
+		theirs := filepath.Join(base, "logs-"+strings.ReplaceAll(mode.String(), "-", "_"))
+		if err := os.Mkdir(theirs, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(theirs, mode)
+		as(theirs)
+		link, sub, fifo := filepath.Join(theirs, "x.out"), filepath.Join(theirs, "sub"), filepath.Join(theirs, "fifo.out")
+		file := filepath.Join(theirs, "file.out")
+		for _, err := range []error{os.Symlink(victim, link), os.Symlink(mine, sub), syscall.Mkfifo(fifo, 0o666), os.WriteFile(file, nil, 0o644)} {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		as(link)
+		as(sub)
+		as(fifo)
+		as(file)
+		for _, p := range []string{link, filepath.Join(sub, "x.out"), fifo, file} {
+			os.WriteFile(victim, []byte("precious\n"), 0o600)
+			done := make(chan error, 1)
+			go func() {
+				f, err := openStdio(p)
+				if err == nil {
+					f.WriteString("job output\n")
+					f.Close()
+				}
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err == nil {
+					t.Errorf("%v: -o %s: opened, want refused", mode, p)
+				}
+			case <-time.After(time.Minute):
+				t.Fatalf("%v: -o %s: still opening after a minute", mode, p)
+			}
+			if b, _ := os.ReadFile(file); len(b) != 0 {
+				t.Errorf("%v: -o %s: their file holds %q", mode, p, b)
+			}
+			if b, _ := os.ReadFile(victim); string(b) != "precious\n" {
+				t.Errorf("%v: -o %s wrote through another user's link: our file holds %q", mode, p, b)
+			}
+		}
+		fresh := filepath.Join(theirs, "fresh.out")
+		f, err := openStdio(fresh)
+		if err != nil {
+			t.Fatalf("%v: a fresh name: %v", mode, err)
+		}
+		f.Close()
+		if fi, err := os.Lstat(fresh); err != nil || !fi.Mode().IsRegular() || fi.Sys().(*syscall.Stat_t).Uid != uint32(os.Geteuid()) {
+			t.Errorf("%v: fresh.out: %v, %v; want our regular file", mode, fi, err)
+		}
+	}
+}
+
+// TestOpenStdioGroupDir: in a directory its group can write, a member
+// could replace a link of ours at the name between the look and the
+// open, so none is followed; a file of ours there is emptied and
+// written, and in a directory of ours alone our link is followed.
+func TestOpenStdioGroupDir(t *testing.T) {
+	group, private := filepath.Join(t.TempDir(), "group"), t.TempDir()
+	if err := os.Mkdir(group, 0o770); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(group, 0o770)
+	target := filepath.Join(t.TempDir(), "target")
+	os.WriteFile(target, []byte("precious\n"), 0o600)
+	link := filepath.Join(group, "link.out")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := openStdio(link); err == nil || !strings.Contains(err.Error(), "its group can write") {
+		if f != nil {
+			f.Close()
+		}
+		t.Errorf("our link in a group's directory: %v, want refused", err)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "precious\n" {
+		t.Errorf("the link's target holds %q", b)
+	}
+	file, ours := filepath.Join(group, "file.out"), filepath.Join(private, "ours.out")
+	os.WriteFile(file, []byte("old attempt\n"), 0o600)
+	if err := os.Symlink(target, ours); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{file, ours} {
+		f, err := openStdio(p)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		f.WriteString("this attempt\n")
+		f.Close()
+		if b, _ := os.ReadFile(p); string(b) != "this attempt\n" {
+			t.Errorf("%s holds %q", p, b)
+		}
+	}
+}

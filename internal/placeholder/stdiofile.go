@@ -3,13 +3,12 @@ package placeholder
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
-	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/mq-hpc/mq/internal/pathguard"
 )
 
 // openStdio creates or truncates a -o or -e file, for appending (stdout
@@ -21,7 +20,7 @@ import (
 // a file another user put at the path before the job ran would make the
 // output overwrite whatever the link points to (our .bashrc) or hand the
 // output to that user. So the directory is reached by a walk that
-// follows no link (openDir: the links on the way were checked first),
+// follows no link (pathguard.OpenDir: the links on the way were checked first),
 // and in a directory others can change an existing entry must be ours
 // (or root's), a regular file must have one name only, and a
 // link is followed only in a sticky directory of ours or root's (where
@@ -36,7 +35,7 @@ func openStdio(p string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	dfd, err := openDir(filepath.Dir(abs))
+	dfd, err := pathguard.OpenDir(filepath.Dir(abs))
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +52,7 @@ func openStdio(p string) (*os.File, error) {
 		}
 		return os.NewFile(uintptr(fd), p), nil
 	}
-	where := othersChange(dir)
+	where := pathguard.OthersChange(dir)
 	if where == "" {
 		return at(flags|unix.O_CREAT|unix.O_TRUNC, 0o666) // ours alone: our links are followed
 	}
@@ -93,7 +92,7 @@ func openLink(dfd int, name string, dir unix.Stat_t, where string, open func() (
 	switch {
 	case !ownedHere(st.Uid, dir):
 		return nil, fmt.Errorf("a link of uid %d in %s: not used, the output would overwrite what it points to", st.Uid, where)
-	case dir.Mode&unix.S_ISVTX == 0 || !trusted(dir.Uid):
+	case dir.Mode&unix.S_ISVTX == 0 || !pathguard.Trusted(dir.Uid):
 		return nil, fmt.Errorf("a link in %s: not followed, another user could point it at any file of yours before the open", where)
 	}
 	return open()
@@ -121,123 +120,10 @@ func ownEntry(f *os.File, dir unix.Stat_t, where string) error {
 	return f.Truncate(0)
 }
 
-// othersChange says how a directory is open to other users (who may then
-// add, and unless it is sticky and ours or root's, replace its entries):
-// "" when it is not.
-func othersChange(dir unix.Stat_t) string {
-	switch {
-	case dir.Mode&0o002 != 0:
-		return "a directory every user can write"
-	case dir.Mode&0o020 != 0:
-		return "a directory its group can write"
-	case !trusted(dir.Uid):
-		return fmt.Sprintf("a directory of uid %d", dir.Uid)
-	}
-	return ""
-}
-
 // ownedHere says whether an entry of uid in dir may be used: it is ours,
 // or the directory's own owner's where that is root (a file root left in
 // /tmp). Another user's, even in their own directory, may not: it would
 // hand them the output, or a FIFO of theirs could hold the job's start.
 func ownedHere(uid uint32, dir unix.Stat_t) bool {
-	return int(uid) == os.Geteuid() || uid == dir.Uid && trusted(dir.Uid)
-}
-
-// trusted says whether a file of uid is as good as ours: it is ours or
-// root's.
-func trusted(uid uint32) bool { return uid == 0 || int(uid) == os.Geteuid() }
-
-// openDir opens the directory dir (absolute) as an O_PATH descriptor.
-// The links on its path are resolved first, each checked (linkOK), and
-// the real path is then walked component by component with O_NOFOLLOW:
-// a directory on the way swapped for a link meanwhile fails the walk
-// instead of leading it elsewhere.
-func openDir(dir string) (int, error) {
-	real, err := realPath(dir)
-	if err != nil {
-		return -1, err
-	}
-	const flag = unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
-	fd, err := unix.Open("/", flag, 0)
-	if err != nil {
-		return -1, err
-	}
-	for _, c := range strings.Split(real, "/") {
-		if c == "" {
-			continue
-		}
-		next, err := unix.Openat(fd, c, flag, 0)
-		unix.Close(fd)
-		if errors.Is(err, unix.ELOOP) {
-			return -1, fmt.Errorf("%s: a directory on the way became a link", dir)
-		}
-		if err != nil {
-			return -1, &fs.PathError{Op: "open", Path: dir, Err: err}
-		}
-		fd = next
-	}
-	return fd, nil
-}
-
-// realPath resolves the links on the absolute path p as the kernel would,
-// refusing one that another user could have aimed (linkOK).
-func realPath(p string) (string, error) {
-	real, rest := "/", strings.Split(p, "/")
-	for links := 0; len(rest) > 0; {
-		c := rest[0]
-		rest = rest[1:]
-		switch c {
-		case "", ".":
-			continue
-		case "..":
-			real = filepath.Dir(real)
-			continue
-		}
-		next := filepath.Join(real, c)
-		fi, err := os.Lstat(next)
-		if err != nil {
-			return "", err
-		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
-			real = next
-			continue
-		}
-		if links++; links > 40 {
-			return "", &fs.PathError{Op: "open", Path: p, Err: syscall.ELOOP}
-		}
-		if err := linkOK(next, fi, real); err != nil {
-			return "", err
-		}
-		target, err := os.Readlink(next)
-		if err != nil {
-			return "", err
-		}
-		if filepath.IsAbs(target) {
-			real = "/"
-		}
-		rest = append(strings.Split(target, "/"), rest...)
-	}
-	return real, nil
-}
-
-// linkOK refuses a link on the way to a -o file that another user made
-// in a directory others can change (a sticky /tmp, their own /tmp/logs):
-// with -o /tmp/logs/x.out and /tmp/logs theirs, the output would go to a
-// directory they chose. A link of root's, or of anyone in a directory
-// only root or we can change (an administrator's /project/NAME), is
-// followed.
-func linkOK(link string, fi fs.FileInfo, parent string) error {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok || trusted(st.Uid) {
-		return nil
-	}
-	var dir unix.Stat_t
-	if err := unix.Stat(parent, &dir); err != nil {
-		return err
-	}
-	if where := othersChange(dir); where != "" {
-		return fmt.Errorf("%s is a link of uid %d in %s: not followed, the output would go where that user chose", link, st.Uid, where)
-	}
-	return nil
+	return int(uid) == os.Geteuid() || uid == dir.Uid && pathguard.Trusted(dir.Uid)
 }

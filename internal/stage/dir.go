@@ -9,6 +9,8 @@ import (
 	"os"
 	"path"
 	"syscall"
+
+	"github.com/mq-hpc/mq/internal/pathguard"
 )
 
 // Modes of what staging makes below a data root (Dir and SFTP with a
@@ -169,11 +171,19 @@ func (d Dir) Stat(ctx context.Context, p string) (Info, error) {
 	return infoOf(fi), nil
 }
 
-// Remove removes p.
+// Remove removes p: on the CLS host's own files, in the directory
+// reached as Create reaches it.
 func (d Dir) Remove(ctx context.Context, p string) error {
 	f, rel, err := d.open(p, false)
 	if err != nil {
 		return err
+	}
+	if d.identity() {
+		r, err := pathguard.OpenRoot("/" + path.Dir(rel))
+		if err != nil {
+			return err
+		}
+		f, rel = r, path.Base(rel)
 	}
 	defer f.Close()
 	return d.refuse(p, f.Remove(rel))
@@ -192,13 +202,18 @@ func (d Dir) Create(ctx context.Context, p string) (Temp, error) {
 	if !d.identity() {
 		dirMode, fileMode = dataDirMode, dataFileMode
 	}
-	if dir := path.Dir(rel); dir != "." {
-		made := d.toMake(f, dir)
+	if d.identity() {
+		// The CLS host's own files: the directory is reached without
+		// another user's links (pathguard) and the file made and renamed
+		// in it by descriptor.
+		if f, rel, err = d.hostDir(rel, dirMode); err != nil {
+			return nil, dirNoSpace(err, d.where(p))
+		}
+	} else if dir := path.Dir(rel); dir != "." {
 		if err := f.MkdirAll(dir, dirMode); err != nil {
 			f.Close()
 			return nil, dirNoSpace(d.refuse(p, err), d.where(p))
 		}
-		d.userMode(made, dirMode)
 	}
 	tmp := path.Join(path.Dir(rel), tempName(path.Base(rel), d.Writer))
 	file, err := f.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode)
@@ -257,6 +272,29 @@ func (t *dirTemp) Abort() error {
 	err := t.fs.Remove(t.tmp)
 	t.fs.Close()
 	return err
+}
+
+// hostDir makes the directory of rel (a name on the CLS host) with its
+// missing parents, the user's umask applied to those it makes, and opens
+// it as a Root (pathguard.OpenRoot): not through a link another user
+// aimed, as their /tmp/results pointing at a directory of ours would
+// have a staged output replace our file of its name there. It returns
+// the Root and rel's name in it.
+func (d Dir) hostDir(rel string, mode fs.FileMode) (fsys, string, error) {
+	dir, err := pathguard.Resolve("/" + path.Dir(rel))
+	if err != nil {
+		return nil, "", err
+	}
+	made := d.toMake(host{}, dir)
+	if err := os.MkdirAll(dir, mode); err != nil {
+		return nil, "", err
+	}
+	d.userMode(made, mode)
+	r, err := pathguard.OpenRoot(dir)
+	if err != nil {
+		return nil, "", err
+	}
+	return r, path.Base(rel), nil
 }
 
 // toMake lists the directories of dir (a name in f) that do not exist

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +17,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/internal/pathguard"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -218,22 +221,46 @@ func exportOne(ctx context.Context, out *lineEnd, j protocol.JobInfo, stream str
 
 // createExport opens --output-file's FILE: written beside it under a
 // temporary name and renamed into place by commit, so a failed export
-// never leaves a file that passes for whole.
-func createExport(path string) (f *os.File, commit func() error, err error) {
-	f, err = os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+// never leaves a file that passes for whole; abort (after a failed
+// commit too) removes the temporary file. FILE's directory is opened as pathguard opens it, and the
+// temporary file made and renamed in it by descriptor: another user's
+// /tmp/exports linking to a directory of ours would otherwise have the
+// export replace our file of that name there.
+func createExport(path string) (f *os.File, commit, abort func() error, err error) {
+	dir, err := pathguard.OpenRoot(filepath.Dir(path))
 	if err != nil {
-		return nil, nil, fmt.Errorf("--output-file: %w", err)
+		return nil, nil, nil, fmt.Errorf("--output-file: %w", err)
 	}
-	commit = func() error {
+	var tmp string
+	for try := 0; ; try++ {
+		tmp = "." + filepath.Base(path) + "." + strconv.FormatUint(rand.Uint64(), 36)
+		f, err = dir.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err == nil || !errors.Is(err, fs.ErrExist) || try == 9 {
+			break
+		}
+	}
+	if err != nil {
+		dir.Close()
+		return nil, nil, nil, fmt.Errorf("--output-file: %w", err)
+	}
+	commit = func() error { // on an error, abort still removes tmp
 		if err := f.Sync(); err != nil {
 			return err
 		}
 		if err := f.Close(); err != nil {
 			return err
 		}
-		return os.Rename(f.Name(), path)
+		if err := dir.Rename(tmp, filepath.Base(path)); err != nil {
+			return err
+		}
+		return dir.Close()
 	}
-	return f, commit, nil
+	abort = func() error {
+		defer dir.Close()
+		f.Close()
+		return dir.Remove(tmp)
+	}
+	return f, commit, abort, nil
 }
 
 // catTo runs fn writing to --output-file's FILE when one is given (its
@@ -243,7 +270,7 @@ func catTo(c *cli.Context, w io.Writer, fn func(w io.Writer) error) error {
 	if path == "" {
 		return fn(w)
 	}
-	f, commit, err := createExport(path)
+	f, commit, abort, err := createExport(path)
 	if err != nil {
 		return err
 	}
@@ -260,7 +287,6 @@ func catTo(c *cli.Context, w io.Writer, fn func(w io.Writer) error) error {
 			return err
 		}
 	}
-	f.Close()
-	os.Remove(f.Name())
+	abort()
 	return err
 }

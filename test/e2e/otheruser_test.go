@@ -31,7 +31,8 @@ func asOther(name, script string) (string, error) {
 // CLS's user and a file of its own that everyone may write, where a job
 // of ours will write its -o and -e. The job must refuse both (failed,
 // the reason naming the path), write nothing through the link, and give
-// mqagent none of its output; the same -o to a fresh name works.
+// mqagent none of its output; the same -o to a fresh name works. Nor is
+// a link written through in a directory mqagent made for itself there.
 // (Linux's fs.protected_symlinks and fs.protected_regular stop this too
 // where they are on; they are off in many containers.)
 func TestStdioPlantedByOtherUser(t *testing.T) {
@@ -66,6 +67,22 @@ func TestStdioPlantedByOtherUser(t *testing.T) {
 	}
 	if out, err := asOther(u.Username, "cat "+trap); err != nil || out != "" {
 		t.Errorf("mqagent's file got %q (%v), want nothing of the job's", out, err)
+	}
+	// A directory of mqagent's own (as a /tmp/logs it made first, which
+	// a script's mkdir -p takes as it is): its link there, to our file,
+	// at the name or on the way, is not written through.
+	own := filepath.Join(shared, "ownlogs")
+	if out, err := asOther(u.Username, fmt.Sprintf("mkdir -m 755 %s && ln -s %s %s/x.out && ln -s %s %s/sub", own, victim, own, h.dir, own)); err != nil {
+		t.Fatalf("the attacker's setup failed: %v: %s", err, out)
+	}
+	for _, path := range []string{filepath.Join(own, "x.out"), filepath.Join(own, "sub", "victim")} {
+		id := h.submit("-o", path, "own", "echo SECRET-OWN")
+		if d := h.waitState(id, "DF", time.Minute); d.State != "F" || !strings.Contains(d.Reason, own) {
+			t.Errorf("job %d, -o %s through mqagent's own directory: %s %q, want F naming it", id, path, d.State, d.Reason)
+		}
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "precious\n" {
+		t.Errorf("a job wrote through mqagent's link in its own directory: the victim holds %q", b)
 	}
 	if d := h.waitState(fresh, "DF", time.Minute); d.State != "D" {
 		t.Fatalf("-o to a fresh name in the shared directory: %s %q", d.State, d.Reason)

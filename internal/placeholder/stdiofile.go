@@ -99,7 +99,9 @@ func openLink(dfd int, name string, dir unix.Stat_t, where string, open func() (
 }
 
 // ownEntry checks the existing entry f opened in a directory others can
-// change, and empties it: it must be ours (ownedHere), and a regular file must
+// change, and empties it: it must be ours (ownedHere) unless only the
+// group of a directory of ours or root's may write there (the group's
+// to trust, as it reads what we write there anyway), and a regular file must
 // have one name (where fs.protected_hardlinks is off anyone may link any
 // file of ours there, our .bashrc as well). Checked on the descriptor, so
 // a swap after the open changes nothing.
@@ -108,7 +110,8 @@ func ownEntry(f *os.File, dir unix.Stat_t, where string) error {
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		return err
 	}
-	if !ownedHere(st.Uid, dir) {
+	groupOnly := dir.Mode&0o002 == 0 && pathguard.Trusted(dir.Uid)
+	if !groupOnly && !ownedHere(st.Uid, dir) {
 		return fmt.Errorf("a file of uid %d in %s: not used, that user would read the output", st.Uid, where)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {

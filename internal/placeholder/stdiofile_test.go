@@ -80,6 +80,23 @@ func TestOpenStdioOtherUsersDir(t *testing.T) {
 			t.Errorf("%v: fresh.out: %v, %v; want our regular file", mode, fi, err)
 		}
 	}
+	// A group's directory (ours, the group may write): a member's file
+	// there is the group's to share, and written.
+	group := filepath.Join(t.TempDir(), "group")
+	os.Mkdir(group, 0o770)
+	os.Chmod(group, 0o770)
+	member := filepath.Join(group, "shared.out")
+	os.WriteFile(member, []byte("old\n"), 0o666)
+	as(member)
+	f, err := openStdio(member)
+	if err != nil {
+		t.Fatalf("a group member's file in the group's directory: %v", err)
+	}
+	f.WriteString("job output\n")
+	f.Close()
+	if b, _ := os.ReadFile(member); string(b) != "job output\n" {
+		t.Errorf("the member's file holds %q", b)
+	}
 }
 
 // TestOpenStdioGroupDir: in a directory its group can write, a member

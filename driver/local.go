@@ -72,9 +72,9 @@ func newLocal(d *Driver) (*localBackend, error) {
 // checkOutDir refuses an OutDir whose run directories another user could
 // rename away and replace with a link to a directory of theirs, which
 // would then receive (and could forge) the jobs' output: one that
-// another user made first (in /tmp, say), or one in a directory every
-// user may write that is not sticky. A group's shared directory is the
-// group's to trust.
+// another user made first (in /tmp, say), one inside a directory another
+// user owns, or one in a directory every user may write that is not
+// sticky. A group's shared directory is the group's to trust.
 func checkOutDir(dir string) error {
 	real, err := filepath.Abs(dir)
 	if err == nil {
@@ -89,11 +89,15 @@ func checkOutDir(dir string) error {
 			return fmt.Errorf("driver: output directory: %w", err)
 		}
 		st, _ := fi.Sys().(*syscall.Stat_t)
-		if d == real && st != nil && st.Uid != 0 && int(st.Uid) != os.Geteuid() {
+		foreign := st != nil && st.Uid != 0 && int(st.Uid) != os.Geteuid()
+		if d == real && foreign {
 			return fmt.Errorf("driver: output directory %s is owned by uid %d, not by you: they could read and replace the jobs' output; use a directory of your own", dir, st.Uid)
 		}
 		if fi.Mode().Perm()&0o002 != 0 && fi.Mode()&os.ModeSticky == 0 {
 			return fmt.Errorf("driver: output directory %s: %s is writable by every user and not sticky (mode %04o): they could replace the jobs' output; use a directory of your own", dir, d, fi.Mode().Perm())
+		}
+		if foreign {
+			return fmt.Errorf("driver: output directory %s is inside %s, owned by uid %d (not you or root): they could rename it away and replace the jobs' output; use a directory of your own", dir, d, st.Uid)
 		}
 		if d == filepath.Dir(d) {
 			return nil

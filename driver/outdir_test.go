@@ -13,7 +13,8 @@ import (
 
 // TestLocalOutDirOfOtherUser: in a shared sticky directory (as /tmp),
 // another local user (mqagent, as root makes it) made the OutDir a
-// program names before it ran, or left open a directory above it: Start
+// program names before it ran, or left open (or owns) a directory above
+// it, which they could rename: Start
 // refuses, since they could swap the run directory for a link to theirs
 // and read or forge every job's output. A directory of our own there
 // is fine.
@@ -21,7 +22,8 @@ func TestLocalOutDirOfOtherUser(t *testing.T) {
 	otheruser.Need(t)
 	shared := otheruser.SharedDir(t, "mqdriver-shared-")
 	theirs, open := filepath.Join(shared, "theirs"), filepath.Join(shared, "open")
-	if out, err := exec.Command("runuser", "-u", "mqagent", "--", "sh", "-c", "umask 0 && mkdir "+theirs+" "+open).CombinedOutput(); err != nil {
+	above := filepath.Join(shared, "above")
+	if out, err := exec.Command("runuser", "-u", "mqagent", "--", "sh", "-c", "umask 0 && mkdir "+theirs+" "+open+" && mkdir -m 755 "+above).CombinedOutput(); err != nil {
 		t.Fatalf("mqagent's mkdir: %v: %s", err, out)
 	}
 	start := func(out string) error {
@@ -38,6 +40,7 @@ func TestLocalOutDirOfOtherUser(t *testing.T) {
 	for out, want := range map[string]string{
 		theirs:                        "owned by uid",
 		filepath.Join(open, "mine"):   "writable by every user and not sticky",
+		filepath.Join(above, "mine"):  "inside " + above + ", owned by uid",
 		filepath.Join(shared, "mine"): "",
 	} {
 		err := start(out)

@@ -44,7 +44,42 @@ func Trusted(uid uint32) bool { return uid == 0 || int(uid) == os.Geteuid() }
 // /project/NAME), is followed. The components from the first missing one
 // on are kept as they are.
 func Resolve(p string) (string, error) {
-	real, rest := "/", strings.Split(p, "/")
+	fd, real, err := walk(p, true)
+	if fd >= 0 {
+		unix.Close(fd)
+	}
+	return real, err
+}
+
+// OpenDir opens the directory dir (absolute) as an O_PATH descriptor,
+// for the *at calls, its links resolved and checked as Resolve does.
+func OpenDir(dir string) (int, error) {
+	fd, _, err := walk(dir, false)
+	return fd, err
+}
+
+// walk resolves p a component at a time by descriptor: each entry is
+// opened O_PATH|O_NOFOLLOW in the directory reached so far, and a link
+// is checked (its owner, its directory's mode and owner) and read
+// through that same descriptor, so nothing renamed or swapped meanwhile
+// (by the owner of a directory on the way) can make it check one entry
+// and follow another. It returns the descriptor of the directory p names
+// and its real path; with missingOK, at a missing component, no
+// descriptor (-1) and the real path so far with the rest of p after it.
+func walk(p string, missingOK bool) (int, string, error) {
+	const flag = unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	root, err := unix.Open("/", flag|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return -1, "", err
+	}
+	// fds[i] is the directory of the i first components of real.
+	fds, real := []int{root}, "/"
+	closeAll := func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}
+	rest := strings.Split(p, "/")
 	for links := 0; len(rest) > 0; {
 		c := rest[0]
 		rest = rest[1:]
@@ -52,85 +87,81 @@ func Resolve(p string) (string, error) {
 		case "", ".":
 			continue
 		case "..":
-			real = filepath.Dir(real)
+			if len(fds) > 1 {
+				unix.Close(fds[len(fds)-1])
+				fds, real = fds[:len(fds)-1], filepath.Dir(real)
+			}
 			continue
 		}
-		next := filepath.Join(real, c)
-		fi, err := os.Lstat(next)
-		if errors.Is(err, fs.ErrNotExist) {
-			return filepath.Join(append([]string{next}, rest...)...), nil
+		dir := fds[len(fds)-1]
+		fd, err := unix.Openat(dir, c, flag, 0)
+		if errors.Is(err, unix.ENOENT) && missingOK {
+			closeAll()
+			return -1, filepath.Join(append([]string{real, c}, rest...)...), nil
 		}
 		if err != nil {
-			return "", err
+			closeAll()
+			return -1, "", &fs.PathError{Op: "open", Path: filepath.Join(real, c), Err: err}
 		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
-			real = next
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			closeAll()
+			return -1, "", err
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFDIR:
+			fds, real = append(fds, fd), filepath.Join(real, c)
 			continue
+		case unix.S_IFLNK:
+		default:
+			unix.Close(fd)
+			closeAll()
+			return -1, "", &fs.PathError{Op: "open", Path: filepath.Join(real, c), Err: unix.ENOTDIR}
 		}
-		if links++; links > 40 {
-			return "", &fs.PathError{Op: "open", Path: p, Err: syscall.ELOOP}
+		target, err := linkTarget(fd, dir, filepath.Join(real, c), st)
+		unix.Close(fd)
+		if err == nil && links >= 40 {
+			err = &fs.PathError{Op: "open", Path: p, Err: syscall.ELOOP}
 		}
-		if err := linkOK(next, fi, real); err != nil {
-			return "", err
-		}
-		target, err := os.Readlink(next)
 		if err != nil {
-			return "", err
+			closeAll()
+			return -1, "", err
 		}
+		links++
 		if filepath.IsAbs(target) {
-			real = "/"
+			for _, fd := range fds[1:] {
+				unix.Close(fd)
+			}
+			fds, real = fds[:1], "/"
 		}
 		rest = append(strings.Split(target, "/"), rest...)
 	}
-	return real, nil
-}
-
-// linkOK checks the link at link (fi) in the directory parent.
-func linkOK(link string, fi fs.FileInfo, parent string) error {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok || Trusted(st.Uid) {
-		return nil
-	}
-	var dir unix.Stat_t
-	if err := unix.Stat(parent, &dir); err != nil {
-		return err
-	}
-	if where := OthersChange(dir); where != "" {
-		return fmt.Errorf("%s is a link of uid %d in %s: not followed, what is written there would go where that user chose", link, st.Uid, where)
-	}
-	return nil
-}
-
-// OpenDir opens the directory dir (absolute) as an O_PATH descriptor,
-// for the *at calls: its links are resolved and checked first (Resolve),
-// and the real path is then walked a component at a time with
-// O_NOFOLLOW, so a directory on the way swapped for a link meanwhile
-// fails the walk instead of leading it elsewhere.
-func OpenDir(dir string) (int, error) {
-	real, err := Resolve(dir)
-	if err != nil {
-		return -1, err
-	}
-	const flag = unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
-	fd, err := unix.Open("/", flag, 0)
-	if err != nil {
-		return -1, err
-	}
-	for _, c := range strings.Split(real, "/") {
-		if c == "" {
-			continue
-		}
-		next, err := unix.Openat(fd, c, flag, 0)
+	for _, fd := range fds[:len(fds)-1] {
 		unix.Close(fd)
-		if errors.Is(err, unix.ELOOP) {
-			return -1, fmt.Errorf("%s: a directory on the way became a link", dir)
-		}
-		if err != nil {
-			return -1, &fs.PathError{Op: "open", Path: dir, Err: err}
-		}
-		fd = next
 	}
-	return fd, nil
+	return fds[len(fds)-1], real, nil
+}
+
+// linkTarget checks the link fd (O_PATH, its stat st, named name) in the
+// directory dir and reads it: a link of another user than root in a
+// directory others can change is refused.
+func linkTarget(fd, dir int, name string, st unix.Stat_t) (string, error) {
+	if !Trusted(st.Uid) {
+		var d unix.Stat_t
+		if err := unix.Fstat(dir, &d); err != nil {
+			return "", err
+		}
+		if where := OthersChange(d); where != "" {
+			return "", fmt.Errorf("%s is a link of uid %d in %s: not followed, what is written there would go where that user chose", name, st.Uid, where)
+		}
+	}
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlinkat(fd, "", buf)
+	if err != nil {
+		return "", &fs.PathError{Op: "readlink", Path: name, Err: err}
+	}
+	return string(buf[:n]), nil
 }
 
 // OpenRoot opens the directory dir (absolute) as an os.Root, the

@@ -10,7 +10,7 @@ import (
 
 // TestResolve: Resolve follows our links as the kernel does (relative,
 // absolute, through "..", chained) and keeps a missing tail as it is; a
-// loop of links is an error.
+// loop of links, or a file where a directory should be, is an error.
 func TestResolve(t *testing.T) {
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -46,8 +46,11 @@ func TestResolve(t *testing.T) {
 			t.Errorf("Resolve(%s) = %q, %v; want %q", c.in, got, err, want)
 		}
 	}
-	if got, err := Resolve(filepath.Join(root, "loop1")); err == nil {
-		t.Errorf("Resolve of a loop = %q, want an error", got)
+	os.WriteFile(filepath.Join(root, "file"), nil, 0o600)
+	for _, bad := range []string{"loop1", "file/x", "file"} {
+		if got, err := Resolve(filepath.Join(root, bad)); err == nil {
+			t.Errorf("Resolve(%s) = %q, want an error", bad, got)
+		}
 	}
 	fd, err := OpenDir(filepath.Join(root, "chain"))
 	if err != nil {

@@ -1,8 +1,9 @@
 // Package pathguard opens directories that files mq writes for the user
-// are named in (a job's -o file, an output staged to the CLS host) where
-// other users of the machine may have been first: it follows no link
-// another user could have aimed, and reaches the directory by a walk
-// that a link swapped in meanwhile cannot divert.
+// are named in (a job's -o file, an output staged to the CLS host, an
+// export) where other users of the machine may have been first: it
+// follows no link another user could have aimed, and reaches the
+// directory by a walk of descriptors that nothing swapped in meanwhile
+// can divert.
 package pathguard
 
 import (

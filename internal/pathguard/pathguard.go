@@ -52,7 +52,8 @@ func Resolve(p string) (string, error) {
 	return real, err
 }
 
-// OpenDir opens the directory dir (absolute) as an O_PATH descriptor,
+// OpenDir opens the directory dir (relative to the working directory
+// if not absolute) as an O_PATH descriptor,
 // for the *at calls, its links resolved and checked as Resolve does.
 func OpenDir(dir string) (int, error) {
 	fd, _, err := walk(dir, false)
@@ -69,6 +70,13 @@ func OpenDir(dir string) (int, error) {
 // descriptor (-1) and the real path so far with the rest of p after it.
 func walk(p string, missingOK bool) (int, string, error) {
 	const flag = unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	if !filepath.IsAbs(p) {
+		wd, err := os.Getwd() // not filepath.Abs: it would clean ".." after a link away
+		if err != nil {
+			return -1, "", err
+		}
+		p = wd + "/" + p
+	}
 	root, err := unix.Open("/", flag|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return -1, "", err

@@ -52,6 +52,10 @@ func TestResolve(t *testing.T) {
 			t.Errorf("Resolve(%s) = %q, want an error", bad, got)
 		}
 	}
+	t.Chdir(root)
+	if got, err := Resolve("chain/new"); err != nil || got != filepath.Join(root, "a/b/new") {
+		t.Errorf("Resolve(chain/new) in %s = %q, %v", root, got, err)
+	}
 	fd, err := OpenDir(filepath.Join(root, "chain"))
 	if err != nil {
 		t.Fatal(err)

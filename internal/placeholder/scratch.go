@@ -12,6 +12,9 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/mq-hpc/mq/internal/pathguard"
 	"github.com/mq-hpc/mq/internal/stage"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -152,7 +155,11 @@ func (s *scratch) mirror(rel string, outs []string) error {
 // commit moves what the command made in the scratch directory into the
 // working directory: every entry that is not one of the links, each file
 // with one rename; the directories made on the way to outputs are
-// walked into.
+// walked into. Each directory of the working directory is opened as
+// pathguard opens it, and entries renamed and made by its descriptor:
+// in a working directory others may write (/tmp), another user's link
+// at out/ to a directory of ours would otherwise have the winner's
+// out/res replace our file of that name there.
 func (s *scratch) commit() error { return s.commitDir("") }
 
 func (s *scratch) commitDir(rel string) error {
@@ -160,22 +167,31 @@ func (s *scratch) commitDir(rel string) error {
 	if err != nil {
 		return err
 	}
+	from, err := pathguard.OpenDir(filepath.Join(s.dir, rel))
+	if err != nil {
+		return err
+	}
+	defer unix.Close(from)
+	to, err := pathguard.OpenDir(filepath.Join(s.work, rel))
+	if err != nil {
+		return fmt.Errorf("keep %s: %w", rel, err)
+	}
+	defer unix.Close(to)
 	for _, e := range entries {
 		r := filepath.Join(rel, e.Name())
-		from, to := filepath.Join(s.dir, r), filepath.Join(s.work, r)
 		switch {
 		case s.linked[r] && e.Type()&fs.ModeSymlink != 0:
 			continue // the mirror's link: what it points to is in place
 		case s.made[r]:
-			if err := os.MkdirAll(to, 0o700); err != nil {
-				return err
+			if err := unix.Mkdirat(to, e.Name(), 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+				return fmt.Errorf("keep %s: %w", r, err)
 			}
 			if err := s.commitDir(r); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := os.Rename(from, to); err != nil {
+		if err := unix.Renameat(from, e.Name(), to, e.Name()); err != nil {
 			return fmt.Errorf("keep %s: %w", r, err)
 		}
 	}

@@ -167,6 +167,9 @@ func linkTarget(fd, dir int, name string, st unix.Stat_t) (string, error) {
 	}
 	buf := make([]byte, unix.PathMax)
 	n, err := unix.Readlinkat(fd, "", buf)
+	if err == nil && n == len(buf) {
+		err = unix.ENAMETOOLONG // cut short
+	}
 	if err != nil {
 		return "", &fs.PathError{Op: "readlink", Path: name, Err: err}
 	}

@@ -103,7 +103,13 @@ func walk(p string, missingOK bool) (int, string, error) {
 			continue
 		}
 		dir := fds[len(fds)-1]
-		fd, err := unix.Openat(dir, c, flag, 0)
+		// O_DIRECTORY first: only a lookup for a directory triggers an
+		// automount (an autofs /home/NAME), O_PATH's otherwise does not;
+		// a link (or a file) fails it, and is then opened as itself.
+		fd, err := unix.Openat(dir, c, flag|unix.O_DIRECTORY, 0)
+		if errors.Is(err, unix.ENOTDIR) {
+			fd, err = unix.Openat(dir, c, flag, 0)
+		}
 		if errors.Is(err, unix.ENOENT) && missingOK {
 			closeAll()
 			return -1, filepath.Join(append([]string{real, c}, rest...)...), nil

@@ -36,7 +36,8 @@ func OthersChange(st unix.Stat_t) string {
 // Trusted says whether a file of uid is as good as ours: ours or root's.
 func Trusted(uid uint32) bool { return uid == 0 || int(uid) == os.Geteuid() }
 
-// Resolve resolves the links on the absolute path p as the kernel would,
+// Resolve resolves the links on the path p (relative to the working
+// directory if not absolute) as the kernel would,
 // refusing one another user made in a directory others can change (a
 // sticky /tmp, their own /tmp/logs): with /tmp/logs/x.out and /tmp/logs
 // their link, what is written would go to a directory they chose, and
@@ -52,9 +53,9 @@ func Resolve(p string) (string, error) {
 	return real, err
 }
 
-// OpenDir opens the directory dir (relative to the working directory
-// if not absolute) as an O_PATH descriptor,
-// for the *at calls, its links resolved and checked as Resolve does.
+// OpenDir opens the directory dir (relative to the working directory if
+// not absolute) as an O_PATH descriptor for the *at calls, its links
+// resolved and checked as Resolve does.
 func OpenDir(dir string) (int, error) {
 	fd, _, err := walk(dir, false)
 	return fd, err

@@ -17,6 +17,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/cmd/internal/jobids"
 	"github.com/mq-hpc/mq/internal/pathguard"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -52,7 +53,7 @@ func parseCat(c *cli.Context) (catSel, bool, error) {
 	words := append([]string{c.String("cat")}, c.Args().Slice()...)
 	for _, w := range words {
 		for _, p := range strings.Split(w, ",") {
-			switch first, last, isRange, err := parseRange(p); {
+			switch first, last, isRange, err := jobids.Range(p); {
 			case err != nil:
 				return sel, true, Usagef("--cat: %v", err)
 			case isRange:

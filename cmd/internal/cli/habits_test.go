@@ -70,26 +70,6 @@ func FuzzParseArray(f *testing.F) {
 	})
 }
 
-func TestParseRange(t *testing.T) {
-	t.Parallel()
-	for _, c := range []struct {
-		in               string
-		first, last      int64
-		isRange, wantErr bool
-	}{
-		{"12", 0, 0, false, false},
-		{"3-9", 3, 9, true, false},
-		{"9-3", 0, 0, true, true},
-		{"0-3", 0, 0, true, true},
-		{"3-", 0, 0, true, true},
-	} {
-		f, l, r, err := parseRange(c.in)
-		if f != c.first || l != c.last || r != c.isRange || (err != nil) != c.wantErr {
-			t.Errorf("parseRange(%q) = %d, %d, %v, %v", c.in, f, l, r, err)
-		}
-	}
-}
-
 func TestEnvList(t *testing.T) {
 	t.Parallel()
 	var l envList

@@ -3,7 +3,6 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/mq-hpc/mq/cmd/internal/acct"
 	"io"
 	"slices"
 	"strings"
@@ -13,6 +12,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/cmd/internal/acct"
+	"github.com/mq-hpc/mq/cmd/internal/jobids"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -30,8 +31,8 @@ func mqstatList(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 	st := protocol.Stat{Queue: c.String("q"), Target: c.String("t"), TargetPrefix: c.String("target-prefix"), States: strings.ToUpper(c.String("s")), Limit: limit}
 	asJSON := c.Bool("json")
 	accounting := c.Bool("acct")
-	ids, _ := listIDs(c.Args().Slice()) // checked by the action
-	fields, _ := formatFields(c)        // likewise
+	ids, _ := jobids.Ranges(c.Args().Slice()) // checked by the action
+	fields, _ := formatFields(c)              // likewise
 	recent := !c.Bool("a") && !c.IsSet("s") && !c.IsSet("array") && ids == nil
 	if !asJSON && !accounting && fields == nil && recent {
 		return mqstatRecent(c, cl, w, st, limit)

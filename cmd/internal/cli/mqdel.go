@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/cmd/internal/jobids"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -83,9 +84,9 @@ func selection(c *cli.Context, allowed string) (protocol.Select, error) {
 		sel.Queue = c.String("q")
 	}
 	if c.NArg() > 0 {
-		first, last, isRange, err := parseRange(c.Args().First())
+		first, last, isRange, err := jobids.Range(c.Args().First())
 		if err != nil {
-			return sel, err
+			return sel, Usagef("%v", err)
 		}
 		if isRange {
 			if c.NArg() > 1 {
@@ -94,8 +95,8 @@ func selection(c *cli.Context, allowed string) (protocol.Select, error) {
 			sel.First, sel.Last = first, last
 		} else if strings.EqualFold(c.Args().First(), "all") {
 			return sel, Usagef("\"all\" is not a job id: --all selects every job (as qdel all, scancel -u USER)")
-		} else if sel.IDs, err = parseIDs(c.Args().Slice()); err != nil {
-			return sel, err
+		} else if sel.IDs, err = jobids.List(c.Args().Slice()); err != nil {
+			return sel, Usagef("%v", err)
 		}
 	}
 	if sel.States != "" {

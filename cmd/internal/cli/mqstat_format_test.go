@@ -203,37 +203,6 @@ func TestMqstatPositionalIDs(t *testing.T) {
 	}
 }
 
-func TestIDRequests(t *testing.T) {
-	t.Parallel()
-	ids, err := listIDs([]string{"9", "1-3", "2,4", "12-20", "21"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := [][2]int64{{1, 4}, {9, 9}, {12, 21}}; !equalRanges(ids, want) {
-		t.Fatalf("listIDs: %v, want %v", ids, want)
-	}
-	var many [][2]int64
-	for i := range int64(2*statIDs + 1) {
-		many = append(many, [2]int64{2*i + 1, 2*i + 1})
-	}
-	qs := idRequests(protocol.Stat{Queue: "q"}, append(many, [2]int64{1e6, 2e6}))
-	if len(qs) != 4 || len(qs[0].IDs) != statIDs || len(qs[2].IDs) != 1 || qs[3].From != 1e6 || qs[3].To != 2e6 || qs[3].Queue != "q" {
-		t.Errorf("idRequests: %d requests", len(qs))
-	}
-}
-
-func equalRanges(a, b [][2]int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // TestMqstatBatchHabits: what squeue's and qstat's users type out of
 // habit is answered with mq's spelling: -t STATE (a target there is
 // none of) warns after the empty listing, -s R, -x and -f ID are refused

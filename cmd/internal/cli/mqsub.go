@@ -689,23 +689,6 @@ func mqsubRerun(c *cli.Context, env Env) error {
 	return nil
 }
 
-func parseIDs(args []string) ([]int64, error) {
-	var ids []int64
-	for _, a := range args {
-		for _, p := range strings.Split(a, ",") {
-			if p == "" {
-				continue
-			}
-			id, err := strconv.ParseInt(p, 10, 64)
-			if err != nil || id <= 0 {
-				return nil, Usagef("%q is not a job id", p)
-			}
-			ids = append(ids, id)
-		}
-	}
-	return ids, nil
-}
-
 // envList collects repeated -v NAME=VALUE values (a value may hold
 // commas and '=').
 type envList struct{ env map[string]string }

@@ -1,12 +1,11 @@
 package cli
 
 import (
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/mq-hpc/mq/cmd/internal/jobids"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -45,17 +44,17 @@ restart), mqwait says so and waits up to 2 minutes for it to come back
 			if req.Queue != "" || req.Target != "" {
 				return Usagef("give job ids or -q/-t, not both")
 			}
-			first, last, isRange, err := parseRange(c.Args().First())
+			first, last, isRange, err := jobids.Range(c.Args().First())
 			if err != nil {
-				return err
+				return Usagef("%v", err)
 			}
 			if isRange {
 				if c.NArg() > 1 {
 					return Usagef("give one range FIRST-LAST or job ids, not both")
 				}
 				req.First, req.Last = first, last
-			} else if req.IDs, err = parseIDs(c.Args().Slice()); err != nil {
-				return err
+			} else if req.IDs, err = jobids.List(c.Args().Slice()); err != nil {
+				return Usagef("%v", err)
 			}
 		}
 		cl, err := Dial(c.Context, env, "mqwait")
@@ -71,19 +70,4 @@ restart), mqwait says so and waits up to 2 minutes for it to come back
 		return notDoneError(last)
 	}
 	return app
-}
-
-// parseRange parses FIRST-LAST; isRange is false for anything without a
-// dash (a job id).
-func parseRange(s string) (first, last int64, isRange bool, err error) {
-	a, b, ok := strings.Cut(s, "-")
-	if !ok {
-		return 0, 0, false, nil
-	}
-	first, err1 := strconv.ParseInt(a, 10, 64)
-	last, err2 := strconv.ParseInt(b, 10, 64)
-	if err1 != nil || err2 != nil || first <= 0 || last < first {
-		return 0, 0, true, Usagef("%q is not a range of job ids FIRST-LAST", s)
-	}
-	return first, last, true, nil
 }

@@ -1,0 +1,61 @@
+package jobids
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/mq-hpc/mq/protocol"
+)
+
+func TestRange(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		in               string
+		first, last      int64
+		isRange, wantErr bool
+	}{
+		{"12", 0, 0, false, false},
+		{"3-9", 3, 9, true, false},
+		{"9-3", 0, 0, true, true},
+		{"0-3", 0, 0, true, true},
+		{"3-", 0, 0, true, true},
+	} {
+		f, l, r, err := Range(c.in)
+		if f != c.first || l != c.last || r != c.isRange || (err != nil) != c.wantErr {
+			t.Errorf("Range(%q) = %d, %d, %v, %v", c.in, f, l, r, err)
+		}
+	}
+}
+
+func TestRequests(t *testing.T) {
+	t.Parallel()
+	ids, err := Ranges([]string{"9", "1-3", "2,4", "12-20", "21"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := [][2]int64{{1, 4}, {9, 9}, {12, 21}}; !slices.Equal(ids, want) {
+		t.Fatalf("Ranges: %v, want %v", ids, want)
+	}
+	var many [][2]int64
+	for i := range int64(2*PerRequest + 1) {
+		many = append(many, [2]int64{2*i + 1, 2*i + 1})
+	}
+	qs := Requests(protocol.Stat{Queue: "q"}, append(many, [2]int64{1e6, 2e6}))
+	if len(qs) != 4 || len(qs[0].IDs) != PerRequest || len(qs[2].IDs) != 1 || qs[3].From != 1e6 || qs[3].To != 2e6 || qs[3].Queue != "q" {
+		t.Errorf("Requests: %d requests", len(qs))
+	}
+}
+
+func TestNamedUnknown(t *testing.T) {
+	t.Parallel()
+	named := Named([]string{"7,3", "10-20", "x", "3"})
+	if len(named) != 2 || !named[3] || !named[7] {
+		t.Fatalf("Named: %v, want 3 and 7 (no range, no word)", named)
+	}
+	if got := Unknown(named); got != "jobs 3, 7 do not exist" {
+		t.Errorf("Unknown: %q", got)
+	}
+	if got := Unknown(map[int64]bool{9: true}); got != "job 9 does not exist" {
+		t.Errorf("Unknown of one: %q", got)
+	}
+}

@@ -167,10 +167,11 @@ type fakeSite struct {
 	next         int
 	jobs         map[string]batch.State
 	listErr      error
-	startAtOnce  bool // placeholders run as soon as submitted
-	brokenAtOnce bool // placeholders go into the error state as soon as submitted (SGE's Eqw)
-	exitAtOnce   bool // placeholders end as soon as submitted, never registering
-	runOnce      bool // placeholders run as soon as submitted and end after one listing, never registering
+	startAtOnce  bool            // placeholders run as soon as submitted
+	brokenAtOnce bool            // placeholders go into the error state as soon as submitted (SGE's Eqw)
+	exitAtOnce   bool            // placeholders end as soon as submitted, never registering
+	runOnce      bool            // placeholders run as soon as submitted and end after one listing, never registering
+	once         map[string]bool // the placeholders submitted under runOnce, which end so even after it is off
 	submitted    int
 	submitErr    error             // the batch system refuses submissions
 	why          map[string]string // why a placeholder waits, by id
@@ -205,6 +206,10 @@ func (f *fakeSite) Submit(_ context.Context, n int) ([]string, error) {
 		}
 		if f.runOnce {
 			f.jobs[id] = batch.Running
+			if f.once == nil {
+				f.once = map[string]bool{}
+			}
+			f.once[id] = true
 		}
 		f.submitted++
 		ids = append(ids, id)
@@ -221,8 +226,11 @@ func (f *fakeSite) List(context.Context) ([]batch.Placeholder, error) {
 	var ps []batch.Placeholder
 	for id, st := range f.jobs {
 		ps = append(ps, batch.Placeholder{ID: id, State: st, Why: f.why[id]})
-		if f.runOnce && st == batch.Running {
-			delete(f.jobs, id) // seen running once, then gone
+		if f.once[id] && st == batch.Running {
+			// Seen running once, then gone: one submitted while the site
+			// failed fails so after the test mends it.
+			delete(f.jobs, id)
+			delete(f.once, id)
 		}
 	}
 	return ps, nil

@@ -30,8 +30,8 @@ type sftpLogin struct {
 	mu       sync.Mutex
 	sessions []ssh.Channel
 	// exec, if set, runs an exec request's command: what it writes, and
-	// its exit status.
-	exec func(cmd string, stdout, stderr io.Writer) int
+	// its exit status. stdin ends when the client closes the session.
+	exec func(cmd string, stdin io.Reader, stdout, stderr io.Writer) int
 }
 
 func startSFTPLogin(t *testing.T) *sftpLogin {
@@ -101,7 +101,7 @@ func (l *sftpLogin) serve(nc net.Conn, cfg *ssh.ServerConfig) {
 				if r.Type == "exec" && l.exec != nil && len(r.Payload) > 4 {
 					r.Reply(true, nil)
 					go func(cmd string) {
-						status := l.exec(cmd, ch, ch.Stderr())
+						status := l.exec(cmd, ch, ch, ch.Stderr())
 						ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{uint32(status)}))
 						ch.Close()
 					}(string(r.Payload[4:]))
@@ -185,7 +185,7 @@ func TestSFTPSessionLostIsReplaced(t *testing.T) {
 // whole.
 func TestRunOutputBounded(t *testing.T) {
 	l := startSFTPLogin(t)
-	l.exec = func(cmd string, stdout, stderr io.Writer) int {
+	l.exec = func(cmd string, _ io.Reader, stdout, stderr io.Writer) int {
 		chunk := bytes.Repeat([]byte("x"), 1<<20)
 		n := 2
 		if strings.Contains(cmd, "flood") {

@@ -1,0 +1,102 @@
+package site
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// shellLogin is a login host whose exec requests run in /bin/sh as sshd
+// runs them: in a session of their own, with the channel as stdin, which
+// ends when the client closes the session, and nothing else done to the
+// command then.
+func shellLogin(t *testing.T) *sftpLogin {
+	l := startSFTPLogin(t)
+	l.exec = func(line string, stdin io.Reader, stdout, stderr io.Writer) int {
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			return 255
+		}
+		go func() {
+			io.Copy(pw, stdin)
+			pw.Close()
+		}()
+		c := exec.Command("/bin/sh", "-c", line)
+		c.Stdin, c.Stdout, c.Stderr = pr, stdout, stderr
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		err = c.Start()
+		pr.Close()
+		if err != nil {
+			return 255
+		}
+		var ee *exec.ExitError
+		if err := c.Wait(); errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		return 0
+	}
+	return l
+}
+
+// A login host's command that hangs (a qstat whose batch server does not
+// answer) is killed there when the CLS gives up on it, instead of running
+// on for ever, one more at every step, until the user's process limit on
+// the login host is reached. A command that ends keeps its output and
+// status.
+func TestRunHungCommandEnds(t *testing.T) {
+	l := shellLogin(t)
+	s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+
+	out, err := s.Run(context.Background(), "echo out; echo why >&2; exit 3")
+	if err == nil || !strings.Contains(err.Error(), "exit status 3: why") || string(out) != "out\n" {
+		t.Fatalf("a command that fails: %q, %v; want its stdout and its status with its stderr", out, err)
+	}
+	out, err = s.Run(context.Background(), "read x || echo eof; printf 'a\\nb'")
+	if err != nil || string(out) != "eof\na\nb" {
+		t.Fatalf("a command reading stdin: %q, %v; want stdin at its end at once", out, err)
+	}
+
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, err = s.Run(ctx, "sleep 600 & echo $! >"+Quote(pidFile)+"; wait")
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a hung command: %v; want the context's end", err)
+	}
+	var pid int
+	eventually(t, "the hung command's pid", func() bool {
+		b, _ := os.ReadFile(pidFile)
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return pid > 0
+	})
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	deadline := time.Now().Add(30 * time.Second)
+	for syscall.Kill(pid, 0) == nil && !zombie(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the hung command (pid %d) still runs on the login host 30 s after the CLS gave up on it", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// zombie says whether pid has ended and waits to be reaped.
+func zombie(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return strings.HasPrefix(rest, "Z")
+}

@@ -166,7 +166,9 @@ type Agent struct {
 	// diskFull: the work loop pauses for the output disk (workLoop.diskFull);
 	// heartbeats go on without jobs to name, so the CLS keeps hearing of it.
 	diskFull atomic.Bool
-	devNull  *os.File // jobs' stdin, opened once rather than per job
+	// broken: this node cannot run jobs (broken.go): the work loop drains.
+	broken  atomic.Pointer[error]
+	devNull *os.File // jobs' stdin, opened once rather than per job
 	// streams holds jobs' output with Config.Streams; nil: a file each.
 	// filesAsked: the CLS asked for a file each all the same
 	// (RegisterReply.OutputFiles, cls serve --output files).
@@ -238,8 +240,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := a.cfg.Capacity.Validate(); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(a.cfg.OutDir, 0o700); err != nil {
-		return fmt.Errorf("placeholder output directory: %w", err)
+	if err := a.checkPlace(); err != nil {
+		return err
 	}
 	if a.streams != nil {
 		defer a.streams.close()
@@ -276,6 +278,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}()
 	err := a.work(ctx)
+	if err == nil {
+		err = a.brokenErr()
+	}
 	a.sweep.flush() // before the process may exit
 	stopHB()
 	<-hbDone

@@ -1263,6 +1263,8 @@ func TestDecide(t *testing.T) {
 		{"idle timeout, but a job is held", loopState{Running: 1, Held: 1, IdleTimeout: time.Minute, IdleFor: time.Hour}, move{}},
 		{"walltime over, jobs run: stop them, give back the held", loopState{Running: 2, Held: 1, WalltimeOver: true}, move{Exiting: true, StopJobs: true, GiveBack: true}},
 		{"walltime over, nothing runs: finish", loopState{Free: 2, WalltimeOver: true}, move{Exiting: true, Finish: true}},
+		{"node broken, a job runs: held ones back, none asked", loopState{Free: 1, Running: 1, Held: 1, Broken: true}, move{Exiting: true, GiveBack: true}},
+		{"node broken, nothing runs: finish", loopState{Free: 2, Broken: true}, move{Exiting: true, Finish: true}},
 
 		// Errors from next.
 		{"next failed: abort", loopState{Free: 1, Running: 1, NextFailed: true}, move{Exiting: true, Abort: true}},

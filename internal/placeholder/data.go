@@ -71,7 +71,12 @@ func (a *Agent) workDir(cwd string) (string, error) {
 		return "", fmt.Errorf("working directory: %w", err)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("working directory %s: %w", dir, err)
+		err = fmt.Errorf("working directory %s: %w", dir, err)
+		if werr := writable(a.cfg.DataRoot); werr != nil {
+			// Not this job's directory: the data root itself.
+			return "", placeFault{fmt.Errorf("data root %s: %w", a.cfg.DataRoot, werr)}
+		}
+		return "", err
 	}
 	return dir, nil
 }

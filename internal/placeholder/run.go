@@ -249,7 +249,7 @@ func (a *Agent) prepare(ctx context.Context, t *attempt) bool {
 	asg := t.asg
 	dir, err := a.workDir(asg.Cwd)
 	if err != nil {
-		return t.fail(err)
+		return a.failPlace(t, err)
 	}
 	if why, missing := a.checkInputs(ctx, asg); why != "" {
 		// The command would read a missing or partial file: it does not

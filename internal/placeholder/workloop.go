@@ -81,6 +81,7 @@ type loopState struct {
 	Exiting   bool // already draining (told to exit, or decided before)
 	Cancelled bool // the agent's context ended
 	Orphaned  bool // ExitWhenOrphaned, and the parent process changed
+	Broken    bool // this node cannot run jobs (Agent.markBroken)
 	// WalltimeOver: the agent's walltime (Config.Walltime) has passed.
 	WalltimeOver bool
 	// NextFailed: the last next request failed for good (the CLS refused
@@ -135,7 +136,7 @@ func decide(s loopState) move {
 		// Results could never be reported: stop the jobs too.
 		return move{Exiting: true, Abort: true}
 	}
-	m.Exiting = s.Exiting || s.Cancelled || s.Orphaned || s.WalltimeOver ||
+	m.Exiting = s.Exiting || s.Cancelled || s.Orphaned || s.WalltimeOver || s.Broken ||
 		(s.IdleTimeout > 0 && s.Running == 0 && s.Held == 0 && s.IdleFor >= s.IdleTimeout)
 	// Past its walltime the batch system is about to kill the placeholder
 	// with its jobs (SGE with SIGKILL, so nothing is reported and the
@@ -254,6 +255,7 @@ func (w *workLoop) state() loopState {
 		IdleTimeout:  a.cfg.IdleTimeout,
 		IdleFor:      a.now().Sub(w.idleSince),
 		Orphanable:   a.cfg.ExitWhenOrphaned,
+		Broken:       a.broken.Load() != nil,
 		WalltimeOver: a.pastWalltime(),
 		NoOp:         a.cfg.NoOp,
 		Free:         w.free,
@@ -368,7 +370,7 @@ func (w *workLoop) start(u []protocol.Assignment, g resource.Grant) {
 // startHeld starts the held units that fit what is free now, in the
 // order they came; the others wait on.
 func (w *workLoop) startHeld() {
-	if w.free == 0 || len(w.held) == 0 || w.diskIsFull { // full: decide gives them back
+	if w.free == 0 || len(w.held) == 0 || w.stopped() { // decide gives them back
 		return
 	}
 	keep := w.held[:0]
@@ -390,6 +392,10 @@ func (w *workLoop) startHeld() {
 	clear(w.held[len(keep):])
 	w.held = keep
 }
+
+// stopped says no job may start now: the output disk is full, or the
+// node cannot run jobs (Agent.markBroken).
+func (w *workLoop) stopped() bool { return w.diskIsFull || w.a.broken.Load() != nil }
 
 // unitEnded frees what a unit held and takes its report.
 func (w *workLoop) unitEnded(e endedUnit) {
@@ -528,11 +534,12 @@ func (w *workLoop) take(jobs []protocol.Assignment) {
 		if isBundle(u) {
 			w.a.holdAll(u) // runBundle takes each job out as it starts it
 		}
-		if !w.diskIsFull && w.tryStart(u) {
+		if !w.stopped() && w.tryStart(u) {
 			continue
 		}
 		// Held: no slot for it yet, or no room for its output (a poll
-		// out when the disk filled): then decide gives it back.
+		// out when the disk filled), or the node broke: then decide
+		// gives it back.
 		if !isBundle(u) {
 			w.a.hold(u[0])
 		}

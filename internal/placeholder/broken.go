@@ -1,0 +1,94 @@
+package placeholder
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// A placeholder whose node cannot run jobs: its data root cannot be
+// written (a home directory mounted read-only on compute nodes, a quota
+// or a disk full, a stale network mount). Each job it took failed at
+// once, "could not start", as if the job were at fault, and the
+// placeholder, free again at once, took the next: one bad node failed a
+// whole queue in a second. Such an attempt is interrupted instead (run
+// again elsewhere), and the placeholder takes no more jobs and exits,
+// saying why, for the site to replace it.
+
+// placeFault is an error of the placeholder's place, not of the job.
+type placeFault struct{ error }
+
+func (e placeFault) Unwrap() error { return e.error }
+
+// writable checks that files can be made in dir: a directory that exists
+// may still be on a filesystem mounted read-only, or full.
+func writable(dir string) error {
+	f, err := os.CreateTemp(dir, ".mq-probe-*")
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	err = f.Close()
+	if rerr := os.Remove(name); err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// checkPlace checks, as the agent starts, that it can write where jobs'
+// output and files go: an agent that cannot exits before it takes a job.
+func (a *Agent) checkPlace() error {
+	if err := os.MkdirAll(a.cfg.OutDir, 0o700); err != nil {
+		return fmt.Errorf("placeholder output directory: %w", err)
+	}
+	if a.cfg.NoOp {
+		return nil
+	}
+	if err := writable(a.cfg.OutDir); err != nil {
+		return fmt.Errorf("placeholder output directory %s cannot be written: %w", a.cfg.OutDir, err)
+	}
+	if a.cfg.DataRoot == "" {
+		return nil
+	}
+	err := os.MkdirAll(a.cfg.DataRoot, 0o700)
+	if err == nil {
+		err = writable(a.cfg.DataRoot)
+	}
+	if err != nil {
+		return fmt.Errorf("data root %s cannot be written on this node: %w", a.cfg.DataRoot, err)
+	}
+	return nil
+}
+
+// failPlace ends an attempt that could not start: as the job's failure
+// (attempt.fail), unless err is a placeFault: then the attempt is
+// interrupted and the agent marked broken.
+func (a *Agent) failPlace(t *attempt, err error) bool {
+	var pf placeFault
+	if !errors.As(err, &pf) {
+		return t.fail(err)
+	}
+	a.markBroken(pf.error)
+	t.rep.Exit, t.rep.Finished = 127, t.ended()
+	t.rep.Reason = protocol.ClipText(protocol.ReasonInterrupted+": its placeholder's node cannot run jobs: "+err.Error(), protocol.MaxReasonBytes)
+	return false
+}
+
+// markBroken notes, once, that this node cannot run jobs: the work loop
+// drains and Run returns why.
+func (a *Agent) markBroken(err error) {
+	if a.broken.CompareAndSwap(nil, &err) {
+		a.log.Warn("this node cannot run jobs: taking no more, and exiting once the running ones end", "err", err)
+	}
+}
+
+// brokenErr is why the agent stopped taking jobs for its node (nil: it
+// did not).
+func (a *Agent) brokenErr() error {
+	if p := a.broken.Load(); p != nil {
+		return fmt.Errorf("stopped taking jobs: this node cannot run them: %w", *p)
+	}
+	return nil
+}

@@ -698,6 +698,37 @@ type Next struct {
 	// Started lists the attempts handed out Ahead whose process the
 	// placeholder has started since it last said (CheckStarted).
 	Started []JobRef `json:"started,omitempty"`
+	// Clock is the placeholder's wall clock as it sends (zero: not
+	// said): the CLS moves the times of Reports onto its own clock when
+	// the two differ by more than MaxClockSkew.
+	Clock time.Time `json:"clock,omitzero"`
+}
+
+// MaxClockSkew is how far a placeholder's clock (Next.Clock,
+// ReportBatch.Clock) may be from the CLS's before the times its reports
+// carry are moved by the difference: a compute node whose clock is hours
+// off (no NTP) must not record jobs as finished in the future, or purge
+// them early, or push a plan's start hours away. Less is left alone: the
+// time a request takes to arrive counts in the difference.
+const MaxClockSkew = 10 * time.Second
+
+// OnClock moves the times of reps sent at the placeholder's clock onto
+// now, the CLS's, when they differ by more than MaxClockSkew, and returns
+// the difference moved (0: none).
+func OnClock(reps []Report, clock, now time.Time) time.Duration {
+	off := now.Sub(clock)
+	if clock.IsZero() || (off <= MaxClockSkew && off >= -MaxClockSkew) {
+		return 0
+	}
+	for i := range reps {
+		if !reps[i].Started.IsZero() {
+			reps[i].Started = reps[i].Started.Add(off)
+		}
+		if !reps[i].Finished.IsZero() {
+			reps[i].Finished = reps[i].Finished.Add(off)
+		}
+	}
+	return off
 }
 
 // NextReply hands out jobs. Exit asks the placeholder to finish what it runs
@@ -925,9 +956,10 @@ const MaxOutput = MaxStaged
 
 // ReportBatch reports without asking for work.
 type ReportBatch struct {
-	Placeholder int64    `json:"placeholder"`
-	Reports     []Report `json:"reports"`
-	Started     []JobRef `json:"started,omitempty"` // as Next's
+	Placeholder int64     `json:"placeholder"`
+	Reports     []Report  `json:"reports"`
+	Started     []JobRef  `json:"started,omitempty"` // as Next's
+	Clock       time.Time `json:"clock,omitzero"`    // as Next's
 }
 
 // JobRef names one attempt of a job.

@@ -104,14 +104,14 @@ func (w *workLoop) sendReports(take int) {
 			// take is free slots alone: nothing ahead.
 			var reply protocol.NextReply
 			err = call(w.rctx, w.a, protocol.OpNext, func(id int64) protocol.Next {
-				return protocol.Next{Placeholder: id, Reports: batch, Free: take, WalltimeLeft: w.a.walltimeLeft(), Started: started}
+				return protocol.Next{Placeholder: id, Reports: batch, Free: take, WalltimeLeft: w.a.walltimeLeft(), Started: started, Clock: w.a.wall()}
 			}, &reply)
 			if err == nil {
 				ans.jobs, ans.exit = reply.Jobs, reply.Exit
 			}
 		} else {
 			err = call(w.rctx, w.a, protocol.OpReport, func(id int64) protocol.ReportBatch {
-				return protocol.ReportBatch{Placeholder: id, Reports: batch, Started: started}
+				return protocol.ReportBatch{Placeholder: id, Reports: batch, Started: started, Clock: w.a.wall()}
 			}, nil)
 		}
 		switch {

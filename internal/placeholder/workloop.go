@@ -434,7 +434,7 @@ func (w *workLoop) sendPoll(m move) {
 		var warn logGate
 		for {
 			p.err = call(w.ctx, w.a, protocol.OpNext, func(id int64) protocol.Next {
-				return protocol.Next{Placeholder: id, Reports: sent, Free: n, Ahead: ahead, WalltimeLeft: w.a.walltimeLeft(), WaitMS: int(wait / time.Millisecond), Available: avail, Started: started}
+				return protocol.Next{Placeholder: id, Reports: sent, Free: n, Ahead: ahead, WalltimeLeft: w.a.walltimeLeft(), WaitMS: int(wait / time.Millisecond), Available: avail, Started: started, Clock: w.a.wall()}
 			}, &p.reply)
 			if !uncommitted(p.err) {
 				break
@@ -629,7 +629,7 @@ func (a *Agent) work(ctx context.Context) error {
 			// Final report: deliver it even though ctx has ended.
 			a.syncReports(rctx, w.reports)
 			return call(rctx, a, protocol.OpReport, func(id int64) protocol.ReportBatch {
-				return protocol.ReportBatch{Placeholder: id, Reports: w.reports, Started: a.started.list(a.now())}
+				return protocol.ReportBatch{Placeholder: id, Reports: w.reports, Started: a.started.list(a.now()), Clock: a.wall()}
 			}, nil)
 		}
 		if m.ReportAlone {

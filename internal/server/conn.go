@@ -46,6 +46,7 @@ type conn struct {
 	lastActive atomic.Int64 // unix nanoseconds of the last line read or request ended
 	busy       atomic.Int64 // requests in progress
 	greeted    atomic.Bool
+	skewSaid   atomic.Bool   // onClock
 	slots      chan struct{} // requests in progress, up to the role's bound
 	nexts      atomic.Int32  // next requests in progress
 	reqs       sync.WaitGroup
@@ -509,6 +510,15 @@ func (c *conn) cleanReports(reps []protocol.Report) {
 		// Through the limiter: a placeholder sending such a report in
 		// every batch must not fill the log.
 		c.refused("report", "cleaned reports a placeholder sent", "reports", n, "first_job", first, "fixed", what)
+	}
+}
+
+// onClock moves the times of reports a placeholder sent at its clock onto
+// the CLS's (protocol.OnClock), saying so in the log once a connection:
+// the node's clock wants fixing.
+func (c *conn) onClock(ph int64, reps []protocol.Report, clock time.Time) {
+	if off := protocol.OnClock(reps, clock, time.Now()); off != 0 && c.skewSaid.CompareAndSwap(false, true) {
+		c.log.Warn("a placeholder's clock is off from the CLS's; the times it reports are moved onto the CLS's clock", "placeholder", ph, "behind", off.Round(time.Second))
 	}
 }
 

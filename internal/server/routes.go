@@ -128,6 +128,7 @@ var builtin = routeTable(
 			return protocol.NextReply{}, err
 		}
 		c.cleanReports(b.Reports)
+		c.onClock(b.Placeholder, b.Reports, b.Clock)
 		c.noteDiskFull(b.Placeholder, b.Reports)
 		return c.s.Store.Next(ctx, b)
 	}))),
@@ -136,6 +137,7 @@ var builtin = routeTable(
 			return protocol.Empty{}, err
 		}
 		c.cleanReports(b.Reports)
+		c.onClock(b.Placeholder, b.Reports, b.Clock)
 		c.noteDiskFull(b.Placeholder, b.Reports)
 		return protocol.Empty{}, c.s.Store.ReportBatch(ctx, b)
 	}),

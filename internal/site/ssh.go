@@ -281,9 +281,9 @@ const profile = `{ [ -r /etc/profile ] && . /etc/profile; [ -r "$HOME/.profile" 
 
 // Run runs cmd with /bin/sh on the login host.
 func (s *SSH) Run(ctx context.Context, cmd string) ([]byte, error) {
-	sess, err := s.client.NewSession()
+	sess, err := s.session(ctx)
 	if err != nil {
-		return nil, &ConnError{err}
+		return nil, err
 	}
 	defer sess.Close()
 	// Held open, never written: its end is the session's (withSession).
@@ -316,6 +316,40 @@ func (s *SSH) Run(ctx context.Context, cmd string) ([]byte, error) {
 		return nil, fmt.Errorf("%s printed more than %d bytes", commandName(cmd), maxRunStdout)
 	}
 	return stdout.Bytes(), nil
+}
+
+// session opens a session, unless ctx ends first. Opening one is a round
+// trip that a live sshd answers at once: a connection that does not is
+// stalled (TCP up, the peer silent), and is closed, so the caller
+// reconnects. NewSession alone waits for the connection's end, which
+// keepalive finds only after a minute, or never if keepalives are
+// answered: Run overran its step's time, and cls site set, site removal
+// and shutdown waited for it.
+func (s *SSH) session(ctx context.Context) (*ssh.Session, error) {
+	type opened struct {
+		sess *ssh.Session
+		err  error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		sess, err := s.client.NewSession()
+		ch <- opened{sess, err}
+	}()
+	select {
+	case o := <-ch:
+		if o.err != nil {
+			return nil, &ConnError{o.err}
+		}
+		return o.sess, nil
+	case <-ctx.Done():
+		s.Close()
+		go func() {
+			if o := <-ch; o.sess != nil {
+				o.sess.Close()
+			}
+		}()
+		return nil, &ConnError{fmt.Errorf("no session opened: %w", ctx.Err())}
+	}
 }
 
 // withSession makes cmd end with its session. A command the CLS gave up

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/pkg/sftp"
@@ -32,6 +33,9 @@ type sftpLogin struct {
 	// exec, if set, runs an exec request's command: what it writes, and
 	// its exit status. stdin ends when the client closes the session.
 	exec func(cmd string, stdin io.Reader, stdout, stderr io.Writer) int
+	// stall leaves channel opens unanswered, the connection otherwise
+	// up (keepalives answered): a stalled peer.
+	stall atomic.Bool
 }
 
 func startSFTPLogin(t *testing.T) *sftpLogin {
@@ -88,6 +92,9 @@ func (l *sftpLogin) serve(nc net.Conn, cfg *ssh.ServerConfig) {
 	}
 	go ssh.DiscardRequests(reqs)
 	for nch := range chans {
+		if l.stall.Load() {
+			continue
+		}
 		if nch.ChannelType() != "session" {
 			nch.Reject(ssh.UnknownChannelType, "session only")
 			continue

@@ -255,15 +255,19 @@ func (s *SSH) HostKey() ssh.PublicKey { return s.hostKey }
 // Done is closed when the connection is gone.
 func (s *SSH) Done() <-chan struct{} { return s.dead }
 
-// Close closes the connection.
+// Close closes the connection. The connection first: an SFTP session
+// being opened holds sftpMu until the server answers, and only the
+// connection's end makes it return (keepalive closing a dead connection
+// waited for it for ever).
 func (s *SSH) Close() error {
+	err := s.client.Close()
 	s.sftpMu.Lock()
 	if s.sftp != nil {
 		s.sftp.Close()
 		s.sftp = nil
 	}
 	s.sftpMu.Unlock()
-	return s.client.Close()
+	return err
 }
 
 // ConnError marks an error of the connection rather than of a command: the
@@ -483,6 +487,10 @@ func writeTemp(c *sftp.Client, tmp string, data []byte) error {
 // Put uploads data to path over SFTP unless the file already holds it
 // (upload).
 func (s *SSH) Put(ctx context.Context, p string, data []byte, mode os.FileMode) (bool, error) {
+	// SFTP requests take no context: an sftp-server stuck (a home on a
+	// network filesystem that hangs), sshd still answering, held the
+	// upload and the site for ever. Past ctx the connection is closed.
+	defer context.AfterFunc(ctx, func() { s.Close() })()
 	sum := sha256.Sum256(data)
 	want := hex.EncodeToString(sum[:])
 	if got, err := s.remoteSum(ctx, p); err == nil && got == want {

@@ -139,3 +139,33 @@ func TestRunStalledConnection(t *testing.T) {
 		t.Fatal("the stalled connection was kept")
 	}
 }
+
+// An upload to a login host whose sftp-server is stuck (its home on a
+// network filesystem that hangs; sshd still answers) fails when its
+// context ends, instead of holding the site, and cls site set, removal
+// and shutdown behind it, for ever.
+func TestPutStalledSFTP(t *testing.T) {
+	l := startSFTPLogin(t)
+	l.exec = func(string, io.Reader, io.Writer, io.Writer) int { return 1 } // no sha256sum: read back over SFTP
+	l.sftpStall.Store(true)
+	s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { go s.Close() }() // not waited for: where it deadlocked, the failure is said first
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Put(ctx, filepath.Join(t.TempDir(), "agent"), []byte("x"), 0o755)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("an upload through a stuck sftp-server succeeded")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("an upload through a stuck sftp-server still waits 30 s after its context ended")
+	}
+}

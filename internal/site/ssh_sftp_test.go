@@ -36,6 +36,9 @@ type sftpLogin struct {
 	// stall leaves channel opens unanswered, the connection otherwise
 	// up (keepalives answered): a stalled peer.
 	stall atomic.Bool
+	// sftpStall leaves SFTP sessions unserved: an sftp-server stuck (on a
+	// home directory whose network filesystem hangs, say).
+	sftpStall atomic.Bool
 }
 
 func startSFTPLogin(t *testing.T) *sftpLogin {
@@ -122,6 +125,9 @@ func (l *sftpLogin) serve(nc net.Conn, cfg *ssh.ServerConfig) {
 				l.mu.Lock()
 				l.sessions = append(l.sessions, ch)
 				l.mu.Unlock()
+				if l.sftpStall.Load() {
+					continue
+				}
 				srv, err := sftp.NewServer(ch)
 				if err != nil {
 					ch.Close()

@@ -1,44 +1,53 @@
 package placeholder
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 
 	"github.com/mq-hpc/mq/protocol"
 )
 
 // A placeholder whose node cannot run jobs: its data root cannot be
-// written (a home directory mounted read-only on compute nodes, a quota
-// or a disk full, a stale network mount). Each job it took failed at
-// once, "could not start", as if the job were at fault, and the
-// placeholder, free again at once, took the next: one bad node failed a
-// whole queue in a second. Such an attempt is interrupted instead (run
-// again elsewhere), and the placeholder takes no more jobs and exits,
-// saying why, for the site to replace it.
+// written (a home mounted read-only on compute nodes, a quota, a stale
+// mount), or it has no process, descriptor or memory left to start one.
+// Each job it took failed at once, "could not start", as the job's
+// fault, and the placeholder, free again, took the next: one bad node
+// failed a whole queue in a second. Such an attempt is interrupted (run
+// again elsewhere); the placeholder takes no more jobs and exits saying
+// why, for the site to replace it.
 
 // placeFault is an error of the placeholder's place, not of the job.
 type placeFault struct{ error }
 
+// outOfRoom is err, a placeFault if it says the node is out of processes,
+// descriptors or memory (fork, pipe).
+func outOfRoom(err error) error {
+	for _, e := range []error{syscall.EAGAIN, syscall.EMFILE, syscall.ENFILE, syscall.ENOMEM} {
+		if errors.Is(err, e) {
+			return placeFault{err}
+		}
+	}
+	return err
+}
+
 func (e placeFault) Unwrap() error { return e.error }
 
-// writable checks that files can be made in dir: a directory that exists
-// may still be on a filesystem mounted read-only, or full.
+// writable checks that files can be made in dir (one that exists may be
+// read-only, or full).
 func writable(dir string) error {
 	f, err := os.CreateTemp(dir, ".mq-probe-*")
 	if err != nil {
 		return err
 	}
-	name := f.Name()
-	err = f.Close()
-	if rerr := os.Remove(name); err == nil {
-		err = rerr
-	}
-	return err
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // checkPlace checks, as the agent starts, that it can write where jobs'
-// output and files go: an agent that cannot exits before it takes a job.
+// output and files go.
 func (a *Agent) checkPlace() error {
 	if err := os.MkdirAll(a.cfg.OutDir, 0o700); err != nil {
 		return fmt.Errorf("placeholder output directory: %w", err)
@@ -52,11 +61,8 @@ func (a *Agent) checkPlace() error {
 	if a.cfg.DataRoot == "" {
 		return nil
 	}
-	err := os.MkdirAll(a.cfg.DataRoot, 0o700)
-	if err == nil {
-		err = writable(a.cfg.DataRoot)
-	}
-	if err != nil {
+	// Both run: the first error is the one said.
+	if err := cmp.Or(os.MkdirAll(a.cfg.DataRoot, 0o700), writable(a.cfg.DataRoot)); err != nil {
 		return fmt.Errorf("data root %s cannot be written on this node: %w", a.cfg.DataRoot, err)
 	}
 	return nil
@@ -84,8 +90,7 @@ func (a *Agent) markBroken(err error) {
 	}
 }
 
-// brokenErr is why the agent stopped taking jobs for its node (nil: it
-// did not).
+// brokenErr is why the agent stopped taking jobs for its node, or nil.
 func (a *Agent) brokenErr() error {
 	if p := a.broken.Load(); p != nil {
 		return fmt.Errorf("stopped taking jobs: this node cannot run them: %w", *p)

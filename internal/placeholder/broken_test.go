@@ -2,10 +2,12 @@ package placeholder
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -115,5 +117,57 @@ func TestAgentStopsWhenDataRootBreaks(t *testing.T) {
 	}
 	if interrupted == 0 || interrupted > cfg.Slots {
 		t.Errorf("%d attempts interrupted; want between 1 and the agent's %d slots", interrupted, cfg.Slots)
+	}
+}
+
+// A node out of descriptors (or processes, or memory: pipe and fork
+// fail) fails no job: the attempt is interrupted and the agent stops
+// taking jobs. Not parallel: the test lowers the process's descriptor
+// limit to what is open, so the job's first pipe fails with EMFILE.
+func TestAgentOutOfDescriptors(t *testing.T) {
+	a := runner(t, "")
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd:", err)
+	}
+	low := syscall.Rlimit{Cur: uint64(len(fds) - 1), Max: old.Max} // less the one ReadDir had open
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Skip("cannot lower the descriptor limit:", err)
+	}
+	rep := a.run(context.Background(), protocol.Assignment{ID: 7, Attempt: 1, Command: "true", Target: "t"})
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	if !protocol.IsInterrupted(rep.Reason) || !strings.Contains(rep.Reason, "too many open files") {
+		t.Fatalf("a job on a node out of descriptors ended exit %d %q; want interrupted, saying why", rep.Exit, rep.Reason)
+	}
+	if err := a.brokenErr(); err == nil {
+		t.Error("the agent takes jobs on")
+	}
+}
+
+// outOfRoom tells a node out of room from a job's own failure.
+func TestOutOfRoom(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		err  error
+		node bool
+	}{
+		{&os.PathError{Op: "fork/exec", Path: "/bin/sh", Err: syscall.EAGAIN}, true},
+		{os.NewSyscallError("pipe2", syscall.EMFILE), true},
+		{os.NewSyscallError("pipe2", syscall.ENFILE), true},
+		{&os.PathError{Op: "fork/exec", Path: "/bin/sh", Err: syscall.ENOMEM}, true},
+		{&os.PathError{Op: "fork/exec", Path: "/x", Err: syscall.ENOENT}, false},
+		{&os.PathError{Op: "fork/exec", Path: "/x", Err: syscall.E2BIG}, false},
+		{&os.PathError{Op: "fork/exec", Path: "/x", Err: syscall.EACCES}, false},
+	} {
+		var pf placeFault
+		if got := errors.As(outOfRoom(tc.err), &pf); got != tc.node {
+			t.Errorf("outOfRoom(%v) is the node's: %v, want %v", tc.err, got, tc.node)
+		}
 	}
 }

@@ -282,13 +282,13 @@ func (a *Agent) prepare(ctx context.Context, t *attempt) bool {
 	t.lim = a.newOutputLimit(limDir, asg)
 	tag := outstream.Tag{Job: asg.ID, Attempt: asg.Attempt, Stream: outstream.Stdout}
 	if t.outSink, t.stdout, err = a.newSink(outPath, tag, streamed, t.lim, t.user.out.writer()); err != nil {
-		return t.fail(err)
+		return a.failPlace(t, outOfRoom(err))
 	}
 	tag.Stream = outstream.Stderr
 	if t.errSink, t.stderr, err = a.newSink(errPath, tag, streamed, t.lim, t.user.err.writer()); err != nil {
 		t.stdout.Close()
 		<-t.outSink.done
-		return t.fail(err)
+		return a.failPlace(t, outOfRoom(err))
 	}
 	return true
 }
@@ -345,7 +345,7 @@ func (a *Agent) startProcess(t *attempt) bool {
 				return t.fail(fmt.Errorf("working directory %s is not a directory", t.dir))
 			}
 		}
-		return t.fail(err)
+		return a.failPlace(t, outOfRoom(err))
 	}
 	t.cmd = cmd
 	t.p = &proc{ref: protocol.JobRef{ID: asg.ID, Attempt: asg.Attempt}, pgid: cmd.Process.Pid, started: t.rep.Started, attemptID: id}

@@ -297,7 +297,7 @@ func (s *SSH) Run(ctx context.Context, cmd string) ([]byte, error) {
 	stdout, stderr := &capped{max: maxRunStdout}, &capped{max: maxRunStderr}
 	sess.Stdout, sess.Stderr = stdout, stderr
 	done := make(chan error, 1)
-	go func() { done <- sess.Run("exec /bin/sh -c " + Quote(withSession(profile+cmd))) }()
+	go func() { done <- sess.Run(withSession(profile + cmd)) }()
 	select {
 	case err = <-done:
 	case <-ctx.Done():
@@ -356,22 +356,26 @@ func (s *SSH) session(ctx context.Context) (*ssh.Session, error) {
 	}
 }
 
-// withSession makes cmd end with its session. A command the CLS gave up
-// on (a qstat hung on a batch server that does not answer, past its
-// step's minute) ran on for ever: sshd does not kill a session's
-// processes when the session closes, a signal request reaches only the
-// shell, if sshd delivers it at all, and each step left another, until
-// the user's process limit on the login host was reached. Here the
-// command runs in the background and a watcher waits on the session's
-// stdin, which the client keeps open and never writes: sshd closes it
-// when the client closes the session or the connection drops, and the
-// watcher then kills the command's process group (sshd makes the
-// session's shell a session leader). The command's stdin is /dev/null,
-// as before, and its status the shell's.
+// withSession is the exec request that runs cmd with /bin/sh, so that it
+// ends with its session. A command the CLS gave up on (a qstat hung on a
+// batch server that does not answer, past its step's minute) ran on for
+// ever: sshd does not kill a session's processes when the session
+// closes, a signal request reaches only the shell, if sshd delivers it
+// at all, and each step left another, until the user's process limit on
+// the login host was reached. Here the command runs in the background
+// and a watcher waits on the session's stdin, which the client keeps
+// open and never writes: sshd closes it when the client closes the
+// session or the connection drops, and the watcher then kills the
+// command's process group (sshd makes the session's shell a session
+// leader). The command's stdin is /dev/null, as before, and its status
+// the shell's. It is passed as an argument, for eval, rather than
+// pasted in: any command fits, and no newline is added, which a csh
+// login shell refuses inside quotes.
 func withSession(cmd string) string {
-	return "exec 3<&0; (" + cmd + "\n) </dev/null 3<&- & c=$!; " +
-		"{ read -r x <&3; kill -9 0; } >/dev/null 2>&1 & w=$!; exec 3<&-; " +
-		"wait $c; s=$?; kill $w 2>/dev/null; exit $s"
+	const watch = `exec 3<&0; (eval "$1") </dev/null 3<&- & c=$!; ` +
+		`{ read -r x <&3; kill -9 0; } >/dev/null 2>&1 & w=$!; exec 3<&-; ` +
+		`wait $c; s=$?; kill $w 2>/dev/null; exit $s`
+	return "exec /bin/sh -c " + Quote(watch) + " sh " + Quote(cmd)
 }
 
 // What a login host's command may print: on stdout, a listing of the

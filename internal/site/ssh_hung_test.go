@@ -68,6 +68,14 @@ func TestRunHungCommandEnds(t *testing.T) {
 		t.Fatalf("a command reading stdin: %q, %v; want stdin at its end at once", out, err)
 	}
 
+	out, err = s.Run(context.Background(), "for f in a; do echo $f; done; ")
+	if err != nil || string(out) != "a\n" {
+		t.Fatalf("a command ending in a separator: %q, %v", out, err)
+	}
+	if w := withSession("echo a; "); strings.Contains(w, "\n") {
+		t.Errorf("the request %q has a newline, which a csh login shell refuses in quotes", w)
+	}
+
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/pathguard"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -65,7 +66,7 @@ func openUserStdio(asg protocol.Assignment, dir string) (userStdio, error) {
 		if u.out != nil && u.out.f.Name() == p {
 			return u.out, nil
 		}
-		f, err := openStdio(p)
+		f, err := pathguard.OpenOutput(p)
 		if err != nil {
 			var pe *os.PathError
 			if errors.As(err, &pe) {

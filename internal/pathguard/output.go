@@ -1,4 +1,4 @@
-package placeholder
+package pathguard
 
 import (
 	"errors"
@@ -7,11 +7,10 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/mq-hpc/mq/internal/pathguard"
 )
 
-// openStdio creates or truncates a -o or -e file, for appending (stdout
+// OpenOutput creates or truncates a file named for our output (a job's -o
+// or -e file), for appending (stdout
 // and stderr in one file interleave instead of writing over each other).
 //
 // The file may be named in a directory other users can change: a
@@ -20,7 +19,7 @@ import (
 // a file another user put at the path before the job ran would make the
 // output overwrite whatever the link points to (our .bashrc) or hand the
 // output to that user. So the directory is reached by a walk that
-// follows no link (pathguard.OpenDir: the links on the way were checked first),
+// follows no link (OpenDir: the links on the way were checked first),
 // and in a directory others can change an existing entry must be ours
 // (or root's), a regular file must have one name only, and a
 // link is followed only in a sticky directory of ours or root's (where
@@ -29,13 +28,13 @@ import (
 // fs.protected_symlinks, protected_regular and (more strictly)
 // protected_hardlinks, which containers and some clusters run with off,
 // and which do not cover another user's own directory at all.
-func openStdio(p string) (*os.File, error) {
+func OpenOutput(p string) (*os.File, error) {
 	const flags = unix.O_WRONLY | unix.O_APPEND | unix.O_CLOEXEC
 	abs, err := filepath.Abs(p)
 	if err != nil {
 		return nil, err
 	}
-	dfd, err := pathguard.OpenDir(filepath.Dir(abs))
+	dfd, err := OpenDir(filepath.Dir(abs))
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +51,7 @@ func openStdio(p string) (*os.File, error) {
 		}
 		return os.NewFile(uintptr(fd), p), nil
 	}
-	where := pathguard.OthersChange(dir)
+	where := OthersChange(dir)
 	if where == "" {
 		return at(flags|unix.O_CREAT|unix.O_TRUNC, 0o666) // ours alone: our links are followed
 	}
@@ -92,7 +91,7 @@ func openLink(dfd int, name string, dir unix.Stat_t, where string, open func() (
 	switch {
 	case !ownedHere(st.Uid, dir):
 		return nil, fmt.Errorf("a link of uid %d in %s: not used, the output would overwrite what it points to", st.Uid, where)
-	case dir.Mode&unix.S_ISVTX == 0 || !pathguard.Trusted(dir.Uid):
+	case dir.Mode&unix.S_ISVTX == 0 || !Trusted(dir.Uid):
 		return nil, fmt.Errorf("a link in %s: not followed, another user could point it at any file of yours before the open", where)
 	}
 	return open()
@@ -110,7 +109,7 @@ func ownEntry(f *os.File, dir unix.Stat_t, where string) error {
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		return err
 	}
-	groupOnly := dir.Mode&0o002 == 0 && pathguard.Trusted(dir.Uid)
+	groupOnly := dir.Mode&0o002 == 0 && Trusted(dir.Uid)
 	if !groupOnly && !ownedHere(st.Uid, dir) {
 		return fmt.Errorf("a file of uid %d in %s: not used, that user would read the output", st.Uid, where)
 	}
@@ -128,5 +127,5 @@ func ownEntry(f *os.File, dir unix.Stat_t, where string) error {
 // /tmp). Another user's, even in their own directory, may not: it would
 // hand them the output, or a FIFO of theirs could hold the job's start.
 func ownedHere(uid uint32, dir unix.Stat_t) bool {
-	return int(uid) == os.Geteuid() || uid == dir.Uid && pathguard.Trusted(dir.Uid)
+	return int(uid) == os.Geteuid() || uid == dir.Uid && Trusted(dir.Uid)
 }

@@ -1,4 +1,4 @@
-package placeholder
+package pathguard
 
 import (
 	"os"
@@ -11,12 +11,12 @@ import (
 	"github.com/mq-hpc/mq/internal/otheruser"
 )
 
-// TestOpenStdioOtherUsersDir: -o into a directory another user made (a
+// TestOpenOutputOtherUsersDir: -o into a directory another user made (a
 // /tmp/logs of theirs, 0755 or 1777) writes through none of their links,
 // at the name or on the way, into a file of ours, nor into a file of
 // theirs, nor waits on their FIFO; a fresh name there is still made, as
 // our own file.
-func TestOpenStdioOtherUsersDir(t *testing.T) {
+func TestOpenOutputOtherUsersDir(t *testing.T) {
 	_, uid, gid := otheruser.Need(t)
 	base := otheruser.SharedDir(t, "mq-stdio-")
 	mine := t.TempDir()
@@ -48,7 +48,7 @@ func TestOpenStdioOtherUsersDir(t *testing.T) {
 			os.WriteFile(victim, []byte("precious\n"), 0o600)
 			done := make(chan error, 1)
 			go func() {
-				f, err := openStdio(p)
+				f, err := OpenOutput(p)
 				if err == nil {
 					f.WriteString("job output\n")
 					f.Close()
@@ -71,7 +71,7 @@ func TestOpenStdioOtherUsersDir(t *testing.T) {
 			}
 		}
 		fresh := filepath.Join(theirs, "fresh.out")
-		f, err := openStdio(fresh)
+		f, err := OpenOutput(fresh)
 		if err != nil {
 			t.Fatalf("%v: a fresh name: %v", mode, err)
 		}
@@ -88,7 +88,7 @@ func TestOpenStdioOtherUsersDir(t *testing.T) {
 	member := filepath.Join(group, "shared.out")
 	os.WriteFile(member, []byte("old\n"), 0o666)
 	as(member)
-	f, err := openStdio(member)
+	f, err := OpenOutput(member)
 	if err != nil {
 		t.Fatalf("a group member's file in the group's directory: %v", err)
 	}
@@ -99,11 +99,11 @@ func TestOpenStdioOtherUsersDir(t *testing.T) {
 	}
 }
 
-// TestOpenStdioGroupDir: in a directory its group can write, a member
+// TestOpenOutputGroupDir: in a directory its group can write, a member
 // could replace a link of ours at the name between the look and the
 // open, so none is followed; a file of ours there is emptied and
 // written, and in a directory of ours alone our link is followed.
-func TestOpenStdioGroupDir(t *testing.T) {
+func TestOpenOutputGroupDir(t *testing.T) {
 	group, private := filepath.Join(t.TempDir(), "group"), t.TempDir()
 	if err := os.Mkdir(group, 0o770); err != nil {
 		t.Fatal(err)
@@ -115,7 +115,7 @@ func TestOpenStdioGroupDir(t *testing.T) {
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
-	if f, err := openStdio(link); err == nil || !strings.Contains(err.Error(), "its group can write") {
+	if f, err := OpenOutput(link); err == nil || !strings.Contains(err.Error(), "its group can write") {
 		if f != nil {
 			f.Close()
 		}
@@ -130,7 +130,50 @@ func TestOpenStdioGroupDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []string{file, ours} {
-		f, err := openStdio(p)
+		f, err := OpenOutput(p)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		f.WriteString("this attempt\n")
+		f.Close()
+		if b, _ := os.ReadFile(p); string(b) != "this attempt\n" {
+			t.Errorf("%s holds %q", p, b)
+		}
+	}
+}
+
+// TestOpenOutputSharedDir: in a sticky directory everyone may write, a
+// -o file of ours is truncated and a new one made, but a file with
+// another name (a hard link another user may make of any file of ours
+// where fs.protected_hardlinks is off) is refused and left whole.
+// (Another user's links and files: TestStdioPlantedByOtherUser, e2e.)
+func TestOpenOutputSharedDir(t *testing.T) {
+	shared := filepath.Join(t.TempDir(), "shared")
+	if err := os.Mkdir(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	precious := filepath.Join(t.TempDir(), "precious")
+	os.WriteFile(precious, []byte("precious\n"), 0o600)
+	linked := filepath.Join(shared, "linked.out")
+	if err := os.Link(precious, linked); err != nil {
+		t.Skipf("cannot make a hard link: %v", err)
+	}
+	if f, err := OpenOutput(linked); err == nil || !strings.Contains(err.Error(), "a file with 2 names") {
+		if f != nil {
+			f.Close()
+		}
+		t.Errorf("a hard link of another file of ours: %v, want refused", err)
+	}
+	if b, _ := os.ReadFile(precious); string(b) != "precious\n" {
+		t.Errorf("the linked file holds %q", b)
+	}
+	mine := filepath.Join(shared, "mine.out")
+	os.WriteFile(mine, []byte("old attempt\n"), 0o600)
+	for _, p := range []string{mine, filepath.Join(shared, "new.out")} {
+		f, err := OpenOutput(p)
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}

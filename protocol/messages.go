@@ -362,7 +362,9 @@ type JobDetail struct {
 	TimeLimit float64 `json:"time_limit,omitempty"`
 }
 
-// JobRefState names a job with its target and state letter.
+// JobRefState names a job with its target and state letter. As what
+// blocks a job, Job 0 is target Target, whose failed or deleted jobs
+// were purged.
 type JobRefState struct {
 	Job    int64  `json:"job"`
 	Target string `json:"target"`
@@ -386,6 +388,10 @@ type TargetStatus struct {
 	// target has Ended (every job done, failed, deleted or blocked).
 	AfterAny bool `json:"after_any,omitempty"`
 	Ended    bool `json:"ended,omitempty"`
+	// PurgedDone and PurgedBad count the target's purged jobs that were
+	// done, and failed or deleted: they count for it still (cls purge).
+	PurgedDone int `json:"purged_done,omitempty"`
+	PurgedBad  int `json:"purged_bad,omitempty"`
 }
 
 // AttemptInfo is an earlier attempt of a job: requeued (lost, interrupted,

@@ -617,8 +617,10 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 		p("exit status", fmt.Sprint(*d.Exit))
 	}
 	p("reason", d.Reason)
-	if d.BlockedBy != nil {
-		p("blocked by", fmt.Sprintf("job %d (%s, target %s): mqsub --rerun %d, or mqdel this job", d.BlockedBy.Job, stateName(d.BlockedBy.State), d.BlockedBy.Target, d.BlockedBy.Job))
+	if b := d.BlockedBy; b != nil && b.Job == 0 {
+		p("blocked by", fmt.Sprintf("target %s, whose failed or deleted jobs were purged (cls purge): no job is left to rerun, so it stays failed; mqdel this job", b.Target))
+	} else if b != nil {
+		p("blocked by", fmt.Sprintf("job %d (%s, target %s): mqsub --rerun %d, or mqdel this job", b.Job, stateName(b.State), b.Target, b.Job))
 	}
 	p("usage", acct.UsageLine(d.Accounting, d.Finished != ""))
 	p("output lost", d.OutputLost)
@@ -696,7 +698,7 @@ func planLine(d protocol.JobDetail) string {
 }
 
 func targetStatus(ts protocol.TargetStatus) string {
-	total := 0
+	total := ts.PurgedDone + ts.PurgedBad
 	var parts []string
 	keys := make([]string, 0, len(ts.Counts))
 	for k := range ts.Counts {
@@ -713,13 +715,24 @@ func targetStatus(ts protocol.TargetStatus) string {
 	case total == 0:
 		return "waiting: the target has no jobs yet"
 	case ts.Complete:
-		return fmt.Sprintf("complete (%d done)", total)
+		return fmt.Sprintf("complete (%d done%s)", total, purgedNote(ts))
 	}
-	s := fmt.Sprintf("%d of %d done", ts.Counts["D"], total)
+	s := fmt.Sprintf("%d of %d done", ts.Counts["D"]+ts.PurgedDone, total)
 	if len(parts) > 0 {
 		s += "; " + strings.Join(parts, ", ")
 	}
+	if ts.PurgedDone+ts.PurgedBad > 0 {
+		s += fmt.Sprintf("; %d purged (%d done, %d failed or deleted)", ts.PurgedDone+ts.PurgedBad, ts.PurgedDone, ts.PurgedBad)
+	}
 	return s
+}
+
+// purgedNote says how many of a complete target's jobs were purged.
+func purgedNote(ts protocol.TargetStatus) string {
+	if ts.PurgedDone > 0 {
+		return fmt.Sprintf(", %d of them purged", ts.PurgedDone)
+	}
+	return ""
 }
 
 // afterAnyStatus describes an after-any prerequisite target: ended (with

@@ -21,20 +21,29 @@ LEFT JOIN placeholders p ON p.id = j.placeholder_id;
 -- The jobs of each of job ?'s prerequisite targets by state (NULL and 0
 -- for a target with no jobs), in one pass over the job's own prerequisite
 -- rows: target names have no index, and a query per target made a job
--- with thousands of them cost seconds.
-SELECT t.name, j.state, count(j.id) FROM job_prereqs jp JOIN targets t ON t.id = jp.target_id
+-- with thousands of them cost seconds. Then the target's purged jobs,
+-- done and failed or deleted, which count for it still.
+SELECT t.name, j.state, count(j.id), t.purged_done, t.purged_bad FROM job_prereqs jp JOIN targets t ON t.id = jp.target_id
 LEFT JOIN jobs j ON j.target_id = jp.target_id
 WHERE jp.job_id = ?
 GROUP BY jp.target_id, j.state;
+
+-- name: PurgedBadPrereq
+-- An after-ok prerequisite target of job ? whose failed or deleted jobs
+-- were purged: it blocks the job with no job left to name.
+SELECT t.name FROM job_prereqs jp JOIN targets t ON t.id = jp.target_id
+WHERE jp.job_id = ? AND jp.kind = 0 AND t.purged_bad > 0
+ORDER BY t.name LIMIT 1;
 
 -- name: PrereqSpans
 -- Each of job ?'s prerequisite targets' lowest and highest job id and
 -- its jobs, from jobs_target alone (no job's row is read): a target whose
 -- jobs are every id between (an array, a job file's) is counted by state
--- from the core's sets of jobs by state, not by PrereqStates.
+-- from the core's sets of jobs by state, not by PrereqStates. Then its
+-- purged jobs, as in PrereqStates.
 SELECT t.name, coalesce((SELECT min(id) FROM jobs WHERE target_id = jp.target_id), 0),
 	coalesce((SELECT max(id) FROM jobs WHERE target_id = jp.target_id), 0),
-	(SELECT count(*) FROM jobs WHERE target_id = jp.target_id)
+	(SELECT count(*) FROM jobs WHERE target_id = jp.target_id), t.purged_done, t.purged_bad
 FROM job_prereqs jp JOIN targets t ON t.id = jp.target_id
 WHERE jp.job_id = ?;
 

@@ -163,14 +163,17 @@ func (r *Reader) waitingOn(ctx context.Context, id int64, prereqs, afterAny []st
 	if len(prereqs)+len(afterAny) == 0 {
 		return nil, nil
 	}
-	counts, err := r.prereqCounts(ctx, id)
+	counts, purged, err := r.prereqCounts(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	var out []protocol.TargetStatus
 	for i, name := range slices.Concat(prereqs, afterAny) {
 		ts := protocol.TargetStatus{Target: name, AfterAny: i >= len(prereqs), Counts: map[string]int{}}
-		total, done, ended := 0, 0, 0
+		ts.PurgedDone, ts.PurgedBad = purged[name][0], purged[name][1]
+		// Purged jobs count as they ended, as the core counts them.
+		total, done := ts.PurgedDone+ts.PurgedBad, ts.PurgedDone
+		ended := total
 		for st, n := range counts[name] {
 			ts.Counts[st] = n
 			total += n
@@ -193,25 +196,31 @@ func (r *Reader) waitingOn(ctx context.Context, id int64, prereqs, afterAny []st
 // its highest (an array of a million, gathered) is counted from the
 // core's sets of jobs by state, its rows unread; PrereqStates counts the
 // others, all in one query (it read every job of every target: seconds
-// for a million).
-func (r *Reader) prereqCounts(ctx context.Context, id int64) (map[string]map[string]int, error) {
+// for a million). purged is, for each target that had jobs purged, how
+// many of them were done and how many failed or deleted.
+func (r *Reader) prereqCounts(ctx context.Context, id int64) (counts map[string]map[string]int, purged map[string][2]int, err error) {
 	type run struct {
 		name        string
 		first, last int64
 	}
 	var runs []run
+	purged = map[string][2]int{}
 	scattered := r.src == nil
 	if !scattered {
 		rows, err := r.db.QueryContext(ctx, queries.Get("PrereqSpans"), id)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for rows.Next() {
 			var t run
 			var n int64
-			if err := rows.Scan(&t.name, &t.first, &t.last, &n); err != nil {
+			var p [2]int
+			if err := rows.Scan(&t.name, &t.first, &t.last, &n, &p[0], &p[1]); err != nil {
 				rows.Close()
-				return nil, err
+				return nil, nil, err
+			}
+			if p != [2]int{} {
+				purged[t.name] = p
 			}
 			if n > 0 && n == t.last-t.first+1 {
 				runs = append(runs, t)
@@ -220,10 +229,10 @@ func (r *Reader) prereqCounts(ctx context.Context, id int64) (map[string]map[str
 			}
 		}
 		if err := closeRows(rows); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	counts := map[string]map[string]int{}
+	counts = map[string]map[string]int{}
 	if len(runs) > 0 {
 		err := r.src.States(ctx, func(s StateSets) error {
 			for _, t := range runs {
@@ -240,24 +249,28 @@ func (r *Reader) prereqCounts(ctx context.Context, id int64) (map[string]map[str
 		if errors.Is(err, ErrBusy) {
 			scattered, counts = true, map[string]map[string]int{}
 		} else if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if !scattered {
-		return counts, nil
+		return counts, purged, nil
 	}
 	rows, err := r.db.QueryContext(ctx, queries.Get("PrereqStates"), id)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	counted := maps.Clone(counts)
 	for rows.Next() {
 		var name string
 		var st sql.NullString
 		var n int
-		if err := rows.Scan(&name, &st, &n); err != nil {
+		var p [2]int
+		if err := rows.Scan(&name, &st, &n, &p[0], &p[1]); err != nil {
 			rows.Close()
-			return nil, err
+			return nil, nil, err
+		}
+		if p != [2]int{} {
+			purged[name] = p
 		}
 		if _, run := counted[name]; run {
 			continue // counted from the core's sets
@@ -269,7 +282,7 @@ func (r *Reader) prereqCounts(ctx context.Context, id int64) (map[string]map[str
 			counts[name][st.String] = n
 		}
 	}
-	return counts, closeRows(rows)
+	return counts, purged, closeRows(rows)
 }
 
 // costedQueue says whether the queue named has a deadline or a budget
@@ -285,7 +298,8 @@ const maxBlockerSearch = 10000
 
 // blockedBy finds the failed or deleted job that blocks job id, following
 // blocked jobs of its prerequisite targets breadth first (nil if none is
-// found within a bounded search).
+// found within a bounded search), or the target whose failed or deleted
+// jobs were purged (Job 0).
 func (r *Reader) blockedBy(ctx context.Context, id int64) (*protocol.JobRefState, error) {
 	seen := map[int64]bool{id: true}
 	frontier := []int64{id}
@@ -296,6 +310,14 @@ func (r *Reader) blockedBy(ctx context.Context, id int64) (*protocol.JobRefState
 		err := r.db.QueryRowContext(ctx, queries.Get("FailedPrereq"), cur).Scan(&b.Job, &b.Target, &b.State)
 		if err == nil {
 			return &b, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return nil, err
+		}
+		// A target whose failed jobs were purged blocks with none left.
+		err = r.db.QueryRowContext(ctx, queries.Get("PurgedBadPrereq"), cur).Scan(&b.Target)
+		if err == nil {
+			return &protocol.JobRefState{Target: b.Target}, nil
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return nil, err

@@ -33,7 +33,7 @@ unless -Q.`
 	app.Flags = selectFlags("delete")
 	app.Metadata = map[string]any{rewriteArgs: flagsFirst(app.Flags)}
 	app.Action = func(c *cli.Context) error {
-		sel, err := selection(c, "WQHEB")
+		sel, err := selectionOf(c, "WQHEB", true)
 		if err != nil {
 			return err
 		}
@@ -72,13 +72,24 @@ func selectFlags(verb string) []cli.Flag {
 	}
 }
 
-// selection builds the Select of mqdel and mqsub --rerun from the
-// arguments (ids or one range) and flags; allowed are the states the
-// action applies to.
+// selection builds the Select of mqsub --rerun, mqhold, mqrls, mqalter
+// and cls purge from the arguments (ids or one range) and flags; allowed
+// are the states the action applies to.
 func selection(c *cli.Context, allowed string) (protocol.Select, error) {
+	return selectionOf(c, allowed, false)
+}
+
+// selectionOf is selection; with targets, -t may name several targets
+// (A,B,...), as mqdel's does.
+func selectionOf(c *cli.Context, allowed string, targets bool) (protocol.Select, error) {
 	sel := protocol.Select{Target: c.String("t"), States: strings.ToUpper(c.String("s")), All: c.Bool("all")}
 	if err := selectUserError(c); err != nil {
 		return sel, err
+	}
+	if !targets {
+		if err := oneTarget(c); err != nil {
+			return sel, err
+		}
 	}
 	if c.IsSet("q") {
 		sel.Queue = c.String("q")
@@ -165,6 +176,16 @@ func refusals(what string, reply protocol.ActionReply) error {
 		msg += fmt.Sprintf("; and %d more", more)
 	}
 	return exitError{code: ExitFailed, msg: msg}
+}
+
+// oneTarget refuses a list of targets in -t (A,B) where one is
+// expected: no target name has a comma, so the list would select no job
+// (mqstat printed an empty table) or name a target that does not exist.
+func oneTarget(c *cli.Context) error {
+	if t := c.String("t"); strings.Contains(t, ",") {
+		return Usagef("-t %s: one target here (a target name has no comma): one command per target (mqdel -t alone takes a list)", protocol.Quote(t))
+	}
+	return nil
 }
 
 // deleteTargets is mqdel -t A,B,...: the jobs of each target, one request

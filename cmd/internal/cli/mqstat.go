@@ -140,6 +140,9 @@ func checkMqstat(c *cli.Context, env Env) error {
 	if c.Bool("x") {
 		return Usagef("-x is qstat's spelling; mqstat -a lists every job, the ended ones too (-s DF only those)")
 	}
+	if err := oneTarget(c); err != nil {
+		return err
+	}
 	if c.IsSet("j") && c.Int64("j") <= 0 {
 		return Usagef("-j needs a job id")
 	}

@@ -37,6 +37,9 @@ restart), mqwait says so and waits up to 2 minutes for it to come back
 		if c.Duration("interval") < 100*time.Millisecond {
 			return Usagef("--interval must be at least 100ms")
 		}
+		if err := oneTarget(c); err != nil {
+			return err
+		}
 		if c.Duration("timeout") < 0 {
 			return Usagef("--timeout must not be negative")
 		}

@@ -205,10 +205,15 @@ func writeURLFile(path, base string) error {
 // when that CLS has no dashboard: an address left by a CLS that is gone
 // could be another user's server by now, which must not get the token.
 func DashboardURL(home string) (string, error) {
-	home, _, err := mqhome.Check(home)
+	checked, _, err := mqhome.Check(home)
+	if errors.Is(err, fs.ErrNotExist) {
+		// A mistyped MQ_HOME, or one no CLS has served yet.
+		return "", fmt.Errorf("no CLS is serving %s: it does not exist (start one with cls serve --http 127.0.0.1:8642)", home)
+	}
 	if err != nil {
 		return "", err
 	}
+	home = checked
 	for name, typ := range homeEntries {
 		if err := mqhome.CheckEntry(filepath.Join(home, name), typ); err != nil {
 			return "", err

@@ -275,6 +275,11 @@ func TestDashboardURLWithoutDashboard(t *testing.T) {
 	if _, err := cls.DashboardURL(c3.Home()); err == nil || !strings.Contains(err.Error(), "has no dashboard") {
 		t.Errorf("a CLS without a dashboard, a stale address: %v", err)
 	}
+	// A MQ_HOME that does not exist (mistyped) says so, not lstat's words.
+	missing := filepath.Join(t.TempDir(), "nothere")
+	if _, err := cls.DashboardURL(missing); err == nil || !strings.Contains(err.Error(), "no CLS is serving "+missing+": it does not exist") {
+		t.Errorf("a MQ_HOME that does not exist: %v", err)
+	}
 }
 
 // Once the socket of a starting CLS accepts, cls dashboard url finds the

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"slices"
@@ -110,6 +111,10 @@ func openArg(env Env, name string) (*os.File, error) {
 	f, err := argfile.Open(path, env.InCLS)
 	if errors.Is(err, argfile.ErrNotRegular) {
 		return nil, fmt.Errorf("cannot read %s: not a regular file (over SSH mq reads only regular files of the CLS host)", protocol.Quote(name))
+	} else if err != nil && env.InCLS && path != name && errors.Is(err, fs.ErrNotExist) {
+		// Over SSH the file is looked for on the CLS host, where the user
+		// may not think to look.
+		return nil, fmt.Errorf("cannot read %s: %w (over SSH it is %s, on the CLS host)", protocol.Quote(name), errors.Unwrap(err), protocol.Quote(path))
 	} else if err != nil {
 		return nil, fmt.Errorf("cannot read %s: %w", protocol.Quote(name), errors.Unwrap(err))
 	}

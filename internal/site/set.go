@@ -38,7 +38,9 @@ func (m *Manager) Set(ctx context.Context, set protocol.SiteSet) (protocol.SiteI
 	}
 	if ms.spec.Embedded {
 		m.mu.Unlock()
-		return protocol.SiteInfo{}, protocol.Errorf(protocol.CodeBadRequest, "%s", embeddedMsg(ms.spec))
+		// Restarting with another --local changes their number only: a
+		// price, slots or memory take a site of type local of one's own.
+		return protocol.SiteInfo{}, protocol.Errorf(protocol.CodeBadRequest, "%s; for a price or other settings add a site of your own: cls site add NAME --type local --max N ...", embeddedMsg(ms.spec))
 	}
 	old := ms.spec
 	m.mu.Unlock()

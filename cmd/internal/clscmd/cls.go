@@ -335,6 +335,9 @@ func queueSet(env mqcli.Env) *cli.Command {
 			if len(names) != 1 {
 				return mqcli.Usagef("queue set takes exactly one QUEUE")
 			}
+			if err := job.ValidName("queue", names[0]); err != nil {
+				return mqcli.Usagef("%v", err) // as mqsub -q refuses it
+			}
 			qs := protocol.QueueSet{Name: names[0]}
 			if set["ceiling"] {
 				d, err := parseSeconds(v.ceiling)

@@ -87,6 +87,10 @@ func TestDurationAndSizeFlagRanges(t *testing.T) {
 		{[]string{"mqstat", "--array", "25_3"}, `--array: "25_3": not a job id`},
 		{[]string{"mqstat", "-o", "1_0"}, `-o: "1_0": not a job id`},
 		{[]string{"mqdel", "-5"}, ""},
+		// A queue name mqsub -q refuses is a usage error here too (it
+		// was the CLS's refusal, exit 1).
+		{[]string{"cls", "queue", "set", "", "--policy", "sjf"}, "empty queue name"},
+		{[]string{"cls", "queue", "set", "a b", "--policy", "sjf"}, `queue name "a b" has a space, comma or control character`},
 	} {
 		var out, errOut bytes.Buffer
 		dialled := false

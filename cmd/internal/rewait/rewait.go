@@ -49,8 +49,11 @@ func (w Waiter) Wait(ctx context.Context, cl *client.Client, wait func(*client.C
 	patience := cmp.Or(w.Patience, Patience)
 	for {
 		err := wait(cl)
-		if err == nil || ctx.Err() != nil || !Gone(err) || w.Dial == nil {
+		if err == nil || ctx.Err() != nil || !Gone(err) {
 			return err
+		}
+		if w.Dial == nil { // MQ_RECONNECT=0: not waited for, but said so
+			return fmt.Errorf("the CLS went away (%w); %s", err, w.kept())
 		}
 		if w.Note != nil {
 			fmt.Fprintf(w.Note, "%s: the CLS went away (%v); waiting up to %s for it to come back (the jobs go on)\n", w.Name, err, patience)
@@ -62,6 +65,11 @@ func (w Waiter) Wait(ctx context.Context, cl *client.Client, wait func(*client.C
 		defer next.Close()
 		cl = next
 	}
+}
+
+// kept is what a wait given up says is kept.
+func (w Waiter) kept() string {
+	return cmp.Or(w.Kept, "the jobs are kept (wait again once cls serve runs)")
 }
 
 // redial dials until a CLS answers, for up to patience.
@@ -77,7 +85,7 @@ func (w Waiter) redial(ctx context.Context, patience time.Duration) (*client.Cli
 			return nil, err
 		}
 		if time.Now().After(give) {
-			return nil, fmt.Errorf("the CLS went away and was not back within %s: %w; %s", patience, err, cmp.Or(w.Kept, "the jobs are kept (wait again once cls serve runs)"))
+			return nil, fmt.Errorf("the CLS went away and was not back within %s: %w; %s", patience, err, w.kept())
 		}
 		if again.Wait(ctx) != nil {
 			return nil, err

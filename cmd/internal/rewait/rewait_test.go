@@ -51,4 +51,12 @@ func TestWaitGivesUp(t *testing.T) {
 	if err := w.Wait(context.Background(), nil, func(*client.Client) error { return other }); err != other {
 		t.Errorf("Wait = %v, want %v at once", err, other)
 	}
+	// MQ_RECONNECT=0 (no Dial): the wait ends at once, saying the CLS
+	// went away and the jobs are kept, as a wait given up says (it said
+	// only "connection to the CLS closed").
+	now := Waiter{Name: "mqwait", Note: io.Discard}
+	err = now.Wait(context.Background(), nil, func(*client.Client) error { return client.ErrClosed })
+	if !errors.Is(err, client.ErrClosed) || !strings.Contains(err.Error(), "the CLS went away") || !strings.Contains(err.Error(), "the jobs are kept") {
+		t.Errorf("Wait without Dial = %v, want the CLS gone and the jobs kept", err)
+	}
 }

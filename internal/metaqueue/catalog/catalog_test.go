@@ -251,6 +251,10 @@ func TestCheckRemove(t *testing.T) {
 			t.Errorf("CheckRemove(%s, %q, %v): code %q, want %q", tc.path, tc.site, tc.force, got, tc.code)
 		}
 	}
+	// The refusal names the flag that overrides it.
+	if err := c.CheckRemove("/in", "", false); err == nil || !strings.Contains(err.Error(), "cls files rm --force drops it anyway") {
+		t.Errorf("the last replica of a file job 7 reads: %v, want the refusal naming --force", err)
+	}
 	c.JobEnded(7)
 	if err := c.CheckRemove("/in", "", false); err != nil {
 		t.Errorf("job 7 ended, yet: %v", err)

@@ -209,7 +209,7 @@ func (c *Catalog) CheckRemove(path, site string, force bool) error {
 	if keep == 0 && !force {
 		for id, w := range c.jobs {
 			if slices.ContainsFunc(w.in, func(in Input) bool { return in.Path == path }) {
-				return protocol.Errorf(protocol.CodeBadState, "%s: that is the last replica, and job %d (not ended) reads it; force drops it anyway", path, id)
+				return protocol.Errorf(protocol.CodeBadState, "%s: that is the last replica, and job %d (not ended) reads it; cls files rm --force drops it anyway", path, id)
 			}
 		}
 	}

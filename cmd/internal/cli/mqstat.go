@@ -759,6 +759,10 @@ func afterAnyStatus(ts protocol.TargetStatus) string {
 			left = append(left, part)
 		}
 	}
+	if n := ts.PurgedDone + ts.PurgedBad; n > 0 {
+		ended = append(ended, fmt.Sprintf("%d purged", n))
+		total, endedN = total+n, endedN+n
+	}
 	jobs := "jobs"
 	if total == 1 {
 		jobs = "job"

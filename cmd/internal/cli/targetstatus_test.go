@@ -6,9 +6,9 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
-// TestTargetStatus: mqstat -j's line for a prerequisite target counts
-// its purged jobs, so a target whose jobs were all purged does not read
-// as one with no jobs yet.
+// TestTargetStatus: mqstat -j's line for a prerequisite target, -p or
+// --after-any, counts its purged jobs, so a target whose jobs were all
+// purged does not read as one with no jobs yet.
 func TestTargetStatus(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -26,6 +26,20 @@ func TestTargetStatus(t *testing.T) {
 	} {
 		if got := targetStatus(tc.ts); got != tc.want {
 			t.Errorf("%s: targetStatus(%+v) = %q, want %q", tc.name, tc.ts, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		ts   protocol.TargetStatus
+		want string
+	}{
+		{"no jobs", protocol.TargetStatus{AfterAny: true}, "waiting: the target has no jobs yet"},
+		{"ended", protocol.TargetStatus{AfterAny: true, Ended: true, Counts: map[string]int{"F": 1}}, "ended (1 job: 1 failed)"},
+		{"purged", protocol.TargetStatus{AfterAny: true, Ended: true, PurgedBad: 1}, "ended (1 job: 1 purged)"},
+		{"purged and running", protocol.TargetStatus{AfterAny: true, Counts: map[string]int{"E": 1}, PurgedDone: 2}, "2 of 3 ended; 1 executing"},
+	} {
+		if got := afterAnyStatus(tc.ts); got != tc.want {
+			t.Errorf("%s: afterAnyStatus(%+v) = %q, want %q", tc.name, tc.ts, got, tc.want)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"strings"
@@ -29,6 +30,9 @@ func NewKeyPair(path, comment string) (ssh.PublicKey, error) {
 		return nil, err
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("private key %s already exists, and a key is never overwritten: choose another name, or remove it first (%w)", path, fs.ErrExist)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("private key: %w", err)
 	}

@@ -119,7 +119,11 @@ func (s *Server) prereqWarnings(ctx context.Context, specs []protocol.JobSpec, i
 	if err != nil {
 		return nil // the jobs are in: a warning is not worth failing the reply
 	}
-	return prereqWarning(ids[0], ids[len(ids)-1], empty)
+	// Slurm's -p is worth a word only where -p named an empty target.
+	viaP := slices.ContainsFunc(specs[:min(len(specs), prereqSample)], func(js protocol.JobSpec) bool {
+		return slices.ContainsFunc(js.Prereqs, func(n string) bool { return slices.Contains(empty, n) })
+	})
+	return prereqWarning(ids[0], ids[len(ids)-1], empty, viaP)
 }
 
 // bulkPrereqWarnings is prereqWarnings for a bulk submission of jobs
@@ -133,12 +137,13 @@ func (s *Server) bulkPrereqWarnings(ctx context.Context, first, last int64) []st
 	if err != nil {
 		return nil
 	}
-	return prereqWarning(first, last, empty)
+	return prereqWarning(first, last, empty, true)
 }
 
 // prereqWarning is the warning of jobs first..last that wait for the
-// targets empty, which have no job (none: no warning).
-func prereqWarning(first, last int64, empty []string) []string {
+// targets empty, which have no job (none: no warning); with viaP, some
+// were named with -p, which Slurm users type for a partition.
+func prereqWarning(first, last int64, empty []string, viaP bool) []string {
 	if len(empty) == 0 {
 		return nil
 	}
@@ -153,5 +158,9 @@ func prereqWarning(first, last int64, empty []string) []string {
 	if len(empty) > 1 {
 		what = "targets " + strings.Join(empty, ", ") + ", which have"
 	}
-	return []string{fmt.Sprintf("%s for %s no jobs yet (-p names a prerequisite target; Slurm's -p PARTITION is mq's -q QUEUE)", who, what)}
+	hint := ""
+	if viaP {
+		hint = " (-p names a prerequisite target; Slurm's -p PARTITION is mq's -q QUEUE)"
+	}
+	return []string{fmt.Sprintf("%s for %s no jobs yet%s", who, what, hint)}
 }

@@ -381,6 +381,8 @@ func TestMqsubEmptyPrereqWarned(t *testing.T) {
 		{"many per member", "", []string{"--array", "1-20", "-p", "s{}", "z", "true"}, "mqsub: warning: some of jobs 11-30 wait for targets s1, s10, s11, s12, s13, s14, s15, s16, ..., which have no jobs yet " + hint + "\n"},
 		{"many named", "", []string{"-p", "m1,m2,m3,m4,m5,m6,m7,m8,m9", "z", "true"}, "mqsub: warning: job 31 waits for targets m1, m2, m3, m4, m5, m6, m7, m8, ..., which have no jobs yet " + hint + "\n"},
 		{"eight named", "", []string{"-p", "m1,m2,m3,m4,m5,m6,m7,m8", "z", "true"}, "mqsub: warning: job 32 waits for targets m1, m2, m3, m4, m5, m6, m7, m8, which have no jobs yet " + hint + "\n"},
+		// --after-any alone: no word of Slurm's -p, which was not typed.
+		{"after-any", "", []string{"--after-any", "tidy", "z", "true"}, "mqsub: warning: job 33 waits for target tidy, which has no jobs yet\n"},
 	} {
 		_, stderr, code := tb.mqsub(tc.stdin, tc.args...)
 		if code != 0 || stderr != tc.want {

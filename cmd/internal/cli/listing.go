@@ -13,6 +13,7 @@ import (
 
 	"github.com/mq-hpc/mq/client"
 	"github.com/mq-hpc/mq/cmd/internal/acct"
+	"github.com/mq-hpc/mq/cmd/internal/habits"
 	"github.com/mq-hpc/mq/cmd/internal/jobids"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -239,4 +240,21 @@ func streamTable(c *cli.Context, cl *client.Client, tw *tabwriter.Writer, st pro
 		n++
 	}
 	return n, nil
+}
+
+// targetHint warns on stderr when -t names a state of squeue -t and no
+// job of that target: the listing, empty, would not say why.
+func targetHint(c *cli.Context, cl *client.Client) {
+	t := c.String("t")
+	if !habits.SqueueState(t) {
+		return
+	}
+	n := 0
+	err := client.Stream(c.Context, cl, protocol.OpStat, protocol.Stat{Target: t, States: allStates, Limit: 1}, func(r protocol.StatReply) error {
+		n += len(r.Jobs)
+		return nil
+	})
+	if err == nil && n == 0 {
+		fmt.Fprintf(c.App.ErrWriter, "mqstat: warning: no job has target %s: mq's -t is the target, and squeue's -t is mq's -s (-s E lists the running jobs)\n", t)
+	}
 }

@@ -256,27 +256,6 @@ func warnNoSite(c *cli.Context, cl *client.Client, err error) error {
 	return nil
 }
 
-// squeueTStates are the state names squeue -t takes, which mqstat -t
-// would read as a target.
-var squeueTStates = []string{"PD", "PENDING", "R", "RUNNING", "CG", "COMPLETING", "CD", "COMPLETED", "F", "FAILED", "CA", "CANCELLED", "TO", "TIMEOUT", "S", "SUSPENDED", "ALL"}
-
-// targetHint warns on stderr when -t names a state of squeue -t and no
-// job of that target: the listing, empty, would not say why.
-func targetHint(c *cli.Context, cl *client.Client) {
-	t := c.String("t")
-	if !slices.Contains(squeueTStates, strings.ToUpper(t)) {
-		return
-	}
-	n := 0
-	err := client.Stream(c.Context, cl, protocol.OpStat, protocol.Stat{Target: t, States: allStates, Limit: 1}, func(r protocol.StatReply) error {
-		n += len(r.Jobs)
-		return nil
-	})
-	if err == nil && n == 0 {
-		fmt.Fprintf(c.App.ErrWriter, "mqstat: warning: no job has target %s: mq's -t is the target, and squeue's -t is mq's -s (-s E lists the running jobs)\n", t)
-	}
-}
-
 // pausedPlaceholders counts the placeholders of sites that take no new
 // jobs for their full output disk.
 func pausedPlaceholders(sites []protocol.SiteInfo) int {

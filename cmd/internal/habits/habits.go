@@ -343,3 +343,10 @@ func qsubWHint(v string) string {
 	}
 	return "mq has no job attributes: dependencies are -p TARGET (afterok) and --after-any TARGET (afterany)"
 }
+
+// squeueStates are the state names squeue -t takes, which mqstat -t
+// (the target) would read as a target's name.
+var squeueStates = []string{"PD", "PENDING", "R", "RUNNING", "CG", "COMPLETING", "CD", "COMPLETED", "F", "FAILED", "CA", "CANCELLED", "TO", "TIMEOUT", "S", "SUSPENDED", "ALL"}
+
+// SqueueState says whether name is a state squeue -t takes (any case).
+func SqueueState(name string) bool { return slices.Contains(squeueStates, strings.ToUpper(name)) }

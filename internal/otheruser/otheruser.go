@@ -58,3 +58,15 @@ func SharedDir(t testing.TB, pattern string) string {
 	}
 	return dir
 }
+
+// Symlink makes newname a symbolic link to oldname owned by the other
+// user (uid, gid: Need's), as that user would have made it first.
+func Symlink(t testing.TB, oldname, newname string, uid, gid int) {
+	t.Helper()
+	if err := os.Symlink(oldname, newname); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Lchown(newname, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+}

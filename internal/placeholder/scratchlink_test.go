@@ -21,12 +21,7 @@ func TestScratchCommitOtherUsersLink(t *testing.T) {
 	victim := filepath.Join(mine, "res")
 	os.WriteFile(victim, []byte("precious\n"), 0o600)
 	out := filepath.Join(work, "out")
-	if err := os.Symlink(mine, out); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Lchown(out, uid, gid); err != nil {
-		t.Fatal(err)
-	}
+	otheruser.Symlink(t, mine, out, uid, gid)
 	a := &Agent{}
 	s, err := a.newScratch(work, protocol.Assignment{ID: 7, Attempt: 1, Scratch: true, Cwd: work,
 		Outputs: []protocol.AssignedFile{{Path: filepath.Join(work, "out", "res")}}})

@@ -26,12 +26,7 @@ func TestDirHostOtherUsersLink(t *testing.T) {
 	victim := filepath.Join(mine, "res.dat")
 	links := []string{filepath.Join(shared, "results"), filepath.Join(theirs, "results")}
 	for _, l := range links {
-		if err := os.Symlink(mine, l); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Lchown(l, uid, gid); err != nil {
-			t.Fatal(err)
-		}
+		otheruser.Symlink(t, mine, l, uid, gid)
 	}
 	if err := os.Chown(theirs, uid, gid); err != nil {
 		t.Fatal(err)

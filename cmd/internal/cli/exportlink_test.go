@@ -19,12 +19,7 @@ func TestCreateExportOtherUsersLink(t *testing.T) {
 	victim := filepath.Join(mine, "report.txt")
 	os.WriteFile(victim, []byte("precious\n"), 0o600)
 	link := filepath.Join(shared, "exports")
-	if err := os.Symlink(mine, link); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Lchown(link, uid, gid); err != nil {
-		t.Fatal(err)
-	}
+	otheruser.Symlink(t, mine, link, uid, gid)
 	if f, commit, _, err := createExport(filepath.Join(link, "report.txt")); err == nil {
 		f.WriteString("export\n")
 		commit()

@@ -115,15 +115,7 @@ func TestOpenOutputGroupDir(t *testing.T) {
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
-	if f, err := OpenOutput(link); err == nil || !strings.Contains(err.Error(), "its group can write") {
-		if f != nil {
-			f.Close()
-		}
-		t.Errorf("our link in a group's directory: %v, want refused", err)
-	}
-	if b, _ := os.ReadFile(target); string(b) != "precious\n" {
-		t.Errorf("the link's target holds %q", b)
-	}
+	refusesOutput(t, link, "its group can write", target) // our link in a group's directory
 	file, ours := filepath.Join(group, "file.out"), filepath.Join(private, "ours.out")
 	os.WriteFile(file, []byte("old attempt\n"), 0o600)
 	if err := os.Symlink(target, ours); err != nil {
@@ -161,15 +153,7 @@ func TestOpenOutputSharedDir(t *testing.T) {
 	if err := os.Link(precious, linked); err != nil {
 		t.Skipf("cannot make a hard link: %v", err)
 	}
-	if f, err := OpenOutput(linked); err == nil || !strings.Contains(err.Error(), "a file with 2 names") {
-		if f != nil {
-			f.Close()
-		}
-		t.Errorf("a hard link of another file of ours: %v, want refused", err)
-	}
-	if b, _ := os.ReadFile(precious); string(b) != "precious\n" {
-		t.Errorf("the linked file holds %q", b)
-	}
+	refusesOutput(t, linked, "a file with 2 names", precious) // a hard link of another file of ours
 	mine := filepath.Join(shared, "mine.out")
 	os.WriteFile(mine, []byte("old attempt\n"), 0o600)
 	for _, p := range []string{mine, filepath.Join(shared, "new.out")} {
@@ -182,5 +166,20 @@ func TestOpenOutputSharedDir(t *testing.T) {
 		if b, _ := os.ReadFile(p); string(b) != "this attempt\n" {
 			t.Errorf("%s holds %q", p, b)
 		}
+	}
+}
+
+// refusesOutput checks that OpenOutput(p) is refused saying want, and
+// that precious still holds "precious\n".
+func refusesOutput(t *testing.T, p, want, precious string) {
+	t.Helper()
+	if f, err := OpenOutput(p); err == nil || !strings.Contains(err.Error(), want) {
+		if f != nil {
+			f.Close()
+		}
+		t.Errorf("OpenOutput(%s): %v, want refused saying %q", p, err, want)
+	}
+	if b, _ := os.ReadFile(precious); string(b) != "precious\n" {
+		t.Errorf("%s holds %q after OpenOutput(%s)", precious, b, p)
 	}
 }

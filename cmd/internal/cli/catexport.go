@@ -108,7 +108,7 @@ func exportOutputs(ctx context.Context, c *cli.Context, cl *client.Client, w io.
 	if c.Bool("stderr") {
 		stream = "stderr"
 	}
-	st := protocol.Stat{Queue: c.String("q"), Target: c.String("t"), States: strings.ToUpper(c.String("s")), Limit: exportPage}
+	st := protocol.Stat{Queue: c.String("q"), Target: c.String("t"), States: statesFlag(c), Limit: exportPage}
 	out := &lineEnd{w: w}
 	jobs, failed := 0, 0
 	page := make([]protocol.JobInfo, 0, exportPage)

@@ -15,6 +15,12 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
+// statesFlag is -s's state letters, upper case, commas dropped (-s Q,E
+// as squeue -t PD,R is written).
+func statesFlag(c *cli.Context) string {
+	return strings.ToUpper(strings.ReplaceAll(c.String("s"), ",", ""))
+}
+
 // squeueStates follows an unknown state's error: the batch systems'
 // state names users type out of habit, as mq names them.
 const squeueStates = "; squeue's and qstat's R is E here (squeue's PD is Q, CD is D, CA is X)"

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -29,7 +28,7 @@ const recentEnded = 20
 // last recentEnded ended ones (mqstatRecent), unless -a, -s or --array
 // says which.
 func mqstatList(c *cli.Context, cl *client.Client, w io.Writer, limit int) error {
-	st := protocol.Stat{Queue: c.String("q"), Target: c.String("t"), TargetPrefix: c.String("target-prefix"), States: strings.ToUpper(c.String("s")), Limit: limit}
+	st := protocol.Stat{Queue: c.String("q"), Target: c.String("t"), TargetPrefix: c.String("target-prefix"), States: statesFlag(c), Limit: limit}
 	asJSON := c.Bool("json")
 	accounting := c.Bool("acct")
 	ids, _ := jobids.Ranges(c.Args().Slice()) // checked by the action

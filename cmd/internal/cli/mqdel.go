@@ -82,7 +82,7 @@ func selection(c *cli.Context, allowed string) (protocol.Select, error) {
 // selectionOf is selection; with targets, -t may name several targets
 // (A,B,...), as mqdel's does.
 func selectionOf(c *cli.Context, allowed string, targets bool) (protocol.Select, error) {
-	sel := protocol.Select{Target: c.String("t"), States: strings.ToUpper(c.String("s")), All: c.Bool("all")}
+	sel := protocol.Select{Target: c.String("t"), States: statesFlag(c), All: c.Bool("all")}
 	if err := selectUserError(c); err != nil {
 		return sel, err
 	}

@@ -133,7 +133,7 @@ func checkMqstat(c *cli.Context, env Env) error {
 		return Usagef("--watch does not go with --cat")
 	}
 	if c.IsSet("s") {
-		if _, err := job.ParseStates(strings.ToUpper(c.String("s"))); err != nil {
+		if _, err := job.ParseStates(statesFlag(c)); err != nil {
 			return Usagef("-s: %v%s", err, squeueStates)
 		}
 	}

@@ -135,6 +135,7 @@ func TestMqstatPositionalIDs(t *testing.T) {
 		{nil, "1 2 3 4 5 6"}, // as the table: the jobs not ended, then the last ended
 		{[]string{"--limit", "4"}, "1 2 3 4"},
 		{[]string{"-s", "Q", "-t", "b"}, "2 4 6"},
+		{[]string{"-s", "q,h", "-t", "b"}, "2 4 6"}, // squeue -t PD,R's commas
 		{[]string{"2"}, "2"},
 		{[]string{"2", "4-5"}, "2 4 5"},
 		{[]string{"5,1", "4-5", "3-4"}, "1 3 4 5"},
@@ -229,6 +230,9 @@ func TestMqstatBatchHabits(t *testing.T) {
 	}
 	if o, e, code := run(Mqstat, "mqstat", "--me", "--format", "id", "--noheader"); code != 0 || o != "1\n" || e != "" {
 		t.Errorf("mqstat --me: exit %d, stdout %q, stderr %q", code, o, e)
+	}
+	if o, e, code := run(Mqhold, "mqhold", "-s", "w,q", "-t", "t"); code != 0 || !strings.Contains(o, "held job 1") {
+		t.Errorf("mqhold -s w,q (squeue's commas): exit %d, stdout %q, stderr %q", code, o, e)
 	}
 	for _, c := range []struct {
 		app  func(Env) *cli.App

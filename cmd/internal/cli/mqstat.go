@@ -124,7 +124,7 @@ func checkMqstat(c *cli.Context, env Env) error {
 		return err
 	}
 	if every < 100*time.Millisecond {
-		return Usagef("--interval must be at least 100ms")
+		return Usagef("--watch's interval must be at least 100ms (--watch 0.1, or --interval 100ms)")
 	}
 	if c.IsSet("interval") && !c.Bool("watch") {
 		return Usagef("--interval goes with --watch")

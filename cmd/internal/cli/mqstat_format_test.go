@@ -241,6 +241,7 @@ func TestMqstatBatchHabits(t *testing.T) {
 	}{
 		{Mqstat, []string{"mqstat", "-s", "R"}, "squeue's and qstat's R is E here"},
 		{Mqstat, []string{"mqstat", "-x"}, "-x is qstat's spelling; mqstat -a lists every job"},
+		{Mqstat, []string{"mqstat", "--watch", "0"}, "--watch's interval must be at least 100ms (--watch 0.1"},
 		{Mqstat, []string{"mqstat", "-f", "1"}, "-f 1 is qstat's full view; mq writes mqstat -j 1"},
 		{Mqdel, []string{"mqdel", "all"}, `"all" is not a job id: --all selects every job`},
 		{Mqhold, []string{"mqhold", "-s", "R"}, "squeue's and qstat's R is E here"},

@@ -255,19 +255,30 @@ func (s *SSH) HostKey() ssh.PublicKey { return s.hostKey }
 // Done is closed when the connection is gone.
 func (s *SSH) Done() <-chan struct{} { return s.dead }
 
-// Close closes the connection. The connection first: an SFTP session
-// being opened holds sftpMu until the server answers, and only the
-// connection's end makes it return (keepalive closing a dead connection
-// waited for it for ever).
+// Close closes the connection.
 func (s *SSH) Close() error {
-	err := s.client.Close()
-	s.sftpMu.Lock()
+	if !s.sftpMu.TryLock() {
+		// An SFTP session being opened holds sftpMu until the server
+		// answers, and only the connection's end makes it return
+		// (keepalive closing a dead connection waited for ever).
+		err := s.client.Close()
+		s.sftpMu.Lock()
+		s.closeSFTPLocked()
+		s.sftpMu.Unlock()
+		return err
+	}
+	// SFTP first: transfers under way end as the SFTP client's, which
+	// the stager tells from a lost connection.
+	s.closeSFTPLocked()
+	s.sftpMu.Unlock()
+	return s.client.Close()
+}
+
+func (s *SSH) closeSFTPLocked() {
 	if s.sftp != nil {
 		s.sftp.Close()
 		s.sftp = nil
 	}
-	s.sftpMu.Unlock()
-	return err
 }
 
 // ConnError marks an error of the connection rather than of a command: the
@@ -285,9 +296,9 @@ const profile = `{ [ -r /etc/profile ] && . /etc/profile; [ -r "$HOME/.profile" 
 
 // Run runs cmd with /bin/sh on the login host.
 func (s *SSH) Run(ctx context.Context, cmd string) ([]byte, error) {
-	sess, err := s.session(ctx)
+	sess, err := s.client.NewSession()
 	if err != nil {
-		return nil, err
+		return nil, &ConnError{err}
 	}
 	defer sess.Close()
 	// Held open, never written: its end is the session's (withSession).
@@ -320,40 +331,6 @@ func (s *SSH) Run(ctx context.Context, cmd string) ([]byte, error) {
 		return nil, fmt.Errorf("%s printed more than %d bytes", commandName(cmd), maxRunStdout)
 	}
 	return stdout.Bytes(), nil
-}
-
-// session opens a session, unless ctx ends first. Opening one is a round
-// trip that a live sshd answers at once: a connection that does not is
-// stalled (TCP up, the peer silent), and is closed, so the caller
-// reconnects. NewSession alone waits for the connection's end, which
-// keepalive finds only after a minute, or never if keepalives are
-// answered: Run overran its step's time, and cls site set, site removal
-// and shutdown waited for it.
-func (s *SSH) session(ctx context.Context) (*ssh.Session, error) {
-	type opened struct {
-		sess *ssh.Session
-		err  error
-	}
-	ch := make(chan opened, 1)
-	go func() {
-		sess, err := s.client.NewSession()
-		ch <- opened{sess, err}
-	}()
-	select {
-	case o := <-ch:
-		if o.err != nil {
-			return nil, &ConnError{o.err}
-		}
-		return o.sess, nil
-	case <-ctx.Done():
-		s.Close()
-		go func() {
-			if o := <-ch; o.sess != nil {
-				o.sess.Close()
-			}
-		}()
-		return nil, &ConnError{fmt.Errorf("no session opened: %w", ctx.Err())}
-	}
 }
 
 // withSession is the exec request that runs cmd with /bin/sh, so that it
@@ -493,8 +470,13 @@ func writeTemp(c *sftp.Client, tmp string, data []byte) error {
 func (s *SSH) Put(ctx context.Context, p string, data []byte, mode os.FileMode) (bool, error) {
 	// SFTP requests take no context: an sftp-server stuck (a home on a
 	// network filesystem that hangs), sshd still answering, held the
-	// upload and the site for ever. Past ctx the connection is closed.
-	defer context.AfterFunc(ctx, func() { s.Close() })()
+	// upload and the site for ever. Past ctx's deadline the connection
+	// is closed.
+	defer context.AfterFunc(ctx, func() {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			s.Close() // not at a cancel: the site's removal still uses it
+		}
+	})()
 	sum := sha256.Sum256(data)
 	want := hex.EncodeToString(sum[:])
 	if got, err := s.remoteSum(ctx, p); err == nil && got == want {

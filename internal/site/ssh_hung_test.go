@@ -109,45 +109,6 @@ func zombie(pid int) bool {
 	return strings.HasPrefix(rest, "Z")
 }
 
-// A connection whose peer stopped answering (TCP up, keepalives
-// answered, no session opened) fails a command when its context ends,
-// not when keepalive gives up a minute later, or never: the connection is
-// closed, for the site to reconnect.
-func TestRunStalledConnection(t *testing.T) {
-	l := startSFTPLogin(t)
-	l.exec = func(string, io.Reader, io.Writer, io.Writer) int { return 0 }
-	s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Run(context.Background(), "true"); err != nil {
-		t.Fatal(err)
-	}
-	l.stall.Store(true)
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		_, err := s.Run(ctx, "squeue")
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		var ce *ConnError
-		if !errors.As(err, &ce) || !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("a command on a stalled connection: %v; want a connection error past its time", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("a command on a stalled connection still waits 30 s after its context ended")
-	}
-	select {
-	case <-s.Done():
-	case <-time.After(30 * time.Second):
-		t.Fatal("the stalled connection was kept")
-	}
-}
-
 // An upload to a login host whose sftp-server is stuck (its home on a
 // network filesystem that hangs; sshd still answers) fails when its
 // context ends, instead of holding the site, and cls site set, removal

@@ -34,15 +34,11 @@ func OpenOutput(p string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	dfd, err := OpenDir(filepath.Dir(abs))
+	dfd, dir, err := openStat(filepath.Dir(abs))
 	if err != nil {
 		return nil, err
 	}
 	defer unix.Close(dfd)
-	var dir unix.Stat_t
-	if err := unix.Fstat(dfd, &dir); err != nil {
-		return nil, err
-	}
 	name := filepath.Base(abs)
 	at := func(flag int, mode uint32) (*os.File, error) {
 		fd, err := unix.Openat(dfd, name, flag, mode)

@@ -61,6 +61,20 @@ func OpenDir(dir string) (int, error) {
 	return fd, err
 }
 
+// openStat is OpenDir's descriptor of dir and its stat.
+func openStat(dir string) (int, unix.Stat_t, error) {
+	var st unix.Stat_t
+	fd, err := OpenDir(dir)
+	if err != nil {
+		return -1, st, err
+	}
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, st, err
+	}
+	return fd, st, nil
+}
+
 // walk resolves p a component at a time by descriptor: each entry is
 // opened O_PATH|O_NOFOLLOW in the directory reached so far, and a link
 // is checked (its owner, its directory's mode and owner) and read
@@ -187,15 +201,11 @@ func linkTarget(fd, dir int, name string, st unix.Stat_t) (string, error) {
 // directory OpenDir reaches: names in it then resolve from it, whatever
 // is renamed or linked on dir's path later.
 func OpenRoot(dir string) (*os.Root, error) {
-	fd, err := OpenDir(dir)
+	fd, want, err := openStat(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer unix.Close(fd)
-	var want unix.Stat_t
-	if err := unix.Fstat(fd, &want); err != nil {
-		return nil, err
-	}
 	// os.Root opens by name: it must have opened the directory the walk
 	// reached, not one a link swapped in has led it to since.
 	real, err := Resolve(dir)

@@ -110,7 +110,9 @@ func selectionOf(c *cli.Context, allowed string, targets bool) (protocol.Select,
 			return sel, Usagef("%v", err)
 		}
 	}
-	if sel.States != "" {
+	// -s given empty (-s "$S", -s ,) is an error, not no -s: with --all
+	// it would act on every job.
+	if c.IsSet("s") {
 		sts, err := job.ParseStates(sel.States)
 		if err != nil {
 			return sel, Usagef("-s: %v%s", err, squeueStates)

@@ -215,3 +215,37 @@ func TestMqdelTargets(t *testing.T) {
 		t.Errorf("-t a,,b: exit %d, asked %q, stderr %q; want a usage error sending nothing", code, asked, e.String())
 	}
 }
+
+// TestSelectionEmptyStates: -s given empty (-s "$S" with S unset, -s ,)
+// is a usage error that reaches no CLS; taken as no -s, mqdel --all -s ""
+// deleted every job.
+func TestSelectionEmptyStates(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		app  func(Env) *cli.App
+		args []string
+	}{
+		{Mqdel, []string{"mqdel", "--all", "-s", ""}},
+		{Mqdel, []string{"mqdel", "--all", "-s", ","}},
+		{Mqdel, []string{"mqdel", "-t", "sim", "-s", ",,"}},
+		{Mqhold, []string{"mqhold", "--all", "-s", ""}},
+		{Mqsub, []string{"mqsub", "--rerun", "--all", "-s", ","}},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			t.Parallel()
+			sent := false
+			replies := map[string]clitest.Reply{}
+			for _, op := range []string{protocol.OpDelete.Name, protocol.OpHold.Name, protocol.OpRerun.Name} {
+				replies[op] = clitest.Reply{Body: protocol.ActionReply{}, Seen: func(json.RawMessage) { sent = true }}
+			}
+			var o, e bytes.Buffer
+			env := Env{Stdin: strings.NewReader(""), Stdout: &o, Stderr: &e, Getwd: os.Getwd, Dial: clitest.Dial(replies)}
+			if code := Run(context.Background(), c.app(env), c.args); code != ExitUsage || sent {
+				t.Fatalf("exit %d, request sent %v, want exit %d and none; %s", code, sent, ExitUsage, e.String())
+			}
+			if !strings.Contains(e.String(), "empty state list") || strings.Count(e.String(), "\n") != 1 {
+				t.Errorf("stderr %q, want one line saying the state list is empty", e.String())
+			}
+		})
+	}
+}

@@ -81,7 +81,10 @@ func Ranges(args []string) ([][2]int64, error) {
 	slices.SortFunc(rs, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
 	var merged [][2]int64
 	for _, r := range rs {
-		if n := len(merged); n > 0 && r[0] <= merged[n-1][1]+1 {
+		// r[0]-1, not last+1: a last of math.MaxInt64 (1-9223372036854775807)
+		// would overflow and leave the ranges after it unmerged, their
+		// jobs listed twice.
+		if n := len(merged); n > 0 && r[0]-1 <= merged[n-1][1] {
 			merged[n-1][1] = max(merged[n-1][1], r[1])
 			continue
 		}

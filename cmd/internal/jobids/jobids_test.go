@@ -36,6 +36,9 @@ func TestRequests(t *testing.T) {
 	if want := [][2]int64{{1, 4}, {9, 9}, {12, 21}}; !slices.Equal(ids, want) {
 		t.Fatalf("Ranges: %v, want %v", ids, want)
 	}
+	if ids, err := Ranges([]string{"1-9223372036854775807", "2"}); err != nil || !slices.Equal(ids, [][2]int64{{1, 1<<63 - 1}}) {
+		t.Fatalf("Ranges up to the largest id: %v, %v, want one range", ids, err)
+	}
 	var many [][2]int64
 	for i := range int64(2*PerRequest + 1) {
 		many = append(many, [2]int64{2*i + 1, 2*i + 1})
@@ -58,4 +61,38 @@ func TestNamedUnknown(t *testing.T) {
 	if got := Unknown(map[int64]bool{9: true}); got != "job 9 does not exist" {
 		t.Errorf("Unknown of one: %q", got)
 	}
+}
+
+// FuzzRanges: no argument makes the parsers panic, and what Ranges
+// accepts is sorted, disjoint ranges of positive ids that Requests
+// covers exactly.
+func FuzzRanges(f *testing.F) {
+	for _, s := range []string{"1", "3-9", "9-3", "1-9999999999", "1-9223372036854775807", "9223372036854775807,1", "+5", "-5", ",,", "0", "1-2-3", "5 6"} {
+		f.Add(s, "2")
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		args := []string{a, b}
+		Range(a)
+		List(args)
+		Named(args)
+		rs, err := Ranges(args)
+		if err != nil {
+			return
+		}
+		for i, r := range rs {
+			if r[0] < 1 || r[1] < r[0] || i > 0 && r[0] <= rs[i-1][1] {
+				t.Fatalf("Ranges(%q) = %v", args, rs)
+			}
+		}
+		var n int
+		for _, q := range Requests(protocol.Stat{}, rs) {
+			if len(q.IDs) > PerRequest || len(q.IDs) > 0 && q.From != 0 {
+				t.Fatalf("Requests(%v): %+v", rs, q)
+			}
+			n += max(len(q.IDs), int(min(q.From, 1)))
+		}
+		if n != len(rs) {
+			t.Fatalf("Requests(%v) names %d ranges, want %d", rs, n, len(rs))
+		}
+	})
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +21,16 @@ import (
 func statesFlag(c *cli.Context) string {
 	return strings.ToUpper(strings.ReplaceAll(c.String("s"), ",", ""))
 }
+
+// squeuePD says whether -s names squeue's PD (pending), which mq reads
+// as its own P and D (prefetched and done): what is listed is not what
+// was meant, and nothing else would say so.
+func squeuePD(c *cli.Context) bool {
+	return slices.ContainsFunc(strings.Split(c.String("s"), ","), func(s string) bool { return strings.EqualFold(s, "PD") })
+}
+
+// pdHint follows what -s PD does: squeue's PD is mq's Q.
+const pdHint = "-s PD is prefetched (P) and done (D) here; squeue's PD (pending) is Q (-s WQH: every job not started)"
 
 // squeueStates follows an unknown state's error: the batch systems'
 // state names users type out of habit, as mq names them.

@@ -121,6 +121,9 @@ func selectionOf(c *cli.Context, allowed string, targets bool) (protocol.Select,
 		for _, st := range sts {
 			ok = ok || strings.IndexByte(allowed, byte(st)) >= 0
 		}
+		if !ok && squeuePD(c) {
+			return sel, Usagef("%s; only jobs in states %s can be acted on here", pdHint, allowed)
+		}
 		if !ok {
 			return sel, Usagef("-s %s: only jobs in states %s can be acted on here", sel.States, allowed)
 		}

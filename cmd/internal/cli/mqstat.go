@@ -136,6 +136,9 @@ func checkMqstat(c *cli.Context, env Env) error {
 		if _, err := job.ParseStates(statesFlag(c)); err != nil {
 			return Usagef("-s: %v%s", err, squeueStates)
 		}
+		if squeuePD(c) {
+			fmt.Fprintf(c.App.ErrWriter, "mqstat: warning: %s\n", pdHint)
+		}
 	}
 	if c.Bool("x") {
 		return Usagef("-x is qstat's spelling; mqstat -a lists every job, the ended ones too (-s DF only those)")

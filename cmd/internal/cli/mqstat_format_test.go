@@ -231,6 +231,9 @@ func TestMqstatBatchHabits(t *testing.T) {
 	if o, e, code := run(Mqstat, "mqstat", "--me", "--format", "id", "--noheader"); code != 0 || o != "1\n" || e != "" {
 		t.Errorf("mqstat --me: exit %d, stdout %q, stderr %q", code, o, e)
 	}
+	if o, e, code := run(Mqstat, "mqstat", "-s", "pd,Q", "--format", "id", "--noheader"); code != 0 || o != "1\n" || strings.Count(e, "\n") != 1 || !strings.Contains(e, "mqstat: warning: -s PD is prefetched (P) and done (D) here; squeue's PD (pending) is Q") {
+		t.Errorf("mqstat -s pd,Q: exit %d, stdout %q, stderr %q; want job 1 and one warning of squeue's PD", code, o, e)
+	}
 	if o, e, code := run(Mqhold, "mqhold", "-s", "w,q", "-t", "t"); code != 0 || !strings.Contains(o, "held job 1") {
 		t.Errorf("mqhold -s w,q (squeue's commas): exit %d, stdout %q, stderr %q", code, o, e)
 	}
@@ -245,6 +248,7 @@ func TestMqstatBatchHabits(t *testing.T) {
 		{Mqstat, []string{"mqstat", "-f", "1"}, "-f 1 is qstat's full view; mq writes mqstat -j 1"},
 		{Mqdel, []string{"mqdel", "all"}, `"all" is not a job id: --all selects every job`},
 		{Mqhold, []string{"mqhold", "-s", "R"}, "squeue's and qstat's R is E here"},
+		{Mqdel, []string{"mqdel", "-s", "PD"}, "squeue's PD (pending) is Q (-s WQH"},
 	} {
 		o, e, code := run(c.app, c.args...)
 		if code != ExitUsage || o != "" || !strings.Contains(e, c.want) || strings.Count(e, "\n") != 1 {

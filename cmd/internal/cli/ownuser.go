@@ -23,6 +23,9 @@ func checkOwnUser(c *cli.Context) error {
 		return nil
 	}
 	name := c.String("u")
+	if name == "" { // -u "$USER" where USER is unset (cron, a container)
+		return Usagef("-u: the user name is empty (a CLS holds only its owner's jobs: -u is not needed)")
+	}
 	me, err := user.Current()
 	if err != nil || name == me.Username || name == me.Uid {
 		return nil

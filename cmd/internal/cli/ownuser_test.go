@@ -38,6 +38,9 @@ func TestUserFlag(t *testing.T) {
 	if code, o, e := run(Mqstat, "mqstat", "-u", other); code != ExitUsage || o != "" || !strings.Contains(e, "this one is "+me.Username+"'s") || strings.Count(e, "\n") != 1 {
 		t.Errorf("mqstat -u %s: exit %d, stdout %q, stderr %q; want exit 2, one line", other, code, o, e)
 	}
+	if code, o, e := run(Mqstat, "mqstat", "-u", ""); code != ExitUsage || o != "" || e != "mqstat: -u: the user name is empty (a CLS holds only its owner's jobs: -u is not needed) (see mqstat --help)\n" {
+		t.Errorf("mqstat -u '': exit %d, stdout %q, stderr %q; want exit 2 saying the name is empty", code, o, e)
+	}
 	for _, app := range []struct {
 		name string
 		new  func(Env) *cli.App

@@ -84,6 +84,34 @@ func mqsubArray(c *cli.Context, env Env, js protocol.JobSpec, shared map[string]
 		return Usagef("%v", err)
 	}
 	seq := needsArraySeq(js.Env)
+	member := func(k int64) protocol.JobSpec {
+		m := js
+		idx := strconv.FormatInt(a.index(k), 10)
+		m.Command = strings.ReplaceAll(js.Command, "{}", idx)
+		m.Target = strings.ReplaceAll(js.Target, "{}", idx)
+		m.Prereqs, m.AfterAny = indexed(js.Prereqs, idx), indexed(js.AfterAny, idx)
+		m.Env = maps.Clone(js.Env)
+		if m.Env == nil {
+			m.Env = map[string]string{}
+		}
+		m.Env["MQ_ARRAY_INDEX"] = idx
+		for _, k := range []string{protocol.EnvStdout, protocol.EnvStderr} {
+			if p, ok := m.Env[k]; ok && strings.Contains(p, "{}") {
+				m.Env[k] = strings.ReplaceAll(p, "{}", idx) // -o 'r{}.log', as %a
+			}
+		}
+		if seq {
+			m.Env[protocol.EnvArraySeq] = strconv.FormatInt(k, 10)
+		}
+		return m
+	}
+	// The last member has the longest index: {} made into it may make a
+	// name or the command too long, which the CLS would refuse as "line
+	// N" of a job file.
+	last := member(a.len() - 1)
+	if err := protocol.ValidateSpec(&last); err != nil {
+		return Usagef("--array: member %d: %v", a.index(a.len()-1), err)
+	}
 	cl, err := Dial(c.Context, env, "mqsub")
 	if err != nil {
 		return err
@@ -105,24 +133,7 @@ func mqsubArray(c *cli.Context, env Env, js protocol.JobSpec, shared map[string]
 			return nil
 		}
 		for k := range a.len() {
-			m := js
-			idx := strconv.FormatInt(a.index(k), 10)
-			m.Command = strings.ReplaceAll(js.Command, "{}", idx)
-			m.Target = strings.ReplaceAll(js.Target, "{}", idx)
-			m.Prereqs, m.AfterAny = indexed(js.Prereqs, idx), indexed(js.AfterAny, idx)
-			m.Env = maps.Clone(js.Env)
-			if m.Env == nil {
-				m.Env = map[string]string{}
-			}
-			m.Env["MQ_ARRAY_INDEX"] = idx
-			for _, k := range []string{protocol.EnvStdout, protocol.EnvStderr} {
-				if p, ok := m.Env[k]; ok && strings.Contains(p, "{}") {
-					m.Env[k] = strings.ReplaceAll(p, "{}", idx) // -o 'r{}.log', as %a
-				}
-			}
-			if seq {
-				m.Env[protocol.EnvArraySeq] = strconv.FormatInt(k, 10)
-			}
+			m := member(k)
 			protocol.EncodeCommand(&m)
 			jobs = append(jobs, m)
 			if len(jobs) == chunk {

@@ -50,3 +50,25 @@ func TestMqsubArrayPerIndex(t *testing.T) {
 		t.Errorf("--array 1-3%%2 align{}: exit %d, %q", code, stderr)
 	}
 }
+
+// TestMqsubArrayLongIndex: a name {} makes too long in the later members
+// (a 254-byte target with {} at 100) is a usage error naming the member,
+// before anything reaches the CLS, not the CLS's "line N" of a job file.
+func TestMqsubArrayLongIndex(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	long := strings.Repeat("a", 254) + "{}"
+	for _, args := range [][]string{
+		{"--array", "99-100", long, "true"},
+		{"--array", "99-100", "-p", long, "t", "true"},
+		{"--array", "99-100", "--after-any", "x," + long, "t", "true"},
+	} {
+		_, stderr, code := tb.mqsub("", args...)
+		if code != ExitUsage || !strings.HasPrefix(stderr, "mqsub: --array: member 100: ") || !strings.Contains(stderr, "name is 257 bytes; the limit is 256") || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("mqsub %s: exit %d, stderr %q; want exit 2 naming member 100", args[2], code, stderr)
+		}
+	}
+	if n := tb.jobs(); n != 0 {
+		t.Errorf("%d jobs added, want none", n)
+	}
+}

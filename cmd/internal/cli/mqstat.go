@@ -164,7 +164,10 @@ func checkMqstat(c *cli.Context, env Env) error {
 	if id, err := strconv.ParseInt(c.Args().First(), 10, 64); c.Bool("f") && !catSet && err == nil && id > 0 {
 		return Usagef("-f %d is qstat's full view; mq writes mqstat -j %d (mqstat --cat %d -f follows its output)", id, id, id)
 	}
-	if c.Bool("f") && (!catSet || cat.ranges != nil) {
+	if c.Bool("f") && !catSet { // qstat -f alone: every job in full
+		return Usagef("--follow goes with --cat ID (one job); qstat -f's full view of a job is mqstat -j ID")
+	}
+	if c.Bool("f") && cat.ranges != nil {
 		return Usagef("--follow goes with --cat ID (one job)")
 	}
 	if c.IsSet("O") && (!catSet || c.Bool("f")) {

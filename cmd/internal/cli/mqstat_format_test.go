@@ -246,6 +246,7 @@ func TestMqstatBatchHabits(t *testing.T) {
 		{Mqstat, []string{"mqstat", "-x"}, "-x is qstat's spelling; mqstat -a lists every job"},
 		{Mqstat, []string{"mqstat", "--watch", "0"}, "--watch's interval must be at least 100ms (--watch 0.1"},
 		{Mqstat, []string{"mqstat", "-f", "1"}, "-f 1 is qstat's full view; mq writes mqstat -j 1"},
+		{Mqstat, []string{"mqstat", "-f"}, "--follow goes with --cat ID (one job); qstat -f's full view of a job is mqstat -j ID"},
 		{Mqdel, []string{"mqdel", "all"}, `"all" is not a job id: --all selects every job`},
 		{Mqhold, []string{"mqhold", "-s", "R"}, "squeue's and qstat's R is E here"},
 		{Mqdel, []string{"mqdel", "-s", "PD"}, "squeue's PD (pending) is Q (-s WQH"},

@@ -227,6 +227,11 @@ func TestMqsubResourceErrors(t *testing.T) {
 		{[]string{"-m", "bea"}, "-m bea is qsub's spelling; mq sends no mail"},
 		{[]string{"-M", "me@x.org"}, "mq sends no mail"},
 		{[]string{"-b", "y"}, "-b y is SGE's binary flag; mq runs COMMAND as given, and its -b waits for the job"},
+
+		// Empty values ("$VAR" unset) are left out, not shown as two spaces.
+		{[]string{"-l", ""}, "mqsub: -l is qsub's spelling; mq writes --cpus N --mem SIZE --gpus N ("},
+		{[]string{"-N", ""}, "mqsub: -N is qsub's job name; mq's is the TARGET argument: mqsub TARGET COMMAND ("},
+		{[]string{"--gres", ""}, "mqsub: --gres is Slurm's spelling; mq writes --resource NAME=1 ("},
 	} {
 		s, stderr, code := runSeen(t, "/tmp", append(c.args, "t", "true")...)
 		if code != ExitUsage || !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 1 || strings.Contains(stderr, "unknown flag") {

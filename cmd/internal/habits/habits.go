@@ -159,11 +159,22 @@ func Refusal(c *cli.Context) string {
 		}
 		if h.say == nil { // -pe PE N
 			n := c.Args().First()
-			return fmt.Sprintf("%s %s %s is SGE's spelling; mq writes --cpus %s for a job of that many slots on one node", given, v, n, orN(n))
+			return fmt.Sprintf("%s is SGE's spelling; mq writes --cpus %s for a job of that many slots on one node", spelled(given, v, n), orN(n))
 		}
-		return fmt.Sprintf("%s %s is %s's spelling; %s", given, v, h.from, h.say(v))
+		return fmt.Sprintf("%s is %s's spelling; %s", spelled(given, v), h.from, h.say(v))
 	}
 	return ""
+}
+
+// spelled is a flag with its values as typed, the empty ones left out
+// (-l "$RES" with RES unset): no double space in a message.
+func spelled(flag string, values ...string) string {
+	for _, v := range values {
+		if v != "" {
+			flag += " " + v
+		}
+	}
+	return flag
 }
 
 // nameHint answers the letters that name a job in one batch system and
@@ -180,8 +191,8 @@ func nameHint(flag, v string) string {
 		}
 		return "-J " + v + " is PBS Pro's array; mq writes --array " + v
 	}
-	given := map[string]string{"nodes": "-N " + v + " is qsub's", "job-name": "-J " + v + " is sbatch's"}[flag]
-	return given + " job name; mq's is the TARGET argument: mqsub " + v + " COMMAND"
+	given := map[string]string{"nodes": spelled("-N", v) + " is qsub's", "job-name": spelled("-J", v) + " is sbatch's"}[flag]
+	return given + " job name; mq's is the TARGET argument: mqsub " + orWord(v, "TARGET") + " COMMAND"
 }
 
 // Dashed is a flag as its batch system spells it: one letter, and
@@ -217,7 +228,7 @@ func gresHint(v string) string {
 	var out []string
 	for _, g := range strings.Split(v, ",") {
 		parts := strings.Split(g, ":")
-		name, n := parts[0], "1"
+		name, n := orWord(parts[0], "NAME"), "1"
 		if len(parts) > 1 {
 			n = parts[len(parts)-1]
 		}

@@ -5,8 +5,9 @@ import (
 	"testing"
 )
 
-// FuzzHints: no value makes a hint panic, and a value of one line makes
-// a message of one line.
+// FuzzHints: no value makes a hint panic, a value of one line makes a
+// message of one line, and a part of the value left empty is named
+// (NAME=1), not left as a gap.
 func FuzzHints(f *testing.F) {
 	for _, s := range []string{"", "nodes=1:ppn=4,mem=8gb", "select=1:ncpus=4:mem=8gb:ngpus=1", "walltime=01:00:00", "gpu:a100:2,fpga", "matlab:2,", "depend=afterok:1:2", "aftercorr:5", ":", "=", ",", "9"} {
 		f.Add(s)
@@ -25,6 +26,9 @@ func FuzzHints(f *testing.F) {
 		for _, m := range msgs {
 			if strings.ContainsAny(m, "\n\r") {
 				t.Fatalf("value %q: message %q has several lines", v, m)
+			}
+			if !strings.ContainsAny(v, " =") && (strings.Contains(m, "  ") || strings.Contains(m, " =")) {
+				t.Fatalf("value %q: message %q has a value left empty", v, m)
 			}
 		}
 	})

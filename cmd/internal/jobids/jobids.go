@@ -140,16 +140,25 @@ func Requests(st protocol.Stat, ids [][2]int64) []protocol.Stat {
 	return out
 }
 
+// maxUnknown is how many unknown ids Unknown names; the rest are
+// counted, as refusals name 20 culprits (mqstat $(seq 20000) printed a
+// line of every id).
+const maxUnknown = 20
+
 // Unknown says that the job ids named do not exist, as mqdel and mqstat
-// -j say it of one.
+// -j say it of one: the first maxUnknown, and how many more.
 func Unknown(named map[int64]bool) string {
 	ids := slices.Sorted(maps.Keys(named))
-	s := make([]string, len(ids))
-	for i, id := range ids {
-		s[i] = strconv.FormatInt(id, 10)
+	s := make([]string, min(len(ids), maxUnknown))
+	for i := range s {
+		s[i] = strconv.FormatInt(ids[i], 10)
 	}
 	if len(ids) == 1 {
 		return fmt.Sprintf("job %s does not exist", s[0])
 	}
-	return fmt.Sprintf("jobs %s do not exist", strings.Join(s, ", "))
+	list := strings.Join(s, ", ")
+	if more := len(ids) - len(s); more > 0 {
+		list += fmt.Sprintf(" and %d more", more)
+	}
+	return fmt.Sprintf("jobs %s do not exist", list)
 }

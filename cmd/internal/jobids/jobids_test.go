@@ -61,6 +61,13 @@ func TestNamedUnknown(t *testing.T) {
 	if got := Unknown(map[int64]bool{9: true}); got != "job 9 does not exist" {
 		t.Errorf("Unknown of one: %q", got)
 	}
+	many := map[int64]bool{}
+	for id := range int64(20000) {
+		many[id+1] = true
+	}
+	if got, want := Unknown(many), "jobs 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20 and 19980 more do not exist"; got != want {
+		t.Errorf("Unknown of 20000: %.200q, want %q", got, want)
+	}
 }
 
 // FuzzRanges: no argument makes the parsers panic, and what Ranges

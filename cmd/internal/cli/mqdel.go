@@ -86,6 +86,13 @@ func selectionOf(c *cli.Context, allowed string, targets bool) (protocol.Select,
 	if err := selectUserError(c); err != nil {
 		return sel, err
 	}
+	// -t "$T" with T unset narrows nothing: mqdel -t '' -s Q would act
+	// on the queued jobs of every target.
+	for _, f := range [][2]string{{"t", "target"}, {"q", "queue"}} {
+		if c.IsSet(f[0]) && c.String(f[0]) == "" {
+			return sel, Usagef("-%s: empty %s name", f[0], f[1])
+		}
+	}
 	if !targets {
 		if err := oneTarget(c); err != nil {
 			return sel, err

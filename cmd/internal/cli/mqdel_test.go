@@ -249,3 +249,34 @@ func TestSelectionEmptyStates(t *testing.T) {
 		})
 	}
 }
+
+// TestSelectionEmptyNames: -t or -q given empty is a usage error that
+// reaches no CLS; taken as no -t, mqdel -t "" -s H deleted the held jobs
+// of every target.
+func TestSelectionEmptyNames(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		app  func(Env) *cli.App
+		args []string
+		want string
+	}{
+		{Mqdel, []string{"mqdel", "-t", "", "-s", "H"}, "mqdel: -t: empty target name (see mqdel --help)\n"},
+		{Mqdel, []string{"mqdel", "-q", "", "-s", "Q"}, "mqdel: -q: empty queue name (see mqdel --help)\n"},
+		{Mqhold, []string{"mqhold", "--all", "-t", ""}, "mqhold: -t: empty target name (see mqhold --help)\n"},
+		{Mqsub, []string{"mqsub", "--rerun", "-q", "", "-s", "F"}, "mqsub: -q: empty queue name (see mqsub --help)\n"},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			t.Parallel()
+			sent := false
+			replies := map[string]clitest.Reply{}
+			for _, op := range []string{protocol.OpDelete.Name, protocol.OpHold.Name, protocol.OpRerun.Name} {
+				replies[op] = clitest.Reply{Body: protocol.ActionReply{}, Seen: func(json.RawMessage) { sent = true }}
+			}
+			var o, e bytes.Buffer
+			env := Env{Stdin: strings.NewReader(""), Stdout: &o, Stderr: &e, Getwd: os.Getwd, Dial: clitest.Dial(replies)}
+			if code := Run(context.Background(), c.app(env), c.args); code != ExitUsage || sent || e.String() != c.want {
+				t.Errorf("exit %d, request sent %v, stderr %q; want exit %d, none sent, %q", code, sent, e.String(), ExitUsage, c.want)
+			}
+		})
+	}
+}

@@ -78,7 +78,8 @@ func OpenOutput(p string) (*os.File, error) {
 
 // openLink opens through the link name in the directory dfd: only in a
 // sticky directory of ours or root's, and only a link of ours or root's
-// (ownedHere).
+// (ownedHere) with one name (where fs.protected_hardlinks is off anyone
+// may link any link of ours there, as any file).
 func openLink(dfd int, name string, dir unix.Stat_t, where string, open func() (*os.File, error)) (*os.File, error) {
 	var st unix.Stat_t
 	if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
@@ -89,6 +90,8 @@ func openLink(dfd int, name string, dir unix.Stat_t, where string, open func() (
 		return nil, fmt.Errorf("a link of uid %d in %s: not used, the output would overwrite what it points to", st.Uid, where)
 	case dir.Mode&unix.S_ISVTX == 0 || !Trusted(dir.Uid):
 		return nil, fmt.Errorf("a link in %s: not followed, another user could point it at any file of yours before the open", where)
+	case st.Nlink > 1: // a link of ours (~/.bashrc -> dotfiles/bashrc) another user linked here
+		return nil, fmt.Errorf("a link with %d names in %s: not followed, it could be another link of yours linked there", st.Nlink, where)
 	}
 	return open()
 }

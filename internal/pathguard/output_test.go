@@ -154,6 +154,19 @@ func TestOpenOutputSharedDir(t *testing.T) {
 		t.Skipf("cannot make a hard link: %v", err)
 	}
 	refusesOutput(t, linked, "a file with 2 names", precious) // a hard link of another file of ours
+	// A link of ours elsewhere (~/.bashrc -> dotfiles/bashrc), hard
+	// linked into the shared directory: at the name, and on the way.
+	mineDir := t.TempDir()
+	for name, to := range map[string]string{"dotfile": precious, "dotdir": filepath.Dir(precious)} {
+		if err := os.Symlink(to, filepath.Join(mineDir, name)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Link(filepath.Join(mineDir, name), filepath.Join(shared, name)); err != nil {
+			t.Skipf("cannot make a hard link of a link: %v", err)
+		}
+	}
+	refusesOutput(t, filepath.Join(shared, "dotfile"), "a link with 2 names", precious)
+	refusesOutput(t, filepath.Join(shared, "dotdir", "precious"), "dotdir is a link with 2 names", precious)
 	mine := filepath.Join(shared, "mine.out")
 	os.WriteFile(mine, []byte("old attempt\n"), 0o600)
 	for _, p := range []string{mine, filepath.Join(shared, "new.out")} {

@@ -174,16 +174,20 @@ func walk(p string, missingOK bool) (int, string, error) {
 }
 
 // linkTarget checks the link fd (O_PATH, its stat st, named name) in the
-// directory dir and reads it: a link of another user than root in a
-// directory others can change is refused.
+// directory dir and reads it: in a directory others can change, a link
+// of another user than root, or one with several names, is refused.
 func linkTarget(fd, dir int, name string, st unix.Stat_t) (string, error) {
-	if !Trusted(st.Uid) {
+	if !Trusted(st.Uid) || st.Nlink > 1 {
 		var d unix.Stat_t
 		if err := unix.Fstat(dir, &d); err != nil {
 			return "", err
 		}
-		if where := OthersChange(d); where != "" {
+		where := OthersChange(d)
+		switch {
+		case where != "" && !Trusted(st.Uid):
 			return "", fmt.Errorf("%s is a link of uid %d in %s: not followed, what is written there would go where that user chose", name, st.Uid, where)
+		case where != "": // where fs.protected_hardlinks is off, anyone may link a link of ours there
+			return "", fmt.Errorf("%s is a link with %d names in %s: not followed, it could be another link of yours linked there", name, st.Nlink, where)
 		}
 	}
 	buf := make([]byte, unix.PathMax)

@@ -64,3 +64,24 @@ func TestLoopPlain(t *testing.T) {
 		}
 	}
 }
+
+// FuzzArgs: no argument list makes Args panic, and Args changes only
+// the word after a --watch, into an --interval: every other argument is
+// kept, in its place.
+func FuzzArgs(f *testing.F) {
+	for _, s := range []string{"--watch 5", "--watch NaN", "--watch -1s", "--watch 601", "--watch -- --watch 2", "-watch 1e308", "--watch"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		in := strings.Split(s, " ")
+		out := Args(in)
+		if len(out) != len(in) {
+			t.Fatalf("Args(%q) = %q", in, out)
+		}
+		for i := range in {
+			if out[i] != in[i] && !(i > 0 && strings.HasPrefix(out[i], "--interval=") && strings.TrimLeft(in[i-1], "-") == "watch") {
+				t.Fatalf("Args(%q) = %q: argument %d changed", in, out, i)
+			}
+		}
+	})
+}

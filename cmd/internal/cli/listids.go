@@ -107,8 +107,8 @@ func streamStat(c *cli.Context, cl *client.Client, st protocol.Stat, ids [][2]in
 			return err
 		}
 	}
-	if len(named) == 0 || st.Queue != "" || st.Target != "" || c.IsSet("s") {
-		return nil // a job of another queue, target or state is not unknown
+	if len(named) == 0 || st.Queue != "" || st.Target != "" || c.IsSet("s") || st.Limit > 0 && n >= st.Limit {
+		return nil // a job of another queue, target or state, or past --limit, is not unknown
 	}
 	return unknownJobs(named)
 }

@@ -142,6 +142,7 @@ func TestMqstatPositionalIDs(t *testing.T) {
 		{[]string{"2-6", "-t", "a"}, "3 5"},
 		{[]string{"1-6", "--limit", "2"}, "1 2"},
 		{[]string{"1", "3", "5-6", "--limit", "3"}, "1 3 5"},
+		{[]string{"2", "4", "--limit", "1"}, "2"}, // 4 past --limit, not unknown
 		{[]string{"7-9"}, ""},
 	} {
 		o, e, code := run(append([]string{"--format", "id", "--noheader"}, tc.args...)...)

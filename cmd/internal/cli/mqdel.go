@@ -86,12 +86,8 @@ func selectionOf(c *cli.Context, allowed string, targets bool) (protocol.Select,
 	if err := selectUserError(c); err != nil {
 		return sel, err
 	}
-	// -t "$T" with T unset narrows nothing: mqdel -t '' -s Q would act
-	// on the queued jobs of every target.
-	for _, f := range [][2]string{{"t", "target"}, {"q", "queue"}} {
-		if c.IsSet(f[0]) && c.String(f[0]) == "" {
-			return sel, Usagef("-%s: empty %s name", f[0], f[1])
-		}
+	if err := emptyName(c); err != nil {
+		return sel, err
 	}
 	if !targets {
 		if err := oneTarget(c); err != nil {
@@ -147,6 +143,18 @@ func selectionOf(c *cli.Context, allowed string, targets bool) (protocol.Select,
 	// nothing would be refused: the CLS may act on it in batches.
 	sel.Atomic = named
 	return sel, nil
+}
+
+// emptyName refuses -t or -q given empty: -t "$T" with T unset narrows
+// nothing, so mqdel -t "" -s Q would act on the queued jobs of every
+// target, and mqwait -t "" wait for every job.
+func emptyName(c *cli.Context) error {
+	for _, f := range [][2]string{{"t", "target"}, {"q", "queue"}} {
+		if c.IsSet(f[0]) && c.String(f[0]) == "" {
+			return Usagef("-%s: empty %s name", f[0], f[1])
+		}
+	}
+	return nil
 }
 
 // listActed prints each job id in reply with format; a reply that names

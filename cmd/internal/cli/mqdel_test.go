@@ -252,7 +252,7 @@ func TestSelectionEmptyStates(t *testing.T) {
 
 // TestSelectionEmptyNames: -t or -q given empty is a usage error that
 // reaches no CLS; taken as no -t, mqdel -t "" -s H deleted the held jobs
-// of every target.
+// of every target, and mqwait -t "" waited for every job.
 func TestSelectionEmptyNames(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -264,6 +264,7 @@ func TestSelectionEmptyNames(t *testing.T) {
 		{Mqdel, []string{"mqdel", "-q", "", "-s", "Q"}, "mqdel: -q: empty queue name (see mqdel --help)\n"},
 		{Mqhold, []string{"mqhold", "--all", "-t", ""}, "mqhold: -t: empty target name (see mqhold --help)\n"},
 		{Mqsub, []string{"mqsub", "--rerun", "-q", "", "-s", "F"}, "mqsub: -q: empty queue name (see mqsub --help)\n"},
+		{Mqwait, []string{"mqwait", "-t", ""}, "mqwait: -t: empty target name (see mqwait --help)\n"},
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			t.Parallel()

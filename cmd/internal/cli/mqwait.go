@@ -40,6 +40,9 @@ restart), mqwait says so and waits up to 2 minutes for it to come back
 		if err := oneTarget(c); err != nil {
 			return err
 		}
+		if err := emptyName(c); err != nil {
+			return err
+		}
 		if c.Duration("timeout") < 0 {
 			return Usagef("--timeout must not be negative")
 		}

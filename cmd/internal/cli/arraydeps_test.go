@@ -72,3 +72,28 @@ func TestMqsubArrayLongIndex(t *testing.T) {
 		t.Errorf("%d jobs added, want none", n)
 	}
 }
+
+// TestMqsubBracesWithoutArray: {} in -p (or TARGET, -o) without --array
+// stays as written, and mqsub warns that it is an array member's index;
+// in the command alone ({} of find -exec) it says nothing.
+func TestMqsubBracesWithoutArray(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	const want = "mqsub: warning: {} in TARGET, -p, --after-any, -o or -e is an --array member's index; without --array it stays as written\n"
+	for _, c := range []struct {
+		args []string
+		warn bool
+	}{
+		{[]string{"-H", "-p", "align{}", "call", "true"}, true},
+		{[]string{"-H", "-o", "r{}.log", "t", "true"}, true},
+		{[]string{"-H", "t", "find . -exec echo {} ;"}, false},
+	} {
+		_, stderr, code := tb.mqsub("", c.args...)
+		if code != 0 || strings.Contains(stderr, want) != c.warn || c.warn && !strings.HasPrefix(stderr, want) {
+			t.Errorf("mqsub %q: exit %d, stderr %q; want exit 0, the {} warning %v", c.args, code, stderr, c.warn)
+		}
+	}
+	if d := tb.job(t, 1); !slices.Equal(d.Prereqs, []string{"align{}"}) {
+		t.Errorf("job 1's prerequisites %v, want [align{}] as written", d.Prereqs)
+	}
+}

@@ -289,6 +289,9 @@ func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
 		Priority:    prio,
 	}
 	stdioSpec(c, &js)
+	if !c.IsSet("array") && slices.ContainsFunc(slices.Concat([]string{js.Target, js.Stdout, js.Stderr}, js.Prereqs, js.AfterAny), func(s string) bool { return strings.Contains(s, "{}") }) {
+		fmt.Fprintln(c.App.ErrWriter, "mqsub: warning: {} in TARGET, -p, --after-any, -o or -e is an --array member's index; without --array it stays as written")
+	}
 	if c.IsSet("array") {
 		shared, err := exportedEnv(c, env.Environ)
 		if err != nil {

@@ -25,12 +25,21 @@ func Range(s string) (first, last int64, isRange bool, err error) {
 	if !ok {
 		return 0, 0, false, nil
 	}
-	first, err1 := strconv.ParseInt(a, 10, 64)
-	last, err2 := strconv.ParseInt(b, 10, 64)
+	first, err1 := parseID(a)
+	last, err2 := parseID(b)
 	if err1 != nil || err2 != nil || first <= 0 || last < first {
 		return 0, 0, true, fmt.Errorf("%q is not a range of job ids FIRST-LAST", s)
 	}
 	return first, last, true, nil
+}
+
+// parseID reads a job id of decimal digits: not strconv's sign (+5,
+// -0), which no id is written with.
+func parseID(s string) (int64, error) {
+	if s == "" || s[0] < '0' || s[0] > '9' {
+		return 0, fmt.Errorf("%q is not a job id", s)
+	}
+	return strconv.ParseInt(s, 10, 64)
 }
 
 // List reads job ids, space- or comma-separated: decimal digits only.
@@ -41,7 +50,7 @@ func List(args []string) ([]int64, error) {
 			if p == "" {
 				continue
 			}
-			id, err := strconv.ParseInt(p, 10, 64)
+			id, err := parseID(p)
 			if err != nil || id <= 0 {
 				return nil, fmt.Errorf("%q is not a job id", p)
 			}
@@ -102,7 +111,7 @@ func Named(args []string) map[int64]bool {
 			if _, _, isRange, _ := Range(p); isRange {
 				continue
 			}
-			if id, err := strconv.ParseInt(p, 10, 64); err == nil {
+			if id, err := parseID(p); err == nil {
 				named[id] = true
 			}
 		}

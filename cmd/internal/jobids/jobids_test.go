@@ -19,11 +19,25 @@ func TestRange(t *testing.T) {
 		{"9-3", 0, 0, true, true},
 		{"0-3", 0, 0, true, true},
 		{"3-", 0, 0, true, true},
+		{"+3-9", 0, 0, true, true},
+		{"3-+9", 0, 0, true, true},
 	} {
 		f, l, r, err := Range(c.in)
 		if f != c.first || l != c.last || r != c.isRange || (err != nil) != c.wantErr {
 			t.Errorf("Range(%q) = %d, %d, %v, %v", c.in, f, l, r, err)
 		}
+	}
+}
+
+func TestListDigitsOnly(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{"+5", "5,+6", "-0"} {
+		if ids, err := List([]string{in}); err == nil {
+			t.Errorf("List(%q) = %v, want an error: decimal digits only", in, ids)
+		}
+	}
+	if ids, err := List([]string{"5,06"}); err != nil || !slices.Equal(ids, []int64{5, 6}) {
+		t.Errorf("List(5,06) = %v, %v", ids, err)
 	}
 }
 

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -95,5 +97,27 @@ func TestMqsubBracesWithoutArray(t *testing.T) {
 	}
 	if d := tb.job(t, 1); !slices.Equal(d.Prereqs, []string{"align{}"}) {
 		t.Errorf("job 1's prerequisites %v, want [align{}] as written", d.Prereqs)
+	}
+}
+
+// TestMqsubArrayFiles: {} in --in and --out is each member's own file,
+// sized by the CLS as its own (r1.fq 1 byte, r2.fq 2).
+func TestMqsubArrayFiles(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	dir := t.TempDir()
+	for i, body := range []string{"a", "bb"} {
+		if err := os.WriteFile(filepath.Join(dir, "r"+strconv.Itoa(i+1)+".fq"), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := tb.submitted(t, "--array", "1-2", "-d", dir, "--in", "r{}.fq", "--out", "r{}.sam", "align", "bwa r{}.fq")
+	for i := range int64(2) {
+		d := tb.job(t, first+i)
+		n := strconv.FormatInt(i+1, 10)
+		if len(d.Inputs) != 1 || filepath.Base(d.Inputs[0].Path) != "r"+n+".fq" || d.Inputs[0].Size == nil || *d.Inputs[0].Size != i+1 ||
+			len(d.Outputs) != 1 || filepath.Base(d.Outputs[0].Path) != "r"+n+".sam" {
+			t.Errorf("member %s: inputs %+v, outputs %+v; want r%s.fq of %d bytes and r%s.sam", n, d.Inputs, d.Outputs, n, i+1, n)
+		}
 	}
 }

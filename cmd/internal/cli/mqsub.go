@@ -21,6 +21,7 @@ import (
 
 	"github.com/mq-hpc/mq/client"
 	"github.com/mq-hpc/mq/cmd/internal/argfile"
+	"github.com/mq-hpc/mq/cmd/internal/arrayspec"
 	"github.com/mq-hpc/mq/cmd/internal/stdincheck"
 	"github.com/mq-hpc/mq/internal/walltime"
 	"github.com/mq-hpc/mq/protocol"
@@ -100,7 +101,7 @@ func mqsubFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "H", Aliases: []string{"hold"}, Usage: "submit held: the job does not run until mqrls releases it, and its dependents wait; in a file, \"hold\": true"},
 		// No -p: it is --prereq's.
 		&cli.StringFlag{Name: "priority", Usage: "run before the queue's lower-priority ready jobs: `N` in -1024..1023, higher first (default 0); in a file, \"priority\": N"},
-		&cli.StringFlag{Name: "array", Usage: "submit an array of jobs, one per index of `FIRST-LAST[:STEP][%LIMIT]`, each with MQ_ARRAY_INDEX and {} in COMMAND, -p, --after-any, TARGET, -o and -e replaced by its index (-p 'align{}': each member waits for its own); LIMIT caps the members executing at once"},
+		&cli.StringFlag{Name: "array", Usage: "submit an array of jobs, one per index of `FIRST-LAST[:STEP][%LIMIT]`, each with MQ_ARRAY_INDEX and {} in COMMAND, -p, --after-any, TARGET, -o, -e, --in and --out replaced by its index (-p 'align{}': each member waits for its own); LIMIT caps the members executing at once"},
 		&cli.DurationFlag{Name: "timeout", Usage: "with -b: stop waiting (exit 1) after `DURATION`; the jobs go on"},
 		&cli.StringFlag{Name: "wfformat", Usage: "replay the WfFormat workflow trace `TRACE` live: a job per task sleeping its runtime, reading and writing its files (docs/guide/workflows.md)", TakesFile: true},
 		&cli.Float64Flag{Name: "time-scale", Value: 1, Usage: "with --wfformat: runtimes x `X`"},
@@ -210,7 +211,7 @@ func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
 	if t := c.String("t"); c.IsSet("t") {
 		// SGE's -t 1-100 is an array, sbatch's -t 1:00:00 a time limit.
 		var says []string
-		if _, err := parseArray(t); err == nil && strings.Contains(t, "-") {
+		if _, err := arrayspec.Parse(t); err == nil && strings.Contains(t, "-") {
 			says = append(says, "an array (SGE's -t) is --array "+t)
 		}
 		if _, err := walltime.Parse(t); err == nil {

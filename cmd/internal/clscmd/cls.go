@@ -382,8 +382,8 @@ func queueSet(env mqcli.Env) *cli.Command {
 				qs.Output = &v.output
 			}
 			if set["policy"] {
-				if _, err := policy.Lookup(v.policy); err != nil {
-					return mqcli.Usagef("--policy: %v", err)
+				if err := checkQueuePolicy(v.policy); err != nil {
+					return err
 				}
 				qs.Policy = &v.policy
 			}
@@ -639,6 +639,26 @@ func policyHelp() string {
 		fmt.Fprintf(&b, "%s (%s)", p.Name, p.Summary)
 	}
 	return b.String()
+}
+
+// checkQueuePolicy refuses, as a usage error, a --policy that is not a
+// queue's: a name no policy has, or a provisioning one, which is a site's
+// (cls site set --provision) whatever the CLS holds.
+func checkQueuePolicy(name string) error {
+	p, err := policy.Lookup(name)
+	if err == nil && p.Kind != policy.Provisioning {
+		return nil
+	}
+	var names []string
+	for _, q := range policy.All() {
+		if q.Kind != policy.Provisioning {
+			names = append(names, q.Name)
+		}
+	}
+	if err == nil {
+		return mqcli.Usagef("--policy %s decides how many placeholders sites hold, not which job a queue runs: cls site set NAME --provision %s; a queue's policy is one of %s", p.Name, p.Name, strings.Join(names, ", "))
+	}
+	return mqcli.Usagef("--policy: unknown policy %q (known: %s)", protocol.Printable(name), strings.Join(names, ", "))
 }
 
 // plural is "1 thing", "2 things".

@@ -2,9 +2,13 @@ package clscmd
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"io"
 	"strings"
 	"testing"
 
+	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -42,5 +46,32 @@ func TestPrintQueuesOutput(t *testing.T) {
 	})
 	if got := b.String(); !strings.Contains(got, "tool: a job keeps a file per stdout and stderr (--output files)\n") || strings.Contains(got, "plain: a job keeps") {
 		t.Errorf("cls queue list:\n%s", got)
+	}
+}
+
+// TestQueueSetPolicyNotAQueues: a --policy that is no queue's, unknown or
+// a site's provisioning policy, is a one-line usage error (exit 2) before
+// the CLS is asked, naming only the policies a queue may have.
+func TestQueueSetPolicyNotAQueues(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ policy, want string }{
+		{"lifo", `unknown policy "lifo"`},
+		{"dbc-cost", "cls site set NAME --provision dbc-cost"},
+		{"lp", "cls site set NAME --provision lp"},
+	} {
+		var stderr bytes.Buffer
+		env := mqcli.Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &stderr,
+			Getwd: func() (string, error) { return "/tmp", nil },
+			Dial: func(context.Context) (io.ReadWriteCloser, error) {
+				return nil, errors.New("dialled the CLS")
+			}}
+		code := mqcli.Run(context.Background(), Cls(env), []string{"cls", "queue", "set", "q", "--policy", c.policy})
+		msg := stderr.String()
+		if code != mqcli.ExitUsage || strings.Count(msg, "\n") != 1 || !strings.Contains(msg, c.want) {
+			t.Errorf("--policy %s: exit %d, %q; want exit %d, one line with %q", c.policy, code, msg, mqcli.ExitUsage, c.want)
+		}
+		if !strings.Contains(msg, "fcfs, sjf, cp, dc, sa, wqr, xsufferage") || strings.Contains(msg, "dbc-time") {
+			t.Errorf("--policy %s: %q does not name just the queues' policies", c.policy, msg)
+		}
 	}
 }

@@ -7,7 +7,12 @@ package flagmsg
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
+
+// maxValue is how much of a refused value a message repeats: a 70 KB -v
+// value refused for its size is named by its start, not printed whole.
+const maxValue = 64
 
 // Reword returns the message for a flag parse error.
 func Reword(err error) string {
@@ -31,8 +36,20 @@ func Reword(err error) string {
 			case strings.Contains(reason, v):
 				return fmt.Sprintf("-%s: %s", name, reason) // it names the value itself
 			}
-			return fmt.Sprintf("-%s: %s: %s", name, v, reason)
+			return fmt.Sprintf("-%s: %s: %s", name, clip(v), reason)
 		}
 	}
 	return s
+}
+
+// clip is quoted value v cut to about maxValue bytes, its end marked.
+func clip(v string) string {
+	if len(v) <= maxValue {
+		return v
+	}
+	cut := maxValue - 4
+	for cut > 0 && !utf8.RuneStart(v[cut]) {
+		cut--
+	}
+	return v[:cut] + `..."`
 }

@@ -2,6 +2,7 @@ package flagmsg
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -15,6 +16,9 @@ func TestReword(t *testing.T) {
 		// A reason that names the value is not preceded by it again.
 		{`invalid value "x=0" for flag -resource: resource "x=0": want a positive integer after =`, `--resource: resource "x=0": want a positive integer after =`},
 		{"something else", "something else"},
+		// A long value is named by its start.
+		{`invalid value "X=` + strings.Repeat("a", 70000) + `" for flag -v: the job's environment is 70003 bytes; the limit is 65536`,
+			`-v: "X=` + strings.Repeat("a", 57) + `...": the job's environment is 70003 bytes; the limit is 65536`},
 	} {
 		if got := Reword(errors.New(tc.err)); got != tc.want {
 			t.Errorf("Reword(%q) = %q, want %q", tc.err, got, tc.want)

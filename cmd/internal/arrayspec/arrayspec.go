@@ -53,7 +53,8 @@ func Parse(s string) (Spec, error) {
 	if hasStep {
 		a.Step, err3 = strconv.ParseInt(step, 10, 64)
 	}
-	if err1 != nil || err2 != nil || err3 != nil || a.First < 0 || a.Last < a.First || a.Step <= 0 {
+	// ParseInt takes a sign; an index is digits, as a job id is.
+	if err1 != nil || err2 != nil || err3 != nil || strings.Contains(s, "+") || a.First < 0 || a.Last < a.First || a.Step <= 0 {
 		return a, fmt.Errorf("--array %q is not FIRST-LAST[:STEP] (0 <= FIRST <= LAST, STEP >= 1)", s)
 	}
 	// Compare before adding 1: FIRST-LAST spanning all of int64 would

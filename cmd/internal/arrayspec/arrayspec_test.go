@@ -29,6 +29,9 @@ func TestParseArray(t *testing.T) {
 		{in: "1-3:0", bad: true},
 		{in: "-1-3", bad: true},
 		{in: "a-b", bad: true},
+		{in: "+1-3", bad: true},
+		{in: "1-+3", bad: true},
+		{in: "1-3:+1", bad: true},
 		{in: "0-99999999999", bad: true},
 		// Spans of all of int64 once overflowed len() past the limit.
 		{in: "0-9223372036854775807", bad: true},

@@ -296,9 +296,9 @@ const profile = `{ [ -r /etc/profile ] && . /etc/profile; [ -r "$HOME/.profile" 
 
 // Run runs cmd with /bin/sh on the login host.
 func (s *SSH) Run(ctx context.Context, cmd string) ([]byte, error) {
-	sess, err := s.client.NewSession()
+	sess, err := s.session(ctx)
 	if err != nil {
-		return nil, &ConnError{err}
+		return nil, err
 	}
 	defer sess.Close()
 	// Held open, never written: its end is the session's (withSession).
@@ -331,6 +331,54 @@ func (s *SSH) Run(ctx context.Context, cmd string) ([]byte, error) {
 		return nil, fmt.Errorf("%s printed more than %d bytes", commandName(cmd), maxRunStdout)
 	}
 	return stdout.Bytes(), nil
+}
+
+// session opens a session, unless ctx ends first. Opening one is a round
+// trip a live sshd answers at once; NewSession alone waits for the
+// connection's end, which keepalive finds only after a minute: a command
+// on a connection whose peer went silent overran its step's time. Past
+// ctx's deadline the connection is taken for stalled and cut, for the
+// site to dial anew; at a cancel (a site's loop stopped for its removal
+// or a change) it is kept, since others may still use it.
+func (s *SSH) session(ctx context.Context) (*ssh.Session, error) {
+	type opened struct {
+		sess *ssh.Session
+		err  error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		sess, err := s.client.NewSession()
+		ch <- opened{sess, err}
+	}()
+	select {
+	case o := <-ch:
+		if o.err != nil {
+			return nil, &ConnError{o.err}
+		}
+		return o.sess, nil
+	case <-ctx.Done():
+		go func() {
+			if o := <-ch; o.sess != nil {
+				o.sess.Close()
+			}
+		}()
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, ctx.Err()
+		}
+		s.Cut()
+		return nil, &ConnError{fmt.Errorf("no session opened within the command's time: %w", ctx.Err())}
+	}
+}
+
+// Cut ends the connection at once, the SFTP session on it too: every
+// request waiting on it returns. (Close closes SFTP first, which waits
+// for a request being written to a peer that stopped reading, SSH's
+// window used up: for a silent peer, for ever.)
+func (s *SSH) Cut() {
+	s.client.Close()
+	s.sftpMu.Lock()
+	s.closeSFTPLocked()
+	s.sftpMu.Unlock()
 }
 
 // withSession is the exec request that runs cmd with /bin/sh, so that it

@@ -138,3 +138,69 @@ func TestPutStalledSFTP(t *testing.T) {
 		t.Fatal("an upload through a stuck sftp-server still waits 30 s after its context ended")
 	}
 }
+
+// A command on a connection whose peer stopped answering (TCP up,
+// keepalives answered, no session opened) returns when its context ends,
+// not when keepalive gives up a minute later, or never. Past its deadline
+// the connection is cut, for the site to dial anew; a cancel (the site's
+// loop stopped) keeps it, for the others using it.
+func TestRunStalledConnection(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		ctx    func() (context.Context, context.CancelFunc)
+		want   error
+		cutOff bool
+	}{
+		{"deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 200*time.Millisecond)
+		}, context.DeadlineExceeded, true},
+		{"cancel", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(200*time.Millisecond, cancel)
+			return ctx, cancel
+		}, context.Canceled, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := startSFTPLogin(t)
+			l.exec = func(string, io.Reader, io.Writer, io.Writer) int { return 0 }
+			s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { go s.Close() }()
+			if _, err := s.Run(context.Background(), "true"); err != nil {
+				t.Fatal(err)
+			}
+			l.stall.Store(true)
+			ctx, cancel := tc.ctx()
+			defer cancel()
+			done := make(chan error, 1)
+			go func() {
+				_, err := s.Run(ctx, "squeue")
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				var ce *ConnError
+				if !errors.Is(err, tc.want) || errors.As(err, &ce) != tc.cutOff {
+					t.Fatalf("a command on a stalled connection: %v; want %v, a connection error %v", err, tc.want, tc.cutOff)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("a command on a stalled connection still waits 30 s after its context ended")
+			}
+			if !tc.cutOff {
+				select {
+				case <-s.Done():
+					t.Fatal("a cancelled command closed the connection")
+				default:
+				}
+				return
+			}
+			select {
+			case <-s.Done():
+			case <-time.After(30 * time.Second):
+				t.Fatal("the stalled connection was kept")
+			}
+		})
+	}
+}

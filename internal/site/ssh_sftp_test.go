@@ -33,6 +33,9 @@ type sftpLogin struct {
 	// exec, if set, runs an exec request's command: what it writes, and
 	// its exit status. stdin ends when the client closes the session.
 	exec func(cmd string, stdin io.Reader, stdout, stderr io.Writer) int
+	// stall leaves channel opens unanswered, the connection otherwise
+	// up (keepalives answered): a stalled peer.
+	stall atomic.Bool
 	// sftpStall leaves SFTP sessions unserved: an sftp-server stuck (on a
 	// home directory whose network filesystem hangs, say).
 	sftpStall atomic.Bool
@@ -92,6 +95,9 @@ func (l *sftpLogin) serve(nc net.Conn, cfg *ssh.ServerConfig) {
 	}
 	go ssh.DiscardRequests(reqs)
 	for nch := range chans {
+		if l.stall.Load() {
+			continue
+		}
 		if nch.ChannelType() != "session" {
 			nch.Reject(ssh.UnknownChannelType, "session only")
 			continue

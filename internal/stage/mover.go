@@ -46,6 +46,10 @@ type Mover struct {
 	// Local is the name of the CLS host's place, whose link is not
 	// measured; "local" when empty.
 	Local string
+	// Stall gives up a transfer that moves no byte for this long
+	// (ErrStalled), cutting its places that are Cutters; DefaultStall
+	// when 0. A slow transfer that moves is never cut.
+	Stall time.Duration
 
 	mu      sync.Mutex
 	flights map[flightKey]*flight
@@ -252,6 +256,17 @@ func (m *Mover) move(ctx context.Context, t Transfer) (res Result) {
 	if err != nil {
 		return Result{Err: err}
 	}
+	limit := m.Stall
+	if limit <= 0 {
+		limit = DefaultStall
+	}
+	ctx, watch, stop := watchStall(ctx, limit, from, to)
+	defer stop()
+	defer func() {
+		if err := watch.err(); err != nil && res.Err != nil {
+			res.Err = err
+		}
+	}()
 	src, info, err := from.Open(ctx, t.Path)
 	if err != nil {
 		return Result{Err: fmt.Errorf("open at %s: %w", t.From, err)}
@@ -276,7 +291,7 @@ func (m *Mover) move(ctx context.Context, t Transfer) (res Result) {
 		return Result{Err: fmt.Errorf("create at %s: %w", t.To, err)}
 	}
 	h := sha256.New()
-	n, err := copyHashed(ctx, dst, src, want, h)
+	n, err := copyHashed(ctx, dst, src, want, watch.hash(h))
 	res = Result{Bytes: n, SHA256: hex.EncodeToString(h.Sum(nil))}
 	if err == nil && info.Size >= 0 && n != info.Size {
 		err = fmt.Errorf("%w: read %d bytes of a file of %d (changed while read?)", ErrMismatch, n, info.Size)

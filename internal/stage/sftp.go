@@ -38,6 +38,22 @@ type SFTP struct {
 	// tags the temporary files (see TempSuffix), so that a leftover is
 	// taken over only by the writer that left it.
 	Writer string
+	// Drop, if set, ends the connection Client runs over at once (the
+	// site's SSH connection): Cut calls it. Unset, Cut closes Client.
+	Drop func()
+}
+
+var _ Cutter = SFTP{}
+
+// Cut ends the connection under the place, for a transfer that stalled
+// (Mover.Stall). Closing Client alone waits for a request being written
+// to a peer that stopped reading: Drop is what ends that.
+func (s SFTP) Cut() {
+	if s.Drop != nil {
+		s.Drop()
+		return
+	}
+	go s.Client.Close()
 }
 
 func (s SFTP) identity() bool { return s.Root == "" || path.Clean(s.Root) == "/" }

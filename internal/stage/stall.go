@@ -1,0 +1,97 @@
+package stage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultStall is how long a transfer may move no byte before it is given
+// up (Mover.Stall).
+const DefaultStall = 2 * time.Minute
+
+// ErrStalled means a transfer moved no byte for its Mover's Stall: a peer
+// that keeps its connection open but stopped answering (an sshd or
+// sftp-server hung, a link gone dark) held it. The places it used that
+// are Cutters were cut.
+var ErrStalled = errors.New("transfer stalled")
+
+// A Cutter is a Place over a connection it can end at once, failing
+// every request waiting on it: SFTP's requests take no context, so only
+// that ends a transfer whose peer went silent. The next use of the place
+// connects anew.
+type Cutter interface {
+	Cut()
+}
+
+// stallWatch gives up a transfer that moves no byte for limit: it cancels
+// the transfer's context and cuts its places. Progress is what passes
+// through the hash (every byte moved does, on every copy path).
+type stallWatch struct {
+	limit time.Duration
+	moved atomic.Int64
+	fired atomic.Bool
+	done  chan struct{}
+}
+
+// watchStall starts watching a transfer under ctx between places; stop
+// ends the watch.
+func watchStall(ctx context.Context, limit time.Duration, places ...Place) (context.Context, *stallWatch, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &stallWatch{limit: limit, done: make(chan struct{})}
+	go func() {
+		t := time.NewTicker(max(limit/8, time.Millisecond))
+		defer t.Stop()
+		last, since := int64(0), time.Now()
+		for {
+			select {
+			case <-w.done:
+				return
+			case <-t.C:
+			}
+			if n := w.moved.Load(); n != last {
+				last, since = n, time.Now()
+				continue
+			}
+			if time.Since(since) < limit {
+				continue
+			}
+			w.fired.Store(true)
+			cancel()
+			for _, p := range places {
+				if c, ok := p.(Cutter); ok {
+					c.Cut()
+				}
+			}
+			return
+		}
+	}()
+	return ctx, w, func() {
+		close(w.done)
+		cancel()
+	}
+}
+
+// hash counts what passes through h as progress.
+func (w *stallWatch) hash(h hash.Hash) hash.Hash { return countedHash{h, &w.moved} }
+
+// err is the transfer's error once the watch gave it up, else nil.
+func (w *stallWatch) err() error {
+	if !w.fired.Load() {
+		return nil
+	}
+	return fmt.Errorf("%w: no byte moved for %s; its connection was cut", ErrStalled, w.limit)
+}
+
+type countedHash struct {
+	hash.Hash
+	n *atomic.Int64
+}
+
+func (c countedHash) Write(b []byte) (int, error) {
+	c.n.Add(int64(len(b)))
+	return c.Hash.Write(b)
+}

@@ -313,10 +313,11 @@ func isUnreachable(err error) bool {
 }
 
 // connectionLost says err is a connection to a login host that broke
-// under a transfer: SFTP's, or the SSH connection under it.
+// under a transfer: SFTP's, or the SSH connection under it, or one cut
+// because the transfer stalled on it.
 func connectionLost(err error) bool {
 	var ce *site.ConnError
-	return errors.Is(err, sftp.ErrSSHFxConnectionLost) || errors.As(err, &ce)
+	return errors.Is(err, sftp.ErrSSHFxConnectionLost) || errors.As(err, &ce) || errors.Is(err, stage.ErrStalled)
 }
 
 // changedError says a user's file changed on the CLS host since it was

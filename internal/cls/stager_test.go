@@ -544,3 +544,73 @@ func TestStagerConnectionCut(t *testing.T) {
 		t.Errorf("at b: %q, %v", got, err)
 	}
 }
+
+// stallPlace is a place whose writes, while stall is set, wait for ever,
+// as through a peer that went silent with its connection up, until the
+// place is cut (stage.Cutter), when they fail as SFTP's do on a closed
+// connection.
+type stallPlace struct {
+	stage.Place
+	stall *atomic.Bool
+	cut   chan struct{}
+	once  *sync.Once
+}
+
+func (s stallPlace) Cut() { s.once.Do(func() { close(s.cut) }) }
+
+func (s stallPlace) Create(ctx context.Context, p string) (stage.Temp, error) {
+	t, err := s.Place.Create(ctx, p)
+	if err != nil || !s.stall.Load() {
+		return t, err
+	}
+	return stallTemp{t, s.cut}, nil
+}
+
+type stallTemp struct {
+	stage.Temp
+	cut chan struct{}
+}
+
+func (t stallTemp) Write([]byte) (int, error) {
+	<-t.cut
+	return 0, sftp.ErrSSHFxConnectionLost
+}
+
+// A transfer that stalls (no byte moved for the Mover's Stall) fails as
+// one whose connection was cut: its connection is cut, the place off the
+// CLS host is left alone a while (Unreachable) rather than the file's
+// tries spent, and the next transfer there goes through.
+func TestStagerStalledTransfer(t *testing.T) {
+	tp := newTestPlaces(t, "b")
+	var stall atomic.Bool
+	stall.Store(true)
+	cut := make(chan struct{})
+	tp.wrap = func(site string, p stage.Place) stage.Place {
+		if site == "b" {
+			return stallPlace{p, &stall, cut, &sync.Once{}}
+		}
+		return p
+	}
+	data := []byte("xyz")
+	sum := tp.put(t, catalog.LocalSite, "/o/x", data)
+	st, fs := startStager(t, 1, tp)
+	st.mover.Stall = 200 * time.Millisecond
+	st.Stage(catalog.StageRequest{Path: "/o/x", To: at("b"), From: []catalog.Place{at(catalog.LocalSite)}, Size: 3, SHA256: sum})
+	r := fs.next(t)
+	if !errors.Is(r.Err, stage.ErrStalled) || r.Permanent || !slices.Equal(r.Unreachable, []catalog.Place{at("b")}) {
+		t.Errorf("a stalled transfer: err %v, permanent %v, unreachable %v; want ErrStalled, b unreachable", r.Err, r.Permanent, r.Unreachable)
+	}
+	select {
+	case <-cut:
+	default:
+		t.Error("the stalled transfer's place was not cut")
+	}
+	stall.Store(false)
+	st.Stage(catalog.StageRequest{Path: "/o/x", To: at("b"), From: []catalog.Place{at(catalog.LocalSite)}, Size: 3, SHA256: sum})
+	if r := fs.next(t); r.Err != nil || len(r.Unreachable) > 0 {
+		t.Fatalf("after the stall: err %v, unreachable %v", r.Err, r.Unreachable)
+	}
+	if got, err := tp.read("b", "/o/x"); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("at b: %q, %v", got, err)
+	}
+}

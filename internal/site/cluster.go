@@ -55,6 +55,10 @@ type Remote struct {
 	// Manager's lock, which every placeholder's registration takes too.
 	platform atomic.Value // string
 
+	// files is the connection whose SFTP client Files gave last, for
+	// CutFiles: not under mu, which a dial holds.
+	files atomic.Pointer[filesConn]
+
 	mu       sync.Mutex
 	r        Runner
 	base     string // absolute: the site's directory on the login host
@@ -315,10 +319,31 @@ func (s *Remote) Files(ctx context.Context) (*sftp.Client, string, error) {
 			}
 			return nil, "", err
 		}
+		s.files.Store(&filesConn{c, r})
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return c, s.dataRoot, nil
 	}
+}
+
+type filesConn struct {
+	c *sftp.Client
+	r Runner
+}
+
+// CutFiles ends at once the connection whose SFTP client c is (Files gave
+// it), if it is the one Files gives now: a transfer through it stalled,
+// its peer silent (stage.Cutter). The site dials anew at its next use.
+func (s *Remote) CutFiles(c *sftp.Client) {
+	f := s.files.Load()
+	if f == nil || f.c != c || !s.files.CompareAndSwap(f, nil) {
+		return
+	}
+	if x, ok := f.r.(interface{ Cut() }); ok {
+		x.Cut()
+		return
+	}
+	go f.r.Close()
 }
 
 // ErrNoEndpoint: a remote site's placeholders reach the CLS over SSH, in

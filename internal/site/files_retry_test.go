@@ -21,7 +21,10 @@ type filesRunner struct {
 	sftp   *sftp.Client
 	err    error
 	closed atomic.Bool
+	cuts   atomic.Int32
 }
+
+func (r *filesRunner) Cut() { r.cuts.Add(1) }
 
 func (r *filesRunner) Run(context.Context, string) ([]byte, error) {
 	return []byte("Linux x86_64\n/home/u\n"), nil
@@ -102,5 +105,33 @@ func TestFilesRetriesOneNewConnection(t *testing.T) {
 				t.Error("the cut connection was not closed")
 			}
 		})
+	}
+}
+
+// A transfer that stalled on the site's SFTP client cuts the connection
+// under it (CutFiles), once; a client Files no longer gives (the site
+// has reconnected since) cuts nothing.
+func TestCutFiles(t *testing.T) {
+	agent := filepath.Join(t.TempDir(), "mqagent")
+	if err := os.WriteFile(agent, []byte("agent"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	fr := &filesRunner{sftp: memSFTP(t)}
+	r := &Remote{Spec: protocol.SiteSpec{Name: "cut", Type: Slurm, SSH: "u@h"}, Batch: ForType(Slurm), JobName: "mq-cut-x",
+		CLSAddr: "127.0.0.1:1", Agent: func(string, string) (string, error) { return agent, nil },
+		Dial: func(context.Context) (Runner, error) { return fr, nil }}
+	r.CutFiles(fr.sftp) // before Files gave it
+	c, _, err := r.Files(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.CutFiles(memSFTP(t))
+	if n := fr.cuts.Load(); n != 0 {
+		t.Fatalf("%d cuts for clients Files did not give", n)
+	}
+	r.CutFiles(c)
+	r.CutFiles(c)
+	if n := fr.cuts.Load(); n != 1 {
+		t.Errorf("%d cuts of the stalled client's connection, want 1", n)
 	}
 }

@@ -204,3 +204,58 @@ func TestRunStalledConnection(t *testing.T) {
 		})
 	}
 }
+
+// An upload whose sftp-server stopped reading mid-file fills the SSH
+// channel's window, and its write waits for ever; Cut (what a stalled
+// transfer calls) ends it at once, where Close, SFTP first, would wait
+// for the write.
+func TestCutStalledUpload(t *testing.T) {
+	l := startSFTPLogin(t)
+	l.sftpFreezeAt.Store(1 << 20)
+	s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { go s.Close() }()
+	c, err := s.SFTP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := c.Create(filepath.Join(t.TempDir(), "big"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := f.Write(make([]byte, 16<<20))
+		wrote <- err
+	}()
+	for deadline := time.Now().Add(30 * time.Second); !l.frozen.Load(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the sftp-server did not stop reading")
+		}
+	}
+	cut := make(chan struct{})
+	go func() {
+		s.Cut()
+		close(cut)
+	}()
+	for _, w := range []struct {
+		what string
+		ch   <-chan struct{}
+	}{{"Cut", cut}, {"the connection's end", s.Done()}} {
+		select {
+		case <-w.ch:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s still waits 30 s on an upload stuck on a silent sftp-server", w.what)
+		}
+	}
+	select {
+	case err := <-wrote:
+		if err == nil {
+			t.Fatal("the cut upload succeeded")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stuck write still waits 30 s after the cut")
+	}
+}

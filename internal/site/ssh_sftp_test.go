@@ -39,6 +39,30 @@ type sftpLogin struct {
 	// sftpStall leaves SFTP sessions unserved: an sftp-server stuck (on a
 	// home directory whose network filesystem hangs, say).
 	sftpStall atomic.Bool
+	// sftpFreezeAt, if set, makes an SFTP session's server stop reading
+	// past that many bytes, until the test ends (thaw), saying so in
+	// frozen: an sftp-server hung mid-transfer, its channel left full.
+	sftpFreezeAt atomic.Int64
+	frozen       atomic.Bool
+	thaw         chan struct{}
+}
+
+// freezing is an SFTP session's channel as its server reads it
+// (sftpFreezeAt).
+type freezing struct {
+	ssh.Channel
+	l    *sftpLogin
+	read int64
+}
+
+func (f *freezing) Read(b []byte) (int, error) {
+	if at := f.l.sftpFreezeAt.Load(); at > 0 && f.read >= at {
+		f.l.frozen.Store(true)
+		<-f.l.thaw
+	}
+	n, err := f.Channel.Read(b)
+	f.read += int64(n)
+	return n, err
 }
 
 func startSFTPLogin(t *testing.T) *sftpLogin {
@@ -59,8 +83,8 @@ func startSFTPLogin(t *testing.T) *sftpLogin {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
-	l := &sftpLogin{addr: ln.Addr().String(), keyFile: filepath.Join(dir, "key"), knownHosts: filepath.Join(dir, "known_hosts")}
+	l := &sftpLogin{addr: ln.Addr().String(), keyFile: filepath.Join(dir, "key"), knownHosts: filepath.Join(dir, "known_hosts"), thaw: make(chan struct{})}
+	t.Cleanup(func() { ln.Close(); close(l.thaw) })
 	os.WriteFile(l.keyFile, pem.EncodeToMemory(block), 0o600)
 	os.WriteFile(l.knownHosts, []byte("[127.0.0.1]:"+portOf(l.addr)+" "+string(ssh.MarshalAuthorizedKey(hostSigner.PublicKey()))), 0o600)
 	cfg := &ssh.ServerConfig{PublicKeyCallback: func(_ ssh.ConnMetadata, k ssh.PublicKey) (*ssh.Permissions, error) {
@@ -128,7 +152,7 @@ func (l *sftpLogin) serve(nc net.Conn, cfg *ssh.ServerConfig) {
 				if l.sftpStall.Load() {
 					continue
 				}
-				srv, err := sftp.NewServer(ch)
+				srv, err := sftp.NewServer(&freezing{Channel: ch, l: l})
 				if err != nil {
 					ch.Close()
 					return

@@ -47,6 +47,9 @@ type SSHConfig struct {
 	// KnownHosts verifies the host key; "" means ~/.ssh/known_hosts.
 	KnownHosts string
 	Timeout    time.Duration // dial and handshake; default 20 s
+	// Keepalive is how often the connection is probed; one probe
+	// unanswered for three times as long ends it. Default 15 s.
+	Keepalive time.Duration
 }
 
 // ErrHostKeyChanged means the login host offered a key other than the one
@@ -83,6 +86,9 @@ var _ Tunneler = (*SSH)(nil)
 func DialSSH(ctx context.Context, cfg SSHConfig) (*SSH, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 20 * time.Second
+	}
+	if cfg.Keepalive <= 0 {
+		cfg.Keepalive = 15 * time.Second
 	}
 	home, _ := os.UserHomeDir()
 	khPath := cfg.KnownHosts
@@ -221,9 +227,10 @@ func authMethods(keyFile, home string) ([]ssh.AuthMethod, func(), error) {
 }
 
 // keepalive drops a connection whose peer went silent, so the next command
-// fails fast and the site reconnects.
+// fails fast and the site reconnects. It cuts it (Cut): Close would wait
+// for an upload stuck on the silent peer's full window, for ever.
 func (s *SSH) keepalive() {
-	t := time.NewTicker(15 * time.Second)
+	t := time.NewTicker(s.cfg.Keepalive)
 	defer t.Stop()
 	for {
 		select {
@@ -242,8 +249,8 @@ func (s *SSH) keepalive() {
 				s.Close()
 				return
 			}
-		case <-time.After(45 * time.Second):
-			s.Close()
+		case <-time.After(3 * s.cfg.Keepalive):
+			s.Cut()
 			return
 		}
 	}

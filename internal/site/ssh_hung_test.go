@@ -259,3 +259,36 @@ func TestCutStalledUpload(t *testing.T) {
 		t.Fatal("the stuck write still waits 30 s after the cut")
 	}
 }
+
+// A peer gone silent under an upload (its sftp-server stopped reading,
+// then keepalives went unanswered) is given up by keepalive, which ends
+// the connection although the upload's write is stuck on the full window.
+func TestKeepaliveCutsStalledUpload(t *testing.T) {
+	l := startSFTPLogin(t)
+	l.sftpFreezeAt.Store(1 << 20)
+	s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts, Keepalive: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { go s.Close() }()
+	c, err := s.SFTP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := c.Create(filepath.Join(t.TempDir(), "big"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go f.Write(make([]byte, 16<<20))
+	for deadline := time.Now().Add(30 * time.Second); !l.frozen.Load(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the sftp-server did not stop reading")
+		}
+	}
+	l.silent.Store(true)
+	select {
+	case <-s.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("keepalive has not ended a silent connection with an upload stuck on it after 30 s")
+	}
+}

@@ -36,6 +36,8 @@ type sftpLogin struct {
 	// stall leaves channel opens unanswered, the connection otherwise
 	// up (keepalives answered): a stalled peer.
 	stall atomic.Bool
+	// silent leaves global requests (keepalives) unanswered too.
+	silent atomic.Bool
 	// sftpStall leaves SFTP sessions unserved: an sftp-server stuck (on a
 	// home directory whose network filesystem hangs, say).
 	sftpStall atomic.Bool
@@ -117,7 +119,13 @@ func (l *sftpLogin) serve(nc net.Conn, cfg *ssh.ServerConfig) {
 		nc.Close()
 		return
 	}
-	go ssh.DiscardRequests(reqs)
+	go func() {
+		for r := range reqs {
+			if r.WantReply && !l.silent.Load() {
+				r.Reply(false, nil)
+			}
+		}
+	}()
 	for nch := range chans {
 		if l.stall.Load() {
 			continue

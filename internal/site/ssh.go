@@ -526,10 +526,10 @@ func (s *SSH) Put(ctx context.Context, p string, data []byte, mode os.FileMode) 
 	// SFTP requests take no context: an sftp-server stuck (a home on a
 	// network filesystem that hangs), sshd still answering, held the
 	// upload and the site for ever. Past ctx's deadline the connection
-	// is closed.
+	// is cut (Close would wait for a write stuck on the full window).
 	defer context.AfterFunc(ctx, func() {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			s.Close() // not at a cancel: the site's removal still uses it
+			s.Cut() // not at a cancel: the site's removal still uses it
 		}
 	})()
 	sum := sha256.Sum256(data)

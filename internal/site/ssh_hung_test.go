@@ -292,3 +292,32 @@ func TestKeepaliveCutsStalledUpload(t *testing.T) {
 		t.Fatal("keepalive has not ended a silent connection with an upload stuck on it after 30 s")
 	}
 }
+
+// An upload whose sftp-server stops reading mid-file returns at its
+// deadline too: the write stuck on the full window is cut with its
+// connection.
+func TestPutStalledMidFile(t *testing.T) {
+	l := startSFTPLogin(t)
+	l.exec = func(string, io.Reader, io.Writer, io.Writer) int { return 1 } // no sha256sum
+	l.sftpFreezeAt.Store(1 << 20)
+	s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { go s.Close() }()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Put(ctx, filepath.Join(t.TempDir(), "agent"), make([]byte, 16<<20), 0o755)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("an upload through a frozen sftp-server succeeded")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("an upload through a frozen sftp-server still waits 30 s after its deadline")
+	}
+}

@@ -291,7 +291,7 @@ func (m *Mover) move(ctx context.Context, t Transfer) (res Result) {
 		return Result{Err: fmt.Errorf("create at %s: %w", t.To, err)}
 	}
 	h := sha256.New()
-	n, err := copyHashed(ctx, dst, src, want, watch.hash(h))
+	n, err := copyHashed(ctx, dst, src, want, watch.counting(h))
 	res = Result{Bytes: n, SHA256: hex.EncodeToString(h.Sum(nil))}
 	if err == nil && info.Size >= 0 && n != info.Size {
 		err = fmt.Errorf("%w: read %d bytes of a file of %d (changed while read?)", ErrMismatch, n, info.Size)

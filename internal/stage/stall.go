@@ -75,8 +75,8 @@ func watchStall(ctx context.Context, limit time.Duration, places ...Place) (cont
 	}
 }
 
-// hash counts what passes through h as progress.
-func (w *stallWatch) hash(h hash.Hash) hash.Hash { return countedHash{h, &w.moved} }
+// counting is h, counting what passes through it as progress.
+func (w *stallWatch) counting(h hash.Hash) hash.Hash { return countedHash{h, &w.moved} }
 
 // err is the transfer's error once the watch gave it up, else nil.
 func (w *stallWatch) err() error {

@@ -40,6 +40,7 @@ type stallWatch struct {
 // watchStall starts watching a transfer under ctx between places; stop
 // ends the watch.
 func watchStall(ctx context.Context, limit time.Duration, places ...Place) (context.Context, *stallWatch, func()) {
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	w := &stallWatch{limit: limit, done: make(chan struct{})}
 	go func() {
@@ -69,10 +70,27 @@ func watchStall(ctx context.Context, limit time.Duration, places ...Place) (cont
 			return
 		}
 	}()
-	return ctx, w, func() {
+	return stallCtx{ctx, parent}, w, func() {
 		close(w.done)
 		cancel()
 	}
+}
+
+// stallCtx is the watched transfer's context: Err asks the transfer's
+// own first. A flight's context (flightCtx) notices its waiters gone
+// only when its Err is called, so a derived context alone would see
+// their cancel a goroutine's turn later, and a copy checking Err between
+// chunks would run on for megabytes.
+type stallCtx struct {
+	context.Context // parent with the watch's cancel
+	parent          context.Context
+}
+
+func (c stallCtx) Err() error {
+	if err := c.parent.Err(); err != nil {
+		return err
+	}
+	return c.Context.Err()
 }
 
 // counting is h, counting what passes through it as progress.

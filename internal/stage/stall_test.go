@@ -184,3 +184,20 @@ func TestMoveSlowNotStalled(t *testing.T) {
 		t.Error("a slow transfer's connection was cut")
 	}
 }
+
+// TestStallCtxErrAtOnce: a move's context under the stall watch says a
+// flight's cancel as soon as the flight's own Err does (at the next
+// chunk), not a goroutine's turn later, megabytes on.
+func TestStallCtxErrAtOnce(t *testing.T) {
+	for range 100 {
+		waiter, cancel := context.WithCancel(context.Background())
+		flight := newFlightCtx(waiter)
+		ctx, _, stop := watchStall(flight, time.Hour)
+		cancel()
+		if err := ctx.Err(); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Err just after the only waiter's cancel: %v, want context.Canceled", err)
+		}
+		stop()
+		flight.release()
+	}
+}

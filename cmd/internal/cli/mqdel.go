@@ -124,7 +124,9 @@ func selectionOf(c *cli.Context, allowed string, targets bool) (protocol.Select,
 		for _, st := range sts {
 			ok = ok || strings.IndexByte(allowed, byte(st)) >= 0
 		}
-		if !ok && squeuePD(c) {
+		// PD where P cannot be acted on is squeue's pending: mqsub --rerun
+		// -s PD would rerun every done job.
+		if squeuePD(c) && strings.IndexByte(allowed, 'P') < 0 {
 			return sel, Usagef("%s; only jobs in states %s can be acted on here", pdHint, allowed)
 		}
 		if !ok {

@@ -251,6 +251,7 @@ func TestMqstatBatchHabits(t *testing.T) {
 		{Mqdel, []string{"mqdel", "all"}, `"all" is not a job id: --all selects every job`},
 		{Mqhold, []string{"mqhold", "-s", "R"}, "squeue's and qstat's R is E here"},
 		{Mqdel, []string{"mqdel", "-s", "PD"}, "squeue's PD (pending) is Q (-s WQH"},
+		{Mqsub, []string{"mqsub", "--rerun", "--all", "-s", "PD"}, "squeue's PD (pending) is Q (-s WQH"}, // not every done job rerun
 	} {
 		o, e, code := run(c.app, c.args...)
 		if code != ExitUsage || o != "" || !strings.Contains(e, c.want) || strings.Count(e, "\n") != 1 {

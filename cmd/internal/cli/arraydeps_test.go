@@ -81,13 +81,15 @@ func TestMqsubArrayLongIndex(t *testing.T) {
 func TestMqsubBracesWithoutArray(t *testing.T) {
 	t.Parallel()
 	tb := setup(t)
-	const want = "mqsub: warning: {} in TARGET, -p, --after-any, -o or -e is an --array member's index; without --array it stays as written\n"
+	const want = "mqsub: warning: {} in TARGET, -p, --after-any, -o, -e, --in or --out is an --array member's index; without --array it stays as written\n"
 	for _, c := range []struct {
 		args []string
 		warn bool
 	}{
 		{[]string{"-H", "-p", "align{}", "call", "true"}, true},
 		{[]string{"-H", "-o", "r{}.log", "t", "true"}, true},
+		{[]string{"-H", "--in", "r{}.fq", "t", "true"}, true},
+		{[]string{"-H", "--out", "r{}.sam", "t", "true"}, true},
 		{[]string{"-H", "t", "find . -exec echo {} ;"}, false},
 	} {
 		_, stderr, code := tb.mqsub("", c.args...)

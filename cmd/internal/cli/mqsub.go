@@ -290,8 +290,8 @@ func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
 		Priority:    prio,
 	}
 	stdioSpec(c, &js)
-	if !c.IsSet("array") && slices.ContainsFunc(slices.Concat([]string{js.Target, js.Stdout, js.Stderr}, js.Prereqs, js.AfterAny), func(s string) bool { return strings.Contains(s, "{}") }) {
-		fmt.Fprintln(c.App.ErrWriter, "mqsub: warning: {} in TARGET, -p, --after-any, -o or -e is an --array member's index; without --array it stays as written")
+	if !c.IsSet("array") {
+		warnBraces(c, js)
 	}
 	if c.IsSet("array") {
 		shared, err := exportedEnv(c, env.Environ)
@@ -326,6 +326,19 @@ func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
 		return nil
 	}
 	return waitOne(c, env, cl, id)
+}
+
+// warnBraces warns of {} where an --array member's index would go, in a
+// job of no array: it stays as written (a target align{} of its own).
+// {} in the command alone is find -exec's.
+func warnBraces(c *cli.Context, js protocol.JobSpec) {
+	names := slices.Concat([]string{js.Target, js.Stdout, js.Stderr}, js.Prereqs, js.AfterAny)
+	for _, f := range slices.Concat(js.Inputs, js.Outputs) {
+		names = append(names, f.Path)
+	}
+	if slices.ContainsFunc(names, func(s string) bool { return strings.Contains(s, "{}") }) {
+		fmt.Fprintln(c.App.ErrWriter, "mqsub: warning: {} in TARGET, -p, --after-any, -o, -e, --in or --out is an --array member's index; without --array it stays as written")
+	}
 }
 
 // waitOne is mqsub -b for one job: it waits for job id, across a restart

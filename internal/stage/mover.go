@@ -467,19 +467,33 @@ func (w ctxWriter) Write(b []byte) (int, error) {
 
 // HashFile streams the file at p in place and returns its hex SHA-256 and
 // size.
+// Under a stall watch, as a transfer: a read left unanswered for the
+// place's stall (stallOf) cuts the place and fails with ErrStalled.
 func HashFile(ctx context.Context, place Place, p string) (string, int64, error) {
+	limit := stallOf(place)
+	ctx, watch, stop := watchStall(ctx, limit, place)
+	defer stop()
+	sum, n, err := hashFile(ctx, place, p, watch)
+	if err != nil && watch.fired.Load() {
+		return "", 0, fmt.Errorf("hashing %s: %w: no byte read for %s; its connection was cut", p, ErrStalled, limit)
+	}
+	return sum, n, err
+}
+
+func hashFile(ctx context.Context, place Place, p string, watch *stallWatch) (string, int64, error) {
 	r, info, err := place.Open(ctx, p)
 	if err != nil {
 		return "", 0, err
 	}
 	defer r.Close()
 	h := sha256.New()
+	counted := watch.counting(h)
 	var n int64
 	// A file that grows while it is read is refused past its size.
 	if wt, ok := r.(io.WriterTo); ok {
-		n, err = wt.WriteTo(ctxWriter{ctx, capped(h, info.Size)})
+		n, err = wt.WriteTo(ctxWriter{ctx, capped(counted, info.Size)})
 	} else {
-		n, err = io.CopyBuffer(capped(h, info.Size), ctxReader{ctx, r}, make([]byte, copyBuf))
+		n, err = io.CopyBuffer(capped(counted, info.Size), ctxReader{ctx, r}, make([]byte, copyBuf))
 	}
 	if err != nil {
 		return "", 0, fmt.Errorf("hashing %s: %w", p, err)

@@ -10,6 +10,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/pkg/sftp"
 )
@@ -41,6 +42,10 @@ type SFTP struct {
 	// Drop, if set, ends the connection Client runs over at once (the
 	// site's SSH connection): Cut calls it. Unset, Cut closes Client.
 	Drop func()
+	// Stall bounds the calls made outside a transfer (Stat, Remove,
+	// CheckRoot, Sweep, HashFile): one left unanswered this long cuts
+	// the place and fails with ErrStalled. DefaultStall when 0.
+	Stall time.Duration
 }
 
 var _ Cutter = SFTP{}
@@ -190,26 +195,33 @@ func (s SFTP) Open(ctx context.Context, p string) (io.ReadCloser, Info, error) {
 
 // Stat describes p.
 func (s SFTP) Stat(ctx context.Context, p string) (Info, error) {
-	full, fi, err := s.check(p, false)
-	if err != nil {
-		return Info{}, err
-	}
-	if fi == nil {
-		return Info{}, fmt.Errorf("%s: %w", full, fs.ErrNotExist)
-	}
-	return infoOf(fi), nil
+	var info Info
+	err := s.watched(ctx, "stat "+p, func(context.Context, func()) error {
+		full, fi, err := s.check(p, false)
+		if err != nil {
+			return err
+		}
+		if fi == nil {
+			return fmt.Errorf("%s: %w", full, fs.ErrNotExist)
+		}
+		info = infoOf(fi)
+		return nil
+	})
+	return info, err
 }
 
 // Remove removes p.
 func (s SFTP) Remove(ctx context.Context, p string) error {
-	full, fi, err := s.check(p, false)
-	if err != nil {
-		return err
-	}
-	if fi == nil {
-		return fmt.Errorf("%s: %w", full, fs.ErrNotExist)
-	}
-	return s.Client.Remove(full)
+	return s.watched(ctx, "remove "+p, func(context.Context, func()) error {
+		full, fi, err := s.check(p, false)
+		if err != nil {
+			return err
+		}
+		if fi == nil {
+			return fmt.Errorf("%s: %w", full, fs.ErrNotExist)
+		}
+		return s.Client.Remove(full)
+	})
 }
 
 // Create makes p's directories as needed and a temporary file beside p.
@@ -392,6 +404,15 @@ func (s SFTP) Sweep(ctx context.Context) (int, error) {
 	if s.identity() {
 		return 0, nil // the CLS host's files: never swept
 	}
+	var n int
+	err := s.watched(ctx, "sweeping the data root "+s.Root, func(ctx context.Context, progress func()) (err error) {
+		n, err = s.sweep(ctx, progress)
+		return err
+	})
+	return n, err
+}
+
+func (s SFTP) sweep(ctx context.Context, progress func()) (int, error) {
 	root := s.Root
 	if !path.IsAbs(root) {
 		wd, err := s.Client.Getwd()
@@ -404,6 +425,7 @@ func (s SFTP) Sweep(ctx context.Context) (int, error) {
 	removed, seen := 0, 0
 	w := s.Client.Walk(root)
 	for w.Step() {
+		progress() // a big tree takes long, answered
 		if err := ctx.Err(); err != nil {
 			return removed, err
 		}
@@ -445,6 +467,12 @@ func (s SFTP) CheckRoot(ctx context.Context) error {
 	if s.identity() {
 		return nil
 	}
+	return s.watched(ctx, "checking the data root "+s.Root, func(ctx context.Context, _ func()) error {
+		return s.checkRoot(ctx)
+	})
+}
+
+func (s SFTP) checkRoot(ctx context.Context) error {
 	wd, err := s.Client.Getwd()
 	if err != nil {
 		return err

@@ -13,11 +13,12 @@ import (
 // up (Mover.Stall).
 const DefaultStall = 2 * time.Minute
 
-// ErrStalled means a transfer moved no byte for its Mover's Stall: a peer
-// that keeps its connection open but stopped answering (an sshd or
-// sftp-server hung, a link gone dark) held it. The places it used that
-// are Cutters were cut.
-var ErrStalled = errors.New("transfer stalled")
+// ErrStalled means a transfer moved no byte for its Mover's Stall, or a
+// call of an SFTP place outside a transfer went unanswered for the
+// place's Stall: a peer that keeps its connection open but stopped
+// answering (an sshd or sftp-server hung, a link gone dark) held it. The
+// places it used that are Cutters were cut.
+var ErrStalled = errors.New("stalled")
 
 // A Cutter is a Place over a connection it can end at once, failing
 // every request waiting on it: SFTP's requests take no context, so only
@@ -101,7 +102,45 @@ func (w *stallWatch) err() error {
 	if !w.fired.Load() {
 		return nil
 	}
-	return fmt.Errorf("%w: no byte moved for %s; its connection was cut", ErrStalled, w.limit)
+	return fmt.Errorf("transfer %w: no byte moved for %s; its connection was cut", ErrStalled, w.limit)
+}
+
+// watched runs call, requests to s outside a transfer (which its Mover
+// watches), under a stall watch: SFTP's requests take no context, and a
+// server hung on its filesystem leaves them unanswered for ever while
+// sshd still answers keepalives. Past s's Stall without progress (what
+// call reports through progress) the place is cut, so the requests
+// waiting return, and the call fails with ErrStalled saying what it was
+// doing and where. The next use of the place connects anew.
+func (s SFTP) watched(ctx context.Context, what string, call func(ctx context.Context, progress func()) error) error {
+	limit := s.stall()
+	ctx, w, stop := watchStall(ctx, limit, s)
+	err := call(ctx, func() { w.moved.Add(1) })
+	stop()
+	if w.fired.Load() {
+		server := "the SFTP server"
+		if s.Writer != "" {
+			server += " of " + s.Writer
+		}
+		return fmt.Errorf("%s: %w: %s left it unanswered for %s; its connection was cut", what, ErrStalled, server, limit)
+	}
+	return err
+}
+
+func (s SFTP) stall() time.Duration {
+	if s.Stall > 0 {
+		return s.Stall
+	}
+	return DefaultStall
+}
+
+// stallOf is how long a call on p may wait: an SFTP place's Stall, else
+// DefaultStall.
+func stallOf(p Place) time.Duration {
+	if s, ok := p.(SFTP); ok {
+		return s.stall()
+	}
+	return DefaultStall
 }
 
 type countedHash struct {

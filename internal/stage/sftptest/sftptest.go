@@ -6,10 +6,13 @@ package sftptest
 
 import (
 	"io"
+	"net"
 	"os"
 	"path"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"testing"
 
 	"github.com/pkg/sftp"
 )
@@ -114,4 +117,112 @@ func (m modeInfo) Mode() os.FileMode { return m.mode }
 
 func (m *Server) PosixRename(r *sftp.Request) error {
 	return m.mem.FileCmd.(sftp.PosixRenameFileCmder).PosixRename(r)
+}
+
+// A Hang makes the handlers it wraps (Handlers) stop answering while it
+// is on: an sftp-server hung on its filesystem (a home directory on an
+// NFS mount that stopped answering), its connection up, so that sshd
+// still answers keepalives. Requests wait until it is off or Released.
+type Hang struct {
+	on   atomic.Bool
+	end  chan struct{}
+	once sync.Once
+}
+
+// NewHang returns a Hang, off.
+func NewHang() *Hang { return &Hang{end: make(chan struct{})} }
+
+// Set turns it on or off; requests waiting already wait on until Release.
+func (h *Hang) Set(on bool) { h.on.Store(on) }
+
+// Release ends every wait, for good: a test's cleanup.
+func (h *Hang) Release() { h.once.Do(func() { close(h.end) }) }
+
+func (h *Hang) wait() {
+	if h.on.Load() {
+		<-h.end
+	}
+}
+
+// Handlers wraps hs: every request waits while h is on.
+func (h *Hang) Handlers(hs sftp.Handlers) sftp.Handlers {
+	return sftp.Handlers{
+		FileGet:  hangGet{hs.FileGet, h},
+		FilePut:  hangPut{hs.FilePut, h},
+		FileCmd:  hangCmd{hs.FileCmd, h},
+		FileList: hangList{hs.FileList, h},
+	}
+}
+
+type hangGet struct {
+	sftp.FileReader
+	h *Hang
+}
+
+func (g hangGet) Fileread(r *sftp.Request) (io.ReaderAt, error) {
+	g.h.wait()
+	return g.FileReader.Fileread(r)
+}
+
+type hangPut struct {
+	sftp.FileWriter
+	h *Hang
+}
+
+func (p hangPut) Filewrite(r *sftp.Request) (io.WriterAt, error) {
+	p.h.wait()
+	return p.FileWriter.Filewrite(r)
+}
+
+type hangCmd struct {
+	sftp.FileCmder
+	h *Hang
+}
+
+func (c hangCmd) Filecmd(r *sftp.Request) error {
+	c.h.wait()
+	return c.FileCmder.Filecmd(r)
+}
+
+func (c hangCmd) PosixRename(r *sftp.Request) error {
+	c.h.wait()
+	return c.FileCmder.(sftp.PosixRenameFileCmder).PosixRename(r)
+}
+
+type hangList struct {
+	sftp.FileLister
+	h *Hang
+}
+
+func (l hangList) Filelist(r *sftp.Request) (sftp.ListerAt, error) {
+	l.h.wait()
+	return l.FileLister.Filelist(r)
+}
+
+func (l hangList) Lstat(r *sftp.Request) (sftp.ListerAt, error) {
+	l.h.wait()
+	if ls, ok := l.FileLister.(sftp.LstatFileLister); ok {
+		return ls.Lstat(r)
+	}
+	return l.FileLister.Filelist(r)
+}
+
+// Serve serves hs in process and returns a client made as site.SSH makes
+// its own, and the client's end of the connection: closing it cuts the
+// connection, failing every request waiting on it. A Hang in hs must be
+// Released before the server closes: register its cleanup after Serve.
+func Serve(tb testing.TB, hs sftp.Handlers) (*sftp.Client, net.Conn) {
+	tb.Helper()
+	a, b := net.Pipe()
+	srv := sftp.NewRequestServer(b, hs)
+	go srv.Serve()
+	c, err := sftp.NewClientPipe(a, a, sftp.UseConcurrentWrites(true))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		c.Close()
+		srv.Close()
+	})
+	return c, a
 }

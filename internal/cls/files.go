@@ -70,7 +70,9 @@ func (s *sites) place(ctx context.Context, p catalog.Place) (stage.Place, bool, 
 	if err := s.checkRoot(ctx, p.Site, pl); err != nil {
 		return nil, false, err
 	}
-	s.sweepOnce(ctx, p.Site, pl)
+	if err := s.sweepOnce(ctx, p.Site, pl); err != nil {
+		return nil, false, &unreachableError{p.Site, err}
+	}
 	return pl, false, nil
 }
 
@@ -123,8 +125,12 @@ func (s *sites) agentAlt(p catalog.Place) (stage.Place, bool) {
 // sweepOnce removes, the first time a site's data root is used in this
 // run of the CLS, the temporary files an earlier run left there (killed
 // in the middle of transfers): before any transfer of this run, so none
-// of them is taken for a leftover. Callers wait for it.
-func (s *sites) sweepOnce(ctx context.Context, name string, pl stage.SFTP) {
+// of them is taken for a leftover. Callers wait for it, at most the
+// place's stall limit while the login host's SFTP server does not answer:
+// then the sweep is given up, its connection cut (stage.ErrStalled), and
+// it returns that error, to the caller that ran it, as the site's: the
+// place it was given is on the connection cut.
+func (s *sites) sweepOnce(ctx context.Context, name string, pl stage.SFTP) error {
 	s.sweepMu.Lock()
 	if s.swept == nil {
 		s.swept = map[string]*sync.Once{}
@@ -135,15 +141,20 @@ func (s *sites) sweepOnce(ctx context.Context, name string, pl stage.SFTP) {
 		s.swept[name] = once
 	}
 	s.sweepMu.Unlock()
+	var stalled error
 	once.Do(func() {
 		n, err := pl.Sweep(ctx)
 		switch {
 		case err != nil:
 			s.log.Warn("sweeping leftover temporary files", "site", name, "removed", n, "err", err)
+			if errors.Is(err, stage.ErrStalled) {
+				stalled = err
+			}
 		case n > 0:
 			s.log.Info("removed temporary files left by an earlier run", "site", name, "files", n)
 		}
 	})
+	return stalled
 }
 
 // unreachableError says a site's login host could not be reached for
@@ -332,7 +343,7 @@ func (f *files) add(ctx context.Context, req protocol.FilesAdd) (protocol.Catalo
 	}
 	sum, n, err := stage.HashFile(ctx, pl, req.Path)
 	if err != nil {
-		return protocol.CatalogFile{}, err
+		return protocol.CatalogFile{}, fmt.Errorf("at %s: %w", placeName(at), err)
 	}
 	return f.store.AddReplica(ctx, req.Path, at, n, sum)
 }

@@ -472,11 +472,21 @@ func (s *SSH) sftpClient() (*sftp.Client, error) {
 			return s.sftp, nil
 		}
 	}
+	// An sftp-server that never answers its first packet (stuck on a
+	// home whose network filesystem hangs, sshd still answering
+	// keepalives) held the opening, and sftpMu, for ever: past the
+	// handshake's Timeout the connection is closed, which ends the wait,
+	// and the site dials anew.
+	unanswered := time.AfterFunc(s.cfg.Timeout, func() { s.client.Close() })
+	defer unanswered.Stop()
 	// Concurrent writes (reads are concurrent by default) keep up to 64
 	// requests in flight per file, as OpenSSH's sftp does: staging needs
 	// it for throughput, and Put verifies what it wrote anyway.
 	c, err := sftp.NewClient(s.client, sftp.UseConcurrentWrites(true))
 	if err != nil {
+		if !unanswered.Stop() {
+			err = fmt.Errorf("no answer from the SFTP server within %s: %w", s.cfg.Timeout, err)
+		}
 		return nil, &ConnError{fmt.Errorf("sftp: %w", err)}
 	}
 	// An OpenSSH sftp-server that announces limits@openssh.com (8.7 and

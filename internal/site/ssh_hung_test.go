@@ -321,3 +321,39 @@ func TestPutStalledMidFile(t *testing.T) {
 		t.Fatal("an upload through a frozen sftp-server still waits 30 s after its deadline")
 	}
 }
+
+// An SFTP session whose server never answers its first packet (an
+// sftp-server stuck on a home directory whose network filesystem hangs,
+// sshd still answering keepalives) is given up after the handshake's
+// Timeout, its connection closed so that the site dials anew: its opening
+// waited for ever, holding the session's lock, so every later user of
+// SFTP on the connection (staging, the data root's check, uploads)
+// waited too.
+func TestSFTPOpenUnanswered(t *testing.T) {
+	l := startSFTPLogin(t)
+	l.sftpStall.Store(true)
+	s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts, Timeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { go s.Close() }() // not waited for: where it deadlocked, the failure is said first
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.SFTP()
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		var ce *ConnError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "no answer from the SFTP server within 300ms") {
+			t.Fatalf("opening SFTP on a server that never answers: %v; want a ConnError saying so", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("opening SFTP on a server that never answers still waits after 30 s")
+	}
+	select {
+	case <-s.dead:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the connection was not closed")
+	}
+}

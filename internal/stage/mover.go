@@ -466,9 +466,8 @@ func (w ctxWriter) Write(b []byte) (int, error) {
 }
 
 // HashFile streams the file at p in place and returns its hex SHA-256 and
-// size.
-// Under a stall watch, as a transfer: a read left unanswered for the
-// place's stall (stallOf) cuts the place and fails with ErrStalled.
+// size. It is watched as a transfer is: a read left unanswered for the
+// place's stall limit (stallOf) cuts the place and fails with ErrStalled.
 func HashFile(ctx context.Context, place Place, p string) (string, int64, error) {
 	limit := stallOf(place)
 	ctx, watch, stop := watchStall(ctx, limit, place)

@@ -474,7 +474,7 @@ func HashFile(ctx context.Context, place Place, p string) (string, int64, error)
 	defer stop()
 	sum, n, err := hashFile(ctx, place, p, watch)
 	if err != nil && watch.fired.Load() {
-		return "", 0, fmt.Errorf("hashing %s: %w: no byte read for %s; its connection was cut", p, ErrStalled, limit)
+		return "", 0, fmt.Errorf("hashing %s: %w: no byte read for %s%s", p, ErrStalled, limit, watch.said())
 	}
 	return sum, n, err
 }

@@ -35,7 +35,9 @@ type stallWatch struct {
 	limit time.Duration
 	moved atomic.Int64
 	fired atomic.Bool
-	done  chan struct{}
+	// cuts says a place watched is a Cutter: a stall cuts a connection.
+	cuts bool
+	done chan struct{}
 }
 
 // watchStall starts watching a transfer under ctx between places; stop
@@ -44,6 +46,10 @@ func watchStall(ctx context.Context, limit time.Duration, places ...Place) (cont
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	w := &stallWatch{limit: limit, done: make(chan struct{})}
+	for _, p := range places {
+		_, c := p.(Cutter)
+		w.cuts = w.cuts || c
+	}
 	go func() {
 		t := time.NewTicker(max(limit/8, time.Millisecond))
 		defer t.Stop()
@@ -102,7 +108,16 @@ func (w *stallWatch) err() error {
 	if !w.fired.Load() {
 		return nil
 	}
-	return fmt.Errorf("transfer %w: no byte moved for %s; its connection was cut", ErrStalled, w.limit)
+	return fmt.Errorf("transfer %w: no byte moved for %s%s", ErrStalled, w.limit, w.said())
+}
+
+// said is what a stall did beyond giving up: nothing to say for places
+// of the CLS host's own, whose reads take the context.
+func (w *stallWatch) said() string {
+	if !w.cuts {
+		return ""
+	}
+	return "; its connection was cut"
 }
 
 // watched runs call, requests to s outside a transfer (which its Mover

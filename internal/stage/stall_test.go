@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -199,5 +200,26 @@ func TestStallCtxErrAtOnce(t *testing.T) {
 		}
 		stop()
 		flight.release()
+	}
+}
+
+// TestStallSaysCut: a stall's error says a connection was cut only where
+// a place watched has one (a Cutter), not for the CLS host's own files.
+func TestStallSaysCut(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		place Place
+		cut   bool
+	}{
+		{"local", Dir{Root: t.TempDir()}, false},
+		{"sftp", SFTP{Drop: func() {}}, true},
+	} {
+		ctx, w, stop := watchStall(context.Background(), 10*time.Millisecond, c.place)
+		<-ctx.Done() // the watch gives the transfer up: nothing moves
+		stop()
+		err := w.err()
+		if !errors.Is(err, ErrStalled) || strings.Contains(err.Error(), "connection was cut") != c.cut {
+			t.Errorf("%s: %v; want ErrStalled, saying a connection was cut: %v", c.name, err, c.cut)
+		}
 	}
 }

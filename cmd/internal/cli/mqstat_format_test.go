@@ -249,6 +249,7 @@ func TestMqstatBatchHabits(t *testing.T) {
 		{Mqstat, []string{"mqstat", "-f", "1"}, "-f 1 is qstat's full view; mq writes mqstat -j 1"},
 		{Mqstat, []string{"mqstat", "-f"}, "--follow goes with --cat ID (one job); qstat -f's full view of a job is mqstat -j ID"},
 		{Mqdel, []string{"mqdel", "all"}, `"all" is not a job id: --all selects every job`},
+		{Mqwait, []string{"mqwait", "all"}, `"all" is not a job id: mqwait with no ids, -q or -t waits for every job`},
 		{Mqhold, []string{"mqhold", "-s", "R"}, "squeue's and qstat's R is E here"},
 		{Mqdel, []string{"mqdel", "-s", "PD"}, "squeue's PD (pending) is Q (-s WQH"},
 		{Mqsub, []string{"mqsub", "--rerun", "--all", "-s", "PD"}, "squeue's PD (pending) is Q (-s WQH"}, // not every done job rerun

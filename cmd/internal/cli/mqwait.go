@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -49,6 +50,9 @@ restart), mqwait says so and waits up to 2 minutes for it to come back
 		if c.NArg() > 0 {
 			if req.Queue != "" || req.Target != "" {
 				return Usagef("give job ids or -q/-t, not both")
+			}
+			if strings.EqualFold(c.Args().First(), "all") {
+				return Usagef("\"all\" is not a job id: mqwait with no ids, -q or -t waits for every job")
 			}
 			first, last, isRange, err := jobids.Range(c.Args().First())
 			if err != nil {

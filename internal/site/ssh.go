@@ -343,11 +343,14 @@ func (s *SSH) Run(ctx context.Context, cmd string) ([]byte, error) {
 // session opens a session, unless ctx ends first. Opening one is a round
 // trip a live sshd answers at once; NewSession alone waits for the
 // connection's end, which keepalive finds only after a minute: a command
-// on a connection whose peer went silent overran its step's time. Past
-// ctx's deadline the connection is taken for stalled and cut, for the
-// site to dial anew; at a cancel (a site's loop stopped for its removal
-// or a change) it is kept, since others may still use it.
+// on a connection whose peer went silent overran its step's time. At
+// ctx's deadline, an opening unanswered for a keepalive interval takes
+// the connection for stalled and cuts it, for the site to dial anew; one
+// younger (a step's time spent by the commands before it) or a cancel (a
+// site's loop stopped for its removal or a change) leaves it, since
+// others use it: a tunnel's placeholders, transfers.
 func (s *SSH) session(ctx context.Context) (*ssh.Session, error) {
+	start := time.Now()
 	type opened struct {
 		sess *ssh.Session
 		err  error
@@ -369,7 +372,7 @@ func (s *SSH) session(ctx context.Context) (*ssh.Session, error) {
 				o.sess.Close()
 			}
 		}()
-		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) || time.Since(start) < s.cfg.Keepalive {
 			return nil, ctx.Err()
 		}
 		s.Cut()

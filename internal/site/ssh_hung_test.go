@@ -146,15 +146,21 @@ func TestPutStalledSFTP(t *testing.T) {
 // loop stopped) keeps it, for the others using it.
 func TestRunStalledConnection(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		ctx    func() (context.Context, context.CancelFunc)
-		want   error
-		cutOff bool
+		name      string
+		keepalive time.Duration // 0: the default, 15 s
+		ctx       func() (context.Context, context.CancelFunc)
+		want      error
+		cutOff    bool
 	}{
-		{"deadline", func() (context.Context, context.CancelFunc) {
+		// Unanswered past a keepalive interval: stalled.
+		{"deadline", 100 * time.Millisecond, func() (context.Context, context.CancelFunc) {
 			return context.WithTimeout(context.Background(), 200*time.Millisecond)
 		}, context.DeadlineExceeded, true},
-		{"cancel", func() (context.Context, context.CancelFunc) {
+		// A step's time run out while the opening was young: kept.
+		{"deadline soon", 0, func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 200*time.Millisecond)
+		}, context.DeadlineExceeded, false},
+		{"cancel", 0, func() (context.Context, context.CancelFunc) {
 			ctx, cancel := context.WithCancel(context.Background())
 			time.AfterFunc(200*time.Millisecond, cancel)
 			return ctx, cancel
@@ -163,7 +169,7 @@ func TestRunStalledConnection(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			l := startSFTPLogin(t)
 			l.exec = func(string, io.Reader, io.Writer, io.Writer) int { return 0 }
-			s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts})
+			s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts, Keepalive: tc.keepalive})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -191,7 +197,7 @@ func TestRunStalledConnection(t *testing.T) {
 			if !tc.cutOff {
 				select {
 				case <-s.Done():
-					t.Fatal("a cancelled command closed the connection")
+					t.Fatal("a command given up young closed the connection")
 				default:
 				}
 				return

@@ -152,6 +152,9 @@ func (b *clsBackend) close() {
 type request struct {
 	body protocol.Submit
 	ents []*entry
+	// sent: the request went out at least once, so its jobs may be in
+	// the metaqueue though no reply said so.
+	sent bool
 }
 
 // consume takes units from the buffer, submits them in pipelined requests
@@ -264,7 +267,7 @@ func (b *clsBackend) submit(ctx context.Context, reqs []*request) {
 		cl, err := b.conn(ctx)
 		if err != nil {
 			for _, r := range reqs {
-				b.fail(r.ents, fmt.Errorf("cannot submit: %w", err))
+				b.fail(r.ents, r.unanswered("cannot submit", err))
 			}
 			return
 		}
@@ -274,6 +277,7 @@ func (b *clsBackend) submit(ctx context.Context, reqs []*request) {
 			if err != nil {
 				break
 			}
+			r.sent = true
 		}
 		var retry []*request
 		broken := false
@@ -310,7 +314,7 @@ func (b *clsBackend) submit(ctx context.Context, reqs []*request) {
 			case errors.As(err, &pe) && pe.Code != protocol.CodeShutdown:
 				b.fail(r.ents, err) // refused (a cycle, say): resending would not help
 			case ctx.Err() != nil:
-				b.fail(r.ents, fmt.Errorf("not submitted: %w", ctx.Err()))
+				b.fail(r.ents, r.unanswered("not submitted", ctx.Err()))
 			default:
 				broken = true
 				retry = append(retry, r)
@@ -322,6 +326,16 @@ func (b *clsBackend) submit(ctx context.Context, reqs []*request) {
 		}
 		reqs = retry
 	}
+}
+
+// unanswered is why r's jobs have no id when the submission gives up on
+// err: not submitted (what) if r never went out; else the CLS may have
+// taken them before its reply was lost, and they may run yet.
+func (r *request) unanswered(what string, err error) error {
+	if !r.sent {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return fmt.Errorf("lost track of it: its submission was sent and not answered, so it may be in the metaqueue and run yet (mqstat; the driver cannot delete it): %w", err)
 }
 
 func (b *clsBackend) fail(ents []*entry, err error) {

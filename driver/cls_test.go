@@ -427,6 +427,14 @@ func TestCLSGoneForGood(t *testing.T) {
 		return s
 	}
 	waitUntil(t, func() bool { return states(protocol.Stat{States: "E"}) == "E" })
+	// The job can run before its submission's reply reaches the driver
+	// (a busy machine): this test is of a job whose id the driver knows.
+	waitUntil(t, func() bool {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		r := d.records[cmd.Key]
+		return r != nil && r.id != 0
+	})
 	down.Store(true)
 	c.cut()
 	err = cmd.Wait()
@@ -436,5 +444,67 @@ func TestCLSGoneForGood(t *testing.T) {
 	}
 	if s := states(protocol.Stat{IDs: []int64{je.ID}, States: "WQHPEDFBX"}); s != "E" {
 		t.Errorf("job %d in the metaqueue: states %q; want it still executing", je.ID, s)
+	}
+}
+
+// replyDropper passes the CLS's hello to the driver, then, at the CLS's
+// first reply, closes the connection in its place and marks the CLS down:
+// a reply lost with the CLS.
+type replyDropper struct {
+	net.Conn
+	down    *atomic.Bool
+	greeted bool
+}
+
+func (r *replyDropper) Write(p []byte) (int, error) {
+	if !r.greeted {
+		r.greeted = true
+		return r.Conn.Write(p)
+	}
+	r.down.Store(true)
+	r.Conn.Close()
+	return 0, net.ErrClosed
+}
+
+// TestSubmitReplyLost: a submission the CLS took, whose reply was lost
+// with the CLS, gone for good: the job's error says it may be in the
+// metaqueue and run yet (it is), not that it could not be submitted.
+func TestSubmitReplyLost(t *testing.T) {
+	t.Parallel()
+	c := newTestCLS(t, 0, 1)
+	var down atomic.Bool
+	d, err := New(Config{Dir: t.TempDir(), Reconnect: 300 * time.Millisecond, Dial: func(ctx context.Context) (io.ReadWriteCloser, error) {
+		if down.Load() {
+			return nil, errors.New("connection refused")
+		}
+		a, b := net.Pipe()
+		go c.srv.ServeConn(c.ctx, &replyDropper{Conn: b, down: &down}, protocol.RoleUser)
+		return a, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Stop(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := d.CommandContext(ctx, "true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	var je *JobError
+	if !errors.As(err, &je) || !strings.Contains(err.Error(), "may be in the metaqueue and run yet") {
+		t.Fatalf("Wait: %v; want a *JobError saying the job may be in the metaqueue", err)
+	}
+	n := 0
+	c.store.Inspect().Stat(ctx, protocol.Stat{States: "WQHPEDFBX"}, 0, func(js []protocol.JobInfo) error {
+		n += len(js)
+		return nil
+	})
+	if n != 1 {
+		t.Errorf("%d jobs in the metaqueue, want the one submitted", n)
 	}
 }

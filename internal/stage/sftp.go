@@ -489,6 +489,14 @@ func (s SFTP) checkRoot(ctx context.Context) error {
 	if !ok {
 		return nil // the server tells no owners: nothing to compare
 	}
+	// A link another user owns (made first in a sticky /scratch, say)
+	// passes the checks below while it points at a directory of the
+	// user's; its owner could point it elsewhere later.
+	if li, err := s.Client.Lstat(root); err == nil && li.Mode()&fs.ModeSymlink != 0 {
+		if uid, _ := sftpUID(li); uid != 0 && uid != me {
+			return unsafeRoot("data root %s is a symbolic link owned by uid %d (not the login user or root): they could point it at another directory; give the site a data root of its own", root, uid)
+		}
+	}
 	fi, err := s.Client.Stat(root)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -505,7 +513,26 @@ func (s SFTP) checkRoot(ctx context.Context) error {
 	if fi.Mode().Perm()&0o022 != 0 {
 		return unsafeRoot("data root %s is writable by others (mode %04o): they could replace staged inputs; chmod 700 %s on the login host", root, uint32(fi.Mode().Perm()), root)
 	}
-	for d := path.Dir(root); ; d = path.Dir(d) {
+	if err := s.checkAbove(ctx, root, root, me); err != nil {
+		return err
+	}
+	// Through links of the user's, the directory lies elsewhere: what is
+	// above it there could rename it away too.
+	real, err := s.resolve(root)
+	if err != nil {
+		return fmt.Errorf("data root %s: %w", root, err)
+	}
+	if real != root {
+		return s.checkAbove(ctx, root, real, me)
+	}
+	return nil
+}
+
+// checkAbove checks the directories above dir, the data root root or
+// where it lies: each owned by root or the login user (me), and not
+// writable by others unless sticky.
+func (s SFTP) checkAbove(ctx context.Context, root, dir string, me int) error {
+	for d := path.Dir(dir); ; d = path.Dir(d) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -516,13 +543,55 @@ func (s SFTP) checkRoot(ctx context.Context) error {
 		if uid, _ := sftpUID(fi); uid != 0 && uid != me {
 			return unsafeRoot("data root %s is inside %s, owned by uid %d (not the login user or root): they could replace it; give the site a data root of its own", root, d, uid)
 		}
-		if fi.Mode().Perm()&0o022 != 0 && fi.Mode()&fs.ModeSticky == 0 {
+		// A link's own mode (0777) means nothing; where it leads is
+		// checked on the real path.
+		if fi.Mode()&fs.ModeSymlink == 0 && fi.Mode().Perm()&0o022 != 0 && fi.Mode()&fs.ModeSticky == 0 {
 			return unsafeRoot("data root %s is inside %s, writable by others and not sticky (mode %04o): they could replace it; give the site a data root of its own", root, d, uint32(fi.Mode().Perm()))
 		}
 		if d == path.Dir(d) {
 			return nil
 		}
 	}
+}
+
+// resolve is p with every symbolic link on it followed, as realpath(3)
+// gives it: SFTP's realpath request does not follow links on every
+// server (pkg/sftp's only cleans the path).
+func (s SFTP) resolve(p string) (string, error) {
+	rest := strings.Split(path.Clean(p), "/")
+	cur, hops := "/", 0
+	for len(rest) > 0 {
+		name := rest[0]
+		rest = rest[1:]
+		switch name {
+		case "", ".":
+			continue
+		case "..":
+			cur = path.Dir(cur)
+			continue
+		}
+		next := path.Join(cur, name)
+		fi, err := s.Client.Lstat(next)
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		if hops++; hops > 40 {
+			return "", fmt.Errorf("%s: too many levels of symbolic links", p)
+		}
+		to, err := s.Client.ReadLink(next)
+		if err != nil {
+			return "", err
+		}
+		if path.IsAbs(to) {
+			cur = "/"
+		}
+		rest = append(strings.Split(to, "/"), rest...)
+	}
+	return cur, nil
 }
 
 func sftpUID(fi os.FileInfo) (int, bool) {

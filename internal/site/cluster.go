@@ -365,8 +365,10 @@ type Tunneler interface {
 // default, binds every forward there): compute nodes cannot dial it
 // directly, so each placeholder logs in to the login host with its own key
 // and opens a direct-tcpip channel to that port. authorized_keys lets this
-// key do nothing else: no shell, command, pty, agent or X11 forwarding,
-// no listening, and connections only to the forward's port.
+// key do little else: no shell, command, pty, agent or X11 forwarding,
+// no TCP listening, and connections only to the forward's port. (It may
+// still listen on a Unix-domain socket: OpenSSH's permitlisten does not
+// cover them; docs/design/sites.md.)
 func (s *Remote) openTunnel(ctx context.Context, r Runner) ([]string, error) {
 	if s.DialCLS == nil {
 		return nil, ErrNoEndpoint
@@ -407,7 +409,8 @@ func (s *Remote) openTunnel(ctx context.Context, r Runner) ([]string, error) {
 // TunnelKeyLine is the authorized_keys line on the login host for a tunnel
 // site's placeholder key: restrict takes every right away, port-forwarding
 // gives back forwarding, permitopen keeps only the CLS's port, permitlisten
-// to port 1 (privileged: a user's sshd cannot bind it) leaves no listening,
+// to port 1 (privileged: a user's sshd cannot bind it) leaves no TCP
+// listening (it does not cover Unix-domain sockets),
 // and the forced command runs nothing if a session is asked for anyway.
 // The comment marks it as this site's.
 func TunnelKeyLine(pub ssh.PublicKey, port int, jobName string) string {

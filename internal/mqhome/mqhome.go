@@ -150,9 +150,30 @@ func checkInfo(path string, fi fs.FileInfo, typ fs.FileMode) error {
 
 // OpenFile opens a file of MQ_HOME like os.OpenFile, but never through a
 // symbolic link, and only a regular file of this user's that others cannot
-// write.
+// write. O_TRUNC empties it only once it passed: a file refused is left
+// whole.
 func OpenFile(path string, flag int, mode fs.FileMode) (*os.File, error) {
-	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, mode)
+	return open(path, flag, mode, nil)
+}
+
+// CreateFile creates or empties path for writing (mode 0600 when new), as
+// os.Create does, with OpenFile's checks, and only a file of one name: a
+// path the user names in a shared directory such as /tmp (a profile) may
+// be a hard link another user made there to a file of the user's (where
+// fs.protected_hardlinks is off), which it would empty and overwrite.
+func CreateFile(path string) (*os.File, error) {
+	return open(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600, func(fi fs.FileInfo) error {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+			return fmt.Errorf("%s has %d names (hard links): another name may be a file of yours elsewhere, which writing here would overwrite; choose another name", path, st.Nlink)
+		}
+		return nil
+	})
+}
+
+// open is OpenFile with a further check of the opened file, before it is
+// emptied.
+func open(path string, flag int, mode fs.FileMode, also func(fs.FileInfo) error) (*os.File, error) {
+	f, err := os.OpenFile(path, flag&^os.O_TRUNC|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, mode)
 	if errors.Is(err, syscall.ELOOP) {
 		return nil, fmt.Errorf("%s is a symbolic link; refusing to follow it (remove it)", path)
 	}
@@ -162,6 +183,12 @@ func OpenFile(path string, flag int, mode fs.FileMode) (*os.File, error) {
 	fi, err := f.Stat()
 	if err == nil {
 		err = checkInfo(path, fi, 0)
+	}
+	if err == nil && also != nil {
+		err = also(fi)
+	}
+	if err == nil && flag&os.O_TRUNC != 0 {
+		err = f.Truncate(0)
 	}
 	if err != nil {
 		f.Close()

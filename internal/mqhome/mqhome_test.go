@@ -232,3 +232,84 @@ func TestCheckPrivate(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenFileTruncatesAfterChecks: O_TRUNC empties a file only once it
+// passed the checks: a file OpenFile refuses is left whole.
+func TestOpenFileTruncatesAfterChecks(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "shared")
+	if err := os.WriteFile(path, []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600); err == nil {
+		f.Close()
+		t.Fatal("OpenFile took a file others can write")
+	}
+	if b, _ := os.ReadFile(path); string(b) != "keep" {
+		t.Fatalf("a refused file was emptied: %q", b)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if b, _ := os.ReadFile(path); len(b) != 0 {
+		t.Fatalf("O_TRUNC of a file that passed: %q left", b)
+	}
+}
+
+// TestCreateFile: CreateFile makes a new file 0600, empties one of the
+// user's, and refuses one with another name (a hard link), a link, or a
+// file others can write, leaving it whole.
+func TestCreateFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	if err := os.WriteFile(victim, []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hard := filepath.Join(dir, "hard")
+	if err := os.Link(victim, hard); err != nil {
+		t.Skipf("no hard links here: %v", err)
+	}
+	sym := filepath.Join(dir, "sym")
+	if err := os.Symlink(victim, sym); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{hard, sym} {
+		if f, err := CreateFile(p); err == nil {
+			f.Close()
+			t.Errorf("CreateFile(%s) took it", p)
+		} else if p == hard && !strings.Contains(err.Error(), "2 names") {
+			t.Errorf("CreateFile of a hard link: %v, want it to say the file has 2 names", err)
+		}
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep" {
+		t.Fatalf("the file was emptied: %q", b)
+	}
+	fresh := filepath.Join(dir, "fresh")
+	f, err := CreateFile(fresh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if fi, err := os.Stat(fresh); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("new file: %v, mode %v; want 0600", err, fi.Mode().Perm())
+	}
+	if err := os.Remove(hard); err != nil {
+		t.Fatal(err)
+	}
+	if f, err = CreateFile(victim); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if b, _ := os.ReadFile(victim); len(b) != 0 {
+		t.Fatalf("CreateFile of the user's file of one name: %q left, want it emptied", b)
+	}
+}

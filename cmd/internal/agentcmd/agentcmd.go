@@ -142,7 +142,7 @@ func Run(ctx context.Context, name string, mode Mode, args []string, stderr io.W
 	}
 	if f.cpuprofile != "" {
 		// Never through a link, nor into another user's file (see cls's).
-		pf, err := mqhome.OpenFile(f.cpuprofile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		pf, err := mqhome.CreateFile(f.cpuprofile)
 		if err != nil {
 			return err
 		}

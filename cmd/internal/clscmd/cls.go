@@ -235,11 +235,11 @@ func startProfile(path string) (stop func(), err error) {
 }
 
 // createProfile creates or empties the profile file path as os.Create
-// does, but never through a symbolic link, and only a file of the user's
-// that others cannot write: profiles go to /tmp, where another user may
-// have put a file of that name first.
+// does, but never through a link, symbolic or hard, and only a file of the
+// user's that others cannot write: profiles go to /tmp, where another user
+// may have put a file of that name first.
 func createProfile(path string) (*os.File, error) {
-	return mqhome.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	return mqhome.CreateFile(path)
 }
 
 // writeHeapProfile writes the live heap to path, after a collection.

@@ -156,13 +156,14 @@ func OpenFile(path string, flag int, mode fs.FileMode) (*os.File, error) {
 	return open(path, flag, mode, nil)
 }
 
-// CreateFile creates or empties path for writing (mode 0600 when new), as
+// CreateFile creates or empties path for writing (mode perm when new), as
 // os.Create does, with OpenFile's checks, and only a file of one name: a
-// path the user names in a shared directory such as /tmp (a profile) may
-// be a hard link another user made there to a file of the user's (where
-// fs.protected_hardlinks is off), which it would empty and overwrite.
-func CreateFile(path string) (*os.File, error) {
-	return open(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600, func(fi fs.FileInfo) error {
+// path the user names in a shared directory such as /tmp (a profile, a
+// key) may be a hard link another user made there to a file of the
+// user's (where fs.protected_hardlinks is off), which it would empty and
+// overwrite.
+func CreateFile(path string, perm fs.FileMode) (*os.File, error) {
+	return open(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm, func(fi fs.FileInfo) error {
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
 			return fmt.Errorf("%s has %d names (hard links): another name may be a file of yours elsewhere, which writing here would overwrite; choose another name", path, st.Nlink)
 		}

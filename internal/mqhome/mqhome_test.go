@@ -283,7 +283,7 @@ func TestCreateFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []string{hard, sym} {
-		if f, err := CreateFile(p); err == nil {
+		if f, err := CreateFile(p, 0o600); err == nil {
 			f.Close()
 			t.Errorf("CreateFile(%s) took it", p)
 		} else if p == hard && !strings.Contains(err.Error(), "2 names") {
@@ -294,7 +294,7 @@ func TestCreateFile(t *testing.T) {
 		t.Fatalf("the file was emptied: %q", b)
 	}
 	fresh := filepath.Join(dir, "fresh")
-	f, err := CreateFile(fresh)
+	f, err := CreateFile(fresh, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +305,7 @@ func TestCreateFile(t *testing.T) {
 	if err := os.Remove(hard); err != nil {
 		t.Fatal(err)
 	}
-	if f, err = CreateFile(victim); err != nil {
+	if f, err = CreateFile(victim, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()

@@ -12,9 +12,10 @@ import (
 	"net"
 	"os"
 	"strings"
-	"syscall"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/mq-hpc/mq/internal/mqhome"
 )
 
 // NewKeyPair creates an ed25519 key pair: the private key at path (mode
@@ -50,9 +51,10 @@ func NewKeyPair(path, comment string) (ssh.PublicKey, error) {
 		return nil, err
 	}
 	line := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(spk))) + " " + comment + "\n"
-	// Never through a link: in /tmp another user may have put one at
-	// path.pub to make us overwrite a file of ours.
-	pf, err := os.OpenFile(path+".pub", os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
+	// Never through a link, symbolic or hard, nor into another user's
+	// file: in /tmp another user may have put one at path.pub to make us
+	// overwrite a file of ours.
+	pf, err := mqhome.CreateFile(path+".pub", 0o644)
 	if err == nil {
 		_, err = pf.WriteString(line)
 		if cerr := pf.Close(); err == nil {

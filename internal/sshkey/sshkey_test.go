@@ -31,3 +31,29 @@ func TestNewKeyPairExisting(t *testing.T) {
 		t.Error("the existing private key was changed")
 	}
 }
+
+// TestNewKeyPairPubHardLink: KEY.pub that is another name of a file of
+// the user's (a hard link planted in /tmp, where fs.protected_hardlinks
+// is off) is not emptied and overwritten with the public key: the pair
+// is refused, the private key removed, the file left whole.
+func TestNewKeyPairPubHardLink(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	if err := os.WriteFile(victim, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "ph_key")
+	if err := os.Link(victim, path+".pub"); err != nil {
+		t.Skipf("no hard links here: %v", err)
+	}
+	if _, err := NewKeyPair(path, "k"); err == nil || !strings.Contains(err.Error(), "names") {
+		t.Errorf("NewKeyPair with KEY.pub a second name of another file: %v, want a refusal saying so", err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep" {
+		t.Errorf("the other file was overwritten: %q", b)
+	}
+	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the private key was left: %v", err)
+	}
+}

@@ -142,7 +142,7 @@ func Run(ctx context.Context, name string, mode Mode, args []string, stderr io.W
 	}
 	if f.cpuprofile != "" {
 		// Never through a link, nor into another user's file (see cls's).
-		pf, err := mqhome.CreateFile(f.cpuprofile)
+		pf, err := mqhome.CreateFile(f.cpuprofile, 0o600)
 		if err != nil {
 			return err
 		}

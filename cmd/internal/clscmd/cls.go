@@ -239,7 +239,7 @@ func startProfile(path string) (stop func(), err error) {
 // user's that others cannot write: profiles go to /tmp, where another user
 // may have put a file of that name first.
 func createProfile(path string) (*os.File, error) {
-	return mqhome.CreateFile(path)
+	return mqhome.CreateFile(path, 0o600)
 }
 
 // writeHeapProfile writes the live heap to path, after a collection.

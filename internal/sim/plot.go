@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/mq-hpc/mq/internal/mqhome"
 )
 
 // Series is one line of a chart.
@@ -170,7 +172,7 @@ func WritePlots(dir string, sums []Summary) ([]string, error) {
 			}
 			name := fmt.Sprintf("%s-%s-x%g.svg", m.file, safeName(p.net), p.inf)
 			path := filepath.Join(dir, name)
-			f, err := os.Create(path)
+			f, err := createPlot(path)
 			if err != nil {
 				return files, err
 			}
@@ -188,10 +190,26 @@ func WritePlots(dir string, sums []Summary) ([]string, error) {
 	}
 	idx.WriteString("</body>\n")
 	path := filepath.Join(dir, "index.html")
-	if err := os.WriteFile(path, []byte(idx.String()), 0o644); err != nil {
+	f, err := createPlot(path)
+	if err != nil {
+		return files, err
+	}
+	_, err = f.WriteString(idx.String())
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return files, err
 	}
 	return append(files, path), nil
+}
+
+// createPlot creates or empties one of the plots' files, never through a
+// link, symbolic or hard, nor into another user's file: DIR may be in
+// /tmp, where another user could have put links at its names, which are
+// known, first.
+func createPlot(path string) (*os.File, error) {
+	return mqhome.CreateFile(path, 0o644)
 }
 
 // safeName turns a network name (maybe a file path) into a file name part.

@@ -202,3 +202,35 @@ func TestNiceStep(t *testing.T) {
 		}
 	}
 }
+
+// TestWritePlotsPlantedLink: a plot's name in DIR that is a link (in a
+// shared /tmp/plots another user made first, the names being known) is
+// refused, not written through: the file it names is left whole.
+func TestWritePlotsPlantedLink(t *testing.T) {
+	t.Parallel()
+	s := Sweep{
+		Policies: []string{"fcfs"}, Placeholders: []int{2}, Inflations: []float64{1},
+		Networks: []Platform{WAN}, Seeds: []uint64{1},
+		Workload: func(seed uint64) (*Workload, error) { return PA(seed, 8, 4), nil },
+	}
+	var got []Outcome
+	if err := s.Run(context.Background(), 0, func(o Outcome) error { got = append(got, o); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"makespan-wan-x1.svg", "index.html"} {
+		if err := os.Symlink(victim, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := WritePlots(dir, Summarize(got)); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("WritePlots with links planted at its names: %v, want a refusal", err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep" {
+		t.Fatalf("a plot was written through a link: the file holds %.40q", b)
+	}
+}

@@ -1,17 +1,22 @@
 package clscmd
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 
 	"github.com/mq-hpc/mq/cmd/internal/agentcmd"
 	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
 	"github.com/mq-hpc/mq/cmd/internal/simcmd"
+	"github.com/mq-hpc/mq/internal/pathguard"
 )
 
 // Man pages and shell completion (bash, zsh, fish) for mq's commands come
@@ -72,10 +77,23 @@ func writeDocs(dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	root, err := docsRoot(dir)
+	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "cli.md"), []byte(md), 0o644); err != nil {
+	defer root.Close()
+	write := func(name, text string) error {
+		if sub := filepath.Dir(name); sub != "." {
+			if err := root.Mkdir(sub, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+				return err
+			}
+			if err := ownDir(root, sub, filepath.Join(dir, sub)); err != nil {
+				return err
+			}
+		}
+		return root.WriteFile(name, []byte(text), 0o644)
+	}
+	if err := write("cli.md", md); err != nil {
 		return err
 	}
 	for _, a := range docApps() {
@@ -93,14 +111,52 @@ func writeDocs(dir string) error {
 			{filepath.Join("zsh", "_"+a.Name), strings.ReplaceAll(zshScript, "PROG", a.Name)},
 			{filepath.Join("fish", a.Name+".fish"), fixFish(fish)},
 		} {
-			p := filepath.Join(dir, f.path)
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				return err
-			}
-			if err := os.WriteFile(p, []byte(f.text), 0o644); err != nil {
+			if err := write(f.path, f.text); err != nil {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// docsRoot makes dir if need be and opens it as the root the docs are
+// written under. It must be a directory of the user's that no one else
+// can write: in one others can (cls docs /tmp/x, /tmp/x made first by
+// another user), they could have put a link or a second name of a file
+// of the user's at a page's name, and the page would overwrite it (a
+// completion script over ~/.bashrc).
+func docsRoot(dir string) (*os.Root, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, err
+	}
+	root, err := pathguard.OpenRoot(abs)
+	if err != nil {
+		return nil, err
+	}
+	if err := ownDir(root, ".", dir); err != nil {
+		root.Close()
+		return nil, err
+	}
+	return root, nil
+}
+
+// ownDir refuses the directory name of root (shown as shown) unless it is
+// a directory others cannot change.
+func ownDir(root *os.Root, name, shown string) error {
+	fi, err := root.Lstat(name)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok {
+		return fmt.Errorf("%s is not a directory", shown)
+	}
+	if why := pathguard.OthersChange(unix.Stat_t{Mode: st.Mode, Uid: st.Uid}); why != "" {
+		return fmt.Errorf("%s is %s: they could put a link there to a file of yours, which a page would overwrite; give cls docs a directory of your own", shown, why)
 	}
 	return nil
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/mq-hpc/mq/internal/diskroom"
 	"github.com/mq-hpc/mq/internal/outstream"
 	"github.com/mq-hpc/mq/internal/placeholder/memlimit"
+	"github.com/mq-hpc/mq/internal/placeholder/sumcache"
 	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -157,8 +158,8 @@ type Agent struct {
 	memOnce sync.Once
 	memLim  memlimit.Limiter
 
-	dirs sync.Map // output shard dirs already made
-	sums sumCache // staged inputs already hashed, by identity
+	dirs sync.Map       // output shard dirs already made
+	sums sumcache.Cache // staged inputs already hashed, by identity
 	// create opens a job's output file; nil is createOutput (tests make
 	// writes fail with it).
 	create func(path string) (io.WriteCloser, error)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/mq-hpc/mq/internal/placeholder/sumcache"
 	"github.com/mq-hpc/mq/internal/stage"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -128,8 +129,8 @@ func (a *Agent) checkSum(ctx context.Context, f protocol.AssignedFile) string {
 	if err != nil {
 		return fmt.Sprintf("%s%s at %s: %v", reasonInput, f.Path, a.where(), err)
 	}
-	before, known := identify(full)
-	if known && a.sums.checked(full, before, strings.ToLower(f.SHA256)) {
+	before, known := sumcache.Identify(full)
+	if known && a.sums.Checked(full, before, strings.ToLower(f.SHA256)) {
 		return ""
 	}
 	sum, _, err := stage.HashFile(ctx, a.place(false), f.Path)
@@ -139,8 +140,8 @@ func (a *Agent) checkSum(ctx context.Context, f protocol.AssignedFile) string {
 	case !strings.EqualFold(sum, f.SHA256):
 		return fmt.Sprintf("%s%s at %s has SHA-256 %s, not the %s staged (changed behind the CLS's back)", reasonInput, f.Path, a.where(), sum, protocol.ClipText(f.SHA256, 64))
 	}
-	if after, ok := identify(full); known && ok && after == before {
-		a.sums.remember(full, before, strings.ToLower(sum))
+	if after, ok := sumcache.Identify(full); known && ok && after == before {
+		a.sums.Remember(full, before, strings.ToLower(sum))
 	}
 	return ""
 }

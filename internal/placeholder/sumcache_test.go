@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/placeholder/sumcache"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -18,7 +19,7 @@ import (
 func TestCheckSumCachedByIdentity(t *testing.T) {
 	root := t.TempDir()
 	a := New(Config{DataRoot: root, Site: "s1", Host: "n1"})
-	a.sums.now = func() time.Time { return time.Now().Add(time.Hour) } // every file has settled
+	a.sums.Now = func() time.Time { return time.Now().Add(time.Hour) } // every file has settled
 	f := protocol.AssignedFile{Path: "/proj/in.txt", Size: 5, SHA256: sumOf("hello")}
 	full := filepath.Join(root, "proj", "in.txt")
 	write(t, full, "hello")
@@ -26,8 +27,8 @@ func TestCheckSumCachedByIdentity(t *testing.T) {
 	if why := a.checkSum(ctx, f); why != "" {
 		t.Fatalf("the staged file: %s", why)
 	}
-	id, ok := identify(full)
-	if !ok || !a.sums.checked(full, id, sumOf("hello")) {
+	id, ok := sumcache.Identify(full)
+	if !ok || !a.sums.Checked(full, id, sumOf("hello")) {
 		t.Fatal("a file whose hash matched is not remembered")
 	}
 	if why := a.checkSum(ctx, f); why != "" {
@@ -36,7 +37,7 @@ func TestCheckSumCachedByIdentity(t *testing.T) {
 
 	// Written in place with bytes of the same size, in a later tick of
 	// the file clock than the write that was hashed.
-	waitFileTick(t, root, id.ctimeNsec)
+	waitFileTick(t, root, id.Changed().UnixNano())
 	if err := os.WriteFile(full, []byte("HELLO"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func waitFileTick(t *testing.T, dir string, ctime int64) {
 	probe := filepath.Join(dir, "tick")
 	for deadline := time.Now().Add(time.Minute); ; {
 		write(t, probe, "x")
-		if id, ok := identify(probe); ok && id.ctimeNsec > ctime {
+		if id, ok := sumcache.Identify(probe); ok && id.Changed().UnixNano() > ctime {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -86,7 +87,7 @@ func TestCheckSumNotRememberedWhileFresh(t *testing.T) {
 	if why := a.checkSum(context.Background(), protocol.AssignedFile{Path: "/in.txt", Size: 5, SHA256: sumOf("hello")}); why != "" {
 		t.Fatal(why)
 	}
-	if id, ok := identify(full); !ok || a.sums.checked(full, id, sumOf("hello")) {
+	if id, ok := sumcache.Identify(full); !ok || a.sums.Checked(full, id, sumOf("hello")) {
 		t.Fatal("a file written just now was remembered as checked")
 	}
 }

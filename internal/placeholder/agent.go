@@ -164,6 +164,9 @@ type Agent struct {
 	// writes fail with it).
 	create func(path string) (io.WriteCloser, error)
 	statfs func(dir string) (diskroom.Free, error) // diskroom.Dir (tests fill and empty disks with it)
+	// room: whether writes of jobs' output are refused for want of room
+	// (room.go); the work loop pauses while they are, as for the reserve.
+	room diskroom.Watch
 	// diskFull: the work loop pauses for the output disk (workLoop.diskFull);
 	// heartbeats go on without jobs to name, so the CLS keeps hearing of it.
 	diskFull atomic.Bool

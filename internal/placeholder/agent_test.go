@@ -958,10 +958,11 @@ func TestOneProc(t *testing.T) {
 	}
 }
 
-// TestAgentOutputLost: a job whose output cannot be written (a full disk:
-// the stdout file fails with ENOSPC after 4 KiB) still ends as it ran, but
-// the loss is recorded on its attempt and the job's detail says it. The
-// job is not blocked by its pipe, nor killed by it.
+// TestAgentOutputLost: a job whose output cannot be written (a failing
+// disk: the stdout file fails with EIO after 4 KiB) still ends as it ran,
+// but the loss is recorded on its attempt and the job's detail says it.
+// The job is not blocked by its pipe, nor killed by it. (A write refused
+// for want of room stops it to run again: TestAgentPausesForQuota.)
 func TestAgentOutputLost(t *testing.T) {
 	t.Parallel()
 	c := newCLS(t)
@@ -977,7 +978,7 @@ func TestAgentOutputLost(t *testing.T) {
 		if err != nil || path != stdout {
 			return f, err
 		}
-		return &fullDisk{f: f, room: 4096}, nil
+		return &fullDisk{f: f, room: 4096, err: syscall.EIO}, nil
 	}
 	runAgent(t, a)
 	e := c.wait(ids...)[ids[0]]
@@ -988,7 +989,7 @@ func TestAgentOutputLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(d.OutputLost, "stdout: ") || !strings.Contains(d.OutputLost, "no space left on device") {
+	if !strings.Contains(d.OutputLost, "stdout: ") || !strings.Contains(d.OutputLost, "input/output error") {
 		t.Errorf("output_lost %q, want the stdout's write error", d.OutputLost)
 	}
 	if b, err := os.ReadFile(stderr); err != nil || string(b) != "ok\n" {
@@ -1047,17 +1048,19 @@ func TestOutputLimitReserve(t *testing.T) {
 	}
 }
 
-// fullDisk is a file on a disk with room bytes left.
+// fullDisk is a file on a disk with room bytes left; past them writes
+// fail with err.
 type fullDisk struct {
 	f    io.WriteCloser
 	room int
+	err  syscall.Errno
 }
 
 func (d *fullDisk) Write(p []byte) (int, error) {
 	if len(p) > d.room {
 		n, _ := d.f.Write(p[:d.room])
 		d.room = 0
-		return n, &os.PathError{Op: "write", Path: "out", Err: syscall.ENOSPC}
+		return n, &os.PathError{Op: "write", Path: "out", Err: d.err}
 	}
 	d.room -= len(p)
 	return d.f.Write(p)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/mq-hpc/mq/internal/diskroom"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -70,8 +71,12 @@ func (a *Agent) checkPlace() error {
 
 // failPlace ends an attempt that could not start: as the job's failure
 // (attempt.fail), unless err is a placeFault: then the attempt is
-// interrupted and the agent marked broken.
+// interrupted and the agent marked broken; or a write refused for want of
+// room: then it runs again and the agent pauses (startRefused).
 func (a *Agent) failPlace(t *attempt, err error) bool {
+	if diskroom.Refused(err) {
+		return a.startRefused(t, err)
+	}
 	var pf placeFault
 	if !errors.As(err, &pf) {
 		return t.fail(err)

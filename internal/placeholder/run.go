@@ -264,12 +264,12 @@ func (a *Agent) prepare(ctx context.Context, t *attempt) bool {
 		// Other attempts of the job may run at once: this one makes its
 		// files apart, and keeps them only if it wins (scratch.go).
 		if t.sc, err = a.newScratch(dir, asg); err != nil {
-			return t.fail(err)
+			return a.failPlace(t, err)
 		}
 		t.runDir = t.sc.dir
 	}
 	if t.user, err = openUserStdio(asg, dir); err != nil {
-		return t.fail(err)
+		return a.failPlace(t, err)
 	}
 	outPath, errPath := job.OutputPaths(a.cfg.OutDir, asg.ID, asg.Attempt)
 	limDir := filepath.Dir(outPath)

@@ -64,15 +64,18 @@ type outputLimit struct {
 	written int64
 	reason  string
 	over    chan struct{} // closed once reason is set
-	full    bool          // stopped for the reserve
+	full    bool          // stopped for the reserve, or roomErr
 	free    int64         // the free space then
 	inodes  bool          // stopped for short inodes rather than bytes
+	roomErr error         // a write refused for want of room (refused)
+	// noRoom is told of a refused write (Agent.noteNoRoom: the agent pauses).
+	noRoom func(error)
 }
 
 // newOutputLimit is the limit of an attempt of asg: the smaller of the
 // agent's cap and the queue's (asg.MaxOutput, when in bounds).
 func (a *Agent) newOutputLimit(dir string, asg protocol.Assignment) *outputLimit {
-	l := &outputLimit{max: a.cfg.MaxOutput, capBy: "cls serve --max-output", reserve: a.cfg.OutputReserve, dir: dir, statfs: a.statfs, over: make(chan struct{})}
+	l := &outputLimit{max: a.cfg.MaxOutput, capBy: "cls serve --max-output", reserve: a.cfg.OutputReserve, dir: dir, statfs: a.statfs, over: make(chan struct{}), noRoom: a.noteNoRoom}
 	if l.max == 0 {
 		l.max = DefaultMaxOutput
 	}
@@ -130,11 +133,15 @@ func (l *outputLimit) stop(reason string) {
 // wrote less than the reserve: the disk was filled by others (other jobs,
 // other users, anything on the filesystem), not by it, and it is not to
 // fail for that (protocol.ReasonDiskFull: it runs again once there is
-// room). "" for any other attempt: one whose output took the reserve
-// would take it again, and fails.
+// room). So is one stopped by a write refused for want of room that wrote
+// less (roomRefused). "" for any other attempt: one whose output took the
+// reserve would take it again, and fails.
 func (l *outputLimit) othersFilled() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.roomErr != nil {
+		return l.roomRefused()
+	}
 	if !l.full || l.written >= l.reserve {
 		return ""
 	}
@@ -166,7 +173,8 @@ func (lw limitedWriter) Write(p []byte) (int, error) {
 	n := lw.lim.take(len(p))
 	m, err := lw.w.Write(p[:n])
 	if err != nil {
-		return m, err // output lost (reported), the job goes on: see drain
+		lw.lim.refused(err) // for want of room: the job is stopped
+		return m, err       // else output lost (reported), the job goes on: see drain
 	}
 	if n < len(p) {
 		return m, errOverLimit
@@ -203,6 +211,7 @@ func (a *Agent) drain(s *sink, lim *outputLimit, also io.Writer) error {
 	}
 	fc, err := a.openOutput(s)
 	if err != nil {
+		lim.refused(err)
 		io.Copy(io.Discard, r) // keep the job from blocking on a full pipe
 		return err
 	}
@@ -220,15 +229,16 @@ func (a *Agent) drain(s *sink, lim *outputLimit, also io.Writer) error {
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		err = errHeldOpen // cut: what was read is kept
 	} else if err != nil {
-		// A write error (EIO, EFBIG, ENOSPC from something else filling
-		// the disk) loses the output, not the job; at the limit the job
-		// is being stopped. Either way keep draining, so the job does not
+		// A write error (EIO, EFBIG) loses the output, not the job; at
+		// the limit, or refused for want of room (outputLimit.refused),
+		// the job is being stopped. Either way keep draining, so the job does not
 		// block on (or die of) its pipe.
 		s.markCut(err)
 		io.Copy(io.Discard, r)
 	}
 	if cerr := fc.Close(); err == nil {
 		err = cerr
+		lim.refused(cerr) // a quota may show only at the close (NFS), or the stream's last chunk
 	}
 	return overLimit(err)
 }

@@ -336,6 +336,7 @@ func (a *Agent) syncReports(ctx context.Context, batch []protocol.Report) {
 				}
 			case f != nil:
 				if err = s.syncTo(f, st.Last+1); err != nil {
+					a.noteNoRoom(err) // a quota found at the sync (NFS): no more jobs meanwhile
 					err = fmt.Errorf("sync %s: %w", st.File, err)
 				}
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/backoff"
+	"github.com/mq-hpc/mq/internal/diskroom"
 	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -275,25 +276,37 @@ func (w *workLoop) state() loopState {
 }
 
 // diskFull says whether the free space on the output directory's
-// filesystem is below the output reserve, looked at again at each turn
-// of the loop (before it decides whether to ask for work), at least at
-// each tick: a paused agent neither spins nor sleeps a fixed time. It
-// logs once when the agent pauses and once when it resumes.
+// filesystem is below the output reserve, or writes of jobs' output there
+// are refused for want of room (a quota statfs does not show: room.go),
+// looked at again at each turn of the loop (before it decides whether to
+// ask for work), at least at each tick: a paused agent neither spins nor
+// sleeps a fixed time. It logs once when the agent pauses and once when
+// it resumes.
 func (w *workLoop) diskFull() bool {
 	a := w.a
-	if a.cfg.OutputReserve <= 0 || a.cfg.NoOp || w.exiting {
+	if a.cfg.NoOp || w.exiting {
 		return w.diskIsFull
 	}
-	free, err := a.statfs(a.cfg.OutDir)
-	full := err == nil && (free.Bytes < a.cfg.OutputReserve || free.InodesShort()) // unknown: as the output limit, not full
+	refused := a.room.Short(time.Now(), func() error { return diskroom.Probe(a.cfg.OutDir, a.create) })
+	var free diskroom.Free
+	full := false
+	if a.cfg.OutputReserve > 0 {
+		var err error
+		free, err = a.statfs(a.cfg.OutDir)
+		full = err == nil && (free.Bytes < a.cfg.OutputReserve || free.InodesShort()) // unknown: as the output limit, not full
+	}
 	switch {
 	case full && !w.diskIsFull:
 		a.log.Warn("the output disk is nearly full: taking no new jobs until there is room (cls serve --output-reserve)",
 			"dir", a.cfg.OutDir, "free", free.Bytes, "reserve", a.cfg.OutputReserve, "inodes_free", free.Inodes, "inodes_kept", free.Keep, "running", w.running)
-	case !full && w.diskIsFull:
+	case refused != nil && !w.diskIsFull:
+		a.log.Warn("writing jobs' output is refused for want of room ("+diskroom.Why(refused)+"): taking no new jobs until a write goes through",
+			"dir", a.cfg.OutDir, "err", refused, "running", w.running)
+	case !full && refused == nil && w.diskIsFull:
 		// At the pause's level: where the pause shows, its end does.
 		a.log.Warn("room on the output disk again: taking jobs", "dir", a.cfg.OutDir, "free", free.Bytes, "reserve", a.cfg.OutputReserve, "inodes_free", free.Inodes)
 	}
+	full = full || refused != nil
 	w.diskIsFull = full
 	a.diskFull.Store(full)
 	return full

@@ -1,0 +1,196 @@
+package placeholder
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mq-hpc/mq/internal/diskroom"
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// quota stands in for a home directory over its quota: while over, files
+// are made (an empty file costs no block) but every write to them fails
+// with EDQUOT, and statfs still shows the disk nearly empty.
+type quota struct {
+	over   atomic.Bool
+	writes atomic.Int64 // writes refused
+}
+
+func (q *quota) create(path string) (io.WriteCloser, error) {
+	f, err := createOutput(path)
+	if err != nil {
+		return nil, err
+	}
+	return &quotaFile{f: f, q: q}, nil
+}
+
+type quotaFile struct {
+	f io.WriteCloser
+	q *quota
+}
+
+func (f *quotaFile) Write(p []byte) (int, error) {
+	if f.q.over.Load() {
+		f.q.writes.Add(1)
+		return 0, &os.PathError{Op: "write", Path: "out", Err: syscall.EDQUOT}
+	}
+	return f.f.Write(p)
+}
+
+func (f *quotaFile) Close() error { return f.f.Close() }
+
+// TestAgentPausesForQuota: a home directory over its quota fails every
+// write of jobs' output with EDQUOT while statfs shows petabytes free. A
+// job whose output cannot be written is stopped and runs again (its
+// attempt not counted), as for a full disk, rather than ending done with
+// its output lost; the agent then takes no new jobs, saying why once,
+// until a small write goes through again, and then runs them all with
+// their output whole.
+func TestAgentPausesForQuota(t *testing.T) {
+	t.Parallel()
+	c := newCLS(t)
+	q := &quota{}
+	q.over.Store(true)
+	var logs logBuffer
+	cfg := agentConfig(t, 1)
+	cfg.Dial, cfg.OutputReserve = c.dial, 1<<20
+	cfg.Log = slog.New(slog.NewTextHandler(&logs, nil))
+	a := New(cfg)
+	a.create = q.create
+	a.statfs = func(string) (diskroom.Free, error) { return diskroom.Free{Bytes: 1 << 50}, nil }
+	runAgent(t, a)
+
+	var ids []int64
+	for i := range 4 {
+		ids = append(ids, c.submit(protocol.JobSpec{Target: "t", Cwd: t.TempDir(), Command: fmt.Sprintf("echo out%d", i)})...)
+	}
+	waitUntil(t, 2*time.Minute, func() error {
+		if logs.count("taking no new jobs") == 0 {
+			return fmt.Errorf("the agent did not pause; log:\n%s", logs.String())
+		}
+		return nil
+	})
+	nexts := c.count(protocol.OpNext.Name, false)
+	// Paused: writes are tried again (the probe) but no job is asked for.
+	refused := q.writes.Load()
+	waitUntil(t, 2*time.Minute, func() error {
+		if n := q.writes.Load() - refused; n < 2 {
+			return fmt.Errorf("%d writes tried while paused, want 2 (the probe)", n)
+		}
+		return nil
+	})
+	if n := c.count(protocol.OpNext.Name, false); n != nexts {
+		t.Errorf("the paused agent asked for work: %d next requests, %d when it paused", n, nexts)
+	}
+	for _, id := range ids {
+		if s := stateOf(t, c, id); s == "D" || s == "F" {
+			d, _ := c.store.Inspect().Job(context.Background(), id)
+			t.Fatalf("job %d ended %s while the quota was exceeded, want it queued to run again: %+v", id, s, d)
+		}
+	}
+
+	q.over.Store(false) // room under the quota again
+	ends := c.wait(ids...)
+	for i, id := range ids {
+		if e := ends[id]; e.State != "D" {
+			t.Errorf("job %d ended %+v, want done once there was room", id, e)
+			continue
+		}
+		d, err := c.store.Inspect().Job(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range d.History {
+			if !protocol.DiskFull(h.Reason) || !strings.Contains(h.Reason, "disk quota exceeded") {
+				t.Errorf("job %d: an attempt ended %q, want one stopped for the quota", id, h.Reason)
+			}
+		}
+		stdout, _ := job.OutputPaths(cfg.OutDir, id, d.Attempts)
+		if b, err := os.ReadFile(stdout); err != nil || string(b) != fmt.Sprintf("out%d\n", i) {
+			t.Errorf("job %d: stdout %q, %v; want its line", id, b, err)
+		}
+	}
+	if p, r := logs.count("taking no new jobs"), logs.count("taking jobs"); p != 1 || r != 1 {
+		t.Errorf("logged the pause %d times and the resumption %d times, want once each; log:\n%s", p, r, logs.String())
+	}
+}
+
+// TestOutputLimitRefused: a write refused for want of room (ENOSPC,
+// EDQUOT) stops the attempt and pauses the agent; the attempt runs again
+// unless it wrote enough to be the cause itself; any other write error
+// loses the output but leaves the job running.
+func TestOutputLimitRefused(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		written int64
+		err     error
+		stopped bool
+		again   bool
+	}{
+		{"quota, a few lines written", 100, &os.PathError{Op: "write", Path: "o", Err: syscall.EDQUOT}, true, true},
+		{"full disk, nothing written", 0, &os.PathError{Op: "close", Path: "o", Err: syscall.ENOSPC}, true, true},
+		{"quota it filled itself", roomOwn, syscall.EDQUOT, true, false},
+		{"a failing disk", 100, &os.PathError{Op: "write", Path: "o", Err: syscall.EIO}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var paused error
+			l := &outputLimit{max: -1, reserve: 4000, dir: "/out", over: make(chan struct{}), written: tc.written,
+				noRoom: func(err error) { paused = err }}
+			l.refused(tc.err)
+			select {
+			case <-l.over:
+				if !tc.stopped {
+					t.Errorf("stopped: %q", l.why())
+				}
+			default:
+				if tc.stopped {
+					t.Error("not stopped")
+				}
+			}
+			if (paused != nil) != tc.stopped {
+				t.Errorf("the agent was told %v, want it told: %v", paused, tc.stopped)
+			}
+			again := l.othersFilled()
+			if (again != "") != tc.again || (again != "" && !protocol.DiskFull(again)) {
+				t.Errorf("othersFilled = %q, want it to run again: %v", again, tc.again)
+			}
+		})
+	}
+}
+
+// TestStartRefused: an attempt that cannot start because a file it needs
+// (its -o file, its scratch directory) is refused for want of room runs
+// again and pauses the agent; one refused for another reason fails.
+func TestStartRefused(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		err   error
+		again bool
+	}{
+		{&os.PathError{Op: "open", Path: "/home/u/out.txt", Err: syscall.EDQUOT}, true},
+		{&os.PathError{Op: "mkdir", Path: "/scratch/x", Err: syscall.ENOSPC}, true},
+		{&os.PathError{Op: "open", Path: "/home/u/out.txt", Err: syscall.EACCES}, false},
+	} {
+		a := New(Config{OutDir: t.TempDir()})
+		at := &attempt{rep: protocol.Report{ID: 1, Attempt: 1}}
+		if a.failPlace(at, tc.err) {
+			t.Fatalf("%v: failPlace said the attempt started", tc.err)
+		}
+		if got := protocol.DiskFull(at.rep.Reason); got != tc.again {
+			t.Errorf("%v: reason %q, want it to run again: %v", tc.err, at.rep.Reason, tc.again)
+		}
+		if got := a.room.Short(time.Now(), func() error { return syscall.EDQUOT }) != nil; got != tc.again {
+			t.Errorf("%v: agent paused %v, want %v", tc.err, got, tc.again)
+		}
+	}
+}

@@ -126,6 +126,24 @@ func OSEnv() Env {
 	return Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getwd: os.Getwd, Environ: os.Environ}
 }
 
+// cutShort is err, or, for a connection lost before the CLS answered an
+// action on many jobs (the CLS died or restarted), a line that says what
+// became of them: the action goes in batches, each committed, so some may
+// be done; goesOn says so (batchesDone). Without it users read
+// "connection closed" as nothing done.
+func cutShort(err error, goesOn string) error {
+	if errors.Is(err, client.ErrClosed) {
+		return fmt.Errorf("%w before it answered: %s", err, goesOn)
+	}
+	return err
+}
+
+// batchesDone is cutShort's goesOn for an action on selected jobs; again
+// is the command that does the rest.
+func batchesDone(again string) string {
+	return "the jobs of the batches it committed stay so, the others do not (mqstat shows which; " + again + " again for the rest)"
+}
+
 // interrupted is err, or, once ctx ended (Ctrl-C, SIGTERM), exit 130
 // with a line saying so and what goes on: a command that follows jobs
 // stops following, nothing else.

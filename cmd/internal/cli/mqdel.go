@@ -47,7 +47,7 @@ unless -Q.`
 		}
 		reply, err := client.Do(c.Context, cl, protocol.OpDelete, sel)
 		if err != nil {
-			return err
+			return cutShort(err, batchesDone("mqdel"))
 		}
 		if err := atomicErrors("deleted", reply); err != nil {
 			return err
@@ -235,6 +235,7 @@ func deleteTargets(c *cli.Context, cl *client.Client, sel protocol.Select) error
 	failed := 0
 	for _, call := range calls {
 		reply, err := call.Wait(c.Context)
+		err = cutShort(err, batchesDone("mqdel"))
 		if err == nil {
 			err = refusals("not deleted", reply)
 		}

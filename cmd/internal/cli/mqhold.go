@@ -66,7 +66,7 @@ func holdAction(c *cli.Context, env Env, op protocol.Op[protocol.Select, protoco
 	defer cl.Close()
 	reply, err := client.Do(c.Context, cl, op, sel)
 	if err != nil {
-		return err
+		return cutShort(err, batchesDone(c.App.Name))
 	}
 	if err := atomicErrors(verb, reply); err != nil {
 		return err

@@ -695,7 +695,7 @@ func mqsubRerun(c *cli.Context, env Env) error {
 	defer cl.Close()
 	reply, err := client.Do(c.Context, cl, protocol.OpRerun, req)
 	if err != nil {
-		return err
+		return cutShort(err, batchesDone("mqsub --rerun"))
 	}
 	if err := atomicErrors("rerun", reply); err != nil {
 		return err

@@ -16,6 +16,9 @@ import (
 
 // Purge returns cls purge: it removes ended jobs for good. It lives with
 // the user commands because it selects jobs as mqdel does.
+// purgeGoesOn is what becomes of a purge cut short.
+const purgeGoesOn = "the batches purged so far stay purged (cls purge again for the rest)"
+
 func Purge(env Env) *cli.Command {
 	flags := []cli.Flag{
 		&cli.StringFlag{Name: "q", Aliases: []string{"queue"}, Usage: "with ids: they must be in this queue; else purge its ended jobs"},
@@ -78,7 +81,7 @@ the output bytes freed.`,
 			defer cl.Close()
 			reply, err := client.Do(c.Context, cl, protocol.OpPurge, req)
 			if err != nil {
-				return interrupted(c.Context, err, "the batches purged so far stay purged (cls purge again for the rest)")
+				return cutShort(interrupted(c.Context, err, purgeGoesOn), purgeGoesOn)
 			}
 			verb := "purged"
 			if req.DryRun {

@@ -5,6 +5,8 @@ package e2e
 import (
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -114,4 +116,61 @@ func TestCLSKilledDuringBulkActions(t *testing.T) {
 		}
 		t.Errorf("%d jobs listed after the purge, e.g. %v", len(js), slices.Clip(ids))
 	}
+}
+
+// TestCLSKilledDuringArraySubmit SIGKILLs the CLS while it commits a job
+// array with a %limit (its members, the array's row and its limit in one
+// commit): after a restart the array is there whole or not at all, the
+// listing shows it as one line with every member counted, and mqsub said
+// which in one line.
+func TestCLSKilledDuringArraySubmit(t *testing.T) {
+	const n = 200000
+	h := newHarness(t)
+	h.startCLS("--local", "0")
+	done := make(chan result, 1)
+	go func() {
+		r, _ := runBin(90*time.Second, h.env(), h.dir, nil, "mqsub", "--array", fmt.Sprintf("1-%d%%3", n), "arr", "true")
+		done <- r
+	}()
+	// Kill once the commit writes (the WAL grows), or as mqsub ends.
+	wal := filepath.Join(h.home, "mq.db-wal")
+	var r result
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		if st, err := os.Stat(wal); err == nil && st.Size() > 2<<20 {
+			break
+		}
+		if h.cls.exited() {
+			t.Fatalf("the CLS exited on its own: %s", h.cls.stderr.String())
+		}
+	}
+	h.stopCLS(syscall.SIGKILL, 5*time.Second)
+	r = <-done
+	t.Logf("mqsub after the kill: %s", r)
+	if strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 {
+		t.Errorf("mqsub's error is more than one line: %q", r.stderr)
+	}
+
+	h.startCLS("--local", "0")
+	total := 0
+	for _, c := range h.summary()["default"] {
+		total += c
+	}
+	t.Logf("after the restart the metaqueue holds %d jobs", total)
+	if total != 0 && total != n {
+		t.Fatalf("the metaqueue holds %d jobs; want 0 or the whole array, %d", total, n)
+	}
+	if r.code == 0 && total != n {
+		t.Errorf("mqsub said the array was submitted, the metaqueue holds %d jobs", total)
+	}
+	if strings.Contains(r.stderr, "nothing was added") && total != 0 {
+		t.Errorf("mqsub said nothing was added, the metaqueue holds %d jobs", total)
+	}
+	if total == n {
+		want := fmt.Sprintf("array 1-%d%%3, %d jobs: %d Q (at most 3 executing)", n, n, n)
+		if out := h.ok("mqstat"); !strings.Contains(out, want) {
+			t.Errorf("mqstat after the restart, want a line with %q:\n%s", want, clip(out))
+		}
+	}
+	// The CLS takes the next array as ever.
+	h.ok("mqsub", "--array", "1-10%2", "arr2", "true")
 }

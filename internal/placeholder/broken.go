@@ -56,7 +56,12 @@ func (a *Agent) checkPlace() error {
 	if a.cfg.NoOp {
 		return nil
 	}
-	if err := writable(a.cfg.OutDir); err != nil { // jobs still run; each says its output was lost
+	// A write, not only a file made: over a block quota an empty file is
+	// still made. Refused for want of room, the agent starts paused
+	// (room.go) rather than stopping a job to find it out.
+	if err := diskroom.Probe(a.cfg.OutDir, a.create); diskroom.Refused(err) {
+		a.noteNoRoom(err)
+	} else if err != nil { // jobs still run; each says its output was lost
 		a.log.Warn("the placeholder output directory cannot be written: jobs' output will be lost", "dir", a.cfg.OutDir, "err", err)
 	}
 	if a.cfg.DataRoot == "" {

@@ -2,6 +2,7 @@ package placeholder
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -192,5 +193,50 @@ func TestStartRefused(t *testing.T) {
 		if got := a.room.Short(time.Now(), func() error { return syscall.EDQUOT }) != nil; got != tc.again {
 			t.Errorf("%v: agent paused %v, want %v", tc.err, got, tc.again)
 		}
+	}
+}
+
+// TestAgentStartsPausedOverQuota: an agent that starts on a home already
+// over its quota (a placeholder the site started anew) finds it with a
+// write as it starts and takes no job until a write goes through: no
+// attempt is spent to find it out.
+func TestAgentStartsPausedOverQuota(t *testing.T) {
+	t.Parallel()
+	c := newCLS(t)
+	q := &quota{}
+	q.over.Store(true)
+	var logs logBuffer
+	cfg := agentConfig(t, 1)
+	cfg.Dial = c.dial
+	cfg.Log = slog.New(slog.NewTextHandler(&logs, nil))
+	a := New(cfg)
+	a.create = q.create
+	id := c.submit(protocol.JobSpec{Target: "t", Cwd: t.TempDir(), Command: "echo hi"})[0]
+	runAgent(t, a)
+	waitUntil(t, 2*time.Minute, func() error {
+		if logs.count("taking no new jobs") == 0 {
+			return fmt.Errorf("the agent did not pause; log:\n%s", logs.String())
+		}
+		return nil
+	})
+	refused := q.writes.Load()
+	waitUntil(t, 2*time.Minute, func() error {
+		if n := q.writes.Load() - refused; n < 1 {
+			return errors.New("no probe while paused")
+		}
+		return nil
+	})
+	if n := c.count(protocol.OpNext.Name, false); n != 0 {
+		t.Errorf("the agent paused from its start asked for work %d times", n)
+	}
+	if s := stateOf(t, c, id); s != "Q" {
+		t.Errorf("job %d is %s, want it queued, untouched", id, s)
+	}
+	q.over.Store(false)
+	if e := c.wait(id)[id]; e.State != "D" {
+		t.Fatalf("job ended %+v, want done once there was room", e)
+	}
+	if d, err := c.store.Inspect().Job(context.Background(), id); err != nil || len(d.History) != 0 {
+		t.Errorf("history %+v (%v), want no attempt spent on the quota", d.History, err)
 	}
 }

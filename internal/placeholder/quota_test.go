@@ -22,8 +22,9 @@ import (
 // are made (an empty file costs no block) but every write to them fails
 // with EDQUOT, and statfs still shows the disk nearly empty.
 type quota struct {
-	over   atomic.Bool
-	writes atomic.Int64 // writes refused
+	over    atomic.Bool
+	atClose bool         // refused at the close, as NFS does, not the write
+	writes  atomic.Int64 // writes refused
 }
 
 func (q *quota) create(path string) (io.WriteCloser, error) {
@@ -40,14 +41,21 @@ type quotaFile struct {
 }
 
 func (f *quotaFile) Write(p []byte) (int, error) {
-	if f.q.over.Load() {
+	if f.q.over.Load() && !f.q.atClose {
 		f.q.writes.Add(1)
 		return 0, &os.PathError{Op: "write", Path: "out", Err: syscall.EDQUOT}
 	}
 	return f.f.Write(p)
 }
 
-func (f *quotaFile) Close() error { return f.f.Close() }
+func (f *quotaFile) Close() error {
+	err := f.f.Close()
+	if f.q.over.Load() && f.q.atClose {
+		f.q.writes.Add(1)
+		return &os.PathError{Op: "close", Path: "out", Err: syscall.EDQUOT}
+	}
+	return err
+}
 
 // TestAgentPausesForQuota: a home directory over its quota fails every
 // write of jobs' output with EDQUOT while statfs shows petabytes free. A
@@ -55,12 +63,20 @@ func (f *quotaFile) Close() error { return f.f.Close() }
 // attempt not counted), as for a full disk, rather than ending done with
 // its output lost; the agent then takes no new jobs, saying why once,
 // until a small write goes through again, and then runs them all with
-// their output whole.
+// their output whole. Over NFS the quota shows only at the close (or the
+// sync): the same.
 func TestAgentPausesForQuota(t *testing.T) {
 	t.Parallel()
+	for _, atClose := range []bool{false, true} {
+		t.Run(fmt.Sprintf("at close %v", atClose), func(t *testing.T) {
+			t.Parallel()
+			testAgentPausesForQuota(t, &quota{atClose: atClose})
+		})
+	}
+}
+
+func testAgentPausesForQuota(t *testing.T, q *quota) {
 	c := newCLS(t)
-	q := &quota{}
-	q.over.Store(true)
 	var logs logBuffer
 	cfg := agentConfig(t, 1)
 	cfg.Dial, cfg.OutputReserve = c.dial, 1<<20
@@ -69,6 +85,15 @@ func TestAgentPausesForQuota(t *testing.T) {
 	a.create = q.create
 	a.statfs = func(string) (diskroom.Free, error) { return diskroom.Free{Bytes: 1 << 50}, nil }
 	runAgent(t, a)
+	// Over the quota once the agent has started (checkPlace) and asks for
+	// work: its jobs find it.
+	waitUntil(t, 2*time.Minute, func() error {
+		if c.count(protocol.OpNext.Name, false) == 0 {
+			return errors.New("the agent asked for no work yet")
+		}
+		return nil
+	})
+	q.over.Store(true)
 
 	var ids []int64
 	for i := range 4 {

@@ -59,7 +59,7 @@ func TestWatch(t *testing.T) {
 	if err := w.Short(now.Add(2*ProbeEvery), func() error { probes++; return nil }); err != nil || probes != 2 {
 		t.Fatalf("probe through: Short = %v after %d probes, want room", err, probes)
 	}
-	if !Refused(syscall.ENOSPC) || Refused(syscall.EIO) || Refused(nil) {
+	if !Refused(syscall.ENOSPC) || !Refused(syscall.EROFS) || Refused(syscall.EIO) || Refused(syscall.EFBIG) || Refused(nil) {
 		t.Error("Refused: wrong")
 	}
 }

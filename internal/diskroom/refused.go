@@ -14,9 +14,11 @@ import (
 // Refused says whether err is a write refused for want of room: a full
 // disk (ENOSPC) or a used-up quota (EDQUOT), which the free space does
 // not show (a home directory over its quota on a filesystem with
-// petabytes free).
+// petabytes free). A filesystem remounted read-only (EROFS: a network
+// filesystem's client after errors) counts too: like room, writability
+// comes back, and a probe sees when.
 func Refused(err error) bool {
-	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EROFS)
 }
 
 // Why is why a write was refused, without the path and op around it

@@ -166,7 +166,9 @@ func TestOutputLimitRefused(t *testing.T) {
 		{"quota, a few lines written", 100, &os.PathError{Op: "write", Path: "o", Err: syscall.EDQUOT}, true, true},
 		{"full disk, nothing written", 0, &os.PathError{Op: "close", Path: "o", Err: syscall.ENOSPC}, true, true},
 		{"quota it filled itself", roomOwn, syscall.EDQUOT, true, false},
+		{"a home remounted read-only", 100, &os.PathError{Op: "write", Path: "o", Err: syscall.EROFS}, true, true},
 		{"a failing disk", 100, &os.PathError{Op: "write", Path: "o", Err: syscall.EIO}, false, false},
+		{"a file-size limit", 100, &os.PathError{Op: "write", Path: "o", Err: syscall.EFBIG}, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var paused error

@@ -300,7 +300,7 @@ func (w *workLoop) diskFull() bool {
 		a.log.Warn("the output disk is nearly full: taking no new jobs until there is room (cls serve --output-reserve)",
 			"dir", a.cfg.OutDir, "free", free.Bytes, "reserve", a.cfg.OutputReserve, "inodes_free", free.Inodes, "inodes_kept", free.Keep, "running", w.running)
 	case refused != nil && !w.diskIsFull:
-		a.log.Warn("writing jobs' output is refused for want of room ("+diskroom.Why(refused)+"): taking no new jobs until a write goes through",
+		a.log.Warn("writing jobs' output is refused ("+diskroom.Why(refused)+"): taking no new jobs until a write goes through",
 			"dir", a.cfg.OutDir, "err", refused, "running", w.running)
 	case !full && refused == nil && w.diskIsFull:
 		// At the pause's level: where the pause shows, its end does.

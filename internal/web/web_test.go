@@ -176,7 +176,7 @@ func TestPages(t *testing.T) {
 		code int
 		want []string
 	}{
-		{"/", 200, []string{`id="total-Q">6<`, `id="total-D">3<`, "Jobs per state", "degraded", `<svg`, "moved 2 files", "1 paused: output disk nearly full"}},
+		{"/", 200, []string{`id="total-Q">6<`, `id="total-D">3<`, "Jobs per state", "degraded", `<svg`, "moved 2 files", "1 paused: output disk nearly full or refusing writes"}},
 		{"/jobs", 200, []string{`href="./job/1"`, `id="next"`, "after=100"}},
 		{"/jobs?after=200", 200, []string{`href="./job/250"`}},
 		{"/jobs?state=Z", 400, nil},

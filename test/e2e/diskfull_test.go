@@ -285,7 +285,7 @@ func TestDiskFilledUnderWork(t *testing.T) {
 	}
 	// The pause is shown: the placeholders' heartbeats say so.
 	waitFor(t, 90*time.Second, func() error {
-		if out := h.ok("cls", "site", "list"); !strings.Contains(out, "(2 paused: output disk nearly full)") {
+		if out := h.ok("cls", "site", "list"); !strings.Contains(out, "(2 paused: output disk nearly full or refusing writes)") {
 			return fmt.Errorf("cls site list:\n%s", out)
 		}
 		return nil

@@ -251,7 +251,7 @@ func warnNoSite(c *cli.Context, cl *client.Client, err error) error {
 		return nil
 	}
 	if paused := pausedPlaceholders(r.Sites); paused > 0 {
-		fmt.Fprintf(c.App.ErrWriter, "mqstat: warning: %d placeholder(s) take no new jobs: their output disk is nearly full (free space there; cls site list)\n", paused)
+		fmt.Fprintf(c.App.ErrWriter, "mqstat: warning: %d placeholder(s) take no new jobs: their output disk is nearly full or refuses writes (a quota used up?): free space there (cls site list)\n", paused)
 	}
 	for _, s := range r.Sites {
 		if s.State != "degraded" {

@@ -19,7 +19,7 @@ import (
 func TestWarnNoSite(t *testing.T) {
 	t.Parallel()
 	const warning = "mqstat: warning: every site is degraded, so no placeholder starts and queued jobs wait: cls site list says why\n"
-	const paused = "mqstat: warning: 3 placeholder(s) take no new jobs: their output disk is nearly full (free space there; cls site list)\n"
+	const paused = "mqstat: warning: 3 placeholder(s) take no new jobs: their output disk is nearly full or refuses writes (a quota used up?): free space there (cls site list)\n"
 	degraded := protocol.SiteInfo{State: "degraded", Error: "ssh: connection refused"}
 	for _, tc := range []struct {
 		name  string

@@ -300,7 +300,7 @@ func printSites(w io.Writer, sites []protocol.SiteInfo) {
 			where += " (" + s.Given + ")"
 		}
 		if s.Paused > 0 {
-			where += fmt.Sprintf(" (%d paused: output disk nearly full)", s.Paused)
+			where += fmt.Sprintf(" (%d paused: output disk nearly full or refusing writes)", s.Paused)
 		}
 		if s.Error != "" {
 			where += ": " + strings.ReplaceAll(s.Error, "\n", " ")

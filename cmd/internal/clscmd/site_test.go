@@ -271,7 +271,7 @@ func TestPrintSitesSize(t *testing.T) {
 func TestPrintSitesPaused(t *testing.T) {
 	var b bytes.Buffer
 	printSites(&b, []protocol.SiteInfo{{SiteSpec: protocol.SiteSpec{Name: "local", Type: "local", Max: 2}, State: "ok", Connected: 2, Paused: 2}})
-	if !strings.Contains(b.String(), "(2 paused: output disk nearly full)") {
+	if !strings.Contains(b.String(), "(2 paused: output disk nearly full or refusing writes)") {
 		t.Errorf("cls site list:\n%s", b.String())
 	}
 }

@@ -94,7 +94,7 @@ function renderSites(sites) {
     if (s.paused) {
       const p = document.createElement("span");
       p.className = "err";
-      p.textContent = " " + s.paused + " paused: output disk nearly full";
+      p.textContent = " " + s.paused + " paused: output disk nearly full or refusing writes";
       st.appendChild(p);
     }
     tr.appendChild(st);

@@ -53,7 +53,10 @@ func IsLocked(err error) bool {
 // room, and why: SQLite reports a full disk (ENOSPC on write) as
 // SQLITE_FULL, but a quota (EDQUOT), and a full disk found only at fsync
 // or close (NFS), as an I/O error. For those probe says: a small write
-// beside the database (Probe) that fails for want of room. Nil: not for
+// beside the database (Probe) that fails for want of room. A filesystem
+// remounted read-only (EROFS, also an I/O error) counts too: every write
+// would fail the same way until it is writable again, and each failure
+// would cost the core a reload (ReadOnly tells it apart). Nil: not for
 // want of room.
 func NoRoom(cause error, probe func() error) error {
 	switch {
@@ -90,13 +93,18 @@ func writeProbe(f *os.File) error {
 	return err
 }
 
-// roomErr is err if it is for want of room, else nil.
+// roomErr is err if it is for want of room (or a read-only filesystem),
+// else nil.
 func roomErr(err error) error {
-	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EROFS) {
 		return err
 	}
 	return nil
 }
+
+// ReadOnly says whether NoRoom's answer is a read-only filesystem: no
+// space freed lets a write through.
+func ReadOnly(noRoom error) bool { return errors.Is(noRoom, syscall.EROFS) }
 
 const storagePrefix = "metaqueue storage failure: "
 
@@ -109,6 +117,8 @@ func Answer(cause error, dir string, noRoom error) error {
 	// already.
 	msg := strings.TrimPrefix(cause.Error(), storagePrefix)
 	switch {
+	case ReadOnly(noRoom):
+		return protocol.Errorf(protocol.CodeInternal, storagePrefix+"%s: the filesystem of %s is read-only (remounted so after errors?): nothing was changed; try again once it can be written", msg, dir)
 	case errors.Is(noRoom, syscall.EDQUOT):
 		return protocol.Errorf(protocol.CodeInternal, storagePrefix+"%s: disk quota exceeded: nothing was changed; free space under your quota on the filesystem of %s and try again", msg, dir)
 	case noRoom != nil && !IsFull(cause):

@@ -50,6 +50,7 @@ func TestAnswer(t *testing.T) {
 		{"full", codeErr(13), codeErr(13), []string{"nothing was changed", "free space on the filesystem of /var/mq"}, "quota"},
 		{"quota", codeErr(10 | 3<<8), syscall.EDQUOT, []string{"sqlite code 778: disk quota exceeded: nothing was changed", "free space under your quota on the filesystem of /var/mq"}, ""},
 		{"full at fsync", codeErr(10 | 4<<8), syscall.ENOSPC, []string{"sqlite code 1034: the disk is full: nothing was changed", "free space on the filesystem of /var/mq"}, "quota"},
+		{"read-only", codeErr(10 | 3<<8), syscall.EROFS, []string{"sqlite code 778: the filesystem of /var/mq is read-only", "nothing was changed; try again once it can be written"}, "free space"},
 	} {
 		err := Answer(tc.cause, "/var/mq", tc.noRoom)
 		if !protocol.IsCode(err, protocol.CodeInternal) {
@@ -83,6 +84,7 @@ func TestNoRoom(t *testing.T) {
 		{"full", codeErr(13), nil, codeErr(13), 0},
 		{"quota", codeErr(10 | 3<<8), syscall.EDQUOT, syscall.EDQUOT, 1},
 		{"I/O error with room", codeErr(10 | 3<<8), nil, nil, 1},
+		{"read-only", codeErr(10 | 3<<8), &os.PathError{Op: "open", Path: "/var/mq/.room-1", Err: syscall.EROFS}, syscall.EROFS, 1},
 		{"busy", codeErr(5), syscall.ENOSPC, nil, 0},
 		{"not SQLite's", errors.New("boom"), syscall.ENOSPC, nil, 0},
 	} {
@@ -115,6 +117,11 @@ func TestProbe(t *testing.T) {
 	}
 	if err := roomErr(writeProbe(f)); !errors.Is(err, syscall.ENOSPC) {
 		t.Errorf("a write to /dev/full: %v, want ENOSPC", err)
+	}
+	// A filesystem remounted read-only refuses the probe's file as it
+	// refuses the database's writes.
+	if err := roomErr(&os.PathError{Op: "open", Path: dir, Err: syscall.EROFS}); !errors.Is(err, syscall.EROFS) {
+		t.Errorf("a read-only filesystem: %v, want EROFS", err)
 	}
 }
 

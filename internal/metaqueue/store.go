@@ -550,7 +550,7 @@ func (e fatalError) Unwrap() error { return e.err }
 func (s *Store) recover(cause error, batch []*call) {
 	dir := filepath.Dir(s.opt.Path)
 	noRoom := batchfail.NoRoom(cause, s.room.Probed)
-	if noRoom != nil && s.opt.OnFull != nil && s.opt.OnFull() {
+	if noRoom != nil && !batchfail.ReadOnly(noRoom) && s.opt.OnFull != nil && s.opt.OnFull() {
 		s.released.Add(1) // room for the next try: deletes try again at once
 	}
 	if s.inTx {

@@ -2222,6 +2222,8 @@ func TestDeleteOnFullDiskUsesReserve(t *testing.T) {
 		{name: "quota", cause: sqliteIOWrite, probe: syscall.EDQUOT, retried: true, says: "disk quota exceeded: nothing was changed; free space under your quota on the filesystem of"},
 		{name: "full at fsync", cause: sqliteIOWrite, probe: syscall.ENOSPC, retried: true, says: "the disk is full: nothing was changed"},
 		{name: "I/O error", cause: sqliteIOWrite, says: "metaqueue storage failure: disk I/O error (778)"},
+		// Read-only: no reserve to free helps; refused like a full disk.
+		{name: "read-only", cause: sqliteIOWrite, probe: syscall.EROFS, says: "is read-only (remounted so after errors?): nothing was changed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

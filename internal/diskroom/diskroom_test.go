@@ -45,7 +45,7 @@ func TestWatch(t *testing.T) {
 	now := time.Now()
 	w.Lost(&os.PathError{Op: "write", Path: "o", Err: syscall.EIO}, now)
 	probes := 0
-	refuse := func() error { probes++; return &os.PathError{Op: "write", Path: "p", Err: syscall.EDQUOT} }
+	refuse := func(error) error { probes++; return &os.PathError{Op: "write", Path: "p", Err: syscall.EDQUOT} }
 	if err := w.Short(now, refuse); err != nil || probes != 0 {
 		t.Fatalf("after EIO: Short = %v after %d probes, want room, no probe", err, probes)
 	}
@@ -56,7 +56,7 @@ func TestWatch(t *testing.T) {
 	if err := w.Short(now.Add(ProbeEvery), refuse); !Refused(err) || probes != 1 {
 		t.Fatalf("probe refused: Short = %v after %d probes", err, probes)
 	}
-	if err := w.Short(now.Add(2*ProbeEvery), func() error { probes++; return nil }); err != nil || probes != 2 {
+	if err := w.Short(now.Add(2*ProbeEvery), func(error) error { probes++; return nil }); err != nil || probes != 2 {
 		t.Fatalf("probe through: Short = %v after %d probes, want room", err, probes)
 	}
 	if !Refused(syscall.ENOSPC) || !Refused(syscall.EROFS) || Refused(syscall.EIO) || Refused(syscall.EFBIG) || Refused(nil) {

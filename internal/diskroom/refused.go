@@ -81,16 +81,16 @@ func (w *Watch) Lost(err error, now time.Time) {
 }
 
 // Short is the refused write while writes are still refused for want of
-// room: probe tries one again, at most once every ProbeEvery; nil once
-// one goes through (or fails for another reason, which the next write
-// will say).
-func (w *Watch) Short(now time.Time, probe func() error) error {
+// room: probe tries one again (where the refused one was), at most once
+// every ProbeEvery; nil once one goes through (or fails for another
+// reason, which the next write will say).
+func (w *Watch) Short(now time.Time, probe func(refused error) error) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err == nil || now.Before(w.next) {
 		return w.err
 	}
-	if err := probe(); Refused(err) {
+	if err := probe(w.err); Refused(err) {
 		w.err, w.next = err, now.Add(ProbeEvery)
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -217,8 +218,13 @@ func TestStartRefused(t *testing.T) {
 		if got := protocol.DiskFull(at.rep.Reason); got != tc.again {
 			t.Errorf("%v: reason %q, want it to run again: %v", tc.err, at.rep.Reason, tc.again)
 		}
-		if got := a.room.Short(time.Now(), func() error { return syscall.EDQUOT }) != nil; got != tc.again {
+		probed := ""
+		if got := a.room.Short(time.Now().Add(time.Hour), func(refused error) error { probed = a.refusedDir(refused); return syscall.EDQUOT }) != nil; got != tc.again {
 			t.Errorf("%v: agent paused %v, want %v", tc.err, got, tc.again)
+		}
+		// Tried again where the refused write was.
+		if want := filepath.Dir(tc.err.(*os.PathError).Path); tc.again && probed != want {
+			t.Errorf("%v: probed in %q, want %q", tc.err, probed, want)
 		}
 	}
 }

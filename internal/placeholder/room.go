@@ -1,7 +1,10 @@
 package placeholder
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 	"time"
 
 	"github.com/mq-hpc/mq/internal/diskroom"
@@ -23,6 +26,17 @@ const roomOwn = 64 << 20
 
 // noteNoRoom pauses the agent if err is a write refused for want of room.
 func (a *Agent) noteNoRoom(err error) { a.room.Lost(err, time.Now()) }
+
+// refusedDir is where a paused agent tries a write again: beside the file
+// refused (a job's -o file may be on another filesystem, under another
+// quota, than the output directory), else in the output directory.
+func (a *Agent) refusedDir(refused error) string {
+	var pe *fs.PathError
+	if errors.As(refused, &pe) && filepath.IsAbs(pe.Path) {
+		return filepath.Dir(pe.Path)
+	}
+	return a.cfg.OutDir
+}
 
 // refused stops the attempt for a write of its output refused for want
 // of room (other errors lose the output, not the job), and pauses the

@@ -287,7 +287,7 @@ func (w *workLoop) diskFull() bool {
 	if a.cfg.NoOp || w.exiting {
 		return w.diskIsFull
 	}
-	refused := a.room.Short(time.Now(), func() error { return diskroom.Probe(a.cfg.OutDir, a.create) })
+	refused := a.room.Short(time.Now(), func(refused error) error { return diskroom.Probe(a.refusedDir(refused), a.create) })
 	var free diskroom.Free
 	full := false
 	if a.cfg.OutputReserve > 0 {

@@ -66,7 +66,7 @@ func (s *sites) place(ctx context.Context, p catalog.Place) (stage.Place, bool, 
 	if root == "" {
 		return nil, false, fmt.Errorf("site %s has no data root", p.Site)
 	}
-	pl := stage.SFTP{Client: c, Root: root, Writer: p.Site, Drop: func() { r.CutFiles(c) }}
+	pl := stage.SFTP{Client: c, Root: root, Writer: p.Site, Drop: func() bool { return r.CutFiles(c) }}
 	if err := s.checkRoot(ctx, p.Site, pl); err != nil {
 		return nil, false, err
 	}

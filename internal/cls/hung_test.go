@@ -33,7 +33,7 @@ func hungSite(t *testing.T, filesOnly bool) (stage.SFTP, *sftptest.Hang, chan st
 	cut := make(chan struct{})
 	var once sync.Once
 	pl := stage.SFTP{Client: c, Root: "/data", Writer: "b", Stall: hungStall,
-		Drop: func() { once.Do(func() { close(cut); conn.Close() }) }}
+		Drop: func() bool { once.Do(func() { close(cut); conn.Close() }); return true }}
 	tmp, err := pl.Create(context.Background(), "/in/x")
 	if err == nil {
 		_, err = tmp.Write([]byte("xyz"))

@@ -556,7 +556,7 @@ type stallPlace struct {
 	once  *sync.Once
 }
 
-func (s stallPlace) Cut() { s.once.Do(func() { close(s.cut) }) }
+func (s stallPlace) Cut() bool { s.once.Do(func() { close(s.cut) }); return true }
 
 func (s stallPlace) Create(ctx context.Context, p string) (stage.Temp, error) {
 	t, err := s.Place.Create(ctx, p)

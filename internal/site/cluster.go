@@ -319,7 +319,9 @@ func (s *Remote) Files(ctx context.Context) (*sftp.Client, string, error) {
 			}
 			return nil, "", err
 		}
-		s.files.Store(&filesConn{c, r})
+		if f := s.files.Load(); f == nil || f.c != c {
+			s.files.Store(&filesConn{c: c, r: r})
+		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return c, s.dataRoot, nil
@@ -329,21 +331,37 @@ func (s *Remote) Files(ctx context.Context) (*sftp.Client, string, error) {
 type filesConn struct {
 	c *sftp.Client
 	r Runner
+	// once ends c, the first transfer stalled on it waiting for its
+	// probe (EndSFTP) and the others for its outcome: conn.
+	once sync.Once
+	conn bool
 }
 
-// CutFiles ends at once the connection whose SFTP client c is (Files gave
-// it), if it is the one Files gives now: a transfer through it stalled,
-// its peer silent (stage.Cutter). The site dials anew at its next use.
-func (s *Remote) CutFiles(c *sftp.Client) {
+// CutFiles ends at once the SFTP session c (Files gave it), if it is the
+// one Files gives now, once: a transfer or a call through it stalled
+// (stage.Cutter; the stage workers share the session, and stall
+// together). The connection under it is kept where it still answers
+// (SSH.EndSFTP), for the tunnel and the site's commands; else it is
+// cut, and the site dials anew at its next use. It reports whether the
+// connection was cut.
+func (s *Remote) CutFiles(c *sftp.Client) (conn bool) {
 	f := s.files.Load()
-	if f == nil || f.c != c || !s.files.CompareAndSwap(f, nil) {
-		return
+	if f == nil || f.c != c {
+		return false
 	}
-	if x, ok := f.r.(interface{ Cut() }); ok {
-		x.Cut()
-		return
-	}
-	go f.r.Close()
+	f.once.Do(func() {
+		switch x := f.r.(type) {
+		case interface{ EndSFTP(*sftp.Client) bool }:
+			f.conn = x.EndSFTP(c)
+		case interface{ Cut() }:
+			x.Cut()
+			f.conn = true
+		default:
+			go f.r.Close()
+			f.conn = true
+		}
+	})
+	return f.conn
 }
 
 // ErrNoEndpoint: a remote site's placeholders reach the CLS over SSH, in

@@ -76,8 +76,10 @@ type SSH struct {
 	hostKey ssh.PublicKey
 	dead    chan struct{}
 	sftpMu  sync.Mutex
-	sftp    *sftp.Client
+	sftp    *sftpSession
 	sftpEnd chan struct{} // closed when sftp's session is gone
+	// ended counts the SFTP sessions ended alone (EndSFTP).
+	ended int
 }
 
 var _ Tunneler = (*SSH)(nil)
@@ -238,21 +240,36 @@ func (s *SSH) keepalive() {
 		case <-s.dead:
 			return
 		}
-		done := make(chan error, 1)
-		go func() {
-			_, _, err := s.client.SendRequest("keepalive@openssh.com", true, nil)
-			done <- err
-		}()
-		select {
-		case err := <-done:
-			if err != nil {
-				s.Close()
-				return
-			}
-		case <-time.After(3 * s.cfg.Keepalive):
+		switch err := s.probe(3 * s.cfg.Keepalive); {
+		case errors.Is(err, errUnanswered):
 			s.Cut()
 			return
+		case err != nil:
+			s.Close()
+			return
 		}
+	}
+}
+
+var errUnanswered = errors.New("keepalive unanswered")
+
+// probe sends a keepalive and waits at most limit for its answer:
+// errUnanswered past it, else the request's error (the connection gone).
+// A peer that stopped reading leaves the request's write, not only its
+// answer, waiting: the goroutine ends with the connection.
+func (s *SSH) probe(limit time.Duration) error {
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := s.client.SendRequest("keepalive@openssh.com", true, nil)
+		done <- err
+	}()
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return errUnanswered
 	}
 }
 
@@ -283,7 +300,7 @@ func (s *SSH) Close() error {
 
 func (s *SSH) closeSFTPLocked() {
 	if s.sftp != nil {
-		s.sftp.Close()
+		s.sftp.end()
 		s.sftp = nil
 	}
 }
@@ -381,9 +398,9 @@ func (s *SSH) session(ctx context.Context) (*ssh.Session, error) {
 }
 
 // Cut ends the connection at once, the SFTP session on it too: every
-// request waiting on it returns. (Close closes SFTP first, which waits
-// for a request being written to a peer that stopped reading, SSH's
-// window used up: for a silent peer, for ever.)
+// request waiting on it returns. It is what a peer gone silent calls
+// for (keepalive, a command's opening unanswered, a stalled transfer
+// whose connection no longer answers: EndSFTP).
 func (s *SSH) Cut() {
 	s.client.Close()
 	s.sftpMu.Lock()
@@ -455,63 +472,6 @@ func commandName(cmd string) string {
 	}
 	return f[0]
 }
-
-// SFTP returns the connection's SFTP session, opening it on first use;
-// it is shared, safe for concurrent use, and closed with the connection.
-// Data staging (package stage) moves files through it.
-func (s *SSH) SFTP() (*sftp.Client, error) { return s.sftpClient() }
-
-func (s *SSH) sftpClient() (*sftp.Client, error) {
-	s.sftpMu.Lock()
-	defer s.sftpMu.Unlock()
-	if s.sftp != nil {
-		select {
-		case <-s.sftpEnd:
-			// Lost (its connection cut): a new session is opened, on
-			// a new connection if this one is gone too.
-			s.sftp.Close()
-			s.sftp = nil
-		default:
-			return s.sftp, nil
-		}
-	}
-	// An sftp-server that never answers its first packet (stuck on a
-	// home whose network filesystem hangs, sshd still answering
-	// keepalives) held the opening, and sftpMu, for ever: past the
-	// handshake's Timeout the connection is closed, which ends the wait,
-	// and the site dials anew.
-	unanswered := time.AfterFunc(s.cfg.Timeout, func() { s.client.Close() })
-	defer unanswered.Stop()
-	// Concurrent writes (reads are concurrent by default) keep up to 64
-	// requests in flight per file, as OpenSSH's sftp does: staging needs
-	// it for throughput, and Put verifies what it wrote anyway.
-	c, err := sftp.NewClient(s.client, sftp.UseConcurrentWrites(true))
-	if err != nil {
-		if !unanswered.Stop() {
-			err = fmt.Errorf("no answer from the SFTP server within %s: %w", s.cfg.Timeout, err)
-		}
-		return nil, &ConnError{fmt.Errorf("sftp: %w", err)}
-	}
-	// An OpenSSH sftp-server that announces limits@openssh.com (8.7 and
-	// later) takes reads and writes of up to 255 KiB: requests of
-	// bigPacket carry a big file in a quarter as many round trips and
-	// packets as the 32 KiB every server must take. Others keep 32 KiB.
-	if _, ok := c.HasExtension("limits@openssh.com"); ok {
-		if big, err := sftp.NewClient(s.client, sftp.UseConcurrentWrites(true), sftp.MaxPacketUnchecked(bigPacket)); err == nil {
-			c.Close()
-			c = big
-		}
-	}
-	s.sftp, s.sftpEnd = c, make(chan struct{})
-	go func(end chan struct{}) {
-		c.Wait()
-		close(end)
-	}(s.sftpEnd)
-	return c, nil
-}
-
-// bigPacket is the SFTP request size used with servers that take it.
-const bigPacket = 128 << 10
 
 // writeTemp writes data to tmp, a new file, made private (0600) before
 // its first byte. (Private at its creation it is not: pkg/sftp's open

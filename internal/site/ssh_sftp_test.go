@@ -114,14 +114,19 @@ func portOf(addr string) string {
 }
 
 func (l *sftpLogin) serve(nc net.Conn, cfg *ssh.ServerConfig) {
-	_, chans, reqs, err := ssh.NewServerConn(nc, cfg)
+	sc, chans, reqs, err := ssh.NewServerConn(nc, cfg)
 	if err != nil {
 		nc.Close()
 		return
 	}
 	go func() {
 		for r := range reqs {
-			if r.WantReply && !l.silent.Load() {
+			switch {
+			case !r.WantReply || l.silent.Load():
+			case r.Type == "tcpip-forward":
+				port, ok := forward(sc)
+				r.Reply(ok, ssh.Marshal(struct{ Port uint32 }{port}))
+			default:
 				r.Reply(false, nil)
 			}
 		}

@@ -35,7 +35,7 @@ func TestSFTPCallsHungServer(t *testing.T) {
 			t.Cleanup(hang.Release)
 			var cut atomic.Bool
 			s := SFTP{Client: c, Root: "/data", Writer: "b", Stall: 200 * time.Millisecond,
-				Drop: func() { cut.Store(true); conn.Close() }}
+				Drop: func() bool { cut.Store(true); conn.Close(); return true }}
 			tmp, err := s.Create(context.Background(), "/in/x")
 			if err == nil {
 				_, err = tmp.Write([]byte("xyz"))

@@ -39,9 +39,12 @@ type SFTP struct {
 	// tags the temporary files (see TempSuffix), so that a leftover is
 	// taken over only by the writer that left it.
 	Writer string
-	// Drop, if set, ends the connection Client runs over at once (the
-	// site's SSH connection): Cut calls it. Unset, Cut closes Client.
-	Drop func()
+	// Drop, if set, ends Client's session at once, failing every
+	// request waiting on it: Cut calls it. It reports whether it cut
+	// the connection under the session (the site's SSH connection),
+	// else only the session's channel was ended. Unset, Cut closes
+	// Client.
+	Drop func() (conn bool)
 	// Stall bounds the calls made outside a transfer (Stat, Remove,
 	// CheckRoot, Sweep, HashFile): one left unanswered this long cuts
 	// the place and fails with ErrStalled. DefaultStall when 0.
@@ -50,15 +53,16 @@ type SFTP struct {
 
 var _ Cutter = SFTP{}
 
-// Cut ends the connection under the place, for a transfer that stalled
-// (Mover.Stall). Closing Client alone waits for a request being written
-// to a peer that stopped reading: Drop is what ends that.
-func (s SFTP) Cut() {
+// Cut ends the place's session, for a transfer that stalled
+// (Mover.Stall), and reports whether its connection was cut too (Drop).
+// Closing Client alone waits for a request being written to a peer that
+// stopped reading: Drop is what ends that.
+func (s SFTP) Cut() bool {
 	if s.Drop != nil {
-		s.Drop()
-		return
+		return s.Drop()
 	}
 	go s.Client.Close()
+	return false
 }
 
 func (s SFTP) identity() bool { return s.Root == "" || path.Clean(s.Root) == "/" }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -22,10 +23,12 @@ var ErrStalled = errors.New("stalled")
 
 // A Cutter is a Place over a connection it can end at once, failing
 // every request waiting on it: SFTP's requests take no context, so only
-// that ends a transfer whose peer went silent. The next use of the place
-// connects anew.
+// that ends a transfer whose peer went silent. Cut reports whether it
+// cut the whole connection (conn) or only the place's own session on it,
+// the connection still answering for its other users. The next use of
+// the place opens a session anew, on a new connection if it was cut.
 type Cutter interface {
-	Cut()
+	Cut() (conn bool)
 }
 
 // stallWatch gives up a transfer that moves no byte for limit: it cancels
@@ -35,9 +38,11 @@ type stallWatch struct {
 	limit time.Duration
 	moved atomic.Int64
 	fired atomic.Bool
-	// cuts says a place watched is a Cutter: a stall cuts a connection.
-	cuts bool
-	done chan struct{}
+	// cut is closed once a stall's cuts are done; ended and connCut say
+	// then whether a place was cut, and whether a connection with it.
+	cut            chan struct{}
+	ended, connCut bool
+	done           chan struct{}
 }
 
 // watchStall starts watching a transfer under ctx between places; stop
@@ -45,11 +50,7 @@ type stallWatch struct {
 func watchStall(ctx context.Context, limit time.Duration, places ...Place) (context.Context, *stallWatch, func()) {
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
-	w := &stallWatch{limit: limit, done: make(chan struct{})}
-	for _, p := range places {
-		_, c := p.(Cutter)
-		w.cuts = w.cuts || c
-	}
+	w := &stallWatch{limit: limit, cut: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		t := time.NewTicker(max(limit/8, time.Millisecond))
 		defer t.Stop()
@@ -69,11 +70,23 @@ func watchStall(ctx context.Context, limit time.Duration, places ...Place) (cont
 			}
 			w.fired.Store(true)
 			cancel()
+			// At once: a cut may first ask whether its connection
+			// still answers (SSH.EndSFTP), each of a site's own.
+			var wg sync.WaitGroup
+			var conn atomic.Bool
 			for _, p := range places {
 				if c, ok := p.(Cutter); ok {
-					c.Cut()
+					w.ended = true
+					wg.Go(func() {
+						if c.Cut() {
+							conn.Store(true)
+						}
+					})
 				}
 			}
+			wg.Wait()
+			w.connCut = conn.Load()
+			close(w.cut)
 			return
 		}
 	}()
@@ -111,22 +124,31 @@ func (w *stallWatch) err() error {
 	return fmt.Errorf("transfer %w: no byte moved for %s%s", ErrStalled, w.limit, w.said())
 }
 
-// said is what a stall did beyond giving up: nothing to say for places
-// of the CLS host's own, whose reads take the context.
+// said is what a stall did beyond giving up, once it has done it:
+// nothing to say for places of the CLS host's own, whose reads take the
+// context.
 func (w *stallWatch) said() string {
-	if !w.cuts {
+	if !w.fired.Load() {
 		return ""
 	}
-	return "; its connection was cut"
+	<-w.cut
+	switch {
+	case w.connCut:
+		return "; its connection was cut"
+	case w.ended:
+		return "; its SFTP session was ended (the connection, still answering, was kept)"
+	}
+	return ""
 }
 
 // watched runs call, requests to s outside a transfer (which its Mover
 // watches), under a stall watch: SFTP's requests take no context, and a
 // server hung on its filesystem leaves them unanswered for ever while
 // sshd still answers keepalives. Past s's Stall without progress (what
-// call reports through progress) the place is cut, so the requests
+// call reports through progress) the place is cut (Cut), so the requests
 // waiting return, and the call fails with ErrStalled saying what it was
-// doing and where. The next use of the place connects anew.
+// doing, where and what was cut. The next use of the place opens a
+// session anew.
 func (s SFTP) watched(ctx context.Context, what string, call func(ctx context.Context, progress func()) error) error {
 	limit := s.stall()
 	ctx, w, stop := watchStall(ctx, limit, s)
@@ -137,7 +159,7 @@ func (s SFTP) watched(ctx context.Context, what string, call func(ctx context.Co
 		if s.Writer != "" {
 			server += " of " + s.Writer
 		}
-		return fmt.Errorf("%s: %w: %s left it unanswered for %s; its connection was cut", what, ErrStalled, server, limit)
+		return fmt.Errorf("%s: %w: %s left it unanswered for %s%s", what, ErrStalled, server, limit, w.said())
 	}
 	return err
 }

@@ -102,7 +102,7 @@ func TestMoveStalledSFTP(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var stall, cut atomic.Bool
 			c, conn := stallingSFTP(t, &stall)
-			remote := SFTP{Client: c, Root: "/data", Drop: func() { cut.Store(true); conn.Close() }}
+			remote := SFTP{Client: c, Root: "/data", Drop: func() bool { cut.Store(true); conn.Close(); return true }}
 			dir := t.TempDir()
 			local := Dir{Root: dir}
 			if upload {
@@ -170,7 +170,7 @@ func TestMoveSlowNotStalled(t *testing.T) {
 	const size = 1 << 20
 	var stall, cut atomic.Bool
 	c, conn := stallingSFTP(t, &stall)
-	remote := SFTP{Client: c, Root: "/data", Drop: func() { cut.Store(true); conn.Close() }}
+	remote := SFTP{Client: c, Root: "/data", Drop: func() bool { cut.Store(true); conn.Close(); return true }}
 	ps := places{"slow": slowSource{size: size, pause: 50 * time.Millisecond}, "site": remote}
 	m := &Mover{Places: ps.get, Stall: 500 * time.Millisecond}
 	start := time.Now()
@@ -204,22 +204,26 @@ func TestStallCtxErrAtOnce(t *testing.T) {
 }
 
 // TestStallSaysCut: a stall's error says a connection was cut only where
-// a place watched has one (a Cutter), not for the CLS host's own files.
+// a place watched has one (a Cutter) and its Cut cut it, a session ended
+// where only that was, and nothing for the CLS host's own files.
 func TestStallSaysCut(t *testing.T) {
 	for _, c := range []struct {
-		name  string
-		place Place
-		cut   bool
+		name         string
+		places       []Place
+		cut, session bool
 	}{
-		{"local", Dir{Root: t.TempDir()}, false},
-		{"sftp", SFTP{Drop: func() {}}, true},
+		{"local", []Place{Dir{Root: t.TempDir()}}, false, false},
+		{"sftp", []Place{SFTP{Drop: func() bool { return true }}}, true, false},
+		{"sftp session", []Place{SFTP{Drop: func() bool { return false }}}, false, true},
+		{"sftp both ends", []Place{SFTP{Drop: func() bool { return false }}, SFTP{Drop: func() bool { return true }}}, true, false},
 	} {
-		ctx, w, stop := watchStall(context.Background(), 10*time.Millisecond, c.place)
+		ctx, w, stop := watchStall(context.Background(), 10*time.Millisecond, c.places...)
 		<-ctx.Done() // the watch gives the transfer up: nothing moves
 		stop()
 		err := w.err()
-		if !errors.Is(err, ErrStalled) || strings.Contains(err.Error(), "connection was cut") != c.cut {
-			t.Errorf("%s: %v; want ErrStalled, saying a connection was cut: %v", c.name, err, c.cut)
+		if !errors.Is(err, ErrStalled) || strings.Contains(err.Error(), "connection was cut") != c.cut ||
+			strings.Contains(err.Error(), "SFTP session was ended") != c.session {
+			t.Errorf("%s: %v; want ErrStalled, saying a connection was cut: %v, a session ended: %v", c.name, err, c.cut, c.session)
 		}
 	}
 }

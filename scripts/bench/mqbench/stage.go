@@ -58,7 +58,7 @@ func stageBench(args []string) error {
 	}
 	places := map[string]stage.Place{
 		"local": stage.Dir{Root: *src},
-		"site":  stage.SFTP{Client: c, Root: *root, Drop: conn.Cut},
+		"site":  stage.SFTP{Client: c, Root: *root, Drop: func() bool { return conn.EndSFTP(c) }},
 	}
 	from, to := "local", "site"
 	if *between != "" {
@@ -71,7 +71,7 @@ func stageBench(args []string) error {
 		if err != nil {
 			return err
 		}
-		places["site2"] = stage.SFTP{Client: c2, Root: *between, Writer: "site2", Drop: conn2.Cut}
+		places["site2"] = stage.SFTP{Client: c2, Root: *between, Writer: "site2", Drop: func() bool { return conn2.EndSFTP(c2) }}
 		from, to = "site", "site2"
 	}
 	m := &stage.Mover{Places: func(name string) (stage.Place, error) { return places[name], nil }}

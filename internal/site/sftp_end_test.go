@@ -1,0 +1,329 @@
+package site
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pkg/sftp"
+
+	"github.com/mq-hpc/mq/internal/stage"
+)
+
+// echo is a reverse forward's far end on the CLS's side: it sends back
+// what it is sent.
+func echo() (net.Conn, error) {
+	a, b := net.Pipe()
+	go func() {
+		io.Copy(b, b)
+		b.Close()
+	}()
+	return a, nil
+}
+
+// roundTrip sends b through c and reads it back, within 30 s.
+func roundTrip(c net.Conn, b string) error {
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := io.WriteString(c, b); err != nil {
+		return err
+	}
+	got := make([]byte, len(b))
+	if _, err := io.ReadFull(c, got); err != nil {
+		return err
+	}
+	if string(got) != b {
+		return errors.New("got " + string(got) + ", want " + b)
+	}
+	return nil
+}
+
+// A transfer whose sftp-server hangs mid-file (its filesystem gone) while
+// sshd still answers ends the SFTP session alone: the connection stays
+// up, and with it the reverse forward placeholders reach the CLS
+// through, a command running on it, and new commands and SFTP sessions.
+// Cutting the connection, as a stall did, broke them all.
+func TestStalledSFTPKeepsConnection(t *testing.T) {
+	l := startSFTPLogin(t)
+	release := make(chan struct{})
+	var long atomic.Bool
+	l.exec = func(cmd string, _ io.Reader, stdout, _ io.Writer) int {
+		if strings.Contains(cmd, "long-command") {
+			long.Store(true)
+			<-release
+		}
+		io.WriteString(stdout, "ok\n")
+		return 0
+	}
+	l.sftpFreezeAt.Store(1 << 20)
+	s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts, Keepalive: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { go s.Close() }()
+
+	port, err := s.Forward("127.0.0.1:0", echo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tunnel, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tunnel.Close()
+	if err := roundTrip(tunnel, "before"); err != nil {
+		t.Fatalf("through the tunnel before the stall: %v", err)
+	}
+	ran := make(chan error, 1)
+	go func() {
+		out, err := s.Run(context.Background(), "long-command")
+		if err == nil && string(out) != "ok\n" {
+			err = errors.New("printed " + string(out))
+		}
+		ran <- err
+	}()
+	eventually(t, "the long command to start", long.Load)
+
+	c, err := s.SFTP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := t.TempDir()
+	data := bytes.Repeat([]byte("0123456789abcdef"), 4<<20/16)
+	if err := os.MkdirAll(filepath.Join(local, "in"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(local, "in", "big"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var ended atomic.Int32
+	places := map[string]stage.Place{
+		"local": stage.Dir{Root: local},
+		"site": stage.SFTP{Client: c, Root: t.TempDir(), Drop: func() bool {
+			ended.Add(1)
+			return s.EndSFTP(c)
+		}},
+	}
+	m := &stage.Mover{Places: func(p string) (stage.Place, error) { return places[p], nil }, Stall: 300 * time.Millisecond}
+	h := sha256.Sum256(data)
+	done := make(chan stage.Result, 1)
+	go func() {
+		done <- m.Move(context.Background(), stage.Transfer{Path: "/in/big", From: "local", To: "site", Size: int64(len(data)), SHA256: hex.EncodeToString(h[:])})
+	}()
+	select {
+	case res := <-done:
+		if !errors.Is(res.Err, stage.ErrStalled) || !strings.Contains(res.Err.Error(), "SFTP session was ended") {
+			t.Errorf("a transfer through a hung sftp-server: %v; want ErrStalled, saying its SFTP session was ended", res.Err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a transfer through a hung sftp-server still waits after 30 s")
+	}
+	if !l.frozen.Load() || ended.Load() != 1 {
+		t.Fatalf("frozen %v, ended %d times: the test proves nothing", l.frozen.Load(), ended.Load())
+	}
+
+	select {
+	case <-s.Done():
+		t.Error("the connection, still answering, was closed with the hung SFTP session")
+	default:
+	}
+	if err := roundTrip(tunnel, "after"); err != nil {
+		t.Errorf("the tunnel after the stall: %v", err)
+	}
+	close(release)
+	select {
+	case err := <-ran:
+		if err != nil {
+			t.Errorf("the command running over the stall: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("the command running over the stall has not returned 30 s after its end")
+	}
+	if out, err := s.Run(context.Background(), "true"); err != nil || string(out) != "ok\n" {
+		t.Errorf("a command after the stall: %q, %v", out, err)
+	}
+	if _, err := c.Getwd(); err == nil {
+		t.Error("the ended SFTP session still answers")
+	}
+	c2, err := s.SFTP()
+	if err != nil || c2 == c {
+		t.Fatalf("SFTP after the stall: %v, the ended session again: %v", err, c2 == c)
+	}
+	if _, err := c2.Getwd(); err != nil {
+		t.Errorf("a new SFTP session after the stall: %v", err)
+	}
+}
+
+// A stalled SFTP session on a connection that no longer answers (its
+// peer gone silent) cuts the connection, as before: the write stuck on
+// the full window returns with it.
+func TestEndSFTPSilentConnection(t *testing.T) {
+	l := startSFTPLogin(t)
+	l.sftpFreezeAt.Store(1 << 20)
+	s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts, Keepalive: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { go s.Close() }()
+	c, err := s.SFTP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := c.Create(filepath.Join(t.TempDir(), "big"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := f.Write(make([]byte, 16<<20))
+		wrote <- err
+	}()
+	eventually(t, "the sftp-server to stop reading", l.frozen.Load)
+	l.silent.Store(true)
+	if !s.EndSFTP(c) {
+		t.Error("EndSFTP kept a connection that answers no keepalive")
+	}
+	select {
+	case <-s.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the connection has not ended 30 s after EndSFTP")
+	}
+	select {
+	case err := <-wrote:
+		if err == nil {
+			t.Fatal("the cut upload succeeded")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stuck write still waits 30 s after the cut")
+	}
+}
+
+// A connection ends at most maxEndedSFTP SFTP sessions alone: sshd keeps
+// each whose sftp-server hangs against its MaxSessions, which the site's
+// commands need. Past that a stall cuts the connection. A client already
+// ended is left.
+func TestEndSFTPBounded(t *testing.T) {
+	l := startSFTPLogin(t)
+	s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := range maxEndedSFTP + 1 {
+		c, err := s.SFTP()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Getwd(); err != nil {
+			t.Fatal(err)
+		}
+		conn := s.EndSFTP(c)
+		if want := i == maxEndedSFTP; conn != want {
+			t.Fatalf("session %d ended: connection cut %v, want %v", i+1, conn, want)
+		}
+		if _, err := c.Getwd(); err == nil {
+			t.Fatalf("session %d still answers after EndSFTP", i+1)
+		}
+		if !conn && s.EndSFTP(c) {
+			t.Fatal("ending a session already ended cut the connection")
+		}
+	}
+	select {
+	case <-s.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the connection was kept past maxEndedSFTP")
+	}
+}
+
+// windowless is a channel's stdin whose peer gives no more window past
+// left bytes and never answers the channel's close, as sshd does for an
+// sftp-server that stopped reading: a write past left waits for ever.
+type windowless struct {
+	w    io.WriteCloser
+	left atomic.Int64
+	held chan struct{} // told when a write is held
+	gone chan struct{} // closed when the test ends
+}
+
+func (w *windowless) Write(b []byte) (int, error) {
+	if w.left.Add(-int64(len(b))) < 0 {
+		w.held <- struct{}{}
+		<-w.gone // x/crypto/ssh's window.reserve, never given room
+		return 0, io.EOF
+	}
+	return w.w.Write(b)
+}
+
+func (w *windowless) Close() error { return nil }
+
+// Ending an SFTP session returns every request waiting on it at once,
+// though its channel neither takes more data nor closes: a write waiting
+// for window space, and a request waiting for its answer.
+func TestEndSFTPWindowless(t *testing.T) {
+	toServer, fromClient := io.Pipe()
+	toClient, fromServer := io.Pipe()
+	srv, err := sftp.NewServer(struct {
+		io.Reader
+		io.WriteCloser
+	}{toServer, fromServer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve()
+	t.Cleanup(func() { srv.Close() })
+	stdin := &windowless{w: fromClient, held: make(chan struct{}, 1), gone: make(chan struct{})}
+	t.Cleanup(func() { close(stdin.gone) })
+	stdin.left.Store(1 << 20)
+	p, err := newSFTPSession(stdin, toClient, func() error { return nil }, sftp.UseConcurrentWrites(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := p.c.Create(filepath.Join(t.TempDir(), "big"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := f.Write(make([]byte, 16<<20))
+		wrote <- err
+	}()
+	<-stdin.held
+	asked := make(chan error, 1)
+	go func() {
+		_, err := p.c.Getwd()
+		asked <- err
+	}()
+	ended := make(chan struct{})
+	go func() {
+		p.end()
+		close(ended)
+	}()
+	for _, w := range []struct {
+		what string
+		err  chan error
+	}{{"the write waiting for window space", wrote}, {"a request waiting behind it", asked}} {
+		select {
+		case err := <-w.err:
+			if err == nil {
+				t.Errorf("%s succeeded on the ended session", w.what)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s still waits 30 s after the session was ended", w.what)
+		}
+	}
+	select {
+	case <-ended:
+	case <-time.After(30 * time.Second):
+		t.Fatal("end still waits after 30 s")
+	}
+}

@@ -280,9 +280,14 @@ func TestEndSFTPWindowless(t *testing.T) {
 		t.Fatal(err)
 	}
 	go srv.Serve()
-	t.Cleanup(func() { srv.Close() })
 	stdin := &windowless{w: fromClient, held: make(chan struct{}, 1), gone: make(chan struct{})}
-	t.Cleanup(func() { close(stdin.gone) })
+	t.Cleanup(func() {
+		close(stdin.gone)
+		// The server's answers, no longer read, and its requests end.
+		toClient.Close()
+		toServer.Close()
+		srv.Close()
+	})
 	stdin.left.Store(1 << 20)
 	p, err := newSFTPSession(stdin, toClient, func() error { return nil }, sftp.UseConcurrentWrites(true))
 	if err != nil {

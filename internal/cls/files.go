@@ -127,9 +127,10 @@ func (s *sites) agentAlt(p catalog.Place) (stage.Place, bool) {
 // in the middle of transfers): before any transfer of this run, so none
 // of them is taken for a leftover. Callers wait for it, at most the
 // place's stall limit while the login host's SFTP server does not answer:
-// then the sweep is given up, its connection cut (stage.ErrStalled), and
-// it returns that error, to the caller that ran it, as the site's: the
-// place it was given is on the connection cut.
+// then the sweep is given up, its SFTP session ended (or the connection
+// under it cut: stage.ErrStalled), and it returns that error, to the
+// caller that ran it, as the site's: the place it was given is on the
+// session ended.
 func (s *sites) sweepOnce(ctx context.Context, name string, pl stage.SFTP) error {
 	s.sweepMu.Lock()
 	if s.swept == nil {

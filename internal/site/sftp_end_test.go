@@ -169,26 +169,7 @@ func TestStalledSFTPKeepsConnection(t *testing.T) {
 // the full window returns with it.
 func TestEndSFTPSilentConnection(t *testing.T) {
 	l := startSFTPLogin(t)
-	l.sftpFreezeAt.Store(1 << 20)
-	s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts, Keepalive: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { go s.Close() }()
-	c, err := s.SFTP()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := c.Create(filepath.Join(t.TempDir(), "big"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	wrote := make(chan error, 1)
-	go func() {
-		_, err := f.Write(make([]byte, 16<<20))
-		wrote <- err
-	}()
-	eventually(t, "the sftp-server to stop reading", l.frozen.Load)
+	s, c, wrote := stuckUpload(t, l, 200*time.Millisecond)
 	l.silent.Store(true)
 	if !s.EndSFTP(c) {
 		t.Error("EndSFTP kept a connection that answers no keepalive")
@@ -198,14 +179,7 @@ func TestEndSFTPSilentConnection(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the connection has not ended 30 s after EndSFTP")
 	}
-	select {
-	case err := <-wrote:
-		if err == nil {
-			t.Fatal("the cut upload succeeded")
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the stuck write still waits 30 s after the cut")
-	}
+	wroteCut(t, wrote)
 }
 
 // A connection ends at most maxEndedSFTP SFTP sessions alone: sshd keeps

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pkg/sftp"
 )
 
 // shellLogin is a login host whose exec requests run in /bin/sh as sshd
@@ -217,30 +219,7 @@ func TestRunStalledConnection(t *testing.T) {
 // for the write.
 func TestCutStalledUpload(t *testing.T) {
 	l := startSFTPLogin(t)
-	l.sftpFreezeAt.Store(1 << 20)
-	s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { go s.Close() }()
-	c, err := s.SFTP()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := c.Create(filepath.Join(t.TempDir(), "big"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	wrote := make(chan error, 1)
-	go func() {
-		_, err := f.Write(make([]byte, 16<<20))
-		wrote <- err
-	}()
-	for deadline := time.Now().Add(30 * time.Second); !l.frozen.Load(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the sftp-server did not stop reading")
-		}
-	}
+	s, _, wrote := stuckUpload(t, l, 0)
 	cut := make(chan struct{})
 	go func() {
 		s.Cut()
@@ -256,14 +235,7 @@ func TestCutStalledUpload(t *testing.T) {
 			t.Fatalf("%s still waits 30 s on an upload stuck on a silent sftp-server", w.what)
 		}
 	}
-	select {
-	case err := <-wrote:
-		if err == nil {
-			t.Fatal("the cut upload succeeded")
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the stuck write still waits 30 s after the cut")
-	}
+	wroteCut(t, wrote)
 }
 
 // A peer gone silent under an upload (its sftp-server stopped reading,
@@ -271,26 +243,7 @@ func TestCutStalledUpload(t *testing.T) {
 // the connection although the upload's write is stuck on the full window.
 func TestKeepaliveCutsStalledUpload(t *testing.T) {
 	l := startSFTPLogin(t)
-	l.sftpFreezeAt.Store(1 << 20)
-	s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts, Keepalive: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { go s.Close() }()
-	c, err := s.SFTP()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := c.Create(filepath.Join(t.TempDir(), "big"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	go f.Write(make([]byte, 16<<20))
-	for deadline := time.Now().Add(30 * time.Second); !l.frozen.Load(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the sftp-server did not stop reading")
-		}
-	}
+	s, _, _ := stuckUpload(t, l, 50*time.Millisecond)
 	l.silent.Store(true)
 	select {
 	case <-s.Done():
@@ -361,5 +314,48 @@ func TestSFTPOpenUnanswered(t *testing.T) {
 	case <-s.dead:
 	case <-time.After(30 * time.Second):
 		t.Fatal("the connection was not closed")
+	}
+}
+
+// stuckUpload dials l (keepalive every keepalive; 0: the default) and
+// starts a 16 MiB upload through its SFTP session that its sftp-server
+// stops reading at 1 MiB, its write left waiting on the full window; it
+// returns once the server stopped, with the connection, the session and
+// the write's end.
+func stuckUpload(t *testing.T, l *sftpLogin, keepalive time.Duration) (*SSH, *sftp.Client, <-chan error) {
+	t.Helper()
+	l.sftpFreezeAt.Store(1 << 20)
+	s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts, Keepalive: keepalive})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { go s.Close() })
+	c, err := s.SFTP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := c.Create(filepath.Join(t.TempDir(), "big"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := f.Write(make([]byte, 16<<20))
+		wrote <- err
+	}()
+	eventually(t, "the sftp-server to stop reading", l.frozen.Load)
+	return s, c, wrote
+}
+
+// wroteCut checks that the stuck write of stuckUpload returned, failed.
+func wroteCut(t *testing.T, wrote <-chan error) {
+	t.Helper()
+	select {
+	case err := <-wrote:
+		if err == nil {
+			t.Fatal("the cut upload succeeded")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stuck write still waits 30 s after the cut")
 	}
 }

@@ -263,7 +263,7 @@ func TestEndSFTPWindowless(t *testing.T) {
 		srv.Close()
 	})
 	stdin.left.Store(1 << 20)
-	p, err := newSFTPSession(stdin, toClient, func() error { return nil }, sftp.UseConcurrentWrites(true))
+	p, err := newSFTPSession(stdin, toClient, func() error { return nil }, nil, sftp.UseConcurrentWrites(true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,5 +304,194 @@ func TestEndSFTPWindowless(t *testing.T) {
 	case <-ended:
 	case <-time.After(30 * time.Second):
 		t.Fatal("end still waits after 30 s")
+	}
+}
+
+// An upload past its deadline on a hung sftp-server (stopped reading
+// mid-file, sshd still answering) ends only its SFTP session, as a
+// stalled transfer does: the reverse forward, a command running and new
+// commands, SFTP sessions and uploads go on over the connection. Put cut
+// the connection at its deadline, and all of them with it.
+func TestPutPastDeadlineKeepsConnection(t *testing.T) {
+	l := startSFTPLogin(t)
+	release := make(chan struct{})
+	var long atomic.Bool
+	l.exec = func(cmd string, _ io.Reader, stdout, _ io.Writer) int {
+		switch {
+		case strings.Contains(cmd, "sha256sum"):
+			return 1 // none: Put reads back over SFTP
+		case strings.Contains(cmd, "long-command"):
+			long.Store(true)
+			<-release
+		}
+		io.WriteString(stdout, "ok\n")
+		return 0
+	}
+	l.sftpFreezeAt.Store(1 << 20)
+	s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts, Keepalive: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { go s.Close() }()
+	port, err := s.Forward("127.0.0.1:0", echo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tunnel, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tunnel.Close()
+	if err := roundTrip(tunnel, "before"); err != nil {
+		t.Fatalf("through the tunnel before the upload: %v", err)
+	}
+	ran := make(chan error, 1)
+	go func() {
+		_, err := s.Run(context.Background(), "long-command")
+		ran <- err
+	}()
+	eventually(t, "the long command to start", long.Load)
+
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Put(ctx, filepath.Join(dir, "agent"), make([]byte, 16<<20), 0o755)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("an upload through a frozen sftp-server succeeded")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("an upload through a frozen sftp-server still waits 30 s after its deadline")
+	}
+	if !l.frozen.Load() {
+		t.Fatal("the sftp-server never froze: the test proves nothing")
+	}
+
+	select {
+	case <-s.Done():
+		t.Fatal("the connection, still answering, was closed with the upload's SFTP session")
+	default:
+	}
+	if err := roundTrip(tunnel, "after"); err != nil {
+		t.Errorf("the tunnel after the upload: %v", err)
+	}
+	close(release)
+	select {
+	case err := <-ran:
+		if err != nil {
+			t.Errorf("the command running over the upload: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("the command running over the upload has not returned 30 s after its end")
+	}
+	if out, err := s.Run(context.Background(), "true"); err != nil || string(out) != "ok\n" {
+		t.Errorf("a command after the upload: %q, %v", out, err)
+	}
+	// A small file, under the point where the sftp-server freezes, goes
+	// through a new session.
+	if wrote, err := s.Put(context.Background(), filepath.Join(dir, "key"), []byte("k"), 0o600); err != nil || !wrote {
+		t.Errorf("an upload after the stalled one: wrote %v, %v", wrote, err)
+	}
+}
+
+// An upload whose sftp-server never answers the session's opening ends
+// that opening at its deadline, the connection kept while it answers:
+// Put returned only when the connection was cut.
+func TestPutPastDeadlineOpeningKeepsConnection(t *testing.T) {
+	l := startSFTPLogin(t)
+	l.exec = func(cmd string, _ io.Reader, _, _ io.Writer) int {
+		if strings.Contains(cmd, "sha256sum") {
+			return 1 // none: Put reads back over SFTP
+		}
+		return 0
+	}
+	l.sftpStall.Store(true)
+	s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts, Keepalive: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { go s.Close() }()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Put(ctx, filepath.Join(t.TempDir(), "agent"), []byte("x"), 0o755)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		var ce *ConnError
+		if !errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ce) {
+			t.Fatalf("an upload whose sftp-server never answers: %v; want its deadline, no connection error", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("an upload whose sftp-server never answers still waits 30 s after its deadline")
+	}
+	select {
+	case <-s.Done():
+		t.Fatal("the connection, still answering, was closed with the unanswered SFTP opening")
+	default:
+	}
+	if _, err := s.Run(context.Background(), "true"); err != nil {
+		t.Errorf("a command after the upload: %v", err)
+	}
+	l.sftpStall.Store(false)
+	if _, err := s.Put(context.Background(), filepath.Join(t.TempDir(), "key"), []byte("k"), 0o600); err != nil {
+		t.Errorf("an upload once the sftp-server answers: %v", err)
+	}
+}
+
+// A cancelled upload (the site removed or changed), not past its
+// deadline, ends neither its SFTP session, which staging shares, nor the
+// connection; closing the connection ends it.
+func TestPutCancelledEndsNothing(t *testing.T) {
+	l := startSFTPLogin(t)
+	l.exec = func(string, io.Reader, io.Writer, io.Writer) int { return 1 } // no sha256sum
+	l.sftpFreezeAt.Store(1 << 20)
+	s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts, Keepalive: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { go s.Close() }()
+	c, err := s.SFTP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Put(ctx, filepath.Join(t.TempDir(), "agent"), make([]byte, 16<<20), 0o755)
+		done <- err
+	}()
+	eventually(t, "the sftp-server to stop reading", l.frozen.Load)
+	cancel()
+	// A command's round trip, for a cut or an end to show.
+	s.Run(context.Background(), "true")
+	select {
+	case <-s.Done():
+		t.Fatal("a cancelled upload cut the connection")
+	case err := <-done:
+		t.Fatalf("a cancelled upload returned (%v) while its session was up", err)
+	default:
+	}
+	s.sftpMu.Lock()
+	kept, ended := s.sftp != nil && s.sftp.c == c, s.ended
+	s.sftpMu.Unlock()
+	if !kept || ended != 0 {
+		t.Fatalf("a cancelled upload: its session kept %v, sessions ended %d; want it kept, none", kept, ended)
+	}
+	go s.Close()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("an upload through a frozen sftp-server succeeded")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a cancelled upload still waits 30 s after its connection's close")
 	}
 }

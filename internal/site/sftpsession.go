@@ -1,6 +1,7 @@
 package site
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,9 +15,13 @@ import (
 // SFTP returns the connection's SFTP session, opening it on first use;
 // it is shared, safe for concurrent use, and closed with the connection.
 // Data staging (package stage) moves files through it.
-func (s *SSH) SFTP() (*sftp.Client, error) { return s.sftpClient() }
+func (s *SSH) SFTP() (*sftp.Client, error) { return s.sftpClient(context.Background()) }
 
-func (s *SSH) sftpClient() (*sftp.Client, error) {
+// sftpClient is SFTP's session. An opening still unanswered at ctx's
+// deadline (an upload's) is given up as a stalled session is (EndSFTP):
+// alone while the connection answers a keepalive, else with the
+// connection.
+func (s *SSH) sftpClient(ctx context.Context) (*sftp.Client, error) {
 	s.sftpMu.Lock()
 	defer s.sftpMu.Unlock()
 	if s.sftp != nil {
@@ -38,11 +43,37 @@ func (s *SSH) sftpClient() (*sftp.Client, error) {
 	// and the site dials anew.
 	unanswered := time.AfterFunc(s.cfg.Timeout, func() { s.client.Close() })
 	defer unanswered.Stop()
+	var o opening
+	defer context.AfterFunc(ctx, func() {
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return
+		}
+		if o.pending() && s.probe(s.cfg.Keepalive) != nil && o.pending() {
+			s.client.Close()
+			return
+		}
+		o.giveUp()
+	})()
 	// Concurrent writes (reads are concurrent by default) keep up to 64
 	// requests in flight per file, as OpenSSH's sftp does: staging needs
 	// it for throughput, and Put verifies what it wrote anyway.
-	p, err := openSFTP(s.client, sftp.UseConcurrentWrites(true))
+	p, err := openSFTP(s.client, &o, sftp.UseConcurrentWrites(true))
+	if err == nil && !o.opened() {
+		p.end()
+		err = errSFTPEnded
+	}
 	if err != nil {
+		if o.wasCut() {
+			// Its sftp-server, hung, holds a session of sshd's as one
+			// EndSFTP ended does.
+			err = fmt.Errorf("sftp: no answer from the SFTP server by the deadline: %w", ctx.Err())
+			if s.ended >= maxEndedSFTP {
+				s.client.Close()
+				return nil, &ConnError{err}
+			}
+			s.ended++
+			return nil, err
+		}
 		if !unanswered.Stop() {
 			err = fmt.Errorf("no answer from the SFTP server within %s: %w", s.cfg.Timeout, err)
 		}
@@ -53,9 +84,13 @@ func (s *SSH) sftpClient() (*sftp.Client, error) {
 	// bigPacket carry a big file in a quarter as many round trips and
 	// packets as the 32 KiB every server must take. Others keep 32 KiB.
 	if _, ok := p.c.HasExtension("limits@openssh.com"); ok {
-		if big, err := openSFTP(s.client, sftp.UseConcurrentWrites(true), sftp.MaxPacketUnchecked(bigPacket)); err == nil {
-			p.end()
-			p = big
+		if big, err := openSFTP(s.client, &o, sftp.UseConcurrentWrites(true), sftp.MaxPacketUnchecked(bigPacket)); err == nil {
+			if o.opened() {
+				p.end()
+				p = big
+			} else {
+				big.end()
+			}
 		}
 	}
 	s.sftp, s.sftpEnd = p, make(chan struct{})
@@ -64,6 +99,59 @@ func (s *SSH) sftpClient() (*sftp.Client, error) {
 		close(end)
 	}(p.c, s.sftpEnd)
 	return p.c, nil
+}
+
+// opening is an SFTP session being opened, for a deadline to give up.
+type opening struct {
+	mu   sync.Mutex
+	p    *sftpSession // waiting for its server's first answer
+	over bool         // given up: an opening to come is cut at once
+	cut  bool         // an opening was cut
+}
+
+// begin notes p as waiting for its server, or cuts it if given up.
+func (o *opening) begin(p *sftpSession) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.over {
+		o.cut = true
+		p.cutPipes()
+		return
+	}
+	o.p = p
+}
+
+// opened notes that the opening's server answered: false if it was cut
+// first.
+func (o *opening) opened() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.p = nil
+	return !o.over
+}
+
+func (o *opening) pending() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.p != nil
+}
+
+// giveUp cuts the opening waiting, and any to come.
+func (o *opening) giveUp() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.over = true
+	if o.p != nil {
+		o.cut = true
+		o.p.cutPipes()
+		o.p = nil
+	}
+}
+
+func (o *opening) wasCut() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.cut
 }
 
 // bigPacket is the SFTP request size used with servers that take it.
@@ -76,7 +164,8 @@ const bigPacket = 128 << 10
 const maxEndedSFTP = 3
 
 // EndSFTP ends the SFTP session c at once, for a transfer or a call
-// through it that stalled (stage.Cutter): every request waiting on it
+// through it that stalled (stage.Cutter), or an upload past its deadline
+// (Put): every request waiting on it
 // returns, and the next use of SFTP opens a new session. An sftp-server
 // hung on its filesystem leaves sshd answering, and the connection also
 // carries the tunnel placeholders reach the CLS through and the site's
@@ -130,8 +219,9 @@ type sftpSession struct {
 }
 
 // openSFTP opens a session channel on conn and starts an SFTP client
-// on its sftp subsystem.
-func openSFTP(conn *ssh.Client, opts ...sftp.ClientOption) (*sftpSession, error) {
+// on its sftp subsystem; o, if not nil, may give up its wait for the
+// server.
+func openSFTP(conn *ssh.Client, o *opening, opts ...sftp.ClientOption) (*sftpSession, error) {
 	sess, err := conn.NewSession()
 	if err != nil {
 		return nil, err
@@ -155,18 +245,22 @@ func openSFTP(conn *ssh.Client, opts ...sftp.ClientOption) (*sftpSession, error)
 	// sftp.NewClient does): left unread, it would hold the channel's
 	// window.
 	go io.Copy(io.Discard, stderr)
-	return newSFTPSession(stdin, stdout, sess.Close, opts...)
+	return newSFTPSession(stdin, stdout, sess.Close, o, opts...)
 }
 
 // newSFTPSession starts an SFTP client writing to stdin and reading
 // stdout, a channel's, through pipes (sftpSession); closeChan closes the
-// channel.
-func newSFTPSession(stdin io.WriteCloser, stdout io.Reader, closeChan func() error, opts ...sftp.ClientOption) (*sftpSession, error) {
+// channel. o, if not nil, may cut the session while the client waits
+// for the server's first answer.
+func newSFTPSession(stdin io.WriteCloser, stdout io.Reader, closeChan func() error, o *opening, opts ...sftp.ClientOption) (*sftpSession, error) {
 	cr, sw := io.Pipe() // the client reads what the server says
 	sr, cw := io.Pipe() // the server is sent what the client writes
 	p := &sftpSession{toServer: sr, toClient: sw, close: closeChan}
 	go pumpToServer(stdin, sr)
 	go pumpToClient(sw, stdout)
+	if o != nil {
+		o.begin(p)
+	}
 	c, err := sftp.NewClientPipe(cr, cw, opts...)
 	if err != nil {
 		p.cutPipes()

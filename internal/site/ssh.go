@@ -498,30 +498,80 @@ func writeTemp(c *sftp.Client, tmp string, data []byte) error {
 func (s *SSH) Put(ctx context.Context, p string, data []byte, mode os.FileMode) (bool, error) {
 	// SFTP requests take no context: an sftp-server stuck (a home on a
 	// network filesystem that hangs), sshd still answering, held the
-	// upload and the site for ever. Past ctx's deadline the connection
-	// is cut (Close would wait for a write stuck on the full window).
+	// upload and the site for ever. Past ctx's deadline the SFTP session
+	// Put uses is ended as a stalled transfer's is (EndSFTP): alone while
+	// the connection answers a keepalive, so the tunnel and the site's
+	// commands on it go on; with the connection otherwise. A cancel ends
+	// nothing: the session is shared (staging), and the site's removal
+	// closes the connection itself.
+	var u sftpUse
 	defer context.AfterFunc(ctx, func() {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			s.Cut() // not at a cancel: the site's removal still uses it
+		if c := u.over(); c != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			s.EndSFTP(c)
 		}
 	})()
+	client := func() (*sftp.Client, error) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		c, err := s.sftpClient(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if err := u.use(c, ctx); err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
 	sum := sha256.Sum256(data)
 	want := hex.EncodeToString(sum[:])
-	if got, err := s.remoteSum(ctx, p); err == nil && got == want {
+	if got, err := s.remoteSum(ctx, p, client); err == nil && got == want {
 		return false, nil
 	}
-	c, err := s.sftpClient()
+	c, err := client()
 	if err != nil {
 		return false, err
 	}
 	verify := func(tmp string) error {
-		got, err := s.remoteSum(ctx, tmp)
+		got, err := s.remoteSum(ctx, tmp, client)
 		if err == nil && got != want {
 			err = fmt.Errorf("checksum %s, want %s", got, want)
 		}
 		return err
 	}
-	return true, upload(c, p, data, mode, verify)
+	err = upload(c, p, data, mode, verify)
+	if err != nil && ctx.Err() != nil {
+		err = fmt.Errorf("%w (%w)", err, ctx.Err())
+	}
+	return true, err
+}
+
+// sftpUse is the SFTP session an upload uses, for its deadline to end.
+type sftpUse struct {
+	mu    sync.Mutex
+	c     *sftp.Client
+	ended bool
+}
+
+// use records c as in use, unless the upload's context ended already
+// (over ran): then c is not used, and ctx's error is returned.
+func (u *sftpUse) use(c *sftp.Client, ctx context.Context) error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.ended {
+		return ctx.Err()
+	}
+	u.c = c
+	return nil
+}
+
+// over marks the upload's context ended and returns the session in use,
+// if any.
+func (u *sftpUse) over() *sftp.Client {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.ended = true
+	return u.c
 }
 
 // upload writes data to a temporary file, checks it with verify, and
@@ -589,7 +639,7 @@ func privateDir(c *sftp.Client, dir string) error {
 
 // remoteSum is the SHA-256 of a remote file: by sha256sum where the login
 // host has it, else by reading the file back over SFTP.
-func (s *SSH) remoteSum(ctx context.Context, p string) (string, error) {
+func (s *SSH) remoteSum(ctx context.Context, p string, client func() (*sftp.Client, error)) (string, error) {
 	out, err := s.Run(ctx, "sha256sum "+Quote(p)+" 2>/dev/null")
 	if err == nil {
 		if f := strings.Fields(string(out)); len(f) > 0 && len(f[0]) == 64 {
@@ -600,7 +650,7 @@ func (s *SSH) remoteSum(ctx context.Context, p string) (string, error) {
 	if errors.As(err, &ce) {
 		return "", err
 	}
-	c, err := s.sftpClient()
+	c, err := client()
 	if err != nil {
 		return "", err
 	}

@@ -253,8 +253,8 @@ func TestKeepaliveCutsStalledUpload(t *testing.T) {
 }
 
 // An upload whose sftp-server stops reading mid-file returns at its
-// deadline too: the write stuck on the full window is cut with its
-// connection.
+// deadline too: the write stuck on the full window is cut with its SFTP
+// session (TestPutPastDeadlineKeepsConnection: the connection is kept).
 func TestPutStalledMidFile(t *testing.T) {
 	l := startSFTPLogin(t)
 	l.exec = func(string, io.Reader, io.Writer, io.Writer) int { return 1 } // no sha256sum

@@ -446,52 +446,75 @@ func TestPutPastDeadlineOpeningKeepsConnection(t *testing.T) {
 	}
 }
 
-// A cancelled upload (the site removed or changed), not past its
-// deadline, ends neither its SFTP session, which staging shares, nor the
-// connection; closing the connection ends it.
-func TestPutCancelledEndsNothing(t *testing.T) {
-	l := startSFTPLogin(t)
-	l.exec = func(string, io.Reader, io.Writer, io.Writer) int { return 1 } // no sha256sum
-	l.sftpFreezeAt.Store(1 << 20)
-	s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts, Keepalive: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { go s.Close() }()
-	c, err := s.SFTP()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := s.Put(ctx, filepath.Join(t.TempDir(), "agent"), make([]byte, 16<<20), 0o755)
-		done <- err
-	}()
-	eventually(t, "the sftp-server to stop reading", l.frozen.Load)
-	cancel()
-	// A command's round trip, for a cut or an end to show.
-	s.Run(context.Background(), "true")
-	select {
-	case <-s.Done():
-		t.Fatal("a cancelled upload cut the connection")
-	case err := <-done:
-		t.Fatalf("a cancelled upload returned (%v) while its session was up", err)
-	default:
-	}
-	s.sftpMu.Lock()
-	kept, ended := s.sftp != nil && s.sftp.c == c, s.ended
-	s.sftpMu.Unlock()
-	if !kept || ended != 0 {
-		t.Fatalf("a cancelled upload: its session kept %v, sessions ended %d; want it kept, none", kept, ended)
-	}
-	go s.Close()
-	select {
-	case err := <-done:
-		if err == nil {
-			t.Fatal("an upload through a frozen sftp-server succeeded")
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("a cancelled upload still waits 30 s after its connection's close")
+// A cancelled upload (its site's loop stopped, for the site's removal,
+// a change or the CLS's shutdown, which wait for it) that returns within
+// a keepalive interval ends nothing: its SFTP session, shared with
+// staging, and the connection stay. One stuck on a hung sftp-server
+// past that ends its SFTP session alone, the connection answering: it
+// waited for ever, and the removal, change or shutdown behind it.
+func TestPutCancelled(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		keepalive time.Duration
+		freezeAt  int64 // the sftp-server stops reading there (0: never)
+		ended     int   // SFTP sessions ended
+	}{
+		{"stuck", 200 * time.Millisecond, 1 << 20, 1},
+		{"returning", 0, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := startSFTPLogin(t)
+			var verifying atomic.Bool
+			l.exec = func(cmd string, stdin io.Reader, _, _ io.Writer) int {
+				if strings.Contains(cmd, ".mq-upload-") {
+					// The written file's check: held until the
+					// client gives up on it.
+					verifying.Store(true)
+					io.Copy(io.Discard, stdin)
+				}
+				return 1 // no sha256sum: Put reads back over SFTP
+			}
+			l.sftpFreezeAt.Store(tc.freezeAt)
+			s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts, Keepalive: tc.keepalive})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { go s.Close() }()
+			c, err := s.SFTP()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() {
+				_, err := s.Put(ctx, filepath.Join(t.TempDir(), "agent"), make([]byte, 16<<20), 0o755)
+				done <- err
+			}()
+			eventually(t, "the upload to be stopped", func() bool { return l.frozen.Load() || verifying.Load() })
+			cancel()
+			select {
+			case err := <-done:
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("a cancelled upload: %v; want the cancel", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("a cancelled upload still waits 30 s after its cancel")
+			}
+			select {
+			case <-s.Done():
+				t.Fatal("a cancelled upload cut the connection")
+			default:
+			}
+			s.sftpMu.Lock()
+			kept, ended := s.sftp != nil && s.sftp.c == c, s.ended
+			s.sftpMu.Unlock()
+			if kept != (tc.ended == 0) || ended != tc.ended {
+				t.Errorf("a cancelled upload: its SFTP session kept %v, sessions ended %d; want %d ended", kept, ended, tc.ended)
+			}
+			var ce *ConnError
+			if _, err := s.Run(context.Background(), "true"); err == nil || errors.As(err, &ce) {
+				t.Errorf("a command after the cancelled upload: %v; want its exit status", err)
+			}
+		})
 	}
 }

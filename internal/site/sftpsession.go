@@ -17,10 +17,10 @@ import (
 // Data staging (package stage) moves files through it.
 func (s *SSH) SFTP() (*sftp.Client, error) { return s.sftpClient(context.Background()) }
 
-// sftpClient is SFTP's session. An opening still unanswered at ctx's
-// deadline (an upload's) is given up as a stalled session is (EndSFTP):
-// alone while the connection answers a keepalive, else with the
-// connection.
+// sftpClient is SFTP's session. An opening still unanswered once ctx
+// (an upload's) has ended and it is taken for stuck (SSH.stuck) is
+// given up as a stalled session is (EndSFTP): alone while the
+// connection answers a keepalive, else with the connection.
 func (s *SSH) sftpClient(ctx context.Context) (*sftp.Client, error) {
 	s.sftpMu.Lock()
 	defer s.sftpMu.Unlock()
@@ -44,8 +44,10 @@ func (s *SSH) sftpClient(ctx context.Context) (*sftp.Client, error) {
 	unanswered := time.AfterFunc(s.cfg.Timeout, func() { s.client.Close() })
 	defer unanswered.Stop()
 	var o opening
+	returned := make(chan struct{})
+	defer close(returned)
 	defer context.AfterFunc(ctx, func() {
-		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		if !s.stuck(ctx, returned) {
 			return
 		}
 		if o.pending() && s.probe(s.cfg.Keepalive) != nil && o.pending() {
@@ -66,7 +68,7 @@ func (s *SSH) sftpClient(ctx context.Context) (*sftp.Client, error) {
 		if o.wasCut() {
 			// Its sftp-server, hung, holds a session of sshd's as one
 			// EndSFTP ended does.
-			err = fmt.Errorf("sftp: no answer from the SFTP server by the deadline: %w", ctx.Err())
+			err = fmt.Errorf("sftp: no answer from the SFTP server before the upload's end: %w", ctx.Err())
 			if s.ended >= maxEndedSFTP {
 				s.client.Close()
 				return nil, &ConnError{err}

@@ -498,15 +498,16 @@ func writeTemp(c *sftp.Client, tmp string, data []byte) error {
 func (s *SSH) Put(ctx context.Context, p string, data []byte, mode os.FileMode) (bool, error) {
 	// SFTP requests take no context: an sftp-server stuck (a home on a
 	// network filesystem that hangs), sshd still answering, held the
-	// upload and the site for ever. Past ctx's deadline the SFTP session
-	// Put uses is ended as a stalled transfer's is (EndSFTP): alone while
-	// the connection answers a keepalive, so the tunnel and the site's
-	// commands on it go on; with the connection otherwise. A cancel ends
-	// nothing: the session is shared (staging), and the site's removal
-	// closes the connection itself.
+	// upload and the site for ever. Once ctx ends, and Put is stuck
+	// (stuck), the SFTP session it uses is ended as a stalled
+	// transfer's is (EndSFTP): alone while the connection answers a
+	// keepalive, so the tunnel and the site's commands on it go on;
+	// with the connection otherwise.
 	var u sftpUse
+	returned := make(chan struct{})
+	defer close(returned)
 	defer context.AfterFunc(ctx, func() {
-		if c := u.over(); c != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		if c := u.over(); c != nil && s.stuck(ctx, returned) {
 			s.EndSFTP(c)
 		}
 	})()
@@ -544,6 +545,27 @@ func (s *SSH) Put(ctx context.Context, p string, data []byte, mode os.FileMode) 
 		err = fmt.Errorf("%w (%w)", err, ctx.Err())
 	}
 	return true, err
+}
+
+// stuck says, once ctx has ended, whether the call it bounds is to be
+// taken for stuck: at its deadline, yes; at a cancel, if it has not
+// returned (returned closed) within a keepalive interval. A cancel stops
+// a site's loop, for its removal, a change or the CLS's shutdown, which
+// wait for the loop: an upload the cancel left on a hung sftp-server
+// held them for ever. One only slow, the SFTP session shared
+// (staging), is left to end.
+func (s *SSH) stuck(ctx context.Context, returned <-chan struct{}) bool {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return true
+	}
+	t := time.NewTimer(s.cfg.Keepalive)
+	defer t.Stop()
+	select {
+	case <-returned:
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // sftpUse is the SFTP session an upload uses, for its deadline to end.

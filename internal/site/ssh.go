@@ -519,7 +519,7 @@ func (s *SSH) Put(ctx context.Context, p string, data []byte, mode os.FileMode) 
 		if err != nil {
 			return nil, err
 		}
-		if err := u.use(c, ctx); err != nil {
+		if err := u.use(ctx, c); err != nil {
 			return nil, err
 		}
 		return c, nil
@@ -568,7 +568,8 @@ func (s *SSH) stuck(ctx context.Context, returned <-chan struct{}) bool {
 	}
 }
 
-// sftpUse is the SFTP session an upload uses, for its deadline to end.
+// sftpUse is the SFTP session an upload uses, for its context's end to
+// end (Put).
 type sftpUse struct {
 	mu    sync.Mutex
 	c     *sftp.Client
@@ -577,7 +578,7 @@ type sftpUse struct {
 
 // use records c as in use, unless the upload's context ended already
 // (over ran): then c is not used, and ctx's error is returned.
-func (u *sftpUse) use(c *sftp.Client, ctx context.Context) error {
+func (u *sftpUse) use(ctx context.Context, c *sftp.Client) error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.ended {

@@ -14,11 +14,11 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
-// Purge returns cls purge: it removes ended jobs for good. It lives with
-// the user commands because it selects jobs as mqdel does.
 // purgeGoesOn is what becomes of a purge cut short.
 const purgeGoesOn = "the batches purged so far stay purged (cls purge again for the rest)"
 
+// Purge returns cls purge: it removes ended jobs for good. It lives with
+// the user commands because it selects jobs as mqdel does.
 func Purge(env Env) *cli.Command {
 	flags := []cli.Flag{
 		&cli.StringFlag{Name: "q", Aliases: []string{"queue"}, Usage: "with ids: they must be in this queue; else purge its ended jobs"},

@@ -16,8 +16,9 @@ import (
 // looked at) lost the output and the job ended done all the same; the
 // placeholder took the next, and a queue ran in seconds with no output.
 // Such an attempt is stopped and runs again, as one stopped for the
-// output reserve, and the agent takes no new jobs until a small write in
-// its output directory goes through (Agent.room, workLoop.diskFull).
+// output reserve, and the agent takes no new jobs until a small write
+// where the refused one was goes through (Agent.room, refusedDir,
+// workLoop.diskFull).
 
 // roomOwn is the least output an attempt refused for want of room must
 // have written to be the cause itself (and fail) when the output reserve

@@ -104,8 +104,6 @@ func (s *Store) matchParked() ([]*parkedNext, error) {
 	return filled, nil
 }
 
-// dispatch picks up to p.req.Free ready jobs for the placeholder, going
-// round the queues, and marks them Executing under a lease with one UPDATE.
 // picked is a job a request's dispatch chose, before its row is claimed.
 type picked struct {
 	id     int64
@@ -116,19 +114,20 @@ type picked struct {
 	grant  *protocol.Capacity // nil: none sent (one core, as before)
 }
 
+// dispatch picks up to p.req.Free ready jobs for the placeholder, going
+// round the queues, and marks them Executing under a lease with one UPDATE.
 func (s *Store) dispatch(p *parkedNext) error {
-	if len(s.qlist) == 0 || p.req.Free <= len(p.reply.Jobs) || s.room.Short() { // a claim now would fail
+	if len(s.qlist) == 0 || p.req.Free <= len(p.reply.Jobs) || s.room.Short() || s.reg.Retired(p.req.Placeholder) { // a claim now would fail; a removed site's get none
 		return nil
 	}
 	var picks []picked
 	// Economics needs the asking placeholder's site (its price, the
 	// planner's caps): known once per request.
 	if s.econCosting() && p.site == "" {
-		site, err := s.siteName(p.req.Placeholder)
-		if err != nil {
+		var err error
+		if p.site, err = s.siteName(p.req.Placeholder); err != nil {
 			return err
 		}
-		p.site = site
 	}
 	now := s.now()
 	s.pack.Begin(now, p.req.Placeholder, p.req.Free-len(p.reply.Jobs))

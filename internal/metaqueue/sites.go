@@ -62,6 +62,7 @@ func (s *Store) RemoveSite(ctx context.Context, name string) error {
 		}
 		return s.cat.RemoveSite(context.Background(), s.w, name)
 	}, func() {
+		s.reg.Retire(name)
 		s.data.SetNodeLocal(name, false, false)
 		s.ledger.RemoveSite(name)
 		s.pack.SiteGone(name)

@@ -81,6 +81,10 @@ type Registry struct {
 	// heartbeat with room (Started); kept is how many.
 	starts map[int64][]protocol.JobRef
 	kept   int
+	// sites are the sites placeholders registered at in this run, and
+	// retired those of a site since removed (Retire).
+	sites   map[int64]string
+	retired map[int64]bool
 	// last is the highest id a registration was given in this run: a new
 	// one is above it (InsertPlaceholder), and above meta's
 	// placeholder_last, the highest of every run (schema version 33),
@@ -137,8 +141,34 @@ func (g *Registry) Register(st Stmts, r protocol.Register, identity string, now 
 	}
 	g.last = max(g.last, id)
 	g.registered(id, isNew)
+	if g.sites == nil {
+		g.sites = map[int64]string{}
+	}
+	g.sites[id] = r.Site
 	return id, nil
 }
+
+// Retire notes that site was removed: the placeholders registered at it
+// get no more work (Retired), also through a reconnection with their
+// ids. Until their batch system ends them they still ask, and the
+// site's name, configured no more, would pass for one sharing the CLS
+// host's filesystem: they were handed jobs whose inputs were never
+// brought there. Placeholders registering at a site of that name
+// later are new ones, and work.
+func (g *Registry) Retire(site string) {
+	for id, s := range g.sites {
+		if s != site {
+			continue
+		}
+		if g.retired == nil {
+			g.retired = map[int64]bool{}
+		}
+		g.retired[id] = true
+	}
+}
+
+// Retired says whether placeholder id is of a site removed (Retire).
+func (g *Registry) Retired(id int64) bool { return g.retired[id] }
 
 // registered notes a registration on a connection; isNew is a new row.
 func (g *Registry) registered(id int64, isNew bool) {
@@ -248,6 +278,8 @@ func (g *Registry) Delete(ctx context.Context, ex Execer, gone []int64) error {
 		}
 		delete(g.fresh, id)
 		delete(g.known, id)
+		delete(g.sites, id)
+		delete(g.retired, id)
 	}
 	return nil
 }

@@ -55,44 +55,8 @@ func roundTrip(c net.Conn, b string) error {
 // Cutting the connection, as a stall did, broke them all.
 func TestStalledSFTPKeepsConnection(t *testing.T) {
 	l := startSFTPLogin(t)
-	release := make(chan struct{})
-	var long atomic.Bool
-	l.exec = func(cmd string, _ io.Reader, stdout, _ io.Writer) int {
-		if strings.Contains(cmd, "long-command") {
-			long.Store(true)
-			<-release
-		}
-		io.WriteString(stdout, "ok\n")
-		return 0
-	}
-	l.sftpFreezeAt.Store(1 << 20)
-	s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts, Keepalive: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { go s.Close() }()
-
-	port, err := s.Forward("127.0.0.1:0", echo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tunnel, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tunnel.Close()
-	if err := roundTrip(tunnel, "before"); err != nil {
-		t.Fatalf("through the tunnel before the stall: %v", err)
-	}
-	ran := make(chan error, 1)
-	go func() {
-		out, err := s.Run(context.Background(), "long-command")
-		if err == nil && string(out) != "ok\n" {
-			err = errors.New("printed " + string(out))
-		}
-		ran <- err
-	}()
-	eventually(t, "the long command to start", long.Load)
+	b := startBusy(t, l)
+	s := b.s
 
 	c, err := s.SFTP()
 	if err != nil {
@@ -132,26 +96,7 @@ func TestStalledSFTPKeepsConnection(t *testing.T) {
 		t.Fatalf("frozen %v, ended %d times: the test proves nothing", l.frozen.Load(), ended.Load())
 	}
 
-	select {
-	case <-s.Done():
-		t.Error("the connection, still answering, was closed with the hung SFTP session")
-	default:
-	}
-	if err := roundTrip(tunnel, "after"); err != nil {
-		t.Errorf("the tunnel after the stall: %v", err)
-	}
-	close(release)
-	select {
-	case err := <-ran:
-		if err != nil {
-			t.Errorf("the command running over the stall: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Error("the command running over the stall has not returned 30 s after its end")
-	}
-	if out, err := s.Run(context.Background(), "true"); err != nil || string(out) != "ok\n" {
-		t.Errorf("a command after the stall: %q, %v", out, err)
-	}
+	b.kept(t, "the stall")
 	if _, err := c.Getwd(); err == nil {
 		t.Error("the ended SFTP session still answers")
 	}
@@ -314,43 +259,8 @@ func TestEndSFTPWindowless(t *testing.T) {
 // the connection at its deadline, and all of them with it.
 func TestPutPastDeadlineKeepsConnection(t *testing.T) {
 	l := startSFTPLogin(t)
-	release := make(chan struct{})
-	var long atomic.Bool
-	l.exec = func(cmd string, _ io.Reader, stdout, _ io.Writer) int {
-		switch {
-		case strings.Contains(cmd, "sha256sum"):
-			return 1 // none: Put reads back over SFTP
-		case strings.Contains(cmd, "long-command"):
-			long.Store(true)
-			<-release
-		}
-		io.WriteString(stdout, "ok\n")
-		return 0
-	}
-	l.sftpFreezeAt.Store(1 << 20)
-	s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts, Keepalive: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { go s.Close() }()
-	port, err := s.Forward("127.0.0.1:0", echo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tunnel, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tunnel.Close()
-	if err := roundTrip(tunnel, "before"); err != nil {
-		t.Fatalf("through the tunnel before the upload: %v", err)
-	}
-	ran := make(chan error, 1)
-	go func() {
-		_, err := s.Run(context.Background(), "long-command")
-		ran <- err
-	}()
-	eventually(t, "the long command to start", long.Load)
+	b := startBusy(t, l)
+	s := b.s
 
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -372,26 +282,7 @@ func TestPutPastDeadlineKeepsConnection(t *testing.T) {
 		t.Fatal("the sftp-server never froze: the test proves nothing")
 	}
 
-	select {
-	case <-s.Done():
-		t.Fatal("the connection, still answering, was closed with the upload's SFTP session")
-	default:
-	}
-	if err := roundTrip(tunnel, "after"); err != nil {
-		t.Errorf("the tunnel after the upload: %v", err)
-	}
-	close(release)
-	select {
-	case err := <-ran:
-		if err != nil {
-			t.Errorf("the command running over the upload: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Error("the command running over the upload has not returned 30 s after its end")
-	}
-	if out, err := s.Run(context.Background(), "true"); err != nil || string(out) != "ok\n" {
-		t.Errorf("a command after the upload: %q, %v", out, err)
-	}
+	b.kept(t, "the upload")
 	// A small file, under the point where the sftp-server freezes, goes
 	// through a new session.
 	if wrote, err := s.Put(context.Background(), filepath.Join(dir, "key"), []byte("k"), 0o600); err != nil || !wrote {
@@ -516,5 +407,89 @@ func TestPutCancelled(t *testing.T) {
 				t.Errorf("a command after the cancelled upload: %v; want its exit status", err)
 			}
 		})
+	}
+}
+
+// busy is a connection to a login host (keepalive every 200 ms) whose
+// sftp-server stops reading at 1 MiB, with a reverse forward through it
+// and a command running on it: what a stall of SFTP alone must leave.
+type busy struct {
+	s       *SSH
+	tunnel  net.Conn
+	ran     chan error
+	release chan struct{}
+}
+
+// startBusy dials l and starts the forward and the long command. The
+// login host has no sha256sum: Put reads back over SFTP.
+func startBusy(t *testing.T, l *sftpLogin) *busy {
+	t.Helper()
+	b := &busy{ran: make(chan error, 1), release: make(chan struct{})}
+	var long atomic.Bool
+	l.exec = func(cmd string, _ io.Reader, stdout, _ io.Writer) int {
+		switch {
+		case strings.Contains(cmd, "sha256sum"):
+			return 1
+		case strings.Contains(cmd, "long-command"):
+			long.Store(true)
+			<-b.release
+		}
+		io.WriteString(stdout, "ok\n")
+		return 0
+	}
+	l.sftpFreezeAt.Store(1 << 20)
+	s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts, Keepalive: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.s = s
+	t.Cleanup(func() { go s.Close() })
+	port, err := s.Forward("127.0.0.1:0", echo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.tunnel, err = net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.tunnel.Close() })
+	if err := roundTrip(b.tunnel, "before"); err != nil {
+		t.Fatalf("through the tunnel before: %v", err)
+	}
+	go func() {
+		out, err := s.Run(context.Background(), "long-command")
+		if err == nil && string(out) != "ok\n" {
+			err = errors.New("printed " + string(out))
+		}
+		b.ran <- err
+	}()
+	eventually(t, "the long command to start", long.Load)
+	return b
+}
+
+// kept checks that after what (a stall, an upload given up) the
+// connection is up, the tunnel carries bytes, the command running across
+// it ends well and a new command runs.
+func (b *busy) kept(t *testing.T, what string) {
+	t.Helper()
+	select {
+	case <-b.s.Done():
+		t.Fatalf("the connection, still answering, was closed after %s", what)
+	default:
+	}
+	if err := roundTrip(b.tunnel, "after"); err != nil {
+		t.Errorf("the tunnel after %s: %v", what, err)
+	}
+	close(b.release)
+	select {
+	case err := <-b.ran:
+		if err != nil {
+			t.Errorf("the command running over %s: %v", what, err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Errorf("the command running over %s has not returned 30 s after its end", what)
+	}
+	if out, err := b.s.Run(context.Background(), "true"); err != nil || string(out) != "ok\n" {
+		t.Errorf("a command after %s: %q, %v", what, out, err)
 	}
 }

@@ -133,11 +133,7 @@ func TestEndSFTPSilentConnection(t *testing.T) {
 // ended is left.
 func TestEndSFTPBounded(t *testing.T) {
 	l := startSFTPLogin(t)
-	s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := l.dial(t, SSHConfig{})
 	for i := range maxEndedSFTP + 1 {
 		c, err := s.SFTP()
 		if err != nil {
@@ -265,18 +261,12 @@ func TestPutPastDeadlineKeepsConnection(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	done := make(chan error, 1)
-	go func() {
+	done := async(func() error {
 		_, err := s.Put(ctx, filepath.Join(dir, "agent"), make([]byte, 16<<20), 0o755)
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if err == nil {
-			t.Fatal("an upload through a frozen sftp-server succeeded")
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("an upload through a frozen sftp-server still waits 30 s after its deadline")
+		return err
+	})
+	if err := returned(t, done, "an upload through a frozen sftp-server, past its deadline,"); err == nil {
+		t.Fatal("an upload through a frozen sftp-server succeeded")
 	}
 	if !l.frozen.Load() {
 		t.Fatal("the sftp-server never froze: the test proves nothing")
@@ -302,26 +292,16 @@ func TestPutPastDeadlineOpeningKeepsConnection(t *testing.T) {
 		return 0
 	}
 	l.sftpStall.Store(true)
-	s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts, Keepalive: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { go s.Close() }()
+	s := l.dial(t, SSHConfig{Keepalive: 200 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	done := make(chan error, 1)
-	go func() {
+	done := async(func() error {
 		_, err := s.Put(ctx, filepath.Join(t.TempDir(), "agent"), []byte("x"), 0o755)
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		var ce *ConnError
-		if !errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ce) {
-			t.Fatalf("an upload whose sftp-server never answers: %v; want its deadline, no connection error", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("an upload whose sftp-server never answers still waits 30 s after its deadline")
+		return err
+	})
+	var ce *ConnError
+	if err := returned(t, done, "an upload whose sftp-server never answers, past its deadline,"); !errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ce) {
+		t.Fatalf("an upload whose sftp-server never answers: %v; want its deadline, no connection error", err)
 	}
 	select {
 	case <-s.Done():
@@ -366,30 +346,20 @@ func TestPutCancelled(t *testing.T) {
 				return 1 // no sha256sum: Put reads back over SFTP
 			}
 			l.sftpFreezeAt.Store(tc.freezeAt)
-			s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts, Keepalive: tc.keepalive})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() { go s.Close() }()
+			s := l.dial(t, SSHConfig{Keepalive: tc.keepalive})
 			c, err := s.SFTP()
 			if err != nil {
 				t.Fatal(err)
 			}
 			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() {
+			done := async(func() error {
 				_, err := s.Put(ctx, filepath.Join(t.TempDir(), "agent"), make([]byte, 16<<20), 0o755)
-				done <- err
-			}()
+				return err
+			})
 			eventually(t, "the upload to be stopped", func() bool { return l.frozen.Load() || verifying.Load() })
 			cancel()
-			select {
-			case err := <-done:
-				if !errors.Is(err, context.Canceled) {
-					t.Errorf("a cancelled upload: %v; want the cancel", err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Fatal("a cancelled upload still waits 30 s after its cancel")
+			if err := returned(t, done, "a cancelled upload"); !errors.Is(err, context.Canceled) {
+				t.Errorf("a cancelled upload: %v; want the cancel", err)
 			}
 			select {
 			case <-s.Done():
@@ -438,13 +408,8 @@ func startBusy(t *testing.T, l *sftpLogin) *busy {
 		return 0
 	}
 	l.sftpFreezeAt.Store(1 << 20)
-	s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts, Keepalive: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.s = s
-	t.Cleanup(func() { go s.Close() })
-	port, err := s.Forward("127.0.0.1:0", echo)
+	b.s = l.dial(t, SSHConfig{Keepalive: 200 * time.Millisecond})
+	port, err := b.s.Forward("127.0.0.1:0", echo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -457,7 +422,7 @@ func startBusy(t *testing.T, l *sftpLogin) *busy {
 		t.Fatalf("through the tunnel before: %v", err)
 	}
 	go func() {
-		out, err := s.Run(context.Background(), "long-command")
+		out, err := b.s.Run(context.Background(), "long-command")
 		if err == nil && string(out) != "ok\n" {
 			err = errors.New("printed " + string(out))
 		}

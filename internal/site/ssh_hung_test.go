@@ -55,11 +55,7 @@ func shellLogin(t *testing.T) *sftpLogin {
 // status.
 func TestRunHungCommandEnds(t *testing.T) {
 	l := shellLogin(t)
-	s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := l.dial(t, SSHConfig{})
 
 	out, err := s.Run(context.Background(), "echo out; echo why >&2; exit 3")
 	if err == nil || !strings.Contains(err.Error(), "exit status 3: why") || string(out) != "out\n" {
@@ -119,25 +115,15 @@ func TestPutStalledSFTP(t *testing.T) {
 	l := startSFTPLogin(t)
 	l.exec = func(string, io.Reader, io.Writer, io.Writer) int { return 1 } // no sha256sum: read back over SFTP
 	l.sftpStall.Store(true)
-	s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { go s.Close() }() // not waited for: where it deadlocked, the failure is said first
+	s := l.dial(t, SSHConfig{})
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	done := make(chan error, 1)
-	go func() {
+	done := async(func() error {
 		_, err := s.Put(ctx, filepath.Join(t.TempDir(), "agent"), []byte("x"), 0o755)
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if err == nil {
-			t.Fatal("an upload through a stuck sftp-server succeeded")
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("an upload through a stuck sftp-server still waits 30 s after its context ended")
+		return err
+	})
+	if err := returned(t, done, "an upload through a stuck sftp-server, its context ended,"); err == nil {
+		t.Fatal("an upload through a stuck sftp-server succeeded")
 	}
 }
 
@@ -171,30 +157,20 @@ func TestRunStalledConnection(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			l := startSFTPLogin(t)
 			l.exec = func(string, io.Reader, io.Writer, io.Writer) int { return 0 }
-			s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts, Keepalive: tc.keepalive})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() { go s.Close() }()
+			s := l.dial(t, SSHConfig{Keepalive: tc.keepalive})
 			if _, err := s.Run(context.Background(), "true"); err != nil {
 				t.Fatal(err)
 			}
 			l.stall.Store(true)
 			ctx, cancel := tc.ctx()
 			defer cancel()
-			done := make(chan error, 1)
-			go func() {
+			done := async(func() error {
 				_, err := s.Run(ctx, "squeue")
-				done <- err
-			}()
-			select {
-			case err := <-done:
-				var ce *ConnError
-				if !errors.Is(err, tc.want) || errors.As(err, &ce) != tc.cutOff {
-					t.Fatalf("a command on a stalled connection: %v; want %v, a connection error %v", err, tc.want, tc.cutOff)
-				}
-			case <-time.After(30 * time.Second):
-				t.Fatal("a command on a stalled connection still waits 30 s after its context ended")
+				return err
+			})
+			var ce *ConnError
+			if err := returned(t, done, "a command on a stalled connection, its context ended,"); !errors.Is(err, tc.want) || errors.As(err, &ce) != tc.cutOff {
+				t.Fatalf("a command on a stalled connection: %v; want %v, a connection error %v", err, tc.want, tc.cutOff)
 			}
 			if !tc.cutOff {
 				select {
@@ -259,25 +235,15 @@ func TestPutStalledMidFile(t *testing.T) {
 	l := startSFTPLogin(t)
 	l.exec = func(string, io.Reader, io.Writer, io.Writer) int { return 1 } // no sha256sum
 	l.sftpFreezeAt.Store(1 << 20)
-	s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { go s.Close() }()
+	s := l.dial(t, SSHConfig{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	done := make(chan error, 1)
-	go func() {
+	done := async(func() error {
 		_, err := s.Put(ctx, filepath.Join(t.TempDir(), "agent"), make([]byte, 16<<20), 0o755)
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if err == nil {
-			t.Fatal("an upload through a frozen sftp-server succeeded")
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("an upload through a frozen sftp-server still waits 30 s after its deadline")
+		return err
+	})
+	if err := returned(t, done, "an upload through a frozen sftp-server, past its deadline,"); err == nil {
+		t.Fatal("an upload through a frozen sftp-server succeeded")
 	}
 }
 
@@ -291,24 +257,14 @@ func TestPutStalledMidFile(t *testing.T) {
 func TestSFTPOpenUnanswered(t *testing.T) {
 	l := startSFTPLogin(t)
 	l.sftpStall.Store(true)
-	s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts, Timeout: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { go s.Close() }() // not waited for: where it deadlocked, the failure is said first
-	done := make(chan error, 1)
-	go func() {
+	s := l.dial(t, SSHConfig{Timeout: 300 * time.Millisecond})
+	done := async(func() error {
 		_, err := s.SFTP()
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		var ce *ConnError
-		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "no answer from the SFTP server within 300ms") {
-			t.Fatalf("opening SFTP on a server that never answers: %v; want a ConnError saying so", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("opening SFTP on a server that never answers still waits after 30 s")
+		return err
+	})
+	var ce *ConnError
+	if err := returned(t, done, "opening SFTP on a server that never answers"); !errors.As(err, &ce) || !strings.Contains(err.Error(), "no answer from the SFTP server within 300ms") {
+		t.Fatalf("opening SFTP on a server that never answers: %v; want a ConnError saying so", err)
 	}
 	select {
 	case <-s.dead:
@@ -325,11 +281,7 @@ func TestSFTPOpenUnanswered(t *testing.T) {
 func stuckUpload(t *testing.T, l *sftpLogin, keepalive time.Duration) (*SSH, *sftp.Client, <-chan error) {
 	t.Helper()
 	l.sftpFreezeAt.Store(1 << 20)
-	s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts, Keepalive: keepalive})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { go s.Close() })
+	s := l.dial(t, SSHConfig{Keepalive: keepalive})
 	c, err := s.SFTP()
 	if err != nil {
 		t.Fatal(err)
@@ -350,12 +302,7 @@ func stuckUpload(t *testing.T, l *sftpLogin, keepalive time.Duration) (*SSH, *sf
 // wroteCut checks that the stuck write of stuckUpload returned, failed.
 func wroteCut(t *testing.T, wrote <-chan error) {
 	t.Helper()
-	select {
-	case err := <-wrote:
-		if err == nil {
-			t.Fatal("the cut upload succeeded")
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the stuck write still waits 30 s after the cut")
+	if err := returned(t, wrote, "the stuck write, cut,"); err == nil {
+		t.Fatal("the cut upload succeeded")
 	}
 }

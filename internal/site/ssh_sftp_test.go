@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
@@ -113,6 +114,41 @@ func portOf(addr string) string {
 	return p
 }
 
+// dial connects to l with cfg, its user, address, key and known hosts
+// filled in. The connection is closed after the test, not waited for:
+// where closing deadlocks, the test's own failure is said first.
+func (l *sftpLogin) dial(t *testing.T, cfg SSHConfig) *SSH {
+	t.Helper()
+	cfg.User, cfg.Addr, cfg.KeyFile, cfg.KnownHosts = "u", l.addr, l.keyFile, l.knownHosts
+	s, err := DialSSH(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { go s.Close() })
+	return s
+}
+
+// async runs f on its own goroutine; its error arrives on the channel.
+func async(f func() error) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	return done
+}
+
+// returned is the error arriving on done. The test fails if it still
+// waits after 30 s: what never returns holds its site, and the site's
+// removal, change and the CLS's stop behind it, for ever.
+func returned(t *testing.T, done <-chan error, what string) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s still waits after 30 s", what)
+		return nil
+	}
+}
+
 func (l *sftpLogin) serve(nc net.Conn, cfg *ssh.ServerConfig) {
 	sc, chans, reqs, err := ssh.NewServerConn(nc, cfg)
 	if err != nil {
@@ -194,11 +230,7 @@ func (l *sftpLogin) kill() {
 // lives.
 func TestSFTPSessionLostIsReplaced(t *testing.T) {
 	l := startSFTPLogin(t)
-	s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := l.dial(t, SSHConfig{})
 	c1, err := s.SFTP()
 	if err != nil {
 		t.Fatal(err)
@@ -247,11 +279,7 @@ func TestRunOutputBounded(t *testing.T) {
 		}
 		return 0
 	}
-	s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: l.addr, KeyFile: l.keyFile, KnownHosts: l.knownHosts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := l.dial(t, SSHConfig{})
 	out, err := s.Run(context.Background(), "squeue flood")
 	if err == nil || !strings.Contains(err.Error(), "printed more than") || out != nil {
 		t.Fatalf("a command printing %d MiB: %d bytes, %v; want an error saying it printed too much", maxRunStdout>>20+8, len(out), err)

@@ -1,6 +1,7 @@
 package placeholder
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/diskroom"
+	"github.com/mq-hpc/mq/internal/outstream"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -271,5 +273,76 @@ func TestAgentStartsPausedOverQuota(t *testing.T) {
 	}
 	if d, err := c.store.Inspect().Job(context.Background(), id); err != nil || len(d.History) != 0 {
 		t.Errorf("history %+v (%v), want no attempt spent on the quota", d.History, err)
+	}
+}
+
+// TestAgentStreamSyncRefused: a quota over NFS may show only at the sync
+// of a stream file, as the reports of the jobs whose output it holds
+// leave. Such a job ended done with its output lost; it now runs again
+// once there is room (its attempt not counted), as one whose write was
+// refused does, and the agent pauses meanwhile.
+func TestAgentStreamSyncRefused(t *testing.T) {
+	t.Parallel()
+	c := newCLS(t)
+	cfg := agentConfig(t, 1)
+	cfg.Dial, cfg.Streams = c.dial, true
+	a := New(cfg)
+	var refused atomic.Int64
+	a.streams.sync = func(w *outstream.Writer) error {
+		if refused.Add(1) == 1 {
+			return &os.PathError{Op: "sync", Path: filepath.Join(cfg.OutDir, protocol.StreamDir, "f"), Err: syscall.EDQUOT}
+		}
+		return w.Sync()
+	}
+	runAgent(t, a)
+	id := c.submit(protocol.JobSpec{Target: "t", Cwd: t.TempDir(), Command: "echo kept"})[0]
+	if e := c.wait(id)[id]; e.State != "D" {
+		t.Fatalf("job ended %+v, want done", e)
+	}
+	d, err := c.store.Inspect().Job(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Attempts != 2 || len(d.History) != 1 || !protocol.DiskFull(d.History[0].Reason) || !strings.Contains(d.History[0].Reason, "disk quota exceeded") {
+		t.Fatalf("%d attempts, before the last %+v; want one stopped for the quota, then one done", d.Attempts, d.History)
+	}
+	e := d.StdoutStream
+	if e == nil || d.OutputLost != "" {
+		t.Fatalf("stdout stream %+v, output lost %q; want the second attempt's", e, d.OutputLost)
+	}
+	var b bytes.Buffer
+	if _, err := outstream.ReadFile(&b, e.Path, outstream.Tag{Job: id, Attempt: e.Attempt}, outstream.Extent{Last: e.Last, Bytes: e.Bytes}); err != nil || b.String() != "kept\n" {
+		t.Errorf("stdout %q, %v; want its line", b.String(), err)
+	}
+}
+
+// TestStreamSyncLostStaysLost: a sync that failed may have dropped the
+// pages it held (Linux marks them clean), so output written before it is
+// not said synced by a later sync that succeeds; output written after is.
+func TestStreamSyncLostStaysLost(t *testing.T) {
+	t.Parallel()
+	a, _ := streamAgent(t, 0)
+	fail := true
+	a.streams.sync = func(w *outstream.Writer) error {
+		if fail {
+			return syscall.EIO
+		}
+		return w.Sync()
+	}
+	before := a.run(context.Background(), protocol.Assignment{ID: 1, Attempt: 1, Command: "echo before", Target: "t"})
+	first := []protocol.Report{before}
+	a.syncReports(context.Background(), first)
+	if len(first[0].Streamed) != 0 || !strings.Contains(first[0].OutputLost, "input/output error") {
+		t.Fatalf("a failed sync: streamed %+v, lost %q; want the loss", first[0].Streamed, first[0].OutputLost)
+	}
+	fail = false
+	after := a.run(context.Background(), protocol.Assignment{ID: 2, Attempt: 1, Command: "echo after", Target: "t"})
+	again := []protocol.Report{before, after}
+	a.syncReports(context.Background(), again)
+	if len(again[0].Streamed) != 0 || again[0].OutputLost == "" {
+		t.Errorf("output written before the failed sync, synced again: streamed %+v, lost %q; want it lost", again[0].Streamed, again[0].OutputLost)
+	}
+	if len(again[1].Streamed) != 1 || again[1].OutputLost != "" {
+		t.Errorf("output written after it: streamed %+v, lost %q; want it synced", again[1].Streamed, again[1].OutputLost)
 	}
 }

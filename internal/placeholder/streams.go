@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/diskroom"
 	"github.com/mq-hpc/mq/internal/outstream"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -58,6 +59,11 @@ type streamFile struct {
 
 	syncMu sync.Mutex
 	synced int64 // the file is on disk up to here
+	// Syncs failed, the last for syncErr, while the file held
+	// (lostFrom, lostTo] unsynced: that part may be lost, whatever later
+	// syncs say.
+	lostFrom, lostTo int64
+	syncErr          error
 
 	// A remote placeholder's file is copied to the CLS (ship.go).
 	shipMu  sync.Mutex
@@ -251,6 +257,11 @@ func (s *streamSet) recoverDead() {
 func (s *streamSet) syncTo(f *streamFile, end int64) error {
 	f.syncMu.Lock()
 	defer f.syncMu.Unlock()
+	if f.syncErr != nil && end > f.lostFrom && end <= f.lostTo {
+		// Written before a sync that failed: the kernel may have dropped
+		// those pages, and a later sync's success says nothing of them.
+		return f.syncErr
+	}
 	if f.synced >= end {
 		return nil
 	}
@@ -260,6 +271,10 @@ func (s *streamSet) syncTo(f *streamFile, end int64) error {
 		sync = (*outstream.Writer).Sync
 	}
 	if err := sync(f.w); err != nil {
+		if f.syncErr == nil {
+			f.lostFrom = f.synced
+		}
+		f.lostTo, f.syncErr = size, err
 		return err
 	}
 	f.synced = size
@@ -322,8 +337,10 @@ func (a *Agent) syncReports(ctx context.Context, batch []protocol.Report) {
 		if len(r.Streamed) == 0 {
 			continue
 		}
-		kept := r.Streamed[:0]
+		kept, wrote := r.Streamed[:0], int64(0)
+		var refused error
 		for _, st := range r.Streamed {
+			wrote += st.Bytes
 			s.mu.Lock()
 			f := s.byName[st.File]
 			s.mu.Unlock()
@@ -337,6 +354,9 @@ func (a *Agent) syncReports(ctx context.Context, batch []protocol.Report) {
 			case f != nil:
 				if err = s.syncTo(f, st.Last+1); err != nil {
 					a.noteNoRoom(err) // a quota found at the sync (NFS): no more jobs meanwhile
+					if diskroom.Refused(err) {
+						refused = err
+					}
 					err = fmt.Errorf("sync %s: %w", st.File, err)
 				}
 			}
@@ -347,5 +367,26 @@ func (a *Agent) syncReports(ctx context.Context, batch []protocol.Report) {
 			kept = append(kept, st)
 		}
 		r.Streamed = kept
+		if refused != nil && r.Reason == "" {
+			a.syncRefused(r, refused, wrote)
+		}
 	}
+}
+
+// syncRefused turns the report of an attempt that ended on its own, and
+// whose output a sync refused for want of room (a quota NFS shows only
+// there), into one that runs again once there is room, as a write refused
+// the same way does (outputLimit.refused): it ended done with its output
+// lost. One that wrote at least what the write path lets fail fails.
+func (a *Agent) syncRefused(r *protocol.Report, err error, wrote int64) {
+	if r.Exit == 0 {
+		r.Exit = 1
+	}
+	dir := filepath.Join(a.cfg.OutDir, protocol.StreamDir)
+	if wrote >= max(a.cfg.OutputReserve, roomOwn) {
+		r.Reason = protocol.ClipText(fmt.Sprintf("output: syncing it in %s failed: %s", dir, diskroom.Why(err)), protocol.MaxReasonBytes)
+		return
+	}
+	r.Reason = protocol.ClipText(fmt.Sprintf("%s (syncing its output in %s failed: %s; the job wrote %d): it runs again once there is room",
+		protocol.ReasonDiskFull, dir, diskroom.Why(err), wrote), protocol.MaxReasonBytes)
 }

@@ -157,10 +157,15 @@ func (s SFTP) check(p string, mkdir bool) (string, os.FileInfo, error) {
 func (s SFTP) mkdir(dir string, first bool) error {
 	err := s.Client.Mkdir(dir)
 	if err != nil && first {
-		// The data root itself is missing: made private too.
+		// The data root itself is missing: made private too. Or it was,
+		// and a concurrent transfer made it since this mkdir failed.
 		root := path.Dir(dir)
 		_, lerr := s.Client.Lstat(root)
-		if errors.Is(lerr, fs.ErrNotExist) && s.Client.MkdirAll(root) == nil && s.Client.Chmod(root, dataDirMode) == nil {
+		there := lerr == nil
+		if errors.Is(lerr, fs.ErrNotExist) {
+			there = s.Client.MkdirAll(root) == nil && s.Client.Chmod(root, dataDirMode) == nil
+		}
+		if there {
 			err = s.Client.Mkdir(dir)
 		}
 	}

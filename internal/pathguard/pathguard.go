@@ -231,3 +231,85 @@ func OpenRoot(dir string) (*os.Root, error) {
 	}
 	return r, nil
 }
+
+// OpenRead opens the existing regular file p (relative to the working
+// directory if not absolute) for reading, for a secret or a key mq is to
+// trust: the links on its path, its last name's included, are resolved
+// and checked as Resolve does (a user's own link, as ~/.ssh/id_ed25519 to
+// a key kept elsewhere, is followed; another user's link in a directory
+// others can change is not), and the file is opened O_NOFOLLOW in the
+// directory the walk reached. The caller checks the returned file's
+// owner and mode by its descriptor and reads from it, so what it checks
+// is what it reads, whatever is renamed meanwhile. Anything but a regular
+// file (a FIFO, a device) is refused before it is opened for reading.
+func OpenRead(p string) (*os.File, error) {
+	name := p
+	for links := 0; ; links++ {
+		if links > 40 {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: syscall.ELOOP}
+		}
+		dir, base := "/", p
+		if i := strings.LastIndexByte(p, '/'); i >= 0 {
+			if i > 0 {
+				dir = p[:i]
+			}
+			base = p[i+1:]
+		} else {
+			dir = "."
+		}
+		dfd, real, err := walk(dir, false)
+		if err != nil {
+			return nil, err
+		}
+		f, target, err := openLast(dfd, real, base)
+		unix.Close(dfd)
+		switch {
+		case err != nil:
+			return nil, err
+		case f != nil:
+			return f, nil
+		case filepath.IsAbs(target):
+			p = target
+		default:
+			p = real + "/" + target
+		}
+	}
+}
+
+// openLast opens the regular file base in the directory dfd (whose real
+// path is real), or, when base is a link it may follow, returns its
+// target instead.
+func openLast(dfd int, real, base string) (*os.File, string, error) {
+	full := filepath.Join(real, base)
+	lfd, err := unix.Openat(dfd, base, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, "", &fs.PathError{Op: "open", Path: full, Err: err}
+	}
+	defer unix.Close(lfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(lfd, &st); err != nil {
+		return nil, "", err
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFLNK:
+		target, err := linkTarget(lfd, dfd, full, st)
+		return nil, target, err
+	case unix.S_IFREG:
+	default:
+		return nil, "", fmt.Errorf("%s is not a regular file", full)
+	}
+	// The entry checked above may have been replaced since: the file is
+	// opened without following a link, and checked again once open.
+	fd, err := unix.Openat(dfd, base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, "", &fs.PathError{Op: "open", Path: full, Err: err}
+	}
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		if err == nil {
+			err = fmt.Errorf("%s is not a regular file", full)
+		}
+		return nil, "", err
+	}
+	return os.NewFile(uintptr(fd), full), "", nil
+}

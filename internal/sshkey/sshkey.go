@@ -8,14 +8,17 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
 	"strings"
+	"syscall"
 
 	"golang.org/x/crypto/ssh"
 
 	"github.com/mq-hpc/mq/internal/mqhome"
+	"github.com/mq-hpc/mq/internal/pathguard"
 )
 
 // NewKeyPair creates an ed25519 key pair: the private key at path (mode
@@ -72,18 +75,16 @@ func NewKeyPair(path, comment string) (ssh.PublicKey, error) {
 }
 
 // LoadSigner reads an unencrypted OpenSSH private key. Like OpenSSH it
-// refuses a key that others can read.
-func LoadSigner(path string) (ssh.Signer, error) {
-	fi, err := os.Stat(path)
+// refuses a key that others can read; it also refuses one that is not
+// the user's own, whose owner could change it, or which may not be the
+// user's at all. The file is opened once (OpenTrusted): what is checked
+// is what is read.
+func LoadSigner(path string) (ssh.Signer, error) { return loadSigner(path, os.Geteuid()) }
+
+func loadSigner(path string, euid int) (ssh.Signer, error) {
+	data, err := readTrusted(path, privateKey, euid)
 	if err != nil {
-		return nil, fmt.Errorf("private key: %w", err)
-	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("private key %s is readable by others (mode %04o); chmod 600 it", path, fi.Mode().Perm())
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("private key: %w", err)
+		return nil, err
 	}
 	signer, err := ssh.ParsePrivateKey(data)
 	if err != nil {
@@ -94,6 +95,92 @@ func LoadSigner(path string) (ssh.Signer, error) {
 		return nil, fmt.Errorf("private key %s: %w", path, err)
 	}
 	return signer, nil
+}
+
+// A Trust says what a file mq reads a key from must be, and names it in
+// errors.
+type Trust struct {
+	What string // "private key", "host key file", ...
+	// Private: owned by the user and neither readable nor writable by
+	// group or others (a private key). Otherwise owned by the user or
+	// root and not writable by group or others (a key to trust).
+	Private bool
+	Hint    string // the way out besides fixing the file, for errors
+}
+
+var (
+	privateKey = Trust{What: "private key", Private: true}
+	pinFile    = Trust{What: "host key file", Hint: "or pin the key's fingerprint (SHA256:...) instead"}
+	// KnownHosts is the rule for a known_hosts file.
+	KnownHosts = Trust{What: "known hosts file"}
+)
+
+// maxKeyFile bounds what is read of a key file: an RSA private key of
+// 16384 bits takes about 12 KiB.
+const maxKeyFile = 1 << 20
+
+// OpenTrusted opens path to read a key from (pathguard.OpenRead: a
+// regular file, reached through no link another user could aim) and
+// checks the opened file's owner and mode as t says: another user who
+// could write it, or replace it, could make mq use or trust a key of
+// theirs. Each refusal is one line naming the file and the fix.
+func OpenTrusted(path string, t Trust) (*os.File, error) { return openTrusted(path, t, os.Geteuid()) }
+
+func openTrusted(path string, t Trust, euid int) (*os.File, error) {
+	f, err := pathguard.OpenRead(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", t.What, err)
+	}
+	fi, err := f.Stat()
+	if err == nil {
+		err = t.check(path, fi, euid)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+func (t Trust) check(path string, fi fs.FileInfo, euid int) error {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fmt.Errorf("%s %s: cannot tell its owner", t.What, path)
+	}
+	uid, perm := int(st.Uid), fi.Mode().Perm()
+	hint := ""
+	if t.Hint != "" {
+		hint = ", " + t.Hint
+	}
+	switch {
+	case t.Private && uid != euid:
+		return fmt.Errorf("%s %s is owned by uid %d, not by you (uid %d): its owner can read and change it; if it is yours, sudo chown %d %s; else use a key of your own", t.What, path, uid, euid, euid, path)
+	case !t.Private && uid != euid && uid != 0:
+		return fmt.Errorf("%s %s is owned by uid %d, not by you (uid %d) or root: they could put their own key in it; copy it to a file of your own%s", t.What, path, uid, euid, hint)
+	case t.Private && perm&0o077 != 0:
+		return fmt.Errorf("%s %s is readable or writable by others (mode %04o); chmod 600 %s", t.What, path, perm, path)
+	case perm&0o022 != 0:
+		return fmt.Errorf("%s %s is writable by others (mode %04o): they could put their own key in it; chmod go-w %s%s", t.What, path, perm, path, hint)
+	}
+	return nil
+}
+
+// readTrusted reads the key file path, opened and checked as OpenTrusted
+// does.
+func readTrusted(path string, t Trust, euid int) ([]byte, error) {
+	f, err := openTrusted(path, t, euid)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", t.What, path, err)
+	}
+	if len(data) > maxKeyFile {
+		return nil, fmt.Errorf("%s %s is over %d bytes: not a key file", t.What, path, maxKeyFile)
+	}
+	return data, nil
 }
 
 // ErrHostKeyMismatch is returned when the server's host key is not the
@@ -110,9 +197,9 @@ func Pin(spec string) (ssh.HostKeyCallback, error) {
 	}
 	want := spec
 	if !strings.HasPrefix(spec, "SHA256:") {
-		data, err := os.ReadFile(spec)
+		data, err := readTrusted(spec, pinFile, os.Geteuid())
 		if err != nil {
-			return nil, fmt.Errorf("host key: %w", err)
+			return nil, err
 		}
 		pk, err := parseAnyPublicKey(data)
 		if err != nil {

@@ -153,9 +153,9 @@ func DialSSH(ctx context.Context, cfg SSHConfig) (*SSH, error) {
 // show a key we can check, instead of one of another type that would look
 // like a changed key.
 func hostKeyCheck(path, addr string) (ssh.HostKeyCallback, []string, error) {
-	cb, err := knownhosts.New(path)
+	cb, err := readKnownHosts(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("known hosts %s: %w", path, err)
+		return nil, nil, err
 	}
 	check := func(hostname string, remote net.Addr, key ssh.PublicKey) error {
 		err := cb(hostname, remote, key)
@@ -166,7 +166,7 @@ func hostKeyCheck(path, addr string) (ssh.HostKeyCallback, []string, error) {
 			}
 			w := ke.Want[0]
 			return fmt.Errorf("%w: %s offered %s %s but %s line %d has %s %s; if the change is expected, remove that line (ssh-keygen -R) and add the new key",
-				ErrHostKeyChanged, hostname, key.Type(), ssh.FingerprintSHA256(key), w.Filename, w.Line, w.Key.Type(), ssh.FingerprintSHA256(w.Key))
+				ErrHostKeyChanged, hostname, key.Type(), ssh.FingerprintSHA256(key), path, w.Line, w.Key.Type(), ssh.FingerprintSHA256(w.Key))
 		}
 		return err
 	}
@@ -186,6 +186,27 @@ func hostKeyCheck(path, addr string) (ssh.HostKeyCallback, []string, error) {
 		}
 	}
 	return check, algs, nil
+}
+
+// readKnownHosts reads the known_hosts file path, a key to trust: one
+// that another user could write or replace would let them vouch for a
+// login host of theirs, which would then be sent the site's placeholder
+// key, the agent and its jobs. So it is opened and checked as a host key
+// pin is (sshkey.OpenTrusted: the user's or root's, not writable by
+// others, through no link another user could aim), and knownhosts reads
+// that same open file by its descriptor, not the name again.
+func readKnownHosts(path string) (ssh.HostKeyCallback, error) {
+	f, err := sshkey.OpenTrusted(path, sshkey.KnownHosts)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fdPath := fmt.Sprintf("/proc/self/fd/%d", f.Fd())
+	cb, err := knownhosts.New(fdPath)
+	if err != nil {
+		return nil, fmt.Errorf("known hosts file %s: %s", path, strings.ReplaceAll(err.Error(), fdPath, path))
+	}
+	return cb, nil
 }
 
 func algorithmsFor(keyType string) []string {

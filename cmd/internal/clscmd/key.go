@@ -107,6 +107,9 @@ func keyAdd(c *cli.Context, stdin io.Reader) error {
 			return fmt.Errorf("public key: %w", err)
 		}
 		defer f.Close()
+		if err := checkPublicKeyFile(name, f, role); err != nil {
+			return err
+		}
 		r = f
 	}
 	data, err := argfile.ReadAll(r, maxPublicKey)
@@ -133,6 +136,23 @@ func keyAdd(c *cli.Context, stdin io.Reader) error {
 	}
 	fmt.Fprintf(c.App.Writer, "added %s key %s %s\n", protocol.Printable(k.Role), k.Fingerprint, protocol.Printable(k.Comment))
 	return nil
+}
+
+// checkPublicKeyFile refuses a public key file that another user could
+// have written or replaced (a group-writable file, or one of theirs in a
+// directory they can write): the key it holds would act as the user.
+// Checked on the open file, which is what is read. A pipe or a device is
+// the user's own doing (cls key add - < FILE, or <(...)), as is stdin.
+func checkPublicKeyFile(name string, f *os.File, role string) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("public key: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil
+	}
+	t := sshkey.Trust{What: "public key", Hint: fmt.Sprintf("or, to accept it all the same, give it on stdin: cls key add --role %s - < %s", role, name)}
+	return t.Check(name, fi)
 }
 
 // keyNew is key new: it creates a key pair and accepts it with a role.

@@ -67,6 +67,33 @@ func TestOpenRead(t *testing.T) {
 		}
 	}
 
+	// A second name of a file of ours: read where only we can change the
+	// directory, not where others can (they may have linked it there).
+	if err := os.Link(filepath.Join(root, "keys/k"), filepath.Join(root, "keys/k2")); err != nil {
+		t.Skipf("no hard links here: %v", err)
+	}
+	if f, err := OpenRead(filepath.Join(root, "keys/k2")); err != nil {
+		t.Errorf("OpenRead of a file of 2 names in our own directory: %v", err)
+	} else {
+		f.Close()
+	}
+	group := filepath.Join(root, "group")
+	if err := os.Mkdir(group, 0o770); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(group, 0o770); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(filepath.Join(root, "keys/k"), filepath.Join(group, "k")); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := OpenRead(filepath.Join(group, "k")); err == nil {
+		f.Close()
+		t.Error("OpenRead read a file of several names in a directory its group can write")
+	} else if !strings.Contains(err.Error(), "has 3 names in a directory its group can write") {
+		t.Errorf("OpenRead of a file of 3 names in a group's directory: %v", err)
+	}
+
 	_, uid, gid := otheruser.Need(t)
 	shared := otheruser.SharedDir(t, "mq-openread-")
 	planted := filepath.Join(shared, "key")

@@ -241,7 +241,8 @@ func OpenRoot(dir string) (*os.Root, error) {
 // directory the walk reached. The caller checks the returned file's
 // owner and mode by its descriptor and reads from it, so what it checks
 // is what it reads, whatever is renamed meanwhile. Anything but a regular
-// file (a FIFO, a device) is refused before it is opened for reading.
+// file (a FIFO, a device) is refused before it is opened for reading,
+// and so is a file of several names in a directory others can change.
 func OpenRead(p string) (*os.File, error) {
 	name := p
 	for links := 0; ; links++ {
@@ -304,12 +305,33 @@ func openLast(dfd int, real, base string) (*os.File, string, error) {
 	if err != nil {
 		return nil, "", &fs.PathError{Op: "open", Path: full, Err: err}
 	}
-	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+	if err := regularHere(fd, dfd, full); err != nil {
 		unix.Close(fd)
-		if err == nil {
-			err = fmt.Errorf("%s is not a regular file", full)
-		}
 		return nil, "", err
 	}
 	return os.NewFile(uintptr(fd), full), "", nil
+}
+
+// regularHere checks the file fd opened in the directory dfd: a regular
+// file, and, in a directory others can change, one of a single name:
+// where fs.protected_hardlinks is off anyone may link any file of ours
+// there (another key of ours, say), which its owner check would pass.
+func regularHere(fd, dfd int, name string) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fmt.Errorf("%s is not a regular file", name)
+	}
+	if st.Nlink > 1 {
+		var d unix.Stat_t
+		if err := unix.Fstat(dfd, &d); err != nil {
+			return err
+		}
+		if where := OthersChange(d); where != "" {
+			return fmt.Errorf("%s has %d names in %s: not read, another name may be another file of yours linked there; copy it to a file of its own", name, st.Nlink, where)
+		}
+	}
+	return nil
 }

@@ -83,7 +83,12 @@ func TestLoadSignerChecksWhatItReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = LoadSigner(loose)
-	oneLine(t, "a key mode 0640", err, loose, "(mode 0640)", "chmod 600 "+loose)
+	oneLine(t, "a key mode 0640", err, loose, "is readable by others (mode 0640)", "chmod 600 "+loose)
+	if err := os.Chmod(loose, 0o620); err != nil {
+		t.Fatal(err)
+	}
+	_, err = LoadSigner(loose)
+	oneLine(t, "a key mode 0620", err, loose, "is writable by others (mode 0620)", "chmod 600 "+loose)
 
 	// Another user's key: only root can make one here; loadSigner's
 	// euid shows the same for any user.

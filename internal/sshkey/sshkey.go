@@ -162,7 +162,14 @@ func (t Trust) check(path string, fi fs.FileInfo, euid int) error {
 	case !t.Private && uid != euid && uid != 0:
 		return fmt.Errorf("%s %s is owned by uid %d, not by you (uid %d) or root: they could put their own key in it; copy it to a file of your own%s", t.What, path, uid, euid, hint)
 	case t.Private && perm&0o077 != 0:
-		return fmt.Errorf("%s %s is readable or writable by others (mode %04o); chmod 600 %s", t.What, path, perm, path)
+		how := "open to"
+		switch {
+		case perm&0o044 != 0:
+			how = "readable by"
+		case perm&0o022 != 0:
+			how = "writable by"
+		}
+		return fmt.Errorf("%s %s is %s others (mode %04o); chmod 600 %s", t.What, path, how, perm, path)
 	case perm&0o022 != 0:
 		return fmt.Errorf("%s %s is writable by others (mode %04o): they could put their own key in it; chmod go-w %s%s", t.What, path, perm, path, hint)
 	}

@@ -197,7 +197,7 @@ var (
 	OpSiteRemove = op[SiteRemove, SiteInfo](Spec{Name: "site.remove", Role: RoleAdmin, Durable: true,
 		Doc: "removes a site, cancelling its placeholders; replies with its last state"})
 	OpSiteSet = op[SiteSet, SiteInfo](Spec{Name: "site.set", Role: RoleAdmin, Durable: true,
-		Doc: "changes a site's price, slots, min, max, provisioning, walltime, idle timeout, output mode, queue, submit arguments or `cls_addr`; placeholders keep running"})
+		Doc: "changes a site's price, slots, memory, GPUs, named resources, min, max, provisioning, walltime, idle timeout, output mode, queue, submit arguments or `cls_addr`; placeholders keep running"})
 )
 
 // Info describes the op as Ops lists it.

@@ -104,9 +104,6 @@ func (c *plans) make(ctx context.Context, req protocol.PlanMake) (protocol.PlanS
 	var sites []policy.PlanSite
 	var names []string
 	for _, si := range c.sites.mgr.List() {
-		if si.State == "removing" {
-			continue
-		}
 		slots := max(si.Max, 1) * max(si.Slots, 1)
 		sites = append(sites, policy.PlanSite{Name: si.Name, Slots: slots})
 		names = append(names, si.Name)

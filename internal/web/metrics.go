@@ -133,7 +133,7 @@ var (
 		[]string{"site", "state"}, nil)
 	slotsDesc     = prometheus.NewDesc("mq_site_slots", "Job slots of a site's connected placeholders.", []string{"site"}, nil)
 	slotsBusyDesc = prometheus.NewDesc("mq_site_slots_busy", "Job slots of a site running a job now.", []string{"site"}, nil)
-	siteDesc      = prometheus.NewDesc("mq_site_up", "1 for the state a site is in (starting, ok, throttled, degraded, removing).", []string{"site", "state"}, nil)
+	siteDesc      = prometheus.NewDesc("mq_site_up", "1 for the state a site is in (starting, ok, throttled, degraded).", []string{"site", "state"}, nil)
 	xferDesc      = prometheus.NewDesc("mq_transfers_total", "Data staging transfers made.", nil, nil)
 	xferFailDesc  = prometheus.NewDesc("mq_transfers_failed_total", "Data staging transfers that failed.", nil, nil)
 	xferBytesDesc = prometheus.NewDesc("mq_transfer_bytes_total", "Bytes moved by data staging.", nil, nil)
@@ -195,7 +195,7 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(slotsDesc, prometheus.GaugeValue, float64(s.Slots), s.Name)
 		ch <- prometheus.MustNewConstMetric(slotsBusyDesc, prometheus.GaugeValue, float64(s.SlotsBusy), s.Name)
-		for _, st := range []string{"starting", "ok", "throttled", "degraded", "removing"} {
+		for _, st := range []string{"starting", "ok", "throttled", "degraded"} {
 			v := 0.0
 			if s.State == st {
 				v = 1

@@ -25,7 +25,7 @@ type Source interface {
 type Site struct {
 	Name  string `json:"name"`
 	Type  string `json:"type"`
-	State string `json:"state"` // starting, ok, throttled, degraded, removing
+	State string `json:"state"` // starting, ok, throttled, degraded
 	Error string `json:"error,omitempty"`
 	Min   int    `json:"min"`
 	Max   int    `json:"max"`

@@ -8,6 +8,7 @@ import (
 	"html"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -540,6 +541,19 @@ func TestMetricsParse(t *testing.T) {
 		if fams[name] == nil {
 			t.Errorf("no %s", name)
 		}
+	}
+	// mq_site_up has a series for each state a site can be in (the site
+	// manager's), and none for a state no site ever reports.
+	states := map[string]bool{}
+	for _, m := range fams["mq_site_up"].Metric {
+		for _, l := range m.Label {
+			if l.GetName() == "state" {
+				states[l.GetValue()] = true
+			}
+		}
+	}
+	if want := map[string]bool{"starting": true, "ok": true, "throttled": true, "degraded": true}; !maps.Equal(states, want) {
+		t.Errorf("mq_site_up states %v, want %v", slices.Sorted(maps.Keys(states)), slices.Sorted(maps.Keys(want)))
 	}
 }
 

@@ -18,7 +18,7 @@ if ! need go; then
 	if [ -x /usr/local/go/bin/go ]; then
 		export PATH=/usr/local/go/bin:$PATH
 	else
-		echo "setup: Go is not installed (https://go.dev/dl); mq needs Go >= 1.24" >&2
+		echo "setup: Go is not installed (https://go.dev/dl); mq needs Go >= 1.26.8, as go.mod says" >&2
 		exit 1
 	fi
 fi

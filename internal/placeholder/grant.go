@@ -2,8 +2,6 @@ package placeholder
 
 import (
 	"fmt"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/mq-hpc/mq/internal/placeholder/memlimit"
@@ -103,26 +101,4 @@ func (a *Agent) memLimiter() memlimit.Limiter {
 		}
 	})
 	return a.memLim
-}
-
-// boundEnv is the environment of a job that runs with grant g: the
-// agent's own without the variables the grant sets (the job's own
-// OMP_NUM_THREADS is kept, the agent's is not), then the job's with
-// BindEnv's added.
-func boundEnv(g resource.Grant, jobEnv []string) []string {
-	base := os.Environ()
-	env := make([]string, 0, len(base)+len(jobEnv)+4)
-	for _, kv := range base {
-		k, _, _ := strings.Cut(kv, "=")
-		switch k {
-		case "OMP_NUM_THREADS", "MQ_CPUS":
-			continue
-		case "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES":
-			if g.PoolHasGPUs() {
-				continue
-			}
-		}
-		env = append(env, kv)
-	}
-	return append(env, BindEnv(g, jobEnv)...)
 }

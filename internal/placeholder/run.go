@@ -15,6 +15,7 @@ import (
 
 	"github.com/mq-hpc/mq/internal/jobexec"
 	"github.com/mq-hpc/mq/internal/outstream"
+	"github.com/mq-hpc/mq/internal/placeholder/bind"
 	"github.com/mq-hpc/mq/internal/placeholder/memlimit"
 	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/job"
@@ -197,7 +198,7 @@ func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Repor
 	return a.runGranted(ctx, asg, nil)
 }
 
-// runGranted is run for a job holding g: it sees what g holds (BindEnv),
+// runGranted is run for a job holding g: it sees what g holds (bind.Env),
 // runs on g's cores (Pin) and within its memory (memlimit).
 func (a *Agent) runGranted(ctx context.Context, asg protocol.Assignment, g *resource.Grant) protocol.Report {
 	t := &attempt{asg: asg, rep: protocol.Report{ID: asg.ID, Attempt: asg.Attempt}, pidfd: -1, grant: g, cgFD: -1}
@@ -302,7 +303,7 @@ func (a *Agent) startProcess(t *attempt) bool {
 	if g := t.grant; g != nil && (asg.Grant != nil || g.PoolHasGPUs()) {
 		// A job granted resources sees them; on a placeholder with GPUs
 		// even one granted none (it must not see the others').
-		env = boundEnv(*g, asg.Env)
+		env = bind.Environ(*g, asg.Env)
 	} else {
 		env = append(os.Environ(), asg.Env...)
 	}
@@ -353,7 +354,7 @@ func (a *Agent) startProcess(t *attempt) bool {
 		// Straight after the start, before the job has had time to
 		// start threads or children of its own (they inherit the set).
 		if cores := t.grant.Cores(); cores != nil {
-			if err := Pin(cmd.Process.Pid, cores); err != nil {
+			if err := bind.Pin(cmd.Process.Pid, cores); err != nil {
 				a.log.Warn("could not pin a job to its cores; it runs unpinned", "job", asg.ID, "err", err)
 			}
 		}

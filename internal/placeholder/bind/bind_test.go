@@ -1,4 +1,4 @@
-package placeholder
+package bind
 
 import (
 	"os/exec"
@@ -21,7 +21,7 @@ func lookup(env []string, key string) (string, int) {
 	return val, n
 }
 
-func TestBindEnv(t *testing.T) {
+func TestEnv(t *testing.T) {
 	// The GPU ids are declared by the test: this machine has no GPU.
 	p, err := resource.NewPool(resource.Capacity{CPUs: 8, GPUIDs: []string{"0", "1", "2", "3"}})
 	if err != nil {
@@ -31,9 +31,9 @@ func TestBindEnv(t *testing.T) {
 	b, _ := p.Take(resource.Request{CPUs: 4, GPUs: 1})
 	c, _ := p.Take(resource.Request{})
 
-	envA := BindEnv(a, []string{"X=1", "CUDA_VISIBLE_DEVICES=0,1,2,3"})
-	envB := BindEnv(b, []string{"OMP_NUM_THREADS=1", "MQ_CPUS=99"})
-	envC := BindEnv(c, nil)
+	envA := Env(a, []string{"X=1", "CUDA_VISIBLE_DEVICES=0,1,2,3"})
+	envB := Env(b, []string{"OMP_NUM_THREADS=1", "MQ_CPUS=99"})
+	envC := Env(c, nil)
 	for _, tt := range []struct {
 		env       []string
 		key, want string
@@ -59,7 +59,7 @@ func TestBindEnv(t *testing.T) {
 	// A placeholder without GPUs leaves the GPU variables alone.
 	q, _ := resource.NewPool(resource.Capacity{CPUs: 2})
 	d, _ := q.Take(resource.Request{CPUs: 2})
-	envD := BindEnv(d, []string{"CUDA_VISIBLE_DEVICES=7"})
+	envD := Env(d, []string{"CUDA_VISIBLE_DEVICES=7"})
 	if got, n := lookup(envD, "CUDA_VISIBLE_DEVICES"); got != "7" || n != 1 {
 		t.Errorf("no-GPU placeholder changed CUDA_VISIBLE_DEVICES to %q", got)
 	}

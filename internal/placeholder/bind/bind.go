@@ -1,4 +1,6 @@
-package placeholder
+// Package bind gives a job what a placeholder granted it: the
+// environment that names its CPUs and GPUs, and its cores' affinity.
+package bind
 
 import (
 	"fmt"
@@ -10,13 +12,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// BindEnv returns jobEnv (the job's own variables, KEY=VALUE) with what
+// Env returns jobEnv (the job's own variables, KEY=VALUE) with what
 // the job was granted added: MQ_CPUS, OMP_NUM_THREADS unless the job
 // sets it, and, on a placeholder with GPUs, CUDA_VISIBLE_DEVICES and
 // ROCR_VISIBLE_DEVICES naming the job's GPUs only (empty when it has
 // none, which hides them all). The GPU variables replace the job's own:
 // a job may not name GPUs it was not given.
-func BindEnv(g resource.Grant, jobEnv []string) []string {
+func Env(g resource.Grant, jobEnv []string) []string {
 	env := make([]string, 0, len(jobEnv)+4)
 	hasOMP := false
 	gpus := g.PoolHasGPUs()
@@ -74,4 +76,26 @@ func Pin(pid int, cores []int) error {
 		}
 	}
 	return nil
+}
+
+// Environ is the environment of a job that runs with grant g: the
+// agent's own without the variables the grant sets (the job's own
+// OMP_NUM_THREADS is kept, the agent's is not), then the job's with
+// Env's added.
+func Environ(g resource.Grant, jobEnv []string) []string {
+	base := os.Environ()
+	env := make([]string, 0, len(base)+len(jobEnv)+4)
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "OMP_NUM_THREADS", "MQ_CPUS":
+			continue
+		case "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES":
+			if g.PoolHasGPUs() {
+				continue
+			}
+		}
+		env = append(env, kv)
+	}
+	return append(env, Env(g, jobEnv)...)
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -81,7 +80,7 @@ func mqstatList(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 		io.WriteString(w, "]\n")
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
+	tw := newColumns(w)
 	if accounting {
 		fmt.Fprintln(tw, acct.Header)
 		now := time.Now()
@@ -91,10 +90,14 @@ func mqstatList(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 				sums.Add(j)
 				use.Add(j)
 			}
-			return tw.Flush() // one tabwriter block per frame keeps memory bounded
+			return nil
 		})
 		if listed(err) != nil {
+			tw.Flush()
 			return err
+		}
+		if ferr := tw.Flush(); ferr != nil {
+			return ferr
 		}
 		fmt.Fprintln(w)
 		sums.Print(w)
@@ -138,7 +141,7 @@ func mqstatRecent(c *cli.Context, cl *client.Client, w io.Writer, st protocol.St
 			return err
 		}
 	}
-	tw := tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
+	tw := newColumns(w)
 	fmt.Fprintln(tw, tableHeader)
 	n, err := streamTable(c, cl, tw, live, nil, arrs)
 	if err != nil {
@@ -201,25 +204,13 @@ func mqstatRecent(c *cli.Context, cl *client.Client, w io.Writer, st protocol.St
 }
 
 // streamTable prints the table rows of st's jobs (narrowed to ids unless
-// nil), and the arrays arrs
-// among them by first id, to tw; it returns the rows printed. The caller
-// flushes tw.
-func streamTable(c *cli.Context, cl *client.Client, tw *tabwriter.Writer, st protocol.Stat, ids [][2]int64, arrs []protocol.ArrayInfo) (int, error) {
+// nil), and the arrays arrs among them by first id, to tw; it returns the
+// rows printed. The caller flushes tw, which aligns every frame's rows
+// (and the header, and the ended rows of the default view) as one table.
+func streamTable(c *cli.Context, cl *client.Client, tw *columns, st protocol.Stat, ids [][2]int64, arrs []protocol.ArrayInfo) (int, error) {
 	now := time.Now()
 	n := 0
 	err := streamStat(c, cl, st, ids, func(r protocol.StatReply) error {
-		if len(r.Jobs) == 0 {
-			return nil
-		}
-		// The rows so far are flushed when more come, not after each frame:
-		// the last frame's rows stay in tw for the caller's, so a listing
-		// of one frame (the header, the jobs not ended, the ended ones) is
-		// aligned as one table, and memory stays bounded by two frames.
-		if n > 0 {
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-		}
 		for _, j := range r.Jobs {
 			for len(arrs) > 0 && arrs[0].First < j.ID {
 				printArrayRow(tw, arrs[0])

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mq-hpc/mq/client"
 	"github.com/mq-hpc/mq/cmd/internal/acct"
+	"github.com/mq-hpc/mq/cmd/internal/columns"
 	"github.com/mq-hpc/mq/cmd/internal/habits"
 	"github.com/mq-hpc/mq/cmd/internal/jobids"
 	"github.com/mq-hpc/mq/protocol"
@@ -80,7 +81,7 @@ func mqstatList(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 		io.WriteString(w, "]\n")
 		return err
 	}
-	tw := newColumns(w)
+	tw := columns.New(w)
 	if accounting {
 		fmt.Fprintln(tw, acct.Header)
 		now := time.Now()
@@ -141,7 +142,7 @@ func mqstatRecent(c *cli.Context, cl *client.Client, w io.Writer, st protocol.St
 			return err
 		}
 	}
-	tw := newColumns(w)
+	tw := columns.New(w)
 	fmt.Fprintln(tw, tableHeader)
 	n, err := streamTable(c, cl, tw, live, nil, arrs)
 	if err != nil {
@@ -207,7 +208,7 @@ func mqstatRecent(c *cli.Context, cl *client.Client, w io.Writer, st protocol.St
 // nil), and the arrays arrs among them by first id, to tw; it returns the
 // rows printed. The caller flushes tw, which aligns every frame's rows
 // (and the header, and the ended rows of the default view) as one table.
-func streamTable(c *cli.Context, cl *client.Client, tw *columns, st protocol.Stat, ids [][2]int64, arrs []protocol.ArrayInfo) (int, error) {
+func streamTable(c *cli.Context, cl *client.Client, tw *columns.Writer, st protocol.Stat, ids [][2]int64, arrs []protocol.ArrayInfo) (int, error) {
 	now := time.Now()
 	n := 0
 	err := streamStat(c, cl, st, ids, func(r protocol.StatReply) error {

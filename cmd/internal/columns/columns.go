@@ -1,4 +1,7 @@
-package cli
+// Package columns aligns the tab-separated cells of a listing in
+// columns, as text/tabwriter does, over a listing that comes in many
+// frames and requests, in bounded memory.
+package columns
 
 import (
 	"bytes"
@@ -7,12 +10,12 @@ import (
 	"unicode/utf8"
 )
 
-// maxHeld is how many rows a columns holds before it writes them: enough
+// maxHeld is how many rows a Writer holds before it writes them: enough
 // for any listing users read (a hundred frames of jobs), few enough
 // that memory stays bounded for mqstat -a of millions.
 const maxHeld = 100_000
 
-// columns aligns a listing's tab-separated cells in columns, as a
+// Writer aligns a listing's tab-separated cells in columns, as a
 // tabwriter with padding 1 does, over the whole listing however many
 // frames and requests it comes in. A tabwriter aligns what each Flush
 // holds alone, so a listing flushed per frame or per request (mqstat
@@ -24,17 +27,18 @@ const maxHeld = 100_000
 // tab is not a column, as in a tabwriter; unlike one, a column is as
 // wide over every line (a tabwriter's stops at a line without it), which
 // a table whose lines have the same cells does not see.
-type columns struct {
+type Writer struct {
 	w       io.Writer
 	partial []byte   // a line not ended yet
 	rows    []string // lines held, without their newline
 	widths  []int
 }
 
-func newColumns(w io.Writer) *columns { return &columns{w: w} }
+// New returns a Writer to w.
+func New(w io.Writer) *Writer { return &Writer{w: w} }
 
 // Write takes text of tab-separated cells and newline-ended lines.
-func (c *columns) Write(p []byte) (int, error) {
+func (c *Writer) Write(p []byte) (int, error) {
 	n := len(p)
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
@@ -55,7 +59,7 @@ func (c *columns) Write(p []byte) (int, error) {
 }
 
 // Flush writes the rows held, aligned with every row before them.
-func (c *columns) Flush() error {
+func (c *Writer) Flush() error {
 	for _, r := range c.rows {
 		cells := strings.Split(r, "\t")
 		for i, cell := range cells[:len(cells)-1] {

@@ -112,7 +112,9 @@ func exportOutputs(ctx context.Context, c *cli.Context, cl *client.Client, w io.
 	out := &lineEnd{w: w}
 	jobs, failed := 0, 0
 	page := make([]protocol.JobInfo, 0, exportPage)
+	var empty [][2]int64 // the ranges and ids that exported no job
 	for _, r := range sel.ranges {
+		before := jobs
 		for from := r[0]; from <= r[1]; {
 			st.From, st.To = from, r[1]
 			page = page[:0]
@@ -137,6 +139,9 @@ func exportOutputs(ctx context.Context, c *cli.Context, cl *client.Client, w io.
 			}
 			from = page[len(page)-1].ID + 1
 		}
+		if jobs == before && r[1] != math.MaxInt64 { // not all
+			empty = append(empty, r)
+		}
 	}
 	if out.open {
 		if _, err := io.WriteString(out, "\n"); err != nil {
@@ -145,6 +150,34 @@ func exportOutputs(ctx context.Context, c *cli.Context, cl *client.Client, w io.
 	}
 	if failed > 0 {
 		return partialExport{fmt.Errorf("the %s of %d of the %d jobs exported could not be read whole (said above)", stream, failed, jobs)}
+	}
+	return exportedNone(ctx, c, cl, errw, jobs, empty)
+}
+
+// exportedNone says, after an export, which of its ranges and ids no
+// job has (an error, as mqstat 5000-6000's: the export is kept; unless
+// -q, -t or -s narrow it, as they do a listing), or, when it exported
+// no job, that its selection matched none (no error).
+func exportedNone(ctx context.Context, c *cli.Context, cl *client.Client, errw io.Writer, jobs int, empty [][2]int64) error {
+	if c.IsSet("q") || c.IsSet("t") || c.IsSet("s") {
+		empty = nil // a job of another queue, target or state is not unknown
+	}
+	unknown, err := unknownRanges(ctx, cl, empty)
+	if err != nil {
+		return err
+	}
+	if len(unknown) > 0 {
+		return partialExport{errors.New(jobids.UnknownRanges("", unknown))}
+	}
+	if jobs == 0 {
+		sel := []string{"--cat", c.String("cat")}
+		sel = append(sel, c.Args().Slice()...)
+		for _, f := range []string{"q", "t", "s"} {
+			if c.IsSet(f) {
+				sel = append(sel, "-"+f, c.String(f))
+			}
+		}
+		fmt.Fprintf(errw, "mqstat: no job matches %s\n", protocol.Printable(strings.Join(sel, " ")))
 	}
 	return nil
 }

@@ -79,7 +79,10 @@ func formatFields(c *cli.Context) ([]jobfields.Field, error) {
 }
 
 // streamStat streams st's listing to fn, narrowed to ids unless nil: a
-// request per group of ids, st.Limit shared by them.
+// request per group of ids, st.Limit shared by them. The ids named and
+// the ranges given in which no job is are returned as unknownJobsError,
+// unless -q, -t or -s narrow the listing (a job of another queue, target
+// or state is not unknown) or it stopped at --limit.
 func streamStat(c *cli.Context, cl *client.Client, st protocol.Stat, ids [][2]int64, fn func(protocol.StatReply) error) error {
 	if ids == nil {
 		return client.Stream(c.Context, cl, protocol.OpStat, st, fn)
@@ -88,11 +91,20 @@ func streamStat(c *cli.Context, cl *client.Client, st protocol.Stat, ids [][2]in
 		st.States = allStates // a job named is listed whatever its state
 	}
 	named := jobids.Named(c.Args().Slice())
+	spans := jobids.Spans(c.Args().Slice())
+	seen := make([]bool, len(spans))
+	at := 0 // the rows come in id order, the spans too
 	n := 0
 	count := func(r protocol.StatReply) error {
 		n += len(r.Jobs)
 		for _, j := range r.Jobs {
 			delete(named, j.ID)
+			for at < len(spans) && spans[at][1] < j.ID {
+				at++
+			}
+			if at < len(spans) && spans[at][0] <= j.ID {
+				seen[at] = true
+			}
 		}
 		return fn(r)
 	}
@@ -107,10 +119,23 @@ func streamStat(c *cli.Context, cl *client.Client, st protocol.Stat, ids [][2]in
 			return err
 		}
 	}
-	if len(named) == 0 || st.Queue != "" || st.Target != "" || c.IsSet("s") || st.Limit > 0 && n >= st.Limit {
-		return nil // a job of another queue, target or state, or past --limit, is not unknown
+	if st.Queue != "" || st.Target != "" || c.IsSet("s") || st.Limit > 0 && n >= st.Limit {
+		return nil
 	}
-	return unknownJobs(named)
+	var empty [][2]int64
+	for i, r := range spans {
+		if !seen[i] {
+			empty = append(empty, r)
+		}
+	}
+	if len(named) == 0 && len(empty) == 0 {
+		return nil
+	}
+	msg := ""
+	if len(named) > 0 {
+		msg = jobids.Unknown(named)
+	}
+	return &unknownJobsError{jobids.UnknownRanges(msg, empty)}
 }
 
 // allStates names every state, for a listing by job id.
@@ -137,11 +162,9 @@ func listed(err error) error {
 	return err
 }
 
-func unknownJobs(named map[int64]bool) error { return &unknownJobsError{jobids.Unknown(named)} }
-
 // mqstatFields is --format: the jobs the table would list (every array
 // member on its own line), as lines of fields.
-func mqstatFields(c *cli.Context, cl *client.Client, w io.Writer, st protocol.Stat, ids [][2]int64, fields []jobfields.Field, recent bool) error {
+func mqstatFields(c *cli.Context, cl *client.Client, w io.Writer, st protocol.Stat, ids [][2]int64, fields []jobfields.Field, recent bool) (int, error) {
 	if !c.Bool("noheader") {
 		io.WriteString(w, jobfields.Header(fields))
 	}
@@ -157,21 +180,23 @@ func mqstatFields(c *cli.Context, cl *client.Client, w io.Writer, st protocol.St
 		return nil
 	}
 	if !recent {
-		return streamStat(c, cl, st, ids, row)
+		err := streamStat(c, cl, st, ids, row)
+		return n, err
 	}
 	// As the table: the jobs not ended, then the last ended ones.
 	live := st
 	live.States = "WQHEB"
 	if err := client.Stream(c.Context, cl, protocol.OpStat, live, row); err != nil {
-		return err
+		return n, err
 	}
 	if st.Limit > 0 && n >= st.Limit {
-		return nil
+		return n, nil
 	}
 	ended := st
 	ended.States, ended.Limit, ended.Last = "DF", 0, recentEnded
 	if st.Limit > 0 {
 		ended.Last = min(recentEnded, st.Limit-n)
 	}
-	return client.Stream(c.Context, cl, protocol.OpStat, ended, row)
+	err := client.Stream(c.Context, cl, protocol.OpStat, ended, row)
+	return n, err
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -26,8 +27,46 @@ const recentEnded = 20
 // as --acct accounting or as --json, a job array as one line unless
 // every member is asked for. The table lists the jobs not ended, then the
 // last recentEnded ended ones (mqstatRecent), unless -a, -s or --array
-// says which.
+// says which. A selection that lists no job returns noneListed, in the
+// table and --acct, which people read: not under --watch (whose view it
+// would interrupt), nor --json and --format, for programs, which an
+// empty list or a header alone tells.
 func mqstatList(c *cli.Context, cl *client.Client, w io.Writer, limit int) error {
+	n, err := listJobs(c, cl, w, limit)
+	if n > 0 || err != nil || c.Bool("watch") || c.Bool("json") || c.IsSet("format") {
+		return err
+	}
+	var sel []string
+	for _, f := range []string{"q", "t", "target-prefix", "s"} {
+		if c.IsSet(f) {
+			sel = append(sel, habits.Dashed(f)+" "+protocol.Printable(c.String(f)))
+		}
+	}
+	if c.NArg() == 0 && sel == nil {
+		return nil // no selection: an empty metaqueue, a table of nothing
+	}
+	return noneListed{"no job matches " + protocol.Printable(strings.Join(append(c.Args().Slice(), sel...), " "))}
+}
+
+// noneListed is a listing of a selection (ids, -q, -t, -s) that matched
+// no job: no error (exit 0, as squeue -n), said on stderr after the
+// listing's header, so that a mistyped name does not pass unseen.
+type noneListed struct{ msg string }
+
+func (e noneListed) Error() string { return e.msg }
+
+// saidNone says a noneListed on stderr, after the listing, and is nil
+// for it; any other err it passes on.
+func saidNone(c *cli.Context, err error) error {
+	if none, ok := err.(noneListed); ok {
+		fmt.Fprintf(c.App.ErrWriter, "%s: %s\n", c.App.Name, none.msg)
+		return nil
+	}
+	return err
+}
+
+// listJobs is mqstatList's listing; it returns the rows printed.
+func listJobs(c *cli.Context, cl *client.Client, w io.Writer, limit int) (int, error) {
 	st := protocol.Stat{Queue: c.String("q"), Target: c.String("t"), TargetPrefix: c.String("target-prefix"), States: statesFlag(c), Limit: limit}
 	asJSON := c.Bool("json")
 	accounting := c.Bool("acct")
@@ -46,16 +85,16 @@ func mqstatList(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 	if id := c.Int64("array"); id > 0 {
 		r, err := client.Do(c.Context, cl, protocol.OpArrays, protocol.ArrayQuery{Job: id})
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if len(r.Arrays) == 0 {
-			return fmt.Errorf("job %d is in no job array", id)
+			return 0, fmt.Errorf("job %d is in no job array", id)
 		}
 		st.From, st.To = r.Arrays[0].First, r.Arrays[0].Last
 	} else if !asJSON && !accounting && fields == nil && st.TargetPrefix == "" && ids == nil {
 		var err error
 		if arrs, err = collapsed(c, cl, &st); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	if fields != nil {
@@ -64,7 +103,9 @@ func mqstatList(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 	if asJSON {
 		io.WriteString(w, "[")
 		first := true
+		n := 0
 		err := streamStat(c, cl, st, ids, func(r protocol.StatReply) error {
+			n += len(r.Jobs)
 			for _, j := range r.Jobs {
 				if !first {
 					io.WriteString(w, ",\n")
@@ -76,16 +117,18 @@ func mqstatList(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 			return nil
 		})
 		if listed(err) != nil {
-			return err
+			return n, err
 		}
 		io.WriteString(w, "]\n")
-		return err
+		return n, err
 	}
 	tw := columns.New(w)
 	if accounting {
 		fmt.Fprintln(tw, acct.Header)
 		now := time.Now()
+		n := 0
 		err := streamStat(c, cl, st, ids, func(r protocol.StatReply) error {
+			n += len(r.Jobs)
 			for _, j := range r.Jobs {
 				acct.Line(tw, j, now)
 				sums.Add(j)
@@ -95,22 +138,22 @@ func mqstatList(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 		})
 		if listed(err) != nil {
 			tw.Flush()
-			return err
+			return n, err
 		}
 		if ferr := tw.Flush(); ferr != nil {
-			return ferr
+			return n, ferr
 		}
 		fmt.Fprintln(w)
 		sums.Print(w)
 		use.Print(w)
-		return err
+		return n, err
 	}
 	fmt.Fprintln(tw, tableHeader)
-	_, err := streamTable(c, cl, tw, st, ids, arrs)
+	n, err := streamTable(c, cl, tw, st, ids, arrs)
 	if ferr := tw.Flush(); err == nil {
 		err = ferr
 	}
-	return err
+	return n, err
 }
 
 // tableHeader is the listing's first line.
@@ -132,14 +175,14 @@ func collapsed(c *cli.Context, cl *client.Client, st *protocol.Stat) ([]protocol
 // jobs outside arrays with the arrays that ended among them, and a line
 // saying how to see older ones when there may be some. A limit (--limit,
 // or --watch's terminal height) is shared, the jobs not ended first.
-func mqstatRecent(c *cli.Context, cl *client.Client, w io.Writer, st protocol.Stat, limit int) error {
+func mqstatRecent(c *cli.Context, cl *client.Client, w io.Writer, st protocol.Stat, limit int) (int, error) {
 	live := st
 	live.States = "WQHEB"
 	var arrs []protocol.ArrayInfo
 	if st.TargetPrefix == "" {
 		var err error
 		if arrs, err = collapsed(c, cl, &live); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	tw := columns.New(w)
@@ -147,10 +190,10 @@ func mqstatRecent(c *cli.Context, cl *client.Client, w io.Writer, st protocol.St
 	n, err := streamTable(c, cl, tw, live, nil, arrs)
 	if err != nil {
 		tw.Flush()
-		return err
+		return n, err
 	}
 	if limit > 0 && n >= limit {
-		return tw.Flush()
+		return n, tw.Flush()
 	}
 	ended := st
 	ended.States, ended.Limit = "DF", 0
@@ -162,7 +205,7 @@ func mqstatRecent(c *cli.Context, cl *client.Client, w io.Writer, st protocol.St
 	if st.TargetPrefix == "" {
 		if done, err = collapsed(c, cl, &ended); err != nil {
 			tw.Flush() // the jobs not ended, printed before the error
-			return err
+			return n, err
 		}
 		done = slices.DeleteFunc(done, func(a protocol.ArrayInfo) bool {
 			return slices.ContainsFunc(arrs, func(b protocol.ArrayInfo) bool { return b.First == a.First })
@@ -174,7 +217,7 @@ func mqstatRecent(c *cli.Context, cl *client.Client, w io.Writer, st protocol.St
 		return nil
 	}); err != nil {
 		tw.Flush()
-		return err
+		return n, err
 	}
 	// The arrays that ended among the rows shown (all of them when the
 	// rows are every ended job there is).
@@ -195,13 +238,14 @@ func mqstatRecent(c *cli.Context, cl *client.Client, w io.Writer, st protocol.St
 	for _, a := range done {
 		printArrayRow(tw, a)
 	}
+	n += len(rows) + len(done)
 	if err := tw.Flush(); err != nil {
-		return err
+		return n, err
 	}
 	if len(rows) >= ended.Last && limit == 0 {
 		fmt.Fprintf(w, "(the last %d ended jobs; mqstat -a lists every job, -s DF the ended ones)\n", len(rows))
 	}
-	return nil
+	return n, nil
 }
 
 // streamTable prints the table rows of st's jobs (narrowed to ids unless

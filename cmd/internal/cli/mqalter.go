@@ -30,7 +30,9 @@ or selected by queue, target and states (-s, among W Q H), or all of them.
 Jobs named by id are changed all or none: if one has started or ended,
 nothing is, and the error names each culprit; a range or selection takes
 those of its jobs not started, 10,000 at a time, the CLS serving others in
-between. Prints a line per changed job unless -Q.`
+between. Prints a line per changed job unless -Q; a range or selection
+that matches nothing says so on stderr (exit 0, nothing with -Q), but a
+range no job is in is an error (exit 1).`
 	flags := append(selectFlags("change"),
 		&cli.StringFlag{Name: "priority", Usage: "the jobs' new priority: `N` in -1024..1023, higher first (as mqsub --priority)"},
 		&cli.StringFlag{Name: "time", Usage: "the jobs' new time limit, `LIMIT` (as mqsub --time)"},
@@ -111,6 +113,9 @@ func mqalterAction(c *cli.Context, env Env) error {
 	}
 	if err := atomicErrors("changed", reply); err != nil {
 		return err
+	}
+	if reply.Acted() == 0 {
+		return nothingActed(c, cl, req.Select, "WQH", "changed")
 	}
 	if !c.Bool("Q") {
 		return listActed(c, "changed", reply, "changed job %d\n")

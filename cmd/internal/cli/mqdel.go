@@ -29,7 +29,8 @@ workflow system cancelling a run's jobs). Jobs named by id
 are deleted all or none: if one cannot be deleted, nothing is, and the
 error names each culprit. A range or selection is deleted 10,000 jobs at a
 time, the CLS serving others in between. Prints a line per deleted job
-unless -Q.`
+unless -Q; a range or selection that matches nothing says so on stderr
+(exit 0, nothing with -Q), but a range no job is in is an error (exit 1).`
 	app.Flags = selectFlags("delete")
 	app.Metadata = map[string]any{rewriteArgs: flagsFirst(app.Flags)}
 	app.Action = func(c *cli.Context) error {
@@ -51,6 +52,9 @@ unless -Q.`
 		}
 		if err := atomicErrors("deleted", reply); err != nil {
 			return err
+		}
+		if reply.Acted() == 0 {
+			return nothingActed(c, cl, sel, "WQHEB", "deleted")
 		}
 		if !c.Bool("Q") {
 			return listActed(c, "deleted", reply, "deleted job %d\n")
@@ -232,11 +236,12 @@ func deleteTargets(c *cli.Context, cl *client.Client, sel protocol.Select) error
 			return err
 		}
 	}
-	failed := 0
+	failed, acted := 0, 0
 	for _, call := range calls {
 		reply, err := call.Wait(c.Context)
 		err = cutShort(err, batchesDone("mqdel"))
 		if err == nil {
+			acted += reply.Acted()
 			err = refusals("not deleted", reply)
 		}
 		if err == nil && !c.Bool("Q") {
@@ -249,6 +254,9 @@ func deleteTargets(c *cli.Context, cl *client.Client, sel protocol.Select) error
 	}
 	if failed > 0 {
 		return fmt.Errorf("the jobs of %d of %d targets were not all deleted (above)", failed, len(targets))
+	}
+	if acted == 0 {
+		return nothingActed(c, cl, sel, "WQHEB", "deleted")
 	}
 	return nil
 }

@@ -22,7 +22,9 @@ them. Jobs named by id are held all or none: if one cannot be held (it is
 executing or has ended), nothing is, and the error names each culprit; a
 range or selection takes those of its jobs that can be, 10,000 at a time,
 the CLS serving others in between. mqsub -H submits jobs held. Prints a
-line per held job unless -Q.`
+line per held job unless -Q; a range or selection that matches nothing
+says so on stderr (exit 0, nothing with -Q), but a range no job is in is
+an error (exit 1).`
 	app.Flags = selectFlags("hold")
 	app.Metadata = map[string]any{rewriteArgs: flagsFirst(app.Flags)}
 	app.Action = func(c *cli.Context) error {
@@ -43,7 +45,9 @@ by id, by a range FIRST-LAST (a job array), or selected by queue and
 target, or all held jobs. Jobs named by id are released all or none: if
 one is not held, nothing is released, and the error names each culprit; a
 range or selection takes its held jobs, 10,000 at a time, the CLS serving
-others in between. Prints a line per released job unless -Q.`
+others in between. Prints a line per released job unless -Q; a range or
+selection that matches nothing says so on stderr (exit 0, nothing with
+-Q), but a range no job is in is an error (exit 1).`
 	app.Flags = selectFlags("release")
 	app.Metadata = map[string]any{rewriteArgs: flagsFirst(app.Flags)}
 	app.Action = func(c *cli.Context) error {
@@ -70,6 +74,9 @@ func holdAction(c *cli.Context, env Env, op protocol.Op[protocol.Select, protoco
 	}
 	if err := atomicErrors(verb, reply); err != nil {
 		return err
+	}
+	if reply.Acted() == 0 {
+		return nothingActed(c, cl, sel, allowed, verb)
 	}
 	if !c.Bool("Q") {
 		return listActed(c, verb, reply, verb+" job %d\n")

@@ -46,8 +46,9 @@ handed out); -s P only those. --summary has an H or P column when a job is
 held or prefetched.
 Without -s every job but deleted ones is listed. Job ids and ranges
 (mqstat 501 502 600-610) list those jobs whatever their state, members
-of job arrays each on its own line, and an id no job has is said on
-stderr (exit 1); -j ID shows one in full. --format prints the listing's jobs
+of job arrays each on its own line; an id or a range no job has is said
+on stderr (exit 1), a selection that matches nothing too (exit 0; not
+with --json, --format); -j ID shows one in full. --format prints the jobs
 as lines of the fields named, separated by tabs, "-" for none, every
 array member on its own line; the fields: ` + jobfields.Names() + `.
 The HOST column (and --format's where) is SITE/HOST for a job at a site
@@ -104,7 +105,7 @@ interrupted.`
 		w := bufio.NewWriterSize(c.App.Writer, 64<<10)
 		err = mqstatView(c, cl, w, c.Int("limit"))
 		w.Flush() // the listing, then any warning of what it cannot show
-		return warnNoSite(c, cl, err)
+		return warnNoSite(c, cl, saidNone(c, err))
 	}
 	return app
 }

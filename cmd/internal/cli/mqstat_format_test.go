@@ -143,7 +143,7 @@ func TestMqstatPositionalIDs(t *testing.T) {
 		{[]string{"1-6", "--limit", "2"}, "1 2"},
 		{[]string{"1", "3", "5-6", "--limit", "3"}, "1 3 5"},
 		{[]string{"2", "4", "--limit", "1"}, "2"}, // 4 past --limit, not unknown
-		{[]string{"7-9"}, ""},
+		{[]string{"7-9", "-t", "a"}, ""},          // narrowed: not unknown
 	} {
 		o, e, code := run(append([]string{"--format", "id", "--noheader"}, tc.args...)...)
 		if got := strings.Join(strings.Fields(o), " "); code != 0 || got != tc.want {
@@ -175,7 +175,10 @@ func TestMqstatPositionalIDs(t *testing.T) {
 		{[]string{"3", "-s", "Q"}, "", "", 0},
 		{[]string{"2", "9", "8"}, "2", "mqstat: jobs 8, 9 do not exist\n", 1},
 		{[]string{"9", "-t", "a"}, "", "", 0}, // narrowed: not unknown
-		{[]string{"7-9"}, "", "", 0},
+		// A range no job is in is unknown ids, as an id no job has.
+		{[]string{"7-9"}, "", "mqstat: jobs 7-9 do not exist\n", 1},
+		{[]string{"2", "7-9", "9-10"}, "2", "mqstat: jobs 7-10 do not exist\n", 1},
+		{[]string{"5-9"}, "5 6", "", 0},
 	} {
 		o, e, code := run(append([]string{"--format", "id", "--noheader"}, tc.args...)...)
 		if got := strings.Join(strings.Fields(o), " "); code != tc.code || got != tc.want || e != tc.errs {

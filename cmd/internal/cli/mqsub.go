@@ -700,6 +700,9 @@ func mqsubRerun(c *cli.Context, env Env) error {
 	if err := atomicErrors("rerun", reply); err != nil {
 		return err
 	}
+	if reply.Acted() == 0 {
+		return nothingActed(c, cl, sel, "DFX", "rerun")
+	}
 	if !c.Bool("Q") {
 		return listActed(c, "rerun", reply, "%d\n")
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -22,7 +23,8 @@ terminal it shows a bar with the jobs ended, the rate, the done/failed
 counts and an ETA; otherwise a line whenever the counts change. Exits 0 when
 every job ended done, 1 naming those that did not (failed, blocked, or,
 for named jobs, deleted), 130 when interrupted (the jobs go on). Deleted
-jobs do not count in a queue or target. If the CLS goes away meanwhile (a
+jobs do not count in a queue or target: one with none left is said on
+stderr (exit 0), a range no job is in is an error. If the CLS goes away meanwhile (a
 restart), mqwait says so and waits up to 2 minutes for it to come back
 (MQ_RECONNECT=10m waits longer, MQ_RECONNECT=0 not at all).`
 	app.Flags = []cli.Flag{
@@ -77,7 +79,24 @@ restart), mqwait says so and waits up to 2 minutes for it to come back
 		if err != nil {
 			return interrupted(c.Context, err, "the jobs go on (mqwait again to follow them)")
 		}
+		if last.Ended && last.Total == 0 {
+			return nothingToWait(c, req)
+		}
 		return notDoneError(last)
 	}
 	return app
+}
+
+// nothingToWait follows a wait for no job: a range no job is in is
+// unknown ids (exit 1, as ids named are; a range counts its deleted
+// jobs); a queue or target without jobs not deleted, or an empty
+// metaqueue, is said on stderr unless -Q.
+func nothingToWait(c *cli.Context, req protocol.Progress) error {
+	if req.First > 0 {
+		return exitError{code: ExitFailed, msg: jobids.RangeUnknown(req.First, req.Last)}
+	}
+	if !c.Bool("Q") {
+		fmt.Fprintf(c.App.ErrWriter, "%s: nothing to wait for: no job%s (deleted ones do not count)\n", c.App.Name, selectionText(0, 0, req.Queue, req.Target))
+	}
+	return nil
 }

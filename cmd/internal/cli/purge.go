@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/cmd/internal/jobids"
 	"github.com/mq-hpc/mq/internal/walltime"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -49,7 +50,9 @@ for its target: done keeps the target complete for dependents submitted
 later; failed or deleted keeps it failed, so they are blocked. A purged
 id is never given again. Charges and transfers stay (spending and moved
 totals are their sums). Prints how many jobs went, how many were kept and
-the output bytes freed.`,
+the output bytes freed; a selection that matches nothing also says so on
+stderr (exit 0, nothing with -Q), and a range no job is in is an error
+(exit 1).`,
 		Flags: flags,
 		Action: func(c *cli.Context) error {
 			if args := c.Args().Slice(); slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "-") }) {
@@ -98,9 +101,29 @@ the output bytes freed.`,
 				}
 				return exitError{code: ExitFailed, msg: msg}
 			}
+			if reply.Purged == 0 && reply.Kept == 0 && !req.All && len(req.IDs) == 0 {
+				return nothingPurged(c, cl, req)
+			}
 			return nil
 		},
 	}
+}
+
+// nothingPurged follows a purge of a range or selection that matched no
+// job, as nothingActed follows the other actions: a range no job is in
+// is unknown ids (exit 1); a selection matching nothing is said on
+// stderr unless -Q.
+func nothingPurged(c *cli.Context, cl *client.Client, req protocol.Purge) error {
+	if req.First > 0 {
+		if found, err := anyJob(c.Context, cl, req.First, req.Last); err == nil && !found {
+			return exitError{code: ExitFailed, msg: "nothing purged: " + jobids.RangeUnknown(req.First, req.Last)}
+		}
+	}
+	if !c.Bool("Q") {
+		fmt.Fprintf(c.App.ErrWriter, "%s: nothing purged: no job%s is %s with --ended-before %s\n", c.App.Name,
+			selectionText(req.First, req.Last, req.Queue, req.Target), stateNames(protocol.PurgeStates, req.States), c.String("ended-before"))
+	}
+	return nil
 }
 
 // purgeRequest reads cls purge's command line.

@@ -119,6 +119,30 @@ func Named(args []string) map[int64]bool {
 	return named
 }
 
+// Spans are the ranges FIRST-LAST in args (not the single ids: Named),
+// sorted, those that overlap merged (but not those that only meet: each
+// is a range given), as a listing says those no job is in.
+func Spans(args []string) [][2]int64 {
+	var rs [][2]int64
+	for _, a := range args {
+		for _, p := range strings.Split(a, ",") {
+			if first, last, isRange, err := Range(p); isRange && err == nil {
+				rs = append(rs, [2]int64{first, last})
+			}
+		}
+	}
+	slices.SortFunc(rs, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	var merged [][2]int64
+	for _, r := range rs {
+		if n := len(merged); n > 0 && r[0] <= merged[n-1][1] {
+			merged[n-1][1] = max(merged[n-1][1], r[1])
+			continue
+		}
+		merged = append(merged, r)
+	}
+	return merged
+}
+
 // Requests are the listing requests of st narrowed to ids (as Ranges
 // gives them), in id order: the single ids PerRequest to a request,
 // each range as From..To.
@@ -147,6 +171,34 @@ func Requests(st protocol.Stat, ids [][2]int64) []protocol.Stat {
 	}
 	flush()
 	return out
+}
+
+// RangeUnknown says that no job has an id in first..last.
+func RangeUnknown(first, last int64) string {
+	if first == last {
+		return fmt.Sprintf("job %d does not exist", first)
+	}
+	return fmt.Sprintf("jobs %d-%d do not exist", first, last)
+}
+
+// maxUnknownRanges is how many ranges without a job UnknownRanges names.
+const maxUnknownRanges = 20
+
+// UnknownRanges says that no job is in the ranges given, after ids, the
+// unknown single ids as Unknown says them ("" for none).
+func UnknownRanges(ids string, ranges [][2]int64) string {
+	var msgs []string
+	if ids != "" {
+		msgs = append(msgs, ids)
+	}
+	for i, r := range ranges {
+		if i == maxUnknownRanges {
+			msgs = append(msgs, fmt.Sprintf("and %d more ranges", len(ranges)-i))
+			break
+		}
+		msgs = append(msgs, RangeUnknown(r[0], r[1]))
+	}
+	return strings.Join(msgs, "; ")
 }
 
 // maxUnknown is how many unknown ids Unknown names; the rest are

@@ -117,3 +117,39 @@ func FuzzRanges(f *testing.F) {
 		}
 	})
 }
+
+// Spans are the ranges given, not the single ids; overlapping ones are
+// merged, ranges that only meet are not (each is said alone).
+func TestSpans(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args []string
+		want [][2]int64
+	}{
+		{[]string{"5"}, nil},
+		{[]string{"1", "7-9", "3,4-5"}, [][2]int64{{4, 5}, {7, 9}}},
+		{[]string{"7-9", "8-12"}, [][2]int64{{7, 12}}},
+		{[]string{"7-9", "10-12"}, [][2]int64{{7, 9}, {10, 12}}},
+		{[]string{"x-1"}, nil},
+	} {
+		if got := Spans(c.args); !slices.Equal(got, c.want) {
+			t.Errorf("Spans(%q) = %v, want %v", c.args, got, c.want)
+		}
+	}
+}
+
+func TestUnknownRanges(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		ids    string
+		ranges [][2]int64
+		want   string
+	}{
+		{"", [][2]int64{{5, 5}}, "job 5 does not exist"},
+		{"job 2 does not exist", [][2]int64{{7, 9}, {20, 30}}, "job 2 does not exist; jobs 7-9 do not exist; jobs 20-30 do not exist"},
+	} {
+		if got := UnknownRanges(c.ids, c.ranges); got != c.want {
+			t.Errorf("UnknownRanges(%q, %v) = %q, want %q", c.ids, c.ranges, got, c.want)
+		}
+	}
+}

@@ -139,7 +139,7 @@ func exportOutputs(ctx context.Context, c *cli.Context, cl *client.Client, w io.
 			}
 			from = page[len(page)-1].ID + 1
 		}
-		if jobs == before && r[1] != math.MaxInt64 { // not all
+		if jobs == before && (r[0] != 1 || r[1] != math.MaxInt64) { // not all
 			empty = append(empty, r)
 		}
 	}

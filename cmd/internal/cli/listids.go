@@ -40,6 +40,9 @@ const squeueStates = "; squeue's and qstat's R is E here (squeue's PD is Q, CD i
 // (mqstat 501 600-610, as qstat 501) select the listing's jobs, -j ID
 // shows one in full.
 func checkListing(c *cli.Context) error {
+	if err := emptyName(c); err != nil {
+		return err // mqstat -t "$T", T unset, listed every job
+	}
 	if c.IsSet("cat") || c.IsSet("output") {
 		return nil // the ids are --cat's
 	}

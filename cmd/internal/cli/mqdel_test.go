@@ -265,6 +265,8 @@ func TestSelectionEmptyNames(t *testing.T) {
 		{Mqhold, []string{"mqhold", "--all", "-t", ""}, "mqhold: -t: empty target name (see mqhold --help)\n"},
 		{Mqsub, []string{"mqsub", "--rerun", "-q", "", "-s", "F"}, "mqsub: -q: empty queue name (see mqsub --help)\n"},
 		{Mqwait, []string{"mqwait", "-t", ""}, "mqwait: -t: empty target name (see mqwait --help)\n"},
+		{Mqstat, []string{"mqstat", "-t", ""}, "mqstat: -t: empty target name (see mqstat --help)\n"},
+		{Mqstat, []string{"mqstat", "--cat", "all", "-q", ""}, "mqstat: -q: empty queue name (see mqstat --help)\n"},
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			t.Parallel()

@@ -81,6 +81,7 @@ func TestNothingMatched(t *testing.T) {
 		{Mqstat, []string{"mqstat", "--acct", "-q", "nosuch"}, 0, "mqstat: no job matches -q nosuch\n"},
 		{Mqstat, []string{"mqstat", "--json", "-t", "nosuch"}, 0, ""},
 		{Mqstat, []string{"mqstat", "--cat", "50-60"}, 1, "mqstat: jobs 50-60 do not exist\n"},
+		{Mqstat, []string{"mqstat", "--cat", "50-9223372036854775807"}, 1, "mqstat: jobs 50-9223372036854775807 do not exist\n"},
 		{Mqstat, []string{"mqstat", "--cat", "all", "-t", "nosuch"}, 0, "mqstat: no job matches --cat all -t nosuch\n"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

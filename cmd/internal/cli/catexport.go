@@ -18,6 +18,7 @@ import (
 
 	"github.com/mq-hpc/mq/client"
 	"github.com/mq-hpc/mq/cmd/internal/jobids"
+	"github.com/mq-hpc/mq/cmd/internal/joboutput"
 	"github.com/mq-hpc/mq/internal/pathguard"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -244,7 +245,7 @@ func exportOne(ctx context.Context, out *lineEnd, j protocol.JobInfo, stream str
 	if path == "" {
 		return nil // not started yet, or its output was never written
 	}
-	if err := printOutput(out, d, stream == "stderr"); err != nil {
+	if err := joboutput.Print(out, d, stream == "stderr"); err != nil {
 		return err
 	}
 	if lost := protocol.LostFor(d.OutputLost, stream); lost != "" {

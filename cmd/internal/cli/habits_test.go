@@ -25,27 +25,8 @@ func TestEnvList(t *testing.T) {
 	}
 }
 
-func TestCountsAndEndText(t *testing.T) {
+func TestNotDoneError(t *testing.T) {
 	t.Parallel()
-	r := protocol.ProgressReply{Total: 5, Counts: map[string]int{"D": 2, "F": 1, "E": 2}}
-	if got := countsText(r); got != "2 done, 1 failed, 2 executing" {
-		t.Errorf("countsText = %q", got)
-	}
-	if ended(r) != 3 {
-		t.Errorf("ended = %d", ended(r))
-	}
-	// Handed out ahead, not started: P, not ended.
-	r = protocol.ProgressReply{Total: 6, Counts: map[string]int{"D": 2, "E": 1, "P": 2, "Q": 1}}
-	if got := countsText(r); got != "2 done, 1 executing, 2 prefetched, 1 queued" {
-		t.Errorf("countsText = %q", got)
-	}
-	if ended(r) != 2 {
-		t.Errorf("ended = %d, want 2: P is not ended", ended(r))
-	}
-	three := 3
-	if got := endText(protocol.JobEnd{ID: 4, State: "F", Exit: &three, Reason: "exit status 3"}); got != "job 4 failed (exit 3): exit status 3" {
-		t.Errorf("endText = %q", got)
-	}
 	if notDoneError(protocol.ProgressReply{Total: 2, Counts: map[string]int{"D": 2}}) != nil {
 		t.Error("notDoneError with all done")
 	}

@@ -161,16 +161,3 @@ func TestSummaryHeldColumn(t *testing.T) {
 		}
 	}
 }
-
-// TestProgressCountsHeld: mqwait counts a held job as not ended and names
-// it among the counts.
-func TestProgressCountsHeld(t *testing.T) {
-	t.Parallel()
-	r := protocol.ProgressReply{Total: 4, Counts: map[string]int{"D": 2, "H": 1, "Q": 1}}
-	if n := ended(r); n != 2 {
-		t.Errorf("ended = %d, want 2 (a held job has not ended)", n)
-	}
-	if got := countsText(r); got != "2 done, 1 queued, 1 held" {
-		t.Errorf("countsText = %q", got)
-	}
-}

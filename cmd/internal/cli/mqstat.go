@@ -21,6 +21,7 @@ import (
 
 	"github.com/mq-hpc/mq/client"
 	"github.com/mq-hpc/mq/cmd/internal/jobfields"
+	"github.com/mq-hpc/mq/cmd/internal/joboutput"
 	"github.com/mq-hpc/mq/cmd/internal/watch"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
@@ -284,7 +285,10 @@ func mqstatFollow(c *cli.Context, cl *client.Client, w io.Writer, catID int64) e
 		bw = bufio.NewWriter(w)
 		defer bw.Flush()
 	}
-	err := followOutput(c.Context, cl, bw, c.App.ErrWriter, catID, stream)
+	end, err := joboutput.Follow(c.Context, cl, bw, c.App.ErrWriter, catID, stream)
+	if err == nil {
+		err = jobExit(end) // as mqsub -b: nil if done, the job's exit status if it failed
+	}
 	return interrupted(c.Context, err, fmt.Sprintf("job %d goes on (mqstat --cat %d --follow again to follow it)", catID, catID))
 }
 
@@ -294,7 +298,7 @@ func mqstatCat(c *cli.Context, cl *client.Client, w io.Writer, catID int64) erro
 	if err != nil {
 		return err
 	}
-	if err := printOutput(w, d, c.Bool("stderr")); err != nil {
+	if err := joboutput.Print(w, d, c.Bool("stderr")); err != nil {
 		return err
 	}
 	stream := "stdout"
@@ -533,13 +537,6 @@ func SpendingLine(q protocol.QueueCounts) string {
 	return b.String()
 }
 
-func stateName(letter string) string {
-	if len(letter) == 1 {
-		return letter + " (" + job.State(letter[0]).Name() + ")"
-	}
-	return letter
-}
-
 func printJob(w io.Writer, d protocol.JobDetail) {
 	tw := tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
 	// Every value is escaped here; callers pass it raw.
@@ -554,7 +551,7 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 	if a := d.Array; a != nil {
 		p("array", fmt.Sprintf("jobs %d-%d, %s (mqstat --array %d lists them)", a.First, a.Last, arrayLine(*a), d.ID))
 	}
-	p("state", stateName(d.State))
+	p("state", joboutput.StateName(d.State))
 	if d.State == string(job.Held) {
 		p("held", fmt.Sprintf("not run until released: mqrls %d", d.ID))
 	}
@@ -609,14 +606,14 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 	if b := d.BlockedBy; b != nil && b.Job == 0 {
 		p("blocked by", fmt.Sprintf("target %s, whose failed or deleted jobs were purged (cls purge): no job is left to rerun, so it stays failed; mqdel this job", b.Target))
 	} else if b != nil {
-		p("blocked by", fmt.Sprintf("job %d (%s, target %s): mqsub --rerun %d, or mqdel this job", b.Job, stateName(b.State), b.Target, b.Job))
+		p("blocked by", fmt.Sprintf("job %d (%s, target %s): mqsub --rerun %d, or mqdel this job", b.Job, joboutput.StateName(b.State), b.Target, b.Job))
 	}
 	p("usage", acct.UsageLine(d.Accounting, d.Finished != ""))
 	p("output lost", d.OutputLost)
 	if d.Stdout != "" {
-		here := d.Host != "" && d.Host == thisHost()
-		p("stdout", outputLine(d, false, here))
-		p("stderr", outputLine(d, true, here))
+		here := d.Host != "" && d.Host == joboutput.ThisHost()
+		p("stdout", joboutput.Line(d, false, here))
+		p("stderr", joboutput.Line(d, true, here))
 		if d.StdoutCopy != "" {
 			p("copies here", d.StdoutCopy+", "+d.StderrCopy)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/cmd/internal/cli/clitest"
+	"github.com/mq-hpc/mq/cmd/internal/joboutput"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -349,7 +350,7 @@ func TestOutputLine(t *testing.T) {
 		{"running elsewhere", protocol.JobDetail{JobInfo: running, Stdout: missing}, false, false, missing + " (on h)"},
 		{"running elsewhere, streaming", protocol.JobDetail{JobInfo: running, Stdout: missing, Streaming: true}, false, false, "in a stream file (on h) until it ends (mqstat --cat 1 --follow shows it as it is written)"},
 	} {
-		if got := outputLine(tc.d, tc.stderr, tc.here); got != tc.want {
+		if got := joboutput.Line(tc.d, tc.stderr, tc.here); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
@@ -366,7 +367,7 @@ func TestMqstatNothingWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	outDir := t.TempDir()
-	reg, err := tb.store.RegisterAs(ctx, protocol.Register{Site: "s", Host: thisHost(), Slots: 1, OutDir: outDir}, "socket")
+	reg, err := tb.store.RegisterAs(ctx, protocol.Register{Site: "s", Host: joboutput.ThisHost(), Slots: 1, OutDir: outDir}, "socket")
 	if err != nil {
 		t.Fatal(err)
 	}

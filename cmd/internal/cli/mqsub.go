@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/mq-hpc/mq/cmd/internal/habits"
 	"io"
 	"os"
 	"path/filepath"
@@ -22,6 +21,8 @@ import (
 	"github.com/mq-hpc/mq/client"
 	"github.com/mq-hpc/mq/cmd/internal/argfile"
 	"github.com/mq-hpc/mq/cmd/internal/arrayspec"
+	"github.com/mq-hpc/mq/cmd/internal/habits"
+	"github.com/mq-hpc/mq/cmd/internal/progressview"
 	"github.com/mq-hpc/mq/cmd/internal/stdincheck"
 	"github.com/mq-hpc/mq/internal/walltime"
 	"github.com/mq-hpc/mq/protocol"
@@ -535,7 +536,7 @@ func submitBulk(c *cli.Context, env Env, cl *client.Client, what string, upload 
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	err = printIDs(c.App.Writer, reply.First, reply.Count, isTerminal(c.App.Writer))
+	err = printIDs(c.App.Writer, reply.First, reply.Count, progressview.IsTerminal(c.App.Writer))
 	warn(c, reply.Warnings)
 	if err != nil || !c.Bool("b") || reply.Count == 0 {
 		return err
@@ -566,8 +567,8 @@ func printIDs(out io.Writer, first int64, count int, tty bool) error {
 // the jobs First..Last, with a bar on stderr if that is a terminal, and
 // fails naming the jobs that did not end done.
 func waitRange(c *cli.Context, env Env, cl *client.Client, first, last int64) error {
-	v := &progressView{out: c.App.ErrWriter, tty: isTerminal(c.App.ErrWriter)}
-	end, err := follow(c.Context, cl, waiter(env, "mqsub", c.App.ErrWriter), protocol.Progress{First: first, Last: last}, v, c.Duration("timeout"))
+	v := &progressview.View{Out: c.App.ErrWriter, TTY: progressview.IsTerminal(c.App.ErrWriter)}
+	end, err := progressview.Follow(c.Context, cl, waiter(env, "mqsub", c.App.ErrWriter), protocol.Progress{First: first, Last: last}, v, c.Duration("timeout"))
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/cmd/internal/jobids"
+	"github.com/mq-hpc/mq/cmd/internal/progressview"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -74,8 +75,8 @@ restart), mqwait says so and waits up to 2 minutes for it to come back
 			return interrupted(c.Context, err, "the jobs go on (mqwait again to follow them)")
 		}
 		defer cl.Close()
-		v := &progressView{out: c.App.Writer, tty: !c.Bool("Q") && isTerminal(c.App.Writer), plain: !c.Bool("Q")}
-		last, err := follow(c.Context, cl, waiter(env, "mqwait", c.App.ErrWriter), req, v, c.Duration("timeout"))
+		v := &progressview.View{Out: c.App.Writer, TTY: !c.Bool("Q") && progressview.IsTerminal(c.App.Writer), Plain: !c.Bool("Q")}
+		last, err := progressview.Follow(c.Context, cl, waiter(env, "mqwait", c.App.ErrWriter), req, v, c.Duration("timeout"))
 		if err != nil {
 			return interrupted(c.Context, err, "the jobs go on (mqwait again to follow them)")
 		}
@@ -97,6 +98,14 @@ func nothingToWait(c *cli.Context, req protocol.Progress) error {
 	}
 	if !c.Bool("Q") {
 		fmt.Fprintf(c.App.ErrWriter, "%s: nothing to wait for: no job%s (deleted ones do not count)\n", c.App.Name, selectionText(0, 0, req.Queue, req.Target))
+	}
+	return nil
+}
+
+// notDoneError names the jobs that did not end done (nil if all did).
+func notDoneError(r protocol.ProgressReply) error {
+	if msg := progressview.NotDone(r); msg != "" {
+		return exitError{code: ExitFailed, msg: msg}
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/cmd/internal/joboutput"
 	"github.com/mq-hpc/mq/internal/outstream"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -40,13 +41,13 @@ func TestPrintOutputStreamed(t *testing.T) {
 		want   string
 	}{{false, "out\n"}, {true, "err\n"}} {
 		var b bytes.Buffer
-		if err := printOutput(&b, d, c.stderr); err != nil || b.String() != c.want {
+		if err := joboutput.Print(&b, d, c.stderr); err != nil || b.String() != c.want {
 			t.Errorf("stderr %v: printed %q, %v; want %q", c.stderr, b.String(), err, c.want)
 		}
 	}
 	d.StdoutStream.Last = ext[1].Last // the other output's chunk
 	var b bytes.Buffer
-	if err := printOutput(&b, d, false); !errors.Is(err, outstream.ErrTorn) || b.Len() != 0 {
+	if err := joboutput.Print(&b, d, false); !errors.Is(err, outstream.ErrTorn) || b.Len() != 0 {
 		t.Errorf("wrong extent: printed %q, %v; want nothing and a torn output", b.String(), err)
 	}
 }
@@ -87,7 +88,7 @@ func TestPrintOutputFileKinds(t *testing.T) {
 		d := protocol.JobDetail{JobInfo: protocol.JobInfo{ID: 7, Attempts: 1, State: "D"}, Stdout: tc.path, StdoutCopy: tc.copy}
 		var b bytes.Buffer
 		done := make(chan error, 1)
-		go func() { done <- printOutput(&b, d, false) }()
+		go func() { done <- joboutput.Print(&b, d, false) }()
 		var err error
 		select {
 		case err = <-done:

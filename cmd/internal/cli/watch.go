@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/cmd/internal/progressview"
 	"github.com/mq-hpc/mq/cmd/internal/watch"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -21,7 +22,7 @@ func watchView(c *cli.Context, every time.Duration, view func(w io.Writer, limit
 	if len(os.Args) == 0 || c.App.Writer != os.Stdout {
 		header = fmt.Sprintf("every %s", every)
 	}
-	return watch.Loop(c.Context, c.App.Writer, isTerminal(c.App.Writer), every, header, c.Int("limit"), view)
+	return watch.Loop(c.Context, c.App.Writer, progressview.IsTerminal(c.App.Writer), every, header, c.Int("limit"), view)
 }
 
 // filteredSummary narrows a summary to -q's queue, or with -t to the

@@ -1,4 +1,7 @@
-package cli
+// Package progressview shows how far a set of jobs has got, as mqsub -b
+// and mqwait follow it: a bar on a terminal, a line per change
+// otherwise, and at the end which jobs did not end done.
+package progressview
 
 import (
 	"context"
@@ -19,9 +22,9 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
-// isTerminal reports whether w is a terminal with a width (a pseudo-
+// IsTerminal reports whether w is a terminal with a width (a pseudo-
 // terminal nobody sized is 0 columns wide: no bar fits).
-func isTerminal(w io.Writer) bool {
+func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return false
@@ -30,13 +33,13 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && width > 0
 }
 
-// progressView shows a progress stream: a bar (mpb) on a terminal, or a
+// A View shows a progress stream: a bar (mpb) on a terminal, or a
 // plain line per change otherwise. Rate and ETA count the jobs that ended
 // while it watched.
-type progressView struct {
-	out   io.Writer
-	tty   bool
-	plain bool // print lines when not a terminal (else nothing)
+type View struct {
+	Out   io.Writer
+	TTY   bool
+	Plain bool // print lines when not a terminal (else nothing)
 
 	mu      sync.Mutex
 	last    protocol.ProgressReply
@@ -55,7 +58,7 @@ func ended(r protocol.ProgressReply) int {
 
 // rate returns jobs ended per second since the view started and the
 // expected time left (0 when unknown).
-func (v *progressView) rate(now time.Time) (float64, time.Duration) {
+func (v *View) rate(now time.Time) (float64, time.Duration) {
 	el := now.Sub(v.start).Seconds()
 	n := ended(v.last) - v.ended0
 	if el <= 0 || n <= 0 {
@@ -81,7 +84,7 @@ func countsText(r protocol.ProgressReply) string {
 	return strings.Join(parts, ", ")
 }
 
-func (v *progressView) rateText(now time.Time) string {
+func (v *View) rateText(now time.Time) string {
 	r, eta := v.rate(now)
 	if r == 0 {
 		if v.last.Total == ended(v.last) {
@@ -95,7 +98,7 @@ func (v *progressView) rateText(now time.Time) string {
 	return fmt.Sprintf("%.1f/s, ETA %s", r, eta)
 }
 
-func (v *progressView) update(r protocol.ProgressReply) {
+func (v *View) update(r protocol.ProgressReply) {
 	v.mu.Lock()
 	now := time.Now()
 	if !v.started {
@@ -104,9 +107,9 @@ func (v *progressView) update(r protocol.ProgressReply) {
 	v.last = r
 	v.mu.Unlock()
 	switch {
-	case v.tty:
+	case v.TTY:
 		if v.bar == nil {
-			v.p = mpb.New(mpb.WithOutput(v.out), mpb.WithWidth(30), mpb.WithRefreshRate(200*time.Millisecond))
+			v.p = mpb.New(mpb.WithOutput(v.Out), mpb.WithWidth(30), mpb.WithRefreshRate(200*time.Millisecond))
 			v.bar = v.p.New(int64(max(r.Total, 1)), mpb.BarStyle(),
 				mpb.PrependDecorators(decor.Any(func(decor.Statistics) string {
 					v.mu.Lock()
@@ -125,7 +128,7 @@ func (v *progressView) update(r protocol.ProgressReply) {
 			v.bar.SetTotal(-1, true)
 			v.p.Wait()
 		}
-	case v.plain:
+	case v.Plain:
 		v.mu.Lock()
 		line := fmt.Sprintf("%d/%d ended: %s", ended(r), r.Total, countsText(r))
 		if line != v.line || r.Ended {
@@ -133,23 +136,23 @@ func (v *progressView) update(r protocol.ProgressReply) {
 			if rt := v.rateText(now); rt != "" {
 				line += "; " + rt
 			}
-			fmt.Fprintln(v.out, line)
+			fmt.Fprintln(v.Out, line)
 		}
 		v.mu.Unlock()
 	}
 }
 
 // stop ends the bar early (a timeout, an interrupt, an error).
-func (v *progressView) stop() {
+func (v *View) stop() {
 	if v.bar != nil && !v.bar.Completed() {
 		v.bar.Abort(false)
 		v.p.Wait()
 	}
 }
 
-// follow streams the progress of req, shows it, and returns the last
-// frame; timeout 0 means none.
-func follow(ctx context.Context, cl *client.Client, rw rewait.Waiter, req protocol.Progress, v *progressView, timeout time.Duration) (protocol.ProgressReply, error) {
+// Follow streams the progress of req, shows it on v, and returns the
+// last frame; timeout 0 means none.
+func Follow(ctx context.Context, cl *client.Client, rw rewait.Waiter, req protocol.Progress, v *View, timeout time.Duration) (protocol.ProgressReply, error) {
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -172,10 +175,11 @@ func follow(ctx context.Context, cl *client.Client, rw rewait.Waiter, req protoc
 	return last, err
 }
 
-// notDoneError names the jobs that did not end done (nil if all did).
-func notDoneError(r protocol.ProgressReply) error {
+// NotDone names the jobs that did not end done, a line each after a
+// count ("" if all did).
+func NotDone(r protocol.ProgressReply) string {
 	if len(r.NotDone) == 0 {
-		return nil
+		return ""
 	}
 	n := len(r.NotDone) + r.MoreNotDone
 	lines := []string{fmt.Sprintf("%d of %d jobs did not end done:", n, r.Total)}
@@ -185,7 +189,7 @@ func notDoneError(r protocol.ProgressReply) error {
 	if r.MoreNotDone > 0 {
 		lines = append(lines, fmt.Sprintf("  and %d more (mqstat -s FB)", r.MoreNotDone))
 	}
-	return exitError{code: ExitFailed, msg: strings.Join(lines, "\n")}
+	return strings.Join(lines, "\n")
 }
 
 // endText says how a job ended, on one line.

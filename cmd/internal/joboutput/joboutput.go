@@ -1,4 +1,7 @@
-package cli
+// Package joboutput is a job's output as mqstat shows it: --cat (Print),
+// --cat --follow (Follow), and the lines of -j that say where it lies
+// (Line).
+package joboutput
 
 import (
 	"bufio"
@@ -14,22 +17,19 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
-// A job's output as mqstat shows it: --cat (printOutput), --cat --follow
-// (followOutput), and the lines of -j that say where it lies (outputLine).
-
-// printOutput copies a job's stdout (or stderr). Local placeholders write
+// Print copies a job's stdout (or stderr). Local placeholders write
 // where the CLS is; remote ones copy the output here while a long job runs
 // and when it ends.
-func printOutput(w io.Writer, d protocol.JobDetail, stderr bool) error {
+func Print(w io.Writer, d protocol.JobDetail, stderr bool) error {
 	path, cp, ext, st := d.Stdout, d.StdoutCopy, d.StdoutStream, outstream.Stdout
 	if stderr {
 		path, cp, ext, st = d.Stderr, d.StderrCopy, d.StderrStream, outstream.Stderr
 	}
 	if path == "" {
 		if len(d.State) == 1 && job.State(d.State[0]).Terminal() {
-			return fmt.Errorf("job %d never ran: it has no output (state %s)", d.ID, stateName(d.State))
+			return fmt.Errorf("job %d never ran: it has no output (state %s)", d.ID, StateName(d.State))
 		}
-		return fmt.Errorf("job %d has no output yet (state %s)", d.ID, stateName(d.State))
+		return fmt.Errorf("job %d has no output yet (state %s)", d.ID, StateName(d.State))
 	}
 	if ext != nil && cp == "" {
 		// In its placeholder's stream file, checked chunk by chunk: an
@@ -70,14 +70,14 @@ func printOutput(w io.Writer, d protocol.JobDetail, stderr bool) error {
 	return err
 }
 
-// outputLine says where job d's stdout (or stderr) is: its file (on
+// Line says where job d's stdout (or stderr) is: its file (on
 // its host), or its extent in a stream file. An output of this host (here)
 // in neither says what it is: an ended attempt's (kept whole) wrote
 // nothing when its stream has no extent while the other has one (its
 // placeholder streams) or its file was never made (files are made at the
 // first byte); a running attempt's is not in a file yet, and mqstat
 // --cat --follow reads it wherever it is.
-func outputLine(d protocol.JobDetail, stderr, here bool) string {
+func Line(d protocol.JobDetail, stderr, here bool) string {
 	path, ext, other, flag := d.Stdout, d.StdoutStream, d.StderrStream, ""
 	if stderr {
 		path, ext, other, flag = d.Stderr, d.StderrStream, d.StdoutStream, " --stderr"
@@ -111,19 +111,19 @@ func neverMade(path string) bool {
 	return errors.Is(err, os.ErrNotExist)
 }
 
-// thisHost is this host's name, as local placeholders report it ("" if
+// ThisHost is this host's name, as local placeholders report it ("" if
 // unknown).
-func thisHost() string {
+func ThisHost() string {
 	h, _ := os.Hostname()
 	return h
 }
 
-// followOutput prints a stream of job id's output as the CLS serves it
+// Follow prints a stream of job id's output as the CLS serves it
 // (op output.stream): what was written, then what is written until the job
 // ends. The bytes are the job's, printed as they are, as --output prints
 // them; mqstat's own lines go to errw. It returns how the job ended, as
-// mqsub -b does: nil if done, the job's exit status if it failed.
-func followOutput(ctx context.Context, cl *client.Client, w *bufio.Writer, errw io.Writer, id int64, stream string) error {
+// mqsub -b reports it.
+func Follow(ctx context.Context, cl *client.Client, w *bufio.Writer, errw io.Writer, id int64, stream string) (protocol.JobEnd, error) {
 	var end *protocol.OutputFrame
 	attempt := 0
 	err := client.Stream(ctx, cl, protocol.OpOutputStream, protocol.OutputQuery{ID: id, Stream: stream, Follow: true}, func(f protocol.OutputFrame) error {
@@ -142,19 +142,27 @@ func followOutput(ctx context.Context, cl *client.Client, w *bufio.Writer, errw 
 		return w.Flush() // as it comes: someone is watching
 	})
 	if err != nil {
-		return err
+		return protocol.JobEnd{}, err
 	}
 	if err := w.Flush(); err != nil {
-		return err
+		return protocol.JobEnd{}, err
 	}
 	if end == nil {
-		return fmt.Errorf("job %d: its output ended before the job did", id)
+		return protocol.JobEnd{}, fmt.Errorf("job %d: its output ended before the job did", id)
 	}
 	if end.Lost != "" {
 		if end.End.State == "D" {
-			return fmt.Errorf("job %d's %s was lost: %s", id, stream, end.Lost)
+			return protocol.JobEnd{}, fmt.Errorf("job %d's %s was lost: %s", id, stream, end.Lost)
 		}
 		fmt.Fprintf(errw, "mqstat: job %d's %s was lost: %s\n", id, stream, protocol.Printable(end.Lost))
 	}
-	return jobExit(*end.End)
+	return *end.End, nil
+}
+
+// StateName is a state's letter with its name, "F (failed)".
+func StateName(letter string) string {
+	if len(letter) == 1 {
+		return letter + " (" + job.State(letter[0]).Name() + ")"
+	}
+	return letter
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/mq-hpc/mq/client"
 	"github.com/mq-hpc/mq/internal/backoff"
 	"github.com/mq-hpc/mq/internal/diskroom"
+	"github.com/mq-hpc/mq/internal/jobexec"
 	"github.com/mq-hpc/mq/internal/outstream"
 	"github.com/mq-hpc/mq/internal/placeholder/memlimit"
 	"github.com/mq-hpc/mq/internal/placeholder/sumcache"
@@ -189,6 +190,13 @@ type Agent struct {
 	// wall reads the wall clock for jobs' start times (time.Now; tests
 	// step it as NTP may).
 	wall func() time.Time
+	// unkillable is how long a job's leader has to be reaped after
+	// SIGKILL before the agent reports it ended and marks itself broken
+	// (unkillable.go; defaultUnkillable). awaitExit waits for the exit
+	// of attempt job's leader (jobexec.AwaitExit; tests hold it, as a
+	// process in uninterruptible sleep does).
+	unkillable time.Duration
+	awaitExit  func(job protocol.JobRef, pidfd int) bool
 }
 
 // New returns an agent; Run starts it.
@@ -217,6 +225,8 @@ func New(cfg Config) *Agent {
 		churn: backoff.Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.5}, lineage: rand.Text()[:12]}
 	a.sweep = newSweeper(a.log)
 	a.wall = time.Now
+	a.unkillable = defaultUnkillable
+	a.awaitExit = func(_ protocol.JobRef, pidfd int) bool { return jobexec.AwaitExit(pidfd) }
 	if cfg.Streams && !cfg.NoOp {
 		a.streams = newStreamSet(cfg.OutDir, cfg.StreamRotate, cfg.Log)
 		if cfg.StreamNoSync {

@@ -43,23 +43,28 @@ func (a *Agent) holdAll(u []protocol.Assignment) {
 // runBundle runs a bundle's jobs in order, sending each report to progress
 // as the job ends. A job the CLS took back while it waited is skipped; once
 // ctx ends, the jobs not started are handed back (requeued, attempt not
-// counted), and so are they once the agent's walltime is over.
-func (a *Agent) runBundle(ctx context.Context, u []protocol.Assignment, g resource.Grant, progress chan<- protocol.Report, quit <-chan struct{}) {
+// counted), and so are they once the agent's walltime is over or its node
+// broken (markBroken). stuck: a job's processes did not end after SIGKILL
+// and still hold g (unkillable.go).
+func (a *Agent) runBundle(ctx context.Context, u []protocol.Assignment, g resource.Grant, progress chan<- protocol.Report, quit <-chan struct{}) (stuck bool) {
 	for _, asg := range u {
 		if !a.unhold(asg.ID) {
 			continue
 		}
 		var r protocol.Report
-		if ctx.Err() != nil || a.pastWalltime() {
+		if ctx.Err() != nil || a.pastWalltime() || a.broken.Load() != nil {
 			now := time.Now()
 			r = protocol.Report{ID: asg.ID, Attempt: asg.Attempt, Started: now, Finished: now, Reason: protocol.ReasonReturned}
 		} else {
-			r = a.runGranted(ctx, asg, &g)
+			var s bool
+			r, s = a.runGranted(ctx, asg, &g)
+			stuck = stuck || s
 		}
 		select {
 		case progress <- r:
 		case <-quit:
-			return
+			return stuck
 		}
 	}
+	return stuck
 }

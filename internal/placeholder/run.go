@@ -42,6 +42,10 @@ type proc struct {
 	gone bool
 
 	live liveOut // output shipped while it runs (live.go)
+
+	// sigkilled is closed once the group was sent SIGKILL (kill): from
+	// then on its leader has Agent.unkillable to be reaped (unkillable.go).
+	sigkilled chan struct{}
 }
 
 func (a *Agent) runningRefs() []protocol.JobRef {
@@ -114,6 +118,7 @@ func (p *proc) kill(reason string) {
 		p.signal(syscall.SIGTERM)
 		time.AfterFunc(killGrace, func() {
 			p.signal(syscall.SIGKILL)
+			close(p.sigkilled)
 			if p.attemptID != "" {
 				killEscaped("/proc", p.attemptID)
 			}
@@ -163,6 +168,11 @@ type attempt struct {
 	cmd   *exec.Cmd
 	pidfd int // -1: none to wait on
 	p     *proc
+	// waited gets cmd.Wait's error once the leader is reaped (wait);
+	// stuckAfter is how long after SIGKILL it was given when it was not
+	// (await).
+	waited     chan error
+	stuckAfter time.Duration
 
 	// grant is what the job holds (nil: a caller that does not count,
 	// such as a test); mem enforces its memory grant (nil: none).
@@ -195,23 +205,27 @@ func (t *attempt) fail(err error) bool {
 // run runs one job to its end and says how it ended. Exit status is the
 // shell's convention: 128+N for a job killed by signal N.
 func (a *Agent) run(ctx context.Context, asg protocol.Assignment) protocol.Report {
-	return a.runGranted(ctx, asg, nil)
+	rep, _ := a.runGranted(ctx, asg, nil)
+	return rep
 }
 
 // runGranted is run for a job holding g: it sees what g holds (bind.Env),
-// runs on g's cores (Pin) and within its memory (memlimit).
-func (a *Agent) runGranted(ctx context.Context, asg protocol.Assignment, g *resource.Grant) protocol.Report {
+// runs on g's cores (bind.Pin) and within its memory (memlimit). stuck:
+// its processes did not end after SIGKILL, and still hold what it was
+// granted (abandon).
+func (a *Agent) runGranted(ctx context.Context, asg protocol.Assignment, g *resource.Grant) (rep protocol.Report, stuck bool) {
 	t := &attempt{asg: asg, rep: protocol.Report{ID: asg.ID, Attempt: asg.Attempt}, pidfd: -1, grant: g, cgFD: -1}
 	a.stamp(t)
 	if a.cfg.NoOp {
 		t.rep.Finished = t.rep.Started
-		return t.rep
+		return t.rep, false
 	}
 	ok := a.prepare(ctx, t)
-	defer t.user.close() // in finish, unless the job did not start
-	if t.sc != nil {
-		defer t.sc.remove()
-	}
+	defer func() {
+		if !stuck { // else once its processes end (abandon)
+			t.release()
+		}
+	}()
 	if ok && asg.Grant != nil && asg.Grant.Mem > 0 {
 		var attr syscall.SysProcAttr
 		mw, err := a.memLimiter().Prepare(&attr, asg.Grant.Mem)
@@ -220,16 +234,15 @@ func (a *Agent) runGranted(ctx context.Context, asg protocol.Assignment, g *reso
 			t.stderr.Close()
 			a.waitSinks(asg, t.outSink, t.errSink)
 			t.fail(fmt.Errorf("memory limit: %w", err))
-			return t.rep
+			return t.rep, false
 		}
-		defer mw.Close()
 		t.mem = mw
 		if attr.UseCgroupFD {
 			t.cgFD = attr.CgroupFD
 		}
 	}
 	if !ok || !a.startProcess(t) {
-		return t.rep
+		return t.rep, false
 	}
 	a.runMu.Lock()
 	a.running[asg.ID] = t.p
@@ -239,9 +252,25 @@ func (a *Agent) runGranted(ctx context.Context, asg protocol.Assignment, g *reso
 		delete(a.running, asg.ID)
 		a.runMu.Unlock()
 	}()
-	a.wait(ctx, t)
+	if stuck = !a.wait(ctx, t); stuck {
+		a.abandon(t)
+		return t.rep, true
+	}
 	a.finish(ctx, t)
-	return t.rep
+	return t.rep, false
+}
+
+// release gives back what the attempt held on this host once its
+// processes are gone: its memory cgroup, its scratch copy, the user's
+// output files (closed in finish, unless the job did not start).
+func (t *attempt) release() {
+	if t.mem != nil {
+		t.mem.Close()
+	}
+	if t.sc != nil {
+		t.sc.remove()
+	}
+	t.user.close()
 }
 
 // prepare checks the attempt's directory and inputs and opens its output;
@@ -349,7 +378,7 @@ func (a *Agent) startProcess(t *attempt) bool {
 		return a.failPlace(t, outOfRoom(err))
 	}
 	t.cmd = cmd
-	t.p = &proc{ref: protocol.JobRef{ID: asg.ID, Attempt: asg.Attempt}, pgid: cmd.Process.Pid, started: t.rep.Started, attemptID: id}
+	t.p = &proc{ref: protocol.JobRef{ID: asg.ID, Attempt: asg.Attempt}, pgid: cmd.Process.Pid, started: t.rep.Started, attemptID: id, sigkilled: make(chan struct{})}
 	if asg.Grant != nil && t.grant != nil {
 		// Straight after the start, before the job has had time to
 		// start threads or children of its own (they inherit the set).
@@ -386,8 +415,8 @@ func (a *Agent) launch(t *attempt, cmd *exec.Cmd) error {
 
 // wait waits for the attempt's process to end, killing it at its ceiling
 // or time limit, at its output limit or when ctx ends, and notes how it
-// ended.
-func (a *Agent) wait(ctx context.Context, t *attempt) {
+// ended; false if it did not end after SIGKILL (await).
+func (a *Agent) wait(ctx context.Context, t *attempt) bool {
 	p, cmd := t.p, t.cmd
 	var ceiling <-chan time.Time
 	limit, why := runLimit(t.asg)
@@ -396,17 +425,13 @@ func (a *Agent) wait(ctx context.Context, t *attempt) {
 		defer tm.Stop()
 		ceiling = tm.C
 	}
-	waited := make(chan error, 1)
+	t.waited = make(chan error, 1)
 	go func() {
-		if jobexec.AwaitExit(t.pidfd) {
+		if a.awaitExit(p.ref, t.pidfd) {
 			p.reaped() // before Wait reaps the leader
 		}
-		waited <- cmd.Wait()
+		t.waited <- cmd.Wait()
 	}()
-	type memEnd struct {
-		why    string
-		killed bool
-	}
 	var memDone chan memEnd
 	stopMem := func() {}
 	if t.mem != nil {
@@ -418,18 +443,12 @@ func (a *Agent) wait(ctx context.Context, t *attempt) {
 		}()
 	}
 	defer stopMem()
-	var werr error
-	select {
-	case werr = <-waited:
-	case <-ceiling:
-		p.kill(why)
-		werr = <-waited
-	case <-t.lim.over:
-		p.kill(t.lim.why())
-		werr = <-waited
-	case <-ctx.Done():
-		p.kill(protocol.ReasonInterrupted)
-		werr = <-waited
+	werr, m, ended := a.await(ctx, t, ceiling, why, memDone)
+	if !ended {
+		if m != nil && m.killed {
+			p.killedFor(protocol.MemoryReason(m.why))
+		}
+		return false
 	}
 	t.rep.Finished = t.ended()
 	t.rep.Exit = exitStatus(cmd.ProcessState, werr)
@@ -438,19 +457,35 @@ func (a *Agent) wait(ctx context.Context, t *attempt) {
 		// The watch killed the job, or sees now that the kernel did:
 		// that is why it ended, unless it was being killed already.
 		stopMem()
-		m := <-memDone
+		if m == nil {
+			got := <-memDone
+			m = &got
+		}
 		t.rep.Usage.MaxRSS = max(t.rep.Usage.MaxRSS, t.mem.Peak())
 		if m.killed {
-			p.mu.Lock()
-			if p.reason == "" {
-				p.reason = protocol.MemoryReason(m.why)
-			}
-			p.mu.Unlock()
+			p.killedFor(protocol.MemoryReason(m.why))
 		}
 	}
 	p.mu.Lock()
 	t.rep.Reason = p.reason
 	p.mu.Unlock()
+	return true
+}
+
+// memEnd is how a memory watch ended: why, and whether it (or the
+// kernel) killed the job's processes.
+type memEnd struct {
+	why    string
+	killed bool
+}
+
+// killedFor notes why the job was killed, unless a kill said so first.
+func (p *proc) killedFor(reason string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.reason == "" {
+		p.reason = reason
+	}
 }
 
 // finish completes the report of an attempt whose process has ended: why

@@ -329,10 +329,12 @@ func (w *workLoop) gotReport(r protocol.Report) {
 }
 
 // endedUnit is a unit's end: its report (empty for a bundle, whose jobs
-// report through progress) and what it held.
+// report through progress) and what it held; stuck: processes of it that
+// did not end after SIGKILL hold that still (unkillable.go).
 type endedUnit struct {
 	rep   protocol.Report
 	grant resource.Grant
+	stuck bool
 }
 
 // tryStart starts a unit if what it was granted fits what is free.
@@ -363,18 +365,18 @@ func (w *workLoop) start(u []protocol.Assignment, g resource.Grant) {
 		// Its jobs report through progress; the empty report frees what
 		// it holds.
 		go func() {
-			a.runBundle(w.ctx, u, g, w.progress, w.quit)
+			stuck := a.runBundle(w.ctx, u, g, w.progress, w.quit)
 			select {
-			case w.ended <- endedUnit{grant: g}:
+			case w.ended <- endedUnit{grant: g, stuck: stuck}:
 			case <-w.quit:
 			}
 		}()
 		return
 	}
 	go func() {
-		r := a.runGranted(w.ctx, u[0], &g)
+		r, stuck := a.runGranted(w.ctx, u[0], &g)
 		select {
-		case w.ended <- endedUnit{r, g}:
+		case w.ended <- endedUnit{r, g, stuck}:
 		case <-w.quit: // work returned (aborted): nobody reads ended
 		}
 	}()
@@ -412,9 +414,11 @@ func (w *workLoop) stopped() bool { return w.diskIsFull || w.a.broken.Load() != 
 
 // unitEnded frees what a unit held and takes its report.
 func (w *workLoop) unitEnded(e endedUnit) {
-	w.free += e.grant.CPUs
 	w.running--
-	w.pool.Give(e.grant)
+	if !e.stuck { // else never free again: the agent is broken, and drains
+		w.free += e.grant.CPUs
+		w.pool.Give(e.grant)
+	}
 	w.gotReport(e.rep)
 }
 

@@ -23,8 +23,10 @@ import (
 	"github.com/mq-hpc/mq/internal/diskroom"
 	"github.com/mq-hpc/mq/internal/jobexec"
 	"github.com/mq-hpc/mq/internal/outstream"
+	"github.com/mq-hpc/mq/internal/placeholder/holding"
 	"github.com/mq-hpc/mq/internal/placeholder/memlimit"
 	"github.com/mq-hpc/mq/internal/placeholder/sumcache"
+	"github.com/mq-hpc/mq/internal/placeholder/sweep"
 	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -149,11 +151,11 @@ type Agent struct {
 	// hear of on the next message (started.go).
 	started startedSet
 	// holding are the attempts handed to this agent whose end the CLS
-	// has not acknowledged (holding.go). recvMu is read-locked from a
+	// has not acknowledged (holding.Set). recvMu is read-locked from a
 	// request's send until its reply's jobs are in holding, and locked
 	// while a registration lists them: no job read on a connection is
 	// missing from the list when the agent registers on the next.
-	holding holdingSet
+	holding holding.Set
 	recvMu  sync.RWMutex
 
 	memOnce sync.Once
@@ -181,8 +183,8 @@ type Agent struct {
 	filesAsked atomic.Bool
 	// liveKick wakes the live shipper when a job is followed anew (live.go).
 	liveKick chan struct{}
-	// sweep kills what attempts that ended left running (escaped.go).
-	sweep *sweeper
+	// sweep kills what attempts that ended left running.
+	sweep *sweep.Sweeper
 
 	reqMu sync.Mutex
 	reqs  map[string]int64 // requests sent, by op (session.go)
@@ -223,7 +225,7 @@ func New(cfg Config) *Agent {
 	}
 	a := &Agent{cfg: cfg, log: cfg.Log, running: map[int64]*proc{}, held: map[int64]protocol.JobRef{}, hbEvery: time.Second, liveKick: make(chan struct{}, 1), statfs: diskroom.Dir,
 		churn: backoff.Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.5}, lineage: rand.Text()[:12]}
-	a.sweep = newSweeper(a.log)
+	a.sweep = sweep.New(a.log)
 	a.wall = time.Now
 	a.unkillable = defaultUnkillable
 	a.awaitExit = func(_ protocol.JobRef, pidfd int) bool { return jobexec.AwaitExit(pidfd) }
@@ -295,7 +297,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err == nil {
 		err = a.brokenErr()
 	}
-	a.sweep.flush() // before the process may exit
+	a.sweep.Flush() // before the process may exit
 	stopHB()
 	<-hbDone
 	<-liveDone
@@ -366,7 +368,7 @@ func (a *Agent) heartbeats(ctx context.Context) {
 		// it holds the running and held ones too; they are named from
 		// a.running and a.held as well, so that a lease never rests on
 		// holding alone being complete.
-		refs := a.holding.appendTo(a.runningRefs())
+		refs := a.holding.AppendTo(a.runningRefs())
 		// Paused goes out while the pause lasts, and once more at its end.
 		if paused := a.diskFull.Load(); len(refs) > 0 || paused || saidPaused {
 			var reply protocol.HeartbeatReply

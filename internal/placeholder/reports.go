@@ -117,12 +117,12 @@ func (w *workLoop) sendReports(take int) {
 		switch {
 		case err == nil:
 			w.a.started.sent(started)
-			w.a.holding.done(batch)
+			w.a.holding.Done(batch)
 		case resend(err):
 			ans.back = batch
 		default:
 			w.a.log.Warn("the CLS refused a report", "err", err)
-			w.a.holding.done(batch)
+			w.a.holding.Done(batch)
 		}
 		select {
 		case w.unacked <- ans:

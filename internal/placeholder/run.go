@@ -101,7 +101,7 @@ func (a *Agent) kill(ref protocol.JobRef, reason string) {
 	p := a.running[ref.ID]
 	if h, ok := a.held[ref.ID]; ok && h.Attempt == ref.Attempt {
 		delete(a.held, ref.ID) // never started: just forget it
-		a.holding.done([]protocol.Report{{ID: ref.ID, Attempt: ref.Attempt}})
+		a.holding.Done([]protocol.Report{{ID: ref.ID, Attempt: ref.Attempt}})
 	}
 	a.runMu.Unlock()
 	if p == nil || p.ref.Attempt != ref.Attempt {
@@ -350,7 +350,7 @@ func (a *Agent) startProcess(t *attempt) bool {
 	// process.
 	a.stamp(t)
 	id := a.attemptID(asg.ID, asg.Attempt)
-	a.sweep.start(id) // no sweep for an earlier run of the id kills this one
+	a.sweep.Start(id) // no sweep for an earlier run of the id kills this one
 	err := a.launch(t, cmd)
 	if err != nil && direct {
 		// Nothing ran: let the shell try, and say why it cannot.
@@ -358,7 +358,7 @@ func (a *Agent) startProcess(t *attempt) bool {
 		err = a.launch(t, cmd)
 	}
 	if err != nil {
-		a.sweep.forget(id)
+		a.sweep.Forget(id)
 	}
 	// The child has its own copies of the write ends; ours must close so the
 	// sinks see EOF when the job's processes are gone.
@@ -509,9 +509,9 @@ func (a *Agent) finish(ctx context.Context, t *attempt) {
 	// Leave no stragglers: the job's background children die with it (done
 	// already where the kernel gave a pidfd; else racing pid reuse, as
 	// before pidfds), and what it left outside its group dies soon after
-	// (sweeper).
+	// (sweep.Sweeper).
 	p.reaped()
-	a.sweep.add(p.attemptID, asg.ID)
+	a.sweep.Add(p.attemptID, asg.ID)
 	lost := joinLost(a.waitSinks(asg, t.outSink, t.errSink), t.user.close())
 	if a.streams != nil {
 		rep.Streamed = a.streams.streamed(t.outSink, t.errSink) // synced as the report leaves (syncReports)

@@ -135,7 +135,7 @@ func (a *Agent) holdingToRegister() []protocol.JobRef {
 	}
 	a.recvMu.Lock()
 	defer a.recvMu.Unlock()
-	return a.holding.list()
+	return a.holding.List()
 }
 
 // logGate passes a warning at once and then at most one a minute: a
@@ -177,7 +177,7 @@ func call[Req, Resp any](ctx context.Context, a *Agent, op protocol.Op[Req, Resp
 		a.recvMu.RLock()
 		resp, err = client.Do(ctx, cl, op, req)
 		if r, ok := any(&resp).(*protocol.NextReply); ok && err == nil {
-			a.holding.got(r.Jobs)
+			a.holding.Got(r.Jobs)
 		}
 		a.recvMu.RUnlock()
 		if err == nil {

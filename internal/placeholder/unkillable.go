@@ -122,7 +122,7 @@ func (a *Agent) abandon(t *attempt) {
 	go func() {
 		<-t.waited // perhaps never
 		p.reaped()
-		a.sweep.add(p.attemptID, asg.ID)
+		a.sweep.Add(p.attemptID, asg.ID)
 		a.waitSinks(asg, t.outSink, t.errSink)
 		t.release()
 		a.log.Warn("the processes of a job reported as not ending after SIGKILL ended", "job", asg.ID, "attempt", asg.Attempt)

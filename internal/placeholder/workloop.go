@@ -468,7 +468,7 @@ func (w *workLoop) sendPoll(m move) {
 		}
 		if p.err == nil {
 			w.a.started.sent(started)
-			w.a.holding.done(sent)
+			w.a.holding.Done(sent)
 		}
 		if p.err != nil {
 			p.reply.Jobs = nil

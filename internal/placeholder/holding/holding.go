@@ -1,4 +1,6 @@
-package placeholder
+// Package holding keeps the job attempts handed to a placeholder agent
+// whose end the CLS has not acknowledged.
+package holding
 
 import (
 	"sync"
@@ -6,7 +8,7 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
-// holdingSet holds the attempts the CLS handed this agent whose end it
+// Set holds the attempts the CLS handed this agent whose end it
 // has not acknowledged: running, held ahead, or ended with the report on
 // its way. An attempt enters as its reply is read (call, under recvMu)
 // and leaves when the CLS takes (or refuses) its report.
@@ -17,13 +19,13 @@ import (
 // reconnecting agent lists them when it registers again
 // (protocol.Register.Holding): the CLS hands back the attempts it claimed
 // for this placeholder whose replies were lost with the connection.
-type holdingSet struct {
+type Set struct {
 	mu sync.Mutex
 	m  map[protocol.JobRef]struct{}
 }
 
-// got notes the jobs of a reply just read.
-func (h *holdingSet) got(jobs []protocol.Assignment) {
+// Got notes the jobs of a reply just read.
+func (h *Set) Got(jobs []protocol.Assignment) {
 	if len(jobs) == 0 {
 		return
 	}
@@ -37,9 +39,9 @@ func (h *holdingSet) got(jobs []protocol.Assignment) {
 	}
 }
 
-// done forgets the attempts of reports the CLS acknowledged (or refused:
+// Done forgets the attempts of reports the CLS acknowledged (or refused:
 // they are not sent again, and their leases run out).
-func (h *holdingSet) done(rs []protocol.Report) {
+func (h *Set) Done(rs []protocol.Report) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, r := range rs {
@@ -47,8 +49,8 @@ func (h *holdingSet) done(rs []protocol.Report) {
 	}
 }
 
-// appendTo appends to refs the attempts held that refs does not name.
-func (h *holdingSet) appendTo(refs []protocol.JobRef) []protocol.JobRef {
+// AppendTo appends to refs the attempts held that refs does not name.
+func (h *Set) AppendTo(refs []protocol.JobRef) []protocol.JobRef {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	named := make(map[protocol.JobRef]bool, len(refs))
@@ -63,9 +65,9 @@ func (h *holdingSet) appendTo(refs []protocol.JobRef) []protocol.JobRef {
 	return refs
 }
 
-// list is what a registration carries: every attempt held, never nil;
+// List is what a registration carries: every attempt held, never nil;
 // nil past protocol.MaxHolding (the CLS then hands nothing back).
-func (h *holdingSet) list() []protocol.JobRef {
+func (h *Set) List() []protocol.JobRef {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(h.m) > protocol.MaxHolding {

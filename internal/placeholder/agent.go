@@ -297,7 +297,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err == nil {
 		err = a.brokenErr()
 	}
-	a.sweep.Flush() // before the process may exit
+	if !a.sweep.Flush(flushWait) { // before the process may exit
+		a.log.Warn("stopping without the sweep of what jobs left running: it does not end (a process in uninterruptible sleep?)")
+	}
 	stopHB()
 	<-hbDone
 	<-liveDone

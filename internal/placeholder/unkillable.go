@@ -32,6 +32,10 @@ const defaultUnkillable = 60 * time.Second
 // must fit in it.
 const unkillableStopping = reportGrace / 2
 
+// flushWait is how long a stopping agent waits for its last sweep of
+// what its jobs left running (sweep.Sweeper.Flush).
+const flushWait = 5 * time.Second
+
 // await waits for the attempt's leader to be reaped (t.waited), killing
 // its group at its ceiling or time limit (why), at its output limit or
 // when ctx ends, and returns Wait's error and how its memory watch ended,
@@ -54,7 +58,6 @@ func (a *Agent) await(ctx context.Context, t *attempt, ceiling <-chan time.Time,
 			tm.Stop()
 		}
 	}()
-	after := a.unkillable
 	for {
 		select {
 		case werr = <-t.waited:
@@ -79,7 +82,7 @@ func (a *Agent) await(ctx context.Context, t *attempt, ceiling <-chan time.Time,
 		case <-sigkilled:
 			sigkilled, stuck = nil, giveUp(a.unkillable)
 		case <-stuck:
-			t.stuckAfter = after
+			t.stuckAfter = a.unkillable
 			return nil, mem, false
 		case <-stopping:
 			t.stuckAfter = min(a.unkillable, unkillableStopping)

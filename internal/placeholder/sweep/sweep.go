@@ -150,5 +150,22 @@ func (s *Sweeper) sweep(fromLoop bool) bool {
 }
 
 // Flush sweeps what is left at once, waiting for a sweep under way: the
-// agent is stopping, and its goroutines with it.
-func (s *Sweeper) Flush() { s.sweep(false) }
+// agent is stopping, and its goroutines with it. It waits wait at most,
+// and says whether the sweep ended: reading the environment of a process
+// in uninterruptible sleep (a hung filesystem) can block on its memory
+// map's lock, and the agent must stop all the same.
+func (s *Sweeper) Flush(wait time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.sweep(false)
+	}()
+	tm := time.NewTimer(wait)
+	defer tm.Stop()
+	select {
+	case <-done:
+		return true
+	case <-tm.C:
+		return false
+	}
+}

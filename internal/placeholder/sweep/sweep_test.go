@@ -98,8 +98,33 @@ func TestSweeperSparesLive(t *testing.T) {
 	s.running = true // no goroutine: the test sweeps
 	s.mu.Unlock()
 	s.Start("b")
-	s.Flush()
+	s.Flush(time.Minute)
 	if !slices.Equal(matched, []string{"a"}) {
 		t.Errorf("swept %v, want [a]", matched)
+	}
+}
+
+// TestFlushBounded: a stopping agent's last sweep does not hang it when a
+// scan does not end (the environment of a process in uninterruptible
+// sleep cannot be read).
+func TestFlushBounded(t *testing.T) {
+	t.Parallel()
+	s := New(slog.New(slog.DiscardHandler))
+	hung := make(chan struct{})
+	defer close(hung)
+	s.kill = func(func(string) bool) int { <-hung; return 0 }
+	s.mu.Lock()
+	s.ended = map[string]int64{"a": 1}
+	s.running = true // no goroutine: the test sweeps
+	s.mu.Unlock()
+	flushed := make(chan bool, 1)
+	go func() { flushed <- s.Flush(100 * time.Millisecond) }()
+	select {
+	case ok := <-flushed:
+		if ok {
+			t.Error("Flush says a scan that never ends ended")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Flush waits for a scan that never ends")
 	}
 }

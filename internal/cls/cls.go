@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -235,6 +236,8 @@ type CLS struct {
 
 	runOnce   sync.Once
 	closeOnce sync.Once
+	// keepRunning: Run's stop leaves local placeholders running (KeepRunning).
+	keepRunning atomic.Bool
 
 	beforeStart func() // a test's hook: runs in Run before the sites start
 }
@@ -505,7 +508,7 @@ func (c *CLS) run(ctx context.Context) (err error) {
 		c.beforeStart()
 	}
 	if err := c.sites.start(srvCtx); err != nil {
-		c.sites.stop()
+		c.sites.stop(false)
 		return err
 	}
 	serveErr := make(chan error, 3)
@@ -543,8 +546,8 @@ func (c *CLS) run(ctx context.Context) (err error) {
 	c.log.Info("CLS stopping")
 	stopDash()
 	<-dashDone
-	c.stager.stop() // transfers end unreported: the store asks again after a restart
-	c.sites.stop()  // local placeholders report their interrupted jobs first
+	c.stager.stop()                    // transfers end unreported: the store asks again after a restart
+	c.sites.stop(c.keepRunning.Load()) // local placeholders report their interrupted jobs first, unless kept running
 	stopSrv()
 	c.ln.Close()
 	c.store.Close()

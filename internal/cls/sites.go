@@ -167,7 +167,16 @@ func (s *sites) outputFiles(name string) (files, ok bool) {
 }
 
 func (s *sites) start(ctx context.Context) error { return s.mgr.Start(ctx) }
-func (s *sites) stop()                           { s.mgr.Stop() }
+
+// stop stops the sites: local placeholders too, unless keep (their jobs
+// run on and are reported to the next CLS).
+func (s *sites) stop(keep bool) {
+	if keep {
+		s.mgr.StopLeaving()
+	} else {
+		s.mgr.Stop()
+	}
+}
 
 func (s *sites) dir(name string) string { return filepath.Join(s.home, "sites", name) }
 

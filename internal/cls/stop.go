@@ -19,12 +19,27 @@ import (
 // ErrNotServing is Stop's error when no CLS serves the home.
 var ErrNotServing = errors.New("no CLS is serving")
 
-// Stop stops the CLS serving home as SIGTERM from its owner does, and
-// waits until it has stopped: until its lock on home (lockHome), which it
-// holds to its last step, is free. It returns the CLS's process id. The
-// lock file is the owner's and holds the pid of whoever holds its lock, so
-// no other process is signalled; a CLS of another user cannot be (EPERM).
-func Stop(ctx context.Context, home string) (pid int, err error) {
+// KeepSignal stops a CLS as SIGTERM does, but leaves its local
+// placeholders running their jobs (KeepRunning): cls serve stops so on
+// it, and Stop sends it when asked to keep them. A Go program that does
+// not catch it ignores it: a CLS older than this one goes on serving, and
+// loses nothing.
+const KeepSignal = syscall.SIGUSR1
+
+// KeepRunning makes Run, when it stops, leave the local placeholders
+// running instead of stopping them (cls stop --keep-running): they run
+// their jobs to the end, take no new ones, and report them to the next
+// CLS on this home, as after the CLS is killed. Called after Run began
+// stopping them, it changes nothing.
+func (c *CLS) KeepRunning() { c.keepRunning.Store(true) }
+
+// Stop stops the CLS serving home as SIGTERM from its owner does (with
+// keep, as KeepSignal does), and waits until it has stopped: until its
+// lock on home (lockHome), which it holds to its last step, is free. It
+// returns the CLS's process id. The lock file is the owner's and holds the
+// pid of whoever holds its lock, so no other process is signalled; a CLS
+// of another user cannot be (EPERM).
+func Stop(ctx context.Context, home string, keep bool) (pid int, err error) {
 	path := filepath.Join(home, "cls.lock")
 	f, err := mqhome.OpenFile(path, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -46,7 +61,11 @@ func Stop(ctx context.Context, home string) (pid int, err error) {
 			return 0, fmt.Errorf("%s: %w", path, err)
 		}
 	}
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+	sig := syscall.SIGTERM
+	if keep {
+		sig = KeepSignal
+	}
+	if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return pid, fmt.Errorf("signalling the CLS (pid %d): %w", pid, err)
 	}
 	for !free(f) {

@@ -403,6 +403,7 @@ type localFake struct {
 	procs  map[string]bool
 	exited func(pid int)
 	closed bool
+	left   bool // Leave was called
 }
 
 func (f *localFake) Submit(_ context.Context, n int) ([]string, error) {
@@ -441,6 +442,12 @@ func (f *localFake) Close() error {
 	f.closed = true
 	f.mu.Unlock()
 	return nil
+}
+
+func (f *localFake) Leave() {
+	f.mu.Lock()
+	f.left = true
+	f.mu.Unlock()
 }
 
 func (f *localFake) exit(pid int) {
@@ -509,6 +516,25 @@ func TestManagerEmbedded(t *testing.T) {
 	m.Stop()
 	if !lf.closed {
 		t.Error("Stop did not close the local site (its placeholders would outlive the CLS)")
+	}
+}
+
+// A Manager stopped leaving its placeholders (cls stop --keep-running)
+// leaves a local site's running instead of closing it.
+func TestManagerStopLeaving(t *testing.T) {
+	lf := &localFake{procs: map[string]bool{}}
+	m := &Manager{Store: &fakeStore{}, Poll: time.Hour,
+		Embedded: []protocol.SiteSpec{{Name: EmbeddedName, Type: Local, Min: 2, Max: 2, Slots: 1}},
+		Open:     func(protocol.SiteSpec, func(int)) (Site, error) { return lf, nil }}
+	if err := m.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "2 placeholders", func() bool { return lf.alive() == 2 })
+	m.StopLeaving()
+	lf.mu.Lock()
+	defer lf.mu.Unlock()
+	if lf.closed || !lf.left {
+		t.Errorf("closed %v, left %v; want the site left, not closed", lf.closed, lf.left)
 	}
 }
 

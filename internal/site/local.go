@@ -33,6 +33,7 @@ type Processes struct {
 	mu    sync.Mutex
 	procs map[int]*exec.Cmd
 	wg    sync.WaitGroup
+	left  bool // Leave was called: exits are no longer told
 }
 
 var _ Site = (*Processes)(nil)
@@ -77,8 +78,9 @@ func (p *Processes) Submit(_ context.Context, n int) ([]string, error) {
 			cmd.Wait()
 			p.mu.Lock()
 			delete(p.procs, pid)
+			left := p.left
 			p.mu.Unlock()
-			if p.Exited != nil {
+			if p.Exited != nil && !left {
 				p.Exited(pid)
 			}
 		}()
@@ -213,4 +215,17 @@ func (p *Processes) Close() error {
 		<-done
 	}
 	return nil
+}
+
+// Leave lets the placeholders run on without this site: they are not
+// signalled, and their exits are no longer told (the CLS that would requeue
+// their jobs is stopping). Each runs in a process group of its own, writes
+// to a file (not a pipe through the CLS) and reads nothing, so the CLS's
+// exit does not end it: it finishes its jobs, takes no more (--orphan-exit)
+// and reports them to the next CLS on this home, as after the CLS is
+// killed (cls stop --keep-running).
+func (p *Processes) Leave() {
+	p.mu.Lock()
+	p.left = true
+	p.mu.Unlock()
 }

@@ -104,3 +104,31 @@ func TestOrphanCancelled(t *testing.T) {
 		t.Errorf("a process that is no orphan of the site was signalled: %v", err)
 	}
 }
+
+// TestLeave: a local site left (cls stop --keep-running) does not signal
+// its placeholders, and their exits are no longer told: the CLS that
+// would requeue their jobs is stopping.
+func TestLeave(t *testing.T) {
+	exited := make(chan int, 1)
+	p := &Processes{
+		Command: func() *exec.Cmd { return exec.Command("sleep", "600") },
+		Exited:  func(pid int) { exited <- pid },
+	}
+	ids, err := p.Submit(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(ids[0])
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	p.Leave()
+	if err := syscall.Kill(pid, 0); err != nil {
+		t.Fatalf("the placeholder %d does not run after Leave: %v", pid, err)
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	p.wg.Wait() // its exit seen
+	select {
+	case pid := <-exited:
+		t.Errorf("the exit of %d was told after Leave", pid)
+	default:
+	}
+}

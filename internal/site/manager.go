@@ -223,7 +223,14 @@ func (m *Manager) startLocked(spec protocol.SiteSpec) error {
 // Stop ends every site's loop and closes their connections. Placeholders
 // keep running (a remote one reconnects to the next CLS); local ones are
 // stopped.
-func (m *Manager) Stop() {
+func (m *Manager) Stop() { m.stop(false) }
+
+// StopLeaving is Stop that leaves local placeholders running too
+// (Processes.Leave): they finish their jobs and report them to the next
+// CLS, as remote ones do.
+func (m *Manager) StopLeaving() { m.stop(true) }
+
+func (m *Manager) stop(leave bool) {
 	m.mu.Lock()
 	sites := m.sites
 	for _, ms := range sites {
@@ -234,6 +241,10 @@ func (m *Manager) Stop() {
 	// At once: local sites wait for their placeholders to report and exit.
 	var wg sync.WaitGroup
 	for _, ms := range sites {
+		if l, ok := ms.site.(interface{ Leave() }); ok && leave {
+			l.Leave()
+			continue
+		}
 		wg.Go(func() { ms.site.Close() })
 	}
 	wg.Wait()

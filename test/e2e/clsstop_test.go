@@ -70,3 +70,73 @@ func TestClsStop(t *testing.T) {
 		t.Fatal("the CLS did not stop after SIGCONT: the SIGTERM was lost")
 	}
 }
+
+// TestClsStopKeepRunning: cls stop --keep-running stops the CLS but not
+// its local placeholders: the jobs they run go on while no CLS serves the
+// home (one placeholder has a slot free, so a poll of its was waiting at
+// the CLS), they report to the next cls serve, and every job ends done in
+// its first attempt with all its output. The placeholders take no new
+// job meanwhile and exit once their own are done.
+func TestClsStopKeepRunning(t *testing.T) {
+	h := newHarness(t)
+	c := h.startCLS("--local", "2", "--slots", "2")
+	gate := filepath.Join(h.dir, "gate")
+	cmd := `echo $$ > pid.$MQ_JOB_ID; echo start $MQ_JOB_ID; while [ ! -e gate ]; do sleep 0.1; done; echo end $MQ_JOB_ID; echo err $MQ_JOB_ID >&2`
+	ids := []int64{h.submit("k", cmd), h.submit("k", cmd), h.submit("k", cmd)}
+	var jobPids []int
+	for _, id := range ids {
+		h.waitState(id, "E", time.Minute)
+		pidFile := filepath.Join(h.dir, fmt.Sprintf("pid.%d", id))
+		waitFile(t, pidFile, time.Minute)
+		jobPids = append(jobPids, readPid(t, pidFile))
+	}
+	agents := h.agents()
+	if len(agents) != 2 {
+		t.Fatalf("placeholders %v, want 2", agents)
+	}
+
+	r := h.run("cls", "stop", "--keep-running")
+	if want := fmt.Sprintf("cls: stopped the CLS (pid %d) serving %s; its local placeholders run on and report to the next cls serve\n", c.pid(), h.home); r.code != 0 || r.stdout != want {
+		t.Fatalf("cls stop --keep-running: %s; want exit 0 and %q", r, want)
+	}
+	select {
+	case <-c.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the CLS had not exited 30 s after cls stop --keep-running returned")
+	}
+	if code := c.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("cls serve exited %d after cls stop --keep-running, want 0", code)
+	}
+	for _, p := range append(agents, jobPids...) {
+		if !alive(p) {
+			t.Errorf("process %d is gone after cls stop --keep-running; want the placeholders and their jobs running", p)
+		}
+	}
+
+	h.startCLS("--local", "2", "--slots", "2")
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		d := h.waitState(id, "DF", time.Minute)
+		if d.State != "D" || d.Attempts != 1 || len(d.History) != 0 {
+			t.Errorf("job %d ended %s in %d attempts (history %+v); want D in 1", id, d.State, d.Attempts, d.History)
+		}
+		if out, want := h.ok("mqstat", "--output", fmt.Sprint(id)), fmt.Sprintf("start %d\nend %d\n", id, id); out != want {
+			t.Errorf("job %d output %q, want %q", id, out, want)
+		}
+		if out, want := h.ok("mqstat", "--output", fmt.Sprint(id), "--stderr"), fmt.Sprintf("err %d\n", id); out != want {
+			t.Errorf("job %d stderr %q, want %q", id, out, want)
+		}
+	}
+	// Their jobs done, the kept placeholders exit (the new CLS's own take
+	// their place).
+	waitFor(t, time.Minute, func() error {
+		for _, p := range agents {
+			if alive(p) {
+				return fmt.Errorf("kept placeholder %d still runs (%s)", p, cmdline(p))
+			}
+		}
+		return nil
+	})
+}

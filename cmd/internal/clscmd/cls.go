@@ -4,6 +4,7 @@
 package clscmd
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -56,7 +57,7 @@ func Cls(env mqcli.Env) *cli.App {
 func clsServe() *cli.Command {
 	return &cli.Command{
 		Name:  "serve",
-		Usage: "run the CLS in the foreground (stop with SIGINT or SIGTERM)",
+		Usage: "run the CLS in the foreground (stop with SIGINT or SIGTERM; SIGUSR1 stops it leaving local placeholders running their jobs, as cls stop --keep-running)",
 		Description: `Keeps the metaqueue in $MQ_HOME (default ~/.mq): mq.db (SQLite), cls.sock (the
 socket mqsub/mqstat/mqdel use), cls.log, and output/ (jobs' stdout and stderr
 from local placeholders).`,
@@ -187,7 +188,11 @@ func serve(c *cli.Context) error {
 		return err
 	}
 	defer stopProfile()
-	srv, err := cls.New(c.Context, cfg)
+	ctx, stop := context.WithCancel(c.Context)
+	defer stop()
+	serving, endSignals := catchSignals(c.App.ErrWriter, stop)
+	defer endSignals()
+	srv, err := cls.New(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -198,24 +203,40 @@ func serve(c *cli.Context) error {
 	}
 	fmt.Fprintf(c.App.ErrWriter, "cls: serving MQ_HOME=%s with %s (log: %s)\n",
 		srv.Home(), plural(n, "local placeholder"), filepath.Join(srv.Home(), "cls.log"))
-	// SIGHUP reopens cls.log, after logrotate moved it away.
+	serving(srv)
+	return srv.Run(ctx)
+}
+
+// catchSignals catches the signals cls serve takes besides SIGINT and
+// SIGTERM: SIGHUP reopens cls.log (after logrotate moved it away), and
+// cls.KeepSignal stops the CLS (stop) leaving its local placeholders
+// running. It is called before cls.New writes the pid cls stop reads,
+// since a Go program ignores a signal it does not catch; what comes
+// before serving is given the CLS waits until then. end stops it all.
+func catchSignals(errw io.Writer, stop context.CancelFunc) (serving func(*cls.CLS), end func()) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
+	keep := make(chan os.Signal, 1)
+	signal.Notify(keep, cls.KeepSignal)
 	done := make(chan struct{})
-	defer func() { signal.Stop(hup); close(done) }()
-	go func() {
-		for {
-			select {
-			case <-hup:
-				if err := srv.ReopenLog(); err != nil {
-					fmt.Fprintf(c.App.ErrWriter, "cls: %v\n", err)
+	serving = func(srv *cls.CLS) {
+		go func() {
+			for {
+				select {
+				case <-hup:
+					if err := srv.ReopenLog(); err != nil {
+						fmt.Fprintf(errw, "cls: %v\n", err)
+					}
+				case <-keep:
+					srv.KeepRunning()
+					stop()
+				case <-done:
+					return
 				}
-			case <-done:
-				return
 			}
-		}
-	}()
-	return srv.Run(c.Context)
+		}()
+	}
+	return serving, func() { signal.Stop(hup); signal.Stop(keep); close(done) }
 }
 
 // startProfile writes a CPU profile to path until stop is called ("" = none).

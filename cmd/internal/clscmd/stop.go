@@ -22,6 +22,7 @@ func clsStop() *cli.Command {
 		Usage: "stop the CLS serving MQ_HOME, as SIGTERM to it does, and wait until it has stopped; jobs, queues and sites stay in MQ_HOME for the next cls serve",
 		Flags: []cli.Flag{
 			&cli.DurationFlag{Name: "timeout", Value: 2 * time.Minute, Usage: "give up waiting (exit 1) after this long; the CLS goes on stopping"},
+			&cli.BoolFlag{Name: "keep-running", Usage: "leave its local placeholders running the jobs they have (an upgrade): they take no new ones, report them to the next cls serve on MQ_HOME and exit, or give up after 10 minutes without one (the CLS gets SIGUSR1, not SIGTERM)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
@@ -36,12 +37,21 @@ func clsStop() *cli.Command {
 			}
 			ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
 			defer cancel()
-			pid, err := cls.Stop(ctx, home)
+			keep := c.Bool("keep-running")
+			pid, err := cls.Stop(ctx, home, keep)
 			if errors.Is(err, context.DeadlineExceeded) {
+				if keep {
+					// A CLS older than this command ignores the signal.
+					return fmt.Errorf("the CLS (pid %d) has not stopped after %s; a CLS older than this cls ignores --keep-running (kill -9 %d loses no job and leaves its local placeholders running too)", pid, c.Duration("timeout"), pid)
+				}
 				return fmt.Errorf("the CLS (pid %d) has not stopped after %s; it goes on stopping (kill -9 %d loses no job)", pid, c.Duration("timeout"), pid)
 			}
 			if err != nil {
 				return err
+			}
+			if keep {
+				fmt.Fprintf(c.App.Writer, "cls: stopped the CLS (pid %d) serving %s; its local placeholders run on and report to the next cls serve\n", pid, home)
+				return nil
 			}
 			fmt.Fprintf(c.App.Writer, "cls: stopped the CLS (pid %d) serving %s\n", pid, home)
 			return nil

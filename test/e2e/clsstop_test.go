@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -114,6 +115,9 @@ func TestClsStopKeepRunning(t *testing.T) {
 	}
 
 	h.startCLS("--local", "2", "--slots", "2")
+	// A job submitted now goes to the new CLS's own placeholders, once the
+	// kept ones, which take no new jobs, have exited: never to them.
+	late := h.submit("late", `echo $PPID > ppid.late`)
 	if err := os.WriteFile(gate, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -139,4 +143,10 @@ func TestClsStopKeepRunning(t *testing.T) {
 		}
 		return nil
 	})
+	if d := h.waitState(late, "DF", time.Minute); d.State != "D" {
+		t.Fatalf("the job submitted after the restart ended %s: %s", d.State, d.Reason)
+	}
+	if ppid := readPid(t, filepath.Join(h.dir, "ppid.late")); slices.Contains(agents, ppid) {
+		t.Errorf("kept placeholder %d took a new job", ppid)
+	}
 }

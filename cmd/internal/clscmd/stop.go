@@ -42,7 +42,7 @@ func clsStop() *cli.Command {
 			if errors.Is(err, context.DeadlineExceeded) {
 				if keep {
 					// A CLS older than this command ignores the signal.
-					return fmt.Errorf("the CLS (pid %d) has not stopped after %s; a CLS older than this cls ignores --keep-running (kill -9 %d loses no job and leaves its local placeholders running too)", pid, c.Duration("timeout"), pid)
+					return fmt.Errorf("the CLS (pid %d) has not stopped after %s: it may be stopping still, or be older than this cls and ignore --keep-running; kill -9 %d loses no job and leaves its local placeholders running too", pid, c.Duration("timeout"), pid)
 				}
 				return fmt.Errorf("the CLS (pid %d) has not stopped after %s; it goes on stopping (kill -9 %d loses no job)", pid, c.Duration("timeout"), pid)
 			}

@@ -130,7 +130,9 @@ type Agent struct {
 	cfg   Config
 	start time.Time
 	ppid  int
-	log   *slog.Logger
+	// getppid is os.Getppid (a test's, to orphan the agent at will).
+	getppid func() int
+	log     *slog.Logger
 	// lineage begins every attemptID of this agent: random, so that
 	// agents on one host never share one.
 	lineage string
@@ -227,6 +229,7 @@ func New(cfg Config) *Agent {
 		churn: backoff.Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.5}, lineage: rand.Text()[:12]}
 	a.sweep = sweep.New(a.log)
 	a.wall = time.Now
+	a.getppid = os.Getppid
 	a.unkillable = defaultUnkillable
 	a.awaitExit = func(_ protocol.JobRef, pidfd int) bool { return jobexec.AwaitExit(pidfd) }
 	if cfg.Streams && !cfg.NoOp {
@@ -252,7 +255,7 @@ func (a *Agent) ID() int64 {
 // are killed and reported as interrupted.
 func (a *Agent) Run(ctx context.Context) error {
 	a.start = a.now()
-	a.ppid = os.Getppid()
+	a.ppid = a.getppid()
 	if err := a.cfg.Capacity.Validate(); err != nil {
 		return err
 	}

@@ -1405,3 +1405,47 @@ func TestLogGate(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentOrphanedWhilePolling: an agent that exits when orphaned
+// (--orphan-exit, a local placeholder) and is orphaned while its poll is
+// parked at the CLS does not start the job that poll brings back (after
+// cls stop --keep-running its poll is sent again to the next CLS): it
+// gives the job back and exits.
+func TestAgentOrphanedWhilePolling(t *testing.T) {
+	t.Parallel()
+	c := newCLS(t)
+	dir := t.TempDir()
+	cfg := agentConfig(t, 1)
+	cfg.Dial = c.dial
+	cfg.ExitWhenOrphaned = true
+	a := New(cfg)
+	var ppid atomic.Int64
+	ppid.Store(100)
+	a.getppid = func() int { return int(ppid.Load()) }
+	done := make(chan error, 1)
+	go func() { done <- a.Run(context.Background()) }()
+	deadline := time.Now().Add(time.Minute)
+	for c.count(protocol.OpNext.Name, false) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no poll in a minute")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	ppid.Store(1) // the parent is gone; the poll is parked for 5 s at most
+	ran := filepath.Join(dir, "ran")
+	id := c.submit(protocol.JobSpec{Target: "t", Command: "touch " + ran, Cwd: dir})[0]
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("agent: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the orphaned agent did not exit in a minute")
+	}
+	if exists(ran) {
+		t.Error("the orphaned agent ran a job its parked poll brought")
+	}
+	if s := stateOf(t, c, id); s == "E" || s == "D" || s == "F" {
+		t.Errorf("job state %s after the orphaned agent exited; want it given back", s)
+	}
+}

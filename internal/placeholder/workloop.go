@@ -3,7 +3,6 @@ package placeholder
 import (
 	"context"
 	"errors"
-	"os"
 	"sync"
 	"time"
 
@@ -269,10 +268,16 @@ func (w *workLoop) state() loopState {
 		ReportsDue:   w.reportsDue,
 		DiskFull:     w.diskFull(),
 	}
-	if !w.exiting && a.cfg.ExitWhenOrphaned {
-		s.Orphaned = os.Getppid() != a.ppid
+	if !w.exiting {
+		s.Orphaned = a.orphaned()
 	}
 	return s
+}
+
+// orphaned says whether the agent is to exit for its parent process
+// changed (Config.ExitWhenOrphaned): the CLS that started it has stopped.
+func (a *Agent) orphaned() bool {
+	return a.cfg.ExitWhenOrphaned && a.getppid() != a.ppid
 }
 
 // diskFull says whether the free space on the output directory's
@@ -551,12 +556,14 @@ func (w *workLoop) take(jobs []protocol.Assignment) {
 		if isBundle(u) {
 			w.a.holdAll(u) // runBundle takes each job out as it starts it
 		}
-		if !w.stopped() && w.tryStart(u) {
+		if !w.stopped() && !w.a.orphaned() && w.tryStart(u) {
 			continue
 		}
 		// Held: no slot for it yet, or no room for its output (a poll
-		// out when the disk filled), or the node broke: then decide
-		// gives it back.
+		// out when the disk filled), or the node broke, or the agent was
+		// orphaned while its poll was out (the poll, cut by its CLS's
+		// exit, was sent again to the next one): then decide gives it
+		// back.
 		if !isBundle(u) {
 			w.a.hold(u[0])
 		}

@@ -107,3 +107,18 @@ const ReasonDiskFull = ReasonInterrupted + ": the output disk of its placeholder
 func DiskFull(reason string) bool {
 	return reason == ReasonDiskFull || strings.HasPrefix(reason, ReasonDiskFull+" ")
 }
+
+// ReasonCLSStopped is the reason of a job a local placeholder stopped
+// because the CLS that started it was stopping (cls stop, SIGTERM to cls
+// serve): the user's doing, not the job's. It is an interruption
+// (IsInterrupted) that is not counted (Uncounted): a job runs again after
+// any number of CLS restarts.
+const ReasonCLSStopped = ReasonInterrupted + ": the CLS stopped its placeholder"
+
+// Uncounted reports whether a report's reason says its attempt was stopped
+// for what is neither the job's doing nor a loss of its placeholder: a
+// disk others filled (DiskFull) or the CLS stopping (ReasonCLSStopped).
+// Such an attempt is recorded and not counted within max-attempts.
+func Uncounted(reason string) bool {
+	return DiskFull(reason) || reason == ReasonCLSStopped || strings.HasPrefix(reason, ReasonCLSStopped+";")
+}

@@ -210,13 +210,13 @@ func (e *attemptEnd) usageArgs() (cpuUser, cpuSys, maxRSS any) {
 // leaveExecuting writes what follows attempt e of executing job id (j as
 // the graph has it), which ended as out: next, Done or Failed, or Queued
 // again, returned unstarted or not (retry, not counted: killed over its
-// memory, it runs again with more; runs.DiskFull, stopped for a full disk).
+// memory, it runs again with more; runs.Uncounted: a full disk, the CLS).
 func (s *Store) leaveExecuting(id int64, j dag.Node, next job.State, out runs.Outcome, retry bool, e attemptEnd) error {
 	switch {
 	case next == job.Queued && out == runs.Returned: // a retry's out is Failed
 		return s.unclaim(id, e)
 	case next == job.Queued:
-		return s.requeue(id, e, retry || out == runs.DiskFull)
+		return s.requeue(id, e, retry || out == runs.Uncounted)
 	}
 	return s.finish(id, j, next, e)
 }
@@ -249,7 +249,7 @@ func (s *Store) set(id int64, to job.State) error {
 // requeue puts executing job id back after attempt e, whose record goes
 // to the history first. The attempt counts unless retry: killed over its
 // memory, it runs again with more (packing.KilledForMemory), or stopped
-// for a disk others filled (runs.DiskFull). Then, as unclaim's, its base
+// for a disk others filled or by the CLS (runs.Uncounted). Then, as unclaim's, its base
 // moves past it (attempt_base + 1): a job on its last attempt still runs
 // again, and one with attempts left keeps them all.
 func (s *Store) requeue(id int64, e attemptEnd, retry bool) error {

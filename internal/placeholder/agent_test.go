@@ -1449,3 +1449,48 @@ func TestAgentOrphanedWhilePolling(t *testing.T) {
 		t.Errorf("job state %s after the orphaned agent exited; want it given back", s)
 	}
 }
+
+// TestAgentStoppedByCLS: an agent whose context ends with the cause
+// ErrCLSStopped (its CLS stopping sent it protocol.CLSStopSignal) reports
+// the jobs it stops as stopped by the CLS, so they run again without the
+// attempt counted; one stopped otherwise reports them interrupted.
+func TestAgentStoppedByCLS(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		cause error
+		want  string
+	}{
+		{ErrCLSStopped, protocol.ReasonCLSStopped},
+		{context.Canceled, "interrupted: its placeholder was stopped"},
+	} {
+		t.Run(tc.want, func(t *testing.T) {
+			t.Parallel()
+			c := newCLS(t)
+			dir := t.TempDir()
+			cfg := agentConfig(t, 1)
+			cfg.Dial = c.dial
+			a := New(cfg)
+			ctx, cancel := context.WithCancelCause(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- a.Run(ctx) }()
+			id := c.submit(protocol.JobSpec{Target: "t", Command: "touch started; sleep 600", Cwd: dir})[0]
+			waitUntil(t, 2*time.Minute, func() error {
+				_, err := os.Stat(filepath.Join(dir, "started"))
+				return err
+			})
+			cancel(tc.cause)
+			select {
+			case <-done:
+			case <-time.After(time.Minute):
+				t.Fatal("the agent did not stop in a minute")
+			}
+			info, err := c.store.Inspect().Job(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.State != "Q" || len(info.History) != 1 || info.History[0].Reason != tc.want {
+				t.Errorf("job %s, history %+v; want it queued again, its attempt stopped %q", info.State, info.History, tc.want)
+			}
+		})
+	}
+}

@@ -85,6 +85,22 @@ func (a *Agent) longestRunning() time.Duration {
 	return d
 }
 
+// ErrCLSStopped is the cause of an agent's stop (context.Cause of the
+// context Run was given) when the CLS that started it stops it
+// (protocol.CLSStopSignal): its jobs are reported
+// protocol.ReasonCLSStopped, run again without counting the attempt.
+var ErrCLSStopped = errors.New("the CLS stopped its placeholder")
+
+// stopReason is the reason of a job stopped because ctx, the agent's,
+// ended: protocol.ReasonCLSStopped when the CLS stopped it
+// (ErrCLSStopped), else protocol.ReasonInterrupted.
+func stopReason(ctx context.Context) string {
+	if errors.Is(context.Cause(ctx), ErrCLSStopped) {
+		return protocol.ReasonCLSStopped
+	}
+	return protocol.ReasonInterrupted
+}
+
 // killAll stops every running job for reason (an interruption:
 // protocol.IsInterrupted).
 func (a *Agent) killAll(reason string) {
@@ -504,7 +520,7 @@ func (a *Agent) finish(ctx context.Context, t *attempt) {
 		}
 	}
 	if rep.Reason == "" && rep.Exit != 0 && ctx.Err() != nil {
-		rep.Reason = protocol.ReasonInterrupted // requeued, not failed
+		rep.Reason = stopReason(ctx) // requeued, not failed
 	}
 	// Leave no stragglers: the job's background children die with it (done
 	// already where the kernel gave a pidfd; else racing pid reuse, as
@@ -551,7 +567,7 @@ func (a *Agent) finish(ctx context.Context, t *attempt) {
 		sums, why := a.sumOutputs(ctx, asg)
 		switch {
 		case why != "" && ctx.Err() != nil:
-			rep.Reason = protocol.ReasonInterrupted // stopped while hashing: rerun
+			rep.Reason = stopReason(ctx) // stopped while hashing: rerun
 		case why != "":
 			rep.Exit, rep.Reason = 1, protocol.ClipText(why, protocol.MaxReasonBytes)
 		default:

@@ -70,7 +70,7 @@ func (a *Agent) await(ctx context.Context, t *attempt, ceiling <-chan time.Time,
 			p.kill(t.lim.why())
 		case <-stop:
 			stop = nil
-			p.kill(protocol.ReasonInterrupted)
+			p.kill(stopReason(ctx))
 			stopping = giveUp(killGrace + min(a.unkillable, unkillableStopping))
 		case m := <-memDone:
 			memDone, mem = nil, &m

@@ -23,8 +23,11 @@ func TestOutcomeOf(t *testing.T) {
 		{"stopped at its placeholder's walltime", protocol.Report{Exit: -1, Reason: protocol.WalltimeReason(time.Hour)}, Lost},
 		{"a reason that begins with the word", protocol.Report{Exit: 1, Reason: "interrupted-by-user"}, Failed},
 		{"handed back", protocol.Report{Reason: protocol.ReasonReturned}, Returned},
-		{"stopped for a disk others filled", protocol.Report{Exit: 143, Reason: protocol.ReasonDiskFull + " (1 bytes free)"}, DiskFull},
-		{"the bare words of a disk others filled", protocol.Report{Exit: 143, Reason: protocol.ReasonDiskFull}, DiskFull},
+		{"stopped for a disk others filled", protocol.Report{Exit: 143, Reason: protocol.ReasonDiskFull + " (1 bytes free)"}, Uncounted},
+		{"the bare words of a disk others filled", protocol.Report{Exit: 143, Reason: protocol.ReasonDiskFull}, Uncounted},
+		{"stopped by its CLS stopping", protocol.Report{Exit: 143, Reason: protocol.ReasonCLSStopped}, Uncounted},
+		{"stopped by its CLS, processes stuck", protocol.Report{Exit: 137, Reason: protocol.ReasonCLSStopped + "; its processes did not end"}, Uncounted},
+		{"a reason that only begins like the CLS's", protocol.Report{Exit: 143, Reason: protocol.ReasonCLSStopped + "s"}, Lost},
 		{"a disk it filled itself", protocol.Report{Exit: 143, Reason: "output: the disk of /o is nearly full"}, Failed},
 	}
 	for _, tt := range tests {
@@ -46,8 +49,8 @@ func TestNext(t *testing.T) {
 		{Returned, 3, false, job.Queued},
 		{Lost, 1, false, job.Queued},
 		{Lost, 3, false, job.Failed},
-		{DiskFull, 1, false, job.Queued},
-		{DiskFull, 3, false, job.Queued}, // not counted: its last attempt too
+		{Uncounted, 1, false, job.Queued},
+		{Uncounted, 3, false, job.Queued}, // not counted: its last attempt too
 		{Failed, 1, false, job.Failed},
 		{Failed, 1, true, job.Queued},
 		{Failed, 3, true, job.Failed},
@@ -74,7 +77,8 @@ func TestSaid(t *testing.T) {
 		{Lost, protocol.ReasonInterrupted, "interrupted: its placeholder was stopped", false},
 		{Lost, "lost: lease expired", "lost: lease expired", false},
 		{Returned, protocol.ReasonReturned, protocol.ReasonReturned, true},
-		{DiskFull, protocol.ReasonDiskFull, protocol.ReasonDiskFull, false},
+		{Uncounted, protocol.ReasonDiskFull, protocol.ReasonDiskFull, false},
+		{Uncounted, protocol.ReasonCLSStopped, protocol.ReasonCLSStopped, false},
 		{Lost, protocol.ReasonReturned, "handed back unstarted after 100 attempts: counted as lost", false},
 	}
 	for _, tt := range tests {
@@ -173,8 +177,8 @@ func TestBounded(t *testing.T) {
 		{Returned, 1, Returned},
 		{Returned, MaxUncounted - 1, Returned},
 		{Returned, MaxUncounted, Lost},
-		{DiskFull, MaxUncounted - 1, DiskFull},
-		{DiskFull, MaxUncounted + 5, Lost},
+		{Uncounted, MaxUncounted - 1, Uncounted},
+		{Uncounted, MaxUncounted + 5, Lost},
 		{Succeeded, MaxUncounted, Succeeded},
 		{Failed, MaxUncounted, Failed},
 		{Lost, MaxUncounted, Lost},

@@ -152,10 +152,11 @@ const (
 	OverCeiling         // killed for running past its queue's ceiling: the job's fault
 	Lost                // lease expired: the placeholder vanished, not the job's fault
 	Returned            // handed back unstarted by a placeholder that fetched it ahead
-	// DiskFull: stopped because others filled its placeholder's output
-	// disk (protocol.DiskFull). Not the job's fault, and not one to spend
-	// its attempts on: requeued, the attempt recorded but not counted.
-	DiskFull
+	// Uncounted: stopped for what is neither the job's doing nor a loss
+	// (protocol.Uncounted): others filled its placeholder's output disk,
+	// or the CLS stopped its local placeholder. Not one to spend its
+	// attempts on: requeued, the attempt recorded but not counted.
+	Uncounted
 )
 
 // OutcomeOf is how the attempt r reports ended.
@@ -163,8 +164,8 @@ func OutcomeOf(r protocol.Report) Outcome {
 	switch {
 	case r.Reason == protocol.ReasonCeiling:
 		return OverCeiling
-	case protocol.DiskFull(r.Reason):
-		return DiskFull
+	case protocol.Uncounted(r.Reason):
+		return Uncounted
 	case protocol.IsInterrupted(r.Reason):
 		return Lost
 	case r.Reason == protocol.ReasonReturned:
@@ -175,19 +176,19 @@ func OutcomeOf(r protocol.Report) Outcome {
 	return Failed
 }
 
-// MaxUncounted is how many attempts a job may have before a return or a
-// stop for a full disk counts against its attempts like a lost one.
+// MaxUncounted is how many attempts a job may have before a return or an
+// uncounted stop counts against its attempts like a lost one.
 // Neither counts otherwise, yet each adds a row to the job's history: a
 // placeholder (a site's key is as trusted as its least trusted host)
 // that takes the same jobs and hands them back for ever grew the
 // database by a megabyte a second, without end.
 const MaxUncounted = 100
 
-// Bounded is out, an end of attempt ru, except that a return or a stop
-// for a full disk counts as lost once the job has had MaxUncounted
+// Bounded is out, an end of attempt ru, except that a return or an
+// uncounted stop counts as lost once the job has had MaxUncounted
 // attempts.
 func (ru *Run) Bounded(out Outcome) Outcome {
-	if (out == Returned || out == DiskFull) && ru.Attempt >= MaxUncounted {
+	if (out == Returned || out == Uncounted) && ru.Attempt >= MaxUncounted {
 		return Lost
 	}
 	return out
@@ -200,7 +201,7 @@ func Next(out Outcome, used, maxAttempts int, retryFailed bool) job.State {
 	switch out {
 	case Succeeded:
 		return job.Done
-	case Returned, DiskFull:
+	case Returned, Uncounted:
 		return job.Queued
 	case Lost:
 		if used < maxAttempts {
@@ -230,8 +231,8 @@ func (o Outcome) Said(reason string, ceiling float64) (string, bool) {
 			reason = fmt.Sprintf("handed back unstarted after %d attempts: counted as lost", MaxUncounted)
 		}
 		return reason, false
-	case DiskFull:
-		return reason, false // killed for the disk: its status says nothing of the job
+	case Uncounted:
+		return reason, false // killed for the disk or the CLS: its status says nothing of the job
 	}
 	return reason, true
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/site/batch"
+	"github.com/mq-hpc/mq/protocol"
 )
 
 // Processes is a local site: placeholders are agent processes on this
@@ -184,7 +185,7 @@ func (p *Processes) Cancel(_ context.Context, ids []string) error {
 	for _, id := range ids {
 		pid, _ := strconv.Atoi(id)
 		if c, ok := p.procs[pid]; ok {
-			c.Process.Signal(syscall.SIGTERM)
+			c.Process.Signal(protocol.CLSStopSignal)
 		} else if slices.Contains(orphans, pid) {
 			syscall.Kill(pid, syscall.SIGTERM)
 		}
@@ -192,11 +193,13 @@ func (p *Processes) Cancel(_ context.Context, ids []string) error {
 	return nil
 }
 
-// Close stops every placeholder and waits (up to 5 s, then kills).
+// Close stops every placeholder and waits (up to 5 s, then kills). They
+// are sent protocol.CLSStopSignal, not SIGTERM: the CLS is stopping, and
+// the jobs they stop run again without the attempt counted.
 func (p *Processes) Close() error {
 	p.mu.Lock()
 	for _, c := range p.procs {
-		c.Process.Signal(syscall.SIGTERM)
+		c.Process.Signal(protocol.CLSStopSignal)
 	}
 	p.mu.Unlock()
 	done := make(chan struct{})

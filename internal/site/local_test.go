@@ -2,8 +2,11 @@ package site
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -130,5 +133,34 @@ func TestLeave(t *testing.T) {
 	case pid := <-exited:
 		t.Errorf("the exit of %d was told after Leave", pid)
 	default:
+	}
+}
+
+// TestCloseSaysCLSStops: Close stops the placeholders with
+// protocol.CLSStopSignal, not SIGTERM, so they report the jobs they stop
+// as stopped by the CLS (not counted against their attempts).
+func TestCloseSaysCLSStops(t *testing.T) {
+	dir := t.TempDir()
+	got := filepath.Join(dir, "signal")
+	ready := filepath.Join(dir, "ready")
+	script := fmt.Sprintf(`trap 'echo USR2 > %[1]s; exit 0' USR2; trap 'echo TERM > %[1]s; exit 0' TERM; touch %[2]s; while :; do sleep 0.05; done`, got, ready)
+	p := &Processes{Command: func() *exec.Cmd { return exec.Command("sh", "-c", script) }}
+	if _, err := p.Submit(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the placeholder did not start in a minute")
+		}
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(got)
+	if err != nil || strings.TrimSpace(string(b)) != "USR2" {
+		t.Errorf("the placeholder got %q (%v); want USR2 (protocol.CLSStopSignal)", b, err)
 	}
 }

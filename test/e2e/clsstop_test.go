@@ -150,3 +150,24 @@ func TestClsStopKeepRunning(t *testing.T) {
 		t.Errorf("kept placeholder %d took a new job", ppid)
 	}
 }
+
+// TestClsStopNotCounted: a job the CLS's stop interrupted on a local
+// placeholder runs again after the restart even on its last attempt
+// (a queue of max-attempts 1): stopping the CLS is not the job's doing,
+// so that attempt is recorded, said, and not counted.
+func TestClsStopNotCounted(t *testing.T) {
+	h := newHarness(t)
+	h.startCLS("--local", "1")
+	h.ok("cls", "queue", "set", "once", "--max-attempts", "1")
+	id := h.submit("-q", "once", "long", "echo $MQ_ATTEMPT >> attempts; sleep 600")
+	h.waitState(id, "E", time.Minute)
+	h.ok("cls", "stop")
+	h.startCLS("--local", "1")
+	d := h.waitState(id, "EF", time.Minute)
+	if d.State != "E" || d.Attempts != 2 {
+		t.Fatalf("job %d after the restart: %s in %d attempts (%s); want it running again, attempt 2", id, d.State, d.Attempts, d.Reason)
+	}
+	if len(d.History) != 1 || d.History[0].Reason != "interrupted: the CLS stopped its placeholder" {
+		t.Errorf("history %+v; want attempt 1 stopped by the CLS", d.History)
+	}
+}

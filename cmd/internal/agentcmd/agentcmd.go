@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
 	"strconv"
@@ -114,6 +115,12 @@ func (f *flags) register(fs *flag.FlagSet, mode Mode) {
 // Run parses args (after the command's name) and runs the agent until ctx
 // ends or the agent stops. Help goes to stderr and returns nil.
 func Run(ctx context.Context, name string, mode Mode, args []string, stderr io.Writer) error {
+	if mode == Local {
+		// At once: a signal that came before it is caught is ignored.
+		var stop func()
+		ctx, stop = stopWithCLS(ctx)
+		defer stop()
+	}
 	f, set, err := parse(name, mode, args, stderr)
 	if f == nil || err != nil {
 		return err // nil: help was asked for
@@ -187,6 +194,24 @@ func Run(ctx context.Context, name string, mode Mode, args []string, stderr io.W
 		return err
 	}
 	return nil
+}
+
+// stopWithCLS is ctx, also ended, with the cause
+// placeholder.ErrCLSStopped, when protocol.CLSStopSignal arrives: the
+// CLS that started this local placeholder is stopping, and the jobs it
+// stops are not counted against their attempts. stop releases the signal.
+func stopWithCLS(ctx context.Context) (_ context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, protocol.CLSStopSignal)
+	go func() {
+		select {
+		case <-sig:
+			cancel(placeholder.ErrCLSStopped)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { signal.Stop(sig); cancel(nil) }
 }
 
 // Parse parses args as Run does and runs nothing: a UsageError for a

@@ -7,10 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/placeholder"
 	"github.com/mq-hpc/mq/internal/sshkey"
+	"github.com/mq-hpc/mq/protocol"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -206,5 +209,24 @@ func TestClsAgentOutDefault(t *testing.T) {
 	err = Run(ctx, "test", Local, args, io.Discard)
 	if want := "--out " + out + " is writable by others"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("cls agent %v: %v, want %q", args, err, want)
+	}
+}
+
+// TestStopWithCLS: protocol.CLSStopSignal ends a local agent's context
+// with the cause placeholder.ErrCLSStopped, so the jobs it stops are not
+// counted against their attempts.
+func TestStopWithCLS(t *testing.T) {
+	ctx, stop := stopWithCLS(context.Background())
+	defer stop()
+	if err := syscall.Kill(os.Getpid(), protocol.CLSStopSignal); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("the signal did not end the context in a minute")
+	}
+	if err := context.Cause(ctx); !errors.Is(err, placeholder.ErrCLSStopped) {
+		t.Errorf("cause %v, want placeholder.ErrCLSStopped", err)
 	}
 }

@@ -163,3 +163,81 @@ func TestStatedSize(t *testing.T) {
 		}
 	}
 }
+
+// TestStatedSizes: every size DESIGN.md's Package sizes gives a package
+// (by its path, or by its path under internal/ or internal/metaqueue/)
+// or a file is within a tenth of what it is, so the figures a reader
+// weighs the tree by do not go stale as it grows.
+func TestStatedSizes(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join("..", "..")
+	design, err := os.ReadFile(filepath.Join(root, "DESIGN.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sizes, _ := strings.Cut(string(design), "## Package sizes")
+	sizes, _, _ = strings.Cut(sizes, "\n## ")
+	packages, files := map[string]int{}, map[string]int{}
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "vendor") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if generated.Match(src) {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		lines := bytes.Count(src, []byte("\n"))
+		packages[filepath.Dir(rel)] += lines
+		files[rel] = lines
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	check := func(what, name string, n int) {
+		said, ok := statedSize(sizes, name)
+		if !ok {
+			return
+		}
+		checked++
+		if d := said - n; d*10 > n || -d*10 > n {
+			t.Errorf("DESIGN.md's Package sizes says %s %s is %d lines; it is %d: say its size", what, name, said, n)
+		}
+	}
+	for dir, n := range packages {
+		names := []string{dir}
+		for _, prefix := range []string{"internal/metaqueue/", "internal/"} {
+			if short, ok := strings.CutPrefix(dir, prefix); ok {
+				names = append(names, short)
+			}
+		}
+		for _, name := range names {
+			check("package", name, n)
+		}
+	}
+	for rel, n := range files {
+		if n > maxFile {
+			check("file", rel, n)
+		}
+	}
+	t.Logf("%d stated sizes checked", checked)
+	if checked < 20 {
+		t.Errorf("only %d sizes found in DESIGN.md's Package sizes: the lookup missed them", checked)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,6 +38,9 @@ func mqstatList(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 		return err
 	}
 	var sel []string
+	if id := c.Int64("array"); id > 0 {
+		sel = append(sel, "--array "+strconv.FormatInt(id, 10))
+	}
 	for _, f := range []string{"q", "t", "target-prefix", "s"} {
 		if c.IsSet(f) {
 			sel = append(sel, habits.Dashed(f)+" "+protocol.Printable(c.String(f)))
@@ -48,7 +52,7 @@ func mqstatList(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 	return noneListed{"no job matches " + protocol.Printable(strings.Join(append(c.Args().Slice(), sel...), " "))}
 }
 
-// noneListed is a listing of a selection (ids, -q, -t, -s) that matched
+// noneListed is a listing of a selection (ids, --array, -q, -t, -s) that matched
 // no job: no error (exit 0, as squeue -n), said on stderr after the
 // listing's header, so that a mistyped name does not pass unseen.
 type noneListed struct{ msg string }
@@ -91,6 +95,9 @@ func listJobs(c *cli.Context, cl *client.Client, w io.Writer, limit int) (int, e
 			return 0, fmt.Errorf("job %d is in no job array", id)
 		}
 		st.From, st.To = r.Arrays[0].First, r.Arrays[0].Last
+		if st.States == "" {
+			st.States = allStates // every member, as a range of ids lists its jobs
+		}
 	} else if !asJSON && !accounting && fields == nil && st.TargetPrefix == "" && ids == nil {
 		var err error
 		if arrs, err = collapsed(c, cl, &st); err != nil {

@@ -47,7 +47,7 @@ handed out); -s P only those. --summary has an H or P column when a job is
 held or prefetched.
 Without -s every job but deleted ones is listed. Job ids and ranges
 (mqstat 501 502 600-610) list those jobs whatever their state, members
-of job arrays each on its own line; an id or a range no job has is said
+of job arrays each on its own line, and so does --array ID its members; an id or a range no job has is said
 on stderr (exit 1), a selection that matches nothing too (exit 0; not
 with --json, --format); -j ID shows one in full. --format prints the jobs
 as lines of the fields named, separated by tabs, "-" for none, every

@@ -172,9 +172,10 @@ func flagValue(args []string, flag string) string {
 	return ""
 }
 
-// Cancel stops placeholders with SIGTERM: they kill their jobs and report
-// them interrupted (requeued). Orphans are signalled by pid, found again
-// first, so a pid reused since List is left alone.
+// Cancel stops placeholders, its own children with protocol.CLSStopSignal
+// and orphans with SIGTERM: they kill their jobs and report them
+// interrupted (requeued). Orphans are signalled by pid, found again first,
+// so a pid reused since List is left alone.
 func (p *Processes) Cancel(_ context.Context, ids []string) error {
 	var orphans []int
 	if p.Orphans != nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 )
 
 // ChunkSize is how much of one output an Output gathers before it writes
@@ -20,14 +21,21 @@ var ErrCut = errors.New("output passed its cap")
 
 // A Writer appends chunks to one stream file. Its methods are safe for
 // concurrent use: the outputs of every job a placeholder runs share it.
+//
+// A write or sync on a hung filesystem may never return: only writes wait
+// for each other (mu); Size, Err and Sync never wait for a write, so the
+// reports and new outputs of other jobs are not held by one that hangs.
 type Writer struct {
-	mu   sync.Mutex
+	mu   sync.Mutex // held by put, across its write
 	f    *os.File
-	size int64
+	size atomic.Int64
 	// err is the first write error: the file is not trusted past size
 	// after it, and every later write fails with it.
-	err error
+	err atomic.Pointer[error]
 }
+
+// fsync commits f (tests hold it, as a hung filesystem does).
+var fsync = (*os.File).Sync
 
 // Create makes a new stream file at path (mode 0600: outputs are the
 // user's alone); it fails if path exists.
@@ -41,7 +49,9 @@ func Create(path string) (*Writer, error) {
 		os.Remove(path)
 		return nil, err
 	}
-	return &Writer{f: f, size: int64(len(Magic))}, nil
+	w := &Writer{f: f}
+	w.size.Store(int64(len(Magic)))
+	return w, nil
 }
 
 // Append opens the stream file at path to write more after a restart: a
@@ -56,37 +66,35 @@ func Append(path string) (w *Writer, torn bool, err error) {
 		f.Close()
 		return nil, false, fmt.Errorf("%s: %w", path, err)
 	}
-	return &Writer{f: f, size: size}, torn, nil
+	w = &Writer{f: f}
+	w.size.Store(size)
+	return w, torn, nil
 }
 
 // Name is the file's name as given to Create or Append.
 func (w *Writer) Name() string { return w.f.Name() }
 
 // Size is the file's length: where the next chunk goes.
-func (w *Writer) Size() int64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.size
-}
+func (w *Writer) Size() int64 { return w.size.Load() }
 
 // Err is the first write error (a full disk, a file-size limit): every
 // later write fails with it. Nil while the file is whole.
 func (w *Writer) Err() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.err
+	if p := w.err.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // Sync commits the file's chunks to stable storage. The agent calls it
 // before it reports the attempts whose outputs it holds, so a reported
-// Extent is never lost to a crash.
+// Extent is never lost to a crash. It covers every chunk whose write
+// returned before it was called.
 func (w *Writer) Sync() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.err != nil {
-		return w.err
+	if err := w.Err(); err != nil {
+		return err
 	}
-	return w.f.Sync()
+	return fsync(w.f)
 }
 
 // Close syncs and closes the file.
@@ -105,17 +113,18 @@ func (w *Writer) put(c chunk, payload []byte) (int64, error) {
 	copy(buf[HeaderSize:], payload)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.err != nil {
-		return 0, w.err
+	if err := w.Err(); err != nil {
+		return 0, err
 	}
-	off := w.size
+	off := w.size.Load()
 	putHeader(buf, c)
 	seal(buf)
 	if _, err := w.f.WriteAt(buf, off); err != nil {
-		w.err = fmt.Errorf("write %s: %w", w.f.Name(), err)
-		return 0, w.err
+		err = fmt.Errorf("write %s: %w", w.f.Name(), err)
+		w.err.Store(&err)
+		return 0, err
 	}
-	w.size += int64(len(buf))
+	w.size.Add(int64(len(buf)))
 	return off, nil
 }
 

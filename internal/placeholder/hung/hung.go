@@ -1,0 +1,89 @@
+// Package hung bounds calls that may never return. On a filesystem whose
+// server is gone (NFS, Lustre, GPFS) a stat, read, write, fsync or close
+// blocks in uninterruptible sleep for ever, and nothing cancels it: the
+// call runs in a goroutine of its own, and the caller gives up on it after
+// a deadline, saying so (Error). The goroutine stays blocked until the
+// call returns, if it ever does; a Gate keeps one such call out at a time
+// where the same call is made again and again.
+package hung
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Error says a call did not return in time.
+type Error struct {
+	What  string        // the call: "sync streams/1.0.mqs"
+	After time.Duration // how long it was given
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("%s did not return in %v (a hung filesystem?)", e.What, e.After)
+}
+
+// Is makes errors.Is(err, ErrHung) true of every *Error.
+func (e *Error) Is(target error) bool { return target == ErrHung }
+
+// ErrHung matches every Error (errors.Is).
+var ErrHung = errors.New("a call did not return in time")
+
+// Within runs f and waits d at most for it to return: f's error, or an
+// *Error if it did not return in time. f runs on regardless, and must not
+// touch what the caller goes on using.
+func Within(d time.Duration, what string, f func() error) error {
+	_, err := Value(d, what, func() (struct{}, error) { return struct{}{}, f() })
+	return err
+}
+
+// Value is Within for a call that returns a value as well.
+func Value[T any](d time.Duration, what string, f func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1) // f's goroutine never blocks on it
+	go func() {
+		v, err := f()
+		done <- result{v, err}
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-t.C:
+		var zero T
+		return zero, &Error{What: what, After: d}
+	}
+}
+
+// A Gate lets one call at a time out: a call made while the one before it
+// is still blocked fails at once, rather than leave one more goroutine
+// blocked on the same hung filesystem each time it is made.
+type Gate struct {
+	mu   sync.Mutex
+	busy bool
+}
+
+// Within is the package's Within, unless a call of the gate's has not
+// returned yet: then it fails at once with an *Error.
+func (g *Gate) Within(d time.Duration, what string, f func() error) error {
+	g.mu.Lock()
+	if g.busy {
+		g.mu.Unlock()
+		return &Error{What: what, After: d}
+	}
+	g.busy = true
+	g.mu.Unlock()
+	return Within(d, what, func() error {
+		defer func() {
+			g.mu.Lock()
+			g.busy = false
+			g.mu.Unlock()
+		}()
+		return f()
+	})
+}

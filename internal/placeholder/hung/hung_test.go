@@ -1,0 +1,43 @@
+package hung
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestWithin(t *testing.T) {
+	want := errors.New("eio")
+	if err := Within(time.Minute, "stat", func() error { return want }); err != want {
+		t.Fatalf("a call that returns: %v, want %v", err, want)
+	}
+	block := make(chan struct{})
+	defer close(block)
+	err := Within(10*time.Millisecond, "fsync x", func() error { <-block; return nil })
+	var he *Error
+	if !errors.As(err, &he) || !errors.Is(err, ErrHung) || he.What != "fsync x" {
+		t.Fatalf("a call that does not return: %v, want a hung.Error", err)
+	}
+}
+
+func TestGate(t *testing.T) {
+	var g Gate
+	block := make(chan struct{})
+	if err := g.Within(10*time.Millisecond, "statfs", func() error { <-block; return nil }); !errors.Is(err, ErrHung) {
+		t.Fatalf("first call: %v", err)
+	}
+	called := false
+	start := time.Now()
+	err := g.Within(time.Minute, "statfs", func() error { called = true; return nil })
+	if !errors.Is(err, ErrHung) || called || time.Since(start) > 30*time.Second {
+		t.Fatalf("a call while one is still blocked: err %v, called %v: want it refused at once", err, called)
+	}
+	close(block)
+	deadline := time.Now().Add(time.Minute)
+	for g.Within(time.Minute, "statfs", func() error { return nil }) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the gate stayed shut after the blocked call returned")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -24,7 +24,9 @@ import (
 	"github.com/mq-hpc/mq/internal/jobexec"
 	"github.com/mq-hpc/mq/internal/outstream"
 	"github.com/mq-hpc/mq/internal/placeholder/holding"
+	"github.com/mq-hpc/mq/internal/placeholder/hung"
 	"github.com/mq-hpc/mq/internal/placeholder/memlimit"
+	"github.com/mq-hpc/mq/internal/placeholder/started"
 	"github.com/mq-hpc/mq/internal/placeholder/sumcache"
 	"github.com/mq-hpc/mq/internal/placeholder/sweep"
 	"github.com/mq-hpc/mq/internal/resource"
@@ -150,8 +152,8 @@ type Agent struct {
 	running map[int64]*proc
 	held    map[int64]protocol.JobRef // fetched ahead, not started
 	// started are jobs handed out ahead that started, for the CLS to
-	// hear of on the next message (started.go).
-	started startedSet
+	// hear of on the next message (package started).
+	started started.Set
 	// holding are the attempts handed to this agent whose end the CLS
 	// has not acknowledged (holding.Set). recvMu is read-locked from a
 	// request's send until its reply's jobs are in holding, and locked
@@ -201,6 +203,14 @@ type Agent struct {
 	// process in uninterruptible sleep does).
 	unkillable time.Duration
 	awaitExit  func(job protocol.JobRef, pidfd int) bool
+	// fsWait bounds each filesystem call between a job's end and its
+	// report (hangs.go; defaultFSWait); statGate and probeGate keep
+	// statfs calls and room probes on a hung filesystem from piling up.
+	fsWait              time.Duration
+	statGate, probeGate hung.Gate
+	// proc is where waitSinks looks for what a job left running: /proc
+	// (tests hang a read there).
+	proc string
 }
 
 // New returns an agent; Run starts it.
@@ -231,9 +241,11 @@ func New(cfg Config) *Agent {
 	a.wall = time.Now
 	a.getppid = os.Getppid
 	a.unkillable = defaultUnkillable
+	a.fsWait, a.proc = defaultFSWait, "/proc"
 	a.awaitExit = func(_ protocol.JobRef, pidfd int) bool { return jobexec.AwaitExit(pidfd) }
 	if cfg.Streams && !cfg.NoOp {
 		a.streams = newStreamSet(cfg.OutDir, cfg.StreamRotate, cfg.Log)
+		a.streams.wait = func() time.Duration { return a.fsWait }
 		if cfg.StreamNoSync {
 			a.streams.sync = func(*outstream.Writer) error { return nil }
 		}
@@ -263,7 +275,13 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	if a.streams != nil {
-		defer a.streams.close()
+		defer func() {
+			// Its last sync may hang with the filesystem: the agent exits
+			// all the same, and the kernel closes the files.
+			if err := hung.Within(flushWait, "closing the stream files", func() error { a.streams.close(); return nil }); err != nil {
+				a.log.Warn("exiting without closing the stream files", "err", err)
+			}
+		}()
 	}
 	if !a.cfg.NoOp {
 		f, err := os.Open(os.DevNull)
@@ -305,8 +323,12 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	stopHB()
 	<-hbDone
-	<-liveDone
-	<-filesDone
+	// Shipping live output and serving files read files, and a read on
+	// a hung filesystem does not end: the agent waits a while for them,
+	// not for ever.
+	if err := hung.Within(flushWait, "reading output or staged files", func() error { <-liveDone; <-filesDone; return nil }); err != nil {
+		a.log.Warn("exiting with a read of a file still out", "err", err)
+	}
 	a.log.Info("placeholder stopped", "placeholder", a.ID(), "requests", a.requests())
 	a.mu.Lock()
 	if a.cl != nil {
@@ -377,13 +399,13 @@ func (a *Agent) heartbeats(ctx context.Context) {
 		// Paused goes out while the pause lasts, and once more at its end.
 		if paused := a.diskFull.Load(); len(refs) > 0 || paused || saidPaused {
 			var reply protocol.HeartbeatReply
-			started := a.started.list(a.now())
+			started := a.started.List(a.now())
 			err := call(ctx, a, protocol.OpHeartbeat, func(id int64) protocol.Heartbeat {
 				return protocol.Heartbeat{Placeholder: id, Running: refs, Started: started, Paused: paused}
 			}, &reply)
 			if err == nil {
 				saidPaused = paused
-				a.started.sent(started)
+				a.started.Sent(started)
 				for _, k := range reply.Kill {
 					a.kill(k, protocol.ReasonKilled)
 				}

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/placeholder/hung"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -136,9 +137,9 @@ func (a *Agent) shipLive(ctx context.Context) {
 // a piece that fails goes at the next turn, or with the reports.
 func (a *Agent) shipGrowth(ctx context.Context) {
 	s, id := a.streams, a.ID()
-	s.mu.Lock()
+	s.filesMu.Lock()
 	files := slices.Clone(s.files)
-	s.mu.Unlock()
+	s.filesMu.Unlock()
 	for _, f := range files {
 		if f.owner != id || ctx.Err() != nil {
 			continue
@@ -182,7 +183,7 @@ func (a *Agent) shipSome(ctx context.Context, p *proc, buf []byte) (sent int) {
 		if off >= protocol.MaxStaged {
 			continue // the stage at the end adds the note saying where the rest is
 		}
-		n := readAt(path, buf[:min(int64(len(buf)), protocol.MaxStaged-off)], off)
+		n := a.readAtWithin(path, buf[:min(int64(len(buf)), protocol.MaxStaged-off)], off)
 		if n == 0 {
 			continue
 		}
@@ -203,6 +204,17 @@ func (a *Agent) shipSome(ctx context.Context, p *proc, buf []byte) (sent int) {
 		sent += n
 	}
 	return sent
+}
+
+// readAtWithin is readAt with a deadline (hangs.go): l.mu is held, and
+// the job's report waits for it (liveOut.finish). The read goes into a
+// buffer of its own, which one that does not return may fill later.
+func (a *Agent) readAtWithin(path string, buf []byte, off int64) int {
+	b, _ := hung.Value(a.fsWait, "read", func() ([]byte, error) {
+		own := make([]byte, len(buf))
+		return own[:readAt(path, own, off)], nil
+	})
+	return copy(buf, b)
 }
 
 // readAt reads what it can of the file at path from off into buf; an

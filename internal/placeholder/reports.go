@@ -98,7 +98,7 @@ func (w *workLoop) sendReports(take int) {
 		// and the batch sent again (call).
 		ans := reported{took: take, asked: take > 0}
 		w.a.syncReports(w.rctx, batch)
-		started := w.a.started.list(w.a.now())
+		started := w.a.started.List(w.a.now())
 		var err error
 		if take > 0 {
 			// take is free slots alone: nothing ahead.
@@ -116,7 +116,7 @@ func (w *workLoop) sendReports(take int) {
 		}
 		switch {
 		case err == nil:
-			w.a.started.sent(started)
+			w.a.started.Sent(started)
 			w.a.holding.Done(batch)
 		case resend(err):
 			ans.back = batch

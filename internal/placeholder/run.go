@@ -16,6 +16,7 @@ import (
 	"github.com/mq-hpc/mq/internal/jobexec"
 	"github.com/mq-hpc/mq/internal/outstream"
 	"github.com/mq-hpc/mq/internal/placeholder/bind"
+	"github.com/mq-hpc/mq/internal/placeholder/hung"
 	"github.com/mq-hpc/mq/internal/placeholder/memlimit"
 	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/job"
@@ -70,7 +71,7 @@ func (a *Agent) announceRunning() {
 	a.runMu.Lock()
 	defer a.runMu.Unlock()
 	for _, p := range a.running {
-		a.started.again(p.ref, p.started)
+		a.started.Again(p.ref, p.started)
 	}
 }
 
@@ -180,6 +181,7 @@ type attempt struct {
 	outSink, errSink *sink
 	stdout, stderr   *os.File  // the write ends the job's process gets
 	user             userStdio // mqsub -o, -e: where the streams also go
+	userHung         bool      // closing user did not return (closeUser)
 
 	cmd   *exec.Cmd
 	pidfd int // -1: none to wait on
@@ -239,7 +241,7 @@ func (a *Agent) runGranted(ctx context.Context, asg protocol.Assignment, g *reso
 	ok := a.prepare(ctx, t)
 	defer func() {
 		if !stuck { // else once its processes end (abandon)
-			t.release()
+			a.releaseWithin(t)
 		}
 	}()
 	if ok && asg.Grant != nil && asg.Grant.Mem > 0 {
@@ -286,7 +288,9 @@ func (t *attempt) release() {
 	if t.sc != nil {
 		t.sc.remove()
 	}
-	t.user.close()
+	if !t.userHung {
+		t.user.close()
+	}
 }
 
 // prepare checks the attempt's directory and inputs and opens its output;
@@ -528,7 +532,7 @@ func (a *Agent) finish(ctx context.Context, t *attempt) {
 	// (sweep.Sweeper).
 	p.reaped()
 	a.sweep.Add(p.attemptID, asg.ID)
-	lost := joinLost(a.waitSinks(asg, t.outSink, t.errSink), t.user.close())
+	lost := joinLost(a.waitSinks(asg, t.outSink, t.errSink), a.closeUser(t))
 	if a.streams != nil {
 		rep.Streamed = a.streams.streamed(t.outSink, t.errSink) // synced as the report leaves (syncReports)
 	}
@@ -604,16 +608,18 @@ func (a *Agent) stage(ctx context.Context, asg protocol.Assignment, from [2]int6
 	return lost
 }
 
+// Each call on the file has a deadline (hangs.go): the report waits for it.
 func (a *Agent) stageFile(ctx context.Context, asg protocol.Assignment, stream, path string, from int64) error {
-	f, err := os.Open(path)
+	f, err := hung.Value(a.fsWait, "open", func() (*os.File, error) { return os.Open(path) })
 	if errors.Is(err, os.ErrNotExist) {
 		return nil // the job wrote nothing
 	}
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	fi, err := f.Stat()
+	defer func() { go f.Close() }() // read-only: nothing to wait for
+	stat := func() (os.FileInfo, error) { return hung.Value(a.fsWait, "stat", f.Stat) }
+	fi, err := stat()
 	if err != nil || fi.Size() == 0 {
 		return err // nothing to copy: no file on the CLS means no output
 	}
@@ -630,7 +636,9 @@ func (a *Agent) stageFile(ctx context.Context, asg protocol.Assignment, stream, 
 		return err
 	}
 	for off < protocol.MaxStaged {
-		n, err := io.ReadFull(f, buf[:min(int64(len(buf)), protocol.MaxStaged-off)])
+		part := buf[:min(int64(len(buf)), protocol.MaxStaged-off)]
+		// One that does not return may fill buf later: nothing reads it then.
+		n, err := hung.Value(a.fsWait, "read", func() (int, error) { return io.ReadFull(f, part) })
 		if n > 0 {
 			if err := send(buf[:n]); err != nil {
 				return err
@@ -643,7 +651,7 @@ func (a *Agent) stageFile(ctx context.Context, asg protocol.Assignment, stream, 
 			return err
 		}
 	}
-	if fi, err := f.Stat(); err == nil && fi.Size() > off {
+	if fi, err := stat(); err == nil && fi.Size() > off {
 		note := fmt.Sprintf("\n[mq: output cut at %d bytes; the whole %d bytes are in %s on %s]\n", off, fi.Size(), path, a.cfg.Host)
 		return send([]byte(note))
 	}

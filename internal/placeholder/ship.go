@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/mq-hpc/mq/internal/placeholder/hung"
+
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -33,7 +35,9 @@ func (a *Agent) shipTo(ctx context.Context, f *streamFile, end int64) error {
 		return f.refused
 	}
 	if f.rd == nil {
-		rd, err := os.Open(filepath.Join(a.streams.dir, f.name))
+		// Each read has a deadline (hangs.go): shipMu is held, and the
+		// reports wait for it.
+		rd, err := hung.Value(a.fsWait, "open", func() (*os.File, error) { return os.Open(filepath.Join(a.streams.dir, f.name)) })
 		if err != nil {
 			return err
 		}
@@ -44,7 +48,8 @@ func (a *Agent) shipTo(ctx context.Context, f *streamFile, end int64) error {
 	resumes := 0
 	for f.shipped < size {
 		off := f.shipped
-		n, err := f.rd.ReadAt(buf[:min(size-off, int64(len(buf)))], off)
+		part := buf[:min(size-off, int64(len(buf)))]
+		n, err := hung.Value(a.fsWait, "read", func() (int, error) { return f.rd.ReadAt(part, off) })
 		if err != nil {
 			return fmt.Errorf("read %s: %w", f.name, err)
 		}

@@ -75,7 +75,7 @@ type outputLimit struct {
 // newOutputLimit is the limit of an attempt of asg: the smaller of the
 // agent's cap and the queue's (asg.MaxOutput, when in bounds).
 func (a *Agent) newOutputLimit(dir string, asg protocol.Assignment) *outputLimit {
-	l := &outputLimit{max: a.cfg.MaxOutput, capBy: "cls serve --max-output", reserve: a.cfg.OutputReserve, dir: dir, statfs: a.statfs, over: make(chan struct{}), noRoom: a.noteNoRoom}
+	l := &outputLimit{max: a.cfg.MaxOutput, capBy: "cls serve --max-output", reserve: a.cfg.OutputReserve, dir: dir, statfs: a.statfsWithin, over: make(chan struct{}), noRoom: a.noteNoRoom}
 	if l.max == 0 {
 		l.max = DefaultMaxOutput
 	}
@@ -335,16 +335,18 @@ func (a *Agent) waitSinks(asg protocol.Assignment, sinks ...*sink) (lost string)
 		select {
 		case <-s.done:
 		case <-deadline.C:
-			deadline.Reset(sinkWait)
 			if step == waiting {
 				step = killed
-				if n := killEscaped("/proc", a.attemptID(asg.ID, asg.Attempt)); n > 0 {
+				n := a.killEscapedWithin(a.attemptID(asg.ID, asg.Attempt))
+				if n > 0 {
 					// The processes it left holding the pipe are gone: the
 					// drains end at their EOF, with all that was written.
 					a.log.Warn("killed the processes the job left running with its output open", "job", asg.ID, "killed", n)
+					deadline.Reset(sinkWait)
 					continue
 				}
 			}
+			deadline.Reset(sinkWait) // after the look in /proc, which may take as long
 			if step == cut {
 				// A write of what was read does not return (a hung
 				// filesystem): report without it.

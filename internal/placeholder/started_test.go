@@ -3,7 +3,6 @@ package placeholder
 import (
 	"context"
 	"errors"
-	"maps"
 	"os"
 	"path/filepath"
 	"testing"
@@ -134,49 +133,5 @@ func TestAgentHandBackListed(t *testing.T) {
 	if d.Attempts != 2 || len(d.History) != 0 || len(d.Unstarted) != 1 || d.Unstarted[0].Attempt != 1 ||
 		d.Unstarted[0].Reason != metaqueue.ReasonHandedBack || d.Unstarted[0].Host != "h" {
 		t.Fatalf("short job: attempts %d, history %+v, unstarted %+v; want attempt 1 handed back at h, run on attempt 2", d.Attempts, d.History, d.Unstarted)
-	}
-}
-
-// TestStartedSet: only jobs handed out ahead enter the set; a message
-// carries those that have run announceAfter; a report or an answered
-// message takes them out, for their own attempt only.
-func TestStartedSet(t *testing.T) {
-	t.Parallel()
-	t0 := time.Unix(1000, 0)
-	var s startedSet
-	s.add([]protocol.Assignment{{ID: 1, Attempt: 1, Ahead: true}, {ID: 2, Attempt: 1}}, t0)
-	s.add([]protocol.Assignment{{ID: 3, Attempt: 2, Ahead: true}}, t0.Add(announceAfter))
-	refs := func(now time.Time) map[int64]int {
-		m := map[int64]int{}
-		for _, r := range s.list(now) {
-			m[r.ID] = r.Attempt
-		}
-		return m
-	}
-	for _, tc := range []struct {
-		name string
-		step func()
-		now  time.Time
-		want map[int64]int
-	}{
-		{"too soon", func() {}, t0.Add(announceAfter - time.Millisecond), map[int64]int{}},
-		{"the first has run long enough", func() {}, t0.Add(announceAfter), map[int64]int{1: 1}},
-		{"both", func() {}, t0.Add(2 * announceAfter), map[int64]int{1: 1, 3: 2}},
-		{"sent for another attempt: kept", func() { s.sent([]protocol.JobRef{{ID: 1, Attempt: 2}}) }, t0.Add(2 * announceAfter), map[int64]int{1: 1, 3: 2}},
-		{"sent", func() { s.sent([]protocol.JobRef{{ID: 1, Attempt: 1}}) }, t0.Add(2 * announceAfter), map[int64]int{3: 2}},
-		{"ended (its report says it)", func() { s.ended(3, 2) }, t0.Add(2 * announceAfter), map[int64]int{}},
-	} {
-		tc.step()
-		if got := refs(tc.now); !maps.Equal(got, tc.want) {
-			t.Fatalf("%s: list %v, want %v", tc.name, got, tc.want)
-		}
-	}
-	var many []protocol.Assignment
-	for i := range protocol.MaxStarted + 10 {
-		many = append(many, protocol.Assignment{ID: int64(i + 1), Attempt: 1, Ahead: true})
-	}
-	s.add(many, t0)
-	if n := len(s.list(t0.Add(announceAfter))); n != protocol.MaxStarted {
-		t.Fatalf("a message carries %d, want at most %d", n, protocol.MaxStarted)
 	}
 }

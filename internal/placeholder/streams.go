@@ -14,6 +14,7 @@ import (
 
 	"github.com/mq-hpc/mq/internal/diskroom"
 	"github.com/mq-hpc/mq/internal/outstream"
+	"github.com/mq-hpc/mq/internal/placeholder/hung"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -34,9 +35,15 @@ type streamSet struct {
 	log    *slog.Logger
 	// sync commits a file (tests watch it); nil is Writer.Sync.
 	sync func(*outstream.Writer) error
+	// wait is how long a report waits for a sync (Agent.fsWait).
+	wait func() time.Duration
 
+	// mu is held across output's filesystem calls (a file made, dead
+	// ones recovered), which may hang; filesMu only over memory, so
+	// reports and the live shipper find a file whatever mu waits for.
 	mu        sync.Mutex
 	cur       *streamFile
+	filesMu   sync.Mutex
 	files     []*streamFile // every file this agent wrote to, held locked
 	byName    map[string]*streamFile
 	recovered bool
@@ -59,6 +66,10 @@ type streamFile struct {
 
 	syncMu sync.Mutex
 	synced int64 // the file is on disk up to here
+	// syncing is closed when the sync out, begun at syncStart, returns
+	// (nil: none is out).
+	syncing   chan struct{}
+	syncStart time.Time
 	// Syncs failed, the last for syncErr, while the file held
 	// (lostFrom, lostTo] unsynced: that part may be lost, whatever later
 	// syncs say.
@@ -79,7 +90,7 @@ func newStreamSet(outDir string, rotate int64, log *slog.Logger) *streamSet {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &streamSet{dir: filepath.Join(outDir, protocol.StreamDir), rotate: rotate, log: log}
+	return &streamSet{dir: filepath.Join(outDir, protocol.StreamDir), rotate: rotate, log: log, wait: func() time.Duration { return defaultFSWait }}
 }
 
 // streamFlushAfter is how long bytes a job wrote may wait in its
@@ -168,11 +179,13 @@ func (s *streamSet) output(ph int64, t outstream.Tag) (*streamOut, error) {
 			return nil, fmt.Errorf("output stream: %w", err)
 		}
 		s.cur = f
+		s.filesMu.Lock()
 		s.files = append(s.files, f)
 		if s.byName == nil {
 			s.byName = map[string]*streamFile{}
 		}
 		s.byName[f.name] = f
+		s.filesMu.Unlock()
 	}
 	// The cap is the agent's (outputLimit): it stops the job.
 	return &streamOut{f: s.cur, o: s.cur.w.Output(t, 0), tag: t, ext: outstream.Extent{Last: -1}}, nil
@@ -194,7 +207,10 @@ func (s *streamSet) failed() bool {
 
 // create makes ph's next stream file and locks it.
 func (s *streamSet) create(ph int64) (*streamFile, error) {
-	for seq := s.firstSeq + len(s.files); ; seq++ {
+	s.filesMu.Lock()
+	made := len(s.files)
+	s.filesMu.Unlock()
+	for seq := s.firstSeq + made; ; seq++ {
 		name := protocol.StreamFileName(ph, seq)
 		path := filepath.Join(s.dir, name)
 		w, err := outstream.Create(path)
@@ -253,38 +269,73 @@ func (s *streamSet) recoverDead() {
 // syncTo commits f past offset end (an output's last chunk: a chunk is
 // whole in the file once the size passed its offset). Whoever syncs
 // covers every chunk written before it: the outputs of a batch of reports
-// share one sync.
+// share one sync. One sync of a file is out at a time; a sync that has
+// not returned s.wait after it began (a hung filesystem) fails every
+// caller waiting for it, so the reports go, saying the output was not
+// synced, and the next callers fail at once until it returns.
 func (s *streamSet) syncTo(f *streamFile, end int64) error {
-	f.syncMu.Lock()
-	defer f.syncMu.Unlock()
-	if f.syncErr != nil && end > f.lostFrom && end <= f.lostTo {
-		// Written before a sync that failed: the kernel may have dropped
-		// those pages, and a later sync's success says nothing of them.
-		return f.syncErr
+	for {
+		f.syncMu.Lock()
+		if f.syncErr != nil && end > f.lostFrom && end <= f.lostTo {
+			// Written before a sync that failed: the kernel may have dropped
+			// those pages, and a later sync's success says nothing of them.
+			err := f.syncErr
+			f.syncMu.Unlock()
+			return err
+		}
+		if f.synced >= end {
+			f.syncMu.Unlock()
+			return nil
+		}
+		if f.syncing == nil {
+			s.startSync(f)
+		}
+		done, wait := f.syncing, s.wait()
+		left := time.Until(f.syncStart.Add(wait))
+		f.syncMu.Unlock()
+		t := time.NewTimer(left)
+		select {
+		case <-done: // its outcome is read at the top
+			t.Stop()
+		case <-t.C:
+			return &hung.Error{What: "fsync", After: wait}
+		}
 	}
-	if f.synced >= end {
-		return nil
-	}
+}
+
+// startSync syncs f in a goroutine of its own, up to its size now;
+// f.syncMu is held.
+func (s *streamSet) startSync(f *streamFile) {
 	size := f.w.Size()
 	sync := s.sync
 	if sync == nil {
 		sync = (*outstream.Writer).Sync
 	}
-	if err := sync(f.w); err != nil {
-		if f.syncErr == nil {
-			f.lostFrom = f.synced
+	done := make(chan struct{})
+	f.syncing, f.syncStart = done, time.Now()
+	go func() {
+		err := sync(f.w)
+		f.syncMu.Lock()
+		defer f.syncMu.Unlock()
+		if err != nil {
+			if f.syncErr == nil {
+				f.lostFrom = f.synced
+			}
+			f.lostTo, f.syncErr = size, err
+		} else {
+			f.synced = max(f.synced, size)
 		}
-		f.lostTo, f.syncErr = size, err
-		return err
-	}
-	f.synced = size
-	return nil
+		f.syncing = nil
+		close(done)
+	}()
 }
 
 // close syncs and closes every file, releasing its lock.
 func (s *streamSet) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.filesMu.Lock()
+	defer s.filesMu.Unlock()
 	for _, f := range s.files {
 		f.w.Close()
 		f.lock.Close()
@@ -341,9 +392,9 @@ func (a *Agent) syncReports(ctx context.Context, batch []protocol.Report) {
 		var refused error
 		for _, st := range r.Streamed {
 			wrote += st.Bytes
-			s.mu.Lock()
+			s.filesMu.Lock()
 			f := s.byName[st.File]
-			s.mu.Unlock()
+			s.filesMu.Unlock()
 			err := errors.New("not a file of this placeholder's")
 			switch {
 			case f != nil && a.cfg.StageOutput:

@@ -292,12 +292,15 @@ func (w *workLoop) diskFull() bool {
 	if a.cfg.NoOp || w.exiting {
 		return w.diskIsFull
 	}
-	refused := a.room.Short(time.Now(), func(refused error) error { return diskroom.Probe(a.refusedDir(refused), a.create) })
+	refused := a.room.Short(time.Now(), func(refused error) error {
+		dir := a.refusedDir(refused)
+		return a.probeGate.Within(min(a.fsWait, statWait), "a write in "+dir, func() error { return diskroom.Probe(dir, a.create) })
+	})
 	var free diskroom.Free
 	full := false
 	if a.cfg.OutputReserve > 0 {
 		var err error
-		free, err = a.statfs(a.cfg.OutDir)
+		free, err = a.statfsWithin(a.cfg.OutDir)
 		full = err == nil && (free.Bytes < a.cfg.OutputReserve || free.InodesShort()) // unknown: as the output limit, not full
 	}
 	switch {
@@ -325,7 +328,7 @@ func (w *workLoop) gotReport(r protocol.Report) {
 	// CLS takes (escaped, clipped): never a refusal that costs the batch.
 	protocol.CleanReport(&r)
 	w.reports = append(w.reports, r)
-	w.a.started.ended(r.ID, r.Attempt) // the report says it started
+	w.a.started.Ended(r.ID, r.Attempt) // the report says it started
 	if d := r.Finished.Sub(r.Started); w.meanRun == 0 {
 		w.meanRun = max(d, time.Microsecond)
 	} else {
@@ -365,7 +368,7 @@ func (w *workLoop) start(u []protocol.Assignment, g resource.Grant) {
 	a := w.a
 	w.free -= g.CPUs
 	w.running++
-	a.started.add(u, a.now())
+	a.started.Add(u, a.now())
 	if isBundle(u) {
 		// Its jobs report through progress; the empty report frees what
 		// it holds.
@@ -441,14 +444,14 @@ func (w *workLoop) sendPoll(m move) {
 	w.asked, w.pollDry = n, w.lastDry
 	w.pollCovers = min(n, max(0, w.free-len(w.held)))
 	// The jobs beyond the free slots are held when they come: the CLS
-	// shows them P until they start (started.go). A no-op agent runs
+	// shows them P until they start (package started). A no-op agent runs
 	// every job as it comes.
 	ahead := n - w.pollCovers
 	if w.a.cfg.NoOp {
 		ahead = 0
 	}
 	avail := w.available()
-	started := w.a.started.list(w.a.now())
+	started := w.a.started.List(w.a.now())
 	go func(ch chan polled) {
 		var p polled
 		w.a.syncReports(w.ctx, sent)
@@ -472,7 +475,7 @@ func (w *workLoop) sendPoll(m move) {
 			}
 		}
 		if p.err == nil {
-			w.a.started.sent(started)
+			w.a.started.Sent(started)
 			w.a.holding.Done(sent)
 		}
 		if p.err != nil {
@@ -653,7 +656,7 @@ func (a *Agent) work(ctx context.Context) error {
 			// Final report: deliver it even though ctx has ended.
 			a.syncReports(rctx, w.reports)
 			return call(rctx, a, protocol.OpReport, func(id int64) protocol.ReportBatch {
-				return protocol.ReportBatch{Placeholder: id, Reports: w.reports, Started: a.started.list(a.now()), Clock: a.wall()}
+				return protocol.ReportBatch{Placeholder: id, Reports: w.reports, Started: a.started.List(a.now()), Clock: a.wall()}
 			}, nil)
 		}
 		if m.ReportAlone {

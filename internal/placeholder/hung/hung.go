@@ -3,7 +3,7 @@
 // blocks in uninterruptible sleep for ever, and nothing cancels it: the
 // call runs in a goroutine of its own, and the caller gives up on it after
 // a deadline, saying so (Error). The goroutine stays blocked until the
-// call returns, if it ever does; a Gate keeps one such call out at a time
+// call returns, if it ever does; a Gate keeps such calls from piling up
 // where the same call is made again and again.
 package hung
 
@@ -60,30 +60,43 @@ func Value[T any](d time.Duration, what string, f func() (T, error)) (T, error) 
 	}
 }
 
-// A Gate lets one call at a time out: a call made while the one before it
-// is still blocked fails at once, rather than leave one more goroutine
-// blocked on the same hung filesystem each time it is made.
+// A Gate keeps calls from piling up on a filesystem known to hang: once
+// one of its calls has not returned in time, the next ones fail at once,
+// rather than each leave one more goroutine blocked on it, until that
+// call returns. Calls on a filesystem that answers run side by side.
 type Gate struct {
-	mu   sync.Mutex
-	busy bool
+	mu    sync.Mutex
+	stuck int // calls that did not return in time, and have not yet
 }
 
-// Within is the package's Within, unless a call of the gate's has not
-// returned yet: then it fails at once with an *Error.
+// Within is the package's Within, unless a call of the gate's is stuck:
+// then it fails at once with an *Error.
 func (g *Gate) Within(d time.Duration, what string, f func() error) error {
 	g.mu.Lock()
-	if g.busy {
+	if g.stuck > 0 {
 		g.mu.Unlock()
 		return &Error{What: what, After: d}
 	}
-	g.busy = true
 	g.mu.Unlock()
-	return Within(d, what, func() error {
-		defer func() {
-			g.mu.Lock()
-			g.busy = false
-			g.mu.Unlock()
-		}()
-		return f()
+	var late, returned bool // under g.mu
+	err := Within(d, what, func() error {
+		err := f()
+		g.mu.Lock()
+		if late {
+			g.stuck--
+		}
+		returned = true
+		g.mu.Unlock()
+		return err
 	})
+	var he *Error
+	if errors.As(err, &he) {
+		g.mu.Lock()
+		if !returned {
+			late = true
+			g.stuck++
+		}
+		g.mu.Unlock()
+	}
+	return err
 }

@@ -1,0 +1,73 @@
+package placeholder
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/mq-hpc/mq/internal/diskroom"
+	"github.com/mq-hpc/mq/internal/placeholder/hung"
+)
+
+// A job's output, its -o and -e files, its scratch copy and the agent's
+// stream files may lie on a filesystem whose server is gone: every stat,
+// read, write, fsync or close there blocks for ever, and nothing
+// cancels it. Between a job's end and its report each such call has a
+// deadline (hung.Within): past it the job is reported all the same, its
+// output said lost, as for any other output failure, and the call is left
+// blocked in a goroutine of its own. Heartbeats touch no file, and go on
+// meanwhile.
+
+// defaultFSWait is Agent.fsWait's default: a sync or close on a slow but
+// live filesystem takes seconds, not this.
+const defaultFSWait = 30 * time.Second
+
+// statWait bounds a statfs of the output directory: the work loop makes
+// one at each turn, and the output limit at each write.
+const statWait = 2 * time.Second
+
+// statfsWithin is a.statfs with a deadline; a statfs that did not return
+// is an error (the free space unknown: as if there were room), and makes
+// the next ones fail at once until it returns (Agent.statGate).
+func (a *Agent) statfsWithin(dir string) (diskroom.Free, error) {
+	var free diskroom.Free
+	err := a.statGate.Within(min(a.fsWait, statWait), "statfs "+dir, func() error {
+		var err error
+		free, err = a.statfs(dir)
+		return err
+	})
+	if err != nil {
+		return diskroom.Free{}, err
+	}
+	return free, nil
+}
+
+// closeUser closes the attempt's -o and -e files (a close on NFS writes
+// back what the job wrote), and says what was lost.
+func (a *Agent) closeUser(t *attempt) (lost string) {
+	lost, err := hung.Value(a.fsWait, "close", func() (string, error) { return t.user.close(), nil })
+	if err != nil {
+		t.userHung = true // release does not wait for it again
+		a.log.Warn("closing a job's -o or -e file does not return; reporting the job without it", "job", t.asg.ID, "err", err)
+		return fmt.Sprintf("stdout and stderr files (mqsub -o, -e): %v", err)
+	}
+	return lost
+}
+
+// releaseWithin is t.release with a deadline: removing a scratch copy or
+// closing a -o file on a hung filesystem must not hold the report.
+func (a *Agent) releaseWithin(t *attempt) {
+	if err := hung.Within(a.fsWait, "releasing the attempt's files", func() error { t.release(); return nil }); err != nil {
+		a.log.Warn("what a job held on this host is not released: a call does not return", "job", t.asg.ID, "err", err)
+	}
+}
+
+// killEscapedWithin is killEscaped for attempt id with a deadline: a read
+// of /proc/PID/environ waits for the memory of a process in
+// uninterruptible sleep. None killed if it did not return.
+func (a *Agent) killEscapedWithin(id string) int {
+	n, err := hung.Value(sinkWait, "reading /proc", func() (int, error) { return killEscaped(a.proc, id), nil })
+	if err != nil {
+		a.log.Warn("looking for what a job left running does not return", "err", err)
+	}
+	return n
+}

@@ -1,0 +1,256 @@
+package placeholder
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mq-hpc/mq/internal/diskroom"
+	"github.com/mq-hpc/mq/internal/outstream"
+	"github.com/mq-hpc/mq/job"
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// A server gone (NFS, Lustre) is simulated two ways: a hook that blocks
+// until the test ends, or a FIFO nobody opens the other end of, whose
+// open blocks as a call on a hung mount does.
+
+// hangUntilEnd returns a channel closed when the test ends: a call that
+// waits on it does not return before.
+func hangUntilEnd(t *testing.T) <-chan struct{} {
+	ch := make(chan struct{})
+	t.Cleanup(func() { close(ch) })
+	return ch
+}
+
+// fifo makes a FIFO at path; the test's end opens and closes its other
+// end, so an open blocked on it returns.
+func fifo(t *testing.T, path string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, flag := range []int{os.O_WRONLY, os.O_RDONLY} {
+			if f, err := os.OpenFile(path, flag|syscall.O_NONBLOCK, 0); err == nil {
+				f.Close()
+			}
+		}
+	})
+}
+
+// within runs f, failing the test if it has not returned in a minute.
+func within(t *testing.T, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatalf("%s did not return in a minute: a call on a hung filesystem held it", what)
+	}
+}
+
+// A job whose processes do not die of SIGKILL (stuck on a hung
+// filesystem) has its output in a stream file on that filesystem too: the
+// sync before its report does not return. The report goes all the same,
+// its output said not synced, and heartbeats go on meanwhile. The report
+// waited for ever, and the CLS learnt of the job only when its lease ran
+// out (never: the heartbeats renewed it).
+func TestAgentUnkillableJobHungSync(t *testing.T) {
+	t.Parallel()
+	c := newCLS(t)
+	ctx := context.Background()
+	ceiling := 0.5
+	if _, err := c.store.SetQueue(ctx, protocol.QueueSet{Name: "short", Ceiling: &ceiling}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	other := c.submit(protocol.JobSpec{Target: "b", Command: "exec sleep 600", Cwd: dir})[0]
+	cfg := agentConfig(t, 2)
+	cfg.Dial, cfg.Streams = c.dial, true
+	a := New(cfg)
+	a.unkillable, a.fsWait = 300*time.Millisecond, 500*time.Millisecond
+	holdReaps(t, a, func(r protocol.JobRef) bool { return r.ID != other })
+	hang := hangUntilEnd(t)
+	var syncs atomic.Int64
+	a.streams.sync = func(*outstream.Writer) error {
+		syncs.Add(1)
+		<-hang
+		return nil
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(runCtx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			t.Error("the agent did not stop")
+		}
+	})
+	waitFor(t, "the other job to run", func() bool { return stateOf(t, c, other) == "E" })
+	stuck := c.submit(protocol.JobSpec{Queue: "short", Target: "a", Command: "echo out; exec sleep 600", Cwd: dir})[0]
+	waitFor(t, "the stuck job to be reported", func() bool { return stateOf(t, c, stuck) == "F" })
+	d, err := c.store.Inspect().Job(ctx, stuck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(d.OutputLost, "fsync did not return") || d.StdoutStream != nil {
+		t.Errorf("output lost %q, stdout stream %+v; want it said not synced, and not named", d.OutputLost, d.StdoutStream)
+	}
+	if syncs.Load() == 0 {
+		t.Fatal("no sync was tried")
+	}
+	hb := c.count(protocol.OpHeartbeat.Name, false)
+	waitFor(t, "heartbeats while the sync hangs", func() bool { return c.count(protocol.OpHeartbeat.Name, false) >= hb+2 })
+}
+
+// The work loop and each write of a job's output look at the output
+// disk's free space (statfs); on a hung filesystem that does not return.
+// Jobs still run and are reported: a statfs that does not return is free
+// space unknown. The work loop stalled for ever before its first poll.
+func TestAgentHungStatfs(t *testing.T) {
+	t.Parallel()
+	c := newCLS(t)
+	cfg := agentConfig(t, 1)
+	cfg.Dial, cfg.OutputReserve = c.dial, 1<<20
+	a := New(cfg)
+	a.fsWait = 500 * time.Millisecond
+	hang := hangUntilEnd(t)
+	a.statfs = func(string) (diskroom.Free, error) {
+		<-hang
+		return diskroom.Free{}, nil
+	}
+	runAgent(t, a)
+	id := c.submit(protocol.JobSpec{Target: "t", Command: "echo hi", Cwd: t.TempDir()})[0]
+	waitFor(t, "the job to be reported", func() bool { return stateOf(t, c, id) == "D" })
+}
+
+// A job's -o file is on a filesystem that hangs: the job's write to it
+// never returns (here a FIFO nobody reads), and nor does its close, which
+// waits for that write. The report goes, saying so; it waited for ever.
+func TestRunHungUserFileClose(t *testing.T) {
+	t.Parallel()
+	a := runner(t, "")
+	a.fsWait = 500 * time.Millisecond
+	path := filepath.Join(t.TempDir(), "out")
+	fifo(t, path)
+	rd, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0) // never read
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	var rep protocol.Report
+	within(t, "the job's run", func() {
+		// More than the FIFO holds, less than it, the pipe and the sink's
+		// buffer hold together: the job ends, its output's copy does not.
+		rep = a.run(context.Background(), protocol.Assignment{ID: 1, Attempt: 1, Target: "t", Command: "head -c 100000 /dev/zero",
+			Env: []string{protocol.EnvStdout + "=" + path}})
+	})
+	if !strings.Contains(rep.OutputLost, "close did not return") {
+		t.Fatalf("output lost %q; want the -o file's close said not to return", rep.OutputLost)
+	}
+}
+
+// Staging a job's output to the CLS reads its files; an open on a hung
+// filesystem does not return (here a FIFO). The output is said not
+// copied; the report waited for ever.
+func TestStageHungOpen(t *testing.T) {
+	t.Parallel()
+	a := runner(t, "")
+	a.fsWait = 500 * time.Millisecond
+	asg := protocol.Assignment{ID: 3, Attempt: 1}
+	out, _ := job.OutputPaths(a.cfg.OutDir, asg.ID, asg.Attempt)
+	fifo(t, out)
+	var lost string
+	within(t, "staging", func() { lost = a.stage(context.Background(), asg, [2]int64{}) })
+	if !strings.Contains(lost, "stdout not copied to the CLS") || !strings.Contains(lost, "open did not return") {
+		t.Fatalf("lost %q; want stdout said not copied, its open not returning", lost)
+	}
+}
+
+// Shipping a followed job's output reads its file while holding what the
+// job's report waits for (liveOut.finish); a read that does not return
+// held the report for ever.
+func TestLiveHungRead(t *testing.T) {
+	t.Parallel()
+	a := runner(t, "")
+	a.fsWait = 500 * time.Millisecond
+	p := &proc{ref: protocol.JobRef{ID: 4, Attempt: 1}}
+	out, _ := job.OutputPaths(a.cfg.OutDir, 4, 1)
+	fifo(t, out)
+	within(t, "a live read and the job's end", func() {
+		if n := a.shipSome(context.Background(), p, make([]byte, 1024)); n != 0 {
+			t.Errorf("shipped %d bytes of nothing", n)
+		}
+		p.live.finish()
+	})
+}
+
+// Shipping a stream file to the CLS before the reports naming it leave
+// reads it; an open that does not return (here a FIFO) fails the ship,
+// and the reports go saying the output was not copied.
+func TestShipHungOpen(t *testing.T) {
+	t.Parallel()
+	out := t.TempDir()
+	a := New(Config{Site: "test", Host: "h", OutDir: out, Streams: true, StageOutput: true})
+	a.fsWait = 500 * time.Millisecond
+	w, err := outstream.Create(filepath.Join(t.TempDir(), "real.mqs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	name := protocol.StreamFileName(7, 0)
+	fifo(t, filepath.Join(a.streams.dir, name))
+	f := &streamFile{w: w, name: name, owner: 7}
+	within(t, "shipping", func() {
+		if err := a.shipTo(context.Background(), f, w.Size()); err == nil || !strings.Contains(err.Error(), "open did not return") {
+			t.Errorf("ship: %v; want its open said not to return", err)
+		}
+	})
+}
+
+// When a job's output is held open past its end, the agent looks in /proc
+// for what the job left running; a read of /proc/PID/environ waits for a
+// process in uninterruptible sleep (here a FIFO in a fake /proc). The
+// output is cut and reported; it waited for ever.
+func TestWaitSinksHungProc(t *testing.T) {
+	t.Parallel()
+	a := runner(t, "")
+	child := exec.Command("sleep", "600")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		child.Process.Kill()
+		child.Wait()
+	})
+	a.proc = t.TempDir()
+	fifo(t, filepath.Join(a.proc, strconv.Itoa(child.Process.Pid), "environ"))
+	asg := protocol.Assignment{ID: 5, Attempt: 1}
+	s, w, err := a.newSink(filepath.Join(t.TempDir(), "out"), outstream.Tag{Job: 5, Attempt: 1}, false, a.newOutputLimit(t.TempDir(), asg), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close() // held open, as by a process the job left
+	var lost string
+	within(t, "waiting for the output", func() { lost = a.waitSinks(asg, s) })
+	if !strings.Contains(lost, "cut") {
+		t.Fatalf("lost %q; want the output said cut", lost)
+	}
+}

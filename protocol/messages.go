@@ -990,6 +990,12 @@ type Heartbeat struct {
 	// less free than its output reserve. The first heartbeat after the
 	// pause ends says so too (false).
 	Paused bool `json:"paused,omitempty"`
+	// Broken says why the placeholder takes no more jobs: its node
+	// cannot run them (the processes of a job that did not end after
+	// SIGKILL, a data root it cannot write, no process left to start).
+	// It exits once its running jobs end, for the site to drain the node;
+	// its last heartbeat says it too.
+	Broken string `json:"broken,omitempty"`
 }
 
 // HeartbeatReply lists jobs the placeholder must kill (deleted by the user).

@@ -1,5 +1,7 @@
 package protocol
 
+import "time"
+
 // LocalSite is the site name of the CLS's own placeholders, on the CLS
 // host (cls serve --local).
 const LocalSite = "local"
@@ -116,7 +118,28 @@ type SiteInfo struct {
 	// Paused counts the placeholders connected now that take no new jobs
 	// because their output disk is nearly full (Heartbeat.Paused).
 	Paused int `json:"paused,omitempty"`
+	// Broken lists the site's placeholders that said their node cannot
+	// run jobs (Heartbeat.Broken) in the last BrokenKept, connected or
+	// not (such a placeholder exits once its jobs end), the latest first,
+	// MaxBroken at most.
+	Broken []BrokenPlaceholder `json:"broken,omitempty"`
 }
+
+// BrokenPlaceholder is a placeholder that said its node cannot run jobs.
+type BrokenPlaceholder struct {
+	ID   int64     `json:"id"`
+	Host string    `json:"host,omitempty"`
+	Why  string    `json:"why"`
+	At   time.Time `json:"at"` // when the CLS first heard it
+}
+
+// How long, and how many, broken placeholders a site lists
+// (SiteInfo.Broken): the node stays broken after its placeholder exits,
+// until the site drains or mends it.
+const (
+	BrokenKept = 24 * time.Hour
+	MaxBroken  = 8
+)
 
 // SiteList lists sites.
 type SiteList struct {

@@ -363,7 +363,7 @@ func (d *dashSource) Sites(ctx context.Context) ([]web.Site, error) {
 	var out []web.Site
 	for _, si := range d.sites.mgr.List() {
 		s := web.Site{Name: si.Name, Type: si.Type, State: si.State, Error: si.Error, Min: si.Min, Max: si.Max,
-			Queued: si.Queued, Running: si.Running, Paused: si.Paused}
+			Queued: si.Queued, Running: si.Running, Paused: si.Paused, Broken: brokenNote(si.Broken)}
 		if a := per[si.Name]; a != nil {
 			s.Idle, s.Busy, s.Slots, s.SlotsBusy = a.idle, a.busy, a.slots, a.slotsBusy
 		}
@@ -437,4 +437,18 @@ func (c *CLS) followOutput(ctx context.Context, id int64, stderr bool) (<-chan [
 		}
 	}()
 	return ch, nil
+}
+
+// brokenNote is the dashboard's word on a site's broken placeholders:
+// how many, and the latest's host and why.
+func brokenNote(bs []protocol.BrokenPlaceholder) string {
+	if len(bs) == 0 {
+		return ""
+	}
+	b := bs[0]
+	on := ""
+	if b.Host != "" {
+		on = " on " + b.Host
+	}
+	return fmt.Sprintf("%d broken, their node cannot run jobs (latest: placeholder %d%s: %s)", len(bs), b.ID, on, b.Why)
 }

@@ -120,6 +120,7 @@ func (s *sites) install(srv *server.Server) {
 		s.hub.placeholder(id, reg.Site, reg.Host, connected)
 	}
 	srv.OnPaused = s.mgr.Paused
+	srv.OnBroken = s.mgr.Broken
 	srv.Files = s.hub
 	server.Route(srv, protocol.OpSiteAdd, s.mgr.Add)
 	server.Route(srv, protocol.OpSiteList, func(context.Context, protocol.Empty) (protocol.SiteList, error) {

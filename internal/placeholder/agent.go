@@ -177,9 +177,11 @@ type Agent struct {
 	// diskFull: the work loop pauses for the output disk (workLoop.diskFull);
 	// heartbeats go on without jobs to name, so the CLS keeps hearing of it.
 	diskFull atomic.Bool
-	// broken: this node cannot run jobs (broken.go): the work loop drains.
-	broken  atomic.Pointer[error]
-	devNull *os.File // jobs' stdin, opened once rather than per job
+	// broken: this node cannot run jobs (broken.go): the work loop
+	// drains; saidBroken: a heartbeat told the CLS so.
+	broken     atomic.Pointer[error]
+	saidBroken atomic.Bool
+	devNull    *os.File // jobs' stdin, opened once rather than per job
 	// streams holds jobs' output with Config.Streams; nil: a file each.
 	// filesAsked: the CLS asked for a file each all the same
 	// (RegisterReply.OutputFiles, cls serve --output files).
@@ -318,6 +320,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err == nil {
 		err = a.brokenErr()
 	}
+	a.sayBroken(ctx)
 	if !a.sweep.Flush(flushWait) { // before the process may exit
 		a.log.Warn("stopping without the sweep of what jobs left running: it does not end (a process in uninterruptible sleep?)")
 	}
@@ -396,13 +399,18 @@ func (a *Agent) heartbeats(ctx context.Context) {
 		// a.running and a.held as well, so that a lease never rests on
 		// holding alone being complete.
 		refs := a.holding.AppendTo(a.runningRefs())
-		// Paused goes out while the pause lasts, and once more at its end.
-		if paused := a.diskFull.Load(); len(refs) > 0 || paused || saidPaused {
+		// Paused goes out while the pause lasts, and once more at its end;
+		// Broken while the agent drains.
+		broken := a.brokenWhy()
+		if paused := a.diskFull.Load(); len(refs) > 0 || paused || saidPaused || broken != "" {
 			var reply protocol.HeartbeatReply
 			started := a.started.List(a.now())
 			err := call(ctx, a, protocol.OpHeartbeat, func(id int64) protocol.Heartbeat {
-				return protocol.Heartbeat{Placeholder: id, Running: refs, Started: started, Paused: paused}
+				return protocol.Heartbeat{Placeholder: id, Running: refs, Started: started, Paused: paused, Broken: broken}
 			}, &reply)
+			if err == nil && broken != "" {
+				a.saidBroken.Store(true)
+			}
 			if err == nil {
 				saidPaused = paused
 				a.started.Sent(started)

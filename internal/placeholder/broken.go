@@ -2,6 +2,7 @@ package placeholder
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -97,6 +98,33 @@ func (a *Agent) failPlace(t *attempt, err error) bool {
 func (a *Agent) markBroken(err error) {
 	if a.broken.CompareAndSwap(nil, &err) {
 		a.log.Warn("this node cannot run jobs: taking no more, and exiting once the running ones end", "err", err)
+	}
+}
+
+// brokenWhy is why the node cannot run jobs, for the CLS (Heartbeat.Broken;
+// cls site list shows it), or "".
+func (a *Agent) brokenWhy() string {
+	if p := a.broken.Load(); p != nil {
+		return protocol.ClipText((*p).Error(), protocol.MaxReasonBytes)
+	}
+	return ""
+}
+
+// sayBroken tells the CLS, as the agent exits, that its node cannot run
+// jobs, unless a heartbeat did: one that broke with no other job running
+// exits before the next heartbeat.
+func (a *Agent) sayBroken(ctx context.Context) {
+	why := a.brokenWhy()
+	if why == "" || a.saidBroken.Load() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushWait)
+	defer cancel()
+	err := call(ctx, a, protocol.OpHeartbeat, func(id int64) protocol.Heartbeat {
+		return protocol.Heartbeat{Placeholder: id, Running: a.holding.AppendTo(a.runningRefs()), Broken: why}
+	}, nil)
+	if err != nil {
+		a.log.Warn("could not tell the CLS that this node cannot run jobs", "err", err)
 	}
 }
 

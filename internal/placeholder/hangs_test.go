@@ -2,11 +2,13 @@ package placeholder
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -252,5 +254,47 @@ func TestWaitSinksHungProc(t *testing.T) {
 	within(t, "waiting for the output", func() { lost = a.waitSinks(asg, s) })
 	if !strings.Contains(lost, "cut") {
 		t.Fatalf("lost %q; want the output said cut", lost)
+	}
+}
+
+// An agent that marks itself broken (a job's processes did not die of
+// SIGKILL) tells the CLS why in its heartbeats, and as it exits when no
+// heartbeat did: one whose only job stuck exits before the next. The CLS
+// shows it (cls site list, mqstat, the dashboard); it heard nothing but
+// the job's reason before.
+func TestAgentSaysBroken(t *testing.T) {
+	t.Parallel()
+	c := newCLS(t)
+	var mu sync.Mutex
+	var said []string
+	c.srv.OnBroken = func(id int64, why string) {
+		mu.Lock()
+		said = append(said, why)
+		mu.Unlock()
+	}
+	cfg := agentConfig(t, 1)
+	cfg.Dial = c.dial
+	a := New(cfg)
+	a.unkillable = 300 * time.Millisecond
+	holdReaps(t, a, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	id := c.submit(protocol.JobSpec{Target: "t", Command: "exec sleep 600", Cwd: t.TempDir()})[0]
+	waitFor(t, "the job to run", func() bool { return stateOf(t, c, id) == "E" })
+	a.kill(protocol.JobRef{ID: id, Attempt: 1}, protocol.ReasonKilled)
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "cannot run them") {
+			t.Fatalf("the agent ended with %v; want why its node cannot run jobs", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the agent did not exit")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(said) == 0 || !strings.Contains(said[0], stuckNote("0.3")) || !strings.Contains(said[0], fmt.Sprintf("job %d (attempt 1)", id)) {
+		t.Fatalf("the CLS heard %q; want the node said broken, with the stuck job and why", said)
 	}
 }

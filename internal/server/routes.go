@@ -152,6 +152,9 @@ var builtin = routeTable(
 		if err == nil && c.s.OnPaused != nil {
 			c.s.OnPaused(b.Placeholder, b.Paused)
 		}
+		if err == nil && b.Broken != "" && c.s.OnBroken != nil {
+			c.s.OnBroken(b.Placeholder, b.Broken)
+		}
 		return r, err
 	}),
 	handle(protocol.OpFilesPoll, func(ctx context.Context, c *conn, b protocol.FilePoll) (protocol.FileOrder, error) {

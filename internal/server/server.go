@@ -53,6 +53,9 @@ type Server struct {
 	// OnPaused, if set, is told at each heartbeat whether the placeholder
 	// takes no new jobs for its full output disk (Heartbeat.Paused).
 	OnPaused func(id int64, paused bool)
+	// OnBroken, if set, is told at each heartbeat that says the
+	// placeholder's node cannot run jobs (Heartbeat.Broken), and why.
+	OnBroken func(id int64, why string)
 
 	// OnOutput, if set, is told when a placeholder has staged output of
 	// job id (op output), so that whoever follows it reads on at once.

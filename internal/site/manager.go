@@ -115,6 +115,10 @@ type managed struct {
 	// paused: the connected placeholders that take no new jobs for their
 	// full output disk (Heartbeat.Paused).
 	paused map[int64]bool
+	// hosts: each connected placeholder's host; broken: the placeholders
+	// that said their node cannot run jobs (broken.go).
+	hosts  map[int64]string
+	broken []protocol.BrokenPlaceholder
 	// stall says why the site is degraded after placeholders ran without
 	// connecting (NeverConnected); "" once one connects.
 	stall string
@@ -200,7 +204,7 @@ func (m *Manager) Start(ctx context.Context) error {
 
 func (m *Manager) startLocked(spec protocol.SiteSpec) error {
 	ms := &managed{spec: spec, known: map[string]*tracked{}, connected: map[int64]int{}, pids: map[int64]int{},
-		batch: map[string]bool{}, connBatch: map[int64]string{}, given: map[int64]string{}, offered: map[int64]string{}, paused: map[int64]bool{},
+		batch: map[string]bool{}, connBatch: map[int64]string{}, given: map[int64]string{}, offered: map[int64]string{}, paused: map[int64]bool{}, hosts: map[int64]string{},
 		state: StateStarting, done: make(chan struct{}), kick: make(chan struct{}, 1)}
 	name := spec.Name
 	s, err := m.Open(spec, func(pid int) { m.localExited(name, pid) })
@@ -417,6 +421,7 @@ func (m *Manager) infoLocked(ms *managed) protocol.SiteInfo {
 	}
 	info.Given, info.Offered = distinctNotes(ms.given), distinctNotes(ms.offered)
 	info.Paused = len(ms.paused)
+	info.Broken = ms.brokenLocked(now)
 	return info
 }
 
@@ -451,6 +456,10 @@ func (m *Manager) Placeholder(id int64, reg protocol.Register, connected bool) {
 	if connected {
 		ms.connected[id] = reg.PID
 		ms.connBatch[id] = reg.Batch
+		if ms.hosts == nil {
+			ms.hosts = map[int64]string{}
+		}
+		ms.hosts[id] = reg.Host
 		if reg.CapacityNote != "" {
 			ms.given[id] = reg.CapacityNote
 		}
@@ -474,6 +483,7 @@ func (m *Manager) Placeholder(id int64, reg protocol.Register, connected bool) {
 		delete(ms.given, id)
 		delete(ms.offered, id)
 		delete(ms.paused, id)
+		delete(ms.hosts, id)
 	}
 }
 
@@ -512,6 +522,7 @@ func (m *Manager) localExited(site string, pid int) {
 				delete(ms.given, id)
 				delete(ms.offered, id)
 				delete(ms.paused, id)
+				delete(ms.hosts, id)
 			}
 		}
 	}

@@ -41,6 +41,10 @@ type Site struct {
 	// Paused: connected placeholders that take no new jobs, their output
 	// disk nearly full.
 	Paused int `json:"paused,omitempty"`
+	// Broken: placeholders that said in the last day that their node
+	// cannot run jobs (a job's processes survived SIGKILL), how many and
+	// the latest's host and why ("" when none).
+	Broken string `json:"broken,omitempty"`
 }
 
 // Follow streams a job's output as it is written: chunks of stdout (or

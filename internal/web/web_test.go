@@ -59,7 +59,7 @@ func (f *fakeSource) Moved(context.Context) (*protocol.MovedTotals, error) {
 
 func (f *fakeSource) Sites(context.Context) ([]Site, error) {
 	return []Site{{Name: "local", Type: "local", State: "ok", Running: 2, Idle: 1, Busy: 1, Slots: 2, SlotsBusy: 1, Min: 2, Max: 2, Paused: 1},
-		{Name: "grid", Type: "sge", State: "degraded", Error: hostile, Queued: 3}}, nil
+		{Name: "grid", Type: "sge", State: "degraded", Error: hostile, Queued: 3, Broken: "1 broken, their node cannot run jobs (latest: placeholder 7 on n7: stuck)"}}, nil
 }
 
 func (f *fakeSource) JobsPage(_ context.Context, st protocol.Stat, after int64, limit int) ([]protocol.JobInfo, error) {
@@ -177,7 +177,8 @@ func TestPages(t *testing.T) {
 		code int
 		want []string
 	}{
-		{"/", 200, []string{`id="total-Q">6<`, `id="total-D">3<`, "Jobs per state", "degraded", `<svg`, "moved 2 files", "1 paused: output disk nearly full or refusing writes"}},
+		{"/", 200, []string{`id="total-Q">6<`, `id="total-D">3<`, "Jobs per state", "degraded", `<svg`, "moved 2 files", "1 paused: output disk nearly full or refusing writes",
+			"1 broken, their node cannot run jobs (latest: placeholder 7 on n7: stuck)"}},
 		{"/jobs", 200, []string{`href="./job/1"`, `id="next"`, "after=100"}},
 		{"/jobs?after=200", 200, []string{`href="./job/250"`}},
 		{"/jobs?state=Z", 400, nil},

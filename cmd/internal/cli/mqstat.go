@@ -237,43 +237,6 @@ func mqstatView(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 	return mqstatList(c, cl, w, limit)
 }
 
-// warnNoSite passes err on, after a listing or summary without error
-// warns on stderr when placeholders take no new jobs for their full
-// output disk, and when sites there are and every one is degraded: jobs
-// then wait in Q with nothing in the listing to say why. --json is for
-// programs and stays silent, as do -j and --cat; a CLS that cannot list
-// its sites gets no warning.
-func warnNoSite(c *cli.Context, cl *client.Client, err error) error {
-	if _, catSet, _ := parseCat(c); err != nil || c.Bool("json") || c.IsSet("j") || catSet {
-		return err
-	}
-	targetHint(c, cl)
-	r, lerr := client.Do(c.Context, cl, protocol.OpSiteList, protocol.Empty{})
-	if lerr != nil || len(r.Sites) == 0 {
-		return nil
-	}
-	if paused := pausedPlaceholders(r.Sites); paused > 0 {
-		fmt.Fprintf(c.App.ErrWriter, "mqstat: warning: %d placeholder(s) take no new jobs: their output disk is nearly full or refuses writes (a quota used up?): free space there (cls site list)\n", paused)
-	}
-	for _, s := range r.Sites {
-		if s.State != "degraded" {
-			return nil
-		}
-	}
-	fmt.Fprintf(c.App.ErrWriter, "mqstat: warning: every site is degraded, so no placeholder starts and queued jobs wait: cls site list says why\n")
-	return nil
-}
-
-// pausedPlaceholders counts the placeholders of sites that take no new
-// jobs for their full output disk.
-func pausedPlaceholders(sites []protocol.SiteInfo) int {
-	n := 0
-	for _, s := range sites {
-		n += s.Paused
-	}
-	return n
-}
-
 // mqstatFollow is --cat ID -f: the job's output as it is written.
 func mqstatFollow(c *cli.Context, cl *client.Client, w io.Writer, catID int64) error {
 	stream := "stdout"

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mq-hpc/mq/cmd/internal/cli/clitest"
 	"github.com/mq-hpc/mq/protocol"
@@ -20,6 +21,7 @@ func TestWarnNoSite(t *testing.T) {
 	t.Parallel()
 	const warning = "mqstat: warning: every site is degraded, so no placeholder starts and queued jobs wait: cls site list says why\n"
 	const paused = "mqstat: warning: 3 placeholder(s) take no new jobs: their output disk is nearly full or refuses writes (a quota used up?): free space there (cls site list)\n"
+	const broken = "mqstat: warning: 2 placeholder(s) stopped taking jobs in the last day: their node cannot run them (latest: placeholder 7 on n7: job 9 (attempt 1): its processes did not end 60s after SIGKILL): drain the node (cls site list)\n"
 	degraded := protocol.SiteInfo{State: "degraded", Error: "ssh: connection refused"}
 	for _, tc := range []struct {
 		name  string
@@ -35,6 +37,9 @@ func TestWarnNoSite(t *testing.T) {
 		{"site.list unsupported", nil, nil, ""},
 		{"placeholders paused", &protocol.SiteList{Sites: []protocol.SiteInfo{{State: "ok", Paused: 2}, {State: "ok", Paused: 1}}}, nil, paused},
 		{"paused, json", &protocol.SiteList{Sites: []protocol.SiteInfo{{State: "ok", Paused: 2}}}, []string{"--json"}, ""},
+		{"placeholders broken", &protocol.SiteList{Sites: []protocol.SiteInfo{{State: "ok", Broken: []protocol.BrokenPlaceholder{{ID: 3, Why: "old", At: time.Unix(100, 0)}}},
+			{State: "ok", Broken: []protocol.BrokenPlaceholder{{ID: 7, Host: "n7", Why: "job 9 (attempt 1): its processes did not end 60s after SIGKILL", At: time.Unix(200, 0)}}}}}, nil, broken},
+		{"broken, json", &protocol.SiteList{Sites: []protocol.SiteInfo{{State: "ok", Broken: []protocol.BrokenPlaceholder{{ID: 7, Why: "x"}}}}}, []string{"--json"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			replies := map[string]clitest.Reply{

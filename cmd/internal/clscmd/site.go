@@ -302,6 +302,16 @@ func printSites(w io.Writer, sites []protocol.SiteInfo) {
 		if s.Paused > 0 {
 			where += fmt.Sprintf(" (%d paused: output disk nearly full or refusing writes)", s.Paused)
 		}
+		if len(s.Broken) > 0 {
+			// Their node cannot run jobs (a job's processes survived
+			// SIGKILL: a hung filesystem?); they exit once their jobs end.
+			b := s.Broken[0]
+			on := ""
+			if b.Host != "" {
+				on = " on " + b.Host
+			}
+			where += fmt.Sprintf(" (%d broken in the last day, their node cannot run jobs: drain it; latest placeholder %d%s: %s)", len(s.Broken), b.ID, on, b.Why)
+		}
 		if s.Error != "" {
 			where += ": " + strings.ReplaceAll(s.Error, "\n", " ")
 		}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
 	"github.com/mq-hpc/mq/cmd/internal/cli/clitest"
@@ -272,6 +273,21 @@ func TestPrintSitesPaused(t *testing.T) {
 	var b bytes.Buffer
 	printSites(&b, []protocol.SiteInfo{{SiteSpec: protocol.SiteSpec{Name: "local", Type: "local", Max: 2}, State: "ok", Connected: 2, Paused: 2}})
 	if !strings.Contains(b.String(), "(2 paused: output disk nearly full or refusing writes)") {
+		t.Errorf("cls site list:\n%s", b.String())
+	}
+}
+
+// cls site list says how many placeholders of a site said their node
+// cannot run jobs, and the latest's host and why, escaped.
+func TestPrintSitesBroken(t *testing.T) {
+	var b bytes.Buffer
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	printSites(&b, []protocol.SiteInfo{{SiteSpec: protocol.SiteSpec{Name: "local", Type: "local", Max: 2}, State: "ok", Connected: 1, Broken: []protocol.BrokenPlaceholder{
+		{ID: 8, Host: "n8", Why: "job 9 (attempt 1): its processes did not end 60s after SIGKILL\x1b[2J", At: at},
+		{ID: 7, Host: "n7", Why: "older", At: at.Add(-time.Hour)},
+	}}})
+	want := "(2 broken in the last day, their node cannot run jobs: drain it; latest placeholder 8 on n8: job 9 (attempt 1): its processes did not end 60s after SIGKILL"
+	if !strings.Contains(b.String(), want) || strings.Contains(b.String(), "\x1b") {
 		t.Errorf("cls site list:\n%s", b.String())
 	}
 }

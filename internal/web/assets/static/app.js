@@ -97,6 +97,12 @@ function renderSites(sites) {
       p.textContent = " " + s.paused + " paused: output disk nearly full or refusing writes";
       st.appendChild(p);
     }
+    if (s.broken) {
+      const b = document.createElement("span");
+      b.className = "err";
+      b.textContent = " " + clip(s.broken, 300);
+      st.appendChild(b);
+    }
     tr.appendChild(st);
     for (const k of ["queued", "running", "idle", "busy"]) tr.appendChild(cell(s[k], "n"));
     tr.appendChild(cell(s.slots_busy + " / " + s.slots, "n"));

@@ -610,7 +610,7 @@ func (a *Agent) stage(ctx context.Context, asg protocol.Assignment, from [2]int6
 
 // Each call on the file has a deadline (hangs.go): the report waits for it.
 func (a *Agent) stageFile(ctx context.Context, asg protocol.Assignment, stream, path string, from int64) error {
-	f, err := hung.Value(a.fsWait, "open", func() (*os.File, error) { return os.Open(path) })
+	f, err := hung.Open(a.fsWait, "open", func() (*os.File, error) { return os.Open(path) })
 	if errors.Is(err, os.ErrNotExist) {
 		return nil // the job wrote nothing
 	}

@@ -37,7 +37,7 @@ func (a *Agent) shipTo(ctx context.Context, f *streamFile, end int64) error {
 	if f.rd == nil {
 		// Each read has a deadline (hangs.go): shipMu is held, and the
 		// reports wait for it.
-		rd, err := hung.Value(a.fsWait, "open", func() (*os.File, error) { return os.Open(filepath.Join(a.streams.dir, f.name)) })
+		rd, err := hung.Open(a.fsWait, "open", func() (*os.File, error) { return os.Open(filepath.Join(a.streams.dir, f.name)) })
 		if err != nil {
 			return err
 		}

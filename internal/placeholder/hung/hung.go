@@ -10,6 +10,7 @@ package hung
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 )
@@ -40,13 +41,37 @@ func Within(d time.Duration, what string, f func() error) error {
 
 // Value is Within for a call that returns a value as well.
 func Value[T any](d time.Duration, what string, f func() (T, error)) (T, error) {
+	return value(d, what, f, nil)
+}
+
+// Open is Value for a call that opens a file: one opened after the
+// caller gave up on it is closed.
+func Open(d time.Duration, what string, open func() (*os.File, error)) (*os.File, error) {
+	return value(d, what, open, func(f *os.File) {
+		if f != nil {
+			f.Close()
+		}
+	})
+}
+
+// value is Value, handing what f returns too late to late, if not nil.
+func value[T any](d time.Duration, what string, f func() (T, error), late func(T)) (T, error) {
 	type result struct {
 		v   T
 		err error
 	}
 	done := make(chan result, 1) // f's goroutine never blocks on it
+	var mu sync.Mutex
+	gaveUp := false
 	go func() {
 		v, err := f()
+		mu.Lock()
+		tooLate := gaveUp
+		mu.Unlock()
+		if tooLate && late != nil {
+			late(v)
+			return
+		}
 		done <- result{v, err}
 	}()
 	t := time.NewTimer(d)
@@ -55,9 +80,17 @@ func Value[T any](d time.Duration, what string, f func() (T, error)) (T, error) 
 	case r := <-done:
 		return r.v, r.err
 	case <-t.C:
-		var zero T
-		return zero, &Error{What: what, After: d}
 	}
+	mu.Lock()
+	gaveUp = true
+	mu.Unlock()
+	select {
+	case r := <-done: // returned just as the caller gave up: taken
+		return r.v, r.err
+	default:
+	}
+	var zero T
+	return zero, &Error{What: what, After: d}
 }
 
 // A Gate keeps calls from piling up on a filesystem known to hang: once

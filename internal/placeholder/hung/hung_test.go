@@ -2,6 +2,8 @@ package hung
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -45,6 +47,37 @@ func TestGate(t *testing.T) {
 	for g.Within(time.Minute, "statfs", func() error { return nil }) != nil {
 		if time.Now().After(deadline) {
 			t.Fatal("the gate stayed shut after the blocked call returned")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// A file opened after the caller gave up is closed, not leaked.
+func TestOpenLate(t *testing.T) {
+	block := make(chan struct{})
+	opened := make(chan *os.File, 1)
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(10*time.Millisecond, "open", func() (*os.File, error) {
+		<-block
+		f, err := os.Open(path)
+		opened <- f
+		return f, err
+	})
+	if !errors.Is(err, ErrHung) {
+		t.Fatalf("open: %v, want hung", err)
+	}
+	close(block)
+	f := <-opened
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, err := f.Stat(); errors.Is(err, os.ErrClosed) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a file opened too late was left open")
 		}
 		time.Sleep(time.Millisecond)
 	}

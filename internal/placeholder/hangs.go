@@ -44,6 +44,9 @@ func (a *Agent) statfsWithin(dir string) (diskroom.Free, error) {
 // closeUser closes the attempt's -o and -e files (a close on NFS writes
 // back what the job wrote), and says what was lost.
 func (a *Agent) closeUser(t *attempt) (lost string) {
+	if t.user.out == nil && t.user.err == nil {
+		return "" // most jobs: no goroutine for nothing
+	}
 	lost, err := hung.Value(a.fsWait, "close", func() (string, error) { return t.user.close(), nil })
 	if err != nil {
 		t.userHung = true // release does not wait for it again
@@ -56,6 +59,9 @@ func (a *Agent) closeUser(t *attempt) (lost string) {
 // releaseWithin is t.release with a deadline: removing a scratch copy or
 // closing a -o file on a hung filesystem must not hold the report.
 func (a *Agent) releaseWithin(t *attempt) {
+	if t.mem == nil && t.sc == nil && (t.userHung || t.user.out == nil && t.user.err == nil) {
+		return // most jobs: nothing held
+	}
 	if err := hung.Within(a.fsWait, "releasing the attempt's files", func() error { t.release(); return nil }); err != nil {
 		a.log.Warn("what a job held on this host is not released: a call does not return", "job", t.asg.ID, "err", err)
 	}

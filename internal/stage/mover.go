@@ -469,14 +469,40 @@ func (w ctxWriter) Write(b []byte) (int, error) {
 // size. It is watched as a transfer is: a read left unanswered for the
 // place's stall limit (stallOf) cuts the place and fails with ErrStalled.
 func HashFile(ctx context.Context, place Place, p string) (string, int64, error) {
-	limit := stallOf(place)
+	return hashWithin(ctx, place, p, stallOf(place))
+}
+
+// hashWithin is HashFile with stall limit limit. It fails once the
+// stall's cuts are done, without waiting for the read: a local file's
+// read on a hung filesystem (NFS, Lustre) returns neither for the cut nor
+// for ctx, and is left in a goroutine of its own.
+func hashWithin(ctx context.Context, place Place, p string, limit time.Duration) (string, int64, error) {
 	ctx, watch, stop := watchStall(ctx, limit, place)
 	defer stop()
-	sum, n, err := hashFile(ctx, place, p, watch)
-	if err != nil && watch.fired.Load() {
+	type result struct {
+		sum string
+		n   int64
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		sum, n, err := hashFile(ctx, place, p, watch)
+		done <- result{sum, n, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-watch.cut:
+		select {
+		case r = <-done:
+		default:
+			r.err = ErrStalled
+		}
+	}
+	if r.err != nil && watch.fired.Load() {
 		return "", 0, fmt.Errorf("hashing %s: %w: no byte read for %s%s", p, ErrStalled, limit, watch.said())
 	}
-	return sum, n, err
+	return r.sum, r.n, r.err
 }
 
 func hashFile(ctx context.Context, place Place, p string, watch *stallWatch) (string, int64, error) {

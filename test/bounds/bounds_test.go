@@ -37,30 +37,7 @@ func TestSizeBounds(t *testing.T) {
 	sizes, _, _ = strings.Cut(sizes, "\n## ")
 	packages := map[string]int{}
 	fset := token.NewFileSet()
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		name := d.Name()
-		if d.IsDir() {
-			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "vendor") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
-			return nil
-		}
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if generated.Match(src) {
-			return nil
-		}
-		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
-		lines := bytes.Count(src, []byte("\n"))
+	err = walkSources(root, func(path, rel string, src []byte, lines int) error {
 		packages[filepath.Dir(rel)] += lines
 		if lines > maxFile && !strings.Contains(sizes, "`"+rel+"`") {
 			t.Errorf("%s is %d lines (bound %d): split it, or say in DESIGN.md's Package sizes why not", rel, lines, maxFile)
@@ -98,6 +75,36 @@ func TestSizeBounds(t *testing.T) {
 	if len(packages) < 50 {
 		t.Errorf("only %d packages found under %s: the walk missed the tree", len(packages), root)
 	}
+}
+
+// walkSources calls f for every non-test, non-generated Go file under
+// root (testdata, vendor and dot directories left out): its path, its
+// path from root with slashes, its text and its lines.
+func walkSources(root string, f func(path, rel string, src []byte, lines int) error) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "vendor") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if generated.Match(src) {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, path)
+		return f(path, filepath.ToSlash(rel), src, bytes.Count(src, []byte("\n")))
+	})
 }
 
 // funcName is fn as DESIGN.md would name it: Name, or Type.Name.
@@ -178,30 +185,7 @@ func TestStatedSizes(t *testing.T) {
 	_, sizes, _ := strings.Cut(string(design), "## Package sizes")
 	sizes, _, _ = strings.Cut(sizes, "\n## ")
 	packages, files := map[string]int{}, map[string]int{}
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		name := d.Name()
-		if d.IsDir() {
-			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "vendor") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
-			return nil
-		}
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if generated.Match(src) {
-			return nil
-		}
-		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
-		lines := bytes.Count(src, []byte("\n"))
+	err = walkSources(root, func(_, rel string, _ []byte, lines int) error {
 		packages[filepath.Dir(rel)] += lines
 		files[rel] = lines
 		return nil

@@ -1,7 +1,6 @@
 package placeholder
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"log/slog"
@@ -176,24 +175,6 @@ func TestStuckUnitKeepsGrant(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log destination tests read while the agent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // A job past its ceiling whose processes do not die is reported once,
 // failed for the ceiling, at the CLS; the agent takes no more jobs and
 // exits once its other job ends, saying why. When the processes end at
@@ -208,7 +189,7 @@ func TestAgentUnkillableJob(t *testing.T) {
 	}
 	dir := t.TempDir()
 	other := c.submit(protocol.JobSpec{Target: "b", Command: "exec sleep 600", Cwd: dir})[0]
-	var logs syncBuffer
+	var logs logBuffer
 	cfg := agentConfig(t, 2)
 	cfg.Dial, cfg.Log = c.dial, slog.New(slog.NewTextHandler(&logs, nil))
 	a := New(cfg)

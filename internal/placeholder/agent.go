@@ -213,6 +213,9 @@ type Agent struct {
 	// proc is where waitSinks looks for what a job left running: /proc
 	// (tests hang a read there).
 	proc string
+	// statDir is os.Stat, for a job's working directory before its
+	// launch (workDirWithin; tests hang it).
+	statDir func(string) (os.FileInfo, error)
 }
 
 // New returns an agent; Run starts it.
@@ -243,7 +246,7 @@ func New(cfg Config) *Agent {
 	a.wall = time.Now
 	a.getppid = os.Getppid
 	a.unkillable = defaultUnkillable
-	a.fsWait, a.proc = defaultFSWait, "/proc"
+	a.fsWait, a.proc, a.statDir = defaultFSWait, "/proc", os.Stat
 	a.awaitExit = func(_ protocol.JobRef, pidfd int) bool { return jobexec.AwaitExit(pidfd) }
 	if cfg.Streams && !cfg.NoOp {
 		a.streams = newStreamSet(cfg.OutDir, cfg.StreamRotate, cfg.Log)

@@ -1,11 +1,13 @@
 package placeholder
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/mq-hpc/mq/internal/diskroom"
 	"github.com/mq-hpc/mq/internal/placeholder/hung"
+	"github.com/mq-hpc/mq/protocol"
 )
 
 // A job's output, its -o and -e files, its scratch copy and the agent's
@@ -76,4 +78,41 @@ func (a *Agent) killEscapedWithin(id string) int {
 		a.log.Warn("looking for what a job left running does not return", "err", err)
 	}
 	return n
+}
+
+// workDirWithin is the job's working directory (workDir), which must
+// answer a stat within a.fsWait. Launched in a directory on a hung
+// filesystem, the job's child would block in its chdir, and with it the
+// launch for ever: a vfork holds the launching thread, and the fork lock
+// every other launch takes. A call that does not return is the node's
+// fault (placeFault): the attempt is interrupted and the agent takes no
+// more jobs. Any other error of the stat is left to the launch to say.
+func (a *Agent) workDirWithin(cwd string) (string, error) {
+	dir, err := hung.Value(a.fsWait, "the working directory "+cwd, func() (string, error) {
+		dir, err := a.workDir(cwd)
+		if err == nil && dir != "" {
+			a.statDir(dir)
+		}
+		return dir, err
+	})
+	if errors.Is(err, hung.ErrHung) {
+		return "", placeFault{err}
+	}
+	return dir, err
+}
+
+// openUserStdioWithin is openUserStdio with a deadline (a.fsWait). One
+// that does not return fails the attempt, as the job's: it may be a hung
+// filesystem, or a FIFO of the user's that no one reads. Files it opens
+// too late are closed.
+func (a *Agent) openUserStdioWithin(asg protocol.Assignment, dir string) (userStdio, error) {
+	if !namesStdio(asg) {
+		return userStdio{}, nil // most jobs: no goroutine for nothing
+	}
+	u, err := hung.Releasing(a.fsWait, "opening the -o or -e file", func() (userStdio, error) { return openUserStdio(asg, dir) },
+		func(u userStdio) { u.close() })
+	if errors.Is(err, hung.ErrHung) {
+		err = fmt.Errorf("opening the -o or -e file did not return in %v (a FIFO no one reads, or a hung filesystem?)", a.fsWait)
+	}
+	return u, err
 }

@@ -298,3 +298,60 @@ func TestAgentSaysBroken(t *testing.T) {
 		t.Fatalf("the CLS heard %q; want the node said broken, with the stuck job and why", said)
 	}
 }
+
+// A job's working directory is on a filesystem that hangs: its child's
+// chdir would block, and with it the launch (and every later one) for
+// ever. A stat of it first, with a deadline, finds that: the attempt is
+// interrupted, the node said unable to run jobs, and nothing runs.
+func TestRunHungWorkingDirectory(t *testing.T) {
+	t.Parallel()
+	a := runner(t, "")
+	a.fsWait = 300 * time.Millisecond
+	dir := t.TempDir()
+	hang := hangUntilEnd(t)
+	a.statDir = func(p string) (os.FileInfo, error) {
+		if p == dir {
+			<-hang
+		}
+		return os.Stat(p)
+	}
+	var rep protocol.Report
+	within(t, "the job's run", func() {
+		rep = a.run(context.Background(), protocol.Assignment{ID: 1, Attempt: 1, Target: "t", Command: "touch ran", Cwd: dir})
+	})
+	if !strings.HasPrefix(rep.Reason, protocol.ReasonInterrupted+": its placeholder's node cannot run jobs") || !strings.Contains(rep.Reason, "did not return") {
+		t.Errorf("reason %q; want the attempt interrupted, the node unable to run jobs, the stat not returning", rep.Reason)
+	}
+	if a.brokenWhy() == "" {
+		t.Error("the agent is not marked broken")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {
+		t.Error("the job ran")
+	}
+}
+
+// A job's -o file is a FIFO no one reads (or on a hung filesystem): its
+// open does not return. The attempt fails saying so, not waiting for
+// ever, and the agent stays able to run jobs.
+func TestRunHungUserFileOpen(t *testing.T) {
+	t.Parallel()
+	a := runner(t, "")
+	a.fsWait = 300 * time.Millisecond
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out")
+	fifo(t, path)
+	var rep protocol.Report
+	within(t, "the job's run", func() {
+		rep = a.run(context.Background(), protocol.Assignment{ID: 1, Attempt: 1, Target: "t", Command: "touch ran", Cwd: dir,
+			Env: []string{protocol.EnvStdout + "=" + path}})
+	})
+	if rep.Exit == 0 || !strings.Contains(rep.Reason, "did not return") || !strings.Contains(rep.Reason, "FIFO") {
+		t.Errorf("exit %d, reason %q; want it failed, the open said not to return", rep.Exit, rep.Reason)
+	}
+	if a.brokenWhy() != "" {
+		t.Errorf("the agent is marked broken (%s) for a job's own -o", a.brokenWhy())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {
+		t.Error("the job ran")
+	}
+}

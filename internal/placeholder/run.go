@@ -297,7 +297,7 @@ func (t *attempt) release() {
 // false if the job cannot run (t.rep says why).
 func (a *Agent) prepare(ctx context.Context, t *attempt) bool {
 	asg := t.asg
-	dir, err := a.workDir(asg.Cwd)
+	dir, err := a.workDirWithin(asg.Cwd)
 	if err != nil {
 		return a.failPlace(t, err)
 	}
@@ -318,7 +318,7 @@ func (a *Agent) prepare(ctx context.Context, t *attempt) bool {
 		}
 		t.runDir = t.sc.dir
 	}
-	if t.user, err = openUserStdio(asg, dir); err != nil {
+	if t.user, err = a.openUserStdioWithin(asg, dir); err != nil {
 		return a.failPlace(t, err)
 	}
 	outPath, errPath := job.OutputPaths(a.cfg.OutDir, asg.ID, asg.Attempt)

@@ -43,6 +43,17 @@ func (u *userFile) Write(p []byte) (int, error) {
 // both the same when they name one file).
 type userStdio struct{ out, err *userFile }
 
+// namesStdio says whether the job names a stdout or stderr file of its
+// own (mqsub -o, -e).
+func namesStdio(asg protocol.Assignment) bool {
+	for _, kv := range asg.Env {
+		if strings.HasPrefix(kv, protocol.EnvStdout+"=") || strings.HasPrefix(kv, protocol.EnvStderr+"=") {
+			return true
+		}
+	}
+	return false
+}
+
 // openUserStdio creates the files the job's environment names for its
 // stdout and stderr (protocol.EnvStdout, EnvStderr), relative to its
 // working directory dir, truncated, before the job starts: a directory

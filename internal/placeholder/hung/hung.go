@@ -47,11 +47,17 @@ func Value[T any](d time.Duration, what string, f func() (T, error)) (T, error) 
 // Open is Value for a call that opens a file: one opened after the
 // caller gave up on it is closed.
 func Open(d time.Duration, what string, open func() (*os.File, error)) (*os.File, error) {
-	return value(d, what, open, func(f *os.File) {
+	return Releasing(d, what, open, func(f *os.File) {
 		if f != nil {
 			f.Close()
 		}
 	})
+}
+
+// Releasing is Value for a call whose result holds something (open
+// files): what f returns after the caller gave up on it goes to release.
+func Releasing[T any](d time.Duration, what string, f func() (T, error), release func(T)) (T, error) {
+	return value(d, what, f, release)
 }
 
 // value is Value, handing what f returns too late to late, if not nil.

@@ -157,11 +157,17 @@ func TestClsStopKeepRunning(t *testing.T) {
 // so that attempt is recorded, said, and not counted.
 func TestClsStopNotCounted(t *testing.T) {
 	h := newHarness(t)
-	h.startCLS("--local", "1")
+	c := h.startCLS("--local", "1")
 	h.ok("cls", "queue", "set", "once", "--max-attempts", "1")
 	id := h.submit("-q", "once", "long", "echo $MQ_ATTEMPT >> attempts; sleep 600")
 	h.waitState(id, "E", time.Minute)
 	h.ok("cls", "stop")
+	// cls stop returns once the CLS let go of the home; its exit follows.
+	select {
+	case <-c.done:
+	case <-time.After(time.Minute):
+		t.Fatal("the CLS had not exited a minute after cls stop returned")
+	}
 	h.startCLS("--local", "1")
 	d := h.waitState(id, "EF", time.Minute)
 	if d.State != "E" || d.Attempts != 2 {

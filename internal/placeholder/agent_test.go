@@ -285,6 +285,14 @@ func (c *cls) cut() {
 	c.conns = nil
 }
 
+// ceiling makes queue name, whose jobs are killed after seconds.
+func (c *cls) ceiling(name string, seconds float64) {
+	c.t.Helper()
+	if _, err := c.store.SetQueue(context.Background(), protocol.QueueSet{Name: name, Ceiling: &seconds}); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
 func (c *cls) submit(jobs ...protocol.JobSpec) []int64 {
 	c.t.Helper()
 	ids, err := c.store.Submit(context.Background(), jobs)
@@ -725,10 +733,7 @@ func TestAgentKills(t *testing.T) {
 	t.Parallel()
 	c := newCLS(t)
 	ctx := context.Background()
-	ceiling := 0.5
-	if _, err := c.store.SetQueue(ctx, protocol.QueueSet{Name: "short", Ceiling: &ceiling}); err != nil {
-		t.Fatal(err)
-	}
+	c.ceiling("short", 0.5)
 	dir := t.TempDir()
 	over := c.submit(protocol.JobSpec{Queue: "short", Target: "a", Command: "sleep 30", Cwd: dir})[0]
 	del := c.submit(protocol.JobSpec{Target: "b", Command: "sleep 300 & echo $! > child.pid; wait", Cwd: dir})[0]

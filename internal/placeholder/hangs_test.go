@@ -76,10 +76,7 @@ func TestAgentUnkillableJobHungSync(t *testing.T) {
 	t.Parallel()
 	c := newCLS(t)
 	ctx := context.Background()
-	ceiling := 0.5
-	if _, err := c.store.SetQueue(ctx, protocol.QueueSet{Name: "short", Ceiling: &ceiling}); err != nil {
-		t.Fatal(err)
-	}
+	c.ceiling("short", 0.5)
 	dir := t.TempDir()
 	other := c.submit(protocol.JobSpec{Target: "b", Command: "exec sleep 600", Cwd: dir})[0]
 	cfg := agentConfig(t, 2)

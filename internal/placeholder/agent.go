@@ -216,6 +216,9 @@ type Agent struct {
 	// statDir is os.Stat, for a job's working directory before its
 	// launch (workDirWithin; tests hang it).
 	statDir func(string) (os.FileInfo, error)
+	// keep moves a won attempt's files from its scratch copy into the
+	// job's directory ((*scratch).commit; tests hang it).
+	keep func(s *scratch, step func()) error
 }
 
 // New returns an agent; Run starts it.
@@ -246,7 +249,7 @@ func New(cfg Config) *Agent {
 	a.wall = time.Now
 	a.getppid = os.Getppid
 	a.unkillable = defaultUnkillable
-	a.fsWait, a.proc, a.statDir = defaultFSWait, "/proc", os.Stat
+	a.fsWait, a.proc, a.statDir, a.keep = defaultFSWait, "/proc", os.Stat, (*scratch).commit
 	a.awaitExit = func(_ protocol.JobRef, pidfd int) bool { return jobexec.AwaitExit(pidfd) }
 	if cfg.Streams && !cfg.NoOp {
 		a.streams = newStreamSet(cfg.OutDir, cfg.StreamRotate, cfg.Log)

@@ -67,6 +67,8 @@ type cls struct {
 	// grant, if set, adds a grant to each job the CLS hands out, as a
 	// CLS that packs by resources does (nil: none for that job).
 	grant func(protocol.Assignment) *protocol.Capacity
+	// edit, if set, changes each job the CLS hands out as it leaves.
+	edit func(*protocol.Assignment)
 	// dropStarted: the starts requests name are taken out before the
 	// store reads them, and answered as usual: a CLS that lost starts it
 	// answered (restarted while it kept them in memory). dropped counts
@@ -218,7 +220,7 @@ func (p *peerConn) Write(b []byte) (int, error) {
 		p.c.mu.Unlock()
 	}
 	p.c.mu.Lock()
-	grant := p.c.grant
+	grant, edit := p.c.grant, p.c.edit
 	cut := p.c.cutOnJobs > 0 && strings.Contains(string(b), `"jobs":[{`)
 	if cut {
 		p.c.cutOnJobs--
@@ -236,8 +238,8 @@ func (p *peerConn) Write(b []byte) (int, error) {
 		p.Conn.Close()
 		return len(b), nil
 	}
-	if grant != nil && strings.Contains(string(b), `"jobs":[`) {
-		if _, err := p.Conn.Write(withGrants(p.c.t, b, grant)); err != nil {
+	if (grant != nil || edit != nil) && strings.Contains(string(b), `"jobs":[`) {
+		if _, err := p.Conn.Write(withGrants(p.c.t, b, grant, edit)); err != nil {
 			return 0, err
 		}
 		return len(b), nil
@@ -246,8 +248,8 @@ func (p *peerConn) Write(b []byte) (int, error) {
 }
 
 // withGrants adds grants to the assignments in the next replies among
-// frames b.
-func withGrants(t *testing.T, b []byte, grant func(protocol.Assignment) *protocol.Capacity) []byte {
+// frames b (grant, if not nil), and edits them (edit, if not nil).
+func withGrants(t *testing.T, b []byte, grant func(protocol.Assignment) *protocol.Capacity, edit func(*protocol.Assignment)) []byte {
 	var out []byte
 	for _, line := range strings.SplitAfter(string(b), "\n") {
 		var resp protocol.Response
@@ -257,7 +259,12 @@ func withGrants(t *testing.T, b []byte, grant func(protocol.Assignment) *protoco
 			continue
 		}
 		for i := range reply.Jobs {
-			reply.Jobs[i].Grant = grant(reply.Jobs[i])
+			if grant != nil {
+				reply.Jobs[i].Grant = grant(reply.Jobs[i])
+			}
+			if edit != nil {
+				edit(&reply.Jobs[i])
+			}
 		}
 		resp.Body, _ = json.Marshal(reply)
 		frame, err := json.Marshal(resp)

@@ -116,3 +116,22 @@ func (a *Agent) openUserStdioWithin(asg protocol.Assignment, dir string) (userSt
 	}
 	return u, err
 }
+
+// keepWithin moves a won scratch attempt's files into the job's
+// directory (a.keep), giving up once a.fsWait passes without one of its
+// calls returning (hung.Progressing): moving thousands of files on a
+// slow filesystem may rightly take long, one rename does not. A move
+// that hangs is the node's fault, as a hung working directory is
+// (workDirWithin): the attempt is interrupted, to run again elsewhere,
+// and the agent takes no more jobs. Any other error fails the attempt,
+// its output not kept.
+func (a *Agent) keepWithin(t *attempt) {
+	err := hung.Progressing(a.fsWait, "moving the attempt's files into place", func(step func()) error { return a.keep(t.sc, step) })
+	switch {
+	case errors.Is(err, hung.ErrHung):
+		a.markBroken(err)
+		t.rep.Reason = protocol.ClipText(protocol.ReasonInterrupted+": its placeholder's node cannot run jobs: "+err.Error(), protocol.MaxReasonBytes)
+	case err != nil:
+		t.rep.Exit, t.rep.Reason = 1, protocol.ClipText(reasonOutput+err.Error(), protocol.MaxReasonBytes)
+	}
+}

@@ -352,3 +352,68 @@ func TestRunHungUserFileOpen(t *testing.T) {
 		t.Error("the job ran")
 	}
 }
+
+// A won copy's files are moved from its scratch directory into the job's
+// on a filesystem that hangs: the move does not hold the job's report,
+// and its slot, for ever. The attempt is interrupted, to run again
+// elsewhere (here its queue allows one attempt: it fails saying why),
+// and the node is said unable to run jobs.
+func TestAgentHungScratchKeep(t *testing.T) {
+	t.Parallel()
+	c := newCLS(t)
+	c.edit = func(a *protocol.Assignment) { a.Scratch = true } // as for a job with copies
+	one := 1
+	if _, err := c.store.SetQueue(context.Background(), protocol.QueueSet{Name: "one", MaxAttempts: &one}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := agentConfig(t, 1)
+	cfg.Dial = c.dial
+	a := New(cfg)
+	a.fsWait = 300 * time.Millisecond
+	hang := hangUntilEnd(t)
+	a.keep = func(*scratch, func()) error { <-hang; return nil }
+	done := make(chan error, 1)
+	go func() { done <- a.Run(context.Background()) }()
+	id := c.submit(protocol.JobSpec{Target: "t", Queue: "one", Command: "echo made > out", Cwd: t.TempDir()})[0]
+	e := c.wait(id)[id]
+	if e.State != "F" || !strings.Contains(e.Reason, "cannot run jobs") || !strings.Contains(e.Reason, "moving the attempt's files into place did not return") {
+		t.Errorf("job %s (%q); want it interrupted, the node unable to run jobs, the move not returning", e.State, e.Reason)
+	}
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "cannot run them") {
+			t.Errorf("the agent ended with %v; want why its node cannot run jobs", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the agent did not exit")
+	}
+}
+
+// A won copy's files are many, on a slow filesystem: moving them takes
+// longer than the deadline of one call, each call well within it. The
+// move is not cut: the job is done, its file in place.
+func TestAgentSlowScratchKeep(t *testing.T) {
+	t.Parallel()
+	c := newCLS(t)
+	c.edit = func(a *protocol.Assignment) { a.Scratch = true }
+	cfg := agentConfig(t, 1)
+	cfg.Dial = c.dial
+	a := New(cfg)
+	a.fsWait = time.Second
+	a.keep = func(s *scratch, step func()) error {
+		for end := time.Now().Add(3 * a.fsWait); time.Now().Before(end); {
+			time.Sleep(5 * time.Millisecond) // one more slow rename
+			step()
+		}
+		return s.commit(step)
+	}
+	runAgent(t, a)
+	dir := t.TempDir()
+	id := c.submit(protocol.JobSpec{Target: "t", Command: "echo made > out", Cwd: dir})[0]
+	if e := c.wait(id)[id]; e.State != "D" {
+		t.Fatalf("job %s (%q); want it done", e.State, e.Reason)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "out")); err != nil || string(b) != "made\n" {
+		t.Errorf("out: %q, %v; want the job's file moved into place", b, err)
+	}
+}

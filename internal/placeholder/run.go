@@ -561,9 +561,7 @@ func (a *Agent) finish(ctx context.Context, t *attempt) {
 			rep.Reason = protocol.ReasonKilled
 			return
 		}
-		if err := t.sc.commit(); err != nil {
-			rep.Exit, rep.Reason = 1, protocol.ClipText(reasonOutput+err.Error(), protocol.MaxReasonBytes)
-		}
+		a.keepWithin(t)
 	}
 	if rep.Exit == 0 && rep.Reason == "" && len(asg.Outputs) > 0 {
 		// Still listed as running, so heartbeats keep the lease while the

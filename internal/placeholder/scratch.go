@@ -160,13 +160,16 @@ func (s *scratch) mirror(rel string, outs []string) error {
 // in a working directory others may write (/tmp), another user's link
 // at out/ to a directory of ours would otherwise have the winner's
 // out/res replace our file of that name there.
-func (s *scratch) commit() error { return s.commitDir("") }
+func (s *scratch) commit(step func()) error { return s.commitDir("", step) }
 
-func (s *scratch) commitDir(rel string) error {
+// commitDir is commit of rel; step is called as each filesystem call
+// returns (Agent.keepWithin).
+func (s *scratch) commitDir(rel string, step func()) error {
 	entries, err := os.ReadDir(filepath.Join(s.dir, rel))
 	if err != nil {
 		return err
 	}
+	step()
 	from, err := pathguard.OpenDir(filepath.Join(s.dir, rel))
 	if err != nil {
 		return err
@@ -178,6 +181,7 @@ func (s *scratch) commitDir(rel string) error {
 	}
 	defer unix.Close(to)
 	for _, e := range entries {
+		step()
 		r := filepath.Join(rel, e.Name())
 		switch {
 		case s.linked[r] && e.Type()&fs.ModeSymlink != 0:
@@ -186,7 +190,7 @@ func (s *scratch) commitDir(rel string) error {
 			if err := unix.Mkdirat(to, e.Name(), 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
 				return fmt.Errorf("keep %s: %w", r, err)
 			}
-			if err := s.commitDir(r); err != nil {
+			if err := s.commitDir(r, step); err != nil {
 				return err
 			}
 			continue

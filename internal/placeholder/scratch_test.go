@@ -51,7 +51,7 @@ func TestScratchKeepsAttemptsApart(t *testing.T) {
 			t.Fatalf("%s in place before any attempt won", f)
 		}
 	}
-	must(win.commit())
+	must(win.commit(func() {}))
 	win.remove()
 	lose.remove()
 	for f, want := range map[string]string{"out/res": "input\nold\nwinner\n", "new.txt": "winner\n", "in": "input\n", "out/old": "old\n"} {

@@ -32,7 +32,7 @@ func TestScratchCommitOtherUsersLink(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(s.dir, "out", "res"), []byte("job output\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.commit(); err == nil {
+	if err := s.commit(func() {}); err == nil {
 		t.Errorf("commit through mqagent's link: kept, want refused")
 	}
 	if b, _ := os.ReadFile(victim); string(b) != "precious\n" {

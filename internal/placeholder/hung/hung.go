@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -97,6 +98,35 @@ func value[T any](d time.Duration, what string, f func() (T, error), late func(T
 	}
 	var zero T
 	return zero, &Error{What: what, After: d}
+}
+
+// Progressing runs f, which calls step as each call of its own returns,
+// and gives up on it once d passes without a step: a long run of quick
+// calls (thousands of renames on a slow filesystem) is not cut, one call
+// that hangs is. f runs on regardless, as with Within.
+func Progressing(d time.Duration, what string, f func(step func()) error) error {
+	var steps atomic.Int64
+	done := make(chan error, 1)
+	go func() { done <- f(func() { steps.Add(1) }) }()
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for last := int64(0); ; {
+		select {
+		case err := <-done:
+			return err
+		case <-t.C:
+		}
+		n := steps.Load()
+		if n == last {
+			select {
+			case err := <-done: // returned as the caller gave up: taken
+				return err
+			default:
+			}
+			return &Error{What: what, After: d}
+		}
+		last = n
+	}
 }
 
 // A Gate keeps calls from piling up on a filesystem known to hang: once

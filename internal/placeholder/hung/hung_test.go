@@ -82,3 +82,32 @@ func TestOpenLate(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// Progressing cuts a call that stops stepping, not a long run of quick
+// steps that lasts longer than its deadline in all.
+func TestProgressing(t *testing.T) {
+	want := errors.New("exdev")
+	if err := Progressing(time.Minute, "move", func(func()) error { return want }); err != want {
+		t.Fatalf("a call that returns: %v, want %v", err, want)
+	}
+	// Three deadlines' worth of steps a few milliseconds apart: a gap of
+	// a whole second between two would take a stall of the test itself.
+	const d = time.Second
+	err := Progressing(d, "move", func(step func()) error {
+		for end := time.Now().Add(3 * d); time.Now().Before(end); {
+			time.Sleep(5 * time.Millisecond)
+			step()
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("a run of quick steps, longer than the deadline in all: %v, want nil", err)
+	}
+	block := make(chan struct{})
+	defer close(block)
+	err = Progressing(10*time.Millisecond, "move", func(step func()) error { step(); step(); <-block; return nil })
+	var he *Error
+	if !errors.As(err, &he) || he.What != "move" {
+		t.Fatalf("a call that stops stepping: %v, want a hung.Error", err)
+	}
+}

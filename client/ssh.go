@@ -49,6 +49,13 @@ func Permanent(err error) bool {
 	return errors.Is(err, sshkey.ErrHostKeyMismatch) || errors.Is(err, ErrAuthRefused) || errors.Is(err, ErrHopKeyMismatch)
 }
 
+// Mismatch reports whether err is a host key other than the pinned one
+// (the CLS's, or the login host's on the way to it): something else
+// answers at the address. It is one of Permanent's errors.
+func Mismatch(err error) bool {
+	return errors.Is(err, sshkey.ErrHostKeyMismatch) || errors.Is(err, ErrHopKeyMismatch)
+}
+
 // DialSSH opens one SSH connection to the CLS and one session on it
 // running the request protocol. Closing the result closes the connection.
 func DialSSH(ctx context.Context, cfg SSH) (io.ReadWriteCloser, error) {

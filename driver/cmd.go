@@ -140,6 +140,10 @@ func (c *Cmd) line() (string, []Option, error) {
 		}
 		o.wrap.stdin, o.wrap.hasStdin = data, true
 	}
+	env, err := o.wrap.private()
+	if err != nil {
+		return "", nil, err
+	}
 	script, err := o.wrap.script(line)
 	if err != nil {
 		return "", nil, err
@@ -151,7 +155,7 @@ func (c *Cmd) line() (string, []Option, error) {
 	if c.Resources.Asks() {
 		opts = append(opts, Resources(c.Resources))
 	}
-	opts = append(opts, func(o *execOptions) { o.wrap = wrap{} }) // already in script
+	opts = append(opts, func(o *execOptions) { o.wrap, o.env = wrap{}, env }) // already in script and env
 	return script, opts, nil
 }
 

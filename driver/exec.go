@@ -35,6 +35,7 @@ type execOptions struct {
 	inputs  []protocol.File
 	outputs []protocol.File
 	wrap    wrap
+	env     map[string]string // the job's environment, taken out of a Cmd's wrap
 	res     protocol.Resources
 	hold    bool
 	prio    int
@@ -44,13 +45,19 @@ type execOptions struct {
 // environment: the placeholder's (or, in local mode, this program's), plus
 // MQ_* variables. A later entry for a name wins. NAME must be a shell
 // variable name (letters, digits, _); values may hold any byte but NUL.
+// They travel in the job's environment, which only its owner can read,
+// not in its command line, which any user of its host can while it runs
+// (ps); except a value that is not UTF-8, a name of mq's own (MQ_...) and
+// what passes protocol.MaxEnvBytes (64 KiB) in all, which are exported by
+// the command line.
 func Env(vars ...string) Option {
 	return func(o *execOptions) { o.wrap.env = append(o.wrap.env, vars...) }
 }
 
 // Stdin gives the job data as its standard input (by default it reads
-// /dev/null). At most MaxStdin bytes: the data travels in the job's
-// command line. For more, use StdinFile.
+// /dev/null). At most MaxStdin bytes: the data travels with the job, in
+// its environment as Env's values do (in its command line when Env's
+// leave no room). For more, use StdinFile.
 func Stdin(data []byte) Option {
 	return func(o *execOptions) { o.wrap.stdin, o.wrap.hasStdin = data, true }
 }
@@ -164,12 +171,19 @@ func (p *Producer) Exec(ctx context.Context, command string, opts ...Option) (Ke
 	for _, opt := range opts {
 		opt(&o)
 	}
-	command, err := o.wrap.script(command)
+	env, err := o.wrap.private()
 	if err != nil {
 		return 0, fmt.Errorf("driver: %w", err)
 	}
+	command, err = o.wrap.script(command)
+	if err != nil {
+		return 0, fmt.Errorf("driver: %w", err)
+	}
+	if o.env != nil {
+		env = o.env
+	}
 	spec := protocol.JobSpec{Queue: d.cfg.Queue, Target: o.target, Prereqs: o.prereqs, AfterAny: o.after, Command: command, Cwd: o.dir, Est: o.est.Seconds(),
-		Inputs: o.inputs, Outputs: o.outputs, Resources: o.res, Hold: o.hold, Priority: o.prio}
+		Inputs: o.inputs, Outputs: o.outputs, Resources: o.res, Hold: o.hold, Priority: o.prio, Env: env}
 	if spec.Target == "" {
 		spec.Target = d.cfg.Target
 	}

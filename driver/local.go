@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -293,6 +294,9 @@ func (b *localBackend) exec(ctx context.Context, e *entry) Result {
 		return Result{State: "F", Exit: 127, Reason: "could not start: " + err.Error()}
 	}
 	env := append(os.Environ(), "MQ_TARGET="+e.spec.Target, "MQ_QUEUE="+e.spec.Queue, "MQ_DRIVER_KEY="+strconv.FormatUint(uint64(k), 10))
+	for _, name := range slices.Sorted(maps.Keys(e.spec.Env)) { // the job's own, as a placeholder adds them
+		env = append(env, name+"="+e.spec.Env[name])
+	}
 	cmd, direct := jobexec.Command(e.spec.Command, env, e.spec.Cwd)
 	// O_EXCL: a run's directory is new, so a file there is never an
 	// earlier run's.

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/mq-hpc/mq/protocol"
 )
 
 // Jobs run as `/bin/sh -c LINE` wherever their placeholder is, so argv,
@@ -105,8 +107,68 @@ type wrap struct {
 	env       []string // NAME=value
 	stdin     []byte
 	hasStdin  bool
+	stdinEnv  bool // stdin travels as a printf format in stdinVar (private)
 	stdinFile string
 	combined  bool // stderr into stdout, interleaved as written
+}
+
+// stdinVar carries a job's standard input in its environment, as a
+// printf format (see wrap.private); the job's command does not see it.
+const stdinVar = "MQ_DRIVER_STDIN"
+
+// private takes out of w what the job's environment can carry rather
+// than its command line, and returns it as the job's environment
+// (JobSpec.Env): the variables of Env, and standard input as a printf
+// format in stdinVar. The command line runs as /bin/sh -c LINE, which
+// every user of the host the job runs on can read (ps, /proc/PID/cmdline)
+// for as long as it runs; the environment only its owner. What the
+// environment cannot carry stays in w, for the line: a value that is not
+// UTF-8, a name of mq's own (MQ_...), and what would pass
+// protocol.MaxEnvBytes. A variable script would refuse leaves w whole,
+// for script to say why.
+func (w *wrap) private() (map[string]string, error) {
+	var names []string
+	last := map[string]string{} // a later entry for a name wins
+	for _, kv := range w.env {
+		name, val, ok := strings.Cut(kv, "=")
+		if !ok || !validEnvName(name) || strings.IndexByte(val, 0) >= 0 {
+			return nil, nil
+		}
+		if name == stdinVar {
+			return nil, fmt.Errorf("environment variable %s is the driver's own", stdinVar)
+		}
+		if _, seen := last[name]; !seen {
+			names = append(names, name)
+		}
+		last[name] = val
+	}
+	env := map[string]string{}
+	room := protocol.MaxEnvBytes
+	var line []string
+	for _, name := range names {
+		val := last[name]
+		n := len(name) + len(val) + 2
+		if strings.HasPrefix(name, "MQ_") || n > room || protocol.ValidateEnv(map[string]string{name: val}) != nil {
+			line = append(line, name+"="+val)
+			continue
+		}
+		env[name] = val
+		room -= n
+	}
+	w.env = line
+	if w.hasStdin && len(w.stdin) <= MaxStdin {
+		// stdinFormat's text between its quotes: ASCII, every other byte
+		// escaped, so the environment carries it exactly.
+		f := stdinFormat(w.stdin)
+		if format := f[1 : len(f)-1]; len(stdinVar)+len(format)+2 <= room {
+			env[stdinVar] = format
+			w.stdinEnv = true
+		}
+	}
+	if len(env) == 0 {
+		return nil, nil
+	}
+	return env, nil
 }
 
 func (w *wrap) empty() bool {
@@ -148,6 +210,11 @@ func (w *wrap) script(line string) (string, error) {
 	case w.hasStdin:
 		if len(w.stdin) > MaxStdin {
 			return "", fmt.Errorf("standard input is %d bytes; the limit is %d (MaxStdin): give a file instead", len(w.stdin), MaxStdin)
+		}
+		if w.stdinEnv {
+			// Expanded in double quotes, the format is printf's as it is.
+			b.WriteString(`printf "$` + stdinVar + `" | { unset ` + stdinVar + "; " + line + "\n}")
+			return b.String(), nil
 		}
 		b.WriteString("printf " + stdinFormat(w.stdin) + " | ")
 	}

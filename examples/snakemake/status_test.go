@@ -253,3 +253,58 @@ func TestCancelOneCall(t *testing.T) {
 		t.Errorf("mqdel called as %.200q..., want once as %.200q...", b, want)
 	}
 }
+
+// TestStatusCacheNotThroughLink: the listing is written to a new file
+// beside the cache, never through a link someone else put there (in a
+// project directory the group may write, a member can make one at the
+// name the script would use). The script runs as the process whose pid
+// it would have named its file by ($$), with that name a link to a file
+// of ours, which must stay as it was.
+func TestStatusCacheNotThroughLink(t *testing.T) {
+	script, err := filepath.Abs(filepath.Join("profile", "mq-status"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "mqstat"), []byte(fakeMqstat), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const target = "smk.tmpabc.rule.7"
+	dir := t.TempDir()
+	run := filepath.Join(dir, ".snakemake", "tmpabc")
+	if err := os.MkdirAll(run, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	victim := filepath.Join(t.TempDir(), "precious")
+	if err := os.WriteFile(victim, []byte("precious\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The shell waits on its stdin, then becomes the script: same pid.
+	cmd := exec.Command("sh", "-c", `read _ && exec sh "$0" "$1"`, script, target)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "FAKE_STATE=D", "FAKE_TARGET="+target)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(run, "mq-status.json."+strconv.Itoa(cmd.Process.Pid))
+	if err := os.Symlink(victim, link); err != nil {
+		t.Fatal(err)
+	}
+	in.Write([]byte("go\n"))
+	in.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(out.String()); got != "success" {
+		t.Errorf("mq-status says %q, want success", got)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "precious\n" {
+		t.Errorf("mq-status wrote through the link at %s: the file it points to holds %q", link, b)
+	}
+}

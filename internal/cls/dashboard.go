@@ -135,7 +135,11 @@ func (c *CLS) listenHTTP() error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", addr)
+	listen := func(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
+	if loopback {
+		listen = listenLoopback
+	}
+	ln, err := listen(addr)
 	if err != nil {
 		return fmt.Errorf("dashboard: %w", err)
 	}

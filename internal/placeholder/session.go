@@ -55,7 +55,14 @@ func (a *Agent) session(ctx context.Context) (*client.Client, error) {
 		if errors.As(err, &pe) && (pe.Code == protocol.CodeBadRequest || pe.Code == protocol.CodeForbidden || pe.Code == protocol.CodeUnsupported) {
 			return nil, fmt.Errorf("the CLS refused this placeholder: %w", err)
 		}
-		if client.Permanent(err) { // an impostor, or a key the CLS does not take
+		// A key the CLS refused is its answer. A host key other than the
+		// pinned one is, at the first connection, a wrong pin or address,
+		// said at once; once the agent has reached the CLS it is something
+		// else answering at its address (another user's server on the
+		// port while the CLS restarts), waited out as an unreachable CLS
+		// is, never talked to: stopping would hand whoever can take the
+		// port a way to stop every agent, and their jobs' reports.
+		if client.Permanent(err) && (a.connected.IsZero() || !client.Mismatch(err)) {
 			return nil, err
 		}
 		d := retry.Next()

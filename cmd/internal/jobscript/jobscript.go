@@ -79,10 +79,19 @@ func Read(r io.Reader) (Head, error) {
 }
 
 // ReadFile reads the head of the script at path (Read); ok is false when
-// there is nothing to read: no such file, or not a regular file.
+// there is nothing to read: no such file, or not a regular file. Anything
+// but a regular file is left unopened: the command's first word may name
+// a device (/dev/ttyS0), whose open may act on it (a serial line's
+// modem lines, a terminal becoming a controlling one), and over SSH the
+// CLS itself would open it.
 func ReadFile(path string) (h Head, ok bool, err error) {
-	// O_NONBLOCK: opening a FIFO for reading would wait for a writer.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
+		return Head{}, false, nil
+	}
+	// O_NONBLOCK: a FIFO swapped in since the look would make an open
+	// for reading wait for a writer; O_NOCTTY: a terminal never becomes
+	// ours. The descriptor is looked at again below.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		return Head{}, false, nil
 	}

@@ -23,6 +23,22 @@ func read(t *testing.T, name string) []byte {
 	return b
 }
 
+// pbsListing is a qstat listing as PBS.ListCommand prints it when the
+// login user is user: the owner line first.
+func pbsListing(user string, out []byte) []byte {
+	return append([]byte("mq-owner="+user+"\n"), out...)
+}
+
+// pbsRecorded is testdata file name as PBS.ListCommand prints it: the
+// real server's jobs were submitted by mqpbs, the others' by mquser.
+func pbsRecorded(t *testing.T, name string) []byte {
+	user := "mquser"
+	if strings.HasPrefix(name, "pbs_real_") {
+		user = "mqpbs"
+	}
+	return pbsListing(user, read(t, name))
+}
+
 type want struct {
 	id    string
 	state State
@@ -74,7 +90,11 @@ func TestParseList(t *testing.T) {
 		{PBS{}, "pbs_real_history.json", "mq-rec-1a2b3c", nil},
 		{PBS{}, "pbs_real_history.json", "mq-test-abc", nil},
 	} {
-		ps, err := tc.batch.ParseList(read(t, tc.file), tc.name)
+		out := read(t, tc.file)
+		if _, ok := tc.batch.(PBS); ok {
+			out = pbsRecorded(t, tc.file)
+		}
+		ps, err := tc.batch.ParseList(out, tc.name)
 		if err != nil {
 			t.Errorf("%s: %v", tc.file, err)
 			continue
@@ -98,14 +118,20 @@ func TestParseListTimes(t *testing.T) {
 			t.Errorf("job %s: no submission time", p.ID)
 		}
 	}
-	ps, _ = PBS{}.ParseList(read(t, "pbs_qstat_f.json"), "mq-pbsA-abc123")
+	ps, err = PBS{}.ParseList(pbsRecorded(t, "pbs_qstat_f.json"), "mq-pbsA-abc123")
+	if err != nil || len(ps) == 0 {
+		t.Fatalf("pbs_qstat_f.json: %v, %v", ps, err)
+	}
 	for _, p := range ps {
 		if p.ID == "1001.pbsserver" && p.Started.Format(time.ANSIC) != "Wed Nov  6 13:20:41 2019" {
 			t.Errorf("PBS stime read as %v", p.Started)
 		}
 	}
 	for _, f := range []string{"pbs_real_qstat.json", "pbs_real_qstat.txt"} {
-		ps, _ = PBS{}.ParseList(read(t, f), "mq-rec-1a2b3c")
+		ps, err = PBS{}.ParseList(pbsRecorded(t, f), "mq-rec-1a2b3c")
+		if err != nil || len(ps) == 0 {
+			t.Fatalf("%s: %v, %v", f, ps, err)
+		}
 		for _, p := range ps {
 			if p.Submitted.Format(time.ANSIC) != "Mon Nov 23 23:15:42 2026" {
 				t.Errorf("%s: job %s qtime read as %v", f, p.ID, p.Submitted)
@@ -168,9 +194,9 @@ func TestParseListRefusesGarbage(t *testing.T) {
 		{Slurm{}, "slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n"},
 		{Slurm{}, "1|RUNNING|2026-11-22T05:50:26|2026-11-22T05:50:26\n"},
 		{Slurm{}, "1|WEIRD|x|y|n\n"},
-		{PBS{}, "{\"Jobs\":{\"1.s\":{\"Job_Name\":\"n\"}}}"},
-		{PBS{}, "{\"Jobs\":{\"1.s\":{\"Job_Name\":\"n\",\"job_state\":\"?\"}}}"},
-		{PBS{}, "Job Id: 1.s\n    Job_Name = n\n"},
+		{PBS{}, "mq-owner=u\n{\"Jobs\":{\"1.s\":{\"Job_Name\":\"n\",\"Job_Owner\":\"u@h\"}}}"},
+		{PBS{}, "mq-owner=u\n{\"Jobs\":{\"1.s\":{\"Job_Name\":\"n\",\"Job_Owner\":\"u@h\",\"job_state\":\"?\"}}}"},
+		{PBS{}, "mq-owner=u\nJob Id: 1.s\n    Job_Name = n\n    Job_Owner = u@h\n"},
 	} {
 		if ps, err := tc.batch.ParseList([]byte(tc.out), "n"); err == nil {
 			t.Errorf("%T.ParseList(%q) = %v, want an error", tc.batch, tc.out, ps)
@@ -309,6 +335,9 @@ func FuzzParseList(f *testing.F) {
 			f.Fatal(err)
 		}
 		f.Add(b)
+		if strings.HasPrefix(name, "pbs_") {
+			f.Add(pbsListing("mquser", b))
+		}
 	}
 	f.Fuzz(func(t *testing.T, out []byte) {
 		for _, b := range []System{SGE{}, Slurm{}, PBS{}} {
@@ -372,9 +401,9 @@ func TestSuspendedStates(t *testing.T) {
 		{SGE{}, sge("hr"), Running},
 		{SGE{}, sge("t"), Running},
 		{Slurm{}, "5|SUSPENDED|2026-11-22T06:00:58|2026-11-22T06:00:58|n\n", Suspended},
-		{PBS{}, "Job Id: 5.s\n    Job_Name = n\n    job_state = S\n", Suspended},
-		{PBS{}, "Job Id: 5.s\n    Job_Name = n\n    job_state = U\n", Suspended},
-		{PBS{}, "Job Id: 5.s\n    Job_Name = n\n    job_state = R\n", Running},
+		{PBS{}, "mq-owner=u\nJob Id: 5.s\n    Job_Name = n\n    Job_Owner = u@h\n    job_state = S\n", Suspended},
+		{PBS{}, "mq-owner=u\nJob Id: 5.s\n    Job_Name = n\n    Job_Owner = u@h\n    job_state = U\n", Suspended},
+		{PBS{}, "mq-owner=u\nJob Id: 5.s\n    Job_Name = n\n    Job_Owner = u@h\n    job_state = R\n", Running},
 	} {
 		ps, err := tc.batch.ParseList([]byte(tc.out), "n")
 		if err != nil || len(ps) != 1 || ps[0].State != tc.want {
@@ -401,8 +430,8 @@ func TestWhyQueued(t *testing.T) {
 		{Slurm{}, read(t, "slurm_squeue_held.txt"), []why{{"490", Queued, "JobHeldAdmin"}, {"491", Running, ""}}},
 		{SGE{}, read(t, "sge_qstat_held.xml"), []why{{"558", Queued, "held"}, {"559", Running, ""}}},
 		{Slurm{}, []byte("7|PENDING|2026-11-22T06:00:58|N/A|None|mq-rec\n8|PENDING|2026-11-22T06:00:58|N/A|PartitionTimeLimit|mq-rec\n"), []why{{"7", Queued, ""}, {"8", Queued, "PartitionTimeLimit"}}},
-		{PBS{}, []byte("Job Id: 5.s\n    Job_Name = mq-rec\n    job_state = H\n"), []why{{"5.s", Queued, "held"}}},
-		{PBS{}, []byte("Job Id: 6.s\n    Job_Name = mq-rec\n    job_state = Q\n    comment = Not Running: Insufficient amount of resource: ncpus \n"), []why{{"6.s", Queued, "Not Running: Insufficient amount of resource: ncpus"}}},
+		{PBS{}, []byte("mq-owner=u\nJob Id: 5.s\n    Job_Name = mq-rec\n    Job_Owner = u@h\n    job_state = H\n"), []why{{"5.s", Queued, "held"}}},
+		{PBS{}, []byte("mq-owner=u\nJob Id: 6.s\n    Job_Name = mq-rec\n    Job_Owner = u@h\n    job_state = Q\n    comment = Not Running: Insufficient amount of resource: ncpus \n"), []why{{"6.s", Queued, "Not Running: Insufficient amount of resource: ncpus"}}},
 	} {
 		ps, err := tc.batch.ParseList(tc.out, "mq-rec")
 		if err != nil {
@@ -417,5 +446,63 @@ func TestWhyQueued(t *testing.T) {
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("%T: %v, want %v", tc.batch, got, tc.want)
 		}
+	}
+}
+
+// qstat -f lists every user's jobs: another user of the cluster, who sees
+// the placeholders' name there, can submit jobs of that name. They are
+// not placeholders: counted as queued ones the CLS would submit no more,
+// and running ones that never connect would degrade the site. The
+// listing is run as the site runs it, with a stand-in qstat and id.
+func TestPBSListsOnlyTheUsersJobs(t *testing.T) {
+	const name = "mq-pbsA-abc123"
+	job := func(owner, state string) string {
+		return fmt.Sprintf(`{"Job_Name":%q,"Job_Owner":%q,"job_state":%q,"qtime":"Wed Nov  6 13:20:40 2019"}`, name, owner, state)
+	}
+	listing := `{"Jobs":{` +
+		`"1.pbsserver":` + job("mquser@login1", "R") + `,` +
+		`"2.pbsserver":` + job("mallory@login1", "Q") + `,` +
+		`"3.pbsserver":` + job("mallory@login2", "R") + `,` +
+		`"4.pbsserver":` + job("mquser2@login1", "Q") + `,` +
+		`"5.pbsserver":` + job("mquser@login2", "Q") + `,` +
+		`"6.pbsserver":` + job("", "Q") + `}}`
+	bin := t.TempDir()
+	for cmd, script := range map[string]string{
+		"qstat": "#!/bin/sh\n[ \"$*\" = '-f -F json' ] || exit 2\nprintf '%s\\n' " + shellwords.Quote(listing) + "\n",
+		"id":    "#!/bin/sh\n[ \"$*\" = '-un' ] || exit 2\necho mquser\n",
+	} {
+		if err := os.WriteFile(filepath.Join(bin, cmd), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command("sh", "-c", PBS{}.ListCommand(name))
+	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v", PBS{}.ListCommand(name), err)
+	}
+	ps, err := PBS{}.ParseList(out, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := summary(ps)
+	slices.SortFunc(got, func(a, b want) int { return strings.Compare(a.id, b.id) })
+	if w := []want{{"1.pbsserver", Running}, {"5.pbsserver", Queued}}; !slices.Equal(got, w) {
+		t.Errorf("listed %v; want only mquser's jobs %v", got, w)
+	}
+
+	// A listing that does not say whose it is cannot be read.
+	for _, out := range []string{
+		listing,
+		"mq-owner=\n" + listing,
+		"Job Id: 1.s\n    Job_Name = " + name + "\n    Job_Owner = mquser@h\n    job_state = R\n",
+	} {
+		if ps, err := (PBS{}).ParseList([]byte(out), name); err == nil {
+			t.Errorf("ParseList(%.40q...) = %v; want an error", out, ps)
+		}
+	}
+	// What a login shell prints before it is skipped.
+	if ps, err := (PBS{}).ParseList([]byte("Welcome to the cluster\nmq-owner=mquser\n"+listing), name); err != nil || len(ps) != 2 {
+		t.Errorf("after a banner: %v, %v; want mquser's 2 jobs", ps, err)
 	}
 }

@@ -3,6 +3,7 @@ package batch
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -59,9 +60,46 @@ func (PBS) ParseSubmit(out []byte) (string, error) {
 	return l, nil
 }
 
-// ListCommand lists every job in full as JSON (PBS Pro 18 and later). qstat
-// cannot select by name, so ParseList does.
-func (PBS) ListCommand(string) string { return "qstat -f -F json" }
+// ListCommand lists every job in full as JSON (PBS Pro 18 and later),
+// after a line naming the login user (pbsOwnerMark). qstat -f can select
+// neither by name nor by owner, and it lists every user's jobs (OpenPBS's
+// default query_other_jobs = True), so ParseList keeps the user's jobs of
+// the name: another user of the cluster, who sees our placeholders' name
+// in qstat, could otherwise submit jobs of that name for the CLS to take
+// for its own, as placeholders queued (it then submits no more) or
+// running that never connect (the site is then degraded).
+func (PBS) ListCommand(string) string {
+	return `printf '` + pbsOwnerMark + `%s\n' "$(id -un)"; qstat -f -F json`
+}
+
+// pbsOwnerMark starts the line ListCommand prints before the listing,
+// with the login user's name after it.
+const pbsOwnerMark = "mq-owner="
+
+// pbsOwner reads the line ListCommand prints before the listing (lines a
+// login shell printed before it are skipped) and returns the user it
+// names and the listing after it. Without it the listing is refused: whose
+// jobs are ours cannot be told.
+func pbsOwner(out []byte) (user string, rest []byte, err error) {
+	for len(out) > 0 {
+		line, after, _ := bytes.Cut(out, []byte("\n"))
+		if u, ok := bytes.CutPrefix(bytes.TrimSpace(line), []byte(pbsOwnerMark)); ok {
+			if len(u) == 0 {
+				return "", nil, errors.New("id -un printed no user name: cannot tell the user's jobs from others' in qstat's listing")
+			}
+			return string(u), after, nil
+		}
+		out = after
+	}
+	return "", nil, errors.New("qstat's listing does not say whose it is (no " + pbsOwnerMark + " line): cannot tell the user's jobs from others'")
+}
+
+// pbsOwned says whether Job_Owner (user@host, the host the job was
+// submitted from) is user's.
+func pbsOwned(owner, user string) bool {
+	u, _, _ := strings.Cut(owner, "@")
+	return u == user
+}
 
 type pbsJob struct {
 	Name  string `json:"Job_Name"`
@@ -79,6 +117,10 @@ type pbsJob struct {
 // Variable_List, bare numbers as names); then the attributes we need are
 // read line by line, which both formats allow (one attribute per line).
 func (PBS) ParseList(out []byte, name string) ([]Placeholder, error) {
+	user, out, err := pbsOwner(out)
+	if err != nil {
+		return nil, err
+	}
 	t := bytes.TrimSpace(out)
 	if len(t) == 0 {
 		return nil, nil // qstat prints nothing when there are no jobs
@@ -104,7 +146,7 @@ func (PBS) ParseList(out []byte, name string) ([]Placeholder, error) {
 	}
 	var ps []Placeholder
 	for id, j := range jobs {
-		if j.Name != name {
+		if j.Name != name || !pbsOwned(j.Owner, user) {
 			continue
 		}
 		st, ok := pbsState(j.State)

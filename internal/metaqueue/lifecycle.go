@@ -393,12 +393,9 @@ func (s *Store) failUnstageable(ids []int64, reason string) error {
 }
 
 // applyChanges makes storage, counters, ready heaps and waiters follow the
-// graph's changes. The row of self (the job the caller writes itself) is
+// graph's changes, then the progress watches. The row of self (the job the caller writes itself) is
 // not updated here, nor are rows still buffered in in (patched there).
 func (s *Store) applyChanges(ch []dag.Change, self int64, in *inserter) error {
-	if len(s.watches) > 0 {
-		s.watches.Changes(ch)
-	}
 	for _, c := range ch {
 		s.recount(c)
 		if c.ID != self && !in.patch(c.ID, c.To) {
@@ -435,6 +432,9 @@ func (s *Store) applyChanges(ch []dag.Change, self int64, in *inserter) error {
 			s.pack.Forget(c.ID)
 		}
 	}
+	if len(s.watches) > 0 {
+		s.watches.Changes(ch)
+	}
 	return nil
 }
 
@@ -448,6 +448,16 @@ func (s *Store) recount(c dag.Change) {
 	cnt[c.To]++
 	s.arrays.Count(c.ID, c.From, c.To)
 	s.states.Move(c.ID, c.Target, c.Queue, c.From, c.To)
+}
+
+// countsFor is queue q's jobs by state, which recount moves.
+func (s *Store) countsFor(q int32) *[128]int {
+	c := s.counts[q]
+	if c == nil {
+		c = new([128]int)
+		s.counts[q] = c
+	}
+	return c
 }
 
 // readyEntry is how a queue's heap sees a job that became ready. An SJF

@@ -78,32 +78,6 @@ func (s *Store) report(ph int64, reports []protocol.Report) error {
 	return nil
 }
 
-// dropStale forgets the replicas at placeholder ph's place of the inputs
-// of job id its agent did not find whole there (catalog.DropMissing), and
-// says whether any was: the job is then handed back unstarted. The report
-// writes the attempt's end in this batch anyway, so the transaction is
-// begun here whatever is dropped.
-func (s *Store) dropStale(id, ph int64, missing []string) (bool, error) {
-	if !s.cat.Staging() || len(missing) == 0 {
-		return false, nil
-	}
-	to, err := s.storePlace(ph)
-	if err == nil {
-		err = s.begin()
-	}
-	if err != nil {
-		return false, err
-	}
-	stale, ch, err := s.cat.DropMissing(context.Background(), s.w, id, to, missing)
-	if err != nil {
-		return false, fatalError{err}
-	}
-	if ch.Moved {
-		s.data.Gone(ch.Gone) // replicas dropped: nothing arrived, no job fails
-	}
-	return stale, nil
-}
-
 // attemptEnded is the end of attempt ru of job id (j as the graph has
 // it), which ended as out (r says how), as a pipeline: the decision from
 // the facts alone (runs), then each module that keeps something of the
@@ -206,7 +180,10 @@ func (s *Store) lateReport(ph int64, r protocol.Report) error {
 	if err := s.repl.Late(context.Background(), s.w, ph, r); err != nil {
 		return fatalError{err}
 	}
-	return storeErr(s.ledger.LateEnd(context.Background(), s.w, ref, r.Finished, s.now(), s.opt.Lease))
+	if err := s.ledger.LateEnd(context.Background(), s.w, ref, r.Finished, s.now(), s.opt.Lease); err != nil {
+		return fatalError{err}
+	}
+	return nil
 }
 
 // copiesEvent applies ch, an event of attempt ru of job id (nil for

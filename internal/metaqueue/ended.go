@@ -171,19 +171,19 @@ func (s *Store) runOf(id int64, attempt int, ph int64) *run {
 // releases its reservation; of a job deleted while executing, its output.
 func (s *Store) lateReport(ph int64, r protocol.Report) error {
 	ref := protocol.JobRef{ID: r.ID, Attempt: r.Attempt}
-	if !s.repl.Awaits(ref, ph) {
-		return s.saveOutputs(ph, r, extents.SaveDeleted)
+	if s.repl.Awaits(ref, ph) {
+		if err := s.begin(); err != nil {
+			return err
+		}
+		if err := s.repl.Late(context.Background(), s.w, ph, r); err != nil {
+			return fatalError{err}
+		}
+		if err := s.ledger.LateEnd(context.Background(), s.w, ref, r.Finished, s.now(), s.opt.Lease); err != nil {
+			return fatalError{err}
+		}
+		return nil
 	}
-	if err := s.begin(); err != nil {
-		return err
-	}
-	if err := s.repl.Late(context.Background(), s.w, ph, r); err != nil {
-		return fatalError{err}
-	}
-	if err := s.ledger.LateEnd(context.Background(), s.w, ref, r.Finished, s.now(), s.opt.Lease); err != nil {
-		return fatalError{err}
-	}
-	return nil
+	return s.saveOutputs(ph, r, extents.SaveDeleted)
 }
 
 // copiesEvent applies ch, an event of attempt ru of job id (nil for

@@ -114,6 +114,32 @@ func (s *Store) catalogChanged(ch catalog.Change) error {
 	return nil
 }
 
+// dropStale forgets the replicas at placeholder ph's place of the inputs
+// of job id its agent did not find whole there (catalog.DropMissing), and
+// says whether any was: the job is then handed back unstarted. The report
+// writes the attempt's end in this batch anyway, so the transaction is
+// begun here whatever is dropped.
+func (s *Store) dropStale(id, ph int64, missing []string) (bool, error) {
+	if !s.cat.Staging() || len(missing) == 0 {
+		return false, nil
+	}
+	to, err := s.storePlace(ph)
+	if err == nil {
+		err = s.begin()
+	}
+	if err != nil {
+		return false, err
+	}
+	stale, ch, err := s.cat.DropMissing(context.Background(), s.w, id, to, missing)
+	if err != nil {
+		return false, fatalError{err}
+	}
+	if ch.Moved {
+		s.data.Gone(ch.Gone) // replicas dropped: nothing arrived, no job fails
+	}
+	return stale, nil
+}
+
 // inputsAt says whether jobs ids have every movable input at place to,
 // asking the stager for the missing ones.
 func (s *Store) inputsAt(ids []int64, to catalog.Place) (bool, error) {

@@ -84,15 +84,9 @@ func (s *Store) pickCopy(p *parkedNext) (int64, *queue, error) {
 		return 0, nil, nil
 	}
 	ph := p.req.Placeholder
-	cur, err := s.phSite(ph)
+	cur, to, err := s.phPlaces(ph)
 	if err != nil {
 		return 0, nil, err
-	}
-	var to catalog.Place
-	if s.opt.Stager != nil {
-		if to, err = s.storePlace(ph); err != nil {
-			return 0, nil, err
-		}
 	}
 	look := s.repl.Look(copies.Where{Site: cur, StoreSite: to.Site, StoreHost: to.Host}, s.data.SiteAt(cur).Site, s.data.Untold())
 	a := &p.copyAsk
@@ -182,10 +176,11 @@ func (s *Store) dispatchCopy(p *parkedNext, id int64, q *queue) error {
 	if err := s.repl.Started(context.Background(), s.w, cr, cj); err != nil {
 		return fatalError{err}
 	}
-	if j, ok := s.g.Node(id); ok {
+	j, ok := s.g.Node(id)
+	if ok {
 		s.econStart(id, q, j, ru, p.site)
 	}
-	a, err := s.assignment(id, q, r, 0, 0)
+	a, err := s.assignment(id, j.Target, q, r, 0, 0)
 	if err != nil {
 		return err
 	}

@@ -39,15 +39,9 @@ func (s *Store) checkCopyIndex() error {
 // walked on every look. The model test holds the index to it.
 func (s *Store) pickCopyScan(p *parkedNext) (int64, *queue, error) {
 	ph := p.req.Placeholder
-	cur, err := s.phSite(ph)
+	cur, to, err := s.phPlaces(ph)
 	if err != nil {
 		return 0, nil, err
-	}
-	var to catalog.Place
-	if s.opt.Stager != nil {
-		if to, err = s.storePlace(ph); err != nil {
-			return 0, nil, err
-		}
 	}
 	site := s.data.SiteAt(cur).Site
 	byQueue := map[*queue][]policy.Running{}

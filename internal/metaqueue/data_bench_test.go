@@ -211,7 +211,7 @@ func chooseLive(s *Store, ph int64) (*queue, *parkedNext) {
 		d.Locate(fmt.Sprintf("/data/hom-%d", i), dc.Loc{At: a, Size: 50_000, Job: 1})
 	}
 	for ph := int64(1); ph <= 34; ph++ {
-		at, _ := s.phSite(ph)
+		at, _, _ := s.phPlaces(ph)
 		d.Asked(ph, at, d.Epoch())
 		d.Asked(ph, at, d.Epoch().Add(time.Duration(ph)*time.Second))
 	}

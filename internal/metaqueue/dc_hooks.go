@@ -57,11 +57,16 @@ func (s *Store) linkOf(name string) dc.Link { return s.links.Of(name, s.opt.Link
 // measured from real transfers, for DC's pricing.
 func (s *Store) MeasuredLink(site string, l dc.Link) { s.links.Measured(site, l) }
 
-// phSite returns where a placeholder runs, reading its row once if it
-// registered before this run.
-func (s *Store) phSite(ph int64) (policy.Site, error) {
+// phPlaces returns where a placeholder runs, reading its row once if it
+// registered before this run, and, with staging, where its jobs find
+// their files (storePlace).
+func (s *Store) phPlaces(ph int64) (policy.Site, catalog.Place, error) {
 	at, err := s.data.PlaceholderAt(context.Background(), s.w, ph)
-	return at, storeErr(err)
+	if err != nil || s.opt.Stager == nil {
+		return at, catalog.Place{}, storeErr(err)
+	}
+	to, err := s.data.StorePlace(context.Background(), s.w, ph)
+	return at, catalog.Place(to), storeErr(err)
 }
 
 // storePlace is where a placeholder's jobs find their files

@@ -51,7 +51,7 @@ func TestStorePlaceAgreesWithCatalog(t *testing.T) {
 		e.s.do(context.Background(), func() error {
 			for site, ph := range phs {
 				got, err := e.s.storePlace(ph)
-				at, _ := e.s.phSite(ph)
+				at, _, _ := e.s.phPlaces(ph)
 				pl := e.s.data.SiteAt(at)
 				if want := e.s.cat.StorePlace(pl.Site, pl.Host); err != nil || got != want {
 					t.Errorf("%s: placeholder at %s: %+v (%v), the catalog's %+v", when, site, got, err, want)

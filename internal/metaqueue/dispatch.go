@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/mq-hpc/mq/internal/dispatch"
+	"github.com/mq-hpc/mq/internal/dag"
 	"github.com/mq-hpc/mq/internal/metaqueue/bundles"
 	"github.com/mq-hpc/mq/internal/metaqueue/dc"
 	"github.com/mq-hpc/mq/internal/metaqueue/placeholders"
@@ -107,6 +107,7 @@ func (s *Store) matchParked() ([]*parkedNext, error) {
 // picked is a job a request's dispatch chose, before its row is claimed.
 type picked struct {
 	id     int64
+	target dag.TargetID
 	q      *queue
 	bundle int64
 	seq    int
@@ -134,7 +135,8 @@ func (s *Store) dispatch(p *parkedNext) error {
 	skipDC := s.data.Stands(&p.dcWait, now) // a DC "wait" stands (dc.Wait)
 	waited := false
 	// A bundle takes one slot however many jobs it has.
-	for slots := bundles.SlotsUsed(p.reply.Jobs); slots < p.req.Free; {
+	used := bundles.SlotsUsed(p.reply.Jobs)
+	for slots := used; slots < p.req.Free; {
 		_, id, w, err := s.pick(p, skipDC)
 		if err != nil {
 			return err
@@ -162,7 +164,7 @@ func (s *Store) dispatch(p *parkedNext) error {
 			if id == ids[0] { // a bundle runs its jobs in turn, in one grant
 				grant = s.packStart(id, p.req.Placeholder)
 			}
-			picks = append(picks, picked{id, s.queueIDs[j.Queue], bundle, bundles.Seq(bundle, id), ru, grant})
+			picks = append(picks, picked{id, j.Target, s.queueIDs[j.Queue], bundle, bundles.Seq(bundle, id), ru, grant})
 		}
 	}
 	s.data.Decided(&p.dcWait, waited && len(picks) == 0, skipDC, now)
@@ -178,17 +180,17 @@ func (s *Store) dispatch(p *parkedNext) error {
 		}
 		return s.dispatchCopy(p, id, q)
 	}
-	return s.handOut(p, picks, now)
+	return s.handOut(p, picks, used, now)
 }
 
-// handOut claims the rows of the jobs picked for p and puts their
-// assignments in p's reply.
-func (s *Store) handOut(p *parkedNext, picks []picked, now time.Time) error {
+// handOut claims the rows of the jobs picked for p, whose reply filled
+// used slots before, and puts their assignments in p's reply.
+func (s *Store) handOut(p *parkedNext, picks []picked, used int, now time.Time) error {
 	if err := s.begin(); err != nil {
 		return err
 	}
 	s.reg.Worked(p.req.Placeholder)
-	ahead := s.aheadOf(p, picks)
+	ahead := aheadOf(p, picks, used)
 	ids := make([]int64, len(picks))
 	for i, pk := range picks {
 		ids[i] = pk.id
@@ -209,7 +211,7 @@ func (s *Store) handOut(p *parkedNext, picks []picked, now time.Time) error {
 		s.ledger.Numbered(pk.id, r.attempt)
 		s.pack.Numbered(pk.id, r.attempt)
 		s.running[pk.id] = ru
-		a, err := s.assignment(pk.id, pk.q, r, pk.bundle, pk.seq)
+		a, err := s.assignment(pk.id, pk.target, pk.q, r, pk.bundle, pk.seq)
 		if err != nil {
 			return err
 		}
@@ -236,13 +238,12 @@ type assignRow struct {
 	submitted         int64
 }
 
-// assignment is how attempt r of job id travels to its placeholder.
-func (s *Store) assignment(id int64, q *queue, r assignRow, bundle int64, seq int) (protocol.Assignment, error) {
-	j, _ := s.g.Node(id)
-	text, raw := protocol.WireCommand(r.command)
+// assignment is how attempt r of job id (of target t and queue q)
+// travels to its placeholder.
+func (s *Store) assignment(id int64, t dag.TargetID, q *queue, r assignRow, bundle int64, seq int) (protocol.Assignment, error) {
 	a := protocol.Assignment{
-		ID: id, Attempt: r.attempt, Command: text, CommandBytes: raw, Cwd: r.cwd,
-		Target: s.g.Name(j.Target), Queue: q.Name, Ceiling: q.Ceiling, MaxOutput: q.MaxOutput, OutputFiles: q.Output == protocol.OutputModeFiles,
+		ID: id, Attempt: r.attempt, Cwd: r.cwd,
+		Target: s.g.Name(t), Queue: q.Name, Ceiling: q.Ceiling, MaxOutput: q.MaxOutput, OutputFiles: q.Output == protocol.OutputModeFiles,
 		Bundle: bundle, Seq: seq,
 	}
 	if r.env != "" || r.shared != "" {
@@ -252,58 +253,11 @@ func (s *Store) assignment(id int64, q *queue, r assignRow, bundle int64, seq in
 		}
 		a.Env = protocol.EnvList(env)
 	}
+	a.Command, a.CommandBytes = protocol.WireCommand(r.command)
 	if jf := s.data.Job(id); jf != nil {
 		a.Inputs, a.Outputs = s.assigned(jf)
 	}
 	return a, nil
-}
-
-// pick removes the next job to run from the ready heaps: queues take turns;
-// within a queue its policy orders jobs, skipping any whose estimate (or the
-// queue's ceiling) exceeds the placeholder's remaining walltime. A dc queue
-// asks policy.DC (pickDC), unless skipDC; waited reports that DC told the
-// placeholder to wait for a job of some queue.
-func (s *Store) pick(p *parkedNext, skipDC bool) (q *queue, id int64, waited bool, err error) {
-	if q, id, err := s.pickPlanned(p); err != nil || id != 0 {
-		return q, id, false, err
-	}
-	n := len(s.qlist)
-	for k := 0; k < n; k++ {
-		q := s.qlist[(s.rr+k)%n]
-		var ok bool
-		if q.isDC() {
-			if skipDC {
-				continue
-			}
-			var w bool
-			id, ok, w, err = s.pickDC(q, p)
-			if err != nil {
-				return nil, 0, false, err
-			}
-			waited = waited || w
-		} else {
-			id, ok, err = s.pickFrom(q, p)
-			if err != nil {
-				return nil, 0, false, err
-			}
-		}
-		if ok {
-			s.rr = (s.rr + k + 1) % n
-			return q, id, waited, nil
-		}
-	}
-	return nil, 0, waited, nil
-}
-
-// pickFrom takes the first ready job of an ordered queue that the
-// ordered chain lets go to the placeholder (dispatch.First): with staging,
-// one whose inputs are at the placeholder's place (a job whose inputs are
-// being brought waits aside, so the placeholder gets other ready work
-// meanwhile).
-func (s *Store) pickFrom(q *queue, p *parkedNext) (int64, bool, error) {
-	a := s.asking(q, p)
-	r, ok, err := dispatch.First(a, q.ready, dispatch.Ordered&^a.idle(), &s.data.scratch)
-	return r.ID, ok, err
 }
 
 // dataReady says whether job id (with its bundle) has its movable inputs

@@ -78,38 +78,15 @@ func (s *Store) report(ph int64, reports []protocol.Report) error {
 	return nil
 }
 
-// dropStale forgets the replicas at placeholder ph's place of the inputs
-// of job id its agent did not find whole there (catalog.DropMissing), and
-// says whether any was: the job is then handed back unstarted. The report
-// writes the attempt's end in this batch anyway, so the transaction is
-// begun here whatever is dropped.
-func (s *Store) dropStale(id, ph int64, missing []string) (bool, error) {
-	if !s.cat.Staging() || len(missing) == 0 {
-		return false, nil
-	}
-	to, err := s.storePlace(ph)
-	if err == nil {
-		err = s.begin()
-	}
-	if err != nil {
-		return false, err
-	}
-	stale, ch, err := s.cat.DropMissing(context.Background(), s.w, id, to, missing)
-	if err != nil {
-		return false, fatalError{err}
-	}
-	if ch.Moved {
-		s.data.Gone(ch.Gone) // replicas dropped: nothing arrived, no job fails
-	}
-	return stale, nil
-}
-
 // attemptEnded is the end of attempt ru of job id (j as the graph has
-// it), which ended as out (r says how): each module that keeps something
-// of the attempt is called once, in the order above, with the facts the
-// ones before it returned, and then the job's next state is written.
+// it), which ended as out (r says how), as a pipeline: the decision from
+// the facts alone (runs), then each module that keeps something of the
+// attempt, once, in the order above, with the facts the ones before it
+// returned, and then the job's next state is written.
 func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out runs.Outcome, r protocol.Report) error {
 	out = ru.Bounded(out) // a job handed back for ever does not grow its history for ever
+	q := s.queueIDs[j.Queue]
+	e, next := ru.Ending(out, r, s.now(), j.Est, runs.Limits{MaxAttempts: q.MaxAttempts, RetryFailed: q.RetryFailed, Ceiling: q.Ceiling}, s.pack.Outgrown)
 	// copies: the first attempt to succeed wins (unless another's agent
 	// claimed first) and the others are killed; one that ends while
 	// another runs on ends alone (it begins the batch's transaction).
@@ -117,12 +94,10 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out runs.Outcome, r 
 	if err != nil || !moves {
 		return err
 	}
-	q := s.queueIDs[j.Queue]
-	e, next := s.endOf(q, ru, out, r, j.Est)
 	// ledger: charged for what it ran, its reservation released.
 	if err := storeErr(s.ledger.Ended(context.Background(), s.w, ledgerCore{s}, ledger.End{
 		Ref: protocol.JobRef{ID: id, Attempt: ru.Attempt}, Queue: q.account(), Placeholder: ru.Placeholder,
-		Started: e.started, Finished: e.finished, OK: out == runs.Succeeded, Returned: out == runs.Returned})); err != nil {
+		Started: e.Started, Finished: e.Finished, OK: out == runs.Succeeded, Returned: out == runs.Returned})); err != nil {
 		return err
 	}
 	// packing: its grant given back (or to its bundle's heir), its usage
@@ -132,7 +107,7 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out runs.Outcome, r 
 		return fatalError{err}
 	}
 	if retry {
-		s.log.Info("job killed over its memory runs again with more", "job", id, "attempt", ru.Attempt, "reason", e.reason)
+		s.log.Info("job killed over its memory runs again with more", "job", id, "attempt", ru.Attempt, "reason", e.Reason)
 		next = job.Queued
 	}
 	if o := s.opt.Observer; o != nil {
@@ -149,37 +124,14 @@ func (s *Store) attemptEnded(id int64, j dag.Node, ru *run, out runs.Outcome, r 
 	return s.leaveExecuting(id, j, next, out, retry, e)
 }
 
-// endOf is how attempt ru of q (est: its job's estimate), which ended as
-// out, is recorded, and the job's next state (runs.Next; packing.Outgrown):
-// r's exit, times, reason, outputs, usage and walltime floor, with what the
-// core knows in place of what the report lacks (runs.Run.Span, Outcome.Said;
-// a failed attempt's exit status as its reason, runs.ExitReason).
-func (s *Store) endOf(q *queue, ru *run, out runs.Outcome, r protocol.Report, est float32) (attemptEnd, job.State) {
-	next := runs.Next(out, ru.Used, q.MaxAttempts, q.RetryFailed)
-	e := attemptEnd{attempt: ru.Attempt, placeholder: ru.Placeholder, usage: r.Usage, outputs: r.Outputs}
-	e.started, e.finished = ru.Span(r, s.now())
-	e.floor = ru.WalltimeFloor(r, s.now(), est)
-	var kept bool
-	if e.reason, kept = out.Said(r.Reason, q.Ceiling); kept {
-		e.exit = r.Exit
-	}
-	if why := s.pack.Outgrown(float64(e.floor)); why != "" && next == job.Queued {
-		next, e.reason = job.Failed, why // each attempt left would be stopped as this one was
-	}
-	if out == runs.Failed && e.reason == "" { // retried, too: its attempt says why
-		e.reason = runs.ExitReason(r.Exit, ru.Used, next == job.Queued)
-	}
-	return e, next
-}
-
 // packEnd is how attempt ru of job id (j, of q) ended, as packing needs it.
-func (s *Store) packEnd(id int64, j dag.Node, q *queue, ru *run, out runs.Outcome, e attemptEnd) packing.End {
+func (s *Store) packEnd(id int64, j dag.Node, q *queue, ru *run, out runs.Outcome, e runs.End) packing.End {
 	var elapsed time.Duration // 0: the attempt did not run
-	if !e.started.IsZero() {
-		elapsed = e.finished.Sub(e.started)
+	if !e.Started.IsZero() {
+		elapsed = e.Finished.Sub(e.Started)
 	}
 	return packing.End{Run: packing.Run{Job: id, Attempt: ru.Attempt}, Category: resource.Category{Queue: q.Name, Target: s.g.Name(j.Target)},
-		Succeeded: out == runs.Succeeded, Failed: out == runs.Failed, Reason: e.reason, Usage: e.usage, Elapsed: elapsed, Heir: s.bundleHeir(id, ru)}
+		Succeeded: out == runs.Succeeded, Failed: out == runs.Failed, Reason: e.Reason, Usage: e.Usage, Elapsed: elapsed, Heir: s.bundleHeir(id, ru)}
 }
 
 // bundleHeir is the attempt that takes the grant of job id's attempt ru
@@ -219,16 +171,19 @@ func (s *Store) runOf(id int64, attempt int, ph int64) *run {
 // releases its reservation; of a job deleted while executing, its output.
 func (s *Store) lateReport(ph int64, r protocol.Report) error {
 	ref := protocol.JobRef{ID: r.ID, Attempt: r.Attempt}
-	if !s.repl.Awaits(ref, ph) {
-		return s.saveOutputs(ph, r, extents.SaveDeleted)
+	if s.repl.Awaits(ref, ph) {
+		if err := s.begin(); err != nil {
+			return err
+		}
+		if err := s.repl.Late(context.Background(), s.w, ph, r); err != nil {
+			return fatalError{err}
+		}
+		if err := s.ledger.LateEnd(context.Background(), s.w, ref, r.Finished, s.now(), s.opt.Lease); err != nil {
+			return fatalError{err}
+		}
+		return nil
 	}
-	if err := s.begin(); err != nil {
-		return err
-	}
-	if err := s.repl.Late(context.Background(), s.w, ph, r); err != nil {
-		return fatalError{err}
-	}
-	return storeErr(s.ledger.LateEnd(context.Background(), s.w, ref, r.Finished, s.now(), s.opt.Lease))
+	return s.saveOutputs(ph, r, extents.SaveDeleted)
 }
 
 // copiesEvent applies ch, an event of attempt ru of job id (nil for
@@ -334,16 +289,16 @@ func (s *Store) stopRun(id int64) {
 // transaction: DC hears the job ended Done (dc.State.Done), the catalog
 // records them, a plan keeps those with a checksum at its site, the
 // ledger counts the bytes written and the copy index hears they moved.
-func (s *Store) jobDone(id int64, q int32, target string, e attemptEnd) error {
-	made, err := s.data.Done(context.Background(), s.w, dc.Ended{ID: id, Target: target, Placeholder: e.placeholder,
-		Started: e.started, Finished: e.finished, Outputs: e.outputs, Reported: s.opt.Stager != nil || len(e.outputs) > 0}, dcCatalog{s})
+func (s *Store) jobDone(id int64, q int32, target string, e runs.End) error {
+	made, err := s.data.Done(context.Background(), s.w, dc.Ended{ID: id, Target: target, Placeholder: e.Placeholder,
+		Started: e.Started, Finished: e.Finished, Outputs: e.Outputs, Reported: s.opt.Stager != nil || len(e.Outputs) > 0}, dcCatalog{s})
 	if err != nil {
 		return fatalError{err}
 	}
 	p := catalog.Place(made.Place)
 	for _, o := range made.Outputs {
 		// A plan keeps the file at its site (AEH-ETAA): catalog.Made.
-		u, err := s.cat.Made(o.Path, p, o.CatalogSize(), o.SHA, id, e.finished, s.plans.FileSite)
+		u, err := s.cat.Made(o.Path, p, o.CatalogSize(), o.SHA, id, e.Finished, s.plans.FileSite)
 		if err != nil {
 			return fatalError{err}
 		}

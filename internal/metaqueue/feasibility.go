@@ -10,8 +10,78 @@ import (
 
 // The dispatch decision itself (which ready job a placeholder gets, the
 // chain of feasibility checks, held and aside) is package dispatch's,
-// shared with the simulator. Here is the store's side of it: how the
-// store answers each check for a placeholder asking now.
+// shared with the simulator. Here is the store's side of it: the pick
+// (the queues' turns, a planned job first, a choosing queue's own) and how
+// the store answers each check for a placeholder asking now.
+
+// pick removes the next job to run from the ready heaps: queues take turns;
+// within a queue its policy orders jobs, skipping any whose estimate (or the
+// queue's ceiling) exceeds the placeholder's remaining walltime. A dc queue
+// asks policy.DC (pickDC), unless skipDC; waited reports that DC told the
+// placeholder to wait for a job of some queue.
+func (s *Store) pick(p *parkedNext, skipDC bool) (q *queue, id int64, waited bool, err error) {
+	if q, id, err := s.pickPlanned(p); err != nil || id != 0 {
+		return q, id, false, err
+	}
+	n := len(s.qlist)
+	for k := 0; k < n; k++ {
+		q := s.qlist[(s.rr+k)%n]
+		var ok bool
+		if q.isDC() {
+			if skipDC {
+				continue
+			}
+			var w bool
+			id, ok, w, err = s.pickDC(q, p)
+			if err != nil {
+				return nil, 0, false, err
+			}
+			waited = waited || w
+		} else {
+			id, ok, err = s.pickFrom(q, p)
+			if err != nil {
+				return nil, 0, false, err
+			}
+		}
+		if ok {
+			s.rr = (s.rr + k + 1) % n
+			return q, id, waited, nil
+		}
+	}
+	return nil, 0, waited, nil
+}
+
+// pickPlanned takes the first ready job planned for p's site that fits
+// and has its inputs there (plans.PickAt).
+func (s *Store) pickPlanned(p *parkedNext) (*queue, int64, error) {
+	if !s.plans.Active() {
+		return nil, 0, nil
+	}
+	site, err := s.siteName(p.req.Placeholder)
+	if err != nil {
+		return nil, 0, err
+	}
+	p.site = site
+	a := s.asking(nil, p)
+	a.planned = true // each job's own queue (plans.Asking)
+	id, err := s.plans.PickAt(site, s.now(), a)
+	if id == 0 || err != nil {
+		return nil, 0, err
+	}
+	j, _ := s.g.Node(id)
+	return s.queueIDs[j.Queue], id, nil
+}
+
+// pickFrom takes the first ready job of an ordered queue that the
+// ordered chain lets go to the placeholder (dispatch.First): with staging,
+// one whose inputs are at the placeholder's place (a job whose inputs are
+// being brought waits aside, so the placeholder gets other ready work
+// meanwhile).
+func (s *Store) pickFrom(q *queue, p *parkedNext) (int64, bool, error) {
+	a := s.asking(q, p)
+	r, ok, err := dispatch.First(a, q.ready, dispatch.Ordered&^a.idle(), &s.data.scratch)
+	return r.ID, ok, err
+}
 
 // asking is the store's view of the world for the placeholder of p
 // picking from queue q (a dispatch.World), or, planned, from the jobs

@@ -187,31 +187,20 @@ func (s *Store) claimRows(ph int64, now time.Time, ids []int64, ahead []bool) (m
 	return got, nil
 }
 
-// attemptEnd is how an attempt ended: what the job's row, or its history
-// in attempts, keeps of it.
-type attemptEnd struct {
-	attempt           int
-	placeholder       int64
-	started, finished time.Time
-	exit              any // nil: none (the attempt was lost)
-	reason            string
-	usage             protocol.Usage     // not measured: stored as NULLs
-	outputs           []protocol.FileSum // a Done job's outputs
-	floor             float32            // the estimate it teaches (learnFloor)
-}
-
-func (e *attemptEnd) usageArgs() (cpuUser, cpuSys, maxRSS any) {
-	if !e.usage.Measured() {
+// usageArgs is e's usage as the statements store it: NULLs when not
+// measured.
+func usageArgs(e runs.End) (cpuUser, cpuSys, maxRSS any) {
+	if !e.Usage.Measured() {
 		return nil, nil, nil
 	}
-	return e.usage.CPUUser, e.usage.CPUSys, e.usage.MaxRSS
+	return e.Usage.CPUUser, e.Usage.CPUSys, e.Usage.MaxRSS
 }
 
 // leaveExecuting writes what follows attempt e of executing job id (j as
 // the graph has it), which ended as out: next, Done or Failed, or Queued
 // again, returned unstarted or not (retry, not counted: killed over its
 // memory, it runs again with more; runs.Uncounted: a full disk, the CLS).
-func (s *Store) leaveExecuting(id int64, j dag.Node, next job.State, out runs.Outcome, retry bool, e attemptEnd) error {
+func (s *Store) leaveExecuting(id int64, j dag.Node, next job.State, out runs.Outcome, retry bool, e runs.End) error {
 	switch {
 	case next == job.Queued && out == runs.Returned: // a retry's out is Failed
 		return s.unclaim(id, e)
@@ -224,13 +213,13 @@ func (s *Store) leaveExecuting(id int64, j dag.Node, next job.State, out runs.Ou
 // finish ends executing job id (j as the graph has it) Done or Failed
 // after attempt e (a Done job's outputs are in the catalog already:
 // jobDone).
-func (s *Store) finish(id int64, j dag.Node, next job.State, e attemptEnd) error {
+func (s *Store) finish(id int64, j dag.Node, next job.State, e runs.End) error {
 	var reason any
-	if e.reason != "" {
-		reason = e.reason
+	if e.Reason != "" {
+		reason = e.Reason
 	}
-	cpuUser, cpuSys, maxRSS := e.usageArgs()
-	if _, err := s.stmts.finish.Exec(string(next), e.exit, micros(e.started), micros(e.finished), reason, cpuUser, cpuSys, maxRSS, id); err != nil {
+	cpuUser, cpuSys, maxRSS := usageArgs(e)
+	if _, err := s.stmts.finish.Exec(string(next), e.Exit, micros(e.Started), micros(e.Finished), reason, cpuUser, cpuSys, maxRSS, id); err != nil {
 		return fatalError{err}
 	}
 	return s.set(id, next)
@@ -252,13 +241,13 @@ func (s *Store) set(id int64, to job.State) error {
 // for a disk others filled or by the CLS (runs.Uncounted). Then, as unclaim's, its base
 // moves past it (attempt_base + 1): a job on its last attempt still runs
 // again, and one with attempts left keeps them all.
-func (s *Store) requeue(id int64, e attemptEnd, retry bool) error {
-	cpuUser, cpuSys, maxRSS := e.usageArgs()
-	if _, err := s.stmts.history.Exec(id, e.attempt, e.placeholder, micros(e.started), micros(e.finished), e.exit, e.reason,
+func (s *Store) requeue(id int64, e runs.End, retry bool) error {
+	cpuUser, cpuSys, maxRSS := usageArgs(e)
+	if _, err := s.stmts.history.Exec(id, e.Attempt, e.Placeholder, micros(e.Started), micros(e.Finished), e.Exit, e.Reason,
 		cpuUser, cpuSys, maxRSS); err != nil {
 		return fatalError{err}
 	}
-	if err := s.learnFloor(id, e.floor); err != nil {
+	if err := s.learnFloor(id, e.Floor); err != nil {
 		return err
 	}
 	if retry {
@@ -286,12 +275,12 @@ func (s *Store) learnFloor(id int64, floor float32) error {
 // never ran (mqstat -j lists both). Its number stays taken rather than
 // given to the next attempt: a late message naming it must not match
 // another run of the job.
-func (s *Store) unclaim(id int64, e attemptEnd) error {
+func (s *Store) unclaim(id int64, e runs.End) error {
 	reason := ReasonHandedBack
-	if e.reason != protocol.ReasonReturned {
-		reason = "not run: " + e.reason
+	if e.Reason != protocol.ReasonReturned {
+		reason = "not run: " + e.Reason
 	}
-	if _, err := s.stmts.insUnstarted.Exec(id, e.attempt, e.placeholder, micros(e.finished), reason); err != nil {
+	if _, err := s.stmts.insUnstarted.Exec(id, e.Attempt, e.Placeholder, micros(e.Finished), reason); err != nil {
 		return fatalError{err}
 	}
 	return s.backToQueue(id, s.stmts.unclaim)
@@ -404,12 +393,9 @@ func (s *Store) failUnstageable(ids []int64, reason string) error {
 }
 
 // applyChanges makes storage, counters, ready heaps and waiters follow the
-// graph's changes. The row of self (the job the caller writes itself) is
+// graph's changes, then the progress watches. The row of self (the job the caller writes itself) is
 // not updated here, nor are rows still buffered in in (patched there).
 func (s *Store) applyChanges(ch []dag.Change, self int64, in *inserter) error {
-	if len(s.watches) > 0 {
-		s.watches.Changes(ch)
-	}
 	for _, c := range ch {
 		s.recount(c)
 		if c.ID != self && !in.patch(c.ID, c.To) {
@@ -446,6 +432,9 @@ func (s *Store) applyChanges(ch []dag.Change, self int64, in *inserter) error {
 			s.pack.Forget(c.ID)
 		}
 	}
+	if len(s.watches) > 0 {
+		s.watches.Changes(ch)
+	}
 	return nil
 }
 
@@ -459,6 +448,16 @@ func (s *Store) recount(c dag.Change) {
 	cnt[c.To]++
 	s.arrays.Count(c.ID, c.From, c.To)
 	s.states.Move(c.ID, c.Target, c.Queue, c.From, c.To)
+}
+
+// countsFor is queue q's jobs by state, which recount moves.
+func (s *Store) countsFor(q int32) *[128]int {
+	c := s.counts[q]
+	if c == nil {
+		c = new([128]int)
+		s.counts[q] = c
+	}
+	return c
 }
 
 // readyEntry is how a queue's heap sees a job that became ready. An SJF

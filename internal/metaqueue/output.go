@@ -17,7 +17,10 @@ func (s *Store) saveOutputs(ph int64, r protocol.Report, save func(context.Conte
 	if err := s.begin(); err != nil {
 		return err
 	}
-	return storeErr(save(context.Background(), s.w, ph, r))
+	if err := save(context.Background(), s.w, ph, r); err != nil {
+		return fatalError{err}
+	}
+	return nil
 }
 
 // OutputLost records that the CLS could not keep the output a placeholder

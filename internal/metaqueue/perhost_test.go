@@ -120,7 +120,7 @@ func TestDCPricesPerHost(t *testing.T) {
 	price := func(ph, id int64) []policy.Input {
 		var ins []policy.Input
 		e.s.do(context.Background(), func() error {
-			cur, _ := e.s.phSite(ph)
+			cur, _, _ := e.s.phPlaces(ph)
 			here, _ := e.s.storePlace(ph)
 			ins = e.s.inputs(nil, []int64{id}, cur, here)
 			for i := range ins {
@@ -173,7 +173,7 @@ func TestDCPricesPerHost(t *testing.T) {
 			t.Fatalf("a host got %v", ids(a))
 		}
 		e.s.do(context.Background(), func() error {
-			at, _ := e.s.phSite(g.ph)
+			at, _, _ := e.s.phPlaces(g.ph)
 			want := map[int64]string{j1: "n1", j2: "n2"}[a[0].ID]
 			if host := e.s.data.SiteAt(at).Host; host != want {
 				t.Errorf("job %d went to %s, want %s where its data is", a[0].ID, host, want)

@@ -25,27 +25,6 @@ func (s *Store) planAlive(ph int64) error {
 	return err
 }
 
-// pickPlanned takes the first ready job planned for p's site that fits
-// and has its inputs there (plans.PickAt).
-func (s *Store) pickPlanned(p *parkedNext) (*queue, int64, error) {
-	if !s.plans.Active() {
-		return nil, 0, nil
-	}
-	site, err := s.siteName(p.req.Placeholder)
-	if err != nil {
-		return nil, 0, err
-	}
-	p.site = site
-	a := s.asking(nil, p)
-	a.planned = true // each job's own queue (plans.Asking)
-	id, err := s.plans.PickAt(site, s.now(), a)
-	if id == 0 || err != nil {
-		return nil, 0, err
-	}
-	j, _ := s.g.Node(id)
-	return s.queueIDs[j.Queue], id, nil
-}
-
 // Plans records and clears plans, each change one batch on the core
 // (plans.Writer).
 func (s *Store) Plans() plans.Writer { return plans.NewWriter(&s.plans, plansCore{s}) }

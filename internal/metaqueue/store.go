@@ -638,15 +638,6 @@ func (s *Store) queueID(name string) (int32, bool) {
 	return 0, false
 }
 
-func (s *Store) countsFor(q int32) *[128]int {
-	c := s.counts[q]
-	if c == nil {
-		c = new([128]int)
-		s.counts[q] = c
-	}
-	return c
-}
-
 func closeRows(rows *sql.Rows) error {
 	err := rows.Err()
 	return errors.Join(err, rows.Close())

@@ -511,6 +511,7 @@ func (c *CLS) run(ctx context.Context) (err error) {
 		c.sites.stop(false)
 		return err
 	}
+	spooled := c.deliverSpool(srvCtx)
 	serveErr := make(chan error, 3)
 	go func() { serveErr <- c.srv.Serve(srvCtx, c.ln, protocol.RoleAdmin) }() // the socket is the owner's
 	if c.sshSrv != nil {
@@ -549,6 +550,7 @@ func (c *CLS) run(ctx context.Context) (err error) {
 	c.stager.stop()                    // transfers end unreported: the store asks again after a restart
 	c.sites.stop(c.keepRunning.Load()) // local placeholders report their interrupted jobs first, unless kept running
 	stopSrv()
+	<-spooled
 	c.ln.Close()
 	c.store.Close()
 	c.srv.Wait()

@@ -211,6 +211,8 @@ type workLoop struct {
 	quit      chan struct{}        // work has returned: nobody reads progress or unacked
 	unacked   chan reported        // a report request's answer: its batch back if the CLS did not take it, jobs it took
 	reporters sync.WaitGroup
+	lostMu    sync.Mutex
+	lost      []protocol.Report // batches back after quit: spooled
 
 	// pool is what the placeholder holds and has free; free is its free
 	// cores, the "slots" the loop asks for work with.
@@ -621,6 +623,7 @@ func (a *Agent) work(ctx context.Context) error {
 		stopGrace()
 		stopReporting()
 		w.reporters.Wait()
+		a.spoolReports(append(w.reports, w.lost...)) // the CLS never took them
 	}()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -655,9 +658,13 @@ func (a *Agent) work(ctx context.Context) error {
 			}
 			// Final report: deliver it even though ctx has ended.
 			a.syncReports(rctx, w.reports)
-			return call(rctx, a, protocol.OpReport, func(id int64) protocol.ReportBatch {
+			err := call(rctx, a, protocol.OpReport, func(id int64) protocol.ReportBatch {
 				return protocol.ReportBatch{Placeholder: id, Reports: w.reports, Started: a.started.List(a.now()), Clock: a.wall()}
 			}, nil)
+			if err == nil || !resend(err) {
+				w.reports = nil // taken, or refused: not spooled
+			}
+			return err
 		}
 		if m.ReportAlone {
 			w.sendReports(0)

@@ -56,7 +56,8 @@ type sites struct {
 	// streams: local placeholders write jobs' output to stream files
 	// (not Config.OutputFiles).
 	streams, streamsSync bool
-	agentExe             string // what local placeholders run (default: this executable)
+	agentExe             string        // what local placeholders run (default: this executable)
+	reconnect            time.Duration // local placeholders' --reconnect (0: theirs)
 
 	sshAddr net.Addr // the CLS's SSH endpoint; nil without --ssh
 	hostFP  string
@@ -243,6 +244,9 @@ func (s *sites) open(spec protocol.SiteSpec, exited func(pid int)) (site.Site, e
 		}
 		if s.logJSON {
 			args = append(args, "--log-format", "json")
+		}
+		if s.reconnect > 0 {
+			args = append(args, "--reconnect", s.reconnect.String())
 		}
 		// A killed predecessor's agents (--out names this home) run on
 		// until their jobs end, holding their share of the machine.

@@ -23,6 +23,7 @@ import (
 	"github.com/mq-hpc/mq/internal/metaqueue/ledger"
 	"github.com/mq-hpc/mq/internal/mqhome"
 	"github.com/mq-hpc/mq/internal/placeholder/capacity"
+	"github.com/mq-hpc/mq/internal/placeholder/spool"
 	"github.com/mq-hpc/mq/internal/server"
 	"github.com/mq-hpc/mq/internal/site"
 	"github.com/mq-hpc/mq/internal/sshkey"
@@ -278,6 +279,11 @@ func (s *sites) open(spec protocol.SiteSpec, exited func(pid int)) (site.Site, e
 		Dial: func(ctx context.Context) (site.Runner, error) {
 			return site.DialSSH(ctx, site.SSHConfig{User: user, Addr: addr, KeyFile: spec.Key, KnownHosts: spec.KnownHosts})
 		},
+	}
+	// What its placeholders spooled is theirs alone to report: a
+	// placeholder of another site named there is refused.
+	r.Reports = func(ctx context.Context, f spool.File) error {
+		return spool.CheckRefused(s.store.ReportSpooled(ctx, f.Placeholder, f.Reports, func(name string) bool { return name == spec.Name }))
 	}
 	if s.sshAddr != nil {
 		r.CLSAddr = advertised(s.sshAddr)

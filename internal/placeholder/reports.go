@@ -247,20 +247,20 @@ func uncommitted(err error) bool {
 // this placeholder's own when it next serves the site: their jobs do not
 // run again. A failure (a full disk) is logged, and the agent goes on.
 func (a *Agent) spoolReports(reports []protocol.Report) {
-	id := a.ID()
-	if len(reports) == 0 || id == 0 {
+	if len(reports) == 0 || a.ID() == 0 {
 		return
 	}
-	if !a.cfg.StageOutput { // a remote agent ships its streams to the CLS it lost
-		a.syncReports(context.Background(), reports)
+	// A remote agent's streams not shipped to the CLS it lost stay here:
+	// the reports say where (syncReports, at once).
+	ctx, lost := context.WithCancel(context.Background())
+	if a.cfg.StageOutput {
+		lost()
 	}
-	dir, n := filepath.Join(a.cfg.OutDir, spool.Dir), 0
-	err := hung.Within(flushWait, "spooling reports", func() (err error) { n, err = spool.Write(dir, id, reports); return err })
-	if err != nil {
-		a.log.Error("could not spool the reports the CLS did not take: their jobs run again", "dir", dir, "reports", len(reports)-n, "err", err)
-	}
-	if n > 0 {
-		a.log.Warn("spooled the reports the CLS did not take, for it to apply when it serves this site again", "dir", dir, "reports", n)
+	a.syncReports(ctx, reports)
+	lost()
+	dir := filepath.Join(a.cfg.OutDir, spool.Dir)
+	if err := hung.Within(flushWait, "spooling reports", func() error { spool.Save(dir, a.ID(), reports, a.log); return nil }); err != nil {
+		a.log.Error("could not spool the reports the CLS did not take: their jobs run again", "dir", dir, "err", err)
 	}
 }
 

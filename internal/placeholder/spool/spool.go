@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -95,6 +96,18 @@ func Write(dir string, ph int64, reports []protocol.Report) (int, error) {
 		reports = reports[n:]
 	}
 	return done, nil
+}
+
+// Save is Write for an agent: it logs what it spooled, or why not (a
+// full disk), and goes on.
+func Save(dir string, ph int64, reports []protocol.Report, log *slog.Logger) {
+	n, err := Write(dir, ph, reports)
+	if err != nil {
+		log.Error("could not spool the reports the CLS did not take: their jobs run again", "dir", dir, "reports", len(reports)-n, "err", err)
+	}
+	if n > 0 {
+		log.Warn("spooled the reports the CLS did not take, for it to apply when it serves this site again", "dir", dir, "reports", n)
+	}
 }
 
 // encode encodes the first reports that fit one file, and says how many.

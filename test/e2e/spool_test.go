@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,14 +14,15 @@ import (
 
 // TestClsStopKeepRunningSpool: after cls stop --keep-running no CLS
 // serves the home for longer than the local placeholder's reconnect time
-// (cls serve --agent-reconnect 2s), and its job ends meanwhile: the
-// placeholder gives up on its CLS, leaves the job's report in
-// output/spool and exits. The next cls serve applies it as it starts:
+// (cls serve --agent-reconnect 2s). The placeholder has a slot free, so
+// its request for work was waiting at the CLS: it gives up on its CLS
+// but not on its job, which ends after that; it leaves the job's report
+// in output/spool and exits. The next cls serve applies it as it starts:
 // the job is done in its first attempt, with all its output, and the
 // spool is empty.
 func TestClsStopKeepRunningSpool(t *testing.T) {
 	h := newHarness(t)
-	c := h.startCLS("--local", "1", "--agent-reconnect", "2s")
+	c := h.startCLS("--local", "1", "--slots", "2", "--agent-reconnect", "2s")
 	gate := filepath.Join(h.dir, "gate")
 	cmd := `echo $$ > pid.$MQ_JOB_ID; echo start $MQ_JOB_ID; while [ ! -e gate ]; do sleep 0.1; done; echo end $MQ_JOB_ID; echo err $MQ_JOB_ID >&2`
 	id := h.submit("k", cmd)
@@ -38,13 +40,21 @@ func TestClsStopKeepRunningSpool(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the CLS had not exited 30 s after cls stop --keep-running returned")
 	}
+	// It writes to cls.log still.
+	waitFor(t, time.Minute, func() error {
+		if log, _ := os.ReadFile(filepath.Join(h.home, "cls.log")); !strings.Contains(string(log), "has been unreachable for 2s") {
+			return errors.New("the placeholder has not given up on its CLS")
+		}
+		return nil
+	})
 	if !alive(agents[0]) || !alive(jobPid) {
-		t.Fatal("the placeholder or its job is gone after cls stop --keep-running")
+		t.Fatal("the placeholder or its job is gone after it gave up on its CLS")
 	}
 	if err := os.WriteFile(gate, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// The job ends, the placeholder reaches no CLS for 2 s and gives up.
+	// The job ends, its report reaches no CLS for 2 s more, and the
+	// placeholder exits.
 	waitFor(t, time.Minute, func() error {
 		if alive(agents[0]) {
 			return fmt.Errorf("the placeholder %d still runs (%s)", agents[0], cmdline(agents[0]))

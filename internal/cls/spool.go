@@ -23,15 +23,18 @@ const spoolEvery = 10 * time.Second
 // lapse first (they would run again, the attempt counted).
 func (c *CLS) deliverSpool(ctx context.Context) <-chan struct{} {
 	dir := filepath.Join(c.outputDir(), spool.Dir)
-	local := func(name string) bool {
-		// Only local placeholders write here: a site not known is taken
-		// too (removed since, or the CLS's own under --local 0; "": a
-		// placeholder the store forgot, whose reports are late).
-		spec, _, ok := c.sites.mgr.Site(name)
-		return !ok || spec.Type == site.Local
-	}
 	said := ""
 	deliver := func() {
+		// Only local placeholders write here: any site but a remote one is
+		// taken (one removed since, the CLS's own under --local 0; "": a
+		// placeholder the store forgot, whose reports are late). Looked
+		// up here, not by the store's core, which the site manager may
+		// wait for holding its lock (cls site add).
+		remote := map[string]bool{}
+		for _, si := range c.sites.mgr.List() {
+			remote[si.Name] = si.Type != site.Local
+		}
+		local := func(name string) bool { return !remote[name] }
 		n, err := spool.Deliver(spool.OS{}, dir, os.Getuid(), func(f spool.File) error {
 			return spool.CheckRefused(c.store.ReportSpooled(ctx, f.Placeholder, f.Reports, local))
 		}, c.log)

@@ -59,7 +59,9 @@ func TestSpooledReportsApplied(t *testing.T) {
 		t.Fatalf("handed out %+v, want both jobs", jobs)
 	}
 	now := time.Now()
-	client.Do(ctx, ph, protocol.OpReport, protocol.ReportBatch{Placeholder: reg.ID, Reports: []protocol.Report{{ID: b, Attempt: 1, Exit: 1, Started: now, Finished: now}}})
+	if _, err := client.Do(ctx, ph, protocol.OpReport, protocol.ReportBatch{Placeholder: reg.ID, Reports: []protocol.Report{{ID: b, Attempt: 1, Exit: 1, Started: now, Finished: now}}}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := client.Do(ctx, cl, protocol.OpRerun, protocol.Rerun{Select: protocol.Select{IDs: []int64{b}}}); err != nil {
 		t.Fatal(err)
 	}

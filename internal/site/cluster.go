@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
@@ -64,8 +65,12 @@ type Remote struct {
 	// files is the connection whose SFTP client Files gave last, for
 	// CutFiles: not under mu, which a dial holds.
 	files atomic.Pointer[filesConn]
-	// spooling: a delivery of the spool runs (deliverSpool).
-	spooling atomic.Bool
+	// spooling: a delivery of the spool runs (deliverSpool); spooled:
+	// when the last began (under mu); spoolEvery: how often to look
+	// again on a connection kept (0: SpoolEvery).
+	spooling   atomic.Bool
+	spooled    time.Time
+	spoolEvery time.Duration
 
 	mu       sync.Mutex
 	r        Runner
@@ -111,6 +116,7 @@ func (s *Remote) runner(ctx context.Context) (Runner, error) {
 		s.rescript = false
 	}
 	if s.r != nil {
+		s.spoolLocked(s.r, false)
 		return s.r, nil
 	}
 	r, err := s.Dial(ctx)
@@ -122,9 +128,7 @@ func (s *Remote) runner(ctx context.Context) (Runner, error) {
 		return nil, err
 	}
 	s.r, s.rescript = r, false
-	if s.Reports != nil {
-		go s.deliverSpool(r, s.base)
-	}
+	s.spoolLocked(r, true)
 	return r, nil
 }
 

@@ -1,22 +1,40 @@
 package site
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"path"
+	"time"
 
 	"github.com/pkg/sftp"
 
 	"github.com/mq-hpc/mq/internal/placeholder/spool"
 )
 
+// SpoolEvery is how often the CLS looks at a site's spool again while its
+// connection to the login host lasts: a placeholder may give up on the
+// CLS (its reconnect time over) just after the connection was made, and
+// its reports must be applied before its jobs' leases lapse.
+const SpoolEvery = 10 * time.Second
+
+// spoolLocked starts a delivery of the spool on r: at once on a
+// connection just made, else once SpoolEvery has passed since the last.
+func (s *Remote) spoolLocked(r Runner, made bool) {
+	every := cmp.Or(s.spoolEvery, SpoolEvery)
+	if s.Reports == nil || !made && time.Since(s.spooled) < every {
+		return
+	}
+	s.spooled = time.Now()
+	go s.deliverSpool(r, s.base)
+}
+
 // deliverSpool applies the reports this site's placeholders spooled
 // when they lost the CLS (package spool), read over the SFTP session of
-// r, a connection to the login host just made and prepared: in the
-// output directory the CLS gave them there (base/out; a site whose nodes
+// r, a prepared connection to the login host: in the output directory the CLS gave them there (base/out; a site whose nodes
 // do not share it with the login host keeps theirs out of its reach). It
 // runs on its own goroutine, one at a time: the SFTP calls take no
 // context, and a stuck sftp-server must hold nothing of the site's.

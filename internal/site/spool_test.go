@@ -47,6 +47,8 @@ func osSFTP(t *testing.T) *sftp.Client {
 // (base/out/spool), over SFTP, and applies each file as its
 // placeholder's report (Remote.Reports); a file applied is removed, one
 // whose reports are refused (a placeholder of another site) is set aside.
+// While the connection lasts it looks again (every SpoolEvery; here a
+// millisecond): a file spooled later is applied too.
 func TestRemoteDeliversSpool(t *testing.T) {
 	agent := filepath.Join(t.TempDir(), "mqagent")
 	os.WriteFile(agent, []byte("#!/bin/sh\n"), 0o755)
@@ -69,9 +71,13 @@ func TestRemoteDeliversSpool(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var got []spool.File
-	r := &Remote{Spec: spec, Batch: ForType(spec.Type), CLSAddr: "127.0.0.1:1", JobName: "mq-s-x", Dir: ".mq-sites/x",
+	dials := 0
+	r := &Remote{Spec: spec, Batch: ForType(spec.Type), CLSAddr: "127.0.0.1:1", JobName: "mq-s-x", Dir: ".mq-sites/x", spoolEvery: time.Millisecond,
 		Agent: func(string, string) (string, error) { return agent, nil },
-		Dial:  func(context.Context) (Runner, error) { return spoolRunner{shRunner{home}, osSFTP(t)}, nil },
+		Dial: func(context.Context) (Runner, error) {
+			dials++
+			return spoolRunner{shRunner{home}, osSFTP(t)}, nil
+		},
 		Reports: func(_ context.Context, f spool.File) error {
 			mu.Lock()
 			defer mu.Unlock()
@@ -97,11 +103,32 @@ func TestRemoteDeliversSpool(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	mu.Lock()
-	defer mu.Unlock()
 	i := slices.IndexFunc(got, func(f spool.File) bool { return f.Placeholder == 7 })
 	if len(got) != 2 || i < 0 || !slices.EqualFunc(got[i].Reports, mine, func(a, b protocol.Report) bool {
 		return a.ID == b.ID && a.Attempt == b.Attempt && a.Exit == b.Exit && a.Finished.Equal(b.Finished)
 	}) {
 		t.Errorf("applied %+v; want placeholder 7's reports and 9's tried", got)
+	}
+	mu.Unlock()
+
+	// Spooled while the connection lasts: applied at a later use of it.
+	later, err := spool.Write(dir, 7, []protocol.Report{{ID: 13, Attempt: 1, Started: t0, Finished: t0}})
+	if err != nil || later != 1 {
+		t.Fatal(err)
+	}
+	for applied := false; !applied; {
+		if _, err := r.runner(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		applied = slices.ContainsFunc(got, func(f spool.File) bool { return f.Reports[0].ID == 13 })
+		mu.Unlock()
+		if !applied && time.Now().After(deadline) {
+			t.Fatal("a file spooled while the connection lasts was not applied")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if dials != 1 {
+		t.Errorf("%d dials; want the one connection kept", dials)
 	}
 }

@@ -29,7 +29,7 @@ func (s *Remote) spoolLocked(r Runner, made bool) {
 		return
 	}
 	s.spooled = time.Now()
-	go s.deliverSpool(r, s.base)
+	go s.deliverSpool(r, s.base, s.Spec.Name) // Spec is read under mu (Retarget)
 }
 
 // deliverSpool applies the reports this site's placeholders spooled
@@ -38,7 +38,7 @@ func (s *Remote) spoolLocked(r Runner, made bool) {
 // do not share it with the login host keeps theirs out of its reach). It
 // runs on its own goroutine, one at a time: the SFTP calls take no
 // context, and a stuck sftp-server must hold nothing of the site's.
-func (s *Remote) deliverSpool(r Runner, base string) {
+func (s *Remote) deliverSpool(r Runner, base, name string) {
 	if !s.spooling.CompareAndSwap(false, true) {
 		return // the delivery of an earlier connection still runs
 	}
@@ -47,7 +47,7 @@ func (s *Remote) deliverSpool(r Runner, base string) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	log = log.With("site", s.Spec.Name)
+	log = log.With("site", name)
 	n, err := s.readSpool(r, base, log)
 	if n > 0 {
 		log.Info("applied the reports placeholders of the site spooled when they lost their CLS", "reports", n)

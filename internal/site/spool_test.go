@@ -91,6 +91,7 @@ func TestRemoteDeliversSpool(t *testing.T) {
 	if _, err := r.runner(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	r.Retarget(&Remote{Spec: spec, Batch: ForType(spec.Type)}) // cls site set, as the delivery runs
 	deadline := time.Now().Add(time.Minute)
 	for {
 		es, _ := os.ReadDir(dir)

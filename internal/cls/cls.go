@@ -105,6 +105,10 @@ type Config struct {
 	SitePoll       time.Duration
 	SiteThrottle   time.Duration
 	ConnectTimeout time.Duration
+	// AgentReconnect is how long local placeholders try to reach a lost
+	// CLS before they give up, spooling the reports they could not
+	// deliver (their --reconnect; 0: theirs, 10m).
+	AgentReconnect time.Duration
 	// LPMinUtil is seed 001's W_MIN for sites that follow lp, in [0, 1).
 	LPMinUtil float64
 
@@ -413,6 +417,7 @@ func (c *CLS) serveSites(outReserve int64) error {
 		return err
 	}
 	c.sites.mgr.ConnectTimeout = cfg.ConnectTimeout
+	c.sites.reconnect = cfg.AgentReconnect
 	c.sites.mgr.LPMinUtil = cfg.LPMinUtil
 	// Local is the site "local", run by the same Manager as every other:
 	// its placeholders are children of this process, replaced when they
@@ -511,6 +516,7 @@ func (c *CLS) run(ctx context.Context) (err error) {
 		c.sites.stop(false)
 		return err
 	}
+	spooled := c.deliverSpool(srvCtx)
 	serveErr := make(chan error, 3)
 	go func() { serveErr <- c.srv.Serve(srvCtx, c.ln, protocol.RoleAdmin) }() // the socket is the owner's
 	if c.sshSrv != nil {
@@ -549,6 +555,7 @@ func (c *CLS) run(ctx context.Context) (err error) {
 	c.stager.stop()                    // transfers end unreported: the store asks again after a restart
 	c.sites.stop(c.keepRunning.Load()) // local placeholders report their interrupted jobs first, unless kept running
 	stopSrv()
+	<-spooled
 	c.ln.Close()
 	c.store.Close()
 	c.srv.Wait()

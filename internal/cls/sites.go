@@ -23,6 +23,7 @@ import (
 	"github.com/mq-hpc/mq/internal/metaqueue/ledger"
 	"github.com/mq-hpc/mq/internal/mqhome"
 	"github.com/mq-hpc/mq/internal/placeholder/capacity"
+	"github.com/mq-hpc/mq/internal/placeholder/spool"
 	"github.com/mq-hpc/mq/internal/server"
 	"github.com/mq-hpc/mq/internal/site"
 	"github.com/mq-hpc/mq/internal/sshkey"
@@ -56,7 +57,8 @@ type sites struct {
 	// streams: local placeholders write jobs' output to stream files
 	// (not Config.OutputFiles).
 	streams, streamsSync bool
-	agentExe             string // what local placeholders run (default: this executable)
+	agentExe             string        // what local placeholders run (default: this executable)
+	reconnect            time.Duration // local placeholders' --reconnect (0: theirs)
 
 	sshAddr net.Addr // the CLS's SSH endpoint; nil without --ssh
 	hostFP  string
@@ -244,6 +246,9 @@ func (s *sites) open(spec protocol.SiteSpec, exited func(pid int)) (site.Site, e
 		if s.logJSON {
 			args = append(args, "--log-format", "json")
 		}
+		if s.reconnect > 0 {
+			args = append(args, "--reconnect", s.reconnect.String())
+		}
 		// A killed predecessor's agents (--out names this home) run on
 		// until their jobs end, holding their share of the machine.
 		orphans := site.AgentOrphans(os.DirFS("/proc"), os.Getuid(), spec.Name, out)
@@ -274,6 +279,11 @@ func (s *sites) open(spec protocol.SiteSpec, exited func(pid int)) (site.Site, e
 		Dial: func(ctx context.Context) (site.Runner, error) {
 			return site.DialSSH(ctx, site.SSHConfig{User: user, Addr: addr, KeyFile: spec.Key, KnownHosts: spec.KnownHosts})
 		},
+	}
+	// What its placeholders spooled is theirs alone to report: a
+	// placeholder of another site named there is refused.
+	r.Reports = func(ctx context.Context, f spool.File) error {
+		return spool.CheckRefused(s.store.ReportSpooled(ctx, f.Placeholder, f.Reports, func(name string) bool { return name == spec.Name }))
 	}
 	if s.sshAddr != nil {
 		r.CLSAddr = advertised(s.sshAddr)

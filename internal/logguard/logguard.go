@@ -2,7 +2,7 @@
 // CLS's log: Text bounds and escapes one peer-supplied string, and a
 // Limiter turns a stream of like events (refused logins from one address,
 // refused requests from one key) into one line now and one line with the
-// count later.
+// count later. A Gate spaces a warning repeated for hours to one a minute.
 package logguard
 
 import (
@@ -178,4 +178,18 @@ func (l *Limiter) Flush() {
 func (l *Limiter) summary(e *event) {
 	args := append(append([]any(nil), e.args...), "more", e.more, "within", time.Since(e.start).Round(time.Second).String())
 	l.Log.Log(context.Background(), e.level, e.msg+" (repeated)", args...)
+}
+
+// Gate passes a warning at once and then at most one a minute: a wait on
+// a CLS that cannot commit (a full disk) may last hours, and a line per
+// retry would be one every few seconds from every placeholder.
+type Gate struct{ next time.Time }
+
+// Open says whether a warning at now passes.
+func (g *Gate) Open(now time.Time) bool {
+	if now.Before(g.next) {
+		return false
+	}
+	g.next = now.Add(time.Minute)
+	return true
 }

@@ -96,3 +96,18 @@ func TestLimiterBoundsKeys(t *testing.T) {
 		t.Fatalf("%d keys kept", len(l.keys))
 	}
 }
+
+// TestGate: a warning passes at once, then one a minute.
+func TestGate(t *testing.T) {
+	t.Parallel()
+	t0 := time.Unix(1e9, 0)
+	var g Gate
+	for _, c := range []struct {
+		at   time.Duration
+		want bool
+	}{{0, true}, {time.Second, false}, {59 * time.Second, false}, {time.Minute, true}, {61 * time.Second, false}, {3 * time.Minute, true}} {
+		if got := g.Open(t0.Add(c.at)); got != c.want {
+			t.Errorf("at %v: %v, want %v", c.at, got, c.want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package metaqueue
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -38,6 +39,20 @@ func (s *Store) ReportBatch(ctx context.Context, b protocol.ReportBatch) error {
 			return err
 		}
 		return s.report(b.Placeholder, b.Reports)
+	})
+}
+
+// ReportSpooled records the reports placeholder ph's agent spooled when
+// it lost its CLS (package spool) as its ReportBatch would, durably (the
+// spool file goes once it returns): a forbidden error unless site says
+// ph is of the sites that spool serves. site runs on the core: it must
+// not wait for anything that may wait for the store.
+func (s *Store) ReportSpooled(ctx context.Context, ph int64, reports []protocol.Report, site func(string) bool) error {
+	return s.doNeedingRoom(ctx, call{durable: true}, func() error {
+		if name, err := s.siteName(ph); err != nil || !site(name) {
+			return cmp.Or[error](err, protocol.Errorf(protocol.CodeForbidden, "placeholder %d is of site %q, not one this spool serves", ph, name))
+		}
+		return s.report(ph, reports)
 	})
 }
 

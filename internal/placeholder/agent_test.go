@@ -1284,6 +1284,9 @@ func TestDecide(t *testing.T) {
 		// Errors from next.
 		{"next failed: abort", loopState{Free: 1, Running: 1, NextFailed: true}, move{Exiting: true, Abort: true}},
 		{"next failed while orphaned: abort", loopState{Free: 1, Orphaned: true, Exiting: true, NextFailed: true}, move{Exiting: true, Abort: true}},
+		{"CLS unreachable, jobs running: drain", loopState{Free: 1, Running: 1, NextFailed: true, Unreachable: true}, move{Exiting: true}},
+		{"CLS unreachable, jobs running and held: drain, give back", loopState{Free: 1, Running: 1, Held: 1, NextFailed: true, Unreachable: true}, move{Exiting: true, GiveBack: true}},
+		{"CLS unreachable, nothing running: abort", loopState{Free: 1, Held: 1, NextFailed: true, Unreachable: true}, move{Exiting: true, Abort: true}},
 		{"next failed as the agent stops: drain", loopState{Free: 1, Running: 1, Cancelled: true, NextFailed: true}, move{Exiting: true}},
 		{"next failed as the agent stops, nothing out: finish", loopState{Free: 2, Cancelled: true, NextFailed: true}, move{Exiting: true, Finish: true}},
 	} {
@@ -1400,21 +1403,6 @@ func TestAgentStopsJobsAtWalltime(t *testing.T) {
 	}
 	if d.State != "Q" || len(d.History) != 1 || d.History[0].Reason != protocol.WalltimeReason(time.Hour) {
 		t.Fatalf("job %s, history %+v; want Q with attempt 1 stopped for the walltime", d.State, d.History)
-	}
-}
-
-// TestLogGate: a warning passes at once, then one a minute.
-func TestLogGate(t *testing.T) {
-	t.Parallel()
-	t0 := time.Unix(1e9, 0)
-	var g logGate
-	for _, c := range []struct {
-		at   time.Duration
-		want bool
-	}{{0, true}, {time.Second, false}, {59 * time.Second, false}, {time.Minute, true}, {61 * time.Second, false}, {3 * time.Minute, true}} {
-		if got := g.open(t0.Add(c.at)); got != c.want {
-			t.Errorf("at %v: %v, want %v", c.at, got, c.want)
-		}
 	}
 }
 

@@ -1,9 +1,13 @@
 package placeholder
 
 import (
+	"context"
 	"errors"
+	"path/filepath"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/placeholder/hung"
+	"github.com/mq-hpc/mq/internal/placeholder/spool"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -127,11 +131,12 @@ func (w *workLoop) sendReports(take int) {
 		select {
 		case w.unacked <- ans:
 		case <-w.quit:
-			if ans.back != nil {
-				w.a.log.Warn("could not report; the CLS will requeue after the lease", "err", err)
-			}
-			// Jobs it handed out now are never started: their leases
-			// expire and the CLS runs them elsewhere.
+			// Spooled (work): the CLS applies them when it serves the
+			// site again. Jobs it handed out now are never started: their
+			// leases expire and the CLS runs them elsewhere.
+			w.lostMu.Lock()
+			w.lost = append(w.lost, ans.back...)
+			w.lostMu.Unlock()
 		}
 	}()
 }
@@ -235,6 +240,28 @@ func resend(err error) bool {
 func uncommitted(err error) bool {
 	var pe *protocol.Error
 	return errors.As(err, &pe) && (pe.Code == protocol.CodeInternal || pe.Code == protocol.CodeShutdown)
+}
+
+// spoolReports writes reports the CLS never acknowledged to the spool
+// under the output directory (package spool), for the CLS to apply as
+// this placeholder's own when it next serves the site: their jobs do not
+// run again. A failure (a full disk) is logged, and the agent goes on.
+func (a *Agent) spoolReports(reports []protocol.Report) {
+	if len(reports) == 0 || a.ID() == 0 {
+		return
+	}
+	// A remote agent's streams not shipped to the CLS it lost stay here:
+	// the reports say where (syncReports, at once).
+	ctx, lost := context.WithCancel(context.Background())
+	if a.cfg.StageOutput {
+		lost()
+	}
+	a.syncReports(ctx, reports)
+	lost()
+	dir := filepath.Join(a.cfg.OutDir, spool.Dir)
+	if err := hung.Within(flushWait, "spooling reports", func() error { spool.Save(dir, a.ID(), reports, a.log); return nil }); err != nil {
+		a.log.Error("could not spool the reports the CLS did not take: their jobs run again", "dir", dir, "err", err)
+	}
 }
 
 type errWithReports struct {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mq-hpc/mq/client"
 	"github.com/mq-hpc/mq/internal/backoff"
+	"github.com/mq-hpc/mq/internal/logguard"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -41,7 +42,7 @@ func (a *Agent) session(ctx context.Context) (*client.Client, error) {
 	}
 	deadline := a.now().Add(a.cfg.Reconnect)
 	retry := backoff.Backoff{Min: 50 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.5}
-	var warn logGate // for refusals, which may go on for hours
+	var warn logguard.Gate // for refusals, which may go on for hours
 	for {
 		cl, err := a.connect(ctx)
 		if err == nil {
@@ -71,11 +72,11 @@ func (a *Agent) session(ctx context.Context) (*client.Client, error) {
 			// full disk, say): it is reachable, and the jobs run on until
 			// it can, however long that takes.
 			deadline = a.now().Add(a.cfg.Reconnect)
-			if warn.open(a.now()) {
+			if warn.Open(a.now()) {
 				a.log.Warn("the CLS cannot record this placeholder now; retrying", "err", err, "in", d)
 			}
 		} else if a.now().After(deadline) {
-			return nil, fmt.Errorf("the CLS has been unreachable for %s: %w", a.cfg.Reconnect, err)
+			return nil, unreachable{fmt.Errorf("the CLS has been unreachable for %s: %w", a.cfg.Reconnect, err)}
 		} else {
 			a.log.Warn("cannot reach the CLS; retrying", "err", err, "in", d)
 		}
@@ -86,6 +87,12 @@ func (a *Agent) session(ctx context.Context) (*client.Client, error) {
 		}
 	}
 }
+
+// unreachable is session's error when the CLS stayed unreachable for
+// Config.Reconnect.
+type unreachable struct{ error }
+
+func (e unreachable) Unwrap() error { return e.error }
 
 // unlockedSleep sleeps d with a.mu unlocked, so ID() and friends do not
 // block meanwhile, or until ctx ends.
@@ -143,19 +150,6 @@ func (a *Agent) holdingToRegister() []protocol.JobRef {
 	a.recvMu.Lock()
 	defer a.recvMu.Unlock()
 	return a.holding.List()
-}
-
-// logGate passes a warning at once and then at most one a minute: a
-// wait on a CLS that cannot commit (a full disk) may last hours, and a
-// line per retry would be one every few seconds from every placeholder.
-type logGate struct{ next time.Time }
-
-func (g *logGate) open(now time.Time) bool {
-	if now.Before(g.next) {
-		return false
-	}
-	g.next = now.Add(time.Minute)
-	return true
 }
 
 // dropped marks a connection broken so the next session() reconnects.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mq-hpc/mq/internal/backoff"
 	"github.com/mq-hpc/mq/internal/diskroom"
+	"github.com/mq-hpc/mq/internal/logguard"
 	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -85,12 +86,12 @@ type loopState struct {
 	// WalltimeOver: the agent's walltime (Config.Walltime) has passed.
 	WalltimeOver bool
 	// NextFailed: the last next request failed for good (the CLS refused
-	// the agent or stayed unreachable).
-	NextFailed  bool
-	IdleTimeout time.Duration // Config.IdleTimeout (0 = never)
-	IdleFor     time.Duration // since a job last started or ended
-	Orphanable  bool          // Config.ExitWhenOrphaned: a poll must return to look
-	NoOp        bool
+	// the agent or stayed unreachable); Unreachable: for the latter.
+	NextFailed, Unreachable bool
+	IdleTimeout             time.Duration // Config.IdleTimeout (0 = never)
+	IdleFor                 time.Duration // since a job last started or ended
+	Orphanable              bool          // Config.ExitWhenOrphaned: a poll must return to look
+	NoOp                    bool
 
 	Free, Running int  // cores free, jobs (or bundles) running
 	Held          int  // units fetched ahead, not started
@@ -132,10 +133,13 @@ type move struct {
 // that other placeholders should share.
 func decide(s loopState) move {
 	var m move
-	if s.NextFailed && !s.Cancelled {
+	if s.NextFailed && !s.Cancelled && !(s.Unreachable && s.Running > 0) {
 		// Results could never be reported: stop the jobs too.
 		return move{Exiting: true, Abort: true}
 	}
+	// Unreachable, the jobs run on (drain): their reports go to the CLS
+	// if it is back by their end, else to the spool (reports.go).
+	s.Exiting = s.Exiting || s.NextFailed
 	m.Exiting = s.Exiting || s.Cancelled || s.Orphaned || s.WalltimeOver || s.Broken ||
 		(s.IdleTimeout > 0 && s.Running == 0 && s.Held == 0 && s.IdleFor >= s.IdleTimeout)
 	// Past its walltime the batch system is about to kill the placeholder
@@ -211,6 +215,8 @@ type workLoop struct {
 	quit      chan struct{}        // work has returned: nobody reads progress or unacked
 	unacked   chan reported        // a report request's answer: its batch back if the CLS did not take it, jobs it took
 	reporters sync.WaitGroup
+	lostMu    sync.Mutex
+	lost      []protocol.Report // batches back after quit: spooled
 
 	// pool is what the placeholder holds and has free; free is its free
 	// cores, the "slots" the loop asks for work with.
@@ -252,6 +258,7 @@ func (w *workLoop) state() loopState {
 		Exiting:      w.exiting,
 		Cancelled:    w.ctx.Err() != nil,
 		NextFailed:   w.nextErr != nil,
+		Unreachable:  errors.As(w.nextErr, new(unreachable)),
 		IdleTimeout:  a.cfg.IdleTimeout,
 		IdleFor:      a.now().Sub(w.idleSince),
 		Orphanable:   a.cfg.ExitWhenOrphaned,
@@ -456,7 +463,7 @@ func (w *workLoop) sendPoll(m move) {
 		var p polled
 		w.a.syncReports(w.ctx, sent)
 		again := backoff.Backoff{Min: 50 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.5}
-		var warn logGate
+		var warn logguard.Gate
 		for {
 			p.err = call(w.ctx, w.a, protocol.OpNext, func(id int64) protocol.Next {
 				return protocol.Next{Placeholder: id, Reports: sent, Free: n, Ahead: ahead, WalltimeLeft: w.a.walltimeLeft(), WaitMS: int(wait / time.Millisecond), Available: avail, Started: started, Clock: w.a.wall()}
@@ -467,7 +474,7 @@ func (w *workLoop) sendPoll(m move) {
 			// The CLS could not commit the poll's batch (a full disk):
 			// nothing of it was done, and the agent and its jobs wait
 			// for the CLS rather than stop.
-			if warn.open(w.a.now()) {
+			if warn.Open(w.a.now()) {
 				w.a.log.Warn("the CLS could not take a poll; asking again", "err", p.err)
 			}
 			if again.Wait(w.ctx) != nil {
@@ -621,6 +628,7 @@ func (a *Agent) work(ctx context.Context) error {
 		stopGrace()
 		stopReporting()
 		w.reporters.Wait()
+		a.spoolReports(append(w.reports, w.lost...)) // the CLS never took them
 	}()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -631,6 +639,9 @@ func (a *Agent) work(ctx context.Context) error {
 		if m.Abort {
 			a.killAll(protocol.ReasonInterrupted)
 			return w.nextErr
+		}
+		if w.nextErr != nil && w.ctx.Err() == nil {
+			a.log.Warn("taking no more jobs; the running ones go on, and their reports go to the CLS if it is back by their end, else to the spool", "err", w.nextErr, "running", w.running)
 		}
 		w.nextErr = nil // seen: the agent is stopping anyway
 		if m.StopJobs {
@@ -655,9 +666,13 @@ func (a *Agent) work(ctx context.Context) error {
 			}
 			// Final report: deliver it even though ctx has ended.
 			a.syncReports(rctx, w.reports)
-			return call(rctx, a, protocol.OpReport, func(id int64) protocol.ReportBatch {
+			err := call(rctx, a, protocol.OpReport, func(id int64) protocol.ReportBatch {
 				return protocol.ReportBatch{Placeholder: id, Reports: w.reports, Started: a.started.List(a.now()), Clock: a.wall()}
 			}, nil)
+			if err == nil || !resend(err) {
+				w.reports = nil // taken, or refused: not spooled
+			}
+			return err
 		}
 		if m.ReportAlone {
 			w.sendReports(0)

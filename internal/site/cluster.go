@@ -13,10 +13,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/mq-hpc/mq/internal/placeholder/spool"
 	"github.com/mq-hpc/mq/internal/site/batch"
 	"github.com/mq-hpc/mq/internal/wire"
 	"github.com/mq-hpc/mq/protocol"
@@ -48,6 +50,11 @@ type Remote struct {
 	// home directory ("" = .mq-sites/ID); JobName the placeholders' name.
 	Dir, JobName string
 	Log          *slog.Logger
+	// Reports applies the reports the site's placeholders spooled when
+	// they lost the CLS (package spool), as each one's own report: they
+	// are read from the login host each time a connection to it is made
+	// (deliverSpool). Nil: none are read.
+	Reports func(ctx context.Context, f spool.File) error
 
 	// platform is "linux/amd64" and so on once connected. Not under mu,
 	// which a dial and the login host's preparation hold (an agent upload
@@ -58,6 +65,12 @@ type Remote struct {
 	// files is the connection whose SFTP client Files gave last, for
 	// CutFiles: not under mu, which a dial holds.
 	files atomic.Pointer[filesConn]
+	// spooling: a delivery of the spool runs (deliverSpool); spooled:
+	// when the last began (under mu); spoolEvery: how often to look
+	// again on a connection kept (0: SpoolEvery).
+	spooling   atomic.Bool
+	spooled    time.Time
+	spoolEvery time.Duration
 
 	mu       sync.Mutex
 	r        Runner
@@ -103,6 +116,7 @@ func (s *Remote) runner(ctx context.Context) (Runner, error) {
 		s.rescript = false
 	}
 	if s.r != nil {
+		s.spoolLocked(s.r, false)
 		return s.r, nil
 	}
 	r, err := s.Dial(ctx)
@@ -114,6 +128,7 @@ func (s *Remote) runner(ctx context.Context) (Runner, error) {
 		return nil, err
 	}
 	s.r, s.rescript = r, false
+	s.spoolLocked(r, true)
 	return r, nil
 }
 

@@ -100,7 +100,7 @@ func (f *flags) register(fs *flag.FlagSet, mode Mode) {
 	fs.StringVar(&f.outputReserve, "output-reserve", "0", "free space to keep on the filesystem of --out, `SIZE`, and free inodes too when it is set (a tenth of them, at most 65536; none where the filesystem counts none): below either the agent takes no new jobs, and a job whose output would leave less is stopped: it runs again later, or fails if it wrote the reserve itself (the CLS passes its own to local placeholders)")
 	fs.DurationVar(&f.walltime, "walltime", 0, "this placeholder's own time limit (0 = none)")
 	fs.DurationVar(&f.idle, "idle", 0, "exit after this long without work (0 = never)")
-	fs.DurationVar(&f.reconnect, "reconnect", 10*time.Minute, "give up after the CLS is unreachable this long")
+	fs.DurationVar(&f.reconnect, "reconnect", 10*time.Minute, "give up on a CLS unreachable this long: take no more jobs, let the running ones end, and leave the reports it never took in --out/spool for the CLS to apply when it is back")
 	fs.StringVar(&f.logLevel, "log-level", "warn", "debug, info, warn or error (to stderr)")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json (one JSON object a line; the CLS passes its own to local placeholders, which write to cls.log)")
 	if mode == Local {

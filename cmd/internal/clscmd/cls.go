@@ -85,6 +85,7 @@ from local placeholders).`,
 			&cli.Float64Flag{Name: "lp-min-util", Usage: "seed 001's minimum utilisation W_MIN for sites that follow --provision lp: each job slot the LP plans for a stage is busy at least this share of the time (0 to 0.99)", Value: 0},
 			&cli.BoolFlag{Name: "allow-network-fs", Usage: "serve an MQ_HOME on a network filesystem (NFS, SMB, Lustre, GPFS, BeeGFS, CephFS, FUSE...), which is refused otherwise: the database's locks and shared memory may not work there, and it can be corrupted"},
 			&cli.DurationFlag{Name: "connect-timeout", Usage: "a remote site's placeholder that runs this long without connecting is cancelled and its site marked degraded (cls site add --connect-timeout sets it per site)", Value: 2 * time.Minute},
+			&cli.DurationFlag{Name: "agent-reconnect", Usage: "how long a local placeholder that lost its CLS (stopped with cls stop --keep-running, killed) keeps trying to reach one before it gives up; it then leaves the reports of the jobs it ran in output/spool, for the next cls serve to apply", Value: 10 * time.Minute},
 		},
 		Action: serve,
 	}
@@ -137,9 +138,10 @@ func serve(c *cli.Context) error {
 		return mqcli.Usagef("--output must be files or streams, not %q", o)
 	}
 	if err := checkDurations(c, map[string][2]time.Duration{
-		"lease":         {time.Second, 24 * time.Hour},
-		"site-poll":     {100 * time.Millisecond, time.Hour},
-		"site-throttle": {time.Second, 366 * 24 * time.Hour},
+		"lease":           {time.Second, 24 * time.Hour},
+		"site-poll":       {100 * time.Millisecond, time.Hour},
+		"site-throttle":   {time.Second, 366 * 24 * time.Hour},
+		"agent-reconnect": {time.Second, 366 * 24 * time.Hour},
 	}); err != nil {
 		return err
 	}
@@ -179,7 +181,8 @@ func serve(c *cli.Context) error {
 		SSHAddr: c.String("ssh"), Commands: sshExec,
 		Agents: c.String("agents"), SitePoll: c.Duration("site-poll"),
 		SiteThrottle: c.Duration("site-throttle"), ConnectTimeout: c.Duration("connect-timeout"),
-		LogLevel: level, LogFormat: c.String("log-format"), Notes: c.App.ErrWriter, Version: mqcli.Version,
+		AgentReconnect: c.Duration("agent-reconnect"),
+		LogLevel:       level, LogFormat: c.String("log-format"), Notes: c.App.ErrWriter, Version: mqcli.Version,
 		HTTPAddr: c.String("http"), HTTPPublic: c.Bool("http-public"), HTTPPath: c.String("http-path"),
 		LPMinUtil: c.Float64("lp-min-util"), AllowNetworkFS: c.Bool("allow-network-fs"),
 	}

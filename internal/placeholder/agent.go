@@ -26,6 +26,7 @@ import (
 	"github.com/mq-hpc/mq/internal/placeholder/holding"
 	"github.com/mq-hpc/mq/internal/placeholder/hung"
 	"github.com/mq-hpc/mq/internal/placeholder/memlimit"
+	"github.com/mq-hpc/mq/internal/placeholder/scratch"
 	"github.com/mq-hpc/mq/internal/placeholder/started"
 	"github.com/mq-hpc/mq/internal/placeholder/sumcache"
 	"github.com/mq-hpc/mq/internal/placeholder/sweep"
@@ -217,8 +218,8 @@ type Agent struct {
 	// launch (workDirWithin; tests hang it).
 	statDir func(string) (os.FileInfo, error)
 	// keep moves a won attempt's files from its scratch copy into the
-	// job's directory ((*scratch).commit; tests hang it).
-	keep func(s *scratch, step func()) error
+	// job's directory ((*scratch.Dir).Commit; tests hang it).
+	keep func(s *scratch.Dir, step func()) error
 }
 
 // New returns an agent; Run starts it.
@@ -249,7 +250,7 @@ func New(cfg Config) *Agent {
 	a.wall = time.Now
 	a.getppid = os.Getppid
 	a.unkillable = defaultUnkillable
-	a.fsWait, a.proc, a.statDir, a.keep = defaultFSWait, "/proc", os.Stat, (*scratch).commit
+	a.fsWait, a.proc, a.statDir, a.keep = defaultFSWait, "/proc", os.Stat, (*scratch.Dir).Commit
 	a.awaitExit = func(_ protocol.JobRef, pidfd int) bool { return jobexec.AwaitExit(pidfd) }
 	if cfg.Streams && !cfg.NoOp {
 		a.streams = newStreamSet(cfg.OutDir, cfg.StreamRotate, cfg.Log)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mq-hpc/mq/internal/diskroom"
 	"github.com/mq-hpc/mq/internal/outstream"
+	"github.com/mq-hpc/mq/internal/placeholder/scratch"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -371,7 +372,7 @@ func TestAgentHungScratchKeep(t *testing.T) {
 	a := New(cfg)
 	a.fsWait = 300 * time.Millisecond
 	hang := hangUntilEnd(t)
-	a.keep = func(*scratch, func()) error { <-hang; return nil }
+	a.keep = func(*scratch.Dir, func()) error { <-hang; return nil }
 	done := make(chan error, 1)
 	go func() { done <- a.Run(context.Background()) }()
 	id := c.submit(protocol.JobSpec{Target: "t", Queue: "one", Command: "echo made > out", Cwd: t.TempDir()})[0]
@@ -400,12 +401,12 @@ func TestAgentSlowScratchKeep(t *testing.T) {
 	cfg.Dial = c.dial
 	a := New(cfg)
 	a.fsWait = time.Second
-	a.keep = func(s *scratch, step func()) error {
+	a.keep = func(s *scratch.Dir, step func()) error {
 		for end := time.Now().Add(3 * a.fsWait); time.Now().Before(end); {
 			time.Sleep(5 * time.Millisecond) // one more slow rename
 			step()
 		}
-		return s.commit(step)
+		return s.Commit(step)
 	}
 	runAgent(t, a)
 	dir := t.TempDir()

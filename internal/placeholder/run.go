@@ -18,6 +18,7 @@ import (
 	"github.com/mq-hpc/mq/internal/placeholder/bind"
 	"github.com/mq-hpc/mq/internal/placeholder/hung"
 	"github.com/mq-hpc/mq/internal/placeholder/memlimit"
+	"github.com/mq-hpc/mq/internal/placeholder/scratch"
 	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
@@ -173,9 +174,9 @@ type attempt struct {
 	// ended measures the attempt's time from it (stamp).
 	begun time.Time
 
-	dir    string   // the working directory asked for ("" = the agent's)
-	runDir string   // where the command runs: dir, or its scratch copy
-	sc     *scratch // nil unless the attempt runs in a scratch copy
+	dir    string       // the working directory asked for ("" = the agent's)
+	runDir string       // where the command runs: dir, or its scratch copy
+	sc     *scratch.Dir // nil unless the attempt runs in a scratch copy
 	lim    *outputLimit
 
 	outSink, errSink *sink
@@ -286,7 +287,7 @@ func (t *attempt) release() {
 		t.mem.Close()
 	}
 	if t.sc != nil {
-		t.sc.remove()
+		t.sc.Remove()
 	}
 	if !t.userHung {
 		t.user.close()
@@ -316,7 +317,7 @@ func (a *Agent) prepare(ctx context.Context, t *attempt) bool {
 		if t.sc, err = a.newScratch(dir, asg); err != nil {
 			return a.failPlace(t, err)
 		}
-		t.runDir = t.sc.dir
+		t.runDir = t.sc.Path()
 	}
 	if t.user, err = a.openUserStdioWithin(asg, dir); err != nil {
 		return a.failPlace(t, err)

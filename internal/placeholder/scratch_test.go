@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mq-hpc/mq/internal/otheruser"
+	"github.com/mq-hpc/mq/internal/placeholder/scratch"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -32,10 +33,10 @@ func TestScratchKeepsAttemptsApart(t *testing.T) {
 		return protocol.Assignment{ID: 7, Attempt: attempt, Scratch: true, Cwd: work,
 			Outputs: []protocol.AssignedFile{{Path: filepath.Join(work, "out", "res")}}}
 	}
-	run := func(s *scratch, who string) {
+	run := func(s *scratch.Dir, who string) {
 		t.Helper()
 		cmd := exec.Command("/bin/sh", "-c", "cat in out/old > out/res && echo "+who+" >> out/res && echo "+who+" > new.txt")
-		cmd.Dir = s.dir
+		cmd.Dir = s.Path()
 		if b, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("%s: %v: %s", who, err, b)
 		}
@@ -51,9 +52,9 @@ func TestScratchKeepsAttemptsApart(t *testing.T) {
 			t.Fatalf("%s in place before any attempt won", f)
 		}
 	}
-	must(win.commit(func() {}))
-	win.remove()
-	lose.remove()
+	must(win.Commit(func() {}))
+	win.Remove()
+	lose.Remove()
 	for f, want := range map[string]string{"out/res": "input\nold\nwinner\n", "new.txt": "winner\n", "in": "input\n", "out/old": "old\n"} {
 		b, err := os.ReadFile(filepath.Join(work, f))
 		if err != nil || string(b) != want {
@@ -63,7 +64,7 @@ func TestScratchKeepsAttemptsApart(t *testing.T) {
 	if fi, err := os.Lstat(filepath.Join(work, "out", "old")); err != nil || fi.Mode()&os.ModeSymlink != 0 {
 		t.Fatalf("out/old became a link: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(work, scratchDir)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(work, scratch.Root)); !os.IsNotExist(err) {
 		t.Fatalf("scratch left behind: %v", err)
 	}
 }
@@ -88,7 +89,7 @@ func TestScratchRefusesPlantedDir(t *testing.T) {
 	otheruser.Need(t)
 	work := otheruser.SharedDir(t, "mqscratch-shared-")
 	theirs := filepath.Join(work, "theirs")
-	script := "umask 0 && mkdir " + theirs + " && ln -s " + theirs + " " + filepath.Join(work, scratchDir)
+	script := "umask 0 && mkdir " + theirs + " && ln -s " + theirs + " " + filepath.Join(work, scratch.Root)
 	if out, err := exec.Command("runuser", "-u", "mqagent", "--", "sh", "-c", script).CombinedOutput(); err != nil {
 		t.Fatalf("mqagent's setup: %v: %s", err, out)
 	}

@@ -28,11 +28,11 @@ func TestScratchCommitOtherUsersLink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.remove()
-	if err := os.WriteFile(filepath.Join(s.dir, "out", "res"), []byte("job output\n"), 0o600); err != nil {
+	defer s.Remove()
+	if err := os.WriteFile(filepath.Join(s.Path(), "out", "res"), []byte("job output\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.commit(func() {}); err == nil {
+	if err := s.Commit(func() {}); err == nil {
 		t.Errorf("commit through mqagent's link: kept, want refused")
 	}
 	if b, _ := os.ReadFile(victim); string(b) != "precious\n" {

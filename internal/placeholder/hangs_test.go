@@ -391,7 +391,7 @@ func TestAgentHungScratchKeep(t *testing.T) {
 }
 
 // A won copy's files are many, on a slow filesystem: moving them takes
-// longer than the deadline of one call, each call well within it. The
+// longer than the deadline of one call (twice), each call well within it. The
 // move is not cut: the job is done, its file in place.
 func TestAgentSlowScratchKeep(t *testing.T) {
 	t.Parallel()
@@ -400,9 +400,9 @@ func TestAgentSlowScratchKeep(t *testing.T) {
 	cfg := agentConfig(t, 1)
 	cfg.Dial = c.dial
 	a := New(cfg)
-	a.fsWait = time.Second
+	a.fsWait = 2 * time.Second // a stall of the test itself this long would cut it
 	a.keep = func(s *scratch.Dir, step func()) error {
-		for end := time.Now().Add(3 * a.fsWait); time.Now().Before(end); {
+		for end := time.Now().Add(2 * a.fsWait); time.Now().Before(end); {
 			time.Sleep(5 * time.Millisecond) // one more slow rename
 			step()
 		}

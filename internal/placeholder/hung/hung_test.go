@@ -90,11 +90,11 @@ func TestProgressing(t *testing.T) {
 	if err := Progressing(time.Minute, "move", func(func()) error { return want }); err != want {
 		t.Fatalf("a call that returns: %v, want %v", err, want)
 	}
-	// Three deadlines' worth of steps a few milliseconds apart: a gap of
-	// a whole second between two would take a stall of the test itself.
-	const d = time.Second
+	// Two deadlines' worth of steps a few milliseconds apart: a gap of
+	// two seconds between two would take a stall of the test itself.
+	const d = 2 * time.Second
 	err := Progressing(d, "move", func(step func()) error {
-		for end := time.Now().Add(3 * d); time.Now().Before(end); {
+		for end := time.Now().Add(2 * d); time.Now().Before(end); {
 			time.Sleep(5 * time.Millisecond)
 			step()
 		}

@@ -121,6 +121,9 @@ func (a *Agent) connect(ctx context.Context) (*client.Client, error) {
 	if reg.HeartbeatS > 0 {
 		a.hbEvery = protocol.Duration(reg.HeartbeatS)
 	}
+	if reg.LeaseS > 0 {
+		a.fence.SetLease(protocol.Duration(reg.LeaseS))
+	}
 	a.log.Info("connected to the CLS", "placeholder", a.id)
 	return cl, nil
 }

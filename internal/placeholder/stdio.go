@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/pathguard"
+	"github.com/mq-hpc/mq/internal/placeholder/fence"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -22,6 +23,11 @@ import (
 // output lost.
 type userFile struct {
 	name string // as the job asked, for the report
+	// fence and ref: a write waits for the CLS's word after the agent
+	// was frozen, and is dropped if the attempt is no longer its own
+	// (nil: none, as in tests).
+	fence *fence.Watch
+	ref   protocol.JobRef
 
 	mu  sync.Mutex
 	f   *os.File
@@ -29,6 +35,9 @@ type userFile struct {
 }
 
 func (u *userFile) Write(p []byte) (int, error) {
+	if u.fence != nil && !u.fence.Pass(u.ref) {
+		return len(p), nil // another attempt owns the file now
+	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.err == nil {
@@ -58,8 +67,9 @@ func namesStdio(asg protocol.Assignment) bool {
 // stdout and stderr (protocol.EnvStdout, EnvStderr), relative to its
 // working directory dir, truncated, before the job starts: a directory
 // that does not exist fails the attempt now, with that reason. Without
-// an -e, stderr goes with stdout (sbatch's rule).
-func openUserStdio(asg protocol.Assignment, dir string) (userStdio, error) {
+// an -e, stderr goes with stdout (sbatch's rule). Their writes pass w
+// (nil: none).
+func openUserStdio(asg protocol.Assignment, dir string, w *fence.Watch) (userStdio, error) {
 	var out, errp string
 	for _, kv := range asg.Env {
 		if v, ok := strings.CutPrefix(kv, protocol.EnvStdout+"="); ok {
@@ -85,7 +95,7 @@ func openUserStdio(asg protocol.Assignment, dir string) (userStdio, error) {
 			}
 			return nil, fmt.Errorf("%s %s: %v", flag, p, err)
 		}
-		return &userFile{name: p, f: f}, nil
+		return &userFile{name: p, f: f, fence: w, ref: protocol.JobRef{ID: asg.ID, Attempt: asg.Attempt}}, nil
 	}
 	var err error
 	if out != "" {
@@ -133,6 +143,9 @@ func (u userStdio) close() (lost string) {
 		}
 		f.err = os.ErrClosed // a straggling write after this is dropped
 		f.mu.Unlock()
+		if f.fence != nil {
+			f.fence.Forget(f.ref)
+		}
 	}
 	return lost
 }

@@ -1,0 +1,116 @@
+package fence
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// clock is a monotonic clock a test moves.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) step(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// passing runs Pass in a goroutine and returns where its answer comes.
+func passing(w *Watch, ref protocol.JobRef) <-chan bool {
+	ch := make(chan bool, 1)
+	go func() { ch <- w.Pass(ref) }()
+	return ch
+}
+
+func TestNoFreezeNoWait(t *testing.T) {
+	c := &clock{t: time.Unix(0, 0)}
+	w := New(c.now)
+	w.SetLease(10 * time.Second)
+	for i := 0; i < 10; i++ {
+		c.step(time.Second)
+		w.Look()
+		if !w.Pass(protocol.JobRef{ID: 1, Attempt: 1}) {
+			t.Fatal("a write was dropped with no freeze")
+		}
+	}
+	// A kill of a deleted job with no freeze before it drops nothing:
+	// the job's output goes on to its files until it ends.
+	w.Settle(w.Look(), []protocol.JobRef{{ID: 1, Attempt: 1}})
+	if !w.Pass(protocol.JobRef{ID: 1, Attempt: 1}) {
+		t.Fatal("a kill with no freeze dropped the writes")
+	}
+}
+
+// TestFrozenAttemptDropped: after a gap longer than half the lease, a
+// write waits for the answer to a heartbeat sent after it, and is
+// dropped if that answer kills its attempt; another attempt's write
+// goes on. An answer to a heartbeat sent before the freeze is no
+// verdict.
+func TestFrozenAttemptDropped(t *testing.T) {
+	c := &clock{t: time.Unix(0, 0)}
+	w := New(c.now)
+	w.SetLease(time.Hour) // no write gives up waiting in this test
+	stale, kept := protocol.JobRef{ID: 1, Attempt: 1}, protocol.JobRef{ID: 2, Attempt: 1}
+	before := w.Look() // a heartbeat sent before the freeze
+	c.step(31 * time.Minute)
+	a, b := passing(w, stale), passing(w, kept)
+	w.Settle(before, []protocol.JobRef{stale})
+	select {
+	case <-a:
+		t.Fatal("a write went on at the answer to a heartbeat sent before the freeze")
+	case <-b:
+		t.Fatal("a write went on at the answer to a heartbeat sent before the freeze")
+	case <-time.After(100 * time.Millisecond):
+	}
+	w.Settle(w.Look(), []protocol.JobRef{stale})
+	if <-a {
+		t.Error("the killed attempt's write went on")
+	}
+	if !<-b {
+		t.Error("the attempt the CLS kept had its write dropped")
+	}
+	if w.Pass(stale) {
+		t.Error("a later write of the killed attempt went on")
+	}
+	w.Forget(stale)
+	if !w.Pass(stale) {
+		t.Error("after Forget, the ref is still dropped")
+	}
+}
+
+// TestNoVerdictBound: with no answer (the CLS down), a write waits at
+// most the lease, then goes on.
+func TestNoVerdictBound(t *testing.T) {
+	c := &clock{t: time.Unix(0, 0)}
+	w := New(c.now)
+	w.SetLease(200 * time.Millisecond)
+	c.step(time.Second)
+	start := time.Now()
+	if !w.Pass(protocol.JobRef{ID: 1, Attempt: 1}) {
+		t.Fatal("a write with no verdict was dropped")
+	}
+	if d := time.Since(start); d < 200*time.Millisecond {
+		t.Errorf("a write after a freeze went on after %v, before any verdict or the bound", d)
+	}
+}
+
+// TestNoLeaseNoFence: before the agent learns the lease, nothing waits.
+func TestNoLeaseNoFence(t *testing.T) {
+	c := &clock{t: time.Unix(0, 0)}
+	w := New(c.now)
+	c.step(time.Hour)
+	if !w.Pass(protocol.JobRef{ID: 1, Attempt: 1}) {
+		t.Fatal("dropped")
+	}
+}

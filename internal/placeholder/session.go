@@ -178,9 +178,11 @@ func call[Req, Resp any](ctx context.Context, a *Agent, op protocol.Op[Req, Resp
 		a.counted(op.Name)
 		req := body(a.ID())
 		a.recvMu.RLock()
+		sent := a.fence.Look()
 		resp, err = client.Do(ctx, cl, op, req)
 		if r, ok := any(&resp).(*protocol.NextReply); ok && err == nil {
 			a.holding.Got(r.Jobs)
+			a.fence.Got(sent, r.Jobs) // after holding: the next heartbeat names them
 		}
 		a.recvMu.RUnlock()
 		if err == nil {

@@ -10,8 +10,10 @@
 // heartbeat loop looks every heartbeat, each write before it writes).
 // After one, a write waits until a heartbeat sent after the freeze is
 // answered: the answer says which attempts are no longer the
-// placeholder's (Settle), and their writes are dropped. The others go
-// on; so does every write when no answer comes within the wait bound (a
+// placeholder's (Settle), and their writes are dropped. Jobs handed out
+// in a reply to a request sent before the freeze (a parked poll) and
+// read after it wait for a heartbeat that names them (Got), before their
+// files are opened: opening truncates. The others go on; so does every write when no answer comes within the wait bound (a
 // CLS down as long: it cannot have requeued them since).
 package fence
 
@@ -77,6 +79,19 @@ func (w *Watch) look() uint64 {
 	}
 	w.last = now
 	return w.seen
+}
+
+// Got takes the jobs handed out in the reply to a request sent when
+// Look returned sent. If a freeze was told since, the CLS may have
+// requeued them meanwhile, and no heartbeat has named them yet: writes
+// (and the opening of their files) wait for the answer to a heartbeat
+// sent from now on, which names them.
+func (w *Watch) Got(sent uint64, jobs []protocol.Assignment) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(jobs) > 0 && w.look() > sent {
+		w.seen++
+	}
 }
 
 // Settle takes the answer to a heartbeat sent when Look returned seen:

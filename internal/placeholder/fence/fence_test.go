@@ -114,3 +114,37 @@ func TestNoLeaseNoFence(t *testing.T) {
 		t.Fatal("dropped")
 	}
 }
+
+// TestGotAfterFreeze: jobs handed out in the reply to a request sent
+// before a freeze wait for a heartbeat sent after the reply was read,
+// though one sent after the freeze was answered already (it could not
+// name them); a reply with nothing in it, or one to a request sent after
+// the freeze, changes nothing.
+func TestGotAfterFreeze(t *testing.T) {
+	c := &clock{t: time.Unix(0, 0)}
+	w := New(c.now)
+	w.SetLease(time.Hour)
+	late := protocol.JobRef{ID: 1, Attempt: 1}
+	sent := w.Look() // a poll parked at the CLS
+	c.step(31 * time.Minute)
+	w.Settle(w.Look(), nil) // the heartbeat after the freeze, not naming job 1
+	w.Got(sent, nil)
+	if !w.Pass(protocol.JobRef{ID: 9, Attempt: 1}) {
+		t.Fatal("an empty reply held writes")
+	}
+	w.Got(w.Look(), []protocol.Assignment{{ID: 2, Attempt: 1}})
+	if !w.Pass(protocol.JobRef{ID: 2, Attempt: 1}) {
+		t.Fatal("a reply to a request sent after the freeze held writes")
+	}
+	w.Got(sent, []protocol.Assignment{{ID: late.ID, Attempt: late.Attempt}})
+	a := passing(w, late)
+	select {
+	case <-a:
+		t.Fatal("a job handed out before the freeze started before a heartbeat named it")
+	case <-time.After(100 * time.Millisecond):
+	}
+	w.Settle(w.Look(), []protocol.JobRef{late})
+	if <-a {
+		t.Error("the job the heartbeat killed went on")
+	}
+}

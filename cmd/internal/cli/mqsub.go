@@ -82,7 +82,7 @@ func mqsubFlags() []cli.Flag {
 	flags := []cli.Flag{
 		&cli.BoolFlag{Name: "version", Usage: "print the version"},
 		&cli.StringFlag{Name: "q", Aliases: []string{"queue"}, Usage: "queue (created on first use)", Value: protocol.DefaultQueue},
-		&cli.StringSliceFlag{Name: "p", Aliases: []string{"prereq", "after"}, Usage: "prerequisite target: every job of it done (repeat, or a comma list)"},
+		&cli.GenericFlag{Name: "p", Aliases: []string{"prereq", "after"}, Value: &nameList{}, Usage: "prerequisite target: every job of it done (repeat, or a comma list)"},
 		&cli.StringSliceFlag{Name: "after-any", Usage: "run after every job of `TARGET` has ended, done, failed, deleted or blocked, as sbatch's --dependency=afterany (repeat, or a comma list); in a file, \"after_any\": [...]"},
 		&cli.BoolFlag{Name: "b", Aliases: []string{"block"}, Usage: "wait for the job to end and exit with its exit status"},
 		&cli.StringFlag{Name: "est", Aliases: []string{"estimate"}, Usage: "expected runtime: seconds, or 2h, 04:00:00, 1-12:00:00"},
@@ -275,7 +275,7 @@ func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
 	js := protocol.JobSpec{
 		Queue:    c.String("q"),
 		Target:   c.Args().First(),
-		Prereqs:  splitList(c.StringSlice("p")),
+		Prereqs:  prereqFlag(c),
 		AfterAny: splitList(c.StringSlice("after-any")),
 		Command:  strings.Join(c.Args().Tail(), " "),
 		Cwd:      dir,

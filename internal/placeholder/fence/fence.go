@@ -107,9 +107,15 @@ func (w *Watch) Settle(seen uint64, killed []protocol.JobRef) {
 	for _, k := range killed {
 		w.dropped[k] = true
 	}
-	w.settled = seen
-	close(w.answered)
-	w.answered = make(chan struct{})
+	w.settle(seen)
+}
+
+func (w *Watch) settle(seen uint64) {
+	if seen > w.settled {
+		w.settled = seen
+		close(w.answered)
+		w.answered = make(chan struct{})
+	}
 }
 
 // Pass says whether attempt ref may write: after a freeze, once a
@@ -130,11 +136,13 @@ func (w *Watch) Pass(ref protocol.JobRef) bool {
 		w.mu.Unlock()
 		select {
 		case <-ch:
-		case <-timeout:
 			w.mu.Lock()
-			return !w.dropped[ref]
+		case <-timeout:
+			// No answer in time: writes go on as before, this one's and
+			// every later one's, not each after a wait of its own.
+			w.mu.Lock()
+			w.settle(seen)
 		}
-		w.mu.Lock()
 	}
 	return !w.dropped[ref]
 }

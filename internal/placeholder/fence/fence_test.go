@@ -103,6 +103,16 @@ func TestNoVerdictBound(t *testing.T) {
 	if d := time.Since(start); d < 200*time.Millisecond {
 		t.Errorf("a write after a freeze went on after %v, before any verdict or the bound", d)
 	}
+	// The next writes do not wait the bound again for the same freeze.
+	start = time.Now()
+	for i := 0; i < 5; i++ {
+		if !w.Pass(protocol.JobRef{ID: 2, Attempt: 1}) {
+			t.Fatal("a write with no verdict was dropped")
+		}
+	}
+	if d := time.Since(start); d >= 200*time.Millisecond {
+		t.Errorf("five writes after the bound took %v: each waited again", d)
+	}
 }
 
 // TestNoLeaseNoFence: before the agent learns the lease, nothing waits.

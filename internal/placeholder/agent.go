@@ -310,6 +310,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		defer close(hbDone)
 		a.heartbeats(hbCtx)
 	}()
+	go a.fence.Run(hbCtx)
 	liveDone := make(chan struct{})
 	go func() {
 		defer close(liveDone)

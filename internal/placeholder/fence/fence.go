@@ -6,8 +6,8 @@
 // end: what it still copies from their pipes into those files would be
 // appended to the newer attempt's output.
 //
-// A Watch tells such a freeze by the gap between its looks (the
-// heartbeat loop looks every heartbeat, each write before it writes).
+// A Watch tells such a freeze by the gap between its looks (Run looks
+// often, a heartbeat before it is sent, each write before it writes).
 // After one, a write waits until a heartbeat sent after the freeze is
 // answered: the answer says which attempts are no longer the
 // placeholder's (Settle), and their writes are dropped. Jobs handed out
@@ -18,6 +18,7 @@
 package fence
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"time"
@@ -91,6 +92,28 @@ func (w *Watch) Got(sent uint64, jobs []protocol.Assignment) {
 	defer w.mu.Unlock()
 	if len(jobs) > 0 && w.look() > sent {
 		w.seen++
+	}
+}
+
+// Run looks every eighth of the gap until ctx ends, so that a gap is the
+// whole placeholder not running, not a heartbeat held up by a slow CLS
+// (which would hold writes up for nothing).
+func (w *Watch) Run(ctx context.Context) {
+	for {
+		w.mu.Lock()
+		every := w.gap / 8
+		w.mu.Unlock()
+		if every <= 0 {
+			every = time.Second
+		}
+		t := time.NewTimer(every)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		w.Look()
 	}
 }
 

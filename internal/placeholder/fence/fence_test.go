@@ -1,6 +1,7 @@
 package fence
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -156,5 +157,20 @@ func TestGotAfterFreeze(t *testing.T) {
 	w.Settle(w.Look(), []protocol.JobRef{late})
 	if <-a {
 		t.Error("the job the heartbeat killed went on")
+	}
+}
+
+// TestRunKeepsLooking: while Run looks, a heartbeat held up longer than
+// the gap (a slow CLS) finds no freeze when it looks again.
+func TestRunKeepsLooking(t *testing.T) {
+	w := New(nil)
+	w.SetLease(2 * time.Second) // a gap of 1 s
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go w.Run(ctx)
+	seen := w.Look() // the heartbeat, before its call
+	time.Sleep(3 * time.Second)
+	if got := w.Look(); got != seen {
+		t.Errorf("after a heartbeat held up 3 s with Run looking: %d freezes told, want %d", got-seen, 0)
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/mq-hpc/mq/internal/jobexec"
 	"github.com/mq-hpc/mq/internal/outstream"
 	"github.com/mq-hpc/mq/internal/placeholder/bind"
-	"github.com/mq-hpc/mq/internal/placeholder/fence"
 	"github.com/mq-hpc/mq/internal/placeholder/hung"
 	"github.com/mq-hpc/mq/internal/placeholder/memlimit"
 	"github.com/mq-hpc/mq/internal/resource"
@@ -318,11 +317,6 @@ func (a *Agent) prepare(ctx context.Context, t *attempt) bool {
 			return a.failPlace(t, err)
 		}
 		t.runDir = t.sc.dir
-	}
-	if namesStdio(asg) && !a.fence.Pass(protocol.JobRef{ID: asg.ID, Attempt: asg.Attempt}) {
-		// Frozen past its lease, this agent lost the job: another
-		// attempt may be writing those files. The CLS ignores the report.
-		return t.fail(fence.ErrLost)
 	}
 	if t.user, err = a.openUserStdioWithin(asg, dir); err != nil {
 		return a.failPlace(t, err)

@@ -23,11 +23,9 @@ import (
 // output lost.
 type userFile struct {
 	name string // as the job asked, for the report
-	// fence and ref: a write waits for the CLS's word after the agent
-	// was frozen, and is dropped if the attempt is no longer its own
-	// (nil: none, as in tests).
-	fence *fence.Watch
-	ref   protocol.JobRef
+	// held passes the writes through the agent's fence: kept after a
+	// freeze until the CLS says whose job it is.
+	held *fence.Held
 
 	mu  sync.Mutex
 	f   *os.File
@@ -35,17 +33,18 @@ type userFile struct {
 }
 
 func (u *userFile) Write(p []byte) (int, error) {
-	if u.fence != nil && !u.fence.Pass(u.ref) {
-		return len(p), nil // another attempt owns the file now
-	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	u.held.Write(p)
+	return len(p), nil
+}
+
+func (u *userFile) write(p []byte) {
 	if u.err == nil {
 		if _, err := u.f.Write(p); err != nil {
 			u.err = err
 		}
 	}
-	return len(p), nil
 }
 
 // userStdio is an attempt's -o and -e files (nil where none was asked;
@@ -68,8 +67,12 @@ func namesStdio(asg protocol.Assignment) bool {
 // working directory dir, truncated, before the job starts: a directory
 // that does not exist fails the attempt now, with that reason. Without
 // an -e, stderr goes with stdout (sbatch's rule). Their writes pass w
-// (nil: none).
+// (nil: none); an attempt w says was lost while the agent was frozen
+// opens none (opening truncates another attempt's).
 func openUserStdio(asg protocol.Assignment, dir string, w *fence.Watch) (userStdio, error) {
+	if !w.Pass(protocol.JobRef{ID: asg.ID, Attempt: asg.Attempt}) {
+		return userStdio{}, fence.ErrLost
+	}
 	var out, errp string
 	for _, kv := range asg.Env {
 		if v, ok := strings.CutPrefix(kv, protocol.EnvStdout+"="); ok {
@@ -95,7 +98,9 @@ func openUserStdio(asg protocol.Assignment, dir string, w *fence.Watch) (userStd
 			}
 			return nil, fmt.Errorf("%s %s: %v", flag, p, err)
 		}
-		return &userFile{name: p, f: f, fence: w, ref: protocol.JobRef{ID: asg.ID, Attempt: asg.Attempt}}, nil
+		uf := &userFile{name: p, f: f}
+		uf.held = w.Held(protocol.JobRef{ID: asg.ID, Attempt: asg.Attempt}, uf.write)
+		return uf, nil
 	}
 	var err error
 	if out != "" {
@@ -135,6 +140,7 @@ func (u userStdio) close() (lost string) {
 			f.mu.Unlock()
 			continue
 		}
+		f.held.Flush()
 		if err := f.f.Close(); err != nil && f.err == nil {
 			f.err = err
 		}
@@ -143,8 +149,10 @@ func (u userStdio) close() (lost string) {
 		}
 		f.err = os.ErrClosed // a straggling write after this is dropped
 		f.mu.Unlock()
-		if f.fence != nil {
-			f.fence.Forget(f.ref)
+	}
+	for _, f := range []*userFile{u.out, u.err} {
+		if f != nil {
+			f.held.Forget()
 		}
 	}
 	return lost

@@ -8,13 +8,16 @@
 //
 // A Watch tells such a freeze by the gap between its looks (Run looks
 // often, a heartbeat before it is sent, each write before it writes).
-// After one, a write waits until a heartbeat sent after the freeze is
-// answered: the answer says which attempts are no longer the
-// placeholder's (Settle), and their writes are dropped. Jobs handed out
-// in a reply to a request sent before the freeze (a parked poll) and
-// read after it wait for a heartbeat that names them (Got), before their
-// files are opened: opening truncates. The others go on; so does every write when no answer comes within the wait bound (a
-// CLS down as long: it cannot have requeued them since).
+// After one, writes are kept (Held) until a heartbeat sent after the
+// freeze is answered: the answer says which attempts are no longer the
+// placeholder's (Settle), and their writes are dropped; the others' are
+// written. Kept, not waited for: the job's output goes on to mq's own
+// copy meanwhile, and its report is not held up. Jobs handed out in a
+// reply to a request sent before the freeze (a parked poll) and read
+// after it wait for a heartbeat that names them (Got) before their files
+// are opened: opening truncates. When no answer comes within the wait
+// bound (a CLS away as long: it cannot have requeued them meanwhile),
+// every write goes on.
 package fence
 
 import (
@@ -57,12 +60,17 @@ func New(now func() time.Time) *Watch {
 // SetLease sets the CLS's lease: a gap between looks of half of it is a
 // freeze (the CLS requeues after a whole one without renewal, and the
 // last renewal may have been a heartbeat before the freeze), and a
-// write waits for a verdict at most that long.
+// verdict is waited for that long at most, and at most maxWait.
 func (w *Watch) SetLease(lease time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.gap, w.bound = lease/2, lease
+	w.gap, w.bound = lease/2, min(lease, maxWait)
 }
+
+// maxWait bounds a wait for a verdict: heartbeats go every second at
+// most, and a close of the files waits for it within the 30 s a close
+// has on a hung filesystem.
+const maxWait = 10 * time.Second
 
 // Look notes that the placeholder runs, and returns the freezes told so
 // far, counting one if the last look is longer ago than the gap. A
@@ -143,8 +151,11 @@ func (w *Watch) settle(seen uint64) {
 
 // Pass says whether attempt ref may write: after a freeze, once a
 // heartbeat answered for it (or after the wait bound), unless that
-// answer killed ref.
+// answer killed ref. A nil Watch passes every write.
 func (w *Watch) Pass(ref protocol.JobRef) bool {
+	if w == nil {
+		return true
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	seen := w.look()
@@ -175,4 +186,97 @@ func (w *Watch) Forget(ref protocol.JobRef) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.dropped, ref)
+}
+
+// maxHeld bounds what a Held keeps while a verdict is pending; past it a
+// write waits for the verdict (the job's pipe fills, and the job waits).
+const maxHeld = 1 << 20
+
+// Held passes an attempt's writes to out through a Watch without holding
+// them up: while a freeze waits for its answer they are kept, and written
+// or dropped when it comes, at the next write or at Flush. Its caller
+// calls it from one goroutine at a time.
+type Held struct {
+	w    *Watch
+	ref  protocol.JobRef
+	out  func([]byte)
+	kept []byte
+	lost bool // the answer killed ref: nothing more is written
+}
+
+// Held returns the Held of attempt ref's writes to out; a nil Watch's
+// passes every write.
+func (w *Watch) Held(ref protocol.JobRef, out func([]byte)) *Held {
+	return &Held{w: w, ref: ref, out: out}
+}
+
+// Write passes p on, keeps it, or drops it.
+func (h *Held) Write(p []byte) {
+	if h.lost {
+		return
+	}
+	switch h.w.state(h.ref) {
+	case dropped:
+		h.kept, h.lost = nil, true
+		return
+	case waiting:
+		if len(h.kept)+len(p) <= maxHeld {
+			h.kept = append(h.kept, p...)
+			return
+		}
+		if !h.w.Pass(h.ref) {
+			h.kept, h.lost = nil, true
+			return
+		}
+	}
+	h.flush()
+	h.out(p)
+}
+
+// Flush waits for the verdict on what is kept and writes or drops it:
+// its file is being closed.
+func (h *Held) Flush() {
+	if len(h.kept) > 0 && !h.lost {
+		if h.lost = !h.w.Pass(h.ref); !h.lost {
+			h.flush()
+		}
+	}
+	h.kept = nil
+}
+
+// Forget drops what the Watch keeps of the attempt once every file of it
+// is flushed (its -o and -e files share the verdict).
+func (h *Held) Forget() {
+	if h.w != nil {
+		h.w.Forget(h.ref)
+	}
+}
+
+func (h *Held) flush() {
+	if len(h.kept) > 0 {
+		h.out(h.kept)
+		h.kept = nil
+	}
+}
+
+const (
+	passes = iota
+	waiting
+	dropped
+)
+
+// state is what becomes of ref's write now, without waiting.
+func (w *Watch) state(ref protocol.JobRef) int {
+	if w == nil {
+		return passes
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch seen := w.look(); {
+	case w.dropped[ref]:
+		return dropped
+	case w.settled < seen:
+		return waiting
+	}
+	return passes
 }

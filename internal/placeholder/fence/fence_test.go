@@ -1,6 +1,7 @@
 package fence
 
 import (
+	"bytes"
 	"context"
 	"sync"
 	"testing"
@@ -172,5 +173,101 @@ func TestRunKeepsLooking(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	if got := w.Look(); got != seen {
 		t.Errorf("after a heartbeat held up 3 s with Run looking: %d freezes told, want %d", got-seen, 0)
+	}
+}
+
+// TestHeldKeepsWhileWaiting: after a freeze, writes are kept without
+// waiting, written in order once the answer keeps the attempt, dropped
+// once it kills it; Flush waits for the answer.
+func TestHeldKeepsWhileWaiting(t *testing.T) {
+	c := &clock{t: time.Unix(0, 0)}
+	w := New(c.now)
+	w.SetLease(time.Hour)
+	var kept, lost bytes.Buffer
+	a := w.Held(protocol.JobRef{ID: 1, Attempt: 2}, func(p []byte) { kept.Write(p) })
+	b := w.Held(protocol.JobRef{ID: 2, Attempt: 1}, func(p []byte) { lost.Write(p) })
+	a.Write([]byte("one "))
+	c.step(31 * time.Minute)
+	start := time.Now()
+	a.Write([]byte("two "))
+	b.Write([]byte("stale "))
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("writes after a freeze took %v: they waited for the answer", d)
+	}
+	if kept.String() != "one " || lost.Len() != 0 {
+		t.Fatalf("before the answer: %q and %q written", kept.String(), lost.String())
+	}
+	flushed := make(chan struct{})
+	go func() { b.Flush(); close(flushed) }()
+	select {
+	case <-flushed:
+		t.Fatal("Flush did not wait for the answer")
+	case <-time.After(100 * time.Millisecond):
+	}
+	w.Settle(w.Look(), []protocol.JobRef{{ID: 2, Attempt: 1}})
+	<-flushed
+	a.Write([]byte("three"))
+	b.Write([]byte("later"))
+	a.Flush()
+	if kept.String() != "one two three" || lost.Len() != 0 {
+		t.Errorf("after the answer: %q (want %q) and %q (want nothing)", kept.String(), "one two three", lost.String())
+	}
+}
+
+// TestHeldBound: past maxHeld kept, a write waits for the answer.
+func TestHeldBound(t *testing.T) {
+	c := &clock{t: time.Unix(0, 0)}
+	w := New(c.now)
+	w.SetLease(time.Hour)
+	var out bytes.Buffer
+	h := w.Held(protocol.JobRef{ID: 1, Attempt: 1}, func(p []byte) { out.Write(p) })
+	c.step(31 * time.Minute)
+	h.Write(make([]byte, maxHeld))
+	done := make(chan struct{})
+	go func() { h.Write([]byte("x")); close(done) }()
+	select {
+	case <-done:
+		t.Fatal("a write past maxHeld did not wait")
+	case <-time.After(100 * time.Millisecond):
+	}
+	w.Settle(w.Look(), nil)
+	<-done
+	if out.Len() != maxHeld+1 {
+		t.Errorf("%d bytes written, want %d", out.Len(), maxHeld+1)
+	}
+}
+
+// TestNilWatch: with no Watch, writes go straight through.
+func TestNilWatch(t *testing.T) {
+	var w *Watch
+	var out bytes.Buffer
+	h := w.Held(protocol.JobRef{ID: 1, Attempt: 1}, func(p []byte) { out.Write(p) })
+	h.Write([]byte("a"))
+	h.Flush()
+	if out.String() != "a" || !w.Pass(protocol.JobRef{ID: 1, Attempt: 1}) {
+		t.Errorf("nil Watch: %q written", out.String())
+	}
+}
+
+// TestHeldSharedVerdict: an attempt's -o and -e files share its verdict;
+// flushing the first does not let the second's kept writes through.
+func TestHeldSharedVerdict(t *testing.T) {
+	c := &clock{t: time.Unix(0, 0)}
+	w := New(c.now)
+	w.SetLease(time.Hour)
+	ref := protocol.JobRef{ID: 1, Attempt: 1}
+	var out bytes.Buffer
+	o := w.Held(ref, func(p []byte) { out.Write(p) })
+	e := w.Held(ref, func(p []byte) { out.Write(p) })
+	c.step(31 * time.Minute)
+	o.Write([]byte("out"))
+	e.Write([]byte("err"))
+	w.Settle(w.Look(), []protocol.JobRef{ref})
+	o.Flush()
+	e.Flush()
+	o.Forget()
+	e.Forget()
+	if out.Len() != 0 {
+		t.Errorf("the killed attempt wrote %q", out.String())
 	}
 }

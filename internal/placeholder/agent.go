@@ -23,6 +23,7 @@ import (
 	"github.com/mq-hpc/mq/internal/diskroom"
 	"github.com/mq-hpc/mq/internal/jobexec"
 	"github.com/mq-hpc/mq/internal/outstream"
+	"github.com/mq-hpc/mq/internal/placeholder/fence"
 	"github.com/mq-hpc/mq/internal/placeholder/holding"
 	"github.com/mq-hpc/mq/internal/placeholder/hung"
 	"github.com/mq-hpc/mq/internal/placeholder/memlimit"
@@ -220,6 +221,9 @@ type Agent struct {
 	// keep moves a won attempt's files from its scratch copy into the
 	// job's directory ((*scratch.Dir).Commit; tests hang it).
 	keep func(s *scratch.Dir, step func()) error
+	// fence holds back writes to jobs' -o and -e files after the agent
+	// was frozen past its lease, until the CLS says whose jobs they are.
+	fence *fence.Watch
 }
 
 // New returns an agent; Run starts it.
@@ -252,6 +256,7 @@ func New(cfg Config) *Agent {
 	a.unkillable = defaultUnkillable
 	a.fsWait, a.proc, a.statDir, a.keep = defaultFSWait, "/proc", os.Stat, (*scratch.Dir).Commit
 	a.awaitExit = func(_ protocol.JobRef, pidfd int) bool { return jobexec.AwaitExit(pidfd) }
+	a.fence = fence.New(nil)
 	if cfg.Streams && !cfg.NoOp {
 		a.streams = newStreamSet(cfg.OutDir, cfg.StreamRotate, cfg.Log)
 		a.streams.wait = func() time.Duration { return a.fsWait }
@@ -309,6 +314,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		defer close(hbDone)
 		a.heartbeats(hbCtx)
 	}()
+	go a.fence.Run(hbCtx)
 	liveDone := make(chan struct{})
 	go func() {
 		defer close(liveDone)
@@ -401,6 +407,7 @@ func (a *Agent) heartbeats(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		seen := a.fence.Look() // before the refs: a freeze is answered for by what follows it
 		// holding names every attempt read and not yet acknowledged, so
 		// it holds the running and held ones too; they are named from
 		// a.running and a.held as well, so that a lease never rests on
@@ -421,6 +428,7 @@ func (a *Agent) heartbeats(ctx context.Context) {
 			if err == nil {
 				saidPaused = paused
 				a.started.Sent(started)
+				a.fence.Settle(seen, reply.Kill)
 				for _, k := range reply.Kill {
 					a.kill(k, protocol.ReasonKilled)
 				}

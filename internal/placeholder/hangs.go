@@ -109,7 +109,7 @@ func (a *Agent) openUserStdioWithin(asg protocol.Assignment, dir string) (userSt
 	if !namesStdio(asg) {
 		return userStdio{}, nil // most jobs: no goroutine for nothing
 	}
-	u, err := hung.Releasing(a.fsWait, "opening the -o or -e file", func() (userStdio, error) { return openUserStdio(asg, dir) },
+	u, err := hung.Releasing(a.fsWait, "opening the -o or -e file", func() (userStdio, error) { return openUserStdio(asg, dir, a.fence) },
 		func(u userStdio) { u.close() })
 	if errors.Is(err, hung.ErrHung) {
 		err = fmt.Errorf("opening the -o or -e file did not return in %v (a FIFO no one reads, or a hung filesystem?)", a.fsWait)

@@ -135,6 +135,9 @@ func (a *Agent) connect(ctx context.Context) (*client.Client, error) {
 	if reg.HeartbeatS > 0 {
 		a.hbEvery = protocol.Duration(reg.HeartbeatS)
 	}
+	if reg.LeaseS > 0 {
+		a.fence.SetLease(protocol.Duration(reg.LeaseS))
+	}
 	a.log.Info("connected to the CLS", "placeholder", a.id)
 	return cl, nil
 }
@@ -176,9 +179,11 @@ func call[Req, Resp any](ctx context.Context, a *Agent, op protocol.Op[Req, Resp
 		a.counted(op.Name)
 		req := body(a.ID())
 		a.recvMu.RLock()
+		sent := a.fence.Look()
 		resp, err = client.Do(ctx, cl, op, req)
 		if r, ok := any(&resp).(*protocol.NextReply); ok && err == nil {
 			a.holding.Got(r.Jobs)
+			a.fence.Got(sent, r.Jobs) // after holding: the next heartbeat names them
 		}
 		a.recvMu.RUnlock()
 		if err == nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/pathguard"
+	"github.com/mq-hpc/mq/internal/placeholder/fence"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -22,6 +23,9 @@ import (
 // output lost.
 type userFile struct {
 	name string // as the job asked, for the report
+	// held passes the writes through the agent's fence: kept after a
+	// freeze until the CLS says whose job it is.
+	held *fence.Held
 
 	mu  sync.Mutex
 	f   *os.File
@@ -31,12 +35,16 @@ type userFile struct {
 func (u *userFile) Write(p []byte) (int, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	u.held.Write(p)
+	return len(p), nil
+}
+
+func (u *userFile) write(p []byte) {
 	if u.err == nil {
 		if _, err := u.f.Write(p); err != nil {
 			u.err = err
 		}
 	}
-	return len(p), nil
 }
 
 // userStdio is an attempt's -o and -e files (nil where none was asked;
@@ -58,8 +66,13 @@ func namesStdio(asg protocol.Assignment) bool {
 // stdout and stderr (protocol.EnvStdout, EnvStderr), relative to its
 // working directory dir, truncated, before the job starts: a directory
 // that does not exist fails the attempt now, with that reason. Without
-// an -e, stderr goes with stdout (sbatch's rule).
-func openUserStdio(asg protocol.Assignment, dir string) (userStdio, error) {
+// an -e, stderr goes with stdout (sbatch's rule). Their writes pass w
+// (nil: none); an attempt w says was lost while the agent was frozen
+// opens none (opening truncates another attempt's).
+func openUserStdio(asg protocol.Assignment, dir string, w *fence.Watch) (userStdio, error) {
+	if !w.Pass(protocol.JobRef{ID: asg.ID, Attempt: asg.Attempt}) {
+		return userStdio{}, fence.ErrLost
+	}
 	var out, errp string
 	for _, kv := range asg.Env {
 		if v, ok := strings.CutPrefix(kv, protocol.EnvStdout+"="); ok {
@@ -85,7 +98,9 @@ func openUserStdio(asg protocol.Assignment, dir string) (userStdio, error) {
 			}
 			return nil, fmt.Errorf("%s %s: %v", flag, p, err)
 		}
-		return &userFile{name: p, f: f}, nil
+		uf := &userFile{name: p, f: f}
+		uf.held = w.Held(protocol.JobRef{ID: asg.ID, Attempt: asg.Attempt}, uf.write)
+		return uf, nil
 	}
 	var err error
 	if out != "" {
@@ -125,6 +140,7 @@ func (u userStdio) close() (lost string) {
 			f.mu.Unlock()
 			continue
 		}
+		f.held.Flush()
 		if err := f.f.Close(); err != nil && f.err == nil {
 			f.err = err
 		}
@@ -133,6 +149,11 @@ func (u userStdio) close() (lost string) {
 		}
 		f.err = os.ErrClosed // a straggling write after this is dropped
 		f.mu.Unlock()
+	}
+	for _, f := range []*userFile{u.out, u.err} {
+		if f != nil {
+			f.held.Forget()
+		}
 	}
 	return lost
 }

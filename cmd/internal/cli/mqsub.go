@@ -82,7 +82,7 @@ func mqsubFlags() []cli.Flag {
 	flags := []cli.Flag{
 		&cli.BoolFlag{Name: "version", Usage: "print the version"},
 		&cli.StringFlag{Name: "q", Aliases: []string{"queue"}, Usage: "queue (created on first use)", Value: protocol.DefaultQueue},
-		&cli.StringSliceFlag{Name: "p", Aliases: []string{"prereq", "after"}, Usage: "prerequisite target: every job of it done (repeat, or a comma list)"},
+		&cli.GenericFlag{Name: "p", Aliases: []string{"prereq", "after"}, Value: &nameList{}, Usage: "prerequisite target: every job of it done (repeat, or a comma list)"},
 		&cli.StringSliceFlag{Name: "after-any", Usage: "run after every job of `TARGET` has ended, done, failed, deleted or blocked, as sbatch's --dependency=afterany (repeat, or a comma list); in a file, \"after_any\": [...]"},
 		&cli.BoolFlag{Name: "b", Aliases: []string{"block"}, Usage: "wait for the job to end and exit with its exit status"},
 		&cli.StringFlag{Name: "est", Aliases: []string{"estimate"}, Usage: "expected runtime: seconds, or 2h, 04:00:00, 1-12:00:00"},
@@ -275,7 +275,7 @@ func mqsubJob(c *cli.Context, env Env, res protocol.Resources) error {
 	js := protocol.JobSpec{
 		Queue:    c.String("q"),
 		Target:   c.Args().First(),
-		Prereqs:  splitList(c.StringSlice("p")),
+		Prereqs:  prereqFlag(c),
 		AfterAny: splitList(c.StringSlice("after-any")),
 		Command:  strings.Join(c.Args().Tail(), " "),
 		Cwd:      dir,
@@ -347,20 +347,26 @@ func warnBraces(c *cli.Context, js protocol.JobSpec) {
 func waitOne(c *cli.Context, env Env, cl *client.Client, id int64) error {
 	timeout, w := c.Duration("timeout"), protocol.WaitReply{}
 	end := time.Now().Add(timeout) // across a restart of the CLS too
+	ctx := c.Context
+	if timeout > 0 { // also while the CLS is away, as mqwait's
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, end)
+		defer cancel()
+	}
 	rw := waiter(env, "mqsub", c.App.ErrWriter)
 	rw.Kept = fmt.Sprintf("the job is kept (mqstat -j %d once the CLS runs again)", id)
-	err := rw.Wait(c.Context, cl, func(cl *client.Client) (err error) {
+	err := rw.Wait(ctx, cl, func(cl *client.Client) (err error) {
 		req := protocol.Wait{IDs: []int64{id}, TimeoutMS: int(timeout / time.Millisecond)}
 		if timeout > 0 {
 			req.TimeoutMS = max(1, int(time.Until(end)/time.Millisecond))
 		}
-		w, err = client.Do(c.Context, cl, protocol.OpWait, req)
+		w, err = client.Do(ctx, cl, protocol.OpWait, req)
 		return err
 	})
-	if err != nil {
+	if err != nil && (c.Context.Err() != nil || ctx.Err() == nil) {
 		return waitError(c.Context, id, err)
 	}
-	if len(w.Jobs) == 0 {
+	if err != nil || len(w.Jobs) == 0 {
 		return exitError{code: ExitFailed, msg: fmt.Sprintf("timed out after %s: job %d has not ended (see mqstat -j %d)", timeout, id, id)}
 	}
 	return jobExit(w.Jobs[0])

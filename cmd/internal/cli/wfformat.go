@@ -57,7 +57,7 @@ func mqsubWfformat(c *cli.Context, env Env, res protocol.Resources) error {
 	if n := r.OutputBytes(); n > maxReplayBytes {
 		return fmt.Errorf("%s: its jobs would write %s at --size-scale %g, more than %s: scale them down", name, protocol.FormatBytes(n), o.SizeScale, protocol.FormatBytes(maxReplayBytes))
 	}
-	roots := splitList(c.StringSlice("p"))
+	roots := prereqFlag(c)
 	for i := range r.Jobs {
 		if len(r.Jobs[i].Prereqs) == 0 {
 			r.Jobs[i].Prereqs = roots
